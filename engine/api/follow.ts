@@ -1,0 +1,75 @@
+import type { EngineEvent } from "../../shared/events";
+import { isFinal, reduceWorker, type Worker } from "../../shared/worker";
+import type { EngineClient } from "./client";
+
+export interface FollowOptions {
+  onEvent?: (event: EngineEvent, workers: Map<string, Worker>) => void;
+  /** Resolve early when this returns true (e.g. a pending ask, for a bounded wait). */
+  until?: (workers: Map<string, Worker>) => boolean;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface FollowResult {
+  workers: Map<string, Worker>;
+  reason: "settled" | "until" | "timeout" | "aborted";
+}
+
+/** Follows workers over the event stream (no polling) until all are final, `until` holds, or the time is up. */
+export async function follow(client: EngineClient, workerIds: string[], opts: FollowOptions = {}): Promise<FollowResult> {
+  const ids = new Set(workerIds);
+  const workers = new Map<string, Worker>();
+  const snapshot = async () => {
+    for (const id of ids) workers.set(id, await client.workers.get.query({ workerId: id }));
+  };
+  const cursor = (await client.health.query()).cursor;
+  await snapshot();
+  const done = (): FollowResult["reason"] | null => {
+    if ([...workers.values()].every((w) => isFinal(w.state))) return "settled";
+    if (opts.until?.(workers)) return "until";
+    return null;
+  };
+  const first = done();
+  if (first) return { workers, reason: first };
+  return new Promise<FollowResult>((resolve, reject) => {
+    let finished = false;
+    const finish = (reason: FollowResult["reason"]) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      sub.unsubscribe();
+      resolve({ workers, reason });
+    };
+    const timer = opts.timeoutMs ? setTimeout(() => finish("timeout"), opts.timeoutMs) : undefined;
+    opts.signal?.addEventListener("abort", () => finish("aborted"), { once: true });
+    const sub = client.events.subscribe(
+      { lastEventId: cursor },
+      {
+        onData: (tracked) => {
+          const event = tracked.data as EngineEvent;
+          if (event.type === "reset") {
+            void snapshot().then(() => {
+              const r = done();
+              if (r) finish(r);
+            });
+            return;
+          }
+          if ("workerId" in event && ids.has(event.workerId) && "seq" in event) {
+            const w = workers.get(event.workerId);
+            if (w && event.seq > w.lastSeq) workers.set(event.workerId, reduceWorker(w, event));
+          }
+          opts.onEvent?.(event, workers);
+          const r = done();
+          if (r) finish(r);
+        },
+        onError: (err) => {
+          if (!finished) {
+            finished = true;
+            clearTimeout(timer);
+            reject(err);
+          }
+        },
+      },
+    );
+  });
+}

@@ -1,0 +1,141 @@
+import { initTRPC, tracked, TRPCError } from "@trpc/server";
+import { z } from "zod";
+import {
+  BatchRef,
+  DecideInput,
+  EventsInput,
+  ListInput,
+  ResumeInput,
+  StartBatchInput,
+  StartInput,
+  SteerInput,
+  StopInput,
+  WorkerRef,
+} from "../../shared/api";
+import type { Delivered, EngineEvent } from "../../shared/events";
+import type { DecidedBy } from "../../shared/permission";
+import { Target } from "../../shared/target";
+import { InputError, type Engine } from "../workers/engine";
+import { GitError } from "../workers/git";
+
+export interface ApiContext {
+  engine: Engine;
+  by: DecidedBy;
+  version: string;
+  shutdown: () => void;
+}
+
+/** One line a person can act on, from a zod error or an engine InputError. */
+function humanMessage(error: unknown): string {
+  const cause = (error as { cause?: unknown }).cause;
+  if (cause instanceof z.ZodError) {
+    const i = cause.issues[0]!;
+    return `${i.path.length ? i.path.join(".") + ": " : ""}${i.message}`;
+  }
+  return (error as Error).message;
+}
+
+const t = initTRPC.context<ApiContext>().create({
+  sse: { ping: { enabled: true, intervalMs: 15_000 }, client: { reconnectAfterInactivityMs: 40_000 } },
+  errorFormatter: ({ shape, error }) => ({ ...shape, message: humanMessage(error), data: { code: shape.data.code, httpStatus: shape.data.httpStatus } }),
+});
+
+/** Maps engine errors to 4xx so every client shows the message instead of a stack. */
+const proc = t.procedure.use(async ({ next }) => {
+  const res = await next();
+  if (!res.ok) {
+    const cause = res.error.cause;
+    if (cause instanceof InputError || cause instanceof GitError) throw new TRPCError({ code: "BAD_REQUEST", message: cause.message, cause });
+  }
+  return res;
+});
+
+async function* eventStream(engine: Engine, lastEventId: string | null | undefined, signal: AbortSignal | undefined) {
+  const buffer: Delivered[] = [];
+  let wake: (() => void) | null = null;
+  const unsubscribe = engine.bus.subscribe((d) => {
+    buffer.push(d);
+    wake?.();
+  });
+  try {
+    const { events, reset } = engine.bus.since(lastEventId);
+    if (reset) yield tracked(engine.bus.cursor, { type: "reset", ts: Date.now() } as EngineEvent);
+    let last = 0;
+    const seqOf = (c: string) => Number(c.split(":")[1]);
+    for (const d of events) {
+      last = seqOf(d.cursor);
+      yield tracked(d.cursor, d.event);
+    }
+    while (!signal?.aborted) {
+      while (buffer.length) {
+        const d = buffer.shift()!;
+        if (seqOf(d.cursor) <= last) continue;
+        last = seqOf(d.cursor);
+        yield tracked(d.cursor, d.event);
+      }
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        signal?.addEventListener("abort", () => resolve(), { once: true });
+      });
+      wake = null;
+    }
+  } finally {
+    unsubscribe();
+  }
+}
+
+export const appRouter = t.router({
+  health: proc.query(({ ctx }) => ({ ok: true, version: ctx.version, pid: process.pid, epoch: ctx.engine.bus.epoch, cursor: ctx.engine.bus.cursor })),
+  status: proc.query(({ ctx }) => {
+    const workers = ctx.engine.list();
+    const counts: Record<string, number> = {};
+    for (const w of workers) counts[w.state] = (counts[w.state] ?? 0) + 1;
+    return {
+      activeTarget: ctx.engine.targets.active() ?? null,
+      serving: ctx.engine.serving(),
+      slots: ctx.engine.slots(),
+      pendingApprovals: ctx.engine.pendingAsks().length,
+      workers: counts,
+      cursor: ctx.engine.bus.cursor,
+    };
+  }),
+  workers: t.router({
+    list: proc.input(ListInput).query(({ ctx, input }) => ctx.engine.list().filter((w) => !input?.batchId || w.batchId === input.batchId)),
+    get: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.get(input.workerId)),
+    start: proc.input(StartInput).mutation(({ ctx, input }) => ctx.engine.start(input)),
+    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks)),
+    batch: proc.input(BatchRef).query(({ ctx, input }) => ctx.engine.batch(input.batchId)),
+    steer: proc.input(SteerInput).mutation(async ({ ctx, input }) => {
+      await ctx.engine.steer(input.workerId, input.text, ctx.by);
+      return ctx.engine.get(input.workerId);
+    }),
+    stop: proc.input(StopInput).mutation(({ ctx, input }) => ctx.engine.stop(input.workerId, input.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
+    resume: proc.input(ResumeInput).mutation(({ ctx, input }) => ctx.engine.resume(input.workerId, input.message)),
+    merge: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId)),
+    diff: proc.input(WorkerRef).query(async ({ ctx, input }) => ({ diff: await ctx.engine.diff(input.workerId) })),
+    transcript: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.transcript(input.workerId)),
+    events: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.events(input.workerId)),
+  }),
+  approvals: t.router({
+    list: proc.query(({ ctx }) => ctx.engine.pendingAsks()),
+    decide: proc.input(DecideInput).mutation(({ ctx, input }) => ctx.engine.decide(input, ctx.by)),
+  }),
+  targets: t.router({
+    list: proc.query(({ ctx }) => ctx.engine.targets.list()),
+    save: proc.input(z.object({ target: Target, activate: z.boolean().default(false) })).mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),
+    use: proc.input(z.object({ id: z.string() })).mutation(({ ctx, input }) => {
+      try {
+        return ctx.engine.targets.use(input.id);
+      } catch (err) {
+        throw new InputError((err as Error).message);
+      }
+    }),
+  }),
+  events: proc.input(EventsInput).subscription(({ ctx, input, signal }) => eventStream(ctx.engine, input.lastEventId, signal)),
+  shutdown: proc.mutation(({ ctx }) => {
+    setImmediate(ctx.shutdown);
+    return { stopping: true };
+  }),
+});
+
+export type AppRouter = typeof appRouter;

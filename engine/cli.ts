@@ -1,0 +1,20 @@
+import { Command } from "commander";
+import { VERSION } from "./api/host";
+import { registerRunCommand } from "./commands/run";
+import { registerServeCommands } from "./commands/serve";
+
+const program = new Command();
+program
+  .name("ocw")
+  .description("opencode-worker: hand scoped coding tasks to OpenCode workers on a local or API model, and grade them honestly")
+  .version(VERSION)
+  .showHelpAfterError("(run `ocw --help` for usage)")
+  .exitOverride((err) => {
+    if (err.code === "commander.helpDisplayed" || err.code === "commander.version") process.exit(0);
+    process.exit(2);
+  });
+
+registerServeCommands(program);
+registerRunCommand(program);
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,270 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import readline from "node:readline";
+import type { Command } from "commander";
+import { z } from "zod";
+import { BatchTask } from "../../shared/batch";
+import type { CheckSpec } from "../../shared/check";
+import type { EngineEvent } from "../../shared/events";
+import type { DecisionKind, PermissionAsk } from "../../shared/permission";
+import type { Target } from "../../shared/target";
+import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
+import { connect, ensureEngine, type EngineClient } from "../api/client";
+import { follow } from "../api/follow";
+import { stateDir } from "../store/paths";
+import { preflightEndpoint } from "../workers/preflight";
+import { CliError, fail } from "./errors";
+
+interface RunOptions {
+  dir?: string;
+  task?: string;
+  check: string[];
+  scope: string[];
+  protect: string[];
+  endpoint?: string;
+  model?: string;
+  apiKeyEnv?: string;
+  approve: string;
+  timeout?: number;
+  batch?: string;
+  json?: boolean;
+}
+
+const collect = (v: string, prev: string[]) => [...prev, v];
+
+export function registerRunCommand(program: Command): void {
+  program
+    .command("run")
+    .description("run one task (or a batch) on a worker, grade it with held-back checks, exit 0 only if built")
+    .option("--dir <dir>", "the git repository the task works on")
+    .option("--task <text>", "what the worker should do")
+    .option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, [])
+    .option("--scope <glob>", "files the worker may change (repeatable)", collect, [])
+    .option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, [])
+    .option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target")
+    .option("--model <id>", "the model id at --endpoint")
+    .option("--api-key-env <var>", "environment variable holding the endpoint's key")
+    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v))
+    .option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect}, …]")
+    .option("--json", "print the final result as JSON on stdout")
+    .action((o: RunOptions) => runCommand(o).catch(fail));
+}
+
+function adhocTarget(endpoint: string, model: string, keyRef?: string): Target {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new CliError(`--endpoint ${endpoint} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
+  }
+  const base = url.href.replace(/\/+$/, "");
+  const id = "adhoc-" + createHash("sha256").update(`${base} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
+  return { id, model, endpoint: /\/v1$/.test(base) ? base : `${base}/v1`, keyRef: keyRef ?? null, serving: { engine: "api", endpoints: [], slots: 4 }, checks: [] };
+}
+
+function parseBatch(file: string): WorkerSpecInput[] {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (err) {
+    throw new CliError(`cannot read the batch file ${file}: ${(err as Error).message}`);
+  }
+  const parsed = z.array(BatchTask).min(1, "the batch is empty").safeParse(raw);
+  if (!parsed.success) {
+    const i = parsed.error.issues[0]!;
+    throw new CliError(`batch file ${file}: ${i.path.length ? `task ${Number(i.path[0]) + 1}${i.path.length > 1 ? "." + i.path.slice(1).join(".") : ""}: ` : ""}${i.message}`);
+  }
+  const base = path.dirname(path.resolve(file));
+  return parsed.data.map((t) => ({ ...t, directory: path.resolve(base, (t.dir ?? t.directory)!) }));
+}
+
+async function runCommand(o: RunOptions): Promise<void> {
+  if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
+  if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
+  let specs: WorkerSpecInput[];
+  if (o.batch) {
+    if (o.task || o.dir) throw new CliError("--batch cannot be combined with --task/--dir");
+    specs = parseBatch(o.batch);
+  } else {
+    if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
+    if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
+    const checks: CheckSpec[] = o.check.map((run) => ({ run }));
+    specs = [{ task: o.task, directory: path.resolve(o.dir), checks, scope: o.scope, protect: o.protect }];
+  }
+  if (o.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o.timeout } }));
+
+  const dir = stateDir();
+  let target: Target | undefined;
+  if (o.endpoint && o.model) {
+    if (o.apiKeyEnv && !process.env[o.apiKeyEnv]) throw new CliError(`--api-key-env ${o.apiKeyEnv} is not set in this environment: export it first`);
+    target = adhocTarget(o.endpoint, o.model, o.apiKeyEnv);
+    await preflightEndpoint(target).catch((err) => {
+      throw new CliError((err as Error).message);
+    });
+  }
+  const lock = await ensureEngine(dir, { env: o.apiKeyEnv ? { [o.apiKeyEnv]: process.env[o.apiKeyEnv] } : {} });
+  const client = connect(lock, "cli:ocw run");
+  if (target) {
+    await client.targets.save.mutate({ target });
+    specs = specs.map((s) => ({ ...s, targetId: target!.id }));
+  }
+
+  let ids: string[];
+  let batchId: string | null = null;
+  try {
+    if (specs.length === 1 && !o.batch) ids = [(await client.workers.start.mutate(specs[0]!)).workerId];
+    else {
+      const r = await client.workers.startBatch.mutate({ tasks: specs as never });
+      ids = r.workerIds;
+      batchId = r.batchId;
+    }
+  } catch (err) {
+    throw new CliError((err as Error).message);
+  }
+  process.stderr.write(`ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}\n`);
+
+  const asker = o.approve === "ask" ? new TerminalAsker(client) : null;
+  const answered = new Set<string>();
+  const onAsks = (workers: Map<string, Worker>) => {
+    for (const w of workers.values()) {
+      for (const ask of pendingAsks(w)) {
+        if (answered.has(ask.id)) continue;
+        answered.add(ask.id);
+        if (asker) asker.enqueue(ask);
+        else {
+          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${ask.what} → ${o.approve} (--approve)\n`);
+          void client.approvals.decide.mutate({ askId: ask.id, decision: o.approve as DecisionKind }).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${(err as Error).message}\n`));
+        }
+      }
+    }
+  };
+  const result = await follow(client, ids, {
+    onEvent: (event, workers) => {
+      progress(event);
+      onAsks(workers);
+    },
+  });
+  onAsks(result.workers);
+  asker?.close();
+
+  const outputs = await Promise.all(ids.map(async (id) => workerResult(result.workers.get(id)!, await client.workers.events.query({ workerId: id }))));
+  const hung = outputs.flatMap((r) => r.timedOutChecks);
+  let payload: unknown;
+  let built: boolean;
+  if (batchId) {
+    const summary = await client.workers.batch.query({ batchId });
+    payload = { batchId, workers: outputs.map((r) => r.json), builtRate: summary.builtRate, honestRate: summary.honestRate, verdict: summary.verdict };
+    built = summary.verdict === "built";
+  } else {
+    payload = outputs[0]!.json;
+    built = outputs[0]!.json.verdict === "built";
+  }
+  if (o.json) process.stdout.write(JSON.stringify(payload, null, 2) + "\n");
+  else for (const r of outputs) process.stderr.write(r.summary + "\n");
+  if (hung.length) {
+    process.stderr.write(`ocw: check "${hung[0]}" hung and was killed at its timeout: fix the command or give it a larger timeoutSec\n`);
+    process.exit(2);
+  }
+  process.exit(built ? 0 : 1);
+}
+
+function progress(event: EngineEvent): void {
+  const w = "workerId" in event ? event.workerId : "";
+  switch (event.type) {
+    case "worker.state":
+      process.stderr.write(`ocw: ${w} ${event.state}${event.reason ? ` — ${event.reason}` : ""}\n`);
+      break;
+    case "part":
+      if (event.part.kind === "tool" && event.part.status !== "running") process.stderr.write(`ocw: ${w} ${event.part.tool} ${event.part.status}\n`);
+      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) process.stderr.write(`ocw: ${w} ${line.trim()}\n`);
+      break;
+    case "retry":
+      process.stderr.write(`ocw: ${w} model retry ${event.attempt}: ${event.message}\n`);
+      break;
+    case "verdict":
+      process.stderr.write(`ocw: ${w} verdict ${event.verdict.verdict} (claim ${event.verdict.claim ?? "none"}, ${event.verdict.honest ? "honest" : "DISHONEST"})\n`);
+      break;
+  }
+}
+
+/** The `--json` result of one worker (the CLI contract). */
+export function workerResult(w: Worker, events: WorkerEvent[]) {
+  const v = w.verdict;
+  const json = {
+    workerId: w.id,
+    sessionId: w.sessionId,
+    state: w.state,
+    reason: w.stateReason,
+    verdict: v?.verdict ?? (w.state === "built" ? "built" : "honest-failure"),
+    claim: v?.claim ?? null,
+    honest: v?.honest ?? false,
+    checks: (v?.checks ?? []).map((c) => ({ name: c.name, passed: c.passed, ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}), output: c.output })),
+    scope: { passed: v?.scope.passed ?? false, violations: v?.scope.violations ?? [] },
+    approvals: w.asks.map((a) => ({ tool: a.tool, what: a.what, decision: a.decision ?? null, by: a.by ?? null, status: a.status })),
+    branch: w.branch,
+    worktree: w.worktree,
+    mergeHint: v?.mergeHint ?? null,
+    events,
+  };
+  const summary = `${w.id}: ${json.verdict} (state ${w.state}${w.stateReason ? `: ${w.stateReason}` : ""}; claim ${json.claim ?? "none"}, ${json.honest ? "honest" : "not honest"})${v?.mergeHint ? `\n  merge: ${v.mergeHint}` : ""}`;
+  return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
+}
+
+/** `--approve ask`: one question at a time on the terminal; y = once, a = always, n = reject. */
+class TerminalAsker {
+  private readonly queue: PermissionAsk[] = [];
+  private busy = false;
+  private readonly rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: false });
+  private readonly lines: string[] = [];
+  private waiting: ((l: string | null) => void) | null = null;
+  private closed = false;
+
+  constructor(private readonly client: EngineClient) {
+    this.rl.on("line", (l) => (this.waiting ? (this.waiting(l), (this.waiting = null)) : this.lines.push(l)));
+    this.rl.on("close", () => {
+      this.closed = true;
+      this.waiting?.(null);
+    });
+  }
+
+  enqueue(ask: PermissionAsk): void {
+    this.queue.push(ask);
+    void this.drain();
+  }
+
+  private readLine(): Promise<string | null> {
+    if (this.lines.length) return Promise.resolve(this.lines.shift()!);
+    if (this.closed) return Promise.resolve(null);
+    return new Promise((r) => (this.waiting = r));
+  }
+
+  private async drain(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    while (this.queue.length) {
+      const ask = this.queue.shift()!;
+      process.stderr.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${ask.what}\n`);
+      if (ask.diff) process.stderr.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
+      let decision: DecisionKind | null = null;
+      while (!decision) {
+        process.stderr.write(`allow? [y]es once / [a]lways / [n]o: `);
+        const line = await this.readLine();
+        if (line === null) {
+          process.stderr.write("\nocw: no terminal input; the ask stays pending (answer it in the UI or with --approve)\n");
+          this.busy = false;
+          return;
+        }
+        decision = ({ y: "once", a: "always", n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"] ?? null;
+      }
+      await this.client.approvals.decide.mutate({ askId: ask.id, decision }).catch((err) => process.stderr.write(`ocw: ${(err as Error).message}\n`));
+    }
+    this.busy = false;
+  }
+
+  close(): void {
+    this.rl.close();
+  }
+}

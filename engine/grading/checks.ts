@@ -1,0 +1,83 @@
+import { existsSync, readFileSync, realpathSync } from "node:fs";
+import path from "node:path";
+import { execa } from "execa";
+import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
+
+export const DEFAULT_CHECK_TIMEOUT_SEC = 300;
+const OUTPUT_CAP = 64 * 1024;
+
+function cap(text: string): string {
+  if (text.length <= OUTPUT_CAP) return text;
+  return `… ${text.length - OUTPUT_CAP} earlier characters cut …\n` + text.slice(-OUTPUT_CAP);
+}
+
+/** Runs a shell check in its own process group, so a timeout kills everything it started. */
+async function runCommand(check: CommandCheck, name: string, cwd: string): Promise<CheckResult> {
+  const timeoutSec = check.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
+  const expect = check.expectExit ?? 0;
+  const started = Date.now();
+  const child = execa(check.run, { shell: true, cwd, reject: false, all: true, detached: true, stdin: "ignore", env: { CI: "1" } });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      child.kill("SIGKILL");
+    }
+  }, timeoutSec * 1000);
+  const r = await child;
+  clearTimeout(timer);
+  const output = cap(String(r.all ?? ""));
+  if (timedOut) {
+    return {
+      name,
+      passed: false,
+      exitCode: null,
+      timedOut: true,
+      durationMs: Date.now() - started,
+      output: `${output}\n[check timed out after ${timeoutSec}s and was killed: fix the command or give it a larger timeoutSec]`,
+    };
+  }
+  const exitCode = r.exitCode ?? null;
+  return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
+}
+
+function runFile(check: FileCheck, name: string, cwd: string): CheckResult {
+  const file = path.join(cwd, check.file);
+  const wantExists = check.exists ?? true;
+  const exists = existsSync(file);
+  if (exists && !realpathSync(file).startsWith(realpathSync(cwd) + path.sep)) {
+    return { name, passed: false, output: `${check.file} resolves outside the workspace` };
+  }
+  if (!wantExists) return { name, passed: !exists, output: exists ? `${check.file} exists but should not` : `${check.file} is absent, as required` };
+  if (!exists) return { name, passed: false, output: `${check.file} does not exist` };
+  const problems: string[] = [];
+  if (check.equals !== undefined || check.matches !== undefined) {
+    const content = readFileSync(file, "utf8");
+    // "equals" ignores only trailing whitespace at the end of the file (editors and models add a final newline).
+    if (check.equals !== undefined && content.trimEnd() !== check.equals.trimEnd()) {
+      problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
+    }
+    if (check.matches !== undefined) {
+      let re: RegExp;
+      try {
+        re = new RegExp(check.matches, "m");
+      } catch (err) {
+        return { name, passed: false, output: `invalid regex ${check.matches}: ${(err as Error).message}` };
+      }
+      if (!re.test(content)) problems.push(`content does not match /${check.matches}/`);
+    }
+  }
+  return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check.file} ok` };
+}
+
+/** Runs the held-back checks in order in the worker's workspace. */
+export async function runChecks(checks: CheckSpec[], cwd: string): Promise<CheckResult[]> {
+  const results: CheckResult[] = [];
+  for (const [i, check] of checks.entries()) {
+    const name = checkName(check, i);
+    results.push("run" in check ? await runCommand(check, name, cwd) : runFile(check, name, cwd));
+  }
+  return results;
+}

@@ -1,0 +1,96 @@
+import { readFileSync, existsSync } from "node:fs";
+import path from "node:path";
+import type { Target } from "../../shared/target";
+import { targetSlug } from "../../shared/target";
+import { projectRoot } from "../paths";
+
+export const WORKER_AGENT = "ocw-worker";
+export const PROVIDER_ID = "ocw";
+/** The environment variable opencode reads the target's key from (copied from the target's keyRef at spawn). */
+export const PROVIDER_KEY_ENV = "OCW_PROVIDER_KEY";
+
+/** Offline-safe opencode environment (notes/opencode.md §0): no model-list fetch, updates, sharing, plugins or ~/.claude. */
+export const OFFLINE_ENV: Record<string, string> = {
+  OPENCODE_DISABLE_MODELS_FETCH: "1",
+  OPENCODE_DISABLE_AUTOUPDATE: "1",
+  OPENCODE_DISABLE_SHARE: "1",
+  OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+  OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+  OPENCODE_PURE: "1",
+  OPENCODE_DISABLE_CLAUDE_CODE: "1",
+  OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+};
+
+/** The worker agent's permission rules: gates on edit/bash/webfetch, nothing outside the worktree, reads free. */
+export const WORKER_PERMISSION = {
+  edit: "ask",
+  bash: "ask",
+  webfetch: "ask",
+  external_directory: "deny",
+  read: "allow",
+  glob: "allow",
+  grep: "allow",
+  list: "allow",
+  todowrite: "allow",
+  question: "allow",
+  task: "deny",
+  skill: "deny",
+} as const;
+
+export interface AgentPrompt {
+  prompt: string;
+  /** Where the pack came from, or null when the target has none. */
+  pack: string | null;
+}
+
+/** The protocol plus the active target's pack deltas (packs/<target-slug>/agent.md), as one system prompt. */
+export function compileAgentPrompt(target: Target | null, root = projectRoot()): AgentPrompt {
+  const protocolFile = path.join(root, "protocol", "opencode-worker-protocol.md");
+  if (!existsSync(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
+  let prompt = readFileSync(protocolFile, "utf8").trim();
+  let pack: string | null = null;
+  if (target) {
+    const packFile = path.join(root, "packs", targetSlug(target), "agent.md");
+    if (existsSync(packFile)) {
+      pack = packFile;
+      prompt += `\n\n## Notes for this model (pack ${targetSlug(target)})\n\n` + readFileSync(packFile, "utf8").trim();
+    }
+  }
+  return { prompt, pack };
+}
+
+/** The full opencode config for one target, passed in OPENCODE_CONFIG_CONTENT (no file, user config untouched). */
+export function compileOpencodeConfig(target: Target, agent: AgentPrompt): Record<string, unknown> {
+  const model = {
+    name: target.model,
+    tool_call: true,
+    limit: { context: target.contextLimit ?? target.serving.perSlotCtx ?? 32768, output: target.outputLimit ?? 8192 },
+  };
+  const options: Record<string, unknown> = { baseURL: target.endpoint };
+  // The key stays in the environment; opencode substitutes {env:…} when it loads the config.
+  options.apiKey = target.keyRef ? `{env:${PROVIDER_KEY_ENV}}` : "none";
+  return {
+    $schema: "https://opencode.ai/config.json",
+    provider: {
+      [PROVIDER_ID]: { npm: "@ai-sdk/openai-compatible", name: `opencode-worker target ${target.id}`, options, models: { [target.model]: model } },
+    },
+    model: `${PROVIDER_ID}/${target.model}`,
+    small_model: `${PROVIDER_ID}/${target.model}`,
+    enabled_providers: [PROVIDER_ID],
+    autoupdate: false,
+    share: "disabled",
+    lsp: false,
+    formatter: false,
+    // Per-step snapshots serialize sessions of one project (notes §6); workers have their own git worktrees instead.
+    snapshot: false,
+    permission: WORKER_PERMISSION,
+    agent: {
+      [WORKER_AGENT]: {
+        description: "opencode-worker: does one scoped task and reports an honest OUTCOME line",
+        mode: "primary",
+        prompt: agent.prompt,
+        permission: WORKER_PERMISSION,
+      },
+    },
+  };
+}

@@ -1,0 +1,264 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
+import type { Target } from "../../shared/target";
+import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, PROVIDER_KEY_ENV, WORKER_AGENT } from "./config";
+import { readSse } from "./sse";
+
+/** One event from opencode's /global/event stream, unwrapped. */
+export interface OpencodeEvent {
+  directory?: string;
+  type: string;
+  properties: Record<string, any>;
+}
+
+export function opencodeBinary(): string {
+  if (process.env.OCW_OPENCODE_BIN) return process.env.OCW_OPENCODE_BIN;
+  const require = createRequire(import.meta.url);
+  const pkg = require.resolve("opencode-ai/package.json");
+  const bin = path.join(path.dirname(pkg), "bin", process.platform === "win32" ? "opencode.exe" : "opencode.exe");
+  if (!existsSync(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
+  return bin;
+}
+
+export interface OpencodeServerOptions {
+  target: Target;
+  /** Per-target folder for opencode's HOME/XDG dirs, so the user's own opencode config and data are never touched. */
+  home: string;
+  log?: (line: string) => void;
+  startTimeoutMs?: number;
+}
+
+/**
+ * A supervised `opencode serve` for one target: loopback, random port, generated password, offline env.
+ * Emits `event` (OpencodeEvent), `ready`, `down` (crash or exit; workers must be marked interrupted), `resync`
+ * (the event stream reconnected: state may have been missed).
+ */
+export class OpencodeServer extends EventEmitter {
+  url: string | null = null;
+  client: OpencodeClient | null = null;
+  private proc: ChildProcess | null = null;
+  private readonly password = randomBytes(24).toString("base64url");
+  private stopping = false;
+  private streamAbort: AbortController | null = null;
+  private restarts = 0;
+  private starting: Promise<void> | null = null;
+  readonly authHeader: string;
+
+  constructor(private readonly opts: OpencodeServerOptions) {
+    super();
+    this.authHeader = "Basic " + Buffer.from(`opencode:${this.password}`).toString("base64");
+  }
+
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
+
+  get ready(): boolean {
+    return this.client !== null;
+  }
+
+  /** Starts the server (once; concurrent callers share the start). Resolves when the worker agent is verified. */
+  start(): Promise<void> {
+    if (this.client) return Promise.resolve();
+    this.starting ??= this.spawnOnce().finally(() => (this.starting = null));
+    return this.starting;
+  }
+
+  private env(): NodeJS.ProcessEnv {
+    const h = this.opts.home;
+    const xdg = {
+      HOME: h,
+      XDG_DATA_HOME: path.join(h, ".local/share"),
+      XDG_CONFIG_HOME: path.join(h, ".config"),
+      XDG_STATE_HOME: path.join(h, ".local/state"),
+      XDG_CACHE_HOME: path.join(h, ".cache"),
+    };
+    for (const d of Object.values(xdg)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const config = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target));
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...xdg,
+      ...OFFLINE_ENV,
+      OPENCODE_SERVER_PASSWORD: this.password,
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
+      // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
+      npm_config_registry: process.env.OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/",
+    };
+    delete env.OPENCODE_CONFIG;
+    delete env.OPENCODE_CONFIG_DIR;
+    delete env[PROVIDER_KEY_ENV];
+    const keyRef = this.opts.target.keyRef;
+    if (keyRef) {
+      const key = process.env[keyRef];
+      if (!key) throw new Error(`the target's key variable ${keyRef} is not set: export ${keyRef}=… in the engine's environment`);
+      env[PROVIDER_KEY_ENV] = key;
+    }
+    return env;
+  }
+
+  private async spawnOnce(): Promise<void> {
+    this.stopping = false;
+    const proc = spawn(opencodeBinary(), ["serve", "--hostname=127.0.0.1", "--port=0"], {
+      cwd: this.opts.home,
+      env: this.env(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.proc = proc;
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        proc.kill("SIGKILL");
+        reject(new Error(`opencode serve did not report ready within ${(this.opts.startTimeoutMs ?? 60_000) / 1000}s`));
+      }, this.opts.startTimeoutMs ?? 60_000);
+      let out = "";
+      let err = "";
+      proc.stdout!.on("data", (b: Buffer) => {
+        out += b.toString();
+        const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1]!.replace(/\/$/, ""));
+        }
+      });
+      proc.stderr!.on("data", (b: Buffer) => {
+        err += b.toString();
+        if (err.length > 20_000) err = err.slice(-10_000);
+        this.opts.log?.(b.toString().trimEnd());
+      });
+      proc.once("exit", (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`opencode serve exited during start-up (code ${code}, signal ${signal}): ${err.trim().slice(-500) || "no output"}`));
+      });
+    });
+    proc.on("exit", (code, signal) => this.onExit(proc, code, signal));
+    this.url = url;
+    const client = createOpencodeClient({ baseUrl: url, headers: { Authorization: this.authHeader } });
+    await this.verifyAgent(client);
+    this.client = client;
+    this.restarts = 0;
+    this.openStream();
+    this.emit("ready");
+  }
+
+  /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
+  private async verifyAgent(client: OpencodeClient): Promise<void> {
+    const res = await client.app.agents({ directory: this.opts.home });
+    const names = (res.data ?? []).map((a: { name: string }) => a.name);
+    if (!names.includes(WORKER_AGENT)) {
+      throw new Error(`opencode did not load the worker agent "${WORKER_AGENT}" (agents: ${names.join(", ") || "none"}; HTTP ${res.response?.status})`);
+    }
+  }
+
+  private openStream(): void {
+    const abort = new AbortController();
+    this.streamAbort = abort;
+    let first = true;
+    const loop = async () => {
+      let delay = 100;
+      while (!abort.signal.aborted && this.url) {
+        try {
+          for await (const raw of readSse(`${this.url}/global/event`, { Authorization: this.authHeader }, abort.signal)) {
+            const env = raw as { directory?: string; payload?: { type?: string; properties?: Record<string, unknown> } };
+            const p = env.payload;
+            if (!p?.type || p.type === "sync" || p.type === "server.heartbeat" || p.type === "plugin.added") continue;
+            if (p.type === "server.connected") {
+              if (!first) this.emit("resync");
+              first = false;
+              delay = 100;
+              continue;
+            }
+            this.emit("event", { directory: env.directory, type: p.type, properties: (p.properties ?? {}) as Record<string, any> });
+          }
+        } catch (err) {
+          if (abort.signal.aborted) return;
+          this.opts.log?.(`event stream dropped: ${(err as Error).message}; reconnecting`);
+        }
+        if (abort.signal.aborted) return;
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 2000);
+      }
+    };
+    void loop();
+  }
+
+  private onExit(proc: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    if (proc !== this.proc) return;
+    this.streamAbort?.abort();
+    this.client = null;
+    this.url = null;
+    this.proc = null;
+    if (this.stopping) return;
+    this.emit("down", `opencode serve exited unexpectedly (code ${code}, signal ${signal})`);
+    const delay = Math.min(30_000, 250 * 2 ** this.restarts++);
+    setTimeout(() => {
+      if (this.stopping) return;
+      this.start().catch((err) => {
+        this.opts.log?.(`restart failed: ${(err as Error).message}`);
+        this.onExitRetry();
+      });
+    }, delay);
+  }
+
+  private onExitRetry(): void {
+    if (this.stopping) return;
+    const delay = Math.min(30_000, 250 * 2 ** this.restarts++);
+    setTimeout(() => !this.stopping && this.start().catch(() => this.onExitRetry()), delay);
+  }
+
+  /** Stops the server. Callers abort busy sessions first so bash children end (they run in their own process groups). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.streamAbort?.abort();
+    const proc = this.proc;
+    this.client = null;
+    this.url = null;
+    if (!proc || proc.exitCode !== null) return;
+    const children = childPids(proc.pid);
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => proc.kill("SIGKILL"), 3000);
+      proc.once("exit", () => {
+        clearTimeout(t);
+        resolve();
+      });
+      proc.kill("SIGTERM");
+    });
+    for (const c of children) killGroup(c);
+  }
+}
+
+/** Direct children of a process (Linux /proc); bash tool children live in their own process groups. */
+function childPids(pid: number | undefined): number[] {
+  if (!pid || process.platform !== "linux") return [];
+  const out: number[] = [];
+  try {
+    for (const d of readdirSync("/proc")) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        if (ppid === pid) out.push(Number(d));
+      } catch {
+        /* process ended while we looked */
+      }
+    }
+  } catch {
+    /* no /proc */
+  }
+  return out;
+}
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* already gone */
+    }
+  }
+}

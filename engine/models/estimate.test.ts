@@ -1,0 +1,149 @@
+import { describe, expect, it } from "vitest";
+import { modelMetadata } from "../../test/fixtures/gguf/writer";
+import { assignLayers, estimate, EstimateError, GiB, MiB, resolveContext } from "./estimate";
+import { hparamsFromMetadata, MetadataError } from "./hparams";
+
+// Shapes of the tiny models measured against a real llama-server (shared/notes/llama.md §1, §3).
+const llamaGqa = () => modelMetadata({ arch: "llama" });
+const gemma3Swa = () => modelMetadata({ arch: "gemma3", nLayer: 6, nHead: 4, nHeadKv: 1, headDim: 64, swa: 512, swaPattern: 3 });
+const lfm2 = () => modelMetadata({ arch: "lfm2", nLayer: 6, nHead: 8, nHeadKv: [0, 0, 2, 0, 0, 2] });
+const qwen35 = (): Record<string, unknown> => ({
+  "general.architecture": "qwen35",
+  "qwen35.block_count": 4,
+  "qwen35.context_length": 32768,
+  "qwen35.embedding_length": 256,
+  "qwen35.feed_forward_length": 512,
+  "qwen35.attention.head_count": 4,
+  "qwen35.attention.head_count_kv": 2,
+  "qwen35.attention.key_length": 64,
+  "qwen35.attention.value_length": 64,
+  "qwen35.ssm.conv_kernel": 4,
+  "qwen35.ssm.inner_size": 256,
+  "qwen35.ssm.state_size": 64,
+  "qwen35.ssm.time_step_rank": 4,
+  "qwen35.ssm.group_count": 2,
+  "qwen35.full_attention_interval": 4,
+  "qwen35.vocab_size": 151936,
+});
+
+type Row = [name: string, meta: () => Promise<Record<string, unknown>> | Record<string, unknown>, opts: Parameters<typeof estimate>[2], cells: number, streams: number, kv: number, rs?: number];
+// Every figure below is what llama-server 80fb11a logged (llama_kv_cache: size / llama_memory_recurrent: size).
+const matrix: Row[] = [
+  ["llama -c 4096 -np 1", llamaGqa, { ctx: 4096, parallel: 1 }, 4096, 1, 4_194_304],
+  ["llama -c 4096 -np 4", llamaGqa, { ctx: 4096, parallel: 4 }, 1024, 4, 4_194_304],
+  ["llama no flags", llamaGqa, {}, 32768, 1, 33_554_432],
+  ["llama -c 5000 -np 3", llamaGqa, { ctx: 5000, parallel: 3 }, 1792, 3, 5_505_024],
+  ["llama -c 5000 -np 3 -kvu", llamaGqa, { ctx: 5000, parallel: 3, kvUnified: true }, 5120, 1, 5_242_880],
+  ["llama -c 1000 -np 1", llamaGqa, { ctx: 1000, parallel: 1 }, 1024, 1, 1_048_576],
+  ["llama -c 3000 -np 2 q8_0/q8_0", llamaGqa, { ctx: 3000, parallel: 2, cacheTypeK: "q8_0", cacheTypeV: "q8_0" }, 1536, 2, 1_671_168],
+  ["llama -c 4096 -np 1 -fa off -ctk q8_0", llamaGqa, { ctx: 4096, parallel: 1, flashAttn: "off", cacheTypeK: "q8_0" }, 4096, 1, 3_211_264],
+  ["gemma3 -c 4096 -np 1", gemma3Swa, { ctx: 4096, parallel: 1 }, 4096, 1, 2_097_152 + 1_048_576],
+  ["gemma3 -c 4096 -np 4", gemma3Swa, { ctx: 4096, parallel: 4 }, 1024, 4, 2_097_152 + 4_194_304],
+  ["gemma3 -c 4096 -np 4 -kvu", gemma3Swa, { ctx: 4096, parallel: 4, kvUnified: true }, 4096, 1, 2_097_152 + 2_621_440],
+  ["gemma3 -c 16384 -np 2 -kvu -ub 128", gemma3Swa, { ctx: 16384, parallel: 2, kvUnified: true, ubatch: 128 }, 16384, 1, 8_388_608 + 1_310_720],
+  ["gemma3 -c 4096 -np 4 -kvu --swa-full", gemma3Swa, { ctx: 4096, parallel: 4, kvUnified: true, swaFull: true }, 4096, 1, 6 * MiB],
+  ["gemma3 no flags", gemma3Swa, {}, 32768, 1, 16_777_216 + 2_621_440],
+  ["qwen35 -c 4096 -np 1", qwen35, { ctx: 4096, parallel: 1 }, 4096, 1, 2_097_152, 215_040],
+  ["qwen35 -c 4096 -np 4", qwen35, { ctx: 4096, parallel: 4 }, 1024, 4, 2 * MiB, 860_160],
+  ["qwen35 -c 5000 -np 3", qwen35, { ctx: 5000, parallel: 3 }, 1792, 3, 2_752_512, 645_120],
+  ["lfm2 -c 4096 -np 4", lfm2, { ctx: 4096, parallel: 4 }, 1024, 4, 2 * MiB, 32_768],
+  ["lfm2 -c 2048 -np 8 -kvu", lfm2, { ctx: 2048, parallel: 8, kvUnified: true }, 2048, 1, 1_048_576, 65_536],
+];
+
+describe("estimate matches llama-server's logged KV / recurrent sizes", () => {
+  for (const [name, meta, opts, cells, streams, kv, rs] of matrix) {
+    it(name, async () => {
+      const e = estimate(hparamsFromMetadata(await meta()), null, opts);
+      expect([e.kvCells, e.nStream]).toEqual([cells, streams]);
+      expect(e.kvBytes).toBe(kv);
+      expect(e.recurrentBytes).toBe(rs ?? 0);
+    });
+  }
+  it("gemma3 SWA window cells follow n_swa·(unified ? n_seq : 1) + n_ubatch", async () => {
+    const h = hparamsFromMetadata(await gemma3Swa());
+    expect(h.isSwa).toEqual([true, true, false, true, true, false]);
+    expect(estimate(h, null, { ctx: 8192, parallel: 4, kvUnified: true, ubatch: 256 }).swaCells).toBe(2304);
+    expect(estimate(h, null, { ctx: 4096, parallel: 1 }).swaCells).toBe(1024);
+  });
+  it("recurrent state does not depend on -c or cache type", () => {
+    const h = hparamsFromMetadata(qwen35());
+    const a = estimate(h, null, { ctx: 4096, parallel: 4 }).recurrentBytes;
+    const b = estimate(h, null, { ctx: 65536, parallel: 4, cacheTypeK: "q4_0", cacheTypeV: "q4_0" }).recurrentBytes;
+    expect(a).toBe(b);
+    expect(h.isRecr).toEqual([true, true, true, false]);
+  });
+});
+
+describe("context resolution", () => {
+  it("-np auto means 4 slots with unified KV, n_ctx = n_ctx_train", () => {
+    expect(resolveContext({ nCtxTrain: 32768 }, {})).toEqual({ nCtx: 32768, nCtxPerSlot: 32768, slots: 4, kvUnified: true, nStream: 1 });
+  });
+  it("split KV pads per slot and may exceed -c", () => {
+    expect(resolveContext({ nCtxTrain: 32768 }, { ctx: 5000, parallel: 3 })).toMatchObject({ nCtx: 5376, nCtxPerSlot: 1792 });
+  });
+  it("rejects a bad slot count", () => {
+    expect(() => resolveContext({ nCtxTrain: 1 }, { parallel: 0 })).toThrow(EstimateError);
+  });
+});
+
+describe("other rules", () => {
+  it("quantized V without flash attention is refused like llama.cpp does", async () => {
+    const h = hparamsFromMetadata(await llamaGqa());
+    expect(() => estimate(h, null, { flashAttn: "off", cacheTypeV: "q8_0" })).toThrow(/flash attention/);
+  });
+  it("FA off transposes V to the max width across layers", () => {
+    const meta = { ...qwen35(), "qwen35.attention.head_count_kv": [2, 2, 2, 2] };
+    const h = hparamsFromMetadata(meta);
+    expect(estimate(h, null, { ctx: 4096, parallel: 1, flashAttn: "off" }).kvBytes).toBe(2_097_152);
+  });
+  it("MLA caches K only (DeepSeek-V3 shape: 576 per token per layer)", () => {
+    const h = hparamsFromMetadata({
+      "general.architecture": "deepseek2", "deepseek2.block_count": 61, "deepseek2.context_length": 163840,
+      "deepseek2.embedding_length": 7168, "deepseek2.attention.head_count": 128, "deepseek2.attention.head_count_kv": 1,
+      "deepseek2.attention.key_length": 576, "deepseek2.attention.value_length": 512,
+      "deepseek2.attention.key_length_mla": 192, "deepseek2.attention.value_length_mla": 128,
+    });
+    const e = estimate(h, null, { ctx: 4096, parallel: 1 });
+    expect(e.kvBytesV).toBe(0);
+    expect(e.kvBytes).toBe(61 * 576 * 2 * 4096);
+  });
+  it("per-layer head_count_kv arrays with zeros skip those layers (GQA, Gemma-style)", () => {
+    const h = hparamsFromMetadata({
+      "general.architecture": "llama", "llama.block_count": 3, "llama.context_length": 4096, "llama.embedding_length": 512,
+      "llama.attention.head_count": 8, "llama.attention.head_count_kv": [8, 0, 2],
+    });
+    expect(estimate(h, null, { ctx: 1024, parallel: 1 }).kvBytes).toBe((8 + 2) * 64 * 2 * 2 * 1024);
+  });
+  it("missing keys give a clear error", () => {
+    expect(() => hparamsFromMetadata({})).toThrow(MetadataError);
+    expect(() => hparamsFromMetadata({ "general.architecture": "llama" })).toThrow(/llama.block_count/);
+  });
+  it("compute estimate is within 5% of the logged buffer for llama-gqa (FA on)", async () => {
+    const h = hparamsFromMetadata(await llamaGqa());
+    const cases: [Parameters<typeof estimate>[2], number][] = [
+      [{ ctx: 4096, parallel: 4 }, 5.51],
+      [{ ctx: 4096, parallel: 4, kvUnified: true }, 8.51],
+      [{}, 36.51],
+    ];
+    for (const [o, mib] of cases) {
+      const got = estimate(h, null, o).computeBytes / MiB;
+      expect(Math.abs(got - mib) / mib).toBeLessThan(0.05);
+    }
+  });
+});
+
+describe("layer split across devices", () => {
+  const g = (id: string, free: number) => ({ id, name: id, kind: "gpu" as const, freeBytes: free, totalBytes: free });
+  it("splits by free memory; output layer is layer n_layer", () => {
+    const a = assignLayers(4, 5, [g("0", 8 * GiB), g("1", 8 * GiB)]);
+    expect(a).toEqual([0, 0, 0, 1, 1]);
+  });
+  it("partial offload keeps the first layers on the CPU", () => {
+    expect(assignLayers(4, 2, [g("0", 8 * GiB)])).toEqual([-1, -1, -1, 0, 0]);
+  });
+  it("puts a layer's KV on its device", async () => {
+    const h = hparamsFromMetadata(await llamaGqa());
+    const e = estimate(h, null, { ctx: 4096, parallel: 1, gpus: [g("0", 8 * GiB), g("1", 8 * GiB)] });
+    expect(e.perDevice.map((d) => d.kvBytes)).toEqual([3 * MiB, 1 * MiB, 0]);
+  });
+});

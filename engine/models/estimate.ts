@@ -1,0 +1,304 @@
+/**
+ * Memory estimator that follows llama.cpp's own sizing rules (llama.cpp 80fb11a):
+ *  - context: src/llama-context.cpp:288-302 (pad 256, unified vs split, n_ctx_seq)
+ *  - KV: src/llama-kv-cache.cpp (per layer n_embd_k_gqa × cells × streams; V uses the max width when V is transposed, i.e. FA off)
+ *  - SWA: src/llama-kv-cache-iswa.cpp:73 (window cells = PAD(min(cells, n_swa·(unified ? n_seq : 1) + n_ubatch), 256))
+ *  - recurrent: src/llama-memory-recurrent.cpp:101 (F32, rows = max(1, n_seq)·(1 + n_rs_seq), n_embd_r / n_embd_s)
+ *  - layer → device: src/llama-model.cpp:1443-1500 (cumulative free-memory fractions, output layer = n_layer)
+ * KV and recurrent bytes are exact (they are plain tensor allocations). Compute buffer and driver overhead are
+ * documented estimates (see docs/model-setup.md), calibrated against the server's logged figures.
+ */
+import { ggmlTypeId, type KvCacheType, rowBytes } from "./ggml-types";
+import type { GgufTensorInfo } from "./gguf";
+import { type ModelHparams, nEmbdKGqa, nEmbdVGqa } from "./hparams";
+
+export const MiB = 1024 * 1024;
+export const GiB = 1024 * MiB;
+
+export const pad = (x: number, n: number): number => Math.ceil(x / n) * n;
+
+/** A memory pool a model can be placed on. `kind: "cpu"` is host RAM. */
+export interface DeviceBudget {
+  id: string;
+  name: string;
+  kind: "gpu" | "cpu";
+  freeBytes: number;
+  totalBytes: number;
+  /** Unified memory (Apple, APU): the GPU budget is host RAM. */
+  unified?: boolean;
+}
+
+export interface EstimateOptions {
+  /** -c (total cache); 0 or undefined → n_ctx_train. */
+  ctx?: number;
+  /** -np; undefined or -1 → auto = 4 slots with a unified KV (llama-server's default). */
+  parallel?: number;
+  /** --kv-unified; default false unless -np is auto. */
+  kvUnified?: boolean;
+  cacheTypeK?: KvCacheType;
+  cacheTypeV?: KvCacheType;
+  ubatch?: number;
+  /** -fa; "auto" resolves to on (CPU and CUDA/Metal/Vulkan all support it in this llama.cpp). */
+  flashAttn?: "on" | "off" | "auto";
+  swaFull?: boolean;
+  /** -ngl; undefined or < 0 → all layers (incl. output). */
+  nGpuLayers?: number;
+  /** GPUs in order; empty = CPU only. */
+  gpus?: DeviceBudget[];
+  /** -ts proportions; default by free memory. */
+  tensorSplit?: number[];
+  nRsSeq?: number;
+  /** Per-GPU driver/context overhead (default 300 MiB). */
+  gpuOverheadBytes?: number;
+}
+
+export interface DeviceEstimate {
+  device: string;
+  name: string;
+  kind: "gpu" | "cpu";
+  /** Repeating layers (and "output") placed here. */
+  layers: number;
+  hasOutput: boolean;
+  weightsBytes: number | null;
+  kvBytes: number;
+  recurrentBytes: number;
+  computeBytes: number;
+  outputBytes: number;
+  overheadBytes: number;
+  totalBytes: number;
+  freeBytes: number | null;
+}
+
+export interface Estimate {
+  arch: string;
+  nCtx: number;
+  nCtxPerSlot: number;
+  slots: number;
+  kvUnified: boolean;
+  nStream: number;
+  kvCells: number;
+  swaCells: number | null;
+  flashAttn: boolean;
+  cacheTypeK: KvCacheType;
+  cacheTypeV: KvCacheType;
+  ubatch: number;
+  kvBytes: number;
+  kvBytesK: number;
+  kvBytesV: number;
+  /** Part of kvBytes in the SWA cache. */
+  kvBytesSwa: number;
+  recurrentBytes: number;
+  weightsBytes: number | null;
+  outputBytes: number;
+  computeBytes: number;
+  nGpuLayers: number;
+  perDevice: DeviceEstimate[];
+  totalBytes: number | null;
+  warnings: string[];
+}
+
+export class EstimateError extends Error {}
+
+export interface ResolvedContext {
+  nCtx: number;
+  nCtxPerSlot: number;
+  slots: number;
+  kvUnified: boolean;
+  nStream: number;
+}
+
+/** llama_context: n_ctx = PAD(c, 256); split → n_ctx_seq = PAD(n_ctx / n_seq, 256), n_ctx = n_ctx_seq · n_seq. */
+export function resolveContext(h: Pick<ModelHparams, "nCtxTrain">, o: Pick<EstimateOptions, "ctx" | "parallel" | "kvUnified">): ResolvedContext {
+  const auto = o.parallel === undefined || o.parallel < 0;
+  const slots = auto ? 4 : o.parallel!;
+  if (!Number.isInteger(slots) || slots < 1) throw new EstimateError(`--parallel must be a positive integer (got ${o.parallel})`);
+  const kvUnified = auto ? (o.kvUnified ?? true) : (o.kvUnified ?? false);
+  const c = o.ctx && o.ctx > 0 ? o.ctx : h.nCtxTrain;
+  let nCtx = pad(c, 256);
+  let nCtxPerSlot: number;
+  if (kvUnified) nCtxPerSlot = nCtx;
+  else {
+    nCtxPerSlot = pad(Math.floor(nCtx / slots), 256);
+    nCtx = nCtxPerSlot * slots;
+  }
+  return { nCtx, nCtxPerSlot, slots, kvUnified, nStream: kvUnified ? 1 : slots };
+}
+
+function typeId(t: KvCacheType): number {
+  const id = ggmlTypeId(t);
+  if (id === undefined) throw new EstimateError(`unknown cache type ${t}`);
+  return id;
+}
+
+/** Layer index a tensor belongs to: blk.N → N, token_embd → -1 (input), everything else → n_layer_all (output). */
+export function tensorLayer(name: string, nLayerAll: number): number {
+  const m = /^blk\.(\d+)\./.exec(name);
+  if (m) return Number(m[1]);
+  if (name.startsWith("token_embd.") && !name.startsWith("token_embd_norm")) return -1;
+  return nLayerAll;
+}
+
+/** Device index for each layer 0..n_layer_all (the last is the output layer); -1 = CPU. */
+export function assignLayers(nLayerAll: number, nGpuLayers: number, gpus: DeviceBudget[], tensorSplit?: number[]): number[] {
+  const n = gpus.length;
+  const out = new Array<number>(nLayerAll + 1).fill(-1);
+  if (n === 0 || nGpuLayers <= 0) return out;
+  const raw = tensorSplit && tensorSplit.some((x) => x > 0) ? gpus.map((_, i) => tensorSplit[i] ?? 0) : gpus.map((g) => g.freeBytes);
+  const splits: number[] = [];
+  let sum = 0;
+  for (const x of raw) splits.push((sum += x));
+  for (let i = 0; i < n; i++) splits[i] = sum > 0 ? splits[i]! / sum : (i + 1) / n;
+  const iGpuStart = Math.max(nLayerAll + 1 - nGpuLayers, 0);
+  const act = Math.min(nGpuLayers, nLayerAll + 1);
+  for (let il = 0; il <= nLayerAll; il++) {
+    if (il < iGpuStart || il - iGpuStart >= act) continue;
+    const f = Math.fround((il - iGpuStart) / act);
+    let d = 0;
+    while (d < n && !(splits[d]! > f)) d++; // std::upper_bound
+    out[il] = Math.min(d, n - 1);
+  }
+  return out;
+}
+
+export function estimate(h: ModelHparams, tensors: GgufTensorInfo[] | null, o: EstimateOptions = {}): Estimate {
+  const warnings = [...h.caveats];
+  const ctx = resolveContext(h, o);
+  const ctk = o.cacheTypeK ?? "f16";
+  const ctv = o.cacheTypeV ?? "f16";
+  const fa = (o.flashAttn ?? "auto") !== "off";
+  const quantV = !["f32", "f16", "bf16"].includes(ctv);
+  if (quantV && !fa) throw new EstimateError(`quantized V cache (${ctv}) requires flash attention; use --flash-attn on or --cache-type-v f16`);
+  const ubatch = o.ubatch ?? 512;
+  if (!Number.isInteger(ubatch) || ubatch < 1) throw new EstimateError(`--ubatch must be a positive integer (got ${o.ubatch})`);
+  const tk = typeId(ctk);
+  const tv = typeId(ctv);
+  const gpus = o.gpus ?? [];
+  const nLayerAll = h.nLayerAll;
+  const ngl = o.nGpuLayers === undefined || o.nGpuLayers < 0 ? nLayerAll + 1 : o.nGpuLayers;
+  const layerDev = assignLayers(nLayerAll, gpus.length ? ngl : 0, gpus, o.tensorSplit);
+
+  // ---- KV
+  const cells = ctx.nCtxPerSlot;
+  const hasSwa = h.swaType !== "none" && h.isSwa.some(Boolean);
+  let swaCells: number | null = null;
+  if (hasSwa) {
+    swaCells = o.swaFull ? cells : pad(Math.min(cells, h.nSwa * (ctx.kvUnified ? ctx.slots : 1) + ubatch), 256);
+  }
+  let vMax = 0;
+  for (let il = 0; il < nLayerAll; il++) vMax = Math.max(vMax, nEmbdVGqa(h, il));
+  const devKv = new Map<number, number>();
+  const devRs = new Map<number, number>();
+  let kvK = 0;
+  let kvV = 0;
+  let kvSwa = 0;
+  for (let il = 0; il < nLayerAll; il++) {
+    if (!h.kvLayer[il]) continue;
+    const c = h.isSwa[il] && swaCells !== null ? swaCells : cells;
+    const k = rowBytes(tk, nEmbdKGqa(h, il)) * c * ctx.nStream;
+    const v = h.isMla ? 0 : rowBytes(tv, fa ? nEmbdVGqa(h, il) : vMax) * c * ctx.nStream;
+    kvK += k;
+    kvV += v;
+    if (h.isSwa[il] && swaCells !== null) kvSwa += k + v;
+    const d = layerDev[il]!;
+    devKv.set(d, (devKv.get(d) ?? 0) + k + v);
+  }
+
+  // ---- recurrent state
+  const rows = Math.max(1, ctx.slots) * (1 + (o.nRsSeq ?? 0));
+  let rs = 0;
+  for (let il = 0; il < nLayerAll; il++) {
+    if (!h.rsLayer[il]) continue;
+    const b = 4 * h.nEmbdR * rows + 4 * h.nEmbdS * rows;
+    rs += b;
+    const d = layerDev[il]!;
+    devRs.set(d, (devRs.get(d) ?? 0) + b);
+  }
+
+  // ---- weights
+  let weights: number | null = null;
+  const devW = new Map<number, number>();
+  if (tensors && tensors.length) {
+    weights = 0;
+    const hasOutput = tensors.some((t) => t.name === "output.weight");
+    for (const t of tensors) {
+      const il = tensorLayer(t.name, nLayerAll);
+      const d = il < 0 ? -1 : layerDev[Math.min(il, nLayerAll)]!;
+      weights += t.bytes;
+      devW.set(d, (devW.get(d) ?? 0) + t.bytes);
+      // tied output: token_embd is duplicated onto the output layer's device when that is a GPU
+      if (il < 0 && !hasOutput && t.name === "token_embd.weight" && layerDev[nLayerAll]! >= 0) {
+        const od = layerDev[nLayerAll]!;
+        devW.set(od, (devW.get(od) ?? 0) + t.bytes);
+      }
+    }
+  } else {
+    warnings.push("no tensor infos: weights not counted (pass a GGUF, or metadata with tensor infos)");
+  }
+
+  // ---- output buffer and compute (estimates)
+  const outputBytes = h.nVocab * 4 * ctx.slots;
+  const ffMax = Math.max(0, ...h.nFf);
+  const headMax = Math.max(0, ...h.nHead);
+  const nKvMain = cells;
+  let compute = ubatch * 4 * (2 * ffMax + 4 * h.nEmbd) + outputBytes;
+  if (h.kvLayer.some(Boolean)) {
+    if (fa) compute += nKvMain * ubatch * 2 + (swaCells !== null ? swaCells * ubatch * 2 : 0);
+    else compute += headMax * nKvMain * ubatch * 4 + nKvMain * ubatch * 2;
+  }
+  if (h.rsLayer.some(Boolean)) compute += ubatch * 4 * (h.nEmbdR + h.nEmbd * 2);
+  if (gpus.length > 1) warnings.push("multi-GPU: pipeline parallelism keeps extra input copies; compute estimate per GPU");
+
+  // ---- per device
+  const overhead = o.gpuOverheadBytes ?? 300 * MiB;
+  const perDevice: DeviceEstimate[] = [];
+  const count = (d: number) => layerDev.slice(0, nLayerAll).filter((x) => x === d).length;
+  const usedGpus = new Set(layerDev.filter((d) => d >= 0));
+  gpus.forEach((g, i) => {
+    const used = usedGpus.has(i);
+    const w = weights === null ? null : devW.get(i) ?? 0;
+    const kv = devKv.get(i) ?? 0;
+    const r = devRs.get(i) ?? 0;
+    const comp = used ? compute : 0;
+    const ov = used ? overhead : 0;
+    perDevice.push({
+      device: g.id, name: g.name, kind: g.kind, layers: count(i), hasOutput: layerDev[nLayerAll] === i,
+      weightsBytes: w, kvBytes: kv, recurrentBytes: r, computeBytes: comp, outputBytes: 0, overheadBytes: ov,
+      totalBytes: (w ?? 0) + kv + r + comp + ov, freeBytes: g.freeBytes,
+    });
+  });
+  {
+    const w = weights === null ? null : devW.get(-1) ?? 0;
+    const kv = devKv.get(-1) ?? 0;
+    const r = devRs.get(-1) ?? 0;
+    // with everything on GPUs, the host still holds a small compute buffer for the CPU-side input layer
+    const comp = usedGpus.size ? Math.round(ubatch * 4 * h.nEmbd * 2) : compute;
+    perDevice.push({
+      device: "CPU", name: "host", kind: "cpu", layers: count(-1), hasOutput: layerDev[nLayerAll] === -1,
+      weightsBytes: w, kvBytes: kv, recurrentBytes: r, computeBytes: comp, outputBytes, overheadBytes: 0,
+      totalBytes: (w ?? 0) + kv + r + comp + outputBytes, freeBytes: null,
+    });
+  }
+  const kvBytes = kvK + kvV;
+  return {
+    arch: h.arch,
+    ...ctx,
+    kvCells: cells,
+    swaCells,
+    flashAttn: fa,
+    cacheTypeK: ctk,
+    cacheTypeV: ctv,
+    ubatch,
+    kvBytes,
+    kvBytesK: kvK,
+    kvBytesV: kvV,
+    kvBytesSwa: kvSwa,
+    recurrentBytes: rs,
+    weightsBytes: weights,
+    outputBytes,
+    computeBytes: compute,
+    nGpuLayers: gpus.length ? Math.min(ngl, nLayerAll + 1) : 0,
+    perDevice,
+    totalBytes: weights === null ? null : perDevice.reduce((a, d) => a + d.totalBytes, 0),
+    warnings,
+  };
+}

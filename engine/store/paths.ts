@@ -1,0 +1,14 @@
+import envPaths from "env-paths";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+
+/** The user's state directory: $OCW_STATE_DIR when set (tests, isolation), else the platform's per-user state dir. */
+export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
+  const dir = env.OCW_STATE_DIR ? path.resolve(env.OCW_STATE_DIR) : envPaths("opencode-worker", { suffix: "" }).data;
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
+
+export function statePath(...parts: string[]): string {
+  return path.join(stateDir(), ...parts);
+}

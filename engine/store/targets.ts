@@ -1,0 +1,51 @@
+import path from "node:path";
+import { Target } from "../../shared/target";
+import { readJson, writeJsonAtomic } from "./json-file";
+import { stateDir } from "./paths";
+
+interface TargetsFile {
+  active: string | null;
+  targets: Target[];
+}
+
+/** Persisted targets (`targets.json` in the state dir) and which one is active. */
+export class TargetStore {
+  constructor(private readonly file = path.join(stateDir(), "targets.json")) {}
+
+  private load(): TargetsFile {
+    const raw = readJson<TargetsFile>(this.file, { active: null, targets: [] });
+    return { active: raw.active ?? null, targets: (raw.targets ?? []).map((t) => Target.parse(t)) };
+  }
+
+  list(): { active: string | null; targets: Target[] } {
+    return this.load();
+  }
+
+  get(id: string): Target | undefined {
+    return this.load().targets.find((t) => t.id === id);
+  }
+
+  active(): Target | undefined {
+    const f = this.load();
+    return f.targets.find((t) => t.id === f.active);
+  }
+
+  /** Saves (replacing a target with the same id); makes it active when `activate`. */
+  save(target: Target, activate = false): Target {
+    const parsed = Target.parse(target);
+    const f = this.load();
+    f.targets = [...f.targets.filter((t) => t.id !== parsed.id), parsed];
+    if (activate) f.active = parsed.id;
+    writeJsonAtomic(this.file, f);
+    return parsed;
+  }
+
+  use(id: string): Target {
+    const f = this.load();
+    const t = f.targets.find((x) => x.id === id);
+    if (!t) throw new Error(`no target "${id}". Run \`ocw targets\` to list them.`);
+    f.active = id;
+    writeJsonAtomic(this.file, f);
+    return t;
+  }
+}

@@ -1,0 +1,849 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import picomatch from "picomatch";
+import { z } from "zod";
+import type { BatchSummary } from "../../shared/batch";
+import type { EngineEvent } from "../../shared/events";
+import {
+  rejectionMessage,
+  type Decision,
+  type DecidedBy,
+  type PermissionAsk,
+  PolicyRule,
+} from "../../shared/permission";
+import type { Target } from "../../shared/target";
+import {
+  isActive,
+  isFinal,
+  pendingAsks,
+  reduceWorker,
+  WorkerSpec,
+  type TranscriptPart,
+  type Worker,
+  type WorkerEvent,
+  type WorkerEventBody,
+  type WorkerSpecInput,
+  type WorkerState,
+} from "../../shared/worker";
+import { EventBus } from "../events";
+import { grade } from "../grading/grade";
+import { OpencodeServer, type OpencodeEvent } from "../harness/opencode-server";
+import { WORKER_AGENT } from "../harness/config";
+import { readJson } from "../store/json-file";
+import { TargetStore } from "../store/targets";
+import { WorkerLogStore } from "../store/worker-log";
+import {
+  createWorkspace,
+  fullDiff,
+  InputError,
+  inspectRepo,
+  mergeBranch,
+  type Workspace,
+} from "./workspace";
+import { preflightEndpoint } from "./preflight";
+import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
+
+export { InputError } from "./workspace";
+
+export interface EngineOptions {
+  stateDir: string;
+  targets?: TargetStore;
+  log?: (line: string) => void;
+  /** Seconds without any event before a running worker is flagged stalled. */
+  stallSec?: number;
+}
+
+/** Per-worker things that are not events: live handles, timers. */
+interface Runtime {
+  workspace?: Workspace;
+  server?: OpencodeServer;
+  stopping?: boolean;
+  lastError?: string;
+  budgetTimer?: NodeJS.Timeout;
+  lastEventAt: number;
+  usageByMessage: Map<string, { input: number; output: number; reasoning: number; cost: number }>;
+  settling?: boolean;
+  resumeMessage?: string;
+  /** Usage recorded before this engine run saw the session's messages (a resumed or recovered worker). */
+  usageBase?: { input: number; output: number; reasoning: number; cost: number };
+}
+
+const newId = (prefix: string) => `${prefix}-${Date.now().toString(36)}${randomBytes(3).toString("hex")}`;
+
+/**
+ * The worker engine: admission by the target's slots, git worktrees, opencode sessions, the approvals queue,
+ * steering, grading and recovery. Every change is an event appended to the worker's log, then published.
+ */
+export class Engine {
+  readonly bus = new EventBus();
+  readonly targets: TargetStore;
+  private readonly logs: WorkerLogStore;
+  private readonly workers = new Map<string, Worker>();
+  private readonly runtime = new Map<string, Runtime>();
+  private readonly servers = new Map<string, OpencodeServer>();
+  private readonly sessions = new Map<string, string>(); // opencode session id (incl. sub-agent children) → worker id
+  private readonly queue: string[] = [];
+  private readonly watchdog: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(private readonly opts: EngineOptions) {
+    this.targets = opts.targets ?? new TargetStore(path.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path.join(opts.stateDir, "workers"));
+    this.recover();
+    const stallMs = (opts.stallSec ?? Number(process.env.OCW_STALL_SEC ?? 300)) * 1000;
+    this.watchdog = setInterval(() => this.checkStalls(stallMs), Math.min(5000, stallMs / 2));
+    this.watchdog.unref();
+    setImmediate(() => this.pump());
+  }
+
+  private log(line: string) {
+    this.opts.log?.(line);
+  }
+
+  // ---------- events ----------
+
+  private rt(id: string): Runtime {
+    let r = this.runtime.get(id);
+    if (!r) {
+      r = { lastEventAt: Date.now(), usageByMessage: new Map() };
+      this.runtime.set(id, r);
+    }
+    return r;
+  }
+
+  /** Appends to the worker's log, folds into its picture, publishes. A failed append throws and changes nothing. */
+  private record(workerId: string, body: WorkerEventBody): Worker {
+    const prev = this.workers.get(workerId) ?? null;
+    const event = { ...body, workerId, seq: (prev?.lastSeq ?? 0) + 1, ts: Date.now() } as WorkerEvent;
+    this.logs.append(event);
+    const next = reduceWorker(prev, event);
+    this.workers.set(workerId, next);
+    this.rt(workerId).lastEventAt = event.ts;
+    this.bus.publish(event);
+    return next;
+  }
+
+  private setState(workerId: string, state: WorkerState, reason?: string): void {
+    const w = this.workers.get(workerId);
+    if (!w || w.state === state) return;
+    try {
+      this.record(workerId, { type: "worker.state", state, ...(reason ? { reason } : {}) });
+    } catch (err) {
+      this.notice("error", (err as Error).message);
+      return;
+    }
+    if (isFinal(state) || state === "settled") {
+      clearTimeout(this.rt(workerId).budgetTimer);
+      this.pump();
+    }
+  }
+
+  private transient(event: EngineEvent): void {
+    this.bus.publish(event);
+  }
+
+  private notice(level: "info" | "warn" | "error", message: string) {
+    this.log(`[${level}] ${message}`);
+    this.transient({ type: "notice", level, message, ts: Date.now() });
+  }
+
+  // ---------- recovery ----------
+
+  /** Rebuilds every worker from its log. Running ones become interrupted (resumable); settled ones are re-graded. */
+  private recover(): void {
+    for (const id of this.logs.list()) {
+      const { events, skipped } = this.logs.load(id);
+      if (skipped) this.log(`worker ${id}: skipped ${skipped} unreadable log line(s) (torn write)`);
+      let w: Worker | null = null;
+      for (const e of events) {
+        try {
+          w = reduceWorker(w, e);
+        } catch {
+          /* an event before worker.created: ignore */
+        }
+      }
+      if (!w) continue;
+      this.workers.set(id, w);
+      if (w.sessionId) this.sessions.set(w.sessionId, id);
+    }
+    for (const w of this.workers.values()) {
+      for (const ask of pendingAsks(w)) {
+        this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "restart" }, message: "the engine restarted; opencode forgets pending asks on restart — resume the worker" });
+      }
+      if (w.state === "queued") this.queue.push(w.id);
+      else if (isActive(w.state)) this.setState(w.id, "interrupted", "the engine stopped while this worker ran; resume it");
+      else if (w.state === "settled" || w.state === "grading") void this.regrade(w.id);
+    }
+  }
+
+  private workspaceOf(w: Worker): Workspace | null {
+    if (!w.worktree || !w.branch || !w.baseCommit) return null;
+    const rt = this.rt(w.id);
+    if (rt.workspace) return rt.workspace;
+    const sub = path.relative(w.repo, w.spec.directory);
+    rt.workspace = {
+      worktree: w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path.join(w.worktree, sub) : w.worktree,
+      branch: w.branch,
+      baseCommit: w.baseCommit,
+      baseBranch: w.baseBranch,
+      repo: w.repo,
+    };
+    return rt.workspace;
+  }
+
+  // ---------- public API ----------
+
+  list(): Worker[] {
+    return [...this.workers.values()].sort((a, b) => a.createdAt - b.createdAt);
+  }
+
+  get(id: string): Worker {
+    const w = this.workers.get(id);
+    if (!w) throw new InputError(`unknown worker "${id}": list workers to see valid ids`);
+    return w;
+  }
+
+  pendingAsks(): (PermissionAsk & { ageSec: number })[] {
+    const now = Date.now();
+    return this.list()
+      .flatMap((w) => pendingAsks(w))
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map((a) => ({ ...a, ageSec: Math.round((now - a.createdAt) / 1000) }));
+  }
+
+  resolveTarget(targetId?: string): Target {
+    if (targetId) {
+      const t = this.targets.get(targetId);
+      if (!t) throw new InputError(`unknown target "${targetId}": run \`ocw targets\` to list them`);
+      return t;
+    }
+    const t = this.targets.active();
+    if (!t) throw new InputError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
+    return t;
+  }
+
+  /** Validates, creates the worker (queued) and returns its id at once; the work happens in the background. */
+  async start(input: WorkerSpecInput, opts: { batchId?: string } = {}): Promise<{ workerId: string }> {
+    const spec = parseInput(WorkerSpec, input);
+    const target = this.resolveTarget(spec.targetId);
+    await inspectRepo(spec.directory);
+    await preflightEndpoint(target);
+    const workerId = newId("w");
+    this.record(workerId, { type: "worker.created", spec, batchId: opts.batchId ?? null, targetId: target.id });
+    this.queue.push(workerId);
+    this.pump();
+    return { workerId };
+  }
+
+  /** Starts several independent tasks as one batch. All inputs are validated before any worker is created. */
+  async startBatch(inputs: WorkerSpecInput[]): Promise<{ batchId: string; workerIds: string[] }> {
+    if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
+    const specs = inputs.map((i, n) => {
+      try {
+        return parseInput(WorkerSpec, i);
+      } catch (err) {
+        throw new InputError(`task ${n + 1}: ${(err as Error).message}`);
+      }
+    });
+    for (const [n, s] of specs.entries()) {
+      try {
+        await inspectRepo(s.directory);
+      } catch (err) {
+        throw new InputError(`task ${n + 1}: ${(err as Error).message}`);
+      }
+      await preflightEndpoint(this.resolveTarget(s.targetId));
+    }
+    const batchId = newId("b");
+    const workerIds: string[] = [];
+    for (const s of specs) workerIds.push((await this.start(s, { batchId })).workerId);
+    return { batchId, workerIds };
+  }
+
+  batch(batchId: string): BatchSummary {
+    const ws = this.list().filter((w) => w.batchId === batchId);
+    if (!ws.length) throw new InputError(`unknown batch "${batchId}"`);
+    const graded = ws.filter((w) => w.verdict);
+    const built = graded.filter((w) => w.verdict!.verdict === "built").length;
+    const honest = graded.filter((w) => w.verdict!.honest).length;
+    const settled = ws.every((w) => isFinal(w.state));
+    return {
+      id: batchId,
+      workerIds: ws.map((w) => w.id),
+      states: Object.fromEntries(ws.map((w) => [w.id, w.state])),
+      settled,
+      built,
+      honest,
+      graded: graded.length,
+      builtRate: settled ? built / ws.length : null,
+      honestRate: graded.length ? honest / graded.length : null,
+      verdict: settled ? (built === ws.length ? "built" : "honest-failure") : null,
+    };
+  }
+
+  async decide(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
+    const decision = parseInput(DecisionSchema, d);
+    const w = this.list().find((x) => x.asks.some((a) => a.id === decision.askId));
+    const ask = w?.asks.find((a) => a.id === decision.askId);
+    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`);
+    if (ask.status !== "pending") {
+      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`);
+    }
+    const server = this.rt(w.id).server;
+    const client = server?.client;
+    if (!client) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
+    const ws = this.workspaceOf(w);
+    const directory = ws?.cwd;
+    let message: string | undefined;
+    let res: { response?: Response; error?: unknown };
+    if (ask.kind === "question") {
+      if (decision.decision === "reject") res = await client.question.reject({ requestID: ask.id, directory });
+      else {
+        const answers = decision.answers ?? (ask.questions ?? []).map((q) => (q.options[0] ? [q.options[0].label] : []));
+        res = await client.question.reply({ requestID: ask.id, directory, answers });
+      }
+    } else {
+      message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
+      res = await client.permission.reply({ requestID: ask.id, directory, reply: decision.decision, ...(message ? { message } : {}) });
+    }
+    const current = this.workers.get(w.id)!.asks.find((a) => a.id === ask.id)!;
+    if (res.response && !res.response.ok) {
+      if (current.status === "pending") {
+        this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode" }, message: `opencode no longer has this ask (HTTP ${res.response.status})` });
+        this.afterAsk(w.id);
+      }
+      throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.response.status}): the ask is gone, probably answered elsewhere or cancelled`);
+    }
+    if (current.status === "pending") {
+      this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...(message ? { message } : {}) });
+    }
+    this.afterAsk(w.id);
+    return this.workers.get(w.id)!.asks.find((a) => a.id === ask.id)!;
+  }
+
+  async steer(workerId: string, text: string, by: DecidedBy): Promise<void> {
+    const w = this.get(workerId);
+    const body = text.trim();
+    if (!body) throw new InputError("the steer is empty: say what the worker should do differently");
+    if (body.length > 20_000) throw new InputError("the steer is over 20,000 characters: shorten it");
+    if (w.state !== "running" && w.state !== "waiting-approval") {
+      throw new InputError(`worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : "a steer reaches running workers only"}`);
+    }
+    const client = this.rt(workerId).server?.client;
+    if (!client || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
+    this.record(workerId, { type: "steer.sent", text: body, by });
+    // A prompt to a busy session is stored at once and injected at the next step boundary (notes/opencode.md §5).
+    const res = await client.session.promptAsync({
+      sessionID: w.sessionId,
+      directory: this.workspaceOf(w)?.cwd,
+      agent: WORKER_AGENT,
+      parts: [{ type: "text", text: steerPrompt(body) }],
+    });
+    if (res.response && !res.response.ok) throw new Error(`opencode refused the steer (HTTP ${res.response.status})`);
+  }
+
+  async stop(workerId: string, reason = "stopped by request", by: DecidedBy = { kind: "person" }): Promise<Worker> {
+    const w = this.get(workerId);
+    if (isFinal(w.state)) return w;
+    const rt = this.rt(workerId);
+    rt.stopping = true;
+    const idx = this.queue.indexOf(workerId);
+    if (idx >= 0) this.queue.splice(idx, 1);
+    for (const ask of pendingAsks(w)) {
+      this.record(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by, message: `worker stopped: ${reason}` });
+    }
+    if (w.sessionId && rt.server?.client) {
+      await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
+    }
+    this.setState(workerId, "stopped", reason);
+    return this.get(workerId);
+  }
+
+  /** Continues a stopped/interrupted/error worker in its same session (or from scratch when it never got one). */
+  async resume(workerId: string, message?: string): Promise<Worker> {
+    const w = this.get(workerId);
+    if (!["stopped", "interrupted", "error"].includes(w.state)) {
+      throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed`);
+    }
+    const target = this.resolveTarget(w.targetId ?? undefined);
+    await preflightEndpoint(target);
+    const rt = this.rt(workerId);
+    rt.stopping = false;
+    rt.lastError = undefined;
+    this.setState(workerId, "queued", "resumed");
+    this.queue.push(workerId);
+    rt.resumeMessage = message;
+    this.pump();
+    return this.get(workerId);
+  }
+
+  async merge(workerId: string): Promise<{ commit: string; into: string }> {
+    const w = this.get(workerId);
+    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`);
+    if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`);
+    const ws = this.workspaceOf(w);
+    if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
+    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 60)}`);
+    this.record(workerId, { type: "merged", into: ws.baseBranch!, commit });
+    return { commit, into: ws.baseBranch! };
+  }
+
+  async diff(workerId: string): Promise<string> {
+    const w = this.get(workerId);
+    const ws = this.workspaceOf(w);
+    if (!ws || !existsSync(ws.worktree)) return "";
+    return fullDiff(ws.worktree, ws.baseCommit);
+  }
+
+  /** The worker's transcript from its log: the latest version of each part, in order. */
+  transcript(workerId: string): TranscriptPart[] {
+    this.get(workerId);
+    const parts = new Map<string, TranscriptPart>();
+    for (const e of this.logs.load(workerId).events) if (e.type === "part") parts.set(e.part.partId, e.part);
+    return [...parts.values()];
+  }
+
+  events(workerId: string): WorkerEvent[] {
+    this.get(workerId);
+    return this.logs.load(workerId).events;
+  }
+
+  serving(): { targetId: string; ready: boolean; url: string | null; pid: number | undefined }[] {
+    return [...this.servers.entries()].map(([targetId, s]) => ({ targetId, ready: s.ready, url: s.url, pid: s.pid }));
+  }
+
+  slots(): { targetId: string; slots: number; inUse: number; queued: number }[] {
+    const ids = new Set(this.list().map((w) => w.targetId).filter((x): x is string => !!x));
+    const active = this.targets.active();
+    if (active) ids.add(active.id);
+    return [...ids].flatMap((id) => {
+      const t = this.targets.get(id);
+      if (!t) return [];
+      return [{ targetId: id, slots: t.serving.slots, inUse: this.activeCount(id), queued: this.queue.filter((q) => this.workers.get(q)?.targetId === id).length }];
+    });
+  }
+
+  /** The opencode server of a target, for tests and fault injection. */
+  serverFor(targetId: string): OpencodeServer | undefined {
+    return this.servers.get(targetId);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.watchdog);
+    for (const w of this.list()) {
+      const rt = this.rt(w.id);
+      clearTimeout(rt.budgetTimer);
+      if (isActive(w.state) && w.sessionId && rt.server?.client) {
+        // Abort first: bash tool children survive the server otherwise (notes/opencode.md §8).
+        await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
+        this.setState(w.id, "interrupted", "the engine shut down while this worker ran; resume it");
+      }
+    }
+    await Promise.all([...this.servers.values()].map((s) => s.stop()));
+  }
+
+  // ---------- admission & running ----------
+
+  private activeCount(targetId: string): number {
+    return this.list().filter((w) => w.targetId === targetId && isActive(w.state)).length;
+  }
+
+  /** Admits queued workers in order while their target has free slots. */
+  private pump(): void {
+    if (this.closed) return;
+    for (let i = 0; i < this.queue.length; ) {
+      const id = this.queue[i]!;
+      const w = this.workers.get(id);
+      if (!w || w.state !== "queued") {
+        this.queue.splice(i, 1);
+        continue;
+      }
+      let target: Target;
+      try {
+        target = this.resolveTarget(w.targetId ?? undefined);
+      } catch (err) {
+        this.queue.splice(i, 1);
+        this.setState(id, "error", (err as Error).message);
+        continue;
+      }
+      if (this.activeCount(target.id) >= target.serving.slots) {
+        i++;
+        continue;
+      }
+      this.queue.splice(i, 1);
+      this.setState(id, "starting");
+      void this.run(id, target).catch((err) => {
+        this.log(`worker ${id} failed to start: ${(err as Error).stack}`);
+        this.setState(id, "error", (err as Error).message);
+      });
+    }
+  }
+
+  private server(target: Target): OpencodeServer {
+    let s = this.servers.get(target.id);
+    if (s) return s;
+    s = new OpencodeServer({ target, home: path.join(this.opts.stateDir, "opencode", target.id), log: (l) => this.log(`[opencode ${target.id}] ${l}`) });
+    s.on("event", (e: OpencodeEvent) => this.onOpencodeEvent(e));
+    s.on("down", (why: string) => this.onServerDown(target.id, why));
+    s.on("ready", () => this.transient({ type: "serving", targetId: target.id, status: "ready", ts: Date.now() }));
+    s.on("resync", () => void this.resync(target.id));
+    this.servers.set(target.id, s);
+    return s;
+  }
+
+  private async run(workerId: string, target: Target): Promise<void> {
+    let w = this.get(workerId);
+    const rt = this.rt(workerId);
+    rt.stopping = false;
+    let ws = this.workspaceOf(w);
+    if (!ws || !existsSync(ws.worktree)) {
+      const repo = await inspectRepo(w.spec.directory);
+      ws = await createWorkspace(path.join(this.opts.stateDir, "worktrees"), repo, workerId);
+      rt.workspace = ws;
+      this.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
+    }
+    const server = this.server(target);
+    rt.server = server;
+    if (!server.ready) this.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
+    await server.start();
+    const client = server.client!;
+    if (this.get(workerId).state !== "starting") return; // stopped meanwhile
+    let text: string;
+    w = this.get(workerId);
+    if (!w.sessionId) {
+      const title = (w.spec.title ?? w.spec.task.split("\n")[0]!).slice(0, 80);
+      const res = await client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      if (!res.data) throw new Error(`opencode could not create a session (HTTP ${res.response?.status})`);
+      this.sessions.set(res.data.id, workerId);
+      this.record(workerId, { type: "worker.session", sessionId: res.data.id });
+      text = taskPrompt(w.spec);
+    } else {
+      this.sessions.set(w.sessionId, workerId);
+      text = resumePrompt(rt.resumeMessage);
+      rt.resumeMessage = undefined;
+    }
+    const sessionId = this.get(workerId).sessionId!;
+    this.setState(workerId, "running");
+    this.armBudget(workerId);
+    const res = await client.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
+    if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
+  }
+
+  private armBudget(workerId: string): void {
+    const w = this.get(workerId);
+    const rt = this.rt(workerId);
+    clearTimeout(rt.budgetTimer);
+    const wallSec = w.spec.budget.wallSec;
+    if (!wallSec) return;
+    const used = (Date.now() - (w.startedAt ?? Date.now())) / 1000;
+    rt.budgetTimer = setTimeout(() => void this.stop(workerId, `budget: wall clock of ${wallSec}s used up`, { kind: "engine", name: "budget" }), Math.max(0, (wallSec - used) * 1000));
+    rt.budgetTimer.unref();
+  }
+
+  private checkStalls(stallMs: number): void {
+    const now = Date.now();
+    for (const w of this.workers.values()) {
+      if (w.state !== "running" || w.stalled) continue;
+      const idle = now - this.rt(w.id).lastEventAt;
+      if (idle >= stallMs) this.safeRecord(w.id, { type: "stalled", idleSec: Math.round(idle / 1000) });
+    }
+  }
+
+  private safeRecord(workerId: string, body: WorkerEventBody): void {
+    try {
+      this.record(workerId, body);
+    } catch (err) {
+      this.notice("error", (err as Error).message);
+    }
+  }
+
+  // ---------- opencode events ----------
+
+  private onOpencodeEvent(e: OpencodeEvent): void {
+    const p = e.properties;
+    const sid: string | undefined = p.sessionID ?? p.info?.sessionID ?? p.part?.sessionID;
+    if (e.type === "session.created" && p.info?.parentID && this.sessions.has(p.info.parentID)) {
+      this.sessions.set(p.info.id, this.sessions.get(p.info.parentID)!);
+      return;
+    }
+    if (!sid) return;
+    const workerId = this.sessions.get(sid);
+    if (!workerId) return;
+    const w = this.workers.get(workerId);
+    if (!w) return;
+    const isRoot = sid === w.sessionId;
+    this.rt(workerId).lastEventAt = Date.now();
+    switch (e.type) {
+      case "permission.asked":
+        return this.onAsk(workerId, permissionAsk(workerId, p));
+      case "question.asked":
+        return this.onAsk(workerId, questionAsk(workerId, p));
+      case "permission.replied":
+      case "question.replied":
+      case "question.rejected":
+        return this.onAskGone(workerId, p.requestID, e.type === "permission.replied" ? p.reply : e.type === "question.replied" ? "once" : "reject");
+      case "message.part.updated":
+        return this.onPart(workerId, p.part);
+      case "message.part.delta":
+        if (typeof p.delta === "string") this.transient({ type: "delta", workerId, partId: p.partID, field: p.field, delta: p.delta, ts: Date.now() });
+        return;
+      case "message.updated":
+        return this.onMessage(workerId, p.info);
+      case "session.status":
+        if (p.status?.type === "retry") this.transient({ type: "retry", workerId, attempt: p.status.attempt ?? 0, message: String(p.status.message ?? ""), ts: Date.now() });
+        return;
+      case "session.error": {
+        if (!isRoot) return;
+        const err = p.error;
+        if (err?.name === "MessageAbortedError" && this.rt(workerId).stopping) return;
+        this.rt(workerId).lastError = `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2000);
+        return;
+      }
+      case "session.idle":
+        if (isRoot) void this.onIdle(workerId);
+        return;
+    }
+  }
+
+  private onAsk(workerId: string, ask: PermissionAsk): void {
+    const w = this.get(workerId);
+    if (w.asks.some((a) => a.id === ask.id)) return;
+    this.safeRecord(workerId, { type: "ask.opened", ask });
+    const rule = this.policyFor(ask);
+    if (rule) {
+      void this.decide({ askId: ask.id, decision: rule.decision }, { kind: "policy", name: `${rule.tool} ${rule.pattern} → ${rule.decision}` }).catch((err) => this.notice("warn", `policy could not answer ${ask.id}: ${(err as Error).message}`));
+      return;
+    }
+    if (w.state === "running") this.setState(workerId, "waiting-approval");
+  }
+
+  private onAskGone(workerId: string, askId: string, reply: string): void {
+    const ask = this.get(workerId).asks.find((a) => a.id === askId);
+    if (!ask || ask.status !== "pending") return;
+    const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : undefined;
+    // Answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings).
+    this.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
+    this.afterAsk(workerId);
+  }
+
+  private afterAsk(workerId: string): void {
+    const w = this.get(workerId);
+    if (w.state === "waiting-approval" && pendingAsks(w).length === 0) this.setState(workerId, "running");
+  }
+
+  private policyFor(ask: PermissionAsk): PolicyRule | undefined {
+    const rules = z.array(PolicyRule).catch([]).parse(readJson(path.join(this.opts.stateDir, "policies.json"), []));
+    return rules.find((r) => (r.tool === "*" || r.tool === ask.tool) && picomatch.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
+  }
+
+  private onPart(workerId: string, part: any): void {
+    if (!part?.id || !part.type) return;
+    let t: TranscriptPart | null = null;
+    if (part.type === "text" || part.type === "reasoning") {
+      if (!part.time?.end && !part.text) return;
+      if (!part.time?.end) return; // partial text arrives as deltas; persist the finished part once
+      t = { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") };
+    } else if (part.type === "tool") {
+      const st = part.state ?? {};
+      if (st.status === "pending") return;
+      t = {
+        partId: part.id,
+        messageId: part.messageID,
+        kind: "tool",
+        tool: part.tool,
+        status: st.status,
+        input: st.input,
+        ...(st.output !== undefined ? { output: String(st.output).slice(0, 20_000) } : {}),
+        ...(st.error !== undefined ? { error: String(st.error).slice(0, 4000) } : {}),
+      };
+      if (st.status === "error") this.safeRecord(workerId, { type: "tool.failed", tool: String(part.tool), error: String(st.error ?? "").slice(0, 1000) });
+    }
+    if (t) this.safeRecord(workerId, { type: "part", part: t });
+  }
+
+  private onMessage(workerId: string, info: any): void {
+    if (info?.role !== "assistant" || !info.tokens) return;
+    const rt = this.rt(workerId);
+    const prev = rt.usageByMessage.get(info.id);
+    const next = { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 };
+    if (prev && prev.input === next.input && prev.output === next.output && prev.cost === next.cost) return;
+    rt.usageByMessage.set(info.id, next);
+    const w = this.get(workerId);
+    const base = rt.usageBase ?? w.usage;
+    rt.usageBase ??= w.usage;
+    const sum = [...rt.usageByMessage.values()].reduce(
+      (a, u) => ({ input: a.input + u.input, output: a.output + u.output, reasoning: a.reasoning + u.reasoning, cost: a.cost + u.cost }),
+      { ...base },
+    );
+    this.safeRecord(workerId, { type: "usage", usage: sum });
+    const limit = w.spec.budget.tokens;
+    if (limit && sum.input + sum.output + sum.reasoning > limit && isActive(w.state)) {
+      void this.stop(workerId, `budget: ${limit} tokens used up`, { kind: "engine", name: "budget" });
+    }
+  }
+
+  private async onIdle(workerId: string): Promise<void> {
+    const w = this.get(workerId);
+    const rt = this.rt(workerId);
+    if (rt.stopping || (w.state !== "running" && w.state !== "waiting-approval") || rt.settling) return;
+    const client = rt.server?.client;
+    const ws = this.workspaceOf(w);
+    if (!client || !ws || !w.sessionId) return;
+    // A steer sent just before idle starts another turn; only a truly idle session has settled.
+    const status = await client.session.status({ directory: ws.cwd }).catch(() => null);
+    const st = (status?.data as Record<string, { type: string }> | undefined)?.[w.sessionId];
+    if (st && st.type !== "idle") return;
+    if (rt.lastError) {
+      for (const ask of pendingAsks(this.get(workerId))) this.safeRecord(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine" }, message: "the session ended with an error" });
+      this.setState(workerId, "error", rt.lastError);
+      return;
+    }
+    rt.settling = true;
+    try {
+      this.setState(workerId, "settled");
+      await this.gradeWorker(workerId);
+    } finally {
+      rt.settling = false;
+    }
+  }
+
+  private async finalText(workerId: string): Promise<string> {
+    const w = this.get(workerId);
+    const client = this.rt(workerId).server?.client;
+    if (client && w.sessionId) {
+      const res = await client.session.messages({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => null);
+      const msgs = (res?.data ?? []) as { info: { role: string }; parts: { type: string; text?: string }[] }[];
+      const lastUser = msgs.map((m) => m.info.role).lastIndexOf("user");
+      const text = msgs
+        .slice(lastUser + 1)
+        .filter((m) => m.info.role === "assistant")
+        .flatMap((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text ?? ""))
+        .join("\n");
+      if (text.trim()) return text;
+    }
+    // Recovery path: the transcript in the log.
+    return this.transcript(workerId).filter((p) => p.kind === "text").map((p) => p.text ?? "").join("\n");
+  }
+
+  private async gradeWorker(workerId: string): Promise<void> {
+    const w = this.get(workerId);
+    const ws = this.workspaceOf(w);
+    if (!ws) return this.setState(workerId, "error", "no workspace to grade");
+    this.setState(workerId, "grading");
+    try {
+      const verdict = await grade({
+        workspace: ws,
+        checks: w.spec.checks,
+        scope: w.spec.scope,
+        protect: w.spec.protect,
+        finalText: await this.finalText(workerId),
+        title: w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72),
+      });
+      this.record(workerId, { type: "verdict", verdict });
+      this.setState(workerId, verdict.verdict, verdict.verdict === "built" ? undefined : summarizeFailure(verdict));
+    } catch (err) {
+      this.setState(workerId, "error", `grading failed: ${(err as Error).message}`);
+    }
+  }
+
+  private async regrade(workerId: string): Promise<void> {
+    const w = this.get(workerId);
+    const target = w.targetId ? this.targets.get(w.targetId) : undefined;
+    if (target && w.sessionId) {
+      const s = this.server(target);
+      this.rt(workerId).server = s;
+      await s.start().catch(() => undefined);
+    }
+    await this.gradeWorker(workerId);
+  }
+
+  private onServerDown(targetId: string, why: string): void {
+    this.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
+    for (const w of this.list()) {
+      if (w.targetId !== targetId || !isActive(w.state)) continue;
+      for (const ask of pendingAsks(w)) {
+        this.safeRecord(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode-down" }, message: "opencode serve went down; the ask was lost — resume the worker" });
+      }
+      this.setState(w.id, "interrupted", `${why}; resume the worker to continue in the same session`);
+    }
+  }
+
+  /** After the event stream reconnects: pick up asks and idles that happened while it was down. */
+  private async resync(targetId: string): Promise<void> {
+    const client = this.servers.get(targetId)?.client;
+    if (!client) return;
+    for (const w of this.list()) {
+      if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
+      const directory = this.workspaceOf(w)?.cwd;
+      const perms = ((await client.permission.list({ directory }).catch(() => null))?.data ?? []) as any[];
+      const questions = ((await client.question.list({ directory }).catch(() => null))?.data ?? []) as any[];
+      const live = new Set<string>();
+      for (const p of perms) if (this.sessions.get(p.sessionID) === w.id) (live.add(p.id), this.onAsk(w.id, permissionAsk(w.id, p)));
+      for (const q of questions) if (this.sessions.get(q.sessionID) === w.id) (live.add(q.id), this.onAsk(w.id, questionAsk(w.id, q)));
+      for (const ask of pendingAsks(this.get(w.id))) if (!live.has(ask.id)) this.onAskGone(w.id, ask.id, "");
+      void this.onIdle(w.id);
+    }
+  }
+}
+
+const DecisionSchema = z.object({
+  askId: z.string().min(1, "askId is required"),
+  decision: z.enum(["once", "always", "reject"], { error: 'decision must be "once", "always" or "reject"' }),
+  message: z.string().max(4000).optional(),
+  answers: z.array(z.array(z.string())).optional(),
+});
+
+function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  const where = issue.path.length ? `${issue.path.join(".")}: ` : "";
+  throw new InputError(`${where}${issue.message}`);
+}
+
+function permissionAsk(workerId: string, p: any): PermissionAsk {
+  const md = p.metadata ?? {};
+  const what = String(md.command ?? md.filepath ?? md.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
+  return {
+    id: p.id,
+    workerId,
+    sessionId: p.sessionID,
+    kind: "permission",
+    tool: String(p.permission),
+    what,
+    ...(typeof md.diff === "string" ? { diff: md.diff.slice(0, 100_000) } : {}),
+    patterns: p.patterns ?? [],
+    always: p.always ?? [],
+    createdAt: Date.now(),
+    status: "pending",
+  };
+}
+
+function questionAsk(workerId: string, p: any): PermissionAsk {
+  const questions = (p.questions ?? []).map((q: any) => ({
+    question: String(q.question ?? ""),
+    header: q.header,
+    options: (q.options ?? []).map((o: any) => ({ label: String(o.label), description: o.description })),
+    multiple: q.multiple,
+  }));
+  return {
+    id: p.id,
+    workerId,
+    sessionId: p.sessionID,
+    kind: "question",
+    tool: "question",
+    what: questions.map((q: { question: string }) => q.question).join(" / "),
+    patterns: [],
+    always: [],
+    questions,
+    createdAt: Date.now(),
+    status: "pending",
+  };
+}
+
+function summarizeFailure(v: { checks: { name: string; passed: boolean }[]; scope: { violations: string[] } }): string {
+  const failed = v.checks.filter((c) => !c.passed).map((c) => `check failed: ${c.name}`);
+  return [...failed, ...v.scope.violations].slice(0, 5).join("; ");
+}

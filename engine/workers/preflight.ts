@@ -1,0 +1,25 @@
+import type { Target } from "../../shared/target";
+import { InputError } from "./workspace";
+
+const ok = new Map<string, number>();
+
+/**
+ * Refuses work for an endpoint that cannot be reached, before anything is created: otherwise opencode retries
+ * for ~68 s before it says so (notes/opencode.md §8). Any HTTP answer counts as reachable; successes are cached 30 s.
+ */
+export async function preflightEndpoint(target: Target, timeoutMs = 3000): Promise<void> {
+  const key = target.endpoint;
+  if ((ok.get(key) ?? 0) > Date.now()) return;
+  if (target.keyRef && !process.env[target.keyRef]) {
+    throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=… before starting the engine`);
+  }
+  const headers: Record<string, string> = {};
+  if (target.keyRef) headers.authorization = `Bearer ${process.env[target.keyRef]}`;
+  try {
+    await fetch(`${target.endpoint.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    ok.set(key, Date.now() + 30_000);
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+    throw new InputError(`cannot reach the model endpoint ${target.endpoint} (${cause}): start the model server or fix the URL`);
+  }
+}

@@ -1,0 +1,23 @@
+// Bundles the `ocw` CLI (engine, API, MCP bridge) into one ESM file: dist/ocw.mjs.
+// One file is what the Claude Code plugin points at through ${CLAUDE_PLUGIN_ROOT}.
+import { build } from "esbuild";
+import { fileURLToPath } from "node:url";
+import path from "node:path";
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+await build({
+  entryPoints: [path.join(root, "engine/cli.ts")],
+  outfile: path.join(root, "dist/ocw.mjs"),
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  sourcemap: "linked",
+  legalComments: "none",
+  logLevel: "warning",
+  // opencode-ai ships a native binary; it is located at run time, never bundled.
+  external: ["opencode-ai"],
+  banner: {
+    js: "import { createRequire as __ocwCreateRequire } from 'node:module'; const require = __ocwCreateRequire(import.meta.url);",
+  },
+});

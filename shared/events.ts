@@ -1,0 +1,28 @@
+import { z } from "zod";
+import { WorkerEvent } from "./worker";
+
+/** Events that are not part of any worker's log: streaming text, serving health, engine notices. */
+export const TransientEvent = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("delta"), workerId: z.string(), partId: z.string(), field: z.string(), delta: z.string(), ts: z.number() }),
+  z.object({ type: z.literal("retry"), workerId: z.string(), attempt: z.number(), message: z.string(), ts: z.number() }),
+  z.object({
+    type: z.literal("serving"),
+    targetId: z.string(),
+    status: z.enum(["starting", "ready", "down", "stopped"]),
+    message: z.string().optional(),
+    ts: z.number(),
+  }),
+  z.object({ type: z.literal("notice"), level: z.enum(["info", "warn", "error"]), message: z.string(), ts: z.number() }),
+  /** The cursor a client resumed from can no longer be replayed (engine restarted, or too old): refetch state. */
+  z.object({ type: z.literal("reset"), ts: z.number() }),
+]);
+export type TransientEvent = z.infer<typeof TransientEvent>;
+
+export const EngineEvent = z.union([WorkerEvent, TransientEvent]);
+export type EngineEvent = z.infer<typeof EngineEvent>;
+
+/** An event as delivered to subscribers: `cursor` is `<engine epoch>:<sequence>`; pass the last one back to resume. */
+export interface Delivered {
+  cursor: string;
+  event: EngineEvent;
+}

@@ -1,0 +1,68 @@
+import { z } from "zod";
+
+/** Who answered an ask. Nothing is answered automatically unless the user set a policy rule. */
+export const DecidedBy = z.object({
+  kind: z.enum(["person", "mcp", "policy", "cli", "engine"]),
+  /** e.g. "gui", "claude-code", the policy rule's text, "--approve once". */
+  name: z.string().max(200).optional(),
+});
+export type DecidedBy = z.infer<typeof DecidedBy>;
+
+export const DecisionKind = z.enum(["once", "always", "reject"], {
+  error: 'decision must be "once", "always" or "reject"',
+});
+export type DecisionKind = z.infer<typeof DecisionKind>;
+
+export const QuestionItem = z.object({
+  question: z.string(),
+  header: z.string().optional(),
+  options: z.array(z.object({ label: z.string(), description: z.string().optional() })).default([]),
+  multiple: z.boolean().optional(),
+});
+
+/** One pending request from a worker: a permission gate (edit, bash, webfetch, …) or a question to the person. */
+export const PermissionAsk = z.object({
+  id: z.string(),
+  workerId: z.string(),
+  sessionId: z.string(),
+  kind: z.enum(["permission", "question"]),
+  /** edit | bash | webfetch | external_directory | question | … (opencode's permission name). */
+  tool: z.string(),
+  /** What is asked, in one line: the command, the path, the URL, or the question. */
+  what: z.string(),
+  diff: z.string().optional(),
+  patterns: z.array(z.string()).default([]),
+  always: z.array(z.string()).default([]),
+  questions: z.array(QuestionItem).optional(),
+  createdAt: z.number(),
+  status: z.enum(["pending", "decided", "cancelled"]),
+  decision: DecisionKind.optional(),
+  by: DecidedBy.optional(),
+  message: z.string().optional(),
+  decidedAt: z.number().optional(),
+});
+export type PermissionAsk = z.infer<typeof PermissionAsk>;
+
+/** An answer to an ask. For a question, `once` with `answers` replies and `reject` dismisses it. */
+export const Decision = z.object({
+  askId: z.string().min(1, "askId is required (see pending_approvals)"),
+  decision: DecisionKind,
+  message: z.string().max(4000).optional(),
+  answers: z.array(z.array(z.string())).optional(),
+});
+export type Decision = z.infer<typeof Decision>;
+
+/** A user-set rule that answers matching asks. None exist by default. */
+export const PolicyRule = z.object({
+  tool: z.string().min(1),
+  /** A glob matched against what is asked (command, path, URL); "*" matches everything. */
+  pattern: z.string().min(1),
+  decision: DecisionKind,
+});
+export type PolicyRule = z.infer<typeof PolicyRule>;
+
+/** The default message a worker gets with a rejection, so it carries on and still reports its outcome. */
+export function rejectionMessage(ask: Pick<PermissionAsk, "tool" | "what">, extra?: string): string {
+  const base = `The supervisor refused this ${ask.tool} request (${ask.what}). Do not retry it or work around it; continue without it, and report your outcome honestly.`;
+  return extra ? `${base} Reason: ${extra}` : base;
+}

@@ -1,0 +1,51 @@
+import { z } from "zod";
+
+/** Name of an environment variable that holds a key. The key itself is never stored. */
+export const EnvVarName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
+
+export const ServingEngine = z.enum(["llama.cpp", "vllm", "sglang", "ollama", "capture", "api", "scripted"]);
+export type ServingEngine = z.infer<typeof ServingEngine>;
+
+export const ServingEndpoint = z.object({
+  url: z.string().url(),
+  slots: z.number().int().positive(),
+});
+export type ServingEndpoint = z.infer<typeof ServingEndpoint>;
+
+export const TargetCheck = z.object({
+  name: z.enum(["reachable", "auth", "slots", "concurrency", "capability"]),
+  passed: z.boolean(),
+  evidence: z.string(),
+});
+export type TargetCheck = z.infer<typeof TargetCheck>;
+
+/** A verified model endpoint the workers run on. `serving.slots` caps how many workers run at once. */
+export const Target = z.object({
+  id: z.string().min(1),
+  model: z.string().min(1),
+  quant: z.string().nullable().optional(),
+  /** OpenAI-compatible base URL, ending in /v1. */
+  endpoint: z.string().url(),
+  /** Environment variable that holds the endpoint's key; null when the endpoint needs none. */
+  keyRef: EnvVarName.nullable().optional(),
+  contextLimit: z.number().int().positive().optional(),
+  outputLimit: z.number().int().positive().optional(),
+  serving: z.object({
+    engine: ServingEngine,
+    endpoints: z.array(ServingEndpoint).default([]),
+    slots: z.number().int().positive(),
+    perSlotCtx: z.number().int().positive().nullable().optional(),
+  }),
+  outcome: z.enum(["built", "underpowered", "cannot-build"]).optional(),
+  verifiedAt: z.string().nullable().optional(),
+  checks: z.array(TargetCheck).default([]),
+});
+export type Target = z.infer<typeof Target>;
+
+/** A filesystem- and URL-safe slug of a target, used to key its pack in packs/<slug>/. */
+export function targetSlug(target: Pick<Target, "model" | "quant">): string {
+  const raw = [target.model, target.quant].filter(Boolean).join("-");
+  return raw.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "target";
+}

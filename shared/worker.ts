@@ -1,0 +1,237 @@
+import { z } from "zod";
+import { CheckSpec } from "./check";
+import { DecidedBy, DecisionKind, PermissionAsk } from "./permission";
+import { Verdict } from "./verdict";
+
+export const WorkerState = z.enum([
+  "queued",
+  "starting",
+  "running",
+  "waiting-approval",
+  "settled",
+  "grading",
+  "built",
+  "honest-failure",
+  "stopped",
+  "interrupted",
+  "error",
+]);
+export type WorkerState = z.infer<typeof WorkerState>;
+
+/** States a worker never leaves by itself (it may be resumed from stopped/interrupted). */
+export const FINAL_STATES: readonly WorkerState[] = ["built", "honest-failure", "stopped", "interrupted", "error"];
+export const ACTIVE_STATES: readonly WorkerState[] = ["starting", "running", "waiting-approval"];
+export const isFinal = (s: WorkerState) => FINAL_STATES.includes(s);
+export const isActive = (s: WorkerState) => ACTIVE_STATES.includes(s);
+
+const Glob = z.string().min(1).max(500);
+
+export const Budget = z
+  .object({
+    wallSec: z.number().positive().max(7 * 24 * 3600).optional(),
+    tokens: z.number().int().positive().optional(),
+  })
+  .strict();
+export type Budget = z.infer<typeof Budget>;
+
+/** What `start` takes. `directory` must be an absolute path to a git repository. */
+export const WorkerSpec = z.object({
+  task: z.string().trim().min(1, "the task is empty: say what the worker should do").max(100_000, "the task is over 100,000 characters: shorten it or point at a file"),
+  directory: z
+    .string()
+    .min(1, "directory is required")
+    .max(4096)
+    .refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), {
+      message: "directory must be an absolute path to a git repository",
+    }),
+  checks: z.array(CheckSpec).max(100).default([]),
+  scope: z.array(Glob).max(200).default([]),
+  protect: z.array(Glob).max(200).default([]),
+  budget: Budget.default({}),
+  targetId: z.string().optional(),
+  title: z.string().max(200).optional(),
+});
+export type WorkerSpec = z.infer<typeof WorkerSpec>;
+export type WorkerSpecInput = z.input<typeof WorkerSpec>;
+
+export const Usage = z.object({
+  input: z.number(),
+  output: z.number(),
+  reasoning: z.number(),
+  cost: z.number(),
+});
+export type Usage = z.infer<typeof Usage>;
+
+export const TranscriptPart = z.object({
+  partId: z.string(),
+  messageId: z.string(),
+  kind: z.enum(["text", "reasoning", "tool", "user"]),
+  text: z.string().optional(),
+  tool: z.string().optional(),
+  status: z.string().optional(),
+  input: z.unknown().optional(),
+  output: z.string().optional(),
+  error: z.string().optional(),
+});
+export type TranscriptPart = z.infer<typeof TranscriptPart>;
+
+const base = { workerId: z.string(), seq: z.number().int(), ts: z.number() };
+
+/** Everything that happens to a worker, appended to its log and fanned out to subscribers. */
+export const WorkerEvent = z.discriminatedUnion("type", [
+  z.object({ ...base, type: z.literal("worker.created"), spec: WorkerSpec, batchId: z.string().nullable(), targetId: z.string().nullable() }),
+  z.object({ ...base, type: z.literal("worker.state"), state: WorkerState, reason: z.string().optional() }),
+  z.object({
+    ...base,
+    type: z.literal("worker.workspace"),
+    worktree: z.string(),
+    branch: z.string(),
+    baseCommit: z.string(),
+    baseBranch: z.string().nullable(),
+    repo: z.string(),
+  }),
+  z.object({ ...base, type: z.literal("worker.session"), sessionId: z.string() }),
+  z.object({ ...base, type: z.literal("ask.opened"), ask: PermissionAsk }),
+  z.object({
+    ...base,
+    type: z.literal("ask.resolved"),
+    askId: z.string(),
+    status: z.enum(["decided", "cancelled"]),
+    decision: DecisionKind.optional(),
+    by: DecidedBy.optional(),
+    message: z.string().optional(),
+  }),
+  z.object({ ...base, type: z.literal("steer.sent"), text: z.string(), by: DecidedBy }),
+  z.object({ ...base, type: z.literal("part"), part: TranscriptPart }),
+  z.object({ ...base, type: z.literal("usage"), usage: Usage }),
+  z.object({ ...base, type: z.literal("stalled"), idleSec: z.number() }),
+  z.object({ ...base, type: z.literal("tool.failed"), tool: z.string(), error: z.string() }),
+  z.object({ ...base, type: z.literal("verdict"), verdict: Verdict }),
+  z.object({ ...base, type: z.literal("merged"), into: z.string(), commit: z.string() }),
+]);
+export type WorkerEvent = z.infer<typeof WorkerEvent>;
+export type WorkerEventType = WorkerEvent["type"];
+/** An event before the store stamps it with seq/ts/workerId. */
+export type WorkerEventBody = WorkerEvent extends infer E ? (E extends WorkerEvent ? Omit<E, "seq" | "ts" | "workerId"> : never) : never;
+
+/** The current picture of a worker, derived from its events (see reduceWorker). */
+export const Worker = z.object({
+  id: z.string(),
+  spec: WorkerSpec,
+  batchId: z.string().nullable(),
+  targetId: z.string().nullable(),
+  state: WorkerState,
+  stateReason: z.string().nullable(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  startedAt: z.number().nullable(),
+  endedAt: z.number().nullable(),
+  sessionId: z.string().nullable(),
+  worktree: z.string().nullable(),
+  branch: z.string().nullable(),
+  baseCommit: z.string().nullable(),
+  baseBranch: z.string().nullable(),
+  repo: z.string(),
+  asks: z.array(PermissionAsk),
+  steers: z.array(z.object({ text: z.string(), ts: z.number(), by: DecidedBy })),
+  usage: Usage,
+  lastActivity: z.object({ ts: z.number(), summary: z.string() }).nullable(),
+  currentTool: z.string().nullable(),
+  stalled: z.boolean(),
+  toolFailures: z.number(),
+  verdict: Verdict.nullable(),
+  merged: z.object({ into: z.string(), commit: z.string() }).nullable(),
+  lastSeq: z.number(),
+});
+export type Worker = z.infer<typeof Worker>;
+
+export function summarizePart(part: TranscriptPart): string {
+  if (part.kind === "tool") return `${part.tool ?? "tool"} ${part.status ?? ""}`.trim();
+  return (part.text ?? "").split("\n").find((l) => l.trim())?.slice(0, 160) ?? part.kind;
+}
+
+/** Folds one event into a worker picture. Pure: used by the engine on recovery and by clients. */
+export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
+  if (e.type === "worker.created") {
+    return {
+      id: e.workerId,
+      spec: e.spec,
+      batchId: e.batchId,
+      targetId: e.targetId,
+      state: "queued",
+      stateReason: null,
+      createdAt: e.ts,
+      updatedAt: e.ts,
+      startedAt: null,
+      endedAt: null,
+      sessionId: null,
+      worktree: null,
+      branch: null,
+      baseCommit: null,
+      baseBranch: null,
+      repo: e.spec.directory,
+      asks: [],
+      steers: [],
+      usage: { input: 0, output: 0, reasoning: 0, cost: 0 },
+      lastActivity: null,
+      currentTool: null,
+      stalled: false,
+      toolFailures: 0,
+      verdict: null,
+      merged: null,
+      lastSeq: e.seq,
+    };
+  }
+  if (!w) throw new Error(`event ${e.type} for unknown worker ${e.workerId}`);
+  const next: Worker = { ...w, updatedAt: e.ts, lastSeq: e.seq };
+  switch (e.type) {
+    case "worker.state":
+      next.state = e.state;
+      next.stateReason = e.reason ?? null;
+      if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
+      next.endedAt = isFinal(e.state) ? e.ts : null;
+      if (!isActive(e.state)) next.currentTool = null;
+      if (e.state === "running") next.stalled = false;
+      break;
+    case "worker.workspace":
+      Object.assign(next, { worktree: e.worktree, branch: e.branch, baseCommit: e.baseCommit, baseBranch: e.baseBranch, repo: e.repo });
+      break;
+    case "worker.session":
+      next.sessionId = e.sessionId;
+      break;
+    case "ask.opened":
+      next.asks = [...w.asks.filter((a) => a.id !== e.ask.id), e.ask];
+      break;
+    case "ask.resolved":
+      next.asks = w.asks.map((a) =>
+        a.id === e.askId ? { ...a, status: e.status, decision: e.decision, by: e.by, message: e.message, decidedAt: e.ts } : a,
+      );
+      break;
+    case "steer.sent":
+      next.steers = [...w.steers, { text: e.text, ts: e.ts, by: e.by }];
+      break;
+    case "part":
+      next.lastActivity = { ts: e.ts, summary: summarizePart(e.part) };
+      next.stalled = false;
+      if (e.part.kind === "tool") next.currentTool = e.part.status === "running" || e.part.status === "pending" ? (e.part.tool ?? null) : null;
+      break;
+    case "usage":
+      next.usage = e.usage;
+      break;
+    case "stalled":
+      next.stalled = true;
+      break;
+    case "tool.failed":
+      next.toolFailures = w.toolFailures + 1;
+      break;
+    case "verdict":
+      next.verdict = e.verdict;
+      break;
+    case "merged":
+      next.merged = { into: e.into, commit: e.commit };
+      break;
+  }
+  return next;
+}
+
+export const pendingAsks = (w: Worker) => w.asks.filter((a) => a.status === "pending");
