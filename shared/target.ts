@@ -30,6 +30,8 @@ export const Target = z.object({
   endpoint: z.string().url(),
   /** Environment variable that holds the endpoint's key; null when the endpoint needs none. */
   keyRef: EnvVarName.nullable().optional(),
+  /** Managed servers: path of the 0600 file in the state dir that holds the generated key (handed out via `keyRef`). */
+  keyFile: z.string().nullable().optional(),
   contextLimit: z.number().int().positive().optional(),
   outputLimit: z.number().int().positive().optional(),
   serving: z.object({

@@ -1,1 +1,6 @@
-export default async function setup() {}
+import { execFileSync } from "node:child_process";
+
+/** Integration tests drive the real `ocw` bundle, so build it once before they start. */
+export default async function setup() {
+  execFileSync(process.execPath, ["scripts/build.mjs"], { stdio: "inherit" });
+}

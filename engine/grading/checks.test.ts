@@ -1,0 +1,35 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { runChecks } from "./checks";
+
+const dir = () => mkdtempSync(path.join(os.tmpdir(), "ocw-checks-"));
+
+describe("runChecks", () => {
+  it("runs commands in the workspace and compares the exit code", async () => {
+    const d = dir();
+    writeFileSync(path.join(d, "a.txt"), "alpha\n");
+    const [ok, bad, expected] = await runChecks([{ run: "cat a.txt" }, { name: "fails", run: "exit 3" }, { run: "exit 3", expectExit: 3 }], d);
+    expect(ok).toMatchObject({ name: "cat a.txt", passed: true, exitCode: 0, output: "alpha" });
+    expect(bad).toMatchObject({ name: "fails", passed: false, exitCode: 3 });
+    expect(expected!.passed).toBe(true);
+  });
+  it("kills a hanging check and everything it started at its timeout", async () => {
+    const started = Date.now();
+    const [r] = await runChecks([{ run: "sleep 30 & sleep 30; wait", timeoutSec: 1 }], dir());
+    expect(r).toMatchObject({ passed: false, timedOut: true, exitCode: null });
+    expect(r!.output).toMatch(/timed out after 1s/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+  it("checks files: exists, equals (ignoring a final newline), matches, absent", async () => {
+    const d = dir();
+    writeFileSync(path.join(d, "f.txt"), "hello 42\n");
+    const rs = await runChecks(
+      [{ file: "f.txt" }, { file: "f.txt", equals: "hello 42" }, { file: "f.txt", equals: "hello" }, { file: "f.txt", matches: "\\d+$" }, { file: "nope.txt", exists: false }, { file: "nope.txt" }],
+      d,
+    );
+    expect(rs.map((r) => r.passed)).toEqual([true, true, false, true, true, false]);
+    expect(rs[2]!.output).toMatch(/differs/);
+  });
+});

@@ -1,0 +1,69 @@
+// `npm test`: typecheck every environment, then unit + integration (vitest) and e2e (Playwright), and print the totals
+// of all runners as the last line: `N passed, N failed, N skipped`. Exit code 1 when anything failed.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+
+const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
+const reports = path.join(root, "test-results");
+mkdirSync(reports, { recursive: true });
+const totals = { passed: 0, failed: 0, skipped: 0 };
+const only = process.argv.slice(2);
+const want = (name) => only.length === 0 || only.includes(name);
+
+function run(label, cmd, args, env = {}) {
+  console.log(`\n=== ${label}: ${cmd} ${args.join(" ")}`);
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", env: { ...process.env, ...env } });
+  return r.status ?? 1;
+}
+
+// 1. Typecheck, one program per environment (a solution-style root config would check nothing).
+if (want("typecheck")) {
+  for (const p of ["tsconfig.node.json", "tsconfig.shared.json", "tsconfig.web.json"]) {
+    if (!existsSync(path.join(root, p))) continue;
+    const code = run(`typecheck ${p}`, "npx", ["tsc", "--noEmit", "-p", p]);
+    code === 0 ? totals.passed++ : totals.failed++;
+  }
+}
+
+// 2. vitest (unit + integration) with a JSON report we can count.
+function vitestTotals(file) {
+  if (!existsSync(file)) return null;
+  const r = JSON.parse(readFileSync(file, "utf8"));
+  return { passed: r.numPassedTests ?? 0, failed: (r.numFailedTests ?? 0) + (r.numRuntimeErrorTestSuites ?? 0), skipped: (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0) };
+}
+for (const project of ["unit", "integration"]) {
+  if (!want(project)) continue;
+  const out = path.join(reports, `vitest-${project}.json`);
+  writeFileSync(out, "");
+  const code = run(`vitest ${project}`, "npx", ["vitest", "run", "--project", project, "--reporter=default", "--reporter=json", `--outputFile.json=${out}`]);
+  const t = readFileSync(out, "utf8") ? vitestTotals(out) : null;
+  if (!t) totals.failed++;
+  else {
+    totals.passed += t.passed;
+    totals.failed += t.failed;
+    totals.skipped += t.skipped;
+    if (code !== 0 && t.failed === 0) totals.failed++; // the runner failed outside any test (a crash, an unhandled error)
+  }
+}
+
+// 3. Playwright e2e (browser UI, Electron) when present.
+if (want("e2e") && existsSync(path.join(root, "playwright.config.ts"))) {
+  const out = path.join(reports, "playwright.json");
+  writeFileSync(out, "");
+  const code = run("playwright e2e", "npx", ["playwright", "test"], { PLAYWRIGHT_JSON_OUTPUT_NAME: out });
+  const raw = readFileSync(out, "utf8");
+  if (!raw) totals.failed++;
+  else {
+    const s = JSON.parse(raw).stats ?? {};
+    totals.passed += (s.expected ?? 0) + (s.flaky ?? 0);
+    totals.failed += s.unexpected ?? 0;
+    totals.skipped += s.skipped ?? 0;
+    if (code !== 0 && !s.unexpected) totals.failed++;
+  }
+}
+
+const line = `${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`;
+writeFileSync(path.join(reports, "totals.txt"), line + "\n");
+console.log(`\n${line}`);
+process.exit(totals.failed ? 1 : 0);

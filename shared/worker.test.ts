@@ -1,0 +1,36 @@
+import { describe, expect, it } from "vitest";
+import { reduceWorker, WorkerSpec, type WorkerEvent } from "./worker";
+
+const spec = WorkerSpec.parse({ task: "t", directory: "/repo" });
+const ev = (seq: number, body: Record<string, unknown>) => ({ workerId: "w1", seq, ts: 1000 + seq, ...body }) as WorkerEvent;
+
+describe("reduceWorker", () => {
+  it("folds state, asks and verdicts in order", () => {
+    let w = reduceWorker(null, ev(1, { type: "worker.created", spec, batchId: null, targetId: "t" }));
+    expect(w.state).toBe("queued");
+    w = reduceWorker(w, ev(2, { type: "worker.state", state: "starting" }));
+    expect(w.startedAt).toBe(1002);
+    const ask = { id: "per_1", workerId: "w1", sessionId: "s", kind: "permission", tool: "bash", what: "ls", patterns: [], always: [], createdAt: 1, status: "pending" };
+    w = reduceWorker(w, ev(3, { type: "ask.opened", ask }));
+    w = reduceWorker(w, ev(4, { type: "worker.state", state: "waiting-approval" }));
+    expect(w.asks).toHaveLength(1);
+    w = reduceWorker(w, ev(5, { type: "ask.resolved", askId: "per_1", status: "decided", decision: "once", by: { kind: "person" } }));
+    expect(w.asks[0]).toMatchObject({ status: "decided", decision: "once", decidedAt: 1005 });
+    w = reduceWorker(w, ev(6, { type: "part", part: { partId: "p", messageId: "m", kind: "tool", tool: "bash", status: "running" } }));
+    expect(w.currentTool).toBe("bash");
+    w = reduceWorker(w, ev(7, { type: "worker.state", state: "honest-failure", reason: "check failed" }));
+    expect(w).toMatchObject({ state: "honest-failure", stateReason: "check failed", endedAt: 1007, currentTool: null, lastSeq: 7 });
+  });
+  it("refuses events for a worker it never saw created", () => {
+    expect(() => reduceWorker(null, ev(1, { type: "worker.state", state: "running" }))).toThrow(/unknown worker/);
+  });
+});
+
+describe("WorkerSpec", () => {
+  it("says what is wrong with bad input", () => {
+    expect(WorkerSpec.safeParse({ task: " ", directory: "/r" }).error?.issues[0]?.message).toMatch(/task is empty/);
+    expect(WorkerSpec.safeParse({ task: "x", directory: "rel" }).error?.issues[0]?.message).toMatch(/absolute/);
+    expect(WorkerSpec.safeParse({ task: "x", directory: "/r", checks: [{ file: "/etc/passwd" }] }).success).toBe(false);
+    expect(WorkerSpec.safeParse({ task: "x".repeat(100_001), directory: "/r" }).error?.issues[0]?.message).toMatch(/100,000/);
+  });
+});

@@ -1,0 +1,111 @@
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { connect, type EngineClient } from "../engine/api/client";
+import { follow } from "../engine/api/follow";
+import { readLock } from "../engine/api/lock";
+import type { Target } from "../shared/target";
+import { isFinal, pendingAsks, type Worker } from "../shared/worker";
+
+export const ROOT = path.resolve(__dirname, "..");
+export const BUNDLE = path.join(ROOT, "dist", "ocw.mjs");
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(path.join(os.tmpdir(), `ocw-${prefix}-`));
+}
+
+/** A real git repository with one commit holding `files`. */
+export function makeRepo(files: Record<string, string> = { "README.md": "# test repo\n" }): string {
+  const dir = tempDir("repo");
+  for (const [name, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), content);
+  }
+  const git = (...args: string[]) => execFileSync("git", args, { cwd: dir, stdio: "pipe" });
+  git("init", "-q", "-b", "main");
+  git("add", "-A");
+  git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
+  return dir;
+}
+
+export interface TestEngine {
+  stateDir: string;
+  proc: ChildProcess;
+  client: EngineClient;
+  url: string;
+  stderr: () => string;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts `ocw serve` (the real bundle) in its own state dir and connects to it. */
+export async function startEngine(stateDir = tempDir("state"), env: NodeJS.ProcessEnv = {}): Promise<TestEngine> {
+  const proc = spawn(process.execPath, [BUNDLE, "serve"], { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  proc.stderr!.on("data", (b) => (err += b.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    proc.stdout!.on("data", (b) => {
+      out += b.toString();
+      const line = out.split("\n")[0];
+      if (out.includes("\n") && line) resolve(line.trim());
+    });
+    proc.once("exit", (code) => reject(new Error(`ocw serve exited ${code}: ${err}`)));
+    setTimeout(() => reject(new Error(`ocw serve printed no URL in 20 s: ${err}`)), 20_000);
+  });
+  const lock = readLock(stateDir)!;
+  return {
+    stateDir,
+    proc,
+    url,
+    client: connect(lock, "gui:test"),
+    stderr: () => err,
+    kill: (signal = "SIGTERM") =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode) return resolve();
+        proc.once("exit", () => resolve());
+        proc.kill(signal);
+      }),
+  };
+}
+
+export function scriptedTarget(url: string, slots = 4, id = "scripted"): Target {
+  return { id, model: "scripted-1", endpoint: url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots }, checks: [] };
+}
+
+/** Waits until every worker is final; answers each ask with `decide` when given. */
+export async function settle(client: EngineClient, ids: string[], decide?: (ask: Worker["asks"][number]) => "once" | "always" | "reject" | null, timeoutMs = 150_000) {
+  const answered = new Set<string>();
+  const answer = (workers: Map<string, Worker>) => {
+    if (!decide) return;
+    for (const w of workers.values())
+      for (const a of pendingAsks(w)) {
+        if (answered.has(a.id)) continue;
+        const d = decide(a);
+        if (!d) continue;
+        answered.add(a.id);
+        void client.approvals.decide.mutate({ askId: a.id, decision: d }).catch(() => answered.delete(a.id));
+      }
+  };
+  const r = await follow(client, ids, { onEvent: (_e, ws) => answer(ws), until: (ws) => (answer(ws), false), timeoutMs });
+  if (r.reason !== "settled") throw new Error(`workers did not settle in time: ${[...r.workers.values()].map((w) => `${w.id}=${w.state}`).join(", ")}`);
+  return r.workers;
+}
+
+/** Waits until a worker has a pending ask (or settles), and returns its picture. */
+export async function untilAsk(client: EngineClient, id: string, timeoutMs = 60_000): Promise<Worker> {
+  const r = await follow(client, [id], { until: (ws) => pendingAsks(ws.get(id)!).length > 0 && ws.get(id)!.state === "waiting-approval", timeoutMs });
+  return r.workers.get(id)!;
+}
+
+export async function untilState(client: EngineClient, id: string, pred: (w: Worker) => boolean, timeoutMs = 60_000): Promise<Worker> {
+  const r = await follow(client, [id], { until: (ws) => pred(ws.get(id)!), timeoutMs });
+  if (!pred(r.workers.get(id)!) ) throw new Error(`worker ${id} is ${r.workers.get(id)!.state} after ${r.reason}`);
+  return r.workers.get(id)!;
+}
+
+export function cleanup(...dirs: string[]) {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+}
+
+export { isFinal };
