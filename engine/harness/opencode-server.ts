@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
@@ -71,6 +71,7 @@ export class OpencodeServer extends EventEmitter {
 
   private env(): NodeJS.ProcessEnv {
     const h = this.opts.home;
+    mkdirSync(h, { recursive: true, mode: 0o700 });
     const xdg = {
       HOME: h,
       XDG_DATA_HOME: path.join(h, ".local/share"),
@@ -101,14 +102,44 @@ export class OpencodeServer extends EventEmitter {
     return env;
   }
 
+  private get pidFile(): string {
+    return path.join(this.opts.home, "opencode.pid");
+  }
+
+  /** A previous engine killed with -9 leaves its opencode serve running on the same data dir: end it first. */
+  private killStale(): void {
+    let pid: number;
+    try {
+      pid = Number(readFileSync(this.pidFile, "utf8").trim());
+    } catch {
+      return;
+    }
+    if (!pid || pid === process.pid) return;
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      if (!cmd.includes("opencode")) return;
+    } catch {
+      if (process.platform === "linux") return; // gone
+    }
+    for (const c of childPids(pid)) killGroup(c);
+    try {
+      process.kill(pid, "SIGKILL");
+      this.opts.log?.(`ended a stale opencode serve (pid ${pid}) left by an earlier engine`);
+    } catch {
+      /* already gone */
+    }
+  }
+
   private async spawnOnce(): Promise<void> {
     this.stopping = false;
+    this.killStale();
     const proc = spawn(opencodeBinary(), ["serve", "--hostname=127.0.0.1", "--port=0"], {
       cwd: this.opts.home,
       env: this.env(),
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.proc = proc;
+    writeFileSync(this.pidFile, String(proc.pid ?? ""), { mode: 0o600 });
     const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         proc.kill("SIGKILL");
