@@ -14,6 +14,7 @@ import { connect, ensureEngine, type EngineClient } from "../api/client";
 import { follow } from "../api/follow";
 import { stateDir } from "../store/paths";
 import { preflightEndpoint } from "../workers/preflight";
+import { inspectRepo } from "../workers/workspace";
 import { CliError, fail } from "./errors";
 
 interface RunOptions {
@@ -93,6 +94,12 @@ async function runCommand(o: RunOptions): Promise<void> {
     if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     const checks: CheckSpec[] = o.check.map((run) => ({ run }));
     specs = [{ task: o.task, directory: path.resolve(o.dir), checks, scope: o.scope, protect: o.protect }];
+  }
+  // Validate every directory here, before an engine is started or anything is created.
+  for (const [n, s] of specs.entries()) {
+    await inspectRepo(s.directory).catch((err) => {
+      throw new CliError(specs.length > 1 ? `task ${n + 1}: ${(err as Error).message}` : (err as Error).message);
+    });
   }
   if (o.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o.timeout } }));
 

@@ -227,8 +227,8 @@ export class Engine {
   /** Validates, creates the worker (queued) and returns its id at once; the work happens in the background. */
   async start(input: WorkerSpecInput, opts: { batchId?: string } = {}): Promise<{ workerId: string }> {
     const spec = parseInput(WorkerSpec, input);
-    const target = this.resolveTarget(spec.targetId);
     await inspectRepo(spec.directory);
+    const target = this.resolveTarget(spec.targetId);
     await preflightEndpoint(target);
     const workerId = newId("w");
     this.record(workerId, { type: "worker.created", spec, batchId: opts.batchId ?? null, targetId: target.id });

@@ -1,0 +1,193 @@
+/**
+ * Hardware detection: GPUs (NVIDIA, AMD, Apple, Windows registry), CPU and RAM, and — when a llama.cpp binary
+ * is present — `llama-server --list-devices` as confirmation of what llama.cpp itself will see.
+ */
+import { readdir, readFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { execa } from "execa";
+import type { DeviceBudget } from "../models/estimate";
+import {
+  appleGpuBudget, type Gpu, type ListedDevice, NVIDIA_SMI_ARGS, parseAmdSysfs, parseListDevices, parseNvidiaSmi,
+  parseRocmSmi, parseWindowsRegistry, type SysfsCard,
+} from "./parse";
+
+export interface RunResult {
+  ok: boolean;
+  /** The executable was not found. */
+  missing: boolean;
+  stdout: string;
+  stderr: string;
+  code: number | null;
+}
+export type Runner = (cmd: string, args: string[], timeoutMs: number) => Promise<RunResult>;
+
+export const defaultRunner: Runner = async (cmd, args, timeoutMs) => {
+  try {
+    const r = await execa(cmd, args, { timeout: timeoutMs, reject: false, stdin: "ignore", env: { ...process.env, LC_ALL: "C" } });
+    const missing = (r as { code?: string }).code === "ENOENT" || /ENOENT/.test(String(r.message ?? ""));
+    return { ok: r.exitCode === 0, missing, stdout: String(r.stdout ?? ""), stderr: String(r.stderr ?? ""), code: r.exitCode ?? null };
+  } catch (err) {
+    return { ok: false, missing: (err as NodeJS.ErrnoException).code === "ENOENT", stdout: "", stderr: String(err), code: null };
+  }
+};
+
+export interface Probe {
+  name: string;
+  ok: boolean;
+  ms: number;
+  note: string;
+}
+
+export interface HardwareReport {
+  platform: NodeJS.Platform;
+  arch: string;
+  cpu: { model: string; cores: number; physicalCores: number | null };
+  ram: { totalBytes: number; freeBytes: number };
+  gpus: Gpu[];
+  /** What llama-server --list-devices reported (null when no binary was given or it failed). */
+  llamaDevices: ListedDevice[] | null;
+  probes: Probe[];
+  problems: string[];
+  ms: number;
+}
+
+export interface DetectOptions {
+  platform?: NodeJS.Platform;
+  run?: Runner;
+  /** A llama-server binary to confirm with. */
+  llamaServer?: string | null;
+  sysfsRoot?: string;
+  /** Skip systeminformation (tests). */
+  cpuRam?: () => Promise<HardwareReport["cpu"] & { ram: HardwareReport["ram"] }>;
+}
+
+async function cpuRamDefault(): Promise<HardwareReport["cpu"] & { ram: HardwareReport["ram"] }> {
+  try {
+    const si = await import("systeminformation");
+    const [cpu, mem] = await Promise.all([si.cpu(), si.mem()]);
+    return {
+      model: `${cpu.manufacturer} ${cpu.brand}`.trim() || os.cpus()[0]?.model || "unknown",
+      cores: cpu.cores || os.cpus().length,
+      physicalCores: cpu.physicalCores || null,
+      ram: { totalBytes: mem.total, freeBytes: mem.available || os.freemem() },
+    };
+  } catch {
+    return { model: os.cpus()[0]?.model ?? "unknown", cores: os.cpus().length, physicalCores: null, ram: { totalBytes: os.totalmem(), freeBytes: os.freemem() } };
+  }
+}
+
+async function readSysfs(root: string): Promise<SysfsCard[]> {
+  const base = path.join(root, "class/drm");
+  let names: string[];
+  try {
+    names = (await readdir(base)).filter((n) => /^card\d+$/.test(n));
+  } catch {
+    return [];
+  }
+  const rd = (card: string, f: string) => readFile(path.join(base, card, "device", f), "utf8").then((s) => s.trim()).catch(() => undefined);
+  return Promise.all(
+    names.map(async (card) => ({
+      card, vendor: await rd(card, "vendor"), vramTotal: await rd(card, "mem_info_vram_total"), vramUsed: await rd(card, "mem_info_vram_used"),
+      gttTotal: await rd(card, "mem_info_gtt_total"), gttUsed: await rd(card, "mem_info_gtt_used"), name: await rd(card, "product_name"),
+    })),
+  );
+}
+
+export async function detectHardware(opts: DetectOptions = {}): Promise<HardwareReport> {
+  const t0 = performance.now();
+  const platform = opts.platform ?? process.platform;
+  const run = opts.run ?? defaultRunner;
+  const probes: Probe[] = [];
+  const problems: string[] = [];
+  const gpus: Gpu[] = [];
+  const probe = async (name: string, cmd: string, args: string[], timeout = 8000): Promise<RunResult> => {
+    const t = performance.now();
+    const r = await run(cmd, args, timeout);
+    probes.push({ name, ok: r.ok, ms: Math.round(performance.now() - t), note: r.missing ? "not installed" : r.ok ? "ok" : `exit ${r.code}: ${r.stderr.trim().split("\n")[0] ?? ""}`.slice(0, 200) });
+    return r;
+  };
+  const cpuRamP = (opts.cpuRam ?? cpuRamDefault)();
+
+  // NVIDIA (all platforms)
+  const nv = await probe("nvidia-smi", "nvidia-smi", NVIDIA_SMI_ARGS);
+  if (nv.ok) {
+    const p = parseNvidiaSmi(nv.stdout);
+    gpus.push(...p.items);
+    problems.push(...p.problems);
+  }
+
+  if (platform === "linux") {
+    const rocm = await probe("rocm-smi", "rocm-smi", ["--showmeminfo", "vram", "--showproductname", "--json"]);
+    let amd: Gpu[] = [];
+    if (rocm.ok) {
+      const p = parseRocmSmi(rocm.stdout);
+      amd = p.items;
+      problems.push(...p.problems);
+    }
+    if (!amd.length) {
+      const t = performance.now();
+      const cards = await readSysfs(opts.sysfsRoot ?? "/sys");
+      const p = parseAmdSysfs(cards);
+      amd = p.items;
+      probes.push({ name: "sysfs amdgpu", ok: amd.length > 0, ms: Math.round(performance.now() - t), note: amd.length ? `${amd.length} card(s)` : "no AMD cards" });
+    }
+    gpus.push(...amd);
+  } else if (platform === "darwin") {
+    const mem = await probe("sysctl hw.memsize", "sysctl", ["-n", "hw.memsize"]);
+    const wired = await probe("sysctl iogpu.wired_limit_mb", "sysctl", ["-n", "iogpu.wired_limit_mb"]);
+    const chip = await probe("sysctl machdep.cpu.brand_string", "sysctl", ["-n", "machdep.cpu.brand_string"]);
+    if (mem.ok && !/intel/i.test(chip.stdout)) {
+      const p = appleGpuBudget(mem.stdout, wired.ok ? wired.stdout : undefined, chip.stdout.trim() || "Apple Silicon");
+      gpus.push(...p.items);
+      problems.push(...p.problems);
+    }
+  } else if (platform === "win32") {
+    const reg = await probe("registry", "reg", ["query", "HKLM\\SYSTEM\\CurrentControlSet\\Control\\Class\\{4d36e968-e325-11ce-bfc1-08002be10318}", "/s"], 10000);
+    if (reg.ok) {
+      const p = parseWindowsRegistry(reg.stdout);
+      // nvidia-smi already gave NVIDIA cards with free memory; keep registry entries for the others.
+      for (const g of p.items) if (!(g.vendor === "nvidia" && gpus.some((x) => x.vendor === "nvidia"))) gpus.push(g);
+    }
+  }
+
+  let llamaDevices: ListedDevice[] | null = null;
+  if (opts.llamaServer) {
+    const r = await probe("llama-server --list-devices", opts.llamaServer, ["--list-devices"], 15000);
+    if (r.ok || r.stdout) {
+      const p = parseListDevices(r.stdout + "\n" + r.stderr);
+      llamaDevices = p.items;
+      problems.push(...p.problems);
+      // llama.cpp's own numbers are the ones it will allocate against: prefer its free figure when names match
+      for (const d of p.items) {
+        const g = gpus.find((x) => x.name && d.name.includes(x.name));
+        if (g && g.freeBytes === null) g.freeBytes = d.freeBytes;
+      }
+      if (!gpus.length) {
+        p.items.forEach((d, i) => gpus.push({
+          index: i, vendor: /^CUDA/.test(d.id) ? "nvidia" : /^ROCm|^HIP/.test(d.id) ? "amd" : /^Metal|^MTL/.test(d.id) ? "apple" : "other",
+          name: d.name, totalBytes: d.totalBytes, freeBytes: d.freeBytes, usedBytes: d.totalBytes - d.freeBytes, unified: /^Metal|^MTL/.test(d.id), source: "llama-server",
+        }));
+      }
+    }
+  }
+
+  const cr = await cpuRamP;
+  return {
+    platform, arch: os.arch(), cpu: { model: cr.model, cores: cr.cores, physicalCores: cr.physicalCores }, ram: cr.ram,
+    gpus, llamaDevices, probes, problems, ms: Math.round(performance.now() - t0),
+  };
+}
+
+/** Memory pools for the fit: discrete GPUs by free memory (total − 10 % when free is unknown); unified GPUs by budget. */
+export function budgetsFromReport(r: Pick<HardwareReport, "gpus" | "ram">): { gpus: DeviceBudget[]; hostFreeBytes: number } {
+  const gpus: DeviceBudget[] = r.gpus.map((g) => ({
+    id: `${g.vendor}${g.index}`,
+    name: g.name,
+    kind: "gpu",
+    freeBytes: g.unified ? Math.min(g.totalBytes, r.ram.freeBytes) : (g.freeBytes ?? Math.floor(g.totalBytes * 0.9)),
+    totalBytes: g.totalBytes,
+    unified: g.unified,
+  }));
+  return { gpus, hostFreeBytes: r.ram.freeBytes };
+}

@@ -1,0 +1,130 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { modelMetadata, writeModel } from "../../test/fixtures/gguf/writer";
+import type { HardwareReport } from "../hardware/detect";
+import { TargetStore } from "../store/targets";
+import { runDoctor, runFit, runSetup, runTargets, runTargetUse } from "./commands";
+
+const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-cmd-"));
+const GiB = 1024 ** 3;
+const hw = (gpus: HardwareReport["gpus"] = []): HardwareReport => ({
+  platform: "linux", arch: "x64", cpu: { model: "t", cores: 2, physicalCores: 2 }, ram: { totalBytes: 24 * GiB, freeBytes: 20 * GiB },
+  gpus, llamaDevices: null, probes: [], problems: [], ms: 1,
+});
+
+async function metaFile(name: string, meta: Record<string, unknown>): Promise<string> {
+  const f = path.join(dir, name);
+  writeFileSync(f, JSON.stringify(meta));
+  return f;
+}
+
+describe("ocw fit", () => {
+  it("--metadata --json prints the contract fields with llama-server defaults", async () => {
+    const f = await metaFile("llama.json", await modelMetadata({ arch: "llama" }));
+    const r = await runFit({ metadata: f, json: true, hardware: hw() });
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j).toMatchObject({ nCtx: 32768, nCtxPerSlot: 32768, slots: 4, kvUnified: true, kvBytes: 33554432, recurrentBytes: 0, weightsBytes: null });
+    expect(typeof j.computeBytes).toBe("number");
+    expect(Array.isArray(j.perDevice)).toBe(true);
+    expect(j.recommendation.kvUnified).toBe(true);
+  });
+  it("flags map to llama-server's", async () => {
+    const f = await metaFile("llama2.json", await modelMetadata({ arch: "llama" }));
+    const r = await runFit({ metadata: f, json: true, ctx: "5000", parallel: "3", kvUnified: false, cacheTypeK: "q8_0", cacheTypeV: "q8_0", hardware: hw() });
+    expect(JSON.parse(r.stdout)).toMatchObject({ nCtx: 5376, nCtxPerSlot: 1792, slots: 3, kvUnified: false, kvBytes: 2_924_544 });
+  });
+  it("--gguf reads a local file's tensors for weightsBytes", async () => {
+    const g = path.join(dir, "m.gguf");
+    await writeModel(g, { arch: "llama", nVocab: 1000 });
+    const j = JSON.parse((await runFit({ gguf: g, json: true, ctx: "4096", parallel: "1", hardware: hw() })).stdout);
+    expect(j.weightsBytes).toBeGreaterThan(0);
+    expect(j.kvBytes).toBe(4194304);
+  });
+  it("--gpus SPEC places layers on the given devices", async () => {
+    const g = path.join(dir, "m2.gguf");
+    await writeModel(g, { arch: "llama", nVocab: 1000 });
+    const j = JSON.parse((await runFit({ gguf: g, json: true, gpus: "8G,8G", ctx: "4096", parallel: "1", hardware: hw() })).stdout);
+    expect(j.perDevice.map((d: { layers: number }) => d.layers)).toEqual([3, 1, 0]);
+  });
+  it("text output is readable", async () => {
+    const f = await metaFile("l3.json", await modelMetadata({ arch: "gemma3", nLayer: 6, nHead: 4, nHeadKv: 1, headDim: 64, swa: 512, swaPattern: 3 }));
+    const r = await runFit({ metadata: f, hardware: hw() });
+    expect(r.stdout).toMatch(/SWA window 2560 cells/);
+    expect(r.stdout).toMatch(/recommended: llama-server -c/);
+  });
+  const bad: [string, Parameters<typeof runFit>[0], RegExp][] = [
+    ["neither source", {}, /exactly one of --metadata/],
+    ["missing file", { metadata: "/nope.json" }, /no such file/],
+    ["bad json", { metadata: "__BADJSON__" }, /not valid JSON/],
+    ["bad parallel", { metadata: "__OK__", parallel: "0" }, /--parallel/],
+    ["bad cache type", { metadata: "__OK__", cacheTypeK: "q3_k" }, /--cache-type-k must be one of/],
+    ["bad fa", { metadata: "__OK__", flashAttn: "maybe" }, /--flash-attn/],
+    ["bad gpus", { metadata: "__OK__", gpus: "lots" }, /GPU spec/],
+    ["quantized V without FA", { metadata: "__OK__", flashAttn: "off", cacheTypeV: "q4_0" }, /requires flash attention/],
+    ["no arch", { metadata: "__NOARCH__" }, /general.architecture/],
+    ["missing gguf", { gguf: "/nope.gguf" }, /no such file/],
+    ["not a gguf", { gguf: "__BADJSON__" }, /not a GGUF/],
+  ];
+  for (const [name, o, re] of bad) {
+    it(`bad input → exit 2 with one line: ${name}`, async () => {
+      const ok = await metaFile("ok.json", await modelMetadata({ arch: "llama" }));
+      const badJson = path.join(dir, "bad.json");
+      writeFileSync(badJson, "{ nope");
+      const noArch = await metaFile("noarch.json", { "llama.block_count": 4 });
+      const sub = (v?: string) => (v === "__OK__" ? ok : v === "__BADJSON__" ? badJson : v === "__NOARCH__" ? noArch : v);
+      const r = await runFit({ ...o, metadata: sub(o.metadata), gguf: sub(o.gguf), hardware: hw() });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(re);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    });
+  }
+});
+
+describe("ocw setup bad inputs (no server needed)", () => {
+  const store = new TargetStore(path.join(dir, "targets.json"));
+  const cases: [string, Parameters<typeof runSetup>[0], RegExp][] = [
+    ["no mode", {}, /exactly one of/],
+    ["two modes", { runtime: "llama.cpp", capture: "http://127.0.0.1:1" }, /exactly one of/],
+    ["unknown runtime", { runtime: "tgi", model: "x", slots: "1" }, /not supported/],
+    ["no slots", { runtime: "llama.cpp", model: "x" }, /--slots N/],
+    ["bad slots", { runtime: "llama.cpp", model: "x", slots: "0" }, /--slots must be/],
+    ["unknown file", { runtime: "llama.cpp", model: "/nope.gguf", slots: "1", llamaServer: process.execPath }, /no such file/],
+    ["bad llama-server path", { runtime: "llama.cpp", model: "/nope.gguf", slots: "1", llamaServer: "/nope/llama-server" }, /no llama-server at/],
+    ["unreachable capture", { capture: "http://127.0.0.1:9" }, /nothing OpenAI-compatible answers/],
+    ["capture bad url", { capture: "ftp://x" }, /http\(s\) URL/],
+    ["unset key var", { capture: "http://127.0.0.1:9", apiKeyEnv: "OCW_TEST_UNSET_VAR" }, /OCW_TEST_UNSET_VAR is not set/],
+    ["key instead of var name", { capture: "http://127.0.0.1:9", apiKeyEnv: "sk-abc-123" }, /NAME of an environment variable/],
+    ["provider without key var", { provider: "http://127.0.0.1:9", model: "m" }, /--api-key-env/],
+    ["provider without model", { provider: "http://127.0.0.1:9", apiKeyEnv: "X" }, /--model/],
+  ];
+  for (const [name, o, re] of cases) {
+    it(name, async () => {
+      const r = await runSetup({ ...o, store, env: {} });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(re);
+      expect(r.stderr.trim().split("\n")).toHaveLength(1);
+    });
+  }
+});
+
+describe("targets / target use / doctor", () => {
+  it("lists and activates", () => {
+    const store = new TargetStore(path.join(dir, "t2.json"));
+    expect(runTargets({ store }).stdout).toMatch(/no targets/);
+    store.save({ id: "a", model: "m", endpoint: "http://127.0.0.1:1/v1", serving: { engine: "capture", endpoints: [], slots: 2 }, checks: [], outcome: "underpowered" });
+    expect(runTargetUse("nope", { store }).code).toBe(2);
+    const u = runTargetUse("a", { store });
+    expect(u.code).toBe(0);
+    expect(u.stdout).toMatch(/warning: its last verification was underpowered/);
+    expect(JSON.parse(runTargets({ store, json: true }).stdout).active).toBe("a");
+  });
+  it("doctor --json", async () => {
+    const r = await runDoctor({ json: true, hardware: hw([{ index: 0, vendor: "nvidia", name: "RTX", totalBytes: 24 * GiB, freeBytes: 20 * GiB, usedBytes: 4 * GiB, unified: false, source: "nvidia-smi" }]) });
+    expect(JSON.parse(r.stdout).hardware.gpus[0].name).toBe("RTX");
+    const t = await runDoctor({ hardware: hw() });
+    expect(t.stdout).toMatch(/none detected \(CPU only\)/);
+  });
+});

@@ -1,0 +1,329 @@
+/**
+ * CLI contract for model setup (issue 3):
+ *   ocw fit --metadata FILE.json | --gguf PATH_OR_URL [--ctx N] [--parallel N] [--kv-unified|--no-kv-unified]
+ *           [--cache-type-k T] [--cache-type-v T] [--ubatch N] [--flash-attn on|off] [--gpus auto|SPEC] [--json]
+ *   ocw setup --runtime llama.cpp --model FILE_OR_HF --slots N [--ctx N] [--llama-server PATH] [--yes] [--accept-underpowered] [--json]
+ *   ocw setup --capture URL [--api-key-env VAR] [--slots N] [--yes] [--accept-underpowered] [--json]
+ *   ocw setup --provider URL --model ID --api-key-env VAR [--yes] [--json]
+ *   ocw targets [--json] · ocw target use ID · ocw serving stop · ocw doctor [--json]
+ * Exit codes: 0 ok/built, 3 underpowered, 2 bad input (one line saying what to do).
+ */
+import type { Command } from "commander";
+import { budgetsFromReport, detectHardware, type HardwareReport } from "../hardware/detect";
+import { parseGpuSpec } from "../hardware/parse";
+import { type DeviceBudget, type Estimate, estimate, EstimateError, GiB, MiB } from "../models/estimate";
+import { fit, type FitChoice } from "../models/fit";
+import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
+import { hparamsFromMetadata, MetadataError } from "../models/hparams";
+import { loadGguf, loadMetadataFile, type ModelInfo, ModelSourceError } from "../models/source";
+import { TargetStore } from "../store/targets";
+import { findLlamaServer } from "./llama-server";
+import { listServing, type SetupResult, SetupInputError, setupCapture, setupLlamaCpp, setupProvider, stopServing } from "./setup";
+
+export interface CommandOutput {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+class InputError extends Error {}
+
+function int(v: string | undefined, flag: string, min = 1): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min) throw new InputError(`${flag} must be an integer ≥ ${min} (got "${v}")`);
+  return n;
+}
+
+function cacheType(v: string | undefined, flag: string): KvCacheType | undefined {
+  if (v === undefined) return undefined;
+  if (!isKvCacheType(v)) throw new InputError(`${flag} must be one of f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (got "${v}")`);
+  return v;
+}
+
+const fmt = (b: number | null) => (b === null ? "?" : b >= GiB ? `${(b / GiB).toFixed(2)} GiB` : `${(b / MiB).toFixed(2)} MiB`);
+
+export interface FitCommandOptions {
+  metadata?: string;
+  gguf?: string;
+  ctx?: string;
+  parallel?: string;
+  kvUnified?: boolean;
+  cacheTypeK?: string;
+  cacheTypeV?: string;
+  ubatch?: string;
+  flashAttn?: string;
+  gpus?: string;
+  minCtx?: string;
+  json?: boolean;
+  /** tests: skip detection */
+  hardware?: HardwareReport;
+}
+
+export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
+  try {
+    if (!!o.metadata === !!o.gguf) throw new InputError("pass exactly one of --metadata FILE.json or --gguf PATH_OR_URL");
+    const parallelRaw = o.parallel === undefined ? undefined : Number(o.parallel);
+    if (parallelRaw !== undefined && !(Number.isInteger(parallelRaw) && (parallelRaw >= 1 || parallelRaw === -1))) {
+      throw new InputError(`--parallel must be a positive integer or -1 for auto (got "${o.parallel}")`);
+    }
+    const ctx = o.ctx === undefined ? undefined : int(o.ctx, "--ctx", 0);
+    const ubatch = int(o.ubatch, "--ubatch");
+    const cacheTypeK = cacheType(o.cacheTypeK, "--cache-type-k");
+    const cacheTypeV = cacheType(o.cacheTypeV, "--cache-type-v");
+    if (o.flashAttn !== undefined && !["on", "off", "auto"].includes(o.flashAttn)) throw new InputError(`--flash-attn must be on, off or auto (got "${o.flashAttn}")`);
+    let gpus: DeviceBudget[];
+    let hostFree: number;
+    let hwNote: string;
+    if (o.gpus && o.gpus !== "auto") {
+      let spec;
+      try {
+        spec = parseGpuSpec(o.gpus);
+      } catch (e) {
+        throw new InputError((e as Error).message);
+      }
+      gpus = budgetsFromReport({ gpus: spec, ram: { totalBytes: 0, freeBytes: 0 } }).gpus;
+      const hw = o.hardware ?? (await detectHardware());
+      hostFree = hw.ram.freeBytes;
+      hwNote = `--gpus ${o.gpus}`;
+    } else {
+      const hw = o.hardware ?? (await detectHardware({ llamaServer: safeFind() }));
+      const b = budgetsFromReport(hw);
+      gpus = b.gpus;
+      hostFree = b.hostFreeBytes;
+      hwNote = gpus.length ? gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : `CPU only, ${fmt(hostFree)} RAM free`;
+    }
+    let info: ModelInfo;
+    try {
+      info = o.metadata ? loadMetadataFile(o.metadata) : await loadGguf(o.gguf!);
+    } catch (e) {
+      throw new InputError((e as Error).message);
+    }
+    const h = hparamsFromMetadata(info.metadata);
+    const e: Estimate = estimate(h, info.tensors, {
+      ctx, parallel: parallelRaw, kvUnified: o.kvUnified, cacheTypeK, cacheTypeV, ubatch,
+      flashAttn: o.flashAttn as "on" | "off" | "auto" | undefined, gpus,
+    });
+    const slots = e.slots;
+    const minCtx = int(o.minCtx, "--min-ctx") ?? Math.min(4096, h.nCtxTrain);
+    const rec: FitChoice = fit({
+      hparams: h, tensors: info.tensors, fileBytes: info.fileBytes ?? undefined, slots, minCtxPerSlot: minCtx,
+      maxCtxPerSlot: Math.min(h.nCtxTrain, 131072), gpus, hostFreeBytes: hostFree,
+    });
+    const { estimate: recEst, ...recRest } = rec;
+    const out = {
+      model: { source: info.source, arch: h.arch, name: h.name, quant: info.quant, kind: h.kind, nLayer: h.nLayerAll, nCtxTrain: h.nCtxTrain, fileBytes: info.fileBytes },
+      ...e,
+      hardware: hwNote,
+      recommendation: { ...recRest, totalBytes: recEst?.totalBytes ?? null, kvBytes: recEst?.kvBytes ?? null },
+    };
+    if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+    const lines = [
+      `${h.name ?? info.source} (${h.arch}, ${h.kind}${info.quant ? `, ${info.quant}` : ""})`,
+      `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) × ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
+      `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
+      `weights ${fmt(e.weightsBytes)}, compute ≈ ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
+      ...e.perDevice.filter((d) => d.totalBytes > 0).map((d) => `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`),
+      `hardware: ${hwNote}`,
+      rec.fits ? `recommended: llama-server ${rec.args.join(" ")}  (${rec.reason})` : `does not fit: ${rec.reason}. Options: ${rec.suggestions.join("; ")}`,
+      ...e.warnings.map((w) => `note: ${w}`),
+    ];
+    return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+  } catch (err) {
+    if (err instanceof InputError || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
+      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
+    }
+    throw err;
+  }
+}
+
+function safeFind(): string | null {
+  try {
+    return findLlamaServer();
+  } catch {
+    return null;
+  }
+}
+
+export interface SetupCommandOptions {
+  runtime?: string;
+  model?: string;
+  slots?: string;
+  ctx?: string;
+  llamaServer?: string;
+  capture?: string;
+  provider?: string;
+  apiKeyEnv?: string;
+  yes?: boolean;
+  acceptUnderpowered?: boolean;
+  json?: boolean;
+  store?: TargetStore;
+  env?: NodeJS.ProcessEnv;
+}
+
+export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & { result?: SetupResult }> {
+  const logs: string[] = [];
+  const log = (l: string) => {
+    logs.push(l);
+    if (!o.json) process.stderr.write(`${l}\n`);
+  };
+  try {
+    const modes = [o.runtime ? "runtime" : null, o.capture ? "capture" : null, o.provider ? "provider" : null].filter(Boolean);
+    if (modes.length !== 1) throw new SetupInputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
+    const slots = int(o.slots, "--slots");
+    const ctx = int(o.ctx, "--ctx");
+    let r: SetupResult;
+    if (o.runtime) {
+      if (o.runtime !== "llama.cpp") throw new SetupInputError(`--runtime ${o.runtime} is not supported here; use llama.cpp, or start vLLM/SGLang/ollama yourself and --capture it`);
+      if (!o.model) throw new SetupInputError("--runtime llama.cpp needs --model FILE_OR_HF");
+      if (slots === undefined) throw new SetupInputError("--runtime llama.cpp needs --slots N (how many workers run at once)");
+      r = await setupLlamaCpp({ model: o.model, slots, ctx, llamaServer: o.llamaServer, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, log });
+    } else if (o.capture) {
+      r = await setupCapture({ url: o.capture, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
+    } else {
+      r = await setupProvider({ url: o.provider!, model: o.model ?? "", apiKeyEnv: o.apiKeyEnv ?? "", slots, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
+    }
+    const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
+    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, fit: r.fit, server: r.server, timings: r.timings };
+    const text = o.json
+      ? JSON.stringify(body, null, 2) + "\n"
+      : [
+          `${r.outcome.toUpperCase()}: ${r.summary}`,
+          ...r.checks.map((c) => `  [${c.passed ? "x" : " "}] ${c.name.padEnd(11)} ${c.evidence}`),
+          `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`,
+        ].join("\n") + "\n";
+    return { code, stdout: text, stderr: "", result: r };
+  } catch (err) {
+    if (err instanceof SetupInputError || err instanceof InputError) return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
+    const e = err as Error;
+    return { code: 2, stdout: "", stderr: `ocw: setup failed: ${e.message.split("\n")[0]}\n` };
+  }
+}
+
+export function runTargets(o: { json?: boolean; store?: TargetStore }): CommandOutput {
+  const store = o.store ?? new TargetStore();
+  const { active, targets } = store.list();
+  if (o.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
+  if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
+  const lines = targets.map((t) => `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${t.serving.slots} slot(s)${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`);
+  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+}
+
+export function runTargetUse(id: string, o: { store?: TargetStore } = {}): CommandOutput {
+  const store = o.store ?? new TargetStore();
+  try {
+    const t = store.use(id);
+    const warn = t.outcome && t.outcome !== "built" ? ` (warning: its last verification was ${t.outcome})` : "";
+    return { code: 0, stdout: `active target: ${t.id}${warn}\n`, stderr: "" };
+  } catch (e) {
+    return { code: 2, stdout: "", stderr: `ocw: ${(e as Error).message}\n` };
+  }
+}
+
+export async function runServingStop(o: { target?: string } = {}): Promise<CommandOutput> {
+  const r = await stopServing(o.target);
+  const lines = [
+    ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
+    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running`),
+  ];
+  return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
+}
+
+export async function runDoctor(o: { json?: boolean; llamaServer?: string; hardware?: HardwareReport }): Promise<CommandOutput> {
+  let bin: string | null = null;
+  let binNote = "";
+  try {
+    bin = findLlamaServer(o.llamaServer);
+  } catch (e) {
+    binNote = (e as Error).message;
+  }
+  const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
+  const serving = listServing();
+  const out = { hardware: hw, llamaServer: bin, llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"), serving };
+  if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+  const lines = [
+    `platform   ${hw.platform}/${hw.arch}`,
+    `cpu        ${hw.cpu.model} (${hw.cpu.cores} threads${hw.cpu.physicalCores ? `, ${hw.cpu.physicalCores} cores` : ""})`,
+    `ram        ${fmt(hw.ram.freeBytes)} free of ${fmt(hw.ram.totalBytes)}`,
+    ...(hw.gpus.length
+      ? hw.gpus.map((g) => `gpu ${g.index}      ${g.name}: ${g.freeBytes === null ? "free ?" : `${fmt(g.freeBytes)} free`} of ${fmt(g.totalBytes)}${g.unified ? " (unified)" : ""} [${g.source}]`)
+      : ["gpu        none detected (CPU only)"]),
+    ...(hw.llamaDevices ? [`llama.cpp  sees ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => `${d.id} ${d.name} ${fmt(d.freeBytes)} free`).join(", ") : "no GPU devices (CPU backend)"}`] : []),
+    `llama-server ${bin ?? out.llamaServerNote}`,
+    ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
+    ...hw.problems.map((p) => `problem    ${p}`),
+    `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
+    `detected in ${hw.ms} ms`,
+  ];
+  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+}
+
+function emit(r: CommandOutput): void {
+  if (r.stdout) process.stdout.write(r.stdout);
+  if (r.stderr) process.stderr.write(r.stderr);
+  process.exitCode = r.code;
+}
+
+export function registerModelSetupCommands(program: Command): void {
+  program
+    .command("fit")
+    .description("estimate memory for a GGUF (llama.cpp rules) and recommend a fit for this machine")
+    .option("--metadata <file>", "JSON object of GGUF metadata keys → values (tensor infos optional)")
+    .option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)")
+    .option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)")
+    .option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)")
+    .option("--kv-unified", "--kv-unified: one KV pool shared by all slots")
+    .option("--no-kv-unified", "split KV: each slot gets ctx/parallel")
+    .option("--cache-type-k <t>", "-ctk (default f16)")
+    .option("--cache-type-v <t>", "-ctv (default f16)")
+    .option("--ubatch <n>", "-ub (default 512)")
+    .option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)")
+    .option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB")
+    .option("--min-ctx <n>", "minimum context per slot for the recommendation (default 4096)")
+    .option("--json", "print JSON")
+    .action(async (opts: FitCommandOptions) => emit(await runFit(opts)));
+
+  program
+    .command("setup")
+    .description("fit, start (or capture) and verify a model server; persist it as a target")
+    .option("--runtime <name>", "llama.cpp")
+    .option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf (runtime), or the provider's model id")
+    .option("--slots <n>", "how many workers run at once")
+    .option("--ctx <n>", "context each slot gets (the server is sized for slots × ctx, unified KV)")
+    .option("--llama-server <path>", "llama-server binary")
+    .option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving")
+    .option("--provider <url>", "an API provider base URL (OpenAI-compatible)")
+    .option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)")
+    .option("--yes", "do not ask before starting a server")
+    .option("--accept-underpowered", "make an underpowered target active anyway")
+    .option("--json", "print JSON")
+    .action(async (opts: SetupCommandOptions) => emit(await runSetup(opts)));
+
+  program
+    .command("targets")
+    .description("list targets")
+    .option("--json", "print JSON")
+    .action((opts: { json?: boolean }) => emit(runTargets(opts)));
+
+  program
+    .command("target")
+    .description("manage targets")
+    .command("use <id>")
+    .description("make a target active")
+    .action((id: string) => emit(runTargetUse(id)));
+
+  program
+    .command("serving")
+    .description("model servers started by ocw")
+    .command("stop")
+    .description("stop the model servers ocw started")
+    .option("--target <id>", "only this target's server")
+    .action(async (opts: { target?: string }) => emit(await runServingStop(opts)));
+
+  program
+    .command("doctor")
+    .description("hardware, llama-server and running servers")
+    .option("--json", "print JSON")
+    .option("--llama-server <path>", "llama-server binary to confirm devices with")
+    .action(async (opts: { json?: boolean; llamaServer?: string }) => emit(await runDoctor(opts)));
+}

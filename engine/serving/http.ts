@@ -1,0 +1,116 @@
+/** Small HTTP helpers for probing OpenAI-compatible servers (loopback or user-given URLs). */
+
+export interface HttpResult<T = unknown> {
+  ok: boolean;
+  status: number;
+  body: T | null;
+  text: string;
+  ms: number;
+  error?: string;
+}
+
+export async function httpJson<T = unknown>(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<HttpResult<T>> {
+  const t0 = performance.now();
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${init.timeoutMs ?? 10000} ms`)), init.timeoutMs ?? 10000);
+  const onAbort = () => ctl.abort(init.signal?.reason);
+  init.signal?.addEventListener("abort", onAbort);
+  try {
+    const res = await fetch(url, {
+      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+      headers: { ...(init.body === undefined ? {} : { "content-type": "application/json" }), ...init.headers },
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      signal: ctl.signal,
+    });
+    const text = await res.text();
+    let body: T | null = null;
+    try {
+      body = JSON.parse(text) as T;
+    } catch {
+      body = null;
+    }
+    return { ok: res.ok, status: res.status, body, text, ms: performance.now() - t0 };
+  } catch (e) {
+    const err = e as Error & { cause?: { code?: string } };
+    return { ok: false, status: 0, body: null, text: "", ms: performance.now() - t0, error: err.cause?.code ?? err.message };
+  } finally {
+    clearTimeout(timer);
+    init.signal?.removeEventListener("abort", onAbort);
+  }
+}
+
+export function authHeaders(key: string | null | undefined): Record<string, string> {
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
+/** Base URL without trailing slash and without a trailing /v1. */
+export function serverRoot(url: string): string {
+  return url.replace(/\/+$/, "").replace(/\/v1$/, "");
+}
+
+export function isLoopback(url: string): boolean {
+  try {
+    const h = new URL(url).hostname;
+    return h === "localhost" || h === "::1" || h === "[::1]" || /^127\./.test(h);
+  } catch {
+    return false;
+  }
+}
+
+export interface StreamTiming {
+  status: number;
+  startMs: number;
+  firstTokenMs: number | null;
+  endMs: number;
+  tokens: number;
+  error?: string;
+}
+
+/** Streams one chat completion and records when the first token and the end arrived (ms since `t0`). */
+export async function streamTimed(url: string, headers: Record<string, string>, body: unknown, t0: number, timeoutMs = 60000): Promise<StreamTiming> {
+  const startMs = performance.now() - t0;
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(), timeoutMs);
+  try {
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ ...(body as object), stream: true }),
+      signal: ctl.signal,
+    });
+    if (!res.ok || !res.body) return { status: res.status, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (await res.text()).slice(0, 200) };
+    let first: number | null = null;
+    let tokens = 0;
+    let buf = "";
+    const dec = new TextDecoder();
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buf += dec.decode(chunk, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, i).trim();
+        buf = buf.slice(i + 1);
+        if (!line.startsWith("data:")) continue;
+        const data = line.slice(5).trim();
+        if (data === "[DONE]") continue;
+        try {
+          const j = JSON.parse(data) as { choices?: { delta?: { content?: string; reasoning_content?: string } }[]; error?: unknown };
+          const d = j.choices?.[0]?.delta;
+          if (d && (d.content || d.reasoning_content)) {
+            tokens++;
+            first ??= performance.now() - t0;
+          }
+        } catch {
+          /* ignore keep-alives */
+        }
+      }
+    }
+    return { status: res.status, startMs, firstTokenMs: first, endMs: performance.now() - t0, tokens };
+  } catch (e) {
+    return { status: 0, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (e as Error).message };
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * llama.cpp `llama-server` runtime: argument building from a fit, start with a generated key (handed through the
+ * LLAMA_API_KEY environment variable, so it never shows in `ps`), readiness via /health while watching the
+ * process, log capture and parsing of buffer sizes, crash restart with backoff, clean stop.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { httpJson } from "./http";
+
+export interface LlamaPlan {
+  /** Local GGUF path, or `-hf` repo[:quant]. */
+  model: string;
+  hf?: boolean;
+  alias?: string;
+  nGpuLayers?: number;
+  ctx: number;
+  parallel: number;
+  kvUnified: boolean;
+  cacheTypeK?: string;
+  cacheTypeV?: string;
+  flashAttn?: "on" | "off" | "auto";
+  tensorSplit?: number[] | null;
+  jinja?: boolean;
+  noMmproj?: boolean;
+  host?: string;
+  port: number;
+  /** `-fit off` for deterministic sizing (the plan already fits). Default true. */
+  fitOff?: boolean;
+  /** -lv 4 so buffer sizes are logged. Default 4. */
+  verbosity?: number;
+  extra?: string[];
+}
+
+export function buildLlamaArgs(p: LlamaPlan): string[] {
+  const a: string[] = [p.hf ? "-hf" : "-m", p.model];
+  if (p.alias) a.push("--alias", p.alias);
+  a.push("--host", p.host ?? "127.0.0.1", "--port", String(p.port));
+  a.push("-c", String(p.ctx), "-np", String(p.parallel));
+  if (p.kvUnified) a.push("--kv-unified");
+  if (p.cacheTypeK && p.cacheTypeK !== "f16") a.push("-ctk", p.cacheTypeK);
+  if (p.cacheTypeV && p.cacheTypeV !== "f16") a.push("-ctv", p.cacheTypeV);
+  a.push("-fa", p.flashAttn ?? "auto");
+  if (p.nGpuLayers !== undefined) a.push("-ngl", String(p.nGpuLayers));
+  if (p.tensorSplit && p.tensorSplit.length > 1) a.push("-ts", p.tensorSplit.map((x) => String(Math.round(x))).join(","));
+  if (p.jinja !== false) a.push("--jinja");
+  if (p.noMmproj) a.push("--no-mmproj");
+  if (p.fitOff !== false) a.push("-fit", "off");
+  a.push("-lv", String(p.verbosity ?? 4));
+  if (p.extra) a.push(...p.extra);
+  return a;
+}
+
+export class LlamaServerError extends Error {}
+
+/** llama-server: explicit path, $LLAMA_SERVER, PATH, or the build script's cache. */
+export function findLlamaServer(explicit?: string | null, env: NodeJS.ProcessEnv = process.env): string | null {
+  const cands: string[] = [];
+  if (explicit) {
+    if (!existsSync(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
+    return path.resolve(explicit);
+  }
+  if (env.LLAMA_SERVER) cands.push(env.LLAMA_SERVER);
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) if (dir) cands.push(path.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = env.OCW_LLAMA_CACHE ?? path.join(os.homedir(), ".cache/opencode-worker/llama");
+  try {
+    for (const d of readdirSync(cache).sort().reverse()) cands.push(path.join(cache, d, "bin", "llama-server"));
+  } catch {
+    /* no cache */
+  }
+  return cands.find((c) => existsSync(c)) ?? null;
+}
+
+export async function freePort(host = "127.0.0.1"): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.unref();
+    s.on("error", reject);
+    s.listen(0, host, () => {
+      const a = s.address();
+      s.close(() => (typeof a === "object" && a ? resolve(a.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+export interface LoggedSizes {
+  modelMiB: Record<string, number>;
+  kv: { MiB: number; cells: number; layers: number; seqs: number; streams: number; kMiB: number; vMiB: number; kType: string; vType: string }[];
+  recurrent: { MiB: number; cells: number; layers: number; seqs: number; rMiB: number; sMiB: number }[];
+  computeMiB: Record<string, number>;
+  outputMiB: Record<string, number>;
+  nSlots: number | null;
+  nCtxSlot: number | null;
+  kvUnified: boolean | null;
+  nCtx: number | null;
+}
+
+/** Parses the buffer-size lines llama-server prints at -lv 4 (timestamps and level prefixes are ignored). */
+export function parseServerLog(log: string): LoggedSizes {
+  const r: LoggedSizes = { modelMiB: {}, kv: [], recurrent: [], computeMiB: {}, outputMiB: {}, nSlots: null, nCtxSlot: null, kvUnified: null, nCtx: null };
+  for (const line of log.split(/\r?\n/)) {
+    let m: RegExpExecArray | null;
+    if ((m = /load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB/.exec(line))) r.modelMiB[m[1]!] = (r.modelMiB[m[1]!] ?? 0) + Number(m[2]);
+    else if ((m = /llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)\/(\d+) seqs\), K \((\w+)\):\s+([\d.]+) MiB, V \((\w+)\):\s+([\d.]+) MiB/.exec(line))) {
+      r.kv.push({ MiB: Number(m[1]), cells: Number(m[2]), layers: Number(m[3]), seqs: Number(m[4]), streams: Number(m[5]), kType: m[6]!, kMiB: Number(m[7]), vType: m[8]!, vMiB: Number(m[9]) });
+    } else if ((m = /llama_memory_recurrent: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+) seqs.*?R \(\w+\):\s+([\d.]+) MiB, S \(\w+\):\s+([\d.]+) MiB/.exec(line))) {
+      r.recurrent.push({ MiB: Number(m[1]), cells: Number(m[2]), layers: Number(m[3]), seqs: Number(m[4]), rMiB: Number(m[5]), sMiB: Number(m[6]) });
+    } else if ((m = /(\S+) compute buffer size =\s+([\d.]+) MiB/.exec(line))) r.computeMiB[m[1]!] = Number(m[2]);
+    else if ((m = /(\S+)\s+output buffer size =\s+([\d.]+) MiB/.exec(line))) r.outputMiB[m[1]!] = Number(m[2]);
+    else if ((m = /n_slots = (\d+), n_ctx_slot = (\d+), kv_unified = '(\w+)'/.exec(line))) {
+      r.nSlots = Number(m[1]);
+      r.nCtxSlot = Number(m[2]);
+      r.kvUnified = m[3] === "true";
+    } else if ((m = /llama_context: n_ctx\s+= (\d+)/.exec(line))) r.nCtx = Number(m[1]);
+  }
+  return r;
+}
+
+export interface StartOptions {
+  bin: string;
+  args: string[];
+  apiKey: string | null;
+  logFile: string;
+  port: number;
+  host?: string;
+  readyTimeoutMs?: number;
+  /** Detach (the server outlives this process). */
+  detached?: boolean;
+}
+
+export interface Started {
+  pid: number;
+  child: ChildProcess;
+  readyMs: number;
+}
+
+function scrubEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(env)) if (!k.startsWith("LLAMA_ARG_") && k !== "LLAMA_API_KEY") out[k] = v;
+  return out;
+}
+
+/** Waits until /health is 200 while the process lives; throws with the log tail when it exits first. */
+export async function waitHealthy(url: string, child: ChildProcess | null, logFile: string | null, timeoutMs: number): Promise<number> {
+  const t0 = performance.now();
+  let exited: number | string | null = null;
+  const onExit = (code: number | null, sig: string | null) => (exited = code ?? sig ?? "exit");
+  child?.once("exit", onExit);
+  try {
+    while (performance.now() - t0 < timeoutMs) {
+      if (exited !== null || (child && child.exitCode !== null)) {
+        const tail = logFile && existsSync(logFile) ? readFileSync(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
+      }
+      const r = await httpJson(`${url}/health`, { timeoutMs: 2000 });
+      if (r.status === 200) return performance.now() - t0;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    throw new LlamaServerError(`llama-server did not become healthy within ${timeoutMs} ms (see ${logFile})`);
+  } finally {
+    child?.off("exit", onExit);
+  }
+}
+
+export async function startLlamaServer(o: StartOptions): Promise<Started> {
+  mkdirSync(path.dirname(o.logFile), { recursive: true, mode: 0o700 });
+  const fd = openSync(o.logFile, "a", 0o600);
+  const env = scrubEnv(process.env);
+  if (o.apiKey) env.LLAMA_API_KEY = o.apiKey;
+  const child = spawn(o.bin, o.args, { env, stdio: ["ignore", fd, fd], detached: o.detached ?? false });
+  const spawnErr = new Promise<never>((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o.bin}: ${e.message}`))));
+  closeSync(fd);
+  if (o.detached) child.unref();
+  const readyMs = await Promise.race([waitHealthy(`http://${o.host ?? "127.0.0.1"}:${o.port}`, child, o.logFile, o.readyTimeoutMs ?? 120000), spawnErr]).catch((e) => {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      /* gone */
+    }
+    throw e;
+  });
+  return { pid: child.pid!, child, readyMs };
+}
+
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`. Resolves true when the process is gone. */
+export async function stopPid(pid: number, graceMs = 5000): Promise<boolean> {
+  if (!pidAlive(pid)) return true;
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return !pidAlive(pid);
+  }
+  const t0 = Date.now();
+  while (Date.now() - t0 < graceMs) {
+    if (!pidAlive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    /* gone */
+  }
+  await new Promise((r) => setTimeout(r, 50));
+  return !pidAlive(pid);
+}
+
+export interface SupervisorEvents {
+  onRestart?: (attempt: number, reason: string, delayMs: number) => void;
+  onReady?: (pid: number, readyMs: number) => void;
+  onGiveUp?: (reason: string) => void;
+}
+
+/**
+ * Keeps a llama-server running: restarts it with exponential backoff (1 s, 2 s, 4 s … capped at 30 s) when it
+ * dies unexpectedly; gives up after `maxRestarts` crashes within `windowMs`. `stop()` is a clean stop.
+ */
+export class LlamaSupervisor {
+  private child: ChildProcess | null = null;
+  private stopping = false;
+  private crashes: number[] = [];
+  restarts = 0;
+  pid: number | null = null;
+
+  constructor(
+    private readonly o: StartOptions & { maxRestarts?: number; windowMs?: number; baseDelayMs?: number },
+    private readonly ev: SupervisorEvents = {},
+  ) {}
+
+  async start(): Promise<Started> {
+    const s = await startLlamaServer({ ...this.o, detached: false });
+    this.attach(s.child);
+    this.ev.onReady?.(s.pid, s.readyMs);
+    return s;
+  }
+
+  private attach(child: ChildProcess): void {
+    this.child = child;
+    this.pid = child.pid ?? null;
+    child.once("exit", (code, sig) => {
+      if (this.stopping) return;
+      void this.crashed(`exited ${code ?? sig}`);
+    });
+  }
+
+  private async crashed(reason: string): Promise<void> {
+    const now = Date.now();
+    this.crashes = [...this.crashes.filter((t) => now - t < (this.o.windowMs ?? 300_000)), now];
+    if (this.crashes.length > (this.o.maxRestarts ?? 5)) {
+      this.ev.onGiveUp?.(`${reason}; ${this.crashes.length} crashes in ${(this.o.windowMs ?? 300_000) / 1000} s — giving up`);
+      return;
+    }
+    const delay = Math.min(30_000, (this.o.baseDelayMs ?? 1000) * 2 ** (this.crashes.length - 1));
+    this.ev.onRestart?.(this.crashes.length, reason, delay);
+    await new Promise((r) => setTimeout(r, delay));
+    if (this.stopping) return;
+    try {
+      const s = await startLlamaServer({ ...this.o, detached: false });
+      this.restarts++;
+      this.attach(s.child);
+      this.ev.onReady?.(s.pid, s.readyMs);
+    } catch (e) {
+      await this.crashed((e as Error).message);
+    }
+  }
+
+  async stop(graceMs = 5000): Promise<void> {
+    this.stopping = true;
+    if (this.pid) await stopPid(this.pid, graceMs);
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Argument builders for the other runtimes. vLLM / SGLang are the path when a model needs several GPUs or a
+ * cluster; ollama is captured or driven through its API. Keys are passed by environment, never argv, where
+ * the runtime allows it (vLLM reads VLLM_API_KEY).
+ */
+export interface VllmPlan {
+  model: string;
+  servedName?: string;
+  host?: string;
+  port: number;
+  maxModelLen: number;
+  maxNumSeqs: number;
+  gpuMemoryUtilization?: number;
+  tensorParallel?: number;
+  pipelineParallel?: number;
+  kvCacheDtype?: "auto" | "fp8" | "fp8_e5m2" | "fp8_e4m3";
+  toolCallParser?: string;
+}
+
+/** `vllm serve MODEL …`; the key goes in VLLM_API_KEY. */
+export function buildVllmArgs(p: VllmPlan): { cmd: string; args: string[]; keyEnv: string } {
+  const a = ["serve", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port), "--max-model-len", String(p.maxModelLen), "--max-num-seqs", String(p.maxNumSeqs)];
+  a.push("--gpu-memory-utilization", String(p.gpuMemoryUtilization ?? 0.9));
+  if (p.servedName) a.push("--served-model-name", p.servedName);
+  if ((p.tensorParallel ?? 1) > 1) a.push("--tensor-parallel-size", String(p.tensorParallel));
+  if ((p.pipelineParallel ?? 1) > 1) a.push("--pipeline-parallel-size", String(p.pipelineParallel));
+  if (p.kvCacheDtype && p.kvCacheDtype !== "auto") a.push("--kv-cache-dtype", p.kvCacheDtype);
+  if (p.toolCallParser) a.push("--enable-auto-tool-choice", "--tool-call-parser", p.toolCallParser);
+  return { cmd: "vllm", args: a, keyEnv: "VLLM_API_KEY" };
+}
+
+export interface SglangPlan {
+  model: string;
+  servedName?: string;
+  host?: string;
+  port: number;
+  contextLength: number;
+  maxRunningRequests: number;
+  memFractionStatic?: number;
+  tensorParallel?: number;
+  apiKey: string;
+}
+
+/** `python -m sglang.launch_server …` (SGLang takes the key only as --api-key). */
+export function buildSglangArgs(p: SglangPlan): { cmd: string; args: string[] } {
+  const a = ["-m", "sglang.launch_server", "--model-path", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port)];
+  a.push("--context-length", String(p.contextLength), "--max-running-requests", String(p.maxRunningRequests));
+  if (p.memFractionStatic) a.push("--mem-fraction-static", String(p.memFractionStatic));
+  if ((p.tensorParallel ?? 1) > 1) a.push("--tp-size", String(p.tensorParallel));
+  if (p.servedName) a.push("--served-model-name", p.servedName);
+  a.push("--api-key", p.apiKey);
+  return { cmd: "python3", args: a };
+}
+
+/** vLLM/SGLang need every layer on GPU; pick the smallest tensor-parallel size whose pooled memory fits. */
+export function chooseTensorParallel(needBytes: number, gpuFree: number[], utilization = 0.9): number | null {
+  const sorted = [...gpuFree].sort((a, b) => b - a);
+  for (const tp of [1, 2, 4, 8]) {
+    if (tp > sorted.length) break;
+    // TP splits evenly: the smallest of the tp GPUs bounds each share
+    if (sorted[tp - 1]! * utilization * tp >= needBytes) return tp;
+  }
+  return null;
+}
+
+/** ollama: the request options that give each slot the wanted context (num_ctx is per slot in ollama). */
+export function ollamaOptions(perSlotCtx: number): { options: { num_ctx: number }; env: Record<string, string> } {
+  return { options: { num_ctx: perSlotCtx }, env: {} };
+}
+
+export function ollamaServeEnv(slots: number, host = "127.0.0.1:11434"): Record<string, string> {
+  return { OLLAMA_NUM_PARALLEL: String(slots), OLLAMA_HOST: host };
+}

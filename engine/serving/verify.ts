@@ -1,0 +1,206 @@
+/**
+ * Verify a serving endpoint, each check with evidence:
+ *  reachable  — a real chat completion with the key
+ *  auth       — the same request without the key is refused (401/403), with it succeeds
+ *  slots      — llama.cpp: /props total_slots ≥ N and per-slot n_ctx ≥ the intended context (the c/N trap fails here);
+ *               other engines: what they expose
+ *  concurrency— N simultaneous streamed requests overlap in wall time (overlap factor = N·t1 / t_N)
+ *  capability — a small coding task, executed and checked (a model that answers "hello" cannot pass)
+ * Outcome: built (all pass), underpowered (reachable, slots ok, but capability fails), cannot-build (otherwise).
+ */
+import vm from "node:vm";
+import type { TargetCheck } from "../../shared/target";
+import { authHeaders, httpJson, isLoopback, serverRoot, streamTimed } from "./http";
+
+export type Outcome = "built" | "underpowered" | "cannot-build";
+
+export interface VerifyInput {
+  /** OpenAI-compatible base URL (…/v1 or the server root). */
+  url: string;
+  model: string;
+  key: string | null;
+  engine: string;
+  slots: number;
+  /** Intended context per slot; null = not checked. */
+  perSlotCtx: number | null;
+  /** llama.cpp-only request extensions allowed (ignore_eos, grammar, chat_template_kwargs). */
+  llamaExtensions?: boolean;
+  timeoutMs?: number;
+  /** Tokens per request in the concurrency probe. */
+  concurrencyTokens?: number;
+}
+
+export interface VerifyResult {
+  outcome: Outcome;
+  checks: TargetCheck[];
+  /** Slot facts the server exposed. */
+  observed: { totalSlots: number | null; perSlotCtx: number | null; overlap: number | null };
+  summary: string;
+}
+
+type Chat = { choices?: { message?: { content?: string; reasoning_content?: string } }[]; error?: { message?: string } };
+
+const CAPABILITY_TASK = [
+  "Write a JavaScript function named sumOfSquares(n) that returns 1*1 + 2*2 + ... + n*n for a non-negative integer n",
+  "(0 for n = 0). Reply with only the code in one ```js code block, no explanation.",
+].join(" ");
+
+/** Extracts the code of the first fenced block (or the whole text when there is none). */
+export function extractCode(text: string): string {
+  const m = /```(?:[a-zA-Z]*)\n([\s\S]*?)```/.exec(text);
+  return (m ? m[1]! : text).trim();
+}
+
+/** Runs the answer in a bare VM context (no require, no process, 1 s limit) and checks it. */
+export function checkCapabilityAnswer(text: string): { passed: boolean; evidence: string } {
+  const code = extractCode(text);
+  if (!code) return { passed: false, evidence: "empty answer" };
+  const cases: [number, number][] = [[0, 0], [1, 1], [3, 14], [10, 385], [25, 5525]];
+  try {
+    const ctx = vm.createContext(Object.create(null));
+    vm.runInContext(`${code}\n;globalThis.__f = typeof sumOfSquares === "function" ? sumOfSquares : undefined;`, ctx, { timeout: 1000 });
+    const f = (ctx as { __f?: (n: number) => unknown }).__f;
+    if (typeof f !== "function") return { passed: false, evidence: `no function sumOfSquares in the answer (${JSON.stringify(code.slice(0, 80))}…)` };
+    for (const [n, want] of cases) {
+      const got = vm.runInContext(`__f(${n})`, ctx, { timeout: 1000 });
+      if (got !== want) return { passed: false, evidence: `sumOfSquares(${n}) returned ${JSON.stringify(got)}, expected ${want}` };
+    }
+    return { passed: true, evidence: `sumOfSquares passed ${cases.length}/${cases.length} held-back cases` };
+  } catch (e) {
+    return { passed: false, evidence: `answer does not run: ${(e as Error).message.split("\n")[0]} (${JSON.stringify(code.slice(0, 60))}…)` };
+  }
+}
+
+export function overlapFactor(singleMs: number, wallMs: number, n: number): number {
+  return wallMs > 0 ? (n * singleMs) / wallMs : 0;
+}
+
+export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
+  const root = serverRoot(v.url);
+  const chatUrl = `${root}/v1/chat/completions`;
+  const timeoutMs = v.timeoutMs ?? 120_000;
+  const ext = v.llamaExtensions ?? v.engine === "llama.cpp";
+  const checks: TargetCheck[] = [];
+  const observed: VerifyResult["observed"] = { totalSlots: null, perSlotCtx: null, overlap: null };
+  const base = (extra: Record<string, unknown> = {}) => ({
+    model: v.model,
+    messages: [{ role: "user", content: "Say OK." }],
+    max_tokens: 8,
+    temperature: 0,
+    ...(ext ? { grammar: "root ::= [a-zA-Z .,]+", chat_template_kwargs: { enable_thinking: false } } : {}),
+    ...extra,
+  });
+
+  // reachable
+  const r = await httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs });
+  const reachable = r.status === 200 && Array.isArray(r.body?.choices);
+  checks.push({
+    name: "reachable", passed: reachable,
+    evidence: reachable ? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms` : `POST ${chatUrl} → ${r.status || r.error}${r.text ? `: ${r.text.slice(0, 160)}` : ""}`,
+  });
+  if (!reachable) {
+    return { outcome: "cannot-build", checks, observed, summary: `endpoint not reachable (${r.status || r.error}); start the server or fix the URL/key` };
+  }
+
+  // auth
+  if (v.key) {
+    const noKey = await httpJson(chatUrl, { body: base(), timeoutMs });
+    const wrong = await httpJson(chatUrl, { headers: authHeaders("wrong-key"), body: base(), timeoutMs });
+    const refused = (s: number) => s === 401 || s === 403;
+    const ok = refused(noKey.status) && refused(wrong.status);
+    checks.push({ name: "auth", passed: ok, evidence: `without key → ${noKey.status}, wrong key → ${wrong.status}, with key → 200` });
+  } else {
+    checks.push({
+      name: "auth", passed: false,
+      evidence: `no key configured: the endpoint accepts unauthenticated requests${isLoopback(root) ? " (loopback only)" : ""}`,
+    });
+  }
+
+  // slots
+  if (v.engine === "llama.cpp") {
+    const props = await httpJson<{ total_slots?: number; default_generation_settings?: { n_ctx?: number } }>(`${root}/props`, { headers: authHeaders(v.key), timeoutMs: 10000 });
+    const slotsRes = await httpJson<{ id: number; n_ctx: number }[]>(`${root}/slots`, { headers: authHeaders(v.key), timeoutMs: 10000 });
+    const total = props.body?.total_slots ?? null;
+    const perSlot = props.body?.default_generation_settings?.n_ctx ?? null;
+    observed.totalSlots = total;
+    observed.perSlotCtx = perSlot;
+    const slotCtxs = Array.isArray(slotsRes.body) ? slotsRes.body.map((s) => s.n_ctx) : [];
+    const okSlots = total !== null && total >= v.slots;
+    const okCtx = v.perSlotCtx === null || (perSlot !== null && perSlot >= v.perSlotCtx && slotCtxs.every((c) => c >= v.perSlotCtx!));
+    checks.push({
+      name: "slots", passed: okSlots && okCtx,
+      evidence: `/props total_slots=${total} (want ≥ ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` +
+        (!okCtx && perSlot !== null && v.perSlotCtx !== null ? " — each slot gets less than intended (split KV: c/N)" : ""),
+    });
+  } else {
+    const models = await httpJson<{ data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number } }[] }>(`${root}/v1/models`, { headers: authHeaders(v.key), timeoutMs: 10000 });
+    const m = models.body?.data?.find((d) => d.id === v.model) ?? models.body?.data?.[0];
+    const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
+    observed.perSlotCtx = ctx;
+    const okCtx = v.perSlotCtx === null || ctx === null || ctx >= v.perSlotCtx;
+    checks.push({
+      name: "slots", passed: okCtx,
+      evidence: ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`,
+    });
+  }
+
+  // concurrency
+  if (v.slots <= 1) {
+    checks.push({ name: "concurrency", passed: true, evidence: "1 slot: nothing to overlap" });
+  } else {
+    const n = v.slots;
+    const tokens = v.concurrencyTokens ?? 48;
+    const body = base({ max_tokens: tokens, messages: [{ role: "user", content: "Count from one to one hundred in words." }], ...(ext ? { ignore_eos: true } : {}) });
+    const headers = authHeaders(v.key);
+    const t1s = performance.now();
+    const single = await streamTimed(chatUrl, headers, body, t1s, timeoutMs);
+    const singleMs = single.endMs - single.startMs;
+    const t0 = performance.now();
+    const runs = await Promise.all(Array.from({ length: n }, () => streamTimed(chatUrl, headers, body, t0, timeoutMs)));
+    const wall = Math.max(...runs.map((x) => x.endMs));
+    const firsts = runs.map((x) => x.firstTokenMs).filter((x): x is number => x !== null);
+    const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
+    const failed = runs.filter((x) => x.status !== 200 || x.error);
+    const factor = overlapFactor(singleMs, wall, n);
+    observed.overlap = Math.round(factor * 100) / 100;
+    // Overlapping requests all start producing within a fraction of one request's time; serial ones are staggered.
+    const passed = failed.length === 0 && firsts.length === n && (spread < 0.5 * singleMs || factor >= 1.25);
+    checks.push({
+      name: "concurrency", passed,
+      evidence: `${n} concurrent × ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "∞"} ms` +
+        (failed.length ? `; ${failed.length} failed (${failed[0]!.status} ${failed[0]!.error ?? ""})` : ""),
+    });
+  }
+
+  // capability
+  const cap = await httpJson<Chat>(chatUrl, {
+    headers: authHeaders(v.key),
+    body: { model: v.model, messages: [{ role: "user", content: CAPABILITY_TASK }], max_tokens: 400, temperature: 0, ...(ext ? { chat_template_kwargs: { enable_thinking: false } } : {}) },
+    timeoutMs,
+  });
+  let capCheck: { passed: boolean; evidence: string };
+  if (cap.status !== 200) capCheck = { passed: false, evidence: `capability request → ${cap.status || cap.error}: ${cap.text.slice(0, 160)}` };
+  else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
+  checks.push({ name: "capability", ...capCheck });
+
+  const by = (n: TargetCheck["name"]) => checks.find((c) => c.name === n)!;
+  const authOk = by("auth").passed || (!v.key && isLoopback(root));
+  let outcome: Outcome;
+  let summary: string;
+  if (!by("slots").passed) {
+    outcome = "cannot-build";
+    summary = `slots check failed: ${by("slots").evidence}`;
+  } else if (!authOk) {
+    outcome = "cannot-build";
+    summary = `auth check failed: ${by("auth").evidence}`;
+  } else if (!by("capability").passed || !by("concurrency").passed) {
+    outcome = "underpowered";
+    summary = !by("capability").passed
+      ? `reachable but failed the coding task (${by("capability").evidence}); a larger or better coding model, more VRAM, or an API provider would lift it`
+      : `requests do not overlap (${by("concurrency").evidence}); fewer slots or a stronger machine`;
+  } else {
+    outcome = "built";
+    summary = `verified: ${v.slots} slot(s)${observed.perSlotCtx ? ` × ${observed.perSlotCtx} ctx` : ""}, coding task passed`;
+  }
+  return { outcome, checks, observed, summary };
+}

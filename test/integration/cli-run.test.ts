@@ -1,0 +1,134 @@
+// `ocw run` exactly as the contract in issue 2 states it: flags, --json shape, exit codes, one-line errors.
+import { spawn } from "node:child_process";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect } from "../../engine/api/client";
+import { readLock } from "../../engine/api/lock";
+import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
+import { BUNDLE, cleanup, makeRepo, tempDir } from "../helpers";
+
+let model: ScriptedModel;
+const stateDir = tempDir("cli-state");
+const repos: string[] = [];
+
+function ocw(args: string[], opts: { stdin?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const p = spawn(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...opts.env }, stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    p.stdout.on("data", (b) => (stdout += b));
+    p.stderr.on("data", (b) => (stderr += b));
+    if (opts.stdin !== undefined) p.stdin.end(opts.stdin);
+    const t = setTimeout(() => p.kill("SIGKILL"), opts.timeoutMs ?? 150_000);
+    p.on("exit", (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+const repo = () => {
+  const r = makeRepo();
+  repos.push(r);
+  return r;
+};
+
+beforeAll(async () => {
+  model = await startScriptedModel({
+    scripts: [
+      { name: "cli", match: /CLI-WRITE/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("cli.txt", "from cli\n") : { text: "MILESTONE: wrote cli.txt\nOUTCOME: built" }) },
+      { name: "cli-batch", match: /CLI-BATCH-(\w)/, script: (ctx) => (ctx.turnStep === 0 ? writeFile(`${/CLI-BATCH-(\w)/.exec(ctx.firstUserText)![1]}.txt`, "b\n") : { text: "OUTCOME: built" }) },
+    ],
+  });
+});
+
+afterAll(async () => {
+  const lock = readLock(stateDir);
+  if (lock) await connect(lock).shutdown.mutate().catch(() => undefined);
+  await new Promise((r) => setTimeout(r, 500));
+  await model?.close();
+  cleanup(stateDir, ...repos);
+});
+
+describe("ocw run", () => {
+  it("--approve once --json: built, exit 0, the result has the contract's fields; the engine started itself", async () => {
+    const dir = repo();
+    const r = await ocw(["run", "--dir", dir, "--task", "CLI-WRITE: create cli.txt", "--check", "test -f cli.txt", "--scope", "*.txt", "--endpoint", model.url, "--model", "scripted-1", "--approve", "once", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({ verdict: "built", claim: "built", honest: true, scope: { passed: true, violations: [] } });
+    expect(out.workerId).toMatch(/^w-/);
+    expect(out.sessionId).toMatch(/^ses_/);
+    expect(out.checks).toEqual([{ name: "test -f cli.txt", passed: true, exitCode: 0, output: "" }]);
+    expect(out.approvals).toEqual([expect.objectContaining({ tool: "edit", what: expect.stringContaining("cli.txt"), decision: "once", by: expect.objectContaining({ kind: "cli" }) })]);
+    expect(Array.isArray(out.events) && out.events.length > 3).toBe(true);
+    expect(r.stderr).toContain("MILESTONE: wrote cli.txt");
+    expect(readLock(stateDir)).not.toBeNull();
+  });
+
+  it("--approve ask reads y/a/n from the terminal; n rejects → honest-failure, exit 1", async () => {
+    const dir = repo();
+    const r = await ocw(["run", "--dir", dir, "--task", "CLI-WRITE: create cli.txt", "--check", "test -f cli.txt", "--endpoint", model.url, "--model", "scripted-1", "--json"], { stdin: "n\n" });
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/asks edit: .*cli\.txt/);
+    const out = JSON.parse(r.stdout);
+    expect(out.verdict).toBe("honest-failure");
+    expect(out.approvals[0]).toMatchObject({ decision: "reject" });
+    expect(out.checks[0].passed).toBe(false);
+  });
+
+  it("--batch FILE.json runs every task and reports builtRate / honestRate / verdict", async () => {
+    const dir = repo();
+    const file = path.join(tempDir("batch"), "batch.json");
+    writeFileSync(file, JSON.stringify([
+      { task: "CLI-BATCH-a", dir, checks: [{ file: "a.txt" }] },
+      { task: "CLI-BATCH-b", dir, checks: [{ file: "b.txt" }, { run: "false", name: "always fails" }] },
+    ]));
+    const r = await ocw(["run", "--batch", file, "--endpoint", model.url, "--model", "scripted-1", "--approve", "always", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    const out = JSON.parse(r.stdout);
+    expect(out.workers).toHaveLength(2);
+    expect(out.builtRate).toBe(0.5);
+    expect(out.verdict).toBe("honest-failure");
+    expect(out.workers[1].checks.find((c: { name: string }) => c.name === "always fails").passed).toBe(false);
+  });
+
+  it("a check that hangs → killed at its timeout, a one-line error, exit 2", async () => {
+    const dir = repo();
+    const r = await ocw(["run", "--batch", writeBatch([{ task: "CLI-WRITE: create cli.txt", dir, checks: [{ run: "sleep 600", timeoutSec: 2 }] }]), "--endpoint", model.url, "--model", "scripted-1", "--approve", "once"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n").at(-1)).toMatch(/^ocw: check "sleep 600" hung and was killed at its timeout: /);
+  });
+
+  it.each([
+    [["run", "--task", "x"], /--dir is required/],
+    [["run", "--dir", "/definitely/not/here", "--task", "x"], /does not exist/],
+    [["run", "--dir", "NOTGIT", "--task", "x"], /not a git repository/],
+    [["run", "--dir", "REPO", "--task", "  "], /--task is empty/],
+    [["run", "--dir", "REPO", "--task", "x", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m"], /cannot reach the model endpoint/],
+    [["run", "--dir", "REPO", "--task", "x", "--endpoint", "http://127.0.0.1:9/v1"], /--endpoint and --model go together/],
+    [["run", "--dir", "REPO", "--task", "x", "--approve", "sometimes"], /--approve must be/],
+    [["run", "--dir", "REPO", "--task", "x", "--endpoint", "URL", "--model", "m", "--api-key-env", "OCW_SURELY_UNSET"], /OCW_SURELY_UNSET is not set/],
+    [["run", "--batch", "/no/such/batch.json"], /cannot read the batch file/],
+  ])("bad input %j → one line, exit 2, nothing created", async (args, message) => {
+    const dir = repo();
+    const notGit = tempDir("notgit");
+    repos.push(notGit);
+    const workersBefore = existsSync(path.join(stateDir, "workers")) ? readdirSync(path.join(stateDir, "workers")).length : 0;
+    const r = await ocw((args as string[]).map((a) => (a === "REPO" ? dir : a === "NOTGIT" ? notGit : a === "URL" ? model.url : a)), { timeoutMs: 30_000 });
+    expect(r.code).toBe(2);
+    const lines = r.stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(message as RegExp);
+    const workersAfter = existsSync(path.join(stateDir, "workers")) ? readdirSync(path.join(stateDir, "workers")).length : 0;
+    expect(workersAfter).toBe(workersBefore);
+    expect(readdirSync(dir).sort()).toEqual([".git", "README.md"]);
+  });
+});
+
+function writeBatch(tasks: unknown[]): string {
+  const file = path.join(tempDir("batch"), "batch.json");
+  writeFileSync(file, JSON.stringify(tasks));
+  return file;
+}
