@@ -1,0 +1,129 @@
+// Questions, policies, budgets, the watchdog, stop/resume and merge — against the real opencode.
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bash, startScriptedModel, toolCall, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
+import { cleanup, makeRepo, scriptedTarget, settle, startEngine, untilAsk, untilState, type TestEngine } from "../helpers";
+
+let model: ScriptedModel;
+let engine: TestEngine;
+const repos: string[] = [];
+const repo = (files?: Record<string, string>) => {
+  const r = makeRepo(files);
+  repos.push(r);
+  return r;
+};
+
+beforeAll(async () => {
+  model = await startScriptedModel({
+    scripts: [
+      {
+        name: "question",
+        match: /TASK-QUESTION/,
+        script: (ctx) => {
+          if (ctx.turnStep === 0) return toolCall("question", { questions: [{ question: "Which colour?", header: "Colour", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cold" }] }] });
+          const answer = /"Which colour\?"="(\w+)"/.exec(ctx.lastToolResult ?? "")?.[1];
+          if (ctx.turnStep === 1 && answer) return writeFile("colour.txt", `${answer}\n`);
+          return { text: answer ? "OUTCOME: built" : "OUTCOME: honest-failure — no answer" };
+        },
+      },
+      { name: "policy", match: /TASK-POLICY/, script: (ctx) => (ctx.turnStep === 0 ? bash("echo policy-ok > p.txt") : { text: "OUTCOME: built" }) },
+      { name: "budget", match: /TASK-BUDGET/, script: () => writeFile("never.txt", "x\n") },
+      { name: "stall", match: /TASK-STALL/, script: () => ({ hang: true, textBeforeHang: "thinking" }) },
+      {
+        name: "stop-resume",
+        match: /TASK-STOP/,
+        script: (ctx) => {
+          if (!ctx.userTexts.some((t) => t.includes("[Resume]"))) return { hang: true };
+          return ctx.turnStep === 0 ? writeFile("resumed.txt", `${ctx.lastUserText.includes("hurry") ? "hurry" : "plain"}\n`) : { text: "OUTCOME: built" };
+        },
+      },
+      { name: "merge", match: /TASK-MERGE-(\w+)/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("shared.txt", `${/TASK-MERGE-(\w+)/.exec(ctx.firstUserText)![1]}\n`) : { text: "OUTCOME: built" }) },
+    ],
+  });
+  engine = await startEngine(undefined, { OCW_STALL_SEC: "3" });
+  await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 8), activate: true });
+});
+
+afterAll(async () => {
+  await engine?.kill();
+  await model?.close();
+  cleanup(engine?.stateDir ?? "", ...repos);
+});
+
+describe("control", () => {
+  it("a question from the worker is surfaced like a permission and answered through the API", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-QUESTION: ask which colour, write it", directory: repo(), checks: [{ file: "colour.txt", equals: "Blue" }] });
+    const w = await untilAsk(engine.client, workerId);
+    const ask = w.asks[0]!;
+    expect(ask).toMatchObject({ kind: "question", tool: "question", what: "Which colour?" });
+    expect(ask.questions![0]!.options.map((o) => o.label)).toEqual(["Red", "Blue"]);
+    await engine.client.approvals.decide.mutate({ askId: ask.id, decision: "once", answers: [["Blue"]] });
+    const done = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+    expect(done.state).toBe("built");
+    expect(done.asks[0]).toMatchObject({ status: "decided", decision: "once" });
+  });
+
+  it("a user-set policy rule answers matching asks and is recorded as the decider; none exist by default", async () => {
+    const first = await engine.client.workers.start.mutate({ task: "TASK-POLICY: run echo", directory: repo() });
+    const waiting = await untilAsk(engine.client, first.workerId);
+    expect(waiting.asks[0]).toMatchObject({ tool: "bash", what: "echo policy-ok > p.txt", status: "pending" });
+    await engine.client.workers.stop.mutate({ workerId: first.workerId });
+
+    writeFileSync(path.join(engine.stateDir, "policies.json"), JSON.stringify([{ tool: "bash", pattern: "echo *", decision: "once" }]));
+    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-POLICY: run echo", directory: repo(), checks: [{ file: "p.txt", equals: "policy-ok" }] });
+    const w = (await settle(engine.client, [workerId])).get(workerId)!;
+    writeFileSync(path.join(engine.stateDir, "policies.json"), "[]");
+    expect(w.state).toBe("built");
+    expect(w.asks[0]).toMatchObject({ decision: "once", by: { kind: "policy", name: "bash echo * → once" } });
+  });
+
+  it("an unanswered ask stays pending with its age until the wall-clock budget expires; then the worker stops with the reason", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-BUDGET: write never.txt", directory: repo(), budget: { wallSec: 8 } });
+    await untilAsk(engine.client, workerId);
+    await new Promise((r) => setTimeout(r, 1500));
+    const pending = (await engine.client.approvals.list.query()).find((a) => a.workerId === workerId)!;
+    expect(pending.ageSec).toBeGreaterThanOrEqual(1);
+    const w = await untilState(engine.client, workerId, (x) => x.state === "stopped", 30_000);
+    expect(w.stateReason).toMatch(/budget: wall clock of 8s/);
+    expect(w.asks[0]).toMatchObject({ status: "cancelled", by: { kind: "engine", name: "budget" } });
+    expect((await engine.client.approvals.list.query()).some((a) => a.workerId === workerId)).toBe(false);
+  });
+
+  it("the watchdog flags a running worker that produced no event for the configured time", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-STALL: think forever", directory: repo() });
+    const w = await untilState(engine.client, workerId, (x) => x.stalled, 30_000);
+    expect(w.state).toBe("running");
+    expect((await engine.client.workers.events.query({ workerId })).some((e) => e.type === "stalled")).toBe(true);
+    await engine.client.workers.stop.mutate({ workerId, reason: "stalled" });
+  });
+
+  it("stop, then resume with a message in the same session", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-STOP: wait, then write resumed.txt", directory: repo(), checks: [{ file: "resumed.txt", equals: "hurry" }] });
+    const running = await untilState(engine.client, workerId, (w) => w.state === "running");
+    await expect.poll(() => model.requests.some((r) => r.sessionId === running.sessionId && r.kind === "chat"), { timeout: 30_000 }).toBe(true);
+    const stopped = await engine.client.workers.stop.mutate({ workerId, reason: "operator stop" });
+    expect(stopped).toMatchObject({ state: "stopped", stateReason: "operator stop" });
+    await expect(engine.client.workers.steer.mutate({ workerId, text: "go on" })).rejects.toThrow(/not running: resume it/);
+    await engine.client.workers.resume.mutate({ workerId, message: "Please hurry." });
+    const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+    expect(w.state).toBe("built");
+    expect(w.sessionId).toBe(running.sessionId);
+  });
+
+  it("merge: a built branch merges into its base branch; a conflicting one is refused and leaves the checkout clean", async () => {
+    const dir = repo({ "shared.txt": "base\n" });
+    const a = await engine.client.workers.start.mutate({ task: "TASK-MERGE-alpha", directory: dir, checks: [{ file: "shared.txt", equals: "alpha" }] });
+    const b = await engine.client.workers.start.mutate({ task: "TASK-MERGE-beta", directory: dir, checks: [{ file: "shared.txt", equals: "beta" }] });
+    const ws = await settle(engine.client, [a.workerId, b.workerId], () => "once");
+    expect([...ws.values()].map((w) => w.state)).toEqual(["built", "built"]);
+    const merged = await engine.client.workers.merge.mutate({ workerId: a.workerId });
+    expect(merged.into).toBe("main");
+    expect(readFileSync(path.join(dir, "shared.txt"), "utf8")).toBe("alpha\n");
+    await expect(engine.client.workers.merge.mutate({ workerId: b.workerId })).rejects.toThrow(/conflicts or was refused; nothing was changed/);
+    expect(execFileSync("git", ["-C", dir, "status", "--porcelain"]).toString()).toBe("");
+    await expect(engine.client.workers.merge.mutate({ workerId: a.workerId })).rejects.toThrow(/already merged/);
+    expect((await engine.client.workers.get.query({ workerId: a.workerId })).merged).toMatchObject({ into: "main" });
+  });
+});
