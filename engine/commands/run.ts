@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
@@ -8,14 +7,12 @@ import { BatchTask } from "../../shared/batch";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
 import type { DecisionKind, PermissionAsk } from "../../shared/permission";
-import type { Target } from "../../shared/target";
 import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
-import { connect, ensureEngine, type EngineClient } from "../api/client";
+import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
-import { stateDir } from "../store/paths";
-import { preflightEndpoint } from "../workers/preflight";
 import { inspectRepo } from "../workers/workspace";
 import { CliError, fail } from "./errors";
+import { connectWithTarget } from "./target-flags";
 
 interface RunOptions {
   dir?: string;
@@ -53,18 +50,6 @@ export function registerRunCommand(program: Command): void {
     .action((o: RunOptions) => runCommand(o).catch(fail));
 }
 
-function adhocTarget(endpoint: string, model: string, keyRef?: string): Target {
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    throw new CliError(`--endpoint ${endpoint} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
-  }
-  const base = url.href.replace(/\/+$/, "");
-  const id = "adhoc-" + createHash("sha256").update(`${base} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
-  return { id, model, endpoint: /\/v1$/.test(base) ? base : `${base}/v1`, keyRef: keyRef ?? null, serving: { engine: "api", endpoints: [], slots: 4 }, checks: [] };
-}
-
 function parseBatch(file: string): WorkerSpecInput[] {
   let raw: unknown;
   try {
@@ -84,7 +69,6 @@ function parseBatch(file: string): WorkerSpecInput[] {
 async function runCommand(o: RunOptions): Promise<void> {
   if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
   if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
-  if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
   let specs: WorkerSpecInput[];
   if (o.batch) {
     if (o.task || o.dir) throw new CliError("--batch cannot be combined with --task/--dir");
@@ -103,21 +87,8 @@ async function runCommand(o: RunOptions): Promise<void> {
   }
   if (o.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o.timeout } }));
 
-  const dir = stateDir();
-  let target: Target | undefined;
-  if (o.endpoint && o.model) {
-    if (o.apiKeyEnv && !process.env[o.apiKeyEnv]) throw new CliError(`--api-key-env ${o.apiKeyEnv} is not set in this environment: export it first`);
-    target = adhocTarget(o.endpoint, o.model, o.apiKeyEnv);
-    await preflightEndpoint(target).catch((err) => {
-      throw new CliError((err as Error).message);
-    });
-  }
-  const lock = await ensureEngine(dir, { env: o.apiKeyEnv ? { [o.apiKeyEnv]: process.env[o.apiKeyEnv] } : {} });
-  const client = connect(lock, "cli:ocw run");
-  if (target) {
-    await client.targets.save.mutate({ target });
-    specs = specs.map((s) => ({ ...s, targetId: target!.id }));
-  }
+  const { client, targetId } = await connectWithTarget(o, "cli:ocw run");
+  if (targetId) specs = specs.map((s) => ({ ...s, targetId }));
 
   let ids: string[];
   let batchId: string | null = null;

@@ -1,0 +1,45 @@
+import { createHash } from "node:crypto";
+import type { Target } from "../../shared/target";
+import { connect, ensureEngine, type EngineClient } from "../api/client";
+import { stateDir } from "../store/paths";
+import { preflightEndpoint } from "../workers/preflight";
+import { CliError } from "./errors";
+
+/** The target behind `--endpoint URL --model ID [--api-key-env VAR]`: saved (not made active) so workers can name it. */
+export function adhocTarget(endpoint: string, model: string, keyRef?: string): Target {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    throw new CliError(`--endpoint ${endpoint} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
+  }
+  const base = url.href.replace(/\/+$/, "");
+  const id = "adhoc-" + createHash("sha256").update(`${base} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
+  return { id, model, endpoint: /\/v1$/.test(base) ? base : `${base}/v1`, keyRef: keyRef ?? null, serving: { engine: "api", endpoints: [], slots: 4 }, checks: [] };
+}
+
+export interface TargetFlags {
+  endpoint?: string;
+  model?: string;
+  apiKeyEnv?: string;
+}
+
+/**
+ * Connects to the user's engine (starting it if absent). With --endpoint/--model, first checks the endpoint
+ * answers and saves it as a target, so nothing is created for an endpoint that is down.
+ */
+export async function connectWithTarget(o: TargetFlags, clientName: string): Promise<{ client: EngineClient; targetId?: string }> {
+  if (!!o.endpoint !== !!o.model) throw new CliError("--endpoint and --model go together: give both, or neither to use the active target");
+  let target: Target | undefined;
+  if (o.endpoint && o.model) {
+    if (o.apiKeyEnv && !process.env[o.apiKeyEnv]) throw new CliError(`--api-key-env ${o.apiKeyEnv} is not set in this environment: export it first`);
+    target = adhocTarget(o.endpoint, o.model, o.apiKeyEnv);
+    await preflightEndpoint(target).catch((err) => {
+      throw new CliError((err as Error).message);
+    });
+  }
+  const lock = await ensureEngine(stateDir(), { env: o.apiKeyEnv ? { [o.apiKeyEnv]: process.env[o.apiKeyEnv] } : {} });
+  const client = connect(lock, clientName);
+  if (target) await client.targets.save.mutate({ target });
+  return { client, targetId: target?.id };
+}
