@@ -19,6 +19,8 @@ export const OFFLINE_ENV: Record<string, string> = {
   OPENCODE_PURE: "1",
   OPENCODE_DISABLE_CLAUDE_CODE: "1",
   OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+  // Workers are graded from git, not from file events; the watcher costs start-up time per worktree.
+  OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER: "1",
 };
 
 /** The worker agent's permission rules: gates on edit/bash/webfetch, nothing outside the worktree, reads free. */
