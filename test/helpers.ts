@@ -5,10 +5,11 @@ import path from "node:path";
 import { connect, type EngineClient } from "../engine/api/client";
 import { follow } from "../engine/api/follow";
 import { readLock } from "../engine/api/lock";
+import { projectRoot } from "../engine/paths";
 import type { Target } from "../shared/target";
 import { isFinal, pendingAsks, type Worker } from "../shared/worker";
 
-export const ROOT = path.resolve(__dirname, "..");
+export const ROOT = projectRoot();
 export const BUNDLE = path.join(ROOT, "dist", "ocw.mjs");
 
 export function tempDir(prefix: string): string {
