@@ -57,6 +57,8 @@ async function* eventStream(engine: Engine, lastEventId: string | null | undefin
     buffer.push(d);
     wake?.();
   });
+  const onAbort = () => wake?.();
+  signal?.addEventListener("abort", onAbort, { once: true });
   try {
     const { events, reset } = engine.bus.since(lastEventId);
     if (reset) yield tracked(engine.bus.cursor, { type: "reset", ts: Date.now() } as EngineEvent);
@@ -73,13 +75,12 @@ async function* eventStream(engine: Engine, lastEventId: string | null | undefin
         last = seqOf(d.cursor);
         yield tracked(d.cursor, d.event);
       }
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        signal?.addEventListener("abort", () => resolve(), { once: true });
-      });
+      if (signal?.aborted || buffer.length) continue;
+      await new Promise<void>((resolve) => (wake = resolve));
       wake = null;
     }
   } finally {
+    signal?.removeEventListener("abort", onAbort);
     unsubscribe();
   }
 }
