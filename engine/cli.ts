@@ -1,7 +1,10 @@
 import { Command } from "commander";
 import { VERSION } from "./api/host";
+import { registerGradeCommand } from "./commands/grade";
 import { registerRunCommand } from "./commands/run";
+import { registerMcpCommand } from "./mcp/command";
 import { registerServeCommands } from "./commands/serve";
+import { registerModelSetupCommands } from "./serving/commands";
 
 const program = new Command();
 program
@@ -16,5 +19,8 @@ program
 
 registerServeCommands(program);
 registerRunCommand(program);
+registerGradeCommand(program);
+registerMcpCommand(program);
+registerModelSetupCommands(program);
 
 await program.parseAsync(process.argv);

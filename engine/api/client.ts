@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import { rmSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink, type TRPCClient } from "@trpc/client";
 import { EventSource } from "eventsource";
@@ -36,18 +38,39 @@ function selfBundle(): string {
 export async function ensureEngine(stateDir: string, opts: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<EngineLock> {
   const existing = readLock(stateDir);
   if (existing && (await healthy(existing))) return existing;
-  const child = spawn(process.execPath, [selfBundle(), "serve", "--background"], {
-    detached: true,
-    stdio: "ignore",
-    env: { ...process.env, ...opts.env, OCW_STATE_DIR: stateDir },
-  });
-  child.unref();
+  // Two clients starting at once must not start two engines: whoever creates the start marker spawns.
+  const marker = path.join(stateDir, "engine.starting");
+  let spawnIt = false;
+  try {
+    writeFileSync(marker, String(process.pid), { flag: "wx", mode: 0o600 });
+    spawnIt = true;
+  } catch {
+    // A marker older than any start-up is left by a client that died mid-start.
+    const age = Date.now() - (statSync(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    if (age > 30_000) {
+      rmSync(marker, { force: true });
+      return ensureEngine(stateDir, opts);
+    }
+  }
+  if (spawnIt) {
+    const child = spawn(process.execPath, [selfBundle(), "serve", "--background"], {
+      detached: true,
+      stdio: "ignore",
+      cwd: stateDir,
+      env: { ...process.env, ...opts.env, OCW_STATE_DIR: stateDir },
+    });
+    child.unref();
+  }
   const deadline = Date.now() + (opts.timeoutMs ?? 20_000);
   while (Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 100));
     const lock = readLock(stateDir);
-    if (lock && (await healthy(lock))) return lock;
+    if (lock && (await healthy(lock))) {
+      if (spawnIt) rmSync(marker, { force: true });
+      return lock;
+    }
   }
+  if (spawnIt) rmSync(marker, { force: true });
   throw new Error(`the engine did not start within ${(opts.timeoutMs ?? 20_000) / 1000}s: run \`ocw serve\` in a terminal to see why`);
 }
 

@@ -15,7 +15,7 @@ export interface FollowResult {
   reason: "settled" | "until" | "timeout" | "aborted";
 }
 
-/** Follows workers over the event stream (no polling) until all are final, `until` holds, or the time is up. */
+/** Follows workers over the event stream (no polling) until all are final, `until` holds, the time is up, or `signal` aborts. */
 export async function follow(client: EngineClient, workerIds: string[], opts: FollowOptions = {}): Promise<FollowResult> {
   const ids = new Set(workerIds);
   const workers = new Map<string, Worker>();
@@ -31,27 +31,34 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
   };
   const first = done();
   if (first) return { workers, reason: first };
+  if (opts.signal?.aborted) return { workers, reason: "aborted" };
   return new Promise<FollowResult>((resolve, reject) => {
     let finished = false;
-    const finish = (reason: FollowResult["reason"]) => {
-      if (finished) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let sub: { unsubscribe(): void } | null = null;
+    const onAbort = () => finish("aborted");
+    const end = () => {
       finished = true;
       clearTimeout(timer);
-      sub.unsubscribe();
+      sub?.unsubscribe();
+      opts.signal?.removeEventListener("abort", onAbort);
+    };
+    const finish = (reason: FollowResult["reason"]) => {
+      if (finished) return;
+      end();
       resolve({ workers, reason });
     };
-    const timer = opts.timeoutMs ? setTimeout(() => finish("timeout"), opts.timeoutMs) : undefined;
-    opts.signal?.addEventListener("abort", () => finish("aborted"), { once: true });
-    const sub = client.events.subscribe(
+    sub = client.events.subscribe(
       { lastEventId: cursor },
       {
         onData: (tracked) => {
+          if (finished) return;
           const event = tracked.data as EngineEvent;
           if (event.type === "reset") {
             void snapshot().then(() => {
               const r = done();
               if (r) finish(r);
-            });
+            }, () => undefined);
             return;
           }
           if ("workerId" in event && ids.has(event.workerId) && "seq" in event) {
@@ -63,13 +70,14 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
           if (r) finish(r);
         },
         onError: (err) => {
-          if (!finished) {
-            finished = true;
-            clearTimeout(timer);
-            reject(err);
-          }
+          if (finished) return;
+          end();
+          reject(err);
         },
       },
     );
+    if (opts.timeoutMs) timer = setTimeout(() => finish("timeout"), opts.timeoutMs);
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    if (opts.signal?.aborted) finish("aborted");
   });
 }

@@ -160,6 +160,12 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
       problems.push(...p.problems);
       // llama.cpp's own numbers are the ones it will allocate against: prefer its free figure when names match
       for (const d of p.items) {
+        if (/^(MTL|Metal)\d/.test(d.id)) {
+          // Metal reports recommendedMaxWorkingSetSize: the real GPU budget of unified memory
+          const apple = gpus.find((x) => x.vendor === "apple");
+          if (apple) Object.assign(apple, { totalBytes: d.totalBytes, freeBytes: d.freeBytes, source: "llama-server (Metal)" });
+          continue;
+        }
         const g = gpus.find((x) => x.name && d.name.includes(x.name));
         if (g && g.freeBytes === null) g.freeBytes = d.freeBytes;
       }

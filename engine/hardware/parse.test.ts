@@ -108,6 +108,13 @@ describe("detectHardware with recorded tool outputs", () => {
     expect(r.gpus[0]!.freeBytes).toBe(22476 * MiB);
     expect(r.llamaDevices).toHaveLength(2);
   });
+  it("Apple: Metal's working-set size from llama-server replaces the documented fraction", async () => {
+    const r = await detectHardware({
+      platform: "darwin", cpuRam, llamaServer: "/x/llama-server",
+      run: runner({ sysctl: String(64 * 1024 * MiB), "/x/llama-server": fx("list-devices-metal.txt") }),
+    });
+    expect(r.gpus).toEqual([expect.objectContaining({ vendor: "apple", unified: true, totalBytes: 49152 * MiB, source: "llama-server (Metal)" })]);
+  });
   it("windows uses the registry for non-NVIDIA adapters", async () => {
     const r = await detectHardware({ platform: "win32", run: runner({ reg: fx("reg-query-windows.txt") }), cpuRam });
     expect(r.gpus.map((g) => g.source)).toEqual(["registry", "registry"]);

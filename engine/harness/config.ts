@@ -70,7 +70,7 @@ export function compileOpencodeConfig(target: Target, agent: AgentPrompt): Recor
   };
   const options: Record<string, unknown> = { baseURL: target.endpoint };
   // The key stays in the environment; opencode substitutes {env:…} when it loads the config.
-  options.apiKey = target.keyRef ? `{env:${PROVIDER_KEY_ENV}}` : "none";
+  options.apiKey = target.keyRef || target.keyFile ? `{env:${PROVIDER_KEY_ENV}}` : "none";
   return {
     $schema: "https://opencode.ai/config.json",
     provider: {

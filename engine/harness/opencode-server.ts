@@ -7,6 +7,7 @@ import path from "node:path";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, PROVIDER_KEY_ENV, WORKER_AGENT } from "./config";
+import { resolveKey } from "../serving/keys";
 import { readSse } from "./sse";
 
 /** One event from opencode's /global/event stream, unwrapped. */
@@ -93,9 +94,9 @@ export class OpencodeServer extends EventEmitter {
     delete env.OPENCODE_CONFIG;
     delete env.OPENCODE_CONFIG_DIR;
     delete env[PROVIDER_KEY_ENV];
-    const keyRef = this.opts.target.keyRef;
-    if (keyRef) {
-      const key = process.env[keyRef];
+    const { keyRef, keyFile } = this.opts.target;
+    if (keyRef || keyFile) {
+      const key = resolveKey(this.opts.target);
       if (!key) throw new Error(`the target's key variable ${keyRef} is not set: export ${keyRef}=… in the engine's environment`);
       env[PROVIDER_KEY_ENV] = key;
     }

@@ -1,5 +1,6 @@
 import { connect, ensureEngine, type EngineClient } from "../api/client";
 import { readLock } from "../api/lock";
+import type { EngineLock } from "../../shared/api";
 
 /** A user-facing error from a tool: becomes an `isError` result with this message. */
 export class ToolError extends Error {}
@@ -12,12 +13,21 @@ export function isConnectionError(err: unknown): boolean {
   return /fetch failed|ECONNREFUSED|ECONNRESET|socket hang up|other side closed|UND_ERR|EPIPE/i.test(text);
 }
 
+/** True when the engine refused the connection: the request never reached it, so retrying cannot repeat it. */
+export function isRefused(err: unknown): boolean {
+  const e = err as { data?: unknown; message?: string; cause?: { code?: string; message?: string; cause?: { code?: string; message?: string } } };
+  if (e && e.data) return false;
+  return /ECONNREFUSED/.test(`${e?.message ?? ""} ${e?.cause?.code ?? ""} ${e?.cause?.message ?? ""} ${e?.cause?.cause?.code ?? ""} ${e?.cause?.cause?.message ?? ""}`);
+}
+
 /**
  * The bridge's connection to the user's engine. Finds it through the lock file, starting it (detached) when none
- * runs, and reconnects once when a call fails because the engine went away (e.g. `ocw stop` and a restart).
+ * runs, and reconnects once when a call finds the engine gone (e.g. `ocw stop`, or a restart on another port).
+ * Concurrent calls share one lookup, so a reconnect starts at most one engine.
  */
 export class EngineLink {
-  private clients = new Map<string, Promise<EngineClient>>();
+  private lockP: Promise<EngineLock> | null = null;
+  private clients = new Map<string, { pid: number; client: EngineClient }>();
   private lockPid: number | null = null;
 
   constructor(
@@ -27,34 +37,55 @@ export class EngineLink {
     private readonly log: (line: string) => void = () => {},
   ) {}
 
-  /** A client that names itself `header` (default: the MCP client), created on first use. */
-  client(header = this.name()): Promise<EngineClient> {
-    let p = this.clients.get(header);
-    if (!p) {
-      p = (async () => {
-        const had = readLock(this.stateDir);
-        const lock = await ensureEngine(this.stateDir).catch((err) => {
-          throw new ToolError(`cannot reach or start the opencode-worker engine: ${(err as Error).message}`);
-        });
-        if (!had || had.pid !== lock.pid) this.log(`started the engine (pid ${lock.pid}, state ${this.stateDir})`);
-        else if (this.lockPid !== lock.pid) this.log(`attached to the engine (pid ${lock.pid})`);
-        this.lockPid = lock.pid;
-        return connect(lock, header);
-      })();
-      this.clients.set(header, p);
-      p.catch(() => this.clients.delete(header));
-    }
+  private ensure(): Promise<EngineLock> {
+    this.lockP ??= (async () => {
+      const had = readLock(this.stateDir);
+      const lock = await ensureEngine(this.stateDir).catch((err) => {
+        throw new ToolError(`cannot reach or start the opencode-worker engine: ${(err as Error).message}`);
+      });
+      if (!had || had.pid !== lock.pid) this.log(`started the engine (pid ${lock.pid}, state ${this.stateDir})`);
+      else if (this.lockPid !== lock.pid) this.log(`attached to the engine (pid ${lock.pid})`);
+      this.lockPid = lock.pid;
+      return lock;
+    })();
+    const p = this.lockP;
+    p.catch(() => {
+      if (this.lockP === p) this.lockP = null;
+    });
     return p;
   }
 
-  /** Runs `fn` with a client; when the engine is unreachable, reconnects (starting it again if needed) and retries once. */
-  async call<T>(fn: (client: EngineClient) => Promise<T>, header?: string): Promise<T> {
+  /** A client that names itself `header` (default: the MCP client), on the current engine. */
+  async client(header = this.name()): Promise<EngineClient> {
+    return (await this.clientOn(header)).client;
+  }
+
+  private async clientOn(header: string): Promise<{ lockP: Promise<EngineLock>; client: EngineClient }> {
+    const lockP = this.ensure();
+    const lock = await lockP;
+    let c = this.clients.get(header);
+    if (!c || c.pid !== lock.pid) {
+      c = { pid: lock.pid, client: connect(lock, header) };
+      this.clients.set(header, c);
+    }
+    return { lockP, client: c.client };
+  }
+
+  /**
+   * Runs `fn` with a client. When the engine refused the connection (it stopped, or restarted on another port), finds
+   * or starts it again and retries once; other failures are not retried, so a mutation is never sent twice.
+   */
+  async call<T>(fn: (client: EngineClient) => Promise<T>, header = this.name()): Promise<T> {
+    const { lockP, client } = await this.clientOn(header);
     try {
-      return await fn(await this.client(header));
+      return await fn(client);
     } catch (err) {
-      if (!isConnectionError(err)) throw err;
-      this.log(`lost the engine (${(err as Error).message}); reconnecting`);
-      this.clients.clear();
+      if (!isRefused(err)) throw err;
+      // Only the first caller to notice drops the stale lookup; the others reuse the new one.
+      if (this.lockP === lockP) {
+        this.log(`lost the engine (${(err as Error).message}); reconnecting`);
+        this.lockP = null;
+      }
       return fn(await this.client(header));
     }
   }

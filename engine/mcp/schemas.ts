@@ -18,11 +18,14 @@ export function advertised(strict: z.ZodObject) {
 /** The first problem of a failed parse, as one line: `path: message`. */
 export function firstIssue(error: z.ZodError, prefix = ""): string {
   const i = error.issues[0]!;
-  const where = i.path.length ? `${i.path.join(".")}: ` : "";
-  return `${prefix}${where}${i.message}`;
+  const field = i.path.join(".");
+  if (i.code === "invalid_type" && /received undefined$/.test(i.message) && field) return `${prefix}${field} is required (${i.message.replace(/^Invalid input: /, "")})`;
+  return `${prefix}${field ? `${field}: ` : ""}${i.message}`;
 }
 
 // ---------- inputs ----------
+
+export const EmptyInput = z.object({}).strict();
 
 const spec = WorkerSpec.shape;
 

@@ -242,10 +242,11 @@ export function estimate(h: ModelHparams, tensors: GgufTensorInfo[] | null, o: E
   const nKvMain = cells;
   let compute = ubatch * 4 * (2 * ffMax + 4 * h.nEmbd) + outputBytes;
   if (h.kvLayer.some(Boolean)) {
-    if (fa) compute += nKvMain * ubatch * 2 + (swaCells !== null ? swaCells * ubatch * 2 : 0);
-    else compute += headMax * nKvMain * ubatch * 4 + nKvMain * ubatch * 2;
+    // KQ mask(s): f16 with flash attention; without it an f32 mask plus the full KQ matrix of the widest layer
+    const masks = nKvMain + (swaCells ?? 0);
+    if (fa) compute += masks * ubatch * 2;
+    else compute += headMax * nKvMain * ubatch * 4 + masks * ubatch * 4;
   }
-  if (h.rsLayer.some(Boolean)) compute += ubatch * 4 * (h.nEmbdR + h.nEmbd * 2);
   if (gpus.length > 1) warnings.push("multi-GPU: pipeline parallelism keeps extra input copies; compute estimate per GPU");
 
   // ---- per device

@@ -20,7 +20,7 @@ export interface ModelInfo {
 
 export class ModelSourceError extends Error {}
 
-const HF = process.env.OCW_HF_ENDPOINT ?? "https://huggingface.co";
+const hfBase = () => (process.env.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
 
 /** general.file_type → label (llama.h llama_ftype). */
 const FTYPE: Record<number, string> = {
@@ -80,7 +80,7 @@ export function loadMetadataFile(file: string): ModelInfo {
 export function hfUrl(ref: string): string | null {
   const m = /^hf:([^/\s]+)\/([^/\s]+)\/(.+?\.gguf)(?:@([\w.\-/]+))?$/i.exec(ref);
   if (!m) return null;
-  return `${HF}/${m[1]}/${m[2]}/resolve/${m[4] ?? "main"}/${m[3]}`;
+  return `${hfBase()}/${m[1]}/${m[2]}/resolve/${m[4] ?? "main"}/${m[3]}`;
 }
 
 export async function loadGguf(ref: string, headers: Record<string, string> = {}): Promise<ModelInfo> {

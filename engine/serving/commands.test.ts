@@ -23,7 +23,7 @@ async function metaFile(name: string, meta: Record<string, unknown>): Promise<st
 describe("ocw fit", () => {
   it("--metadata --json prints the contract fields with llama-server defaults", async () => {
     const f = await metaFile("llama.json", await modelMetadata({ arch: "llama" }));
-    const r = await runFit({ metadata: f, json: true, hardware: hw() });
+    const r = await runFit({ metadata: f, json: true, hardware: hw(), llamaFit: false });
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(j).toMatchObject({ nCtx: 32768, nCtxPerSlot: 32768, slots: 4, kvUnified: true, kvBytes: 33554432, recurrentBytes: 0, weightsBytes: null });
@@ -33,25 +33,25 @@ describe("ocw fit", () => {
   });
   it("flags map to llama-server's", async () => {
     const f = await metaFile("llama2.json", await modelMetadata({ arch: "llama" }));
-    const r = await runFit({ metadata: f, json: true, ctx: "5000", parallel: "3", kvUnified: false, cacheTypeK: "q8_0", cacheTypeV: "q8_0", hardware: hw() });
+    const r = await runFit({ metadata: f, json: true, ctx: "5000", parallel: "3", kvUnified: false, cacheTypeK: "q8_0", cacheTypeV: "q8_0", hardware: hw(), llamaFit: false });
     expect(JSON.parse(r.stdout)).toMatchObject({ nCtx: 5376, nCtxPerSlot: 1792, slots: 3, kvUnified: false, kvBytes: 2_924_544 });
   });
   it("--gguf reads a local file's tensors for weightsBytes", async () => {
     const g = path.join(dir, "m.gguf");
     await writeModel(g, { arch: "llama", nVocab: 1000 });
-    const j = JSON.parse((await runFit({ gguf: g, json: true, ctx: "4096", parallel: "1", hardware: hw() })).stdout);
+    const j = JSON.parse((await runFit({ gguf: g, json: true, ctx: "4096", parallel: "1", hardware: hw(), llamaFit: false })).stdout);
     expect(j.weightsBytes).toBeGreaterThan(0);
     expect(j.kvBytes).toBe(4194304);
   });
   it("--gpus SPEC places layers on the given devices", async () => {
     const g = path.join(dir, "m2.gguf");
     await writeModel(g, { arch: "llama", nVocab: 1000 });
-    const j = JSON.parse((await runFit({ gguf: g, json: true, gpus: "8G,8G", ctx: "4096", parallel: "1", hardware: hw() })).stdout);
+    const j = JSON.parse((await runFit({ gguf: g, json: true, gpus: "8G,8G", ctx: "4096", parallel: "1", hardware: hw(), llamaFit: false })).stdout);
     expect(j.perDevice.map((d: { layers: number }) => d.layers)).toEqual([3, 1, 0]);
   });
   it("text output is readable", async () => {
     const f = await metaFile("l3.json", await modelMetadata({ arch: "gemma3", nLayer: 6, nHead: 4, nHeadKv: 1, headDim: 64, swa: 512, swaPattern: 3 }));
-    const r = await runFit({ metadata: f, hardware: hw() });
+    const r = await runFit({ metadata: f, hardware: hw(), llamaFit: false });
     expect(r.stdout).toMatch(/SWA window 2560 cells/);
     expect(r.stdout).toMatch(/recommended: llama-server -c/);
   });
@@ -75,7 +75,7 @@ describe("ocw fit", () => {
       writeFileSync(badJson, "{ nope");
       const noArch = await metaFile("noarch.json", { "llama.block_count": 4 });
       const sub = (v?: string) => (v === "__OK__" ? ok : v === "__BADJSON__" ? badJson : v === "__NOARCH__" ? noArch : v);
-      const r = await runFit({ ...o, metadata: sub(o.metadata), gguf: sub(o.gguf), hardware: hw() });
+      const r = await runFit({ ...o, metadata: sub(o.metadata), gguf: sub(o.gguf), hardware: hw(), llamaFit: false });
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(re);
       expect(r.stderr.trim().split("\n")).toHaveLength(1);

@@ -9,6 +9,9 @@
  * Exit codes: 0 ok/built, 3 underpowered, 2 bad input (one line saying what to do).
  */
 import type { Command } from "commander";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { execa } from "execa";
 import { budgetsFromReport, detectHardware, type HardwareReport } from "../hardware/detect";
 import { parseGpuSpec } from "../hardware/parse";
 import { type DeviceBudget, type Estimate, estimate, EstimateError, GiB, MiB } from "../models/estimate";
@@ -18,7 +21,7 @@ import { hparamsFromMetadata, MetadataError } from "../models/hparams";
 import { loadGguf, loadMetadataFile, type ModelInfo, ModelSourceError } from "../models/source";
 import { TargetStore } from "../store/targets";
 import { findLlamaServer } from "./llama-server";
-import { listServing, type SetupResult, SetupInputError, setupCapture, setupLlamaCpp, setupProvider, stopServing } from "./setup";
+import { listServing, type SetupResult, SetupInputError, setupCapture, setupLlamaCpp, setupProvider, stopServing, superviseServing } from "./setup";
 
 export interface CommandOutput {
   code: number;
@@ -58,6 +61,8 @@ export interface FitCommandOptions {
   json?: boolean;
   /** tests: skip detection */
   hardware?: HardwareReport;
+  /** Confirm with llama-fit-params when a llama.cpp build is found (default true). */
+  llamaFit?: boolean;
 }
 
 export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
@@ -111,10 +116,12 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
       maxCtxPerSlot: Math.min(h.nCtxTrain, 131072), gpus, hostFreeBytes: hostFree,
     });
     const { estimate: recEst, ...recRest } = rec;
+    const llamaCpp = o.llamaFit !== false && o.gguf && existsSync(o.gguf) ? await llamaFitParams(o.gguf, e) : null;
     const out = {
       model: { source: info.source, arch: h.arch, name: h.name, quant: info.quant, kind: h.kind, nLayer: h.nLayerAll, nCtxTrain: h.nCtxTrain, fileBytes: info.fileBytes },
       ...e,
       hardware: hwNote,
+      llamaCpp,
       recommendation: { ...recRest, totalBytes: recEst?.totalBytes ?? null, kvBytes: recEst?.kvBytes ?? null },
     };
     if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
@@ -124,6 +131,7 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
       `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
       `weights ${fmt(e.weightsBytes)}, compute ≈ ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
       ...e.perDevice.filter((d) => d.totalBytes > 0).map((d) => `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`),
+      ...(llamaCpp?.devices.length ? [`llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} — ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`] : []),
       `hardware: ${hwNote}`,
       rec.fits ? `recommended: llama-server ${rec.args.join(" ")}  (${rec.reason})` : `does not fit: ${rec.reason}. Options: ${rec.suggestions.join("; ")}`,
       ...e.warnings.map((w) => `note: ${w}`),
@@ -135,6 +143,30 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
     }
     throw err;
   }
+}
+
+export interface LlamaFitParams {
+  bin: string;
+  args: string[];
+  devices: { device: string; modelMiB: number; contextMiB: number; computeMiB: number }[];
+  note: string | null;
+  error: string | null;
+}
+
+/** Confirms with llama.cpp itself: `llama-fit-params -m FILE … -fitp on` prints `DEVICE model context compute` in MiB. */
+export async function llamaFitParams(file: string, e: Estimate, llamaServer?: string | null): Promise<LlamaFitParams | null> {
+  const server = llamaServer ?? safeFind();
+  if (!server) return null;
+  const bin = path.join(path.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  if (!existsSync(bin)) return null;
+  // llama-fit-params has no --kv-unified: a unified pool of n_ctx cells is sized like one sequence of n_ctx
+  const args = ["-m", file, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
+  if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
+  if (e.cacheTypeV !== "f16") args.push("-ctv", e.cacheTypeV);
+  const r = await execa(bin, args, { reject: false, timeout: 60_000, stdin: "ignore" });
+  const devices = String(r.stdout ?? "").split("\n").map((l) => /^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(l.trim())).filter((m): m is RegExpExecArray => !!m)
+    .map((m) => ({ device: m[1]!, modelMiB: Number(m[2]), contextMiB: Number(m[3]), computeMiB: Number(m[4]) }));
+  return { bin, args, devices, note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null, error: r.exitCode === 0 ? null : String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}` };
 }
 
 function safeFind(): string | null {
@@ -312,13 +344,22 @@ export function registerModelSetupCommands(program: Command): void {
     .description("make a target active")
     .action((id: string) => emit(runTargetUse(id)));
 
-  program
-    .command("serving")
-    .description("model servers started by ocw")
+  const serving = program.command("serving").description("model servers started by ocw");
+  serving
     .command("stop")
     .description("stop the model servers ocw started")
     .option("--target <id>", "only this target's server")
     .action(async (opts: { target?: string }) => emit(await runServingStop(opts)));
+  serving
+    .command("supervise", { hidden: true })
+    .requiredOption("--target <id>", "target whose recorded server to run")
+    .action(async (opts: { target: string }) => {
+      try {
+        process.exitCode = await superviseServing(opts.target);
+      } catch (e) {
+        emit({ code: 2, stdout: "", stderr: `ocw: ${(e as Error).message.split("\n")[0]}\n` });
+      }
+    });
 
   program
     .command("doctor")

@@ -13,11 +13,17 @@ import { readJson, writeJsonAtomic } from "../store/json-file";
 import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
 import { probeEndpoint } from "./capture";
-import { generateKey, keyFilePath, storeKey } from "./keys";
-import { buildLlamaArgs, findLlamaServer, freePort, type LoggedSizes, parseServerLog, pidAlive, startLlamaServer, stopPid } from "./llama-server";
-import { isLoopback } from "./http";
+import { generateKey, keyFilePath, readKey, storeKey } from "./keys";
+import { buildLlamaArgs, findLlamaServer, freePort, LlamaSupervisor, type LoggedSizes, parseServerLog, pidAlive, startLlamaServer, stopPid, waitHealthy } from "./llama-server";
+import { spawn } from "node:child_process";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import { type VerifyResult, verifyEndpoint } from "./verify";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { downloadFile } from "../models/download";
+import { hubHeaders, resolveUrl } from "../models/hf";
+import { chooseFromRepo, localPathFor, parseRepoRef } from "../models/resolve";
+import { hfUrl } from "../models/source";
+import { installPrebuilt } from "./get-llama";
 
 /** Bad input: one line saying what to do; exit code 2. */
 export class SetupInputError extends Error {}
@@ -25,6 +31,9 @@ export class SetupInputError extends Error {}
 export interface ServingRecord {
   targetId: string;
   pid: number;
+  /** The `ocw serving supervise` process that restarts the server after a crash (absent when unsupervised). */
+  supervisorPid?: number | null;
+  restarts?: number;
   port: number;
   bin: string;
   args: string[];
@@ -50,7 +59,9 @@ export async function stopServing(targetId?: string): Promise<{ stopped: Serving
   const stopped: ServingRecord[] = [];
   const alreadyGone: ServingRecord[] = [];
   for (const r of pick) {
-    if (!pidAlive(r.pid)) alreadyGone.push(r);
+    // the supervisor first, so it does not restart what we stop
+    if (r.supervisorPid && pidAlive(r.supervisorPid)) await stopPid(r.supervisorPid, 8000);
+    if (!pidAlive(r.pid)) (r.supervisorPid ? stopped : alreadyGone).push(r);
     else if (await stopPid(r.pid)) stopped.push(r);
   }
   saveServing(recs.filter((r) => !pick.includes(r)));
@@ -122,37 +133,85 @@ export async function setupLlamaCpp(o: LlamaSetupOptions): Promise<SetupResult> 
   } catch (e) {
     throw new SetupInputError((e as Error).message);
   }
-  if (!bin) throw new SetupInputError("no llama-server found: pass --llama-server PATH, set LLAMA_SERVER, or run scripts/build-llama-server.sh");
-  let info: ModelInfo;
-  try {
-    info = await loadGguf(o.model);
-  } catch (e) {
-    throw new SetupInputError((e as Error).message);
+  if (!bin) {
+    const remedy = "pass --llama-server PATH, set LLAMA_SERVER, or build one with scripts/build-llama-server.sh";
+    if (!o.yes && !(await (o.confirm ?? defaultConfirm)("No llama-server found. Download the official prebuilt llama.cpp release for this machine?"))) {
+      throw new SetupInputError(`no llama-server found: ${remedy}`);
+    }
+    try {
+      const hw0 = o.hardware ?? (await detectHardware());
+      const got = await installPrebuilt({ root: path.join(stateDir(), "llama"), gpus: hw0.gpus, onProgress: (a, p) => p.total && log(`download ${a}: ${((p.received / p.total) * 100).toFixed(0)} %`) });
+      log(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}`);
+      bin = got.bin;
+    } catch (e) {
+      throw new SetupInputError(`no llama-server found and ${(e as Error).message.replace(/^no prebuilt/, "no prebuilt")}; or ${remedy}`);
+    }
   }
-  let h;
-  try {
-    h = hparamsFromMetadata(info.metadata);
-  } catch (e) {
-    throw new SetupInputError(`${o.model}: ${(e as Error).message}`);
+  if (!existsSync(o.model) && !parseRepoRef(o.model) && !hfUrl(o.model) && !/^https?:\/\//i.test(o.model)) {
+    throw new SetupInputError(`no such file: ${o.model} (pass a .gguf path, hf:owner/repo/file.gguf, owner/repo[:QUANT] or an http(s) URL)`);
   }
   const td = performance.now();
   const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
   const detectMs = performance.now() - td;
   const budgets = budgetsFromReport(hw);
-  const choice = fit({
-    hparams: h, tensors: info.tensors, fileBytes: info.fileBytes ?? undefined, slots,
-    minCtxPerSlot: ctx ?? Math.min(4096, h.nCtxTrain), maxCtxPerSlot: ctx ?? Math.min(h.nCtxTrain, 131072),
+  const want = {
+    slots, minCtxPerSlot: ctx ?? 4096, maxCtxPerSlot: ctx ?? 131072,
     gpus: budgets.gpus, hostFreeBytes: budgets.hostFreeBytes,
-  });
+  };
+  let info: ModelInfo;
+  let choice: FitChoice;
+  let localModel: string;
+  const downloads: { url: string; dest: string; size: number | null; sha256: string | null }[] = [];
+  const repoRef = !existsSync(o.model) ? parseRepoRef(o.model) : null;
+  try {
+    if (repoRef) {
+      const r = await chooseFromRepo(o.model, want);
+      info = r.info;
+      choice = r.choice;
+      for (const f of r.quant.files) downloads.push({ url: resolveUrl(r.repo, f.path, r.rev), dest: localPathFor(stateDir(), r.repo, f.path), size: f.size, sha256: f.sha256 });
+      localModel = downloads[0]!.dest;
+      log(`${r.repo}: ${r.considered.map((c) => `${c.quant} ${c.fits ? c.placement : "no fit"}`).join(", ")} → ${r.quant.quant}`);
+    } else {
+      info = await loadGguf(o.model);
+      localModel = o.model;
+      const url = hfUrl(o.model) ?? (/^https?:\/\//i.test(o.model) ? o.model : null);
+      if (url) {
+        localModel = path.join(stateDir(), "models", path.basename(new URL(url).pathname));
+        downloads.push({ url, dest: localModel, size: null, sha256: null });
+      }
+      const h0 = hparamsFromMetadata(info.metadata);
+      choice = fit({ hparams: h0, tensors: info.tensors, fileBytes: info.fileBytes ?? undefined, ...want,
+        minCtxPerSlot: ctx ?? Math.min(4096, h0.nCtxTrain), maxCtxPerSlot: ctx ?? Math.min(h0.nCtxTrain, 131072) });
+    }
+  } catch (e) {
+    throw new SetupInputError(`${o.model}: ${(e as Error).message}`);
+  }
+  const h = hparamsFromMetadata(info.metadata);
   if (!choice.fits) throw new SetupInputError(`${path.basename(o.model)} cannot fit: ${choice.reason}. Try ${choice.suggestions.join("; ")}`);
   log(`fit: ${choice.reason}; llama-server ${choice.args.join(" ")}`);
-  if (!o.yes && !(await (o.confirm ?? defaultConfirm)(`Start llama-server with ${choice.reason}?`))) {
-    throw new SetupInputError("not confirmed; nothing started (pass --yes to skip the question)");
+  const dlBytes = downloads.reduce((a, d) => a + (d.size ?? 0), 0);
+  const question = downloads.length
+    ? `Download ${downloads.length} file(s)${dlBytes ? ` (${(dlBytes / 1024 ** 3).toFixed(1)} GiB)` : ""} and start llama-server with ${choice.reason}?`
+    : `Start llama-server with ${choice.reason}?`;
+  if (!o.yes && !(await (o.confirm ?? defaultConfirm)(question))) {
+    throw new SetupInputError("not confirmed; nothing downloaded or started (pass --yes to skip the question)");
+  }
+  for (const d of downloads) {
+    let last = 0;
+    await downloadFile({ url: d.url, dest: d.dest, expectedSize: d.size, sha256: d.sha256, headers: hubHeaders(),
+      onProgress: (p) => {
+        if (p.total && p.received - last > p.total / 20) {
+          last = p.received;
+          log(`download ${path.basename(d.dest)}: ${((p.received / p.total) * 100).toFixed(0)} % (${(p.bytesPerSec / 1024 ** 2).toFixed(1)} MiB/s)`);
+        }
+      } }).catch((e) => {
+      throw new SetupInputError((e as Error).message);
+    });
   }
 
   const store = o.store ?? new TargetStore();
   const model = h.name ?? path.basename(o.model).replace(/\.gguf$/i, "");
-  const id = `llamacpp-${targetSlug({ model: path.basename(o.model).replace(/\.gguf$/i, ""), quant: null })}`;
+  const id = `llamacpp-${targetSlug({ model: path.basename(localModel).replace(/\.gguf$/i, ""), quant: null })}`;
   const keyFile = keyFilePath(id);
   const key = generateKey();
   storeKey(keyFile, key);
@@ -161,16 +220,24 @@ export async function setupLlamaCpp(o: LlamaSetupOptions): Promise<SetupResult> 
   const port = await freePort();
   const alias = targetSlug({ model, quant: info.quant });
   const args = buildLlamaArgs({
-    model: path.resolve(o.model), alias, nGpuLayers: choice.nGpuLayers, ctx: choice.nCtx, parallel: slots, kvUnified: choice.kvUnified,
+    model: path.resolve(localModel), alias, nGpuLayers: choice.nGpuLayers, ctx: choice.nCtx, parallel: slots, kvUnified: choice.kvUnified,
     cacheTypeK: choice.cacheTypeK, cacheTypeV: choice.cacheTypeV, flashAttn: choice.flashAttn, tensorSplit: choice.tensorSplit, port, noMmproj: true,
   });
   const logFile = path.join(stateDir(), "logs", `${id}.log`);
   const ts = performance.now();
-  const started = await startLlamaServer({ bin, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: o.readyTimeoutMs });
+  const record: ServingRecord = { targetId: id, pid: 0, supervisorPid: null, port, bin, args, logFile, keyFile, startedAt: new Date().toISOString() };
+  const sup = supervisorCommand();
+  let started: { pid: number; readyMs: number };
+  if (sup) {
+    // a detached `ocw serving supervise` owns the server and restarts it after a crash
+    saveServing([...listServing().filter((r) => r.targetId !== id), record]);
+    started = await startSupervised(sup, record, o.readyTimeoutMs ?? 120_000);
+  } else {
+    started = await startLlamaServer({ bin, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: o.readyTimeoutMs });
+    saveServing([...listServing().filter((r) => r.targetId !== id), { ...record, pid: started.pid }]);
+  }
   const startMs = performance.now() - ts;
-  const recs = listServing().filter((r) => r.targetId !== id);
-  saveServing([...recs, { targetId: id, pid: started.pid, port, bin, args, logFile, keyFile, startedAt: new Date().toISOString() }]);
-  log(`llama-server pid ${started.pid} on 127.0.0.1:${port}, healthy in ${Math.round(started.readyMs)} ms`);
+  log(`llama-server pid ${started.pid} on 127.0.0.1:${port}${sup ? " (supervised)" : ""}, healthy in ${Math.round(started.readyMs)} ms`);
 
   const url = `http://127.0.0.1:${port}/v1`;
   const tv = performance.now();
@@ -191,6 +258,68 @@ export async function setupLlamaCpp(o: LlamaSetupOptions): Promise<SetupResult> 
     server: { pid: started.pid, port, logFile, readyMs: started.readyMs, logged, args },
     timings: { totalMs: performance.now() - t0, detectMs, startMs, verifyMs },
   };
+}
+
+/**
+ * How to run `ocw serving supervise`: $OCW_SUPERVISOR_CMD (a JSON array, tests) or this very CLI when it runs
+ * from the ocw bundle; null (unsupervised, detached server) otherwise or when OCW_SUPERVISE=0.
+ */
+export function supervisorCommand(env: NodeJS.ProcessEnv = process.env): string[] | null {
+  if (env.OCW_SUPERVISE === "0") return null;
+  if (env.OCW_SUPERVISOR_CMD) return JSON.parse(env.OCW_SUPERVISOR_CMD) as string[];
+  const entry = process.argv[1] ?? "";
+  return /ocw(\.mjs)?$/.test(path.basename(entry)) ? [process.execPath, entry] : null;
+}
+
+async function startSupervised(cmd: string[], rec: ServingRecord, timeoutMs: number): Promise<{ pid: number; readyMs: number }> {
+  const t0 = performance.now();
+  mkdirSync(path.dirname(rec.logFile), { recursive: true, mode: 0o700 });
+  const logFd = openSync(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 0o600);
+  const child = spawn(cmd[0]!, [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
+    detached: true, stdio: ["ignore", logFd, logFd], env: { ...process.env, OCW_STATE_DIR: stateDir() },
+  });
+  closeSync(logFd);
+  child.unref();
+  await waitHealthy(`http://127.0.0.1:${rec.port}`, child, rec.logFile, timeoutMs);
+  // The supervisor records the pid once it sees the server healthy too, which can trail our own health check.
+  let r = listServing().find((x) => x.targetId === rec.targetId);
+  for (const deadline = Date.now() + 10_000; !r?.pid && Date.now() < deadline; r = listServing().find((x) => x.targetId === rec.targetId)) {
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  if (!r?.pid) throw new Error("the supervisor started llama-server but did not record it");
+  return { pid: r.pid, readyMs: performance.now() - t0 };
+}
+
+/** `ocw serving supervise --target ID` (hidden): run and restart the recorded server until SIGTERM. */
+export async function superviseServing(targetId: string): Promise<number> {
+  const rec = listServing().find((r) => r.targetId === targetId);
+  if (!rec) throw new SetupInputError(`no recorded server for target ${targetId}`);
+  const update = (patch: Partial<ServingRecord>) => saveServing(listServing().map((r) => (r.targetId === targetId ? { ...r, ...patch } : r)));
+  const apiKey = rec.keyFile ? readKey(rec.keyFile) : null;
+  let sup: LlamaSupervisor | null = null;
+  const done = new Promise<number>((resolve) => {
+    sup = new LlamaSupervisor(
+      { bin: rec.bin, args: rec.args, apiKey, logFile: rec.logFile, port: rec.port },
+      {
+        onReady: (pid) => update({ pid, supervisorPid: process.pid, restarts: sup?.restarts ?? 0 }),
+        onRestart: (n, why, delay) => console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`),
+        onGiveUp: (why) => {
+          console.error(`supervise ${targetId}: ${why}`);
+          update({ supervisorPid: null });
+          resolve(1);
+        },
+      },
+    );
+  });
+  const stop = async () => {
+    await sup?.stop();
+    update({ supervisorPid: null });
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop());
+  process.on("SIGINT", () => void stop());
+  await sup!.start();
+  return done;
 }
 
 export interface CaptureSetupOptions extends CommonSetupOptions {
@@ -282,4 +411,3 @@ export async function setupProvider(o: ProviderSetupOptions): Promise<SetupResul
   };
 }
 
-export { isLoopback };

@@ -658,7 +658,9 @@ export class Engine {
         ...(st.output !== undefined ? { output: String(st.output).slice(0, 20_000) } : {}),
         ...(st.error !== undefined ? { error: String(st.error).slice(0, 4000) } : {}),
       };
-      if (st.status === "error") this.safeRecord(workerId, { type: "tool.failed", tool: String(part.tool), error: String(st.error ?? "").slice(0, 1000) });
+      // A call the model got wrong (unknown tool, unparsable arguments) comes back as opencode's "invalid" tool.
+      const failed = st.status === "error" || (part.tool === "invalid" && st.status === "completed");
+      if (failed) this.safeRecord(workerId, { type: "tool.failed", tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1000) });
     }
     if (t) this.safeRecord(workerId, { type: "part", part: t });
   }

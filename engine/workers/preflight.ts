@@ -1,4 +1,5 @@
 import type { Target } from "../../shared/target";
+import { resolveKey } from "../serving/keys";
 import { InputError } from "./workspace";
 
 const ok = new Map<string, number>();
@@ -8,16 +9,22 @@ const ok = new Map<string, number>();
  * for ~68 s before it says so (notes/opencode.md §8). Any HTTP answer counts as reachable; successes are cached 30 s.
  */
 export async function preflightEndpoint(target: Target, timeoutMs = 3000): Promise<void> {
-  const key = target.endpoint;
-  if ((ok.get(key) ?? 0) > Date.now()) return;
-  if (target.keyRef && !process.env[target.keyRef]) {
+  const cacheKey = target.endpoint;
+  if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
+  let key: string | null;
+  try {
+    key = resolveKey(target);
+  } catch (err) {
+    throw new InputError((err as Error).message);
+  }
+  if ((target.keyRef || target.keyFile) && !key) {
     throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=… before starting the engine`);
   }
   const headers: Record<string, string> = {};
-  if (target.keyRef) headers.authorization = `Bearer ${process.env[target.keyRef]}`;
+  if (key) headers.authorization = `Bearer ${key}`;
   try {
     await fetch(`${target.endpoint.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    ok.set(key, Date.now() + 30_000);
+    ok.set(cacheKey, Date.now() + 30_000);
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
     throw new InputError(`cannot reach the model endpoint ${target.endpoint} (${cause}): start the model server or fix the URL`);

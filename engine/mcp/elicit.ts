@@ -1,0 +1,107 @@
+// Offering a pending ask to the person as an MCP elicitation form. Always bounded: the form is withdrawn when the
+// ask is answered elsewhere (GUI, CLI, another client), when the wait's time is up, or when the call is cancelled.
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { PermissionAsk } from "../../shared/permission";
+import type { EngineClient } from "../api/client";
+import { follow } from "../api/follow";
+import { clip } from "./format";
+
+export type OfferOutcome = { kind: "answered"; decision: string } | { kind: "resolved-elsewhere" } | { kind: "declined" } | { kind: "unavailable"; why: string };
+
+/** Whether the connected client declared form elicitation (an empty `elicitation: {}` means forms). */
+export function canElicit(server: Server): boolean {
+  const e = server.getClientCapabilities()?.elicitation as Record<string, unknown> | undefined;
+  return !!e && (!!e.form || Object.keys(e).length === 0);
+}
+
+function formFor(ask: PermissionAsk, title: string) {
+  const head = `opencode-worker: worker ${ask.workerId} (${clip(title, 80)})`;
+  if (ask.kind === "question" && ask.questions?.length) {
+    const qs = ask.questions.slice(0, 5);
+    const properties: Record<string, unknown> = {};
+    qs.forEach((q, i) => {
+      const labels = q.options.map((o) => o.label).filter(Boolean);
+      properties[`q${i}`] = labels.length && !q.multiple
+        ? { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question, 400), enum: labels }
+        : { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question + (labels.length ? ` (options: ${labels.join(", ")})` : ""), 400) };
+    });
+    return {
+      message: `${head} asks:\n${qs.map((q) => `• ${q.question}`).join("\n")}\nDecline to leave it for Claude to answer.`,
+      requestedSchema: { type: "object" as const, properties, required: qs.map((_, i) => `q${i}`) },
+      answers: (content: Record<string, unknown>) => qs.map((_, i) => [String(content[`q${i}`] ?? "")]),
+    };
+  }
+  const diff = ask.diff ? `\n\n${clip(ask.diff, 1500)}` : "";
+  return {
+    message: `${head} asks permission: ${ask.tool} — ${clip(ask.what, 300)}${diff}\n\nonce = allow this request, always = allow this pattern for the rest of the run, reject = refuse it. Decline to leave it for Claude.`,
+    requestedSchema: {
+      type: "object" as const,
+      properties: {
+        decision: { type: "string", title: "Decision", description: "once | always | reject", enum: ["once", "always", "reject"] },
+        message: { type: "string", title: "Note to the worker (optional)", description: "Sent with the answer; with a rejection, say why." },
+      },
+      required: ["decision"],
+    },
+    answers: undefined,
+  };
+}
+
+/**
+ * Shows one ask as a form and applies the answer through `decider` (a client that records the person as the one who
+ * decided). Returns how it ended; never throws and never outlives `timeoutMs` or `signal`.
+ */
+export async function offerAsk(opts: {
+  server: Server;
+  client: EngineClient;
+  decider: () => Promise<EngineClient>;
+  ask: PermissionAsk;
+  title: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  log: (l: string) => void;
+}): Promise<OfferOutcome> {
+  const { ask } = opts;
+  if (opts.timeoutMs < 1000) return { kind: "unavailable", why: "no time left" };
+  const ac = new AbortController();
+  const onAbort = () => ac.abort();
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  let resolvedElsewhere = false;
+  // Withdraw the form as soon as the ask stops being pending anywhere.
+  const watcher = follow(opts.client, [ask.workerId], {
+    until: (ws) => ws.get(ask.workerId)?.asks.find((a) => a.id === ask.id)?.status !== "pending",
+    signal: ac.signal,
+  })
+    .then((r) => {
+      if (r.reason !== "aborted") {
+        resolvedElsewhere = true;
+        ac.abort();
+      }
+    })
+    .catch(() => undefined);
+  const form = formFor(ask, opts.title);
+  try {
+    const res = await opts.server.elicitInput({ mode: "form", message: form.message, requestedSchema: form.requestedSchema as never }, { signal: ac.signal, timeout: opts.timeoutMs });
+    if (resolvedElsewhere) return { kind: "resolved-elsewhere" };
+    if (res.action !== "accept" || !res.content) return { kind: "declined" };
+    const content = res.content as Record<string, unknown>;
+    const decision = form.answers ? "once" : String(content.decision ?? "");
+    if (!["once", "always", "reject"].includes(decision)) return { kind: "declined" };
+    const message = typeof content.message === "string" && content.message.trim() ? content.message.trim() : undefined;
+    try {
+      const decider = await opts.decider();
+      await decider.approvals.decide.mutate({ askId: ask.id, decision: decision as "once", ...(message ? { message } : {}), ...(form.answers ? { answers: form.answers(content) } : {}) });
+    } catch (err) {
+      if (/no longer pending|refused the answer/.test((err as Error).message)) return { kind: "resolved-elsewhere" };
+      opts.log(`could not apply the form's answer to ${ask.id}: ${(err as Error).message}`);
+      return { kind: "unavailable", why: (err as Error).message };
+    }
+    return { kind: "answered", decision };
+  } catch (err) {
+    if (resolvedElsewhere) return { kind: "resolved-elsewhere" };
+    return { kind: "unavailable", why: (err as Error).message };
+  } finally {
+    ac.abort();
+    opts.signal?.removeEventListener("abort", onAbort);
+    await watcher;
+  }
+}

@@ -1,0 +1,608 @@
+// The MCP bridge's tools: each one is a thin call on the engine's control API, shaped for a model that reads only
+// `structuredContent` and must never be left hanging on an approval.
+import path from "node:path";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
+import type { z } from "zod";
+import type { EngineEvent } from "../../shared/events";
+import { isFinal, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
+import type { EngineClient } from "../api/client";
+import { VERSION } from "../api/host";
+import { canElicit, offerAsk } from "./elicit";
+import { aggregateState, asText, byText, checkOut, clip, elapsedSec, pendingItem, scopesOverlap, slotsOf, summarize, titleOf } from "./format";
+import { INSTRUCTIONS } from "./instructions";
+import { isConnectionError, ToolError, type EngineLink } from "./link";
+import * as S from "./schemas";
+import { follow } from "../api/follow";
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+export interface BridgeOptions {
+  link: EngineLink;
+  log?: (line: string) => void;
+  /** Where a relative `directory` would have pointed, for the hint in the error (Claude Code's project dir). */
+  baseDir?: string;
+  /** Hardware summary for setup_status (detected once, lazily). */
+  hardware?: () => Promise<z.infer<typeof S.SetupStatusOutput>["hardware"]>;
+}
+
+export const SERVER_NAME = "opencode-worker";
+
+export function createMcpServer(opts: BridgeOptions): McpServer {
+  const log = opts.log ?? (() => {});
+  const link = opts.link;
+  const baseDir = opts.baseDir ?? process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
+  const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  const clientName = () => server.server.getClientVersion()?.name ?? "mcp-client";
+
+  function register<I extends z.ZodObject, O extends z.ZodObject>(
+    name: string,
+    def: {
+      title: string;
+      description: string;
+      input: I;
+      output: O;
+      readOnly?: boolean;
+      destructive?: boolean;
+      idempotent?: boolean;
+      /** Runs on the raw arguments before the strict parse, for a better message than the schema's. */
+      pre?: (raw: Record<string, unknown>) => string | null;
+    },
+    fn: (args: z.infer<I>, extra: Extra, raw: Record<string, unknown>) => Promise<z.infer<O>>,
+  ) {
+    server.registerTool(
+      name,
+      {
+        title: def.title,
+        description: def.description,
+        inputSchema: S.advertised(def.input),
+        outputSchema: def.output,
+        annotations: { title: def.title, readOnlyHint: !!def.readOnly, destructiveHint: !!def.destructive, idempotentHint: !!def.idempotent, openWorldHint: false },
+      },
+      (async (raw: Record<string, unknown>, extra: Extra) => {
+        const problem = def.pre?.(raw ?? {});
+        if (problem) return failure(problem);
+        const parsed = def.input.safeParse(raw ?? {});
+        if (!parsed.success) return failure(S.firstIssue(parsed.error));
+        try {
+          const out = await fn(parsed.data, extra, raw ?? {});
+          return { content: [{ type: "text" as const, text: asText(out) }], structuredContent: out as Record<string, unknown> };
+        } catch (err) {
+          return failure(messageOf(err, log, name));
+        }
+      }) as never,
+    );
+  }
+
+  const call = <T>(fn: (c: EngineClient) => Promise<T>) => link.call(fn);
+
+  async function slotsNow(targetId?: string | null) {
+    const st = await call((c) => c.status.query());
+    return { slots: slotsOf(st.slots, targetId ?? st.activeTarget?.id ?? null), status: st };
+  }
+
+  // ---------------- setup_status ----------------
+  register(
+    "setup_status",
+    {
+      title: "Setup status",
+      description:
+        "Is opencode-worker ready to take tasks? Returns the active target (model, endpoint, slots, per-slot context), whether its endpoint answers, the workers' serving health, slots in use/free, pending approvals and a hardware summary. Call it first; if ready is false, follow `next` (the model-setup skill walks a person through setup).",
+      input: S.EmptyInput,
+      output: S.SetupStatusOutput,
+      readOnly: true,
+      idempotent: true,
+    },
+    async () => {
+      const [health, st] = await Promise.all([call((c) => c.health.query()), call((c) => c.status.query())]);
+      const t = st.activeTarget;
+      const hardware = opts.hardware ? await opts.hardware().catch(() => null) : null;
+      let activeTarget: z.infer<typeof S.SetupStatusOutput>["activeTarget"] = null;
+      let problem: string | null = null;
+      if (t) {
+        const reach = await reachable(t.endpoint);
+        activeTarget = {
+          id: t.id,
+          model: t.model,
+          quant: t.quant ?? null,
+          endpoint: t.endpoint,
+          engine: t.serving.engine,
+          slots: t.serving.slots,
+          perSlotCtx: t.serving.perSlotCtx ?? null,
+          outcome: t.outcome ?? null,
+          verifiedAt: t.verifiedAt ?? null,
+          reachable: reach.ok,
+          reachDetail: reach.detail,
+        };
+        if (!reach.ok) problem = `the model endpoint ${t.endpoint} does not answer (${reach.detail}): start the model server (\`ocw setup\` manages one) or fix the target`;
+        else if (t.outcome === "cannot-build" || t.outcome === "underpowered")
+          problem = `target ${t.id} was verified as ${t.outcome}: it is below the capability floor for coding tasks; pick a stronger model (\`ocw fit\`, \`ocw setup\`)`;
+      } else problem = "no active target: set one up with `ocw setup` (or the GUI's setup wizard), then call setup_status again";
+      const slots = slotsOf(st.slots, t?.id ?? null);
+      return {
+        ready: !problem,
+        problem,
+        engine: { version: health.version, pid: health.pid, stateDir: link.stateDir },
+        activeTarget,
+        serving: st.serving.map((s) => ({ targetId: s.targetId, ready: s.ready, url: s.url })),
+        slots,
+        pendingApprovals: st.pendingApprovals,
+        workers: st.workers,
+        hardware,
+        next: problem
+          ? `not ready: ${problem}`
+          : `ready: ${slots.free} of ${slots.total} slots free — delegate up to ${Math.max(1, slots.free)} independent task(s) at once${st.pendingApprovals ? `; ${st.pendingApprovals} approval(s) are pending (pending_approvals)` : ""}`,
+      };
+    },
+  );
+
+  // ---------------- delegate ----------------
+  register(
+    "delegate",
+    {
+      title: "Delegate a task to a worker",
+      description:
+        "Start one OpenCode worker on a task in its own git worktree; returns {workerId} at once (the work runs in the background). Give a self-contained task (goal, exact files, interfaces, constraints, definition of done), the repository's ABSOLUTE path, held-back `checks` that decide the verdict (the worker never sees them), `scope` globs it may change and `protect` globs it must not. Then call wait {workerId} and answer its approvals. For several independent tasks use delegate_batch.",
+      input: S.DelegateInput,
+      output: S.DelegateOutput,
+      pre: (raw) => directoryProblem(raw.directory, baseDir),
+    },
+    async (args) => {
+      const { workerId } = await call((c) => c.workers.start.mutate(args));
+      const [{ slots }, w] = await Promise.all([slotsNow(), call((c) => c.workers.get.query({ workerId }))]);
+      const warnings: string[] = [];
+      if (!args.checks.length) warnings.push("no checks: the verdict then rests on the scope alone and proves little — next time give checks that fail unless the work is right");
+      if (slots.queued > 0 && w.state === "queued") warnings.push(`all ${slots.total} slots are busy: this worker is queued until one frees`);
+      return {
+        workerId,
+        state: w.state,
+        directory: args.directory,
+        checks: args.checks.length,
+        slots,
+        warnings,
+        next: `call wait {"workerId":"${workerId}"} and answer its approvals; then result {"workerId":"${workerId}"}`,
+      };
+    },
+  );
+
+  // ---------------- delegate_batch ----------------
+  register(
+    "delegate_batch",
+    {
+      title: "Delegate several independent tasks",
+      description:
+        "Start several workers at once (one batchId). Each task is {task, directory, checks, scope, protect, budget?, title?} as in delegate. Split the work into INDEPENDENT tasks with DISJOINT file ownership: give each task its own `scope` and no two tasks the same file, or their branches conflict when merged; put shared interfaces in the task texts. Size the fan-out to the free slots from setup_status (extra tasks queue). Then wait {batchId}; the batch's builtRate and honestRate come back when it settles.",
+      input: S.DelegateBatchInput,
+      output: S.DelegateBatchOutput,
+      pre: (raw) => {
+        const tasks = Array.isArray(raw.tasks) ? raw.tasks : [];
+        for (const [i, t] of tasks.entries()) {
+          const p = directoryProblem((t as Record<string, unknown> | null)?.directory, baseDir);
+          if (p) return `task ${i + 1}: ${p}`;
+        }
+        return null;
+      },
+    },
+    async (args) => {
+      const before = await slotsNow();
+      const { batchId, workerIds } = await call((c) => c.workers.startBatch.mutate({ tasks: args.tasks }));
+      const { slots } = await slotsNow();
+      const warnings: string[] = [];
+      const overlaps: string[] = [];
+      args.tasks.forEach((a, i) =>
+        args.tasks.forEach((b, j) => {
+          if (j > i && path.resolve(a.directory) === path.resolve(b.directory) && scopesOverlap(a.scope, b.scope)) overlaps.push(`${i + 1}&${j + 1}`);
+        }),
+      );
+      if (overlaps.length)
+        warnings.push(`tasks ${overlaps.slice(0, 6).join(", ")} work on the same repository with overlapping (or missing) scopes: their branches may conflict — give each task a disjoint scope`);
+      const noChecks = args.tasks.map((t, i) => (t.checks.length ? 0 : i + 1)).filter(Boolean);
+      if (noChecks.length) warnings.push(`task(s) ${noChecks.join(", ")} have no checks: their verdicts prove little`);
+      if (args.tasks.length > before.slots.free)
+        warnings.push(`${args.tasks.length} tasks for ${before.slots.free} free slot(s): ${args.tasks.length - before.slots.free} queue until slots free`);
+      return { batchId, workerIds, slots, warnings, next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals; then result for each worker` };
+    },
+  );
+
+  // ---------------- workers ----------------
+  register(
+    "workers",
+    {
+      title: "List workers",
+      description: "All workers the engine knows (from any client: this session, the GUI, the CLI), newest first: state, pending asks, last activity, elapsed time, verdict.",
+      input: S.WorkersInput,
+      output: S.WorkersOutput,
+      readOnly: true,
+      idempotent: true,
+    },
+    async (args) => {
+      const [list, st] = await Promise.all([call((c) => c.workers.list.query(args.batchId ? { batchId: args.batchId } : undefined)), call((c) => c.status.query())]);
+      const filtered = list.filter((w) => !args.active || !isFinal(w.state));
+      const now = Date.now();
+      const counts: Record<string, number> = {};
+      for (const w of filtered) counts[w.state] = (counts[w.state] ?? 0) + 1;
+      return {
+        workers: filtered
+          .slice()
+          .reverse()
+          .slice(0, args.limit ?? 30)
+          .map((w) => summarize(w, now)),
+        total: filtered.length,
+        counts,
+        pendingApprovals: st.pendingApprovals,
+        slots: slotsOf(st.slots, st.activeTarget?.id ?? null),
+      };
+    },
+  );
+
+  // ---------------- worker_status ----------------
+  register(
+    "worker_status",
+    {
+      title: "Worker status",
+      description: "One worker in detail: state, pending asks (what they ask), last activity and recent steps, elapsed, usage, branch/worktree.",
+      input: S.WorkerRefInput,
+      output: S.WorkerStatusOutput,
+      readOnly: true,
+      idempotent: true,
+    },
+    async ({ workerId }) => {
+      const [w, parts] = await Promise.all([call((c) => c.workers.get.query({ workerId })), call((c) => c.workers.transcript.query({ workerId }))]);
+      return {
+        ...summarize(w),
+        task: clip(w.spec.task, 2000),
+        targetId: w.targetId,
+        branch: w.branch,
+        worktree: w.worktree,
+        steers: w.steers.length,
+        toolFailures: w.toolFailures,
+        usage: w.usage,
+        recent: parts.slice(-8).map((p) => clip(summarizePart(p), 200)),
+        next: nextFor([w]),
+      };
+    },
+  );
+
+  // ---------------- wait ----------------
+  register(
+    "wait",
+    {
+      title: "Wait for a worker or batch",
+      description: `Block up to timeoutSec (default ${S.WAIT_DEFAULT_SEC}, max ${S.WAIT_MAX_SEC}) on {workerId} or {batchId}. Returns as soon as everything settled, or an approval is pending (pending:[{askId, tool, what}] — answer with approve, then wait again), or the time is up (then call wait again). Sends progress while waiting.`,
+      input: S.WaitInput,
+      output: S.WaitOutput,
+      readOnly: true,
+    },
+    async (args, extra) => {
+      if (!!args.workerId === !!args.batchId) throw new ToolError("give either workerId or batchId (exactly one)");
+      const timeoutSec = Math.min(S.WAIT_MAX_SEC, args.timeoutSec ?? S.WAIT_DEFAULT_SEC);
+      const t0 = Date.now();
+      const deadline = t0 + timeoutSec * 1000;
+      const ids = args.workerId
+        ? [(await call((c) => c.workers.get.query({ workerId: args.workerId! }))).id]
+        : (await call((c) => c.workers.batch.query({ batchId: args.batchId! }))).workerIds;
+      const client = await link.client();
+      const token = extra._meta?.progressToken;
+      let lastNote = "waiting";
+      let lastProgress = 0;
+      const progress = (message: string) => {
+        lastNote = message;
+        if (token === undefined) return;
+        // Seconds waited; strictly increasing, as the spec asks of progress values.
+        lastProgress = Math.max(lastProgress + 0.001, Math.round((Date.now() - t0) / 10) / 100);
+        void extra
+          .sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: lastProgress, total: timeoutSec, message: clip(message, 200) } })
+          .catch(() => undefined);
+      };
+      const heartbeat = token !== undefined ? setInterval(() => progress(lastNote), 10_000) : undefined;
+      const answeredInForm: { askId: string; decision: string }[] = [];
+      const offered = new Set<string>();
+      const useForms = args.elicit !== false && canElicit(server.server);
+      let reason: z.infer<typeof S.WaitOutput>["reason"];
+      let workers: Map<string, Worker>;
+      try {
+        progress(`waiting on ${ids.length === 1 ? ids[0] : `${ids.length} workers`}`);
+        for (;;) {
+          const r = await follow(client, ids, {
+            until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0),
+            timeoutMs: Math.max(1, deadline - Date.now()),
+            signal: extra.signal,
+            onEvent: (e, ws) => {
+              const note = describe(e, ws);
+              if (note) progress(note);
+            },
+          });
+          workers = r.workers;
+          reason = r.reason === "settled" ? "settled" : r.reason === "until" ? "approval-pending" : r.reason === "timeout" ? "timeout" : "cancelled";
+          if (reason !== "approval-pending" || !useForms) break;
+          const ask = [...workers.values()].flatMap((w) => pendingAsks(w)).find((a) => !offered.has(a.id));
+          if (!ask) break;
+          offered.add(ask.id);
+          progress(`asking the person about ${ask.workerId}'s ${ask.tool}: ${ask.what}`);
+          const outcome = await offerAsk({
+            server: server.server,
+            client,
+            decider: () => link.client(`person:${clientName()} (form)`),
+            ask,
+            title: titleOf(workers.get(ask.workerId)!),
+            timeoutMs: deadline - Date.now(),
+            signal: extra.signal,
+            log,
+          });
+          if (outcome.kind === "answered") answeredInForm.push({ askId: ask.id, decision: outcome.decision });
+          if (outcome.kind === "unavailable") log(`form for ${ask.id} not shown or not answered: ${outcome.why}`);
+          if (extra.signal.aborted) {
+            reason = "cancelled";
+            break;
+          }
+          if (Date.now() >= deadline) {
+            // Out of time: report the picture as it is now.
+            const fresh = await follow(client, ids, { timeoutMs: 1, until: () => true });
+            workers = fresh.workers;
+            reason = [...workers.values()].every((w) => isFinal(w.state)) ? "settled" : [...workers.values()].some((w) => pendingAsks(w).length) ? "approval-pending" : "timeout";
+            break;
+          }
+          // answered / resolved elsewhere / declined: keep waiting (a declined ask ends the next round at once).
+        }
+      } finally {
+        clearInterval(heartbeat);
+      }
+      // A fresh picture: an ask and the state change it causes arrive as two events; report both.
+      const list = extra.signal.aborted ? ids.map((id) => workers!.get(id)!).filter(Boolean) : await Promise.all(ids.map((id) => call((c) => c.workers.get.query({ workerId: id }))));
+      const settled = list.every((w) => isFinal(w.state));
+      const pending = list.flatMap((w) => pendingAsks(w)).map(pendingItem);
+      const batch = args.batchId ? await batchStats(args.batchId) : null;
+      return {
+        state: aggregateState(list),
+        settled,
+        reason: reason!,
+        pending,
+        workers: list.map((w) => summarize(w)),
+        batch,
+        answeredInForm,
+        waitedSec: Math.round((Date.now() - t0) / 100) / 10,
+        timeoutSec,
+        next: nextFor(list, batch),
+      };
+    },
+  );
+
+  async function batchStats(batchId: string): Promise<z.infer<typeof S.BatchStats>> {
+    const b = await call((c) => c.workers.batch.query({ batchId }));
+    return { batchId, settled: b.settled, built: b.built, honest: b.honest, graded: b.graded, total: b.workerIds.length, builtRate: b.builtRate, honestRate: b.honestRate, verdict: b.verdict };
+  }
+
+  // ---------------- pending_approvals ----------------
+  register(
+    "pending_approvals",
+    {
+      title: "Pending approvals",
+      description: "Every ask that waits for an answer (from any worker, whichever client started it): what tool, what exactly (command, path, URL, question), the diff for edits. Answer each with approve.",
+      input: S.PendingInput,
+      output: S.PendingApprovalsOutput,
+      readOnly: true,
+      idempotent: true,
+    },
+    async (args) => {
+      let asks = await call((c) => c.approvals.list.query());
+      if (args.workerId) asks = asks.filter((a) => a.workerId === args.workerId);
+      if (args.batchId) {
+        const ids = new Set((await call((c) => c.workers.batch.query({ batchId: args.batchId! }))).workerIds);
+        asks = asks.filter((a) => ids.has(a.workerId));
+      }
+      const titles = new Map<string, string>();
+      for (const id of new Set(asks.map((a) => a.workerId))) titles.set(id, titleOf(await call((c) => c.workers.get.query({ workerId: id }))));
+      const shown = asks.slice(0, 50);
+      return {
+        pending: shown.map((a) => ({
+          ...pendingItem(a),
+          kind: a.kind,
+          title: titles.get(a.workerId) ?? "",
+          ageSec: a.ageSec,
+          diff: a.diff ? clip(a.diff, 3000) : null,
+          patterns: a.patterns.slice(0, 20),
+          always: a.always.slice(0, 20),
+          questions: a.questions ? a.questions.map((q) => ({ question: q.question, options: q.options.map((o) => o.label), multiple: !!q.multiple })) : null,
+        })),
+        count: asks.length,
+        next: asks.length
+          ? 'answer each with approve {"askId", "decision": "once"|"always"|"reject", "message"?}: allow what the task needs, reject (with a reason) what it does not'
+          : "nothing is waiting for an answer",
+      };
+    },
+  );
+
+  // ---------------- approve ----------------
+  register(
+    "approve",
+    {
+      title: "Answer an approval",
+      description:
+        'Answer a pending ask by askId: decision "once" (allow this request), "always" (allow this pattern for the rest of this worker\'s run) or "reject" (refuse; the worker is told to continue without it — add a message saying why or what to do instead). For a question ask, pass answers. Decide deliberately: allow what the task needs, reject anything outside its scope.',
+      input: S.ApproveInput,
+      output: S.ApproveOutput,
+    },
+    async (args) => {
+      if (!["once", "always", "reject"].includes(args.decision)) throw new ToolError(`decision must be "once", "always" or "reject" (got "${clip(args.decision, 40)}")`);
+      const ask = await call((c) => c.approvals.decide.mutate({ askId: args.askId, decision: args.decision as "once", ...(args.message ? { message: args.message } : {}), ...(args.answers ? { answers: args.answers } : {}) }));
+      const w = await call((c) => c.workers.get.query({ workerId: ask.workerId }));
+      return {
+        askId: ask.id,
+        workerId: ask.workerId,
+        status: ask.status,
+        decision: ask.decision ?? null,
+        by: byText(ask.by),
+        workerState: w.state,
+        next: nextFor([w]),
+      };
+    },
+  );
+
+  // ---------------- steer / stop / resume ----------------
+  const control = (w: Worker) => ({ workerId: w.id, state: w.state, reason: w.stateReason, next: nextFor([w]) });
+  register(
+    "steer",
+    {
+      title: "Steer a running worker",
+      description: "Send a correction to a running worker (e.g. 'use the existing parseDate helper, do not add a dependency'); it reaches the worker at its next step. Only for running / waiting-approval workers; a stopped one is continued with resume.",
+      input: S.SteerToolInput,
+      output: S.ControlOutput,
+    },
+    async (args) => control(await call((c) => c.workers.steer.mutate(args))),
+  );
+  register(
+    "stop",
+    {
+      title: "Stop a worker",
+      description: "Stop a worker now (its pending asks are cancelled; its worktree stays). It can be continued later with resume.",
+      input: S.StopToolInput,
+      output: S.ControlOutput,
+      destructive: true,
+      idempotent: true,
+    },
+    async (args) => control(await call((c) => c.workers.stop.mutate(args))),
+  );
+  register(
+    "resume",
+    {
+      title: "Resume a worker",
+      description: "Continue a stopped, interrupted or errored worker in its same session and worktree, optionally with a message (e.g. what to fix). It is graded again when it settles.",
+      input: S.ResumeToolInput,
+      output: S.ControlOutput,
+    },
+    async (args) => control(await call((c) => c.workers.resume.mutate(args))),
+  );
+
+  // ---------------- result ----------------
+  register(
+    "result",
+    {
+      title: "Graded result of a worker",
+      description:
+        "The graded result of a finished worker: verdict (built | honest-failure, from the held-back checks and the scope — not from the worker), the worker's claim and whether it was honest, each check with its output (paged: page/pageSize over checks, maxChars per output; check+offset reads one output in full), the scope result and changed files, the diff summary, and the branch/worktree with mergeHint to merge a built worker.",
+      input: S.ResultInput,
+      output: S.ResultOutput,
+      readOnly: true,
+      idempotent: true,
+    },
+    async (args) => {
+      const w = await call((c) => c.workers.get.query({ workerId: args.workerId }));
+      if (!isFinal(w.state)) {
+        throw new ToolError(`worker ${w.id} is ${w.state}, not finished: call wait {"workerId":"${w.id}"} until it settles${pendingAsks(w).length ? ` (it is blocked on ${pendingAsks(w).length} pending approval(s))` : ""}`);
+      }
+      const v = w.verdict;
+      const all = v?.checks ?? [];
+      let checks: z.infer<typeof S.CheckOut>[];
+      let page = 1;
+      let pages = 1;
+      if (args.check !== undefined) {
+        const c = all[args.check];
+        if (!c) throw new ToolError(`check ${args.check} does not exist: this worker has ${all.length} check(s), indexed from 0`);
+        checks = [checkOut(c, args.check, args.maxChars ?? 8000, args.offset ?? 0)];
+      } else {
+        const pageSize = args.pageSize ?? 20;
+        pages = Math.max(1, Math.ceil(all.length / pageSize));
+        page = Math.min(args.page ?? 1, pages);
+        const max = Math.min(args.maxChars ?? 1500, Math.floor(S.RESULT_TOTAL_CHARS / pageSize));
+        checks = all.slice((page - 1) * pageSize, page * pageSize).map((c, i) => checkOut(c, (page - 1) * pageSize + i, max));
+      }
+      const verdict = v?.verdict ?? (w.state === "built" ? "built" : "honest-failure");
+      return {
+        workerId: w.id,
+        state: w.state,
+        reason: w.stateReason,
+        graded: !!v,
+        verdict,
+        claim: v?.claim ?? null,
+        claimReason: v?.claimReason ?? null,
+        honest: v?.honest ?? false,
+        checks,
+        checksTotal: all.length,
+        checksPassed: all.filter((c) => c.passed).length,
+        page,
+        pages,
+        scope: { passed: v?.scope.passed ?? false, violations: v?.scope.violations ?? [], changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200) },
+        diffStat: clip(v?.diffStat ?? "", 4000),
+        branch: w.branch,
+        worktree: w.worktree,
+        baseBranch: w.baseBranch,
+        mergeHint: v?.mergeHint ?? null,
+        merged: w.merged,
+        approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, what: clip(a.what, 300), status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
+        batchId: w.batchId,
+        elapsedSec: elapsedSec(w),
+        next:
+          verdict === "built"
+            ? `built: review the change (git -C ${w.worktree ?? w.repo} diff ${w.baseCommit?.slice(0, 12) ?? "HEAD~1"}), then merge it: ${v?.mergeHint ?? `git merge --no-ff ${w.branch}`}`
+            : `not built${w.stateReason ? ` (${clip(w.stateReason, 200)})` : ""}: read the failing checks, then re-delegate a targeted fix or resume {"workerId":"${w.id}","message":"…"}`,
+      };
+    },
+  );
+
+  return server;
+}
+
+// ---------- helpers ----------
+
+function failure(message: string) {
+  return { content: [{ type: "text" as const, text: message }], isError: true };
+}
+
+function directoryProblem(dir: unknown, baseDir: string): string | null {
+  if (typeof dir !== "string" || !dir) return null;
+  if (path.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path.resolve(baseDir, dir)}"`;
+}
+
+function messageOf(err: unknown, log: (l: string) => void, tool: string): string {
+  if (err instanceof ToolError) return err.message;
+  const e = err as { message?: string; data?: { code?: string } };
+  if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
+  if (e?.data?.code) {
+    if (e.data.code === "BAD_REQUEST" || e.data.code === "NOT_FOUND") return e.message ?? "bad request";
+    return `the engine failed: ${e.message}`;
+  }
+  log(`${tool}: ${(err as Error)?.stack ?? String(err)}`);
+  return `${tool} failed: ${e?.message ?? String(err)}`;
+}
+
+async function reachable(endpoint: string): Promise<{ ok: boolean; detail: string }> {
+  try {
+    const res = await fetch(`${endpoint.replace(/\/$/, "")}/models`, { signal: AbortSignal.timeout(3000) });
+    return { ok: true, detail: `HTTP ${res.status}` };
+  } catch (err) {
+    return { ok: false, detail: (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name };
+  }
+}
+
+/** A one-line progress note for an event, or null when it is not worth showing. */
+function describe(e: EngineEvent, ws: Map<string, Worker>): string | null {
+  if (!("workerId" in e) || !ws.has(e.workerId)) return null;
+  switch (e.type) {
+    case "worker.state":
+      return `${e.workerId} ${e.state}${e.reason ? `: ${e.reason}` : ""}`;
+    case "ask.opened":
+      return `${e.workerId} asks ${e.ask.tool}: ${e.ask.what}`;
+    case "ask.resolved":
+      return `${e.workerId} ask ${e.status}${e.decision ? ` (${e.decision})` : ""}${e.by ? ` by ${byText(e.by)}` : ""}`;
+    case "part":
+      return e.part.kind === "tool" && e.part.status !== "running" && e.part.status !== "pending" ? `${e.workerId} ${e.part.tool} ${e.part.status}` : null;
+    case "verdict":
+      return `${e.workerId} verdict ${e.verdict.verdict}${e.verdict.honest ? "" : " (claim did not match)"}`;
+    case "stalled":
+      return `${e.workerId} idle for ${e.idleSec}s`;
+    default:
+      return null;
+  }
+}
+
+function nextFor(ws: Worker[], batch?: z.infer<typeof S.BatchStats> | null): string {
+  const pending = ws.flatMap((w) => pendingAsks(w));
+  if (pending.length) return `answer ${pending.length} pending approval(s) with approve {"askId", "decision"} (pending_approvals shows diffs), then wait again`;
+  if (ws.every((w) => isFinal(w.state))) {
+    const rates = batch && batch.builtRate !== null ? ` Batch: built ${batch.built}/${batch.total} (builtRate ${batch.builtRate.toFixed(2)}), honestRate ${batch.honestRate === null ? "n/a" : batch.honestRate.toFixed(2)}.` : "";
+    return `settled: read result {"workerId"} for ${ws.length === 1 ? ws[0]!.id : "each worker"} before trusting anything.${rates}`;
+  }
+  return `still working: call wait again${ws.length === 1 ? ` {"workerId":"${ws[0]!.id}"}` : ""}`;
+}

@@ -1,0 +1,77 @@
+/**
+ * Hugging Face Hub: list a repo's GGUF files (with sizes and LFS sha256) through
+ * `GET /api/models/{repo}/tree/{rev}?recursive=true` (paginated by the Link header), group shards and mmproj
+ * files, and build resolve URLs. The endpoint can be pointed elsewhere with OCW_HF_ENDPOINT (tests, mirrors).
+ */
+import { quantFromName } from "./source";
+
+export interface HubFile {
+  path: string;
+  size: number;
+  sha256: string | null;
+}
+
+export interface QuantFile {
+  quant: string;
+  /** All shards, in order. */
+  files: HubFile[];
+  totalBytes: number;
+}
+
+export interface RepoGgufs {
+  repo: string;
+  rev: string;
+  quants: QuantFile[];
+  mmproj: HubFile[];
+}
+
+export const hubEndpoint = (env: NodeJS.ProcessEnv = process.env) => (env.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
+
+export function hubHeaders(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const t = env.HF_TOKEN ?? env.HUGGING_FACE_HUB_TOKEN;
+  return t ? { authorization: `Bearer ${t}` } : {};
+}
+
+export function resolveUrl(repo: string, file: string, rev = "main", env: NodeJS.ProcessEnv = process.env): string {
+  return `${hubEndpoint(env)}/${repo}/resolve/${encodeURIComponent(rev)}/${file.split("/").map(encodeURIComponent).join("/")}`;
+}
+
+type TreeEntry = { type: string; path: string; size: number; lfs?: { oid?: string; size?: number } };
+
+export async function listRepoFiles(repo: string, rev = "main", fetchImpl: typeof fetch = fetch, env: NodeJS.ProcessEnv = process.env): Promise<HubFile[]> {
+  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`"${repo}" is not a Hugging Face repo id (owner/name)`);
+  let url: string | null = `${hubEndpoint(env)}/api/models/${repo}/tree/${encodeURIComponent(rev)}?recursive=true`;
+  const out: HubFile[] = [];
+  for (let page = 0; url && page < 50; page++) {
+    const res: Response = await fetchImpl(url, { headers: hubHeaders(env) });
+    if (res.status === 401 || res.status === 403) throw new Error(`${repo} is gated or private: set HF_TOKEN`);
+    if (res.status === 404) throw new Error(`no Hugging Face repo ${repo} (revision ${rev})`);
+    if (!res.ok) throw new Error(`Hub tree API for ${repo} answered HTTP ${res.status}`);
+    const entries = (await res.json()) as TreeEntry[];
+    for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
+    const link = res.headers.get("link");
+    const next = link && /<([^>]+)>;\s*rel="next"/.exec(link);
+    url = next ? new URL(next[1]!, url).toString() : null;
+  }
+  return out;
+}
+
+export function groupGgufs(repo: string, rev: string, files: HubFile[]): RepoGgufs {
+  const ggufs = files.filter((f) => f.path.toLowerCase().endsWith(".gguf"));
+  const mmproj = ggufs.filter((f) => /mmproj/i.test(f.path));
+  const byQuant = new Map<string, HubFile[]>();
+  for (const f of ggufs) {
+    if (mmproj.includes(f)) continue;
+    const m = /-(\d{5})-of-(\d{5})\.gguf$/i.exec(f.path);
+    if (m && m[1] !== "00001") continue; // collected through the first shard below
+    const q = quantFromName(f.path.split("/").pop()!) ?? f.path;
+    const shards = m ? ggufs.filter((g) => g.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "") === f.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "")).sort((a, b) => a.path.localeCompare(b.path)) : [f];
+    byQuant.set(q, shards);
+  }
+  const quants = [...byQuant.entries()].map(([quant, fs]) => ({ quant, files: fs, totalBytes: fs.reduce((a, x) => a + x.size, 0) })).sort((a, b) => b.totalBytes - a.totalBytes);
+  return { repo, rev, quants, mmproj };
+}
+
+export async function repoGgufs(repo: string, rev = "main", fetchImpl: typeof fetch = fetch, env: NodeJS.ProcessEnv = process.env): Promise<RepoGgufs> {
+  return groupGgufs(repo, rev, await listRepoFiles(repo, rev, fetchImpl, env));
+}

@@ -1,0 +1,75 @@
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installPrebuilt, latestRelease, pickAsset, type Release, variantsFor } from "./get-llama";
+
+const names = ["llama-b7000-bin-ubuntu-x64.tar.gz", "llama-b7000-bin-ubuntu-vulkan-x64.tar.gz", "llama-b7000-bin-win-cuda-12.4-x64.zip",
+  "llama-b7000-bin-win-cpu-x64.zip", "llama-b7000-bin-macos-arm64.zip", "cudart-llama-bin-win-cuda-12.4-x64.zip", "llama-b7000-bin-ubuntu-cuda-x64.tar.gz"];
+const rel = (base = "http://x"): Release => ({ tag: "b7000", assets: names.map((n) => ({ name: n, url: `${base}/${n}`, size: null, sha256: null })) });
+
+describe("release asset choice", () => {
+  it("variants follow the hardware, CPU last", () => {
+    expect(variantsFor("linux", "x64", [{ vendor: "nvidia" }])).toEqual(["cuda", "vulkan", "cpu"]);
+    expect(variantsFor("linux", "x64", [{ vendor: "amd" }])).toEqual(["vulkan", "cpu"]);
+    expect(variantsFor("darwin", "arm64", [])).toEqual(["metal", "cpu"]);
+    expect(variantsFor("linux", "x64", [])).toEqual(["cpu"]);
+  });
+  it("picks by platform, arch and variant", () => {
+    expect(pickAsset(rel(), "linux", "x64", "cpu")?.name).toBe("llama-b7000-bin-ubuntu-x64.tar.gz");
+    expect(pickAsset(rel(), "linux", "x64", "vulkan")?.name).toBe("llama-b7000-bin-ubuntu-vulkan-x64.tar.gz");
+    expect(pickAsset(rel(), "win32", "x64", "cuda")?.name).toBe("llama-b7000-bin-win-cuda-12.4-x64.zip");
+    expect(pickAsset(rel(), "darwin", "arm64", "metal")?.name).toBe("llama-b7000-bin-macos-arm64.zip");
+    expect(pickAsset(rel(), "linux", "arm64", "cpu")).toBeNull();
+  });
+});
+
+describe("installPrebuilt against a local release server", () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-rel-"));
+  const files: Record<string, Buffer> = {};
+  let server: http.Server;
+  let base = "";
+  beforeAll(async () => {
+    // a release-like tarball per variant: build/bin/llama-server (CUDA's fails like a build without a driver)
+    for (const [name, ok] of [["llama-b7000-bin-ubuntu-cuda-x64.tar.gz", false], ["llama-b7000-bin-ubuntu-x64.tar.gz", true]] as const) {
+      const src = path.join(dir, `src-${ok}`, "build", "bin");
+      mkdirSync(src, { recursive: true });
+      writeFileSync(path.join(src, "llama-server"), ok ? "#!/bin/sh\necho 'version: 7000 (fake)'\n" : "#!/bin/sh\necho 'CUDA driver version is insufficient' >&2\nexit 1\n");
+      chmodSync(path.join(src, "llama-server"), 0o755);
+      execFileSync("tar", ["-czf", path.join(dir, name), "-C", path.join(dir, `src-${ok}`), "build"]);
+      files[name] = readFileSync(path.join(dir, name));
+    }
+    server = http.createServer((req, res) => {
+      const n = decodeURIComponent((req.url ?? "").slice(1));
+      if (n === "releases/latest") {
+        res.setHeader("content-type", "application/json");
+        return res.end(JSON.stringify({ tag_name: "b7000", assets: Object.entries(files).map(([name, b]) => ({ name, browser_download_url: `${base}/${name}`, size: b.length, digest: `sha256:${createHash("sha256").update(b).digest("hex")}` })) }));
+      }
+      const b = files[n];
+      if (!b) { res.statusCode = 404; return res.end(); }
+      res.setHeader("content-length", String(b.length));
+      res.end(b);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  it("lists the release, verifies the checksum, falls back from a CUDA build that cannot run to the CPU build", async () => {
+    const env = { OCW_LLAMA_RELEASES_URL: `${base}/releases/latest` };
+    const r = await latestRelease(env);
+    expect(r.assets[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
+    const progress: string[] = [];
+    const out = await installPrebuilt({ root: path.join(dir, "install"), platform: "linux", arch: "x64", gpus: [{ vendor: "nvidia" }], release: r, onProgress: (a) => progress.push(a) });
+    expect(out).toMatchObject({ variant: "cpu", tag: "b7000", asset: "llama-b7000-bin-ubuntu-x64.tar.gz", verified: "sha256" });
+    expect(execFileSync(out.bin, ["--version"]).toString()).toMatch(/7000/);
+    expect(progress).toContain("llama-b7000-bin-ubuntu-cuda-x64.tar.gz");
+  });
+  it("says what to do when nothing fits the platform", async () => {
+    await expect(installPrebuilt({ root: path.join(dir, "i2"), platform: "linux", arch: "arm64", gpus: [], release: rel(base) })).rejects.toThrow(/build from source/);
+  });
+});

@@ -1,0 +1,124 @@
+// Faults injected into the real system: a failing model endpoint, malformed tool calls, writes outside the worktree,
+// and a storm of malformed or hostile API requests. (`npm run test:faults`; kill -9 cases are in recovery.test.ts.)
+import { existsSync } from "node:fs";
+import path from "node:path";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readLock } from "../../engine/api/lock";
+import { startScriptedModel, toolCall, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
+import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilState, type TestEngine } from "../helpers";
+
+let model: ScriptedModel;
+let engine: TestEngine;
+const repos: string[] = [];
+const outside = path.join(tempDir("outside"), "escape.txt");
+const repo = () => {
+  const r = makeRepo();
+  repos.push(r);
+  return r;
+};
+
+beforeAll(async () => {
+  model = await startScriptedModel({
+    scripts: [
+      { name: "500", match: /FAULT-500/, script: () => ({ error: { status: 500, message: "upstream exploded", headers: { "retry-after-ms": "50" } } }) },
+      { name: "midstream", match: /FAULT-MIDSTREAM/, script: () => ({ closeMidStream: true, textBeforeClose: "half an ans" }) },
+      {
+        name: "malformed",
+        match: /FAULT-MALFORMED/,
+        script: (c) =>
+          c.turnStep === 0 ? { toolCalls: [{ name: "write", args: '{"filePath": "m.txt", "content": ' }] } : c.turnStep === 1 ? writeFile("m.txt", "ok\n") : { text: "OUTCOME: built" },
+      },
+      { name: "escape", match: /FAULT-ESCAPE/, script: (c) => (c.turnStep === 0 ? toolCall("write", { filePath: outside, content: "escaped\n" }) : { text: "Could not write outside.\nOUTCOME: honest-failure — write outside the worktree was denied" }) },
+    ],
+  });
+  engine = await startEngine();
+  await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 4), activate: true });
+});
+
+afterAll(async () => {
+  await engine?.kill();
+  await model?.close();
+  cleanup(engine?.stateDir ?? "", path.dirname(outside), ...repos);
+});
+
+describe("faults", () => {
+  it("a model endpoint answering 500 → the worker ends in a clear error state, nothing hangs", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "FAULT-500", directory: repo() });
+    const w = await untilState(engine.client, workerId, (x) => x.state === "error", 120_000);
+    expect(w.stateReason).toMatch(/upstream exploded|500/);
+    expect(model.requests.filter((r) => r.matched === "500").length).toBeGreaterThan(1); // opencode retried first
+  });
+
+  it("a stream closed mid-response → clear error state", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "FAULT-MIDSTREAM", directory: repo() });
+    const w = await untilState(engine.client, workerId, (x) => ["error", "built", "honest-failure"].includes(x.state), 150_000);
+    expect(w.state).toBe("error");
+    expect(w.stateReason).toBeTruthy();
+  });
+
+  it("a malformed tool call is counted per worker, and the worker goes on", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "FAULT-MALFORMED", directory: repo(), checks: [{ file: "m.txt", equals: "ok" }] });
+    const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+    expect(w.toolFailures).toBeGreaterThanOrEqual(1);
+    expect(w.state).toBe("built");
+  });
+
+  it("a worker that tries to write outside its worktree is denied by the agent's rules; nothing is written", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "FAULT-ESCAPE", directory: repo(), checks: [{ run: `test -f ${outside}` }] });
+    const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+    expect(existsSync(outside)).toBe(false);
+    expect(w.asks.filter((a) => a.tool === "external_directory")).toEqual([]); // denied outright, never asked
+    expect(w.verdict).toMatchObject({ verdict: "honest-failure", claim: "honest-failure", honest: true });
+    expect(w.toolFailures).toBeGreaterThanOrEqual(1);
+  });
+
+  it("1,000 malformed or hostile API requests → each a 4xx with a message; the engine stays up and its memory stays bounded", async () => {
+    const lock = readLock(engine.stateDir)!;
+    const base = `http://127.0.0.1:${lock.port}`;
+    const procedures = ["workers.start", "workers.startBatch", "workers.get", "workers.steer", "workers.stop", "workers.resume", "workers.merge", "approvals.decide", "targets.save", "targets.use", "workers.batch"];
+    const hostile = fc.oneof(
+      fc.string({ maxLength: 200 }),
+      fc.constant("../../../../etc/passwd"),
+      fc.constant("/etc"),
+      fc.string({ minLength: 10_000, maxLength: 20_000 }),
+      fc.integer(),
+      fc.constant(null),
+      fc.array(fc.string(), { maxLength: 5 }),
+    );
+    const body = fc.oneof(
+      fc.record({ task: hostile, directory: hostile, checks: fc.oneof(hostile, fc.array(fc.record({ run: hostile }))) }, { requiredKeys: [] }),
+      fc.record({ workerId: hostile, askId: hostile, decision: hostile, text: hostile, batchId: hostile, id: hostile }, { requiredKeys: [] }),
+      fc.record({ tasks: fc.array(fc.record({ task: hostile, directory: hostile }), { maxLength: 3 }) }),
+      hostile,
+    );
+    const auth = fc.constantFrom("good", "none", "wrong", "foreign-host", "foreign-origin");
+    const rssBefore = await engineRss(lock.pid);
+    let count = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...procedures), body, auth, async (proc, input, mode) => {
+        count++;
+        const headers: Record<string, string> = { "content-type": "application/json", authorization: `Bearer ${lock.token}` };
+        if (mode === "none") delete headers.authorization;
+        if (mode === "wrong") headers.authorization = "Bearer nope";
+        if (mode === "foreign-host") headers.host = "evil.example:80";
+        if (mode === "foreign-origin") headers.origin = "http://evil.example";
+        const res = await fetch(`${base}/trpc/${proc}`, { method: "POST", headers, body: JSON.stringify(input) });
+        const text = await res.text();
+        expect(res.status, text).toBeGreaterThanOrEqual(400);
+        expect(res.status, text).toBeLessThan(500);
+        if (mode === "good") expect(JSON.parse(text).error.message.length).toBeGreaterThan(3);
+      }),
+      { numRuns: 1000 },
+    );
+    expect(count).toBe(1000);
+    expect((await engine.client.health.query()).ok).toBe(true);
+    const rssAfter = await engineRss(lock.pid);
+    expect(rssAfter - rssBefore).toBeLessThan(150);
+  });
+});
+
+async function engineRss(pid: number): Promise<number> {
+  const { readFileSync } = await import("node:fs");
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
+}

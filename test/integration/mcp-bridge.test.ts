@@ -1,0 +1,341 @@
+// The `ocw mcp` bridge driven by the MCP SDK's Client over stdio, against the real engine, the real opencode and the
+// scripted model. The bridge finds the engine through the shared OCW_STATE_DIR, like Claude Code's would.
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startScriptedModel, toolCall, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
+import { cleanup, makeRepo, scriptedTarget, startEngine, untilAsk, type TestEngine } from "../helpers";
+import { startMcp, waitUntil, type McpHandle } from "./mcp-helpers";
+
+let model: ScriptedModel;
+let engine: TestEngine;
+let mcp: McpHandle;
+const repos: string[] = [];
+const handles: McpHandle[] = [];
+const repo = (files?: Record<string, string>) => {
+  const r = makeRepo(files);
+  repos.push(r);
+  return r;
+};
+const open = async (...a: Parameters<typeof startMcp>) => {
+  const h = await startMcp(...a);
+  handles.push(h);
+  return h;
+};
+
+/** "MCP-WRITE file=<f> text=<t>": write <t> to <f> (one edit ask), then claim built. */
+const WRITE = /MCP-WRITE file=(\S+) text=(\S+)/;
+
+beforeAll(async () => {
+  model = await startScriptedModel({
+    scripts: [
+      {
+        name: "write",
+        match: WRITE,
+        script: (ctx) => {
+          const [, file, text] = WRITE.exec(ctx.firstUserText)!;
+          return ctx.turnStep === 0 ? writeFile(file!, `${text}\n`) : { text: `Wrote ${file}.\nOUTCOME: built` };
+        },
+      },
+      { name: "hang", match: /MCP-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) },
+      {
+        name: "question",
+        match: /MCP-QUESTION/,
+        script: (ctx) => {
+          if (ctx.turnStep === 0) return toolCall("question", { questions: [{ question: "Which colour?", header: "Colour", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cold" }] }] });
+          const answer = ctx.toolResults.map((t) => /"Which colour\?"="(\w+)"/.exec(t.content)?.[1]).find(Boolean);
+          if (ctx.turnStep === 1 && answer) return writeFile("colour.txt", `${answer}\n`);
+          return { text: answer ? "OUTCOME: built" : "OUTCOME: honest-failure — no answer" };
+        },
+      },
+    ],
+  });
+  engine = await startEngine();
+  await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 4), activate: true });
+  mcp = await open(engine.stateDir, "mcp-test-a");
+});
+
+afterAll(async () => {
+  for (const h of handles) await h.close().catch(() => undefined);
+  await engine?.kill();
+  await model?.close();
+  cleanup(engine?.stateDir ?? "", ...repos);
+});
+
+describe("ocw mcp", () => {
+  it("lists the issue's tools with output schemas, read-only hints and instructions under 2 KB", async () => {
+    const { tools } = await mcp.client.listTools();
+    const names = tools.map((t) => t.name).sort();
+    expect(names).toEqual(["approve", "delegate", "delegate_batch", "pending_approvals", "result", "resume", "setup_status", "steer", "stop", "wait", "worker_status", "workers"].sort());
+    for (const t of tools) {
+      expect(t.outputSchema, t.name).toBeTruthy();
+      expect(`mcp__plugin_opencode-worker_opencode-worker__${t.name}`.length).toBeLessThan(128);
+      expect(Buffer.byteLength(t.description ?? "")).toBeLessThan(2048);
+    }
+    const ro = tools.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort();
+    expect(ro).toEqual(["pending_approvals", "result", "setup_status", "wait", "worker_status", "workers"]);
+    const delegate = tools.find((t) => t.name === "delegate")!;
+    expect(delegate.inputSchema.required).toEqual(["task", "directory"]);
+    expect(JSON.stringify(delegate.inputSchema.properties)).toContain('"run"');
+    const approve = tools.find((t) => t.name === "approve")!;
+    expect((approve.inputSchema.properties as any).decision.enum).toEqual(["once", "always", "reject"]);
+    const instructions = mcp.client.getInstructions() ?? "";
+    expect(instructions).toContain("delegate");
+    expect(Buffer.byteLength(instructions)).toBeLessThan(2048);
+  });
+
+  it("setup_status reports the active target, its endpoint, slots and hardware", async () => {
+    const s = await mcp.call("setup_status");
+    expect(s).toMatchObject({ ready: true, problem: null, activeTarget: { id: "scripted", model: "scripted-1", slots: 4, reachable: true }, slots: { total: 4 } });
+    expect(s.engine.pid).toBe(engine.proc.pid);
+    expect(s.hardware.cores).toBeGreaterThan(0);
+  });
+
+  it("delegate → the pending ask is visible → approve → wait → result built and honest, with the branch to merge", async () => {
+    const dir = repo();
+    const d = await mcp.call("delegate", {
+      task: "MCP-WRITE file=hello.txt text=hello",
+      directory: dir,
+      checks: [{ file: "hello.txt", equals: "hello" }, { run: "grep -q hello hello.txt", name: "grep" }],
+      scope: ["hello.txt"],
+    });
+    expect(d.workerId).toMatch(/^w/);
+    expect(d.warnings).toEqual([]);
+    const progress: string[] = [];
+    const w1 = await waitUntil(mcp, { workerId: d.workerId, timeoutSec: 60 }, (r) => r.pending.length > 0, 3, { onprogress: (p) => progress.push(p.message ?? "") });
+    expect(w1).toMatchObject({ state: "waiting-approval", settled: false, reason: "approval-pending" });
+    expect(w1.pending).toHaveLength(1);
+    expect(w1.pending[0]).toMatchObject({ workerId: d.workerId, tool: "edit" });
+    expect(w1.pending[0].what).toContain("hello.txt");
+    expect(progress.length).toBeGreaterThan(0);
+
+    const pa = await mcp.call("pending_approvals", { workerId: d.workerId });
+    expect(pa.count).toBe(1);
+    expect(pa.pending[0]).toMatchObject({ askId: w1.pending[0].askId, kind: "permission", tool: "edit" });
+    expect(pa.pending[0].diff).toContain("+hello");
+    const st = await mcp.call("worker_status", { workerId: d.workerId });
+    expect(st.pending[0].askId).toBe(w1.pending[0].askId);
+
+    const a = await mcp.call("approve", { askId: w1.pending[0].askId, decision: "once" });
+    expect(a).toMatchObject({ askId: w1.pending[0].askId, workerId: d.workerId, status: "decided", decision: "once", by: "mcp:mcp-test-a" });
+
+    const w2 = await waitUntil(mcp, { workerId: d.workerId }, (r) => r.settled);
+    expect(w2).toMatchObject({ state: "built", settled: true, reason: "settled", pending: [] });
+
+    const r = await mcp.call("result", { workerId: d.workerId });
+    expect(r).toMatchObject({ verdict: "built", claim: "built", honest: true, graded: true, checksTotal: 2, checksPassed: 2 });
+    expect(r.checks.map((c: any) => c.passed)).toEqual([true, true]);
+    expect(r.scope).toMatchObject({ passed: true, changedFiles: ["hello.txt"] });
+    expect(r.branch).toBeTruthy();
+    expect(readFileSync(path.join(r.worktree, "hello.txt"), "utf8")).toBe("hello\n");
+    expect(r.mergeHint).toContain(r.branch);
+    expect(r.approvals[0]).toMatchObject({ tool: "edit", decision: "once", by: "mcp:mcp-test-a" });
+    expect(existsSync(path.join(dir, "hello.txt"))).toBe(false);
+    // The engine recorded the MCP client as the one who decided.
+    const w = await engine.client.workers.get.query({ workerId: d.workerId });
+    expect(w.asks[0]!.by).toEqual({ kind: "mcp", name: "mcp-test-a" });
+  });
+
+  it("a worker delegated over MCP and approved through the control API (as the GUI does) resolves on the MCP side", async () => {
+    const d = await mcp.call("delegate", { task: "MCP-WRITE file=gui.txt text=gui", directory: repo(), checks: [{ file: "gui.txt", equals: "gui" }] });
+    const waiting = await untilAsk(engine.client, d.workerId);
+    const ask = waiting.asks.find((x) => x.status === "pending")!;
+    // An MCP wait is blocked-or-returns on the ask; the GUI answers while it is in flight.
+    const first = await mcp.call("wait", { workerId: d.workerId, timeoutSec: 5 });
+    expect(first.pending.map((p: any) => p.askId)).toEqual([ask.id]);
+    await engine.client.approvals.decide.mutate({ askId: ask.id, decision: "once" });
+    const done = await waitUntil(mcp, { workerId: d.workerId }, (r) => r.settled);
+    expect(done.state).toBe("built");
+    expect((await mcp.call("pending_approvals")).pending.find((p: any) => p.askId === ask.id)).toBeUndefined();
+    const r = await mcp.call("result", { workerId: d.workerId });
+    expect(r.approvals[0]).toMatchObject({ decision: "once", by: "person:test" });
+    // Approving it again from MCP says it is already answered, and by whom.
+    expect(await mcp.fail("approve", { askId: ask.id, decision: "reject" })).toMatch(/no longer pending .*person test/);
+  });
+
+  it("two MCP clients and an API client see the same workers; an approval from one resolves for the other", async () => {
+    const b = await open(engine.stateDir, "mcp-test-b");
+    const d = await b.call("delegate", { task: "MCP-WRITE file=two.txt text=two", directory: repo(), checks: [{ file: "two.txt", equals: "two" }] });
+    const fromA = await mcp.call("workers", {});
+    const fromB = await b.call("workers", {});
+    const viaApi = await engine.client.workers.list.query();
+    expect(fromA.workers.map((w: any) => w.workerId)).toContain(d.workerId);
+    expect(fromA.workers.map((w: any) => w.workerId).sort()).toEqual(fromB.workers.map((w: any) => w.workerId).sort());
+    expect(viaApi.map((w) => w.id).sort()).toEqual(fromA.workers.map((w: any) => w.workerId).sort());
+    // A waits on B's worker while B answers.
+    const pendingForA = await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length > 0);
+    const waitA = mcp.call("wait", { workerId: d.workerId, timeoutSec: 90 });
+    await new Promise((r) => setTimeout(r, 500));
+    await b.call("approve", { askId: pendingForA.pending[0].askId, decision: "always" });
+    const afterA = await waitA;
+    // The in-flight wait returned at once (the ask was already pending) or followed it to the end.
+    const done = afterA.settled ? afterA : await waitUntil(mcp, { workerId: d.workerId }, (r) => r.settled);
+    expect(done.state).toBe("built");
+    expect((await engine.client.workers.get.query({ workerId: d.workerId })).asks[0]!.by).toEqual({ kind: "mcp", name: "mcp-test-b" });
+  });
+
+  it("a client that declares elicitation gets a form for the ask; its answer unblocks the worker within the same wait", async () => {
+    const forms: any[] = [];
+    const e = await open(engine.stateDir, "mcp-test-elicit", {
+      elicit: (req) => {
+        forms.push(req.params);
+        return { action: "accept", content: { decision: "once", message: "fine" } };
+      },
+    });
+    const d = await e.call("delegate", { task: "MCP-WRITE file=form.txt text=form", directory: repo(), checks: [{ file: "form.txt", equals: "form" }] });
+    const done = await waitUntil(e, { workerId: d.workerId, timeoutSec: 90 }, (r) => r.settled, 3);
+    expect(done.state).toBe("built");
+    expect(done.answeredInForm).toEqual([{ askId: expect.any(String), decision: "once" }]);
+    expect(forms).toHaveLength(1);
+    expect(forms[0].message).toContain("form.txt");
+    expect(forms[0].requestedSchema.properties.decision.enum).toEqual(["once", "always", "reject"]);
+    const w = await engine.client.workers.get.query({ workerId: d.workerId });
+    // The person answered in the client's form.
+    expect(w.asks[0]).toMatchObject({ decision: "once", by: { kind: "person", name: "mcp-test-elicit (form)" } });
+  });
+
+  it("a declined form (or a client without elicitation) leaves the ask pending and wait returns with it", async () => {
+    const e = await open(engine.stateDir, "mcp-test-decline", { elicit: () => ({ action: "decline" }) });
+    const d = await e.call("delegate", { task: "MCP-WRITE file=decl.txt text=decl", directory: repo(), checks: [{ file: "decl.txt", equals: "decl" }] });
+    const w = await waitUntil(e, { workerId: d.workerId }, (r) => r.reason === "approval-pending");
+    expect(w.pending).toHaveLength(1);
+    expect(w.answeredInForm).toEqual([]);
+    // elicit:false skips the form; the explicit tool still answers.
+    const again = await e.call("wait", { workerId: d.workerId, elicit: false, timeoutSec: 5 });
+    expect(again.reason).toBe("approval-pending");
+    await e.call("approve", { askId: w.pending[0].askId, decision: "reject", message: "not needed" });
+    const done = await waitUntil(e, { workerId: d.workerId }, (r) => r.settled);
+    expect(done.state).toBe("honest-failure");
+    const r = await e.call("result", { workerId: d.workerId });
+    expect(r).toMatchObject({ verdict: "honest-failure", claim: "built", honest: false });
+    expect(r.checks[0].passed).toBe(false);
+  });
+
+  it("a question ask is offered as a form with its options, and the chosen answer reaches the worker", async () => {
+    const forms: any[] = [];
+    const e = await open(engine.stateDir, "mcp-test-question", {
+      elicit: (req: any) => {
+        const props = req.params.requestedSchema.properties;
+        forms.push(props);
+        // The question first (its options as an enum), then the edit it leads to.
+        return { action: "accept", content: props.q0 ? { q0: String(props.q0.enum[1]) } : { decision: "once" } } as any;
+      },
+    });
+    const d = await e.call("delegate", { task: "MCP-QUESTION: ask which colour, write it", directory: repo(), checks: [{ file: "colour.txt", equals: "Blue" }] });
+    const done = await waitUntil(e, { workerId: d.workerId, timeoutSec: 90 }, (r) => r.settled, 3);
+    expect(forms[0].q0.enum).toEqual(["Red", "Blue"]);
+    expect(done.answeredInForm).toHaveLength(2);
+    const r = await e.call("result", { workerId: d.workerId });
+    expect(r, JSON.stringify(r)).toMatchObject({ verdict: "built", honest: true });
+  });
+
+  it("delegate_batch runs disjoint tasks and reports the batch's built-rate and honest-rate", async () => {
+    const dir = repo();
+    const b = await mcp.call("delegate_batch", {
+      tasks: [
+        { task: "MCP-WRITE file=a/one.txt text=one", directory: dir, checks: [{ file: "a/one.txt", equals: "one" }], scope: ["a/**"] },
+        { task: "MCP-WRITE file=b/two.txt text=two", directory: dir, checks: [{ file: "b/two.txt", equals: "nope" }], scope: ["b/**"] },
+      ],
+    });
+    expect(b.workerIds).toHaveLength(2);
+    expect(b.warnings).toEqual([]);
+    let r: any;
+    for (let i = 0; i < 10; i++) {
+      r = await mcp.call("wait", { batchId: b.batchId, timeoutSec: 30 });
+      for (const p of r.pending) await mcp.call("approve", { askId: p.askId, decision: "once" });
+      if (r.settled) break;
+    }
+    expect(r).toMatchObject({ state: "settled", settled: true, batch: { batchId: b.batchId, total: 2, built: 1, builtRate: 0.5, verdict: "honest-failure" } });
+    expect(r.batch.honestRate).toBe(0.5);
+    // Overlapping scopes are flagged.
+    const overlap = await mcp.call("delegate_batch", {
+      tasks: [
+        { task: "MCP-WRITE file=x.txt text=x", directory: dir, checks: [{ file: "x.txt" }] },
+        { task: "MCP-WRITE file=y.txt text=y", directory: dir, checks: [{ file: "y.txt" }] },
+      ],
+    });
+    expect(overlap.warnings.join(" ")).toMatch(/overlapping/);
+    for (const id of overlap.workerIds) await mcp.call("stop", { workerId: id });
+  });
+
+  it("result pages long check output so it stays far below Claude Code's limit", async () => {
+    const d = await mcp.call("delegate", {
+      task: "MCP-WRITE file=big.txt text=big",
+      directory: repo(),
+      checks: [{ run: "seq 1 20000; exit 1", name: "noisy" }, { file: "big.txt", equals: "big" }],
+    });
+    const w = await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length > 0 || r.settled);
+    await mcp.call("approve", { askId: w.pending[0].askId, decision: "once" });
+    await waitUntil(mcp, { workerId: d.workerId }, (r) => r.settled);
+    const r = await mcp.call("result", { workerId: d.workerId });
+    expect(r.verdict).toBe("honest-failure");
+    const noisy = r.checks[0];
+    expect(noisy).toMatchObject({ name: "noisy", passed: false, exitCode: 1, truncated: true });
+    expect(noisy.outputChars).toBeGreaterThan(50_000);
+    expect(noisy.output.length).toBeLessThan(1700);
+    expect(noisy.output).toContain("20000"); // the end, where failures show
+    expect(JSON.stringify(r).length).toBeLessThan(20_000);
+    const page = await mcp.call("result", { workerId: d.workerId, check: 0, offset: 1000, maxChars: 5000 });
+    expect(page.checks).toHaveLength(1);
+    expect(page.checks[0].output.length).toBe(5000);
+    expect(page.checks[0].nextOffset).toBe(6000);
+    const paged = await mcp.call("result", { workerId: d.workerId, pageSize: 1, page: 2 });
+    expect(paged).toMatchObject({ page: 2, pages: 2, checksTotal: 2 });
+    expect(paged.checks[0]).toMatchObject({ index: 1, passed: true });
+  });
+
+  it("steer, stop and resume go through; result before settling says to wait", async () => {
+    const d = await mcp.call("delegate", { task: "MCP-WRITE file=s.txt text=s", directory: repo(), checks: [{ file: "s.txt" }] });
+    await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length > 0);
+    expect(await mcp.fail("result", { workerId: d.workerId })).toMatch(/not finished: call wait/);
+    const steered = await mcp.call("steer", { workerId: d.workerId, text: "keep it short" });
+    expect(steered.workerId).toBe(d.workerId);
+    const stopped = await mcp.call("stop", { workerId: d.workerId, reason: "enough" });
+    expect(stopped.state).toBe("stopped");
+    expect(await mcp.fail("steer", { workerId: d.workerId, text: "more" })).toMatch(/resume it/);
+    const resumed = await mcp.call("resume", { workerId: d.workerId, message: "carry on" });
+    expect(["queued", "starting", "running"]).toContain(resumed.state);
+    await mcp.call("stop", { workerId: d.workerId });
+  });
+
+  it("wait is bounded: it returns at its timeout, and a cancelled wait ends at once without hurting the bridge", async () => {
+    const d = await mcp.call("delegate", { task: "MCP-HANG think forever", directory: repo(), checks: [{ file: "never.txt" }] });
+    const progress: string[] = [];
+    const t0 = Date.now();
+    const r = await mcp.call("wait", { workerId: d.workerId, timeoutSec: 3 }, { onprogress: (p) => progress.push(p.message ?? "") });
+    expect(r).toMatchObject({ reason: "timeout", settled: false, timeoutSec: 3, pending: [] });
+    expect(Date.now() - t0).toBeLessThan(8000);
+    expect(progress[0]).toMatch(/waiting on/);
+    const ac = new AbortController();
+    const cancelled = mcp.client.callTool({ name: "wait", arguments: { workerId: d.workerId, timeoutSec: 500 } }, undefined, { signal: ac.signal });
+    setTimeout(() => ac.abort("user pressed Esc"), 500);
+    await expect(cancelled).rejects.toThrow();
+    const t1 = Date.now();
+    expect((await mcp.call("worker_status", { workerId: d.workerId })).state).toMatch(/starting|running/);
+    expect(Date.now() - t1).toBeLessThan(3000);
+    expect((await mcp.call("stop", { workerId: d.workerId })).state).toBe("stopped");
+    // A timeoutSec over the cap is capped, not refused (a final worker returns at once).
+    expect(await mcp.call("wait", { workerId: d.workerId, timeoutSec: 1000 })).toMatchObject({ settled: true, state: "stopped", timeoutSec: 100 });
+  });
+
+  it("refuses bad input with isError and a message that says what to fix", async () => {
+    const dir = repo();
+    expect(await mcp.fail("delegate", { task: "x", directory: "relative/dir" })).toMatch(/directory must be an absolute path.*relative\/dir/);
+    expect(await mcp.fail("delegate", { task: "x", directory: "/no/such/dir" })).toMatch(/does not exist/);
+    expect(await mcp.fail("delegate", { task: "x".repeat(100_001), directory: dir })).toMatch(/over 100,000 characters/);
+    expect(await mcp.fail("delegate", { task: "  ", directory: dir })).toMatch(/task is empty/);
+    expect(await mcp.fail("delegate", { task: "x", directory: dir, checks: [{ bogus: 1 }] })).toMatch(/a check is/);
+    expect(await mcp.fail("delegate", { task: "x" })).toMatch(/directory is required/);
+    expect(await mcp.fail("delegate_batch", { tasks: [{ task: "x", directory: dir }, { task: "y", directory: "rel" }] })).toMatch(/^task 2: directory must be an absolute path/);
+    expect(await mcp.fail("worker_status", { workerId: "w-nope" })).toMatch(/unknown worker "w-nope"/);
+    expect(await mcp.fail("result", { workerId: "w-nope" })).toMatch(/unknown worker/);
+    expect(await mcp.fail("wait", { workerId: "w-nope" })).toMatch(/unknown worker/);
+    expect(await mcp.fail("wait", {})).toMatch(/workerId or batchId/);
+    expect(await mcp.fail("wait", { batchId: "b-nope" })).toMatch(/unknown batch/);
+    expect(await mcp.fail("approve", { askId: "per_nope", decision: "once" })).toMatch(/unknown askId "per_nope"/);
+    expect(await mcp.fail("approve", { askId: "per_nope", decision: "maybe" })).toMatch(/decision must be "once", "always" or "reject"/);
+    expect(await mcp.fail("approve", { decision: "once" })).toMatch(/askId is required/);
+    expect(await mcp.fail("stop", { workerId: "w-nope" })).toMatch(/unknown worker/);
+    expect(await mcp.fail("setup_status", { extra: 1 })).toMatch(/unrecognized key/i);
+  });
+});

@@ -1,0 +1,107 @@
+// With no engine running, the first tool call of `ocw mcp` starts one (detached) that every other client then finds.
+import { readdirSync, readFileSync } from "node:fs";
+import { afterAll, describe, expect, it } from "vitest";
+import { connect } from "../../engine/api/client";
+import { readLock } from "../../engine/api/lock";
+import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
+import { cleanup, makeRepo, scriptedTarget, tempDir } from "../helpers";
+import { startMcp, waitUntil, type McpHandle } from "./mcp-helpers";
+
+const stateDir = tempDir("mcp-start");
+let model: ScriptedModel | undefined;
+let mcp: McpHandle | undefined;
+const repos: string[] = [];
+
+/** Pids of `ocw serve` processes on this state dir (Linux /proc; empty elsewhere). */
+function enginesOn(dir: string): number[] {
+  const pids: number[] = [];
+  let entries: string[] = [];
+  try {
+    entries = readdirSync("/proc").filter((n) => /^\d+$/.test(n));
+  } catch {
+    return pids;
+  }
+  for (const pid of entries) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      if (!cmd.some((a) => a.endsWith("ocw.mjs")) || !cmd.includes("serve")) continue;
+      if (readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`OCW_STATE_DIR=${dir}`)) pids.push(Number(pid));
+    } catch {
+      /* gone or not ours */
+    }
+  }
+  return pids;
+}
+
+afterAll(async () => {
+  await mcp?.close().catch(() => undefined);
+  const lock = readLock(stateDir);
+  if (lock) {
+    await connect(lock).shutdown.mutate().catch(() => undefined);
+    const deadline = Date.now() + 15_000;
+    while (readLock(stateDir) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (readLock(stateDir)) process.kill(lock.pid, "SIGKILL");
+  }
+  await model?.close();
+  cleanup(stateDir, ...repos);
+});
+
+describe("ocw mcp without a running engine", () => {
+  it("starts the engine on first use, works through it, and leaves it running for other clients after the bridge exits", async () => {
+    expect(readLock(stateDir)).toBeNull();
+    mcp = await startMcp(stateDir, "mcp-starter");
+    // Starting the bridge alone starts nothing: the engine comes with the first call.
+    expect(readLock(stateDir)).toBeNull();
+    const s = await mcp.call("setup_status");
+    expect(s).toMatchObject({ ready: false, activeTarget: null });
+    expect(s.problem).toMatch(/no active target/);
+    const lock = readLock(stateDir)!;
+    expect(lock).toBeTruthy();
+    expect(s.engine.pid).toBe(lock.pid);
+    expect(mcp.stderr()).toMatch(/started the engine/);
+    if (process.platform === "linux") expect(enginesOn(stateDir)).toEqual([lock.pid]);
+
+    // A delegate without a target says how to get one.
+    const dir = makeRepo();
+    repos.push(dir);
+    expect(await mcp.fail("delegate", { task: "x", directory: dir })).toMatch(/no active target/);
+
+    // An API client (as the GUI) saves a target on the same engine; the bridge then delegates through it.
+    model = await startScriptedModel({ scripts: [{ match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) }] });
+    const api = connect(lock, "gui:test");
+    await api.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
+    expect((await mcp.call("setup_status")).ready).toBe(true);
+    const d = await mcp.call("delegate", { task: "MCP-START write s.txt", directory: dir, checks: [{ file: "s.txt", equals: "s" }] });
+    const w = await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length > 0);
+    await mcp.call("approve", { askId: w.pending[0].askId, decision: "once" });
+    const done = await waitUntil(mcp, { workerId: d.workerId }, (r) => r.settled);
+    expect(done.state).toBe("built");
+    expect((await mcp.call("workers", {})).workers.map((x: any) => x.workerId)).toEqual([d.workerId]);
+
+    // The bridge exits with its client; the engine (and the worker record) stay for the GUI and other clients.
+    await mcp.close();
+    mcp = undefined;
+    await new Promise((r) => setTimeout(r, 500));
+    const still = readLock(stateDir)!;
+    expect(still.pid).toBe(lock.pid);
+    expect((await api.workers.list.query()).map((x) => x.id)).toEqual([d.workerId]);
+
+    // A new bridge attaches to the same engine rather than starting another.
+    mcp = await startMcp(stateDir, "mcp-second");
+    expect((await mcp.call("setup_status")).engine.pid).toBe(lock.pid);
+    expect(mcp.stderr()).not.toMatch(/started the engine/);
+
+    // The engine stops (`ocw stop`); the bridge's next call finds none, starts a fresh one and carries on.
+    await api.shutdown.mutate();
+    const deadline = Date.now() + 15_000;
+    while (readLock(stateDir) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(readLock(stateDir)).toBeNull();
+    const after = await mcp.call("workers", {});
+    const fresh = readLock(stateDir)!;
+    expect(fresh.pid).not.toBe(lock.pid);
+    expect(after.workers.map((x: any) => x.workerId)).toEqual([d.workerId]); // recovered from the state dir
+    expect(mcp.stderr()).toMatch(/lost the engine .*reconnecting/);
+    // Two calls noticed the loss at once (workers lists and reads status in parallel): still only one engine.
+    if (process.platform === "linux") expect(enginesOn(stateDir)).toEqual([fresh.pid]);
+  });
+});
