@@ -140,8 +140,9 @@ async function batchThroughBareSdk(model: ScriptedModel, n: number) {
   const dir = makeRepo();
   const t0 = Date.now();
   const pending = new Map<string, () => void>();
-  server.on("event", (e: { type: string; properties: Record<string, any> }) => {
-    if (e.type === "permission.asked") void client.permission.reply({ requestID: e.properties.id, reply: "once" });
+  server.on("event", (e: { type: string; directory?: string; properties: Record<string, any> }) => {
+    // Asks live in the instance of their directory: the reply must name it.
+    if (e.type === "permission.asked") void client.permission.reply({ requestID: e.properties.id, directory: e.directory, reply: "once" });
     if (e.type === "session.idle") pending.get(e.properties.sessionID)?.();
   });
   const built = await Promise.all(
