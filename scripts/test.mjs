@@ -19,7 +19,7 @@ function run(label, cmd, args, env = {}) {
 
 // 1. Typecheck, one program per environment (a solution-style root config would check nothing).
 if (want("typecheck")) {
-  for (const p of ["tsconfig.node.json", "tsconfig.shared.json", "tsconfig.web.json"]) {
+  for (const p of ["tsconfig.node.json", "tsconfig.shared.json", "tsconfig.web.json", "tsconfig.electron.json"]) {
     if (!existsSync(path.join(root, p))) continue;
     const code = run(`typecheck ${p}`, "npx", ["tsc", "--noEmit", "-p", p]);
     code === 0 ? totals.passed++ : totals.failed++;

@@ -1,4 +1,5 @@
 import { existsSync, statSync } from "node:fs";
+import { realpath } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { git, GitError, OCW_IDENTITY } from "./git";
@@ -28,7 +29,13 @@ export async function inspectRepo(dir: string): Promise<RepoInfo> {
   const head = await git(root, ["rev-parse", "--verify", "-q", "HEAD"], { allowFail: true });
   if (!head) throw new InputError(`${root} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   const branch = (await git(root, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
-  return { root, subdir: path.relative(root, path.resolve(dir)), head, branch };
+  const subdir = path.relative(await realpath(root), await realpath(path.resolve(dir)));
+  // A folder that merely sits inside some repository's work tree (a temp dir, an ignored folder) is not that repo's:
+  // the worker's worktree would not even contain it.
+  if (subdir && !(await git(root, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path.sep).join("/")}`], { allowFail: true }))) {
+    throw new InputError(`${dir} is inside the repository ${root} but not part of its committed files: pass the repository's root, or a folder committed in it`);
+  }
+  return { root, subdir, head, branch };
 }
 
 export interface Workspace {

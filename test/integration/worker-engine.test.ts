@@ -1,6 +1,6 @@
 // The worker engine against the real `opencode serve` and real git; the scripted model is the only stand-in.
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
@@ -179,6 +179,9 @@ describe("worker engine", () => {
     repos.push(plain);
     expect(await bad({ task: "x", directory: plain })).toMatch(/not a git repository/);
     expect(await bad({ task: "   ", directory: repo() })).toMatch(/task is empty/);
+    const withScratch = repo();
+    mkdirSync(path.join(withScratch, "scratch"));
+    expect(await bad({ task: "x", directory: path.join(withScratch, "scratch") })).toMatch(/not part of its committed files/);
     expect(await bad({ task: "x", directory: repo(), checks: [{ bogus: 1 }] })).toMatch(/check/);
     expect(await bad({ task: "x", directory: repo(), checks: [{ file: "../etc/passwd" }] })).toMatch(/relative/);
     expect((await engine.client.workers.list.query()).length).toBe(before);

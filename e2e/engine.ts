@@ -1,0 +1,78 @@
+// Test plumbing for the e2e suite: the real `ocw serve` bundle in an isolated state dir, a typed client of it, git repos.
+// (Playwright's loader cannot load engine/api/client.ts — it uses import.meta in a CJS transform — so this is self-contained.)
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createTRPCClient, httpBatchLink, type TRPCClient } from "@trpc/client";
+import type { AppRouter } from "../engine/api/router";
+
+export const ROOT = path.resolve(__dirname, "..");
+export const BUNDLE = path.join(ROOT, "dist", "ocw.mjs");
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(path.join(os.tmpdir(), `ocw-${prefix}-`));
+}
+
+export function cleanup(...dirs: string[]): void {
+  for (const d of dirs) if (d) rmSync(d, { recursive: true, force: true });
+}
+
+/** A real git repository with one commit holding `files`, on branch main. */
+export function makeRepo(files: Record<string, string> = { "README.md": "# test repo\n" }): string {
+  const dir = tempDir("repo");
+  for (const [name, content] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, name)), { recursive: true });
+    writeFileSync(path.join(dir, name), content);
+  }
+  const git = (...args: string[]) => execFileSync("git", args, { cwd: dir, stdio: "pipe" });
+  git("init", "-q", "-b", "main");
+  git("add", "-A");
+  git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
+  return dir;
+}
+
+export interface E2EEngine {
+  stateDir: string;
+  proc: ChildProcess;
+  /** The URL `ocw serve` printed (carries the token). */
+  url: string;
+  origin: string;
+  client: TRPCClient<AppRouter>;
+  stderr: () => string;
+  kill(): Promise<void>;
+}
+
+export async function startEngine(stateDir = tempDir("state"), env: NodeJS.ProcessEnv = {}): Promise<E2EEngine> {
+  const proc = spawn(process.execPath, [BUNDLE, "serve"], { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  proc.stderr!.on("data", (b) => (err += b.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    proc.stdout!.on("data", (b) => {
+      out += b.toString();
+      const line = out.split("\n")[0];
+      if (out.includes("\n") && line) resolve(line.trim());
+    });
+    proc.once("exit", (code) => reject(new Error(`ocw serve exited ${code}: ${err}`)));
+    setTimeout(() => reject(new Error(`ocw serve printed no URL in 20 s: ${err}`)), 20_000);
+  });
+  const lock = JSON.parse(readFileSync(path.join(stateDir, "engine.json"), "utf8")) as { port: number; token: string };
+  const client = createTRPCClient<AppRouter>({
+    links: [httpBatchLink({ url: `http://127.0.0.1:${lock.port}/trpc`, headers: { authorization: `Bearer ${lock.token}`, "x-ocw-client": "gui:e2e" } })],
+  });
+  return {
+    stateDir,
+    proc,
+    url,
+    origin: new URL(url).origin,
+    client,
+    stderr: () => err,
+    kill: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode) return resolve();
+        proc.once("exit", () => resolve());
+        proc.kill("SIGTERM");
+      }),
+  };
+}

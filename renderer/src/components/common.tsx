@@ -1,0 +1,59 @@
+import type { ReactNode } from "react";
+import type { WorkerState } from "../../../shared/worker";
+import { STATE_LABEL, stateTone } from "../format";
+
+export function StateChip({ state }: { state: WorkerState }) {
+  return <span className={`chip chip-${stateTone(state)}`}>{STATE_LABEL[state]}</span>;
+}
+
+export function CountBadge({ count, label }: { count: number; label: string }) {
+  if (!count) return null;
+  return (
+    <span className="badge" aria-label={`${count} ${label}`} title={`${count} ${label}`}>
+      {count}
+    </span>
+  );
+}
+
+export function Sparkline({ values, label }: { values: number[]; label: string }) {
+  const w = 80;
+  const h = 18;
+  if (values.length < 2) return <svg className="spark" width={w} height={h} role="img" aria-label={`${label}: no data yet`} />;
+  const max = Math.max(1, ...values);
+  const step = w / (values.length - 1);
+  const pts = values.map((v, i) => `${(i * step).toFixed(1)},${(h - 1 - (v / max) * (h - 2)).toFixed(1)}`).join(" ");
+  const last = values[values.length - 1] ?? 0;
+  return (
+    <svg className="spark" width={w} height={h} viewBox={`0 0 ${w} ${h}`} role="img" aria-label={`${label}: ${last} tokens/s`}>
+      <polyline points={pts} fill="none" stroke="currentColor" strokeWidth="1.5" />
+    </svg>
+  );
+}
+
+export function Empty({ title, children }: { title: string; children?: ReactNode }) {
+  return (
+    <div className="empty">
+      <h3>{title}</h3>
+      {children}
+    </div>
+  );
+}
+
+export function NotWired({ children }: { children: ReactNode }) {
+  return (
+    <div className="not-wired" role="note">
+      <strong>Not wired yet.</strong> {children}
+    </div>
+  );
+}
+
+export function CopyField({ value, label }: { value: string; label: string }) {
+  return (
+    <div className="copy">
+      <code aria-label={label}>{value}</code>
+      <button type="button" className="btn small" onClick={() => void navigator.clipboard?.writeText(value).catch(() => undefined)}>
+        Copy
+      </button>
+    </div>
+  );
+}

@@ -1,0 +1,72 @@
+import { useEffect, useState } from "react";
+import type { WorkerState } from "../../shared/worker";
+
+export function duration(ms: number): string {
+  if (ms < 0) ms = 0;
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, "0")}s`;
+  const h = Math.floor(m / 60);
+  return `${h}h ${String(m % 60).padStart(2, "0")}m`;
+}
+
+export function ago(ts: number, now = Date.now()): string {
+  return `${duration(now - ts)} ago`;
+}
+
+export function pct(x: number | null | undefined): string {
+  return x === null || x === undefined ? "—" : `${Math.round(x * 100)}%`;
+}
+
+export function gib(bytes: number): string {
+  return `${(bytes / 1024 ** 3).toFixed(1)} GiB`;
+}
+
+/** A clock that re-renders its users once a second (one timer for all). */
+const clockSubs = new Set<(n: number) => void>();
+let clockTimer: ReturnType<typeof setInterval> | null = null;
+export function useNow(): number {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    clockSubs.add(setNow);
+    clockTimer ??= setInterval(() => {
+      const n = Date.now();
+      for (const f of clockSubs) f(n);
+    }, 1000);
+    return () => {
+      clockSubs.delete(setNow);
+      if (!clockSubs.size && clockTimer) {
+        clearInterval(clockTimer);
+        clockTimer = null;
+      }
+    };
+  }, []);
+  return now;
+}
+
+export const STATE_LABEL: Record<WorkerState, string> = {
+  queued: "queued",
+  starting: "starting",
+  running: "running",
+  "waiting-approval": "needs approval",
+  settled: "settled",
+  grading: "grading",
+  built: "built",
+  "honest-failure": "honest failure",
+  stopped: "stopped",
+  interrupted: "interrupted",
+  error: "error",
+};
+
+export function stateTone(s: WorkerState): "ok" | "warn" | "bad" | "busy" | "idle" {
+  if (s === "built") return "ok";
+  if (s === "waiting-approval") return "warn";
+  if (s === "error" || s === "honest-failure") return "bad";
+  if (s === "running" || s === "starting" || s === "grading" || s === "settled") return "busy";
+  return "idle";
+}
+
+export function taskTitle(spec: { title?: string; task: string }): string {
+  return spec.title?.trim() || spec.task.split("\n").find((l) => l.trim())?.trim().slice(0, 120) || "(untitled task)";
+}

@@ -1,0 +1,49 @@
+// Hash routes, so a reload of any screen still loads index.html (the engine serves it at /).
+import { useSyncExternalStore } from "react";
+
+export type Route =
+  | { name: "dashboard" }
+  | { name: "new" }
+  | { name: "approvals" }
+  | { name: "worker"; id: string }
+  | { name: "setup" }
+  | { name: "grades" }
+  | { name: "settings" };
+
+export function parse(hash: string): Route {
+  const parts = hash.replace(/^#\/?/, "").split("/").filter(Boolean).map(decodeURIComponent);
+  switch (parts[0]) {
+    case "new":
+      return { name: "new" };
+    case "approvals":
+      return { name: "approvals" };
+    case "workers":
+      return parts[1] ? { name: "worker", id: parts[1] } : { name: "dashboard" };
+    case "setup":
+      return { name: "setup" };
+    case "grades":
+      return { name: "grades" };
+    case "settings":
+      return { name: "settings" };
+    default:
+      return { name: "dashboard" };
+  }
+}
+
+export function href(r: Route): string {
+  return r.name === "worker" ? `#/workers/${encodeURIComponent(r.id)}` : r.name === "dashboard" ? "#/" : `#/${r.name}`;
+}
+
+export function go(r: Route): void {
+  location.hash = href(r);
+}
+
+const subscribe = (fn: () => void) => {
+  window.addEventListener("hashchange", fn);
+  return () => window.removeEventListener("hashchange", fn);
+};
+
+export function useRoute(): Route {
+  const hash = useSyncExternalStore(subscribe, () => location.hash);
+  return parse(hash);
+}

@@ -1,0 +1,66 @@
+import { useEffect, useRef, useState } from "react";
+import { errorText } from "../api";
+import { AskCard, decide } from "../components/AskCard";
+import { Empty } from "../components/common";
+import { pushNotice, usePending } from "../store";
+
+/** Every pending ask across workers, oldest first. Keys: j/k move, a approve once, A always allow, r reject. */
+export function Approvals() {
+  const pending = usePending();
+  const [selectedId, setSelectedId] = useState<string | null>(null);
+  const listRef = useRef<HTMLUListElement>(null);
+  const index = Math.max(0, pending.findIndex((a) => a.id === selectedId));
+  const selected = pending[index];
+
+  useEffect(() => {
+    if (pending.length && (!selectedId || !pending.some((a) => a.id === selectedId))) setSelectedId(pending[Math.min(index, pending.length - 1)]!.id);
+  }, [pending, selectedId, index]);
+
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const t = e.target as HTMLElement | null;
+      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      if (!pending.length) return;
+      const move = (d: number) => {
+        const next = pending[Math.max(0, Math.min(pending.length - 1, index + d))]!;
+        setSelectedId(next.id);
+        listRef.current?.querySelector(`[data-ask-id="${CSS.escape(next.id)}"]`)?.scrollIntoView({ block: "nearest" });
+      };
+      const act = (d: "once" | "always" | "reject") => {
+        if (!selected) return;
+        if (d === "always" && selected.kind !== "permission") return;
+        // Select the next one right away so a run of keypresses walks the list.
+        const next = pending[index + 1] ?? pending[index - 1];
+        setSelectedId(next?.id ?? null);
+        decide(selected, d).catch((err) => pushNotice("error", `${selected.id}: ${errorText(err)}`));
+      };
+      if (e.key === "j" || e.key === "ArrowDown") move(1);
+      else if (e.key === "k" || e.key === "ArrowUp") move(-1);
+      else if (e.key === "a") act("once");
+      else if (e.key === "A") act("always");
+      else if (e.key === "r") act("reject");
+      else return;
+      e.preventDefault();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [pending, index, selected]);
+
+  return (
+    <div className="approvals">
+      <p className="muted small keys">
+        <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve once · <kbd>A</kbd> always allow · <kbd>r</kbd> reject. Oldest first. Nothing is approved automatically unless you
+        set a policy.
+      </p>
+      {pending.length === 0 && <Empty title="Nothing is waiting for you">Permission asks and questions from every worker show up here.</Empty>}
+      <ul className="ask-list" aria-label="Pending approvals" ref={listRef}>
+        {pending.map((a) => (
+          <li key={a.id} aria-current={a.id === selected?.id ? "true" : undefined} aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${a.what}`}>
+            <AskCard ask={a} selected={a.id === selected?.id} onSelect={() => setSelectedId(a.id)} />
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}

@@ -1,0 +1,297 @@
+import { useState, type FormEvent } from "react";
+import type { CheckSpec } from "../../../shared/check";
+import type { WorkerSpecInput } from "../../../shared/worker";
+import { api, errorText } from "../api";
+import { NotWired } from "../components/common";
+import { desktop } from "../desktop";
+import { go } from "../router";
+import { pushNotice, useStore } from "../store";
+
+interface CheckRow {
+  kind: "run" | "file";
+  name: string;
+  run: string;
+  expectExit: string;
+  file: string;
+  mode: "exists" | "absent" | "equals" | "matches";
+  value: string;
+}
+
+interface TaskRow {
+  key: number;
+  title: string;
+  task: string;
+  directory: string;
+  checks: CheckRow[];
+  scope: string;
+  protect: string;
+  wallSec: string;
+  tokens: string;
+}
+
+let keySeq = 0;
+const LAST_DIR = "ocw.lastDirectory";
+const blankCheck = (): CheckRow => ({ kind: "run", name: "", run: "", expectExit: "", file: "", mode: "exists", value: "" });
+const blankTask = (directory = localStorage.getItem(LAST_DIR) ?? ""): TaskRow => ({
+  key: ++keySeq,
+  title: "",
+  task: "",
+  directory,
+  checks: [blankCheck()],
+  scope: "",
+  protect: "",
+  wallSec: "",
+  tokens: "",
+});
+
+const globs = (s: string) =>
+  s
+    .split(/[\n,]/)
+    .map((x) => x.trim())
+    .filter(Boolean);
+
+function toCheck(c: CheckRow): CheckSpec | null {
+  const name = c.name.trim() || undefined;
+  if (c.kind === "run") {
+    if (!c.run.trim() && !name) return null;
+    return { ...(name ? { name } : {}), run: c.run, ...(c.expectExit.trim() ? { expectExit: Number(c.expectExit) } : {}) };
+  }
+  if (!c.file.trim() && !name) return null;
+  const base = { ...(name ? { name } : {}), file: c.file.trim() };
+  if (c.mode === "absent") return { ...base, exists: false };
+  if (c.mode === "equals") return { ...base, equals: c.value };
+  if (c.mode === "matches") return { ...base, matches: c.value };
+  return base;
+}
+
+function toSpec(t: TaskRow, targetId: string | undefined): WorkerSpecInput {
+  const budget: { wallSec?: number; tokens?: number } = {};
+  if (t.wallSec.trim()) budget.wallSec = Number(t.wallSec);
+  if (t.tokens.trim()) budget.tokens = Number(t.tokens);
+  return {
+    task: t.task,
+    directory: t.directory.trim(),
+    ...(t.title.trim() ? { title: t.title.trim() } : {}),
+    checks: t.checks.map(toCheck).filter((c): c is CheckSpec => c !== null),
+    scope: globs(t.scope),
+    protect: globs(t.protect),
+    budget,
+    ...(targetId ? { targetId } : {}),
+  };
+}
+
+/** Where an API message belongs: "tasks.1.directory: …" or a message naming the field. */
+function place(message: string, many: boolean): { task: number; field: string; text: string } {
+  const n = /^task (\d+): (.*)$/s.exec(message);
+  if (n) return { ...place(n[2]!, false), task: Number(n[1]) - 1, text: message };
+  const m = /^(?:tasks\.(\d+)\.)?([a-zA-Z]+)(?:\.[\w.]+)?: (.*)$/s.exec(message);
+  if (m && (m[1] !== undefined || !many)) return { task: Number(m[1] ?? 0), field: m[2]!, text: m[3]! };
+  const field = /director|git repository|does not exist/i.test(message) ? "directory" : /task is/i.test(message) ? "task" : /check/i.test(message) ? "checks" : /scope|glob/i.test(message) ? "scope" : "form";
+  return { task: many ? -1 : 0, field, text: message };
+}
+
+export function NewTask() {
+  const [tasks, setTasks] = useState<TaskRow[]>(() => [blankTask()]);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<{ task: number; field: string; text: string } | null>(null);
+  const targets = useStore((s) => s.targets);
+  const active = useStore((s) => s.status?.activeTarget ?? null);
+  const [targetId, setTargetId] = useState<string>("");
+
+  const update = (i: number, patch: Partial<TaskRow>) => {
+    setTasks((ts) => ts.map((t, j) => (j === i ? { ...t, ...patch } : t)));
+    // An edited field no longer shows the message about its old value.
+    setError((e) => (e && (e.task === i || e.task === -1) && (e.field === "form" || Object.keys(patch).includes(e.field)) ? null : e));
+  };
+  const many = tasks.length > 1;
+
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const specs = tasks.map((t) => toSpec(t, targetId || undefined));
+      localStorage.setItem(LAST_DIR, tasks[tasks.length - 1]!.directory.trim());
+      if (specs.length === 1) {
+        const r = await api.workers.start.mutate(specs[0]!);
+        pushNotice("info", `started ${r.workerId}`);
+        go({ name: "worker", id: r.workerId });
+      } else {
+        const r = await api.workers.startBatch.mutate({ tasks: specs });
+        pushNotice("info", `started batch ${r.batchId} (${r.workerIds.length} workers)`);
+        go({ name: "dashboard" });
+      }
+    } catch (err) {
+      setError(place(errorText(err), many));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const fieldError = (i: number, field: string) =>
+    error && error.task === i && error.field === field ? (
+      <div className="field-error" role="alert" id={`err-${i}-${field}`}>
+        {error.text}
+      </div>
+    ) : null;
+  const describedBy = (i: number, field: string) => (error && error.task === i && error.field === field ? `err-${i}-${field}` : undefined);
+
+  return (
+    <form className="new-task" onSubmit={submit} noValidate aria-label="New task">
+      {!active && !targetId && (
+        <NotWired>
+          There is no active target: workers will be refused until you <a href="#/setup">set up a model</a>.
+        </NotWired>
+      )}
+      {tasks.map((t, i) => (
+        <fieldset key={t.key} className="panel task-row" aria-label={many ? `Task ${i + 1}` : "Task"}>
+          <legend>{many ? `Task ${i + 1}` : "Task"}</legend>
+          <div className="grid2">
+            <label className="field">
+              <span>Directory (git repository)</span>
+              <div className="inline">
+                <input
+                  name="directory"
+                  value={t.directory}
+                  placeholder="/absolute/path/to/repo"
+                  onChange={(e) => update(i, { directory: e.target.value })}
+                  aria-invalid={!!describedBy(i, "directory")}
+                  aria-describedby={describedBy(i, "directory")}
+                  spellCheck={false}
+                />
+                {desktop && (
+                  <button
+                    type="button"
+                    className="btn"
+                    onClick={async () => {
+                      const dir = await desktop!.pickDirectory();
+                      if (dir) update(i, { directory: dir });
+                    }}
+                  >
+                    Browse…
+                  </button>
+                )}
+              </div>
+              {fieldError(i, "directory")}
+            </label>
+            <label className="field">
+              <span>Title (optional)</span>
+              <input name="title" value={t.title} onChange={(e) => update(i, { title: e.target.value })} placeholder="short name for the card" />
+            </label>
+          </div>
+          <label className="field">
+            <span>Task</span>
+            <textarea
+              name="task"
+              rows={4}
+              value={t.task}
+              onChange={(e) => update(i, { task: e.target.value })}
+              placeholder="What the worker should do. Say what done looks like; the checks below stay hidden from it."
+              aria-invalid={!!describedBy(i, "task")}
+              aria-describedby={describedBy(i, "task")}
+            />
+            {fieldError(i, "task")}
+          </label>
+
+          <div className="checks" role="group" aria-label="Checks">
+            <div className="sub-head">
+              <span>Held-back checks</span>
+              <span className="muted small">run in the worker's worktree after it settles; the worker never sees them</span>
+            </div>
+            {t.checks.map((c, ci) => (
+              <div className="check-row" key={ci} role="group" aria-label={`Check ${ci + 1}`}>
+                <select aria-label="Check kind" value={c.kind} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, kind: e.target.value as CheckRow["kind"] } : x)) })}>
+                  <option value="run">command</option>
+                  <option value="file">file</option>
+                </select>
+                {c.kind === "run" ? (
+                  <>
+                    <input aria-label="Command" className="grow mono" placeholder="npm test -- --run" value={c.run} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, run: e.target.value } : x)) })} />
+                    <input aria-label="Expected exit code" className="narrow" placeholder="exit 0" value={c.expectExit} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, expectExit: e.target.value } : x)) })} />
+                  </>
+                ) : (
+                  <>
+                    <input aria-label="File path" className="grow mono" placeholder="relative/path.txt" value={c.file} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, file: e.target.value } : x)) })} />
+                    <select aria-label="File condition" value={c.mode} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, mode: e.target.value as CheckRow["mode"] } : x)) })}>
+                      <option value="exists">exists</option>
+                      <option value="absent">does not exist</option>
+                      <option value="equals">equals</option>
+                      <option value="matches">matches regex</option>
+                    </select>
+                    {(c.mode === "equals" || c.mode === "matches") && (
+                      <input aria-label="Expected content" className="grow mono" value={c.value} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, value: e.target.value } : x)) })} />
+                    )}
+                  </>
+                )}
+                <input aria-label="Check name" className="narrow2" placeholder="name (optional)" value={c.name} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, name: e.target.value } : x)) })} />
+                <button type="button" className="btn ghost small" aria-label={`Remove check ${ci + 1}`} onClick={() => update(i, { checks: t.checks.filter((_, k) => k !== ci) })}>
+                  ×
+                </button>
+              </div>
+            ))}
+            <button type="button" className="btn small" onClick={() => update(i, { checks: [...t.checks, blankCheck()] })}>
+              + Add check
+            </button>
+            {fieldError(i, "checks")}
+          </div>
+
+          <div className="grid4">
+            <label className="field">
+              <span>Scope (globs the diff may touch)</span>
+              <textarea name="scope" rows={2} className="mono" value={t.scope} placeholder="src/**" onChange={(e) => update(i, { scope: e.target.value })} aria-describedby={describedBy(i, "scope")} />
+              {fieldError(i, "scope")}
+            </label>
+            <label className="field">
+              <span>Protected globs (must not change)</span>
+              <textarea name="protect" rows={2} className="mono" value={t.protect} placeholder="test/**" onChange={(e) => update(i, { protect: e.target.value })} aria-describedby={describedBy(i, "protect")} />
+              {fieldError(i, "protect")}
+            </label>
+            <label className="field">
+              <span>Wall-clock budget (s)</span>
+              <input name="wallSec" inputMode="numeric" value={t.wallSec} placeholder="none" onChange={(e) => update(i, { wallSec: e.target.value })} />
+            </label>
+            <label className="field">
+              <span>Token budget</span>
+              <input name="tokens" inputMode="numeric" value={t.tokens} placeholder="none" onChange={(e) => update(i, { tokens: e.target.value })} />
+              {fieldError(i, "budget")}
+            </label>
+          </div>
+          {many && (
+            <div className="row-actions">
+              <button type="button" className="btn ghost small" onClick={() => setTasks((ts) => ts.filter((_, j) => j !== i))}>
+                Remove task {i + 1}
+              </button>
+            </div>
+          )}
+          {fieldError(i, "form")}
+        </fieldset>
+      ))}
+      {error && error.task === -1 && (
+        <div className="field-error" role="alert">
+          {error.text}
+        </div>
+      )}
+      <div className="form-foot">
+        <button type="button" className="btn" onClick={() => setTasks((ts) => [...ts, { ...blankTask(ts[ts.length - 1]?.directory ?? ""), checks: ts[ts.length - 1]?.checks.map((c) => ({ ...c })) ?? [blankCheck()] }])}>
+          + Add another task (batch)
+        </button>
+        <label className="field inline-field">
+          <span>Target</span>
+          <select aria-label="Target" value={targetId} onChange={(e) => setTargetId(e.target.value)}>
+            <option value="">active{active ? ` (${active.id})` : ""}</option>
+            {targets.map((t) => (
+              <option key={t.id} value={t.id}>
+                {t.id} — {t.model}
+              </option>
+            ))}
+          </select>
+        </label>
+        <span className="grow" />
+        <button type="submit" className="btn primary" disabled={busy}>
+          {busy ? "Starting…" : many ? `Start batch of ${tasks.length}` : "Start worker"}
+        </button>
+      </div>
+    </form>
+  );
+}
+

@@ -1,0 +1,60 @@
+import { useEffect, useState } from "react";
+import { api } from "../api";
+import { CopyField, NotWired } from "../components/common";
+
+export function Settings() {
+  const [health, setHealth] = useState<Record<string, unknown> | null>(null);
+  const [root, setRoot] = useState<string>(() => localStorage.getItem("ocw.root") ?? "");
+  useEffect(() => {
+    void api.health.query().then((h) => {
+      const r = h as Record<string, unknown>;
+      setHealth(r);
+      if (typeof r.root === "string" && !localStorage.getItem("ocw.root")) setRoot(r.root);
+    });
+  }, []);
+  const abs = root.trim() || "/path/to/opencode-worker";
+  const cmd = `claude mcp add opencode-worker -- node ${abs.replace(/\/+$/, "")}/dist/ocw.mjs mcp`;
+
+  return (
+    <div className="settings">
+      <section className="panel" aria-label="Connect Claude Code">
+        <h2>Connect Claude Code</h2>
+        <p className="small">Claude Code delegates tasks to these workers through the MCP bridge. Run this once in a terminal:</p>
+        <CopyField value={cmd} label="claude mcp add command" />
+        <label className="field">
+          <span>opencode-worker checkout (absolute path)</span>
+          <input
+            value={root}
+            placeholder="/home/you/opencode-worker"
+            spellCheck={false}
+            onChange={(e) => {
+              setRoot(e.target.value);
+              localStorage.setItem("ocw.root", e.target.value);
+            }}
+          />
+        </label>
+        {typeof health?.root !== "string" && <p className="muted small">The engine does not report its install path yet: fill it in above.</p>}
+        <NotWired>The list of MCP clients currently connected is not on the control API yet.</NotWired>
+      </section>
+      <section className="panel" aria-label="Approval policies">
+        <h2>Approval policies</h2>
+        <p className="small">
+          Off by default: every permission ask waits for a person (or Claude). Rules live in <code>policies.json</code> in the engine's state directory, e.g.{" "}
+          <code>{`[{"tool":"bash","pattern":"npm test*","decision":"once"}]`}</code> (decision: <code>once</code>, <code>always</code> or <code>reject</code>; the first matching rule answers, and its text is recorded as who decided).
+        </p>
+        <NotWired>Editing policies from here needs a control API procedure; edit the file for now.</NotWired>
+      </section>
+      <section className="panel" aria-label="Engine">
+        <h2>Engine</h2>
+        <dl className="kv">
+          <dt>version</dt>
+          <dd>{String(health?.version ?? "…")}</dd>
+          <dt>pid</dt>
+          <dd>{String(health?.pid ?? "…")}</dd>
+          <dt>event cursor</dt>
+          <dd className="mono">{String(health?.cursor ?? "…")}</dd>
+        </dl>
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,241 @@
+import { useEffect, useRef, useState } from "react";
+import { isActive, pendingAsks } from "../../../shared/worker";
+import { api, errorText } from "../api";
+import { AskCard } from "../components/AskCard";
+import { Empty, StateChip } from "../components/common";
+import { Diff } from "../components/Diff";
+import { Transcript } from "../components/Transcript";
+import { VerdictCard } from "../components/VerdictCard";
+import { desktop } from "../desktop";
+import { duration, taskTitle, useNow } from "../format";
+import { closeTranscript, loadTranscript, pushNotice, useStore } from "../store";
+
+const EMPTY: never[] = [];
+
+export function WorkerDetail({ id }: { id: string }) {
+  const w = useStore((s) => s.workers[id]);
+  const parts = useStore((s) => s.transcripts[id]) ?? EMPTY;
+  const retry = useStore((s) => s.retries[id]);
+  const now = useNow();
+  const [tab, setTab] = useState<"transcript" | "diff" | "task">("transcript");
+  const [steer, setSteer] = useState("");
+  const [busy, setBusy] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [confirmMerge, setConfirmMerge] = useState(false);
+  const [mergeError, setMergeError] = useState<string | null>(null);
+
+  useEffect(() => {
+    void loadTranscript(id);
+    return () => closeTranscript(id);
+  }, [id]);
+
+  if (!w) return <Empty title={`No worker ${id}`}>It may belong to another engine run. Go back to the dashboard.</Empty>;
+
+  const run = async (label: string, fn: () => Promise<unknown>) => {
+    setBusy(label);
+    setError(null);
+    try {
+      await fn();
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(null);
+    }
+  };
+  const canStop = isActive(w.state) || w.state === "queued";
+  const canResume = w.state === "stopped" || w.state === "interrupted" || w.state === "error";
+  const canMerge = w.state === "built" && !w.merged;
+  const asks = pendingAsks(w);
+  const elapsed = (w.endedAt ?? now) - (w.startedAt ?? w.createdAt);
+
+  return (
+    <div className="detail">
+      <section className="panel detail-head" aria-label="Worker">
+        <div className="detail-title">
+          <h2>{taskTitle(w.spec)}</h2>
+          <StateChip state={w.state} />
+        </div>
+        <div className="facts small">
+          <span className="mono">{w.id}</span>
+          <span>elapsed {duration(elapsed)}</span>
+          {w.branch && (
+            <span>
+              branch <code>{w.branch}</code>
+              {w.baseBranch ? ` from ${w.baseBranch}` : ""}
+            </span>
+          )}
+          <span>
+            tokens in {w.usage.input.toLocaleString()} · out {w.usage.output.toLocaleString()}
+          </span>
+          {w.currentTool && (
+            <span>
+              running <code>{w.currentTool}</code>
+            </span>
+          )}
+          {w.stateReason && <span className="muted">{w.stateReason}</span>}
+          {w.toolFailures > 0 && <span className="chip chip-warn">{w.toolFailures} tool failures</span>}
+          {w.stalled && <span className="chip chip-warn">stalled</span>}
+          {retry && isActive(w.state) && <span className="chip chip-warn">retry {retry.attempt}: {retry.message}</span>}
+          {w.merged && (
+            <span className="chip chip-ok">
+              merged into {w.merged.into} ({w.merged.commit.slice(0, 8)})
+            </span>
+          )}
+        </div>
+        <div className="actions">
+          <button type="button" className="btn bad" disabled={!canStop || !!busy} onClick={() => void run("stop", () => api.workers.stop.mutate({ workerId: id }))}>
+            Stop
+          </button>
+          <button type="button" className="btn" disabled={!canResume || !!busy} onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}>
+            Resume
+          </button>
+          {canMerge && (
+            <button type="button" className="btn primary" disabled={!!busy} onClick={() => (setMergeError(null), setConfirmMerge(true))}>
+              Merge…
+            </button>
+          )}
+          {desktop?.openPath && w.worktree && (
+            <button type="button" className="btn" onClick={() => void desktop!.openPath!(w.worktree!)}>
+              Open folder
+            </button>
+          )}
+          {!desktop && w.worktree && (
+            <span className="small muted" title="worktree">
+              worktree <code>{w.worktree}</code>
+            </span>
+          )}
+          {busy && <span className="small muted">{busy}…</span>}
+        </div>
+        {error && (
+          <div className="field-error" role="alert">
+            {error}
+          </div>
+        )}
+        {mergeError && (
+          <div className="field-error merge-error" role="alert">
+            Merge refused: {mergeError}
+          </div>
+        )}
+      </section>
+
+      {confirmMerge && (
+        <div className="modal-back">
+          <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm merge">
+            <h3>Merge {w.branch} into {w.baseBranch ?? "its base branch"}?</h3>
+            <p className="small">
+              A merge commit is made in <code>{w.repo}</code>. If the base branch moved and the changes conflict, nothing is changed and you get the conflicting files.
+            </p>
+            {w.verdict?.diffStat && <pre className="diffstat">{w.verdict.diffStat}</pre>}
+            <div className="actions">
+              <button
+                type="button"
+                className="btn primary"
+                onClick={() => {
+                  setConfirmMerge(false);
+                  void (async () => {
+                    try {
+                      const r = await api.workers.merge.mutate({ workerId: id });
+                      pushNotice("info", `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})`);
+                    } catch (err) {
+                      setMergeError(errorText(err));
+                    }
+                  })();
+                }}
+              >
+                Merge
+              </button>
+              <button type="button" className="btn" onClick={() => setConfirmMerge(false)}>
+                Cancel
+              </button>
+            </div>
+          </div>
+        </div>
+      )}
+
+      {asks.length > 0 && (
+        <section className="panel" aria-label="Pending approvals of this worker">
+          <h2>Waiting for you</h2>
+          {asks.map((a) => (
+            <AskCard key={a.id} ask={a} showWorker={false} />
+          ))}
+        </section>
+      )}
+
+      {w.verdict && <VerdictCard verdict={w.verdict} workerId={w.id} />}
+
+      <section className="panel grow-panel">
+        <div className="tabs" role="tablist" aria-label="Worker views">
+          {(["transcript", "diff", "task"] as const).map((t) => (
+            <button key={t} type="button" role="tab" aria-selected={tab === t} className={`tab ${tab === t ? "on" : ""}`} onClick={() => setTab(t)}>
+              {t === "transcript" ? `Transcript (${parts.length})` : t === "diff" ? "Diff" : "Task & checks"}
+            </button>
+          ))}
+        </div>
+        {tab === "transcript" && <Transcript parts={parts} />}
+        {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} />}
+        {tab === "task" && (
+          <div className="task-view">
+            <pre className="task-text">{w.spec.task}</pre>
+            <div className="io-label">held-back checks</div>
+            <pre>{JSON.stringify(w.spec.checks, null, 2)}</pre>
+            <div className="io-label">scope / protect</div>
+            <pre>{JSON.stringify({ scope: w.spec.scope, protect: w.spec.protect, budget: w.spec.budget }, null, 2)}</pre>
+          </div>
+        )}
+        <form
+          className="steer"
+          onSubmit={(e) => {
+            e.preventDefault();
+            const text = steer.trim();
+            if (!text) return setError("the steer text is empty");
+            void run("steer", async () => {
+              await api.workers.steer.mutate({ workerId: id, text });
+              setSteer("");
+            });
+          }}
+        >
+          <textarea
+            aria-label="Steering message"
+            rows={2}
+            placeholder={isActive(w.state) ? "Steer this worker: the message reaches its next model request" : "The worker is not running; steering applies to running workers"}
+            value={steer}
+            onChange={(e) => setSteer(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) (e.currentTarget.form as HTMLFormElement).requestSubmit();
+            }}
+          />
+          <button type="submit" className="btn primary" disabled={!!busy}>
+            Send steer
+          </button>
+        </form>
+        {w.steers.length > 0 && (
+          <div className="small muted steers">
+            Sent: {w.steers.map((s) => `“${s.text.slice(0, 60)}”`).join(" · ")}
+          </div>
+        )}
+      </section>
+    </div>
+  );
+}
+
+function WorktreeDiff({ id, lastSeq }: { id: string; lastSeq: number }) {
+  const [diff, setDiff] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const last = useRef(0);
+  useEffect(() => {
+    // Refetch as the worker changes, at most every 2 s.
+    const wait = Math.max(0, last.current + 2000 - Date.now());
+    const t = setTimeout(() => {
+      last.current = Date.now();
+      api.workers.diff.query({ workerId: id }).then(
+        (r) => (setDiff(r.diff), setError(null)),
+        (err) => setError(errorText(err)),
+      );
+    }, wait);
+    return () => clearTimeout(t);
+  }, [id, lastSeq]);
+  if (error) return <div className="field-error">{error}</div>;
+  if (diff === null) return <div className="muted pad">Loading diff…</div>;
+  if (!diff.trim()) return <div className="muted pad">No changes in the worktree yet.</div>;
+  return <Diff text={diff} maxLines={3000} label="Worktree diff" />;
+}

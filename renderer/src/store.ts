@@ -1,0 +1,318 @@
+// The UI's state: one zustand store fed by the engine's event stream (events over polling; `reset` → refetch).
+import { useMemo } from "react";
+import { create } from "zustand";
+import type { EngineEvent } from "../../shared/events";
+import type { PermissionAsk } from "../../shared/permission";
+import type { Target } from "../../shared/target";
+import { isFinal, reduceWorker, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
+import { api, errorText } from "./api";
+
+export type Status = Awaited<ReturnType<typeof api.status.query>>;
+export type Connection = "connecting" | "live" | "reconnecting" | "offline";
+
+export interface Notice {
+  id: number;
+  level: "info" | "warn" | "error";
+  message: string;
+  ts: number;
+}
+
+interface State {
+  connection: Connection;
+  connectionError: string | null;
+  workers: Record<string, Worker>;
+  status: Status | null;
+  targets: Target[];
+  serving: Record<string, { status: string; message?: string; ts: number }>;
+  /** Transcripts of the workers whose detail was opened: the latest version of each part, in order. */
+  transcripts: Record<string, TranscriptPart[]>;
+  /** Output tokens per second, one bucket a second, last 30 s (estimated from streamed characters). */
+  rates: Record<string, number[]>;
+  notices: Notice[];
+  retries: Record<string, { attempt: number; message: string; ts: number }>;
+  /** Bumped on every worker-changing event (e.g. for the diff view to refresh). */
+  tick: number;
+}
+
+export const useStore = create<State>(() => ({
+  connection: "connecting",
+  connectionError: null,
+  workers: {},
+  status: null,
+  targets: [],
+  serving: {},
+  transcripts: {},
+  rates: {},
+  notices: [],
+  retries: {},
+  tick: 0,
+}));
+
+const set = useStore.setState;
+const get = useStore.getState;
+
+// ---------- derived ----------
+
+export function pendingOf(workers: Record<string, Worker>): PermissionAsk[] {
+  const out: PermissionAsk[] = [];
+  for (const w of Object.values(workers)) for (const a of w.asks) if (a.status === "pending") out.push(a);
+  return out.sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+}
+
+/** Every pending ask across workers, oldest first. */
+export function usePending(): PermissionAsk[] {
+  const workers = useStore((s) => s.workers);
+  return useMemo(() => pendingOf(workers), [workers]);
+}
+
+export function sortedWorkers(workers: Record<string, Worker>): Worker[] {
+  return Object.values(workers).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+}
+
+// ---------- loading ----------
+
+let statusTimer: ReturnType<typeof setTimeout> | null = null;
+function refreshStatusSoon(delay = 250) {
+  if (statusTimer) return;
+  statusTimer = setTimeout(() => {
+    statusTimer = null;
+    void api.status.query().then((status) => set({ status }), () => undefined);
+  }, delay);
+}
+
+export async function refreshTargets(): Promise<void> {
+  const { targets } = await api.targets.list.query();
+  set({ targets });
+  refreshStatusSoon(0);
+}
+
+/** Full refetch: at start and after `reset`. */
+async function loadAll(): Promise<string> {
+  const health = await api.health.query();
+  const [workers, status, targets] = await Promise.all([api.workers.list.query(), api.status.query(), api.targets.list.query()]);
+  const map: Record<string, Worker> = {};
+  for (const w of workers) map[w.id] = w;
+  set({ workers: map, status, targets: targets.targets });
+  // Reload any open transcript.
+  for (const id of Object.keys(get().transcripts)) void loadTranscript(id);
+  return health.cursor;
+}
+
+export async function loadTranscript(workerId: string): Promise<void> {
+  try {
+    const parts = await api.workers.transcript.query({ workerId });
+    set((s) => ({ transcripts: { ...s.transcripts, [workerId]: withPartials(workerId, parts) } }));
+  } catch (err) {
+    pushNotice("error", `transcript of ${workerId}: ${errorText(err)}`);
+  }
+}
+
+export function closeTranscript(workerId: string): void {
+  set((s) => {
+    const { [workerId]: _gone, ...rest } = s.transcripts;
+    return { transcripts: rest };
+  });
+}
+
+let noticeSeq = 0;
+export function pushNotice(level: Notice["level"], message: string): void {
+  const n: Notice = { id: ++noticeSeq, level, message, ts: Date.now() };
+  set((s) => ({ notices: [...s.notices.slice(-19), n] }));
+  if (level !== "error") setTimeout(() => dismissNotice(n.id), 8000);
+}
+export function dismissNotice(id: number): void {
+  set((s) => ({ notices: s.notices.filter((n) => n.id !== id) }));
+}
+
+// ---------- events ----------
+
+const queue: EngineEvent[] = [];
+/**
+ * Streaming text of parts not finished yet, for every live worker: the engine persists a text part only once it is
+ * complete, so a transcript opened mid-stream starts from here. Bounded per part (the tail is kept).
+ */
+const partials = new Map<string, Map<string, string>>();
+const PARTIAL_CAP = 256 * 1024;
+function appendPartial(workerId: string, partId: string, delta: string) {
+  let m = partials.get(workerId);
+  if (!m) partials.set(workerId, (m = new Map()));
+  let text = (m.get(partId) ?? "") + delta;
+  if (text.length > PARTIAL_CAP) text = "…" + text.slice(text.length - PARTIAL_CAP);
+  m.set(partId, text);
+}
+function withPartials(workerId: string, parts: TranscriptPart[]): TranscriptPart[] {
+  const m = partials.get(workerId);
+  if (!m?.size) return parts;
+  const known = new Set(parts.map((p) => p.partId));
+  const extra = [...m.entries()].filter(([id]) => !known.has(id)).map(([partId, text]): TranscriptPart => ({ partId, messageId: "", kind: "text", text }));
+  return extra.length ? [...parts, ...extra] : parts;
+}
+let flushTimer: ReturnType<typeof setTimeout> | null = null;
+const charCounts = new Map<string, number>();
+const listeners = new Set<(e: EngineEvent, before: Worker | undefined, after: Worker | undefined) => void>();
+
+/** Observers of worker events (Electron notifications, tests). */
+export function onWorkerEvent(fn: (e: EngineEvent, before: Worker | undefined, after: Worker | undefined) => void): () => void {
+  listeners.add(fn);
+  return () => listeners.delete(fn);
+}
+
+function enqueue(e: EngineEvent) {
+  queue.push(e);
+  // Streaming text arrives many times a second per worker: fold events in batches, one render per batch.
+  flushTimer ??= setTimeout(flush, 50);
+}
+
+function isWorkerEvent(e: EngineEvent): e is WorkerEvent {
+  return "seq" in e && "workerId" in e;
+}
+
+function flush() {
+  flushTimer = null;
+  const events = queue.splice(0);
+  if (!events.length) return;
+  const s = get();
+  let workers = s.workers;
+  let transcripts = s.transcripts;
+  let serving = s.serving;
+  let retries = s.retries;
+  let touched = false;
+  let statusChanged = false;
+  const observed: [EngineEvent, Worker | undefined, Worker | undefined][] = [];
+  for (const e of events) {
+    if (e.type === "reset") {
+      void resync();
+      continue;
+    }
+    if (e.type === "delta") {
+      charCounts.set(e.workerId, (charCounts.get(e.workerId) ?? 0) + e.delta.length);
+      appendPartial(e.workerId, e.partId, e.delta);
+      const parts = transcripts[e.workerId];
+      if (parts) {
+        const i = parts.findIndex((p) => p.partId === e.partId);
+        const next = parts.slice();
+        if (i >= 0) {
+          const p = next[i]!;
+          const key = e.field === "reasoning" ? "text" : e.field;
+          const prev = (p as Record<string, unknown>)[key];
+          next[i] = { ...p, [key]: (typeof prev === "string" ? prev : "") + e.delta };
+        } else next.push({ partId: e.partId, messageId: "", kind: "text", text: e.delta });
+        transcripts = { ...transcripts, [e.workerId]: next };
+      }
+      continue;
+    }
+    if (e.type === "serving") {
+      serving = { ...serving, [e.targetId]: { status: e.status, message: e.message, ts: e.ts } };
+      statusChanged = true;
+      continue;
+    }
+    if (e.type === "notice") {
+      pushNotice(e.level, e.message);
+      continue;
+    }
+    if (e.type === "retry") {
+      retries = { ...retries, [e.workerId]: { attempt: e.attempt, message: e.message, ts: e.ts } };
+      continue;
+    }
+    if (!isWorkerEvent(e)) continue;
+    const before = workers[e.workerId];
+    if (before && e.type !== "worker.created" && e.seq <= before.lastSeq) continue; // already in the fetched picture
+    if (!before && e.type !== "worker.created") {
+      // An event for a worker we have not seen (e.g. created between list and subscribe): fetch it.
+      void api.workers.get.query({ workerId: e.workerId }).then((w) => set((st) => ({ workers: { ...st.workers, [w.id]: w } })), () => undefined);
+      continue;
+    }
+    if (before && e.type === "worker.created") continue;
+    let after: Worker;
+    try {
+      after = reduceWorker(before ?? null, e);
+    } catch {
+      continue;
+    }
+    workers = { ...workers, [e.workerId]: after };
+    touched = true;
+    if (e.type === "worker.created" || e.type === "worker.state" || e.type === "ask.opened" || e.type === "ask.resolved") statusChanged = true;
+    if (e.type === "part") partials.get(e.workerId)?.delete(e.part.partId);
+    if (e.type === "worker.state" && (isFinal(e.state) || e.state === "queued")) partials.delete(e.workerId);
+    if (e.type === "part" && transcripts[e.workerId]) {
+      const parts = transcripts[e.workerId]!;
+      const i = parts.findIndex((p) => p.partId === e.part.partId);
+      const next = parts.slice();
+      if (i >= 0) next[i] = e.part;
+      else next.push(e.part);
+      transcripts = { ...transcripts, [e.workerId]: next };
+    }
+    observed.push([e, before, after]);
+  }
+  // Only what changed, so subscribers of untouched slices are not even asked.
+  const patch: Partial<State> = {};
+  if (workers !== s.workers) patch.workers = workers;
+  if (transcripts !== s.transcripts) patch.transcripts = transcripts;
+  if (serving !== s.serving) patch.serving = serving;
+  if (retries !== s.retries) patch.retries = retries;
+  if (touched) patch.tick = s.tick + 1;
+  if (Object.keys(patch).length) set(patch);
+  if (statusChanged) refreshStatusSoon();
+  for (const [e, b, a] of observed) for (const fn of listeners) fn(e, b, a);
+}
+
+// Tokens/s buckets: one per second for live workers.
+setInterval(() => {
+  const s = get();
+  const rates: Record<string, number[]> = {};
+  let changed = false;
+  for (const w of Object.values(s.workers)) {
+    const prev = s.rates[w.id] ?? [];
+    const chars = charCounts.get(w.id) ?? 0;
+    if (!chars && (isFinal(w.state) || prev.length === 0)) {
+      if (prev.length) rates[w.id] = prev;
+      continue;
+    }
+    rates[w.id] = [...prev.slice(-29), Math.round(chars / 4)];
+    changed = true;
+  }
+  charCounts.clear();
+  if (changed) set({ rates });
+}, 1000);
+
+let unsubscribe: (() => void) | null = null;
+let resyncing = false;
+
+async function resync() {
+  if (resyncing) return;
+  resyncing = true;
+  try {
+    await loadAll();
+  } catch (err) {
+    set({ connection: "offline", connectionError: errorText(err) });
+  } finally {
+    resyncing = false;
+  }
+}
+
+/** Loads everything, then follows the event stream from the cursor of that picture. */
+export async function connect(): Promise<void> {
+  unsubscribe?.();
+  set({ connection: "connecting" });
+  let cursor: string;
+  try {
+    cursor = await loadAll();
+  } catch (err) {
+    set({ connection: "offline", connectionError: errorText(err) });
+    setTimeout(() => void connect(), 3000);
+    return;
+  }
+  const sub = api.events.subscribe(
+    { lastEventId: cursor },
+    {
+      onStarted: () => set({ connection: "live", connectionError: null }),
+      onData: (d) => enqueue(d.data as EngineEvent),
+      onError: (err) => set({ connection: "reconnecting", connectionError: errorText(err) }),
+      onConnectionStateChange: (st) => {
+        if (st.state === "connecting") set({ connection: st.error ? "reconnecting" : get().connection, connectionError: st.error ? errorText(st.error) : null });
+        if (st.state === "pending") set({ connection: "live", connectionError: null });
+      },
+    },
+  );
+  unsubscribe = () => sub.unsubscribe();
+}
