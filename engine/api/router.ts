@@ -13,7 +13,12 @@ import {
   WorkerRef,
 } from "../../shared/api";
 import type { Delivered, EngineEvent } from "../../shared/events";
-import type { DecidedBy } from "../../shared/permission";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { Grade } from "../../shared/grade";
+import { PolicyRule, type DecidedBy } from "../../shared/permission";
+import { hardwareSummary } from "../mcp/hardware";
+import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { InputError, type Engine } from "../workers/engine";
 import { GitError } from "../workers/git";
@@ -23,6 +28,19 @@ export interface ApiContext {
   by: DecidedBy;
   version: string;
   shutdown: () => void;
+  clients: () => { kind: string; name: string; lastSeen: number; requests: number }[];
+}
+
+/** Every target's earned ladder grade: packs/<slug>/grade.json. */
+function readGrades(): Grade[] {
+  const dir = process.env.OCW_PACKS_DIR ?? path.join(projectRoot(), "packs");
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
+    const file = path.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync(file)) return [];
+    const g = Grade.safeParse(JSON.parse(readFileSync(file, "utf8")));
+    return g.success ? [g.data] : [];
+  });
 }
 
 /** One line a person can act on, from a zod error or an engine InputError. */
@@ -86,7 +104,11 @@ async function* eventStream(engine: Engine, lastEventId: string | null | undefin
 }
 
 export const appRouter = t.router({
-  health: proc.query(({ ctx }) => ({ ok: true, version: ctx.version, pid: process.pid, epoch: ctx.engine.bus.epoch, cursor: ctx.engine.bus.cursor })),
+  health: proc.query(({ ctx }) => ({ ok: true, version: ctx.version, pid: process.pid, epoch: ctx.engine.bus.epoch, cursor: ctx.engine.bus.cursor, root: projectRoot() })),
+  /** GPUs, CPU and RAM as the engine's machine sees them (the wizard's first step). */
+  hardware: proc.query(() => hardwareSummary()),
+  /** Clients that called the API recently (GUI tabs, CLI runs, MCP bridges), newest first. */
+  clients: proc.query(({ ctx }) => ctx.clients()),
   status: proc.query(({ ctx }) => {
     const workers = ctx.engine.list();
     const counts: Record<string, number> = {};
@@ -120,6 +142,11 @@ export const appRouter = t.router({
   approvals: t.router({
     list: proc.query(({ ctx }) => ctx.engine.pendingAsks()),
     decide: proc.input(DecideInput).mutation(({ ctx, input }) => ctx.engine.decide(input, ctx.by)),
+  }),
+  grades: proc.query(() => readGrades()),
+  policies: t.router({
+    get: proc.query(({ ctx }) => ctx.engine.policies()),
+    set: proc.input(z.object({ rules: z.array(PolicyRule).max(200) })).mutation(({ ctx, input }) => ctx.engine.setPolicies(input.rules)),
   }),
   targets: t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),

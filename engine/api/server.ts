@@ -58,11 +58,18 @@ function clientIdentity(req: http.IncomingMessage): DecidedBy {
 export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {
   const token = opts.token ?? randomBytes(24).toString("base64url");
   let port = 0;
+  const clients = new Map<string, { kind: string; name: string; lastSeen: number; requests: number }>();
   const allowedHosts = () => new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
   const trpc = createHTTPHandler({
     router: appRouter,
     basePath: API_PATH + "/",
-    createContext: ({ req }) => ({ engine: opts.engine, by: clientIdentity(req), version: opts.version, shutdown: opts.shutdown }),
+    createContext: ({ req }) => {
+      const by = clientIdentity(req);
+      const key = `${by.kind}:${by.name ?? ""}`;
+      const seen = clients.get(key) ?? { kind: by.kind, name: by.name ?? by.kind, lastSeen: 0, requests: 0 };
+      clients.set(key, { ...seen, lastSeen: Date.now(), requests: seen.requests + 1 });
+      return { engine: opts.engine, by, version: opts.version, shutdown: opts.shutdown, clients: () => [...clients.values()].sort((a, b) => b.lastSeen - a.lastSeen) };
+    },
     maxBodySize: 2 * 1024 * 1024,
   });
 

@@ -30,7 +30,7 @@ import { EventBus } from "../events";
 import { grade } from "../grading/grade";
 import { OpencodeServer, type OpencodeEvent } from "../harness/opencode-server";
 import { WORKER_AGENT } from "../harness/config";
-import { readJson } from "../store/json-file";
+import { readJson, writeJsonAtomic } from "../store/json-file";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
 import {
@@ -84,6 +84,8 @@ export class Engine {
   private readonly servers = new Map<string, OpencodeServer>();
   private readonly sessions = new Map<string, string>(); // opencode session id (incl. sub-agent children) → worker id
   private readonly queue: string[] = [];
+  private readonly deltas = new Map<string, { workerId: string; partId: string; field: string; delta: string }>();
+  private deltaTimer: NodeJS.Timeout | null = null;
   private readonly watchdog: NodeJS.Timeout;
   private closed = false;
 
@@ -432,6 +434,7 @@ export class Engine {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.watchdog);
+    if (this.deltaTimer) this.flushDeltas();
     for (const w of this.list()) {
       const rt = this.rt(w.id);
       clearTimeout(rt.budgetTimer);
@@ -587,7 +590,7 @@ export class Engine {
       case "message.part.updated":
         return this.onPart(workerId, p.part);
       case "message.part.delta":
-        if (typeof p.delta === "string") this.transient({ type: "delta", workerId, partId: p.partID, field: p.field, delta: p.delta, ts: Date.now() });
+        if (typeof p.delta === "string") this.bufferDelta(workerId, p.partID, p.field, p.delta);
         return;
       case "message.updated":
         return this.onMessage(workerId, p.info);
@@ -605,6 +608,25 @@ export class Engine {
         if (isRoot) void this.onIdle(workerId);
         return;
     }
+  }
+
+  /**
+   * Streaming text is coalesced per part and published every 50 ms: a model streams a token per event, and 16 workers
+   * at once would otherwise push ~800 events a second to every subscriber (the dashboard's frame rate pays for it).
+   */
+  private bufferDelta(workerId: string, partId: string, field: string, delta: string): void {
+    const key = `${partId}\u0000${field}`;
+    const pending = this.deltas.get(key);
+    if (pending) pending.delta += delta;
+    else this.deltas.set(key, { workerId, partId, field, delta });
+    this.deltaTimer ??= setTimeout(() => this.flushDeltas(), 50);
+  }
+
+  private flushDeltas(): void {
+    this.deltaTimer = null;
+    const batch = [...this.deltas.values()];
+    this.deltas.clear();
+    for (const d of batch) this.transient({ type: "delta", ...d, ts: Date.now() });
   }
 
   private onAsk(workerId: string, ask: PermissionAsk): void {
@@ -633,13 +655,24 @@ export class Engine {
     if (w.state === "waiting-approval" && pendingAsks(w).length === 0) this.setState(workerId, "running");
   }
 
+  /** The user's approval rules (policies.json in the state dir); none by default. */
+  policies(): PolicyRule[] {
+    return z.array(PolicyRule).catch([]).parse(readJson(path.join(this.opts.stateDir, "policies.json"), []));
+  }
+
+  setPolicies(rules: PolicyRule[]): PolicyRule[] {
+    writeJsonAtomic(path.join(this.opts.stateDir, "policies.json"), z.array(PolicyRule).parse(rules));
+    return this.policies();
+  }
+
   private policyFor(ask: PermissionAsk): PolicyRule | undefined {
-    const rules = z.array(PolicyRule).catch([]).parse(readJson(path.join(this.opts.stateDir, "policies.json"), []));
+    const rules = this.policies();
     return rules.find((r) => (r.tool === "*" || r.tool === ask.tool) && picomatch.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
   }
 
   private onPart(workerId: string, part: any): void {
     if (!part?.id || !part.type) return;
+    if (this.deltas.size && part.time?.end) this.flushDeltas();
     let t: TranscriptPart | null = null;
     if (part.type === "text" || part.type === "reasoning") {
       if (!part.time?.end && !part.text) return;

@@ -9,8 +9,6 @@ const ok = new Map<string, number>();
  * for ~68 s before it says so (notes/opencode.md §8). Any HTTP answer counts as reachable; successes are cached 30 s.
  */
 export async function preflightEndpoint(target: Target, timeoutMs = 3000): Promise<void> {
-  const cacheKey = target.endpoint;
-  if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
   let key: string | null;
   try {
     key = resolveKey(target);
@@ -20,6 +18,9 @@ export async function preflightEndpoint(target: Target, timeoutMs = 3000): Promi
   if ((target.keyRef || target.keyFile) && !key) {
     throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=… before starting the engine`);
   }
+  // Only reachability is cached: the key check above runs on every call.
+  const cacheKey = target.endpoint;
+  if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
   const headers: Record<string, string> = {};
   if (key) headers.authorization = `Bearer ${key}`;
   try {

@@ -112,6 +112,20 @@ describe("control", () => {
     expect(w.sessionId).toBe(running.sessionId);
   });
 
+  it("the API serves policies, the clients it has seen, the hardware and the install root", async () => {
+    expect(await engine.client.policies.get.query()).toEqual([]);
+    const rules = [{ tool: "bash", pattern: "npm test*", decision: "once" as const }];
+    expect(await engine.client.policies.set.mutate({ rules })).toEqual(rules);
+    expect(JSON.parse(readFileSync(path.join(engine.stateDir, "policies.json"), "utf8"))).toEqual(rules);
+    await expect(engine.client.policies.set.mutate({ rules: [{ tool: "bash", pattern: "*", decision: "sometimes" as never }] })).rejects.toThrow(/decision must be/);
+    await engine.client.policies.set.mutate({ rules: [] });
+    expect((await engine.client.clients.query()).map((c) => `${c.kind}:${c.name}`)).toContain("person:test");
+    const hw = await engine.client.hardware.query();
+    expect(hw!.ramGiB).toBeGreaterThan(0);
+    expect((await engine.client.health.query()).root).toBe(path.resolve(__dirname, "../.."));
+    expect(await engine.client.grades.query()).toEqual(expect.any(Array));
+  });
+
   it("merge: a built branch merges into its base branch; a conflicting one is refused and leaves the checkout clean", async () => {
     const dir = repo({ "shared.txt": "base\n" });
     const a = await engine.client.workers.start.mutate({ task: "TASK-MERGE-alpha", directory: dir, checks: [{ file: "shared.txt", equals: "alpha" }] });

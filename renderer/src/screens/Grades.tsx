@@ -1,5 +1,7 @@
-import { useMemo } from "react";
-import { Empty, NotWired } from "../components/common";
+import { useEffect, useMemo, useState } from "react";
+import type { Grade } from "../../../shared/grade";
+import { api } from "../api";
+import { Empty } from "../components/common";
 import { pct } from "../format";
 import { useStore } from "../store";
 
@@ -7,6 +9,10 @@ import { useStore } from "../store";
 export function Grades() {
   const workers = useStore((s) => s.workers);
   const targets = useStore((s) => s.targets);
+  const [grades, setGrades] = useState<Grade[] | null>(null);
+  useEffect(() => {
+    void api.grades.query().then(setGrades, () => setGrades([]));
+  }, []);
   const rows = useMemo(() => {
     const m = new Map<string, { graded: number; built: number; honest: number; dishonest: number }>();
     for (const w of Object.values(workers)) {
@@ -26,11 +32,48 @@ export function Grades() {
     <div className="grades">
       <section className="panel" aria-label="Ladder grades">
         <h2>Ladder grades</h2>
-        <NotWired>
-          Each target's ladder grade (per-rung built and honest rates) is written to <code>packs/&lt;target&gt;/grade.json</code>, but the control API does not serve it yet, so no
-          chart can be drawn here.
-        </NotWired>
-        <Empty title="No ladder results to show">Run the ladder for a target; its grade will appear here once the engine exposes it.</Empty>
+        {grades === null ? (
+          <p className="muted">Loading…</p>
+        ) : grades.length === 0 ? (
+          <Empty title="No ladder results yet">
+            Run <code>ocw grade</code> against a target; its per-rung rates are written to <code>packs/&lt;target&gt;/grade.json</code> and shown here.
+          </Empty>
+        ) : (
+          grades.map((g) => (
+            <table className="table" key={g.target} aria-label={`Ladder grade of ${g.target}`}>
+              <caption>
+                {g.model} ({g.target}) — {g.samples} sample(s) per rung, {new Date(g.date).toLocaleString()}; built {pct(g.builtRate)}, honest {pct(g.honestRate)}
+              </caption>
+              <thead>
+                <tr>
+                  <th>rung</th>
+                  <th>samples</th>
+                  <th>built rate</th>
+                  <th>honest rate</th>
+                </tr>
+              </thead>
+              <tbody>
+                {g.rungs.map((r) => (
+                  <tr key={r.rung}>
+                    <td>
+                      {r.rung}. {r.name}
+                    </td>
+                    <td>{r.samples}</td>
+                    <td>
+                      <div className="rate">
+                        <span className="rate-bar">
+                          <span style={{ width: `${r.builtRate * 100}%` }} />
+                        </span>
+                        {pct(r.builtRate)}
+                      </div>
+                    </td>
+                    <td>{pct(r.honestRate)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ))
+        )}
       </section>
       <section className="panel" aria-label="Verdicts by target">
         <h2>Verdicts by target (this engine)</h2>

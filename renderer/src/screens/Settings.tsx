@@ -1,6 +1,8 @@
 import { useEffect, useState } from "react";
 import { api } from "../api";
-import { CopyField, NotWired } from "../components/common";
+import type { PolicyRule } from "../../../shared/permission";
+import { errorText } from "../api";
+import { CopyField } from "../components/common";
 
 export function Settings() {
   const [health, setHealth] = useState<Record<string, unknown> | null>(null);
@@ -12,6 +14,23 @@ export function Settings() {
       if (typeof r.root === "string" && !localStorage.getItem("ocw.root")) setRoot(r.root);
     });
   }, []);
+  const [clients, setClients] = useState<{ kind: string; name: string; lastSeen: number; requests: number }[]>([]);
+  const [rules, setRules] = useState("");
+  const [rulesMsg, setRulesMsg] = useState<string | null>(null);
+  useEffect(() => {
+    void api.clients.query().then(setClients);
+    void api.policies.get.query().then((r) => setRules(JSON.stringify(r, null, 2)));
+  }, []);
+  const savePolicies = async () => {
+    try {
+      const parsed = JSON.parse(rules || "[]") as PolicyRule[];
+      const saved = await api.policies.set.mutate({ rules: parsed });
+      setRules(JSON.stringify(saved, null, 2));
+      setRulesMsg(`Saved ${saved.length} rule(s).`);
+    } catch (err) {
+      setRulesMsg(err instanceof SyntaxError ? `Not valid JSON: ${err.message}` : errorText(err));
+    }
+  };
   const abs = root.trim() || "/path/to/opencode-worker";
   const cmd = `claude mcp add opencode-worker -- node ${abs.replace(/\/+$/, "")}/dist/ocw.mjs mcp`;
 
@@ -34,7 +53,15 @@ export function Settings() {
           />
         </label>
         {typeof health?.root !== "string" && <p className="muted small">The engine does not report its install path yet: fill it in above.</p>}
-        <NotWired>The list of MCP clients currently connected is not on the control API yet.</NotWired>
+        <h3>Clients of this engine</h3>
+        <ul aria-label="Connected clients" className="small">
+          {clients.length === 0 && <li className="muted">none yet</li>}
+          {clients.map((c) => (
+            <li key={`${c.kind}:${c.name}`}>
+              <strong>{c.kind}</strong> {c.name} — last request {Math.max(0, Math.round((Date.now() - c.lastSeen) / 1000))} s ago ({c.requests} requests)
+            </li>
+          ))}
+        </ul>
       </section>
       <section className="panel" aria-label="Approval policies">
         <h2>Approval policies</h2>
@@ -42,7 +69,14 @@ export function Settings() {
           Off by default: every permission ask waits for a person (or Claude). Rules live in <code>policies.json</code> in the engine's state directory, e.g.{" "}
           <code>{`[{"tool":"bash","pattern":"npm test*","decision":"once"}]`}</code> (decision: <code>once</code>, <code>always</code> or <code>reject</code>; the first matching rule answers, and its text is recorded as who decided).
         </p>
-        <NotWired>Editing policies from here needs a control API procedure; edit the file for now.</NotWired>
+        <label className="field">
+          <span>Rules (JSON)</span>
+          <textarea aria-label="Policy rules" rows={6} spellCheck={false} value={rules} onChange={(e) => setRules(e.target.value)} />
+        </label>
+        <button type="button" className="btn" onClick={() => void savePolicies()}>
+          Save policies
+        </button>
+        {rulesMsg && <p className="small" role="status">{rulesMsg}</p>}
       </section>
       <section className="panel" aria-label="Engine">
         <h2>Engine</h2>

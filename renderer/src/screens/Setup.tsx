@@ -1,4 +1,4 @@
-import { useMemo, useState, type FormEvent } from "react";
+import { useEffect, useMemo, useState, type FormEvent } from "react";
 import type { Target } from "../../../shared/target";
 import { api, errorText } from "../api";
 import { NotWired } from "../components/common";
@@ -125,6 +125,18 @@ const REMEDY: Record<string, string> = {
 export function Setup() {
   const [step, setStep] = useState<Step>("Hardware");
   const [gpus, setGpus] = useState<Gpu[]>([{ name: "GPU 0", totalGiB: 24, freeGiB: 23 }]);
+  const [detected, setDetected] = useState<string | null>(null);
+  useEffect(() => {
+    void api.hardware.query().then((hw) => {
+      if (!hw) return setDetected("Hardware detection did not answer in time; enter your GPUs below.");
+      const found = hw.gpus.map((g) => ({ name: `${g.name} (${g.vendor}${g.unified ? ", unified" : ""})`, totalGiB: g.vramGiB, freeGiB: g.freeGiB ?? g.vramGiB }));
+      if (found.length) setGpus(found);
+      setDetected(
+        `${hw.cpu}, ${hw.cores} cores, ${hw.ramGiB} GiB RAM; ${found.length ? `${found.length} GPU(s) detected` : "no GPU detected (CPU only): use an API provider or capture a server elsewhere"}.` +
+          (hw.problems.length ? ` Probes: ${hw.problems.join("; ")}` : ""),
+      );
+    }, (err) => setDetected(`Hardware detection failed: ${errorText(err)}`));
+  }, []);
   const [modelId, setModelId] = useState(CATALOG[0]!.id);
   const [custom, setCustom] = useState("");
   const [quant, setQuant] = useState("Q4_K_M");
@@ -156,10 +168,9 @@ export function Setup() {
         {step === "Hardware" && (
           <>
             <h2>Hardware</h2>
-            <NotWired>
-              GPU detection runs inside the engine (<code>ocw doctor</code>), but the control API does not expose it yet. Enter your GPUs below for the estimates, or skip to
-              “Start, capture or API” if you use an existing server.
-            </NotWired>
+            <p className="small" role="status" aria-label="Detected hardware">
+              {detected ?? "Detecting GPUs, CPU and RAM on the engine's machine…"} The figures below feed the estimates; edit them to plan for another machine.
+            </p>
             <table className="table">
               <thead>
                 <tr>
