@@ -9,3 +9,12 @@ export function fail(err: unknown): never {
   console.error(`ocw: ${msg}`);
   process.exit(2);
 }
+
+/**
+ * How an unattended run (`--approve once|always|reject`, `ocw grade`) answers an ask. A question cannot be answered
+ * for the person, so it is dismissed with a note; the worker then reports its outcome.
+ */
+export function unattendedDecision(ask: { id: string; kind: string }, mode: "once" | "always" | "reject") {
+  if (ask.kind === "question") return { askId: ask.id, decision: "reject" as const, message: "unattended run: questions are dismissed" };
+  return { askId: ask.id, decision: mode };
+}

@@ -8,7 +8,7 @@ import { LADDER, materializeRung, summarizeLadder } from "../grading/ladder";
 import { projectRoot } from "../paths";
 import { writeJsonAtomic } from "../store/json-file";
 import { stateDir } from "../store/paths";
-import { CliError, fail } from "./errors";
+import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget, type TargetFlags } from "./target-flags";
 
 interface GradeOptions extends TargetFlags {
@@ -54,7 +54,7 @@ async function gradeCommand(o: GradeOptions): Promise<void> {
       for (const a of pendingAsks(w))
         if (!answered.has(a.id)) {
           answered.add(a.id);
-          void client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
+          void client.approvals.decide.mutate(unattendedDecision(a, "once")).catch(() => undefined);
         }
   };
   const { workers } = await follow(client, workerIds, {

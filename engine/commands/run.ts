@@ -11,7 +11,7 @@ import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
 import { inspectRepo } from "../workers/workspace";
-import { CliError, fail } from "./errors";
+import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
 
 interface RunOptions {
@@ -114,7 +114,7 @@ async function runCommand(o: RunOptions): Promise<void> {
         if (asker) asker.enqueue(ask);
         else {
           process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${ask.what} → ${o.approve} (--approve)\n`);
-          void client.approvals.decide.mutate({ askId: ask.id, decision: o.approve as DecisionKind }).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${(err as Error).message}\n`));
+          void client.approvals.decide.mutate(unattendedDecision(ask, o.approve as DecisionKind)).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${(err as Error).message}\n`));
         }
       }
     }
@@ -226,20 +226,40 @@ class TerminalAsker {
       const ask = this.queue.shift()!;
       process.stderr.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${ask.what}\n`);
       if (ask.diff) process.stderr.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
-      let decision: DecisionKind | null = null;
-      while (!decision) {
-        process.stderr.write(`allow? [y]es once / [a]lways / [n]o: `);
-        const line = await this.readLine();
-        if (line === null) {
-          process.stderr.write("\nocw: no terminal input; the ask stays pending (answer it in the UI or with --approve)\n");
-          this.busy = false;
-          return;
-        }
-        decision = ({ y: "once", a: "always", n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"] ?? null;
+      const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
+      if (answer === null) {
+        process.stderr.write("\nocw: no terminal input; the ask stays pending (answer it in the UI or with --approve)\n");
+        this.busy = false;
+        return;
       }
-      await this.client.approvals.decide.mutate({ askId: ask.id, decision }).catch((err) => process.stderr.write(`ocw: ${(err as Error).message}\n`));
+      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => process.stderr.write(`ocw: ${(err as Error).message}\n`));
     }
     this.busy = false;
+  }
+
+  private async askPermission(): Promise<{ decision: DecisionKind } | null> {
+    for (;;) {
+      process.stderr.write(`allow? [y]es once / [a]lways / [n]o: `);
+      const line = await this.readLine();
+      if (line === null) return null;
+      const decision = ({ y: "once", a: "always", n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"];
+      if (decision) return { decision };
+    }
+  }
+
+  /** One line per question: an option's number, or free text; an empty line dismisses the question. */
+  private async askQuestion(ask: PermissionAsk): Promise<{ decision: DecisionKind; answers?: string[][] } | null> {
+    const answers: string[][] = [];
+    for (const q of ask.questions ?? []) {
+      process.stderr.write(`${q.question}\n${q.options.map((o, i) => `  ${i + 1}) ${o.label}${o.description ? ` — ${o.description}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
+      const line = await this.readLine();
+      if (line === null) return null;
+      const text = line.trim();
+      if (!text) return { decision: "reject" };
+      const n = Number(text);
+      answers.push([Number.isInteger(n) && q.options[n - 1] ? q.options[n - 1]!.label : text]);
+    }
+    return { decision: "once", answers };
   }
 
   close(): void {

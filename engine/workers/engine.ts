@@ -302,8 +302,12 @@ export class Engine {
     if (ask.kind === "question") {
       if (decision.decision === "reject") res = await client.question.reject({ requestID: ask.id, directory });
       else {
-        const answers = decision.answers ?? (ask.questions ?? []).map((q) => (q.options[0] ? [q.options[0].label] : []));
-        res = await client.question.reply({ requestID: ask.id, directory, answers });
+        // Never answer a question on the person's behalf: an approval without answers is refused.
+        const want = ask.questions?.length ?? 1;
+        if (!decision.answers || decision.answers.length !== want) {
+          throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`);
+        }
+        res = await client.question.reply({ requestID: ask.id, directory, answers: decision.answers });
       }
     } else {
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;

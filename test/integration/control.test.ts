@@ -59,6 +59,7 @@ describe("control", () => {
     const ask = w.asks[0]!;
     expect(ask).toMatchObject({ kind: "question", tool: "question", what: "Which colour?" });
     expect(ask.questions![0]!.options.map((o) => o.label)).toEqual(["Red", "Blue"]);
+    await expect(engine.client.approvals.decide.mutate({ askId: ask.id, decision: "once" })).rejects.toThrow(/is a question .*pass answers/);
     await engine.client.approvals.decide.mutate({ askId: ask.id, decision: "once", answers: [["Blue"]] });
     const done = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
     expect(done.state).toBe("built");
