@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, renameSync, symlinkSync, unlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -29,4 +29,17 @@ describe("WorkerLogStore", () => {
     expect(readFileSync(store.file("w1"), "utf8").split("\n").filter(Boolean)).toHaveLength(3);
     expect(store.load("w1").events.map((e) => e.seq)).toEqual([1, 2]);
   });
+  it.skipIf(!existsSync("/dev/full"))("a full disk (writes to /dev/full fail with ENOSPC) → a clear error, and the log stays readable", () => {
+    const store = new WorkerLogStore(mkdtempSync(path.join(os.tmpdir(), "ocw-log-")));
+    store.append(created);
+    const file = store.file("w1");
+    renameSync(file, file + ".real");
+    symlinkSync("/dev/full", file);
+    expect(() => store.append(state(2))).toThrow(/ENOSPC.*disk holding the state dir is full; free space/);
+    unlinkSync(file);
+    renameSync(file + ".real", file);
+    store.append(state(3));
+    expect(store.load("w1")).toEqual({ workerId: "w1", events: [created, state(3)], skipped: 0 });
+  });
 });
+
