@@ -21,7 +21,8 @@ export function opencodeBinary(): string {
   if (process.env.OCW_OPENCODE_BIN) return process.env.OCW_OPENCODE_BIN;
   const require = createRequire(import.meta.url);
   const pkg = require.resolve("opencode-ai/package.json");
-  const bin = path.join(path.dirname(pkg), "bin", process.platform === "win32" ? "opencode.exe" : "opencode.exe");
+  // opencode-ai's postinstall places the platform binary as bin/opencode.exe on every OS.
+  const bin = path.join(path.dirname(pkg), "bin", "opencode.exe");
   if (!existsSync(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
   return bin;
 }
