@@ -604,8 +604,9 @@ export class Engine {
       case "session.error": {
         if (!isRoot) return;
         const err = p.error;
-        if (err?.name === "MessageAbortedError" && this.rt(workerId).stopping) return;
-        this.rt(workerId).lastError = `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2000);
+        // Aborts come from stop/budget/shutdown, and their events can trail a resume: never an error of the new turn.
+        if (err?.name === "MessageAbortedError") return;
+        this.rt(workerId).lastError = describeError(err);
         return;
       }
       case "session.idle":
@@ -734,39 +735,48 @@ export class Engine {
     const status = await client.session.status({ directory: ws.cwd }).catch(() => null);
     const st = (status?.data as Record<string, { type: string }> | undefined)?.[w.sessionId];
     if (st && st.type !== "idle") return;
-    if (rt.lastError) {
+    // An idle that arrives late from an earlier turn (an abort before a resume) must not settle the new prompt: only a
+    // finished reply to the newest user message counts.
+    const turn = await this.latestTurn(workerId);
+    const last = turn?.replies.at(-1);
+    if (turn && !last && !rt.lastError) return;
+    if (last && !last.info.time?.completed && !last.info.error) return;
+    const failure = last?.info.error && last.info.error.name !== "MessageAbortedError" ? describeError(last.info.error) : (!last && rt.lastError) || null;
+    if (failure) {
       for (const ask of pendingAsks(this.get(workerId))) this.safeRecord(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine" }, message: "the session ended with an error" });
-      this.setState(workerId, "error", rt.lastError);
+      this.setState(workerId, "error", failure);
       return;
     }
     rt.settling = true;
     try {
       this.setState(workerId, "settled");
-      await this.gradeWorker(workerId);
+      await this.gradeWorker(workerId, turn);
     } finally {
       rt.settling = false;
     }
   }
 
-  private async finalText(workerId: string): Promise<string> {
+  /** The newest user message of the worker's session and the assistant messages that answer it; null when unreadable. */
+  private async latestTurn(workerId: string): Promise<Turn | null> {
     const w = this.get(workerId);
     const client = this.rt(workerId).server?.client;
-    if (client && w.sessionId) {
-      const res = await client.session.messages({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => null);
-      const msgs = (res?.data ?? []) as { info: { role: string }; parts: { type: string; text?: string }[] }[];
-      const lastUser = msgs.map((m) => m.info.role).lastIndexOf("user");
-      const text = msgs
-        .slice(lastUser + 1)
-        .filter((m) => m.info.role === "assistant")
-        .flatMap((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text ?? ""))
-        .join("\n");
-      if (text.trim()) return text;
-    }
+    if (!client || !w.sessionId) return null;
+    const res = await client.session.messages({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => null);
+    if (!res?.data) return null;
+    const msgs = res.data as unknown as TurnMessage[];
+    const lastUser = msgs.map((m) => m.info.role).lastIndexOf("user");
+    return { replies: msgs.slice(lastUser + 1).filter((m) => m.info.role === "assistant") };
+  }
+
+  private async finalText(workerId: string, turn?: Turn | null): Promise<string> {
+    const t = turn ?? (await this.latestTurn(workerId));
+    const text = (t?.replies ?? []).flatMap((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text ?? "")).join("\n");
+    if (text.trim()) return text;
     // Recovery path: the transcript in the log.
     return this.transcript(workerId).filter((p) => p.kind === "text").map((p) => p.text ?? "").join("\n");
   }
 
-  private async gradeWorker(workerId: string): Promise<void> {
+  private async gradeWorker(workerId: string, turn?: Turn | null): Promise<void> {
     const w = this.get(workerId);
     const ws = this.workspaceOf(w);
     if (!ws) return this.setState(workerId, "error", "no workspace to grade");
@@ -777,7 +787,7 @@ export class Engine {
         checks: w.spec.checks,
         scope: w.spec.scope,
         protect: w.spec.protect,
-        finalText: await this.finalText(workerId),
+        finalText: await this.finalText(workerId, turn),
         title: w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72),
       });
       this.record(workerId, { type: "verdict", verdict });
@@ -880,6 +890,18 @@ function questionAsk(workerId: string, p: any): PermissionAsk {
     createdAt: Date.now(),
     status: "pending",
   };
+}
+
+interface TurnMessage {
+  info: { role: string; time?: { completed?: number }; error?: { name?: string; data?: { message?: string } } };
+  parts: { type: string; text?: string }[];
+}
+interface Turn {
+  replies: TurnMessage[];
+}
+
+function describeError(err: { name?: string; data?: { message?: string } } | undefined): string {
+  return `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2000);
 }
 
 function summarizeFailure(v: { checks: { name: string; passed: boolean }[]; scope: { violations: string[] } }): string {
