@@ -149,7 +149,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     checks.push({ name: "concurrency", passed: true, evidence: "1 slot: nothing to overlap" });
   } else {
     const n = v.slots;
-    const tokens = v.concurrencyTokens ?? 96;
+    const tokens = v.concurrencyTokens ?? 192;
     const body = base({ max_tokens: tokens, messages: [{ role: "user", content: "Count from one to one hundred in words." }], ...(ext ? { ignore_eos: true } : {}) });
     const headers = authHeaders(v.key);
     // one untimed warm-up (client and server first-use costs), then the best of two runs alone
@@ -159,38 +159,47 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       const s = await streamTimed(chatUrl, headers, body, performance.now(), timeoutMs);
       singleMs = Math.min(singleMs, s.endMs - s.startMs);
     }
-    const t0 = performance.now();
-    // llama.cpp shows its own view: poll /slots during the burst and count slots processing at once
-    let maxBusy: number | null = null;
-    let polling = v.engine === "llama.cpp";
-    const poller = (async () => {
-      while (polling) {
-        const sl = await httpJson<{ is_processing?: boolean }[]>(`${root}/slots`, { headers, timeoutMs: 2000 });
-        if (Array.isArray(sl.body)) maxBusy = Math.max(maxBusy ?? 0, sl.body.filter((x) => x.is_processing).length);
-        await new Promise((r) => setTimeout(r, 15));
-      }
-    })();
-    const runs = await Promise.all(Array.from({ length: n }, () => streamTimed(chatUrl, headers, body, t0, timeoutMs)));
-    polling = false;
-    await poller;
-    const wall = Math.max(...runs.map((x) => x.endMs));
-    const firsts = runs.map((x) => x.firstTokenMs).filter((x): x is number => x !== null);
-    const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
-    const failed = runs.filter((x) => x.status !== 200 || x.error);
-    const factor = overlapFactor(singleMs, wall, n);
-    observed.overlap = Math.round(factor * 100) / 100;
-    // Served one after another, the k-th first token waits k solo requests: the spread is ≈ (n−1)·t₁.
-    // Overlapping requests all start within a fraction of that. (The overlap factor is recorded, not the criterion:
-    // batched decode on a small CPU may not be faster in total.)
-    const spreadOk = spread < 0.5 * (n - 1) * singleMs;
-    const busyOk = maxBusy !== null && maxBusy >= n;
-    const passed = failed.length === 0 && firsts.length === n && (spreadOk || busyOk);
-    checks.push({
-      name: "concurrency", passed,
-      evidence: `${n} concurrent × ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "∞"} ms` +
+    // One burst of n requests at once. Timing on a loaded machine is noisy, so a second burst is allowed: a server that
+    // serializes requests fails both (its spread grows with every request), a parallel one passes at least one.
+    const burst = async () => {
+      const t0 = performance.now();
+      // llama.cpp shows its own view: poll /slots during the burst and count slots processing at once
+      let maxBusy: number | null = null;
+      let polling = v.engine === "llama.cpp";
+      const poller = (async () => {
+        while (polling) {
+          const sl = await httpJson<{ is_processing?: boolean }[]>(`${root}/slots`, { headers, timeoutMs: 2000 });
+          if (Array.isArray(sl.body)) maxBusy = Math.max(maxBusy ?? 0, sl.body.filter((x) => x.is_processing).length);
+          await new Promise((r) => setTimeout(r, 15));
+        }
+      })();
+      const runs = await Promise.all(Array.from({ length: n }, () => streamTimed(chatUrl, headers, body, t0, timeoutMs)));
+      polling = false;
+      await poller;
+      const wall = Math.max(...runs.map((x) => x.endMs));
+      const firsts = runs.map((x) => x.firstTokenMs).filter((x): x is number => x !== null);
+      const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
+      const failed = runs.filter((x) => x.status !== 200 || x.error);
+      const factor = overlapFactor(singleMs, wall, n);
+      // Served one after another, the k-th first token waits k solo requests: the spread is ≈ (n−1)·t₁.
+      // Overlapping requests all start within a fraction of that. (The overlap factor is recorded, not the criterion:
+      // batched decode on a small CPU may not be faster in total.)
+      const spreadOk = spread < 0.5 * (n - 1) * singleMs;
+      const busyOk = maxBusy !== null && maxBusy >= n;
+      const passed = failed.length === 0 && firsts.length === n && (spreadOk || busyOk);
+      const evidence =
+        `${n} concurrent × ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "∞"} ms` +
         (maxBusy !== null ? `, /slots showed ${maxBusy} processing at once` : "") +
-        (failed.length ? `; ${failed.length} failed (${failed[0]!.status} ${failed[0]!.error ?? ""})` : ""),
-    });
+        (failed.length ? `; ${failed.length} failed (${failed[0]!.status} ${failed[0]!.error ?? ""})` : "");
+      return { passed, factor, evidence, failedRequests: failed.length > 0 };
+    };
+    let result = await burst();
+    if (!result.passed && !result.failedRequests) {
+      const second = await burst();
+      result = second.passed ? { ...second, evidence: `${second.evidence} (second burst; the first: ${result.evidence})` } : second;
+    }
+    observed.overlap = Math.round(result.factor * 100) / 100;
+    checks.push({ name: "concurrency", passed: result.passed, evidence: result.evidence });
   }
 
   // capability
