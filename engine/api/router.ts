@@ -17,7 +17,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Grade } from "../../shared/grade";
 import { PolicyRule, type DecidedBy } from "../../shared/permission";
-import { hardwareSummary } from "../mcp/hardware";
+import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { InputError, type Engine } from "../workers/engine";

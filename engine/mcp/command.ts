@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { stateDir } from "../store/paths";
-import { hardwareSummary } from "./hardware";
+import { hardwareSummary } from "../hardware/summary";
 import { EngineLink } from "./link";
 import { createMcpServer } from "./server";
 

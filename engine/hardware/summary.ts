@@ -1,4 +1,4 @@
-import { detectHardware } from "../hardware/detect";
+import { detectHardware } from "./detect";
 
 const GiB = 1024 ** 3;
 const round = (n: number) => Math.round(n * 10) / 10;
@@ -17,7 +17,7 @@ async function detect() {
   };
 }
 
-/** The machine's hardware for setup_status, detected once per bridge process (the bridge runs beside the engine). */
+/** A short hardware summary (setup_status, the wizard), detected once per process. */
 export function hardwareSummary() {
   cached ??= detect().catch(() => null);
   return cached;
