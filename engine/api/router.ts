@@ -16,6 +16,7 @@ import type { Delivered, EngineEvent } from "../../shared/events";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Grade } from "../../shared/grade";
+import { firstIssue } from "../../shared/issues";
 import { PolicyRule, type DecidedBy } from "../../shared/permission";
 import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
@@ -46,10 +47,7 @@ function readGrades(): Grade[] {
 /** One line a person can act on, from a zod error or an engine InputError. */
 function humanMessage(error: unknown): string {
   const cause = (error as { cause?: unknown }).cause;
-  if (cause instanceof z.ZodError) {
-    const i = cause.issues[0]!;
-    return `${i.path.length ? i.path.join(".") + ": " : ""}${i.message}`;
-  }
+  if (cause instanceof z.ZodError) return firstIssue(cause);
   return (error as Error).message;
 }
 

@@ -15,13 +15,7 @@ export function advertised(strict: z.ZodObject) {
   return z.looseObject({}).meta(json);
 }
 
-/** The first problem of a failed parse, as one line: `path: message`. */
-export function firstIssue(error: z.ZodError, prefix = ""): string {
-  const i = error.issues[0]!;
-  const field = i.path.join(".");
-  if (i.code === "invalid_type" && /received undefined$/.test(i.message) && field) return `${prefix}${field} is required (${i.message.replace(/^Invalid input: /, "")})`;
-  return `${prefix}${field ? `${field}: ` : ""}${i.message}`;
-}
+export { firstIssue } from "../../shared/issues";
 
 // ---------- inputs ----------
 

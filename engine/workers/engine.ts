@@ -5,9 +5,10 @@ import picomatch from "picomatch";
 import { z } from "zod";
 import type { BatchSummary } from "../../shared/batch";
 import type { EngineEvent } from "../../shared/events";
+import { firstIssue } from "../../shared/issues";
 import {
+  Decision,
   rejectionMessage,
-  type Decision,
   type DecidedBy,
   type PermissionAsk,
   PolicyRule,
@@ -285,7 +286,7 @@ export class Engine {
   }
 
   async decide(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
-    const decision = parseInput(DecisionSchema, d);
+    const decision = parseInput(Decision, d);
     const w = this.list().find((x) => x.asks.some((a) => a.id === decision.askId));
     const ask = w?.asks.find((a) => a.id === decision.askId);
     if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`);
@@ -837,19 +838,10 @@ export class Engine {
   }
 }
 
-const DecisionSchema = z.object({
-  askId: z.string().min(1, "askId is required"),
-  decision: z.enum(["once", "always", "reject"], { error: 'decision must be "once", "always" or "reject"' }),
-  message: z.string().max(4000).optional(),
-  answers: z.array(z.array(z.string())).optional(),
-});
-
 function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
   const r = schema.safeParse(input);
   if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  const where = issue.path.length ? `${issue.path.join(".")}: ` : "";
-  throw new InputError(`${where}${issue.message}`);
+  throw new InputError(firstIssue(r.error));
 }
 
 function permissionAsk(workerId: string, p: any): PermissionAsk {
