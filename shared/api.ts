@@ -20,5 +20,13 @@ export const API_PATH = "/trpc";
 export const TOKEN_COOKIE = "ocw_token";
 
 /** The lock file every client finds the engine through. */
-export const EngineLock = z.object({ pid: z.number().int(), port: z.number().int(), token: z.string(), version: z.string(), startedAt: z.number() });
+export const EngineLock = z.object({
+  pid: z.number().int(),
+  /** The process that restarts the engine when it dies (engines started by a client run under one). */
+  supervisorPid: z.number().int().optional(),
+  port: z.number().int(),
+  token: z.string(),
+  version: z.string(),
+  startedAt: z.number(),
+});
 export type EngineLock = z.infer<typeof EngineLock>;

@@ -75,7 +75,8 @@ export const TranscriptPart = z.object({
 });
 export type TranscriptPart = z.infer<typeof TranscriptPart>;
 
-const base = { workerId: z.string(), seq: z.number().int(), ts: z.number() };
+/** `seq` counts the worker's own events; `busSeq` is the event's place in the engine's stream (its cursor). */
+const base = { workerId: z.string(), seq: z.number().int(), ts: z.number(), busSeq: z.number().int().optional() };
 
 /** Everything that happens to a worker, appended to its log and fanned out to subscribers. */
 export const WorkerEvent = z.discriminatedUnion("type", [

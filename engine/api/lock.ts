@@ -1,11 +1,11 @@
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { EngineLock } from "../../shared/api";
 import { writeJsonAtomic } from "../store/json-file";
 
 export const lockFile = (stateDir: string) => path.join(stateDir, "engine.json");
 
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -14,18 +14,22 @@ function alive(pid: number): boolean {
   }
 }
 
-/** The running engine's lock, or null when there is none or it is stale (its process is gone). */
-export function readLock(stateDir: string): EngineLock | null {
-  const file = lockFile(stateDir);
-  if (!existsSync(file)) return null;
+/** The lock file as written, alive or not (a stale one tells a restarted engine which port and token to take back). */
+export function lastLock(stateDir: string): EngineLock | null {
   try {
-    const lock = EngineLock.parse(JSON.parse(readFileSync(file, "utf8")));
-    if (alive(lock.pid)) return lock;
+    return EngineLock.parse(JSON.parse(readFileSync(lockFile(stateDir), "utf8")));
   } catch {
-    /* unreadable: treat as stale */
+    return null;
   }
-  rmSync(file, { force: true });
-  return null;
+}
+
+/**
+ * The running engine's lock, or null when there is none or it is stale (its process is gone). A stale lock is left in
+ * place: the next engine overwrites it, taking back its port and token, so clients of the dead one reconnect as they are.
+ */
+export function readLock(stateDir: string): EngineLock | null {
+  const lock = lastLock(stateDir);
+  return lock && alive(lock.pid) ? lock : null;
 }
 
 export function writeLock(stateDir: string, lock: EngineLock): void {

@@ -21,6 +21,7 @@ import { PolicyRule, type DecidedBy } from "../../shared/permission";
 import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
+import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
 import { GitError } from "../workers/git";
 
@@ -79,7 +80,6 @@ async function* eventStream(engine: Engine, lastEventId: string | null | undefin
     const { events, reset } = engine.bus.since(lastEventId);
     if (reset) yield tracked(engine.bus.cursor, { type: "reset", ts: Date.now() } as EngineEvent);
     let last = 0;
-    const seqOf = (c: string) => Number(c.split(":")[1]);
     for (const d of events) {
       last = seqOf(d.cursor);
       yield tracked(d.cursor, d.event);

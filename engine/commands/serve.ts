@@ -1,7 +1,10 @@
-import type { Command } from "commander";
+import { appendFileSync } from "node:fs";
+import path from "node:path";
+import { Option, type Command } from "commander";
 import { connect } from "../api/client";
 import { hostEngine } from "../api/host";
 import { readLock } from "../api/lock";
+import { ACTIVATE, superviseEngine } from "../api/supervisor";
 import { stateDir } from "../store/paths";
 
 export function registerServeCommands(program: Command): void {
@@ -9,10 +12,18 @@ export function registerServeCommands(program: Command): void {
     .command("serve")
     .description("start the engine (or attach to the running one) and print the browser UI's URL; stays in the foreground")
     .option("--port <n>", "port for the control API and UI (default: a free one)", (v) => Number(v))
-    .option("--background", "run without printing (used when a client starts the engine)")
-    .action(async (o: { port?: number; background?: boolean }) => {
+    .option("--background", "run without printing, restarted when it dies (how clients start the engine)")
+    .addOption(new Option("--supervised", "the engine process under a --background supervisor").hideHelp())
+    .addOption(new Option("--standby", "load, then wait for the supervisor to make this the engine").hideHelp())
+    .action(async (o: { port?: number; background?: boolean; supervised?: boolean; standby?: boolean }) => {
       const dir = stateDir();
+      if (o.standby) {
+        // Dies with its supervisor (the IPC channel closes); otherwise waits to take over.
+        process.once("disconnect", () => process.exit(0));
+        await new Promise<void>((resolve) => process.on("message", (m) => m === ACTIVATE && resolve()));
+      }
       const lock = readLock(dir);
+      if (lock && o.supervised) process.exit(0); // another engine took the state dir while this one started
       if (lock) {
         console.log(`http://127.0.0.1:${lock.port}/?token=${lock.token}`);
         console.error(`ocw: attached to the engine already running (pid ${lock.pid}); Ctrl-C detaches, \`ocw stop\` stops it`);
@@ -22,8 +33,12 @@ export function registerServeCommands(program: Command): void {
         });
         return;
       }
+      if (o.background && !o.supervised) {
+        const note = (line: string) => appendFileSync(path.join(dir, "supervisor.log"), `${new Date().toISOString()} ${line}\n`);
+        process.exit(await superviseEngine(dir, note));
+      }
       const log = o.background ? () => {} : (l: string) => console.error(l);
-      const hosted = await hostEngine({ stateDir: dir, port: o.port, log });
+      const hosted = await hostEngine({ stateDir: dir, port: o.port, log, ...(o.supervised ? { supervisorPid: process.ppid } : {}) });
       if (!o.background) {
         console.log(`${hosted.url}/?token=${hosted.token}`);
         console.error(`ocw: engine running (pid ${process.pid}, state ${dir}); open the URL above in a browser. Ctrl-C stops it.`);

@@ -77,7 +77,7 @@ const newId = (prefix: string) => `${prefix}-${Date.now().toString(36)}${randomB
  * steering, grading and recovery. Every change is an event appended to the worker's log, then published.
  */
 export class Engine {
-  readonly bus = new EventBus();
+  readonly bus: EventBus;
   readonly targets: TargetStore;
   private readonly logs: WorkerLogStore;
   private readonly workers = new Map<string, Worker>();
@@ -93,6 +93,7 @@ export class Engine {
   constructor(private readonly opts: EngineOptions) {
     this.targets = opts.targets ?? new TargetStore(path.join(opts.stateDir, "targets.json"));
     this.logs = new WorkerLogStore(path.join(opts.stateDir, "workers"));
+    this.bus = EventBus.forStateDir(opts.stateDir);
     this.recover();
     const stallMs = (opts.stallSec ?? Number(process.env.OCW_STALL_SEC ?? 300)) * 1000;
     this.watchdog = setInterval(() => this.checkStalls(stallMs), Math.min(5000, stallMs / 2));
@@ -118,7 +119,7 @@ export class Engine {
   /** Appends to the worker's log, folds into its picture, publishes. A failed append throws and changes nothing. */
   private record(workerId: string, body: WorkerEventBody): Worker {
     const prev = this.workers.get(workerId) ?? null;
-    const event = { ...body, workerId, seq: (prev?.lastSeq ?? 0) + 1, ts: Date.now() } as WorkerEvent;
+    const event = { ...body, workerId, seq: (prev?.lastSeq ?? 0) + 1, ts: Date.now(), busSeq: this.bus.nextSeq } as WorkerEvent;
     this.logs.append(event);
     const next = reduceWorker(prev, event);
     this.workers.set(workerId, next);
@@ -155,8 +156,10 @@ export class Engine {
 
   /** Rebuilds every worker from its log. Running ones become interrupted (resumable); settled ones are re-graded. */
   private recover(): void {
+    const logged: WorkerEvent[] = [];
     for (const id of this.logs.list()) {
       const { events, skipped } = this.logs.load(id);
+      logged.push(...events);
       if (skipped) this.log(`worker ${id}: skipped ${skipped} unreadable log line(s) (torn write)`);
       let w: Worker | null = null;
       for (const e of events) {
@@ -170,6 +173,8 @@ export class Engine {
       this.workers.set(id, w);
       if (w.sessionId) this.sessions.set(w.sessionId, id);
     }
+    // Before anything new is published: clients holding a cursor of the last run resume from it.
+    this.bus.restore(logged);
     for (const w of this.workers.values()) {
       for (const ask of pendingAsks(w)) {
         this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "restart" }, message: "the engine restarted; opencode forgets pending asks on restart — resume the worker" });
