@@ -40,6 +40,7 @@ import {
   InputError,
   inspectRepo,
   mergeBranch,
+  type RepoInfo,
   type Workspace,
 } from "./workspace";
 import { preflightEndpoint } from "./preflight";
@@ -64,6 +65,8 @@ interface Runtime {
   budgetTimer?: NodeJS.Timeout;
   lastEventAt: number;
   usageByMessage: Map<string, { input: number; output: number; reasoning: number; cost: number }>;
+  /** The repository as validated when the worker was created (absent for workers recovered from their log). */
+  repo?: RepoInfo;
   settling?: boolean;
   resumeMessage?: string;
   /** Usage recorded before this engine run saw the session's messages (a resumed or recovered worker). */
@@ -129,18 +132,24 @@ export class Engine {
   }
 
   private setState(workerId: string, state: WorkerState, reason?: string): void {
+    const err = this.changeState(workerId, state, reason);
+    if (err) this.notice("error", err.message);
+  }
+
+  /** setState for a caller that reports the failure itself: returns the append error instead of publishing a notice. */
+  private changeState(workerId: string, state: WorkerState, reason?: string): Error | null {
     const w = this.workers.get(workerId);
-    if (!w || w.state === state) return;
+    if (!w || w.state === state) return null;
     try {
       this.record(workerId, { type: "worker.state", state, ...(reason ? { reason } : {}) });
     } catch (err) {
-      this.notice("error", (err as Error).message);
-      return;
+      return err as Error;
     }
     if (isFinal(state) || state === "settled") {
       clearTimeout(this.rt(workerId).budgetTimer);
       this.pump();
     }
+    return null;
   }
 
   private transient(event: EngineEvent): void {
@@ -235,11 +244,17 @@ export class Engine {
   /** Validates, creates the worker (queued) and returns its id at once; the work happens in the background. */
   async start(input: WorkerSpecInput, opts: { batchId?: string } = {}): Promise<{ workerId: string }> {
     const spec = parseInput(WorkerSpec, input);
-    await inspectRepo(spec.directory);
+    const repo = await inspectRepo(spec.directory);
     const target = this.resolveTarget(spec.targetId);
     await preflightEndpoint(target);
+    return this.create(spec, repo, target, opts.batchId ?? null);
+  }
+
+  private create(spec: WorkerSpec, repo: RepoInfo, target: Target, batchId: string | null): { workerId: string } {
     const workerId = newId("w");
-    this.record(workerId, { type: "worker.created", spec, batchId: opts.batchId ?? null, targetId: target.id });
+    this.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id });
+    // The repository as validated: the worktree starts from this HEAD without asking git again.
+    this.rt(workerId).repo = repo;
     this.queue.push(workerId);
     this.pump();
     return { workerId };
@@ -255,17 +270,22 @@ export class Engine {
         throw new InputError(`task ${n + 1}: ${(err as Error).message}`);
       }
     });
-    for (const [n, s] of specs.entries()) {
-      try {
-        await inspectRepo(s.directory);
-      } catch (err) {
-        throw new InputError(`task ${n + 1}: ${(err as Error).message}`);
-      }
-      await preflightEndpoint(this.resolveTarget(s.targetId));
+    // Tasks of a batch mostly share a repository and a target: inspect and reach each once.
+    const repos = new Map<string, Promise<RepoInfo>>();
+    const reached = new Map<string, Promise<void>>();
+    const checked: { spec: WorkerSpec; repo: RepoInfo; target: Target }[] = [];
+    for (const [n, spec] of specs.entries()) {
+      if (!repos.has(spec.directory)) repos.set(spec.directory, inspectRepo(spec.directory));
+      const repo = await repos.get(spec.directory)!.catch((err: Error) => {
+        throw new InputError(`task ${n + 1}: ${err.message}`);
+      });
+      const target = this.resolveTarget(spec.targetId);
+      if (!reached.has(target.id)) reached.set(target.id, preflightEndpoint(target));
+      await reached.get(target.id);
+      checked.push({ spec, repo, target });
     }
     const batchId = newId("b");
-    const workerIds: string[] = [];
-    for (const s of specs) workerIds.push((await this.start(s, { batchId })).workerId);
+    const workerIds = checked.map((c) => this.create(c.spec, c.repo, c.target, batchId).workerId);
     return { batchId, workerIds };
   }
 
@@ -328,7 +348,12 @@ export class Engine {
       throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.response.status}): the ask is gone, probably answered elsewhere or cancelled`);
     }
     if (current.status === "pending") {
-      this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...(message ? { message } : {}) });
+      try {
+        this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...(message ? { message } : {}) });
+      } catch (err) {
+        // The worker already has the answer: a bare append error would read as "not approved" and invite a retry.
+        throw new Error(`the worker got the answer to ${ask.id} (${decision.decision}), but it could not be recorded: ${(err as Error).message}`);
+      }
     }
     this.afterAsk(w.id);
     return this.workers.get(w.id)!.asks.find((a) => a.id === ask.id)!;
@@ -362,13 +387,25 @@ export class Engine {
     rt.stopping = true;
     const idx = this.queue.indexOf(workerId);
     if (idx >= 0) this.queue.splice(idx, 1);
-    for (const ask of pendingAsks(w)) {
-      this.record(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by, message: `worker stopped: ${reason}` });
+    try {
+      for (const ask of pendingAsks(w)) {
+        this.record(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by, message: `worker stopped: ${reason}` });
+      }
+    } catch (err) {
+      // Nothing is stopped yet: the worker carries on as before (a left `stopping` would ignore its next idle).
+      rt.stopping = false;
+      if (idx >= 0) this.queue.splice(idx, 0, workerId);
+      throw new Error(`worker ${workerId} was not stopped: ${(err as Error).message}`);
     }
     if (w.sessionId && rt.server?.client) {
       await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
     }
-    this.setState(workerId, "stopped", reason);
+    const failed = this.changeState(workerId, "stopped", reason);
+    if (failed) {
+      // Otherwise the call would succeed and hand back a worker that is still running, with no word why.
+      if (idx >= 0) this.queue.splice(idx, 0, workerId);
+      throw new Error(`the stop of worker ${workerId} could not be recorded (it still shows ${this.get(workerId).state}; stop it again): ${failed.message}`);
+    }
     return this.get(workerId);
   }
 
@@ -512,7 +549,7 @@ export class Engine {
     rt.stopping = false;
     let ws = this.workspaceOf(w);
     if (!ws || !existsSync(ws.worktree)) {
-      const repo = await inspectRepo(w.spec.directory);
+      const repo = rt.repo ?? (await inspectRepo(w.spec.directory));
       ws = await createWorkspace(path.join(this.opts.stateDir, "worktrees"), repo, workerId);
       rt.workspace = ws;
       this.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
@@ -551,8 +588,13 @@ export class Engine {
     const wallSec = w.spec.budget.wallSec;
     if (!wallSec) return;
     const used = (Date.now() - (w.startedAt ?? Date.now())) / 1000;
-    rt.budgetTimer = setTimeout(() => void this.stop(workerId, `budget: wall clock of ${wallSec}s used up`, { kind: "engine", name: "budget" }), Math.max(0, (wallSec - used) * 1000));
+    rt.budgetTimer = setTimeout(() => this.budgetStop(workerId, `budget: wall clock of ${wallSec}s used up`), Math.max(0, (wallSec - used) * 1000));
     rt.budgetTimer.unref();
+  }
+
+  /** A stop nobody awaits: a failure (a full disk) becomes a notice, never an unhandled rejection that ends the engine. */
+  private budgetStop(workerId: string, reason: string): void {
+    this.stop(workerId, reason, { kind: "engine", name: "budget" }).catch((err) => this.notice("error", `${reason}, but ${(err as Error).message}`));
   }
 
   private checkStalls(stallMs: number): void {
@@ -726,7 +768,7 @@ export class Engine {
     this.safeRecord(workerId, { type: "usage", usage: sum });
     const limit = w.spec.budget.tokens;
     if (limit && sum.input + sum.output + sum.reasoning > limit && isActive(w.state)) {
-      void this.stop(workerId, `budget: ${limit} tokens used up`, { kind: "engine", name: "budget" });
+      this.budgetStop(workerId, `budget: ${limit} tokens used up`);
     }
   }
 

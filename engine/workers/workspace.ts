@@ -20,15 +20,14 @@ export async function inspectRepo(dir: string): Promise<RepoInfo> {
   if (!path.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
   if (!existsSync(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
   if (!statSync(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
-  let root: string;
-  try {
-    root = await git(dir, ["rev-parse", "--show-toplevel"]);
-  } catch {
-    throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
+  // One git call in the usual case; the slow path only finds the right message for what is wrong.
+  const [root, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
+  if (!root || !head || !ref) {
+    const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
+    if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
+    throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
-  const head = await git(root, ["rev-parse", "--verify", "-q", "HEAD"], { allowFail: true });
-  if (!head) throw new InputError(`${root} has no commits yet: commit once (the worker's branch starts from HEAD)`);
-  const branch = (await git(root, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
+  const branch = ref === "HEAD" ? null : ref;
   const subdir = path.relative(await realpath(root), await realpath(path.resolve(dir)));
   // A folder that merely sits inside some repository's work tree (a temp dir, an ignored folder) is not that repo's:
   // the worker's worktree would not even contain it.

@@ -1,12 +1,13 @@
 // Faults injected into the real system: a failing model endpoint, malformed tool calls, writes outside the worktree,
-// and a storm of malformed or hostile API requests. (`npm run test:faults`; kill -9 cases are in recovery.test.ts.)
+// a hanging endpoint, and a storm of malformed or hostile API requests. (`npm run test:faults` runs every faults-*.test.ts
+// and recovery.test.ts too.)
 import { existsSync } from "node:fs";
 import path from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, toolCall, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilState, type TestEngine } from "../helpers";
+import { cleanup, isFinal, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilState, type TestEngine } from "../helpers";
 
 let model: ScriptedModel;
 let engine: TestEngine;
@@ -22,6 +23,7 @@ beforeAll(async () => {
   model = await startScriptedModel({
     scripts: [
       { name: "500", match: /FAULT-500/, script: () => ({ error: { status: 500, message: "upstream exploded", headers: { "retry-after-ms": "50" } } }) },
+      { name: "hang", match: /FAULT-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) },
       { name: "midstream", match: /FAULT-MIDSTREAM/, script: () => ({ closeMidStream: true, textBeforeClose: "half an ans" }) },
       {
         name: "malformed",
@@ -48,6 +50,15 @@ describe("faults", () => {
     const w = await untilState(engine.client, workerId, (x) => x.state === "error", 120_000);
     expect(w.stateReason).toMatch(/upstream exploded|500/);
     expect(model.requests.filter((r) => r.matched === "500").length).toBeGreaterThan(1); // opencode retried first
+  });
+
+  it("a model endpoint that hangs mid-response → the wall-clock budget stops the worker with its reason; nothing hangs", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "FAULT-HANG", directory: repo(), budget: { wallSec: 6 } });
+    const w = await untilState(engine.client, workerId, (x) => isFinal(x.state), 60_000);
+    expect(w.state).toBe("stopped");
+    expect(w.stateReason).toMatch(/budget: wall clock of 6s/);
+    expect(model.requests.some((r) => r.matched === "hang" && r.response?.type === "hang")).toBe(true);
+    expect((await engine.client.health.query()).ok).toBe(true);
   });
 
   it("a stream closed mid-response → clear error state", async () => {
