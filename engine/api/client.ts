@@ -23,7 +23,7 @@ export function connect(lock: Pick<EngineLock, "port" | "token">, client = "cli"
           EventSource,
           eventSourceOptions: { fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
         }),
-        false: httpBatchLink({ url, headers, maxItems: 10 }),
+        false: httpBatchLink({ url, headers, maxItems: 10, methodOverride: "POST" }),
       }),
     ],
   });

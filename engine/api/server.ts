@@ -62,6 +62,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   const allowedHosts = () => new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
   const trpc = createHTTPHandler({
     router: appRouter,
+    // Queries may come as POST, so a long input (a huge id, a long directory) is refused with a message, not a 431.
+    allowMethodOverride: true,
     basePath: API_PATH + "/",
     createContext: ({ req }) => {
       const by = clientIdentity(req);

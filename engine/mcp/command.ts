@@ -1,8 +1,13 @@
 // `ocw mcp`: the stdio MCP bridge Claude Code starts. stdout carries the protocol only; every log line goes to stderr.
+import { PassThrough, type Readable } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import type { Command } from "commander";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
+import { ErrorCode, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import { stateDir } from "../store/paths";
 import { hardwareSummary } from "../hardware/summary";
+import { clip } from "./format";
 import { EngineLink } from "./link";
 import { createMcpServer } from "./server";
 
@@ -26,7 +31,7 @@ export async function runMcpBridge(): Promise<void> {
   let server: ReturnType<typeof createMcpServer> | null = null;
   const link = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
   server = createMcpServer({ link, log, hardware: hardwareSummary });
-  const transport = new StdioServerTransport();
+  const transport = new StdioServerTransport(answerInvalidLines(process.stdin, (line) => process.stdout.write(line), log));
   let closing = false;
   const shutdown = (why: string) => {
     if (closing) return;
@@ -46,4 +51,52 @@ export async function runMcpBridge(): Promise<void> {
     log(`connected to ${c?.name ?? "a client"} ${c?.version ?? ""} (state ${link.stateDir})`.trim());
   };
   await server.connect(transport);
+}
+
+/**
+ * `input` for the SDK's stdio transport, less the lines that are not JSON-RPC 2.0 messages. The SDK drops such a line
+ * without a reply, so a client that sent one with an id (say `"jsonrpc": "1.0"`) would wait for its answer forever;
+ * here each gets the error JSON-RPC asks for: -32700 when it is not JSON, -32600 when it is not a valid message, with
+ * its id when it has one, else null.
+ */
+export function answerInvalidLines(input: Readable, write: (line: string) => void, log: (line: string) => void = () => {}): Readable {
+  const valid = new PassThrough();
+  const onLine = (line: string) => {
+    if (!line.trim()) return;
+    const reply = (id: unknown, code: ErrorCode, message: string) => {
+      log(`${message}: ${clip(line, 120)}`);
+      write(`${JSON.stringify({ jsonrpc: "2.0", id: typeof id === "string" || typeof id === "number" ? id : null, error: { code, message } })}\n`);
+    };
+    let msg: unknown;
+    try {
+      msg = JSON.parse(line);
+    } catch (err) {
+      return reply(null, ErrorCode.ParseError, `Parse error: the line is not JSON (${clip((err as Error).message, 100)})`);
+    }
+    if (JSONRPCMessageSchema.safeParse(msg).success) return void valid.write(`${line}\n`);
+    if (typeof msg !== "object" || msg === null || Array.isArray(msg)) return reply(null, ErrorCode.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
+    const m = msg as Record<string, unknown>;
+    // A malformed response to one of our own requests: there is nobody to answer.
+    if (!("method" in m) && ("result" in m || "error" in m)) return log(`dropped an invalid JSON-RPC response: ${clip(line, 120)}`);
+    reply(m.id, ErrorCode.InvalidRequest, `Invalid Request: ${m.jsonrpc !== "2.0" ? '"jsonrpc" must be "2.0"' : 'expected {"jsonrpc": "2.0", "method": string, "id"?: string | number, "params"?: object}'}`);
+  };
+  // Lines end at "\n" (a trailing "\r" dropped), as the SDK reads them.
+  const decoder = new StringDecoder("utf8");
+  let pending = "";
+  input.on("data", (chunk: Buffer) => {
+    let from = pending.length;
+    pending += decoder.write(chunk);
+    for (let nl = pending.indexOf("\n", from); nl >= 0; nl = pending.indexOf("\n", from)) {
+      onLine(pending.slice(0, nl).replace(/\r$/, ""));
+      pending = pending.slice(nl + 1);
+      from = 0;
+    }
+    // Past the SDK's own limit, hand the unfinished line on: its transport refuses it and closes, as it always has.
+    if (pending.length > STDIO_DEFAULT_MAX_BUFFER_SIZE) {
+      valid.write(pending);
+      pending = "";
+    }
+  });
+  input.on("end", () => valid.end());
+  return valid;
 }

@@ -21,6 +21,10 @@ export { firstIssue } from "../../shared/issues";
 
 export const EmptyInput = z.object({}).strict();
 
+/** Engine ids (w-…, b-…, a-…) are short: a long one is refused here with a message that says where real ids are. */
+const ID_MAX = 200;
+const id = (required?: string) => z.string().min(1, required).max(ID_MAX, `too long for an id (over ${ID_MAX} characters): use an id from workers or pending_approvals`);
+
 const spec = WorkerSpec.shape;
 
 export const DelegateInput = z
@@ -51,21 +55,21 @@ export const DelegateBatchInput = z
 
 export const WorkersInput = z
   .object({
-    batchId: z.string().min(1).optional().describe("Only the workers of this batch."),
+    batchId: id().optional().describe("Only the workers of this batch."),
     active: z.boolean().optional().describe("Only workers that have not finished (default: all)."),
     limit: z.number().int().min(1).max(200).optional().describe("At most this many, newest first (default 30)."),
   })
   .strict();
 
-export const WorkerRefInput = z.object({ workerId: z.string().min(1, "workerId is required (see the workers tool)").describe("The worker's id, e.g. w-…") }).strict();
+export const WorkerRefInput = z.object({ workerId: id("workerId is required (see the workers tool)").describe("The worker's id, e.g. w-…") }).strict();
 
 export const WAIT_MAX_SEC = 100;
 export const WAIT_DEFAULT_SEC = 50;
 
 export const WaitInput = z
   .object({
-    workerId: z.string().min(1).optional().describe("Wait on this worker…"),
-    batchId: z.string().min(1).optional().describe("…or on every worker of this batch."),
+    workerId: id().optional().describe("Wait on this worker…"),
+    batchId: id().optional().describe("…or on every worker of this batch."),
     timeoutSec: z
       .number()
       .positive("timeoutSec must be a positive number of seconds")
@@ -78,14 +82,14 @@ export const WaitInput = z
 
 export const PendingInput = z
   .object({
-    workerId: z.string().min(1).optional().describe("Only this worker's asks."),
-    batchId: z.string().min(1).optional().describe("Only this batch's asks."),
+    workerId: id().optional().describe("Only this worker's asks."),
+    batchId: id().optional().describe("Only this batch's asks."),
   })
   .strict();
 
 export const ApproveInput = z
   .object({
-    askId: z.string().min(1, "askId is required (see pending_approvals)").describe("The ask's id from wait / pending_approvals."),
+    askId: id("askId is required (see pending_approvals)").describe("The ask's id from wait / pending_approvals."),
     decision: z
       .string()
       .meta({ enum: DecisionKind.options })
@@ -97,16 +101,16 @@ export const ApproveInput = z
 
 export const SteerToolInput = z
   .object({
-    workerId: z.string().min(1, "workerId is required"),
+    workerId: id("workerId is required"),
     text: z.string().describe("What the worker should do differently; it reaches the worker at its next step."),
   })
   .strict();
 
-export const StopToolInput = z.object({ workerId: z.string().min(1, "workerId is required"), reason: z.string().max(500).optional() }).strict();
+export const StopToolInput = z.object({ workerId: id("workerId is required"), reason: z.string().max(500).optional() }).strict();
 
 export const ResumeToolInput = z
   .object({
-    workerId: z.string().min(1, "workerId is required"),
+    workerId: id("workerId is required"),
     message: z.string().max(20_000).optional().describe("Extra instructions for the continued run (e.g. what to fix)."),
   })
   .strict();
@@ -115,7 +119,7 @@ export const RESULT_TOTAL_CHARS = 40_000;
 
 export const ResultInput = z
   .object({
-    workerId: z.string().min(1, "workerId is required (see the workers tool)"),
+    workerId: id("workerId is required (see the workers tool)"),
     page: z.number().int().min(1).optional().describe("Page of checks, from 1 (default 1)."),
     pageSize: z.number().int().min(1).max(50).optional().describe("Checks per page (default 20)."),
     maxChars: z.number().int().min(200).max(20_000).optional().describe("Characters of each check's output (default 1500: its start and end)."),

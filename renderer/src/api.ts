@@ -9,7 +9,7 @@ export const api: Client = createTRPCClient<AppRouter>({
     splitLink({
       condition: (op) => op.type === "subscription",
       true: httpSubscriptionLink({ url: "/trpc" }),
-      false: httpBatchLink({ url: "/trpc", maxItems: 10 }),
+      false: httpBatchLink({ url: "/trpc", maxItems: 10, methodOverride: "POST" }),
     }),
   ],
 });

@@ -49,16 +49,48 @@ async function waitFor(batchId: string, pred: (r: any) => boolean): Promise<any>
   throw new Error("the batch never reached the expected picture");
 }
 
-describe("kill -9 of the engine mid-batch, with an MCP client and an event subscriber attached", () => {
-  it("comes back within 2 s on the same address; the subscriber misses no event; no verdict or approval is lost; the interrupted workers resume", async () => {
+/** Every event an API client receives, from now on. */
+async function subscribe(api: ReturnType<typeof connect>) {
+  const received: { cursor: string; event: EngineEvent }[] = [];
+  const sub = api.events.subscribe({ lastEventId: (await api.health.query()).cursor }, { onData: (t) => received.push({ cursor: t.id, event: t.data as EngineEvent }) });
+  return { received, unsubscribe: () => sub.unsubscribe() };
+}
+
+/** The subscriber got every logged event of these workers, once each and in cursor order, with no reset. */
+async function expectNothingMissed(workerIds: string[], received: { cursor: string; event: EngineEvent }[]) {
+  const logs = new WorkerLogStore(path.join(stateDir, "workers"));
+  const onDisk = workerIds.flatMap((id) => logs.load(id).events.map((e) => `${e.workerId}#${e.seq}`));
+  const got = () => new Set(received.filter((d) => "seq" in d.event).map((d) => `${(d.event as { workerId: string }).workerId}#${(d.event as { seq: number }).seq}`));
+  const deadline = Date.now() + 15_000;
+  while (onDisk.some((k) => !got().has(k)) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
+  expect(onDisk.filter((k) => !got().has(k))).toEqual([]);
+  expect(received.some((d) => d.event.type === "reset")).toBe(false);
+  const cursors = received.map((d) => Number(d.cursor.split(":")[1]));
+  expect(cursors).toEqual([...cursors].sort((a, b) => a - b));
+  expect(new Set(cursors).size).toBe(cursors.length);
+}
+
+/** Resumes the workers through the bridge and approves every ask until the batch settles. */
+async function resumeAndFinish(batchId: string, workerIds: string[]): Promise<any> {
+  for (const id of workerIds) await mcp.call("resume", { workerId: id });
+  let r: any;
+  for (let i = 0; i < 30; i++) {
+    r = await mcp.call("wait", { batchId, timeoutSec: 10, elicit: false });
+    for (const p of r.pending) await mcp.call("approve", { askId: p.askId, decision: "once" });
+    if (r.settled) break;
+  }
+  return r;
+}
+
+describe("kill -9 mid-batch, with an MCP client and an event subscriber attached", () => {
+  it("of the engine: back within 2 s on the same address; the subscriber misses no event; no verdict or approval is lost; the interrupted workers resume", async () => {
     expect((await mcp.call("setup_status")).problem).toMatch(/no active target/); // the bridge started the engine
     const first = readLock(stateDir)!;
     expect(first.supervisorPid).toBeTruthy();
     const api = connect(first, "gui:subscriber");
     await api.targets.save.mutate({ target: scriptedTarget(model.url, 4), activate: true });
 
-    const received: { cursor: string; event: EngineEvent }[] = [];
-    const sub = api.events.subscribe({ lastEventId: (await api.health.query()).cursor }, { onData: (t) => received.push({ cursor: t.id, event: t.data as EngineEvent }) });
+    const { received, unsubscribe } = await subscribe(api);
 
     const batch = await mcp.call("delegate_batch", { tasks: [0, 1, 2, 3].map((i) => ({ task: `KILL-WRITE ${i}`, directory: repo, checks: [{ file: `k${i}.txt`, equals: "k" }], scope: [`k${i}.txt`] })) });
     // Two workers are approved and settle; two are left waiting on their approval when the engine dies.
@@ -95,27 +127,38 @@ describe("kill -9 of the engine mid-batch, with an MCP client and an event subsc
     }
 
     // The MCP client resumes and approves through the same bridge process; the batch finishes.
-    for (const id of pendingIds) await mcp.call("resume", { workerId: id });
-    for (let i = 0; i < 20; i++) {
-      r = await mcp.call("wait", { batchId: batch.batchId, timeoutSec: 10, elicit: false });
-      for (const p of r.pending) await mcp.call("approve", { askId: p.askId, decision: "once" });
-      if (r.settled) break;
-    }
+    r = await resumeAndFinish(batch.batchId, pendingIds);
     expect(r.batch).toMatchObject({ settled: true, built: 4, builtRate: 1 });
-
     // The subscriber, never re-created, got every logged event of the batch in order, across the restart.
-    const logs = new WorkerLogStore(path.join(stateDir, "workers"));
-    const onDisk = batch.workerIds.flatMap((id: string) => logs.load(id).events.map((e) => `${e.workerId}#${e.seq}`));
-    const got = () => new Set(received.filter((d) => "seq" in d.event).map((d) => `${(d.event as { workerId: string }).workerId}#${(d.event as { seq: number }).seq}`));
-    const deadline = Date.now() + 15_000;
-    while (onDisk.some((k: string) => !got().has(k)) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
-    sub.unsubscribe();
-    expect(onDisk.filter((k: string) => !got().has(k))).toEqual([]);
-    expect(received.some((d) => d.event.type === "reset")).toBe(false);
-    const cursors = received.map((d) => Number(d.cursor.split(":")[1]));
-    expect(cursors).toEqual([...cursors].sort((a, b) => a - b));
-    expect(new Set(cursors).size).toBe(cursors.length);
+    await expectNothingMissed(batch.workerIds, received);
+    unsubscribe();
     // One engine on the state dir, under one supervisor.
     expect(readdirSync(path.join(stateDir)).filter((f) => f === "engine.starting")).toEqual([]);
+  });
+
+  it("of opencode serve: the waiting workers are interrupted with their asks cancelled and recorded, settled ones keep their verdicts, all resume to built", async () => {
+    const api = connect(readLock(stateDir)!, "gui:subscriber");
+    const { received, unsubscribe } = await subscribe(api);
+    const batch = await mcp.call("delegate_batch", { tasks: [4, 5, 6].map((i) => ({ task: `KILL-WRITE ${i}`, directory: repo, checks: [{ file: `k${i}.txt`, equals: "k" }], scope: [`k${i}.txt`] })) });
+    let r = await waitFor(batch.batchId, (x) => x.pending.length === 3);
+    await mcp.call("approve", { askId: r.pending[0].askId, decision: "once" });
+    const pendingIds: string[] = r.pending.slice(1).map((p: any) => p.workerId);
+    await waitFor(batch.batchId, (x) => x.workers.some((w: any) => w.state === "built"));
+    const before = await api.workers.list.query();
+    const serve = (await api.status.query()).serving[0]!;
+    process.kill(serve.pid!, "SIGKILL");
+    const interrupted = await waitFor(batch.batchId, (x) => pendingIds.every((id) => x.workers.find((w: any) => w.workerId === id)?.state === "interrupted"));
+    expect(interrupted.workers.filter((w: any) => w.state === "built")).toHaveLength(1);
+    const after = await api.workers.list.query();
+    for (const b of before.filter((w) => batch.workerIds.includes(w.id))) {
+      const a = after.find((w) => w.id === b.id)!;
+      if (pendingIds.includes(b.id)) expect(a.asks.map((x) => [x.id, x.status, x.by?.kind])).toEqual(b.asks.map((x) => [x.id, "cancelled", "engine"]));
+      else expect({ verdict: a.verdict, asks: a.asks }).toEqual({ verdict: b.verdict, asks: b.asks });
+    }
+    r = await resumeAndFinish(batch.batchId, pendingIds);
+    expect(r.batch).toMatchObject({ settled: true, built: 3, builtRate: 1 });
+    expect((await api.status.query()).serving[0]!.pid).not.toBe(serve.pid);
+    await expectNothingMissed(batch.workerIds, received);
+    unsubscribe();
   });
 });

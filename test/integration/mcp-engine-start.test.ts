@@ -12,7 +12,7 @@ let model: ScriptedModel | undefined;
 let mcp: McpHandle | undefined;
 const repos: string[] = [];
 
-/** Pids of engine processes (`ocw serve`, not their supervisors) on this state dir (Linux /proc; empty elsewhere). */
+/** Pids of engine processes (`ocw serve`, not supervisors or their loaded standbys) on this state dir (Linux /proc). */
 function enginesOn(dir: string): number[] {
   const pids: number[] = [];
   let entries: string[] = [];
@@ -25,7 +25,7 @@ function enginesOn(dir: string): number[] {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
       if (!cmd.some((a) => a.endsWith("ocw.mjs")) || !cmd.includes("serve")) continue;
-      if (cmd.includes("--background") && !cmd.includes("--supervised")) continue;
+      if ((cmd.includes("--background") && !cmd.includes("--supervised")) || cmd.includes("--standby")) continue;
       if (readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`OCW_STATE_DIR=${dir}`)) pids.push(Number(pid));
     } catch {
       /* gone or not ours */
