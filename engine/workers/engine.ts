@@ -43,7 +43,7 @@ import {
   type RepoInfo,
   type Workspace,
 } from "./workspace";
-import { preflightEndpoint } from "./preflight";
+import { preflightEndpoint, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 
 export { InputError } from "./workspace";
@@ -65,6 +65,8 @@ interface Runtime {
   budgetTimer?: NodeJS.Timeout;
   lastEventAt: number;
   usageByMessage: Map<string, { input: number; output: number; reasoning: number; cost: number }>;
+  /** An endpoint check after a failed model call is under way. */
+  probing?: boolean;
   /** The repository as validated when the worker was created (absent for workers recovered from their log). */
   repo?: RepoInfo;
   settling?: boolean;
@@ -606,6 +608,31 @@ export class Engine {
     }
   }
 
+  /**
+   * opencode retries a failed model call with growing pauses, for a minute or more, before it gives up. When the call
+   * failed because the model server is gone (killed, crashed, stopped), the worker is interrupted at once instead,
+   * with the reason, and can be resumed in its session once the server is back. A server that answers is left to
+   * opencode's retry (a 500, a rate limit, a restart that already finished).
+   */
+  private async checkEndpoint(workerId: string, message: string): Promise<void> {
+    const w = this.workers.get(workerId);
+    const rt = this.rt(workerId);
+    if (!w || w.state !== "running" || rt.stopping || rt.probing) return;
+    let target: Target;
+    try {
+      target = this.resolveTarget(w.targetId ?? undefined);
+    } catch {
+      return;
+    }
+    rt.probing = true;
+    const problem = await unreachable(target, undefined, 2000).finally(() => (rt.probing = false));
+    if (!problem || this.workers.get(workerId)?.state !== "running" || rt.stopping) return;
+    rt.stopping = true;
+    const sessionId = this.workers.get(workerId)!.sessionId;
+    if (sessionId) await rt.server?.client?.session.abort({ sessionID: sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
+    this.setState(workerId, "interrupted", `the model endpoint ${target.endpoint} stopped answering (${problem}; opencode: ${message}): resume the worker once the model server is back`);
+  }
+
   private safeRecord(workerId: string, body: WorkerEventBody): void {
     try {
       this.record(workerId, body);
@@ -647,7 +674,11 @@ export class Engine {
       case "message.updated":
         return this.onMessage(workerId, p.info);
       case "session.status":
-        if (p.status?.type === "retry") this.transient({ type: "retry", workerId, attempt: p.status.attempt ?? 0, message: String(p.status.message ?? ""), ts: Date.now() });
+        if (p.status?.type === "retry") {
+          const message = String(p.status.message ?? "");
+          this.transient({ type: "retry", workerId, attempt: p.status.attempt ?? 0, message, ts: Date.now() });
+          void this.checkEndpoint(workerId, message);
+        }
         return;
       case "session.error": {
         if (!isRoot) return;

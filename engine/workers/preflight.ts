@@ -21,13 +21,20 @@ export async function preflightEndpoint(target: Target, timeoutMs = 3000): Promi
   // Only reachability is cached: the key check above runs on every call.
   const cacheKey = target.endpoint;
   if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
+  const problem = await unreachable(target, key, timeoutMs);
+  if (problem) throw new InputError(`cannot reach the model endpoint ${target.endpoint} (${problem}): start the model server or fix the URL`);
+  ok.set(cacheKey, Date.now() + 30_000);
+}
+
+/** Why the target's endpoint cannot be reached right now (any HTTP answer counts as reachable), or null. */
+export async function unreachable(target: Target, key: string | null = resolveKey(target), timeoutMs = 3000): Promise<string | null> {
   const headers: Record<string, string> = {};
   if (key) headers.authorization = `Bearer ${key}`;
   try {
     await fetch(`${target.endpoint.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    ok.set(cacheKey, Date.now() + 30_000);
+    return null;
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-    throw new InputError(`cannot reach the model endpoint ${target.endpoint} (${cause}): start the model server or fix the URL`);
+    ok.delete(target.endpoint);
+    return (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
   }
 }
