@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, ftruncateSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs";
 import path from "node:path";
 import { WorkerEvent } from "../../shared/worker";
 
@@ -28,19 +28,40 @@ export class WorkerLogStore {
     return path.join(this.root, workerId);
   }
 
-  /** Throws (ENOSPC, EACCES…) with a message that names the log; a failed append never glues onto the next one. */
+  /**
+   * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
+   * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
+   */
   append(event: WorkerEvent): void {
     const file = this.file(event.workerId);
     const prefix = this.broken.has(file) ? "\n" : "";
+    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
+    let madeDir: string | undefined;
+    let fd: number | undefined;
+    let size = 0;
     try {
-      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-      appendFileSync(file, prefix + JSON.stringify(event) + "\n", { mode: 0o600 });
+      madeDir = mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      fd = openSync(file, "a", 0o600);
+      size = fstatSync(fd).size;
+      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
       this.broken.delete(file);
     } catch (err) {
-      this.broken.add(file);
+      this.cutBack(file, fd, size, madeDir);
       const code = (err as NodeJS.ErrnoException).code;
       const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
       throw new Error(`cannot append to ${file} (${code ?? (err as Error).message}): ${hint}`);
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+
+  private cutBack(file: string, fd: number | undefined, size: number, madeDir: string | undefined): void {
+    try {
+      if (fd !== undefined) ftruncateSync(fd, size);
+      // A worker whose first event failed does not exist: leave no folder that list() would report.
+      if (madeDir && size === 0) rmSync(madeDir, { recursive: true, force: true });
+    } catch {
+      this.broken.add(file);
     }
   }
 
