@@ -81,13 +81,13 @@ describe("control", () => {
   });
 
   it("an unanswered ask stays pending with its age until the wall-clock budget expires; then the worker stops with the reason", async () => {
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-BUDGET: write never.txt", directory: repo(), budget: { wallSec: 8 } });
+    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-BUDGET: write never.txt", directory: repo(), budget: { wallSec: 20 } });
     await untilAsk(engine.client, workerId);
     await new Promise((r) => setTimeout(r, 1500));
     const pending = (await engine.client.approvals.list.query()).find((a) => a.workerId === workerId)!;
     expect(pending.ageSec).toBeGreaterThanOrEqual(1);
     const w = await untilState(engine.client, workerId, (x) => x.state === "stopped", 30_000);
-    expect(w.stateReason).toMatch(/budget: wall clock of 8s/);
+    expect(w.stateReason).toMatch(/budget: wall clock of 20s/);
     expect(w.asks[0]).toMatchObject({ status: "cancelled", by: { kind: "engine", name: "budget" } });
     expect((await engine.client.approvals.list.query()).some((a) => a.workerId === workerId)).toBe(false);
   });
