@@ -108,33 +108,9 @@ export class OpencodeServer extends EventEmitter {
     return path.join(this.opts.home, "opencode.pid");
   }
 
-  /** A previous engine killed with -9 leaves its opencode serve running on the same data dir: end it first. */
-  private killStale(): void {
-    let pid: number;
-    try {
-      pid = Number(readFileSync(this.pidFile, "utf8").trim());
-    } catch {
-      return;
-    }
-    if (!pid || pid === process.pid) return;
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      if (!cmd.includes("opencode")) return;
-    } catch {
-      if (process.platform === "linux") return; // gone
-    }
-    for (const c of childPids(pid)) killGroup(c);
-    try {
-      process.kill(pid, "SIGKILL");
-      this.opts.log?.(`ended a stale opencode serve (pid ${pid}) left by an earlier engine`);
-    } catch {
-      /* already gone */
-    }
-  }
-
   private async spawnOnce(): Promise<void> {
     this.stopping = false;
-    this.killStale();
+    endStaleServer(this.opts.home, this.opts.log);
     const proc = spawn(opencodeBinary(), ["serve", "--hostname=127.0.0.1", "--port=0"], {
       cwd: this.opts.home,
       env: this.env(),
@@ -264,6 +240,33 @@ export class OpencodeServer extends EventEmitter {
 }
 
 /** Direct children of a process (Linux /proc); bash tool children live in their own process groups. */
+/**
+ * A previous engine killed with -9 leaves its opencode serve running on the same data dir (`home`): end it. The engine
+ * calls this for every target at start-up, and each server before it spawns.
+ */
+export function endStaleServer(home: string, log?: (line: string) => void): void {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(path.join(home, "opencode.pid"), "utf8").trim());
+  } catch {
+    return;
+  }
+  if (!pid || pid === process.pid) return;
+  try {
+    const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    if (!cmd.includes("opencode")) return;
+  } catch {
+    if (process.platform === "linux") return; // gone
+  }
+  for (const c of childPids(pid)) killGroup(c);
+  try {
+    process.kill(pid, "SIGKILL");
+    log?.(`ended a stale opencode serve (pid ${pid}) left by an earlier engine`);
+  } catch {
+    /* already gone */
+  }
+}
+
 function childPids(pid: number | undefined): number[] {
   if (!pid || process.platform !== "linux") return [];
   const out: number[] = [];

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { z } from "zod";
@@ -29,7 +29,7 @@ import {
 } from "../../shared/worker";
 import { EventBus } from "../events";
 import { grade } from "../grading/grade";
-import { OpencodeServer, type OpencodeEvent } from "../harness/opencode-server";
+import { endStaleServer, OpencodeServer, type OpencodeEvent } from "../harness/opencode-server";
 import { WORKER_AGENT } from "../harness/config";
 import { readJson, writeJsonAtomic } from "../store/json-file";
 import { TargetStore } from "../store/targets";
@@ -99,6 +99,7 @@ export class Engine {
     this.targets = opts.targets ?? new TargetStore(path.join(opts.stateDir, "targets.json"));
     this.logs = new WorkerLogStore(path.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
+    this.endStaleServers();
     this.recover();
     const stallMs = (opts.stallSec ?? Number(process.env.OCW_STALL_SEC ?? 300)) * 1000;
     this.watchdog = setInterval(() => this.checkStalls(stallMs), Math.min(5000, stallMs / 2));
@@ -177,6 +178,13 @@ export class Engine {
   }
 
   // ---------- recovery ----------
+
+  /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
+  private endStaleServers(): void {
+    const root = path.join(this.opts.stateDir, "opencode");
+    if (!existsSync(root)) return;
+    for (const dir of readdirSync(root)) endStaleServer(path.join(root, dir), (l) => this.log(l));
+  }
 
   /** Rebuilds every worker from its log. Running ones become interrupted (resumable); settled ones are re-graded. */
   private recover(): void {

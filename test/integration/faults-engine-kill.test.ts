@@ -2,7 +2,7 @@
 // bridge over stdio) and an API event subscriber are attached. The engine was started by the bridge, so it runs under
 // its supervisor: it must be back and serving within 2 s on the same address, the subscriber must receive every logged
 // event without being re-created, and no verdict or approval record may be lost.
-import { readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "../../engine/api/client";
@@ -47,6 +47,16 @@ async function waitFor(batchId: string, pred: (r: any) => boolean): Promise<any>
     await new Promise((res) => setTimeout(res, 200));
   }
   throw new Error("the batch never reached the expected picture");
+}
+
+/** A live process, not a zombie waiting for init to reap it (Linux /proc). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
 }
 
 /** Every event an API client receives, from now on. */
@@ -101,6 +111,7 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
     const before = await api.workers.list.query();
     expect(before.filter((w) => w.verdict?.verdict === "built")).toHaveLength(2);
 
+    const oldServe = (await api.status.query()).serving[0]!.pid!;
     const killedAt = Date.now();
     process.kill(first.pid, "SIGKILL");
     let back: ReturnType<typeof readLock> = null;
@@ -114,6 +125,8 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
     expect(back && back.pid !== first.pid).toBe(true);
     expect(backMs).toBeLessThan(2000);
     expect({ port: back!.port, token: back!.token, supervisorPid: back!.supervisorPid }).toEqual({ port: first.port, token: first.token, supervisorPid: first.supervisorPid });
+    // The dead engine's opencode serve serves nobody: the new engine ended it at start, before any worker needed one.
+    await expect.poll(() => running(oldServe), { timeout: 3000 }).toBe(false);
 
     // Every worker, verdict and approval record is there; the waiting ones are interrupted with their asks cancelled.
     const after = await api.workers.list.query();
