@@ -66,7 +66,7 @@ async function processing(): Promise<number> {
 }
 
 describe("kill -9 of the model server mid-batch (real llama-server)", () => {
-  it("its workers end in a clear error, a pending approval elsewhere survives, and after the restart they resume and are graded", async (ctx) => {
+  it("its workers are interrupted at once with the reason, a pending approval elsewhere survives, and after the restart they resume", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const repo = makeRepo();
     dirs.push(repo);
