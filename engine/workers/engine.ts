@@ -65,6 +65,8 @@ interface Runtime {
   budgetTimer?: NodeJS.Timeout;
   lastEventAt: number;
   usageByMessage: Map<string, { input: number; output: number; reasoning: number; cost: number }>;
+  /** The disposal of the worker's opencode instance after it finished; a resume waits for it. */
+  releasing?: Promise<void>;
   /** An endpoint check after a failed model call is under way. */
   probing?: boolean;
   /** The repository as validated when the worker was created (absent for workers recovered from their log). */
@@ -90,6 +92,8 @@ export class Engine {
   private readonly servers = new Map<string, OpencodeServer>();
   private readonly sessions = new Map<string, string>(); // opencode session id (incl. sub-agent children) → worker id
   private readonly queue: string[] = [];
+  /** Asks whose answer this engine is sending to opencode right now. */
+  private readonly deciding = new Set<string>();
   private readonly deltas = new Map<string, { workerId: string; partId: string; field: string; delta: string }>();
   private deltaTimer: NodeJS.Timeout | null = null;
   private readonly watchdog: NodeJS.Timeout;
@@ -152,7 +156,7 @@ export class Engine {
       clearTimeout(this.rt(workerId).budgetTimer);
       this.pump();
     }
-    if (isFinal(state)) void this.release(workerId);
+    if (isFinal(state)) this.rt(workerId).releasing = this.release(workerId);
     return null;
   }
 
@@ -165,7 +169,9 @@ export class Engine {
     const rt = this.rt(workerId);
     const ws = this.workspaceOf(this.workers.get(workerId)!);
     if (!ws || !rt.server?.client) return;
-    await rt.server.client.instance.dispose({ directory: ws.cwd }).catch(() => undefined);
+    const dispose = rt.server.client.instance.dispose({ directory: ws.cwd }).catch(() => undefined);
+    // A hung opencode must not hold up a resume (that finds the server's state on its own).
+    await Promise.race([dispose, new Promise((r) => setTimeout(r, 10_000).unref())]);
   }
 
   private transient(event: EngineEvent): void {
@@ -334,6 +340,18 @@ export class Engine {
   }
 
   async decide(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
+    const askId = (d as { askId?: unknown })?.askId;
+    // opencode announces the reply on its event stream, often before its HTTP answer: that echo is ours, not a
+    // decision made inside opencode, so it must not be recorded as one.
+    if (typeof askId === "string") this.deciding.add(askId);
+    try {
+      return await this.decideNow(d, by);
+    } finally {
+      if (typeof askId === "string") this.deciding.delete(askId);
+    }
+  }
+
+  private async decideNow(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
     const decision = parseInput(Decision, d);
     const w = this.list().find((x) => x.asks.some((a) => a.id === decision.askId));
     const ask = w?.asks.find((a) => a.id === decision.askId);
@@ -577,6 +595,8 @@ export class Engine {
       rt.workspace = ws;
       this.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
     }
+    // A resume right after a stop must not have its new turn land in the instance being disposed.
+    await rt.releasing;
     const server = this.server(target);
     rt.server = server;
     if (!server.ready) this.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
@@ -748,7 +768,7 @@ export class Engine {
 
   private onAskGone(workerId: string, askId: string, reply: string): void {
     const ask = this.get(workerId).asks.find((a) => a.id === askId);
-    if (!ask || ask.status !== "pending") return;
+    if (!ask || ask.status !== "pending" || this.deciding.has(askId)) return;
     const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : undefined;
     // Answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings).
     this.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
