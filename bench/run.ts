@@ -1,252 +1,226 @@
-// `npm run bench`: figures measured side by side in one run, against the real engine + real opencode + the scripted model.
-// Writes bench/report.json and bench/report.md.
-import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+// `npm run bench`: figures measured side by side in one run, against the real engine + real opencode + the scripted
+// model. Writes bench/report.json and bench/report.md; `--merge-ui FILE` adds the Playwright bench's result to them.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createOpencodeClient } from "@opencode-ai/sdk/v2";
-import type { EngineEvent } from "../shared/events";
-import { connect, type EngineClient } from "../engine/api/client";
-import { hostEngine } from "../engine/api/host";
-import { WORKER_AGENT } from "../engine/harness/config";
-import { readSse } from "../engine/harness/sse";
-import { OpencodeServer } from "../engine/harness/opencode-server";
-import { runChecks } from "../engine/grading/checks";
-import { bash, startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../test/helpers";
+import { bash, startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
+import { cleanup, makeRepo, scriptedTarget, settle, startEngine } from "../test/helpers";
+import { startMcp } from "../test/integration/mcp-helpers";
+import { batchThroughBareSdk, batchThroughMcp } from "./batch";
+import { fitLive, fitRecorded, timeDetection, type FitResult } from "./fit";
+import { gateLatency, gateRig, type Latency } from "./gate";
+import { manyWorkers } from "./memory";
+import { renderMarkdown, type Report, type UiResult } from "./report";
+import { engineStartup, mcpCold, mcpToolsListWarm } from "./startup";
+import { log, round, spread, type Spread } from "./stats";
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
+const REPORT_JSON = path.join(ROOT, "bench", "report.json");
+const REPORT_MD = path.join(ROOT, "bench", "report.md");
+
+function flag(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
 const quick = process.argv.includes("--quick");
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? (s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) : NaN;
-};
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : NaN;
-};
-const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
-function procStat(pid: number): { cpuSec: number; rssMb: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const tick = 100; // CLK_TCK on Linux
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-  return { cpuSec: (Number(f[11]) + Number(f[12])) / tick, rssMb: rssKb / 1024 };
+const reps = Number(flag("--reps") ?? (quick ? 1 : 3));
+const manyCount = Number(flag("--workers") ?? (quick ? 32 : 500));
+
+/** The fit's headline figures: the live matrix where it ran (the fuller comparison), else the recorded logs. */
+function headline(f: FitResult) {
+  return { maxErrPct: f.maxErrPct, meanErrPct: f.meanErrPct, totalMaxErrPct: f.totalMaxErrPct, totalMeanErrPct: f.totalMeanErrPct, source: f.source, n: f.cases.length, byBuffer: f.byBuffer };
 }
 
-/**
- * Permission ask → visible to an API subscriber. The clock starts when opencode emits `permission.asked` (seen on our
- * own direct connection to its event stream) and stops when a subscriber of the engine's API holds `ask.opened`.
- * Baseline on the same asks: a client polling the approvals list every second (the seed's approach).
- */
-async function gateLatency(gate: GateRig, n: number, rounds: number) {
-  const event: number[] = [];
-  const poll: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    const dir = makeRepo();
-    const seenEvent = new Map<string, number>();
-    const seenPoll = new Map<string, number>();
-    const cursor = (await gate.client.health.query()).cursor;
-    const sub = gate.client.events.subscribe({ lastEventId: cursor }, { onData: ({ data }) => { const e = data as EngineEvent; if (e.type === "ask.opened") seenEvent.set(e.ask.id, Date.now()); } });
-    let polling = true;
-    const poller = (async () => {
-      while (polling) {
-        for (const a of await gate.client.approvals.list.query()) {
-          if (!seenPoll.has(a.id)) seenPoll.set(a.id, Date.now());
-          // Answer only once both observers have seen the ask, so neither measurement is cut short.
-          else if (seenEvent.has(a.id)) void gate.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
-        }
-        await sleep(1000);
-      }
-    })();
-    const { workerIds } = await gate.client.workers.startBatch.mutate({ tasks: Array.from({ length: n }, (_, i) => ({ task: `BENCH-GATE ${r}-${i}`, directory: dir })) });
-    await settle(gate.client, workerIds, undefined, 300_000);
-    polling = false;
-    await poller;
-    sub.unsubscribe();
-    for (const [id, t] of seenEvent) {
-      const t0 = gate.emitted.get(id);
-      if (t0 === undefined) continue;
-      event.push(t - t0);
-      if (seenPoll.has(id)) poll.push(seenPoll.get(id)! - t0);
-    }
-    cleanup(dir);
-  }
-  return { event: { p50: round(median(event)), p99: round(pct(event, 99)), n: event.length }, poll: { p50: round(median(poll)), p99: round(pct(poll, 99)), n: poll.length } };
+function write(report: Report) {
+  writeFileSync(REPORT_JSON, JSON.stringify(report, null, 2) + "\n");
+  writeFileSync(REPORT_MD, renderMarkdown(report));
 }
 
-interface GateRig {
-  client: EngineClient;
-  emitted: Map<string, number>;
-  close(): Promise<void>;
-}
-
-/** An engine hosted in this process, so the bench can also listen to its opencode server directly. */
-async function gateRig(model: ScriptedModel): Promise<GateRig> {
-  const stateDir = tempDir("bench-gate");
-  const hosted = await hostEngine({ stateDir });
-  const client = connect({ port: hosted.port, token: hosted.token }, "gui:bench");
-  await client.targets.save.mutate({ target: scriptedTarget(model.url, 32, "gate"), activate: true });
-  // Warm up: start opencode serve and bootstrap once, then open our own stream to it.
-  const warm = makeRepo();
-  const { workerId } = await client.workers.start.mutate({ task: "BENCH-GATE warm-up", directory: warm });
-  await settle(client, [workerId], () => "once", 120_000);
-  const server = hosted.engine.serverFor("gate")!;
-  const emitted = new Map<string, number>();
-  const abort = new AbortController();
-  void (async () => {
-    for await (const raw of readSse(`${server.url}/global/event`, { Authorization: server.authHeader }, abort.signal)) {
-      const p = (raw as { payload?: { type?: string; properties?: { id?: string } } }).payload;
-      if (p?.type === "permission.asked" && p.properties?.id) emitted.set(p.properties.id, Date.now());
-    }
-  })().catch(() => undefined);
-  return {
-    client,
-    emitted,
-    close: async () => {
-      abort.abort();
-      await hosted.close();
-      cleanup(stateDir, warm);
-    },
-  };
-}
-
-/** 16 tasks through the engine (worktrees, approvals, grading) vs the same work driven by the bare SDK. */
-async function batchThroughEngine(engine: TestEngine, n: number) {
-  const dir = makeRepo();
-  const pid = engine.proc.pid!;
-  const before = procStat(pid);
-  let maxRss = before.rssMb;
-  const sampler = setInterval(() => (maxRss = Math.max(maxRss, procStat(pid).rssMb)), 200);
-  const t0 = Date.now();
-  const { workerIds } = await engine.client.workers.startBatch.mutate({
-    tasks: Array.from({ length: n }, (_, i) => ({ task: `BENCH-BATCH ${i}`, directory: dir, checks: [{ file: `f${i}.txt` }] })),
-  });
-  const ws = await settle(engine.client, workerIds, () => "once", 600_000);
-  const wall = Date.now() - t0;
-  clearInterval(sampler);
-  const after = procStat(pid);
-  const built = [...ws.values()].filter((w) => w.state === "built").length;
-  cleanup(dir);
-  return { wallMs: wall, built, cpuSec: round(after.cpuSec - before.cpuSec, 2), rssMb: round(maxRss) };
-}
-
-async function batchThroughBareSdk(model: ScriptedModel, n: number) {
-  const home = tempDir("bench-bare");
-  const server = new OpencodeServer({ target: scriptedTarget(model.url, n, "bare"), home });
-  await server.start();
-  const client = createOpencodeClient({ baseUrl: server.url!, headers: { Authorization: server.authHeader } });
-  const dir = makeRepo();
-  const t0 = Date.now();
-  const pending = new Map<string, () => void>();
-  server.on("event", (e: { type: string; directory?: string; properties: Record<string, any> }) => {
-    // Asks live in the instance of their directory: the reply must name it.
-    if (e.type === "permission.asked") void client.permission.reply({ requestID: e.properties.id, directory: e.directory, reply: "once" });
-    if (e.type === "session.idle") pending.get(e.properties.sessionID)?.();
-  });
-  const built = await Promise.all(
-    Array.from({ length: n }, async (_, i) => {
-      const wt = path.join(home, "wt", `w${i}`);
-      execFileSync("git", ["-C", dir, "worktree", "add", "-q", "-b", `bare/${i}`, wt, "HEAD"]);
-      const s = (await client.session.create({ directory: wt, title: `bare ${i}` })).data!;
-      const idle = new Promise<void>((r) => pending.set(s.id, r));
-      await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text: `BENCH-BATCH ${i}` }] });
-      await idle;
-      const [c] = await runChecks([{ file: `f${i}.txt` }], wt);
-      return c!.passed;
-    }),
-  );
-  const wall = Date.now() - t0;
-  await server.stop();
-  cleanup(dir, home);
-  return { wallMs: wall, built: built.filter(Boolean).length };
-}
-
-async function main() {
+async function measure() {
+  if (!Number.isInteger(reps) || reps < 1) throw new Error(`--reps must be a positive integer (got ${flag("--reps")})`);
   const started = Date.now();
+  const range: Record<string, Spread> = {};
+  /** Records a repeated figure's spread under its report path and returns its median. */
+  const put = (key: string, runs: number[], d = 1) => (range[key] = spread(runs, d)).median;
+
   const model = await startScriptedModel({
     scripts: [
       { name: "gate", match: /BENCH-GATE/, script: (c) => (c.turnStep === 0 ? bash("echo gate") : { text: "OUTCOME: built" }) },
       { name: "batch", match: /BENCH-BATCH (\d+)/, script: (c) => (c.turnStep === 0 ? writeFile(`f${/BENCH-BATCH (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n") : { text: "OUTCOME: built" }) },
+      { name: "tiny", match: /BENCH-TINY/, script: () => ({ text: "OUTCOME: honest-failure — bench" }) },
     ],
   });
-  const t0 = Date.now();
-  const engine = await startEngine();
-  const engineReadyMs = Date.now() - t0;
-  await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
 
+  // Start-ups first, while nothing else of the bench runs.
+  const startupMs: Record<string, number> = {};
+  const engineRuns: number[] = [];
+  const detect: Awaited<ReturnType<typeof timeDetection>>[] = [];
+  for (let i = 0; i < reps; i++) {
+    engineRuns.push(await engineStartup());
+    detect.push(await timeDetection());
+  }
+  startupMs.engine = put("startupMs.engine", engineRuns, 0);
+  const hardware = { detectMs: put("hardware.detectMs", detect.map((d) => d.ms), 0), gpus: detect[0]!.gpus, probes: detect[0]!.probes };
+  log(`engine start-up ${startupMs.engine} ms; hardware detection ${hardware.detectMs} ms`);
+
+  const attachTo = await startEngine();
+  const warmMcp: number[] = [];
+  const coldList: number[] = [];
+  const coldCall: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    warmMcp.push(await mcpToolsListWarm(attachTo.stateDir));
+    const c = await mcpCold();
+    coldList.push(c.toolsListMs);
+    coldCall.push(c.firstCallMs);
+  }
+  await attachTo.kill();
+  cleanup(attachTo.stateDir);
+  startupMs.mcpToolsList = put("startupMs.mcpToolsList", warmMcp, 0);
+  startupMs.mcpToolsListCold = put("startupMs.mcpToolsListCold", coldList, 0);
+  startupMs.mcpFirstCallCold = put("startupMs.mcpFirstCallCold", coldCall, 0);
+  log(`ocw mcp → tools/list ${startupMs.mcpToolsList} ms (cold ${startupMs.mcpToolsListCold} ms; first call cold ${startupMs.mcpFirstCallCold} ms)`);
+
+  const recorded = await fitRecorded(ROOT);
+  const live = await fitLive();
+  log(`fit (${recorded.source}): max ${recorded.maxErrPct} %, mean ${recorded.meanErrPct} %${live ? `; live: max ${live.maxErrPct} %` : ""}`);
+
+  // Gate latency per size, each size repeated.
   const sizes = quick ? [1, 4] : [1, 4, 16, 32];
-  const rig = await gateRig(model);
-  const gate: Record<string, { p50: number; p99: number; n: number }> = {};
-  let pollBaseline = { p50: 0, p99: 0, n: 0 };
-  const pollAll: { p50: number; p99: number }[] = [];
-  for (const n of sizes) {
-    const r = await gateLatency(rig, n, n === 1 ? (quick ? 3 : 5) : n <= 4 ? 2 : 1);
-    gate[`w${n}`] = r.event;
-    pollAll.push(r.poll);
-    if (n === 16 || (quick && n === 4)) pollBaseline = r.poll;
-    console.error(`gate w${n}: event p50 ${r.event.p50} ms p99 ${r.event.p99} ms | 1 s poll p50 ${r.poll.p50} p99 ${r.poll.p99}`);
+  const baselineSize = quick ? 4 : 16;
+  const gateRuns = new Map<number, { event: Latency; poll: Latency }[]>();
+  // A fresh rig per repetition: runs stay independent, and opencode's per-worktree instances do not pile up.
+  for (let rep = 0; rep < reps; rep++) {
+    const rig = await gateRig(model);
+    for (const n of sizes) {
+      const r = await gateLatency(rig, n, n === 1 ? (quick ? 3 : 5) : n <= 4 ? 2 : 1);
+      gateRuns.set(n, [...(gateRuns.get(n) ?? []), r]);
+      log(`gate w${n} (run ${rep + 1}/${reps}): event p50 ${r.event.p50} ms p99 ${r.event.p99} ms | 1 s poll p50 ${r.poll.p50} p99 ${r.poll.p99}`);
+    }
+    await rig.close();
+  }
+  const gateLatencyMs: Record<string, Latency> = {};
+  const pollMs: Record<string, Latency> = {};
+  for (const [n, runs] of gateRuns) {
+    const sum = (which: "event" | "poll", into: Record<string, Latency>, key: string) =>
+      (into[`w${n}`] = { p50: put(`${key}.w${n}.p50`, runs.map((r) => r[which].p50)), p99: put(`${key}.w${n}.p99`, runs.map((r) => r[which].p99)), n: runs.reduce((a, r) => a + r[which].n, 0) });
+    sum("event", gateLatencyMs, "gateLatencyMs");
+    sum("poll", pollMs, "pollMs");
+  }
+  const pollBaselineMs = { p50: pollMs[`w${baselineSize}`]!.p50, p99: pollMs[`w${baselineSize}`]!.p99 };
+
+  // Batches, each repetition on a fresh engine (as the gate rig); the bridge attaches to it through the state dir's
+  // lock file, as Claude Code's would.
+  const batchSizes = quick ? [4] : [16, 32];
+  type BatchRun = { bare: number; eng: number; ratio: number; cpu: number; rss: number; bridge: number; built: number; bareBuilt: number };
+  const batchRuns = new Map<number, BatchRun[]>();
+  for (let rep = 0; rep < reps; rep++) {
+    const engine = await startEngine();
+    await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
+    const mcp = await startMcp(engine.stateDir, "claude-code");
+    await batchThroughMcp(mcp, engine.proc.pid!, 1, "warm-up");
+    for (const n of batchSizes) {
+      const bare = await batchThroughBareSdk(model, n);
+      const eng = await batchThroughMcp(mcp, engine.proc.pid!, n, `r${rep}`);
+      const run = { bare: bare.wallMs, eng: eng.wallMs, ratio: eng.wallMs / bare.wallMs, cpu: eng.cpuSec, rss: eng.rssMb, bridge: eng.bridgeCpuSec, built: eng.built, bareBuilt: bare.built };
+      batchRuns.set(n, [...(batchRuns.get(n) ?? []), run]);
+      log(`batch ${n} (run ${rep + 1}/${reps}): engine + MCP ${eng.wallMs} ms (${eng.built} built, ${eng.toolCalls} tool calls) vs bare SDK ${bare.wallMs} ms (${bare.built} built): ratio ${round(run.ratio, 2)}`);
+    }
+    await mcp.close();
+    await engine.kill();
+    cleanup(engine.stateDir);
+  }
+  const batchRatio: Record<string, number> = {};
+  const batchMs: Record<string, number> = {};
+  const engineFigures: Record<string, number | string> = {};
+  for (const [n, runs] of batchRuns) {
+    const w = `w${n}`;
+    const W = `W${n}`;
+    batchRatio[w] = put(`batchRatio.${w}`, runs.map((r) => r.ratio), 2);
+    batchMs[`engine${W}`] = put(`batchMs.engine${W}`, runs.map((r) => r.eng), 0);
+    batchMs[`bare${W}`] = put(`batchMs.bare${W}`, runs.map((r) => r.bare), 0);
+    batchMs[`built${W}`] = Math.min(...runs.map((r) => r.built));
+    batchMs[`bareBuilt${W}`] = Math.min(...runs.map((r) => r.bareBuilt));
+    engineFigures[`cpuSeconds${W}`] = put(`engine.cpuSeconds${W}`, runs.map((r) => r.cpu), 2);
+    engineFigures[`rssMb${W}`] = put(`engine.rssMb${W}`, runs.map((r) => r.rss));
+    engineFigures[`bridgeCpuSeconds${W}`] = put(`engine.bridgeCpuSeconds${W}`, runs.map((r) => r.bridge), 2);
   }
 
-  await rig.close();
-  const batchN = quick ? 4 : 16;
-  const bare = await batchThroughBareSdk(model, batchN);
-  const viaEngine = await batchThroughEngine(engine, batchN);
-  console.error(`batch ${batchN}: engine ${viaEngine.wallMs} ms vs bare SDK ${bare.wallMs} ms`);
-  let w32: { wallMs: number } | null = null;
-  let bare32: { wallMs: number } | null = null;
-  if (!quick) {
-    bare32 = await batchThroughBareSdk(model, 32);
-    w32 = await batchThroughEngine(engine, 32);
-  }
-  await engine.kill();
+  // Many finished workers on a fresh engine, so its "before" holds nothing but one warm-up worker.
+  const fresh = await startEngine();
+  await fresh.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
+  const warmDir = makeRepo();
+  const { workerId } = await fresh.client.workers.start.mutate({ task: "BENCH-TINY warm-up", directory: warmDir });
+  await settle(fresh.client, [workerId], undefined, 120_000);
+  log(`${manyCount} tiny workers through the engine (32 slots)…`);
+  const many = await manyWorkers(fresh, manyCount);
+  log(`${manyCount} workers in ${(many.wallMs / 1000).toFixed(1)} s: RSS ${many.rssMbBefore} → ${many.rssMbAfter} MB (peak ${many.rssMbPeak}); logs ${(many.logBytesOfRun / 2 ** 20).toFixed(1)} MB`);
+  engineFigures[`rssMbBefore${manyCount}`] = many.rssMbBefore;
+  engineFigures[`rssMbAfter${manyCount}`] = many.rssMbAfter;
+  engineFigures[`rssMbPeak${manyCount}`] = many.rssMbPeak;
+  engineFigures[`logBytes${manyCount}`] = many.logBytesOfRun;
+  engineFigures[`finished${manyCount}`] = many.finished;
+  await fresh.kill();
+  cleanup(fresh.stateDir, warmDir);
   await model.close();
-  cleanup(engine.stateDir);
 
-  const report = {
-    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memGb: round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}` },
+  const opencodePkg = path.join(ROOT, "node_modules", "opencode-ai", "package.json");
+  const report: Report = {
+    machine: {
+      cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memGb: round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}`,
+      opencode: existsSync(opencodePkg) ? (JSON.parse(readFileSync(opencodePkg, "utf8")) as { version: string }).version : "unknown",
+    },
     date: new Date().toISOString(),
     quick,
-    gateLatencyMs: gate,
-    pollBaselineMs: { p50: pollBaseline.p50, p99: pollBaseline.p99 },
-    batchRatio: { [`w${batchN}`]: round(viaEngine.wallMs / bare.wallMs, 2), ...(w32 && bare32 ? { w32: round(w32.wallMs / bare32.wallMs, 2) } : {}) } as Record<string, number>,
-    batchMs: { engine: viaEngine.wallMs, bareSdk: bare.wallMs, built: viaEngine.built, bareBuilt: bare.built, ...(w32 && bare32 ? { engineW32: w32.wallMs, bareSdkW32: bare32.wallMs } : {}) },
-    engine: { cpuSecondsW16: viaEngine.cpuSec, rssMbW16: viaEngine.rssMb },
-    startupMs: { engine: engineReadyMs },
+    reps,
+    reproduce: "npm ci && npm run bench",
+    gateLatencyMs,
+    pollBaselineMs,
+    pollMs,
+    batchRatio,
+    batchMs,
+    engine: engineFigures,
+    manyWorkers: many,
+    ui: null,
+    uiError: "the Playwright bench has not run yet",
+    fit: {
+      ...headline(live ?? recorded),
+      recorded,
+      live,
+      ...(live ? {} : { liveSkipped: "not run (no llama-server with its test vocabularies: set LLAMA_SERVER, see scripts/build-llama-server.sh)" }),
+    },
+    hardware,
+    startupMs,
+    range,
     totalSeconds: round((Date.now() - started) / 1000),
   };
-  writeFileSync(path.join(ROOT, "bench", "report.json"), JSON.stringify(report, null, 2) + "\n");
-  const md = [
-    "# opencode-worker benchmark report",
-    "",
-    `Run ${report.date} on ${report.machine.cpus} × ${report.machine.cpu}, ${report.machine.memGb} GiB, Node ${report.machine.node}, ${report.machine.platform}.`,
-    "Reproduce: `npm ci && npm run bench` (add `-- --quick` for a short run). Real engine, real opencode-ai 1.18.33, scripted model.",
-    "",
-    "## Permission ask → visible to an API subscriber",
-    "Clock starts when opencode emits `permission.asked` (on a direct connection of the bench to its event stream); stops when a subscriber of the engine's API holds the engine's `ask.opened` event.",
-    "Baseline measured on the same asks: a client polling the approvals list every second (the seed's approach).",
-    "",
-    "| workers | event p50 ms | event p99 ms | n | 1 s poll p50 ms | 1 s poll p99 ms |",
-    "|---|---|---|---|---|---|",
-    ...sizes.map((n, i) => `| ${n} | ${gate[`w${n}`]!.p50} | ${gate[`w${n}`]!.p99} | ${gate[`w${n}`]!.n} | ${pollAll[i]!.p50} | ${pollAll[i]!.p99} |`),
-    "",
-    `## Batch of ${batchN} scripted tasks: engine vs bare SDK`,
-    `Both: one opencode serve, one git worktree per task, every ask approved, the same file check run afterwards. Engine: ${viaEngine.wallMs} ms (${viaEngine.built}/${batchN} built); bare SDK: ${bare.wallMs} ms (${bare.built}/${batchN}). **Ratio ${report.batchRatio[`w${batchN}`]}** (goal ≤ 1.10).`,
-    ...(w32 && bare32 ? [`At 32 workers: engine ${w32.wallMs} ms vs bare ${bare32.wallMs} ms, ratio ${report.batchRatio.w32}.`] : []),
-    "",
-    "## Engine process during the batch",
-    `CPU ${viaEngine.cpuSec} s, peak RSS ${viaEngine.rssMb} MB (the engine process only; opencode serve is a separate process).`,
-    "",
-    `Engine start-up (spawn → URL printed): ${engineReadyMs} ms. Whole run: ${report.totalSeconds} s.`,
-    "",
-  ].join("\n");
-  writeFileSync(path.join(ROOT, "bench", "report.md"), md);
-  console.error(md);
-  process.exit(0);
+  write(report);
+  log(`wrote ${path.relative(ROOT, REPORT_MD)} and ${path.relative(ROOT, REPORT_JSON)} (${report.totalSeconds} s)`);
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+/** Adds the Playwright bench's result file (e2e/bench/dashboard.bench.ts) to the report written by `measure`. */
+function mergeUi(file: string, error: string | undefined) {
+  const report = JSON.parse(readFileSync(REPORT_JSON, "utf8")) as Report;
+  const ui = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Partial<UiResult>) : null;
+  const { dashboardStartupMs, ...stream } = ui ?? {};
+  if (dashboardStartupMs) {
+    report.startupMs.dashboard = dashboardStartupMs.median;
+    report.range["startupMs.dashboard"] = dashboardStartupMs;
+  }
+  if (stream.fpsW16 !== undefined) {
+    report.ui = stream as Report["ui"];
+    delete report.uiError;
+  } else report.uiError = error ?? "the Playwright bench wrote no streaming result";
+  if (error && report.ui) report.uiError = error;
+  report.totalSeconds = round(report.totalSeconds + Number(process.env.OCW_BENCH_UI_SECONDS ?? 0));
+  write(report);
+  console.error(renderMarkdown(report));
+}
+
+const merge = flag("--merge-ui");
+(merge ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined)) : measure()).then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,38 +1,57 @@
-// UI benchmark (not part of `npm test`): the dashboard with 16 live streaming workers in Chromium.
-// Measures frames per second while they stream (goal ≥ 50), first contentful paint, the longest frame, and the page's
-// JS heap at the start and the end. Run: `npx playwright test -c playwright.bench.config.ts`
-// (OCW_BENCH_SEC sets how long the workers stream, default 20; the issue's 30-minute memory run is OCW_BENCH_SEC=1800).
-import { writeFileSync } from "node:fs";
+// UI benchmark (not part of `npm test`; `npm run bench` runs it after the engine part and merges its result).
+// 1. Start-up: `ocw serve` spawned with a fresh state dir → Chromium shows the dashboard with a live engine connection
+//    (OCW_BENCH_REPS times).
+// 2. The dashboard with 16 live streaming workers: frames per second (goal ≥ 50), first contentful paint on a reload,
+//    long tasks, the live transcript of one worker (fps, characters streamed per second), and the JS heap at the start and the end of OCW_BENCH_SEC seconds on
+//    the dashboard (default 20; `npm run bench` uses 600 for "heap after 10 minutes").
+// Run alone: `npx playwright test -c playwright.bench.config.ts`. Result: OCW_BENCH_UI_OUT (default test-results/bench-ui.json).
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { expect, test } from "@playwright/test";
+import { expect, test, type CDPSession, type Page } from "@playwright/test";
 import { startScriptedModel, type ScriptedModel } from "../../test/fixtures/scripted-model";
 import { cleanup, makeRepo, startEngine, type E2EEngine } from "../engine";
 
 const WORKERS = Number(process.env.OCW_BENCH_WORKERS ?? 16);
 const SECONDS = Number(process.env.OCW_BENCH_SEC ?? 20);
+const REPS = Number(process.env.OCW_BENCH_REPS ?? 1);
 const CHUNK_MS = 20;
-const OUT = path.resolve(__dirname, "..", "..", "test-results", "bench-ui.json");
+const RESULTS = path.resolve(__dirname, "..", "..", "test-results");
+const OUT = process.env.OCW_BENCH_UI_OUT ?? path.join(RESULTS, "bench-ui.json");
+const SHOTS = path.join(RESULTS, "screenshots");
 
-let model: ScriptedModel;
-let engine: E2EEngine;
-let repo: string;
+const result: Record<string, unknown> = {};
+const save = () => {
+  mkdirSync(path.dirname(OUT), { recursive: true });
+  writeFileSync(OUT, JSON.stringify({ ...result, at: new Date().toISOString() }, null, 2));
+};
 
-test.beforeAll(async () => {
-  const words = Math.ceil((SECONDS * 1000) / CHUNK_MS);
-  const long = Array.from({ length: words }, (_, i) => (i % 12 === 11 ? "line\n" : `word${i % 97}`)).join(" ");
-  model = await startScriptedModel({ chunkDelayMs: CHUNK_MS, fallback: () => ({ text: `${long}\nOUTCOME: honest-failure — benchmark` }) });
-  engine = await startEngine();
-  repo = makeRepo();
-  await engine.client.targets.save.mutate({
-    target: { id: "bench", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: WORKERS }, checks: [] },
-    activate: true,
-  });
-});
+const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
 
-test.afterAll(async () => {
-  await engine?.kill();
-  await model?.close();
-  cleanup(engine?.stateDir ?? "", repo);
+test("ocw serve → rendered dashboard", async ({ browser }) => {
+  test.setTimeout(REPS * 60_000 + 30_000);
+  const runs: number[] = [];
+  for (let i = 0; i < REPS; i++) {
+    // A fresh browser context each time: no cached bundle, no cookie.
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const t0 = performance.now();
+    const engine = await startEngine();
+    try {
+      await page.goto(engine.url);
+      await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
+      runs.push(performance.now() - t0);
+    } finally {
+      await context.close();
+      await engine.kill();
+      cleanup(engine.stateDir);
+    }
+  }
+  result.dashboardStartupMs = { median: round(median(runs), 0), min: round(Math.min(...runs), 0), max: round(Math.max(...runs), 0), runs: runs.map((x) => round(x, 0)) };
+  save();
 });
 
 const fpsOver = (ms: number) => `new Promise((resolve) => {
@@ -45,40 +64,110 @@ const fpsOver = (ms: number) => `new Promise((resolve) => {
   };
   requestAnimationFrame(tick);
 })`;
-const heap = "(performance.memory ? performance.memory.usedJSHeapSize : null)";
 
-test(`dashboard with ${WORKERS} streaming workers`, async ({ page }) => {
-  test.setTimeout((SECONDS + 240) * 1000);
-  await page.goto(engine.url);
-  await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
-  const tasks = Array.from({ length: WORKERS }, (_, i) => ({ task: `TASK-BENCH-${i}: stream`, directory: repo, title: `bench ${i}` }));
-  await engine.client.workers.startBatch.mutate({ tasks });
-  // Wait until every worker streams.
-  await expect.poll(() => model.inFlight(), { timeout: 180_000 }).toBe(WORKERS);
-  const heapStart = (await page.evaluate(heap)) as number | null;
-  const dash = (await page.evaluate(fpsOver(Math.min(10_000, SECONDS * 400)))) as { fps: number; worstFrameMs: number };
+// Every document of the page records its long tasks from its first script on.
+const LONG_TASKS = `
+  window.__longTasks = [];
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) window.__longTasks.push({ start: e.startTime, duration: e.duration });
+  }).observe({ type: "longtask", buffered: true });
+`;
 
-  // Reload while streaming: time to first paint with 16 live workers.
-  await page.screenshot({ path: path.resolve(__dirname, "..", "..", "test-results", "screenshots", "bench-dashboard.png") });
-  await page.reload();
-  await expect(page.getByRole("region", { name: /^batch / })).toBeVisible();
-  const fcp = (await page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime ?? null")) as number | null;
+/** Used JS heap of the page's isolate after a forced collection, so the figure is what is retained, not garbage. */
+async function heapMb(cdp: CDPSession): Promise<number> {
+  await cdp.send("HeapProfiler.collectGarbage");
+  const { usedSize } = await cdp.send("Runtime.getHeapUsage");
+  return round(usedSize / 2 ** 20);
+}
 
-  // A live transcript of one streaming worker.
-  const first = (await engine.client.workers.list.query())[0]!;
-  await page.goto(`${engine.origin}/#/workers/${first.id}`);
-  const detail = (await page.evaluate(fpsOver(Math.min(5_000, SECONDS * 200)))) as { fps: number; worstFrameMs: number };
-  const rows = (await page.evaluate("document.querySelectorAll('.vrow').length")) as number;
-  await page.screenshot({ path: path.resolve(__dirname, "..", "..", "test-results", "screenshots", "bench-worker-detail.png") });
+async function longTasksSince(page: Page, since: number) {
+  const all = (await page.evaluate("window.__longTasks")) as { start: number; duration: number }[];
+  const xs = all.filter((t) => t.start >= since).map((t) => t.duration);
+  return { count: xs.length, totalMs: round(xs.reduce((a, b) => a + b, 0)), maxMs: round(Math.max(0, ...xs)) };
+}
 
-  const remaining = SECONDS * 1000 - 0;
-  await page.goto(`${engine.origin}/#/`);
-  await page.waitForTimeout(Math.max(0, Math.min(remaining, SECONDS * 1000) - 20_000));
-  const heapEnd = (await page.evaluate(heap)) as number | null;
+test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
+  let model: ScriptedModel;
+  let engine: E2EEngine;
+  let repo: string;
 
-  const result = { workers: WORKERS, streamSec: SECONDS, dashboard: dash, workerDetail: { ...detail, renderedRows: rows }, firstContentfulPaintMs: fcp, heapStart, heapEnd, at: new Date().toISOString() };
-  writeFileSync(OUT, JSON.stringify(result, null, 2));
-  test.info().annotations.push({ type: "bench", description: JSON.stringify(result) });
-  console.log("bench-ui", JSON.stringify(result));
-  expect(dash.fps).toBeGreaterThanOrEqual(50);
+  test.beforeAll(async () => {
+    // Text for longer than the measured stretch, so every worker still streams at its end.
+    const words = Math.ceil(((SECONDS + 120) * 1000) / CHUNK_MS);
+    const long = Array.from({ length: words }, (_, i) => (i % 12 === 11 ? "line\n" : `word${i % 97}`)).join(" ");
+    model = await startScriptedModel({ chunkDelayMs: CHUNK_MS, fallback: () => ({ text: `${long}\nOUTCOME: honest-failure — benchmark` }) });
+    engine = await startEngine();
+    repo = makeRepo();
+    await engine.client.targets.save.mutate({
+      target: { id: "bench", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: WORKERS }, checks: [] },
+      activate: true,
+    });
+  });
+
+  test.afterAll(async () => {
+    await engine?.kill();
+    await model?.close();
+    cleanup(engine?.stateDir ?? "", repo);
+  });
+
+  test("fps, first paint, long tasks, heap", async ({ page }) => {
+    test.setTimeout((SECONDS + 300) * 1000);
+    await page.addInitScript(LONG_TASKS);
+    await page.goto(engine.url);
+    await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
+    const tasks = Array.from({ length: WORKERS }, (_, i) => ({ task: `TASK-BENCH-${i}: stream`, directory: repo, title: `bench ${i}` }));
+    await engine.client.workers.startBatch.mutate({ tasks });
+    await expect.poll(() => model.inFlight(), { timeout: 180_000 }).toBe(WORKERS);
+
+    // Reload while all stream: time to first paint with 16 live workers.
+    await page.reload();
+    await expect(page.getByRole("region", { name: /^batch / })).toBeVisible();
+    const fcp = (await page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime ?? null")) as number | null;
+
+    // The live transcript of one streaming worker.
+    const first = (await engine.client.workers.list.query())[0]!;
+    await page.goto(`${engine.origin}/#/workers/${first.id}`);
+    // Streamed text must reach the page before its frames say anything about streaming.
+    await expect(page.locator(".vrow").first()).toBeVisible({ timeout: 120_000 });
+    const chars = () => page.evaluate("document.querySelector('[aria-label=Transcript]').textContent.length") as Promise<number>;
+    const chars0 = await chars();
+    const d0 = Date.now();
+    const detail = (await page.evaluate(fpsOver(Math.min(5_000, SECONDS * 200)))) as { fps: number; worstFrameMs: number };
+    const transcriptCharsPerSec = round(((await chars()) - chars0) / ((Date.now() - d0) / 1000));
+    const rows = (await page.evaluate("document.querySelectorAll('.vrow').length")) as number;
+    await page.screenshot({ path: path.join(SHOTS, "bench-worker-detail.png") });
+
+    // The dashboard for SECONDS: frames, long tasks and the heap at both ends of the same document.
+    await page.goto(`${engine.origin}/#/`);
+    await expect(page.getByRole("region", { name: /^batch / })).toBeVisible();
+    const cdp = await page.context().newCDPSession(page);
+    const heapStartMb = await heapMb(cdp);
+    const since = (await page.evaluate("performance.now()")) as number;
+    const t0 = Date.now();
+    const dash = (await page.evaluate(fpsOver(Math.min(10_000, SECONDS * 400)))) as { fps: number; worstFrameMs: number };
+    await page.screenshot({ path: path.join(SHOTS, "bench-dashboard.png") });
+    await page.waitForTimeout(Math.max(0, SECONDS * 1000 - (Date.now() - t0)));
+    const longTasks = { ...(await longTasksSince(page, since)), windowSec: round((Date.now() - t0) / 1000) };
+    const heapEndMb = await heapMb(cdp);
+    const streaming = model.inFlight();
+
+    Object.assign(result, {
+      workers: WORKERS,
+      streamSec: round((Date.now() - t0) / 1000),
+      fpsW16: round(dash.fps),
+      worstFrameMs: round(dash.worstFrameMs),
+      workerDetailFps: round(detail.fps),
+      transcriptCharsPerSec,
+      renderedRows: rows,
+      firstPaintMs: fcp === null ? null : round(fcp),
+      longTasks,
+      heapStartMb,
+      heapEndMb,
+      streamingAtEnd: streaming,
+    });
+    save();
+    console.log("bench-ui", JSON.stringify(result));
+    // A check of the measurement, not of the goal (fps ≥ 50): the report says whether the goal was met.
+    expect(streaming, "every worker still streams at the end of the measured stretch").toBe(WORKERS);
+  });
 });

@@ -7,58 +7,20 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { estimate, type EstimateOptions, MiB } from "../../engine/models/estimate";
-import type { KvCacheType } from "../../engine/models/ggml-types";
+import { estimate, MiB } from "../../engine/models/estimate";
 import { hparamsFromMetadata } from "../../engine/models/hparams";
 import { loadGguf } from "../../engine/models/source";
 import { freePort, parseServerLog, startLlamaServer, stopPid } from "../../engine/serving/llama-server";
+import { estimateOptionsFromFlags, FIT_MATRIX, type MatrixCase } from "../fixtures/fit-matrix";
 import { vocabDirFor, writeTinyModels } from "../fixtures/gguf/writer";
 
 const BIN = process.env.LLAMA_SERVER;
 const VOCAB = vocabDirFor(BIN);
 const SKIP = !BIN ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>" : !VOCAB ? `no llama.cpp test vocabularies next to ${BIN}` : null;
 
-type Case = { model: "llama" | "gemma3" | "lfm2"; flags: string[] };
-const C = (model: Case["model"], f: string): Case => ({ model, flags: f.split(" ").filter(Boolean) });
-const MATRIX: Case[] = [
-  C("llama", "-c 4096 -np 1"),
-  C("llama", "-c 4096 -np 4"),
-  C("llama", "-c 4096 -np 4 -kvu"),
-  C("llama", "-c 5000 -np 3"),
-  C("llama", "-c 5000 -np 3 -kvu"),
-  C("llama", "-c 3000 -np 2 -ctk q8_0 -ctv q8_0"),
-  C("llama", "-c 8192 -np 2 -ctk q4_0 -ctv q4_0 -kvu"),
-  C("llama", "-c 4096 -np 1 -fa off -ctk q8_0"),
-  C("llama", "-c 4096 -np 1 -fa off"),
-  C("gemma3", "-c 4096 -np 1"),
-  C("gemma3", "-c 4096 -np 4"),
-  C("gemma3", "-c 4096 -np 4 -kvu"),
-  C("gemma3", "-c 8192 -np 4 -kvu -ub 256"),
-  C("gemma3", "-c 16384 -np 2 -kvu -ub 128"),
-  C("gemma3", "-c 4096 -np 4 -kvu --swa-full"),
-  C("gemma3", "-c 4096 -np 2 -fa off"),
-  C("lfm2", "-c 4096 -np 4"),
-  C("lfm2", "-c 2048 -np 8 -kvu"),
-  C("lfm2", "-c 4096 -np 1 -ctk q8_0 -ctv q8_0"),
-];
-
-function optsFromFlags(f: string[]): EstimateOptions {
-  const o: EstimateOptions = {};
-  for (let i = 0; i < f.length; i++) {
-    const v = f[i + 1]!;
-    switch (f[i]) {
-      case "-c": o.ctx = Number(v); i++; break;
-      case "-np": o.parallel = Number(v); i++; break;
-      case "-kvu": o.kvUnified = true; break;
-      case "-ctk": o.cacheTypeK = v as KvCacheType; i++; break;
-      case "-ctv": o.cacheTypeV = v as KvCacheType; i++; break;
-      case "-ub": o.ubatch = Number(v); i++; break;
-      case "-fa": o.flashAttn = v as "on" | "off"; i++; break;
-      case "--swa-full": o.swaFull = true; break;
-    }
-  }
-  return o;
-}
+type Case = MatrixCase;
+const MATRIX = FIT_MATRIX;
+const optsFromFlags = estimateOptionsFromFlags;
 
 let models: Record<Case["model"], string>;
 const rows: Record<string, unknown>[] = [];

@@ -1,0 +1,136 @@
+// Engine memory over many finished workers: RSS before, during and after, next to what their logs hold on disk.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { follow } from "../engine/api/follow";
+import { isFinal, type Worker } from "../shared/worker";
+import { cleanup, makeRepo, type TestEngine } from "../test/helpers";
+import { log, procStat, round, rssPeak, sleep } from "./stats";
+
+export interface ManyWorkers {
+  workers: number;
+  /** Workers that ran to a verdict (fewer than `workers` only when the run was cut short, see `stopped`). */
+  finished: number;
+  wallMs: number;
+  rssMbBefore: number;
+  rssMbAfter: number;
+  rssMbPeak: number;
+  /** The target's `opencode serve` (a child of the engine): it keeps one instance per worktree it has seen. */
+  opencodeRssMbBefore: number | null;
+  opencodeRssMbAfter: number | null;
+  /** Bytes of every file under <stateDir>/workers: all of their event logs, and those written by this run. */
+  logBytes: number;
+  logBytesOfRun: number;
+  /** RSS as workers finish (about ten points). */
+  samples: { finished: number; sec: number; rssMb: number; opencodeRssMb: number | null }[];
+  finalStates: Record<string, number>;
+  stopped?: string;
+}
+
+function bytesUnder(dir: string): number {
+  let total = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) total += statSync(path.join(e.parentPath, e.name)).size;
+  return total;
+}
+
+/** The first child of `pid` whose command line names opencode (Linux /proc). */
+function opencodeChild(pid: number): number | null {
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) !== pid) continue;
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes("opencode")) return Number(name);
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return null;
+}
+
+const rssOf = (pid: number | null) => {
+  if (pid === null) return null;
+  try {
+    return round(procStat(pid).rssMb);
+  } catch {
+    return null;
+  }
+};
+
+const memAvailableMb = () => Number(/MemAvailable:\s+(\d+)/.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0) / 1024;
+
+// The engine's StartBatchInput takes at most 64 tasks.
+const CHUNK = 50;
+// Below this much free memory the run stops its remaining workers rather than push the machine into the OOM killer:
+// opencode serve keeps an instance (~75 MB here) for every worktree it has served, and the engine never disposes them.
+const MIN_FREE_MB = Number(process.env.OCW_BENCH_MIN_FREE_MB ?? Math.max(3072, (os.totalmem() / 2 ** 20) * 0.2));
+
+/** `count` tiny workers (one model turn, no tool call, no checks) through the engine, all queued at once. */
+export async function manyWorkers(engine: TestEngine, count: number): Promise<ManyWorkers> {
+  const pid = engine.proc.pid!;
+  const oc = opencodeChild(pid);
+  const logs = path.join(engine.stateDir, "workers");
+  const dir = makeRepo();
+  // Let start-up garbage settle so "before" is the engine at rest with its earlier workers.
+  await sleep(2000);
+  const rssMbBefore = round(procStat(pid).rssMb);
+  const opencodeRssMbBefore = rssOf(oc);
+  const logsBefore = bytesUnder(logs);
+  const peak = rssPeak(pid, 500);
+  const t0 = Date.now();
+  const ids: string[] = [];
+  for (let i = 0; i < count; i += CHUNK) {
+    const n = Math.min(CHUNK, count - i);
+    const r = await engine.client.workers.startBatch.mutate({ tasks: Array.from({ length: n }, (_, j) => ({ task: `BENCH-TINY ${i + j}`, directory: dir })) });
+    ids.push(...r.workerIds);
+  }
+  const samples: ManyWorkers["samples"] = [];
+  const sample = (finished: number) => {
+    samples.push({ finished, sec: round((Date.now() - t0) / 1000), rssMb: round(procStat(pid).rssMb), opencodeRssMb: rssOf(oc) });
+    log(`  ${finished}/${count} finished: engine RSS ${samples.at(-1)!.rssMb} MB, opencode serve ${samples.at(-1)!.opencodeRssMb} MB`);
+  };
+  const every = Math.max(1, Math.round(count / 10));
+  let nextSample = every;
+  let stopped: string | undefined;
+  let current = new Map<string, Worker>();
+  const finishedIn = (ws: Map<string, Worker>) => [...ws.values()].filter((w) => isFinal(w.state)).length;
+  const watchdog = setInterval(() => {
+    const free = memAvailableMb();
+    if (stopped || free >= MIN_FREE_MB) return;
+    stopped = `stopped after ${finishedIn(current)} workers: ${Math.round(free)} MB of memory left (opencode serve at ${rssOf(oc)} MB)`;
+    log(stopped);
+    for (const w of current.values()) if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
+  }, 2000);
+  let r: Awaited<ReturnType<typeof follow>>;
+  try {
+    r = await follow(engine.client, ids, {
+      timeoutMs: 3 * 60 * 60_000,
+      onEvent: (_e, ws) => {
+        current = ws;
+        const finished = finishedIn(ws);
+        if (finished >= nextSample) {
+          sample(finished);
+          nextSample = finished + every;
+        }
+      },
+    });
+  } finally {
+    clearInterval(watchdog);
+  }
+  if (r.reason !== "settled") throw new Error(`the ${count} workers did not settle: ${r.reason}`);
+  const ws = r.workers;
+  const wallMs = Date.now() - t0;
+  await sleep(2000);
+  const rssMbAfter = round(procStat(pid).rssMb);
+  const rssMbPeak = round(peak.stop());
+  const logBytes = bytesUnder(logs);
+  const finalStates: Record<string, number> = {};
+  for (const w of ws.values()) finalStates[w.state] = (finalStates[w.state] ?? 0) + 1;
+  const finished = count - (finalStates.stopped ?? 0);
+  samples.push({ finished, sec: round(wallMs / 1000), rssMb: rssMbAfter, opencodeRssMb: rssOf(oc) });
+  cleanup(dir);
+  return {
+    workers: count, finished, wallMs, rssMbBefore, rssMbAfter, rssMbPeak, opencodeRssMbBefore, opencodeRssMbAfter: rssOf(oc),
+    logBytes, logBytesOfRun: logBytes - logsBefore, samples, finalStates, ...(stopped ? { stopped } : {}),
+  };
+}

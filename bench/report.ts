@@ -1,0 +1,139 @@
+// The report's shape and its markdown rendering (bench/report.json, bench/report.md).
+import type { FitResult } from "./fit";
+import type { Latency } from "./gate";
+import type { ManyWorkers } from "./memory";
+import { fmt, type Spread } from "./stats";
+
+export interface UiResult {
+  workers: number;
+  streamSec: number;
+  fpsW16: number;
+  worstFrameMs: number;
+  workerDetailFps: number;
+  transcriptCharsPerSec: number;
+  renderedRows: number;
+  firstPaintMs: number | null;
+  longTasks: { count: number; totalMs: number; maxMs: number; windowSec: number };
+  heapStartMb: number | null;
+  heapEndMb: number | null;
+  dashboardStartupMs: Spread | null;
+}
+
+export interface Report {
+  machine: { cpus: number; cpu?: string; memGb: number; node: string; platform: string; opencode: string };
+  date: string;
+  quick: boolean;
+  reps: number;
+  reproduce: string;
+  /** Medians over the repetitions; the spread of each is in `range`. */
+  gateLatencyMs: Record<string, Latency>;
+  pollBaselineMs: { p50: number; p99: number };
+  pollMs: Record<string, Latency>;
+  batchRatio: Record<string, number>;
+  batchMs: Record<string, number>;
+  engine: Record<string, number | string>;
+  manyWorkers: ManyWorkers;
+  ui: Omit<UiResult, "dashboardStartupMs"> | null;
+  uiError?: string;
+  fit: {
+    maxErrPct: number;
+    meanErrPct: number;
+    totalMaxErrPct: number;
+    totalMeanErrPct: number;
+    source: string;
+    n: number;
+    byBuffer: FitResult["byBuffer"];
+    recorded: FitResult;
+    live: FitResult | null;
+    liveSkipped?: string;
+  };
+  hardware: { detectMs: number; gpus: number; probes: string };
+  startupMs: Record<string, number>;
+  /** Per repeated figure (dotted path into this report): min, max and every run. */
+  range: Record<string, Spread>;
+  totalSeconds: number;
+}
+
+const mb = (b: number) => `${(b / 2 ** 20).toFixed(1)} MB`;
+
+export function renderMarkdown(r: Report): string {
+  const R = (key: string, unit = "") => fmt(r.range[key], unit);
+  const gateSizes = Object.keys(r.gateLatencyMs);
+  const batchSizes = Object.keys(r.batchRatio);
+  const m = r.manyWorkers;
+  const ui = r.ui;
+  const f = r.fit;
+  const lines = [
+    "# opencode-worker benchmark report",
+    "",
+    `Run ${r.date} on ${r.machine.cpus} × ${r.machine.cpu}, ${r.machine.memGb} GiB, Node ${r.machine.node}, ${r.machine.platform}; opencode-ai ${r.machine.opencode}.`,
+    `Reproduce: \`${r.reproduce}\` (add \`-- --quick\` for a short run, \`-- --reps N\` for N repetitions). Real engine, real opencode, scripted model.`,
+    `${r.quick ? "**Quick run** (smaller sizes; not the figures to quote). " : ""}Repeated figures are the median of ${r.reps} run${r.reps > 1 ? "s" : ""}${r.reps > 1 ? ", with [min–max]" : ""}.`,
+    "",
+    "## Permission ask → visible to an API subscriber",
+    "Clock starts when opencode emits `permission.asked` (on a direct connection of the bench to its event stream); stops when a subscriber of the engine's API holds the engine's `ask.opened` event.",
+    "Baseline measured on the same asks: a client polling the approvals list every second (the seed's approach).",
+    "",
+    "| workers | event p50 ms | event p99 ms | asks | 1 s poll p50 ms | 1 s poll p99 ms |",
+    "|---|---|---|---|---|---|",
+    ...gateSizes.map((w) => `| ${w.slice(1)} | ${R(`gateLatencyMs.${w}.p50`)} | ${R(`gateLatencyMs.${w}.p99`)} | ${r.gateLatencyMs[w]!.n} | ${R(`pollMs.${w}.p50`)} | ${R(`pollMs.${w}.p99`)} |`),
+    "",
+    `## Batch through the engine over MCP vs the bare opencode SDK`,
+    "Engine side: a real stdio MCP client (the MCP SDK's, as Claude Code uses) on `ocw mcp`, attached to the running engine: `delegate_batch`, then `wait` (no forms) and `approve` for every pending ask until the batch settles and is graded.",
+    "Bare side: one `opencode serve`, one git worktree and session per task, every ask approved as it is asked, the same file check afterwards. Both sides warm (one untimed task first). Goal: ratio ≤ 1.10.",
+    "",
+    "| tasks | engine + MCP ms | bare SDK ms | ratio | built (engine / bare) |",
+    "|---|---|---|---|---|",
+    ...batchSizes.map((w) => {
+      const W = w.toUpperCase();
+      return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bare${W}`)} | **${R(`batchRatio.${w}`)}** | ${r.batchMs[`built${W}`]} / ${r.batchMs[`bareBuilt${W}`]} of ${w.slice(1)} |`;
+    }),
+    "",
+    "## Engine process",
+    `During the ${batchSizes[0]!.slice(1)}-task batch: engine CPU ${R(`engine.cpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")}, peak RSS ${R(`engine.rssMb${batchSizes[0]!.toUpperCase()}`, " MB")}; the \`ocw mcp\` bridge ${R(`engine.bridgeCpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")} CPU (opencode serve is a separate process, not counted).`,
+    "",
+    `${m.workers} tiny workers (one model turn each, no tool call, no checks; 32 slots, all queued at once) on a fresh engine: ${m.finished} finished in ${(m.wallMs / 1000).toFixed(1)} s (${(m.wallMs / 1000 / Math.max(1, m.finished)).toFixed(2)} s per worker).${m.stopped ? ` **${m.stopped}.**` : ""}`,
+    `Engine RSS ${m.rssMbBefore} MB before → ${m.rssMbAfter} MB after (peak ${m.rssMbPeak} MB): **${(m.rssMbAfter - m.rssMbBefore).toFixed(1)} MB** of growth, against ${mb(m.logBytesOfRun)} of their event logs on disk under \`<stateDir>/workers\` (${mb(m.logBytes)} in all). Final states: ${Object.entries(m.finalStates).map(([s, n]) => `${n} ${s}`).join(", ")}.`,
+    `The target's \`opencode serve\` (not the engine; it keeps an instance per worktree): ${m.opencodeRssMbBefore ?? "–"} MB → ${m.opencodeRssMbAfter ?? "–"} MB.`,
+    "",
+    "| finished | s | engine RSS MB | opencode serve RSS MB |",
+    "|---|---|---|---|",
+    ...m.samples.map((x) => `| ${x.finished} | ${x.sec} | ${x.rssMb} | ${x.opencodeRssMb ?? "–"} |`),
+    "",
+    "## Dashboard in Chromium with 16 streaming workers",
+    ...(ui
+      ? [
+          `${ui.workers} workers streaming (20 ms chunks); ${ui.streamSec} s on the dashboard. Frames per second on the dashboard **${ui.fpsW16.toFixed(1)}** (goal ≥ 50: ${ui.fpsW16 >= 50 ? "met" : "not met"}; worst frame ${ui.worstFrameMs.toFixed(0)} ms), live transcript of one worker ${ui.workerDetailFps.toFixed(1)} fps (${ui.renderedRows} rows rendered, ${ui.transcriptCharsPerSec} characters a second arriving).`,
+          `First contentful paint on a reload with all of them live: ${ui.firstPaintMs === null ? "–" : `${ui.firstPaintMs.toFixed(0)} ms`}. Long tasks (> 50 ms, PerformanceObserver \`longtask\`) over the ${ui.longTasks.windowSec} s on the dashboard: ${ui.longTasks.count} (${ui.longTasks.totalMs.toFixed(0)} ms in all, longest ${ui.longTasks.maxMs.toFixed(0)} ms).`,
+          `JS heap after a forced GC: ${ui.heapStartMb ?? "–"} MB at the start → ${ui.heapEndMb ?? "–"} MB after ${ui.streamSec} s.`,
+        ]
+      : [`Not measured: ${r.uiError ?? "the Playwright bench did not run"}.`]),
+    "",
+    "## Fit: the estimator against a real llama-server",
+    `${f.source}, ${f.n} server${f.n === 1 ? "" : "s"}: llama.cpp's logged buffers (model, KV, recurrent, output, compute) vs \`engine/models/estimate.ts\` on the same model and flags.`,
+    `Over every logged buffer: max error **${f.maxErrPct} %**, mean ${f.meanErrPct} %; whole-server memory: max ${f.totalMaxErrPct} %, mean ${f.totalMeanErrPct} %.`,
+    "",
+    "| buffer | max error % | mean error % | logged in |",
+    "|---|---|---|---|",
+    ...Object.entries(f.byBuffer).map(([b, e]) => `| ${b} | ${e.maxErrPct} | ${e.meanErrPct} | ${e.n} |`),
+    "",
+    f.live
+      ? `The recorded logs (${f.recorded.source}, ${f.recorded.cases.length} servers): max ${f.recorded.maxErrPct} %, mean ${f.recorded.meanErrPct} %.`
+      : `Live matrix (the 19 servers of test/integration/setup-fit-matrix.test.ts): ${f.liveSkipped}.`,
+    `Hardware detection (\`detectHardware()\`, the real probes on this machine): ${R("hardware.detectMs", " ms")} (${r.hardware.gpus} GPU${r.hardware.gpus === 1 ? "" : "s"}; ${r.hardware.probes}).`,
+    "",
+    "## Start-up",
+    "",
+    "| what | ms |",
+    "|---|---|",
+    `| \`ocw serve\` spawned → URL printed (engine ready) | ${R("startupMs.engine")} |`,
+    `| \`ocw serve\` spawned (fresh state dir) → Chromium shows the dashboard live | ${R("startupMs.dashboard")} |`,
+    `| \`ocw mcp\` spawned → initialize → \`tools/list\` answered, engine running | ${R("startupMs.mcpToolsList")} |`,
+    `| the same, no engine running | ${R("startupMs.mcpToolsListCold")} |`,
+    `| \`ocw mcp\` spawned, no engine → first tool call answered (the bridge starts the engine) | ${R("startupMs.mcpFirstCallCold")} |`,
+    "",
+    `Whole run: ${r.totalSeconds} s.`,
+    "",
+  ];
+  return lines.join("\n");
+}
