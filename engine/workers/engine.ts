@@ -45,6 +45,7 @@ import {
 } from "./workspace";
 import { preflightEndpoint, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
+import { writesOutside } from "./worktree-guard";
 
 export { InputError } from "./workspace";
 
@@ -758,6 +759,14 @@ export class Engine {
     const w = this.get(workerId);
     if (w.asks.some((a) => a.id === ask.id)) return;
     this.safeRecord(workerId, { type: "ask.opened", ask });
+    const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree) : [];
+    if (escapes.length) {
+      const reason = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
+      void this.decide({ askId: ask.id, decision: "reject", message: reason }, { kind: "engine", name: "worktree guard" }).catch((err) =>
+        this.notice("warn", `the worktree guard could not refuse ${ask.id}: ${(err as Error).message}`),
+      );
+      return;
+    }
     const rule = this.policyFor(ask);
     if (rule) {
       void this.decide({ askId: ask.id, decision: rule.decision }, { kind: "policy", name: `${rule.tool} ${rule.pattern} → ${rule.decision}` }).catch((err) => this.notice("warn", `policy could not answer ${ask.id}: ${(err as Error).message}`));

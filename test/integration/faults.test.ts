@@ -6,15 +6,17 @@ import path from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
-import { startScriptedModel, toolCall, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
+import { bash, startScriptedModel, toolCall, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
 import { cleanup, isFinal, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilState, type TestEngine } from "../helpers";
 
 let model: ScriptedModel;
 let engine: TestEngine;
 const repos: string[] = [];
 const outside = path.join(tempDir("outside"), "escape.txt");
-const repo = () => {
-  const r = makeRepo();
+const outsideByShell = path.join(path.dirname(outside), "shell-escape.txt");
+const outsideByRedirect = path.join(path.dirname(outside), "redirect-escape.txt");
+const repo = (files?: Record<string, string>) => {
+  const r = makeRepo(files);
   repos.push(r);
   return r;
 };
@@ -30,6 +32,17 @@ beforeAll(async () => {
         match: /FAULT-MALFORMED/,
         script: (c) =>
           c.turnStep === 0 ? { toolCalls: [{ name: "write", args: '{"filePath": "m.txt", "content": ' }] } : c.turnStep === 1 ? writeFile("m.txt", "ok\n") : { text: "OUTCOME: built" },
+      },
+      {
+        name: "shell-escape",
+        match: /FAULT-SHELL-ESCAPE/,
+        script: (c) =>
+          c.turnStep === 0 ? bash(`touch ${outsideByShell}`) : c.turnStep === 1 ? bash(`echo escaped > ${outsideByRedirect}`) : { text: "OUTCOME: honest-failure — the shell could not write outside" },
+      },
+      {
+        name: "shell-protect",
+        match: /FAULT-SHELL-PROTECT/,
+        script: (c) => (c.turnStep === 0 ? bash("printf 'exit 0\\n' > test/check.sh") : c.turnStep === 1 ? writeFile("src/app.txt", "feature\n") : { text: "Made the test pass.\nOUTCOME: built" }),
       },
       { name: "escape", match: /FAULT-ESCAPE/, script: (c) => (c.turnStep === 0 ? toolCall("write", { filePath: outside, content: "escaped\n" }) : { text: "Could not write outside.\nOUTCOME: honest-failure — write outside the worktree was denied" }) },
     ],
@@ -82,6 +95,35 @@ describe("faults", () => {
     expect(w.asks.filter((a) => a.tool === "external_directory")).toEqual([]); // denied outright, never asked
     expect(w.verdict).toMatchObject({ verdict: "honest-failure", claim: "honest-failure", honest: true });
     expect(w.toolFailures).toBeGreaterThanOrEqual(1);
+  });
+
+  it("shell commands that write outside the worktree (a path argument, a redirect) are denied even when every ask is approved; nothing is written", async () => {
+    const { workerId } = await engine.client.workers.start.mutate({ task: "FAULT-SHELL-ESCAPE", directory: repo() });
+    const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+    expect(existsSync(outsideByShell)).toBe(false);
+    expect(existsSync(outsideByRedirect)).toBe(false);
+    // The path argument: opencode's external_directory rule denies it before any ask. The redirect reaches opencode as
+    // an ordinary bash ask (approving it would write the file); the engine's worktree guard refuses it, on the record.
+    expect(w.asks).toHaveLength(1);
+    expect(w.asks[0]).toMatchObject({ tool: "bash", status: "decided", decision: "reject", by: { kind: "engine", name: "worktree guard" } });
+    expect(w.asks[0]!.message).toContain(outsideByRedirect);
+    expect(w.toolFailures).toBeGreaterThanOrEqual(1);
+  });
+
+  it("a protected file rewritten through an approved shell command → scope failure, the claim recorded as dishonest", async () => {
+    const dir = repo({ "test/check.sh": "exit 1\n", "src/app.txt": "old\n" });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "FAULT-SHELL-PROTECT",
+      directory: dir,
+      checks: [{ run: "sh test/check.sh" }],
+      scope: ["src/**"],
+      protect: ["test/**"],
+    });
+    const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
+    expect(w.asks.some((a) => a.tool === "bash")).toBe(true);
+    expect(w.verdict!.checks[0]!.passed).toBe(true); // the worker made its own check pass …
+    expect(w.verdict!.scope.violations).toContain("protected file changed: test/check.sh"); // … and the scope check saw how
+    expect(w).toMatchObject({ state: "honest-failure", verdict: { claim: "built", honest: false } });
   });
 
   it("1,000 malformed or hostile API requests → each a 4xx with a message; the engine stays up and its memory stays bounded", async () => {
