@@ -16,6 +16,8 @@ export interface Latency {
 export interface GateRig {
   client: EngineClient;
   emitted: Map<string, number>;
+  /** How often the rig's own stream from opencode had to be reopened. */
+  reconnects(): number;
   close(): Promise<void>;
 }
 
@@ -32,15 +34,26 @@ export async function gateRig(model: ScriptedModel): Promise<GateRig> {
   const server = hosted.engine.serverFor("gate")!;
   const emitted = new Map<string, number>();
   const abort = new AbortController();
+  // Reopened if opencode ends it, as the engine does with its own; an ask emitted meanwhile has no start time and is
+  // left out (its n shows it).
+  let reconnects = 0;
   void (async () => {
-    for await (const raw of readSse(`${server.url}/global/event`, { Authorization: server.authHeader }, abort.signal)) {
-      const p = (raw as { payload?: { type?: string; properties?: { id?: string } } }).payload;
-      if (p?.type === "permission.asked" && p.properties?.id) emitted.set(p.properties.id, Date.now());
+    while (!abort.signal.aborted) {
+      try {
+        for await (const raw of readSse(`${server.url}/global/event`, { Authorization: server.authHeader }, abort.signal)) {
+          const p = (raw as { payload?: { type?: string; properties?: { id?: string } } }).payload;
+          if (p?.type === "permission.asked" && p.properties?.id) emitted.set(p.properties.id, Date.now());
+        }
+      } catch {
+        // reopened below
+      }
+      if (!abort.signal.aborted) (reconnects++, await sleep(50));
     }
-  })().catch(() => undefined);
+  })();
   return {
     client,
     emitted,
+    reconnects: () => reconnects,
     close: async () => {
       abort.abort();
       await hosted.close();

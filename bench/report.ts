@@ -29,6 +29,8 @@ export interface Report {
   gateLatencyMs: Record<string, Latency>;
   pollBaselineMs: { p50: number; p99: number };
   pollMs: Record<string, Latency>;
+  /** How often the bench's own connection to opencode's event stream was reopened (asks emitted meanwhile have no start time). */
+  gateStreamReconnects?: number;
   batchRatio: Record<string, number>;
   batchMs: Record<string, number>;
   engine: Record<string, number | string>;
@@ -77,6 +79,7 @@ export function renderMarkdown(r: Report): string {
     "| workers | event p50 ms | event p99 ms | asks | 1 s poll p50 ms | 1 s poll p99 ms |",
     "|---|---|---|---|---|---|",
     ...gateSizes.map((w) => `| ${w.slice(1)} | ${R(`gateLatencyMs.${w}.p50`)} | ${R(`gateLatencyMs.${w}.p99`)} | ${r.gateLatencyMs[w]!.n} | ${R(`pollMs.${w}.p50`)} | ${R(`pollMs.${w}.p99`)} |`),
+    ...(r.gateStreamReconnects ? ["", `The bench's own connection to opencode's stream was reopened ${r.gateStreamReconnects}× during the run; asks emitted meanwhile have no start time and are not counted.`] : []),
     "",
     `## Batch through the engine over MCP vs the bare opencode SDK`,
     "Engine side: a real stdio MCP client (the MCP SDK's, as Claude Code uses) on `ocw mcp`, attached to the running engine: `delegate_batch`, then `wait` (no forms) and `approve` for every pending ask until the batch settles and is graded.",

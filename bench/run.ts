@@ -88,16 +88,20 @@ async function measure() {
   const sizes = quick ? [1, 4] : [1, 4, 16, 32];
   const baselineSize = quick ? 4 : 16;
   const gateRuns = new Map<number, { event: Latency; poll: Latency }[]>();
-  // A fresh rig per repetition: runs stay independent, and opencode's per-worktree instances do not pile up.
+  // One rig for every repetition (finished workers' opencode instances are disposed, so nothing piles up). A second
+  // engine hosted in this process after the first was closed got its opencode stream cut at once, again and again,
+  // while workers ran (seen here with opencode 1.18.33; not seen across processes), which left later repetitions
+  // without start times.
+  const rig = await gateRig(model);
   for (let rep = 0; rep < reps; rep++) {
-    const rig = await gateRig(model);
     for (const n of sizes) {
       const r = await gateLatency(rig, n, n === 1 ? (quick ? 3 : 5) : n <= 4 ? 2 : 1);
       gateRuns.set(n, [...(gateRuns.get(n) ?? []), r]);
-      log(`gate w${n} (run ${rep + 1}/${reps}): event p50 ${r.event.p50} ms p99 ${r.event.p99} ms | 1 s poll p50 ${r.poll.p50} p99 ${r.poll.p99}`);
+      log(`gate w${n} (run ${rep + 1}/${reps}): event p50 ${r.event.p50} ms p99 ${r.event.p99} ms | 1 s poll p50 ${r.poll.p50} p99 ${r.poll.p99} (stream reopened ${rig.reconnects()}×)`);
     }
-    await rig.close();
   }
+  const gateStreamReconnects = rig.reconnects();
+  await rig.close();
   const gateLatencyMs: Record<string, Latency> = {};
   const pollMs: Record<string, Latency> = {};
   for (const [n, all] of gateRuns) {
@@ -179,6 +183,7 @@ async function measure() {
     gateLatencyMs,
     pollBaselineMs,
     pollMs,
+    gateStreamReconnects,
     batchRatio,
     batchMs,
     engine: engineFigures,

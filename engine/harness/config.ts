@@ -21,6 +21,12 @@ export const OFFLINE_ENV: Record<string, string> = {
   OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
   // Workers are graded from git, not from file events; the watcher costs start-up time per worktree.
   OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER: "1",
+  // opencode runs on Bun, whose bmalloc/libpas marks every 16 KiB page it decommits with madvise(MADV_DONTDUMP). That
+  // splits the heap into one memory map per page until vm.max_map_count (65530) is reached; then madvise fails with
+  // EAGAIN and bmalloc retries forever: opencode serve hangs at 100% CPU (WebKit bug 319025, oven-sh/bun#27490). Here a
+  // serve hit the limit after ~60 workers (32 at once). `Malloc=1` makes bmalloc use the system allocator: ~250 maps
+  // instead of 14–36k after 48 workers, and 20% faster (less kernel time), for ~40% more RSS (docs/opencode.md).
+  Malloc: "1",
 };
 
 /** The worker agent's permission rules: gates on edit/bash/webfetch, nothing outside the worktree, reads free. */

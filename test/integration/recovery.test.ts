@@ -87,6 +87,10 @@ describe("admission and recovery", () => {
     expect(readdirSync(dir).filter((f) => f.startsWith("out-"))).toEqual([]);
     const batchId = ws.get(workerIds[0]!)!.batchId!;
     expect(await engine.client.workers.batch.query({ batchId })).toMatchObject({ settled: true, builtRate: 1, honestRate: 1, verdict: "built" });
+    // opencode serve runs with the system allocator (config.ts): its memory maps stay in the hundreds. With Bun's
+    // bmalloc they were 14k+ after this many workers, on their way to vm.max_map_count, where opencode livelocks.
+    const pid = (await engine.client.status.query()).serving[0]!.pid!;
+    if (existsSync(`/proc/${pid}/maps`)) expect(readFileSync(`/proc/${pid}/maps`, "utf8").split("\n").length).toBeLessThan(4000);
   });
 
   it("kill -9 of opencode serve mid-run → interrupted within 2 s, serve restarted, resume completes in the same session", async () => {
