@@ -21,6 +21,8 @@ export interface EngineBatch {
   /** CPU seconds of the `ocw mcp` bridge process during the batch. */
   bridgeCpuSec: number;
   toolCalls: number;
+  /** The workers that did not end built, with their state and reason (none in a clean run). */
+  misses: { workerId: string; state: string; reason: string | null }[];
 }
 
 const tasks = (dir: string, n: number, tag: string) =>
@@ -38,7 +40,7 @@ export async function batchThroughMcp(mcp: McpHandle, enginePid: number, n: numb
   const t0 = Date.now();
   const b = await call<{ batchId: string }>("delegate_batch", { tasks: tasks(dir, n, tag) });
   const deadline = t0 + 15 * 60_000;
-  let r: { settled: boolean; pending: { askId: string }[]; batch: { built: number } };
+  let r: { settled: boolean; pending: { askId: string }[]; batch: { built: number }; workers: { workerId: string; state: string; reason: string | null }[] };
   for (;;) {
     r = await call("wait", { batchId: b.batchId, timeoutSec: 100, elicit: false });
     if (r.settled) break;
@@ -50,7 +52,7 @@ export async function batchThroughMcp(mcp: McpHandle, enginePid: number, n: numb
   const rssMb = peak.stop();
   const after = procStat(enginePid);
   cleanup(dir);
-  return { wallMs, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls };
+  return { wallMs, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls, misses: r.workers.filter((w) => w.state !== "built").map(({ workerId, state, reason }) => ({ workerId, state, reason })) };
 }
 
 /** The same tasks on one bare `opencode serve`: a worktree and a session each, every ask approved, the same check. */

@@ -33,6 +33,8 @@ export interface Report {
   gateStreamReconnects?: number;
   batchRatio: Record<string, number>;
   batchMs: Record<string, number>;
+  /** Engine-side workers of the batches that did not end built (empty in a clean run). */
+  batchMisses?: { tasks: number; run: number; workerId: string; state: string; reason: string | null }[];
   engine: Record<string, number | string>;
   manyWorkers: ManyWorkers;
   ui: Omit<UiResult, "dashboardStartupMs"> | null;
@@ -75,6 +77,7 @@ export function renderMarkdown(r: Report): string {
     "## Permission ask → visible to an API subscriber",
     "Clock starts when opencode emits `permission.asked` (on a direct connection of the bench to its event stream); stops when a subscriber of the engine's API holds the engine's `ask.opened` event.",
     "Baseline measured on the same asks: a client polling the approvals list every second (the seed's approach).",
+    "Both clocks are in the bench process, which reads opencode's stream itself and also hosts the engine. A figure below 0 means the engine's subscriber had the ask before the bench's own reader of opencode's stream had run: the two readers take turns on one event loop, so the figures are good to a few ms.",
     "",
     "| workers | event p50 ms | event p99 ms | asks | 1 s poll p50 ms | 1 s poll p99 ms |",
     "|---|---|---|---|---|---|",
@@ -91,6 +94,9 @@ export function renderMarkdown(r: Report): string {
       const W = w.toUpperCase();
       return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bare${W}`)} | **${R(`batchRatio.${w}`)}** | ${r.batchMs[`built${W}`]} / ${r.batchMs[`bareBuilt${W}`]} of ${w.slice(1)} |`;
     }),
+    ...(r.batchMisses?.length
+      ? ["", "Engine-side workers that did not end built (the lowest count of the runs is shown above):", ...r.batchMisses.map((x) => `- ${x.tasks} tasks, run ${x.run}: ${x.workerId} ${x.state}: ${x.reason ?? "(no reason)"}`)]
+      : []),
     "",
     "## Engine process",
     `During the ${batchSizes[0]!.slice(1)}-task batch: engine CPU ${R(`engine.cpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")}, peak RSS ${R(`engine.rssMb${batchSizes[0]!.toUpperCase()}`, " MB")}; the \`ocw mcp\` bridge ${R(`engine.bridgeCpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")} CPU (opencode serve is a separate process, not counted).`,

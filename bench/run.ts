@@ -120,6 +120,7 @@ async function measure() {
   const batchSizes = quick ? [4] : [16, 32];
   type BatchRun = { bare: number; eng: number; ratio: number; cpu: number; rss: number; bridge: number; built: number; bareBuilt: number };
   const batchRuns = new Map<number, BatchRun[]>();
+  const batchMisses: Report["batchMisses"] = [];
   for (let rep = 0; rep < reps; rep++) {
     const engine = await startEngine();
     await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
@@ -131,6 +132,10 @@ async function measure() {
       const run = { bare: bare.wallMs, eng: eng.wallMs, ratio: eng.wallMs / bare.wallMs, cpu: eng.cpuSec, rss: eng.rssMb, bridge: eng.bridgeCpuSec, built: eng.built, bareBuilt: bare.built };
       batchRuns.set(n, [...(batchRuns.get(n) ?? []), run]);
       log(`batch ${n} (run ${rep + 1}/${reps}): engine + MCP ${eng.wallMs} ms (${eng.built} built, ${eng.toolCalls} tool calls) vs bare SDK ${bare.wallMs} ms (${bare.built} built): ratio ${round(run.ratio, 2)}`);
+      for (const m of eng.misses) {
+        log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
+        batchMisses.push({ tasks: n, run: rep + 1, ...m });
+      }
     }
     await mcp.close();
     await engine.kill();
@@ -186,6 +191,7 @@ async function measure() {
     gateStreamReconnects,
     batchRatio,
     batchMs,
+    batchMisses,
     engine: engineFigures,
     manyWorkers: many,
     ui: null,

@@ -53,6 +53,20 @@ export function worktreePath(worktreesRoot: string, repoRoot: string, workerId: 
   return path.join(worktreesRoot, `${path.basename(repoRoot)}-${tag}`, workerId);
 }
 
+/**
+ * `git worktree add` reads every other worktree's metadata, which a concurrent add may have half-written: workers of
+ * one batch failed with "failed to read .git/worktrees/<other>/commondir" (bench: 3 of 144 workers). Worktree
+ * additions and removals of one repository therefore run one at a time (each takes tens of ms).
+ */
+const worktreeQueues = new Map<string, Promise<unknown>>();
+function oneAtATime<T>(repoRoot: string, job: () => Promise<T>): Promise<T> {
+  const run = (worktreeQueues.get(repoRoot) ?? Promise.resolve()).then(job, job);
+  const tail = run.catch(() => undefined);
+  worktreeQueues.set(repoRoot, tail);
+  void tail.then(() => worktreeQueues.get(repoRoot) === tail && worktreeQueues.delete(repoRoot));
+  return run;
+}
+
 export async function createWorkspace(worktreesRoot: string, repo: RepoInfo, workerId: string): Promise<Workspace> {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
@@ -60,7 +74,7 @@ export async function createWorkspace(worktreesRoot: string, repo: RepoInfo, wor
     // A resumed worker keeps its worktree.
     return { worktree, cwd: path.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root };
   }
-  await git(repo.root, ["worktree", "add", "-q", "-b", branch, worktree, repo.head]);
+  await oneAtATime(repo.root, () => git(repo.root, ["worktree", "add", "-q", "-b", branch, worktree, repo.head]));
   return { worktree, cwd: path.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root };
 }
 
@@ -116,6 +130,6 @@ export async function mergeBranch(ws: Pick<Workspace, "repo" | "branch" | "baseB
 export async function removeWorkspace(ws: Workspace): Promise<void> {
   const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
   if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it or delete the branch yourself`);
-  await git(ws.repo, ["worktree", "remove", "--force", ws.worktree]);
+  await oneAtATime(ws.repo, () => git(ws.repo, ["worktree", "remove", "--force", ws.worktree]));
   await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
