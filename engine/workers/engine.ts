@@ -759,7 +759,7 @@ export class Engine {
     const w = this.get(workerId);
     if (w.asks.some((a) => a.id === ask.id)) return;
     this.safeRecord(workerId, { type: "ask.opened", ask });
-    const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree) : [];
+    const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.workspaceOf(w)?.cwd) : [];
     if (escapes.length) {
       const reason = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
       void this.decide({ askId: ask.id, decision: "reject", message: reason }, { kind: "engine", name: "worktree guard" }).catch((err) =>
