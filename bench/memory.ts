@@ -62,7 +62,7 @@ const memAvailableMb = () => Number(/MemAvailable:\s+(\d+)/.exec(readFileSync("/
 // The engine's StartBatchInput takes at most 64 tasks.
 const CHUNK = 50;
 // Below this much free memory the run stops its remaining workers rather than push the machine into the OOM killer:
-// opencode serve keeps an instance (~75 MB here) for every worktree it has served, and the engine never disposes them.
+// opencode serve holds an instance for every worker it runs (5–6 GB here with 32 at once).
 const MIN_FREE_MB = Number(process.env.OCW_BENCH_MIN_FREE_MB ?? Math.max(3072, (os.totalmem() / 2 ** 20) * 0.2));
 
 /** `count` tiny workers (one model turn, no tool call, no checks) through the engine, all queued at once. */

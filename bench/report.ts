@@ -103,7 +103,8 @@ export function renderMarkdown(r: Report): string {
     "",
     `${m.workers} tiny workers (one model turn each, no tool call, no checks; 32 slots, all queued at once) on a fresh engine: ${m.finished} finished in ${(m.wallMs / 1000).toFixed(1)} s (${(m.wallMs / 1000 / Math.max(1, m.finished)).toFixed(2)} s per worker).${m.stopped ? ` **${m.stopped}.**` : ""}`,
     `Engine RSS ${m.rssMbBefore} MB before → ${m.rssMbAfter} MB after (peak ${m.rssMbPeak} MB): **${(m.rssMbAfter - m.rssMbBefore).toFixed(1)} MB** of growth, against ${mb(m.logBytesOfRun)} of their event logs on disk under \`<stateDir>/workers\` (${mb(m.logBytes)} in all). Final states: ${Object.entries(m.finalStates).map(([s, n]) => `${n} ${s}`).join(", ")}.`,
-    `The target's \`opencode serve\` (not the engine; it keeps an instance per worktree): ${m.opencodeRssMbBefore ?? "–"} MB → ${m.opencodeRssMbAfter ?? "–"} MB.`,
+    ...(m.samples.length >= 4 ? [trend(m.samples.map((x) => x.rssMb), m.workers)] : []),
+    `The target's \`opencode serve\` (a separate process, not the engine; it runs up to 32 worker instances at once, and each finished worker's instance is disposed): ${m.opencodeRssMbBefore ?? "–"} MB → ${m.opencodeRssMbAfter ?? "–"} MB.`,
     "",
     "| finished | s | engine RSS MB | opencode serve RSS MB |",
     "|---|---|---|---|",
@@ -145,4 +146,14 @@ export function renderMarkdown(r: Report): string {
     "",
   ];
   return lines.join("\n");
+}
+
+/** Whether engine RSS rose with the number of finished workers: the later half of the samples against the earlier. */
+function trend(rss: number[], workers: number): string {
+  const half = Math.floor(rss.length / 2);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const early = mean(rss.slice(0, half));
+  const late = mean(rss.slice(half));
+  const perWorkerKb = ((late - early) * 1024) / (workers / 2);
+  return `Trend: engine RSS averaged ${early.toFixed(1)} MB over the first half of the samples and ${late.toFixed(1)} MB over the second (${late <= early ? "no growth with the number of finished workers, so what is left over the fresh engine does not scale with them" : `${perWorkerKb.toFixed(1)} KB more per finished worker`}).`;
 }
