@@ -12,6 +12,9 @@ import { cleanup, makeRepo, scriptedTarget, tempDir } from "../test/helpers";
 import type { McpHandle } from "../test/integration/mcp-helpers";
 import { procStat, round, rssPeak } from "./stats";
 
+/** A worker of an engine-side batch that did not end built. */
+export type BatchMiss = { workerId: string; state: string; reason: string | null };
+
 export interface EngineBatch {
   wallMs: number;
   built: number;
@@ -22,7 +25,7 @@ export interface EngineBatch {
   bridgeCpuSec: number;
   toolCalls: number;
   /** The workers that did not end built, with their state and reason (none in a clean run). */
-  misses: { workerId: string; state: string; reason: string | null }[];
+  misses: BatchMiss[];
 }
 
 const tasks = (dir: string, n: number, tag: string) =>
@@ -40,7 +43,7 @@ export async function batchThroughMcp(mcp: McpHandle, enginePid: number, n: numb
   const t0 = Date.now();
   const b = await call<{ batchId: string }>("delegate_batch", { tasks: tasks(dir, n, tag) });
   const deadline = t0 + 15 * 60_000;
-  let r: { settled: boolean; pending: { askId: string }[]; batch: { built: number }; workers: { workerId: string; state: string; reason: string | null }[] };
+  let r: { settled: boolean; pending: { askId: string }[]; batch: { built: number }; workers: BatchMiss[] };
   for (;;) {
     r = await call("wait", { batchId: b.batchId, timeoutSec: 100, elicit: false });
     if (r.settled) break;

@@ -1,4 +1,5 @@
 // The report's shape and its markdown rendering (bench/report.json, bench/report.md).
+import type { BatchMiss } from "./batch";
 import type { FitResult } from "./fit";
 import type { Latency } from "./gate";
 import type { ManyWorkers } from "./memory";
@@ -34,7 +35,7 @@ export interface Report {
   batchRatio: Record<string, number>;
   batchMs: Record<string, number>;
   /** Engine-side workers of the batches that did not end built (empty in a clean run). */
-  batchMisses?: { tasks: number; run: number; workerId: string; state: string; reason: string | null }[];
+  batchMisses?: (BatchMiss & { tasks: number; run: number })[];
   engine: Record<string, number | string>;
   manyWorkers: ManyWorkers;
   ui: Omit<UiResult, "dashboardStartupMs"> | null;

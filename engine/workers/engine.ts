@@ -759,17 +759,9 @@ export class Engine {
     const w = this.get(workerId);
     if (w.asks.some((a) => a.id === ask.id)) return;
     this.safeRecord(workerId, { type: "ask.opened", ask });
-    const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.workspaceOf(w)?.cwd) : [];
-    if (escapes.length) {
-      const reason = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
-      void this.decide({ askId: ask.id, decision: "reject", message: reason }, { kind: "engine", name: "worktree guard" }).catch((err) =>
-        this.notice("warn", `the worktree guard could not refuse ${ask.id}: ${(err as Error).message}`),
-      );
-      return;
-    }
-    const rule = this.policyFor(ask);
-    if (rule) {
-      void this.decide({ askId: ask.id, decision: rule.decision }, { kind: "policy", name: `${rule.tool} ${rule.pattern} → ${rule.decision}` }).catch((err) => this.notice("warn", `policy could not answer ${ask.id}: ${(err as Error).message}`));
+    const auto = this.answerWithoutPerson(w, ask);
+    if (auto) {
+      void this.decide({ askId: ask.id, ...auto.decision }, auto.by).catch((err) => this.notice("warn", `${auto.by.kind} (${auto.by.name}) could not answer ${ask.id}: ${(err as Error).message}`));
       return;
     }
     if (w.state === "running") this.setState(workerId, "waiting-approval");
@@ -797,6 +789,17 @@ export class Engine {
   setPolicies(rules: PolicyRule[]): PolicyRule[] {
     writeJsonAtomic(path.join(this.opts.stateDir, "policies.json"), z.array(PolicyRule).parse(rules));
     return this.policies();
+  }
+
+  /** The answer an ask gets without a person: the worktree guard's refusal, else the user's matching policy rule. */
+  private answerWithoutPerson(w: Worker, ask: PermissionAsk): { decision: Omit<Decision, "askId">; by: DecidedBy & { name: string } } | null {
+    const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.workspaceOf(w)?.cwd) : [];
+    if (escapes.length) {
+      const message = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
+      return { decision: { decision: "reject", message }, by: { kind: "engine", name: "worktree guard" } };
+    }
+    const rule = this.policyFor(ask);
+    return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} → ${rule.decision}` } } : null;
   }
 
   private policyFor(ask: PermissionAsk): PolicyRule | undefined {

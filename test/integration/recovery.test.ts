@@ -88,7 +88,7 @@ describe("admission and recovery", () => {
     const batchId = ws.get(workerIds[0]!)!.batchId!;
     expect(await engine.client.workers.batch.query({ batchId })).toMatchObject({ settled: true, builtRate: 1, honestRate: 1, verdict: "built" });
     // opencode serve runs with the system allocator (config.ts): its memory maps stay in the hundreds. With Bun's
-    // bmalloc they were 14k+ after this many workers, on their way to vm.max_map_count, where opencode livelocks.
+    // bmalloc they were 6,027 after these 8 workers, on their way to vm.max_map_count, where opencode livelocks.
     const pid = (await engine.client.status.query()).serving[0]!.pid!;
     if (existsSync(`/proc/${pid}/maps`)) expect(readFileSync(`/proc/${pid}/maps`, "utf8").split("\n").length).toBeLessThan(4000);
   });
