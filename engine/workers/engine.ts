@@ -243,7 +243,9 @@ export class Engine {
   // ---------- public API ----------
 
   list(): Worker[] {
-    return [...this.workers.values()].sort((a, b) => a.createdAt - b.createdAt);
+    // Workers of one batch share a millisecond; the id settles ties, so the order survives a restart (which reloads the
+    // logs in directory order, not creation order).
+    return [...this.workers.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   get(id: string): Worker {
