@@ -4,7 +4,7 @@ import { api, errorText } from "../api";
 import { ago, taskTitle, useNow } from "../format";
 import { href } from "../router";
 import { useStore } from "../store";
-import { Diff } from "./Diff";
+import { Diff } from "./LazyDiff";
 
 export async function decide(ask: PermissionAsk, decision: DecisionKind, extra: { message?: string; answers?: string[][] } = {}): Promise<void> {
   await api.approvals.decide.mutate({ askId: ask.id, decision, ...(extra.message ? { message: extra.message } : {}), ...(extra.answers ? { answers: extra.answers } : {}) });
@@ -49,7 +49,7 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
       <div className="ask-what mono" title={ask.what}>
         {rel(ask.what)}
       </div>
-      {ask.diff && <Diff text={rel(ask.diff)} maxLines={120} label={`diff of ${ask.id}`} />}
+      {ask.diff && <Diff text={ask.diff} root={worker?.worktree} compact label={`diff of ${ask.id}`} />}
       {ask.kind === "question" &&
         (ask.questions ?? []).map((q, qi) => (
           <fieldset key={qi} className="question">

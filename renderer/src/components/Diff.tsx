@@ -1,21 +1,146 @@
-import { useMemo } from "react";
+// The diff viewer: @git-diff-view/react (GitHub-style, line numbers, unified/split, syntax highlighting) for each
+// file, with a file list, per-file collapse, and bounds so a huge diff never renders all at once.
+import { DiffModeEnum, DiffView } from "@git-diff-view/react";
+import "@git-diff-view/react/styles/diff-view-pure.css";
+import { memo, useMemo, useState, useSyncExternalStore } from "react";
+import { relativeTo, splitDiff, type FileDiff } from "./diffParse";
 
-/** A unified diff, coloured by line. Long diffs are cut at `maxLines` with a note. */
-export function Diff({ text, maxLines = 400, label = "diff" }: { text: string; maxLines?: number; label?: string }) {
-  const lines = useMemo(() => text.split("\n"), [text]);
-  const shown = lines.slice(0, maxLines);
-  return (
-    <pre className="diff" aria-label={label} tabIndex={0}>
-      {shown.map((l, i) => {
-        const cls = l.startsWith("+++") || l.startsWith("---") ? "d-file" : l.startsWith("+") ? "d-add" : l.startsWith("-") ? "d-del" : l.startsWith("@@") ? "d-hunk" : l.startsWith("diff ") ? "d-file" : "";
-        return (
-          <span key={i} className={cls}>
-            {l}
-            {"\n"}
-          </span>
-        );
-      })}
-      {lines.length > maxLines && <span className="muted">… {lines.length - maxLines} more lines</span>}
-    </pre>
+/** Files with more hunk lines than this start folded; highlighting stops being cheap above HIGHLIGHT_MAX. */
+const LARGE_FILE = 1500;
+const HIGHLIGHT_MAX = 800;
+/** Files past this many start folded, so a diff of hundreds of files paints the list first. */
+const OPEN_FILES = 25;
+
+type Mode = "unified" | "split";
+const MODE_KEY = "ocw.diffMode";
+
+function useMode(fallback: Mode): [Mode, (m: Mode) => void] {
+  const [mode, setMode] = useState<Mode>(() => {
+    try {
+      const v = localStorage.getItem(MODE_KEY);
+      return v === "split" || v === "unified" ? v : fallback;
+    } catch {
+      return fallback;
+    }
+  });
+  return [
+    mode,
+    (m) => {
+      setMode(m);
+      try {
+        localStorage.setItem(MODE_KEY, m);
+      } catch {
+        /* private mode: not remembered */
+      }
+    },
+  ];
+}
+
+const darkQuery = typeof window !== "undefined" && window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+export function useDarkTheme(): boolean {
+  return useSyncExternalStore(
+    (fn) => {
+      darkQuery?.addEventListener("change", fn);
+      return () => darkQuery?.removeEventListener("change", fn);
+    },
+    () => darkQuery?.matches ?? false,
   );
 }
+
+const STATUS_MARK: Record<FileDiff["status"], string> = { added: "A", deleted: "D", modified: "M", renamed: "R", binary: "B" };
+
+/**
+ * A unified diff of one or more files. `root` makes absolute paths inside a worktree relative. `compact` is for
+ * approval cards: unified by default, no file list for a single file, bounded height.
+ */
+export function Diff({ text, label = "diff", root, compact = false }: { text: string; label?: string; root?: string | null; compact?: boolean }) {
+  const files = useMemo(() => splitDiff(text), [text]);
+  const [mode, setMode] = useMode("unified");
+  const dark = useDarkTheme();
+  const added = files.reduce((n, f) => n + f.added, 0);
+  const removed = files.reduce((n, f) => n + f.removed, 0);
+  const ids = useMemo(() => files.map((_, i) => `dv-${Math.random().toString(36).slice(2, 8)}-${i}`), [files]);
+
+  if (!files.length) return <pre className="diff-raw" aria-label={label}>{text}</pre>;
+  return (
+    <div className={`dv ${compact ? "dv-compact" : ""}`} role="group" aria-label={label}>
+      <div className="dv-bar small">
+        <span>
+          {files.length} file{files.length === 1 ? "" : "s"} · <span className="ok-text">+{added}</span> <span className="bad-text">−{removed}</span>
+        </span>
+        <span className="grow" />
+        <div className="seg-toggle" role="radiogroup" aria-label="Diff layout">
+          {(["unified", "split"] as const).map((m) => (
+            <button key={m} type="button" role="radio" aria-checked={mode === m} className={`btn small ${mode === m ? "on" : ""}`} onClick={() => setMode(m)}>
+              {m === "unified" ? "Unified" : "Split"}
+            </button>
+          ))}
+        </div>
+      </div>
+      {(files.length > 1 || !compact) && (
+        <ul className="dv-files" aria-label="Changed files">
+          {files.map((f, i) => (
+            <li key={ids[i]}>
+              <button type="button" className="linklike" onClick={() => document.getElementById(ids[i]!)?.scrollIntoView({ block: "start", behavior: "smooth" })}>
+                <span className={`dv-status dv-${f.status}`} title={f.status}>
+                  {STATUS_MARK[f.status]}
+                </span>
+                <span className="mono ellipsis">{relativeTo(root, f.name)}</span>
+                <span className="small ok-text">+{f.added}</span>
+                <span className="small bad-text">−{f.removed}</span>
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      {files.map((f, i) => (
+        <FileBlock key={ids[i]} id={ids[i]!} file={f} root={root} mode={mode} dark={dark} startOpen={i < OPEN_FILES && f.lines <= LARGE_FILE} compact={compact} />
+      ))}
+    </div>
+  );
+}
+
+const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpen, compact }: { id: string; file: FileDiff; root?: string | null; mode: Mode; dark: boolean; startOpen: boolean; compact: boolean }) {
+  const [open, setOpen] = useState(startOpen);
+  const name = relativeTo(root, file.name);
+  const oldName = file.oldName && relativeTo(root, file.oldName);
+  const data = useMemo(
+    () => ({ oldFile: { fileName: file.oldName ?? file.newName ?? name }, newFile: { fileName: file.newName ?? file.oldName ?? name }, hunks: [file.text] }),
+    [file, name],
+  );
+  return (
+    <section id={id} className="dv-file" aria-label={`diff of ${name}`}>
+      <header className="dv-file-head">
+        <button type="button" className="linklike" aria-expanded={open} onClick={() => setOpen(!open)} title={open ? "fold" : "unfold"}>
+          {open ? "▾" : "▸"}
+        </button>
+        <span className={`dv-status dv-${file.status}`}>{STATUS_MARK[file.status]}</span>
+        <span className="mono ellipsis">
+          {file.status === "renamed" && oldName && oldName !== name ? `${oldName} → ` : ""}
+          {name}
+        </span>
+        <span className="grow" />
+        <span className="small ok-text">+{file.added}</span>
+        <span className="small bad-text">−{file.removed}</span>
+      </header>
+      {!open ? (
+        <button type="button" className="btn small dv-unfold" onClick={() => setOpen(true)}>
+          Show {file.lines.toLocaleString()} diff lines
+        </button>
+      ) : file.status === "binary" || file.lines === 0 ? (
+        <div className="muted small pad">{file.status === "binary" ? "Binary file: no text diff." : "No content change (mode or name only)."}</div>
+      ) : (
+        <div className={`dv-body ${compact ? "dv-body-compact" : ""}`}>
+          <DiffView
+            data={data}
+            diffViewMode={mode === "split" ? DiffModeEnum.Split : DiffModeEnum.Unified}
+            diffViewWrap
+            diffViewHighlight={file.lines <= HIGHLIGHT_MAX}
+            diffViewTheme={dark ? "dark" : "light"}
+            diffViewFontSize={12}
+          />
+        </div>
+      )}
+    </section>
+  );
+});

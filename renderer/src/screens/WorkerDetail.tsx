@@ -3,7 +3,7 @@ import { isActive, pendingAsks } from "../../../shared/worker";
 import { api, errorText } from "../api";
 import { AskCard } from "../components/AskCard";
 import { Empty, StateChip } from "../components/common";
-import { Diff } from "../components/Diff";
+import { Diff } from "../components/LazyDiff";
 import { Transcript } from "../components/Transcript";
 import { VerdictCard } from "../components/VerdictCard";
 import { desktop } from "../desktop";
@@ -237,5 +237,5 @@ function WorktreeDiff({ id, lastSeq }: { id: string; lastSeq: number }) {
   if (error) return <div className="field-error">{error}</div>;
   if (diff === null) return <div className="muted pad">Loading diff…</div>;
   if (!diff.trim()) return <div className="muted pad">No changes in the worktree yet.</div>;
-  return <Diff text={diff} maxLines={3000} label="Worktree diff" />;
+  return <Diff text={diff} label="Worktree diff" />;
 }
