@@ -21,3 +21,6 @@ await build({
     js: "import { createRequire as __ocwCreateRequire } from 'node:module'; const require = __ocwCreateRequire(import.meta.url);",
   },
 });
+
+// The Claude Code plugin (plugin/) ships this bundle: keep its copy in sync (see scripts/plugin.mjs).
+(await import("./plugin.mjs")).syncPlugin(root);
