@@ -179,6 +179,13 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
   }
 
   const cr = await cpuRamP;
+  // OCW_RAM_BYTES sets the host memory ocw plans with (a container's limit, a machine shared with other work,
+  // or planning for another machine); a problem line says it is in force
+  const ramOverride = Number(process.env.OCW_RAM_BYTES);
+  if (Number.isFinite(ramOverride) && ramOverride > 0) {
+    cr.ram = { totalBytes: ramOverride, freeBytes: ramOverride };
+    problems.push(`host RAM taken as ${(ramOverride / 1024 ** 3).toFixed(1)} GiB from OCW_RAM_BYTES`);
+  }
   return {
     platform, arch: os.arch(), cpu: { model: cr.model, cores: cr.cores, physicalCores: cr.physicalCores }, ram: cr.ram,
     gpus, llamaDevices, probes, problems, ms: Math.round(performance.now() - t0),

@@ -1,77 +1,223 @@
 /**
- * A small, offline catalog of open coding models with tool calling (curated late 2025). File names are
- * resolved against the Hub tree API at download time (repoGgufs), so a renamed file does not break setup;
- * the sizes here are approximate and only rank choices before any network access.
+ * The catalog of open coding models ocw proposes (December 2026). Every figure carries its source; a figure we could
+ * not confirm from a primary source is listed in `unverified` (and a quant size we derived is marked with `sizeNote`).
+ * Entries hold the hyper-parameters the fit needs, so planning works offline; the files themselves are resolved
+ * against the Hub at download time (a renamed file does not break setup). Ranked by the maker's SWE-bench Verified
+ * score (best first) — the planner walks this order.
+ *
+ * Tool calling: "unverified" until a target of the model passed ocw's own tool-call round trip on this machine
+ * (see engine/serving/verify.ts); `template` says which chat template / parser the entry expects.
  */
+import type { GgufTensorInfo } from "./gguf";
+import type { ModelHparams } from "./hparams";
+
+export interface ArchSpec {
+  /** GGUF general.architecture. */
+  arch: string;
+  nLayer: number;
+  nEmbd: number;
+  nVocab: number;
+  /** Attention layers: every layer, or every `interval`-th (hybrid linear/full attention: layer il is full iff (il+1) % interval == 0). */
+  attnInterval: number;
+  nHead: number;
+  nHeadKv: number;
+  headDim: number;
+  /** MLA: cached latent width per token and layer (kv_lora_rank + rope dim). */
+  mla?: number;
+  /** Sliding-window layers: window and pattern (layer il is SWA iff il % pattern < pattern − 1). */
+  swa?: { window: number; pattern: number };
+  /** Gated DeltaNet / SSM recurrent layers (the non-attention ones). */
+  recurrent?: { inner: number; groups: number; state: number; conv: number };
+  /** Mixture of experts: the share of the weights in routed experts (what --n-cpu-moe moves to RAM). */
+  moe?: { experts: number; used: number; expertShare: number };
+}
+
+export interface CatalogQuant {
+  quant: string;
+  /** Total file bytes (all shards). */
+  bytes: number;
+  /** Nominal bits per weight class: quants under 4 bits are listed but never proposed. */
+  bits: number;
+  /** null: size read from the repo listing / a quant card; otherwise how it was derived. */
+  sizeNote: string | null;
+}
+
 export interface CatalogEntry {
   id: string;
   name: string;
   /** Hugging Face repo holding GGUF quants. */
   repo: string;
-  /** Quant labels offered, best first, with approximate total size in GiB. */
-  quants: { quant: string; approxGiB: number }[];
+  /** Where the facts come from. */
+  source: string;
+  released: string;
   license: string;
-  /** Native context (tokens). */
   contextLength: number;
-  arch: string;
-  /** Active parameters (B) for MoE, total otherwise. */
-  activeParamsB: number;
   totalParamsB: number;
-  toolCalling: true;
+  activeParamsB: number;
+  /** Maker-reported SWE-bench Verified (%), the ranking key; null = not found. */
+  sweBenchVerified: number | null;
+  spec: ArchSpec;
+  quants: CatalogQuant[];
+  toolCalling: { status: "unverified"; template: string; note: string };
+  /** Figures not confirmed from a primary source. */
+  unverified: string[];
+  /** false: listed for people to choose, never proposed automatically (key figures unconfirmed). */
+  autoPick: boolean;
   notes: string;
 }
 
+const GB = 1e9;
+
 export const CATALOG: readonly CatalogEntry[] = [
   {
-    id: "qwen3-coder-30b-a3b", name: "Qwen3-Coder-30B-A3B-Instruct", repo: "unsloth/Qwen3-Coder-30B-A3B-Instruct-GGUF",
-    quants: [{ quant: "Q8_0", approxGiB: 30.3 }, { quant: "Q6_K", approxGiB: 23.4 }, { quant: "Q4_K_M", approxGiB: 17.3 }, { quant: "Q3_K_M", approxGiB: 13.7 }],
-    license: "apache-2.0", contextLength: 262144, arch: "qwen3moe", activeParamsB: 3.3, totalParamsB: 30.5, toolCalling: true,
-    notes: "MoE, fast on partial offload; agentic coding and tool use; use --jinja",
+    id: "qwen3.6-27b", name: "Qwen3.6-27B", repo: "unsloth/Qwen3.6-27B-GGUF",
+    source: "https://huggingface.co/Qwen/Qwen3.6-27B (model card: 64 layers = 16 × (3 Gated DeltaNet + 1 gated attention), attention 24 Q / 4 KV heads × 256, DeltaNet 48 V / 16 QK heads × 128, hidden 5120, vocab 248320, 262,144 context)",
+    released: "2026-04", license: "apache-2.0", contextLength: 262144, totalParamsB: 27.8, activeParamsB: 27.8, sweBenchVerified: 77.2,
+    spec: { arch: "qwen35", nLayer: 64, nEmbd: 5120, nVocab: 248320, attnInterval: 4, nHead: 24, nHeadKv: 4, headDim: 256, recurrent: { inner: 6144, groups: 16, state: 128, conv: 4 } },
+    quants: [
+      { quant: "Q8_0", bytes: 29.5 * GB, bits: 8.5, sizeNote: "derived: 27.78 B params × 8.5 bpw" },
+      { quant: "Q6_K", bytes: 22.8 * GB, bits: 6.56, sizeNote: "derived: 27.78 B params × 6.56 bpw" },
+      { quant: "Q4_K_M", bytes: 16.9 * GB, bits: 4.85, sizeNote: "derived: 27.78 B params × 4.85 bpw" },
+      { quant: "IQ4_XS", bytes: 15.1 * GB, bits: 4.25, sizeNote: null },
+    ],
+    toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "the unsloth card reports fixed nested-object tool-call parsing and the developer role OpenCode sends" },
+    unverified: ["quant sizes other than IQ4_XS (15.1 GB, from a community quant card) are derived from the parameter count", "repo name unsloth/Qwen3.6-27B-GGUF (an unsloth card mirror was seen)", "release month"],
+    autoPick: true, notes: "dense hybrid: only 16 of 64 layers hold KV, so long contexts are cheap; the maker's top SWE-bench score in this catalog",
+  },
+  {
+    id: "qwen3.5-397b-a17b", name: "Qwen3.5-397B-A17B", repo: "bartowski/Qwen_Qwen3.5-397B-A17B-GGUF",
+    source: "https://huggingface.co/Qwen/Qwen3.5-397B-A17B (60 layers = 15 × (3 DeltaNet + 1 attention), hidden 4096, 512 experts 10+1 active, attention 32 Q / 2 KV × 256, DeltaNet 64 V / 16 QK × 128); sizes from bartowski's quant table",
+    released: "2026-02", license: "apache-2.0", contextLength: 262144, totalParamsB: 397, activeParamsB: 17, sweBenchVerified: 76.2,
+    spec: { arch: "qwen35moe", nLayer: 60, nEmbd: 4096, nVocab: 248320, attnInterval: 4, nHead: 32, nHeadKv: 2, headDim: 256, recurrent: { inner: 8192, groups: 16, state: 128, conv: 4 }, moe: { experts: 512, used: 10, expertShare: 0.97 } },
+    quants: [
+      { quant: "Q8_0", bytes: 421.58 * GB, bits: 8.5, sizeNote: null },
+      { quant: "Q6_K", bytes: 342.27 * GB, bits: 6.56, sizeNote: null },
+      { quant: "Q5_K_M", bytes: 283.26 * GB, bits: 5.5, sizeNote: null },
+      { quant: "Q4_1", bytes: 249.1 * GB, bits: 4.5, sizeNote: null },
+    ],
+    toolCalling: { status: "unverified", template: "the GGUF's Qwen3.5 Jinja template (--jinja)", note: "a community 4-bit MLX build reports 26/30 on ToolCall-15" },
+    unverified: ["expert share 0.97 derived from 512 experts × 3 × 4096 × 1024 × 60 layers"],
+    autoPick: true, notes: "flagship MoE for multi-GPU servers; vLLM/SGLang with FP8 serve it faster than llama.cpp",
+  },
+  {
+    id: "qwen3.6-35b-a3b", name: "Qwen3.6-35B-A3B", repo: "unsloth/Qwen3.6-35B-A3B-GGUF",
+    source: "https://huggingface.co/Qwen/Qwen3.6-35B-A3B (40 layers = 10 × (3 DeltaNet + 1 attention), hidden 2048, 256 experts 8+1 active, attention 16 Q / 2 KV × 256, DeltaNet 32 V / 16 QK × 128, 262,144 context); sizes from the APEX comparison table of unsloth quants",
+    released: "2026-04-16", license: "apache-2.0", contextLength: 262144, totalParamsB: 35, activeParamsB: 3, sweBenchVerified: 73.4,
+    spec: { arch: "qwen35moe", nLayer: 40, nEmbd: 2048, nVocab: 248320, attnInterval: 4, nHead: 16, nHeadKv: 2, headDim: 256, recurrent: { inner: 4096, groups: 16, state: 128, conv: 4 }, moe: { experts: 256, used: 8, expertShare: 0.92 } },
+    quants: [
+      { quant: "Q8_0", bytes: 35 * GB, bits: 8.5, sizeNote: "rounded to 1 GB in the source" },
+      { quant: "UD-Q5_K_XL", bytes: 25 * GB, bits: 5.5, sizeNote: "rounded to 1 GB in the source" },
+      { quant: "UD-Q4_K_M", bytes: 21 * GB, bits: 4.85, sizeNote: "rounded to 1 GB in the source" },
+      { quant: "UD-Q3_K_M", bytes: 16 * GB, bits: 3.9, sizeNote: "rounded to 1 GB in the source" },
+    ],
+    toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "unsloth shows tool calling in its Studio; not yet round-tripped by ocw" },
+    unverified: ["expert share 0.92 derived from 256 experts × 3 × 2048 × 512 × 40 layers"],
+    autoPick: true, notes: "3B active: fast with experts in RAM (--n-cpu-moe) on 8–16 GB GPUs and usable on CPU",
+  },
+  {
+    id: "qwen3-coder-next", name: "Qwen3-Coder-Next (80B-A3B)", repo: "unsloth/Qwen3-Coder-Next-GGUF",
+    source: "https://huggingface.co/Qwen/Qwen3-Coder-Next (qwen3next: 48 layers, 36 linear + 12 full attention, hidden 2048, 512 experts 10+1 active, 262,144 context; Q4_K_M 48.5e9 B per steampunque's quant card)",
+    released: "2026-02", license: "apache-2.0", contextLength: 262144, totalParamsB: 79.7, activeParamsB: 3, sweBenchVerified: 70.6,
+    spec: { arch: "qwen3next", nLayer: 48, nEmbd: 2048, nVocab: 151936, attnInterval: 4, nHead: 16, nHeadKv: 2, headDim: 256, recurrent: { inner: 4096, groups: 16, state: 128, conv: 4 }, moe: { experts: 512, used: 10, expertShare: 0.97 } },
+    quants: [
+      { quant: "Q8_0", bytes: 84.8 * GB, bits: 8.5, sizeNote: "the Qwen3-Next-80B Q8_0 size (same shape)" },
+      { quant: "Q4_K_M", bytes: 48.5 * GB, bits: 4.85, sizeNote: null },
+    ],
+    toolCalling: { status: "unverified", template: "the GGUF's Qwen3-Coder Jinja template (--jinja), XML tool calls", note: "LM Studio lists tool use; lmstudio-bug-tracker#1071 reports wrong streamed tool-call XML for Qwen3-Coder there" },
+    unverified: ["attention heads (16 Q / 2 KV × 256) and DeltaNet heads taken from Qwen3-Next-80B", "vocab 151936 from Qwen3-Next", "repo name"],
+    autoPick: true, notes: "coding-specialised MoE; experts to RAM with 48+ GB system memory",
+  },
+  {
+    id: "devstral-small-2", name: "Devstral-Small-2-24B-Instruct-2512", repo: "unsloth/Devstral-Small-2-24B-Instruct-2512-GGUF",
+    source: "https://huggingface.co/mistralai/Devstral-Small-2-24B-Instruct-2512 (dense, 40 layers, hidden 5120, 32 Q / 8 KV heads, vocab 131072, 256k context); Q4_K_M 14.33 GB / Q5_K_M 16.76 GB per a llama.cpp recipe",
+    released: "2025-12", license: "apache-2.0", contextLength: 262144, totalParamsB: 23.6, activeParamsB: 23.6, sweBenchVerified: 68.0,
+    spec: { arch: "mistral3", nLayer: 40, nEmbd: 5120, nVocab: 131072, attnInterval: 1, nHead: 32, nHeadKv: 8, headDim: 128 },
+    quants: [
+      { quant: "Q8_0", bytes: 25.0 * GB, bits: 8.5, sizeNote: "derived: 23.57 B params × 8.5 bpw" },
+      { quant: "Q5_K_M", bytes: 16.76 * GB, bits: 5.5, sizeNote: null },
+      { quant: "Q4_K_M", bytes: 14.33 * GB, bits: 4.85, sizeNote: null },
+    ],
+    toolCalling: { status: "unverified", template: "Mistral tool-call template (--jinja); needs llama.cpp with PR #17945", note: "tuned for agentic coding tools (Mistral Vibe, OpenHands)" },
+    unverified: ["head dim 128 (5120 / 40 would be 128 for 40 heads; the card gives 32 heads)", "Q8_0 size derived", "repo name"],
+    autoPick: true, notes: "dense 24B: all of it must sit on the GPU to be fast; carries a vision tower (not loaded: --no-mmproj)",
+  },
+  {
+    id: "gpt-oss-120b", name: "gpt-oss-120b", repo: "ggml-org/gpt-oss-120b-GGUF",
+    source: "https://huggingface.co/openai/gpt-oss-120b (36 layers, 128 experts 4 active, hidden 2880, head dim 64, 131,072 context, alternating 128-token sliding window); MXFP4 GGUF ≈ 60 GB in 3 shards",
+    released: "2025-08-05", license: "apache-2.0", contextLength: 131072, totalParamsB: 117, activeParamsB: 5.1, sweBenchVerified: 62.4,
+    spec: { arch: "gpt-oss", nLayer: 36, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 128, used: 4, expertShare: 0.95 } },
+    quants: [{ quant: "MXFP4", bytes: 60 * GB, bits: 4.25, sizeNote: "≈ 60 GB per a deployment guide" }],
+    toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "llama.cpp parses harmony channels; reasoning effort set in the system prompt" },
+    unverified: ["KV heads 8 and vocab 201088 from memory of the config, not re-read", "file size ≈ 60 GB", "SWE-bench figure"],
+    autoPick: true, notes: "MXFP4 experts; all experts on CPU (--n-cpu-moe 36) leaves ≈ 5 GB on the GPU",
   },
   {
     id: "gpt-oss-20b", name: "gpt-oss-20b", repo: "ggml-org/gpt-oss-20b-GGUF",
-    quants: [{ quant: "MXFP4", approxGiB: 11.3 }],
-    license: "apache-2.0", contextLength: 131072, arch: "gpt-oss", activeParamsB: 3.6, totalParamsB: 21, toolCalling: true,
-    notes: "MoE with sliding-window layers (small KV); reasoning effort via the chat template",
+    source: "https://huggingface.co/openai/gpt-oss-20b (24 layers, 32 experts 4 active, hidden 2880, head dim 64, 131,072 context, alternating 128-token sliding window)",
+    released: "2025-08-05", license: "apache-2.0", contextLength: 131072, totalParamsB: 21, activeParamsB: 3.6, sweBenchVerified: 60.7,
+    spec: { arch: "gpt-oss", nLayer: 24, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 32, used: 4, expertShare: 0.91 } },
+    quants: [{ quant: "MXFP4", bytes: 12.13 * GB, bits: 4.25, sizeNote: null }],
+    toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "small and fast; weaker at long multi-step edits" },
+    unverified: ["KV heads 8 and vocab 201088 from memory of the config", "SWE-bench figure"],
+    autoPick: true, notes: "the small tier: fits 16 GB GPUs whole, 8 GB GPUs with experts in RAM, and runs on CPUs",
   },
   {
-    id: "devstral-small", name: "Devstral-Small-2507 (24B)", repo: "unsloth/Devstral-Small-2507-GGUF",
-    quants: [{ quant: "Q8_0", approxGiB: 23.3 }, { quant: "Q6_K", approxGiB: 18 }, { quant: "Q4_K_M", approxGiB: 13.3 }],
-    license: "apache-2.0", contextLength: 131072, arch: "llama", activeParamsB: 24, totalParamsB: 24, toolCalling: true,
-    notes: "dense; tuned for software-engineering agents",
-  },
-  {
-    id: "qwen2.5-coder-7b", name: "Qwen2.5-Coder-7B-Instruct", repo: "Qwen/Qwen2.5-Coder-7B-Instruct-GGUF",
-    quants: [{ quant: "Q8_0", approxGiB: 7.5 }, { quant: "Q6_K", approxGiB: 5.8 }, { quant: "Q4_K_M", approxGiB: 4.4 }],
-    license: "apache-2.0", contextLength: 32768, arch: "qwen2", activeParamsB: 7.6, totalParamsB: 7.6, toolCalling: true,
-    notes: "small dense coder for 8 GB GPUs; weaker at multi-step tool use",
-  },
-  {
-    id: "qwen3-8b", name: "Qwen3-8B", repo: "Qwen/Qwen3-8B-GGUF",
-    quants: [{ quant: "Q8_0", approxGiB: 8.1 }, { quant: "Q6_K", approxGiB: 6.3 }, { quant: "Q4_K_M", approxGiB: 4.7 }],
-    license: "apache-2.0", contextLength: 32768, arch: "qwen3", activeParamsB: 8.2, totalParamsB: 8.2, toolCalling: true,
-    notes: "general model with thinking mode; send enable_thinking=false for plain answers",
-  },
-  {
-    id: "glm-4.5-air", name: "GLM-4.5-Air", repo: "unsloth/GLM-4.5-Air-GGUF",
-    quants: [{ quant: "Q4_K_M", approxGiB: 68 }, { quant: "Q3_K_M", approxGiB: 53 }],
-    license: "mit", contextLength: 131072, arch: "glm4moe", activeParamsB: 12, totalParamsB: 106, toolCalling: true,
-    notes: "large MoE; needs ≥ 64 GB (GPU + RAM with expert offload) — or serve with vLLM on several GPUs",
+    id: "glm-4.7-flash", name: "GLM-4.7-Flash (30B-A3B)", repo: "bartowski/zai-org_GLM-4.7-Flash-GGUF",
+    source: "https://huggingface.co/zai-org/GLM-4.7-Flash (MoE with MLA, served by llama.cpp's deepseek2 path: 47 layers, 64 routed + 1 shared experts, 4 active, latent KV 576 per layer); sizes from bartowski's quant table",
+    released: "2026-01", license: "mit", contextLength: 202752, totalParamsB: 30, activeParamsB: 3, sweBenchVerified: null,
+    spec: { arch: "deepseek2", nLayer: 47, nEmbd: 2048, nVocab: 154880, attnInterval: 1, nHead: 20, nHeadKv: 1, headDim: 576, mla: 576, moe: { experts: 64, used: 4, expertShare: 0.9 } },
+    quants: [
+      { quant: "Q8_0", bytes: 31.84 * GB, bits: 8.5, sizeNote: null },
+      { quant: "Q6_K", bytes: 24.83 * GB, bits: 6.56, sizeNote: null },
+      { quant: "Q5_K_M", bytes: 21.57 * GB, bits: 5.5, sizeNote: null },
+      { quant: "Q4_K_M", bytes: 18.47 * GB, bits: 4.85, sizeNote: null },
+    ],
+    toolCalling: { status: "unverified", template: "the GGUF's GLM-4.7 Jinja template (--jinja)", note: "bartowski suggests --flash-attn off for speed" },
+    unverified: ["context length (one quant card says 32,768; 202,752 assumed from the GLM-4.x family)", "hidden size, heads and vocab", "SWE-bench score"],
+    autoPick: false, notes: "listed for choice only: its context length and shape could not be confirmed",
   },
 ];
 
 export function findCatalog(idOrRepo: string): CatalogEntry | undefined {
-  const k = idOrRepo.toLowerCase();
+  const k = idOrRepo.toLowerCase().replace(/^hf:/, "").replace(/:.*$/, "");
   return CATALOG.find((e) => e.id === k || e.repo.toLowerCase() === k || e.name.toLowerCase() === k);
 }
 
-/** Catalog entries whose smallest quant could fit in `budgetBytes` (weights only; the fit decides for real). */
-export function catalogCandidates(budgetBytes: number): { entry: CatalogEntry; quant: string; approxBytes: number }[] {
-  const G = 1024 ** 3;
-  const out: { entry: CatalogEntry; quant: string; approxBytes: number }[] = [];
-  for (const e of CATALOG) {
-    const q = e.quants.find((x) => x.approxGiB * G < budgetBytes * 0.85);
-    if (q) out.push({ entry: e, quant: q.quant, approxBytes: q.approxGiB * G });
+/** Hyper-parameters for the estimator, built from the catalog's spec (the same shape the GGUF reader produces). */
+export function catalogHparams(e: CatalogEntry): ModelHparams {
+  const s = e.spec;
+  const n = s.nLayer;
+  const isAttn = (il: number) => s.attnInterval <= 1 || (il + 1) % s.attnInterval === 0;
+  const isSwa = Array.from({ length: n }, (_, il) => !!s.swa && isAttn(il) && il % s.swa.pattern < s.swa.pattern - 1);
+  const kvLayer = Array.from({ length: n }, (_, il) => isAttn(il));
+  const rsLayer = Array.from({ length: n }, (_, il) => !!s.recurrent && !isAttn(il));
+  const r = s.recurrent;
+  return {
+    arch: s.arch, name: e.name, nLayerAll: n, nLayerNextn: 0, nLayer: n, nCtxTrain: e.contextLength, nEmbd: s.nEmbd, nVocab: s.nVocab,
+    nHead: kvLayer.map((a) => (a ? s.nHead : 0)), nHeadKv: kvLayer.map((a) => (a ? (s.mla ? 1 : s.nHeadKv) : 0)), nFf: new Array<number>(n).fill(0),
+    headK: s.mla ?? s.headDim, headV: s.mla ? 0 : s.headDim, headKSwa: s.headDim, headVSwa: s.headDim, isMla: !!s.mla,
+    swaType: s.swa ? "standard" : "none", nSwa: s.swa?.window ?? 0, isSwa, isRecr: rsLayer, kvLayer, rsLayer,
+    nEmbdR: r ? (r.conv - 1) * (r.inner + 2 * r.groups * r.state) : 0, nEmbdS: r ? r.state * r.inner : 0,
+    kind: r ? "hybrid" : "attention",
+    caveats: ["weights spread from the catalog's file size (no tensor table before download)"],
+  };
+}
+
+/**
+ * Stand-in tensor table from the file size: embeddings and output by vocabulary share, the rest spread evenly over the
+ * layers, each layer's routed-expert share in an `ffn_*_exps` tensor (so --n-cpu-moe can be planned before download).
+ */
+export function catalogTensors(e: CatalogEntry, q: CatalogQuant): GgufTensorInfo[] {
+  const s = e.spec;
+  const bytesPerParam = q.bytes / (e.totalParamsB * 1e9);
+  const embd = Math.round(s.nVocab * s.nEmbd * bytesPerParam);
+  const perLayer = Math.max(0, (q.bytes - 2 * embd) / s.nLayer);
+  const share = s.moe?.expertShare ?? 0;
+  const t = (name: string, bytes: number): GgufTensorInfo => ({ name, shape: [], type: 0, offset: 0, bytes: Math.round(bytes) });
+  const out = [t("token_embd.weight", embd), t("output.weight", embd)];
+  for (let il = 0; il < s.nLayer; il++) {
+    out.push(t(`blk.${il}.attn_shared.weight`, perLayer * (1 - share)));
+    if (share > 0) out.push(t(`blk.${il}.ffn_up_exps.weight`, perLayer * share));
   }
   return out;
 }

@@ -50,6 +50,8 @@ export interface EstimateOptions {
   nRsSeq?: number;
   /** Per-GPU driver/context overhead (default 300 MiB). */
   gpuOverheadBytes?: number;
+  /** --n-cpu-moe N: the routed-expert tensors (`*_exps.*`) of layers 0..N-1 stay in host RAM. */
+  nCpuMoe?: number;
 }
 
 export interface DeviceEstimate {
@@ -222,7 +224,8 @@ export function estimate(h: ModelHparams, tensors: GgufTensorInfo[] | null, o: E
     const hasOutput = tensors.some((t) => t.name === "output.weight");
     for (const t of tensors) {
       const il = tensorLayer(t.name, nLayerAll);
-      const d = il < 0 ? -1 : layerDev[Math.min(il, nLayerAll)]!;
+      const expertOnCpu = (o.nCpuMoe ?? 0) > 0 && il >= 0 && il < o.nCpuMoe! && /_exps\./.test(t.name);
+      const d = il < 0 || expertOnCpu ? -1 : layerDev[Math.min(il, nLayerAll)]!;
       weights += t.bytes;
       devW.set(d, (devW.get(d) ?? 0) + t.bytes);
       // tied output: token_embd is duplicated onto the output layer's device when that is a GPU

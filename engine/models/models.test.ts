@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeModel } from "../../test/fixtures/gguf/writer";
-import { CATALOG, catalogCandidates, findCatalog } from "./catalog";
+import { CATALOG, catalogHparams, findCatalog } from "./catalog";
 import { downloadFile } from "./download";
 import { readGgufFrom, shardNames } from "./gguf";
 import { groupGgufs, repoGgufs } from "./hf";
@@ -147,14 +147,21 @@ describe("download", () => {
 });
 
 describe("catalog", () => {
-  it("entries are complete and offline", () => {
+  it("entries are complete, sourced and honest about what is unverified", () => {
     for (const e of CATALOG) {
       expect(e.repo).toMatch(/^[\w.-]+\/[\w.-]+$/);
+      expect(e.source).toMatch(/^https:\/\//);
+      expect(e.released).toMatch(/^20\d\d-\d\d/);
       expect(e.quants.length).toBeGreaterThan(0);
-      expect(e.toolCalling).toBe(true);
+      expect(e.toolCalling.status).toBe("unverified");
+      for (const q of e.quants) expect(q.bytes).toBeGreaterThan(1e9);
+      const h = catalogHparams(e);
+      expect(h.kvLayer.filter(Boolean).length).toBeGreaterThan(0);
+      if (e.spec.recurrent) expect(h.rsLayer.filter(Boolean).length).toBe(e.spec.nLayer - e.spec.nLayer / e.spec.attnInterval);
     }
     expect(findCatalog("gpt-oss-20b")?.license).toBe("apache-2.0");
-    expect(catalogCandidates(8 * 1024 ** 3).map((c) => c.entry.id)).toContain("qwen2.5-coder-7b");
-    expect(catalogCandidates(1024 ** 3)).toEqual([]);
+    expect(findCatalog("hf:ggml-org/gpt-oss-20b-GGUF:MXFP4")?.id).toBe("gpt-oss-20b");
+    // Qwen3.6-27B: 16 of 64 layers hold KV (interval 4)
+    expect(catalogHparams(findCatalog("qwen3.6-27b")!).kvLayer.filter(Boolean)).toHaveLength(16);
   });
 });

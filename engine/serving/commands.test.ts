@@ -56,7 +56,7 @@ describe("ocw fit", () => {
     expect(r.stdout).toMatch(/recommended: llama-server -c/);
   });
   const bad: [string, Parameters<typeof runFit>[0], RegExp][] = [
-    ["neither source", {}, /exactly one of --metadata/],
+    ["both sources", { metadata: "__OK__", gguf: "__BADJSON__" }, /exactly one of --metadata/],
     ["missing file", { metadata: "/nope.json" }, /no such file/],
     ["bad json", { metadata: "__BADJSON__" }, /not valid JSON/],
     ["bad parallel", { metadata: "__OK__", parallel: "0" }, /--parallel/],

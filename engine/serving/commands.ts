@@ -21,6 +21,10 @@ import { hparamsFromMetadata, MetadataError } from "../models/hparams";
 import { loadGguf, loadMetadataFile, type ModelInfo, ModelSourceError } from "../models/source";
 import { TargetStore } from "../store/targets";
 import { findLlamaServer } from "./llama-server";
+import { FitResult } from "../../shared/fit";
+import { findCatalog } from "../models/catalog";
+import { catalogModel, DEFAULT_MIN_CTX, devicesFromHardware, layout, type PlanModel, propose, toPick } from "../models/plan";
+import { chooseFromRepo, parseRepoRef } from "../models/resolve";
 import { listServing, type SetupResult, SetupInputError, setupCapture, setupLlamaCpp, setupProvider, stopServing, superviseServing } from "./setup";
 
 export interface CommandOutput {
@@ -58,7 +62,12 @@ export interface FitCommandOptions {
   flashAttn?: string;
   gpus?: string;
   minCtx?: string;
+  /** The planner (no --metadata/--gguf): a catalog id, Hub repo[:QUANT], hf:/URL or local .gguf; absent = propose one. */
+  model?: string;
+  slots?: string;
   json?: boolean;
+  /** tests: the targets whose tool-call round trip passed */
+  store?: TargetStore;
   /** tests: skip detection */
   hardware?: HardwareReport;
   /** Confirm with llama-fit-params when a llama.cpp build is found (default true). */
@@ -66,7 +75,9 @@ export interface FitCommandOptions {
 }
 
 export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
+  if (!o.metadata && !o.gguf) return runFitPlan(o);
   try {
+    if (o.model) throw new InputError("--model goes without --metadata/--gguf (those print the detailed estimate of one file)");
     if (!!o.metadata === !!o.gguf) throw new InputError("pass exactly one of --metadata FILE.json or --gguf PATH_OR_URL");
     const parallelRaw = o.parallel === undefined ? undefined : Number(o.parallel);
     if (parallelRaw !== undefined && !(Number.isInteger(parallelRaw) && (parallelRaw >= 1 || parallelRaw === -1))) {
@@ -137,6 +148,104 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
       ...e.warnings.map((w) => `note: ${w}`),
     ];
     return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+  } catch (err) {
+    if (err instanceof InputError || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
+      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
+    }
+    throw err;
+  }
+}
+
+/** Model ids whose target passed the tool-call round trip (built, with a passed "tools" check). */
+export function toolVerifiedModels(store: TargetStore = new TargetStore()): (id: string) => boolean {
+  let targets: { model: string; outcome?: string; checks: { name: string; passed: boolean }[] }[] = [];
+  try {
+    targets = store.list().targets;
+  } catch {
+    /* no store yet */
+  }
+  return (id) => targets.some((t) => t.outcome === "built" && t.checks.some((c) => c.name === "tools" && c.passed) && t.model.toLowerCase().includes(id.toLowerCase()));
+}
+
+/**
+ * `ocw fit [--model REPO|FILE] [--slots N] [--min-ctx TOKENS] --json` → {hardware, pick, alternatives, problem};
+ * exit 0 with a pick, 3 with none (problem says what to change), 2 on bad input.
+ */
+export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
+  try {
+    const slotsOpt = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
+    const minCtx = int(o.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
+    if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
+    const bin = safeFind();
+    const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
+    const { dev, notes, runtimeDevices } = devicesFromHardware(hw, bin);
+    const slots = slotsOpt ?? (dev.gpus.length ? 4 : 1);
+    if (slotsOpt === undefined && !dev.gpus.length) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
+    const verified = toolVerifiedModels(o.store);
+    let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null };
+    if (!o.model) {
+      result = propose(dev, slots, minCtx, verified);
+    } else {
+      const entry = findCatalog(o.model);
+      const repoQuant = /:([\w.-]+)$/.exec(o.model)?.[1]?.toUpperCase() ?? null;
+      if (entry) {
+        const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
+        if (!only.quants.length) throw new InputError(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`);
+        // a named model may use any quant, small ones included
+        result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }]);
+      } else {
+        let info: ModelInfo;
+        let modelArgs: string[];
+        try {
+          if (!existsSync(o.model) && parseRepoRef(o.model)) {
+            const r = await chooseFromRepo(o.model, { slots, minCtxPerSlot: minCtx, gpus: dev.gpus, hostFreeBytes: dev.hostFreeBytes });
+            info = r.info;
+            modelArgs = ["-hf", `${r.repo}:${r.quant.quant}`];
+          } else {
+            info = await loadGguf(o.model);
+            modelArgs = existsSync(o.model) ? ["-m", path.resolve(o.model)] : ["-hf", o.model];
+          }
+        } catch (e) {
+          throw new InputError(`${o.model}: ${(e as Error).message.split("\n")[0]}`);
+        }
+        const hp = hparamsFromMetadata(info.metadata);
+        const m: PlanModel = {
+          model: o.model, quant: info.quant, hparams: hp, tensors: info.tensors, fileBytes: info.fileBytes ?? 0,
+          isMoe: (info.tensors ?? []).some((t) => /_exps\./.test(t.name)), modelArgs,
+        };
+        const p = layout(m, dev, slots, minCtx);
+        result = p
+          ? { pick: toPick(m, p, dev, slots, verified(hp.name ?? o.model)), alternatives: [], problem: null }
+          : { pick: null, alternatives: [], problem: minCtx > hp.nCtxTrain
+            ? `${o.model} was trained for ${hp.nCtxTrain} tokens of context; --min-ctx ${minCtx} is beyond it`
+            : `${o.model} does not fit ${slots} slot(s) × ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+      }
+    }
+    const out: FitResult = {
+      hardware: {
+        gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
+        ramTotalBytes: hw.ram.totalBytes, ramFreeBytes: hw.ram.freeBytes, cpu: hw.cpu.model, runtimeDevices, notes: [...notes, ...hw.problems],
+      },
+      ...result,
+    };
+    FitResult.parse(out);
+    const code = out.pick ? 0 : 3;
+    if (o.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+    const p = out.pick;
+    const lines = [
+      `hardware: ${out.hardware.gpus.length ? out.hardware.gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : "no GPU"}; RAM ${fmt(out.hardware.ramFreeBytes)} free`,
+      ...out.hardware.notes.map((n) => `note: ${n}`),
+      ...(p
+        ? [
+            `pick: ${p.model} ${p.quant ?? ""} — ${p.slots} slot(s) × ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
+            `  ${p.reason}`,
+            ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
+            `  ${p.command}`,
+            ...out.alternatives.map((a) => `alternative: ${a.model} ${a.quant ?? ""} (${a.placement}, ${a.slots} × ${a.ctxPerSlot})`),
+          ]
+        : [`no fit: ${out.problem}`]),
+    ];
+    return { code, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
     if (err instanceof InputError || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
       return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
@@ -299,7 +408,9 @@ function emit(r: CommandOutput): void {
 export function registerModelSetupCommands(program: Command): void {
   program
     .command("fit")
-    .description("estimate memory for a GGUF (llama.cpp rules) and recommend a fit for this machine")
+    .description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)")
+    .option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)")
+    .option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)")
     .option("--metadata <file>", "JSON object of GGUF metadata keys → values (tensor infos optional)")
     .option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)")
     .option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)")
@@ -311,7 +422,7 @@ export function registerModelSetupCommands(program: Command): void {
     .option("--ubatch <n>", "-ub (default 512)")
     .option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)")
     .option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB")
-    .option("--min-ctx <n>", "minimum context per slot for the recommendation (default 4096)")
+    .option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)")
     .option("--json", "print JSON")
     .action(async (opts: FitCommandOptions) => emit(await runFit(opts)));
 

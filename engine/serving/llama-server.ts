@@ -184,7 +184,13 @@ export async function startLlamaServer(o: StartOptions): Promise<Started> {
   return { pid: child.pid!, child, readyMs };
 }
 
+/** A pid we may signal: a positive integer other than 1. Signalling 0 or a negative pid would hit a whole process group (ours). */
+export function signalablePid(pid: unknown): pid is number {
+  return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
+}
+
 export function pidAlive(pid: number): boolean {
+  if (!signalablePid(pid)) return false;
   try {
     process.kill(pid, 0);
     return true;
@@ -195,7 +201,7 @@ export function pidAlive(pid: number): boolean {
 
 /** SIGTERM, then SIGKILL after `graceMs`. Resolves true when the process is gone. */
 export async function stopPid(pid: number, graceMs = 5000): Promise<boolean> {
-  if (!pidAlive(pid)) return true;
+  if (!signalablePid(pid) || !pidAlive(pid)) return true;
   try {
     process.kill(pid, "SIGTERM");
   } catch {

@@ -14,7 +14,7 @@ import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
 import { probeEndpoint } from "./capture";
 import { generateKey, keyFilePath, readKey, storeKey } from "./keys";
-import { buildLlamaArgs, findLlamaServer, freePort, LlamaSupervisor, type LoggedSizes, parseServerLog, pidAlive, startLlamaServer, stopPid, waitHealthy } from "./llama-server";
+import { buildLlamaArgs, findLlamaServer, freePort, LlamaSupervisor, type LoggedSizes, parseServerLog, pidAlive, signalablePid, startLlamaServer, stopPid, waitHealthy } from "./llama-server";
 import { spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { type VerifyResult, verifyEndpoint } from "./verify";
@@ -59,8 +59,13 @@ export async function stopServing(targetId?: string): Promise<{ stopped: Serving
   const stopped: ServingRecord[] = [];
   const alreadyGone: ServingRecord[] = [];
   for (const r of pick) {
+    // a record whose start failed may hold pid 0: never signal it (kill(0) is our own process group)
+    if (!signalablePid(r.pid) && !signalablePid(r.supervisorPid)) {
+      alreadyGone.push(r);
+      continue;
+    }
     // the supervisor first, so it does not restart what we stop
-    if (r.supervisorPid && pidAlive(r.supervisorPid)) await stopPid(r.supervisorPid, 8000);
+    if (signalablePid(r.supervisorPid) && pidAlive(r.supervisorPid)) await stopPid(r.supervisorPid, 8000);
     if (!pidAlive(r.pid)) (r.supervisorPid ? stopped : alreadyGone).push(r);
     else if (await stopPid(r.pid)) stopped.push(r);
   }
@@ -231,7 +236,13 @@ export async function setupLlamaCpp(o: LlamaSetupOptions): Promise<SetupResult> 
   if (sup) {
     // a detached `ocw serving supervise` owns the server and restarts it after a crash
     saveServing([...listServing().filter((r) => r.targetId !== id), record]);
-    started = await startSupervised(sup, record, o.readyTimeoutMs ?? 120_000);
+    try {
+      started = await startSupervised(sup, record, o.readyTimeoutMs ?? 120_000);
+    } catch (e) {
+      // never leave a record without a live server: a later `ocw serving stop` must have nothing to signal
+      await stopServing(id);
+      throw e;
+    }
   } else {
     started = await startLlamaServer({ bin, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: o.readyTimeoutMs });
     saveServing([...listServing().filter((r) => r.targetId !== id), { ...record, pid: started.pid }]);
@@ -280,7 +291,12 @@ async function startSupervised(cmd: string[], rec: ServingRecord, timeoutMs: num
   });
   closeSync(logFd);
   child.unref();
-  await waitHealthy(`http://127.0.0.1:${rec.port}`, child, rec.logFile, timeoutMs);
+  try {
+    await waitHealthy(`http://127.0.0.1:${rec.port}`, child, rec.logFile, timeoutMs);
+  } catch (e) {
+    if (child.pid) await stopPid(child.pid, 3000);
+    throw e;
+  }
   // The supervisor records the pid once it sees the server healthy too, which can trail our own health check.
   let r = listServing().find((x) => x.targetId === rec.targetId);
   for (const deadline = Date.now() + 10_000; !r?.pid && Date.now() < deadline; r = listServing().find((x) => x.targetId === rec.targetId)) {

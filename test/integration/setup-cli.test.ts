@@ -44,7 +44,7 @@ afterAll(async () => {
 
 describe("ocw (model setup commands) as a process", () => {
   it("bad input → exit 2 and one line on stderr", async () => {
-    for (const args of [["fit"], ["fit", "--metadata", "/nope.json"], ["setup", "--runtime", "llama.cpp", "--model", "/nope.gguf", "--slots", "1"], ["setup", "--capture", "http://127.0.0.1:9"], ["target", "use", "nope"], ["fit", "--bogus"]]) {
+    for (const args of [["fit", "--slots", "0"], ["fit", "--metadata", "/nope.json"], ["setup", "--runtime", "llama.cpp", "--model", "/nope.gguf", "--slots", "1"], ["setup", "--capture", "http://127.0.0.1:9"], ["target", "use", "nope"], ["fit", "--bogus"]]) {
       const r = await ocw(args, { LLAMA_SERVER: BIN ?? process.execPath });
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stderr.trim().split("\n")[0], args.join(" ")).toMatch(/^(ocw: |error: )/);

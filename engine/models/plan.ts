@@ -1,0 +1,280 @@
+/**
+ * The planner behind `ocw fit` (no --gguf/--metadata), `ocw setup` without a model, and the wizard: for the machine
+ * and the concurrency asked, choose a model, quant and llama-server layout. Order of preference (issue 13):
+ *   1. the best catalog model (by rank) that fits entirely on the GPUs, on as few GPUs as possible, largest quant first;
+ *   2. a MoE model with routed experts in host RAM (--n-cpu-moe), smallest ≥4-bit quant;
+ *   3. partial layer offload of a dense model, smallest ≥4-bit quant;
+ *   4. CPU only (no usable GPU): small-active MoE models first.
+ * Every plan keeps ≥ minCtx tokens per slot in a unified KV pool (never the c/N trap) and prefers an f16/q8_0 cache at
+ * the asked context over a q4_0 cache at a longer one.
+ */
+import type { FitPick, PlannedDevice } from "../../shared/fit";
+import { CATALOG, type CatalogEntry, catalogHparams, catalogTensors } from "./catalog";
+import { type DeviceBudget, type Estimate, estimate, GiB, MiB, pad } from "./estimate";
+import type { KvCacheType } from "./ggml-types";
+import type { GgufTensorInfo } from "./gguf";
+import type { ModelHparams } from "./hparams";
+
+export const DEFAULT_MIN_CTX = 32768;
+const MARGIN = 1024 * MiB;
+
+export interface PlanModel {
+  /** What the pick names: catalog id, repo or file. */
+  model: string;
+  quant: string | null;
+  hparams: ModelHparams;
+  tensors: GgufTensorInfo[] | null;
+  fileBytes: number;
+  isMoe: boolean;
+  /** llama-server's model argument(s): ["-hf", "repo:QUANT"] or ["-m", path]. */
+  modelArgs: string[];
+}
+
+export interface PlanDevices {
+  /** GPUs the runtime can use, with their llama.cpp device ids (CUDA0, ROCm1, Vulkan0, MTL0). */
+  gpus: (DeviceBudget & { runtimeId: string })[];
+  hostFreeBytes: number;
+}
+
+export interface LayoutPlan {
+  placement: FitPick["placement"];
+  gpusUsed: number;
+  ctxPerSlot: number;
+  cacheType: KvCacheType;
+  nGpuLayers: number;
+  nCpuMoe: number;
+  estimate: Estimate;
+}
+
+function ctxLadder(min: number, max: number): number[] {
+  const out = new Set<number>([pad(min, 256)]);
+  for (let c = 1024; c <= max; c *= 2) if (c >= min) out.add(c);
+  if (max >= min) out.add(pad(max, 256) > max ? Math.floor(max / 256) * 256 : max);
+  return [...out].filter((c) => c >= min && c <= Math.max(max, min)).sort((a, b) => b - a);
+}
+
+function fits(e: Estimate, gpus: DeviceBudget[], hostFree: number): boolean {
+  for (const d of e.perDevice) {
+    const free = d.kind === "cpu" ? hostFree : (gpus.find((g) => g.id === d.device)?.freeBytes ?? 0);
+    if (d.totalBytes + MARGIN > free) return false;
+  }
+  return true;
+}
+
+/** Lays one model out on the devices; null when it does not fit at minCtx per slot in any allowed placement. */
+export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: number, allow: FitPick["placement"][] = ["gpu", "moe-offload", "partial", "cpu"]): LayoutPlan | null {
+  const h = m.hparams;
+  if (minCtx > h.nCtxTrain) return null;
+  const maxCtx = Math.min(h.nCtxTrain, 131072);
+  const ladder = ctxLadder(minCtx, maxCtx);
+  const gpus = [...dev.gpus].sort((a, b) => b.freeBytes - a.freeBytes);
+  const all = h.nLayerAll + 1;
+  const est = (ctx: number, ct: KvCacheType, g: DeviceBudget[], ngl: number, nCpuMoe: number) =>
+    estimate(h, m.tensors, {
+      ctx: ctx * slots, parallel: slots, kvUnified: slots > 1, cacheTypeK: ct, cacheTypeV: ct, flashAttn: "on",
+      nGpuLayers: g.length ? ngl : 0, gpus: g, nCpuMoe, tensorSplit: g.length > 1 ? g.map((x) => x.freeBytes / MiB) : undefined,
+    });
+  // largest context with an f16/q8_0 cache; a q4_0 cache only when nothing else fits the minimum
+  const bestCtx = (g: DeviceBudget[], ngl: number, nCpuMoe: number): { ctx: number; ct: KvCacheType; e: Estimate } | null => {
+    for (const ctx of ladder) for (const ct of ["f16", "q8_0"] as const) {
+      const e = est(ctx, ct, g, ngl, nCpuMoe);
+      if (fits(e, g, dev.hostFreeBytes)) return { ctx, ct, e };
+    }
+    const e = est(ladder.at(-1)!, "q4_0", g, ngl, nCpuMoe);
+    return fits(e, g, dev.hostFreeBytes) ? { ctx: ladder.at(-1)!, ct: "q4_0", e } : null;
+  };
+  // the search for how much goes to RAM uses a q8_0 cache; q4_0 only when even the most offloaded layout needs it
+  let minCt: KvCacheType = "q8_0";
+  const fitsMin = (g: DeviceBudget[], ngl: number, nCpuMoe: number) => fits(est(ladder.at(-1)!, minCt, g, ngl, nCpuMoe), g, dev.hostFreeBytes);
+  const mk = (placement: FitPick["placement"], g: DeviceBudget[], ngl: number, nCpuMoe: number, r: { ctx: number; ct: KvCacheType; e: Estimate }): LayoutPlan =>
+    ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e });
+
+  if (gpus.length) {
+    if (allow.includes("gpu")) {
+      for (let k = 1; k <= gpus.length; k++) {
+        const g = gpus.slice(0, k);
+        const r = bestCtx(g, all, 0);
+        if (r) return mk("gpu", g, all, 0, r);
+      }
+    }
+    if (allow.includes("moe-offload") && m.isMoe) {
+      // fewest expert layers in RAM that still fit the minimum context (monotonic: binary search)
+      let lo = 1;
+      let hi = h.nLayer;
+      minCt = fitsMin(gpus, all, hi) ? "q8_0" : "q4_0";
+      if (fitsMin(gpus, all, hi)) {
+        while (lo < hi) {
+          const mid = (lo + hi) >> 1;
+          if (fitsMin(gpus, all, mid)) hi = mid;
+          else lo = mid + 1;
+        }
+        const r = bestCtx(gpus, all, lo);
+        if (r) return mk("moe-offload", gpus, all, lo, r);
+      }
+    }
+    if (allow.includes("partial")) {
+      let lo = 1;
+      let hi = all - 1;
+      minCt = "q8_0";
+      if (!fitsMin(gpus, lo, 0)) minCt = "q4_0";
+      if (hi >= 1 && fitsMin(gpus, lo, 0)) {
+        while (lo < hi) {
+          const mid = (lo + hi + 1) >> 1;
+          if (fitsMin(gpus, mid, 0)) lo = mid;
+          else hi = mid - 1;
+        }
+        const r = bestCtx(gpus, lo, 0);
+        if (r) return mk("partial", gpus, lo, 0, r);
+      }
+    }
+  }
+  if (allow.includes("cpu") && !gpus.length) {
+    const r = bestCtx([], 0, 0);
+    if (r) return mk("cpu", [], 0, 0, r);
+  }
+  return null;
+}
+
+/** The pick for one laid-out model: devices with budgets, the launch command with the key elided, the reason. */
+export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: number, toolVerified: boolean): FitPick {
+  const gpus = [...dev.gpus].sort((a, b) => b.freeBytes - a.freeBytes).slice(0, p.gpusUsed);
+  const e = p.estimate;
+  const devices: PlannedDevice[] = [];
+  for (const g of gpus) {
+    const d = e.perDevice.find((x) => x.device === g.id)!;
+    devices.push({
+      name: `${g.runtimeId} ${g.name}`, budgetBytes: Math.round(g.freeBytes), plannedBytes: Math.round(d.totalBytes),
+      breakdown: { weightsBytes: Math.round(d.weightsBytes ?? 0), kvBytes: Math.round(d.kvBytes + d.recurrentBytes), computeBytes: Math.round(d.computeBytes + d.outputBytes), overheadBytes: Math.round(d.overheadBytes), marginBytes: MARGIN },
+    });
+  }
+  const host = e.perDevice.find((x) => x.kind === "cpu")!;
+  if (p.placement !== "gpu") {
+    devices.push({
+      name: "cpu", budgetBytes: Math.round(dev.hostFreeBytes), plannedBytes: Math.round(host.totalBytes),
+      breakdown: { weightsBytes: Math.round(host.weightsBytes ?? 0), kvBytes: Math.round(host.kvBytes + host.recurrentBytes), computeBytes: Math.round(host.computeBytes + host.outputBytes), overheadBytes: 0, marginBytes: MARGIN },
+    });
+  }
+  const ctxPerSlot = p.ctxPerSlot;
+  const args = [
+    ...m.modelArgs, "--host", "127.0.0.1", "--port", "8080", "-c", String(e.nCtx), "-np", String(slots), ...(slots > 1 ? ["--kv-unified"] : []),
+    ...(p.cacheType !== "f16" ? ["-ctk", p.cacheType, "-ctv", p.cacheType] : []), "-fa", "on",
+    ...(gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", gpus.map((g) => g.runtimeId).join(",")] : ["-ngl", "0"]),
+    ...(p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : []),
+    ...(gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB))).join(",")] : []),
+    "--jinja", "--no-mmproj",
+  ];
+  const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
+  const where = p.placement === "gpu" ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)`
+    : p.placement === "moe-offload" ? `attention and ${h(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)`
+      : p.placement === "partial" ? `${p.nGpuLayers}/${h(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)`
+        : "CPU only";
+  const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : undefined;
+  return {
+    model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
+    devices, command: `LLAMA_API_KEY=… llama-server ${args.join(" ")}`, placement: p.placement,
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
+      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
+    ...(replicas ? { replicas } : {}),
+  };
+}
+
+const h = (m: PlanModel) => m.hparams;
+
+export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
+  const q = e.quants.find((x) => x.quant === quant);
+  if (!q) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
+  return {
+    model: e.id, quant: q.quant, hparams: catalogHparams(e), tensors: catalogTensors(e, q), fileBytes: q.bytes, isMoe: !!e.spec.moe,
+    modelArgs: ["-hf", `${e.repo}:${q.quant}`],
+  };
+}
+
+export interface Proposal {
+  pick: FitPick | null;
+  alternatives: FitPick[];
+  problem: string | null;
+}
+
+/**
+ * Chooses from the catalog. `verified(id)` says whether a target of that model passed the tool-call round trip here.
+ */
+export function propose(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean = () => false, catalog: readonly CatalogEntry[] = CATALOG): Proposal {
+  const entries = catalog.filter((e) => e.autoPick);
+  const good = (e: CatalogEntry) => e.quants.filter((q) => q.bits >= 4);
+  const found: FitPick[] = [];
+  const tryPhase = (phase: FitPick["placement"], list: CatalogEntry[], quantOrder: "largest" | "smallest", max: number) => {
+    for (const e of list) {
+      if (found.length >= max) return;
+      if (found.some((f) => f.model === e.id)) continue;
+      const qs = quantOrder === "largest" ? good(e) : [...good(e)].reverse();
+      for (const q of qs) {
+        const m = catalogModel(e, q.quant);
+        const p = layout(m, dev, slots, minCtx, [phase]);
+        if (p) {
+          found.push(toPick(m, p, dev, slots, verified(e.id)));
+          break;
+        }
+      }
+    }
+  };
+  if (dev.gpus.length) {
+    tryPhase("gpu", entries, "largest", 3);
+    tryPhase("moe-offload", entries.filter((e) => e.spec.moe), "smallest", 3);
+    tryPhase("partial", entries.filter((e) => !e.spec.moe), "smallest", 3);
+  } else {
+    // CPU: decode speed follows the active parameters, so only small-active MoE models, smallest ≥4-bit quant
+    tryPhase("cpu", entries.filter((e) => e.activeParamsB <= 5.5), "smallest", 3);
+  }
+  if (found.length) return { pick: found[0]!, alternatives: found.slice(1), problem: null };
+  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog) };
+}
+
+function noFitProblem(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean, catalog: readonly CatalogEntry[]): string {
+  const mem = dev.gpus.length ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a, g) => a + g.freeBytes, 0) / GiB).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`;
+  const hints: string[] = [];
+  for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
+    const p = propose(dev, s, minCtx, verified, catalog);
+    if (p.pick) {
+      hints.push(`--slots ${s} fits (${p.pick.model} ${p.pick.quant})`);
+      break;
+    }
+    if (s === 1) break;
+  }
+  if (minCtx > 16384 && !hints.length) {
+    const p = propose(dev, 1, 16384, verified, catalog);
+    if (p.pick) hints.push(`--slots 1 --min-ctx 16384 fits (${p.pick.model}), below what OpenCode needs for a useful session`);
+  }
+  hints.push("or use an API provider: ocw setup --provider URL --model ID --api-key-env VAR");
+  return `no catalog model fits ${slots} slot(s) × ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
+}
+
+/** Which detected GPUs the llama.cpp runtime can use, with its device ids; notes for the ones it cannot. */
+export function devicesFromHardware(hw: {
+  gpus: { index: number; vendor: string; name: string; totalBytes: number; freeBytes: number | null; unified?: boolean }[];
+  ram: { freeBytes: number };
+  llamaDevices: { id: string; name: string }[] | null;
+}, runtimePath: string | null): { dev: PlanDevices; notes: string[]; runtimeDevices: string[] | null } {
+  const notes: string[] = [];
+  const prefix: Record<string, string> = { nvidia: "CUDA", amd: "ROCm", apple: "MTL" };
+  const counters: Record<string, number> = {};
+  const gpus: PlanDevices["gpus"] = [];
+  for (const g of hw.gpus) {
+    const free = g.unified ? Math.min(g.totalBytes, hw.ram.freeBytes) : (g.freeBytes ?? Math.floor(g.totalBytes * 0.9));
+    let runtimeId: string | null;
+    if (hw.llamaDevices) {
+      const listed = hw.llamaDevices.find((d) => d.name.includes(g.name) || g.name.includes(d.name));
+      runtimeId = listed?.id ?? null;
+    } else {
+      const p = prefix[g.vendor] ?? "Vulkan";
+      runtimeId = `${p}${counters[p] ?? 0}`;
+      counters[p] = (counters[p] ?? 0) + 1;
+    }
+    if (!runtimeId) {
+      notes.push(`${g.name} is not visible to llama-server at ${runtimePath} (it lists ${hw.llamaDevices!.length ? hw.llamaDevices!.map((d) => d.id).join(", ") : "no GPU: a CPU build"}); install a ${g.vendor === "nvidia" ? "CUDA" : g.vendor === "amd" ? "ROCm or Vulkan" : "GPU"} build to use it — planning without it`);
+      continue;
+    }
+    gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId });
+  }
+  if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
+  return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
+}

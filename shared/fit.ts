@@ -1,0 +1,95 @@
+import { z } from "zod";
+
+/**
+ * The model-setup contract shared by `ocw fit --json`, the engine's `setup.*` API routes and the GUI wizard.
+ * `ocw fit [--model REPO|FILE] [--slots N] [--min-ctx TOKENS] --json` prints a FitResult.
+ */
+
+/** One memory pool a plan uses: a GPU, or host RAM named `cpu`. */
+export const PlannedDevice = z.object({
+  name: z.string(),
+  /** What the plan may use there: free memory minus nothing (the margin is part of plannedBytes' headroom). */
+  budgetBytes: z.number().int().nonnegative(),
+  /** Weights + KV/recurrent state + compute buffers + driver overhead placed there. */
+  plannedBytes: z.number().int().nonnegative(),
+  /** The parts of plannedBytes (for the wizard's memory chart). */
+  breakdown: z.object({
+    weightsBytes: z.number().int().nonnegative(),
+    kvBytes: z.number().int().nonnegative(),
+    computeBytes: z.number().int().nonnegative(),
+    overheadBytes: z.number().int().nonnegative(),
+    marginBytes: z.number().int().nonnegative(),
+  }).optional(),
+});
+export type PlannedDevice = z.infer<typeof PlannedDevice>;
+
+export const Placement = z.enum(["gpu", "moe-offload", "partial", "cpu"]);
+export type Placement = z.infer<typeof Placement>;
+
+export const FitPick = z.object({
+  /** Catalog id, Hub repo or local file. */
+  model: z.string(),
+  quant: z.string().nullable(),
+  runtime: z.enum(["llama.cpp", "vllm", "sglang"]),
+  slots: z.number().int().positive(),
+  ctxPerSlot: z.number().int().positive(),
+  /** "verified": a target of this model passed the tool-call round trip on this machine; otherwise "unverified". */
+  toolCalling: z.enum(["verified", "unverified"]),
+  devices: z.array(PlannedDevice).min(1),
+  /** The exact launch command, with the key elided. */
+  command: z.string(),
+  /** How the weights are placed, and the plain reason for this choice. */
+  placement: Placement,
+  reason: z.string(),
+  /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
+  replicas: z.number().int().positive().optional(),
+});
+export type FitPick = z.infer<typeof FitPick>;
+
+export const FitHardware = z.object({
+  gpus: z.array(z.object({ name: z.string(), vendor: z.string(), totalBytes: z.number(), freeBytes: z.number().nullable(), unified: z.boolean().optional() })),
+  ramTotalBytes: z.number(),
+  ramFreeBytes: z.number(),
+  cpu: z.string(),
+  /** What the llama.cpp runtime itself sees (null when no binary was found: the plan assumes a matching build). */
+  runtimeDevices: z.array(z.string()).nullable(),
+  /** GPUs detected but not usable by the runtime, and other notes a person should read. */
+  notes: z.array(z.string()),
+});
+export type FitHardware = z.infer<typeof FitHardware>;
+
+export const FitResult = z.object({
+  hardware: FitHardware,
+  pick: FitPick.nullable(),
+  alternatives: z.array(FitPick),
+  /** Null with a pick; otherwise what to change (fewer slots, a smaller model, an API provider). */
+  problem: z.string().nullable(),
+});
+export type FitResult = z.infer<typeof FitResult>;
+
+export const FitInput = z.object({
+  model: z.string().min(1).optional(),
+  slots: z.number().int().min(1, "slots must be ≥ 1").max(256, "at most 256 slots").optional(),
+  minCtx: z.number().int().min(1024, "the minimum context per slot must be ≥ 1024 tokens").max(1_048_576).optional(),
+});
+export type FitInput = z.infer<typeof FitInput>;
+
+/** A catalog entry as clients see it, with the engine's verdict for this machine. */
+export const CatalogView = z.object({
+  id: z.string(),
+  name: z.string(),
+  repo: z.string(),
+  source: z.string(),
+  released: z.string(),
+  license: z.string(),
+  contextLength: z.number(),
+  totalParamsB: z.number(),
+  activeParamsB: z.number(),
+  quants: z.array(z.object({ quant: z.string(), bytes: z.number(), sizeNote: z.string().nullable() })),
+  toolCalling: z.object({ status: z.enum(["verified", "unverified"]), template: z.string(), note: z.string() }),
+  unverified: z.array(z.string()),
+  /** The engine's fit on this machine: null when nothing fits. */
+  fit: z.object({ quant: z.string(), placement: Placement, slots: z.number(), ctxPerSlot: z.number(), reason: z.string() }).nullable(),
+  fitProblem: z.string().nullable(),
+});
+export type CatalogView = z.infer<typeof CatalogView>;

@@ -1,0 +1,132 @@
+/**
+ * `ocw fit --json` as a real process on simulated machines: fake nvidia-smi / rocm-smi first on PATH (the only test
+ * doubles), host RAM set with OCW_RAM_BYTES, no llama-server (so the plan assumes the matching build). Each expected
+ * pick was reviewed against what an expert would run (docs/model-setup.md, "Scenario review").
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { FitResult } from "../../shared/fit";
+import { BUNDLE } from "../helpers";
+
+const run = promisify(execFile);
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-fit-scen-"));
+const FAKE_BIN = path.join(__dirname, "../fixtures/hardware/bin");
+const GiB = 1024 ** 3;
+const MiB = 1024 ** 2;
+
+function nvidia(n: number, name: string, totalMiB: number, usedMiB = 500): string {
+  const f = path.join(tmp, `nv-${n}-${totalMiB}.csv`);
+  const rows = Array.from({ length: n }, (_, i) => `${i}, GPU-${i}000000-0000-0000-0000-000000000000, ${name}, 00000000:${String(i + 1).padStart(2, "0")}:00.0, ${totalMiB}, ${usedMiB}, ${totalMiB - usedMiB}, 580.65.06, 9.0`);
+  writeFileSync(f, rows.join("\n") + "\n");
+  return f;
+}
+
+function rocm(name: string, totalBytes: number, usedBytes: number): string {
+  const f = path.join(tmp, `rocm-${totalBytes}.json`);
+  writeFileSync(f, JSON.stringify({ card0: { "VRAM Total Memory (B)": String(totalBytes), "VRAM Total Used Memory (B)": String(usedBytes), "Card series": name, "Card model": "0x74a1" } }));
+  return f;
+}
+
+async function fit(args: string[], hw: { nvidia?: string; rocm?: string; ramGiB: number }, extraEnv: NodeJS.ProcessEnv = {}) {
+  const env: NodeJS.ProcessEnv = {
+    HOME: process.env.HOME, PATH: [FAKE_BIN, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
+    OCW_STATE_DIR: path.join(tmp, "state"), OCW_LLAMA_CACHE: path.join(tmp, "no-llama"), OCW_RAM_BYTES: String(hw.ramGiB * GiB),
+    ...(hw.nvidia ? { OCW_FAKE_NVIDIA_SMI: hw.nvidia } : {}), ...(hw.rocm ? { OCW_FAKE_ROCM_SMI: hw.rocm } : {}), ...extraEnv,
+  };
+  try {
+    const r = await run(process.execPath, [BUNDLE, "fit", ...args], { env, timeout: 60_000 });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const x = e as { code: number; stdout: string; stderr: string };
+    return { code: x.code, stdout: x.stdout, stderr: x.stderr };
+  }
+}
+
+const kvType = (cmd: string) => /-ctk (\S+)/.exec(cmd)?.[1] ?? "f16";
+
+describe("ocw fit --json on simulated machines", () => {
+  it("1×8 GB + 32 GiB RAM → a 3B-active MoE with experts in RAM, not a layer-split dense model", async () => {
+    const r = await fit(["--json"], { nvidia: nvidia(1, "NVIDIA GeForce RTX 4060", 8188), ramGiB: 32 });
+    expect(r.code, r.stderr).toBe(0);
+    const j = FitResult.parse(JSON.parse(r.stdout));
+    const p = j.pick!;
+    expect(p.model).toBe("qwen3.6-35b-a3b");
+    expect(p.placement).toBe("moe-offload");
+    expect(p.command).toMatch(/--n-cpu-moe \d+/);
+    expect(p.ctxPerSlot).toBeGreaterThanOrEqual(32768);
+    expect(kvType(p.command)).not.toBe("q4_0");
+    expect(p.devices.map((d) => d.name)).toEqual(["CUDA0 NVIDIA GeForce RTX 4060", "cpu"]);
+    for (const d of p.devices) expect(d.plannedBytes).toBeLessThan(d.budgetBytes);
+    expect(p.command).toMatch(/^LLAMA_API_KEY=… llama-server -hf /);
+    expect(j.problem).toBeNull();
+  });
+  it("1×24 GB → Qwen3.6-27B Q4_K_M whole on the GPU, 4 slots × ≥32k", async () => {
+    const j = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(1, "NVIDIA GeForce RTX 4090", 24564), ramGiB: 64 })).stdout));
+    expect([j.pick!.model, j.pick!.quant, j.pick!.placement, j.pick!.slots]).toEqual(["qwen3.6-27b", "Q4_K_M", "gpu", 4]);
+    expect(j.pick!.ctxPerSlot).toBeGreaterThanOrEqual(32768);
+    expect(j.pick!.devices).toHaveLength(1);
+    expect(j.alternatives.length).toBeGreaterThan(0);
+  });
+  it("2×24 GB → the Q8_0 of the same model, tensor split over both", async () => {
+    const j = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 })).stdout));
+    expect([j.pick!.model, j.pick!.quant]).toEqual(["qwen3.6-27b", "Q8_0"]);
+    expect(j.pick!.devices.map((d) => d.name)).toEqual(["CUDA0 NVIDIA GeForce RTX 3090", "CUDA1 NVIDIA GeForce RTX 3090"]);
+    expect(j.pick!.command).toMatch(/ -ts \d+,\d+ /);
+  });
+  it("1×80 GB → Q8_0 with 128k per slot, f16 cache", async () => {
+    const j = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(1, "NVIDIA H100 80GB HBM3", 81559), ramGiB: 256 })).stdout));
+    expect([j.pick!.quant, j.pick!.ctxPerSlot, kvType(j.pick!.command)]).toEqual(["Q8_0", 131072, "f16"]);
+  });
+  it("8×141 GB → one GPU per model (8 replicas), never layer-split over all eight", async () => {
+    const j = FitResult.parse(JSON.parse((await fit(["--json", "--slots", "8"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout));
+    expect(j.pick!.devices).toHaveLength(1);
+    expect(j.pick!.replicas).toBe(8);
+    expect(j.pick!.command).not.toMatch(/ -ts /);
+    expect(j.pick!.slots).toBe(8);
+    expect(j.hardware.gpus).toHaveLength(8);
+  });
+  it("AMD 24 GB and 192 GB → ROCm device ids", async () => {
+    const a = FitResult.parse(JSON.parse((await fit(["--json"], { rocm: rocm("Radeon RX 7900 XTX", 25753026560, 1102827520), ramGiB: 64 })).stdout));
+    expect(a.pick!.devices[0]!.name).toBe("ROCm0 Radeon RX 7900 XTX");
+    expect(a.pick!.placement).toBe("gpu");
+    const b = FitResult.parse(JSON.parse((await fit(["--json"], { rocm: rocm("AMD Instinct MI300X", 192 * GiB, 300 * MiB), ramGiB: 512 })).stdout));
+    expect([b.pick!.quant, b.pick!.devices[0]!.name]).toEqual(["Q8_0", "ROCm0 AMD Instinct MI300X"]);
+  });
+  it("CPU only, 16 GiB → gpt-oss-20b on the CPU, 1 slot; 8 GiB → exit 3 with what to change", async () => {
+    const r = await fit(["--json"], { ramGiB: 16 });
+    const j = FitResult.parse(JSON.parse(r.stdout));
+    expect([j.pick!.model, j.pick!.placement, j.pick!.slots]).toEqual(["gpt-oss-20b", "cpu", 1]);
+    expect(j.pick!.devices.map((d) => d.name)).toEqual(["cpu"]);
+    expect(j.pick!.command).toContain("-ngl 0");
+    const small = await fit(["--json"], { ramGiB: 8 });
+    expect(small.code).toBe(3);
+    const s = FitResult.parse(JSON.parse(small.stdout));
+    expect(s.pick).toBeNull();
+    expect(s.problem).toMatch(/API provider/);
+  });
+  it("a named model and a concurrency that does not fit → exit 3 naming fewer slots", async () => {
+    const r = await fit(["--json", "--model", "qwen3.6-27b", "--slots", "64", "--min-ctx", "131072"], { nvidia: nvidia(1, "NVIDIA GeForce RTX 4090", 24564), ramGiB: 16 });
+    expect(r.code).toBe(3);
+    expect(JSON.parse(r.stdout).problem).toMatch(/--slots \d+/);
+  });
+  it("bad input → exit 2 with one line", async () => {
+    for (const args of [["--slots", "0"], ["--min-ctx", "lots"], ["--model", "/nope.gguf"], ["--model", "qwen3.6-27b:Q2_K"]]) {
+      const r = await fit([...args, "--json"], { ramGiB: 16 });
+      expect(r.code, args.join(" ")).toBe(2);
+      expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
+    }
+  });
+  it("a llama-server that sees no GPU (CPU build) → plans on the CPU and says why", async (ctx) => {
+    const bin = process.env.LLAMA_SERVER;
+    if (!bin) return ctx.skip("LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh");
+    const r = await fit(["--json"], { nvidia: nvidia(1, "NVIDIA GeForce RTX 4090", 24564), ramGiB: 32 }, { LLAMA_SERVER: bin });
+    const j = FitResult.parse(JSON.parse(r.stdout));
+    expect(j.hardware.runtimeDevices).toEqual([]);
+    expect(j.pick!.devices.map((d) => d.name)).toEqual(["cpu"]);
+    expect(j.hardware.notes.join(" ")).toMatch(/not visible to llama-server/);
+  });
+});
