@@ -3,7 +3,7 @@
  * gives one, cancel (AbortSignal; the partial file is kept for the next resume).
  */
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, statSync, unlinkSync } from "node:fs";
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, statfsSync, statSync, unlinkSync } from "node:fs";
 import { once } from "node:events";
 import path from "node:path";
 
@@ -45,6 +45,15 @@ export async function downloadFile(o: DownloadOptions): Promise<{ path: string; 
   if (o.expectedSize && start > o.expectedSize) {
     unlinkSync(part);
     start = 0;
+  }
+  if (o.expectedSize) {
+    // disk space first: a 59 GiB download that fails at 90 % is the worst way to learn the disk is full
+    const fs = statfsSync(path.dirname(o.dest));
+    const free = Number(fs.bavail) * Number(fs.bsize);
+    const need = o.expectedSize - start;
+    if (need > free) {
+      throw new DownloadError(`${path.basename(o.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path.dirname(o.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
+    }
   }
   const headers: Record<string, string> = { ...o.headers };
   if (start > 0) headers.Range = `bytes=${start}-`;

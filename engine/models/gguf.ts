@@ -69,10 +69,18 @@ export function urlSource(url: string, headers: Record<string, string> = {}, fet
   return {
     describe: url,
     async read(offset, length) {
-      const res = await fetchImpl(url, {
-        headers: { ...headers, Range: `bytes=${offset}-${offset + length - 1}` },
-        redirect: "follow",
-      });
+      let res: Response;
+      try {
+        res = await fetchImpl(url, {
+          headers: { ...headers, Range: `bytes=${offset}-${offset + length - 1}` },
+          redirect: "follow",
+        });
+      } catch (e) {
+        const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message;
+        throw new GgufError(`cannot reach ${new URL(url).host} (${cause}): offline, or a proxy/firewall blocks it; download the file by hand and pass its path`);
+      }
+      if (res.status === 401 || res.status === 403) throw new GgufError(`GET ${url} answered HTTP ${res.status}: the repo is gated or private; accept its license on the Hub and set HF_TOKEN`);
+      if (res.status === 404) throw new GgufError(`GET ${url} answered HTTP 404: no such file or repo (check the name and the quant)`);
       if (res.status !== 206 && res.status !== 200) {
         throw new GgufError(`GET ${url} (range ${offset}+${length}) answered HTTP ${res.status}`);
       }
@@ -213,7 +221,11 @@ export interface ReadGgufOptions {
 export async function readGguf(src: ByteSource, opts: ReadGgufOptions = {}): Promise<GgufFile> {
   const c = new Cursor(src, opts.chunk ?? 1 << 20, opts.maxHeaderBytes ?? 256 * 1024 * 1024);
   try {
-    const magic = new TextDecoder().decode(await c.bytes(4).catch(() => new Uint8Array()));
+    // a read error (offline, 401, 404) is its own message, never "not a GGUF"; only a short file reads as empty
+    const magic = new TextDecoder().decode(await c.bytes(4).catch((e: unknown) => {
+      if (e instanceof GgufError && /truncated/.test(e.message)) return new Uint8Array();
+      throw e;
+    }));
     if (magic !== "GGUF") throw new GgufError(`${src.describe} is not a GGUF file (magic ${JSON.stringify(magic)})`);
     const version = await c.u32();
     if (version < 2 || version > 3) throw new GgufError(`${src.describe}: unsupported GGUF version ${version}`);

@@ -165,3 +165,28 @@ describe("catalog", () => {
     expect(catalogHparams(findCatalog("qwen3.6-27b")!).kvLayer.filter(Boolean)).toHaveLength(16);
   });
 });
+
+describe("read and download errors are classified (not \"not a GGUF\")", () => {
+  let srv: http.Server;
+  let url = "";
+  beforeAll(async () => {
+    srv = http.createServer((req, res) => {
+      res.statusCode = req.url?.includes("gated") ? 401 : 404;
+      res.end("no");
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
+    url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  });
+  afterAll(() => srv.close());
+  it("404, 401 and an unreachable host each say what they are", async () => {
+    await expect(loadGguf(`${url}/missing.gguf`)).rejects.toThrow(/HTTP 404: no such file/);
+    await expect(loadGguf(`${url}/gated/x.gguf`)).rejects.toThrow(/gated or private.*HF_TOKEN/);
+    await expect(loadGguf("http://127.0.0.1:9/x.gguf")).rejects.toThrow(/cannot reach 127\.0\.0\.1:9/);
+    for (const u of [`${url}/missing.gguf`, "http://127.0.0.1:9/x.gguf"]) await expect(loadGguf(u)).rejects.not.toThrow(/not a GGUF/);
+  });
+  it("a download larger than the free disk is refused before any byte is fetched", async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-dl-space-"));
+    await expect(downloadFile({ url: `${url}/huge.gguf`, dest: path.join(dir, "huge.gguf"), expectedSize: 2 ** 60 })).rejects.toThrow(/needs .* GiB but .* free/);
+    expect(existsSync(path.join(dir, "huge.gguf.part"))).toBe(false);
+  });
+});

@@ -320,7 +320,7 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
       if (slots === undefined) throw new SetupInputError("--runtime llama.cpp needs --slots N (how many workers run at once)");
       r = await setupLlamaCpp({ model: o.model, slots, ctx, llamaServer: o.llamaServer, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, log });
     } else if (o.capture) {
-      r = await setupCapture({ url: o.capture, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
+      r = await setupCapture({ url: o.capture, model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     } else {
       r = await setupProvider({ url: o.provider!, model: o.model ?? "", apiKeyEnv: o.apiKeyEnv ?? "", slots, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     }

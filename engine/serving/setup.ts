@@ -344,6 +344,8 @@ export interface CaptureSetupOptions extends CommonSetupOptions {
   env?: NodeJS.ProcessEnv;
   /** Intended per-slot context to check (optional). */
   ctx?: number;
+  /** The served model to capture (default: the first /v1/models lists). */
+  model?: string;
 }
 
 function keyFromEnv(name: string | undefined, env: NodeJS.ProcessEnv): string | null {
@@ -374,7 +376,10 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
   const ep = await probeEndpoint(url, key, 5000);
   if (!ep) throw new SetupInputError(`nothing OpenAI-compatible answers at ${url}; start the server or fix the URL`);
   if (ep.needsKey && !key) throw new SetupInputError(`${url} requires a key: pass --api-key-env VAR with VAR holding it`);
-  const model = ep.models[0];
+  if (o.model && ep.models.length && !ep.models.includes(o.model)) {
+    throw new SetupInputError(`${url} serves ${ep.models.join(", ")}, not ${o.model}; pass one of those with --model`);
+  }
+  const model = o.model ?? ep.models[0];
   if (!model) throw new SetupInputError(`${url}/v1/models lists no model; load one in the server first`);
   const slots = slotsOpt ?? ep.totalSlots ?? 1;
   const engine = ep.engine === "lmstudio" ? "capture" : ep.engine;
