@@ -24,6 +24,8 @@ import { Target } from "../../shared/target";
 import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
 import { GitError } from "../workers/git";
+import { FitInput } from "../../shared/fit";
+import { SetupApiInputError, setupCatalog, setupFit, setupHardware } from "../serving/setup-api";
 
 export interface ApiContext {
   engine: Engine;
@@ -145,6 +147,19 @@ export const appRouter = t.router({
   policies: t.router({
     get: proc.query(({ ctx }) => ctx.engine.policies()),
     set: proc.input(z.object({ rules: z.array(PolicyRule).max(200) })).mutation(({ ctx, input }) => ctx.engine.setPolicies(input.rules)),
+  }),
+  /** Model setup (issue 13): hardware as the planner sees it, the catalog with this machine's fit, the fit itself. */
+  setup: t.router({
+    hardware: proc.query(() => setupHardware()),
+    catalog: proc.input(z.object({ slots: z.number().int().min(1).max(256).optional(), minCtx: z.number().int().min(1024).optional() }).optional()).query(({ input }) => setupCatalog(input ?? {})),
+    fit: proc.input(FitInput.optional()).query(async ({ input }) => {
+      try {
+        return await setupFit(input ?? {});
+      } catch (err) {
+        if (err instanceof SetupApiInputError) throw new InputError(err.message);
+        throw err;
+      }
+    }),
   }),
   targets: t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
