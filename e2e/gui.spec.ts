@@ -42,6 +42,11 @@ test.beforeAll(async ({ browser }) => {
         script: (ctx) => (ctx.turnStep === 0 ? writeFile("b.txt", "gamma\n") : { text: "b.txt has beta in it.\nOUTCOME: built" }),
       },
       {
+        name: "hang",
+        match: /TASK-GUI-HANG/,
+        script: () => ({ hang: true, textBeforeHang: "Working on it…" }),
+      },
+      {
         name: "order",
         match: /TASK-GUI-ORDER/,
         script: async () => {
@@ -64,11 +69,12 @@ test.beforeAll(async ({ browser }) => {
   });
 });
 
+let modelClosed = false;
 test.afterAll(async () => {
   releaseOrder?.();
   await page?.context().close();
   await engine?.kill();
-  await model?.close();
+  if (!modelClosed) await model?.close();
   cleanup(engine?.stateDir ?? "", repo ?? "");
 });
 
@@ -148,4 +154,112 @@ test("the diff tab lists the changed files with line numbers, and shows both sid
   await expect(bigFile.locator("tr").filter({ hasText: /line \d\d of the generated file/ })).toHaveCount(80);
   await expectWithinWidth(page, bigFile.locator("tr").filter({ hasText: /line \d\d of the generated file/ }));
   await shot(page, "04-worker-diff-newfile", false);
+});
+
+test("verdict chips: a worker that claimed built and failed shows “failed” and, separately, “claim false”; approved inline on its card", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-GUI-LIAR: put beta in b.txt", title: "Liar", directory: repo, checks: [{ run: "grep -q beta b.txt" }] });
+  await page.goto(engine.origin + "/#/");
+  const card = page.getByRole("region", { name: workerId, exact: true });
+  // Its write ask can be approved right on the dashboard card.
+  await expect(card.getByRole("button", { name: "Approve" })).toBeVisible({ timeout: 90_000 });
+  await expect(card).toContainText("b.txt");
+  await shot(page, "05-dashboard-inline-ask");
+  await card.getByRole("button", { name: "Approve" }).click();
+  await expect(card.getByLabel("verdict: failed")).toBeVisible({ timeout: 90_000 });
+  await expect(card.getByLabel("verdict: failed")).toHaveText("failed · 0/1 checks");
+  await expect(card.getByLabel("claim: false")).toHaveText("claim false: said built");
+  await expect(card).not.toContainText("honest failure");
+  await expect(card).not.toContainText("dishonest");
+  // The honest, built ones say so.
+  const built = (await engine.client.workers.list.query()).find((w) => w.spec.task.includes("TASK-GUI-EDIT"))!;
+  await expect(page.getByRole("region", { name: built.id, exact: true }).getByLabel("verdict: built")).toBeVisible();
+  await expect(page.getByRole("region", { name: built.id, exact: true }).getByLabel("claim: honest")).toBeVisible();
+  await shot(page, "06-dashboard-verdict-chips");
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const verdict = page.getByRole("region", { name: `Verdict of ${workerId}` });
+  await expect(verdict.locator(".verdict-head")).toContainText("failed");
+  await expect(verdict.getByRole("status")).toHaveText("false claim");
+  await expect(verdict).not.toContainText("honest failure");
+  await shot(page, "07-verdict-card-false-claim");
+});
+
+test("cards and queue follow submission order (a batch of 8 on 3 slots)", async () => {
+  await page.goto(engine.origin + "/#/");
+  const tasks = Array.from({ length: 8 }, (_, i) => ({ task: `TASK-GUI-ORDER T${i + 1}: wait`, title: `Order T${i + 1}`, directory: repo, checks: [{ run: "true" }] }));
+  const { batchId, workerIds } = await engine.client.workers.startBatch.mutate({ tasks });
+  const batch = page.getByRole("region", { name: `batch ${batchId}` });
+  await expect(batch.locator(".worker-card")).toHaveCount(8);
+  await expect(batch.locator(".card-title")).toHaveText(tasks.map((t) => t.title));
+  const queue = page.getByRole("region", { name: "Queue" });
+  await expect(queue.getByRole("listitem")).toHaveCount(5, { timeout: 30_000 });
+  await expect(queue.getByRole("listitem")).toHaveText(workerIds.slice(3).map((id, i) => `${id} — Order T${i + 4}`));
+  await expect(batch.getByRole("img", { name: /^progress:/ })).toBeVisible();
+  await shot(page, "08-dashboard-order-queue");
+  releaseOrder();
+  for (const id of workerIds) await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).verdict !== null, { timeout: 120_000 }).toBe(true);
+  await expect(batch.locator(".card-title")).toHaveText(tasks.map((t) => t.title));
+});
+
+test("below 1000 px the navigation folds behind a menu button (down to 800 px)", async () => {
+  for (const width of [980, 800]) {
+    await page.setViewportSize({ width, height: 800 });
+    await page.goto(engine.origin + "/#/");
+    const nav = page.getByRole("navigation", { name: "Main" });
+    await expect(nav).toBeHidden();
+    const menu = page.getByRole("button", { name: "Menu" });
+    await expect(menu).toBeVisible();
+    await menu.click();
+    await expect(nav).toBeVisible();
+    await expect(nav.getByRole("link", { name: /^Approvals/ })).toBeVisible();
+    if (width === 800) await shot(page, "09-narrow-nav-open", false);
+    await nav.getByRole("link", { name: "Grades" }).click();
+    await expect(page.getByRole("heading", { name: "Grades", exact: true })).toBeVisible();
+    await expect(nav).toBeHidden();
+    // Nothing on the dashboard is wider than the window.
+    await page.goto(engine.origin + "/#/");
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+    if (width === 800) await shot(page, "10-narrow-dashboard", false);
+  }
+  await page.setViewportSize({ width: 1360, height: 900 });
+  await page.goto(engine.origin + "/#/");
+  await expect(page.getByRole("navigation", { name: "Main" })).toBeVisible();
+  await expect(page.getByRole("button", { name: "Menu" })).toBeHidden();
+});
+
+test("a dead model server is not shown as ready: its interrupted worker says why and offers Resume", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-GUI-HANG: a long job", title: "Long job", directory: repo, checks: [{ run: "true" }] });
+  await page.goto(engine.origin + "/#/");
+  await expect.poll(() => model.requests.some((r) => r.kind === "chat" && JSON.stringify(r.body.messages).includes("TASK-GUI-HANG")), { timeout: 60_000 }).toBe(true);
+  await expect(page.getByLabel("health of scripted: ready")).toBeVisible();
+  await model.close();
+  modelClosed = true;
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 90_000 }).toBe("interrupted");
+  await expect(page.getByLabel("health of scripted: model server down")).toBeVisible();
+  await expect(page.getByLabel("health of scripted: ready")).toHaveCount(0);
+  await expect(page.getByRole("alert", { name: "model server of scripted is down" })).toContainText("Resume 1 interrupted");
+  const card = page.getByRole("region", { name: workerId, exact: true });
+  await expect(card).toContainText("interrupted");
+  await expect(card).toContainText("stopped answering");
+  await expect(card.getByRole("button", { name: "Resume" })).toBeEnabled();
+  await shot(page, "11-model-server-down");
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  await expect(page.getByRole("button", { name: "Resume" })).toBeEnabled();
+  await expect(page.getByRole("button", { name: "Send steer" })).toBeDisabled();
+  await shot(page, "12-worker-interrupted");
+});
+
+test("when the engine stops, every screen says so (no “ready”, no live slots) and says what to do", async () => {
+  await page.goto(engine.origin + "/#/");
+  await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
+  await engine.kill();
+  const lost = page.getByRole("alert", { name: "Engine not reachable" });
+  await expect(lost).toBeVisible({ timeout: 20_000 });
+  await expect(lost).toContainText("ocw serve");
+  await expect(lost).toContainText("last known state");
+  await expect(page.getByLabel("health of scripted: unknown: engine offline")).toBeVisible();
+  await expect(page.getByText(/^ready$/)).toHaveCount(0);
+  await expect(page.getByRole("group", { name: "target scripted" })).toContainText("last known:");
+  await shot(page, "13-engine-stopped");
+  await page.getByRole("link", { name: /^Approvals/ }).click();
+  await expect(lost).toBeVisible();
 });

@@ -194,7 +194,7 @@ test("approvals inbox: both pending asks, oldest first, approved by keyboard", a
   const asks = await engine.client.approvals.list.query();
   const oldestFirst = [...asks].sort((a, b) => a.createdAt - b.createdAt).map((a) => a.workerId);
   await expect(inbox.getByRole("listitem").first()).toContainText(oldestFirst[0]!);
-  await expect(inbox.getByRole("listitem").first()).toContainText(oldestFirst[0] === ids.A ? "+alpha" : "+gamma");
+  await expect(inbox.getByRole("listitem").first()).toContainText(oldestFirst[0] === ids.A ? "alpha" : "gamma");
   await expect(inbox.getByRole("button", { name: "Approve once" })).toHaveCount(2);
   await expect(inbox.getByRole("button", { name: "Always allow" })).toHaveCount(2);
   await expect(inbox.getByRole("button", { name: "Reject" })).toHaveCount(2);
@@ -249,24 +249,31 @@ test("worker detail: stop one worker with “Stop”; Resume becomes available",
   await expect(page.getByRole("button", { name: "Stop" })).toBeEnabled({ timeout: 60_000 });
   await expect(page.getByRole("button", { name: "Resume" })).toBeDisabled();
   await page.getByRole("button", { name: "Stop" }).click();
+  // Stop asks first.
+  const confirm = page.getByRole("group", { name: "Confirm stop" });
+  await expect(confirm).toBeVisible();
+  await shot(page, "14a-worker-stop-confirm");
+  await confirm.getByRole("button", { name: "Stop now" }).click();
   await expect(page.getByText("stopped", { exact: true }).first()).toBeVisible({ timeout: 30_000 });
+  await expect(page.getByRole("button", { name: "Send steer" })).toBeDisabled();
   await expect(page.getByRole("button", { name: "Resume" })).toBeEnabled();
   await expect(page.getByRole("button", { name: "Stop" })).toBeDisabled();
   await shot(page, "14-worker-stopped");
   expect((await engine.client.workers.get.query({ workerId: ids.D })).state).toBe("stopped");
 });
 
-test("verdict cards: built and honest for A; B's false claim is flagged dishonest with the failing check's output", async () => {
+test("verdict cards: built and honest for A; B failed and its claim is flagged false, with the failing check's output", async () => {
   await page.goto(`${engine.origin}/#/workers/${ids.B}`);
   const vb = page.getByRole("region", { name: `Verdict of ${ids.B}` });
   await expect(vb).toBeVisible({ timeout: 90_000 });
-  await expect(vb).toContainText("honest failure");
-  await expect(vb.getByRole("status")).toHaveText("dishonest claim");
+  await expect(vb.locator(".verdict-head")).toContainText("failed");
+  await expect(vb.getByRole("status")).toHaveText("false claim");
+  await expect(vb).not.toContainText("honest failure");
   await expect(vb.getByRole("list", { name: "Check results" })).toContainText("grep -q beta b.txt");
   await expect(vb.getByRole("list", { name: "Check results" })).toContainText("fail");
   await shot(page, "15-verdict-dishonest");
   await page.getByRole("tab", { name: "Diff" }).click();
-  await expect(page.getByLabel("Worktree diff")).toContainText("+gamma");
+  await expect(page.getByRole("group", { name: "Worktree diff" })).toContainText("gamma");
   await shot(page, "16-worker-diff");
 
   await page.goto(`${engine.origin}/#/workers/${ids.A}`);

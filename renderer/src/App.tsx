@@ -1,4 +1,4 @@
-import { useEffect } from "react";
+import { useEffect, useState } from "react";
 import { CountBadge } from "./components/common";
 import { href, useRoute, type Route } from "./router";
 import { Approvals } from "./screens/Approvals";
@@ -8,6 +8,8 @@ import { NewTask } from "./screens/NewTask";
 import { Settings } from "./screens/Settings";
 import { Setup } from "./screens/Setup";
 import { WorkerDetail } from "./screens/WorkerDetail";
+import { desktop } from "./desktop";
+import { ago, useNow } from "./format";
 import { dismissNotice, usePending, useStore } from "./store";
 
 const NAV: { route: Route; label: string }[] = [
@@ -26,6 +28,9 @@ export function App() {
   const connectionError = useStore((s) => s.connectionError);
   const status = useStore((s) => s.status);
   const notices = useStore((s) => s.notices);
+  const [navOpen, setNavOpen] = useState(false);
+  // A narrow window shows the navigation as a drawer: close it once a screen is picked.
+  useEffect(() => setNavOpen(false), [route.name]);
 
   useEffect(() => {
     document.title = pending.length ? `(${pending.length}) opencode-worker` : "opencode-worker";
@@ -33,8 +38,9 @@ export function App() {
 
   const active = route.name === "worker" ? "dashboard" : route.name;
   return (
-    <div className="shell">
-      <nav className="side" aria-label="Main">
+    <div className={`shell ${navOpen ? "nav-open" : ""}`}>
+      {navOpen && <div className="nav-scrim" onClick={() => setNavOpen(false)} aria-hidden="true" />}
+      <nav className="side" id="main-nav" aria-label="Main">
         <div className="brand">
           <span className="logo" aria-hidden="true">◆</span> opencode-worker
         </div>
@@ -60,6 +66,9 @@ export function App() {
       </nav>
       <div className="main">
         <header className="top">
+          <button type="button" className="btn ghost nav-toggle" aria-label="Menu" aria-expanded={navOpen} aria-controls="main-nav" onClick={() => setNavOpen(!navOpen)}>
+            ☰
+          </button>
           <h1>{titleOf(route)}</h1>
           <div className="top-right">
             <a className={`pending-pill ${pending.length ? "has" : ""}`} href={href({ name: "approvals" })} aria-label={`${pending.length} pending approvals`}>
@@ -67,10 +76,11 @@ export function App() {
             </a>
           </div>
         </header>
+        {connection !== "live" && connection !== "connecting" && <EngineLost />}
         <main className="content">
           {route.name === "dashboard" && <Dashboard />}
           {route.name === "new" && <NewTask />}
-          {route.name === "approvals" && <Approvals />}
+          {route.name === "approvals" && <Approvals focus={route.ask} />}
           {route.name === "worker" && <WorkerDetail key={route.id} id={route.id} />}
           {route.name === "setup" && <Setup />}
           {route.name === "grades" && <Grades />}
@@ -108,4 +118,26 @@ function titleOf(r: Route): string {
     case "settings":
       return "Settings";
   }
+}
+
+/** The engine stopped answering: say so above every screen, with what to do; what is shown is the last known state. */
+function EngineLost() {
+  const now = useNow();
+  const since = useStore((s) => s.offlineSince);
+  const loss = useStore((s) => s.engineLoss);
+  const error = useStore((s) => s.connectionError);
+  return (
+    <div className="engine-lost" role="alert" aria-label="Engine not reachable">
+      <strong>{loss === "refused" ? "This tab's login no longer works." : "The engine is not reachable."}</strong>{" "}
+      {since ? `Lost ${ago(since, now)}. ` : ""}Everything below is the last known state, not live.
+      <div className="small">
+        {loss === "refused"
+          ? "A different engine now answers at this address (it was restarted with a new token). Open the URL that `ocw serve` printed."
+          : desktop
+            ? "Retrying every 3 s. If the engine was stopped (`ocw stop`), start it again (`ocw serve`); the app reconnects when it answers at its address, otherwise restart the app."
+            : "Retrying every 3 s. If the engine was stopped (`ocw stop`), start it again with `ocw serve` and open the URL it prints: a restarted engine may listen on a new port, which this tab cannot follow."}
+        {error ? <span className="muted"> ({error})</span> : null}
+      </div>
+    </div>
+  );
 }

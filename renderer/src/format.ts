@@ -53,7 +53,7 @@ export const STATE_LABEL: Record<WorkerState, string> = {
   settled: "settled",
   grading: "grading",
   built: "built",
-  "honest-failure": "honest failure",
+  "honest-failure": "failed",
   stopped: "stopped",
   interrupted: "interrupted",
   error: "error",

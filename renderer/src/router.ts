@@ -4,7 +4,7 @@ import { useSyncExternalStore } from "react";
 export type Route =
   | { name: "dashboard" }
   | { name: "new" }
-  | { name: "approvals" }
+  | { name: "approvals"; ask?: string }
   | { name: "worker"; id: string }
   | { name: "setup" }
   | { name: "grades" }
@@ -16,7 +16,7 @@ export function parse(hash: string): Route {
     case "new":
       return { name: "new" };
     case "approvals":
-      return { name: "approvals" };
+      return parts[1] ? { name: "approvals", ask: parts[1] } : { name: "approvals" };
     case "workers":
       return parts[1] ? { name: "worker", id: parts[1] } : { name: "dashboard" };
     case "setup":
@@ -31,7 +31,9 @@ export function parse(hash: string): Route {
 }
 
 export function href(r: Route): string {
-  return r.name === "worker" ? `#/workers/${encodeURIComponent(r.id)}` : r.name === "dashboard" ? "#/" : `#/${r.name}`;
+  if (r.name === "worker") return `#/workers/${encodeURIComponent(r.id)}`;
+  if (r.name === "approvals" && r.ask) return `#/approvals/${encodeURIComponent(r.ask)}`;
+  return r.name === "dashboard" ? "#/" : `#/${r.name}`;
 }
 
 export function go(r: Route): void {

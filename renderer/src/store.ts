@@ -9,6 +9,8 @@ import { api, errorText } from "./api";
 
 export type Status = Awaited<ReturnType<typeof api.status.query>>;
 export type Connection = "connecting" | "live" | "reconnecting" | "offline";
+/** Why the engine cannot be reached, once a probe has told: gone (nothing answers) or refused (another engine, new token). */
+export type EngineLoss = "gone" | "refused" | null;
 
 export interface Notice {
   id: number;
@@ -20,6 +22,13 @@ export interface Notice {
 interface State {
   connection: Connection;
   connectionError: string | null;
+  /** When the engine was last seen (live stream or an answered request); null before the first contact. */
+  lastContact: number | null;
+  /** Since when the stream is down (null while live). */
+  offlineSince: number | null;
+  engineLoss: EngineLoss;
+  /** Submission order: the place each worker had when first seen (engine list order, then event order). */
+  order: Record<string, number>;
   workers: Record<string, Worker>;
   status: Status | null;
   targets: Target[];
@@ -37,6 +46,10 @@ interface State {
 export const useStore = create<State>(() => ({
   connection: "connecting",
   connectionError: null,
+  lastContact: null,
+  offlineSince: null,
+  engineLoss: null,
+  order: {},
   workers: {},
   status: null,
   targets: [],
@@ -65,8 +78,22 @@ export function usePending(): PermissionAsk[] {
   return useMemo(() => pendingOf(workers), [workers]);
 }
 
-export function sortedWorkers(workers: Record<string, Worker>): Worker[] {
-  return Object.values(workers).sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+/**
+ * Submission order. Workers of one batch share a creation millisecond and their ids are random after it, so ties
+ * are settled by the order the engine announced them in (its list, then its `worker.created` events).
+ */
+export function sortedWorkers(workers: Record<string, Worker>, order: Record<string, number> = get().order): Worker[] {
+  const rank = (id: string) => order[id] ?? Number.MAX_SAFE_INTEGER;
+  return Object.values(workers).sort((a, b) => a.createdAt - b.createdAt || rank(a.id) - rank(b.id) || a.id.localeCompare(b.id));
+}
+
+let orderSeq = 0;
+function ranked(order: Record<string, number>, ids: string[]): Record<string, number> {
+  const fresh = ids.filter((id) => order[id] === undefined);
+  if (!fresh.length) return order;
+  const next = { ...order };
+  for (const id of fresh) next[id] = ++orderSeq;
+  return next;
 }
 
 // ---------- loading ----------
@@ -92,7 +119,7 @@ async function loadAll(): Promise<string> {
   const [workers, status, targets] = await Promise.all([api.workers.list.query(), api.status.query(), api.targets.list.query()]);
   const map: Record<string, Worker> = {};
   for (const w of workers) map[w.id] = w;
-  set({ workers: map, status, targets: targets.targets });
+  set((s) => ({ workers: map, status, targets: targets.targets, order: ranked(s.order, workers.map((w) => w.id)), lastContact: Date.now() }));
   // Reload any open transcript.
   for (const id of Object.keys(get().transcripts)) void loadTranscript(id);
   return health.cursor;
@@ -176,6 +203,7 @@ function flush() {
   let transcripts = s.transcripts;
   let serving = s.serving;
   let retries = s.retries;
+  let order = s.order;
   let touched = false;
   let statusChanged = false;
   const observed: [EngineEvent, Worker | undefined, Worker | undefined][] = [];
@@ -230,6 +258,7 @@ function flush() {
       continue;
     }
     workers = { ...workers, [e.workerId]: after };
+    if (e.type === "worker.created") order = ranked(order, [e.workerId]);
     touched = true;
     if (e.type === "worker.created" || e.type === "worker.state" || e.type === "ask.opened" || e.type === "ask.resolved") statusChanged = true;
     if (e.type === "part") partials.get(e.workerId)?.delete(e.part.partId);
@@ -250,6 +279,7 @@ function flush() {
   if (transcripts !== s.transcripts) patch.transcripts = transcripts;
   if (serving !== s.serving) patch.serving = serving;
   if (retries !== s.retries) patch.retries = retries;
+  if (order !== s.order) patch.order = order;
   if (touched) patch.tick = s.tick + 1;
   if (Object.keys(patch).length) set(patch);
   if (statusChanged) refreshStatusSoon();
@@ -284,10 +314,45 @@ async function resync() {
   try {
     await loadAll();
   } catch (err) {
-    set({ connection: "offline", connectionError: errorText(err) });
+    lost(errorText(err));
   } finally {
     resyncing = false;
   }
+}
+
+function live() {
+  set({ connection: "live", connectionError: null, offlineSince: null, engineLoss: null, lastContact: Date.now() });
+  stopProbe();
+}
+
+/** The stream broke: say so at once, and probe the engine to tell the person what happened and what to do. */
+function lost(message: string, state: Connection = "offline") {
+  const s = get();
+  set({ connection: state, connectionError: message, offlineSince: s.offlineSince ?? Date.now() });
+  startProbe();
+}
+
+let probeTimer: ReturnType<typeof setInterval> | null = null;
+function startProbe() {
+  if (probeTimer) return;
+  const probe = async () => {
+    try {
+      await api.health.query();
+      // The same engine (or its supervised restart on the same port and token) answers again: reload the picture.
+      set({ engineLoss: null, lastContact: Date.now() });
+      if (get().connection !== "live") void connect();
+    } catch (err) {
+      const e = err as { meta?: { response?: { status?: number } }; data?: { httpStatus?: number } };
+      const status = e?.meta?.response?.status ?? e?.data?.httpStatus;
+      set({ engineLoss: status === 401 || status === 403 ? "refused" : "gone" });
+    }
+  };
+  void probe();
+  probeTimer = setInterval(() => void probe(), 3000);
+}
+function stopProbe() {
+  if (probeTimer) clearInterval(probeTimer);
+  probeTimer = null;
 }
 
 /** Loads everything, then follows the event stream from the cursor of that picture. */
@@ -298,19 +363,21 @@ export async function connect(): Promise<void> {
   try {
     cursor = await loadAll();
   } catch (err) {
-    set({ connection: "offline", connectionError: errorText(err) });
-    setTimeout(() => void connect(), 3000);
+    lost(errorText(err));
     return;
   }
   const sub = api.events.subscribe(
     { lastEventId: cursor },
     {
-      onStarted: () => set({ connection: "live", connectionError: null }),
-      onData: (d) => enqueue(d.data as EngineEvent),
-      onError: (err) => set({ connection: "reconnecting", connectionError: errorText(err) }),
+      onStarted: () => live(),
+      onData: (d) => {
+        if (get().connection !== "live") live();
+        enqueue(d.data as EngineEvent);
+      },
+      onError: (err) => lost(errorText(err), "reconnecting"),
       onConnectionStateChange: (st) => {
-        if (st.state === "connecting") set({ connection: st.error ? "reconnecting" : get().connection, connectionError: st.error ? errorText(st.error) : null });
-        if (st.state === "pending") set({ connection: "live", connectionError: null });
+        if (st.state === "connecting" && st.error) lost(errorText(st.error), "reconnecting");
+        if (st.state === "pending") live();
       },
     },
   );

@@ -18,7 +18,7 @@ function toolHeadline(p: TranscriptPart): string {
   return typeof key === "string" ? key : "";
 }
 
-const Part = memo(function Part({ part }: { part: TranscriptPart }) {
+const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?: boolean }) {
   if (part.kind === "reasoning")
     return (
       <details className="part reasoning">
@@ -26,12 +26,15 @@ const Part = memo(function Part({ part }: { part: TranscriptPart }) {
         <div className="part-text">{part.text}</div>
       </details>
     );
-  if (part.kind === "tool")
+  if (part.kind === "tool") {
+    // A tool still "running" in a worker that has ended was cut off (stop, crash, engine restart): it never finished.
+    const cut = ended && (part.status === "running" || part.status === "pending");
+    const status = cut ? "not finished" : (part.status ?? "…");
     return (
       <details className={`part tool tool-${part.status ?? "unknown"}`}>
         <summary>
           <span className="tool-name">{part.tool ?? "tool"}</span> <span className="mono small ellipsis">{toolHeadline(part)}</span>
-          <span className={`chip chip-${part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>{part.status ?? "…"}</span>
+          <span className={`chip chip-${cut ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>{status}</span>
         </summary>
         <div className="tool-io">
           <div className="io-label">input</div>
@@ -45,6 +48,7 @@ const Part = memo(function Part({ part }: { part: TranscriptPart }) {
         </div>
       </details>
     );
+  }
   if (part.kind === "user")
     return (
       <div className="part user">
@@ -92,7 +96,7 @@ const Block = memo(function Block({ text, cont }: { text: string; cont: boolean 
 });
 
 /** The live transcript, virtualized: only the rows on screen are in the DOM, so long sessions stay smooth. */
-export function Transcript({ parts }: { parts: TranscriptPart[] }) {
+export function Transcript({ parts, ended = false }: { parts: TranscriptPart[]; ended?: boolean }) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [follow, setFollow] = useState(true);
   const followRef = useRef(true);
@@ -135,7 +139,7 @@ export function Transcript({ parts }: { parts: TranscriptPart[] }) {
             const row = rows[item.index]!;
             return (
               <div key={item.key} className="vrow" data-index={item.index} ref={v.measureElement} style={{ transform: `translateY(${item.start}px)` }}>
-                {row.block !== undefined ? <Block text={row.block} cont={!!row.cont} /> : <Part part={row.part} />}
+                {row.block !== undefined ? <Block text={row.block} cont={!!row.cont} /> : <Part part={row.part} ended={ended} />}
               </div>
             );
           })}

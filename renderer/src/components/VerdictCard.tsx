@@ -6,7 +6,7 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
     <section className={`panel verdict verdict-${verdict.verdict}`} aria-label={`Verdict of ${workerId}`}>
       <header className="verdict-head">
         <h2>Verdict</h2>
-        <span className={`chip big chip-${verdict.verdict === "built" ? "ok" : "bad"}`}>{verdict.verdict === "built" ? "built" : "honest failure"}</span>
+        <span className={`chip big chip-${verdict.verdict === "built" ? "ok" : "bad"}`}>{verdict.verdict === "built" ? "built" : "failed"}</span>
         <span className="muted small">
           {passed}/{verdict.checks.length} checks · scope {verdict.scope.passed ? "ok" : "violated"} · graded {new Date(verdict.gradedAt).toLocaleTimeString()}
         </span>
@@ -14,16 +14,24 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
       <div className="claim-row">
         <div>
           <div className="io-label">worker claimed</div>
-          <strong>{verdict.claim ?? "no OUTCOME line"}</strong>
+          <strong>{verdict.claim === "built" ? "built" : verdict.claim === "honest-failure" ? "failed" : "no OUTCOME line"}</strong>
           {verdict.claimReason && <span className="muted"> — {verdict.claimReason}</span>}
         </div>
         <div>
           <div className="io-label">checks say</div>
-          <strong>{verdict.verdict}</strong>
+          <strong>{verdict.verdict === "built" ? "built" : "failed"}</strong>
         </div>
         <div>
-          <div className="io-label">claim vs verdict</div>
-          {verdict.honest ? <span className="chip chip-ok">honest</span> : <span className="chip chip-bad" role="status">dishonest claim</span>}
+          <div className="io-label">was the claim honest?</div>
+          {verdict.honest ? (
+            <span className="chip chip-ok" role="status">
+              honest
+            </span>
+          ) : (
+            <span className="chip chip-bad" role="status">
+              {verdict.claim ? "false claim" : "no claim"}
+            </span>
+          )}
         </div>
       </div>
       <ul className="check-results" aria-label="Check results">

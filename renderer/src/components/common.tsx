@@ -1,4 +1,5 @@
 import type { ReactNode } from "react";
+import type { Verdict } from "../../../shared/verdict";
 import type { WorkerState } from "../../../shared/worker";
 import { STATE_LABEL, stateTone } from "../format";
 
@@ -55,5 +56,39 @@ export function CopyField({ value, label }: { value: string; label: string }) {
         Copy
       </button>
     </div>
+  );
+}
+
+/**
+ * What grading found, in two separate statements: the verdict (built / failed, from the held-back checks) and whether
+ * the worker's own claim matched it. Never one word that mixes both.
+ */
+export function VerdictChips({ verdict, checks = true }: { verdict: Verdict; checks?: boolean }) {
+  const passed = verdict.checks.filter((c) => c.passed).length;
+  const built = verdict.verdict === "built";
+  return (
+    <>
+      <span className={`chip chip-${built ? "ok" : "bad"}`} aria-label={`verdict: ${built ? "built" : "failed"}`}>
+        {built ? "built" : "failed"}
+        {checks ? ` · ${passed}/${verdict.checks.length} checks` : ""}
+      </span>
+      <ClaimChip verdict={verdict} />
+    </>
+  );
+}
+
+export function ClaimChip({ verdict }: { verdict: Verdict }) {
+  const said = verdict.claim === "built" ? "built" : verdict.claim === "honest-failure" ? "failed" : null;
+  if (!said) return <span className="chip chip-warn" aria-label="claim: none" title="The worker gave no OUTCOME line">no claim</span>;
+  if (verdict.honest)
+    return (
+      <span className="chip chip-ok" aria-label="claim: honest" title={`The worker said ${said}, and the checks agree`}>
+        claim honest
+      </span>
+    );
+  return (
+    <span className="chip chip-bad" aria-label="claim: false" title={`The worker said ${said}; the checks say ${verdict.verdict === "built" ? "built" : "failed"}`}>
+      claim false: said {said}
+    </span>
   );
 }

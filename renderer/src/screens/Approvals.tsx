@@ -5,10 +5,16 @@ import { Empty } from "../components/common";
 import { pushNotice, usePending } from "../store";
 
 /** Every pending ask across workers, oldest first. Keys: j/k move, a approve once, A always allow, r reject. */
-export function Approvals() {
+export function Approvals({ focus }: { focus?: string }) {
   const pending = usePending();
-  const [selectedId, setSelectedId] = useState<string | null>(null);
+  const [selectedId, setSelectedId] = useState<string | null>(focus ?? null);
   const listRef = useRef<HTMLUListElement>(null);
+  // A deep link (a card's ask badge) selects that ask and brings it into view.
+  useEffect(() => {
+    if (!focus) return;
+    setSelectedId(focus);
+    requestAnimationFrame(() => listRef.current?.querySelector(`[data-ask-id="${CSS.escape(focus)}"]`)?.scrollIntoView({ block: "start" }));
+  }, [focus]);
   const index = Math.max(0, pending.findIndex((a) => a.id === selectedId));
   const selected = pending[index];
 

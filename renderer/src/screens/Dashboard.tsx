@@ -1,15 +1,37 @@
-import { useMemo } from "react";
-import { isFinal, pendingAsks, type Worker } from "../../../shared/worker";
-import { Empty, Sparkline, StateChip } from "../components/common";
+import { useMemo, useState } from "react";
+import { isActive, isFinal, pendingAsks, type Worker } from "../../../shared/worker";
+import { api, errorText } from "../api";
+import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
 import { duration, pct, taskTitle, useNow } from "../format";
 import { href } from "../router";
-import { sortedWorkers, useStore } from "../store";
+import { pushNotice, sortedWorkers, useStore } from "../store";
+
+/** A worker interrupted because its model endpoint stopped answering (the engine's reason says so). */
+const MODEL_GONE = /model endpoint .* stopped answering/;
+
+/**
+ * The model server of a target is known to be down when its latest news is a worker interrupted for that reason, with
+ * no model output from a running worker of it since. (The engine does not probe endpoints on its own yet.)
+ */
+function modelDown(targetId: string, workers: Worker[]): { since: number; reason: string; interrupted: Worker[] } | null {
+  const mine = workers.filter((w) => w.targetId === targetId);
+  const gone = mine.filter((w) => w.state === "interrupted" && MODEL_GONE.test(w.stateReason ?? ""));
+  if (!gone.length) return null;
+  const since = Math.max(...gone.map((w) => w.endedAt ?? w.updatedAt));
+  // Back when a running worker of that target has had model output since (the interrupted ones record their last
+  // parts as they are cut off, so their own activity does not count).
+  if (mine.some((w) => isActive(w.state) && (w.lastActivity?.ts ?? 0) > since)) return null;
+  return { since, reason: gone.find((w) => (w.endedAt ?? w.updatedAt) === since)!.stateReason!, interrupted: gone };
+}
 
 export function Dashboard() {
   const workers = useStore((s) => s.workers);
   const status = useStore((s) => s.status);
   const serving = useStore((s) => s.serving);
-  const list = useMemo(() => sortedWorkers(workers), [workers]);
+  const order = useStore((s) => s.order);
+  const connection = useStore((s) => s.connection);
+  const offline = connection !== "live" && connection !== "connecting";
+  const list = useMemo(() => sortedWorkers(workers, order), [workers, order]);
   const groups = useMemo(() => {
     const m = new Map<string, Worker[]>();
     for (const w of list) {
@@ -35,12 +57,27 @@ export function Dashboard() {
           {(status?.slots ?? []).map((s) => {
             const srv = status?.serving.find((x) => x.targetId === s.targetId);
             const live = serving[s.targetId];
-            const health = live?.status ?? (srv ? (srv.ready ? "ready" : "starting") : "idle");
+            const harness = live?.status ?? (srv ? (srv.ready ? "ready" : "starting") : "idle");
+            const down = modelDown(s.targetId, list);
+            // What a person needs first: is it working? Unknown when the engine is gone; down when the model is.
+            const [label, tone] = offline
+              ? ["unknown: engine offline", "idle"]
+              : down
+                ? ["model server down", "bad"]
+                : harness === "ready"
+                  ? ["ready", "ok"]
+                  : harness === "down"
+                    ? ["opencode down", "bad"]
+                    : harness === "starting"
+                      ? ["starting", "busy"]
+                      : ["idle", "idle"];
             return (
-              <div key={s.targetId} className="slot-card">
+              <div key={s.targetId} className={`slot-card ${offline ? "stale" : ""}`} aria-label={`target ${s.targetId}`} role="group">
                 <div className="slot-head">
                   <strong>{s.targetId}</strong>
-                  <span className={`chip chip-${health === "ready" ? "ok" : health === "down" ? "bad" : health === "starting" ? "busy" : "idle"}`}>{health}</span>
+                  <span className={`chip chip-${tone}`} role="status" aria-label={`health of ${s.targetId}: ${label}`}>
+                    {label}
+                  </span>
                 </div>
                 <div className="slot-bar" role="meter" aria-label={`slots in use on ${s.targetId}`} aria-valuemin={0} aria-valuemax={s.slots} aria-valuenow={s.inUse}>
                   {Array.from({ length: s.slots }, (_, i) => (
@@ -48,9 +85,11 @@ export function Dashboard() {
                   ))}
                 </div>
                 <div className="muted small">
+                  {offline ? "last known: " : ""}
                   {s.inUse}/{s.slots} slots in use{s.queued ? ` · ${s.queued} queued` : ""}
-                  {live?.message ? ` · ${live.message}` : ""}
+                  {!offline && live?.message ? ` · ${live.message}` : ""}
                 </div>
+                {down && !offline && <ModelDown targetId={s.targetId} down={down} />}
               </div>
             );
           })}
@@ -94,6 +133,14 @@ function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }
   const built = graded.filter((w) => w.verdict!.verdict === "built").length;
   const honest = graded.filter((w) => w.verdict!.honest).length;
   const settled = workers.every((w) => isFinal(w.state));
+  const count = (f: (w: Worker) => boolean) => workers.filter(f).length;
+  const bar = [
+    { key: "graded", n: graded.length, label: "graded" },
+    { key: "waiting", n: count((w) => w.state === "waiting-approval"), label: "waiting for you" },
+    { key: "running", n: count((w) => ["starting", "running", "settled", "grading"].includes(w.state)), label: "running" },
+    { key: "ended", n: count((w) => !w.verdict && isFinal(w.state)), label: "stopped / interrupted / error" },
+    { key: "queued", n: count((w) => w.state === "queued"), label: "queued" },
+  ];
   return (
     <section className="batch" aria-label={batchId ? `batch ${batchId}` : "single tasks"}>
       <header className="batch-head">
@@ -104,6 +151,11 @@ function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }
           {settled ? " · settled" : ""}
         </span>
       </header>
+      {batchId && (
+        <div className="batch-bar" role="img" aria-label={`progress: ${bar.map((b) => `${b.n} ${b.label}`).join(", ")}`}>
+          {bar.map((b) => (b.n ? <span key={b.key} className={`bb-${b.key}`} style={{ flexGrow: b.n }} title={`${b.n} ${b.label}`} /> : null))}
+        </div>
+      )}
       <div className="cards">
         {workers.map((w) => (
           <WorkerCard key={w.id} w={w} />
@@ -116,7 +168,20 @@ function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }
 function WorkerCard({ w }: { w: Worker }) {
   const now = useNow();
   const rate = useStore((s) => s.rates[w.id]);
-  const pending = pendingAsks(w).length;
+  const asks = pendingAsks(w);
+  const pending = asks.length;
+  const [busy, setBusy] = useState(false);
+  const act = async (label: string, fn: () => Promise<unknown>) => {
+    setBusy(true);
+    try {
+      await fn();
+    } catch (err) {
+      pushNotice("error", `${label} ${w.id}: ${errorText(err)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const resumable = w.state === "stopped" || w.state === "interrupted" || w.state === "error";
   const start = w.startedAt ?? w.createdAt;
   const elapsed = (w.endedAt ?? now) - start;
   return (
@@ -126,7 +191,7 @@ function WorkerCard({ w }: { w: Worker }) {
           {taskTitle(w.spec)}
         </a>
         {pending > 0 && (
-          <a className="badge warn" href={href({ name: "approvals" })} aria-label={`${pending} pending approval${pending === 1 ? "" : "s"}`}>
+          <a className="badge warn" href={href({ name: "approvals", ask: asks[0]!.id })} aria-label={`${pending} pending approval${pending === 1 ? "" : "s"}`}>
             {pending} ask{pending === 1 ? "" : "s"}
           </a>
         )}
@@ -146,23 +211,69 @@ function WorkerCard({ w }: { w: Worker }) {
               tool <code>{w.currentTool}</code>
             </>
           ) : (
-            <span className="muted">{w.stalled ? "stalled" : (w.lastActivity?.summary ?? w.stateReason ?? "—")}</span>
+            <span className="muted">{w.stalled ? "stalled" : ((isFinal(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—")}</span>
           )}
         </span>
         <Sparkline values={rate ?? []} label={`tokens per second of ${w.id}`} />
       </div>
       {(w.verdict || w.toolFailures > 0 || w.stalled) && (
         <div className="card-foot small">
-          {w.verdict && (
-            <span className={`chip chip-${w.verdict.verdict === "built" ? "ok" : "bad"}`}>
-              {w.verdict.verdict} · {w.verdict.checks.filter((c) => c.passed).length}/{w.verdict.checks.length} checks
-            </span>
-          )}
-          {w.verdict && !w.verdict.honest && <span className="chip chip-bad">dishonest claim</span>}
+          {w.verdict && <VerdictChips verdict={w.verdict} />}
           {w.toolFailures > 0 && <span className="chip chip-warn">{w.toolFailures} tool failures</span>}
           {w.stalled && <span className="chip chip-warn">stalled</span>}
         </div>
       )}
+      {pending > 0 && (
+        <div className="card-ask small">
+          <span className="mono ellipsis" title={asks[0]!.what}>
+            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}: {w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what}
+          </span>
+          {asks[0]!.kind === "permission" && (
+            <>
+              <button type="button" className="btn ok small" disabled={busy} onClick={() => void act("approve", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "once" }))}>
+                Approve
+              </button>
+              <button type="button" className="btn bad small" disabled={busy} onClick={() => void act("reject", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "reject" }))}>
+                Reject
+              </button>
+            </>
+          )}
+          <a className="small" href={href({ name: "approvals", ask: asks[0]!.id })}>
+            {asks[0]!.kind === "question" ? "Answer…" : "Diff…"}
+          </a>
+        </div>
+      )}
+      {resumable && (
+        <div className="card-ask small">
+          <span className="muted grow">{w.state === "interrupted" ? "Interrupted: its session can be resumed." : w.state === "stopped" ? "Stopped: it can be resumed." : "Ended in an error."}</span>
+          <button type="button" className="btn small" disabled={busy} onClick={() => void act("resume", () => api.workers.resume.mutate({ workerId: w.id }))}>
+            Resume
+          </button>
+        </div>
+      )}
     </section>
+  );
+}
+
+function ModelDown({ targetId, down }: { targetId: string; down: NonNullable<ReturnType<typeof modelDown>> }) {
+  const [busy, setBusy] = useState(false);
+  return (
+    <div className="model-down small" role="alert" aria-label={`model server of ${targetId} is down`}>
+      {down.reason}
+      <div className="actions">
+        <span className="muted">Restart the model server, then:</span>
+        <button
+          type="button"
+          className="btn small"
+          disabled={busy}
+          onClick={() => {
+            setBusy(true);
+            void Promise.all(down.interrupted.map((w) => api.workers.resume.mutate({ workerId: w.id }).catch((err) => pushNotice("error", `resume ${w.id}: ${errorText(err)}`)))).finally(() => setBusy(false));
+          }}
+        >
+          Resume {down.interrupted.length} interrupted
+        </button>
+      </div>
+    </div>
   );
 }

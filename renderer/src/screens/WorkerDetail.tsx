@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "react";
-import { isActive, pendingAsks } from "../../../shared/worker";
+import { isActive, isFinal, pendingAsks } from "../../../shared/worker";
 import { api, errorText } from "../api";
 import { AskCard } from "../components/AskCard";
 import { Empty, StateChip } from "../components/common";
@@ -22,6 +22,7 @@ export function WorkerDetail({ id }: { id: string }) {
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [confirmMerge, setConfirmMerge] = useState(false);
+  const [confirmStop, setConfirmStop] = useState(false);
   const [mergeError, setMergeError] = useState<string | null>(null);
 
   useEffect(() => {
@@ -83,9 +84,21 @@ export function WorkerDetail({ id }: { id: string }) {
           )}
         </div>
         <div className="actions">
-          <button type="button" className="btn bad" disabled={!canStop || !!busy} onClick={() => void run("stop", () => api.workers.stop.mutate({ workerId: id }))}>
-            Stop
-          </button>
+          {confirmStop && canStop ? (
+            <span className="confirm-inline" role="group" aria-label="Confirm stop">
+              <span className="small">Stop this worker? Its session can be resumed later.</span>
+              <button type="button" className="btn bad" disabled={!!busy} onClick={() => (setConfirmStop(false), void run("stop", () => api.workers.stop.mutate({ workerId: id })))}>
+                Stop now
+              </button>
+              <button type="button" className="btn" onClick={() => setConfirmStop(false)}>
+                Cancel
+              </button>
+            </span>
+          ) : (
+            <button type="button" className="btn bad" disabled={!canStop || !!busy} onClick={() => setConfirmStop(true)}>
+              Stop
+            </button>
+          )}
           <button type="button" className="btn" disabled={!canResume || !!busy} onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}>
             Resume
           </button>
@@ -171,7 +184,7 @@ export function WorkerDetail({ id }: { id: string }) {
             </button>
           ))}
         </div>
-        {tab === "transcript" && <Transcript parts={parts} />}
+        {tab === "transcript" && <Transcript parts={parts} ended={isFinal(w.state)} />}
         {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} />}
         {tab === "task" && (
           <div className="task-view">
@@ -204,7 +217,7 @@ export function WorkerDetail({ id }: { id: string }) {
               if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) (e.currentTarget.form as HTMLFormElement).requestSubmit();
             }}
           />
-          <button type="submit" className="btn primary" disabled={!!busy}>
+          <button type="submit" className="btn primary" disabled={!!busy || !isActive(w.state)} title={isActive(w.state) ? "Ctrl+Enter" : "only a running worker can be steered"}>
             Send steer
           </button>
         </form>
