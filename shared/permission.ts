@@ -34,6 +34,8 @@ export const PermissionAsk = z.object({
   patterns: z.array(z.string()).default([]),
   always: z.array(z.string()).default([]),
   questions: z.array(QuestionItem).optional(),
+  /** What the engine found before anyone decides: real paths (symlinks resolved) and what they touch. */
+  flags: z.array(z.object({ kind: z.enum(["outside-workspace", "protected", "out-of-scope", "symlink"]), detail: z.string() })).optional(),
   createdAt: z.number(),
   status: z.enum(["pending", "decided", "cancelled"]),
   decision: DecisionKind.optional(),
@@ -66,3 +68,19 @@ export function rejectionMessage(ask: Pick<PermissionAsk, "tool" | "what">, extr
   const base = `The supervisor refused this ${ask.tool} request (${ask.what}). Do not retry it or work around it; continue without it, and report your outcome honestly.`;
   return extra ? `${base} Reason: ${extra}` : base;
 }
+
+/**
+ * An "always" answer, held by the engine (opencode only ever hears "once"): later asks of the same worker for the same
+ * tool matching the pattern are answered by it, after the engine's own checks. Revocable.
+ */
+export const Grant = z.object({
+  id: z.string(),
+  workerId: z.string(),
+  tool: z.string(),
+  /** A glob over what is asked (the command, path or URL), from opencode's suggestion for the ask. */
+  pattern: z.string(),
+  askId: z.string(),
+  by: DecidedBy,
+  createdAt: z.number(),
+});
+export type Grant = z.infer<typeof Grant>;

@@ -23,6 +23,8 @@ export const Verdict = z.object({
   gradedAt: z.number(),
   branch: z.string().nullable(),
   worktree: z.string().nullable(),
+  /** The commit the checks ran on (made by the engine from the worker's files); merge takes exactly this one. */
+  commit: z.string().nullable().default(null),
   diffStat: z.string(),
   mergeHint: z.string().nullable(),
 });

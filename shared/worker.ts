@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { CheckSpec } from "./check";
-import { DecidedBy, DecisionKind, PermissionAsk } from "./permission";
+import { DecidedBy, DecisionKind, Grant, PermissionAsk } from "./permission";
 import { Verdict } from "./verdict";
 
 export const WorkerState = z.enum([
@@ -80,7 +80,15 @@ const base = { workerId: z.string(), seq: z.number().int(), ts: z.number(), busS
 
 /** Everything that happens to a worker, appended to its log and fanned out to subscribers. */
 export const WorkerEvent = z.discriminatedUnion("type", [
-  z.object({ ...base, type: z.literal("worker.created"), spec: WorkerSpec, batchId: z.string().nullable(), targetId: z.string().nullable() }),
+  z.object({
+    ...base,
+    type: z.literal("worker.created"),
+    spec: WorkerSpec,
+    batchId: z.string().nullable(),
+    targetId: z.string().nullable(),
+    /** How the worker is contained: "bwrap", or "none" when the person opted out of the sandbox. */
+    sandbox: z.enum(["bwrap", "none"]).optional(),
+  }),
   z.object({ ...base, type: z.literal("worker.state"), state: WorkerState, reason: z.string().optional() }),
   z.object({
     ...base,
@@ -109,6 +117,9 @@ export const WorkerEvent = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("tool.failed"), tool: z.string(), error: z.string() }),
   z.object({ ...base, type: z.literal("verdict"), verdict: Verdict }),
   z.object({ ...base, type: z.literal("merged"), into: z.string(), commit: z.string() }),
+  z.object({ ...base, type: z.literal("grant.added"), grant: Grant }),
+  z.object({ ...base, type: z.literal("grant.revoked"), grantId: z.string(), by: DecidedBy }),
+  z.object({ ...base, type: z.literal("discarded"), by: DecidedBy }),
 ]);
 export type WorkerEvent = z.infer<typeof WorkerEvent>;
 export type WorkerEventType = WorkerEvent["type"];
@@ -142,6 +153,11 @@ export const Worker = z.object({
   toolFailures: z.number(),
   verdict: Verdict.nullable(),
   merged: z.object({ into: z.string(), commit: z.string() }).nullable(),
+  /** "bwrap" when the worker runs in the OS sandbox; "none" when the person opted out; null for workers from before. */
+  sandbox: z.enum(["bwrap", "none"]).nullable().default(null),
+  grants: z.array(Grant).default([]),
+  /** Its workspace and branch were removed on request. */
+  discarded: z.boolean().default(false),
   lastSeq: z.number(),
 });
 export type Worker = z.infer<typeof Worker>;
@@ -180,6 +196,9 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       toolFailures: 0,
       verdict: null,
       merged: null,
+      sandbox: e.sandbox ?? null,
+      grants: [],
+      discarded: false,
       lastSeq: e.seq,
     };
   }
@@ -230,6 +249,15 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       break;
     case "merged":
       next.merged = { into: e.into, commit: e.commit };
+      break;
+    case "grant.added":
+      next.grants = [...w.grants.filter((g) => g.id !== e.grant.id), e.grant];
+      break;
+    case "grant.revoked":
+      next.grants = w.grants.filter((g) => g.id !== e.grantId);
+      break;
+    case "discarded":
+      next.discarded = true;
       break;
   }
   return next;

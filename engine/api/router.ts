@@ -135,6 +135,8 @@ export const appRouter = t.router({
     stop: proc.input(StopInput).mutation(({ ctx, input }) => ctx.engine.stop(input.workerId, input.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
     resume: proc.input(ResumeInput).mutation(({ ctx, input }) => ctx.engine.resume(input.workerId, input.message)),
     merge: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId)),
+    /** Removes a finished worker's workspace and branch, unmerged work included (the person asked for it). */
+    discard: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.discard(input.workerId, ctx.by)),
     diff: proc.input(WorkerRef).query(async ({ ctx, input }) => ({ diff: await ctx.engine.diff(input.workerId) })),
     transcript: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.transcript(input.workerId)),
     events: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.events(input.workerId)),
@@ -142,6 +144,9 @@ export const appRouter = t.router({
   approvals: t.router({
     list: proc.query(({ ctx }) => ctx.engine.pendingAsks()),
     decide: proc.input(DecideInput).mutation(({ ctx, input }) => ctx.engine.decide(input, ctx.by)),
+    /** "always" answers the engine holds (opencode only ever hears "once"); each is revocable. */
+    grants: proc.query(({ ctx }) => ctx.engine.grants()),
+    revokeGrant: proc.input(z.object({ grantId: z.string().min(1, "grantId is required (see the grants list)") })).mutation(({ ctx, input }) => ctx.engine.revokeGrant(input.grantId, ctx.by)),
   }),
   grades: proc.query(() => readGrades()),
   policies: t.router({

@@ -1,7 +1,17 @@
-import { existsSync, readFileSync, realpathSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
+import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
+
+/** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
+export interface CheckSandbox {
+  kind: SandboxKind;
+  /** Hidden from checks: the engine's state dir (the checkout and tmp inside it are bound back). */
+  stateDir: string;
+  tmpDir: string;
+  root?: string;
+}
 
 export const DEFAULT_CHECK_TIMEOUT_SEC = 300;
 const OUTPUT_CAP = 64 * 1024;
@@ -12,11 +22,18 @@ function cap(text: string): string {
 }
 
 /** Runs a shell check in its own process group, so a timeout kills everything it started. */
-async function runCommand(check: CommandCheck, name: string, cwd: string): Promise<CheckResult> {
+async function runCommand(check: CommandCheck, name: string, cwd: string, sandbox?: CheckSandbox): Promise<CheckResult> {
   const timeoutSec = check.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check.expectExit ?? 0;
   const started = Date.now();
-  const child = execa(check.run, { shell: true, cwd, reject: false, all: true, detached: true, stdin: "ignore", env: { CI: "1" } });
+  const shell = existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  let cmd = { file: shell, args: ["-c", check.run], env: allowListedEnv({ CI: "1" }) };
+  if (sandbox) {
+    mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env = allowListedEnv({ CI: "1", HOME: path.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    cmd = sandboxed([shell, "-c", check.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: [], network: "none", env, cwd }, sandbox.kind);
+  }
+  const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
@@ -73,11 +90,11 @@ function runFile(check: FileCheck, name: string, cwd: string): CheckResult {
 }
 
 /** Runs the held-back checks in order in the worker's workspace. */
-export async function runChecks(checks: CheckSpec[], cwd: string): Promise<CheckResult[]> {
+export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: CheckSandbox): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   for (const [i, check] of checks.entries()) {
     const name = checkName(check, i);
-    results.push("run" in check ? await runCommand(check, name, cwd) : runFile(check, name, cwd));
+    results.push("run" in check ? await runCommand(check, name, cwd, sandbox) : runFile(check, name, cwd));
   }
   return results;
 }

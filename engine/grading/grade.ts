@@ -1,8 +1,9 @@
+import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { parseClaim, type Verdict } from "../../shared/verdict";
 import type { CheckSpec } from "../../shared/check";
-import { changedFiles, commitWork, diffStat, mergeHint, type Workspace } from "../workers/workspace";
-import { runChecks } from "./checks";
+import { changedFiles, commitWork, diffStat, freshCheckout, mergeHint, publishBranch, type Workspace } from "../workers/workspace";
+import { runChecks, type CheckSandbox } from "./checks";
 import { checkScope } from "./scope";
 
 export interface GradeInput {
@@ -12,24 +13,39 @@ export interface GradeInput {
   protect: string[];
   finalText: string;
   title: string;
+  /** A folder of the engine's for the fresh checkout the checks run in (emptied first, removed after). */
+  checkoutDir: string;
+  /** How checks are confined; absent: unconfined (the person opted out of the sandbox). */
+  sandbox?: CheckSandbox;
 }
 
 /**
- * Grades a settled worker: commit its work onto its branch, run the checks it never saw, check scope, compare its claim.
- * `built` only if every check and the scope pass.
+ * Grades a settled worker (every process of it already ended): the engine commits the workspace's files in its own
+ * repository, runs the checks the worker never saw in a fresh checkout of that commit, checks scope, compares the
+ * worker's claim. `built` only if every check and the scope pass. The verdict names the commit; only it is merged.
  */
 export async function grade(input: GradeInput): Promise<Verdict> {
   const { workspace: ws } = input;
-  await commitWork(ws.worktree, `ocw: ${input.title}`);
-  const changed = await changedFiles(ws.worktree, ws.baseCommit);
+  const commit = await commitWork(ws, `ocw: ${input.title}`);
+  const changed = await changedFiles(ws, commit);
   // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
   const sub = path.relative(ws.worktree, ws.cwd);
   const rel = sub ? changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : changed;
   const scope = checkScope(rel, input.scope, input.protect);
-  const checks = await runChecks(input.checks, ws.cwd);
+  const checkout = input.checkoutDir;
+  let checks;
+  try {
+    await freshCheckout(ws, commit, checkout);
+    const cwd = path.join(checkout, sub);
+    mkdirSync(cwd, { recursive: true });
+    checks = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined);
+  } finally {
+    rmSync(checkout, { recursive: true, force: true });
+  }
   const built = scope.passed && checks.every((c) => c.passed);
   const verdict = built ? "built" : "honest-failure";
   const { claim, reason } = parseClaim(input.finalText);
+  if (built) await publishBranch(ws, commit);
   return {
     verdict,
     claim,
@@ -40,7 +56,8 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     gradedAt: Date.now(),
     branch: ws.branch,
     worktree: ws.worktree,
-    diffStat: await diffStat(ws.worktree, ws.baseCommit),
+    commit,
+    diffStat: await diffStat(ws, commit),
     mergeHint: built ? mergeHint(ws) : null,
   };
 }

@@ -6,8 +6,11 @@ import { projectRoot } from "../paths";
 
 export const WORKER_AGENT = "ocw-worker";
 export const PROVIDER_ID = "ocw";
-/** The environment variable opencode reads the target's key from (copied from the target's keyRef at spawn). */
-export const PROVIDER_KEY_ENV = "OCW_PROVIDER_KEY";
+/** How opencode reaches a target's model when it is not the target's own endpoint: the engine's key gateway. */
+export interface ProviderAccess {
+  baseURL: string;
+  apiKey: string;
+}
 
 /** Offline-safe opencode environment (notes/opencode.md §0): no model-list fetch, updates, sharing, plugins or ~/.claude. */
 export const OFFLINE_ENV: Record<string, string> = {
@@ -68,15 +71,14 @@ export function compileAgentPrompt(target: Target | null, root = projectRoot()):
 }
 
 /** The full opencode config for one target, passed in OPENCODE_CONFIG_CONTENT (no file, user config untouched). */
-export function compileOpencodeConfig(target: Target, agent: AgentPrompt): Record<string, unknown> {
+export function compileOpencodeConfig(target: Target, agent: AgentPrompt, access?: ProviderAccess): Record<string, unknown> {
   const model = {
     name: target.model,
     tool_call: true,
     limit: { context: target.contextLimit ?? target.serving.perSlotCtx ?? 32768, output: target.outputLimit ?? 8192 },
   };
-  const options: Record<string, unknown> = { baseURL: target.endpoint };
-  // The key stays in the environment; opencode substitutes {env:…} when it loads the config.
-  options.apiKey = target.keyRef || target.keyFile ? `{env:${PROVIDER_KEY_ENV}}` : "none";
+  // A keyed target is reached through the engine's gateway, which adds the key: opencode never holds it.
+  const options: Record<string, unknown> = access ? { baseURL: access.baseURL, apiKey: access.apiKey } : { baseURL: target.endpoint, apiKey: "none" };
   return {
     $schema: "https://opencode.ai/config.json",
     provider: {

@@ -6,8 +6,8 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
-import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, PROVIDER_KEY_ENV, WORKER_AGENT } from "./config";
-import { resolveKey } from "../serving/keys";
+import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, WORKER_AGENT, type ProviderAccess } from "./config";
+import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
 import { readSse } from "./sse";
 
 /** One event from opencode's /global/event stream, unwrapped. */
@@ -33,6 +33,14 @@ export interface OpencodeServerOptions {
   home: string;
   log?: (line: string) => void;
   startTimeoutMs?: number;
+  /** How opencode reaches the model: the engine's key gateway for keyed targets (the real key never enters opencode). */
+  provider?: ProviderAccess;
+  /**
+   * The sandbox opencode serve runs in (its file tools write only the workspaces; the engine's state and the user's
+   * secrets are hidden) and the shell each bash command gets (its own sandbox per command). Absent: unconfined, for
+   * the bare-SDK baseline of the bench.
+   */
+  confine?: { kind: SandboxKind; stateDir: string; workspacesRoot: string; tmpRoot: string; shell: string };
 }
 
 /**
@@ -71,7 +79,8 @@ export class OpencodeServer extends EventEmitter {
     return this.starting;
   }
 
-  private env(): NodeJS.ProcessEnv {
+  /** An allow-listed environment: nothing of the engine's (its token, the user's keys, Claude Code's) is inherited. */
+  private env(): Record<string, string> {
     const h = this.opts.home;
     mkdirSync(h, { recursive: true, mode: 0o700 });
     const xdg = {
@@ -80,28 +89,37 @@ export class OpencodeServer extends EventEmitter {
       XDG_CONFIG_HOME: path.join(h, ".config"),
       XDG_STATE_HOME: path.join(h, ".local/state"),
       XDG_CACHE_HOME: path.join(h, ".cache"),
+      TMPDIR: path.join(h, "tmp"),
     };
     for (const d of Object.values(xdg)) mkdirSync(d, { recursive: true, mode: 0o700 });
-    const config = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target));
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
+    const config = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
+    return allowListedEnv({
       ...xdg,
       ...OFFLINE_ENV,
+      ...(this.opts.confine ? { SHELL: this.opts.confine.shell } : {}),
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
       npm_config_registry: process.env.OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/",
-    };
-    delete env.OPENCODE_CONFIG;
-    delete env.OPENCODE_CONFIG_DIR;
-    delete env[PROVIDER_KEY_ENV];
-    const { keyRef, keyFile } = this.opts.target;
-    if (keyRef || keyFile) {
-      const key = resolveKey(this.opts.target);
-      if (!key) throw new Error(`the target's key variable ${keyRef} is not set: export ${keyRef}=… in the engine's environment`);
-      env[PROVIDER_KEY_ENV] = key;
-    }
-    return env;
+    });
+  }
+
+  /** opencode serve's command line: inside its sandbox when confined. */
+  private command(): { file: string; args: string[]; env: Record<string, string> } {
+    const argv = [opencodeBinary(), "serve", "--hostname=127.0.0.1", "--port=0"];
+    const env = this.env();
+    const c = this.opts.confine;
+    if (!c) return { file: argv[0]!, args: argv.slice(1), env };
+    return sandboxed(argv, {
+      // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
+      // home and the workspaces stay writable; the worker shell is read-only.
+      hidden: [...homeSecrets(), c.stateDir],
+      writable: [this.opts.home, c.workspacesRoot, c.tmpRoot],
+      readOnly: [path.dirname(c.shell)],
+      network: "host",
+      env,
+      cwd: this.opts.home,
+    }, c.kind);
   }
 
   private get pidFile(): string {
@@ -111,11 +129,8 @@ export class OpencodeServer extends EventEmitter {
   private async spawnOnce(): Promise<void> {
     this.stopping = false;
     endStaleServer(this.opts.home, this.opts.log);
-    const proc = spawn(opencodeBinary(), ["serve", "--hostname=127.0.0.1", "--port=0"], {
-      cwd: this.opts.home,
-      env: this.env(),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const cmd = this.command();
+    const proc = spawn(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
     this.proc = proc;
     writeFileSync(this.pidFile, String(proc.pid ?? ""), { mode: 0o600 });
     const url = await new Promise<string>((resolve, reject) => {

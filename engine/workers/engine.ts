@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { z } from "zod";
@@ -10,9 +10,11 @@ import {
   Decision,
   rejectionMessage,
   type DecidedBy,
+  type Grant,
   type PermissionAsk,
   PolicyRule,
 } from "../../shared/permission";
+import { nextState, type WorkerTransition } from "../../shared/worker-machine";
 import type { Target } from "../../shared/target";
 import {
   isActive,
@@ -29,8 +31,12 @@ import {
 } from "../../shared/worker";
 import { EventBus } from "../events";
 import { grade } from "../grading/grade";
+import { KeyGateway } from "../gateway/gateway";
 import { endStaleServer, OpencodeServer, type OpencodeEvent } from "../harness/opencode-server";
 import { WORKER_AGENT } from "../harness/config";
+import { sandboxStatus, writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
+import { grantFor, grantPattern, inspectAsk } from "../approvals/inspect";
+import { resolveKey } from "../serving/keys";
 import { readJson, writeJsonAtomic } from "../store/json-file";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
@@ -40,6 +46,7 @@ import {
   InputError,
   inspectRepo,
   mergeBranch,
+  removeWorkspace,
   type RepoInfo,
   type Workspace,
 } from "./workspace";
@@ -55,6 +62,11 @@ export interface EngineOptions {
   log?: (line: string) => void;
   /** Seconds without any event before a running worker is flagged stalled. */
   stallSec?: number;
+  /**
+   * The person's explicit opt-out of the OS sandbox (`--no-sandbox`, OCW_NO_SANDBOX=1). Without it, an engine that
+   * finds no sandbox refuses to start workers and says why.
+   */
+  noSandbox?: boolean;
 }
 
 /** Per-worker things that are not events: live handles, timers. */
@@ -99,11 +111,17 @@ export class Engine {
   private deltaTimer: NodeJS.Timeout | null = null;
   private readonly watchdog: NodeJS.Timeout;
   private closed = false;
+  private readonly gateway = new KeyGateway();
+  /** How workers are contained; "none" only by the person's opt-out. */
+  readonly sandbox: { kind: SandboxKind; reason: string | null; optedOut: boolean };
 
   constructor(private readonly opts: EngineOptions) {
     this.targets = opts.targets ?? new TargetStore(path.join(opts.stateDir, "targets.json"));
     this.logs = new WorkerLogStore(path.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
+    const found = sandboxStatus();
+    const optedOut = opts.noSandbox ?? process.env.OCW_NO_SANDBOX === "1";
+    this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
     this.endStaleServers();
     this.recover();
     const stallMs = (opts.stallSec ?? Number(process.env.OCW_STALL_SEC ?? 300)) * 1000;
@@ -139,15 +157,29 @@ export class Engine {
     return next;
   }
 
-  private setState(workerId: string, state: WorkerState, reason?: string): void {
-    const err = this.changeState(workerId, state, reason);
-    if (err) this.notice("error", err.message);
+  /** Moves a worker by the transition table; an illegal move is logged and not applied. Returns whether it moved. */
+  private fire(workerId: string, t: WorkerTransition, reason?: string): boolean {
+    const err = this.changeState(workerId, t, reason);
+    if (err) {
+      this.notice("error", err.message);
+      return false;
+    }
+    return this.lastMoved;
   }
 
-  /** setState for a caller that reports the failure itself: returns the append error instead of publishing a notice. */
-  private changeState(workerId: string, state: WorkerState, reason?: string): Error | null {
+  private lastMoved = false;
+
+  /** fire() for a caller that reports the failure itself: returns the append error instead of publishing a notice. */
+  private changeState(workerId: string, t: WorkerTransition, reason?: string): Error | null {
+    this.lastMoved = false;
     const w = this.workers.get(workerId);
-    if (!w || w.state === state) return null;
+    if (!w) return null;
+    const state = nextState(w.state, t);
+    if (!state) {
+      this.log(`[warn] worker ${workerId}: illegal transition "${t}" from ${w.state} ignored`);
+      return null;
+    }
+    if (state === w.state) return null;
     try {
       this.record(workerId, { type: "worker.state", state, ...(reason ? { reason } : {}) });
     } catch (err) {
@@ -158,6 +190,7 @@ export class Engine {
       this.pump();
     }
     if (isFinal(state)) this.rt(workerId).releasing = this.release(workerId);
+    this.lastMoved = true;
     return null;
   }
 
@@ -219,7 +252,7 @@ export class Engine {
         this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "restart" }, message: "the engine restarted; opencode forgets pending asks on restart — resume the worker" });
       }
       if (w.state === "queued") this.queue.push(w.id);
-      else if (isActive(w.state)) this.setState(w.id, "interrupted", "the engine stopped while this worker ran; resume it");
+      else if (isActive(w.state)) this.fire(w.id, "interrupt", "the engine stopped while this worker ran; resume it");
       else if (w.state === "settled" || w.state === "grading") void this.regrade(w.id);
     }
   }
@@ -236,8 +269,23 @@ export class Engine {
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
       repo: w.repo,
+      gitDir: this.engineGitDir(w.id),
     };
     return rt.workspace;
+  }
+
+  /** The engine's own repository for a worker (outside every sandbox). */
+  private engineGitDir(workerId: string): string {
+    return path.join(this.opts.stateDir, "repos", `${workerId}.git`);
+  }
+
+  private get workspacesRoot(): string {
+    return path.join(this.opts.stateDir, "workspaces");
+  }
+
+  /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
+  private get workerTmpRoot(): string {
+    return path.join(this.opts.stateDir, "tmp");
   }
 
   // ---------- public API ----------
@@ -274,7 +322,15 @@ export class Engine {
   }
 
   /** Validates, creates the worker (queued) and returns its id at once; the work happens in the background. */
+  /** Workers run only in the sandbox, unless the person opted out of it explicitly. */
+  private requireSandbox(): void {
+    if (this.sandbox.kind === "none" && !this.sandbox.optedOut) {
+      throw new InputError(`workers cannot be contained here: ${this.sandbox.reason}. To run them unsandboxed anyway (they can then read your files and secrets), restart the engine with --no-sandbox or OCW_NO_SANDBOX=1`);
+    }
+  }
+
   async start(input: WorkerSpecInput, opts: { batchId?: string } = {}): Promise<{ workerId: string }> {
+    this.requireSandbox();
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
     const target = this.resolveTarget(spec.targetId);
@@ -284,7 +340,7 @@ export class Engine {
 
   private create(spec: WorkerSpec, repo: RepoInfo, target: Target, batchId: string | null): { workerId: string } {
     const workerId = newId("w");
-    this.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id });
+    this.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id, sandbox: this.sandbox.kind });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
     this.rt(workerId).repo = repo;
     this.queue.push(workerId);
@@ -295,6 +351,7 @@ export class Engine {
   /** Starts several independent tasks as one batch. All inputs are validated before any worker is created. */
   async startBatch(inputs: WorkerSpecInput[]): Promise<{ batchId: string; workerIds: string[] }> {
     if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
+    this.requireSandbox();
     const specs = inputs.map((i, n) => {
       try {
         return parseInput(WorkerSpec, i);
@@ -381,7 +438,9 @@ export class Engine {
       }
     } else {
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
-      res = await client.permission.reply({ requestID: ask.id, directory, reply: decision.decision, ...(message ? { message } : {}) });
+      // "always" is the engine's grant: opencode hears "once", so every later ask still reaches the engine's checks.
+      const reply = decision.decision === "always" ? "once" : decision.decision;
+      res = await client.permission.reply({ requestID: ask.id, directory, reply, ...(message ? { message } : {}) });
     }
     const current = this.workers.get(w.id)!.asks.find((a) => a.id === ask.id)!;
     if (res.response && !res.response.ok) {
@@ -394,6 +453,10 @@ export class Engine {
     if (current.status === "pending") {
       try {
         this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...(message ? { message } : {}) });
+        if (decision.decision === "always" && ask.kind === "permission") {
+          const grant: Grant = { id: newId("g"), workerId: w.id, tool: ask.tool, pattern: grantPattern(ask), askId: ask.id, by, createdAt: Date.now() };
+          this.record(w.id, { type: "grant.added", grant });
+        }
       } catch (err) {
         // The worker already has the answer: a bare append error would read as "not approved" and invite a retry.
         throw new Error(`the worker got the answer to ${ask.id} (${decision.decision}), but it could not be recorded: ${(err as Error).message}`);
@@ -444,7 +507,7 @@ export class Engine {
     if (w.sessionId && rt.server?.client) {
       await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
     }
-    const failed = this.changeState(workerId, "stopped", reason);
+    const failed = this.changeState(workerId, "stop", reason);
     if (failed) {
       // Otherwise the call would succeed and hand back a worker that is still running, with no word why.
       if (idx >= 0) this.queue.splice(idx, 0, workerId);
@@ -464,7 +527,7 @@ export class Engine {
     const rt = this.rt(workerId);
     rt.stopping = false;
     rt.lastError = undefined;
-    this.setState(workerId, "queued", "resumed");
+    this.fire(workerId, "resume", "resumed");
     this.queue.push(workerId);
     rt.resumeMessage = message;
     this.pump();
@@ -477,7 +540,8 @@ export class Engine {
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`);
     const ws = this.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
-    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 60)}`);
+    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`);
+    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 60)}`, w.verdict?.commit ?? undefined);
     this.record(workerId, { type: "merged", into: ws.baseBranch!, commit });
     return { commit, into: ws.baseBranch! };
   }
@@ -485,8 +549,36 @@ export class Engine {
   async diff(workerId: string): Promise<string> {
     const w = this.get(workerId);
     const ws = this.workspaceOf(w);
-    if (!ws || !existsSync(ws.worktree)) return "";
-    return fullDiff(ws.worktree, ws.baseCommit);
+    if (!ws || w.discarded || (!existsSync(ws.worktree) && !existsSync(ws.gitDir))) return "";
+    return fullDiff(ws, w.verdict?.commit ?? undefined);
+  }
+
+  /**
+   * Removes a finished worker's workspace, its engine repository and its branch, unmerged work included: the person
+   * asked for it. An active worker must be stopped first.
+   */
+  async discard(workerId: string, by: DecidedBy = { kind: "person" }): Promise<Worker> {
+    const w = this.get(workerId);
+    if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`);
+    if (w.discarded) return w;
+    const ws = this.workspaceOf(w);
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path.join(this.workerTmpRoot, workerId) });
+    this.rt(workerId).workspace = undefined;
+    this.record(workerId, { type: "discarded", by });
+    return this.get(workerId);
+  }
+
+  /** Every "always" answer the engine holds, across workers. */
+  grants(): Grant[] {
+    return this.list().flatMap((w) => w.grants);
+  }
+
+  revokeGrant(grantId: string, by: DecidedBy = { kind: "person" }): Grant {
+    const w = this.list().find((x) => x.grants.some((g) => g.id === grantId));
+    const g = w?.grants.find((x) => x.id === grantId);
+    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`);
+    this.record(w.id, { type: "grant.revoked", grantId, by });
+    return g;
   }
 
   /** The worker's transcript from its log: the latest version of each part, in order. */
@@ -529,13 +621,14 @@ export class Engine {
     for (const w of this.list()) {
       const rt = this.rt(w.id);
       clearTimeout(rt.budgetTimer);
-      if (isActive(w.state) && w.sessionId && rt.server?.client) {
-        // Abort first: bash tool children survive the server otherwise (notes/opencode.md §8).
-        await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
-        this.setState(w.id, "interrupted", "the engine shut down while this worker ran; resume it");
-      }
+      if (!isActive(w.state)) continue;
+      // Interrupted first, so the idle that the abort provokes can never settle (and get graded) a half-done worker.
+      this.fire(w.id, "interrupt", "the engine shut down while this worker ran; resume it");
+      // Abort: bash tool children survive the server otherwise (docs/opencode.md).
+      if (w.sessionId && rt.server?.client) await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
     }
     await Promise.all([...this.servers.values()].map((s) => s.stop()));
+    this.gateway.close();
   }
 
   // ---------- admission & running ----------
@@ -559,7 +652,7 @@ export class Engine {
         target = this.resolveTarget(w.targetId ?? undefined);
       } catch (err) {
         this.queue.splice(i, 1);
-        this.setState(id, "error", (err as Error).message);
+        this.fire(id, "fail-run", (err as Error).message);
         continue;
       }
       if (this.activeCount(target.id) >= target.serving.slots) {
@@ -567,18 +660,33 @@ export class Engine {
         continue;
       }
       this.queue.splice(i, 1);
-      this.setState(id, "starting");
+      this.fire(id, "admit");
       void this.run(id, target).catch((err) => {
         this.log(`worker ${id} failed to start: ${(err as Error).stack}`);
-        this.setState(id, "error", (err as Error).message);
+        this.fire(id, "fail-run", (err as Error).message);
       });
     }
   }
 
-  private server(target: Target): OpencodeServer {
+  private async server(target: Target): Promise<OpencodeServer> {
     let s = this.servers.get(target.id);
     if (s) return s;
-    s = new OpencodeServer({ target, home: path.join(this.opts.stateDir, "opencode", target.id), log: (l) => this.log(`[opencode ${target.id}] ${l}`) });
+    // A keyed target is reached through the engine's gateway: the key never enters opencode or a worker's reach.
+    let provider;
+    if (target.keyRef || target.keyFile) {
+      if (!resolveKey(target)) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
+      provider = await this.gateway.add(target.id, { upstream: target.endpoint, key: () => resolveKey(target) ?? "" });
+    }
+    const shell = writeWorkerShell(path.join(this.opts.stateDir, "sandbox", "worker-shell"), { workspacesRoot: this.workspacesRoot, tmpRoot: this.workerTmpRoot, kind: this.sandbox.kind });
+    s = this.servers.get(target.id);
+    if (s) return s;
+    s = new OpencodeServer({
+      target,
+      home: path.join(this.opts.stateDir, "opencode", target.id),
+      log: (l) => this.log(`[opencode ${target.id}] ${l}`),
+      provider,
+      confine: { kind: this.sandbox.kind, stateDir: this.opts.stateDir, workspacesRoot: this.workspacesRoot, tmpRoot: this.workerTmpRoot, shell },
+    });
     s.on("event", (e: OpencodeEvent) => this.onOpencodeEvent(e));
     s.on("down", (why: string) => this.onServerDown(target.id, why));
     s.on("ready", () => this.transient({ type: "serving", targetId: target.id, status: "ready", ts: Date.now() }));
@@ -594,13 +702,13 @@ export class Engine {
     let ws = this.workspaceOf(w);
     if (!ws || !existsSync(ws.worktree)) {
       const repo = rt.repo ?? (await inspectRepo(w.spec.directory));
-      ws = await createWorkspace(path.join(this.opts.stateDir, "worktrees"), repo, workerId);
+      ws = await createWorkspace(this.workspacesRoot, repo, workerId, this.engineGitDir(workerId));
       rt.workspace = ws;
       this.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
     }
     // A resume right after a stop must not have its new turn land in the instance being disposed.
     await rt.releasing;
-    const server = this.server(target);
+    const server = await this.server(target);
     rt.server = server;
     if (!server.ready) this.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
@@ -621,7 +729,7 @@ export class Engine {
       rt.resumeMessage = undefined;
     }
     const sessionId = this.get(workerId).sessionId!;
-    this.setState(workerId, "running");
+    if (!this.fire(workerId, "start")) return; // stopped meanwhile
     this.armBudget(workerId);
     const res = await client.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
     if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
@@ -674,7 +782,7 @@ export class Engine {
     rt.stopping = true;
     const sessionId = this.workers.get(workerId)!.sessionId;
     if (sessionId) await rt.server?.client?.session.abort({ sessionID: sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
-    this.setState(workerId, "interrupted", `the model endpoint ${target.endpoint} stopped answering (${problem}; opencode: ${message}): resume the worker once the model server is back`);
+    this.fire(workerId, "interrupt", `the model endpoint ${target.endpoint} stopped answering (${problem}; opencode: ${message}): resume the worker once the model server is back`);
   }
 
   private safeRecord(workerId: string, body: WorkerEventBody): void {
@@ -757,16 +865,19 @@ export class Engine {
     for (const d of batch) this.transient({ type: "delta", ...d, ts: Date.now() });
   }
 
-  private onAsk(workerId: string, ask: PermissionAsk): void {
+  private onAsk(workerId: string, raw: PermissionAsk): void {
     const w = this.get(workerId);
-    if (w.asks.some((a) => a.id === ask.id)) return;
+    if (w.asks.some((a) => a.id === raw.id)) return;
+    const ws = this.workspaceOf(w);
+    const flags = ws ? inspectAsk(raw, ws, w.spec) : [];
+    const ask: PermissionAsk = flags.length ? { ...raw, flags } : raw;
     this.safeRecord(workerId, { type: "ask.opened", ask });
     const auto = this.answerWithoutPerson(w, ask);
     if (auto) {
       void this.decide({ askId: ask.id, ...auto.decision }, auto.by).catch((err) => this.notice("warn", `${auto.by.kind} (${auto.by.name}) could not answer ${ask.id}: ${(err as Error).message}`));
       return;
     }
-    if (w.state === "running") this.setState(workerId, "waiting-approval");
+    if (w.state === "running") this.fire(workerId, "ask");
   }
 
   private onAskGone(workerId: string, askId: string, reply: string): void {
@@ -780,7 +891,7 @@ export class Engine {
 
   private afterAsk(workerId: string): void {
     const w = this.get(workerId);
-    if (w.state === "waiting-approval" && pendingAsks(w).length === 0) this.setState(workerId, "running");
+    if (w.state === "waiting-approval" && pendingAsks(w).length === 0) this.fire(workerId, "answered");
   }
 
   /** The user's approval rules (policies.json in the state dir); none by default. */
@@ -793,8 +904,17 @@ export class Engine {
     return this.policies();
   }
 
-  /** The answer an ask gets without a person: the worktree guard's refusal, else the user's matching policy rule. */
+  /**
+   * The answer an ask gets without a person: a refusal of a write that lands outside the workspace, else the worker's
+   * grant ("always" held by the engine), else the user's matching policy rule.
+   */
   private answerWithoutPerson(w: Worker, ask: PermissionAsk): { decision: Omit<Decision, "askId">; by: DecidedBy & { name: string } } | null {
+    const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
+    if (outside) {
+      return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };
+    }
+    const grant = grantFor(ask, w.grants);
+    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${grant.by.kind}${grant.by.name ? " " + grant.by.name : ""})` } };
     const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.workspaceOf(w)?.cwd) : [];
     if (escapes.length) {
       const message = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
@@ -878,12 +998,14 @@ export class Engine {
     const failure = last?.info.error && last.info.error.name !== "MessageAbortedError" ? describeError(last.info.error) : (!last && rt.lastError) || null;
     if (failure) {
       for (const ask of pendingAsks(this.get(workerId))) this.safeRecord(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine" }, message: "the session ended with an error" });
-      this.setState(workerId, "error", failure);
+      this.fire(workerId, "fail-run", failure);
       return;
     }
+    // The awaits above gave a stop, an interrupt or a shutdown time to land: only a worker still live settles.
+    if (rt.stopping || rt.settling) return;
     rt.settling = true;
     try {
-      this.setState(workerId, "settled");
+      if (!this.fire(workerId, "settle")) return;
       await this.gradeWorker(workerId, turn);
     } finally {
       rt.settling = false;
@@ -913,8 +1035,8 @@ export class Engine {
   private async gradeWorker(workerId: string, turn?: Turn | null): Promise<void> {
     const w = this.get(workerId);
     const ws = this.workspaceOf(w);
-    if (!ws) return this.setState(workerId, "error", "no workspace to grade");
-    this.setState(workerId, "grading");
+    if (!ws) return void this.fire(workerId, "fail-run", "no workspace to grade");
+    if (!this.fire(workerId, "grade") && this.get(workerId).state !== "grading") return;
     try {
       const verdict = await grade({
         workspace: ws,
@@ -923,11 +1045,15 @@ export class Engine {
         protect: w.spec.protect,
         finalText: await this.finalText(workerId, turn),
         title: w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72),
+        checkoutDir: path.join(this.opts.stateDir, "grading", workerId),
+        sandbox: this.sandbox.kind === "none" ? undefined : { kind: this.sandbox.kind, stateDir: this.opts.stateDir, tmpDir: path.join(this.opts.stateDir, "grading", `${workerId}.tmp`) },
       });
+      // Stopped while its checks ran: the stop stands, and no verdict is recorded for a worker nobody may merge.
+      if (this.get(workerId).state !== "grading") return;
       this.record(workerId, { type: "verdict", verdict });
-      this.setState(workerId, verdict.verdict, verdict.verdict === "built" ? undefined : summarizeFailure(verdict));
+      this.fire(workerId, verdict.verdict === "built" ? "pass" : "fail", verdict.verdict === "built" ? undefined : summarizeFailure(verdict));
     } catch (err) {
-      this.setState(workerId, "error", `grading failed: ${(err as Error).message}`);
+      this.fire(workerId, "fail-run", `grading failed: ${(err as Error).message}`);
     }
   }
 
@@ -935,9 +1061,9 @@ export class Engine {
     const w = this.get(workerId);
     const target = w.targetId ? this.targets.get(w.targetId) : undefined;
     if (target && w.sessionId) {
-      const s = this.server(target);
+      const s = await this.server(target).catch(() => undefined);
       this.rt(workerId).server = s;
-      await s.start().catch(() => undefined);
+      await s?.start().catch(() => undefined);
     }
     await this.gradeWorker(workerId);
   }
@@ -949,7 +1075,7 @@ export class Engine {
       for (const ask of pendingAsks(w)) {
         this.safeRecord(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode-down" }, message: "opencode serve went down; the ask was lost — resume the worker" });
       }
-      this.setState(w.id, "interrupted", `${why}; resume the worker to continue in the same session`);
+      this.fire(w.id, "interrupt", `${why}; resume the worker to continue in the same session`);
     }
   }
 

@@ -1,32 +1,115 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createWorkspace, inspectRepo, removeWorkspace } from "./workspace";
+import { changedFiles, commitWork, createWorkspace, freshCheckout, inspectRepo, mergeBranch, publishBranch, removeWorkspace } from "./workspace";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-workspace-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-function repo(): string {
-  const dir = path.join(tmp, "repo");
+let n = 0;
+function repo(files: Record<string, string> = { "README.md": "# r\n" }): string {
+  const dir = path.join(tmp, `repo-${n++}`);
   execFileSync("git", ["init", "-q", "-b", "main", dir]);
-  writeFileSync(path.join(dir, "README.md"), "# r\n");
+  for (const [f, c] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+    writeFileSync(path.join(dir, f), c);
+  }
   execFileSync("git", ["-C", dir, "add", "-A"]);
   execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init"]);
   return dir;
 }
+const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8" }).trim();
+/** Everything of the user's repository a worker could tamper with: refs, config, hooks, index, HEAD, work tree status. */
+const fingerprint = (dir: string) =>
+  [g(dir, "for-each-ref"), readFileSync(path.join(dir, ".git", "config"), "utf8"), g(dir, "status", "--porcelain", "--ignored"), readFileSync(path.join(dir, ".git", "HEAD"), "utf8"), execFileSync("ls", ["-la", path.join(dir, ".git", "hooks")], { encoding: "utf8" }), readFileSync(path.join(dir, ".git", "index")).toString("hex")].join("\n---\n");
 
-describe("worktrees of one repository", () => {
-  it("32 created at once all succeed, and removed at once all go (git worktree add is not safe concurrently)", async () => {
-    const info = await inspectRepo(repo());
+async function workspace(r: string, id: string) {
+  return createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(r), id, path.join(tmp, "repos", `${id}.git`));
+}
+
+describe("private repositories of one user repository", () => {
+  it("32 created at once all succeed, each its own repository, and all are removed", async () => {
+    const r = repo();
     const ids = Array.from({ length: 32 }, (_, i) => `w-${i}`);
-    const made = await Promise.allSettled(ids.map((id) => createWorkspace(path.join(tmp, "worktrees"), info, id)));
-    const failed = made.filter((r) => r.status === "rejected").map((r) => String((r as PromiseRejectedResult).reason));
+    const made = await Promise.allSettled(ids.map((id) => workspace(r, id)));
+    const failed = made.filter((x) => x.status === "rejected").map((x) => String((x as PromiseRejectedResult).reason));
     expect(failed).toEqual([]);
-    const spaces = made.map((r) => (r as PromiseFulfilledResult<Awaited<ReturnType<typeof createWorkspace>>>).value);
-    for (const ws of spaces) expect(existsSync(path.join(ws.worktree, "README.md"))).toBe(true);
+    const spaces = made.map((x) => (x as PromiseFulfilledResult<Awaited<ReturnType<typeof createWorkspace>>>).value);
+    for (const ws of spaces) {
+      expect(existsSync(path.join(ws.worktree, "README.md"))).toBe(true);
+      expect(g(ws.worktree, "rev-parse", "--git-dir")).toBe(".git"); // a repository of its own, not a worktree of the user's
+      expect(g(ws.worktree, "remote")).toBe("");
+    }
     await Promise.all(spaces.map((ws) => removeWorkspace(ws)));
-    for (const ws of spaces) expect(existsSync(ws.worktree)).toBe(false);
+    for (const ws of spaces) expect(existsSync(ws.worktree) || existsSync(ws.gitDir)).toBe(false);
+  });
+
+  it("git run inside the workspace cannot change the user's repository (hooks, config, refs, index)", async () => {
+    const r = repo();
+    const before = fingerprint(r);
+    const ws = await workspace(r, "w-hooks");
+    g(ws.worktree, "config", "core.hooksPath", path.join(ws.worktree, "hooks"));
+    g(ws.worktree, "update-index", "--skip-worktree", "README.md");
+    g(ws.worktree, "branch", "evil");
+    writeFileSync(path.join(ws.worktree, "x.txt"), "x\n");
+    g(ws.worktree, "add", "x.txt");
+    g(ws.worktree, "-c", "user.name=w", "-c", "user.email=w@w", "commit", "-q", "-m", "worker commit");
+    expect(fingerprint(r)).toBe(before);
+  });
+});
+
+describe("the engine's commit of a worker's files", () => {
+  it("a .git file pointing at the user's repository does not make the engine commit there", async () => {
+    const r = repo();
+    const before = fingerprint(r);
+    const ws = await workspace(r, "w-gitfile");
+    rmSync(path.join(ws.worktree, ".git"), { recursive: true, force: true });
+    writeFileSync(path.join(ws.worktree, ".git"), `gitdir: ${path.join(r, ".git")}\n`);
+    writeFileSync(path.join(ws.worktree, "feature.txt"), "feature\n");
+    const commit = await commitWork(ws, "ocw: test");
+    expect(await changedFiles(ws, commit)).toEqual(["feature.txt"]);
+    expect(fingerprint(r)).toBe(before);
+  });
+
+  it("a fake gitdir with core.fsmonitor set never runs the worker's command", async () => {
+    const r = repo();
+    const ws = await workspace(r, "w-fsmonitor");
+    const fake = path.join(ws.worktree, "fake-git");
+    execFileSync("git", ["init", "-q", "--bare", fake]);
+    const marker = path.join(tmp, "fsmonitor-ran");
+    writeFileSync(path.join(ws.worktree, "mon.sh"), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
+    execFileSync("git", ["--git-dir", fake, "config", "core.fsmonitor", path.join(ws.worktree, "mon.sh")]);
+    rmSync(path.join(ws.worktree, ".git"), { recursive: true, force: true });
+    writeFileSync(path.join(ws.worktree, ".git"), `gitdir: ${fake}\n`);
+    await commitWork(ws, "ocw: test");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("--skip-worktree cannot hide an edit of a protected file; an ignored artifact is not in the graded checkout", async () => {
+    const r = repo({ "test/check.sh": "exit 1\n", "src/app.py": "broken\n", ".gitignore": "*.pyc\n" });
+    const ws = await workspace(r, "w-skip");
+    writeFileSync(path.join(ws.worktree, "test/check.sh"), "exit 0\n");
+    g(ws.worktree, "update-index", "--skip-worktree", "test/check.sh");
+    writeFileSync(path.join(ws.worktree, "src/app.pyc"), "compiled from a fixed source\n");
+    expect(g(ws.worktree, "status", "--porcelain")).toBe(""); // what the worker's own git shows: nothing
+    const commit = await commitWork(ws, "ocw: test");
+    expect(await changedFiles(ws, commit)).toEqual(["test/check.sh"]);
+    const out = path.join(tmp, "checkout-skip");
+    await freshCheckout(ws, commit, out);
+    expect(readFileSync(path.join(out, "test/check.sh"), "utf8")).toBe("exit 0\n");
+    expect(existsSync(path.join(out, "src/app.pyc"))).toBe(false);
+  });
+
+  it("only the graded commit is merged: a later change of the workspace does not reach the user's branch", async () => {
+    const r = repo();
+    const ws = await workspace(r, "w-late");
+    writeFileSync(path.join(ws.worktree, "a.txt"), "graded\n");
+    const commit = await commitWork(ws, "ocw: test");
+    await publishBranch(ws, commit);
+    writeFileSync(path.join(ws.worktree, "a.txt"), "rewritten after grading\n");
+    await mergeBranch(ws, "merge", commit);
+    expect(readFileSync(path.join(r, "a.txt"), "utf8")).toBe("graded\n");
   });
 });

@@ -1,0 +1,71 @@
+import { lstatSync, realpathSync } from "node:fs";
+import path from "node:path";
+import picomatch from "picomatch";
+import type { Grant, PermissionAsk } from "../../shared/permission";
+
+type Flag = NonNullable<PermissionAsk["flags"]>[number];
+
+/** The real location of a path that may not exist yet: its deepest existing ancestor resolved, the rest appended. */
+export function realLocation(p: string): string {
+  let dir = path.resolve(p);
+  const rest: string[] = [];
+  for (;;) {
+    try {
+      return path.join(realpathSync(dir), ...rest);
+    } catch {
+      const parent = path.dirname(dir);
+      if (parent === dir) return path.join(dir, ...rest);
+      rest.unshift(path.basename(dir));
+      dir = parent;
+    }
+  }
+}
+
+function viaSymlink(p: string, root: string): string | null {
+  let dir = path.resolve(p);
+  while (dir.startsWith(root + path.sep)) {
+    try {
+      if (lstatSync(dir).isSymbolicLink()) return dir;
+    } catch {
+      /* not there yet */
+    }
+    dir = path.dirname(dir);
+  }
+  return null;
+}
+
+const inside = (p: string, root: string) => p === root || p.startsWith(root + path.sep);
+
+/**
+ * What a person should know before deciding an ask that names a file: where it really is (symlinks resolved), and
+ * whether it is outside the worker's workspace, protected, or out of scope. Computed from the path opencode gives
+ * (its `filepath`), never by parsing shell text.
+ */
+export function inspectAsk(ask: Pick<PermissionAsk, "tool" | "what">, ws: { worktree: string; cwd: string }, spec: { scope: string[]; protect: string[] }): Flag[] {
+  if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
+  const asked = path.resolve(ws.cwd, ask.what);
+  const root = realLocation(ws.worktree);
+  const real = realLocation(asked);
+  const flags: Flag[] = [];
+  const link = viaSymlink(asked, path.resolve(ws.worktree));
+  if (link) flags.push({ kind: "symlink", detail: `${path.relative(ws.worktree, link)} is a symlink: the write lands in ${real}` });
+  if (!inside(real, root)) {
+    flags.push({ kind: "outside-workspace", detail: `${real} is outside the worker's workspace` });
+    return flags;
+  }
+  const rel = path.relative(realLocation(ws.cwd), real).split(path.sep).join("/");
+  if (spec.protect.some((g) => picomatch.isMatch(rel, g, { dot: true }))) flags.push({ kind: "protected", detail: `${rel} is protected (${spec.protect.join(", ")})` });
+  else if (spec.scope.length && !spec.scope.some((g) => picomatch.isMatch(rel, g, { dot: true }))) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec.scope.join(", ")})` });
+  return flags;
+}
+
+/** The pattern an "always" answer grants: opencode's own suggestion for the ask, else exactly what was asked. */
+export function grantPattern(ask: Pick<PermissionAsk, "always" | "what">): string {
+  return ask.always.find((a) => a && a !== "*") ?? ask.what;
+}
+
+/** The worker's grant that answers an ask, if any. A flagged ask (outside, protected, out of scope) is never granted. */
+export function grantFor(ask: PermissionAsk, grants: Grant[]): Grant | undefined {
+  if (ask.kind !== "permission" || ask.flags?.some((f) => f.kind !== "symlink")) return undefined;
+  return grants.find((g) => g.tool === ask.tool && picomatch.isMatch(ask.what, g.pattern, { dot: true, bash: true }));
+}
