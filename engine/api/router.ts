@@ -118,6 +118,8 @@ export const appRouter = t.router({
       serving: ctx.engine.serving(),
       slots: ctx.engine.slots(),
       pendingApprovals: ctx.engine.pendingAsks().length,
+      /** How workers are contained: kind "none" means unsandboxed (the person opted out, or workers are refused). */
+      sandbox: ctx.engine.sandbox,
       workers: counts,
       cursor: ctx.engine.bus.cursor,
     };

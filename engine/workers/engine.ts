@@ -1086,8 +1086,16 @@ export class Engine {
     for (const w of this.list()) {
       if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
       const directory = this.workspaceOf(w)?.cwd;
-      const perms = ((await client.permission.list({ directory }).catch(() => null))?.data ?? []) as any[];
-      const questions = ((await client.question.list({ directory }).catch(() => null))?.data ?? []) as any[];
+      const permRes = await client.permission.list({ directory }).catch(() => null);
+      const questionRes = await client.question.list({ directory }).catch(() => null);
+      // A list that could not be read says nothing about which asks are gone: keep every pending ask as it is.
+      if (!permRes?.data || !questionRes?.data) {
+        this.log(`[warn] worker ${w.id}: opencode's pending asks could not be read after a reconnect; its asks stay pending`);
+        void this.onIdle(w.id);
+        continue;
+      }
+      const perms = permRes.data as any[];
+      const questions = questionRes.data as any[];
       const live = new Set<string>();
       for (const p of perms) if (this.sessions.get(p.sessionID) === w.id) (live.add(p.id), this.onAsk(w.id, permissionAsk(w.id, p)));
       for (const q of questions) if (this.sessions.get(q.sessionID) === w.id) (live.add(q.id), this.onAsk(w.id, questionAsk(w.id, q)));

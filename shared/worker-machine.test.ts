@@ -1,0 +1,57 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { WorkerState } from "./worker";
+import { nextState, WORKER_TRANSITIONS, WorkerTransition } from "./worker-machine";
+
+const states = WorkerState.options;
+const transitions = WorkerTransition.options;
+
+describe("the worker state machine", () => {
+  it("has a row for every state, and every target is a state", () => {
+    expect(Object.keys(WORKER_TRANSITIONS).sort()).toEqual([...states].sort());
+    for (const row of Object.values(WORKER_TRANSITIONS)) for (const to of Object.values(row)) expect(states).toContain(to);
+  });
+
+  it.each(states.flatMap((s) => transitions.map((t) => [s, t] as const)))("%s × %s is legal only as the table says", (from, t) => {
+    const to = nextState(from, t);
+    expect(to).toBe(WORKER_TRANSITIONS[from][t] ?? null);
+  });
+
+  it("built and honest-failure are terminal; stopped, interrupted and error leave only by resume, to the queue", () => {
+    for (const t of transitions) {
+      expect(nextState("built", t)).toBeNull();
+      expect(nextState("honest-failure", t)).toBeNull();
+      for (const s of ["stopped", "interrupted", "error"] as const) expect(nextState(s, t)).toBe(t === "resume" ? "queued" : null);
+    }
+  });
+
+  it("the stop bug cannot happen: interrupted → settled → grading → built is not a path", () => {
+    expect(nextState("interrupted", "settle")).toBeNull();
+    expect(nextState("stopped", "settle")).toBeNull();
+    expect(nextState("interrupted", "grade")).toBeNull();
+    expect(nextState("stopped", "pass")).toBeNull();
+  });
+
+  it("any sequence of events: a verdict (built/honest-failure) is reached only through settle then grade, after the last stop or interrupt a resume came first", () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(...transitions), { maxLength: 60 }), (events) => {
+        let s: WorkerState = "queued";
+        let settledSinceHalt = false;
+        let haltedWithoutResume = false;
+        for (const t of events) {
+          const to = nextState(s, t);
+          if (!to) continue; // illegal: not applied
+          if (t === "stop" || t === "interrupt" || t === "fail-run") (haltedWithoutResume = true), (settledSinceHalt = false);
+          if (t === "resume") haltedWithoutResume = false;
+          if (t === "settle") settledSinceHalt = true;
+          if (to === "built" || to === "honest-failure") {
+            expect(haltedWithoutResume).toBe(false);
+            expect(settledSinceHalt).toBe(true);
+          }
+          s = to;
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
