@@ -7,7 +7,8 @@ import { expect, test, type Locator, type Page } from "@playwright/test";
 import { editFile, readFile, startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
 
-const SHOTS = path.resolve(__dirname, "..", "test-results", "screenshots");
+// OCW_SHOTS_DIR keeps a run's screenshots apart (global setup empties the shared folder on every run).
+const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
 const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `gui-${name}.png`), fullPage });
 
 const BIG = Array.from({ length: 80 }, (_, i) => `line ${String(i + 1).padStart(2, "0")} of the generated file, long enough to need some room on screen`).join("\n") + "\n";

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { BatchTask } from "../../shared/batch";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
-import type { DecisionKind, PermissionAsk } from "../../shared/permission";
+import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
@@ -119,9 +119,14 @@ async function runCommand(o: RunOptions): Promise<void> {
       }
     }
   };
+  const mine = new Set(ids);
   const result = await follow(client, ids, {
     onEvent: (event, workers) => {
+      // Only this run's workers: the engine's stream carries every client's workers.
+      if (!("workerId" in event) || !mine.has(event.workerId)) return;
       progress(event);
+      // An ask answered elsewhere (the GUI, Claude over MCP, a policy) leaves the terminal prompt at once.
+      if (event.type === "ask.resolved") asker?.resolved(event.askId, event.status, event.decision, event.by);
       onAsks(workers);
     },
   });
@@ -191,29 +196,71 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
 
-/** `--approve ask`: one question at a time on the terminal; y = once, a = always, n = reject. */
-class TerminalAsker {
+const CANCELLED = Symbol("answered elsewhere");
+
+/**
+ * `--approve ask`: one question at a time on the terminal; y = once, a = always, n = reject. Every ask is announced
+ * when it arrives (a batch may have several waiting); one answered elsewhere leaves the prompt or the line at once.
+ */
+export class TerminalAsker {
   private readonly queue: PermissionAsk[] = [];
   private busy = false;
-  private readonly rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: false });
+  private readonly rl: readline.Interface;
   private readonly lines: string[] = [];
-  private waiting: ((l: string | null) => void) | null = null;
+  private waiting: ((l: string | null | typeof CANCELLED) => void) | null = null;
+  private current: PermissionAsk | null = null;
+  private readonly settled = new Set<string>();
   private closed = false;
+  private ending = false;
 
-  constructor(private readonly client: EngineClient) {
-    this.rl.on("line", (l) => (this.waiting ? (this.waiting(l), (this.waiting = null)) : this.lines.push(l)));
+  constructor(
+    private readonly client: Pick<EngineClient, "approvals">,
+    input: NodeJS.ReadableStream = process.stdin,
+    private readonly out: NodeJS.WritableStream = process.stderr,
+  ) {
+    this.rl = readline.createInterface({ input, output: out, terminal: false });
+    this.rl.on("line", (l) => {
+      const w = this.waiting;
+      if (w) {
+        this.waiting = null;
+        w(l);
+      } else this.lines.push(l);
+    });
     this.rl.on("close", () => {
       this.closed = true;
-      this.waiting?.(null);
+      const w = this.waiting;
+      this.waiting = null;
+      w?.(null);
     });
   }
 
   enqueue(ask: PermissionAsk): void {
+    if (this.settled.has(ask.id)) return;
     this.queue.push(ask);
+    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${ask.what} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
     void this.drain();
   }
 
-  private readLine(): Promise<string | null> {
+  /** The engine says an ask was answered or cancelled (perhaps by someone else): drop it here. */
+  resolved(askId: string, status: "decided" | "cancelled", decision?: DecisionKind, by?: DecidedBy): void {
+    if (this.settled.has(askId)) return;
+    this.settled.add(askId);
+    const who = by ? `${by.kind}${by.name ? ` ${by.name}` : ""}` : "the engine";
+    const what = status === "cancelled" ? "was cancelled" : `was answered by ${who}: ${decision ?? "decided"}`;
+    const queued = this.queue.findIndex((a) => a.id === askId);
+    if (queued >= 0) {
+      const [ask] = this.queue.splice(queued, 1);
+      this.out.write(`\nocw: ${ask!.workerId}'s ${ask!.tool} ask ${what}\n`);
+    } else if (this.current?.id === askId) {
+      this.out.write(`\nocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer needed here\n`);
+      this.current = null;
+      const w = this.waiting;
+      this.waiting = null;
+      w?.(CANCELLED);
+    }
+  }
+
+  private readLine(): Promise<string | null | typeof CANCELLED> {
     if (this.lines.length) return Promise.resolve(this.lines.shift()!);
     if (this.closed) return Promise.resolve(null);
     return new Promise((r) => (this.waiting = r));
@@ -224,36 +271,43 @@ class TerminalAsker {
     this.busy = true;
     while (this.queue.length) {
       const ask = this.queue.shift()!;
-      process.stderr.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${ask.what}\n`);
-      if (ask.diff) process.stderr.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
+      if (this.settled.has(ask.id)) continue;
+      this.current = ask;
+      this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${ask.what}\n`);
+      if (ask.diff) this.out.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
       const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
+      if (answer === CANCELLED) continue;
+      this.current = null;
       if (answer === null) {
-        process.stderr.write("\nocw: no terminal input; the ask stays pending (answer it in the UI or with --approve)\n");
-        this.busy = false;
-        return;
+        // stdin ended: the asks not answered here stay with the GUI / MCP (said once, and only if still open).
+        const open = [ask, ...this.queue].filter((a) => !this.settled.has(a.id));
+        if (open.length && !this.ending) this.out.write(`\nocw: no terminal input; ${open.length === 1 ? "the ask stays" : `${open.length} asks stay`} pending (answer in the GUI or run with --approve)\n`);
+        this.queue.length = 0;
+        break;
       }
-      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => process.stderr.write(`ocw: ${(err as Error).message}\n`));
+      this.settled.add(ask.id);
+      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${(err as Error).message}\n`));
     }
     this.busy = false;
   }
 
-  private async askPermission(): Promise<{ decision: DecisionKind } | null> {
+  private async askPermission(): Promise<{ decision: DecisionKind } | null | typeof CANCELLED> {
     for (;;) {
-      process.stderr.write(`allow? [y]es once / [a]lways / [n]o: `);
+      this.out.write(`allow? [y]es once / [a]lways / [n]o: `);
       const line = await this.readLine();
-      if (line === null) return null;
+      if (line === null || line === CANCELLED) return line;
       const decision = ({ y: "once", a: "always", n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"];
       if (decision) return { decision };
     }
   }
 
   /** One line per question: an option's number, or free text; an empty line dismisses the question. */
-  private async askQuestion(ask: PermissionAsk): Promise<{ decision: DecisionKind; answers?: string[][] } | null> {
+  private async askQuestion(ask: PermissionAsk): Promise<{ decision: DecisionKind; answers?: string[][] } | null | typeof CANCELLED> {
     const answers: string[][] = [];
     for (const q of ask.questions ?? []) {
-      process.stderr.write(`${q.question}\n${q.options.map((o, i) => `  ${i + 1}) ${o.label}${o.description ? ` — ${o.description}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
+      this.out.write(`${q.question}\n${q.options.map((o, i) => `  ${i + 1}) ${o.label}${o.description ? ` — ${o.description}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
       const line = await this.readLine();
-      if (line === null) return null;
+      if (line === null || line === CANCELLED) return line;
       const text = line.trim();
       if (!text) return { decision: "reject" };
       const n = Number(text);
@@ -262,7 +316,9 @@ class TerminalAsker {
     return { decision: "once", answers };
   }
 
+  /** The run is over: nothing is pending any more, so closing stdin here is not "no terminal input". */
   close(): void {
+    this.ending = true;
     this.rl.close();
   }
 }
