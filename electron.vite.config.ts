@@ -9,6 +9,8 @@ const root = __dirname;
 export default defineConfig({
   main: {
     build: {
+      // env-paths is ESM-only; the main process is CommonJS: bundle it rather than require() it.
+      externalizeDeps: { exclude: ["env-paths"] },
       outDir: resolve(root, "out/main"),
       lib: { entry: resolve(root, "electron/main.ts") },
     },

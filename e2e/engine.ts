@@ -1,11 +1,9 @@
 // Test plumbing for the e2e suite: the real `ocw serve` bundle in an isolated state dir, a typed client of it, git repos.
-// (Playwright's loader cannot load engine/api/client.ts — it uses import.meta in a CJS transform — so this is self-contained.)
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { createTRPCClient, httpBatchLink, type TRPCClient } from "@trpc/client";
-import type { AppRouter } from "../engine/api/router";
+import { connect, type EngineClient } from "../engine/api/client";
 
 export const ROOT = path.resolve(__dirname, "..");
 export const BUNDLE = path.join(ROOT, "dist", "ocw.mjs");
@@ -38,7 +36,7 @@ export interface E2EEngine {
   /** The URL `ocw serve` printed (carries the token). */
   url: string;
   origin: string;
-  client: TRPCClient<AppRouter>;
+  client: EngineClient;
   stderr: () => string;
   kill(): Promise<void>;
 }
@@ -58,9 +56,7 @@ export async function startEngine(stateDir = tempDir("state"), env: NodeJS.Proce
     setTimeout(() => reject(new Error(`ocw serve printed no URL in 20 s: ${err}`)), 20_000);
   });
   const lock = JSON.parse(readFileSync(path.join(stateDir, "engine.json"), "utf8")) as { port: number; token: string };
-  const client = createTRPCClient<AppRouter>({
-    links: [httpBatchLink({ url: `http://127.0.0.1:${lock.port}/trpc`, headers: { authorization: `Bearer ${lock.token}`, "x-ocw-client": "gui:e2e" } })],
-  });
+  const client = connect(lock, "gui:e2e");
   return {
     stateDir,
     proc,

@@ -1,8 +1,12 @@
 // Static checks of the Electron shell's security settings and of the UI's Content-Security-Policy, read from the
-// sources and the built renderer (no browser needed; these run everywhere, binary or not).
+// sources and the built renderer (no browser needed; these run everywhere, binary or not); and, in Chromium against a
+// real `ocw serve`, that the browser keeps no credential another local server would receive.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { expect, test } from "@playwright/test";
+import { cleanup, startEngine } from "./engine";
 
 const ROOT = path.resolve(__dirname, "..");
 const read = (p: string) => readFileSync(path.join(ROOT, p), "utf8");
@@ -108,4 +112,66 @@ test("electron-builder config covers Linux, macOS and Windows", () => {
   for (const os of ["linux:", "mac:", "win:"]) expect(yml).toContain(os);
   expect(yml).toMatch(/out\/\*\*/);
   expect(yml).toMatch(/dist\/\*\*/);
+});
+
+test("one API client: electron/ re-implements no lock reading, engine start, event-stream parser or hand-typed call; the client launches nothing", () => {
+  const client = read("engine/api/client.ts");
+  expect(client).not.toMatch(/node:child_process|node:fs|\bspawn\(|import\.meta/);
+  for (const f of ["electron/main.ts", "electron/engine-link.ts"]) {
+    const src = read(f);
+    expect(src, f).not.toMatch(/\bspawn\(|child_process|engine\.json|readFileSync|process\.kill\(/); // lock reading, liveness, start
+    expect(src, f).not.toMatch(/text\/event-stream|getReader\(|\bfetch\(|\/trpc/); // an SSE parser, raw tRPC calls
+  }
+  expect(read("electron/engine-link.ts")).toMatch(/from "\.\.\/engine\/api\/client"/);
+  expect(read("electron/engine-link.ts")).toMatch(/from "\.\.\/engine\/api\/launcher"/);
+  // The CLI, the MCP bridge, the e2e harness and the bench use the same client.
+  for (const f of ["engine/mcp/link.ts", "engine/commands/target-flags.ts", "e2e/engine.ts", "bench/gate.ts", "test/helpers.ts"]) {
+    expect(read(f), f).toMatch(/import \{[^}]*\bconnect\b[^}]*\} from "[./]+\/engine\/api\/client"|import \{[^}]*\bconnect\b[^}]*\} from "\.\.\/api\/client"/);
+  }
+});
+
+test("the browser keeps no credential: no cookie, the token leaves the address bar, another 127.0.0.1 port receives nothing of it", async ({ browser }) => {
+  const engine = await startEngine();
+  // A local server a worker could have started, on another port of the same host.
+  const seen: { url: string; headers: http.IncomingHttpHeaders }[] = [];
+  const other = http.createServer((req, res) => {
+    seen.push({ url: req.url ?? "", headers: req.headers });
+    res.writeHead(200, { "content-type": "text/html" });
+    res.end("<!doctype html><title>dev server</title><img src=/pixel.png>");
+  });
+  await new Promise<void>((r) => other.listen(0, "127.0.0.1", () => r()));
+  const otherUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+  const context = await browser.newContext();
+  try {
+    const token = new URL(engine.url).searchParams.get("token")!;
+    const page = await context.newPage();
+    await page.goto(engine.url);
+    await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
+    expect(new URL(page.url()).search).toBe("");
+    expect(page.url()).not.toContain(token);
+    expect(await context.cookies()).toEqual([]);
+    // A reload in the same tab stays signed in (the page keeps the token for its own origin only).
+    await page.reload();
+    await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
+    // Visit the other server, as a link in a worker's output would: it must receive nothing that carries the token.
+    await page.goto(`${otherUrl}/from-ui`);
+    await expect.poll(() => seen.length).toBeGreaterThan(0);
+    await page.waitForLoadState("networkidle");
+    for (const r of seen) {
+      expect(JSON.stringify(r.headers), r.url).not.toContain(token);
+      expect(r.headers.cookie, r.url).toBeUndefined();
+      expect(r.url).not.toContain(token);
+    }
+    // And the other server's own page cannot read the token: storage is per origin, port included.
+    expect(await page.evaluate(() => JSON.stringify({ ...sessionStorage, ...localStorage }))).not.toContain(token);
+    // A fresh tab opened without the token is refused by the API with a message that says what to do.
+    const bare = await context.newPage();
+    await bare.goto(engine.origin + "/");
+    await expect(bare.getByText(/ocw serve/).first()).toBeVisible();
+  } finally {
+    await context.close();
+    await new Promise<void>((r) => other.close(() => r()));
+    await engine.kill();
+    cleanup(engine.stateDir);
+  }
 });

@@ -1,9 +1,11 @@
-// Finding or starting the user's engine, from the Electron main process. No `electron` import here, so this runs
-// (and can be tested) in plain Node. The engine is the business; this file only reads its lock file and spawns it.
-import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import os from "node:os";
+// The desktop shell's link to the user's engine, from the Electron main process. No `electron` import here, so this
+// runs (and is tested) in plain Node. Nothing is re-implemented: the lock, the start and the API are the engine's own
+// modules (engine/api/launcher.ts finds or starts it, engine/api/client.ts is the typed client every process uses).
+import { existsSync } from "node:fs";
 import path from "node:path";
+import type { EngineEvent } from "../shared/events";
+import { connect, type EngineClient } from "../engine/api/client";
+import { ensureEngine as findOrStart } from "../engine/api/launcher";
 
 export interface EngineInfo {
   pid: number;
@@ -12,111 +14,56 @@ export interface EngineInfo {
   url: string;
 }
 
-/** The same directory as the engine's `stateDir()` (env-paths "opencode-worker" data dir, or $OCW_STATE_DIR). */
-export function stateDir(env: NodeJS.ProcessEnv = process.env): string {
-  if (env.OCW_STATE_DIR) return path.resolve(env.OCW_STATE_DIR);
-  const home = os.homedir();
-  if (process.platform === "darwin") return path.join(home, "Library", "Application Support", "opencode-worker");
-  if (process.platform === "win32") return path.join(env.LOCALAPPDATA ?? path.join(home, "AppData", "Local"), "opencode-worker", "Data");
-  return path.join(env.XDG_DATA_HOME ?? path.join(home, ".local", "share"), "opencode-worker");
+/**
+ * Attach to the running engine of `stateDir`, or start `ocw serve --background` (the checkout's dist/ocw.mjs) and
+ * wait until it answers. `node` runs the bundle: in Electron, process.execPath with ELECTRON_RUN_AS_NODE=1 in `env`.
+ */
+export async function ensureEngine(opts: { root: string; node: string; stateDir: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<EngineInfo> {
+  const bundle = path.join(opts.root, "dist", "ocw.mjs");
+  if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` in ${opts.root}`);
+  const lock = await findOrStart(opts.stateDir, { timeoutMs: opts.timeoutMs ?? 30_000, command: { node: opts.node, bundle, env: opts.env } });
+  return { pid: lock.pid, port: lock.port, token: lock.token, url: `http://127.0.0.1:${lock.port}` };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-export function readLock(dir = stateDir()): EngineInfo | null {
-  const file = path.join(dir, "engine.json");
-  if (!existsSync(file)) return null;
-  try {
-    const l = JSON.parse(readFileSync(file, "utf8")) as { pid: number; port: number; token: string };
-    if (typeof l.port !== "number" || typeof l.token !== "string" || !alive(l.pid)) return null;
-    return { pid: l.pid, port: l.port, token: l.token, url: `http://127.0.0.1:${l.port}` };
-  } catch {
-    return null;
-  }
-}
-
-export async function healthy(e: EngineInfo): Promise<boolean> {
-  try {
-    const r = await fetch(`${e.url}/trpc/health`, { headers: { authorization: `Bearer ${e.token}` }, signal: AbortSignal.timeout(2000) });
-    return r.ok;
-  } catch {
-    return false;
-  }
+/** The engine's typed client, named as the desktop shell (its decisions count as a person's). */
+export function desktopClient(e: Pick<EngineInfo, "port" | "token">): EngineClient {
+  return connect(e, "gui:desktop");
 }
 
 /**
- * Attach to the running engine, or start `ocw serve --background` and wait for its lock file.
- * `node` is the executable to run the bundle with: in Electron, process.execPath with ELECTRON_RUN_AS_NODE=1.
+ * Follows the engine's event stream until `signal` aborts. The client reconnects by itself after a dropped stream,
+ * resuming from the last event it saw; a stream the engine ended (or an error) is opened again 2 s later from there.
  */
-export async function ensureEngine(opts: { root: string; node: string; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<EngineInfo> {
-  const dir = stateDir(opts.env ?? process.env);
-  const existing = readLock(dir);
-  if (existing && (await healthy(existing))) return existing;
-  const bundle = path.join(opts.root, "dist", "ocw.mjs");
-  if (!existsSync(bundle)) throw new Error(`${bundle} is missing: run \`npm run build\` in ${opts.root}`);
-  const child = spawn(opts.node, [bundle, "serve", "--background"], {
-    detached: true,
-    stdio: "ignore",
-    env: { ...process.env, ...opts.env },
-    windowsHide: true,
-  });
-  child.unref();
-  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
-  while (Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 150));
-    const lock = readLock(dir);
-    if (lock && (await healthy(lock))) return lock;
-  }
-  throw new Error(`the engine did not start within ${(opts.timeoutMs ?? 30_000) / 1000} s: run \`node ${bundle} serve\` in a terminal to see why`);
-}
-
-/** Minimal reader of the engine's tRPC SSE event stream (Electron's Node has fetch but no EventSource). */
-export async function followEvents(e: EngineInfo, onEvent: (ev: Record<string, unknown>) => void, signal: AbortSignal): Promise<void> {
+export function followEvents(e: Pick<EngineInfo, "port" | "token"> & Partial<EngineInfo>, onEvent: (ev: EngineEvent) => void, signal: AbortSignal): Promise<void> {
+  const client = desktopClient(e);
   let lastEventId: string | null = null;
-  while (!signal.aborted) {
-    try {
-      const input = encodeURIComponent(JSON.stringify({ lastEventId }));
-      const res = await fetch(`${e.url}/trpc/events?input=${input}`, { headers: { authorization: `Bearer ${e.token}`, accept: "text/event-stream", "x-ocw-client": "gui:desktop" }, signal });
-      if (!res.ok || !res.body) throw new Error(`events: HTTP ${res.status}`);
-      const reader = res.body.getReader();
-      const dec = new TextDecoder();
-      let buf = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        buf += dec.decode(value, { stream: true });
-        let i: number;
-        while ((i = buf.indexOf("\n\n")) >= 0) {
-          const block = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          let event = "message";
-          let data = "";
-          let id: string | null = null;
-          for (const line of block.split("\n")) {
-            if (line.startsWith("event:")) event = line.slice(6).trim();
-            else if (line.startsWith("data:")) data += line.slice(5).trim();
-            else if (line.startsWith("id:")) id = line.slice(3).trim();
-          }
-          if (id) lastEventId = id;
-          if (event !== "message" || !data) continue;
-          try {
-            const parsed = JSON.parse(data) as Record<string, unknown>;
-            if (parsed && typeof parsed === "object" && "type" in parsed) onEvent(parsed);
-          } catch {
-            /* not an event */
-          }
-        }
-      }
-    } catch {
-      if (signal.aborted) return;
-    }
-    await new Promise((r) => setTimeout(r, 2000));
-  }
+  let sub: { unsubscribe(): void } | null = null;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  const open = () => {
+    if (signal.aborted) return;
+    sub = client.events.subscribe(
+      { lastEventId },
+      {
+        onData: (tracked) => {
+          lastEventId = tracked.id;
+          onEvent(tracked.data as EngineEvent);
+        },
+        onError: () => void (signal.aborted || (retry = setTimeout(open, 2000))),
+        onComplete: () => void (signal.aborted || (retry = setTimeout(open, 2000))),
+      },
+    );
+  };
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(retry);
+        sub?.unsubscribe();
+        resolve();
+      },
+      { once: true },
+    );
+    open();
+  });
 }

@@ -3,7 +3,9 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { app, BrowserWindow, dialog, ipcMain, Menu, nativeImage, Notification, session, shell, Tray, type MenuItemConstructorOptions } from "electron";
-import { ensureEngine, followEvents, type EngineInfo } from "./engine-link";
+import type { EngineEvent } from "../shared/events";
+import { stateDir } from "../engine/store/paths";
+import { desktopClient, ensureEngine, followEvents, type EngineInfo } from "./engine-link";
 
 /** The Content-Security-Policy the engine serves the UI with; enforced here too in case a response lacks it. */
 export const CSP =
@@ -51,7 +53,7 @@ function fail(err: unknown): void {
 async function start(): Promise<void> {
   hardenSessions();
   try {
-    engine = await ensureEngine({ root, node: process.execPath, env: { ELECTRON_RUN_AS_NODE: "1" } });
+    engine = await ensureEngine({ root, node: process.execPath, stateDir: stateDir(), env: { ELECTRON_RUN_AS_NODE: "1" } });
   } catch (err) {
     return fail(err);
   }
@@ -131,7 +133,8 @@ function createWindow(): void {
   wc.on("will-attach-webview", (e) => e.preventDefault());
   win.once("ready-to-show", () => win?.show());
   win.on("closed", () => (win = null));
-  void win.loadURL(`${engine!.url}/?token=${encodeURIComponent(engine!.token)}`);
+  // The page takes the token from the preload (never a cookie, never in the address bar).
+  void win.loadURL(`${engine!.url}/`);
 }
 
 function show(hash: string): void {
@@ -167,9 +170,7 @@ function updateTray(): void {
 
 async function seedPending(): Promise<void> {
   try {
-    const r = await fetch(`${engine!.url}/trpc/approvals.list`, { headers: { authorization: `Bearer ${engine!.token}` } });
-    const body = (await r.json()) as { result?: { data?: { id: string; workerId: string; what: string }[] } };
-    for (const a of body.result?.data ?? []) pending.set(a.id, { workerId: a.workerId, what: a.what });
+    for (const a of await desktopClient(engine!).approvals.list.query()) pending.set(a.id, { workerId: a.workerId, what: a.what });
     updateTray();
   } catch {
     /* the event stream will catch up */
@@ -190,9 +191,7 @@ const batchOf = new Map<string, string>();
 
 async function seedBatches(): Promise<void> {
   try {
-    const r = await fetch(`${engine!.url}/trpc/workers.list`, { headers: { authorization: `Bearer ${engine!.token}` } });
-    const body = (await r.json()) as { result?: { data?: { id: string; batchId: string | null; state: string }[] } };
-    for (const w of body.result?.data ?? []) if (w.batchId) track(w.batchId, w.id, w.state);
+    for (const w of await desktopClient(engine!).workers.list.query()) if (w.batchId) track(w.batchId, w.id, w.state);
   } catch {
     /* notifications then cover single workers only */
   }
@@ -204,7 +203,8 @@ function track(batchId: string, workerId: string, state: string): void {
   batchOf.set(workerId, batchId);
 }
 
-function onEngineEvent(e: Record<string, unknown>): void {
+function onEngineEvent(event: EngineEvent): void {
+  const e = event as Record<string, unknown>;
   const type = e.type;
   const workerId = String(e.workerId ?? "");
   if (type === "reset") {

@@ -17,13 +17,21 @@ export const ListInput = z.object({ batchId: z.string().optional() }).optional()
 /** The header a client names itself with; it becomes the `by` of its decisions. */
 export const CLIENT_HEADER = "x-ocw-client";
 export const API_PATH = "/trpc";
-export const TOKEN_COOKIE = "ocw_token";
+/** The engine's identity check (token required): answers `EngineHealth`. Clients compare it with the lock file. */
+export const HEALTH_PATH = "/health";
+export const EngineHealth = z.object({ ok: z.literal(true), pid: z.number().int(), instanceId: z.string() });
+export type EngineHealth = z.infer<typeof EngineHealth>;
 
 /** The lock file every client finds the engine through. */
 export const EngineLock = z.object({
   pid: z.number().int(),
+  /** The kernel's start time of `pid` (null where the OS gives none): a reused pid is not the engine. */
+  startTime: z.string().nullable(),
+  /** Random per engine process; its /health answers the same one. */
+  instanceId: z.string().min(1),
   /** The process that restarts the engine when it dies (engines started by a client run under one). */
   supervisorPid: z.number().int().optional(),
+  supervisorStartTime: z.string().nullable().optional(),
   port: z.number().int(),
   token: z.string(),
   version: z.string(),

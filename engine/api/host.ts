@@ -1,7 +1,7 @@
 import path from "node:path";
 import { Engine } from "../workers/engine";
 import { projectRoot } from "../paths";
-import { lastLock, readLock, removeLock, writeLock } from "./lock";
+import { claimOwnership, lastLock, newInstanceId, processStartTime, readLock, releaseOwnership, removeLock, selfIdentity, writeLock, type OwnerRecord } from "./lock";
 import { startApiServer } from "./server";
 
 export const VERSION = "0.1.0";
@@ -11,25 +11,64 @@ export interface HostedEngine {
   url: string;
   port: number;
   token: string;
+  instanceId: string;
   close(): Promise<void>;
 }
 
-/** Runs the engine with its control API and lock file in this process. */
+/** Another live process owns the state dir: its engine is (or is about to be) the one to use. */
+export class StateDirTaken extends Error {
+  constructor(
+    readonly stateDir: string,
+    readonly holder: OwnerRecord,
+  ) {
+    super(`another engine (pid ${holder.pid}) owns ${stateDir}: attach to it (ocw serve prints its URL) or stop it with \`ocw stop\``);
+  }
+}
+
+/**
+ * Runs the engine with its control API and lock file in this process. Claims the state dir first: when another live
+ * engine owns it, throws StateDirTaken before anything is started, so one state dir never has two engines.
+ */
 export async function hostEngine(opts: { stateDir: string; port?: number; log?: (l: string) => void; supervisorPid?: number }): Promise<HostedEngine> {
-  const engine = new Engine({ stateDir: opts.stateDir, log: opts.log });
+  const instanceId = newInstanceId();
+  const me = selfIdentity();
+  const claim = claimOwnership(opts.stateDir, instanceId, me);
+  if (!claim.owned) throw new StateDirTaken(opts.stateDir, claim.holder);
+  let engine: Engine;
+  try {
+    engine = new Engine({ stateDir: opts.stateDir, log: opts.log });
+  } catch (err) {
+    releaseOwnership(opts.stateDir, claim);
+    throw err;
+  }
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
       removeLock(opts.stateDir);
       await api.close();
       await engine.close();
+      releaseOwnership(opts.stateDir, claim);
     })());
-  const serverOpts = { engine, version: VERSION, rendererDir: path.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
+  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
   // After a crash, take back the dead engine's port and token: its clients (event streams included) reconnect unchanged.
   const dead = opts.port === undefined && !readLock(opts.stateDir) ? lastLock(opts.stateDir) : null;
-  const api = dead
-    ? await startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token }))
-    : await startApiServer({ ...serverOpts, port: opts.port });
-  writeLock(opts.stateDir, { pid: process.pid, ...(opts.supervisorPid ? { supervisorPid: opts.supervisorPid } : {}), port: api.port, token: api.token, version: VERSION, startedAt: Date.now() });
-  return { engine, url: api.url, port: api.port, token: api.token, close };
+  const api = await (dead
+    ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token }))
+    : startApiServer({ ...serverOpts, port: opts.port })
+  ).catch(async (err) => {
+    await engine.close();
+    releaseOwnership(opts.stateDir, claim);
+    throw err;
+  });
+  writeLock(opts.stateDir, {
+    pid: me.pid,
+    startTime: me.startTime,
+    instanceId,
+    ...(opts.supervisorPid ? { supervisorPid: opts.supervisorPid, supervisorStartTime: processStartTime(opts.supervisorPid) } : {}),
+    port: api.port,
+    token: api.token,
+    version: VERSION,
+    startedAt: Date.now(),
+  });
+  return { engine, url: api.url, port: api.port, token: api.token, instanceId, close };
 }

@@ -1,17 +1,81 @@
-import { readFileSync, rmSync } from "node:fs";
+// The engine's lock: who owns a state dir, and where its API listens. No process launching here (see launcher.ts).
+//
+// Two files in the state dir:
+// - `engine.owner/<generation>`: ownership. An engine claims the state dir by creating the next generation with
+//   link(2), which fails when the name exists, so of any number of engines starting at once exactly one claims it.
+//   A generation is never deleted while it is the newest, so generations only grow; the owner is the newest, and a
+//   claim stands only if it is still the newest after it was made. Taking over from a dead owner is the same step
+//   (claim the next generation), so it is as race-free as the first claim: nothing is ever removed by a loser.
+// - `engine.json`: where the owner's API listens (port, token), written once it listens. A dead engine's stays in
+//   place, so the next one takes back its port and token and the dead one's clients reconnect unchanged.
+// A recorded process counts as alive only when its pid exists *and* it is the same process: the start time the
+// kernel gives it (Linux /proc/<pid>/stat field 22; `ps -o lstart=` on macOS) matches, so a pid reused by an
+// unrelated process after a crash never passes for the engine. Clients also check the engine's instance id over
+// its /health endpoint before they use it.
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { z } from "zod";
 import { EngineLock } from "../../shared/api";
 import { writeJsonAtomic } from "../store/json-file";
 
 export const lockFile = (stateDir: string) => path.join(stateDir, "engine.json");
+const ownerDir = (stateDir: string) => path.join(stateDir, "engine.owner");
 
-export function alive(pid: number): boolean {
+/** A process as recorded in a lock: its pid and the kernel's start time of it (null where the OS gives none). */
+export interface ProcessIdentity {
+  pid: number;
+  startTime: string | null;
+}
+
+/** When the process started, as the kernel records it; null when it does not exist or the OS gives no start time. */
+export function processStartTime(pid: number): string | null {
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  if (process.platform === "linux") {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      // Field 2 (comm) may hold spaces and parentheses: count fields after its closing parenthesis.
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return rest[19] ?? null; // field 22 = index 19 after fields 1–2
+    } catch {
+      return null;
+    }
+  }
+  if (process.platform === "darwin") {
+    try {
+      return execFileSync("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2000 }).trim() || null;
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+
+/** This process, as another one will recognise it. */
+export function selfIdentity(): ProcessIdentity {
+  return { pid: process.pid, startTime: processStartTime(process.pid) };
+}
+
+function pidExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/**
+ * True when the recorded process still runs: the pid exists and, where the OS tells start times, it started when
+ * the record says (a pid the kernel gave to another process since is not alive for us). A bare pid checks existence.
+ */
+export function alive(who: number | ProcessIdentity): boolean {
+  const { pid, startTime } = typeof who === "number" ? { pid: who, startTime: null } : who;
+  if (!pidExists(pid)) return false;
+  if (startTime === null) return true;
+  const now = processStartTime(pid);
+  return now === null ? true : now === startTime;
 }
 
 /** The lock file as written, alive or not (a stale one tells a restarted engine which port and token to take back). */
@@ -24,12 +88,18 @@ export function lastLock(stateDir: string): EngineLock | null {
 }
 
 /**
- * The running engine's lock, or null when there is none or it is stale (its process is gone). A stale lock is left in
- * place: the next engine overwrites it, taking back its port and token, so clients of the dead one reconnect as they are.
+ * The running engine's lock, or null when there is none or it is stale (its process is gone, or its pid now belongs
+ * to another process). A stale lock is left in place: the next engine overwrites it, taking back its port and token,
+ * so clients of the dead one reconnect as they are.
  */
 export function readLock(stateDir: string): EngineLock | null {
   const lock = lastLock(stateDir);
-  return lock && alive(lock.pid) ? lock : null;
+  return lock && alive({ pid: lock.pid, startTime: lock.startTime }) ? lock : null;
+}
+
+/** The supervisor recorded in the lock (alive or not), as a process identity. */
+export function supervisorOf(lock: EngineLock | null): ProcessIdentity | null {
+  return lock?.supervisorPid ? { pid: lock.supervisorPid, startTime: lock.supervisorStartTime ?? null } : null;
 }
 
 export function writeLock(stateDir: string, lock: EngineLock): void {
@@ -44,4 +114,113 @@ export function removeLock(stateDir: string, pid = process.pid): void {
   } catch {
     /* already gone */
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Ownership of a state dir.
+
+export const OwnerRecord = z.object({
+  pid: z.number().int(),
+  startTime: z.string().nullable(),
+  instanceId: z.string(),
+  claimedAt: z.number(),
+  /** Set by an owner that let go (its engine closed, the process may live on): it owns nothing any more. */
+  released: z.boolean().optional(),
+});
+export type OwnerRecord = z.infer<typeof OwnerRecord>;
+
+export type Claim = { owned: true; generation: number; record: OwnerRecord } | { owned: false; holder: OwnerRecord };
+
+function generations(stateDir: string): number[] {
+  try {
+    return readdirSync(ownerDir(stateDir))
+      .filter((n) => /^\d+$/.test(n))
+      .map(Number)
+      .sort((a, b) => b - a);
+  } catch {
+    return [];
+  }
+}
+
+function readOwner(stateDir: string, generation: number): OwnerRecord | "gone" | "unreadable" {
+  try {
+    return OwnerRecord.parse(JSON.parse(readFileSync(path.join(ownerDir(stateDir), String(generation)), "utf8")));
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT" ? "gone" : "unreadable";
+  }
+}
+
+/** A fresh instance id: tells one engine process from another even when a pid or a port is reused. */
+export function newInstanceId(): string {
+  return randomBytes(12).toString("base64url");
+}
+
+/**
+ * Claims the state dir for this process, unless a live process owns it: then says who does. Race-free among any
+ * number of processes (see the top of this file). A holder whose record cannot be read (a foreign file) counts as
+ * dead: records are created whole by link(2), never written in place.
+ */
+export function claimOwnership(stateDir: string, instanceId: string, me: ProcessIdentity = selfIdentity()): Claim {
+  const dir = ownerDir(stateDir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const record: OwnerRecord = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
+  const tmp = path.join(dir, `.claim-${me.pid}-${instanceId}`);
+  writeFileSync(tmp, JSON.stringify(record) + "\n", { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 1000; attempt++) {
+      const newest = generations(stateDir)[0] ?? 0;
+      if (newest > 0) {
+        const holder = readOwner(stateDir, newest);
+        if (holder === "gone") continue; // superseded and cleaned up between the listing and the read: look again
+        if (holder !== "unreadable" && holder.instanceId === instanceId) return { owned: true, generation: newest, record: holder };
+        if (holder !== "unreadable" && !holder.released && alive(holder)) return { owned: false, holder };
+      }
+      const mine = newest + 1;
+      try {
+        linkSync(tmp, path.join(dir, String(mine)));
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "EEXIST") continue; // someone else claimed this generation first
+        throw err;
+      }
+      // A claim made from an outdated listing loses to any newer generation (and takes its own back); generations
+      // below a standing claim are dead (each was superseded by a claim that found it dead) and are cleaned up.
+      // The newest generation is never deleted, so generations only grow.
+      const all = generations(stateDir);
+      if ((all[0] ?? 0) > mine) {
+        rmSync(path.join(dir, String(mine)), { force: true });
+        continue;
+      }
+      for (const g of all) if (g < mine) rmSync(path.join(dir, String(g)), { force: true });
+      return { owned: true, generation: mine, record };
+    }
+    throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+/** Lets go of a claim (the engine closed; the process may go on): the next generation records the release. */
+export function releaseOwnership(stateDir: string, claim: { generation: number; record: OwnerRecord }): void {
+  const dir = ownerDir(stateDir);
+  if ((generations(stateDir)[0] ?? 0) !== claim.generation) return; // taken over already
+  const tmp = path.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  try {
+    writeFileSync(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 0o600 });
+    linkSync(tmp, path.join(dir, String(claim.generation + 1)));
+    rmSync(path.join(dir, String(claim.generation)), { force: true });
+  } catch {
+    /* someone claimed the next generation first: nothing left to release */
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+/** The live owner of the state dir, if any. */
+export function currentOwner(stateDir: string): OwnerRecord | null {
+  for (const g of generations(stateDir)) {
+    const holder = readOwner(stateDir, g);
+    if (holder === "gone") continue;
+    return holder !== "unreadable" && !holder.released && alive(holder) ? holder : null;
+  }
+  return null;
 }

@@ -4,7 +4,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { API_PATH, CLIENT_HEADER, TOKEN_COOKIE } from "../../shared/api";
+import { API_PATH, CLIENT_HEADER, HEALTH_PATH, type EngineHealth } from "../../shared/api";
 import type { DecidedBy } from "../../shared/permission";
 import type { Engine } from "../workers/engine";
 import { appRouter } from "./router";
@@ -14,6 +14,8 @@ export interface ApiServerOptions {
   version: string;
   port?: number;
   token?: string;
+  /** This engine process's random id, answered at /health so clients can tell it from whatever else holds the port. */
+  instanceId: string;
   /** The built renderer (index.html + assets), served at / for the browser UI. */
   rendererDir?: string;
   shutdown: () => void;
@@ -37,14 +39,6 @@ function sameToken(given: string | undefined, token: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function cookieToken(header: string | undefined): string | undefined {
-  for (const part of (header ?? "").split(";")) {
-    const [k, ...v] = part.trim().split("=");
-    if (k === TOKEN_COOKIE) return v.join("=");
-  }
-  return undefined;
-}
-
 function clientIdentity(req: http.IncomingMessage): DecidedBy {
   const raw = String(req.headers[CLIENT_HEADER] ?? "gui").slice(0, 120);
   const [kind, ...rest] = raw.split(":");
@@ -54,7 +48,12 @@ function clientIdentity(req: http.IncomingMessage): DecidedBy {
   return { kind: "person", name: name ?? kind ?? "gui" };
 }
 
-/** The control API: loopback only, a bearer token (or the UI's cookie) on every request, Host and Origin checked. */
+/**
+ * The control API: loopback only, a bearer token in a header on every API request, Host and Origin checked. No cookie:
+ * a browser sends cookies to every port of 127.0.0.1, so any local server a worker starts would receive one. The UI's
+ * page (static files, no secrets) is served without the token; the page takes the token from the URL `ocw serve`
+ * printed, keeps it, and sends it as a header. A request the server cannot parse is a 400, never a crash.
+ */
 export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer> {
   const token = opts.token ?? randomBytes(24).toString("base64url");
   let port = 0;
@@ -75,32 +74,62 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     maxBodySize: 2 * 1024 * 1024,
   });
 
-  const server = http.createServer((req, res) => {
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const deny = (status: number, message: string) => {
-      res.writeHead(status, { "content-type": "application/json" });
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
       res.end(JSON.stringify({ error: message }));
     };
+    // RFC 9112: more than one Host is a 400 (Node would keep the first and drop the rest silently).
+    if (req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === "host").length > 1) return deny(400, "more than one Host header");
     // DNS rebinding: a page on evil.com resolving to 127.0.0.1 sends its own Host; browsers send a foreign Origin.
     if (!allowedHosts().has(String(req.headers.host ?? ""))) return deny(421, "foreign Host header: the engine answers only 127.0.0.1/localhost on its own port");
     const origin = req.headers.origin;
     if (origin && !allowedHosts().has(origin.replace(/^http:\/\//, ""))) return deny(403, "foreign Origin: cross-site requests are refused");
-    const url = new URL(req.url ?? "/", `http://${req.headers.host}`);
+    const raw = req.url ?? "/";
+    if (!raw.startsWith("/")) return deny(400, "the request target must be a path starting with /");
+    let url: URL;
+    let pathname: string;
+    try {
+      url = new URL(`http://${req.headers.host}${raw}`); // not new URL(raw, base): `//other/x` would change the host
+      pathname = decodeURIComponent(url.pathname);
+    } catch {
+      return deny(400, "malformed URL: percent-escapes must encode UTF-8 (e.g. %25 for a literal %)");
+    }
     const bearer = /^Bearer (.+)$/.exec(String(req.headers.authorization ?? ""))?.[1];
-    const authed = sameToken(bearer, token) || sameToken(cookieToken(req.headers.cookie), token);
+    const authed = sameToken(bearer, token);
 
-    if (url.pathname.startsWith(API_PATH + "/")) {
-      if (!authed) return deny(401, "missing or wrong token: read it from the engine lock file (ocw serve prints a URL with it)");
+    if (url.pathname.startsWith(API_PATH + "/") || url.pathname === HEALTH_PATH) {
+      if (!authed) return deny(401, "missing or wrong token: send `authorization: Bearer <token>` with the token from the engine lock file (ocw serve prints a URL with it)");
+      if (url.pathname === HEALTH_PATH) {
+        const body: EngineHealth = { ok: true, pid: process.pid, instanceId: opts.instanceId };
+        res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });
+        return res.end(JSON.stringify(body));
+      }
       return trpc(req, res);
     }
-    // The browser UI: `/?token=…` sets an HttpOnly cookie once, then redirects to a clean URL.
+    if (req.method !== "GET" && req.method !== "HEAD") return deny(405, "the UI's files are read with GET");
+    // The browser UI: `/?token=…` opens it; a wrong token is refused here, so a stale URL says so at once.
     const queryToken = url.searchParams.get("token");
-    if (queryToken) {
-      if (!sameToken(queryToken, token)) return deny(401, "wrong token in the URL: copy the URL `ocw serve` printed");
-      res.writeHead(303, { location: "/", "set-cookie": `${TOKEN_COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/` });
-      return res.end();
+    if (queryToken !== null && !sameToken(queryToken, token)) return deny(401, "wrong token in the URL: copy the URL `ocw serve` printed");
+    return serveStatic(opts.rendererDir, pathname, res);
+  };
+  const server = http.createServer((req, res) => {
+    try {
+      handle(req, res);
+    } catch (err) {
+      // Last line of defence: no request may take the engine down.
+      if (!res.headersSent) {
+        res.writeHead(400, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: `bad request: ${(err as Error).message}` }));
+      } else res.destroy();
     }
-    if (!authed) return deny(401, "open the URL that `ocw serve` printed (it carries the token)");
-    return serveStatic(opts.rendererDir, url.pathname, res);
+  });
+  // A request Node's parser refuses (bad bytes, conflicting lengths, headers too large): answered, never a hang-up.
+  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
+    const status = err.code === "HPE_HEADER_OVERFLOW" ? "431 Request Header Fields Too Large" : "400 Bad Request";
+    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    else socket.destroy();
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -119,20 +148,25 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
   };
 }
 
+/** A file of the built UI; `pathname` is already decoded. Anything that is not a file inside `dir` is the app's index. */
 function serveStatic(dir: string | undefined, pathname: string, res: http.ServerResponse): void {
   if (!dir || !existsSync(path.join(dir, "index.html"))) {
-    res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
+    res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path.normalize(decodeURIComponent(pathname)).replace(/^([/\\])+/, "");
+  const rel = path.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
   let file = path.join(dir, rel);
-  if (!file.startsWith(dir) || !existsSync(file) || statSync(file).isDirectory()) file = path.join(dir, "index.html");
+  if (!file.startsWith(dir + path.sep) || !existsSync(file) || statSync(file).isDirectory()) file = path.join(dir, "index.html");
   res.writeHead(200, {
     "content-type": MIME[path.extname(file)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
+    // The page's URL may carry the token until the page removes it: never send it on as a Referer.
+    "referrer-policy": "no-referrer",
     "cache-control": file.endsWith("index.html") ? "no-store" : "max-age=3600",
   });
-  createReadStream(file).pipe(res);
+  createReadStream(file)
+    .on("error", () => res.destroy())
+    .pipe(res);
 }

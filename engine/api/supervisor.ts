@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { startExclusive, selfBundle } from "./client";
-import { alive, lastLock, readLock } from "./lock";
+import { selfCommand, startExclusive } from "./launcher";
+import { alive, lastLock, readLock, supervisorOf } from "./lock";
 
 const CRASH_WINDOW_MS = 60_000;
 const MAX_CRASHES = 5;
@@ -17,16 +17,17 @@ export const ACTIVATE = "ocw:activate";
  */
 export async function superviseEngine(stateDir: string, log: (line: string) => void = () => {}): Promise<number> {
   // A client that did not wait for the supervisor already restarting the engine: leave the state dir to that one.
-  const other = lastLock(stateDir)?.supervisorPid;
-  if (other && other !== process.pid && alive(other)) {
+  const other = supervisorOf(lastLock(stateDir));
+  if (other && other.pid !== process.pid && alive(other)) {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && alive(other)) {
       if (readLock(stateDir)) return 0;
       await new Promise((r) => setTimeout(r, 50));
     }
   }
+  const self = selfCommand();
   const start = (standby: boolean) =>
-    spawn(process.execPath, [selfBundle(), "serve", "--background", "--supervised", ...(standby ? ["--standby"] : [])], {
+    spawn(self.node, [self.bundle, "serve", "--background", "--supervised", ...(standby ? ["--standby"] : [])], {
       stdio: ["ignore", "ignore", "ignore", "ipc"],
       cwd: process.cwd(),
       env: process.env,

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Target } from "../../shared/target";
-import { connect, ensureEngine, type EngineClient } from "../api/client";
+import { connect, type EngineClient } from "../api/client";
+import { ensureEngine } from "../api/launcher";
 import { stateDir } from "../store/paths";
 import { preflightEndpoint } from "../workers/preflight";
 import { CliError } from "./errors";

@@ -1,4 +1,5 @@
-import { connect, ensureEngine, type EngineClient } from "../api/client";
+import { connect, type EngineClient } from "../api/client";
+import { ensureEngine } from "../api/launcher";
 import { readLock } from "../api/lock";
 import type { EngineLock } from "../../shared/api";
 

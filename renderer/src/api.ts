@@ -1,15 +1,60 @@
-// The renderer's only channel to the engine: the shared tRPC contract, same-origin (the cookie authenticates).
+// The renderer's only channel to the engine: the shared tRPC contract, same-origin, the token in a header.
+// No cookie: a browser sends cookies for 127.0.0.1 to every port, so a dev server a worker starts would get it.
+// The page takes the token once (the Electron preload, or the URL `ocw serve` printed: `/?token=…` or `#token=…`),
+// removes it from the address bar, keeps it in this tab's session storage (a reload keeps working; no other origin,
+// port included, can read it) and sends it as `authorization` on every call and on the event stream, which is read
+// with fetch (the `eventsource` package with a custom fetch), since the browser's EventSource cannot send headers.
 import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink, type TRPCClient } from "@trpc/client";
+import { EventSource } from "eventsource";
 import type { AppRouter } from "../../engine/api/router";
+import { desktop } from "./desktop";
 
 export type Client = TRPCClient<AppRouter>;
+
+const TOKEN_KEY = "ocw.token";
+
+/** The engine token for this page, taken from where it was handed over; "" when the page was opened without one. */
+export function takeToken(): string {
+  if (typeof window === "undefined") return "";
+  if (desktop?.token) return desktop.token;
+  const url = new URL(window.location.href);
+  const fromQuery = url.searchParams.get("token");
+  const fromHash = /^#token=([^&]*)/.exec(url.hash)?.[1];
+  const given = fromQuery ?? (fromHash !== undefined ? decodeURIComponent(fromHash) : null);
+  if (given !== null) {
+    url.searchParams.delete("token");
+    if (fromHash !== undefined) url.hash = "#/";
+    window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
+    try {
+      window.sessionStorage.setItem(TOKEN_KEY, given);
+    } catch {
+      /* storage off: the token lives as long as the page */
+    }
+    return given;
+  }
+  try {
+    return window.sessionStorage.getItem(TOKEN_KEY) ?? "";
+  } catch {
+    return "";
+  }
+}
+
+const token = takeToken();
+const authorization = `Bearer ${token}`;
+
+/** fetch with the token added, for the event stream. */
+const authedFetch: typeof fetch = (input, init) => {
+  const headers = new Headers(init?.headers);
+  headers.set("authorization", authorization);
+  return fetch(input, { ...init, headers, credentials: "omit" });
+};
 
 export const api: Client = createTRPCClient<AppRouter>({
   links: [
     splitLink({
       condition: (op) => op.type === "subscription",
-      true: httpSubscriptionLink({ url: "/trpc" }),
-      false: httpBatchLink({ url: "/trpc", maxItems: 10, methodOverride: "POST" }),
+      true: httpSubscriptionLink({ url: "/trpc", EventSource, eventSourceOptions: { fetch: authedFetch } }),
+      false: httpBatchLink({ url: "/trpc", maxItems: 10, methodOverride: "POST", headers: () => ({ authorization }), fetch: (input, init) => fetch(input, { ...init, credentials: "omit" }) }),
     }),
   ],
 });
