@@ -15,7 +15,8 @@ export const ServingEndpoint = z.object({
 export type ServingEndpoint = z.infer<typeof ServingEndpoint>;
 
 export const TargetCheck = z.object({
-  name: z.enum(["reachable", "auth", "slots", "concurrency", "capability"]),
+  /** `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). */
+  name: z.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools"]),
   passed: z.boolean(),
   evidence: z.string(),
 });

@@ -25,7 +25,8 @@ import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
 import { GitError } from "../workers/git";
 import { FitInput } from "../../shared/fit";
-import { SetupApiInputError, setupCatalog, setupFit, setupHardware } from "../serving/setup-api";
+import { SetupApiInputError, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupProviderApi } from "../serving/setup-api";
+import { SetupCaptureInput, SetupProviderInput } from "../../shared/setup";
 
 export interface ApiContext {
   engine: Engine;
@@ -162,6 +163,24 @@ export const appRouter = t.router({
     fit: proc.input(FitInput.optional()).query(async ({ input }) => {
       try {
         return await setupFit(input ?? {});
+      } catch (err) {
+        if (err instanceof SetupApiInputError) throw new InputError(err.message);
+        throw err;
+      }
+    }),
+    /** Verify a running server, then save it as a target (cannot-build saves nothing); `unverified: true` saves without checks. */
+    capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input }) => {
+      try {
+        return await setupCaptureApi(input, ctx.engine.targets);
+      } catch (err) {
+        if (err instanceof SetupApiInputError) throw new InputError(err.message);
+        throw err;
+      }
+    }),
+    /** Verify an API provider with the key the named variable holds, then save it; `unverified: true` saves without checks. */
+    provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input }) => {
+      try {
+        return await setupProviderApi(input, ctx.engine.targets);
       } catch (err) {
         if (err instanceof SetupApiInputError) throw new InputError(err.message);
         throw err;

@@ -3,6 +3,9 @@
  * with this machine's fit per entry, and the fit itself — the same code paths as `ocw fit --json`.
  */
 import { type CatalogView, FitInput, FitResult } from "../../shared/fit";
+import { SetupCaptureInput, type SetupOutcome, SetupProviderInput } from "../../shared/setup";
+import type { TargetStore } from "../store/targets";
+import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "./setup";
 import { detectHardware, type HardwareReport } from "../hardware/detect";
 import { CATALOG } from "../models/catalog";
 import { DEFAULT_MIN_CTX, devicesFromHardware, propose } from "../models/plan";
@@ -55,4 +58,40 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
       fitProblem: p.problem,
     };
   });
+}
+
+/** The engine reads keys from its own environment: say so when a named variable is missing there. */
+function inputError(e: unknown): never {
+  if (e instanceof SetupInputError) {
+    const m = e.message
+      .replace(/environment variable (\w+) is not set; export it with the endpoint's key, or omit --api-key-env/, "environment variable $1 is not set in the engine's environment: export it where the engine starts (then `ocw stop` and start it again), or leave the key field empty for a server without a key")
+      .replace(/pass --api-key-env VAR with VAR holding it/, "name the environment variable that holds its key")
+      .replace(/; pass one of those with --model/, "; pick one of those");
+    throw new SetupApiInputError(m);
+  }
+  throw e;
+}
+
+function outcome(r: SetupResult): SetupOutcome {
+  return { outcome: r.outcome, saved: r.saved ?? true, active: r.active, target: r.target, checks: r.checks, summary: r.summary, observed: r.observed ?? null, ms: Math.round(r.timings.totalMs) };
+}
+
+/** setup.capture: verify a running server, then save it (a cannot-build result saves nothing); or save it unverified by choice. */
+export async function setupCaptureApi(input: SetupCaptureInput, store: TargetStore): Promise<SetupOutcome> {
+  const i = SetupCaptureInput.parse(input);
+  try {
+    return outcome(await setupCapture({ url: i.url, model: i.model, apiKeyEnv: i.apiKeyEnv, slots: i.slots, ctx: i.ctx, id: i.id, acceptUnderpowered: i.acceptUnderpowered, unverified: i.unverified, saveCannotBuild: false, yes: true, store, env: process.env }));
+  } catch (e) {
+    inputError(e);
+  }
+}
+
+/** setup.provider: verify an API provider with the key named, then save it; or save it unverified by choice. */
+export async function setupProviderApi(input: SetupProviderInput, store: TargetStore): Promise<SetupOutcome> {
+  const i = SetupProviderInput.parse(input);
+  try {
+    return outcome(await setupProvider({ url: i.url, model: i.model, apiKeyEnv: i.apiKeyEnv, slots: i.slots, id: i.id, acceptUnderpowered: i.acceptUnderpowered, unverified: i.unverified, saveCannotBuild: false, yes: true, store, env: process.env }));
+  } catch (e) {
+    inputError(e);
+  }
 }

@@ -74,7 +74,12 @@ export async function stopServing(targetId?: string): Promise<{ stopped: Serving
 }
 
 export interface SetupResult {
-  outcome: VerifyResult["outcome"];
+  /** "unverified": saved without checks, by the person's choice (API only). */
+  outcome: VerifyResult["outcome"] | "unverified";
+  /** False when nothing was written (a cannot-build capture/provider through the API). */
+  saved?: boolean;
+  /** What the server reported (capture/provider). */
+  observed?: { engine: string; totalSlots: number | null; perSlotCtx: number | null } | null;
   target: Target;
   checks: Target["checks"];
   summary: string;
@@ -92,6 +97,12 @@ export interface CommonSetupOptions {
   confirm?: (question: string) => Promise<boolean>;
   store?: TargetStore;
   log?: (line: string) => void;
+  /** Target id (default derived from the model). */
+  id?: string;
+  /** Save a cannot-build capture/provider target (default true: the CLI records it, not active; the API does not). */
+  saveCannotBuild?: boolean;
+  /** Save without verifying, by the person's explicit choice (no request is made; recorded with no outcome). */
+  unverified?: boolean;
 }
 
 export interface LlamaSetupOptions extends CommonSetupOptions {
@@ -121,10 +132,22 @@ async function defaultConfirm(q: string): Promise<boolean> {
 
 function finish(
   store: TargetStore, target: Target, v: VerifyResult, o: CommonSetupOptions,
-): { target: Target; active: boolean } {
+): { target: Target; active: boolean; saved: boolean } {
   const t: Target = { ...target, outcome: v.outcome, verifiedAt: new Date().toISOString(), checks: v.checks };
+  if (v.outcome === "cannot-build" && o.saveCannotBuild === false) return { target: t, active: false, saved: false };
   const activate = v.outcome === "built" || (v.outcome === "underpowered" && !!o.acceptUnderpowered);
-  return { target: store.save(t, activate), active: activate };
+  return { target: store.save(t, activate), active: activate, saved: true };
+}
+
+/** Saves a capture/provider target without any request, by the person's choice; it is made active. */
+function saveUnverified(store: TargetStore, target: Target, t0: number): SetupResult {
+  const t: Target = { ...target, outcome: undefined, verifiedAt: null, checks: [] };
+  const saved = store.save(t, true);
+  return {
+    outcome: "unverified", saved: true, observed: null, target: saved, checks: [], active: true,
+    summary: `saved ${saved.id} without verifying it (your choice): nothing was checked — not the URL, the key, the context, nor tool calls`,
+    timings: { totalMs: performance.now() - t0, verifyMs: 0 },
+  };
 }
 
 export async function setupLlamaCpp(o: LlamaSetupOptions): Promise<SetupResult> {
@@ -373,6 +396,17 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
   const key = keyFromEnv(o.apiKeyEnv, env);
   const slotsOpt = positiveInt(o.slots, "--slots");
   const ctx = positiveInt(o.ctx, "--ctx");
+  const store = o.store ?? new TargetStore();
+  const idFor = (model: string, endpoint: string) => o.id ?? `capture-${targetSlug({ model: path.basename(model), quant: null })}-${new URL(endpoint).port || "80"}`;
+  if (o.unverified) {
+    if (!o.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
+    const endpoint = /\/v1$/.test(url) ? url : `${url}/v1`;
+    const slots = slotsOpt ?? 1;
+    return saveUnverified(store, {
+      id: idFor(o.model, endpoint), model: o.model, quant: null, endpoint, keyRef: o.apiKeyEnv ?? null, contextLimit: ctx,
+      serving: { engine: "capture", endpoints: [{ url: endpoint, slots }], slots, perSlotCtx: ctx ?? null }, checks: [],
+    }, t0);
+  }
   const ep = await probeEndpoint(url, key, 5000);
   if (!ep) throw new SetupInputError(`nothing OpenAI-compatible answers at ${url}; start the server or fix the URL`);
   if (ep.needsKey && !key) throw new SetupInputError(`${url} requires a key: pass --api-key-env VAR with VAR holding it`);
@@ -384,18 +418,18 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
   const slots = slotsOpt ?? ep.totalSlots ?? 1;
   const engine = ep.engine === "lmstudio" ? "capture" : ep.engine;
   const tv = performance.now();
-  const v = await verifyEndpoint({ url: ep.url, model, key, engine, slots, perSlotCtx: ctx ?? null });
-  const store = o.store ?? new TargetStore();
-  const id = `capture-${targetSlug({ model: path.basename(model), quant: null })}-${new URL(ep.url).port || "80"}`;
+  const v = await verifyEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx: ctx ?? null });
+  const perSlotCtx = v.observed.perSlotCtx ?? ep.perSlotCtx;
   const target: Target = {
-    id, model, quant: null, endpoint: ep.url, keyRef: o.apiKeyEnv ?? null,
-    contextLimit: v.observed.perSlotCtx ?? ep.perSlotCtx ?? undefined,
-    serving: { engine, endpoints: [{ url: ep.url, slots }], slots, perSlotCtx: v.observed.perSlotCtx ?? ep.perSlotCtx },
+    id: idFor(model, ep.url), model, quant: null, endpoint: ep.url, keyRef: o.apiKeyEnv ?? null,
+    contextLimit: perSlotCtx ?? undefined,
+    serving: { engine, endpoints: [{ url: ep.url, slots }], slots, perSlotCtx },
     checks: [],
   };
   const saved = finish(store, target, v, o);
   return {
-    outcome: v.outcome, target: saved.target, checks: v.checks, summary: `${ep.engine} at ${ep.url}: ${v.summary}`, active: saved.active,
+    outcome: v.outcome, saved: saved.saved, target: saved.target, checks: v.checks, summary: `${ep.engine} at ${ep.url}: ${v.summary}`, active: saved.active,
+    observed: { engine: ep.engine, totalSlots: v.observed.totalSlots ?? ep.totalSlots, perSlotCtx },
     timings: { totalMs: performance.now() - t0, verifyMs: performance.now() - tv },
   };
 }
@@ -416,19 +450,19 @@ export async function setupProvider(o: ProviderSetupOptions): Promise<SetupResul
   const key = keyFromEnv(o.apiKeyEnv, env);
   const slots = positiveInt(o.slots ?? 4, "--slots")!;
   const base = /\/v1$/.test(url) ? url : `${url}/v1`;
+  const store = o.store ?? new TargetStore();
+  const target: Target = {
+    id: o.id ?? `api-${targetSlug({ model: o.model, quant: null })}`, model: o.model, quant: null, endpoint: base, keyRef: o.apiKeyEnv,
+    serving: { engine: "api", endpoints: [{ url: base, slots }], slots, perSlotCtx: null }, checks: [],
+  };
+  if (o.unverified) return saveUnverified(store, target, t0);
   const tv = performance.now();
   const v = await verifyEndpoint({ url: base, model: o.model, key, engine: "api", slots, perSlotCtx: null, llamaExtensions: false });
   if (v.checks[0] && !v.checks[0].passed) throw new SetupInputError(`${url} is not reachable with that key: ${v.checks[0].evidence}`);
-  const store = o.store ?? new TargetStore();
-  const id = `api-${targetSlug({ model: o.model, quant: null })}`;
-  const target: Target = {
-    id, model: o.model, quant: null, endpoint: base, keyRef: o.apiKeyEnv,
-    serving: { engine: "api", endpoints: [{ url: base, slots }], slots, perSlotCtx: null }, checks: [],
-  };
   const saved = finish(store, target, v, o);
   return {
-    outcome: v.outcome, target: saved.target, checks: v.checks, summary: v.summary, active: saved.active,
+    outcome: v.outcome, saved: saved.saved, target: saved.target, checks: v.checks, summary: v.summary, active: saved.active,
+    observed: { engine: "api", totalSlots: null, perSlotCtx: v.observed.perSlotCtx },
     timings: { totalMs: performance.now() - t0, verifyMs: performance.now() - tv },
   };
 }
-

@@ -6,11 +6,25 @@
  *               other engines: what they expose
  *  concurrency— N simultaneous streamed requests overlap in wall time (overlap factor = N·t1 / t_N)
  *  capability — a small coding task, executed and checked (a model that answers "hello" cannot pass)
- * Outcome: built (all pass), underpowered (reachable, slots ok, but capability fails), cannot-build (otherwise).
+ *  tools      — a tool-call round trip with OpenCode's tool schemas (tool-probe.ts): a server that refuses `tools`
+ *               (llama-server --no-jinja) or returns calls as text fails with cannot-build; a model that does not call
+ *               the tool or ignores its result makes the target underpowered
+ * Context: llama.cpp per slot from /props and /slots; ollama from /api/ps (`context_length` of the loaded model: its
+ * default is 4096 below 24 GiB of VRAM, too small for OpenCode's first request); LM Studio from /api/v0/models
+ * (`loaded_context_length`). For ollama and LM Studio a context below WORKER_MIN_CTX fails even when none was asked.
+ * Outcome: built (all pass), underpowered (reachable, slots ok, but capability, concurrency or the model's tool
+ * use fails), cannot-build (otherwise).
  */
 import vm from "node:vm";
 import type { TargetCheck } from "../../shared/target";
 import { authHeaders, httpJson, isLoopback, serverRoot, streamTimed } from "./http";
+import { toolRoundTrip } from "./tool-probe";
+
+/**
+ * The least context a worker can run in: OpenCode's first request is ≈ 4.9k tokens with its 8 tools and its output
+ * limit is 8,192. Checked for servers whose default is below it without the person choosing (ollama, LM Studio).
+ */
+export const WORKER_MIN_CTX = 16384;
 
 export type Outcome = "built" | "underpowered" | "cannot-build";
 
@@ -28,6 +42,8 @@ export interface VerifyInput {
   timeoutMs?: number;
   /** Tokens per request in the concurrency probe. */
   concurrencyTokens?: number;
+  /** Run the tool-call round trip (default true). */
+  tools?: boolean;
 }
 
 export interface VerifyResult {
@@ -132,6 +148,31 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       evidence: `/props total_slots=${total} (want ≥ ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` +
         (!okCtx && perSlot !== null && v.perSlotCtx !== null ? " — each slot gets less than intended (split KV: c/N)" : ""),
     });
+  } else if (v.engine === "ollama" || v.engine === "lmstudio") {
+    // the context the loaded model really has (the reachable request above loaded it)
+    let ctx: number | null = null;
+    let where: string;
+    if (v.engine === "ollama") {
+      const ps = await httpJson<{ models?: { name?: string; model?: string; context_length?: number }[] }>(`${root}/api/ps`, { timeoutMs: 10000 });
+      const m = ps.body?.models?.find((x) => x.name === v.model || x.model === v.model || x.name === `${v.model}:latest`) ?? (ps.body?.models?.length === 1 ? ps.body.models[0] : undefined);
+      ctx = typeof m?.context_length === "number" ? m.context_length : null;
+      where = ps.status !== 200 ? `/api/ps → ${ps.status || ps.error}` : !m ? `/api/ps does not list ${v.model} as loaded` : ctx === null ? "/api/ps lists no context_length (ollama older than 0.12?)" : `/api/ps context_length ${ctx}`;
+    } else {
+      const lm = await httpJson<{ data?: { id: string; state?: string; loaded_context_length?: number; max_context_length?: number }[] }>(`${root}/api/v0/models`, { headers: authHeaders(v.key), timeoutMs: 10000 });
+      const m = lm.body?.data?.find((x) => x.id === v.model);
+      ctx = typeof m?.loaded_context_length === "number" ? m.loaded_context_length : null;
+      where = lm.status !== 200 ? `/api/v0/models → ${lm.status || lm.error}` : !m ? `/api/v0/models does not list ${v.model}` : ctx === null ? `${v.model} is not loaded (no loaded_context_length)` : `/api/v0/models loaded_context_length ${ctx}`;
+    }
+    observed.perSlotCtx = ctx;
+    const want = v.perSlotCtx ?? WORKER_MIN_CTX;
+    const ok = ctx !== null && ctx >= want;
+    const fix = v.engine === "ollama"
+      ? "set OLLAMA_CONTEXT_LENGTH (e.g. 32768) in ollama's environment and restart it, or a num_ctx PARAMETER in a Modelfile"
+      : "load the model in LM Studio with a larger context length (lms load MODEL --context-length 32768)";
+    checks.push({
+      name: "slots", passed: ok,
+      evidence: `${v.engine}: ${where} (want ≥ ${want}${v.perSlotCtx ? "" : ", what an OpenCode worker needs"}); ${v.slots} slot(s) as configured` + (ok ? "" : ` — ${fix}`),
+    });
   } else {
     const models = await httpJson<{ data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number } }[] }>(`${root}/v1/models`, { headers: authHeaders(v.key), timeoutMs: 10000 });
     const m = models.body?.data?.find((d) => d.id === v.model) ?? models.body?.data?.[0];
@@ -213,6 +254,14 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
   checks.push({ name: "capability", ...capCheck });
 
+  // tools: the round trip every worker turn makes
+  let toolsBlocking = false;
+  if (v.tools !== false) {
+    const t = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024 });
+    toolsBlocking = t.failure === "refused" || t.failure === "parser" || t.failure === "unreachable";
+    checks.push({ name: "tools", passed: t.passed, evidence: t.evidence });
+  }
+
   const by = (n: TargetCheck["name"]) => checks.find((c) => c.name === n)!;
   const authOk = by("auth").passed || (!v.key && isLoopback(root));
   let outcome: Outcome;
@@ -223,14 +272,19 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   } else if (!authOk) {
     outcome = "cannot-build";
     summary = `auth check failed: ${by("auth").evidence}`;
-  } else if (!by("capability").passed || !by("concurrency").passed) {
+  } else if (toolsBlocking) {
+    outcome = "cannot-build";
+    summary = `tool calls do not work: ${by("tools").evidence}`;
+  } else if (!by("capability").passed || !by("concurrency").passed || checks.some((c) => c.name === "tools" && !c.passed)) {
     outcome = "underpowered";
     summary = !by("capability").passed
       ? `reachable but failed the coding task (${by("capability").evidence}); a larger or better coding model, more VRAM, or an API provider would lift it`
-      : `requests do not overlap (${by("concurrency").evidence}); fewer slots or a stronger machine`;
+      : !by("concurrency").passed
+        ? `requests do not overlap (${by("concurrency").evidence}); fewer slots or a stronger machine`
+        : `the model does not use tools reliably (${by("tools").evidence}); a model whose tool calling is verified, a higher quant, or an API provider`;
   } else {
     outcome = "built";
-    summary = `verified: ${v.slots} slot(s)${observed.perSlotCtx ? ` × ${observed.perSlotCtx} ctx` : ""}, coding task passed`;
+    summary = `verified: ${v.slots} slot(s)${observed.perSlotCtx ? ` × ${observed.perSlotCtx} ctx` : ""}, coding task and tool-call round trip passed`;
   }
   return { outcome, checks, observed, summary };
 }

@@ -83,7 +83,9 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     const store = new TargetStore();
     const t = store.get(json.target.id)!;
     expect(t).toMatchObject({ outcome: "underpowered", serving: { engine: "llama.cpp", slots: 4, perSlotCtx: 2048 } });
-    expect(t.checks).toHaveLength(5);
+    expect(t.checks).toHaveLength(6);
+    // a random-weight model never calls a tool: the server takes the tools, the model does not use them
+    expect(t.checks.find((c: { name: string }) => c.name === "tools")).toMatchObject({ passed: false });
     expect(store.list().active).toBeNull();
     expect(runTargets({ json: true }).stdout).toContain(json.target.id);
   });
@@ -125,6 +127,23 @@ describe("the c/N trap is caught by verify", () => {
     const slots = v.checks.find((c) => c.name === "slots")!;
     expect(slots.passed).toBe(false);
     expect(slots.evidence).toMatch(/per-slot n_ctx=2048.*c\/N/);
+    expect(v.outcome).toBe("cannot-build");
+    await stopPid(s.pid);
+  });
+});
+
+describe("the tool-call round trip on a real llama-server", () => {
+  it("--no-jinja: the request with OpenCode's tools is refused, verify fails with cannot-build and says --jinja", async (ctx) => {
+    if (SKIP) return ctx.skip(SKIP);
+    const port = await freePort();
+    const args = [...buildLlamaArgs({ model: models.llama, ctx: 4096, parallel: 1, kvUnified: false, port, jinja: false }), "--no-jinja"];
+    const s = await startLlamaServer({ bin: BIN!, args, apiKey: null, logFile: path.join(state, "logs", "nojinja.log"), port });
+    started.push(s.pid);
+    const v = await verifyEndpoint({ url: `http://127.0.0.1:${port}/v1`, model: "m", key: null, engine: "llama.cpp", slots: 1, perSlotCtx: null });
+    const t = v.checks.find((x) => x.name === "tools")!;
+    console.log(`--no-jinja: ${t.evidence}`);
+    expect(t.passed).toBe(false);
+    expect(t.evidence).toMatch(/refuses requests with tools/);
     expect(v.outcome).toBe("cannot-build");
     await stopPid(s.pid);
   });
