@@ -218,7 +218,7 @@ test("below 1000 px the navigation folds behind a menu button (down to 800 px)",
     await expect(nav).toBeHidden();
     // Nothing on the dashboard is wider than the window.
     await page.goto(engine.origin + "/#/");
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(width);
+    expect(await page.locator("html").evaluate((el) => el.scrollWidth)).toBeLessThanOrEqual(width);
     if (width === 800) await shot(page, "10-narrow-dashboard", false);
   }
   await page.setViewportSize({ width: 1360, height: 900 });
