@@ -128,6 +128,7 @@ export class Engine {
     this.watchdog = setInterval(() => this.checkStalls(stallMs), Math.min(5000, stallMs / 2));
     this.watchdog.unref();
     setImmediate(() => this.pump());
+    setTimeout(() => void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${(err as Error).message}`)), 5000).unref();
   }
 
   private log(line: string) {
@@ -543,6 +544,8 @@ export class Engine {
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`);
     const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 60)}`, w.verdict?.commit ?? undefined);
     this.record(workerId, { type: "merged", into: ws.baseBranch!, commit });
+    // Merged, the work lives in the user's branch: the workspace, the engine's repository and ocw/<id> go.
+    await this.tidy(workerId, "merged");
     return { commit, into: ws.baseBranch! };
   }
 
@@ -566,6 +569,42 @@ export class Engine {
     this.rt(workerId).workspace = undefined;
     this.record(workerId, { type: "discarded", by });
     return this.get(workerId);
+  }
+
+  /**
+   * Housekeeping of one finished worker: removes its workspace, engine repository, private tmp and (merged) branch.
+   * Never unmerged built work: that waits for a merge or an explicit discard. A failure is a notice, never an error of
+   * the call that asked (the merge already happened).
+   */
+  private async tidy(workerId: string, why: string): Promise<void> {
+    const w = this.workers.get(workerId);
+    const ws = w && this.workspaceOf(w);
+    if (!w || !ws || !isFinal(w.state) || (w.state === "built" && !w.merged)) return;
+    try {
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path.join(this.workerTmpRoot, workerId) });
+      this.rt(workerId).workspace = undefined;
+    } catch (err) {
+      this.notice("warn", `could not tidy worker ${workerId} (${why}): ${(err as Error).message}`);
+    }
+  }
+
+  /**
+   * Removes the workspaces of finished workers older than the retention (OCW_RETENTION_DAYS, default 14): merged,
+   * failed, stopped, interrupted or errored ones. Built but unmerged work is kept until it is merged or discarded.
+   */
+  async collectGarbage(now = Date.now()): Promise<string[]> {
+    const days = Number(process.env.OCW_RETENTION_DAYS ?? 14);
+    if (!(days > 0)) return [];
+    const done: string[] = [];
+    for (const w of this.list()) {
+      if (!isFinal(w.state) || w.discarded || (w.state === "built" && !w.merged)) continue;
+      if (now - (w.endedAt ?? w.updatedAt) < days * 86_400_000) continue;
+      const ws = this.workspaceOf(w);
+      if (!ws || (!existsSync(ws.worktree) && !existsSync(ws.gitDir))) continue;
+      await this.tidy(w.id, `older than ${days} days`);
+      done.push(w.id);
+    }
+    return done;
   }
 
   /** Every "always" answer the engine holds, across workers. */

@@ -1,6 +1,6 @@
 // Questions, policies, budgets, the watchdog, stop/resume and merge — against the real opencode.
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bash, startScriptedModel, toolCall, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
@@ -140,5 +140,19 @@ describe("control", () => {
     expect(execFileSync("git", ["-C", dir, "status", "--porcelain"]).toString()).toBe("");
     await expect(engine.client.workers.merge.mutate({ workerId: a.workerId })).rejects.toThrow(/already merged/);
     expect((await engine.client.workers.get.query({ workerId: a.workerId })).merged).toMatchObject({ into: "main" });
+    // Housekeeping: the merged worker's workspace and branch are gone; the conflicting one keeps its work until a
+    // discard, which then removes its workspace and branch too.
+    const wa = await engine.client.workers.get.query({ workerId: a.workerId });
+    const wb = await engine.client.workers.get.query({ workerId: b.workerId });
+    const branches = () => execFileSync("git", ["-C", dir, "branch", "--list", "ocw/*"]).toString();
+    expect(existsSync(wa.worktree!)).toBe(false);
+    expect(branches()).not.toContain(wa.branch!);
+    expect(existsSync(wb.worktree!)).toBe(true);
+    expect(branches()).toContain(wb.branch!);
+    await engine.client.workers.discard.mutate({ workerId: b.workerId });
+    expect(existsSync(wb.worktree!)).toBe(false);
+    expect(branches()).not.toContain(wb.branch!);
+    expect((await engine.client.workers.get.query({ workerId: b.workerId })).discarded).toBe(true);
+    await expect(engine.client.workers.merge.mutate({ workerId: b.workerId })).rejects.toThrow(/discarded/);
   });
 });
