@@ -9,7 +9,18 @@ import { stateDir } from "../store/paths";
 import { hardwareSummary } from "../hardware/summary";
 import { clip } from "./format";
 import { EngineLink } from "./link";
-import { createMcpServer } from "./server";
+import { createMcpServer, toolTimeoutFromEnv } from "./server";
+
+/**
+ * Variables of the MCP client that are none of the engine's business: Claude Code's credentials and session state
+ * (ANTHROPIC_*, CLAUDE_*, CLAUDECODE). Removed from `env` in place; returns their names.
+ * A target whose key lives in one of them must be run from an engine started outside Claude Code (`ocw serve`).
+ */
+export function dropClientSecrets(env: NodeJS.ProcessEnv): string[] {
+  const names = Object.keys(env).filter((k) => /^(ANTHROPIC_|CLAUDE_|CLAUDECODE$|CLAUDE_CODE)/.test(k) || k === "MCP_TOOL_TIMEOUT");
+  for (const k of names) delete env[k];
+  return names.sort();
+}
 
 export function registerMcpCommand(program: Command): void {
   program
@@ -27,10 +38,16 @@ export async function runMcpBridge(): Promise<void> {
   console.info = toStderr;
   console.debug = toStderr;
   const log = (line: string) => process.stderr.write(`ocw mcp: ${line}\n`);
+  // Claude Code starts this bridge with its own environment: its API key and session variables must not travel on to the
+  // engine this bridge may start, nor so to opencode and the workers' shells. What the bridge itself needs is read first.
+  const baseDir = process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
+  const toolTimeoutMs = toolTimeoutFromEnv();
+  const dropped = dropClientSecrets(process.env);
+  if (dropped.length) log(`not passing on ${dropped.join(", ")} to the engine`);
 
   let server: ReturnType<typeof createMcpServer> | null = null;
   const link = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
-  server = createMcpServer({ link, log, hardware: hardwareSummary });
+  server = createMcpServer({ link, log, hardware: hardwareSummary, baseDir, toolTimeoutMs });
   const transport = new StdioServerTransport(answerInvalidLines(process.stdin, (line) => process.stdout.write(line), log));
   let closing = false;
   const shutdown = (why: string) => {

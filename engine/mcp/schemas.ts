@@ -40,6 +40,7 @@ export const DelegateInput = z
     protect: spec.protect.describe('Globs the worker must not change, e.g. ["test/**"]. A change to them fails the verdict.'),
     budget: spec.budget.describe("Limits: {wallSec?, tokens?}."),
     title: spec.title.describe("A short label shown in the dashboard."),
+    targetId: spec.targetId.describe("Run on this saved target instead of the active one (setup_status shows the active target)."),
   })
   .strict();
 
@@ -56,6 +57,11 @@ export const DelegateBatchInput = z
 export const WorkersInput = z
   .object({
     batchId: id().optional().describe("Only the workers of this batch."),
+    directory: z
+      .string()
+      .max(4096)
+      .optional()
+      .describe("Only workers on this repository (absolute path; any folder of it): finds workers delegated in earlier sessions."),
     active: z.boolean().optional().describe("Only workers that have not finished (default: all)."),
     limit: z.number().int().min(1).max(200).optional().describe("At most this many, newest first (default 30)."),
   })
@@ -69,7 +75,8 @@ export const WAIT_DEFAULT_SEC = 50;
 export const WaitInput = z
   .object({
     workerId: id().optional().describe("Wait on this worker…"),
-    batchId: id().optional().describe("…or on every worker of this batch."),
+    workerIds: z.array(id()).min(1, "workerIds is empty: give at least one id, or leave it out").max(200).optional().describe("…or on several workers (returns on the first ask or the first that finishes)…"),
+    batchId: id().optional().describe("…or on every worker of this batch. Give none of the three to wait on the unfinished workers this session delegated."),
     timeoutSec: z
       .number()
       .positive("timeoutSec must be a positive number of seconds")
@@ -116,6 +123,18 @@ export const ResumeToolInput = z
   .strict();
 
 export const RESULT_TOTAL_CHARS = 40_000;
+
+export const DIFF_DEFAULT_CHARS = 20_000;
+export const DIFF_MAX_CHARS = 40_000;
+
+export const DiffInput = z
+  .object({
+    workerId: id("workerId is required (see the workers tool)"),
+    file: z.string().max(4096).optional().describe("Only this file's part of the diff (a path relative to the repository)."),
+    offset: z.number().int().min(0).optional().describe("Character offset to read from (see nextOffset)."),
+    maxChars: z.number().int().min(500).max(DIFF_MAX_CHARS).optional().describe(`Characters per page (default ${DIFF_DEFAULT_CHARS}, at most ${DIFF_MAX_CHARS}).`),
+  })
+  .strict();
 
 export const ResultInput = z
   .object({
@@ -186,6 +205,7 @@ export const SetupStatusOutput = z.object({
   slots: Slots,
   pendingApprovals: z.number(),
   workers: z.record(z.string(), z.number()),
+  warnings: z.array(z.string()),
   hardware: z
     .object({
       cpu: z.string(),
@@ -251,13 +271,15 @@ export const WorkerStatusOutput = WorkerSummary.extend({
 export const WaitOutput = z.object({
   state: z.string(),
   settled: z.boolean(),
-  reason: z.enum(["settled", "approval-pending", "timeout", "cancelled"]),
+  reason: z.enum(["settled", "approval-pending", "worker-settled", "timeout", "cancelled"]),
   pending: z.array(PendingItem),
   workers: z.array(WorkerSummary),
   batch: BatchStats.nullable(),
   answeredInForm: z.array(z.object({ askId: z.string(), decision: z.string() })),
   waitedSec: z.number(),
   timeoutSec: z.number(),
+  /** Set when timeoutSec was lowered (the cap, or the client's own tool timeout). */
+  note: z.string().nullable(),
   next: z.string(),
 });
 
@@ -327,8 +349,38 @@ export const ResultOutput = z.object({
   baseBranch: z.string().nullable(),
   mergeHint: z.string().nullable(),
   merged: z.object({ into: z.string(), commit: z.string() }).nullable(),
+  discarded: z.boolean(),
   approvals: z.array(z.object({ askId: z.string(), tool: z.string(), what: z.string(), status: z.string(), decision: z.string().nullable(), by: z.string().nullable() })),
   batchId: z.string().nullable(),
   elapsedSec: z.number(),
+  next: z.string(),
+});
+
+export const DiffOutput = z.object({
+  workerId: z.string(),
+  state: WorkerState,
+  base: z.string().nullable(),
+  branch: z.string().nullable(),
+  files: z.array(z.string()),
+  diffStat: z.string(),
+  diff: z.string(),
+  chars: z.number(),
+  offset: z.number(),
+  nextOffset: z.number().nullable(),
+  next: z.string(),
+});
+
+export const MergeOutput = z.object({
+  workerId: z.string(),
+  into: z.string(),
+  commit: z.string(),
+  repo: z.string(),
+  next: z.string(),
+});
+
+export const DiscardOutput = z.object({
+  workerId: z.string(),
+  state: WorkerState,
+  discarded: z.boolean(),
   next: z.string(),
 });

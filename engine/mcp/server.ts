@@ -1,6 +1,8 @@
 // The MCP bridge's tools: each one is a thin call on the engine's control API, shaped for a model that reads only
 // `structuredContent` and must never be left hanging on an approval.
+import { execFile } from "node:child_process";
 import path from "node:path";
+import { promisify } from "node:util";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
@@ -25,9 +27,25 @@ export interface BridgeOptions {
   baseDir?: string;
   /** Hardware summary for setup_status (detected once, lazily). */
   hardware?: () => Promise<z.infer<typeof S.SetupStatusOutput>["hardware"]>;
+  /** The client's wall-clock limit per tool call in ms (Claude Code: MCP_TOOL_TIMEOUT); wait stays below it. */
+  toolTimeoutMs?: number | null;
 }
 
-export const SERVER_NAME = "opencode-worker";
+/** Short, so Claude Code's tool names stay short: mcp__plugin_opencode-worker_ocw__delegate. */
+export const SERVER_NAME = "ocw";
+
+/** The client's tool timeout from MCP_TOOL_TIMEOUT (milliseconds), or null when unset or unreadable. */
+export function toolTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number | null {
+  const n = Number(env.MCP_TOOL_TIMEOUT);
+  return Number.isFinite(n) && n > 0 ? n : null;
+}
+
+/** The longest wait that ends before the client gives up on the call: 5 s of margin (or a fifth of short limits). */
+export function waitCapSec(toolTimeoutMs: number | null | undefined): number {
+  if (!toolTimeoutMs) return S.WAIT_MAX_SEC;
+  const sec = toolTimeoutMs / 1000;
+  return Math.max(1, Math.min(S.WAIT_MAX_SEC, Math.floor(sec - Math.min(5, sec / 5))));
+}
 
 export function createMcpServer(opts: BridgeOptions): McpServer {
   const log = opts.log ?? (() => {});
@@ -35,6 +53,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   const baseDir = opts.baseDir ?? process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
   const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   const clientName = () => server.server.getClientVersion()?.name ?? "mcp-client";
+  const toolTimeoutMs = opts.toolTimeoutMs === undefined ? toolTimeoutFromEnv() : opts.toolTimeoutMs;
+  const waitCap = waitCapSec(toolTimeoutMs);
+  /** Workers this session delegated: what a wait with no ids waits on. */
+  const mine = new Set<string>();
 
   function register<I extends z.ZodObject, O extends z.ZodObject>(
     name: string,
@@ -100,6 +122,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const hardware = opts.hardware ? await opts.hardware().catch(() => null) : null;
       let activeTarget: z.infer<typeof S.SetupStatusOutput>["activeTarget"] = null;
       let problem: string | null = null;
+      const warnings: string[] = [];
       if (t) {
         const reach = await reachable(t.endpoint);
         activeTarget = {
@@ -116,9 +139,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           reachDetail: reach.detail,
         };
         if (!reach.ok) problem = `the model endpoint ${t.endpoint} does not answer (${reach.detail}): start the model server (\`ocw setup\` manages one) or fix the target`;
-        else if (t.outcome === "cannot-build" || t.outcome === "underpowered")
-          problem = `target ${t.id} was verified as ${t.outcome}: it is below the capability floor for coding tasks; pick a stronger model (\`ocw fit\`, \`ocw setup\`)`;
-      } else problem = "no active target: set one up with `ocw setup` (or the GUI's setup wizard), then call setup_status again";
+        else if (t.outcome === "cannot-build")
+          problem = `target ${t.id} was verified as cannot-build: a piece it needs is missing (see \`ocw targets\`); fix it or set up another model (\`ocw setup\`)`;
+        // The person made an underpowered target active on purpose (--accept-underpowered): work goes ahead, with the warning.
+        else if (t.outcome === "underpowered")
+          warnings.push(`target ${t.id} was verified as underpowered and accepted anyway: expect mostly honest-failure verdicts; keep tasks small, and tell the person when a stronger model (\`ocw fit\`, \`ocw setup\`) would help`);
+      } else problem = "no active target: set one up with `ocw setup` in a terminal (the model-setup skill walks through it; or the GUI's setup wizard), then call setup_status again";
       const slots = slotsOf(st.slots, t?.id ?? null);
       return {
         ready: !problem,
@@ -129,6 +155,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         slots,
         pendingApprovals: st.pendingApprovals,
         workers: st.workers,
+        warnings,
         hardware,
         next: problem
           ? `not ready: ${problem}`
@@ -150,9 +177,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
     async (args) => {
       const { workerId } = await call((c) => c.workers.start.mutate(args));
-      const [{ slots }, w] = await Promise.all([slotsNow(), call((c) => c.workers.get.query({ workerId }))]);
+      mine.add(workerId);
+      const [{ slots }, w, dirty] = await Promise.all([slotsNow(), call((c) => c.workers.get.query({ workerId })), uncommitted(args.directory)]);
       const warnings: string[] = [];
       if (!args.checks.length) warnings.push("no checks: the verdict then rests on the scope alone and proves little — next time give checks that fail unless the work is right");
+      if (!args.scope.length) warnings.push("no scope: the worker may change any file and the verdict cannot catch a stray edit — next time give `scope` globs of the files it may change");
+      if (dirty) warnings.push(dirty);
       if (slots.queued > 0 && w.state === "queued") warnings.push(`all ${slots.total} slots are busy: this worker is queued until one frees`);
       return {
         workerId,
@@ -187,8 +217,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const before = await slotsNow();
       const { batchId, workerIds } = await call((c) => c.workers.startBatch.mutate({ tasks: args.tasks }));
+      for (const id of workerIds) mine.add(id);
       const { slots } = await slotsNow();
       const warnings: string[] = [];
+      for (const dir of new Set(args.tasks.map((t) => path.resolve(t.directory)))) {
+        const dirty = await uncommitted(dir);
+        if (dirty) warnings.push(dirty);
+      }
       const overlaps: string[] = [];
       args.tasks.forEach((a, i) =>
         args.tasks.forEach((b, j) => {
@@ -199,6 +234,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         warnings.push(`tasks ${overlaps.slice(0, 6).join(", ")} work on the same repository with overlapping (or missing) scopes: their branches may conflict — give each task a disjoint scope`);
       const noChecks = args.tasks.map((t, i) => (t.checks.length ? 0 : i + 1)).filter(Boolean);
       if (noChecks.length) warnings.push(`task(s) ${noChecks.join(", ")} have no checks: their verdicts prove little`);
+      const noScope = args.tasks.map((t, i) => (t.scope.length ? 0 : i + 1)).filter(Boolean);
+      if (noScope.length && !overlaps.length) warnings.push(`task(s) ${noScope.join(", ")} have no scope: they may change any file — give each task \`scope\` globs`);
       if (args.tasks.length > before.slots.free)
         warnings.push(`${args.tasks.length} tasks for ${before.slots.free} free slot(s): ${args.tasks.length - before.slots.free} queue until slots free`);
       return { batchId, workerIds, slots, warnings, next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals; then result for each worker` };
@@ -210,7 +247,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "workers",
     {
       title: "List workers",
-      description: "All workers the engine knows (from any client: this session, the GUI, the CLI), newest first: state, pending asks, last activity, elapsed time, verdict.",
+      description:
+        "All workers the engine knows (from any client: this session, an earlier session, the GUI, the CLI — they survive restarts), newest first: state, pending asks, last activity, elapsed time, verdict. `directory` finds the workers of one repository, e.g. to pick up work delegated before a restart.",
       input: S.WorkersInput,
       output: S.WorkersOutput,
       readOnly: true,
@@ -218,7 +256,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
     async (args) => {
       const [list, st] = await Promise.all([call((c) => c.workers.list.query(args.batchId ? { batchId: args.batchId } : undefined)), call((c) => c.status.query())]);
-      const filtered = list.filter((w) => !args.active || !isFinal(w.state));
+      const repo = args.directory ? await repoRoot(args.directory) : null;
+      const filtered = list.filter((w) => (!args.active || !isFinal(w.state)) && (!repo || sameRepo(w, repo)));
       const now = Date.now();
       const counts: Record<string, number> = {};
       for (const w of filtered) counts[w.state] = (counts[w.state] ?? 0) + 1;
@@ -268,20 +307,42 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   register(
     "wait",
     {
-      title: "Wait for a worker or batch",
-      description: `Block up to timeoutSec (default ${S.WAIT_DEFAULT_SEC}, max ${S.WAIT_MAX_SEC}) on {workerId} or {batchId}. Returns as soon as everything settled, or an approval is pending (pending:[{askId, tool, what}] — answer with approve, then wait again), or the time is up (then call wait again). Sends progress while waiting.`,
+      title: "Wait for workers",
+      description: `Block up to timeoutSec (default ${Math.min(S.WAIT_DEFAULT_SEC, waitCap)}, max ${waitCap}) on {workerId}, {workerIds: [...]}, {batchId}, or {} (the unfinished workers this session delegated). Returns as soon as an approval is pending (pending:[{askId, tool, what}] — answer with approve, then wait again), everything settled, one of several workers finished (reason worker-settled), or the time is up (then call wait again). Sends progress while waiting.`,
       input: S.WaitInput,
       output: S.WaitOutput,
       readOnly: true,
     },
     async (args, extra) => {
-      if (!!args.workerId === !!args.batchId) throw new ToolError("give either workerId or batchId (exactly one)");
-      const timeoutSec = Math.min(S.WAIT_MAX_SEC, args.timeoutSec ?? S.WAIT_DEFAULT_SEC);
+      const given = [args.workerId, args.workerIds, args.batchId].filter((x) => x !== undefined).length;
+      if (given > 1) throw new ToolError("give one of workerId, workerIds or batchId (or none, to wait on the unfinished workers this session delegated)");
+      const asked = args.timeoutSec ?? S.WAIT_DEFAULT_SEC;
+      const timeoutSec = Math.min(waitCap, asked);
+      const note =
+        timeoutSec < asked
+          ? toolTimeoutMs && waitCap < S.WAIT_MAX_SEC
+            ? `timeoutSec capped at ${timeoutSec} s: the client ends tool calls after ${Math.round(toolTimeoutMs / 1000)} s (MCP_TOOL_TIMEOUT=${toolTimeoutMs}); call wait again to keep waiting, or raise MCP_TOOL_TIMEOUT`
+            : `timeoutSec capped at ${timeoutSec} s; call wait again to keep waiting`
+          : null;
       const t0 = Date.now();
       const deadline = t0 + timeoutSec * 1000;
-      const ids = args.workerId
-        ? [(await call((c) => c.workers.get.query({ workerId: args.workerId! }))).id]
-        : (await call((c) => c.workers.batch.query({ batchId: args.batchId! }))).workerIds;
+      let ids: string[];
+      if (args.workerId) ids = [(await call((c) => c.workers.get.query({ workerId: args.workerId! }))).id];
+      else if (args.batchId) ids = (await call((c) => c.workers.batch.query({ batchId: args.batchId! }))).workerIds;
+      else if (args.workerIds) ids = [...new Set(await Promise.all(args.workerIds.map((id) => call((c) => c.workers.get.query({ workerId: id })).then((w) => w.id))))];
+      else {
+        if (!mine.size)
+          throw new ToolError(
+            "this session has delegated no workers yet: give workerId, workerIds or batchId (workers {directory} lists the workers of a repository, from earlier sessions too)",
+          );
+        const all = await Promise.all([...mine].map((id) => call((c) => c.workers.get.query({ workerId: id }))));
+        const open = all.filter((w) => !isFinal(w.state));
+        ids = (open.length ? open : all).map((w) => w.id);
+      }
+      const several = ids.length > 1 && !args.batchId;
+      const finalAtStart = new Set<string>();
+      if (several) for (const w of await Promise.all(ids.map((id) => call((c) => c.workers.get.query({ workerId: id }))))) if (isFinal(w.state)) finalAtStart.add(w.id);
+      const newlyFinal = (ws: Map<string, Worker>) => [...ws.values()].some((w) => isFinal(w.state) && !finalAtStart.has(w.id));
       const client = await link.client();
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
@@ -305,7 +366,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         progress(`waiting on ${ids.length === 1 ? ids[0] : `${ids.length} workers`}`);
         for (;;) {
           const r = await follow(client, ids, {
-            until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0),
+            until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0) || (several && newlyFinal(ws)),
             timeoutMs: Math.max(1, deadline - Date.now()),
             signal: extra.signal,
             onEvent: (e, ws) => {
@@ -314,7 +375,16 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             },
           });
           workers = r.workers;
-          reason = r.reason === "settled" ? "settled" : r.reason === "until" ? "approval-pending" : r.reason === "timeout" ? "timeout" : "cancelled";
+          reason =
+            r.reason === "settled"
+              ? "settled"
+              : r.reason === "until"
+                ? [...r.workers.values()].some((w) => pendingAsks(w).length > 0)
+                  ? "approval-pending"
+                  : "worker-settled"
+                : r.reason === "timeout"
+                  ? "timeout"
+                  : "cancelled";
           if (reason !== "approval-pending" || !useForms) break;
           const ask = [...workers.values()].flatMap((w) => pendingAsks(w)).find((a) => !offered.has(a.id));
           if (!ask) break;
@@ -363,7 +433,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         answeredInForm,
         waitedSec: Math.round((Date.now() - t0) / 100) / 10,
         timeoutSec,
-        next: nextFor(list, batch),
+        note,
+        next: reason! === "worker-settled" ? `${list.filter((w) => isFinal(w.state) && !finalAtStart.has(w.id)).map((w) => w.id).join(", ")} finished: read result for it, and wait again for the others` : nextFor(list, batch),
       };
     },
   );
@@ -480,7 +551,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Graded result of a worker",
       description:
-        "The graded result of a finished worker: verdict (built | honest-failure, from the held-back checks and the scope — not from the worker), the worker's claim and whether it was honest, each check with its output (paged: page/pageSize over checks, maxChars per output; check+offset reads one output in full), the scope result and changed files, the diff summary, and the branch/worktree with mergeHint to merge a built worker.",
+        "The graded result of a finished worker: verdict (built | honest-failure, from the held-back checks and the scope — not from the worker), the worker's claim and whether it was honest, each check with its output (paged: page/pageSize over checks, maxChars per output; check+offset reads one output in full), the scope result and changed files, the diff summary, the branch, and whether it was merged. Review with diff, then merge a built worker with merge.",
       input: S.ResultInput,
       output: S.ResultOutput,
       readOnly: true,
@@ -529,14 +600,120 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         baseBranch: w.baseBranch,
         mergeHint: v?.mergeHint ?? null,
         merged: w.merged,
+        discarded: isDiscarded(w),
         approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, what: clip(a.what, 300), status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
-        next:
-          verdict === "built"
-            ? `built: review the change (git -C ${w.worktree ?? w.repo} diff ${w.baseCommit?.slice(0, 12) ?? "HEAD~1"}), then merge it: ${v?.mergeHint ?? `git merge --no-ff ${w.branch}`}`
-            : `not built${w.stateReason ? ` (${clip(w.stateReason, 200)})` : ""}: read the failing checks, then re-delegate a targeted fix or resume {"workerId":"${w.id}","message":"…"}`,
+        next: w.merged
+          ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
+          : verdict === "built"
+            ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)`
+            : `not built${w.stateReason ? ` (${clip(w.stateReason, 200)})` : ""}: read the failing checks, then re-delegate a targeted fix or resume {"workerId":"${w.id}","message":"…"}; discard {"workerId":"${w.id}"} removes what is left`,
       };
+    },
+  );
+
+  // ---------------- diff ----------------
+  register(
+    "diff",
+    {
+      title: "Diff of a worker",
+      description: `The worker's change against the commit it started from, as a unified diff (read-only): the changed files and stat, then the diff paged by offset/maxChars (default ${S.DIFF_DEFAULT_CHARS} characters); file narrows it to one file. Review before merge.`,
+      input: S.DiffInput,
+      output: S.DiffOutput,
+      readOnly: true,
+      idempotent: true,
+    },
+    async (args) => {
+      const [w, { diff: full }] = await Promise.all([call((c) => c.workers.get.query({ workerId: args.workerId })), call((c) => c.workers.diff.query({ workerId: args.workerId }))]);
+      let text = full;
+      if (args.file) {
+        const want = args.file.replace(/^\.\//, "");
+        const parts = full.split(/^(?=diff --git )/m).filter((p) => p.startsWith("diff --git ") && (p.startsWith(`diff --git a/${want} `) || p.includes(` b/${want}\n`)));
+        if (!parts.length) throw new ToolError(`file "${clip(args.file, 200)}" is not in worker ${w.id}'s diff: it changed ${(w.verdict?.scope.changedFiles ?? []).slice(0, 20).join(", ") || "no files"}`);
+        text = parts.join("");
+      }
+      const offset = Math.min(args.offset ?? 0, text.length);
+      const max = args.maxChars ?? S.DIFF_DEFAULT_CHARS;
+      const page = text.slice(offset, offset + max);
+      const nextOffset = offset + page.length < text.length ? offset + page.length : null;
+      return {
+        workerId: w.id,
+        state: w.state,
+        base: w.baseCommit,
+        branch: w.branch,
+        files: (w.verdict?.scope.changedFiles ?? []).slice(0, 500),
+        diffStat: clip(w.verdict?.diffStat ?? "", 4000),
+        diff: page,
+        chars: text.length,
+        offset,
+        nextOffset,
+        next: !full
+          ? isDiscarded(w)
+            ? `worker ${w.id} was discarded: nothing is left to show`
+            : `worker ${w.id} has no changes (yet)`
+          : nextOffset !== null
+            ? `more: diff {"workerId":"${w.id}"${args.file ? `,"file":${JSON.stringify(args.file)}` : ""},"offset":${nextOffset}}`
+            : w.state === "built" && !w.merged
+              ? `merge {"workerId":"${w.id}"} when the change is right`
+              : "end of the diff",
+      };
+    },
+  );
+
+  // ---------------- merge ----------------
+  register(
+    "merge",
+    {
+      title: "Merge a built worker",
+      description:
+        "Merge a built worker's graded commit into the branch it started from, in the person's repository (git merge --no-ff, done by the engine). Refuses without changing anything when the checkout is on another branch, has conflicting local changes, or the merge conflicts — the message says what to do. Merge one worker at a time and run the project's tests between merges.",
+      input: S.WorkerRefInput,
+      output: S.MergeOutput,
+      destructive: true,
+    },
+    async ({ workerId }) => {
+      const w = await call((c) => c.workers.get.query({ workerId }));
+      let merged: { commit: string; into: string };
+      try {
+        merged = await call((c) => c.workers.merge.mutate({ workerId }));
+      } catch (err) {
+        const msg = (err as Error).message ?? String(err);
+        if (/conflict/i.test(msg))
+          throw new ToolError(
+            `${msg} To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or let the person merge ${w.branch} by hand`,
+          );
+        throw err;
+      }
+      return {
+        workerId: w.id,
+        into: merged.into,
+        commit: merged.commit,
+        repo: w.repo,
+        next: `merged into ${merged.into} at ${merged.commit.slice(0, 12)}: run the project's tests; discard {"workerId":"${w.id}"} removes its workspace when you no longer need it`,
+      };
+    },
+  );
+
+  // ---------------- discard ----------------
+  register(
+    "discard",
+    {
+      title: "Discard a worker's work",
+      description:
+        "Remove a finished worker's workspace and branch, unmerged work included (its record, verdict and log stay). A running worker must be stopped first. Use it for failed or superseded attempts, or after merge.",
+      input: S.WorkerRefInput,
+      output: S.DiscardOutput,
+      destructive: true,
+      idempotent: true,
+    },
+    async ({ workerId }) => {
+      // An engine started by an older install (it outlives bridges) has no such route.
+      const w = await call((c) => c.workers.discard.mutate({ workerId })).catch((err: Error) => {
+        if (/No procedure found|no procedure/i.test(err.message ?? "")) throw new ToolError(`this engine has no discard (it is older than this bridge): restart it with \`ocw stop\`, or remove the worker's branch ocw/${workerId} by hand`);
+        throw err;
+      });
+      return { workerId: w.id, state: w.state, discarded: isDiscarded(w), next: w.merged ? `its work stays merged in ${w.merged.into}` : "its branch and workspace are gone; the verdict and log stay in workers/result" };
     },
   );
 
@@ -544,6 +721,40 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 }
 
 // ---------- helpers ----------
+
+/** The engine marks a discarded worker (workspace and branch removed). */
+function isDiscarded(w: Worker): boolean {
+  return !!w.discarded;
+}
+
+const run = promisify(execFile);
+async function gitOut(cwd: string, args: string[]): Promise<string | null> {
+  try {
+    return (await run("git", ["-C", cwd, ...args], { timeout: 10_000, maxBuffer: 4 * 1024 * 1024 })).stdout;
+  } catch {
+    return null;
+  }
+}
+
+/** A warning when the checkout has uncommitted changes: the worker starts from HEAD and never sees them. */
+async function uncommitted(dir: string): Promise<string | null> {
+  const out = await gitOut(dir, ["status", "--porcelain", "--untracked-files=normal"]);
+  const files = (out ?? "").split("\n").filter(Boolean).map((l) => l.slice(3));
+  if (!files.length) return null;
+  return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", …" : ""}): the worker starts from the last commit and does not see them — commit what it needs before delegating`;
+}
+
+/** The repository root of a folder (realpath'd), or the folder itself when git cannot say. */
+async function repoRoot(dir: string): Promise<string> {
+  if (!path.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
+  return path.resolve(top || dir);
+}
+
+function sameRepo(w: Worker, root: string): boolean {
+  const r = path.resolve(w.repo);
+  return r === root || path.resolve(w.spec.directory) === root || path.resolve(w.spec.directory).startsWith(root + path.sep);
+}
 
 function failure(message: string) {
   return { content: [{ type: "text" as const, text: message }], isError: true };
@@ -557,6 +768,8 @@ function directoryProblem(dir: unknown, baseDir: string): string | null {
 
 function messageOf(err: unknown, log: (l: string) => void, tool: string): string {
   if (err instanceof ToolError) return err.message;
+  if (/^no active target/.test((err as Error)?.message ?? ""))
+    return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) — or pass `targetId` of a saved target; call setup_status to see where things stand";
   const e = err as { message?: string; data?: { code?: string } };
   if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
   if (e?.data?.code) {

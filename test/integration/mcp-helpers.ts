@@ -17,11 +17,11 @@ export interface McpHandle {
 export async function startMcp(
   stateDir: string,
   name: string,
-  opts: { elicit?: (req: ElicitRequest) => Promise<ElicitResult> | ElicitResult; env?: Record<string, string> } = {},
+  opts: { elicit?: (req: ElicitRequest) => Promise<ElicitResult> | ElicitResult; env?: Record<string, string>; /** An executable that runs the bridge (the plugin's bin/ocw); default `node dist/ocw.mjs mcp`. */ command?: string } = {},
 ): Promise<McpHandle> {
   const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [BUNDLE, "mcp"],
+    command: opts.command ?? process.execPath,
+    args: opts.command ? ["mcp"] : [BUNDLE, "mcp"],
     // StdioClientTransport passes only a few variables of its own: give the bridge what the engine needs.
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...opts.env },
     stderr: "pipe",

@@ -32,6 +32,8 @@ const claude = (args: string[], o: { cwd?: string; timeoutMs?: number } = {}) =>
 /** A repository with what a push of this checkout would carry for the plugin: the marketplace and plugin/. */
 function marketplaceRepo(): string {
   const work = tempDir("marketplace");
+  // With the root's ignore rules, so that the commit below holds what a real commit of this checkout would.
+  cpSync(path.join(ROOT, ".gitignore"), path.join(work, ".gitignore"));
   cpSync(path.join(ROOT, ".claude-plugin"), path.join(work, ".claude-plugin"), { recursive: true });
   cpSync(path.join(ROOT, "plugin"), path.join(work, "plugin"), { recursive: true, filter: (src) => !/node_modules|\.lock$/.test(path.relative(ROOT, src)) });
   const git = (...a: string[]) => execFileSync("git", a, { cwd: work, stdio: "pipe" });

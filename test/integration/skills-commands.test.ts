@@ -1,0 +1,100 @@
+// The skills tell a model which `ocw` commands and flags to run and which MCP tools to pre-allow. Every one of them
+// must exist: each `ocw …` in a skill's code (inline or fenced) is run with --help on the real bundle, each --flag it
+// names must be in that command's help, and each allowed tool must be one the bridge lists.
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { BUNDLE, cleanup, ROOT, tempDir } from "../helpers";
+import { startMcp, type McpHandle } from "./mcp-helpers";
+
+const skillsDir = path.join(ROOT, "skills");
+const skills = readdirSync(skillsDir).map((name) => ({ name, text: readFileSync(path.join(skillsDir, name, "SKILL.md"), "utf8") }));
+
+/** Every `ocw …` invocation in the skill's code: inline `code` spans and the lines of fenced blocks. */
+export function ocwInvocations(markdown: string): string[] {
+  const code: string[] = [];
+  let fenced = false;
+  for (const line of markdown.split("\n")) {
+    if (/^\s*```/.test(line)) {
+      fenced = !fenced;
+      continue;
+    }
+    if (fenced) code.push(...line.split(/[#;]/).map((x) => x.trim()));
+    else for (const m of line.matchAll(/`([^`]+)`/g)) code.push(m[1]!);
+  }
+  return code.flatMap((c) => [...c.matchAll(/(?:^|\s)(ocw(?: +[^\s]+)*)/g)].map((m) => m[1]!.trim())).filter((c) => c !== "ocw");
+}
+
+function help(words: string[]): string | null {
+  try {
+    const out = execFileSync(process.execPath, [BUNDLE, ...words, "--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, OCW_STATE_DIR: state } });
+    // An unknown subcommand falls back to its parent's help: only a usage line naming exactly these words counts.
+    return new RegExp(`^Usage: ocw ${words.join(" ")}( |$)`, "m").test(out) ? out : null;
+  } catch {
+    return null;
+  }
+}
+
+const state = tempDir("skills-state");
+let mcp: McpHandle | null = null;
+afterAll(async () => {
+  await mcp?.close();
+  cleanup(state);
+});
+
+describe("skills name only commands, flags and tools that exist", () => {
+  it("finds the commands the skills give (the extraction works)", () => {
+    const all = skills.flatMap((s) => ocwInvocations(s.text));
+    expect(all.length).toBeGreaterThan(8);
+    expect(all).toContain("ocw doctor");
+    expect(ocwInvocations("run `ocw fit --min-ctx 8192 --json` then\n```\nocw targets   # list; ocw target use <id>\n```")).toEqual(["ocw fit --min-ctx 8192 --json", "ocw targets", "ocw target use <id>"]);
+  });
+
+  for (const skill of skills) {
+    it(`${skill.name}: every \`ocw …\` command answers --help and has every flag the skill gives it`, () => {
+      const problems: string[] = [];
+      for (const inv of new Set(ocwInvocations(skill.text))) {
+        const tokens = inv.split(/\s+/).slice(1);
+        const words = tokens.filter((t, i) => /^[a-z][a-z-]*$/.test(t) && tokens.slice(0, i).every((x) => /^[a-z][a-z-]*$/.test(x)));
+        // The longest run of leading words that is a real command.
+        let cmd: string[] | null = null;
+        let text: string | null = null;
+        for (let n = words.length; n >= 1 && !text; n--) {
+          text = help(words.slice(0, n));
+          if (text) cmd = words.slice(0, n);
+        }
+        if (!cmd || !text) {
+          problems.push(`"${inv}": no such command (ocw ${words.join(" ")} --help)`);
+          continue;
+        }
+        const rest = tokens.slice(cmd.length);
+        // Leftover bare words must be arguments the usage line asks for, not a mistyped subcommand.
+        if (rest[0] && /^[a-z][a-z-]*$/.test(rest[0]) && !/<\w+>|\[(?!command\]|options\])\w+\]/.test(text.split("\n")[0]!)) problems.push(`"${inv}": ocw ${cmd.join(" ")} has no subcommand "${rest[0]}"`);
+        for (const flag of tokens.filter((t) => t.startsWith("--")).map((t) => t.replace(/[=\]\[,.)]+.*$/, "").replace(/[\]\[,.)]+$/, ""))) {
+          if (!new RegExp(`(^|[\\s,])${flag}(\\s|,|$)`, "m").test(text)) problems.push(`"${inv}": ocw ${cmd.join(" ")} has no ${flag}`);
+        }
+      }
+      expect(problems).toEqual([]);
+    });
+  }
+
+  it("every allowed-tools entry is a tool of the plugin's `ocw` server", async () => {
+    const manifest = JSON.parse(readFileSync(path.join(ROOT, "plugin", ".claude-plugin", "plugin.json"), "utf8"));
+    const server = Object.keys(manifest.mcpServers)[0]!;
+    const prefix = `mcp__plugin_${manifest.name}_${server}__`;
+    mcp = await startMcp(state, "skills-test");
+    const tools = new Set((await mcp.client.listTools()).tools.map((t) => t.name));
+    for (const skill of skills) {
+      const line = /^allowed-tools:\s*(.+)$/m.exec(skill.text)?.[1] ?? "";
+      const allowed = line.split(",").map((x) => x.trim()).filter(Boolean);
+      expect(allowed.length, skill.name).toBeGreaterThan(0);
+      for (const name of allowed) {
+        expect(name.startsWith(prefix), `${skill.name}: ${name} does not start with ${prefix}`).toBe(true);
+        expect(tools.has(name.slice(prefix.length)), `${skill.name}: ${name} is not a tool`).toBe(true);
+      }
+      // Tools that change the person's repository or end work stay behind Claude Code's own prompt.
+      expect(allowed.filter((n) => /__(approve|merge|discard|stop|resume)$/.test(n)), skill.name).toEqual([]);
+    }
+  });
+});
