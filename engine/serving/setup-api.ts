@@ -55,7 +55,10 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
       totalParamsB: e.totalParamsB, activeParamsB: e.activeParamsB, quants: e.quants.map((q) => ({ quant: q.quant, bytes: q.bytes, sizeNote: q.sizeNote })),
       toolCalling: { ...e.toolCalling, status: verified(e.id) ? "verified" : "unverified" }, unverified: e.unverified,
       fit: p.pick ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason } : null,
-      fitProblem: p.problem,
+      // the planner's problem is worded for the whole catalog: say it of this entry
+      fitProblem: p.pick ? null : !dev.gpus.length && e.activeParamsB > 5.5
+        ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider`
+        : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`),
     };
   });
 }

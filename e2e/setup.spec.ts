@@ -1,0 +1,212 @@
+// The setup wizard in Chromium against real engines (`ocw serve`) on simulated machines: fake nvidia-smi / rocm-smi
+// first on PATH (the only GPU doubles), host RAM set with OCW_RAM_BYTES, no llama-server. Every route: run a model on
+// this machine (CPU only, 2×24 GB), capture a running server (the scripted model: one that works, one that refuses
+// tools, a dead URL), an API provider (unset key, verified, saved unverified by choice). Screenshots in
+// test-results/screenshots/setup-*.png.
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { expect, test, type Locator, type Page } from "@playwright/test";
+import { startScriptedModel, toolCall, type ScriptedModel } from "../test/fixtures/scripted-model";
+import { cleanup, ROOT, startEngine, tempDir, type E2EEngine } from "./engine";
+
+const SHOTS = path.join(ROOT, "test-results", "screenshots");
+/** The app scrolls inside its main pane: bring `at` into view first, so the shot shows what the test checked. */
+const shot = async (page: Page, name: string, at?: Locator) => {
+  if (at) await at.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(SHOTS, `setup-${name}.png`) });
+};
+const FAKE_BIN = path.join(ROOT, "test", "fixtures", "hardware", "bin");
+const GiB = 1024 ** 3;
+const GOOD = "```js\nfunction sumOfSquares(n) {\n  let s = 0;\n  for (let i = 1; i <= n; i++) s += i * i;\n  return s;\n}\n```";
+
+test.describe.configure({ mode: "serial" });
+
+const dirs: string[] = [];
+const engines: E2EEngine[] = [];
+const models: ScriptedModel[] = [];
+
+/** An engine on a simulated machine: `gpus` rows for the fake nvidia-smi (none: CPU only). */
+async function engineOn(gpus: { name: string; totalMiB: number }[], ramGiB: number, env: NodeJS.ProcessEnv = {}): Promise<E2EEngine> {
+  const dir = tempDir("setup-e2e");
+  dirs.push(dir);
+  let nv: Record<string, string> = {};
+  if (gpus.length) {
+    const csv = path.join(dir, "nvidia.csv");
+    writeFileSync(csv, gpus.map((g, i) => `${i}, GPU-${i}0000000-0000-0000-0000-000000000000, ${g.name}, 00000000:${String(i + 1).padStart(2, "0")}:00.0, ${g.totalMiB}, 500, ${g.totalMiB - 500}, 580.65.06, 8.9`).join("\n") + "\n");
+    nv = { OCW_FAKE_NVIDIA_SMI: csv };
+  }
+  const e = await startEngine(path.join(dir, "state"), {
+    PATH: [FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter),
+    OCW_RAM_BYTES: String(ramGiB * GiB), LLAMA_SERVER: "", OCW_LLAMA_CACHE: path.join(dir, "no-llama"), OCW_FAKE_NVIDIA_SMI: "", OCW_FAKE_ROCM_SMI: "",
+    ...nv, ...env,
+  });
+  engines.push(e);
+  return e;
+}
+
+async function open(page: Page, e: E2EEngine) {
+  await page.goto(e.url);
+  await page.getByRole("link", { name: "Setup" }).click();
+  await expect(page.getByRole("list", { name: "Detected hardware" })).toBeVisible();
+}
+
+let cpu: E2EEngine;
+let good: ScriptedModel;
+let noTools: ScriptedModel;
+
+test.beforeAll(async () => {
+  good = await startScriptedModel({
+    modelId: "scripted-coder", apiKey: "sk-e2e-setup", chunkDelayMs: 10,
+    scripts: [
+      { name: "tools", match: (c) => c.hasTools, script: (c) => (c.toolResults.length ? { text: `The word is ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })) },
+      { match: /sumOfSquares/, script: () => ({ text: GOOD }) },
+    ],
+    fallback: () => ({ text: "one two three four five six seven eight nine ten eleven twelve" }),
+  });
+  noTools = await startScriptedModel({
+    modelId: "no-jinja", chunkDelayMs: 10,
+    scripts: [
+      { name: "refuse", match: (c) => c.hasTools, script: () => ({ error: { status: 500, message: "tools param requires --jinja flag" } }) },
+      { match: /sumOfSquares/, script: () => ({ text: GOOD }) },
+    ],
+    fallback: () => ({ text: "one two three four five six seven eight nine ten eleven twelve" }),
+  });
+  models.push(good, noTools);
+  cpu = await engineOn([], 16, { OCW_E2E_GOOD_KEY: "sk-e2e-setup" });
+});
+
+test.afterAll(async () => {
+  for (const e of engines) await e.kill();
+  for (const m of models) await m.close();
+  cleanup(...dirs);
+});
+
+test("CPU-only machine: no invented GPU; the engine's pick for the CPU, its memory chart and the CLI command", async ({ page }) => {
+  await open(page, cpu);
+  const hw = page.getByRole("list", { name: "Detected hardware" });
+  await expect(hw).toContainText("No GPU detected");
+  await expect(hw).not.toContainText("GPU 0");
+  const rec = page.getByRole("region", { name: "Recommended setup" });
+  // the same pick as `ocw fit` on a 16 GiB CPU-only machine (docs/model-setup.md, scenario review)
+  const fit = await cpu.client.setup.fit.query({});
+  expect(fit.pick?.model).toBe("gpt-oss-20b");
+  await expect(rec).toContainText("gpt-oss");
+  await expect(rec).toContainText(fit.pick!.quant!);
+  await expect(rec).toContainText(`${fit.pick!.slots} (workers at once)`);
+  await expect(rec).toContainText(`${fit.pick!.ctxPerSlot.toLocaleString("en-US")} tokens`);
+  await expect(rec).toContainText("fits · CPU only");
+  await expect(rec.getByRole("img", { name: /^CPU \(RAM\)|^cpu: weights/ })).toBeVisible();
+  await expect(rec.getByLabel("ocw setup command")).toContainText(`--slots ${fit.pick!.slots} --ctx ${fit.pick!.ctxPerSlot}`);
+  await expect(rec.getByLabel("llama-server command")).toContainText("-ngl 0");
+  // the catalog badges are the engine's: the 397B model does not fit 16 GiB
+  await expect(page.getByLabel("Qwen3.5-397B-A17B: does not fit")).toBeVisible();
+  await shot(page, "01-cpu-only");
+  await shot(page, "01b-cpu-catalog", page.getByRole("table", { name: "Model catalog" }));
+  // fewer slots than nothing fits: 64 slots × 128k is too much → the problem and the API-provider way out
+  await page.getByLabel(/^Slots \(workers at once/).fill("64");
+  await page.getByLabel("Minimum context per slot").selectOption("131072");
+  await expect(page.getByRole("region", { name: "Recommended setup" }).getByRole("alert")).toContainText("no catalog model fits 64 slot(s)");
+  await shot(page, "02-cpu-too-small", page.getByRole("region", { name: "Recommended setup" }));
+  await page.getByRole("button", { name: "Use an API provider instead" }).click();
+  await expect(page.getByRole("radio", { name: "Use an API provider" })).toBeChecked();
+});
+
+test("2×24 GB machine: both GPUs listed, a tensor split over both, a chart per GPU; another catalog model planned on request", async ({ page }) => {
+  const two = await engineOn([{ name: "NVIDIA GeForce RTX 4090", totalMiB: 24564 }, { name: "NVIDIA GeForce RTX 4090", totalMiB: 24564 }], 64);
+  await open(page, two);
+  await expect(page.getByRole("list", { name: "Detected hardware" }).getByRole("listitem").filter({ hasText: "RTX 4090" })).toHaveCount(2);
+  const fit = await two.client.setup.fit.query({});
+  expect(fit.pick?.devices.length).toBe(2);
+  const rec = page.getByRole("region", { name: "Recommended setup" });
+  await expect(rec).toContainText(fit.pick!.quant!);
+  await expect(rec).toContainText("fits · on GPU");
+  await expect(rec.getByRole("img", { name: /^CUDA0 NVIDIA GeForce RTX 4090: weights/ })).toBeVisible();
+  await expect(rec.getByRole("img", { name: /^CUDA1 NVIDIA GeForce RTX 4090: weights/ })).toBeVisible();
+  await expect(rec.getByLabel("llama-server command")).toContainText("-ts ");
+  await shot(page, "03-two-gpus");
+  await page.getByRole("button", { name: "Plan gpt-oss-20b" }).click();
+  const mine = page.getByRole("region", { name: "Your choice" });
+  await expect(mine).toContainText("gpt-oss-20b");
+  await expect(mine.getByLabel("ocw setup command")).toContainText("ocw setup --runtime llama.cpp --model ");
+  await shot(page, "04-your-choice", mine);
+});
+
+test("capture: a dead URL says so and saves nothing; a working server is verified (tool call included), saved and active", async ({ page }) => {
+  await open(page, cpu);
+  await page.getByRole("radio", { name: "Capture a running server" }).check();
+  const form = page.getByRole("form", { name: "Capture a running server" });
+  await form.getByRole("textbox", { name: "Server URL" }).fill("http://127.0.0.1:9/v1");
+  await form.getByRole("button", { name: "Verify and save" }).click();
+  await expect(form.getByRole("alert")).toContainText("nothing OpenAI-compatible answers at http://127.0.0.1:9");
+  await shot(page, "05-capture-dead-url");
+  expect((await cpu.client.targets.list.query()).targets).toHaveLength(0);
+
+  await form.getByRole("textbox", { name: "Server URL" }).fill(good.url);
+  await form.getByRole("button", { name: "Verify and save" }).click();
+  await expect(form.getByRole("alert")).toContainText("requires a key: name the environment variable");
+  await form.getByLabel(/^Key environment variable/).fill("OCW_E2E_GOOD_KEY");
+  await form.getByLabel(/^Slots/).fill("2");
+  await form.getByLabel("Target id (optional)").fill("scripted-good");
+  await expect(form.getByLabel("Capture a running server: CLI command")).toHaveText(`ocw setup --capture ${good.url} --api-key-env OCW_E2E_GOOD_KEY --slots 2`);
+  await form.getByRole("button", { name: "Verify and save" }).click();
+  const result = page.getByRole("region", { name: "Verify result" });
+  await expect(result.getByRole("status")).toContainText("Saved as scripted-good and made active", { timeout: 60_000 });
+  const list = result.getByRole("list", { name: "Verify checklist" });
+  for (const name of ["Reachable", "Key required", "Slots and context", "Requests overlap", "Coding task", "Tool-call round trip"]) await expect(list.getByLabel(`${name}: pass`)).toBeVisible();
+  await expect(page.getByLabel("Active target")).toContainText("scripted-good");
+  await shot(page, "06-capture-verified", list);
+  expect((await cpu.client.targets.list.query()).active).toBe("scripted-good");
+});
+
+test("capture: a server that refuses tools (llama-server --no-jinja) fails verify with the reason, and nothing is saved", async ({ page }) => {
+  await open(page, cpu);
+  await page.getByRole("radio", { name: "Capture a running server" }).check();
+  const form = page.getByRole("form", { name: "Capture a running server" });
+  await form.getByRole("textbox", { name: "Server URL" }).fill(noTools.url);
+  await form.getByLabel(/^Slots/).fill("1");
+  await form.getByRole("button", { name: "Verify and save" }).click();
+  const result = page.getByRole("region", { name: "Verify result" });
+  await expect(result.getByRole("status")).toContainText("Nothing was saved", { timeout: 60_000 });
+  await expect(result.getByRole("status")).toContainText("cannot-build");
+  const tools = result.getByLabel("Tool-call round trip: fail");
+  await expect(tools).toContainText("tools param requires --jinja flag");
+  await expect(tools).toContainText("llama-server --jinja");
+  await shot(page, "07-capture-no-tools", tools);
+  const { targets } = await cpu.client.targets.list.query();
+  expect(targets.map((t) => t.id)).toEqual(["scripted-good"]);
+});
+
+test("API provider: an unset key variable is a clear error; a verified provider is saved; saving unverified is an explicit choice", async ({ page }) => {
+  await open(page, cpu);
+  await page.getByRole("radio", { name: "Use an API provider" }).check();
+  const form = page.getByRole("form", { name: "Use an API provider" });
+  await form.getByLabel("Base URL").fill(good.url);
+  await form.getByLabel("Model id").fill("scripted-coder");
+  await form.getByLabel(/^Key environment variable/).fill("OCW_E2E_NOT_SET");
+  await form.getByRole("button", { name: "Verify and save" }).click();
+  await expect(form.getByRole("alert")).toContainText("OCW_E2E_NOT_SET is not set in the engine's environment");
+  await shot(page, "08-provider-unset-key");
+  expect((await cpu.client.targets.list.query()).targets).toHaveLength(1);
+
+  await form.getByLabel(/^Key environment variable/).fill("OCW_E2E_GOOD_KEY");
+  await form.getByLabel(/^Slots/).fill("2");
+  await form.getByRole("button", { name: "Verify and save" }).click();
+  const result = page.getByRole("region", { name: "Verify result" });
+  await expect(result.getByRole("status")).toContainText("Saved as api-scripted-coder and made active", { timeout: 60_000 });
+  await expect(result.getByLabel("Tool-call round trip: pass")).toBeVisible();
+  await shot(page, "09-provider-verified", result.getByRole("list", { name: "Verify checklist" }));
+
+  await form.getByLabel("Base URL").fill("https://api.example.invalid/v1");
+  await form.getByLabel("Model id").fill("vendor/later");
+  await form.getByLabel("Target id (optional)").fill("later");
+  await form.getByRole("button", { name: "Save without verifying…" }).click();
+  await expect(page.getByRole("group", { name: "Confirm saving unverified" })).toContainText("Nothing will be checked");
+  await shot(page, "10-provider-confirm-unverified");
+  await page.getByRole("button", { name: "Yes, save it unverified" }).click();
+  await expect(result.getByRole("status")).toContainText("Saved without verifying");
+  await expect(page.getByRole("region", { name: "Saved targets" }).getByRole("row").filter({ hasText: "later" })).toContainText("unverified");
+  await shot(page, "11-provider-unverified", page.getByRole("region", { name: "Saved targets" }));
+  const t = (await cpu.client.targets.list.query()).targets.find((x) => x.id === "later");
+  expect(t?.outcome).toBeUndefined();
+  expect(t?.checks).toEqual([]);
+});

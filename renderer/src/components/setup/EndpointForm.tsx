@@ -1,0 +1,180 @@
+// Capture a running server, or add an API provider: the engine verifies it (setup.capture / setup.provider) and saves
+// the target only after that verify; saving without verify is the person's explicit, confirmed choice.
+import { useState, type FormEvent } from "react";
+import type { SetupOutcome } from "../../../../shared/setup";
+import { api, errorText } from "../../api";
+import { refreshTargets } from "../../store";
+import { CopyField } from "../common";
+import { sh } from "./format";
+import { VerifyChecklist } from "./VerifyChecklist";
+
+type Mode = "capture" | "provider";
+
+const OUTCOME_TEXT: Record<SetupOutcome["outcome"], string> = {
+  built: "Verified: every check passed.",
+  underpowered: "Reachable, but not good enough for workers.",
+  "cannot-build": "Workers cannot run on this endpoint.",
+  unverified: "Saved without verifying.",
+};
+
+function int(v: string): number | undefined {
+  const n = Number(v.trim());
+  return v.trim() && Number.isFinite(n) ? n : undefined;
+}
+
+export function EndpointForm({ mode }: { mode: Mode }) {
+  const capture = mode === "capture";
+  const [url, setUrl] = useState(capture ? "" : "https://");
+  const [model, setModel] = useState("");
+  const [keyEnv, setKeyEnv] = useState("");
+  const [slots, setSlots] = useState(capture ? "" : "4");
+  const [ctx, setCtx] = useState("");
+  const [id, setId] = useState("");
+  const [busy, setBusy] = useState<"verify" | "unverified" | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [result, setResult] = useState<SetupOutcome | null>(null);
+  const [confirmUnverified, setConfirmUnverified] = useState(false);
+
+  const input = (unverified: boolean) => ({
+    url: url.trim(),
+    ...(model.trim() ? { model: model.trim() } : {}),
+    ...(keyEnv.trim() ? { apiKeyEnv: keyEnv.trim() } : {}),
+    ...(int(slots) !== undefined ? { slots: int(slots) } : {}),
+    ...(capture && int(ctx) !== undefined ? { ctx: int(ctx) } : {}),
+    ...(id.trim() ? { id: id.trim() } : {}),
+    unverified,
+  });
+
+  async function run(unverified: boolean) {
+    setError(null);
+    setResult(null);
+    setConfirmUnverified(false);
+    setBusy(unverified ? "unverified" : "verify");
+    try {
+      const i = input(unverified);
+      const r = capture ? await api.setup.capture.mutate(i) : await api.setup.provider.mutate({ ...i, model: i.model ?? "", apiKeyEnv: i.apiKeyEnv ?? "" });
+      setResult(r);
+      await refreshTargets();
+    } catch (err) {
+      setError(errorText(err));
+    } finally {
+      setBusy(null);
+    }
+  }
+
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    void run(false);
+  }
+
+  const cli = capture
+    ? ["ocw setup --capture", sh(url.trim() || "URL"), model.trim() && `--model ${sh(model.trim())}`, keyEnv.trim() && `--api-key-env ${sh(keyEnv.trim())}`, int(slots) && `--slots ${int(slots)}`, int(ctx) && `--ctx ${int(ctx)}`]
+    : ["ocw setup --provider", sh(url.trim() || "URL"), `--model ${sh(model.trim() || "ID")}`, `--api-key-env ${sh(keyEnv.trim() || "VAR")}`, int(slots) && `--slots ${int(slots)}`];
+  const formName = capture ? "Capture a running server" : "Use an API provider";
+
+  return (
+    <>
+      <form className="capture" onSubmit={submit} aria-label={formName}>
+        <div className="grid2">
+          <label className="field">
+            <span>{capture ? "Server URL" : "Base URL"}</span>
+            <input name="url" value={url} placeholder={capture ? "http://127.0.0.1:8080/v1" : "https://api.example.com/v1"} onChange={(e) => setUrl(e.target.value)} spellCheck={false} />
+          </label>
+          <label className="field">
+            <span>{capture ? "Model (optional: the first one it serves)" : "Model id"}</span>
+            <input name="model" value={model} onChange={(e) => setModel(e.target.value)} spellCheck={false} />
+          </label>
+          <label className="field">
+            <span>{capture ? "Key environment variable (empty if the server has no key)" : "Key environment variable"}</span>
+            <input name="keyEnv" value={keyEnv} placeholder={capture ? "LLAMA_API_KEY" : "OPENROUTER_API_KEY"} onChange={(e) => setKeyEnv(e.target.value)} spellCheck={false} />
+          </label>
+          <label className="field">
+            <span>{capture ? "Slots (optional: what the server reports)" : "Slots (requests at once)"}</span>
+            <input name="slots" inputMode="numeric" value={slots} onChange={(e) => setSlots(e.target.value)} />
+          </label>
+          {capture && (
+            <label className="field">
+              <span>Context per slot to require (optional)</span>
+              <input name="ctx" inputMode="numeric" value={ctx} placeholder="e.g. 32768" onChange={(e) => setCtx(e.target.value)} />
+            </label>
+          )}
+          <label className="field">
+            <span>Target id (optional)</span>
+            <input name="targetId" value={id} placeholder="derived from the model" onChange={(e) => setId(e.target.value)} spellCheck={false} />
+          </label>
+        </div>
+        <p className="muted small">
+          The key itself is never stored or typed here: the engine reads it from the named variable in its own environment. Verify sends real requests: a chat, the same without
+          the key, {capture ? "the server's slot and context figures, " : ""}overlapping requests, a small coding task and a tool call with OpenCode's tools.
+        </p>
+        {error && (
+          <div className="field-error" role="alert">
+            {error}
+          </div>
+        )}
+        <div className="row" style={{ display: "flex", gap: 8, alignItems: "center", flexWrap: "wrap" }}>
+          <button type="submit" className="btn primary" disabled={busy !== null}>
+            Verify and save
+          </button>
+          <button type="button" className="btn ghost" disabled={busy !== null} onClick={() => setConfirmUnverified(true)}>
+            Save without verifying…
+          </button>
+          {busy === "verify" && (
+            <span className="small muted" role="status">
+              Verifying… (seconds on a fast server, up to a few minutes on a slow one)
+            </span>
+          )}
+        </div>
+        {confirmUnverified && (
+          <div className="not-wired" role="group" aria-label="Confirm saving unverified">
+            Nothing will be checked — not the URL, the key, the context nor tool calls — and workers may fail on it. It is saved as <strong>unverified</strong> and made active.{" "}
+            <button type="button" className="btn small" onClick={() => void run(true)}>
+              Yes, save it unverified
+            </button>{" "}
+            <button type="button" className="btn small ghost" onClick={() => setConfirmUnverified(false)}>
+              Cancel
+            </button>
+          </div>
+        )}
+        <div className="field">
+          <span>Equivalent CLI command</span>
+          <CopyField label={`${formName}: CLI command`} value={cli.filter(Boolean).join(" ")} />
+        </div>
+      </form>
+      {(busy === "verify" || result) && (
+        <section className="panel" aria-label="Verify result">
+          <h3>Verify</h3>
+          {result && (
+            <p role="status" className={result.outcome === "built" ? "ok-text" : result.outcome === "unverified" ? "" : "bad-text"}>
+              <span className={`chip chip-${result.outcome === "built" ? "ok" : result.outcome === "underpowered" ? "warn" : result.outcome === "unverified" ? "idle" : "bad"}`}>{result.outcome}</span>{" "}
+              {OUTCOME_TEXT[result.outcome]} {result.summary}{" "}
+              {result.saved ? (
+                <strong>{result.active ? `Saved as ${result.target.id} and made active.` : `Saved as ${result.target.id}, not active.`}</strong>
+              ) : (
+                <strong>Nothing was saved.</strong>
+              )}
+            </p>
+          )}
+          {result?.outcome !== "unverified" && <VerifyChecklist checks={result?.checks ?? []} running={busy === "verify"} />}
+          {result?.saved && !result.active && (
+            <button
+              type="button"
+              className="btn"
+              onClick={() =>
+                void api.targets.use
+                  .mutate({ id: result.target.id })
+                  .then(async () => {
+                    await refreshTargets();
+                    setResult({ ...result, active: true });
+                  })
+                  .catch((err) => setError(errorText(err)))
+              }
+            >
+              Use it anyway
+            </button>
+          )}
+        </section>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,65 @@
+// One plan from the engine's planner (the recommendation, or the person's choice): what runs where, the memory it
+// takes per device, and the commands that do it.
+import type { FitPick } from "../../../../shared/fit";
+import { CopyField } from "../common";
+import { ctxText, PLACEMENT, sh } from "./format";
+import { MemoryChart } from "./MemoryChart";
+
+/** The `ocw setup` command for a pick: the catalog repo and quant when known, else the model as given. */
+export function setupCommand(pick: FitPick, repoOf: (id: string) => string | undefined): string {
+  const repo = repoOf(pick.model);
+  const model = repo ? `${repo}${pick.quant ? `:${pick.quant}` : ""}` : pick.model;
+  return `ocw setup --runtime llama.cpp --model ${sh(model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}`;
+}
+
+export function PlanCard({ title, pick, name, repoOf }: { title: string; pick: FitPick; name: string; repoOf: (id: string) => string | undefined }) {
+  const badge = PLACEMENT[pick.placement];
+  return (
+    <section className="panel plan" aria-label={title}>
+      <h3>
+        {title}: {name} <span className={`chip chip-${badge.tone}`}>{badge.label}</span>
+      </h3>
+      <dl className="kv">
+        <dt>model</dt>
+        <dd>
+          {name} <span className="mono small muted">{repoOf(pick.model) ?? pick.model}</span>
+        </dd>
+        <dt>quant</dt>
+        <dd className="mono">{pick.quant ?? "as in the file"}</dd>
+        <dt>slots</dt>
+        <dd>{pick.slots} (workers at once)</dd>
+        <dt>context per slot</dt>
+        <dd>
+          {pick.ctxPerSlot.toLocaleString()} tokens ({ctxText(pick.ctxPerSlot)})
+        </dd>
+        <dt>runtime</dt>
+        <dd>{pick.runtime}</dd>
+        <dt>tool calling</dt>
+        <dd>
+          <span className={`chip chip-${pick.toolCalling === "verified" ? "ok" : "idle"}`}>{pick.toolCalling}</span>{" "}
+          <span className="small muted">{pick.toolCalling === "verified" ? "a target of this model passed the tool-call round trip here" : "checked by verify once it runs here"}</span>
+        </dd>
+        {pick.replicas && (
+          <>
+            <dt>replicas</dt>
+            <dd>{pick.replicas} copies would fit, one per GPU set</dd>
+          </>
+        )}
+      </dl>
+      <p className="small">{pick.reason}</p>
+      <MemoryChart devices={pick.devices} />
+      <div className="field">
+        <span>Equivalent CLI command (downloads, starts and verifies, then saves the target)</span>
+        <CopyField label="ocw setup command" value={setupCommand(pick, repoOf)} />
+      </div>
+      <div className="field">
+        <span>The llama-server it runs (key elided)</span>
+        <CopyField label="llama-server command" value={pick.command} />
+      </div>
+      <p className="small muted">
+        Starting the server from this window (download and load progress bars) is not wired yet: run the command above in a terminal on the engine's machine. The new target
+        appears under “Saved targets” when its verify ends.
+      </p>
+    </section>
+  );
+}

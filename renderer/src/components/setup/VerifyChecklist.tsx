@@ -1,0 +1,29 @@
+// The verify checklist: each check the engine ran, with its evidence and, when it failed, what to do.
+import type { TargetCheck } from "../../../../shared/target";
+
+const ORDER: { name: TargetCheck["name"]; label: string; remedy: string }[] = [
+  { name: "reachable", label: "Reachable", remedy: "Start the server, or check the URL (it ends in /v1) and that it listens where the engine runs." },
+  { name: "auth", label: "Key required", remedy: "The endpoint should refuse requests without a key: start it with an API key and name the variable that holds it." },
+  { name: "slots", label: "Slots and context", remedy: "Give the server as many parallel slots as asked, each with the full context per slot." },
+  { name: "concurrency", label: "Requests overlap", remedy: "Requests ran one after another: enable parallel slots / continuous batching, or ask for fewer slots." },
+  { name: "capability", label: "Coding task", remedy: "The model could not solve a small coding task: a larger model, a higher quant, or an API provider." },
+  { name: "tools", label: "Tool-call round trip", remedy: "Workers act only through tool calls: turn tool calling on in the server (llama-server --jinja), or use a model whose tool calling works." },
+];
+
+export function VerifyChecklist({ checks, running }: { checks: TargetCheck[]; running?: boolean }) {
+  return (
+    <ul className="checklist" aria-label="Verify checklist" aria-busy={running || undefined}>
+      {ORDER.map(({ name, label, remedy }) => {
+        const c = checks.find((x) => x.name === name);
+        const state = c ? (c.passed ? "pass" : "fail") : running ? "running" : "not run";
+        return (
+          <li key={name} className={c ? (c.passed ? "pass" : "fail") : "pending"} aria-label={`${label}: ${state}`}>
+            <span className={`chip chip-${c ? (c.passed ? "ok" : "bad") : running ? "busy" : "idle"}`}>{state}</span> <strong>{label}</strong>
+            {c && <div className="small muted">{c.evidence}</div>}
+            {c && !c.passed && <div className="remedy small">{remedy}</div>}
+          </li>
+        );
+      })}
+    </ul>
+  );
+}

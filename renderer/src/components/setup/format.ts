@@ -1,0 +1,25 @@
+// Small formatting helpers for the setup wizard (sizes, context, placement words).
+import type { Placement } from "../../../../shared/fit";
+
+export const GiB = 1024 ** 3;
+
+export function gib(bytes: number | null | undefined): string {
+  if (bytes === null || bytes === undefined) return "?";
+  return `${(bytes / GiB).toFixed(bytes >= 10 * GiB ? 0 : 1)} GiB`;
+}
+
+export function ctxText(tokens: number): string {
+  return tokens >= 1024 && tokens % 1024 === 0 ? `${tokens / 1024}k` : tokens.toLocaleString();
+}
+
+export const PLACEMENT: Record<Placement, { label: string; tone: "ok" | "warn" }> = {
+  gpu: { label: "fits · on GPU", tone: "ok" },
+  "moe-offload": { label: "fits · experts in RAM", tone: "ok" },
+  partial: { label: "fits · partial offload (slow)", tone: "warn" },
+  cpu: { label: "fits · CPU only (slow)", tone: "warn" },
+};
+
+/** A shell word, quoted when it needs to be. */
+export function sh(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
