@@ -275,7 +275,7 @@ describe("ocw mcp under hostile input", () => {
       expect(parseErrors.map((r) => errorMessage(r).code)).toEqual([ErrorCode.ParseError, ErrorCode.ParseError]);
 
       send({ jsonrpc: "2.0", id: "init", method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw-fuzz", version: "1.0.0" } } });
-      expect((await reply("init")).result.serverInfo.name).toBe("opencode-worker");
+      expect((await reply("init")).result.serverInfo.name).toBe("ocw");
       send({ jsonrpc: "2.0", method: "notifications/initialized" });
       send({ jsonrpc: "2.0", id: "list", method: "tools/list" });
       expect((await reply("list")).result.tools.map((t: Tool) => t.name)).toEqual(tools.map((t) => t.name));
