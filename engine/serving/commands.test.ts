@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { modelMetadata, writeModel } from "../../test/fixtures/gguf/writer";
 import type { HardwareReport } from "../hardware/detect";
 import { TargetStore } from "../store/targets";
-import { runDoctor, runFit, runSetup, runTargets, runTargetUse } from "./commands";
+import { planForSetup, runDoctor, runFit, runSetup, runTargets, runTargetUse } from "./commands";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-cmd-"));
 const GiB = 1024 ** 3;
@@ -108,6 +108,34 @@ describe("ocw setup bad inputs (no server needed)", () => {
       expect(r.stderr.trim().split("\n")).toHaveLength(1);
     });
   }
+});
+
+describe("ocw setup --runtime llama.cpp without --model takes the planner's pick", () => {
+  const store = new TargetStore(path.join(dir, "plan-targets.json"));
+  const rtx = hw([{ index: 0, vendor: "nvidia", name: "NVIDIA GeForce RTX 4090", totalBytes: 24 * GiB, freeBytes: 23.5 * GiB, usedBytes: 0.5 * GiB, unified: false, source: "nvidia-smi" }]);
+  it("1×24 GB: the same pick as ocw fit (Qwen3.6-27B Q4_K_M, 4 × 32k), as a Hub repo:QUANT setup can fetch", async () => {
+    const p = await planForSetup(undefined, undefined, "/nope/llama-server", store, rtx);
+    expect(p).toMatchObject({ model: "unsloth/Qwen3.6-27B-GGUF:Q4_K_M", slots: 4, ctx: 32768 });
+    const fit = JSON.parse((await runFit({ json: true, hardware: rtx, store })).stdout);
+    expect([fit.pick.quant, fit.pick.slots, fit.pick.ctxPerSlot]).toEqual(["Q4_K_M", p.slots, p.ctx]);
+    expect(p.line).toMatch(/^Qwen3\.6-27B Q4_K_M/);
+  });
+  it("--slots and --ctx are passed to the planner", async () => {
+    const p = await planForSetup(2, 65536, "/nope/llama-server", store, rtx);
+    expect([p.slots, p.ctx]).toEqual([2, 65536]);
+  });
+  it("nothing fits (CPU only, 8 GiB): exit 2 with what to change, before any download", async () => {
+    const small: HardwareReport = { ...hw(), ram: { totalBytes: 8 * GiB, freeBytes: 8 * GiB } };
+    await expect(planForSetup(undefined, undefined, undefined, store, small)).rejects.toThrow(/nothing in the catalog fits this machine: .*API provider/);
+    const r = await runSetup({ runtime: "llama.cpp", yes: true, store, env: {}, hardware: small, llamaServer: process.execPath });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^ocw: nothing in the catalog fits this machine/);
+  });
+  it("without --model no --slots is needed; it goes on to set up the pick (here: stopped by the missing llama-server)", async () => {
+    const r = await runSetup({ runtime: "llama.cpp", yes: true, json: true, store, env: {}, hardware: rtx, llamaServer: "/nope/llama-server" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no llama-server at \/nope\/llama-server/);
+  });
 });
 
 describe("targets / target use / doctor", () => {

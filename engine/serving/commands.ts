@@ -2,7 +2,7 @@
  * CLI contract for model setup (issue 3):
  *   ocw fit --metadata FILE.json | --gguf PATH_OR_URL [--ctx N] [--parallel N] [--kv-unified|--no-kv-unified]
  *           [--cache-type-k T] [--cache-type-v T] [--ubatch N] [--flash-attn on|off] [--gpus auto|SPEC] [--json]
- *   ocw setup --runtime llama.cpp --model FILE_OR_HF --slots N [--ctx N] [--llama-server PATH] [--yes] [--accept-underpowered] [--json]
+ *   ocw setup --runtime llama.cpp [--model FILE_OR_HF --slots N] [--ctx N]   (no --model: the planner's pick) [--llama-server PATH] [--yes] [--accept-underpowered] [--json]
  *   ocw setup --capture URL [--api-key-env VAR] [--slots N] [--yes] [--accept-underpowered] [--json]
  *   ocw setup --provider URL --model ID --api-key-env VAR [--yes] [--json]
  *   ocw targets [--json] · ocw target use ID · ocw serving stop · ocw doctor [--json]
@@ -292,7 +292,8 @@ export interface SetupCommandOptions {
   slots?: string;
   ctx?: string;
   llamaServer?: string;
-  capture?: string;
+  /** One URL, or several: a pool target of endpoints serving the same model. */
+  capture?: string | string[];
   provider?: string;
   apiKeyEnv?: string;
   yes?: boolean;
@@ -300,6 +301,30 @@ export interface SetupCommandOptions {
   json?: boolean;
   store?: TargetStore;
   env?: NodeJS.ProcessEnv;
+  /** tests: skip detection */
+  hardware?: HardwareReport;
+}
+
+/**
+ * `ocw setup --runtime llama.cpp` without --model: the planner's pick (catalog repo and quant, slots, context per slot).
+ * Nothing fits → a SetupInputError carrying the planner's problem (what to change).
+ */
+export async function planForSetup(slots: number | undefined, ctx: number | undefined, llamaServer: string | undefined, store?: TargetStore, hardware?: HardwareReport): Promise<{ model: string; slots: number; ctx: number; line: string }> {
+  let bin: string | null = null;
+  try {
+    bin = findLlamaServer(llamaServer);
+  } catch {
+    bin = null;
+  }
+  const hw = hardware ?? (await detectHardware({ llamaServer: bin }));
+  const { dev } = devicesFromHardware(hw, bin);
+  const n = slots ?? (dev.gpus.length ? 4 : 1);
+  const p = propose(dev, n, ctx ?? DEFAULT_MIN_CTX, toolVerifiedModels(store));
+  if (!p.pick) throw new SetupInputError(`nothing in the catalog fits this machine: ${p.problem}`);
+  const entry = findCatalog(p.pick.model);
+  if (!entry || !p.pick.quant) throw new SetupInputError(`the planner picked ${p.pick.model}, which has no Hub repo in the catalog; pass --model`);
+  const model = `${entry.repo}:${p.pick.quant}`;
+  return { model, slots: p.pick.slots, ctx: p.pick.ctxPerSlot, line: `${entry.name} ${p.pick.quant} (${model}), ${p.pick.slots} slot(s) × ${p.pick.ctxPerSlot} tokens — ${p.pick.reason}` };
 }
 
 export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & { result?: SetupResult }> {
@@ -316,11 +341,24 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
     let r: SetupResult;
     if (o.runtime) {
       if (o.runtime !== "llama.cpp") throw new SetupInputError(`--runtime ${o.runtime} is not supported here; use llama.cpp, or start vLLM/SGLang/ollama yourself and --capture it`);
-      if (!o.model) throw new SetupInputError("--runtime llama.cpp needs --model FILE_OR_HF");
-      if (slots === undefined) throw new SetupInputError("--runtime llama.cpp needs --slots N (how many workers run at once)");
-      r = await setupLlamaCpp({ model: o.model, slots, ctx, llamaServer: o.llamaServer, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, log });
+      let model = o.model;
+      let useSlots = slots;
+      let useCtx = ctx;
+      if (!model) {
+        // no model named: the planner's pick for this machine (the same as `ocw fit`), at --slots / --ctx when given
+        const plan = await planForSetup(slots, ctx, o.llamaServer, o.store, o.hardware);
+        model = plan.model;
+        useSlots = plan.slots;
+        useCtx = plan.ctx;
+        log(`planner's pick: ${plan.line}`);
+      }
+      if (useSlots === undefined) throw new SetupInputError("--runtime llama.cpp --model … needs --slots N (how many workers run at once); or leave out --model to take the planner's pick");
+      r = await setupLlamaCpp({ model, slots: useSlots, ctx: useCtx, llamaServer: o.llamaServer, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, log, hardware: o.hardware });
+    } else if (Array.isArray(o.capture) && o.capture.length > 1) {
+      const { setupCapturePool } = await import("./pool");
+      r = await setupCapturePool(o.capture, { model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     } else if (o.capture) {
-      r = await setupCapture({ url: o.capture, model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
+      r = await setupCapture({ url: Array.isArray(o.capture) ? o.capture[0]! : o.capture, model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     } else {
       r = await setupProvider({ url: o.provider!, model: o.model ?? "", apiKeyEnv: o.apiKeyEnv ?? "", slots, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     }
@@ -430,11 +468,11 @@ export function registerModelSetupCommands(program: Command): void {
     .command("setup")
     .description("fit, start (or capture) and verify a model server; persist it as a target")
     .option("--runtime <name>", "llama.cpp")
-    .option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf (runtime), or the provider's model id")
+    .option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id")
     .option("--slots <n>", "how many workers run at once")
     .option("--ctx <n>", "context each slot gets (the server is sized for slots × ctx, unified KV)")
     .option("--llama-server <path>", "llama-server binary")
-    .option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving")
+    .option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v: string, prev: string[] = []) => [...prev, v])
     .option("--provider <url>", "an API provider base URL (OpenAI-compatible)")
     .option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)")
     .option("--yes", "do not ask before starting a server")
@@ -446,7 +484,12 @@ export function registerModelSetupCommands(program: Command): void {
     .command("targets")
     .description("list targets")
     .option("--json", "print JSON")
-    .action((opts: { json?: boolean }) => emit(runTargets(opts)));
+    .action(async (opts: { json?: boolean }) => {
+      if (!opts.json) return emit(runTargets(opts));
+      // With --json every target carries its endpoints' live state (healthy, slots, inUse), from the engine when it runs.
+      const { targetsWithEndpoints } = await import("../admission/targets-view");
+      emit({ code: 0, stdout: JSON.stringify(await targetsWithEndpoints(), null, 2) + "\n", stderr: "" });
+    });
 
   program
     .command("target")
