@@ -66355,6 +66355,23 @@ function safeFind() {
     return null;
   }
 }
+async function planForSetup(slots, ctx, llamaServer, store, hardware2) {
+  let bin = null;
+  try {
+    bin = findLlamaServer(llamaServer);
+  } catch {
+    bin = null;
+  }
+  const hw = hardware2 ?? await detectHardware({ llamaServer: bin });
+  const { dev } = devicesFromHardware(hw, bin);
+  const n2 = slots ?? (dev.gpus.length ? 4 : 1);
+  const p = propose(dev, n2, ctx ?? DEFAULT_MIN_CTX, toolVerifiedModels(store));
+  if (!p.pick) throw new SetupInputError(`nothing in the catalog fits this machine: ${p.problem}`);
+  const entry = findCatalog(p.pick.model);
+  if (!entry || !p.pick.quant) throw new SetupInputError(`the planner picked ${p.pick.model}, which has no Hub repo in the catalog; pass --model`);
+  const model = `${entry.repo}:${p.pick.quant}`;
+  return { model, slots: p.pick.slots, ctx: p.pick.ctxPerSlot, line: `${entry.name} ${p.pick.quant} (${model}), ${p.pick.slots} slot(s) \xD7 ${p.pick.ctxPerSlot} tokens \u2014 ${p.pick.reason}` };
+}
 async function runSetup(o2) {
   const logs = [];
   const log = (l) => {
@@ -66370,9 +66387,18 @@ async function runSetup(o2) {
     let r;
     if (o2.runtime) {
       if (o2.runtime !== "llama.cpp") throw new SetupInputError(`--runtime ${o2.runtime} is not supported here; use llama.cpp, or start vLLM/SGLang/ollama yourself and --capture it`);
-      if (!o2.model) throw new SetupInputError("--runtime llama.cpp needs --model FILE_OR_HF");
-      if (slots === void 0) throw new SetupInputError("--runtime llama.cpp needs --slots N (how many workers run at once)");
-      r = await setupLlamaCpp({ model: o2.model, slots, ctx, llamaServer: o2.llamaServer, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, log });
+      let model = o2.model;
+      let useSlots = slots;
+      let useCtx = ctx;
+      if (!model) {
+        const plan = await planForSetup(slots, ctx, o2.llamaServer, o2.store, o2.hardware);
+        model = plan.model;
+        useSlots = plan.slots;
+        useCtx = plan.ctx;
+        log(`planner's pick: ${plan.line}`);
+      }
+      if (useSlots === void 0) throw new SetupInputError("--runtime llama.cpp --model \u2026 needs --slots N (how many workers run at once); or leave out --model to take the planner's pick");
+      r = await setupLlamaCpp({ model, slots: useSlots, ctx: useCtx, llamaServer: o2.llamaServer, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, log, hardware: o2.hardware });
     } else if (o2.capture) {
       r = await setupCapture({ url: o2.capture, model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
     } else {
@@ -66455,7 +66481,7 @@ function emit(r) {
 }
 function registerModelSetupCommands(program3) {
   program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--json", "print JSON").action(async (opts) => emit(await runFit(opts)));
-  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf (runtime), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "context each slot gets (the server is sized for slots \xD7 ctx, unified KV)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving").option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit(await runSetup(opts)));
+  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "context each slot gets (the server is sized for slots \xD7 ctx, unified KV)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving").option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit(await runSetup(opts)));
   program3.command("targets").description("list targets").option("--json", "print JSON").action((opts) => emit(runTargets(opts)));
   program3.command("target").description("manage targets").command("use <id>").description("make a target active").action((id2) => emit(runTargetUse(id2)));
   const serving = program3.command("serving").description("model servers started by ocw");
@@ -66519,7 +66545,8 @@ async function setupCatalog(input) {
       toolCalling: { ...e.toolCalling, status: verified(e.id) ? "verified" : "unverified" },
       unverified: e.unverified,
       fit: p.pick ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason } : null,
-      fitProblem: p.problem
+      // the planner's problem is worded for the whole catalog: say it of this entry
+      fitProblem: p.pick ? null : !dev.gpus.length && e.activeParamsB > 5.5 ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider` : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`)
     };
   });
 }
