@@ -100,6 +100,8 @@ export const WorkerEvent = z.discriminatedUnion("type", [
     repo: z.string(),
   }),
   z.object({ ...base, type: z.literal("worker.session"), sessionId: z.string() }),
+  /** The endpoint of a pool target the worker runs on (it stays there unless that endpoint dies). */
+  z.object({ ...base, type: z.literal("worker.endpoint"), url: z.string() }),
   z.object({ ...base, type: z.literal("ask.opened"), ask: PermissionAsk }),
   z.object({
     ...base,
@@ -155,6 +157,8 @@ export const Worker = z.object({
   merged: z.object({ into: z.string(), commit: z.string() }).nullable(),
   /** "bwrap" when the worker runs in the OS sandbox; "none" when the person opted out; null for workers from before. */
   sandbox: z.enum(["bwrap", "none"]).nullable().default(null),
+  /** The endpoint of its target it runs on (pool targets); null for single-endpoint targets. */
+  endpoint: z.string().nullable().default(null),
   grants: z.array(Grant).default([]),
   /** Its workspace and branch were removed on request. */
   discarded: z.boolean().default(false),
@@ -197,6 +201,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       verdict: null,
       merged: null,
       sandbox: e.sandbox ?? null,
+      endpoint: null,
       grants: [],
       discarded: false,
       lastSeq: e.seq,
@@ -218,6 +223,9 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       break;
     case "worker.session":
       next.sessionId = e.sessionId;
+      break;
+    case "worker.endpoint":
+      next.endpoint = e.url;
       break;
     case "ask.opened":
       next.asks = [...w.asks.filter((a) => a.id !== e.ask.id), e.ask];

@@ -189,6 +189,8 @@ export const appRouter = t.router({
   }),
   targets: t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
+    /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
+    endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
     save: proc.input(z.object({ target: Target, activate: z.boolean().default(false) })).mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),
     use: proc.input(z.object({ id: z.string() })).mutation(({ ctx, input }) => {
       try {

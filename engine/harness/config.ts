@@ -71,22 +71,34 @@ export function compileAgentPrompt(target: Target | null, root = projectRoot()):
 }
 
 /** The full opencode config for one target, passed in OPENCODE_CONFIG_CONTENT (no file, user config untouched). */
-export function compileOpencodeConfig(target: Target, agent: AgentPrompt, access?: ProviderAccess): Record<string, unknown> {
+/** opencode's provider id for endpoint `i` of a target (a pool has one provider per endpoint; the first is "ocw"). */
+export const providerIdFor = (i: number) => (i === 0 ? PROVIDER_ID : `${PROVIDER_ID}-${i}`);
+
+/**
+ * The full opencode config for one target, passed in OPENCODE_CONFIG_CONTENT (no file, user config untouched). `access`
+ * gives, per endpoint of the target in order, how opencode reaches it (the engine's gateway for keyed targets); absent,
+ * the target's one endpoint, keyless.
+ */
+export function compileOpencodeConfig(target: Target, agent: AgentPrompt, access?: ProviderAccess | ProviderAccess[]): Record<string, unknown> {
   const model = {
     name: target.model,
     tool_call: true,
     limit: { context: target.contextLimit ?? target.serving.perSlotCtx ?? 32768, output: target.outputLimit ?? 8192 },
   };
   // A keyed target is reached through the engine's gateway, which adds the key: opencode never holds it.
-  const options: Record<string, unknown> = access ? { baseURL: access.baseURL, apiKey: access.apiKey } : { baseURL: target.endpoint, apiKey: "none" };
+  const list = access === undefined ? [{ baseURL: target.endpoint, apiKey: "none" }] : Array.isArray(access) ? access : [access];
+  const provider = Object.fromEntries(
+    list.map((a, i) => [
+      providerIdFor(i),
+      { npm: "@ai-sdk/openai-compatible", name: `opencode-worker target ${target.id}${i ? ` endpoint ${i}` : ""}`, options: { baseURL: a.baseURL, apiKey: a.apiKey }, models: { [target.model]: model } },
+    ]),
+  );
   return {
     $schema: "https://opencode.ai/config.json",
-    provider: {
-      [PROVIDER_ID]: { npm: "@ai-sdk/openai-compatible", name: `opencode-worker target ${target.id}`, options, models: { [target.model]: model } },
-    },
+    provider,
     model: `${PROVIDER_ID}/${target.model}`,
     small_model: `${PROVIDER_ID}/${target.model}`,
-    enabled_providers: [PROVIDER_ID],
+    enabled_providers: Object.keys(provider),
     autoupdate: false,
     share: "disabled",
     lsp: false,

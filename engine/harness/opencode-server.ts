@@ -34,7 +34,7 @@ export interface OpencodeServerOptions {
   log?: (line: string) => void;
   startTimeoutMs?: number;
   /** How opencode reaches the model: the engine's key gateway for keyed targets (the real key never enters opencode). */
-  provider?: ProviderAccess;
+  provider?: ProviderAccess | ProviderAccess[];
   /**
    * The sandbox opencode serve runs in (its file tools write only the workspaces; the engine's state and the user's
    * secrets are hidden) and the shell each bash command gets (its own sandbox per command). Absent: unconfined, for

@@ -292,7 +292,8 @@ export interface SetupCommandOptions {
   slots?: string;
   ctx?: string;
   llamaServer?: string;
-  capture?: string;
+  /** One URL, or several: a pool target of endpoints serving the same model. */
+  capture?: string | string[];
   provider?: string;
   apiKeyEnv?: string;
   yes?: boolean;
@@ -353,8 +354,11 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
       }
       if (useSlots === undefined) throw new SetupInputError("--runtime llama.cpp --model … needs --slots N (how many workers run at once); or leave out --model to take the planner's pick");
       r = await setupLlamaCpp({ model, slots: useSlots, ctx: useCtx, llamaServer: o.llamaServer, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, log, hardware: o.hardware });
+    } else if (Array.isArray(o.capture) && o.capture.length > 1) {
+      const { setupCapturePool } = await import("./pool");
+      r = await setupCapturePool(o.capture, { model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     } else if (o.capture) {
-      r = await setupCapture({ url: o.capture, model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
+      r = await setupCapture({ url: Array.isArray(o.capture) ? o.capture[0]! : o.capture, model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     } else {
       r = await setupProvider({ url: o.provider!, model: o.model ?? "", apiKeyEnv: o.apiKeyEnv ?? "", slots, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     }
@@ -468,7 +472,7 @@ export function registerModelSetupCommands(program: Command): void {
     .option("--slots <n>", "how many workers run at once")
     .option("--ctx <n>", "context each slot gets (the server is sized for slots × ctx, unified KV)")
     .option("--llama-server <path>", "llama-server binary")
-    .option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving")
+    .option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v: string, prev: string[] = []) => [...prev, v])
     .option("--provider <url>", "an API provider base URL (OpenAI-compatible)")
     .option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)")
     .option("--yes", "do not ask before starting a server")
@@ -480,7 +484,12 @@ export function registerModelSetupCommands(program: Command): void {
     .command("targets")
     .description("list targets")
     .option("--json", "print JSON")
-    .action((opts: { json?: boolean }) => emit(runTargets(opts)));
+    .action(async (opts: { json?: boolean }) => {
+      if (!opts.json) return emit(runTargets(opts));
+      // With --json every target carries its endpoints' live state (healthy, slots, inUse), from the engine when it runs.
+      const { targetsWithEndpoints } = await import("../admission/targets-view");
+      emit({ code: 0, stdout: JSON.stringify(await targetsWithEndpoints(), null, 2) + "\n", stderr: "" });
+    });
 
   program
     .command("target")

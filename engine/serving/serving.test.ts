@@ -4,7 +4,6 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { generateKey, readKey, resolveKey, storeKey } from "./keys";
 import { buildLlamaArgs, parseServerLog } from "./llama-server";
-import { EndpointPool } from "./pool";
 import { buildSglangArgs, buildVllmArgs, chooseTensorParallel } from "./runtimes";
 import { checkCapabilityAnswer, extractCode, overlapFactor } from "./verify";
 
@@ -53,17 +52,6 @@ describe("other runtimes", () => {
     expect(chooseTensorParallel(20 * G, [24 * G])).toBe(1);
     expect(chooseTensorParallel(40 * G, [24 * G, 24 * G])).toBe(2);
     expect(chooseTensorParallel(100 * G, [24 * G, 24 * G])).toBeNull();
-  });
-});
-
-describe("endpoint pool", () => {
-  it("sums slots and spreads by free slots", () => {
-    const p = new EndpointPool([{ url: "a", slots: 2 }, { url: "b", slots: 1 }]);
-    expect(p.totalSlots).toBe(3);
-    expect([p.acquire()!.url, p.acquire()!.url, p.acquire()!.url, p.acquire()]).toEqual(["a", "a", "b", null]);
-    p.release("b");
-    expect(p.acquire()!.url).toBe("b");
-    expect(() => p.release("zz")).toThrow();
   });
 });
 

@@ -36,6 +36,8 @@ import { endStaleServer, OpencodeServer, type OpencodeEvent } from "../harness/o
 import { WORKER_AGENT } from "../harness/config";
 import { sandboxStatus, writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
 import { grantFor, grantPattern, inspectAsk } from "../approvals/inspect";
+import { chooseEndpoint, endpointsOf, isPool, probeHealth, readLive, type EndpointStatus } from "../admission/capacity";
+import { providerIdFor } from "../harness/config";
 import { resolveKey } from "../serving/keys";
 import { readJson, writeJsonAtomic } from "../store/json-file";
 import { TargetStore } from "../store/targets";
@@ -112,6 +114,10 @@ export class Engine {
   private readonly watchdog: NodeJS.Timeout;
   private closed = false;
   private readonly gateway = new KeyGateway();
+  /** Live state of every endpoint of pool targets, by target id then URL (refreshed while they have work). */
+  private readonly endpointState = new Map<string, Map<string, EndpointStatus>>();
+  private readonly refreshing = new Set<string>();
+  private readonly poolTimer: NodeJS.Timeout;
   /** How workers are contained; "none" only by the person's opt-out. */
   readonly sandbox: { kind: SandboxKind; reason: string | null; optedOut: boolean };
 
@@ -127,6 +133,8 @@ export class Engine {
     const stallMs = (opts.stallSec ?? Number(process.env.OCW_STALL_SEC ?? 300)) * 1000;
     this.watchdog = setInterval(() => this.checkStalls(stallMs), Math.min(5000, stallMs / 2));
     this.watchdog.unref();
+    this.poolTimer = setInterval(() => this.refreshPools(), Number(process.env.OCW_POOL_PROBE_MS ?? 2000));
+    this.poolTimer.unref();
     setImmediate(() => this.pump());
     setTimeout(() => void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${(err as Error).message}`)), 5000).unref();
   }
@@ -335,7 +343,7 @@ export class Engine {
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
     const target = this.resolveTarget(spec.targetId);
-    await preflightEndpoint(target);
+    await this.preflight(target);
     return this.create(spec, repo, target, opts.batchId ?? null);
   }
 
@@ -370,7 +378,7 @@ export class Engine {
         throw new InputError(`task ${n + 1}: ${err.message}`);
       });
       const target = this.resolveTarget(spec.targetId);
-      if (!reached.has(target.id)) reached.set(target.id, preflightEndpoint(target));
+      if (!reached.has(target.id)) reached.set(target.id, this.preflight(target));
       await reached.get(target.id);
       checked.push({ spec, repo, target });
     }
@@ -479,10 +487,13 @@ export class Engine {
     if (!client || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
     this.record(workerId, { type: "steer.sent", text: body, by });
     // A prompt to a busy session is stored at once and injected at the next step boundary (notes/opencode.md §5).
+    const target = w.targetId ? this.targets.get(w.targetId) : undefined;
+    const model = target ? this.modelFor(w, target) : undefined;
     const res = await client.session.promptAsync({
       sessionID: w.sessionId,
       directory: this.workspaceOf(w)?.cwd,
       agent: WORKER_AGENT,
+      ...(model ? { model } : {}),
       parts: [{ type: "text", text: steerPrompt(body) }],
     });
     if (res.response && !res.response.ok) throw new Error(`opencode refused the steer (HTTP ${res.response.status})`);
@@ -524,7 +535,7 @@ export class Engine {
       throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed`);
     }
     const target = this.resolveTarget(w.targetId ?? undefined);
-    await preflightEndpoint(target);
+    await this.preflight(target);
     const rt = this.rt(workerId);
     rt.stopping = false;
     rt.lastError = undefined;
@@ -607,6 +618,106 @@ export class Engine {
     return done;
   }
 
+  /** A target's endpoint reachable before work is accepted; for a pool, any one of its endpoints. */
+  private async preflight(target: Target): Promise<void> {
+    if (!isPool(target)) return preflightEndpoint(target);
+    const errors: string[] = [];
+    for (const e of endpointsOf(target)) {
+      try {
+        return await preflightEndpoint({ ...target, endpoint: e.url });
+      } catch (err) {
+        errors.push((err as Error).message);
+      }
+    }
+    throw new InputError(`no endpoint of the pool ${target.id} answers: ${errors.join("; ")}`);
+  }
+
+  /** Every endpoint of every known target: health, slots, workers on it, and what the server reports. */
+  endpoints(): { targetId: string; endpoints: EndpointStatus[] }[] {
+    return this.targets.list().targets.map((t) => ({ targetId: t.id, endpoints: this.statusesOf(t) }));
+  }
+
+  private workersOn(targetId: string, url: string, single: boolean): number {
+    return this.list().filter((w) => w.targetId === targetId && isActive(w.state) && (single || w.endpoint === url)).length;
+  }
+
+  private statusesOf(target: Target): EndpointStatus[] {
+    const known = this.endpointState.get(target.id);
+    const single = !isPool(target);
+    return endpointsOf(target).map((e) => {
+      const s = known?.get(e.url);
+      return { url: e.url, healthy: s?.healthy ?? true, slots: e.slots, inUse: this.workersOn(target.id, e.url, single), live: s?.live ?? null, problem: s?.problem ?? null, checkedAt: s?.checkedAt ?? null };
+    });
+  }
+
+  /** Pools with work (queued or running) are read every couple of seconds: health and live load of each endpoint. */
+  private refreshPools(): void {
+    const busy = new Set(this.list().filter((w) => w.targetId && (w.state === "queued" || isActive(w.state))).map((w) => w.targetId!));
+    for (const id of busy) {
+      const t = this.targets.get(id);
+      if (t && isPool(t)) void this.refreshTarget(t);
+    }
+  }
+
+  private async refreshTarget(target: Target): Promise<void> {
+    if (this.refreshing.has(target.id) || this.closed) return;
+    this.refreshing.add(target.id);
+    try {
+      const key = resolveKey(target);
+      // Published only once every endpoint is read: admission never sees a half-read pool.
+      const previous = this.endpointState.get(target.id);
+      const map = new Map<string, EndpointStatus>();
+      const downs: [string, string][] = [];
+      await Promise.all(
+        endpointsOf(target).map(async (e) => {
+          const [problem, live] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
+          const was = previous?.get(e.url);
+          map.set(e.url, { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: problem ? null : live, problem, checkedAt: Date.now() });
+          if (problem && was?.healthy !== false) downs.push([e.url, problem]);
+          if (!problem && was?.healthy === false) this.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`);
+        }),
+      );
+      this.endpointState.set(target.id, map);
+      for (const [url, problem] of downs) this.onEndpointDown(target, url, problem);
+    } finally {
+      this.refreshing.delete(target.id);
+    }
+    this.pump();
+  }
+
+  /**
+   * An endpoint of a pool died: it takes no new worker, and its workers are interrupted with the reason and resumed on
+   * another endpoint of the pool (their session history replays there).
+   */
+  private onEndpointDown(target: Target, url: string, problem: string): void {
+    this.notice("warn", `endpoint ${url} of ${target.id} stopped answering (${problem}): out of admission until it answers again`);
+    for (const w of this.list()) {
+      if (w.targetId !== target.id || w.endpoint !== url || !isActive(w.state)) continue;
+      void this.moveWorker(w.id, `the endpoint ${url} stopped answering (${problem})`);
+    }
+  }
+
+  private async moveWorker(workerId: string, why: string): Promise<void> {
+    const w = this.get(workerId);
+    const rt = this.rt(workerId);
+    rt.stopping = true;
+    for (const ask of pendingAsks(w)) this.safeRecord(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "endpoint-down" }, message: `${why}; the worker moves to another endpoint` });
+    if (!this.fire(workerId, "interrupt", `${why}: resuming on another endpoint of the pool`)) return;
+    if (w.sessionId) await rt.server?.client?.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
+    rt.stopping = false;
+    rt.resumeMessage = "The model server you were on went away; your session continues on another server of the same model. Carry on from where you were.";
+    if (!this.fire(workerId, "resume", "resumed on another endpoint of the pool")) return;
+    this.queue.push(workerId);
+    this.pump();
+  }
+
+  /** The model a worker's prompts name: its endpoint's provider in a pool; the target's default otherwise. */
+  private modelFor(w: Worker, target: Target): { providerID: string; modelID: string } | undefined {
+    if (!isPool(target) || !w.endpoint) return undefined;
+    const i = endpointsOf(target).findIndex((e) => e.url === w.endpoint);
+    return i < 0 ? undefined : { providerID: providerIdFor(i), modelID: target.model };
+  }
+
   /** Every "always" answer the engine holds, across workers. */
   grants(): Grant[] {
     return this.list().flatMap((w) => w.grants);
@@ -656,6 +767,7 @@ export class Engine {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.watchdog);
+    clearInterval(this.poolTimer);
     if (this.deltaTimer) this.flushDeltas();
     for (const w of this.list()) {
       const rt = this.rt(w.id);
@@ -694,7 +806,20 @@ export class Engine {
         this.fire(id, "fail-run", (err as Error).message);
         continue;
       }
-      if (this.activeCount(target.id) >= target.serving.slots) {
+      if (isPool(target)) {
+        // Admission by live capacity: a worker starts when an endpoint has room, and stays on its endpoint.
+        if (!this.endpointState.has(target.id)) {
+          void this.refreshTarget(target);
+          i++;
+          continue;
+        }
+        const chosen = chooseEndpoint(this.statusesOf(target), w.endpoint);
+        if (!chosen) {
+          i++;
+          continue;
+        }
+        if (chosen.url !== w.endpoint) this.safeRecord(id, { type: "worker.endpoint", url: chosen.url });
+      } else if (this.activeCount(target.id) >= target.serving.slots) {
         i++;
         continue;
       }
@@ -711,11 +836,12 @@ export class Engine {
     let s = this.servers.get(target.id);
     if (s) return s;
     // A keyed target is reached through the engine's gateway: the key never enters opencode or a worker's reach.
-    let provider;
-    if (target.keyRef || target.keyFile) {
-      if (!resolveKey(target)) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
-      provider = await this.gateway.add(target.id, { upstream: target.endpoint, key: () => resolveKey(target) ?? "" });
-    }
+    const keyed = !!(target.keyRef || target.keyFile);
+    if (keyed && !resolveKey(target)) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
+    // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
+    const provider = await Promise.all(
+      endpointsOf(target).map((e, i) => (keyed ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key: () => resolveKey(target) ?? "" }) : { baseURL: e.url, apiKey: "none" })),
+    );
     const shell = writeWorkerShell(path.join(this.opts.stateDir, "sandbox", "worker-shell"), { workspacesRoot: this.workspacesRoot, tmpRoot: this.workerTmpRoot, kind: this.sandbox.kind });
     s = this.servers.get(target.id);
     if (s) return s;
@@ -770,7 +896,8 @@ export class Engine {
     const sessionId = this.get(workerId).sessionId!;
     if (!this.fire(workerId, "start")) return; // stopped meanwhile
     this.armBudget(workerId);
-    const res = await client.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
+    const model = this.modelFor(this.get(workerId), target);
+    const res = await client.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, ...(model ? { model } : {}), parts: [{ type: "text", text }] });
     if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
   }
 
@@ -816,7 +943,13 @@ export class Engine {
       return;
     }
     rt.probing = true;
-    const problem = await unreachable(target, undefined, 2000).finally(() => (rt.probing = false));
+    const endpoint = isPool(target) && w.endpoint ? w.endpoint : target.endpoint;
+    const problem = await unreachable({ ...target, endpoint }, undefined, 2000).finally(() => (rt.probing = false));
+    if (problem && isPool(target) && this.workers.get(workerId)?.state === "running" && !rt.stopping) {
+      // A pool has other endpoints: this one is out of admission, and the worker moves on.
+      this.endpointState.get(target.id)?.set(endpoint, { url: endpoint, healthy: false, slots: 0, inUse: 0, live: null, problem, checkedAt: Date.now() });
+      return this.onEndpointDown(target, endpoint, problem);
+    }
     if (!problem || this.workers.get(workerId)?.state !== "running" || rt.stopping) return;
     rt.stopping = true;
     const sessionId = this.workers.get(workerId)!.sessionId;
