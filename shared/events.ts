@@ -12,6 +12,8 @@ export const TransientEvent = z.discriminatedUnion("type", [
     message: z.string().optional(),
     ts: z.number(),
   }),
+  /** The model server of a target answered (healthy) or stopped answering; sent when it changes. */
+  z.object({ type: z.literal("model"), targetId: z.string(), healthy: z.boolean(), message: z.string().optional(), ts: z.number() }),
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warn", "error"]), message: z.string(), ts: z.number() }),
   /** The cursor a client resumed from can no longer be replayed (engine restarted, or too old): refetch state. */
   z.object({ type: z.literal("reset"), ts: z.number() }),

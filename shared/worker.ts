@@ -137,6 +137,8 @@ export const Worker = z.object({
   state: WorkerState,
   stateReason: z.string().nullable(),
   createdAt: z.number(),
+  /** The engine stream position of its creation: orders workers created in the same millisecond (a batch). */
+  createdSeq: z.number().default(0),
   updatedAt: z.number(),
   startedAt: z.number().nullable(),
   endedAt: z.number().nullable(),
@@ -182,6 +184,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       state: "queued",
       stateReason: null,
       createdAt: e.ts,
+      createdSeq: e.busSeq ?? 0,
       updatedAt: e.ts,
       startedAt: null,
       endedAt: null,

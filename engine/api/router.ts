@@ -121,6 +121,8 @@ export const appRouter = t.router({
       pendingApprovals: ctx.engine.pendingAsks().length,
       /** How workers are contained: kind "none" means unsandboxed (the person opted out, or workers are refused). */
       sandbox: ctx.engine.sandbox,
+      /** Whether each target's model server answered the engine's last probe (every few seconds). */
+      models: ctx.engine.models(),
       workers: counts,
       cursor: ctx.engine.bus.cursor,
     };

@@ -118,6 +118,9 @@ export class Engine {
   private readonly endpointState = new Map<string, Map<string, EndpointStatus>>();
   private readonly refreshing = new Set<string>();
   private readonly poolTimer: NodeJS.Timeout;
+  /** Whether each target's model server answers, as the engine last saw it (the active target and those with work). */
+  private readonly modelHealth = new Map<string, { healthy: boolean; problem: string | null; checkedAt: number }>();
+  private readonly modelTimer: NodeJS.Timeout;
   /** How workers are contained; "none" only by the person's opt-out. */
   readonly sandbox: { kind: SandboxKind; reason: string | null; optedOut: boolean };
 
@@ -135,6 +138,9 @@ export class Engine {
     this.watchdog.unref();
     this.poolTimer = setInterval(() => this.refreshPools(), Number(process.env.OCW_POOL_PROBE_MS ?? 2000));
     this.poolTimer.unref();
+    this.modelTimer = setInterval(() => void this.checkModels(), Number(process.env.OCW_MODEL_PROBE_MS ?? 5000));
+    this.modelTimer.unref();
+    setImmediate(() => void this.checkModels());
     setImmediate(() => this.pump());
     setTimeout(() => void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${(err as Error).message}`)), 5000).unref();
   }
@@ -300,9 +306,9 @@ export class Engine {
   // ---------- public API ----------
 
   list(): Worker[] {
-    // Workers of one batch share a millisecond; the id settles ties, so the order survives a restart (which reloads the
-    // logs in directory order, not creation order).
-    return [...this.workers.values()].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    // Workers of one batch share a millisecond; their place in the event stream settles ties (submission order), and
+    // survives a restart (which reloads the logs in directory order, not creation order).
+    return [...this.workers.values()].sort((a, b) => a.createdAt - b.createdAt || a.createdSeq - b.createdSeq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   get(id: string): Worker {
@@ -632,6 +638,39 @@ export class Engine {
     throw new InputError(`no endpoint of the pool ${target.id} answers: ${errors.join("; ")}`);
   }
 
+  /** The model servers the person cares about now (the active target, targets with work): do they answer? */
+  private async checkModels(): Promise<void> {
+    if (this.closed) return;
+    const ids = new Set(this.list().filter((w) => w.targetId && (w.state === "queued" || isActive(w.state))).map((w) => w.targetId!));
+    const active = this.targets.active();
+    if (active) ids.add(active.id);
+    await Promise.all(
+      [...ids].map(async (id) => {
+        const t = this.targets.get(id);
+        if (!t) return;
+        let key: string | null = null;
+        try {
+          key = resolveKey(t);
+        } catch {
+          /* an unreadable key file: the endpoint is still probed */
+        }
+        const problems = await Promise.all(endpointsOf(t).map((e) => probeHealth(e.url, key, 2000)));
+        const healthy = problems.some((p) => !p);
+        const problem = healthy ? null : `${endpointsOf(t).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
+        const was = this.modelHealth.get(id);
+        this.modelHealth.set(id, { healthy, problem, checkedAt: Date.now() });
+        if (was?.healthy !== healthy) {
+          this.transient({ type: "model", targetId: id, healthy, ...(problem ? { message: `the model server does not answer (${problem}): start it, or pick another target` } : {}), ts: Date.now() });
+        }
+      }),
+    );
+  }
+
+  /** The last health check of each target's model server. */
+  models(): { targetId: string; healthy: boolean; problem: string | null; checkedAt: number }[] {
+    return [...this.modelHealth.entries()].map(([targetId, h]) => ({ targetId, ...h }));
+  }
+
   /** Every endpoint of every known target: health, slots, workers on it, and what the server reports. */
   endpoints(): { targetId: string; endpoints: EndpointStatus[] }[] {
     return this.targets.list().targets.map((t) => ({ targetId: t.id, endpoints: this.statusesOf(t) }));
@@ -768,6 +807,7 @@ export class Engine {
     this.closed = true;
     clearInterval(this.watchdog);
     clearInterval(this.poolTimer);
+    clearInterval(this.modelTimer);
     if (this.deltaTimer) this.flushDeltas();
     for (const w of this.list()) {
       const rt = this.rt(w.id);

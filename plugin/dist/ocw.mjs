@@ -18204,6 +18204,7 @@ function reduceWorker(w, e) {
       state: "queued",
       stateReason: null,
       createdAt: e.ts,
+      createdSeq: e.busSeq ?? 0,
       updatedAt: e.ts,
       startedAt: null,
       endedAt: null,
@@ -18403,6 +18404,8 @@ var init_worker = __esm({
       state: WorkerState,
       stateReason: external_exports.string().nullable(),
       createdAt: external_exports.number(),
+      /** The engine stream position of its creation: orders workers created in the same millisecond (a batch). */
+      createdSeq: external_exports.number().default(0),
       updatedAt: external_exports.number(),
       startedAt: external_exports.number().nullable(),
       endedAt: external_exports.number().nullable(),
@@ -67933,6 +67936,9 @@ var Engine = class {
     this.watchdog.unref();
     this.poolTimer = setInterval(() => this.refreshPools(), Number(process.env.OCW_POOL_PROBE_MS ?? 2e3));
     this.poolTimer.unref();
+    this.modelTimer = setInterval(() => void this.checkModels(), Number(process.env.OCW_MODEL_PROBE_MS ?? 5e3));
+    this.modelTimer.unref();
+    setImmediate(() => void this.checkModels());
     setImmediate(() => this.pump());
     setTimeout(() => void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`)), 5e3).unref();
   }
@@ -67957,6 +67963,9 @@ var Engine = class {
   endpointState = /* @__PURE__ */ new Map();
   refreshing = /* @__PURE__ */ new Set();
   poolTimer;
+  /** Whether each target's model server answers, as the engine last saw it (the active target and those with work). */
+  modelHealth = /* @__PURE__ */ new Map();
+  modelTimer;
   /** How workers are contained; "none" only by the person's opt-out. */
   sandbox;
   log(line) {
@@ -68099,7 +68108,7 @@ var Engine = class {
   }
   // ---------- public API ----------
   list() {
-    return [...this.workers.values()].sort((a2, b) => a2.createdAt - b.createdAt || (a2.id < b.id ? -1 : a2.id > b.id ? 1 : 0));
+    return [...this.workers.values()].sort((a2, b) => a2.createdAt - b.createdAt || a2.createdSeq - b.createdSeq || (a2.id < b.id ? -1 : a2.id > b.id ? 1 : 0));
   }
   get(id2) {
     const w = this.workers.get(id2);
@@ -68395,6 +68404,36 @@ var Engine = class {
     }
     throw new InputError(`no endpoint of the pool ${target.id} answers: ${errors.join("; ")}`);
   }
+  /** The model servers the person cares about now (the active target, targets with work): do they answer? */
+  async checkModels() {
+    if (this.closed) return;
+    const ids = new Set(this.list().filter((w) => w.targetId && (w.state === "queued" || isActive(w.state))).map((w) => w.targetId));
+    const active = this.targets.active();
+    if (active) ids.add(active.id);
+    await Promise.all(
+      [...ids].map(async (id2) => {
+        const t2 = this.targets.get(id2);
+        if (!t2) return;
+        let key = null;
+        try {
+          key = resolveKey(t2);
+        } catch {
+        }
+        const problems = await Promise.all(endpointsOf(t2).map((e) => probeHealth(e.url, key, 2e3)));
+        const healthy2 = problems.some((p) => !p);
+        const problem = healthy2 ? null : `${endpointsOf(t2).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
+        const was = this.modelHealth.get(id2);
+        this.modelHealth.set(id2, { healthy: healthy2, problem, checkedAt: Date.now() });
+        if (was?.healthy !== healthy2) {
+          this.transient({ type: "model", targetId: id2, healthy: healthy2, ...problem ? { message: `the model server does not answer (${problem}): start it, or pick another target` } : {}, ts: Date.now() });
+        }
+      })
+    );
+  }
+  /** The last health check of each target's model server. */
+  models() {
+    return [...this.modelHealth.entries()].map(([targetId, h3]) => ({ targetId, ...h3 }));
+  }
   /** Every endpoint of every known target: health, slots, workers on it, and what the server reports. */
   endpoints() {
     return this.targets.list().targets.map((t2) => ({ targetId: t2.id, endpoints: this.statusesOf(t2) }));
@@ -68515,6 +68554,7 @@ var Engine = class {
     this.closed = true;
     clearInterval(this.watchdog);
     clearInterval(this.poolTimer);
+    clearInterval(this.modelTimer);
     if (this.deltaTimer) this.flushDeltas();
     for (const w of this.list()) {
       const rt = this.rt(w.id);
@@ -70505,6 +70545,8 @@ var appRouter = t.router({
       pendingApprovals: ctx.engine.pendingAsks().length,
       /** How workers are contained: kind "none" means unsandboxed (the person opted out, or workers are refused). */
       sandbox: ctx.engine.sandbox,
+      /** Whether each target's model server answered the engine's last probe (every few seconds). */
+      models: ctx.engine.models(),
       workers: counts,
       cursor: ctx.engine.bus.cursor
     };
