@@ -84,3 +84,12 @@ export const Grant = z.object({
   createdAt: z.number(),
 });
 export type Grant = z.infer<typeof Grant>;
+
+/**
+ * What an ask shows on a terminal: control characters (escape sequences that could rewrite the screen, fake a prompt or
+ * hide text) made visible, e.g. `\x1b[2J` → `\x1b[2J` as plain text, newlines as `\n`.
+ */
+export function terminalSafe(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`));
+}

@@ -55,3 +55,12 @@ describe("the worker state machine", () => {
     );
   });
 });
+
+describe("asks on a terminal", async () => {
+  const { terminalSafe } = await import("./permission");
+  it("control characters are shown, never interpreted", () => {
+    expect(terminalSafe("rm -rf x\u001b[2K\u001b[1Aecho harmless\r")).toBe("rm -rf x\\x1b[2K\\x1b[1Aecho harmless\\x0d");
+    expect(terminalSafe("a\nb\tc\u0007")).toBe("a\\nb\\tc\\x07");
+    expect(terminalSafe("plain ünïcode ✓")).toBe("plain ünïcode ✓");
+  });
+});

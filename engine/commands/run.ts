@@ -6,7 +6,7 @@ import { z } from "zod";
 import { BatchTask } from "../../shared/batch";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
-import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
+import { terminalSafe, type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
 import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
@@ -113,7 +113,7 @@ async function runCommand(o: RunOptions): Promise<void> {
         answered.add(ask.id);
         if (asker) asker.enqueue(ask);
         else {
-          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${ask.what} → ${o.approve} (--approve)\n`);
+          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${terminalSafe(ask.what)} → ${o.approve} (--approve)\n`);
           void client.approvals.decide.mutate(unattendedDecision(ask, o.approve as DecisionKind)).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${(err as Error).message}\n`));
         }
       }
@@ -237,7 +237,7 @@ export class TerminalAsker {
   enqueue(ask: PermissionAsk): void {
     if (this.settled.has(ask.id)) return;
     this.queue.push(ask);
-    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${ask.what} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
+    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
     void this.drain();
   }
 
@@ -273,7 +273,7 @@ export class TerminalAsker {
       const ask = this.queue.shift()!;
       if (this.settled.has(ask.id)) continue;
       this.current = ask;
-      this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${ask.what}\n`);
+      this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)}\n`);
       if (ask.diff) this.out.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
       const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
       if (answer === CANCELLED) continue;
