@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import { CountBadge } from "./components/common";
+import { Shortcuts } from "./components/Shortcuts";
 import { href, useRoute, type Route } from "./router";
 import { Approvals } from "./screens/Approvals";
 import { Dashboard } from "./screens/Dashboard";
@@ -71,12 +72,16 @@ export function App() {
           </button>
           <h1>{titleOf(route)}</h1>
           <div className="top-right">
+            <button type="button" className="btn ghost small" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)" onClick={() => window.dispatchEvent(new KeyboardEvent("keydown", { key: "?" }))}>
+              ?
+            </button>
             <a className={`pending-pill ${pending.length ? "has" : ""}`} href={href({ name: "approvals" })} aria-label={`${pending.length} pending approvals`}>
               {pending.length} pending
             </a>
           </div>
         </header>
         {connection !== "live" && connection !== "connecting" && <EngineLost />}
+        {status?.sandbox?.kind === "none" && <Unsandboxed sandbox={status.sandbox} />}
         <main className="content">
           {route.name === "dashboard" && <Dashboard />}
           {route.name === "new" && <NewTask />}
@@ -87,6 +92,7 @@ export function App() {
           {route.name === "settings" && <Settings />}
         </main>
       </div>
+      <Shortcuts />
       <div className="notices" aria-live="polite">
         {notices.map((n) => (
           <div key={n.id} className={`notice notice-${n.level}`}>
@@ -137,6 +143,24 @@ function EngineLost() {
             ? "Retrying every 3 s. If the engine was stopped (`ocw stop`), start it again (`ocw serve`); the app reconnects when it answers at its address, otherwise restart the app."
             : "Retrying every 3 s. If the engine was stopped (`ocw stop`), start it again with `ocw serve` and open the URL it prints: a restarted engine may listen on a new port, which this tab cannot follow."}
         {error ? <span className="muted"> ({error})</span> : null}
+      </div>
+    </div>
+  );
+}
+
+/** The engine runs workers without the OS sandbox: say so on every screen, with what it means and how to change it. */
+function Unsandboxed({ sandbox }: { sandbox: { kind: string; reason: string | null; optedOut: boolean } }) {
+  return (
+    <div className="unsandboxed" role="alert" aria-label="Workers are not sandboxed">
+      <strong>Workers run unsandboxed.</strong>{" "}
+      {sandbox.optedOut
+        ? "The engine was started with --no-sandbox (or OCW_NO_SANDBOX=1): a worker, and every command you approve, can read your files and secrets and use the network."
+        : "No OS sandbox was found, so the engine refuses to start workers."}
+      {sandbox.reason ? <span className="muted"> ({sandbox.reason})</span> : null}
+      <div className="small">
+        {sandbox.optedOut
+          ? "To contain them, install bubblewrap (Linux: apt install bubblewrap) and restart the engine without --no-sandbox."
+          : "Install bubblewrap (Linux: apt install bubblewrap) and restart the engine, or restart it with --no-sandbox to run workers uncontained."}
       </div>
     </div>
   );

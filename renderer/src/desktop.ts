@@ -4,6 +4,8 @@ export interface DesktopBridge {
   token: string;
   pickDirectory(): Promise<string | null>;
   openPath?(path: string): Promise<string>;
+  /** A native notification that opens `hash` when clicked (not offered by the preload yet: the main process notifies asks and finished workers itself). */
+  notify?(title: string, body: string, hash: string): Promise<void> | void;
 }
 
 declare global {

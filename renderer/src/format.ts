@@ -70,3 +70,33 @@ export function stateTone(s: WorkerState): "ok" | "warn" | "bad" | "busy" | "idl
 export function taskTitle(spec: { title?: string; task: string }): string {
   return spec.title?.trim() || spec.task.split("\n").find((l) => l.trim())?.trim().slice(0, 120) || "(untitled task)";
 }
+
+/** What a worker is doing now, in words (its state, refined by the tool it runs and a stall). */
+export function phaseOf(w: { state: WorkerState; currentTool: string | null; stalled: boolean; startedAt: number | null; discarded?: boolean; merged?: unknown }): string {
+  if (w.discarded) return "discarded";
+  if (w.merged) return "merged";
+  switch (w.state) {
+    case "queued":
+      return w.startedAt ? "queued to resume" : "queued for a slot";
+    case "starting":
+      return "starting its session";
+    case "running":
+      if (w.stalled) return "stalled";
+      return w.currentTool ? `running ${w.currentTool}` : "thinking / writing";
+    case "waiting-approval":
+      return "waiting for you";
+    case "settled":
+      return "settled, grading next";
+    case "grading":
+      return "grading (held-back checks)";
+    default:
+      return STATE_LABEL[w.state];
+  }
+}
+
+/** A token count in a few characters: 950, 12.3k, 1.2M. */
+export function tokens(n: number): string {
+  if (n < 1000) return String(Math.round(n));
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`;
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}

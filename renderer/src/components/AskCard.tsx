@@ -3,11 +3,101 @@ import type { DecisionKind, PermissionAsk } from "../../../shared/permission";
 import { api, errorText } from "../api";
 import { ago, taskTitle, useNow } from "../format";
 import { href } from "../router";
-import { useStore } from "../store";
+import { pendingOf, pushNotice, useStore } from "../store";
 import { Diff } from "./LazyDiff";
 
 export async function decide(ask: PermissionAsk, decision: DecisionKind, extra: { message?: string; answers?: string[][] } = {}): Promise<void> {
   await api.approvals.decide.mutate({ askId: ask.id, decision, ...(extra.message ? { message: extra.message } : {}), ...(extra.answers ? { answers: extra.answers } : {}) });
+}
+
+/** The pattern an "always" answer would grant: opencode's suggestion for the ask, else exactly what was asked (as the engine's grantPattern). */
+export function askPattern(ask: Pick<PermissionAsk, "always" | "what">): string {
+  return ask.always.find((a) => a && a !== "*") ?? ask.what;
+}
+
+/** A flag that stops "approve all like this": only a symlink inside the workspace is not a reason to look twice. */
+export const isRisky = (a: PermissionAsk) => !!a.flags?.some((f) => f.kind !== "symlink");
+
+const FLAG_LABEL: Record<NonNullable<PermissionAsk["flags"]>[number]["kind"], string> = {
+  "outside-workspace": "outside the workspace",
+  protected: "protected",
+  "out-of-scope": "out of scope",
+  symlink: "symlink",
+};
+
+/** What the engine found about the asked path before anyone decides: each flag with its detail (real paths). */
+export function AskFlags({ ask }: { ask: PermissionAsk }) {
+  if (!ask.flags?.length) return null;
+  return (
+    <ul className="ask-flags" aria-label={`flags of ${ask.id}`}>
+      {ask.flags.map((f, i) => (
+        <li key={i} className={`ask-flag flag-${f.kind}`}>
+          <span className={`chip chip-${f.kind === "symlink" ? "warn" : "bad"}`}>{FLAG_LABEL[f.kind]}</span> <span className="small">{f.detail}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** The other pending asks a decision can be applied to at once: same tool and pattern, from this worker or this batch. */
+export function similarAsks(ask: PermissionAsk, pending: PermissionAsk[], workers: Record<string, { batchId: string | null }>): { worker: PermissionAsk[]; batch: PermissionAsk[] } {
+  if (ask.kind !== "permission") return { worker: [], batch: [] };
+  const key = askPattern(ask);
+  const same = pending.filter((a) => a.kind === "permission" && a.tool === ask.tool && askPattern(a) === key);
+  const batchId = workers[ask.workerId]?.batchId ?? null;
+  return { worker: same.filter((a) => a.workerId === ask.workerId), batch: batchId ? same.filter((a) => workers[a.workerId]?.batchId === batchId) : [] };
+}
+
+/** Decides several asks one by one; asks with a risky flag are left out of an approval (they need a look of their own). */
+export async function decideMany(asks: PermissionAsk[], decision: "once" | "reject"): Promise<{ done: number; skipped: number; failed: string[] }> {
+  const todo = decision === "reject" ? asks : asks.filter((a) => !isRisky(a));
+  const failed: string[] = [];
+  for (const a of todo) {
+    try {
+      await decide(a, decision);
+    } catch (err) {
+      failed.push(`${a.id}: ${errorText(err)}`);
+    }
+  }
+  return { done: todo.length - failed.length, skipped: asks.length - todo.length, failed };
+}
+
+function BulkBar({ ask }: { ask: PermissionAsk }) {
+  const workers = useStore((s) => s.workers);
+  const [busy, setBusy] = useState(false);
+  const { worker, batch } = similarAsks(ask, pendingOf(workers), workers);
+  const groups = [
+    { scope: "worker", asks: worker, label: "of this worker" },
+    { scope: "batch", asks: batch, label: `in batch ${workers[ask.workerId]?.batchId ?? ""}` },
+  ].filter((g) => g.asks.length > 1 && !(g.scope === "batch" && g.asks.length === worker.length));
+  if (!groups.length) return null;
+  const run = async (asks: PermissionAsk[], d: "once" | "reject") => {
+    setBusy(true);
+    const r = await decideMany(asks, d);
+    setBusy(false);
+    const verb = d === "once" ? "approved" : "rejected";
+    pushNotice(r.failed.length ? "error" : "info", `${verb} ${r.done}${r.skipped ? `; ${r.skipped} flagged left for you to look at` : ""}${r.failed.length ? `; failed: ${r.failed.join("; ")}` : ""}`);
+  };
+  return (
+    <div className="bulk" role="group" aria-label={`bulk decisions like ${ask.id}`} onClick={(e) => e.stopPropagation()}>
+      <span className="small muted">
+        Same <code>{ask.tool}</code> <code>{askPattern(ask)}</code>:
+      </span>
+      {groups.map((g) => {
+        const risky = g.asks.filter(isRisky).length;
+        return (
+          <span key={g.scope} className="bulk-group">
+            <button type="button" className="btn small ok" disabled={busy || risky === g.asks.length} onClick={() => void run(g.asks, "once")} title={risky ? `${risky} flagged ask(s) are left out` : undefined}>
+              Approve {g.asks.length - risky} {g.label}
+            </button>
+            <button type="button" className="btn small bad" disabled={busy} onClick={() => void run(g.asks, "reject")}>
+              Reject {g.asks.length} {g.label}
+            </button>
+          </span>
+        );
+      })}
+    </div>
+  );
 }
 
 /** One pending ask with its decision buttons. Used in the inbox and on a worker's page. */
@@ -49,6 +139,7 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
       <div className="ask-what mono" title={ask.what}>
         {rel(ask.what)}
       </div>
+      <AskFlags ask={ask} />
       {ask.diff && <Diff text={ask.diff} root={worker?.worktree} compact label={`diff of ${ask.id}`} />}
       {ask.kind === "question" &&
         (ask.questions ?? []).map((q, qi) => (
@@ -71,11 +162,12 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
             ))}
           </fieldset>
         ))}
-      {ask.always.length > 0 && ask.kind === "permission" && (
+      {ask.kind === "permission" && (
         <div className="small muted">
-          “Always allow” allows <code>{ask.always.join(", ")}</code> for this worker's session.
+          “Always allow” grants <code>{askPattern(ask)}</code> to this worker: the engine answers its later {ask.tool} asks that match (never a flagged one), until you revoke the grant.
         </div>
       )}
+      {ask.status === "pending" && <BulkBar ask={ask} />}
       <div className="ask-actions">
         <button type="button" className="btn ok" disabled={!!busy} onClick={(e) => (e.stopPropagation(), void act("once"))} title="a">
           Approve once

@@ -1,12 +1,15 @@
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { errorText } from "../api";
 import { AskCard, decide } from "../components/AskCard";
 import { Empty } from "../components/common";
-import { pushNotice, usePending } from "../store";
+import { GrantList } from "../components/Grants";
+import { pushNotice, usePending, useStore } from "../store";
 
 /** Every pending ask across workers, oldest first. Keys: j/k move, a approve once, A always allow, r reject. */
 export function Approvals({ focus }: { focus?: string }) {
   const pending = usePending();
+  const workers = useStore((s) => s.workers);
+  const grants = useMemo(() => Object.values(workers).flatMap((w) => w.grants).sort((a, b) => b.createdAt - a.createdAt), [workers]);
   const [selectedId, setSelectedId] = useState<string | null>(focus ?? null);
   const listRef = useRef<HTMLUListElement>(null);
   // A deep link (a card's ask badge) selects that ask and brings it into view.
@@ -67,6 +70,12 @@ export function Approvals({ focus }: { focus?: string }) {
           </li>
         ))}
       </ul>
+      <section className="panel grants-panel" aria-label="Grants">
+        <h2>
+          Grants <span className="muted small">· “always” answers the engine holds, per worker; revoke one and that worker's later asks wait for you again</span>
+        </h2>
+        <GrantList grants={grants} label="All grants" />
+      </section>
     </div>
   );
 }

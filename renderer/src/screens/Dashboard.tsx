@@ -1,9 +1,10 @@
-import { useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { isActive, isFinal, pendingAsks, type Worker } from "../../../shared/worker";
+import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
-import { duration, pct, taskTitle, useNow } from "../format";
-import { href } from "../router";
+import { duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
+import { go, href } from "../router";
 import { pushNotice, sortedWorkers, useStore } from "../store";
 
 /** A worker interrupted because its model endpoint stopped answering (the engine's reason says so). */
@@ -30,6 +31,9 @@ export function Dashboard() {
   const serving = useStore((s) => s.serving);
   const order = useStore((s) => s.order);
   const connection = useStore((s) => s.connection);
+  const targets = useStore((s) => s.targets);
+  const pools = useMemo(() => targets.filter((t) => t.serving.endpoints.length > 1).map((t) => t.id), [targets]);
+  const endpoints = usePoolEndpoints(pools.length > 0 && connection === "live");
   const offline = connection !== "live" && connection !== "connecting";
   const list = useMemo(() => sortedWorkers(workers, order), [workers, order]);
   const groups = useMemo(() => {
@@ -90,6 +94,7 @@ export function Dashboard() {
                   {!offline && live?.message ? ` · ${live.message}` : ""}
                 </div>
                 {down && !offline && <ModelDown targetId={s.targetId} down={down} />}
+                {pools.includes(s.targetId) && <EndpointList targetId={s.targetId} rows={endpoints?.[s.targetId]} workers={list} stale={offline} />}
               </div>
             );
           })}
@@ -150,6 +155,7 @@ function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }
           {pct(graded.length ? honest / graded.length : null)}
           {settled ? " · settled" : ""}
         </span>
+        {batchId && <MergeAll workers={workers} />}
       </header>
       {batchId && (
         <div className="batch-bar" role="img" aria-label={`progress: ${bar.map((b) => `${b.n} ${b.label}`).join(", ")}`}>
@@ -181,9 +187,20 @@ function WorkerCard({ w }: { w: Worker }) {
       setBusy(false);
     }
   };
-  const resumable = w.state === "stopped" || w.state === "interrupted" || w.state === "error";
+  const resumable = !w.discarded && (w.state === "stopped" || w.state === "interrupted" || w.state === "error");
   const start = w.startedAt ?? w.createdAt;
   const elapsed = (w.endedAt ?? now) - start;
+  const ran = w.startedAt ? ((w.endedAt ?? now) - w.startedAt) / 1000 : 0;
+  const total = w.usage.input + w.usage.output + w.usage.reasoning;
+  // Tokens/s: the target's reported output over the time it ran; while streaming, the live estimate of the last second.
+  const liveRate = isActive(w.state) ? (rate?.[rate.length - 1] ?? null) : null;
+  const avgRate = ran > 0 && w.usage.output > 0 ? (w.usage.output + w.usage.reasoning) / ran : null;
+  const retry = () =>
+    void act("retry", async () => {
+      const id = await retryWorker(w);
+      pushNotice("info", `retry of ${w.id} started as ${id}`);
+      go({ name: "worker", id });
+    });
   return (
     <section className={`card worker-card tone-${w.state}`} aria-label={w.id}>
       <div className="card-top">
@@ -198,10 +215,27 @@ function WorkerCard({ w }: { w: Worker }) {
       </div>
       <div className="card-meta">
         <StateChip state={w.state} />
+        {w.sandbox === "none" && (
+          <span className="chip chip-bad" title="This worker runs without the OS sandbox: it can read your files and secrets">
+            unsandboxed
+          </span>
+        )}
+        {w.discarded && <span className="chip chip-idle">discarded</span>}
         <span className="mono small muted">{w.id}</span>
-        <span className="small" title={w.startedAt ? "elapsed" : "waiting for a slot"}>
+      </div>
+      <div className="card-stats small" aria-label={`progress of ${w.id}`}>
+        <span className="phase" title="phase">
+          {phaseOf(w)}
+        </span>
+        <span title={w.startedAt ? "elapsed" : "waiting for a slot"}>
           {w.startedAt ? "" : "waiting "}
           {duration(elapsed)}
+        </span>
+        <span title={`tokens: in ${w.usage.input.toLocaleString()} · out ${w.usage.output.toLocaleString()}${w.usage.reasoning ? ` · reasoning ${w.usage.reasoning.toLocaleString()}` : ""} (as the target reports them)`}>
+          {total ? `${tokens(total)} tok` : "— tok"}
+        </span>
+        <span title={liveRate !== null ? "output tokens in the last second (estimated from streamed text)" : "output tokens per second over the time it ran (as the target reports them)"}>
+          {liveRate !== null && liveRate > 0 ? `~${liveRate} tok/s` : avgRate !== null ? `${avgRate.toFixed(1)} tok/s` : "— tok/s"}
         </span>
       </div>
       <div className="card-row">
@@ -219,6 +253,7 @@ function WorkerCard({ w }: { w: Worker }) {
       {(w.verdict || w.toolFailures > 0 || w.stalled) && (
         <div className="card-foot small">
           {w.verdict && <VerdictChips verdict={w.verdict} />}
+          {w.merged && <span className="chip chip-ok">merged</span>}
           {w.toolFailures > 0 && <span className="chip chip-warn">{w.toolFailures} tool failures</span>}
           {w.stalled && <span className="chip chip-warn">stalled</span>}
         </div>
@@ -249,6 +284,17 @@ function WorkerCard({ w }: { w: Worker }) {
           <button type="button" className="btn small" disabled={busy} onClick={() => void act("resume", () => api.workers.resume.mutate({ workerId: w.id }))}>
             Resume
           </button>
+          <button type="button" className="btn small" disabled={busy} onClick={retry} title="the same task as a new worker, in a fresh workspace">
+            Retry
+          </button>
+        </div>
+      )}
+      {w.state === "honest-failure" && (
+        <div className="card-ask small">
+          <span className="muted grow">Failed its checks.</span>
+          <button type="button" className="btn small" disabled={busy} onClick={retry} title="the same task as a new worker, in a fresh workspace">
+            Retry
+          </button>
         </div>
       )}
     </section>
@@ -274,6 +320,117 @@ function ModelDown({ targetId, down }: { targetId: string; down: NonNullable<Ret
           Resume {down.interrupted.length} interrupted
         </button>
       </div>
+    </div>
+  );
+}
+
+type EndpointRows = Awaited<ReturnType<typeof api.targets.endpoints.query>>[number]["endpoints"];
+
+/**
+ * The endpoints of pool targets as admission sees them. The engine has no event for endpoint health or load (it reads
+ * them every couple of seconds while a pool has work), so this view reads them every 3 s while it is shown.
+ */
+function usePoolEndpoints(on: boolean): Record<string, EndpointRows> | null {
+  const [rows, setRows] = useState<Record<string, EndpointRows> | null>(null);
+  useEffect(() => {
+    if (!on) return;
+    let alive = true;
+    const read = () =>
+      api.targets.endpoints.query().then(
+        (r) => alive && setRows(Object.fromEntries(r.map((x) => [x.targetId, x.endpoints]))),
+        () => undefined,
+      );
+    void read();
+    const t = setInterval(() => void read(), 3000);
+    return () => {
+      alive = false;
+      clearInterval(t);
+    };
+  }, [on]);
+  return rows;
+}
+
+/** Each endpoint of a pool: healthy or why not, the engine's workers on it out of its slots, and the server's own load. */
+function EndpointList({ targetId, rows, workers, stale }: { targetId: string; rows: EndpointRows | undefined; workers: Worker[]; stale: boolean }) {
+  if (!rows) return <div className="muted small">reading endpoints…</div>;
+  return (
+    <ul className="endpoints" aria-label={`endpoints of ${targetId}`}>
+      {rows.map((e) => {
+        const on = workers.filter((w) => w.targetId === targetId && w.endpoint === e.url && isActive(w.state)).length;
+        const live = e.live;
+        return (
+          <li key={e.url} className="endpoint" aria-label={`endpoint ${e.url}`}>
+            <span className={`chip chip-${stale ? "idle" : e.healthy ? "ok" : "bad"}`}>{stale ? "unknown" : e.healthy ? "healthy" : "down"}</span>
+            <span className="mono small ellipsis" title={e.url}>
+              {e.url.replace(/^https?:\/\//, "")}
+            </span>
+            <span className="small" title={`${on} of this dashboard's running workers are on it`}>
+              {e.inUse}/{e.slots} slots
+            </span>
+            <span className="small muted">
+              {live
+                ? `server: ${live.busy}${live.totalSlots !== null ? `/${live.totalSlots}` : ""} busy · queue ${live.waiting ?? "—"}${live.kvUsage !== null ? ` · KV ${Math.round(live.kvUsage * 100)}%` : ""} (${live.source})`
+                : e.healthy
+                  ? "server reports no load"
+                  : ""}
+            </span>
+            {!e.healthy && e.problem && <span className="small bad-text">{e.problem}</span>}
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
+/** Merges every built, unmerged worker of a batch, one by one in submission order, stopping at the first refusal. */
+function MergeAll({ workers }: { workers: Worker[] }) {
+  const todo = workers.filter(mergeable);
+  const [confirm, setConfirm] = useState(false);
+  const [running, setRunning] = useState(false);
+  const [result, setResult] = useState<MergeAllResult | null>(null);
+  if (!todo.length && !result) return null;
+  const start = async () => {
+    setConfirm(false);
+    setRunning(true);
+    setResult(null);
+    const r = await mergeAll(todo, setResult);
+    setResult(r);
+    setRunning(false);
+    if (!r.stopped) pushNotice("info", `merged ${r.merged.length} worker${r.merged.length === 1 ? "" : "s"}`);
+  };
+  return (
+    <div className="merge-all" role="group" aria-label="Merge all built">
+      {confirm ? (
+        <>
+          <span className="small">
+            Merge {todo.length} built worker{todo.length === 1 ? "" : "s"} into their base branch, one by one? A refused merge (a conflict) stops here and changes nothing for it.
+          </span>
+          <button type="button" className="btn primary small" onClick={() => void start()}>
+            Merge {todo.length}
+          </button>
+          <button type="button" className="btn small" onClick={() => setConfirm(false)}>
+            Cancel
+          </button>
+        </>
+      ) : (
+        todo.length > 0 && (
+          <button type="button" className="btn small" disabled={running} onClick={() => setConfirm(true)}>
+            {running ? "merging…" : `Merge all built (${todo.length})…`}
+          </button>
+        )
+      )}
+      {result && (
+        <span className="small" role="status">
+          merged {result.merged.length}
+          {result.stopped ? "" : running ? "…" : " · done"}
+        </span>
+      )}
+      {result?.stopped && (
+        <div className="field-error" role="alert" aria-label="merge all stopped">
+          Stopped at <a href={href({ name: "worker", id: result.stopped.workerId })}>{result.stopped.workerId}</a>: {result.stopped.reason}
+          {result.notTried.length ? ` · not tried: ${result.notTried.join(", ")}` : ""}
+        </div>
+      )}
     </div>
   );
 }

@@ -3,6 +3,7 @@ import { api } from "../api";
 import type { PolicyRule } from "../../../shared/permission";
 import { errorText } from "../api";
 import { CopyField } from "../components/common";
+import { permission, playTone, requestPermission, setNotifySettings, useNotifySettings, type NotifySettings, type Permission } from "../notify";
 
 export function Settings() {
   const [health, setHealth] = useState<Record<string, unknown> | null>(null);
@@ -63,6 +64,7 @@ export function Settings() {
           ))}
         </ul>
       </section>
+      <Notifications />
       <section className="panel" aria-label="Approval policies">
         <h2>Approval policies</h2>
         <p className="small">
@@ -90,5 +92,60 @@ export function Settings() {
         </dl>
       </section>
     </div>
+  );
+}
+
+const PERMISSION_TEXT: Record<Permission, string> = {
+  granted: "allowed by this browser",
+  denied: "blocked by this browser: allow notifications for this site in the browser's site settings, then reload",
+  default: "not asked yet",
+  unsupported: "this browser has no Notification API",
+  desktop: "shown by the desktop app",
+};
+
+/** Desktop notifications for a new ask, a verdict and a stalled worker; a sound; the browser's permission prompt. */
+function Notifications() {
+  const s = useNotifySettings();
+  const [perm, setPerm] = useState<Permission>(() => permission());
+  const box = (key: keyof NotifySettings, label: string, disabled = false) => (
+    <label className="opt">
+      <input type="checkbox" checked={s[key]} disabled={disabled} onChange={(e) => setNotifySettings({ [key]: e.target.checked })} /> {label}
+    </label>
+  );
+  return (
+    <section className="panel" aria-label="Notifications">
+      <h2>Notifications</h2>
+      <p className="small">
+        Permission: <strong role="status" aria-label="notification permission">{PERMISSION_TEXT[perm]}</strong>{" "}
+        {perm === "default" && (
+          <button
+            type="button"
+            className="btn small"
+            onClick={() =>
+              void requestPermission().then((p) => {
+                setPerm(p);
+                if (p === "granted") setNotifySettings({ enabled: true });
+              })
+            }
+          >
+            Allow notifications…
+          </button>
+        )}
+      </p>
+      <div className="field">
+        {box("enabled", "Notify me", perm === "unsupported" || perm === "denied")}
+        {box("asks", "when a worker asks for approval or asks a question", !s.enabled)}
+        {box("verdicts", "when a worker is graded (built / failed)", !s.enabled)}
+        {box("stalls", "when a running worker stalls", !s.enabled)}
+        {box("whenFocused", "also while this window is in front", !s.enabled)}
+        {box("sound", "play a sound", !s.enabled)}
+        {s.sound && (
+          <button type="button" className="btn small" onClick={() => playTone()}>
+            Test sound
+          </button>
+        )}
+      </div>
+      <p className="muted small">The tab title shows the number of pending approvals. These settings are kept in this browser.</p>
+    </section>
   );
 }

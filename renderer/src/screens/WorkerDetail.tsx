@@ -1,13 +1,16 @@
 import { useEffect, useRef, useState } from "react";
 import { isActive, isFinal, pendingAsks } from "../../../shared/worker";
+import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard } from "../components/AskCard";
 import { Empty, StateChip } from "../components/common";
+import { GrantList } from "../components/Grants";
 import { Diff } from "../components/LazyDiff";
 import { Transcript } from "../components/Transcript";
 import { VerdictCard } from "../components/VerdictCard";
 import { desktop } from "../desktop";
-import { duration, taskTitle, useNow } from "../format";
+import { duration, phaseOf, taskTitle, tokens, useNow } from "../format";
+import { go } from "../router";
 import { closeTranscript, loadTranscript, pushNotice, useStore } from "../store";
 
 const EMPTY: never[] = [];
@@ -23,6 +26,7 @@ export function WorkerDetail({ id }: { id: string }) {
   const [error, setError] = useState<string | null>(null);
   const [confirmMerge, setConfirmMerge] = useState(false);
   const [confirmStop, setConfirmStop] = useState(false);
+  const [confirmDiscard, setConfirmDiscard] = useState(false);
   const [mergeError, setMergeError] = useState<string | null>(null);
 
   useEffect(() => {
@@ -45,7 +49,9 @@ export function WorkerDetail({ id }: { id: string }) {
   };
   const canStop = isActive(w.state) || w.state === "queued";
   const canResume = w.state === "stopped" || w.state === "interrupted" || w.state === "error";
-  const canMerge = w.state === "built" && !w.merged;
+  const canMerge = w.state === "built" && !w.merged && !w.discarded;
+  const canDiscard = discardable(w);
+  const canRetry = retryable(w);
   const asks = pendingAsks(w);
   const elapsed = (w.endedAt ?? now) - (w.startedAt ?? w.createdAt);
 
@@ -55,10 +61,27 @@ export function WorkerDetail({ id }: { id: string }) {
         <div className="detail-title">
           <h2>{taskTitle(w.spec)}</h2>
           <StateChip state={w.state} />
+          {w.sandbox === "none" && (
+            <span className="chip chip-bad" title="This worker runs without the OS sandbox: it can read your files and secrets">
+              unsandboxed
+            </span>
+          )}
+          {w.sandbox === "bwrap" && (
+            <span className="chip chip-idle" title="Contained by bubblewrap: writes only its workspace, no network, no secrets">
+              sandboxed (bwrap)
+            </span>
+          )}
+          {w.discarded && <span className="chip chip-idle">discarded: workspace and branch removed</span>}
         </div>
         <div className="facts small">
           <span className="mono">{w.id}</span>
+          <span>{phaseOf(w)}</span>
           <span>elapsed {duration(elapsed)}</span>
+          {w.endpoint && (
+            <span>
+              on <code>{w.endpoint}</code>
+            </span>
+          )}
           {w.branch && (
             <span>
               branch <code>{w.branch}</code>
@@ -67,6 +90,8 @@ export function WorkerDetail({ id }: { id: string }) {
           )}
           <span>
             tokens in {w.usage.input.toLocaleString()} · out {w.usage.output.toLocaleString()}
+            {w.startedAt && w.usage.output > 0 ? ` · ${((w.usage.output + w.usage.reasoning) / Math.max(1, ((w.endedAt ?? now) - w.startedAt) / 1000)).toFixed(1)} tok/s` : ""}
+            {w.usage.input + w.usage.output > 0 ? ` (${tokens(w.usage.input + w.usage.output + w.usage.reasoning)} total)` : ""}
           </span>
           {w.currentTool && (
             <span>
@@ -107,12 +132,34 @@ export function WorkerDetail({ id }: { id: string }) {
               Merge…
             </button>
           )}
-          {desktop?.openPath && w.worktree && (
+          {canRetry && (
+            <button
+              type="button"
+              className="btn"
+              disabled={!!busy}
+              title="the same task as a new worker, in a fresh workspace"
+              onClick={() =>
+                void run("retry", async () => {
+                  const nid = await retryWorker(w);
+                  pushNotice("info", `retry of ${id} started as ${nid}`);
+                  go({ name: "worker", id: nid });
+                })
+              }
+            >
+              Retry as new worker
+            </button>
+          )}
+          {canDiscard && (
+            <button type="button" className="btn bad" disabled={!!busy} onClick={() => setConfirmDiscard(true)}>
+              Discard…
+            </button>
+          )}
+          {desktop?.openPath && w.worktree && !w.discarded && (
             <button type="button" className="btn" onClick={() => void desktop!.openPath!(w.worktree!)}>
               Open folder
             </button>
           )}
-          {!desktop && w.worktree && (
+          {!desktop && w.worktree && !w.discarded && (
             <span className="small muted" title="worktree">
               worktree <code>{w.worktree}</code>
             </span>
@@ -165,6 +212,47 @@ export function WorkerDetail({ id }: { id: string }) {
         </div>
       )}
 
+      {confirmDiscard && (
+        <div className="modal-back">
+          <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm discard">
+            <h3>Discard {w.id}?</h3>
+            <p className="small">
+              Its workspace{w.worktree ? (
+                <>
+                  {" "}
+                  (<code>{w.worktree}</code>)
+                </>
+              ) : null}
+              , its private repository and its branch{w.branch ? (
+                <>
+                  {" "}
+                  <code>{w.branch}</code>
+                </>
+              ) : null}{" "}
+              are removed. {w.state === "built" && !w.merged ? <strong>Its built work is not merged and is lost.</strong> : "Nothing of it is merged."} Its record, transcript and verdict stay.
+            </p>
+            <div className="actions">
+              <button
+                type="button"
+                className="btn bad"
+                onClick={() => {
+                  setConfirmDiscard(false);
+                  void run("discard", async () => {
+                    await api.workers.discard.mutate({ workerId: id });
+                    pushNotice("info", `discarded ${id}: workspace and branch removed`);
+                  });
+                }}
+              >
+                Discard
+              </button>
+              <button type="button" className="btn" onClick={() => setConfirmDiscard(false)}>
+                Cancel
+              </button>
+            </div>
+          </div>
+        </div>
+      )}
+
       {asks.length > 0 && (
         <section className="panel" aria-label="Pending approvals of this worker">
           <h2>Waiting for you</h2>
@@ -175,6 +263,15 @@ export function WorkerDetail({ id }: { id: string }) {
       )}
 
       {w.verdict && <VerdictCard verdict={w.verdict} workerId={w.id} />}
+
+      {w.grants.length > 0 && (
+        <section className="panel" aria-label="Grants of this worker">
+          <h2>
+            Grants <span className="muted small">· “always” answers the engine gives this worker's matching asks</span>
+          </h2>
+          <GrantList grants={w.grants} showWorker={false} label={`grants of ${w.id}`} />
+        </section>
+      )}
 
       <section className="panel grow-panel">
         <div className="tabs" role="tablist" aria-label="Worker views">
