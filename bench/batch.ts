@@ -1,16 +1,21 @@
 // A batch of scripted tasks through the engine, driven over MCP the way Claude Code drives it (delegate_batch → wait →
-// approve), against the same work driven by the bare opencode SDK.
-import { execFileSync } from "node:child_process";
+// approve), against the same work driven by the bare opencode SDK on an `opencode serve` started the same way.
+import { execFile } from "node:child_process";
 import path from "node:path";
+import { promisify } from "node:util";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { createOpencodeClient } from "@opencode-ai/sdk/v2";
 import { runChecks } from "../engine/grading/checks";
 import { WORKER_AGENT } from "../engine/harness/config";
 import { OpencodeServer } from "../engine/harness/opencode-server";
 import type { ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, tempDir } from "../test/helpers";
+import { cleanup, makeRepo, scriptedTarget, tempDir, type TestEngine } from "../test/helpers";
 import type { McpHandle } from "../test/integration/mcp-helpers";
+import { opencodeServeUnder, rssMbOf, samplePeak } from "./procs";
+import { workerStarts, type WorkerStart } from "./sandbox";
 import { procStat, round, rssPeak } from "./stats";
+
+const execFileP = promisify(execFile);
 
 /** A worker of an engine-side batch that did not end built. */
 export type BatchMiss = { workerId: string; state: string; reason: string | null };
@@ -26,24 +31,38 @@ export interface EngineBatch {
   toolCalls: number;
   /** The workers that did not end built, with their state and reason (none in a clean run). */
   misses: BatchMiss[];
+  /** The engine's `opencode serve` (the process itself, inside its sandbox when there is one): RSS before and peak. */
+  opencodeRssMbBefore: number | null;
+  opencodeRssMbPeak: number | null;
+  /** Per worker: queued → first model request, from the worker's events and the scripted model's request log. */
+  starts: WorkerStart[];
+  /** How the batch's workers were contained ("bwrap" / "none"), from their records. */
+  sandbox: string[];
 }
+
+/** The scripted target both sides run on: the same id, model, endpoint and slots, so opencode's config is the same. */
+export const benchTarget = (url: string, slots = 32) => scriptedTarget(url, slots);
 
 const tasks = (dir: string, n: number, tag: string) =>
   Array.from({ length: n }, (_, i) => ({ task: `BENCH-BATCH ${i} ${tag}`, directory: dir, checks: [{ file: `f${i}.txt` }] }));
 
 /** n tasks through `ocw mcp`: delegate_batch, then wait / approve every pending ask until the batch settles. */
-export async function batchThroughMcp(mcp: McpHandle, enginePid: number, n: number, tag = ""): Promise<EngineBatch> {
+export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model: ScriptedModel, n: number, tag = ""): Promise<EngineBatch> {
+  const enginePid = engine.proc.pid!;
   const dir = makeRepo();
   const bridgePid = (mcp.client.transport as StdioClientTransport).pid!;
   const before = procStat(enginePid);
   const bridgeBefore = procStat(bridgePid);
   const peak = rssPeak(enginePid);
+  const oc = opencodeServeUnder(enginePid);
+  const ocBefore = rssMbOf(oc);
+  const ocPeak = samplePeak(oc);
   let calls = 0;
   const call = <T = any>(tool: string, args: Record<string, unknown>) => (calls++, mcp.call<T>(tool, args));
   const t0 = Date.now();
   const b = await call<{ batchId: string }>("delegate_batch", { tasks: tasks(dir, n, tag) });
   const deadline = t0 + 15 * 60_000;
-  let r: { settled: boolean; pending: { askId: string }[]; batch: { built: number }; workers: BatchMiss[] };
+  let r: { settled: boolean; pending: { askId: string }[]; batch: { built: number }; workers: BatchMiss[] & { workerId: string }[] };
   for (;;) {
     r = await call("wait", { batchId: b.batchId, timeoutSec: 100, elicit: false });
     if (r.settled) break;
@@ -53,40 +72,90 @@ export async function batchThroughMcp(mcp: McpHandle, enginePid: number, n: numb
   }
   const wallMs = Date.now() - t0;
   const rssMb = peak.stop();
+  const ocPeakMb = oc === null ? null : round(ocPeak.stop());
   const after = procStat(enginePid);
+  const ids = r.workers.map((w) => w.workerId);
+  const starts = await workerStarts(engine.client, model, ids);
+  const sandbox = [...new Set(await Promise.all(ids.map(async (id) => (await engine.client.workers.get.query({ workerId: id })).sandbox ?? "unrecorded")))];
   cleanup(dir);
-  return { wallMs, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls, misses: r.workers.filter((w) => w.state !== "built").map(({ workerId, state, reason }) => ({ workerId, state, reason })) };
+  return {
+    wallMs, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls,
+    misses: r.workers.filter((w) => w.state !== "built").map(({ workerId, state, reason }) => ({ workerId, state, reason })),
+    opencodeRssMbBefore: ocBefore, opencodeRssMbPeak: ocPeakMb, starts, sandbox,
+  };
 }
 
-/** The same tasks on one bare `opencode serve`: a worktree and a session each, every ask approved, the same check. */
-export async function batchThroughBareSdk(model: ScriptedModel, n: number): Promise<{ wallMs: number; built: number }> {
+export interface BareBatch {
+  wallMs: number;
+  /** Per task: its start (worktree add begins) → the first chat request of its session at the model. */
+  startMs: number[];
+  built: number;
+  opencodeRssMbBefore: number | null;
+  opencodeRssMbPeak: number | null;
+}
+
+/**
+ * The bare-SDK side: one `opencode serve` started by the engine's own OpencodeServer class, unconfined (no sandbox, no
+ * engine), with the same target (so the same opencode config) and the same OFFLINE_ENV (Malloc=1 included) as the
+ * engine's; kept for every batch of a repetition, as the engine keeps its serve, and warmed the same way.
+ */
+export interface BareRig {
+  pid: number;
+  run(n: number, tag: string): Promise<BareBatch>;
+  close(): Promise<void>;
+}
+
+export async function bareRig(model: ScriptedModel): Promise<BareRig> {
   const home = tempDir("bench-bare");
-  const server = new OpencodeServer({ target: scriptedTarget(model.url, n, "bare"), home });
+  const server = new OpencodeServer({ target: benchTarget(model.url), home });
   await server.start();
   const client = createOpencodeClient({ baseUrl: server.url!, headers: { Authorization: server.authHeader } });
-  const dir = makeRepo();
   const pending = new Map<string, () => void>();
   server.on("event", (e: { type: string; directory?: string; properties: Record<string, any> }) => {
     // Asks live in the instance of their directory: the reply must name it.
     if (e.type === "permission.asked") void client.permission.reply({ requestID: e.properties.id, directory: e.directory, reply: "once" });
     if (e.type === "session.idle") pending.get(e.properties.sessionID)?.();
   });
-  const one = async (i: number, branch: string, text: string) => {
+  // One git worktree at a time (git's own locks), each task's session started as soon as its worktree is there.
+  let gitChain: Promise<unknown> = Promise.resolve();
+  const firstRequest: number[] = [];
+  const one = async (dir: string, i: number, branch: string, text: string) => {
+    const t0 = Date.now();
     const wt = path.join(home, "wt", branch);
-    execFileSync("git", ["-C", dir, "worktree", "add", "-q", "-b", `bare/${branch}`, wt, "HEAD"]);
+    const made = gitChain.then(() => execFileP("git", ["-C", dir, "worktree", "add", "-q", "-b", `bare/${branch}`, wt, "HEAD"]));
+    gitChain = made.catch(() => undefined);
+    await made;
     const s = (await client.session.create({ directory: wt, title: `bare ${branch}` })).data!;
     const idle = new Promise<void>((r) => pending.set(s.id, r));
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
     await idle;
+    pending.delete(s.id);
+    const first = model.requests.find((r) => r.kind === "chat" && r.sessionId === s.id);
+    if (first) firstRequest.push(first.at - t0);
     const [c] = await runChecks([{ file: `f${i}.txt` }], wt);
     return c!.passed;
   };
   // One untimed task first, as the engine side is warm too: opencode's first session pays a one-off bootstrap.
-  await one(0, "warm", "BENCH-BATCH 0 warm-up");
-  const t0 = Date.now();
-  const built = await Promise.all(Array.from({ length: n }, (_, i) => one(i, `w${i}`, `BENCH-BATCH ${i}`)));
-  const wallMs = Date.now() - t0;
-  await server.stop();
-  cleanup(dir, home);
-  return { wallMs, built: built.filter(Boolean).length };
+  const warm = makeRepo();
+  await one(warm, 0, "warm", "BENCH-BATCH 0 warm-up");
+  const pid = opencodeServeUnder(server.pid!)!;
+  return {
+    pid,
+    async run(n, tag) {
+      const dir = makeRepo();
+      firstRequest.length = 0;
+      const before = rssMbOf(pid);
+      const peak = samplePeak(pid);
+      const t0 = Date.now();
+      const built = await Promise.all(Array.from({ length: n }, (_, i) => one(dir, i, `${tag}-w${i}`, `BENCH-BATCH ${i} ${tag}`)));
+      const wallMs = Date.now() - t0;
+      const p = round(peak.stop());
+      cleanup(dir);
+      return { wallMs, startMs: [...firstRequest], built: built.filter(Boolean).length, opencodeRssMbBefore: before, opencodeRssMbPeak: p };
+    },
+    async close() {
+      await server.stop();
+      cleanup(warm, home);
+    },
+  };
 }

@@ -5,6 +5,7 @@ import path from "node:path";
 import { follow } from "../engine/api/follow";
 import { isFinal, type Worker } from "../shared/worker";
 import { cleanup, makeRepo, type TestEngine } from "../test/helpers";
+import { opencodeServeUnder } from "./procs";
 import { log, procStat, round, rssPeak, sleep } from "./stats";
 
 export interface ManyWorkers {
@@ -25,27 +26,14 @@ export interface ManyWorkers {
   samples: { finished: number; sec: number; rssMb: number; opencodeRssMb: number | null }[];
   finalStates: Record<string, number>;
   stopped?: string;
+  /** Set when these figures come from a separate run merged into the report. */
+  ranSeparately?: string;
 }
 
 function bytesUnder(dir: string): number {
   let total = 0;
   for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) if (e.isFile()) total += statSync(path.join(e.parentPath, e.name)).size;
   return total;
-}
-
-/** The first child of `pid` whose command line names opencode (Linux /proc). */
-function opencodeChild(pid: number): number | null {
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) !== pid) continue;
-      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes("opencode")) return Number(name);
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  return null;
 }
 
 const rssOf = (pid: number | null) => {
@@ -66,9 +54,11 @@ const CHUNK = 50;
 const MIN_FREE_MB = Number(process.env.OCW_BENCH_MIN_FREE_MB ?? Math.max(3072, (os.totalmem() / 2 ** 20) * 0.2));
 
 /** `count` tiny workers (one model turn, no tool call, no checks) through the engine, all queued at once. */
-export async function manyWorkers(engine: TestEngine, count: number): Promise<ManyWorkers> {
+/** `deadlineMs`: past it, the workers not yet finished are stopped and the run says so (`stopped`). */
+export async function manyWorkers(engine: TestEngine, count: number, deadlineMs = Infinity): Promise<ManyWorkers> {
   const pid = engine.proc.pid!;
-  const oc = opencodeChild(pid);
+  // The serve process itself (inside bubblewrap, not the bwrap around it).
+  const oc = opencodeServeUnder(pid);
   const logs = path.join(engine.stateDir, "workers");
   const dir = makeRepo();
   // Let start-up garbage settle so "before" is the engine at rest with its earlier workers.
@@ -96,8 +86,11 @@ export async function manyWorkers(engine: TestEngine, count: number): Promise<Ma
   const finishedIn = (ws: Map<string, Worker>) => [...ws.values()].filter((w) => isFinal(w.state)).length;
   const watchdog = setInterval(() => {
     const free = memAvailableMb();
-    if (stopped || free >= MIN_FREE_MB) return;
-    stopped = `stopped after ${finishedIn(current)} workers: ${Math.round(free)} MB of memory left (opencode serve at ${rssOf(oc)} MB)`;
+    if (stopped || (free >= MIN_FREE_MB && Date.now() < deadlineMs)) return;
+    stopped =
+      free < MIN_FREE_MB
+        ? `stopped after ${finishedIn(current)} workers: ${Math.round(free)} MB of memory left (opencode serve at ${rssOf(oc)} MB)`
+        : `stopped after ${finishedIn(current)} workers: the run's time limit (${((deadlineMs - t0) / 60_000).toFixed(0)} min) was reached`;
     log(stopped);
     for (const w of current.values()) if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
   }, 2000);

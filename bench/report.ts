@@ -1,8 +1,12 @@
 // The report's shape and its markdown rendering (bench/report.json, bench/report.md).
 import type { BatchMiss } from "./batch";
+import type { FaultSuite } from "./faults";
 import type { FitResult } from "./fit";
 import type { Latency } from "./gate";
 import type { ManyWorkers } from "./memory";
+import type { EnvComparison } from "./procs";
+import type { RepoCost, startMedians } from "./sandbox";
+import type { Concurrent } from "./scale";
 import { fmt, type Spread } from "./stats";
 
 export interface UiResult {
@@ -20,8 +24,12 @@ export interface UiResult {
   dashboardStartupMs: Spread | null;
 }
 
+type Phases = ReturnType<typeof startMedians>;
+
 export interface Report {
-  machine: { cpus: number; cpu?: string; memGb: number; node: string; platform: string; opencode: string };
+  machine: { cpus: number; cpu?: string; memGb: number; node: string; platform: string; opencode: string; loadBefore?: number[]; loadAfter?: number[]; commit?: string };
+  /** The parts this run measured (the others, in a partial run, are the committed report's). */
+  parts?: string[];
   date: string;
   quick: boolean;
   reps: number;
@@ -35,7 +43,48 @@ export interface Report {
   batchRatio: Record<string, number>;
   batchMs: Record<string, number>;
   /** Engine-side workers of the batches that did not end built (empty in a clean run). */
-  batchMisses?: (BatchMiss & { tasks: number; run: number })[];
+  batchMisses?: (BatchMiss & { tasks: number; run: number; side?: string })[];
+  /** Median per task of start → first model request (engine: queued; bare: its worktree begun), per batch size. */
+  batchStartMs?: Record<string, number>;
+  /** How the bare-SDK side is made the same as the engine's, and the two opencode serve environments compared. */
+  baseline?: { how: string; env: EnvComparison; envNoSandbox: EnvComparison };
+  /** Sandbox on vs off (OCW_NO_SANDBOX=1): the batch and the worker start (queued → first model request). */
+  sandbox?: {
+    tasks: number;
+    batchMsOn: number;
+    batchMsOff: number;
+    batchRatio: number;
+    builtOn: number;
+    builtOff: number;
+    containedOn: string[];
+    containedOff: string[];
+    loneWorkers: number;
+    loneStartMsOn: number;
+    loneStartMsOff: number;
+    loneStartOverheadMs: number;
+    lonePhasesOn: Phases;
+    lonePhasesOff: Phases;
+    batchStartMsOn: number;
+    batchStartMsOff: number;
+    batchPhasesOn: Phases;
+    batchPhasesOff: Phases;
+    goals: { batchRatio: number; startOverheadMs: number };
+  };
+  /** A private repository (the engine's createWorkspace) against a git worktree, per worker. */
+  privateRepo?: RepoCost & { privateRepoMs: number; worktreeMs: number; timeRatio: number };
+  /** opencode serve memory per concurrent worker, and many workers at once. */
+  scale?: {
+    tasks?: number;
+    opencodeRssMbPeak?: number;
+    opencodeRssMbIdle?: number;
+    opencodeRssMbPerWorker?: number;
+    opencodeRssMbPerWorkerAboveIdle?: number;
+    bareOpencodeRssMbPeak?: number;
+    goalMbPerWorker?: number;
+    concurrent?: Concurrent;
+  };
+  /** The fault and attack suite, run by the bench (vitest JSON reporter). */
+  faults?: FaultSuite;
   engine: Record<string, number | string>;
   manyWorkers: ManyWorkers;
   ui: Omit<UiResult, "dashboardStartupMs"> | null;
@@ -71,7 +120,7 @@ export function renderMarkdown(r: Report): string {
   const lines = [
     "# opencode-worker benchmark report",
     "",
-    `Run ${r.date} on ${r.machine.cpus} × ${r.machine.cpu}, ${r.machine.memGb} GiB, Node ${r.machine.node}, ${r.machine.platform}; opencode-ai ${r.machine.opencode}.`,
+    `Run ${r.date} on ${r.machine.cpus} × ${r.machine.cpu}, ${r.machine.memGb} GiB, Node ${r.machine.node}, ${r.machine.platform}; opencode-ai ${r.machine.opencode}.${r.machine.commit ? ` Code: ${r.machine.commit}.` : ""}`,
     `Reproduce: \`${r.reproduce}\` (add \`-- --quick\` for a short run, \`-- --reps N\` for N repetitions). Real engine, real opencode, scripted model.`,
     `${r.quick ? "**Quick run** (smaller sizes; not the figures to quote). " : ""}Repeated figures are the median of ${r.reps} run${r.reps > 1 ? "s" : ""}${r.reps > 1 ? ", with [min–max]" : ""}.`,
     "",
@@ -87,22 +136,25 @@ export function renderMarkdown(r: Report): string {
     "",
     `## Batch through the engine over MCP vs the bare opencode SDK`,
     "Engine side: a real stdio MCP client (the MCP SDK's, as Claude Code uses) on `ocw mcp`, attached to the running engine: `delegate_batch`, then `wait` (no forms) and `approve` for every pending ask until the batch settles and is graded.",
-    "Bare side: one `opencode serve`, one git worktree and session per task, every ask approved as it is asked, the same file check afterwards. Both sides warm (one untimed task first). Goal: ratio ≤ 1.10.",
+    "Bare side: one `opencode serve` (kept for the repetition, as the engine keeps its own), one git worktree and session per task, every ask approved as it is asked, the same file check afterwards. Both sides warm (one untimed task first); each repetition starts fresh engines and a fresh bare serve, and the sides take turns going first. The engine side includes its sandbox, private repositories, grading (engine commit + fresh sandboxed checkout) and logging. Ratio: engine ÷ bare of the same repetition. Goal: ratio ≤ 1.05.",
+    ...(r.baseline ? ["", baselineText(r.baseline)] : []),
     "",
-    "| tasks | engine + MCP ms | bare SDK ms | ratio | built (engine / bare) |",
-    "|---|---|---|---|---|",
+    "| tasks | engine + MCP ms | bare SDK ms | ratio | built (engine / bare) | task start → first model request ms (engine / bare) |",
+    "|---|---|---|---|---|---|",
     ...batchSizes.map((w) => {
       const W = w.toUpperCase();
-      return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bare${W}`)} | **${R(`batchRatio.${w}`)}** | ${r.batchMs[`built${W}`]} / ${r.batchMs[`bareBuilt${W}`]} of ${w.slice(1)} |`;
+      return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bare${W}`)} | **${R(`batchRatio.${w}`)}** (goal ≤ 1.05: ${met(r.batchRatio[w]! <= 1.05)}) | ${r.batchMs[`built${W}`]} / ${r.batchMs[`bareBuilt${W}`]} of ${w.slice(1)} | ${r.batchStartMs ? `${R(`batchStartMs.engine${W}`)} / ${R(`batchStartMs.bare${W}`)}` : "–"} |`;
     }),
     ...(r.batchMisses?.length
       ? ["", "Engine-side workers that did not end built (the lowest count of the runs is shown above):", ...r.batchMisses.map((x) => `- ${x.tasks} tasks, run ${x.run}: ${x.workerId} ${x.state}: ${x.reason ?? "(no reason)"}`)]
       : []),
+    ...sandboxSection(r),
+    ...repoSection(r),
     "",
     "## Engine process",
     `During the ${batchSizes[0]!.slice(1)}-task batch: engine CPU ${R(`engine.cpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")}, peak RSS ${R(`engine.rssMb${batchSizes[0]!.toUpperCase()}`, " MB")}; the \`ocw mcp\` bridge ${R(`engine.bridgeCpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")} CPU (opencode serve is a separate process, not counted).`,
     "",
-    `${m.workers} tiny workers (one model turn each, no tool call, no checks; 32 slots, all queued at once) on a fresh engine: ${m.finished} finished in ${(m.wallMs / 1000).toFixed(1)} s (${(m.wallMs / 1000 / Math.max(1, m.finished)).toFixed(2)} s per worker).${m.stopped ? ` **${m.stopped}.**` : ""}`,
+    `${m.workers} tiny workers (one model turn each, no tool call, no checks; 32 slots, all queued at once) on a fresh engine: ${m.finished} finished in ${(m.wallMs / 1000).toFixed(1)} s (${(m.wallMs / 1000 / Math.max(1, m.finished)).toFixed(2)} s per worker).${m.stopped ? ` **${m.stopped}.**` : ""}${m.ranSeparately ? ` (${m.ranSeparately}; its wall time is not comparable: it ran at nice 10 beside other work.)` : ""}`,
     `Engine RSS ${m.rssMbBefore} MB before → ${m.rssMbAfter} MB after (peak ${m.rssMbPeak} MB): **${(m.rssMbAfter - m.rssMbBefore).toFixed(1)} MB** of growth, against ${mb(m.logBytesOfRun)} of their event logs on disk under \`<stateDir>/workers\` (${mb(m.logBytes)} in all). Final states: ${Object.entries(m.finalStates).map(([s, n]) => `${n} ${s}`).join(", ")}.`,
     ...(m.samples.length >= 4 ? [trend(m.samples.map((x) => x.rssMb), m.workers)] : []),
     `The target's \`opencode serve\` (a separate process, not the engine; it runs up to 32 worker instances at once, and each finished worker's instance is disposed): ${m.opencodeRssMbBefore ?? "–"} MB → ${m.opencodeRssMbAfter ?? "–"} MB.`,
@@ -110,6 +162,8 @@ export function renderMarkdown(r: Report): string {
     "| finished | s | engine RSS MB | opencode serve RSS MB |",
     "|---|---|---|---|",
     ...m.samples.map((x) => `| ${x.finished} | ${x.sec} | ${x.rssMb} | ${x.opencodeRssMb ?? "–"} |`),
+    "",
+    ...scaleSection(r),
     "",
     "## Dashboard in Chromium with 16 streaming workers",
     ...(ui
@@ -143,7 +197,8 @@ export function renderMarkdown(r: Report): string {
     `| the same, no engine running | ${R("startupMs.mcpToolsListCold")} |`,
     `| \`ocw mcp\` spawned, no engine → first tool call answered (the bridge starts the engine) | ${R("startupMs.mcpFirstCallCold")} |`,
     "",
-    `Whole run: ${r.totalSeconds} s.`,
+    ...faultSection(r),
+    `Whole run: ${r.totalSeconds} s.${r.machine.loadBefore ? ` Load average (1, 5, 15 min) at the start ${r.machine.loadBefore.join(", ")}, at the end ${r.machine.loadAfter?.join(", ")} (${r.machine.cpus} cores; other work on the machine shows here).` : ""}${r.parts && r.parts.length < 8 ? ` This run measured: ${r.parts.join(", ")}; the rest is from the previous report.` : ""}`,
     "",
   ];
   return lines.join("\n");
@@ -157,4 +212,92 @@ function trend(rss: number[], workers: number): string {
   const late = mean(rss.slice(half));
   const perWorkerKb = ((late - early) * 1024) / (workers / 2);
   return `Trend: engine RSS averaged ${early.toFixed(1)} MB over the first half of the samples and ${late.toFixed(1)} MB over the second (${late <= early ? "no growth with the number of finished workers, so what is left over the fresh engine does not scale with them" : `${perWorkerKb.toFixed(1)} KB more per finished worker`}).`;
+}
+
+const met = (ok: boolean) => (ok ? "met" : "**not met**");
+
+function baselineText(b: NonNullable<Report["baseline"]>): string {
+  const e = b.env;
+  const offline = Object.entries(e.offline.engine).map(([k, v]) => `${k}=${v ?? "(unset)"}${e.offline.bare[k] === v ? "" : ` vs bare ${e.offline.bare[k] ?? "(unset)"}`}`);
+  return [
+    `Same opencode on both sides: ${b.how}`,
+    `Read back from the running processes: ${e.same.length} variables equal (OFFLINE_ENV on both: ${offline.join(", ")}; OPENCODE_CONFIG_CONTENT ${e.same.includes("OPENCODE_CONFIG_CONTENT") ? "identical" : "**differs**"}); different by design: ${Object.entries(e.perInstance).map(([k, why]) => `${k} (${why})`).join(", ")}.`,
+    e.identical ? "Nothing else differs." : `**Also different (a fairness problem): ${Object.entries(e.unexpected).map(([k, v]) => `${k}: engine ${v.engine} / bare ${v.bare}`).join("; ")}.**`,
+    `The unsandboxed engine's serve against the bare one: ${b.envNoSandbox.identical ? "the same apart from the same per-instance variables" : `also differs in ${Object.keys(b.envNoSandbox.unexpected).join(", ")}`}.`,
+  ].join(" ");
+}
+
+function sandboxSection(r: Report): string[] {
+  const s = r.sandbox;
+  if (!s) return [];
+  const R = (key: string, unit = "") => fmt(r.range[key], unit);
+  const ph = (p: Report["sandbox"] extends infer S ? (S extends { lonePhasesOn: infer P } ? P : never) : never) =>
+    `slot ${p.admitMs ?? "–"} ms → private repository ${p.workspaceMs ?? "–"} ms → session ${p.sessionMs ?? "–"} ms → first request ${p.firstRequestMs ?? "–"} ms (n ${p.n})`;
+  return [
+    "",
+    "## Sandbox on vs off",
+    `The same engine build, one started as usual (every worker's \`opencode serve\` in bubblewrap, every bash command and check in its own nested sandbox; workers recorded as ${s.containedOn.join("/")}) and one with \`OCW_NO_SANDBOX=1\` (recorded as ${s.containedOff.join("/")}), in the same repetitions as the batches above. Both use private repositories and the engine's grading. Worker start: \`worker.created\` (queued) in the worker's event log → the first chat request of its session in the scripted model's request log.`,
+    "",
+    "| | sandbox on | sandbox off | on ÷ off / overhead | goal |",
+    "|---|---|---|---|---|",
+    `| ${s.tasks}-task batch over MCP, ms | ${R("sandbox.batchMsOn")} | ${R("sandbox.batchMsOff")} | **${R("sandbox.batchRatio")}** | ≤ ${s.goals.batchRatio}: ${met(s.batchRatio <= s.goals.batchRatio)} |`,
+    `| lone worker start (median of ${s.loneWorkers} per run), ms | ${R("sandbox.loneStartMsOn")} | ${R("sandbox.loneStartMsOff")} | **+${R("sandbox.loneStartOverheadMs")}** | ≤ +${s.goals.startOverheadMs} ms: ${met(s.loneStartOverheadMs <= s.goals.startOverheadMs)} |`,
+    `| worker start within the ${s.tasks}-task batch (median per run), ms | ${R("sandbox.batchStartMsOn")} | ${R("sandbox.batchStartMsOff")} | +${Math.round(s.batchStartMsOn - s.batchStartMsOff)} | – |`,
+    `| built | ${s.builtOn} of ${s.tasks} | ${s.builtOff} of ${s.tasks} | | |`,
+    "",
+    `Where a lone worker's start goes (medians since queued), sandbox on: ${ph(s.lonePhasesOn)}; off: ${ph(s.lonePhasesOff)}.`,
+    `In the batch, on: ${ph(s.batchPhasesOn)}; off: ${ph(s.batchPhasesOff)}.`,
+  ];
+}
+
+function repoSection(r: Report): string[] {
+  const p = r.privateRepo;
+  if (!p) return [];
+  const R = (key: string) => fmt(r.range[key]);
+  return [
+    "",
+    "## Private repository vs git worktree",
+    `A generated repository of ${p.files} files (${p.repoMb} MB on disk, packed). Private repository: the engine's \`createWorkspace\` (\`git clone --shared --no-checkout\`, remote removed, checkout of the worker's branch) plus the engine's own bare repository for grading (alternates, no objects). Worktree: \`git worktree add -b\`. ${p.privateRepo.ms.length} of each, alternating.`,
+    "",
+    "| per worker | time ms | disk KB (files + git) | of which git metadata KB |",
+    "|---|---|---|---|",
+    `| private repository | ${R("privateRepo.privateRepo.medianMs")} | ${p.privateRepo.kb} | ${p.privateRepo.metaKb} |`,
+    `| git worktree | ${R("privateRepo.worktree.medianMs")} | ${p.worktree.kb} | ${p.worktree.metaKb} (its admin folder in the user's .git, index included) |`,
+    "",
+    `Time: the private repository takes ${p.timeRatio}× a worktree's.`,
+  ];
+}
+
+function scaleSection(r: Report): string[] {
+  const s = r.scale;
+  if (!s) return [];
+  const R = (key: string, unit = "") => fmt(r.range[key], unit);
+  const c = s.concurrent;
+  const out = ["", "## Scale"];
+  if (s.opencodeRssMbPerWorker !== undefined)
+    out.push(
+      `opencode serve during the ${s.tasks}-task engine batch (the serve process itself, inside its sandbox, sampled every 250 ms): idle ${R("scale.opencodeRssMbIdle", " MB")} → peak ${R("scale.opencodeRssMbPeak", " MB")}: **${R("scale.opencodeRssMbPerWorker", " MB")} per concurrent worker** (peak ÷ ${s.tasks}; goal ≤ ${s.goalMbPerWorker} MB: ${met(s.opencodeRssMbPerWorker <= (s.goalMbPerWorker ?? 120))}), ${R("scale.opencodeRssMbPerWorkerAboveIdle", " MB")} each above idle. The bare side's serve on the same batch peaked at ${R("scale.bareOpencodeRssMbPeak", " MB")}.`,
+    );
+  if (c)
+    out.push(
+      "",
+      `${c.workers} workers at once (${c.workers} slots, sandbox on, each writes a file after an approved ask and is graded with a file check): ${c.built} of ${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} active at the same moment; ${c.errors.length ? `**${c.errors.length} errors**: ${c.errors.slice(0, 5).join("; ")}` : "no error"}${c.stopped ? ` (${c.stopped})` : ""}. Final states: ${Object.entries(c.finalStates).map(([k, v]) => `${v} ${k}`).join(", ")}.`,
+      `opencode serve ${c.opencodeRssMbBefore} MB → peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker at ${c.maxActive} at once); engine peak RSS ${c.engineRssMbPeak} MB.`,
+    );
+  return out;
+}
+
+function faultSection(r: Report): string[] {
+  const f = r.faults;
+  if (!f) return [];
+  const esc = (x: string) => x.replace(/\|/g, "\\|");
+  return [
+    "## Fault and attack suite",
+    `\`${f.command}\` (the files of \`npm run test:faults\` plus the containment attacks), run by the bench: ${f.passed} passed, ${f.failed} failed, ${f.skipped} skipped in ${f.wallSec} s.${f.error ? ` **${f.error}**` : ""} "Records lost" and "escapes" are 0 where the test passed and asserts exactly that (goal 0 for both); "–" where the test is about something else.`,
+    "",
+    "| injected | times | what held | result | records lost | escapes |",
+    "|---|---|---|---|---|---|",
+    ...f.rows.map((x) => `| ${esc(x.injected)} | ${esc(x.times)} | ${esc(x.held)} | ${x.status === "passed" ? `passed (${x.durationSec} s)` : `**${x.status}**${x.note ? `: ${esc(x.note)}` : ""}`} | ${x.recordsLost} | ${x.escapes} |`),
+    "",
+  ];
 }

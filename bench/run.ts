@@ -1,18 +1,23 @@
 // `npm run bench`: figures measured side by side in one run, against the real engine + real opencode + the scripted
 // model. Writes bench/report.json and bench/report.md; `--merge-ui FILE` adds the Playwright bench's result to them.
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { bash, startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, settle, startEngine } from "../test/helpers";
+import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
-import { batchThroughBareSdk, batchThroughMcp } from "./batch";
+import { bareRig, batchThroughMcp, benchTarget, type BareBatch, type EngineBatch } from "./batch";
+import { runFaultSuite } from "./faults";
+import { compareEnv, environOf, opencodeServeUnder } from "./procs";
+import { loneStarts, repoCost, startMedians, type WorkerStart } from "./sandbox";
+import { concurrent } from "./scale";
 import { fitLive, fitRecorded, timeDetection, type FitResult } from "./fit";
 import { gateLatency, gateRig, type Latency } from "./gate";
 import { manyWorkers } from "./memory";
 import { renderMarkdown, type Report, type UiResult } from "./report";
 import { engineStartup, mcpCold, mcpToolsListWarm } from "./startup";
-import { log, round, spread, type Spread } from "./stats";
+import { log, median, round, spread, type Spread } from "./stats";
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
 const REPORT_JSON = path.join(ROOT, "bench", "report.json");
@@ -24,24 +29,61 @@ function flag(name: string): string | undefined {
 }
 const quick = process.argv.includes("--quick");
 const reps = Number(flag("--reps") ?? (quick ? 1 : 3));
-const manyCount = Number(flag("--workers") ?? (quick ? 32 : 500));
+const manyCount = Number(flag("--workers") ?? (quick ? 32 : 1000));
+const scaleCount = Number(flag("--scale") ?? (quick ? 16 : 64));
+const loneCount = Number(flag("--lone") ?? (quick ? 3 : 5));
+const repoFiles = Number(flag("--repo-files") ?? (quick ? 500 : 3000));
+const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "faults"] as const;
+type Part = (typeof PARTS)[number];
+/** `--only a,b`: measure just those parts; the rest of the report is the committed one, written to bench/tmp/. */
+const only = flag("--only")?.split(",").map((x) => x.trim()) as Part[] | undefined;
+const skip = new Set((flag("--skip")?.split(",") ?? []).map((x) => x.trim()));
+if (process.argv.includes("--no-faults")) skip.add("faults");
+const runs = (p: Part) => (!only || only.includes(p)) && !skip.has(p);
+const partial = !!only || skip.size > 0;
+/** `--out FILE`: where a partial run writes (default bench/tmp/report.json); `--into-report`: into bench/report.*. */
+const outFlag = flag("--out");
+const intoReport = process.argv.includes("--into-report");
+/** `--many-from FILE`: the many-workers figures from an earlier partial run's report (`--only many --out FILE`). */
+const manyFrom = flag("--many-from");
+const manyDeadlineMin = Number(flag("--many-minutes") ?? Infinity);
+const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N] [--lone N] [--repo-files N] [--only ${PARTS.join(",")}] [--skip parts] [--no-faults] [--no-ui]
+  --reps N        repetitions of every repeated figure (default 3, --quick 1)
+  --workers N     tiny workers for the engine-memory run (default 1000, --quick 32)
+  --scale N       workers at once for the concurrency run (default 64, --quick 16)
+  --lone N        lone workers per repetition for the start-up time, sandbox on and off (default 5, --quick 3)
+  --repo-files N  files in the generated repository for private repository vs worktree (default 3000, --quick 500)
+  --only / --skip measure only / all but these parts; the report then goes to bench/tmp/report.{md,json}, the
+                  parts not measured copied from bench/report.json
+  --out FILE      where a partial run writes its report (and FILE's .md); --into-report: into bench/report.*
+  --many-minutes M  stop the many-workers run after M minutes (it says how many finished)
+  --many-from FILE  take the many-workers figures from an earlier run's report JSON (e.g. --only many --out FILE)
+  --no-faults     leave out the fault and attack suite (the same as --skip faults)
+  --no-ui         leave out the Playwright dashboard bench`;
 
 /** The fit's headline figures: the live matrix where it ran (the fuller comparison), else the recorded logs. */
 function headline(f: FitResult) {
   return { maxErrPct: f.maxErrPct, meanErrPct: f.meanErrPct, totalMaxErrPct: f.totalMaxErrPct, totalMeanErrPct: f.totalMeanErrPct, source: f.source, n: f.cases.length, byBuffer: f.byBuffer };
 }
 
-function write(report: Report) {
-  writeFileSync(REPORT_JSON, JSON.stringify(report, null, 2) + "\n");
-  writeFileSync(REPORT_MD, renderMarkdown(report));
+const OUT_JSON = () => (outFlag ? path.resolve(outFlag) : partial && !intoReport ? path.join(ROOT, "bench", "tmp", "report.json") : REPORT_JSON);
+function write(report: Report, json = OUT_JSON()) {
+  writeFileSync(json, JSON.stringify(report, null, 2) + "\n");
+  writeFileSync(json.replace(/\.json$/, ".md"), renderMarkdown(report));
 }
 
 async function measure() {
-  if (!Number.isInteger(reps) || reps < 1) throw new Error(`--reps must be a positive integer (got ${flag("--reps")})`);
+  if (process.argv.includes("--help")) return void console.log(HELP);
+  for (const [name, v] of Object.entries({ "--reps": reps, "--workers": manyCount, "--scale": scaleCount, "--lone": loneCount, "--repo-files": repoFiles }))
+    if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer (got ${flag(name)}); see --help`);
+  for (const p of [...(only ?? []), ...skip]) if (!PARTS.includes(p as Part)) throw new Error(`unknown part "${p}": the parts are ${PARTS.join(", ")}`);
   const started = Date.now();
-  const range: Record<string, Spread> = {};
+  // A partial run starts from the committed report and replaces what it measures.
+  const base = (partial && existsSync(REPORT_JSON) ? JSON.parse(readFileSync(REPORT_JSON, "utf8")) : {}) as Partial<Report>;
+  const range: Record<string, Spread> = { ...(base.range ?? {}) };
   /** Records a repeated figure's spread under its report path and returns its median. */
   const put = (key: string, runs: number[], d = 1) => (range[key] = spread(runs, d)).median;
+  const report = { ...base } as Report;
 
   const model = await startScriptedModel({
     scripts: [
@@ -52,168 +94,336 @@ async function measure() {
   });
 
   // Start-ups first, while nothing else of the bench runs.
-  const startupMs: Record<string, number> = {};
-  const engineRuns: number[] = [];
-  const detect: Awaited<ReturnType<typeof timeDetection>>[] = [];
-  for (let i = 0; i < reps; i++) {
-    engineRuns.push(await engineStartup());
-    detect.push(await timeDetection());
-  }
-  startupMs.engine = put("startupMs.engine", engineRuns, 0);
-  const hardware = { detectMs: put("hardware.detectMs", detect.map((d) => d.ms), 0), gpus: detect[0]!.gpus, probes: detect[0]!.probes };
-  log(`engine start-up ${startupMs.engine} ms; hardware detection ${hardware.detectMs} ms`);
-
-  const attachTo = await startEngine();
-  const warmMcp: number[] = [];
-  const coldList: number[] = [];
-  const coldCall: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    warmMcp.push(await mcpToolsListWarm(attachTo.stateDir));
-    const c = await mcpCold();
-    coldList.push(c.toolsListMs);
-    coldCall.push(c.firstCallMs);
-  }
-  await attachTo.kill();
-  cleanup(attachTo.stateDir);
-  startupMs.mcpToolsList = put("startupMs.mcpToolsList", warmMcp, 0);
-  startupMs.mcpToolsListCold = put("startupMs.mcpToolsListCold", coldList, 0);
-  startupMs.mcpFirstCallCold = put("startupMs.mcpFirstCallCold", coldCall, 0);
-  log(`ocw mcp → tools/list ${startupMs.mcpToolsList} ms (cold ${startupMs.mcpToolsListCold} ms; first call cold ${startupMs.mcpFirstCallCold} ms)`);
-
-  const recorded = await fitRecorded(ROOT);
-  const live = await fitLive();
-  log(`fit (${recorded.source}): max ${recorded.maxErrPct} %, mean ${recorded.meanErrPct} %${live ? `; live: max ${live.maxErrPct} %` : ""}`);
-
-  // Gate latency per size, each size repeated.
-  const sizes = quick ? [1, 4] : [1, 4, 16, 32];
-  const baselineSize = quick ? 4 : 16;
-  const gateRuns = new Map<number, { event: Latency; poll: Latency }[]>();
-  // One rig for every repetition (finished workers' opencode instances are disposed, so nothing piles up). A second
-  // engine hosted in this process after the first was closed got its opencode stream cut at once, again and again,
-  // while workers ran (seen here with opencode 1.18.33; not seen across processes), which left later repetitions
-  // without start times.
-  const rig = await gateRig(model);
-  for (let rep = 0; rep < reps; rep++) {
-    for (const n of sizes) {
-      const r = await gateLatency(rig, n, n === 1 ? (quick ? 3 : 5) : n <= 4 ? 2 : 1);
-      gateRuns.set(n, [...(gateRuns.get(n) ?? []), r]);
-      log(`gate w${n} (run ${rep + 1}/${reps}): event p50 ${r.event.p50} ms p99 ${r.event.p99} ms | 1 s poll p50 ${r.poll.p50} p99 ${r.poll.p99} (stream reopened ${rig.reconnects()}×)`);
+  if (runs("startup")) {
+    const startupMs: Record<string, number> = { ...(base.startupMs ?? {}) };
+    const engineRuns: number[] = [];
+    const detect: Awaited<ReturnType<typeof timeDetection>>[] = [];
+    for (let i = 0; i < reps; i++) {
+      engineRuns.push(await engineStartup());
+      detect.push(await timeDetection());
     }
-  }
-  const gateStreamReconnects = rig.reconnects();
-  await rig.close();
-  const gateLatencyMs: Record<string, Latency> = {};
-  const pollMs: Record<string, Latency> = {};
-  for (const [n, all] of gateRuns) {
-    // A repetition whose observer saw no ask has no figure: it is left out of the median (its n shows it), not counted as 0.
-    const sum = (which: "event" | "poll", into: Record<string, Latency>, key: string) => {
-      const runs = all.filter((r) => r[which].n > 0);
-      into[`w${n}`] = { p50: put(`${key}.w${n}.p50`, runs.map((r) => r[which].p50)), p99: put(`${key}.w${n}.p99`, runs.map((r) => r[which].p99)), n: runs.reduce((a, r) => a + r[which].n, 0) };
-    };
-    sum("event", gateLatencyMs, "gateLatencyMs");
-    sum("poll", pollMs, "pollMs");
-  }
-  const pollBaselineMs = { p50: pollMs[`w${baselineSize}`]!.p50, p99: pollMs[`w${baselineSize}`]!.p99 };
+    startupMs.engine = put("startupMs.engine", engineRuns, 0);
+    report.hardware = { detectMs: put("hardware.detectMs", detect.map((d) => d.ms), 0), gpus: detect[0]!.gpus, probes: detect[0]!.probes };
+    log(`engine start-up ${startupMs.engine} ms; hardware detection ${report.hardware.detectMs} ms`);
 
-  // Batches, each repetition on a fresh engine (as the gate rig); the bridge attaches to it through the state dir's
-  // lock file, as Claude Code's would.
-  const batchSizes = quick ? [4] : [16, 32];
-  type BatchRun = { bare: number; eng: number; ratio: number; cpu: number; rss: number; bridge: number; built: number; bareBuilt: number };
-  const batchRuns = new Map<number, BatchRun[]>();
-  const batchMisses: Report["batchMisses"] = [];
-  for (let rep = 0; rep < reps; rep++) {
-    const engine = await startEngine();
-    await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
-    const mcp = await startMcp(engine.stateDir, "claude-code");
-    await batchThroughMcp(mcp, engine.proc.pid!, 1, "warm-up");
-    for (const n of batchSizes) {
-      const bare = await batchThroughBareSdk(model, n);
-      const eng = await batchThroughMcp(mcp, engine.proc.pid!, n, `r${rep}`);
-      const run = { bare: bare.wallMs, eng: eng.wallMs, ratio: eng.wallMs / bare.wallMs, cpu: eng.cpuSec, rss: eng.rssMb, bridge: eng.bridgeCpuSec, built: eng.built, bareBuilt: bare.built };
-      batchRuns.set(n, [...(batchRuns.get(n) ?? []), run]);
-      log(`batch ${n} (run ${rep + 1}/${reps}): engine + MCP ${eng.wallMs} ms (${eng.built} built, ${eng.toolCalls} tool calls) vs bare SDK ${bare.wallMs} ms (${bare.built} built): ratio ${round(run.ratio, 2)}`);
-      for (const m of eng.misses) {
-        log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
-        batchMisses.push({ tasks: n, run: rep + 1, ...m });
+    const attachTo = await startEngine();
+    const warmMcp: number[] = [];
+    const coldList: number[] = [];
+    const coldCall: number[] = [];
+    for (let i = 0; i < reps; i++) {
+      warmMcp.push(await mcpToolsListWarm(attachTo.stateDir));
+      const c = await mcpCold();
+      coldList.push(c.toolsListMs);
+      coldCall.push(c.firstCallMs);
+    }
+    await attachTo.kill();
+    cleanup(attachTo.stateDir);
+    startupMs.mcpToolsList = put("startupMs.mcpToolsList", warmMcp, 0);
+    startupMs.mcpToolsListCold = put("startupMs.mcpToolsListCold", coldList, 0);
+    startupMs.mcpFirstCallCold = put("startupMs.mcpFirstCallCold", coldCall, 0);
+    report.startupMs = startupMs;
+    log(`ocw mcp → tools/list ${startupMs.mcpToolsList} ms (cold ${startupMs.mcpToolsListCold} ms; first call cold ${startupMs.mcpFirstCallCold} ms)`);
+  }
+
+  if (runs("fit")) {
+    const recorded = await fitRecorded(ROOT);
+    const live = await fitLive();
+    log(`fit (${recorded.source}): max ${recorded.maxErrPct} %, mean ${recorded.meanErrPct} %${live ? `; live: max ${live.maxErrPct} %` : ""}`);
+    report.fit = {
+      ...headline(live ?? recorded),
+      recorded,
+      live,
+      ...(live ? {} : { liveSkipped: "not run (no llama-server with its test vocabularies: set LLAMA_SERVER, see scripts/build-llama-server.sh)" }),
+    };
+  }
+
+  if (runs("gate")) {
+    // Gate latency per size, each size repeated.
+    const sizes = quick ? [1, 4] : [1, 4, 16, 32];
+    const baselineSize = quick ? 4 : 16;
+    const gateRuns = new Map<number, { event: Latency; poll: Latency }[]>();
+    // One rig for every repetition (finished workers' opencode instances are disposed, so nothing piles up). A second
+    // engine hosted in this process after the first was closed got its opencode stream cut at once, again and again,
+    // while workers ran (seen here with opencode 1.18.33; not seen across processes), which left later repetitions
+    // without start times.
+    const rig = await gateRig(model);
+    for (let rep = 0; rep < reps; rep++) {
+      for (const n of sizes) {
+        const r = await gateLatency(rig, n, n === 1 ? (quick ? 3 : 5) : n <= 4 ? 2 : 1);
+        gateRuns.set(n, [...(gateRuns.get(n) ?? []), r]);
+        log(`gate w${n} (run ${rep + 1}/${reps}): event p50 ${r.event.p50} ms p99 ${r.event.p99} ms | 1 s poll p50 ${r.poll.p50} p99 ${r.poll.p99} (stream reopened ${rig.reconnects()}×)`);
       }
     }
-    await mcp.close();
-    await engine.kill();
-    cleanup(engine.stateDir);
-  }
-  const batchRatio: Record<string, number> = {};
-  const batchMs: Record<string, number> = {};
-  const engineFigures: Record<string, number | string> = {};
-  for (const [n, runs] of batchRuns) {
-    const w = `w${n}`;
-    const W = `W${n}`;
-    batchRatio[w] = put(`batchRatio.${w}`, runs.map((r) => r.ratio), 2);
-    batchMs[`engine${W}`] = put(`batchMs.engine${W}`, runs.map((r) => r.eng), 0);
-    batchMs[`bare${W}`] = put(`batchMs.bare${W}`, runs.map((r) => r.bare), 0);
-    batchMs[`built${W}`] = Math.min(...runs.map((r) => r.built));
-    batchMs[`bareBuilt${W}`] = Math.min(...runs.map((r) => r.bareBuilt));
-    engineFigures[`cpuSeconds${W}`] = put(`engine.cpuSeconds${W}`, runs.map((r) => r.cpu), 2);
-    engineFigures[`rssMb${W}`] = put(`engine.rssMb${W}`, runs.map((r) => r.rss));
-    engineFigures[`bridgeCpuSeconds${W}`] = put(`engine.bridgeCpuSeconds${W}`, runs.map((r) => r.bridge), 2);
+    report.gateStreamReconnects = rig.reconnects();
+    await rig.close();
+    const gateLatencyMs: Record<string, Latency> = {};
+    const pollMs: Record<string, Latency> = {};
+    for (const [n, all] of gateRuns) {
+      // A repetition whose observer saw no ask has no figure: it is left out of the median (its n shows it), not counted as 0.
+      const sum = (which: "event" | "poll", into: Record<string, Latency>, key: string) => {
+        const runs = all.filter((r) => r[which].n > 0);
+        into[`w${n}`] = { p50: put(`${key}.w${n}.p50`, runs.map((r) => r[which].p50)), p99: put(`${key}.w${n}.p99`, runs.map((r) => r[which].p99)), n: runs.reduce((a, r) => a + r[which].n, 0) };
+      };
+      sum("event", gateLatencyMs, "gateLatencyMs");
+      sum("poll", pollMs, "pollMs");
+    }
+    report.gateLatencyMs = gateLatencyMs;
+    report.pollMs = pollMs;
+    report.pollBaselineMs = { p50: pollMs[`w${baselineSize}`]!.p50, p99: pollMs[`w${baselineSize}`]!.p99 };
   }
 
-  // Many finished workers on a fresh engine, so its "before" holds nothing but one warm-up worker.
-  const fresh = await startEngine();
-  await fresh.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
-  const warmDir = makeRepo();
-  const { workerId } = await fresh.client.workers.start.mutate({ task: "BENCH-TINY warm-up", directory: warmDir });
-  await settle(fresh.client, [workerId], undefined, 120_000);
-  log(`${manyCount} tiny workers through the engine (32 slots)…`);
-  const many = await manyWorkers(fresh, manyCount);
-  log(`${manyCount} workers in ${(many.wallMs / 1000).toFixed(1)} s: RSS ${many.rssMbBefore} → ${many.rssMbAfter} MB (peak ${many.rssMbPeak}); logs ${(many.logBytesOfRun / 2 ** 20).toFixed(1)} MB`);
-  engineFigures[`rssMbBefore${manyCount}`] = many.rssMbBefore;
-  engineFigures[`rssMbAfter${manyCount}`] = many.rssMbAfter;
-  engineFigures[`rssMbPeak${manyCount}`] = many.rssMbPeak;
-  engineFigures[`logBytes${manyCount}`] = many.logBytesOfRun;
-  engineFigures[`finished${manyCount}`] = many.finished;
-  await fresh.kill();
-  cleanup(fresh.stateDir, warmDir);
+  if (runs("batch")) await batches(model, report, put);
+
+  if (runs("repo")) {
+    log(`private repository vs worktree on a ${repoFiles}-file repository (${Math.max(3, reps * 2)} each)…`);
+    const c = await repoCost(repoFiles, Math.max(3, reps * 2));
+    const priv = put("privateRepo.privateRepo.medianMs", c.privateRepo.ms, 0);
+    const wt = put("privateRepo.worktree.medianMs", c.worktree.ms, 0);
+    report.privateRepo = { ...c, privateRepoMs: priv, worktreeMs: wt, timeRatio: round(priv / wt, 2) };
+    log(`  private repo ${priv} ms, ${c.privateRepo.kb} KB (${c.privateRepo.metaKb} KB git) | worktree ${wt} ms, ${c.worktree.kb} KB (${c.worktree.metaKb} KB git)`);
+  }
+
+  if (runs("scale")) {
+    const engine = await startEngine();
+    try {
+      log(`${scaleCount} workers at once (${scaleCount} slots, sandbox on)…`);
+      const c = await concurrent(engine, model, scaleCount);
+      log(`  ${c.built}/${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} at once; opencode serve peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker); ${c.errors.length} errors`);
+      for (const e of c.errors) log(`  ${e}`);
+      report.scale = { ...(report.scale ?? {}), concurrent: c } as Report["scale"];
+    } finally {
+      await engine.kill();
+      cleanup(engine.stateDir);
+    }
+  }
+
+  if (runs("many")) {
+    // Many finished workers on a fresh engine, so its "before" holds nothing but one warm-up worker.
+    const fresh = await startEngine();
+    await fresh.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
+    const warmDir = makeRepo();
+    const { workerId } = await fresh.client.workers.start.mutate({ task: "BENCH-TINY warm-up", directory: warmDir });
+    await settle(fresh.client, [workerId], undefined, 120_000);
+    log(`${manyCount} tiny workers through the engine (32 slots)…`);
+    const many = await manyWorkers(fresh, manyCount, Date.now() + manyDeadlineMin * 60_000);
+    log(`${manyCount} workers in ${(many.wallMs / 1000).toFixed(1)} s: RSS ${many.rssMbBefore} → ${many.rssMbAfter} MB (peak ${many.rssMbPeak}); logs ${(many.logBytesOfRun / 2 ** 20).toFixed(1)} MB`);
+    const engineFigures = { ...(report.engine ?? {}) };
+    for (const k of Object.keys(engineFigures)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) delete engineFigures[k];
+    engineFigures[`rssMbBefore${manyCount}`] = many.rssMbBefore;
+    engineFigures[`rssMbAfter${manyCount}`] = many.rssMbAfter;
+    engineFigures[`rssMbPeak${manyCount}`] = many.rssMbPeak;
+    engineFigures[`logBytes${manyCount}`] = many.logBytesOfRun;
+    engineFigures[`finished${manyCount}`] = many.finished;
+    report.engine = engineFigures;
+    report.manyWorkers = many;
+    await fresh.kill();
+    cleanup(fresh.stateDir, warmDir);
+  }
+  if (manyFrom) {
+    const other = JSON.parse(readFileSync(manyFrom, "utf8")) as Report;
+    const engineFigures = { ...(report.engine ?? {}) };
+    for (const k of Object.keys(engineFigures)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) delete engineFigures[k];
+    for (const [k, v] of Object.entries(other.engine)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) engineFigures[k] = v;
+    report.engine = engineFigures;
+    report.manyWorkers = { ...other.manyWorkers, ranSeparately: `measured by a separate run (${other.date}, load average ${other.machine.loadBefore?.join(", ")} at its start → ${other.machine.loadAfter?.join(", ")} at its end), not in this run's sequence` };
+  }
   await model.close();
 
+  if (runs("faults")) {
+    log(`the fault and attack suite (${FAULT_FILES_COUNT} files, vitest)…`);
+    const f = runFaultSuite(ROOT);
+    log(`  ${f.passed} passed, ${f.failed} failed, ${f.skipped} skipped in ${f.wallSec} s${f.error ? `: ${f.error}` : ""}`);
+    report.faults = f;
+  }
+
   const opencodePkg = path.join(ROOT, "node_modules", "opencode-ai", "package.json");
-  const report: Report = {
+  Object.assign(report, {
     machine: {
       cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memGb: round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}`,
       opencode: existsSync(opencodePkg) ? (JSON.parse(readFileSync(opencodePkg, "utf8")) as { version: string }).version : "unknown",
+      loadBefore: loadAtStart,
+      commit: gitState(),
+      loadAfter: os.loadavg().map((x) => round(x, 2)),
     },
     date: new Date().toISOString(),
     quick,
     reps,
     reproduce: "npm ci && npm run bench",
-    gateLatencyMs,
-    pollBaselineMs,
-    pollMs,
-    gateStreamReconnects,
-    batchRatio,
-    batchMs,
-    batchMisses,
-    engine: engineFigures,
-    manyWorkers: many,
-    ui: null,
-    uiError: "the Playwright bench has not run yet",
-    fit: {
-      ...headline(live ?? recorded),
-      recorded,
-      live,
-      ...(live ? {} : { liveSkipped: "not run (no llama-server with its test vocabularies: set LLAMA_SERVER, see scripts/build-llama-server.sh)" }),
-    },
-    hardware,
-    startupMs,
+    parts: [...PARTS.filter(runs), ...(manyFrom ? ["many (separate run)"] : [])],
+    ui: partial ? (base.ui ?? null) : null,
     range,
     totalSeconds: round((Date.now() - started) / 1000),
-  };
+  });
+  if (!partial) report.uiError = "the Playwright bench has not run yet";
   write(report);
-  log(`wrote ${path.relative(ROOT, REPORT_MD)} and ${path.relative(ROOT, REPORT_JSON)} (${report.totalSeconds} s)`);
+  log(`wrote ${path.relative(ROOT, OUT_JSON())} and its .md (${report.totalSeconds} s)`);
+}
+
+/** The commit the bench ran on, and whether the work tree had uncommitted changes (the bench bundles the tree as it is). */
+function gitState(): string {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no", "--", "engine", "shared", "renderer", "bench"], { cwd: ROOT, encoding: "utf8" }).trim();
+    return dirty ? `${head} + uncommitted changes in ${[...new Set(dirty.split("\n").map((l) => l.slice(3).split("/").slice(0, 2).join("/")))].join(", ")}` : head;
+  } catch {
+    return "unknown";
+  }
+}
+
+const loadAtStart = os.loadavg().map((x) => round(x, 2));
+const FAULT_FILES_COUNT = 7;
+
+/**
+ * The batches, each repetition on fresh engines: one sandboxed (the default), one with OCW_NO_SANDBOX=1, and the bare
+ * SDK on its own `opencode serve` started with the same class, target and environment. The order of the three rotates
+ * with the repetition, so no side always runs first.
+ */
+async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, report: Report, put: (key: string, runs: number[], d?: number) => number) {
+  const batchSizes = quick ? [4, 8] : [16, 32];
+  const sandboxSize = batchSizes[0]!;
+  type Side = "engine" | "noSandbox" | "bare";
+  const runsOf = new Map<string, (EngineBatch | BareBatch)[]>();
+  const add = (side: Side, n: number, r: EngineBatch | BareBatch) => runsOf.set(`${side}${n}`, [...(runsOf.get(`${side}${n}`) ?? []), r]);
+  const lone: Record<"on" | "off", WorkerStart[][]> = { on: [], off: [] };
+  const batchMisses: NonNullable<Report["batchMisses"]> = [];
+  let env: ReturnType<typeof compareEnv> | null = null;
+  let envNoSandbox: ReturnType<typeof compareEnv> | null = null;
+  const up = async (noSandbox: boolean) => {
+    const e = await startEngine(tempDir("state"), noSandbox ? { OCW_NO_SANDBOX: "1" } : {});
+    await e.client.targets.save.mutate({ target: benchTarget(model.url), activate: true });
+    const mcp = await startMcp(e.stateDir, "claude-code");
+    await batchThroughMcp(mcp, e, model, 1, `warm-up${noSandbox ? "-nosb" : ""}`);
+    return { e, mcp };
+  };
+  const down = async ({ e, mcp }: { e: TestEngine; mcp: Awaited<ReturnType<typeof startMcp>> }) => {
+    await mcp.close();
+    await e.kill();
+    cleanup(e.stateDir);
+  };
+  for (let rep = 0; rep < reps; rep++) {
+    const sb = await up(false);
+    const nosb = await up(true);
+    const bare = await bareRig(model);
+    if (!env) {
+      const bareEnv = environOf(bare.pid);
+      env = compareEnv(environOf(opencodeServeUnder(sb.e.proc.pid!)!), bareEnv);
+      envNoSandbox = compareEnv(environOf(opencodeServeUnder(nosb.e.proc.pid!)!), bareEnv);
+      log(`opencode serve environments: engine vs bare ${env.identical ? "the same" : "DIFFER"} (${env.same.length} variables equal; per instance: ${Object.keys(env.perInstance).join(", ")}${env.identical ? "" : `; unexpected: ${JSON.stringify(env.unexpected)}`})`);
+    }
+    // Lone workers: the start of one worker on an idle engine, sandbox on and off, alternating.
+    for (const [which, eng] of (rep % 2 ? [["off", nosb], ["on", sb]] : [["on", sb], ["off", nosb]]) as ["on" | "off", typeof sb][]) {
+      const s = await loneStarts(eng.e.client, model, loneCount);
+      lone[which].push(s);
+      log(`lone worker start, sandbox ${which} (run ${rep + 1}/${reps}): queued → first model request ${startMedians(s).firstRequestMs} ms`);
+    }
+    for (const n of batchSizes) {
+      const sides: Side[] = n === sandboxSize ? ["bare", "engine", "noSandbox"] : ["bare", "engine"];
+      const order = sides.map((_, i) => sides[(i + rep) % sides.length]!);
+      for (const side of order) {
+        if (side === "bare") {
+          const b = await bare.run(n, `r${rep}n${n}`);
+          add(side, n, b);
+          log(`batch ${n} bare SDK (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB`);
+          continue;
+        }
+        const eng = side === "engine" ? sb : nosb;
+        const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}`);
+        add(side, n, r);
+        log(`batch ${n} ${side === "engine" ? "engine + MCP" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB`);
+        for (const m of r.misses) {
+          log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
+          batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : {}), ...m });
+        }
+      }
+    }
+    await bare.close();
+    await down(nosb);
+    await down(sb);
+  }
+
+  const batchRatio: Record<string, number> = {};
+  const batchMs: Record<string, number> = {};
+  const startMs: Record<string, number> = {};
+  const engineFigures: Record<string, number | string> = { ...(report.engine ?? {}) };
+  const get = <T,>(side: Side, n: number) => runsOf.get(`${side}${n}`) as T[];
+  for (const n of batchSizes) {
+    const w = `w${n}`;
+    const W = `W${n}`;
+    const eng = get<EngineBatch>("engine", n);
+    const bare = get<BareBatch>("bare", n);
+    // Ratio per repetition (engine and bare of the same repetition, on the same machine minutes apart).
+    batchRatio[w] = put(`batchRatio.${w}`, eng.map((r, i) => r.wallMs / bare[i]!.wallMs), 2);
+    batchMs[`engine${W}`] = put(`batchMs.engine${W}`, eng.map((r) => r.wallMs), 0);
+    batchMs[`bare${W}`] = put(`batchMs.bare${W}`, bare.map((r) => r.wallMs), 0);
+    batchMs[`built${W}`] = Math.min(...eng.map((r) => r.built));
+    batchMs[`bareBuilt${W}`] = Math.min(...bare.map((r) => r.built));
+    startMs[`engine${W}`] = put(`batchStartMs.engine${W}`, eng.map((r) => median(r.starts.map((x) => x.firstRequestMs).filter((x): x is number => x !== null))), 0);
+    startMs[`bare${W}`] = put(`batchStartMs.bare${W}`, bare.map((r) => median(r.startMs)), 0);
+    engineFigures[`cpuSeconds${W}`] = put(`engine.cpuSeconds${W}`, eng.map((r) => r.cpuSec), 2);
+    engineFigures[`rssMb${W}`] = put(`engine.rssMb${W}`, eng.map((r) => r.rssMb));
+    engineFigures[`bridgeCpuSeconds${W}`] = put(`engine.bridgeCpuSeconds${W}`, eng.map((r) => r.bridgeCpuSec), 2);
+  }
+  report.batchRatio = batchRatio;
+  report.batchMs = batchMs;
+  report.batchMisses = batchMisses;
+  report.batchStartMs = startMs;
+  report.engine = engineFigures;
+
+  // Sandbox on vs off: the batch and the worker start.
+  const on = get<EngineBatch>("engine", sandboxSize);
+  const off = get<EngineBatch>("noSandbox", sandboxSize);
+  const firsts = (xs: WorkerStart[]) => xs.map((s) => s.firstRequestMs).filter((x): x is number => x !== null);
+  const loneOn = lone.on.map((s) => median(firsts(s)));
+  const loneOff = lone.off.map((s) => median(firsts(s)));
+  const sk = `sandbox`;
+  const sandbox = {
+    tasks: sandboxSize,
+    batchMsOn: put(`${sk}.batchMsOn`, on.map((r) => r.wallMs), 0),
+    batchMsOff: put(`${sk}.batchMsOff`, off.map((r) => r.wallMs), 0),
+    batchRatio: put(`${sk}.batchRatio`, on.map((r, i) => r.wallMs / off[i]!.wallMs), 2),
+    builtOn: Math.min(...on.map((r) => r.built)),
+    builtOff: Math.min(...off.map((r) => r.built)),
+    containedOn: [...new Set(on.flatMap((r) => r.sandbox))],
+    containedOff: [...new Set(off.flatMap((r) => r.sandbox))],
+    loneWorkers: loneCount,
+    loneStartMsOn: put(`${sk}.loneStartMsOn`, loneOn, 0),
+    loneStartMsOff: put(`${sk}.loneStartMsOff`, loneOff, 0),
+    loneStartOverheadMs: put(`${sk}.loneStartOverheadMs`, loneOn.map((x, i) => x - loneOff[i]!), 0),
+    lonePhasesOn: startMedians(lone.on.flat()),
+    lonePhasesOff: startMedians(lone.off.flat()),
+    batchStartMsOn: put(`${sk}.batchStartMsOn`, on.map((r) => median(firsts(r.starts))), 0),
+    batchStartMsOff: put(`${sk}.batchStartMsOff`, off.map((r) => median(firsts(r.starts))), 0),
+    batchPhasesOn: startMedians(on.flatMap((r) => r.starts)),
+    batchPhasesOff: startMedians(off.flatMap((r) => r.starts)),
+    goals: { batchRatio: 1.05, startOverheadMs: 100 },
+  };
+  report.sandbox = sandbox;
+  log(`sandbox: batch ${sandbox.batchMsOn} vs ${sandbox.batchMsOff} ms (ratio ${sandbox.batchRatio}); lone start ${sandbox.loneStartMsOn} vs ${sandbox.loneStartMsOff} ms (+${sandbox.loneStartOverheadMs} ms)`);
+
+  const big = batchSizes.at(-1)!;
+  const e32 = get<EngineBatch>("engine", big);
+  const b32 = get<BareBatch>("bare", big);
+  const perWorker = (peak: number | null, n: number) => (peak === null ? null : peak / n);
+  report.scale = {
+    ...(report.scale ?? {}),
+    tasks: big,
+    opencodeRssMbPeak: put(`scale.opencodeRssMbPeak`, e32.map((r) => r.opencodeRssMbPeak ?? NaN)),
+    opencodeRssMbIdle: put(`scale.opencodeRssMbIdle`, e32.map((r) => r.opencodeRssMbBefore ?? NaN)),
+    opencodeRssMbPerWorker: put(`scale.opencodeRssMbPerWorker`, e32.map((r) => perWorker(r.opencodeRssMbPeak, big) ?? NaN)),
+    opencodeRssMbPerWorkerAboveIdle: put(`scale.opencodeRssMbPerWorkerAboveIdle`, e32.map((r) => ((r.opencodeRssMbPeak ?? NaN) - (r.opencodeRssMbBefore ?? NaN)) / big)),
+    bareOpencodeRssMbPeak: put(`scale.bareOpencodeRssMbPeak`, b32.map((r) => r.opencodeRssMbPeak ?? NaN)),
+    goalMbPerWorker: 120,
+  } as Report["scale"];
+  report.baseline = {
+    how: "Both sides run `opencode serve` through the engine's own OpencodeServer class (engine/harness/opencode-server.ts) with the same target (so the same OPENCODE_CONFIG_CONTENT) and the same OFFLINE_ENV from engine/harness/config.ts, Malloc=1 included; the bench reads each serve's environment back from /proc/<pid>/environ and compares them.",
+    env: env!,
+    envNoSandbox: envNoSandbox!,
+  };
 }
 
 /** Adds the Playwright bench's result file (e2e/bench/dashboard.bench.ts) to the report written by `measure`. */
 function mergeUi(file: string, error: string | undefined) {
-  const report = JSON.parse(readFileSync(REPORT_JSON, "utf8")) as Report;
+  const report = JSON.parse(readFileSync(OUT_JSON(), "utf8")) as Report;
   const ui = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Partial<UiResult>) : null;
   const { dashboardStartupMs, ...stream } = ui ?? {};
   if (dashboardStartupMs) {

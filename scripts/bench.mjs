@@ -1,4 +1,4 @@
-// `npm run bench [-- --quick] [-- --reps N] [-- --workers N] [-- --no-ui]`: bundle bench/run.ts and run it (the engine,
+// `npm run bench [-- --help] [-- --quick] [-- --reps N] [-- --workers N] [-- --only parts] [-- --no-ui]`: bundle bench/run.ts and run it (the engine,
 // MCP, fit and start-up figures), then the Playwright dashboard bench (e2e/bench/), and merge both into
 // bench/report.md and bench/report.json. OCW_BENCH_SEC sets how long the dashboard streams (default 600, --quick 20).
 import { build } from "esbuild";
@@ -14,7 +14,7 @@ const quick = args.includes("--quick");
 const repsAt = args.indexOf("--reps");
 const reps = repsAt >= 0 ? args[repsAt + 1] : quick ? "1" : "3";
 
-spawnSync(process.execPath, [path.join(root, "scripts/build.mjs")], { stdio: "inherit" });
+if (!args.includes("--help")) spawnSync(process.execPath, [path.join(root, "scripts/build.mjs")], { stdio: "inherit" });
 const out = path.join(root, "bench/tmp/bench.mjs");
 await build({
   entryPoints: [path.join(root, "bench/run.ts")],
@@ -29,7 +29,7 @@ await build({
 });
 const node = spawnSync(process.execPath, [out, ...args.filter((a) => a !== "--no-ui")], { stdio: "inherit", cwd: root });
 if (node.status !== 0) process.exit(node.status ?? 1);
-if (args.includes("--no-ui")) process.exit(0);
+if (args.includes("--no-ui") || args.includes("--help")) process.exit(0);
 
 const uiOut = path.join(root, "bench/tmp/ui.json");
 rmSync(uiOut, { force: true });
@@ -46,7 +46,7 @@ const ui = spawnSync("npx", ["playwright", "test", "-c", "playwright.bench.confi
     OCW_E2E_RUN_DIR: process.env.OCW_E2E_RUN_DIR ?? path.join(os.tmpdir(), `ocw-bench-${process.getuid?.() ?? "run"}`),
   },
 });
-const merged = spawnSync(process.execPath, [out, "--merge-ui", uiOut], {
+const merged = spawnSync(process.execPath, [out, ...args.filter((a) => a !== "--no-ui"), "--merge-ui", uiOut], {
   stdio: "inherit",
   cwd: root,
   env: { ...process.env, OCW_BENCH_UI_SECONDS: String((Date.now() - t0) / 1000), OCW_BENCH_UI_ERROR: ui.status === 0 ? "" : `the Playwright bench exited ${ui.status ?? ui.signal}` },

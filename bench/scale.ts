@@ -1,0 +1,93 @@
+// Scale: many workers at once on this machine, through the real engine and opencode serve, every ask approved.
+import { readFileSync } from "node:fs";
+import { follow } from "../engine/api/follow";
+import { isActive, isFinal, pendingAsks, type Worker } from "../shared/worker";
+import type { ScriptedModel } from "../test/fixtures/scripted-model";
+import { cleanup, makeRepo, type TestEngine } from "../test/helpers";
+import { benchTarget } from "./batch";
+import { opencodeServeUnder, rssMbOf, samplePeak } from "./procs";
+import { log, round, rssPeak } from "./stats";
+
+export interface Concurrent {
+  workers: number;
+  wallMs: number;
+  built: number;
+  /** Workers in starting/running/waiting-approval at the same moment, at most (from the engine's events). */
+  maxActive: number;
+  finalStates: Record<string, number>;
+  /** Reasons of the workers that did not end built, and `[error]` lines of the engine's log during the run. */
+  errors: string[];
+  engineRssMbPeak: number;
+  opencodeRssMbBefore: number | null;
+  opencodeRssMbPeak: number | null;
+  /** Peak opencode serve RSS divided by the workers that ran at once. */
+  opencodeRssMbPerWorker: number | null;
+  stopped?: string;
+}
+
+const memAvailableMb = () => Number(/MemAvailable:\s+(\d+)/.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0) / 1024;
+const MIN_FREE_MB = Number(process.env.OCW_BENCH_MIN_FREE_MB ?? 3072);
+
+/** `n` write-a-file tasks at once (n slots) on `engine`, each ask approved as it opens, graded with a file check. */
+export async function concurrent(engine: TestEngine, model: ScriptedModel, n: number): Promise<Concurrent> {
+  await engine.client.targets.save.mutate({ target: { ...benchTarget(model.url, n), id: `scale${n}` }, activate: true });
+  const dir = makeRepo();
+  const warm = await engine.client.workers.start.mutate({ task: "BENCH-TINY warm-up", directory: dir });
+  await follow(engine.client, [warm.workerId], { timeoutMs: 120_000 });
+  const pid = engine.proc.pid!;
+  const oc = opencodeServeUnder(pid);
+  const ocBefore = rssMbOf(oc);
+  const ocPeak = samplePeak(oc);
+  const enginePeak = rssPeak(pid, 250);
+  const errLen = engine.stderr().length;
+  let stopped: string | undefined;
+  let maxActive = 0;
+  const answered = new Set<string>();
+  const t0 = Date.now();
+  const { workerIds } = await engine.client.workers.startBatch.mutate({
+    tasks: Array.from({ length: n }, (_, i) => ({ task: `BENCH-BATCH ${i} scale`, directory: dir, checks: [{ file: `f${i}.txt` }] })),
+  });
+  let current = new Map<string, Worker>();
+  const watchdog = setInterval(() => {
+    const free = memAvailableMb();
+    if (stopped || free >= MIN_FREE_MB) return;
+    stopped = `stopped: ${Math.round(free)} MB of memory left (opencode serve at ${rssMbOf(oc)} MB)`;
+    log(stopped);
+    for (const w of current.values()) if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
+  }, 1000);
+  let r: Awaited<ReturnType<typeof follow>>;
+  try {
+    r = await follow(engine.client, workerIds, {
+      timeoutMs: 20 * 60_000,
+      onEvent: (_e, ws) => {
+        current = ws;
+        maxActive = Math.max(maxActive, [...ws.values()].filter((w) => isActive(w.state)).length);
+        for (const w of ws.values())
+          for (const a of pendingAsks(w))
+            if (!answered.has(a.id)) {
+              answered.add(a.id);
+              void engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => answered.delete(a.id));
+            }
+      },
+    });
+  } finally {
+    clearInterval(watchdog);
+  }
+  const wallMs = Date.now() - t0;
+  const ocPeakMb = oc === null ? null : round(ocPeak.stop());
+  const engineRssMbPeak = round(enginePeak.stop());
+  const finalStates: Record<string, number> = {};
+  const errors: string[] = [];
+  for (const w of r.workers.values()) {
+    finalStates[w.state] = (finalStates[w.state] ?? 0) + 1;
+    if (w.state !== "built") errors.push(`${w.id} ${w.state}: ${w.stateReason ?? "(no reason)"}`);
+  }
+  if (r.reason !== "settled") errors.push(`the run did not settle: ${r.reason}`);
+  errors.push(...engine.stderr().slice(errLen).split("\n").filter((l) => /\[error\]|Error:/.test(l)).slice(0, 20));
+  cleanup(dir);
+  return {
+    workers: n, wallMs, built: finalStates.built ?? 0, maxActive, finalStates, errors, engineRssMbPeak,
+    opencodeRssMbBefore: ocBefore, opencodeRssMbPeak: ocPeakMb, opencodeRssMbPerWorker: ocPeakMb === null || !maxActive ? null : round(ocPeakMb / maxActive),
+    ...(stopped ? { stopped } : {}),
+  };
+}
