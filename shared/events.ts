@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SetupJob } from "./setup";
 import { WorkerEvent } from "./worker";
 
 /** Events that are not part of any worker's log: streaming text, serving health, engine notices. */
@@ -15,6 +16,8 @@ export const TransientEvent = z.discriminatedUnion("type", [
   /** The model server of a target answered (healthy) or stopped answering; sent when it changes. */
   z.object({ type: z.literal("model"), targetId: z.string(), healthy: z.boolean(), message: z.string().optional(), ts: z.number() }),
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warn", "error"]), message: z.string(), ts: z.number() }),
+  /** A model start on the engine's machine (setup.start): the whole job after each change (phases, progress, checks). */
+  z.object({ type: z.literal("setup"), job: SetupJob, ts: z.number() }),
   /** The cursor a client resumed from can no longer be replayed (engine restarted, or too old): refetch state. */
   z.object({ type: z.literal("reset"), ts: z.number() }),
 ]);

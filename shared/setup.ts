@@ -58,3 +58,96 @@ export const SetupOutcome = z.object({
   ms: z.number(),
 });
 export type SetupOutcome = z.infer<typeof SetupOutcome>;
+
+/**
+ * setup.start: run a model on the engine's machine. The engine runs the phases in order — runtime binary, download,
+ * load, warm-up, verify, placement — publishes the job as `setup` events while it runs, and saves a target at the end.
+ */
+export const SetupRuntime = z.enum(["llama.cpp", "vllm", "sglang"]);
+export type SetupRuntime = z.infer<typeof SetupRuntime>;
+
+export const SetupStartInput = z.object({
+  /** A catalog id (`qwen3.6-27b`, `repo:QUANT`), a Hub repo `owner/repo[:QUANT]`, `hf:…`, an URL or a local .gguf; default: the planner's pick. */
+  model: z.string().trim().min(1).optional(),
+  slots: z.number().int().min(1, "slots must be ≥ 1").max(256, "at most 256 slots").optional(),
+  /** Minimum context per slot the plan must give (default 32,768). */
+  minCtx: z.number().int().min(1024, "the minimum context per slot must be ≥ 1024 tokens").max(1_048_576).optional(),
+  runtime: SetupRuntime.default("llama.cpp"),
+  id: TargetId.optional(),
+  acceptUnderpowered: z.boolean().default(false),
+});
+export type SetupStartInput = z.input<typeof SetupStartInput>;
+
+export const SetupPhaseName = z.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement"]);
+export type SetupPhaseName = z.infer<typeof SetupPhaseName>;
+
+export const SetupProgress = z.object({
+  /** Bytes done / total (null total: unknown size). */
+  done: z.number().nonnegative(),
+  total: z.number().nonnegative().nullable(),
+  bytesPerSec: z.number().nonnegative().nullable(),
+  etaSec: z.number().nonnegative().nullable(),
+  /** The file being fetched, and which of how many (all shards of a split GGUF). */
+  file: z.string().nullable(),
+  fileIndex: z.number().int().nonnegative().nullable(),
+  files: z.number().int().nonnegative().nullable(),
+  /** Bytes that were already on disk (resumed, or a complete file reused). */
+  resumedBytes: z.number().nonnegative(),
+});
+export type SetupProgress = z.infer<typeof SetupProgress>;
+
+export const SetupPhase = z.object({
+  name: SetupPhaseName,
+  status: z.enum(["pending", "running", "done", "failed", "skipped"]),
+  /** Wall time of the phase (ms), set once it ended. */
+  ms: z.number().nullable(),
+  /** What it did or found, in one line. */
+  detail: z.string(),
+  progress: SetupProgress.nullable(),
+});
+export type SetupPhase = z.infer<typeof SetupPhase>;
+
+/** Why a start failed: the phase, the root cause (the server's own log line when there is one) and what to do. */
+export const SetupFailure = z.object({
+  phase: SetupPhaseName,
+  /** A short classification: out-of-memory, model-load, unsupported-arch, bad-flag, port, driver, library, disk, auth, not-found, network, checksum, timeout, verify, placement, other. */
+  kind: z.string(),
+  cause: z.string(),
+  /** The log line that explains it (llama-server's, vLLM's), not the supervisor's exit code. */
+  logLine: z.string().nullable(),
+  remedy: z.string(),
+  logFile: z.string().nullable(),
+});
+export type SetupFailure = z.infer<typeof SetupFailure>;
+
+/** Where the weights landed after start, per device, against the plan. */
+export const SetupPlacement = z.object({
+  passed: z.boolean(),
+  devices: z.array(z.object({ name: z.string(), plannedBytes: z.number(), loadedBytes: z.number().nullable() })),
+  evidence: z.array(z.string()),
+});
+export type SetupPlacement = z.infer<typeof SetupPlacement>;
+
+export const SetupJob = z.object({
+  jobId: z.string(),
+  state: z.enum(["running", "done", "failed", "cancelled"]),
+  runtime: SetupRuntime,
+  /** The model and plan being started (null until planned). */
+  model: z.string().nullable(),
+  quant: z.string().nullable(),
+  slots: z.number().nullable(),
+  ctxPerSlot: z.number().nullable(),
+  /** The planner's command (key elided), and the one actually launched (port, alias and local paths filled in). */
+  plannedCommand: z.string().nullable(),
+  launchedCommand: z.string().nullable(),
+  phases: z.array(SetupPhase),
+  /** The verify checklist as it runs. */
+  checks: z.array(TargetCheck),
+  placement: SetupPlacement.nullable(),
+  failure: SetupFailure.nullable(),
+  /** Set when done: the saved target and verify's verdict. */
+  result: SetupOutcome.nullable(),
+  startedAt: z.string(),
+  ms: z.number().nullable(),
+});
+export type SetupJob = z.infer<typeof SetupJob>;

@@ -25,8 +25,8 @@ import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
 import { GitError } from "../workers/git";
 import { FitInput } from "../../shared/fit";
-import { SetupApiInputError, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupProviderApi } from "../serving/setup-api";
-import { SetupCaptureInput, SetupProviderInput } from "../../shared/setup";
+import { SetupApiInputError, setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
+import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
 
 export interface ApiContext {
   engine: Engine;
@@ -174,6 +174,35 @@ export const appRouter = t.router({
     capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input }) => {
       try {
         return await setupCaptureApi(input, ctx.engine.targets);
+      } catch (err) {
+        if (err instanceof SetupApiInputError) throw new InputError(err.message);
+        throw err;
+      }
+    }),
+    /**
+     * Run a model on the engine's machine: plan → runtime → download → load → warm-up → verify → placement, in the
+     * background. Returns the job as it begins; each change arrives as a `setup` event (and from setup.job).
+     */
+    start: proc.input(SetupStartInput).mutation(({ ctx, input }) => {
+      try {
+        return setupStartApi(input, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
+      } catch (err) {
+        if (err instanceof SetupApiInputError) throw new InputError(err.message);
+        throw err;
+      }
+    }),
+    /** A model start by id, or the latest (null when none ran since the engine started). */
+    job: proc.input(z.object({ jobId: z.string().optional() }).optional()).query(({ input }) => {
+      try {
+        return setupJobApi(input?.jobId);
+      } catch (err) {
+        if (err instanceof SetupApiInputError) throw new InputError(err.message);
+        throw err;
+      }
+    }),
+    cancel: proc.input(z.object({ jobId: z.string().min(1, "jobId is required") })).mutation(({ input }) => {
+      try {
+        return setupCancelApi(input.jobId);
       } catch (err) {
         if (err instanceof SetupApiInputError) throw new InputError(err.message);
         throw err;

@@ -171,7 +171,7 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : undefined;
   return {
     model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
-    devices, command: `LLAMA_API_KEY=… llama-server ${args.join(" ")}`, placement: p.placement,
+    devices, command: `LLAMA_API_KEY=… llama-server ${args.map(shellQuote).join(" ")}`, placement: p.placement,
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
       (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
     ...(replicas ? { replicas } : {}),
@@ -277,4 +277,38 @@ export function devicesFromHardware(hw: {
   }
   if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
   return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
+}
+
+/** A word as a POSIX shell reads it back (the pick's command is copied into terminals). */
+export function shellQuote(w: string): string {
+  return /^[\w@%+=:,./…-]+$/u.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The words of a pick's command, as the shell would split them (single quotes, the leading VAR=… assignments dropped):
+ * what `setup.start` launches is this command, with only the model file, port and alias filled in.
+ */
+export function commandWords(command: string): { env: string[]; bin: string; args: string[] } {
+  const words: string[] = [];
+  let cur: string | null = null;
+  for (let i = 0; i < command.length; i++) {
+    const ch = command[i]!;
+    if (ch === "'") {
+      const end = command.indexOf("'", i + 1);
+      if (end < 0) throw new Error(`unbalanced quote in ${command}`);
+      cur = (cur ?? "") + command.slice(i + 1, end);
+      i = end;
+    } else if (ch === "\\" && i + 1 < command.length) {
+      cur = (cur ?? "") + command[++i];
+    } else if (/\s/.test(ch)) {
+      if (cur !== null) words.push(cur);
+      cur = null;
+    } else cur = (cur ?? "") + ch;
+  }
+  if (cur !== null) words.push(cur);
+  const env: string[] = [];
+  while (words.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0]!)) env.push(words.shift()!);
+  const bin = words.shift();
+  if (!bin) throw new Error(`no program in ${command}`);
+  return { env, bin, args: words };
 }

@@ -3,7 +3,9 @@
  * with this machine's fit per entry, and the fit itself — the same code paths as `ocw fit --json`.
  */
 import { type CatalogView, FitInput, FitResult } from "../../shared/fit";
-import { SetupCaptureInput, type SetupOutcome, SetupProviderInput } from "../../shared/setup";
+import { randomBytes } from "node:crypto";
+import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, SetupStartInput } from "../../shared/setup";
+import { runStartJob } from "./start";
 import type { TargetStore } from "../store/targets";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "./setup";
 import { detectHardware, type HardwareReport } from "../hardware/detect";
@@ -97,4 +99,52 @@ export async function setupProviderApi(input: SetupProviderInput, store: TargetS
   } catch (e) {
     inputError(e);
   }
+}
+
+/** The model starts the engine runs (setup.start): the latest few, one running at a time. */
+const jobs = new Map<string, { job: SetupJob; abort: AbortController }>();
+
+/**
+ * setup.start: runs the phases in the background and returns the job as it begins; every change is `publish`ed
+ * (the engine sends it as a `setup` event). One start at a time: a second is refused while one runs.
+ */
+export function setupStartApi(input: SetupStartInput, store: TargetStore, publish: (job: SetupJob) => void, opts: { readyTimeoutMs?: number } = {}): SetupJob {
+  const i = SetupStartInput.parse(input ?? {});
+  const running = [...jobs.values()].find((j) => j.job.state === "running");
+  if (running) throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
+  const jobId = randomBytes(6).toString("hex");
+  const abort = new AbortController();
+  let first: SetupJob | null = null;
+  const entry = { job: null as unknown as SetupJob, abort };
+  const update = (job: SetupJob) => {
+    entry.job = job;
+    first ??= job;
+    publish(job);
+  };
+  // the first update is synchronous (the plan phase begins before any await)
+  void runStartJob({ input: i, store, onUpdate: update, signal: abort.signal, jobId, readyTimeoutMs: opts.readyTimeoutMs }).then(update, (e) => {
+    update({ ...entry.job, state: "failed", failure: { phase: "plan", kind: "other", cause: (e as Error).message, logLine: null, remedy: "report this with the engine's log", logFile: null } });
+  });
+  jobs.set(jobId, entry);
+  for (const k of [...jobs.keys()].slice(0, -10)) jobs.delete(k);
+  return SetupJob.parse(first ?? entry.job);
+}
+
+/** setup.job: one job (by id) or the latest; null when none ran since the engine started. */
+export function setupJobApi(jobId?: string): SetupJob | null {
+  if (jobId) {
+    const j = jobs.get(jobId);
+    if (!j) throw new SetupApiInputError(`no model start ${jobId} (jobs are kept while the engine runs)`);
+    return j.job;
+  }
+  return [...jobs.values()].at(-1)?.job ?? null;
+}
+
+/** setup.cancel: stops a running start between phases (a download stops at once; its bytes stay for a resume). */
+export function setupCancelApi(jobId: string): SetupJob {
+  const j = jobs.get(jobId);
+  if (!j) throw new SetupApiInputError(`no model start ${jobId}`);
+  if (j.job.state !== "running") throw new SetupApiInputError(`job ${jobId} is not running (${j.job.state})`);
+  j.abort.abort();
+  return j.job;
 }

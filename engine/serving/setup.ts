@@ -48,7 +48,7 @@ export function listServing(): ServingRecord[] {
   return readJson<ServingRecord[]>(servingFile(), []);
 }
 
-function saveServing(recs: ServingRecord[]): void {
+export function saveServing(recs: ServingRecord[]): void {
   writeJsonAtomic(servingFile(), recs);
 }
 
@@ -130,7 +130,7 @@ async function defaultConfirm(q: string): Promise<boolean> {
   }
 }
 
-function finish(
+export function finish(
   store: TargetStore, target: Target, v: VerifyResult, o: CommonSetupOptions,
 ): { target: Target; active: boolean; saved: boolean } {
   const t: Target = { ...target, outcome: v.outcome, verifiedAt: new Date().toISOString(), checks: v.checks };
@@ -305,7 +305,7 @@ export function supervisorCommand(env: NodeJS.ProcessEnv = process.env): string[
   return /ocw(\.mjs)?$/.test(path.basename(entry)) ? [process.execPath, entry] : null;
 }
 
-async function startSupervised(cmd: string[], rec: ServingRecord, timeoutMs: number): Promise<{ pid: number; readyMs: number }> {
+export async function startSupervised(cmd: string[], rec: ServingRecord, timeoutMs: number): Promise<{ pid: number; readyMs: number }> {
   const t0 = performance.now();
   mkdirSync(path.dirname(rec.logFile), { recursive: true, mode: 0o700 });
   const logFd = openSync(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 0o600);

@@ -44,6 +44,8 @@ export interface VerifyInput {
   concurrencyTokens?: number;
   /** Run the tool-call round trip (default true). */
   tools?: boolean;
+  /** Called as each check completes (the wizard's live checklist). */
+  onCheck?: (check: TargetCheck, done: TargetCheck[]) => void;
 }
 
 export interface VerifyResult {
@@ -97,6 +99,11 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   const timeoutMs = v.timeoutMs ?? 120_000;
   const ext = v.llamaExtensions ?? v.engine === "llama.cpp";
   const checks: TargetCheck[] = [];
+  // every check is reported the moment it completes
+  const add = (c: TargetCheck) => {
+    checks.push(c);
+    v.onCheck?.(c, [...checks]);
+  };
   const observed: VerifyResult["observed"] = { totalSlots: null, perSlotCtx: null, overlap: null };
   const base = (extra: Record<string, unknown> = {}) => ({
     model: v.model,
@@ -110,7 +117,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   // reachable
   const r = await httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs });
   const reachable = r.status === 200 && Array.isArray(r.body?.choices);
-  checks.push({
+  add({
     name: "reachable", passed: reachable,
     evidence: reachable ? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms` : `POST ${chatUrl} → ${r.status || r.error}${r.text ? `: ${r.text.slice(0, 160)}` : ""}`,
   });
@@ -124,9 +131,9 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const wrong = await httpJson(chatUrl, { headers: authHeaders("wrong-key"), body: base(), timeoutMs });
     const refused = (s: number) => s === 401 || s === 403;
     const ok = refused(noKey.status) && refused(wrong.status);
-    checks.push({ name: "auth", passed: ok, evidence: `without key → ${noKey.status}, wrong key → ${wrong.status}, with key → 200` });
+    add({ name: "auth", passed: ok, evidence: `without key → ${noKey.status}, wrong key → ${wrong.status}, with key → 200` });
   } else {
-    checks.push({
+    add({
       name: "auth", passed: false,
       evidence: `no key configured: the endpoint accepts unauthenticated requests${isLoopback(root) ? " (loopback only)" : ""}`,
     });
@@ -143,7 +150,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const slotCtxs = Array.isArray(slotsRes.body) ? slotsRes.body.map((s) => s.n_ctx) : [];
     const okSlots = total !== null && total >= v.slots;
     const okCtx = v.perSlotCtx === null || (perSlot !== null && perSlot >= v.perSlotCtx && slotCtxs.every((c) => c >= v.perSlotCtx!));
-    checks.push({
+    add({
       name: "slots", passed: okSlots && okCtx,
       evidence: `/props total_slots=${total} (want ≥ ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` +
         (!okCtx && perSlot !== null && v.perSlotCtx !== null ? " — each slot gets less than intended (split KV: c/N)" : ""),
@@ -169,7 +176,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const fix = v.engine === "ollama"
       ? "set OLLAMA_CONTEXT_LENGTH (e.g. 32768) in ollama's environment and restart it, or a num_ctx PARAMETER in a Modelfile"
       : "load the model in LM Studio with a larger context length (lms load MODEL --context-length 32768)";
-    checks.push({
+    add({
       name: "slots", passed: ok,
       evidence: `${v.engine}: ${where} (want ≥ ${want}${v.perSlotCtx ? "" : ", what an OpenCode worker needs"}); ${v.slots} slot(s) as configured` + (ok ? "" : ` — ${fix}`),
     });
@@ -179,7 +186,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
     observed.perSlotCtx = ctx;
     const okCtx = v.perSlotCtx === null || ctx === null || ctx >= v.perSlotCtx;
-    checks.push({
+    add({
       name: "slots", passed: okCtx,
       evidence: ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`,
     });
@@ -187,7 +194,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
 
   // concurrency
   if (v.slots <= 1) {
-    checks.push({ name: "concurrency", passed: true, evidence: "1 slot: nothing to overlap" });
+    add({ name: "concurrency", passed: true, evidence: "1 slot: nothing to overlap" });
   } else {
     const n = v.slots;
     const tokens = v.concurrencyTokens ?? 192;
@@ -240,7 +247,7 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       result = second.passed ? { ...second, evidence: `${second.evidence} (second burst; the first: ${result.evidence})` } : second;
     }
     observed.overlap = Math.round(result.factor * 100) / 100;
-    checks.push({ name: "concurrency", passed: result.passed, evidence: result.evidence });
+    add({ name: "concurrency", passed: result.passed, evidence: result.evidence });
   }
 
   // capability
@@ -252,14 +259,14 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   let capCheck: { passed: boolean; evidence: string };
   if (cap.status !== 200) capCheck = { passed: false, evidence: `capability request → ${cap.status || cap.error}: ${cap.text.slice(0, 160)}` };
   else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
-  checks.push({ name: "capability", ...capCheck });
+  add({ name: "capability", ...capCheck });
 
   // tools: the round trip every worker turn makes
   let toolsBlocking = false;
   if (v.tools !== false) {
     const t = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024 });
     toolsBlocking = t.failure === "refused" || t.failure === "parser" || t.failure === "unreachable";
-    checks.push({ name: "tools", passed: t.passed, evidence: t.evidence });
+    add({ name: "tools", passed: t.passed, evidence: t.evidence });
   }
 
   const by = (n: TargetCheck["name"]) => checks.find((c) => c.name === n)!;

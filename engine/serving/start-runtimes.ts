@@ -1,0 +1,229 @@
+/**
+ * vLLM and SGLang started by setup (issue 13), when installed: the `vllm` binary or Python's `sglang` package on this
+ * machine, else their official container image through docker or podman. The key never appears in argv: vLLM reads
+ * it from VLLM_API_KEY, SGLang from a 0600 `--config` YAML file (in a container: `-e VLLM_API_KEY` names the variable,
+ * the config file is mounted read-only). Both are detached, recorded in serving.json like llama-server, and verified.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { SetupJob, SetupStartInput } from "../../shared/setup";
+import { type Target, targetSlug } from "../../shared/target";
+import { detectHardware } from "../hardware/detect";
+import { listRepoFiles } from "../models/hf";
+import { DEFAULT_MIN_CTX } from "../models/plan";
+import { stateDir } from "../store/paths";
+import { httpJson } from "./http";
+import { generateKey, keyFilePath, storeKey } from "./keys";
+import { freePort, stopPid } from "./llama-server";
+import { buildSglangArgs, buildVllmArgs, chooseTensorParallel } from "./runtimes";
+import { finish, listServing, saveServing, stopServing } from "./setup";
+import { classifyLog, type PhaseOps, type StartJobOptions, StartError } from "./start";
+import { shellQuote } from "../models/plan";
+import { verifyEndpoint } from "./verify";
+
+/** Container images, pinned; OCW_VLLM_IMAGE / OCW_SGLANG_IMAGE override them. */
+export const VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0";
+export const SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.3-cu129";
+
+function onPath(name: string, env: NodeJS.ProcessEnv): string | null {
+  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
+    const p = dir && path.join(dir, name);
+    if (p && existsSync(p)) return p;
+  }
+  return null;
+}
+
+export interface RuntimeLaunch {
+  how: "binary" | "container";
+  /** What runs: the binary (or docker/podman) and its argv — never the key. */
+  cmd: string;
+  args: string[];
+  /** Environment additions (the key lives here for vLLM). */
+  env: Record<string, string>;
+  /** Where it will listen. */
+  port: number;
+  /** The file holding the key for SGLang (0600), if any. */
+  configFile: string | null;
+}
+
+/** How this machine can run the runtime: its binary / Python package, else a container engine; null with why not. */
+export function findRuntime(runtime: "vllm" | "sglang", env: NodeJS.ProcessEnv = process.env): { how: "binary" | "container"; bin: string } | { how: null; why: string } {
+  if (runtime === "vllm") {
+    const bin = env.OCW_VLLM_BIN || onPath("vllm", env);
+    if (bin) return { how: "binary", bin };
+  } else {
+    const py = env.OCW_PYTHON || onPath("python3", env) || onPath("python", env);
+    if (py) {
+      const r = spawnSync(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env, timeout: 20_000, stdio: "ignore" });
+      if (r.status === 0) return { how: "binary", bin: py };
+    }
+  }
+  const ce = env.OCW_CONTAINER_ENGINE || onPath("podman", env) || onPath("docker", env);
+  if (ce) return { how: "container", bin: ce };
+  return {
+    how: null,
+    why: runtime === "vllm"
+      ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp"
+      : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp",
+  };
+}
+
+/** The launch of vLLM / SGLang for a model, `slots` sequences of `ctx` tokens each. */
+export function buildLaunch(o: {
+  runtime: "vllm" | "sglang"; found: { how: "binary" | "container"; bin: string }; model: string; servedName: string; port: number;
+  slots: number; ctx: number; tp: number; key: string; configDir: string; env?: NodeJS.ProcessEnv;
+}): RuntimeLaunch {
+  const env = o.env ?? process.env;
+  const inner = o.found.how === "container" ? 8000 : o.port;
+  const host = o.found.how === "container" ? "0.0.0.0" : "127.0.0.1";
+  let args: string[];
+  let configFile: string | null = null;
+  const extraEnv: Record<string, string> = {};
+  if (o.runtime === "vllm") {
+    const b = buildVllmArgs({ model: o.model, servedName: o.servedName, host, port: inner, maxModelLen: o.ctx, maxNumSeqs: o.slots, tensorParallel: o.tp, toolCallParser: "hermes" });
+    args = b.args;
+    extraEnv[b.keyEnv] = o.key;
+  } else {
+    // SGLang takes the key as --api-key only: it goes in a 0600 config file instead of argv
+    const b = buildSglangArgs({ model: o.model, servedName: o.servedName, host, port: inner, contextLength: o.ctx, maxRunningRequests: o.slots, tensorParallel: o.tp, apiKey: o.key });
+    const ki = b.args.indexOf("--api-key");
+    args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2)];
+    mkdirSync(o.configDir, { recursive: true, mode: 0o700 });
+    configFile = path.join(o.configDir, "sglang.yaml");
+    writeFileSync(configFile, `api-key: ${JSON.stringify(o.key)}\n`, { mode: 0o600 });
+    chmodSync(configFile, 0o600);
+    args.push("--config", o.found.how === "container" ? "/ocw/sglang.yaml" : configFile, "--tool-call-parser", "qwen25");
+  }
+  if (o.found.how === "binary") {
+    return { how: "binary", cmd: o.found.bin, args: o.runtime === "vllm" ? args : args, env: extraEnv, port: o.port, configFile };
+  }
+  const image = o.runtime === "vllm" ? env.OCW_VLLM_IMAGE || VLLM_IMAGE : env.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
+  const hfCache = env.HF_HOME || path.join(os.homedir(), ".cache", "huggingface");
+  const run = [
+    "run", "--rm", "--name", `ocw-${o.servedName}`.slice(0, 60), "--gpus", "all", "--ipc=host", "-p", `127.0.0.1:${o.port}:8000`,
+    "-v", `${hfCache}:/root/.cache/huggingface`,
+    // names only: the container engine copies the values from its own environment
+    ...Object.keys(extraEnv).flatMap((k) => ["-e", k]),
+    ...(env.HF_TOKEN ? ["-e", "HF_TOKEN"] : []),
+    ...(configFile ? ["-v", `${configFile}:/ocw/sglang.yaml:ro`] : []),
+    image,
+    ...(o.runtime === "vllm" ? args.slice(1) : ["python3", ...args]),
+  ];
+  return { how: "container", cmd: o.found.bin, args: run, env: extraEnv, port: o.port, configFile };
+}
+
+/** Waits until /health (or /v1/models with the key) answers 200 while the process lives; the log tail on exit. */
+async function waitReady(port: number, key: string, child: ChildProcess, logFile: string, timeoutMs: number): Promise<number> {
+  const t0 = performance.now();
+  let exited: string | null = null;
+  child.once("exit", (c, s) => (exited = String(c ?? s)));
+  while (performance.now() - t0 < timeoutMs) {
+    if (exited !== null) throw new Error(`exited (${exited}) before it was ready`);
+    const h = await httpJson(`http://127.0.0.1:${port}/health`, { timeoutMs: 2000 });
+    if (h.status === 200) return performance.now() - t0;
+    const m = await httpJson(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 2000 });
+    if (m.status === 200) return performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`did not become ready within ${Math.round(timeoutMs / 1000)} s (see ${logFile})`);
+}
+
+/** The phases for vLLM / SGLang: plan (slots × context, tensor parallel), runtime, load (the runtime downloads), warm-up, verify. */
+export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput, job: SetupJob, ops: PhaseOps, setLog: (f: string) => void): Promise<void> {
+  const runtime = input.runtime as "vllm" | "sglang";
+  const name = runtime === "vllm" ? "vLLM" : "SGLang";
+  if (!input.model) throw new StartError({ kind: "input", cause: `${name} needs a model: a Hugging Face repo with safetensors weights (or a local folder)`, logLine: null, remedy: `pass --model owner/repo (e.g. Qwen/Qwen3-Coder-30B-A3B-Instruct); the planner's picks are GGUF files for llama.cpp` });
+  const hw = o.hardware ?? (await detectHardware({}));
+  const slots = input.slots ?? 4;
+  const ctx = input.minCtx ?? DEFAULT_MIN_CTX;
+  let tp = 1;
+  let sizeNote = "weights size unknown (offline or a local folder): 1 GPU";
+  if (!existsSync(input.model)) {
+    const files = await listRepoFiles(input.model.replace(/:.*$/, ""), "main").catch(() => null);
+    const bytes = files?.filter((f) => /\.safetensors$/.test(f.path)).reduce((a, f) => a + f.size, 0) ?? 0;
+    if (bytes) {
+      const free = hw.gpus.map((g) => g.freeBytes ?? g.totalBytes * 0.9);
+      tp = chooseTensorParallel(bytes * 1.25, free) ?? (free.length >= 2 ? Math.min(8, 2 ** Math.floor(Math.log2(free.length))) : 1);
+      sizeNote = `${(bytes / 1024 ** 3).toFixed(1)} GiB of weights: tensor parallel ${tp}`;
+    }
+  }
+  Object.assign(job, { model: input.model, quant: null, slots, ctxPerSlot: ctx });
+  const found = findRuntime(runtime);
+  if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
+  ops.end(`${input.model}: ${slots} sequence(s) × ${ctx} tokens, ${sizeNote}`);
+  ops.cancelled();
+
+  ops.begin("runtime", `looking for ${name}`);
+  ops.end(found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${runtime === "vllm" ? process.env.OCW_VLLM_IMAGE || VLLM_IMAGE : process.env.OCW_SGLANG_IMAGE || SGLANG_IMAGE})`);
+  ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
+  ops.cancelled();
+
+  ops.begin("load", `starting ${name}`);
+  const servedName = targetSlug({ model: input.model.split("/").pop()!, quant: null });
+  const id = input.id ?? `${runtime}-${servedName}`;
+  const port = await freePort();
+  const key = generateKey();
+  const keyFile = keyFilePath(id);
+  storeKey(keyFile, key);
+  await stopServing(id);
+  const launch = buildLaunch({ runtime, found, model: input.model, servedName, port, slots, ctx, tp, key, configDir: path.join(stateDir(), "runtime", id) });
+  const plan = `${launch.how === "binary" ? "" : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;
+  job.plannedCommand = `${runtime === "vllm" ? "VLLM_API_KEY=… " : ""}${plan}`;
+  job.launchedCommand = job.plannedCommand;
+  const logFile = path.join(stateDir(), "logs", `${id}.log`);
+  setLog(logFile);
+  mkdirSync(path.dirname(logFile), { recursive: true, mode: 0o700 });
+  const logStart = existsSync(logFile) ? statSync(logFile).size : 0;
+  const readLog = () => (existsSync(logFile) ? readFileSync(logFile, "utf8").slice(logStart) : "");
+  const fd = openSync(logFile, "a", 0o600);
+  const env: NodeJS.ProcessEnv = { ...process.env, ...launch.env };
+  delete env.LLAMA_API_KEY;
+  const child = spawn(launch.cmd, launch.args, { env, stdio: ["ignore", fd, fd], detached: true });
+  closeSync(fd);
+  child.unref();
+  const spawnErr = new Promise<never>((_, rej) => child.once("error", (e) => rej(new Error(`cannot start ${launch.cmd}: ${e.message}`))));
+  let readyMs: number;
+  try {
+    readyMs = await Promise.race([waitReady(port, key, child, logFile, o.readyTimeoutMs ?? 1_800_000), spawnErr]);
+  } catch (e) {
+    if (child.pid) await stopPid(child.pid, 3000);
+    const c = classifyLog(readLog(), launch.cmd);
+    throw new StartError({
+      kind: c?.kind ?? "other", cause: c?.logLine ? `${name} failed to start: ${c.logLine}` : `${name} ${(e as Error).message}`, logLine: c?.logLine ?? null,
+      remedy: c?.remedy ?? "read the log file", logFile,
+    });
+  }
+  saveServing([...listServing().filter((r) => r.targetId !== id), { targetId: id, pid: child.pid!, supervisorPid: null, port, bin: launch.cmd, args: launch.args, logFile, keyFile, startedAt: new Date().toISOString() }]);
+  ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s`);
+
+  ops.begin("warmup", "one short completion");
+  const url = `http://127.0.0.1:${port}/v1`;
+  const w = await httpJson(`${url}/chat/completions`, { headers: { authorization: `Bearer ${key}` }, body: { model: servedName, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 }, timeoutMs: 300_000 });
+  if (w.status !== 200) {
+    const c = classifyLog(readLog(), launch.cmd);
+    throw new StartError({ kind: c?.kind ?? "other", cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c?.logLine ?? null, remedy: c?.remedy ?? "read the log file", logFile });
+  }
+  ops.end(`first completion in ${(w.ms / 1000).toFixed(2)} s`);
+
+  ops.begin("verify", "reachable, auth, slots, concurrency, capability, tools");
+  const v = await verifyEndpoint({ url, model: servedName, key, engine: runtime, slots, perSlotCtx: ctx, llamaExtensions: false, onCheck: (_c, done) => {
+    job.checks = done;
+    ops.emit();
+  } });
+  job.checks = v.checks;
+  ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
+  const loaded = readLog().split("\n").filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l)).map((l) => l.trim().slice(0, 200));
+  ops.skip("placement", loaded.length ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}` : `${name} keeps every layer on the GPU(s); its log shows no loading figures`);
+
+  const target: Target = {
+    id, model: servedName, quant: null, endpoint: url, keyRef: "OCW_TARGET_API_KEY", keyFile, contextLimit: ctx,
+    serving: { engine: runtime, endpoints: [{ url, slots }], slots, perSlotCtx: ctx }, checks: [],
+  };
+  const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
+  job.result = {
+    outcome: v.outcome, saved: saved.saved, active: saved.active, target: saved.target, checks: v.checks, summary: v.summary,
+    observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx }, ms: 0,
+  };
+}

@@ -1,0 +1,514 @@
+/**
+ * Start a model on this machine, for real, by phases (issue 13): plan → runtime binary → download (every shard, with
+ * bytes, speed, ETA, resume, checksum and a disk-space check first) → load → warm-up → verify → placement. Each phase
+ * is timed; a failure names the phase, the root cause (the server's own log line, not a supervisor's exit code) and
+ * what to do. The launch is the planner's command (engine/models/plan.ts) with only the model file, port and alias
+ * filled in — a MoE pick starts with its `--n-cpu-moe` exactly as `ocw fit` printed it.
+ * The engine runs it for setup.start (progress as `setup` events); `ocw setup` runs it in-process and logs the phases.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, statfsSync, statSync } from "node:fs";
+import path from "node:path";
+import { FitResult, type FitPick } from "../../shared/fit";
+import { SetupJob, type SetupFailure, type SetupPhase, type SetupPhaseName, type SetupPlacement, SetupStartInput } from "../../shared/setup";
+import { type Target, type TargetCheck, targetSlug } from "../../shared/target";
+import { detectHardware, type HardwareReport } from "../hardware/detect";
+import { findCatalog } from "../models/catalog";
+import { DownloadError, downloadFile } from "../models/download";
+import { hubHeaders, listRepoFiles, resolveUrl, type HubFile } from "../models/hf";
+import { commandWords, shellQuote } from "../models/plan";
+import { localPathFor, parseRepoRef } from "../models/resolve";
+import { stateDir } from "../store/paths";
+import type { TargetStore } from "../store/targets";
+import { runFitPlan } from "./commands";
+import { installPrebuilt } from "./get-llama";
+import { httpJson } from "./http";
+import { generateKey, keyFilePath, storeKey } from "./keys";
+import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./llama-server";
+import { finish, listServing, saveServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { verifyEndpoint } from "./verify";
+import { runOtherRuntime } from "./start-runtimes";
+
+const PHASES: SetupPhaseName[] = ["plan", "runtime", "download", "load", "warmup", "verify", "placement"];
+const MiB = 1024 ** 2;
+const GiB = 1024 ** 3;
+
+export interface StartJobOptions {
+  input: SetupStartInput;
+  store: TargetStore;
+  /** Every change of the job (throttled for download progress). */
+  onUpdate?: (job: SetupJob) => void;
+  signal?: AbortSignal;
+  hardware?: HardwareReport;
+  llamaServer?: string;
+  readyTimeoutMs?: number;
+  jobId?: string;
+}
+
+/** A start failure already classified. */
+export class StartError extends Error {
+  constructor(readonly failure: Omit<SetupFailure, "phase" | "logFile"> & { phase?: SetupPhaseName; logFile?: string | null }) {
+    super(failure.cause);
+  }
+}
+
+interface Rule {
+  kind: string;
+  re: RegExp;
+  remedy: (ctx: { bin: string | null }) => string;
+}
+
+/** Root causes llama-server (and vLLM/SGLang) print, most specific first. */
+const LOG_RULES: Rule[] = [
+  { kind: "out-of-memory", re: /out of memory|cudaMalloc failed|hipMalloc failed|ErrorOutOfDeviceMemory|failed to allocate .*buffer|unable to allocate|CUDA error: out of memory|torch\.OutOfMemoryError|not enough memory|No available memory for the cache blocks/i,
+    remedy: () => "the plan did not fit the memory that was free at start (another process may hold GPU memory: check nvidia-smi); choose fewer slots, a shorter context per slot or a smaller quant, or stop what uses the GPU" },
+  { kind: "unsupported-arch", re: /unknown model architecture|unknown architecture|architecture .* not supported|model type .* not supported|does not support the model/i,
+    remedy: ({ bin }) => `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)` },
+  { kind: "bad-flag", re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:/i,
+    remedy: ({ bin }) => `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which` },
+  { kind: "driver", re: /CUDA driver version is insufficient|no CUDA-capable device|cuInit|ggml_cuda_init: failed|ggml_vulkan: No devices found|hipErrorNoDevice|NVIDIA driver on your system is too old/i,
+    remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)" },
+  { kind: "library", re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
+    remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads" },
+  { kind: "model-load", re: /failed to load model|error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
+    remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew" },
+  { kind: "port", re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
+    remedy: () => "the port was taken between choosing and binding it: start again" },
+];
+
+/** The most telling line of a server log for a failed start, classified, with what to do. */
+export function classifyLog(log: string, bin: string | null = null): { kind: string; logLine: string | null; remedy: string } | null {
+  const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  for (const r of LOG_RULES) {
+    const line = lines.find((l) => r.re.test(l));
+    if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
+  }
+  const err = [...lines].reverse().find((l) => /\b(error|failed|fatal|abort|exception)\b/i.test(l) && !/Loading model/.test(l));
+  return err ? { kind: "other", logLine: err.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" } : null;
+}
+
+/** A download error, classified. */
+export function classifyDownload(message: string): { kind: string; remedy: string } {
+  if (/GiB free|needs .* GiB/.test(message)) return { kind: "disk", remedy: "free disk space, or set OCW_STATE_DIR to a larger disk (models are stored under <state>/models)" };
+  if (/HTTP 40[13]|gated|private/.test(message)) return { kind: "auth", remedy: "the repository is gated or private: accept its license on huggingface.co and set HF_TOKEN where the engine starts" };
+  if (/HTTP 404|no Hugging Face repo|has no /.test(message)) return { kind: "not-found", remedy: "check the repository and quant names (`ocw fit --model REPO` lists the quants it has)" };
+  if (/checksum|sha256/.test(message)) return { kind: "checksum", remedy: "the file did not match the Hub's checksum and was removed: start again (a proxy or a broken mirror can cause this)" };
+  if (/cancel/.test(message)) return { kind: "cancelled", remedy: "start again to resume from the bytes already on disk" };
+  if (/broke at|size mismatch/.test(message)) return { kind: "network", remedy: "the connection broke: start again, the download resumes where it stopped" };
+  return { kind: "network", remedy: "the Hub (or OCW_HF_ENDPOINT) cannot be reached from the engine's machine: check the network, or download the file yourself and pass its path" };
+}
+
+export interface ModelFiles {
+  /** What to launch with -m (the first shard of a split model). */
+  local: string;
+  downloads: { url: string; dest: string; size: number | null; sha256: string | null; name: string }[];
+}
+
+const SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
+
+/** Whether a Hub path holds the quant (a file or folder named for it; `Q4_K_M` is not `UD-Q4_K_M`). */
+export function pathHasQuant(p: string, quant: string): boolean {
+  const q = quant.toUpperCase();
+  const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
+  const base = segs.at(-1)!;
+  const dirs = segs.slice(0, -1);
+  const endsWith = (s: string) => s === q || (s.endsWith(q) && /[-_.]$/.test(s.slice(0, -q.length)) && !(!q.startsWith("UD-") && /UD[-_.]$/.test(s.slice(0, -q.length))));
+  return endsWith(base) || dirs.some((d) => d === q);
+}
+
+/** The files behind the pick's model argument: local, a Hub repo:QUANT (every shard), hf:… or an URL. */
+export async function modelFiles(modelArg: { flag: string; value: string }, env: NodeJS.ProcessEnv = process.env): Promise<ModelFiles> {
+  const { flag, value } = modelArg;
+  const root = stateDir();
+  if (flag === "-m") {
+    if (!existsSync(value)) throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
+    const m = SHARD.exec(value);
+    if (m) {
+      const n = Number(m[2]);
+      const missing = Array.from({ length: n }, (_, i) => value.replace(SHARD, `-${String(i + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync(f));
+      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path.basename(value)} is shard 1 of ${n}, but ${missing.map((f) => path.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
+    }
+    return { local: value, downloads: [] };
+  }
+  let repo: string;
+  let rev = "main";
+  let files: HubFile[];
+  const hfm = /^hf:([\w.-]+\/[\w.-]+)\/(.+?\.gguf)(?:@([\w.\-/]+))?$/i.exec(value);
+  if (hfm) {
+    repo = hfm[1]!;
+    rev = hfm[3] ?? "main";
+    const listed = await listRepoFiles(repo, rev, fetch, env).catch(() => null);
+    const want = hfm[2]!;
+    const m = SHARD.exec(want);
+    const names = m ? Array.from({ length: Number(m[2]) }, (_, i) => want.replace(SHARD, `-${String(i + 1).padStart(5, "0")}-of-${m[2]}.gguf`)) : [want];
+    files = names.map((n) => listed?.find((f) => f.path === n) ?? { path: n, size: 0, sha256: null });
+  } else if (/^https?:\/\//i.test(value)) {
+    const u = new URL(value);
+    const m = SHARD.exec(u.pathname);
+    const urls = m ? Array.from({ length: Number(m[2]) }, (_, i) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
+    const downloads = urls.map((url) => {
+      const name = path.basename(new URL(url).pathname);
+      return { url, dest: path.join(root, "models", "url", name), size: null, sha256: null, name };
+    });
+    return { local: downloads[0]!.dest, downloads };
+  } else {
+    const ref = parseRepoRef(value);
+    if (!ref) throw new StartError({ kind: "not-found", cause: `cannot tell which file "${value}" is`, logLine: null, remedy: "pass owner/repo:QUANT, hf:owner/repo/file.gguf, an URL or a local .gguf" });
+    repo = ref.repo;
+    rev = ref.rev;
+    const listed = await listRepoFiles(repo, rev, fetch, env);
+    const ggufs = listed.filter((f) => /\.gguf$/i.test(f.path) && !/mmproj/i.test(f.path));
+    const quant = ref.quant ?? (value.includes(":") ? value.split(":").pop()! : null);
+    files = quant ? ggufs.filter((f) => pathHasQuant(f.path, quant)) : ggufs.slice(0, 1);
+    if (!files.length) throw new StartError({ kind: "not-found", cause: `${repo} has no ${quant ?? "GGUF"} file`, logLine: null, remedy: `pick one of its quants: ${[...new Set(ggufs.map((f) => f.path.split("/").pop()))].slice(0, 8).join(", ")}` });
+    // one quant: its shards (a single file, or -00001-of-N … -N-of-N; an incomplete set is an error)
+    const first = files.find((f) => SHARD.exec(f.path)?.[1] === "00001") ?? files[0]!;
+    const m = SHARD.exec(first.path);
+    if (m) {
+      const stem = first.path.replace(SHARD, "");
+      files = files.filter((f) => f.path.replace(SHARD, "") === stem).sort((a, b) => a.path.localeCompare(b.path));
+      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
+    } else files = [first];
+  }
+  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env), dest: localPathFor(root, repo, f.path), size: f.size || null, sha256: f.sha256, name: path.basename(f.path) }));
+  return { local: downloads[0]!.dest, downloads };
+}
+
+/** Buffers the server logged per device (MiB), the planned bytes per device, and whether they agree. */
+export function checkPlacement(
+  pick: Pick<FitPick, "devices" | "placement">,
+  logText: string,
+  smi?: { before: { name: string; usedBytes: number | null }[]; after: { name: string; usedBytes: number | null }[] } | null,
+): SetupPlacement {
+  const logged = parseServerLog(logText).modelMiB;
+  const evidence: string[] = [];
+  const names = Object.keys(logged);
+  evidence.push(names.length ? `log: model buffers ${names.map((n) => `${n} ${logged[n]!.toFixed(0)} MiB`).join(", ")}` : "log: no model buffer lines (run with -lv 4)");
+  const cpuLoaded = names.filter((n) => /^CPU/i.test(n)).reduce((a, n) => a + logged[n]!, 0) * MiB;
+  const devices: SetupPlacement["devices"] = [];
+  let passed = names.length > 0;
+  for (const d of pick.devices) {
+    const planned = d.breakdown?.weightsBytes ?? d.plannedBytes;
+    if (d.name === "cpu") {
+      devices.push({ name: d.name, plannedBytes: planned, loadedBytes: names.length ? cpuLoaded : null });
+      continue;
+    }
+    const id = d.name.split(" ")[0]!;
+    const onIt = names.filter((n) => n === id || n.startsWith(`${id}_`)).reduce((a, n) => a + logged[n]!, 0) * MiB;
+    devices.push({ name: d.name, plannedBytes: planned, loadedBytes: names.length ? onIt : null });
+    // the plan put weights here: at least half of them must be here (catalog sizes are estimates, the log is exact)
+    if (planned > 0 && onIt < planned * 0.5) {
+      passed = false;
+      evidence.push(`${id}: ${(onIt / GiB).toFixed(2)} GiB of weights loaded where the plan put ${(planned / GiB).toFixed(2)} GiB — the weights went to RAM (a CPU build, or the GPU was not usable)`);
+    }
+  }
+  if (pick.placement === "gpu" && names.length) {
+    const gpuWeights = pick.devices.filter((d) => d.name !== "cpu").reduce((a, d) => a + (d.breakdown?.weightsBytes ?? 0), 0);
+    // whole-on-GPU: RAM holds at most the input embeddings (llama.cpp keeps token_embd on the CPU)
+    if (cpuLoaded > Math.max(gpuWeights * 0.2, 512 * MiB)) {
+      passed = false;
+      evidence.push(`RAM holds ${(cpuLoaded / GiB).toFixed(2)} GiB of weights although the plan put every layer on the GPU(s)`);
+    }
+  }
+  if (smi) {
+    for (const a of smi.after) {
+      const b = smi.before.find((x) => x.name === a.name);
+      if (a.usedBytes === null || b?.usedBytes == null) continue;
+      const delta = a.usedBytes - b.usedBytes;
+      evidence.push(`device memory: ${a.name} ${(a.usedBytes / GiB).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / GiB).toFixed(1)} GiB since before the start)`);
+      const planned = pick.devices.find((d) => d.name.endsWith(a.name));
+      if (planned && (planned.breakdown?.weightsBytes ?? 0) > 0 && delta < (planned.breakdown!.weightsBytes) * 0.5) {
+        passed = false;
+        evidence.push(`${a.name}: the vendor tool shows ${(delta / GiB).toFixed(1)} GiB more in use, less than half of the ${(planned.breakdown!.weightsBytes / GiB).toFixed(1)} GiB of weights planned there`);
+      }
+    }
+  }
+  if (passed) evidence.push(pick.placement === "cpu" ? "the weights are in RAM, as planned (CPU only)" : "the weights are where the plan put them");
+  return { passed, devices, evidence };
+}
+
+function newJob(jobId: string, runtime: SetupJob["runtime"]): SetupJob {
+  return {
+    jobId, state: "running", runtime, model: null, quant: null, slots: null, ctxPerSlot: null, plannedCommand: null, launchedCommand: null,
+    phases: PHASES.map((name) => ({ name, status: "pending", ms: null, detail: "", progress: null })),
+    checks: [], placement: null, failure: null, result: null, startedAt: new Date().toISOString(), ms: null,
+  };
+}
+
+/** Runs a whole start; never throws: a failure is the job's `failure` (state "failed"). */
+export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
+  const input = SetupStartInput.parse(o.input);
+  const job = newJob(o.jobId ?? randomBytes(6).toString("hex"), input.runtime);
+  const t0 = performance.now();
+  let lastEmit = 0;
+  const emit = (force = true) => {
+    const now = performance.now();
+    if (!force && now - lastEmit < 250) return;
+    lastEmit = now;
+    o.onUpdate?.(SetupJob.parse(structuredClone(job)));
+  };
+  const phase = (name: SetupPhaseName) => job.phases.find((p) => p.name === name)!;
+  let current: { p: SetupPhase; t: number } | null = null;
+  const begin = (name: SetupPhaseName, detail: string) => {
+    const p = phase(name);
+    p.status = "running";
+    p.detail = detail;
+    current = { p, t: performance.now() };
+    emit();
+  };
+  const end = (detail?: string, status: SetupPhase["status"] = "done") => {
+    if (!current) return;
+    current.p.status = status;
+    current.p.ms = Math.round(performance.now() - current.t);
+    if (detail !== undefined) current.p.detail = detail;
+    current = null;
+    emit();
+  };
+  const skip = (name: SetupPhaseName, detail: string) => {
+    const p = phase(name);
+    p.status = "skipped";
+    p.detail = detail;
+    p.ms = 0;
+  };
+  const cancelled = () => {
+    if (o.signal?.aborted) throw new StartError({ kind: "cancelled", cause: "cancelled by the person", logLine: null, remedy: "start again: a download resumes from the bytes on disk" });
+  };
+  let bin: string | null = null;
+  let logFile: string | null = null;
+  try {
+    // ── plan: the same planner as `ocw fit`
+    begin("plan", "detecting the hardware and planning");
+    if (input.runtime !== "llama.cpp") {
+      await runOtherRuntime(o, input, job, { begin, end, skip, emit, cancelled, phase }, (f) => (logFile = f));
+    } else {
+      try {
+        bin = findLlamaServer(o.llamaServer);
+      } catch (e) {
+        throw new StartError({ kind: "not-found", cause: (e as Error).message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
+      }
+      const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
+      const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), hardware: hw, store: o.store });
+      if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
+      const fit = FitResult.parse(JSON.parse(fr.stdout));
+      if (!fit.pick) throw new StartError({ kind: "no-fit", cause: fit.problem ?? "nothing fits this machine", logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
+      const pick = fit.pick;
+      const entry = findCatalog(pick.model);
+      Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command });
+      const words = commandWords(pick.command);
+      const mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
+      if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
+      end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}`);
+      cancelled();
+
+      // ── runtime binary
+      begin("runtime", "looking for llama-server");
+      if (bin) end(`llama-server at ${bin}${hw.llamaDevices ? ` (devices: ${hw.llamaDevices.map((d) => d.id).join(", ") || "CPU only"})` : ""}`);
+      else {
+        phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
+        const got = await installPrebuilt({
+          root: path.join(stateDir(), "llama"), gpus: hw.gpus,
+          onProgress: (asset, p) => {
+            phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
+            emit(false);
+          },
+        }).catch((e) => {
+          throw new StartError({ kind: "runtime", cause: (e as Error).message, logLine: null, remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh" });
+        });
+        bin = got.bin;
+        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}`);
+      }
+      cancelled();
+
+      // ── download: every file of the model (all shards), disk space first
+      const files = await modelFiles({ flag: words.args[mi]!, value: words.args[mi + 1]! }).catch((e) => {
+        if (e instanceof StartError) throw new StartError({ ...e.failure, phase: "download" });
+        const c = classifyDownload((e as Error).message);
+        throw new StartError({ phase: "download", kind: c.kind, cause: (e as Error).message, logLine: null, remedy: c.remedy });
+      });
+      if (!files.downloads.length) skip("download", `local file ${files.local}`);
+      else {
+        begin("download", `${files.downloads.length} file(s) to ${path.dirname(files.downloads[0]!.dest)}`);
+        const total = files.downloads.every((d) => d.size) ? files.downloads.reduce((a, d) => a + d.size!, 0) : null;
+        const onDisk = (d: ModelFiles["downloads"][number]) => (existsSync(d.dest) ? statSync(d.dest).size : existsSync(`${d.dest}.part`) ? statSync(`${d.dest}.part`).size : 0);
+        if (total !== null) {
+          const need = files.downloads.reduce((a, d) => a + Math.max(0, d.size! - onDisk(d)), 0);
+          const dir = path.dirname(files.downloads[0]!.dest);
+          mkdirSync(dir, { recursive: true });
+          const fs = statfsSync(dir);
+          const free = Number(fs.bavail) * Number(fs.bsize);
+          if (need > free) {
+            throw new StartError({ kind: "disk", cause: `the model needs ${(need / GiB).toFixed(1)} GiB more on disk (${files.downloads.length} file(s)) but ${dir} has ${(free / GiB).toFixed(1)} GiB free`, logLine: null, remedy: classifyDownload("GiB free").remedy });
+          }
+        }
+        let doneBefore = 0;
+        let resumed = 0;
+        const tStart = performance.now();
+        const verified: string[] = [];
+        for (const [i, d] of files.downloads.entries()) {
+          cancelled();
+          const r = await downloadFile({
+            url: d.url, dest: d.dest, expectedSize: d.size, sha256: d.sha256, headers: hubHeaders(), signal: o.signal,
+            onProgress: (p) => {
+              const done = doneBefore + p.received;
+              const rate = (done - resumed - (i === 0 ? p.resumedFrom : 0)) / Math.max(0.001, (performance.now() - tStart) / 1000);
+              phase("download").progress = {
+                done, total, bytesPerSec: Math.max(0, rate), etaSec: total !== null && rate > 0 ? Math.max(0, (total - done) / rate) : null,
+                file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed + p.resumedFrom,
+              };
+              emit(false);
+            },
+          }).catch((e) => {
+            const msg = (e as Error).message;
+            const c = e instanceof DownloadError ? classifyDownload(msg) : classifyDownload(msg);
+            throw new StartError({ kind: c.kind, cause: msg, logLine: null, remedy: c.remedy });
+          });
+          resumed += r.resumedFrom;
+          doneBefore += r.bytes;
+          verified.push(`${d.name} ${r.verified}${r.resumedFrom ? ` (resumed at ${(r.resumedFrom / MiB).toFixed(0)} MiB)` : ""}`);
+          phase("download").progress = { done: doneBefore, total, bytesPerSec: null, etaSec: total !== null ? 0 : null, file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed };
+          emit();
+        }
+        const secs = (performance.now() - tStart) / 1000;
+        end(`${files.downloads.length} file(s), ${(doneBefore / GiB).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB / Math.max(secs, 0.001)).toFixed(1)} MiB/s` : ", already on disk"}`);
+      }
+      cancelled();
+
+      // ── load: the planner's command, with the local file, a free port and the alias
+      begin("load", "starting llama-server");
+      const alias = targetSlug({ model: entry?.name ?? path.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick.quant });
+      const id = input.id ?? `llamacpp-${alias}`;
+      const port = await freePort();
+      const args = [...words.args];
+      args.splice(mi, 2, "-m", path.resolve(files.local));
+      const pi = args.indexOf("--port");
+      if (pi >= 0) args[pi + 1] = String(port);
+      else args.push("--port", String(port));
+      if (!args.includes("--alias")) args.push("--alias", alias);
+      if (!args.includes("-fit")) args.push("-fit", "off");
+      if (!args.includes("-lv")) args.push("-lv", "4");
+      job.launchedCommand = `LLAMA_API_KEY=… ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
+      const keyFile = keyFilePath(id);
+      const key = generateKey();
+      storeKey(keyFile, key);
+      await stopServing(id);
+      logFile = path.join(stateDir(), "logs", `${id}.log`);
+      mkdirSync(path.dirname(logFile), { recursive: true });
+      const logStart = existsSync(logFile) ? statSync(logFile).size : 0;
+      const record: ServingRecord = { targetId: id, pid: 0, supervisorPid: null, port, bin, args, logFile, keyFile, startedAt: new Date().toISOString() };
+      const sup = supervisorCommand();
+      let started: { pid: number; readyMs: number };
+      const readLog = () => (logFile && existsSync(logFile) ? readFileSync(logFile, "utf8").slice(logStart) : "");
+      try {
+        if (sup) {
+          saveServing([...listServing().filter((r) => r.targetId !== id), record]);
+          try {
+            started = await startSupervised(sup, record, o.readyTimeoutMs ?? 600_000);
+          } catch (e) {
+            await stopServing(id);
+            throw e;
+          }
+        } else {
+          started = await startLlamaServer({ bin, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: o.readyTimeoutMs ?? 600_000 });
+          saveServing([...listServing().filter((r) => r.targetId !== id), { ...record, pid: started.pid }]);
+        }
+      } catch (e) {
+        const c = classifyLog(readLog(), bin);
+        const msg = (e as Error).message;
+        throw new StartError({
+          kind: c?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
+          cause: c?.logLine ? `llama-server failed to start: ${c.logLine}` : msg.replace(/: .*$/, ""),
+          logLine: c?.logLine ?? null,
+          remedy: c?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime"),
+        });
+      }
+      end(`llama-server pid ${started.pid} on 127.0.0.1:${port}${sup ? " (supervised: restarted after a crash)" : ""}, healthy in ${(started.readyMs / 1000).toFixed(1)} s`);
+      cancelled();
+
+      // ── warm-up: one short completion (first-use costs out of verify's timings)
+      begin("warmup", "one short completion");
+      const url = `http://127.0.0.1:${port}/v1`;
+      const w = await httpJson<{ choices?: unknown[] }>(`${url}/chat/completions`, {
+        headers: { authorization: `Bearer ${key}` },
+        body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 }, timeoutMs: 300_000,
+      });
+      if (w.status !== 200) {
+        const c = classifyLog(readLog(), bin);
+        throw new StartError({ kind: c?.kind ?? "other", cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c?.logLine ?? null, remedy: c?.remedy ?? "read the log file" });
+      }
+      end(`first completion in ${(w.ms / 1000).toFixed(2)} s`);
+      cancelled();
+
+      // ── verify: the checklist, live
+      begin("verify", "reachable, auth, slots, concurrency, capability, tools");
+      const v = await verifyEndpoint({
+        url, model: alias, key, engine: "llama.cpp", slots: pick.slots, perSlotCtx: pick.ctxPerSlot,
+        onCheck: (_c: TargetCheck, done: TargetCheck[]) => {
+          job.checks = done;
+          emit();
+        },
+      });
+      job.checks = v.checks;
+      end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
+
+      // ── placement: the weights where the plan put them (the server's log, its /props, the vendor tool)
+      begin("placement", "reading llama-server's log and /props");
+      const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(`http://127.0.0.1:${port}/props`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 });
+      let smi: Parameters<typeof checkPlacement>[2] = null;
+      if (hw.gpus.some((g) => g.usedBytes !== null) && pick.placement !== "cpu") {
+        const after = await detectHardware({}).catch(() => null);
+        if (after) {
+          const ids = pick.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ").slice(1).join(" "));
+          smi = {
+            before: hw.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
+            after: after.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
+          };
+        }
+      }
+      const placement = checkPlacement(pick, readLog(), smi);
+      if (props.status === 200) placement.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path.basename(props.body.model_path)}` : ""}`);
+      job.placement = placement;
+      end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
+
+      // ── the target: saved as verify decided (the engine is its single writer)
+      const target: Target = {
+        id, model: alias, quant: pick.quant, endpoint: url, keyRef: "OCW_TARGET_API_KEY", keyFile, contextLimit: pick.ctxPerSlot,
+        serving: { engine: "llama.cpp", endpoints: [{ url, slots: pick.slots }], slots: pick.slots, perSlotCtx: pick.ctxPerSlot }, checks: [],
+      };
+      const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
+      job.result = {
+        outcome: v.outcome, saved: saved.saved, active: saved.active, target: saved.target, checks: v.checks, summary: v.summary,
+        observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx }, ms: Math.round(performance.now() - t0),
+      };
+      if (!placement.passed) {
+        job.failure = {
+          phase: "placement", kind: "placement", cause: placement.evidence.filter((e) => /plan put|vendor tool|RAM holds/.test(e)).join("; ") || "the weights are not where the plan put them",
+          logLine: null, logFile,
+          remedy: "the runtime did not use the GPU the plan counted on: install a build for it (CUDA for NVIDIA, ROCm or Vulkan for AMD) or check the driver with nvidia-smi; the server runs, but slowly",
+        };
+      }
+    }
+    job.state = "done";
+  } catch (e) {
+    const f = e instanceof StartError ? e.failure : { kind: "other", cause: (e as Error).message, logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
+    const failedPhase = f.phase ?? (current as { p: SetupPhase } | null)?.p.name ?? "plan";
+    if (current) end(f.cause, "failed");
+    else phase(failedPhase).status = "failed";
+    job.failure = { phase: failedPhase, kind: f.kind, cause: f.cause, logLine: f.logLine ?? null, remedy: f.remedy, logFile: f.logFile ?? logFile };
+    job.state = f.kind === "cancelled" ? "cancelled" : "failed";
+    for (const p of job.phases) if (p.status === "pending") p.status = "skipped";
+  }
+  job.ms = Math.round(performance.now() - t0);
+  if (job.result) job.result.ms = job.ms;
+  emit();
+  return job;
+}
+
+/** The helpers the other runtimes' phases use (start-runtimes.ts). */
+export interface PhaseOps {
+  begin: (name: SetupPhaseName, detail: string) => void;
+  end: (detail?: string, status?: SetupPhase["status"]) => void;
+  skip: (name: SetupPhaseName, detail: string) => void;
+  emit: (force?: boolean) => void;
+  cancelled: () => void;
+  phase: (name: SetupPhaseName) => SetupPhase;
+}
