@@ -64,3 +64,15 @@ describe("asks on a terminal", async () => {
     expect(terminalSafe("plain ünïcode ✓")).toBe("plain ünïcode ✓");
   });
 });
+
+describe("the error model", async () => {
+  const { ERROR_MAP, ErrorCode, InputError, OcwError, codeOf } = await import("./errors");
+  it("maps every code once to an HTTP status, a tRPC code and an exit code; codes travel with the error", () => {
+    for (const c of ErrorCode.options) expect(ERROR_MAP[c]).toBeDefined();
+    expect(new Set(ErrorCode.options.map((c) => ERROR_MAP[c].http)).size).toBe(ErrorCode.options.length);
+    expect(codeOf(new InputError("x"))).toBe("bad-input");
+    expect(codeOf(new InputError("gone", "not-found"))).toBe("not-found");
+    expect(new InputError("x")).toBeInstanceOf(OcwError);
+    expect(codeOf(new Error("plain"))).toBe("internal");
+  });
+});

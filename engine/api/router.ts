@@ -1,4 +1,5 @@
 import { initTRPC, tracked, TRPCError } from "@trpc/server";
+import { codeOf, ERROR_MAP, OcwError } from "../../shared/errors";
 import { z } from "zod";
 import {
   BatchRef,
@@ -23,7 +24,6 @@ import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
-import { GitError } from "../workers/git";
 import { FitInput } from "../../shared/fit";
 import { SetupApiInputError, setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
@@ -57,7 +57,12 @@ function humanMessage(error: unknown): string {
 
 const t = initTRPC.context<ApiContext>().create({
   sse: { ping: { enabled: true, intervalMs: 15_000 }, client: { reconnectAfterInactivityMs: 40_000 } },
-  errorFormatter: ({ shape, error }) => ({ ...shape, message: humanMessage(error), data: { code: shape.data.code, httpStatus: shape.data.httpStatus } }),
+  // `ocwCode` is the error model's code (shared/errors.ts): clients map it, not the message text.
+  errorFormatter: ({ shape, error }) => ({
+    ...shape,
+    message: humanMessage(error),
+    data: { code: shape.data.code, httpStatus: shape.data.httpStatus, ocwCode: error.cause instanceof z.ZodError || shape.data.code === "BAD_REQUEST" ? "bad-input" : codeOf(error.cause) },
+  }),
 });
 
 /** Maps engine errors to 4xx so every client shows the message instead of a stack. */
@@ -65,7 +70,7 @@ const proc = t.procedure.use(async ({ next }) => {
   const res = await next();
   if (!res.ok) {
     const cause = res.error.cause;
-    if (cause instanceof InputError || cause instanceof GitError) throw new TRPCError({ code: "BAD_REQUEST", message: cause.message, cause });
+    if (cause instanceof OcwError) throw new TRPCError({ code: ERROR_MAP[cause.code].trpc, message: cause.message, cause });
   }
   return res;
 });

@@ -1,3 +1,5 @@
+import { ERROR_MAP, OcwError, type ErrorCode } from "../../shared/errors";
+
 /** A user error: printed as one line, exit code 2. */
 export class CliError extends Error {}
 
@@ -7,7 +9,9 @@ export function fail(err: unknown): never {
   // Anything not anticipated is still one line, but keeps its stack for OCW_DEBUG=1.
   if (process.env.OCW_DEBUG) console.error(e?.stack);
   console.error(`ocw: ${msg}`);
-  process.exit(2);
+  // The engine's error code decides the exit status (shared/errors.ts); anything else is a usage error.
+  const code = (e as { data?: { ocwCode?: string } })?.data?.ocwCode ?? (e instanceof OcwError ? e.code : undefined);
+  process.exit(code && code in ERROR_MAP ? ERROR_MAP[code as ErrorCode].exit : 2);
 }
 
 /**

@@ -10,7 +10,7 @@ import { terminalSafe, type DecidedBy, type DecisionKind, type PermissionAsk } f
 import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
-import { inspectRepo } from "../workers/workspace";
+import { inspectRepo } from "../workspace/workspace";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
 

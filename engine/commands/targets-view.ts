@@ -3,7 +3,7 @@ import { readLock } from "../api/lock";
 import { resolveKey } from "../serving/keys";
 import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
-import { endpointsOf, probeHealth, readLive, type EndpointStatus } from "./capacity";
+import { endpointsOf, probeHealth, readLive, type EndpointStatus } from "../admission/capacity";
 
 /**
  * `ocw targets --json`: every target with `endpoints: [{url, healthy, slots, inUse, …}]` — from the running engine

@@ -2,7 +2,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import { parseClaim, type Verdict } from "../../shared/verdict";
 import type { CheckSpec } from "../../shared/check";
-import { changedFiles, commitWork, diffStat, freshCheckout, mergeHint, publishBranch, type Workspace } from "../workers/workspace";
+import { changedFiles, commitWork, diffStat, freshCheckout, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
 import { checkScope } from "./scope";
 

@@ -487,7 +487,7 @@ export function registerModelSetupCommands(program: Command): void {
     .action(async (opts: { json?: boolean }) => {
       if (!opts.json) return emit(runTargets(opts));
       // With --json every target carries its endpoints' live state (healthy, slots, inUse), from the engine when it runs.
-      const { targetsWithEndpoints } = await import("../admission/targets-view");
+      const { targetsWithEndpoints } = await import("../commands/targets-view");
       emit({ code: 0, stdout: JSON.stringify(await targetsWithEndpoints(), null, 2) + "\n", stderr: "" });
     });
 

@@ -51,12 +51,12 @@ import {
   removeWorkspace,
   type RepoInfo,
   type Workspace,
-} from "./workspace";
+} from "../workspace/workspace";
 import { preflightEndpoint, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { writesOutside } from "./worktree-guard";
 
-export { InputError } from "./workspace";
+export { InputError } from "../workspace/workspace";
 
 export interface EngineOptions {
   stateDir: string;
@@ -313,7 +313,7 @@ export class Engine {
 
   get(id: string): Worker {
     const w = this.workers.get(id);
-    if (!w) throw new InputError(`unknown worker "${id}": list workers to see valid ids`);
+    if (!w) throw new InputError(`unknown worker "${id}": list workers to see valid ids`, "not-found");
     return w;
   }
 
@@ -340,7 +340,7 @@ export class Engine {
   /** Workers run only in the sandbox, unless the person opted out of it explicitly. */
   private requireSandbox(): void {
     if (this.sandbox.kind === "none" && !this.sandbox.optedOut) {
-      throw new InputError(`workers cannot be contained here: ${this.sandbox.reason}. To run them unsandboxed anyway (they can then read your files and secrets), restart the engine with --no-sandbox or OCW_NO_SANDBOX=1`);
+      throw new InputError(`workers cannot be contained here: ${this.sandbox.reason}. To run them unsandboxed anyway (they can then read your files and secrets), restart the engine with --no-sandbox or OCW_NO_SANDBOX=1`, "unavailable");
     }
   }
 
@@ -430,9 +430,9 @@ export class Engine {
     const decision = parseInput(Decision, d);
     const w = this.list().find((x) => x.asks.some((a) => a.id === decision.askId));
     const ask = w?.asks.find((a) => a.id === decision.askId);
-    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`);
+    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
     if (ask.status !== "pending") {
-      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`);
+      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`, "conflict");
     }
     const server = this.rt(w.id).server;
     const client = server?.client;
@@ -554,7 +554,7 @@ export class Engine {
 
   async merge(workerId: string): Promise<{ commit: string; into: string }> {
     const w = this.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`);
+    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`, "conflict");
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`);
     const ws = this.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
@@ -579,7 +579,7 @@ export class Engine {
    */
   async discard(workerId: string, by: DecidedBy = { kind: "person" }): Promise<Worker> {
     const w = this.get(workerId);
-    if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`);
+    if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
     if (w.discarded) return w;
     const ws = this.workspaceOf(w);
     if (ws) await removeWorkspace(ws, { force: true, tmpDir: path.join(this.workerTmpRoot, workerId) });
@@ -765,7 +765,7 @@ export class Engine {
   revokeGrant(grantId: string, by: DecidedBy = { kind: "person" }): Grant {
     const w = this.list().find((x) => x.grants.some((g) => g.id === grantId));
     const g = w?.grants.find((x) => x.id === grantId);
-    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`);
+    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`, "not-found");
     this.record(w.id, { type: "grant.revoked", grantId, by });
     return g;
   }

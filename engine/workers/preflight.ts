@@ -1,6 +1,6 @@
 import type { Target } from "../../shared/target";
 import { resolveKey } from "../serving/keys";
-import { InputError } from "./workspace";
+import { InputError } from "../workspace/workspace";
 
 const ok = new Map<string, number>();
 

@@ -1,6 +1,14 @@
 import { execa } from "execa";
 
-export class GitError extends Error {}
+import { OcwError } from "../../shared/errors";
+
+/** git refused: the message is git's own (a conflict, a missing ref, a locked index). */
+export class GitError extends OcwError {
+  constructor(message: string) {
+    super("conflict", message);
+    this.name = "GitError";
+  }
+}
 
 /** Runs git and returns trimmed stdout; throws GitError with git's own message. */
 export async function git(cwd: string, args: string[], opts: { allowFail?: boolean } = {}): Promise<string> {

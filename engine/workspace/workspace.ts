@@ -5,7 +5,8 @@ import { createHash } from "node:crypto";
 import path from "node:path";
 import { git, GitError, OCW_IDENTITY } from "./git";
 
-export class InputError extends Error {}
+export { InputError } from "../../shared/errors";
+import { InputError } from "../../shared/errors";
 
 export interface RepoInfo {
   /** The repository's top level. */
