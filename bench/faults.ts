@@ -98,7 +98,9 @@ export function runFaultSuite(root: string): FaultSuite {
       const e = CATALOG.find((c) => c.match.test(t.fullName));
       const status = t.status === "passed" ? "passed" : t.status === "failed" ? "failed" : "skipped";
       const col = (asserted: boolean | undefined) => (!asserted ? "–" : status === "passed" ? "0" : status === "failed" ? "test failed" : "not run");
-      const note = status === "failed" ? (t.failureMessages?.[0] ?? "").split("\n")[0]!.slice(0, 300) : status === "skipped" ? skipReason(file) : undefined;
+      const msg = t.failureMessages?.[0] ?? "";
+      const where = /test\/integration\/[\w.-]+\.test\.ts:\d+/.exec(msg)?.[0];
+      const note = status === "failed" ? `${msg.split("\n")[0]!.slice(0, 300)}${where ? ` (${where})` : ""}` : status === "skipped" ? skipReason(file) : undefined;
       rows.push({
         file, test: t.title, injected: e?.injected ?? t.title, times: e?.times ?? "–", held: e?.held ?? "(see the test)", status,
         durationSec: round((t.duration ?? 0) / 1000), recordsLost: col(e?.lost), escapes: col(e?.escapes), ...(note ? { note } : {}),

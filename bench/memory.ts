@@ -94,8 +94,11 @@ export async function manyWorkers(engine: TestEngine, count: number, deadlineMs 
     log(stopped);
     for (const w of current.values()) if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
   }, 2000);
-  let r: Awaited<ReturnType<typeof follow>>;
+  let r!: Awaited<ReturnType<typeof follow>>;
   try {
+    // A dropped connection (ECONNRESET under load) is followed again from a fresh snapshot; a dead engine ends the run.
+    for (let attempt = 0; ; attempt++) {
+      try {
     r = await follow(engine.client, ids, {
       timeoutMs: 3 * 60 * 60_000,
       onEvent: (_e, ws) => {
@@ -107,6 +110,13 @@ export async function manyWorkers(engine: TestEngine, count: number, deadlineMs 
         }
       },
     });
+        break;
+      } catch (err) {
+        if (engine.proc.exitCode !== null || engine.proc.signalCode || attempt >= 20) throw new Error(`the engine ended during the many-workers run (${engine.proc.exitCode ?? engine.proc.signalCode}): ${(err as Error).message}; its log: ${engine.stderr().slice(-2000)}`);
+        log(`  following the workers failed (${(err as Error).message}: ${String((err as { cause?: Error }).cause?.message ?? "")}); the engine is up: following again`);
+        await sleep(2000);
+      }
+    }
   } finally {
     clearInterval(watchdog);
   }

@@ -28,6 +28,8 @@ type Phases = ReturnType<typeof startMedians>;
 
 export interface Report {
   machine: { cpus: number; cpu?: string; memGb: number; node: string; platform: string; opencode: string; loadBefore?: number[]; loadAfter?: number[]; commit?: string };
+  /** Parts that failed, with their error (the others still ran). */
+  partErrors?: Record<string, string>;
   /** The parts this run measured (the others, in a partial run, are the committed report's). */
   parts?: string[];
   date: string;
@@ -198,6 +200,7 @@ export function renderMarkdown(r: Report): string {
     `| \`ocw mcp\` spawned, no engine → first tool call answered (the bridge starts the engine) | ${R("startupMs.mcpFirstCallCold")} |`,
     "",
     ...faultSection(r),
+    ...(r.partErrors && Object.keys(r.partErrors).length ? ["## Parts that failed", ...Object.entries(r.partErrors).map(([p, e]) => `- ${p}: ${e}`), ""] : []),
     `Whole run: ${r.totalSeconds} s.${r.machine.loadBefore ? ` Load average (1, 5, 15 min) at the start ${r.machine.loadBefore.join(", ")}, at the end ${r.machine.loadAfter?.join(", ")} (${r.machine.cpus} cores; other work on the machine shows here).` : ""}${r.parts && r.parts.length < 8 ? ` This run measured: ${r.parts.join(", ")}; the rest is from the previous report.` : ""}`,
     "",
   ];

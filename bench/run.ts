@@ -57,6 +57,7 @@ const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N] [-
                   parts not measured copied from bench/report.json
   --out FILE      where a partial run writes its report (and FILE's .md); --into-report: into bench/report.*
   --many-minutes M  stop the many-workers run after M minutes (it says how many finished)
+  --merge-many FILE  only put FILE's many-workers figures into the report (bench/report.* with --into-report)
   --many-from FILE  take the many-workers figures from an earlier run's report JSON (e.g. --only many --out FILE)
   --no-faults     leave out the fault and attack suite (the same as --skip faults)
   --no-ui         leave out the Playwright dashboard bench`;
@@ -84,6 +85,16 @@ async function measure() {
   /** Records a repeated figure's spread under its report path and returns its median. */
   const put = (key: string, runs: number[], d = 1) => (range[key] = spread(runs, d)).median;
   const report = { ...base } as Report;
+  const partErrors: Record<string, string> = {};
+  /** A part that fails is recorded in the report with its error; the other parts still run. */
+  const guard = async (part: Part, fn: () => Promise<void>) => {
+    try {
+      await fn();
+    } catch (err) {
+      partErrors[part] = (err as Error).stack?.split("\n").slice(0, 4).join(" ") ?? String(err);
+      log(`part ${part} failed: ${partErrors[part]}`);
+    }
+  };
 
   const model = await startScriptedModel({
     scripts: [
@@ -172,18 +183,18 @@ async function measure() {
     report.pollBaselineMs = { p50: pollMs[`w${baselineSize}`]!.p50, p99: pollMs[`w${baselineSize}`]!.p99 };
   }
 
-  if (runs("batch")) await batches(model, report, put);
+  if (runs("batch")) await guard("batch", () => batches(model, report, put));
 
-  if (runs("repo")) {
+  if (runs("repo")) await guard("repo", async () => {
     log(`private repository vs worktree on a ${repoFiles}-file repository (${Math.max(3, reps * 2)} each)…`);
     const c = await repoCost(repoFiles, Math.max(3, reps * 2));
     const priv = put("privateRepo.privateRepo.medianMs", c.privateRepo.ms, 0);
     const wt = put("privateRepo.worktree.medianMs", c.worktree.ms, 0);
     report.privateRepo = { ...c, privateRepoMs: priv, worktreeMs: wt, timeRatio: round(priv / wt, 2) };
     log(`  private repo ${priv} ms, ${c.privateRepo.kb} KB (${c.privateRepo.metaKb} KB git) | worktree ${wt} ms, ${c.worktree.kb} KB (${c.worktree.metaKb} KB git)`);
-  }
+  });
 
-  if (runs("scale")) {
+  if (runs("scale")) await guard("scale", async () => {
     const engine = await startEngine();
     try {
       log(`${scaleCount} workers at once (${scaleCount} slots, sandbox on)…`);
@@ -195,9 +206,9 @@ async function measure() {
       await engine.kill();
       cleanup(engine.stateDir);
     }
-  }
+  });
 
-  if (runs("many")) {
+  if (runs("many")) await guard("many", async () => {
     // Many finished workers on a fresh engine, so its "before" holds nothing but one warm-up worker.
     const fresh = await startEngine();
     await fresh.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
@@ -218,23 +229,16 @@ async function measure() {
     report.manyWorkers = many;
     await fresh.kill();
     cleanup(fresh.stateDir, warmDir);
-  }
-  if (manyFrom) {
-    const other = JSON.parse(readFileSync(manyFrom, "utf8")) as Report;
-    const engineFigures = { ...(report.engine ?? {}) };
-    for (const k of Object.keys(engineFigures)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) delete engineFigures[k];
-    for (const [k, v] of Object.entries(other.engine)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) engineFigures[k] = v;
-    report.engine = engineFigures;
-    report.manyWorkers = { ...other.manyWorkers, ranSeparately: `measured by a separate run (${other.date}, load average ${other.machine.loadBefore?.join(", ")} at its start → ${other.machine.loadAfter?.join(", ")} at its end), not in this run's sequence` };
-  }
+  });
+  if (manyFrom) takeMany(report, manyFrom);
   await model.close();
 
-  if (runs("faults")) {
+  if (runs("faults")) await guard("faults", async () => {
     log(`the fault and attack suite (${FAULT_FILES_COUNT} files, vitest)…`);
     const f = runFaultSuite(ROOT);
     log(`  ${f.passed} passed, ${f.failed} failed, ${f.skipped} skipped in ${f.wallSec} s${f.error ? `: ${f.error}` : ""}`);
     report.faults = f;
-  }
+  });
 
   const opencodePkg = path.join(ROOT, "node_modules", "opencode-ai", "package.json");
   Object.assign(report, {
@@ -249,6 +253,7 @@ async function measure() {
     quick,
     reps,
     reproduce: "npm ci && npm run bench",
+    partErrors,
     parts: [...PARTS.filter(runs), ...(manyFrom ? ["many (separate run)"] : [])],
     ui: partial ? (base.ui ?? null) : null,
     range,
@@ -268,6 +273,25 @@ function gitState(): string {
   } catch {
     return "unknown";
   }
+}
+
+/** The many-workers figures of an earlier run's report (`--only many --out FILE`) into `report`. */
+function takeMany(report: Report, file: string) {
+  const other = JSON.parse(readFileSync(file, "utf8")) as Report;
+  const engineFigures = { ...(report.engine ?? {}) };
+  for (const k of Object.keys(engineFigures)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) delete engineFigures[k];
+  for (const [k, v] of Object.entries(other.engine)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) engineFigures[k] = v;
+  report.engine = engineFigures;
+  report.manyWorkers = { ...other.manyWorkers, ranSeparately: `measured by a separate run (${other.date}, load average ${other.machine.loadBefore?.join(", ")} at its start → ${other.machine.loadAfter?.join(", ")} at its end), not in this run's sequence` };
+}
+
+/** `--merge-many FILE`: put an earlier run's many-workers figures into the report this run writes to (no measuring). */
+function mergeMany(file: string) {
+  const report = JSON.parse(readFileSync(OUT_JSON(), "utf8")) as Report;
+  takeMany(report, file);
+  report.parts = [...(report.parts ?? []).filter((p) => !p.startsWith("many")), "many (separate run)"];
+  write(report);
+  log(`merged the many-workers figures of ${file} into ${path.relative(ROOT, OUT_JSON())}`);
 }
 
 const loadAtStart = os.loadavg().map((x) => round(x, 2));
@@ -441,7 +465,8 @@ function mergeUi(file: string, error: string | undefined) {
 }
 
 const merge = flag("--merge-ui");
-(merge ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined)) : measure()).then(
+const mergeManyFile = flag("--merge-many");
+(merge ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined)) : mergeManyFile ? Promise.resolve(mergeMany(mergeManyFile)) : measure()).then(
   () => process.exit(0),
   (err) => {
     console.error(err);
