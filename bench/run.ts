@@ -216,7 +216,13 @@ async function measure() {
     const { workerId } = await fresh.client.workers.start.mutate({ task: "BENCH-TINY warm-up", directory: warmDir });
     await settle(fresh.client, [workerId], undefined, 120_000);
     log(`${manyCount} tiny workers through the engine (32 slots)…`);
-    const many = await manyWorkers(fresh, manyCount, Date.now() + manyDeadlineMin * 60_000);
+    let many: Awaited<ReturnType<typeof manyWorkers>>;
+    try {
+      many = await manyWorkers(fresh, manyCount, Date.now() + manyDeadlineMin * 60_000);
+    } catch (err) {
+      await fresh.kill();
+      throw err;
+    }
     log(`${manyCount} workers in ${(many.wallMs / 1000).toFixed(1)} s: RSS ${many.rssMbBefore} → ${many.rssMbAfter} MB (peak ${many.rssMbPeak}); logs ${(many.logBytesOfRun / 2 ** 20).toFixed(1)} MB`);
     const engineFigures = { ...(report.engine ?? {}) };
     for (const k of Object.keys(engineFigures)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) delete engineFigures[k];
@@ -326,43 +332,46 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   };
   for (let rep = 0; rep < reps; rep++) {
     const sb = await up(false);
-    const nosb = await up(true);
-    const bare = await bareRig(model);
-    if (!env) {
-      const bareEnv = environOf(bare.pid);
-      env = compareEnv(environOf(opencodeServeUnder(sb.e.proc.pid!)!), bareEnv);
-      envNoSandbox = compareEnv(environOf(opencodeServeUnder(nosb.e.proc.pid!)!), bareEnv);
-      log(`opencode serve environments: engine vs bare ${env.identical ? "the same" : "DIFFER"} (${env.same.length} variables equal; per instance: ${Object.keys(env.perInstance).join(", ")}${env.identical ? "" : `; unexpected: ${JSON.stringify(env.unexpected)}`})`);
-    }
-    // Lone workers: the start of one worker on an idle engine, sandbox on and off, alternating.
-    for (const [which, eng] of (rep % 2 ? [["off", nosb], ["on", sb]] : [["on", sb], ["off", nosb]]) as ["on" | "off", typeof sb][]) {
-      const s = await loneStarts(eng.e.client, model, loneCount);
-      lone[which].push(s);
-      log(`lone worker start, sandbox ${which} (run ${rep + 1}/${reps}): queued → first model request ${startMedians(s).firstRequestMs} ms`);
-    }
-    for (const n of batchSizes) {
-      const sides: Side[] = n === sandboxSize ? ["bare", "engine", "noSandbox"] : ["bare", "engine"];
-      const order = sides.map((_, i) => sides[(i + rep) % sides.length]!);
-      for (const side of order) {
-        if (side === "bare") {
-          const b = await bare.run(n, `r${rep}n${n}`);
-          add(side, n, b);
-          log(`batch ${n} bare SDK (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB`);
-          continue;
-        }
-        const eng = side === "engine" ? sb : nosb;
-        const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}`);
-        add(side, n, r);
-        log(`batch ${n} ${side === "engine" ? "engine + MCP" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB`);
-        for (const m of r.misses) {
-          log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
-          batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : {}), ...m });
+    const nosb = await up(true).catch(async (err) => (await down(sb), Promise.reject(err)));
+    const bare = await bareRig(model).catch(async (err) => (await down(nosb), await down(sb), Promise.reject(err)));
+    try {
+      if (!env) {
+        const bareEnv = environOf(bare.pid);
+        env = compareEnv(environOf(opencodeServeUnder(sb.e.proc.pid!)!), bareEnv);
+        envNoSandbox = compareEnv(environOf(opencodeServeUnder(nosb.e.proc.pid!)!), bareEnv);
+        log(`opencode serve environments: engine vs bare ${env.identical ? "the same" : "DIFFER"} (${env.same.length} variables equal; per instance: ${Object.keys(env.perInstance).join(", ")}${env.identical ? "" : `; unexpected: ${JSON.stringify(env.unexpected)}`})`);
+      }
+      // Lone workers: the start of one worker on an idle engine, sandbox on and off, alternating.
+      for (const [which, eng] of (rep % 2 ? [["off", nosb], ["on", sb]] : [["on", sb], ["off", nosb]]) as ["on" | "off", typeof sb][]) {
+        const s = await loneStarts(eng.e.client, model, loneCount);
+        lone[which].push(s);
+        log(`lone worker start, sandbox ${which} (run ${rep + 1}/${reps}): queued → first model request ${startMedians(s).firstRequestMs} ms`);
+      }
+      for (const n of batchSizes) {
+        const sides: Side[] = n === sandboxSize ? ["bare", "engine", "noSandbox"] : ["bare", "engine"];
+        const order = sides.map((_, i) => sides[(i + rep) % sides.length]!);
+        for (const side of order) {
+          if (side === "bare") {
+            const b = await bare.run(n, `r${rep}n${n}`);
+            add(side, n, b);
+            log(`batch ${n} bare SDK (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB`);
+            continue;
+          }
+          const eng = side === "engine" ? sb : nosb;
+          const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}`);
+          add(side, n, r);
+          log(`batch ${n} ${side === "engine" ? "engine + MCP" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB`);
+          for (const m of r.misses) {
+            log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
+            batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : {}), ...m });
+          }
         }
       }
+    } finally {
+      await bare.close();
+      await down(nosb);
+      await down(sb);
     }
-    await bare.close();
-    await down(nosb);
-    await down(sb);
   }
 
   const batchRatio: Record<string, number> = {};
