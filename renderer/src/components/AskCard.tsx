@@ -48,15 +48,21 @@ export function similarAsks(ask: PermissionAsk, pending: PermissionAsk[], worker
   return { worker: same.filter((a) => a.workerId === ask.workerId), batch: batchId ? same.filter((a) => workers[a.workerId]?.batchId === batchId) : [] };
 }
 
+const stillPending = (a: PermissionAsk) => useStore.getState().workers[a.workerId]?.asks.find((x) => x.id === a.id)?.status === "pending";
+
 /** Decides several asks one by one; asks with a risky flag are left out of an approval (they need a look of their own). */
 export async function decideMany(asks: PermissionAsk[], decision: "once" | "reject"): Promise<{ done: number; skipped: number; failed: string[] }> {
   const todo = decision === "reject" ? asks : asks.filter((a) => !isRisky(a));
   const failed: string[] = [];
   for (const a of todo) {
+    // A decision can settle its siblings (opencode cancels the other asks of a rejected message): skip what is no longer pending.
+    if (!stillPending(a)) continue;
     try {
       await decide(a, decision);
     } catch (err) {
-      failed.push(`${a.id}: ${errorText(err)}`);
+      // The ask may have been settled meanwhile (cancelled by opencode, answered elsewhere): not a failure then.
+      await new Promise((r) => setTimeout(r, 1000));
+      if (stillPending(a)) failed.push(`${a.id}: ${errorText(err)}`);
     }
   }
   return { done: todo.length - failed.length, skipped: asks.length - todo.length, failed };
@@ -88,10 +94,10 @@ function BulkBar({ ask }: { ask: PermissionAsk }) {
         return (
           <span key={g.scope} className="bulk-group">
             <button type="button" className="btn small ok" disabled={busy || risky === g.asks.length} onClick={() => void run(g.asks, "once")} title={risky ? `${risky} flagged ask(s) are left out` : undefined}>
-              Approve {g.asks.length - risky} {g.label}
+              Approve all {g.asks.length - risky} {g.label}
             </button>
             <button type="button" className="btn small bad" disabled={busy} onClick={() => void run(g.asks, "reject")}>
-              Reject {g.asks.length} {g.label}
+              Reject all {g.asks.length} {g.label}
             </button>
           </span>
         );
@@ -164,7 +170,7 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
         ))}
       {ask.kind === "permission" && (
         <div className="small muted">
-          “Always allow” grants <code>{askPattern(ask)}</code> to this worker: the engine answers its later {ask.tool} asks that match (never a flagged one), until you revoke the grant.
+          “Always allow” grants <code>{rel(askPattern(ask))}</code> to this worker: the engine answers its later {ask.tool} asks that match (never a flagged one), until you revoke the grant.
         </div>
       )}
       {ask.status === "pending" && <BulkBar ask={ask} />}

@@ -224,13 +224,16 @@ function WorkerCard({ w }: { w: Worker }) {
         <span className="mono small muted">{w.id}</span>
       </div>
       <div className="card-stats small" aria-label={`progress of ${w.id}`}>
-        <span className="phase" title="phase">
-          {phaseOf(w)}
-        </span>
-        <span title={w.startedAt ? "elapsed" : "waiting for a slot"}>
-          {w.startedAt ? "" : "waiting "}
-          {duration(elapsed)}
-        </span>
+        {isFinal(w.state) && !w.discarded && !w.merged ? (
+          <span title="from its start to its end">took {duration(elapsed)}</span>
+        ) : (
+          <>
+            <span className="phase" title="phase">
+              {phaseOf(w)}
+            </span>
+            <span title={w.startedAt ? "elapsed" : "waiting for a slot"}>{duration(elapsed)}</span>
+          </>
+        )}
         <span title={`tokens: in ${w.usage.input.toLocaleString()} · out ${w.usage.output.toLocaleString()}${w.usage.reasoning ? ` · reasoning ${w.usage.reasoning.toLocaleString()}` : ""} (as the target reports them)`}>
           {total ? `${tokens(total)} tok` : "— tok"}
         </span>

@@ -8,6 +8,7 @@ import { EndpointForm } from "../components/setup/EndpointForm";
 import { ctxText } from "../components/setup/format";
 import { HardwareList } from "../components/setup/HardwareList";
 import { PlanCard } from "../components/setup/PlanCard";
+import { StartProgress, useSetupJob } from "../components/setup/StartProgress";
 import { go } from "../router";
 import { pushNotice, refreshTargets, useStore } from "../store";
 
@@ -34,6 +35,11 @@ export function Setup() {
   const [custom, setCustom] = useState("");
   const [loading, setLoading] = useState(true);
   const targets = useStore((s) => s.targets);
+  const starter = useSetupJob();
+  const running = starter.job?.state === "running";
+  /** setup.start with a plan: a catalog pick as id:QUANT, any other model as given, at the slots and context asked. */
+  const startPick = (pick: NonNullable<FitResult["pick"]>, model: string) =>
+    void starter.start({ model: catalog?.some((c) => c.id === model) && pick.quant ? `${model}:${pick.quant}` : model, slots: pick.slots, minCtx: Math.min(minCtx, pick.ctxPerSlot) });
   const active = useStore((s) => s.status?.activeTarget ?? null);
 
   const slotsN = slots.trim() ? Number(slots) : undefined;
@@ -135,7 +141,9 @@ export function Setup() {
             </label>
           </div>
           {loading && <p role="status">Planning with the engine…</p>}
-          {!loading && fit && fit.pick && <PlanCard title="Recommended setup" pick={fit.pick} name={nameOf(fit.pick.model)} repoOf={repoOf} />}
+          {!loading && fit && fit.pick && (
+            <PlanCard title="Recommended setup" pick={fit.pick} name={nameOf(fit.pick.model)} repoOf={repoOf} busy={running} onStart={() => startPick(fit.pick!, fit.pick!.model)} />
+          )}
           {!loading && fit && !fit.pick && (
             <section className="panel" aria-label="Recommended setup">
               <h3>Recommended setup</h3>
@@ -163,7 +171,9 @@ export function Setup() {
           )}
           {chosen && (chosenFit?.pick || chosenError) && (
             <>
-              {chosenFit?.pick && <PlanCard title="Your choice" pick={chosenFit.pick} name={nameOf(chosenFit.pick.model)} repoOf={repoOf} />}
+              {chosenFit?.pick && (
+                <PlanCard title="Your choice" pick={chosenFit.pick} name={nameOf(chosenFit.pick.model)} repoOf={repoOf} busy={running} onStart={() => startPick(chosenFit.pick!, chosen)} />
+              )}
               {chosenError && (
                 <div className="field-error" role="alert">
                   {chosen}: {chosenError}
@@ -171,6 +181,12 @@ export function Setup() {
               )}
             </>
           )}
+          {starter.error && (
+            <div className="field-error" role="alert">
+              The engine did not start it: {starter.error}
+            </div>
+          )}
+          {starter.job && <StartProgress job={starter.job} onCancel={starter.cancel} />}
           <h3>Catalog</h3>
           <p className="small muted">Badges are the engine's fit for this machine at the slots and context above (same planner as `ocw fit`).</p>
           {catalog && <CatalogTable entries={catalog} chosen={chosen} onPlan={plan} />}

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "react";
 import { isActive, isFinal, pendingAsks } from "../../../shared/worker";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
-import { AskCard } from "../components/AskCard";
+import { AskCard, AskFlags } from "../components/AskCard";
 import { Empty, StateChip } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { Diff } from "../components/LazyDiff";
@@ -264,6 +264,8 @@ export function WorkerDetail({ id }: { id: string }) {
 
       {w.verdict && <VerdictCard verdict={w.verdict} workerId={w.id} />}
 
+      <RefusedByEngine asks={w.asks} />
+
       {w.grants.length > 0 && (
         <section className="panel" aria-label="Grants of this worker">
           <h2>
@@ -348,4 +350,28 @@ function WorktreeDiff({ id, lastSeq }: { id: string; lastSeq: number }) {
   if (diff === null) return <div className="muted pad">Loading diff…</div>;
   if (!diff.trim()) return <div className="muted pad">No changes in the worktree yet.</div>;
   return <Diff text={diff} label="Worktree diff" />;
+}
+
+/** Flagged asks the engine answered itself (a write outside the workspace is refused before anyone sees it): what and why. */
+function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").PermissionAsk[] }) {
+  const flagged = asks.filter((a) => a.status !== "pending" && a.flags?.length && a.by?.kind === "engine");
+  if (!flagged.length) return null;
+  return (
+    <section className="panel" aria-label="Answered by the engine">
+      <h2>
+        Answered by the engine <span className="muted small">· flagged asks it decided without you</span>
+      </h2>
+      {flagged.map((a) => (
+        <div key={a.id} className="ask" data-ask-id={a.id}>
+          <div className="ask-head">
+            <span className="chip chip-bad">{a.decision === "reject" ? "refused" : (a.decision ?? a.status)}</span>
+            <code className="ellipsis">{a.tool}: {a.what}</code>
+            <span className="small muted">{a.by?.name ?? "engine"}</span>
+          </div>
+          <AskFlags ask={a} />
+          {a.message && <div className="small muted">told the worker: {a.message}</div>}
+        </div>
+      ))}
+    </section>
+  );
 }

@@ -12,7 +12,13 @@ export function setupCommand(pick: FitPick, repoOf: (id: string) => string | und
   return `ocw setup --runtime llama.cpp --model ${sh(model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}`;
 }
 
-export function PlanCard({ title, pick, name, repoOf }: { title: string; pick: FitPick; name: string; repoOf: (id: string) => string | undefined }) {
+export function PlanCard({ title, pick, name, repoOf, onStart, busy }: {
+  title: string; pick: FitPick; name: string; repoOf: (id: string) => string | undefined;
+  /** Starts this plan on the engine's machine (setup.start); absent: no button. */
+  onStart?: () => void;
+  /** A start is running: the button waits for it. */
+  busy?: boolean;
+}) {
   const badge = PLACEMENT[pick.placement];
   return (
     <section className="panel plan" aria-label={title}>
@@ -56,10 +62,16 @@ export function PlanCard({ title, pick, name, repoOf }: { title: string; pick: F
         <span>The llama-server it runs (key elided)</span>
         <CopyField label="llama-server command" value={pick.command} />
       </div>
-      <p className="small muted">
-        Starting the server from this window (download and load progress bars) is not wired yet: run the command above in a terminal on the engine's machine. The new target
-        appears under “Saved targets” when its verify ends.
-      </p>
+      {onStart && (
+        <p>
+          <button type="button" className="btn primary" onClick={onStart} disabled={busy}>
+            Start {name} here
+          </button>{" "}
+          <span className="small muted">
+            {busy ? "a start is running: wait for it or cancel it" : "the engine downloads, starts, verifies and checks where the weights landed, then saves the target"}
+          </span>
+        </p>
+      )}
     </section>
   );
 }

@@ -1,0 +1,268 @@
+// Approvals at scale, notifications and the keyboard against a real engine (`ocw serve`), real opencode in its sandbox
+// and real git; the scripted model is the only stand-in. Flags on ask cards before the decision (protected, out of
+// scope, symlink with its real path; a write outside the workspace refused by the engine, with the flag shown), bulk
+// decisions for the same tool and pattern per batch and per worker, grants listed and revoked, the Notification API
+// with its permission and a sound, the pending count in the tab title, the shortcut sheet on `?`, and the phase /
+// elapsed / tokens / tokens/s line on cards. Screenshots land in OCW_SHOTS_DIR (default test-results/screenshots).
+import { existsSync, mkdirSync, symlinkSync } from "node:fs";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { expect, test, type Page } from "@playwright/test";
+import { bash, startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
+import { cleanup, makeRepo, startEngine, tempDir, type E2EEngine } from "./engine";
+
+const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
+const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `gui-approvals-${name}.png`), fullPage });
+
+let model: ScriptedModel;
+let engine: E2EEngine;
+let page: Page;
+let repo: string;
+let outside: string;
+let releaseGrant!: () => void;
+const grantGate = new Promise<void>((r) => (releaseGrant = r));
+
+test.describe.configure({ mode: "serial" });
+
+test.beforeAll(async ({ browser }) => {
+  outside = tempDir("outside");
+  model = await startScriptedModel({
+    chunkDelayMs: 2,
+    scripts: [
+      { name: "protected", match: /TASK-FLAG-PROTECTED/, script: (c) => (c.turnStep === 0 ? writeFile("secret.env", "TOKEN=x\n") : { text: "OUTCOME: honest-failure — refused" }) },
+      { name: "scope", match: /TASK-FLAG-SCOPE/, script: (c) => (c.turnStep === 0 ? writeFile("README.md", "# changed\n") : { text: "OUTCOME: honest-failure — refused" }) },
+      { name: "symlink", match: /TASK-FLAG-LINK/, script: (c) => (c.turnStep === 0 ? writeFile("docs-link/note.md", "a note\n") : { text: "Wrote the note.\nOUTCOME: built" }) },
+      { name: "outside", match: /TASK-FLAG-OUTSIDE/, script: (c) => (c.turnStep === 0 ? writeFile("out-link/escape.txt", "x\n") : { text: "OUTCOME: honest-failure — refused" }) },
+      { name: "bulk", match: /TASK-BULK-BATCH/, script: (c) => (c.turnStep === 0 ? bash("echo bulk-check") : { text: "Ran it.\nOUTCOME: built" }) },
+      {
+        name: "twice",
+        match: /TASK-BULK-WORKER/,
+        script: (c) => (c.turnStep === 0 ? { toolCalls: [{ name: "bash", args: { command: "echo first" } }, { name: "bash", args: { command: "echo second" } }] } : { text: "Ran both.\nOUTCOME: built" }),
+      },
+      {
+        name: "grant",
+        match: /TASK-GRANT/,
+        script: async (c) => {
+          if (c.turnStep === 0) return bash("echo grant-one");
+          if (c.turnStep === 1) return bash("echo grant-two");
+          if (c.turnStep === 2) {
+            await grantGate;
+            return bash("echo grant-three");
+          }
+          return { text: "Ran three echoes.\nOUTCOME: built" };
+        },
+      },
+      { name: "stall", match: /TASK-STALL/, script: () => ({ hang: true, textBeforeHang: "Thinking very hard…" }) },
+    ],
+  });
+  // Stalls are flagged after 4 s without events (the notification test needs one).
+  engine = await startEngine(undefined, { OCW_STALL_SEC: "4" });
+  await engine.client.targets.save.mutate({
+    target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 4 }, checks: [] },
+    activate: true,
+  });
+  repo = makeRepo({ "README.md": "# approvals repo\n", "src/app.js": "console.log(1);\n", "secret.env": "TOKEN=old\n", "docs/index.md": "# docs\n" });
+  // Two committed symlinks: one to a folder inside the repository, one to a folder outside it.
+  symlinkSync("docs", path.join(repo, "docs-link"));
+  symlinkSync(outside, path.join(repo, "out-link"));
+  execFileSync("git", ["add", "-A"], { cwd: repo });
+  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "links"], { cwd: repo });
+  mkdirSync(SHOTS, { recursive: true });
+  const context = await browser.newContext();
+  await context.grantPermissions(["notifications"], { origin: engine.origin });
+  page = await context.newPage();
+  page.on("pageerror", (err) => console.error("[page error]", err.message));
+  // The URL `ocw serve` printed hands the tab its token (kept for this tab): every test can then open any screen.
+  await page.goto(engine.url);
+});
+
+test.afterAll(async () => {
+  releaseGrant?.();
+  await page?.context().close();
+  await engine?.kill();
+  await model?.close();
+  cleanup(engine?.stateDir ?? "", repo ?? "", outside ?? "");
+});
+
+const pendingCount = async () => (await engine.client.approvals.list.query()).length;
+
+test("every ask card shows its flags before the decision: protected, out of scope, symlink with its real path; an outside write is refused with the flag", async () => {
+  await page.goto(engine.url);
+  await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
+  const start = (task: string, extra: { scope?: string[]; protect?: string[] } = {}) => engine.client.workers.start.mutate({ task, directory: repo, checks: [{ run: "true" }], ...extra });
+  const p = (await start("TASK-FLAG-PROTECTED: put a token in secret.env", { protect: ["secret.env"] })).workerId;
+  const s = (await start("TASK-FLAG-SCOPE: touch the readme", { scope: ["src/**"] })).workerId;
+  const l = (await start("TASK-FLAG-LINK: write a note through docs-link")).workerId;
+  const o = (await start("TASK-FLAG-OUTSIDE: write through out-link")).workerId;
+  await expect.poll(pendingCount, { timeout: 120_000 }).toBe(3);
+  const asks = await engine.client.approvals.list.query();
+  const askOf = (id: string) => asks.find((a) => a.workerId === id)!;
+
+  await page.getByRole("link", { name: /^Approvals/ }).click();
+  // Protected: the chip and the engine's detail, above the buttons.
+  const pFlags = page.getByRole("list", { name: `flags of ${askOf(p).id}` });
+  await expect(pFlags).toContainText("protected");
+  await expect(pFlags).toContainText("secret.env is protected (secret.env)");
+  const sFlags = page.getByRole("list", { name: `flags of ${askOf(s).id}` });
+  await expect(sFlags).toContainText("out of scope");
+  await expect(sFlags).toContainText("README.md is outside the task's scope (src/**)");
+  const lFlags = page.getByRole("list", { name: `flags of ${askOf(l).id}` });
+  await expect(lFlags).toContainText("symlink");
+  await expect(lFlags).toContainText("docs-link is a symlink: the write lands in");
+  await expect(lFlags).toContainText("/docs/note.md");
+  // The flags sit before the decision buttons in the card.
+  const card = page.locator(`[data-ask-id="${askOf(p).id}"]`);
+  const [flagsBox, buttonBox] = await Promise.all([card.getByRole("list", { name: /^flags of/ }).boundingBox(), card.getByRole("button", { name: "Approve once" }).boundingBox()]);
+  expect(flagsBox!.y).toBeLessThan(buttonBox!.y);
+  await shot(page, "01-flags");
+
+  // The outside write never waited for anyone: the engine refused it, and the worker page shows why.
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId: o })).asks.some((a) => a.decision === "reject" && a.by?.kind === "engine"), { timeout: 60_000 }).toBe(true);
+  await page.goto(`${engine.origin}/#/workers/${o}`);
+  const refused = page.getByRole("region", { name: "Answered by the engine" });
+  await expect(refused).toContainText("outside the workspace");
+  await expect(refused).toContainText(`${outside}/escape.txt is outside the worker's workspace`);
+  await expect(refused).toContainText("symlink");
+  await shot(page, "02-refused-outside");
+  expect(existsSync(path.join(outside, "escape.txt"))).toBe(false);
+
+  for (const id of [p, s]) await engine.client.approvals.decide.mutate({ askId: askOf(id).id, decision: "reject" });
+  await engine.client.approvals.decide.mutate({ askId: askOf(l).id, decision: "once" });
+  await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
+});
+
+test("bulk: one click approves the same command in every worker of a batch; the tab title counts what is pending", async () => {
+  await page.goto(engine.origin + "/#/approvals");
+  const { batchId, workerIds } = await engine.client.workers.startBatch.mutate({
+    tasks: [1, 2, 3].map((i) => ({ task: `TASK-BULK-BATCH ${i}: run the check`, title: `Bulk ${i}`, directory: repo, checks: [{ run: "true" }] })),
+  });
+  await expect.poll(pendingCount, { timeout: 120_000 }).toBe(3);
+  await expect(page).toHaveTitle("(3) opencode-worker");
+  const first = (await engine.client.approvals.list.query())[0]!;
+  const bulk = page.getByRole("group", { name: `bulk decisions like ${first.id}` });
+  await expect(bulk).toContainText("echo");
+  const approveAll = bulk.getByRole("button", { name: `Approve all 3 in batch ${batchId}` });
+  await expect(approveAll).toBeVisible();
+  await shot(page, "03-bulk-batch");
+  await approveAll.click();
+  await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
+  await expect(page).toHaveTitle("opencode-worker");
+  for (const id of workerIds) await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("built");
+  // Each was answered by a person through the GUI, once.
+  for (const id of workerIds) expect((await engine.client.workers.get.query({ workerId: id })).asks.map((a) => [a.decision, a.by?.kind])).toEqual([["once", "person"]]);
+
+  // Cards: phase, elapsed, tokens and tokens/s as the target reported them.
+  await page.goto(engine.origin + "/#/");
+  const stats = page.getByLabel(`progress of ${workerIds[0]}`);
+  await expect(stats).toContainText(/took \d+s/);
+  await expect(stats).toContainText(/\d+(\.\d)?k? tok\b/);
+  await expect(stats).toContainText(/\d+\.\d tok\/s/);
+  await shot(page, "04-cards-progress");
+});
+
+test("bulk per worker: two parallel commands of one worker decided with one click", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-BULK-WORKER: run two commands", directory: repo, checks: [{ run: "true" }] });
+  await page.goto(engine.origin + "/#/approvals");
+  await expect.poll(pendingCount, { timeout: 120_000 }).toBe(2);
+  const first = (await engine.client.approvals.list.query())[0]!;
+  const rejectAll = page.getByRole("group", { name: `bulk decisions like ${first.id}` }).getByRole("button", { name: "Reject all 2 of this worker" });
+  await expect(rejectAll).toBeVisible();
+  await shot(page, "05-bulk-worker");
+  await rejectAll.click();
+  await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
+  // The first reject settles the worker's message; opencode cancels its sibling, which the bulk then leaves alone.
+  const w = await engine.client.workers.get.query({ workerId });
+  expect(w.asks).toHaveLength(2);
+  expect(w.asks[0]!.decision).toBe("reject");
+  for (const a of w.asks) expect(a.status === "cancelled" || a.decision === "reject").toBe(true);
+  await expect(page.getByText(/failed:/)).toHaveCount(0);
+});
+
+test("grants: “Always allow” answers the next matching ask, is listed on the approvals screen and the worker page, and is revoked there", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-GRANT: three echoes", title: "Grant", directory: repo, checks: [{ run: "true" }] });
+  await page.goto(engine.origin + "/#/approvals");
+  await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
+  const ask = (await engine.client.approvals.list.query())[0]!;
+  const card = page.locator(`[data-ask-id="${ask.id}"]`);
+  await expect(card).toContainText("“Always allow” grants echo *");
+  await card.getByRole("button", { name: "Always allow" }).click();
+  // The second echo is answered by the grant, not by a person.
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks.length, { timeout: 60_000 }).toBe(2);
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks[1]?.by?.kind, { timeout: 30_000 }).toBe("policy");
+  const grants = page.getByRole("table", { name: "All grants" });
+  await expect(grants.getByRole("row", { name: `grant bash echo * for ${workerId}` })).toBeVisible();
+  await shot(page, "06-grants");
+
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const mine = page.getByRole("table", { name: `grants of ${workerId}` });
+  await expect(mine).toContainText("echo *");
+  await mine.getByRole("button", { name: "Revoke" }).click();
+  await expect(page.getByRole("region", { name: "Grants of this worker" })).toHaveCount(0);
+  expect(await engine.client.approvals.grants.query()).toEqual([]);
+  await page.goto(engine.origin + "/#/approvals");
+  await expect(page.getByRole("region", { name: "Grants" })).toContainText("No grants");
+  // With the grant gone, the third echo waits for a person.
+  releaseGrant();
+  await expect.poll(pendingCount, { timeout: 60_000 }).toBe(1);
+  await engine.client.approvals.decide.mutate({ askId: (await engine.client.approvals.list.query())[0]!.id, decision: "once" });
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 60_000 }).toBe("built");
+});
+
+test("notifications: permission shown, then a new ask, a verdict and a stalled worker each notify (with a sound)", async () => {
+  // Record what reaches the browser's Notification API (the real one still shows them).
+  await page.addInitScript(() => {
+    const Native = window.Notification;
+    const seen: { title: string; body?: string }[] = [];
+    (window as unknown as { __native: typeof seen }).__native = seen;
+    class Recorded extends Native {
+      constructor(title: string, opts?: NotificationOptions) {
+        super(title, opts);
+        seen.push({ title, body: opts?.body });
+      }
+    }
+    Object.defineProperty(window, "Notification", { value: Recorded, configurable: true, writable: true });
+  });
+  await page.goto(engine.origin + "/#/settings");
+  await page.reload(); // a new document, so the init script runs (a hash change alone keeps the page)
+  const panel = page.getByRole("region", { name: "Notifications" });
+  await expect(panel.getByRole("status", { name: "notification permission" })).toHaveText("allowed by this browser");
+  await panel.getByLabel("Notify me").check();
+  await panel.getByLabel("also while this window is in front").check();
+  await panel.getByLabel("play a sound").check();
+  await shot(page, "07-notification-settings");
+
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-BULK-BATCH 9: run the check", title: "Notify me", directory: repo, checks: [{ run: "true" }] });
+  const native = () => page.evaluate(() => (window as unknown as { __native: { title: string; body?: string }[] }).__native.map((n) => n.title));
+  await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
+  await expect.poll(native, { timeout: 10_000 }).toContain("Approval waiting: bash");
+  await engine.client.approvals.decide.mutate({ askId: (await engine.client.approvals.list.query())[0]!.id, decision: "once" });
+  await expect.poll(native, { timeout: 120_000 }).toContain("Built: Notify me");
+
+  const stall = await engine.client.workers.start.mutate({ task: "TASK-STALL: think", title: "Stuck", directory: repo, checks: [{ run: "true" }] });
+  await expect.poll(native, { timeout: 60_000 }).toContain("Stalled: Stuck");
+  expect(await page.evaluate(() => (window as unknown as { __ocwNotifications: { tones: () => number } }).__ocwNotifications.tones())).toBeGreaterThanOrEqual(3);
+  await engine.client.workers.stop.mutate({ workerId: stall.workerId });
+  expect(workerId).toBeTruthy();
+});
+
+test("the shortcut sheet opens on ?, closes on Escape; g then a letter navigates", async () => {
+  await page.goto(engine.origin + "/#/");
+  await expect(page.getByRole("heading", { name: "Workers", exact: true })).toBeVisible();
+  await page.keyboard.press("?");
+  const sheet = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+  await expect(sheet).toBeVisible();
+  await expect(sheet.getByRole("region", { name: "Approvals shortcuts" })).toContainText("approve the selected ask once");
+  await expect(sheet.getByRole("region", { name: "Anywhere shortcuts" })).toContainText("go to Approvals");
+  await shot(page, "08-shortcut-sheet", false);
+  await page.keyboard.press("Escape");
+  await expect(sheet).toBeHidden();
+  await page.keyboard.press("g");
+  await page.keyboard.press("a");
+  await expect(page.getByRole("heading", { name: "Approvals", exact: true })).toBeVisible();
+  await page.keyboard.press("g");
+  await page.keyboard.press("p");
+  await expect(page.getByRole("heading", { name: "Settings", exact: true })).toBeVisible();
+  // The ? button in the header opens it too.
+  await page.getByRole("button", { name: "Keyboard shortcuts" }).click();
+  await expect(sheet).toBeVisible();
+});
