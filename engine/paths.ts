@@ -1,10 +1,12 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { config } from "./config";
 
 /** The opencode-worker checkout/install root (holds protocol/, packs/, node_modules/). */
 export function projectRoot(): string {
-  if (process.env.OCW_ROOT) return process.env.OCW_ROOT;
+  const configured = config().OCW_ROOT;
+  if (configured) return configured;
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 6; i++) {
     if (existsSync(path.join(dir, "protocol")) && existsSync(path.join(dir, "package.json"))) return dir;

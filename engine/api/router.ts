@@ -27,6 +27,7 @@ import { InputError, type Engine } from "../workers/engine";
 import { FitInput } from "../../shared/fit";
 import { SetupApiInputError, setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
+import { config } from "../config";
 
 export interface ApiContext {
   engine: Engine;
@@ -38,7 +39,7 @@ export interface ApiContext {
 
 /** Every target's earned ladder grade: packs/<slug>/grade.json. */
 function readGrades(): Grade[] {
-  const dir = process.env.OCW_PACKS_DIR ?? path.join(projectRoot(), "packs");
+  const dir = config().OCW_PACKS_DIR ?? path.join(projectRoot(), "packs");
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
     const file = path.join(dir, d.name, "grade.json");

@@ -1,4 +1,5 @@
 import { ERROR_MAP, OcwError, type ErrorCode } from "../../shared/errors";
+import { config } from "../config";
 
 /** A user error: printed as one line, exit code 2. */
 export class CliError extends Error {}
@@ -7,7 +8,7 @@ export function fail(err: unknown): never {
   const e = err as Error;
   const msg = (e?.message ?? String(err)).split("\n")[0];
   // Anything not anticipated is still one line, but keeps its stack for OCW_DEBUG=1.
-  if (process.env.OCW_DEBUG) console.error(e?.stack);
+  if (config().OCW_DEBUG) console.error(e?.stack);
   console.error(`ocw: ${msg}`);
   // The engine's error code decides the exit status (shared/errors.ts); anything else is a usage error.
   const code = (e as { data?: { ocwCode?: string } })?.data?.ocwCode ?? (e instanceof OcwError ? e.code : undefined);

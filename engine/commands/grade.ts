@@ -10,6 +10,7 @@ import { writeJsonAtomic } from "../store/json-file";
 import { stateDir } from "../store/paths";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget, type TargetFlags } from "./target-flags";
+import { config } from "../config";
 
 interface GradeOptions extends TargetFlags {
   samples: number;
@@ -70,7 +71,7 @@ async function gradeCommand(o: GradeOptions): Promise<void> {
     byRung.set(rung, [...(byRung.get(rung) ?? []), workers.get(id)!]);
   });
   const grade = summarizeLadder(target, o.samples, byRung);
-  const packs = process.env.OCW_PACKS_DIR ?? path.join(projectRoot(), "packs");
+  const packs = config().OCW_PACKS_DIR ?? path.join(projectRoot(), "packs");
   const file = path.join(packs, targetSlug(target), "grade.json");
   mkdirSync(path.dirname(file), { recursive: true });
   writeJsonAtomic(file, grade, 0o644);

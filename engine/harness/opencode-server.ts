@@ -9,6 +9,7 @@ import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, WORKER_AGENT, type ProviderAccess } from "./config";
 import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
 import { readSse } from "./sse";
+import { config as ocwConfig } from "../config";
 
 /** One event from opencode's /global/event stream, unwrapped. */
 export interface OpencodeEvent {
@@ -18,7 +19,8 @@ export interface OpencodeEvent {
 }
 
 export function opencodeBinary(): string {
-  if (process.env.OCW_OPENCODE_BIN) return process.env.OCW_OPENCODE_BIN;
+  const configured = ocwConfig().OCW_OPENCODE_BIN;
+  if (configured) return configured;
   const require = createRequire(import.meta.url);
   const pkg = require.resolve("opencode-ai/package.json");
   // opencode-ai's postinstall places the platform binary as bin/opencode.exe on every OS.
@@ -100,7 +102,7 @@ export class OpencodeServer extends EventEmitter {
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
-      npm_config_registry: process.env.OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/",
+      npm_config_registry: ocwConfig().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/",
     });
   }
 

@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, realpathSync, statSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
+import { config } from "../config";
 
 /**
  * What a sandboxed process may touch. Everything else on the machine is read-only; `hidden` paths are replaced by an
@@ -41,7 +42,7 @@ export function sandboxStatus(): SandboxStatus {
     cached = { kind: "none", bwrap: null, reason: `no sandbox on ${process.platform} yet (Linux bubblewrap only): start workers with --no-sandbox to run them unconfined` };
     return cached;
   }
-  const bwrap = process.env.OCW_BWRAP ?? findOnPath("bwrap");
+  const bwrap = config().OCW_BWRAP ?? findOnPath("bwrap");
   if (!bwrap) {
     cached = { kind: "none", bwrap: null, reason: "bubblewrap (bwrap) is not installed: `sudo apt-get install bubblewrap` (Debian/Ubuntu) or `sudo dnf install bubblewrap`, or opt out with --no-sandbox" };
     return cached;

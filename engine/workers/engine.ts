@@ -55,6 +55,7 @@ import {
 import { preflightEndpoint, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { writesOutside } from "./worktree-guard";
+import { config } from "../config";
 
 export { InputError } from "../workspace/workspace";
 
@@ -129,16 +130,16 @@ export class Engine {
     this.logs = new WorkerLogStore(path.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
-    const optedOut = opts.noSandbox ?? process.env.OCW_NO_SANDBOX === "1";
+    const optedOut = opts.noSandbox ?? config().OCW_NO_SANDBOX;
     this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
     this.endStaleServers();
     this.recover();
-    const stallMs = (opts.stallSec ?? Number(process.env.OCW_STALL_SEC ?? 300)) * 1000;
+    const stallMs = (opts.stallSec ?? config().OCW_STALL_SEC) * 1000;
     this.watchdog = setInterval(() => this.checkStalls(stallMs), Math.min(5000, stallMs / 2));
     this.watchdog.unref();
-    this.poolTimer = setInterval(() => this.refreshPools(), Number(process.env.OCW_POOL_PROBE_MS ?? 2000));
+    this.poolTimer = setInterval(() => this.refreshPools(), config().OCW_POOL_PROBE_MS);
     this.poolTimer.unref();
-    this.modelTimer = setInterval(() => void this.checkModels(), Number(process.env.OCW_MODEL_PROBE_MS ?? 5000));
+    this.modelTimer = setInterval(() => void this.checkModels(), config().OCW_MODEL_PROBE_MS);
     this.modelTimer.unref();
     setImmediate(() => void this.checkModels());
     setImmediate(() => this.pump());
@@ -610,7 +611,7 @@ export class Engine {
    * failed, stopped, interrupted or errored ones. Built but unmerged work is kept until it is merged or discarded.
    */
   async collectGarbage(now = Date.now()): Promise<string[]> {
-    const days = Number(process.env.OCW_RETENTION_DAYS ?? 14);
+    const days = config().OCW_RETENTION_DAYS;
     if (!(days > 0)) return [];
     const done: string[] = [];
     for (const w of this.list()) {
