@@ -210,3 +210,70 @@ test("API provider: an unset key variable is a clear error; a verified provider 
   expect(t?.outcome).toBeUndefined();
   expect(t?.checks).toEqual([]);
 });
+
+test("run a model here: Start downloads, loads, warms up, verifies live and checks where the weights landed (GPU double, stand-in Hub)", async ({ page }) => {
+  // the "CUDA llama-server" is test/fixtures/hardware/fake-runtime.ts (records argv, logs buffers, serves the scripted model)
+  const dir = tempDir("setup-e2e-start");
+  dirs.push(dir);
+  const { buildSync } = await import("esbuild");
+  const { chmodSync, mkdirSync } = await import("node:fs");
+  const http = await import("node:http");
+  buildSync({ entryPoints: [path.join(ROOT, "test/fixtures/hardware/fake-runtime.ts")], bundle: true, platform: "node", format: "esm", outfile: path.join(dir, "fake-runtime.mjs"), logLevel: "error" });
+  mkdirSync(path.join(dir, "bin"));
+  const llama = path.join(dir, "bin", "llama-server");
+  writeFileSync(llama, `#!/bin/sh\nOCW_FAKE_MODE=llama exec "${process.execPath}" "${path.join(dir, "fake-runtime.mjs")}" "$@"\n`);
+  chmodSync(llama, 0o755);
+  writeFileSync(path.join(dir, "devices.txt"), "Available devices:\n  CUDA0: NVIDIA GeForce RTX 4090 (24564 MiB, 24064 MiB free)\n");
+  const csv = path.join(dir, "nvidia.csv");
+  writeFileSync(csv, "0, GPU-0, NVIDIA GeForce RTX 4090, 00000000:01:00.0, 24564, 500, 24064, 580.65.06, 8.9\n");
+  // the stand-in Hub: one small file per common quant of any repo, streamed slowly enough to watch the bar move
+  const body = Buffer.alloc(3 * 1024 * 1024, 7);
+  const QUANTS = ["Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "UD-Q4_K_M", "MXFP4"];
+  const hub = http.createServer((req, res) => {
+    const u = new URL(req.url!, "http://x");
+    const tree = /^\/api\/models\/([^/]+\/[^/]+)\/tree\/main$/.exec(u.pathname);
+    if (tree) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify(QUANTS.map((q) => ({ type: "file", path: `model-${q}.gguf`, size: body.length }))));
+    }
+    if (!/\/resolve\/main\/model-[\w-]+\.gguf$/.test(u.pathname)) {
+      res.writeHead(404);
+      return res.end();
+    }
+    res.writeHead(200, { "content-length": String(body.length) });
+    let off = 0;
+    const tick = () => {
+      if (off >= body.length) return res.end();
+      res.write(body.subarray(off, (off += 96 * 1024)));
+      setTimeout(tick, 50);
+    };
+    tick();
+  });
+  await new Promise<void>((r) => hub.listen(0, "127.0.0.1", () => r()));
+  try {
+    const e = await engineOn([], 64, {
+      PATH: [path.join(dir, "bin"), FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter), LLAMA_SERVER: llama, OCW_FAKE_NVIDIA_SMI: csv, OCW_FAKE_GPU_USE: "1",
+      OCW_FAKE_LLAMA_DEVICES: path.join(dir, "devices.txt"), OCW_FAKE_LLAMA_BUFFERS: "CUDA0=16000,CPU_Mapped=400", OCW_HF_ENDPOINT: `http://127.0.0.1:${(hub.address() as { port: number }).port}`,
+    });
+    await open(page, e);
+    const rec = page.getByRole("region", { name: "Recommended setup" });
+    await expect(rec).toContainText("Qwen3.6-27B");
+    await expect(page.getByText("not wired")).toHaveCount(0);
+    await rec.getByRole("button", { name: /^Start .* here$/ }).click();
+    const start = page.getByRole("region", { name: "Model start" });
+    await expect(start).toBeVisible();
+    // live: the download bar while it runs, then every phase done
+    await expect(start.getByRole("progressbar", { name: "Download progress" })).toBeVisible({ timeout: 30_000 });
+    await expect(start.getByRole("listitem", { name: "Download: running" })).toBeVisible({ timeout: 30_000 });
+    await shot(page, "start-download", start);
+    await expect(start.getByRole("listitem", { name: "Weights placement: done" })).toBeVisible({ timeout: 60_000 });
+    for (const phase of ["Plan", "Runtime", "Download", "Load", "Warm-up", "Verify"]) await expect(start.getByRole("listitem", { name: `${phase}: done`, exact: true })).toBeVisible();
+    await expect(start.getByRole("list", { name: "Verify checklist" }).getByRole("listitem", { name: "Tool-call round trip: pass" })).toBeVisible();
+    await expect(start.getByRole("group", { name: "Where the weights are" })).toContainText("as planned");
+    await expect(start.getByRole("status")).toContainText(/built.*saved and active/);
+    await expect(page.getByRole("region", { name: "Saved targets" })).toContainText("llamacpp-qwen3.6-27b");
+    await shot(page, "start-done", start);
+  } finally {
+    hub.close();
+  }
+});

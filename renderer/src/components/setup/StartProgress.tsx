@@ -19,6 +19,12 @@ const LABEL: Record<SetupPhase["name"], string> = {
   placement: "Weights placement",
 };
 
+/** Bytes in the unit that shows them: MiB below 1 GiB. */
+function size(b: number | null): string {
+  if (b === null) return "?";
+  return b < 1024 ** 3 ? `${(b / 1024 ** 2).toFixed(1)} MiB` : gib(b);
+}
+
 function secs(ms: number | null): string {
   return ms === null ? "" : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
@@ -84,12 +90,12 @@ function PhaseRow({ p }: { p: SetupPhase }) {
         <div className="small">
           <progress aria-label={`${LABEL[p.name]} progress`} value={pr.done} max={pr.total ?? undefined} style={{ width: "100%" }} />
           <div>
-            {gib(pr.done)}
-            {pr.total !== null ? ` of ${gib(pr.total)} (${Math.floor((pr.done / Math.max(1, pr.total)) * 100)} %)` : ""}
+            {size(pr.done)}
+            {pr.total !== null ? ` of ${size(pr.total)} (${Math.floor((pr.done / Math.max(1, pr.total)) * 100)} %)` : ""}
             {pr.bytesPerSec ? ` · ${(pr.bytesPerSec / 1024 ** 2).toFixed(1)} MiB/s` : ""}
             {pr.etaSec !== null && p.status === "running" ? ` · ${eta(pr.etaSec)}` : ""}
             {pr.files && pr.files > 1 ? ` · file ${(pr.fileIndex ?? 0) + 1} of ${pr.files}` : ""}
-            {pr.resumedBytes > 0 ? ` · resumed ${gib(pr.resumedBytes)} already on disk` : ""}
+            {pr.resumedBytes > 0 ? ` · resumed ${size(pr.resumedBytes)} already on disk` : ""}
           </div>
           {pr.file && <div className="mono small muted">{pr.file}</div>}
         </div>
