@@ -327,6 +327,63 @@ export async function planForSetup(slots: number | undefined, ctx: number | unde
   return { model, slots: p.pick.slots, ctx: p.pick.ctxPerSlot, line: `${entry.name} ${p.pick.quant} (${model}), ${p.pick.slots} slot(s) × ${p.pick.ctxPerSlot} tokens — ${p.pick.reason}` };
 }
 
+/**
+ * `ocw setup --runtime llama.cpp` without --model, and `--runtime vllm|sglang --model REPO`: the engine's start by
+ * phases (engine/serving/start.ts), logged as it goes; the exit code as for setup (0 built, 3 underpowered, 2 otherwise).
+ */
+async function runStartCommand(o: SetupCommandOptions, slots: number | undefined, ctx: number | undefined, log: (l: string) => void): Promise<CommandOutput & { result?: SetupResult }> {
+  if (!o.yes) {
+    if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to download and start without a question");
+    const { createInterface } = await import("node:readline/promises");
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    const what = o.runtime === "llama.cpp" ? "the planner's pick for this machine (ocw fit shows it)" : `${o.model ?? "the model"} with ${o.runtime}`;
+    const yes = /^y(es)?$/i.test((await rl.question(`Download and start ${what}? [y/N] `)).trim());
+    rl.close();
+    if (!yes) throw new SetupInputError("not confirmed; nothing downloaded or started (pass --yes to skip the question)");
+  }
+  const { runStartJob } = await import("./start");
+  const seen = new Map<string, string>();
+  let lastPct = -1;
+  const job = await runStartJob({
+    input: { runtime: o.runtime as "llama.cpp" | "vllm" | "sglang", model: o.model, slots, minCtx: ctx, acceptUnderpowered: o.acceptUnderpowered },
+    store: o.store ?? new TargetStore(), hardware: o.hardware, llamaServer: o.llamaServer,
+    onUpdate: (j) => {
+      for (const p of j.phases) {
+        const key = `${p.status}:${p.detail}`;
+        if (seen.get(p.name) !== key && p.status !== "pending") {
+          seen.set(p.name, key);
+          log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` — ${p.detail}` : ""}`);
+        }
+        const pr = p.progress;
+        if (p.status === "running" && pr?.total) {
+          const pct = Math.floor((pr.done / pr.total) * 20) * 5;
+          if (pct !== lastPct) {
+            lastPct = pct;
+            log(`${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`);
+          }
+        }
+      }
+    },
+  });
+  if (job.plannedCommand) log(`command: ${job.launchedCommand ?? job.plannedCommand}`);
+  const r = job.result;
+  if (!r) {
+    const f = job.failure!;
+    return { code: 2, stdout: o.json ? JSON.stringify({ job }, null, 2) + "\n" : "", stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} — ${f.remedy}\n` };
+  }
+  const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
+  const text = o.json
+    ? JSON.stringify({ outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, job }, null, 2) + "\n"
+    : [
+        `${r.outcome.toUpperCase()}: ${r.summary}`,
+        ...r.checks.map((c) => `  [${c.passed ? "x" : " "}] ${c.name.padEnd(11)} ${c.evidence}`),
+        ...(job.placement ? [`placement: ${job.placement.passed ? "as planned" : "NOT as planned"} — ${job.placement.evidence.join("; ")}`] : []),
+        ...(job.failure ? [`warning: ${job.failure.cause} — ${job.failure.remedy}`] : []),
+        `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`,
+      ].join("\n") + "\n";
+  return { code, stdout: text, stderr: "" };
+}
+
 export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & { result?: SetupResult }> {
   const logs: string[] = [];
   const log = (l: string) => {
@@ -340,18 +397,14 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
     const ctx = int(o.ctx, "--ctx");
     let r: SetupResult;
     if (o.runtime) {
-      if (o.runtime !== "llama.cpp") throw new SetupInputError(`--runtime ${o.runtime} is not supported here; use llama.cpp, or start vLLM/SGLang/ollama yourself and --capture it`);
-      let model = o.model;
-      let useSlots = slots;
-      let useCtx = ctx;
-      if (!model) {
-        // no model named: the planner's pick for this machine (the same as `ocw fit`), at --slots / --ctx when given
-        const plan = await planForSetup(slots, ctx, o.llamaServer, o.store, o.hardware);
-        model = plan.model;
-        useSlots = plan.slots;
-        useCtx = plan.ctx;
-        log(`planner's pick: ${plan.line}`);
+      if (!["llama.cpp", "vllm", "sglang"].includes(o.runtime)) throw new SetupInputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
+      if (o.runtime !== "llama.cpp" || !o.model) {
+        // the planner's pick (llama.cpp without --model: its exact command, --n-cpu-moe included) or vLLM/SGLang: by phases
+        return await runStartCommand(o, slots, ctx, log);
       }
+      const model = o.model;
+      const useSlots = slots;
+      const useCtx = ctx;
       if (useSlots === undefined) throw new SetupInputError("--runtime llama.cpp --model … needs --slots N (how many workers run at once); or leave out --model to take the planner's pick");
       r = await setupLlamaCpp({ model, slots: useSlots, ctx: useCtx, llamaServer: o.llamaServer, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, log, hardware: o.hardware });
     } else if (Array.isArray(o.capture) && o.capture.length > 1) {
@@ -467,7 +520,7 @@ export function registerModelSetupCommands(program: Command): void {
   program
     .command("setup")
     .description("fit, start (or capture) and verify a model server; persist it as a target")
-    .option("--runtime <name>", "llama.cpp")
+    .option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)")
     .option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id")
     .option("--slots <n>", "how many workers run at once")
     .option("--ctx <n>", "context each slot gets (the server is sized for slots × ctx, unified KV)")

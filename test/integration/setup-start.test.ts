@@ -272,3 +272,30 @@ describe("setup.start --runtime vllm | sglang (fake binaries that record their a
   }, 30_000);
 });
 
+
+describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
+  const ocw = async (args: string[], env: NodeJS.ProcessEnv) => {
+    const { execa } = await import("execa");
+    return execa(process.execPath, [path.join(__dirname, "../../dist/ocw.mjs"), ...args], { reject: false, env: { ...process.env, ...env }, timeout: 120_000 });
+  };
+  const env = () => ({
+    OCW_STATE_DIR: path.join(tmp, "cli-state"), PATH: [bin, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
+    OCW_FAKE_ARGV: argvFile, OCW_PYTHON: path.join(pyDir, "python3"), OCW_HF_ENDPOINT: eng.url, OCW_FAKE_NVIDIA_SMI: "", OCW_RAM_BYTES: String(32 * 1024 ** 3),
+  });
+  it("starts vLLM by phases, verifies it and saves the target (exit 0), the key never in argv", async () => {
+    const r = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "--slots", "2", "--ctx", "32768", "--yes"], env());
+    expect(r.stderr).toMatch(/load: done .*vLLM pid \d+/);
+    expect(r.stderr).toMatch(/command: VLLM_API_KEY=… .*vllm serve Qwen\/Qwen3-Coder-30B-A3B-Instruct/);
+    expect(r.stdout).toMatch(/^BUILT: /);
+    expect(r.exitCode).toBe(0);
+    const rec = records().filter((x) => x.mode === "vllm").at(-1)!;
+    expect(rec.keyInArgv).toBe(false);
+  }, 150_000);
+  it("an unknown runtime, or vLLM without a model, is exit 2 with one line", async () => {
+    const a = await ocw(["setup", "--runtime", "ollama", "--yes"], env());
+    expect([a.exitCode, a.stderr.trim()]).toEqual([2, expect.stringMatching(/^ocw: --runtime ollama is not supported; use llama.cpp, vllm or sglang/)]);
+    const b = await ocw(["setup", "--runtime", "sglang", "--yes"], env());
+    expect(b.exitCode).toBe(2);
+    expect(b.stderr).toMatch(/ocw: plan failed \(input\): SGLang needs a model/);
+  }, 60_000);
+});
