@@ -369,6 +369,8 @@ async function runStartCommand(o: SetupCommandOptions, slots: number | undefined
   const r = job.result;
   if (!r) {
     const f = job.failure!;
+    // nothing fits: the planner's problem says what to change, as `ocw fit` does
+    if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}\n` };
     return { code: 2, stdout: o.json ? JSON.stringify({ job }, null, 2) + "\n" : "", stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} — ${f.remedy}\n` };
   }
   const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;

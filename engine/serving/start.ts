@@ -290,7 +290,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), hardware: hw, store: o.store });
       if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
       const fit = FitResult.parse(JSON.parse(fr.stdout));
-      if (!fit.pick) throw new StartError({ kind: "no-fit", cause: fit.problem ?? "nothing fits this machine", logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
+      if (!fit.pick) throw new StartError({ kind: "no-fit", cause: input.model ? (fit.problem ?? `${input.model} does not fit this machine`) : `nothing in the catalog fits this machine: ${fit.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
       const pick = fit.pick;
       const entry = findCatalog(pick.model);
       Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command });
