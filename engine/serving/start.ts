@@ -70,7 +70,7 @@ const LOG_RULES: Rule[] = [
     remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)" },
   { kind: "library", re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
     remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads" },
-  { kind: "model-load", re: /failed to load model|error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
+  { kind: "model-load", re: /error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
     remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew" },
   { kind: "port", re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
     remedy: () => "the port was taken between choosing and binding it: start again" },
