@@ -1,5 +1,5 @@
 // Engine memory over many finished workers: RSS before, during and after, next to what their logs hold on disk.
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { follow } from "../engine/api/follow";
@@ -49,6 +49,8 @@ const memAvailableMb = () => Number(/MemAvailable:\s+(\d+)/.exec(readFileSync("/
 
 // The engine's StartBatchInput takes at most 64 tasks.
 const CHUNK = 50;
+/** When this file appears, the run stops its remaining workers and reports what finished (OCW_BENCH_STOP_FILE). */
+const STOP_FILE = process.env.OCW_BENCH_STOP_FILE;
 // Below this much free memory the run stops its remaining workers rather than push the machine into the OOM killer:
 // opencode serve holds an instance for every worker it runs (5–6 GB here with 32 at once).
 const MIN_FREE_MB = Number(process.env.OCW_BENCH_MIN_FREE_MB ?? Math.max(3072, (os.totalmem() / 2 ** 20) * 0.2));
@@ -71,8 +73,19 @@ export async function manyWorkers(engine: TestEngine, count: number, deadlineMs 
   const ids: string[] = [];
   for (let i = 0; i < count; i += CHUNK) {
     const n = Math.min(CHUNK, count - i);
-    const r = await engine.client.workers.startBatch.mutate({ tasks: Array.from({ length: n }, (_, j) => ({ task: `BENCH-TINY ${i + j}`, directory: dir })) });
-    ids.push(...r.workerIds);
+    // The engine checks the model endpoint before it takes work (3 s); on a loaded machine the scripted model in this
+    // process can miss that: try again rather than lose the run.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const r = await engine.client.workers.startBatch.mutate({ tasks: Array.from({ length: n }, (_, j) => ({ task: `BENCH-TINY ${i + j}`, directory: dir })) });
+        ids.push(...r.workerIds);
+        break;
+      } catch (err) {
+        if (attempt >= 10 || !/cannot reach the model endpoint/.test((err as Error).message)) throw err;
+        log(`  startBatch refused (${(err as Error).message}); again in 2 s`);
+        await sleep(2000);
+      }
+    }
   }
   const samples: ManyWorkers["samples"] = [];
   const sample = (finished: number) => {
@@ -86,11 +99,14 @@ export async function manyWorkers(engine: TestEngine, count: number, deadlineMs 
   const finishedIn = (ws: Map<string, Worker>) => [...ws.values()].filter((w) => isFinal(w.state)).length;
   const watchdog = setInterval(() => {
     const free = memAvailableMb();
-    if (stopped || (free >= MIN_FREE_MB && Date.now() < deadlineMs)) return;
+    const asked = STOP_FILE && existsSync(STOP_FILE);
+    if (stopped || (free >= MIN_FREE_MB && Date.now() < deadlineMs && !asked)) return;
     stopped =
       free < MIN_FREE_MB
         ? `stopped after ${finishedIn(current)} workers: ${Math.round(free)} MB of memory left (opencode serve at ${rssOf(oc)} MB)`
-        : `stopped after ${finishedIn(current)} workers: the run's time limit (${((deadlineMs - t0) / 60_000).toFixed(0)} min) was reached`;
+        : asked
+          ? `stopped after ${finishedIn(current)} workers: asked to stop (${STOP_FILE} appeared) to leave the machine to the rest of the bench`
+          : `stopped after ${finishedIn(current)} workers: the run's time limit (${((deadlineMs - t0) / 60_000).toFixed(0)} min) was reached`;
     log(stopped);
     for (const w of current.values()) if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
   }, 2000);
