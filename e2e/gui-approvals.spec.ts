@@ -210,17 +210,20 @@ test("grants: “Always allow” answers the next matching ask, is listed on the
 
 test("notifications: permission shown, then a new ask, a verdict and a stalled worker each notify (with a sound)", async () => {
   // Record what reaches the browser's Notification API (the real one still shows them).
+  // The page's globals, typed loosely: this suite compiles without the DOM library.
+  type Win = { Notification: new (title: string, opts?: { body?: string }) => object; __native?: { title: string; body?: string }[]; __ocwNotifications?: { tones: () => number } };
   await page.addInitScript(() => {
-    const Native = window.Notification;
+    const win = globalThis as unknown as Win;
+    const Native = win.Notification;
     const seen: { title: string; body?: string }[] = [];
-    (window as unknown as { __native: typeof seen }).__native = seen;
+    win.__native = seen;
     class Recorded extends Native {
-      constructor(title: string, opts?: NotificationOptions) {
+      constructor(title: string, opts?: { body?: string }) {
         super(title, opts);
         seen.push({ title, body: opts?.body });
       }
     }
-    Object.defineProperty(window, "Notification", { value: Recorded, configurable: true, writable: true });
+    Object.defineProperty(win, "Notification", { value: Recorded, configurable: true, writable: true });
   });
   await page.goto(engine.origin + "/#/settings");
   await page.reload(); // a new document, so the init script runs (a hash change alone keeps the page)
@@ -232,7 +235,7 @@ test("notifications: permission shown, then a new ask, a verdict and a stalled w
   await shot(page, "07-notification-settings");
 
   const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-BULK-BATCH 9: run the check", title: "Notify me", directory: repo, checks: [{ run: "true" }] });
-  const native = () => page.evaluate(() => (window as unknown as { __native: { title: string; body?: string }[] }).__native.map((n) => n.title));
+  const native = () => page.evaluate(() => ((globalThis as unknown as Win).__native ?? []).map((n) => n.title));
   await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
   await expect.poll(native, { timeout: 10_000 }).toContain("Approval waiting: bash");
   await engine.client.approvals.decide.mutate({ askId: (await engine.client.approvals.list.query())[0]!.id, decision: "once" });
@@ -240,7 +243,7 @@ test("notifications: permission shown, then a new ask, a verdict and a stalled w
 
   const stall = await engine.client.workers.start.mutate({ task: "TASK-STALL: think", title: "Stuck", directory: repo, checks: [{ run: "true" }] });
   await expect.poll(native, { timeout: 60_000 }).toContain("Stalled: Stuck");
-  expect(await page.evaluate(() => (window as unknown as { __ocwNotifications: { tones: () => number } }).__ocwNotifications.tones())).toBeGreaterThanOrEqual(3);
+  expect(await page.evaluate(() => (globalThis as unknown as Win).__ocwNotifications!.tones())).toBeGreaterThanOrEqual(3);
   await engine.client.workers.stop.mutate({ workerId: stall.workerId });
   expect(workerId).toBeTruthy();
 });

@@ -224,7 +224,7 @@ function WorkerCard({ w }: { w: Worker }) {
         <span className="mono small muted">{w.id}</span>
       </div>
       <div className="card-stats small" aria-label={`progress of ${w.id}`}>
-        {isFinal(w.state) && !w.discarded && !w.merged ? (
+        {isFinal(w.state) ? (
           <span title="from its start to its end">took {duration(elapsed)}</span>
         ) : (
           <>
