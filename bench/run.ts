@@ -85,15 +85,42 @@ async function measure() {
   /** Records a repeated figure's spread under its report path and returns its median. */
   const put = (key: string, runs: number[], d = 1) => (range[key] = spread(runs, d)).median;
   const report = { ...base } as Report;
+  /** Writes the report as it stands: after every part, so a run cut short still leaves what it measured. */
+  const flush = () => {
+    const opencodePkg = path.join(ROOT, "node_modules", "opencode-ai", "package.json");
+    Object.assign(report, {
+      machine: {
+        cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memGb: round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}`,
+        opencode: existsSync(opencodePkg) ? (JSON.parse(readFileSync(opencodePkg, "utf8")) as { version: string }).version : "unknown",
+        loadBefore: loadAtStart,
+        commit: gitState(),
+        loadAfter: os.loadavg().map((x) => round(x, 2)),
+      },
+      date: new Date().toISOString(),
+      quick,
+      reps,
+      reproduce: "npm ci && npm run bench",
+      partErrors,
+      parts: [...PARTS.filter((p) => completed.has(p)), ...(manyFrom ? ["many (separate run)"] : [])],
+      ui: partial ? (base.ui ?? null) : null,
+      range,
+      totalSeconds: round((Date.now() - started) / 1000),
+    });
+    if (!partial) report.uiError = "the Playwright bench has not run yet";
+    write(report);
+  };
   const partErrors: Record<string, string> = {};
+  const completed = new Set<Part>();
   /** A part that fails is recorded in the report with its error; the other parts still run. */
   const guard = async (part: Part, fn: () => Promise<void>) => {
     try {
       await fn();
+      completed.add(part);
     } catch (err) {
       partErrors[part] = (err as Error).stack?.split("\n").slice(0, 4).join(" ") ?? String(err);
       log(`part ${part} failed: ${partErrors[part]}`);
     }
+    flush();
   };
 
   const model = await startScriptedModel({
@@ -133,6 +160,7 @@ async function measure() {
     startupMs.mcpToolsListCold = put("startupMs.mcpToolsListCold", coldList, 0);
     startupMs.mcpFirstCallCold = put("startupMs.mcpFirstCallCold", coldCall, 0);
     report.startupMs = startupMs;
+    completed.add("startup");
     log(`ocw mcp → tools/list ${startupMs.mcpToolsList} ms (cold ${startupMs.mcpToolsListCold} ms; first call cold ${startupMs.mcpFirstCallCold} ms)`);
   }
 
@@ -140,6 +168,7 @@ async function measure() {
     const recorded = await fitRecorded(ROOT);
     const live = await fitLive();
     log(`fit (${recorded.source}): max ${recorded.maxErrPct} %, mean ${recorded.meanErrPct} %${live ? `; live: max ${live.maxErrPct} %` : ""}`);
+    completed.add("fit");
     report.fit = {
       ...headline(live ?? recorded),
       recorded,
@@ -180,6 +209,7 @@ async function measure() {
     }
     report.gateLatencyMs = gateLatencyMs;
     report.pollMs = pollMs;
+    completed.add("gate");
     report.pollBaselineMs = { p50: pollMs[`w${baselineSize}`]!.p50, p99: pollMs[`w${baselineSize}`]!.p99 };
   }
 
@@ -246,27 +276,7 @@ async function measure() {
     report.faults = f;
   });
 
-  const opencodePkg = path.join(ROOT, "node_modules", "opencode-ai", "package.json");
-  Object.assign(report, {
-    machine: {
-      cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memGb: round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}`,
-      opencode: existsSync(opencodePkg) ? (JSON.parse(readFileSync(opencodePkg, "utf8")) as { version: string }).version : "unknown",
-      loadBefore: loadAtStart,
-      commit: gitState(),
-      loadAfter: os.loadavg().map((x) => round(x, 2)),
-    },
-    date: new Date().toISOString(),
-    quick,
-    reps,
-    reproduce: "npm ci && npm run bench",
-    partErrors,
-    parts: [...PARTS.filter(runs), ...(manyFrom ? ["many (separate run)"] : [])],
-    ui: partial ? (base.ui ?? null) : null,
-    range,
-    totalSeconds: round((Date.now() - started) / 1000),
-  });
-  if (!partial) report.uiError = "the Playwright bench has not run yet";
-  write(report);
+  flush();
   log(`wrote ${path.relative(ROOT, OUT_JSON())} and its .md (${report.totalSeconds} s)`);
 }
 
