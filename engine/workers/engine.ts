@@ -32,7 +32,8 @@ import {
 import { EventBus } from "../events";
 import { grade } from "../grading/grade";
 import { KeyGateway } from "../gateway/gateway";
-import { endStaleServer, OpencodeServer, type OpencodeEvent } from "../harness/opencode-server";
+import { endStaleServer, type OpencodeEvent } from "../harness/opencode-server";
+import { opencodeHarness, type Harness, type HarnessServer } from "../harness/harness";
 import { WORKER_AGENT } from "../harness/config";
 import { sandboxStatus, writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
 import { grantFor, grantPattern, inspectAsk } from "../approvals/inspect";
@@ -70,12 +71,14 @@ export interface EngineOptions {
    * finds no sandbox refuses to start workers and says why.
    */
   noSandbox?: boolean;
+  /** How opencode servers are made: the real `opencode serve` unless a test passes a fake. */
+  harness?: Harness;
 }
 
 /** Per-worker things that are not events: live handles, timers. */
 interface Runtime {
   workspace?: Workspace;
-  server?: OpencodeServer;
+  server?: HarnessServer;
   stopping?: boolean;
   lastError?: string;
   budgetTimer?: NodeJS.Timeout;
@@ -105,7 +108,7 @@ export class Engine {
   private readonly logs: WorkerLogStore;
   private readonly workers = new Map<string, Worker>();
   private readonly runtime = new Map<string, Runtime>();
-  private readonly servers = new Map<string, OpencodeServer>();
+  private readonly servers = new Map<string, HarnessServer>();
   private readonly sessions = new Map<string, string>(); // opencode session id (incl. sub-agent children) → worker id
   private readonly queue: string[] = [];
   /** Asks whose answer this engine is sending to opencode right now. */
@@ -800,7 +803,7 @@ export class Engine {
   }
 
   /** The opencode server of a target, for tests and fault injection. */
-  serverFor(targetId: string): OpencodeServer | undefined {
+  serverFor(targetId: string): HarnessServer | undefined {
     return this.servers.get(targetId);
   }
 
@@ -873,7 +876,7 @@ export class Engine {
     }
   }
 
-  private async server(target: Target): Promise<OpencodeServer> {
+  private async server(target: Target): Promise<HarnessServer> {
     let s = this.servers.get(target.id);
     if (s) return s;
     // A keyed target is reached through the engine's gateway: the key never enters opencode or a worker's reach.
@@ -886,7 +889,7 @@ export class Engine {
     const shell = writeWorkerShell(path.join(this.opts.stateDir, "sandbox", "worker-shell"), { workspacesRoot: this.workspacesRoot, tmpRoot: this.workerTmpRoot, kind: this.sandbox.kind });
     s = this.servers.get(target.id);
     if (s) return s;
-    s = new OpencodeServer({
+    s = (this.opts.harness ?? opencodeHarness)({
       target,
       home: path.join(this.opts.stateDir, "opencode", target.id),
       log: (l) => this.log(`[opencode ${target.id}] ${l}`),

@@ -1,0 +1,222 @@
+// The engine driven through its harness seam by a fake opencode (test/fixtures/fake-harness.ts): the state machine,
+// asks and grants, stop/resume, budgets, shutdown and recovery, in milliseconds. Real git, real grading; only opencode
+// and the model are played. The real boundary is covered by test/integration (real `opencode serve`).
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reduceWorker, type Worker, type WorkerState } from "../../shared/worker";
+import { TargetStore } from "../store/targets";
+import { fakeHarness, type FakeScript, type Session } from "../../test/fixtures/fake-harness";
+import { Engine } from "./engine";
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-engine-unit-"));
+let endpoint = "";
+const model = http.createServer((_req, res) => res.end(JSON.stringify({ data: [{ id: "fake" }] })));
+
+beforeAll(async () => {
+  await new Promise<void>((r) => model.listen(0, "127.0.0.1", () => r()));
+  endpoint = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
+});
+afterAll(() => {
+  model.close();
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+let n = 0;
+function repo(): string {
+  const dir = path.join(tmp, `repo-${n++}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, "README.md"), "# r\n");
+  execFileSync("git", ["init", "-q", "-b", "main", dir]);
+  execFileSync("git", ["-C", dir, "add", "-A"]);
+  execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init"]);
+  return dir;
+}
+
+/** The default play: TASK-EDIT asks to write a.txt then claims built; TASK-HANG hangs until aborted, then (resumed) writes. */
+const script: FakeScript = (prompt, turn) => {
+  if (/TASK-TWO/.test(prompt)) return [{ ask: "edit", file: "a.txt", content: "a\n" }, { ask: "edit", file: "b.txt", content: "b\n" }, { text: "OUTCOME: built" }];
+  if (/TASK-HANG/.test(prompt) && turn === 0) return [{ hang: true }];
+  if (/TASK-BASH/.test(prompt)) return [{ ask: "bash", command: "echo one" }, { ask: "bash", command: "echo two" }, { write: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
+  if (/TASK-FAIL/.test(prompt)) return [{ fail: "model exploded" }];
+  return [{ ask: "edit", file: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
+};
+
+function engineIn(stateDir: string, s: FakeScript = script, sessions?: Map<string, Session>) {
+  const store = new TargetStore(path.join(stateDir, "targets.json"));
+  store.save({ id: "fake", model: "fake", endpoint, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] }, true);
+  const fake = fakeHarness(s, sessions);
+  const engine = new Engine({ stateDir, targets: store, harness: fake.harness, noSandbox: true, stallSec: 3600 });
+  return { engine, fake };
+}
+
+async function until(engine: Engine, id: string, pred: (w: Worker) => boolean, ms = 10_000): Promise<Worker> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const w = engine.get(id);
+    if (pred(w)) return w;
+    if (Date.now() > end) throw new Error(`worker ${id} is ${w.state}${w.stateReason ? ` (${w.stateReason})` : ""}; gave up waiting`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+const pending = (w: Worker) => w.asks.filter((a) => a.status === "pending");
+const states = (engine: Engine, id: string) => engine.events(id).flatMap((e) => (e.type === "worker.state" ? [e.state] : []));
+
+describe("the engine through a fake opencode", () => {
+  it("ask → once → settled → grading → built, honest; the log replays to the same picture", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const { workerId } = await engine.start({ task: "TASK-EDIT", directory: repo(), checks: [{ file: "a.txt", equals: "a" }] });
+    const asked = await until(engine, workerId, (w) => pending(w).length === 1);
+    expect(asked.state).toBe("waiting-approval");
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    const w = await until(engine, workerId, (x) => x.state === "built");
+    expect(states(engine, workerId)).toEqual(["starting", "running", "waiting-approval", "running", "settled", "grading", "built"]);
+    expect(w.verdict).toMatchObject({ verdict: "built", honest: true, commit: expect.any(String) });
+    const replayed = engine.events(workerId).reduce<Worker | null>((acc, e) => reduceWorker(acc, e), null);
+    expect(replayed).toEqual(w);
+    await engine.close();
+  });
+
+  it('"always" is never sent to opencode: it hears "once", the engine records a grant, and the grant answers the next ask', async () => {
+    const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const { workerId } = await engine.start({ task: "TASK-BASH", directory: repo() });
+    const asked = await until(engine, workerId, (w) => pending(w).length === 1);
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "always" }, { kind: "person", name: "t" });
+    const w = await until(engine, workerId, (x) => x.state === "built");
+    expect(fake.servers[0]!.calls.filter((c) => c.method === "permission.reply").map((c) => c.args.reply)).toEqual(["once", "once"]);
+    expect(w.grants.map((g) => [g.tool, g.pattern])).toEqual([["bash", "echo *"]]);
+    expect(w.asks[1]!.by).toMatchObject({ kind: "policy", name: expect.stringContaining("grant bash echo *") });
+    engine.revokeGrant(w.grants[0]!.id);
+    expect(engine.get(workerId).grants).toEqual([]);
+    await engine.close();
+  });
+
+  it("a rejected edit → honest-failure; a session error → error with the reason", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const r = repo();
+    const a = await engine.start({ task: "TASK-EDIT", directory: r, checks: [{ file: "a.txt" }] });
+    const asked = await until(engine, a.workerId, (w) => pending(w).length === 1);
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "reject" }, { kind: "person" });
+    expect((await until(engine, a.workerId, (w) => w.state === "honest-failure")).verdict!.honest).toBe(false);
+    const b = await engine.start({ task: "TASK-FAIL", directory: r });
+    expect((await until(engine, b.workerId, (w) => w.state === "error")).stateReason).toMatch(/model exploded/);
+    await engine.close();
+  });
+
+  it("stop during a run → stopped, never graded; resume continues in the same session → built", async () => {
+    const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const { workerId } = await engine.start({ task: "TASK-HANG", directory: repo(), checks: [{ file: "a.txt" }] });
+    await until(engine, workerId, (w) => w.state === "running");
+    await engine.stop(workerId, "by test");
+    await new Promise((r) => setTimeout(r, 100)); // the abort's idle arrives
+    expect(engine.get(workerId)).toMatchObject({ state: "stopped", verdict: null });
+    await engine.resume(workerId);
+    const asked = await until(engine, workerId, (w) => pending(w).length === 1);
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    await until(engine, workerId, (w) => w.state === "built");
+    expect(fake.servers[0]!.calls.filter((c) => c.method === "session.create").length).toBe(1);
+    expect(states(engine, workerId)).not.toContain("interrupted");
+    await engine.close();
+  });
+
+  it("shutdown mid-run → interrupted (never settled or graded); a new engine on the same state recovers it as interrupted; resume finishes it", async () => {
+    const stateDir = mkdtempSync(path.join(tmp, "s-"));
+    const first = engineIn(stateDir);
+    const { workerId } = await first.engine.start({ task: "TASK-HANG", directory: repo(), checks: [{ file: "a.txt" }] });
+    await until(first.engine, workerId, (w) => w.state === "running");
+    await first.engine.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(states(first.engine, workerId)).toEqual(["starting", "running", "interrupted"]);
+    const second = engineIn(stateDir, script, first.fake.sessions);
+    expect(second.engine.get(workerId)).toMatchObject({ state: "interrupted", verdict: null });
+    await second.engine.resume(workerId);
+    const asked = await until(second.engine, workerId, (w) => pending(w).length === 1);
+    await second.engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    await until(second.engine, workerId, (w) => w.state === "built");
+    await second.engine.close();
+  });
+
+  it("opencode dies: running workers are interrupted and their pending asks cancelled on the record", async () => {
+    const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const { workerId } = await engine.start({ task: "TASK-EDIT", directory: repo() });
+    await until(engine, workerId, (w) => pending(w).length === 1);
+    fake.servers[0]!.crash();
+    const w = await until(engine, workerId, (x) => x.state === "interrupted");
+    expect(w.asks[0]).toMatchObject({ status: "cancelled", by: { kind: "engine", name: "opencode-down" } });
+    await engine.close();
+  });
+
+  it("the wall-clock budget stops a worker with its reason", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const { workerId } = await engine.start({ task: "TASK-HANG", directory: repo(), budget: { wallSec: 0.2 } });
+    const w = await until(engine, workerId, (x) => x.state === "stopped");
+    expect(w.stateReason).toMatch(/budget: wall clock of 0.2s/);
+    await engine.close();
+  });
+
+  it("admission: never more workers at once than the target's slots; the queue is served in submission order", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const r = repo();
+    const { workerIds } = await engine.startBatch(Array.from({ length: 5 }, (_, i) => ({ task: `TASK-EDIT ${i}`, directory: r })));
+    for (const id of workerIds) {
+      const asked = await until(engine, id, (w) => pending(w).length === 1);
+      await engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    }
+    for (const id of workerIds) await until(engine, id, (w) => w.state === "built");
+    // From the logs, in stream order: how many ran at once, and in which order they were admitted.
+    const all = workerIds.flatMap((id) => engine.events(id)).sort((a, b) => (a.busSeq ?? 0) - (b.busSeq ?? 0));
+    const live = new Set<string>();
+    let maxActive = 0;
+    const startedOrder: string[] = [];
+    for (const e of all) {
+      if (e.type !== "worker.state") continue;
+      if (e.state === "starting") startedOrder.push(e.workerId);
+      if ((["starting", "running", "waiting-approval"] as WorkerState[]).includes(e.state)) live.add(e.workerId);
+      else live.delete(e.workerId);
+      maxActive = Math.max(maxActive, live.size);
+    }
+    expect(maxActive).toBe(2);
+    expect(startedOrder).toEqual(workerIds);
+    expect(engine.list().map((w) => w.id)).toEqual(workerIds);
+    await engine.close();
+  });
+
+  it("any interleaving of answers, stops and resumes: no verdict without a settle after the last stop, and the log always replays to the engine's picture", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const r = repo();
+    const Op = fc.constantFrom("once", "reject", "stop", "resume", "wait");
+    await fc.assert(
+      fc.asyncProperty(fc.array(Op, { minLength: 1, maxLength: 8 }), async (ops) => {
+        const { workerId } = await engine.start({ task: "TASK-TWO", directory: r, checks: [{ file: "a.txt" }] });
+        for (const op of ops) {
+          const w = engine.get(workerId);
+          const ask = pending(w)[0];
+          if ((op === "once" || op === "reject") && ask) await engine.decide({ askId: ask.id, decision: op }, { kind: "person" }).catch(() => undefined);
+          else if (op === "stop") await engine.stop(workerId).catch(() => undefined);
+          else if (op === "resume" && ["stopped", "interrupted", "error"].includes(w.state)) await engine.resume(workerId);
+          await new Promise((res) => setTimeout(res, op === "wait" ? 30 : 5));
+        }
+        // Finish: answer whatever is asked, resume a halted worker once, stop anything still alive.
+        await engine.stop(workerId).catch(() => undefined);
+        await until(engine, workerId, (x) => ["built", "honest-failure", "stopped", "interrupted", "error"].includes(x.state));
+        await new Promise((res) => setTimeout(res, 20));
+        const w = engine.get(workerId);
+        const seq = states(engine, workerId);
+        const lastHalt = Math.max(seq.lastIndexOf("stopped"), seq.lastIndexOf("interrupted"));
+        if (w.verdict) {
+          expect(["built", "honest-failure"]).toContain(w.state);
+          expect(seq.lastIndexOf("settled")).toBeGreaterThan(lastHalt);
+        } else expect(["built", "honest-failure"]).not.toContain(w.state);
+        const replayed = engine.events(workerId).reduce<Worker | null>((acc, e) => reduceWorker(acc, e), null);
+        expect(replayed).toEqual(w);
+      }),
+      { numRuns: 25 },
+    );
+    await engine.close();
+  }, 120_000);
+});
