@@ -1,10 +1,12 @@
 import { Command } from "commander";
 import { VERSION } from "./api/host";
+import { registerDeployCommand } from "./commands/deploy";
 import { registerGradeCommand } from "./commands/grade";
 import { registerRunCommand } from "./commands/run";
 import { registerMcpCommand } from "./mcp/command";
 import { registerServeCommands } from "./commands/serve";
 import { registerModelSetupCommands } from "./serving/commands";
+import { targetsWithEndpoints } from "./commands/targets-view";
 
 const program = new Command();
 program
@@ -21,6 +23,7 @@ registerServeCommands(program);
 registerRunCommand(program);
 registerGradeCommand(program);
 registerMcpCommand(program);
-registerModelSetupCommands(program);
+registerDeployCommand(program);
+registerModelSetupCommands(program, { targetsJson: () => targetsWithEndpoints() });
 
 await program.parseAsync(process.argv);

@@ -14,7 +14,6 @@ const root = path.dirname(path.dirname(new URL(import.meta.url).pathname));
 /** Where each file belongs; the first matching prefix wins. */
 const LAYERS = [
   ["shared/", "shared", 0],
-  ["engine/serving/commands.ts", "clients", 4], // the model-setup CLI (its commands), not the setup service
   ["engine/paths.ts", "platform", 1],
   ["engine/events.ts", "platform", 1],
   ["engine/store/", "platform", 1],

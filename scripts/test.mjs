@@ -26,6 +26,12 @@ if (want("typecheck")) {
   }
 }
 
+// 1b. The layering rule (scripts/layers.mjs): each layer imports only the ones below it.
+if (want("typecheck") || want("layers")) {
+  const code = run("layering", process.execPath, [path.join(root, "scripts", "layers.mjs")]);
+  code === 0 ? totals.passed++ : totals.failed++;
+}
+
 // 2. vitest (unit + integration) with a JSON report we can count.
 function vitestTotals(file) {
   if (!existsSync(file)) return null;

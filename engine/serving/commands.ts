@@ -498,7 +498,11 @@ function emit(r: CommandOutput): void {
   process.exitCode = r.code;
 }
 
-export function registerModelSetupCommands(program: Command): void {
+/**
+ * `targetsJson`: what `ocw targets --json` prints, given by the CLI layer (it asks the running engine for each endpoint's
+ * live state; this module stays below the API).
+ */
+export function registerModelSetupCommands(program: Command, { targetsJson }: { targetsJson?: () => Promise<unknown> } = {}): void {
   program
     .command("fit")
     .description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)")
@@ -539,11 +543,10 @@ export function registerModelSetupCommands(program: Command): void {
     .command("targets")
     .description("list targets")
     .option("--json", "print JSON")
-    .action(async (opts: { json?: boolean }) => {
-      if (!opts.json) return emit(runTargets(opts));
+    .action(async (o: { json?: boolean }) => {
+      if (!o.json || !targetsJson) return emit(runTargets(o));
       // With --json every target carries its endpoints' live state (healthy, slots, inUse), from the engine when it runs.
-      const { targetsWithEndpoints } = await import("../commands/targets-view");
-      emit({ code: 0, stdout: JSON.stringify(await targetsWithEndpoints(), null, 2) + "\n", stderr: "" });
+      emit({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
     });
 
   program
