@@ -643,8 +643,8 @@ var require_help = __commonJS({
        * @param {string} str
        * @returns {number}
        */
-      displayWidth(str2) {
-        return stripColor(str2).length;
+      displayWidth(str3) {
+        return stripColor(str3).length;
       }
       /**
        * Style the title for displaying in the help. Called with 'Usage:', 'Options:', etc.
@@ -652,11 +652,11 @@ var require_help = __commonJS({
        * @param {string} str
        * @returns {string}
        */
-      styleTitle(str2) {
-        return str2;
+      styleTitle(str3) {
+        return str3;
       }
-      styleUsage(str2) {
-        return str2.split(" ").map((word) => {
+      styleUsage(str3) {
+        return str3.split(" ").map((word) => {
           if (word === "[options]") return this.styleOptionText(word);
           if (word === "[command]") return this.styleSubcommandText(word);
           if (word[0] === "[" || word[0] === "<")
@@ -664,46 +664,46 @@ var require_help = __commonJS({
           return this.styleCommandText(word);
         }).join(" ");
       }
-      styleCommandDescription(str2) {
-        return this.styleDescriptionText(str2);
+      styleCommandDescription(str3) {
+        return this.styleDescriptionText(str3);
       }
-      styleOptionDescription(str2) {
-        return this.styleDescriptionText(str2);
+      styleOptionDescription(str3) {
+        return this.styleDescriptionText(str3);
       }
-      styleSubcommandDescription(str2) {
-        return this.styleDescriptionText(str2);
+      styleSubcommandDescription(str3) {
+        return this.styleDescriptionText(str3);
       }
-      styleArgumentDescription(str2) {
-        return this.styleDescriptionText(str2);
+      styleArgumentDescription(str3) {
+        return this.styleDescriptionText(str3);
       }
-      styleDescriptionText(str2) {
-        return str2;
+      styleDescriptionText(str3) {
+        return str3;
       }
-      styleOptionTerm(str2) {
-        return this.styleOptionText(str2);
+      styleOptionTerm(str3) {
+        return this.styleOptionText(str3);
       }
-      styleSubcommandTerm(str2) {
-        return str2.split(" ").map((word) => {
+      styleSubcommandTerm(str3) {
+        return str3.split(" ").map((word) => {
           if (word === "[options]") return this.styleOptionText(word);
           if (word[0] === "[" || word[0] === "<")
             return this.styleArgumentText(word);
           return this.styleSubcommandText(word);
         }).join(" ");
       }
-      styleArgumentTerm(str2) {
-        return this.styleArgumentText(str2);
+      styleArgumentTerm(str3) {
+        return this.styleArgumentText(str3);
       }
-      styleOptionText(str2) {
-        return str2;
+      styleOptionText(str3) {
+        return str3;
       }
-      styleArgumentText(str2) {
-        return str2;
+      styleArgumentText(str3) {
+        return str3;
       }
-      styleSubcommandText(str2) {
-        return str2;
+      styleSubcommandText(str3) {
+        return str3;
       }
-      styleCommandText(str2) {
-        return str2;
+      styleCommandText(str3) {
+        return str3;
       }
       /**
        * Calculate the pad width from the maximum term length.
@@ -726,8 +726,8 @@ var require_help = __commonJS({
        * @param {string} str
        * @returns {boolean}
        */
-      preformatted(str2) {
-        return /\n[^\S\r\n]/.test(str2);
+      preformatted(str3) {
+        return /\n[^\S\r\n]/.test(str3);
       }
       /**
        * Format the "item", which consists of a term and description. Pad the term and wrap the description, indenting the following lines.
@@ -773,9 +773,9 @@ ${itemIndentStr}`);
        * @param {number} width
        * @returns {string}
        */
-      boxWrap(str2, width) {
-        if (width < this.minWidthToWrap) return str2;
-        const rawLines = str2.split(/\r\n|\n/);
+      boxWrap(str3, width) {
+        if (width < this.minWidthToWrap) return str3;
+        const rawLines = str3.split(/\r\n|\n/);
         const chunkPattern = /[\s]*[^\s]+/g;
         const wrappedLines = [];
         rawLines.forEach((line) => {
@@ -803,9 +803,9 @@ ${itemIndentStr}`);
         return wrappedLines.join("\n");
       }
     };
-    function stripColor(str2) {
+    function stripColor(str3) {
       const sgrPattern = /\x1b\[\d*(;\d*)*m/g;
-      return str2.replace(sgrPattern, "");
+      return str3.replace(sgrPattern, "");
     }
     exports.Help = Help2;
     exports.stripColor = stripColor;
@@ -1076,9 +1076,9 @@ var require_option = __commonJS({
         return option.negate === (negativeValue === value);
       }
     };
-    function camelcase(str2) {
-      return str2.split("-").reduce((str3, word) => {
-        return str3 + word[0].toUpperCase() + word.slice(1);
+    function camelcase(str3) {
+      return str3.split("-").reduce((str4, word) => {
+        return str4 + word[0].toUpperCase() + word.slice(1);
       });
     }
     function splitOptionFlags(flags) {
@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path42 = __require("node:path");
+    var path46 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -1259,14 +1259,14 @@ var require_command = __commonJS({
         this._showSuggestionAfterError = true;
         this._savedState = null;
         this._outputConfiguration = {
-          writeOut: (str2) => process12.stdout.write(str2),
-          writeErr: (str2) => process12.stderr.write(str2),
-          outputError: (str2, write) => write(str2),
+          writeOut: (str3) => process12.stdout.write(str3),
+          writeErr: (str3) => process12.stderr.write(str3),
+          outputError: (str3, write) => write(str3),
           getOutHelpWidth: () => process12.stdout.isTTY ? process12.stdout.columns : void 0,
           getErrHelpWidth: () => process12.stderr.isTTY ? process12.stderr.columns : void 0,
           getOutHasColors: () => useColor() ?? (process12.stdout.isTTY && process12.stdout.hasColors?.()),
           getErrHasColors: () => useColor() ?? (process12.stderr.isTTY && process12.stderr.hasColors?.()),
-          stripColor: (str2) => stripColor(str2)
+          stripColor: (str3) => stripColor(str3)
         };
         this._hidden = false;
         this._helpOption = void 0;
@@ -1825,14 +1825,14 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command} `this` command for chaining
        * @private
        */
-      _optionEx(config2, flags, description, fn, defaultValue) {
+      _optionEx(config3, flags, description, fn, defaultValue) {
         if (typeof flags === "object" && flags instanceof Option2) {
           throw new Error(
             "To add an Option object use addOption() instead of option() or requiredOption()"
           );
         }
         const option = this.createOption(flags, description);
-        option.makeOptionMandatory(!!config2.mandatory);
+        option.makeOptionMandatory(!!config3.mandatory);
         if (typeof fn === "function") {
           option.default(defaultValue).argParser(fn);
         } else if (fn instanceof RegExp) {
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile(baseDir, baseName) {
-          const localBin = path42.resolve(baseDir, baseName);
+          const localBin = path46.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path42.extname(baseName))) return void 0;
+          if (sourceExt.includes(path46.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path42.resolve(
-            path42.dirname(resolvedScriptPath),
+          executableDir = path46.resolve(
+            path46.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path42.basename(
+            const legacyName = path46.basename(
               this._scriptPath,
-              path42.extname(this._scriptPath)
+              path46.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path42.extname(executableFile));
+        launchWithNode = sourceExt.includes(path46.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -2807,9 +2807,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
           this._outputConfiguration.writeErr("\n");
           this.outputHelp({ error: true });
         }
-        const config2 = errorOptions || {};
-        const exitCode = config2.exitCode || 1;
-        const code = config2.code || "commander.error";
+        const config3 = errorOptions || {};
+        const exitCode = config3.exitCode || 1;
+        const code = config3.code || "commander.error";
         this._exit(exitCode, code, message);
       }
       /**
@@ -2929,10 +2929,10 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} flag
        * @private
        */
-      unknownOption(flag) {
+      unknownOption(flag2) {
         if (this._allowUnknownOption) return;
         let suggestion = "";
-        if (flag.startsWith("--") && this._showSuggestionAfterError) {
+        if (flag2.startsWith("--") && this._showSuggestionAfterError) {
           let candidateFlags = [];
           let command = this;
           do {
@@ -2940,9 +2940,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
             candidateFlags = candidateFlags.concat(moreFlags);
             command = command.parent;
           } while (command && !command._enablePositionalOptions);
-          suggestion = suggestSimilar(flag, candidateFlags);
+          suggestion = suggestSimilar(flag2, candidateFlags);
         }
-        const message = `error: unknown option '${flag}'${suggestion}`;
+        const message = `error: unknown option '${flag2}'${suggestion}`;
         this.error(message, { code: "commander.unknownOption" });
       }
       /**
@@ -2990,18 +2990,18 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [description]
        * @return {(this | string | undefined)} `this` command for chaining, or version string if no arguments
        */
-      version(str2, flags, description) {
-        if (str2 === void 0) return this._version;
-        this._version = str2;
+      version(str3, flags, description) {
+        if (str3 === void 0) return this._version;
+        this._version = str3;
         flags = flags || "-V, --version";
         description = description || "output the version number";
         const versionOption = this.createOption(flags, description);
         this._versionOptionName = versionOption.attributeName();
         this._registerOption(versionOption);
         this.on("option:" + versionOption.name(), () => {
-          this._outputConfiguration.writeOut(`${str2}
+          this._outputConfiguration.writeOut(`${str3}
 `);
-          this._exit(0, "commander.version", str2);
+          this._exit(0, "commander.version", str3);
         });
         return this;
       }
@@ -3012,10 +3012,10 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {object} [argsDescription]
        * @return {(string|Command)}
        */
-      description(str2, argsDescription) {
-        if (str2 === void 0 && argsDescription === void 0)
+      description(str3, argsDescription) {
+        if (str3 === void 0 && argsDescription === void 0)
           return this._description;
-        this._description = str2;
+        this._description = str3;
         if (argsDescription) {
           this._argsDescription = argsDescription;
         }
@@ -3027,9 +3027,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [str]
        * @return {(string|Command)}
        */
-      summary(str2) {
-        if (str2 === void 0) return this._summary;
-        this._summary = str2;
+      summary(str3) {
+        if (str3 === void 0) return this._summary;
+        this._summary = str3;
         return this;
       }
       /**
@@ -3077,8 +3077,8 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [str]
        * @return {(string|Command)}
        */
-      usage(str2) {
-        if (str2 === void 0) {
+      usage(str3) {
+        if (str3 === void 0) {
           if (this._usage) return this._usage;
           const args = this.registeredArguments.map((arg) => {
             return humanReadableArgName(arg);
@@ -3089,7 +3089,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
             this.registeredArguments.length ? args : []
           ).join(" ");
         }
-        this._usage = str2;
+        this._usage = str3;
         return this;
       }
       /**
@@ -3098,9 +3098,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [str]
        * @return {(string|Command)}
        */
-      name(str2) {
-        if (str2 === void 0) return this._name;
-        this._name = str2;
+      name(str3) {
+        if (str3 === void 0) return this._name;
+        this._name = str3;
         return this;
       }
       /**
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path42.basename(filename, path42.extname(filename));
+        this._name = path46.basename(filename, path46.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path43) {
-        if (path43 === void 0) return this._executableDir;
-        this._executableDir = path43;
+      executableDir(path47) {
+        if (path47 === void 0) return this._executableDir;
+        this._executableDir = path47;
         return this;
       }
       /**
@@ -3234,17 +3234,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let hasColors2;
         let helpWidth;
         if (error46) {
-          baseWrite = (str2) => this._outputConfiguration.writeErr(str2);
+          baseWrite = (str3) => this._outputConfiguration.writeErr(str3);
           hasColors2 = this._outputConfiguration.getErrHasColors();
           helpWidth = this._outputConfiguration.getErrHelpWidth();
         } else {
-          baseWrite = (str2) => this._outputConfiguration.writeOut(str2);
+          baseWrite = (str3) => this._outputConfiguration.writeOut(str3);
           hasColors2 = this._outputConfiguration.getOutHasColors();
           helpWidth = this._outputConfiguration.getOutHelpWidth();
         }
-        const write = (str2) => {
-          if (!hasColors2) str2 = this._outputConfiguration.stripColor(str2);
-          return baseWrite(str2);
+        const write = (str3) => {
+          if (!hasColors2) str3 = this._outputConfiguration.stripColor(str3);
+          return baseWrite(str3);
         };
         return { error: error46, write, hasColors: hasColors2, helpWidth };
       }
@@ -3683,10 +3683,10 @@ var require_utils = __commonJS({
       REGEX_SPECIAL_CHARS_GLOBAL
     } = require_constants();
     exports.isObject = (val) => val !== null && typeof val === "object" && !Array.isArray(val);
-    exports.hasRegexChars = (str2) => REGEX_SPECIAL_CHARS.test(str2);
-    exports.isRegexChar = (str2) => str2.length === 1 && exports.hasRegexChars(str2);
-    exports.escapeRegex = (str2) => str2.replace(REGEX_SPECIAL_CHARS_GLOBAL, "\\$1");
-    exports.toPosixSlashes = (str2) => str2.replace(REGEX_BACKSLASH, "/");
+    exports.hasRegexChars = (str3) => REGEX_SPECIAL_CHARS.test(str3);
+    exports.isRegexChar = (str3) => str3.length === 1 && exports.hasRegexChars(str3);
+    exports.escapeRegex = (str3) => str3.replace(REGEX_SPECIAL_CHARS_GLOBAL, "\\$1");
+    exports.toPosixSlashes = (str3) => str3.replace(REGEX_BACKSLASH, "/");
     exports.isWindows = () => {
       if (typeof navigator !== "undefined" && navigator.platform) {
         const platform2 = navigator.platform.toLowerCase();
@@ -3697,8 +3697,8 @@ var require_utils = __commonJS({
       }
       return false;
     };
-    exports.removeBackslashes = (str2) => {
-      return str2.replace(REGEX_REMOVE_BACKSLASH, (match) => {
+    exports.removeBackslashes = (str3) => {
+      return str3.replace(REGEX_REMOVE_BACKSLASH, (match) => {
         return match === "\\" ? "" : match;
       });
     };
@@ -3725,8 +3725,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path42, { windows: windows2 } = {}) => {
-      const segs = path42.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path46, { windows: windows2 } = {}) => {
+      const segs = path46.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -3788,7 +3788,7 @@ var require_scan = __commonJS({
       const slashes = [];
       const tokens = [];
       const parts = [];
-      let str2 = input;
+      let str3 = input;
       let index = -1;
       let start = 0;
       let lastIndex = 0;
@@ -3807,10 +3807,10 @@ var require_scan = __commonJS({
       let code;
       let token = { value: "", depth: 0, isGlob: false };
       const eos = () => index >= length;
-      const peek = () => str2.charCodeAt(index + 1);
+      const peek = () => str3.charCodeAt(index + 1);
       const advance = () => {
         prev = code;
-        return str2.charCodeAt(++index);
+        return str3.charCodeAt(++index);
       };
       while (index < length) {
         code = advance();
@@ -3978,24 +3978,24 @@ var require_scan = __commonJS({
         isExtglob = false;
         isGlob = false;
       }
-      let base2 = str2;
+      let base2 = str3;
       let prefix = "";
       let glob = "";
       if (start > 0) {
-        prefix = str2.slice(0, start);
-        str2 = str2.slice(start);
+        prefix = str3.slice(0, start);
+        str3 = str3.slice(start);
         lastIndex -= start;
       }
       if (base2 && isGlob === true && lastIndex > 0) {
-        base2 = str2.slice(0, lastIndex);
-        glob = str2.slice(lastIndex);
+        base2 = str3.slice(0, lastIndex);
+        glob = str3.slice(lastIndex);
       } else if (isGlob === true) {
         base2 = "";
-        glob = str2;
+        glob = str3;
       } else {
-        base2 = str2;
+        base2 = str3;
       }
-      if (base2 && base2 !== "" && base2 !== "/" && base2 !== str2) {
+      if (base2 && base2 !== "" && base2 !== "/" && base2 !== str3) {
         if (isPathSeparator(base2.charCodeAt(base2.length - 1))) {
           base2 = base2.slice(0, -1);
         }
@@ -4165,9 +4165,9 @@ var require_parse = __commonJS({
       const peek = state.peek = (n2 = 1) => input[state.index + n2];
       const advance = state.advance = () => input[++state.index] || "";
       const remaining = () => input.slice(state.index + 1);
-      const consume = (value2 = "", num3 = 0) => {
+      const consume = (value2 = "", num4 = 0) => {
         state.consumed += value2;
-        state.index += num3;
+        state.index += num4;
       };
       const append = (token) => {
         state.output += token.output != null ? token.output : token.value;
@@ -4796,8 +4796,8 @@ var require_parse = __commonJS({
         if (opts2.noglobstar === true) return star;
         return `(${capture}(?:(?!${START_ANCHOR}${opts2.dot ? DOTS_SLASH : DOT_LITERAL}).)*?)`;
       };
-      const create = (str2) => {
-        switch (str2) {
+      const create = (str3) => {
+        switch (str3) {
           case "*":
             return `${nodot}${ONE_CHAR}${star}`;
           case ".*":
@@ -4815,7 +4815,7 @@ var require_parse = __commonJS({
           case "**/.*":
             return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${DOT_LITERAL}${ONE_CHAR}${star}`;
           default: {
-            const match = /^(.*?)\.(\w+)$/.exec(str2);
+            const match = /^(.*?)\.(\w+)$/.exec(str3);
             if (!match) return;
             const source2 = create(match[1]);
             if (!source2) return;
@@ -4846,9 +4846,9 @@ var require_picomatch = __commonJS({
     var picomatch4 = (glob, options, returnState = false) => {
       if (Array.isArray(glob)) {
         const fns = glob.map((input) => picomatch4(input, options, returnState));
-        const arrayMatcher = (str2) => {
+        const arrayMatcher = (str3) => {
           for (const isMatch of fns) {
-            const state2 = isMatch(str2);
+            const state2 = isMatch(str3);
             if (state2) return state2;
           }
           return false;
@@ -4924,7 +4924,7 @@ var require_picomatch = __commonJS({
       const regex = glob instanceof RegExp ? glob : picomatch4.makeRe(glob, options);
       return regex.test(utils.basename(input));
     };
-    picomatch4.isMatch = (str2, patterns, options) => picomatch4(patterns, options)(str2);
+    picomatch4.isMatch = (str3, patterns, options) => picomatch4(patterns, options)(str3);
     picomatch4.parse = (pattern, options) => {
       if (Array.isArray(pattern)) return pattern.map((p) => picomatch4.parse(p, options));
       return parse3(pattern, { ...options, fastpaths: false });
@@ -5232,10 +5232,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path42) {
-  if (!path42)
+function getElementAtPath(obj2, path46) {
+  if (!path46)
     return obj2;
-  return path42.reduce((acc, key) => acc?.[key], obj2);
+  return path46.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -5250,14 +5250,14 @@ function promiseAllObject(promisesObj) {
 }
 function randomString(length = 10) {
   const chars = "abcdefghijklmnopqrstuvwxyz";
-  let str2 = "";
+  let str3 = "";
   for (let i2 = 0; i2 < length; i2++) {
-    str2 += chars[Math.floor(Math.random() * chars.length)];
+    str3 += chars[Math.floor(Math.random() * chars.length)];
   }
-  return str2;
+  return str3;
 }
-function esc(str2) {
-  return JSON.stringify(str2);
+function esc(str3) {
+  return JSON.stringify(str3);
 }
 function isObject(data) {
   return typeof data === "object" && data !== null && !Array.isArray(data);
@@ -5292,8 +5292,8 @@ function numKeys(data) {
   }
   return keyCount;
 }
-function escapeRegex(str2) {
-  return str2.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+function escapeRegex(str3) {
+  return str3.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 function clone(inst, def, params) {
   const cl = new inst._zod.constr(def ?? inst._zod.def);
@@ -5525,21 +5525,21 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path42, issues) {
+function prefixIssues(path46, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path42);
+    iss.path.unshift(path46);
     return iss;
   });
 }
 function unwrapMessage(message) {
   return typeof message === "string" ? message : message?.message;
 }
-function finalizeIssue(iss, ctx, config2) {
+function finalizeIssue(iss, ctx, config3) {
   const full = { ...iss, path: iss.path ?? [] };
   if (!iss.message) {
-    const message = unwrapMessage(iss.inst?._zod.def?.error?.(iss)) ?? unwrapMessage(ctx?.error?.(iss)) ?? unwrapMessage(config2.customError?.(iss)) ?? unwrapMessage(config2.localeError?.(iss)) ?? "Invalid input";
+    const message = unwrapMessage(iss.inst?._zod.def?.error?.(iss)) ?? unwrapMessage(ctx?.error?.(iss)) ?? unwrapMessage(config3.customError?.(iss)) ?? unwrapMessage(config3.localeError?.(iss)) ?? "Invalid input";
     full.message = message;
   }
   delete full.inst;
@@ -5750,7 +5750,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path42 = []) => {
+  const processError = (error47, path46 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -5760,7 +5760,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path42, ...issue2.path];
+        const fullpath = [...path46, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -5792,8 +5792,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path42 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path42) {
+  const path46 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path46) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -18041,402 +18041,6 @@ var init_zod = __esm({
   }
 });
 
-// shared/permission.ts
-function rejectionMessage(ask, extra) {
-  const base2 = `The supervisor refused this ${ask.tool} request (${ask.what}). Do not retry it or work around it; continue without it, and report your outcome honestly.`;
-  return extra ? `${base2} Reason: ${extra}` : base2;
-}
-var DecidedBy, DecisionKind, QuestionItem, PermissionAsk, Decision, PolicyRule, Grant;
-var init_permission = __esm({
-  "shared/permission.ts"() {
-    init_zod();
-    DecidedBy = external_exports.object({
-      kind: external_exports.enum(["person", "mcp", "policy", "cli", "engine"]),
-      /** e.g. "gui", "claude-code", the policy rule's text, "--approve once". */
-      name: external_exports.string().max(200).optional()
-    });
-    DecisionKind = external_exports.enum(["once", "always", "reject"], {
-      error: 'decision must be "once", "always" or "reject"'
-    });
-    QuestionItem = external_exports.object({
-      question: external_exports.string(),
-      header: external_exports.string().optional(),
-      options: external_exports.array(external_exports.object({ label: external_exports.string(), description: external_exports.string().optional() })).default([]),
-      multiple: external_exports.boolean().optional()
-    });
-    PermissionAsk = external_exports.object({
-      id: external_exports.string(),
-      workerId: external_exports.string(),
-      sessionId: external_exports.string(),
-      kind: external_exports.enum(["permission", "question"]),
-      /** edit | bash | webfetch | external_directory | question | … (opencode's permission name). */
-      tool: external_exports.string(),
-      /** What is asked, in one line: the command, the path, the URL, or the question. */
-      what: external_exports.string(),
-      diff: external_exports.string().optional(),
-      patterns: external_exports.array(external_exports.string()).default([]),
-      always: external_exports.array(external_exports.string()).default([]),
-      questions: external_exports.array(QuestionItem).optional(),
-      /** What the engine found before anyone decides: real paths (symlinks resolved) and what they touch. */
-      flags: external_exports.array(external_exports.object({ kind: external_exports.enum(["outside-workspace", "protected", "out-of-scope", "symlink"]), detail: external_exports.string() })).optional(),
-      createdAt: external_exports.number(),
-      status: external_exports.enum(["pending", "decided", "cancelled"]),
-      decision: DecisionKind.optional(),
-      by: DecidedBy.optional(),
-      message: external_exports.string().optional(),
-      decidedAt: external_exports.number().optional()
-    });
-    Decision = external_exports.object({
-      askId: external_exports.string().min(1, "askId is required (see pending_approvals)"),
-      decision: DecisionKind,
-      message: external_exports.string().max(4e3).optional(),
-      answers: external_exports.array(external_exports.array(external_exports.string())).optional()
-    });
-    PolicyRule = external_exports.object({
-      tool: external_exports.string().min(1),
-      /** A glob matched against what is asked (command, path, URL); "*" matches everything. */
-      pattern: external_exports.string().min(1),
-      decision: DecisionKind
-    });
-    Grant = external_exports.object({
-      id: external_exports.string(),
-      workerId: external_exports.string(),
-      tool: external_exports.string(),
-      /** A glob over what is asked (the command, path or URL), from opencode's suggestion for the ask. */
-      pattern: external_exports.string(),
-      askId: external_exports.string(),
-      by: DecidedBy,
-      createdAt: external_exports.number()
-    });
-  }
-});
-
-// shared/check.ts
-function checkName(check2, index) {
-  if (check2.name) return check2.name;
-  return "run" in check2 ? check2.run.slice(0, 80) : `file ${check2.file}`;
-}
-var CommandCheck, FileCheck, CheckSpec, CheckResult;
-var init_check = __esm({
-  "shared/check.ts"() {
-    init_zod();
-    CommandCheck = external_exports.object({
-      name: external_exports.string().min(1).max(200).optional(),
-      run: external_exports.string().min(1, "a check's `run` must be a non-empty shell command").max(1e4),
-      expectExit: external_exports.number().int().min(0).max(255).optional(),
-      timeoutSec: external_exports.number().positive().max(3600).optional()
-    }).strict();
-    FileCheck = external_exports.object({
-      name: external_exports.string().min(1).max(200).optional(),
-      file: external_exports.string().min(1).max(1e3).refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), {
-        message: "a file check's `file` must be a path relative to the workspace, without `..`"
-      }),
-      exists: external_exports.boolean().optional(),
-      equals: external_exports.string().max(1e6).optional(),
-      matches: external_exports.string().max(1e4).optional()
-    }).strict();
-    CheckSpec = external_exports.union([CommandCheck, FileCheck], {
-      error: 'a check is {"run": "shell command", expectExit?, timeoutSec?} or {"file": "relative/path", exists?, equals?, matches?}'
-    });
-    CheckResult = external_exports.object({
-      name: external_exports.string(),
-      passed: external_exports.boolean(),
-      exitCode: external_exports.number().int().nullable().optional(),
-      timedOut: external_exports.boolean().optional(),
-      durationMs: external_exports.number().optional(),
-      output: external_exports.string()
-    });
-  }
-});
-
-// shared/verdict.ts
-function parseClaim(text) {
-  const lines = text.split(/\r?\n/);
-  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
-    const m = OUTCOME_LINE.exec(lines[i2]);
-    if (m) return { claim: m[1].toLowerCase(), reason: m[2]?.trim() || null };
-  }
-  return { claim: null, reason: null };
-}
-var Outcome, ScopeResult, Verdict, OUTCOME_LINE;
-var init_verdict = __esm({
-  "shared/verdict.ts"() {
-    init_zod();
-    init_check();
-    Outcome = external_exports.enum(["built", "honest-failure"]);
-    ScopeResult = external_exports.object({
-      passed: external_exports.boolean(),
-      violations: external_exports.array(external_exports.string()),
-      changedFiles: external_exports.array(external_exports.string())
-    });
-    Verdict = external_exports.object({
-      verdict: Outcome,
-      /** What the worker's `OUTCOME:` line said; null when it gave none. */
-      claim: Outcome.nullable(),
-      claimReason: external_exports.string().nullable(),
-      honest: external_exports.boolean(),
-      checks: external_exports.array(CheckResult),
-      scope: ScopeResult,
-      gradedAt: external_exports.number(),
-      branch: external_exports.string().nullable(),
-      worktree: external_exports.string().nullable(),
-      /** The commit the checks ran on (made by the engine from the worker's files); merge takes exactly this one. */
-      commit: external_exports.string().nullable().default(null),
-      diffStat: external_exports.string(),
-      mergeHint: external_exports.string().nullable()
-    });
-    OUTCOME_LINE = /^\s*\**\s*OUTCOME:\s*\**\s*(built|honest-failure)\b\s*(?:[—–-]+\s*(.*))?$/i;
-  }
-});
-
-// shared/worker.ts
-function summarizePart(part) {
-  if (part.kind === "tool") return `${part.tool ?? "tool"} ${part.status ?? ""}`.trim();
-  return (part.text ?? "").split("\n").find((l) => l.trim())?.slice(0, 160) ?? part.kind;
-}
-function reduceWorker(w, e) {
-  if (e.type === "worker.created") {
-    return {
-      id: e.workerId,
-      spec: e.spec,
-      batchId: e.batchId,
-      targetId: e.targetId,
-      state: "queued",
-      stateReason: null,
-      createdAt: e.ts,
-      createdSeq: e.busSeq ?? 0,
-      updatedAt: e.ts,
-      startedAt: null,
-      endedAt: null,
-      sessionId: null,
-      worktree: null,
-      branch: null,
-      baseCommit: null,
-      baseBranch: null,
-      repo: e.spec.directory,
-      asks: [],
-      steers: [],
-      usage: { input: 0, output: 0, reasoning: 0, cost: 0 },
-      lastActivity: null,
-      currentTool: null,
-      stalled: false,
-      toolFailures: 0,
-      verdict: null,
-      merged: null,
-      sandbox: e.sandbox ?? null,
-      endpoint: null,
-      grants: [],
-      discarded: false,
-      lastSeq: e.seq
-    };
-  }
-  if (!w) throw new Error(`event ${e.type} for unknown worker ${e.workerId}`);
-  const next = { ...w, updatedAt: e.ts, lastSeq: e.seq };
-  switch (e.type) {
-    case "worker.state":
-      next.state = e.state;
-      next.stateReason = e.reason ?? null;
-      if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
-      next.endedAt = isFinal(e.state) ? e.ts : null;
-      if (!isActive(e.state)) next.currentTool = null;
-      if (e.state === "running") next.stalled = false;
-      break;
-    case "worker.workspace":
-      Object.assign(next, { worktree: e.worktree, branch: e.branch, baseCommit: e.baseCommit, baseBranch: e.baseBranch, repo: e.repo });
-      break;
-    case "worker.session":
-      next.sessionId = e.sessionId;
-      break;
-    case "worker.endpoint":
-      next.endpoint = e.url;
-      break;
-    case "ask.opened":
-      next.asks = [...w.asks.filter((a2) => a2.id !== e.ask.id), e.ask];
-      break;
-    case "ask.resolved":
-      next.asks = w.asks.map(
-        (a2) => a2.id === e.askId ? { ...a2, status: e.status, decision: e.decision, by: e.by, message: e.message, decidedAt: e.ts } : a2
-      );
-      break;
-    case "steer.sent":
-      next.steers = [...w.steers, { text: e.text, ts: e.ts, by: e.by }];
-      break;
-    case "part":
-      next.lastActivity = { ts: e.ts, summary: summarizePart(e.part) };
-      next.stalled = false;
-      if (e.part.kind === "tool") next.currentTool = e.part.status === "running" || e.part.status === "pending" ? e.part.tool ?? null : null;
-      break;
-    case "usage":
-      next.usage = e.usage;
-      break;
-    case "stalled":
-      next.stalled = true;
-      break;
-    case "tool.failed":
-      next.toolFailures = w.toolFailures + 1;
-      break;
-    case "verdict":
-      next.verdict = e.verdict;
-      break;
-    case "merged":
-      next.merged = { into: e.into, commit: e.commit };
-      break;
-    case "grant.added":
-      next.grants = [...w.grants.filter((g) => g.id !== e.grant.id), e.grant];
-      break;
-    case "grant.revoked":
-      next.grants = w.grants.filter((g) => g.id !== e.grantId);
-      break;
-    case "discarded":
-      next.discarded = true;
-      break;
-  }
-  return next;
-}
-var WorkerState, FINAL_STATES, ACTIVE_STATES, isFinal, isActive, Glob, Budget, WorkerSpec, Usage, TranscriptPart, base, WorkerEvent, Worker, pendingAsks;
-var init_worker = __esm({
-  "shared/worker.ts"() {
-    init_zod();
-    init_check();
-    init_permission();
-    init_verdict();
-    WorkerState = external_exports.enum([
-      "queued",
-      "starting",
-      "running",
-      "waiting-approval",
-      "settled",
-      "grading",
-      "built",
-      "honest-failure",
-      "stopped",
-      "interrupted",
-      "error"
-    ]);
-    FINAL_STATES = ["built", "honest-failure", "stopped", "interrupted", "error"];
-    ACTIVE_STATES = ["starting", "running", "waiting-approval"];
-    isFinal = (s) => FINAL_STATES.includes(s);
-    isActive = (s) => ACTIVE_STATES.includes(s);
-    Glob = external_exports.string().min(1).max(500);
-    Budget = external_exports.object({
-      wallSec: external_exports.number().positive().max(7 * 24 * 3600).optional(),
-      tokens: external_exports.number().int().positive().optional()
-    }).strict();
-    WorkerSpec = external_exports.object({
-      task: external_exports.string().trim().min(1, "the task is empty: say what the worker should do").max(1e5, "the task is over 100,000 characters: shorten it or point at a file"),
-      directory: external_exports.string().min(1, "directory is required").max(4096).refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), {
-        message: "directory must be an absolute path to a git repository"
-      }),
-      checks: external_exports.array(CheckSpec).max(100).default([]),
-      scope: external_exports.array(Glob).max(200).default([]),
-      protect: external_exports.array(Glob).max(200).default([]),
-      budget: Budget.default({}),
-      targetId: external_exports.string().optional(),
-      title: external_exports.string().max(200).optional()
-    });
-    Usage = external_exports.object({
-      input: external_exports.number(),
-      output: external_exports.number(),
-      reasoning: external_exports.number(),
-      cost: external_exports.number()
-    });
-    TranscriptPart = external_exports.object({
-      partId: external_exports.string(),
-      messageId: external_exports.string(),
-      kind: external_exports.enum(["text", "reasoning", "tool", "user"]),
-      text: external_exports.string().optional(),
-      tool: external_exports.string().optional(),
-      status: external_exports.string().optional(),
-      input: external_exports.unknown().optional(),
-      output: external_exports.string().optional(),
-      error: external_exports.string().optional()
-    });
-    base = { workerId: external_exports.string(), seq: external_exports.number().int(), ts: external_exports.number(), busSeq: external_exports.number().int().optional() };
-    WorkerEvent = external_exports.discriminatedUnion("type", [
-      external_exports.object({
-        ...base,
-        type: external_exports.literal("worker.created"),
-        spec: WorkerSpec,
-        batchId: external_exports.string().nullable(),
-        targetId: external_exports.string().nullable(),
-        /** How the worker is contained: "bwrap", or "none" when the person opted out of the sandbox. */
-        sandbox: external_exports.enum(["bwrap", "none"]).optional()
-      }),
-      external_exports.object({ ...base, type: external_exports.literal("worker.state"), state: WorkerState, reason: external_exports.string().optional() }),
-      external_exports.object({
-        ...base,
-        type: external_exports.literal("worker.workspace"),
-        worktree: external_exports.string(),
-        branch: external_exports.string(),
-        baseCommit: external_exports.string(),
-        baseBranch: external_exports.string().nullable(),
-        repo: external_exports.string()
-      }),
-      external_exports.object({ ...base, type: external_exports.literal("worker.session"), sessionId: external_exports.string() }),
-      /** The endpoint of a pool target the worker runs on (it stays there unless that endpoint dies). */
-      external_exports.object({ ...base, type: external_exports.literal("worker.endpoint"), url: external_exports.string() }),
-      external_exports.object({ ...base, type: external_exports.literal("ask.opened"), ask: PermissionAsk }),
-      external_exports.object({
-        ...base,
-        type: external_exports.literal("ask.resolved"),
-        askId: external_exports.string(),
-        status: external_exports.enum(["decided", "cancelled"]),
-        decision: DecisionKind.optional(),
-        by: DecidedBy.optional(),
-        message: external_exports.string().optional()
-      }),
-      external_exports.object({ ...base, type: external_exports.literal("steer.sent"), text: external_exports.string(), by: DecidedBy }),
-      external_exports.object({ ...base, type: external_exports.literal("part"), part: TranscriptPart }),
-      external_exports.object({ ...base, type: external_exports.literal("usage"), usage: Usage }),
-      external_exports.object({ ...base, type: external_exports.literal("stalled"), idleSec: external_exports.number() }),
-      external_exports.object({ ...base, type: external_exports.literal("tool.failed"), tool: external_exports.string(), error: external_exports.string() }),
-      external_exports.object({ ...base, type: external_exports.literal("verdict"), verdict: Verdict }),
-      external_exports.object({ ...base, type: external_exports.literal("merged"), into: external_exports.string(), commit: external_exports.string() }),
-      external_exports.object({ ...base, type: external_exports.literal("grant.added"), grant: Grant }),
-      external_exports.object({ ...base, type: external_exports.literal("grant.revoked"), grantId: external_exports.string(), by: DecidedBy }),
-      external_exports.object({ ...base, type: external_exports.literal("discarded"), by: DecidedBy })
-    ]);
-    Worker = external_exports.object({
-      id: external_exports.string(),
-      spec: WorkerSpec,
-      batchId: external_exports.string().nullable(),
-      targetId: external_exports.string().nullable(),
-      state: WorkerState,
-      stateReason: external_exports.string().nullable(),
-      createdAt: external_exports.number(),
-      /** The engine stream position of its creation: orders workers created in the same millisecond (a batch). */
-      createdSeq: external_exports.number().default(0),
-      updatedAt: external_exports.number(),
-      startedAt: external_exports.number().nullable(),
-      endedAt: external_exports.number().nullable(),
-      sessionId: external_exports.string().nullable(),
-      worktree: external_exports.string().nullable(),
-      branch: external_exports.string().nullable(),
-      baseCommit: external_exports.string().nullable(),
-      baseBranch: external_exports.string().nullable(),
-      repo: external_exports.string(),
-      asks: external_exports.array(PermissionAsk),
-      steers: external_exports.array(external_exports.object({ text: external_exports.string(), ts: external_exports.number(), by: DecidedBy })),
-      usage: Usage,
-      lastActivity: external_exports.object({ ts: external_exports.number(), summary: external_exports.string() }).nullable(),
-      currentTool: external_exports.string().nullable(),
-      stalled: external_exports.boolean(),
-      toolFailures: external_exports.number(),
-      verdict: Verdict.nullable(),
-      merged: external_exports.object({ into: external_exports.string(), commit: external_exports.string() }).nullable(),
-      /** "bwrap" when the worker runs in the OS sandbox; "none" when the person opted out; null for workers from before. */
-      sandbox: external_exports.enum(["bwrap", "none"]).nullable().default(null),
-      /** The endpoint of its target it runs on (pool targets); null for single-endpoint targets. */
-      endpoint: external_exports.string().nullable().default(null),
-      grants: external_exports.array(Grant).default([]),
-      /** Its workspace and branch were removed on request. */
-      discarded: external_exports.boolean().default(false),
-      lastSeq: external_exports.number()
-    });
-    pendingAsks = (w) => w.asks.filter((a2) => a2.status === "pending");
-  }
-});
-
 // engine/store/json-file.ts
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -19442,7 +19046,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path42, options) {
+    function checkPathExt(path46, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -19453,25 +19057,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path42.substr(-p.length).toLowerCase() === p) {
+        if (p && path46.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path42, options) {
+    function checkStat(stat, path46, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path42, options);
+      return checkPathExt(path46, options);
     }
-    function isexe(path42, options, cb) {
-      fs.stat(path42, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path42, options));
+    function isexe(path46, options, cb) {
+      fs.stat(path46, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path46, options));
       });
     }
-    function sync(path42, options) {
-      return checkStat(fs.statSync(path42), path42, options);
+    function sync(path46, options) {
+      return checkStat(fs.statSync(path46), path46, options);
     }
   }
 });
@@ -19482,13 +19086,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path42, options, cb) {
-      fs.stat(path42, function(er, stat) {
+    function isexe(path46, options, cb) {
+      fs.stat(path46, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path42, options) {
-      return checkStat(fs.statSync(path42), options);
+    function sync(path46, options) {
+      return checkStat(fs.statSync(path46), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -19521,7 +19125,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path42, options, cb) {
+    function isexe(path46, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -19531,7 +19135,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path42, options || {}, function(er, is) {
+          isexe(path46, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -19540,7 +19144,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path42, options || {}, function(er, is) {
+      core(path46, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -19550,9 +19154,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path42, options) {
+    function sync(path46, options) {
       try {
-        return core.sync(path42, options || {});
+        return core.sync(path46, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -19568,7 +19172,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path42 = __require("path");
+    var path46 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -19606,7 +19210,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path42.join(pathPart, cmd);
+        const pCmd = path46.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -19633,7 +19237,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path42.join(pathPart, cmd);
+        const pCmd = path46.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -19681,7 +19285,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path42 = __require("path");
+    var path46 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -19703,7 +19307,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path42.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path46.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -19712,7 +19316,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path42.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path46.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -19799,8 +19403,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path42, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path42.split("/").pop();
+      const [path46, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path46.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -19841,7 +19445,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path42 = __require("path");
+    var path46 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -19875,9 +19479,9 @@ var require_parse2 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path42.normalize(parsed.command);
+        parsed.command = path46.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path42.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path46.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -19970,21 +19574,21 @@ var require_cross_spawn = __commonJS({
     var cp = __require("child_process");
     var parse3 = require_parse2();
     var enoent = require_enoent();
-    function spawn7(command, args, options) {
+    function spawn8(command, args, options) {
       const parsed = parse3(command, args, options);
       const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
       enoent.hookChildProcess(spawned, parsed);
       return spawned;
     }
-    function spawnSync2(command, args, options) {
+    function spawnSync4(command, args, options) {
       const parsed = parse3(command, args, options);
       const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
       return result;
     }
-    module.exports = spawn7;
-    module.exports.spawn = spawn7;
-    module.exports.sync = spawnSync2;
+    module.exports = spawn8;
+    module.exports.spawn = spawn8;
+    module.exports.sync = spawnSync4;
     module.exports._parse = parse3;
     module.exports._enoent = enoent;
   }
@@ -24011,13 +23615,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path42, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path42 === "string" ? path42 : path42.toString();
+      for (const { path: path46, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path46 === "string" ? path46 : path46.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path42, serializedResult);
+          appendFileSync(path46, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync2(path42, serializedResult);
+          writeFileSync2(path46, serializedResult);
         }
       }
     };
@@ -26767,11 +26371,42 @@ var init_execa = __esm({
   }
 });
 
+// engine/config.ts
+function config2(env2 = process.env) {
+  return ConfigSchema.parse(env2);
+}
+var num, str, flag, ConfigSchema;
+var init_config = __esm({
+  "engine/config.ts"() {
+    init_zod();
+    num = (def) => external_exports.coerce.number().finite().catch(def).default(def);
+    str = () => external_exports.string().min(1).optional().catch(void 0);
+    flag = () => external_exports.enum(["1", "0", "true", "false"]).optional().catch(void 0).transform((v) => v === "1" || v === "true");
+    ConfigSchema = external_exports.object({
+      // where things are
+      OCW_STATE_DIR: str().describe("the state dir (lock, logs, workspaces, targets); default: the platform's per-user data dir"),
+      OCW_ROOT: str().describe("the install root (protocol/, packs/); default: found from the bundle's location"),
+      OCW_PACKS_DIR: str().describe("where target packs and ladder grades live; default: <root>/packs"),
+      OCW_BUNDLE: str().describe("the ocw bundle a client starts the engine with; default: the running script"),
+      OCW_OPENCODE_BIN: str().describe("the opencode binary; default: the pinned opencode-ai package's"),
+      OCW_OPENCODE_NPM_REGISTRY: str().describe("npm registry opencode may use for plugins; default: nowhere (offline)"),
+      OCW_BWRAP: str().describe("the bubblewrap binary; default: bwrap on PATH"),
+      // behaviour
+      OCW_NO_SANDBOX: flag().describe("1: run workers without the OS sandbox (the person's explicit opt-out)"),
+      OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
+      OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
+      OCW_POOL_PROBE_MS: num(2e3).describe("how often the endpoints of pool targets with work are read (health, live load)"),
+      OCW_MODEL_PROBE_MS: num(5e3).describe("how often the engine checks that the active target's model server answers"),
+      OCW_DEBUG: flag().describe("1: print stacks of unexpected CLI errors")
+    });
+  }
+});
+
 // node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js
 var require_resolveCommand2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path42 = __require("path");
+    var path46 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -26789,7 +26424,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path42.delimiter : void 0
+          pathExt: withoutPathExt ? path46.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -26798,7 +26433,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path42.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path46.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -26860,7 +26495,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path42 = __require("path");
+    var path46 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -26885,7 +26520,7 @@ var require_parse3 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path42.normalize(parsed.command);
+        parsed.command = path46.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -26975,21 +26610,21 @@ var require_cross_spawn2 = __commonJS({
     var cp = __require("child_process");
     var parse3 = require_parse3();
     var enoent = require_enoent2();
-    function spawn7(command, args, options) {
+    function spawn8(command, args, options) {
       const parsed = parse3(command, args, options);
       const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
       enoent.hookChildProcess(spawned, parsed);
       return spawned;
     }
-    function spawnSync2(command, args, options) {
+    function spawnSync4(command, args, options) {
       const parsed = parse3(command, args, options);
       const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
       return result;
     }
-    module.exports = spawn7;
-    module.exports.spawn = spawn7;
-    module.exports.sync = spawnSync2;
+    module.exports = spawn8;
+    module.exports.spawn = spawn8;
+    module.exports.sync = spawnSync4;
     module.exports._parse = parse3;
     module.exports._enoent = enoent;
   }
@@ -27038,100 +26673,6 @@ var init_target = __esm({
       verifiedAt: external_exports.string().nullable().optional(),
       checks: external_exports.array(TargetCheck).default([])
     });
-  }
-});
-
-// engine/admission/capacity.ts
-function endpointsOf(target) {
-  return target.serving.endpoints.length ? target.serving.endpoints : [{ url: target.endpoint, slots: target.serving.slots }];
-}
-async function readLive(url2, key, timeoutMs = 1500) {
-  const headers = key ? { authorization: `Bearer ${key}` } : {};
-  const get = async (p) => {
-    const res = await fetch(root(url2) + p, { headers, signal: AbortSignal.timeout(timeoutMs) }).catch(() => null);
-    return res?.ok ? res : null;
-  };
-  const slots = await get("/slots");
-  if (slots) {
-    const list = await slots.json().catch(() => null);
-    if (Array.isArray(list) && list.length) {
-      const busy = list.filter((s) => s.is_processing ?? s.state === 1).length;
-      return { source: "llama.cpp /slots", totalSlots: list.length, busy, waiting: null, kvUsage: null };
-    }
-  }
-  const metrics = await get("/metrics");
-  if (!metrics) return null;
-  const text = await metrics.text();
-  const metric = (name) => {
-    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(text);
-    return m ? Number(m[1]) : null;
-  };
-  if (/^vllm:/m.test(text)) {
-    return {
-      source: "vllm /metrics",
-      totalSlots: null,
-      busy: metric("vllm:num_requests_running") ?? 0,
-      waiting: metric("vllm:num_requests_waiting"),
-      kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc")
-    };
-  }
-  if (/^sglang:/m.test(text)) {
-    return { source: "sglang /metrics", totalSlots: null, busy: metric("sglang:num_running_reqs") ?? 0, waiting: metric("sglang:num_queue_reqs"), kvUsage: metric("sglang:token_usage") };
-  }
-  return null;
-}
-async function probeHealth(url2, key, timeoutMs = 1500) {
-  const headers = key ? { authorization: `Bearer ${key}` } : {};
-  try {
-    await fetch(`${url2.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    return null;
-  } catch (err) {
-    return err.cause?.code ?? err.name;
-  }
-}
-function hasRoom(s) {
-  if (!s.healthy || s.inUse >= s.slots) return false;
-  const live = s.live;
-  if (!live) return true;
-  if (live.totalSlots !== null && s.inUse >= live.totalSlots) return false;
-  if (live.totalSlots !== null && live.busy >= live.totalSlots) return false;
-  if (live.waiting !== null && live.waiting > 0) return false;
-  if (live.kvUsage !== null && live.kvUsage >= KV_FULL) return false;
-  return true;
-}
-function chooseEndpoint(statuses, previous) {
-  const prev = previous ? statuses.find((s) => s.url === previous) : void 0;
-  if (prev && hasRoom(prev)) return prev;
-  const room = statuses.filter(hasRoom);
-  room.sort((a2, b) => b.slots - b.inUse - (a2.slots - a2.inUse));
-  return room[0] ?? null;
-}
-var EndpointStatus, isPool, KV_FULL, root;
-var init_capacity = __esm({
-  "engine/admission/capacity.ts"() {
-    init_zod();
-    EndpointStatus = external_exports.object({
-      url: external_exports.string(),
-      /** Answered its last probe. */
-      healthy: external_exports.boolean(),
-      /** Workers this endpoint is configured for (the target's slots, or the endpoint's own). */
-      slots: external_exports.number().int(),
-      /** Workers the engine runs on it now. */
-      inUse: external_exports.number().int(),
-      /** What the serving engine itself reports, when it does: llama.cpp `/slots`, vLLM/SGLang `/metrics`. */
-      live: external_exports.object({
-        source: external_exports.enum(["llama.cpp /slots", "vllm /metrics", "sglang /metrics"]),
-        totalSlots: external_exports.number().nullable(),
-        busy: external_exports.number(),
-        waiting: external_exports.number().nullable(),
-        kvUsage: external_exports.number().nullable()
-      }).nullable(),
-      problem: external_exports.string().nullable(),
-      checkedAt: external_exports.number().nullable()
-    });
-    isPool = (target) => target.serving.endpoints.length > 1;
-    KV_FULL = 0.9;
-    root = (url2) => url2.replace(/\/+$/, "").replace(/\/v1$/, "");
   }
 });
 
@@ -27200,13 +26741,15 @@ var init_env_paths = __esm({
 import { mkdirSync as mkdirSync7 } from "node:fs";
 import path17 from "node:path";
 function stateDir(env2 = process.env) {
-  const dir = env2.OCW_STATE_DIR ? path17.resolve(env2.OCW_STATE_DIR) : envPaths("opencode-worker", { suffix: "" }).data;
+  const configured = config2(env2).OCW_STATE_DIR;
+  const dir = configured ? path17.resolve(configured) : envPaths("opencode-worker", { suffix: "" }).data;
   mkdirSync7(dir, { recursive: true, mode: 448 });
   return dir;
 }
 var init_paths = __esm({
   "engine/store/paths.ts"() {
     init_env_paths();
+    init_config();
   }
 });
 
@@ -27288,3267 +26831,6 @@ var init_targets = __esm({
         return t2;
       }
     };
-  }
-});
-
-// shared/api.ts
-var WorkerRef, BatchRef, StartInput, StartBatchInput, SteerInput, StopInput, ResumeInput, DecideInput, EventsInput, ListInput, CLIENT_HEADER, API_PATH, HEALTH_PATH, EngineHealth, EngineLock;
-var init_api2 = __esm({
-  "shared/api.ts"() {
-    init_zod();
-    init_permission();
-    init_worker();
-    WorkerRef = external_exports.object({ workerId: external_exports.string().min(1, "workerId is required") });
-    BatchRef = external_exports.object({ batchId: external_exports.string().min(1, "batchId is required") });
-    StartInput = WorkerSpec;
-    StartBatchInput = external_exports.object({ tasks: external_exports.array(WorkerSpec).min(1, "give at least one task").max(64, "at most 64 tasks per batch") });
-    SteerInput = WorkerRef.extend({ text: external_exports.string().min(1, "the steer text is empty").max(2e4) });
-    StopInput = WorkerRef.extend({ reason: external_exports.string().max(500).optional() });
-    ResumeInput = WorkerRef.extend({ message: external_exports.string().max(2e4).optional() });
-    DecideInput = Decision;
-    EventsInput = external_exports.object({ lastEventId: external_exports.string().nullish() });
-    ListInput = external_exports.object({ batchId: external_exports.string().optional() }).optional();
-    CLIENT_HEADER = "x-ocw-client";
-    API_PATH = "/trpc";
-    HEALTH_PATH = "/health";
-    EngineHealth = external_exports.object({ ok: external_exports.literal(true), pid: external_exports.number().int(), instanceId: external_exports.string() });
-    EngineLock = external_exports.object({
-      pid: external_exports.number().int(),
-      /** The kernel's start time of `pid` (null where the OS gives none): a reused pid is not the engine. */
-      startTime: external_exports.string().nullable(),
-      /** Random per engine process; its /health answers the same one. */
-      instanceId: external_exports.string().min(1),
-      /** The process that restarts the engine when it dies (engines started by a client run under one). */
-      supervisorPid: external_exports.number().int().optional(),
-      supervisorStartTime: external_exports.string().nullable().optional(),
-      port: external_exports.number().int(),
-      token: external_exports.string(),
-      version: external_exports.string(),
-      startedAt: external_exports.number()
-    });
-  }
-});
-
-// engine/api/lock.ts
-import { execFileSync as execFileSync2 } from "node:child_process";
-import { randomBytes as randomBytes6 } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync4, readFileSync as readFileSync9, rmSync as rmSync4, writeFileSync as writeFileSync7 } from "node:fs";
-import path23 from "node:path";
-function processStartTime(pid) {
-  if (!Number.isInteger(pid) || pid <= 0) return null;
-  if (process.platform === "linux") {
-    try {
-      const stat = readFileSync9(`/proc/${pid}/stat`, "utf8");
-      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return rest[19] ?? null;
-    } catch {
-      return null;
-    }
-  }
-  if (process.platform === "darwin") {
-    try {
-      return execFileSync2("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2e3 }).trim() || null;
-    } catch {
-      return null;
-    }
-  }
-  return null;
-}
-function selfIdentity() {
-  return { pid: process.pid, startTime: processStartTime(process.pid) };
-}
-function pidExists(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return err.code === "EPERM";
-  }
-}
-function alive(who) {
-  const { pid, startTime } = typeof who === "number" ? { pid: who, startTime: null } : who;
-  if (!pidExists(pid)) return false;
-  if (startTime === null) return true;
-  const now = processStartTime(pid);
-  return now === null ? true : now === startTime;
-}
-function lastLock(stateDir2) {
-  try {
-    return EngineLock.parse(JSON.parse(readFileSync9(lockFile(stateDir2), "utf8")));
-  } catch {
-    return null;
-  }
-}
-function readLock(stateDir2) {
-  const lock = lastLock(stateDir2);
-  return lock && alive({ pid: lock.pid, startTime: lock.startTime }) ? lock : null;
-}
-function supervisorOf(lock) {
-  return lock?.supervisorPid ? { pid: lock.supervisorPid, startTime: lock.supervisorStartTime ?? null } : null;
-}
-function writeLock(stateDir2, lock) {
-  writeJsonAtomic(lockFile(stateDir2), lock, 384);
-}
-function removeLock(stateDir2, pid = process.pid) {
-  const file2 = lockFile(stateDir2);
-  try {
-    const lock = JSON.parse(readFileSync9(file2, "utf8"));
-    if (lock.pid === pid) rmSync4(file2, { force: true });
-  } catch {
-  }
-}
-function generations(stateDir2) {
-  try {
-    return readdirSync4(ownerDir(stateDir2)).filter((n2) => /^\d+$/.test(n2)).map(Number).sort((a2, b) => b - a2);
-  } catch {
-    return [];
-  }
-}
-function readOwner(stateDir2, generation) {
-  try {
-    return OwnerRecord.parse(JSON.parse(readFileSync9(path23.join(ownerDir(stateDir2), String(generation)), "utf8")));
-  } catch (err) {
-    return err.code === "ENOENT" ? "gone" : "unreadable";
-  }
-}
-function newInstanceId() {
-  return randomBytes6(12).toString("base64url");
-}
-function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
-  const dir = ownerDir(stateDir2);
-  mkdirSync10(dir, { recursive: true, mode: 448 });
-  const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
-  const tmp = path23.join(dir, `.claim-${me.pid}-${instanceId}`);
-  writeFileSync7(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
-  try {
-    for (let attempt = 0; attempt < 1e3; attempt++) {
-      const newest = generations(stateDir2)[0] ?? 0;
-      if (newest > 0) {
-        const holder = readOwner(stateDir2, newest);
-        if (holder === "gone") continue;
-        if (holder !== "unreadable" && holder.instanceId === instanceId) return { owned: true, generation: newest, record: holder };
-        if (holder !== "unreadable" && !holder.released && alive(holder)) return { owned: false, holder };
-      }
-      const mine = newest + 1;
-      try {
-        linkSync(tmp, path23.join(dir, String(mine)));
-      } catch (err) {
-        if (err.code === "EEXIST") continue;
-        throw err;
-      }
-      const all = generations(stateDir2);
-      if ((all[0] ?? 0) > mine) {
-        rmSync4(path23.join(dir, String(mine)), { force: true });
-        continue;
-      }
-      for (const g of all) if (g < mine) rmSync4(path23.join(dir, String(g)), { force: true });
-      return { owned: true, generation: mine, record: record2 };
-    }
-    throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
-  } finally {
-    rmSync4(tmp, { force: true });
-  }
-}
-function releaseOwnership(stateDir2, claim) {
-  const dir = ownerDir(stateDir2);
-  if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
-  const tmp = path23.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
-  try {
-    writeFileSync7(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
-    linkSync(tmp, path23.join(dir, String(claim.generation + 1)));
-    rmSync4(path23.join(dir, String(claim.generation)), { force: true });
-  } catch {
-  } finally {
-    rmSync4(tmp, { force: true });
-  }
-}
-function currentOwner(stateDir2) {
-  for (const g of generations(stateDir2)) {
-    const holder = readOwner(stateDir2, g);
-    if (holder === "gone") continue;
-    return holder !== "unreadable" && !holder.released && alive(holder) ? holder : null;
-  }
-  return null;
-}
-var lockFile, ownerDir, OwnerRecord;
-var init_lock = __esm({
-  "engine/api/lock.ts"() {
-    init_zod();
-    init_api2();
-    init_json_file();
-    lockFile = (stateDir2) => path23.join(stateDir2, "engine.json");
-    ownerDir = (stateDir2) => path23.join(stateDir2, "engine.owner");
-    OwnerRecord = external_exports.object({
-      pid: external_exports.number().int(),
-      startTime: external_exports.string().nullable(),
-      instanceId: external_exports.string(),
-      claimedAt: external_exports.number(),
-      /** Set by an owner that let go (its engine closed, the process may live on): it owns nothing any more. */
-      released: external_exports.boolean().optional()
-    });
-  }
-});
-
-// node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
-function mergeWithoutOverrides(obj1, ...objs) {
-  const newObj = Object.assign(emptyObject(), obj1);
-  for (const overrides of objs) for (const key in overrides) {
-    if (key in newObj && newObj[key] !== overrides[key]) throw new Error(`Duplicate key ${key}`);
-    newObj[key] = overrides[key];
-  }
-  return newObj;
-}
-function isObject3(value) {
-  return !!value && !Array.isArray(value) && typeof value === "object";
-}
-function isFunction(fn) {
-  return typeof fn === "function";
-}
-function emptyObject() {
-  return /* @__PURE__ */ Object.create(null);
-}
-function isAsyncIterable(value) {
-  return asyncIteratorsSupported && isObject3(value) && Symbol.asyncIterator in value;
-}
-function identity3(it) {
-  return it;
-}
-function abortSignalsAnyPonyfill(signals2) {
-  if (typeof AbortSignal.any === "function") return AbortSignal.any(signals2);
-  const ac = new AbortController();
-  for (const signal of signals2) {
-    if (signal.aborted) {
-      trigger();
-      break;
-    }
-    signal.addEventListener("abort", trigger, { once: true });
-  }
-  return ac.signal;
-  function trigger() {
-    ac.abort();
-    for (const signal of signals2) signal.removeEventListener("abort", trigger);
-  }
-}
-var asyncIteratorsSupported, run, TRPC_ERROR_CODES_BY_KEY, TRPC_ERROR_CODES_BY_NUMBER, retryableRpcCodes;
-var init_codes_nbrm_zWY = __esm({
-  "node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs"() {
-    asyncIteratorsSupported = typeof Symbol === "function" && !!Symbol.asyncIterator;
-    run = (fn) => fn();
-    TRPC_ERROR_CODES_BY_KEY = {
-      /**
-      * Invalid JSON was received by the server.
-      * An error occurred on the server while parsing the JSON text.
-      */
-      PARSE_ERROR: -32700,
-      /**
-      * The JSON sent is not a valid Request object.
-      */
-      BAD_REQUEST: -32600,
-      INTERNAL_SERVER_ERROR: -32603,
-      NOT_IMPLEMENTED: -32603,
-      BAD_GATEWAY: -32603,
-      SERVICE_UNAVAILABLE: -32603,
-      GATEWAY_TIMEOUT: -32603,
-      UNAUTHORIZED: -32001,
-      PAYMENT_REQUIRED: -32002,
-      FORBIDDEN: -32003,
-      NOT_FOUND: -32004,
-      METHOD_NOT_SUPPORTED: -32005,
-      TIMEOUT: -32008,
-      CONFLICT: -32009,
-      PRECONDITION_FAILED: -32012,
-      PAYLOAD_TOO_LARGE: -32013,
-      UNSUPPORTED_MEDIA_TYPE: -32015,
-      UNPROCESSABLE_CONTENT: -32022,
-      PRECONDITION_REQUIRED: -32028,
-      TOO_MANY_REQUESTS: -32029,
-      CLIENT_CLOSED_REQUEST: -32099
-    };
-    TRPC_ERROR_CODES_BY_NUMBER = {
-      [-32700]: "PARSE_ERROR",
-      [-32600]: "BAD_REQUEST",
-      [-32603]: "INTERNAL_SERVER_ERROR",
-      [-32001]: "UNAUTHORIZED",
-      [-32002]: "PAYMENT_REQUIRED",
-      [-32003]: "FORBIDDEN",
-      [-32004]: "NOT_FOUND",
-      [-32005]: "METHOD_NOT_SUPPORTED",
-      [-32008]: "TIMEOUT",
-      [-32009]: "CONFLICT",
-      [-32012]: "PRECONDITION_FAILED",
-      [-32013]: "PAYLOAD_TOO_LARGE",
-      [-32015]: "UNSUPPORTED_MEDIA_TYPE",
-      [-32022]: "UNPROCESSABLE_CONTENT",
-      [-32028]: "PRECONDITION_REQUIRED",
-      [-32029]: "TOO_MANY_REQUESTS",
-      [-32099]: "CLIENT_CLOSED_REQUEST"
-    };
-    retryableRpcCodes = [
-      TRPC_ERROR_CODES_BY_KEY.BAD_GATEWAY,
-      TRPC_ERROR_CODES_BY_KEY.SERVICE_UNAVAILABLE,
-      TRPC_ERROR_CODES_BY_KEY.GATEWAY_TIMEOUT,
-      TRPC_ERROR_CODES_BY_KEY.INTERNAL_SERVER_ERROR
-    ];
-  }
-});
-
-// node_modules/@trpc/server/dist/getErrorShape-B5jPKHJ3.mjs
-function createInnerProxy(callback, path42, memo2) {
-  var _memo$cacheKey;
-  const cacheKey = path42.join(".");
-  (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
-    get(_obj, key) {
-      if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path42, key], memo2);
-    },
-    apply(_1, _2, args) {
-      const lastOfPath = path42[path42.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path42.slice(0, -1).join(".")})`;
-      let opts = {
-        args,
-        path: path42
-      };
-      if (lastOfPath === "call") opts = {
-        args: args.length >= 2 ? [args[1]] : [],
-        path: path42.slice(0, -1)
-      };
-      else if (lastOfPath === "apply") opts = {
-        args: args.length >= 2 ? args[1] : [],
-        path: path42.slice(0, -1)
-      };
-      freezeIfAvailable(opts.args);
-      freezeIfAvailable(opts.path);
-      return callback(opts);
-    }
-  }));
-  return memo2[cacheKey];
-}
-function getStatusCodeFromKey(code) {
-  var _JSONRPC2_TO_HTTP_COD;
-  return (_JSONRPC2_TO_HTTP_COD = JSONRPC2_TO_HTTP_CODE[code]) !== null && _JSONRPC2_TO_HTTP_COD !== void 0 ? _JSONRPC2_TO_HTTP_COD : 500;
-}
-function getHTTPStatusCode(json2, errors) {
-  const httpStatuses = new Set((Array.isArray(json2) ? json2 : [json2]).map((res, index) => {
-    if ("error" in res) {
-      if (isObject3(res.error.data) && typeof res.error.data["httpStatus"] === "number") return res.error.data["httpStatus"];
-      const original = errors === null || errors === void 0 ? void 0 : errors[index];
-      if (original) return getStatusCodeFromKey(original.code);
-      const code = TRPC_ERROR_CODES_BY_NUMBER[res.error.code];
-      return getStatusCodeFromKey(code);
-    }
-    return 200;
-  }));
-  if (httpStatuses.size !== 1) return 207;
-  return httpStatuses.values().next().value;
-}
-function getHTTPStatusCodeFromError(error46) {
-  return getStatusCodeFromKey(error46.code);
-}
-function getDefaultErrorShape(opts) {
-  const shape = {
-    message: opts.error.message,
-    code: TRPC_ERROR_CODES_BY_KEY[opts.error.code],
-    data: {
-      code: opts.error.code,
-      httpStatus: getHTTPStatusCodeFromError(opts.error)
-    }
-  };
-  if (opts.isDev && typeof opts.error.stack === "string") shape.data.stack = opts.error.stack;
-  if (typeof opts.path === "string") shape.data.path = opts.path;
-  return shape;
-}
-function setFormattedErrorShape(error46, shape) {
-  Object.defineProperty(error46, formattedShapeSymbol, {
-    value: shape,
-    enumerable: false,
-    configurable: true,
-    writable: true
-  });
-}
-function getFormattedErrorShape(error46) {
-  if (isFormattedErrorShape(error46)) return error46[formattedShapeSymbol];
-}
-function isFormattedErrorShape(error46) {
-  return formattedShapeSymbol in error46;
-}
-function _typeof(o2) {
-  "@babel/helpers - typeof";
-  return _typeof = "function" == typeof Symbol && "symbol" == typeof Symbol.iterator ? function(o3) {
-    return typeof o3;
-  } : function(o3) {
-    return o3 && "function" == typeof Symbol && o3.constructor === Symbol && o3 !== Symbol.prototype ? "symbol" : typeof o3;
-  }, _typeof(o2);
-}
-function toPrimitive(t2, r) {
-  if ("object" != _typeof(t2) || !t2) return t2;
-  var e = t2[Symbol.toPrimitive];
-  if (void 0 !== e) {
-    var i2 = e.call(t2, r || "default");
-    if ("object" != _typeof(i2)) return i2;
-    throw new TypeError("@@toPrimitive must return a primitive value.");
-  }
-  return ("string" === r ? String : Number)(t2);
-}
-function toPropertyKey(t2) {
-  var i2 = toPrimitive(t2, "string");
-  return "symbol" == _typeof(i2) ? i2 : i2 + "";
-}
-function _defineProperty(e, r, t2) {
-  return (r = toPropertyKey(r)) in e ? Object.defineProperty(e, r, {
-    value: t2,
-    enumerable: true,
-    configurable: true,
-    writable: true
-  }) : e[r] = t2, e;
-}
-function ownKeys(e, r) {
-  var t2 = Object.keys(e);
-  if (Object.getOwnPropertySymbols) {
-    var o2 = Object.getOwnPropertySymbols(e);
-    r && (o2 = o2.filter(function(r2) {
-      return Object.getOwnPropertyDescriptor(e, r2).enumerable;
-    })), t2.push.apply(t2, o2);
-  }
-  return t2;
-}
-function _objectSpread2(e) {
-  for (var r = 1; r < arguments.length; r++) {
-    var t2 = null != arguments[r] ? arguments[r] : {};
-    r % 2 ? ownKeys(Object(t2), true).forEach(function(r2) {
-      _defineProperty(e, r2, t2[r2]);
-    }) : Object.getOwnPropertyDescriptors ? Object.defineProperties(e, Object.getOwnPropertyDescriptors(t2)) : ownKeys(Object(t2)).forEach(function(r2) {
-      Object.defineProperty(e, r2, Object.getOwnPropertyDescriptor(t2, r2));
-    });
-  }
-  return e;
-}
-function getErrorShape(opts) {
-  const { path: path42, error: error46, config: config2 } = opts;
-  const formatted = getFormattedErrorShape(error46);
-  if (formatted !== void 0) return formatted;
-  const shape = getDefaultErrorShape({
-    error: error46,
-    path: path42,
-    isDev: config2.isDev
-  });
-  return config2.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
-}
-var noop3, freezeIfAvailable, createRecursiveProxy, createFlatProxy, JSONRPC2_TO_HTTP_CODE, defaultFormatter, formattedShapeSymbol;
-var init_getErrorShape_B5jPKHJ3 = __esm({
-  "node_modules/@trpc/server/dist/getErrorShape-B5jPKHJ3.mjs"() {
-    init_codes_nbrm_zWY();
-    noop3 = () => {
-    };
-    freezeIfAvailable = (obj2) => {
-      if (Object.freeze) Object.freeze(obj2);
-    };
-    createRecursiveProxy = (callback) => createInnerProxy(callback, [], emptyObject());
-    createFlatProxy = (callback) => {
-      return new Proxy(noop3, { get(_obj, name) {
-        if (name === "then") return;
-        return callback(name);
-      } });
-    };
-    JSONRPC2_TO_HTTP_CODE = {
-      PARSE_ERROR: 400,
-      BAD_REQUEST: 400,
-      UNAUTHORIZED: 401,
-      PAYMENT_REQUIRED: 402,
-      FORBIDDEN: 403,
-      NOT_FOUND: 404,
-      METHOD_NOT_SUPPORTED: 405,
-      TIMEOUT: 408,
-      CONFLICT: 409,
-      PRECONDITION_FAILED: 412,
-      PAYLOAD_TOO_LARGE: 413,
-      UNSUPPORTED_MEDIA_TYPE: 415,
-      UNPROCESSABLE_CONTENT: 422,
-      PRECONDITION_REQUIRED: 428,
-      TOO_MANY_REQUESTS: 429,
-      CLIENT_CLOSED_REQUEST: 499,
-      INTERNAL_SERVER_ERROR: 500,
-      NOT_IMPLEMENTED: 501,
-      BAD_GATEWAY: 502,
-      SERVICE_UNAVAILABLE: 503,
-      GATEWAY_TIMEOUT: 504
-    };
-    defaultFormatter = ({ shape }) => {
-      return shape;
-    };
-    formattedShapeSymbol = /* @__PURE__ */ Symbol("trpc_formattedErrorShape");
-  }
-});
-
-// node_modules/@trpc/server/dist/asyncGeneratorDelegate-JWx0LJUD.mjs
-function getMessage2(cause) {
-  if ("message" in cause) return String(cause.message);
-}
-function isErrorLike(value) {
-  return value instanceof Error || Object.prototype.toString.call(value) === "[object Error]";
-}
-function getCauseFromUnknown(cause) {
-  if (cause instanceof Error) return cause;
-  const type = typeof cause;
-  if (type === "undefined" || type === "function" || cause === null) return;
-  if (type !== "object") return new Error(String(cause));
-  if (isObject3(cause)) return new UnknownCauseError(cause);
-}
-function getTRPCErrorFromUnknown(cause) {
-  if (cause instanceof TRPCError) return cause;
-  if (cause instanceof Error && cause.name === "TRPCError") return cause;
-  const trpcError = new TRPCError({
-    code: "INTERNAL_SERVER_ERROR",
-    cause
-  });
-  if (isErrorLike(cause) && cause.stack) trpcError.stack = cause.stack;
-  return trpcError;
-}
-function getDataTransformer(transformer) {
-  if ("input" in transformer) return transformer;
-  return {
-    input: transformer,
-    output: transformer
-  };
-}
-function transformTRPCResponseItem(config2, item) {
-  if ("error" in item) return _objectSpread2(_objectSpread2({}, item), {}, { error: config2.transformer.output.serialize(item.error) });
-  if ("data" in item.result) return _objectSpread2(_objectSpread2({}, item), {}, { result: _objectSpread2(_objectSpread2({}, item.result), {}, { data: config2.transformer.output.serialize(item.result.data) }) });
-  return item;
-}
-function transformTRPCResponse(config2, itemOrItems) {
-  return Array.isArray(itemOrItems) ? itemOrItems.map((item) => transformTRPCResponseItem(config2, item)) : transformTRPCResponseItem(config2, itemOrItems);
-}
-function transformResultInner(response, transformer) {
-  if ("error" in response) {
-    const error46 = transformer.deserialize(response.error);
-    return {
-      ok: false,
-      error: _objectSpread2(_objectSpread2({}, response), {}, { error: error46 })
-    };
-  }
-  return {
-    ok: true,
-    result: _objectSpread2(_objectSpread2({}, response.result), (!response.result.type || response.result.type === "data") && {
-      type: "data",
-      data: transformer.deserialize(response.result.data)
-    })
-  };
-}
-function transformResult(response, transformer) {
-  let result;
-  try {
-    result = transformResultInner(response, transformer);
-  } catch (_unused) {
-    throw new TransformResultError();
-  }
-  if (!result.ok && (!isObject3(result.error.error) || typeof result.error.error["code"] !== "number")) throw new TransformResultError();
-  if (result.ok && !isObject3(result.result)) throw new TransformResultError();
-  return result;
-}
-function once9(fn) {
-  const uncalled = /* @__PURE__ */ Symbol();
-  let result = uncalled;
-  return () => {
-    if (result === uncalled) result = fn();
-    return result;
-  };
-}
-function isLazy(input) {
-  return typeof input === "function" && lazyMarker in input;
-}
-function isRouter(value) {
-  return isObject3(value) && isObject3(value["_def"]) && "router" in value["_def"];
-}
-function getRouterInput(router) {
-  const input = Object.assign(emptyObject(), router._def.record);
-  for (const loader of Object.values(router._def.lazy)) {
-    let record2 = input;
-    for (const key of loader.path) record2 = record2[key] = Object.assign(emptyObject(), record2[key]);
-    record2[loader.key] = loader.ref;
-  }
-  return input;
-}
-function createRouterFactory(config2) {
-  function createRouterInner(input) {
-    const reservedWordsUsed = new Set(Object.keys(input).filter((v) => reservedWords.includes(v)));
-    if (reservedWordsUsed.size > 0) throw new Error("Reserved words used in `router({})` call: " + Array.from(reservedWordsUsed).join(", "));
-    const procedures = emptyObject();
-    const lazy3 = emptyObject();
-    function createLazyLoader(opts) {
-      return {
-        ref: opts.ref,
-        path: opts.path,
-        key: opts.key,
-        load: once9(async () => {
-          const router = await opts.ref();
-          const lazyPath = [...opts.path, opts.key];
-          const lazyKey = lazyPath.join(".");
-          opts.aggregate[opts.key] = step(getRouterInput(router), lazyPath);
-          delete lazy3[lazyKey];
-        })
-      };
-    }
-    const separator = config2.pathSeparator;
-    function step(from, path42 = []) {
-      const aggregate = emptyObject();
-      for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path42, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
-        if (isLazy(item)) {
-          lazy3[[...path42, key].join(".")] = createLazyLoader({
-            path: path42,
-            ref: item,
-            key,
-            aggregate
-          });
-          continue;
-        }
-        if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path42, key]);
-          continue;
-        }
-        if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path42, key]);
-          continue;
-        }
-        const newPath = [...path42, key].join(".");
-        if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
-        procedures[newPath] = item;
-        aggregate[key] = item;
-      }
-      return aggregate;
-    }
-    const record2 = step(input);
-    const _def = _objectSpread2(_objectSpread2({
-      _config: config2,
-      router: true,
-      procedures,
-      lazy: lazy3
-    }, emptyRouter), {}, { record: record2 });
-    return _objectSpread2(_objectSpread2({}, record2), {}, {
-      _def,
-      createCaller: createCallerFactory()({ _def })
-    });
-  }
-  return createRouterInner;
-}
-function isProcedure(procedureOrRouter) {
-  return typeof procedureOrRouter === "function";
-}
-async function getProcedureAtPath(router, path42) {
-  const { _def } = router;
-  let procedure = _def.procedures[path42];
-  while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path42 === key2 || path42.startsWith(key2 + "."));
-    if (!key) return null;
-    await _def.lazy[key].load();
-    procedure = _def.procedures[path42];
-  }
-  return procedure;
-}
-function createCallerFactory() {
-  return function createCallerInner(router) {
-    const { _def } = router;
-    return function createCaller(ctxOrCallback, opts) {
-      return createRecursiveProxy(async (innerOpts) => {
-        const { path: path42, args } = innerOpts;
-        const fullPath = path42.join(".");
-        if (path42.length === 1 && path42[0] === "_def") return _def;
-        const procedure = await getProcedureAtPath(router, fullPath);
-        let ctx = void 0;
-        try {
-          if (!procedure) throw new TRPCError({
-            code: "NOT_FOUND",
-            message: `No procedure found on path "${path42}"`
-          });
-          ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
-          return await procedure({
-            path: fullPath,
-            getRawInput: async () => args[0],
-            ctx,
-            type: procedure._def.type,
-            signal: opts === null || opts === void 0 ? void 0 : opts.signal,
-            batchIndex: 0
-          });
-        } catch (cause) {
-          var _opts$onError, _procedure$_def$type;
-          opts === null || opts === void 0 || (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
-            ctx,
-            error: getTRPCErrorFromUnknown(cause),
-            input: args[0],
-            path: fullPath,
-            type: (_procedure$_def$type = procedure === null || procedure === void 0 ? void 0 : procedure._def.type) !== null && _procedure$_def$type !== void 0 ? _procedure$_def$type : "unknown"
-          });
-          throw cause;
-        }
-      });
-    };
-  };
-}
-function mergeRouters(...routerList) {
-  var _routerList$, _routerList$2;
-  const record2 = mergeWithoutOverrides({}, ...[...new Set(routerList)].map((r) => getRouterInput(r)));
-  return createRouterFactory({
-    errorFormatter: routerList.reduce((currentErrorFormatter, nextRouter) => {
-      if (nextRouter._def._config.errorFormatter && nextRouter._def._config.errorFormatter !== defaultFormatter) {
-        if (currentErrorFormatter !== defaultFormatter && currentErrorFormatter !== nextRouter._def._config.errorFormatter) throw new Error("You seem to have several error formatters");
-        return nextRouter._def._config.errorFormatter;
-      }
-      return currentErrorFormatter;
-    }, defaultFormatter),
-    transformer: routerList.reduce((prev, current) => {
-      if (current._def._config.transformer && current._def._config.transformer !== defaultTransformer) {
-        if (prev !== defaultTransformer && prev !== current._def._config.transformer) throw new Error("You seem to have several transformers");
-        return current._def._config.transformer;
-      }
-      return prev;
-    }, defaultTransformer),
-    pathSeparator: routerList.reduce((prev, current) => {
-      const next = current._def._config.pathSeparator;
-      if (next === ".") return prev;
-      if (prev !== "." && prev !== next) throw new Error("You seem to have several pathSeparators");
-      return next;
-    }, "."),
-    isDev: routerList.every((r) => r._def._config.isDev),
-    allowOutsideOfServer: routerList.every((r) => r._def._config.allowOutsideOfServer),
-    isServer: routerList.every((r) => r._def._config.isServer),
-    $types: (_routerList$ = routerList[0]) === null || _routerList$ === void 0 ? void 0 : _routerList$._def._config.$types,
-    sse: (_routerList$2 = routerList[0]) === null || _routerList$2 === void 0 ? void 0 : _routerList$2._def._config.sse
-  })(record2);
-}
-function resolvePathSeparator(value) {
-  return value !== null && value !== void 0 ? value : ".";
-}
-function procedurePathToURLPath(path42, separator) {
-  if (separator === ".") return path42;
-  return path42.split(".").join(separator);
-}
-function urlPathToProcedurePath(path42, separator) {
-  if (separator === ".") return path42;
-  return path42.split(separator).join(".");
-}
-function _OverloadYield(e, d) {
-  this.v = e, this.k = d;
-}
-function _wrapAsyncGenerator(e) {
-  return function() {
-    return new AsyncGenerator(e.apply(this, arguments));
-  };
-}
-function AsyncGenerator(e) {
-  var r, t2;
-  function resume(r2, t3) {
-    try {
-      var n2 = e[r2](t3), o2 = n2.value, u2 = o2 instanceof _OverloadYield;
-      Promise.resolve(u2 ? o2.v : o2).then(function(t4) {
-        if (u2) {
-          var i2 = "return" === r2 ? "return" : "next";
-          if (!o2.k || t4.done) return resume(i2, t4);
-          t4 = e[i2](t4).value;
-        }
-        settle(n2.done ? "return" : "normal", t4);
-      }, function(e2) {
-        resume("throw", e2);
-      });
-    } catch (e2) {
-      settle("throw", e2);
-    }
-  }
-  function settle(e2, n2) {
-    switch (e2) {
-      case "return":
-        r.resolve({
-          value: n2,
-          done: true
-        });
-        break;
-      case "throw":
-        r.reject(n2);
-        break;
-      default:
-        r.resolve({
-          value: n2,
-          done: false
-        });
-    }
-    (r = r.next) ? resume(r.key, r.arg) : t2 = null;
-  }
-  this._invoke = function(e2, n2) {
-    return new Promise(function(o2, u2) {
-      var i2 = {
-        key: e2,
-        arg: n2,
-        resolve: o2,
-        reject: u2,
-        next: null
-      };
-      t2 ? t2 = t2.next = i2 : (r = t2 = i2, resume(e2, n2));
-    });
-  }, "function" != typeof e["return"] && (this["return"] = void 0);
-}
-function _asyncIterator(r) {
-  var n2, t2, o2, e = 2;
-  for ("undefined" != typeof Symbol && (t2 = Symbol.asyncIterator, o2 = Symbol.iterator); e--; ) {
-    if (t2 && null != (n2 = r[t2])) return n2.call(r);
-    if (o2 && null != (n2 = r[o2])) return new AsyncFromSyncIterator(n2.call(r));
-    t2 = "@@asyncIterator", o2 = "@@iterator";
-  }
-  throw new TypeError("Object is not async iterable");
-}
-function AsyncFromSyncIterator(r) {
-  function AsyncFromSyncIteratorContinuation(r2) {
-    if (Object(r2) !== r2) return Promise.reject(/* @__PURE__ */ new TypeError(r2 + " is not an object."));
-    var n2 = r2.done;
-    return Promise.resolve(r2.value).then(function(r3) {
-      return {
-        value: r3,
-        done: n2
-      };
-    });
-  }
-  return AsyncFromSyncIterator = function AsyncFromSyncIterator3(r2) {
-    this.s = r2, this.n = r2.next;
-  }, AsyncFromSyncIterator.prototype = {
-    s: null,
-    n: null,
-    next: function next() {
-      return AsyncFromSyncIteratorContinuation(this.n.apply(this.s, arguments));
-    },
-    "return": function _return(r2) {
-      var n2 = this.s["return"];
-      return void 0 === n2 ? Promise.resolve({
-        value: r2,
-        done: true
-      }) : AsyncFromSyncIteratorContinuation(n2.apply(this.s, arguments));
-    },
-    "throw": function _throw(r2) {
-      var n2 = this.s["return"];
-      return void 0 === n2 ? Promise.reject(r2) : AsyncFromSyncIteratorContinuation(n2.apply(this.s, arguments));
-    }
-  }, new AsyncFromSyncIterator(r);
-}
-function isTrackedEnvelope(value) {
-  return Array.isArray(value) && value[2] === trackedSymbol;
-}
-function tracked(id2, data) {
-  if (id2 === "") throw new Error("`id` must not be an empty string as empty string is the same as not setting the id at all");
-  if (/[\0\n\r]/.test(id2)) throw new Error("`id` must not contain line breaks or null characters as they are not allowed in a Server-Sent Events id");
-  return [
-    id2,
-    data,
-    trackedSymbol
-  ];
-}
-function _asyncGeneratorDelegate(t2) {
-  var e = {}, n2 = false;
-  function pump(e2, r) {
-    return n2 = true, r = new Promise(function(n3) {
-      n3(t2[e2](r));
-    }), {
-      done: false,
-      value: new _OverloadYield(r, 1)
-    };
-  }
-  return e["undefined" != typeof Symbol && Symbol.iterator || "@@iterator"] = function() {
-    return this;
-  }, e.next = function(t3) {
-    return n2 ? (n2 = false, t3) : pump("next", t3);
-  }, "function" == typeof t2["throw"] && (e["throw"] = function(t3) {
-    if (n2) throw n2 = false, t3;
-    return pump("throw", t3);
-  }), "function" == typeof t2["return"] && (e["return"] = function(t3) {
-    return n2 ? (n2 = false, t3) : pump("return", t3);
-  }), e;
-}
-var UnknownCauseError, TRPCError, defaultTransformer, TransformResultError, lazyMarker, emptyRouter, reservedWords, trackedSymbol;
-var init_asyncGeneratorDelegate_JWx0LJUD = __esm({
-  "node_modules/@trpc/server/dist/asyncGeneratorDelegate-JWx0LJUD.mjs"() {
-    init_codes_nbrm_zWY();
-    init_getErrorShape_B5jPKHJ3();
-    UnknownCauseError = class extends Error {
-      constructor(cause) {
-        super(getMessage2(cause));
-        Object.assign(this, cause);
-        if (isErrorLike(cause)) {
-          if (typeof cause.name === "string") this.name = cause.name;
-          if (typeof cause.stack === "string") this.stack = cause.stack;
-        }
-      }
-    };
-    TRPCError = class extends Error {
-      constructor(opts) {
-        var _ref, _opts$message, _this$cause;
-        const cause = getCauseFromUnknown(opts.cause);
-        const message = (_ref = (_opts$message = opts.message) !== null && _opts$message !== void 0 ? _opts$message : cause === null || cause === void 0 ? void 0 : cause.message) !== null && _ref !== void 0 ? _ref : opts.code;
-        super(message, { cause });
-        _defineProperty(this, "cause", void 0);
-        _defineProperty(this, "code", void 0);
-        this.code = opts.code;
-        this.name = "TRPCError";
-        (_this$cause = this.cause) !== null && _this$cause !== void 0 || (this.cause = cause);
-      }
-    };
-    defaultTransformer = {
-      input: {
-        serialize: (obj2) => obj2,
-        deserialize: (obj2) => obj2
-      },
-      output: {
-        serialize: (obj2) => obj2,
-        deserialize: (obj2) => obj2
-      }
-    };
-    TransformResultError = class extends Error {
-      constructor() {
-        super("Unable to transform response from server");
-      }
-    };
-    lazyMarker = "lazyMarker";
-    emptyRouter = {
-      _ctx: null,
-      _errorShape: null,
-      _meta: null,
-      queries: {},
-      mutations: {},
-      subscriptions: {},
-      errorFormatter: defaultFormatter,
-      transformer: defaultTransformer
-    };
-    reservedWords = [
-      "then",
-      "call",
-      "apply"
-    ];
-    AsyncGenerator.prototype["function" == typeof Symbol && Symbol.asyncIterator || "@@asyncIterator"] = function() {
-      return this;
-    }, AsyncGenerator.prototype.next = function(e) {
-      return this._invoke("next", e);
-    }, AsyncGenerator.prototype["throw"] = function(e) {
-      return this._invoke("throw", e);
-    }, AsyncGenerator.prototype["return"] = function(e) {
-      return this._invoke("return", e);
-    };
-    trackedSymbol = /* @__PURE__ */ Symbol();
-  }
-});
-
-// node_modules/@trpc/server/dist/observable-kpFFzvou.mjs
-function isObservable(x) {
-  return typeof x === "object" && x !== null && "subscribe" in x;
-}
-function observable(subscribe) {
-  const self = {
-    subscribe(observer) {
-      let teardownRef = null;
-      let isDone = false;
-      let unsubscribed = false;
-      let teardownImmediately = false;
-      let subscribing = true;
-      let thrownWhileSubscribing = null;
-      function end(notify) {
-        try {
-          notify();
-        } catch (cause) {
-          var _thrownWhileSubscribi;
-          if (!subscribing) throw cause;
-          (_thrownWhileSubscribi = thrownWhileSubscribing) !== null && _thrownWhileSubscribi !== void 0 || (thrownWhileSubscribing = { cause });
-        } finally {
-          unsubscribe();
-        }
-      }
-      function unsubscribe() {
-        if (teardownRef === null) {
-          teardownImmediately = true;
-          return;
-        }
-        if (unsubscribed) return;
-        unsubscribed = true;
-        if (typeof teardownRef === "function") teardownRef();
-        else if (teardownRef) teardownRef.unsubscribe();
-      }
-      teardownRef = subscribe({
-        next(value) {
-          var _observer$next;
-          if (isDone) return;
-          (_observer$next = observer.next) === null || _observer$next === void 0 || _observer$next.call(observer, value);
-        },
-        error(err) {
-          if (isDone) return;
-          isDone = true;
-          end(() => {
-            var _observer$error;
-            return (_observer$error = observer.error) === null || _observer$error === void 0 ? void 0 : _observer$error.call(observer, err);
-          });
-        },
-        complete() {
-          if (isDone) return;
-          isDone = true;
-          end(() => {
-            var _observer$complete;
-            return (_observer$complete = observer.complete) === null || _observer$complete === void 0 ? void 0 : _observer$complete.call(observer);
-          });
-        }
-      });
-      subscribing = false;
-      if (teardownImmediately) unsubscribe();
-      if (thrownWhileSubscribing) throw thrownWhileSubscribing.cause;
-      return { unsubscribe };
-    },
-    pipe(...operations) {
-      return operations.reduce(pipeReducer, self);
-    }
-  };
-  return self;
-}
-function pipeReducer(prev, fn) {
-  return fn(prev);
-}
-function observableToPromise(observable2) {
-  const ac = new AbortController();
-  return new Promise((resolve, reject) => {
-    let isDone = false;
-    function onDone() {
-      if (isDone) return;
-      isDone = true;
-      obs$.unsubscribe();
-    }
-    ac.signal.addEventListener("abort", () => {
-      reject(ac.signal.reason);
-    });
-    const obs$ = observable2.subscribe({
-      next(data) {
-        isDone = true;
-        resolve(data);
-        onDone();
-      },
-      error(data) {
-        reject(data);
-      },
-      complete() {
-        ac.abort();
-        onDone();
-      }
-    });
-  });
-}
-function observableToAsyncIterable(observable2, signal) {
-  const values = [];
-  const pending = [];
-  let error46 = null;
-  let finished7 = false;
-  let subscription = null;
-  function unsubscribe() {
-    if (finished7) return null;
-    finished7 = true;
-    signal.removeEventListener("abort", abort);
-    try {
-      subscription === null || subscription === void 0 || subscription.unsubscribe();
-      return null;
-    } catch (cause) {
-      return { cause };
-    }
-  }
-  function settle() {
-    const first = error46 ? pending.shift() : void 0;
-    if (error46 && first) {
-      const { cause } = error46;
-      error46 = null;
-      first.reject(cause);
-    }
-    for (const promise2 of pending.splice(0)) promise2.resolve({
-      value: void 0,
-      done: true
-    });
-  }
-  function finish2() {
-    const failure2 = unsubscribe();
-    settle();
-    if (failure2) throw failure2.cause;
-  }
-  function abort() {
-    const failure2 = unsubscribe();
-    if (failure2) error46 = failure2;
-    settle();
-  }
-  subscription = observable2.subscribe({
-    next(value) {
-      if (finished7) return;
-      const promise2 = pending.shift();
-      if (promise2) promise2.resolve({
-        value,
-        done: false
-      });
-      else values.push(value);
-    },
-    error(cause) {
-      if (finished7) return;
-      error46 = { cause };
-      finish2();
-    },
-    complete: finish2
-  });
-  if (finished7) subscription.unsubscribe();
-  else if (signal.aborted) abort();
-  else signal.addEventListener("abort", abort, { once: true });
-  const iterator = {
-    [Symbol.asyncIterator]() {
-      return iterator;
-    },
-    async next() {
-      if (values.length > 0) return {
-        value: values.shift(),
-        done: false
-      };
-      if (error46) {
-        const { cause } = error46;
-        error46 = null;
-        throw cause;
-      }
-      if (finished7) return {
-        value: void 0,
-        done: true
-      };
-      return new Promise((resolve, reject) => {
-        pending.push({
-          resolve,
-          reject
-        });
-      });
-    },
-    async return() {
-      values.length = 0;
-      error46 = null;
-      finish2();
-      return {
-        value: void 0,
-        done: true
-      };
-    }
-  };
-  return iterator;
-}
-var init_observable_kpFFzvou = __esm({
-  "node_modules/@trpc/server/dist/observable-kpFFzvou.mjs"() {
-  }
-});
-
-// node_modules/@trpc/server/dist/resolveResponse-2MBY36PP.mjs
-function parseConnectionParamsFromUnknown(parsed) {
-  try {
-    if (parsed === null) return null;
-    if (!isObject3(parsed)) throw new Error("Expected object");
-    const nonStringValues = Object.entries(parsed).filter(([_key, value]) => typeof value !== "string");
-    if (nonStringValues.length > 0) throw new Error(`Expected connectionParams to be string values. Got ${nonStringValues.map(([key, value]) => `${key}: ${typeof value}`).join(", ")}`);
-    return parsed;
-  } catch (cause) {
-    throw new TRPCError({
-      code: "PARSE_ERROR",
-      message: "Invalid connection params shape",
-      cause
-    });
-  }
-}
-function parseConnectionParamsFromString(str2) {
-  let parsed;
-  try {
-    parsed = JSON.parse(str2);
-  } catch (cause) {
-    throw new TRPCError({
-      code: "PARSE_ERROR",
-      message: "Not JSON-parsable query params",
-      cause
-    });
-  }
-  return parseConnectionParamsFromUnknown(parsed);
-}
-function getAcceptHeader(headers) {
-  var _ref, _headers$get;
-  return (_ref = headers.get("trpc-accept")) !== null && _ref !== void 0 ? _ref : ((_headers$get = headers.get("accept")) === null || _headers$get === void 0 ? void 0 : _headers$get.split(",").some((t2) => t2.trim() === "application/jsonl")) ? "application/jsonl" : null;
-}
-function getLastEventId(opts) {
-  var _ref2, _opts$headers$get;
-  return (_ref2 = (_opts$headers$get = opts.headers.get("last-event-id")) !== null && _opts$headers$get !== void 0 ? _opts$headers$get : opts.searchParams.get("lastEventId")) !== null && _ref2 !== void 0 ? _ref2 : opts.searchParams.get("Last-Event-Id");
-}
-function memo(fn) {
-  let promise2 = null;
-  const sym = /* @__PURE__ */ Symbol.for("@trpc/server/http/memo");
-  let value = sym;
-  return {
-    /**
-    * Lazily read the value
-    */
-    read: async () => {
-      var _promise2;
-      if (value !== sym) return value;
-      (_promise2 = promise2) !== null && _promise2 !== void 0 || (promise2 = fn().catch((cause) => {
-        if (cause instanceof TRPCError) throw cause;
-        throw new TRPCError({
-          code: "BAD_REQUEST",
-          message: cause instanceof Error ? cause.message : "Invalid input",
-          cause
-        });
-      }));
-      value = await promise2;
-      promise2 = null;
-      return value;
-    },
-    /**
-    * Get an already stored result
-    */
-    result: () => {
-      return value !== sym ? value : void 0;
-    }
-  };
-}
-function hasContentType(req, type) {
-  var _req$headers$get, _contentType$split$;
-  const contentType = (_req$headers$get = req.headers.get("content-type")) === null || _req$headers$get === void 0 ? void 0 : _req$headers$get.toLowerCase();
-  return (contentType === null || contentType === void 0 || (_contentType$split$ = contentType.split(";", 1)[0]) === null || _contentType$split$ === void 0 ? void 0 : _contentType$split$.trim()) === type;
-}
-function getContentTypeHandler(req) {
-  const handler = handlers.find((handler2) => handler2.isMatch(req));
-  if (handler) return handler;
-  if (!handler && req.method === "GET") return jsonContentTypeHandler;
-  throw new TRPCError({
-    code: "UNSUPPORTED_MEDIA_TYPE",
-    message: req.headers.has("content-type") ? `Unsupported content-type "${req.headers.get("content-type")}` : "Missing content-type header"
-  });
-}
-async function getRequestInfo(opts) {
-  return await getContentTypeHandler(opts.req).parse(opts);
-}
-function isAbortError2(error46) {
-  return isObject3(error46) && error46["name"] === "AbortError";
-}
-function throwAbortError(message = "AbortError") {
-  throw new DOMException(message, "AbortError");
-}
-function isObject4(o2) {
-  return Object.prototype.toString.call(o2) === "[object Object]";
-}
-function isPlainObject3(o2) {
-  var ctor, prot;
-  if (isObject4(o2) === false) return false;
-  ctor = o2.constructor;
-  if (ctor === void 0) return true;
-  prot = ctor.prototype;
-  if (isObject4(prot) === false) return false;
-  if (prot.hasOwnProperty("isPrototypeOf") === false) return false;
-  return true;
-}
-function resolveSelfTuple(promise2) {
-  return Unpromise.proxy(promise2).then(() => [promise2]);
-}
-function withResolvers() {
-  let resolve;
-  let reject;
-  return {
-    promise: new Promise((_resolve, _reject) => {
-      resolve = _resolve;
-      reject = _reject;
-    }),
-    resolve,
-    reject
-  };
-}
-function listWithMember(arr, member) {
-  return [...arr, member];
-}
-function listWithoutIndex(arr, index) {
-  return [...arr.slice(0, index), ...arr.slice(index + 1)];
-}
-function listWithoutMember(arr, member) {
-  const index = arr.indexOf(member);
-  if (index !== -1) return listWithoutIndex(arr, index);
-  return arr;
-}
-function makeResource(thing, dispose) {
-  const it = thing;
-  const existing = it[Symbol.dispose];
-  it[Symbol.dispose] = () => {
-    dispose();
-    existing === null || existing === void 0 || existing.call(it);
-  };
-  return it;
-}
-function makeAsyncResource(thing, dispose) {
-  const it = thing;
-  const existing = it[Symbol.asyncDispose];
-  it[Symbol.asyncDispose] = async () => {
-    await dispose();
-    await (existing === null || existing === void 0 ? void 0 : existing.call(it));
-  };
-  return it;
-}
-function timerResource(ms) {
-  let timer = null;
-  return makeResource({ start() {
-    if (timer) throw new Error("Timer already started");
-    return new Promise((resolve) => {
-      timer = setTimeout(() => resolve(disposablePromiseTimerResult), ms);
-    });
-  } }, () => {
-    if (timer) clearTimeout(timer);
-  });
-}
-function _usingCtx() {
-  var r = "function" == typeof SuppressedError ? SuppressedError : function(r2, e2) {
-    var n3 = Error();
-    return n3.name = "SuppressedError", n3.error = r2, n3.suppressed = e2, n3;
-  }, e = {}, n2 = [];
-  function using(r2, e2) {
-    if (null != e2) {
-      if (Object(e2) !== e2) throw new TypeError("using declarations can only be used with objects, functions, null, or undefined.");
-      if (r2) var o2 = e2[Symbol.asyncDispose || Symbol["for"]("Symbol.asyncDispose")];
-      if (void 0 === o2 && (o2 = e2[Symbol.dispose || Symbol["for"]("Symbol.dispose")], r2)) var t2 = o2;
-      if ("function" != typeof o2) throw new TypeError("Object is not disposable.");
-      t2 && (o2 = function o3() {
-        try {
-          t2.call(e2);
-        } catch (r3) {
-          return Promise.reject(r3);
-        }
-      }), n2.push({
-        v: e2,
-        d: o2,
-        a: r2
-      });
-    } else r2 && n2.push({
-      d: e2,
-      a: r2
-    });
-    return e2;
-  }
-  return {
-    e,
-    u: using.bind(null, false),
-    a: using.bind(null, true),
-    d: function d() {
-      var o2, t2 = this.e, s = 0;
-      function next() {
-        for (; o2 = n2.pop(); ) try {
-          if (!o2.a && 1 === s) return s = 0, n2.push(o2), Promise.resolve().then(next);
-          if (o2.d) {
-            var r2 = o2.d.call(o2.v);
-            if (o2.a) return s |= 2, Promise.resolve(r2).then(next, err);
-          } else s |= 1;
-        } catch (r3) {
-          return err(r3);
-        }
-        if (1 === s) return t2 !== e ? Promise.reject(t2) : Promise.resolve();
-        if (t2 !== e) throw t2;
-      }
-      function err(n3) {
-        return t2 = t2 !== e ? new r(n3, t2) : n3, next();
-      }
-      return next();
-    }
-  };
-}
-function _awaitAsyncGenerator(e) {
-  return new _OverloadYield(e, 0);
-}
-function iteratorResource(iterable) {
-  const iterator = iterable[Symbol.asyncIterator]();
-  if (iterator[Symbol.asyncDispose]) return iterator;
-  return makeAsyncResource(iterator, async () => {
-    var _iterator$return;
-    await ((_iterator$return = iterator.return) === null || _iterator$return === void 0 ? void 0 : _iterator$return.call(iterator));
-  });
-}
-function takeWithGrace(_x, _x2) {
-  return _takeWithGrace.apply(this, arguments);
-}
-function _takeWithGrace() {
-  _takeWithGrace = _wrapAsyncGenerator(function* (iterable, opts) {
-    try {
-      var _usingCtx$5 = _usingCtx();
-      const iterator = _usingCtx$5.a(iteratorResource(iterable));
-      let result;
-      const timer = _usingCtx$5.u(timerResource(opts.gracePeriodMs));
-      let count2 = opts.count;
-      let timerPromise = new Promise(() => {
-      });
-      while (true) {
-        result = yield _awaitAsyncGenerator(Unpromise.race([iterator.next(), timerPromise]));
-        if (result === disposablePromiseTimerResult) throwAbortError();
-        if (result.done) return result.value;
-        yield result.value;
-        if (--count2 === 0) timerPromise = timer.start();
-        result = null;
-      }
-    } catch (_) {
-      _usingCtx$5.e = _;
-    } finally {
-      yield _awaitAsyncGenerator(_usingCtx$5.d());
-    }
-  });
-  return _takeWithGrace.apply(this, arguments);
-}
-function createDeferred2() {
-  let resolve;
-  let reject;
-  return {
-    promise: new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    }),
-    resolve,
-    reject
-  };
-}
-function createManagedIterator(iterable, onResult) {
-  const iterator = iterable[Symbol.asyncIterator]();
-  let state = "idle";
-  function cleanup() {
-    state = "done";
-    onResult = () => {
-    };
-  }
-  function pull() {
-    if (state !== "idle") return;
-    state = "pending";
-    iterator.next().then((result) => {
-      if (result.done) {
-        state = "done";
-        onResult({
-          status: "return",
-          value: result.value
-        });
-        cleanup();
-        return;
-      }
-      state = "idle";
-      onResult({
-        status: "yield",
-        value: result.value
-      });
-    }).catch((cause) => {
-      onResult({
-        status: "error",
-        error: cause
-      });
-      cleanup();
-    });
-  }
-  return {
-    pull,
-    destroy: async () => {
-      var _iterator$return;
-      cleanup();
-      await ((_iterator$return = iterator.return) === null || _iterator$return === void 0 ? void 0 : _iterator$return.call(iterator));
-    }
-  };
-}
-function mergeAsyncIterables() {
-  let state = "idle";
-  let flushSignal = createDeferred2();
-  const iterables = [];
-  const iterators = /* @__PURE__ */ new Set();
-  const buffer = [];
-  function initIterable(iterable) {
-    if (state !== "pending") return;
-    const iterator = createManagedIterator(iterable, (result) => {
-      if (state !== "pending") return;
-      switch (result.status) {
-        case "yield":
-          buffer.push([iterator, result]);
-          break;
-        case "return":
-          iterators.delete(iterator);
-          break;
-        case "error":
-          buffer.push([iterator, result]);
-          iterators.delete(iterator);
-      }
-      flushSignal.resolve();
-    });
-    iterators.add(iterator);
-    iterator.pull();
-  }
-  return {
-    add(iterable) {
-      switch (state) {
-        case "idle":
-          iterables.push(iterable);
-          break;
-        case "pending":
-          initIterable(iterable);
-      }
-    },
-    [Symbol.asyncIterator]() {
-      return _wrapAsyncGenerator(function* () {
-        try {
-          var _usingCtx$4 = _usingCtx();
-          if (state !== "idle") throw new Error("Cannot iterate twice");
-          state = "pending";
-          _usingCtx$4.a(makeAsyncResource({}, async () => {
-            state = "done";
-            const errors = [];
-            await Promise.all(Array.from(iterators.values()).map(async (it) => {
-              try {
-                await it.destroy();
-              } catch (cause) {
-                errors.push(cause);
-              }
-            }));
-            buffer.length = 0;
-            iterators.clear();
-            flushSignal.resolve();
-            if (errors.length > 0) throw new AggregateError(errors);
-          }));
-          while (iterables.length > 0) initIterable(iterables.shift());
-          while (iterators.size > 0) {
-            yield _awaitAsyncGenerator(flushSignal.promise);
-            while (buffer.length > 0) {
-              const [iterator, result] = buffer.shift();
-              switch (result.status) {
-                case "yield":
-                  yield result.value;
-                  iterator.pull();
-                  break;
-                case "error":
-                  throw result.error;
-              }
-            }
-            flushSignal = createDeferred2();
-          }
-        } catch (_) {
-          _usingCtx$4.e = _;
-        } finally {
-          yield _awaitAsyncGenerator(_usingCtx$4.d());
-        }
-      })();
-    }
-  };
-}
-function readableStreamFrom(iterable) {
-  const iterator = iterable[Symbol.asyncIterator]();
-  return new ReadableStream({
-    async cancel() {
-      var _iterator$return;
-      await ((_iterator$return = iterator.return) === null || _iterator$return === void 0 ? void 0 : _iterator$return.call(iterator));
-    },
-    async pull(controller) {
-      const result = await iterator.next();
-      if (result.done) {
-        controller.close();
-        return;
-      }
-      controller.enqueue(result.value);
-    }
-  });
-}
-function withPing(_x, _x2) {
-  return _withPing.apply(this, arguments);
-}
-function _withPing() {
-  _withPing = _wrapAsyncGenerator(function* (iterable, pingIntervalMs) {
-    try {
-      var _usingCtx$3 = _usingCtx();
-      const iterator = _usingCtx$3.a(iteratorResource(iterable));
-      let result;
-      let nextPromise = iterator.next();
-      while (true) try {
-        var _usingCtx3 = _usingCtx();
-        const pingPromise = _usingCtx3.u(timerResource(pingIntervalMs));
-        result = yield _awaitAsyncGenerator(Unpromise.race([nextPromise, pingPromise.start()]));
-        if (result === disposablePromiseTimerResult) {
-          yield PING_SYM;
-          continue;
-        }
-        if (result.done) return result.value;
-        nextPromise = iterator.next();
-        yield result.value;
-        result = null;
-      } catch (_) {
-        _usingCtx3.e = _;
-      } finally {
-        _usingCtx3.d();
-      }
-    } catch (_) {
-      _usingCtx$3.e = _;
-    } finally {
-      yield _awaitAsyncGenerator(_usingCtx$3.d());
-    }
-  });
-  return _withPing.apply(this, arguments);
-}
-function isPromise(value) {
-  return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
-}
-function createBatchStreamProducer(_x3) {
-  return _createBatchStreamProducer.apply(this, arguments);
-}
-function _createBatchStreamProducer() {
-  _createBatchStreamProducer = _wrapAsyncGenerator(function* (opts) {
-    const { data } = opts;
-    let counter = 0;
-    const placeholder = 0;
-    const mergedIterables = mergeAsyncIterables();
-    function registerAsync(callback) {
-      const idx = counter++;
-      const iterable2 = callback(idx);
-      mergedIterables.add(iterable2);
-      return idx;
-    }
-    function encodePromise(promise2, path42) {
-      return registerAsync(/* @__PURE__ */ (function() {
-        var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path42);
-          if (error46) {
-            promise2.catch((cause) => {
-              var _opts$onError;
-              (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
-                error: cause,
-                path: path42
-              });
-            });
-            promise2 = Promise.reject(error46);
-          }
-          try {
-            const next = yield _awaitAsyncGenerator(promise2);
-            yield [
-              idx,
-              PROMISE_STATUS_FULFILLED,
-              encode3(next, path42)
-            ];
-          } catch (cause) {
-            var _opts$onError2, _opts$formatError;
-            (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
-              error: cause,
-              path: path42
-            });
-            yield [
-              idx,
-              PROMISE_STATUS_REJECTED,
-              (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
-                error: cause,
-                path: path42
-              })
-            ];
-          }
-        });
-        return function(_x) {
-          return _ref.apply(this, arguments);
-        };
-      })());
-    }
-    function encodeAsyncIterable(iterable2, path42) {
-      return registerAsync(/* @__PURE__ */ (function() {
-        var _ref2 = _wrapAsyncGenerator(function* (idx) {
-          try {
-            var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path42);
-            if (error46) throw error46;
-            const iterator = _usingCtx$2.a(iteratorResource(iterable2));
-            try {
-              while (true) {
-                const next = yield _awaitAsyncGenerator(iterator.next());
-                if (next.done) {
-                  yield [
-                    idx,
-                    ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path42)
-                  ];
-                  break;
-                }
-                yield [
-                  idx,
-                  ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path42)
-                ];
-              }
-            } catch (cause) {
-              var _opts$onError3, _opts$formatError2;
-              (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
-                error: cause,
-                path: path42
-              });
-              yield [
-                idx,
-                ASYNC_ITERABLE_STATUS_ERROR,
-                (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
-                  error: cause,
-                  path: path42
-                })
-              ];
-            }
-          } catch (_) {
-            _usingCtx$2.e = _;
-          } finally {
-            yield _awaitAsyncGenerator(_usingCtx$2.d());
-          }
-        });
-        return function(_x2) {
-          return _ref2.apply(this, arguments);
-        };
-      })());
-    }
-    function checkMaxDepth(path42) {
-      if (opts.maxDepth && path42.length > opts.maxDepth) return new MaxDepthError(path42);
-      return null;
-    }
-    function encodeAsync3(value, path42) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path42)];
-      if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path42.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path42)];
-      }
-      return null;
-    }
-    function encode3(value, path42) {
-      if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path42);
-      if (reg) return [[placeholder], [null, ...reg]];
-      if (!isPlainObject3(value)) return [[value]];
-      const newObj = emptyObject();
-      const asyncValues = [];
-      for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path42, key]);
-        if (!transformed) {
-          newObj[key] = item;
-          continue;
-        }
-        newObj[key] = placeholder;
-        asyncValues.push([key, ...transformed]);
-      }
-      return [[newObj], ...asyncValues];
-    }
-    const newHead = emptyObject();
-    for (const [key, item] of Object.entries(data)) newHead[key] = encode3(item, [key]);
-    yield newHead;
-    let iterable = mergedIterables;
-    if (opts.pingMs) iterable = withPing(mergedIterables, opts.pingMs);
-    var _iteratorAbruptCompletion = false;
-    var _didIteratorError = false;
-    var _iteratorError;
-    try {
-      for (var _iterator = _asyncIterator(iterable), _step; _iteratorAbruptCompletion = !(_step = yield _awaitAsyncGenerator(_iterator.next())).done; _iteratorAbruptCompletion = false) yield _step.value;
-    } catch (err) {
-      _didIteratorError = true;
-      _iteratorError = err;
-    } finally {
-      try {
-        if (_iteratorAbruptCompletion && _iterator.return != null) yield _awaitAsyncGenerator(_iterator.return());
-      } finally {
-        if (_didIteratorError) throw _iteratorError;
-      }
-    }
-  });
-  return _createBatchStreamProducer.apply(this, arguments);
-}
-function jsonlStreamProducer(opts) {
-  let stream = readableStreamFrom(createBatchStreamProducer(opts));
-  const { serialize: serialize2 } = opts;
-  if (serialize2) stream = stream.pipeThrough(new TransformStream({ transform(chunk, controller) {
-    if (chunk === PING_SYM) controller.enqueue(PING_SYM);
-    else controller.enqueue(serialize2(chunk));
-  } }));
-  return stream.pipeThrough(new TransformStream({ transform(chunk, controller) {
-    if (chunk === PING_SYM) controller.enqueue(" ");
-    else controller.enqueue(JSON.stringify(chunk) + "\n");
-  } })).pipeThrough(new TextEncoderStream());
-}
-function sseStreamProducer(opts) {
-  var _opts$ping$enabled, _opts$ping, _opts$ping$intervalMs, _opts$ping2, _opts$client;
-  const { serialize: serialize2 = identity3 } = opts;
-  const ping = {
-    enabled: (_opts$ping$enabled = (_opts$ping = opts.ping) === null || _opts$ping === void 0 ? void 0 : _opts$ping.enabled) !== null && _opts$ping$enabled !== void 0 ? _opts$ping$enabled : false,
-    intervalMs: (_opts$ping$intervalMs = (_opts$ping2 = opts.ping) === null || _opts$ping2 === void 0 ? void 0 : _opts$ping2.intervalMs) !== null && _opts$ping$intervalMs !== void 0 ? _opts$ping$intervalMs : 1e3
-  };
-  const client2 = (_opts$client = opts.client) !== null && _opts$client !== void 0 ? _opts$client : {};
-  if (ping.enabled && client2.reconnectAfterInactivityMs && ping.intervalMs > client2.reconnectAfterInactivityMs) throw new Error(`Ping interval must be less than client reconnect interval to prevent unnecessary reconnection - ping.intervalMs: ${ping.intervalMs} client.reconnectAfterInactivityMs: ${client2.reconnectAfterInactivityMs}`);
-  function generator() {
-    return _generator.apply(this, arguments);
-  }
-  function _generator() {
-    _generator = _wrapAsyncGenerator(function* () {
-      yield {
-        event: CONNECTED_EVENT,
-        data: JSON.stringify(client2)
-      };
-      let iterable = opts.data;
-      if (opts.emitAndEndImmediately) iterable = takeWithGrace(iterable, {
-        count: 1,
-        gracePeriodMs: 1
-      });
-      if (ping.enabled && ping.intervalMs !== Infinity && ping.intervalMs > 0) iterable = withPing(iterable, ping.intervalMs);
-      let value;
-      let chunk;
-      let lastEventId = opts.lastEventId && !/[\0\n\r]/.test(opts.lastEventId) ? opts.lastEventId : null;
-      var _iteratorAbruptCompletion = false;
-      var _didIteratorError = false;
-      var _iteratorError;
-      try {
-        for (var _iterator = _asyncIterator(iterable), _step; _iteratorAbruptCompletion = !(_step = yield _awaitAsyncGenerator(_iterator.next())).done; _iteratorAbruptCompletion = false) {
-          value = _step.value;
-          if (value === PING_SYM) {
-            yield {
-              event: PING_EVENT,
-              data: ""
-            };
-            continue;
-          }
-          chunk = isTrackedEnvelope(value) ? {
-            id: value[0],
-            data: value[1]
-          } : { data: value };
-          chunk.data = JSON.stringify(serialize2(chunk.data));
-          if (chunk.id !== void 0) {
-            lastEventId = chunk.id;
-            yield chunk;
-          } else if (lastEventId === null) yield chunk;
-          else {
-            chunk.id = "";
-            yield chunk;
-            yield {
-              event: RESTORE_ID_EVENT,
-              data: "",
-              id: lastEventId
-            };
-          }
-          value = null;
-          chunk = null;
-        }
-      } catch (err) {
-        _didIteratorError = true;
-        _iteratorError = err;
-      } finally {
-        try {
-          if (_iteratorAbruptCompletion && _iterator.return != null) yield _awaitAsyncGenerator(_iterator.return());
-        } finally {
-          if (_didIteratorError) throw _iteratorError;
-        }
-      }
-    });
-    return _generator.apply(this, arguments);
-  }
-  function generatorWithErrorHandling() {
-    return _generatorWithErrorHandling.apply(this, arguments);
-  }
-  function _generatorWithErrorHandling() {
-    _generatorWithErrorHandling = _wrapAsyncGenerator(function* () {
-      try {
-        yield* _asyncGeneratorDelegate(_asyncIterator(generator()));
-        yield {
-          event: RETURN_EVENT,
-          data: ""
-        };
-      } catch (cause) {
-        var _opts$formatError, _opts$formatError2;
-        if (isAbortError2(cause)) return;
-        const error46 = getTRPCErrorFromUnknown(cause);
-        const data = (_opts$formatError = (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, { error: error46 })) !== null && _opts$formatError !== void 0 ? _opts$formatError : null;
-        yield {
-          event: SERIALIZED_ERROR_EVENT,
-          data: JSON.stringify(serialize2(data))
-        };
-      }
-    });
-    return _generatorWithErrorHandling.apply(this, arguments);
-  }
-  return readableStreamFrom(generatorWithErrorHandling()).pipeThrough(new TransformStream({ transform(chunk, controller) {
-    if ("event" in chunk) controller.enqueue(`event: ${chunk.event}
-`);
-    if ("data" in chunk) controller.enqueue(`data: ${chunk.data}
-`);
-    if ("id" in chunk) controller.enqueue(`id: ${chunk.id}
-`);
-    if ("comment" in chunk) controller.enqueue(`: ${chunk.comment}
-`);
-    controller.enqueue("\n\n");
-  } })).pipeThrough(new TextEncoderStream());
-}
-async function withTimeout(opts) {
-  try {
-    var _usingCtx$1 = _usingCtx();
-    const timeoutPromise = _usingCtx$1.u(timerResource(opts.timeoutMs));
-    const res = await Unpromise.race([opts.promise, timeoutPromise.start()]);
-    if (res === disposablePromiseTimerResult) return await opts.onTimeout();
-    return res;
-  } catch (_) {
-    _usingCtx$1.e = _;
-  } finally {
-    _usingCtx$1.d();
-  }
-}
-function sseStreamConsumer(opts) {
-  const { deserialize = (v) => v } = opts;
-  let clientOptions = emptyObject();
-  const signal = opts.signal;
-  let _es = null;
-  const createStream = () => new ReadableStream({
-    async start(controller) {
-      const [url2, init] = await Promise.all([opts.url(), opts.init()]);
-      const eventSource = _es = new opts.EventSource(url2, init);
-      controller.enqueue({
-        type: "connecting",
-        eventSource: _es,
-        event: null
-      });
-      const addMessageListener = (event, listener) => {
-        eventSource.addEventListener(event, (msg) => {
-          try {
-            listener(msg);
-          } catch (cause) {
-            eventSource.close();
-            controller.error(cause);
-          }
-        });
-      };
-      addMessageListener(CONNECTED_EVENT, (msg) => {
-        const options = JSON.parse(msg.data);
-        clientOptions = options;
-        controller.enqueue({
-          type: "connected",
-          options,
-          eventSource
-        });
-      });
-      addMessageListener(SERIALIZED_ERROR_EVENT, (msg) => {
-        controller.enqueue({
-          type: "serialized-error",
-          error: deserialize(JSON.parse(msg.data)),
-          eventSource
-        });
-      });
-      eventSource.addEventListener(PING_EVENT, () => {
-        controller.enqueue({
-          type: "ping",
-          eventSource
-        });
-      });
-      eventSource.addEventListener(RETURN_EVENT, () => {
-        eventSource.close();
-        controller.close();
-        _es = null;
-      });
-      eventSource.addEventListener("error", (event) => {
-        if (eventSource.readyState === eventSource.CLOSED) controller.error(event);
-        else controller.enqueue({
-          type: "connecting",
-          eventSource,
-          event
-        });
-      });
-      addMessageListener("message", (msg) => {
-        const def = { data: deserialize(JSON.parse(msg.data)) };
-        if (msg.lastEventId) def.id = msg.lastEventId;
-        controller.enqueue({
-          type: "data",
-          data: def,
-          eventSource
-        });
-      });
-      const onAbort = () => {
-        try {
-          eventSource.close();
-          controller.close();
-        } catch (_unused) {
-        }
-      };
-      if (signal.aborted) onAbort();
-      else signal.addEventListener("abort", onAbort);
-    },
-    cancel() {
-      _es === null || _es === void 0 || _es.close();
-    }
-  });
-  const getStreamResource = () => {
-    let stream = createStream();
-    let reader = stream.getReader();
-    async function dispose() {
-      await reader.cancel().catch(() => {
-      });
-      _es = null;
-    }
-    return makeAsyncResource({
-      read() {
-        return reader.read();
-      },
-      async recreate() {
-        await dispose();
-        stream = createStream();
-        reader = stream.getReader();
-      }
-    }, dispose);
-  };
-  return run(_wrapAsyncGenerator(function* () {
-    try {
-      var _usingCtx3 = _usingCtx();
-      const stream = _usingCtx3.a(getStreamResource());
-      while (true) {
-        let promise2 = stream.read();
-        const timeoutMs = clientOptions.reconnectAfterInactivityMs;
-        if (timeoutMs) promise2 = withTimeout({
-          promise: promise2,
-          timeoutMs,
-          onTimeout: async () => {
-            const res = {
-              value: {
-                type: "timeout",
-                ms: timeoutMs,
-                eventSource: _es
-              },
-              done: false
-            };
-            await stream.recreate();
-            return res;
-          }
-        });
-        const result = yield _awaitAsyncGenerator(promise2);
-        if (result.done) return result.value;
-        yield result.value;
-      }
-    } catch (_) {
-      _usingCtx3.e = _;
-    } finally {
-      yield _awaitAsyncGenerator(_usingCtx3.d());
-    }
-  }));
-}
-function decodePath(path42) {
-  try {
-    return decodeURIComponent(path42);
-  } catch (cause) {
-    throw new TRPCError({
-      code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path42}"`,
-      cause
-    });
-  }
-}
-function errorToAsyncIterable(err) {
-  return run(_wrapAsyncGenerator(function* () {
-    throw err;
-  }));
-}
-function combinedAbortController(signal) {
-  const controller = new AbortController();
-  return {
-    signal: abortSignalsAnyPonyfill([signal, controller.signal]),
-    controller
-  };
-}
-function abortOnCancel(stream, controller) {
-  const reader = stream.getReader();
-  return new ReadableStream({
-    async pull(enqueuer) {
-      const chunk = await reader.read();
-      if (chunk.done) enqueuer.close();
-      else enqueuer.enqueue(chunk.value);
-    },
-    cancel(reason) {
-      controller.abort();
-      return reader.cancel(reason);
-    }
-  });
-}
-function initResponse(initOpts) {
-  var _responseMeta, _info$calls$find$proc, _info$calls$find;
-  const { ctx, info, responseMeta, untransformedJSON, errors = [], headers } = initOpts;
-  const definedErrors = errors.filter((error46) => Boolean(error46));
-  let status = untransformedJSON ? getHTTPStatusCode(untransformedJSON, errors) : 200;
-  const eagerGeneration = !untransformedJSON;
-  const data = eagerGeneration ? [] : Array.isArray(untransformedJSON) ? untransformedJSON : [untransformedJSON];
-  const meta = (_responseMeta = responseMeta === null || responseMeta === void 0 ? void 0 : responseMeta({
-    ctx,
-    info,
-    paths: info === null || info === void 0 ? void 0 : info.calls.map((call) => call.path),
-    data,
-    errors: definedErrors,
-    eagerGeneration,
-    type: (_info$calls$find$proc = info === null || info === void 0 || (_info$calls$find = info.calls.find((call) => {
-      var _call$procedure;
-      return (_call$procedure = call.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
-    })) === null || _info$calls$find === void 0 || (_info$calls$find = _info$calls$find.procedure) === null || _info$calls$find === void 0 ? void 0 : _info$calls$find._def.type) !== null && _info$calls$find$proc !== void 0 ? _info$calls$find$proc : "unknown"
-  })) !== null && _responseMeta !== void 0 ? _responseMeta : {};
-  if (meta.headers) {
-    if (meta.headers instanceof Headers) for (const [key, value] of meta.headers.entries()) headers.append(key, value);
-    else
-      for (const [key, value] of Object.entries(meta.headers)) if (Array.isArray(value)) for (const v of value) headers.append(key, v);
-      else if (typeof value === "string") headers.set(key, value);
-  }
-  if (meta.status) status = meta.status;
-  return { status };
-}
-function caughtErrorToData(cause, errorOpts) {
-  const { router, req, onError } = errorOpts.opts;
-  const error46 = getTRPCErrorFromUnknown(cause);
-  onError === null || onError === void 0 || onError({
-    error: error46,
-    path: errorOpts.path,
-    input: errorOpts.input,
-    ctx: errorOpts.ctx,
-    type: errorOpts.type,
-    req
-  });
-  const untransformedJSON = { error: getErrorShape({
-    config: router._def._config,
-    error: error46,
-    type: errorOpts.type,
-    path: errorOpts.path,
-    input: errorOpts.input,
-    ctx: errorOpts.ctx
-  }) };
-  const transformedJSON = transformTRPCResponse(router._def._config, untransformedJSON);
-  return {
-    error: error46,
-    untransformedJSON,
-    body: JSON.stringify(transformedJSON)
-  };
-}
-function isDataStream(v) {
-  if (!isObject3(v)) return false;
-  if (isAsyncIterable(v)) return true;
-  return Object.values(v).some(isPromise) || Object.values(v).some(isAsyncIterable);
-}
-async function resolveResponse(opts) {
-  var _ref, _opts$allowBatching, _opts$batching, _opts$allowMethodOver, _config$sse$enabled, _config$sse;
-  const { router, req } = opts;
-  const headers = new Headers([["vary", "trpc-accept, accept"]]);
-  const config2 = router._def._config;
-  const url2 = new URL(req.url);
-  if (req.method === "HEAD") return new Response(null, { status: 204 });
-  const allowBatching = (_ref = (_opts$allowBatching = opts.allowBatching) !== null && _opts$allowBatching !== void 0 ? _opts$allowBatching : (_opts$batching = opts.batching) === null || _opts$batching === void 0 ? void 0 : _opts$batching.enabled) !== null && _ref !== void 0 ? _ref : true;
-  const allowMethodOverride = ((_opts$allowMethodOver = opts.allowMethodOverride) !== null && _opts$allowMethodOver !== void 0 ? _opts$allowMethodOver : false) && req.method === "POST";
-  const infoTuple = await run(async () => {
-    try {
-      return [void 0, await getRequestInfo({
-        req,
-        path: urlPathToProcedurePath(decodePath(opts.path), config2.pathSeparator),
-        router,
-        searchParams: url2.searchParams,
-        headers: opts.req.headers,
-        url: url2,
-        maxBatchSize: opts.maxBatchSize
-      })];
-    } catch (cause) {
-      return [getTRPCErrorFromUnknown(cause), void 0];
-    }
-  });
-  const ctxManager = run(() => {
-    let result = void 0;
-    return {
-      valueOrUndefined: () => {
-        if (!result) return;
-        return result[1];
-      },
-      value: () => {
-        const [err, ctx] = result;
-        if (err) throw err;
-        return ctx;
-      },
-      create: async (info) => {
-        if (result) throw new Error("This should only be called once - report a bug in tRPC");
-        try {
-          result = [void 0, await opts.createContext({ info })];
-        } catch (cause) {
-          result = [getTRPCErrorFromUnknown(cause), void 0];
-        }
-      }
-    };
-  });
-  const methodMapper = allowMethodOverride ? TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE : TYPE_ACCEPTED_METHOD_MAP;
-  const isStreamCall = getAcceptHeader(req.headers) === "application/jsonl";
-  const experimentalSSE = (_config$sse$enabled = (_config$sse = config2.sse) === null || _config$sse === void 0 ? void 0 : _config$sse.enabled) !== null && _config$sse$enabled !== void 0 ? _config$sse$enabled : true;
-  try {
-    const [infoError, info] = infoTuple;
-    if (infoError) throw infoError;
-    if (info.isBatchCall && !allowBatching) throw new TRPCError({
-      code: "BAD_REQUEST",
-      message: `Batching is not enabled on the server`
-    });
-    if (isStreamCall && !info.isBatchCall) throw new TRPCError({
-      message: `Streaming requests must be batched (you can do a batch of 1)`,
-      code: "BAD_REQUEST"
-    });
-    await ctxManager.create(info);
-    const bodyCancelled = new AbortController();
-    const callSignal = abortSignalsAnyPonyfill([opts.req.signal, bodyCancelled.signal]);
-    const rpcCalls = info.calls.map(async (call) => {
-      const proc2 = call.procedure;
-      const combinedAbort = combinedAbortController(callSignal);
-      try {
-        if (opts.error) throw opts.error;
-        if (!proc2) throw new TRPCError({
-          code: "NOT_FOUND",
-          message: `No procedure found on path "${call.path}"`
-        });
-        if (!methodMapper[proc2._def.type].includes(req.method)) {
-          const accepted = opts.allowMethodOverride ? TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE : TYPE_ACCEPTED_METHOD_MAP;
-          headers.set("allow", accepted[proc2._def.type].join(", "));
-          throw new TRPCError({
-            code: "METHOD_NOT_SUPPORTED",
-            message: `Unsupported ${req.method}-request to ${proc2._def.type} procedure at path "${call.path}"`
-          });
-        }
-        if (proc2._def.type === "subscription") {
-          if (info.isBatchCall) throw new TRPCError({
-            code: "BAD_REQUEST",
-            message: `Cannot batch subscription calls`
-          });
-        }
-        return [void 0, {
-          data: await proc2({
-            path: call.path,
-            getRawInput: call.getRawInput,
-            ctx: ctxManager.value(),
-            type: proc2._def.type,
-            signal: combinedAbort.signal,
-            batchIndex: call.batchIndex
-          }),
-          abort: proc2._def.type === "subscription" ? combinedAbort : void 0
-        }];
-      } catch (cause) {
-        var _opts$onError, _call$procedure$_def$, _call$procedure2;
-        const error46 = getTRPCErrorFromUnknown(cause);
-        const input = call.result();
-        (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
-          error: error46,
-          path: call.path,
-          input,
-          ctx: ctxManager.valueOrUndefined(),
-          type: (_call$procedure$_def$ = (_call$procedure2 = call.procedure) === null || _call$procedure2 === void 0 ? void 0 : _call$procedure2._def.type) !== null && _call$procedure$_def$ !== void 0 ? _call$procedure$_def$ : "unknown",
-          req: opts.req
-        });
-        return [error46, void 0];
-      }
-    });
-    if (!info.isBatchCall) {
-      const [call] = info.calls;
-      const [error46, result] = await rpcCalls[0];
-      switch (info.type) {
-        case "unknown":
-        case "mutation":
-        case "query": {
-          headers.set("content-type", "application/json");
-          if (isDataStream(result === null || result === void 0 ? void 0 : result.data)) throw new TRPCError({
-            code: "UNSUPPORTED_MEDIA_TYPE",
-            message: "Cannot use stream-like response in non-streaming request - use httpBatchStreamLink"
-          });
-          const res = error46 ? { error: getErrorShape({
-            config: config2,
-            ctx: ctxManager.valueOrUndefined(),
-            error: error46,
-            input: call.result(),
-            path: call.path,
-            type: info.type
-          }) } : { result: { data: result.data } };
-          const headResponse2 = initResponse({
-            ctx: ctxManager.valueOrUndefined(),
-            info,
-            responseMeta: opts.responseMeta,
-            errors: error46 ? [error46] : [],
-            headers,
-            untransformedJSON: [res]
-          });
-          return new Response(JSON.stringify(transformTRPCResponse(config2, res)), {
-            status: headResponse2.status,
-            headers
-          });
-        }
-        case "subscription": {
-          const iterable = run(() => {
-            if (error46) return errorToAsyncIterable(error46);
-            if (!experimentalSSE) return errorToAsyncIterable(new TRPCError({
-              code: "METHOD_NOT_SUPPORTED",
-              message: 'Missing experimental flag "sseSubscriptions"'
-            }));
-            if (!isObservable(result.data) && !isAsyncIterable(result.data)) return errorToAsyncIterable(new TRPCError({
-              message: `Subscription ${call.path} did not return an observable or a AsyncGenerator`,
-              code: "INTERNAL_SERVER_ERROR"
-            }));
-            return isObservable(result.data) ? observableToAsyncIterable(result.data, callSignal) : result.data;
-          });
-          const stream = sseStreamProducer(_objectSpread2(_objectSpread2({}, config2.sse), {}, {
-            lastEventId: getLastEventId({
-              headers: req.headers,
-              searchParams: url2.searchParams
-            }),
-            data: iterable,
-            serialize: (v) => config2.transformer.output.serialize(v),
-            formatError(errorOpts) {
-              var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
-              const error47 = getTRPCErrorFromUnknown(errorOpts.error);
-              const input = call === null || call === void 0 ? void 0 : call.result();
-              const path42 = call === null || call === void 0 ? void 0 : call.path;
-              const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
-              (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
-                error: error47,
-                path: path42,
-                input,
-                ctx: ctxManager.valueOrUndefined(),
-                req: opts.req,
-                type
-              });
-              return getErrorShape({
-                config: config2,
-                ctx: ctxManager.valueOrUndefined(),
-                error: error47,
-                input,
-                path: path42,
-                type
-              });
-            }
-          }));
-          for (const [key, value] of Object.entries(sseHeaders)) headers.set(key, value);
-          const headResponse2 = initResponse({
-            ctx: ctxManager.valueOrUndefined(),
-            info,
-            responseMeta: opts.responseMeta,
-            errors: [],
-            headers,
-            untransformedJSON: null
-          });
-          const abort = result === null || result === void 0 ? void 0 : result.abort;
-          let responseBody = stream;
-          if (abort) {
-            var _config$sse2;
-            const reader = stream.getReader();
-            const maxDurationTimer = ((_config$sse2 = config2.sse) === null || _config$sse2 === void 0 ? void 0 : _config$sse2.maxDurationMs) ? setTimeout(() => abort.controller.abort(), config2.sse.maxDurationMs) : void 0;
-            const onStreamEnd = () => {
-              clearTimeout(maxDurationTimer);
-              abort.signal.removeEventListener("abort", onAbort);
-            };
-            const onAbort = () => {
-              onStreamEnd();
-              reader.cancel();
-            };
-            if (abort.signal.aborted) onAbort();
-            else abort.signal.addEventListener("abort", onAbort, { once: true });
-            responseBody = new ReadableStream({
-              async pull(controller) {
-                const chunk = await reader.read().catch((cause) => {
-                  onStreamEnd();
-                  throw cause;
-                });
-                if (chunk.done) {
-                  onStreamEnd();
-                  controller.close();
-                } else controller.enqueue(chunk.value);
-              },
-              cancel() {
-                onStreamEnd();
-                bodyCancelled.abort();
-                return reader.cancel();
-              }
-            });
-          }
-          return new Response(responseBody, {
-            headers,
-            status: headResponse2.status
-          });
-        }
-      }
-    }
-    if (info.accept === "application/jsonl") {
-      var _config$jsonl$content, _config$jsonl;
-      headers.set("content-type", (_config$jsonl$content = (_config$jsonl = config2.jsonl) === null || _config$jsonl === void 0 ? void 0 : _config$jsonl.contentType) !== null && _config$jsonl$content !== void 0 ? _config$jsonl$content : "application/json");
-      headers.set("transfer-encoding", "chunked");
-      const headResponse2 = initResponse({
-        ctx: ctxManager.valueOrUndefined(),
-        info,
-        responseMeta: opts.responseMeta,
-        errors: [],
-        headers,
-        untransformedJSON: null
-      });
-      const stream = jsonlStreamProducer(_objectSpread2(_objectSpread2({}, config2.jsonl), {}, {
-        /**
-        * Example structure for `maxDepth: 4`:
-        * {
-        *   // 1
-        *   0: {
-        *     // 2
-        *     result: {
-        *       // 3
-        *       data: // 4
-        *     }
-        *   }
-        * }
-        */
-        maxDepth: Infinity,
-        data: rpcCalls.map(async (res, index) => {
-          const [error46, result] = await res;
-          const call = info.calls[index];
-          if (error46) {
-            var _procedure$_def$type, _procedure;
-            return { error: getErrorShape({
-              config: config2,
-              ctx: ctxManager.valueOrUndefined(),
-              error: error46,
-              input: call.result(),
-              path: call.path,
-              type: (_procedure$_def$type = (_procedure = call.procedure) === null || _procedure === void 0 ? void 0 : _procedure._def.type) !== null && _procedure$_def$type !== void 0 ? _procedure$_def$type : "unknown"
-            }) };
-          }
-          const iterable = isObservable(result.data) ? observableToAsyncIterable(result.data, callSignal) : Promise.resolve(result.data);
-          return { result: Promise.resolve({ data: iterable }) };
-        }),
-        serialize: (data) => config2.transformer.output.serialize(data),
-        onError: (cause) => {
-          var _opts$onError3, _info$type;
-          (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
-            error: getTRPCErrorFromUnknown(cause.error),
-            path: void 0,
-            input: void 0,
-            ctx: ctxManager.valueOrUndefined(),
-            req: opts.req,
-            type: (_info$type = info === null || info === void 0 ? void 0 : info.type) !== null && _info$type !== void 0 ? _info$type : "unknown"
-          });
-        },
-        formatError(errorOpts) {
-          var _call$procedure$_def$3, _call$procedure4;
-          const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
-          const error46 = getTRPCErrorFromUnknown(errorOpts.error);
-          const input = call === null || call === void 0 ? void 0 : call.result();
-          const path42 = call === null || call === void 0 ? void 0 : call.path;
-          const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
-          return getErrorShape({
-            config: config2,
-            ctx: ctxManager.valueOrUndefined(),
-            error: error46,
-            input,
-            path: path42,
-            type
-          });
-        }
-      }));
-      return new Response(abortOnCancel(stream, bodyCancelled), {
-        headers,
-        status: headResponse2.status
-      });
-    }
-    headers.set("content-type", "application/json");
-    const results = (await Promise.all(rpcCalls)).map((res) => {
-      const [error46, result] = res;
-      if (error46) return res;
-      if (isDataStream(result.data)) return [new TRPCError({
-        code: "UNSUPPORTED_MEDIA_TYPE",
-        message: "Cannot use stream-like response in non-streaming request - use httpBatchStreamLink"
-      }), void 0];
-      return res;
-    });
-    const resultAsRPCResponse = results.map(([error46, result], index) => {
-      const call = info.calls[index];
-      if (error46) {
-        var _call$procedure$_def$4, _call$procedure5;
-        return { error: getErrorShape({
-          config: config2,
-          ctx: ctxManager.valueOrUndefined(),
-          error: error46,
-          input: call.result(),
-          path: call.path,
-          type: (_call$procedure$_def$4 = (_call$procedure5 = call.procedure) === null || _call$procedure5 === void 0 ? void 0 : _call$procedure5._def.type) !== null && _call$procedure$_def$4 !== void 0 ? _call$procedure$_def$4 : "unknown"
-        }) };
-      }
-      return { result: { data: result.data } };
-    });
-    const errors = results.map(([error46]) => error46);
-    const headResponse = initResponse({
-      ctx: ctxManager.valueOrUndefined(),
-      info,
-      responseMeta: opts.responseMeta,
-      untransformedJSON: resultAsRPCResponse,
-      errors,
-      headers
-    });
-    return new Response(JSON.stringify(transformTRPCResponse(config2, resultAsRPCResponse)), {
-      status: headResponse.status,
-      headers
-    });
-  } catch (cause) {
-    var _info$type2;
-    const [_infoError, info] = infoTuple;
-    const ctx = ctxManager.valueOrUndefined();
-    const { error: error46, untransformedJSON, body } = caughtErrorToData(cause, {
-      opts,
-      ctx: ctxManager.valueOrUndefined(),
-      type: (_info$type2 = info === null || info === void 0 ? void 0 : info.type) !== null && _info$type2 !== void 0 ? _info$type2 : "unknown"
-    });
-    const headResponse = initResponse({
-      ctx,
-      info,
-      responseMeta: opts.responseMeta,
-      untransformedJSON,
-      errors: [error46],
-      headers
-    });
-    return new Response(body, {
-      status: headResponse.status,
-      headers
-    });
-  }
-}
-var jsonContentTypeHandler, handlers, _Symbol$toStringTag, subscribableCache, NOOP, Unpromise, _Symbol, _Symbol$dispose, _Symbol2, _Symbol2$asyncDispose, disposablePromiseTimerResult, PING_SYM, CHUNK_VALUE_TYPE_PROMISE, CHUNK_VALUE_TYPE_ASYNC_ITERABLE, PROMISE_STATUS_FULFILLED, PROMISE_STATUS_REJECTED, ASYNC_ITERABLE_STATUS_RETURN, ASYNC_ITERABLE_STATUS_YIELD, ASYNC_ITERABLE_STATUS_ERROR, MaxDepthError, PING_EVENT, SERIALIZED_ERROR_EVENT, CONNECTED_EVENT, RETURN_EVENT, RESTORE_ID_EVENT, sseHeaders, TYPE_ACCEPTED_METHOD_MAP, TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE;
-var init_resolveResponse_2MBY36PP = __esm({
-  "node_modules/@trpc/server/dist/resolveResponse-2MBY36PP.mjs"() {
-    init_codes_nbrm_zWY();
-    init_getErrorShape_B5jPKHJ3();
-    init_asyncGeneratorDelegate_JWx0LJUD();
-    init_observable_kpFFzvou();
-    jsonContentTypeHandler = {
-      isMatch(req) {
-        return hasContentType(req, "application/json");
-      },
-      async parse(opts) {
-        var _types$values$next$va;
-        const { req } = opts;
-        const isBatchCall = opts.searchParams.get("batch") === "1";
-        const maxBatchSize = opts.maxBatchSize;
-        const paths = isBatchCall ? opts.path.split(",") : [opts.path];
-        if (isBatchCall && typeof maxBatchSize === "number" && paths.length > maxBatchSize) throw new TRPCError({
-          code: "BAD_REQUEST",
-          message: `Batch call exceeds maximum size`
-        });
-        const getInputs = memo(async () => {
-          let inputs = void 0;
-          if (req.method === "GET") {
-            const queryInput = opts.searchParams.get("input");
-            if (queryInput) inputs = JSON.parse(queryInput);
-          } else {
-            const body = await req.text();
-            if (body) inputs = JSON.parse(body);
-          }
-          if (inputs === void 0) return emptyObject();
-          if (!isBatchCall) {
-            const result = emptyObject();
-            result[0] = opts.router._def._config.transformer.input.deserialize(inputs);
-            return result;
-          }
-          if (!isObject3(inputs)) throw new TRPCError({
-            code: "BAD_REQUEST",
-            message: '"input" needs to be an object when doing a batch call'
-          });
-          const acc = emptyObject();
-          for (const index of paths.keys()) {
-            const input = inputs[index];
-            if (input !== void 0) acc[index] = opts.router._def._config.transformer.input.deserialize(input);
-          }
-          return acc;
-        });
-        const calls = await Promise.all(paths.map(async (path42, index) => {
-          const procedure = await getProcedureAtPath(opts.router, path42);
-          return {
-            batchIndex: index,
-            path: path42,
-            procedure,
-            getRawInput: async () => {
-              let input = (await getInputs.read())[index];
-              if ((procedure === null || procedure === void 0 ? void 0 : procedure._def.type) === "subscription") {
-                const lastEventId = getLastEventId(opts);
-                if (lastEventId) {
-                  if (isObject3(input)) input = _objectSpread2(_objectSpread2({}, input), {}, { lastEventId });
-                  else {
-                    var _input;
-                    (_input = input) !== null && _input !== void 0 || (input = { lastEventId });
-                  }
-                }
-              }
-              return input;
-            },
-            result: () => {
-              var _getInputs$result;
-              return (_getInputs$result = getInputs.result()) === null || _getInputs$result === void 0 ? void 0 : _getInputs$result[index];
-            }
-          };
-        }));
-        const types = new Set(calls.map((call) => {
-          var _call$procedure;
-          return (_call$procedure = call.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
-        }).filter(Boolean));
-        if (types.size > 1) throw new TRPCError({
-          code: "BAD_REQUEST",
-          message: `Cannot mix procedure types in call: ${Array.from(types).join(", ")}`
-        });
-        const type = (_types$values$next$va = types.values().next().value) !== null && _types$values$next$va !== void 0 ? _types$values$next$va : "unknown";
-        const connectionParamsStr = opts.searchParams.get("connectionParams");
-        return {
-          isBatchCall,
-          accept: getAcceptHeader(req.headers),
-          calls,
-          type,
-          connectionParams: connectionParamsStr === null ? null : parseConnectionParamsFromString(connectionParamsStr),
-          signal: req.signal,
-          url: opts.url
-        };
-      }
-    };
-    handlers = [
-      jsonContentTypeHandler,
-      {
-        isMatch(req) {
-          return hasContentType(req, "multipart/form-data");
-        },
-        async parse(opts) {
-          const { req } = opts;
-          if (req.method !== "POST") throw new TRPCError({
-            code: "METHOD_NOT_SUPPORTED",
-            message: "Only POST requests are supported for multipart/form-data requests"
-          });
-          const getInputs = memo(async () => {
-            return await req.formData();
-          });
-          const procedure = await getProcedureAtPath(opts.router, opts.path);
-          return {
-            accept: null,
-            calls: [{
-              batchIndex: 0,
-              path: opts.path,
-              getRawInput: getInputs.read,
-              result: getInputs.result,
-              procedure
-            }],
-            isBatchCall: false,
-            type: "mutation",
-            connectionParams: null,
-            signal: req.signal,
-            url: opts.url
-          };
-        }
-      },
-      {
-        isMatch(req) {
-          return hasContentType(req, "application/octet-stream");
-        },
-        async parse(opts) {
-          const { req } = opts;
-          if (req.method !== "POST") throw new TRPCError({
-            code: "METHOD_NOT_SUPPORTED",
-            message: "Only POST requests are supported for application/octet-stream requests"
-          });
-          const getInputs = memo(async () => {
-            return req.body;
-          });
-          return {
-            calls: [{
-              batchIndex: 0,
-              path: opts.path,
-              getRawInput: getInputs.read,
-              result: getInputs.result,
-              procedure: await getProcedureAtPath(opts.router, opts.path)
-            }],
-            isBatchCall: false,
-            accept: null,
-            type: "mutation",
-            connectionParams: null,
-            signal: req.signal,
-            url: opts.url
-          };
-        }
-      }
-    ];
-    subscribableCache = /* @__PURE__ */ new WeakMap();
-    NOOP = () => {
-    };
-    _Symbol$toStringTag = Symbol.toStringTag;
-    Unpromise = class Unpromise2 {
-      constructor(arg) {
-        _defineProperty(this, "promise", void 0);
-        _defineProperty(this, "subscribers", []);
-        _defineProperty(this, "settlement", null);
-        _defineProperty(this, _Symbol$toStringTag, "Unpromise");
-        if (typeof arg === "function") this.promise = new Promise(arg);
-        else this.promise = arg;
-        const thenReturn = this.promise.then((value) => {
-          const { subscribers } = this;
-          this.subscribers = null;
-          this.settlement = {
-            status: "fulfilled",
-            value
-          };
-          subscribers === null || subscribers === void 0 || subscribers.forEach(({ resolve }) => {
-            resolve(value);
-          });
-        });
-        if ("catch" in thenReturn) thenReturn.catch((reason) => {
-          const { subscribers } = this;
-          this.subscribers = null;
-          this.settlement = {
-            status: "rejected",
-            reason
-          };
-          subscribers === null || subscribers === void 0 || subscribers.forEach(({ reject }) => {
-            reject(reason);
-          });
-        });
-      }
-      /** Create a promise that mitigates uncontrolled subscription to a long-lived
-      * Promise via .then() and .catch() - otherwise a source of memory leaks.
-      *
-      * The returned promise has an `unsubscribe()` method which can be called when
-      * the Promise is no longer being tracked by application logic, and which
-      * ensures that there is no reference chain from the original promise to the
-      * new one, and therefore no memory leak.
-      *
-      * If original promise has not yet settled, this adds a new unique promise
-      * that listens to then/catch events, along with an `unsubscribe()` method to
-      * detach it.
-      *
-      * If original promise has settled, then creates a new Promise.resolve() or
-      * Promise.reject() and provided unsubscribe is a noop.
-      *
-      * If you call `unsubscribe()` before the returned Promise has settled, it
-      * will never settle.
-      */
-      subscribe() {
-        let promise2;
-        let unsubscribe;
-        const { settlement } = this;
-        if (settlement === null) {
-          if (this.subscribers === null) throw new Error("Unpromise settled but still has subscribers");
-          const subscriber = withResolvers();
-          this.subscribers = listWithMember(this.subscribers, subscriber);
-          promise2 = subscriber.promise;
-          unsubscribe = () => {
-            if (this.subscribers !== null) this.subscribers = listWithoutMember(this.subscribers, subscriber);
-          };
-        } else {
-          const { status } = settlement;
-          if (status === "fulfilled") promise2 = Promise.resolve(settlement.value);
-          else promise2 = Promise.reject(settlement.reason);
-          unsubscribe = NOOP;
-        }
-        return Object.assign(promise2, { unsubscribe });
-      }
-      /** STANDARD PROMISE METHODS (but returning a SubscribedPromise) */
-      then(onfulfilled, onrejected) {
-        const subscribed = this.subscribe();
-        const { unsubscribe } = subscribed;
-        return Object.assign(subscribed.then(onfulfilled, onrejected), { unsubscribe });
-      }
-      catch(onrejected) {
-        const subscribed = this.subscribe();
-        const { unsubscribe } = subscribed;
-        return Object.assign(subscribed.catch(onrejected), { unsubscribe });
-      }
-      finally(onfinally) {
-        const subscribed = this.subscribe();
-        const { unsubscribe } = subscribed;
-        return Object.assign(subscribed.finally(onfinally), { unsubscribe });
-      }
-      /** Unpromise STATIC METHODS */
-      /** Create or Retrieve the proxy Unpromise (a re-used Unpromise for the VM lifetime
-      * of the provided Promise reference) */
-      static proxy(promise2) {
-        const cached5 = Unpromise2.getSubscribablePromise(promise2);
-        return typeof cached5 !== "undefined" ? cached5 : Unpromise2.createSubscribablePromise(promise2);
-      }
-      /** Create and store an Unpromise keyed by an original Promise. */
-      static createSubscribablePromise(promise2) {
-        const created = new Unpromise2(promise2);
-        subscribableCache.set(promise2, created);
-        subscribableCache.set(created, created);
-        return created;
-      }
-      /** Retrieve a previously-created Unpromise keyed by an original Promise. */
-      static getSubscribablePromise(promise2) {
-        return subscribableCache.get(promise2);
-      }
-      /** Promise STATIC METHODS */
-      /** Lookup the Unpromise for this promise, and derive a SubscribedPromise from
-      * it (that can be later unsubscribed to eliminate Memory leaks) */
-      static resolve(value) {
-        const promise2 = typeof value === "object" && value !== null && "then" in value && typeof value.then === "function" ? value : Promise.resolve(value);
-        return Unpromise2.proxy(promise2).subscribe();
-      }
-      static async any(values) {
-        const subscribedPromises = (Array.isArray(values) ? values : [...values]).map(Unpromise2.resolve);
-        try {
-          return await Promise.any(subscribedPromises);
-        } finally {
-          subscribedPromises.forEach(({ unsubscribe }) => {
-            unsubscribe();
-          });
-        }
-      }
-      static async race(values) {
-        const subscribedPromises = (Array.isArray(values) ? values : [...values]).map(Unpromise2.resolve);
-        try {
-          return await Promise.race(subscribedPromises);
-        } finally {
-          subscribedPromises.forEach(({ unsubscribe }) => {
-            unsubscribe();
-          });
-        }
-      }
-      /** Create a race of SubscribedPromises that will fulfil to a single winning
-      * Promise (in a 1-Tuple). Eliminates memory leaks from long-lived promises
-      * accumulating .then() and .catch() subscribers. Allows simple logic to
-      * consume the result, like...
-      * ```ts
-      * const [ winner ] = await Unpromise.race([ promiseA, promiseB ]);
-      * if(winner === promiseB){
-      *   const result = await promiseB;
-      *   // do the thing
-      * }
-      * ```
-      * */
-      static async raceReferences(promises) {
-        const selfPromises = promises.map(resolveSelfTuple);
-        try {
-          return await Promise.race(selfPromises);
-        } finally {
-          for (const promise2 of selfPromises) promise2.unsubscribe();
-        }
-      }
-    };
-    (_Symbol$dispose = (_Symbol = Symbol).dispose) !== null && _Symbol$dispose !== void 0 || (_Symbol.dispose = /* @__PURE__ */ Symbol());
-    (_Symbol2$asyncDispose = (_Symbol2 = Symbol).asyncDispose) !== null && _Symbol2$asyncDispose !== void 0 || (_Symbol2.asyncDispose = /* @__PURE__ */ Symbol());
-    disposablePromiseTimerResult = /* @__PURE__ */ Symbol();
-    PING_SYM = /* @__PURE__ */ Symbol("ping");
-    CHUNK_VALUE_TYPE_PROMISE = 0;
-    CHUNK_VALUE_TYPE_ASYNC_ITERABLE = 1;
-    PROMISE_STATUS_FULFILLED = 0;
-    PROMISE_STATUS_REJECTED = 1;
-    ASYNC_ITERABLE_STATUS_RETURN = 0;
-    ASYNC_ITERABLE_STATUS_YIELD = 1;
-    ASYNC_ITERABLE_STATUS_ERROR = 2;
-    MaxDepthError = class extends Error {
-      constructor(path42) {
-        super("Max depth reached at path: " + path42.join("."));
-        this.path = path42;
-      }
-    };
-    PING_EVENT = "ping";
-    SERIALIZED_ERROR_EVENT = "serialized-error";
-    CONNECTED_EVENT = "connected";
-    RETURN_EVENT = "return";
-    RESTORE_ID_EVENT = "restore-id";
-    sseHeaders = {
-      "Content-Type": "text/event-stream",
-      "Cache-Control": "no-cache, no-transform",
-      "X-Accel-Buffering": "no",
-      Connection: "keep-alive"
-    };
-    TYPE_ACCEPTED_METHOD_MAP = {
-      mutation: ["POST"],
-      query: ["GET"],
-      subscription: ["GET"]
-    };
-    TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE = {
-      mutation: ["POST"],
-      query: ["GET", "POST"],
-      subscription: ["GET", "POST"]
-    };
-  }
-});
-
-// node_modules/@trpc/server/dist/initTRPC-DPoVGUwX.mjs
-function createMiddlewareFactory() {
-  function createMiddlewareInner(middlewares) {
-    return {
-      _middlewares: middlewares,
-      unstable_pipe(middlewareBuilderOrFn) {
-        const pipedMiddleware = "_middlewares" in middlewareBuilderOrFn ? middlewareBuilderOrFn._middlewares : [middlewareBuilderOrFn];
-        return createMiddlewareInner([...middlewares, ...pipedMiddleware]);
-      }
-    };
-  }
-  function createMiddleware(fn) {
-    return createMiddlewareInner([fn]);
-  }
-  return createMiddleware;
-}
-function createInputMiddleware(parse3) {
-  const inputMiddleware = async function inputValidatorMiddleware(opts) {
-    let parsedInput;
-    const rawInput = await opts.getRawInput();
-    try {
-      parsedInput = await parse3(rawInput);
-    } catch (cause) {
-      throw new TRPCError({
-        code: "BAD_REQUEST",
-        cause
-      });
-    }
-    const combinedInput = isObject3(opts.input) && isObject3(parsedInput) ? _objectSpread2(_objectSpread2({}, opts.input), parsedInput) : parsedInput;
-    return opts.next({ input: combinedInput });
-  };
-  inputMiddleware._type = "input";
-  return inputMiddleware;
-}
-function createErrorFormatterMiddleware(formatter, isDev) {
-  const errorMiddleware = async function errorFormatterMiddleware(opts) {
-    const tryFormat = (error46) => {
-      if (isFormattedErrorShape(error46)) return error46;
-      const shape = formatter({
-        error: error46,
-        type: opts.type,
-        path: opts.path,
-        input: opts.input,
-        ctx: opts.ctx,
-        shape: getDefaultErrorShape({
-          error: error46,
-          path: opts.path,
-          isDev
-        })
-      });
-      if (shape !== void 0) setFormattedErrorShape(error46, shape);
-      return error46;
-    };
-    const tryFormatThrown = (cause) => {
-      const formatted = tryFormat(getTRPCErrorFromUnknown(cause));
-      return isFormattedErrorShape(formatted) ? formatted : cause;
-    };
-    function wrapIterable(_x) {
-      return _wrapIterable.apply(this, arguments);
-    }
-    function _wrapIterable() {
-      _wrapIterable = _wrapAsyncGenerator(function* (iterable) {
-        try {
-          return yield* _asyncGeneratorDelegate(_asyncIterator(iterable));
-        } catch (cause) {
-          throw tryFormatThrown(cause);
-        }
-      });
-      return _wrapIterable.apply(this, arguments);
-    }
-    function wrapObservable(source) {
-      return observable((observer) => source.subscribe({
-        next: (value) => observer.next(value),
-        error: (cause) => observer.error(tryFormatThrown(cause)),
-        complete: () => observer.complete()
-      }));
-    }
-    const result = await opts.next();
-    if (!result.ok) {
-      tryFormat(result.error);
-      return result;
-    }
-    if (isAsyncIterable(result.data)) return _objectSpread2(_objectSpread2({}, result), {}, { data: wrapIterable(result.data) });
-    if (opts.type === "subscription" && isObservable(result.data)) return _objectSpread2(_objectSpread2({}, result), {}, { data: wrapObservable(result.data) });
-    return result;
-  };
-  errorMiddleware._type = "errors";
-  return errorMiddleware;
-}
-function createOutputMiddleware(parse3) {
-  const outputMiddleware = async function outputValidatorMiddleware({ next }) {
-    const result = await next();
-    if (!result.ok) return result;
-    try {
-      const data = await parse3(result.data);
-      return _objectSpread2(_objectSpread2({}, result), {}, { data });
-    } catch (cause) {
-      throw new TRPCError({
-        message: "Output validation failed",
-        code: "INTERNAL_SERVER_ERROR",
-        cause
-      });
-    }
-  };
-  outputMiddleware._type = "output";
-  return outputMiddleware;
-}
-function getParseFn(procedureParser) {
-  const parser = procedureParser;
-  const isStandardSchema = "~standard" in parser;
-  if (typeof parser === "function" && typeof parser.assert === "function") return parser.assert.bind(parser);
-  if (typeof parser === "function" && !isStandardSchema) return parser;
-  if (typeof parser.parseAsync === "function") {
-    if (typeof parser.parse !== "function") return parser.parseAsync.bind(parser);
-    const parse3 = parser.parse.bind(parser);
-    const parseAsync3 = parser.parseAsync.bind(parser);
-    let isAsync2 = false;
-    return (value) => {
-      if (!isAsync2) try {
-        return parse3(value);
-      } catch (cause) {
-        if (Array.isArray(cause === null || cause === void 0 ? void 0 : cause.issues)) throw cause;
-        isAsync2 = true;
-      }
-      return parseAsync3(value);
-    };
-  }
-  if (typeof parser.parse === "function") return parser.parse.bind(parser);
-  if (typeof parser.validateSync === "function") return parser.validateSync.bind(parser);
-  if (typeof parser.create === "function") return parser.create.bind(parser);
-  if (typeof parser.assert === "function") return (value) => {
-    parser.assert(value);
-    return value;
-  };
-  if (isStandardSchema) return async (value) => {
-    const result = await parser["~standard"].validate(value);
-    if (result.issues) throw new StandardSchemaV1Error(result.issues);
-    return result.value;
-  };
-  throw new Error("Could not find a validator fn");
-}
-function isDevDefault() {
-  var _globalThis$process4;
-  return ((_globalThis$process4 = globalThis.process) === null || _globalThis$process4 === void 0 ? void 0 : _globalThis$process4.env["NODE_ENV"]) !== "production";
-}
-function _objectWithoutPropertiesLoose(r, e) {
-  if (null == r) return {};
-  var t2 = {};
-  for (var n2 in r) if ({}.hasOwnProperty.call(r, n2)) {
-    if (e.includes(n2)) continue;
-    t2[n2] = r[n2];
-  }
-  return t2;
-}
-function _objectWithoutProperties(e, t2) {
-  if (null == e) return {};
-  var o2, r, i2 = _objectWithoutPropertiesLoose(e, t2);
-  if (Object.getOwnPropertySymbols) {
-    var s = Object.getOwnPropertySymbols(e);
-    for (r = 0; r < s.length; r++) o2 = s[r], t2.includes(o2) || {}.propertyIsEnumerable.call(e, o2) && (i2[o2] = e[o2]);
-  }
-  return i2;
-}
-function createNewBuilder(def1, def2) {
-  var _def1$config;
-  const { middlewares = [], inputs, meta, config: config2 } = def2, rest = _objectWithoutProperties(def2, _excluded);
-  return createBuilder(_objectSpread2(_objectSpread2({}, mergeWithoutOverrides(def1, rest)), {}, {
-    config: (_def1$config = def1.config) !== null && _def1$config !== void 0 ? _def1$config : config2,
-    inputs: [...def1.inputs, ...inputs !== null && inputs !== void 0 ? inputs : []],
-    middlewares: [...def1.middlewares, ...middlewares],
-    meta: def1.meta && meta ? _objectSpread2(_objectSpread2({}, def1.meta), meta) : meta !== null && meta !== void 0 ? meta : def1.meta
-  }));
-}
-function createBuilder(initDef = {}) {
-  const _def = _objectSpread2({
-    procedure: true,
-    inputs: [],
-    middlewares: []
-  }, initDef);
-  return {
-    _def,
-    input(input) {
-      const parser = getParseFn(input);
-      return createNewBuilder(_def, {
-        inputs: [input],
-        middlewares: [createInputMiddleware(parser)]
-      });
-    },
-    output(output) {
-      const parser = getParseFn(output);
-      return createNewBuilder(_def, {
-        output,
-        middlewares: [createOutputMiddleware(parser)]
-      });
-    },
-    meta(meta) {
-      return createNewBuilder(_def, { meta });
-    },
-    errors(formatter) {
-      var _def$config$isDev, _def$config;
-      return createNewBuilder(_def, { middlewares: [createErrorFormatterMiddleware(formatter, (_def$config$isDev = (_def$config = _def.config) === null || _def$config === void 0 ? void 0 : _def$config.isDev) !== null && _def$config$isDev !== void 0 ? _def$config$isDev : isDevDefault())] });
-    },
-    use(middlewareBuilderOrFn) {
-      const middlewares = "_middlewares" in middlewareBuilderOrFn ? middlewareBuilderOrFn._middlewares : [middlewareBuilderOrFn];
-      return createNewBuilder(_def, { middlewares });
-    },
-    unstable_concat(builder) {
-      return createNewBuilder(_def, builder._def);
-    },
-    concat(builder) {
-      return createNewBuilder(_def, builder._def);
-    },
-    query(resolver) {
-      return createResolver(_objectSpread2(_objectSpread2({}, _def), {}, { type: "query" }), resolver);
-    },
-    mutation(resolver) {
-      return createResolver(_objectSpread2(_objectSpread2({}, _def), {}, { type: "mutation" }), resolver);
-    },
-    subscription(resolver) {
-      return createResolver(_objectSpread2(_objectSpread2({}, _def), {}, { type: "subscription" }), resolver);
-    },
-    experimental_caller(caller) {
-      return createNewBuilder(_def, { caller });
-    }
-  };
-}
-function createResolver(_defIn, resolver) {
-  const finalBuilder = createNewBuilder(_defIn, {
-    resolver,
-    middlewares: [async function resolveMiddleware(opts) {
-      const data = await resolver(opts);
-      return {
-        marker: middlewareMarker,
-        ok: true,
-        data,
-        ctx: opts.ctx
-      };
-    }]
-  });
-  const _def = _objectSpread2(_objectSpread2({}, finalBuilder._def), {}, {
-    type: _defIn.type,
-    experimental_caller: Boolean(finalBuilder._def.caller),
-    meta: finalBuilder._def.meta,
-    $types: null
-  });
-  const invoke = createProcedureCaller(finalBuilder._def);
-  const callerOverride = finalBuilder._def.caller;
-  if (!callerOverride) return invoke;
-  const callerWrapper = async (...args) => {
-    return await callerOverride({
-      args,
-      invoke,
-      _def
-    });
-  };
-  callerWrapper._def = _def;
-  return callerWrapper;
-}
-async function callRecursive(index, _def, opts) {
-  try {
-    const middleware = _def.middlewares[index];
-    return await middleware(_objectSpread2(_objectSpread2({}, opts), {}, {
-      meta: _def.meta,
-      input: opts.input,
-      next(_nextOpts) {
-        var _nextOpts$getRawInput;
-        const nextOpts = _nextOpts;
-        return callRecursive(index + 1, _def, _objectSpread2(_objectSpread2({}, opts), {}, {
-          ctx: (nextOpts === null || nextOpts === void 0 ? void 0 : nextOpts.ctx) ? _objectSpread2(_objectSpread2({}, opts.ctx), nextOpts.ctx) : opts.ctx,
-          input: nextOpts && "input" in nextOpts ? nextOpts.input : opts.input,
-          getRawInput: (_nextOpts$getRawInput = nextOpts === null || nextOpts === void 0 ? void 0 : nextOpts.getRawInput) !== null && _nextOpts$getRawInput !== void 0 ? _nextOpts$getRawInput : opts.getRawInput
-        }));
-      }
-    }));
-  } catch (cause) {
-    return {
-      ok: false,
-      error: getTRPCErrorFromUnknown(cause),
-      marker: middlewareMarker
-    };
-  }
-}
-function createProcedureCaller(_def) {
-  async function procedure(opts) {
-    if (!opts || !("getRawInput" in opts)) throw new Error(codeblock);
-    const result = await callRecursive(0, _def, opts);
-    if (!result) throw new TRPCError({
-      code: "INTERNAL_SERVER_ERROR",
-      message: "No result from middlewares - did you forget to `return next()`?"
-    });
-    if (!result.ok) throw result.error;
-    return result.data;
-  }
-  procedure._def = _def;
-  procedure.procedure = true;
-  procedure.meta = _def.meta;
-  return procedure;
-}
-var middlewareMarker, StandardSchemaV1Error, _globalThis$process, _globalThis$process2, _globalThis$process3, isServerDefault, _excluded, codeblock, initTRPC;
-var init_initTRPC_DPoVGUwX = __esm({
-  "node_modules/@trpc/server/dist/initTRPC-DPoVGUwX.mjs"() {
-    init_codes_nbrm_zWY();
-    init_getErrorShape_B5jPKHJ3();
-    init_asyncGeneratorDelegate_JWx0LJUD();
-    init_observable_kpFFzvou();
-    middlewareMarker = "middlewareMarker";
-    StandardSchemaV1Error = class extends Error {
-      /**
-      * Creates a schema error with useful information.
-      *
-      * @param issues The schema issues.
-      */
-      constructor(issues) {
-        var _issues$;
-        super((_issues$ = issues[0]) === null || _issues$ === void 0 ? void 0 : _issues$.message);
-        _defineProperty(this, "issues", void 0);
-        this.name = "SchemaError";
-        this.issues = issues;
-      }
-    };
-    isServerDefault = typeof window === "undefined" || "Deno" in window || ((_globalThis$process = globalThis.process) === null || _globalThis$process === void 0 || (_globalThis$process = _globalThis$process.env) === null || _globalThis$process === void 0 ? void 0 : _globalThis$process["NODE_ENV"]) === "test" || !!((_globalThis$process2 = globalThis.process) === null || _globalThis$process2 === void 0 || (_globalThis$process2 = _globalThis$process2.env) === null || _globalThis$process2 === void 0 ? void 0 : _globalThis$process2["JEST_WORKER_ID"]) || !!((_globalThis$process3 = globalThis.process) === null || _globalThis$process3 === void 0 || (_globalThis$process3 = _globalThis$process3.env) === null || _globalThis$process3 === void 0 ? void 0 : _globalThis$process3["VITEST_WORKER_ID"]);
-    _excluded = [
-      "middlewares",
-      "inputs",
-      "meta",
-      "config"
-    ];
-    codeblock = `
-This is a client-only function.
-If you want to call this function on the server, see https://trpc.io/docs/server/server-side-calls
-`.trim();
-    initTRPC = new class TRPCBuilder {
-      /**
-      * Sets the type of the context every procedure gets. Pass the type, or
-      * the type of your `createContext` function.
-      * @see https://trpc.io/docs/server/context#defining-the-context-type
-      */
-      context() {
-        return new TRPCBuilder();
-      }
-      /**
-      * Sets the type of the metadata procedures can set with `.meta()`.
-      * @see https://trpc.io/docs/server/metadata
-      */
-      meta() {
-        return new TRPCBuilder();
-      }
-      /**
-      * Creates the root object, which holds the builders for your procedures,
-      * middlewares and routers.
-      * @see https://trpc.io/docs/server/routers#initialize-trpc
-      */
-      create(opts) {
-        var _opts$transformer, _opts$isDev, _opts$allowOutsideOfS, _opts$errorFormatter, _opts$isServer;
-        const config2 = _objectSpread2(_objectSpread2({}, opts), {}, {
-          transformer: getDataTransformer((_opts$transformer = opts === null || opts === void 0 ? void 0 : opts.transformer) !== null && _opts$transformer !== void 0 ? _opts$transformer : defaultTransformer),
-          isDev: (_opts$isDev = opts === null || opts === void 0 ? void 0 : opts.isDev) !== null && _opts$isDev !== void 0 ? _opts$isDev : isDevDefault(),
-          allowOutsideOfServer: (_opts$allowOutsideOfS = opts === null || opts === void 0 ? void 0 : opts.allowOutsideOfServer) !== null && _opts$allowOutsideOfS !== void 0 ? _opts$allowOutsideOfS : false,
-          errorFormatter: (_opts$errorFormatter = opts === null || opts === void 0 ? void 0 : opts.errorFormatter) !== null && _opts$errorFormatter !== void 0 ? _opts$errorFormatter : defaultFormatter,
-          isServer: (_opts$isServer = opts === null || opts === void 0 ? void 0 : opts.isServer) !== null && _opts$isServer !== void 0 ? _opts$isServer : isServerDefault,
-          pathSeparator: resolvePathSeparator(opts === null || opts === void 0 ? void 0 : opts.pathSeparator),
-          /**
-          * These are just types, they can't be used at runtime
-          * @internal
-          */
-          $types: null
-        });
-        var _opts$isServer2;
-        if (!((_opts$isServer2 = opts === null || opts === void 0 ? void 0 : opts.isServer) !== null && _opts$isServer2 !== void 0 ? _opts$isServer2 : isServerDefault) && (opts === null || opts === void 0 ? void 0 : opts.allowOutsideOfServer) !== true) throw new Error(`You're trying to use @trpc/server in a non-server environment. This is not supported by default.`);
-        return {
-          /**
-          * Your router config
-          * @internal
-          */
-          _config: config2,
-          /**
-          * Builder object for creating procedures
-          * @see https://trpc.io/docs/server/procedures
-          */
-          procedure: createBuilder({
-            meta: opts === null || opts === void 0 ? void 0 : opts.defaultMeta,
-            config: config2
-          }),
-          /**
-          * Create reusable middlewares
-          * @see https://trpc.io/docs/server/middlewares
-          */
-          middleware: createMiddlewareFactory(),
-          /**
-          * Create a router
-          * @see https://trpc.io/docs/server/routers
-          */
-          router: createRouterFactory(config2),
-          /**
-          * Merge Routers
-          * @see https://trpc.io/docs/server/merging-routers
-          */
-          mergeRouters,
-          /**
-          * Create a server-side caller for a router
-          * @see https://trpc.io/docs/server/server-side-calls
-          */
-          createCallerFactory: createCallerFactory()
-        };
-      }
-    }();
-  }
-});
-
-// node_modules/@trpc/server/dist/index.mjs
-var init_dist = __esm({
-  "node_modules/@trpc/server/dist/index.mjs"() {
-    init_asyncGeneratorDelegate_JWx0LJUD();
-    init_initTRPC_DPoVGUwX();
   }
 });
 
@@ -30845,10 +27127,10 @@ var require_package = __commonJS({
 var require_util = __commonJS({
   "node_modules/systeminformation/lib/util.js"(exports) {
     "use strict";
-    var os7 = __require("os");
+    var os9 = __require("os");
     var fs = __require("fs");
-    var path42 = __require("path");
-    var spawn7 = __require("child_process").spawn;
+    var path46 = __require("path");
+    var spawn8 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = __require("util");
@@ -30907,19 +27189,19 @@ var require_util = __commonJS({
       }
       return result;
     }
-    function splitByNumber(str2) {
+    function splitByNumber(str3) {
       let numberStarted = false;
-      let num3 = "";
+      let num4 = "";
       let cpart = "";
-      for (const c3 of str2) {
+      for (const c3 of str3) {
         if (c3 >= "0" && c3 <= "9" || numberStarted) {
           numberStarted = true;
-          num3 += c3;
+          num4 += c3;
         } else {
           cpart += c3;
         }
       }
-      return [cpart, num3];
+      return [cpart, num4];
     }
     var stringObj = new String();
     var stringReplace = new String().replace;
@@ -30942,14 +27224,14 @@ var require_util = __commonJS({
         keys.sort((a2, b) => {
           return a2 - b;
         });
-        let str2 = "";
+        let str3 = "";
         for (let j = 0; j < keys.length; j++) {
-          str2 += JSON.stringify(keys[j]);
-          str2 += JSON.stringify(obj2[i2][keys[j]]);
+          str3 += JSON.stringify(keys[j]);
+          str3 += JSON.stringify(obj2[i2][keys[j]]);
         }
-        if (!{}.hasOwnProperty.call(stringify, str2)) {
+        if (!{}.hasOwnProperty.call(stringify, str3)) {
           uniques.push(obj2[i2]);
-          stringify[str2] = true;
+          stringify[str3] = true;
         }
       }
       return uniques;
@@ -30967,7 +27249,7 @@ var require_util = __commonJS({
     }
     function cores() {
       if (_cores === 0) {
-        _cores = os7.cpus().length;
+        _cores = os9.cpus().length;
       }
       return _cores;
     }
@@ -30994,16 +27276,16 @@ var require_util = __commonJS({
       });
       return result;
     }
-    function decodeEscapeSequence(str2, base2) {
+    function decodeEscapeSequence(str3, base2) {
       base2 = base2 || 16;
-      return str2.replace(/\\x([0-9A-Fa-f]{2})/g, function() {
+      return str3.replace(/\\x([0-9A-Fa-f]{2})/g, function() {
         return String.fromCharCode(parseInt(arguments[1], base2));
       });
     }
-    function detectSplit(str2) {
+    function detectSplit(str3) {
       let seperator = "";
       let part = 0;
-      str2.split("").forEach((element) => {
+      str3.split("").forEach((element) => {
         if (element >= "0" && element <= "9") {
           if (part === 1) {
             part++;
@@ -31197,7 +27479,7 @@ var require_util = __commonJS({
     }
     function powerShellStart() {
       if (!_psChild) {
-        _psChild = spawn7(_powerShell, ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-NoExit", "-Command", "-"], {
+        _psChild = spawn8(_powerShell, ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-NoExit", "-Command", "-"], {
           stdio: "pipe",
           windowsHide: true,
           maxBuffer: 1024 * 102400,
@@ -31234,7 +27516,7 @@ var require_util = __commonJS({
     function powerShellRelease() {
       try {
         if (_psChild) {
-          _psChild.stdin.write("exit" + os7.EOL);
+          _psChild.stdin.write("exit" + os9.EOL);
           _psChild.stdin.end();
         }
       } catch {
@@ -31261,7 +27543,7 @@ var require_util = __commonJS({
             });
             try {
               if (_psChild && _psChild.pid) {
-                _psChild.stdin.write(_psToUTF8 + "echo " + _psCmdStart + id2 + _psIdSeperator + "; " + os7.EOL + cmd + os7.EOL + "echo " + _psCmdSeperator + os7.EOL);
+                _psChild.stdin.write(_psToUTF8 + "echo " + _psCmdStart + id2 + _psIdSeperator + "; " + os9.EOL + cmd + os9.EOL + "echo " + _psCmdSeperator + os9.EOL);
               }
             } catch {
               resolve("");
@@ -31273,9 +27555,9 @@ var require_util = __commonJS({
         return new Promise((resolve) => {
           process.nextTick(() => {
             try {
-              const osVersion = os7.release().split(".").map(Number);
+              const osVersion = os9.release().split(".").map(Number);
               const spanOptions = osVersion[0] < 10 ? ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-NoExit", "-ExecutionPolicy", "Unrestricted", "-Command", "-"] : ["-NoProfile", "-NoLogo", "-InputFormat", "Text", "-ExecutionPolicy", "Unrestricted", "-Command", _psToUTF8 + cmd];
-              const child = spawn7(_powerShell, spanOptions, {
+              const child = spawn8(_powerShell, spanOptions, {
                 stdio: "pipe",
                 windowsHide: true,
                 maxBuffer: 1024 * 102400,
@@ -31306,8 +27588,8 @@ var require_util = __commonJS({
                 });
                 if (osVersion[0] < 10) {
                   try {
-                    child.stdin.write(_psToUTF8 + cmd + os7.EOL);
-                    child.stdin.write("exit" + os7.EOL);
+                    child.stdin.write(_psToUTF8 + cmd + os9.EOL);
+                    child.stdin.write("exit" + os9.EOL);
                     child.stdin.end();
                   } catch {
                     child.kill();
@@ -31330,7 +27612,7 @@ var require_util = __commonJS({
       return new Promise((resolve) => {
         process.nextTick(() => {
           try {
-            const child = spawn7(cmd, args, options);
+            const child = spawn8(cmd, args, options);
             if (child && !child.pid) {
               child.on("error", () => {
                 resolve(result);
@@ -31486,11 +27768,11 @@ var require_util = __commonJS({
       });
       return uniqueLines.length;
     }
-    function sanitizeShellString(str2, strict) {
+    function sanitizeShellString(str3, strict) {
       if (typeof strict === "undefined") {
         strict = false;
       }
-      const s = str2 || "";
+      const s = str3 || "";
       let result = "";
       const l = mathMin(s.length, 2e3);
       for (let i2 = 0; i2 <= l; i2++) {
@@ -31502,16 +27784,16 @@ var require_util = __commonJS({
       }
       return result;
     }
-    function sanitizeContainerID(str2) {
-      const s = String(str2 || "").substring(0, 2e3).replace(/[^a-zA-Z0-9_.,*-]/g, "");
+    function sanitizeContainerID(str3) {
+      const s = String(str3 || "").substring(0, 2e3).replace(/[^a-zA-Z0-9_.,*-]/g, "");
       return s.indexOf("..") === -1 ? s : "";
     }
-    function sanitizeDriveLetter(str2) {
-      const match = /^\s*([a-zA-Z]):?[\\/]?\s*$/.exec(String(str2 || ""));
+    function sanitizeDriveLetter(str3) {
+      const match = /^\s*([a-zA-Z]):?[\\/]?\s*$/.exec(String(str3 || ""));
       return match ? match[1] + ":" : "";
     }
-    function sanitizeImageID(str2) {
-      const s = String(str2 || "").substring(0, 2e3).replace(/[^a-zA-Z0-9_.,:@/-]/g, "");
+    function sanitizeImageID(str3) {
+      const s = String(str3 || "").substring(0, 2e3).replace(/[^a-zA-Z0-9_.,:@/-]/g, "");
       return s.indexOf("..") === -1 ? s : "";
     }
     function isPrototypePolluted() {
@@ -31583,12 +27865,12 @@ var require_util = __commonJS({
       }
       return !notPolluted;
     }
-    function sanitizeString(str2, strict) {
+    function sanitizeString(str3, strict) {
       if (typeof strict === "undefined") {
         strict = false;
       }
       let result = "";
-      const s = isPrototypePolluted() ? "---" : sanitizeShellString(str2, strict);
+      const s = isPrototypePolluted() ? "---" : sanitizeShellString(str3, strict);
       const l = mathMin(s.length, 2e3);
       for (let i2 = 0; i2 <= l; i2++) {
         if (s[i2] !== void 0) {
@@ -31603,7 +27885,7 @@ var require_util = __commonJS({
     function getFilesInPath(source) {
       const lstatSync2 = fs.lstatSync;
       const readdirSync8 = fs.readdirSync;
-      const join = path42.join;
+      const join = path46.join;
       function isDirectory(source2) {
         return lstatSync2(source2).isDirectory();
       }
@@ -32055,8 +28337,8 @@ var require_util = __commonJS({
       }
       return metaData[0].data;
     }
-    function strIsNumeric(str2) {
-      return typeof str2 === "string" && !isNaN(str2) && !isNaN(parseFloat(str2));
+    function strIsNumeric(str3) {
+      return typeof str3 === "string" && !isNaN(str3) && !isNaN(parseFloat(str3));
     }
     function plistReader(output) {
       const lines = output.split("\n");
@@ -33475,11 +29757,11 @@ var require_util = __commonJS({
         }
       });
     }
-    function cleanString(str2) {
-      return str2.replace(/To Be Filled By O.E.M./g, "");
+    function cleanString(str3) {
+      return str3.replace(/To Be Filled By O.E.M./g, "");
     }
-    function grep(str2, pattern) {
-      const result = str2.split("\n").filter((line) => line.includes(pattern)).join("\n");
+    function grep(str3, pattern) {
+      const result = str3.split("\n").filter((line) => line.includes(pattern)).join("\n");
       return result;
     }
     function noop6() {
@@ -33556,7 +29838,7 @@ var require_system = __commonJS({
   "node_modules/systeminformation/lib/system.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var os7 = __require("os");
+    var os9 = __require("os");
     var util2 = require_util();
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -33680,8 +29962,8 @@ var require_system = __commonJS({
                   util2.noop();
                 }
               }
-              if (!result.virtual && (os7.release().toLowerCase().indexOf("microsoft") >= 0 || os7.release().toLowerCase().endsWith("wsl2"))) {
-                const kernelVersion = parseFloat(os7.release().toLowerCase());
+              if (!result.virtual && (os9.release().toLowerCase().indexOf("microsoft") >= 0 || os9.release().toLowerCase().endsWith("wsl2"))) {
+                const kernelVersion = parseFloat(os9.release().toLowerCase());
                 result.virtual = true;
                 result.manufacturer = "Microsoft";
                 result.model = "WSL";
@@ -34093,7 +30375,7 @@ var require_system = __commonJS({
                 result.model = "Raspberry Pi";
                 result.serial = rpi.serial;
                 result.version = rpi.type + " - " + rpi.revision;
-                result.memMax = os7.totalmem();
+                result.memMax = os9.totalmem();
                 result.memSlots = 0;
               }
               if (callback) {
@@ -34119,9 +30401,9 @@ var require_system = __commonJS({
               }
               devices.shift();
               result.memSlots = devices.length;
-              if (os7.arch() === "arm64") {
+              if (os9.arch() === "arm64") {
                 result.memSlots = 0;
-                result.memMax = os7.totalmem();
+                result.memMax = os9.totalmem();
               }
               if (callback) {
                 callback(result);
@@ -34138,7 +30420,7 @@ var require_system = __commonJS({
           if (_windows) {
             try {
               const workload = [];
-              const win10plus = parseInt(os7.release()) >= 10;
+              const win10plus = parseInt(os9.release()) >= 10;
               const maxCapacityAttribute = win10plus ? "MaxCapacityEx" : "MaxCapacity";
               workload.push(util2.powerShell("Get-CimInstance Win32_baseboard | select Model,Manufacturer,Product,Version,SerialNumber,PartNumber,SKU | fl"));
               workload.push(util2.powerShell(`Get-CimInstance Win32_physicalmemoryarray | select ${maxCapacityAttribute}, MemoryDevices | fl`));
@@ -34335,11 +30617,11 @@ var require_system = __commonJS({
 var require_network = __commonJS({
   "node_modules/systeminformation/lib/network.js"(exports) {
     "use strict";
-    var os7 = __require("os");
+    var os9 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
-    var readFileSync15 = __require("fs").readFileSync;
+    var readFileSync17 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util();
     var _platform = process.platform;
@@ -34361,7 +30643,7 @@ var require_network = __commonJS({
       let ifacename = "";
       let ifacenameFirst = "";
       try {
-        const ifaces = os7.networkInterfaces();
+        const ifaces = os9.networkInterfaces();
         let scopeid = 9999;
         for (const dev in ifaces) {
           if ({}.hasOwnProperty.call(ifaces, dev)) {
@@ -34381,7 +30663,7 @@ var require_network = __commonJS({
           let defaultIp = "";
           const cmd = "netstat -r";
           const result = execSync(cmd, util2.execOptsWin);
-          const lines = result.toString().split(os7.EOL);
+          const lines = result.toString().split(os9.EOL);
           lines.forEach((line) => {
             line = line.replace(/\s+/g, " ").trim();
             if (line.indexOf("0.0.0.0 0.0.0.0") > -1 && !/[a-zA-Z]/.test(line)) {
@@ -34829,7 +31111,7 @@ var require_network = __commonJS({
         return result;
       }
       try {
-        const content = readFileSync15(file2, { encoding: "utf8" });
+        const content = readFileSync17(file2, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -35014,7 +31296,7 @@ var require_network = __commonJS({
       defaultString = typeof defaultString === "string" ? defaultString : "";
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const ifaces = os7.networkInterfaces();
+          const ifaces = os9.networkInterfaces();
           let result = [];
           let nics = [];
           let dnsSuffixes = [];
@@ -36077,7 +32359,7 @@ var require_network = __commonJS({
           if (_windows) {
             try {
               exec("netstat -r", util2.execOptsWin, (error46, stdout) => {
-                const lines = stdout.toString().split(os7.EOL);
+                const lines = stdout.toString().split(os9.EOL);
                 lines.forEach((line) => {
                   line = line.replace(/\s+/g, " ").trim();
                   if (line.indexOf("0.0.0.0 0.0.0.0") > -1 && !/[a-zA-Z]/.test(line)) {
@@ -36123,7 +32405,7 @@ var require_network = __commonJS({
 var require_osinfo = __commonJS({
   "node_modules/systeminformation/lib/osinfo.js"(exports) {
     "use strict";
-    var os7 = __require("os");
+    var os9 = __require("os");
     var fs = __require("fs");
     var util2 = require_util();
     var exec = util2.execCwd;
@@ -36147,14 +32429,14 @@ var require_osinfo = __commonJS({
       }
       const result = {
         current: Date.now(),
-        uptime: os7.uptime(),
+        uptime: os9.uptime(),
         timezone: t2.length >= 7 ? t2[5] : "",
         timezoneName
       };
       if (_darwin || _linux) {
         try {
           const stdout = execSync("date +%Z && date +%z && ls -l /etc/localtime 2>/dev/null", util2.execOptsLinux);
-          const lines = stdout.toString().split(os7.EOL);
+          const lines = stdout.toString().split(os9.EOL);
           if (lines.length > 3 && !lines[0]) {
             lines.shift();
           }
@@ -36164,7 +32446,7 @@ var require_osinfo = __commonJS({
           }
           return {
             current: Date.now(),
-            uptime: os7.uptime(),
+            uptime: os9.uptime(),
             timezone: lines[1] ? timezone + lines[1] : timezone,
             timezoneName: lines[2] && lines[2].indexOf("/zoneinfo/") > 0 ? lines[2].split("/zoneinfo/")[1] || "" : ""
           };
@@ -36283,11 +32565,11 @@ var require_osinfo = __commonJS({
       return "";
     }
     function getFQDN() {
-      let fqdn = os7.hostname();
+      let fqdn = os9.hostname();
       if (_linux || _darwin) {
         try {
           const stdout = execSync("hostname -f 2>/dev/null", util2.execOptsLinux);
-          fqdn = stdout.toString().split(os7.EOL)[0];
+          fqdn = stdout.toString().split(os9.EOL)[0];
         } catch {
           util2.noop();
         }
@@ -36295,7 +32577,7 @@ var require_osinfo = __commonJS({
       if (_freebsd || _openbsd || _netbsd) {
         try {
           const stdout = execSync("hostname 2>/dev/null");
-          fqdn = stdout.toString().split(os7.EOL)[0];
+          fqdn = stdout.toString().split(os9.EOL)[0];
         } catch {
           util2.noop();
         }
@@ -36317,9 +32599,9 @@ var require_osinfo = __commonJS({
             distro: "unknown",
             release: "unknown",
             codename: "",
-            kernel: os7.release(),
-            arch: os7.arch(),
-            hostname: os7.hostname(),
+            kernel: os9.release(),
+            arch: os9.arch(),
+            hostname: os9.hostname(),
             fqdn: getFQDN(),
             codepage: "",
             logofile: "",
@@ -36529,7 +32811,7 @@ var require_osinfo = __commonJS({
     function versions(apps, callback) {
       callback = util2.isFunction(callback) ? callback : null;
       let versionObject = {
-        kernel: os7.release(),
+        kernel: os9.release(),
         apache: "",
         bash: "",
         bun: "",
@@ -37225,7 +33507,7 @@ var require_osinfo = __commonJS({
     function getUniqueMacAdresses() {
       let macs = [];
       try {
-        const ifaces = os7.networkInterfaces();
+        const ifaces = os9.networkInterfaces();
         let fallbackMacs = null;
         for (let dev in ifaces) {
           if ({}.hasOwnProperty.call(ifaces, dev)) {
@@ -37359,7 +33641,7 @@ echo -n "hardware: "; cat /sys/class/dmi/id/product_uuid 2> /dev/null; echo;`;
 var require_cpu = __commonJS({
   "node_modules/systeminformation/lib/cpu.js"(exports) {
     "use strict";
-    var os7 = __require("os");
+    var os9 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var fs = __require("fs");
@@ -38146,55 +34428,55 @@ var require_cpu = __commonJS({
       LGA1151: "i9-9900KS E-2288G E-2224 G5420 i9-9900T i9-9900 i7-9700T i7-9700F i7-9700E i7-9700 i5-9600 i5-9500T i5-9500F i5-9500 i5-9400T i3-9350K i3-9300 i3-9100T i3-9100F i3-9100 G4930 i9-9900KF i7-9700KF i5-9600KF i5-9400F i5-9400 i3-9350KF i9-9900K i7-9700K i5-9600K G5500 G5400 i7-8700T i7-8086K i5-8600 i5-8500T i5-8500 i5-8400T i3-8300 i3-8100T G4900 i7-8700K i7-8700 i5-8600K i5-8400 i3-8350K i3-8100 E3-1270 G4600 G4560 i7-7700T i7-7700K i7-7700 i5-7600K i5-7600 i5-7500T i5-7500 i5-7400 i3-7350K i3-7300 i3-7100T i3-7100 G3930 G3900 G4400 i7-6700T i7-6700K i7-6700 i5-6600K i5-6600 i5-6500T i5-6500 i5-6400T i5-6400 i3-6300 i3-6100T i3-6100 E3-1270 E3-1270 T4500 T4400",
       1155: "G440 G460 G465 G470 G530T G540T G550T G1610T G1620T G530 G540 G1610 G550 G1620 G555 G1630 i3-2100T i3-2120T i3-3220T i3-3240T i3-3250T i3-2100 i3-2105 i3-2102 i3-3210 i3-3220 i3-2125 i3-2120 i3-3225 i3-2130 i3-3245 i3-3240 i3-3250 i5-3570T i5-2500T i5-2400S i5-2405S i5-2390T i5-3330S i5-2500S i5-3335S i5-2300 i5-3450S i5-3340S i5-3470S i5-3475S i5-3470T i5-2310 i5-3550S i5-2320 i5-3330 i5-3350P i5-3450 i5-2400 i5-3340 i5-3570S i5-2380P i5-2450P i5-3470 i5-2500K i5-3550 i5-2500 i5-3570 i5-3570K i5-2550K i7-3770T i7-2600S i7-3770S i7-2600K i7-2600 i7-3770 i7-3770K i7-2700K G620T G630T G640T G2020T G645T G2100T G2030T G622 G860T G620 G632 G2120T G630 G640 G2010 G840 G2020 G850 G645 G2030 G860 G2120 G870 G2130 G2140 E3-1220L E3-1220L E3-1260L E3-1265L E3-1220 E3-1225 E3-1220 E3-1235 E3-1225 E3-1230 E3-1230 E3-1240 E3-1245 E3-1270 E3-1275 E3-1240 E3-1245 E3-1270 E3-1280 E3-1275 E3-1290 E3-1280 E3-1290"
     };
-    function getSocketTypesByName(str2) {
+    function getSocketTypesByName(str3) {
       let result = "";
       for (const key in socketTypesByName) {
         const names = socketTypesByName[key].split(" ");
         names.forEach((element) => {
-          if (str2.indexOf(element) >= 0) {
+          if (str3.indexOf(element) >= 0) {
             result = key;
           }
         });
       }
       return result;
     }
-    function cpuManufacturer(str2) {
-      let result = str2;
-      str2 = str2.toLowerCase();
-      if (str2.indexOf("intel") >= 0) {
+    function cpuManufacturer(str3) {
+      let result = str3;
+      str3 = str3.toLowerCase();
+      if (str3.indexOf("intel") >= 0) {
         result = "Intel";
       }
-      if (str2.indexOf("amd") >= 0) {
+      if (str3.indexOf("amd") >= 0) {
         result = "AMD";
       }
-      if (str2.indexOf("qemu") >= 0) {
+      if (str3.indexOf("qemu") >= 0) {
         result = "QEMU";
       }
-      if (str2.indexOf("hygon") >= 0) {
+      if (str3.indexOf("hygon") >= 0) {
         result = "Hygon";
       }
-      if (str2.indexOf("centaur") >= 0) {
+      if (str3.indexOf("centaur") >= 0) {
         result = "WinChip/Via";
       }
-      if (str2.indexOf("vmware") >= 0) {
+      if (str3.indexOf("vmware") >= 0) {
         result = "VMware";
       }
-      if (str2.indexOf("Xen") >= 0) {
+      if (str3.indexOf("Xen") >= 0) {
         result = "Xen Hypervisor";
       }
-      if (str2.indexOf("tcg") >= 0) {
+      if (str3.indexOf("tcg") >= 0) {
         result = "QEMU";
       }
-      if (str2.indexOf("apple") >= 0) {
+      if (str3.indexOf("apple") >= 0) {
         result = "Apple";
       }
-      if (str2.indexOf("sifive") >= 0) {
+      if (str3.indexOf("sifive") >= 0) {
         result = "SiFive";
       }
-      if (str2.indexOf("thead") >= 0) {
+      if (str3.indexOf("thead") >= 0) {
         result = "T-Head";
       }
-      if (str2.indexOf("andestech") >= 0) {
+      if (str3.indexOf("andestech") >= 0) {
         result = "Andes Technology";
       }
       return result;
@@ -38277,7 +34559,7 @@ var require_cpu = __commonJS({
                 const countProcessors = util2.getValue(lines, "hw.packages");
                 const countCores = util2.getValue(lines, "hw.physicalcpu_max");
                 const countThreads = util2.getValue(lines, "hw.ncpu");
-                if (os7.arch() === "arm64") {
+                if (os9.arch() === "arm64") {
                   result.socket = "SOC";
                   try {
                     const clusters = execSync("ioreg -c IOPlatformDevice -d 3 -r | grep cluster-type").toString().split("\n");
@@ -38305,8 +34587,8 @@ var require_cpu = __commonJS({
             if (_linux) {
               let modelline = "";
               let lines = [];
-              if (os7.cpus()[0] && os7.cpus()[0].model) {
-                modelline = os7.cpus()[0].model;
+              if (os9.cpus()[0] && os9.cpus()[0].model) {
+                modelline = os9.cpus()[0].model;
               }
               exec('export LC_ALL=C; lscpu; echo -n "Governor: "; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null; echo; unset LC_ALL', (error46, stdout) => {
                 if (!error46) {
@@ -38399,8 +34681,8 @@ var require_cpu = __commonJS({
             if (_freebsd || _openbsd || _netbsd) {
               let modelline = "";
               let lines = [];
-              if (os7.cpus()[0] && os7.cpus()[0].model) {
-                modelline = os7.cpus()[0].model;
+              if (os9.cpus()[0] && os9.cpus()[0].model) {
+                modelline = os9.cpus()[0].model;
               }
               exec("export LC_ALL=C; dmidecode -t 4; dmidecode -t 7; unset LC_ALL", (error46, stdout) => {
                 let cache = [];
@@ -38561,7 +34843,7 @@ var require_cpu = __commonJS({
     }
     exports.cpu = cpu;
     function getCpuCurrentSpeedSync() {
-      const cpus = os7.cpus();
+      const cpus = os9.cpus();
       let minFreq = 999999999;
       let maxFreq = 0;
       let avgFreq = 0;
@@ -39052,9 +35334,9 @@ var require_cpu = __commonJS({
                 const parts = stdout.toString().split("	Flags:");
                 const lines = parts.length > 1 ? parts[1].split("	Version:")[0].split("\n") : [];
                 lines.forEach((line) => {
-                  const flag = (line.indexOf("(") ? line.split("(")[0].toLowerCase() : "").trim().replace(/\t/g, "");
-                  if (flag) {
-                    flags.push(flag);
+                  const flag2 = (line.indexOf("(") ? line.split("(")[0].toLowerCase() : "").trim().replace(/\t/g, "");
+                  if (flag2) {
+                    flags.push(flag2);
                   }
                 });
               }
@@ -39275,7 +35557,7 @@ var require_cpu = __commonJS({
     function getLoad() {
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const loads = os7.loadavg().map((x) => {
+          const loads = os9.loadavg().map((x) => {
             return x / util2.cores();
           });
           const avgLoad = parseFloat(Math.max.apply(Math, loads).toFixed(2));
@@ -39283,7 +35565,7 @@ var require_cpu = __commonJS({
           const now = Date.now() - _current_cpu.ms;
           if (now >= 200) {
             _current_cpu.ms = Date.now();
-            const cpus = os7.cpus().map((cpu2) => {
+            const cpus = os9.cpus().map((cpu2) => {
               cpu2.times.steal = 0;
               cpu2.times.guest = 0;
               if (_windows) {
@@ -39498,7 +35780,7 @@ var require_cpu = __commonJS({
     function getFullLoad() {
       return new Promise((resolve) => {
         process.nextTick(() => {
-          const cpus = os7.cpus();
+          const cpus = os9.cpus();
           let totalUser = 0;
           let totalSystem = 0;
           let totalNice = 0;
@@ -39542,7 +35824,7 @@ var require_cpu = __commonJS({
 var require_memory = __commonJS({
   "node_modules/systeminformation/lib/memory.js"(exports) {
     "use strict";
-    var os7 = __require("os");
+    var os9 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -39589,12 +35871,12 @@ var require_memory = __commonJS({
       return new Promise((resolve) => {
         process.nextTick(() => {
           let result = {
-            total: os7.totalmem(),
-            free: os7.freemem(),
-            used: os7.totalmem() - os7.freemem(),
-            active: os7.totalmem() - os7.freemem(),
+            total: os9.totalmem(),
+            free: os9.freemem(),
+            used: os9.totalmem() - os9.freemem(),
+            active: os9.totalmem() - os9.freemem(),
             // temporarily (fallback)
-            available: os7.freemem(),
+            available: os9.freemem(),
             // temporarily (fallback)
             buffers: 0,
             cached: 0,
@@ -39613,9 +35895,9 @@ var require_memory = __commonJS({
                 if (!error46) {
                   const lines = stdout.toString().split("\n");
                   result.total = parseInt(util2.getValue(lines, "memtotal"), 10);
-                  result.total = result.total ? result.total * 1024 : os7.totalmem();
+                  result.total = result.total ? result.total * 1024 : os9.totalmem();
                   result.free = parseInt(util2.getValue(lines, "memfree"), 10);
-                  result.free = result.free ? result.free * 1024 : os7.freemem();
+                  result.free = result.free ? result.free * 1024 : os9.freemem();
                   result.used = result.total - result.free;
                   result.buffers = parseInt(util2.getValue(lines, "buffers"), 10);
                   result.buffers = result.buffers ? result.buffers * 1024 : 0;
@@ -39845,7 +36127,7 @@ var require_memory = __commonJS({
                 }
                 if (!result.length) {
                   result.push({
-                    size: os7.totalmem(),
+                    size: os9.totalmem(),
                     bank: "",
                     type: "",
                     ecc: null,
@@ -40356,7 +36638,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path42 = __require("path");
+    var path46 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
@@ -40442,16 +36724,16 @@ var require_graphics = __commonJS({
       };
       return vendors[id2] || "";
     }
-    function vendorToId(str2) {
+    function vendorToId(str3) {
       let result = "";
-      str2 = (str2 || "").toLowerCase();
-      if (str2.indexOf("apple") >= 0) {
+      str3 = (str3 || "").toLowerCase();
+      if (str3.indexOf("apple") >= 0) {
         result = "0x05ac";
-      } else if (str2.indexOf("nvidia") >= 0) {
+      } else if (str3.indexOf("nvidia") >= 0) {
         result = "0x10de";
-      } else if (str2.indexOf("intel") >= 0) {
+      } else if (str3.indexOf("intel") >= 0) {
         result = "0x8086";
-      } else if (str2.indexOf("ati") >= 0 || str2.indexOf("amd") >= 0) {
+      } else if (str3.indexOf("ati") >= 0 || str3.indexOf("amd") >= 0) {
         result = "0x1002";
       }
       return result;
@@ -40736,13 +37018,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path42.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path46.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path42.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path46.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path42.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path46.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -43097,8 +39379,8 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
           }
           if (_windows) {
             try {
-              let hasControlCharacters = function(str2) {
-                return new RegExp("\\p{Cc}", "u").test(str2);
+              let hasControlCharacters = function(str3) {
+                return new RegExp("\\p{Cc}", "u").test(str3);
               };
               const workload = [];
               workload.push(
@@ -43239,7 +39521,7 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
 var require_wifi = __commonJS({
   "node_modules/systeminformation/lib/wifi.js"(exports) {
     "use strict";
-    var os7 = __require("os");
+    var os9 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -43474,7 +39756,7 @@ var require_wifi = __commonJS({
         parts.shift();
         parts.forEach((part) => {
           part = "ACTIVE:" + part;
-          const lines = part.split(os7.EOL);
+          const lines = part.split(os9.EOL);
           const channel = util2.getValue(lines, "CHAN");
           const frequency = util2.getValue(lines, "FREQ").toLowerCase().replace("mhz", "").trim();
           const security = util2.getValue(lines, "SECURITY").replace("(", "").replace(")", "");
@@ -43692,15 +39974,15 @@ var require_wifi = __commonJS({
           } else if (_windows) {
             const cmd = "netsh wlan show networks mode=Bssid";
             util2.powerShell(cmd).then((stdout) => {
-              const ssidParts = stdout.toString("utf8").split(os7.EOL + os7.EOL + "SSID ");
+              const ssidParts = stdout.toString("utf8").split(os9.EOL + os9.EOL + "SSID ");
               ssidParts.shift();
               ssidParts.forEach((ssidPart) => {
-                const ssidLines = ssidPart.split(os7.EOL);
+                const ssidLines = ssidPart.split(os9.EOL);
                 if (ssidLines && ssidLines.length >= 8 && ssidLines[0].indexOf(":") >= 0) {
                   const bssidsParts = ssidPart.split(" BSSID");
                   bssidsParts.shift();
                   bssidsParts.forEach((bssidPart) => {
-                    const bssidLines = bssidPart.split(os7.EOL);
+                    const bssidLines = bssidPart.split(os9.EOL);
                     if (bssidLines.length < 4) {
                       return;
                     }
@@ -44015,9 +40297,9 @@ var require_wifi = __commonJS({
 var require_processes = __commonJS({
   "node_modules/systeminformation/lib/processes.js"(exports) {
     "use strict";
-    var os7 = __require("os");
+    var os9 = __require("os");
     var fs = __require("fs");
-    var path42 = __require("path");
+    var path46 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -44645,7 +40927,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path42.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path46.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -44735,7 +41017,7 @@ var require_processes = __commonJS({
             line = line.trim().replace(/ +/g, " ").replace(/,+/g, ".");
             const parts = line.split(" ");
             const command = parts.slice(9).join(" ");
-            const pmem = parseFloat((1 * parseInt(parts[3]) * 1024 / os7.totalmem()).toFixed(1));
+            const pmem = parseFloat((1 * parseInt(parts[3]) * 1024 / os9.totalmem()).toFixed(1));
             const started = parseElapsed(parts[5]);
             result.push({
               pid: parseInt(parts[0]),
@@ -44937,7 +41219,7 @@ var require_processes = __commonJS({
                         cpu: 0,
                         cpuu: 0,
                         cpus: 0,
-                        mem: memw / os7.totalmem() * 100,
+                        mem: memw / os9.totalmem() * 100,
                         priority: element.Priority || null,
                         memVsz: element.PageFileUsage || null,
                         memRss: Math.floor((element.WorkingSetSize || 0) / 1024),
@@ -45098,7 +41380,7 @@ var require_processes = __commonJS({
                         result.forEach((item) => {
                           if (item.proc.toLowerCase() === pname.toLowerCase()) {
                             item.pids.push(pid);
-                            item.mem += mem / os7.totalmem() * 100;
+                            item.mem += mem / os9.totalmem() * 100;
                             processFound = true;
                           }
                         });
@@ -45108,7 +41390,7 @@ var require_processes = __commonJS({
                             pid,
                             pids: [pid],
                             cpu: 0,
-                            mem: mem / os7.totalmem() * 100
+                            mem: mem / os9.totalmem() * 100
                           });
                         }
                       }
@@ -45916,7 +42198,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path42, callback) {
+    function fetchJson(path46, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -45932,7 +42214,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path42} HTTP/1.0\r
+          socket.write(`GET ${path46} HTTP/1.0\r
 \r
 `);
         });
@@ -46693,7 +42975,7 @@ var require_docker = __commonJS({
 var require_virtualbox = __commonJS({
   "node_modules/systeminformation/lib/virtualbox.js"(exports) {
     "use strict";
-    var os7 = __require("os");
+    var os9 = __require("os");
     var util2 = require_util();
     var exec = util2.execCwd;
     function vboxInfo(callback) {
@@ -46703,10 +42985,10 @@ var require_virtualbox = __commonJS({
         process.nextTick(() => {
           try {
             exec(util2.getVboxmanage() + " list vms --long", (error46, stdout) => {
-              let parts = (os7.EOL + stdout.toString()).split(os7.EOL + "Name:");
+              let parts = (os9.EOL + stdout.toString()).split(os9.EOL + "Name:");
               parts.shift();
               parts.forEach((part) => {
-                const lines = ("Name:" + part).split(os7.EOL);
+                const lines = ("Name:" + part).split(os9.EOL);
                 const state = util2.getValue(lines, "State");
                 const running = state.startsWith("running");
                 const runningSinceString = running ? state.replace("running (since ", "").replace(")", "").trim() : "";
@@ -46995,24 +43277,24 @@ var require_usb = __commonJS({
     var _sunos = _platform === "sunos";
     function getLinuxUsbType(type, name) {
       let result = type;
-      const str2 = (name + " " + type).toLowerCase();
-      if (str2.indexOf("camera") >= 0) {
+      const str3 = (name + " " + type).toLowerCase();
+      if (str3.indexOf("camera") >= 0) {
         result = "Camera";
-      } else if (str2.indexOf("hub") >= 0) {
+      } else if (str3.indexOf("hub") >= 0) {
         result = "Hub";
-      } else if (str2.indexOf("keybrd") >= 0) {
+      } else if (str3.indexOf("keybrd") >= 0) {
         result = "Keyboard";
-      } else if (str2.indexOf("keyboard") >= 0) {
+      } else if (str3.indexOf("keyboard") >= 0) {
         result = "Keyboard";
-      } else if (str2.indexOf("mouse") >= 0) {
+      } else if (str3.indexOf("mouse") >= 0) {
         result = "Mouse";
-      } else if (str2.indexOf("stora") >= 0) {
+      } else if (str3.indexOf("stora") >= 0) {
         result = "Storage";
-      } else if (str2.indexOf("microp") >= 0) {
+      } else if (str3.indexOf("microp") >= 0) {
         result = "Microphone";
-      } else if (str2.indexOf("headset") >= 0) {
+      } else if (str3.indexOf("headset") >= 0) {
         result = "Audio";
-      } else if (str2.indexOf("audio") >= 0) {
+      } else if (str3.indexOf("audio") >= 0) {
         result = "Audio";
       }
       return result;
@@ -47268,49 +43550,49 @@ var require_audio = __commonJS({
     var _openbsd = _platform === "openbsd";
     var _netbsd = _platform === "netbsd";
     var _sunos = _platform === "sunos";
-    function parseAudioType(str2, input, output) {
-      str2 = str2.toLowerCase();
+    function parseAudioType(str3, input, output) {
+      str3 = str3.toLowerCase();
       let result = "";
-      if (str2.indexOf("input") >= 0) {
+      if (str3.indexOf("input") >= 0) {
         result = "Microphone";
       }
-      if (str2.indexOf("display audio") >= 0) {
+      if (str3.indexOf("display audio") >= 0) {
         result = "Speaker";
       }
-      if (str2.indexOf("speak") >= 0) {
+      if (str3.indexOf("speak") >= 0) {
         result = "Speaker";
       }
-      if (str2.indexOf("laut") >= 0) {
+      if (str3.indexOf("laut") >= 0) {
         result = "Speaker";
       }
-      if (str2.indexOf("loud") >= 0) {
+      if (str3.indexOf("loud") >= 0) {
         result = "Speaker";
       }
-      if (str2.indexOf("head") >= 0) {
+      if (str3.indexOf("head") >= 0) {
         result = "Headset";
       }
-      if (str2.indexOf("mic") >= 0) {
+      if (str3.indexOf("mic") >= 0) {
         result = "Microphone";
       }
-      if (str2.indexOf("mikr") >= 0) {
+      if (str3.indexOf("mikr") >= 0) {
         result = "Microphone";
       }
-      if (str2.indexOf("phone") >= 0 && str2.indexOf("headphone") < 0) {
+      if (str3.indexOf("phone") >= 0 && str3.indexOf("headphone") < 0) {
         result = "Phone";
       }
-      if (str2.indexOf("controll") >= 0) {
+      if (str3.indexOf("controll") >= 0) {
         result = "Controller";
       }
-      if (str2.indexOf("line o") >= 0) {
+      if (str3.indexOf("line o") >= 0) {
         result = "Line Out";
       }
-      if (str2.indexOf("digital o") >= 0) {
+      if (str3.indexOf("digital o") >= 0) {
         result = "Digital Out";
       }
-      if (str2.indexOf("smart sound technology") >= 0) {
+      if (str3.indexOf("smart sound technology") >= 0) {
         result = "Digital Signal Processor";
       }
-      if (str2.indexOf("high definition audio") >= 0) {
+      if (str3.indexOf("high definition audio") >= 0) {
         result = "Sound Driver";
       }
       if (!result && output) {
@@ -47380,17 +43662,17 @@ var require_audio = __commonJS({
       return result;
     }
     function parseWinAudioStatus(n2) {
-      const num3 = parseInt(n2, 10);
+      const num4 = parseInt(n2, 10);
       let status = n2;
-      if (num3 === 1) {
+      if (num4 === 1) {
         status = "other";
-      } else if (num3 === 2) {
+      } else if (num4 === 2) {
         status = "unknown";
-      } else if (num3 === 3) {
+      } else if (num4 === 3) {
         status = "enabled";
-      } else if (num3 === 4) {
+      } else if (num4 === 4) {
         status = "disabled";
-      } else if (num3 === 5) {
+      } else if (num4 === 5) {
         status = "not applicable";
       }
       return status;
@@ -47412,24 +43694,24 @@ var require_audio = __commonJS({
       result.status = "online";
       return result;
     }
-    function parseDarwinChannel(str2) {
+    function parseDarwinChannel(str3) {
       let result = "";
-      if (str2.indexOf("builtin") >= 0) {
+      if (str3.indexOf("builtin") >= 0) {
         result = "Built-In";
       }
-      if (str2.indexOf("extern") >= 0) {
+      if (str3.indexOf("extern") >= 0) {
         result = "Audio-Jack";
       }
-      if (str2.indexOf("hdmi") >= 0) {
+      if (str3.indexOf("hdmi") >= 0) {
         result = "HDMI";
       }
-      if (str2.indexOf("displayport") >= 0) {
+      if (str3.indexOf("displayport") >= 0) {
         result = "Display-Port";
       }
-      if (str2.indexOf("usb") >= 0) {
+      if (str3.indexOf("usb") >= 0) {
         result = "USB";
       }
-      if (str2.indexOf("pci") >= 0) {
+      if (str3.indexOf("pci") >= 0) {
         result = "PCIe";
       }
       return result;
@@ -48702,7 +44984,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path42 = __require("path");
+    var path46 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -48714,80 +44996,80 @@ var require_bluetooth = __commonJS({
     var _openbsd = _platform === "openbsd";
     var _netbsd = _platform === "netbsd";
     var _sunos = _platform === "sunos";
-    function parseBluetoothType(str2) {
+    function parseBluetoothType(str3) {
       let result = "";
-      if (str2.indexOf("keyboard") >= 0) {
+      if (str3.indexOf("keyboard") >= 0) {
         result = "Keyboard";
       }
-      if (str2.indexOf("mouse") >= 0) {
+      if (str3.indexOf("mouse") >= 0) {
         result = "Mouse";
       }
-      if (str2.indexOf("trackpad") >= 0) {
+      if (str3.indexOf("trackpad") >= 0) {
         result = "Trackpad";
       }
-      if (str2.indexOf("audio") >= 0) {
+      if (str3.indexOf("audio") >= 0) {
         result = "Audio";
       }
-      if (str2.indexOf("sound") >= 0) {
+      if (str3.indexOf("sound") >= 0) {
         result = "Audio";
       }
-      if (str2.indexOf("microph") >= 0) {
+      if (str3.indexOf("microph") >= 0) {
         result = "Microphone";
       }
-      if (str2.indexOf("speaker") >= 0) {
+      if (str3.indexOf("speaker") >= 0) {
         result = "Speaker";
       }
-      if (str2.indexOf("headset") >= 0) {
+      if (str3.indexOf("headset") >= 0) {
         result = "Headset";
       }
-      if (str2.indexOf("phone") >= 0) {
+      if (str3.indexOf("phone") >= 0) {
         result = "Phone";
       }
-      if (str2.indexOf("macbook") >= 0) {
+      if (str3.indexOf("macbook") >= 0) {
         result = "Computer";
       }
-      if (str2.indexOf("imac") >= 0) {
+      if (str3.indexOf("imac") >= 0) {
         result = "Computer";
       }
-      if (str2.indexOf("ipad") >= 0) {
+      if (str3.indexOf("ipad") >= 0) {
         result = "Tablet";
       }
-      if (str2.indexOf("watch") >= 0) {
+      if (str3.indexOf("watch") >= 0) {
         result = "Watch";
       }
-      if (str2.indexOf("headphone") >= 0) {
+      if (str3.indexOf("headphone") >= 0) {
         result = "Headset";
       }
       return result;
     }
-    function parseBluetoothManufacturer(str2) {
-      let result = str2.split(" ")[0];
-      str2 = str2.toLowerCase();
-      if (str2.indexOf("apple") >= 0) {
+    function parseBluetoothManufacturer(str3) {
+      let result = str3.split(" ")[0];
+      str3 = str3.toLowerCase();
+      if (str3.indexOf("apple") >= 0) {
         result = "Apple";
       }
-      if (str2.indexOf("ipad") >= 0) {
+      if (str3.indexOf("ipad") >= 0) {
         result = "Apple";
       }
-      if (str2.indexOf("imac") >= 0) {
+      if (str3.indexOf("imac") >= 0) {
         result = "Apple";
       }
-      if (str2.indexOf("iphone") >= 0) {
+      if (str3.indexOf("iphone") >= 0) {
         result = "Apple";
       }
-      if (str2.indexOf("magic mouse") >= 0) {
+      if (str3.indexOf("magic mouse") >= 0) {
         result = "Apple";
       }
-      if (str2.indexOf("magic track") >= 0) {
+      if (str3.indexOf("magic track") >= 0) {
         result = "Apple";
       }
-      if (str2.indexOf("macbook") >= 0) {
+      if (str3.indexOf("macbook") >= 0) {
         result = "Apple";
       }
       return result;
     }
-    function parseBluetoothVendor(str2) {
-      const id2 = parseInt(str2);
+    function parseBluetoothVendor(str3) {
+      const id2 = parseInt(str3);
       if (!isNaN(id2)) return bluetoothVendors[id2];
     }
     function parseLinuxBluetoothInfo(lines, macAddr1, macAddr2) {
@@ -48835,7 +45117,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path42.basename(element);
+              const filename = path46.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -49530,303 +45812,538 @@ var init_detect = __esm({
   }
 });
 
-// engine/models/hparams.ts
-function num(v) {
-  if (typeof v === "number") return v;
-  if (typeof v === "bigint") return Number(v);
-  if (typeof v === "boolean") return v ? 1 : 0;
-  return void 0;
-}
-function arrLen(v) {
-  if (Array.isArray(v)) return v.length;
-  if (v && typeof v === "object" && v.__gguf_array) return v.length;
-  return void 0;
-}
-function perLayer(v, n2, fallback, key) {
-  if (Array.isArray(v)) {
-    if (v.length !== n2) throw new Error(`${key} has ${v.length} entries, expected block_count = ${n2}`);
-    return v.map((x) => num(x) ?? 0);
+// shared/fit.ts
+var PlannedDevice, Placement, FitPick, FitHardware, FitResult, FitInput, CatalogView;
+var init_fit = __esm({
+  "shared/fit.ts"() {
+    init_zod();
+    PlannedDevice = external_exports.object({
+      name: external_exports.string(),
+      /** What the plan may use there: free memory minus nothing (the margin is part of plannedBytes' headroom). */
+      budgetBytes: external_exports.number().int().nonnegative(),
+      /** Weights + KV/recurrent state + compute buffers + driver overhead placed there. */
+      plannedBytes: external_exports.number().int().nonnegative(),
+      /** The parts of plannedBytes (for the wizard's memory chart). */
+      breakdown: external_exports.object({
+        weightsBytes: external_exports.number().int().nonnegative(),
+        kvBytes: external_exports.number().int().nonnegative(),
+        computeBytes: external_exports.number().int().nonnegative(),
+        overheadBytes: external_exports.number().int().nonnegative(),
+        marginBytes: external_exports.number().int().nonnegative()
+      }).optional()
+    });
+    Placement = external_exports.enum(["gpu", "moe-offload", "partial", "cpu"]);
+    FitPick = external_exports.object({
+      /** Catalog id, Hub repo or local file. */
+      model: external_exports.string(),
+      quant: external_exports.string().nullable(),
+      runtime: external_exports.enum(["llama.cpp", "vllm", "sglang"]),
+      slots: external_exports.number().int().positive(),
+      ctxPerSlot: external_exports.number().int().positive(),
+      /** "verified": a target of this model passed the tool-call round trip on this machine; otherwise "unverified". */
+      toolCalling: external_exports.enum(["verified", "unverified"]),
+      devices: external_exports.array(PlannedDevice).min(1),
+      /** The exact launch command, with the key elided. */
+      command: external_exports.string(),
+      /** How the weights are placed, and the plain reason for this choice. */
+      placement: Placement,
+      reason: external_exports.string(),
+      /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
+      replicas: external_exports.number().int().positive().optional()
+    });
+    FitHardware = external_exports.object({
+      gpus: external_exports.array(external_exports.object({ name: external_exports.string(), vendor: external_exports.string(), totalBytes: external_exports.number(), freeBytes: external_exports.number().nullable(), unified: external_exports.boolean().optional() })),
+      ramTotalBytes: external_exports.number(),
+      ramFreeBytes: external_exports.number(),
+      cpu: external_exports.string(),
+      /** What the llama.cpp runtime itself sees (null when no binary was found: the plan assumes a matching build). */
+      runtimeDevices: external_exports.array(external_exports.string()).nullable(),
+      /** GPUs detected but not usable by the runtime, and other notes a person should read. */
+      notes: external_exports.array(external_exports.string())
+    });
+    FitResult = external_exports.object({
+      hardware: FitHardware,
+      pick: FitPick.nullable(),
+      alternatives: external_exports.array(FitPick),
+      /** Null with a pick; otherwise what to change (fewer slots, a smaller model, an API provider). */
+      problem: external_exports.string().nullable()
+    });
+    FitInput = external_exports.object({
+      model: external_exports.string().min(1).optional(),
+      slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
+      minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(1048576).optional()
+    });
+    CatalogView = external_exports.object({
+      id: external_exports.string(),
+      name: external_exports.string(),
+      repo: external_exports.string(),
+      source: external_exports.string(),
+      released: external_exports.string(),
+      license: external_exports.string(),
+      contextLength: external_exports.number(),
+      totalParamsB: external_exports.number(),
+      activeParamsB: external_exports.number(),
+      quants: external_exports.array(external_exports.object({ quant: external_exports.string(), bytes: external_exports.number(), sizeNote: external_exports.string().nullable() })),
+      toolCalling: external_exports.object({ status: external_exports.enum(["verified", "unverified"]), template: external_exports.string(), note: external_exports.string() }),
+      unverified: external_exports.array(external_exports.string()),
+      /** The engine's fit on this machine: null when nothing fits. */
+      fit: external_exports.object({ quant: external_exports.string(), placement: Placement, slots: external_exports.number(), ctxPerSlot: external_exports.number(), reason: external_exports.string() }).nullable(),
+      fitProblem: external_exports.string().nullable()
+    });
   }
-  const s = num(v);
-  if (s !== void 0) return new Array(n2).fill(s);
-  return Array.isArray(fallback) ? [...fallback] : new Array(n2).fill(fallback);
+});
+
+// shared/setup.ts
+var Url, TargetId, Common, SetupCaptureInput, SetupProviderInput, SetupOutcome, SetupRuntime, SetupStartInput, SetupPhaseName, SetupProgress, SetupPhase, SetupFailure, SetupPlacement, SetupJob;
+var init_setup2 = __esm({
+  "shared/setup.ts"() {
+    init_zod();
+    init_target();
+    Url = external_exports.string().trim().min(1, "a server URL is required, like http://127.0.0.1:8080/v1").url("a server URL like http://127.0.0.1:8080/v1 (http or https)");
+    TargetId = external_exports.string().trim().regex(/^[a-z0-9][a-z0-9._-]{0,79}$/, "a target id of lowercase letters, digits, '.', '_' or '-' (at most 80)");
+    Common = {
+      /** Name of the environment variable (in the engine's environment) that holds the key; never the key itself. */
+      apiKeyEnv: EnvVarName.optional(),
+      slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
+      /** Target id; default derived from the model and port. */
+      id: TargetId.optional(),
+      /** Make an underpowered target (reachable, but it failed the coding task or the tool call) active anyway. */
+      acceptUnderpowered: external_exports.boolean().default(false),
+      /** The person's choice: save (and use) it without running verify. Recorded as unverified. */
+      unverified: external_exports.boolean().default(false)
+    };
+    SetupCaptureInput = external_exports.object({
+      url: Url,
+      /** The served model to capture (default: the first the server lists). */
+      model: external_exports.string().trim().min(1).optional(),
+      /** Context each slot must have (checked against what the server reports). */
+      ctx: external_exports.number().int().min(1024, "the context per slot must be \u2265 1024 tokens").optional(),
+      ...Common
+    });
+    SetupProviderInput = external_exports.object({
+      url: Url,
+      model: external_exports.string().trim().min(1, "the provider's model id is required"),
+      apiKeyEnv: EnvVarName,
+      slots: Common.slots,
+      id: Common.id,
+      acceptUnderpowered: Common.acceptUnderpowered,
+      unverified: Common.unverified
+    });
+    SetupOutcome = external_exports.object({
+      /** "unverified": saved by the person's choice without checks. */
+      outcome: external_exports.enum(["built", "underpowered", "cannot-build", "unverified"]),
+      /** Whether a target was written (cannot-build saves nothing). */
+      saved: external_exports.boolean(),
+      active: external_exports.boolean(),
+      /** The target as saved, or as it would have been (cannot-build). */
+      target: Target,
+      checks: external_exports.array(TargetCheck),
+      summary: external_exports.string(),
+      /** What the server itself reported (engine, per-slot context, slots). */
+      observed: external_exports.object({ engine: external_exports.string(), totalSlots: external_exports.number().nullable(), perSlotCtx: external_exports.number().nullable() }).nullable(),
+      ms: external_exports.number()
+    });
+    SetupRuntime = external_exports.enum(["llama.cpp", "vllm", "sglang"]);
+    SetupStartInput = external_exports.object({
+      /** A catalog id (`qwen3.6-27b`, `repo:QUANT`), a Hub repo `owner/repo[:QUANT]`, `hf:…`, an URL or a local .gguf; default: the planner's pick. */
+      model: external_exports.string().trim().min(1).optional(),
+      slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
+      /** Minimum context per slot the plan must give (default 32,768). */
+      minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(1048576).optional(),
+      runtime: SetupRuntime.default("llama.cpp"),
+      id: TargetId.optional(),
+      acceptUnderpowered: external_exports.boolean().default(false)
+    });
+    SetupPhaseName = external_exports.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement"]);
+    SetupProgress = external_exports.object({
+      /** Bytes done / total (null total: unknown size). */
+      done: external_exports.number().nonnegative(),
+      total: external_exports.number().nonnegative().nullable(),
+      bytesPerSec: external_exports.number().nonnegative().nullable(),
+      etaSec: external_exports.number().nonnegative().nullable(),
+      /** The file being fetched, and which of how many (all shards of a split GGUF). */
+      file: external_exports.string().nullable(),
+      fileIndex: external_exports.number().int().nonnegative().nullable(),
+      files: external_exports.number().int().nonnegative().nullable(),
+      /** Bytes that were already on disk (resumed, or a complete file reused). */
+      resumedBytes: external_exports.number().nonnegative()
+    });
+    SetupPhase = external_exports.object({
+      name: SetupPhaseName,
+      status: external_exports.enum(["pending", "running", "done", "failed", "skipped"]),
+      /** Wall time of the phase (ms), set once it ended. */
+      ms: external_exports.number().nullable(),
+      /** What it did or found, in one line. */
+      detail: external_exports.string(),
+      progress: SetupProgress.nullable()
+    });
+    SetupFailure = external_exports.object({
+      phase: SetupPhaseName,
+      /** A short classification: out-of-memory, model-load, unsupported-arch, bad-flag, port, driver, library, disk, auth, not-found, network, checksum, timeout, verify, placement, other. */
+      kind: external_exports.string(),
+      cause: external_exports.string(),
+      /** The log line that explains it (llama-server's, vLLM's), not the supervisor's exit code. */
+      logLine: external_exports.string().nullable(),
+      remedy: external_exports.string(),
+      logFile: external_exports.string().nullable()
+    });
+    SetupPlacement = external_exports.object({
+      passed: external_exports.boolean(),
+      devices: external_exports.array(external_exports.object({ name: external_exports.string(), plannedBytes: external_exports.number(), loadedBytes: external_exports.number().nullable() })),
+      evidence: external_exports.array(external_exports.string())
+    });
+    SetupJob = external_exports.object({
+      jobId: external_exports.string(),
+      state: external_exports.enum(["running", "done", "failed", "cancelled"]),
+      runtime: SetupRuntime,
+      /** The model and plan being started (null until planned). */
+      model: external_exports.string().nullable(),
+      quant: external_exports.string().nullable(),
+      slots: external_exports.number().nullable(),
+      ctxPerSlot: external_exports.number().nullable(),
+      /** The planner's command (key elided), and the one actually launched (port, alias and local paths filled in). */
+      plannedCommand: external_exports.string().nullable(),
+      launchedCommand: external_exports.string().nullable(),
+      phases: external_exports.array(SetupPhase),
+      /** The verify checklist as it runs. */
+      checks: external_exports.array(TargetCheck),
+      placement: SetupPlacement.nullable(),
+      failure: SetupFailure.nullable(),
+      /** Set when done: the saved target and verify's verdict. */
+      result: SetupOutcome.nullable(),
+      startedAt: external_exports.string(),
+      ms: external_exports.number().nullable()
+    });
+  }
+});
+
+// engine/models/catalog.ts
+function findCatalog(idOrRepo) {
+  const k = idOrRepo.toLowerCase().replace(/^hf:/, "").replace(/:.*$/, "");
+  return CATALOG.find((e) => e.id === k || e.repo.toLowerCase() === k || e.name.toLowerCase() === k);
 }
-function swaPattern(nLayer, nLayerAll, p, denseFirst = false) {
-  const out = new Array(nLayerAll).fill(false);
-  for (let il = 0; il < nLayer; il++) {
-    out[il] = denseFirst ? p === 0 || il % p !== 0 : p === 0 || il % p < p - 1;
+function catalogHparams(e) {
+  const s = e.spec;
+  const n2 = s.nLayer;
+  const isAttn = (il) => s.attnInterval <= 1 || (il + 1) % s.attnInterval === 0;
+  const isSwa = Array.from({ length: n2 }, (_, il) => !!s.swa && isAttn(il) && il % s.swa.pattern < s.swa.pattern - 1);
+  const kvLayer = Array.from({ length: n2 }, (_, il) => isAttn(il));
+  const rsLayer = Array.from({ length: n2 }, (_, il) => !!s.recurrent && !isAttn(il));
+  const r = s.recurrent;
+  return {
+    arch: s.arch,
+    name: e.name,
+    nLayerAll: n2,
+    nLayerNextn: 0,
+    nLayer: n2,
+    nCtxTrain: e.contextLength,
+    nEmbd: s.nEmbd,
+    nVocab: s.nVocab,
+    nHead: kvLayer.map((a2) => a2 ? s.nHead : 0),
+    nHeadKv: kvLayer.map((a2) => a2 ? s.mla ? 1 : s.nHeadKv : 0),
+    nFf: new Array(n2).fill(0),
+    headK: s.mla ?? s.headDim,
+    headV: s.mla ? 0 : s.headDim,
+    headKSwa: s.headDim,
+    headVSwa: s.headDim,
+    isMla: !!s.mla,
+    swaType: s.swa ? "standard" : "none",
+    nSwa: s.swa?.window ?? 0,
+    isSwa,
+    isRecr: rsLayer,
+    kvLayer,
+    rsLayer,
+    nEmbdR: r ? (r.conv - 1) * (r.inner + 2 * r.groups * r.state) : 0,
+    nEmbdS: r ? r.state * r.inner : 0,
+    kind: r ? "hybrid" : "attention",
+    caveats: ["weights spread from the catalog's file size (no tensor table before download)"]
+  };
+}
+function catalogTensors(e, q) {
+  const s = e.spec;
+  const bytesPerParam = q.bytes / (e.totalParamsB * 1e9);
+  const embd = Math.round(s.nVocab * s.nEmbd * bytesPerParam);
+  const perLayer2 = Math.max(0, (q.bytes - 2 * embd) / s.nLayer);
+  const share2 = s.moe?.expertShare ?? 0;
+  const t2 = (name, bytes) => ({ name, shape: [], type: 0, offset: 0, bytes: Math.round(bytes) });
+  const out = [t2("token_embd.weight", embd), t2("output.weight", embd)];
+  for (let il = 0; il < s.nLayer; il++) {
+    out.push(t2(`blk.${il}.attn_shared.weight`, perLayer2 * (1 - share2)));
+    if (share2 > 0) out.push(t2(`blk.${il}.ffn_up_exps.weight`, perLayer2 * share2));
   }
   return out;
 }
-function hparamsFromMetadata(meta) {
-  const arch = meta["general.architecture"];
-  if (typeof arch !== "string" || !arch) {
-    throw new MetadataError('metadata has no general.architecture (a GGUF metadata object is keyed like "llama.block_count")');
+var GB, CATALOG;
+var init_catalog = __esm({
+  "engine/models/catalog.ts"() {
+    GB = 1e9;
+    CATALOG = [
+      {
+        id: "qwen3.6-27b",
+        name: "Qwen3.6-27B",
+        repo: "unsloth/Qwen3.6-27B-GGUF",
+        source: "https://huggingface.co/Qwen/Qwen3.6-27B (model card: 64 layers = 16 \xD7 (3 Gated DeltaNet + 1 gated attention), attention 24 Q / 4 KV heads \xD7 256, DeltaNet 48 V / 16 QK heads \xD7 128, hidden 5120, vocab 248320, 262,144 context)",
+        released: "2026-04",
+        license: "apache-2.0",
+        contextLength: 262144,
+        totalParamsB: 27.8,
+        activeParamsB: 27.8,
+        sweBenchVerified: 77.2,
+        spec: { arch: "qwen35", nLayer: 64, nEmbd: 5120, nVocab: 248320, attnInterval: 4, nHead: 24, nHeadKv: 4, headDim: 256, recurrent: { inner: 6144, groups: 16, state: 128, conv: 4 } },
+        quants: [
+          { quant: "Q8_0", bytes: 29.5 * GB, bits: 8.5, sizeNote: "derived: 27.78 B params \xD7 8.5 bpw" },
+          { quant: "Q6_K", bytes: 22.8 * GB, bits: 6.56, sizeNote: "derived: 27.78 B params \xD7 6.56 bpw" },
+          { quant: "Q4_K_M", bytes: 16.9 * GB, bits: 4.85, sizeNote: "derived: 27.78 B params \xD7 4.85 bpw" },
+          { quant: "IQ4_XS", bytes: 15.1 * GB, bits: 4.25, sizeNote: null }
+        ],
+        toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "the unsloth card reports fixed nested-object tool-call parsing and the developer role OpenCode sends" },
+        unverified: ["quant sizes other than IQ4_XS (15.1 GB, from a community quant card) are derived from the parameter count", "repo name unsloth/Qwen3.6-27B-GGUF (an unsloth card mirror was seen)", "release month"],
+        autoPick: true,
+        notes: "dense hybrid: only 16 of 64 layers hold KV, so long contexts are cheap; the maker's top SWE-bench score in this catalog"
+      },
+      {
+        id: "qwen3.5-397b-a17b",
+        name: "Qwen3.5-397B-A17B",
+        repo: "bartowski/Qwen_Qwen3.5-397B-A17B-GGUF",
+        source: "https://huggingface.co/Qwen/Qwen3.5-397B-A17B (60 layers = 15 \xD7 (3 DeltaNet + 1 attention), hidden 4096, 512 experts 10+1 active, attention 32 Q / 2 KV \xD7 256, DeltaNet 64 V / 16 QK \xD7 128); sizes from bartowski's quant table",
+        released: "2026-02",
+        license: "apache-2.0",
+        contextLength: 262144,
+        totalParamsB: 397,
+        activeParamsB: 17,
+        sweBenchVerified: 76.2,
+        spec: { arch: "qwen35moe", nLayer: 60, nEmbd: 4096, nVocab: 248320, attnInterval: 4, nHead: 32, nHeadKv: 2, headDim: 256, recurrent: { inner: 8192, groups: 16, state: 128, conv: 4 }, moe: { experts: 512, used: 10, expertShare: 0.97 } },
+        quants: [
+          { quant: "Q8_0", bytes: 421.58 * GB, bits: 8.5, sizeNote: null },
+          { quant: "Q6_K", bytes: 342.27 * GB, bits: 6.56, sizeNote: null },
+          { quant: "Q5_K_M", bytes: 283.26 * GB, bits: 5.5, sizeNote: null },
+          { quant: "Q4_1", bytes: 249.1 * GB, bits: 4.5, sizeNote: null }
+        ],
+        toolCalling: { status: "unverified", template: "the GGUF's Qwen3.5 Jinja template (--jinja)", note: "a community 4-bit MLX build reports 26/30 on ToolCall-15" },
+        unverified: ["expert share 0.97 derived from 512 experts \xD7 3 \xD7 4096 \xD7 1024 \xD7 60 layers"],
+        autoPick: true,
+        notes: "flagship MoE for multi-GPU servers; vLLM/SGLang with FP8 serve it faster than llama.cpp"
+      },
+      {
+        id: "qwen3.6-35b-a3b",
+        name: "Qwen3.6-35B-A3B",
+        repo: "unsloth/Qwen3.6-35B-A3B-GGUF",
+        source: "https://huggingface.co/Qwen/Qwen3.6-35B-A3B (40 layers = 10 \xD7 (3 DeltaNet + 1 attention), hidden 2048, 256 experts 8+1 active, attention 16 Q / 2 KV \xD7 256, DeltaNet 32 V / 16 QK \xD7 128, 262,144 context); sizes from the APEX comparison table of unsloth quants",
+        released: "2026-04-16",
+        license: "apache-2.0",
+        contextLength: 262144,
+        totalParamsB: 35,
+        activeParamsB: 3,
+        sweBenchVerified: 73.4,
+        spec: { arch: "qwen35moe", nLayer: 40, nEmbd: 2048, nVocab: 248320, attnInterval: 4, nHead: 16, nHeadKv: 2, headDim: 256, recurrent: { inner: 4096, groups: 16, state: 128, conv: 4 }, moe: { experts: 256, used: 8, expertShare: 0.92 } },
+        quants: [
+          { quant: "Q8_0", bytes: 35 * GB, bits: 8.5, sizeNote: "rounded to 1 GB in the source" },
+          { quant: "UD-Q5_K_XL", bytes: 25 * GB, bits: 5.5, sizeNote: "rounded to 1 GB in the source" },
+          { quant: "UD-Q4_K_M", bytes: 21 * GB, bits: 4.85, sizeNote: "rounded to 1 GB in the source" },
+          { quant: "UD-Q3_K_M", bytes: 16 * GB, bits: 3.9, sizeNote: "rounded to 1 GB in the source" }
+        ],
+        toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "unsloth shows tool calling in its Studio; not yet round-tripped by ocw" },
+        unverified: ["expert share 0.92 derived from 256 experts \xD7 3 \xD7 2048 \xD7 512 \xD7 40 layers"],
+        autoPick: true,
+        notes: "3B active: fast with experts in RAM (--n-cpu-moe) on 8\u201316 GB GPUs and usable on CPU"
+      },
+      {
+        id: "qwen3-coder-next",
+        name: "Qwen3-Coder-Next (80B-A3B)",
+        repo: "unsloth/Qwen3-Coder-Next-GGUF",
+        source: "https://huggingface.co/Qwen/Qwen3-Coder-Next (qwen3next: 48 layers, 36 linear + 12 full attention, hidden 2048, 512 experts 10+1 active, 262,144 context; Q4_K_M 48.5e9 B per steampunque's quant card)",
+        released: "2026-02",
+        license: "apache-2.0",
+        contextLength: 262144,
+        totalParamsB: 79.7,
+        activeParamsB: 3,
+        sweBenchVerified: 70.6,
+        spec: { arch: "qwen3next", nLayer: 48, nEmbd: 2048, nVocab: 151936, attnInterval: 4, nHead: 16, nHeadKv: 2, headDim: 256, recurrent: { inner: 4096, groups: 16, state: 128, conv: 4 }, moe: { experts: 512, used: 10, expertShare: 0.97 } },
+        quants: [
+          { quant: "Q8_0", bytes: 84.8 * GB, bits: 8.5, sizeNote: "the Qwen3-Next-80B Q8_0 size (same shape)" },
+          { quant: "Q4_K_M", bytes: 48.5 * GB, bits: 4.85, sizeNote: null }
+        ],
+        toolCalling: { status: "unverified", template: "the GGUF's Qwen3-Coder Jinja template (--jinja), XML tool calls", note: "LM Studio lists tool use; lmstudio-bug-tracker#1071 reports wrong streamed tool-call XML for Qwen3-Coder there" },
+        unverified: ["attention heads (16 Q / 2 KV \xD7 256) and DeltaNet heads taken from Qwen3-Next-80B", "vocab 151936 from Qwen3-Next", "repo name"],
+        autoPick: true,
+        notes: "coding-specialised MoE; experts to RAM with 48+ GB system memory"
+      },
+      {
+        id: "devstral-small-2",
+        name: "Devstral-Small-2-24B-Instruct-2512",
+        repo: "unsloth/Devstral-Small-2-24B-Instruct-2512-GGUF",
+        source: "https://huggingface.co/mistralai/Devstral-Small-2-24B-Instruct-2512 (dense, 40 layers, hidden 5120, 32 Q / 8 KV heads, vocab 131072, 256k context); Q4_K_M 14.33 GB / Q5_K_M 16.76 GB per a llama.cpp recipe",
+        released: "2025-12",
+        license: "apache-2.0",
+        contextLength: 262144,
+        totalParamsB: 23.6,
+        activeParamsB: 23.6,
+        sweBenchVerified: 68,
+        spec: { arch: "mistral3", nLayer: 40, nEmbd: 5120, nVocab: 131072, attnInterval: 1, nHead: 32, nHeadKv: 8, headDim: 128 },
+        quants: [
+          { quant: "Q8_0", bytes: 25 * GB, bits: 8.5, sizeNote: "derived: 23.57 B params \xD7 8.5 bpw" },
+          { quant: "Q5_K_M", bytes: 16.76 * GB, bits: 5.5, sizeNote: null },
+          { quant: "Q4_K_M", bytes: 14.33 * GB, bits: 4.85, sizeNote: null }
+        ],
+        toolCalling: { status: "unverified", template: "Mistral tool-call template (--jinja); needs llama.cpp with PR #17945", note: "tuned for agentic coding tools (Mistral Vibe, OpenHands)" },
+        unverified: ["head dim 128 (5120 / 40 would be 128 for 40 heads; the card gives 32 heads)", "Q8_0 size derived", "repo name"],
+        autoPick: true,
+        notes: "dense 24B: all of it must sit on the GPU to be fast; carries a vision tower (not loaded: --no-mmproj)"
+      },
+      {
+        id: "gpt-oss-120b",
+        name: "gpt-oss-120b",
+        repo: "ggml-org/gpt-oss-120b-GGUF",
+        source: "https://huggingface.co/openai/gpt-oss-120b (36 layers, 128 experts 4 active, hidden 2880, head dim 64, 131,072 context, alternating 128-token sliding window); MXFP4 GGUF \u2248 60 GB in 3 shards",
+        released: "2025-08-05",
+        license: "apache-2.0",
+        contextLength: 131072,
+        totalParamsB: 117,
+        activeParamsB: 5.1,
+        sweBenchVerified: 62.4,
+        spec: { arch: "gpt-oss", nLayer: 36, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 128, used: 4, expertShare: 0.95 } },
+        quants: [{ quant: "MXFP4", bytes: 60 * GB, bits: 4.25, sizeNote: "\u2248 60 GB per a deployment guide" }],
+        toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "llama.cpp parses harmony channels; reasoning effort set in the system prompt" },
+        unverified: ["KV heads 8 and vocab 201088 from memory of the config, not re-read", "file size \u2248 60 GB", "SWE-bench figure"],
+        autoPick: true,
+        notes: "MXFP4 experts; all experts on CPU (--n-cpu-moe 36) leaves \u2248 5 GB on the GPU"
+      },
+      {
+        id: "gpt-oss-20b",
+        name: "gpt-oss-20b",
+        repo: "ggml-org/gpt-oss-20b-GGUF",
+        source: "https://huggingface.co/openai/gpt-oss-20b (24 layers, 32 experts 4 active, hidden 2880, head dim 64, 131,072 context, alternating 128-token sliding window)",
+        released: "2025-08-05",
+        license: "apache-2.0",
+        contextLength: 131072,
+        totalParamsB: 21,
+        activeParamsB: 3.6,
+        sweBenchVerified: 60.7,
+        spec: { arch: "gpt-oss", nLayer: 24, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 32, used: 4, expertShare: 0.91 } },
+        quants: [{ quant: "MXFP4", bytes: 12.13 * GB, bits: 4.25, sizeNote: null }],
+        toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "small and fast; weaker at long multi-step edits" },
+        unverified: ["KV heads 8 and vocab 201088 from memory of the config", "SWE-bench figure"],
+        autoPick: true,
+        notes: "the small tier: fits 16 GB GPUs whole, 8 GB GPUs with experts in RAM, and runs on CPUs"
+      },
+      {
+        id: "glm-4.7-flash",
+        name: "GLM-4.7-Flash (30B-A3B)",
+        repo: "bartowski/zai-org_GLM-4.7-Flash-GGUF",
+        source: "https://huggingface.co/zai-org/GLM-4.7-Flash (MoE with MLA, served by llama.cpp's deepseek2 path: 47 layers, 64 routed + 1 shared experts, 4 active, latent KV 576 per layer); sizes from bartowski's quant table",
+        released: "2026-01",
+        license: "mit",
+        contextLength: 202752,
+        totalParamsB: 30,
+        activeParamsB: 3,
+        sweBenchVerified: null,
+        spec: { arch: "deepseek2", nLayer: 47, nEmbd: 2048, nVocab: 154880, attnInterval: 1, nHead: 20, nHeadKv: 1, headDim: 576, mla: 576, moe: { experts: 64, used: 4, expertShare: 0.9 } },
+        quants: [
+          { quant: "Q8_0", bytes: 31.84 * GB, bits: 8.5, sizeNote: null },
+          { quant: "Q6_K", bytes: 24.83 * GB, bits: 6.56, sizeNote: null },
+          { quant: "Q5_K_M", bytes: 21.57 * GB, bits: 5.5, sizeNote: null },
+          { quant: "Q4_K_M", bytes: 18.47 * GB, bits: 4.85, sizeNote: null }
+        ],
+        toolCalling: { status: "unverified", template: "the GGUF's GLM-4.7 Jinja template (--jinja)", note: "bartowski suggests --flash-attn off for speed" },
+        unverified: ["context length (one quant card says 32,768; 202,752 assumed from the GLM-4.x family)", "hidden size, heads and vocab", "SWE-bench score"],
+        autoPick: false,
+        notes: "listed for choice only: its context length and shape could not be confirmed"
+      }
+    ];
   }
-  if (arch === "clip") throw new MetadataError("this is an mmproj (vision tower) file, not a language model; pass the model GGUF");
-  const k = (s) => meta[`${arch}.${s}`];
-  const need = (s) => {
-    const v = num(k(s));
-    if (v === void 0) throw new MetadataError(`metadata lacks ${arch}.${s}`);
-    return v;
-  };
-  const caveats = [];
-  const nLayerAll = need("block_count");
-  const nLayerNextn = num(k("nextn_predict_layers")) ?? 0;
-  const nLayer = nLayerAll - nLayerNextn;
-  const nCtxTrain = need("context_length");
-  const nEmbd = need("embedding_length");
-  const nHead = perLayer(k("attention.head_count"), nLayerAll, 0, `${arch}.attention.head_count`);
-  const nHeadKv = perLayer(k("attention.head_count_kv"), nLayerAll, nHead, `${arch}.attention.head_count_kv`);
-  const nFf = perLayer(k("feed_forward_length"), nLayerAll, 0, `${arch}.feed_forward_length`);
-  const nVocab = arrLen(meta["tokenizer.ggml.tokens"]) ?? num(k("vocab_size")) ?? 0;
-  const h0 = nHead[0] ?? 0;
-  let headK = 0;
-  let headV = 0;
-  if (h0 > 0) {
-    headK = num(k("attention.key_length")) ?? Math.floor(nEmbd / h0);
-    headV = num(k("attention.value_length")) ?? Math.floor(nEmbd / h0);
+});
+
+// engine/models/download.ts
+import { createHash as createHash2 } from "node:crypto";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync9, mkdirSync as mkdirSync11, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
+import { once as once10 } from "node:events";
+import path25 from "node:path";
+async function sha256File(file2) {
+  const h3 = createHash2("sha256");
+  for await (const chunk of createReadStream2(file2)) h3.update(chunk);
+  return h3.digest("hex");
+}
+async function downloadFile(o2) {
+  const f = o2.fetchImpl ?? fetch;
+  mkdirSync11(path25.dirname(o2.dest), { recursive: true });
+  if (existsSync9(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
+    if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase()) return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
-  const headKSwa = num(k("attention.key_length_swa")) ?? headK;
-  const headVSwa = num(k("attention.value_length_swa")) ?? headV;
-  const isMla = num(k("attention.key_length_mla")) !== void 0 && num(k("attention.value_length_mla")) !== void 0;
-  let swaType = "none";
-  let nSwa = num(k("attention.sliding_window")) ?? 0;
-  let isSwa = new Array(nLayerAll).fill(false);
-  const patRaw = k("attention.sliding_window_pattern");
-  const pat = (def, denseFirst = false) => {
-    if (Array.isArray(patRaw)) {
-      const a2 = patRaw.map((x) => Boolean(num(x)));
-      return [...a2, ...new Array(Math.max(0, nLayerAll - a2.length)).fill(false)].slice(0, nLayerAll);
+  const part = `${o2.dest}.part`;
+  let start = existsSync9(part) ? statSync5(part).size : 0;
+  if (o2.expectedSize && start > o2.expectedSize) {
+    unlinkSync(part);
+    start = 0;
+  }
+  if (o2.expectedSize) {
+    const fs = statfsSync(path25.dirname(o2.dest));
+    const free = Number(fs.bavail) * Number(fs.bsize);
+    const need = o2.expectedSize - start;
+    if (need > free) {
+      throw new DownloadError(`${path25.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path25.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
     }
-    return swaPattern(nLayer, nLayerAll, num(patRaw) ?? def, denseFirst);
-  };
-  const hasWindowKey = k("attention.sliding_window") !== void 0;
-  switch (arch) {
-    case "gemma2":
-      swaType = "standard";
-      nSwa = num(k("attention.sliding_window")) ?? 4096;
-      isSwa = pat(2);
-      break;
-    case "gemma3":
-      if (nSwa > 0) {
-        swaType = "standard";
-        isSwa = pat(6);
-      }
-      break;
-    case "gemma3n":
-      swaType = "standard";
-      isSwa = pat(5);
-      break;
-    case "gemma4":
-      swaType = "standard";
-      isSwa = pat(0);
-      break;
-    case "cohere2":
-      swaType = "standard";
-      isSwa = pat(4);
-      break;
-    case "gpt-oss":
-      swaType = "standard";
-      isSwa = pat(2);
-      break;
-    case "llama4":
-      if (!(hasWindowKey && nSwa === 0)) {
-        swaType = "chunked";
-        nSwa = 8192;
-        isSwa = pat(4);
-      }
-      break;
-    case "olmo2":
-    case "afmoe":
-      if (nSwa > 0) {
-        swaType = "standard";
-        isSwa = pat(4);
-      }
-      break;
-    case "smallthinker":
-      if (nSwa > 0) {
-        swaType = "standard";
-        nSwa = 4096;
-        isSwa = pat(4, true);
-      }
-      break;
-    case "exaone4":
-      if (nSwa > 0 || patRaw !== void 0) {
-        swaType = "standard";
-        nSwa = nSwa || 4096;
-        isSwa = pat(4);
-      }
-      break;
-    default:
-      if (arch !== "lfm2" && nSwa > 0 && patRaw !== void 0) {
-        swaType = "standard";
-        isSwa = pat(4);
-        caveats.push(`SWA layout for arch ${arch} taken from its sliding_window_pattern key; llama.cpp may differ`);
-      }
   }
-  let isRecr = new Array(nLayerAll).fill(RECURRENT.has(arch));
-  const recrArr = k("attention.recurrent_layers");
-  if (["qwen3next", "qwen35", "qwen35moe", "qwen4exp", "minimax-01"].includes(arch)) {
-    if (Array.isArray(recrArr)) isRecr = perLayer(recrArr, nLayerAll, 0, `${arch}.attention.recurrent_layers`).map(Boolean);
-    else {
-      const fai = num(k("full_attention_interval")) ?? 4;
-      isRecr = isRecr.map((_, i2) => i2 < nLayer && (i2 + 1) % fai !== 0);
+  const headers = { ...o2.headers };
+  if (start > 0) headers.Range = `bytes=${start}-`;
+  let res;
+  try {
+    res = await f(o2.url, { headers, signal: o2.signal, redirect: "follow" });
+  } catch (e) {
+    if (o2.signal?.aborted) throw new DownloadError(`download cancelled; ${start} bytes kept in ${part} for resume`);
+    throw new DownloadError(`cannot download ${o2.url}: ${e.message}`);
+  }
+  if (res.status === 416 && o2.expectedSize && start === o2.expectedSize) {
+  } else if (res.status === 200 && start > 0) {
+    start = 0;
+  } else if (res.status !== 200 && res.status !== 206) {
+    throw new DownloadError(`GET ${o2.url} answered HTTP ${res.status}${res.status === 401 || res.status === 403 ? " (gated or private: set HF_TOKEN)" : ""}`);
+  }
+  const lenHeader = Number(res.headers.get("content-length") ?? NaN);
+  const total = o2.expectedSize ?? (Number.isFinite(lenHeader) ? lenHeader + start : null);
+  const out = createWriteStream2(part, { flags: start > 0 ? "a" : "w" });
+  let received = start;
+  const t0 = performance.now();
+  let lastTick = 0;
+  try {
+    if (res.status !== 416 && res.body) {
+      for await (const chunk of res.body) {
+        if (!out.write(chunk)) await once10(out, "drain");
+        received += chunk.length;
+        const now = performance.now();
+        if (o2.onProgress && now - lastTick > 200) {
+          lastTick = now;
+          o2.onProgress({ received, total, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, now - t0) * 1e3 });
+        }
+      }
     }
-  } else if (["granitehybrid", "jamba", "lfm2", "lfm2moe", "plamo2", "kimi-linear", "bailingmoe3", "kimi-k3"].includes(arch)) {
-    isRecr = isRecr.map((_, i2) => (arch.startsWith("lfm2") ? i2 < nLayer : true) && nHeadKv[i2] === 0);
-  } else if (arch === "nemotron_h" || arch === "nemotron_h_moe") {
-    isRecr = isRecr.map((_, i2) => i2 < nLayer && nHeadKv[i2] === 0 && nFf[i2] === 0);
-  } else if (arch === "falcon-h1") {
-    isRecr = isRecr.map(() => true);
+  } catch (e) {
+    out.end();
+    await once10(out, "finish").catch(() => {
+    });
+    if (o2.signal?.aborted) throw new DownloadError(`download cancelled; ${received} bytes kept in ${part} for resume`);
+    throw new DownloadError(`download of ${o2.url} broke at ${received} bytes (${e.message}); run again to resume`);
   }
-  if (arch === "lfm2" && nSwa > 0) {
-    swaType = "standard";
-    isSwa = isSwa.map((_, i2) => i2 < nLayer && !isRecr[i2]);
-  }
-  const wkvHead = num(k("wkv.head_size")) ?? 0;
-  const lCache = num(k("shortconv.l_cache")) ?? 0;
-  const kdaHead = num(k("kda.head_dim")) ?? 0;
-  const dConv = num(k("ssm.conv_kernel")) ?? 0;
-  const dInner = num(k("ssm.inner_size")) ?? 0;
-  const dState = num(k("ssm.state_size")) ?? 0;
-  const nGroup = num(k("ssm.group_count")) ?? 0;
-  let nEmbdR;
-  let nEmbdS;
-  if (wkvHead) {
-    nEmbdR = (num(k("token_shift_count")) ?? 2) * nEmbd;
-    nEmbdS = nEmbd * wkvHead;
-  } else if (lCache) {
-    nEmbdR = nEmbd * (lCache - 1);
-    nEmbdS = dState * dInner;
-  } else if (kdaHead) {
-    const dIn = h0 * kdaHead;
-    nEmbdR = 3 * (dConv > 0 ? dConv - 1 : 3) * dIn;
-    nEmbdS = kdaHead * kdaHead * h0;
-  } else {
-    nEmbdR = (dConv > 0 ? dConv - 1 : 0) * (dInner + 2 * nGroup * dState);
-    nEmbdS = dState * dInner;
-    if (arch === "minimax-01") caveats.push("MiniMax linear-attention state not modelled exactly");
-  }
-  let kvFromStart = -1;
-  if (arch === "gemma3n") kvFromStart = 20;
-  if (arch === "gemma4") kvFromStart = nLayerAll - (num(k("attention.shared_kv_layers")) ?? 0);
-  const hasKv = (il) => kvFromStart < 0 || il < kvFromStart;
-  const recurrent = RECURRENT.has(arch);
-  const hybrid = HYBRID.has(arch);
-  let kvLayer;
-  let rsLayer;
-  if (NO_MEMORY.has(arch)) {
-    kvLayer = new Array(nLayerAll).fill(false);
-    rsLayer = [...kvLayer];
-  } else if (recurrent) {
-    kvLayer = new Array(nLayerAll).fill(false);
-    rsLayer = new Array(nLayerAll).fill(true);
-  } else if (hybrid) {
-    let fa = (il) => !isRecr[il];
-    let fr = (il) => Boolean(isRecr[il]);
-    if (arch === "falcon-h1") {
-      fa = () => true;
-      fr = () => true;
-    } else if (arch === "nemotron_h" || arch === "nemotron_h_moe") {
-      fa = (il) => !isRecr[il] && nFf[il] === 0;
-      fr = (il) => Boolean(isRecr[il]) && nFf[il] === 0;
-    } else if (["qwen3next", "qwen35", "qwen35moe", "qwen4exp", "minimax-01"].includes(arch)) {
-      fa = (il) => il < nLayer && !isRecr[il];
-      fr = (il) => il < nLayer && Boolean(isRecr[il]);
+  out.end();
+  await once10(out, "finish");
+  o2.onProgress?.({ received, total, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
+  const size = statSync5(part).size;
+  if (total !== null && size !== total) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total}; run again to resume`);
+  let verified = total !== null ? "size" : "none";
+  if (o2.sha256) {
+    const got = await sha256File(part);
+    if (got !== o2.sha256.toLowerCase()) {
+      unlinkSync(part);
+      throw new DownloadError(`checksum mismatch for ${path25.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`);
     }
-    kvLayer = Array.from({ length: nLayerAll }, (_, il) => hasKv(il) && fa(il));
-    rsLayer = Array.from({ length: nLayerAll }, (_, il) => fr(il));
-  } else {
-    const nextnFiltered = ["step35", "hy_v3", "glm-dsa", "mimo2", "deepseek32"].includes(arch) && nLayerNextn > 0;
-    kvLayer = Array.from({ length: nLayerAll }, (_, il) => hasKv(il) && (!nextnFiltered || il < nLayer));
-    rsLayer = new Array(nLayerAll).fill(false);
+    verified = "sha256";
   }
-  if (UNMODELED.has(arch)) caveats.push(`arch ${arch} uses a specialised cache (indexer/compressed); KV figures are approximate`);
-  if (arch === "gemma3n" || arch === "gemma4" && kvFromStart < nLayerAll) caveats.push("layers sharing KV with earlier layers hold none of their own");
-  const kind = NO_MEMORY.has(arch) ? "none" : recurrent ? "recurrent" : hybrid ? "hybrid" : "attention";
-  return {
-    arch,
-    name: typeof meta["general.name"] === "string" ? meta["general.name"] : null,
-    nLayerAll,
-    nLayerNextn,
-    nLayer,
-    nCtxTrain,
-    nEmbd,
-    nVocab,
-    nHead,
-    nHeadKv,
-    nFf,
-    headK,
-    headV,
-    headKSwa,
-    headVSwa,
-    isMla,
-    swaType,
-    nSwa,
-    isSwa,
-    isRecr,
-    kvLayer,
-    rsLayer,
-    nEmbdR,
-    nEmbdS,
-    kind,
-    caveats
-  };
+  renameSync2(part, o2.dest);
+  return { path: o2.dest, bytes: size, resumedFrom: start, verified };
 }
-function headDimK(h3, il) {
-  return h3.isSwa[il] ? h3.headKSwa : h3.headK;
-}
-function headDimV(h3, il) {
-  return h3.isSwa[il] ? h3.headVSwa : h3.headV;
-}
-function nEmbdKGqa(h3, il) {
-  return headDimK(h3, il) * (h3.nHeadKv[il] ?? 0);
-}
-function nEmbdVGqa(h3, il) {
-  return headDimV(h3, il) * (h3.nHeadKv[il] ?? 0);
-}
-var RECURRENT, HYBRID, NO_MEMORY, UNMODELED, MetadataError;
-var init_hparams = __esm({
-  "engine/models/hparams.ts"() {
-    RECURRENT = /* @__PURE__ */ new Set(["mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"]);
-    HYBRID = /* @__PURE__ */ new Set([
-      "jamba",
-      "falcon-h1",
-      "plamo2",
-      "granitehybrid",
-      "lfm2",
-      "lfm2moe",
-      "nemotron_h",
-      "nemotron_h_moe",
-      "qwen3next",
-      "kimi-linear",
-      "bailingmoe3",
-      "kimi-k3",
-      "qwen35",
-      "qwen35moe",
-      "qwen4exp",
-      "deepseek4",
-      "minimax-01"
-    ]);
-    NO_MEMORY = /* @__PURE__ */ new Set([
-      "bert",
-      "jina-bert-v2",
-      "jina-bert-v3",
-      "nomic-bert",
-      "nomic-bert-moe",
-      "neo-bert",
-      "eurobert",
-      "wavtokenizer-dec",
-      "modern-bert",
-      "gemma-embedding",
-      "dream",
-      "llada",
-      "llada-moe",
-      "rnd1"
-    ]);
-    UNMODELED = /* @__PURE__ */ new Set(["minimax-m3", "glm-dsa", "deepseek32", "dots3note", "deepseek4", "qwen4exp", "dflash"]);
-    MetadataError = class extends Error {
+var DownloadError;
+var init_download = __esm({
+  "engine/models/download.ts"() {
+    DownloadError = class extends Error {
     };
   }
 });
@@ -49892,374 +46409,14 @@ var init_ggml_types = __esm({
   }
 });
 
-// engine/models/estimate.ts
-function resolveContext(h3, o2) {
-  const auto = o2.parallel === void 0 || o2.parallel < 0;
-  const slots = auto ? 4 : o2.parallel;
-  if (!Number.isInteger(slots) || slots < 1) throw new EstimateError(`--parallel must be a positive integer (got ${o2.parallel})`);
-  const kvUnified = auto ? o2.kvUnified ?? true : o2.kvUnified ?? false;
-  const c3 = o2.ctx && o2.ctx > 0 ? o2.ctx : h3.nCtxTrain;
-  let nCtx = pad(c3, 256);
-  let nCtxPerSlot;
-  if (kvUnified) nCtxPerSlot = nCtx;
-  else {
-    nCtxPerSlot = pad(Math.floor(nCtx / slots), 256);
-    nCtx = nCtxPerSlot * slots;
-  }
-  return { nCtx, nCtxPerSlot, slots, kvUnified, nStream: kvUnified ? 1 : slots };
-}
-function typeId(t2) {
-  const id2 = ggmlTypeId(t2);
-  if (id2 === void 0) throw new EstimateError(`unknown cache type ${t2}`);
-  return id2;
-}
-function tensorLayer(name, nLayerAll) {
-  const m = /^blk\.(\d+)\./.exec(name);
-  if (m) return Number(m[1]);
-  if (name.startsWith("token_embd.") && !name.startsWith("token_embd_norm")) return -1;
-  return nLayerAll;
-}
-function assignLayers(nLayerAll, nGpuLayers, gpus, tensorSplit) {
-  const n2 = gpus.length;
-  const out = new Array(nLayerAll + 1).fill(-1);
-  if (n2 === 0 || nGpuLayers <= 0) return out;
-  const raw = tensorSplit && tensorSplit.some((x) => x > 0) ? gpus.map((_, i2) => tensorSplit[i2] ?? 0) : gpus.map((g) => g.freeBytes);
-  const splits = [];
-  let sum = 0;
-  for (const x of raw) splits.push(sum += x);
-  for (let i2 = 0; i2 < n2; i2++) splits[i2] = sum > 0 ? splits[i2] / sum : (i2 + 1) / n2;
-  const iGpuStart = Math.max(nLayerAll + 1 - nGpuLayers, 0);
-  const act = Math.min(nGpuLayers, nLayerAll + 1);
-  for (let il = 0; il <= nLayerAll; il++) {
-    if (il < iGpuStart || il - iGpuStart >= act) continue;
-    const f = Math.fround((il - iGpuStart) / act);
-    let d = 0;
-    while (d < n2 && !(splits[d] > f)) d++;
-    out[il] = Math.min(d, n2 - 1);
-  }
-  return out;
-}
-function estimate(h3, tensors, o2 = {}) {
-  const warnings = [...h3.caveats];
-  const ctx = resolveContext(h3, o2);
-  const ctk = o2.cacheTypeK ?? "f16";
-  const ctv = o2.cacheTypeV ?? "f16";
-  const fa = (o2.flashAttn ?? "auto") !== "off";
-  const quantV = !["f32", "f16", "bf16"].includes(ctv);
-  if (quantV && !fa) throw new EstimateError(`quantized V cache (${ctv}) requires flash attention; use --flash-attn on or --cache-type-v f16`);
-  const ubatch = o2.ubatch ?? 512;
-  if (!Number.isInteger(ubatch) || ubatch < 1) throw new EstimateError(`--ubatch must be a positive integer (got ${o2.ubatch})`);
-  const tk = typeId(ctk);
-  const tv = typeId(ctv);
-  const gpus = o2.gpus ?? [];
-  const nLayerAll = h3.nLayerAll;
-  const ngl = o2.nGpuLayers === void 0 || o2.nGpuLayers < 0 ? nLayerAll + 1 : o2.nGpuLayers;
-  const layerDev = assignLayers(nLayerAll, gpus.length ? ngl : 0, gpus, o2.tensorSplit);
-  const cells = ctx.nCtxPerSlot;
-  const hasSwa = h3.swaType !== "none" && h3.isSwa.some(Boolean);
-  let swaCells = null;
-  if (hasSwa) {
-    swaCells = o2.swaFull ? cells : pad(Math.min(cells, h3.nSwa * (ctx.kvUnified ? ctx.slots : 1) + ubatch), 256);
-  }
-  let vMax = 0;
-  for (let il = 0; il < nLayerAll; il++) vMax = Math.max(vMax, nEmbdVGqa(h3, il));
-  const devKv = /* @__PURE__ */ new Map();
-  const devRs = /* @__PURE__ */ new Map();
-  let kvK = 0;
-  let kvV = 0;
-  let kvSwa = 0;
-  for (let il = 0; il < nLayerAll; il++) {
-    if (!h3.kvLayer[il]) continue;
-    const c3 = h3.isSwa[il] && swaCells !== null ? swaCells : cells;
-    const k = rowBytes(tk, nEmbdKGqa(h3, il)) * c3 * ctx.nStream;
-    const v = h3.isMla ? 0 : rowBytes(tv, fa ? nEmbdVGqa(h3, il) : vMax) * c3 * ctx.nStream;
-    kvK += k;
-    kvV += v;
-    if (h3.isSwa[il] && swaCells !== null) kvSwa += k + v;
-    const d = layerDev[il];
-    devKv.set(d, (devKv.get(d) ?? 0) + k + v);
-  }
-  const rows = Math.max(1, ctx.slots) * (1 + (o2.nRsSeq ?? 0));
-  let rs = 0;
-  for (let il = 0; il < nLayerAll; il++) {
-    if (!h3.rsLayer[il]) continue;
-    const b = 4 * h3.nEmbdR * rows + 4 * h3.nEmbdS * rows;
-    rs += b;
-    const d = layerDev[il];
-    devRs.set(d, (devRs.get(d) ?? 0) + b);
-  }
-  let weights = null;
-  const devW = /* @__PURE__ */ new Map();
-  if (tensors && tensors.length) {
-    weights = 0;
-    const hasOutput = tensors.some((t2) => t2.name === "output.weight");
-    for (const t2 of tensors) {
-      const il = tensorLayer(t2.name, nLayerAll);
-      const expertOnCpu = (o2.nCpuMoe ?? 0) > 0 && il >= 0 && il < o2.nCpuMoe && /_exps\./.test(t2.name);
-      const d = il < 0 || expertOnCpu ? -1 : layerDev[Math.min(il, nLayerAll)];
-      weights += t2.bytes;
-      devW.set(d, (devW.get(d) ?? 0) + t2.bytes);
-      if (il < 0 && !hasOutput && t2.name === "token_embd.weight" && layerDev[nLayerAll] >= 0) {
-        const od = layerDev[nLayerAll];
-        devW.set(od, (devW.get(od) ?? 0) + t2.bytes);
-      }
-    }
-  } else {
-    warnings.push("no tensor infos: weights not counted (pass a GGUF, or metadata with tensor infos)");
-  }
-  const outputBytes = h3.nVocab * 4 * ctx.slots;
-  const ffMax = Math.max(0, ...h3.nFf);
-  const headMax = Math.max(0, ...h3.nHead);
-  const nKvMain = cells;
-  let compute = ubatch * 4 * (2 * ffMax + 4 * h3.nEmbd) + outputBytes;
-  if (h3.kvLayer.some(Boolean)) {
-    const masks = nKvMain + (swaCells ?? 0);
-    if (fa) compute += masks * ubatch * 2;
-    else compute += headMax * nKvMain * ubatch * 4 + masks * ubatch * 4;
-  }
-  if (gpus.length > 1) warnings.push("multi-GPU: pipeline parallelism keeps extra input copies; compute estimate per GPU");
-  const overhead = o2.gpuOverheadBytes ?? 300 * MiB2;
-  const perDevice = [];
-  const count2 = (d) => layerDev.slice(0, nLayerAll).filter((x) => x === d).length;
-  const usedGpus = new Set(layerDev.filter((d) => d >= 0));
-  gpus.forEach((g, i2) => {
-    const used = usedGpus.has(i2);
-    const w = weights === null ? null : devW.get(i2) ?? 0;
-    const kv = devKv.get(i2) ?? 0;
-    const r = devRs.get(i2) ?? 0;
-    const comp = used ? compute : 0;
-    const ov = used ? overhead : 0;
-    perDevice.push({
-      device: g.id,
-      name: g.name,
-      kind: g.kind,
-      layers: count2(i2),
-      hasOutput: layerDev[nLayerAll] === i2,
-      weightsBytes: w,
-      kvBytes: kv,
-      recurrentBytes: r,
-      computeBytes: comp,
-      outputBytes: 0,
-      overheadBytes: ov,
-      totalBytes: (w ?? 0) + kv + r + comp + ov,
-      freeBytes: g.freeBytes
-    });
-  });
-  {
-    const w = weights === null ? null : devW.get(-1) ?? 0;
-    const kv = devKv.get(-1) ?? 0;
-    const r = devRs.get(-1) ?? 0;
-    const comp = usedGpus.size ? Math.round(ubatch * 4 * h3.nEmbd * 2) : compute;
-    perDevice.push({
-      device: "CPU",
-      name: "host",
-      kind: "cpu",
-      layers: count2(-1),
-      hasOutput: layerDev[nLayerAll] === -1,
-      weightsBytes: w,
-      kvBytes: kv,
-      recurrentBytes: r,
-      computeBytes: comp,
-      outputBytes,
-      overheadBytes: 0,
-      totalBytes: (w ?? 0) + kv + r + comp + outputBytes,
-      freeBytes: null
-    });
-  }
-  const kvBytes = kvK + kvV;
-  return {
-    arch: h3.arch,
-    ...ctx,
-    kvCells: cells,
-    swaCells,
-    flashAttn: fa,
-    cacheTypeK: ctk,
-    cacheTypeV: ctv,
-    ubatch,
-    kvBytes,
-    kvBytesK: kvK,
-    kvBytesV: kvV,
-    kvBytesSwa: kvSwa,
-    recurrentBytes: rs,
-    weightsBytes: weights,
-    outputBytes,
-    computeBytes: compute,
-    nGpuLayers: gpus.length ? Math.min(ngl, nLayerAll + 1) : 0,
-    perDevice,
-    totalBytes: weights === null ? null : perDevice.reduce((a2, d) => a2 + d.totalBytes, 0),
-    warnings
-  };
-}
-var MiB2, GiB2, pad, EstimateError;
-var init_estimate = __esm({
-  "engine/models/estimate.ts"() {
-    init_ggml_types();
-    init_hparams();
-    MiB2 = 1024 * 1024;
-    GiB2 = 1024 * MiB2;
-    pad = (x, n2) => Math.ceil(x / n2) * n2;
-    EstimateError = class extends Error {
-    };
-  }
-});
-
-// engine/models/fit.ts
-function ctxLadder(min, max) {
-  const out = /* @__PURE__ */ new Set();
-  const top = pad(max, 256);
-  for (let c3 = top; c3 >= min; c3 = pad(Math.floor(c3 / 2), 256)) {
-    out.add(c3);
-    if (c3 <= 256) break;
-  }
-  out.add(pad(min, 256));
-  return [...out].filter((c3) => c3 >= min && c3 <= top).sort((a2, b) => b - a2);
-}
-function checkFits(e, req, margin) {
-  let shortBy = 0;
-  const weightsUnknown = e.weightsBytes === null;
-  const extraWeights = weightsUnknown ? req.fileBytes ?? 0 : 0;
-  for (const d of e.perDevice) {
-    let need = d.totalBytes;
-    if (weightsUnknown) {
-      const share2 = (d.layers + (d.hasOutput ? 1 : 0)) / (req.hparams.nLayerAll + 1);
-      need += extraWeights * (d.kind === "cpu" && req.gpus.length && d.layers === 0 ? 0.02 : share2);
-    }
-    const free = d.kind === "cpu" ? req.hostFreeBytes : d.freeBytes ?? 0;
-    const over = need + margin - free;
-    if (over > 0) shortBy = Math.max(shortBy, over);
-  }
-  return { ok: shortBy <= 0, shortBy };
-}
-function argsFor(c3) {
-  const a2 = ["-c", String(c3.nCtx), "-np", String(c3.slots)];
-  if (c3.kvUnified) a2.push("--kv-unified");
-  if (c3.cacheTypeK !== "f16") a2.push("-ctk", c3.cacheTypeK);
-  if (c3.cacheTypeV !== "f16") a2.push("-ctv", c3.cacheTypeV);
-  a2.push("-fa", c3.flashAttn, "-ngl", String(c3.nGpuLayers));
-  if (c3.tensorSplit && c3.tensorSplit.length > 1) a2.push("-ts", c3.tensorSplit.map((x) => String(Math.round(x))).join(","));
-  return a2;
-}
-function fit(req) {
-  const h3 = req.hparams;
-  const margin = req.marginBytes ?? DEFAULT_MARGIN;
-  const slots = req.slots;
-  if (!Number.isInteger(slots) || slots < 1) throw new Error(`slots must be a positive integer (got ${slots})`);
-  const maxCtx = Math.min(req.maxCtxPerSlot ?? h3.nCtxTrain, h3.nCtxTrain);
-  const base2 = {
-    slots,
-    ctxPerSlot: 0,
-    nCtx: 0,
-    kvUnified: slots > 1,
-    cacheTypeK: "f16",
-    cacheTypeV: "f16",
-    flashAttn: "on",
-    nGpuLayers: 0,
-    tensorSplit: null
-  };
-  if (req.minCtxPerSlot > h3.nCtxTrain) {
-    return {
-      ...base2,
-      fits: false,
-      placement: "none",
-      estimate: null,
-      args: [],
-      reason: `the model was trained for ${h3.nCtxTrain} tokens of context; ${req.minCtxPerSlot} per slot is beyond it`,
-      suggestions: ["pick a model with a longer context", `lower --ctx to \u2264 ${h3.nCtxTrain}`]
-    };
-  }
-  const ladder = ctxLadder(req.minCtxPerSlot, maxCtx);
-  const cacheTypes = req.cacheTypes ?? ["f16", "q8_0", "q4_0"];
-  const totalGpuFree = req.gpus.reduce((a2, g) => a2 + g.freeBytes, 0);
-  const tensorSplit = req.gpus.length > 1 ? req.gpus.map((g) => g.freeBytes / MiB2) : null;
-  const tryPlacement = (ngl, gpus) => {
-    for (const ctx of ladder) {
-      for (const ct of cacheTypes) {
-        const e2 = estimate(h3, req.tensors, {
-          ctx: ctx * slots,
-          parallel: slots,
-          kvUnified: slots > 1,
-          cacheTypeK: ct,
-          cacheTypeV: ct,
-          flashAttn: "on",
-          ubatch: req.ubatch,
-          nGpuLayers: ngl,
-          gpus,
-          tensorSplit: tensorSplit ?? void 0
-        });
-        if (e2.nCtxPerSlot < req.minCtxPerSlot) continue;
-        if (checkFits(e2, req, margin).ok) {
-          const choice = {
-            ...base2,
-            ctxPerSlot: ctx,
-            nCtx: e2.nCtx,
-            cacheTypeK: ct,
-            cacheTypeV: ct,
-            nGpuLayers: gpus.length ? ngl : 0,
-            tensorSplit: gpus.length > 1 ? tensorSplit : null,
-            flashAttn: "on"
-          };
-          const placement = !gpus.length ? "cpu" : ngl >= h3.nLayerAll + 1 ? "gpu" : "partial";
-          return {
-            ...choice,
-            fits: true,
-            placement,
-            estimate: e2,
-            args: argsFor(choice),
-            reason: `${slots} slot(s) \xD7 ${ctx} tokens, unified KV (${ct}), ${placement === "cpu" ? "CPU only" : `${choice.nGpuLayers}/${h3.nLayerAll + 1} layers on GPU`}`,
-            suggestions: []
-          };
-        }
-      }
-    }
-    return null;
-  };
-  if (req.gpus.length) {
-    const all = tryPlacement(h3.nLayerAll + 1, req.gpus);
-    if (all) return all;
-    for (let ngl = h3.nLayerAll; ngl >= 1; ngl--) {
-      const p = tryPlacement(ngl, req.gpus);
-      if (p) return p;
-    }
-  }
-  const cpu = tryPlacement(0, []);
-  if (cpu) {
-    if (req.gpus.length) cpu.reason += " (does not fit the GPUs)";
-    return cpu;
-  }
-  const e = estimate(h3, req.tensors, { ctx: pad(req.minCtxPerSlot, 256) * slots, parallel: slots, kvUnified: slots > 1, cacheTypeK: "q4_0", cacheTypeV: "q4_0", flashAttn: "on" });
-  const need = (e.totalBytes ?? (req.fileBytes ?? 0) + e.kvBytes + e.recurrentBytes + e.computeBytes) + margin;
-  const have = Math.max(totalGpuFree, req.hostFreeBytes);
-  return {
-    ...base2,
-    fits: false,
-    placement: "none",
-    estimate: e,
-    args: [],
-    reason: `needs about ${(need / GiB2).toFixed(1)} GiB for ${slots} slot(s) \xD7 ${req.minCtxPerSlot} tokens even with a q4_0 KV cache; the largest memory pool has ${(have / GiB2).toFixed(1)} GiB free`,
-    suggestions: [
-      "a smaller model or a lower-bit quant",
-      slots > 1 ? `fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))})` : "a shorter --ctx",
-      `a GPU with \u2265 ${Math.ceil(need / GiB2)} GiB free`,
-      "an API provider (ocw setup --provider URL --model ID --api-key-env VAR)"
-    ]
-  };
-}
-var DEFAULT_MARGIN;
-var init_fit = __esm({
-  "engine/models/fit.ts"() {
-    init_estimate();
-    DEFAULT_MARGIN = 1024 * MiB2;
-  }
-});
-
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path42) {
+function fileSource(path46) {
   let fh;
   return {
-    describe: path42,
+    describe: path46,
     async read(offset, length) {
-      fh ??= await open(path42, "r");
+      fh ??= await open(path46, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -50494,8 +46651,8 @@ var init_gguf = __esm({
 });
 
 // engine/models/source.ts
-import { existsSync as existsSync9, readFileSync as readFileSync10, statSync as statSync5 } from "node:fs";
-import path25 from "node:path";
+import { existsSync as existsSync10, readFileSync as readFileSync10, statSync as statSync6 } from "node:fs";
+import path26 from "node:path";
 function quantFromName(name) {
   const m = /[-_.](I?Q\d_[A-Z0-9_]+?|I?Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(name);
   return m ? m[1].toUpperCase() : null;
@@ -50520,7 +46677,7 @@ function tensorsFromJson(raw) {
   });
 }
 function loadMetadataFile(file2) {
-  if (!existsSync9(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
+  if (!existsSync10(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
     j = JSON.parse(readFileSync10(file2, "utf8"));
@@ -50559,9 +46716,9 @@ async function loadGguf(ref, headers = {}) {
     if (isMmproj(f2)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
-  if (!existsSync9(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
-  const names = shardNames(path25.basename(ref)).map((n2) => path25.join(path25.dirname(ref), n2));
-  for (const n2 of names) if (!existsSync9(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
+  if (!existsSync10(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
+  const names = shardNames(path26.basename(ref)).map((n2) => path26.join(path26.dirname(ref), n2));
+  for (const n2 of names) if (!existsSync10(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
     try {
@@ -50572,7 +46729,7 @@ async function loadGguf(ref, headers = {}) {
   }
   const f = mergeShards(files);
   if (isMmproj(f)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
-  const fileBytes = names.reduce((a2, n2) => a2 + statSync5(n2).size, 0);
+  const fileBytes = names.reduce((a2, n2) => a2 + statSync6(n2).size, 0);
   return { source: ref, metadata: f.metadata, tensors: f.tensors, fileBytes, quant: quantOf(f.metadata, ref), shards: names.length };
 }
 var ModelSourceError, hfBase, FTYPE;
@@ -50618,6 +46775,1036 @@ var init_source2 = __esm({
       37: "TQ2_0",
       38: "MXFP4_MOE"
     };
+  }
+});
+
+// engine/models/hf.ts
+function hubHeaders(env2 = process.env) {
+  const t2 = env2.HF_TOKEN ?? env2.HUGGING_FACE_HUB_TOKEN;
+  return t2 ? { authorization: `Bearer ${t2}` } : {};
+}
+function resolveUrl(repo, file2, rev = "main", env2 = process.env) {
+  return `${hubEndpoint(env2)}/${repo}/resolve/${encodeURIComponent(rev)}/${file2.split("/").map(encodeURIComponent).join("/")}`;
+}
+async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = process.env) {
+  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`"${repo}" is not a Hugging Face repo id (owner/name)`);
+  let url2 = `${hubEndpoint(env2)}/api/models/${repo}/tree/${encodeURIComponent(rev)}?recursive=true`;
+  const out = [];
+  for (let page = 0; url2 && page < 50; page++) {
+    const res = await fetchImpl(url2, { headers: hubHeaders(env2) });
+    if (res.status === 401 || res.status === 403) throw new Error(`${repo} is gated or private: set HF_TOKEN`);
+    if (res.status === 404) throw new Error(`no Hugging Face repo ${repo} (revision ${rev})`);
+    if (!res.ok) throw new Error(`Hub tree API for ${repo} answered HTTP ${res.status}`);
+    const entries = await res.json();
+    for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
+    const link = res.headers.get("link");
+    const next = link && /<([^>]+)>;\s*rel="next"/.exec(link);
+    url2 = next ? new URL(next[1], url2).toString() : null;
+  }
+  return out;
+}
+function groupGgufs(repo, rev, files) {
+  const ggufs = files.filter((f) => f.path.toLowerCase().endsWith(".gguf"));
+  const mmproj = ggufs.filter((f) => /mmproj/i.test(f.path));
+  const byQuant = /* @__PURE__ */ new Map();
+  for (const f of ggufs) {
+    if (mmproj.includes(f)) continue;
+    const m = /-(\d{5})-of-(\d{5})\.gguf$/i.exec(f.path);
+    if (m && m[1] !== "00001") continue;
+    const q = quantFromName(f.path.split("/").pop()) ?? f.path;
+    const shards = m ? ggufs.filter((g) => g.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "") === f.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "")).sort((a2, b) => a2.path.localeCompare(b.path)) : [f];
+    byQuant.set(q, shards);
+  }
+  const quants = [...byQuant.entries()].map(([quant, fs]) => ({ quant, files: fs, totalBytes: fs.reduce((a2, x) => a2 + x.size, 0) })).sort((a2, b) => b.totalBytes - a2.totalBytes);
+  return { repo, rev, quants, mmproj };
+}
+async function repoGgufs(repo, rev = "main", fetchImpl = fetch, env2 = process.env) {
+  return groupGgufs(repo, rev, await listRepoFiles(repo, rev, fetchImpl, env2));
+}
+var hubEndpoint;
+var init_hf = __esm({
+  "engine/models/hf.ts"() {
+    init_source2();
+    hubEndpoint = (env2 = process.env) => (env2.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
+  }
+});
+
+// engine/models/hparams.ts
+function num2(v) {
+  if (typeof v === "number") return v;
+  if (typeof v === "bigint") return Number(v);
+  if (typeof v === "boolean") return v ? 1 : 0;
+  return void 0;
+}
+function arrLen(v) {
+  if (Array.isArray(v)) return v.length;
+  if (v && typeof v === "object" && v.__gguf_array) return v.length;
+  return void 0;
+}
+function perLayer(v, n2, fallback, key) {
+  if (Array.isArray(v)) {
+    if (v.length !== n2) throw new Error(`${key} has ${v.length} entries, expected block_count = ${n2}`);
+    return v.map((x) => num2(x) ?? 0);
+  }
+  const s = num2(v);
+  if (s !== void 0) return new Array(n2).fill(s);
+  return Array.isArray(fallback) ? [...fallback] : new Array(n2).fill(fallback);
+}
+function swaPattern(nLayer, nLayerAll, p, denseFirst = false) {
+  const out = new Array(nLayerAll).fill(false);
+  for (let il = 0; il < nLayer; il++) {
+    out[il] = denseFirst ? p === 0 || il % p !== 0 : p === 0 || il % p < p - 1;
+  }
+  return out;
+}
+function hparamsFromMetadata(meta) {
+  const arch = meta["general.architecture"];
+  if (typeof arch !== "string" || !arch) {
+    throw new MetadataError('metadata has no general.architecture (a GGUF metadata object is keyed like "llama.block_count")');
+  }
+  if (arch === "clip") throw new MetadataError("this is an mmproj (vision tower) file, not a language model; pass the model GGUF");
+  const k = (s) => meta[`${arch}.${s}`];
+  const need = (s) => {
+    const v = num2(k(s));
+    if (v === void 0) throw new MetadataError(`metadata lacks ${arch}.${s}`);
+    return v;
+  };
+  const caveats = [];
+  const nLayerAll = need("block_count");
+  const nLayerNextn = num2(k("nextn_predict_layers")) ?? 0;
+  const nLayer = nLayerAll - nLayerNextn;
+  const nCtxTrain = need("context_length");
+  const nEmbd = need("embedding_length");
+  const nHead = perLayer(k("attention.head_count"), nLayerAll, 0, `${arch}.attention.head_count`);
+  const nHeadKv = perLayer(k("attention.head_count_kv"), nLayerAll, nHead, `${arch}.attention.head_count_kv`);
+  const nFf = perLayer(k("feed_forward_length"), nLayerAll, 0, `${arch}.feed_forward_length`);
+  const nVocab = arrLen(meta["tokenizer.ggml.tokens"]) ?? num2(k("vocab_size")) ?? 0;
+  const h0 = nHead[0] ?? 0;
+  let headK = 0;
+  let headV = 0;
+  if (h0 > 0) {
+    headK = num2(k("attention.key_length")) ?? Math.floor(nEmbd / h0);
+    headV = num2(k("attention.value_length")) ?? Math.floor(nEmbd / h0);
+  }
+  const headKSwa = num2(k("attention.key_length_swa")) ?? headK;
+  const headVSwa = num2(k("attention.value_length_swa")) ?? headV;
+  const isMla = num2(k("attention.key_length_mla")) !== void 0 && num2(k("attention.value_length_mla")) !== void 0;
+  let swaType = "none";
+  let nSwa = num2(k("attention.sliding_window")) ?? 0;
+  let isSwa = new Array(nLayerAll).fill(false);
+  const patRaw = k("attention.sliding_window_pattern");
+  const pat = (def, denseFirst = false) => {
+    if (Array.isArray(patRaw)) {
+      const a2 = patRaw.map((x) => Boolean(num2(x)));
+      return [...a2, ...new Array(Math.max(0, nLayerAll - a2.length)).fill(false)].slice(0, nLayerAll);
+    }
+    return swaPattern(nLayer, nLayerAll, num2(patRaw) ?? def, denseFirst);
+  };
+  const hasWindowKey = k("attention.sliding_window") !== void 0;
+  switch (arch) {
+    case "gemma2":
+      swaType = "standard";
+      nSwa = num2(k("attention.sliding_window")) ?? 4096;
+      isSwa = pat(2);
+      break;
+    case "gemma3":
+      if (nSwa > 0) {
+        swaType = "standard";
+        isSwa = pat(6);
+      }
+      break;
+    case "gemma3n":
+      swaType = "standard";
+      isSwa = pat(5);
+      break;
+    case "gemma4":
+      swaType = "standard";
+      isSwa = pat(0);
+      break;
+    case "cohere2":
+      swaType = "standard";
+      isSwa = pat(4);
+      break;
+    case "gpt-oss":
+      swaType = "standard";
+      isSwa = pat(2);
+      break;
+    case "llama4":
+      if (!(hasWindowKey && nSwa === 0)) {
+        swaType = "chunked";
+        nSwa = 8192;
+        isSwa = pat(4);
+      }
+      break;
+    case "olmo2":
+    case "afmoe":
+      if (nSwa > 0) {
+        swaType = "standard";
+        isSwa = pat(4);
+      }
+      break;
+    case "smallthinker":
+      if (nSwa > 0) {
+        swaType = "standard";
+        nSwa = 4096;
+        isSwa = pat(4, true);
+      }
+      break;
+    case "exaone4":
+      if (nSwa > 0 || patRaw !== void 0) {
+        swaType = "standard";
+        nSwa = nSwa || 4096;
+        isSwa = pat(4);
+      }
+      break;
+    default:
+      if (arch !== "lfm2" && nSwa > 0 && patRaw !== void 0) {
+        swaType = "standard";
+        isSwa = pat(4);
+        caveats.push(`SWA layout for arch ${arch} taken from its sliding_window_pattern key; llama.cpp may differ`);
+      }
+  }
+  let isRecr = new Array(nLayerAll).fill(RECURRENT.has(arch));
+  const recrArr = k("attention.recurrent_layers");
+  if (["qwen3next", "qwen35", "qwen35moe", "qwen4exp", "minimax-01"].includes(arch)) {
+    if (Array.isArray(recrArr)) isRecr = perLayer(recrArr, nLayerAll, 0, `${arch}.attention.recurrent_layers`).map(Boolean);
+    else {
+      const fai = num2(k("full_attention_interval")) ?? 4;
+      isRecr = isRecr.map((_, i2) => i2 < nLayer && (i2 + 1) % fai !== 0);
+    }
+  } else if (["granitehybrid", "jamba", "lfm2", "lfm2moe", "plamo2", "kimi-linear", "bailingmoe3", "kimi-k3"].includes(arch)) {
+    isRecr = isRecr.map((_, i2) => (arch.startsWith("lfm2") ? i2 < nLayer : true) && nHeadKv[i2] === 0);
+  } else if (arch === "nemotron_h" || arch === "nemotron_h_moe") {
+    isRecr = isRecr.map((_, i2) => i2 < nLayer && nHeadKv[i2] === 0 && nFf[i2] === 0);
+  } else if (arch === "falcon-h1") {
+    isRecr = isRecr.map(() => true);
+  }
+  if (arch === "lfm2" && nSwa > 0) {
+    swaType = "standard";
+    isSwa = isSwa.map((_, i2) => i2 < nLayer && !isRecr[i2]);
+  }
+  const wkvHead = num2(k("wkv.head_size")) ?? 0;
+  const lCache = num2(k("shortconv.l_cache")) ?? 0;
+  const kdaHead = num2(k("kda.head_dim")) ?? 0;
+  const dConv = num2(k("ssm.conv_kernel")) ?? 0;
+  const dInner = num2(k("ssm.inner_size")) ?? 0;
+  const dState = num2(k("ssm.state_size")) ?? 0;
+  const nGroup = num2(k("ssm.group_count")) ?? 0;
+  let nEmbdR;
+  let nEmbdS;
+  if (wkvHead) {
+    nEmbdR = (num2(k("token_shift_count")) ?? 2) * nEmbd;
+    nEmbdS = nEmbd * wkvHead;
+  } else if (lCache) {
+    nEmbdR = nEmbd * (lCache - 1);
+    nEmbdS = dState * dInner;
+  } else if (kdaHead) {
+    const dIn = h0 * kdaHead;
+    nEmbdR = 3 * (dConv > 0 ? dConv - 1 : 3) * dIn;
+    nEmbdS = kdaHead * kdaHead * h0;
+  } else {
+    nEmbdR = (dConv > 0 ? dConv - 1 : 0) * (dInner + 2 * nGroup * dState);
+    nEmbdS = dState * dInner;
+    if (arch === "minimax-01") caveats.push("MiniMax linear-attention state not modelled exactly");
+  }
+  let kvFromStart = -1;
+  if (arch === "gemma3n") kvFromStart = 20;
+  if (arch === "gemma4") kvFromStart = nLayerAll - (num2(k("attention.shared_kv_layers")) ?? 0);
+  const hasKv = (il) => kvFromStart < 0 || il < kvFromStart;
+  const recurrent = RECURRENT.has(arch);
+  const hybrid = HYBRID.has(arch);
+  let kvLayer;
+  let rsLayer;
+  if (NO_MEMORY.has(arch)) {
+    kvLayer = new Array(nLayerAll).fill(false);
+    rsLayer = [...kvLayer];
+  } else if (recurrent) {
+    kvLayer = new Array(nLayerAll).fill(false);
+    rsLayer = new Array(nLayerAll).fill(true);
+  } else if (hybrid) {
+    let fa = (il) => !isRecr[il];
+    let fr = (il) => Boolean(isRecr[il]);
+    if (arch === "falcon-h1") {
+      fa = () => true;
+      fr = () => true;
+    } else if (arch === "nemotron_h" || arch === "nemotron_h_moe") {
+      fa = (il) => !isRecr[il] && nFf[il] === 0;
+      fr = (il) => Boolean(isRecr[il]) && nFf[il] === 0;
+    } else if (["qwen3next", "qwen35", "qwen35moe", "qwen4exp", "minimax-01"].includes(arch)) {
+      fa = (il) => il < nLayer && !isRecr[il];
+      fr = (il) => il < nLayer && Boolean(isRecr[il]);
+    }
+    kvLayer = Array.from({ length: nLayerAll }, (_, il) => hasKv(il) && fa(il));
+    rsLayer = Array.from({ length: nLayerAll }, (_, il) => fr(il));
+  } else {
+    const nextnFiltered = ["step35", "hy_v3", "glm-dsa", "mimo2", "deepseek32"].includes(arch) && nLayerNextn > 0;
+    kvLayer = Array.from({ length: nLayerAll }, (_, il) => hasKv(il) && (!nextnFiltered || il < nLayer));
+    rsLayer = new Array(nLayerAll).fill(false);
+  }
+  if (UNMODELED.has(arch)) caveats.push(`arch ${arch} uses a specialised cache (indexer/compressed); KV figures are approximate`);
+  if (arch === "gemma3n" || arch === "gemma4" && kvFromStart < nLayerAll) caveats.push("layers sharing KV with earlier layers hold none of their own");
+  const kind = NO_MEMORY.has(arch) ? "none" : recurrent ? "recurrent" : hybrid ? "hybrid" : "attention";
+  return {
+    arch,
+    name: typeof meta["general.name"] === "string" ? meta["general.name"] : null,
+    nLayerAll,
+    nLayerNextn,
+    nLayer,
+    nCtxTrain,
+    nEmbd,
+    nVocab,
+    nHead,
+    nHeadKv,
+    nFf,
+    headK,
+    headV,
+    headKSwa,
+    headVSwa,
+    isMla,
+    swaType,
+    nSwa,
+    isSwa,
+    isRecr,
+    kvLayer,
+    rsLayer,
+    nEmbdR,
+    nEmbdS,
+    kind,
+    caveats
+  };
+}
+function headDimK(h3, il) {
+  return h3.isSwa[il] ? h3.headKSwa : h3.headK;
+}
+function headDimV(h3, il) {
+  return h3.isSwa[il] ? h3.headVSwa : h3.headV;
+}
+function nEmbdKGqa(h3, il) {
+  return headDimK(h3, il) * (h3.nHeadKv[il] ?? 0);
+}
+function nEmbdVGqa(h3, il) {
+  return headDimV(h3, il) * (h3.nHeadKv[il] ?? 0);
+}
+var RECURRENT, HYBRID, NO_MEMORY, UNMODELED, MetadataError;
+var init_hparams = __esm({
+  "engine/models/hparams.ts"() {
+    RECURRENT = /* @__PURE__ */ new Set(["mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"]);
+    HYBRID = /* @__PURE__ */ new Set([
+      "jamba",
+      "falcon-h1",
+      "plamo2",
+      "granitehybrid",
+      "lfm2",
+      "lfm2moe",
+      "nemotron_h",
+      "nemotron_h_moe",
+      "qwen3next",
+      "kimi-linear",
+      "bailingmoe3",
+      "kimi-k3",
+      "qwen35",
+      "qwen35moe",
+      "qwen4exp",
+      "deepseek4",
+      "minimax-01"
+    ]);
+    NO_MEMORY = /* @__PURE__ */ new Set([
+      "bert",
+      "jina-bert-v2",
+      "jina-bert-v3",
+      "nomic-bert",
+      "nomic-bert-moe",
+      "neo-bert",
+      "eurobert",
+      "wavtokenizer-dec",
+      "modern-bert",
+      "gemma-embedding",
+      "dream",
+      "llada",
+      "llada-moe",
+      "rnd1"
+    ]);
+    UNMODELED = /* @__PURE__ */ new Set(["minimax-m3", "glm-dsa", "deepseek32", "dots3note", "deepseek4", "qwen4exp", "dflash"]);
+    MetadataError = class extends Error {
+    };
+  }
+});
+
+// engine/models/estimate.ts
+function resolveContext(h3, o2) {
+  const auto = o2.parallel === void 0 || o2.parallel < 0;
+  const slots = auto ? 4 : o2.parallel;
+  if (!Number.isInteger(slots) || slots < 1) throw new EstimateError(`--parallel must be a positive integer (got ${o2.parallel})`);
+  const kvUnified = auto ? o2.kvUnified ?? true : o2.kvUnified ?? false;
+  const c3 = o2.ctx && o2.ctx > 0 ? o2.ctx : h3.nCtxTrain;
+  let nCtx = pad(c3, 256);
+  let nCtxPerSlot;
+  if (kvUnified) nCtxPerSlot = nCtx;
+  else {
+    nCtxPerSlot = pad(Math.floor(nCtx / slots), 256);
+    nCtx = nCtxPerSlot * slots;
+  }
+  return { nCtx, nCtxPerSlot, slots, kvUnified, nStream: kvUnified ? 1 : slots };
+}
+function typeId(t2) {
+  const id2 = ggmlTypeId(t2);
+  if (id2 === void 0) throw new EstimateError(`unknown cache type ${t2}`);
+  return id2;
+}
+function tensorLayer(name, nLayerAll) {
+  const m = /^blk\.(\d+)\./.exec(name);
+  if (m) return Number(m[1]);
+  if (name.startsWith("token_embd.") && !name.startsWith("token_embd_norm")) return -1;
+  return nLayerAll;
+}
+function assignLayers(nLayerAll, nGpuLayers, gpus, tensorSplit) {
+  const n2 = gpus.length;
+  const out = new Array(nLayerAll + 1).fill(-1);
+  if (n2 === 0 || nGpuLayers <= 0) return out;
+  const raw = tensorSplit && tensorSplit.some((x) => x > 0) ? gpus.map((_, i2) => tensorSplit[i2] ?? 0) : gpus.map((g) => g.freeBytes);
+  const splits = [];
+  let sum = 0;
+  for (const x of raw) splits.push(sum += x);
+  for (let i2 = 0; i2 < n2; i2++) splits[i2] = sum > 0 ? splits[i2] / sum : (i2 + 1) / n2;
+  const iGpuStart = Math.max(nLayerAll + 1 - nGpuLayers, 0);
+  const act = Math.min(nGpuLayers, nLayerAll + 1);
+  for (let il = 0; il <= nLayerAll; il++) {
+    if (il < iGpuStart || il - iGpuStart >= act) continue;
+    const f = Math.fround((il - iGpuStart) / act);
+    let d = 0;
+    while (d < n2 && !(splits[d] > f)) d++;
+    out[il] = Math.min(d, n2 - 1);
+  }
+  return out;
+}
+function estimate(h3, tensors, o2 = {}) {
+  const warnings = [...h3.caveats];
+  const ctx = resolveContext(h3, o2);
+  const ctk = o2.cacheTypeK ?? "f16";
+  const ctv = o2.cacheTypeV ?? "f16";
+  const fa = (o2.flashAttn ?? "auto") !== "off";
+  const quantV = !["f32", "f16", "bf16"].includes(ctv);
+  if (quantV && !fa) throw new EstimateError(`quantized V cache (${ctv}) requires flash attention; use --flash-attn on or --cache-type-v f16`);
+  const ubatch = o2.ubatch ?? 512;
+  if (!Number.isInteger(ubatch) || ubatch < 1) throw new EstimateError(`--ubatch must be a positive integer (got ${o2.ubatch})`);
+  const tk = typeId(ctk);
+  const tv = typeId(ctv);
+  const gpus = o2.gpus ?? [];
+  const nLayerAll = h3.nLayerAll;
+  const ngl = o2.nGpuLayers === void 0 || o2.nGpuLayers < 0 ? nLayerAll + 1 : o2.nGpuLayers;
+  const layerDev = assignLayers(nLayerAll, gpus.length ? ngl : 0, gpus, o2.tensorSplit);
+  const cells = ctx.nCtxPerSlot;
+  const hasSwa = h3.swaType !== "none" && h3.isSwa.some(Boolean);
+  let swaCells = null;
+  if (hasSwa) {
+    swaCells = o2.swaFull ? cells : pad(Math.min(cells, h3.nSwa * (ctx.kvUnified ? ctx.slots : 1) + ubatch), 256);
+  }
+  let vMax = 0;
+  for (let il = 0; il < nLayerAll; il++) vMax = Math.max(vMax, nEmbdVGqa(h3, il));
+  const devKv = /* @__PURE__ */ new Map();
+  const devRs = /* @__PURE__ */ new Map();
+  let kvK = 0;
+  let kvV = 0;
+  let kvSwa = 0;
+  for (let il = 0; il < nLayerAll; il++) {
+    if (!h3.kvLayer[il]) continue;
+    const c3 = h3.isSwa[il] && swaCells !== null ? swaCells : cells;
+    const k = rowBytes(tk, nEmbdKGqa(h3, il)) * c3 * ctx.nStream;
+    const v = h3.isMla ? 0 : rowBytes(tv, fa ? nEmbdVGqa(h3, il) : vMax) * c3 * ctx.nStream;
+    kvK += k;
+    kvV += v;
+    if (h3.isSwa[il] && swaCells !== null) kvSwa += k + v;
+    const d = layerDev[il];
+    devKv.set(d, (devKv.get(d) ?? 0) + k + v);
+  }
+  const rows = Math.max(1, ctx.slots) * (1 + (o2.nRsSeq ?? 0));
+  let rs = 0;
+  for (let il = 0; il < nLayerAll; il++) {
+    if (!h3.rsLayer[il]) continue;
+    const b = 4 * h3.nEmbdR * rows + 4 * h3.nEmbdS * rows;
+    rs += b;
+    const d = layerDev[il];
+    devRs.set(d, (devRs.get(d) ?? 0) + b);
+  }
+  let weights = null;
+  const devW = /* @__PURE__ */ new Map();
+  if (tensors && tensors.length) {
+    weights = 0;
+    const hasOutput = tensors.some((t2) => t2.name === "output.weight");
+    for (const t2 of tensors) {
+      const il = tensorLayer(t2.name, nLayerAll);
+      const expertOnCpu = (o2.nCpuMoe ?? 0) > 0 && il >= 0 && il < o2.nCpuMoe && /_exps\./.test(t2.name);
+      const d = il < 0 || expertOnCpu ? -1 : layerDev[Math.min(il, nLayerAll)];
+      weights += t2.bytes;
+      devW.set(d, (devW.get(d) ?? 0) + t2.bytes);
+      if (il < 0 && !hasOutput && t2.name === "token_embd.weight" && layerDev[nLayerAll] >= 0) {
+        const od = layerDev[nLayerAll];
+        devW.set(od, (devW.get(od) ?? 0) + t2.bytes);
+      }
+    }
+  } else {
+    warnings.push("no tensor infos: weights not counted (pass a GGUF, or metadata with tensor infos)");
+  }
+  const outputBytes = h3.nVocab * 4 * ctx.slots;
+  const ffMax = Math.max(0, ...h3.nFf);
+  const headMax = Math.max(0, ...h3.nHead);
+  const nKvMain = cells;
+  let compute = ubatch * 4 * (2 * ffMax + 4 * h3.nEmbd) + outputBytes;
+  if (h3.kvLayer.some(Boolean)) {
+    const masks = nKvMain + (swaCells ?? 0);
+    if (fa) compute += masks * ubatch * 2;
+    else compute += headMax * nKvMain * ubatch * 4 + masks * ubatch * 4;
+  }
+  if (gpus.length > 1) warnings.push("multi-GPU: pipeline parallelism keeps extra input copies; compute estimate per GPU");
+  const overhead = o2.gpuOverheadBytes ?? 300 * MiB2;
+  const perDevice = [];
+  const count2 = (d) => layerDev.slice(0, nLayerAll).filter((x) => x === d).length;
+  const usedGpus = new Set(layerDev.filter((d) => d >= 0));
+  gpus.forEach((g, i2) => {
+    const used = usedGpus.has(i2);
+    const w = weights === null ? null : devW.get(i2) ?? 0;
+    const kv = devKv.get(i2) ?? 0;
+    const r = devRs.get(i2) ?? 0;
+    const comp = used ? compute : 0;
+    const ov = used ? overhead : 0;
+    perDevice.push({
+      device: g.id,
+      name: g.name,
+      kind: g.kind,
+      layers: count2(i2),
+      hasOutput: layerDev[nLayerAll] === i2,
+      weightsBytes: w,
+      kvBytes: kv,
+      recurrentBytes: r,
+      computeBytes: comp,
+      outputBytes: 0,
+      overheadBytes: ov,
+      totalBytes: (w ?? 0) + kv + r + comp + ov,
+      freeBytes: g.freeBytes
+    });
+  });
+  {
+    const w = weights === null ? null : devW.get(-1) ?? 0;
+    const kv = devKv.get(-1) ?? 0;
+    const r = devRs.get(-1) ?? 0;
+    const comp = usedGpus.size ? Math.round(ubatch * 4 * h3.nEmbd * 2) : compute;
+    perDevice.push({
+      device: "CPU",
+      name: "host",
+      kind: "cpu",
+      layers: count2(-1),
+      hasOutput: layerDev[nLayerAll] === -1,
+      weightsBytes: w,
+      kvBytes: kv,
+      recurrentBytes: r,
+      computeBytes: comp,
+      outputBytes,
+      overheadBytes: 0,
+      totalBytes: (w ?? 0) + kv + r + comp + outputBytes,
+      freeBytes: null
+    });
+  }
+  const kvBytes = kvK + kvV;
+  return {
+    arch: h3.arch,
+    ...ctx,
+    kvCells: cells,
+    swaCells,
+    flashAttn: fa,
+    cacheTypeK: ctk,
+    cacheTypeV: ctv,
+    ubatch,
+    kvBytes,
+    kvBytesK: kvK,
+    kvBytesV: kvV,
+    kvBytesSwa: kvSwa,
+    recurrentBytes: rs,
+    weightsBytes: weights,
+    outputBytes,
+    computeBytes: compute,
+    nGpuLayers: gpus.length ? Math.min(ngl, nLayerAll + 1) : 0,
+    perDevice,
+    totalBytes: weights === null ? null : perDevice.reduce((a2, d) => a2 + d.totalBytes, 0),
+    warnings
+  };
+}
+var MiB2, GiB2, pad, EstimateError;
+var init_estimate = __esm({
+  "engine/models/estimate.ts"() {
+    init_ggml_types();
+    init_hparams();
+    MiB2 = 1024 * 1024;
+    GiB2 = 1024 * MiB2;
+    pad = (x, n2) => Math.ceil(x / n2) * n2;
+    EstimateError = class extends Error {
+    };
+  }
+});
+
+// engine/models/plan.ts
+function ctxLadder(min, max) {
+  const out = /* @__PURE__ */ new Set([pad(min, 256)]);
+  for (let c3 = 1024; c3 <= max; c3 *= 2) if (c3 >= min) out.add(c3);
+  if (max >= min) out.add(pad(max, 256) > max ? Math.floor(max / 256) * 256 : max);
+  return [...out].filter((c3) => c3 >= min && c3 <= Math.max(max, min)).sort((a2, b) => b - a2);
+}
+function fits(e, gpus, hostFree) {
+  for (const d of e.perDevice) {
+    const free = d.kind === "cpu" ? hostFree : gpus.find((g) => g.id === d.device)?.freeBytes ?? 0;
+    if (d.totalBytes + MARGIN > free) return false;
+  }
+  return true;
+}
+function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial", "cpu"]) {
+  const h3 = m.hparams;
+  if (minCtx > h3.nCtxTrain) return null;
+  const maxCtx = Math.min(h3.nCtxTrain, 131072);
+  const ladder = ctxLadder(minCtx, maxCtx);
+  const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes);
+  const all = h3.nLayerAll + 1;
+  const est = (ctx, ct, g, ngl, nCpuMoe) => estimate(h3, m.tensors, {
+    ctx: ctx * slots,
+    parallel: slots,
+    kvUnified: slots > 1,
+    cacheTypeK: ct,
+    cacheTypeV: ct,
+    flashAttn: "on",
+    nGpuLayers: g.length ? ngl : 0,
+    gpus: g,
+    nCpuMoe,
+    tensorSplit: g.length > 1 ? g.map((x) => x.freeBytes / MiB2) : void 0
+  });
+  const bestCtx = (g, ngl, nCpuMoe) => {
+    for (const ctx of ladder) for (const ct of ["f16", "q8_0"]) {
+      const e2 = est(ctx, ct, g, ngl, nCpuMoe);
+      if (fits(e2, g, dev.hostFreeBytes)) return { ctx, ct, e: e2 };
+    }
+    const e = est(ladder.at(-1), "q4_0", g, ngl, nCpuMoe);
+    return fits(e, g, dev.hostFreeBytes) ? { ctx: ladder.at(-1), ct: "q4_0", e } : null;
+  };
+  let minCt = "q8_0";
+  const fitsMin = (g, ngl, nCpuMoe) => fits(est(ladder.at(-1), minCt, g, ngl, nCpuMoe), g, dev.hostFreeBytes);
+  const mk = (placement, g, ngl, nCpuMoe, r) => ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e });
+  if (gpus.length) {
+    if (allow.includes("gpu")) {
+      for (let k = 1; k <= gpus.length; k++) {
+        const g = gpus.slice(0, k);
+        const r = bestCtx(g, all, 0);
+        if (r) return mk("gpu", g, all, 0, r);
+      }
+    }
+    if (allow.includes("moe-offload") && m.isMoe) {
+      let lo = 1;
+      let hi = h3.nLayer;
+      minCt = fitsMin(gpus, all, hi) ? "q8_0" : "q4_0";
+      if (fitsMin(gpus, all, hi)) {
+        while (lo < hi) {
+          const mid = lo + hi >> 1;
+          if (fitsMin(gpus, all, mid)) hi = mid;
+          else lo = mid + 1;
+        }
+        const r = bestCtx(gpus, all, lo);
+        if (r) return mk("moe-offload", gpus, all, lo, r);
+      }
+    }
+    if (allow.includes("partial")) {
+      let lo = 1;
+      let hi = all - 1;
+      minCt = "q8_0";
+      if (!fitsMin(gpus, lo, 0)) minCt = "q4_0";
+      if (hi >= 1 && fitsMin(gpus, lo, 0)) {
+        while (lo < hi) {
+          const mid = lo + hi + 1 >> 1;
+          if (fitsMin(gpus, mid, 0)) lo = mid;
+          else hi = mid - 1;
+        }
+        const r = bestCtx(gpus, lo, 0);
+        if (r) return mk("partial", gpus, lo, 0, r);
+      }
+    }
+  }
+  if (allow.includes("cpu") && !gpus.length) {
+    const r = bestCtx([], 0, 0);
+    if (r) return mk("cpu", [], 0, 0, r);
+  }
+  return null;
+}
+function toPick(m, p, dev, slots, toolVerified) {
+  const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes).slice(0, p.gpusUsed);
+  const e = p.estimate;
+  const devices = [];
+  for (const g of gpus) {
+    const d = e.perDevice.find((x) => x.device === g.id);
+    devices.push({
+      name: `${g.runtimeId} ${g.name}`,
+      budgetBytes: Math.round(g.freeBytes),
+      plannedBytes: Math.round(d.totalBytes),
+      breakdown: { weightsBytes: Math.round(d.weightsBytes ?? 0), kvBytes: Math.round(d.kvBytes + d.recurrentBytes), computeBytes: Math.round(d.computeBytes + d.outputBytes), overheadBytes: Math.round(d.overheadBytes), marginBytes: MARGIN }
+    });
+  }
+  const host = e.perDevice.find((x) => x.kind === "cpu");
+  if (p.placement !== "gpu") {
+    devices.push({
+      name: "cpu",
+      budgetBytes: Math.round(dev.hostFreeBytes),
+      plannedBytes: Math.round(host.totalBytes),
+      breakdown: { weightsBytes: Math.round(host.weightsBytes ?? 0), kvBytes: Math.round(host.kvBytes + host.recurrentBytes), computeBytes: Math.round(host.computeBytes + host.outputBytes), overheadBytes: 0, marginBytes: MARGIN }
+    });
+  }
+  const ctxPerSlot = p.ctxPerSlot;
+  const args = [
+    ...m.modelArgs,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "8080",
+    "-c",
+    String(e.nCtx),
+    "-np",
+    String(slots),
+    ...slots > 1 ? ["--kv-unified"] : [],
+    ...p.cacheType !== "f16" ? ["-ctk", p.cacheType, "-ctv", p.cacheType] : [],
+    "-fa",
+    "on",
+    ...gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", gpus.map((g) => g.runtimeId).join(",")] : ["-ngl", "0"],
+    ...p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : [],
+    ...gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB2))).join(",")] : [],
+    "--jinja",
+    "--no-mmproj"
+  ];
+  const gib2 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+  const where = p.placement === "gpu" ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)` : p.placement === "moe-offload" ? `attention and ${h2(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)` : p.placement === "partial" ? `${p.nGpuLayers}/${h2(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)` : "CPU only";
+  const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : void 0;
+  return {
+    model: m.model,
+    quant: m.quant,
+    runtime: "llama.cpp",
+    slots,
+    ctxPerSlot,
+    toolCalling: toolVerified ? "verified" : "unverified",
+    devices,
+    command: `LLAMA_API_KEY=\u2026 llama-server ${args.map(shellQuote).join(" ")}`,
+    placement: p.placement,
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib2(m.fileBytes)}) ${where}; ${slots} slot(s) \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
+    ...replicas ? { replicas } : {}
+  };
+}
+function catalogModel(e, quant) {
+  const q = e.quants.find((x) => x.quant === quant);
+  if (!q) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
+  return {
+    model: e.id,
+    quant: q.quant,
+    hparams: catalogHparams(e),
+    tensors: catalogTensors(e, q),
+    fileBytes: q.bytes,
+    isMoe: !!e.spec.moe,
+    modelArgs: ["-hf", `${e.repo}:${q.quant}`]
+  };
+}
+function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG) {
+  const entries = catalog.filter((e) => e.autoPick);
+  const good = (e) => e.quants.filter((q) => q.bits >= 4);
+  const found = [];
+  const tryPhase = (phase, list, quantOrder, max) => {
+    for (const e of list) {
+      if (found.length >= max) return;
+      if (found.some((f) => f.model === e.id)) continue;
+      const qs = quantOrder === "largest" ? good(e) : [...good(e)].reverse();
+      for (const q of qs) {
+        const m = catalogModel(e, q.quant);
+        const p = layout(m, dev, slots, minCtx, [phase]);
+        if (p) {
+          found.push(toPick(m, p, dev, slots, verified(e.id)));
+          break;
+        }
+      }
+    }
+  };
+  if (dev.gpus.length) {
+    tryPhase("gpu", entries, "largest", 3);
+    tryPhase("moe-offload", entries.filter((e) => e.spec.moe), "smallest", 3);
+    tryPhase("partial", entries.filter((e) => !e.spec.moe), "smallest", 3);
+  } else {
+    tryPhase("cpu", entries.filter((e) => e.activeParamsB <= 5.5), "smallest", 3);
+  }
+  if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
+  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog) };
+}
+function noFitProblem(dev, slots, minCtx, verified, catalog) {
+  const mem = dev.gpus.length ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a2, g) => a2 + g.freeBytes, 0) / GiB2).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free`;
+  const hints = [];
+  for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
+    const p = propose(dev, s, minCtx, verified, catalog);
+    if (p.pick) {
+      hints.push(`--slots ${s} fits (${p.pick.model} ${p.pick.quant})`);
+      break;
+    }
+    if (s === 1) break;
+  }
+  if (minCtx > 16384 && !hints.length) {
+    const p = propose(dev, 1, 16384, verified, catalog);
+    if (p.pick) hints.push(`--slots 1 --min-ctx 16384 fits (${p.pick.model}), below what OpenCode needs for a useful session`);
+  }
+  hints.push("or use an API provider: ocw setup --provider URL --model ID --api-key-env VAR");
+  return `no catalog model fits ${slots} slot(s) \xD7 ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
+}
+function devicesFromHardware(hw, runtimePath) {
+  const notes = [];
+  const prefix = { nvidia: "CUDA", amd: "ROCm", apple: "MTL" };
+  const counters = {};
+  const gpus = [];
+  for (const g of hw.gpus) {
+    const free = g.unified ? Math.min(g.totalBytes, hw.ram.freeBytes) : g.freeBytes ?? Math.floor(g.totalBytes * 0.9);
+    let runtimeId;
+    if (hw.llamaDevices) {
+      const listed = hw.llamaDevices.find((d) => d.name.includes(g.name) || g.name.includes(d.name));
+      runtimeId = listed?.id ?? null;
+    } else {
+      const p = prefix[g.vendor] ?? "Vulkan";
+      runtimeId = `${p}${counters[p] ?? 0}`;
+      counters[p] = (counters[p] ?? 0) + 1;
+    }
+    if (!runtimeId) {
+      notes.push(`${g.name} is not visible to llama-server at ${runtimePath} (it lists ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => d.id).join(", ") : "no GPU: a CPU build"}); install a ${g.vendor === "nvidia" ? "CUDA" : g.vendor === "amd" ? "ROCm or Vulkan" : "GPU"} build to use it \u2014 planning without it`);
+      continue;
+    }
+    gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId });
+  }
+  if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
+  return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
+}
+function shellQuote(w) {
+  return /^[\w@%+=:,./…-]+$/u.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
+}
+function commandWords(command) {
+  const words = [];
+  let cur = null;
+  for (let i2 = 0; i2 < command.length; i2++) {
+    const ch = command[i2];
+    if (ch === "'") {
+      const end = command.indexOf("'", i2 + 1);
+      if (end < 0) throw new Error(`unbalanced quote in ${command}`);
+      cur = (cur ?? "") + command.slice(i2 + 1, end);
+      i2 = end;
+    } else if (ch === "\\" && i2 + 1 < command.length) {
+      cur = (cur ?? "") + command[++i2];
+    } else if (/\s/.test(ch)) {
+      if (cur !== null) words.push(cur);
+      cur = null;
+    } else cur = (cur ?? "") + ch;
+  }
+  if (cur !== null) words.push(cur);
+  const env2 = [];
+  while (words.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0])) env2.push(words.shift());
+  const bin = words.shift();
+  if (!bin) throw new Error(`no program in ${command}`);
+  return { env: env2, bin, args: words };
+}
+var DEFAULT_MIN_CTX, MARGIN, h2;
+var init_plan = __esm({
+  "engine/models/plan.ts"() {
+    init_catalog();
+    init_estimate();
+    DEFAULT_MIN_CTX = 32768;
+    MARGIN = 1024 * MiB2;
+    h2 = (m) => m.hparams;
+  }
+});
+
+// engine/models/fit.ts
+function ctxLadder2(min, max) {
+  const out = /* @__PURE__ */ new Set();
+  const top = pad(max, 256);
+  for (let c3 = top; c3 >= min; c3 = pad(Math.floor(c3 / 2), 256)) {
+    out.add(c3);
+    if (c3 <= 256) break;
+  }
+  out.add(pad(min, 256));
+  return [...out].filter((c3) => c3 >= min && c3 <= top).sort((a2, b) => b - a2);
+}
+function checkFits(e, req, margin) {
+  let shortBy = 0;
+  const weightsUnknown = e.weightsBytes === null;
+  const extraWeights = weightsUnknown ? req.fileBytes ?? 0 : 0;
+  for (const d of e.perDevice) {
+    let need = d.totalBytes;
+    if (weightsUnknown) {
+      const share2 = (d.layers + (d.hasOutput ? 1 : 0)) / (req.hparams.nLayerAll + 1);
+      need += extraWeights * (d.kind === "cpu" && req.gpus.length && d.layers === 0 ? 0.02 : share2);
+    }
+    const free = d.kind === "cpu" ? req.hostFreeBytes : d.freeBytes ?? 0;
+    const over = need + margin - free;
+    if (over > 0) shortBy = Math.max(shortBy, over);
+  }
+  return { ok: shortBy <= 0, shortBy };
+}
+function argsFor(c3) {
+  const a2 = ["-c", String(c3.nCtx), "-np", String(c3.slots)];
+  if (c3.kvUnified) a2.push("--kv-unified");
+  if (c3.cacheTypeK !== "f16") a2.push("-ctk", c3.cacheTypeK);
+  if (c3.cacheTypeV !== "f16") a2.push("-ctv", c3.cacheTypeV);
+  a2.push("-fa", c3.flashAttn, "-ngl", String(c3.nGpuLayers));
+  if (c3.tensorSplit && c3.tensorSplit.length > 1) a2.push("-ts", c3.tensorSplit.map((x) => String(Math.round(x))).join(","));
+  return a2;
+}
+function fit(req) {
+  const h3 = req.hparams;
+  const margin = req.marginBytes ?? DEFAULT_MARGIN;
+  const slots = req.slots;
+  if (!Number.isInteger(slots) || slots < 1) throw new Error(`slots must be a positive integer (got ${slots})`);
+  const maxCtx = Math.min(req.maxCtxPerSlot ?? h3.nCtxTrain, h3.nCtxTrain);
+  const base2 = {
+    slots,
+    ctxPerSlot: 0,
+    nCtx: 0,
+    kvUnified: slots > 1,
+    cacheTypeK: "f16",
+    cacheTypeV: "f16",
+    flashAttn: "on",
+    nGpuLayers: 0,
+    tensorSplit: null
+  };
+  if (req.minCtxPerSlot > h3.nCtxTrain) {
+    return {
+      ...base2,
+      fits: false,
+      placement: "none",
+      estimate: null,
+      args: [],
+      reason: `the model was trained for ${h3.nCtxTrain} tokens of context; ${req.minCtxPerSlot} per slot is beyond it`,
+      suggestions: ["pick a model with a longer context", `lower --ctx to \u2264 ${h3.nCtxTrain}`]
+    };
+  }
+  const ladder = ctxLadder2(req.minCtxPerSlot, maxCtx);
+  const cacheTypes = req.cacheTypes ?? ["f16", "q8_0", "q4_0"];
+  const totalGpuFree = req.gpus.reduce((a2, g) => a2 + g.freeBytes, 0);
+  const tensorSplit = req.gpus.length > 1 ? req.gpus.map((g) => g.freeBytes / MiB2) : null;
+  const tryPlacement = (ngl, gpus) => {
+    for (const ctx of ladder) {
+      for (const ct of cacheTypes) {
+        const e2 = estimate(h3, req.tensors, {
+          ctx: ctx * slots,
+          parallel: slots,
+          kvUnified: slots > 1,
+          cacheTypeK: ct,
+          cacheTypeV: ct,
+          flashAttn: "on",
+          ubatch: req.ubatch,
+          nGpuLayers: ngl,
+          gpus,
+          tensorSplit: tensorSplit ?? void 0
+        });
+        if (e2.nCtxPerSlot < req.minCtxPerSlot) continue;
+        if (checkFits(e2, req, margin).ok) {
+          const choice = {
+            ...base2,
+            ctxPerSlot: ctx,
+            nCtx: e2.nCtx,
+            cacheTypeK: ct,
+            cacheTypeV: ct,
+            nGpuLayers: gpus.length ? ngl : 0,
+            tensorSplit: gpus.length > 1 ? tensorSplit : null,
+            flashAttn: "on"
+          };
+          const placement = !gpus.length ? "cpu" : ngl >= h3.nLayerAll + 1 ? "gpu" : "partial";
+          return {
+            ...choice,
+            fits: true,
+            placement,
+            estimate: e2,
+            args: argsFor(choice),
+            reason: `${slots} slot(s) \xD7 ${ctx} tokens, unified KV (${ct}), ${placement === "cpu" ? "CPU only" : `${choice.nGpuLayers}/${h3.nLayerAll + 1} layers on GPU`}`,
+            suggestions: []
+          };
+        }
+      }
+    }
+    return null;
+  };
+  if (req.gpus.length) {
+    const all = tryPlacement(h3.nLayerAll + 1, req.gpus);
+    if (all) return all;
+    for (let ngl = h3.nLayerAll; ngl >= 1; ngl--) {
+      const p = tryPlacement(ngl, req.gpus);
+      if (p) return p;
+    }
+  }
+  const cpu = tryPlacement(0, []);
+  if (cpu) {
+    if (req.gpus.length) cpu.reason += " (does not fit the GPUs)";
+    return cpu;
+  }
+  const e = estimate(h3, req.tensors, { ctx: pad(req.minCtxPerSlot, 256) * slots, parallel: slots, kvUnified: slots > 1, cacheTypeK: "q4_0", cacheTypeV: "q4_0", flashAttn: "on" });
+  const need = (e.totalBytes ?? (req.fileBytes ?? 0) + e.kvBytes + e.recurrentBytes + e.computeBytes) + margin;
+  const have = Math.max(totalGpuFree, req.hostFreeBytes);
+  return {
+    ...base2,
+    fits: false,
+    placement: "none",
+    estimate: e,
+    args: [],
+    reason: `needs about ${(need / GiB2).toFixed(1)} GiB for ${slots} slot(s) \xD7 ${req.minCtxPerSlot} tokens even with a q4_0 KV cache; the largest memory pool has ${(have / GiB2).toFixed(1)} GiB free`,
+    suggestions: [
+      "a smaller model or a lower-bit quant",
+      slots > 1 ? `fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))})` : "a shorter --ctx",
+      `a GPU with \u2265 ${Math.ceil(need / GiB2)} GiB free`,
+      "an API provider (ocw setup --provider URL --model ID --api-key-env VAR)"
+    ]
+  };
+}
+var DEFAULT_MARGIN;
+var init_fit2 = __esm({
+  "engine/models/fit.ts"() {
+    init_estimate();
+    DEFAULT_MARGIN = 1024 * MiB2;
+  }
+});
+
+// engine/models/resolve.ts
+import path27 from "node:path";
+function parseRepoRef(ref) {
+  const m = /^([\w.-]+\/[\w.-]+?)(?::([\w.-]+))?(?:@([\w.\-/]+))?$/.exec(ref);
+  if (!m || ref.endsWith(".gguf")) return null;
+  return { repo: m[1], quant: m[2]?.toUpperCase() ?? null, rev: m[3] ?? "main" };
+}
+async function chooseFromRepo(ref, want, env2 = process.env) {
+  const p = parseRepoRef(ref);
+  if (!p) throw new Error(`"${ref}" is not owner/repo[:QUANT]`);
+  const g = await repoGgufs(p.repo, p.rev, fetch, env2);
+  let quants = g.quants;
+  if (p.quant) quants = quants.filter((q) => q.quant === p.quant);
+  if (!quants.length) throw new Error(p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q) => q.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`);
+  const considered = [];
+  let best = null;
+  let anyFit = null;
+  for (const q of quants) {
+    const info = await loadGguf(resolveUrl(p.repo, q.files[0].path, p.rev, env2), hubHeaders(env2));
+    info.fileBytes = q.totalBytes;
+    const c3 = fit({ hparams: hparamsFromMetadata(info.metadata), tensors: info.tensors, fileBytes: q.totalBytes, ...want });
+    considered.push({ quant: q.quant, totalBytes: q.totalBytes, fits: c3.fits, placement: c3.placement, reason: c3.reason });
+    if (c3.fits && !anyFit) anyFit = { q, info, c: c3 };
+    if (c3.fits && (c3.placement === "gpu" || !want.gpus.length)) {
+      best = { q, info, c: c3 };
+      break;
+    }
+  }
+  const pick3 = best ?? anyFit;
+  if (!pick3) {
+    const smallest = considered.at(-1);
+    throw new Error(`no quant of ${p.repo} fits: ${smallest.quant} ${smallest.reason}`);
+  }
+  return { repo: p.repo, rev: p.rev, quant: pick3.q, info: pick3.info, choice: pick3.c, considered };
+}
+function localPathFor(stateDir2, repo, file2) {
+  return path27.join(stateDir2, "models", repo.replace("/", "__"), file2);
+}
+var init_resolve = __esm({
+  "engine/models/resolve.ts"() {
+    init_fit2();
+    init_hparams();
+    init_hf();
+    init_source2();
   }
 });
 
@@ -50713,73 +47900,12 @@ var init_http = __esm({
   }
 });
 
-// engine/serving/capture.ts
-async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
-  const root2 = serverRoot(url2);
-  const h3 = authHeaders(key);
-  const models = await httpJson(`${root2}/v1/models`, { headers: h3, timeoutMs });
-  if (models.status === 0) return null;
-  const notes = [];
-  const needsKey = models.status === 401 || models.status === 403;
-  if (!models.ok && !needsKey) {
-    if (models.status === 404) return null;
-  }
-  const ids = models.body?.data?.map((d) => d.id) ?? [];
-  let engine = "capture";
-  let totalSlots = null;
-  let perSlotCtx = null;
-  let build = null;
-  const props = await httpJson(`${root2}/props`, { headers: h3, timeoutMs });
-  if (props.ok && typeof props.body?.total_slots === "number") {
-    engine = "llama.cpp";
-    totalSlots = props.body.total_slots;
-    perSlotCtx = props.body.default_generation_settings?.n_ctx ?? null;
-    build = props.body.build_info ?? null;
-    const slots = await httpJson(`${root2}/slots`, { headers: h3, timeoutMs });
-    if (Array.isArray(slots.body)) notes.push(`/slots: ${slots.body.length} \xD7 n_ctx [${[...new Set(slots.body.map((s) => s.n_ctx))].join(",")}]`);
-    else if (slots.status === 501) notes.push("/slots disabled (--no-slots)");
-  } else if (props.status === 401 && needsKey) {
-    engine = "llama.cpp";
-    notes.push("llama.cpp-style /props refused without the key");
-  } else {
-    const ol = await httpJson(`${root2}/api/version`, { timeoutMs });
-    if (ol.ok && ol.body?.version) {
-      engine = "ollama";
-      build = ol.body.version;
-      notes.push("ollama: num_ctx is per request/model and per slot; OLLAMA_NUM_PARALLEL sets slots");
-    } else {
-      const sg = await httpJson(`${root2}/get_server_info`, { headers: h3, timeoutMs });
-      if (sg.ok && sg.body && typeof sg.body === "object") {
-        engine = "sglang";
-        totalSlots = sg.body.max_running_requests ?? null;
-        perSlotCtx = sg.body.context_length ?? null;
-        build = sg.body.version ?? null;
-      } else if (models.body?.data?.some((d) => d.owned_by === "vllm")) {
-        engine = "vllm";
-        perSlotCtx = models.body.data.find((d) => d.max_model_len)?.max_model_len ?? null;
-      } else if (models.body?.data?.some((d) => /lmstudio|organization_owner/i.test(d.owned_by ?? "")) || new URL(root2).port === "1234") {
-        engine = "lmstudio";
-      }
-    }
-  }
-  if (perSlotCtx === null) {
-    const m = models.body?.data?.[0];
-    perSlotCtx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
-  }
-  return { url: `${root2}/v1`, engine, models: ids, totalSlots, perSlotCtx, needsKey, build, notes };
-}
-var init_capture = __esm({
-  "engine/serving/capture.ts"() {
-    init_http();
-  }
-});
-
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync10, mkdirSync as mkdirSync11, openSync as openSync2, readdirSync as readdirSync5, readFileSync as readFileSync11 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync11, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync5, readFileSync as readFileSync11 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
-import path26 from "node:path";
+import path28 from "node:path";
 function buildLlamaArgs(p) {
   const a2 = [p.hf ? "-hf" : "-m", p.model];
   if (p.alias) a2.push("--alias", p.alias);
@@ -50801,17 +47927,17 @@ function buildLlamaArgs(p) {
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
-    if (!existsSync10(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path26.resolve(explicit);
+    if (!existsSync11(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
+    return path28.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path26.delimiter)) if (dir) cands.push(path26.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = env2.OCW_LLAMA_CACHE ?? path26.join(os5.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path28.delimiter)) if (dir) cands.push(path28.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = env2.OCW_LLAMA_CACHE ?? path28.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync5(cache).sort().reverse()) cands.push(path26.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync5(cache).sort().reverse()) cands.push(path28.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  return cands.find((c3) => existsSync10(c3)) ?? null;
+  return cands.find((c3) => existsSync11(c3)) ?? null;
 }
 async function freePort(host = "127.0.0.1") {
   return new Promise((resolve, reject) => {
@@ -50856,7 +47982,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync10(logFile) ? readFileSync11(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync11(logFile) ? readFileSync11(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -50869,7 +47995,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync11(path26.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync12(path28.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = scrubEnv(process.env);
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
@@ -50974,6 +48100,67 @@ var init_llama_server = __esm({
         if (this.pid) await stopPid(this.pid, graceMs);
       }
     };
+  }
+});
+
+// engine/serving/capture.ts
+async function probeEndpoint(url2, key = null, timeoutMs = 2500) {
+  const root2 = serverRoot(url2);
+  const h3 = authHeaders(key);
+  const models = await httpJson(`${root2}/v1/models`, { headers: h3, timeoutMs });
+  if (models.status === 0) return null;
+  const notes = [];
+  const needsKey = models.status === 401 || models.status === 403;
+  if (!models.ok && !needsKey) {
+    if (models.status === 404) return null;
+  }
+  const ids = models.body?.data?.map((d) => d.id) ?? [];
+  let engine = "capture";
+  let totalSlots = null;
+  let perSlotCtx = null;
+  let build = null;
+  const props = await httpJson(`${root2}/props`, { headers: h3, timeoutMs });
+  if (props.ok && typeof props.body?.total_slots === "number") {
+    engine = "llama.cpp";
+    totalSlots = props.body.total_slots;
+    perSlotCtx = props.body.default_generation_settings?.n_ctx ?? null;
+    build = props.body.build_info ?? null;
+    const slots = await httpJson(`${root2}/slots`, { headers: h3, timeoutMs });
+    if (Array.isArray(slots.body)) notes.push(`/slots: ${slots.body.length} \xD7 n_ctx [${[...new Set(slots.body.map((s) => s.n_ctx))].join(",")}]`);
+    else if (slots.status === 501) notes.push("/slots disabled (--no-slots)");
+  } else if (props.status === 401 && needsKey) {
+    engine = "llama.cpp";
+    notes.push("llama.cpp-style /props refused without the key");
+  } else {
+    const ol = await httpJson(`${root2}/api/version`, { timeoutMs });
+    if (ol.ok && ol.body?.version) {
+      engine = "ollama";
+      build = ol.body.version;
+      notes.push("ollama: num_ctx is per request/model and per slot; OLLAMA_NUM_PARALLEL sets slots");
+    } else {
+      const sg = await httpJson(`${root2}/get_server_info`, { headers: h3, timeoutMs });
+      if (sg.ok && sg.body && typeof sg.body === "object") {
+        engine = "sglang";
+        totalSlots = sg.body.max_running_requests ?? null;
+        perSlotCtx = sg.body.context_length ?? null;
+        build = sg.body.version ?? null;
+      } else if (models.body?.data?.some((d) => d.owned_by === "vllm")) {
+        engine = "vllm";
+        perSlotCtx = models.body.data.find((d) => d.max_model_len)?.max_model_len ?? null;
+      } else if (models.body?.data?.some((d) => /lmstudio|organization_owner/i.test(d.owned_by ?? "")) || new URL(root2).port === "1234") {
+        engine = "lmstudio";
+      }
+    }
+  }
+  if (perSlotCtx === null) {
+    const m = models.body?.data?.[0];
+    perSlotCtx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
+  }
+  return { url: `${root2}/v1`, engine, models: ids, totalSlots, perSlotCtx, needsKey, build, notes };
+}
+var init_capture = __esm({
+  "engine/serving/capture.ts"() {
+    init_http();
   }
 });
 
@@ -51098,22 +48285,22 @@ async function toolRoundTrip(p) {
   }
   return { passed: true, failure: null, evidence: `tool-call round trip with ${OPENCODE_TOOLS.length} OpenCode tools (streamed): ${call.name}(${JSON.stringify(args).slice(0, 60)}) \u2192 result used in the answer, ${ms} ms` };
 }
-var str, num2, obj, OPENCODE_TOOLS, FILE, SYSTEM, ASK, TEXT_CALL;
+var str2, num3, obj, OPENCODE_TOOLS, FILE, SYSTEM, ASK, TEXT_CALL;
 var init_tool_probe = __esm({
   "engine/serving/tool-probe.ts"() {
     init_http();
-    str = (description) => ({ type: "string", description });
-    num2 = (description) => ({ type: "number", description });
+    str2 = (description) => ({ type: "string", description });
+    num3 = (description) => ({ type: "number", description });
     obj = (properties, required2) => ({ type: "object", properties, required: required2, additionalProperties: false });
     OPENCODE_TOOLS = [
-      ["bash", "Executes a given bash command in a persistent shell session.", obj({ command: str("The command to execute"), timeout: num2("Optional timeout in milliseconds"), workdir: str("The working directory to run the command in"), description: str("Clear, concise description of what this command does in 5-10 words") }, ["command", "description"])],
-      ["read", "Reads a file from the local filesystem.", obj({ filePath: str("The path to the file to read"), offset: num2("The line number to start reading from (0-based)"), limit: num2("The number of lines to read (defaults to 2000)") }, ["filePath"])],
-      ["write", "Writes a file to the local filesystem.", obj({ content: str("The content to write to the file"), filePath: str("The absolute path to the file to write") }, ["content", "filePath"])],
-      ["edit", "Performs exact string replacements in files.", obj({ filePath: str("The absolute path to the file to modify"), oldString: str("The text to replace"), newString: str("The text to replace it with"), replaceAll: { type: "boolean", description: "Replace all occurrences of oldString" } }, ["filePath", "oldString", "newString"])],
-      ["glob", "Fast file pattern matching tool.", obj({ pattern: str("The glob pattern to match files against"), path: str("The directory to search in") }, ["pattern"])],
-      ["grep", "Fast content search tool.", obj({ pattern: str("The regex pattern to search for in file contents"), path: str("The directory to search in"), include: str('File pattern to include in the search (e.g. "*.js")') }, ["pattern"])],
-      ["list", "Lists files and directories in a given path.", obj({ path: str("The absolute path to the directory to list"), ignore: { type: "array", items: { type: "string" }, description: "List of glob patterns to ignore" } }, [])],
-      ["todowrite", "Use this tool to create and manage a structured task list for your current coding session.", obj({ todos: { type: "array", description: "The updated todo list", items: obj({ content: str("Brief description of the task"), status: str("pending, in_progress, completed, cancelled"), priority: str("high, medium, low"), id: str("Unique identifier") }, ["content", "status", "priority", "id"]) } }, ["todos"])]
+      ["bash", "Executes a given bash command in a persistent shell session.", obj({ command: str2("The command to execute"), timeout: num3("Optional timeout in milliseconds"), workdir: str2("The working directory to run the command in"), description: str2("Clear, concise description of what this command does in 5-10 words") }, ["command", "description"])],
+      ["read", "Reads a file from the local filesystem.", obj({ filePath: str2("The path to the file to read"), offset: num3("The line number to start reading from (0-based)"), limit: num3("The number of lines to read (defaults to 2000)") }, ["filePath"])],
+      ["write", "Writes a file to the local filesystem.", obj({ content: str2("The content to write to the file"), filePath: str2("The absolute path to the file to write") }, ["content", "filePath"])],
+      ["edit", "Performs exact string replacements in files.", obj({ filePath: str2("The absolute path to the file to modify"), oldString: str2("The text to replace"), newString: str2("The text to replace it with"), replaceAll: { type: "boolean", description: "Replace all occurrences of oldString" } }, ["filePath", "oldString", "newString"])],
+      ["glob", "Fast file pattern matching tool.", obj({ pattern: str2("The glob pattern to match files against"), path: str2("The directory to search in") }, ["pattern"])],
+      ["grep", "Fast content search tool.", obj({ pattern: str2("The regex pattern to search for in file contents"), path: str2("The directory to search in"), include: str2('File pattern to include in the search (e.g. "*.js")') }, ["pattern"])],
+      ["list", "Lists files and directories in a given path.", obj({ path: str2("The absolute path to the directory to list"), ignore: { type: "array", items: { type: "string" }, description: "List of glob patterns to ignore" } }, [])],
+      ["todowrite", "Use this tool to create and manage a structured task list for your current coding session.", obj({ todos: { type: "array", description: "The updated todo list", items: obj({ content: str2("Brief description of the task"), status: str2("pending, in_progress, completed, cancelled"), priority: str2("high, medium, low"), id: str2("Unique identifier") }, ["content", "status", "priority", "id"]) } }, ["todos"])]
     ].map(([name, description, parameters]) => ({ type: "function", function: { name, description, parameters } }));
     FILE = "notes/token.txt";
     SYSTEM = "You are a coding agent working in a repository. Act only through the tools: call a tool instead of describing it. Be brief.";
@@ -51156,6 +48343,10 @@ async function verifyEndpoint(v) {
   const timeoutMs = v.timeoutMs ?? 12e4;
   const ext = v.llamaExtensions ?? v.engine === "llama.cpp";
   const checks = [];
+  const add = (c3) => {
+    checks.push(c3);
+    v.onCheck?.(c3, [...checks]);
+  };
   const observed = { totalSlots: null, perSlotCtx: null, overlap: null };
   const base2 = (extra = {}) => ({
     model: v.model,
@@ -51167,7 +48358,7 @@ async function verifyEndpoint(v) {
   });
   const r = await httpJson(chatUrl, { headers: authHeaders(v.key), body: base2(), timeoutMs });
   const reachable2 = r.status === 200 && Array.isArray(r.body?.choices);
-  checks.push({
+  add({
     name: "reachable",
     passed: reachable2,
     evidence: reachable2 ? `POST ${chatUrl} \u2192 200 in ${Math.round(r.ms)} ms` : `POST ${chatUrl} \u2192 ${r.status || r.error}${r.text ? `: ${r.text.slice(0, 160)}` : ""}`
@@ -51180,9 +48371,9 @@ async function verifyEndpoint(v) {
     const wrong = await httpJson(chatUrl, { headers: authHeaders("wrong-key"), body: base2(), timeoutMs });
     const refused = (s) => s === 401 || s === 403;
     const ok2 = refused(noKey.status) && refused(wrong.status);
-    checks.push({ name: "auth", passed: ok2, evidence: `without key \u2192 ${noKey.status}, wrong key \u2192 ${wrong.status}, with key \u2192 200` });
+    add({ name: "auth", passed: ok2, evidence: `without key \u2192 ${noKey.status}, wrong key \u2192 ${wrong.status}, with key \u2192 200` });
   } else {
-    checks.push({
+    add({
       name: "auth",
       passed: false,
       evidence: `no key configured: the endpoint accepts unauthenticated requests${isLoopback(root2) ? " (loopback only)" : ""}`
@@ -51198,7 +48389,7 @@ async function verifyEndpoint(v) {
     const slotCtxs = Array.isArray(slotsRes.body) ? slotsRes.body.map((s) => s.n_ctx) : [];
     const okSlots = total !== null && total >= v.slots;
     const okCtx = v.perSlotCtx === null || perSlot !== null && perSlot >= v.perSlotCtx && slotCtxs.every((c3) => c3 >= v.perSlotCtx);
-    checks.push({
+    add({
       name: "slots",
       passed: okSlots && okCtx,
       evidence: `/props total_slots=${total} (want \u2265 ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want \u2265 ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` + (!okCtx && perSlot !== null && v.perSlotCtx !== null ? " \u2014 each slot gets less than intended (split KV: c/N)" : "")
@@ -51221,7 +48412,7 @@ async function verifyEndpoint(v) {
     const want = v.perSlotCtx ?? WORKER_MIN_CTX;
     const ok2 = ctx !== null && ctx >= want;
     const fix = v.engine === "ollama" ? "set OLLAMA_CONTEXT_LENGTH (e.g. 32768) in ollama's environment and restart it, or a num_ctx PARAMETER in a Modelfile" : "load the model in LM Studio with a larger context length (lms load MODEL --context-length 32768)";
-    checks.push({
+    add({
       name: "slots",
       passed: ok2,
       evidence: `${v.engine}: ${where} (want \u2265 ${want}${v.perSlotCtx ? "" : ", what an OpenCode worker needs"}); ${v.slots} slot(s) as configured` + (ok2 ? "" : ` \u2014 ${fix}`)
@@ -51232,14 +48423,14 @@ async function verifyEndpoint(v) {
     const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
     observed.perSlotCtx = ctx;
     const okCtx = v.perSlotCtx === null || ctx === null || ctx >= v.perSlotCtx;
-    checks.push({
+    add({
       name: "slots",
       passed: okCtx,
       evidence: ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want \u2265 ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`
     });
   }
   if (v.slots <= 1) {
-    checks.push({ name: "concurrency", passed: true, evidence: "1 slot: nothing to overlap" });
+    add({ name: "concurrency", passed: true, evidence: "1 slot: nothing to overlap" });
   } else {
     const n2 = v.slots;
     const tokens = v.concurrencyTokens ?? 192;
@@ -51282,7 +48473,7 @@ async function verifyEndpoint(v) {
       result = second.passed ? { ...second, evidence: `${second.evidence} (second burst; the first: ${result.evidence})` } : second;
     }
     observed.overlap = Math.round(result.factor * 100) / 100;
-    checks.push({ name: "concurrency", passed: result.passed, evidence: result.evidence });
+    add({ name: "concurrency", passed: result.passed, evidence: result.evidence });
   }
   const cap2 = await httpJson(chatUrl, {
     headers: authHeaders(v.key),
@@ -51292,12 +48483,12 @@ async function verifyEndpoint(v) {
   let capCheck;
   if (cap2.status !== 200) capCheck = { passed: false, evidence: `capability request \u2192 ${cap2.status || cap2.error}: ${cap2.text.slice(0, 160)}` };
   else capCheck = checkCapabilityAnswer(cap2.body?.choices?.[0]?.message?.content ?? "");
-  checks.push({ name: "capability", ...capCheck });
+  add({ name: "capability", ...capCheck });
   let toolsBlocking = false;
   if (v.tools !== false) {
     const t2 = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024 });
     toolsBlocking = t2.failure === "refused" || t2.failure === "parser" || t2.failure === "unreachable";
-    checks.push({ name: "tools", passed: t2.passed, evidence: t2.evidence });
+    add({ name: "tools", passed: t2.passed, evidence: t2.evidence });
   }
   const by = (n2) => checks.find((c3) => c3.name === n2);
   const authOk = by("auth").passed || !v.key && isLoopback(root2);
@@ -51334,199 +48525,6 @@ var init_verify = __esm({
   }
 });
 
-// engine/models/download.ts
-import { createHash as createHash2 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync12, renameSync as renameSync2, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
-import { once as once10 } from "node:events";
-import path27 from "node:path";
-async function sha256File(file2) {
-  const h3 = createHash2("sha256");
-  for await (const chunk of createReadStream2(file2)) h3.update(chunk);
-  return h3.digest("hex");
-}
-async function downloadFile(o2) {
-  const f = o2.fetchImpl ?? fetch;
-  mkdirSync12(path27.dirname(o2.dest), { recursive: true });
-  if (existsSync11(o2.dest) && o2.expectedSize && statSync6(o2.dest).size === o2.expectedSize) {
-    if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase()) return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
-  }
-  const part = `${o2.dest}.part`;
-  let start = existsSync11(part) ? statSync6(part).size : 0;
-  if (o2.expectedSize && start > o2.expectedSize) {
-    unlinkSync(part);
-    start = 0;
-  }
-  if (o2.expectedSize) {
-    const fs = statfsSync(path27.dirname(o2.dest));
-    const free = Number(fs.bavail) * Number(fs.bsize);
-    const need = o2.expectedSize - start;
-    if (need > free) {
-      throw new DownloadError(`${path27.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path27.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
-    }
-  }
-  const headers = { ...o2.headers };
-  if (start > 0) headers.Range = `bytes=${start}-`;
-  let res;
-  try {
-    res = await f(o2.url, { headers, signal: o2.signal, redirect: "follow" });
-  } catch (e) {
-    if (o2.signal?.aborted) throw new DownloadError(`download cancelled; ${start} bytes kept in ${part} for resume`);
-    throw new DownloadError(`cannot download ${o2.url}: ${e.message}`);
-  }
-  if (res.status === 416 && o2.expectedSize && start === o2.expectedSize) {
-  } else if (res.status === 200 && start > 0) {
-    start = 0;
-  } else if (res.status !== 200 && res.status !== 206) {
-    throw new DownloadError(`GET ${o2.url} answered HTTP ${res.status}${res.status === 401 || res.status === 403 ? " (gated or private: set HF_TOKEN)" : ""}`);
-  }
-  const lenHeader = Number(res.headers.get("content-length") ?? NaN);
-  const total = o2.expectedSize ?? (Number.isFinite(lenHeader) ? lenHeader + start : null);
-  const out = createWriteStream2(part, { flags: start > 0 ? "a" : "w" });
-  let received = start;
-  const t0 = performance.now();
-  let lastTick = 0;
-  try {
-    if (res.status !== 416 && res.body) {
-      for await (const chunk of res.body) {
-        if (!out.write(chunk)) await once10(out, "drain");
-        received += chunk.length;
-        const now = performance.now();
-        if (o2.onProgress && now - lastTick > 200) {
-          lastTick = now;
-          o2.onProgress({ received, total, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, now - t0) * 1e3 });
-        }
-      }
-    }
-  } catch (e) {
-    out.end();
-    await once10(out, "finish").catch(() => {
-    });
-    if (o2.signal?.aborted) throw new DownloadError(`download cancelled; ${received} bytes kept in ${part} for resume`);
-    throw new DownloadError(`download of ${o2.url} broke at ${received} bytes (${e.message}); run again to resume`);
-  }
-  out.end();
-  await once10(out, "finish");
-  o2.onProgress?.({ received, total, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
-  const size = statSync6(part).size;
-  if (total !== null && size !== total) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total}; run again to resume`);
-  let verified = total !== null ? "size" : "none";
-  if (o2.sha256) {
-    const got = await sha256File(part);
-    if (got !== o2.sha256.toLowerCase()) {
-      unlinkSync(part);
-      throw new DownloadError(`checksum mismatch for ${path27.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`);
-    }
-    verified = "sha256";
-  }
-  renameSync2(part, o2.dest);
-  return { path: o2.dest, bytes: size, resumedFrom: start, verified };
-}
-var DownloadError;
-var init_download = __esm({
-  "engine/models/download.ts"() {
-    DownloadError = class extends Error {
-    };
-  }
-});
-
-// engine/models/hf.ts
-function hubHeaders(env2 = process.env) {
-  const t2 = env2.HF_TOKEN ?? env2.HUGGING_FACE_HUB_TOKEN;
-  return t2 ? { authorization: `Bearer ${t2}` } : {};
-}
-function resolveUrl(repo, file2, rev = "main", env2 = process.env) {
-  return `${hubEndpoint(env2)}/${repo}/resolve/${encodeURIComponent(rev)}/${file2.split("/").map(encodeURIComponent).join("/")}`;
-}
-async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = process.env) {
-  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`"${repo}" is not a Hugging Face repo id (owner/name)`);
-  let url2 = `${hubEndpoint(env2)}/api/models/${repo}/tree/${encodeURIComponent(rev)}?recursive=true`;
-  const out = [];
-  for (let page = 0; url2 && page < 50; page++) {
-    const res = await fetchImpl(url2, { headers: hubHeaders(env2) });
-    if (res.status === 401 || res.status === 403) throw new Error(`${repo} is gated or private: set HF_TOKEN`);
-    if (res.status === 404) throw new Error(`no Hugging Face repo ${repo} (revision ${rev})`);
-    if (!res.ok) throw new Error(`Hub tree API for ${repo} answered HTTP ${res.status}`);
-    const entries = await res.json();
-    for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
-    const link = res.headers.get("link");
-    const next = link && /<([^>]+)>;\s*rel="next"/.exec(link);
-    url2 = next ? new URL(next[1], url2).toString() : null;
-  }
-  return out;
-}
-function groupGgufs(repo, rev, files) {
-  const ggufs = files.filter((f) => f.path.toLowerCase().endsWith(".gguf"));
-  const mmproj = ggufs.filter((f) => /mmproj/i.test(f.path));
-  const byQuant = /* @__PURE__ */ new Map();
-  for (const f of ggufs) {
-    if (mmproj.includes(f)) continue;
-    const m = /-(\d{5})-of-(\d{5})\.gguf$/i.exec(f.path);
-    if (m && m[1] !== "00001") continue;
-    const q = quantFromName(f.path.split("/").pop()) ?? f.path;
-    const shards = m ? ggufs.filter((g) => g.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "") === f.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "")).sort((a2, b) => a2.path.localeCompare(b.path)) : [f];
-    byQuant.set(q, shards);
-  }
-  const quants = [...byQuant.entries()].map(([quant, fs]) => ({ quant, files: fs, totalBytes: fs.reduce((a2, x) => a2 + x.size, 0) })).sort((a2, b) => b.totalBytes - a2.totalBytes);
-  return { repo, rev, quants, mmproj };
-}
-async function repoGgufs(repo, rev = "main", fetchImpl = fetch, env2 = process.env) {
-  return groupGgufs(repo, rev, await listRepoFiles(repo, rev, fetchImpl, env2));
-}
-var hubEndpoint;
-var init_hf = __esm({
-  "engine/models/hf.ts"() {
-    init_source2();
-    hubEndpoint = (env2 = process.env) => (env2.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
-  }
-});
-
-// engine/models/resolve.ts
-import path28 from "node:path";
-function parseRepoRef(ref) {
-  const m = /^([\w.-]+\/[\w.-]+?)(?::([\w.-]+))?(?:@([\w.\-/]+))?$/.exec(ref);
-  if (!m || ref.endsWith(".gguf")) return null;
-  return { repo: m[1], quant: m[2]?.toUpperCase() ?? null, rev: m[3] ?? "main" };
-}
-async function chooseFromRepo(ref, want, env2 = process.env) {
-  const p = parseRepoRef(ref);
-  if (!p) throw new Error(`"${ref}" is not owner/repo[:QUANT]`);
-  const g = await repoGgufs(p.repo, p.rev, fetch, env2);
-  let quants = g.quants;
-  if (p.quant) quants = quants.filter((q) => q.quant === p.quant);
-  if (!quants.length) throw new Error(p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q) => q.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`);
-  const considered = [];
-  let best = null;
-  let anyFit = null;
-  for (const q of quants) {
-    const info = await loadGguf(resolveUrl(p.repo, q.files[0].path, p.rev, env2), hubHeaders(env2));
-    info.fileBytes = q.totalBytes;
-    const c3 = fit({ hparams: hparamsFromMetadata(info.metadata), tensors: info.tensors, fileBytes: q.totalBytes, ...want });
-    considered.push({ quant: q.quant, totalBytes: q.totalBytes, fits: c3.fits, placement: c3.placement, reason: c3.reason });
-    if (c3.fits && !anyFit) anyFit = { q, info, c: c3 };
-    if (c3.fits && (c3.placement === "gpu" || !want.gpus.length)) {
-      best = { q, info, c: c3 };
-      break;
-    }
-  }
-  const pick3 = best ?? anyFit;
-  if (!pick3) {
-    const smallest = considered.at(-1);
-    throw new Error(`no quant of ${p.repo} fits: ${smallest.quant} ${smallest.reason}`);
-  }
-  return { repo: p.repo, rev: p.rev, quant: pick3.q, info: pick3.info, choice: pick3.c, considered };
-}
-function localPathFor(stateDir2, repo, file2) {
-  return path28.join(stateDir2, "models", repo.replace("/", "__"), file2);
-}
-var init_resolve = __esm({
-  "engine/models/resolve.ts"() {
-    init_fit();
-    init_hparams();
-    init_hf();
-    init_source2();
-  }
-});
-
 // engine/serving/get-llama.ts
 import { existsSync as existsSync12, mkdirSync as mkdirSync13, readdirSync as readdirSync6, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync7 } from "node:fs";
 import path29 from "node:path";
@@ -51550,9 +48548,9 @@ function variantsFor(platform2, arch, gpus) {
   return [...new Set(v)];
 }
 function pickAsset(rel, platform2, arch, variant) {
-  const os7 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
+  const os9 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
   const a2 = arch === "arm64" ? "arm64" : "x64";
-  const bins = rel.assets.filter((x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os7}-`) && x.name.includes(a2));
+  const bins = rel.assets.filter((x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os9}-`) && x.name.includes(a2));
   const has = (x, k) => x.name.includes(`-${k}`);
   const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
   switch (variant) {
@@ -51663,10 +48661,10 @@ async function stopServing(targetId) {
   saveServing(recs.filter((r) => !pick3.includes(r)));
   return { stopped, alreadyGone };
 }
-function positiveInt(v, flag) {
+function positiveInt(v, flag2) {
   if (v === void 0 || v === null) return void 0;
   const n2 = typeof v === "number" ? v : Number(v);
-  if (!Number.isInteger(n2) || n2 < 1) throw new SetupInputError(`${flag} must be a positive integer (got ${JSON.stringify(v)})`);
+  if (!Number.isInteger(n2) || n2 < 1) throw new SetupInputError(`${flag2} must be a positive integer (got ${JSON.stringify(v)})`);
   return n2;
 }
 async function defaultConfirm(q) {
@@ -51936,13 +48934,13 @@ function keyFromEnv(name, env2) {
   if (!v) throw new SetupInputError(`environment variable ${name} is not set; export it with the endpoint's key, or omit --api-key-env`);
   return v;
 }
-function checkUrl(url2, flag) {
+function checkUrl(url2, flag2) {
   try {
     const u2 = new URL(url2);
     if (!/^https?:$/.test(u2.protocol)) throw new Error();
     return url2.replace(/\/+$/, "");
   } catch {
-    throw new SetupInputError(`${flag} needs an http(s) URL like http://127.0.0.1:8080 (got "${url2}")`);
+    throw new SetupInputError(`${flag2} needs an http(s) URL like http://127.0.0.1:8080 (got "${url2}")`);
   }
 }
 async function setupCapture(o2) {
@@ -52040,12 +49038,12 @@ async function setupProvider(o2) {
   };
 }
 var SetupInputError, servingFile;
-var init_setup2 = __esm({
+var init_setup3 = __esm({
   "engine/serving/setup.ts"() {
     init_target();
     init_detect();
     init_hparams();
-    init_fit();
+    init_fit2();
     init_source2();
     init_json_file();
     init_paths();
@@ -52126,1800 +49124,1203 @@ var init_pool = __esm({
   "engine/serving/pool.ts"() {
     init_target();
     init_targets();
-    init_setup2();
+    init_setup3();
     RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 };
   }
 });
 
-// node_modules/@trpc/server/dist/observable-Cmd1MFy3.mjs
-function share(_opts) {
-  return (source) => {
-    let refCount = 0;
-    let subscription = null;
-    let isConnecting = false;
-    let observers = /* @__PURE__ */ new Set();
-    function startIfNeeded() {
-      if (subscription || isConnecting) return;
-      isConnecting = true;
-      let isDone = false;
-      let sourceSubscription;
-      try {
-        sourceSubscription = source.subscribe({
-          next(value) {
-            notify(observers, (observer) => {
-              var _observer$next;
-              return (_observer$next = observer.next) === null || _observer$next === void 0 ? void 0 : _observer$next.call(observer, value);
-            });
-          },
-          error(error46) {
-            isDone = true;
-            terminate((observer) => {
-              var _observer$error;
-              return (_observer$error = observer.error) === null || _observer$error === void 0 ? void 0 : _observer$error.call(observer, error46);
-            });
-          },
-          complete() {
-            isDone = true;
-            terminate((observer) => {
-              var _observer$complete;
-              return (_observer$complete = observer.complete) === null || _observer$complete === void 0 ? void 0 : _observer$complete.call(observer);
-            });
-          }
-        });
-      } finally {
-        isConnecting = false;
-      }
-      if (isDone) sourceSubscription.unsubscribe();
-      else subscription = sourceSubscription;
-    }
-    function notify(targets, callback) {
-      for (const observer of [...targets]) if (targets.has(observer)) callback(observer);
-    }
-    function terminate(callback) {
-      const _sub = subscription;
-      const terminatedObservers = observers;
-      subscription = null;
-      observers = /* @__PURE__ */ new Set();
-      isConnecting = false;
-      try {
-        notify(terminatedObservers, callback);
-      } finally {
-        _sub === null || _sub === void 0 || _sub.unsubscribe();
-      }
-    }
-    function resetSource() {
-      const _sub = subscription;
-      subscription = null;
-      _sub === null || _sub === void 0 || _sub.unsubscribe();
-    }
-    function resetIfNeeded() {
-      if (refCount === 0 && subscription) resetSource();
-    }
-    return observable((subscriber) => {
-      refCount++;
-      const subscriberObservers = observers;
-      subscriberObservers.add(subscriber);
-      startIfNeeded();
-      return { unsubscribe() {
-        refCount--;
-        resetIfNeeded();
-        subscriberObservers.delete(subscriber);
-      } };
-    });
-  };
+// engine/serving/commands.ts
+import { existsSync as existsSync14 } from "node:fs";
+import path32 from "node:path";
+function int2(v, flag2, min = 1) {
+  if (v === void 0) return void 0;
+  const n2 = Number(v);
+  if (!Number.isInteger(n2) || n2 < min) throw new InputError2(`${flag2} must be an integer \u2265 ${min} (got "${v}")`);
+  return n2;
 }
-function callObserver(callback) {
+function cacheType(v, flag2) {
+  if (v === void 0) return void 0;
+  if (!isKvCacheType(v)) throw new InputError2(`${flag2} must be one of f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (got "${v}")`);
+  return v;
+}
+async function runFit(o2) {
+  if (!o2.metadata && !o2.gguf) return runFitPlan(o2);
   try {
-    callback();
-  } catch (error46) {
-    setTimeout(() => {
-      throw error46;
-    });
-  }
-}
-function behaviorSubject(initialValue) {
-  let value = initialValue;
-  const observerList = /* @__PURE__ */ new Set();
-  const addObserver = (observer) => {
-    if (value !== void 0) observer.next(value);
-    observerList.add(observer);
-  };
-  const removeObserver = (observer) => {
-    observerList.delete(observer);
-  };
-  const obs = observable((observer) => {
-    addObserver(observer);
-    return () => {
-      removeObserver(observer);
-    };
-  });
-  obs.next = (nextValue) => {
-    if (value === nextValue) return;
-    value = nextValue;
-    for (const observer of [...observerList]) if (observerList.has(observer)) callObserver(() => observer.next(nextValue));
-  };
-  obs.get = () => value;
-  return obs;
-}
-var init_observable_Cmd1MFy3 = __esm({
-  "node_modules/@trpc/server/dist/observable-Cmd1MFy3.mjs"() {
-    init_observable_kpFFzvou();
-  }
-});
-
-// node_modules/@trpc/server/dist/observable/index.mjs
-var init_observable = __esm({
-  "node_modules/@trpc/server/dist/observable/index.mjs"() {
-    init_observable_kpFFzvou();
-    init_observable_Cmd1MFy3();
-  }
-});
-
-// node_modules/@trpc/client/dist/splitLink-DcpFI5s5.mjs
-function createChain(opts) {
-  return observable((observer) => {
-    function execute(index = 0, op = opts.op) {
-      const next = opts.links[index];
-      if (!next) throw new Error("No more links to execute - did you forget to add an ending link?");
-      return next({
-        op,
-        next(nextOp) {
-          return execute(index + 1, nextOp);
-        }
-      });
+    if (o2.model) throw new InputError2("--model goes without --metadata/--gguf (those print the detailed estimate of one file)");
+    if (!!o2.metadata === !!o2.gguf) throw new InputError2("pass exactly one of --metadata FILE.json or --gguf PATH_OR_URL");
+    const parallelRaw = o2.parallel === void 0 ? void 0 : Number(o2.parallel);
+    if (parallelRaw !== void 0 && !(Number.isInteger(parallelRaw) && (parallelRaw >= 1 || parallelRaw === -1))) {
+      throw new InputError2(`--parallel must be a positive integer or -1 for auto (got "${o2.parallel}")`);
     }
-    return execute().subscribe(observer);
-  });
-}
-function asArray(value) {
-  return Array.isArray(value) ? value : [value];
-}
-function splitLink(opts) {
-  return (runtime) => {
-    const yes = asArray(opts.true).map((link) => link(runtime));
-    const no = asArray(opts.false).map((link) => link(runtime));
-    return (props) => {
-      return observable((observer) => {
-        const links = opts.condition(props.op) ? yes : no;
-        return createChain({
-          op: props.op,
-          links
-        }).subscribe(observer);
-      });
-    };
-  };
-}
-var init_splitLink_DcpFI5s5 = __esm({
-  "node_modules/@trpc/client/dist/splitLink-DcpFI5s5.mjs"() {
-    init_observable();
-  }
-});
-
-// node_modules/@trpc/client/dist/objectSpread2-weooBxVk.mjs
-function _typeof2(o2) {
-  "@babel/helpers - typeof";
-  return _typeof2 = "function" == typeof Symbol && "symbol" == typeof Symbol.iterator ? function(o3) {
-    return typeof o3;
-  } : function(o3) {
-    return o3 && "function" == typeof Symbol && o3.constructor === Symbol && o3 !== Symbol.prototype ? "symbol" : typeof o3;
-  }, _typeof2(o2);
-}
-function toPrimitive2(t2, r) {
-  if ("object" != _typeof2(t2) || !t2) return t2;
-  var e = t2[Symbol.toPrimitive];
-  if (void 0 !== e) {
-    var i2 = e.call(t2, r || "default");
-    if ("object" != _typeof2(i2)) return i2;
-    throw new TypeError("@@toPrimitive must return a primitive value.");
-  }
-  return ("string" === r ? String : Number)(t2);
-}
-function toPropertyKey2(t2) {
-  var i2 = toPrimitive2(t2, "string");
-  return "symbol" == _typeof2(i2) ? i2 : i2 + "";
-}
-function _defineProperty2(e, r, t2) {
-  return (r = toPropertyKey2(r)) in e ? Object.defineProperty(e, r, {
-    value: t2,
-    enumerable: true,
-    configurable: true,
-    writable: true
-  }) : e[r] = t2, e;
-}
-function ownKeys2(e, r) {
-  var t2 = Object.keys(e);
-  if (Object.getOwnPropertySymbols) {
-    var o2 = Object.getOwnPropertySymbols(e);
-    r && (o2 = o2.filter(function(r2) {
-      return Object.getOwnPropertyDescriptor(e, r2).enumerable;
-    })), t2.push.apply(t2, o2);
-  }
-  return t2;
-}
-function _objectSpread22(e) {
-  for (var r = 1; r < arguments.length; r++) {
-    var t2 = null != arguments[r] ? arguments[r] : {};
-    r % 2 ? ownKeys2(Object(t2), true).forEach(function(r2) {
-      _defineProperty2(e, r2, t2[r2]);
-    }) : Object.getOwnPropertyDescriptors ? Object.defineProperties(e, Object.getOwnPropertyDescriptors(t2)) : ownKeys2(Object(t2)).forEach(function(r2) {
-      Object.defineProperty(e, r2, Object.getOwnPropertyDescriptor(t2, r2));
-    });
-  }
-  return e;
-}
-var init_objectSpread2_weooBxVk = __esm({
-  "node_modules/@trpc/client/dist/objectSpread2-weooBxVk.mjs"() {
-  }
-});
-
-// node_modules/@trpc/server/dist/unstable-core-do-not-import.mjs
-var init_unstable_core_do_not_import = __esm({
-  "node_modules/@trpc/server/dist/unstable-core-do-not-import.mjs"() {
-    init_codes_nbrm_zWY();
-    init_getErrorShape_B5jPKHJ3();
-    init_asyncGeneratorDelegate_JWx0LJUD();
-    init_resolveResponse_2MBY36PP();
-  }
-});
-
-// node_modules/@trpc/client/dist/TRPCClientError-Byo7P4QG.mjs
-function isTRPCClientError(cause) {
-  return cause instanceof TRPCClientError;
-}
-function isTRPCErrorResponse(obj2) {
-  return isObject3(obj2) && isObject3(obj2["error"]) && typeof obj2["error"]["code"] === "number" && typeof obj2["error"]["message"] === "string";
-}
-function getMessageFromUnknownError(err, fallback) {
-  if (typeof err === "string") return err;
-  if (isObject3(err) && typeof err["message"] === "string") return err["message"];
-  return fallback;
-}
-var TRPCClientError;
-var init_TRPCClientError_Byo7P4QG = __esm({
-  "node_modules/@trpc/client/dist/TRPCClientError-Byo7P4QG.mjs"() {
-    init_objectSpread2_weooBxVk();
-    init_unstable_core_do_not_import();
-    TRPCClientError = class TRPCClientError2 extends Error {
-      constructor(message, opts) {
-        var _opts$result, _opts$result2;
-        const cause = opts === null || opts === void 0 ? void 0 : opts.cause;
-        super(message, { cause });
-        _defineProperty2(this, "cause", void 0);
-        _defineProperty2(this, "shape", void 0);
-        _defineProperty2(this, "data", void 0);
-        _defineProperty2(this, "meta", void 0);
-        this.meta = opts === null || opts === void 0 ? void 0 : opts.meta;
-        this.cause = cause;
-        this.shape = opts === null || opts === void 0 || (_opts$result = opts.result) === null || _opts$result === void 0 ? void 0 : _opts$result.error;
-        this.data = opts === null || opts === void 0 || (_opts$result2 = opts.result) === null || _opts$result2 === void 0 ? void 0 : _opts$result2.error.data;
-        this.name = "TRPCClientError";
-        Object.setPrototypeOf(this, TRPCClientError2.prototype);
-      }
-      /**
-      * Turns an error response, an `Error` or another object into a
-      * `TRPCClientError`. A `TRPCClientError` is returned as it is.
-      */
-      static from(_cause, opts = {}) {
-        const cause = _cause;
-        if (isTRPCClientError(cause)) {
-          if (opts.meta) cause.meta = _objectSpread22(_objectSpread22({}, cause.meta), opts.meta);
-          return cause;
-        }
-        if (isTRPCErrorResponse(cause)) return new TRPCClientError2(cause.error.message, _objectSpread22(_objectSpread22({}, opts), {}, {
-          result: cause,
-          cause: opts.cause
-        }));
-        return new TRPCClientError2(getMessageFromUnknownError(cause, "Unknown error"), _objectSpread22(_objectSpread22({}, opts), {}, { cause }));
-      }
-    };
-  }
-});
-
-// node_modules/@trpc/client/dist/unstable-internals.mjs
-function getTransformer(transformer) {
-  const _transformer = transformer;
-  if (!_transformer) return {
-    input: {
-      serialize: (data) => data,
-      deserialize: (data) => data
-    },
-    output: {
-      serialize: (data) => data,
-      deserialize: (data) => data
-    }
-  };
-  if ("input" in _transformer) return _transformer;
-  return {
-    input: _transformer,
-    output: _transformer
-  };
-}
-var init_unstable_internals = __esm({
-  "node_modules/@trpc/client/dist/unstable-internals.mjs"() {
-  }
-});
-
-// node_modules/@trpc/client/dist/httpUtils-5Hmhcy-z.mjs
-function getFetch(customFetchImpl) {
-  if (customFetchImpl) return customFetchImpl;
-  if (typeof window !== "undefined" && isFunction2(window.fetch)) return window.fetch.bind(window);
-  if (typeof globalThis !== "undefined" && isFunction2(globalThis.fetch)) return globalThis.fetch;
-  throw new Error("No fetch implementation found");
-}
-function allAbortSignals(...signals2) {
-  const ac = new AbortController();
-  const count2 = signals2.length;
-  let abortedCount = 0;
-  const onAbort = () => {
-    if (++abortedCount === count2) ac.abort();
-  };
-  for (const signal of signals2) if (signal === null || signal === void 0 ? void 0 : signal.aborted) onAbort();
-  else signal === null || signal === void 0 || signal.addEventListener("abort", onAbort, { once: true });
-  return ac.signal;
-}
-function raceAbortSignals(...signals2) {
-  return raceAbortSignalsWithCleanup(...signals2).signal;
-}
-function raceAbortSignalsWithCleanup(...signals2) {
-  const ac = new AbortController();
-  const cleanup = () => {
-    for (const signal of signals2) signal === null || signal === void 0 || signal.removeEventListener("abort", onAbort);
-  };
-  const onAbort = () => {
-    cleanup();
-    ac.abort();
-  };
-  for (const signal of signals2) {
-    if (signal === null || signal === void 0 ? void 0 : signal.aborted) {
-      onAbort();
-      break;
-    }
-    signal === null || signal === void 0 || signal.addEventListener("abort", onAbort, { once: true });
-  }
-  return {
-    signal: ac.signal,
-    cleanup
-  };
-}
-function resolveHTTPLinkOptions(opts) {
-  return {
-    url: opts.url.toString(),
-    fetch: opts.fetch,
-    transformer: getTransformer(opts.transformer),
-    methodOverride: opts.methodOverride,
-    pathSeparator: resolvePathSeparator(opts.pathSeparator)
-  };
-}
-function arrayToDict(array2) {
-  const dict = {};
-  for (let index = 0; index < array2.length; index++) {
-    const element = array2[index];
-    dict[index] = element;
-  }
-  return dict;
-}
-function getInput(opts) {
-  return "input" in opts ? opts.transformer.input.serialize(opts.input) : arrayToDict(opts.inputs.map((_input) => opts.transformer.input.serialize(_input)));
-}
-async function fetchHTTPResponse(opts) {
-  var _opts$methodOverride, _opts$trpcAcceptHeade;
-  throwIfAborted(opts.signal);
-  const url2 = opts.getUrl(opts);
-  const body = opts.getBody(opts);
-  const method = (_opts$methodOverride = opts.methodOverride) !== null && _opts$methodOverride !== void 0 ? _opts$methodOverride : METHOD[opts.type];
-  const resolvedHeaders = await (async () => {
-    const heads = await opts.headers();
-    if (Symbol.iterator in heads) return Object.fromEntries(heads);
-    return heads;
-  })();
-  const hasContentType2 = Object.keys(resolvedHeaders).some((key) => key.toLowerCase() === "content-type");
-  const headers = _objectSpread22(_objectSpread22(_objectSpread22({}, opts.contentTypeHeader && method !== "GET" && !hasContentType2 ? { "content-type": opts.contentTypeHeader } : {}), opts.trpcAcceptHeader ? { [(_opts$trpcAcceptHeade = opts.trpcAcceptHeaderKey) !== null && _opts$trpcAcceptHeade !== void 0 ? _opts$trpcAcceptHeade : "trpc-accept"]: opts.trpcAcceptHeader } : void 0), resolvedHeaders);
-  return getFetch(opts.fetch)(url2, {
-    method,
-    signal: opts.signal,
-    body,
-    headers
-  });
-}
-async function httpRequest(opts) {
-  const meta = {};
-  const res = await fetchHTTPResponse(opts);
-  meta.response = res;
-  const json2 = await res.json();
-  meta.responseJSON = json2;
-  return {
-    json: json2,
-    meta
-  };
-}
-var isFunction2, METHOD, getUrl2, getBody, jsonHttpRequester, AbortError, throwIfAborted;
-var init_httpUtils_5Hmhcy_z = __esm({
-  "node_modules/@trpc/client/dist/httpUtils-5Hmhcy-z.mjs"() {
-    init_objectSpread2_weooBxVk();
-    init_unstable_internals();
-    init_unstable_core_do_not_import();
-    isFunction2 = (fn) => typeof fn === "function";
-    METHOD = {
-      query: "GET",
-      mutation: "POST",
-      subscription: "PATCH"
-    };
-    getUrl2 = (opts) => {
-      const parts = opts.url.split("?");
-      let url2 = parts[0].replace(/\/$/, "") + "/" + procedurePathToURLPath(opts.path, opts.pathSeparator);
-      const queryParts = [];
-      if (parts[1]) queryParts.push(parts[1]);
-      if ("inputs" in opts) queryParts.push("batch=1");
-      if (opts.type === "query" || opts.type === "subscription") {
-        const input = getInput(opts);
-        if (input !== void 0 && opts.methodOverride !== "POST") queryParts.push(`input=${encodeURIComponent(JSON.stringify(input))}`);
-      }
-      if (queryParts.length) url2 += "?" + queryParts.join("&");
-      return url2;
-    };
-    getBody = (opts) => {
-      if (opts.type === "query" && opts.methodOverride !== "POST") return;
-      const input = getInput(opts);
-      return input !== void 0 ? JSON.stringify(input) : void 0;
-    };
-    jsonHttpRequester = (opts) => {
-      return httpRequest(_objectSpread22(_objectSpread22({}, opts), {}, {
-        contentTypeHeader: "application/json",
-        getUrl: getUrl2,
-        getBody
-      }));
-    };
-    AbortError = class extends Error {
-      constructor() {
-        const name = "AbortError";
-        super(name);
-        this.name = name;
-        this.message = name;
-      }
-    };
-    throwIfAborted = (signal) => {
-      var _signal$throwIfAborte;
-      if (!(signal === null || signal === void 0 ? void 0 : signal.aborted)) return;
-      (_signal$throwIfAborte = signal.throwIfAborted) === null || _signal$throwIfAborte === void 0 || _signal$throwIfAborte.call(signal);
-      if (typeof DOMException !== "undefined") throw new DOMException("AbortError", "AbortError");
-      throw new AbortError();
-    };
-  }
-});
-
-// node_modules/@trpc/client/dist/httpLink-CWd1U86f.mjs
-var init_httpLink_CWd1U86f = __esm({
-  "node_modules/@trpc/client/dist/httpLink-CWd1U86f.mjs"() {
-    init_objectSpread2_weooBxVk();
-    init_TRPCClientError_Byo7P4QG();
-    init_httpUtils_5Hmhcy_z();
-  }
-});
-
-// node_modules/@trpc/client/dist/httpBatchLink-aPx7u_sr.mjs
-function dataLoader(batchLoader) {
-  let pendingItems = null;
-  let dispatchTimer = null;
-  const destroyTimerAndPendingItems = () => {
-    clearTimeout(dispatchTimer);
-    dispatchTimer = null;
-    pendingItems = null;
-  };
-  function groupItems(items) {
-    const groupedItems = [[]];
-    let index = 0;
-    while (true) {
-      const item = items[index];
-      if (!item) break;
-      const lastGroup = groupedItems[groupedItems.length - 1];
-      if (item.aborted) {
-        var _item$reject;
-        (_item$reject = item.reject) === null || _item$reject === void 0 || _item$reject.call(item, /* @__PURE__ */ new Error("Aborted"));
-        index++;
-        continue;
-      }
-      let isValid2;
+    const ctx = o2.ctx === void 0 ? void 0 : int2(o2.ctx, "--ctx", 0);
+    const ubatch = int2(o2.ubatch, "--ubatch");
+    const cacheTypeK = cacheType(o2.cacheTypeK, "--cache-type-k");
+    const cacheTypeV = cacheType(o2.cacheTypeV, "--cache-type-v");
+    if (o2.flashAttn !== void 0 && !["on", "off", "auto"].includes(o2.flashAttn)) throw new InputError2(`--flash-attn must be on, off or auto (got "${o2.flashAttn}")`);
+    let gpus;
+    let hostFree;
+    let hwNote;
+    if (o2.gpus && o2.gpus !== "auto") {
+      let spec2;
       try {
-        isValid2 = batchLoader.validate(lastGroup.concat(item).map((it) => it.key));
-      } catch (cause) {
-        var _item$reject2;
-        (_item$reject2 = item.reject) === null || _item$reject2 === void 0 || _item$reject2.call(item, cause);
-        index++;
-        continue;
+        spec2 = parseGpuSpec(o2.gpus);
+      } catch (e2) {
+        throw new InputError2(e2.message);
       }
-      if (isValid2) {
-        lastGroup.push(item);
-        index++;
-        continue;
-      }
-      if (lastGroup.length === 0) {
-        var _item$reject3;
-        (_item$reject3 = item.reject) === null || _item$reject3 === void 0 || _item$reject3.call(item, /* @__PURE__ */ new Error("Input is too big for a single dispatch"));
-        index++;
-        continue;
-      }
-      groupedItems.push([]);
+      gpus = budgetsFromReport({ gpus: spec2, ram: { totalBytes: 0, freeBytes: 0 } }).gpus;
+      const hw = o2.hardware ?? await detectHardware();
+      hostFree = hw.ram.freeBytes;
+      hwNote = `--gpus ${o2.gpus}`;
+    } else {
+      const hw = o2.hardware ?? await detectHardware({ llamaServer: safeFind() });
+      const b = budgetsFromReport(hw);
+      gpus = b.gpus;
+      hostFree = b.hostFreeBytes;
+      hwNote = gpus.length ? gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : `CPU only, ${fmt(hostFree)} RAM free`;
     }
-    return groupedItems;
-  }
-  function dispatch() {
-    const groupedItems = groupItems(pendingItems);
-    destroyTimerAndPendingItems();
-    for (const items of groupedItems) {
-      if (!items.length) continue;
-      const batch = { items };
-      for (const item of items) item.batch = batch;
-      batchLoader.fetch(batch.items.map((_item) => _item.key)).then(async (result) => {
-        await Promise.all(result.map(async (valueOrPromise, index) => {
-          const item = batch.items[index];
-          try {
-            var _item$resolve;
-            const value = await Promise.resolve(valueOrPromise);
-            (_item$resolve = item.resolve) === null || _item$resolve === void 0 || _item$resolve.call(item, value);
-          } catch (cause) {
-            var _item$reject4;
-            (_item$reject4 = item.reject) === null || _item$reject4 === void 0 || _item$reject4.call(item, cause);
-          }
-          item.batch = null;
-          item.reject = null;
-          item.resolve = null;
-        }));
-        for (const item of batch.items) {
-          var _item$reject5;
-          (_item$reject5 = item.reject) === null || _item$reject5 === void 0 || _item$reject5.call(item, /* @__PURE__ */ new Error("Missing result"));
-          item.batch = null;
-        }
-      }).catch((cause) => {
-        for (const item of batch.items) {
-          var _item$reject6;
-          (_item$reject6 = item.reject) === null || _item$reject6 === void 0 || _item$reject6.call(item, cause);
-          item.batch = null;
-        }
-      });
-    }
-  }
-  function load2(key) {
-    var _dispatchTimer;
-    const item = {
-      aborted: false,
-      key,
-      batch: null,
-      resolve: throwFatalError,
-      reject: throwFatalError
-    };
-    const promise2 = new Promise((resolve, reject) => {
-      var _pendingItems;
-      item.reject = reject;
-      item.resolve = resolve;
-      (_pendingItems = pendingItems) !== null && _pendingItems !== void 0 || (pendingItems = []);
-      pendingItems.push(item);
-    });
-    (_dispatchTimer = dispatchTimer) !== null && _dispatchTimer !== void 0 || (dispatchTimer = setTimeout(dispatch));
-    return promise2;
-  }
-  return { load: load2 };
-}
-function httpBatchLink(opts) {
-  var _opts$maxURLLength, _opts$maxItems;
-  const resolvedOpts = resolveHTTPLinkOptions(opts);
-  const maxURLLength = (_opts$maxURLLength = opts.maxURLLength) !== null && _opts$maxURLLength !== void 0 ? _opts$maxURLLength : Infinity;
-  const maxItems = (_opts$maxItems = opts.maxItems) !== null && _opts$maxItems !== void 0 ? _opts$maxItems : Infinity;
-  return () => {
-    const batchLoader = (type) => {
-      return {
-        validate(batchOps) {
-          if (maxURLLength === Infinity && maxItems === Infinity) return true;
-          if (batchOps.length > maxItems) return false;
-          const path42 = batchOps.map((op) => op.path).join(",");
-          const inputs = batchOps.map((op) => op.input);
-          return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            type,
-            path: path42,
-            inputs,
-            signal: null
-          })).length <= maxURLLength;
-        },
-        async fetch(batchOps) {
-          const path42 = batchOps.map((op) => op.path).join(",");
-          const inputs = batchOps.map((op) => op.input);
-          const signal = allAbortSignals(...batchOps.map((op) => op.signal));
-          const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path42,
-            inputs,
-            type,
-            headers() {
-              if (!opts.headers) return {};
-              if (typeof opts.headers === "function") return opts.headers({ opList: batchOps });
-              return opts.headers;
-            },
-            signal
-          }));
-          return (Array.isArray(res.json) ? res.json : batchOps.map(() => res.json)).map((item) => ({
-            meta: res.meta,
-            json: item
-          }));
-        }
-      };
-    };
-    const loaders = {
-      query: dataLoader(batchLoader("query")),
-      mutation: dataLoader(batchLoader("mutation"))
-    };
-    return ({ op }) => {
-      return observable((observer) => {
-        if (op.type === "subscription") throw new Error("Subscriptions are unsupported by `httpLink` - use `httpSubscriptionLink` or `wsLink`");
-        const ac = new AbortController();
-        const { signal, cleanup } = raceAbortSignalsWithCleanup(op.signal, ac.signal);
-        const promise2 = loaders[op.type].load(_objectSpread22(_objectSpread22({}, op), {}, { signal }));
-        let isDone = false;
-        let _res = void 0;
-        promise2.then((res) => {
-          isDone = true;
-          _res = res;
-          const transformed = transformResult(res.json, resolvedOpts.transformer.output);
-          if (!transformed.ok) {
-            observer.error(TRPCClientError.from(transformed.error, { meta: res.meta }));
-            return;
-          }
-          observer.next({
-            context: res.meta,
-            result: transformed.result
-          });
-          observer.complete();
-        }).catch((err) => {
-          isDone = true;
-          observer.error(TRPCClientError.from(err, { meta: _res === null || _res === void 0 ? void 0 : _res.meta }));
-        });
-        return () => {
-          if (!isDone) ac.abort();
-          cleanup();
-        };
-      });
-    };
-  };
-}
-var throwFatalError;
-var init_httpBatchLink_aPx7u_sr = __esm({
-  "node_modules/@trpc/client/dist/httpBatchLink-aPx7u_sr.mjs"() {
-    init_objectSpread2_weooBxVk();
-    init_TRPCClientError_Byo7P4QG();
-    init_httpUtils_5Hmhcy_z();
-    init_observable();
-    init_unstable_core_do_not_import();
-    throwFatalError = () => {
-      throw new Error("Something went wrong. Please submit an issue at https://github.com/trpc/trpc/issues/new");
-    };
-  }
-});
-
-// node_modules/@trpc/client/dist/links/loggerLink.mjs
-var init_loggerLink = __esm({
-  "node_modules/@trpc/client/dist/links/loggerLink.mjs"() {
-    init_objectSpread2_weooBxVk();
-  }
-});
-
-// node_modules/@trpc/client/dist/wsLink-l0dX0ah6.mjs
-function withResolvers2() {
-  let resolve;
-  let reject;
-  return {
-    promise: new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    }),
-    resolve,
-    reject
-  };
-}
-async function prepareUrl(urlOptions) {
-  const url2 = await resultOf(urlOptions.url);
-  if (!urlOptions.connectionParams) return url2;
-  return url2 + `${url2.includes("?") ? "&" : "?"}connectionParams=1`;
-}
-async function buildConnectionMessage(connectionParams, encoder) {
-  const message = {
-    method: "connectionParams",
-    data: await resultOf(connectionParams)
-  };
-  return encoder.encode(message);
-}
-function asyncWsOpen(ws) {
-  const { promise: promise2, resolve, reject } = withResolvers2();
-  ws.addEventListener("open", () => {
-    ws.removeEventListener("error", reject);
-    resolve();
-  });
-  ws.addEventListener("error", reject);
-  return promise2;
-}
-function sendPing(ws, onPong) {
-  let callbacks = pongCallbacks.get(ws);
-  if (!callbacks) {
-    const queue = [];
-    callbacks = queue;
-    pongCallbacks.set(ws, queue);
-    ws.addEventListener("message", ({ data }) => {
-      var _queue$shift;
-      if (data === "PONG") (_queue$shift = queue.shift()) === null || _queue$shift === void 0 || _queue$shift();
-    });
-  }
-  callbacks.push(onPong);
-  ws.send("PING");
-}
-function setupPingInterval(ws, { intervalMs, pongTimeoutMs }) {
-  let pingTimeout;
-  let pongTimeout;
-  function start() {
-    pingTimeout = setTimeout(() => {
-      sendPing(ws, null);
-      pongTimeout = setTimeout(() => {
-        ws.close();
-      }, pongTimeoutMs);
-    }, intervalMs);
-  }
-  function reset2() {
-    clearTimeout(pingTimeout);
-    start();
-  }
-  function pong() {
-    clearTimeout(pongTimeout);
-    reset2();
-  }
-  ws.addEventListener("open", start);
-  ws.addEventListener("message", ({ data }) => {
-    clearTimeout(pingTimeout);
-    start();
-    if (data === "PONG") pong();
-  });
-  ws.addEventListener("close", () => {
-    clearTimeout(pingTimeout);
-    clearTimeout(pongTimeout);
-  });
-}
-var resultOf, pongCallbacks, WsConnection;
-var init_wsLink_l0dX0ah6 = __esm({
-  "node_modules/@trpc/client/dist/wsLink-l0dX0ah6.mjs"() {
-    init_objectSpread2_weooBxVk();
-    init_TRPCClientError_Byo7P4QG();
-    init_unstable_internals();
-    init_observable();
-    resultOf = (value, ...args) => {
-      return typeof value === "function" ? value(...args) : value;
-    };
-    pongCallbacks = /* @__PURE__ */ new WeakMap();
-    WsConnection = class WsConnection2 {
-      constructor(opts) {
-        var _opts$WebSocketPonyfi;
-        _defineProperty2(this, "id", ++WsConnection2.connectCount);
-        _defineProperty2(this, "WebSocketPonyfill", void 0);
-        _defineProperty2(this, "urlOptions", void 0);
-        _defineProperty2(this, "keepAliveOpts", void 0);
-        _defineProperty2(this, "encoder", void 0);
-        _defineProperty2(this, "wsObservable", behaviorSubject(null));
-        _defineProperty2(this, "openPromise", null);
-        this.WebSocketPonyfill = (_opts$WebSocketPonyfi = opts.WebSocketPonyfill) !== null && _opts$WebSocketPonyfi !== void 0 ? _opts$WebSocketPonyfi : WebSocket;
-        if (!this.WebSocketPonyfill) throw new Error("No WebSocket implementation found - you probably don't want to use this on the server, but if you do you need to pass a `WebSocket`-ponyfill");
-        this.urlOptions = opts.urlOptions;
-        this.keepAliveOpts = opts.keepAlive;
-        this.encoder = opts.encoder;
-      }
-      get ws() {
-        return this.wsObservable.get();
-      }
-      set ws(ws) {
-        this.wsObservable.next(ws);
-      }
-      /**
-      * Checks if the WebSocket connection is open and ready to communicate.
-      */
-      isOpen() {
-        return !!this.ws && this.ws.readyState === this.WebSocketPonyfill.OPEN && !this.openPromise;
-      }
-      /**
-      * Checks if the WebSocket connection is closed or in the process of closing.
-      */
-      isClosed() {
-        return !!this.ws && (this.ws.readyState === this.WebSocketPonyfill.CLOSING || this.ws.readyState === this.WebSocketPonyfill.CLOSED);
-      }
-      async open() {
-        if (this.openPromise) return this.openPromise;
-        this.id = ++WsConnection2.connectCount;
-        const wsPromise = prepareUrl(this.urlOptions).then((url2) => new this.WebSocketPonyfill(url2));
-        this.openPromise = wsPromise.then(async (ws) => {
-          this.ws = ws;
-          ws.binaryType = "arraybuffer";
-          ws.addEventListener("message", function({ data }) {
-            if (data === "PING") this.send("PONG");
-          });
-          if (this.keepAliveOpts.enabled) setupPingInterval(ws, this.keepAliveOpts);
-          ws.addEventListener("close", () => {
-            if (this.ws === ws) this.ws = null;
-          });
-          await asyncWsOpen(ws);
-          if (this.urlOptions.connectionParams) ws.send(await buildConnectionMessage(this.urlOptions.connectionParams, this.encoder));
-        });
-        try {
-          await this.openPromise;
-        } finally {
-          this.openPromise = null;
-        }
-      }
-      /**
-      * Closes the WebSocket connection gracefully.
-      * Waits for any ongoing open operation to complete before closing.
-      */
-      async close() {
-        try {
-          await this.openPromise;
-        } finally {
-          var _this$ws;
-          (_this$ws = this.ws) === null || _this$ws === void 0 || _this$ws.close();
-        }
-      }
-    };
-    _defineProperty2(WsConnection, "connectCount", 0);
-  }
-});
-
-// node_modules/@trpc/client/dist/index.mjs
-function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path42, args }) => {
-    const pathCopy = [...path42];
-    const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
-    const fullPath = pathCopy.join(".");
-    return client2[procedureType](fullPath, ...args);
-  });
-  return createFlatProxy((key) => {
-    if (key === untypedClientSymbol) return client2;
-    return proxy[key];
-  });
-}
-function createTRPCClient(opts) {
-  return createTRPCClientProxy(new TRPCUntypedClient(opts));
-}
-function inputWithTrackedEventId(input, lastEventId) {
-  if (!lastEventId) return input;
-  if (input != null && typeof input !== "object") return input;
-  return _objectSpread22(_objectSpread22({}, input !== null && input !== void 0 ? input : {}), {}, { lastEventId });
-}
-function _asyncIterator2(r) {
-  var n2, t2, o2, e = 2;
-  for ("undefined" != typeof Symbol && (t2 = Symbol.asyncIterator, o2 = Symbol.iterator); e--; ) {
-    if (t2 && null != (n2 = r[t2])) return n2.call(r);
-    if (o2 && null != (n2 = r[o2])) return new AsyncFromSyncIterator2(n2.call(r));
-    t2 = "@@asyncIterator", o2 = "@@iterator";
-  }
-  throw new TypeError("Object is not async iterable");
-}
-function AsyncFromSyncIterator2(r) {
-  function AsyncFromSyncIteratorContinuation(r2) {
-    if (Object(r2) !== r2) return Promise.reject(/* @__PURE__ */ new TypeError(r2 + " is not an object."));
-    var n2 = r2.done;
-    return Promise.resolve(r2.value).then(function(r3) {
-      return {
-        value: r3,
-        done: n2
-      };
-    });
-  }
-  return AsyncFromSyncIterator2 = function AsyncFromSyncIterator3(r2) {
-    this.s = r2, this.n = r2.next;
-  }, AsyncFromSyncIterator2.prototype = {
-    s: null,
-    n: null,
-    next: function next() {
-      return AsyncFromSyncIteratorContinuation(this.n.apply(this.s, arguments));
-    },
-    "return": function _return(r2) {
-      var n2 = this.s["return"];
-      return void 0 === n2 ? Promise.resolve({
-        value: r2,
-        done: true
-      }) : AsyncFromSyncIteratorContinuation(n2.apply(this.s, arguments));
-    },
-    "throw": function _throw(r2) {
-      var n2 = this.s["return"];
-      return void 0 === n2 ? Promise.reject(r2) : AsyncFromSyncIteratorContinuation(n2.apply(this.s, arguments));
-    }
-  }, new AsyncFromSyncIterator2(r);
-}
-async function urlWithConnectionParams(opts) {
-  let url2 = await resultOf(opts.url);
-  if (opts.connectionParams) {
-    const params = await resultOf(opts.connectionParams);
-    const prefix = url2.includes("?") ? "&" : "?";
-    url2 += prefix + "connectionParams=" + encodeURIComponent(JSON.stringify(params));
-  }
-  return url2;
-}
-function httpSubscriptionLink(opts) {
-  const transformer = getTransformer(opts.transformer);
-  const pathSeparator = resolvePathSeparator(opts.pathSeparator);
-  return () => {
-    return ({ op }) => {
-      return observable((observer) => {
-        var _opts$EventSource;
-        const { type, path: path42, input } = op;
-        if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
-        let lastEventId = void 0;
-        const ac = new AbortController();
-        const signal = raceAbortSignals(op.signal, ac.signal);
-        const eventSourceStream = sseStreamConsumer({
-          url: async () => getUrl2({
-            transformer,
-            url: await urlWithConnectionParams(opts),
-            input: inputWithTrackedEventId(input, lastEventId),
-            path: path42,
-            pathSeparator,
-            type,
-            signal: null
-          }),
-          init: () => resultOf(opts.eventSourceOptions, { op }),
-          signal,
-          deserialize: (data) => transformer.output.deserialize(data),
-          EventSource: (_opts$EventSource = opts.EventSource) !== null && _opts$EventSource !== void 0 ? _opts$EventSource : globalThis.EventSource
-        });
-        const connectionState = behaviorSubject({
-          type: "state",
-          state: "connecting",
-          error: null
-        });
-        const connectionSub = connectionState.subscribe({ next(state) {
-          observer.next({ result: state });
-        } });
-        run(async () => {
-          var _iteratorAbruptCompletion = false;
-          var _didIteratorError = false;
-          var _iteratorError;
-          try {
-            for (var _iterator = _asyncIterator2(eventSourceStream), _step; _iteratorAbruptCompletion = !(_step = await _iterator.next()).done; _iteratorAbruptCompletion = false) {
-              const chunk = _step.value;
-              switch (chunk.type) {
-                case "ping":
-                  break;
-                case "data":
-                  const chunkData = chunk.data;
-                  let result;
-                  if (chunkData.id) {
-                    lastEventId = chunkData.id;
-                    result = {
-                      id: chunkData.id,
-                      data: chunkData
-                    };
-                  } else result = { data: chunkData.data };
-                  observer.next({
-                    result,
-                    context: { eventSource: chunk.eventSource }
-                  });
-                  break;
-                case "connected":
-                  observer.next({
-                    result: { type: "started" },
-                    context: { eventSource: chunk.eventSource }
-                  });
-                  connectionState.next({
-                    type: "state",
-                    state: "pending",
-                    error: null
-                  });
-                  break;
-                case "serialized-error": {
-                  const error46 = TRPCClientError.from({ error: chunk.error });
-                  if (retryableRpcCodes.includes(chunk.error.code)) {
-                    connectionState.next({
-                      type: "state",
-                      state: "connecting",
-                      error: error46
-                    });
-                    break;
-                  }
-                  throw error46;
-                }
-                case "connecting": {
-                  const lastState = connectionState.get();
-                  const error46 = chunk.event && TRPCClientError.from(chunk.event);
-                  if (!error46 && lastState.state === "connecting") break;
-                  connectionState.next({
-                    type: "state",
-                    state: "connecting",
-                    error: error46
-                  });
-                  break;
-                }
-                case "timeout":
-                  connectionState.next({
-                    type: "state",
-                    state: "connecting",
-                    error: new TRPCClientError(`Timeout of ${chunk.ms}ms reached while waiting for a response`)
-                  });
-              }
-            }
-          } catch (err) {
-            _didIteratorError = true;
-            _iteratorError = err;
-          } finally {
-            try {
-              if (_iteratorAbruptCompletion && _iterator.return != null) await _iterator.return();
-            } finally {
-              if (_didIteratorError) throw _iteratorError;
-            }
-          }
-          observer.next({ result: { type: "stopped" } });
-          connectionState.next({
-            type: "state",
-            state: "idle",
-            error: null
-          });
-          observer.complete();
-        }).catch((error46) => {
-          observer.error(TRPCClientError.from(error46));
-        });
-        return () => {
-          observer.complete();
-          ac.abort();
-          connectionSub.unsubscribe();
-        };
-      });
-    };
-  };
-}
-function _OverloadYield2(e, d) {
-  this.v = e, this.k = d;
-}
-function AsyncGenerator2(e) {
-  var r, t2;
-  function resume(r2, t3) {
+    let info;
     try {
-      var n2 = e[r2](t3), o2 = n2.value, u2 = o2 instanceof _OverloadYield2;
-      Promise.resolve(u2 ? o2.v : o2).then(function(t4) {
-        if (u2) {
-          var i2 = "return" === r2 ? "return" : "next";
-          if (!o2.k || t4.done) return resume(i2, t4);
-          t4 = e[i2](t4).value;
-        }
-        settle(n2.done ? "return" : "normal", t4);
-      }, function(e2) {
-        resume("throw", e2);
-      });
+      info = o2.metadata ? loadMetadataFile(o2.metadata) : await loadGguf(o2.gguf);
     } catch (e2) {
-      settle("throw", e2);
+      throw new InputError2(e2.message);
     }
-  }
-  function settle(e2, n2) {
-    switch (e2) {
-      case "return":
-        r.resolve({
-          value: n2,
-          done: true
-        });
-        break;
-      case "throw":
-        r.reject(n2);
-        break;
-      default:
-        r.resolve({
-          value: n2,
-          done: false
-        });
-    }
-    (r = r.next) ? resume(r.key, r.arg) : t2 = null;
-  }
-  this._invoke = function(e2, n2) {
-    return new Promise(function(o2, u2) {
-      var i2 = {
-        key: e2,
-        arg: n2,
-        resolve: o2,
-        reject: u2,
-        next: null
-      };
-      t2 ? t2 = t2.next = i2 : (r = t2 = i2, resume(e2, n2));
+    const h3 = hparamsFromMetadata(info.metadata);
+    const e = estimate(h3, info.tensors, {
+      ctx,
+      parallel: parallelRaw,
+      kvUnified: o2.kvUnified,
+      cacheTypeK,
+      cacheTypeV,
+      ubatch,
+      flashAttn: o2.flashAttn,
+      gpus
     });
-  }, "function" != typeof e["return"] && (this["return"] = void 0);
-}
-var observerKeys, TRPCUntypedClient, untypedClientSymbol, clientCallTypeMap, clientCallTypeToProcedureType;
-var init_dist2 = __esm({
-  "node_modules/@trpc/client/dist/index.mjs"() {
-    init_splitLink_DcpFI5s5();
-    init_objectSpread2_weooBxVk();
-    init_TRPCClientError_Byo7P4QG();
-    init_httpUtils_5Hmhcy_z();
-    init_httpLink_CWd1U86f();
-    init_httpBatchLink_aPx7u_sr();
-    init_unstable_internals();
-    init_loggerLink();
-    init_wsLink_l0dX0ah6();
-    init_observable();
-    init_unstable_core_do_not_import();
-    observerKeys = [
-      "onStarted",
-      "onData",
-      "onError",
-      "onStopped",
-      "onComplete",
-      "onConnectionStateChange"
+    const slots = e.slots;
+    const minCtx = int2(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
+    const rec = fit({
+      hparams: h3,
+      tensors: info.tensors,
+      fileBytes: info.fileBytes ?? void 0,
+      slots,
+      minCtxPerSlot: minCtx,
+      maxCtxPerSlot: Math.min(h3.nCtxTrain, 131072),
+      gpus,
+      hostFreeBytes: hostFree
+    });
+    const { estimate: recEst, ...recRest } = rec;
+    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync14(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
+    const out = {
+      model: { source: info.source, arch: h3.arch, name: h3.name, quant: info.quant, kind: h3.kind, nLayer: h3.nLayerAll, nCtxTrain: h3.nCtxTrain, fileBytes: info.fileBytes },
+      ...e,
+      hardware: hwNote,
+      llamaCpp,
+      recommendation: { ...recRest, totalBytes: recEst?.totalBytes ?? null, kvBytes: recEst?.kvBytes ?? null }
+    };
+    if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+    const lines = [
+      `${h3.name ?? info.source} (${h3.arch}, ${h3.kind}${info.quant ? `, ${info.quant}` : ""})`,
+      `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) \xD7 ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
+      `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
+      `weights ${fmt(e.weightsBytes)}, compute \u2248 ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
+      ...e.perDevice.filter((d) => d.totalBytes > 0).map((d) => `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`),
+      ...llamaCpp?.devices.length ? [`llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} \u2014 ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`] : [],
+      `hardware: ${hwNote}`,
+      rec.fits ? `recommended: llama-server ${rec.args.join(" ")}  (${rec.reason})` : `does not fit: ${rec.reason}. Options: ${rec.suggestions.join("; ")}`,
+      ...e.warnings.map((w) => `note: ${w}`)
     ];
-    TRPCUntypedClient = class {
-      constructor(opts) {
-        _defineProperty2(this, "links", void 0);
-        _defineProperty2(this, "runtime", void 0);
-        _defineProperty2(this, "requestId", void 0);
-        this.requestId = 0;
-        this.runtime = {};
-        this.links = opts.links.map((link) => link(this.runtime));
-      }
-      $request(opts) {
-        var _opts$context;
-        return createChain({
-          links: this.links,
-          op: _objectSpread22(_objectSpread22({}, opts), {}, {
-            context: (_opts$context = opts.context) !== null && _opts$context !== void 0 ? _opts$context : {},
-            id: ++this.requestId
-          })
-        }).pipe(share());
-      }
-      async requestAsPromise(opts) {
+    return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+  } catch (err) {
+    if (err instanceof InputError2 || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
+      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
+` };
+    }
+    throw err;
+  }
+}
+function toolVerifiedModels(store = new TargetStore()) {
+  let targets = [];
+  try {
+    targets = store.list().targets;
+  } catch {
+  }
+  return (id2) => targets.some((t2) => t2.outcome === "built" && t2.checks.some((c3) => c3.name === "tools" && c3.passed) && t2.model.toLowerCase().includes(id2.toLowerCase()));
+}
+async function runFitPlan(o2) {
+  try {
+    const slotsOpt = int2(o2.slots ?? (o2.parallel !== void 0 && o2.parallel !== "-1" ? o2.parallel : void 0), "--slots");
+    const minCtx = int2(o2.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
+    if (o2.gpus && o2.gpus !== "auto") throw new InputError2("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
+    const bin = safeFind();
+    const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
+    const { dev, notes, runtimeDevices } = devicesFromHardware(hw, bin);
+    const slots = slotsOpt ?? (dev.gpus.length ? 4 : 1);
+    if (slotsOpt === void 0 && !dev.gpus.length) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
+    const verified = toolVerifiedModels(o2.store);
+    let result;
+    if (!o2.model) {
+      result = propose(dev, slots, minCtx, verified);
+    } else {
+      const entry = findCatalog(o2.model);
+      const repoQuant = /:([\w.-]+)$/.exec(o2.model)?.[1]?.toUpperCase() ?? null;
+      if (entry) {
+        const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
+        if (!only.quants.length) throw new InputError2(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`);
+        result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }]);
+      } else {
+        let info;
+        let modelArgs;
         try {
-          const req$ = this.$request(opts);
-          return (await observableToPromise(req$)).result.data;
-        } catch (err) {
-          throw TRPCClientError.from(err);
-        }
-      }
-      /** Calls a query. */
-      query(path42, input, opts) {
-        return this.requestAsPromise({
-          type: "query",
-          path: path42,
-          input,
-          context: opts === null || opts === void 0 ? void 0 : opts.context,
-          signal: opts === null || opts === void 0 ? void 0 : opts.signal
-        });
-      }
-      /** Calls a mutation. */
-      mutation(path42, input, opts) {
-        return this.requestAsPromise({
-          type: "mutation",
-          path: path42,
-          input,
-          context: opts === null || opts === void 0 ? void 0 : opts.context,
-          signal: opts === null || opts === void 0 ? void 0 : opts.signal
-        });
-      }
-      subscription(path42, input, opts = {}) {
-        const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
-        const observable$ = this.$request({
-          type: "subscription",
-          path: path42,
-          input,
-          context: opts.context,
-          signal: opts.signal
-        });
-        if (!hasCallbacks) {
-          var _opts$signal;
-          const data$ = observable((observer) => observable$.subscribe({
-            next(envelope) {
-              if (envelope.result.type === "data" || envelope.result.type === void 0) observer.next(envelope.result.data);
-            },
-            error: (err) => observer.error(err),
-            complete: () => observer.complete()
-          }));
-          const iterator = observableToAsyncIterable(data$, (_opts$signal = opts.signal) !== null && _opts$signal !== void 0 ? _opts$signal : new AbortController().signal);
-          let iterated = false;
-          iterator[Symbol.asyncIterator] = () => {
-            if (iterated) throw new Error("A subscription can only be iterated once. Call subscribe() again for another loop.");
-            iterated = true;
-            return iterator;
-          };
-          return iterator;
-        }
-        return observable$.subscribe({
-          next(envelope) {
-            switch (envelope.result.type) {
-              case "state":
-                var _opts$onConnectionSta;
-                (_opts$onConnectionSta = opts.onConnectionStateChange) === null || _opts$onConnectionSta === void 0 || _opts$onConnectionSta.call(opts, envelope.result);
-                break;
-              case "started":
-                var _opts$onStarted;
-                (_opts$onStarted = opts.onStarted) === null || _opts$onStarted === void 0 || _opts$onStarted.call(opts, { context: envelope.context });
-                break;
-              case "stopped":
-                var _opts$onStopped;
-                (_opts$onStopped = opts.onStopped) === null || _opts$onStopped === void 0 || _opts$onStopped.call(opts);
-                break;
-              case "data":
-              case void 0:
-                var _opts$onData;
-                (_opts$onData = opts.onData) === null || _opts$onData === void 0 || _opts$onData.call(opts, envelope.result.data);
-            }
-          },
-          error(err) {
-            var _opts$onError;
-            (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, err);
-          },
-          complete() {
-            var _opts$onComplete;
-            (_opts$onComplete = opts.onComplete) === null || _opts$onComplete === void 0 || _opts$onComplete.call(opts);
+          if (!existsSync14(o2.model) && parseRepoRef(o2.model)) {
+            const r = await chooseFromRepo(o2.model, { slots, minCtxPerSlot: minCtx, gpus: dev.gpus, hostFreeBytes: dev.hostFreeBytes });
+            info = r.info;
+            modelArgs = ["-hf", `${r.repo}:${r.quant.quant}`];
+          } else {
+            info = await loadGguf(o2.model);
+            modelArgs = existsSync14(o2.model) ? ["-m", path32.resolve(o2.model)] : ["-hf", o2.model];
           }
-        });
+        } catch (e) {
+          throw new InputError2(`${o2.model}: ${e.message.split("\n")[0]}`);
+        }
+        const hp = hparamsFromMetadata(info.metadata);
+        const m = {
+          model: o2.model,
+          quant: info.quant,
+          hparams: hp,
+          tensors: info.tensors,
+          fileBytes: info.fileBytes ?? 0,
+          isMoe: (info.tensors ?? []).some((t2) => /_exps\./.test(t2.name)),
+          modelArgs
+        };
+        const p2 = layout(m, dev, slots, minCtx);
+        result = p2 ? { pick: toPick(m, p2, dev, slots, verified(hp.name ?? o2.model)), alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > hp.nCtxTrain ? `${o2.model} was trained for ${hp.nCtxTrain} tokens of context; --min-ctx ${minCtx} is beyond it` : `${o2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
       }
+    }
+    const out = {
+      hardware: {
+        gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
+        ramTotalBytes: hw.ram.totalBytes,
+        ramFreeBytes: hw.ram.freeBytes,
+        cpu: hw.cpu.model,
+        runtimeDevices,
+        notes: [...notes, ...hw.problems]
+      },
+      ...result
     };
-    untypedClientSymbol = /* @__PURE__ */ Symbol.for("trpc_untypedClient");
-    clientCallTypeMap = {
-      query: "query",
-      mutate: "mutation",
-      subscribe: "subscription"
+    FitResult.parse(out);
+    const code = out.pick ? 0 : 3;
+    if (o2.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+    const p = out.pick;
+    const lines = [
+      `hardware: ${out.hardware.gpus.length ? out.hardware.gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : "no GPU"}; RAM ${fmt(out.hardware.ramFreeBytes)} free`,
+      ...out.hardware.notes.map((n2) => `note: ${n2}`),
+      ...p ? [
+        `pick: ${p.model} ${p.quant ?? ""} \u2014 ${p.slots} slot(s) \xD7 ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
+        `  ${p.reason}`,
+        ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
+        `  ${p.command}`,
+        ...out.alternatives.map((a2) => `alternative: ${a2.model} ${a2.quant ?? ""} (${a2.placement}, ${a2.slots} \xD7 ${a2.ctxPerSlot})`)
+      ] : [`no fit: ${out.problem}`]
+    ];
+    return { code, stdout: lines.join("\n") + "\n", stderr: "" };
+  } catch (err) {
+    if (err instanceof InputError2 || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
+      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
+` };
+    }
+    throw err;
+  }
+}
+async function llamaFitParams(file2, e, llamaServer) {
+  const server = llamaServer ?? safeFind();
+  if (!server) return null;
+  const bin = path32.join(path32.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  if (!existsSync14(bin)) return null;
+  const args = ["-m", file2, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
+  if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
+  if (e.cacheTypeV !== "f16") args.push("-ctv", e.cacheTypeV);
+  const r = await execa(bin, args, { reject: false, timeout: 6e4, stdin: "ignore" });
+  const devices = String(r.stdout ?? "").split("\n").map((l) => /^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(l.trim())).filter((m) => !!m).map((m) => ({ device: m[1], modelMiB: Number(m[2]), contextMiB: Number(m[3]), computeMiB: Number(m[4]) }));
+  return { bin, args, devices, note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null, error: r.exitCode === 0 ? null : String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}` };
+}
+function safeFind() {
+  try {
+    return findLlamaServer();
+  } catch {
+    return null;
+  }
+}
+async function runStartCommand(o2, slots, ctx, log) {
+  if (!o2.yes) {
+    if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to download and start without a question");
+    const { createInterface: createInterface2 } = await import("node:readline/promises");
+    const rl = createInterface2({ input: process.stdin, output: process.stderr });
+    const what = o2.runtime === "llama.cpp" ? "the planner's pick for this machine (ocw fit shows it)" : `${o2.model ?? "the model"} with ${o2.runtime}`;
+    const yes = /^y(es)?$/i.test((await rl.question(`Download and start ${what}? [y/N] `)).trim());
+    rl.close();
+    if (!yes) throw new SetupInputError("not confirmed; nothing downloaded or started (pass --yes to skip the question)");
+  }
+  const { runStartJob: runStartJob2 } = await Promise.resolve().then(() => (init_start2(), start_exports));
+  const seen = /* @__PURE__ */ new Map();
+  let lastPct = -1;
+  const job = await runStartJob2({
+    input: { runtime: o2.runtime, model: o2.model, slots, minCtx: ctx, acceptUnderpowered: o2.acceptUnderpowered },
+    store: o2.store ?? new TargetStore(),
+    hardware: o2.hardware,
+    llamaServer: o2.llamaServer,
+    onUpdate: (j) => {
+      for (const p of j.phases) {
+        const key = `${p.status}:${p.detail}`;
+        if (seen.get(p.name) !== key && p.status !== "pending") {
+          seen.set(p.name, key);
+          log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` \u2014 ${p.detail}` : ""}`);
+        }
+        const pr = p.progress;
+        if (p.status === "running" && pr?.total) {
+          const pct = Math.floor(pr.done / pr.total * 20) * 5;
+          if (pct !== lastPct) {
+            lastPct = pct;
+            log(`${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB2).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`);
+          }
+        }
+      }
+    }
+  });
+  if (job.plannedCommand) log(`command: ${job.launchedCommand ?? job.plannedCommand}`);
+  const r = job.result;
+  if (!r) {
+    const f = job.failure;
+    if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}
+` };
+    return { code: 2, stdout: o2.json ? JSON.stringify({ job }, null, 2) + "\n" : "", stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} \u2014 ${f.remedy}
+` };
+  }
+  const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
+  const text = o2.json ? JSON.stringify({ outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, job }, null, 2) + "\n" : [
+    `${r.outcome.toUpperCase()}: ${r.summary}`,
+    ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
+    ...job.placement ? [`placement: ${job.placement.passed ? "as planned" : "NOT as planned"} \u2014 ${job.placement.evidence.join("; ")}`] : [],
+    ...job.failure ? [`warning: ${job.failure.cause} \u2014 ${job.failure.remedy}`] : [],
+    `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
+  ].join("\n") + "\n";
+  return { code, stdout: text, stderr: "" };
+}
+async function runSetup(o2) {
+  const logs = [];
+  const log = (l) => {
+    logs.push(l);
+    if (!o2.json) process.stderr.write(`${l}
+`);
+  };
+  try {
+    const modes = [o2.runtime ? "runtime" : null, o2.capture ? "capture" : null, o2.provider ? "provider" : null].filter(Boolean);
+    if (modes.length !== 1) throw new SetupInputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
+    const slots = int2(o2.slots, "--slots");
+    const ctx = int2(o2.ctx, "--ctx");
+    let r;
+    if (o2.runtime) {
+      if (!["llama.cpp", "vllm", "sglang"].includes(o2.runtime)) throw new SetupInputError(`--runtime ${o2.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
+      if (o2.runtime !== "llama.cpp" || !o2.model) {
+        return await runStartCommand(o2, slots, ctx, log);
+      }
+      const model = o2.model;
+      const useSlots = slots;
+      const useCtx = ctx;
+      if (useSlots === void 0) throw new SetupInputError("--runtime llama.cpp --model \u2026 needs --slots N (how many workers run at once); or leave out --model to take the planner's pick");
+      r = await setupLlamaCpp({ model, slots: useSlots, ctx: useCtx, llamaServer: o2.llamaServer, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, log, hardware: o2.hardware });
+    } else if (Array.isArray(o2.capture) && o2.capture.length > 1) {
+      const { setupCapturePool: setupCapturePool2 } = await Promise.resolve().then(() => (init_pool(), pool_exports));
+      r = await setupCapturePool2(o2.capture, { model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
+    } else if (o2.capture) {
+      r = await setupCapture({ url: Array.isArray(o2.capture) ? o2.capture[0] : o2.capture, model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
+    } else {
+      r = await setupProvider({ url: o2.provider, model: o2.model ?? "", apiKeyEnv: o2.apiKeyEnv ?? "", slots, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
+    }
+    const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
+    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, fit: r.fit, server: r.server, timings: r.timings };
+    const text = o2.json ? JSON.stringify(body, null, 2) + "\n" : [
+      `${r.outcome.toUpperCase()}: ${r.summary}`,
+      ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
+      `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
+    ].join("\n") + "\n";
+    return { code, stdout: text, stderr: "", result: r };
+  } catch (err) {
+    if (err instanceof SetupInputError || err instanceof InputError2) return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
+` };
+    const e = err;
+    return { code: 2, stdout: "", stderr: `ocw: setup failed: ${e.message.split("\n")[0]}
+` };
+  }
+}
+function runTargets(o2) {
+  const store = o2.store ?? new TargetStore();
+  const { active, targets } = store.list();
+  if (o2.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
+  if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
+  const lines = targets.map((t2) => `${t2.id === active ? "*" : " "} ${t2.id.padEnd(40)} ${(t2.outcome ?? "?").padEnd(12)} ${t2.serving.engine.padEnd(9)} ${t2.serving.slots} slot(s)${t2.serving.perSlotCtx ? ` \xD7 ${t2.serving.perSlotCtx}` : ""}  ${t2.endpoint}`);
+  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+}
+function runTargetUse(id2, o2 = {}) {
+  const store = o2.store ?? new TargetStore();
+  try {
+    const t2 = store.use(id2);
+    const warn = t2.outcome && t2.outcome !== "built" ? ` (warning: its last verification was ${t2.outcome})` : "";
+    return { code: 0, stdout: `active target: ${t2.id}${warn}
+`, stderr: "" };
+  } catch (e) {
+    return { code: 2, stdout: "", stderr: `ocw: ${e.message}
+` };
+  }
+}
+async function runServingStop(o2 = {}) {
+  const r = await stopServing(o2.target);
+  const lines = [
+    ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
+    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running`)
+  ];
+  return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
+}
+async function runDoctor(o2) {
+  let bin = null;
+  let binNote = "";
+  try {
+    bin = findLlamaServer(o2.llamaServer);
+  } catch (e) {
+    binNote = e.message;
+  }
+  const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
+  const serving = listServing();
+  const out = { hardware: hw, llamaServer: bin, llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"), serving };
+  if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+  const lines = [
+    `platform   ${hw.platform}/${hw.arch}`,
+    `cpu        ${hw.cpu.model} (${hw.cpu.cores} threads${hw.cpu.physicalCores ? `, ${hw.cpu.physicalCores} cores` : ""})`,
+    `ram        ${fmt(hw.ram.freeBytes)} free of ${fmt(hw.ram.totalBytes)}`,
+    ...hw.gpus.length ? hw.gpus.map((g) => `gpu ${g.index}      ${g.name}: ${g.freeBytes === null ? "free ?" : `${fmt(g.freeBytes)} free`} of ${fmt(g.totalBytes)}${g.unified ? " (unified)" : ""} [${g.source}]`) : ["gpu        none detected (CPU only)"],
+    ...hw.llamaDevices ? [`llama.cpp  sees ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => `${d.id} ${d.name} ${fmt(d.freeBytes)} free`).join(", ") : "no GPU devices (CPU backend)"}`] : [],
+    `llama-server ${bin ?? out.llamaServerNote}`,
+    ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
+    ...hw.problems.map((p) => `problem    ${p}`),
+    `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
+    `detected in ${hw.ms} ms`
+  ];
+  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+}
+function emit(r) {
+  if (r.stdout) process.stdout.write(r.stdout);
+  if (r.stderr) process.stderr.write(r.stderr);
+  process.exitCode = r.code;
+}
+function registerModelSetupCommands(program3, { targetsJson } = {}) {
+  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--json", "print JSON").action(async (opts) => emit(await runFit(opts)));
+  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "context each slot gets (the server is sized for slots \xD7 ctx, unified KV)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v, prev = []) => [...prev, v]).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit(await runSetup(opts)));
+  program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => {
+    if (!o2.json || !targetsJson) return emit(runTargets(o2));
+    emit({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
+  });
+  program3.command("target").description("manage targets").command("use <id>").description("make a target active").action((id2) => emit(runTargetUse(id2)));
+  const serving = program3.command("serving").description("model servers started by ocw");
+  serving.command("stop").description("stop the model servers ocw started").option("--target <id>", "only this target's server").action(async (opts) => emit(await runServingStop(opts)));
+  serving.command("supervise", { hidden: true }).requiredOption("--target <id>", "target whose recorded server to run").action(async (opts) => {
+    try {
+      process.exitCode = await superviseServing(opts.target);
+    } catch (e) {
+      emit({ code: 2, stdout: "", stderr: `ocw: ${e.message.split("\n")[0]}
+` });
+    }
+  });
+  program3.command("doctor").description("hardware, llama-server and running servers").option("--json", "print JSON").option("--llama-server <path>", "llama-server binary to confirm devices with").action(async (opts) => emit(await runDoctor(opts)));
+}
+var InputError2, fmt;
+var init_commands = __esm({
+  "engine/serving/commands.ts"() {
+    init_execa();
+    init_detect();
+    init_parse3();
+    init_estimate();
+    init_fit2();
+    init_ggml_types();
+    init_hparams();
+    init_source2();
+    init_targets();
+    init_llama_server();
+    init_fit();
+    init_catalog();
+    init_plan();
+    init_resolve();
+    init_setup3();
+    InputError2 = class extends Error {
     };
-    clientCallTypeToProcedureType = (clientCallType) => {
-      return clientCallTypeMap[clientCallType];
-    };
-    AsyncGenerator2.prototype["function" == typeof Symbol && Symbol.asyncIterator || "@@asyncIterator"] = function() {
-      return this;
-    }, AsyncGenerator2.prototype.next = function(e) {
-      return this._invoke("next", e);
-    }, AsyncGenerator2.prototype["throw"] = function(e) {
-      return this._invoke("throw", e);
-    }, AsyncGenerator2.prototype["return"] = function(e) {
-      return this._invoke("return", e);
-    };
+    fmt = (b) => b === null ? "?" : b >= GiB2 ? `${(b / GiB2).toFixed(2)} GiB` : `${(b / MiB2).toFixed(2)} MiB`;
   }
 });
 
-// node_modules/eventsource-parser/dist/index.js
-function noop5(_arg) {
+// engine/serving/runtimes.ts
+function buildVllmArgs(p) {
+  const a2 = ["serve", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port), "--max-model-len", String(p.maxModelLen), "--max-num-seqs", String(p.maxNumSeqs)];
+  a2.push("--gpu-memory-utilization", String(p.gpuMemoryUtilization ?? 0.9));
+  if (p.servedName) a2.push("--served-model-name", p.servedName);
+  if ((p.tensorParallel ?? 1) > 1) a2.push("--tensor-parallel-size", String(p.tensorParallel));
+  if ((p.pipelineParallel ?? 1) > 1) a2.push("--pipeline-parallel-size", String(p.pipelineParallel));
+  if (p.kvCacheDtype && p.kvCacheDtype !== "auto") a2.push("--kv-cache-dtype", p.kvCacheDtype);
+  if (p.toolCallParser) a2.push("--enable-auto-tool-choice", "--tool-call-parser", p.toolCallParser);
+  return { cmd: "vllm", args: a2, keyEnv: "VLLM_API_KEY" };
 }
-function createParser(config2) {
-  if (typeof config2 == "function")
-    throw new TypeError(
-      "`config` must be an object, got a function instead. Did you mean `createParser({onEvent: fn})`?"
-    );
-  const { onEvent = noop5, onError = noop5, onRetry = noop5, onComment, maxBufferSize } = config2, pendingFragments = [];
-  let pendingFragmentsLength = 0, isFirstChunk = true, id2, data = "", dataLines = 0, eventType, terminated = false;
-  function feed(chunk) {
-    if (terminated)
-      throw new Error(
-        "Cannot feed parser: it was terminated after exceeding the configured max buffer size. Call `reset()` to resume parsing."
-      );
-    if (isFirstChunk && (isFirstChunk = false, chunk.charCodeAt(0) === 239 && chunk.charCodeAt(1) === 187 && chunk.charCodeAt(2) === 191 && (chunk = chunk.slice(3))), pendingFragments.length === 0) {
-      const trailing2 = processLines(chunk);
-      trailing2 !== "" && (pendingFragments.push(trailing2), pendingFragmentsLength = trailing2.length), checkBufferSize();
-      return;
-    }
-    if (chunk.indexOf(`
-`) === -1 && chunk.indexOf("\r") === -1) {
-      pendingFragments.push(chunk), pendingFragmentsLength += chunk.length, checkBufferSize();
-      return;
-    }
-    pendingFragments.push(chunk);
-    const input = pendingFragments.join("");
-    pendingFragments.length = 0, pendingFragmentsLength = 0;
-    const trailing = processLines(input);
-    trailing !== "" && (pendingFragments.push(trailing), pendingFragmentsLength = trailing.length), checkBufferSize();
-  }
-  function checkBufferSize() {
-    maxBufferSize !== void 0 && (pendingFragmentsLength + data.length <= maxBufferSize || (terminated = true, pendingFragments.length = 0, pendingFragmentsLength = 0, id2 = void 0, data = "", dataLines = 0, eventType = void 0, onError(
-      new ParseError(`Buffered data exceeded max buffer size of ${maxBufferSize} characters`, {
-        type: "max-buffer-size-exceeded"
-      })
-    )));
-  }
-  function processLines(chunk) {
-    let searchIndex = 0;
-    if (chunk.indexOf("\r") === -1) {
-      let lfIndex = chunk.indexOf(`
-`, searchIndex);
-      for (; lfIndex !== -1; ) {
-        if (searchIndex === lfIndex) {
-          dataLines > 0 && onEvent({ id: id2, event: eventType, data }), id2 = void 0, data = "", dataLines = 0, eventType = void 0, searchIndex = lfIndex + 1, lfIndex = chunk.indexOf(`
-`, searchIndex);
-          continue;
-        }
-        const firstCharCode = chunk.charCodeAt(searchIndex);
-        if (isDataPrefix(chunk, searchIndex, firstCharCode)) {
-          const valueStart = chunk.charCodeAt(searchIndex + 5) === SPACE ? searchIndex + 6 : searchIndex + 5, value = chunk.slice(valueStart, lfIndex);
-          if (dataLines === 0 && chunk.charCodeAt(lfIndex + 1) === LF2) {
-            onEvent({ id: id2, event: eventType, data: value }), id2 = void 0, data = "", eventType = void 0, searchIndex = lfIndex + 2, lfIndex = chunk.indexOf(`
-`, searchIndex);
-            continue;
-          }
-          data = dataLines === 0 ? value : `${data}
-${value}`, dataLines++;
-        } else isEventPrefix(chunk, searchIndex, firstCharCode) ? eventType = chunk.slice(
-          chunk.charCodeAt(searchIndex + 6) === SPACE ? searchIndex + 7 : searchIndex + 6,
-          lfIndex
-        ) || void 0 : parseLine(chunk, searchIndex, lfIndex);
-        searchIndex = lfIndex + 1, lfIndex = chunk.indexOf(`
-`, searchIndex);
-      }
-      return chunk.slice(searchIndex);
-    }
-    for (; searchIndex < chunk.length; ) {
-      const crIndex = chunk.indexOf("\r", searchIndex), lfIndex = chunk.indexOf(`
-`, searchIndex);
-      let lineEnd = -1;
-      if (crIndex !== -1 && lfIndex !== -1 ? lineEnd = crIndex < lfIndex ? crIndex : lfIndex : crIndex !== -1 ? crIndex === chunk.length - 1 ? lineEnd = -1 : lineEnd = crIndex : lfIndex !== -1 && (lineEnd = lfIndex), lineEnd === -1)
-        break;
-      parseLine(chunk, searchIndex, lineEnd), searchIndex = lineEnd + 1, chunk.charCodeAt(searchIndex - 1) === CR2 && chunk.charCodeAt(searchIndex) === LF2 && searchIndex++;
-    }
-    return chunk.slice(searchIndex);
-  }
-  function parseLine(chunk, start, end) {
-    if (start === end) {
-      dispatchEvent();
-      return;
-    }
-    const firstCharCode = chunk.charCodeAt(start);
-    if (isDataPrefix(chunk, start, firstCharCode)) {
-      const valueStart = chunk.charCodeAt(start + 5) === SPACE ? start + 6 : start + 5, value2 = chunk.slice(valueStart, end);
-      data = dataLines === 0 ? value2 : `${data}
-${value2}`, dataLines++;
-      return;
-    }
-    if (isEventPrefix(chunk, start, firstCharCode)) {
-      eventType = chunk.slice(chunk.charCodeAt(start + 6) === SPACE ? start + 7 : start + 6, end) || void 0;
-      return;
-    }
-    if (firstCharCode === 105 && chunk.charCodeAt(start + 1) === 100 && chunk.charCodeAt(start + 2) === 58) {
-      const value2 = chunk.slice(chunk.charCodeAt(start + 3) === SPACE ? start + 4 : start + 3, end);
-      value2.includes("\0") || (id2 = value2);
-      return;
-    }
-    if (firstCharCode === 58) {
-      if (onComment) {
-        const line2 = chunk.slice(start, end);
-        onComment(line2.slice(chunk.charCodeAt(start + 1) === SPACE ? 2 : 1));
-      }
-      return;
-    }
-    const line = chunk.slice(start, end), fieldSeparatorIndex = line.indexOf(":");
-    if (fieldSeparatorIndex === -1) {
-      processField(line, "", line);
-      return;
-    }
-    const field = line.slice(0, fieldSeparatorIndex), offset = line.charCodeAt(fieldSeparatorIndex + 1) === SPACE ? 2 : 1, value = line.slice(fieldSeparatorIndex + offset);
-    processField(field, value, line);
-  }
-  function processField(field, value, line) {
-    switch (field) {
-      case "event":
-        eventType = value || void 0;
-        break;
-      case "data":
-        data = dataLines === 0 ? value : `${data}
-${value}`, dataLines++;
-        break;
-      case "id":
-        value.includes("\0") || (id2 = value);
-        break;
-      case "retry":
-        /^\d+$/.test(value) ? onRetry(parseInt(value, 10)) : onError(
-          new ParseError(`Invalid \`retry\` value: "${value}"`, {
-            type: "invalid-retry",
-            value,
-            line
-          })
-        );
-        break;
-      default:
-        onError(
-          new ParseError(
-            `Unknown field "${field.length > 20 ? `${field.slice(0, 20)}\u2026` : field}"`,
-            { type: "unknown-field", field, value, line }
-          )
-        );
-        break;
-    }
-  }
-  function dispatchEvent() {
-    dataLines > 0 && onEvent({
-      id: id2,
-      event: eventType,
-      data
-    }), id2 = void 0, data = "", dataLines = 0, eventType = void 0;
-  }
-  function reset2(options = {}) {
-    if (options.consume && pendingFragments.length > 0) {
-      const incompleteLine = pendingFragments.join("");
-      parseLine(incompleteLine, 0, incompleteLine.length);
-    }
-    isFirstChunk = true, id2 = void 0, data = "", dataLines = 0, eventType = void 0, pendingFragments.length = 0, pendingFragmentsLength = 0, terminated = false;
-  }
-  return { feed, reset: reset2 };
+function buildSglangArgs(p) {
+  const a2 = ["-m", "sglang.launch_server", "--model-path", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port)];
+  a2.push("--context-length", String(p.contextLength), "--max-running-requests", String(p.maxRunningRequests));
+  if (p.memFractionStatic) a2.push("--mem-fraction-static", String(p.memFractionStatic));
+  if ((p.tensorParallel ?? 1) > 1) a2.push("--tp-size", String(p.tensorParallel));
+  if (p.servedName) a2.push("--served-model-name", p.servedName);
+  a2.push("--api-key", p.apiKey);
+  return { cmd: "python3", args: a2 };
 }
-function isDataPrefix(chunk, i2, firstCharCode) {
-  return firstCharCode === 100 && chunk.charCodeAt(i2 + 1) === 97 && chunk.charCodeAt(i2 + 2) === 116 && chunk.charCodeAt(i2 + 3) === 97 && chunk.charCodeAt(i2 + 4) === 58;
+function chooseTensorParallel(needBytes, gpuFree, utilization = 0.9) {
+  const sorted = [...gpuFree].sort((a2, b) => b - a2);
+  for (const tp of [1, 2, 4, 8]) {
+    if (tp > sorted.length) break;
+    if (sorted[tp - 1] * utilization * tp >= needBytes) return tp;
+  }
+  return null;
 }
-function isEventPrefix(chunk, i2, firstCharCode) {
-  return firstCharCode === 101 && chunk.charCodeAt(i2 + 1) === 118 && chunk.charCodeAt(i2 + 2) === 101 && chunk.charCodeAt(i2 + 3) === 110 && chunk.charCodeAt(i2 + 4) === 116 && chunk.charCodeAt(i2 + 5) === 58;
-}
-var ParseError, LF2, CR2, SPACE;
-var init_dist3 = __esm({
-  "node_modules/eventsource-parser/dist/index.js"() {
-    ParseError = class extends Error {
-      constructor(message, options) {
-        super(message), this.name = "ParseError", this.type = options.type, this.field = options.field, this.value = options.value, this.line = options.line;
-      }
-    };
-    LF2 = 10;
-    CR2 = 13;
-    SPACE = 32;
+var init_runtimes = __esm({
+  "engine/serving/runtimes.ts"() {
   }
 });
 
-// node_modules/eventsource/dist/index.js
-function syntaxError(message) {
-  const DomException = globalThis.DOMException;
-  return typeof DomException == "function" ? new DomException(message, "SyntaxError") : new SyntaxError(message);
+// engine/serving/start-runtimes.ts
+import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync15, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync8 } from "node:fs";
+import os7 from "node:os";
+import path33 from "node:path";
+function onPath(name, env2) {
+  for (const dir of (env2.PATH ?? "").split(path33.delimiter)) {
+    const p = dir && path33.join(dir, name);
+    if (p && existsSync15(p)) return p;
+  }
+  return null;
 }
-function flattenError2(err) {
-  return err instanceof Error ? "errors" in err && Array.isArray(err.errors) ? err.errors.map(flattenError2).join(", ") : "cause" in err && err.cause instanceof Error ? `${err}: ${flattenError2(err.cause)}` : err.message : `${err}`;
-}
-function inspectableError(err) {
+function findRuntime(runtime, env2 = process.env) {
+  if (runtime === "vllm") {
+    const bin = env2.OCW_VLLM_BIN || onPath("vllm", env2);
+    if (bin) return { how: "binary", bin };
+  } else {
+    const py = env2.OCW_PYTHON || onPath("python3", env2) || onPath("python", env2);
+    if (py) {
+      const r = spawnSync2(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env: env2, timeout: 2e4, stdio: "ignore" });
+      if (r.status === 0) return { how: "binary", bin: py };
+    }
+  }
+  const ce = env2.OCW_CONTAINER_ENGINE || onPath("podman", env2) || onPath("docker", env2);
+  if (ce) return { how: "container", bin: ce };
   return {
-    type: err.type,
-    message: err.message,
-    code: err.code,
-    defaultPrevented: err.defaultPrevented,
-    cancelable: err.cancelable,
-    timeStamp: err.timeStamp
+    how: null,
+    why: runtime === "vllm" ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp" : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp"
   };
 }
-function getBaseURL() {
-  const doc = "document" in globalThis ? globalThis.document : void 0;
-  return doc && typeof doc == "object" && "baseURI" in doc && typeof doc.baseURI == "string" ? doc.baseURI : void 0;
+function buildLaunch(o2) {
+  const env2 = o2.env ?? process.env;
+  const inner = o2.found.how === "container" ? 8e3 : o2.port;
+  const host = o2.found.how === "container" ? "0.0.0.0" : "127.0.0.1";
+  let args;
+  let configFile = null;
+  const extraEnv = {};
+  if (o2.runtime === "vllm") {
+    const b = buildVllmArgs({ model: o2.model, servedName: o2.servedName, host, port: inner, maxModelLen: o2.ctx, maxNumSeqs: o2.slots, tensorParallel: o2.tp, toolCallParser: "hermes" });
+    args = b.args;
+    extraEnv[b.keyEnv] = o2.key;
+  } else {
+    const b = buildSglangArgs({ model: o2.model, servedName: o2.servedName, host, port: inner, contextLength: o2.ctx, maxRunningRequests: o2.slots, tensorParallel: o2.tp, apiKey: o2.key });
+    const ki = b.args.indexOf("--api-key");
+    args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2)];
+    mkdirSync15(o2.configDir, { recursive: true, mode: 448 });
+    configFile = path33.join(o2.configDir, "sglang.yaml");
+    writeFileSync8(configFile, `api-key: ${JSON.stringify(o2.key)}
+`, { mode: 384 });
+    chmodSync3(configFile, 384);
+    args.push("--config", o2.found.how === "container" ? "/ocw/sglang.yaml" : configFile, "--tool-call-parser", "qwen25");
+  }
+  if (o2.found.how === "binary") {
+    return { how: "binary", cmd: o2.found.bin, args: o2.runtime === "vllm" ? args : args, env: extraEnv, port: o2.port, configFile };
+  }
+  const image = o2.runtime === "vllm" ? env2.OCW_VLLM_IMAGE || VLLM_IMAGE : env2.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
+  const hfCache = env2.HF_HOME || path33.join(os7.homedir(), ".cache", "huggingface");
+  const run3 = [
+    "run",
+    "--rm",
+    "--name",
+    `ocw-${o2.servedName}`.slice(0, 60),
+    "--gpus",
+    "all",
+    "--ipc=host",
+    "-p",
+    `127.0.0.1:${o2.port}:8000`,
+    "-v",
+    `${hfCache}:/root/.cache/huggingface`,
+    // names only: the container engine copies the values from its own environment
+    ...Object.keys(extraEnv).flatMap((k) => ["-e", k]),
+    ...env2.HF_TOKEN ? ["-e", "HF_TOKEN"] : [],
+    ...configFile ? ["-v", `${configFile}:/ocw/sglang.yaml:ro`] : [],
+    image,
+    ...o2.runtime === "vllm" ? args.slice(1) : ["python3", ...args]
+  ];
+  return { how: "container", cmd: o2.found.bin, args: run3, env: extraEnv, port: o2.port, configFile };
 }
-var ErrorEvent, __typeError, __accessCheck, __privateGet, __privateAdd, __privateSet, __privateMethod, _readyState, _url2, _redirectUrl, _withCredentials, _fetch, _reconnectInterval, _reconnectTimer, _lastEventId, _controller, _parser, _onError, _onMessage, _onOpen, _EventSource_instances, connect_fn, _onFetchResponse, _onFetchError, getRequestOptions_fn, _onEvent, _onRetryChange, failConnection_fn, scheduleReconnect_fn, _reconnect, EventSource;
-var init_dist4 = __esm({
-  "node_modules/eventsource/dist/index.js"() {
-    init_dist3();
-    ErrorEvent = class extends Event {
-      /**
-       * Constructs a new `ErrorEvent` instance. This is typically not called directly,
-       * but rather emitted by the `EventSource` object when an error occurs.
-       *
-       * @param type - The type of the event (should be "error")
-       * @param errorEventInitDict - Optional properties to include in the error event
-       */
-      constructor(type, errorEventInitDict) {
-        var _a, _b;
-        super(type), this.code = (_a = errorEventInitDict == null ? void 0 : errorEventInitDict.code) != null ? _a : void 0, this.message = (_b = errorEventInitDict == null ? void 0 : errorEventInitDict.message) != null ? _b : void 0;
-      }
-      /**
-       * Node.js "hides" the `message` and `code` properties of the `ErrorEvent` instance,
-       * when it is `console.log`'ed. This makes it harder to debug errors. To ease debugging,
-       * we explicitly include the properties in the `inspect` method.
-       *
-       * This is automatically called by Node.js when you `console.log` an instance of this class.
-       *
-       * @param _depth - The current depth
-       * @param options - The options passed to `util.inspect`
-       * @param inspect - The inspect function to use (prevents having to import it from `util`)
-       * @returns A string representation of the error
-       */
-      [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")](_depth, options, inspect3) {
-        return inspect3(inspectableError(this), options);
-      }
-      /**
-       * Deno "hides" the `message` and `code` properties of the `ErrorEvent` instance,
-       * when it is `console.log`'ed. This makes it harder to debug errors. To ease debugging,
-       * we explicitly include the properties in the `inspect` method.
-       *
-       * This is automatically called by Deno when you `console.log` an instance of this class.
-       *
-       * @param inspect - The inspect function to use (prevents having to import it from `util`)
-       * @param options - The options passed to `Deno.inspect`
-       * @returns A string representation of the error
-       */
-      [/* @__PURE__ */ Symbol.for("Deno.customInspect")](inspect3, options) {
-        return inspect3(inspectableError(this), options);
-      }
-    };
-    __typeError = (msg) => {
-      throw TypeError(msg);
-    };
-    __accessCheck = (obj2, member, msg) => member.has(obj2) || __typeError("Cannot " + msg);
-    __privateGet = (obj2, member, getter) => (__accessCheck(obj2, member, "read from private field"), getter ? getter.call(obj2) : member.get(obj2));
-    __privateAdd = (obj2, member, value) => member.has(obj2) ? __typeError("Cannot add the same private member more than once") : member instanceof WeakSet ? member.add(obj2) : member.set(obj2, value);
-    __privateSet = (obj2, member, value, setter) => (__accessCheck(obj2, member, "write to private field"), member.set(obj2, value), value);
-    __privateMethod = (obj2, member, method) => (__accessCheck(obj2, member, "access private method"), method);
-    EventSource = class extends EventTarget {
-      constructor(url2, eventSourceInitDict) {
-        var _a, _b;
-        super(), __privateAdd(this, _EventSource_instances), this.CONNECTING = 0, this.OPEN = 1, this.CLOSED = 2, __privateAdd(this, _readyState), __privateAdd(this, _url2), __privateAdd(this, _redirectUrl), __privateAdd(this, _withCredentials), __privateAdd(this, _fetch), __privateAdd(this, _reconnectInterval), __privateAdd(this, _reconnectTimer), __privateAdd(this, _lastEventId, null), __privateAdd(this, _controller), __privateAdd(this, _parser), __privateAdd(this, _onError, null), __privateAdd(this, _onMessage, null), __privateAdd(this, _onOpen, null), __privateAdd(this, _onFetchResponse, async (response) => {
-          var _a2;
-          __privateGet(this, _parser).reset();
-          const { body, redirected, status, headers } = response;
-          if (status === 204) {
-            __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, "Server sent HTTP 204, not reconnecting", 204), this.close();
-            return;
-          }
-          if (redirected ? __privateSet(this, _redirectUrl, new URL(response.url)) : __privateSet(this, _redirectUrl, void 0), status !== 200) {
-            __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, `Non-200 status code (${status})`, status);
-            return;
-          }
-          if (!(headers.get("content-type") || "").startsWith("text/event-stream")) {
-            __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, 'Invalid content type, expected "text/event-stream"', status);
-            return;
-          }
-          if (__privateGet(this, _readyState) === this.CLOSED)
-            return;
-          __privateSet(this, _readyState, this.OPEN);
-          const openEvent = new Event("open");
-          if ((_a2 = __privateGet(this, _onOpen)) == null || _a2.call(this, openEvent), this.dispatchEvent(openEvent), typeof body != "object" || !body || !("getReader" in body)) {
-            __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, "Invalid response body, expected a web ReadableStream", status), this.close();
-            return;
-          }
-          const decoder = new TextDecoder(), reader = body.getReader();
-          let open2 = true;
-          do {
-            const { done, value } = await reader.read();
-            value && __privateGet(this, _parser).feed(decoder.decode(value, { stream: !done })), done && (open2 = false, __privateGet(this, _parser).reset(), __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this));
-          } while (open2);
-        }), __privateAdd(this, _onFetchError, (err) => {
-          __privateSet(this, _controller, void 0), !(err.name === "AbortError" || err.type === "aborted") && __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this, flattenError2(err));
-        }), __privateAdd(this, _onEvent, (event) => {
-          typeof event.id == "string" && __privateSet(this, _lastEventId, event.id);
-          const messageEvent = new MessageEvent(event.event || "message", {
-            data: event.data,
-            origin: __privateGet(this, _redirectUrl) ? __privateGet(this, _redirectUrl).origin : __privateGet(this, _url2).origin,
-            lastEventId: event.id || ""
-          });
-          __privateGet(this, _onMessage) && (!event.event || event.event === "message") && __privateGet(this, _onMessage).call(this, messageEvent), this.dispatchEvent(messageEvent);
-        }), __privateAdd(this, _onRetryChange, (value) => {
-          __privateSet(this, _reconnectInterval, value);
-        }), __privateAdd(this, _reconnect, () => {
-          __privateSet(this, _reconnectTimer, void 0), __privateGet(this, _readyState) === this.CONNECTING && __privateMethod(this, _EventSource_instances, connect_fn).call(this);
-        });
-        try {
-          if (url2 instanceof URL)
-            __privateSet(this, _url2, url2);
-          else if (typeof url2 == "string")
-            __privateSet(this, _url2, new URL(url2, getBaseURL()));
-          else
-            throw new Error("Invalid URL");
-        } catch {
-          throw syntaxError("An invalid or illegal string was specified");
-        }
-        __privateSet(this, _parser, createParser({
-          onEvent: __privateGet(this, _onEvent),
-          onRetry: __privateGet(this, _onRetryChange)
-        })), __privateSet(this, _readyState, this.CONNECTING), __privateSet(this, _reconnectInterval, 3e3), __privateSet(this, _fetch, (_a = eventSourceInitDict == null ? void 0 : eventSourceInitDict.fetch) != null ? _a : globalThis.fetch), __privateSet(this, _withCredentials, (_b = eventSourceInitDict == null ? void 0 : eventSourceInitDict.withCredentials) != null ? _b : false), __privateMethod(this, _EventSource_instances, connect_fn).call(this);
-      }
-      /**
-       * Returns the state of this EventSource object's connection. It can have the values described below.
-       *
-       * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/readyState)
-       *
-       * Note: typed as `number` instead of `0 | 1 | 2` for compatibility with the `EventSource` interface,
-       * defined in the TypeScript `dom` library.
-       *
-       * @public
-       */
-      get readyState() {
-        return __privateGet(this, _readyState);
-      }
-      /**
-       * Returns the URL providing the event stream.
-       *
-       * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/url)
-       *
-       * @public
-       */
-      get url() {
-        return __privateGet(this, _url2).href;
-      }
-      /**
-       * Returns true if the credentials mode for connection requests to the URL providing the event stream is set to "include", and false otherwise.
-       *
-       * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/withCredentials)
-       */
-      get withCredentials() {
-        return __privateGet(this, _withCredentials);
-      }
-      /** [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/error_event) */
-      get onerror() {
-        return __privateGet(this, _onError);
-      }
-      set onerror(value) {
-        __privateSet(this, _onError, value);
-      }
-      /** [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/message_event) */
-      get onmessage() {
-        return __privateGet(this, _onMessage);
-      }
-      set onmessage(value) {
-        __privateSet(this, _onMessage, value);
-      }
-      /** [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/open_event) */
-      get onopen() {
-        return __privateGet(this, _onOpen);
-      }
-      set onopen(value) {
-        __privateSet(this, _onOpen, value);
-      }
-      addEventListener(type, listener, options) {
-        const listen = listener;
-        super.addEventListener(type, listen, options);
-      }
-      removeEventListener(type, listener, options) {
-        const listen = listener;
-        super.removeEventListener(type, listen, options);
-      }
-      /**
-       * Aborts any instances of the fetch algorithm started for this EventSource object, and sets the readyState attribute to CLOSED.
-       *
-       * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/close)
-       *
-       * @public
-       */
-      close() {
-        __privateGet(this, _reconnectTimer) && clearTimeout(__privateGet(this, _reconnectTimer)), __privateGet(this, _readyState) !== this.CLOSED && (__privateGet(this, _controller) && __privateGet(this, _controller).abort(), __privateSet(this, _readyState, this.CLOSED), __privateSet(this, _controller, void 0));
-      }
-    };
-    _readyState = /* @__PURE__ */ new WeakMap(), _url2 = /* @__PURE__ */ new WeakMap(), _redirectUrl = /* @__PURE__ */ new WeakMap(), _withCredentials = /* @__PURE__ */ new WeakMap(), _fetch = /* @__PURE__ */ new WeakMap(), _reconnectInterval = /* @__PURE__ */ new WeakMap(), _reconnectTimer = /* @__PURE__ */ new WeakMap(), _lastEventId = /* @__PURE__ */ new WeakMap(), _controller = /* @__PURE__ */ new WeakMap(), _parser = /* @__PURE__ */ new WeakMap(), _onError = /* @__PURE__ */ new WeakMap(), _onMessage = /* @__PURE__ */ new WeakMap(), _onOpen = /* @__PURE__ */ new WeakMap(), _EventSource_instances = /* @__PURE__ */ new WeakSet(), /**
-    * Connect to the given URL and start receiving events
-    *
-    * @internal
-    */
-    connect_fn = function() {
-      __privateSet(this, _readyState, this.CONNECTING), __privateSet(this, _controller, new AbortController()), __privateGet(this, _fetch)(__privateGet(this, _url2), __privateMethod(this, _EventSource_instances, getRequestOptions_fn).call(this)).then(__privateGet(this, _onFetchResponse)).catch(__privateGet(this, _onFetchError));
-    }, _onFetchResponse = /* @__PURE__ */ new WeakMap(), _onFetchError = /* @__PURE__ */ new WeakMap(), /**
-    * Get request options for the `fetch()` request
-    *
-    * @returns The request options
-    * @internal
-    */
-    getRequestOptions_fn = function() {
-      var _a;
-      const init = {
-        // [spec] Let `corsAttributeState` be `Anonymous`…
-        // [spec] …will have their mode set to "cors"…
-        mode: "cors",
-        redirect: "follow",
-        headers: { Accept: "text/event-stream", ...__privateGet(this, _lastEventId) ? { "Last-Event-ID": __privateGet(this, _lastEventId) } : void 0 },
-        cache: "no-store",
-        signal: (_a = __privateGet(this, _controller)) == null ? void 0 : _a.signal
-      };
-      return "window" in globalThis && (init.credentials = this.withCredentials ? "include" : "same-origin"), init;
-    }, _onEvent = /* @__PURE__ */ new WeakMap(), _onRetryChange = /* @__PURE__ */ new WeakMap(), /**
-    * Handles the process referred to in the EventSource specification as "failing a connection".
-    *
-    * @param error - The error causing the connection to fail
-    * @param code - The HTTP status code, if available
-    * @internal
-    */
-    failConnection_fn = function(message, code) {
-      var _a;
-      __privateGet(this, _readyState) !== this.CLOSED && __privateSet(this, _readyState, this.CLOSED);
-      const errorEvent = new ErrorEvent("error", { code, message });
-      (_a = __privateGet(this, _onError)) == null || _a.call(this, errorEvent), this.dispatchEvent(errorEvent);
-    }, /**
-    * Schedules a reconnection attempt against the EventSource endpoint.
-    *
-    * @param message - The error causing the connection to fail
-    * @param code - The HTTP status code, if available
-    * @internal
-    */
-    scheduleReconnect_fn = function(message, code) {
-      var _a;
-      if (__privateGet(this, _readyState) === this.CLOSED)
-        return;
-      __privateSet(this, _readyState, this.CONNECTING);
-      const errorEvent = new ErrorEvent("error", { code, message });
-      (_a = __privateGet(this, _onError)) == null || _a.call(this, errorEvent), this.dispatchEvent(errorEvent), __privateSet(this, _reconnectTimer, setTimeout(__privateGet(this, _reconnect), __privateGet(this, _reconnectInterval)));
-    }, _reconnect = /* @__PURE__ */ new WeakMap(), /**
-    * ReadyState representing an EventSource currently trying to connect
-    *
-    * @public
-    */
-    EventSource.CONNECTING = 0, /**
-    * ReadyState representing an EventSource connection that is open (eg connected)
-    *
-    * @public
-    */
-    EventSource.OPEN = 1, /**
-    * ReadyState representing an EventSource connection that is closed (eg disconnected)
-    *
-    * @public
-    */
-    EventSource.CLOSED = 2;
-    Object.defineProperty(EventSource, /* @__PURE__ */ Symbol.for("eventsource.supports-fetch-override"), {
-      value: true,
-      writable: false,
-      configurable: false,
-      enumerable: false
+async function waitReady(port, key, child, logFile, timeoutMs) {
+  const t0 = performance.now();
+  let exited = null;
+  child.once("exit", (c3, s) => exited = String(c3 ?? s));
+  while (performance.now() - t0 < timeoutMs) {
+    if (exited !== null) throw new Error(`exited (${exited}) before it was ready`);
+    const h3 = await httpJson(`http://127.0.0.1:${port}/health`, { timeoutMs: 2e3 });
+    if (h3.status === 200) return performance.now() - t0;
+    const m = await httpJson(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 2e3 });
+    if (m.status === 200) return performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`did not become ready within ${Math.round(timeoutMs / 1e3)} s (see ${logFile})`);
+}
+async function runOtherRuntime(o2, input, job, ops, setLog) {
+  const runtime = input.runtime;
+  const name = runtime === "vllm" ? "vLLM" : "SGLang";
+  if (!input.model) throw new StartError({ kind: "input", cause: `${name} needs a model: a Hugging Face repo with safetensors weights (or a local folder)`, logLine: null, remedy: `pass --model owner/repo (e.g. Qwen/Qwen3-Coder-30B-A3B-Instruct); the planner's picks are GGUF files for llama.cpp` });
+  const hw = o2.hardware ?? await detectHardware({});
+  const slots = input.slots ?? 4;
+  const ctx = input.minCtx ?? DEFAULT_MIN_CTX;
+  let tp = 1;
+  let sizeNote = "weights size unknown (offline or a local folder): 1 GPU";
+  if (!existsSync15(input.model)) {
+    const files = await listRepoFiles(input.model.replace(/:.*$/, ""), "main").catch(() => null);
+    const bytes = files?.filter((f) => /\.safetensors$/.test(f.path)).reduce((a2, f) => a2 + f.size, 0) ?? 0;
+    if (bytes) {
+      const free = hw.gpus.map((g) => g.freeBytes ?? g.totalBytes * 0.9);
+      tp = chooseTensorParallel(bytes * 1.25, free) ?? (free.length >= 2 ? Math.min(8, 2 ** Math.floor(Math.log2(free.length))) : 1);
+      sizeNote = `${(bytes / 1024 ** 3).toFixed(1)} GiB of weights: tensor parallel ${tp}`;
+    }
+  }
+  Object.assign(job, { model: input.model, quant: null, slots, ctxPerSlot: ctx });
+  const found = findRuntime(runtime);
+  if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
+  ops.end(`${input.model}: ${slots} sequence(s) \xD7 ${ctx} tokens, ${sizeNote}`);
+  ops.cancelled();
+  ops.begin("runtime", `looking for ${name}`);
+  ops.end(found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${runtime === "vllm" ? process.env.OCW_VLLM_IMAGE || VLLM_IMAGE : process.env.OCW_SGLANG_IMAGE || SGLANG_IMAGE})`);
+  ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
+  ops.cancelled();
+  ops.begin("load", `starting ${name}`);
+  const servedName = targetSlug({ model: input.model.split("/").pop(), quant: null });
+  const id2 = input.id ?? `${runtime}-${servedName}`;
+  const port = await freePort();
+  const key = generateKey();
+  const keyFile = keyFilePath(id2);
+  storeKey(keyFile, key);
+  await stopServing(id2);
+  const launch2 = buildLaunch({ runtime, found, model: input.model, servedName, port, slots, ctx, tp, key, configDir: path33.join(stateDir(), "runtime", id2) });
+  const plan = `${launch2.how === "binary" ? "" : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
+  job.plannedCommand = `${runtime === "vllm" ? "VLLM_API_KEY=\u2026 " : ""}${plan}`;
+  job.launchedCommand = job.plannedCommand;
+  const logFile = path33.join(stateDir(), "logs", `${id2}.log`);
+  setLog(logFile);
+  mkdirSync15(path33.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync15(logFile) ? statSync8(logFile).size : 0;
+  const readLog = () => existsSync15(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
+  const fd = openSync4(logFile, "a", 384);
+  const env2 = { ...process.env, ...launch2.env };
+  delete env2.LLAMA_API_KEY;
+  const child = spawn5(launch2.cmd, launch2.args, { env: env2, stdio: ["ignore", fd, fd], detached: true });
+  closeSync4(fd);
+  child.unref();
+  const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new Error(`cannot start ${launch2.cmd}: ${e.message}`))));
+  let readyMs;
+  try {
+    readyMs = await Promise.race([waitReady(port, key, child, logFile, o2.readyTimeoutMs ?? 18e5), spawnErr]);
+  } catch (e) {
+    if (child.pid) await stopPid(child.pid, 3e3);
+    const c3 = classifyLog(readLog(), launch2.cmd);
+    throw new StartError({
+      kind: c3?.kind ?? "other",
+      cause: c3?.logLine ? `${name} failed to start: ${c3.logLine}` : `${name} ${e.message}`,
+      logLine: c3?.logLine ?? null,
+      remedy: c3?.remedy ?? "read the log file",
+      logFile
     });
   }
-});
-
-// engine/api/client.ts
-function addressOf(lock) {
-  return { origin: `http://127.0.0.1:${lock.port}`, token: lock.token };
-}
-function authedFetch(address, client2, base2 = (i2, init) => globalThis.fetch(i2, init)) {
-  return (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set("authorization", `Bearer ${address.token}`);
-    if (client2) headers.set(CLIENT_HEADER, client2);
-    return base2(input, { ...init, headers });
+  saveServing([...listServing().filter((r) => r.targetId !== id2), { targetId: id2, pid: child.pid, supervisorPid: null, port, bin: launch2.cmd, args: launch2.args, logFile, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() }]);
+  ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1e3).toFixed(1)} s`);
+  ops.begin("warmup", "one short completion");
+  const url2 = `http://127.0.0.1:${port}/v1`;
+  const w = await httpJson(`${url2}/chat/completions`, { headers: { authorization: `Bearer ${key}` }, body: { model: servedName, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 }, timeoutMs: 3e5 });
+  if (w.status !== 200) {
+    const c3 = classifyLog(readLog(), launch2.cmd);
+    throw new StartError({ kind: c3?.kind ?? "other", cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c3?.logLine ?? null, remedy: c3?.remedy ?? "read the log file", logFile });
+  }
+  ops.end(`first completion in ${(w.ms / 1e3).toFixed(2)} s`);
+  ops.begin("verify", "reachable, auth, slots, concurrency, capability, tools");
+  const v = await verifyEndpoint({ url: url2, model: servedName, key, engine: runtime, slots, perSlotCtx: ctx, llamaExtensions: false, onCheck: (_c, done) => {
+    job.checks = done;
+    ops.emit();
+  } });
+  job.checks = v.checks;
+  ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
+  const loaded = readLog().split("\n").filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l)).map((l) => l.trim().slice(0, 200));
+  ops.skip("placement", loaded.length ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}` : `${name} keeps every layer on the GPU(s); its log shows no loading figures`);
+  const target = {
+    id: id2,
+    model: servedName,
+    quant: null,
+    endpoint: url2,
+    keyRef: "OCW_TARGET_API_KEY",
+    keyFile,
+    contextLimit: ctx,
+    serving: { engine: runtime, endpoints: [{ url: url2, slots }], slots, perSlotCtx: ctx },
+    checks: []
+  };
+  const saved = finish(o2.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
+  job.result = {
+    outcome: v.outcome,
+    saved: saved.saved,
+    active: saved.active,
+    target: saved.target,
+    checks: v.checks,
+    summary: v.summary,
+    observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
+    ms: 0
   };
 }
-function connect(target, client2 = "cli") {
-  const address = "origin" in target ? target : addressOf(target);
-  const url2 = `${address.origin}${API_PATH}`;
-  const headers = { authorization: `Bearer ${address.token}`, ...client2 ? { [CLIENT_HEADER]: client2 } : {} };
-  const withToken = authedFetch(address, client2);
-  return createTRPCClient({
-    links: [
-      splitLink({
-        condition: (op) => op.type === "subscription",
-        true: httpSubscriptionLink({ url: url2, EventSource, eventSourceOptions: { fetch: withToken } }),
-        false: httpBatchLink({ url: url2, headers, maxItems: 10, methodOverride: "POST" })
-      })
-    ]
-  });
-}
-async function healthy(lock, timeoutMs = 2e3) {
-  try {
-    const res = await fetch(`${addressOf(lock).origin}${HEALTH_PATH}`, { headers: { authorization: `Bearer ${lock.token}` }, signal: AbortSignal.timeout(timeoutMs) });
-    if (!res.ok) return false;
-    const h3 = EngineHealth.safeParse(await res.json());
-    return h3.success && h3.data.pid === lock.pid && h3.data.instanceId === lock.instanceId;
-  } catch {
-    return false;
-  }
-}
-var init_client = __esm({
-  "engine/api/client.ts"() {
-    init_dist2();
-    init_dist4();
-    init_api2();
+var VLLM_IMAGE, SGLANG_IMAGE;
+var init_start_runtimes = __esm({
+  "engine/serving/start-runtimes.ts"() {
+    init_target();
+    init_detect();
+    init_hf();
+    init_plan();
+    init_paths();
+    init_http();
+    init_keys();
+    init_llama_server();
+    init_runtimes();
+    init_setup3();
+    init_start2();
+    init_plan();
+    init_verify();
+    VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0";
+    SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.3-cu129";
   }
 });
 
-// engine/admission/targets-view.ts
-var targets_view_exports = {};
-__export(targets_view_exports, {
-  targetsWithEndpoints: () => targetsWithEndpoints
+// engine/serving/start.ts
+var start_exports = {};
+__export(start_exports, {
+  StartError: () => StartError,
+  checkPlacement: () => checkPlacement,
+  classifyDownload: () => classifyDownload,
+  classifyLog: () => classifyLog,
+  modelFiles: () => modelFiles,
+  pathHasQuant: () => pathHasQuant,
+  runStartJob: () => runStartJob
 });
-async function targetsWithEndpoints(store = new TargetStore()) {
-  const { active, targets } = store.list();
-  let live = null;
-  const lock = readLock(stateDir());
-  if (lock && await healthy(lock).catch(() => false)) {
-    const rows = await connect(lock, "cli").targets.endpoints.query().catch(() => null);
-    if (rows) live = new Map(rows.map((r) => [r.targetId, r.endpoints]));
+import { randomBytes as randomBytes7 } from "node:crypto";
+import { existsSync as existsSync16, mkdirSync as mkdirSync16, readFileSync as readFileSync14, statfsSync as statfsSync2, statSync as statSync9 } from "node:fs";
+import path34 from "node:path";
+function classifyLog(log, bin = null) {
+  const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  for (const r of LOG_RULES) {
+    const line = lines.find((l) => r.re.test(l));
+    if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
   }
-  const out = await Promise.all(
-    targets.map(async (t2) => {
-      const endpoints = live?.get(t2.id) ?? await Promise.all(
-        endpointsOf(t2).map(async (e) => {
-          const key = (() => {
-            try {
-              return resolveKey(t2);
-            } catch {
-              return null;
-            }
-          })();
-          const [problem, reading] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
-          return { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: reading, problem, checkedAt: Date.now() };
-        })
-      );
-      return { ...t2, endpoints };
-    })
-  );
-  return { active, targets: out };
+  const err = [...lines].reverse().find((l) => /\b(error|failed|fatal|abort|exception)\b/i.test(l) && !/Loading model/.test(l));
+  return err ? { kind: "other", logLine: err.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" } : null;
 }
-var init_targets_view = __esm({
-  "engine/admission/targets-view.ts"() {
-    init_client();
-    init_lock();
-    init_keys();
+function classifyDownload(message) {
+  if (/GiB free|needs .* GiB/.test(message)) return { kind: "disk", remedy: "free disk space, or set OCW_STATE_DIR to a larger disk (models are stored under <state>/models)" };
+  if (/HTTP 40[13]|gated|private/.test(message)) return { kind: "auth", remedy: "the repository is gated or private: accept its license on huggingface.co and set HF_TOKEN where the engine starts" };
+  if (/HTTP 404|no Hugging Face repo|has no /.test(message)) return { kind: "not-found", remedy: "check the repository and quant names (`ocw fit --model REPO` lists the quants it has)" };
+  if (/checksum|sha256/.test(message)) return { kind: "checksum", remedy: "the file did not match the Hub's checksum and was removed: start again (a proxy or a broken mirror can cause this)" };
+  if (/cancel/.test(message)) return { kind: "cancelled", remedy: "start again to resume from the bytes already on disk" };
+  if (/broke at|size mismatch/.test(message)) return { kind: "network", remedy: "the connection broke: start again, the download resumes where it stopped" };
+  return { kind: "network", remedy: "the Hub (or OCW_HF_ENDPOINT) cannot be reached from the engine's machine: check the network, or download the file yourself and pass its path" };
+}
+function pathHasQuant(p, quant) {
+  const q = quant.toUpperCase();
+  const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
+  const base2 = segs.at(-1);
+  const dirs = segs.slice(0, -1);
+  const endsWith = (s) => s === q || s.endsWith(q) && /[-_.]$/.test(s.slice(0, -q.length)) && !(!q.startsWith("UD-") && /UD[-_.]$/.test(s.slice(0, -q.length)));
+  return endsWith(base2) || dirs.some((d) => d === q);
+}
+async function modelFiles(modelArg, env2 = process.env) {
+  const { flag: flag2, value } = modelArg;
+  const root2 = stateDir();
+  if (flag2 === "-m") {
+    if (!existsSync16(value)) throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
+    const m = SHARD.exec(value);
+    if (m) {
+      const n2 = Number(m[2]);
+      const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync16(f));
+      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path34.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path34.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
+    }
+    return { local: value, downloads: [] };
+  }
+  let repo;
+  let rev = "main";
+  let files;
+  const hfm = /^hf:([\w.-]+\/[\w.-]+)\/(.+?\.gguf)(?:@([\w.\-/]+))?$/i.exec(value);
+  if (hfm) {
+    repo = hfm[1];
+    rev = hfm[3] ?? "main";
+    const listed = await listRepoFiles(repo, rev, fetch, env2).catch(() => null);
+    const want = hfm[2];
+    const m = SHARD.exec(want);
+    const names = m ? Array.from({ length: Number(m[2]) }, (_, i2) => want.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)) : [want];
+    files = names.map((n2) => listed?.find((f) => f.path === n2) ?? { path: n2, size: 0, sha256: null });
+  } else if (/^https?:\/\//i.test(value)) {
+    const u2 = new URL(value);
+    const m = SHARD.exec(u2.pathname);
+    const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
+    const downloads2 = urls.map((url2) => {
+      const name = path34.basename(new URL(url2).pathname);
+      return { url: url2, dest: path34.join(root2, "models", "url", name), size: null, sha256: null, name };
+    });
+    return { local: downloads2[0].dest, downloads: downloads2 };
+  } else {
+    const ref = parseRepoRef(value);
+    if (!ref) throw new StartError({ kind: "not-found", cause: `cannot tell which file "${value}" is`, logLine: null, remedy: "pass owner/repo:QUANT, hf:owner/repo/file.gguf, an URL or a local .gguf" });
+    repo = ref.repo;
+    rev = ref.rev;
+    const listed = await listRepoFiles(repo, rev, fetch, env2);
+    const ggufs = listed.filter((f) => /\.gguf$/i.test(f.path) && !/mmproj/i.test(f.path));
+    const quant = ref.quant ?? (value.includes(":") ? value.split(":").pop() : null);
+    files = quant ? ggufs.filter((f) => pathHasQuant(f.path, quant)) : ggufs.slice(0, 1);
+    if (!files.length) throw new StartError({ kind: "not-found", cause: `${repo} has no ${quant ?? "GGUF"} file`, logLine: null, remedy: `pick one of its quants: ${[...new Set(ggufs.map((f) => f.path.split("/").pop()))].slice(0, 8).join(", ")}` });
+    const first = files.find((f) => SHARD.exec(f.path)?.[1] === "00001") ?? files[0];
+    const m = SHARD.exec(first.path);
+    if (m) {
+      const stem = first.path.replace(SHARD, "");
+      files = files.filter((f) => f.path.replace(SHARD, "") === stem).sort((a2, b) => a2.path.localeCompare(b.path));
+      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path34.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
+    } else files = [first];
+  }
+  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path34.basename(f.path) }));
+  return { local: downloads[0].dest, downloads };
+}
+function checkPlacement(pick3, logText, smi) {
+  const logged = parseServerLog(logText).modelMiB;
+  const evidence = [];
+  const names = Object.keys(logged);
+  evidence.push(names.length ? `log: model buffers ${names.map((n2) => `${n2} ${logged[n2].toFixed(0)} MiB`).join(", ")}` : "log: no model buffer lines (run with -lv 4)");
+  const cpuLoaded = names.filter((n2) => /^CPU/i.test(n2)).reduce((a2, n2) => a2 + logged[n2], 0) * MiB3;
+  const devices = [];
+  let passed = names.length > 0;
+  for (const d of pick3.devices) {
+    const planned = d.breakdown?.weightsBytes ?? d.plannedBytes;
+    if (d.name === "cpu") {
+      devices.push({ name: d.name, plannedBytes: planned, loadedBytes: names.length ? cpuLoaded : null });
+      continue;
+    }
+    const id2 = d.name.split(" ")[0];
+    const onIt = names.filter((n2) => n2 === id2 || n2.startsWith(`${id2}_`)).reduce((a2, n2) => a2 + logged[n2], 0) * MiB3;
+    devices.push({ name: d.name, plannedBytes: planned, loadedBytes: names.length ? onIt : null });
+    if (planned > 0 && onIt < planned * 0.5) {
+      passed = false;
+      evidence.push(`${id2}: ${(onIt / GiB3).toFixed(2)} GiB of weights loaded where the plan put ${(planned / GiB3).toFixed(2)} GiB \u2014 the weights went to RAM (a CPU build, or the GPU was not usable)`);
+    }
+  }
+  if (pick3.placement === "gpu" && names.length) {
+    const gpuWeights = pick3.devices.filter((d) => d.name !== "cpu").reduce((a2, d) => a2 + (d.breakdown?.weightsBytes ?? 0), 0);
+    if (cpuLoaded > Math.max(gpuWeights * 0.2, 512 * MiB3)) {
+      passed = false;
+      evidence.push(`RAM holds ${(cpuLoaded / GiB3).toFixed(2)} GiB of weights although the plan put every layer on the GPU(s)`);
+    }
+  }
+  if (smi) {
+    for (const a2 of smi.after) {
+      const b = smi.before.find((x) => x.name === a2.name);
+      if (a2.usedBytes === null || b?.usedBytes == null) continue;
+      const delta = a2.usedBytes - b.usedBytes;
+      evidence.push(`device memory: ${a2.name} ${(a2.usedBytes / GiB3).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / GiB3).toFixed(1)} GiB since before the start)`);
+      const planned = pick3.devices.find((d) => d.name.endsWith(a2.name));
+      if (planned && (planned.breakdown?.weightsBytes ?? 0) > 0 && delta < planned.breakdown.weightsBytes * 0.5) {
+        passed = false;
+        evidence.push(`${a2.name}: the vendor tool shows ${(delta / GiB3).toFixed(1)} GiB more in use, less than half of the ${(planned.breakdown.weightsBytes / GiB3).toFixed(1)} GiB of weights planned there`);
+      }
+    }
+  }
+  if (passed) evidence.push(pick3.placement === "cpu" ? "the weights are in RAM, as planned (CPU only)" : "the weights are where the plan put them");
+  return { passed, devices, evidence };
+}
+function newJob(jobId, runtime) {
+  return {
+    jobId,
+    state: "running",
+    runtime,
+    model: null,
+    quant: null,
+    slots: null,
+    ctxPerSlot: null,
+    plannedCommand: null,
+    launchedCommand: null,
+    phases: PHASES.map((name) => ({ name, status: "pending", ms: null, detail: "", progress: null })),
+    checks: [],
+    placement: null,
+    failure: null,
+    result: null,
+    startedAt: (/* @__PURE__ */ new Date()).toISOString(),
+    ms: null
+  };
+}
+async function runStartJob(o2) {
+  const input = SetupStartInput.parse(o2.input);
+  const job = newJob(o2.jobId ?? randomBytes7(6).toString("hex"), input.runtime);
+  const t0 = performance.now();
+  let lastEmit = 0;
+  const emit3 = (force = true) => {
+    const now = performance.now();
+    if (!force && now - lastEmit < 250) return;
+    lastEmit = now;
+    o2.onUpdate?.(SetupJob.parse(structuredClone(job)));
+  };
+  const phase = (name) => job.phases.find((p) => p.name === name);
+  let current = null;
+  const begin = (name, detail) => {
+    const p = phase(name);
+    p.status = "running";
+    p.detail = detail;
+    current = { p, t: performance.now() };
+    emit3();
+  };
+  const end = (detail, status = "done") => {
+    if (!current) return;
+    current.p.status = status;
+    current.p.ms = Math.round(performance.now() - current.t);
+    if (detail !== void 0) current.p.detail = detail;
+    current = null;
+    emit3();
+  };
+  const skip = (name, detail) => {
+    const p = phase(name);
+    p.status = "skipped";
+    p.detail = detail;
+    p.ms = 0;
+  };
+  const cancelled = () => {
+    if (o2.signal?.aborted) throw new StartError({ kind: "cancelled", cause: "cancelled by the person", logLine: null, remedy: "start again: a download resumes from the bytes on disk" });
+  };
+  let bin = null;
+  let logFile = null;
+  try {
+    begin("plan", "detecting the hardware and planning");
+    if (input.runtime !== "llama.cpp") {
+      await runOtherRuntime(o2, input, job, { begin, end, skip, emit: emit3, cancelled, phase }, (f) => logFile = f);
+    } else {
+      try {
+        bin = findLlamaServer(o2.llamaServer);
+      } catch (e) {
+        throw new StartError({ kind: "not-found", cause: e.message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
+      }
+      const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
+      const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), hardware: hw, store: o2.store });
+      if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
+      const fit2 = FitResult.parse(JSON.parse(fr.stdout));
+      if (!fit2.pick) throw new StartError({ kind: "no-fit", cause: input.model ? fit2.problem ?? `${input.model} does not fit this machine` : `nothing in the catalog fits this machine: ${fit2.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
+      const pick3 = fit2.pick;
+      const entry = findCatalog(pick3.model);
+      Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command });
+      const words = commandWords(pick3.command);
+      const mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
+      if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick3.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
+      end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}`);
+      cancelled();
+      begin("runtime", "looking for llama-server");
+      if (bin) end(`llama-server at ${bin}${hw.llamaDevices ? ` (devices: ${hw.llamaDevices.map((d) => d.id).join(", ") || "CPU only"})` : ""}`);
+      else {
+        phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
+        const got = await installPrebuilt({
+          root: path34.join(stateDir(), "llama"),
+          gpus: hw.gpus,
+          onProgress: (asset, p) => {
+            phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
+            emit3(false);
+          }
+        }).catch((e) => {
+          throw new StartError({ kind: "runtime", cause: e.message, logLine: null, remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh" });
+        });
+        bin = got.bin;
+        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}`);
+      }
+      cancelled();
+      const files = await modelFiles({ flag: words.args[mi], value: words.args[mi + 1] }).catch((e) => {
+        if (e instanceof StartError) throw new StartError({ ...e.failure, phase: "download" });
+        const c3 = classifyDownload(e.message);
+        throw new StartError({ phase: "download", kind: c3.kind, cause: e.message, logLine: null, remedy: c3.remedy });
+      });
+      if (!files.downloads.length) skip("download", `local file ${files.local}`);
+      else {
+        begin("download", `${files.downloads.length} file(s) to ${path34.dirname(files.downloads[0].dest)}`);
+        const total = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
+        const onDisk = (d) => existsSync16(d.dest) ? statSync9(d.dest).size : existsSync16(`${d.dest}.part`) ? statSync9(`${d.dest}.part`).size : 0;
+        if (total !== null) {
+          const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
+          const dir = path34.dirname(files.downloads[0].dest);
+          mkdirSync16(dir, { recursive: true });
+          const fs = statfsSync2(dir);
+          const free = Number(fs.bavail) * Number(fs.bsize);
+          if (need > free) {
+            throw new StartError({ kind: "disk", cause: `the model needs ${(need / GiB3).toFixed(1)} GiB more on disk (${files.downloads.length} file(s)) but ${dir} has ${(free / GiB3).toFixed(1)} GiB free`, logLine: null, remedy: classifyDownload("GiB free").remedy });
+          }
+        }
+        let doneBefore = 0;
+        let resumed = 0;
+        const tStart = performance.now();
+        const verified = [];
+        for (const [i2, d] of files.downloads.entries()) {
+          cancelled();
+          const r = await downloadFile({
+            url: d.url,
+            dest: d.dest,
+            expectedSize: d.size,
+            sha256: d.sha256,
+            headers: hubHeaders(),
+            signal: o2.signal,
+            onProgress: (p) => {
+              const done = doneBefore + p.received;
+              const rate = (done - resumed - (i2 === 0 ? p.resumedFrom : 0)) / Math.max(1e-3, (performance.now() - tStart) / 1e3);
+              phase("download").progress = {
+                done,
+                total,
+                bytesPerSec: Math.max(0, rate),
+                etaSec: total !== null && rate > 0 ? Math.max(0, (total - done) / rate) : null,
+                file: d.name,
+                fileIndex: i2,
+                files: files.downloads.length,
+                resumedBytes: resumed + p.resumedFrom
+              };
+              emit3(false);
+            }
+          }).catch((e) => {
+            const msg = e.message;
+            const c3 = e instanceof DownloadError ? classifyDownload(msg) : classifyDownload(msg);
+            throw new StartError({ kind: c3.kind, cause: msg, logLine: null, remedy: c3.remedy });
+          });
+          resumed += r.resumedFrom;
+          doneBefore += r.bytes;
+          verified.push(`${d.name} ${r.verified}${r.resumedFrom ? ` (resumed at ${(r.resumedFrom / MiB3).toFixed(0)} MiB)` : ""}`);
+          phase("download").progress = { done: doneBefore, total, bytesPerSec: null, etaSec: total !== null ? 0 : null, file: d.name, fileIndex: i2, files: files.downloads.length, resumedBytes: resumed };
+          emit3();
+        }
+        const secs2 = (performance.now() - tStart) / 1e3;
+        end(`${files.downloads.length} file(s), ${(doneBefore / GiB3).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB3 / Math.max(secs2, 1e-3)).toFixed(1)} MiB/s` : ", already on disk"}`);
+      }
+      cancelled();
+      begin("load", "starting llama-server");
+      const alias = targetSlug({ model: entry?.name ?? path34.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
+      const id2 = input.id ?? `llamacpp-${alias}`;
+      const port = await freePort();
+      const args = [...words.args];
+      args.splice(mi, 2, "-m", path34.resolve(files.local));
+      const pi = args.indexOf("--port");
+      if (pi >= 0) args[pi + 1] = String(port);
+      else args.push("--port", String(port));
+      if (!args.includes("--alias")) args.push("--alias", alias);
+      if (!args.includes("-fit")) args.push("-fit", "off");
+      if (!args.includes("-lv")) args.push("-lv", "4");
+      job.launchedCommand = `LLAMA_API_KEY=\u2026 ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
+      const keyFile = keyFilePath(id2);
+      const key = generateKey();
+      storeKey(keyFile, key);
+      await stopServing(id2);
+      logFile = path34.join(stateDir(), "logs", `${id2}.log`);
+      mkdirSync16(path34.dirname(logFile), { recursive: true });
+      const logStart = existsSync16(logFile) ? statSync9(logFile).size : 0;
+      const record2 = { targetId: id2, pid: 0, supervisorPid: null, port, bin, args, logFile, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
+      const sup = supervisorCommand();
+      let started;
+      const readLog = () => logFile && existsSync16(logFile) ? readFileSync14(logFile, "utf8").slice(logStart) : "";
+      try {
+        if (sup) {
+          saveServing([...listServing().filter((r) => r.targetId !== id2), record2]);
+          try {
+            started = await startSupervised(sup, record2, o2.readyTimeoutMs ?? 6e5);
+          } catch (e) {
+            await stopServing(id2);
+            throw e;
+          }
+        } else {
+          started = await startLlamaServer({ bin, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: o2.readyTimeoutMs ?? 6e5 });
+          saveServing([...listServing().filter((r) => r.targetId !== id2), { ...record2, pid: started.pid }]);
+        }
+      } catch (e) {
+        const c3 = classifyLog(readLog(), bin);
+        const msg = e.message;
+        throw new StartError({
+          kind: c3?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
+          cause: c3?.logLine ? `llama-server failed to start: ${c3.logLine}` : msg.replace(/: .*$/, ""),
+          logLine: c3?.logLine ?? null,
+          remedy: c3?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime")
+        });
+      }
+      end(`llama-server pid ${started.pid} on 127.0.0.1:${port}${sup ? " (supervised: restarted after a crash)" : ""}, healthy in ${(started.readyMs / 1e3).toFixed(1)} s`);
+      cancelled();
+      begin("warmup", "one short completion");
+      const url2 = `http://127.0.0.1:${port}/v1`;
+      const w = await httpJson(`${url2}/chat/completions`, {
+        headers: { authorization: `Bearer ${key}` },
+        body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
+        timeoutMs: 3e5
+      });
+      if (w.status !== 200) {
+        const c3 = classifyLog(readLog(), bin);
+        throw new StartError({ kind: c3?.kind ?? "other", cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c3?.logLine ?? null, remedy: c3?.remedy ?? "read the log file" });
+      }
+      end(`first completion in ${(w.ms / 1e3).toFixed(2)} s`);
+      cancelled();
+      begin("verify", "reachable, auth, slots, concurrency, capability, tools");
+      const v = await verifyEndpoint({
+        url: url2,
+        model: alias,
+        key,
+        engine: "llama.cpp",
+        slots: pick3.slots,
+        perSlotCtx: pick3.ctxPerSlot,
+        onCheck: (_c, done) => {
+          job.checks = done;
+          emit3();
+        }
+      });
+      job.checks = v.checks;
+      end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
+      begin("placement", "reading llama-server's log and /props");
+      const props = await httpJson(`http://127.0.0.1:${port}/props`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 1e4 });
+      let smi = null;
+      if (hw.gpus.some((g) => g.usedBytes !== null) && pick3.placement !== "cpu") {
+        const after = await detectHardware({}).catch(() => null);
+        if (after) {
+          const ids = pick3.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ").slice(1).join(" "));
+          smi = {
+            before: hw.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
+            after: after.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes }))
+          };
+        }
+      }
+      const placement = checkPlacement(pick3, readLog(), smi);
+      if (props.status === 200) placement.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path34.basename(props.body.model_path)}` : ""}`);
+      job.placement = placement;
+      end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
+      const target = {
+        id: id2,
+        model: alias,
+        quant: pick3.quant,
+        endpoint: url2,
+        keyRef: "OCW_TARGET_API_KEY",
+        keyFile,
+        contextLimit: pick3.ctxPerSlot,
+        serving: { engine: "llama.cpp", endpoints: [{ url: url2, slots: pick3.slots }], slots: pick3.slots, perSlotCtx: pick3.ctxPerSlot },
+        checks: []
+      };
+      const saved = finish(o2.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
+      job.result = {
+        outcome: v.outcome,
+        saved: saved.saved,
+        active: saved.active,
+        target: saved.target,
+        checks: v.checks,
+        summary: v.summary,
+        observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
+        ms: Math.round(performance.now() - t0)
+      };
+      if (!placement.passed) {
+        job.failure = {
+          phase: "placement",
+          kind: "placement",
+          cause: placement.evidence.filter((e) => /plan put|vendor tool|RAM holds/.test(e)).join("; ") || "the weights are not where the plan put them",
+          logLine: null,
+          logFile,
+          remedy: "the runtime did not use the GPU the plan counted on: install a build for it (CUDA for NVIDIA, ROCm or Vulkan for AMD) or check the driver with nvidia-smi; the server runs, but slowly"
+        };
+      }
+    }
+    job.state = "done";
+  } catch (e) {
+    const f = e instanceof StartError ? e.failure : { kind: "other", cause: e.message, logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
+    const failedPhase = f.phase ?? current?.p.name ?? "plan";
+    if (current) end(f.cause, "failed");
+    else phase(failedPhase).status = "failed";
+    job.failure = { phase: failedPhase, kind: f.kind, cause: f.cause, logLine: f.logLine ?? null, remedy: f.remedy, logFile: f.logFile ?? logFile };
+    job.state = f.kind === "cancelled" ? "cancelled" : "failed";
+    for (const p of job.phases) if (p.status === "pending") p.status = "skipped";
+  }
+  job.ms = Math.round(performance.now() - t0);
+  if (job.result) job.result.ms = job.ms;
+  emit3();
+  return job;
+}
+var PHASES, MiB3, GiB3, StartError, LOG_RULES, SHARD;
+var init_start2 = __esm({
+  "engine/serving/start.ts"() {
+    init_fit();
+    init_setup2();
+    init_target();
+    init_detect();
+    init_catalog();
+    init_download();
+    init_hf();
+    init_plan();
+    init_resolve();
     init_paths();
-    init_targets();
-    init_capacity();
+    init_commands();
+    init_get_llama();
+    init_http();
+    init_keys();
+    init_llama_server();
+    init_setup3();
+    init_verify();
+    init_start_runtimes();
+    PHASES = ["plan", "runtime", "download", "load", "warmup", "verify", "placement"];
+    MiB3 = 1024 ** 2;
+    GiB3 = 1024 ** 3;
+    StartError = class extends Error {
+      constructor(failure2) {
+        super(failure2.cause);
+        this.failure = failure2;
+      }
+      failure;
+    };
+    LOG_RULES = [
+      {
+        kind: "out-of-memory",
+        re: /out of memory|cudaMalloc failed|hipMalloc failed|ErrorOutOfDeviceMemory|failed to allocate .*buffer|unable to allocate|CUDA error: out of memory|torch\.OutOfMemoryError|not enough memory|No available memory for the cache blocks/i,
+        remedy: () => "the plan did not fit the memory that was free at start (another process may hold GPU memory: check nvidia-smi); choose fewer slots, a shorter context per slot or a smaller quant, or stop what uses the GPU"
+      },
+      {
+        kind: "unsupported-arch",
+        re: /unknown model architecture|unknown architecture|architecture .* not supported|model type .* not supported|does not support the model/i,
+        remedy: ({ bin }) => `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)`
+      },
+      {
+        kind: "bad-flag",
+        re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:/i,
+        remedy: ({ bin }) => `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which`
+      },
+      {
+        kind: "driver",
+        re: /CUDA driver version is insufficient|no CUDA-capable device|cuInit|ggml_cuda_init: failed|ggml_vulkan: No devices found|hipErrorNoDevice|NVIDIA driver on your system is too old/i,
+        remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)"
+      },
+      {
+        kind: "library",
+        re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
+        remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads"
+      },
+      {
+        kind: "model-load",
+        re: /error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
+        remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew"
+      },
+      {
+        kind: "port",
+        re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
+        remedy: () => "the port was taken between choosing and binding it: start again"
+      }
+    ];
+    SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
   }
 });
 
@@ -53991,7 +50392,7 @@ var require_code = __commonJS({
     }
     exports._ = _;
     var plus = new _Code("+");
-    function str2(strs, ...args) {
+    function str3(strs, ...args) {
       const expr = [safeStringify(strs[0])];
       let i2 = 0;
       while (i2 < args.length) {
@@ -54002,7 +50403,7 @@ var require_code = __commonJS({
       optimize(expr);
       return new _Code(expr);
     }
-    exports.str = str2;
+    exports.str = str3;
     function addCodeArg(code, arg) {
       if (arg instanceof _Code)
         code.push(...arg._items);
@@ -54045,7 +50446,7 @@ var require_code = __commonJS({
       return;
     }
     function strConcat(c1, c22) {
-      return c22.emptyStr() ? c1 : c1.emptyStr() ? c22 : str2`${c1}${c22}`;
+      return c22.emptyStr() ? c1 : c1.emptyStr() ? c22 : str3`${c1}${c22}`;
     }
     exports.strConcat = strConcat;
     function interpolate(x) {
@@ -55007,22 +51408,22 @@ var require_util2 = __commonJS({
       return (0, codegen_1._)`${topSchemaRef}${schemaPath}${(0, codegen_1.getProperty)(keyword)}`;
     }
     exports.schemaRefOrVal = schemaRefOrVal;
-    function unescapeFragment(str2) {
-      return unescapeJsonPointer(decodeURIComponent(str2));
+    function unescapeFragment(str3) {
+      return unescapeJsonPointer(decodeURIComponent(str3));
     }
     exports.unescapeFragment = unescapeFragment;
-    function escapeFragment(str2) {
-      return encodeURIComponent(escapeJsonPointer(str2));
+    function escapeFragment(str3) {
+      return encodeURIComponent(escapeJsonPointer(str3));
     }
     exports.escapeFragment = escapeFragment;
-    function escapeJsonPointer(str2) {
-      if (typeof str2 == "number")
-        return `${str2}`;
-      return str2.replace(/~/g, "~0").replace(/\//g, "~1");
+    function escapeJsonPointer(str3) {
+      if (typeof str3 == "number")
+        return `${str3}`;
+      return str3.replace(/~/g, "~0").replace(/\//g, "~1");
     }
     exports.escapeJsonPointer = escapeJsonPointer;
-    function unescapeJsonPointer(str2) {
-      return str2.replace(/~1/g, "/").replace(/~0/g, "~");
+    function unescapeJsonPointer(str3) {
+      return str3.replace(/~1/g, "/").replace(/~0/g, "~");
     }
     exports.unescapeJsonPointer = unescapeJsonPointer;
     function eachItem(xs, f) {
@@ -56047,8 +52448,8 @@ var require_json_schema_traverse = __commonJS({
         post(schema, jsonPtr, rootSchema, parentJsonPtr, parentKeyword, parentSchema, keyIndex);
       }
     }
-    function escapeJsonPtr(str2) {
-      return str2.replace(/~/g, "~0").replace(/\//g, "~1");
+    function escapeJsonPtr(str3) {
+      return str3.replace(/~/g, "~0").replace(/\//g, "~1");
     }
   }
 });
@@ -57145,15 +53546,15 @@ var require_utils2 = __commonJS({
         isIPV6: true
       };
     }
-    function findToken(str2, token) {
+    function findToken(str3, token) {
       let ind = 0;
-      for (let i2 = 0; i2 < str2.length; i2++) {
-        if (str2[i2] === token) ind++;
+      for (let i2 = 0; i2 < str3.length; i2++) {
+        if (str3[i2] === token) ind++;
       }
       return ind;
     }
-    function removeDotSegments(path42) {
-      let input = path42;
+    function removeDotSegments(path46) {
+      let input = path46;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -57227,11 +53628,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path42) {
-      if (path42 === "" || path42[0] === "/") {
-        return removeDotSegments(path42);
+    function removeDotSegmentsRelative(path46) {
+      if (path46 === "" || path46[0] === "/") {
+        return removeDotSegments(path46);
       }
-      const segments = path42.split("/");
+      const segments = path46.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -57594,8 +53995,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path42 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path42 && path42 !== "/" ? path42 : void 0;
+        const path46 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path46 && path46 !== "/" ? path46 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -58218,7 +54619,7 @@ var require_core = __commonJS({
     var util_1 = require_util2();
     var $dataRefSchema = require_data();
     var uri_1 = require_uri();
-    var defaultRegExp = (str2, flags) => new RegExp(str2, flags);
+    var defaultRegExp = (str3, flags) => new RegExp(str3, flags);
     defaultRegExp.code = "new RegExp";
     var META_IGNORE_OPTIONS = ["removeAdditional", "useDefaults", "coerceTypes"];
     var EXT_SCOPE_NAMES = /* @__PURE__ */ new Set([
@@ -59013,16 +55414,16 @@ var require_ucs2length = __commonJS({
   "node_modules/ajv/dist/runtime/ucs2length.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
-    function ucs2length(str2) {
-      const len = str2.length;
+    function ucs2length(str3) {
+      const len = str3.length;
       let length = 0;
       let pos = 0;
       let value;
       while (pos < len) {
         length++;
-        value = str2.charCodeAt(pos++);
+        value = str3.charCodeAt(pos++);
         if (value >= 55296 && value <= 56319 && pos < len) {
-          value = str2.charCodeAt(pos);
+          value = str3.charCodeAt(pos);
           if ((value & 64512) === 56320)
             pos++;
         }
@@ -60905,8 +57306,8 @@ var require_formats = __commonJS({
     }
     var DATE = /^(\d\d\d\d)-(\d\d)-(\d\d)$/;
     var DAYS = [0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-    function date5(str2) {
-      const matches = DATE.exec(str2);
+    function date5(str3) {
+      const matches = DATE.exec(str3);
       if (!matches)
         return false;
       const year = +matches[1];
@@ -60925,8 +57326,8 @@ var require_formats = __commonJS({
     }
     var TIME = /^(\d\d):(\d\d):(\d\d(?:\.\d+)?)(z|([+-])(\d\d)(?::?(\d\d))?)?$/i;
     function getTime(strictTimeZone) {
-      return function time3(str2) {
-        const matches = TIME.exec(str2);
+      return function time3(str3) {
+        const matches = TIME.exec(str3);
         if (!matches)
           return false;
         const hr = +matches[1];
@@ -60972,8 +57373,8 @@ var require_formats = __commonJS({
     var DATE_TIME_SEPARATOR = /t|\s/i;
     function getDateTime(strictTimeZone) {
       const time3 = getTime(strictTimeZone);
-      return function date_time(str2) {
-        const dateTime = str2.split(DATE_TIME_SEPARATOR);
+      return function date_time(str3) {
+        const dateTime = str3.split(DATE_TIME_SEPARATOR);
         return dateTime.length === 2 && date5(dateTime[0]) && time3(dateTime[1]);
       };
     }
@@ -60998,13 +57399,13 @@ var require_formats = __commonJS({
     }
     var NOT_URI_FRAGMENT = /\/|:/;
     var URI = /^(?:[a-z][a-z0-9+\-.]*:)(?:\/?\/(?:(?:[a-z0-9\-._~!$&'()*+,;=:]|%[0-9a-f]{2})*@)?(?:\[(?:(?:(?:(?:[0-9a-f]{1,4}:){6}|::(?:[0-9a-f]{1,4}:){5}|(?:[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){4}|(?:(?:[0-9a-f]{1,4}:){0,1}[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){3}|(?:(?:[0-9a-f]{1,4}:){0,2}[0-9a-f]{1,4})?::(?:[0-9a-f]{1,4}:){2}|(?:(?:[0-9a-f]{1,4}:){0,3}[0-9a-f]{1,4})?::[0-9a-f]{1,4}:|(?:(?:[0-9a-f]{1,4}:){0,4}[0-9a-f]{1,4})?::)(?:[0-9a-f]{1,4}:[0-9a-f]{1,4}|(?:(?:25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d\d?))|(?:(?:[0-9a-f]{1,4}:){0,5}[0-9a-f]{1,4})?::[0-9a-f]{1,4}|(?:(?:[0-9a-f]{1,4}:){0,6}[0-9a-f]{1,4})?::)|[Vv][0-9a-f]+\.[a-z0-9\-._~!$&'()*+,;=:]+)\]|(?:(?:25[0-5]|2[0-4]\d|[01]?\d\d?)\.){3}(?:25[0-5]|2[0-4]\d|[01]?\d\d?)|(?:[a-z0-9\-._~!$&'()*+,;=]|%[0-9a-f]{2})*)(?::\d*)?(?:\/(?:[a-z0-9\-._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*|\/(?:(?:[a-z0-9\-._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[a-z0-9\-._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)?|(?:[a-z0-9\-._~!$&'()*+,;=:@]|%[0-9a-f]{2})+(?:\/(?:[a-z0-9\-._~!$&'()*+,;=:@]|%[0-9a-f]{2})*)*)(?:\?(?:[a-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9a-f]{2})*)?(?:#(?:[a-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9a-f]{2})*)?$/i;
-    function uri(str2) {
-      return NOT_URI_FRAGMENT.test(str2) && URI.test(str2);
+    function uri(str3) {
+      return NOT_URI_FRAGMENT.test(str3) && URI.test(str3);
     }
     var BYTE = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/gm;
-    function byte(str2) {
+    function byte(str3) {
       BYTE.lastIndex = 0;
-      return BYTE.test(str2);
+      return BYTE.test(str3);
     }
     var MIN_INT32 = -(2 ** 31);
     var MAX_INT32 = 2 ** 31 - 1;
@@ -61018,11 +57419,11 @@ var require_formats = __commonJS({
       return true;
     }
     var Z_ANCHOR = /[^\\]\\Z/;
-    function regex(str2) {
-      if (Z_ANCHOR.test(str2))
+    function regex(str3) {
+      if (Z_ANCHOR.test(str3))
         return false;
       try {
-        new RegExp(str2);
+        new RegExp(str3);
         return true;
       } catch (e) {
         return false;
@@ -61163,7 +57564,7 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path35 from "node:path";
+import path37 from "node:path";
 
 // engine/workers/engine.ts
 var import_picomatch3 = __toESM(require_picomatch2());
@@ -61180,8 +57581,73 @@ function firstIssue(error46, prefix = "") {
   return `${prefix}${field ? `${field}: ` : ""}${i2.message}`;
 }
 
-// engine/workers/engine.ts
-init_permission();
+// shared/permission.ts
+init_zod();
+var DecidedBy = external_exports.object({
+  kind: external_exports.enum(["person", "mcp", "policy", "cli", "engine"]),
+  /** e.g. "gui", "claude-code", the policy rule's text, "--approve once". */
+  name: external_exports.string().max(200).optional()
+});
+var DecisionKind = external_exports.enum(["once", "always", "reject"], {
+  error: 'decision must be "once", "always" or "reject"'
+});
+var QuestionItem = external_exports.object({
+  question: external_exports.string(),
+  header: external_exports.string().optional(),
+  options: external_exports.array(external_exports.object({ label: external_exports.string(), description: external_exports.string().optional() })).default([]),
+  multiple: external_exports.boolean().optional()
+});
+var PermissionAsk = external_exports.object({
+  id: external_exports.string(),
+  workerId: external_exports.string(),
+  sessionId: external_exports.string(),
+  kind: external_exports.enum(["permission", "question"]),
+  /** edit | bash | webfetch | external_directory | question | … (opencode's permission name). */
+  tool: external_exports.string(),
+  /** What is asked, in one line: the command, the path, the URL, or the question. */
+  what: external_exports.string(),
+  diff: external_exports.string().optional(),
+  patterns: external_exports.array(external_exports.string()).default([]),
+  always: external_exports.array(external_exports.string()).default([]),
+  questions: external_exports.array(QuestionItem).optional(),
+  /** What the engine found before anyone decides: real paths (symlinks resolved) and what they touch. */
+  flags: external_exports.array(external_exports.object({ kind: external_exports.enum(["outside-workspace", "protected", "out-of-scope", "symlink"]), detail: external_exports.string() })).optional(),
+  createdAt: external_exports.number(),
+  status: external_exports.enum(["pending", "decided", "cancelled"]),
+  decision: DecisionKind.optional(),
+  by: DecidedBy.optional(),
+  message: external_exports.string().optional(),
+  decidedAt: external_exports.number().optional()
+});
+var Decision = external_exports.object({
+  askId: external_exports.string().min(1, "askId is required (see pending_approvals)"),
+  decision: DecisionKind,
+  message: external_exports.string().max(4e3).optional(),
+  answers: external_exports.array(external_exports.array(external_exports.string())).optional()
+});
+var PolicyRule = external_exports.object({
+  tool: external_exports.string().min(1),
+  /** A glob matched against what is asked (command, path, URL); "*" matches everything. */
+  pattern: external_exports.string().min(1),
+  decision: DecisionKind
+});
+function rejectionMessage(ask, extra) {
+  const base2 = `The supervisor refused this ${ask.tool} request (${ask.what}). Do not retry it or work around it; continue without it, and report your outcome honestly.`;
+  return extra ? `${base2} Reason: ${extra}` : base2;
+}
+var Grant = external_exports.object({
+  id: external_exports.string(),
+  workerId: external_exports.string(),
+  tool: external_exports.string(),
+  /** A glob over what is asked (the command, path or URL), from opencode's suggestion for the ask. */
+  pattern: external_exports.string(),
+  askId: external_exports.string(),
+  by: DecidedBy,
+  createdAt: external_exports.number()
+});
+function terminalSafe(text) {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c3) => c3 === "\n" ? "\\n" : c3 === "	" ? "\\t" : `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
 
 // shared/worker-machine.ts
 init_zod();
@@ -61229,8 +57695,314 @@ function nextState(from, t2) {
   return WORKER_TRANSITIONS[from][t2] ?? null;
 }
 
-// engine/workers/engine.ts
-init_worker();
+// shared/worker.ts
+init_zod();
+
+// shared/check.ts
+init_zod();
+var CommandCheck = external_exports.object({
+  name: external_exports.string().min(1).max(200).optional(),
+  run: external_exports.string().min(1, "a check's `run` must be a non-empty shell command").max(1e4),
+  expectExit: external_exports.number().int().min(0).max(255).optional(),
+  timeoutSec: external_exports.number().positive().max(3600).optional()
+}).strict();
+var FileCheck = external_exports.object({
+  name: external_exports.string().min(1).max(200).optional(),
+  file: external_exports.string().min(1).max(1e3).refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), {
+    message: "a file check's `file` must be a path relative to the workspace, without `..`"
+  }),
+  exists: external_exports.boolean().optional(),
+  equals: external_exports.string().max(1e6).optional(),
+  matches: external_exports.string().max(1e4).optional()
+}).strict();
+var CheckSpec = external_exports.union([CommandCheck, FileCheck], {
+  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?} or {"file": "relative/path", exists?, equals?, matches?}'
+});
+function checkName(check2, index) {
+  if (check2.name) return check2.name;
+  return "run" in check2 ? check2.run.slice(0, 80) : `file ${check2.file}`;
+}
+var CheckResult = external_exports.object({
+  name: external_exports.string(),
+  passed: external_exports.boolean(),
+  exitCode: external_exports.number().int().nullable().optional(),
+  timedOut: external_exports.boolean().optional(),
+  durationMs: external_exports.number().optional(),
+  output: external_exports.string()
+});
+
+// shared/verdict.ts
+init_zod();
+var Outcome = external_exports.enum(["built", "honest-failure"]);
+var ScopeResult = external_exports.object({
+  passed: external_exports.boolean(),
+  violations: external_exports.array(external_exports.string()),
+  changedFiles: external_exports.array(external_exports.string())
+});
+var Verdict = external_exports.object({
+  verdict: Outcome,
+  /** What the worker's `OUTCOME:` line said; null when it gave none. */
+  claim: Outcome.nullable(),
+  claimReason: external_exports.string().nullable(),
+  honest: external_exports.boolean(),
+  checks: external_exports.array(CheckResult),
+  scope: ScopeResult,
+  gradedAt: external_exports.number(),
+  branch: external_exports.string().nullable(),
+  worktree: external_exports.string().nullable(),
+  /** The commit the checks ran on (made by the engine from the worker's files); merge takes exactly this one. */
+  commit: external_exports.string().nullable().default(null),
+  diffStat: external_exports.string(),
+  mergeHint: external_exports.string().nullable()
+});
+var OUTCOME_LINE = /^\s*\**\s*OUTCOME:\s*\**\s*(built|honest-failure)\b\s*(?:[—–-]+\s*(.*))?$/i;
+function parseClaim(text) {
+  const lines = text.split(/\r?\n/);
+  for (let i2 = lines.length - 1; i2 >= 0; i2--) {
+    const m = OUTCOME_LINE.exec(lines[i2]);
+    if (m) return { claim: m[1].toLowerCase(), reason: m[2]?.trim() || null };
+  }
+  return { claim: null, reason: null };
+}
+
+// shared/worker.ts
+var WorkerState = external_exports.enum([
+  "queued",
+  "starting",
+  "running",
+  "waiting-approval",
+  "settled",
+  "grading",
+  "built",
+  "honest-failure",
+  "stopped",
+  "interrupted",
+  "error"
+]);
+var FINAL_STATES = ["built", "honest-failure", "stopped", "interrupted", "error"];
+var ACTIVE_STATES = ["starting", "running", "waiting-approval"];
+var isFinal = (s) => FINAL_STATES.includes(s);
+var isActive = (s) => ACTIVE_STATES.includes(s);
+var Glob = external_exports.string().min(1).max(500);
+var Budget = external_exports.object({
+  wallSec: external_exports.number().positive().max(7 * 24 * 3600).optional(),
+  tokens: external_exports.number().int().positive().optional()
+}).strict();
+var WorkerSpec = external_exports.object({
+  task: external_exports.string().trim().min(1, "the task is empty: say what the worker should do").max(1e5, "the task is over 100,000 characters: shorten it or point at a file"),
+  directory: external_exports.string().min(1, "directory is required").max(4096).refine((p) => p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p), {
+    message: "directory must be an absolute path to a git repository"
+  }),
+  checks: external_exports.array(CheckSpec).max(100).default([]),
+  scope: external_exports.array(Glob).max(200).default([]),
+  protect: external_exports.array(Glob).max(200).default([]),
+  budget: Budget.default({}),
+  targetId: external_exports.string().optional(),
+  title: external_exports.string().max(200).optional()
+});
+var Usage = external_exports.object({
+  input: external_exports.number(),
+  output: external_exports.number(),
+  reasoning: external_exports.number(),
+  cost: external_exports.number()
+});
+var TranscriptPart = external_exports.object({
+  partId: external_exports.string(),
+  messageId: external_exports.string(),
+  kind: external_exports.enum(["text", "reasoning", "tool", "user"]),
+  text: external_exports.string().optional(),
+  tool: external_exports.string().optional(),
+  status: external_exports.string().optional(),
+  input: external_exports.unknown().optional(),
+  output: external_exports.string().optional(),
+  error: external_exports.string().optional()
+});
+var base = { workerId: external_exports.string(), seq: external_exports.number().int(), ts: external_exports.number(), busSeq: external_exports.number().int().optional() };
+var WorkerEvent = external_exports.discriminatedUnion("type", [
+  external_exports.object({
+    ...base,
+    type: external_exports.literal("worker.created"),
+    spec: WorkerSpec,
+    batchId: external_exports.string().nullable(),
+    targetId: external_exports.string().nullable(),
+    /** How the worker is contained: "bwrap", or "none" when the person opted out of the sandbox. */
+    sandbox: external_exports.enum(["bwrap", "none"]).optional()
+  }),
+  external_exports.object({ ...base, type: external_exports.literal("worker.state"), state: WorkerState, reason: external_exports.string().optional() }),
+  external_exports.object({
+    ...base,
+    type: external_exports.literal("worker.workspace"),
+    worktree: external_exports.string(),
+    branch: external_exports.string(),
+    baseCommit: external_exports.string(),
+    baseBranch: external_exports.string().nullable(),
+    repo: external_exports.string()
+  }),
+  external_exports.object({ ...base, type: external_exports.literal("worker.session"), sessionId: external_exports.string() }),
+  /** The endpoint of a pool target the worker runs on (it stays there unless that endpoint dies). */
+  external_exports.object({ ...base, type: external_exports.literal("worker.endpoint"), url: external_exports.string() }),
+  external_exports.object({ ...base, type: external_exports.literal("ask.opened"), ask: PermissionAsk }),
+  external_exports.object({
+    ...base,
+    type: external_exports.literal("ask.resolved"),
+    askId: external_exports.string(),
+    status: external_exports.enum(["decided", "cancelled"]),
+    decision: DecisionKind.optional(),
+    by: DecidedBy.optional(),
+    message: external_exports.string().optional()
+  }),
+  external_exports.object({ ...base, type: external_exports.literal("steer.sent"), text: external_exports.string(), by: DecidedBy }),
+  external_exports.object({ ...base, type: external_exports.literal("part"), part: TranscriptPart }),
+  external_exports.object({ ...base, type: external_exports.literal("usage"), usage: Usage }),
+  external_exports.object({ ...base, type: external_exports.literal("stalled"), idleSec: external_exports.number() }),
+  external_exports.object({ ...base, type: external_exports.literal("tool.failed"), tool: external_exports.string(), error: external_exports.string() }),
+  external_exports.object({ ...base, type: external_exports.literal("verdict"), verdict: Verdict }),
+  external_exports.object({ ...base, type: external_exports.literal("merged"), into: external_exports.string(), commit: external_exports.string() }),
+  external_exports.object({ ...base, type: external_exports.literal("grant.added"), grant: Grant }),
+  external_exports.object({ ...base, type: external_exports.literal("grant.revoked"), grantId: external_exports.string(), by: DecidedBy }),
+  external_exports.object({ ...base, type: external_exports.literal("discarded"), by: DecidedBy })
+]);
+var Worker = external_exports.object({
+  id: external_exports.string(),
+  spec: WorkerSpec,
+  batchId: external_exports.string().nullable(),
+  targetId: external_exports.string().nullable(),
+  state: WorkerState,
+  stateReason: external_exports.string().nullable(),
+  createdAt: external_exports.number(),
+  /** The engine stream position of its creation: orders workers created in the same millisecond (a batch). */
+  createdSeq: external_exports.number().default(0),
+  updatedAt: external_exports.number(),
+  startedAt: external_exports.number().nullable(),
+  endedAt: external_exports.number().nullable(),
+  sessionId: external_exports.string().nullable(),
+  worktree: external_exports.string().nullable(),
+  branch: external_exports.string().nullable(),
+  baseCommit: external_exports.string().nullable(),
+  baseBranch: external_exports.string().nullable(),
+  repo: external_exports.string(),
+  asks: external_exports.array(PermissionAsk),
+  steers: external_exports.array(external_exports.object({ text: external_exports.string(), ts: external_exports.number(), by: DecidedBy })),
+  usage: Usage,
+  lastActivity: external_exports.object({ ts: external_exports.number(), summary: external_exports.string() }).nullable(),
+  currentTool: external_exports.string().nullable(),
+  stalled: external_exports.boolean(),
+  toolFailures: external_exports.number(),
+  verdict: Verdict.nullable(),
+  merged: external_exports.object({ into: external_exports.string(), commit: external_exports.string() }).nullable(),
+  /** "bwrap" when the worker runs in the OS sandbox; "none" when the person opted out; null for workers from before. */
+  sandbox: external_exports.enum(["bwrap", "none"]).nullable().default(null),
+  /** The endpoint of its target it runs on (pool targets); null for single-endpoint targets. */
+  endpoint: external_exports.string().nullable().default(null),
+  grants: external_exports.array(Grant).default([]),
+  /** Its workspace and branch were removed on request. */
+  discarded: external_exports.boolean().default(false),
+  lastSeq: external_exports.number()
+});
+function summarizePart(part) {
+  if (part.kind === "tool") return `${part.tool ?? "tool"} ${part.status ?? ""}`.trim();
+  return (part.text ?? "").split("\n").find((l) => l.trim())?.slice(0, 160) ?? part.kind;
+}
+function reduceWorker(w, e) {
+  if (e.type === "worker.created") {
+    return {
+      id: e.workerId,
+      spec: e.spec,
+      batchId: e.batchId,
+      targetId: e.targetId,
+      state: "queued",
+      stateReason: null,
+      createdAt: e.ts,
+      createdSeq: e.busSeq ?? 0,
+      updatedAt: e.ts,
+      startedAt: null,
+      endedAt: null,
+      sessionId: null,
+      worktree: null,
+      branch: null,
+      baseCommit: null,
+      baseBranch: null,
+      repo: e.spec.directory,
+      asks: [],
+      steers: [],
+      usage: { input: 0, output: 0, reasoning: 0, cost: 0 },
+      lastActivity: null,
+      currentTool: null,
+      stalled: false,
+      toolFailures: 0,
+      verdict: null,
+      merged: null,
+      sandbox: e.sandbox ?? null,
+      endpoint: null,
+      grants: [],
+      discarded: false,
+      lastSeq: e.seq
+    };
+  }
+  if (!w) throw new Error(`event ${e.type} for unknown worker ${e.workerId}`);
+  const next = { ...w, updatedAt: e.ts, lastSeq: e.seq };
+  switch (e.type) {
+    case "worker.state":
+      next.state = e.state;
+      next.stateReason = e.reason ?? null;
+      if (e.state === "starting" && next.startedAt === null) next.startedAt = e.ts;
+      next.endedAt = isFinal(e.state) ? e.ts : null;
+      if (!isActive(e.state)) next.currentTool = null;
+      if (e.state === "running") next.stalled = false;
+      break;
+    case "worker.workspace":
+      Object.assign(next, { worktree: e.worktree, branch: e.branch, baseCommit: e.baseCommit, baseBranch: e.baseBranch, repo: e.repo });
+      break;
+    case "worker.session":
+      next.sessionId = e.sessionId;
+      break;
+    case "worker.endpoint":
+      next.endpoint = e.url;
+      break;
+    case "ask.opened":
+      next.asks = [...w.asks.filter((a2) => a2.id !== e.ask.id), e.ask];
+      break;
+    case "ask.resolved":
+      next.asks = w.asks.map(
+        (a2) => a2.id === e.askId ? { ...a2, status: e.status, decision: e.decision, by: e.by, message: e.message, decidedAt: e.ts } : a2
+      );
+      break;
+    case "steer.sent":
+      next.steers = [...w.steers, { text: e.text, ts: e.ts, by: e.by }];
+      break;
+    case "part":
+      next.lastActivity = { ts: e.ts, summary: summarizePart(e.part) };
+      next.stalled = false;
+      if (e.part.kind === "tool") next.currentTool = e.part.status === "running" || e.part.status === "pending" ? e.part.tool ?? null : null;
+      break;
+    case "usage":
+      next.usage = e.usage;
+      break;
+    case "stalled":
+      next.stalled = true;
+      break;
+    case "tool.failed":
+      next.toolFailures = w.toolFailures + 1;
+      break;
+    case "verdict":
+      next.verdict = e.verdict;
+      break;
+    case "merged":
+      next.merged = { into: e.into, commit: e.commit };
+      break;
+    case "grant.added":
+      next.grants = [...w.grants.filter((g) => g.id !== e.grant.id), e.grant];
+      break;
+    case "grant.revoked":
+      next.grants = w.grants.filter((g) => g.id !== e.grantId);
+      break;
+    case "discarded":
+      next.discarded = true;
+      break;
+  }
+  return next;
+}
+var pendingAsks = (w) => w.asks.filter((a2) => a2.status === "pending");
 
 // engine/events.ts
 init_json_file();
@@ -61309,20 +58081,64 @@ var EventBus = class _EventBus {
 var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/grading/grade.ts
-init_verdict();
 import { mkdirSync as mkdirSync5, rmSync as rmSync2 } from "node:fs";
 import path11 from "node:path";
 
-// engine/workers/workspace.ts
+// engine/workspace/workspace.ts
 init_execa();
 import { existsSync, mkdirSync as mkdirSync2, rmSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
 import { realpath } from "node:fs/promises";
 import { createHash } from "node:crypto";
 import path8 from "node:path";
 
-// engine/workers/git.ts
+// engine/workspace/git.ts
 init_execa();
-var GitError = class extends Error {
+
+// shared/errors.ts
+init_zod();
+var ErrorCode = external_exports.enum([
+  "bad-input",
+  // the request is wrong: fix it as the message says
+  "not-found",
+  // an unknown worker, ask, grant, target or batch id
+  "conflict",
+  // the state forbids it now (merge conflict, not pending, not finished)
+  "unavailable",
+  // something the engine needs is down (a model server, opencode, the sandbox)
+  "internal"
+  // a bug: the message and the engine log say more
+]);
+var ERROR_MAP = {
+  "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
+  "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
+  conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
+  unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
+  internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
+};
+var OcwError = class extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+    this.name = "OcwError";
+  }
+  code;
+};
+var InputError = class extends OcwError {
+  constructor(message, code = "bad-input") {
+    super(code, message);
+    this.name = "InputError";
+  }
+};
+function codeOf(err) {
+  return err instanceof OcwError ? err.code : "internal";
+}
+
+// engine/workspace/git.ts
+var GitError = class extends OcwError {
+  constructor(message) {
+    super("conflict", message);
+    this.name = "GitError";
+  }
 };
 async function git(cwd, args, opts = {}) {
   const r = await execa("git", args, { cwd, reject: false, stripFinalNewline: true, env: { GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
@@ -61333,9 +58149,7 @@ async function git(cwd, args, opts = {}) {
 }
 var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
 
-// engine/workers/workspace.ts
-var InputError = class extends Error {
-};
+// engine/workspace/workspace.ts
 async function inspectRepo(dir) {
   if (!path8.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
   if (!existsSync(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
@@ -61485,12 +58299,12 @@ async function removeWorkspace(ws, opts = {}) {
 
 // engine/grading/checks.ts
 init_execa();
-init_check();
 import { existsSync as existsSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync4, realpathSync as realpathSync2 } from "node:fs";
 import path10 from "node:path";
 
 // engine/sandbox/sandbox.ts
 init_zod();
+init_config();
 import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync as existsSync2, mkdirSync as mkdirSync3, realpathSync, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
 import os from "node:os";
@@ -61515,7 +58329,7 @@ function sandboxStatus() {
     cached2 = { kind: "none", bwrap: null, reason: `no sandbox on ${process.platform} yet (Linux bubblewrap only): start workers with --no-sandbox to run them unconfined` };
     return cached2;
   }
-  const bwrap = process.env.OCW_BWRAP ?? findOnPath("bwrap");
+  const bwrap = config2().OCW_BWRAP ?? findOnPath("bwrap");
   if (!bwrap) {
     cached2 = { kind: "none", bwrap: null, reason: "bubblewrap (bwrap) is not installed: `sudo apt-get install bubblewrap` (Debian/Ubuntu) or `sudo dnf install bubblewrap`, or opt out with --no-sandbox" };
     return cached2;
@@ -62089,7 +58903,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path42, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path46, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -62108,7 +58922,7 @@ var defaultPathSerializer = ({ path: path42, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path42[name];
+      const value = path46[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -62139,11 +58953,11 @@ var defaultPathSerializer = ({ path: path42, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path42, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path46, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path42) {
-    url2 = defaultPathSerializer({ path: path42, url: url2 });
+  if (path46) {
+    url2 = defaultPathSerializer({ path: path46, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -62304,12 +59118,12 @@ var buildUrl = (options) => getUrl({
   url: options.url
 });
 var mergeConfigs = (a2, b) => {
-  const config2 = { ...a2, ...b };
-  if (config2.baseUrl?.endsWith("/")) {
-    config2.baseUrl = config2.baseUrl.substring(0, config2.baseUrl.length - 1);
+  const config3 = { ...a2, ...b };
+  if (config3.baseUrl?.endsWith("/")) {
+    config3.baseUrl = config3.baseUrl.substring(0, config3.baseUrl.length - 1);
   }
-  config2.headers = mergeHeaders(a2.headers, b.headers);
-  return config2;
+  config3.headers = mergeHeaders(a2.headers, b.headers);
+  return config3;
 };
 var headersEntries = (headers) => {
   const entries = [];
@@ -62401,11 +59215,11 @@ var createConfig = (override = {}) => ({
 });
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/client/client.gen.js
-var createClient = (config2 = {}) => {
-  let _config = mergeConfigs(createConfig(), config2);
+var createClient = (config3 = {}) => {
+  let _config = mergeConfigs(createConfig(), config3);
   const getConfig = () => ({ ..._config });
-  const setConfig = (config3) => {
-    _config = mergeConfigs(_config, config3);
+  const setConfig = (config4) => {
+    _config = mergeConfigs(_config, config4);
     return getConfig();
   };
   const interceptors = createInterceptors();
@@ -62620,20 +59434,20 @@ var buildKeyMap = (fields, map3) => {
   if (!map3) {
     map3 = /* @__PURE__ */ new Map();
   }
-  for (const config2 of fields) {
-    if ("in" in config2) {
-      if (config2.key) {
-        map3.set(config2.key, {
-          in: config2.in,
-          map: config2.map
+  for (const config3 of fields) {
+    if ("in" in config3) {
+      if (config3.key) {
+        map3.set(config3.key, {
+          in: config3.in,
+          map: config3.map
         });
       }
-    } else if ("key" in config2) {
-      map3.set(config2.key, {
-        map: config2.map
+    } else if ("key" in config3) {
+      map3.set(config3.key, {
+        map: config3.map
       });
-    } else if (config2.args) {
-      buildKeyMap(config2.args, map3);
+    } else if (config3.args) {
+      buildKeyMap(config3.args, map3);
     }
   }
   return map3;
@@ -62653,18 +59467,18 @@ var buildClientParams = (args, fields) => {
     query: {}
   };
   const map3 = buildKeyMap(fields);
-  let config2;
+  let config3;
   for (const [index, arg] of args.entries()) {
     if (fields[index]) {
-      config2 = fields[index];
+      config3 = fields[index];
     }
-    if (!config2) {
+    if (!config3) {
       continue;
     }
-    if ("in" in config2) {
-      if (config2.key) {
-        const field = map3.get(config2.key);
-        const name = field.map || config2.key;
+    if ("in" in config3) {
+      if (config3.key) {
+        const field = map3.get(config3.key);
+        const name = field.map || config3.key;
         if (field.in) {
           ;
           params[field.in][name] = arg;
@@ -62687,8 +59501,8 @@ var buildClientParams = (args, fields) => {
           if (extra) {
             const [prefix, slot] = extra;
             params[slot][key.slice(prefix.length)] = value;
-          } else if ("allowExtra" in config2 && config2.allowExtra) {
-            for (const [slot, allowed] of Object.entries(config2.allowExtra)) {
+          } else if ("allowExtra" in config3 && config3.allowExtra) {
+            for (const [slot, allowed] of Object.entries(config3.allowExtra)) {
               if (allowed) {
                 ;
                 params[slot][key] = value;
@@ -67227,33 +64041,33 @@ function rewrite(request, values) {
   next.headers.delete("x-opencode-workspace");
   return next;
 }
-function createOpencodeClient(config2) {
-  if (!config2?.fetch) {
+function createOpencodeClient(config3) {
+  if (!config3?.fetch) {
     const customFetch = (req) => {
       req.timeout = false;
       return fetch(req);
     };
-    config2 = {
-      ...config2,
+    config3 = {
+      ...config3,
       fetch: customFetch
     };
   }
-  if (config2?.directory) {
-    config2.headers = {
-      ...config2.headers,
-      "x-opencode-directory": encodeURIComponent(config2.directory)
+  if (config3?.directory) {
+    config3.headers = {
+      ...config3.headers,
+      "x-opencode-directory": encodeURIComponent(config3.directory)
     };
   }
-  if (config2?.experimental_workspaceID) {
-    config2.headers = {
-      ...config2.headers,
-      "x-opencode-workspace": config2.experimental_workspaceID
+  if (config3?.experimental_workspaceID) {
+    config3.headers = {
+      ...config3.headers,
+      "x-opencode-workspace": config3.experimental_workspaceID
     };
   }
-  const client2 = createClient(config2);
+  const client2 = createClient(config3);
   client2.interceptors.request.use((request) => rewrite(request, {
-    directory: config2?.directory,
-    workspace: config2?.experimental_workspaceID
+    directory: config3?.directory,
+    workspace: config3?.experimental_workspaceID
   }));
   client2.interceptors.response.use((response) => {
     const contentType = response.headers.get("content-type");
@@ -67274,11 +64088,13 @@ import { readFileSync as readFileSync5, existsSync as existsSync5 } from "node:f
 import path13 from "node:path";
 
 // engine/paths.ts
+init_config();
 import { existsSync as existsSync4 } from "node:fs";
 import path12 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function projectRoot() {
-  if (process.env.OCW_ROOT) return process.env.OCW_ROOT;
+  const configured = config2().OCW_ROOT;
+  if (configured) return configured;
   let dir = path12.dirname(fileURLToPath3(import.meta.url));
   for (let i2 = 0; i2 < 6; i2++) {
     if (existsSync4(path12.join(dir, "protocol")) && existsSync4(path12.join(dir, "package.json"))) return dir;
@@ -67406,8 +64222,10 @@ async function* readSse(url2, headers, signal) {
 }
 
 // engine/harness/opencode-server.ts
+init_config();
 function opencodeBinary() {
-  if (process.env.OCW_OPENCODE_BIN) return process.env.OCW_OPENCODE_BIN;
+  const configured = config2().OCW_OPENCODE_BIN;
+  if (configured) return configured;
   const require2 = createRequire(import.meta.url);
   const pkg = require2.resolve("opencode-ai/package.json");
   const bin = path14.join(path14.dirname(pkg), "bin", "opencode.exe");
@@ -67455,15 +64273,15 @@ var OpencodeServer = class extends EventEmitter3 {
       TMPDIR: path14.join(h3, "tmp")
     };
     for (const d of Object.values(xdg)) mkdirSync6(d, { recursive: true, mode: 448 });
-    const config2 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
+    const config3 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
     return allowListedEnv({
       ...xdg,
       ...OFFLINE_ENV,
       ...this.opts.confine ? { SHELL: this.opts.confine.shell } : {},
       OPENCODE_SERVER_PASSWORD: this.password,
-      OPENCODE_CONFIG_CONTENT: JSON.stringify(config2),
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
-      npm_config_registry: process.env.OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/"
+      npm_config_registry: config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/"
     });
   }
   /** opencode serve's command line: inside its sandbox when confined. */
@@ -67657,6 +64475,9 @@ function killGroup(pid) {
   }
 }
 
+// engine/harness/harness.ts
+var opencodeHarness = (opts) => new OpencodeServer(opts);
+
 // engine/approvals/inspect.ts
 var import_picomatch2 = __toESM(require_picomatch2());
 import { lstatSync, realpathSync as realpathSync3 } from "node:fs";
@@ -67712,14 +64533,101 @@ function grantFor(ask, grants) {
   return grants.find((g) => g.tool === ask.tool && import_picomatch2.default.isMatch(ask.what, g.pattern, { dot: true, bash: true }));
 }
 
+// engine/admission/capacity.ts
+init_zod();
+var EndpointStatus = external_exports.object({
+  url: external_exports.string(),
+  /** Answered its last probe. */
+  healthy: external_exports.boolean(),
+  /** Workers this endpoint is configured for (the target's slots, or the endpoint's own). */
+  slots: external_exports.number().int(),
+  /** Workers the engine runs on it now. */
+  inUse: external_exports.number().int(),
+  /** What the serving engine itself reports, when it does: llama.cpp `/slots`, vLLM/SGLang `/metrics`. */
+  live: external_exports.object({
+    source: external_exports.enum(["llama.cpp /slots", "vllm /metrics", "sglang /metrics"]),
+    totalSlots: external_exports.number().nullable(),
+    busy: external_exports.number(),
+    waiting: external_exports.number().nullable(),
+    kvUsage: external_exports.number().nullable()
+  }).nullable(),
+  problem: external_exports.string().nullable(),
+  checkedAt: external_exports.number().nullable()
+});
+function endpointsOf(target) {
+  return target.serving.endpoints.length ? target.serving.endpoints : [{ url: target.endpoint, slots: target.serving.slots }];
+}
+var isPool = (target) => target.serving.endpoints.length > 1;
+var KV_FULL = 0.9;
+var root = (url2) => url2.replace(/\/+$/, "").replace(/\/v1$/, "");
+async function readLive(url2, key, timeoutMs = 1500) {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  const get = async (p) => {
+    const res = await fetch(root(url2) + p, { headers, signal: AbortSignal.timeout(timeoutMs) }).catch(() => null);
+    return res?.ok ? res : null;
+  };
+  const slots = await get("/slots");
+  if (slots) {
+    const list = await slots.json().catch(() => null);
+    if (Array.isArray(list) && list.length) {
+      const busy = list.filter((s) => s.is_processing ?? s.state === 1).length;
+      return { source: "llama.cpp /slots", totalSlots: list.length, busy, waiting: null, kvUsage: null };
+    }
+  }
+  const metrics = await get("/metrics");
+  if (!metrics) return null;
+  const text = await metrics.text();
+  const metric = (name) => {
+    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(text);
+    return m ? Number(m[1]) : null;
+  };
+  if (/^vllm:/m.test(text)) {
+    return {
+      source: "vllm /metrics",
+      totalSlots: null,
+      busy: metric("vllm:num_requests_running") ?? 0,
+      waiting: metric("vllm:num_requests_waiting"),
+      kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc")
+    };
+  }
+  if (/^sglang:/m.test(text)) {
+    return { source: "sglang /metrics", totalSlots: null, busy: metric("sglang:num_running_reqs") ?? 0, waiting: metric("sglang:num_queue_reqs"), kvUsage: metric("sglang:token_usage") };
+  }
+  return null;
+}
+async function probeHealth(url2, key, timeoutMs = 1500) {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  try {
+    await fetch(`${url2.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    return null;
+  } catch (err) {
+    return err.cause?.code ?? err.name;
+  }
+}
+function hasRoom(s) {
+  if (!s.healthy || s.inUse >= s.slots) return false;
+  const live = s.live;
+  if (!live) return true;
+  if (live.totalSlots !== null && s.inUse >= live.totalSlots) return false;
+  if (live.totalSlots !== null && live.busy >= live.totalSlots) return false;
+  if (live.waiting !== null && live.waiting > 0) return false;
+  if (live.kvUsage !== null && live.kvUsage >= KV_FULL) return false;
+  return true;
+}
+function chooseEndpoint(statuses, previous) {
+  const prev = previous ? statuses.find((s) => s.url === previous) : void 0;
+  if (prev && hasRoom(prev)) return prev;
+  const room = statuses.filter(hasRoom);
+  room.sort((a2, b) => b.slots - b.inUse - (a2.slots - a2.inUse));
+  return room[0] ?? null;
+}
+
 // engine/workers/engine.ts
-init_capacity();
 init_keys();
 init_json_file();
 init_targets();
 
 // engine/store/worker-log.ts
-init_worker();
 import { closeSync, existsSync as existsSync7, fstatSync, ftruncateSync, mkdirSync as mkdirSync9, openSync, readdirSync as readdirSync2, readFileSync as readFileSync8, rmSync as rmSync3, writeSync } from "node:fs";
 import path20 from "node:path";
 var WorkerLogStore = class {
@@ -67919,6 +64827,7 @@ function writesOutside(command, worktree, workdir = worktree) {
 }
 
 // engine/workers/engine.ts
+init_config();
 var newId = (prefix) => `${prefix}-${Date.now().toString(36)}${randomBytes5(3).toString("hex")}`;
 var Engine = class {
   constructor(opts) {
@@ -67927,16 +64836,16 @@ var Engine = class {
     this.logs = new WorkerLogStore(path22.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
-    const optedOut = opts.noSandbox ?? process.env.OCW_NO_SANDBOX === "1";
+    const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
     this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
     this.endStaleServers();
     this.recover();
-    const stallMs = (opts.stallSec ?? Number(process.env.OCW_STALL_SEC ?? 300)) * 1e3;
+    const stallMs = (opts.stallSec ?? config2().OCW_STALL_SEC) * 1e3;
     this.watchdog = setInterval(() => this.checkStalls(stallMs), Math.min(5e3, stallMs / 2));
     this.watchdog.unref();
-    this.poolTimer = setInterval(() => this.refreshPools(), Number(process.env.OCW_POOL_PROBE_MS ?? 2e3));
+    this.poolTimer = setInterval(() => this.refreshPools(), config2().OCW_POOL_PROBE_MS);
     this.poolTimer.unref();
-    this.modelTimer = setInterval(() => void this.checkModels(), Number(process.env.OCW_MODEL_PROBE_MS ?? 5e3));
+    this.modelTimer = setInterval(() => void this.checkModels(), config2().OCW_MODEL_PROBE_MS);
     this.modelTimer.unref();
     setImmediate(() => void this.checkModels());
     setImmediate(() => this.pump());
@@ -68112,7 +65021,7 @@ var Engine = class {
   }
   get(id2) {
     const w = this.workers.get(id2);
-    if (!w) throw new InputError(`unknown worker "${id2}": list workers to see valid ids`);
+    if (!w) throw new InputError(`unknown worker "${id2}": list workers to see valid ids`, "not-found");
     return w;
   }
   pendingAsks() {
@@ -68133,7 +65042,7 @@ var Engine = class {
   /** Workers run only in the sandbox, unless the person opted out of it explicitly. */
   requireSandbox() {
     if (this.sandbox.kind === "none" && !this.sandbox.optedOut) {
-      throw new InputError(`workers cannot be contained here: ${this.sandbox.reason}. To run them unsandboxed anyway (they can then read your files and secrets), restart the engine with --no-sandbox or OCW_NO_SANDBOX=1`);
+      throw new InputError(`workers cannot be contained here: ${this.sandbox.reason}. To run them unsandboxed anyway (they can then read your files and secrets), restart the engine with --no-sandbox or OCW_NO_SANDBOX=1`, "unavailable");
     }
   }
   async start(input, opts = {}) {
@@ -68213,9 +65122,9 @@ var Engine = class {
     const decision = parseInput(Decision, d);
     const w = this.list().find((x) => x.asks.some((a2) => a2.id === decision.askId));
     const ask = w?.asks.find((a2) => a2.id === decision.askId);
-    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`);
+    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
     if (ask.status !== "pending") {
-      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`);
+      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`, "conflict");
     }
     const server = this.rt(w.id).server;
     const client2 = server?.client;
@@ -68327,7 +65236,7 @@ var Engine = class {
   }
   async merge(workerId) {
     const w = this.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`);
+    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`, "conflict");
     if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`);
     const ws = this.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
@@ -68349,7 +65258,7 @@ var Engine = class {
    */
   async discard(workerId, by = { kind: "person" }) {
     const w = this.get(workerId);
-    if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`);
+    if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
     if (w.discarded) return w;
     const ws = this.workspaceOf(w);
     if (ws) await removeWorkspace(ws, { force: true, tmpDir: path22.join(this.workerTmpRoot, workerId) });
@@ -68378,7 +65287,7 @@ var Engine = class {
    * failed, stopped, interrupted or errored ones. Built but unmerged work is kept until it is merged or discarded.
    */
   async collectGarbage(now = Date.now()) {
-    const days = Number(process.env.OCW_RETENTION_DAYS ?? 14);
+    const days = config2().OCW_RETENTION_DAYS;
     if (!(days > 0)) return [];
     const done = [];
     for (const w of this.list()) {
@@ -68518,7 +65427,7 @@ var Engine = class {
   revokeGrant(grantId, by = { kind: "person" }) {
     const w = this.list().find((x) => x.grants.some((g2) => g2.id === grantId));
     const g = w?.grants.find((x) => x.id === grantId);
-    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`);
+    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`, "not-found");
     this.record(w.id, { type: "grant.revoked", grantId, by });
     return g;
   }
@@ -68623,7 +65532,7 @@ var Engine = class {
     const shell = writeWorkerShell(path22.join(this.opts.stateDir, "sandbox", "worker-shell"), { workspacesRoot: this.workspacesRoot, tmpRoot: this.workerTmpRoot, kind: this.sandbox.kind });
     s = this.servers.get(target.id);
     if (s) return s;
-    s = new OpencodeServer({
+    s = (this.opts.harness ?? opencodeHarness)({
       target,
       home: path22.join(this.opts.stateDir, "opencode", target.id),
       log: (l) => this.log(`[opencode ${target.id}] ${l}`),
@@ -69067,24 +65976,2820 @@ function summarizeFailure(v) {
   return [...failed, ...v.scope.violations].slice(0, 5).join("; ");
 }
 
-// engine/api/host.ts
-init_lock();
+// engine/api/lock.ts
+init_zod();
+import { execFileSync as execFileSync2 } from "node:child_process";
+import { randomBytes as randomBytes6 } from "node:crypto";
+import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync4, readFileSync as readFileSync9, rmSync as rmSync4, writeFileSync as writeFileSync7 } from "node:fs";
+import path23 from "node:path";
+
+// shared/api.ts
+init_zod();
+var WorkerRef = external_exports.object({ workerId: external_exports.string().min(1, "workerId is required") });
+var BatchRef = external_exports.object({ batchId: external_exports.string().min(1, "batchId is required") });
+var StartInput = WorkerSpec;
+var StartBatchInput = external_exports.object({ tasks: external_exports.array(WorkerSpec).min(1, "give at least one task").max(64, "at most 64 tasks per batch") });
+var SteerInput = WorkerRef.extend({ text: external_exports.string().min(1, "the steer text is empty").max(2e4) });
+var StopInput = WorkerRef.extend({ reason: external_exports.string().max(500).optional() });
+var ResumeInput = WorkerRef.extend({ message: external_exports.string().max(2e4).optional() });
+var DecideInput = Decision;
+var EventsInput = external_exports.object({ lastEventId: external_exports.string().nullish() });
+var ListInput = external_exports.object({ batchId: external_exports.string().optional() }).optional();
+var CLIENT_HEADER = "x-ocw-client";
+var API_PATH = "/trpc";
+var HEALTH_PATH = "/health";
+var EngineHealth = external_exports.object({ ok: external_exports.literal(true), pid: external_exports.number().int(), instanceId: external_exports.string() });
+var EngineLock = external_exports.object({
+  pid: external_exports.number().int(),
+  /** The kernel's start time of `pid` (null where the OS gives none): a reused pid is not the engine. */
+  startTime: external_exports.string().nullable(),
+  /** Random per engine process; its /health answers the same one. */
+  instanceId: external_exports.string().min(1),
+  /** The process that restarts the engine when it dies (engines started by a client run under one). */
+  supervisorPid: external_exports.number().int().optional(),
+  supervisorStartTime: external_exports.string().nullable().optional(),
+  port: external_exports.number().int(),
+  token: external_exports.string(),
+  version: external_exports.string(),
+  startedAt: external_exports.number()
+});
+
+// engine/api/lock.ts
+init_json_file();
+var lockFile = (stateDir2) => path23.join(stateDir2, "engine.json");
+var ownerDir = (stateDir2) => path23.join(stateDir2, "engine.owner");
+function processStartTime(pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  if (process.platform === "linux") {
+    try {
+      const stat = readFileSync9(`/proc/${pid}/stat`, "utf8");
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return rest[19] ?? null;
+    } catch {
+      return null;
+    }
+  }
+  if (process.platform === "darwin") {
+    try {
+      return execFileSync2("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2e3 }).trim() || null;
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+function selfIdentity() {
+  return { pid: process.pid, startTime: processStartTime(process.pid) };
+}
+function pidExists(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+}
+function alive(who) {
+  const { pid, startTime } = typeof who === "number" ? { pid: who, startTime: null } : who;
+  if (!pidExists(pid)) return false;
+  if (startTime === null) return true;
+  const now = processStartTime(pid);
+  return now === null ? true : now === startTime;
+}
+function lastLock(stateDir2) {
+  try {
+    return EngineLock.parse(JSON.parse(readFileSync9(lockFile(stateDir2), "utf8")));
+  } catch {
+    return null;
+  }
+}
+function readLock(stateDir2) {
+  const lock = lastLock(stateDir2);
+  return lock && alive({ pid: lock.pid, startTime: lock.startTime }) ? lock : null;
+}
+function supervisorOf(lock) {
+  return lock?.supervisorPid ? { pid: lock.supervisorPid, startTime: lock.supervisorStartTime ?? null } : null;
+}
+function writeLock(stateDir2, lock) {
+  writeJsonAtomic(lockFile(stateDir2), lock, 384);
+}
+function removeLock(stateDir2, pid = process.pid) {
+  const file2 = lockFile(stateDir2);
+  try {
+    const lock = JSON.parse(readFileSync9(file2, "utf8"));
+    if (lock.pid === pid) rmSync4(file2, { force: true });
+  } catch {
+  }
+}
+var OwnerRecord = external_exports.object({
+  pid: external_exports.number().int(),
+  startTime: external_exports.string().nullable(),
+  instanceId: external_exports.string(),
+  claimedAt: external_exports.number(),
+  /** Set by an owner that let go (its engine closed, the process may live on): it owns nothing any more. */
+  released: external_exports.boolean().optional()
+});
+function generations(stateDir2) {
+  try {
+    return readdirSync4(ownerDir(stateDir2)).filter((n2) => /^\d+$/.test(n2)).map(Number).sort((a2, b) => b - a2);
+  } catch {
+    return [];
+  }
+}
+function readOwner(stateDir2, generation) {
+  try {
+    return OwnerRecord.parse(JSON.parse(readFileSync9(path23.join(ownerDir(stateDir2), String(generation)), "utf8")));
+  } catch (err) {
+    return err.code === "ENOENT" ? "gone" : "unreadable";
+  }
+}
+function newInstanceId() {
+  return randomBytes6(12).toString("base64url");
+}
+function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
+  const dir = ownerDir(stateDir2);
+  mkdirSync10(dir, { recursive: true, mode: 448 });
+  const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
+  const tmp = path23.join(dir, `.claim-${me.pid}-${instanceId}`);
+  writeFileSync7(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
+  try {
+    for (let attempt = 0; attempt < 1e3; attempt++) {
+      const newest = generations(stateDir2)[0] ?? 0;
+      if (newest > 0) {
+        const holder = readOwner(stateDir2, newest);
+        if (holder === "gone") continue;
+        if (holder !== "unreadable" && holder.instanceId === instanceId) return { owned: true, generation: newest, record: holder };
+        if (holder !== "unreadable" && !holder.released && alive(holder)) return { owned: false, holder };
+      }
+      const mine = newest + 1;
+      try {
+        linkSync(tmp, path23.join(dir, String(mine)));
+      } catch (err) {
+        if (err.code === "EEXIST") continue;
+        throw err;
+      }
+      const all = generations(stateDir2);
+      if ((all[0] ?? 0) > mine) {
+        rmSync4(path23.join(dir, String(mine)), { force: true });
+        continue;
+      }
+      for (const g of all) if (g < mine) rmSync4(path23.join(dir, String(g)), { force: true });
+      return { owned: true, generation: mine, record: record2 };
+    }
+    throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
+  } finally {
+    rmSync4(tmp, { force: true });
+  }
+}
+function releaseOwnership(stateDir2, claim) {
+  const dir = ownerDir(stateDir2);
+  if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
+  const tmp = path23.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  try {
+    writeFileSync7(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
+    linkSync(tmp, path23.join(dir, String(claim.generation + 1)));
+    rmSync4(path23.join(dir, String(claim.generation)), { force: true });
+  } catch {
+  } finally {
+    rmSync4(tmp, { force: true });
+  }
+}
+function currentOwner(stateDir2) {
+  for (const g of generations(stateDir2)) {
+    const holder = readOwner(stateDir2, g);
+    if (holder === "gone") continue;
+    return holder !== "unreadable" && !holder.released && alive(holder) ? holder : null;
+  }
+  return null;
+}
 
 // engine/api/server.ts
-import { randomBytes as randomBytes7, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync16, statSync as statSync8 } from "node:fs";
+import { randomBytes as randomBytes9, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
+import { createReadStream as createReadStream3, existsSync as existsSync18, statSync as statSync10 } from "node:fs";
 import http2 from "node:http";
-import path34 from "node:path";
+import path36 from "node:path";
 
-// node_modules/@trpc/server/dist/adapters/standalone.mjs
-init_codes_nbrm_zWY();
-init_getErrorShape_B5jPKHJ3();
+// node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
+function mergeWithoutOverrides(obj1, ...objs) {
+  const newObj = Object.assign(emptyObject(), obj1);
+  for (const overrides of objs) for (const key in overrides) {
+    if (key in newObj && newObj[key] !== overrides[key]) throw new Error(`Duplicate key ${key}`);
+    newObj[key] = overrides[key];
+  }
+  return newObj;
+}
+function isObject3(value) {
+  return !!value && !Array.isArray(value) && typeof value === "object";
+}
+function isFunction(fn) {
+  return typeof fn === "function";
+}
+function emptyObject() {
+  return /* @__PURE__ */ Object.create(null);
+}
+var asyncIteratorsSupported = typeof Symbol === "function" && !!Symbol.asyncIterator;
+function isAsyncIterable(value) {
+  return asyncIteratorsSupported && isObject3(value) && Symbol.asyncIterator in value;
+}
+var run = (fn) => fn();
+function identity3(it) {
+  return it;
+}
+function abortSignalsAnyPonyfill(signals2) {
+  if (typeof AbortSignal.any === "function") return AbortSignal.any(signals2);
+  const ac = new AbortController();
+  for (const signal of signals2) {
+    if (signal.aborted) {
+      trigger();
+      break;
+    }
+    signal.addEventListener("abort", trigger, { once: true });
+  }
+  return ac.signal;
+  function trigger() {
+    ac.abort();
+    for (const signal of signals2) signal.removeEventListener("abort", trigger);
+  }
+}
+var TRPC_ERROR_CODES_BY_KEY = {
+  /**
+  * Invalid JSON was received by the server.
+  * An error occurred on the server while parsing the JSON text.
+  */
+  PARSE_ERROR: -32700,
+  /**
+  * The JSON sent is not a valid Request object.
+  */
+  BAD_REQUEST: -32600,
+  INTERNAL_SERVER_ERROR: -32603,
+  NOT_IMPLEMENTED: -32603,
+  BAD_GATEWAY: -32603,
+  SERVICE_UNAVAILABLE: -32603,
+  GATEWAY_TIMEOUT: -32603,
+  UNAUTHORIZED: -32001,
+  PAYMENT_REQUIRED: -32002,
+  FORBIDDEN: -32003,
+  NOT_FOUND: -32004,
+  METHOD_NOT_SUPPORTED: -32005,
+  TIMEOUT: -32008,
+  CONFLICT: -32009,
+  PRECONDITION_FAILED: -32012,
+  PAYLOAD_TOO_LARGE: -32013,
+  UNSUPPORTED_MEDIA_TYPE: -32015,
+  UNPROCESSABLE_CONTENT: -32022,
+  PRECONDITION_REQUIRED: -32028,
+  TOO_MANY_REQUESTS: -32029,
+  CLIENT_CLOSED_REQUEST: -32099
+};
+var TRPC_ERROR_CODES_BY_NUMBER = {
+  [-32700]: "PARSE_ERROR",
+  [-32600]: "BAD_REQUEST",
+  [-32603]: "INTERNAL_SERVER_ERROR",
+  [-32001]: "UNAUTHORIZED",
+  [-32002]: "PAYMENT_REQUIRED",
+  [-32003]: "FORBIDDEN",
+  [-32004]: "NOT_FOUND",
+  [-32005]: "METHOD_NOT_SUPPORTED",
+  [-32008]: "TIMEOUT",
+  [-32009]: "CONFLICT",
+  [-32012]: "PRECONDITION_FAILED",
+  [-32013]: "PAYLOAD_TOO_LARGE",
+  [-32015]: "UNSUPPORTED_MEDIA_TYPE",
+  [-32022]: "UNPROCESSABLE_CONTENT",
+  [-32028]: "PRECONDITION_REQUIRED",
+  [-32029]: "TOO_MANY_REQUESTS",
+  [-32099]: "CLIENT_CLOSED_REQUEST"
+};
+var retryableRpcCodes = [
+  TRPC_ERROR_CODES_BY_KEY.BAD_GATEWAY,
+  TRPC_ERROR_CODES_BY_KEY.SERVICE_UNAVAILABLE,
+  TRPC_ERROR_CODES_BY_KEY.GATEWAY_TIMEOUT,
+  TRPC_ERROR_CODES_BY_KEY.INTERNAL_SERVER_ERROR
+];
+
+// node_modules/@trpc/server/dist/getErrorShape-B5jPKHJ3.mjs
+var noop3 = () => {
+};
+var freezeIfAvailable = (obj2) => {
+  if (Object.freeze) Object.freeze(obj2);
+};
+function createInnerProxy(callback, path46, memo2) {
+  var _memo$cacheKey;
+  const cacheKey = path46.join(".");
+  (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
+    get(_obj, key) {
+      if (typeof key !== "string" || key === "then") return;
+      return createInnerProxy(callback, [...path46, key], memo2);
+    },
+    apply(_1, _2, args) {
+      const lastOfPath = path46[path46.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path46.slice(0, -1).join(".")})`;
+      let opts = {
+        args,
+        path: path46
+      };
+      if (lastOfPath === "call") opts = {
+        args: args.length >= 2 ? [args[1]] : [],
+        path: path46.slice(0, -1)
+      };
+      else if (lastOfPath === "apply") opts = {
+        args: args.length >= 2 ? args[1] : [],
+        path: path46.slice(0, -1)
+      };
+      freezeIfAvailable(opts.args);
+      freezeIfAvailable(opts.path);
+      return callback(opts);
+    }
+  }));
+  return memo2[cacheKey];
+}
+var createRecursiveProxy = (callback) => createInnerProxy(callback, [], emptyObject());
+var createFlatProxy = (callback) => {
+  return new Proxy(noop3, { get(_obj, name) {
+    if (name === "then") return;
+    return callback(name);
+  } });
+};
+var JSONRPC2_TO_HTTP_CODE = {
+  PARSE_ERROR: 400,
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  PAYMENT_REQUIRED: 402,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_SUPPORTED: 405,
+  TIMEOUT: 408,
+  CONFLICT: 409,
+  PRECONDITION_FAILED: 412,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  UNPROCESSABLE_CONTENT: 422,
+  PRECONDITION_REQUIRED: 428,
+  TOO_MANY_REQUESTS: 429,
+  CLIENT_CLOSED_REQUEST: 499,
+  INTERNAL_SERVER_ERROR: 500,
+  NOT_IMPLEMENTED: 501,
+  BAD_GATEWAY: 502,
+  SERVICE_UNAVAILABLE: 503,
+  GATEWAY_TIMEOUT: 504
+};
+function getStatusCodeFromKey(code) {
+  var _JSONRPC2_TO_HTTP_COD;
+  return (_JSONRPC2_TO_HTTP_COD = JSONRPC2_TO_HTTP_CODE[code]) !== null && _JSONRPC2_TO_HTTP_COD !== void 0 ? _JSONRPC2_TO_HTTP_COD : 500;
+}
+function getHTTPStatusCode(json2, errors) {
+  const httpStatuses = new Set((Array.isArray(json2) ? json2 : [json2]).map((res, index) => {
+    if ("error" in res) {
+      if (isObject3(res.error.data) && typeof res.error.data["httpStatus"] === "number") return res.error.data["httpStatus"];
+      const original = errors === null || errors === void 0 ? void 0 : errors[index];
+      if (original) return getStatusCodeFromKey(original.code);
+      const code = TRPC_ERROR_CODES_BY_NUMBER[res.error.code];
+      return getStatusCodeFromKey(code);
+    }
+    return 200;
+  }));
+  if (httpStatuses.size !== 1) return 207;
+  return httpStatuses.values().next().value;
+}
+function getHTTPStatusCodeFromError(error46) {
+  return getStatusCodeFromKey(error46.code);
+}
+var defaultFormatter = ({ shape }) => {
+  return shape;
+};
+function getDefaultErrorShape(opts) {
+  const shape = {
+    message: opts.error.message,
+    code: TRPC_ERROR_CODES_BY_KEY[opts.error.code],
+    data: {
+      code: opts.error.code,
+      httpStatus: getHTTPStatusCodeFromError(opts.error)
+    }
+  };
+  if (opts.isDev && typeof opts.error.stack === "string") shape.data.stack = opts.error.stack;
+  if (typeof opts.path === "string") shape.data.path = opts.path;
+  return shape;
+}
+var formattedShapeSymbol = /* @__PURE__ */ Symbol("trpc_formattedErrorShape");
+function setFormattedErrorShape(error46, shape) {
+  Object.defineProperty(error46, formattedShapeSymbol, {
+    value: shape,
+    enumerable: false,
+    configurable: true,
+    writable: true
+  });
+}
+function getFormattedErrorShape(error46) {
+  if (isFormattedErrorShape(error46)) return error46[formattedShapeSymbol];
+}
+function isFormattedErrorShape(error46) {
+  return formattedShapeSymbol in error46;
+}
+function _typeof(o2) {
+  "@babel/helpers - typeof";
+  return _typeof = "function" == typeof Symbol && "symbol" == typeof Symbol.iterator ? function(o3) {
+    return typeof o3;
+  } : function(o3) {
+    return o3 && "function" == typeof Symbol && o3.constructor === Symbol && o3 !== Symbol.prototype ? "symbol" : typeof o3;
+  }, _typeof(o2);
+}
+function toPrimitive(t2, r) {
+  if ("object" != _typeof(t2) || !t2) return t2;
+  var e = t2[Symbol.toPrimitive];
+  if (void 0 !== e) {
+    var i2 = e.call(t2, r || "default");
+    if ("object" != _typeof(i2)) return i2;
+    throw new TypeError("@@toPrimitive must return a primitive value.");
+  }
+  return ("string" === r ? String : Number)(t2);
+}
+function toPropertyKey(t2) {
+  var i2 = toPrimitive(t2, "string");
+  return "symbol" == _typeof(i2) ? i2 : i2 + "";
+}
+function _defineProperty(e, r, t2) {
+  return (r = toPropertyKey(r)) in e ? Object.defineProperty(e, r, {
+    value: t2,
+    enumerable: true,
+    configurable: true,
+    writable: true
+  }) : e[r] = t2, e;
+}
+function ownKeys(e, r) {
+  var t2 = Object.keys(e);
+  if (Object.getOwnPropertySymbols) {
+    var o2 = Object.getOwnPropertySymbols(e);
+    r && (o2 = o2.filter(function(r2) {
+      return Object.getOwnPropertyDescriptor(e, r2).enumerable;
+    })), t2.push.apply(t2, o2);
+  }
+  return t2;
+}
+function _objectSpread2(e) {
+  for (var r = 1; r < arguments.length; r++) {
+    var t2 = null != arguments[r] ? arguments[r] : {};
+    r % 2 ? ownKeys(Object(t2), true).forEach(function(r2) {
+      _defineProperty(e, r2, t2[r2]);
+    }) : Object.getOwnPropertyDescriptors ? Object.defineProperties(e, Object.getOwnPropertyDescriptors(t2)) : ownKeys(Object(t2)).forEach(function(r2) {
+      Object.defineProperty(e, r2, Object.getOwnPropertyDescriptor(t2, r2));
+    });
+  }
+  return e;
+}
+function getErrorShape(opts) {
+  const { path: path46, error: error46, config: config3 } = opts;
+  const formatted = getFormattedErrorShape(error46);
+  if (formatted !== void 0) return formatted;
+  const shape = getDefaultErrorShape({
+    error: error46,
+    path: path46,
+    isDev: config3.isDev
+  });
+  return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
+}
+
+// node_modules/@trpc/server/dist/asyncGeneratorDelegate-JWx0LJUD.mjs
+var UnknownCauseError = class extends Error {
+  constructor(cause) {
+    super(getMessage2(cause));
+    Object.assign(this, cause);
+    if (isErrorLike(cause)) {
+      if (typeof cause.name === "string") this.name = cause.name;
+      if (typeof cause.stack === "string") this.stack = cause.stack;
+    }
+  }
+};
+function getMessage2(cause) {
+  if ("message" in cause) return String(cause.message);
+}
+function isErrorLike(value) {
+  return value instanceof Error || Object.prototype.toString.call(value) === "[object Error]";
+}
+function getCauseFromUnknown(cause) {
+  if (cause instanceof Error) return cause;
+  const type = typeof cause;
+  if (type === "undefined" || type === "function" || cause === null) return;
+  if (type !== "object") return new Error(String(cause));
+  if (isObject3(cause)) return new UnknownCauseError(cause);
+}
+function getTRPCErrorFromUnknown(cause) {
+  if (cause instanceof TRPCError) return cause;
+  if (cause instanceof Error && cause.name === "TRPCError") return cause;
+  const trpcError = new TRPCError({
+    code: "INTERNAL_SERVER_ERROR",
+    cause
+  });
+  if (isErrorLike(cause) && cause.stack) trpcError.stack = cause.stack;
+  return trpcError;
+}
+var TRPCError = class extends Error {
+  constructor(opts) {
+    var _ref, _opts$message, _this$cause;
+    const cause = getCauseFromUnknown(opts.cause);
+    const message = (_ref = (_opts$message = opts.message) !== null && _opts$message !== void 0 ? _opts$message : cause === null || cause === void 0 ? void 0 : cause.message) !== null && _ref !== void 0 ? _ref : opts.code;
+    super(message, { cause });
+    _defineProperty(this, "cause", void 0);
+    _defineProperty(this, "code", void 0);
+    this.code = opts.code;
+    this.name = "TRPCError";
+    (_this$cause = this.cause) !== null && _this$cause !== void 0 || (this.cause = cause);
+  }
+};
+function getDataTransformer(transformer) {
+  if ("input" in transformer) return transformer;
+  return {
+    input: transformer,
+    output: transformer
+  };
+}
+var defaultTransformer = {
+  input: {
+    serialize: (obj2) => obj2,
+    deserialize: (obj2) => obj2
+  },
+  output: {
+    serialize: (obj2) => obj2,
+    deserialize: (obj2) => obj2
+  }
+};
+function transformTRPCResponseItem(config3, item) {
+  if ("error" in item) return _objectSpread2(_objectSpread2({}, item), {}, { error: config3.transformer.output.serialize(item.error) });
+  if ("data" in item.result) return _objectSpread2(_objectSpread2({}, item), {}, { result: _objectSpread2(_objectSpread2({}, item.result), {}, { data: config3.transformer.output.serialize(item.result.data) }) });
+  return item;
+}
+function transformTRPCResponse(config3, itemOrItems) {
+  return Array.isArray(itemOrItems) ? itemOrItems.map((item) => transformTRPCResponseItem(config3, item)) : transformTRPCResponseItem(config3, itemOrItems);
+}
+function transformResultInner(response, transformer) {
+  if ("error" in response) {
+    const error46 = transformer.deserialize(response.error);
+    return {
+      ok: false,
+      error: _objectSpread2(_objectSpread2({}, response), {}, { error: error46 })
+    };
+  }
+  return {
+    ok: true,
+    result: _objectSpread2(_objectSpread2({}, response.result), (!response.result.type || response.result.type === "data") && {
+      type: "data",
+      data: transformer.deserialize(response.result.data)
+    })
+  };
+}
+var TransformResultError = class extends Error {
+  constructor() {
+    super("Unable to transform response from server");
+  }
+};
+function transformResult(response, transformer) {
+  let result;
+  try {
+    result = transformResultInner(response, transformer);
+  } catch (_unused) {
+    throw new TransformResultError();
+  }
+  if (!result.ok && (!isObject3(result.error.error) || typeof result.error.error["code"] !== "number")) throw new TransformResultError();
+  if (result.ok && !isObject3(result.result)) throw new TransformResultError();
+  return result;
+}
+var lazyMarker = "lazyMarker";
+function once9(fn) {
+  const uncalled = /* @__PURE__ */ Symbol();
+  let result = uncalled;
+  return () => {
+    if (result === uncalled) result = fn();
+    return result;
+  };
+}
+function isLazy(input) {
+  return typeof input === "function" && lazyMarker in input;
+}
+function isRouter(value) {
+  return isObject3(value) && isObject3(value["_def"]) && "router" in value["_def"];
+}
+var emptyRouter = {
+  _ctx: null,
+  _errorShape: null,
+  _meta: null,
+  queries: {},
+  mutations: {},
+  subscriptions: {},
+  errorFormatter: defaultFormatter,
+  transformer: defaultTransformer
+};
+var reservedWords = [
+  "then",
+  "call",
+  "apply"
+];
+function getRouterInput(router) {
+  const input = Object.assign(emptyObject(), router._def.record);
+  for (const loader of Object.values(router._def.lazy)) {
+    let record2 = input;
+    for (const key of loader.path) record2 = record2[key] = Object.assign(emptyObject(), record2[key]);
+    record2[loader.key] = loader.ref;
+  }
+  return input;
+}
+function createRouterFactory(config3) {
+  function createRouterInner(input) {
+    const reservedWordsUsed = new Set(Object.keys(input).filter((v) => reservedWords.includes(v)));
+    if (reservedWordsUsed.size > 0) throw new Error("Reserved words used in `router({})` call: " + Array.from(reservedWordsUsed).join(", "));
+    const procedures = emptyObject();
+    const lazy3 = emptyObject();
+    function createLazyLoader(opts) {
+      return {
+        ref: opts.ref,
+        path: opts.path,
+        key: opts.key,
+        load: once9(async () => {
+          const router = await opts.ref();
+          const lazyPath = [...opts.path, opts.key];
+          const lazyKey = lazyPath.join(".");
+          opts.aggregate[opts.key] = step(getRouterInput(router), lazyPath);
+          delete lazy3[lazyKey];
+        })
+      };
+    }
+    const separator = config3.pathSeparator;
+    function step(from, path46 = []) {
+      const aggregate = emptyObject();
+      for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path46, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (isLazy(item)) {
+          lazy3[[...path46, key].join(".")] = createLazyLoader({
+            path: path46,
+            ref: item,
+            key,
+            aggregate
+          });
+          continue;
+        }
+        if (isRouter(item)) {
+          aggregate[key] = step(getRouterInput(item), [...path46, key]);
+          continue;
+        }
+        if (!isProcedure(item)) {
+          aggregate[key] = step(item, [...path46, key]);
+          continue;
+        }
+        const newPath = [...path46, key].join(".");
+        if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
+        procedures[newPath] = item;
+        aggregate[key] = item;
+      }
+      return aggregate;
+    }
+    const record2 = step(input);
+    const _def = _objectSpread2(_objectSpread2({
+      _config: config3,
+      router: true,
+      procedures,
+      lazy: lazy3
+    }, emptyRouter), {}, { record: record2 });
+    return _objectSpread2(_objectSpread2({}, record2), {}, {
+      _def,
+      createCaller: createCallerFactory()({ _def })
+    });
+  }
+  return createRouterInner;
+}
+function isProcedure(procedureOrRouter) {
+  return typeof procedureOrRouter === "function";
+}
+async function getProcedureAtPath(router, path46) {
+  const { _def } = router;
+  let procedure = _def.procedures[path46];
+  while (!procedure) {
+    const key = Object.keys(_def.lazy).find((key2) => path46 === key2 || path46.startsWith(key2 + "."));
+    if (!key) return null;
+    await _def.lazy[key].load();
+    procedure = _def.procedures[path46];
+  }
+  return procedure;
+}
+function createCallerFactory() {
+  return function createCallerInner(router) {
+    const { _def } = router;
+    return function createCaller(ctxOrCallback, opts) {
+      return createRecursiveProxy(async (innerOpts) => {
+        const { path: path46, args } = innerOpts;
+        const fullPath = path46.join(".");
+        if (path46.length === 1 && path46[0] === "_def") return _def;
+        const procedure = await getProcedureAtPath(router, fullPath);
+        let ctx = void 0;
+        try {
+          if (!procedure) throw new TRPCError({
+            code: "NOT_FOUND",
+            message: `No procedure found on path "${path46}"`
+          });
+          ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
+          return await procedure({
+            path: fullPath,
+            getRawInput: async () => args[0],
+            ctx,
+            type: procedure._def.type,
+            signal: opts === null || opts === void 0 ? void 0 : opts.signal,
+            batchIndex: 0
+          });
+        } catch (cause) {
+          var _opts$onError, _procedure$_def$type;
+          opts === null || opts === void 0 || (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
+            ctx,
+            error: getTRPCErrorFromUnknown(cause),
+            input: args[0],
+            path: fullPath,
+            type: (_procedure$_def$type = procedure === null || procedure === void 0 ? void 0 : procedure._def.type) !== null && _procedure$_def$type !== void 0 ? _procedure$_def$type : "unknown"
+          });
+          throw cause;
+        }
+      });
+    };
+  };
+}
+function mergeRouters(...routerList) {
+  var _routerList$, _routerList$2;
+  const record2 = mergeWithoutOverrides({}, ...[...new Set(routerList)].map((r) => getRouterInput(r)));
+  return createRouterFactory({
+    errorFormatter: routerList.reduce((currentErrorFormatter, nextRouter) => {
+      if (nextRouter._def._config.errorFormatter && nextRouter._def._config.errorFormatter !== defaultFormatter) {
+        if (currentErrorFormatter !== defaultFormatter && currentErrorFormatter !== nextRouter._def._config.errorFormatter) throw new Error("You seem to have several error formatters");
+        return nextRouter._def._config.errorFormatter;
+      }
+      return currentErrorFormatter;
+    }, defaultFormatter),
+    transformer: routerList.reduce((prev, current) => {
+      if (current._def._config.transformer && current._def._config.transformer !== defaultTransformer) {
+        if (prev !== defaultTransformer && prev !== current._def._config.transformer) throw new Error("You seem to have several transformers");
+        return current._def._config.transformer;
+      }
+      return prev;
+    }, defaultTransformer),
+    pathSeparator: routerList.reduce((prev, current) => {
+      const next = current._def._config.pathSeparator;
+      if (next === ".") return prev;
+      if (prev !== "." && prev !== next) throw new Error("You seem to have several pathSeparators");
+      return next;
+    }, "."),
+    isDev: routerList.every((r) => r._def._config.isDev),
+    allowOutsideOfServer: routerList.every((r) => r._def._config.allowOutsideOfServer),
+    isServer: routerList.every((r) => r._def._config.isServer),
+    $types: (_routerList$ = routerList[0]) === null || _routerList$ === void 0 ? void 0 : _routerList$._def._config.$types,
+    sse: (_routerList$2 = routerList[0]) === null || _routerList$2 === void 0 ? void 0 : _routerList$2._def._config.sse
+  })(record2);
+}
+function resolvePathSeparator(value) {
+  return value !== null && value !== void 0 ? value : ".";
+}
+function procedurePathToURLPath(path46, separator) {
+  if (separator === ".") return path46;
+  return path46.split(".").join(separator);
+}
+function urlPathToProcedurePath(path46, separator) {
+  if (separator === ".") return path46;
+  return path46.split(separator).join(".");
+}
+function _OverloadYield(e, d) {
+  this.v = e, this.k = d;
+}
+function _wrapAsyncGenerator(e) {
+  return function() {
+    return new AsyncGenerator(e.apply(this, arguments));
+  };
+}
+function AsyncGenerator(e) {
+  var r, t2;
+  function resume(r2, t3) {
+    try {
+      var n2 = e[r2](t3), o2 = n2.value, u2 = o2 instanceof _OverloadYield;
+      Promise.resolve(u2 ? o2.v : o2).then(function(t4) {
+        if (u2) {
+          var i2 = "return" === r2 ? "return" : "next";
+          if (!o2.k || t4.done) return resume(i2, t4);
+          t4 = e[i2](t4).value;
+        }
+        settle(n2.done ? "return" : "normal", t4);
+      }, function(e2) {
+        resume("throw", e2);
+      });
+    } catch (e2) {
+      settle("throw", e2);
+    }
+  }
+  function settle(e2, n2) {
+    switch (e2) {
+      case "return":
+        r.resolve({
+          value: n2,
+          done: true
+        });
+        break;
+      case "throw":
+        r.reject(n2);
+        break;
+      default:
+        r.resolve({
+          value: n2,
+          done: false
+        });
+    }
+    (r = r.next) ? resume(r.key, r.arg) : t2 = null;
+  }
+  this._invoke = function(e2, n2) {
+    return new Promise(function(o2, u2) {
+      var i2 = {
+        key: e2,
+        arg: n2,
+        resolve: o2,
+        reject: u2,
+        next: null
+      };
+      t2 ? t2 = t2.next = i2 : (r = t2 = i2, resume(e2, n2));
+    });
+  }, "function" != typeof e["return"] && (this["return"] = void 0);
+}
+AsyncGenerator.prototype["function" == typeof Symbol && Symbol.asyncIterator || "@@asyncIterator"] = function() {
+  return this;
+}, AsyncGenerator.prototype.next = function(e) {
+  return this._invoke("next", e);
+}, AsyncGenerator.prototype["throw"] = function(e) {
+  return this._invoke("throw", e);
+}, AsyncGenerator.prototype["return"] = function(e) {
+  return this._invoke("return", e);
+};
+function _asyncIterator(r) {
+  var n2, t2, o2, e = 2;
+  for ("undefined" != typeof Symbol && (t2 = Symbol.asyncIterator, o2 = Symbol.iterator); e--; ) {
+    if (t2 && null != (n2 = r[t2])) return n2.call(r);
+    if (o2 && null != (n2 = r[o2])) return new AsyncFromSyncIterator(n2.call(r));
+    t2 = "@@asyncIterator", o2 = "@@iterator";
+  }
+  throw new TypeError("Object is not async iterable");
+}
+function AsyncFromSyncIterator(r) {
+  function AsyncFromSyncIteratorContinuation(r2) {
+    if (Object(r2) !== r2) return Promise.reject(/* @__PURE__ */ new TypeError(r2 + " is not an object."));
+    var n2 = r2.done;
+    return Promise.resolve(r2.value).then(function(r3) {
+      return {
+        value: r3,
+        done: n2
+      };
+    });
+  }
+  return AsyncFromSyncIterator = function AsyncFromSyncIterator3(r2) {
+    this.s = r2, this.n = r2.next;
+  }, AsyncFromSyncIterator.prototype = {
+    s: null,
+    n: null,
+    next: function next() {
+      return AsyncFromSyncIteratorContinuation(this.n.apply(this.s, arguments));
+    },
+    "return": function _return(r2) {
+      var n2 = this.s["return"];
+      return void 0 === n2 ? Promise.resolve({
+        value: r2,
+        done: true
+      }) : AsyncFromSyncIteratorContinuation(n2.apply(this.s, arguments));
+    },
+    "throw": function _throw(r2) {
+      var n2 = this.s["return"];
+      return void 0 === n2 ? Promise.reject(r2) : AsyncFromSyncIteratorContinuation(n2.apply(this.s, arguments));
+    }
+  }, new AsyncFromSyncIterator(r);
+}
+var trackedSymbol = /* @__PURE__ */ Symbol();
+function isTrackedEnvelope(value) {
+  return Array.isArray(value) && value[2] === trackedSymbol;
+}
+function tracked(id2, data) {
+  if (id2 === "") throw new Error("`id` must not be an empty string as empty string is the same as not setting the id at all");
+  if (/[\0\n\r]/.test(id2)) throw new Error("`id` must not contain line breaks or null characters as they are not allowed in a Server-Sent Events id");
+  return [
+    id2,
+    data,
+    trackedSymbol
+  ];
+}
+function _asyncGeneratorDelegate(t2) {
+  var e = {}, n2 = false;
+  function pump(e2, r) {
+    return n2 = true, r = new Promise(function(n3) {
+      n3(t2[e2](r));
+    }), {
+      done: false,
+      value: new _OverloadYield(r, 1)
+    };
+  }
+  return e["undefined" != typeof Symbol && Symbol.iterator || "@@iterator"] = function() {
+    return this;
+  }, e.next = function(t3) {
+    return n2 ? (n2 = false, t3) : pump("next", t3);
+  }, "function" == typeof t2["throw"] && (e["throw"] = function(t3) {
+    if (n2) throw n2 = false, t3;
+    return pump("throw", t3);
+  }), "function" == typeof t2["return"] && (e["return"] = function(t3) {
+    return n2 ? (n2 = false, t3) : pump("return", t3);
+  }), e;
+}
+
+// node_modules/@trpc/server/dist/observable-kpFFzvou.mjs
+function isObservable(x) {
+  return typeof x === "object" && x !== null && "subscribe" in x;
+}
+function observable(subscribe) {
+  const self = {
+    subscribe(observer) {
+      let teardownRef = null;
+      let isDone = false;
+      let unsubscribed = false;
+      let teardownImmediately = false;
+      let subscribing = true;
+      let thrownWhileSubscribing = null;
+      function end(notify) {
+        try {
+          notify();
+        } catch (cause) {
+          var _thrownWhileSubscribi;
+          if (!subscribing) throw cause;
+          (_thrownWhileSubscribi = thrownWhileSubscribing) !== null && _thrownWhileSubscribi !== void 0 || (thrownWhileSubscribing = { cause });
+        } finally {
+          unsubscribe();
+        }
+      }
+      function unsubscribe() {
+        if (teardownRef === null) {
+          teardownImmediately = true;
+          return;
+        }
+        if (unsubscribed) return;
+        unsubscribed = true;
+        if (typeof teardownRef === "function") teardownRef();
+        else if (teardownRef) teardownRef.unsubscribe();
+      }
+      teardownRef = subscribe({
+        next(value) {
+          var _observer$next;
+          if (isDone) return;
+          (_observer$next = observer.next) === null || _observer$next === void 0 || _observer$next.call(observer, value);
+        },
+        error(err) {
+          if (isDone) return;
+          isDone = true;
+          end(() => {
+            var _observer$error;
+            return (_observer$error = observer.error) === null || _observer$error === void 0 ? void 0 : _observer$error.call(observer, err);
+          });
+        },
+        complete() {
+          if (isDone) return;
+          isDone = true;
+          end(() => {
+            var _observer$complete;
+            return (_observer$complete = observer.complete) === null || _observer$complete === void 0 ? void 0 : _observer$complete.call(observer);
+          });
+        }
+      });
+      subscribing = false;
+      if (teardownImmediately) unsubscribe();
+      if (thrownWhileSubscribing) throw thrownWhileSubscribing.cause;
+      return { unsubscribe };
+    },
+    pipe(...operations) {
+      return operations.reduce(pipeReducer, self);
+    }
+  };
+  return self;
+}
+function pipeReducer(prev, fn) {
+  return fn(prev);
+}
+function observableToPromise(observable2) {
+  const ac = new AbortController();
+  return new Promise((resolve, reject) => {
+    let isDone = false;
+    function onDone() {
+      if (isDone) return;
+      isDone = true;
+      obs$.unsubscribe();
+    }
+    ac.signal.addEventListener("abort", () => {
+      reject(ac.signal.reason);
+    });
+    const obs$ = observable2.subscribe({
+      next(data) {
+        isDone = true;
+        resolve(data);
+        onDone();
+      },
+      error(data) {
+        reject(data);
+      },
+      complete() {
+        ac.abort();
+        onDone();
+      }
+    });
+  });
+}
+function observableToAsyncIterable(observable2, signal) {
+  const values = [];
+  const pending = [];
+  let error46 = null;
+  let finished7 = false;
+  let subscription = null;
+  function unsubscribe() {
+    if (finished7) return null;
+    finished7 = true;
+    signal.removeEventListener("abort", abort);
+    try {
+      subscription === null || subscription === void 0 || subscription.unsubscribe();
+      return null;
+    } catch (cause) {
+      return { cause };
+    }
+  }
+  function settle() {
+    const first = error46 ? pending.shift() : void 0;
+    if (error46 && first) {
+      const { cause } = error46;
+      error46 = null;
+      first.reject(cause);
+    }
+    for (const promise2 of pending.splice(0)) promise2.resolve({
+      value: void 0,
+      done: true
+    });
+  }
+  function finish2() {
+    const failure2 = unsubscribe();
+    settle();
+    if (failure2) throw failure2.cause;
+  }
+  function abort() {
+    const failure2 = unsubscribe();
+    if (failure2) error46 = failure2;
+    settle();
+  }
+  subscription = observable2.subscribe({
+    next(value) {
+      if (finished7) return;
+      const promise2 = pending.shift();
+      if (promise2) promise2.resolve({
+        value,
+        done: false
+      });
+      else values.push(value);
+    },
+    error(cause) {
+      if (finished7) return;
+      error46 = { cause };
+      finish2();
+    },
+    complete: finish2
+  });
+  if (finished7) subscription.unsubscribe();
+  else if (signal.aborted) abort();
+  else signal.addEventListener("abort", abort, { once: true });
+  const iterator = {
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+    async next() {
+      if (values.length > 0) return {
+        value: values.shift(),
+        done: false
+      };
+      if (error46) {
+        const { cause } = error46;
+        error46 = null;
+        throw cause;
+      }
+      if (finished7) return {
+        value: void 0,
+        done: true
+      };
+      return new Promise((resolve, reject) => {
+        pending.push({
+          resolve,
+          reject
+        });
+      });
+    },
+    async return() {
+      values.length = 0;
+      error46 = null;
+      finish2();
+      return {
+        value: void 0,
+        done: true
+      };
+    }
+  };
+  return iterator;
+}
+
+// node_modules/@trpc/server/dist/resolveResponse-2MBY36PP.mjs
+function parseConnectionParamsFromUnknown(parsed) {
+  try {
+    if (parsed === null) return null;
+    if (!isObject3(parsed)) throw new Error("Expected object");
+    const nonStringValues = Object.entries(parsed).filter(([_key, value]) => typeof value !== "string");
+    if (nonStringValues.length > 0) throw new Error(`Expected connectionParams to be string values. Got ${nonStringValues.map(([key, value]) => `${key}: ${typeof value}`).join(", ")}`);
+    return parsed;
+  } catch (cause) {
+    throw new TRPCError({
+      code: "PARSE_ERROR",
+      message: "Invalid connection params shape",
+      cause
+    });
+  }
+}
+function parseConnectionParamsFromString(str3) {
+  let parsed;
+  try {
+    parsed = JSON.parse(str3);
+  } catch (cause) {
+    throw new TRPCError({
+      code: "PARSE_ERROR",
+      message: "Not JSON-parsable query params",
+      cause
+    });
+  }
+  return parseConnectionParamsFromUnknown(parsed);
+}
+function getAcceptHeader(headers) {
+  var _ref, _headers$get;
+  return (_ref = headers.get("trpc-accept")) !== null && _ref !== void 0 ? _ref : ((_headers$get = headers.get("accept")) === null || _headers$get === void 0 ? void 0 : _headers$get.split(",").some((t2) => t2.trim() === "application/jsonl")) ? "application/jsonl" : null;
+}
+function getLastEventId(opts) {
+  var _ref2, _opts$headers$get;
+  return (_ref2 = (_opts$headers$get = opts.headers.get("last-event-id")) !== null && _opts$headers$get !== void 0 ? _opts$headers$get : opts.searchParams.get("lastEventId")) !== null && _ref2 !== void 0 ? _ref2 : opts.searchParams.get("Last-Event-Id");
+}
+function memo(fn) {
+  let promise2 = null;
+  const sym = /* @__PURE__ */ Symbol.for("@trpc/server/http/memo");
+  let value = sym;
+  return {
+    /**
+    * Lazily read the value
+    */
+    read: async () => {
+      var _promise2;
+      if (value !== sym) return value;
+      (_promise2 = promise2) !== null && _promise2 !== void 0 || (promise2 = fn().catch((cause) => {
+        if (cause instanceof TRPCError) throw cause;
+        throw new TRPCError({
+          code: "BAD_REQUEST",
+          message: cause instanceof Error ? cause.message : "Invalid input",
+          cause
+        });
+      }));
+      value = await promise2;
+      promise2 = null;
+      return value;
+    },
+    /**
+    * Get an already stored result
+    */
+    result: () => {
+      return value !== sym ? value : void 0;
+    }
+  };
+}
+function hasContentType(req, type) {
+  var _req$headers$get, _contentType$split$;
+  const contentType = (_req$headers$get = req.headers.get("content-type")) === null || _req$headers$get === void 0 ? void 0 : _req$headers$get.toLowerCase();
+  return (contentType === null || contentType === void 0 || (_contentType$split$ = contentType.split(";", 1)[0]) === null || _contentType$split$ === void 0 ? void 0 : _contentType$split$.trim()) === type;
+}
+var jsonContentTypeHandler = {
+  isMatch(req) {
+    return hasContentType(req, "application/json");
+  },
+  async parse(opts) {
+    var _types$values$next$va;
+    const { req } = opts;
+    const isBatchCall = opts.searchParams.get("batch") === "1";
+    const maxBatchSize = opts.maxBatchSize;
+    const paths = isBatchCall ? opts.path.split(",") : [opts.path];
+    if (isBatchCall && typeof maxBatchSize === "number" && paths.length > maxBatchSize) throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `Batch call exceeds maximum size`
+    });
+    const getInputs = memo(async () => {
+      let inputs = void 0;
+      if (req.method === "GET") {
+        const queryInput = opts.searchParams.get("input");
+        if (queryInput) inputs = JSON.parse(queryInput);
+      } else {
+        const body = await req.text();
+        if (body) inputs = JSON.parse(body);
+      }
+      if (inputs === void 0) return emptyObject();
+      if (!isBatchCall) {
+        const result = emptyObject();
+        result[0] = opts.router._def._config.transformer.input.deserialize(inputs);
+        return result;
+      }
+      if (!isObject3(inputs)) throw new TRPCError({
+        code: "BAD_REQUEST",
+        message: '"input" needs to be an object when doing a batch call'
+      });
+      const acc = emptyObject();
+      for (const index of paths.keys()) {
+        const input = inputs[index];
+        if (input !== void 0) acc[index] = opts.router._def._config.transformer.input.deserialize(input);
+      }
+      return acc;
+    });
+    const calls = await Promise.all(paths.map(async (path46, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path46);
+      return {
+        batchIndex: index,
+        path: path46,
+        procedure,
+        getRawInput: async () => {
+          let input = (await getInputs.read())[index];
+          if ((procedure === null || procedure === void 0 ? void 0 : procedure._def.type) === "subscription") {
+            const lastEventId = getLastEventId(opts);
+            if (lastEventId) {
+              if (isObject3(input)) input = _objectSpread2(_objectSpread2({}, input), {}, { lastEventId });
+              else {
+                var _input;
+                (_input = input) !== null && _input !== void 0 || (input = { lastEventId });
+              }
+            }
+          }
+          return input;
+        },
+        result: () => {
+          var _getInputs$result;
+          return (_getInputs$result = getInputs.result()) === null || _getInputs$result === void 0 ? void 0 : _getInputs$result[index];
+        }
+      };
+    }));
+    const types = new Set(calls.map((call) => {
+      var _call$procedure;
+      return (_call$procedure = call.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
+    }).filter(Boolean));
+    if (types.size > 1) throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `Cannot mix procedure types in call: ${Array.from(types).join(", ")}`
+    });
+    const type = (_types$values$next$va = types.values().next().value) !== null && _types$values$next$va !== void 0 ? _types$values$next$va : "unknown";
+    const connectionParamsStr = opts.searchParams.get("connectionParams");
+    return {
+      isBatchCall,
+      accept: getAcceptHeader(req.headers),
+      calls,
+      type,
+      connectionParams: connectionParamsStr === null ? null : parseConnectionParamsFromString(connectionParamsStr),
+      signal: req.signal,
+      url: opts.url
+    };
+  }
+};
+var handlers = [
+  jsonContentTypeHandler,
+  {
+    isMatch(req) {
+      return hasContentType(req, "multipart/form-data");
+    },
+    async parse(opts) {
+      const { req } = opts;
+      if (req.method !== "POST") throw new TRPCError({
+        code: "METHOD_NOT_SUPPORTED",
+        message: "Only POST requests are supported for multipart/form-data requests"
+      });
+      const getInputs = memo(async () => {
+        return await req.formData();
+      });
+      const procedure = await getProcedureAtPath(opts.router, opts.path);
+      return {
+        accept: null,
+        calls: [{
+          batchIndex: 0,
+          path: opts.path,
+          getRawInput: getInputs.read,
+          result: getInputs.result,
+          procedure
+        }],
+        isBatchCall: false,
+        type: "mutation",
+        connectionParams: null,
+        signal: req.signal,
+        url: opts.url
+      };
+    }
+  },
+  {
+    isMatch(req) {
+      return hasContentType(req, "application/octet-stream");
+    },
+    async parse(opts) {
+      const { req } = opts;
+      if (req.method !== "POST") throw new TRPCError({
+        code: "METHOD_NOT_SUPPORTED",
+        message: "Only POST requests are supported for application/octet-stream requests"
+      });
+      const getInputs = memo(async () => {
+        return req.body;
+      });
+      return {
+        calls: [{
+          batchIndex: 0,
+          path: opts.path,
+          getRawInput: getInputs.read,
+          result: getInputs.result,
+          procedure: await getProcedureAtPath(opts.router, opts.path)
+        }],
+        isBatchCall: false,
+        accept: null,
+        type: "mutation",
+        connectionParams: null,
+        signal: req.signal,
+        url: opts.url
+      };
+    }
+  }
+];
+function getContentTypeHandler(req) {
+  const handler = handlers.find((handler2) => handler2.isMatch(req));
+  if (handler) return handler;
+  if (!handler && req.method === "GET") return jsonContentTypeHandler;
+  throw new TRPCError({
+    code: "UNSUPPORTED_MEDIA_TYPE",
+    message: req.headers.has("content-type") ? `Unsupported content-type "${req.headers.get("content-type")}` : "Missing content-type header"
+  });
+}
+async function getRequestInfo(opts) {
+  return await getContentTypeHandler(opts.req).parse(opts);
+}
+function isAbortError2(error46) {
+  return isObject3(error46) && error46["name"] === "AbortError";
+}
+function throwAbortError(message = "AbortError") {
+  throw new DOMException(message, "AbortError");
+}
+function isObject4(o2) {
+  return Object.prototype.toString.call(o2) === "[object Object]";
+}
+function isPlainObject3(o2) {
+  var ctor, prot;
+  if (isObject4(o2) === false) return false;
+  ctor = o2.constructor;
+  if (ctor === void 0) return true;
+  prot = ctor.prototype;
+  if (isObject4(prot) === false) return false;
+  if (prot.hasOwnProperty("isPrototypeOf") === false) return false;
+  return true;
+}
+var _Symbol$toStringTag;
+var subscribableCache = /* @__PURE__ */ new WeakMap();
+var NOOP = () => {
+};
+_Symbol$toStringTag = Symbol.toStringTag;
+var Unpromise = class Unpromise2 {
+  constructor(arg) {
+    _defineProperty(this, "promise", void 0);
+    _defineProperty(this, "subscribers", []);
+    _defineProperty(this, "settlement", null);
+    _defineProperty(this, _Symbol$toStringTag, "Unpromise");
+    if (typeof arg === "function") this.promise = new Promise(arg);
+    else this.promise = arg;
+    const thenReturn = this.promise.then((value) => {
+      const { subscribers } = this;
+      this.subscribers = null;
+      this.settlement = {
+        status: "fulfilled",
+        value
+      };
+      subscribers === null || subscribers === void 0 || subscribers.forEach(({ resolve }) => {
+        resolve(value);
+      });
+    });
+    if ("catch" in thenReturn) thenReturn.catch((reason) => {
+      const { subscribers } = this;
+      this.subscribers = null;
+      this.settlement = {
+        status: "rejected",
+        reason
+      };
+      subscribers === null || subscribers === void 0 || subscribers.forEach(({ reject }) => {
+        reject(reason);
+      });
+    });
+  }
+  /** Create a promise that mitigates uncontrolled subscription to a long-lived
+  * Promise via .then() and .catch() - otherwise a source of memory leaks.
+  *
+  * The returned promise has an `unsubscribe()` method which can be called when
+  * the Promise is no longer being tracked by application logic, and which
+  * ensures that there is no reference chain from the original promise to the
+  * new one, and therefore no memory leak.
+  *
+  * If original promise has not yet settled, this adds a new unique promise
+  * that listens to then/catch events, along with an `unsubscribe()` method to
+  * detach it.
+  *
+  * If original promise has settled, then creates a new Promise.resolve() or
+  * Promise.reject() and provided unsubscribe is a noop.
+  *
+  * If you call `unsubscribe()` before the returned Promise has settled, it
+  * will never settle.
+  */
+  subscribe() {
+    let promise2;
+    let unsubscribe;
+    const { settlement } = this;
+    if (settlement === null) {
+      if (this.subscribers === null) throw new Error("Unpromise settled but still has subscribers");
+      const subscriber = withResolvers();
+      this.subscribers = listWithMember(this.subscribers, subscriber);
+      promise2 = subscriber.promise;
+      unsubscribe = () => {
+        if (this.subscribers !== null) this.subscribers = listWithoutMember(this.subscribers, subscriber);
+      };
+    } else {
+      const { status } = settlement;
+      if (status === "fulfilled") promise2 = Promise.resolve(settlement.value);
+      else promise2 = Promise.reject(settlement.reason);
+      unsubscribe = NOOP;
+    }
+    return Object.assign(promise2, { unsubscribe });
+  }
+  /** STANDARD PROMISE METHODS (but returning a SubscribedPromise) */
+  then(onfulfilled, onrejected) {
+    const subscribed = this.subscribe();
+    const { unsubscribe } = subscribed;
+    return Object.assign(subscribed.then(onfulfilled, onrejected), { unsubscribe });
+  }
+  catch(onrejected) {
+    const subscribed = this.subscribe();
+    const { unsubscribe } = subscribed;
+    return Object.assign(subscribed.catch(onrejected), { unsubscribe });
+  }
+  finally(onfinally) {
+    const subscribed = this.subscribe();
+    const { unsubscribe } = subscribed;
+    return Object.assign(subscribed.finally(onfinally), { unsubscribe });
+  }
+  /** Unpromise STATIC METHODS */
+  /** Create or Retrieve the proxy Unpromise (a re-used Unpromise for the VM lifetime
+  * of the provided Promise reference) */
+  static proxy(promise2) {
+    const cached5 = Unpromise2.getSubscribablePromise(promise2);
+    return typeof cached5 !== "undefined" ? cached5 : Unpromise2.createSubscribablePromise(promise2);
+  }
+  /** Create and store an Unpromise keyed by an original Promise. */
+  static createSubscribablePromise(promise2) {
+    const created = new Unpromise2(promise2);
+    subscribableCache.set(promise2, created);
+    subscribableCache.set(created, created);
+    return created;
+  }
+  /** Retrieve a previously-created Unpromise keyed by an original Promise. */
+  static getSubscribablePromise(promise2) {
+    return subscribableCache.get(promise2);
+  }
+  /** Promise STATIC METHODS */
+  /** Lookup the Unpromise for this promise, and derive a SubscribedPromise from
+  * it (that can be later unsubscribed to eliminate Memory leaks) */
+  static resolve(value) {
+    const promise2 = typeof value === "object" && value !== null && "then" in value && typeof value.then === "function" ? value : Promise.resolve(value);
+    return Unpromise2.proxy(promise2).subscribe();
+  }
+  static async any(values) {
+    const subscribedPromises = (Array.isArray(values) ? values : [...values]).map(Unpromise2.resolve);
+    try {
+      return await Promise.any(subscribedPromises);
+    } finally {
+      subscribedPromises.forEach(({ unsubscribe }) => {
+        unsubscribe();
+      });
+    }
+  }
+  static async race(values) {
+    const subscribedPromises = (Array.isArray(values) ? values : [...values]).map(Unpromise2.resolve);
+    try {
+      return await Promise.race(subscribedPromises);
+    } finally {
+      subscribedPromises.forEach(({ unsubscribe }) => {
+        unsubscribe();
+      });
+    }
+  }
+  /** Create a race of SubscribedPromises that will fulfil to a single winning
+  * Promise (in a 1-Tuple). Eliminates memory leaks from long-lived promises
+  * accumulating .then() and .catch() subscribers. Allows simple logic to
+  * consume the result, like...
+  * ```ts
+  * const [ winner ] = await Unpromise.race([ promiseA, promiseB ]);
+  * if(winner === promiseB){
+  *   const result = await promiseB;
+  *   // do the thing
+  * }
+  * ```
+  * */
+  static async raceReferences(promises) {
+    const selfPromises = promises.map(resolveSelfTuple);
+    try {
+      return await Promise.race(selfPromises);
+    } finally {
+      for (const promise2 of selfPromises) promise2.unsubscribe();
+    }
+  }
+};
+function resolveSelfTuple(promise2) {
+  return Unpromise.proxy(promise2).then(() => [promise2]);
+}
+function withResolvers() {
+  let resolve;
+  let reject;
+  return {
+    promise: new Promise((_resolve, _reject) => {
+      resolve = _resolve;
+      reject = _reject;
+    }),
+    resolve,
+    reject
+  };
+}
+function listWithMember(arr, member) {
+  return [...arr, member];
+}
+function listWithoutIndex(arr, index) {
+  return [...arr.slice(0, index), ...arr.slice(index + 1)];
+}
+function listWithoutMember(arr, member) {
+  const index = arr.indexOf(member);
+  if (index !== -1) return listWithoutIndex(arr, index);
+  return arr;
+}
+var _Symbol;
+var _Symbol$dispose;
+var _Symbol2;
+var _Symbol2$asyncDispose;
+(_Symbol$dispose = (_Symbol = Symbol).dispose) !== null && _Symbol$dispose !== void 0 || (_Symbol.dispose = /* @__PURE__ */ Symbol());
+(_Symbol2$asyncDispose = (_Symbol2 = Symbol).asyncDispose) !== null && _Symbol2$asyncDispose !== void 0 || (_Symbol2.asyncDispose = /* @__PURE__ */ Symbol());
+function makeResource(thing, dispose) {
+  const it = thing;
+  const existing = it[Symbol.dispose];
+  it[Symbol.dispose] = () => {
+    dispose();
+    existing === null || existing === void 0 || existing.call(it);
+  };
+  return it;
+}
+function makeAsyncResource(thing, dispose) {
+  const it = thing;
+  const existing = it[Symbol.asyncDispose];
+  it[Symbol.asyncDispose] = async () => {
+    await dispose();
+    await (existing === null || existing === void 0 ? void 0 : existing.call(it));
+  };
+  return it;
+}
+var disposablePromiseTimerResult = /* @__PURE__ */ Symbol();
+function timerResource(ms) {
+  let timer = null;
+  return makeResource({ start() {
+    if (timer) throw new Error("Timer already started");
+    return new Promise((resolve) => {
+      timer = setTimeout(() => resolve(disposablePromiseTimerResult), ms);
+    });
+  } }, () => {
+    if (timer) clearTimeout(timer);
+  });
+}
+function _usingCtx() {
+  var r = "function" == typeof SuppressedError ? SuppressedError : function(r2, e2) {
+    var n3 = Error();
+    return n3.name = "SuppressedError", n3.error = r2, n3.suppressed = e2, n3;
+  }, e = {}, n2 = [];
+  function using(r2, e2) {
+    if (null != e2) {
+      if (Object(e2) !== e2) throw new TypeError("using declarations can only be used with objects, functions, null, or undefined.");
+      if (r2) var o2 = e2[Symbol.asyncDispose || Symbol["for"]("Symbol.asyncDispose")];
+      if (void 0 === o2 && (o2 = e2[Symbol.dispose || Symbol["for"]("Symbol.dispose")], r2)) var t2 = o2;
+      if ("function" != typeof o2) throw new TypeError("Object is not disposable.");
+      t2 && (o2 = function o3() {
+        try {
+          t2.call(e2);
+        } catch (r3) {
+          return Promise.reject(r3);
+        }
+      }), n2.push({
+        v: e2,
+        d: o2,
+        a: r2
+      });
+    } else r2 && n2.push({
+      d: e2,
+      a: r2
+    });
+    return e2;
+  }
+  return {
+    e,
+    u: using.bind(null, false),
+    a: using.bind(null, true),
+    d: function d() {
+      var o2, t2 = this.e, s = 0;
+      function next() {
+        for (; o2 = n2.pop(); ) try {
+          if (!o2.a && 1 === s) return s = 0, n2.push(o2), Promise.resolve().then(next);
+          if (o2.d) {
+            var r2 = o2.d.call(o2.v);
+            if (o2.a) return s |= 2, Promise.resolve(r2).then(next, err);
+          } else s |= 1;
+        } catch (r3) {
+          return err(r3);
+        }
+        if (1 === s) return t2 !== e ? Promise.reject(t2) : Promise.resolve();
+        if (t2 !== e) throw t2;
+      }
+      function err(n3) {
+        return t2 = t2 !== e ? new r(n3, t2) : n3, next();
+      }
+      return next();
+    }
+  };
+}
+function _awaitAsyncGenerator(e) {
+  return new _OverloadYield(e, 0);
+}
+function iteratorResource(iterable) {
+  const iterator = iterable[Symbol.asyncIterator]();
+  if (iterator[Symbol.asyncDispose]) return iterator;
+  return makeAsyncResource(iterator, async () => {
+    var _iterator$return;
+    await ((_iterator$return = iterator.return) === null || _iterator$return === void 0 ? void 0 : _iterator$return.call(iterator));
+  });
+}
+function takeWithGrace(_x, _x2) {
+  return _takeWithGrace.apply(this, arguments);
+}
+function _takeWithGrace() {
+  _takeWithGrace = _wrapAsyncGenerator(function* (iterable, opts) {
+    try {
+      var _usingCtx$5 = _usingCtx();
+      const iterator = _usingCtx$5.a(iteratorResource(iterable));
+      let result;
+      const timer = _usingCtx$5.u(timerResource(opts.gracePeriodMs));
+      let count2 = opts.count;
+      let timerPromise = new Promise(() => {
+      });
+      while (true) {
+        result = yield _awaitAsyncGenerator(Unpromise.race([iterator.next(), timerPromise]));
+        if (result === disposablePromiseTimerResult) throwAbortError();
+        if (result.done) return result.value;
+        yield result.value;
+        if (--count2 === 0) timerPromise = timer.start();
+        result = null;
+      }
+    } catch (_) {
+      _usingCtx$5.e = _;
+    } finally {
+      yield _awaitAsyncGenerator(_usingCtx$5.d());
+    }
+  });
+  return _takeWithGrace.apply(this, arguments);
+}
+function createDeferred2() {
+  let resolve;
+  let reject;
+  return {
+    promise: new Promise((res, rej) => {
+      resolve = res;
+      reject = rej;
+    }),
+    resolve,
+    reject
+  };
+}
+function createManagedIterator(iterable, onResult) {
+  const iterator = iterable[Symbol.asyncIterator]();
+  let state = "idle";
+  function cleanup() {
+    state = "done";
+    onResult = () => {
+    };
+  }
+  function pull() {
+    if (state !== "idle") return;
+    state = "pending";
+    iterator.next().then((result) => {
+      if (result.done) {
+        state = "done";
+        onResult({
+          status: "return",
+          value: result.value
+        });
+        cleanup();
+        return;
+      }
+      state = "idle";
+      onResult({
+        status: "yield",
+        value: result.value
+      });
+    }).catch((cause) => {
+      onResult({
+        status: "error",
+        error: cause
+      });
+      cleanup();
+    });
+  }
+  return {
+    pull,
+    destroy: async () => {
+      var _iterator$return;
+      cleanup();
+      await ((_iterator$return = iterator.return) === null || _iterator$return === void 0 ? void 0 : _iterator$return.call(iterator));
+    }
+  };
+}
+function mergeAsyncIterables() {
+  let state = "idle";
+  let flushSignal = createDeferred2();
+  const iterables = [];
+  const iterators = /* @__PURE__ */ new Set();
+  const buffer = [];
+  function initIterable(iterable) {
+    if (state !== "pending") return;
+    const iterator = createManagedIterator(iterable, (result) => {
+      if (state !== "pending") return;
+      switch (result.status) {
+        case "yield":
+          buffer.push([iterator, result]);
+          break;
+        case "return":
+          iterators.delete(iterator);
+          break;
+        case "error":
+          buffer.push([iterator, result]);
+          iterators.delete(iterator);
+      }
+      flushSignal.resolve();
+    });
+    iterators.add(iterator);
+    iterator.pull();
+  }
+  return {
+    add(iterable) {
+      switch (state) {
+        case "idle":
+          iterables.push(iterable);
+          break;
+        case "pending":
+          initIterable(iterable);
+      }
+    },
+    [Symbol.asyncIterator]() {
+      return _wrapAsyncGenerator(function* () {
+        try {
+          var _usingCtx$4 = _usingCtx();
+          if (state !== "idle") throw new Error("Cannot iterate twice");
+          state = "pending";
+          _usingCtx$4.a(makeAsyncResource({}, async () => {
+            state = "done";
+            const errors = [];
+            await Promise.all(Array.from(iterators.values()).map(async (it) => {
+              try {
+                await it.destroy();
+              } catch (cause) {
+                errors.push(cause);
+              }
+            }));
+            buffer.length = 0;
+            iterators.clear();
+            flushSignal.resolve();
+            if (errors.length > 0) throw new AggregateError(errors);
+          }));
+          while (iterables.length > 0) initIterable(iterables.shift());
+          while (iterators.size > 0) {
+            yield _awaitAsyncGenerator(flushSignal.promise);
+            while (buffer.length > 0) {
+              const [iterator, result] = buffer.shift();
+              switch (result.status) {
+                case "yield":
+                  yield result.value;
+                  iterator.pull();
+                  break;
+                case "error":
+                  throw result.error;
+              }
+            }
+            flushSignal = createDeferred2();
+          }
+        } catch (_) {
+          _usingCtx$4.e = _;
+        } finally {
+          yield _awaitAsyncGenerator(_usingCtx$4.d());
+        }
+      })();
+    }
+  };
+}
+function readableStreamFrom(iterable) {
+  const iterator = iterable[Symbol.asyncIterator]();
+  return new ReadableStream({
+    async cancel() {
+      var _iterator$return;
+      await ((_iterator$return = iterator.return) === null || _iterator$return === void 0 ? void 0 : _iterator$return.call(iterator));
+    },
+    async pull(controller) {
+      const result = await iterator.next();
+      if (result.done) {
+        controller.close();
+        return;
+      }
+      controller.enqueue(result.value);
+    }
+  });
+}
+var PING_SYM = /* @__PURE__ */ Symbol("ping");
+function withPing(_x, _x2) {
+  return _withPing.apply(this, arguments);
+}
+function _withPing() {
+  _withPing = _wrapAsyncGenerator(function* (iterable, pingIntervalMs) {
+    try {
+      var _usingCtx$3 = _usingCtx();
+      const iterator = _usingCtx$3.a(iteratorResource(iterable));
+      let result;
+      let nextPromise = iterator.next();
+      while (true) try {
+        var _usingCtx3 = _usingCtx();
+        const pingPromise = _usingCtx3.u(timerResource(pingIntervalMs));
+        result = yield _awaitAsyncGenerator(Unpromise.race([nextPromise, pingPromise.start()]));
+        if (result === disposablePromiseTimerResult) {
+          yield PING_SYM;
+          continue;
+        }
+        if (result.done) return result.value;
+        nextPromise = iterator.next();
+        yield result.value;
+        result = null;
+      } catch (_) {
+        _usingCtx3.e = _;
+      } finally {
+        _usingCtx3.d();
+      }
+    } catch (_) {
+      _usingCtx$3.e = _;
+    } finally {
+      yield _awaitAsyncGenerator(_usingCtx$3.d());
+    }
+  });
+  return _withPing.apply(this, arguments);
+}
+var CHUNK_VALUE_TYPE_PROMISE = 0;
+var CHUNK_VALUE_TYPE_ASYNC_ITERABLE = 1;
+var PROMISE_STATUS_FULFILLED = 0;
+var PROMISE_STATUS_REJECTED = 1;
+var ASYNC_ITERABLE_STATUS_RETURN = 0;
+var ASYNC_ITERABLE_STATUS_YIELD = 1;
+var ASYNC_ITERABLE_STATUS_ERROR = 2;
+function isPromise(value) {
+  return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
+}
+var MaxDepthError = class extends Error {
+  constructor(path46) {
+    super("Max depth reached at path: " + path46.join("."));
+    this.path = path46;
+  }
+};
+function createBatchStreamProducer(_x3) {
+  return _createBatchStreamProducer.apply(this, arguments);
+}
+function _createBatchStreamProducer() {
+  _createBatchStreamProducer = _wrapAsyncGenerator(function* (opts) {
+    const { data } = opts;
+    let counter = 0;
+    const placeholder = 0;
+    const mergedIterables = mergeAsyncIterables();
+    function registerAsync(callback) {
+      const idx = counter++;
+      const iterable2 = callback(idx);
+      mergedIterables.add(iterable2);
+      return idx;
+    }
+    function encodePromise(promise2, path46) {
+      return registerAsync(/* @__PURE__ */ (function() {
+        var _ref = _wrapAsyncGenerator(function* (idx) {
+          const error46 = checkMaxDepth(path46);
+          if (error46) {
+            promise2.catch((cause) => {
+              var _opts$onError;
+              (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
+                error: cause,
+                path: path46
+              });
+            });
+            promise2 = Promise.reject(error46);
+          }
+          try {
+            const next = yield _awaitAsyncGenerator(promise2);
+            yield [
+              idx,
+              PROMISE_STATUS_FULFILLED,
+              encode3(next, path46)
+            ];
+          } catch (cause) {
+            var _opts$onError2, _opts$formatError;
+            (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
+              error: cause,
+              path: path46
+            });
+            yield [
+              idx,
+              PROMISE_STATUS_REJECTED,
+              (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
+                error: cause,
+                path: path46
+              })
+            ];
+          }
+        });
+        return function(_x) {
+          return _ref.apply(this, arguments);
+        };
+      })());
+    }
+    function encodeAsyncIterable(iterable2, path46) {
+      return registerAsync(/* @__PURE__ */ (function() {
+        var _ref2 = _wrapAsyncGenerator(function* (idx) {
+          try {
+            var _usingCtx$2 = _usingCtx();
+            const error46 = checkMaxDepth(path46);
+            if (error46) throw error46;
+            const iterator = _usingCtx$2.a(iteratorResource(iterable2));
+            try {
+              while (true) {
+                const next = yield _awaitAsyncGenerator(iterator.next());
+                if (next.done) {
+                  yield [
+                    idx,
+                    ASYNC_ITERABLE_STATUS_RETURN,
+                    encode3(next.value, path46)
+                  ];
+                  break;
+                }
+                yield [
+                  idx,
+                  ASYNC_ITERABLE_STATUS_YIELD,
+                  encode3(next.value, path46)
+                ];
+              }
+            } catch (cause) {
+              var _opts$onError3, _opts$formatError2;
+              (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
+                error: cause,
+                path: path46
+              });
+              yield [
+                idx,
+                ASYNC_ITERABLE_STATUS_ERROR,
+                (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
+                  error: cause,
+                  path: path46
+                })
+              ];
+            }
+          } catch (_) {
+            _usingCtx$2.e = _;
+          } finally {
+            yield _awaitAsyncGenerator(_usingCtx$2.d());
+          }
+        });
+        return function(_x2) {
+          return _ref2.apply(this, arguments);
+        };
+      })());
+    }
+    function checkMaxDepth(path46) {
+      if (opts.maxDepth && path46.length > opts.maxDepth) return new MaxDepthError(path46);
+      return null;
+    }
+    function encodeAsync3(value, path46) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path46)];
+      if (isAsyncIterable(value)) {
+        if (opts.maxDepth && path46.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path46)];
+      }
+      return null;
+    }
+    function encode3(value, path46) {
+      if (value === void 0) return [[]];
+      const reg = encodeAsync3(value, path46);
+      if (reg) return [[placeholder], [null, ...reg]];
+      if (!isPlainObject3(value)) return [[value]];
+      const newObj = emptyObject();
+      const asyncValues = [];
+      for (const [key, item] of Object.entries(value)) {
+        const transformed = encodeAsync3(item, [...path46, key]);
+        if (!transformed) {
+          newObj[key] = item;
+          continue;
+        }
+        newObj[key] = placeholder;
+        asyncValues.push([key, ...transformed]);
+      }
+      return [[newObj], ...asyncValues];
+    }
+    const newHead = emptyObject();
+    for (const [key, item] of Object.entries(data)) newHead[key] = encode3(item, [key]);
+    yield newHead;
+    let iterable = mergedIterables;
+    if (opts.pingMs) iterable = withPing(mergedIterables, opts.pingMs);
+    var _iteratorAbruptCompletion = false;
+    var _didIteratorError = false;
+    var _iteratorError;
+    try {
+      for (var _iterator = _asyncIterator(iterable), _step; _iteratorAbruptCompletion = !(_step = yield _awaitAsyncGenerator(_iterator.next())).done; _iteratorAbruptCompletion = false) yield _step.value;
+    } catch (err) {
+      _didIteratorError = true;
+      _iteratorError = err;
+    } finally {
+      try {
+        if (_iteratorAbruptCompletion && _iterator.return != null) yield _awaitAsyncGenerator(_iterator.return());
+      } finally {
+        if (_didIteratorError) throw _iteratorError;
+      }
+    }
+  });
+  return _createBatchStreamProducer.apply(this, arguments);
+}
+function jsonlStreamProducer(opts) {
+  let stream = readableStreamFrom(createBatchStreamProducer(opts));
+  const { serialize: serialize2 } = opts;
+  if (serialize2) stream = stream.pipeThrough(new TransformStream({ transform(chunk, controller) {
+    if (chunk === PING_SYM) controller.enqueue(PING_SYM);
+    else controller.enqueue(serialize2(chunk));
+  } }));
+  return stream.pipeThrough(new TransformStream({ transform(chunk, controller) {
+    if (chunk === PING_SYM) controller.enqueue(" ");
+    else controller.enqueue(JSON.stringify(chunk) + "\n");
+  } })).pipeThrough(new TextEncoderStream());
+}
+var PING_EVENT = "ping";
+var SERIALIZED_ERROR_EVENT = "serialized-error";
+var CONNECTED_EVENT = "connected";
+var RETURN_EVENT = "return";
+var RESTORE_ID_EVENT = "restore-id";
+function sseStreamProducer(opts) {
+  var _opts$ping$enabled, _opts$ping, _opts$ping$intervalMs, _opts$ping2, _opts$client;
+  const { serialize: serialize2 = identity3 } = opts;
+  const ping = {
+    enabled: (_opts$ping$enabled = (_opts$ping = opts.ping) === null || _opts$ping === void 0 ? void 0 : _opts$ping.enabled) !== null && _opts$ping$enabled !== void 0 ? _opts$ping$enabled : false,
+    intervalMs: (_opts$ping$intervalMs = (_opts$ping2 = opts.ping) === null || _opts$ping2 === void 0 ? void 0 : _opts$ping2.intervalMs) !== null && _opts$ping$intervalMs !== void 0 ? _opts$ping$intervalMs : 1e3
+  };
+  const client2 = (_opts$client = opts.client) !== null && _opts$client !== void 0 ? _opts$client : {};
+  if (ping.enabled && client2.reconnectAfterInactivityMs && ping.intervalMs > client2.reconnectAfterInactivityMs) throw new Error(`Ping interval must be less than client reconnect interval to prevent unnecessary reconnection - ping.intervalMs: ${ping.intervalMs} client.reconnectAfterInactivityMs: ${client2.reconnectAfterInactivityMs}`);
+  function generator() {
+    return _generator.apply(this, arguments);
+  }
+  function _generator() {
+    _generator = _wrapAsyncGenerator(function* () {
+      yield {
+        event: CONNECTED_EVENT,
+        data: JSON.stringify(client2)
+      };
+      let iterable = opts.data;
+      if (opts.emitAndEndImmediately) iterable = takeWithGrace(iterable, {
+        count: 1,
+        gracePeriodMs: 1
+      });
+      if (ping.enabled && ping.intervalMs !== Infinity && ping.intervalMs > 0) iterable = withPing(iterable, ping.intervalMs);
+      let value;
+      let chunk;
+      let lastEventId = opts.lastEventId && !/[\0\n\r]/.test(opts.lastEventId) ? opts.lastEventId : null;
+      var _iteratorAbruptCompletion = false;
+      var _didIteratorError = false;
+      var _iteratorError;
+      try {
+        for (var _iterator = _asyncIterator(iterable), _step; _iteratorAbruptCompletion = !(_step = yield _awaitAsyncGenerator(_iterator.next())).done; _iteratorAbruptCompletion = false) {
+          value = _step.value;
+          if (value === PING_SYM) {
+            yield {
+              event: PING_EVENT,
+              data: ""
+            };
+            continue;
+          }
+          chunk = isTrackedEnvelope(value) ? {
+            id: value[0],
+            data: value[1]
+          } : { data: value };
+          chunk.data = JSON.stringify(serialize2(chunk.data));
+          if (chunk.id !== void 0) {
+            lastEventId = chunk.id;
+            yield chunk;
+          } else if (lastEventId === null) yield chunk;
+          else {
+            chunk.id = "";
+            yield chunk;
+            yield {
+              event: RESTORE_ID_EVENT,
+              data: "",
+              id: lastEventId
+            };
+          }
+          value = null;
+          chunk = null;
+        }
+      } catch (err) {
+        _didIteratorError = true;
+        _iteratorError = err;
+      } finally {
+        try {
+          if (_iteratorAbruptCompletion && _iterator.return != null) yield _awaitAsyncGenerator(_iterator.return());
+        } finally {
+          if (_didIteratorError) throw _iteratorError;
+        }
+      }
+    });
+    return _generator.apply(this, arguments);
+  }
+  function generatorWithErrorHandling() {
+    return _generatorWithErrorHandling.apply(this, arguments);
+  }
+  function _generatorWithErrorHandling() {
+    _generatorWithErrorHandling = _wrapAsyncGenerator(function* () {
+      try {
+        yield* _asyncGeneratorDelegate(_asyncIterator(generator()));
+        yield {
+          event: RETURN_EVENT,
+          data: ""
+        };
+      } catch (cause) {
+        var _opts$formatError, _opts$formatError2;
+        if (isAbortError2(cause)) return;
+        const error46 = getTRPCErrorFromUnknown(cause);
+        const data = (_opts$formatError = (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, { error: error46 })) !== null && _opts$formatError !== void 0 ? _opts$formatError : null;
+        yield {
+          event: SERIALIZED_ERROR_EVENT,
+          data: JSON.stringify(serialize2(data))
+        };
+      }
+    });
+    return _generatorWithErrorHandling.apply(this, arguments);
+  }
+  return readableStreamFrom(generatorWithErrorHandling()).pipeThrough(new TransformStream({ transform(chunk, controller) {
+    if ("event" in chunk) controller.enqueue(`event: ${chunk.event}
+`);
+    if ("data" in chunk) controller.enqueue(`data: ${chunk.data}
+`);
+    if ("id" in chunk) controller.enqueue(`id: ${chunk.id}
+`);
+    if ("comment" in chunk) controller.enqueue(`: ${chunk.comment}
+`);
+    controller.enqueue("\n\n");
+  } })).pipeThrough(new TextEncoderStream());
+}
+async function withTimeout(opts) {
+  try {
+    var _usingCtx$1 = _usingCtx();
+    const timeoutPromise = _usingCtx$1.u(timerResource(opts.timeoutMs));
+    const res = await Unpromise.race([opts.promise, timeoutPromise.start()]);
+    if (res === disposablePromiseTimerResult) return await opts.onTimeout();
+    return res;
+  } catch (_) {
+    _usingCtx$1.e = _;
+  } finally {
+    _usingCtx$1.d();
+  }
+}
+function sseStreamConsumer(opts) {
+  const { deserialize = (v) => v } = opts;
+  let clientOptions = emptyObject();
+  const signal = opts.signal;
+  let _es = null;
+  const createStream = () => new ReadableStream({
+    async start(controller) {
+      const [url2, init] = await Promise.all([opts.url(), opts.init()]);
+      const eventSource = _es = new opts.EventSource(url2, init);
+      controller.enqueue({
+        type: "connecting",
+        eventSource: _es,
+        event: null
+      });
+      const addMessageListener = (event, listener) => {
+        eventSource.addEventListener(event, (msg) => {
+          try {
+            listener(msg);
+          } catch (cause) {
+            eventSource.close();
+            controller.error(cause);
+          }
+        });
+      };
+      addMessageListener(CONNECTED_EVENT, (msg) => {
+        const options = JSON.parse(msg.data);
+        clientOptions = options;
+        controller.enqueue({
+          type: "connected",
+          options,
+          eventSource
+        });
+      });
+      addMessageListener(SERIALIZED_ERROR_EVENT, (msg) => {
+        controller.enqueue({
+          type: "serialized-error",
+          error: deserialize(JSON.parse(msg.data)),
+          eventSource
+        });
+      });
+      eventSource.addEventListener(PING_EVENT, () => {
+        controller.enqueue({
+          type: "ping",
+          eventSource
+        });
+      });
+      eventSource.addEventListener(RETURN_EVENT, () => {
+        eventSource.close();
+        controller.close();
+        _es = null;
+      });
+      eventSource.addEventListener("error", (event) => {
+        if (eventSource.readyState === eventSource.CLOSED) controller.error(event);
+        else controller.enqueue({
+          type: "connecting",
+          eventSource,
+          event
+        });
+      });
+      addMessageListener("message", (msg) => {
+        const def = { data: deserialize(JSON.parse(msg.data)) };
+        if (msg.lastEventId) def.id = msg.lastEventId;
+        controller.enqueue({
+          type: "data",
+          data: def,
+          eventSource
+        });
+      });
+      const onAbort = () => {
+        try {
+          eventSource.close();
+          controller.close();
+        } catch (_unused) {
+        }
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort);
+    },
+    cancel() {
+      _es === null || _es === void 0 || _es.close();
+    }
+  });
+  const getStreamResource = () => {
+    let stream = createStream();
+    let reader = stream.getReader();
+    async function dispose() {
+      await reader.cancel().catch(() => {
+      });
+      _es = null;
+    }
+    return makeAsyncResource({
+      read() {
+        return reader.read();
+      },
+      async recreate() {
+        await dispose();
+        stream = createStream();
+        reader = stream.getReader();
+      }
+    }, dispose);
+  };
+  return run(_wrapAsyncGenerator(function* () {
+    try {
+      var _usingCtx3 = _usingCtx();
+      const stream = _usingCtx3.a(getStreamResource());
+      while (true) {
+        let promise2 = stream.read();
+        const timeoutMs = clientOptions.reconnectAfterInactivityMs;
+        if (timeoutMs) promise2 = withTimeout({
+          promise: promise2,
+          timeoutMs,
+          onTimeout: async () => {
+            const res = {
+              value: {
+                type: "timeout",
+                ms: timeoutMs,
+                eventSource: _es
+              },
+              done: false
+            };
+            await stream.recreate();
+            return res;
+          }
+        });
+        const result = yield _awaitAsyncGenerator(promise2);
+        if (result.done) return result.value;
+        yield result.value;
+      }
+    } catch (_) {
+      _usingCtx3.e = _;
+    } finally {
+      yield _awaitAsyncGenerator(_usingCtx3.d());
+    }
+  }));
+}
+var sseHeaders = {
+  "Content-Type": "text/event-stream",
+  "Cache-Control": "no-cache, no-transform",
+  "X-Accel-Buffering": "no",
+  Connection: "keep-alive"
+};
+function decodePath(path46) {
+  try {
+    return decodeURIComponent(path46);
+  } catch (cause) {
+    throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `Invalid URL-encoding in path "${path46}"`,
+      cause
+    });
+  }
+}
+function errorToAsyncIterable(err) {
+  return run(_wrapAsyncGenerator(function* () {
+    throw err;
+  }));
+}
+function combinedAbortController(signal) {
+  const controller = new AbortController();
+  return {
+    signal: abortSignalsAnyPonyfill([signal, controller.signal]),
+    controller
+  };
+}
+function abortOnCancel(stream, controller) {
+  const reader = stream.getReader();
+  return new ReadableStream({
+    async pull(enqueuer) {
+      const chunk = await reader.read();
+      if (chunk.done) enqueuer.close();
+      else enqueuer.enqueue(chunk.value);
+    },
+    cancel(reason) {
+      controller.abort();
+      return reader.cancel(reason);
+    }
+  });
+}
+var TYPE_ACCEPTED_METHOD_MAP = {
+  mutation: ["POST"],
+  query: ["GET"],
+  subscription: ["GET"]
+};
+var TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE = {
+  mutation: ["POST"],
+  query: ["GET", "POST"],
+  subscription: ["GET", "POST"]
+};
+function initResponse(initOpts) {
+  var _responseMeta, _info$calls$find$proc, _info$calls$find;
+  const { ctx, info, responseMeta, untransformedJSON, errors = [], headers } = initOpts;
+  const definedErrors = errors.filter((error46) => Boolean(error46));
+  let status = untransformedJSON ? getHTTPStatusCode(untransformedJSON, errors) : 200;
+  const eagerGeneration = !untransformedJSON;
+  const data = eagerGeneration ? [] : Array.isArray(untransformedJSON) ? untransformedJSON : [untransformedJSON];
+  const meta = (_responseMeta = responseMeta === null || responseMeta === void 0 ? void 0 : responseMeta({
+    ctx,
+    info,
+    paths: info === null || info === void 0 ? void 0 : info.calls.map((call) => call.path),
+    data,
+    errors: definedErrors,
+    eagerGeneration,
+    type: (_info$calls$find$proc = info === null || info === void 0 || (_info$calls$find = info.calls.find((call) => {
+      var _call$procedure;
+      return (_call$procedure = call.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
+    })) === null || _info$calls$find === void 0 || (_info$calls$find = _info$calls$find.procedure) === null || _info$calls$find === void 0 ? void 0 : _info$calls$find._def.type) !== null && _info$calls$find$proc !== void 0 ? _info$calls$find$proc : "unknown"
+  })) !== null && _responseMeta !== void 0 ? _responseMeta : {};
+  if (meta.headers) {
+    if (meta.headers instanceof Headers) for (const [key, value] of meta.headers.entries()) headers.append(key, value);
+    else
+      for (const [key, value] of Object.entries(meta.headers)) if (Array.isArray(value)) for (const v of value) headers.append(key, v);
+      else if (typeof value === "string") headers.set(key, value);
+  }
+  if (meta.status) status = meta.status;
+  return { status };
+}
+function caughtErrorToData(cause, errorOpts) {
+  const { router, req, onError } = errorOpts.opts;
+  const error46 = getTRPCErrorFromUnknown(cause);
+  onError === null || onError === void 0 || onError({
+    error: error46,
+    path: errorOpts.path,
+    input: errorOpts.input,
+    ctx: errorOpts.ctx,
+    type: errorOpts.type,
+    req
+  });
+  const untransformedJSON = { error: getErrorShape({
+    config: router._def._config,
+    error: error46,
+    type: errorOpts.type,
+    path: errorOpts.path,
+    input: errorOpts.input,
+    ctx: errorOpts.ctx
+  }) };
+  const transformedJSON = transformTRPCResponse(router._def._config, untransformedJSON);
+  return {
+    error: error46,
+    untransformedJSON,
+    body: JSON.stringify(transformedJSON)
+  };
+}
+function isDataStream(v) {
+  if (!isObject3(v)) return false;
+  if (isAsyncIterable(v)) return true;
+  return Object.values(v).some(isPromise) || Object.values(v).some(isAsyncIterable);
+}
+async function resolveResponse(opts) {
+  var _ref, _opts$allowBatching, _opts$batching, _opts$allowMethodOver, _config$sse$enabled, _config$sse;
+  const { router, req } = opts;
+  const headers = new Headers([["vary", "trpc-accept, accept"]]);
+  const config3 = router._def._config;
+  const url2 = new URL(req.url);
+  if (req.method === "HEAD") return new Response(null, { status: 204 });
+  const allowBatching = (_ref = (_opts$allowBatching = opts.allowBatching) !== null && _opts$allowBatching !== void 0 ? _opts$allowBatching : (_opts$batching = opts.batching) === null || _opts$batching === void 0 ? void 0 : _opts$batching.enabled) !== null && _ref !== void 0 ? _ref : true;
+  const allowMethodOverride = ((_opts$allowMethodOver = opts.allowMethodOverride) !== null && _opts$allowMethodOver !== void 0 ? _opts$allowMethodOver : false) && req.method === "POST";
+  const infoTuple = await run(async () => {
+    try {
+      return [void 0, await getRequestInfo({
+        req,
+        path: urlPathToProcedurePath(decodePath(opts.path), config3.pathSeparator),
+        router,
+        searchParams: url2.searchParams,
+        headers: opts.req.headers,
+        url: url2,
+        maxBatchSize: opts.maxBatchSize
+      })];
+    } catch (cause) {
+      return [getTRPCErrorFromUnknown(cause), void 0];
+    }
+  });
+  const ctxManager = run(() => {
+    let result = void 0;
+    return {
+      valueOrUndefined: () => {
+        if (!result) return;
+        return result[1];
+      },
+      value: () => {
+        const [err, ctx] = result;
+        if (err) throw err;
+        return ctx;
+      },
+      create: async (info) => {
+        if (result) throw new Error("This should only be called once - report a bug in tRPC");
+        try {
+          result = [void 0, await opts.createContext({ info })];
+        } catch (cause) {
+          result = [getTRPCErrorFromUnknown(cause), void 0];
+        }
+      }
+    };
+  });
+  const methodMapper = allowMethodOverride ? TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE : TYPE_ACCEPTED_METHOD_MAP;
+  const isStreamCall = getAcceptHeader(req.headers) === "application/jsonl";
+  const experimentalSSE = (_config$sse$enabled = (_config$sse = config3.sse) === null || _config$sse === void 0 ? void 0 : _config$sse.enabled) !== null && _config$sse$enabled !== void 0 ? _config$sse$enabled : true;
+  try {
+    const [infoError, info] = infoTuple;
+    if (infoError) throw infoError;
+    if (info.isBatchCall && !allowBatching) throw new TRPCError({
+      code: "BAD_REQUEST",
+      message: `Batching is not enabled on the server`
+    });
+    if (isStreamCall && !info.isBatchCall) throw new TRPCError({
+      message: `Streaming requests must be batched (you can do a batch of 1)`,
+      code: "BAD_REQUEST"
+    });
+    await ctxManager.create(info);
+    const bodyCancelled = new AbortController();
+    const callSignal = abortSignalsAnyPonyfill([opts.req.signal, bodyCancelled.signal]);
+    const rpcCalls = info.calls.map(async (call) => {
+      const proc2 = call.procedure;
+      const combinedAbort = combinedAbortController(callSignal);
+      try {
+        if (opts.error) throw opts.error;
+        if (!proc2) throw new TRPCError({
+          code: "NOT_FOUND",
+          message: `No procedure found on path "${call.path}"`
+        });
+        if (!methodMapper[proc2._def.type].includes(req.method)) {
+          const accepted = opts.allowMethodOverride ? TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE : TYPE_ACCEPTED_METHOD_MAP;
+          headers.set("allow", accepted[proc2._def.type].join(", "));
+          throw new TRPCError({
+            code: "METHOD_NOT_SUPPORTED",
+            message: `Unsupported ${req.method}-request to ${proc2._def.type} procedure at path "${call.path}"`
+          });
+        }
+        if (proc2._def.type === "subscription") {
+          if (info.isBatchCall) throw new TRPCError({
+            code: "BAD_REQUEST",
+            message: `Cannot batch subscription calls`
+          });
+        }
+        return [void 0, {
+          data: await proc2({
+            path: call.path,
+            getRawInput: call.getRawInput,
+            ctx: ctxManager.value(),
+            type: proc2._def.type,
+            signal: combinedAbort.signal,
+            batchIndex: call.batchIndex
+          }),
+          abort: proc2._def.type === "subscription" ? combinedAbort : void 0
+        }];
+      } catch (cause) {
+        var _opts$onError, _call$procedure$_def$, _call$procedure2;
+        const error46 = getTRPCErrorFromUnknown(cause);
+        const input = call.result();
+        (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
+          error: error46,
+          path: call.path,
+          input,
+          ctx: ctxManager.valueOrUndefined(),
+          type: (_call$procedure$_def$ = (_call$procedure2 = call.procedure) === null || _call$procedure2 === void 0 ? void 0 : _call$procedure2._def.type) !== null && _call$procedure$_def$ !== void 0 ? _call$procedure$_def$ : "unknown",
+          req: opts.req
+        });
+        return [error46, void 0];
+      }
+    });
+    if (!info.isBatchCall) {
+      const [call] = info.calls;
+      const [error46, result] = await rpcCalls[0];
+      switch (info.type) {
+        case "unknown":
+        case "mutation":
+        case "query": {
+          headers.set("content-type", "application/json");
+          if (isDataStream(result === null || result === void 0 ? void 0 : result.data)) throw new TRPCError({
+            code: "UNSUPPORTED_MEDIA_TYPE",
+            message: "Cannot use stream-like response in non-streaming request - use httpBatchStreamLink"
+          });
+          const res = error46 ? { error: getErrorShape({
+            config: config3,
+            ctx: ctxManager.valueOrUndefined(),
+            error: error46,
+            input: call.result(),
+            path: call.path,
+            type: info.type
+          }) } : { result: { data: result.data } };
+          const headResponse2 = initResponse({
+            ctx: ctxManager.valueOrUndefined(),
+            info,
+            responseMeta: opts.responseMeta,
+            errors: error46 ? [error46] : [],
+            headers,
+            untransformedJSON: [res]
+          });
+          return new Response(JSON.stringify(transformTRPCResponse(config3, res)), {
+            status: headResponse2.status,
+            headers
+          });
+        }
+        case "subscription": {
+          const iterable = run(() => {
+            if (error46) return errorToAsyncIterable(error46);
+            if (!experimentalSSE) return errorToAsyncIterable(new TRPCError({
+              code: "METHOD_NOT_SUPPORTED",
+              message: 'Missing experimental flag "sseSubscriptions"'
+            }));
+            if (!isObservable(result.data) && !isAsyncIterable(result.data)) return errorToAsyncIterable(new TRPCError({
+              message: `Subscription ${call.path} did not return an observable or a AsyncGenerator`,
+              code: "INTERNAL_SERVER_ERROR"
+            }));
+            return isObservable(result.data) ? observableToAsyncIterable(result.data, callSignal) : result.data;
+          });
+          const stream = sseStreamProducer(_objectSpread2(_objectSpread2({}, config3.sse), {}, {
+            lastEventId: getLastEventId({
+              headers: req.headers,
+              searchParams: url2.searchParams
+            }),
+            data: iterable,
+            serialize: (v) => config3.transformer.output.serialize(v),
+            formatError(errorOpts) {
+              var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
+              const error47 = getTRPCErrorFromUnknown(errorOpts.error);
+              const input = call === null || call === void 0 ? void 0 : call.result();
+              const path46 = call === null || call === void 0 ? void 0 : call.path;
+              const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
+              (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
+                error: error47,
+                path: path46,
+                input,
+                ctx: ctxManager.valueOrUndefined(),
+                req: opts.req,
+                type
+              });
+              return getErrorShape({
+                config: config3,
+                ctx: ctxManager.valueOrUndefined(),
+                error: error47,
+                input,
+                path: path46,
+                type
+              });
+            }
+          }));
+          for (const [key, value] of Object.entries(sseHeaders)) headers.set(key, value);
+          const headResponse2 = initResponse({
+            ctx: ctxManager.valueOrUndefined(),
+            info,
+            responseMeta: opts.responseMeta,
+            errors: [],
+            headers,
+            untransformedJSON: null
+          });
+          const abort = result === null || result === void 0 ? void 0 : result.abort;
+          let responseBody = stream;
+          if (abort) {
+            var _config$sse2;
+            const reader = stream.getReader();
+            const maxDurationTimer = ((_config$sse2 = config3.sse) === null || _config$sse2 === void 0 ? void 0 : _config$sse2.maxDurationMs) ? setTimeout(() => abort.controller.abort(), config3.sse.maxDurationMs) : void 0;
+            const onStreamEnd = () => {
+              clearTimeout(maxDurationTimer);
+              abort.signal.removeEventListener("abort", onAbort);
+            };
+            const onAbort = () => {
+              onStreamEnd();
+              reader.cancel();
+            };
+            if (abort.signal.aborted) onAbort();
+            else abort.signal.addEventListener("abort", onAbort, { once: true });
+            responseBody = new ReadableStream({
+              async pull(controller) {
+                const chunk = await reader.read().catch((cause) => {
+                  onStreamEnd();
+                  throw cause;
+                });
+                if (chunk.done) {
+                  onStreamEnd();
+                  controller.close();
+                } else controller.enqueue(chunk.value);
+              },
+              cancel() {
+                onStreamEnd();
+                bodyCancelled.abort();
+                return reader.cancel();
+              }
+            });
+          }
+          return new Response(responseBody, {
+            headers,
+            status: headResponse2.status
+          });
+        }
+      }
+    }
+    if (info.accept === "application/jsonl") {
+      var _config$jsonl$content, _config$jsonl;
+      headers.set("content-type", (_config$jsonl$content = (_config$jsonl = config3.jsonl) === null || _config$jsonl === void 0 ? void 0 : _config$jsonl.contentType) !== null && _config$jsonl$content !== void 0 ? _config$jsonl$content : "application/json");
+      headers.set("transfer-encoding", "chunked");
+      const headResponse2 = initResponse({
+        ctx: ctxManager.valueOrUndefined(),
+        info,
+        responseMeta: opts.responseMeta,
+        errors: [],
+        headers,
+        untransformedJSON: null
+      });
+      const stream = jsonlStreamProducer(_objectSpread2(_objectSpread2({}, config3.jsonl), {}, {
+        /**
+        * Example structure for `maxDepth: 4`:
+        * {
+        *   // 1
+        *   0: {
+        *     // 2
+        *     result: {
+        *       // 3
+        *       data: // 4
+        *     }
+        *   }
+        * }
+        */
+        maxDepth: Infinity,
+        data: rpcCalls.map(async (res, index) => {
+          const [error46, result] = await res;
+          const call = info.calls[index];
+          if (error46) {
+            var _procedure$_def$type, _procedure;
+            return { error: getErrorShape({
+              config: config3,
+              ctx: ctxManager.valueOrUndefined(),
+              error: error46,
+              input: call.result(),
+              path: call.path,
+              type: (_procedure$_def$type = (_procedure = call.procedure) === null || _procedure === void 0 ? void 0 : _procedure._def.type) !== null && _procedure$_def$type !== void 0 ? _procedure$_def$type : "unknown"
+            }) };
+          }
+          const iterable = isObservable(result.data) ? observableToAsyncIterable(result.data, callSignal) : Promise.resolve(result.data);
+          return { result: Promise.resolve({ data: iterable }) };
+        }),
+        serialize: (data) => config3.transformer.output.serialize(data),
+        onError: (cause) => {
+          var _opts$onError3, _info$type;
+          (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
+            error: getTRPCErrorFromUnknown(cause.error),
+            path: void 0,
+            input: void 0,
+            ctx: ctxManager.valueOrUndefined(),
+            req: opts.req,
+            type: (_info$type = info === null || info === void 0 ? void 0 : info.type) !== null && _info$type !== void 0 ? _info$type : "unknown"
+          });
+        },
+        formatError(errorOpts) {
+          var _call$procedure$_def$3, _call$procedure4;
+          const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
+          const error46 = getTRPCErrorFromUnknown(errorOpts.error);
+          const input = call === null || call === void 0 ? void 0 : call.result();
+          const path46 = call === null || call === void 0 ? void 0 : call.path;
+          const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
+          return getErrorShape({
+            config: config3,
+            ctx: ctxManager.valueOrUndefined(),
+            error: error46,
+            input,
+            path: path46,
+            type
+          });
+        }
+      }));
+      return new Response(abortOnCancel(stream, bodyCancelled), {
+        headers,
+        status: headResponse2.status
+      });
+    }
+    headers.set("content-type", "application/json");
+    const results = (await Promise.all(rpcCalls)).map((res) => {
+      const [error46, result] = res;
+      if (error46) return res;
+      if (isDataStream(result.data)) return [new TRPCError({
+        code: "UNSUPPORTED_MEDIA_TYPE",
+        message: "Cannot use stream-like response in non-streaming request - use httpBatchStreamLink"
+      }), void 0];
+      return res;
+    });
+    const resultAsRPCResponse = results.map(([error46, result], index) => {
+      const call = info.calls[index];
+      if (error46) {
+        var _call$procedure$_def$4, _call$procedure5;
+        return { error: getErrorShape({
+          config: config3,
+          ctx: ctxManager.valueOrUndefined(),
+          error: error46,
+          input: call.result(),
+          path: call.path,
+          type: (_call$procedure$_def$4 = (_call$procedure5 = call.procedure) === null || _call$procedure5 === void 0 ? void 0 : _call$procedure5._def.type) !== null && _call$procedure$_def$4 !== void 0 ? _call$procedure$_def$4 : "unknown"
+        }) };
+      }
+      return { result: { data: result.data } };
+    });
+    const errors = results.map(([error46]) => error46);
+    const headResponse = initResponse({
+      ctx: ctxManager.valueOrUndefined(),
+      info,
+      responseMeta: opts.responseMeta,
+      untransformedJSON: resultAsRPCResponse,
+      errors,
+      headers
+    });
+    return new Response(JSON.stringify(transformTRPCResponse(config3, resultAsRPCResponse)), {
+      status: headResponse.status,
+      headers
+    });
+  } catch (cause) {
+    var _info$type2;
+    const [_infoError, info] = infoTuple;
+    const ctx = ctxManager.valueOrUndefined();
+    const { error: error46, untransformedJSON, body } = caughtErrorToData(cause, {
+      opts,
+      ctx: ctxManager.valueOrUndefined(),
+      type: (_info$type2 = info === null || info === void 0 ? void 0 : info.type) !== null && _info$type2 !== void 0 ? _info$type2 : "unknown"
+    });
+    const headResponse = initResponse({
+      ctx,
+      info,
+      responseMeta: opts.responseMeta,
+      untransformedJSON,
+      errors: [error46],
+      headers
+    });
+    return new Response(body, {
+      status: headResponse.status,
+      headers
+    });
+  }
+}
 
 // node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
-init_codes_nbrm_zWY();
-init_getErrorShape_B5jPKHJ3();
-init_asyncGeneratorDelegate_JWx0LJUD();
-init_resolveResponse_2MBY36PP();
 import { IncomingMessage } from "node:http";
 function createBody(req, opts) {
   let source = req;
@@ -69251,11 +68956,11 @@ function internal_exceptionHandler(opts) {
     var _opts$onError;
     const { res, req } = opts;
     const error46 = getTRPCErrorFromUnknown(cause);
-    const config2 = opts.router._def._config;
+    const config3 = opts.router._def._config;
     const shape = run(() => {
       try {
         return getErrorShape({
-          config: config2,
+          config: config3,
           error: error46,
           type: "unknown",
           path: void 0,
@@ -69317,28 +69022,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path42) => {
-  path42 = path42.startsWith("/") ? path42.slice(1) : path42;
-  path42 = path42.endsWith("/") ? path42.slice(0, -1) : path42;
-  return path42;
+var trimSlashes = (path46) => {
+  path46 = path46.startsWith("/") ? path46.slice(1) : path46;
+  path46 = path46.endsWith("/") ? path46.slice(0, -1) : path46;
+  return path46;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path42 = "";
+    let path46 = "";
     run(async () => {
       const url2 = createURL(req);
-      path42 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path46 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path42
+        path: path46
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path42
+      path: path46
     }, opts)));
   };
 }
@@ -69346,15 +69051,413 @@ function createHTTPHandler(opts) {
   return createHandler(opts);
 }
 
-// engine/api/server.ts
-init_api2();
+// node_modules/@trpc/server/dist/initTRPC-DPoVGUwX.mjs
+var middlewareMarker = "middlewareMarker";
+function createMiddlewareFactory() {
+  function createMiddlewareInner(middlewares) {
+    return {
+      _middlewares: middlewares,
+      unstable_pipe(middlewareBuilderOrFn) {
+        const pipedMiddleware = "_middlewares" in middlewareBuilderOrFn ? middlewareBuilderOrFn._middlewares : [middlewareBuilderOrFn];
+        return createMiddlewareInner([...middlewares, ...pipedMiddleware]);
+      }
+    };
+  }
+  function createMiddleware(fn) {
+    return createMiddlewareInner([fn]);
+  }
+  return createMiddleware;
+}
+function createInputMiddleware(parse3) {
+  const inputMiddleware = async function inputValidatorMiddleware(opts) {
+    let parsedInput;
+    const rawInput = await opts.getRawInput();
+    try {
+      parsedInput = await parse3(rawInput);
+    } catch (cause) {
+      throw new TRPCError({
+        code: "BAD_REQUEST",
+        cause
+      });
+    }
+    const combinedInput = isObject3(opts.input) && isObject3(parsedInput) ? _objectSpread2(_objectSpread2({}, opts.input), parsedInput) : parsedInput;
+    return opts.next({ input: combinedInput });
+  };
+  inputMiddleware._type = "input";
+  return inputMiddleware;
+}
+function createErrorFormatterMiddleware(formatter, isDev) {
+  const errorMiddleware = async function errorFormatterMiddleware(opts) {
+    const tryFormat = (error46) => {
+      if (isFormattedErrorShape(error46)) return error46;
+      const shape = formatter({
+        error: error46,
+        type: opts.type,
+        path: opts.path,
+        input: opts.input,
+        ctx: opts.ctx,
+        shape: getDefaultErrorShape({
+          error: error46,
+          path: opts.path,
+          isDev
+        })
+      });
+      if (shape !== void 0) setFormattedErrorShape(error46, shape);
+      return error46;
+    };
+    const tryFormatThrown = (cause) => {
+      const formatted = tryFormat(getTRPCErrorFromUnknown(cause));
+      return isFormattedErrorShape(formatted) ? formatted : cause;
+    };
+    function wrapIterable(_x) {
+      return _wrapIterable.apply(this, arguments);
+    }
+    function _wrapIterable() {
+      _wrapIterable = _wrapAsyncGenerator(function* (iterable) {
+        try {
+          return yield* _asyncGeneratorDelegate(_asyncIterator(iterable));
+        } catch (cause) {
+          throw tryFormatThrown(cause);
+        }
+      });
+      return _wrapIterable.apply(this, arguments);
+    }
+    function wrapObservable(source) {
+      return observable((observer) => source.subscribe({
+        next: (value) => observer.next(value),
+        error: (cause) => observer.error(tryFormatThrown(cause)),
+        complete: () => observer.complete()
+      }));
+    }
+    const result = await opts.next();
+    if (!result.ok) {
+      tryFormat(result.error);
+      return result;
+    }
+    if (isAsyncIterable(result.data)) return _objectSpread2(_objectSpread2({}, result), {}, { data: wrapIterable(result.data) });
+    if (opts.type === "subscription" && isObservable(result.data)) return _objectSpread2(_objectSpread2({}, result), {}, { data: wrapObservable(result.data) });
+    return result;
+  };
+  errorMiddleware._type = "errors";
+  return errorMiddleware;
+}
+function createOutputMiddleware(parse3) {
+  const outputMiddleware = async function outputValidatorMiddleware({ next }) {
+    const result = await next();
+    if (!result.ok) return result;
+    try {
+      const data = await parse3(result.data);
+      return _objectSpread2(_objectSpread2({}, result), {}, { data });
+    } catch (cause) {
+      throw new TRPCError({
+        message: "Output validation failed",
+        code: "INTERNAL_SERVER_ERROR",
+        cause
+      });
+    }
+  };
+  outputMiddleware._type = "output";
+  return outputMiddleware;
+}
+var StandardSchemaV1Error = class extends Error {
+  /**
+  * Creates a schema error with useful information.
+  *
+  * @param issues The schema issues.
+  */
+  constructor(issues) {
+    var _issues$;
+    super((_issues$ = issues[0]) === null || _issues$ === void 0 ? void 0 : _issues$.message);
+    _defineProperty(this, "issues", void 0);
+    this.name = "SchemaError";
+    this.issues = issues;
+  }
+};
+function getParseFn(procedureParser) {
+  const parser = procedureParser;
+  const isStandardSchema = "~standard" in parser;
+  if (typeof parser === "function" && typeof parser.assert === "function") return parser.assert.bind(parser);
+  if (typeof parser === "function" && !isStandardSchema) return parser;
+  if (typeof parser.parseAsync === "function") {
+    if (typeof parser.parse !== "function") return parser.parseAsync.bind(parser);
+    const parse3 = parser.parse.bind(parser);
+    const parseAsync3 = parser.parseAsync.bind(parser);
+    let isAsync2 = false;
+    return (value) => {
+      if (!isAsync2) try {
+        return parse3(value);
+      } catch (cause) {
+        if (Array.isArray(cause === null || cause === void 0 ? void 0 : cause.issues)) throw cause;
+        isAsync2 = true;
+      }
+      return parseAsync3(value);
+    };
+  }
+  if (typeof parser.parse === "function") return parser.parse.bind(parser);
+  if (typeof parser.validateSync === "function") return parser.validateSync.bind(parser);
+  if (typeof parser.create === "function") return parser.create.bind(parser);
+  if (typeof parser.assert === "function") return (value) => {
+    parser.assert(value);
+    return value;
+  };
+  if (isStandardSchema) return async (value) => {
+    const result = await parser["~standard"].validate(value);
+    if (result.issues) throw new StandardSchemaV1Error(result.issues);
+    return result.value;
+  };
+  throw new Error("Could not find a validator fn");
+}
+var _globalThis$process;
+var _globalThis$process2;
+var _globalThis$process3;
+var isServerDefault = typeof window === "undefined" || "Deno" in window || ((_globalThis$process = globalThis.process) === null || _globalThis$process === void 0 || (_globalThis$process = _globalThis$process.env) === null || _globalThis$process === void 0 ? void 0 : _globalThis$process["NODE_ENV"]) === "test" || !!((_globalThis$process2 = globalThis.process) === null || _globalThis$process2 === void 0 || (_globalThis$process2 = _globalThis$process2.env) === null || _globalThis$process2 === void 0 ? void 0 : _globalThis$process2["JEST_WORKER_ID"]) || !!((_globalThis$process3 = globalThis.process) === null || _globalThis$process3 === void 0 || (_globalThis$process3 = _globalThis$process3.env) === null || _globalThis$process3 === void 0 ? void 0 : _globalThis$process3["VITEST_WORKER_ID"]);
+function isDevDefault() {
+  var _globalThis$process4;
+  return ((_globalThis$process4 = globalThis.process) === null || _globalThis$process4 === void 0 ? void 0 : _globalThis$process4.env["NODE_ENV"]) !== "production";
+}
+function _objectWithoutPropertiesLoose(r, e) {
+  if (null == r) return {};
+  var t2 = {};
+  for (var n2 in r) if ({}.hasOwnProperty.call(r, n2)) {
+    if (e.includes(n2)) continue;
+    t2[n2] = r[n2];
+  }
+  return t2;
+}
+function _objectWithoutProperties(e, t2) {
+  if (null == e) return {};
+  var o2, r, i2 = _objectWithoutPropertiesLoose(e, t2);
+  if (Object.getOwnPropertySymbols) {
+    var s = Object.getOwnPropertySymbols(e);
+    for (r = 0; r < s.length; r++) o2 = s[r], t2.includes(o2) || {}.propertyIsEnumerable.call(e, o2) && (i2[o2] = e[o2]);
+  }
+  return i2;
+}
+var _excluded = [
+  "middlewares",
+  "inputs",
+  "meta",
+  "config"
+];
+function createNewBuilder(def1, def2) {
+  var _def1$config;
+  const { middlewares = [], inputs, meta, config: config3 } = def2, rest = _objectWithoutProperties(def2, _excluded);
+  return createBuilder(_objectSpread2(_objectSpread2({}, mergeWithoutOverrides(def1, rest)), {}, {
+    config: (_def1$config = def1.config) !== null && _def1$config !== void 0 ? _def1$config : config3,
+    inputs: [...def1.inputs, ...inputs !== null && inputs !== void 0 ? inputs : []],
+    middlewares: [...def1.middlewares, ...middlewares],
+    meta: def1.meta && meta ? _objectSpread2(_objectSpread2({}, def1.meta), meta) : meta !== null && meta !== void 0 ? meta : def1.meta
+  }));
+}
+function createBuilder(initDef = {}) {
+  const _def = _objectSpread2({
+    procedure: true,
+    inputs: [],
+    middlewares: []
+  }, initDef);
+  return {
+    _def,
+    input(input) {
+      const parser = getParseFn(input);
+      return createNewBuilder(_def, {
+        inputs: [input],
+        middlewares: [createInputMiddleware(parser)]
+      });
+    },
+    output(output) {
+      const parser = getParseFn(output);
+      return createNewBuilder(_def, {
+        output,
+        middlewares: [createOutputMiddleware(parser)]
+      });
+    },
+    meta(meta) {
+      return createNewBuilder(_def, { meta });
+    },
+    errors(formatter) {
+      var _def$config$isDev, _def$config;
+      return createNewBuilder(_def, { middlewares: [createErrorFormatterMiddleware(formatter, (_def$config$isDev = (_def$config = _def.config) === null || _def$config === void 0 ? void 0 : _def$config.isDev) !== null && _def$config$isDev !== void 0 ? _def$config$isDev : isDevDefault())] });
+    },
+    use(middlewareBuilderOrFn) {
+      const middlewares = "_middlewares" in middlewareBuilderOrFn ? middlewareBuilderOrFn._middlewares : [middlewareBuilderOrFn];
+      return createNewBuilder(_def, { middlewares });
+    },
+    unstable_concat(builder) {
+      return createNewBuilder(_def, builder._def);
+    },
+    concat(builder) {
+      return createNewBuilder(_def, builder._def);
+    },
+    query(resolver) {
+      return createResolver(_objectSpread2(_objectSpread2({}, _def), {}, { type: "query" }), resolver);
+    },
+    mutation(resolver) {
+      return createResolver(_objectSpread2(_objectSpread2({}, _def), {}, { type: "mutation" }), resolver);
+    },
+    subscription(resolver) {
+      return createResolver(_objectSpread2(_objectSpread2({}, _def), {}, { type: "subscription" }), resolver);
+    },
+    experimental_caller(caller) {
+      return createNewBuilder(_def, { caller });
+    }
+  };
+}
+function createResolver(_defIn, resolver) {
+  const finalBuilder = createNewBuilder(_defIn, {
+    resolver,
+    middlewares: [async function resolveMiddleware(opts) {
+      const data = await resolver(opts);
+      return {
+        marker: middlewareMarker,
+        ok: true,
+        data,
+        ctx: opts.ctx
+      };
+    }]
+  });
+  const _def = _objectSpread2(_objectSpread2({}, finalBuilder._def), {}, {
+    type: _defIn.type,
+    experimental_caller: Boolean(finalBuilder._def.caller),
+    meta: finalBuilder._def.meta,
+    $types: null
+  });
+  const invoke = createProcedureCaller(finalBuilder._def);
+  const callerOverride = finalBuilder._def.caller;
+  if (!callerOverride) return invoke;
+  const callerWrapper = async (...args) => {
+    return await callerOverride({
+      args,
+      invoke,
+      _def
+    });
+  };
+  callerWrapper._def = _def;
+  return callerWrapper;
+}
+var codeblock = `
+This is a client-only function.
+If you want to call this function on the server, see https://trpc.io/docs/server/server-side-calls
+`.trim();
+async function callRecursive(index, _def, opts) {
+  try {
+    const middleware = _def.middlewares[index];
+    return await middleware(_objectSpread2(_objectSpread2({}, opts), {}, {
+      meta: _def.meta,
+      input: opts.input,
+      next(_nextOpts) {
+        var _nextOpts$getRawInput;
+        const nextOpts = _nextOpts;
+        return callRecursive(index + 1, _def, _objectSpread2(_objectSpread2({}, opts), {}, {
+          ctx: (nextOpts === null || nextOpts === void 0 ? void 0 : nextOpts.ctx) ? _objectSpread2(_objectSpread2({}, opts.ctx), nextOpts.ctx) : opts.ctx,
+          input: nextOpts && "input" in nextOpts ? nextOpts.input : opts.input,
+          getRawInput: (_nextOpts$getRawInput = nextOpts === null || nextOpts === void 0 ? void 0 : nextOpts.getRawInput) !== null && _nextOpts$getRawInput !== void 0 ? _nextOpts$getRawInput : opts.getRawInput
+        }));
+      }
+    }));
+  } catch (cause) {
+    return {
+      ok: false,
+      error: getTRPCErrorFromUnknown(cause),
+      marker: middlewareMarker
+    };
+  }
+}
+function createProcedureCaller(_def) {
+  async function procedure(opts) {
+    if (!opts || !("getRawInput" in opts)) throw new Error(codeblock);
+    const result = await callRecursive(0, _def, opts);
+    if (!result) throw new TRPCError({
+      code: "INTERNAL_SERVER_ERROR",
+      message: "No result from middlewares - did you forget to `return next()`?"
+    });
+    if (!result.ok) throw result.error;
+    return result.data;
+  }
+  procedure._def = _def;
+  procedure.procedure = true;
+  procedure.meta = _def.meta;
+  return procedure;
+}
+var initTRPC = new class TRPCBuilder {
+  /**
+  * Sets the type of the context every procedure gets. Pass the type, or
+  * the type of your `createContext` function.
+  * @see https://trpc.io/docs/server/context#defining-the-context-type
+  */
+  context() {
+    return new TRPCBuilder();
+  }
+  /**
+  * Sets the type of the metadata procedures can set with `.meta()`.
+  * @see https://trpc.io/docs/server/metadata
+  */
+  meta() {
+    return new TRPCBuilder();
+  }
+  /**
+  * Creates the root object, which holds the builders for your procedures,
+  * middlewares and routers.
+  * @see https://trpc.io/docs/server/routers#initialize-trpc
+  */
+  create(opts) {
+    var _opts$transformer, _opts$isDev, _opts$allowOutsideOfS, _opts$errorFormatter, _opts$isServer;
+    const config3 = _objectSpread2(_objectSpread2({}, opts), {}, {
+      transformer: getDataTransformer((_opts$transformer = opts === null || opts === void 0 ? void 0 : opts.transformer) !== null && _opts$transformer !== void 0 ? _opts$transformer : defaultTransformer),
+      isDev: (_opts$isDev = opts === null || opts === void 0 ? void 0 : opts.isDev) !== null && _opts$isDev !== void 0 ? _opts$isDev : isDevDefault(),
+      allowOutsideOfServer: (_opts$allowOutsideOfS = opts === null || opts === void 0 ? void 0 : opts.allowOutsideOfServer) !== null && _opts$allowOutsideOfS !== void 0 ? _opts$allowOutsideOfS : false,
+      errorFormatter: (_opts$errorFormatter = opts === null || opts === void 0 ? void 0 : opts.errorFormatter) !== null && _opts$errorFormatter !== void 0 ? _opts$errorFormatter : defaultFormatter,
+      isServer: (_opts$isServer = opts === null || opts === void 0 ? void 0 : opts.isServer) !== null && _opts$isServer !== void 0 ? _opts$isServer : isServerDefault,
+      pathSeparator: resolvePathSeparator(opts === null || opts === void 0 ? void 0 : opts.pathSeparator),
+      /**
+      * These are just types, they can't be used at runtime
+      * @internal
+      */
+      $types: null
+    });
+    var _opts$isServer2;
+    if (!((_opts$isServer2 = opts === null || opts === void 0 ? void 0 : opts.isServer) !== null && _opts$isServer2 !== void 0 ? _opts$isServer2 : isServerDefault) && (opts === null || opts === void 0 ? void 0 : opts.allowOutsideOfServer) !== true) throw new Error(`You're trying to use @trpc/server in a non-server environment. This is not supported by default.`);
+    return {
+      /**
+      * Your router config
+      * @internal
+      */
+      _config: config3,
+      /**
+      * Builder object for creating procedures
+      * @see https://trpc.io/docs/server/procedures
+      */
+      procedure: createBuilder({
+        meta: opts === null || opts === void 0 ? void 0 : opts.defaultMeta,
+        config: config3
+      }),
+      /**
+      * Create reusable middlewares
+      * @see https://trpc.io/docs/server/middlewares
+      */
+      middleware: createMiddlewareFactory(),
+      /**
+      * Create a router
+      * @see https://trpc.io/docs/server/routers
+      */
+      router: createRouterFactory(config3),
+      /**
+      * Merge Routers
+      * @see https://trpc.io/docs/server/merging-routers
+      */
+      mergeRouters,
+      /**
+      * Create a server-side caller for a router
+      * @see https://trpc.io/docs/server/server-side-calls
+      */
+      createCallerFactory: createCallerFactory()
+    };
+  }
+}();
 
 // engine/api/router.ts
-init_dist();
 init_zod();
-init_api2();
-import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync13 } from "node:fs";
-import path33 from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync7, readFileSync as readFileSync15 } from "node:fs";
+import path35 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -69377,9 +69480,6 @@ var Grade = external_exports.object({
   builtRate: external_exports.number(),
   honestRate: external_exports.number()
 });
-
-// engine/api/router.ts
-init_permission();
 
 // engine/hardware/summary.ts
 init_detect();
@@ -69404,990 +69504,19 @@ function hardwareSummary() {
 
 // engine/api/router.ts
 init_target();
-
-// shared/fit.ts
-init_zod();
-var PlannedDevice = external_exports.object({
-  name: external_exports.string(),
-  /** What the plan may use there: free memory minus nothing (the margin is part of plannedBytes' headroom). */
-  budgetBytes: external_exports.number().int().nonnegative(),
-  /** Weights + KV/recurrent state + compute buffers + driver overhead placed there. */
-  plannedBytes: external_exports.number().int().nonnegative(),
-  /** The parts of plannedBytes (for the wizard's memory chart). */
-  breakdown: external_exports.object({
-    weightsBytes: external_exports.number().int().nonnegative(),
-    kvBytes: external_exports.number().int().nonnegative(),
-    computeBytes: external_exports.number().int().nonnegative(),
-    overheadBytes: external_exports.number().int().nonnegative(),
-    marginBytes: external_exports.number().int().nonnegative()
-  }).optional()
-});
-var Placement = external_exports.enum(["gpu", "moe-offload", "partial", "cpu"]);
-var FitPick = external_exports.object({
-  /** Catalog id, Hub repo or local file. */
-  model: external_exports.string(),
-  quant: external_exports.string().nullable(),
-  runtime: external_exports.enum(["llama.cpp", "vllm", "sglang"]),
-  slots: external_exports.number().int().positive(),
-  ctxPerSlot: external_exports.number().int().positive(),
-  /** "verified": a target of this model passed the tool-call round trip on this machine; otherwise "unverified". */
-  toolCalling: external_exports.enum(["verified", "unverified"]),
-  devices: external_exports.array(PlannedDevice).min(1),
-  /** The exact launch command, with the key elided. */
-  command: external_exports.string(),
-  /** How the weights are placed, and the plain reason for this choice. */
-  placement: Placement,
-  reason: external_exports.string(),
-  /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
-  replicas: external_exports.number().int().positive().optional()
-});
-var FitHardware = external_exports.object({
-  gpus: external_exports.array(external_exports.object({ name: external_exports.string(), vendor: external_exports.string(), totalBytes: external_exports.number(), freeBytes: external_exports.number().nullable(), unified: external_exports.boolean().optional() })),
-  ramTotalBytes: external_exports.number(),
-  ramFreeBytes: external_exports.number(),
-  cpu: external_exports.string(),
-  /** What the llama.cpp runtime itself sees (null when no binary was found: the plan assumes a matching build). */
-  runtimeDevices: external_exports.array(external_exports.string()).nullable(),
-  /** GPUs detected but not usable by the runtime, and other notes a person should read. */
-  notes: external_exports.array(external_exports.string())
-});
-var FitResult = external_exports.object({
-  hardware: FitHardware,
-  pick: FitPick.nullable(),
-  alternatives: external_exports.array(FitPick),
-  /** Null with a pick; otherwise what to change (fewer slots, a smaller model, an API provider). */
-  problem: external_exports.string().nullable()
-});
-var FitInput = external_exports.object({
-  model: external_exports.string().min(1).optional(),
-  slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
-  minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(1048576).optional()
-});
-var CatalogView = external_exports.object({
-  id: external_exports.string(),
-  name: external_exports.string(),
-  repo: external_exports.string(),
-  source: external_exports.string(),
-  released: external_exports.string(),
-  license: external_exports.string(),
-  contextLength: external_exports.number(),
-  totalParamsB: external_exports.number(),
-  activeParamsB: external_exports.number(),
-  quants: external_exports.array(external_exports.object({ quant: external_exports.string(), bytes: external_exports.number(), sizeNote: external_exports.string().nullable() })),
-  toolCalling: external_exports.object({ status: external_exports.enum(["verified", "unverified"]), template: external_exports.string(), note: external_exports.string() }),
-  unverified: external_exports.array(external_exports.string()),
-  /** The engine's fit on this machine: null when nothing fits. */
-  fit: external_exports.object({ quant: external_exports.string(), placement: Placement, slots: external_exports.number(), ctxPerSlot: external_exports.number(), reason: external_exports.string() }).nullable(),
-  fitProblem: external_exports.string().nullable()
-});
-
-// shared/setup.ts
-init_zod();
-init_target();
-var Url = external_exports.string().trim().min(1, "a server URL is required, like http://127.0.0.1:8080/v1").url("a server URL like http://127.0.0.1:8080/v1 (http or https)");
-var TargetId = external_exports.string().trim().regex(/^[a-z0-9][a-z0-9._-]{0,79}$/, "a target id of lowercase letters, digits, '.', '_' or '-' (at most 80)");
-var Common = {
-  /** Name of the environment variable (in the engine's environment) that holds the key; never the key itself. */
-  apiKeyEnv: EnvVarName.optional(),
-  slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
-  /** Target id; default derived from the model and port. */
-  id: TargetId.optional(),
-  /** Make an underpowered target (reachable, but it failed the coding task or the tool call) active anyway. */
-  acceptUnderpowered: external_exports.boolean().default(false),
-  /** The person's choice: save (and use) it without running verify. Recorded as unverified. */
-  unverified: external_exports.boolean().default(false)
-};
-var SetupCaptureInput = external_exports.object({
-  url: Url,
-  /** The served model to capture (default: the first the server lists). */
-  model: external_exports.string().trim().min(1).optional(),
-  /** Context each slot must have (checked against what the server reports). */
-  ctx: external_exports.number().int().min(1024, "the context per slot must be \u2265 1024 tokens").optional(),
-  ...Common
-});
-var SetupProviderInput = external_exports.object({
-  url: Url,
-  model: external_exports.string().trim().min(1, "the provider's model id is required"),
-  apiKeyEnv: EnvVarName,
-  slots: Common.slots,
-  id: Common.id,
-  acceptUnderpowered: Common.acceptUnderpowered,
-  unverified: Common.unverified
-});
-var SetupOutcome = external_exports.object({
-  /** "unverified": saved by the person's choice without checks. */
-  outcome: external_exports.enum(["built", "underpowered", "cannot-build", "unverified"]),
-  /** Whether a target was written (cannot-build saves nothing). */
-  saved: external_exports.boolean(),
-  active: external_exports.boolean(),
-  /** The target as saved, or as it would have been (cannot-build). */
-  target: Target,
-  checks: external_exports.array(TargetCheck),
-  summary: external_exports.string(),
-  /** What the server itself reported (engine, per-slot context, slots). */
-  observed: external_exports.object({ engine: external_exports.string(), totalSlots: external_exports.number().nullable(), perSlotCtx: external_exports.number().nullable() }).nullable(),
-  ms: external_exports.number()
-});
-
-// engine/serving/setup-api.ts
-init_setup2();
-init_detect();
-
-// engine/models/catalog.ts
-var GB = 1e9;
-var CATALOG = [
-  {
-    id: "qwen3.6-27b",
-    name: "Qwen3.6-27B",
-    repo: "unsloth/Qwen3.6-27B-GGUF",
-    source: "https://huggingface.co/Qwen/Qwen3.6-27B (model card: 64 layers = 16 \xD7 (3 Gated DeltaNet + 1 gated attention), attention 24 Q / 4 KV heads \xD7 256, DeltaNet 48 V / 16 QK heads \xD7 128, hidden 5120, vocab 248320, 262,144 context)",
-    released: "2026-04",
-    license: "apache-2.0",
-    contextLength: 262144,
-    totalParamsB: 27.8,
-    activeParamsB: 27.8,
-    sweBenchVerified: 77.2,
-    spec: { arch: "qwen35", nLayer: 64, nEmbd: 5120, nVocab: 248320, attnInterval: 4, nHead: 24, nHeadKv: 4, headDim: 256, recurrent: { inner: 6144, groups: 16, state: 128, conv: 4 } },
-    quants: [
-      { quant: "Q8_0", bytes: 29.5 * GB, bits: 8.5, sizeNote: "derived: 27.78 B params \xD7 8.5 bpw" },
-      { quant: "Q6_K", bytes: 22.8 * GB, bits: 6.56, sizeNote: "derived: 27.78 B params \xD7 6.56 bpw" },
-      { quant: "Q4_K_M", bytes: 16.9 * GB, bits: 4.85, sizeNote: "derived: 27.78 B params \xD7 4.85 bpw" },
-      { quant: "IQ4_XS", bytes: 15.1 * GB, bits: 4.25, sizeNote: null }
-    ],
-    toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "the unsloth card reports fixed nested-object tool-call parsing and the developer role OpenCode sends" },
-    unverified: ["quant sizes other than IQ4_XS (15.1 GB, from a community quant card) are derived from the parameter count", "repo name unsloth/Qwen3.6-27B-GGUF (an unsloth card mirror was seen)", "release month"],
-    autoPick: true,
-    notes: "dense hybrid: only 16 of 64 layers hold KV, so long contexts are cheap; the maker's top SWE-bench score in this catalog"
-  },
-  {
-    id: "qwen3.5-397b-a17b",
-    name: "Qwen3.5-397B-A17B",
-    repo: "bartowski/Qwen_Qwen3.5-397B-A17B-GGUF",
-    source: "https://huggingface.co/Qwen/Qwen3.5-397B-A17B (60 layers = 15 \xD7 (3 DeltaNet + 1 attention), hidden 4096, 512 experts 10+1 active, attention 32 Q / 2 KV \xD7 256, DeltaNet 64 V / 16 QK \xD7 128); sizes from bartowski's quant table",
-    released: "2026-02",
-    license: "apache-2.0",
-    contextLength: 262144,
-    totalParamsB: 397,
-    activeParamsB: 17,
-    sweBenchVerified: 76.2,
-    spec: { arch: "qwen35moe", nLayer: 60, nEmbd: 4096, nVocab: 248320, attnInterval: 4, nHead: 32, nHeadKv: 2, headDim: 256, recurrent: { inner: 8192, groups: 16, state: 128, conv: 4 }, moe: { experts: 512, used: 10, expertShare: 0.97 } },
-    quants: [
-      { quant: "Q8_0", bytes: 421.58 * GB, bits: 8.5, sizeNote: null },
-      { quant: "Q6_K", bytes: 342.27 * GB, bits: 6.56, sizeNote: null },
-      { quant: "Q5_K_M", bytes: 283.26 * GB, bits: 5.5, sizeNote: null },
-      { quant: "Q4_1", bytes: 249.1 * GB, bits: 4.5, sizeNote: null }
-    ],
-    toolCalling: { status: "unverified", template: "the GGUF's Qwen3.5 Jinja template (--jinja)", note: "a community 4-bit MLX build reports 26/30 on ToolCall-15" },
-    unverified: ["expert share 0.97 derived from 512 experts \xD7 3 \xD7 4096 \xD7 1024 \xD7 60 layers"],
-    autoPick: true,
-    notes: "flagship MoE for multi-GPU servers; vLLM/SGLang with FP8 serve it faster than llama.cpp"
-  },
-  {
-    id: "qwen3.6-35b-a3b",
-    name: "Qwen3.6-35B-A3B",
-    repo: "unsloth/Qwen3.6-35B-A3B-GGUF",
-    source: "https://huggingface.co/Qwen/Qwen3.6-35B-A3B (40 layers = 10 \xD7 (3 DeltaNet + 1 attention), hidden 2048, 256 experts 8+1 active, attention 16 Q / 2 KV \xD7 256, DeltaNet 32 V / 16 QK \xD7 128, 262,144 context); sizes from the APEX comparison table of unsloth quants",
-    released: "2026-04-16",
-    license: "apache-2.0",
-    contextLength: 262144,
-    totalParamsB: 35,
-    activeParamsB: 3,
-    sweBenchVerified: 73.4,
-    spec: { arch: "qwen35moe", nLayer: 40, nEmbd: 2048, nVocab: 248320, attnInterval: 4, nHead: 16, nHeadKv: 2, headDim: 256, recurrent: { inner: 4096, groups: 16, state: 128, conv: 4 }, moe: { experts: 256, used: 8, expertShare: 0.92 } },
-    quants: [
-      { quant: "Q8_0", bytes: 35 * GB, bits: 8.5, sizeNote: "rounded to 1 GB in the source" },
-      { quant: "UD-Q5_K_XL", bytes: 25 * GB, bits: 5.5, sizeNote: "rounded to 1 GB in the source" },
-      { quant: "UD-Q4_K_M", bytes: 21 * GB, bits: 4.85, sizeNote: "rounded to 1 GB in the source" },
-      { quant: "UD-Q3_K_M", bytes: 16 * GB, bits: 3.9, sizeNote: "rounded to 1 GB in the source" }
-    ],
-    toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "unsloth shows tool calling in its Studio; not yet round-tripped by ocw" },
-    unverified: ["expert share 0.92 derived from 256 experts \xD7 3 \xD7 2048 \xD7 512 \xD7 40 layers"],
-    autoPick: true,
-    notes: "3B active: fast with experts in RAM (--n-cpu-moe) on 8\u201316 GB GPUs and usable on CPU"
-  },
-  {
-    id: "qwen3-coder-next",
-    name: "Qwen3-Coder-Next (80B-A3B)",
-    repo: "unsloth/Qwen3-Coder-Next-GGUF",
-    source: "https://huggingface.co/Qwen/Qwen3-Coder-Next (qwen3next: 48 layers, 36 linear + 12 full attention, hidden 2048, 512 experts 10+1 active, 262,144 context; Q4_K_M 48.5e9 B per steampunque's quant card)",
-    released: "2026-02",
-    license: "apache-2.0",
-    contextLength: 262144,
-    totalParamsB: 79.7,
-    activeParamsB: 3,
-    sweBenchVerified: 70.6,
-    spec: { arch: "qwen3next", nLayer: 48, nEmbd: 2048, nVocab: 151936, attnInterval: 4, nHead: 16, nHeadKv: 2, headDim: 256, recurrent: { inner: 4096, groups: 16, state: 128, conv: 4 }, moe: { experts: 512, used: 10, expertShare: 0.97 } },
-    quants: [
-      { quant: "Q8_0", bytes: 84.8 * GB, bits: 8.5, sizeNote: "the Qwen3-Next-80B Q8_0 size (same shape)" },
-      { quant: "Q4_K_M", bytes: 48.5 * GB, bits: 4.85, sizeNote: null }
-    ],
-    toolCalling: { status: "unverified", template: "the GGUF's Qwen3-Coder Jinja template (--jinja), XML tool calls", note: "LM Studio lists tool use; lmstudio-bug-tracker#1071 reports wrong streamed tool-call XML for Qwen3-Coder there" },
-    unverified: ["attention heads (16 Q / 2 KV \xD7 256) and DeltaNet heads taken from Qwen3-Next-80B", "vocab 151936 from Qwen3-Next", "repo name"],
-    autoPick: true,
-    notes: "coding-specialised MoE; experts to RAM with 48+ GB system memory"
-  },
-  {
-    id: "devstral-small-2",
-    name: "Devstral-Small-2-24B-Instruct-2512",
-    repo: "unsloth/Devstral-Small-2-24B-Instruct-2512-GGUF",
-    source: "https://huggingface.co/mistralai/Devstral-Small-2-24B-Instruct-2512 (dense, 40 layers, hidden 5120, 32 Q / 8 KV heads, vocab 131072, 256k context); Q4_K_M 14.33 GB / Q5_K_M 16.76 GB per a llama.cpp recipe",
-    released: "2025-12",
-    license: "apache-2.0",
-    contextLength: 262144,
-    totalParamsB: 23.6,
-    activeParamsB: 23.6,
-    sweBenchVerified: 68,
-    spec: { arch: "mistral3", nLayer: 40, nEmbd: 5120, nVocab: 131072, attnInterval: 1, nHead: 32, nHeadKv: 8, headDim: 128 },
-    quants: [
-      { quant: "Q8_0", bytes: 25 * GB, bits: 8.5, sizeNote: "derived: 23.57 B params \xD7 8.5 bpw" },
-      { quant: "Q5_K_M", bytes: 16.76 * GB, bits: 5.5, sizeNote: null },
-      { quant: "Q4_K_M", bytes: 14.33 * GB, bits: 4.85, sizeNote: null }
-    ],
-    toolCalling: { status: "unverified", template: "Mistral tool-call template (--jinja); needs llama.cpp with PR #17945", note: "tuned for agentic coding tools (Mistral Vibe, OpenHands)" },
-    unverified: ["head dim 128 (5120 / 40 would be 128 for 40 heads; the card gives 32 heads)", "Q8_0 size derived", "repo name"],
-    autoPick: true,
-    notes: "dense 24B: all of it must sit on the GPU to be fast; carries a vision tower (not loaded: --no-mmproj)"
-  },
-  {
-    id: "gpt-oss-120b",
-    name: "gpt-oss-120b",
-    repo: "ggml-org/gpt-oss-120b-GGUF",
-    source: "https://huggingface.co/openai/gpt-oss-120b (36 layers, 128 experts 4 active, hidden 2880, head dim 64, 131,072 context, alternating 128-token sliding window); MXFP4 GGUF \u2248 60 GB in 3 shards",
-    released: "2025-08-05",
-    license: "apache-2.0",
-    contextLength: 131072,
-    totalParamsB: 117,
-    activeParamsB: 5.1,
-    sweBenchVerified: 62.4,
-    spec: { arch: "gpt-oss", nLayer: 36, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 128, used: 4, expertShare: 0.95 } },
-    quants: [{ quant: "MXFP4", bytes: 60 * GB, bits: 4.25, sizeNote: "\u2248 60 GB per a deployment guide" }],
-    toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "llama.cpp parses harmony channels; reasoning effort set in the system prompt" },
-    unverified: ["KV heads 8 and vocab 201088 from memory of the config, not re-read", "file size \u2248 60 GB", "SWE-bench figure"],
-    autoPick: true,
-    notes: "MXFP4 experts; all experts on CPU (--n-cpu-moe 36) leaves \u2248 5 GB on the GPU"
-  },
-  {
-    id: "gpt-oss-20b",
-    name: "gpt-oss-20b",
-    repo: "ggml-org/gpt-oss-20b-GGUF",
-    source: "https://huggingface.co/openai/gpt-oss-20b (24 layers, 32 experts 4 active, hidden 2880, head dim 64, 131,072 context, alternating 128-token sliding window)",
-    released: "2025-08-05",
-    license: "apache-2.0",
-    contextLength: 131072,
-    totalParamsB: 21,
-    activeParamsB: 3.6,
-    sweBenchVerified: 60.7,
-    spec: { arch: "gpt-oss", nLayer: 24, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 32, used: 4, expertShare: 0.91 } },
-    quants: [{ quant: "MXFP4", bytes: 12.13 * GB, bits: 4.25, sizeNote: null }],
-    toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "small and fast; weaker at long multi-step edits" },
-    unverified: ["KV heads 8 and vocab 201088 from memory of the config", "SWE-bench figure"],
-    autoPick: true,
-    notes: "the small tier: fits 16 GB GPUs whole, 8 GB GPUs with experts in RAM, and runs on CPUs"
-  },
-  {
-    id: "glm-4.7-flash",
-    name: "GLM-4.7-Flash (30B-A3B)",
-    repo: "bartowski/zai-org_GLM-4.7-Flash-GGUF",
-    source: "https://huggingface.co/zai-org/GLM-4.7-Flash (MoE with MLA, served by llama.cpp's deepseek2 path: 47 layers, 64 routed + 1 shared experts, 4 active, latent KV 576 per layer); sizes from bartowski's quant table",
-    released: "2026-01",
-    license: "mit",
-    contextLength: 202752,
-    totalParamsB: 30,
-    activeParamsB: 3,
-    sweBenchVerified: null,
-    spec: { arch: "deepseek2", nLayer: 47, nEmbd: 2048, nVocab: 154880, attnInterval: 1, nHead: 20, nHeadKv: 1, headDim: 576, mla: 576, moe: { experts: 64, used: 4, expertShare: 0.9 } },
-    quants: [
-      { quant: "Q8_0", bytes: 31.84 * GB, bits: 8.5, sizeNote: null },
-      { quant: "Q6_K", bytes: 24.83 * GB, bits: 6.56, sizeNote: null },
-      { quant: "Q5_K_M", bytes: 21.57 * GB, bits: 5.5, sizeNote: null },
-      { quant: "Q4_K_M", bytes: 18.47 * GB, bits: 4.85, sizeNote: null }
-    ],
-    toolCalling: { status: "unverified", template: "the GGUF's GLM-4.7 Jinja template (--jinja)", note: "bartowski suggests --flash-attn off for speed" },
-    unverified: ["context length (one quant card says 32,768; 202,752 assumed from the GLM-4.x family)", "hidden size, heads and vocab", "SWE-bench score"],
-    autoPick: false,
-    notes: "listed for choice only: its context length and shape could not be confirmed"
-  }
-];
-function findCatalog(idOrRepo) {
-  const k = idOrRepo.toLowerCase().replace(/^hf:/, "").replace(/:.*$/, "");
-  return CATALOG.find((e) => e.id === k || e.repo.toLowerCase() === k || e.name.toLowerCase() === k);
-}
-function catalogHparams(e) {
-  const s = e.spec;
-  const n2 = s.nLayer;
-  const isAttn = (il) => s.attnInterval <= 1 || (il + 1) % s.attnInterval === 0;
-  const isSwa = Array.from({ length: n2 }, (_, il) => !!s.swa && isAttn(il) && il % s.swa.pattern < s.swa.pattern - 1);
-  const kvLayer = Array.from({ length: n2 }, (_, il) => isAttn(il));
-  const rsLayer = Array.from({ length: n2 }, (_, il) => !!s.recurrent && !isAttn(il));
-  const r = s.recurrent;
-  return {
-    arch: s.arch,
-    name: e.name,
-    nLayerAll: n2,
-    nLayerNextn: 0,
-    nLayer: n2,
-    nCtxTrain: e.contextLength,
-    nEmbd: s.nEmbd,
-    nVocab: s.nVocab,
-    nHead: kvLayer.map((a2) => a2 ? s.nHead : 0),
-    nHeadKv: kvLayer.map((a2) => a2 ? s.mla ? 1 : s.nHeadKv : 0),
-    nFf: new Array(n2).fill(0),
-    headK: s.mla ?? s.headDim,
-    headV: s.mla ? 0 : s.headDim,
-    headKSwa: s.headDim,
-    headVSwa: s.headDim,
-    isMla: !!s.mla,
-    swaType: s.swa ? "standard" : "none",
-    nSwa: s.swa?.window ?? 0,
-    isSwa,
-    isRecr: rsLayer,
-    kvLayer,
-    rsLayer,
-    nEmbdR: r ? (r.conv - 1) * (r.inner + 2 * r.groups * r.state) : 0,
-    nEmbdS: r ? r.state * r.inner : 0,
-    kind: r ? "hybrid" : "attention",
-    caveats: ["weights spread from the catalog's file size (no tensor table before download)"]
-  };
-}
-function catalogTensors(e, q) {
-  const s = e.spec;
-  const bytesPerParam = q.bytes / (e.totalParamsB * 1e9);
-  const embd = Math.round(s.nVocab * s.nEmbd * bytesPerParam);
-  const perLayer2 = Math.max(0, (q.bytes - 2 * embd) / s.nLayer);
-  const share2 = s.moe?.expertShare ?? 0;
-  const t2 = (name, bytes) => ({ name, shape: [], type: 0, offset: 0, bytes: Math.round(bytes) });
-  const out = [t2("token_embd.weight", embd), t2("output.weight", embd)];
-  for (let il = 0; il < s.nLayer; il++) {
-    out.push(t2(`blk.${il}.attn_shared.weight`, perLayer2 * (1 - share2)));
-    if (share2 > 0) out.push(t2(`blk.${il}.ffn_up_exps.weight`, perLayer2 * share2));
-  }
-  return out;
-}
-
-// engine/models/plan.ts
-init_estimate();
-var DEFAULT_MIN_CTX = 32768;
-var MARGIN = 1024 * MiB2;
-function ctxLadder2(min, max) {
-  const out = /* @__PURE__ */ new Set([pad(min, 256)]);
-  for (let c3 = 1024; c3 <= max; c3 *= 2) if (c3 >= min) out.add(c3);
-  if (max >= min) out.add(pad(max, 256) > max ? Math.floor(max / 256) * 256 : max);
-  return [...out].filter((c3) => c3 >= min && c3 <= Math.max(max, min)).sort((a2, b) => b - a2);
-}
-function fits(e, gpus, hostFree) {
-  for (const d of e.perDevice) {
-    const free = d.kind === "cpu" ? hostFree : gpus.find((g) => g.id === d.device)?.freeBytes ?? 0;
-    if (d.totalBytes + MARGIN > free) return false;
-  }
-  return true;
-}
-function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial", "cpu"]) {
-  const h3 = m.hparams;
-  if (minCtx > h3.nCtxTrain) return null;
-  const maxCtx = Math.min(h3.nCtxTrain, 131072);
-  const ladder = ctxLadder2(minCtx, maxCtx);
-  const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes);
-  const all = h3.nLayerAll + 1;
-  const est = (ctx, ct, g, ngl, nCpuMoe) => estimate(h3, m.tensors, {
-    ctx: ctx * slots,
-    parallel: slots,
-    kvUnified: slots > 1,
-    cacheTypeK: ct,
-    cacheTypeV: ct,
-    flashAttn: "on",
-    nGpuLayers: g.length ? ngl : 0,
-    gpus: g,
-    nCpuMoe,
-    tensorSplit: g.length > 1 ? g.map((x) => x.freeBytes / MiB2) : void 0
-  });
-  const bestCtx = (g, ngl, nCpuMoe) => {
-    for (const ctx of ladder) for (const ct of ["f16", "q8_0"]) {
-      const e2 = est(ctx, ct, g, ngl, nCpuMoe);
-      if (fits(e2, g, dev.hostFreeBytes)) return { ctx, ct, e: e2 };
-    }
-    const e = est(ladder.at(-1), "q4_0", g, ngl, nCpuMoe);
-    return fits(e, g, dev.hostFreeBytes) ? { ctx: ladder.at(-1), ct: "q4_0", e } : null;
-  };
-  let minCt = "q8_0";
-  const fitsMin = (g, ngl, nCpuMoe) => fits(est(ladder.at(-1), minCt, g, ngl, nCpuMoe), g, dev.hostFreeBytes);
-  const mk = (placement, g, ngl, nCpuMoe, r) => ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e });
-  if (gpus.length) {
-    if (allow.includes("gpu")) {
-      for (let k = 1; k <= gpus.length; k++) {
-        const g = gpus.slice(0, k);
-        const r = bestCtx(g, all, 0);
-        if (r) return mk("gpu", g, all, 0, r);
-      }
-    }
-    if (allow.includes("moe-offload") && m.isMoe) {
-      let lo = 1;
-      let hi = h3.nLayer;
-      minCt = fitsMin(gpus, all, hi) ? "q8_0" : "q4_0";
-      if (fitsMin(gpus, all, hi)) {
-        while (lo < hi) {
-          const mid = lo + hi >> 1;
-          if (fitsMin(gpus, all, mid)) hi = mid;
-          else lo = mid + 1;
-        }
-        const r = bestCtx(gpus, all, lo);
-        if (r) return mk("moe-offload", gpus, all, lo, r);
-      }
-    }
-    if (allow.includes("partial")) {
-      let lo = 1;
-      let hi = all - 1;
-      minCt = "q8_0";
-      if (!fitsMin(gpus, lo, 0)) minCt = "q4_0";
-      if (hi >= 1 && fitsMin(gpus, lo, 0)) {
-        while (lo < hi) {
-          const mid = lo + hi + 1 >> 1;
-          if (fitsMin(gpus, mid, 0)) lo = mid;
-          else hi = mid - 1;
-        }
-        const r = bestCtx(gpus, lo, 0);
-        if (r) return mk("partial", gpus, lo, 0, r);
-      }
-    }
-  }
-  if (allow.includes("cpu") && !gpus.length) {
-    const r = bestCtx([], 0, 0);
-    if (r) return mk("cpu", [], 0, 0, r);
-  }
-  return null;
-}
-function toPick(m, p, dev, slots, toolVerified) {
-  const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes).slice(0, p.gpusUsed);
-  const e = p.estimate;
-  const devices = [];
-  for (const g of gpus) {
-    const d = e.perDevice.find((x) => x.device === g.id);
-    devices.push({
-      name: `${g.runtimeId} ${g.name}`,
-      budgetBytes: Math.round(g.freeBytes),
-      plannedBytes: Math.round(d.totalBytes),
-      breakdown: { weightsBytes: Math.round(d.weightsBytes ?? 0), kvBytes: Math.round(d.kvBytes + d.recurrentBytes), computeBytes: Math.round(d.computeBytes + d.outputBytes), overheadBytes: Math.round(d.overheadBytes), marginBytes: MARGIN }
-    });
-  }
-  const host = e.perDevice.find((x) => x.kind === "cpu");
-  if (p.placement !== "gpu") {
-    devices.push({
-      name: "cpu",
-      budgetBytes: Math.round(dev.hostFreeBytes),
-      plannedBytes: Math.round(host.totalBytes),
-      breakdown: { weightsBytes: Math.round(host.weightsBytes ?? 0), kvBytes: Math.round(host.kvBytes + host.recurrentBytes), computeBytes: Math.round(host.computeBytes + host.outputBytes), overheadBytes: 0, marginBytes: MARGIN }
-    });
-  }
-  const ctxPerSlot = p.ctxPerSlot;
-  const args = [
-    ...m.modelArgs,
-    "--host",
-    "127.0.0.1",
-    "--port",
-    "8080",
-    "-c",
-    String(e.nCtx),
-    "-np",
-    String(slots),
-    ...slots > 1 ? ["--kv-unified"] : [],
-    ...p.cacheType !== "f16" ? ["-ctk", p.cacheType, "-ctv", p.cacheType] : [],
-    "-fa",
-    "on",
-    ...gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", gpus.map((g) => g.runtimeId).join(",")] : ["-ngl", "0"],
-    ...p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : [],
-    ...gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB2))).join(",")] : [],
-    "--jinja",
-    "--no-mmproj"
-  ];
-  const gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
-  const where = p.placement === "gpu" ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)` : p.placement === "moe-offload" ? `attention and ${h2(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)` : p.placement === "partial" ? `${p.nGpuLayers}/${h2(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)` : "CPU only";
-  const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : void 0;
-  return {
-    model: m.model,
-    quant: m.quant,
-    runtime: "llama.cpp",
-    slots,
-    ctxPerSlot,
-    toolCalling: toolVerified ? "verified" : "unverified",
-    devices,
-    command: `LLAMA_API_KEY=\u2026 llama-server ${args.join(" ")}`,
-    placement: p.placement,
-    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
-    ...replicas ? { replicas } : {}
-  };
-}
-var h2 = (m) => m.hparams;
-function catalogModel(e, quant) {
-  const q = e.quants.find((x) => x.quant === quant);
-  if (!q) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
-  return {
-    model: e.id,
-    quant: q.quant,
-    hparams: catalogHparams(e),
-    tensors: catalogTensors(e, q),
-    fileBytes: q.bytes,
-    isMoe: !!e.spec.moe,
-    modelArgs: ["-hf", `${e.repo}:${q.quant}`]
-  };
-}
-function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG) {
-  const entries = catalog.filter((e) => e.autoPick);
-  const good = (e) => e.quants.filter((q) => q.bits >= 4);
-  const found = [];
-  const tryPhase = (phase, list, quantOrder, max) => {
-    for (const e of list) {
-      if (found.length >= max) return;
-      if (found.some((f) => f.model === e.id)) continue;
-      const qs = quantOrder === "largest" ? good(e) : [...good(e)].reverse();
-      for (const q of qs) {
-        const m = catalogModel(e, q.quant);
-        const p = layout(m, dev, slots, minCtx, [phase]);
-        if (p) {
-          found.push(toPick(m, p, dev, slots, verified(e.id)));
-          break;
-        }
-      }
-    }
-  };
-  if (dev.gpus.length) {
-    tryPhase("gpu", entries, "largest", 3);
-    tryPhase("moe-offload", entries.filter((e) => e.spec.moe), "smallest", 3);
-    tryPhase("partial", entries.filter((e) => !e.spec.moe), "smallest", 3);
-  } else {
-    tryPhase("cpu", entries.filter((e) => e.activeParamsB <= 5.5), "smallest", 3);
-  }
-  if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
-  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog) };
-}
-function noFitProblem(dev, slots, minCtx, verified, catalog) {
-  const mem = dev.gpus.length ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a2, g) => a2 + g.freeBytes, 0) / GiB2).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free`;
-  const hints = [];
-  for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
-    const p = propose(dev, s, minCtx, verified, catalog);
-    if (p.pick) {
-      hints.push(`--slots ${s} fits (${p.pick.model} ${p.pick.quant})`);
-      break;
-    }
-    if (s === 1) break;
-  }
-  if (minCtx > 16384 && !hints.length) {
-    const p = propose(dev, 1, 16384, verified, catalog);
-    if (p.pick) hints.push(`--slots 1 --min-ctx 16384 fits (${p.pick.model}), below what OpenCode needs for a useful session`);
-  }
-  hints.push("or use an API provider: ocw setup --provider URL --model ID --api-key-env VAR");
-  return `no catalog model fits ${slots} slot(s) \xD7 ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
-}
-function devicesFromHardware(hw, runtimePath) {
-  const notes = [];
-  const prefix = { nvidia: "CUDA", amd: "ROCm", apple: "MTL" };
-  const counters = {};
-  const gpus = [];
-  for (const g of hw.gpus) {
-    const free = g.unified ? Math.min(g.totalBytes, hw.ram.freeBytes) : g.freeBytes ?? Math.floor(g.totalBytes * 0.9);
-    let runtimeId;
-    if (hw.llamaDevices) {
-      const listed = hw.llamaDevices.find((d) => d.name.includes(g.name) || g.name.includes(d.name));
-      runtimeId = listed?.id ?? null;
-    } else {
-      const p = prefix[g.vendor] ?? "Vulkan";
-      runtimeId = `${p}${counters[p] ?? 0}`;
-      counters[p] = (counters[p] ?? 0) + 1;
-    }
-    if (!runtimeId) {
-      notes.push(`${g.name} is not visible to llama-server at ${runtimePath} (it lists ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => d.id).join(", ") : "no GPU: a CPU build"}); install a ${g.vendor === "nvidia" ? "CUDA" : g.vendor === "amd" ? "ROCm or Vulkan" : "GPU"} build to use it \u2014 planning without it`);
-      continue;
-    }
-    gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId });
-  }
-  if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
-  return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
-}
-
-// engine/serving/commands.ts
-init_execa();
-init_detect();
-init_parse3();
-init_estimate();
 init_fit();
-init_ggml_types();
-init_hparams();
-init_source2();
-init_targets();
-init_llama_server();
-import { existsSync as existsSync14 } from "node:fs";
-import path32 from "node:path";
-init_resolve();
-init_setup2();
-var InputError2 = class extends Error {
-};
-function int2(v, flag, min = 1) {
-  if (v === void 0) return void 0;
-  const n2 = Number(v);
-  if (!Number.isInteger(n2) || n2 < min) throw new InputError2(`${flag} must be an integer \u2265 ${min} (got "${v}")`);
-  return n2;
-}
-function cacheType(v, flag) {
-  if (v === void 0) return void 0;
-  if (!isKvCacheType(v)) throw new InputError2(`${flag} must be one of f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (got "${v}")`);
-  return v;
-}
-var fmt = (b) => b === null ? "?" : b >= GiB2 ? `${(b / GiB2).toFixed(2)} GiB` : `${(b / MiB2).toFixed(2)} MiB`;
-async function runFit(o2) {
-  if (!o2.metadata && !o2.gguf) return runFitPlan(o2);
-  try {
-    if (o2.model) throw new InputError2("--model goes without --metadata/--gguf (those print the detailed estimate of one file)");
-    if (!!o2.metadata === !!o2.gguf) throw new InputError2("pass exactly one of --metadata FILE.json or --gguf PATH_OR_URL");
-    const parallelRaw = o2.parallel === void 0 ? void 0 : Number(o2.parallel);
-    if (parallelRaw !== void 0 && !(Number.isInteger(parallelRaw) && (parallelRaw >= 1 || parallelRaw === -1))) {
-      throw new InputError2(`--parallel must be a positive integer or -1 for auto (got "${o2.parallel}")`);
-    }
-    const ctx = o2.ctx === void 0 ? void 0 : int2(o2.ctx, "--ctx", 0);
-    const ubatch = int2(o2.ubatch, "--ubatch");
-    const cacheTypeK = cacheType(o2.cacheTypeK, "--cache-type-k");
-    const cacheTypeV = cacheType(o2.cacheTypeV, "--cache-type-v");
-    if (o2.flashAttn !== void 0 && !["on", "off", "auto"].includes(o2.flashAttn)) throw new InputError2(`--flash-attn must be on, off or auto (got "${o2.flashAttn}")`);
-    let gpus;
-    let hostFree;
-    let hwNote;
-    if (o2.gpus && o2.gpus !== "auto") {
-      let spec2;
-      try {
-        spec2 = parseGpuSpec(o2.gpus);
-      } catch (e2) {
-        throw new InputError2(e2.message);
-      }
-      gpus = budgetsFromReport({ gpus: spec2, ram: { totalBytes: 0, freeBytes: 0 } }).gpus;
-      const hw = o2.hardware ?? await detectHardware();
-      hostFree = hw.ram.freeBytes;
-      hwNote = `--gpus ${o2.gpus}`;
-    } else {
-      const hw = o2.hardware ?? await detectHardware({ llamaServer: safeFind() });
-      const b = budgetsFromReport(hw);
-      gpus = b.gpus;
-      hostFree = b.hostFreeBytes;
-      hwNote = gpus.length ? gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : `CPU only, ${fmt(hostFree)} RAM free`;
-    }
-    let info;
-    try {
-      info = o2.metadata ? loadMetadataFile(o2.metadata) : await loadGguf(o2.gguf);
-    } catch (e2) {
-      throw new InputError2(e2.message);
-    }
-    const h3 = hparamsFromMetadata(info.metadata);
-    const e = estimate(h3, info.tensors, {
-      ctx,
-      parallel: parallelRaw,
-      kvUnified: o2.kvUnified,
-      cacheTypeK,
-      cacheTypeV,
-      ubatch,
-      flashAttn: o2.flashAttn,
-      gpus
-    });
-    const slots = e.slots;
-    const minCtx = int2(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
-    const rec = fit({
-      hparams: h3,
-      tensors: info.tensors,
-      fileBytes: info.fileBytes ?? void 0,
-      slots,
-      minCtxPerSlot: minCtx,
-      maxCtxPerSlot: Math.min(h3.nCtxTrain, 131072),
-      gpus,
-      hostFreeBytes: hostFree
-    });
-    const { estimate: recEst, ...recRest } = rec;
-    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync14(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
-    const out = {
-      model: { source: info.source, arch: h3.arch, name: h3.name, quant: info.quant, kind: h3.kind, nLayer: h3.nLayerAll, nCtxTrain: h3.nCtxTrain, fileBytes: info.fileBytes },
-      ...e,
-      hardware: hwNote,
-      llamaCpp,
-      recommendation: { ...recRest, totalBytes: recEst?.totalBytes ?? null, kvBytes: recEst?.kvBytes ?? null }
-    };
-    if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
-    const lines = [
-      `${h3.name ?? info.source} (${h3.arch}, ${h3.kind}${info.quant ? `, ${info.quant}` : ""})`,
-      `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) \xD7 ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
-      `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
-      `weights ${fmt(e.weightsBytes)}, compute \u2248 ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
-      ...e.perDevice.filter((d) => d.totalBytes > 0).map((d) => `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`),
-      ...llamaCpp?.devices.length ? [`llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} \u2014 ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`] : [],
-      `hardware: ${hwNote}`,
-      rec.fits ? `recommended: llama-server ${rec.args.join(" ")}  (${rec.reason})` : `does not fit: ${rec.reason}. Options: ${rec.suggestions.join("; ")}`,
-      ...e.warnings.map((w) => `note: ${w}`)
-    ];
-    return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
-  } catch (err) {
-    if (err instanceof InputError2 || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
-      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
-` };
-    }
-    throw err;
-  }
-}
-function toolVerifiedModels(store = new TargetStore()) {
-  let targets = [];
-  try {
-    targets = store.list().targets;
-  } catch {
-  }
-  return (id2) => targets.some((t2) => t2.outcome === "built" && t2.checks.some((c3) => c3.name === "tools" && c3.passed) && t2.model.toLowerCase().includes(id2.toLowerCase()));
-}
-async function runFitPlan(o2) {
-  try {
-    const slotsOpt = int2(o2.slots ?? (o2.parallel !== void 0 && o2.parallel !== "-1" ? o2.parallel : void 0), "--slots");
-    const minCtx = int2(o2.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
-    if (o2.gpus && o2.gpus !== "auto") throw new InputError2("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
-    const bin = safeFind();
-    const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-    const { dev, notes, runtimeDevices } = devicesFromHardware(hw, bin);
-    const slots = slotsOpt ?? (dev.gpus.length ? 4 : 1);
-    if (slotsOpt === void 0 && !dev.gpus.length) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
-    const verified = toolVerifiedModels(o2.store);
-    let result;
-    if (!o2.model) {
-      result = propose(dev, slots, minCtx, verified);
-    } else {
-      const entry = findCatalog(o2.model);
-      const repoQuant = /:([\w.-]+)$/.exec(o2.model)?.[1]?.toUpperCase() ?? null;
-      if (entry) {
-        const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
-        if (!only.quants.length) throw new InputError2(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`);
-        result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }]);
-      } else {
-        let info;
-        let modelArgs;
-        try {
-          if (!existsSync14(o2.model) && parseRepoRef(o2.model)) {
-            const r = await chooseFromRepo(o2.model, { slots, minCtxPerSlot: minCtx, gpus: dev.gpus, hostFreeBytes: dev.hostFreeBytes });
-            info = r.info;
-            modelArgs = ["-hf", `${r.repo}:${r.quant.quant}`];
-          } else {
-            info = await loadGguf(o2.model);
-            modelArgs = existsSync14(o2.model) ? ["-m", path32.resolve(o2.model)] : ["-hf", o2.model];
-          }
-        } catch (e) {
-          throw new InputError2(`${o2.model}: ${e.message.split("\n")[0]}`);
-        }
-        const hp = hparamsFromMetadata(info.metadata);
-        const m = {
-          model: o2.model,
-          quant: info.quant,
-          hparams: hp,
-          tensors: info.tensors,
-          fileBytes: info.fileBytes ?? 0,
-          isMoe: (info.tensors ?? []).some((t2) => /_exps\./.test(t2.name)),
-          modelArgs
-        };
-        const p2 = layout(m, dev, slots, minCtx);
-        result = p2 ? { pick: toPick(m, p2, dev, slots, verified(hp.name ?? o2.model)), alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > hp.nCtxTrain ? `${o2.model} was trained for ${hp.nCtxTrain} tokens of context; --min-ctx ${minCtx} is beyond it` : `${o2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
-      }
-    }
-    const out = {
-      hardware: {
-        gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
-        ramTotalBytes: hw.ram.totalBytes,
-        ramFreeBytes: hw.ram.freeBytes,
-        cpu: hw.cpu.model,
-        runtimeDevices,
-        notes: [...notes, ...hw.problems]
-      },
-      ...result
-    };
-    FitResult.parse(out);
-    const code = out.pick ? 0 : 3;
-    if (o2.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
-    const p = out.pick;
-    const lines = [
-      `hardware: ${out.hardware.gpus.length ? out.hardware.gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : "no GPU"}; RAM ${fmt(out.hardware.ramFreeBytes)} free`,
-      ...out.hardware.notes.map((n2) => `note: ${n2}`),
-      ...p ? [
-        `pick: ${p.model} ${p.quant ?? ""} \u2014 ${p.slots} slot(s) \xD7 ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
-        `  ${p.reason}`,
-        ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
-        `  ${p.command}`,
-        ...out.alternatives.map((a2) => `alternative: ${a2.model} ${a2.quant ?? ""} (${a2.placement}, ${a2.slots} \xD7 ${a2.ctxPerSlot})`)
-      ] : [`no fit: ${out.problem}`]
-    ];
-    return { code, stdout: lines.join("\n") + "\n", stderr: "" };
-  } catch (err) {
-    if (err instanceof InputError2 || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
-      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
-` };
-    }
-    throw err;
-  }
-}
-async function llamaFitParams(file2, e, llamaServer) {
-  const server = llamaServer ?? safeFind();
-  if (!server) return null;
-  const bin = path32.join(path32.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync14(bin)) return null;
-  const args = ["-m", file2, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
-  if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
-  if (e.cacheTypeV !== "f16") args.push("-ctv", e.cacheTypeV);
-  const r = await execa(bin, args, { reject: false, timeout: 6e4, stdin: "ignore" });
-  const devices = String(r.stdout ?? "").split("\n").map((l) => /^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(l.trim())).filter((m) => !!m).map((m) => ({ device: m[1], modelMiB: Number(m[2]), contextMiB: Number(m[3]), computeMiB: Number(m[4]) }));
-  return { bin, args, devices, note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null, error: r.exitCode === 0 ? null : String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}` };
-}
-function safeFind() {
-  try {
-    return findLlamaServer();
-  } catch {
-    return null;
-  }
-}
-async function planForSetup(slots, ctx, llamaServer, store, hardware2) {
-  let bin = null;
-  try {
-    bin = findLlamaServer(llamaServer);
-  } catch {
-    bin = null;
-  }
-  const hw = hardware2 ?? await detectHardware({ llamaServer: bin });
-  const { dev } = devicesFromHardware(hw, bin);
-  const n2 = slots ?? (dev.gpus.length ? 4 : 1);
-  const p = propose(dev, n2, ctx ?? DEFAULT_MIN_CTX, toolVerifiedModels(store));
-  if (!p.pick) throw new SetupInputError(`nothing in the catalog fits this machine: ${p.problem}`);
-  const entry = findCatalog(p.pick.model);
-  if (!entry || !p.pick.quant) throw new SetupInputError(`the planner picked ${p.pick.model}, which has no Hub repo in the catalog; pass --model`);
-  const model = `${entry.repo}:${p.pick.quant}`;
-  return { model, slots: p.pick.slots, ctx: p.pick.ctxPerSlot, line: `${entry.name} ${p.pick.quant} (${model}), ${p.pick.slots} slot(s) \xD7 ${p.pick.ctxPerSlot} tokens \u2014 ${p.pick.reason}` };
-}
-async function runSetup(o2) {
-  const logs = [];
-  const log = (l) => {
-    logs.push(l);
-    if (!o2.json) process.stderr.write(`${l}
-`);
-  };
-  try {
-    const modes = [o2.runtime ? "runtime" : null, o2.capture ? "capture" : null, o2.provider ? "provider" : null].filter(Boolean);
-    if (modes.length !== 1) throw new SetupInputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
-    const slots = int2(o2.slots, "--slots");
-    const ctx = int2(o2.ctx, "--ctx");
-    let r;
-    if (o2.runtime) {
-      if (o2.runtime !== "llama.cpp") throw new SetupInputError(`--runtime ${o2.runtime} is not supported here; use llama.cpp, or start vLLM/SGLang/ollama yourself and --capture it`);
-      let model = o2.model;
-      let useSlots = slots;
-      let useCtx = ctx;
-      if (!model) {
-        const plan = await planForSetup(slots, ctx, o2.llamaServer, o2.store, o2.hardware);
-        model = plan.model;
-        useSlots = plan.slots;
-        useCtx = plan.ctx;
-        log(`planner's pick: ${plan.line}`);
-      }
-      if (useSlots === void 0) throw new SetupInputError("--runtime llama.cpp --model \u2026 needs --slots N (how many workers run at once); or leave out --model to take the planner's pick");
-      r = await setupLlamaCpp({ model, slots: useSlots, ctx: useCtx, llamaServer: o2.llamaServer, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, log, hardware: o2.hardware });
-    } else if (Array.isArray(o2.capture) && o2.capture.length > 1) {
-      const { setupCapturePool: setupCapturePool2 } = await Promise.resolve().then(() => (init_pool(), pool_exports));
-      r = await setupCapturePool2(o2.capture, { model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
-    } else if (o2.capture) {
-      r = await setupCapture({ url: Array.isArray(o2.capture) ? o2.capture[0] : o2.capture, model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
-    } else {
-      r = await setupProvider({ url: o2.provider, model: o2.model ?? "", apiKeyEnv: o2.apiKeyEnv ?? "", slots, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
-    }
-    const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
-    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, fit: r.fit, server: r.server, timings: r.timings };
-    const text = o2.json ? JSON.stringify(body, null, 2) + "\n" : [
-      `${r.outcome.toUpperCase()}: ${r.summary}`,
-      ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
-      `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
-    ].join("\n") + "\n";
-    return { code, stdout: text, stderr: "", result: r };
-  } catch (err) {
-    if (err instanceof SetupInputError || err instanceof InputError2) return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
-` };
-    const e = err;
-    return { code: 2, stdout: "", stderr: `ocw: setup failed: ${e.message.split("\n")[0]}
-` };
-  }
-}
-function runTargets(o2) {
-  const store = o2.store ?? new TargetStore();
-  const { active, targets } = store.list();
-  if (o2.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
-  if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
-  const lines = targets.map((t2) => `${t2.id === active ? "*" : " "} ${t2.id.padEnd(40)} ${(t2.outcome ?? "?").padEnd(12)} ${t2.serving.engine.padEnd(9)} ${t2.serving.slots} slot(s)${t2.serving.perSlotCtx ? ` \xD7 ${t2.serving.perSlotCtx}` : ""}  ${t2.endpoint}`);
-  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
-}
-function runTargetUse(id2, o2 = {}) {
-  const store = o2.store ?? new TargetStore();
-  try {
-    const t2 = store.use(id2);
-    const warn = t2.outcome && t2.outcome !== "built" ? ` (warning: its last verification was ${t2.outcome})` : "";
-    return { code: 0, stdout: `active target: ${t2.id}${warn}
-`, stderr: "" };
-  } catch (e) {
-    return { code: 2, stdout: "", stderr: `ocw: ${e.message}
-` };
-  }
-}
-async function runServingStop(o2 = {}) {
-  const r = await stopServing(o2.target);
-  const lines = [
-    ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
-    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running`)
-  ];
-  return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
-}
-async function runDoctor(o2) {
-  let bin = null;
-  let binNote = "";
-  try {
-    bin = findLlamaServer(o2.llamaServer);
-  } catch (e) {
-    binNote = e.message;
-  }
-  const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-  const serving = listServing();
-  const out = { hardware: hw, llamaServer: bin, llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"), serving };
-  if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
-  const lines = [
-    `platform   ${hw.platform}/${hw.arch}`,
-    `cpu        ${hw.cpu.model} (${hw.cpu.cores} threads${hw.cpu.physicalCores ? `, ${hw.cpu.physicalCores} cores` : ""})`,
-    `ram        ${fmt(hw.ram.freeBytes)} free of ${fmt(hw.ram.totalBytes)}`,
-    ...hw.gpus.length ? hw.gpus.map((g) => `gpu ${g.index}      ${g.name}: ${g.freeBytes === null ? "free ?" : `${fmt(g.freeBytes)} free`} of ${fmt(g.totalBytes)}${g.unified ? " (unified)" : ""} [${g.source}]`) : ["gpu        none detected (CPU only)"],
-    ...hw.llamaDevices ? [`llama.cpp  sees ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => `${d.id} ${d.name} ${fmt(d.freeBytes)} free`).join(", ") : "no GPU devices (CPU backend)"}`] : [],
-    `llama-server ${bin ?? out.llamaServerNote}`,
-    ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
-    ...hw.problems.map((p) => `problem    ${p}`),
-    `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
-    `detected in ${hw.ms} ms`
-  ];
-  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
-}
-function emit(r) {
-  if (r.stdout) process.stdout.write(r.stdout);
-  if (r.stderr) process.stderr.write(r.stderr);
-  process.exitCode = r.code;
-}
-function registerModelSetupCommands(program3) {
-  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--json", "print JSON").action(async (opts) => emit(await runFit(opts)));
-  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "context each slot gets (the server is sized for slots \xD7 ctx, unified KV)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v, prev = []) => [...prev, v]).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit(await runSetup(opts)));
-  program3.command("targets").description("list targets").option("--json", "print JSON").action(async (opts) => {
-    if (!opts.json) return emit(runTargets(opts));
-    const { targetsWithEndpoints: targetsWithEndpoints2 } = await Promise.resolve().then(() => (init_targets_view(), targets_view_exports));
-    emit({ code: 0, stdout: JSON.stringify(await targetsWithEndpoints2(), null, 2) + "\n", stderr: "" });
-  });
-  program3.command("target").description("manage targets").command("use <id>").description("make a target active").action((id2) => emit(runTargetUse(id2)));
-  const serving = program3.command("serving").description("model servers started by ocw");
-  serving.command("stop").description("stop the model servers ocw started").option("--target <id>", "only this target's server").action(async (opts) => emit(await runServingStop(opts)));
-  serving.command("supervise", { hidden: true }).requiredOption("--target <id>", "target whose recorded server to run").action(async (opts) => {
-    try {
-      process.exitCode = await superviseServing(opts.target);
-    } catch (e) {
-      emit({ code: 2, stdout: "", stderr: `ocw: ${e.message.split("\n")[0]}
-` });
-    }
-  });
-  program3.command("doctor").description("hardware, llama-server and running servers").option("--json", "print JSON").option("--llama-server <path>", "llama-server binary to confirm devices with").action(async (opts) => emit(await runDoctor(opts)));
-}
 
 // engine/serving/setup-api.ts
+init_fit();
+init_setup2();
+init_start2();
+init_setup3();
+init_detect();
+init_catalog();
+init_plan();
+init_commands();
 init_llama_server();
+import { randomBytes as randomBytes8 } from "node:crypto";
 var SetupApiInputError = class extends Error {
 };
 var cached4 = null;
@@ -70466,15 +69595,53 @@ async function setupProviderApi(input, store) {
     inputError(e);
   }
 }
+var jobs = /* @__PURE__ */ new Map();
+function setupStartApi(input, store, publish, opts = {}) {
+  const i2 = SetupStartInput.parse(input ?? {});
+  const running = [...jobs.values()].find((j) => j.job.state === "running");
+  if (running) throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
+  const jobId = randomBytes8(6).toString("hex");
+  const abort = new AbortController();
+  let first = null;
+  const entry = { job: null, abort };
+  const update = (job) => {
+    entry.job = job;
+    first ??= job;
+    publish(job);
+  };
+  void runStartJob({ input: i2, store, onUpdate: update, signal: abort.signal, jobId, readyTimeoutMs: opts.readyTimeoutMs }).then(update, (e) => {
+    update({ ...entry.job, state: "failed", failure: { phase: "plan", kind: "other", cause: e.message, logLine: null, remedy: "report this with the engine's log", logFile: null } });
+  });
+  jobs.set(jobId, entry);
+  for (const k of [...jobs.keys()].slice(0, -10)) jobs.delete(k);
+  return SetupJob.parse(first ?? entry.job);
+}
+function setupJobApi(jobId) {
+  if (jobId) {
+    const j = jobs.get(jobId);
+    if (!j) throw new SetupApiInputError(`no model start ${jobId} (jobs are kept while the engine runs)`);
+    return j.job;
+  }
+  return [...jobs.values()].at(-1)?.job ?? null;
+}
+function setupCancelApi(jobId) {
+  const j = jobs.get(jobId);
+  if (!j) throw new SetupApiInputError(`no model start ${jobId}`);
+  if (j.job.state !== "running") throw new SetupApiInputError(`job ${jobId} is not running (${j.job.state})`);
+  j.abort.abort();
+  return j.job;
+}
 
 // engine/api/router.ts
+init_setup2();
+init_config();
 function readGrades() {
-  const dir = process.env.OCW_PACKS_DIR ?? path33.join(projectRoot(), "packs");
-  if (!existsSync15(dir)) return [];
+  const dir = config2().OCW_PACKS_DIR ?? path35.join(projectRoot(), "packs");
+  if (!existsSync17(dir)) return [];
   return readdirSync7(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path33.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync15(file2)) return [];
-    const g = Grade.safeParse(JSON.parse(readFileSync13(file2, "utf8")));
+    const file2 = path35.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync17(file2)) return [];
+    const g = Grade.safeParse(JSON.parse(readFileSync15(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
 }
@@ -70485,13 +69652,18 @@ function humanMessage(error46) {
 }
 var t = initTRPC.context().create({
   sse: { ping: { enabled: true, intervalMs: 15e3 }, client: { reconnectAfterInactivityMs: 4e4 } },
-  errorFormatter: ({ shape, error: error46 }) => ({ ...shape, message: humanMessage(error46), data: { code: shape.data.code, httpStatus: shape.data.httpStatus } })
+  // `ocwCode` is the error model's code (shared/errors.ts): clients map it, not the message text.
+  errorFormatter: ({ shape, error: error46 }) => ({
+    ...shape,
+    message: humanMessage(error46),
+    data: { code: shape.data.code, httpStatus: shape.data.httpStatus, ocwCode: error46.cause instanceof external_exports.ZodError || shape.data.code === "BAD_REQUEST" ? "bad-input" : codeOf(error46.cause) }
+  })
 });
 var proc = t.procedure.use(async ({ next }) => {
   const res = await next();
   if (!res.ok) {
     const cause = res.error.cause;
-    if (cause instanceof InputError || cause instanceof GitError) throw new TRPCError({ code: "BAD_REQUEST", message: cause.message, cause });
+    if (cause instanceof OcwError) throw new TRPCError({ code: ERROR_MAP[cause.code].trpc, message: cause.message, cause });
   }
   return res;
 });
@@ -70603,6 +69775,35 @@ var appRouter = t.router({
         throw err;
       }
     }),
+    /**
+     * Run a model on the engine's machine: plan → runtime → download → load → warm-up → verify → placement, in the
+     * background. Returns the job as it begins; each change arrives as a `setup` event (and from setup.job).
+     */
+    start: proc.input(SetupStartInput).mutation(({ ctx, input }) => {
+      try {
+        return setupStartApi(input, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
+      } catch (err) {
+        if (err instanceof SetupApiInputError) throw new InputError(err.message);
+        throw err;
+      }
+    }),
+    /** A model start by id, or the latest (null when none ran since the engine started). */
+    job: proc.input(external_exports.object({ jobId: external_exports.string().optional() }).optional()).query(({ input }) => {
+      try {
+        return setupJobApi(input?.jobId);
+      } catch (err) {
+        if (err instanceof SetupApiInputError) throw new InputError(err.message);
+        throw err;
+      }
+    }),
+    cancel: proc.input(external_exports.object({ jobId: external_exports.string().min(1, "jobId is required") })).mutation(({ input }) => {
+      try {
+        return setupCancelApi(input.jobId);
+      } catch (err) {
+        if (err instanceof SetupApiInputError) throw new InputError(err.message);
+        throw err;
+      }
+    }),
     /** Verify an API provider with the key the named variable holds, then save it; `unverified: true` saves without checks. */
     provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input }) => {
       try {
@@ -70651,7 +69852,7 @@ function clientIdentity(req) {
   return { kind: "person", name: name ?? kind ?? "gui" };
 }
 async function startApiServer(opts) {
-  const token = opts.token ?? randomBytes7(24).toString("base64url");
+  const token = opts.token ?? randomBytes9(24).toString("base64url");
   let port = 0;
   const clients = /* @__PURE__ */ new Map();
   const allowedHosts = () => /* @__PURE__ */ new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
@@ -70740,16 +69941,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync16(path34.join(dir, "index.html"))) {
+  if (!dir || !existsSync18(path36.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path34.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path34.join(dir, rel);
-  if (!file2.startsWith(dir + path34.sep) || !existsSync16(file2) || statSync8(file2).isDirectory()) file2 = path34.join(dir, "index.html");
+  const rel = path36.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path36.join(dir, rel);
+  if (!file2.startsWith(dir + path36.sep) || !existsSync18(file2) || statSync10(file2).isDirectory()) file2 = path36.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path34.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path36.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -70789,7 +69990,7 @@ async function hostEngine(opts) {
     await engine.close();
     releaseOwnership(opts.stateDir, claim);
   })();
-  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path35.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
+  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path37.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) : null;
   const api = await (dead ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token })) : startApiServer({ ...serverOpts, port: opts.port })).catch(async (err) => {
     await engine.close();
@@ -70809,14 +70010,524 @@ async function hostEngine(opts) {
   return { engine, url: api.url, port: api.port, token: api.token, instanceId, close };
 }
 
-// engine/commands/grade.ts
-init_target();
-init_worker();
-import { mkdirSync as mkdirSync16 } from "node:fs";
+// engine/commands/deploy.ts
+init_detect();
+init_hf();
+import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync9 } from "node:fs";
+import os8 from "node:os";
+import path39 from "node:path";
+
+// engine/serving/k8s-apply.ts
+init_keys();
+import { spawnSync as spawnSync3 } from "node:child_process";
+import { existsSync as existsSync19 } from "node:fs";
 import path38 from "node:path";
 
+// engine/serving/k8s.ts
+init_target();
+init_catalog();
+init_estimate();
+init_plan();
+init_runtimes();
+init_start_runtimes();
+var K8sInputError = class extends Error {
+};
+var GPU_OVERHEAD = 2 * GiB2;
+var UTILIZATION = 0.9;
+var PORT = 8e3;
+var IMAGES = {
+  vllm: { nvidia: VLLM_IMAGE, amd: "docker.io/rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103" },
+  sglang: { nvidia: SGLANG_IMAGE, amd: null },
+  kserve: { nvidia: null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" }
+};
+var KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
+function safetensorsRepo(e) {
+  const m = /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source);
+  if (!m) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
+  return m[1];
+}
+function toolParser(runtime, e, repo) {
+  const t2 = `${e?.toolCalling.template ?? ""} ${e?.id ?? ""} ${repo}`.toLowerCase();
+  if (/harmony|gpt-oss/.test(t2)) return runtime === "vllm" ? "openai" : "gpt-oss";
+  if (/mistral|devstral/.test(t2)) return "mistral";
+  if (/glm/.test(t2)) return "glm45";
+  if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t2)) return "qwen3_coder";
+  return runtime === "vllm" ? "hermes" : "qwen25";
+}
+function sizeTp(need, node, dp, nHead, fixedTp) {
+  const options = fixedTp ? [fixedTp] : [1, 2, 4, 8, 16].filter((tp) => tp * dp <= node.gpus);
+  for (const tp of options) {
+    if (nHead && nHead % tp !== 0) continue;
+    const perGpu = need / tp + GPU_OVERHEAD;
+    if (perGpu <= node.gpuBytes * UTILIZATION || fixedTp) return { tp, perGpu };
+  }
+  return null;
+}
+var gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+async function planK8s(o2) {
+  const slots = o2.slots ?? 4;
+  const ctx = o2.ctxPerSlot ?? DEFAULT_MIN_CTX;
+  const dp = o2.dataParallel ?? 1;
+  const replicas = o2.replicas ?? 1;
+  for (const [v, flag2] of [[slots, "--slots"], [ctx, "--ctx"], [dp, "--data-parallel"], [replicas, "--replicas"]]) {
+    if (!Number.isInteger(v) || v < 1) throw new K8sInputError(`${flag2} must be an integer \u2265 1 (got ${v})`);
+  }
+  if (o2.tensorParallel !== void 0 && (!Number.isInteger(o2.tensorParallel) || o2.tensorParallel < 1)) throw new K8sInputError(`--tp must be an integer \u2265 1 (got ${o2.tensorParallel})`);
+  if (!(o2.node.gpus >= 1) || !(o2.node.gpuBytes > 0)) throw new K8sInputError("the node needs at least one GPU with memory: pass --gpus like 4x80G");
+  if (dp > o2.node.gpus) throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o2.node.gpus} (use --replicas for more pods instead)`);
+  if (o2.tensorParallel && o2.tensorParallel * dp > o2.node.gpus) throw new K8sInputError(`--tp ${o2.tensorParallel} \xD7 --data-parallel ${dp} needs ${o2.tensorParallel * dp} GPUs on one node; it has ${o2.node.gpus}`);
+  let offline = false;
+  const weightsOf = async (repo, e) => {
+    const hub = offline || !o2.sizeOf ? null : await o2.sizeOf(repo).catch(() => null);
+    if (hub === null) offline = true;
+    if (hub) return { bytes: hub, source: "hub" };
+    return e ? { bytes: e.totalParamsB * 1e9 * 2, source: "estimate" } : null;
+  };
+  const kvOf = (e) => {
+    const est = estimate(catalogHparams(e), null, { ctx: slots * ctx, parallel: slots, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
+    return est.kvBytes + est.recurrentBytes;
+  };
+  const finish2 = (repo, e, w, kv, s, kvNote) => {
+    const vendor = o2.node.vendor;
+    const parser = o2.toolCallParser ?? toolParser(o2.runtime, e, repo);
+    const servedName = targetSlug({ model: repo.split("/").pop(), quant: null });
+    const fits2 = s.perGpu <= o2.node.gpuBytes * UTILIZATION;
+    return {
+      runtime: o2.runtime,
+      model: repo,
+      catalogId: e?.id ?? null,
+      servedName,
+      slots,
+      ctxPerSlot: ctx,
+      tensorParallel: s.tp,
+      dataParallel: dp,
+      replicas,
+      gpusPerPod: s.tp * dp,
+      vendor,
+      gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu",
+      weightsBytes: Math.round(w.bytes),
+      weightsSource: w.source,
+      kvBytes: Math.round(kv),
+      perGpuBytes: Math.round(s.perGpu),
+      gpuBytes: o2.node.gpuBytes,
+      toolCallParser: parser,
+      reason: `${repo} (${gib(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib(kv)} for ${slots} sequence(s) \xD7 ${ctx} tokens over tensor parallel ${s.tp}: ${gib(s.perGpu)} per GPU of ${gib(o2.node.gpuBytes)} (${o2.node.gpuName})${fits2 ? "" : " \u2014 MORE than 90 % of a GPU: it will not load"}${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`
+    };
+  };
+  if (o2.model) {
+    const e = findCatalog(o2.model) ?? CATALOG.find((c3) => {
+      try {
+        return safetensorsRepo(c3).toLowerCase() === o2.model.toLowerCase();
+      } catch {
+        return false;
+      }
+    });
+    const repo = e ? safetensorsRepo(e) : o2.model;
+    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new K8sInputError(`--model ${o2.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
+    if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
+    const w = await weightsOf(repo, e);
+    if (!w) throw new K8sInputError(`cannot size ${repo}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`);
+    const kv = e ? kvOf(e) : w.bytes * 0.25;
+    const s = sizeTp(w.bytes + kv, o2.node, dp, e?.spec.nHead ?? null, o2.tensorParallel);
+    if (!s) {
+      throw new K8sInputError(`${repo} needs ${gib(w.bytes + kv)} (weights + KV for ${slots} \xD7 ${ctx}) and does not fit ${Math.floor(o2.node.gpus / dp)} GPU(s) of ${gib(o2.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`);
+    }
+    return finish2(repo, e, w, kv, s, e ? "KV cache" : "a KV allowance of 25 % of the weights");
+  }
+  const tried = [];
+  for (const e of CATALOG.filter((c3) => c3.autoPick)) {
+    if (ctx > e.contextLength) continue;
+    const repo = safetensorsRepo(e);
+    const w = await weightsOf(repo, e);
+    const kv = kvOf(e);
+    const s = sizeTp(w.bytes + kv, o2.node, dp, e.spec.nHead, o2.tensorParallel);
+    if (s && s.perGpu <= o2.node.gpuBytes * UTILIZATION) return finish2(repo, e, w, kv, s, "KV cache");
+    tried.push(`${e.id} ${gib(w.bytes + kv)}`);
+  }
+  throw new K8sInputError(`no catalog model fits ${slots} sequence(s) \xD7 ${ctx} tokens on ${o2.node.gpus} \xD7 ${gib(o2.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`);
+}
+var API_KEY_ENTRY = "api-key";
+var KEY_ENV = "OCW_API_KEY";
+function k8sName(raw) {
+  const n2 = raw.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^[^a-z]+/, "").replace(/-+$/, "").slice(0, 63).replace(/-+$/, "");
+  return n2 || "ocw-model";
+}
+function defaultName(plan) {
+  return k8sName(`ocw-${plan.servedName}`.slice(0, 52));
+}
+function serverArgs(plan) {
+  const perRank = Math.ceil(plan.slots / plan.dataParallel);
+  if (plan.runtime === "vllm") {
+    const b2 = buildVllmArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, maxModelLen: plan.ctxPerSlot, maxNumSeqs: perRank, tensorParallel: plan.tensorParallel, toolCallParser: plan.toolCallParser });
+    return { command: ["vllm"], args: [...b2.args, ...plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : []] };
+  }
+  const b = buildSglangArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, contextLength: plan.ctxPerSlot, maxRunningRequests: plan.slots, tensorParallel: plan.tensorParallel, apiKey: "-" });
+  const ki = b.args.indexOf("--api-key");
+  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), ...plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : [], "--tool-call-parser", plan.toolCallParser, "--enable-metrics"];
+  const script = [
+    `case "$${KEY_ENV}" in ""|*[!A-Za-z0-9._~+/=-]*) echo "ocw: the ${API_KEY_ENTRY} in the Secret must be non-empty and use only A-Z a-z 0-9 . _ ~ + / = -" >&2; exit 1;; esac`,
+    "umask 077",
+    `printf 'api-key: "%s"\\n' "$${KEY_ENV}" > /tmp/ocw-sglang.yaml`,
+    'exec python3 "$@" --config /tmp/ocw-sglang.yaml'
+  ].join("\n");
+  return { command: ["/bin/sh", "-c", script, "sglang"], args };
+}
+function labels(plan, name) {
+  return { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "model-server", "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": plan.runtime };
+}
+function keyEnv(plan, o2) {
+  const secretRef = (name, key, optional2) => ({ secretKeyRef: { name, key, ...optional2 ? { optional: optional2 } : {} } });
+  return [
+    { name: plan.runtime === "vllm" ? "VLLM_API_KEY" : KEY_ENV, valueFrom: secretRef(o2.apiKeySecret, API_KEY_ENTRY) },
+    ...o2.hfTokenSecret ? [{ name: "HF_TOKEN", valueFrom: secretRef(o2.hfTokenSecret, "token", true) }] : []
+  ];
+}
+function podResources(plan) {
+  const memGi = Math.max(16, Math.ceil(plan.weightsBytes / plan.gpusPerPod / GiB2) + 8);
+  const gpus = String(plan.gpusPerPod);
+  return {
+    requests: { cpu: String(Math.max(2, 2 * plan.gpusPerPod)), memory: `${memGi}Gi`, [plan.gpuResource]: gpus },
+    limits: { memory: `${memGi * 2}Gi`, [plan.gpuResource]: gpus }
+  };
+}
+var tolerations = (plan) => [{ key: plan.gpuResource, operator: "Exists", effect: "NoSchedule" }];
+function deploymentManifests(plan, o2) {
+  const image = o2.image ?? IMAGES[plan.runtime][plan.vendor];
+  if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
+  const lab = labels(plan, o2.name);
+  const { command, args } = serverArgs(plan);
+  const probe = (extra) => ({ httpGet: { path: "/health", port: "http" }, ...extra });
+  const deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
+    spec: {
+      replicas: plan.replicas,
+      selector: { matchLabels: { "app.kubernetes.io/name": o2.name } },
+      // a model server holds whole GPUs: replace pods one at a time without a surge pod that cannot be scheduled
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
+      template: {
+        metadata: {
+          labels: lab,
+          annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(PORT), "prometheus.io/path": "/metrics" }
+        },
+        spec: {
+          containers: [{
+            name: plan.runtime,
+            image,
+            command,
+            args,
+            env: [...keyEnv(plan, o2), { name: "HF_HOME", value: "/models" }],
+            ports: [{ name: "http", containerPort: PORT, protocol: "TCP" }],
+            resources: podResources(plan),
+            // the weights download on first start: allow up to an hour before liveness counts
+            startupProbe: probe({ periodSeconds: 10, failureThreshold: 360 }),
+            readinessProbe: probe({ periodSeconds: 5, failureThreshold: 3 }),
+            livenessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 }),
+            volumeMounts: [{ name: "models", mountPath: "/models" }, { name: "dshm", mountPath: "/dev/shm" }]
+          }],
+          tolerations: tolerations(plan),
+          terminationGracePeriodSeconds: 60,
+          volumes: [
+            { name: "models", emptyDir: {} },
+            // tensor/data parallel ranks exchange tensors through shared memory
+            { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: `${Math.max(2, 4 * plan.gpusPerPod)}Gi` } }
+          ]
+        }
+      }
+    }
+  };
+  const service = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
+    spec: {
+      type: "ClusterIP",
+      selector: { "app.kubernetes.io/name": o2.name },
+      ports: [{ name: "http", port: PORT, targetPort: "http", protocol: "TCP" }]
+    }
+  };
+  return [deployment, service];
+}
+function kserveManifest(plan, o2) {
+  if (plan.runtime !== "vllm") throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
+  const image = o2.image ?? IMAGES.kserve[plan.vendor];
+  const perRank = plan.slots;
+  return {
+    apiVersion: KSERVE_API_VERSION,
+    kind: "LLMInferenceService",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: { "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": "vllm" } },
+    spec: {
+      model: { uri: `hf://${plan.model}`, name: plan.servedName },
+      // data parallel becomes replicas: each is a whole vLLM, and llm-d's scheduler spreads requests over them
+      replicas: plan.replicas * plan.dataParallel,
+      parallelism: { tensor: plan.tensorParallel },
+      router: { scheduler: {}, route: {}, gateway: {} },
+      template: {
+        containers: [{
+          name: "main",
+          ...image ? { image } : {},
+          // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
+          args: [
+            "--max-model-len",
+            String(plan.ctxPerSlot),
+            "--max-num-seqs",
+            String(perRank),
+            "--gpu-memory-utilization",
+            String(UTILIZATION),
+            "--enable-auto-tool-choice",
+            "--tool-call-parser",
+            plan.toolCallParser
+          ],
+          env: keyEnv(plan, o2),
+          resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel })
+        }],
+        tolerations: tolerations(plan)
+      }
+    }
+  };
+}
+function manifests(plan, o2) {
+  return o2.kind === "kserve" ? [kserveManifest(plan, o2)] : deploymentManifests(plan, o2);
+}
+function secretManifest(name, namespace, key) {
+  return { apiVersion: "v1", kind: "Secret", metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } }, type: "Opaque", stringData: { [API_KEY_ENTRY]: key } };
+}
+function captureSteps(plan, o2) {
+  const ns = o2.namespace;
+  const keyVar = "OCW_K8S_API_KEY";
+  const key = `export ${keyVar}="$(kubectl -n ${ns} get secret ${o2.apiKeySecret} -o jsonpath='{.data.${API_KEY_ENTRY}}' | base64 -d)"`;
+  const slots = plan.slots;
+  if (o2.kind === "kserve") {
+    const total = slots * plan.replicas * plan.dataParallel;
+    return [
+      `kubectl -n ${ns} wait llminferenceservice/${o2.name} --for=condition=Ready --timeout=60m`,
+      key,
+      `URL="$(kubectl -n ${ns} get llminferenceservice ${o2.name} -o jsonpath='{.status.url}')"`,
+      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total}    # a router target: llm-d's scheduler spreads the ${total} sequences over ${plan.replicas * plan.dataParallel} replica(s)`
+    ];
+  }
+  const steps = [
+    `kubectl -n ${ns} rollout status deployment/${o2.name} --timeout=60m`,
+    key
+  ];
+  if (plan.replicas === 1) {
+    steps.push(
+      `kubectl -n ${ns} port-forward service/${o2.name} ${PORT}:${PORT} &    # or, with ocw inside the cluster: http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1`,
+      `ocw setup --capture http://127.0.0.1:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots}`
+    );
+  } else {
+    steps.push(
+      `# each pod as one endpoint of a pool (ocw admits by each one's /metrics and keeps a worker on its pod):`,
+      `i=0; caps=""; for p in $(kubectl -n ${ns} get pods -l app.kubernetes.io/name=${o2.name} -o name); do kubectl -n ${ns} port-forward "$p" $((${PORT + 1}+i)):${PORT} & caps="$caps --capture http://127.0.0.1:$((${PORT + 1}+i))/v1"; i=$((i+1)); done`,
+      `ocw setup $caps --api-key-env ${keyVar} --slots ${slots}`,
+      `# or the Service as one router target (kube-proxy spreads connections, no cache locality): ocw setup --capture http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots * plan.replicas}`
+    );
+  }
+  return steps;
+}
+var RESERVED = /^(y|yes|n|no|true|false|on|off|null|~)$/i;
+function scalar(v) {
+  if (v === null) return "null";
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  const s = String(v);
+  return /^[A-Za-z_/][A-Za-z0-9_./-]*$/.test(s) && !RESERVED.test(s) ? s : JSON.stringify(s);
+}
+var isObj = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+var empty = (v) => Array.isArray(v) && !v.length || isObj(v) && !Object.keys(v).length;
+function emit2(v, indent, out) {
+  if (Array.isArray(v)) {
+    for (const item of v) {
+      if (isObj(item) && !empty(item)) {
+        const inner = [];
+        emit2(item, indent + "  ", inner);
+        out.push(indent + "- " + inner[0].slice(indent.length + 2), ...inner.slice(1));
+      } else if (Array.isArray(item) && item.length) {
+        out.push(indent + "-");
+        emit2(item, indent + "  ", out);
+      } else out.push(indent + "- " + (empty(item) ? Array.isArray(item) ? "[]" : "{}" : scalar(item)));
+    }
+    return;
+  }
+  for (const [k, val] of Object.entries(v)) {
+    if (val === void 0) continue;
+    const key = scalar(k);
+    if (empty(val)) out.push(`${indent}${key}: ${Array.isArray(val) ? "[]" : "{}"}`);
+    else if (Array.isArray(val)) {
+      out.push(`${indent}${key}:`);
+      emit2(val, indent, out);
+    } else if (isObj(val)) {
+      out.push(`${indent}${key}:`);
+      emit2(val, indent + "  ", out);
+    } else out.push(`${indent}${key}: ${scalar(val)}`);
+  }
+}
+function toYaml(docs) {
+  return docs.map((d) => {
+    const out = [];
+    emit2(d, "", out);
+    return out.join("\n") + "\n";
+  }).join("---\n");
+}
+function parseNodeSpec(spec2, vendor) {
+  const unit = (n2, u2) => Number(n2) * ({ B: 1, K: 1024, M: 1024 ** 2, G: GiB2, T: 1024 * GiB2 }[(u2 ?? "G").toUpperCase()[0]] ?? GiB2);
+  const m = /^\s*(\d+)\s*[x×]\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(spec2);
+  if (m) {
+    const n2 = Number(m[1]);
+    if (n2 < 1) throw new K8sInputError(`--gpus ${spec2}: a node needs at least one GPU`);
+    return { gpus: n2, gpuBytes: unit(m[3], m[4]), gpuName: m[2]?.trim() || `${unit(m[3], m[4]) / GiB2} GiB GPU`, vendor };
+  }
+  const parts = spec2.split(",").map((p) => /^\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(p));
+  if (!spec2.trim() || parts.some((p) => !p)) throw new K8sInputError(`cannot read --gpus "${spec2}"; describe one node's GPUs like 4x80G, 8xH100=80GiB or 80G,80G`);
+  const sizes = parts.map((p) => unit(p[2], p[3]));
+  const min = Math.min(...sizes);
+  return { gpus: sizes.length, gpuBytes: min, gpuName: parts[sizes.indexOf(min)][1]?.trim() || `${(min / GiB2).toFixed(0)} GiB GPU`, vendor };
+}
+
+// engine/serving/k8s-apply.ts
+function findKubectl(env2 = process.env) {
+  for (const dir of (env2.PATH ?? "").split(path38.delimiter)) {
+    const p = dir && path38.join(dir, "kubectl");
+    if (p && existsSync19(p)) return p;
+  }
+  return null;
+}
+function kubectl(bin, args, env2, input) {
+  const r = spawnSync3(bin, args, { env: env2, input, encoding: "utf8", timeout: 12e4 });
+  if (r.error) throw new K8sInputError(`cannot run ${bin}: ${r.error.message}`);
+  return { args, code: r.status ?? 1, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+}
+function applyManifests(file2, o2, env2 = process.env) {
+  const bin = findKubectl(env2);
+  if (!bin) throw new K8sInputError("--apply needs kubectl on PATH (https://kubernetes.io/docs/tasks/tools/); or leave out --apply and apply the files yourself");
+  const runs = [];
+  const run3 = (args, input) => {
+    const r = kubectl(bin, args, env2, input);
+    runs.push(r);
+    return r;
+  };
+  const ctx = run3(["config", "current-context"]);
+  const context = ctx.stdout.trim();
+  if (ctx.code !== 0 || !context) {
+    throw new K8sInputError(`kubectl has no current context (${ctx.stderr.trim().split("\n")[0] || "none set"}); pick one with \`kubectl config use-context NAME\`, or leave out --apply`);
+  }
+  if (o2.kind === "kserve") {
+    const crd = run3(["get", "crd", "llminferenceservices.serving.kserve.io", "-o", "name"]);
+    if (crd.code !== 0) throw new K8sInputError(`the cluster of context ${context} has no LLMInferenceService CRD (KServe v0.20+ with llm-d is not installed there); install KServe's LLMInferenceService, or use --kind deployment`);
+  }
+  let secret = "exists";
+  const has = run3(["-n", o2.namespace, "get", "secret", o2.apiKeySecret, "-o", "name"]);
+  if (has.code !== 0) {
+    if (!/not ?found/i.test(has.stderr)) throw new K8sInputError(`kubectl could not read secret ${o2.apiKeySecret} in ${o2.namespace}: ${has.stderr.trim().split("\n")[0]}`);
+    const made = run3(["apply", "-f", "-"], JSON.stringify(secretManifest(o2.apiKeySecret, o2.namespace, generateKey())));
+    if (made.code !== 0) throw new K8sInputError(`kubectl could not create secret ${o2.apiKeySecret}: ${made.stderr.trim().split("\n")[0]}`);
+    secret = "created";
+  }
+  const applied = run3(["apply", "-f", file2]);
+  if (applied.code !== 0) throw new K8sInputError(`kubectl apply -f ${file2} failed: ${applied.stderr.trim().split("\n")[0]}`);
+  return { context, secret, runs };
+}
+
+// engine/commands/deploy.ts
+function int3(v, flag2) {
+  if (v === void 0) return void 0;
+  const n2 = Number(v);
+  if (!Number.isInteger(n2) || n2 < 1) throw new K8sInputError(`${flag2} must be an integer \u2265 1 (got "${v}")`);
+  return n2;
+}
+async function hubWeights(repo) {
+  const timed = (u2, init) => fetch(u2, { ...init, signal: AbortSignal.timeout(8e3) });
+  const files = await listRepoFiles(repo, "main", timed).catch(() => null);
+  const bytes = files?.filter((f) => /\.safetensors$/.test(f.path)).reduce((a2, f) => a2 + f.size, 0) ?? 0;
+  return bytes || null;
+}
+async function nodeFrom(o2) {
+  if (o2.vendor !== void 0 && o2.vendor !== "nvidia" && o2.vendor !== "amd") throw new K8sInputError(`--vendor must be nvidia or amd (got "${o2.vendor}")`);
+  if (o2.gpus) return parseNodeSpec(o2.gpus, o2.vendor ?? "nvidia");
+  const hw = await detectHardware({});
+  const gpus = hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd");
+  if (!gpus.length) throw new K8sInputError("this machine has no NVIDIA or AMD GPU to size the deployment by; describe a cluster node's GPUs with --gpus, e.g. --gpus 4x80G (and --vendor amd for amd.com/gpu)");
+  const min = gpus.reduce((a2, g) => g.totalBytes < a2.totalBytes ? g : a2);
+  return { gpus: gpus.length, gpuBytes: min.totalBytes, gpuName: min.name, vendor: o2.vendor ?? min.vendor };
+}
+async function runDeployK8s(o2, env2 = process.env) {
+  try {
+    const runtime = o2.runtime ?? "vllm";
+    if (runtime !== "vllm" && runtime !== "sglang") throw new K8sInputError(`--runtime must be vllm or sglang (got "${runtime}"); llama.cpp targets are made with \`ocw setup\``);
+    const kind = o2.kind ?? "deployment";
+    if (kind !== "deployment" && kind !== "kserve") throw new K8sInputError(`--kind must be deployment or kserve (got "${o2.kind}")`);
+    if (kind === "kserve" && runtime !== "vllm") throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
+    const namespace = o2.namespace ?? "default";
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) throw new K8sInputError(`--namespace ${namespace} is not a Kubernetes namespace name (lower case letters, digits, '-')`);
+    if (o2.name !== void 0 && k8sName(o2.name) !== o2.name) throw new K8sInputError(`--name ${o2.name} is not a valid name; use lower case letters, digits and '-', starting with a letter (e.g. ${k8sName(o2.name)})`);
+    const node = await nodeFrom(o2);
+    const plan = await planK8s({
+      runtime,
+      model: o2.model,
+      slots: int3(o2.slots, "--slots"),
+      ctxPerSlot: int3(o2.ctx, "--ctx"),
+      node,
+      tensorParallel: int3(o2.tp, "--tp"),
+      dataParallel: int3(o2.dataParallel, "--data-parallel"),
+      replicas: int3(o2.replicas, "--replicas"),
+      toolCallParser: o2.toolCallParser,
+      sizeOf: hubWeights
+    });
+    const name = o2.name ?? defaultName(plan);
+    const apiKeySecret = o2.apiKeySecret ?? `${name}-api-key`;
+    if (k8sName(apiKeySecret) !== apiKeySecret) throw new K8sInputError(`--api-key-secret ${apiKeySecret} is not a valid Secret name`);
+    const mo = { kind, name, namespace, apiKeySecret, hfTokenSecret: o2.hfTokenSecret ?? null, image: o2.image ?? null };
+    const docs = manifests(plan, mo);
+    const yaml = `# ocw deploy k8s: ${plan.reason}
+` + toYaml(docs);
+    let file2 = null;
+    if (o2.output || o2.apply) {
+      const dir = o2.output ? path39.resolve(o2.output) : mkdtempSync2(path39.join(os8.tmpdir(), "ocw-k8s-"));
+      mkdirSync17(dir, { recursive: true });
+      file2 = path39.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      writeFileSync9(file2, yaml);
+    }
+    let applied = null;
+    if (o2.apply) applied = applyManifests(file2, mo, env2);
+    const secretStep = `openssl rand -hex 32 | tr -d '\\n' | kubectl -n ${namespace} create secret generic ${apiKeySecret} --from-file=api-key=/dev/stdin`;
+    const steps = [...applied ? [] : [secretStep, `kubectl apply -f ${file2 ?? `${name}.yaml`}`], ...captureSteps(plan, mo)];
+    const what = kind === "kserve" ? `LLMInferenceService ${name} (${KSERVE_API_VERSION})` : `Deployment + Service ${name} (apps/v1, v1)`;
+    if (o2.json) {
+      return { code: 0, stdout: JSON.stringify({ plan, kind, name, namespace, apiKeySecret, file: file2, manifests: docs, applied: applied && { context: applied.context, secret: applied.secret, commands: applied.runs.map((r) => ["kubectl", ...r.args].join(" ")) }, next: steps }, null, 2) + "\n", stderr: "" };
+    }
+    const summary = [
+      `${what}: ${plan.runtime} serving ${plan.model} as "${plan.servedName}", ${plan.slots} sequence(s) \xD7 ${plan.ctxPerSlot} tokens, tensor parallel ${plan.tensorParallel}${plan.dataParallel > 1 ? `, data parallel ${plan.dataParallel}` : ""}, ${plan.replicas} replica(s), ${plan.gpusPerPod} ${plan.gpuResource} per pod`,
+      `  ${plan.reason}`,
+      `  the API key comes from Secret ${apiKeySecret} (key api-key) through the environment; readiness /health; Prometheus /metrics on port 8000`,
+      ...file2 ? [`wrote ${file2}`] : [],
+      ...applied ? [`applied with kubectl (context ${applied.context}); Secret ${apiKeySecret} ${applied.secret === "created" ? "created with a new key" : "already there, kept"}`] : [],
+      "next:",
+      ...steps.map((s) => `  ${s}`)
+    ].join("\n") + "\n";
+    if (!o2.output && !o2.apply) return { code: 0, stdout: yaml, stderr: summary };
+    return { code: 0, stdout: summary, stderr: "" };
+  } catch (err) {
+    if (err instanceof K8sInputError) return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
+` };
+    throw err;
+  }
+}
+function registerDeployCommand(program3) {
+  const deploy = program3.command("deploy").description("deploy the model server elsewhere (Kubernetes)");
+  deploy.command("k8s").description("Kubernetes manifests for vLLM or SGLang sized for a node's GPUs (Deployment + Service, or KServe LLMInferenceService); --apply applies them with kubectl").option("--runtime <name>", "vllm or sglang", "vllm").option("--kind <kind>", `deployment (apps/v1 Deployment + v1 Service) or kserve (${KSERVE_API_VERSION} LLMInferenceService, vLLM with llm-d's scheduler)`, "deployment").option("--model <idOrRepo>", "catalog id or Hugging Face repo with safetensors weights (default: the best catalog model that fits the node)").option("--slots <n>", "sequences served at once per pod (default 4)").option("--ctx <n>", "context each sequence gets (default 32768)").option("--gpus <spec>", "one node's GPUs: 4x80G, 8xH100=80GiB or 80G,80G (default: this machine's GPUs)").option("--vendor <name>", "nvidia (nvidia.com/gpu) or amd (amd.com/gpu); default: the detected GPUs' or nvidia").option("--tp <n>", "tensor parallel size (default: the smallest that fits)").option("--data-parallel <n>", "data-parallel ranks per pod (Deployment) or extra replicas (KServe)").option("--replicas <n>", "pods (default 1)").option("--name <name>", "name of the Kubernetes objects (default ocw-MODEL)").option("--namespace <ns>", "namespace (default: default)").option("--api-key-secret <name>", "Secret holding the API key under key api-key (default NAME-api-key; --apply creates it when missing)").option("--hf-token-secret <name>", "Secret with a Hugging Face token under key token, for gated repos").option("--image <ref>", "server image (default: a pinned vLLM/SGLang image)").option("--tool-call-parser <name>", "the runtime's tool-call parser (default: by the model's chat format)").option("-o, --output <dir>", "write the manifests to DIR instead of stdout").option("--apply", "apply them with kubectl and its current context").option("--json", "print the plan, manifests and next steps as JSON").action(async (opts) => {
+    const r = await runDeployK8s(opts);
+    if (r.stdout) process.stdout.write(r.stdout);
+    if (r.stderr) process.stderr.write(r.stderr);
+    process.exitCode = r.code;
+  });
+}
+
+// engine/commands/grade.ts
+init_target();
+import { mkdirSync as mkdirSync19 } from "node:fs";
+import path42 from "node:path";
+
 // engine/api/follow.ts
-init_worker();
 async function follow(client2, workerIds, opts = {}) {
   const ids = new Set(workerIds);
   const workers = /* @__PURE__ */ new Map();
@@ -70885,8 +70596,8 @@ async function follow(client2, workerIds, opts = {}) {
 
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { mkdirSync as mkdirSync15, writeFileSync as writeFileSync8 } from "node:fs";
-import path36 from "node:path";
+import { mkdirSync as mkdirSync18, writeFileSync as writeFileSync10 } from "node:fs";
+import path40 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -70984,10 +70695,10 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
   }
 ];
 function materializeRung(rung, dir) {
-  mkdirSync15(dir, { recursive: true });
+  mkdirSync18(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync15(path36.dirname(path36.join(dir, name)), { recursive: true });
-    writeFileSync8(path36.join(dir, name), content);
+    mkdirSync18(path40.dirname(path40.join(dir, name)), { recursive: true });
+    writeFileSync10(path40.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -71019,14 +70730,16 @@ init_json_file();
 init_paths();
 
 // engine/commands/errors.ts
+init_config();
 var CliError = class extends Error {
 };
 function fail(err) {
   const e = err;
   const msg = (e?.message ?? String(err)).split("\n")[0];
-  if (process.env.OCW_DEBUG) console.error(e?.stack);
+  if (config2().OCW_DEBUG) console.error(e?.stack);
   console.error(`ocw: ${msg}`);
-  process.exit(2);
+  const code = e?.data?.ocwCode ?? (e instanceof OcwError ? e.code : void 0);
+  process.exit(code && code in ERROR_MAP ? ERROR_MAP[code].exit : 2);
 }
 function unattendedDecision(ask, mode) {
   if (ask.kind === "question") return { askId: ask.id, decision: "reject", message: "unattended run: questions are dismissed" };
@@ -71034,17 +70747,1665 @@ function unattendedDecision(ask, mode) {
 }
 
 // engine/commands/target-flags.ts
-init_client();
 import { createHash as createHash3 } from "node:crypto";
 
+// node_modules/@trpc/server/dist/observable-Cmd1MFy3.mjs
+function share(_opts) {
+  return (source) => {
+    let refCount = 0;
+    let subscription = null;
+    let isConnecting = false;
+    let observers = /* @__PURE__ */ new Set();
+    function startIfNeeded() {
+      if (subscription || isConnecting) return;
+      isConnecting = true;
+      let isDone = false;
+      let sourceSubscription;
+      try {
+        sourceSubscription = source.subscribe({
+          next(value) {
+            notify(observers, (observer) => {
+              var _observer$next;
+              return (_observer$next = observer.next) === null || _observer$next === void 0 ? void 0 : _observer$next.call(observer, value);
+            });
+          },
+          error(error46) {
+            isDone = true;
+            terminate((observer) => {
+              var _observer$error;
+              return (_observer$error = observer.error) === null || _observer$error === void 0 ? void 0 : _observer$error.call(observer, error46);
+            });
+          },
+          complete() {
+            isDone = true;
+            terminate((observer) => {
+              var _observer$complete;
+              return (_observer$complete = observer.complete) === null || _observer$complete === void 0 ? void 0 : _observer$complete.call(observer);
+            });
+          }
+        });
+      } finally {
+        isConnecting = false;
+      }
+      if (isDone) sourceSubscription.unsubscribe();
+      else subscription = sourceSubscription;
+    }
+    function notify(targets, callback) {
+      for (const observer of [...targets]) if (targets.has(observer)) callback(observer);
+    }
+    function terminate(callback) {
+      const _sub = subscription;
+      const terminatedObservers = observers;
+      subscription = null;
+      observers = /* @__PURE__ */ new Set();
+      isConnecting = false;
+      try {
+        notify(terminatedObservers, callback);
+      } finally {
+        _sub === null || _sub === void 0 || _sub.unsubscribe();
+      }
+    }
+    function resetSource() {
+      const _sub = subscription;
+      subscription = null;
+      _sub === null || _sub === void 0 || _sub.unsubscribe();
+    }
+    function resetIfNeeded() {
+      if (refCount === 0 && subscription) resetSource();
+    }
+    return observable((subscriber) => {
+      refCount++;
+      const subscriberObservers = observers;
+      subscriberObservers.add(subscriber);
+      startIfNeeded();
+      return { unsubscribe() {
+        refCount--;
+        resetIfNeeded();
+        subscriberObservers.delete(subscriber);
+      } };
+    });
+  };
+}
+function callObserver(callback) {
+  try {
+    callback();
+  } catch (error46) {
+    setTimeout(() => {
+      throw error46;
+    });
+  }
+}
+function behaviorSubject(initialValue) {
+  let value = initialValue;
+  const observerList = /* @__PURE__ */ new Set();
+  const addObserver = (observer) => {
+    if (value !== void 0) observer.next(value);
+    observerList.add(observer);
+  };
+  const removeObserver = (observer) => {
+    observerList.delete(observer);
+  };
+  const obs = observable((observer) => {
+    addObserver(observer);
+    return () => {
+      removeObserver(observer);
+    };
+  });
+  obs.next = (nextValue) => {
+    if (value === nextValue) return;
+    value = nextValue;
+    for (const observer of [...observerList]) if (observerList.has(observer)) callObserver(() => observer.next(nextValue));
+  };
+  obs.get = () => value;
+  return obs;
+}
+
+// node_modules/@trpc/client/dist/splitLink-DcpFI5s5.mjs
+function createChain(opts) {
+  return observable((observer) => {
+    function execute(index = 0, op = opts.op) {
+      const next = opts.links[index];
+      if (!next) throw new Error("No more links to execute - did you forget to add an ending link?");
+      return next({
+        op,
+        next(nextOp) {
+          return execute(index + 1, nextOp);
+        }
+      });
+    }
+    return execute().subscribe(observer);
+  });
+}
+function asArray(value) {
+  return Array.isArray(value) ? value : [value];
+}
+function splitLink(opts) {
+  return (runtime) => {
+    const yes = asArray(opts.true).map((link) => link(runtime));
+    const no = asArray(opts.false).map((link) => link(runtime));
+    return (props) => {
+      return observable((observer) => {
+        const links = opts.condition(props.op) ? yes : no;
+        return createChain({
+          op: props.op,
+          links
+        }).subscribe(observer);
+      });
+    };
+  };
+}
+
+// node_modules/@trpc/client/dist/objectSpread2-weooBxVk.mjs
+function _typeof2(o2) {
+  "@babel/helpers - typeof";
+  return _typeof2 = "function" == typeof Symbol && "symbol" == typeof Symbol.iterator ? function(o3) {
+    return typeof o3;
+  } : function(o3) {
+    return o3 && "function" == typeof Symbol && o3.constructor === Symbol && o3 !== Symbol.prototype ? "symbol" : typeof o3;
+  }, _typeof2(o2);
+}
+function toPrimitive2(t2, r) {
+  if ("object" != _typeof2(t2) || !t2) return t2;
+  var e = t2[Symbol.toPrimitive];
+  if (void 0 !== e) {
+    var i2 = e.call(t2, r || "default");
+    if ("object" != _typeof2(i2)) return i2;
+    throw new TypeError("@@toPrimitive must return a primitive value.");
+  }
+  return ("string" === r ? String : Number)(t2);
+}
+function toPropertyKey2(t2) {
+  var i2 = toPrimitive2(t2, "string");
+  return "symbol" == _typeof2(i2) ? i2 : i2 + "";
+}
+function _defineProperty2(e, r, t2) {
+  return (r = toPropertyKey2(r)) in e ? Object.defineProperty(e, r, {
+    value: t2,
+    enumerable: true,
+    configurable: true,
+    writable: true
+  }) : e[r] = t2, e;
+}
+function ownKeys2(e, r) {
+  var t2 = Object.keys(e);
+  if (Object.getOwnPropertySymbols) {
+    var o2 = Object.getOwnPropertySymbols(e);
+    r && (o2 = o2.filter(function(r2) {
+      return Object.getOwnPropertyDescriptor(e, r2).enumerable;
+    })), t2.push.apply(t2, o2);
+  }
+  return t2;
+}
+function _objectSpread22(e) {
+  for (var r = 1; r < arguments.length; r++) {
+    var t2 = null != arguments[r] ? arguments[r] : {};
+    r % 2 ? ownKeys2(Object(t2), true).forEach(function(r2) {
+      _defineProperty2(e, r2, t2[r2]);
+    }) : Object.getOwnPropertyDescriptors ? Object.defineProperties(e, Object.getOwnPropertyDescriptors(t2)) : ownKeys2(Object(t2)).forEach(function(r2) {
+      Object.defineProperty(e, r2, Object.getOwnPropertyDescriptor(t2, r2));
+    });
+  }
+  return e;
+}
+
+// node_modules/@trpc/client/dist/TRPCClientError-Byo7P4QG.mjs
+function isTRPCClientError(cause) {
+  return cause instanceof TRPCClientError;
+}
+function isTRPCErrorResponse(obj2) {
+  return isObject3(obj2) && isObject3(obj2["error"]) && typeof obj2["error"]["code"] === "number" && typeof obj2["error"]["message"] === "string";
+}
+function getMessageFromUnknownError(err, fallback) {
+  if (typeof err === "string") return err;
+  if (isObject3(err) && typeof err["message"] === "string") return err["message"];
+  return fallback;
+}
+var TRPCClientError = class TRPCClientError2 extends Error {
+  constructor(message, opts) {
+    var _opts$result, _opts$result2;
+    const cause = opts === null || opts === void 0 ? void 0 : opts.cause;
+    super(message, { cause });
+    _defineProperty2(this, "cause", void 0);
+    _defineProperty2(this, "shape", void 0);
+    _defineProperty2(this, "data", void 0);
+    _defineProperty2(this, "meta", void 0);
+    this.meta = opts === null || opts === void 0 ? void 0 : opts.meta;
+    this.cause = cause;
+    this.shape = opts === null || opts === void 0 || (_opts$result = opts.result) === null || _opts$result === void 0 ? void 0 : _opts$result.error;
+    this.data = opts === null || opts === void 0 || (_opts$result2 = opts.result) === null || _opts$result2 === void 0 ? void 0 : _opts$result2.error.data;
+    this.name = "TRPCClientError";
+    Object.setPrototypeOf(this, TRPCClientError2.prototype);
+  }
+  /**
+  * Turns an error response, an `Error` or another object into a
+  * `TRPCClientError`. A `TRPCClientError` is returned as it is.
+  */
+  static from(_cause, opts = {}) {
+    const cause = _cause;
+    if (isTRPCClientError(cause)) {
+      if (opts.meta) cause.meta = _objectSpread22(_objectSpread22({}, cause.meta), opts.meta);
+      return cause;
+    }
+    if (isTRPCErrorResponse(cause)) return new TRPCClientError2(cause.error.message, _objectSpread22(_objectSpread22({}, opts), {}, {
+      result: cause,
+      cause: opts.cause
+    }));
+    return new TRPCClientError2(getMessageFromUnknownError(cause, "Unknown error"), _objectSpread22(_objectSpread22({}, opts), {}, { cause }));
+  }
+};
+
+// node_modules/@trpc/client/dist/unstable-internals.mjs
+function getTransformer(transformer) {
+  const _transformer = transformer;
+  if (!_transformer) return {
+    input: {
+      serialize: (data) => data,
+      deserialize: (data) => data
+    },
+    output: {
+      serialize: (data) => data,
+      deserialize: (data) => data
+    }
+  };
+  if ("input" in _transformer) return _transformer;
+  return {
+    input: _transformer,
+    output: _transformer
+  };
+}
+
+// node_modules/@trpc/client/dist/httpUtils-5Hmhcy-z.mjs
+var isFunction2 = (fn) => typeof fn === "function";
+function getFetch(customFetchImpl) {
+  if (customFetchImpl) return customFetchImpl;
+  if (typeof window !== "undefined" && isFunction2(window.fetch)) return window.fetch.bind(window);
+  if (typeof globalThis !== "undefined" && isFunction2(globalThis.fetch)) return globalThis.fetch;
+  throw new Error("No fetch implementation found");
+}
+function allAbortSignals(...signals2) {
+  const ac = new AbortController();
+  const count2 = signals2.length;
+  let abortedCount = 0;
+  const onAbort = () => {
+    if (++abortedCount === count2) ac.abort();
+  };
+  for (const signal of signals2) if (signal === null || signal === void 0 ? void 0 : signal.aborted) onAbort();
+  else signal === null || signal === void 0 || signal.addEventListener("abort", onAbort, { once: true });
+  return ac.signal;
+}
+function raceAbortSignals(...signals2) {
+  return raceAbortSignalsWithCleanup(...signals2).signal;
+}
+function raceAbortSignalsWithCleanup(...signals2) {
+  const ac = new AbortController();
+  const cleanup = () => {
+    for (const signal of signals2) signal === null || signal === void 0 || signal.removeEventListener("abort", onAbort);
+  };
+  const onAbort = () => {
+    cleanup();
+    ac.abort();
+  };
+  for (const signal of signals2) {
+    if (signal === null || signal === void 0 ? void 0 : signal.aborted) {
+      onAbort();
+      break;
+    }
+    signal === null || signal === void 0 || signal.addEventListener("abort", onAbort, { once: true });
+  }
+  return {
+    signal: ac.signal,
+    cleanup
+  };
+}
+function resolveHTTPLinkOptions(opts) {
+  return {
+    url: opts.url.toString(),
+    fetch: opts.fetch,
+    transformer: getTransformer(opts.transformer),
+    methodOverride: opts.methodOverride,
+    pathSeparator: resolvePathSeparator(opts.pathSeparator)
+  };
+}
+function arrayToDict(array2) {
+  const dict = {};
+  for (let index = 0; index < array2.length; index++) {
+    const element = array2[index];
+    dict[index] = element;
+  }
+  return dict;
+}
+var METHOD = {
+  query: "GET",
+  mutation: "POST",
+  subscription: "PATCH"
+};
+function getInput(opts) {
+  return "input" in opts ? opts.transformer.input.serialize(opts.input) : arrayToDict(opts.inputs.map((_input) => opts.transformer.input.serialize(_input)));
+}
+var getUrl2 = (opts) => {
+  const parts = opts.url.split("?");
+  let url2 = parts[0].replace(/\/$/, "") + "/" + procedurePathToURLPath(opts.path, opts.pathSeparator);
+  const queryParts = [];
+  if (parts[1]) queryParts.push(parts[1]);
+  if ("inputs" in opts) queryParts.push("batch=1");
+  if (opts.type === "query" || opts.type === "subscription") {
+    const input = getInput(opts);
+    if (input !== void 0 && opts.methodOverride !== "POST") queryParts.push(`input=${encodeURIComponent(JSON.stringify(input))}`);
+  }
+  if (queryParts.length) url2 += "?" + queryParts.join("&");
+  return url2;
+};
+var getBody = (opts) => {
+  if (opts.type === "query" && opts.methodOverride !== "POST") return;
+  const input = getInput(opts);
+  return input !== void 0 ? JSON.stringify(input) : void 0;
+};
+var jsonHttpRequester = (opts) => {
+  return httpRequest(_objectSpread22(_objectSpread22({}, opts), {}, {
+    contentTypeHeader: "application/json",
+    getUrl: getUrl2,
+    getBody
+  }));
+};
+var AbortError = class extends Error {
+  constructor() {
+    const name = "AbortError";
+    super(name);
+    this.name = name;
+    this.message = name;
+  }
+};
+var throwIfAborted = (signal) => {
+  var _signal$throwIfAborte;
+  if (!(signal === null || signal === void 0 ? void 0 : signal.aborted)) return;
+  (_signal$throwIfAborte = signal.throwIfAborted) === null || _signal$throwIfAborte === void 0 || _signal$throwIfAborte.call(signal);
+  if (typeof DOMException !== "undefined") throw new DOMException("AbortError", "AbortError");
+  throw new AbortError();
+};
+async function fetchHTTPResponse(opts) {
+  var _opts$methodOverride, _opts$trpcAcceptHeade;
+  throwIfAborted(opts.signal);
+  const url2 = opts.getUrl(opts);
+  const body = opts.getBody(opts);
+  const method = (_opts$methodOverride = opts.methodOverride) !== null && _opts$methodOverride !== void 0 ? _opts$methodOverride : METHOD[opts.type];
+  const resolvedHeaders = await (async () => {
+    const heads = await opts.headers();
+    if (Symbol.iterator in heads) return Object.fromEntries(heads);
+    return heads;
+  })();
+  const hasContentType2 = Object.keys(resolvedHeaders).some((key) => key.toLowerCase() === "content-type");
+  const headers = _objectSpread22(_objectSpread22(_objectSpread22({}, opts.contentTypeHeader && method !== "GET" && !hasContentType2 ? { "content-type": opts.contentTypeHeader } : {}), opts.trpcAcceptHeader ? { [(_opts$trpcAcceptHeade = opts.trpcAcceptHeaderKey) !== null && _opts$trpcAcceptHeade !== void 0 ? _opts$trpcAcceptHeade : "trpc-accept"]: opts.trpcAcceptHeader } : void 0), resolvedHeaders);
+  return getFetch(opts.fetch)(url2, {
+    method,
+    signal: opts.signal,
+    body,
+    headers
+  });
+}
+async function httpRequest(opts) {
+  const meta = {};
+  const res = await fetchHTTPResponse(opts);
+  meta.response = res;
+  const json2 = await res.json();
+  meta.responseJSON = json2;
+  return {
+    json: json2,
+    meta
+  };
+}
+
+// node_modules/@trpc/client/dist/httpBatchLink-aPx7u_sr.mjs
+var throwFatalError = () => {
+  throw new Error("Something went wrong. Please submit an issue at https://github.com/trpc/trpc/issues/new");
+};
+function dataLoader(batchLoader) {
+  let pendingItems = null;
+  let dispatchTimer = null;
+  const destroyTimerAndPendingItems = () => {
+    clearTimeout(dispatchTimer);
+    dispatchTimer = null;
+    pendingItems = null;
+  };
+  function groupItems(items) {
+    const groupedItems = [[]];
+    let index = 0;
+    while (true) {
+      const item = items[index];
+      if (!item) break;
+      const lastGroup = groupedItems[groupedItems.length - 1];
+      if (item.aborted) {
+        var _item$reject;
+        (_item$reject = item.reject) === null || _item$reject === void 0 || _item$reject.call(item, /* @__PURE__ */ new Error("Aborted"));
+        index++;
+        continue;
+      }
+      let isValid2;
+      try {
+        isValid2 = batchLoader.validate(lastGroup.concat(item).map((it) => it.key));
+      } catch (cause) {
+        var _item$reject2;
+        (_item$reject2 = item.reject) === null || _item$reject2 === void 0 || _item$reject2.call(item, cause);
+        index++;
+        continue;
+      }
+      if (isValid2) {
+        lastGroup.push(item);
+        index++;
+        continue;
+      }
+      if (lastGroup.length === 0) {
+        var _item$reject3;
+        (_item$reject3 = item.reject) === null || _item$reject3 === void 0 || _item$reject3.call(item, /* @__PURE__ */ new Error("Input is too big for a single dispatch"));
+        index++;
+        continue;
+      }
+      groupedItems.push([]);
+    }
+    return groupedItems;
+  }
+  function dispatch() {
+    const groupedItems = groupItems(pendingItems);
+    destroyTimerAndPendingItems();
+    for (const items of groupedItems) {
+      if (!items.length) continue;
+      const batch = { items };
+      for (const item of items) item.batch = batch;
+      batchLoader.fetch(batch.items.map((_item) => _item.key)).then(async (result) => {
+        await Promise.all(result.map(async (valueOrPromise, index) => {
+          const item = batch.items[index];
+          try {
+            var _item$resolve;
+            const value = await Promise.resolve(valueOrPromise);
+            (_item$resolve = item.resolve) === null || _item$resolve === void 0 || _item$resolve.call(item, value);
+          } catch (cause) {
+            var _item$reject4;
+            (_item$reject4 = item.reject) === null || _item$reject4 === void 0 || _item$reject4.call(item, cause);
+          }
+          item.batch = null;
+          item.reject = null;
+          item.resolve = null;
+        }));
+        for (const item of batch.items) {
+          var _item$reject5;
+          (_item$reject5 = item.reject) === null || _item$reject5 === void 0 || _item$reject5.call(item, /* @__PURE__ */ new Error("Missing result"));
+          item.batch = null;
+        }
+      }).catch((cause) => {
+        for (const item of batch.items) {
+          var _item$reject6;
+          (_item$reject6 = item.reject) === null || _item$reject6 === void 0 || _item$reject6.call(item, cause);
+          item.batch = null;
+        }
+      });
+    }
+  }
+  function load2(key) {
+    var _dispatchTimer;
+    const item = {
+      aborted: false,
+      key,
+      batch: null,
+      resolve: throwFatalError,
+      reject: throwFatalError
+    };
+    const promise2 = new Promise((resolve, reject) => {
+      var _pendingItems;
+      item.reject = reject;
+      item.resolve = resolve;
+      (_pendingItems = pendingItems) !== null && _pendingItems !== void 0 || (pendingItems = []);
+      pendingItems.push(item);
+    });
+    (_dispatchTimer = dispatchTimer) !== null && _dispatchTimer !== void 0 || (dispatchTimer = setTimeout(dispatch));
+    return promise2;
+  }
+  return { load: load2 };
+}
+function httpBatchLink(opts) {
+  var _opts$maxURLLength, _opts$maxItems;
+  const resolvedOpts = resolveHTTPLinkOptions(opts);
+  const maxURLLength = (_opts$maxURLLength = opts.maxURLLength) !== null && _opts$maxURLLength !== void 0 ? _opts$maxURLLength : Infinity;
+  const maxItems = (_opts$maxItems = opts.maxItems) !== null && _opts$maxItems !== void 0 ? _opts$maxItems : Infinity;
+  return () => {
+    const batchLoader = (type) => {
+      return {
+        validate(batchOps) {
+          if (maxURLLength === Infinity && maxItems === Infinity) return true;
+          if (batchOps.length > maxItems) return false;
+          const path46 = batchOps.map((op) => op.path).join(",");
+          const inputs = batchOps.map((op) => op.input);
+          return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
+            type,
+            path: path46,
+            inputs,
+            signal: null
+          })).length <= maxURLLength;
+        },
+        async fetch(batchOps) {
+          const path46 = batchOps.map((op) => op.path).join(",");
+          const inputs = batchOps.map((op) => op.input);
+          const signal = allAbortSignals(...batchOps.map((op) => op.signal));
+          const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
+            path: path46,
+            inputs,
+            type,
+            headers() {
+              if (!opts.headers) return {};
+              if (typeof opts.headers === "function") return opts.headers({ opList: batchOps });
+              return opts.headers;
+            },
+            signal
+          }));
+          return (Array.isArray(res.json) ? res.json : batchOps.map(() => res.json)).map((item) => ({
+            meta: res.meta,
+            json: item
+          }));
+        }
+      };
+    };
+    const loaders = {
+      query: dataLoader(batchLoader("query")),
+      mutation: dataLoader(batchLoader("mutation"))
+    };
+    return ({ op }) => {
+      return observable((observer) => {
+        if (op.type === "subscription") throw new Error("Subscriptions are unsupported by `httpLink` - use `httpSubscriptionLink` or `wsLink`");
+        const ac = new AbortController();
+        const { signal, cleanup } = raceAbortSignalsWithCleanup(op.signal, ac.signal);
+        const promise2 = loaders[op.type].load(_objectSpread22(_objectSpread22({}, op), {}, { signal }));
+        let isDone = false;
+        let _res = void 0;
+        promise2.then((res) => {
+          isDone = true;
+          _res = res;
+          const transformed = transformResult(res.json, resolvedOpts.transformer.output);
+          if (!transformed.ok) {
+            observer.error(TRPCClientError.from(transformed.error, { meta: res.meta }));
+            return;
+          }
+          observer.next({
+            context: res.meta,
+            result: transformed.result
+          });
+          observer.complete();
+        }).catch((err) => {
+          isDone = true;
+          observer.error(TRPCClientError.from(err, { meta: _res === null || _res === void 0 ? void 0 : _res.meta }));
+        });
+        return () => {
+          if (!isDone) ac.abort();
+          cleanup();
+        };
+      });
+    };
+  };
+}
+
+// node_modules/@trpc/client/dist/wsLink-l0dX0ah6.mjs
+var resultOf = (value, ...args) => {
+  return typeof value === "function" ? value(...args) : value;
+};
+function withResolvers2() {
+  let resolve;
+  let reject;
+  return {
+    promise: new Promise((res, rej) => {
+      resolve = res;
+      reject = rej;
+    }),
+    resolve,
+    reject
+  };
+}
+async function prepareUrl(urlOptions) {
+  const url2 = await resultOf(urlOptions.url);
+  if (!urlOptions.connectionParams) return url2;
+  return url2 + `${url2.includes("?") ? "&" : "?"}connectionParams=1`;
+}
+async function buildConnectionMessage(connectionParams, encoder) {
+  const message = {
+    method: "connectionParams",
+    data: await resultOf(connectionParams)
+  };
+  return encoder.encode(message);
+}
+function asyncWsOpen(ws) {
+  const { promise: promise2, resolve, reject } = withResolvers2();
+  ws.addEventListener("open", () => {
+    ws.removeEventListener("error", reject);
+    resolve();
+  });
+  ws.addEventListener("error", reject);
+  return promise2;
+}
+var pongCallbacks = /* @__PURE__ */ new WeakMap();
+function sendPing(ws, onPong) {
+  let callbacks = pongCallbacks.get(ws);
+  if (!callbacks) {
+    const queue = [];
+    callbacks = queue;
+    pongCallbacks.set(ws, queue);
+    ws.addEventListener("message", ({ data }) => {
+      var _queue$shift;
+      if (data === "PONG") (_queue$shift = queue.shift()) === null || _queue$shift === void 0 || _queue$shift();
+    });
+  }
+  callbacks.push(onPong);
+  ws.send("PING");
+}
+function setupPingInterval(ws, { intervalMs, pongTimeoutMs }) {
+  let pingTimeout;
+  let pongTimeout;
+  function start() {
+    pingTimeout = setTimeout(() => {
+      sendPing(ws, null);
+      pongTimeout = setTimeout(() => {
+        ws.close();
+      }, pongTimeoutMs);
+    }, intervalMs);
+  }
+  function reset2() {
+    clearTimeout(pingTimeout);
+    start();
+  }
+  function pong() {
+    clearTimeout(pongTimeout);
+    reset2();
+  }
+  ws.addEventListener("open", start);
+  ws.addEventListener("message", ({ data }) => {
+    clearTimeout(pingTimeout);
+    start();
+    if (data === "PONG") pong();
+  });
+  ws.addEventListener("close", () => {
+    clearTimeout(pingTimeout);
+    clearTimeout(pongTimeout);
+  });
+}
+var WsConnection = class WsConnection2 {
+  constructor(opts) {
+    var _opts$WebSocketPonyfi;
+    _defineProperty2(this, "id", ++WsConnection2.connectCount);
+    _defineProperty2(this, "WebSocketPonyfill", void 0);
+    _defineProperty2(this, "urlOptions", void 0);
+    _defineProperty2(this, "keepAliveOpts", void 0);
+    _defineProperty2(this, "encoder", void 0);
+    _defineProperty2(this, "wsObservable", behaviorSubject(null));
+    _defineProperty2(this, "openPromise", null);
+    this.WebSocketPonyfill = (_opts$WebSocketPonyfi = opts.WebSocketPonyfill) !== null && _opts$WebSocketPonyfi !== void 0 ? _opts$WebSocketPonyfi : WebSocket;
+    if (!this.WebSocketPonyfill) throw new Error("No WebSocket implementation found - you probably don't want to use this on the server, but if you do you need to pass a `WebSocket`-ponyfill");
+    this.urlOptions = opts.urlOptions;
+    this.keepAliveOpts = opts.keepAlive;
+    this.encoder = opts.encoder;
+  }
+  get ws() {
+    return this.wsObservable.get();
+  }
+  set ws(ws) {
+    this.wsObservable.next(ws);
+  }
+  /**
+  * Checks if the WebSocket connection is open and ready to communicate.
+  */
+  isOpen() {
+    return !!this.ws && this.ws.readyState === this.WebSocketPonyfill.OPEN && !this.openPromise;
+  }
+  /**
+  * Checks if the WebSocket connection is closed or in the process of closing.
+  */
+  isClosed() {
+    return !!this.ws && (this.ws.readyState === this.WebSocketPonyfill.CLOSING || this.ws.readyState === this.WebSocketPonyfill.CLOSED);
+  }
+  async open() {
+    if (this.openPromise) return this.openPromise;
+    this.id = ++WsConnection2.connectCount;
+    const wsPromise = prepareUrl(this.urlOptions).then((url2) => new this.WebSocketPonyfill(url2));
+    this.openPromise = wsPromise.then(async (ws) => {
+      this.ws = ws;
+      ws.binaryType = "arraybuffer";
+      ws.addEventListener("message", function({ data }) {
+        if (data === "PING") this.send("PONG");
+      });
+      if (this.keepAliveOpts.enabled) setupPingInterval(ws, this.keepAliveOpts);
+      ws.addEventListener("close", () => {
+        if (this.ws === ws) this.ws = null;
+      });
+      await asyncWsOpen(ws);
+      if (this.urlOptions.connectionParams) ws.send(await buildConnectionMessage(this.urlOptions.connectionParams, this.encoder));
+    });
+    try {
+      await this.openPromise;
+    } finally {
+      this.openPromise = null;
+    }
+  }
+  /**
+  * Closes the WebSocket connection gracefully.
+  * Waits for any ongoing open operation to complete before closing.
+  */
+  async close() {
+    try {
+      await this.openPromise;
+    } finally {
+      var _this$ws;
+      (_this$ws = this.ws) === null || _this$ws === void 0 || _this$ws.close();
+    }
+  }
+};
+_defineProperty2(WsConnection, "connectCount", 0);
+
+// node_modules/@trpc/client/dist/index.mjs
+var observerKeys = [
+  "onStarted",
+  "onData",
+  "onError",
+  "onStopped",
+  "onComplete",
+  "onConnectionStateChange"
+];
+var TRPCUntypedClient = class {
+  constructor(opts) {
+    _defineProperty2(this, "links", void 0);
+    _defineProperty2(this, "runtime", void 0);
+    _defineProperty2(this, "requestId", void 0);
+    this.requestId = 0;
+    this.runtime = {};
+    this.links = opts.links.map((link) => link(this.runtime));
+  }
+  $request(opts) {
+    var _opts$context;
+    return createChain({
+      links: this.links,
+      op: _objectSpread22(_objectSpread22({}, opts), {}, {
+        context: (_opts$context = opts.context) !== null && _opts$context !== void 0 ? _opts$context : {},
+        id: ++this.requestId
+      })
+    }).pipe(share());
+  }
+  async requestAsPromise(opts) {
+    try {
+      const req$ = this.$request(opts);
+      return (await observableToPromise(req$)).result.data;
+    } catch (err) {
+      throw TRPCClientError.from(err);
+    }
+  }
+  /** Calls a query. */
+  query(path46, input, opts) {
+    return this.requestAsPromise({
+      type: "query",
+      path: path46,
+      input,
+      context: opts === null || opts === void 0 ? void 0 : opts.context,
+      signal: opts === null || opts === void 0 ? void 0 : opts.signal
+    });
+  }
+  /** Calls a mutation. */
+  mutation(path46, input, opts) {
+    return this.requestAsPromise({
+      type: "mutation",
+      path: path46,
+      input,
+      context: opts === null || opts === void 0 ? void 0 : opts.context,
+      signal: opts === null || opts === void 0 ? void 0 : opts.signal
+    });
+  }
+  subscription(path46, input, opts = {}) {
+    const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
+    const observable$ = this.$request({
+      type: "subscription",
+      path: path46,
+      input,
+      context: opts.context,
+      signal: opts.signal
+    });
+    if (!hasCallbacks) {
+      var _opts$signal;
+      const data$ = observable((observer) => observable$.subscribe({
+        next(envelope) {
+          if (envelope.result.type === "data" || envelope.result.type === void 0) observer.next(envelope.result.data);
+        },
+        error: (err) => observer.error(err),
+        complete: () => observer.complete()
+      }));
+      const iterator = observableToAsyncIterable(data$, (_opts$signal = opts.signal) !== null && _opts$signal !== void 0 ? _opts$signal : new AbortController().signal);
+      let iterated = false;
+      iterator[Symbol.asyncIterator] = () => {
+        if (iterated) throw new Error("A subscription can only be iterated once. Call subscribe() again for another loop.");
+        iterated = true;
+        return iterator;
+      };
+      return iterator;
+    }
+    return observable$.subscribe({
+      next(envelope) {
+        switch (envelope.result.type) {
+          case "state":
+            var _opts$onConnectionSta;
+            (_opts$onConnectionSta = opts.onConnectionStateChange) === null || _opts$onConnectionSta === void 0 || _opts$onConnectionSta.call(opts, envelope.result);
+            break;
+          case "started":
+            var _opts$onStarted;
+            (_opts$onStarted = opts.onStarted) === null || _opts$onStarted === void 0 || _opts$onStarted.call(opts, { context: envelope.context });
+            break;
+          case "stopped":
+            var _opts$onStopped;
+            (_opts$onStopped = opts.onStopped) === null || _opts$onStopped === void 0 || _opts$onStopped.call(opts);
+            break;
+          case "data":
+          case void 0:
+            var _opts$onData;
+            (_opts$onData = opts.onData) === null || _opts$onData === void 0 || _opts$onData.call(opts, envelope.result.data);
+        }
+      },
+      error(err) {
+        var _opts$onError;
+        (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, err);
+      },
+      complete() {
+        var _opts$onComplete;
+        (_opts$onComplete = opts.onComplete) === null || _opts$onComplete === void 0 || _opts$onComplete.call(opts);
+      }
+    });
+  }
+};
+var untypedClientSymbol = /* @__PURE__ */ Symbol.for("trpc_untypedClient");
+var clientCallTypeMap = {
+  query: "query",
+  mutate: "mutation",
+  subscribe: "subscription"
+};
+var clientCallTypeToProcedureType = (clientCallType) => {
+  return clientCallTypeMap[clientCallType];
+};
+function createTRPCClientProxy(client2) {
+  const proxy = createRecursiveProxy(({ path: path46, args }) => {
+    const pathCopy = [...path46];
+    const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
+    const fullPath = pathCopy.join(".");
+    return client2[procedureType](fullPath, ...args);
+  });
+  return createFlatProxy((key) => {
+    if (key === untypedClientSymbol) return client2;
+    return proxy[key];
+  });
+}
+function createTRPCClient(opts) {
+  return createTRPCClientProxy(new TRPCUntypedClient(opts));
+}
+function inputWithTrackedEventId(input, lastEventId) {
+  if (!lastEventId) return input;
+  if (input != null && typeof input !== "object") return input;
+  return _objectSpread22(_objectSpread22({}, input !== null && input !== void 0 ? input : {}), {}, { lastEventId });
+}
+function _asyncIterator2(r) {
+  var n2, t2, o2, e = 2;
+  for ("undefined" != typeof Symbol && (t2 = Symbol.asyncIterator, o2 = Symbol.iterator); e--; ) {
+    if (t2 && null != (n2 = r[t2])) return n2.call(r);
+    if (o2 && null != (n2 = r[o2])) return new AsyncFromSyncIterator2(n2.call(r));
+    t2 = "@@asyncIterator", o2 = "@@iterator";
+  }
+  throw new TypeError("Object is not async iterable");
+}
+function AsyncFromSyncIterator2(r) {
+  function AsyncFromSyncIteratorContinuation(r2) {
+    if (Object(r2) !== r2) return Promise.reject(/* @__PURE__ */ new TypeError(r2 + " is not an object."));
+    var n2 = r2.done;
+    return Promise.resolve(r2.value).then(function(r3) {
+      return {
+        value: r3,
+        done: n2
+      };
+    });
+  }
+  return AsyncFromSyncIterator2 = function AsyncFromSyncIterator3(r2) {
+    this.s = r2, this.n = r2.next;
+  }, AsyncFromSyncIterator2.prototype = {
+    s: null,
+    n: null,
+    next: function next() {
+      return AsyncFromSyncIteratorContinuation(this.n.apply(this.s, arguments));
+    },
+    "return": function _return(r2) {
+      var n2 = this.s["return"];
+      return void 0 === n2 ? Promise.resolve({
+        value: r2,
+        done: true
+      }) : AsyncFromSyncIteratorContinuation(n2.apply(this.s, arguments));
+    },
+    "throw": function _throw(r2) {
+      var n2 = this.s["return"];
+      return void 0 === n2 ? Promise.reject(r2) : AsyncFromSyncIteratorContinuation(n2.apply(this.s, arguments));
+    }
+  }, new AsyncFromSyncIterator2(r);
+}
+async function urlWithConnectionParams(opts) {
+  let url2 = await resultOf(opts.url);
+  if (opts.connectionParams) {
+    const params = await resultOf(opts.connectionParams);
+    const prefix = url2.includes("?") ? "&" : "?";
+    url2 += prefix + "connectionParams=" + encodeURIComponent(JSON.stringify(params));
+  }
+  return url2;
+}
+function httpSubscriptionLink(opts) {
+  const transformer = getTransformer(opts.transformer);
+  const pathSeparator = resolvePathSeparator(opts.pathSeparator);
+  return () => {
+    return ({ op }) => {
+      return observable((observer) => {
+        var _opts$EventSource;
+        const { type, path: path46, input } = op;
+        if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
+        let lastEventId = void 0;
+        const ac = new AbortController();
+        const signal = raceAbortSignals(op.signal, ac.signal);
+        const eventSourceStream = sseStreamConsumer({
+          url: async () => getUrl2({
+            transformer,
+            url: await urlWithConnectionParams(opts),
+            input: inputWithTrackedEventId(input, lastEventId),
+            path: path46,
+            pathSeparator,
+            type,
+            signal: null
+          }),
+          init: () => resultOf(opts.eventSourceOptions, { op }),
+          signal,
+          deserialize: (data) => transformer.output.deserialize(data),
+          EventSource: (_opts$EventSource = opts.EventSource) !== null && _opts$EventSource !== void 0 ? _opts$EventSource : globalThis.EventSource
+        });
+        const connectionState = behaviorSubject({
+          type: "state",
+          state: "connecting",
+          error: null
+        });
+        const connectionSub = connectionState.subscribe({ next(state) {
+          observer.next({ result: state });
+        } });
+        run(async () => {
+          var _iteratorAbruptCompletion = false;
+          var _didIteratorError = false;
+          var _iteratorError;
+          try {
+            for (var _iterator = _asyncIterator2(eventSourceStream), _step; _iteratorAbruptCompletion = !(_step = await _iterator.next()).done; _iteratorAbruptCompletion = false) {
+              const chunk = _step.value;
+              switch (chunk.type) {
+                case "ping":
+                  break;
+                case "data":
+                  const chunkData = chunk.data;
+                  let result;
+                  if (chunkData.id) {
+                    lastEventId = chunkData.id;
+                    result = {
+                      id: chunkData.id,
+                      data: chunkData
+                    };
+                  } else result = { data: chunkData.data };
+                  observer.next({
+                    result,
+                    context: { eventSource: chunk.eventSource }
+                  });
+                  break;
+                case "connected":
+                  observer.next({
+                    result: { type: "started" },
+                    context: { eventSource: chunk.eventSource }
+                  });
+                  connectionState.next({
+                    type: "state",
+                    state: "pending",
+                    error: null
+                  });
+                  break;
+                case "serialized-error": {
+                  const error46 = TRPCClientError.from({ error: chunk.error });
+                  if (retryableRpcCodes.includes(chunk.error.code)) {
+                    connectionState.next({
+                      type: "state",
+                      state: "connecting",
+                      error: error46
+                    });
+                    break;
+                  }
+                  throw error46;
+                }
+                case "connecting": {
+                  const lastState = connectionState.get();
+                  const error46 = chunk.event && TRPCClientError.from(chunk.event);
+                  if (!error46 && lastState.state === "connecting") break;
+                  connectionState.next({
+                    type: "state",
+                    state: "connecting",
+                    error: error46
+                  });
+                  break;
+                }
+                case "timeout":
+                  connectionState.next({
+                    type: "state",
+                    state: "connecting",
+                    error: new TRPCClientError(`Timeout of ${chunk.ms}ms reached while waiting for a response`)
+                  });
+              }
+            }
+          } catch (err) {
+            _didIteratorError = true;
+            _iteratorError = err;
+          } finally {
+            try {
+              if (_iteratorAbruptCompletion && _iterator.return != null) await _iterator.return();
+            } finally {
+              if (_didIteratorError) throw _iteratorError;
+            }
+          }
+          observer.next({ result: { type: "stopped" } });
+          connectionState.next({
+            type: "state",
+            state: "idle",
+            error: null
+          });
+          observer.complete();
+        }).catch((error46) => {
+          observer.error(TRPCClientError.from(error46));
+        });
+        return () => {
+          observer.complete();
+          ac.abort();
+          connectionSub.unsubscribe();
+        };
+      });
+    };
+  };
+}
+function _OverloadYield2(e, d) {
+  this.v = e, this.k = d;
+}
+function AsyncGenerator2(e) {
+  var r, t2;
+  function resume(r2, t3) {
+    try {
+      var n2 = e[r2](t3), o2 = n2.value, u2 = o2 instanceof _OverloadYield2;
+      Promise.resolve(u2 ? o2.v : o2).then(function(t4) {
+        if (u2) {
+          var i2 = "return" === r2 ? "return" : "next";
+          if (!o2.k || t4.done) return resume(i2, t4);
+          t4 = e[i2](t4).value;
+        }
+        settle(n2.done ? "return" : "normal", t4);
+      }, function(e2) {
+        resume("throw", e2);
+      });
+    } catch (e2) {
+      settle("throw", e2);
+    }
+  }
+  function settle(e2, n2) {
+    switch (e2) {
+      case "return":
+        r.resolve({
+          value: n2,
+          done: true
+        });
+        break;
+      case "throw":
+        r.reject(n2);
+        break;
+      default:
+        r.resolve({
+          value: n2,
+          done: false
+        });
+    }
+    (r = r.next) ? resume(r.key, r.arg) : t2 = null;
+  }
+  this._invoke = function(e2, n2) {
+    return new Promise(function(o2, u2) {
+      var i2 = {
+        key: e2,
+        arg: n2,
+        resolve: o2,
+        reject: u2,
+        next: null
+      };
+      t2 ? t2 = t2.next = i2 : (r = t2 = i2, resume(e2, n2));
+    });
+  }, "function" != typeof e["return"] && (this["return"] = void 0);
+}
+AsyncGenerator2.prototype["function" == typeof Symbol && Symbol.asyncIterator || "@@asyncIterator"] = function() {
+  return this;
+}, AsyncGenerator2.prototype.next = function(e) {
+  return this._invoke("next", e);
+}, AsyncGenerator2.prototype["throw"] = function(e) {
+  return this._invoke("throw", e);
+}, AsyncGenerator2.prototype["return"] = function(e) {
+  return this._invoke("return", e);
+};
+
+// node_modules/eventsource-parser/dist/index.js
+var ParseError = class extends Error {
+  constructor(message, options) {
+    super(message), this.name = "ParseError", this.type = options.type, this.field = options.field, this.value = options.value, this.line = options.line;
+  }
+};
+var LF2 = 10;
+var CR2 = 13;
+var SPACE = 32;
+function noop5(_arg) {
+}
+function createParser(config3) {
+  if (typeof config3 == "function")
+    throw new TypeError(
+      "`config` must be an object, got a function instead. Did you mean `createParser({onEvent: fn})`?"
+    );
+  const { onEvent = noop5, onError = noop5, onRetry = noop5, onComment, maxBufferSize } = config3, pendingFragments = [];
+  let pendingFragmentsLength = 0, isFirstChunk = true, id2, data = "", dataLines = 0, eventType, terminated = false;
+  function feed(chunk) {
+    if (terminated)
+      throw new Error(
+        "Cannot feed parser: it was terminated after exceeding the configured max buffer size. Call `reset()` to resume parsing."
+      );
+    if (isFirstChunk && (isFirstChunk = false, chunk.charCodeAt(0) === 239 && chunk.charCodeAt(1) === 187 && chunk.charCodeAt(2) === 191 && (chunk = chunk.slice(3))), pendingFragments.length === 0) {
+      const trailing2 = processLines(chunk);
+      trailing2 !== "" && (pendingFragments.push(trailing2), pendingFragmentsLength = trailing2.length), checkBufferSize();
+      return;
+    }
+    if (chunk.indexOf(`
+`) === -1 && chunk.indexOf("\r") === -1) {
+      pendingFragments.push(chunk), pendingFragmentsLength += chunk.length, checkBufferSize();
+      return;
+    }
+    pendingFragments.push(chunk);
+    const input = pendingFragments.join("");
+    pendingFragments.length = 0, pendingFragmentsLength = 0;
+    const trailing = processLines(input);
+    trailing !== "" && (pendingFragments.push(trailing), pendingFragmentsLength = trailing.length), checkBufferSize();
+  }
+  function checkBufferSize() {
+    maxBufferSize !== void 0 && (pendingFragmentsLength + data.length <= maxBufferSize || (terminated = true, pendingFragments.length = 0, pendingFragmentsLength = 0, id2 = void 0, data = "", dataLines = 0, eventType = void 0, onError(
+      new ParseError(`Buffered data exceeded max buffer size of ${maxBufferSize} characters`, {
+        type: "max-buffer-size-exceeded"
+      })
+    )));
+  }
+  function processLines(chunk) {
+    let searchIndex = 0;
+    if (chunk.indexOf("\r") === -1) {
+      let lfIndex = chunk.indexOf(`
+`, searchIndex);
+      for (; lfIndex !== -1; ) {
+        if (searchIndex === lfIndex) {
+          dataLines > 0 && onEvent({ id: id2, event: eventType, data }), id2 = void 0, data = "", dataLines = 0, eventType = void 0, searchIndex = lfIndex + 1, lfIndex = chunk.indexOf(`
+`, searchIndex);
+          continue;
+        }
+        const firstCharCode = chunk.charCodeAt(searchIndex);
+        if (isDataPrefix(chunk, searchIndex, firstCharCode)) {
+          const valueStart = chunk.charCodeAt(searchIndex + 5) === SPACE ? searchIndex + 6 : searchIndex + 5, value = chunk.slice(valueStart, lfIndex);
+          if (dataLines === 0 && chunk.charCodeAt(lfIndex + 1) === LF2) {
+            onEvent({ id: id2, event: eventType, data: value }), id2 = void 0, data = "", eventType = void 0, searchIndex = lfIndex + 2, lfIndex = chunk.indexOf(`
+`, searchIndex);
+            continue;
+          }
+          data = dataLines === 0 ? value : `${data}
+${value}`, dataLines++;
+        } else isEventPrefix(chunk, searchIndex, firstCharCode) ? eventType = chunk.slice(
+          chunk.charCodeAt(searchIndex + 6) === SPACE ? searchIndex + 7 : searchIndex + 6,
+          lfIndex
+        ) || void 0 : parseLine(chunk, searchIndex, lfIndex);
+        searchIndex = lfIndex + 1, lfIndex = chunk.indexOf(`
+`, searchIndex);
+      }
+      return chunk.slice(searchIndex);
+    }
+    for (; searchIndex < chunk.length; ) {
+      const crIndex = chunk.indexOf("\r", searchIndex), lfIndex = chunk.indexOf(`
+`, searchIndex);
+      let lineEnd = -1;
+      if (crIndex !== -1 && lfIndex !== -1 ? lineEnd = crIndex < lfIndex ? crIndex : lfIndex : crIndex !== -1 ? crIndex === chunk.length - 1 ? lineEnd = -1 : lineEnd = crIndex : lfIndex !== -1 && (lineEnd = lfIndex), lineEnd === -1)
+        break;
+      parseLine(chunk, searchIndex, lineEnd), searchIndex = lineEnd + 1, chunk.charCodeAt(searchIndex - 1) === CR2 && chunk.charCodeAt(searchIndex) === LF2 && searchIndex++;
+    }
+    return chunk.slice(searchIndex);
+  }
+  function parseLine(chunk, start, end) {
+    if (start === end) {
+      dispatchEvent();
+      return;
+    }
+    const firstCharCode = chunk.charCodeAt(start);
+    if (isDataPrefix(chunk, start, firstCharCode)) {
+      const valueStart = chunk.charCodeAt(start + 5) === SPACE ? start + 6 : start + 5, value2 = chunk.slice(valueStart, end);
+      data = dataLines === 0 ? value2 : `${data}
+${value2}`, dataLines++;
+      return;
+    }
+    if (isEventPrefix(chunk, start, firstCharCode)) {
+      eventType = chunk.slice(chunk.charCodeAt(start + 6) === SPACE ? start + 7 : start + 6, end) || void 0;
+      return;
+    }
+    if (firstCharCode === 105 && chunk.charCodeAt(start + 1) === 100 && chunk.charCodeAt(start + 2) === 58) {
+      const value2 = chunk.slice(chunk.charCodeAt(start + 3) === SPACE ? start + 4 : start + 3, end);
+      value2.includes("\0") || (id2 = value2);
+      return;
+    }
+    if (firstCharCode === 58) {
+      if (onComment) {
+        const line2 = chunk.slice(start, end);
+        onComment(line2.slice(chunk.charCodeAt(start + 1) === SPACE ? 2 : 1));
+      }
+      return;
+    }
+    const line = chunk.slice(start, end), fieldSeparatorIndex = line.indexOf(":");
+    if (fieldSeparatorIndex === -1) {
+      processField(line, "", line);
+      return;
+    }
+    const field = line.slice(0, fieldSeparatorIndex), offset = line.charCodeAt(fieldSeparatorIndex + 1) === SPACE ? 2 : 1, value = line.slice(fieldSeparatorIndex + offset);
+    processField(field, value, line);
+  }
+  function processField(field, value, line) {
+    switch (field) {
+      case "event":
+        eventType = value || void 0;
+        break;
+      case "data":
+        data = dataLines === 0 ? value : `${data}
+${value}`, dataLines++;
+        break;
+      case "id":
+        value.includes("\0") || (id2 = value);
+        break;
+      case "retry":
+        /^\d+$/.test(value) ? onRetry(parseInt(value, 10)) : onError(
+          new ParseError(`Invalid \`retry\` value: "${value}"`, {
+            type: "invalid-retry",
+            value,
+            line
+          })
+        );
+        break;
+      default:
+        onError(
+          new ParseError(
+            `Unknown field "${field.length > 20 ? `${field.slice(0, 20)}\u2026` : field}"`,
+            { type: "unknown-field", field, value, line }
+          )
+        );
+        break;
+    }
+  }
+  function dispatchEvent() {
+    dataLines > 0 && onEvent({
+      id: id2,
+      event: eventType,
+      data
+    }), id2 = void 0, data = "", dataLines = 0, eventType = void 0;
+  }
+  function reset2(options = {}) {
+    if (options.consume && pendingFragments.length > 0) {
+      const incompleteLine = pendingFragments.join("");
+      parseLine(incompleteLine, 0, incompleteLine.length);
+    }
+    isFirstChunk = true, id2 = void 0, data = "", dataLines = 0, eventType = void 0, pendingFragments.length = 0, pendingFragmentsLength = 0, terminated = false;
+  }
+  return { feed, reset: reset2 };
+}
+function isDataPrefix(chunk, i2, firstCharCode) {
+  return firstCharCode === 100 && chunk.charCodeAt(i2 + 1) === 97 && chunk.charCodeAt(i2 + 2) === 116 && chunk.charCodeAt(i2 + 3) === 97 && chunk.charCodeAt(i2 + 4) === 58;
+}
+function isEventPrefix(chunk, i2, firstCharCode) {
+  return firstCharCode === 101 && chunk.charCodeAt(i2 + 1) === 118 && chunk.charCodeAt(i2 + 2) === 101 && chunk.charCodeAt(i2 + 3) === 110 && chunk.charCodeAt(i2 + 4) === 116 && chunk.charCodeAt(i2 + 5) === 58;
+}
+
+// node_modules/eventsource/dist/index.js
+var ErrorEvent = class extends Event {
+  /**
+   * Constructs a new `ErrorEvent` instance. This is typically not called directly,
+   * but rather emitted by the `EventSource` object when an error occurs.
+   *
+   * @param type - The type of the event (should be "error")
+   * @param errorEventInitDict - Optional properties to include in the error event
+   */
+  constructor(type, errorEventInitDict) {
+    var _a, _b;
+    super(type), this.code = (_a = errorEventInitDict == null ? void 0 : errorEventInitDict.code) != null ? _a : void 0, this.message = (_b = errorEventInitDict == null ? void 0 : errorEventInitDict.message) != null ? _b : void 0;
+  }
+  /**
+   * Node.js "hides" the `message` and `code` properties of the `ErrorEvent` instance,
+   * when it is `console.log`'ed. This makes it harder to debug errors. To ease debugging,
+   * we explicitly include the properties in the `inspect` method.
+   *
+   * This is automatically called by Node.js when you `console.log` an instance of this class.
+   *
+   * @param _depth - The current depth
+   * @param options - The options passed to `util.inspect`
+   * @param inspect - The inspect function to use (prevents having to import it from `util`)
+   * @returns A string representation of the error
+   */
+  [/* @__PURE__ */ Symbol.for("nodejs.util.inspect.custom")](_depth, options, inspect3) {
+    return inspect3(inspectableError(this), options);
+  }
+  /**
+   * Deno "hides" the `message` and `code` properties of the `ErrorEvent` instance,
+   * when it is `console.log`'ed. This makes it harder to debug errors. To ease debugging,
+   * we explicitly include the properties in the `inspect` method.
+   *
+   * This is automatically called by Deno when you `console.log` an instance of this class.
+   *
+   * @param inspect - The inspect function to use (prevents having to import it from `util`)
+   * @param options - The options passed to `Deno.inspect`
+   * @returns A string representation of the error
+   */
+  [/* @__PURE__ */ Symbol.for("Deno.customInspect")](inspect3, options) {
+    return inspect3(inspectableError(this), options);
+  }
+};
+function syntaxError(message) {
+  const DomException = globalThis.DOMException;
+  return typeof DomException == "function" ? new DomException(message, "SyntaxError") : new SyntaxError(message);
+}
+function flattenError2(err) {
+  return err instanceof Error ? "errors" in err && Array.isArray(err.errors) ? err.errors.map(flattenError2).join(", ") : "cause" in err && err.cause instanceof Error ? `${err}: ${flattenError2(err.cause)}` : err.message : `${err}`;
+}
+function inspectableError(err) {
+  return {
+    type: err.type,
+    message: err.message,
+    code: err.code,
+    defaultPrevented: err.defaultPrevented,
+    cancelable: err.cancelable,
+    timeStamp: err.timeStamp
+  };
+}
+var __typeError = (msg) => {
+  throw TypeError(msg);
+};
+var __accessCheck = (obj2, member, msg) => member.has(obj2) || __typeError("Cannot " + msg);
+var __privateGet = (obj2, member, getter) => (__accessCheck(obj2, member, "read from private field"), getter ? getter.call(obj2) : member.get(obj2));
+var __privateAdd = (obj2, member, value) => member.has(obj2) ? __typeError("Cannot add the same private member more than once") : member instanceof WeakSet ? member.add(obj2) : member.set(obj2, value);
+var __privateSet = (obj2, member, value, setter) => (__accessCheck(obj2, member, "write to private field"), member.set(obj2, value), value);
+var __privateMethod = (obj2, member, method) => (__accessCheck(obj2, member, "access private method"), method);
+var _readyState;
+var _url2;
+var _redirectUrl;
+var _withCredentials;
+var _fetch;
+var _reconnectInterval;
+var _reconnectTimer;
+var _lastEventId;
+var _controller;
+var _parser;
+var _onError;
+var _onMessage;
+var _onOpen;
+var _EventSource_instances;
+var connect_fn;
+var _onFetchResponse;
+var _onFetchError;
+var getRequestOptions_fn;
+var _onEvent;
+var _onRetryChange;
+var failConnection_fn;
+var scheduleReconnect_fn;
+var _reconnect;
+var EventSource = class extends EventTarget {
+  constructor(url2, eventSourceInitDict) {
+    var _a, _b;
+    super(), __privateAdd(this, _EventSource_instances), this.CONNECTING = 0, this.OPEN = 1, this.CLOSED = 2, __privateAdd(this, _readyState), __privateAdd(this, _url2), __privateAdd(this, _redirectUrl), __privateAdd(this, _withCredentials), __privateAdd(this, _fetch), __privateAdd(this, _reconnectInterval), __privateAdd(this, _reconnectTimer), __privateAdd(this, _lastEventId, null), __privateAdd(this, _controller), __privateAdd(this, _parser), __privateAdd(this, _onError, null), __privateAdd(this, _onMessage, null), __privateAdd(this, _onOpen, null), __privateAdd(this, _onFetchResponse, async (response) => {
+      var _a2;
+      __privateGet(this, _parser).reset();
+      const { body, redirected, status, headers } = response;
+      if (status === 204) {
+        __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, "Server sent HTTP 204, not reconnecting", 204), this.close();
+        return;
+      }
+      if (redirected ? __privateSet(this, _redirectUrl, new URL(response.url)) : __privateSet(this, _redirectUrl, void 0), status !== 200) {
+        __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, `Non-200 status code (${status})`, status);
+        return;
+      }
+      if (!(headers.get("content-type") || "").startsWith("text/event-stream")) {
+        __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, 'Invalid content type, expected "text/event-stream"', status);
+        return;
+      }
+      if (__privateGet(this, _readyState) === this.CLOSED)
+        return;
+      __privateSet(this, _readyState, this.OPEN);
+      const openEvent = new Event("open");
+      if ((_a2 = __privateGet(this, _onOpen)) == null || _a2.call(this, openEvent), this.dispatchEvent(openEvent), typeof body != "object" || !body || !("getReader" in body)) {
+        __privateMethod(this, _EventSource_instances, failConnection_fn).call(this, "Invalid response body, expected a web ReadableStream", status), this.close();
+        return;
+      }
+      const decoder = new TextDecoder(), reader = body.getReader();
+      let open2 = true;
+      do {
+        const { done, value } = await reader.read();
+        value && __privateGet(this, _parser).feed(decoder.decode(value, { stream: !done })), done && (open2 = false, __privateGet(this, _parser).reset(), __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this));
+      } while (open2);
+    }), __privateAdd(this, _onFetchError, (err) => {
+      __privateSet(this, _controller, void 0), !(err.name === "AbortError" || err.type === "aborted") && __privateMethod(this, _EventSource_instances, scheduleReconnect_fn).call(this, flattenError2(err));
+    }), __privateAdd(this, _onEvent, (event) => {
+      typeof event.id == "string" && __privateSet(this, _lastEventId, event.id);
+      const messageEvent = new MessageEvent(event.event || "message", {
+        data: event.data,
+        origin: __privateGet(this, _redirectUrl) ? __privateGet(this, _redirectUrl).origin : __privateGet(this, _url2).origin,
+        lastEventId: event.id || ""
+      });
+      __privateGet(this, _onMessage) && (!event.event || event.event === "message") && __privateGet(this, _onMessage).call(this, messageEvent), this.dispatchEvent(messageEvent);
+    }), __privateAdd(this, _onRetryChange, (value) => {
+      __privateSet(this, _reconnectInterval, value);
+    }), __privateAdd(this, _reconnect, () => {
+      __privateSet(this, _reconnectTimer, void 0), __privateGet(this, _readyState) === this.CONNECTING && __privateMethod(this, _EventSource_instances, connect_fn).call(this);
+    });
+    try {
+      if (url2 instanceof URL)
+        __privateSet(this, _url2, url2);
+      else if (typeof url2 == "string")
+        __privateSet(this, _url2, new URL(url2, getBaseURL()));
+      else
+        throw new Error("Invalid URL");
+    } catch {
+      throw syntaxError("An invalid or illegal string was specified");
+    }
+    __privateSet(this, _parser, createParser({
+      onEvent: __privateGet(this, _onEvent),
+      onRetry: __privateGet(this, _onRetryChange)
+    })), __privateSet(this, _readyState, this.CONNECTING), __privateSet(this, _reconnectInterval, 3e3), __privateSet(this, _fetch, (_a = eventSourceInitDict == null ? void 0 : eventSourceInitDict.fetch) != null ? _a : globalThis.fetch), __privateSet(this, _withCredentials, (_b = eventSourceInitDict == null ? void 0 : eventSourceInitDict.withCredentials) != null ? _b : false), __privateMethod(this, _EventSource_instances, connect_fn).call(this);
+  }
+  /**
+   * Returns the state of this EventSource object's connection. It can have the values described below.
+   *
+   * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/readyState)
+   *
+   * Note: typed as `number` instead of `0 | 1 | 2` for compatibility with the `EventSource` interface,
+   * defined in the TypeScript `dom` library.
+   *
+   * @public
+   */
+  get readyState() {
+    return __privateGet(this, _readyState);
+  }
+  /**
+   * Returns the URL providing the event stream.
+   *
+   * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/url)
+   *
+   * @public
+   */
+  get url() {
+    return __privateGet(this, _url2).href;
+  }
+  /**
+   * Returns true if the credentials mode for connection requests to the URL providing the event stream is set to "include", and false otherwise.
+   *
+   * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/withCredentials)
+   */
+  get withCredentials() {
+    return __privateGet(this, _withCredentials);
+  }
+  /** [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/error_event) */
+  get onerror() {
+    return __privateGet(this, _onError);
+  }
+  set onerror(value) {
+    __privateSet(this, _onError, value);
+  }
+  /** [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/message_event) */
+  get onmessage() {
+    return __privateGet(this, _onMessage);
+  }
+  set onmessage(value) {
+    __privateSet(this, _onMessage, value);
+  }
+  /** [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/open_event) */
+  get onopen() {
+    return __privateGet(this, _onOpen);
+  }
+  set onopen(value) {
+    __privateSet(this, _onOpen, value);
+  }
+  addEventListener(type, listener, options) {
+    const listen = listener;
+    super.addEventListener(type, listen, options);
+  }
+  removeEventListener(type, listener, options) {
+    const listen = listener;
+    super.removeEventListener(type, listen, options);
+  }
+  /**
+   * Aborts any instances of the fetch algorithm started for this EventSource object, and sets the readyState attribute to CLOSED.
+   *
+   * [MDN Reference](https://developer.mozilla.org/docs/Web/API/EventSource/close)
+   *
+   * @public
+   */
+  close() {
+    __privateGet(this, _reconnectTimer) && clearTimeout(__privateGet(this, _reconnectTimer)), __privateGet(this, _readyState) !== this.CLOSED && (__privateGet(this, _controller) && __privateGet(this, _controller).abort(), __privateSet(this, _readyState, this.CLOSED), __privateSet(this, _controller, void 0));
+  }
+};
+_readyState = /* @__PURE__ */ new WeakMap(), _url2 = /* @__PURE__ */ new WeakMap(), _redirectUrl = /* @__PURE__ */ new WeakMap(), _withCredentials = /* @__PURE__ */ new WeakMap(), _fetch = /* @__PURE__ */ new WeakMap(), _reconnectInterval = /* @__PURE__ */ new WeakMap(), _reconnectTimer = /* @__PURE__ */ new WeakMap(), _lastEventId = /* @__PURE__ */ new WeakMap(), _controller = /* @__PURE__ */ new WeakMap(), _parser = /* @__PURE__ */ new WeakMap(), _onError = /* @__PURE__ */ new WeakMap(), _onMessage = /* @__PURE__ */ new WeakMap(), _onOpen = /* @__PURE__ */ new WeakMap(), _EventSource_instances = /* @__PURE__ */ new WeakSet(), /**
+* Connect to the given URL and start receiving events
+*
+* @internal
+*/
+connect_fn = function() {
+  __privateSet(this, _readyState, this.CONNECTING), __privateSet(this, _controller, new AbortController()), __privateGet(this, _fetch)(__privateGet(this, _url2), __privateMethod(this, _EventSource_instances, getRequestOptions_fn).call(this)).then(__privateGet(this, _onFetchResponse)).catch(__privateGet(this, _onFetchError));
+}, _onFetchResponse = /* @__PURE__ */ new WeakMap(), _onFetchError = /* @__PURE__ */ new WeakMap(), /**
+* Get request options for the `fetch()` request
+*
+* @returns The request options
+* @internal
+*/
+getRequestOptions_fn = function() {
+  var _a;
+  const init = {
+    // [spec] Let `corsAttributeState` be `Anonymous`…
+    // [spec] …will have their mode set to "cors"…
+    mode: "cors",
+    redirect: "follow",
+    headers: { Accept: "text/event-stream", ...__privateGet(this, _lastEventId) ? { "Last-Event-ID": __privateGet(this, _lastEventId) } : void 0 },
+    cache: "no-store",
+    signal: (_a = __privateGet(this, _controller)) == null ? void 0 : _a.signal
+  };
+  return "window" in globalThis && (init.credentials = this.withCredentials ? "include" : "same-origin"), init;
+}, _onEvent = /* @__PURE__ */ new WeakMap(), _onRetryChange = /* @__PURE__ */ new WeakMap(), /**
+* Handles the process referred to in the EventSource specification as "failing a connection".
+*
+* @param error - The error causing the connection to fail
+* @param code - The HTTP status code, if available
+* @internal
+*/
+failConnection_fn = function(message, code) {
+  var _a;
+  __privateGet(this, _readyState) !== this.CLOSED && __privateSet(this, _readyState, this.CLOSED);
+  const errorEvent = new ErrorEvent("error", { code, message });
+  (_a = __privateGet(this, _onError)) == null || _a.call(this, errorEvent), this.dispatchEvent(errorEvent);
+}, /**
+* Schedules a reconnection attempt against the EventSource endpoint.
+*
+* @param message - The error causing the connection to fail
+* @param code - The HTTP status code, if available
+* @internal
+*/
+scheduleReconnect_fn = function(message, code) {
+  var _a;
+  if (__privateGet(this, _readyState) === this.CLOSED)
+    return;
+  __privateSet(this, _readyState, this.CONNECTING);
+  const errorEvent = new ErrorEvent("error", { code, message });
+  (_a = __privateGet(this, _onError)) == null || _a.call(this, errorEvent), this.dispatchEvent(errorEvent), __privateSet(this, _reconnectTimer, setTimeout(__privateGet(this, _reconnect), __privateGet(this, _reconnectInterval)));
+}, _reconnect = /* @__PURE__ */ new WeakMap(), /**
+* ReadyState representing an EventSource currently trying to connect
+*
+* @public
+*/
+EventSource.CONNECTING = 0, /**
+* ReadyState representing an EventSource connection that is open (eg connected)
+*
+* @public
+*/
+EventSource.OPEN = 1, /**
+* ReadyState representing an EventSource connection that is closed (eg disconnected)
+*
+* @public
+*/
+EventSource.CLOSED = 2;
+Object.defineProperty(EventSource, /* @__PURE__ */ Symbol.for("eventsource.supports-fetch-override"), {
+  value: true,
+  writable: false,
+  configurable: false,
+  enumerable: false
+});
+function getBaseURL() {
+  const doc = "document" in globalThis ? globalThis.document : void 0;
+  return doc && typeof doc == "object" && "baseURI" in doc && typeof doc.baseURI == "string" ? doc.baseURI : void 0;
+}
+
+// engine/api/client.ts
+function addressOf(lock) {
+  return { origin: `http://127.0.0.1:${lock.port}`, token: lock.token };
+}
+function authedFetch(address, client2, base2 = (i2, init) => globalThis.fetch(i2, init)) {
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set("authorization", `Bearer ${address.token}`);
+    if (client2) headers.set(CLIENT_HEADER, client2);
+    return base2(input, { ...init, headers });
+  };
+}
+function connect(target, client2 = "cli") {
+  const address = "origin" in target ? target : addressOf(target);
+  const url2 = `${address.origin}${API_PATH}`;
+  const headers = { authorization: `Bearer ${address.token}`, ...client2 ? { [CLIENT_HEADER]: client2 } : {} };
+  const withToken = authedFetch(address, client2);
+  return createTRPCClient({
+    links: [
+      splitLink({
+        condition: (op) => op.type === "subscription",
+        true: httpSubscriptionLink({ url: url2, EventSource, eventSourceOptions: { fetch: withToken } }),
+        false: httpBatchLink({ url: url2, headers, maxItems: 10, methodOverride: "POST" })
+      })
+    ]
+  });
+}
+async function healthy(lock, timeoutMs = 2e3) {
+  try {
+    const res = await fetch(`${addressOf(lock).origin}${HEALTH_PATH}`, { headers: { authorization: `Bearer ${lock.token}` }, signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) return false;
+    const h3 = EngineHealth.safeParse(await res.json());
+    return h3.success && h3.data.pid === lock.pid && h3.data.instanceId === lock.instanceId;
+  } catch {
+    return false;
+  }
+}
+
 // engine/api/launcher.ts
-init_client();
-init_lock();
-import { spawn as spawn5 } from "node:child_process";
-import { existsSync as existsSync17, rmSync as rmSync7, statSync as statSync9, writeFileSync as writeFileSync9 } from "node:fs";
-import path37 from "node:path";
+import { spawn as spawn6 } from "node:child_process";
+import { existsSync as existsSync20, rmSync as rmSync7, statSync as statSync11, writeFileSync as writeFileSync11 } from "node:fs";
+import path41 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path37.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path41.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -71056,9 +72417,9 @@ async function ensureEngine(stateDir2, opts = {}) {
     if (lock) return lock;
   }
   const command = opts.command ?? selfCommand();
-  if (!existsSync17(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
+  if (!existsSync20(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
   const started = await startExclusive(stateDir2, timeoutMs, () => {
-    const child = spawn5(command.node, [command.bundle, "serve", "--background"], {
+    const child = spawn6(command.node, [command.bundle, "serve", "--background"], {
       detached: true,
       stdio: "ignore",
       cwd: stateDir2,
@@ -71071,13 +72432,13 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path37.join(stateDir2, "engine.starting");
+  const marker = path41.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
-    writeFileSync9(marker, String(process.pid), { flag: "wx", mode: 384 });
+    writeFileSync11(marker, String(process.pid), { flag: "wx", mode: 384 });
     spawned = true;
   } catch {
-    const age = Date.now() - (statSync9(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    const age = Date.now() - (statSync11(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age > 3e4) {
       rmSync7(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
@@ -71131,6 +72492,7 @@ async function connectWithTarget(o2, clientName) {
 }
 
 // engine/commands/grade.ts
+init_config();
 function registerGradeCommand(program3) {
   program3.command("grade").description("run the five-rung ladder against a target and write packs/<target-slug>/grade.json (asks are approved once: the ladder's repos are throwaway)").option("--endpoint <url>", "an OpenAI-compatible endpoint instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--samples <n>", "samples per rung (1\u201312)", (v) => Number(v), 1).option("--json", "print the grade as JSON on stdout").action((o2) => gradeCommand(o2).catch(fail));
 }
@@ -71139,11 +72501,11 @@ async function gradeCommand(o2) {
   const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client2.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client2.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path38.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path42.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path38.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path42.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -71177,9 +72539,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = process.env.OCW_PACKS_DIR ?? path38.join(projectRoot(), "packs");
-  const file2 = path38.join(packs, targetSlug(target), "grade.json");
-  mkdirSync16(path38.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path42.join(projectRoot(), "packs");
+  const file2 = path42.join(packs, targetSlug(target), "grade.json");
+  mkdirSync19(path42.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -71192,14 +72554,12 @@ async function gradeCommand(o2) {
 
 // engine/commands/run.ts
 init_zod();
-import { readFileSync as readFileSync14 } from "node:fs";
-import path39 from "node:path";
+import { readFileSync as readFileSync16 } from "node:fs";
+import path43 from "node:path";
 import readline from "node:readline";
 
 // shared/batch.ts
 init_zod();
-init_check();
-init_worker();
 var BatchTask = external_exports.object({
   task: external_exports.string(),
   dir: external_exports.string().optional(),
@@ -71224,7 +72584,6 @@ var BatchSummary = external_exports.object({
 });
 
 // engine/commands/run.ts
-init_worker();
 var collect = (v, prev) => [...prev, v];
 function registerRunCommand(program3) {
   program3.command("run").description("run one task (or a batch) on a worker, grade it with held-back checks, exit 0 only if built").option("--dir <dir>", "the git repository the task works on").option("--task <text>", "what the worker should do").option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, []).option("--scope <glob>", "files the worker may change (repeatable)", collect, []).option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, []).option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v)).option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect}, \u2026]").option("--json", "print the final result as JSON on stdout").action((o2) => runCommand2(o2).catch(fail));
@@ -71232,7 +72591,7 @@ function registerRunCommand(program3) {
 function parseBatch(file2) {
   let raw;
   try {
-    raw = JSON.parse(readFileSync14(file2, "utf8"));
+    raw = JSON.parse(readFileSync16(file2, "utf8"));
   } catch (err) {
     throw new CliError(`cannot read the batch file ${file2}: ${err.message}`);
   }
@@ -71241,8 +72600,8 @@ function parseBatch(file2) {
     const i2 = parsed.error.issues[0];
     throw new CliError(`batch file ${file2}: ${i2.path.length ? `task ${Number(i2.path[0]) + 1}${i2.path.length > 1 ? "." + i2.path.slice(1).join(".") : ""}: ` : ""}${i2.message}`);
   }
-  const base2 = path39.dirname(path39.resolve(file2));
-  return parsed.data.map((t2) => ({ ...t2, directory: path39.resolve(base2, t2.dir ?? t2.directory) }));
+  const base2 = path43.dirname(path43.resolve(file2));
+  return parsed.data.map((t2) => ({ ...t2, directory: path43.resolve(base2, t2.dir ?? t2.directory) }));
 }
 async function runCommand2(o2) {
   if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
@@ -71255,7 +72614,7 @@ async function runCommand2(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     const checks = o2.check.map((run3) => ({ run: run3 }));
-    specs = [{ task: o2.task, directory: path39.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path43.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -71288,7 +72647,7 @@ async function runCommand2(o2) {
         answered.add(ask.id);
         if (asker) asker.enqueue(ask);
         else {
-          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${ask.what} \u2192 ${o2.approve} (--approve)
+          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${terminalSafe(ask.what)} \u2192 ${o2.approve} (--approve)
 `);
           void client2.approvals.decide.mutate(unattendedDecision(ask, o2.approve)).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${err.message}
 `));
@@ -71408,7 +72767,7 @@ var TerminalAsker = class {
     if (this.settled.has(ask.id)) return;
     this.queue.push(ask);
     if (this.busy) this.out.write(`
-ocw: ${ask.workerId} asks ${ask.tool}: ${ask.what} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)
+ocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)
 `);
     void this.drain();
   }
@@ -71447,7 +72806,7 @@ ocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer need
       if (this.settled.has(ask.id)) continue;
       this.current = ask;
       this.out.write(`
-ocw: ${ask.workerId} asks ${ask.tool}: ${ask.what}
+ocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)}
 `);
       if (ask.diff) this.out.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
       const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
@@ -71602,17 +72961,17 @@ var JSONRPCResultResponseSchema = object({
   result: ResultSchema
 }).strict();
 var isJSONRPCResultResponse = (value) => JSONRPCResultResponseSchema.safeParse(value).success;
-var ErrorCode;
-(function(ErrorCode2) {
-  ErrorCode2[ErrorCode2["ConnectionClosed"] = -32e3] = "ConnectionClosed";
-  ErrorCode2[ErrorCode2["RequestTimeout"] = -32001] = "RequestTimeout";
-  ErrorCode2[ErrorCode2["ParseError"] = -32700] = "ParseError";
-  ErrorCode2[ErrorCode2["InvalidRequest"] = -32600] = "InvalidRequest";
-  ErrorCode2[ErrorCode2["MethodNotFound"] = -32601] = "MethodNotFound";
-  ErrorCode2[ErrorCode2["InvalidParams"] = -32602] = "InvalidParams";
-  ErrorCode2[ErrorCode2["InternalError"] = -32603] = "InternalError";
-  ErrorCode2[ErrorCode2["UrlElicitationRequired"] = -32042] = "UrlElicitationRequired";
-})(ErrorCode || (ErrorCode = {}));
+var ErrorCode2;
+(function(ErrorCode3) {
+  ErrorCode3[ErrorCode3["ConnectionClosed"] = -32e3] = "ConnectionClosed";
+  ErrorCode3[ErrorCode3["RequestTimeout"] = -32001] = "RequestTimeout";
+  ErrorCode3[ErrorCode3["ParseError"] = -32700] = "ParseError";
+  ErrorCode3[ErrorCode3["InvalidRequest"] = -32600] = "InvalidRequest";
+  ErrorCode3[ErrorCode3["MethodNotFound"] = -32601] = "MethodNotFound";
+  ErrorCode3[ErrorCode3["InvalidParams"] = -32602] = "InvalidParams";
+  ErrorCode3[ErrorCode3["InternalError"] = -32603] = "InternalError";
+  ErrorCode3[ErrorCode3["UrlElicitationRequired"] = -32042] = "UrlElicitationRequired";
+})(ErrorCode2 || (ErrorCode2 = {}));
 var JSONRPCErrorResponseSchema = object({
   jsonrpc: literal(JSONRPC_VERSION),
   id: RequestIdSchema.optional(),
@@ -73021,7 +74380,7 @@ var McpError = class _McpError extends Error {
    * Factory method to create the appropriate error type based on the error code and data
    */
   static fromError(code, message, data) {
-    if (code === ErrorCode.UrlElicitationRequired && data) {
+    if (code === ErrorCode2.UrlElicitationRequired && data) {
       const errorData = data;
       if (errorData.elicitations) {
         return new UrlElicitationRequiredError(errorData.elicitations, message);
@@ -73032,7 +74391,7 @@ var McpError = class _McpError extends Error {
 };
 var UrlElicitationRequiredError = class extends McpError {
   constructor(elicitations, message = `URL elicitation${elicitations.length > 1 ? "s" : ""} required`) {
-    super(ErrorCode.UrlElicitationRequired, message, {
+    super(ErrorCode2.UrlElicitationRequired, message, {
       elicitations
     });
   }
@@ -73149,7 +74508,6 @@ var StdioServerTransport = class {
 init_paths();
 
 // engine/mcp/format.ts
-init_worker();
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
@@ -73241,8 +74599,6 @@ function scopesOverlap(a2, b) {
 }
 
 // engine/mcp/link.ts
-init_client();
-init_lock();
 var ToolError = class extends Error {
 };
 function isConnectionError(err) {
@@ -73324,7 +74680,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile } from "node:child_process";
-import path40 from "node:path";
+import path44 from "node:path";
 import { promisify as promisify3 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -73686,8 +75042,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path42, errorMaps, issueData } = params;
-  const fullPath = [...path42, ...issueData.path || []];
+  const { data, path: path46, errorMaps, issueData } = params;
+  const fullPath = [...path46, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -73802,11 +75158,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path42, key) {
+  constructor(parent, value, path46, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path42;
+    this._path = path46;
     this._key = key;
   }
   get path() {
@@ -77352,11 +78708,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path42) {
-  if (path42.length === 0) {
+function getDotPath(path46) {
+  if (path46.length === 0) {
     return "object root";
   }
-  return path42.reduce((acc, seg, index) => {
+  return path46.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -78791,7 +80147,7 @@ var Protocol = class {
       this.setRequestHandler(GetTaskRequestSchema, async (request, extra) => {
         const task = await this._taskStore.getTask(request.params.taskId, extra.sessionId);
         if (!task) {
-          throw new McpError(ErrorCode.InvalidParams, "Failed to retrieve task: Task not found");
+          throw new McpError(ErrorCode2.InvalidParams, "Failed to retrieve task: Task not found");
         }
         return {
           ...task
@@ -78801,7 +80157,7 @@ var Protocol = class {
         const handleTaskResult = async () => {
           const taskId = request.params.taskId;
           if (!await this._taskStore.getTask(taskId, extra.sessionId)) {
-            throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+            throw new McpError(ErrorCode2.InvalidParams, `Task not found: ${taskId}`);
           }
           if (this._taskMessageQueue) {
             let queuedMessage;
@@ -78830,7 +80186,7 @@ var Protocol = class {
           }
           const task = await this._taskStore.getTask(taskId, extra.sessionId);
           if (!task) {
-            throw new McpError(ErrorCode.InvalidParams, `Task not found: ${taskId}`);
+            throw new McpError(ErrorCode2.InvalidParams, `Task not found: ${taskId}`);
           }
           if (!isTerminal(task.status)) {
             await this._waitForTaskUpdate(taskId, extra.signal, extra.sessionId);
@@ -78862,23 +80218,23 @@ var Protocol = class {
             _meta: {}
           };
         } catch (error46) {
-          throw new McpError(ErrorCode.InvalidParams, `Failed to list tasks: ${error46 instanceof Error ? error46.message : String(error46)}`);
+          throw new McpError(ErrorCode2.InvalidParams, `Failed to list tasks: ${error46 instanceof Error ? error46.message : String(error46)}`);
         }
       });
       this.setRequestHandler(CancelTaskRequestSchema, async (request, extra) => {
         try {
           const task = await this._taskStore.getTask(request.params.taskId, extra.sessionId);
           if (!task) {
-            throw new McpError(ErrorCode.InvalidParams, `Task not found: ${request.params.taskId}`);
+            throw new McpError(ErrorCode2.InvalidParams, `Task not found: ${request.params.taskId}`);
           }
           if (isTerminal(task.status)) {
-            throw new McpError(ErrorCode.InvalidParams, `Cannot cancel task in terminal status: ${task.status}`);
+            throw new McpError(ErrorCode2.InvalidParams, `Cannot cancel task in terminal status: ${task.status}`);
           }
           await this._taskStore.updateTaskStatus(request.params.taskId, "cancelled", "Client cancelled task execution.", extra.sessionId);
           this._clearTaskQueue(request.params.taskId, extra.sessionId);
           const cancelledTask = await this._taskStore.getTask(request.params.taskId, extra.sessionId);
           if (!cancelledTask) {
-            throw new McpError(ErrorCode.InvalidParams, `Task not found after cancellation: ${request.params.taskId}`);
+            throw new McpError(ErrorCode2.InvalidParams, `Task not found after cancellation: ${request.params.taskId}`);
           }
           return {
             _meta: {},
@@ -78888,7 +80244,7 @@ var Protocol = class {
           if (error46 instanceof McpError) {
             throw error46;
           }
-          throw new McpError(ErrorCode.InvalidRequest, `Failed to cancel task: ${error46 instanceof Error ? error46.message : String(error46)}`);
+          throw new McpError(ErrorCode2.InvalidRequest, `Failed to cancel task: ${error46 instanceof Error ? error46.message : String(error46)}`);
         }
       });
     }
@@ -78917,7 +80273,7 @@ var Protocol = class {
     const totalElapsed = Date.now() - info.startTime;
     if (info.maxTotalTimeout && totalElapsed >= info.maxTotalTimeout) {
       this._timeoutInfo.delete(messageId);
-      throw McpError.fromError(ErrorCode.RequestTimeout, "Maximum total timeout exceeded", {
+      throw McpError.fromError(ErrorCode2.RequestTimeout, "Maximum total timeout exceeded", {
         maxTotalTimeout: info.maxTotalTimeout,
         totalElapsed
       });
@@ -78982,7 +80338,7 @@ var Protocol = class {
       controller.abort();
     }
     this._requestHandlerAbortControllers.clear();
-    const error46 = McpError.fromError(ErrorCode.ConnectionClosed, "Connection closed");
+    const error46 = McpError.fromError(ErrorCode2.ConnectionClosed, "Connection closed");
     this._transport = void 0;
     this.onclose?.();
     for (const handler of responseHandlers.values()) {
@@ -79011,7 +80367,7 @@ var Protocol = class {
       relatedTaskFound = false;
       relatedTaskLookup = (async () => {
         if (!await store.getTask(relatedTaskId, sessionId)) {
-          throw new McpError(ErrorCode.InvalidParams, `Task not found: ${relatedTaskId}`);
+          throw new McpError(ErrorCode2.InvalidParams, `Task not found: ${relatedTaskId}`);
         }
         relatedTaskFound = true;
       })();
@@ -79021,7 +80377,7 @@ var Protocol = class {
         jsonrpc: "2.0",
         id: request.id,
         error: {
-          code: ErrorCode.MethodNotFound,
+          code: ErrorCode2.MethodNotFound,
           message: "Method not found"
         }
       };
@@ -79058,7 +80414,7 @@ var Protocol = class {
       },
       sendRequest: async (r, resultSchema, options) => {
         if (abortController.signal.aborted) {
-          throw new McpError(ErrorCode.ConnectionClosed, "Request was cancelled");
+          throw new McpError(ErrorCode2.ConnectionClosed, "Request was cancelled");
         }
         const requestOptions = { ...options, relatedRequestId: request.id };
         if (relatedTaskId && !requestOptions.relatedTask) {
@@ -79081,7 +80437,7 @@ var Protocol = class {
     };
     (relatedTaskLookup ?? Promise.resolve()).then(() => {
       if (relatedTaskLookup && abortController.signal.aborted) {
-        throw new McpError(ErrorCode.ConnectionClosed, "Request was cancelled");
+        throw new McpError(ErrorCode2.ConnectionClosed, "Request was cancelled");
       }
       if (taskCreationParams) {
         this.assertTaskHandlerCapability(request.method);
@@ -79112,7 +80468,7 @@ var Protocol = class {
         jsonrpc: "2.0",
         id: request.id,
         error: {
-          code: Number.isSafeInteger(error46["code"]) ? error46["code"] : ErrorCode.InternalError,
+          code: Number.isSafeInteger(error46["code"]) ? error46["code"] : ErrorCode2.InternalError,
           message: error46.message ?? "Internal error",
           ...error46["data"] !== void 0 && { data: error46["data"] }
         }
@@ -79241,7 +80597,7 @@ var Protocol = class {
       } catch (error46) {
         yield {
           type: "error",
-          error: error46 instanceof McpError ? error46 : new McpError(ErrorCode.InternalError, String(error46))
+          error: error46 instanceof McpError ? error46 : new McpError(ErrorCode2.InternalError, String(error46))
         };
       }
       return;
@@ -79253,7 +80609,7 @@ var Protocol = class {
         taskId = createResult.task.taskId;
         yield { type: "taskCreated", task: createResult.task };
       } else {
-        throw new McpError(ErrorCode.InternalError, "Task creation did not return a task");
+        throw new McpError(ErrorCode2.InternalError, "Task creation did not return a task");
       }
       while (true) {
         const task2 = await this.getTask({ taskId }, options);
@@ -79265,12 +80621,12 @@ var Protocol = class {
           } else if (task2.status === "failed") {
             yield {
               type: "error",
-              error: new McpError(ErrorCode.InternalError, `Task ${taskId} failed`)
+              error: new McpError(ErrorCode2.InternalError, `Task ${taskId} failed`)
             };
           } else if (task2.status === "cancelled") {
             yield {
               type: "error",
-              error: new McpError(ErrorCode.InternalError, `Task ${taskId} was cancelled`)
+              error: new McpError(ErrorCode2.InternalError, `Task ${taskId} was cancelled`)
             };
           }
           return;
@@ -79287,7 +80643,7 @@ var Protocol = class {
     } catch (error46) {
       yield {
         type: "error",
-        error: error46 instanceof McpError ? error46 : new McpError(ErrorCode.InternalError, String(error46))
+        error: error46 instanceof McpError ? error46 : new McpError(ErrorCode2.InternalError, String(error46))
       };
     }
   }
@@ -79361,7 +80717,7 @@ var Protocol = class {
             reason: String(reason)
           }
         }, { relatedRequestId, resumptionToken, onresumptiontoken }).catch((error47) => this._onerror(new Error(`Failed to send cancellation: ${error47}`)));
-        const error46 = reason instanceof McpError ? reason : new McpError(ErrorCode.RequestTimeout, String(reason));
+        const error46 = reason instanceof McpError ? reason : new McpError(ErrorCode2.RequestTimeout, String(reason));
         reject(error46);
       };
       this._responseHandlers.set(messageId, (response) => {
@@ -79386,7 +80742,7 @@ var Protocol = class {
         cancel(options?.signal?.reason);
       });
       const timeout = options?.timeout ?? DEFAULT_REQUEST_TIMEOUT_MSEC;
-      const timeoutHandler = () => cancel(McpError.fromError(ErrorCode.RequestTimeout, "Request timed out", { timeout }));
+      const timeoutHandler = () => cancel(McpError.fromError(ErrorCode2.RequestTimeout, "Request timed out", { timeout }));
       this._setupTimeout(messageId, timeout, options?.maxTotalTimeout, timeoutHandler, options?.resetTimeoutOnProgress ?? false);
       const relatedTaskId = relatedTask?.taskId;
       if (relatedTaskId) {
@@ -79612,7 +80968,7 @@ var Protocol = class {
           const requestId = message.message.id;
           const resolver = this._requestResolvers.get(requestId);
           if (resolver) {
-            resolver(new McpError(ErrorCode.InternalError, "Task cancelled or completed"));
+            resolver(new McpError(ErrorCode2.InternalError, "Task cancelled or completed"));
             this._requestResolvers.delete(requestId);
           } else {
             this._onerror(new Error(`Resolver missing for request ${requestId} during task ${taskId} cleanup`));
@@ -79640,13 +80996,13 @@ var Protocol = class {
     }
     return new Promise((resolve, reject) => {
       if (signal.aborted) {
-        reject(new McpError(ErrorCode.InvalidRequest, "Request cancelled"));
+        reject(new McpError(ErrorCode2.InvalidRequest, "Request cancelled"));
         return;
       }
       const timeoutId = setTimeout(resolve, interval);
       signal.addEventListener("abort", () => {
         clearTimeout(timeoutId);
-        reject(new McpError(ErrorCode.InvalidRequest, "Request cancelled"));
+        reject(new McpError(ErrorCode2.InvalidRequest, "Request cancelled"));
       }, { once: true });
     });
   }
@@ -79668,7 +81024,7 @@ var Protocol = class {
       getTask: async (taskId) => {
         const task = await taskStore.getTask(taskId, sessionId);
         if (!task) {
-          throw new McpError(ErrorCode.InvalidParams, "Failed to retrieve task: Task not found");
+          throw new McpError(ErrorCode2.InvalidParams, "Failed to retrieve task: Task not found");
         }
         return task;
       },
@@ -79692,10 +81048,10 @@ var Protocol = class {
       updateTaskStatus: async (taskId, status, statusMessage) => {
         const task = await taskStore.getTask(taskId, sessionId);
         if (!task) {
-          throw new McpError(ErrorCode.InvalidParams, `Task "${taskId}" not found - it may have been cleaned up`);
+          throw new McpError(ErrorCode2.InvalidParams, `Task "${taskId}" not found - it may have been cleaned up`);
         }
         if (isTerminal(task.status)) {
-          throw new McpError(ErrorCode.InvalidParams, `Cannot update task "${taskId}" from terminal status "${task.status}" to "${status}". Terminal states (completed, failed, cancelled) cannot transition to other states.`);
+          throw new McpError(ErrorCode2.InvalidParams, `Cannot update task "${taskId}" from terminal status "${task.status}" to "${status}". Terminal states (completed, failed, cancelled) cannot transition to other states.`);
         }
         await taskStore.updateTaskStatus(taskId, status, statusMessage, sessionId);
         const updatedTask = await taskStore.getTask(taskId, sessionId);
@@ -80128,7 +81484,7 @@ var Server = class extends Protocol {
         const validatedRequest = safeParse3(CallToolRequestSchema, request);
         if (!validatedRequest.success) {
           const errorMessage = validatedRequest.error instanceof Error ? validatedRequest.error.message : String(validatedRequest.error);
-          throw new McpError(ErrorCode.InvalidParams, `Invalid tools/call request: ${errorMessage}`);
+          throw new McpError(ErrorCode2.InvalidParams, `Invalid tools/call request: ${errorMessage}`);
         }
         const { params } = validatedRequest.data;
         const result = await Promise.resolve(handler(request, extra));
@@ -80136,14 +81492,14 @@ var Server = class extends Protocol {
           const taskValidationResult = safeParse3(CreateTaskResultSchema, result);
           if (!taskValidationResult.success) {
             const errorMessage = taskValidationResult.error instanceof Error ? taskValidationResult.error.message : String(taskValidationResult.error);
-            throw new McpError(ErrorCode.InvalidParams, `Invalid task creation result: ${errorMessage}`);
+            throw new McpError(ErrorCode2.InvalidParams, `Invalid task creation result: ${errorMessage}`);
           }
           return taskValidationResult.data;
         }
         const validationResult = safeParse3(CallToolResultSchema, result);
         if (!validationResult.success) {
           const errorMessage = validationResult.error instanceof Error ? validationResult.error.message : String(validationResult.error);
-          throw new McpError(ErrorCode.InvalidParams, `Invalid tools/call result: ${errorMessage}`);
+          throw new McpError(ErrorCode2.InvalidParams, `Invalid tools/call result: ${errorMessage}`);
         }
         return validationResult.data;
       };
@@ -80355,13 +81711,13 @@ var Server = class extends Protocol {
             const validator = this._jsonSchemaValidator.getValidator(formParams.requestedSchema);
             const validationResult = validator(result.content);
             if (!validationResult.valid) {
-              throw new McpError(ErrorCode.InvalidParams, `Elicitation response content does not match requested schema: ${validationResult.errorMessage}`);
+              throw new McpError(ErrorCode2.InvalidParams, `Elicitation response content does not match requested schema: ${validationResult.errorMessage}`);
             }
           } catch (error46) {
             if (error46 instanceof McpError) {
               throw error46;
             }
-            throw new McpError(ErrorCode.InternalError, `Error validating elicitation response: ${error46 instanceof Error ? error46.message : String(error46)}`);
+            throw new McpError(ErrorCode2.InternalError, `Error validating elicitation response: ${error46 instanceof Error ? error46.message : String(error46)}`);
           }
         }
         return result;
@@ -80500,13 +81856,13 @@ var ExperimentalMcpServerTasks = class {
   constructor(_mcpServer) {
     this._mcpServer = _mcpServer;
   }
-  registerToolTask(name, config2, handler) {
-    const execution = { taskSupport: "required", ...config2.execution };
+  registerToolTask(name, config3, handler) {
+    const execution = { taskSupport: "required", ...config3.execution };
     if (execution.taskSupport === "forbidden") {
       throw new Error(`Cannot register task-based tool '${name}' with taskSupport 'forbidden'. Use registerTool() instead.`);
     }
     const mcpServerInternal = this._mcpServer;
-    return mcpServerInternal._createRegisteredTool(name, config2.title, config2.description, config2.inputSchema, config2.outputSchema, config2.annotations, execution, config2._meta, handler);
+    return mcpServerInternal._createRegisteredTool(name, config3.title, config3.description, config3.inputSchema, config3.outputSchema, config3.annotations, execution, config3._meta, handler);
   }
 };
 
@@ -80643,19 +81999,19 @@ var McpServer = class {
       try {
         const tool = this._registeredTools[request.params.name];
         if (!tool) {
-          throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
+          throw new McpError(ErrorCode2.InvalidParams, `Tool ${request.params.name} not found`);
         }
         if (!tool.enabled) {
-          throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} disabled`);
+          throw new McpError(ErrorCode2.InvalidParams, `Tool ${request.params.name} disabled`);
         }
         const isTaskRequest = !!request.params.task;
         const taskSupport = tool.execution?.taskSupport;
         const isTaskHandler = "createTask" in tool.handler;
         if ((taskSupport === "required" || taskSupport === "optional") && !isTaskHandler) {
-          throw new McpError(ErrorCode.InternalError, `Tool ${request.params.name} has taskSupport '${taskSupport}' but was not registered with registerToolTask`);
+          throw new McpError(ErrorCode2.InternalError, `Tool ${request.params.name} has taskSupport '${taskSupport}' but was not registered with registerToolTask`);
         }
         if (taskSupport === "required" && !isTaskRequest) {
-          throw new McpError(ErrorCode.MethodNotFound, `Tool ${request.params.name} requires task augmentation (taskSupport: 'required')`);
+          throw new McpError(ErrorCode2.MethodNotFound, `Tool ${request.params.name} requires task augmentation (taskSupport: 'required')`);
         }
         if (taskSupport === "optional" && !isTaskRequest && isTaskHandler) {
           return await this.handleAutomaticTaskPolling(tool, request, extra);
@@ -80669,7 +82025,7 @@ var McpServer = class {
         return result;
       } catch (error46) {
         if (error46 instanceof McpError) {
-          if (error46.code === ErrorCode.UrlElicitationRequired) {
+          if (error46.code === ErrorCode2.UrlElicitationRequired) {
             throw error46;
           }
         }
@@ -80700,7 +82056,7 @@ var McpServer = class {
    */
   async validateToolInput(tool, args, toolName) {
     if (this._maxToolInputElements !== void 0 && toolInputElementCount(args, this._maxToolInputElements) > this._maxToolInputElements) {
-      throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for tool ${toolName}: arguments contain more than the maximum of ${this._maxToolInputElements} elements`);
+      throw new McpError(ErrorCode2.InvalidParams, `Invalid arguments for tool ${toolName}: arguments contain more than the maximum of ${this._maxToolInputElements} elements`);
     }
     if (!tool.inputSchema) {
       return void 0;
@@ -80711,7 +82067,7 @@ var McpServer = class {
     if (!parseResult.success) {
       const error46 = "error" in parseResult ? parseResult.error : "Unknown error";
       const errorMessage = getParseErrorMessage(error46);
-      throw new McpError(ErrorCode.InvalidParams, `Input validation error: Invalid arguments for tool ${toolName}: ${errorMessage}`);
+      throw new McpError(ErrorCode2.InvalidParams, `Input validation error: Invalid arguments for tool ${toolName}: ${errorMessage}`);
     }
     return parseResult.data;
   }
@@ -80729,14 +82085,14 @@ var McpServer = class {
       return;
     }
     if (!result.structuredContent) {
-      throw new McpError(ErrorCode.InvalidParams, `Output validation error: Tool ${toolName} has an output schema but no structured content was provided`);
+      throw new McpError(ErrorCode2.InvalidParams, `Output validation error: Tool ${toolName} has an output schema but no structured content was provided`);
     }
     const outputObj = normalizeObjectSchema(tool.outputSchema);
     const parseResult = await safeParseAsync3(outputObj, result.structuredContent);
     if (!parseResult.success) {
       const error46 = "error" in parseResult ? parseResult.error : "Unknown error";
       const errorMessage = getParseErrorMessage(error46);
-      throw new McpError(ErrorCode.InvalidParams, `Output validation error: Invalid structured content for tool ${toolName}: ${errorMessage}`);
+      throw new McpError(ErrorCode2.InvalidParams, `Output validation error: Invalid structured content for tool ${toolName}: ${errorMessage}`);
     }
   }
   /**
@@ -80787,7 +82143,7 @@ var McpServer = class {
       await new Promise((resolve) => setTimeout(resolve, pollInterval));
       const updatedTask = await extra.taskStore.getTask(taskId);
       if (!updatedTask) {
-        throw new McpError(ErrorCode.InternalError, `Task ${taskId} not found during polling`);
+        throw new McpError(ErrorCode2.InternalError, `Task ${taskId} not found during polling`);
       }
       task = updatedTask;
     }
@@ -80810,7 +82166,7 @@ var McpServer = class {
           assertCompleteRequestResourceTemplate(request);
           return this.handleResourceCompletion(request, request.params.ref);
         default:
-          throw new McpError(ErrorCode.InvalidParams, `Invalid completion reference: ${request.params.ref}`);
+          throw new McpError(ErrorCode2.InvalidParams, `Invalid completion reference: ${request.params.ref}`);
       }
     });
     this._completionHandlerInitialized = true;
@@ -80818,10 +82174,10 @@ var McpServer = class {
   async handlePromptCompletion(request, ref) {
     const prompt = this._registeredPrompts[ref.name];
     if (!prompt) {
-      throw new McpError(ErrorCode.InvalidParams, `Prompt ${ref.name} not found`);
+      throw new McpError(ErrorCode2.InvalidParams, `Prompt ${ref.name} not found`);
     }
     if (!prompt.enabled) {
-      throw new McpError(ErrorCode.InvalidParams, `Prompt ${ref.name} disabled`);
+      throw new McpError(ErrorCode2.InvalidParams, `Prompt ${ref.name} disabled`);
     }
     if (!prompt.argsSchema) {
       return EMPTY_COMPLETION_RESULT;
@@ -80844,7 +82200,7 @@ var McpServer = class {
       if (this._registeredResources[ref.uri]) {
         return EMPTY_COMPLETION_RESULT;
       }
-      throw new McpError(ErrorCode.InvalidParams, `Resource template ${request.params.ref.uri} not found`);
+      throw new McpError(ErrorCode2.InvalidParams, `Resource template ${request.params.ref.uri} not found`);
     }
     const completer = template.resourceTemplate.completeCallback(request.params.argument.name);
     if (!completer) {
@@ -80900,7 +82256,7 @@ var McpServer = class {
       const resource = this._registeredResources[uri.toString()];
       if (resource) {
         if (!resource.enabled) {
-          throw new McpError(ErrorCode.InvalidParams, `Resource ${uri} disabled`);
+          throw new McpError(ErrorCode2.InvalidParams, `Resource ${uri} disabled`);
         }
         return resource.readCallback(uri, extra);
       }
@@ -80910,7 +82266,7 @@ var McpServer = class {
           return template.readCallback(uri, variables, extra);
         }
       }
-      throw new McpError(ErrorCode.InvalidParams, `Resource ${uri} not found`);
+      throw new McpError(ErrorCode2.InvalidParams, `Resource ${uri} not found`);
     });
     this._resourceHandlersInitialized = true;
   }
@@ -80938,10 +82294,10 @@ var McpServer = class {
     this.server.setRequestHandler(GetPromptRequestSchema, async (request, extra) => {
       const prompt = this._registeredPrompts[request.params.name];
       if (!prompt) {
-        throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} not found`);
+        throw new McpError(ErrorCode2.InvalidParams, `Prompt ${request.params.name} not found`);
       }
       if (!prompt.enabled) {
-        throw new McpError(ErrorCode.InvalidParams, `Prompt ${request.params.name} disabled`);
+        throw new McpError(ErrorCode2.InvalidParams, `Prompt ${request.params.name} disabled`);
       }
       if (prompt.argsSchema) {
         const argsObj = normalizeObjectSchema(prompt.argsSchema);
@@ -80949,7 +82305,7 @@ var McpServer = class {
         if (!parseResult.success) {
           const error46 = "error" in parseResult ? parseResult.error : "Unknown error";
           const errorMessage = getParseErrorMessage(error46);
-          throw new McpError(ErrorCode.InvalidParams, `Invalid arguments for prompt ${request.params.name}: ${errorMessage}`);
+          throw new McpError(ErrorCode2.InvalidParams, `Invalid arguments for prompt ${request.params.name}: ${errorMessage}`);
         }
         const args = parseResult.data;
         const cb = prompt.callback;
@@ -80985,12 +82341,12 @@ var McpServer = class {
       return registeredResourceTemplate;
     }
   }
-  registerResource(name, uriOrTemplate, config2, readCallback) {
+  registerResource(name, uriOrTemplate, config3, readCallback) {
     if (typeof uriOrTemplate === "string") {
       if (this._registeredResources[uriOrTemplate]) {
         throw new Error(`Resource ${uriOrTemplate} is already registered`);
       }
-      const registeredResource = this._createRegisteredResource(name, config2.title, uriOrTemplate, config2, readCallback);
+      const registeredResource = this._createRegisteredResource(name, config3.title, uriOrTemplate, config3, readCallback);
       this.setResourceRequestHandlers();
       this.sendResourceListChanged();
       return registeredResource;
@@ -80998,7 +82354,7 @@ var McpServer = class {
       if (this._registeredResourceTemplates[name]) {
         throw new Error(`Resource template ${name} is already registered`);
       }
-      const registeredResourceTemplate = this._createRegisteredResourceTemplate(name, config2.title, uriOrTemplate, config2, readCallback);
+      const registeredResourceTemplate = this._createRegisteredResourceTemplate(name, config3.title, uriOrTemplate, config3, readCallback);
       this.setResourceRequestHandlers();
       this.sendResourceListChanged();
       return registeredResourceTemplate;
@@ -81196,11 +82552,11 @@ var McpServer = class {
   /**
    * Registers a tool with a config object and callback.
    */
-  registerTool(name, config2, cb) {
+  registerTool(name, config3, cb) {
     if (this._registeredTools[name]) {
       throw new Error(`Tool ${name} is already registered`);
     }
-    const { title, description, inputSchema, outputSchema, annotations, _meta } = config2;
+    const { title, description, inputSchema, outputSchema, annotations, _meta } = config3;
     return this._createRegisteredTool(name, title, description, inputSchema, outputSchema, annotations, { taskSupport: "forbidden" }, _meta, cb);
   }
   prompt(name, ...rest) {
@@ -81224,11 +82580,11 @@ var McpServer = class {
   /**
    * Registers a prompt with a config object and callback.
    */
-  registerPrompt(name, config2, cb) {
+  registerPrompt(name, config3, cb) {
     if (this._registeredPrompts[name]) {
       throw new Error(`Prompt ${name} is already registered`);
     }
-    const { title, description, argsSchema } = config2;
+    const { title, description, argsSchema } = config3;
     const registeredPrompt = this._createRegisteredPrompt(name, title, description, argsSchema, cb);
     this.setPromptRequestHandlers();
     this.sendPromptListChanged();
@@ -81352,9 +82708,6 @@ var EMPTY_COMPLETION_RESULT = {
   }
 };
 
-// engine/mcp/server.ts
-init_worker();
-
 // engine/mcp/elicit.ts
 function canElicit(server) {
   const e = server.getClientCapabilities()?.elicitation;
@@ -81366,8 +82719,8 @@ function formFor(ask, title) {
     const qs = ask.questions.slice(0, 5);
     const properties = {};
     qs.forEach((q, i2) => {
-      const labels = q.options.map((o2) => o2.label).filter(Boolean);
-      properties[`q${i2}`] = labels.length && !q.multiple ? { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question, 400), enum: labels } : { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question + (labels.length ? ` (options: ${labels.join(", ")})` : ""), 400) };
+      const labels2 = q.options.map((o2) => o2.label).filter(Boolean);
+      properties[`q${i2}`] = labels2.length && !q.multiple ? { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question, 400), enum: labels2 } : { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question + (labels2.length ? ` (options: ${labels2.join(", ")})` : ""), 400) };
     });
     return {
       message: `${head} asks:
@@ -81454,9 +82807,6 @@ Never trust the worker's own claim: the verdict (built | honest-failure) comes f
 
 // engine/mcp/schemas.ts
 init_zod();
-init_worker();
-init_verdict();
-init_permission();
 function advertised(strict) {
   const { $schema: _drop, ...json2 } = external_exports.toJSONSchema(strict, { target: "draft-7", io: "input", unrepresentable: "any" });
   return external_exports.looseObject({}).meta(json2);
@@ -81901,14 +83251,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path40.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path44.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path40.resolve(a2.directory) === path40.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path44.resolve(a2.directory) === path44.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -82355,21 +83705,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path40.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path44.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path40.resolve(top || dir);
+  return path44.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path40.resolve(w.repo);
-  return r === root2 || path40.resolve(w.spec.directory) === root2 || path40.resolve(w.spec.directory).startsWith(root2 + path40.sep);
+  const r = path44.resolve(w.repo);
+  return r === root2 || path44.resolve(w.spec.directory) === root2 || path44.resolve(w.spec.directory).startsWith(root2 + path44.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path40.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path40.resolve(baseDir, dir)}"`;
+  if (path44.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path44.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -82480,14 +83830,14 @@ function answerInvalidLines(input, write, log = () => {
     try {
       msg = JSON.parse(line);
     } catch (err) {
-      return reply(null, ErrorCode.ParseError, `Parse error: the line is not JSON (${clip(err.message, 100)})`);
+      return reply(null, ErrorCode2.ParseError, `Parse error: the line is not JSON (${clip(err.message, 100)})`);
     }
     if (JSONRPCMessageSchema.safeParse(msg).success) return void valid.write(`${line}
 `);
-    if (typeof msg !== "object" || msg === null || Array.isArray(msg)) return reply(null, ErrorCode.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
+    if (typeof msg !== "object" || msg === null || Array.isArray(msg)) return reply(null, ErrorCode2.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
     const m = msg;
     if (!("method" in m) && ("result" in m || "error" in m)) return log(`dropped an invalid JSON-RPC response: ${clip(line, 120)}`);
-    reply(m.id, ErrorCode.InvalidRequest, `Invalid Request: ${m.jsonrpc !== "2.0" ? '"jsonrpc" must be "2.0"' : 'expected {"jsonrpc": "2.0", "method": string, "id"?: string | number, "params"?: object}'}`);
+    reply(m.id, ErrorCode2.InvalidRequest, `Invalid Request: ${m.jsonrpc !== "2.0" ? '"jsonrpc" must be "2.0"' : 'expected {"jsonrpc": "2.0", "method": string, "id"?: string | number, "params"?: object}'}`);
   };
   const decoder = new StringDecoder3("utf8");
   let pending = "";
@@ -82510,14 +83860,11 @@ function answerInvalidLines(input, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path41 from "node:path";
-init_client();
-init_lock();
+import path45 from "node:path";
 
 // engine/api/supervisor.ts
-import { spawn as spawn6 } from "node:child_process";
+import { spawn as spawn7 } from "node:child_process";
 import { once as once11 } from "node:events";
-init_lock();
 var CRASH_WINDOW_MS = 6e4;
 var MAX_CRASHES = 5;
 var ACTIVATE = "ocw:activate";
@@ -82532,7 +83879,7 @@ async function superviseEngine(stateDir2, log = () => {
     }
   }
   const self = selfCommand();
-  const start = (standby2) => spawn6(self.node, [self.bundle, "serve", "--background", "--supervised", ...standby2 ? ["--standby"] : []], {
+  const start = (standby2) => spawn7(self.node, [self.bundle, "serve", "--background", "--supervised", ...standby2 ? ["--standby"] : []], {
     stdio: ["ignore", "ignore", "ignore", "ipc"],
     cwd: process.cwd(),
     env: process.env
@@ -82606,7 +83953,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path41.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path45.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -82648,6 +83995,42 @@ function registerServeCommands(program3) {
 }
 
 // engine/cli.ts
+init_commands();
+
+// engine/commands/targets-view.ts
+init_keys();
+init_paths();
+init_targets();
+async function targetsWithEndpoints(store = new TargetStore()) {
+  const { active, targets } = store.list();
+  let live = null;
+  const lock = readLock(stateDir());
+  if (lock && await healthy(lock).catch(() => false)) {
+    const rows = await connect(lock, "cli").targets.endpoints.query().catch(() => null);
+    if (rows) live = new Map(rows.map((r) => [r.targetId, r.endpoints]));
+  }
+  const out = await Promise.all(
+    targets.map(async (t2) => {
+      const endpoints = live?.get(t2.id) ?? await Promise.all(
+        endpointsOf(t2).map(async (e) => {
+          const key = (() => {
+            try {
+              return resolveKey(t2);
+            } catch {
+              return null;
+            }
+          })();
+          const [problem, reading] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
+          return { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: reading, problem, checkedAt: Date.now() };
+        })
+      );
+      return { ...t2, endpoints };
+    })
+  );
+  return { active, targets: out };
+}
+
+// engine/cli.ts
 var program2 = new Command();
 program2.name("ocw").description("opencode-worker: hand scoped coding tasks to OpenCode workers on a local or API model, and grade them honestly").version(VERSION).showHelpAfterError("(run `ocw --help` for usage)").exitOverride((err) => {
   if (err.code === "commander.helpDisplayed" || err.code === "commander.version") process.exit(0);
@@ -82657,5 +84040,6 @@ registerServeCommands(program2);
 registerRunCommand(program2);
 registerGradeCommand(program2);
 registerMcpCommand(program2);
-registerModelSetupCommands(program2);
+registerDeployCommand(program2);
+registerModelSetupCommands(program2, { targetsJson: () => targetsWithEndpoints() });
 await program2.parseAsync(process.argv);
