@@ -1,0 +1,165 @@
+// Kubernetes manifests for vLLM / SGLang (issue 16): the plan's tensor/data parallel sizing, the manifests checked
+// against the Kubernetes schemas (kubernetes-models) and KServe's LLMInferenceService CRD (vendored, strict), the key
+// only ever in a Secret, the SGLang key wrapper run by a real shell, and the YAML read back by a real YAML parser.
+import { execFileSync, spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseAllDocuments } from "yaml";
+import { afterAll, describe, expect, it } from "vitest";
+import { LLMISVC, validateLlmisvc, validateManifest } from "../../test/fixtures/k8s/validate";
+import { GiB } from "../models/estimate";
+import {
+  captureSteps, deploymentManifests, K8sInputError, k8sName, type K8sPlan, kserveManifest, type ManifestOptions, parseNodeSpec, planK8s,
+  secretManifest, serverArgs, toYaml,
+} from "./k8s";
+
+const node = (spec: string, vendor: "nvidia" | "amd" = "nvidia") => parseNodeSpec(spec, vendor);
+const opts = (kind: ManifestOptions["kind"], extra: Partial<ManifestOptions> = {}): ManifestOptions => ({ kind, name: "ocw-test", namespace: "models", apiKeySecret: "ocw-test-api-key", ...extra });
+const tmp: string[] = [];
+afterAll(() => tmp.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+describe("plan", () => {
+  it("takes the smallest tensor-parallel size whose share fits 90 % of one GPU, from the catalog's architecture", async () => {
+    const big = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("1x80G") });
+    expect(big).toMatchObject({ model: "Qwen/Qwen3.6-27B", catalogId: "qwen3.6-27b", tensorParallel: 1, gpusPerPod: 1, weightsSource: "estimate", gpuResource: "nvidia.com/gpu", toolCallParser: "qwen3_coder" });
+    const small = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("8x24G") });
+    // 27.8 B × 2 bytes + KV ≈ 60 GiB: 2 × 24 GiB is too little per GPU, 4 fit
+    expect(small.tensorParallel).toBe(4);
+    expect(small.perGpuBytes).toBeLessThanOrEqual(24 * GiB * 0.9);
+    expect(small.reason).toMatch(/tensor parallel 4/);
+  });
+
+  it("uses the Hub's safetensors size when it has one, and data parallel multiplies a pod's GPUs", async () => {
+    const p = await planK8s({ runtime: "vllm", model: "gpt-oss-20b", node: node("4xL4=24G"), dataParallel: 2, slots: 8, sizeOf: async () => 13.8e9 });
+    expect(p).toMatchObject({ model: "openai/gpt-oss-20b", weightsSource: "hub", weightsBytes: 13.8e9, tensorParallel: 1, dataParallel: 2, gpusPerPod: 2, toolCallParser: "openai" });
+    const { args } = serverArgs(p);
+    expect(args).toEqual(expect.arrayContaining(["--data-parallel-size", "2"]));
+    expect(args[args.indexOf("--max-num-seqs") + 1]).toBe("4");
+  });
+
+  it("with no --model walks the catalog by rank and says what did not fit", async () => {
+    const p = await planK8s({ runtime: "vllm", node: node("2x48G") });
+    expect(p.catalogId).toBeTruthy();
+    expect(p.perGpuBytes).toBeLessThanOrEqual(48 * GiB * 0.9);
+    await expect(planK8s({ runtime: "vllm", node: node("1x4G") })).rejects.toThrow(/no catalog model fits 4 sequence\(s\) × 32768 tokens on 1 × 4\.0 GiB/);
+  });
+
+  it("refuses what cannot work, saying what to do", async () => {
+    await expect(planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("1x24G") })).rejects.toThrow(/does not fit 1 GPU\(s\) of 24\.0 GiB.*--gpus/);
+    await expect(planK8s({ runtime: "vllm", model: "not a repo", node: node("1x80G") })).rejects.toThrow(K8sInputError);
+    await expect(planK8s({ runtime: "vllm", model: "someone/private-model", node: node("1x80G"), sizeOf: async () => null })).rejects.toThrow(/pass --tp N/);
+    await expect(planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("2x80G"), dataParallel: 4 })).rejects.toThrow(/--data-parallel 4 needs at least 4 GPUs/);
+    await expect(planK8s({ runtime: "vllm", model: "gpt-oss-20b", node: node("1x80G"), ctxPerSlot: 200_000 })).rejects.toThrow(/trained for 131072/);
+    expect(() => parseNodeSpec("lots", "nvidia")).toThrow(/4x80G/);
+    expect(parseNodeSpec("A100=40G,A100=80G", "amd")).toMatchObject({ gpus: 2, gpuBytes: 40 * GiB, gpuName: "A100", vendor: "amd" });
+    expect(k8sName("9 Qwen/Qwen3.6 27B!")).toBe("qwen-qwen3-6-27b");
+  });
+});
+
+describe("manifests against the schemas", () => {
+  it("Deployment + Service (vLLM, NVIDIA): valid apps/v1 and v1, GPUs requested, key from the Secret, /health and /metrics", async () => {
+    const plan = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("8x24G"), replicas: 2 });
+    const docs = deploymentManifests(plan, opts("deployment", { hfTokenSecret: "hf" }));
+    for (const d of docs) expect(validateManifest(d)).toEqual([]);
+    const [dep, svc] = docs as [any, any];
+    const c = dep.spec.template.spec.containers[0];
+    expect(dep.spec.replicas).toBe(2);
+    expect(c.resources.limits["nvidia.com/gpu"]).toBe("4");
+    expect(c.resources.requests["nvidia.com/gpu"]).toBe("4");
+    expect(c.args.slice(0, 2)).toEqual(["serve", "Qwen/Qwen3.6-27B"]);
+    expect(c.args).toEqual(expect.arrayContaining(["--tensor-parallel-size", "4", "--max-model-len", "32768", "--max-num-seqs", "4"]));
+    expect(c.env).toContainEqual({ name: "VLLM_API_KEY", valueFrom: { secretKeyRef: { name: "ocw-test-api-key", key: "api-key" } } });
+    expect(c.env).toContainEqual({ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "hf", key: "token", optional: true } } });
+    expect(JSON.stringify([c.args, c.command])).not.toMatch(/api-key|API_KEY/);
+    expect(c.readinessProbe.httpGet).toEqual({ path: "/health", port: "http" });
+    expect(dep.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/path": "/metrics", "prometheus.io/port": "8000" });
+    expect(svc.spec.ports[0]).toMatchObject({ name: "http", port: 8000, targetPort: "http" });
+    expect(svc.spec.selector).toEqual(dep.spec.selector.matchLabels);
+    // two pods: a pool of port-forwarded pods (ocw admits by each one's /metrics) or the Service as a router target
+    expect(captureSteps(plan, opts("deployment")).join("\n")).toMatch(/ocw setup \$caps --api-key-env OCW_K8S_API_KEY --slots 4[\s\S]*--capture http:\/\/ocw-test\.models\.svc\.cluster\.local:8000\/v1 .*--slots 8/);
+  });
+
+  it("AMD GPUs are requested as amd.com/gpu with a ROCm image; SGLang has no pinned ROCm image and says so", async () => {
+    const plan = await planK8s({ runtime: "vllm", model: "gpt-oss-20b", node: node("2x64G", "amd") });
+    const [dep] = deploymentManifests(plan, opts("deployment")) as [any];
+    const c = dep.spec.template.spec.containers[0];
+    expect(Object.keys(c.resources.limits)).toEqual(["memory", "amd.com/gpu"]);
+    expect(c.image).toMatch(/rocm/);
+    expect(validateManifest(dep)).toEqual([]);
+    const sg = await planK8s({ runtime: "sglang", model: "gpt-oss-20b", node: node("2x64G", "amd") });
+    expect(() => deploymentManifests(sg, opts("deployment"))).toThrow(/pass --image/);
+    expect(validateManifest(deploymentManifests(sg, opts("deployment", { image: "example.com/sglang:rocm" }))[0])).toEqual([]);
+  });
+
+  it("KServe LLMInferenceService (serving.kserve.io/v1alpha2, KServe v0.20.0 CRD): valid, tensor parallel in spec.parallelism, data parallel as replicas", async () => {
+    expect(LLMISVC).toMatchObject({ kserveVersion: "v0.20.0", version: "v1alpha2", kind: "LLMInferenceService" });
+    const plan = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("8x40G"), dataParallel: 2, replicas: 2 });
+    const doc = kserveManifest(plan, opts("kserve")) as any;
+    expect(validateManifest(doc)).toEqual([]);
+    expect(doc.spec).toMatchObject({ model: { uri: "hf://Qwen/Qwen3.6-27B", name: "qwen3.6-27b" }, replicas: 4, parallelism: { tensor: plan.tensorParallel }, router: { scheduler: {}, route: {}, gateway: {} } });
+    const c = doc.spec.template.containers[0];
+    expect(c.name).toBe("main");
+    expect(c.resources.limits["nvidia.com/gpu"]).toBe(String(plan.tensorParallel));
+    expect(c.env[0]).toEqual({ name: "VLLM_API_KEY", valueFrom: { secretKeyRef: { name: "ocw-test-api-key", key: "api-key" } } });
+    expect(captureSteps(plan, opts("kserve")).join("\n")).toMatch(/jsonpath='\{\.status\.url\}'[\s\S]*ocw setup --capture "\$URL\/v1" --api-key-env OCW_K8S_API_KEY --slots 16/);
+    expect(() => kserveManifest({ ...plan, runtime: "sglang" }, opts("kserve"))).toThrow(/runs vLLM/);
+  });
+
+  it("the validators can fail: a wrong type, a misspelt field, replicas with scaling, an unknown container field", async () => {
+    const plan = await planK8s({ runtime: "vllm", model: "gpt-oss-20b", node: node("1x80G") });
+    const doc = kserveManifest(plan, opts("kserve")) as any;
+    expect(validateLlmisvc({ ...doc, spec: { ...doc.spec, parallelism: { tensr: 2 } } }).join()).toMatch(/tensr/);
+    expect(validateLlmisvc({ ...doc, spec: { ...doc.spec, replicas: "two" } }).join()).toMatch(/replicas must be integer/);
+    expect(validateLlmisvc({ ...doc, spec: { ...doc.spec, scaling: { maxReplicas: 2, wva: { hpa: {} } } } }).join()).toMatch(/mutually exclusive/);
+    const [dep, svc] = deploymentManifests(plan, opts("deployment")) as [any, any];
+    const bad = structuredClone(dep);
+    bad.spec.template.spec.containers[0].readinesProbe = bad.spec.template.spec.containers[0].readinessProbe;
+    expect(validateManifest(bad).join()).toMatch(/readinesProbe/);
+    expect(validateManifest({ ...svc, spec: { ...svc.spec, ports: [{ port: "http" }] } }).join()).toMatch(/port/);
+    expect(validateManifest(secretManifest("k", "models", "ocw-abc"))).toEqual([]);
+  });
+});
+
+describe("SGLang's key", () => {
+  it("goes from the environment into a private --config file in a real shell; argv never holds it; a bad key stops the pod", async () => {
+    const plan = await planK8s({ runtime: "sglang", model: "gpt-oss-20b", node: node("2x80G"), tensorParallel: 2 });
+    const { command, args } = serverArgs(plan);
+    expect(args).toEqual(expect.arrayContaining(["-m", "sglang.launch_server", "--tp-size", "2", "--enable-metrics", "--tool-call-parser", "gpt-oss", "--context-length", "32768", "--max-running-requests", "4"]));
+    expect(args).not.toContain("--api-key");
+    const [dep] = deploymentManifests(plan, opts("deployment")) as [any];
+    expect(dep.spec.template.spec.containers[0].env[0]).toEqual({ name: "OCW_API_KEY", valueFrom: { secretKeyRef: { name: "ocw-test-api-key", key: "api-key" } } });
+    // a stand-in python3 records its argv and the config it was given
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-k8s-sh-"));
+    tmp.push(dir);
+    writeFileSync(path.join(dir, "python3"), `#!/bin/sh\nprintf '%s\\n' "$@" > "${dir}/argv"\nfor a in "$@"; do last="$a"; done\ncat "$last" > "${dir}/config"\nls -l "$last" | cut -c1-10 > "${dir}/mode"\n`);
+    chmodSync(path.join(dir, "python3"), 0o755);
+    const key = "ocw-Ab_9-x.y~z+/=";
+    const env = { PATH: `${dir}:/usr/bin:/bin`, OCW_API_KEY: key };
+    execFileSync(command[0]!, [...command.slice(1), ...args], { env });
+    const argv = readFileSync(path.join(dir, "argv"), "utf8");
+    expect(argv.split("\n").slice(0, 2)).toEqual(["-m", "sglang.launch_server"]);
+    expect(argv).toMatch(/--config\n\/tmp\/ocw-sglang\.yaml/);
+    expect(argv).not.toContain(key);
+    expect(readFileSync(path.join(dir, "config"), "utf8")).toBe(`api-key: "${key}"\n`);
+    expect(readFileSync(path.join(dir, "mode"), "utf8").trim()).toBe("-rw-------");
+    const bad = spawnSync(command[0]!, [...command.slice(1), ...args], { env: { ...env, OCW_API_KEY: 'x" --evil' }, encoding: "utf8" });
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/must be non-empty/);
+  });
+});
+
+describe("YAML", () => {
+  it("reads back, by a real YAML parser, as exactly the objects (tricky strings quoted, YAML 1.1 booleans too)", async () => {
+    const plan = await planK8s({ runtime: "sglang", model: "gpt-oss-20b", node: node("2x80G") });
+    const docs: any[] = [...deploymentManifests(plan, opts("deployment")), { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" }, data: { a: "on", b: "8000", c: "", d: "a: b # c", e: "- x", f: "line1\nline2", g: "yes", h: "1e3", "weird key": "null", i: "~" }, list: [[1, 2], [], {}, { k: [] }] }];
+    const text = toYaml(docs);
+    for (const version of ["1.1", "1.2"] as const) {
+      const back = parseAllDocuments(text, { version }).map((d) => {
+        expect(d.errors).toEqual([]);
+        return d.toJS();
+      });
+      expect(back).toEqual(docs);
+    }
+  });
+});
