@@ -5,6 +5,7 @@ import { registerGradeCommand } from "./commands/grade";
 import { registerRunCommand } from "./commands/run";
 import { registerMcpCommand } from "./mcp/command";
 import { registerServeCommands } from "./commands/serve";
+import { registerGrantsCommand } from "./commands/grants";
 import { registerModelSetupCommands } from "./serving/commands";
 import { targetsWithEndpoints } from "./commands/targets-view";
 
@@ -20,6 +21,7 @@ program
   });
 
 registerServeCommands(program);
+registerGrantsCommand(program);
 registerRunCommand(program);
 registerGradeCommand(program);
 registerMcpCommand(program);

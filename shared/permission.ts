@@ -93,3 +93,8 @@ export function terminalSafe(text: string): string {
   // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`));
 }
+
+/** The pattern an "always" answer grants: opencode's own suggestion for the ask, else exactly what was asked. */
+export function grantPattern(ask: Pick<PermissionAsk, "always" | "what">): string {
+  return ask.always.find((a) => a && a !== "*") ?? ask.what;
+}

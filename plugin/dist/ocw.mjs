@@ -83994,6 +83994,27 @@ function registerServeCommands(program3) {
   });
 }
 
+// engine/commands/grants.ts
+init_paths();
+function registerGrantsCommand(program3) {
+  program3.command("grants").description('list the "always" answers the engine holds, or revoke one (--revoke ID)').option("--revoke <grantId>", "revoke this grant: later matching asks of its worker go to a person again").option("--json", "print JSON").action(async (o2) => {
+    try {
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw grants");
+      if (o2.revoke) {
+        const g = await client2.approvals.revokeGrant.mutate({ grantId: o2.revoke });
+        console.log(o2.json ? JSON.stringify(g) : `revoked ${g.id}: ${g.tool} ${terminalSafe(g.pattern)} (worker ${g.workerId})`);
+        return;
+      }
+      const grants = await client2.approvals.grants.query();
+      if (o2.json) return console.log(JSON.stringify(grants, null, 2));
+      if (!grants.length) return console.log('no grants: nothing is answered "always"');
+      for (const g of grants) console.log(`${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})`);
+    } catch (err) {
+      fail(err);
+    }
+  });
+}
+
 // engine/cli.ts
 init_commands();
 
@@ -84037,6 +84058,7 @@ program2.name("ocw").description("opencode-worker: hand scoped coding tasks to O
   process.exit(2);
 });
 registerServeCommands(program2);
+registerGrantsCommand(program2);
 registerRunCommand(program2);
 registerGradeCommand(program2);
 registerMcpCommand(program2);

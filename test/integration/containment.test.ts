@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
 import { bash, startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
+import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
 
 const sandbox = sandboxStatus();
 const KEY = "sk-ocw-target-" + Math.random().toString(36).slice(2);
@@ -128,8 +128,10 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     expect(later.length).toBe(2);
     for (const a of later) expect(["engine", "policy"]).toContain(a.by?.kind);
     expect(readFileSync(path.join(w.worktree!, "inside2.txt"), "utf8")).toBe("again\n");
-    // Revoked, the grant answers nothing more.
-    await engine.client.approvals.revokeGrant.mutate({ grantId: w.grants[0]!.id });
+    // Listed and revoked from the CLI; revoked, it answers nothing more.
+    const cli = (...args: string[]) => execFileSync(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: engine.stateDir }, encoding: "utf8" });
+    expect(JSON.parse(cli("grants", "--json")).map((g: { id: string }) => g.id)).toEqual([w.grants[0]!.id]);
+    expect(cli("grants", "--revoke", w.grants[0]!.id)).toContain(`revoked ${w.grants[0]!.id}`);
     expect(await engine.client.approvals.grants.query()).toEqual([]);
   }, 180_000);
 

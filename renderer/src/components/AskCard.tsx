@@ -1,5 +1,5 @@
 import { useState } from "react";
-import type { DecisionKind, PermissionAsk } from "../../../shared/permission";
+import { grantPattern, type DecisionKind, type PermissionAsk } from "../../../shared/permission";
 import { api, errorText } from "../api";
 import { ago, taskTitle, useNow } from "../format";
 import { href } from "../router";
@@ -10,10 +10,8 @@ export async function decide(ask: PermissionAsk, decision: DecisionKind, extra: 
   await api.approvals.decide.mutate({ askId: ask.id, decision, ...(extra.message ? { message: extra.message } : {}), ...(extra.answers ? { answers: extra.answers } : {}) });
 }
 
-/** The pattern an "always" answer would grant: opencode's suggestion for the ask, else exactly what was asked (as the engine's grantPattern). */
-export function askPattern(ask: Pick<PermissionAsk, "always" | "what">): string {
-  return ask.always.find((a) => a && a !== "*") ?? ask.what;
-}
+/** The pattern an "always" answer would grant (the engine's own rule, from shared/). */
+export const askPattern = grantPattern;
 
 /** A flag that stops "approve all like this": only a symlink inside the workspace is not a reason to look twice. */
 export const isRisky = (a: PermissionAsk) => !!a.flags?.some((f) => f.kind !== "symlink");

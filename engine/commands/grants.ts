@@ -1,0 +1,34 @@
+import type { Command } from "commander";
+import { terminalSafe } from "../../shared/permission";
+import { connect } from "../api/client";
+import { ensureEngine } from "../api/launcher";
+import { stateDir } from "../store/paths";
+import { fail } from "./errors";
+
+/**
+ * `ocw grants [--json]` lists the "always" answers the engine holds (per worker: tool + pattern, who granted it);
+ * `ocw grants --revoke ID` takes one back: later matching asks go to a person again.
+ */
+export function registerGrantsCommand(program: Command): void {
+  program
+    .command("grants")
+    .description('list the "always" answers the engine holds, or revoke one (--revoke ID)')
+    .option("--revoke <grantId>", "revoke this grant: later matching asks of its worker go to a person again")
+    .option("--json", "print JSON")
+    .action(async (o: { revoke?: string; json?: boolean }) => {
+      try {
+        const client = connect(await ensureEngine(stateDir()), "cli:ocw grants");
+        if (o.revoke) {
+          const g = await client.approvals.revokeGrant.mutate({ grantId: o.revoke });
+          console.log(o.json ? JSON.stringify(g) : `revoked ${g.id}: ${g.tool} ${terminalSafe(g.pattern)} (worker ${g.workerId})`);
+          return;
+        }
+        const grants = await client.approvals.grants.query();
+        if (o.json) return console.log(JSON.stringify(grants, null, 2));
+        if (!grants.length) return console.log('no grants: nothing is answered "always"');
+        for (const g of grants) console.log(`${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})`);
+      } catch (err) {
+        fail(err);
+      }
+    });
+}
