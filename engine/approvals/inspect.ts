@@ -59,10 +59,7 @@ export function inspectAsk(ask: Pick<PermissionAsk, "tool" | "what">, ws: { work
   return flags;
 }
 
-/** The pattern an "always" answer grants: opencode's own suggestion for the ask, else exactly what was asked. */
-export function grantPattern(ask: Pick<PermissionAsk, "always" | "what">): string {
-  return ask.always.find((a) => a && a !== "*") ?? ask.what;
-}
+export { grantPattern } from "../../shared/permission";
 
 /** The worker's grant that answers an ask, if any. A flagged ask (outside, protected, out of scope) is never granted. */
 export function grantFor(ask: PermissionAsk, grants: Grant[]): Grant | undefined {

@@ -57648,6 +57648,9 @@ var Grant = external_exports.object({
 function terminalSafe(text) {
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c3) => c3 === "\n" ? "\\n" : c3 === "	" ? "\\t" : `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`);
 }
+function grantPattern(ask) {
+  return ask.always.find((a2) => a2 && a2 !== "*") ?? ask.what;
+}
 
 // shared/worker-machine.ts
 init_zod();
@@ -64524,9 +64527,6 @@ function inspectAsk(ask, ws, spec2) {
   if (spec2.protect.some((g) => import_picomatch2.default.isMatch(rel, g, { dot: true }))) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
   else if (spec2.scope.length && !spec2.scope.some((g) => import_picomatch2.default.isMatch(rel, g, { dot: true }))) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
   return flags;
-}
-function grantPattern(ask) {
-  return ask.always.find((a2) => a2 && a2 !== "*") ?? ask.what;
 }
 function grantFor(ask, grants) {
   if (ask.kind !== "permission" || ask.flags?.some((f) => f.kind !== "symlink")) return void 0;
