@@ -25,7 +25,7 @@ import { Target } from "../../shared/target";
 import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
 import { FitInput } from "../../shared/fit";
-import { SetupApiInputError, setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
+import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
 import { config } from "../config";
 
@@ -169,59 +169,29 @@ export const appRouter = t.router({
     hardware: proc.query(() => setupHardware()),
     catalog: proc.input(z.object({ slots: z.number().int().min(1).max(256).optional(), minCtx: z.number().int().min(1024).optional() }).optional()).query(({ input }) => setupCatalog(input ?? {})),
     fit: proc.input(FitInput.optional()).query(async ({ input }) => {
-      try {
-        return await setupFit(input ?? {});
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return await setupFit(input ?? {});
     }),
     /** Verify a running server, then save it as a target (cannot-build saves nothing); `unverified: true` saves without checks. */
     capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input }) => {
-      try {
-        return await setupCaptureApi(input, ctx.engine.targets);
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return await setupCaptureApi(input, ctx.engine.targets);
     }),
     /**
      * Run a model on the engine's machine: plan → runtime → download → load → warm-up → verify → placement, in the
      * background. Returns the job as it begins; each change arrives as a `setup` event (and from setup.job).
      */
     start: proc.input(SetupStartInput).mutation(({ ctx, input }) => {
-      try {
-        return setupStartApi(input, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return setupStartApi(input, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
     }),
     /** A model start by id, or the latest (null when none ran since the engine started). */
     job: proc.input(z.object({ jobId: z.string().optional() }).optional()).query(({ input }) => {
-      try {
-        return setupJobApi(input?.jobId);
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return setupJobApi(input?.jobId);
     }),
     cancel: proc.input(z.object({ jobId: z.string().min(1, "jobId is required") })).mutation(({ input }) => {
-      try {
-        return setupCancelApi(input.jobId);
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return setupCancelApi(input.jobId);
     }),
     /** Verify an API provider with the key the named variable holds, then save it; `unverified: true` saves without checks. */
     provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input }) => {
-      try {
-        return await setupProviderApi(input, ctx.engine.targets);
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return await setupProviderApi(input, ctx.engine.targets);
     }),
   }),
   targets: t.router({

@@ -1,4 +1,5 @@
 /** Small HTTP helpers for probing OpenAI-compatible servers (loopback or user-given URLs). */
+import { sseData } from "../net/sse";
 
 export interface HttpResult<T = unknown> {
   ok: boolean;
@@ -84,27 +85,17 @@ export async function streamTimed(url: string, headers: Record<string, string>, 
     if (!res.ok || !res.body) return { status: res.status, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (await res.text()).slice(0, 200) };
     let first: number | null = null;
     let tokens = 0;
-    let buf = "";
-    const dec = new TextDecoder();
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += dec.decode(chunk, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i).trim();
-        buf = buf.slice(i + 1);
-        if (!line.startsWith("data:")) continue;
-        const data = line.slice(5).trim();
-        if (data === "[DONE]") continue;
-        try {
-          const j = JSON.parse(data) as { choices?: { delta?: { content?: string; reasoning_content?: string } }[]; error?: unknown };
-          const d = j.choices?.[0]?.delta;
-          if (d && (d.content || d.reasoning_content)) {
-            tokens++;
-            first ??= performance.now() - t0;
-          }
-        } catch {
-          /* ignore keep-alives */
+    for await (const data of sseData(res.body)) {
+      if (data === "[DONE]") continue;
+      try {
+        const j = JSON.parse(data) as { choices?: { delta?: { content?: string; reasoning_content?: string } }[]; error?: unknown };
+        const d = j.choices?.[0]?.delta;
+        if (d && (d.content || d.reasoning_content)) {
+          tokens++;
+          first ??= performance.now() - t0;
         }
+      } catch {
+        /* ignore keep-alives */
       }
     }
     return { status: res.status, startMs, firstTokenMs: first, endMs: performance.now() - t0, tokens };

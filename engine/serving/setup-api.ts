@@ -2,6 +2,7 @@
  * Model setup on the engine's typed API (the wizard and other clients): hardware as the planner sees it, the catalog
  * with this machine's fit per entry, and the fit itself — the same code paths as `ocw fit --json`.
  */
+import { InputError } from "../../shared/errors";
 import { type CatalogView, FitInput, FitResult } from "../../shared/fit";
 import { randomBytes } from "node:crypto";
 import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, SetupStartInput } from "../../shared/setup";
@@ -14,7 +15,8 @@ import { DEFAULT_MIN_CTX, devicesFromHardware, propose } from "../models/plan";
 import { runFitPlan, toolVerifiedModels } from "./commands";
 import { findLlamaServer } from "./llama-server";
 
-export class SetupApiInputError extends Error {}
+/** Bad input to a setup route: an InputError, so the API maps it to a 400 with its message (shared/errors.ts). */
+export class SetupApiInputError extends InputError {}
 
 let cached: { at: number; hw: Promise<HardwareReport>; bin: string | null } | null = null;
 

@@ -11,6 +11,7 @@
  *  - `model`    the server accepts tools but the model did not call one, sent broken arguments or ignored the result
  *               → underpowered (a better model or quant).
  */
+import { sseData } from "../net/sse";
 import { authHeaders, httpJson } from "./http";
 
 export interface ToolProbeResult {
@@ -69,41 +70,31 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
       out.error = msg.replace(/\s+/g, " ").slice(0, 240);
       return out;
     }
-    const dec = new TextDecoder();
-    let buf = "";
     const calls: { id: string; name: string; arguments: string }[] = [];
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      buf += dec.decode(chunk, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i).trim();
-        buf = buf.slice(i + 1);
-        if (!line.startsWith("data:")) continue;
-        const data = line.slice(5).trim();
-        if (!data || data === "[DONE]") continue;
-        let j: { choices?: { delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[]; error?: { message?: string } };
-        try {
-          j = JSON.parse(data);
-        } catch {
-          continue;
-        }
-        if (j.error) {
-          out.error = String(j.error.message ?? JSON.stringify(j.error)).slice(0, 240);
-          continue;
-        }
-        const c = j.choices?.[0];
-        if (!c) continue;
-        if (c.delta?.content) out.content += c.delta.content;
-        if (c.delta?.reasoning_content) out.reasoning += c.delta.reasoning_content;
-        for (const tc of c.delta?.tool_calls ?? []) {
-          const k = tc.index ?? calls.length;
-          calls[k] ??= { id: "", name: "", arguments: "" };
-          if (tc.id) calls[k].id = tc.id;
-          if (tc.function?.name) calls[k].name += tc.function.name;
-          if (tc.function?.arguments) calls[k].arguments += tc.function.arguments;
-        }
-        if (c.finish_reason) out.finishReason = c.finish_reason;
+    for await (const data of sseData(res.body)) {
+      if (!data || data === "[DONE]") continue;
+      let j: { choices?: { delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[]; error?: { message?: string } };
+      try {
+        j = JSON.parse(data);
+      } catch {
+        continue;
       }
+      if (j.error) {
+        out.error = String(j.error.message ?? JSON.stringify(j.error)).slice(0, 240);
+        continue;
+      }
+      const c = j.choices?.[0];
+      if (!c) continue;
+      if (c.delta?.content) out.content += c.delta.content;
+      if (c.delta?.reasoning_content) out.reasoning += c.delta.reasoning_content;
+      for (const tc of c.delta?.tool_calls ?? []) {
+        const k = tc.index ?? calls.length;
+        calls[k] ??= { id: "", name: "", arguments: "" };
+        if (tc.id) calls[k].id = tc.id;
+        if (tc.function?.name) calls[k].name += tc.function.name;
+        if (tc.function?.arguments) calls[k].arguments += tc.function.arguments;
+      }
+      if (c.finish_reason) out.finishReason = c.finish_reason;
     }
     out.toolCalls = calls.filter(Boolean);
     return out;
