@@ -26676,6 +26676,31 @@ var init_target = __esm({
   }
 });
 
+// engine/net/sse.ts
+async function* sseData(body) {
+  const decoder = new TextDecoder();
+  let buf = "";
+  let data = [];
+  for await (const chunk of body) {
+    buf += decoder.decode(chunk, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).replace(/\r$/, "");
+      buf = buf.slice(nl + 1);
+      if (line === "") {
+        if (data.length) yield data.join("\n");
+        data = [];
+      } else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+    }
+  }
+  if (buf.startsWith("data:")) data.push(buf.slice(5).trimStart());
+  if (data.length) yield data.join("\n");
+}
+var init_sse = __esm({
+  "engine/net/sse.ts"() {
+  }
+});
+
 // node_modules/env-paths/index.js
 import path16 from "node:path";
 import os2 from "node:os";
@@ -47866,26 +47891,16 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
     if (!res.ok || !res.body) return { status: res.status, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (await res.text()).slice(0, 200) };
     let first = null;
     let tokens = 0;
-    let buf = "";
-    const dec = new TextDecoder();
-    for await (const chunk of res.body) {
-      buf += dec.decode(chunk, { stream: true });
-      let i2;
-      while ((i2 = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i2).trim();
-        buf = buf.slice(i2 + 1);
-        if (!line.startsWith("data:")) continue;
-        const data = line.slice(5).trim();
-        if (data === "[DONE]") continue;
-        try {
-          const j = JSON.parse(data);
-          const d = j.choices?.[0]?.delta;
-          if (d && (d.content || d.reasoning_content)) {
-            tokens++;
-            first ??= performance.now() - t0;
-          }
-        } catch {
+    for await (const data of sseData(res.body)) {
+      if (data === "[DONE]") continue;
+      try {
+        const j = JSON.parse(data);
+        const d = j.choices?.[0]?.delta;
+        if (d && (d.content || d.reasoning_content)) {
+          tokens++;
+          first ??= performance.now() - t0;
         }
+      } catch {
       }
     }
     return { status: res.status, startMs, firstTokenMs: first, endMs: performance.now() - t0, tokens };
@@ -47897,6 +47912,7 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
 }
 var init_http = __esm({
   "engine/serving/http.ts"() {
+    init_sse();
   }
 });
 
@@ -48183,41 +48199,31 @@ async function streamTurn(url2, headers, body, timeoutMs) {
       out.error = msg.replace(/\s+/g, " ").slice(0, 240);
       return out;
     }
-    const dec = new TextDecoder();
-    let buf = "";
     const calls = [];
-    for await (const chunk of res.body) {
-      buf += dec.decode(chunk, { stream: true });
-      let i2;
-      while ((i2 = buf.indexOf("\n")) >= 0) {
-        const line = buf.slice(0, i2).trim();
-        buf = buf.slice(i2 + 1);
-        if (!line.startsWith("data:")) continue;
-        const data = line.slice(5).trim();
-        if (!data || data === "[DONE]") continue;
-        let j;
-        try {
-          j = JSON.parse(data);
-        } catch {
-          continue;
-        }
-        if (j.error) {
-          out.error = String(j.error.message ?? JSON.stringify(j.error)).slice(0, 240);
-          continue;
-        }
-        const c3 = j.choices?.[0];
-        if (!c3) continue;
-        if (c3.delta?.content) out.content += c3.delta.content;
-        if (c3.delta?.reasoning_content) out.reasoning += c3.delta.reasoning_content;
-        for (const tc of c3.delta?.tool_calls ?? []) {
-          const k = tc.index ?? calls.length;
-          calls[k] ??= { id: "", name: "", arguments: "" };
-          if (tc.id) calls[k].id = tc.id;
-          if (tc.function?.name) calls[k].name += tc.function.name;
-          if (tc.function?.arguments) calls[k].arguments += tc.function.arguments;
-        }
-        if (c3.finish_reason) out.finishReason = c3.finish_reason;
+    for await (const data of sseData(res.body)) {
+      if (!data || data === "[DONE]") continue;
+      let j;
+      try {
+        j = JSON.parse(data);
+      } catch {
+        continue;
       }
+      if (j.error) {
+        out.error = String(j.error.message ?? JSON.stringify(j.error)).slice(0, 240);
+        continue;
+      }
+      const c3 = j.choices?.[0];
+      if (!c3) continue;
+      if (c3.delta?.content) out.content += c3.delta.content;
+      if (c3.delta?.reasoning_content) out.reasoning += c3.delta.reasoning_content;
+      for (const tc of c3.delta?.tool_calls ?? []) {
+        const k = tc.index ?? calls.length;
+        calls[k] ??= { id: "", name: "", arguments: "" };
+        if (tc.id) calls[k].id = tc.id;
+        if (tc.function?.name) calls[k].name += tc.function.name;
+        if (tc.function?.arguments) calls[k].arguments += tc.function.arguments;
+      }
+      if (c3.finish_reason) out.finishReason = c3.finish_reason;
     }
     out.toolCalls = calls.filter(Boolean);
     return out;
@@ -48288,6 +48294,7 @@ async function toolRoundTrip(p) {
 var str2, num3, obj, OPENCODE_TOOLS, FILE, SYSTEM, ASK, TEXT_CALL;
 var init_tool_probe = __esm({
   "engine/serving/tool-probe.ts"() {
+    init_sse();
     init_http();
     str2 = (description) => ({ type: "string", description });
     num3 = (description) => ({ type: "number", description });
@@ -64198,28 +64205,14 @@ function compileOpencodeConfig(target, agent, access) {
 }
 
 // engine/harness/sse.ts
+init_sse();
 async function* readSse(url2, headers, signal) {
   const res = await fetch(url2, { headers: { accept: "text/event-stream", ...headers }, signal });
   if (!res.ok || !res.body) throw new Error(`event stream ${url2} answered ${res.status}`);
-  const decoder = new TextDecoder();
-  let buf = "";
-  let data = [];
-  for await (const chunk of res.body) {
-    buf += decoder.decode(chunk, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, nl).replace(/\r$/, "");
-      buf = buf.slice(nl + 1);
-      if (line === "") {
-        if (data.length) {
-          const text = data.join("\n");
-          data = [];
-          try {
-            yield JSON.parse(text);
-          } catch {
-          }
-        }
-      } else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+  for await (const text of sseData(res.body)) {
+    try {
+      yield JSON.parse(text);
+    } catch {
     }
   }
 }
@@ -69517,7 +69510,7 @@ init_plan();
 init_commands();
 init_llama_server();
 import { randomBytes as randomBytes8 } from "node:crypto";
-var SetupApiInputError = class extends Error {
+var SetupApiInputError = class extends InputError {
 };
 var cached4 = null;
 function hardware() {
@@ -69759,59 +69752,29 @@ var appRouter = t.router({
     hardware: proc.query(() => setupHardware()),
     catalog: proc.input(external_exports.object({ slots: external_exports.number().int().min(1).max(256).optional(), minCtx: external_exports.number().int().min(1024).optional() }).optional()).query(({ input }) => setupCatalog(input ?? {})),
     fit: proc.input(FitInput.optional()).query(async ({ input }) => {
-      try {
-        return await setupFit(input ?? {});
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return await setupFit(input ?? {});
     }),
     /** Verify a running server, then save it as a target (cannot-build saves nothing); `unverified: true` saves without checks. */
     capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input }) => {
-      try {
-        return await setupCaptureApi(input, ctx.engine.targets);
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return await setupCaptureApi(input, ctx.engine.targets);
     }),
     /**
      * Run a model on the engine's machine: plan → runtime → download → load → warm-up → verify → placement, in the
      * background. Returns the job as it begins; each change arrives as a `setup` event (and from setup.job).
      */
     start: proc.input(SetupStartInput).mutation(({ ctx, input }) => {
-      try {
-        return setupStartApi(input, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return setupStartApi(input, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
     }),
     /** A model start by id, or the latest (null when none ran since the engine started). */
     job: proc.input(external_exports.object({ jobId: external_exports.string().optional() }).optional()).query(({ input }) => {
-      try {
-        return setupJobApi(input?.jobId);
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return setupJobApi(input?.jobId);
     }),
     cancel: proc.input(external_exports.object({ jobId: external_exports.string().min(1, "jobId is required") })).mutation(({ input }) => {
-      try {
-        return setupCancelApi(input.jobId);
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return setupCancelApi(input.jobId);
     }),
     /** Verify an API provider with the key the named variable holds, then save it; `unverified: true` saves without checks. */
     provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input }) => {
-      try {
-        return await setupProviderApi(input, ctx.engine.targets);
-      } catch (err) {
-        if (err instanceof SetupApiInputError) throw new InputError(err.message);
-        throw err;
-      }
+      return await setupProviderApi(input, ctx.engine.targets);
     })
   }),
   targets: t.router({
