@@ -66,10 +66,10 @@ describe("faults", () => {
   });
 
   it("a model endpoint that hangs mid-response → the wall-clock budget stops the worker with its reason; nothing hangs", async () => {
-    const { workerId } = await engine.client.workers.start.mutate({ task: "FAULT-HANG", directory: repo(), budget: { wallSec: 6 } });
+    const { workerId } = await engine.client.workers.start.mutate({ task: "FAULT-HANG", directory: repo(), budget: { wallSec: 15 } });
     const w = await untilState(engine.client, workerId, (x) => isFinal(x.state), 60_000);
     expect(w.state).toBe("stopped");
-    expect(w.stateReason).toMatch(/budget: wall clock of 6s/);
+    expect(w.stateReason).toMatch(/budget: wall clock of 15s/);
     expect(model.requests.some((r) => r.matched === "hang" && r.response?.type === "hang")).toBe(true);
     expect((await engine.client.health.query()).ok).toBe(true);
   });
