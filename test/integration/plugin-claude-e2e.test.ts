@@ -4,12 +4,14 @@
 // the scripted worker model. Session 1 delegates two workers, approves and merges one into the repository; session 2,
 // a new `claude -p` process that knows nothing of the first, finds the other by repository, approves and merges it.
 import { execFileSync, spawn } from "node:child_process";
-import { cpSync } from "node:fs";
+import { cpSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildAnthropicContext, startScriptedAnthropic, type AnthropicContext, type AnthropicStep, type ScriptedAnthropic } from "../fixtures/scripted-anthropic";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, ROOT, scriptedTarget, startEngine, tempDir, type TestEngine } from "../helpers";
+import { connect } from "../../engine/api/client";
+import { readLock } from "../../engine/api/lock";
+import { cleanup, makeRepo, ROOT, scriptedTarget, startEngine, tempDir } from "../helpers";
 import { claudeCode } from "./claude-code";
 
 const PREFIX = "mcp__plugin_opencode-worker_ocw__";
@@ -79,7 +81,7 @@ const skip = "skip" in cc ? cc.skip : null;
 const WRITE = /E2E-WRITE file=(\S+) text=(\S+)/;
 
 let model: ScriptedModel;
-let engine: TestEngine;
+let stateDir: string;
 let api: ScriptedAnthropic;
 let repo: string;
 let home: string;
@@ -190,6 +192,27 @@ const transcript = () =>
     .map((q) => `${q.path} [${q.matched}] tools=${q.tools.filter((n) => n.startsWith(PREFIX)).length} → ${q.response?.status ?? ""}${q.response?.text ?? ""}${(q.response?.toolUses ?? []).map((u) => ` ${u.name}(${JSON.stringify(u.input)})`).join("")}${q.problem ? ` PROBLEM ${q.problem}` : ""}`)
     .join("\n");
 
+/** Ends the engine the plugin's bridge started (detached, supervised: not a child of this test) with `ocw stop`,
+ * then makes sure its processes are gone. */
+async function stopEngine() {
+  const lock = stateDir ? readLock(stateDir) : null;
+  if (!lock) return;
+  try {
+    execFileSync(process.execPath, [path.join(pluginDir, "bin", "ocw"), "stop"], { env, stdio: "pipe", timeout: 30_000 });
+  } catch {}
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const pids = [lock.supervisorPid, lock.pid].filter((p): p is number => typeof p === "number");
+  for (let i = 0; i < 100 && pids.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
+  for (const pid of pids.filter(alive)) process.kill(pid, "SIGKILL");
+}
+
 describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${skip ? ` (skipped: ${skip})` : ""}`, () => {
   beforeAll(async () => {
     model = await startScriptedModel({
@@ -204,8 +227,12 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
         },
       ],
     });
-    engine = await startEngine();
-    await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 4), activate: true });
+    // The person set up a target earlier (with an engine that has since stopped): Claude Code's plugin starts the
+    // engine itself, as it does for a real user, and that engine outlives the session.
+    stateDir = tempDir("cc-e2e-state");
+    const setup = await startEngine(stateDir);
+    await setup.client.targets.save.mutate({ target: scriptedTarget(model.url, 4), activate: true });
+    await setup.kill();
     api = await startScriptedAnthropic({
       apiKey: "sk-ant-scripted-e2e",
       scripts: [
@@ -227,23 +254,23 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
       DISABLE_AUTOUPDATER: "1",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       DISABLE_TELEMETRY: "1",
-      // The plugin's bridge finds this test's engine through the state directory.
-      OCW_STATE_DIR: engine.stateDir,
+      // The plugin's bridge starts (then finds) this test's engine through the state directory.
+      OCW_STATE_DIR: stateDir,
       OCW_STALL_SEC: "600",
-      // The engine runs opencode; the bridge needs none: skip the plugin copy's first-run npm ci.
+      // opencode from this checkout, so that the plugin copy needs no first-run npm ci of its own.
       OCW_OPENCODE_BIN: path.join(ROOT, "node_modules", "opencode-ai", "bin", "opencode.exe"),
     };
   });
 
   afterAll(async () => {
     if (process.env.E2E_DUMP) require("node:fs").writeFileSync(process.env.E2E_DUMP, JSON.stringify(api?.requests ?? [], null, 1));
-    await engine?.kill();
+    await stopEngine();
     await model?.close();
     await api?.close();
-    cleanup(engine?.stateDir ?? "", repo ?? "", home ?? "", pluginDir ? path.dirname(pluginDir) : "");
+    cleanup(stateDir ?? "", repo ?? "", home ?? "", pluginDir ? path.dirname(pluginDir) : "");
   });
 
-  let first: { sessionId: string; merged: string; left: string } | null = null;
+  let first: { sessionId: string; merged: string; left: string; enginePid: number } | null = null;
 
   it("session 1: delegate two workers, approve one's edit, merge it into main", async () => {
     const r = await claude(`OCW-E2E-SESSION-1: delegate writing a.txt and b.txt in ${repo} to OpenCode workers; merge a.txt.`);
@@ -257,15 +284,25 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     expect(git("rev-parse", "main")).toMatch(new RegExp(`^${commit}`));
     expect(() => git("show", "main:b.txt")).toThrow();
     expect(git("status", "--porcelain")).toBe("");
-    // The engine: the edit was approved by Claude Code over MCP, and the merge recorded.
-    const w = await engine.client.workers.get.query({ workerId: merged! });
-    expect(w.asks.map((a) => ({ status: a.status, kind: a.by?.kind }))).toEqual([{ status: "decided", kind: "mcp" }]);
-    const other = await engine.client.workers.get.query({ workerId: left! });
+    // The engine: started by the plugin's bridge (from the plugin's own bundle), still running after Claude Code
+    // exited, without Claude Code's key or variables in its environment.
+    const lock = readLock(stateDir);
+    expect(lock, "no engine lock after session 1").toBeTruthy();
+    const cmdline = readFileSync(`/proc/${lock!.pid}/cmdline`, "utf8").split("\0");
+    expect(cmdline.slice(1, 3), cmdline.join(" ")).toEqual([path.join(pluginDir, "bin", "ocw"), "serve"]);
+    const engineEnv = readFileSync(`/proc/${lock!.pid}/environ`, "utf8").split("\0").map((kv) => kv.split("=")[0]!);
+    expect(engineEnv.filter((k) => /^(ANTHROPIC_|CLAUDE|MCP_TOOL_TIMEOUT)/.test(k))).toEqual([]);
+    expect(engineEnv).toContain("OCW_STATE_DIR");
+    // The edit was approved by Claude Code over MCP.
+    const api1 = connect(lock!, "gui:test");
+    const w = await api1.workers.get.query({ workerId: merged! });
+    expect(w.asks.map((a) => ({ status: a.status, by: a.by }))).toEqual([{ status: "decided", by: { kind: "mcp", name: expect.stringMatching(/claude/i) } }]);
+    const other = await api1.workers.get.query({ workerId: left! });
     expect(other.state).toBe("waiting-approval");
     // What the model saw: the plugin's tools under their plugin names, every one answered without an error.
     const used = api.requests.filter((q) => q.matched === "session-1").flatMap((q) => q.response?.toolUses ?? []).map((u) => u.name);
     expect(new Set(used)).toEqual(new Set(["ToolSearch", ...["delegate", "wait", "approve", "result", "merge"].map((t) => `${PREFIX}${t}`)]));
-    first = { sessionId: r.json.session_id, merged: merged!, left: left! };
+    first = { sessionId: r.json.session_id, merged: merged!, left: left!, enginePid: lock!.pid };
     console.log(`session 1: ${(r.ms / 1000).toFixed(1)} s, ${api.requests.filter((q) => q.matched === "session-1").length} model requests`);
   });
 
@@ -283,7 +320,10 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     expect(git("show", "main:a.txt")).toBe("alpha");
     expect(git("show", "main:b.txt")).toBe("beta");
     expect(git("status", "--porcelain")).toBe("");
-    const w = await engine.client.workers.get.query({ workerId: first.left });
+    // The same engine as session 1's: session 2's bridge attached to it.
+    const lock = readLock(stateDir)!;
+    expect(lock.pid).toBe(first.enginePid);
+    const w = await connect(lock, "gui:test").workers.get.query({ workerId: first.left });
     expect(w.asks.map((a) => ({ status: a.status, kind: a.by?.kind }))).toEqual([{ status: "decided", kind: "mcp" }]);
     console.log(`session 2: ${(r.ms / 1000).toFixed(1)} s, ${mine.length} model requests`);
   });
