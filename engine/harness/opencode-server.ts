@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
@@ -117,7 +117,9 @@ export class OpencodeServer extends EventEmitter {
       // home and the workspaces stay writable; the worker shell is read-only.
       hidden: [...homeSecrets(), c.stateDir],
       writable: [this.opts.home, c.workspacesRoot, c.tmpRoot],
-      readOnly: [path.dirname(c.shell)],
+      // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
+      // installed under ~/.claude/plugins, whose credentials are hidden).
+      readOnly: [path.dirname(c.shell), path.dirname(path.dirname(realpathSync(argv[0]!)))],
       network: "host",
       env,
       cwd: this.opts.home,

@@ -58685,7 +58685,7 @@ var KeyGateway = class {
 import { spawn as spawn2 } from "node:child_process";
 import { randomBytes as randomBytes3 } from "node:crypto";
 import { EventEmitter as EventEmitter3 } from "node:events";
-import { existsSync as existsSync6, mkdirSync as mkdirSync6, readdirSync, readFileSync as readFileSync6, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync6, mkdirSync as mkdirSync6, readdirSync, readFileSync as readFileSync6, realpathSync as realpathSync3, writeFileSync as writeFileSync5 } from "node:fs";
 import { createRequire } from "node:module";
 import path14 from "node:path";
 
@@ -64291,7 +64291,9 @@ var OpencodeServer = class extends EventEmitter3 {
       // home and the workspaces stay writable; the worker shell is read-only.
       hidden: [...homeSecrets(), c3.stateDir],
       writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot],
-      readOnly: [path14.dirname(c3.shell)],
+      // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
+      // installed under ~/.claude/plugins, whose credentials are hidden).
+      readOnly: [path14.dirname(c3.shell), path14.dirname(path14.dirname(realpathSync3(argv[0])))],
       network: "host",
       env: env2,
       cwd: this.opts.home
@@ -64476,14 +64478,14 @@ var opencodeHarness = (opts) => new OpencodeServer(opts);
 
 // engine/approvals/inspect.ts
 var import_picomatch2 = __toESM(require_picomatch2());
-import { lstatSync, realpathSync as realpathSync3 } from "node:fs";
+import { lstatSync, realpathSync as realpathSync4 } from "node:fs";
 import path15 from "node:path";
 function realLocation(p) {
   let dir = path15.resolve(p);
   const rest = [];
   for (; ; ) {
     try {
-      return path15.join(realpathSync3(dir), ...rest);
+      return path15.join(realpathSync4(dir), ...rest);
     } catch {
       const parent = path15.dirname(dir);
       if (parent === dir) return path15.join(dir, ...rest);
