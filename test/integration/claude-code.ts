@@ -2,7 +2,7 @@
 // .cache/claude-code (gitignored) when it is not there yet. Each test runs it with its own HOME, so nothing of the
 // user's Claude Code configuration is read or written.
 import { execFile, execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { ROOT } from "../helpers";
@@ -23,11 +23,28 @@ export function claudeCode(): { bin: string } | { skip: string } {
   };
   if (existsSync(bin) && version().startsWith(CLAUDE_CODE_VERSION)) return { bin };
   mkdirSync(cacheDir, { recursive: true });
-  if (!existsSync(path.join(cacheDir, "package.json"))) writeFileSync(path.join(cacheDir, "package.json"), '{"private":true}\n');
+  // Test files run in parallel workers: one installs, the others wait for it (a lock older than 5 minutes is stale).
+  const lock = path.join(cacheDir, ".install.lock");
+  for (const until = Date.now() + 300_000; ; ) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > 300_000) rmSync(lock, { recursive: true, force: true });
+      } catch {}
+      if (Date.now() > until) return { skip: `another test has held ${lock} for 5 minutes installing Claude Code` };
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    }
+  }
   try {
+    if (existsSync(bin) && version().startsWith(CLAUDE_CODE_VERSION)) return { bin };
+    if (!existsSync(path.join(cacheDir, "package.json"))) writeFileSync(path.join(cacheDir, "package.json"), '{"private":true}\n');
     execFileSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error", `@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}`], { cwd: cacheDir, stdio: "pipe", timeout: 240_000 });
   } catch (err) {
     return { skip: `could not install @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} from the npm registry into ${cacheDir}: ${String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim().split("\n").slice(-2).join(" ")}` };
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
   }
   const v = version();
   if (!v.startsWith(CLAUDE_CODE_VERSION)) return { skip: `${bin} --version printed "${v}" after installing ${CLAUDE_CODE_VERSION}` };
