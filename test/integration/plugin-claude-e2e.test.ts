@@ -101,7 +101,7 @@ function drive(ctx: AnthropicContext, workerId: string, done: (merge: any) => st
   const short = last.name.slice(PREFIX.length);
   if (short === "merge") return { text: done(last.json) };
   if (short === "approve") return { toolUses: [{ name: t("wait"), input: { workerId, timeoutSec: 60 } }] };
-  if (short === "result") return last.json?.verdict === "built" ? { toolUses: [{ name: t("merge"), input: { workerId } }] } : { text: `FAILED: ${workerId} is ${last.json?.verdict}` };
+  if (short === "result") return last.json?.verdict === "built" ? { toolUses: [{ name: t("merge"), input: { workerId } }] } : { text: `FAILED: ${workerId} is ${last.json?.verdict}: ${last.content.slice(0, 1500)}` };
   if (short === "wait") {
     const pending = (last.json?.pending ?? []).filter((p: any) => p.workerId === workerId);
     if (pending.length) return { toolUses: [{ name: t("approve"), input: { askId: pending[0].askId, decision: "once" } }] };
@@ -302,7 +302,8 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     expect(other.state).toBe("waiting-approval");
     // What the model saw: the plugin's tools under their plugin names, every one answered without an error.
     const used = api.requests.filter((q) => q.matched === "session-1").flatMap((q) => q.response?.toolUses ?? []).map((u) => u.name);
-    expect(new Set(used)).toEqual(new Set(["ToolSearch", ...["delegate", "wait", "approve", "result", "merge"].map((t) => `${PREFIX}${t}`)]));
+    // (Claude Code 2.1.332 defers MCP tools: the scripted model loads them with ToolSearch first, as Claude does.)
+    expect(new Set(used.filter((n) => n !== "ToolSearch"))).toEqual(new Set(["delegate", "wait", "approve", "result", "merge"].map((t) => `${PREFIX}${t}`)));
     first = { sessionId: r.json.session_id, merged: merged!, left: left!, enginePid: lock!.pid };
     console.log(`session 1: ${(r.ms / 1000).toFixed(1)} s, ${api.requests.filter((q) => q.matched === "session-1").length} model requests`);
   });
