@@ -28,6 +28,8 @@ type Phases = ReturnType<typeof startMedians>;
 
 export interface Report {
   machine: { cpus: number; cpu?: string; memGb: number; node: string; platform: string; opencode: string; loadBefore?: number[]; loadAfter?: number[]; commit?: string };
+  /** Parts measured again by a later run and put into this report, with when. */
+  reruns?: string[];
   /** Parts that failed, with their error (the others still ran). */
   partErrors?: Record<string, string>;
   /** The parts this run measured (the others, in a partial run, are the committed report's). */
@@ -48,6 +50,8 @@ export interface Report {
   batchMisses?: (BatchMiss & { tasks: number; run: number; side?: string })[];
   /** Median per task of start → first model request (engine: queued; bare: its worktree begun), per batch size. */
   batchStartMs?: Record<string, number>;
+  /** Where an engine worker's start goes in each batch (medians since queued, over every worker of every repetition). */
+  batchStartPhases?: Record<string, Phases>;
   /** How the bare-SDK side is made the same as the engine's, and the two opencode serve environments compared. */
   baseline?: { how: string; env: EnvComparison; envNoSandbox: EnvComparison };
   /** Sandbox on vs off (OCW_NO_SANDBOX=1): the batch and the worker start (queued → first model request). */
@@ -140,6 +144,9 @@ export function renderMarkdown(r: Report): string {
     "Engine side: a real stdio MCP client (the MCP SDK's, as Claude Code uses) on `ocw mcp`, attached to the running engine: `delegate_batch`, then `wait` (no forms) and `approve` for every pending ask until the batch settles and is graded.",
     "Bare side: one `opencode serve` (kept for the repetition, as the engine keeps its own), one git worktree and session per task, every ask approved as it is asked, the same file check afterwards. Both sides warm (one untimed task first); each repetition starts fresh engines and a fresh bare serve, and the sides take turns going first. The engine side includes its sandbox, private repositories, grading (engine commit + fresh sandboxed checkout) and logging. Ratio: engine ÷ bare of the same repetition. Goal: ratio ≤ 1.05.",
     ...(r.baseline ? ["", baselineText(r.baseline)] : []),
+    ...(r.batchStartPhases
+      ? ["", `Engine worker start, medians since queued: ${Object.entries(r.batchStartPhases).map(([k, p]) => `${k.replace("engineW", "")} tasks: private repository ${p.workspaceMs ?? "–"} ms → session ${p.sessionMs ?? "–"} ms → first model request ${p.firstRequestMs ?? "–"} ms`).join("; ")}.`]
+      : []),
     "",
     "| tasks | engine + MCP ms | bare SDK ms | ratio | built (engine / bare) | task start → first model request ms (engine / bare) |",
     "|---|---|---|---|---|---|",
@@ -200,6 +207,7 @@ export function renderMarkdown(r: Report): string {
     `| \`ocw mcp\` spawned, no engine → first tool call answered (the bridge starts the engine) | ${R("startupMs.mcpFirstCallCold")} |`,
     "",
     ...faultSection(r),
+    ...(r.reruns?.length ? ["## Measured again", ...r.reruns.map((x) => `- ${x}`), ""] : []),
     ...(r.partErrors && Object.keys(r.partErrors).length ? ["## Parts that failed", ...Object.entries(r.partErrors).map(([p, e]) => `- ${p}: ${e}`), ""] : []),
     `Whole run: ${r.totalSeconds} s.${r.machine.loadBefore ? ` Load average (1, 5, 15 min) at the start ${r.machine.loadBefore.join(", ")}, at the end ${r.machine.loadAfter?.join(", ")} (${r.machine.cpus} cores; other work on the machine shows here).` : ""}${r.parts && r.parts.length < 8 ? ` This run measured: ${r.parts.join(", ")}; the rest is from the previous report.` : ""}`,
     "",
@@ -284,7 +292,7 @@ function scaleSection(r: Report): string[] {
   if (c)
     out.push(
       "",
-      `${c.workers} workers at once (${c.workers} slots, sandbox on, each writes a file after an approved ask and is graded with a file check): ${c.built} of ${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} active at the same moment; ${c.errors.length ? `**${c.errors.length} errors**: ${c.errors.slice(0, 5).join("; ")}` : "no error"}${c.stopped ? ` (${c.stopped})` : ""}. Final states: ${Object.entries(c.finalStates).map(([k, v]) => `${v} ${k}`).join(", ")}.`,
+      `${c.workers} workers at once (${c.workers} slots, sandbox on, each writes a file after an approved ask and is graded with a file check): ${c.built} of ${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} active at the same moment; ${c.errors.length ? `**${c.errors.length} errors**: ${c.errors.slice(0, 5).join("; ")}` : "no error"}${c.stopped ? ` (${c.stopped})` : ""}${c.connectionDrops ? `; the bench's own connection to the engine failed (fetch failed) ${c.connectionDrops}× and was reopened, the engine staying up` : ""}. Final states: ${Object.entries(c.finalStates).map(([k, v]) => `${v} ${k}`).join(", ")}.`,
       `opencode serve ${c.opencodeRssMbBefore} MB → peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker at ${c.maxActive} at once); engine peak RSS ${c.engineRssMbPeak} MB.`,
     );
   return out;

@@ -87,6 +87,18 @@ async function measure() {
   const report = { ...base } as Report;
   /** Writes the report as it stands: after every part, so a run cut short still leaves what it measured. */
   const flush = () => {
+    // Into an existing report (--only … --into-report): the parts measured now join those it holds, and say when.
+    if (partial && intoReport && base.date) {
+      const now = PARTS.filter((p) => completed.has(p));
+      Object.assign(report, {
+        parts: [...new Set([...(base.parts ?? []).filter((p) => !now.includes(p as Part)), ...now])],
+        partErrors: { ...Object.fromEntries(Object.entries(base.partErrors ?? {}).filter(([p]) => !now.includes(p as Part))), ...partErrors },
+        reruns: [...(base.reruns ?? []), `${now.join(", ")} measured again at ${new Date().toISOString()} (load ${loadAtStart.join(", ")} → ${os.loadavg().map((x) => round(x, 2)).join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`],
+        range,
+      });
+      write(report);
+      return;
+    }
     const opencodePkg = path.join(ROOT, "node_modules", "opencode-ai", "package.json");
     Object.assign(report, {
       machine: {
@@ -387,6 +399,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const batchRatio: Record<string, number> = {};
   const batchMs: Record<string, number> = {};
   const startMs: Record<string, number> = {};
+  const startPhases: NonNullable<Report["batchStartPhases"]> = {};
   const engineFigures: Record<string, number | string> = { ...(report.engine ?? {}) };
   const get = <T,>(side: Side, n: number) => runsOf.get(`${side}${n}`) as T[];
   for (const n of batchSizes) {
@@ -402,6 +415,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     batchMs[`bareBuilt${W}`] = Math.min(...bare.map((r) => r.built));
     startMs[`engine${W}`] = put(`batchStartMs.engine${W}`, eng.map((r) => median(r.starts.map((x) => x.firstRequestMs).filter((x): x is number => x !== null))), 0);
     startMs[`bare${W}`] = put(`batchStartMs.bare${W}`, bare.map((r) => median(r.startMs)), 0);
+    startPhases[`engine${W}`] = startMedians(eng.flatMap((r) => r.starts));
     engineFigures[`cpuSeconds${W}`] = put(`engine.cpuSeconds${W}`, eng.map((r) => r.cpuSec), 2);
     engineFigures[`rssMb${W}`] = put(`engine.rssMb${W}`, eng.map((r) => r.rssMb));
     engineFigures[`bridgeCpuSeconds${W}`] = put(`engine.bridgeCpuSeconds${W}`, eng.map((r) => r.bridgeCpuSec), 2);
@@ -410,6 +424,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   report.batchMs = batchMs;
   report.batchMisses = batchMisses;
   report.batchStartMs = startMs;
+  report.batchStartPhases = startPhases;
   report.engine = engineFigures;
 
   // Sandbox on vs off: the batch and the worker start.

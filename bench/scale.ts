@@ -23,6 +23,8 @@ export interface Concurrent {
   /** Peak opencode serve RSS divided by the workers that ran at once. */
   opencodeRssMbPerWorker: number | null;
   stopped?: string;
+  /** How often the bench's own event stream / queries to the engine failed (fetch failed) and were reopened. */
+  connectionDrops: number;
 }
 
 const memAvailableMb = () => Number(/MemAvailable:\s+(\d+)/.exec(readFileSync("/proc/meminfo", "utf8"))?.[1] ?? 0) / 1024;
@@ -33,7 +35,14 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
   await engine.client.targets.save.mutate({ target: { ...benchTarget(model.url, n), id: `scale${n}` }, activate: true });
   const dir = makeRepo();
   const warm = await engine.client.workers.start.mutate({ task: "BENCH-TINY warm-up", directory: dir });
-  await follow(engine.client, [warm.workerId], { timeoutMs: 120_000 });
+  for (let i = 0; ; i++) {
+    try {
+      await follow(engine.client, [warm.workerId], { timeoutMs: 180_000 });
+      break;
+    } catch (err) {
+      if (i >= 5) throw err;
+    }
+  }
   const pid = engine.proc.pid!;
   const oc = opencodeServeUnder(pid);
   const ocBefore = rssMbOf(oc);
@@ -44,9 +53,19 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
   let maxActive = 0;
   const answered = new Set<string>();
   const t0 = Date.now();
-  const { workerIds } = await engine.client.workers.startBatch.mutate({
-    tasks: Array.from({ length: n }, (_, i) => ({ task: `BENCH-BATCH ${i} scale`, directory: dir, checks: [{ file: `f${i}.txt` }] })),
-  });
+  const tasks = Array.from({ length: n }, (_, i) => ({ task: `BENCH-BATCH ${i} scale`, directory: dir, checks: [{ file: `f${i}.txt` }] }));
+  let workerIds: string[] = [];
+  // The engine checks the model endpoint first (3 s); on a loaded machine the scripted model can miss that: try again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      workerIds = (await engine.client.workers.startBatch.mutate({ tasks })).workerIds;
+      break;
+    } catch (err) {
+      if (attempt >= 10 || !/cannot reach the model endpoint/.test((err as Error).message)) throw err;
+      log(`  startBatch refused (${(err as Error).message}); again in 2 s`);
+      await new Promise((res) => setTimeout(res, 2000));
+    }
+  }
   let current = new Map<string, Worker>();
   const watchdog = setInterval(() => {
     const free = memAvailableMb();
@@ -55,8 +74,12 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
     log(stopped);
     for (const w of current.values()) if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
   }, 1000);
-  let r: Awaited<ReturnType<typeof follow>>;
+  let r!: Awaited<ReturnType<typeof follow>>;
+  let dropped = 0;
   try {
+    // A dropped connection (fetch failed / ECONNRESET under load) is followed again from a fresh snapshot, and counted.
+    for (;;) {
+      try {
     r = await follow(engine.client, workerIds, {
       timeoutMs: 20 * 60_000,
       onEvent: (_e, ws) => {
@@ -70,6 +93,12 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
             }
       },
     });
+        break;
+      } catch (err) {
+        if (engine.proc.exitCode !== null || engine.proc.signalCode || ++dropped > 20) throw new Error(`following ${n} workers failed (${(err as Error).message}); engine ${engine.proc.exitCode ?? engine.proc.signalCode ?? "up"}; its log: ${engine.stderr().slice(-1500)}`);
+        log(`  following the workers failed (${(err as Error).message}: ${String((err as { cause?: Error }).cause?.message ?? "")}); the engine is up: following again`);
+      }
+    }
   } finally {
     clearInterval(watchdog);
   }
@@ -86,7 +115,7 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
   errors.push(...engine.stderr().slice(errLen).split("\n").filter((l) => /\[error\]|Error:/.test(l)).slice(0, 20));
   cleanup(dir);
   return {
-    workers: n, wallMs, built: finalStates.built ?? 0, maxActive, finalStates, errors, engineRssMbPeak,
+    workers: n, wallMs, built: finalStates.built ?? 0, maxActive, connectionDrops: dropped, finalStates, errors, engineRssMbPeak,
     opencodeRssMbBefore: ocBefore, opencodeRssMbPeak: ocPeakMb, opencodeRssMbPerWorker: ocPeakMb === null || !maxActive ? null : round(ocPeakMb / maxActive),
     ...(stopped ? { stopped } : {}),
   };
