@@ -22,6 +22,9 @@ export const OFFLINE_ENV: Record<string, string> = {
   OPENCODE_PURE: "1",
   OPENCODE_DISABLE_CLAUDE_CODE: "1",
   OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+  // A worker must not configure its own opencode: an opencode.json or .opencode/ (MCP servers, plugins, tools) written in
+  // its workspace would run inside opencode's process, outside the per-command sandbox. Our config comes in the env.
+  OPENCODE_DISABLE_PROJECT_CONFIG: "1",
   // Workers are graded from git, not from file events; the watcher costs start-up time per worktree.
   OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER: "1",
   // opencode runs on Bun, whose bmalloc/libpas marks every 16 KiB page it decommits with madvise(MADV_DONTDUMP). That

@@ -45,6 +45,7 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     const shell = writeWorkerShell(path.join(tmp, "sandbox", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(tmp, "wtmp"), kind: "bwrap" });
     const sh = (cwd: string, cmd: string) => spawnSync(shell, ["-c", cmd], { cwd, encoding: "utf8" });
     expect(sh(tmp, "true").status).toBe(126);
+    expect(sh(path.join(root, "repo-1234"), "echo x > w-2/theirs.txt").status).toBe(126); // the repository folder (reached through "..") is no workspace
     expect(sh(ws, "echo ok > mine.txt && cat mine.txt").stdout).toBe("ok\n");
     expect(sh(ws, "ls ../w-2 2>&1; echo x > ../w-2/theirs.txt").status).not.toBe(0);
     expect(sh(ws, "(sleep 1.5; echo late > late.txt) > /dev/null 2>&1 & echo started").stdout).toBe("started\n");

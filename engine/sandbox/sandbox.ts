@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
@@ -100,11 +100,42 @@ const HOME_SECRETS = [
   ".mysql_history",
   ".lesshst",
   ".viminfo",
+  ".pgpass",
+  ".my.cnf",
+  ".vault-token",
+  ".password-store",
+  ".local/share/keyrings",
+  ".mozilla",
+  ".config/chromium",
+  ".config/google-chrome",
+  ".m2",
+  ".gradle/gradle.properties",
+  ".terraform.d",
+  ".config/git/credentials",
+  ".config/op",
+  ".config/rclone",
+  ".config/Code/User/globalStorage",
 ];
+
+/**
+ * Sockets a sandboxed process could reach without any network (a network namespace does not cover Unix sockets that
+ * exist as files): agents, the user's session bus and runtime dir, container engines, the X server.
+ */
+export function hostSockets(env: NodeJS.ProcessEnv = process.env): string[] {
+  const list = ["/run/user", "/var/run/docker.sock", "/run/docker.sock", "/run/podman", "/tmp/.X11-unix", "/run/dbus", "/var/run/dbus"];
+  if (env.XDG_RUNTIME_DIR) list.push(env.XDG_RUNTIME_DIR);
+  if (env.SSH_AUTH_SOCK) list.push(path.dirname(env.SSH_AUTH_SOCK));
+  try {
+    for (const d of readdirSync("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path.join("/tmp", d));
+  } catch {
+    /* no /tmp */
+  }
+  return list.filter((p) => existsSync(p));
+}
 
 /** The user's secrets that exist on this machine (absolute paths). */
 export function homeSecrets(home = os.homedir()): string[] {
-  return HOME_SECRETS.map((p) => path.join(home, p)).filter((p) => existsSync(p));
+  return [...HOME_SECRETS.map((p) => path.join(home, p)).filter((p) => existsSync(p)), ...hostSockets()];
 }
 
 /** Variables a worker's commands may see, copied from the engine's environment when set. Nothing else passes. */
@@ -175,9 +206,12 @@ export function writeWorkerShell(file: string, opts: { workspacesRoot: string; t
     'here=$(pwd -P)',
     'case "$here" in "$root"/*) ;; *) echo "opencode-worker: commands run only inside a workspace (cwd $here)" >&2; exit 126;; esac',
     'rel=${here#"$root"/}',
+    // A workspace is exactly <root>/<repository>/<worker id>: a cwd that resolves to the repository folder (through a
+    // symlink to "..") names no workspace and is refused, rather than opening every workspace of the repository.
+    'case "$rel" in */*) ;; *) echo "opencode-worker: not inside a workspace: $here" >&2; exit 126;; esac',
     'ws="$root/$(printf %s "$rel" | cut -d/ -f1-2)"',
     'id=$(basename "$ws")',
-    'case "$id" in ""|.*) echo "opencode-worker: not a workspace: $ws" >&2; exit 126;; esac',
+    'case "$id" in w-*) ;; *) echo "opencode-worker: not a workspace: $ws" >&2; exit 126;; esac',
     'tmp="$tmproot/$id"',
     'mkdir -p "$tmp/home" 2>/dev/null',
   ];

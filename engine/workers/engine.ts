@@ -456,6 +456,14 @@ export class Engine {
         res = await client.question.reply({ requestID: ask.id, directory, answers: decision.answers });
       }
     } else {
+      // Looked at again now: a symlink swapped in since the ask arrived would move an approved write outside.
+      const ws = this.workspaceOf(w);
+      const now = decision.decision !== "reject" && ws ? inspectAsk(ask, ws, w.spec).find((f) => f.kind === "outside-workspace") : undefined;
+      if (now) {
+        decision.decision = "reject";
+        decision.message = `${now.detail} (a symlink changed since the ask); write only inside your working directory`;
+        by = { kind: "engine", name: "workspace guard" };
+      }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       // "always" is the engine's grant: opencode hears "once", so every later ask still reaches the engine's checks.
       const reply = decision.decision === "always" ? "once" : decision.decision;

@@ -20,7 +20,8 @@ function repo(files: Record<string, string> = { "README.md": "# r\n" }): string 
   execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init"]);
   return dir;
 }
-const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8" }).trim();
+// GIT_OPTIONAL_LOCKS=0: our own `git status` must not refresh (rewrite) the index it fingerprints.
+const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } }).trim();
 /** Everything of the user's repository a worker could tamper with: refs, config, hooks, index, HEAD, work tree status. */
 const fingerprint = (dir: string) =>
   [g(dir, "for-each-ref"), readFileSync(path.join(dir, ".git", "config"), "utf8"), g(dir, "status", "--porcelain", "--ignored"), readFileSync(path.join(dir, ".git", "HEAD"), "utf8"), execFileSync("ls", ["-la", path.join(dir, ".git", "hooks")], { encoding: "utf8" }), readFileSync(path.join(dir, ".git", "index")).toString("hex")].join("\n---\n");

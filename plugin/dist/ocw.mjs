@@ -27909,7 +27909,7 @@ var require_util = __commonJS({
     }
     function getFilesInPath(source) {
       const lstatSync2 = fs.lstatSync;
-      const readdirSync8 = fs.readdirSync;
+      const readdirSync9 = fs.readdirSync;
       const join = path46.join;
       function isDirectory(source2) {
         return lstatSync2(source2).isDirectory();
@@ -27918,12 +27918,12 @@ var require_util = __commonJS({
         return lstatSync2(source2).isFile();
       }
       function getDirectories(source2) {
-        return readdirSync8(source2).map((name) => {
+        return readdirSync9(source2).map((name) => {
           return join(source2, name);
         }).filter(isDirectory);
       }
       function getFiles(source2) {
-        return readdirSync8(source2).map((name) => {
+        return readdirSync9(source2).map((name) => {
           return join(source2, name);
         }).filter(isFile);
       }
@@ -47918,7 +47918,7 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync11, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync5, readFileSync as readFileSync11 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync11, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync11 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
 import path28 from "node:path";
@@ -47950,7 +47950,7 @@ function findLlamaServer(explicit, env2 = process.env) {
   for (const dir of (env2.PATH ?? "").split(path28.delimiter)) if (dir) cands.push(path28.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
   const cache = env2.OCW_LLAMA_CACHE ?? path28.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync5(cache).sort().reverse()) cands.push(path28.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync6(cache).sort().reverse()) cands.push(path28.join(cache, d, "bin", "llama-server"));
   } catch {
   }
   return cands.find((c3) => existsSync11(c3)) ?? null;
@@ -48533,7 +48533,7 @@ var init_verify = __esm({
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync12, mkdirSync as mkdirSync13, readdirSync as readdirSync6, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync7 } from "node:fs";
+import { existsSync as existsSync12, mkdirSync as mkdirSync13, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync7 } from "node:fs";
 import path29 from "node:path";
 async function latestRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
@@ -48585,7 +48585,7 @@ async function extract(archive, dest) {
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
-  for (const e of readdirSync6(dir)) {
+  for (const e of readdirSync7(dir)) {
     const p = path29.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
     if (statSync7(p).isDirectory()) {
@@ -57577,7 +57577,7 @@ import path37 from "node:path";
 var import_picomatch3 = __toESM(require_picomatch2());
 init_zod();
 import { randomBytes as randomBytes5 } from "node:crypto";
-import { existsSync as existsSync8, readdirSync as readdirSync3 } from "node:fs";
+import { existsSync as existsSync8, readdirSync as readdirSync4 } from "node:fs";
 import path22 from "node:path";
 
 // shared/issues.ts
@@ -58316,7 +58316,7 @@ import path10 from "node:path";
 init_zod();
 init_config();
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync as existsSync2, mkdirSync as mkdirSync3, realpathSync, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
+import { chmodSync, existsSync as existsSync2, mkdirSync as mkdirSync3, readdirSync, realpathSync, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
 import os from "node:os";
 import path9 from "node:path";
 var SandboxPolicy = external_exports.object({
@@ -58392,10 +58392,35 @@ var HOME_SECRETS = [
   ".psql_history",
   ".mysql_history",
   ".lesshst",
-  ".viminfo"
+  ".viminfo",
+  ".pgpass",
+  ".my.cnf",
+  ".vault-token",
+  ".password-store",
+  ".local/share/keyrings",
+  ".mozilla",
+  ".config/chromium",
+  ".config/google-chrome",
+  ".m2",
+  ".gradle/gradle.properties",
+  ".terraform.d",
+  ".config/git/credentials",
+  ".config/op",
+  ".config/rclone",
+  ".config/Code/User/globalStorage"
 ];
+function hostSockets(env2 = process.env) {
+  const list = ["/run/user", "/var/run/docker.sock", "/run/docker.sock", "/run/podman", "/tmp/.X11-unix", "/run/dbus", "/var/run/dbus"];
+  if (env2.XDG_RUNTIME_DIR) list.push(env2.XDG_RUNTIME_DIR);
+  if (env2.SSH_AUTH_SOCK) list.push(path9.dirname(env2.SSH_AUTH_SOCK));
+  try {
+    for (const d of readdirSync("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path9.join("/tmp", d));
+  } catch {
+  }
+  return list.filter((p) => existsSync2(p));
+}
 function homeSecrets(home = os.homedir()) {
-  return HOME_SECRETS.map((p) => path9.join(home, p)).filter((p) => existsSync2(p));
+  return [...HOME_SECRETS.map((p) => path9.join(home, p)).filter((p) => existsSync2(p)), ...hostSockets()];
 }
 var PASS_ENV = ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"];
 function allowListedEnv(extra, from = process.env) {
@@ -58449,9 +58474,12 @@ function writeWorkerShell(file2, opts) {
     "here=$(pwd -P)",
     'case "$here" in "$root"/*) ;; *) echo "opencode-worker: commands run only inside a workspace (cwd $here)" >&2; exit 126;; esac',
     'rel=${here#"$root"/}',
+    // A workspace is exactly <root>/<repository>/<worker id>: a cwd that resolves to the repository folder (through a
+    // symlink to "..") names no workspace and is refused, rather than opening every workspace of the repository.
+    'case "$rel" in */*) ;; *) echo "opencode-worker: not inside a workspace: $here" >&2; exit 126;; esac',
     'ws="$root/$(printf %s "$rel" | cut -d/ -f1-2)"',
     'id=$(basename "$ws")',
-    'case "$id" in ""|.*) echo "opencode-worker: not a workspace: $ws" >&2; exit 126;; esac',
+    'case "$id" in w-*) ;; *) echo "opencode-worker: not a workspace: $ws" >&2; exit 126;; esac',
     'tmp="$tmproot/$id"',
     'mkdir -p "$tmp/home" 2>/dev/null'
   ];
@@ -58685,7 +58713,7 @@ var KeyGateway = class {
 import { spawn as spawn2 } from "node:child_process";
 import { randomBytes as randomBytes3 } from "node:crypto";
 import { EventEmitter as EventEmitter3 } from "node:events";
-import { existsSync as existsSync6, mkdirSync as mkdirSync6, readdirSync, readFileSync as readFileSync6, realpathSync as realpathSync3, writeFileSync as writeFileSync5 } from "node:fs";
+import { existsSync as existsSync6, mkdirSync as mkdirSync6, readdirSync as readdirSync2, readFileSync as readFileSync6, realpathSync as realpathSync3, writeFileSync as writeFileSync5 } from "node:fs";
 import { createRequire } from "node:module";
 import path14 from "node:path";
 
@@ -64125,6 +64153,9 @@ var OFFLINE_ENV = {
   OPENCODE_PURE: "1",
   OPENCODE_DISABLE_CLAUDE_CODE: "1",
   OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+  // A worker must not configure its own opencode: an opencode.json or .opencode/ (MCP servers, plugins, tools) written in
+  // its workspace would run inside opencode's process, outside the per-command sandbox. Our config comes in the env.
+  OPENCODE_DISABLE_PROJECT_CONFIG: "1",
   // Workers are graded from git, not from file events; the watcher costs start-up time per worktree.
   OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER: "1",
   // opencode runs on Bun, whose bmalloc/libpas marks every 16 KiB page it decommits with madvise(MADV_DONTDUMP). That
@@ -64293,6 +64324,7 @@ var OpencodeServer = class extends EventEmitter3 {
       writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot],
       // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
       // installed under ~/.claude/plugins, whose credentials are hidden).
+      // opencode's own config folder is read-only: a write through a symlink cannot reconfigure opencode.
       readOnly: [path14.dirname(c3.shell), path14.dirname(path14.dirname(realpathSync3(argv[0])))],
       network: "host",
       env: env2,
@@ -64449,7 +64481,7 @@ function childPids(pid) {
   if (!pid || process.platform !== "linux") return [];
   const out = [];
   try {
-    for (const d of readdirSync("/proc")) {
+    for (const d of readdirSync2("/proc")) {
       if (!/^\d+$/.test(d)) continue;
       try {
         const stat = readFileSync6(`/proc/${d}/stat`, "utf8");
@@ -64623,7 +64655,7 @@ init_json_file();
 init_targets();
 
 // engine/store/worker-log.ts
-import { closeSync, existsSync as existsSync7, fstatSync, ftruncateSync, mkdirSync as mkdirSync9, openSync, readdirSync as readdirSync2, readFileSync as readFileSync8, rmSync as rmSync3, writeSync } from "node:fs";
+import { closeSync, existsSync as existsSync7, fstatSync, ftruncateSync, mkdirSync as mkdirSync9, openSync, readdirSync as readdirSync3, readFileSync as readFileSync8, rmSync as rmSync3, writeSync } from "node:fs";
 import path20 from "node:path";
 var WorkerLogStore = class {
   constructor(root2) {
@@ -64690,7 +64722,7 @@ var WorkerLogStore = class {
     return { workerId, events, skipped };
   }
   list() {
-    return readdirSync2(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync7(path20.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
+    return readdirSync3(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync7(path20.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
   }
 };
 
@@ -64953,7 +64985,7 @@ var Engine = class {
   endStaleServers() {
     const root2 = path22.join(this.opts.stateDir, "opencode");
     if (!existsSync8(root2)) return;
-    for (const dir of readdirSync3(root2)) endStaleServer(path22.join(root2, dir), (l) => this.log(l));
+    for (const dir of readdirSync4(root2)) endStaleServer(path22.join(root2, dir), (l) => this.log(l));
   }
   /** Rebuilds every worker from its log. Running ones become interrupted (resumable); settled ones are re-graded. */
   recover() {
@@ -65138,6 +65170,13 @@ var Engine = class {
         res = await client2.question.reply({ requestID: ask.id, directory, answers: decision.answers });
       }
     } else {
+      const ws2 = this.workspaceOf(w);
+      const now = decision.decision !== "reject" && ws2 ? inspectAsk(ask, ws2, w.spec).find((f) => f.kind === "outside-workspace") : void 0;
+      if (now) {
+        decision.decision = "reject";
+        decision.message = `${now.detail} (a symlink changed since the ask); write only inside your working directory`;
+        by = { kind: "engine", name: "workspace guard" };
+      }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       const reply = decision.decision === "always" ? "once" : decision.decision;
       res = await client2.permission.reply({ requestID: ask.id, directory, reply, ...message ? { message } : {} });
@@ -65975,7 +66014,7 @@ function summarizeFailure(v) {
 init_zod();
 import { execFileSync as execFileSync2 } from "node:child_process";
 import { randomBytes as randomBytes6 } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync4, readFileSync as readFileSync9, rmSync as rmSync4, writeFileSync as writeFileSync7 } from "node:fs";
+import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync9, rmSync as rmSync4, writeFileSync as writeFileSync7 } from "node:fs";
 import path23 from "node:path";
 
 // shared/api.ts
@@ -66086,7 +66125,7 @@ var OwnerRecord = external_exports.object({
 });
 function generations(stateDir2) {
   try {
-    return readdirSync4(ownerDir(stateDir2)).filter((n2) => /^\d+$/.test(n2)).map(Number).sort((a2, b) => b - a2);
+    return readdirSync5(ownerDir(stateDir2)).filter((n2) => /^\d+$/.test(n2)).map(Number).sort((a2, b) => b - a2);
   } catch {
     return [];
   }
@@ -69451,7 +69490,7 @@ var initTRPC = new class TRPCBuilder {
 
 // engine/api/router.ts
 init_zod();
-import { existsSync as existsSync17, readdirSync as readdirSync7, readFileSync as readFileSync15 } from "node:fs";
+import { existsSync as existsSync17, readdirSync as readdirSync8, readFileSync as readFileSync15 } from "node:fs";
 import path35 from "node:path";
 
 // shared/grade.ts
@@ -69633,7 +69672,7 @@ init_config();
 function readGrades() {
   const dir = config2().OCW_PACKS_DIR ?? path35.join(projectRoot(), "packs");
   if (!existsSync17(dir)) return [];
-  return readdirSync7(dir, { withFileTypes: true }).flatMap((d) => {
+  return readdirSync8(dir, { withFileTypes: true }).flatMap((d) => {
     const file2 = path35.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync17(file2)) return [];
     const g = Grade.safeParse(JSON.parse(readFileSync15(file2, "utf8")));

@@ -29,7 +29,8 @@ const steps =
   (c: ScriptContext): Step =>
     list[c.turnStep] ?? { text: "Done.\nOUTCOME: built" };
 
-const git = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8" }).trim();
+// GIT_OPTIONAL_LOCKS=0: our own `git status` must not refresh (rewrite) the index it fingerprints.
+const git = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } }).trim();
 /** What a worker could tamper with in the user's repository; the engine's own published `ocw/*` branches aside. */
 const fingerprint = (dir: string) =>
   [
