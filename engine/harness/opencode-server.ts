@@ -119,7 +119,6 @@ export class OpencodeServer extends EventEmitter {
       writable: [this.opts.home, c.workspacesRoot, c.tmpRoot],
       // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
       // installed under ~/.claude/plugins, whose credentials are hidden).
-      // opencode's own config folder is read-only: a write through a symlink cannot reconfigure opencode.
       readOnly: [path.dirname(c.shell), path.dirname(path.dirname(realpathSync(argv[0]!)))],
       network: "host",
       env,

@@ -64324,7 +64324,6 @@ var OpencodeServer = class extends EventEmitter3 {
       writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot],
       // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
       // installed under ~/.claude/plugins, whose credentials are hidden).
-      // opencode's own config folder is read-only: a write through a symlink cannot reconfigure opencode.
       readOnly: [path14.dirname(c3.shell), path14.dirname(path14.dirname(realpathSync3(argv[0])))],
       network: "host",
       env: env2,
