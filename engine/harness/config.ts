@@ -41,7 +41,9 @@ export const WORKER_PERMISSION = {
   bash: "ask",
   webfetch: "ask",
   external_directory: "deny",
-  read: "allow",
+  // Reads reach the engine, which answers those inside the workspace at once and refuses the rest: opencode's own
+  // check goes by the path as written, and a symlink in the workspace would read any file of the machine.
+  read: "ask",
   glob: "allow",
   grep: "allow",
   list: "allow",

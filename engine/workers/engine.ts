@@ -36,7 +36,7 @@ import { endStaleServer, type OpencodeEvent } from "../harness/opencode-server";
 import { opencodeHarness, type Harness, type HarnessServer } from "../harness/harness";
 import { WORKER_AGENT } from "../harness/config";
 import { sandboxStatus, writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
-import { grantFor, grantPattern, inspectAsk } from "../approvals/inspect";
+import { grantFor, grantPattern, inspectAsk, realLocation } from "../approvals/inspect";
 import { chooseEndpoint, endpointsOf, isPool, probeHealth, readLive, type EndpointStatus } from "../admission/capacity";
 import { providerIdFor } from "../harness/config";
 import { resolveKey } from "../serving/keys";
@@ -1092,6 +1092,11 @@ export class Engine {
   private onAsk(workerId: string, raw: PermissionAsk): void {
     const w = this.get(workerId);
     if (w.asks.some((a) => a.id === raw.id)) return;
+    if (raw.kind === "permission" && raw.tool === "read" && this.readInside(w, raw)) {
+      // A read of the worker's own files: answered at once and not recorded (it is not a decision anyone makes).
+      void this.rt(workerId).server?.client?.permission.reply({ requestID: raw.id, directory: this.workspaceOf(w)?.cwd, reply: "once" }).catch(() => undefined);
+      return;
+    }
     const ws = this.workspaceOf(w);
     const flags = ws ? inspectAsk(raw, ws, w.spec) : [];
     const ask: PermissionAsk = flags.length ? { ...raw, flags } : raw;
@@ -1128,11 +1133,25 @@ export class Engine {
     return this.policies();
   }
 
+  /** Whether a read ask names a file whose real location (symlinks resolved) is inside the worker's workspace. */
+  private readInside(w: Worker, ask: PermissionAsk): boolean {
+    const ws = this.workspaceOf(w);
+    const asked = ask.patterns[0] ?? ask.what;
+    if (!ws || !asked) return false;
+    const root = realLocation(ws.worktree);
+    const real = realLocation(path.resolve(ws.worktree, asked));
+    return real === root || real.startsWith(root + path.sep);
+  }
+
   /**
    * The answer an ask gets without a person: a refusal of a write that lands outside the workspace, else the worker's
    * grant ("always" held by the engine), else the user's matching policy rule.
    */
   private answerWithoutPerson(w: Worker, ask: PermissionAsk): { decision: Omit<Decision, "askId">; by: DecidedBy & { name: string } } | null {
+    if (ask.tool === "read") {
+      const real = realLocation(path.resolve(this.workspaceOf(w)?.worktree ?? "/", ask.patterns[0] ?? ask.what));
+      return { decision: { decision: "reject", message: `${real} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
+    }
     const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
     if (outside) {
       return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };

@@ -64170,7 +64170,9 @@ var WORKER_PERMISSION = {
   bash: "ask",
   webfetch: "ask",
   external_directory: "deny",
-  read: "allow",
+  // Reads reach the engine, which answers those inside the workspace at once and refuses the rest: opencode's own
+  // check goes by the path as written, and a symlink in the workspace would read any file of the machine.
+  read: "ask",
   glob: "allow",
   grep: "allow",
   list: "allow",
@@ -65746,6 +65748,10 @@ var Engine = class {
   onAsk(workerId, raw) {
     const w = this.get(workerId);
     if (w.asks.some((a2) => a2.id === raw.id)) return;
+    if (raw.kind === "permission" && raw.tool === "read" && this.readInside(w, raw)) {
+      void this.rt(workerId).server?.client?.permission.reply({ requestID: raw.id, directory: this.workspaceOf(w)?.cwd, reply: "once" }).catch(() => void 0);
+      return;
+    }
     const ws = this.workspaceOf(w);
     const flags = ws ? inspectAsk(raw, ws, w.spec) : [];
     const ask = flags.length ? { ...raw, flags } : raw;
@@ -65776,11 +65782,24 @@ var Engine = class {
     writeJsonAtomic(path22.join(this.opts.stateDir, "policies.json"), external_exports.array(PolicyRule).parse(rules));
     return this.policies();
   }
+  /** Whether a read ask names a file whose real location (symlinks resolved) is inside the worker's workspace. */
+  readInside(w, ask) {
+    const ws = this.workspaceOf(w);
+    const asked = ask.patterns[0] ?? ask.what;
+    if (!ws || !asked) return false;
+    const root2 = realLocation(ws.worktree);
+    const real2 = realLocation(path22.resolve(ws.worktree, asked));
+    return real2 === root2 || real2.startsWith(root2 + path22.sep);
+  }
   /**
    * The answer an ask gets without a person: a refusal of a write that lands outside the workspace, else the worker's
    * grant ("always" held by the engine), else the user's matching policy rule.
    */
   answerWithoutPerson(w, ask) {
+    if (ask.tool === "read") {
+      const real2 = realLocation(path22.resolve(this.workspaceOf(w)?.worktree ?? "/", ask.patterns[0] ?? ask.what));
+      return { decision: { decision: "reject", message: `${real2} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
+    }
     const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
     if (outside) {
       return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };

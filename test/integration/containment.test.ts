@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
-import { bash, startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
+import { bash, readFile, startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
 import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
 
 const sandbox = sandboxStatus();
@@ -16,6 +16,8 @@ const KEY = "sk-ocw-target-" + Math.random().toString(36).slice(2);
 const ANTHROPIC = "sk-ant-user-" + Math.random().toString(36).slice(2);
 const SSH = "ssh-private-" + Math.random().toString(36).slice(2);
 const HELD_BACK = "HELDBACK" + Math.random().toString(36).slice(2);
+const ELSEWHERE = "ELSEWHERE" + Math.random().toString(36).slice(2);
+const elsewhere = tempDir("elsewhere");
 const home = tempDir("home");
 const outside = tempDir("outside");
 let model: ScriptedModel;
@@ -49,6 +51,7 @@ function repo(files?: Record<string, string>): string {
 }
 
 beforeAll(async () => {
+  writeFileSync(path.join(elsewhere, "notes.txt"), ELSEWHERE + "\n");
   mkdirSync(path.join(home, ".ssh"), { recursive: true });
   writeFileSync(path.join(home, ".ssh", "id_ed25519"), SSH + "\n", { mode: 0o600 });
   model = await startScriptedModel({ apiKey: KEY });
@@ -60,7 +63,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await engine?.kill();
   await model?.close();
-  cleanup(engine?.stateDir ?? "", home, outside, ...repos);
+  cleanup(engine?.stateDir ?? "", home, outside, elsewhere, ...repos);
 });
 
 const approveAll = () => "once" as const;
@@ -86,6 +89,9 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
         bash(`ln -s ${outside} out && echo linked`),
         writeFile("out/through-link.txt", "escaped through a symlink\n"),
         bash("(sleep 4; echo late > late.txt) > /dev/null 2>&1 & echo started"),
+        bash(`ln -s ${elsewhere}/notes.txt peek.txt && ln -s / root && echo linked`),
+        readFile("peek.txt"),
+        readFile("root/proc/self/environ"),
       ),
       "escape",
     );
@@ -104,8 +110,9 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     }
     // What the model received: no key, no token, no user secret, no held-back check.
     const seen = JSON.stringify(model.requests.map((q) => q.body));
-    for (const secret of [KEY, token, ANTHROPIC, SSH, HELD_BACK]) expect(seen.includes(secret), `model saw ${secret.slice(0, 12)}…`).toBe(false);
+    for (const secret of [KEY, token, ANTHROPIC, SSH, HELD_BACK, ELSEWHERE, "OPENCODE_SERVER_PASSWORD"]) expect(seen.includes(secret), `model saw ${secret.slice(0, 12)}…`).toBe(false);
     expect(seen).toContain("NO-NETWORK");
+    expect(seen).toContain("read only your own files"); // the symlinked reads were tried, and refused by the engine
     // The env dump it committed holds none of the engine's variables.
     const dump = readFileSync(path.join(w.worktree!, "envdump.txt"), "utf8");
     for (const name of ["OPENCODE_SERVER_PASSWORD", "ANTHROPIC_API_KEY", "OCW_", "CLAUDE_CODE"]) expect(dump).not.toContain(name);
