@@ -67,7 +67,8 @@ async function until(engine: Engine, id: string, pred: (w: Worker) => boolean, m
 const pending = (w: Worker) => w.asks.filter((a) => a.status === "pending");
 const states = (engine: Engine, id: string) => engine.events(id).flatMap((e) => (e.type === "worker.state" ? [e.state] : []));
 
-describe("the engine through a fake opencode", () => {
+// Each case runs real git (workspaces, grading): a few seconds on an idle 2-core machine, far more on a loaded one.
+describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
   it("ask → once → settled → grading → built, honest; the log replays to the same picture", async () => {
     const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
     const { workerId } = await engine.start({ task: "TASK-EDIT", directory: repo(), checks: [{ file: "a.txt", equals: "a" }] });
