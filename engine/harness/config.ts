@@ -44,8 +44,9 @@ export const WORKER_PERMISSION = {
   // Reads reach the engine, which answers those inside the workspace at once and refuses the rest: opencode's own
   // check goes by the path as written, and a symlink in the workspace would read any file of the machine.
   read: "ask",
-  glob: "allow",
-  grep: "allow",
+  // Searches too: their root may be a symlink out of the workspace (a way to list other workers' workspaces).
+  glob: "ask",
+  grep: "ask",
   list: "allow",
   todowrite: "allow",
   question: "allow",

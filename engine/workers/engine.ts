@@ -1092,8 +1092,8 @@ export class Engine {
   private onAsk(workerId: string, raw: PermissionAsk): void {
     const w = this.get(workerId);
     if (w.asks.some((a) => a.id === raw.id)) return;
-    if (raw.kind === "permission" && raw.tool === "read" && this.readInside(w, raw)) {
-      // A read of the worker's own files: answered at once and not recorded (it is not a decision anyone makes).
+    if (raw.kind === "permission" && LOOKS.has(raw.tool) && this.looksInside(w, raw)) {
+      // A read or search of the worker's own files: answered at once and not recorded (nobody decides it).
       void this.rt(workerId).server?.client?.permission.reply({ requestID: raw.id, directory: this.workspaceOf(w)?.cwd, reply: "once" }).catch(() => undefined);
       return;
     }
@@ -1133,13 +1133,18 @@ export class Engine {
     return this.policies();
   }
 
-  /** Whether a read ask names a file whose real location (symlinks resolved) is inside the worker's workspace. */
-  private readInside(w: Worker, ask: PermissionAsk): boolean {
+  /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
+  private lookTarget(w: Worker, ask: PermissionAsk): string | null {
     const ws = this.workspaceOf(w);
-    const asked = ask.patterns[0] ?? ask.what;
-    if (!ws || !asked) return false;
+    if (!ws) return null;
+    return ask.tool === "read" ? realLocation(path.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path.resolve(ws.cwd, ask.what || "."));
+  }
+
+  private looksInside(w: Worker, ask: PermissionAsk): boolean {
+    const ws = this.workspaceOf(w);
+    const real = this.lookTarget(w, ask);
+    if (!ws || !real) return false;
     const root = realLocation(ws.worktree);
-    const real = realLocation(path.resolve(ws.worktree, asked));
     return real === root || real.startsWith(root + path.sep);
   }
 
@@ -1148,9 +1153,8 @@ export class Engine {
    * grant ("always" held by the engine), else the user's matching policy rule.
    */
   private answerWithoutPerson(w: Worker, ask: PermissionAsk): { decision: Omit<Decision, "askId">; by: DecidedBy & { name: string } } | null {
-    if (ask.tool === "read") {
-      const real = realLocation(path.resolve(this.workspaceOf(w)?.worktree ?? "/", ask.patterns[0] ?? ask.what));
-      return { decision: { decision: "reject", message: `${real} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
+    if (LOOKS.has(ask.tool)) {
+      return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
     }
     const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
     if (outside) {
@@ -1348,6 +1352,9 @@ export class Engine {
   }
 }
 
+/** The tools that only look: the engine answers them itself, yes inside the workspace and no outside it. */
+const LOOKS = new Set(["read", "glob", "grep"]);
+
 function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> {
   const r = schema.safeParse(input);
   if (r.success) return r.data;
@@ -1356,7 +1363,9 @@ function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> 
 
 function permissionAsk(workerId: string, p: any): PermissionAsk {
   const md = p.metadata ?? {};
-  const what = String(md.command ?? md.filepath ?? md.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
+  // A search names its root (absent: the worker's own folder); the glob or regex itself is in `patterns`.
+  const search = p.permission === "glob" || p.permission === "grep";
+  const what = search ? String(md.path ?? ".") : String(md.command ?? md.filepath ?? md.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
   return {
     id: p.id,
     workerId,

@@ -64173,8 +64173,9 @@ var WORKER_PERMISSION = {
   // Reads reach the engine, which answers those inside the workspace at once and refuses the rest: opencode's own
   // check goes by the path as written, and a symlink in the workspace would read any file of the machine.
   read: "ask",
-  glob: "allow",
-  grep: "allow",
+  // Searches too: their root may be a symlink out of the workspace (a way to list other workers' workspaces).
+  glob: "ask",
+  grep: "ask",
   list: "allow",
   todowrite: "allow",
   question: "allow",
@@ -65748,7 +65749,7 @@ var Engine = class {
   onAsk(workerId, raw) {
     const w = this.get(workerId);
     if (w.asks.some((a2) => a2.id === raw.id)) return;
-    if (raw.kind === "permission" && raw.tool === "read" && this.readInside(w, raw)) {
+    if (raw.kind === "permission" && LOOKS.has(raw.tool) && this.looksInside(w, raw)) {
       void this.rt(workerId).server?.client?.permission.reply({ requestID: raw.id, directory: this.workspaceOf(w)?.cwd, reply: "once" }).catch(() => void 0);
       return;
     }
@@ -65782,13 +65783,17 @@ var Engine = class {
     writeJsonAtomic(path22.join(this.opts.stateDir, "policies.json"), external_exports.array(PolicyRule).parse(rules));
     return this.policies();
   }
-  /** Whether a read ask names a file whose real location (symlinks resolved) is inside the worker's workspace. */
-  readInside(w, ask) {
+  /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
+  lookTarget(w, ask) {
     const ws = this.workspaceOf(w);
-    const asked = ask.patterns[0] ?? ask.what;
-    if (!ws || !asked) return false;
+    if (!ws) return null;
+    return ask.tool === "read" ? realLocation(path22.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path22.resolve(ws.cwd, ask.what || "."));
+  }
+  looksInside(w, ask) {
+    const ws = this.workspaceOf(w);
+    const real2 = this.lookTarget(w, ask);
+    if (!ws || !real2) return false;
     const root2 = realLocation(ws.worktree);
-    const real2 = realLocation(path22.resolve(ws.worktree, asked));
     return real2 === root2 || real2.startsWith(root2 + path22.sep);
   }
   /**
@@ -65796,9 +65801,8 @@ var Engine = class {
    * grant ("always" held by the engine), else the user's matching policy rule.
    */
   answerWithoutPerson(w, ask) {
-    if (ask.tool === "read") {
-      const real2 = realLocation(path22.resolve(this.workspaceOf(w)?.worktree ?? "/", ask.patterns[0] ?? ask.what));
-      return { decision: { decision: "reject", message: `${real2} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
+    if (LOOKS.has(ask.tool)) {
+      return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
     }
     const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
     if (outside) {
@@ -65977,6 +65981,7 @@ var Engine = class {
     }
   }
 };
+var LOOKS = /* @__PURE__ */ new Set(["read", "glob", "grep"]);
 function parseInput(schema, input) {
   const r = schema.safeParse(input);
   if (r.success) return r.data;
@@ -65984,7 +65989,8 @@ function parseInput(schema, input) {
 }
 function permissionAsk(workerId, p) {
   const md = p.metadata ?? {};
-  const what = String(md.command ?? md.filepath ?? md.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
+  const search = p.permission === "glob" || p.permission === "grep";
+  const what = search ? String(md.path ?? ".") : String(md.command ?? md.filepath ?? md.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
   return {
     id: p.id,
     workerId,

@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
-import { bash, readFile, startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
+import { bash, readFile, startScriptedModel, toolCall, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
 import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
 
 const sandbox = sandboxStatus();
@@ -92,6 +92,8 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
         bash(`ln -s ${elsewhere}/notes.txt peek.txt && ln -s / root && echo linked`),
         readFile("peek.txt"),
         readFile("root/proc/self/environ"),
+        toolCall("grep", { pattern: "ELSEWHERE", path: `root${elsewhere}` }),
+        toolCall("glob", { pattern: "*", path: "root/proc/self" }),
       ),
       "escape",
     );
@@ -113,6 +115,8 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     for (const secret of [KEY, token, ANTHROPIC, SSH, HELD_BACK, ELSEWHERE, "OPENCODE_SERVER_PASSWORD"]) expect(seen.includes(secret), `model saw ${secret.slice(0, 12)}…`).toBe(false);
     expect(seen).toContain("NO-NETWORK");
     expect(seen).toContain("read only your own files"); // the symlinked reads were tried, and refused by the engine
+    const searches = w.asks.filter((a) => a.tool === "grep" || a.tool === "glob");
+    expect(searches.map((a) => [a.tool, a.decision, a.by?.kind])).toEqual([["grep", "reject", "engine"], ["glob", "reject", "engine"]]);
     // The env dump it committed holds none of the engine's variables.
     const dump = readFileSync(path.join(w.worktree!, "envdump.txt"), "utf8");
     for (const name of ["OPENCODE_SERVER_PASSWORD", "ANTHROPIC_API_KEY", "OCW_", "CLAUDE_CODE"]) expect(dump).not.toContain(name);
