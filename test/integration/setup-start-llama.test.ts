@@ -4,7 +4,7 @@
  * own log; a damaged GGUF fails the load phase with llama-server's own log line. Skipped with the reason when
  * LLAMA_SERVER is not set (scripts/build-llama-server.sh builds one).
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -29,11 +29,13 @@ async function finished(jobId: string): Promise<SetupJob> {
 
 describe.skipIf(!!SKIP)(`setup.start with a real llama-server${SKIP ? ` (skipped: ${SKIP})` : ""}`, () => {
   beforeAll(async () => {
+    mkdirSync(path.join(tmp, "models"), { recursive: true });
     models = await writeTinyModels(path.join(tmp, "models"), VOCAB!);
     eng = await startEngine(path.join(tmp, "state"), { LLAMA_SERVER: BIN!, PATH: [path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter), OCW_RAM_BYTES: String(16 * 1024 ** 3) });
   }, 120_000);
   afterAll(async () => {
-    const recs = JSON.parse(readFileSync(path.join(tmp, "state", "serving.json"), "utf8")) as { pid: number; supervisorPid?: number | null }[];
+    const file = path.join(tmp, "state", "serving.json");
+    const recs = (existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : []) as { pid: number; supervisorPid?: number | null }[];
     for (const r of recs) for (const pid of [r.supervisorPid, r.pid]) if (pid && pid > 1) try { process.kill(pid, "SIGTERM"); } catch { /* gone */ }
     await eng?.kill();
   });
