@@ -40,10 +40,11 @@ export function Empty({ title, children }: { title: string; children?: ReactNode
   );
 }
 
-export function NotWired({ children }: { children: ReactNode }) {
+/** A warning inline in a form: what is missing and what to do (the title says what, the children how). */
+export function Warning({ title, children }: { title: string; children: ReactNode }) {
   return (
-    <div className="not-wired" role="note">
-      <strong>Not wired yet.</strong> {children}
+    <div className="inline-warning" role="note">
+      <strong>{title}</strong> {children}
     </div>
   );
 }

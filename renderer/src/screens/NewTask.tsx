@@ -2,7 +2,7 @@ import { useState, type FormEvent } from "react";
 import type { CheckSpec } from "../../../shared/check";
 import type { WorkerSpecInput } from "../../../shared/worker";
 import { api, errorText } from "../api";
-import { NotWired } from "../components/common";
+import { Warning } from "../components/common";
 import { desktop } from "../desktop";
 import { go } from "../router";
 import { pushNotice, useStore } from "../store";
@@ -139,9 +139,9 @@ export function NewTask() {
   return (
     <form className="new-task" onSubmit={submit} noValidate aria-label="New task">
       {!active && !targetId && (
-        <NotWired>
-          There is no active target: workers will be refused until you <a href="#/setup">set up a model</a>.
-        </NotWired>
+        <Warning title="No active target.">
+          Workers will be refused until you <a href="#/setup">set up a model</a>.
+        </Warning>
       )}
       {tasks.map((t, i) => (
         <fieldset key={t.key} className="panel task-row" aria-label={many ? `Task ${i + 1}` : "Task"}>

@@ -126,7 +126,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
           )}
         </div>
         {confirmUnverified && (
-          <div className="not-wired" role="group" aria-label="Confirm saving unverified">
+          <div className="inline-warning" role="group" aria-label="Confirm saving unverified">
             Nothing will be checked — not the URL, the key, the context nor tool calls — and workers may fail on it. It is saved as <strong>unverified</strong> and made active.{" "}
             <button type="button" className="btn small" onClick={() => void run(true)}>
               Yes, save it unverified
