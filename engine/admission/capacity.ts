@@ -86,6 +86,12 @@ export async function probeHealth(url: string, key: string | null, timeoutMs = 1
   }
 }
 
+/** An endpoint read now: does it answer, and what does it report of its load (nothing of ours is counted: inUse 0). */
+export async function readEndpoint(e: ServingEndpoint, key: string | null): Promise<EndpointStatus> {
+  const [problem, live] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
+  return { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: problem ? null : live, problem, checkedAt: Date.now() };
+}
+
 /**
  * Room for one more worker on an endpoint: its configured slots, capped by what the server itself reports — all of its
  * slots busy (with work that is not ours), a queue inside the server, or a nearly full KV cache mean no room.

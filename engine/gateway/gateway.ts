@@ -8,7 +8,7 @@ export interface GatewayRoute {
   /** The upstream base URL (the target's endpoint, e.g. https://api.example.com/v1). */
   upstream: string;
   /** The real key, added to forwarded requests; it never leaves the engine's process otherwise. */
-  key: () => string;
+  key: string;
 }
 
 /**
@@ -59,7 +59,7 @@ export class KeyGateway {
         if (v === undefined || ["host", "authorization", "connection", "content-length", "x-api-key"].includes(k)) continue;
         headers[k] = Array.isArray(v) ? v.join(", ") : v;
       }
-      const key = entry.route.key();
+      const key = entry.route.key;
       headers.authorization = `Bearer ${key}`;
       headers["x-api-key"] = key;
       const abort = new AbortController();

@@ -37,7 +37,7 @@ import { opencodeHarness, type Harness, type HarnessServer } from "../harness/ha
 import { WORKER_AGENT } from "../harness/config";
 import { sandboxStatus, writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
 import { grantFor, grantPattern, inspectAsk, realLocation } from "../approvals/inspect";
-import { chooseEndpoint, endpointsOf, isPool, probeHealth, readLive, type EndpointStatus } from "../admission/capacity";
+import { chooseEndpoint, endpointsOf, isPool, probeHealth, readEndpoint, type EndpointStatus } from "../admission/capacity";
 import { providerIdFor } from "../harness/config";
 import { resolveKey } from "../serving/keys";
 import { readJson, writeJsonAtomic } from "../store/json-file";
@@ -178,39 +178,32 @@ export class Engine {
 
   /** Moves a worker by the transition table; an illegal move is logged and not applied. Returns whether it moved. */
   private fire(workerId: string, t: WorkerTransition, reason?: string): boolean {
-    const err = this.changeState(workerId, t, reason);
-    if (err) {
-      this.notice("error", err.message);
-      return false;
-    }
-    return this.lastMoved;
+    const { moved, error } = this.changeState(workerId, t, reason);
+    if (error) this.notice("error", error.message);
+    return moved;
   }
 
-  private lastMoved = false;
-
-  /** fire() for a caller that reports the failure itself: returns the append error instead of publishing a notice. */
-  private changeState(workerId: string, t: WorkerTransition, reason?: string): Error | null {
-    this.lastMoved = false;
+  /** fire() for a caller that reports a failed append itself (it comes back as `error`, not as a notice). */
+  private changeState(workerId: string, t: WorkerTransition, reason?: string): { moved: boolean; error?: Error } {
     const w = this.workers.get(workerId);
-    if (!w) return null;
+    if (!w) return { moved: false };
     const state = nextState(w.state, t);
     if (!state) {
       this.log(`[warn] worker ${workerId}: illegal transition "${t}" from ${w.state} ignored`);
-      return null;
+      return { moved: false };
     }
-    if (state === w.state) return null;
+    if (state === w.state) return { moved: false };
     try {
       this.record(workerId, { type: "worker.state", state, ...(reason ? { reason } : {}) });
     } catch (err) {
-      return err as Error;
+      return { moved: false, error: err as Error };
     }
     if (isFinal(state) || state === "settled") {
       clearTimeout(this.rt(workerId).budgetTimer);
       this.pump();
     }
     if (isFinal(state)) this.rt(workerId).releasing = this.release(workerId);
-    this.lastMoved = true;
-    return null;
+    return { moved: true };
   }
 
   /**
@@ -537,7 +530,7 @@ export class Engine {
     if (w.sessionId && rt.server?.client) {
       await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => undefined);
     }
-    const failed = this.changeState(workerId, "stop", reason);
+    const { error: failed } = this.changeState(workerId, "stop", reason);
     if (failed) {
       // Otherwise the call would succeed and hand back a worker that is still running, with no word why.
       if (idx >= 0) this.queue.splice(idx, 0, workerId);
@@ -689,7 +682,9 @@ export class Engine {
   }
 
   private workersOn(targetId: string, url: string, single: boolean): number {
-    return this.list().filter((w) => w.targetId === targetId && isActive(w.state) && (single || w.endpoint === url)).length;
+    let n = 0;
+    for (const w of this.workers.values()) if (w.targetId === targetId && isActive(w.state) && (single || w.endpoint === url)) n++;
+    return n;
   }
 
   private statusesOf(target: Target): EndpointStatus[] {
@@ -721,9 +716,10 @@ export class Engine {
       const downs: [string, string][] = [];
       await Promise.all(
         endpointsOf(target).map(async (e) => {
-          const [problem, live] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
+          const now = await readEndpoint(e, key);
+          const { problem } = now;
           const was = previous?.get(e.url);
-          map.set(e.url, { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: problem ? null : live, problem, checkedAt: Date.now() });
+          map.set(e.url, now);
           if (problem && was?.healthy !== false) downs.push([e.url, problem]);
           if (!problem && was?.healthy === false) this.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`);
         }),
@@ -888,11 +884,12 @@ export class Engine {
     let s = this.servers.get(target.id);
     if (s) return s;
     // A keyed target is reached through the engine's gateway: the key never enters opencode or a worker's reach.
-    const keyed = !!(target.keyRef || target.keyFile);
-    if (keyed && !resolveKey(target)) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
+    // Resolved once, as when it was handed to opencode's environment (a key file is not read on every request).
+    const key = target.keyRef || target.keyFile ? resolveKey(target) : null;
+    if ((target.keyRef || target.keyFile) && !key) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
     // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
     const provider = await Promise.all(
-      endpointsOf(target).map((e, i) => (keyed ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key: () => resolveKey(target) ?? "" }) : { baseURL: e.url, apiKey: "none" })),
+      endpointsOf(target).map((e, i) => (key ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key }) : { baseURL: e.url, apiKey: "none" })),
     );
     const shell = writeWorkerShell(path.join(this.opts.stateDir, "sandbox", "worker-shell"), { workspacesRoot: this.workspacesRoot, tmpRoot: this.workerTmpRoot, kind: this.sandbox.kind });
     s = this.servers.get(target.id);

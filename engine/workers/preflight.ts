@@ -1,4 +1,5 @@
 import type { Target } from "../../shared/target";
+import { probeHealth } from "../admission/capacity";
 import { resolveKey } from "../serving/keys";
 import { InputError } from "../workspace/workspace";
 
@@ -28,13 +29,7 @@ export async function preflightEndpoint(target: Target, timeoutMs = 3000): Promi
 
 /** Why the target's endpoint cannot be reached right now (any HTTP answer counts as reachable), or null. */
 export async function unreachable(target: Target, key: string | null = resolveKey(target), timeoutMs = 3000): Promise<string | null> {
-  const headers: Record<string, string> = {};
-  if (key) headers.authorization = `Bearer ${key}`;
-  try {
-    await fetch(`${target.endpoint.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    return null;
-  } catch (err) {
-    ok.delete(target.endpoint);
-    return (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
-  }
+  const problem = await probeHealth(target.endpoint, key, timeoutMs);
+  if (problem) ok.delete(target.endpoint);
+  return problem;
 }

@@ -58677,7 +58677,7 @@ var KeyGateway = class {
         if (v === void 0 || ["host", "authorization", "connection", "content-length", "x-api-key"].includes(k)) continue;
         headers[k] = Array.isArray(v) ? v.join(", ") : v;
       }
-      const key = entry.route.key();
+      const key = entry.route.key;
       headers.authorization = `Bearer ${key}`;
       headers["x-api-key"] = key;
       const abort = new AbortController();
@@ -64633,6 +64633,10 @@ async function probeHealth(url2, key, timeoutMs = 1500) {
     return err.cause?.code ?? err.name;
   }
 }
+async function readEndpoint(e, key) {
+  const [problem, live] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
+  return { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: problem ? null : live, problem, checkedAt: Date.now() };
+}
 function hasRoom(s) {
   if (!s.healthy || s.inUse >= s.slots) return false;
   const live = s.live;
@@ -64748,15 +64752,9 @@ async function preflightEndpoint(target, timeoutMs = 3e3) {
   ok.set(cacheKey, Date.now() + 3e4);
 }
 async function unreachable(target, key = resolveKey(target), timeoutMs = 3e3) {
-  const headers = {};
-  if (key) headers.authorization = `Bearer ${key}`;
-  try {
-    await fetch(`${target.endpoint.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    return null;
-  } catch (err) {
-    ok.delete(target.endpoint);
-    return err.cause?.code ?? err.name;
-  }
+  const problem = await probeHealth(target.endpoint, key, timeoutMs);
+  if (problem) ok.delete(target.endpoint);
+  return problem;
 }
 
 // engine/workers/prompts.ts
@@ -64931,37 +64929,31 @@ var Engine = class {
   }
   /** Moves a worker by the transition table; an illegal move is logged and not applied. Returns whether it moved. */
   fire(workerId, t2, reason) {
-    const err = this.changeState(workerId, t2, reason);
-    if (err) {
-      this.notice("error", err.message);
-      return false;
-    }
-    return this.lastMoved;
+    const { moved, error: error46 } = this.changeState(workerId, t2, reason);
+    if (error46) this.notice("error", error46.message);
+    return moved;
   }
-  lastMoved = false;
-  /** fire() for a caller that reports the failure itself: returns the append error instead of publishing a notice. */
+  /** fire() for a caller that reports a failed append itself (it comes back as `error`, not as a notice). */
   changeState(workerId, t2, reason) {
-    this.lastMoved = false;
     const w = this.workers.get(workerId);
-    if (!w) return null;
+    if (!w) return { moved: false };
     const state = nextState(w.state, t2);
     if (!state) {
       this.log(`[warn] worker ${workerId}: illegal transition "${t2}" from ${w.state} ignored`);
-      return null;
+      return { moved: false };
     }
-    if (state === w.state) return null;
+    if (state === w.state) return { moved: false };
     try {
       this.record(workerId, { type: "worker.state", state, ...reason ? { reason } : {} });
     } catch (err) {
-      return err;
+      return { moved: false, error: err };
     }
     if (isFinal(state) || state === "settled") {
       clearTimeout(this.rt(workerId).budgetTimer);
       this.pump();
     }
     if (isFinal(state)) this.rt(workerId).releasing = this.release(workerId);
-    this.lastMoved = true;
-    return null;
+    return { moved: true };
   }
   /**
    * opencode keeps an instance (project state, LSP, tools) per directory it has seen, and every worktree is a new
@@ -65246,7 +65238,7 @@ var Engine = class {
     if (w.sessionId && rt.server?.client) {
       await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => void 0);
     }
-    const failed = this.changeState(workerId, "stop", reason);
+    const { error: failed } = this.changeState(workerId, "stop", reason);
     if (failed) {
       if (idx >= 0) this.queue.splice(idx, 0, workerId);
       throw new Error(`the stop of worker ${workerId} could not be recorded (it still shows ${this.get(workerId).state}; stop it again): ${failed.message}`);
@@ -65384,7 +65376,9 @@ var Engine = class {
     return this.targets.list().targets.map((t2) => ({ targetId: t2.id, endpoints: this.statusesOf(t2) }));
   }
   workersOn(targetId, url2, single) {
-    return this.list().filter((w) => w.targetId === targetId && isActive(w.state) && (single || w.endpoint === url2)).length;
+    let n2 = 0;
+    for (const w of this.workers.values()) if (w.targetId === targetId && isActive(w.state) && (single || w.endpoint === url2)) n2++;
+    return n2;
   }
   statusesOf(target) {
     const known = this.endpointState.get(target.id);
@@ -65412,9 +65406,10 @@ var Engine = class {
       const downs = [];
       await Promise.all(
         endpointsOf(target).map(async (e) => {
-          const [problem, live] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
+          const now = await readEndpoint(e, key);
+          const { problem } = now;
           const was = previous?.get(e.url);
-          map3.set(e.url, { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: problem ? null : live, problem, checkedAt: Date.now() });
+          map3.set(e.url, now);
           if (problem && was?.healthy !== false) downs.push([e.url, problem]);
           if (!problem && was?.healthy === false) this.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`);
         })
@@ -65560,10 +65555,10 @@ var Engine = class {
   async server(target) {
     let s = this.servers.get(target.id);
     if (s) return s;
-    const keyed = !!(target.keyRef || target.keyFile);
-    if (keyed && !resolveKey(target)) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=\u2026 in the engine's environment`);
+    const key = target.keyRef || target.keyFile ? resolveKey(target) : null;
+    if ((target.keyRef || target.keyFile) && !key) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=\u2026 in the engine's environment`);
     const provider = await Promise.all(
-      endpointsOf(target).map((e, i2) => keyed ? this.gateway.add(`${target.id}-${i2}`, { upstream: e.url, key: () => resolveKey(target) ?? "" }) : { baseURL: e.url, apiKey: "none" })
+      endpointsOf(target).map((e, i2) => key ? this.gateway.add(`${target.id}-${i2}`, { upstream: e.url, key }) : { baseURL: e.url, apiKey: "none" })
     );
     const shell = writeWorkerShell(path22.join(this.opts.stateDir, "sandbox", "worker-shell"), { workspacesRoot: this.workspacesRoot, tmpRoot: this.workerTmpRoot, kind: this.sandbox.kind });
     s = this.servers.get(target.id);
@@ -84050,6 +84045,13 @@ init_commands();
 init_keys();
 init_paths();
 init_targets();
+function keyOf(t2) {
+  try {
+    return resolveKey(t2);
+  } catch {
+    return null;
+  }
+}
 async function targetsWithEndpoints(store = new TargetStore()) {
   const { active, targets } = store.list();
   let live = null;
@@ -84060,19 +84062,7 @@ async function targetsWithEndpoints(store = new TargetStore()) {
   }
   const out = await Promise.all(
     targets.map(async (t2) => {
-      const endpoints = live?.get(t2.id) ?? await Promise.all(
-        endpointsOf(t2).map(async (e) => {
-          const key = (() => {
-            try {
-              return resolveKey(t2);
-            } catch {
-              return null;
-            }
-          })();
-          const [problem, reading] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
-          return { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: reading, problem, checkedAt: Date.now() };
-        })
-      );
+      const endpoints = live?.get(t2.id) ?? await Promise.all(endpointsOf(t2).map((e) => readEndpoint(e, keyOf(t2))));
       return { ...t2, endpoints };
     })
   );
