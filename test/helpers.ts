@@ -105,6 +105,16 @@ export async function untilState(client: EngineClient, id: string, pred: (w: Wor
   return r.workers.get(id)!;
 }
 
+/** Whether a process with this pid exists (signal 0). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function cleanup(...dirs: string[]) {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 }

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startScriptedModel, toolCall, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
+import { startScriptedModel, toolCall, writeFile, type ScriptedModel, writesAsTold } from "../fixtures/scripted-model";
 import { cleanup, makeRepo, scriptedTarget, startEngine, untilAsk, type TestEngine } from "../helpers";
 import { startMcp, waitUntil, type McpHandle } from "./mcp-helpers";
 
@@ -25,20 +25,11 @@ const open = async (...a: Parameters<typeof startMcp>) => {
   return h;
 };
 
-/** "MCP-WRITE file=<f> text=<t>": write <t> to <f> (one edit ask), then claim built. */
-const WRITE = /MCP-WRITE file=(\S+) text=(\S+)/;
 
 beforeAll(async () => {
   model = await startScriptedModel({
     scripts: [
-      {
-        name: "write",
-        match: WRITE,
-        script: (ctx) => {
-          const [, file, text] = WRITE.exec(ctx.firstUserText)!;
-          return ctx.turnStep === 0 ? writeFile(file!, `${text}\n`) : { text: `Wrote ${file}.\nOUTCOME: built` };
-        },
-      },
+      writesAsTold("MCP-WRITE"),
       { name: "hang", match: /MCP-HANG/, script: () => ({ hang: true, textBeforeHang: "thinking" }) },
       {
         name: "question",

@@ -8,10 +8,10 @@ import { cpSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildAnthropicContext, startScriptedAnthropic, type AnthropicContext, type AnthropicStep, type ScriptedAnthropic } from "../fixtures/scripted-anthropic";
-import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
+import { startScriptedModel, type ScriptedModel, writesAsTold } from "../fixtures/scripted-model";
 import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
-import { cleanup, makeRepo, ROOT, scriptedTarget, startEngine, tempDir } from "../helpers";
+import { cleanup, makeRepo, ROOT, scriptedTarget, startEngine, tempDir, pidAlive } from "../helpers";
 import { claudeCode } from "./claude-code";
 
 const PREFIX = "mcp__plugin_opencode-worker_ocw__";
@@ -79,8 +79,6 @@ describe("scripted Anthropic API (the fixture itself)", () => {
 const cc = claudeCode();
 const skip = "skip" in cc ? cc.skip : null;
 
-/** "E2E-WRITE file=<f> text=<t>": the worker writes <t> to <f> (one edit ask), then claims built. */
-const WRITE = /E2E-WRITE file=(\S+) text=(\S+)/;
 
 let model: ScriptedModel;
 let stateDir: string;
@@ -202,31 +200,16 @@ async function stopEngine() {
   try {
     execFileSync(process.execPath, [path.join(pluginDir, "bin", "ocw"), "stop"], { env, stdio: "pipe", timeout: 30_000 });
   } catch {}
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   const pids = [lock.supervisorPid, lock.pid].filter((p): p is number => typeof p === "number");
-  for (let i = 0; i < 100 && pids.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
-  for (const pid of pids.filter(alive)) process.kill(pid, "SIGKILL");
+  for (let i = 0; i < 100 && pids.some(pidAlive); i++) await new Promise((r) => setTimeout(r, 100));
+  for (const pid of pids.filter(pidAlive)) process.kill(pid, "SIGKILL");
 }
 
 describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${skip ? ` (skipped: ${skip})` : ""}`, () => {
   beforeAll(async () => {
     model = await startScriptedModel({
       scripts: [
-        {
-          name: "write",
-          match: WRITE,
-          script: (ctx) => {
-            const [, file, text] = WRITE.exec(ctx.firstUserText)!;
-            return ctx.turnStep === 0 ? writeFile(file!, `${text}\n`) : { text: `Wrote ${file}.\nOUTCOME: built` };
-          },
-        },
+        writesAsTold("E2E-WRITE"),
       ],
     });
     // The person set up a target earlier (with an engine that has since stopped): Claude Code's plugin starts the

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { BUNDLE } from "../helpers";
+import { BUNDLE, pidAlive } from "../helpers";
 import { vocabDirFor, writeTinyModels } from "../fixtures/gguf/writer";
 
 const BIN = process.env.LLAMA_SERVER;
@@ -29,14 +29,6 @@ async function ocw(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code:
   }
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 afterAll(async () => {
   await ocw(["serving", "stop"]);
@@ -83,7 +75,7 @@ describe("ocw (model setup commands) as a process", () => {
     console.log(`restarted: pid ${first.pid} → ${now.pid} in ${Date.now() - t0} ms`);
     const s = await ocw(["serving", "stop"]);
     expect(s.code).toBe(0);
-    expect(alive(now.pid)).toBe(false);
-    expect(alive(first.supervisorPid)).toBe(false);
+    expect(pidAlive(now.pid)).toBe(false);
+    expect(pidAlive(first.supervisorPid)).toBe(false);
   });
 });

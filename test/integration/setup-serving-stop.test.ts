@@ -7,16 +7,8 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { BUNDLE } from "../helpers";
+import { BUNDLE, pidAlive } from "../helpers";
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe("ocw serving stop", () => {
   it("a pid-0 record is dropped without signalling the process group", async () => {
@@ -37,7 +29,7 @@ describe("ocw serving stop", () => {
     try {
       expect(out).toMatch(/rc=0/);
       expect(out).toMatch(/was not running/);
-      expect(alive(sleeper)).toBe(true);
+      expect(pidAlive(sleeper)).toBe(true);
       expect(sh.signalCode).toBeNull();
       expect(JSON.parse(readFileSync(path.join(state, "serving.json"), "utf8"))).toEqual([]);
     } finally {
