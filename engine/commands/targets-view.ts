@@ -1,19 +1,9 @@
 import { connect, healthy } from "../api/client";
 import { readLock } from "../api/lock";
-import type { Target } from "../../shared/target";
-import { resolveKey } from "../serving/keys";
+import { keyForProbe } from "../serving/keys";
 import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
 import { endpointsOf, readEndpoint, type EndpointStatus } from "../admission/capacity";
-
-/** A target's key for probing, or none when it cannot be read (the probe then shows whether the endpoint asks for one). */
-function keyOf(t: Target): string | null {
-  try {
-    return resolveKey(t);
-  } catch {
-    return null;
-  }
-}
 
 /**
  * `ocw targets --json`: every target with `endpoints: [{url, healthy, slots, inUse, …}]` — from the running engine
@@ -29,7 +19,7 @@ export async function targetsWithEndpoints(store = new TargetStore()): Promise<{
   }
   const out = await Promise.all(
     targets.map(async (t) => {
-      const endpoints = live?.get(t.id) ?? (await Promise.all(endpointsOf(t).map((e) => readEndpoint(e, keyOf(t)))));
+      const endpoints = live?.get(t.id) ?? (await Promise.all(endpointsOf(t).map((e) => readEndpoint(e, keyForProbe(t)))));
       return { ...t, endpoints };
     }),
   );

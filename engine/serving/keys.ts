@@ -32,3 +32,12 @@ export function resolveKey(t: { keyRef?: string | null; keyFile?: string | null 
   if (t.keyRef) return env[t.keyRef] ?? null;
   return null;
 }
+
+/** The key for probing an endpoint: null when none is set or its file cannot be read (the probe then shows the 401). */
+export function keyForProbe(t: { keyRef?: string | null; keyFile?: string | null }): string | null {
+  try {
+    return resolveKey(t);
+  } catch {
+    return null;
+  }
+}

@@ -39,7 +39,7 @@ import { sandboxStatus, writeWorkerShell, type SandboxKind } from "../sandbox/sa
 import { grantFor, grantPattern, inspectAsk, realLocation } from "../approvals/inspect";
 import { chooseEndpoint, endpointsOf, isPool, probeHealth, readEndpoint, type EndpointStatus } from "../admission/capacity";
 import { providerIdFor } from "../harness/config";
-import { resolveKey } from "../serving/keys";
+import { keyForProbe, resolveKey } from "../serving/keys";
 import { readJson, writeJsonAtomic } from "../store/json-file";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
@@ -653,12 +653,7 @@ export class Engine {
       [...ids].map(async (id) => {
         const t = this.targets.get(id);
         if (!t) return;
-        let key: string | null = null;
-        try {
-          key = resolveKey(t);
-        } catch {
-          /* an unreadable key file: the endpoint is still probed */
-        }
+        const key = keyForProbe(t);
         const problems = await Promise.all(endpointsOf(t).map((e) => probeHealth(e.url, key, 2000)));
         const healthy = problems.some((p) => !p);
         const problem = healthy ? null : `${endpointsOf(t).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
@@ -709,7 +704,8 @@ export class Engine {
     if (this.refreshing.has(target.id) || this.closed) return;
     this.refreshing.add(target.id);
     try {
-      const key = resolveKey(target);
+      // An unreadable key file must not throw out of a timer: the probe shows the refusal instead.
+      const key = keyForProbe(target);
       // Published only once every endpoint is read: admission never sees a half-read pool.
       const previous = this.endpointState.get(target.id);
       const map = new Map<string, EndpointStatus>();

@@ -26805,6 +26805,13 @@ function resolveKey(t2, env2 = process.env) {
   if (t2.keyRef) return env2[t2.keyRef] ?? null;
   return null;
 }
+function keyForProbe(t2) {
+  try {
+    return resolveKey(t2);
+  } catch {
+    return null;
+  }
+}
 var init_keys = __esm({
   "engine/serving/keys.ts"() {
     init_paths();
@@ -65351,11 +65358,7 @@ var Engine = class {
       [...ids].map(async (id2) => {
         const t2 = this.targets.get(id2);
         if (!t2) return;
-        let key = null;
-        try {
-          key = resolveKey(t2);
-        } catch {
-        }
+        const key = keyForProbe(t2);
         const problems = await Promise.all(endpointsOf(t2).map((e) => probeHealth(e.url, key, 2e3)));
         const healthy2 = problems.some((p) => !p);
         const problem = healthy2 ? null : `${endpointsOf(t2).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
@@ -65400,7 +65403,7 @@ var Engine = class {
     if (this.refreshing.has(target.id) || this.closed) return;
     this.refreshing.add(target.id);
     try {
-      const key = resolveKey(target);
+      const key = keyForProbe(target);
       const previous = this.endpointState.get(target.id);
       const map3 = /* @__PURE__ */ new Map();
       const downs = [];
@@ -84045,13 +84048,6 @@ init_commands();
 init_keys();
 init_paths();
 init_targets();
-function keyOf(t2) {
-  try {
-    return resolveKey(t2);
-  } catch {
-    return null;
-  }
-}
 async function targetsWithEndpoints(store = new TargetStore()) {
   const { active, targets } = store.list();
   let live = null;
@@ -84062,7 +84058,7 @@ async function targetsWithEndpoints(store = new TargetStore()) {
   }
   const out = await Promise.all(
     targets.map(async (t2) => {
-      const endpoints = live?.get(t2.id) ?? await Promise.all(endpointsOf(t2).map((e) => readEndpoint(e, keyOf(t2))));
+      const endpoints = live?.get(t2.id) ?? await Promise.all(endpointsOf(t2).map((e) => readEndpoint(e, keyForProbe(t2))));
       return { ...t2, endpoints };
     })
   );
