@@ -174,7 +174,13 @@ export class OpencodeServer extends EventEmitter {
 
   /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
   private async verifyAgent(client: OpencodeClient): Promise<void> {
-    const res = await client.app.agents({ directory: this.opts.home });
+    let res = await client.app.agents({ directory: this.opts.home });
+    // A serve restarted after a crash can print its address before it answers: a request that got no HTTP answer at
+    // all is retried for a few seconds (a wrong answer is not).
+    for (let i = 0; i < 20 && !res.response; i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      res = await client.app.agents({ directory: this.opts.home });
+    }
     const names = (res.data ?? []).map((a: { name: string }) => a.name);
     if (!names.includes(WORKER_AGENT)) {
       throw new Error(`opencode did not load the worker agent "${WORKER_AGENT}" (agents: ${names.join(", ") || "none"}; HTTP ${res.response?.status})`);

@@ -64386,7 +64386,11 @@ var OpencodeServer = class extends EventEmitter3 {
   }
   /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
   async verifyAgent(client2) {
-    const res = await client2.app.agents({ directory: this.opts.home });
+    let res = await client2.app.agents({ directory: this.opts.home });
+    for (let i2 = 0; i2 < 20 && !res.response; i2++) {
+      await new Promise((r) => setTimeout(r, 250));
+      res = await client2.app.agents({ directory: this.opts.home });
+    }
     const names = (res.data ?? []).map((a2) => a2.name);
     if (!names.includes(WORKER_AGENT)) {
       throw new Error(`opencode did not load the worker agent "${WORKER_AGENT}" (agents: ${names.join(", ") || "none"}; HTTP ${res.response?.status})`);
