@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
-import { chooseEndpoint, hasRoom, readLive, type EndpointStatus } from "./capacity";
+import { chooseEndpoint, EndpointProbes, freeSlots, hasRoom, readEndpoint, readLive, type EndpointStatus } from "./capacity";
 
 const ep = (url: string, o: Partial<EndpointStatus> = {}): EndpointStatus => ({ url, healthy: true, slots: 4, inUse: 0, live: null, problem: null, checkedAt: 0, ...o });
 const live = (o: Partial<NonNullable<EndpointStatus["live"]>>) => ({ source: "llama.cpp /slots" as const, totalSlots: 4, busy: 0, waiting: null, kvUsage: null, ...o });
@@ -26,6 +26,56 @@ describe("admission by live capacity", () => {
     expect(chooseEndpoint([ep("a", { inUse: 4 }), ep("b", { healthy: false })], "a")).toBeNull();
   });
 
+  it("another client's load on a server is told apart from ours when the reading says how many were ours", () => {
+    // 2 slots, 1 busy with someone else's request when read (none of ours then): room for one of ours, not two.
+    const foreign = live({ totalSlots: 2, busy: 1, ours: 0 });
+    expect(freeSlots(ep("a", { slots: 2, live: foreign }))).toBe(1);
+    expect(hasRoom(ep("a", { slots: 2, inUse: 1, live: foreign }))).toBe(false);
+    // Both busy slots were ours when read: no foreign load, so the slot one of them left is free again.
+    expect(hasRoom(ep("a", { slots: 2, inUse: 1, live: live({ totalSlots: 2, busy: 2, ours: 2 }) }))).toBe(true);
+    // Without `ours` (an older reader) the old rule holds: a full report means no room, else the configured slots.
+    expect(hasRoom(ep("a", { slots: 2, inUse: 1, live: live({ totalSlots: 2, busy: 1 }) }))).toBe(true);
+    expect(hasRoom(ep("a", { slots: 2, inUse: 0, live: live({ totalSlots: 2, busy: 2 }) }))).toBe(false);
+    // The most room counts the server's report: b has 3 configured free but 1 real; c has 2.
+    const list = [ep("b", { slots: 4, inUse: 1, live: live({ totalSlots: 4, busy: 3, ours: 1 }) }), ep("c", { slots: 2 })];
+    expect(chooseEndpoint(list, null)!.url).toBe("c");
+  });
+
+  it("one probe per endpoint per period, shared by every caller; joined while in flight; `fresh` forces one", async () => {
+    let t = 1000;
+    let calls = 0;
+    let release: () => void = () => undefined;
+    const probe = async (e: { url: string; slots: number }): Promise<EndpointStatus> => {
+      calls++;
+      await new Promise<void>((r) => (release = r));
+      return ep(e.url, { checkedAt: t });
+    };
+    const probes = new EndpointProbes(2000, probe, () => t);
+    const a = probes.read({ url: "a", slots: 2 }, null);
+    const b = probes.health("a", null);
+    await new Promise((r) => setImmediate(r));
+    release();
+    expect((await a).url).toBe("a");
+    expect(await b).toBeNull();
+    expect(calls).toBe(1);
+    t += 1500; // within the period: the pool refresh and the model-health check share the reading
+    expect((await probes.read({ url: "a", slots: 3 }, null)).slots).toBe(3);
+    expect(await probes.health("a", null)).toBeNull();
+    expect(calls).toBe(1);
+    t += 500; // a period later: probed again
+    const c = probes.read({ url: "a", slots: 2 }, null);
+    await new Promise((r) => setImmediate(r));
+    release();
+    await c;
+    expect(calls).toBe(2);
+    const d = probes.health("a", null, { fresh: true });
+    await new Promise((r) => setImmediate(r));
+    release();
+    await d;
+    expect(calls).toBe(3);
+    expect(probes.sent.get("a")).toBe(3);
+  });
+
   describe("reads the serving engines' own reports", () => {
     let body: { path: string; status: number; text: string }[] = [];
     const server = http.createServer((req, res) => {
@@ -39,6 +89,10 @@ describe("admission by live capacity", () => {
     it("llama.cpp /slots", async () => {
       body = [{ path: "/slots", status: 200, text: JSON.stringify([{ id: 0, is_processing: true }, { id: 1, is_processing: false }, { id: 2, is_processing: true }]) }];
       expect(await readLive(await url, null)).toEqual({ source: "llama.cpp /slots", totalSlots: 3, busy: 2, waiting: null, kvUsage: null });
+      // Read for admission: says how many were ours then; a server that does not answer has no reading.
+      body.push({ path: "/v1/models", status: 200, text: "{}" });
+      expect((await readEndpoint({ url: await url, slots: 3 }, null, 1)).live).toMatchObject({ busy: 2, ours: 1 });
+      expect(await readEndpoint({ url: "http://127.0.0.1:1/v1", slots: 3 }, null, 1)).toMatchObject({ healthy: false, live: null, problem: expect.any(String) });
     });
 
     it("vLLM /metrics (current and older KV metric names)", async () => {

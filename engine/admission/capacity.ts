@@ -18,6 +18,11 @@ export const EndpointStatus = z.object({
       busy: z.number(),
       waiting: z.number().nullable(),
       kvUsage: z.number().nullable(),
+      /**
+       * The engine's own workers on this endpoint when it was read (absent when the reader did not say). With it, the
+       * server's busy slots that are not ours (another client's load) are told apart from ours: see `freeSlots`.
+       */
+      ours: z.number().int().nullable().optional(),
     })
     .nullable(),
   problem: z.string().nullable(),
@@ -86,10 +91,75 @@ export async function probeHealth(url: string, key: string | null, timeoutMs = 1
   }
 }
 
-/** An endpoint read now: does it answer, and what does it report of its load (nothing of ours is counted: inUse 0). */
-export async function readEndpoint(e: ServingEndpoint, key: string | null): Promise<EndpointStatus> {
+/**
+ * An endpoint read now: does it answer, and what does it report of its load. `ours` is how many of the engine's workers
+ * are on it at this moment (so a later admission can tell another client's load from ours); nothing is counted in
+ * `inUse` here (0): the engine fills that in when it shows the endpoint.
+ */
+export async function readEndpoint(e: ServingEndpoint, key: string | null, ours?: number): Promise<EndpointStatus> {
   const [problem, live] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
-  return { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: problem ? null : live, problem, checkedAt: Date.now() };
+  const reading = problem || !live ? null : ours === undefined ? live : { ...live, ours };
+  return { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: reading, problem, checkedAt: Date.now() };
+}
+
+/**
+ * The readings of endpoints, shared by everything in the engine that watches them (the pool refresh, the model-health
+ * check, `ocw targets`): an endpoint is probed at most once per `periodMs`, however many callers ask — a caller gets
+ * the reading in flight, or the last one while it is younger than the period. `fresh` forces a new probe (preflight,
+ * or a worker whose model call just failed), still joining one already in flight.
+ */
+export class EndpointProbes {
+  private readonly last = new Map<string, EndpointStatus>();
+  private readonly inFlight = new Map<string, Promise<EndpointStatus>>();
+  /** Probes actually sent, by URL (for tests and the bench). */
+  readonly sent = new Map<string, number>();
+
+  constructor(
+    private readonly periodMs: number,
+    private readonly probe: (e: ServingEndpoint, key: string | null, ours?: number) => Promise<EndpointStatus> = readEndpoint,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  read(e: ServingEndpoint, key: string | null, o: { ours?: number; fresh?: boolean } = {}): Promise<EndpointStatus> {
+    const running = this.inFlight.get(e.url);
+    if (running) return running;
+    const had = this.last.get(e.url);
+    // A little slack, so that two timers of the same period do not each miss the other's reading by a millisecond.
+    if (!o.fresh && had?.checkedAt != null && this.now() - had.checkedAt < this.periodMs * 0.9) return Promise.resolve({ ...had, slots: e.slots });
+    this.sent.set(e.url, (this.sent.get(e.url) ?? 0) + 1);
+    const p = this.probe(e, key, o.ours)
+      .then((s) => {
+        this.last.set(e.url, s);
+        return s;
+      })
+      .finally(() => this.inFlight.delete(e.url));
+    this.inFlight.set(e.url, p);
+    return p;
+  }
+
+  /** Whether an endpoint answers (null) or why not, from the shared reading. */
+  async health(url: string, key: string | null, o: { fresh?: boolean } = {}): Promise<string | null> {
+    return (await this.read({ url, slots: 0 }, key, o)).problem;
+  }
+
+  /** The last reading of an endpoint, without probing. */
+  peek(url: string): EndpointStatus | undefined {
+    return this.last.get(url);
+  }
+}
+
+/**
+ * How many more workers the server itself has room for, from its own report: its slots less those busy with work that
+ * is not ours, less ours now. Busy slots that are not ours are `busy − ours` at the time of the reading (a lower bound:
+ * one of ours idle then, waiting on a person, hides a foreign one — the next reading corrects it). Without `ours`
+ * (an older reader) every busy slot is taken as possibly ours. Null when the server reports no slot count (vLLM, SGLang).
+ */
+export function freeSlots(s: EndpointStatus): number | null {
+  const live = s.live;
+  if (!live || live.totalSlots === null) return null;
+  if (live.ours === undefined || live.ours === null) return live.busy >= live.totalSlots ? 0 : live.totalSlots - s.inUse;
+  const foreign = Math.max(0, live.busy - live.ours);
+  return Math.max(0, live.totalSlots - foreign - s.inUse);
 }
 
 /**
@@ -97,24 +167,34 @@ export async function readEndpoint(e: ServingEndpoint, key: string | null): Prom
  * slots busy (with work that is not ours), a queue inside the server, or a nearly full KV cache mean no room.
  */
 export function hasRoom(s: EndpointStatus): boolean {
-  if (!s.healthy || s.inUse >= s.slots) return false;
+  return room(s) > 0;
+}
+
+/** How many more workers an endpoint takes now: its configured slots less ours, capped by the server's own report. */
+export function room(s: EndpointStatus): number {
+  if (!s.healthy) return 0;
+  let n = Math.max(0, s.slots - s.inUse);
   const live = s.live;
-  if (!live) return true;
-  if (live.totalSlots !== null && s.inUse >= live.totalSlots) return false;
-  if (live.totalSlots !== null && live.busy >= live.totalSlots) return false;
-  if (live.waiting !== null && live.waiting > 0) return false;
-  if (live.kvUsage !== null && live.kvUsage >= KV_FULL) return false;
-  return true;
+  if (!live) return n;
+  const free = freeSlots(s);
+  if (free !== null) n = Math.min(n, free);
+  if (live.waiting !== null && live.waiting > 0) return 0;
+  if (live.kvUsage !== null && live.kvUsage >= KV_FULL) return 0;
+  return n;
 }
 
 /**
  * The endpoint a worker runs on: the one it ran on before if it is healthy and has room (its prefix cache is there),
- * else the healthy one with the most room; null when none has room.
+ * else the healthy one with the most room (by the server's own report too); null when none has room.
  */
 export function chooseEndpoint(statuses: EndpointStatus[], previous: string | null): EndpointStatus | null {
   const prev = previous ? statuses.find((s) => s.url === previous) : undefined;
   if (prev && hasRoom(prev)) return prev;
-  const room = statuses.filter(hasRoom);
-  room.sort((a, b) => b.slots - b.inUse - (a.slots - a.inUse));
-  return room[0] ?? null;
+  let best: EndpointStatus | null = null;
+  let most = 0;
+  for (const s of statuses) {
+    const r = room(s);
+    if (r > most) [best, most] = [s, r];
+  }
+  return best;
 }
