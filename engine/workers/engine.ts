@@ -55,7 +55,7 @@ import {
 } from "../workspace/workspace";
 import { preflightEndpoint, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
-import { writesOutside } from "./worktree-guard";
+import { writesOutside } from "../approvals/worktree-guard";
 import { config } from "../config";
 
 export { InputError } from "../workspace/workspace";
