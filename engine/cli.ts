@@ -6,6 +6,7 @@ import { registerRunCommand } from "./commands/run";
 import { registerMcpCommand } from "./mcp/command";
 import { registerServeCommands } from "./commands/serve";
 import { registerGrantsCommand } from "./commands/grants";
+import { registerHousekeepingCommands } from "./commands/housekeeping";
 import { registerModelSetupCommands } from "./serving/commands";
 import { targetsWithEndpoints } from "./commands/targets-view";
 
@@ -22,6 +23,7 @@ program
 
 registerServeCommands(program);
 registerGrantsCommand(program);
+registerHousekeepingCommands(program);
 registerRunCommand(program);
 registerGradeCommand(program);
 registerMcpCommand(program);

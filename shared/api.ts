@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ErrorCode } from "./errors";
 import { Decision } from "./permission";
 import { WorkerSpec } from "./worker";
 
@@ -13,6 +14,24 @@ export const ResumeInput = WorkerRef.extend({ message: z.string().max(20_000).op
 export const DecideInput = Decision;
 export const EventsInput = z.object({ lastEventId: z.string().nullish() });
 export const ListInput = z.object({ batchId: z.string().optional() }).optional();
+
+/** Housekeeping: the same task again as a new worker (retry), and "merge all built" of a batch (mergeBatch). */
+export const RetryInput = WorkerRef;
+export const RetryResult = z.object({ workerId: z.string(), retryOf: z.string() });
+export type RetryResult = z.infer<typeof RetryResult>;
+export const MergeBatchInput = BatchRef;
+export const MergeBatchResult = z.object({
+  batchId: z.string(),
+  /** Merged, in submission order. */
+  merged: z.array(z.object({ workerId: z.string(), commit: z.string(), into: z.string() })),
+  /** The worker whose merge was refused (a conflict, a moved base, …) with the engine's reason; the rest were not tried. */
+  stopped: z.object({ workerId: z.string(), reason: z.string(), code: ErrorCode }).nullable(),
+  /** Built workers after the one that stopped it, left as they are. */
+  notTried: z.array(z.string()),
+  /** Workers of the batch that are not for merging: not built, still running, already merged, discarded. */
+  skipped: z.array(z.object({ workerId: z.string(), reason: z.string() })),
+});
+export type MergeBatchResult = z.infer<typeof MergeBatchResult>;
 
 /** The header a client names itself with; it becomes the `by` of its decisions. */
 export const CLIENT_HEADER = "x-ocw-client";

@@ -6,6 +6,8 @@ import {
   DecideInput,
   EventsInput,
   ListInput,
+  MergeBatchInput,
+  RetryInput,
   ResumeInput,
   StartBatchInput,
   StartInput,
@@ -24,6 +26,7 @@ import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
+import { mergeBatch, retryWorker } from "../workers/housekeeping";
 import { FitInput } from "../../shared/fit";
 import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
@@ -148,6 +151,10 @@ export const appRouter = t.router({
     merge: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId)),
     /** Removes a finished worker's workspace and branch, unmerged work included (the person asked for it). */
     discard: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.discard(input.workerId, ctx.by)),
+    /** The same task again as a new worker in a fresh workspace, on the same target (not part of the old batch). */
+    retry: proc.input(RetryInput).mutation(({ ctx, input }) => retryWorker(ctx.engine, input.workerId)),
+    /** "Merge all built" of a batch: one by one in submission order, stopping at the first refused merge. */
+    mergeBatch: proc.input(MergeBatchInput).mutation(({ ctx, input }) => mergeBatch(ctx.engine, input.batchId)),
     diff: proc.input(WorkerRef).query(async ({ ctx, input }) => ({ diff: await ctx.engine.diff(input.workerId) })),
     transcript: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.transcript(input.workerId)),
     events: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.events(input.workerId)),

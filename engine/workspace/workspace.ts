@@ -205,7 +205,7 @@ export async function mergeBranch(ws: Pick<Workspace, "repo" | "branch" | "baseB
     await git(ws.repo, [...OCW_IDENTITY, "merge", "--no-ff", "-m", message, what]);
   } catch (err) {
     await git(ws.repo, ["merge", "--abort"], { allowFail: true });
-    throw new InputError(`merging ${ws.branch} into ${ws.baseBranch} conflicts or was refused; nothing was changed. ${(err as GitError).message}`);
+    throw new InputError(`merging ${ws.branch} into ${ws.baseBranch} conflicts or was refused; nothing was changed. ${(err as GitError).message}`, "conflict");
   }
   return git(ws.repo, ["rev-parse", "HEAD"]);
 }

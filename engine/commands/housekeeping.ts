@@ -1,0 +1,61 @@
+import type { Command } from "commander";
+import { ERROR_MAP } from "../../shared/errors";
+import { terminalSafe } from "../../shared/permission";
+import { connect } from "../api/client";
+import { ensureEngine } from "../api/launcher";
+import { stateDir } from "../store/paths";
+import { CliError, fail } from "./errors";
+
+/**
+ * `ocw retry ID` runs a finished, not built worker's task again as a new worker (fresh workspace, same target);
+ * `ocw merge ID` merges one built worker's graded commit into its base branch; `ocw merge --batch ID` merges every
+ * built worker of a batch one by one in submission order and stops at the first refused merge (exit 1, with why).
+ */
+export function registerHousekeepingCommands(program: Command): void {
+  program
+    .command("retry")
+    .description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)")
+    .argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)")
+    .option("--json", "print JSON")
+    .action(async (workerId: string, o: { json?: boolean }) => {
+      try {
+        const client = connect(await ensureEngine(stateDir()), "cli:ocw retry");
+        const r = await client.workers.retry.mutate({ workerId });
+        console.log(o.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}`);
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("merge")
+    .description("merge a built worker into its base branch, or every built worker of a batch (--batch ID), stopping at a conflict")
+    .argument("[workerId]", "the built worker to merge")
+    .option("--batch <batchId>", "merge each built worker of this batch, one by one in submission order, stopping at the first conflict")
+    .option("--json", "print JSON")
+    .action(async (workerId: string | undefined, o: { batch?: string; json?: boolean }) => {
+      try {
+        if (!workerId === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+        const client = connect(await ensureEngine(stateDir()), "cli:ocw merge");
+        if (workerId) {
+          const m = await client.workers.merge.mutate({ workerId });
+          console.log(o.json ? JSON.stringify({ workerId, ...m }) : `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
+          return;
+        }
+        const r = await client.workers.mergeBatch.mutate({ batchId: o.batch! });
+        if (o.json) console.log(JSON.stringify(r, null, 2));
+        else {
+          for (const m of r.merged) console.log(`merged ${m.workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
+          if (r.stopped) {
+            console.log(`stopped at ${r.stopped.workerId}: ${terminalSafe(r.stopped.reason)}`);
+            if (r.notTried.length) console.log(`not tried: ${r.notTried.join(", ")}`);
+          }
+          for (const s of r.skipped) console.log(`skipped ${s.workerId}: ${s.reason}`);
+          if (!r.merged.length && !r.stopped) console.log(`batch ${r.batchId}: no built worker left to merge`);
+        }
+        if (r.stopped) process.exit(ERROR_MAP[r.stopped.code].exit);
+      } catch (err) {
+        fail(err);
+      }
+    });
+}
