@@ -29,6 +29,8 @@ const LAYERS = [
   ["engine/approvals/", "core", 2],
   ["engine/admission/", "core", 2],
   ["engine/workers/", "core", 2],
+  ["engine/budgets/", "core", 2],
+  ["engine/recovery/", "core", 2],
   ["engine/api/", "api", 3],
   ["engine/mcp/", "clients", 4],
   ["engine/commands/", "clients", 4],

@@ -1,5 +1,6 @@
 import type { OpencodeClient } from "@opencode-ai/sdk/v2";
-import { OpencodeServer, type OpencodeEvent, type OpencodeServerOptions } from "./opencode-server";
+import { OpencodeServer, type OpencodeServerOptions } from "./opencode-server";
+import type { OpencodeEvent } from "./translate";
 
 /**
  * The engine's seam to opencode: one server per target, its SDK client, and its event stream. Production uses the real

@@ -9,14 +9,10 @@ import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, WORKER_AGENT, type ProviderAccess } from "./config";
 import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
 import { readSse } from "./sse";
+import { opencodeEvent } from "./translate";
 import { config as ocwConfig } from "../config";
 
-/** One event from opencode's /global/event stream, unwrapped. */
-export interface OpencodeEvent {
-  directory?: string;
-  type: string;
-  properties: Record<string, any>;
-}
+export type { OpencodeEvent } from "./translate";
 
 export function opencodeBinary(): string {
   const configured = ocwConfig().OCW_OPENCODE_BIN;
@@ -47,7 +43,7 @@ export interface OpencodeServerOptions {
 
 /**
  * A supervised `opencode serve` for one target: loopback, random port, generated password, offline env.
- * Emits `event` (OpencodeEvent), `ready`, `down` (crash or exit; workers must be marked interrupted), `resync`
+ * Emits `event` (an OpencodeEvent: the SDK's typed union, see translate.ts), `ready`, `down` (crash or exit; workers must be marked interrupted), `resync`
  * (the event stream reconnected: state may have been missed).
  */
 export class OpencodeServer extends EventEmitter {
@@ -205,7 +201,8 @@ export class OpencodeServer extends EventEmitter {
               delay = 100;
               continue;
             }
-            this.emit("event", { directory: env.directory, type: p.type, properties: (p.properties ?? {}) as Record<string, any> });
+            const e = opencodeEvent(p, env.directory);
+            if (e) this.emit("event", e);
           }
         } catch (err) {
           if (abort.signal.aborted) return;

@@ -1,0 +1,178 @@
+import type { Target } from "../../shared/target";
+import { isActive, type Worker } from "../../shared/worker";
+import type { WorkerRegistry } from "../workers/registry";
+import type { TargetStore } from "../store/targets";
+import { keyForProbe } from "../serving/keys";
+import { providerIdFor } from "../harness/config";
+import { chooseEndpoint, endpointsOf, isPool, probeHealth, readEndpoint, type EndpointStatus } from "./capacity";
+
+/**
+ * What admission knows about the model servers: the live state of every endpoint of pool targets (by target id, then
+ * URL; read every OCW_POOL_PROBE_MS while they have work), and whether each target's model server answers (the active
+ * target and those with work; every OCW_MODEL_PROBE_MS). A single-endpoint target admits by its slot count; a pool by
+ * live capacity, each worker staying on its endpoint.
+ */
+export interface ModelHealth {
+  healthy: boolean;
+  problem: string | null;
+  checkedAt: number;
+}
+
+export interface PoolsOptions {
+  registry: WorkerRegistry;
+  targets: TargetStore;
+  poolProbeMs: number;
+  modelProbeMs: number;
+  /** An endpoint of a pool stopped answering: its workers move to another endpoint. */
+  endpointDown: (target: Target, url: string, problem: string) => void;
+  /** Something changed that may let queued workers in. */
+  changed: () => void;
+}
+
+/** Where a queued worker may start now: `wait` (no room, or the pool not read yet), or go (on `url` for a pool). */
+export type Admission = { go: false } | { go: true; url?: string };
+
+export class Pools {
+  private readonly endpointState = new Map<string, Map<string, EndpointStatus>>();
+  private readonly refreshing = new Set<string>();
+  private readonly modelHealth = new Map<string, ModelHealth>();
+  private readonly poolTimer: NodeJS.Timeout;
+  private readonly modelTimer: NodeJS.Timeout;
+  private closed = false;
+  private readonly reg: WorkerRegistry;
+
+  constructor(private readonly opts: PoolsOptions) {
+    this.reg = opts.registry;
+    this.poolTimer = setInterval(() => this.refreshPools(), opts.poolProbeMs);
+    this.poolTimer.unref();
+    this.modelTimer = setInterval(() => void this.checkModels(), opts.modelProbeMs);
+    this.modelTimer.unref();
+    setImmediate(() => void this.checkModels());
+  }
+
+  close(): void {
+    this.closed = true;
+    clearInterval(this.poolTimer);
+    clearInterval(this.modelTimer);
+  }
+
+  /** Workers live on a target (on one endpoint of it, for a pool). */
+  activeCount(targetId: string): number {
+    let n = 0;
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && isActive(w.state)) n++;
+    return n;
+  }
+
+  /** Whether a queued worker may start on its target now, and on which endpoint of a pool. */
+  admit(w: Worker, target: Target): Admission {
+    if (!isPool(target)) return this.activeCount(target.id) < target.serving.slots ? { go: true } : { go: false };
+    // Admission by live capacity: a worker starts when an endpoint has room, and stays on its endpoint.
+    if (!this.endpointState.has(target.id)) {
+      void this.refreshTarget(target);
+      return { go: false };
+    }
+    const chosen = chooseEndpoint(this.statusesOf(target), w.endpoint);
+    return chosen ? { go: true, url: chosen.url } : { go: false };
+  }
+
+  /** Marks an endpoint down at once (a failed model call found it unreachable) until the next read says otherwise. */
+  markDown(targetId: string, url: string, problem: string): void {
+    this.endpointState.get(targetId)?.set(url, { url, healthy: false, slots: 0, inUse: 0, live: null, problem, checkedAt: Date.now() });
+  }
+
+  /** The model a worker's prompts name: its endpoint's provider in a pool; the target's default otherwise. */
+  modelFor(w: Worker, target: Target): { providerID: string; modelID: string } | undefined {
+    if (!isPool(target) || !w.endpoint) return undefined;
+    const i = endpointsOf(target).findIndex((e) => e.url === w.endpoint);
+    return i < 0 ? undefined : { providerID: providerIdFor(i), modelID: target.model };
+  }
+
+  /** Every endpoint of every known target: health, slots, workers on it, and what the server reports. */
+  endpoints(): { targetId: string; endpoints: EndpointStatus[] }[] {
+    return this.opts.targets.list().targets.map((t) => ({ targetId: t.id, endpoints: this.statusesOf(t) }));
+  }
+
+  /** The last health check of each target's model server. */
+  models(): ({ targetId: string } & ModelHealth)[] {
+    return [...this.modelHealth.entries()].map(([targetId, h]) => ({ targetId, ...h }));
+  }
+
+  private workersOn(targetId: string, url: string, single: boolean): number {
+    let n = 0;
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && isActive(w.state) && (single || w.endpoint === url)) n++;
+    return n;
+  }
+
+  private statusesOf(target: Target): EndpointStatus[] {
+    const known = this.endpointState.get(target.id);
+    const single = !isPool(target);
+    return endpointsOf(target).map((e) => {
+      const s = known?.get(e.url);
+      return { url: e.url, healthy: s?.healthy ?? true, slots: e.slots, inUse: this.workersOn(target.id, e.url, single), live: s?.live ?? null, problem: s?.problem ?? null, checkedAt: s?.checkedAt ?? null };
+    });
+  }
+
+  /** Targets with work (queued or live). */
+  private busyTargets(): Set<string> {
+    return new Set(this.reg.list().filter((w) => w.targetId && (w.state === "queued" || isActive(w.state))).map((w) => w.targetId!));
+  }
+
+  /** Pools with work are read every couple of seconds: health and live load of each endpoint. */
+  private refreshPools(): void {
+    for (const id of this.busyTargets()) {
+      const t = this.opts.targets.get(id);
+      if (t && isPool(t)) void this.refreshTarget(t);
+    }
+  }
+
+  private async refreshTarget(target: Target): Promise<void> {
+    if (this.refreshing.has(target.id) || this.closed) return;
+    this.refreshing.add(target.id);
+    try {
+      // An unreadable key file must not throw out of a timer: the probe shows the refusal instead.
+      const key = keyForProbe(target);
+      // Published only once every endpoint is read: admission never sees a half-read pool.
+      const previous = this.endpointState.get(target.id);
+      const map = new Map<string, EndpointStatus>();
+      const downs: [string, string][] = [];
+      await Promise.all(
+        endpointsOf(target).map(async (e) => {
+          const now = await readEndpoint(e, key);
+          const { problem } = now;
+          const was = previous?.get(e.url);
+          map.set(e.url, now);
+          if (problem && was?.healthy !== false) downs.push([e.url, problem]);
+          if (!problem && was?.healthy === false) this.reg.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`);
+        }),
+      );
+      this.endpointState.set(target.id, map);
+      for (const [url, problem] of downs) this.opts.endpointDown(target, url, problem);
+    } finally {
+      this.refreshing.delete(target.id);
+    }
+    this.opts.changed();
+  }
+
+  /** The model servers the person cares about now (the active target, targets with work): do they answer? */
+  private async checkModels(): Promise<void> {
+    if (this.closed) return;
+    const ids = this.busyTargets();
+    const active = this.opts.targets.active();
+    if (active) ids.add(active.id);
+    await Promise.all(
+      [...ids].map(async (id) => {
+        const t = this.opts.targets.get(id);
+        if (!t) return;
+        const key = keyForProbe(t);
+        const problems = await Promise.all(endpointsOf(t).map((e) => probeHealth(e.url, key, 2000)));
+        const healthy = problems.some((p) => !p);
+        const problem = healthy ? null : `${endpointsOf(t).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
+        const was = this.modelHealth.get(id);
+        this.modelHealth.set(id, { healthy, problem, checkedAt: Date.now() });
+        if (was?.healthy !== healthy) {
+          this.reg.transient({ type: "model", targetId: id, healthy, ...(problem ? { message: `the model server does not answer (${problem}): start it, or pick another target` } : {}), ts: Date.now() });
+        }
+      }),
+    );
+  }
+}

@@ -1,0 +1,232 @@
+import path from "node:path";
+import picomatch from "picomatch";
+import { z } from "zod";
+import { InputError } from "../../shared/errors";
+import { newId } from "../../shared/ids";
+import { firstIssue } from "../../shared/issues";
+import { Decision, rejectionMessage, type DecidedBy, type Grant, type PermissionAsk, PolicyRule } from "../../shared/permission";
+import { pendingAsks, type Worker } from "../../shared/worker";
+import type { WorkerRegistry } from "../workers/registry";
+import { readJson, writeJsonAtomic } from "../store/json-file";
+import { grantFor, grantPattern, inspectAsk, realLocation } from "./inspect";
+import { writesOutside } from "./worktree-guard";
+
+/**
+ * The approvals queue. Its data lives in the workers' logs: an ask is `ask.opened` until `ask.resolved` (decided by a
+ * person, Claude, a policy, a grant or the engine's guards; or cancelled), a grant is `grant.added` until
+ * `grant.revoked`. Policies are the user's rules in `policies.json`. Nothing else is kept here but the asks whose
+ * answer is on its way to opencode right now (so opencode's echo of it is not taken for a decision of its own).
+ */
+export interface ApprovalsOptions {
+  stateDir: string;
+  registry: WorkerRegistry;
+}
+
+/** The tools that only look: the engine answers them itself, yes inside the workspace and no outside it. */
+export const LOOKS = new Set(["read", "glob", "grep"]);
+
+type AutoAnswer = { decision: Omit<Decision, "askId">; by: DecidedBy & { name: string } };
+
+export class Approvals {
+  /** Asks whose answer this engine is sending to opencode right now. */
+  private readonly deciding = new Set<string>();
+  private readonly reg: WorkerRegistry;
+
+  constructor(private readonly opts: ApprovalsOptions) {
+    this.reg = opts.registry;
+  }
+
+  /** A new ask from opencode: answered at once when nobody needs to decide it, else it waits (waiting-approval). */
+  onAsk(workerId: string, raw: PermissionAsk): void {
+    const w = this.reg.get(workerId);
+    if (w.asks.some((a) => a.id === raw.id)) return;
+    if (raw.kind === "permission" && LOOKS.has(raw.tool) && this.looksInside(w, raw)) {
+      // A read or search of the worker's own files: answered at once and not recorded (nobody decides it).
+      const c = this.reg.clientOf(workerId);
+      void c?.client.permission.reply({ requestID: raw.id, directory: c.directory, reply: "once" }).catch(() => undefined);
+      return;
+    }
+    const ws = this.reg.workspaceOf(w);
+    const flags = ws ? inspectAsk(raw, ws, w.spec) : [];
+    const ask: PermissionAsk = flags.length ? { ...raw, flags } : raw;
+    this.reg.safeRecord(workerId, { type: "ask.opened", ask });
+    const auto = this.answerWithoutPerson(w, ask);
+    if (auto) {
+      void this.decide({ askId: ask.id, ...auto.decision }, auto.by).catch((err) => this.reg.notice("warn", `${auto.by.kind} (${auto.by.name}) could not answer ${ask.id}: ${(err as Error).message}`));
+      return;
+    }
+    if (w.state === "running") this.reg.fire(workerId, "ask");
+  }
+
+  /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
+  onAskGone(workerId: string, askId: string, reply: string): void {
+    const ask = this.reg.get(workerId).asks.find((a) => a.id === askId);
+    if (!ask || ask.status !== "pending" || this.deciding.has(askId)) return;
+    const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : undefined;
+    this.reg.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
+    this.afterAsk(workerId);
+  }
+
+  /** Cancels every pending ask of a worker with the reason (a stop, a crash, a restart); throws when one cannot be recorded. */
+  cancelAll(workerId: string, by: DecidedBy, message: string, opts: { safe?: boolean } = {}): void {
+    for (const ask of pendingAsks(this.reg.get(workerId))) {
+      const body = { type: "ask.resolved", askId: ask.id, status: "cancelled", by, message } as const;
+      if (opts.safe) this.reg.safeRecord(workerId, body);
+      else this.reg.record(workerId, body);
+    }
+  }
+
+  private afterAsk(workerId: string): void {
+    const w = this.reg.get(workerId);
+    if (w.state === "waiting-approval" && pendingAsks(w).length === 0) this.reg.fire(workerId, "answered");
+  }
+
+  pending(): (PermissionAsk & { ageSec: number })[] {
+    const now = Date.now();
+    return this.reg
+      .list()
+      .flatMap((w) => pendingAsks(w))
+      .sort((a, b) => a.createdAt - b.createdAt)
+      .map((a) => ({ ...a, ageSec: Math.round((now - a.createdAt) / 1000) }));
+  }
+
+  async decide(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
+    const askId = (d as { askId?: unknown })?.askId;
+    // opencode announces the reply on its event stream, often before its HTTP answer: that echo is ours, not a
+    // decision made inside opencode, so it must not be recorded as one.
+    if (typeof askId === "string") this.deciding.add(askId);
+    try {
+      return await this.decideNow(d, by);
+    } finally {
+      if (typeof askId === "string") this.deciding.delete(askId);
+    }
+  }
+
+  private async decideNow(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
+    const parsed = Decision.safeParse(d);
+    if (!parsed.success) throw new InputError(firstIssue(parsed.error));
+    const decision = parsed.data;
+    const w = this.reg.list().find((x) => x.asks.some((a) => a.id === decision.askId));
+    const ask = w?.asks.find((a) => a.id === decision.askId);
+    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
+    if (ask.status !== "pending") {
+      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`, "conflict");
+    }
+    const c = this.reg.clientOf(w.id);
+    if (!c) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
+    const { client, directory } = c;
+    let message: string | undefined;
+    let res: { response?: Response; error?: unknown };
+    if (ask.kind === "question") {
+      if (decision.decision === "reject") res = await client.question.reject({ requestID: ask.id, directory });
+      else {
+        // Never answer a question on the person's behalf: an approval without answers is refused.
+        const want = ask.questions?.length ?? 1;
+        if (!decision.answers || decision.answers.length !== want) {
+          throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`);
+        }
+        res = await client.question.reply({ requestID: ask.id, directory, answers: decision.answers });
+      }
+    } else {
+      // Looked at again now: a symlink swapped in since the ask arrived would move an approved write outside.
+      const ws = this.reg.workspaceOf(w);
+      const now = decision.decision !== "reject" && ws ? inspectAsk(ask, ws, w.spec).find((f) => f.kind === "outside-workspace") : undefined;
+      if (now) {
+        decision.decision = "reject";
+        decision.message = `${now.detail} (a symlink changed since the ask); write only inside your working directory`;
+        by = { kind: "engine", name: "workspace guard" };
+      }
+      message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
+      // "always" is the engine's grant: opencode hears "once", so every later ask still reaches the engine's checks.
+      const reply = decision.decision === "always" ? "once" : decision.decision;
+      res = await client.permission.reply({ requestID: ask.id, directory, reply, ...(message ? { message } : {}) });
+    }
+    const current = this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
+    if (res.response && !res.response.ok) {
+      if (current.status === "pending") {
+        this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode" }, message: `opencode no longer has this ask (HTTP ${res.response.status})` });
+        this.afterAsk(w.id);
+      }
+      throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.response.status}): the ask is gone, probably answered elsewhere or cancelled`);
+    }
+    if (current.status === "pending") {
+      try {
+        this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...(message ? { message } : {}) });
+        if (decision.decision === "always" && ask.kind === "permission") {
+          const grant: Grant = { id: newId("g"), workerId: w.id, tool: ask.tool, pattern: grantPattern(ask), askId: ask.id, by, createdAt: Date.now() };
+          this.reg.record(w.id, { type: "grant.added", grant });
+        }
+      } catch (err) {
+        // The worker already has the answer: a bare append error would read as "not approved" and invite a retry.
+        throw new Error(`the worker got the answer to ${ask.id} (${decision.decision}), but it could not be recorded: ${(err as Error).message}`);
+      }
+    }
+    this.afterAsk(w.id);
+    return this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
+  }
+
+  /** Every "always" answer the engine holds, across workers. */
+  grants(): Grant[] {
+    return this.reg.list().flatMap((w) => w.grants);
+  }
+
+  revokeGrant(grantId: string, by: DecidedBy = { kind: "person" }): Grant {
+    const w = this.reg.list().find((x) => x.grants.some((g) => g.id === grantId));
+    const g = w?.grants.find((x) => x.id === grantId);
+    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`, "not-found");
+    this.reg.record(w.id, { type: "grant.revoked", grantId, by });
+    return g;
+  }
+
+  /** The user's approval rules (policies.json in the state dir); none by default. */
+  policies(): PolicyRule[] {
+    return z.array(PolicyRule).catch([]).parse(readJson(path.join(this.opts.stateDir, "policies.json"), []));
+  }
+
+  setPolicies(rules: PolicyRule[]): PolicyRule[] {
+    writeJsonAtomic(path.join(this.opts.stateDir, "policies.json"), z.array(PolicyRule).parse(rules));
+    return this.policies();
+  }
+
+  /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
+  private lookTarget(w: Worker, ask: PermissionAsk): string | null {
+    const ws = this.reg.workspaceOf(w);
+    if (!ws) return null;
+    return ask.tool === "read" ? realLocation(path.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path.resolve(ws.cwd, ask.what || "."));
+  }
+
+  private looksInside(w: Worker, ask: PermissionAsk): boolean {
+    const ws = this.reg.workspaceOf(w);
+    const real = this.lookTarget(w, ask);
+    if (!ws || !real) return false;
+    const root = realLocation(ws.worktree);
+    return real === root || real.startsWith(root + path.sep);
+  }
+
+  /**
+   * The answer an ask gets without a person: a refusal of a write that lands outside the workspace, else the worker's
+   * grant ("always" held by the engine), else the user's matching policy rule.
+   */
+  private answerWithoutPerson(w: Worker, ask: PermissionAsk): AutoAnswer | null {
+    if (LOOKS.has(ask.tool)) {
+      return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
+    }
+    const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
+    if (outside) {
+      return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };
+    }
+    const grant = grantFor(ask, w.grants);
+    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${grant.by.kind}${grant.by.name ? " " + grant.by.name : ""})` } };
+    const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.reg.workspaceOf(w)?.cwd) : [];
+    if (escapes.length) {
+      const message = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
+      return { decision: { decision: "reject", message }, by: { kind: "engine", name: "worktree guard" } };
+    }
+    const rule = this.policyFor(ask);
+    return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} → ${rule.decision}` } } : null;
+  }
+
+  private policyFor(ask: PermissionAsk): PolicyRule | undefined {
+    return this.policies().find((r) => (r.tool === "*" || r.tool === ask.tool) && picomatch.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
+  }
+}

@@ -1,0 +1,267 @@
+// opencode's events, typed by the SDK's own event union (@opencode-ai/sdk/v2 `Event`, the same version as the
+// binary: 1.18.33), turned into the engine's worker events. The stream itself is read by the harness; everything it
+// hands on goes through `opencodeEvent` first, so the engine only ever sees the typed union.
+import type { Event, Message, Part, PermissionRequest, QuestionRequest } from "@opencode-ai/sdk/v2";
+import type { PermissionAsk } from "../../shared/permission";
+import type { TranscriptPart } from "../../shared/worker";
+import type { WorkerRegistry } from "../workers/registry";
+
+/** The event types the engine acts on; every other type is dropped at the boundary. */
+const HANDLED = [
+  "session.created",
+  "permission.asked",
+  "permission.replied",
+  "question.asked",
+  "question.replied",
+  "question.rejected",
+  "message.part.updated",
+  "message.part.delta",
+  "message.updated",
+  "session.status",
+  "session.error",
+  "session.idle",
+] as const;
+type Handled = (typeof HANDLED)[number];
+const handled = new Set<string>(HANDLED);
+
+type WithoutId<E> = E extends unknown ? Omit<E, "id"> : never;
+/** One event of opencode's stream, as the SDK types it (its `id` is not used), with the directory it came from. */
+export type OpencodeEvent = WithoutId<Extract<Event, { type: Handled }>> & { directory?: string };
+
+/**
+ * The typed adapter: a raw payload from the stream (or a fake) becomes an OpencodeEvent when its type is one the
+ * engine handles and it carries a properties object; anything else is null. Field access stays defensive below: the
+ * SDK's types describe what opencode sends, and a test double sends the fields the engine reads.
+ */
+export function opencodeEvent(raw: unknown, directory?: string): OpencodeEvent | null {
+  const p = raw as { type?: unknown; properties?: unknown } | null;
+  if (!p || typeof p.type !== "string" || !handled.has(p.type)) return null;
+  if (!p.properties || typeof p.properties !== "object") return null;
+  return { ...(directory ? { directory } : {}), type: p.type, properties: p.properties } as OpencodeEvent;
+}
+
+/** The opencode session an event belongs to. */
+export function sessionOf(e: OpencodeEvent): string | undefined {
+  switch (e.type) {
+    case "message.part.updated":
+      return e.properties.sessionID ?? e.properties.part?.sessionID;
+    case "message.updated":
+      return e.properties.sessionID ?? e.properties.info?.sessionID;
+    case "session.created":
+      return e.properties.sessionID ?? e.properties.info?.id;
+    default:
+      return e.properties.sessionID;
+  }
+}
+
+export function permissionAsk(workerId: string, p: PermissionRequest): PermissionAsk {
+  const md = (p.metadata ?? {}) as Record<string, unknown>;
+  // A search names its root (absent: the worker's own folder); the glob or regex itself is in `patterns`.
+  const search = p.permission === "glob" || p.permission === "grep";
+  const what = search ? String(md.path ?? ".") : String(md.command ?? md.filepath ?? md.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
+  return {
+    id: p.id,
+    workerId,
+    sessionId: p.sessionID,
+    kind: "permission",
+    tool: String(p.permission),
+    what,
+    ...(typeof md.diff === "string" ? { diff: md.diff.slice(0, 100_000) } : {}),
+    patterns: p.patterns ?? [],
+    always: p.always ?? [],
+    createdAt: Date.now(),
+    status: "pending",
+  };
+}
+
+export function questionAsk(workerId: string, p: QuestionRequest): PermissionAsk {
+  const questions = (p.questions ?? []).map((q) => ({
+    question: String(q.question ?? ""),
+    header: q.header,
+    options: (q.options ?? []).map((o) => ({ label: String(o.label), description: o.description })),
+    multiple: q.multiple,
+  }));
+  return {
+    id: p.id,
+    workerId,
+    sessionId: p.sessionID,
+    kind: "question",
+    tool: "question",
+    what: questions.map((q) => q.question).join(" / "),
+    patterns: [],
+    always: [],
+    questions,
+    createdAt: Date.now(),
+    status: "pending",
+  };
+}
+
+/**
+ * What a finished part adds to the worker's log: the transcript part, and a failed tool call (an unknown tool or
+ * unparsable arguments come back as opencode's "invalid" tool). Streaming text is not persisted until it ends.
+ */
+export function translatePart(part: Part): { part: TranscriptPart | null; toolFailed?: { tool: string; error: string } } {
+  if (!part?.id || !part.type) return { part: null };
+  if (part.type === "text" || part.type === "reasoning") {
+    if (!part.time?.end) return { part: null }; // partial text arrives as deltas; persist the finished part once
+    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") } };
+  }
+  if (part.type !== "tool") return { part: null };
+  const st = (part.state ?? {}) as { status?: string; input?: Record<string, unknown>; output?: unknown; error?: unknown };
+  if (st.status === "pending") return { part: null };
+  const t: TranscriptPart = {
+    partId: part.id,
+    messageId: part.messageID,
+    kind: "tool",
+    tool: part.tool,
+    status: st.status as "running" | "completed" | "error",
+    input: st.input,
+    ...(st.output !== undefined ? { output: String(st.output).slice(0, 20_000) } : {}),
+    ...(st.error !== undefined ? { error: String(st.error).slice(0, 4000) } : {}),
+  };
+  const failed = st.status === "error" || (part.tool === "invalid" && st.status === "completed");
+  return failed ? { part: t, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1000) } } : { part: t };
+}
+
+/** An assistant message's usage, or null for a user message or one without token counts yet. */
+export function usageOf(info: Message): { id: string; usage: { input: number; output: number; reasoning: number; cost: number } } | null {
+  if (info?.role !== "assistant" || !info.tokens) return null;
+  return { id: info.id, usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 } };
+}
+
+export function describeError(err: { name?: string; data?: { message?: string } } | undefined): string {
+  return `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2000);
+}
+
+/** A streamed piece of a part's text, published (not logged) to clients. */
+export interface Delta {
+  workerId: string;
+  partId: string;
+  field: string;
+  delta: string;
+}
+
+/**
+ * Streaming text is coalesced per part and published every `everyMs` (50 ms): a model streams a token per event, and
+ * 16 workers at once would otherwise push ~800 events a second to every subscriber (the dashboard's frame rate pays).
+ */
+export class DeltaCoalescer {
+  private readonly pending = new Map<string, Delta>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly publish: (d: Delta) => void,
+    private readonly everyMs = 50,
+  ) {}
+
+  add(d: Delta): void {
+    const key = `${d.partId}\u0000${d.field}`;
+    const pending = this.pending.get(key);
+    if (pending) pending.delta += d.delta;
+    else this.pending.set(key, { ...d });
+    this.timer ??= setTimeout(() => this.flush(), this.everyMs);
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  /** Publishes what is buffered now (a finished part is persisted after its deltas, never before). */
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = [...this.pending.values()];
+    this.pending.clear();
+    for (const d of batch) this.publish(d);
+  }
+}
+
+/** Where translated events go: the worker registry and the services that act on them. */
+export interface TranslateSinks {
+  registry: WorkerRegistry;
+  ask: (workerId: string, ask: PermissionAsk) => void;
+  askGone: (workerId: string, askId: string, reply: string) => void;
+  usage: (workerId: string, messageId: string, usage: { input: number; output: number; reasoning: number; cost: number }) => void;
+  /** opencode retries a failed model call (the engine checks whether the model server is gone). */
+  retry: (workerId: string, message: string) => void;
+  /** The worker's root session went idle. */
+  idle: (workerId: string) => void;
+}
+
+/**
+ * Turns opencode's typed events into worker events: finished parts and failed tool calls into the log, streamed text
+ * into coalesced deltas, asks and their answers to the approvals queue, usage to the budgets, retries and idles to the
+ * engine. Sub-agent sessions count as their parent's worker.
+ */
+export class Translator {
+  readonly deltas: DeltaCoalescer;
+
+  constructor(private readonly sinks: TranslateSinks) {
+    this.deltas = new DeltaCoalescer((d) => sinks.registry.transient({ type: "delta", ...d, ts: Date.now() }));
+  }
+
+  handle(e: OpencodeEvent): void {
+    const reg = this.sinks.registry;
+    if (e.type === "session.created") {
+      const parent = e.properties.info?.parentID;
+      if (parent && reg.sessions.has(parent)) reg.sessions.set(e.properties.info.id, reg.sessions.get(parent)!);
+      return;
+    }
+    const sid = sessionOf(e);
+    const workerId = sid ? reg.sessions.get(sid) : undefined;
+    const w = workerId ? reg.workers.get(workerId) : undefined;
+    if (!workerId || !w) return;
+    const isRoot = sid === w.sessionId;
+    reg.rt(workerId).lastEventAt = Date.now();
+    switch (e.type) {
+      case "permission.asked":
+        return this.sinks.ask(workerId, permissionAsk(workerId, e.properties));
+      case "question.asked":
+        return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
+      case "permission.replied":
+        return this.sinks.askGone(workerId, e.properties.requestID, e.properties.reply);
+      case "question.replied":
+        return this.sinks.askGone(workerId, e.properties.requestID, "once");
+      case "question.rejected":
+        return this.sinks.askGone(workerId, e.properties.requestID, "reject");
+      case "message.part.updated": {
+        const part = e.properties.part;
+        if (this.deltas.size && (part as { time?: { end?: number } })?.time?.end) this.deltas.flush();
+        const { part: t, toolFailed } = translatePart(part);
+        if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
+        if (t) reg.safeRecord(workerId, { type: "part", part: t });
+        return;
+      }
+      case "message.part.delta": {
+        const p = e.properties;
+        if (typeof p.delta === "string") this.deltas.add({ workerId, partId: p.partID, field: p.field, delta: p.delta });
+        return;
+      }
+      case "message.updated": {
+        const u = usageOf(e.properties.info);
+        if (u) this.sinks.usage(workerId, u.id, u.usage);
+        return;
+      }
+      case "session.status": {
+        const st = e.properties.status;
+        if (st?.type === "retry") {
+          const message = String(st.message ?? "");
+          reg.transient({ type: "retry", workerId, attempt: st.attempt ?? 0, message, ts: Date.now() });
+          this.sinks.retry(workerId, message);
+        }
+        return;
+      }
+      case "session.error": {
+        if (!isRoot) return;
+        const err = e.properties.error;
+        // Aborts come from stop/budget/shutdown, and their events can trail a resume: never an error of the new turn.
+        if (err?.name === "MessageAbortedError") return;
+        reg.rt(workerId).turn.error = describeError(err);
+        return;
+      }
+      case "session.idle":
+        if (isRoot) this.sinks.idle(workerId);
+        return;
+    }
+  }
+}

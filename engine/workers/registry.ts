@@ -1,0 +1,214 @@
+import path from "node:path";
+import type { EngineEvent } from "../../shared/events";
+import { nextState, type WorkerTransition } from "../../shared/worker-machine";
+import { isFinal, reduceWorker, type Worker, type WorkerEvent, type WorkerEventBody, type WorkerState } from "../../shared/worker";
+import { InputError } from "../../shared/errors";
+import type { EventBus } from "../events";
+import type { HarnessServer } from "../harness/harness";
+import type { WorkerLogStore } from "../store/worker-log";
+import type { RepoInfo, Workspace } from "../workspace/workspace";
+
+/**
+ * What the engine is doing to a live worker beside its state, one thing at a time. These were four loose flags
+ * (stopping, settling, probing and the turn's error) that could combine in ways nobody wrote down.
+ * - `stopping`: a stop, interrupt or move to another endpoint is under way; an idle that arrives now never settles it.
+ * - `probing`: the model endpoint is being checked after a failed model call.
+ * - `settling`: an idle is being turned into settle → grade.
+ */
+export type Activity = { kind: "none" } | { kind: "stopping" } | { kind: "probing" } | { kind: "settling" };
+
+/** The turn a worker is on: what its next prompt carries and what its session reported. A resume starts a new one. */
+export interface Turn {
+  /** The person's message for a resumed worker's first prompt. */
+  resumeMessage?: string;
+  /** The session's error (not an abort) seen on the event stream during this turn. */
+  error?: string;
+}
+
+export interface Usage {
+  input: number;
+  output: number;
+  reasoning: number;
+  cost: number;
+}
+
+/** Per-worker things that are not events: live handles, timers, and the activity under way. */
+export interface Runtime {
+  activity: Activity;
+  turn: Turn;
+  workspace?: Workspace;
+  server?: HarnessServer;
+  budgetTimer?: NodeJS.Timeout;
+  lastEventAt: number;
+  /** Usage by opencode message id, and what was recorded before this engine run saw the session (resumed, recovered). */
+  usage: { byMessage: Map<string, Usage>; base?: Usage };
+  /** The disposal of the worker's opencode instance after it finished; a resume waits for it. */
+  releasing?: Promise<void>;
+  /** The repository as validated when the worker was created (absent for workers recovered from their log). */
+  repo?: RepoInfo;
+}
+
+export interface RegistryOptions {
+  stateDir: string;
+  bus: EventBus;
+  logs: WorkerLogStore;
+  log: (line: string) => void;
+  /** Called after a worker reached a state, once it is recorded (admission, budgets, release hook in here). */
+  moved: (workerId: string, state: WorkerState) => void;
+}
+
+/**
+ * The workers the engine knows and their live runtime: every change is an event appended to the worker's log, folded
+ * into its picture and published; a state changes only by the transition table (shared/worker-machine.ts).
+ */
+export class WorkerRegistry {
+  readonly workers = new Map<string, Worker>();
+  private readonly runtime = new Map<string, Runtime>();
+  /** opencode session id (sub-agent children included) → worker id. */
+  readonly sessions = new Map<string, string>();
+
+  constructor(private readonly opts: RegistryOptions) {}
+
+  log(line: string): void {
+    this.opts.log(line);
+  }
+
+  transient(event: EngineEvent): void {
+    this.opts.bus.publish(event);
+  }
+
+  notice(level: "info" | "warn" | "error", message: string): void {
+    this.log(`[${level}] ${message}`);
+    this.transient({ type: "notice", level, message, ts: Date.now() });
+  }
+
+  rt(id: string): Runtime {
+    let r = this.runtime.get(id);
+    if (!r) {
+      r = { activity: { kind: "none" }, turn: {}, lastEventAt: Date.now(), usage: { byMessage: new Map() } };
+      this.runtime.set(id, r);
+    }
+    return r;
+  }
+
+  /** Sets the activity under way; `end` clears it only when it is still the one that was started. */
+  begin(id: string, kind: Activity["kind"]): void {
+    this.rt(id).activity = { kind } as Activity;
+  }
+
+  end(id: string, kind: Activity["kind"]): void {
+    const rt = this.rt(id);
+    if (rt.activity.kind === kind) rt.activity = { kind: "none" };
+  }
+
+  is(id: string, kind: Activity["kind"]): boolean {
+    return this.rt(id).activity.kind === kind;
+  }
+
+  list(): Worker[] {
+    // Workers of one batch share a millisecond; their place in the event stream settles ties (submission order), and
+    // survives a restart (which reloads the logs in directory order, not creation order).
+    return [...this.workers.values()].sort((a, b) => a.createdAt - b.createdAt || a.createdSeq - b.createdSeq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  get(id: string): Worker {
+    const w = this.workers.get(id);
+    if (!w) throw new InputError(`unknown worker "${id}": list workers to see valid ids`, "not-found");
+    return w;
+  }
+
+  /** Appends to the worker's log, folds into its picture, publishes. A failed append throws and changes nothing. */
+  record(workerId: string, body: WorkerEventBody): Worker {
+    const prev = this.workers.get(workerId) ?? null;
+    const event = { ...body, workerId, seq: (prev?.lastSeq ?? 0) + 1, ts: Date.now(), busSeq: this.opts.bus.nextSeq } as WorkerEvent;
+    this.opts.logs.append(event);
+    const next = reduceWorker(prev, event);
+    this.workers.set(workerId, next);
+    this.rt(workerId).lastEventAt = event.ts;
+    this.opts.bus.publish(event);
+    return next;
+  }
+
+  /** record() where a failed append is a notice, not an error of the caller. */
+  safeRecord(workerId: string, body: WorkerEventBody): void {
+    try {
+      this.record(workerId, body);
+    } catch (err) {
+      this.notice("error", (err as Error).message);
+    }
+  }
+
+  /** Moves a worker by the transition table; an illegal move is logged and not applied. Returns whether it moved. */
+  fire(workerId: string, t: WorkerTransition, reason?: string): boolean {
+    const { moved, error } = this.changeState(workerId, t, reason);
+    if (error) this.notice("error", error.message);
+    return moved;
+  }
+
+  /** fire() for a caller that reports a failed append itself (it comes back as `error`, not as a notice). */
+  changeState(workerId: string, t: WorkerTransition, reason?: string): { moved: boolean; error?: Error } {
+    const w = this.workers.get(workerId);
+    if (!w) return { moved: false };
+    const state = nextState(w.state, t);
+    if (!state) {
+      this.log(`[warn] worker ${workerId}: illegal transition "${t}" from ${w.state} ignored`);
+      return { moved: false };
+    }
+    if (state === w.state) return { moved: false };
+    try {
+      this.record(workerId, { type: "worker.state", state, ...(reason ? { reason } : {}) });
+    } catch (err) {
+      return { moved: false, error: err as Error };
+    }
+    if (isFinal(state) || state === "settled") clearTimeout(this.rt(workerId).budgetTimer);
+    this.opts.moved(workerId, state);
+    return { moved: true };
+  }
+
+  /** The worker's workspace as its log describes it (the engine's own repository included); null before it has one. */
+  workspaceOf(w: Worker): Workspace | null {
+    if (!w.worktree || !w.branch || !w.baseCommit) return null;
+    const rt = this.rt(w.id);
+    if (rt.workspace) return rt.workspace;
+    const sub = path.relative(w.repo, w.spec.directory);
+    rt.workspace = {
+      worktree: w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path.join(w.worktree, sub) : w.worktree,
+      branch: w.branch,
+      baseCommit: w.baseCommit,
+      baseBranch: w.baseBranch,
+      repo: w.repo,
+      gitDir: this.engineGitDir(w.id),
+    };
+    return rt.workspace;
+  }
+
+  /** The engine's own repository for a worker (outside every sandbox). */
+  engineGitDir(workerId: string): string {
+    return path.join(this.opts.stateDir, "repos", `${workerId}.git`);
+  }
+
+  get workspacesRoot(): string {
+    return path.join(this.opts.stateDir, "workspaces");
+  }
+
+  /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
+  get workerTmpRoot(): string {
+    return path.join(this.opts.stateDir, "tmp");
+  }
+
+  /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
+  clientOf(workerId: string): { client: NonNullable<HarnessServer["client"]>; directory: string | undefined } | null {
+    const client = this.rt(workerId).server?.client;
+    const w = this.workers.get(workerId);
+    return client && w ? { client, directory: this.workspaceOf(w)?.cwd } : null;
+  }
+
+  /** Aborts the worker's session in opencode, if it has one (its bash children end with it); failures are ignored. */
+  async abortSession(workerId: string): Promise<void> {
+    const w = this.workers.get(workerId);
+    const c = this.clientOf(workerId);
+    if (w?.sessionId && c) await c.client.session.abort({ sessionID: w.sessionId, directory: c.directory }).catch(() => undefined);
+  }
+}
+

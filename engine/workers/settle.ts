@@ -1,0 +1,140 @@
+import path from "node:path";
+import type { Target } from "../../shared/target";
+import { pendingAsks, type TranscriptPart } from "../../shared/worker";
+import { grade } from "../grading/grade";
+import type { HarnessServer } from "../harness/harness";
+import { describeError } from "../harness/translate";
+import type { SandboxKind } from "../sandbox/sandbox";
+import type { TargetStore } from "../store/targets";
+import type { WorkerRegistry } from "./registry";
+
+/**
+ * From idle to verdict. A worker's session going idle settles it only when the newest prompt got a finished reply
+ * (a late idle of an aborted turn does not) and nothing is stopping it; a failed reply (or a session error with no
+ * reply) ends it in error. Settled, it is graded: `grading`, then `built` or `honest-failure` with the verdict. A
+ * worker stopped while its checks ran keeps its stop and gets no verdict.
+ */
+interface TurnMessage {
+  info: { role: string; time?: { completed?: number }; error?: { name?: string; data?: { message?: string } } };
+  parts: { type: string; text?: string }[];
+}
+interface Replies {
+  replies: TurnMessage[];
+}
+
+export interface SettleOptions {
+  stateDir: string;
+  registry: WorkerRegistry;
+  targets: TargetStore;
+  sandbox: { kind: SandboxKind };
+  /** The worker's transcript from its log (the final text of a recovered worker). */
+  transcript: (workerId: string) => TranscriptPart[];
+  /** The opencode server of a target, started when needed. */
+  server: (target: Target) => Promise<HarnessServer>;
+}
+
+export class Settler {
+  private readonly reg: WorkerRegistry;
+
+  constructor(private readonly opts: SettleOptions) {
+    this.reg = opts.registry;
+  }
+
+  async onIdle(workerId: string): Promise<void> {
+    const reg = this.reg;
+    const w = reg.get(workerId);
+    const rt = reg.rt(workerId);
+    if (rt.activity.kind === "stopping" || rt.activity.kind === "settling" || (w.state !== "running" && w.state !== "waiting-approval")) return;
+    const c = reg.clientOf(workerId);
+    if (!c || !c.directory || !w.sessionId) return;
+    // A steer sent just before idle starts another turn; only a truly idle session has settled.
+    const status = await c.client.session.status({ directory: c.directory }).catch(() => null);
+    const st = (status?.data as Record<string, { type: string }> | undefined)?.[w.sessionId];
+    if (st && st.type !== "idle") return;
+    // An idle that arrives late from an earlier turn (an abort before a resume) must not settle the new prompt: only a
+    // finished reply to the newest user message counts.
+    const turn = await this.latestTurn(workerId);
+    const last = turn?.replies.at(-1);
+    if (turn && !last && !rt.turn.error) return;
+    if (last && !last.info.time?.completed && !last.info.error) return;
+    const failure = last?.info.error && last.info.error.name !== "MessageAbortedError" ? describeError(last.info.error) : (!last && rt.turn.error) || null;
+    if (failure) {
+      for (const ask of pendingAsks(reg.get(workerId))) reg.safeRecord(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine" }, message: "the session ended with an error" });
+      reg.fire(workerId, "fail-run", failure);
+      return;
+    }
+    // The awaits above gave a stop, an interrupt or a shutdown time to land: only a worker still live settles.
+    if (reg.is(workerId, "stopping") || reg.is(workerId, "settling")) return;
+    reg.begin(workerId, "settling");
+    try {
+      if (!reg.fire(workerId, "settle")) return;
+      await this.gradeWorker(workerId, turn);
+    } finally {
+      reg.end(workerId, "settling");
+    }
+  }
+
+  /** The newest user message of the worker's session and the assistant messages that answer it; null when unreadable. */
+  private async latestTurn(workerId: string): Promise<Replies | null> {
+    const w = this.reg.get(workerId);
+    const c = this.reg.clientOf(workerId);
+    if (!c || !w.sessionId) return null;
+    const res = await c.client.session.messages({ sessionID: w.sessionId, directory: c.directory }).catch(() => null);
+    if (!res?.data) return null;
+    const msgs = res.data as unknown as TurnMessage[];
+    const lastUser = msgs.map((m) => m.info.role).lastIndexOf("user");
+    return { replies: msgs.slice(lastUser + 1).filter((m) => m.info.role === "assistant") };
+  }
+
+  private async finalText(workerId: string, turn?: Replies | null): Promise<string> {
+    const t = turn ?? (await this.latestTurn(workerId));
+    const text = (t?.replies ?? []).flatMap((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text ?? "")).join("\n");
+    if (text.trim()) return text;
+    // Recovery path: the transcript in the log.
+    return this.opts.transcript(workerId).filter((p) => p.kind === "text").map((p) => p.text ?? "").join("\n");
+  }
+
+  private async gradeWorker(workerId: string, turn?: Replies | null): Promise<void> {
+    const reg = this.reg;
+    const w = reg.get(workerId);
+    const ws = reg.workspaceOf(w);
+    if (!ws) return void reg.fire(workerId, "fail-run", "no workspace to grade");
+    if (!reg.fire(workerId, "grade") && reg.get(workerId).state !== "grading") return;
+    const { stateDir, sandbox } = this.opts;
+    try {
+      const verdict = await grade({
+        workspace: ws,
+        checks: w.spec.checks,
+        scope: w.spec.scope,
+        protect: w.spec.protect,
+        finalText: await this.finalText(workerId, turn),
+        title: w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72),
+        checkoutDir: path.join(stateDir, "grading", workerId),
+        sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`) },
+      });
+      // Stopped while its checks ran: the stop stands, and no verdict is recorded for a worker nobody may merge.
+      if (reg.get(workerId).state !== "grading") return;
+      reg.record(workerId, { type: "verdict", verdict });
+      reg.fire(workerId, verdict.verdict === "built" ? "pass" : "fail", verdict.verdict === "built" ? undefined : summarizeFailure(verdict));
+    } catch (err) {
+      reg.fire(workerId, "fail-run", `grading failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** A worker found settled or grading at start-up is graded again (its final text read from its session if it can be). */
+  async regrade(workerId: string): Promise<void> {
+    const w = this.reg.get(workerId);
+    const target = w.targetId ? this.opts.targets.get(w.targetId) : undefined;
+    if (target && w.sessionId) {
+      const s = await this.opts.server(target).catch(() => undefined);
+      this.reg.rt(workerId).server = s;
+      await s?.start().catch(() => undefined);
+    }
+    await this.gradeWorker(workerId);
+  }
+}
+
+function summarizeFailure(v: { checks: { name: string; passed: boolean }[]; scope: { violations: string[] } }): string {
+  const failed = v.checks.filter((c) => !c.passed).map((c) => `check failed: ${c.name}`);
+  return [...failed, ...v.scope.violations].slice(0, 5).join("; ");
+}
