@@ -39,7 +39,7 @@ test("Electron shell: one hardened window on the engine's UI, preload exposes on
     await expect(win.getByRole("heading", { name: "Workers" })).toBeVisible({ timeout: 60_000 });
     expect(new URL(win.url()).hostname).toBe("127.0.0.1");
     const bridge = await win.evaluate("({ keys: Object.keys(window.ocw ?? {}).sort(), hasRequire: typeof require, hasProcess: typeof process })");
-    expect(bridge).toEqual({ keys: ["engineUrl", "pickDirectory", "token"], hasRequire: "undefined", hasProcess: "undefined" });
+    expect(bridge).toEqual({ keys: ["engineUrl", "notify", "pickDirectory", "token"], hasRequire: "undefined", hasProcess: "undefined" });
     const prefs = await app.evaluate(({ BrowserWindow }) => {
       const w = BrowserWindow.getAllWindows()[0]!;
       // Not in the public typings, but present in Electron's main process.

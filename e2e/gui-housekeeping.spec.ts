@@ -94,7 +94,10 @@ test("merge all built: merged one by one in submission order, stopping at the co
   await group.getByRole("button", { name: "Merge all built (3)…" }).click();
   await expect(group).toContainText("Merge 3 built workers into their base branch, one by one?");
   await shot(page, "02-merge-all-confirm", false);
+  // One call: the engine merges the batch (no loop of merges in the page).
+  const call = page.waitForRequest((r) => r.url().includes("workers.mergeBatch"));
   await group.getByRole("button", { name: "Merge 3", exact: true }).click();
+  await call;
   const stopped = group.getByRole("alert", { name: "merge all stopped" });
   await expect(stopped).toContainText(`Stopped at ${workerIds[1]}`);
   await expect(stopped).toContainText("x.txt");
@@ -117,7 +120,9 @@ test("retry: a failed worker's task runs again as a new worker; discard: after a
   const failed = await engine.client.workers.get.query({ workerId });
   expect(failed.worktree && existsSync(failed.worktree)).toBeTruthy();
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  const retryCall = page.waitForRequest((r) => r.url().includes("workers.retry"));
   await page.getByRole("button", { name: "Retry as new worker" }).click();
+  await retryCall;
   await expect(page).not.toHaveURL(new RegExp(`#/workers/${workerId}$`));
   const retryId = decodeURIComponent(page.url().split("#/workers/")[1]!);
   const retried = await engine.client.workers.get.query({ workerId: retryId });

@@ -1,8 +1,12 @@
-// The thin desktop shell: one window on the engine's own UI, a tray with the pending-approval count, notifications.
-// No business logic: the engine (a separate Node process) owns everything; this is one more client of it.
+// The thin desktop shell: one window on the engine's own UI, a tray with the pending-approval count, native
+// notifications (the page decides what to notify, with the person's settings, and asks through the preload; this
+// process notifies by itself only while no window is open), one instance, deep links to an ask (`ocw://ask/ID`,
+// `--ask ID`). No business logic: the engine (a separate Node process) owns everything; this is one more client of it.
+// What can be pure (counts, texts, links) lives in shared/desktop.ts and is unit-tested there.
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { app, BrowserWindow, dialog, ipcMain, Menu, nativeImage, Notification, session, shell, Tray, type MenuItemConstructorOptions } from "electron";
+import { DEEP_LINK_SCHEME, deepLinkFromArgv, deepLinkHash, noteFor, PendingAsks, trayText, type DesktopNote } from "../shared/desktop";
 import type { EngineEvent } from "../shared/events";
 import { stateDir } from "../engine/store/paths";
 import { desktopClient, ensureEngine, followEvents, type EngineInfo } from "./engine-link";
@@ -30,18 +34,35 @@ const root = findRoot();
 let win: BrowserWindow | null = null;
 let tray: Tray | null = null;
 let engine: EngineInfo | null = null;
-const pending = new Map<string, { workerId: string; what: string }>();
+const pending = new PendingAsks();
+const stalled = new Set<string>();
 const events = new AbortController();
+/** A deep link that arrived before the window could take it (the first command line, macOS open-url at launch). */
+let firstHash: string | null = deepLinkFromArgv(process.argv);
 
 if (!app.requestSingleInstanceLock()) {
+  // One instance: the running one gets this command line (and its deep link) through "second-instance".
   app.quit();
 } else {
-  app.on("second-instance", () => {
-    if (!win) return;
-    if (win.isMinimized()) win.restore();
-    win.show();
-    win.focus();
+  app.on("second-instance", (_e, argv) => {
+    const hash = deepLinkFromArgv(argv);
+    if (!engine) {
+      firstHash = hash ?? firstHash;
+      return;
+    }
+    show(hash);
   });
+  // macOS hands deep links as an event, also the one the app was launched with (before "ready").
+  app.on("open-url", (e, url) => {
+    e.preventDefault();
+    const hash = deepLinkHash(url);
+    if (!hash) return;
+    if (!engine) firstHash = hash;
+    else show(hash);
+  });
+  // ocw:// links open this app (installed builds register the scheme; see electron-builder.yml `protocols`).
+  if (process.defaultApp && process.argv[1]) app.setAsDefaultProtocolClient(DEEP_LINK_SCHEME, process.execPath, [path.resolve(process.argv[1])]);
+  else app.setAsDefaultProtocolClient(DEEP_LINK_SCHEME);
   app.whenReady().then(start, (err) => fail(err));
 }
 
@@ -61,6 +82,11 @@ async function start(): Promise<void> {
     if (!isOurs(e.senderFrame?.url)) return void (e.returnValue = null);
     e.returnValue = { engineUrl: engine!.url, token: engine!.token };
   });
+  ipcMain.handle("ocw:notify", (e, n: unknown) => {
+    if (!isOurs(e.senderFrame?.url)) return;
+    const note = asNote(n);
+    if (note) notify(note);
+  });
   ipcMain.handle("ocw:pick-directory", async (e) => {
     if (!isOurs(e.senderFrame?.url) || !win) return null;
     const r = await dialog.showOpenDialog(win, { properties: ["openDirectory"], title: "Choose a git repository" });
@@ -70,7 +96,6 @@ async function start(): Promise<void> {
   createWindow();
   createTray();
   void seedPending();
-  void seedBatches();
   void followEvents(engine, onEngineEvent, events.signal);
   app.on("activate", () => (BrowserWindow.getAllWindows().length ? win?.show() : createWindow()));
 }
@@ -134,14 +159,21 @@ function createWindow(): void {
   win.once("ready-to-show", () => win?.show());
   win.on("closed", () => (win = null));
   // The page takes the token from the preload (never a cookie, never in the address bar).
-  void win.loadURL(`${engine!.url}/`);
+  const hash = firstHash ?? "";
+  firstHash = null;
+  void win.loadURL(`${engine!.url}/${hash}`);
 }
 
-function show(hash: string): void {
-  if (!win) createWindow();
+/** Brings the window forward (made again if it was closed), at `hash` when given (a hash route of the page). */
+function show(hash: string | null): void {
+  if (!win) {
+    firstHash = hash;
+    createWindow();
+  }
+  if (win!.isMinimized()) win!.restore();
   win!.show();
   win!.focus();
-  void win!.webContents.executeJavaScript(`location.hash = ${JSON.stringify(hash)}`).catch(() => undefined);
+  if (hash && /^#\/[\w%./-]*$/.test(hash)) void win!.webContents.executeJavaScript(`location.hash = ${JSON.stringify(hash)}`).catch(() => undefined);
 }
 
 function createTray(): void {
@@ -152,12 +184,13 @@ function createTray(): void {
 
 function updateTray(): void {
   if (!tray) return;
-  const n = pending.size;
-  tray.setToolTip(n ? `opencode-worker — ${n} pending approval${n === 1 ? "" : "s"}` : "opencode-worker");
-  if (process.platform === "darwin") tray.setTitle(n ? String(n) : "");
+  const n = pending.count;
+  const text = trayText(n);
+  tray.setToolTip(text.tooltip);
+  if (process.platform === "darwin") tray.setTitle(text.badge);
   tray.setContextMenu(
     Menu.buildFromTemplate([
-      { label: `${n} pending approval${n === 1 ? "" : "s"}`, click: () => show("#/approvals") },
+      { label: text.menuLabel, enabled: n > 0, click: () => show("#/approvals") },
       { type: "separator" },
       { label: "Dashboard", click: () => show("#/") },
       { label: "New task", click: () => show("#/new") },
@@ -170,74 +203,44 @@ function updateTray(): void {
 
 async function seedPending(): Promise<void> {
   try {
-    for (const a of await desktopClient(engine!).approvals.list.query()) pending.set(a.id, { workerId: a.workerId, what: a.what });
+    pending.seed(await desktopClient(engine!).approvals.list.query());
     updateTray();
   } catch {
     /* the event stream will catch up */
   }
 }
 
-function notify(title: string, body: string, hash: string): void {
+/** What the page may ask to show: short plain strings, and a hash route of the page as the click's target. */
+function asNote(n: unknown): DesktopNote | null {
+  const o = n as Partial<DesktopNote> | null;
+  if (!o || typeof o.title !== "string" || typeof o.body !== "string" || typeof o.hash !== "string") return null;
+  if (!/^#\/[\w%./-]*$/.test(o.hash)) return null;
+  const kind = o.kind === "verdict" || o.kind === "stalled" ? o.kind : "ask";
+  return { kind, title: o.title.slice(0, 200), body: o.body.slice(0, 500), hash: o.hash };
+}
+
+function notify(n: DesktopNote): void {
   if (!Notification.isSupported()) return;
-  const n = new Notification({ title, body, silent: false });
-  n.on("click", () => show(hash));
-  n.show();
-}
-
-const FINAL = new Set(["built", "honest-failure", "stopped", "interrupted", "error"]);
-/** batchId → workerId → state, to tell when a whole batch has finished. */
-const batches = new Map<string, Map<string, string>>();
-const batchOf = new Map<string, string>();
-
-async function seedBatches(): Promise<void> {
-  try {
-    for (const w of await desktopClient(engine!).workers.list.query()) if (w.batchId) track(w.batchId, w.id, w.state);
-  } catch {
-    /* notifications then cover single workers only */
-  }
-}
-
-function track(batchId: string, workerId: string, state: string): void {
-  if (!batches.has(batchId)) batches.set(batchId, new Map());
-  batches.get(batchId)!.set(workerId, state);
-  batchOf.set(workerId, batchId);
+  const note = new Notification({ title: n.title, body: n.body, silent: false });
+  note.on("click", () => show(n.hash));
+  note.show();
 }
 
 function onEngineEvent(event: EngineEvent): void {
-  const e = event as Record<string, unknown>;
-  const type = e.type;
-  const workerId = String(e.workerId ?? "");
-  if (type === "reset") {
-    pending.clear();
+  if (pending.apply(event)) updateTray();
+  if (event.type === "reset") {
     void seedPending();
     return;
   }
-  if (type === "ask.opened") {
-    const ask = e.ask as { id: string; workerId: string; what: string; tool: string };
-    pending.set(ask.id, { workerId: ask.workerId, what: ask.what });
-    updateTray();
-    if (!win?.isFocused()) notify(`Approval waiting — ${ask.workerId}`, `${ask.tool}: ${ask.what}`.slice(0, 200), `#/approvals`);
-    return;
-  }
-  if (type === "ask.resolved") {
-    pending.delete(String(e.askId));
-    updateTray();
-    return;
-  }
-  if (type === "worker.created" && typeof e.batchId === "string") track(e.batchId, workerId, "queued");
-  if (type === "worker.state") {
-    const batchId = batchOf.get(workerId);
-    if (batchId) track(batchId, workerId, String(e.state));
-    if (!FINAL.has(String(e.state))) return;
-    for (const [id, a] of pending) if (a.workerId === workerId) pending.delete(id);
-    updateTray();
-    if (win?.isFocused()) return;
-    const states = batchId ? [...batches.get(batchId)!.values()] : [];
-    if (batchId && states.every((s) => FINAL.has(s))) {
-      const built = states.filter((s) => s === "built").length;
-      notify(`Batch ${batchId} finished`, `${built}/${states.length} built`, "#/");
-    } else notify(`Worker ${workerId}: ${e.state}`, String(e.reason ?? ""), `#/workers/${encodeURIComponent(workerId)}`);
-  }
+  if (!("workerId" in event)) return;
+  // With a window open the page notifies (with the person's settings); without one, this process does.
+  const was = stalled.has(event.workerId);
+  if (event.type === "stalled") stalled.add(event.workerId);
+  // As the worker picture does (shared/worker.ts): any output, or running again, ends a stall.
+  if (event.type === "part" || (event.type === "worker.state" && event.state === "running")) stalled.delete(event.workerId);
+  if (win) return;
+  const note = noteFor(event, { title: event.workerId, wasStalled: was });
+  if (note) notify(note);
 }
 
 function menuTemplate(): MenuItemConstructorOptions[] {

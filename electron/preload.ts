@@ -1,4 +1,5 @@
-// Sandboxed preload: exposes the engine's URL and token, and a native directory picker. Nothing else.
+// Sandboxed preload: exposes the engine's URL and token, a native directory picker and native notifications (the
+// main process shows them; a click brings the window to `hash`). Nothing else.
 import { contextBridge, ipcRenderer } from "electron";
 
 const info = ipcRenderer.sendSync("ocw:engine") as { engineUrl: string; token: string } | null;
@@ -7,4 +8,5 @@ contextBridge.exposeInMainWorld("ocw", {
   engineUrl: info?.engineUrl ?? "",
   token: info?.token ?? "",
   pickDirectory: (): Promise<string | null> => ipcRenderer.invoke("ocw:pick-directory"),
+  notify: (note: { kind: string; title: string; body: string; hash: string }): Promise<void> => ipcRenderer.invoke("ocw:notify", note),
 });

@@ -1,3 +1,4 @@
+import { windowTitle } from "../../shared/desktop";
 import { useEffect, useState } from "react";
 import { CountBadge } from "./components/common";
 import { Shortcuts } from "./components/Shortcuts";
@@ -34,7 +35,8 @@ export function App() {
   useEffect(() => setNavOpen(false), [route.name]);
 
   useEffect(() => {
-    document.title = pending.length ? `(${pending.length}) opencode-worker` : "opencode-worker";
+    // Electron's window title follows the page's.
+    document.title = windowTitle(pending.length);
   }, [pending.length]);
 
   const active = route.name === "worker" ? "dashboard" : route.name;

@@ -1,4 +1,5 @@
-// Housekeeping the GUI does with the engine's own calls: retry, discard, merge all built of a batch.
+// Housekeeping through the engine's own calls: retry, discard, merge all built of a batch (no client-side loops).
+import type { MergeBatchResult } from "../../shared/api";
 import { isFinal, type Worker } from "../../shared/worker";
 import { api, errorText } from "./api";
 
@@ -11,35 +12,18 @@ export const discardable = (w: Worker) => isFinal(w.state) && !w.discarded && !w
 /** Built, graded, not merged or discarded yet: what "merge all built" merges. */
 export const mergeable = (w: Worker) => w.state === "built" && w.verdict?.verdict === "built" && !w.merged && !w.discarded;
 
-/**
- * The same task again, as a new worker in a fresh workspace on the same target (the engine has no retry call: this is
- * `workers.start` with the old spec; the new worker is not part of the old batch).
- */
+/** The same task again, as a new worker in a fresh workspace on the same target (the engine's `workers.retry`). */
 export async function retryWorker(w: Worker): Promise<string> {
-  const { workerId } = await api.workers.start.mutate({ ...w.spec, ...(w.targetId ? { targetId: w.targetId } : {}) });
+  const { workerId } = await api.workers.retry.mutate({ workerId: w.id });
   return workerId;
 }
 
-export interface MergeAllResult {
-  merged: { workerId: string; commit: string; into: string }[];
-  /** The worker whose merge was refused (a conflict, a moved base, …) with the engine's reason; the rest were not tried. */
-  stopped: { workerId: string; reason: string } | null;
-  notTried: string[];
-}
+export type MergeAllResult = MergeBatchResult;
 
-/** Merges built workers one by one in the given order, stopping at the first refusal with its reason. */
-export async function mergeAll(workers: Worker[], onStep?: (r: MergeAllResult) => void): Promise<MergeAllResult> {
-  const r: MergeAllResult = { merged: [], stopped: null, notTried: workers.map((w) => w.id) };
-  for (const w of workers) {
-    r.notTried = r.notTried.filter((id) => id !== w.id);
-    try {
-      const m = await api.workers.merge.mutate({ workerId: w.id });
-      r.merged.push({ workerId: w.id, commit: m.commit, into: m.into });
-      onStep?.({ ...r });
-    } catch (err) {
-      r.stopped = { workerId: w.id, reason: errorText(err) };
-      break;
-    }
-  }
-  return r;
+/**
+ * "Merge all built" of a batch, done by the engine (`workers.mergeBatch`): one by one in submission order, stopping at
+ * the first refusal with its reason; the result names what merged, where it stopped, what was not tried and skipped.
+ */
+export async function mergeAll(batchId: string): Promise<MergeAllResult> {
+  return api.workers.mergeBatch.mutate({ batchId });
 }

@@ -1,11 +1,12 @@
 // What the Electron preload exposes (nothing in a browser).
+import type { DesktopNote } from "../../shared/desktop";
 export interface DesktopBridge {
   engineUrl: string;
   token: string;
   pickDirectory(): Promise<string | null>;
   openPath?(path: string): Promise<string>;
-  /** A native notification that opens `hash` when clicked (not offered by the preload yet: the main process notifies asks and finished workers itself). */
-  notify?(title: string, body: string, hash: string): Promise<void> | void;
+  /** A native notification (Electron's, shown by the main process) that brings the window to `note.hash` when clicked. */
+  notify?(note: DesktopNote): Promise<void> | void;
 }
 
 declare global {

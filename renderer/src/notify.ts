@@ -2,11 +2,11 @@
 // API (after the person allowed it, from Settings); in Electron through the desktop bridge when the preload offers
 // `notify`. Settings live in this browser's localStorage. A short tone (Web Audio, no file) when sound is on.
 import { useSyncExternalStore } from "react";
+import { noteFor, type DesktopNote } from "../../shared/desktop";
 import type { EngineEvent } from "../../shared/events";
 import type { Worker } from "../../shared/worker";
 import { desktop } from "./desktop";
 import { taskTitle } from "./format";
-import { href } from "./router";
 import { onWorkerEvent } from "./store";
 
 export interface NotifySettings {
@@ -23,7 +23,9 @@ export interface NotifySettings {
 }
 
 const KEY = "ocw.notify";
-const DEFAULTS: NotifySettings = { enabled: false, sound: false, whenFocused: false, asks: true, verdicts: true, stalls: true };
+// In the desktop app notifications are on until the person turns them off (the app has no permission prompt); in a
+// browser they wait for the person to allow them.
+const DEFAULTS: NotifySettings = { enabled: !!desktop?.notify, sound: false, whenFocused: false, asks: true, verdicts: true, stalls: true };
 
 function load(): NotifySettings {
   try {
@@ -98,12 +100,7 @@ export function playTone(): void {
 }
 let tones = 0;
 
-export interface Shown {
-  kind: "ask" | "verdict" | "stalled";
-  title: string;
-  body: string;
-  hash: string;
-}
+export type Shown = DesktopNote;
 
 /** What was shown, newest last (Settings lists the last few; tests read it through window.__ocwNotifications). */
 export const shown: Shown[] = [];
@@ -113,10 +110,10 @@ function show(n: Shown): void {
   if (!s.enabled) return;
   if (!s.whenFocused && document.hasFocus() && document.visibilityState === "visible") return;
   if (desktop?.notify) {
-    void desktop.notify(n.title, n.body, n.hash);
+    void desktop.notify(n);
   } else {
-    // In Electron without a bridge `notify`, the main process already notifies asks and finished workers itself.
-    if (desktop && n.kind !== "stalled") return;
+    // An Electron preload without `notify` (older builds): the main process notifies by itself.
+    if (desktop) return;
     if (typeof Notification === "undefined" || Notification.permission !== "granted") return;
     const note = new Notification(n.title, { body: n.body, tag: `${n.kind}:${n.hash}`, silent: true });
     note.onclick = () => {
@@ -131,18 +128,11 @@ function show(n: Shown): void {
 }
 
 function onEvent(e: EngineEvent, before: Worker | undefined, after: Worker | undefined): void {
-  const s = settings;
   if (!after) return;
-  const title = taskTitle(after.spec);
-  if (e.type === "ask.opened" && e.ask.status === "pending" && s.asks) {
-    show({ kind: "ask", title: `Approval waiting: ${e.ask.kind === "question" ? "question" : e.ask.tool}`, body: `${title}\n${e.ask.what}`.slice(0, 240), hash: href({ name: "approvals", ask: e.ask.id }) });
-  } else if (e.type === "verdict" && s.verdicts) {
-    const v = e.verdict;
-    const claim = v.honest ? "claim honest" : v.claim ? "claim false" : "no claim";
-    show({ kind: "verdict", title: `${v.verdict === "built" ? "Built" : "Failed"}: ${title}`, body: `${v.checks.filter((c) => c.passed).length}/${v.checks.length} checks · ${claim}`, hash: href({ name: "worker", id: after.id }) });
-  } else if (e.type === "stalled" && !before?.stalled && s.stalls) {
-    show({ kind: "stalled", title: `Stalled: ${title}`, body: `No activity for ${e.idleSec}s (${after.id})`, hash: href({ name: "worker", id: after.id }) });
-  }
+  const n = noteFor(e, { title: taskTitle(after.spec), wasStalled: before?.stalled });
+  if (!n) return;
+  const on = { ask: settings.asks, verdict: settings.verdicts, stalled: settings.stalls }[n.kind];
+  if (on) show(n);
 }
 
 let started = false;

@@ -155,7 +155,7 @@ function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }
           {pct(graded.length ? honest / graded.length : null)}
           {settled ? " · settled" : ""}
         </span>
-        {batchId && <MergeAll workers={workers} />}
+        {batchId && <MergeAll batchId={batchId} workers={workers} />}
       </header>
       {batchId && (
         <div className="batch-bar" role="img" aria-label={`progress: ${bar.map((b) => `${b.n} ${b.label}`).join(", ")}`}>
@@ -385,8 +385,8 @@ function EndpointList({ targetId, rows, workers, stale }: { targetId: string; ro
   );
 }
 
-/** Merges every built, unmerged worker of a batch, one by one in submission order, stopping at the first refusal. */
-function MergeAll({ workers }: { workers: Worker[] }) {
+/** The engine merges every built, unmerged worker of a batch, one by one in submission order, stopping at the first refusal. */
+function MergeAll({ batchId, workers }: { batchId: string; workers: Worker[] }) {
   const todo = workers.filter(mergeable);
   const [confirm, setConfirm] = useState(false);
   const [running, setRunning] = useState(false);
@@ -396,7 +396,14 @@ function MergeAll({ workers }: { workers: Worker[] }) {
     setConfirm(false);
     setRunning(true);
     setResult(null);
-    const r = await mergeAll(todo, setResult);
+    let r: MergeAllResult;
+    try {
+      r = await mergeAll(batchId);
+    } catch (err) {
+      // Refused as a whole (another merge of this batch is under way, the engine is gone): nothing was merged by this call.
+      setRunning(false);
+      return pushNotice("error", `merge all built of ${batchId}: ${errorText(err)}`);
+    }
     setResult(r);
     setRunning(false);
     if (!r.stopped) pushNotice("info", `merged ${r.merged.length} worker${r.merged.length === 1 ? "" : "s"}`);
@@ -425,7 +432,7 @@ function MergeAll({ workers }: { workers: Worker[] }) {
       {result && (
         <span className="small" role="status">
           merged {result.merged.length}
-          {result.stopped ? "" : running ? "…" : " · done"}
+          {result.stopped ? "" : " · done"}
         </span>
       )}
       {result?.stopped && (
