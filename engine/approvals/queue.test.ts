@@ -1,0 +1,139 @@
+// The approvals queue against a fake opencode client: who answers an ask (the engine's guards, a grant, a policy, a
+// person), what opencode hears ("always" is "once"), and how the worker's state follows (waiting-approval ⇄ running).
+import { mkdtempSync, symlinkSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import type { PermissionAsk } from "../../shared/permission";
+import type { HarnessServer } from "../harness/harness";
+import { testRegistry } from "../../test/fixtures/registry";
+import { Approvals } from "./queue";
+
+function fakeClient(status = 200) {
+  const calls: { method: string; args: Record<string, unknown> }[] = [];
+  const answer = (method: string) => async (args: Record<string, unknown>) => {
+    calls.push({ method, args });
+    return { data: true, response: { ok: status < 400, status } as Response };
+  };
+  const client = { permission: { reply: answer("permission.reply") }, question: { reply: answer("question.reply"), reject: answer("question.reject") } };
+  return { calls, server: { client } as unknown as HarnessServer };
+}
+
+let n = 0;
+const ask = (workerId: string, tool: string, what: string, extra: Partial<PermissionAsk> = {}): PermissionAsk => ({
+  id: `per_${n++}`,
+  workerId,
+  sessionId: "ses",
+  kind: "permission",
+  tool,
+  what,
+  patterns: [what],
+  always: [],
+  createdAt: Date.now(),
+  status: "pending",
+  ...extra,
+});
+const settled = () => new Promise((r) => setTimeout(r, 10));
+
+function setup(status = 200) {
+  const r = testRegistry();
+  const approvals = new Approvals({ stateDir: r.stateDir, registry: r.registry });
+  const ws = mkdtempSync(path.join(os.tmpdir(), "ocw-ws-"));
+  const w = r.worker("running", { workspace: ws });
+  const fake = fakeClient(status);
+  r.registry.rt(w.id).server = fake.server;
+  return { ...r, approvals, ws, w, ...fake };
+}
+
+describe("the approvals queue", () => {
+  it("a read inside the workspace is answered at once and not recorded; one outside is refused by the engine on the record", async () => {
+    const { approvals, w, ws, calls, registry } = setup();
+    approvals.onAsk(w.id, ask(w.id, "read", path.join(ws, "a.txt"), { patterns: ["a.txt"] }));
+    await settled();
+    expect(calls).toMatchObject([{ method: "permission.reply", args: { reply: "once" } }]);
+    expect(registry.get(w.id).asks).toEqual([]);
+    const outside = mkdtempSync(path.join(os.tmpdir(), "ocw-out-"));
+    symlinkSync(outside, path.join(ws, "link"));
+    approvals.onAsk(w.id, ask(w.id, "read", "link/secret", { patterns: ["link/secret"] }));
+    await settled();
+    expect(calls.at(-1)).toMatchObject({ method: "permission.reply", args: { reply: "reject" } });
+    expect(registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "engine", name: "workspace guard" } });
+    expect(registry.get(w.id).state).toBe("running");
+  });
+
+  it("an ask for a person: waiting-approval until decided; 'always' reaches opencode as 'once' and becomes the engine's grant, which answers the next one", async () => {
+    const { approvals, w, calls, registry } = setup();
+    const first = ask(w.id, "bash", "echo one", { always: ["echo *"] });
+    approvals.onAsk(w.id, first);
+    expect(registry.get(w.id).state).toBe("waiting-approval");
+    expect(approvals.pending().map((a) => a.id)).toEqual([first.id]);
+    await approvals.decide({ askId: first.id, decision: "always" }, { kind: "person", name: "t" });
+    expect(registry.get(w.id).state).toBe("running");
+    expect(calls.map((c) => c.args.reply)).toEqual(["once"]);
+    expect(approvals.grants()).toMatchObject([{ tool: "bash", pattern: "echo *" }]);
+    approvals.onAsk(w.id, ask(w.id, "bash", "echo two"));
+    await settled();
+    expect(registry.get(w.id).state).toBe("running");
+    expect(registry.get(w.id).asks[1]).toMatchObject({ status: "decided", decision: "once", by: { kind: "policy" } });
+    approvals.revokeGrant(approvals.grants()[0]!.id);
+    expect(approvals.grants()).toEqual([]);
+    approvals.onAsk(w.id, ask(w.id, "bash", "echo three"));
+    expect(registry.get(w.id).state).toBe("waiting-approval");
+  });
+
+  it("a policy rule answers matching asks and is named as the decider; a bash write outside the worktree is refused first", async () => {
+    const { approvals, w, registry } = setup();
+    approvals.setPolicies([{ tool: "bash", pattern: "ls*", decision: "once" }]);
+    approvals.onAsk(w.id, ask(w.id, "bash", "ls -la"));
+    approvals.onAsk(w.id, ask(w.id, "bash", "echo x > /etc/passwd"));
+    await settled();
+    const [a, b] = registry.get(w.id).asks;
+    expect(a).toMatchObject({ decision: "once", by: { kind: "policy", name: "bash ls* → once" } });
+    expect(b).toMatchObject({ decision: "reject", by: { kind: "engine", name: "worktree guard" } });
+    expect(() => approvals.setPolicies([{ tool: "bash" } as never])).toThrow();
+  });
+
+  it("opencode's echo of our own answer is not a decision of its own; an answer given inside opencode is recorded as opencode's", async () => {
+    const { approvals, w, registry } = setup();
+    const a = ask(w.id, "edit", "a.txt");
+    approvals.onAsk(w.id, a);
+    const deciding = approvals.decide({ askId: a.id, decision: "once" }, { kind: "person" });
+    approvals.onAskGone(w.id, a.id, "once"); // the echo, before the HTTP answer
+    await deciding;
+    expect(registry.get(w.id).asks[0]!.by).toEqual({ kind: "person" });
+    const b = ask(w.id, "edit", "b.txt");
+    approvals.onAsk(w.id, b);
+    approvals.onAskGone(w.id, b.id, "reject");
+    expect(registry.get(w.id).asks[1]).toMatchObject({ decision: "reject", by: { kind: "engine", name: "opencode" } });
+    expect(registry.get(w.id).state).toBe("running");
+  });
+
+  it("refusals say what to do: unknown ask, decided twice, a question without answers, opencode no longer has it", async () => {
+    const { approvals, w, registry } = setup();
+    await expect(approvals.decide({ askId: "nope", decision: "once" }, { kind: "person" })).rejects.toThrow(/unknown askId "nope"/);
+    const a = ask(w.id, "edit", "a.txt");
+    approvals.onAsk(w.id, a);
+    await approvals.decide({ askId: a.id, decision: "once" }, { kind: "person" });
+    await expect(approvals.decide({ askId: a.id, decision: "once" }, { kind: "person" })).rejects.toThrow(/no longer pending \(decided: once by person\)/);
+    const q: PermissionAsk = { ...ask(w.id, "question", "which?"), kind: "question", questions: [{ question: "which?", header: "h", options: [] }] };
+    approvals.onAsk(w.id, q);
+    await expect(approvals.decide({ askId: q.id, decision: "once" }, { kind: "person" })).rejects.toThrow(/pass answers/);
+    const gone = setup(404);
+    const g = ask(gone.w.id, "edit", "a.txt");
+    gone.approvals.onAsk(gone.w.id, g);
+    await expect(gone.approvals.decide({ askId: g.id, decision: "once" }, { kind: "person" })).rejects.toThrow(/opencode refused the answer .* \(HTTP 404\)/);
+    expect(gone.registry.get(gone.w.id).asks[0]).toMatchObject({ status: "cancelled" });
+    expect(gone.registry.get(gone.w.id).state).toBe("running");
+    expect(registry.get(w.id).state).toBe("waiting-approval");
+  });
+
+  it("a worker whose opencode is gone cannot be answered (resume it); cancelAll cancels every pending ask on the record", async () => {
+    const { approvals, w, registry } = setup();
+    approvals.onAsk(w.id, ask(w.id, "edit", "a.txt"));
+    approvals.onAsk(w.id, ask(w.id, "edit", "b.txt"));
+    registry.rt(w.id).server = undefined;
+    await expect(approvals.decide({ askId: registry.get(w.id).asks[0]!.id, decision: "once" }, { kind: "person" })).rejects.toThrow(/not running \(the ask was lost\): resume the worker/);
+    approvals.cancelAll(w.id, { kind: "engine", name: "test" }, "gone");
+    expect(registry.get(w.id).asks.map((a) => a.status)).toEqual(["cancelled", "cancelled"]);
+  });
+});

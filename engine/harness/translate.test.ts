@@ -1,0 +1,98 @@
+// opencode's typed events into worker events: the adapter at the boundary, finished parts and failed tool calls into
+// the log, deltas coalesced on a fake clock, asks/usage/retries/idles routed, sub-agent sessions mapped to their worker.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { testRegistry } from "../../test/fixtures/registry";
+import { DeltaCoalescer, opencodeEvent, translatePart, Translator, type OpencodeEvent } from "./translate";
+
+afterEach(() => vi.useRealTimers());
+
+const ev = (type: string, properties: Record<string, unknown>) => opencodeEvent({ type, properties }) as OpencodeEvent;
+
+describe("the typed adapter", () => {
+  it("passes the event types the engine handles, with their directory; drops the rest and malformed payloads", () => {
+    expect(opencodeEvent({ type: "session.idle", properties: { sessionID: "s" } }, "/d")).toEqual({ type: "session.idle", properties: { sessionID: "s" }, directory: "/d" });
+    for (const raw of [{ type: "server.heartbeat", properties: {} }, { type: "session.idle" }, { properties: {} }, null, "x", { type: 3, properties: {} }]) expect(opencodeEvent(raw)).toBeNull();
+  });
+});
+
+describe("parts", () => {
+  const base = { id: "p1", sessionID: "s", messageID: "m" };
+  it("text and reasoning are persisted once finished; tool calls once past pending; a failed call is counted", () => {
+    expect(translatePart({ ...base, type: "text", text: "hal", time: { start: 1 } }).part).toBeNull();
+    expect(translatePart({ ...base, type: "text", text: "hello", time: { start: 1, end: 2 } }).part).toEqual({ partId: "p1", messageId: "m", kind: "text", text: "hello" });
+    const tool = (state: Record<string, unknown>, name = "bash") => translatePart({ ...base, type: "tool", callID: "c", tool: name, state } as never);
+    expect(tool({ status: "pending", input: {} }).part).toBeNull();
+    expect(tool({ status: "completed", input: { command: "ls" }, output: "a".repeat(30_000) }).part).toMatchObject({ kind: "tool", status: "completed", output: "a".repeat(20_000) });
+    expect(tool({ status: "error", input: {}, error: "boom" }).toolFailed).toEqual({ tool: "bash", error: "boom" });
+    expect(tool({ status: "completed", input: { tool: "nosuch" }, output: "unknown tool" }, "invalid").toolFailed).toEqual({ tool: "nosuch", error: "unknown tool" });
+    expect(translatePart({ ...base, type: "step-start" } as never).part).toBeNull();
+  });
+});
+
+describe("deltas", () => {
+  it("are coalesced per part and field and published every 50 ms", () => {
+    vi.useFakeTimers();
+    const out: unknown[] = [];
+    const c = new DeltaCoalescer((d) => out.push(d));
+    c.add({ workerId: "w", partId: "p", field: "text", delta: "he" });
+    c.add({ workerId: "w", partId: "p", field: "text", delta: "llo" });
+    c.add({ workerId: "w", partId: "q", field: "text", delta: "x" });
+    vi.advanceTimersByTime(49);
+    expect(out).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(out).toEqual([
+      { workerId: "w", partId: "p", field: "text", delta: "hello" },
+      { workerId: "w", partId: "q", field: "text", delta: "x" },
+    ]);
+  });
+});
+
+describe("the translator", () => {
+  function setup() {
+    const r = testRegistry();
+    const w = r.worker("running", { sessionId: "ses_root" });
+    const got: unknown[][] = [];
+    const sink = (name: string) => (...args: unknown[]) => void got.push([name, ...args]);
+    const t = new Translator({ registry: r.registry, ask: sink("ask"), askGone: sink("askGone"), usage: sink("usage"), retry: sink("retry"), idle: sink("idle") });
+    return { ...r, w, got, t };
+  }
+
+  it("routes asks, answers, usage, retries and the root's idle; a sub-agent session counts as its parent's worker", () => {
+    const { w, got, t, registry } = setup();
+    t.handle(ev("session.created", { sessionID: "ses_child", info: { id: "ses_child", parentID: "ses_root" } }));
+    t.handle(ev("permission.asked", { id: "per_1", sessionID: "ses_child", permission: "bash", patterns: ["ls"], metadata: { command: "ls" }, always: ["ls *"] }));
+    t.handle(ev("question.rejected", { sessionID: "ses_root", requestID: "que_1" }));
+    t.handle(ev("message.updated", { sessionID: "ses_root", info: { id: "m1", role: "assistant", tokens: { input: 3, output: 2, reasoning: 0 }, cost: 0 } }));
+    t.handle(ev("message.updated", { sessionID: "ses_root", info: { id: "m0", role: "user" } }));
+    t.handle(ev("session.status", { sessionID: "ses_root", status: { type: "retry", attempt: 2, message: "ECONNREFUSED" } }));
+    t.handle(ev("session.idle", { sessionID: "ses_child" }));
+    t.handle(ev("session.idle", { sessionID: "ses_root" }));
+    t.handle(ev("session.idle", { sessionID: "ses_other" }));
+    expect(got).toEqual([
+      ["ask", w.id, expect.objectContaining({ id: "per_1", tool: "bash", what: "ls", always: ["ls *"], sessionId: "ses_child" })],
+      ["askGone", w.id, "que_1", "reject"],
+      ["usage", w.id, "m1", { input: 3, output: 2, reasoning: 0, cost: 0 }],
+      ["retry", w.id, "ECONNREFUSED"],
+      ["idle", w.id],
+    ]);
+    expect(registry.sessions.get("ses_child")).toBe(w.id);
+  });
+
+  it("a session error of the root is the turn's error; an abort never is", () => {
+    const { w, t, registry } = setup();
+    t.handle(ev("session.error", { sessionID: "ses_root", error: { name: "MessageAbortedError", data: { message: "aborted" } } }));
+    expect(registry.rt(w.id).turn.error).toBeUndefined();
+    t.handle(ev("session.error", { sessionID: "ses_root", error: { name: "APIError", data: { message: "model exploded" } } }));
+    expect(registry.rt(w.id).turn.error).toBe("APIError: model exploded");
+  });
+
+  it("a finished part is logged after the deltas before it are published", () => {
+    const { w, t, registry, bus } = setup();
+    const seen: string[] = [];
+    bus.subscribe((d) => seen.push(d.event.type));
+    t.handle(ev("message.part.delta", { sessionID: "ses_root", messageID: "m", partID: "p", field: "text", delta: "hi" }));
+    t.handle(ev("message.part.updated", { sessionID: "ses_root", part: { id: "p", sessionID: "ses_root", messageID: "m", type: "text", text: "hi", time: { start: 1, end: 2 } } }));
+    expect(seen).toEqual(["delta", "part"]);
+    expect(registry.get(w.id).lastSeq).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,64 @@
+// The worker registry: every state × transition goes through the table (legal ones recorded once, in the log and on
+// the bus; illegal ones logged and not applied), and the activity beside the state ends only as it was started.
+import { describe, expect, it } from "vitest";
+import { WorkerState } from "../../shared/worker";
+import { nextState, WorkerTransition } from "../../shared/worker-machine";
+import { testRegistry } from "../../test/fixtures/registry";
+
+const cases = WorkerState.options.flatMap((s) => WorkerTransition.options.map((t) => [s, t] as const));
+
+describe("the worker registry", () => {
+  const { registry, logs, lines, moves, worker } = testRegistry();
+
+  it.each(cases)("from %s, %s is applied exactly as the table says", (from, t) => {
+    const w = worker(from);
+    expect(w.state).toBe(from);
+    const before = logs.load(w.id).events.length;
+    const to = nextState(from, t);
+    const moved = registry.fire(w.id, t, "why");
+    const after = registry.get(w.id);
+    if (!to) {
+      expect(moved).toBe(false);
+      expect(after.state).toBe(from);
+      expect(logs.load(w.id).events.length).toBe(before);
+      expect(lines.at(-1)).toContain(`illegal transition "${t}" from ${from}`);
+    } else if (to === from) {
+      expect(moved).toBe(false); // grading → grading: a restart grades again, nothing is recorded
+    } else {
+      expect(moved).toBe(true);
+      expect(after).toMatchObject({ state: to, stateReason: "why" });
+      expect(logs.load(w.id).events.at(-1)).toMatchObject({ type: "worker.state", state: to, reason: "why" });
+      expect(moves.at(-1)).toEqual([w.id, to]);
+    }
+  });
+
+  it("a failed append moves nothing and says why to the caller", () => {
+    const w = worker("running");
+    (logs as unknown as { append: () => void }).append = () => {
+      throw new Error("disk full");
+    };
+    try {
+      const r = registry.changeState(w.id, "stop");
+      expect(r).toMatchObject({ moved: false, error: { message: "disk full" } });
+      expect(registry.get(w.id).state).toBe("running");
+    } finally {
+      delete (logs as unknown as { append?: unknown }).append;
+    }
+  });
+
+  it("an activity ends only as the one that was started (a stop during a probe is not cleared by the probe's end)", () => {
+    const w = worker("running");
+    expect(registry.is(w.id, "none")).toBe(true);
+    registry.begin(w.id, "probing");
+    registry.begin(w.id, "stopping");
+    registry.end(w.id, "probing");
+    expect(registry.is(w.id, "stopping")).toBe(true);
+    registry.end(w.id, "stopping");
+    expect(registry.is(w.id, "none")).toBe(true);
+  });
+
+  it("unknown workers are a not-found input error", () => {
+    expect(() => registry.get("w-nope")).toThrow(/unknown worker "w-nope"/);
+    expect(registry.fire("w-nope", "admit")).toBe(false);
+  });
+});
