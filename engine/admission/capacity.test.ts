@@ -1,6 +1,11 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
+import type { Target } from "../../shared/target";
+import type { Worker } from "../../shared/worker";
+import type { TargetStore } from "../store/targets";
+import type { WorkerRegistry } from "../workers/registry";
+import { Pools } from "./pools";
 import { chooseEndpoint, EndpointProbes, freeSlots, hasRoom, readEndpoint, readLive, type EndpointStatus } from "./capacity";
 
 const ep = (url: string, o: Partial<EndpointStatus> = {}): EndpointStatus => ({ url, healthy: true, slots: 4, inUse: 0, live: null, problem: null, checkedAt: 0, ...o });
@@ -106,5 +111,47 @@ describe("admission by live capacity", () => {
       body = [];
       expect(await readLive(await url, null)).toBeNull();
     });
+  });
+
+  it("a busy pool is probed once per endpoint per period: the pool refresh and the model-health check share the reading", async () => {
+    // Two endpoints that count what they are asked; one queued worker makes the pool busy.
+    const hits = new Map<string, number>();
+    const servers = await Promise.all(
+      [0, 1].map(
+        () =>
+          new Promise<http.Server>((resolve) => {
+            const srv = http.createServer((req, res) => {
+              const port = (srv.address() as AddressInfo).port;
+              hits.set(`${port} ${req.url}`, (hits.get(`${port} ${req.url}`) ?? 0) + 1);
+              res.writeHead(200, { "content-type": "application/json" });
+              res.end(req.url === "/slots" ? JSON.stringify([{ id: 0, is_processing: false }, { id: 1, is_processing: false }]) : "{}");
+            });
+            srv.listen(0, "127.0.0.1", () => resolve(srv));
+          }),
+      ),
+    );
+    const urls = servers.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/v1`);
+    const target: Target = { id: "p", model: "m", endpoint: urls[0]!, keyRef: null, serving: { engine: "llama.cpp", endpoints: urls.map((url) => ({ url, slots: 2 })), slots: 4 }, checks: [] };
+    const worker = { id: "w1", targetId: "p", state: "queued", endpoint: null } as unknown as Worker;
+    const registry = { workers: new Map([["w1", worker]]), list: () => [worker], notice: () => undefined, transient: () => undefined } as unknown as WorkerRegistry;
+    const targets = { get: (id: string) => (id === "p" ? target : undefined), list: () => ({ active: "p", targets: [target] }), active: () => target } as unknown as TargetStore;
+    const period = 250;
+    const pools = new Pools({ registry, targets, poolProbeMs: period, modelProbeMs: period, endpointDown: () => undefined, changed: () => undefined });
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, 10 * period));
+    pools.close();
+    const periods = (performance.now() - t0) / period;
+    await new Promise((r) => setTimeout(r, 100)); // probes in flight end
+    for (const s of servers) s.close();
+    for (const u of urls) {
+      const port = new URL(u).port;
+      const models = hits.get(`${port} /v1/models`) ?? 0;
+      // Both checks ran about `periods` times each; one probe per period (and the first at once) reached the server.
+      expect(models, `${u}: ${JSON.stringify([...hits])}`).toBeGreaterThan(2);
+      expect(models, `${u}: ${JSON.stringify([...hits])}`).toBeLessThanOrEqual(Math.ceil(periods) + 2);
+      expect(hits.get(`${port} /slots`) ?? 0).toBeLessThanOrEqual(Math.ceil(periods) + 2);
+    }
+    // The pool's reading says how many of ours were on each endpoint (none: the worker is queued).
+    expect(pools.endpoints()[0]!.endpoints.map((e) => e.live?.ours)).toEqual([0, 0]);
   });
 });

@@ -142,6 +142,11 @@ export class EndpointProbes {
     return (await this.read({ url, slots: 0 }, key, o)).problem;
   }
 
+  /** A reading learnt otherwise (a failed model call found the endpoint unreachable): callers get it until the next probe. */
+  note(s: EndpointStatus): void {
+    this.last.set(s.url, s);
+  }
+
   /** The last reading of an endpoint, without probing. */
   peek(url: string): EndpointStatus | undefined {
     return this.last.get(url);

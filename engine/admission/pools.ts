@@ -4,7 +4,7 @@ import type { WorkerRegistry } from "../workers/registry";
 import type { TargetStore } from "../store/targets";
 import { keyForProbe } from "../serving/keys";
 import { providerIdFor } from "../harness/config";
-import { chooseEndpoint, endpointsOf, isPool, probeHealth, readEndpoint, type EndpointStatus } from "./capacity";
+import { chooseEndpoint, EndpointProbes, endpointsOf, isPool, type EndpointStatus } from "./capacity";
 
 /**
  * What admission knows about the model servers: the live state of every endpoint of pool targets (by target id, then
@@ -40,9 +40,12 @@ export class Pools {
   private readonly modelTimer: NodeJS.Timeout;
   private closed = false;
   private readonly reg: WorkerRegistry;
+  /** One probe per endpoint per pool period, shared by the pool refresh and the model-health check. */
+  readonly probes: EndpointProbes;
 
   constructor(private readonly opts: PoolsOptions) {
     this.reg = opts.registry;
+    this.probes = new EndpointProbes(opts.poolProbeMs);
     this.poolTimer = setInterval(() => this.refreshPools(), opts.poolProbeMs);
     this.poolTimer.unref();
     this.modelTimer = setInterval(() => void this.checkModels(), opts.modelProbeMs);
@@ -77,7 +80,9 @@ export class Pools {
 
   /** Marks an endpoint down at once (a failed model call found it unreachable) until the next read says otherwise. */
   markDown(targetId: string, url: string, problem: string): void {
-    this.endpointState.get(targetId)?.set(url, { url, healthy: false, slots: 0, inUse: 0, live: null, problem, checkedAt: Date.now() });
+    const down = { url, healthy: false, slots: 0, inUse: 0, live: null, problem, checkedAt: Date.now() };
+    this.endpointState.get(targetId)?.set(url, down);
+    this.probes.note(down); // the shared reading too, or the next refresh would take a healthy one from before
   }
 
   /** The model a worker's prompts name: its endpoint's provider in a pool; the target's default otherwise. */
@@ -137,7 +142,8 @@ export class Pools {
       const downs: [string, string][] = [];
       await Promise.all(
         endpointsOf(target).map(async (e) => {
-          const now = await readEndpoint(e, key);
+          // Says how many of ours were on it, so another client's load on the server is told apart from ours.
+          const now = await this.probes.read(e, key, { ours: this.workersOn(target.id, e.url, false) });
           const { problem } = now;
           const was = previous?.get(e.url);
           map.set(e.url, now);
@@ -164,7 +170,7 @@ export class Pools {
         const t = this.opts.targets.get(id);
         if (!t) return;
         const key = keyForProbe(t);
-        const problems = await Promise.all(endpointsOf(t).map((e) => probeHealth(e.url, key, 2000)));
+        const problems = await Promise.all(endpointsOf(t).map((e) => this.probes.health(e.url, key)));
         const healthy = problems.some((p) => !p);
         const problem = healthy ? null : `${endpointsOf(t).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
         const was = this.modelHealth.get(id);
