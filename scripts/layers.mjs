@@ -20,6 +20,7 @@ const LAYERS = [
   ["engine/sandbox/", "platform", 1],
   ["engine/gateway/", "platform", 1],
   ["engine/net/", "platform", 1],
+  ["engine/process/", "platform", 1],
   ["engine/hardware/", "platform", 1],
   ["engine/models/", "core", 2],
   ["engine/serving/", "core", 2],

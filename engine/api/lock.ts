@@ -12,7 +12,6 @@
 // kernel gives it (Linux /proc/<pid>/stat field 22; `ps -o lstart=` on macOS) matches, so a pid reused by an
 // unrelated process after a crash never passes for the engine. Clients also check the engine's instance id over
 // its /health endpoint before they use it.
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -23,60 +22,9 @@ import { writeJsonAtomic } from "../store/json-file";
 export const lockFile = (stateDir: string) => path.join(stateDir, "engine.json");
 const ownerDir = (stateDir: string) => path.join(stateDir, "engine.owner");
 
-/** A process as recorded in a lock: its pid and the kernel's start time of it (null where the OS gives none). */
-export interface ProcessIdentity {
-  pid: number;
-  startTime: string | null;
-}
-
-/** When the process started, as the kernel records it; null when it does not exist or the OS gives no start time. */
-export function processStartTime(pid: number): string | null {
-  if (!Number.isInteger(pid) || pid <= 0) return null;
-  if (process.platform === "linux") {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      // Field 2 (comm) may hold spaces and parentheses: count fields after its closing parenthesis.
-      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return rest[19] ?? null; // field 22 = index 19 after fields 1–2
-    } catch {
-      return null;
-    }
-  }
-  if (process.platform === "darwin") {
-    try {
-      return execFileSync("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2000 }).trim() || null;
-    } catch {
-      return null;
-    }
-  }
-  return null;
-}
-
-/** This process, as another one will recognise it. */
-export function selfIdentity(): ProcessIdentity {
-  return { pid: process.pid, startTime: processStartTime(process.pid) };
-}
-
-function pidExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/**
- * True when the recorded process still runs: the pid exists and, where the OS tells start times, it started when
- * the record says (a pid the kernel gave to another process since is not alive for us). A bare pid checks existence.
- */
-export function alive(who: number | ProcessIdentity): boolean {
-  const { pid, startTime } = typeof who === "number" ? { pid: who, startTime: null } : who;
-  if (!pidExists(pid)) return false;
-  if (startTime === null) return true;
-  const now = processStartTime(pid);
-  return now === null ? true : now === startTime;
-}
+// Who a process is and whether it still runs: the process module (pid + kernel start time).
+export { alive, processStartTime, selfIdentity, type ProcessIdentity } from "../process/process";
+import { alive, selfIdentity, type ProcessIdentity } from "../process/process";
 
 /** The lock file as written, alive or not (a stale one tells a restarted engine which port and token to take back). */
 export function lastLock(stateDir: string): EngineLock | null {

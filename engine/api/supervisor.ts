@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { selfCommand, startExclusive } from "./launcher";
-import { alive, lastLock, readLock, supervisorOf } from "./lock";
+import { alive, Backoff } from "../process/process";
+import { lastLock, readLock, supervisorOf } from "./lock";
 
 const CRASH_WINDOW_MS = 60_000;
 const MAX_CRASHES = 5;
@@ -52,17 +53,16 @@ export async function superviseEngine(stateDir: string, log: (line: string) => v
     } else active = start(false);
     standby = start(true);
   };
-  const crashes: number[] = [];
+  // The first crash of a minute restarts at once; then 250 ms, 500 ms, …; more than 5 within a minute gives up.
+  const backoff = new Backoff({ baseMs: 250, windowMs: CRASH_WINDOW_MS, max: MAX_CRASHES, firstImmediate: true });
   try {
     for (;;) {
       const [code, signal] = (await once(active, "exit")) as [number | null, NodeJS.Signals | null];
       if (stopping || code === 0) return 0;
-      const now = Date.now();
-      crashes.push(now);
-      while (crashes[0]! < now - CRASH_WINDOW_MS) crashes.shift();
-      log(`the engine died (${signal ?? `exit ${code}`}); ${crashes.length > MAX_CRASHES ? "giving up" : "starting it again"}`);
-      if (crashes.length > MAX_CRASHES) return 1;
-      if (crashes.length > 1) await new Promise((r) => setTimeout(r, 250 * 2 ** (crashes.length - 2)));
+      const delay = backoff.crashed();
+      log(`the engine died (${signal ?? `exit ${code}`}); ${delay === null ? "giving up" : "starting it again"}`);
+      if (delay === null) return 1;
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
       // A client that saw the engine die first may be starting one itself: then that one (with its own supervisor) wins.
       if (readLock(stateDir)) return 0;
       const started = await startExclusive(stateDir, 20_000, takeOver);

@@ -3,6 +3,7 @@ import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
 import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
+import { killGroup } from "../process/process";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
 export interface CheckSandbox {
@@ -37,11 +38,9 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
-    try {
-      process.kill(-child.pid!, "SIGKILL");
-    } catch {
-      child.kill("SIGKILL");
-    }
+    // The check leads its own process group (detached): everything it started goes with it.
+    if (child.pid) killGroup(child.pid);
+    else child.kill("SIGKILL");
   }, timeoutSec * 1000);
   const r = await child;
   clearTimeout(timer);

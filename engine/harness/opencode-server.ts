@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
@@ -10,6 +10,7 @@ import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, WORKER_AGENT, t
 import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
 import { readSse } from "./sse";
 import { opencodeEvent } from "./translate";
+import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process/process";
 import { config as ocwConfig } from "../config";
 
 export type { OpencodeEvent } from "./translate";
@@ -53,7 +54,8 @@ export class OpencodeServer extends EventEmitter {
   private readonly password = randomBytes(24).toString("base64url");
   private stopping = false;
   private streamAbort: AbortController | null = null;
-  private restarts = 0;
+  /** Restarts after a crash: 250 ms, 500 ms, … up to 30 s; a start that holds resets it. */
+  private readonly restarts = new Backoff({ baseMs: 250, capMs: 30_000 });
   private starting: Promise<void> | null = null;
   readonly authHeader: string;
 
@@ -132,7 +134,7 @@ export class OpencodeServer extends EventEmitter {
     const cmd = this.command();
     const proc = spawn(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
     this.proc = proc;
-    writeFileSync(this.pidFile, String(proc.pid ?? ""), { mode: 0o600 });
+    writePidFile(this.pidFile, proc.pid);
     const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         proc.kill("SIGKILL");
@@ -163,7 +165,7 @@ export class OpencodeServer extends EventEmitter {
     const client = createOpencodeClient({ baseUrl: url, headers: { Authorization: this.authHeader } });
     await this.verifyAgent(client);
     this.client = client;
-    this.restarts = 0;
+    this.restarts.reset();
     this.openStream();
     this.emit("ready");
   }
@@ -224,20 +226,18 @@ export class OpencodeServer extends EventEmitter {
     this.proc = null;
     if (this.stopping) return;
     this.emit("down", `opencode serve exited unexpectedly (code ${code}, signal ${signal})`);
-    const delay = Math.min(30_000, 250 * 2 ** this.restarts++);
     setTimeout(() => {
       if (this.stopping) return;
       this.start().catch((err) => {
         this.opts.log?.(`restart failed: ${(err as Error).message}`);
         this.onExitRetry();
       });
-    }, delay);
+    }, this.restarts.crashed() ?? 30_000);
   }
 
   private onExitRetry(): void {
     if (this.stopping) return;
-    const delay = Math.min(30_000, 250 * 2 ** this.restarts++);
-    setTimeout(() => !this.stopping && this.start().catch(() => this.onExitRetry()), delay);
+    setTimeout(() => !this.stopping && this.start().catch(() => this.onExitRetry()), this.restarts.crashed() ?? 30_000);
   }
 
   /** Stops the server. Callers abort busy sessions first so bash children end (they run in their own process groups). */
@@ -261,24 +261,23 @@ export class OpencodeServer extends EventEmitter {
   }
 }
 
-/** Direct children of a process (Linux /proc); bash tool children live in their own process groups. */
 /**
  * A previous engine killed with -9 leaves its opencode serve running on the same data dir (`home`): end it. The engine
  * calls this for every target at start-up, and each server before it spawns.
  */
 export function endStaleServer(home: string, log?: (line: string) => void): void {
-  let pid: number;
-  try {
-    pid = Number(readFileSync(path.join(home, "opencode.pid"), "utf8").trim());
-  } catch {
-    return;
-  }
-  if (!pid || pid === process.pid) return;
-  try {
-    const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    if (!cmd.includes("opencode")) return;
-  } catch {
-    if (process.platform === "linux") return; // gone
+  const who = readPidFile(path.join(home, "opencode.pid"));
+  if (!who || who.pid === process.pid) return;
+  // Ours only when it is still the process that was recorded (its start time matches); a pid file of an older engine
+  // holds a bare pid, which is ours only when it still runs opencode.
+  if (!alive(who)) return;
+  const pid = who.pid;
+  if (who.startTime === null) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
+    } catch {
+      if (process.platform === "linux") return; // gone
+    }
   }
   for (const c of childPids(pid)) killGroup(c);
   try {
@@ -286,37 +285,5 @@ export function endStaleServer(home: string, log?: (line: string) => void): void
     log?.(`ended a stale opencode serve (pid ${pid}) left by an earlier engine`);
   } catch {
     /* already gone */
-  }
-}
-
-function childPids(pid: number | undefined): number[] {
-  if (!pid || process.platform !== "linux") return [];
-  const out: number[] = [];
-  try {
-    for (const d of readdirSync("/proc")) {
-      if (!/^\d+$/.test(d)) continue;
-      try {
-        const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-        if (ppid === pid) out.push(Number(d));
-      } catch {
-        /* process ended while we looked */
-      }
-    }
-  } catch {
-    /* no /proc */
-  }
-  return out;
-}
-
-function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      /* already gone */
-    }
   }
 }
