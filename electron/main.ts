@@ -60,9 +60,9 @@ if (!app.requestSingleInstanceLock()) {
     if (!engine) firstHash = hash;
     else show(hash);
   });
-  // ocw:// links open this app (installed builds register the scheme; see electron-builder.yml `protocols`).
-  if (process.defaultApp && process.argv[1]) app.setAsDefaultProtocolClient(DEEP_LINK_SCHEME, process.execPath, [path.resolve(process.argv[1])]);
-  else app.setAsDefaultProtocolClient(DEEP_LINK_SCHEME);
+  // ocw:// links open this app. Installers register the scheme too (electron-builder.yml `protocols`); a checkout run
+  // (`electron .`) does not claim it, so a developer's machine keeps its own handler: pass `--ask ID` instead.
+  if (app.isPackaged) app.setAsDefaultProtocolClient(DEEP_LINK_SCHEME);
   app.whenReady().then(start, (err) => fail(err));
 }
 
