@@ -114,3 +114,29 @@ describe("the engine's commit of a worker's files", () => {
     expect(readFileSync(path.join(r, "a.txt"), "utf8")).toBe("graded\n");
   });
 });
+
+describe("each private repository is an opencode project of its own", () => {
+  it("two workspaces of one repository get different random ids, and the real opencode serve uses them", async () => {
+    const r = repo();
+    const [a, b] = await Promise.all([workspace(r, "w-proj-a"), workspace(r, "w-proj-b")]);
+    const idOf = (ws: { worktree: string }) => readFileSync(path.join(ws.worktree, ".git", "opencode"), "utf8").trim();
+    expect(idOf(a)).toMatch(/^[0-9a-f]{40}$/);
+    expect(idOf(a)).not.toBe(idOf(b));
+    // The engine's commit of the files does not carry it (it lives in .git, outside the work tree).
+    writeFileSync(path.join(a.worktree, "x.txt"), "x\n");
+    expect(await changedFiles(a, await commitWork(a, "ocw: test"))).toEqual(["x.txt"]);
+    // Without its own id, opencode would name both by their shared root commit: one project whose every session boot
+    // runs git in every workspace of it.
+    const { OpencodeServer } = await import("../harness/opencode-server");
+    const home = path.join(tmp, "oc-home");
+    const server = new OpencodeServer({ target: { id: "proj", model: "m", endpoint: "http://127.0.0.1:9/v1", keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 1 }, checks: [] }, home });
+    try {
+      await server.start();
+      const projectOf = async (dir: string) => (await server.client!.session.create({ directory: dir, title: "t" })).data!.projectID;
+      expect(await projectOf(a.worktree)).toBe(idOf(a));
+      expect(await projectOf(b.worktree)).toBe(idOf(b));
+    } finally {
+      await server.stop();
+    }
+  }, 90_000);
+});
