@@ -13,7 +13,7 @@ import { cleanup, makeRepo, scriptedTarget, tempDir, type TestEngine } from "../
 import type { McpHandle } from "../test/integration/mcp-helpers";
 import { opencodeServeUnder, rssMbOf, samplePeak } from "./procs";
 import { workerStarts, type WorkerStart } from "./sandbox";
-import { procStat, round, rssPeak } from "./stats";
+import { cpuWithChildren, procStat, round, rssPeak } from "./stats";
 
 const execFileP = promisify(execFile);
 
@@ -36,6 +36,9 @@ export interface EngineBatch {
   opencodeRssMbPeak: number | null;
   /** Per worker: queued → first model request, from the worker's events and the scripted model's request log. */
   starts: WorkerStart[];
+  /** CPU seconds of the engine's `opencode serve` during the batch, and of the processes it ran (git, shells). */
+  opencodeCpuSec: number | null;
+  opencodeChildrenCpuSec: number | null;
   /** How the batch's workers were contained ("bwrap" / "none"), from their records. */
   sandbox: string[];
 }
@@ -57,6 +60,7 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   const oc = opencodeServeUnder(enginePid);
   const ocBefore = rssMbOf(oc);
   const ocPeak = samplePeak(oc);
+  const ocCpu = cpuWithChildren(oc);
   let calls = 0;
   const call = <T = any>(tool: string, args: Record<string, unknown>) => (calls++, mcp.call<T>(tool, args));
   const t0 = Date.now();
@@ -73,6 +77,7 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   const wallMs = Date.now() - t0;
   const rssMb = peak.stop();
   const ocPeakMb = oc === null ? null : round(ocPeak.stop());
+  const ocCpuAfter = cpuWithChildren(oc);
   const after = procStat(enginePid);
   const ids = r.workers.map((w) => w.workerId);
   const starts = await workerStarts(engine.client, model, ids);
@@ -82,6 +87,8 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
     wallMs, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls,
     misses: r.workers.filter((w) => w.state !== "built").map(({ workerId, state, reason }) => ({ workerId, state, reason })),
     opencodeRssMbBefore: ocBefore, opencodeRssMbPeak: ocPeakMb, starts, sandbox,
+    opencodeCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.self - ocCpu.self, 2) : null,
+    opencodeChildrenCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.children - ocCpu.children, 2) : null,
   };
 }
 
@@ -92,6 +99,9 @@ export interface BareBatch {
   built: number;
   opencodeRssMbBefore: number | null;
   opencodeRssMbPeak: number | null;
+  /** CPU seconds of the bare `opencode serve` during the batch, and of the processes it ran (git). */
+  opencodeCpuSec: number | null;
+  opencodeChildrenCpuSec: number | null;
 }
 
 /**
@@ -146,12 +156,18 @@ export async function bareRig(model: ScriptedModel): Promise<BareRig> {
       firstRequest.length = 0;
       const before = rssMbOf(pid);
       const peak = samplePeak(pid);
+      const cpu0 = cpuWithChildren(pid);
       const t0 = Date.now();
       const built = await Promise.all(Array.from({ length: n }, (_, i) => one(dir, i, `${tag}-w${i}`, `BENCH-BATCH ${i} ${tag}`)));
       const wallMs = Date.now() - t0;
       const p = round(peak.stop());
+      const cpu1 = cpuWithChildren(pid);
       cleanup(dir);
-      return { wallMs, startMs: [...firstRequest], built: built.filter(Boolean).length, opencodeRssMbBefore: before, opencodeRssMbPeak: p };
+      return {
+        wallMs, startMs: [...firstRequest], built: built.filter(Boolean).length, opencodeRssMbBefore: before, opencodeRssMbPeak: p,
+        opencodeCpuSec: cpu0 && cpu1 ? round(cpu1.self - cpu0.self, 2) : null,
+        opencodeChildrenCpuSec: cpu0 && cpu1 ? round(cpu1.children - cpu0.children, 2) : null,
+      };
     },
     async close() {
       await server.stop();

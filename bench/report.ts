@@ -33,6 +33,10 @@ export interface Report {
   /** Parts that failed, with their error (the others still ran). */
   partErrors?: Record<string, string>;
   /** The parts this run measured (the others, in a partial run, are the committed report's). */
+  /** Per part: load average (1, 5, 15 min) when it started and ended, and how long it took (s). */
+  partLoad?: Record<string, { before: number[]; after: number[]; seconds: number }>;
+  /** CPU seconds of each side's `opencode serve` per batch (keys engineW16, bareW16, engineChildrenW16 …): medians. */
+  batchOpencodeCpuSec?: Record<string, number>;
   parts?: string[];
   date: string;
   quick: boolean;
@@ -157,6 +161,13 @@ export function renderMarkdown(r: Report): string {
     ...(r.batchMisses?.length
       ? ["", "Engine-side workers that did not end built (the lowest count of the runs is shown above):", ...r.batchMisses.map((x) => `- ${x.tasks} tasks, run ${x.run}: ${x.workerId} ${x.state}: ${x.reason ?? "(no reason)"}`)]
       : []),
+    ...(r.batchOpencodeCpuSec && Object.keys(r.batchOpencodeCpuSec).length
+      ? [
+          "",
+          "CPU seconds of each side's `opencode serve` during the batch (its own + the processes it ran, mostly git), read from /proc: unlike wall time, it does not stretch with other work on the machine. " +
+            batchSizes.map((w) => { const W = w.toUpperCase(); return `${w.slice(1)} tasks: engine ${R(`batchOpencodeCpuSec.engine${W}`)} + ${R(`batchOpencodeCpuSec.engineChildren${W}`)} s, bare ${R(`batchOpencodeCpuSec.bare${W}`)} + ${R(`batchOpencodeCpuSec.bareChildren${W}`)} s`; }).join("; ") + ".",
+        ]
+      : []),
     ...sandboxSection(r),
     ...repoSection(r),
     "",
@@ -212,6 +223,9 @@ export function renderMarkdown(r: Report): string {
     `Whole run: ${r.totalSeconds} s.${r.machine.loadBefore ? ` Load average (1, 5, 15 min) at the start ${r.machine.loadBefore.join(", ")}, at the end ${r.machine.loadAfter?.join(", ")} (${r.machine.cpus} cores; other work on the machine shows here).` : ""}${r.parts && r.parts.length < 8 ? ` This run measured: ${r.parts.join(", ")}; the rest is from the previous report.` : ""}`,
     "",
   ];
+    ...(r.partLoad && Object.keys(r.partLoad).length
+      ? ["## Load on the machine per part", "Load average (1, 5, 15 min) of this 2-core machine when each part started and ended: other work shows here, and a figure measured under load reads accordingly.", "", "| part | load at start | load at end | s |", "|---|---|---|---|", ...Object.entries(r.partLoad).map(([p, l]) => `| ${p} | ${l.before.join(", ")} | ${l.after.join(", ")} | ${l.seconds} |`), ""]
+      : []),
   return lines.join("\n");
 }
 

@@ -94,6 +94,7 @@ async function measure() {
         parts: [...new Set([...(base.parts ?? []).filter((p) => !now.includes(p as Part)), ...now])],
         partErrors: { ...Object.fromEntries(Object.entries(base.partErrors ?? {}).filter(([p]) => !now.includes(p as Part))), ...partErrors },
         reruns: [...(base.reruns ?? []), `${now.join(", ")} measured again at ${new Date().toISOString()} (load ${loadAtStart.join(", ")} → ${os.loadavg().map((x) => round(x, 2)).join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`],
+        partLoad: { ...(base.partLoad ?? {}), ...partLoad },
         range,
       });
       write(report);
@@ -114,6 +115,7 @@ async function measure() {
       reproduce: "npm ci && npm run bench",
       partErrors,
       parts: [...PARTS.filter((p) => completed.has(p)), ...(manyFrom ? ["many (separate run)"] : [])],
+      partLoad,
       ui: partial ? (base.ui ?? null) : null,
       range,
       totalSeconds: round((Date.now() - started) / 1000),
@@ -124,8 +126,17 @@ async function measure() {
   const partErrors: Record<string, string> = {};
   const completed = new Set<Part>();
   /** A part that fails is recorded in the report with its error; the other parts still run. */
+  /** Load average (1, 5, 15 min) when each part starts and ends, and its duration: a figure is read against these. */
+  const partLoad: NonNullable<Report["partLoad"]> = {};
+  const loadNow = () => os.loadavg().map((x) => round(x, 2));
+  const partStart = (part: Part) => {
+    const t0 = Date.now();
+    const before = loadNow();
+    return () => void (partLoad[part] = { before, after: loadNow(), seconds: round((Date.now() - t0) / 1000) });
+  };
   const guard = async (part: Part, fn: () => Promise<void>) => {
     try {
+    const done = partStart(part);
       await fn();
       completed.add(part);
     } catch (err) {
@@ -133,6 +144,7 @@ async function measure() {
       log(`part ${part} failed: ${partErrors[part]}`);
     }
     flush();
+    done();
   };
 
   const model = await startScriptedModel({
@@ -146,6 +158,7 @@ async function measure() {
   // Start-ups first, while nothing else of the bench runs.
   if (runs("startup")) {
     const startupMs: Record<string, number> = { ...(base.startupMs ?? {}) };
+    const done = partStart("startup");
     const engineRuns: number[] = [];
     const detect: Awaited<ReturnType<typeof timeDetection>>[] = [];
     for (let i = 0; i < reps; i++) {
@@ -174,14 +187,17 @@ async function measure() {
     report.startupMs = startupMs;
     completed.add("startup");
     log(`ocw mcp → tools/list ${startupMs.mcpToolsList} ms (cold ${startupMs.mcpToolsListCold} ms; first call cold ${startupMs.mcpFirstCallCold} ms)`);
+    done();
   }
 
   if (runs("fit")) {
     const recorded = await fitRecorded(ROOT);
+    const done = partStart("fit");
     const live = await fitLive();
     log(`fit (${recorded.source}): max ${recorded.maxErrPct} %, mean ${recorded.meanErrPct} %${live ? `; live: max ${live.maxErrPct} %` : ""}`);
     completed.add("fit");
     report.fit = {
+    done();
       ...headline(live ?? recorded),
       recorded,
       live,
@@ -191,6 +207,7 @@ async function measure() {
 
   if (runs("gate")) {
     // Gate latency per size, each size repeated.
+    const done = partStart("gate");
     const sizes = quick ? [1, 4] : [1, 4, 16, 32];
     const baselineSize = quick ? 4 : 16;
     const gateRuns = new Map<number, { event: Latency; poll: Latency }[]>();
@@ -223,6 +240,7 @@ async function measure() {
     report.pollMs = pollMs;
     completed.add("gate");
     report.pollBaselineMs = { p50: pollMs[`w${baselineSize}`]!.p50, p99: pollMs[`w${baselineSize}`]!.p99 };
+    done();
   }
 
   if (runs("batch")) await guard("batch", () => batches(model, report, put));
@@ -327,8 +345,9 @@ const FAULT_FILES_COUNT = 7;
 
 /**
  * The batches, each repetition on fresh engines: one sandboxed (the default), one with OCW_NO_SANDBOX=1, and the bare
- * SDK on its own `opencode serve` started with the same class, target and environment. The order of the three rotates
- * with the repetition, so no side always runs first.
+ * SDK on its own `opencode serve` started with the same class, target and environment. The order of the sides is
+ * reversed every other repetition, so in every pair compared (engine ÷ bare, sandbox on ÷ off) each side goes first
+ * equally often (with an even number of repetitions).
  */
 async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, report: Report, put: (key: string, runs: number[], d?: number) => number) {
   const batchSizes = quick ? [4, 8] : [16, 32];
@@ -371,18 +390,19 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
       }
       for (const n of batchSizes) {
         const sides: Side[] = n === sandboxSize ? ["bare", "engine", "noSandbox"] : ["bare", "engine"];
-        const order = sides.map((_, i) => sides[(i + rep) % sides.length]!);
+        // Odd repetitions run the sides in reverse: each pair (engine/bare, sandbox on/off) takes turns going first.
+        const order = rep % 2 ? [...sides].reverse() : sides;
         for (const side of order) {
           if (side === "bare") {
             const b = await bare.run(n, `r${rep}n${n}`);
             add(side, n, b);
-            log(`batch ${n} bare SDK (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB`);
+            log(`batch ${n} bare SDK (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
             continue;
           }
           const eng = side === "engine" ? sb : nosb;
           const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}`);
           add(side, n, r);
-          log(`batch ${n} ${side === "engine" ? "engine + MCP" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB`);
+          log(`batch ${n} ${side === "engine" ? "engine + MCP" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
           for (const m of r.misses) {
             log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
             batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : {}), ...m });
@@ -409,6 +429,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     const bare = get<BareBatch>("bare", n);
     // Ratio per repetition (engine and bare of the same repetition, on the same machine minutes apart).
     batchRatio[w] = put(`batchRatio.${w}`, eng.map((r, i) => r.wallMs / bare[i]!.wallMs), 2);
+  const opencodeCpu: Record<string, number> = {};
     batchMs[`engine${W}`] = put(`batchMs.engine${W}`, eng.map((r) => r.wallMs), 0);
     batchMs[`bare${W}`] = put(`batchMs.bare${W}`, bare.map((r) => r.wallMs), 0);
     batchMs[`built${W}`] = Math.min(...eng.map((r) => r.built));
@@ -425,6 +446,14 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   report.batchMisses = batchMisses;
   report.batchStartMs = startMs;
   report.batchStartPhases = startPhases;
+    // opencode serve's own CPU and that of what it ran (git, shells): the same work on both sides should cost the same.
+    const cpuOf = (xs: (EngineBatch | BareBatch)[], k: "opencodeCpuSec" | "opencodeChildrenCpuSec") => xs.map((r) => r[k]).filter((x): x is number => x !== null);
+    for (const [side, xs] of [["engine", eng], ["bare", bare]] as const) {
+      const self = cpuOf(xs, "opencodeCpuSec");
+      const kids = cpuOf(xs, "opencodeChildrenCpuSec");
+      if (self.length) opencodeCpu[`${side}${W}`] = put(`batchOpencodeCpuSec.${side}${W}`, self, 1);
+      if (kids.length) opencodeCpu[`${side}Children${W}`] = put(`batchOpencodeCpuSec.${side}Children${W}`, kids, 1);
+    }
   report.engine = engineFigures;
 
   // Sandbox on vs off: the batch and the worker start.
@@ -434,6 +463,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const loneOn = lone.on.map((s) => median(firsts(s)));
   const loneOff = lone.off.map((s) => median(firsts(s)));
   const sk = `sandbox`;
+  report.batchOpencodeCpuSec = opencodeCpu;
   const sandbox = {
     tasks: sandboxSize,
     batchMsOn: put(`${sk}.batchMsOn`, on.map((r) => r.wallMs), 0),

@@ -43,6 +43,21 @@ export function procStat(pid: number): { cpuSec: number; rssMb: number } {
   return { cpuSec: (Number(f[11]) + Number(f[12])) / tick, rssMb: rssKb / 1024 };
 }
 
+/**
+ * CPU seconds of a process and of its children it has waited for (git, shells: what opencode serve spawns), from
+ * /proc; null when it is gone. CPU time does not stretch with other work on the machine the way wall time does.
+ */
+export function cpuWithChildren(pid: number | null): { self: number; children: number } | null {
+  if (pid === null) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { self: (Number(f[11]) + Number(f[12])) / 100, children: (Number(f[13]) + Number(f[14])) / 100 };
+  } catch {
+    return null;
+  }
+}
+
 /** Samples a process's RSS every `everyMs` and keeps the peak. */
 export function rssPeak(pid: number, everyMs = 200) {
   let peak = procStat(pid).rssMb;
