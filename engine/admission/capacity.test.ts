@@ -81,6 +81,16 @@ describe("admission by live capacity", () => {
     expect(probes.sent.get("a")).toBe(3);
   });
 
+  it("one timed-out probe after a healthy reading keeps the endpoint in admission; a second one, or a refused connection, takes it out", async () => {
+    let t = 0;
+    const answers: (string | null)[] = [null, "TimeoutError", null, "TimeoutError", "TimeoutError", null, "ECONNREFUSED"];
+    const probes = new EndpointProbes(1000, async (e) => ep(e.url, { healthy: !answers[0], problem: answers.shift() ?? null, checkedAt: t }), () => t);
+    const next = async () => ((t += 1000), probes.read({ url: "a", slots: 4 }, null));
+    const seen: boolean[] = [];
+    for (let i = 0; i < 7; i++) seen.push((await next()).healthy);
+    expect(seen).toEqual([true, true, true, true, false, true, false]);
+  });
+
   describe("reads the serving engines' own reports", () => {
     let body: { path: string; status: number; text: string }[] = [];
     const server = http.createServer((req, res) => {

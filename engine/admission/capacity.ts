@@ -27,6 +27,8 @@ export const EndpointStatus = z.object({
     .nullable(),
   problem: z.string().nullable(),
   checkedAt: z.number().nullable(),
+  /** Its last probe timed out once after a healthy reading: kept in admission until a second one does. */
+  slowOnce: z.boolean().optional(),
 });
 export type EndpointStatus = z.infer<typeof EndpointStatus>;
 export type LiveReading = NonNullable<EndpointStatus["live"]>;
@@ -108,6 +110,9 @@ export async function readEndpoint(e: ServingEndpoint, key: string | null, ours?
  * the reading in flight, or the last one while it is younger than the period. `fresh` forces a new probe (preflight,
  * or a worker whose model call just failed), still joining one already in flight.
  */
+/** What a timed-out probe reports (fetch's AbortSignal.timeout), as opposed to a refused or reset connection. */
+const TIMEOUTS = new Set(["TimeoutError", "AbortError", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT"]);
+
 export class EndpointProbes {
   private readonly last = new Map<string, EndpointStatus>();
   private readonly inFlight = new Map<string, Promise<EndpointStatus>>();
@@ -129,8 +134,13 @@ export class EndpointProbes {
     this.sent.set(e.url, (this.sent.get(e.url) ?? 0) + 1);
     const p = this.probe(e, key, o.ours)
       .then((s) => {
-        this.last.set(e.url, s);
-        return s;
+        // A probe that timed out once, after a healthy reading, is a slow answer (a busy server or machine), not a death:
+        // the endpoint stays in admission with its last load for one more period. Two in a row, or a refused or reset
+        // connection (the server is gone), take it out.
+        const slow = s.problem !== null && TIMEOUTS.has(s.problem) && had?.healthy === true && !had.slowOnce;
+        const out: EndpointStatus = slow && had ? { ...had, slots: e.slots, checkedAt: s.checkedAt, slowOnce: true } : s;
+        this.last.set(e.url, out);
+        return out;
       })
       .finally(() => this.inFlight.delete(e.url));
     this.inFlight.set(e.url, p);
