@@ -4,6 +4,7 @@ import type { FaultSuite } from "./faults";
 import type { FitResult } from "./fit";
 import type { Latency } from "./gate";
 import type { ManyWorkers } from "./memory";
+import type { PoolBench } from "./pool";
 import type { EnvComparison } from "./procs";
 import type { RepoCost, startMedians } from "./sandbox";
 import type { Concurrent } from "./scale";
@@ -95,6 +96,8 @@ export interface Report {
   };
   /** The fault and attack suite, run by the bench (vitest JSON reporter). */
   faults?: FaultSuite;
+  /** A batch on a pool of endpoints vs one endpoint with the same total slots; an endpoint's death → out of admission. */
+  pool?: PoolBench;
   engine: Record<string, number | string>;
   manyWorkers: ManyWorkers;
   ui: Omit<UiResult, "dashboardStartupMs"> | null;
@@ -184,6 +187,7 @@ export function renderMarkdown(r: Report): string {
     ...m.samples.map((x) => `| ${x.finished} | ${x.sec} | ${x.rssMb} | ${x.opencodeRssMb ?? "–"} |`),
     "",
     ...scaleSection(r),
+    ...poolSection(r),
     "",
     "## Dashboard in Chromium with 16 streaming workers",
     ...(ui
@@ -310,6 +314,24 @@ function scaleSection(r: Report): string[] {
       `opencode serve ${c.opencodeRssMbBefore} MB → peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker at ${c.maxActive} at once); engine peak RSS ${c.engineRssMbPeak} MB.`,
     );
   return out;
+}
+
+function poolSection(r: Report): string[] {
+  const p = r.pool;
+  if (!p) return [];
+  return [
+    "",
+    "## Pools",
+    `${p.tasks} tasks (each writes a file after an approved ask, graded with a file check) on a pool of ${p.endpoints} endpoints × ${p.slotsPerEndpoint} slots, against the same batch on one endpoint with ${p.endpoints * p.slotsPerEndpoint} slots; the scripted model plays llama.cpp's \`/slots\`, so this is the engine's cost of a pool (admission by live capacity, one opencode provider per endpoint), not a server's throughput. ${p.reps} repetition${p.reps > 1 ? "s" : ""}, each on a fresh engine, the sides taking turns going first. Pool probe period ${p.probeMs} ms.`,
+    "",
+    "| | pool | one endpoint | pool ÷ one |",
+    "|---|---|---|---|",
+    `| ${p.tasks}-task batch, ms | ${fmt(p.poolMs)} | ${fmt(p.singleMs)} | **${fmt(p.ratio)}** |`,
+    `| built | ${p.builtPool} of ${p.tasks} | ${p.builtSingle} of ${p.tasks} | |`,
+    "",
+    `Most of the engine's workers at once on one endpoint of the pool: ${p.maxOnEndpoint} (its slots: ${p.slotsPerEndpoint}).`,
+    `An endpoint killed under its workers → the engine shows it down, out of admission: **${fmt(p.removalMidCallMs, " ms")}** while a worker's model call was open on it (the failed call triggers a probe at once); **${fmt(p.removalIdleMs, " ms")}** while its workers were between calls, waiting on a person (only the periodic probe sees it: at most one period plus the probe's timeout). Its workers moved and ended on another endpoint: ${p.moved.endedElsewhere} of ${p.moved.on}.`,
+  ];
 }
 
 function faultSection(r: Report): string[] {

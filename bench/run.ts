@@ -15,6 +15,7 @@ import { concurrent } from "./scale";
 import { fitLive, fitRecorded, timeDetection, type FitResult } from "./fit";
 import { gateLatency, gateRig, type Latency } from "./gate";
 import { manyWorkers } from "./memory";
+import { poolBench } from "./pool";
 import { renderMarkdown, type Report, type UiResult } from "./report";
 import { engineStartup, mcpCold, mcpToolsListWarm } from "./startup";
 import { log, median, round, spread, type Spread } from "./stats";
@@ -33,7 +34,7 @@ const manyCount = Number(flag("--workers") ?? (quick ? 32 : 1000));
 const scaleCount = Number(flag("--scale") ?? (quick ? 16 : 64));
 const loneCount = Number(flag("--lone") ?? (quick ? 3 : 5));
 const repoFiles = Number(flag("--repo-files") ?? (quick ? 500 : 3000));
-const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "faults"] as const;
+const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "pool", "faults"] as const;
 type Part = (typeof PARTS)[number];
 /** `--only a,b`: measure just those parts; the rest of the report is the committed one, written to bench/tmp/. */
 const only = flag("--only")?.split(",").map((x) => x.trim()) as Part[] | undefined;
@@ -298,6 +299,14 @@ async function measure() {
   });
   if (manyFrom) takeMany(report, manyFrom);
   await model.close();
+
+  if (runs("pool")) await guard("pool", async () => {
+    log(`pools: ${quick ? 8 : 32} tasks on 3 endpoints vs one, and an endpoint's death → out of admission (${reps} runs)…`);
+    const p = await poolBench({ reps, tasks: quick ? 8 : 32 });
+    for (const k of ["poolMs", "singleMs", "ratio", "removalMidCallMs", "removalIdleMs"] as const) range[`pool.${k}`] = p[k];
+    report.pool = p;
+    log(`  pool ÷ one endpoint ${p.ratio.median} [${p.ratio.min}–${p.ratio.max}]; out of admission ${p.removalMidCallMs.median} ms mid-call, ${p.removalIdleMs.median} ms between calls`);
+  });
 
   if (runs("faults")) await guard("faults", async () => {
     log(`the fault and attack suite (${FAULT_FILES_COUNT} files, vitest)…`);
