@@ -3,7 +3,6 @@ import { isActive, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../workers/registry";
 import type { TargetStore } from "../store/targets";
 import { keyForProbe } from "../serving/keys";
-import { providerIdFor } from "../harness/config";
 import { chooseEndpoint, EndpointProbes, endpointsOf, isPool, type EndpointStatus } from "./capacity";
 
 /**
@@ -83,13 +82,6 @@ export class Pools {
     const down = { url, healthy: false, slots: 0, inUse: 0, live: null, problem, checkedAt: Date.now() };
     this.endpointState.get(targetId)?.set(url, down);
     this.probes.note(down); // the shared reading too, or the next refresh would take a healthy one from before
-  }
-
-  /** The model a worker's prompts name: its endpoint's provider in a pool; the target's default otherwise. */
-  modelFor(w: Worker, target: Target): { providerID: string; modelID: string } | undefined {
-    if (!isPool(target) || !w.endpoint) return undefined;
-    const i = endpointsOf(target).findIndex((e) => e.url === w.endpoint);
-    return i < 0 ? undefined : { providerID: providerIdFor(i), modelID: target.model };
   }
 
   /** Every endpoint of every known target: health, slots, workers on it, and what the server reports. */

@@ -10,21 +10,20 @@ import { isActive, isFinal, WorkerSpec, type TranscriptPart, type Worker, type W
 import { Pools } from "../admission/pools";
 import { endpointsOf, isPool, type EndpointStatus } from "../admission/capacity";
 import { Approvals } from "../approvals/queue";
-import { Budgets } from "../budgets/budgets";
+import { Budgets, type Clock } from "../budgets/budgets";
 import { config } from "../config";
 import { EventBus } from "../events";
-import { KeyGateway } from "../gateway/gateway";
 import { WORKER_AGENT } from "../harness/config";
-import { opencodeHarness, type Harness, type HarnessServer } from "../harness/harness";
+import type { Harness, HarnessServer } from "../harness/harness";
+import { modelFor, OpencodeServers } from "../harness/servers";
 import { Translator, type OpencodeEvent } from "../harness/translate";
 import { Recovery } from "../recovery/recovery";
-import { sandboxStatus, writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
-import { resolveKey } from "../serving/keys";
+import { sandboxStatus, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
 import { createWorkspace, InputError, inspectRepo, type RepoInfo } from "../workspace/workspace";
 import { WorkspaceLifecycle } from "./lifecycle";
-import { preflightEndpoint, unreachable } from "./preflight";
+import { preflightTarget, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { WorkerRegistry } from "./registry";
 import { Settler } from "./settle";
@@ -44,6 +43,8 @@ export interface EngineOptions {
   noSandbox?: boolean;
   /** How opencode servers are made: the real `opencode serve` unless a test passes a fake. */
   harness?: Harness;
+  /** Time and timers of the budgets and the watchdog (a test passes a fake one). */
+  clock?: Clock;
 }
 
 /**
@@ -66,11 +67,10 @@ export class Engine {
   private readonly settler: Settler;
   private readonly lifecycle: WorkspaceLifecycle;
   private readonly translator: Translator;
-  private readonly servers = new Map<string, HarnessServer>();
+  private readonly servers: OpencodeServers;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
   private readonly queue: string[] = [];
   private closed = false;
-  private readonly gateway = new KeyGateway();
 
   constructor(private readonly opts: EngineOptions) {
     this.targets = opts.targets ?? new TargetStore(path.join(opts.stateDir, "targets.json"));
@@ -80,9 +80,23 @@ export class Engine {
     const optedOut = opts.noSandbox ?? config().OCW_NO_SANDBOX;
     this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
     const reg = (this.reg = new WorkerRegistry({ stateDir: opts.stateDir, bus: this.bus, logs: this.logs, log: (l) => this.log(l), moved: (id, state) => this.moved(id, state) }));
+    this.servers = new OpencodeServers({
+      stateDir: opts.stateDir,
+      sandbox: this.sandbox,
+      workspacesRoot: reg.workspacesRoot,
+      tmpRoot: reg.workerTmpRoot,
+      harness: opts.harness,
+      log: (l) => this.log(l),
+      wire: (targetId, s) => {
+        s.on("event", (e: OpencodeEvent) => this.translator.handle(e));
+        s.on("down", (why: string) => this.recovery.onServerDown(targetId, why));
+        s.on("ready", () => this.reg.transient({ type: "serving", targetId, status: "ready", ts: Date.now() }));
+        s.on("resync", () => void this.recovery.resync(targetId));
+      },
+    });
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
-    this.budgets = new Budgets({ registry: reg, stop: (id, reason) => this.stop(id, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config().OCW_STALL_SEC) * 1000 });
-    this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id) => this.transcript(id), server: (t) => this.server(t) });
+    this.budgets = new Budgets({ registry: reg, stop: (id, reason) => this.stop(id, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config().OCW_STALL_SEC) * 1000, clock: opts.clock });
+    this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id) => this.transcript(id), server: (t) => this.servers.for(t) });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config().OCW_RETENTION_DAYS);
     this.translator = new Translator({
       registry: reg,
@@ -178,7 +192,7 @@ export class Engine {
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
     const target = this.resolveTarget(spec.targetId);
-    await this.preflight(target);
+    await preflightTarget(target);
     return this.create(spec, repo, target, opts.batchId ?? null);
   }
 
@@ -213,7 +227,7 @@ export class Engine {
         throw new InputError(`task ${n + 1}: ${err.message}`);
       });
       const target = this.resolveTarget(spec.targetId);
-      if (!reached.has(target.id)) reached.set(target.id, this.preflight(target));
+      if (!reached.has(target.id)) reached.set(target.id, preflightTarget(target));
       await reached.get(target.id);
       checked.push({ spec, repo, target });
     }
@@ -276,7 +290,7 @@ export class Engine {
     this.reg.record(workerId, { type: "steer.sent", text: body, by });
     // A prompt to a busy session is stored at once and injected at the next step boundary (shared/notes/opencode.md).
     const target = w.targetId ? this.targets.get(w.targetId) : undefined;
-    const model = target ? this.pools.modelFor(w, target) : undefined;
+    const model = target ? modelFor(w.endpoint, target) : undefined;
     const res = await c.client.session.promptAsync({
       sessionID: w.sessionId,
       directory: c.directory,
@@ -319,7 +333,7 @@ export class Engine {
       throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed`);
     }
     const target = this.resolveTarget(w.targetId ?? undefined);
-    await this.preflight(target);
+    await preflightTarget(target);
     this.requeue(workerId, "resumed", message);
     return this.get(workerId);
   }
@@ -351,20 +365,6 @@ export class Engine {
   /** Removes the workspaces of finished workers older than the retention; never built work nobody merged. */
   collectGarbage(now = Date.now()): Promise<string[]> {
     return this.lifecycle.collectGarbage(now);
-  }
-
-  /** A target's endpoint reachable before work is accepted; for a pool, any one of its endpoints. */
-  private async preflight(target: Target): Promise<void> {
-    if (!isPool(target)) return preflightEndpoint(target);
-    const errors: string[] = [];
-    for (const e of endpointsOf(target)) {
-      try {
-        return await preflightEndpoint({ ...target, endpoint: e.url });
-      } catch (err) {
-        errors.push((err as Error).message);
-      }
-    }
-    throw new InputError(`no endpoint of the pool ${target.id} answers: ${errors.join("; ")}`);
   }
 
   /** The last health check of each target's model server. */
@@ -411,7 +411,7 @@ export class Engine {
   }
 
   serving(): { targetId: string; ready: boolean; url: string | null; pid: number | undefined }[] {
-    return [...this.servers.entries()].map(([targetId, s]) => ({ targetId, ready: s.ready, url: s.url, pid: s.pid }));
+    return this.servers.list();
   }
 
   slots(): { targetId: string; slots: number; inUse: number; queued: number }[] {
@@ -442,8 +442,7 @@ export class Engine {
       // Abort: bash tool children survive the server otherwise (docs/opencode.md).
       await this.reg.abortSession(w.id);
     }
-    await Promise.all([...this.servers.values()].map((s) => s.stop()));
-    this.gateway.close();
+    await this.servers.close();
   }
 
   // ---------- admission & running ----------
@@ -481,36 +480,6 @@ export class Engine {
     }
   }
 
-  private async server(target: Target): Promise<HarnessServer> {
-    let s = this.servers.get(target.id);
-    if (s) return s;
-    // A keyed target is reached through the engine's gateway: the key never enters opencode or a worker's reach.
-    // Resolved once, as when it was handed to opencode's environment (a key file is not read on every request).
-    const key = target.keyRef || target.keyFile ? resolveKey(target) : null;
-    if ((target.keyRef || target.keyFile) && !key) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
-    // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
-    const provider = await Promise.all(
-      endpointsOf(target).map((e, i) => (key ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key }) : { baseURL: e.url, apiKey: "none" })),
-    );
-    const { workspacesRoot, workerTmpRoot } = this.reg;
-    const shell = writeWorkerShell(path.join(this.opts.stateDir, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot: workerTmpRoot, kind: this.sandbox.kind });
-    s = this.servers.get(target.id);
-    if (s) return s;
-    s = (this.opts.harness ?? opencodeHarness)({
-      target,
-      home: path.join(this.opts.stateDir, "opencode", target.id),
-      log: (l) => this.log(`[opencode ${target.id}] ${l}`),
-      provider,
-      confine: { kind: this.sandbox.kind, stateDir: this.opts.stateDir, workspacesRoot, tmpRoot: workerTmpRoot, shell },
-    });
-    s.on("event", (e: OpencodeEvent) => this.translator.handle(e));
-    s.on("down", (why: string) => this.recovery.onServerDown(target.id, why));
-    s.on("ready", () => this.reg.transient({ type: "serving", targetId: target.id, status: "ready", ts: Date.now() }));
-    s.on("resync", () => void this.recovery.resync(target.id));
-    this.servers.set(target.id, s);
-    return s;
-  }
-
   /** An admitted worker: its workspace (made once), its target's opencode server, its session, and the prompt. */
   private async run(workerId: string, target: Target): Promise<void> {
     let w = this.get(workerId);
@@ -525,7 +494,7 @@ export class Engine {
     }
     // A resume right after a stop must not have its new turn land in the instance being disposed.
     await rt.releasing;
-    const server = await this.server(target);
+    const server = await this.servers.for(target);
     rt.server = server;
     if (!server.ready) this.reg.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
@@ -548,7 +517,7 @@ export class Engine {
     const sessionId = this.get(workerId).sessionId!;
     if (!this.reg.fire(workerId, "start")) return; // stopped meanwhile
     this.budgets.armWall(workerId);
-    const model = this.pools.modelFor(this.get(workerId), target);
+    const model = modelFor(this.get(workerId).endpoint, target);
     const res = await client.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, ...(model ? { model } : {}), parts: [{ type: "text", text }] });
     if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
   }

@@ -1,5 +1,5 @@
 import type { Target } from "../../shared/target";
-import { probeHealth } from "../admission/capacity";
+import { endpointsOf, isPool, probeHealth } from "../admission/capacity";
 import { resolveKey } from "../serving/keys";
 import { InputError } from "../workspace/workspace";
 
@@ -32,4 +32,18 @@ export async function unreachable(target: Target, key: string | null = resolveKe
   const problem = await probeHealth(target.endpoint, key, timeoutMs);
   if (problem) ok.delete(target.endpoint);
   return problem;
+}
+
+/** A target's endpoint reachable before work is accepted; for a pool, any one of its endpoints. */
+export async function preflightTarget(target: Target): Promise<void> {
+  if (!isPool(target)) return preflightEndpoint(target);
+  const errors: string[] = [];
+  for (const e of endpointsOf(target)) {
+    try {
+      return await preflightEndpoint({ ...target, endpoint: e.url });
+    } catch (err) {
+      errors.push((err as Error).message);
+    }
+  }
+  throw new InputError(`no endpoint of the pool ${target.id} answers: ${errors.join("; ")}`);
 }

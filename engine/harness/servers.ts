@@ -1,0 +1,82 @@
+import path from "node:path";
+import type { Target } from "../../shared/target";
+import { endpointsOf, isPool } from "../admission/capacity";
+import { providerIdFor } from "./config";
+import { KeyGateway } from "../gateway/gateway";
+import { writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
+import { resolveKey } from "../serving/keys";
+import { opencodeHarness, type Harness, type HarnessServer } from "./harness";
+import type { OpencodeEvent } from "./translate";
+
+/**
+ * The opencode servers of the engine: one per target (made on first use, by the harness), each reaching the model
+ * through one provider per endpoint; keyed targets through the engine's loopback key gateway, so the key never enters
+ * opencode or a worker's reach. Every server is sandboxed as the engine's sandbox says, with the per-command worker
+ * shell.
+ */
+export interface ServersOptions {
+  stateDir: string;
+  sandbox: { kind: SandboxKind };
+  workspacesRoot: string;
+  tmpRoot: string;
+  harness?: Harness;
+  log: (line: string) => void;
+  /** Wiring of a new server's events (translation, down, ready, resync). */
+  wire: (targetId: string, s: HarnessServer) => void;
+}
+
+export class OpencodeServers {
+  private readonly servers = new Map<string, HarnessServer>();
+  private readonly gateway = new KeyGateway();
+
+  constructor(private readonly opts: ServersOptions) {}
+
+  get(targetId: string): HarnessServer | undefined {
+    return this.servers.get(targetId);
+  }
+
+  /** The target's server (not started: callers `start()` it when they need it up). */
+  async for(target: Target): Promise<HarnessServer> {
+    let s = this.servers.get(target.id);
+    if (s) return s;
+    // Resolved once, as when it was handed to opencode's environment (a key file is not read on every request).
+    const key = target.keyRef || target.keyFile ? resolveKey(target) : null;
+    if ((target.keyRef || target.keyFile) && !key) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
+    // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
+    const provider = await Promise.all(
+      endpointsOf(target).map((e, i) => (key ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key }) : { baseURL: e.url, apiKey: "none" })),
+    );
+    const { stateDir, workspacesRoot, tmpRoot, sandbox } = this.opts;
+    const shell = writeWorkerShell(path.join(stateDir, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind });
+    s = this.servers.get(target.id);
+    if (s) return s;
+    s = (this.opts.harness ?? opencodeHarness)({
+      target,
+      home: path.join(stateDir, "opencode", target.id),
+      log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
+      provider,
+      confine: { kind: sandbox.kind, stateDir, workspacesRoot, tmpRoot, shell },
+    });
+    this.opts.wire(target.id, s);
+    this.servers.set(target.id, s);
+    return s;
+  }
+
+  list(): { targetId: string; ready: boolean; url: string | null; pid: number | undefined }[] {
+    return [...this.servers.entries()].map(([targetId, s]) => ({ targetId, ready: s.ready, url: s.url, pid: s.pid }));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.servers.values()].map((s) => s.stop()));
+    this.gateway.close();
+  }
+}
+
+export type { OpencodeEvent };
+
+/** The model a worker's prompts name: its endpoint's provider in a pool; the target's default otherwise. */
+export function modelFor(endpoint: string | null, target: Target): { providerID: string; modelID: string } | undefined {
+  if (!isPool(target) || !endpoint) return undefined;
+  const i = endpointsOf(target).findIndex((e) => e.url === endpoint);
+  return i < 0 ? undefined : { providerID: providerIdFor(i), modelID: target.model };
+}
