@@ -26,6 +26,8 @@ export interface ManyWorkers {
   samples: { finished: number; sec: number; rssMb: number; opencodeRssMb: number | null }[];
   finalStates: Record<string, number>;
   stopped?: string;
+  /** SIGTERM to the engine → its exit, after the run (it stops opencode serve and whatever still runs). */
+  shutdownMs?: number;
   /** Set when these figures come from a separate run merged into the report. */
   ranSeparately?: string;
 }

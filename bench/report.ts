@@ -33,11 +33,11 @@ export interface Report {
   reruns?: string[];
   /** Parts that failed, with their error (the others still ran). */
   partErrors?: Record<string, string>;
-  /** The parts this run measured (the others, in a partial run, are the committed report's). */
   /** Per part: load average (1, 5, 15 min) when it started and ended, and how long it took (s). */
   partLoad?: Record<string, { before: number[]; after: number[]; seconds: number }>;
   /** CPU seconds of each side's `opencode serve` per batch (keys engineW16, bareW16, engineChildrenW16 …): medians. */
   batchOpencodeCpuSec?: Record<string, number>;
+  /** The parts this run measured (the others, in a partial run, are the committed report's). */
   parts?: string[];
   date: string;
   quick: boolean;
@@ -161,15 +161,15 @@ export function renderMarkdown(r: Report): string {
       const W = w.toUpperCase();
       return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bare${W}`)} | **${R(`batchRatio.${w}`)}** (goal ≤ 1.05: ${met(r.batchRatio[w]! <= 1.05)}) | ${r.batchMs[`built${W}`]} / ${r.batchMs[`bareBuilt${W}`]} of ${w.slice(1)} | ${r.batchStartMs ? `${R(`batchStartMs.engine${W}`)} / ${R(`batchStartMs.bare${W}`)}` : "–"} |`;
     }),
-    ...(r.batchMisses?.length
-      ? ["", "Engine-side workers that did not end built (the lowest count of the runs is shown above):", ...r.batchMisses.map((x) => `- ${x.tasks} tasks, run ${x.run}: ${x.workerId} ${x.state}: ${x.reason ?? "(no reason)"}`)]
-      : []),
     ...(r.batchOpencodeCpuSec && Object.keys(r.batchOpencodeCpuSec).length
       ? [
           "",
           "CPU seconds of each side's `opencode serve` during the batch (its own + the processes it ran, mostly git), read from /proc: unlike wall time, it does not stretch with other work on the machine. " +
             batchSizes.map((w) => { const W = w.toUpperCase(); return `${w.slice(1)} tasks: engine ${R(`batchOpencodeCpuSec.engine${W}`)} + ${R(`batchOpencodeCpuSec.engineChildren${W}`)} s, bare ${R(`batchOpencodeCpuSec.bare${W}`)} + ${R(`batchOpencodeCpuSec.bareChildren${W}`)} s`; }).join("; ") + ".",
         ]
+      : []),
+    ...(r.batchMisses?.length
+      ? ["", "Engine-side workers that did not end built (the lowest count of the runs is shown above):", ...r.batchMisses.map((x) => `- ${x.tasks} tasks, run ${x.run}: ${x.workerId} ${x.state}: ${x.reason ?? "(no reason)"}`)]
       : []),
     ...sandboxSection(r),
     ...repoSection(r),
@@ -178,7 +178,7 @@ export function renderMarkdown(r: Report): string {
     `During the ${batchSizes[0]!.slice(1)}-task batch: engine CPU ${R(`engine.cpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")}, peak RSS ${R(`engine.rssMb${batchSizes[0]!.toUpperCase()}`, " MB")}; the \`ocw mcp\` bridge ${R(`engine.bridgeCpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")} CPU (opencode serve is a separate process, not counted).`,
     "",
     `${m.workers} tiny workers (one model turn each, no tool call, no checks; 32 slots, all queued at once) on a fresh engine: ${m.finished} finished in ${(m.wallMs / 1000).toFixed(1)} s (${(m.wallMs / 1000 / Math.max(1, m.finished)).toFixed(2)} s per worker).${m.stopped ? ` **${m.stopped}.**` : ""}${m.ranSeparately ? ` (${m.ranSeparately}; its wall time is not comparable: it ran at nice 10 beside other work.)` : ""}`,
-    `Engine RSS ${m.rssMbBefore} MB before → ${m.rssMbAfter} MB after (peak ${m.rssMbPeak} MB): **${(m.rssMbAfter - m.rssMbBefore).toFixed(1)} MB** of growth, against ${mb(m.logBytesOfRun)} of their event logs on disk under \`<stateDir>/workers\` (${mb(m.logBytes)} in all). Final states: ${Object.entries(m.finalStates).map(([s, n]) => `${n} ${s}`).join(", ")}.`,
+    `Engine RSS ${m.rssMbBefore} MB before → ${m.rssMbAfter} MB after (peak ${m.rssMbPeak} MB): **${(m.rssMbAfter - m.rssMbBefore).toFixed(1)} MB** of growth, against ${mb(m.logBytesOfRun)} of their event logs on disk under \`<stateDir>/workers\` (${mb(m.logBytes)} in all). Final states: ${Object.entries(m.finalStates).map(([s, n]) => `${n} ${s}`).join(", ")}.${m.shutdownMs !== undefined ? ` The engine then shut down (SIGTERM → exit) in ${(m.shutdownMs / 1000).toFixed(1)} s.` : ""}`,
     ...(m.samples.length >= 4 ? [trend(m.samples.map((x) => x.rssMb), m.workers)] : []),
     `The target's \`opencode serve\` (a separate process, not the engine; it runs up to 32 worker instances at once, and each finished worker's instance is disposed): ${m.opencodeRssMbBefore ?? "–"} MB → ${m.opencodeRssMbAfter ?? "–"} MB.`,
     "",
@@ -223,13 +223,13 @@ export function renderMarkdown(r: Report): string {
     "",
     ...faultSection(r),
     ...(r.reruns?.length ? ["## Measured again", ...r.reruns.map((x) => `- ${x}`), ""] : []),
+    ...(r.partLoad && Object.keys(r.partLoad).length
+      ? ["## Load on the machine per part", "Load average (1, 5, 15 min) of this 2-core machine when each part started and ended: other work shows here, and a figure measured under load reads accordingly.", "", "| part | load at start | load at end | s |", "|---|---|---|---|", ...Object.entries(r.partLoad).map(([p, l]) => `| ${p} | ${l.before.join(", ")} | ${l.after.join(", ")} | ${l.seconds} |`), ""]
+      : []),
     ...(r.partErrors && Object.keys(r.partErrors).length ? ["## Parts that failed", ...Object.entries(r.partErrors).map(([p, e]) => `- ${p}: ${e}`), ""] : []),
     `Whole run: ${r.totalSeconds} s.${r.machine.loadBefore ? ` Load average (1, 5, 15 min) at the start ${r.machine.loadBefore.join(", ")}, at the end ${r.machine.loadAfter?.join(", ")} (${r.machine.cpus} cores; other work on the machine shows here).` : ""}${r.parts && r.parts.length < 8 ? ` This run measured: ${r.parts.join(", ")}; the rest is from the previous report.` : ""}`,
     "",
   ];
-    ...(r.partLoad && Object.keys(r.partLoad).length
-      ? ["## Load on the machine per part", "Load average (1, 5, 15 min) of this 2-core machine when each part started and ended: other work shows here, and a figure measured under load reads accordingly.", "", "| part | load at start | load at end | s |", "|---|---|---|---|", ...Object.entries(r.partLoad).map(([p, l]) => `| ${p} | ${l.before.join(", ")} | ${l.after.join(", ")} | ${l.seconds} |`), ""]
-      : []),
   return lines.join("\n");
 }
 

@@ -94,8 +94,8 @@ async function measure() {
       Object.assign(report, {
         parts: [...new Set([...(base.parts ?? []).filter((p) => !now.includes(p as Part)), ...now])],
         partErrors: { ...Object.fromEntries(Object.entries(base.partErrors ?? {}).filter(([p]) => !now.includes(p as Part))), ...partErrors },
-        reruns: [...(base.reruns ?? []), `${now.join(", ")} measured again at ${new Date().toISOString()} (load ${loadAtStart.join(", ")} → ${os.loadavg().map((x) => round(x, 2)).join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`],
         partLoad: { ...(base.partLoad ?? {}), ...partLoad },
+        reruns: [...(base.reruns ?? []), `${now.join(", ")} measured again at ${new Date().toISOString()} (load ${loadAtStart.join(", ")} → ${os.loadavg().map((x) => round(x, 2)).join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`],
         range,
       });
       write(report);
@@ -115,8 +115,8 @@ async function measure() {
       reps,
       reproduce: "npm ci && npm run bench",
       partErrors,
-      parts: [...PARTS.filter((p) => completed.has(p)), ...(manyFrom ? ["many (separate run)"] : [])],
       partLoad,
+      parts: [...PARTS.filter((p) => completed.has(p)), ...(manyFrom ? ["many (separate run)"] : [])],
       ui: partial ? (base.ui ?? null) : null,
       range,
       totalSeconds: round((Date.now() - started) / 1000),
@@ -126,7 +126,6 @@ async function measure() {
   };
   const partErrors: Record<string, string> = {};
   const completed = new Set<Part>();
-  /** A part that fails is recorded in the report with its error; the other parts still run. */
   /** Load average (1, 5, 15 min) when each part starts and ends, and its duration: a figure is read against these. */
   const partLoad: NonNullable<Report["partLoad"]> = {};
   const loadNow = () => os.loadavg().map((x) => round(x, 2));
@@ -135,17 +134,18 @@ async function measure() {
     const before = loadNow();
     return () => void (partLoad[part] = { before, after: loadNow(), seconds: round((Date.now() - t0) / 1000) });
   };
+  /** A part that fails is recorded in the report with its error; the other parts still run. */
   const guard = async (part: Part, fn: () => Promise<void>) => {
-    try {
     const done = partStart(part);
+    try {
       await fn();
       completed.add(part);
     } catch (err) {
       partErrors[part] = (err as Error).stack?.split("\n").slice(0, 4).join(" ") ?? String(err);
       log(`part ${part} failed: ${partErrors[part]}`);
     }
-    flush();
     done();
+    flush();
   };
 
   const model = await startScriptedModel({
@@ -158,8 +158,8 @@ async function measure() {
 
   // Start-ups first, while nothing else of the bench runs.
   if (runs("startup")) {
-    const startupMs: Record<string, number> = { ...(base.startupMs ?? {}) };
     const done = partStart("startup");
+    const startupMs: Record<string, number> = { ...(base.startupMs ?? {}) };
     const engineRuns: number[] = [];
     const detect: Awaited<ReturnType<typeof timeDetection>>[] = [];
     for (let i = 0; i < reps; i++) {
@@ -187,18 +187,18 @@ async function measure() {
     startupMs.mcpFirstCallCold = put("startupMs.mcpFirstCallCold", coldCall, 0);
     report.startupMs = startupMs;
     completed.add("startup");
-    log(`ocw mcp → tools/list ${startupMs.mcpToolsList} ms (cold ${startupMs.mcpToolsListCold} ms; first call cold ${startupMs.mcpFirstCallCold} ms)`);
     done();
+    log(`ocw mcp → tools/list ${startupMs.mcpToolsList} ms (cold ${startupMs.mcpToolsListCold} ms; first call cold ${startupMs.mcpFirstCallCold} ms)`);
   }
 
   if (runs("fit")) {
-    const recorded = await fitRecorded(ROOT);
     const done = partStart("fit");
+    const recorded = await fitRecorded(ROOT);
     const live = await fitLive();
     log(`fit (${recorded.source}): max ${recorded.maxErrPct} %, mean ${recorded.meanErrPct} %${live ? `; live: max ${live.maxErrPct} %` : ""}`);
     completed.add("fit");
-    report.fit = {
     done();
+    report.fit = {
       ...headline(live ?? recorded),
       recorded,
       live,
@@ -207,8 +207,8 @@ async function measure() {
   }
 
   if (runs("gate")) {
-    // Gate latency per size, each size repeated.
     const done = partStart("gate");
+    // Gate latency per size, each size repeated.
     const sizes = quick ? [1, 4] : [1, 4, 16, 32];
     const baselineSize = quick ? 4 : 16;
     const gateRuns = new Map<number, { event: Latency; poll: Latency }[]>();
@@ -240,8 +240,8 @@ async function measure() {
     report.gateLatencyMs = gateLatencyMs;
     report.pollMs = pollMs;
     completed.add("gate");
-    report.pollBaselineMs = { p50: pollMs[`w${baselineSize}`]!.p50, p99: pollMs[`w${baselineSize}`]!.p99 };
     done();
+    report.pollBaselineMs = { p50: pollMs[`w${baselineSize}`]!.p50, p99: pollMs[`w${baselineSize}`]!.p99 };
   }
 
   if (runs("batch")) await guard("batch", () => batches(model, report, put));
@@ -293,8 +293,12 @@ async function measure() {
     engineFigures[`logBytes${manyCount}`] = many.logBytesOfRun;
     engineFigures[`finished${manyCount}`] = many.finished;
     report.engine = engineFigures;
-    report.manyWorkers = many;
+    // The engine's shutdown after the run (SIGTERM → exit): it aborts what still runs and stops opencode serve.
+    const stopAt = Date.now();
     await fresh.kill();
+    many.shutdownMs = Date.now() - stopAt;
+    log(`engine shut down in ${many.shutdownMs} ms`);
+    report.manyWorkers = many;
     cleanup(fresh.stateDir, warmDir);
   });
   if (manyFrom) takeMany(report, manyFrom);
@@ -429,6 +433,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const batchMs: Record<string, number> = {};
   const startMs: Record<string, number> = {};
   const startPhases: NonNullable<Report["batchStartPhases"]> = {};
+  const opencodeCpu: Record<string, number> = {};
   const engineFigures: Record<string, number | string> = { ...(report.engine ?? {}) };
   const get = <T,>(side: Side, n: number) => runsOf.get(`${side}${n}`) as T[];
   for (const n of batchSizes) {
@@ -438,7 +443,6 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     const bare = get<BareBatch>("bare", n);
     // Ratio per repetition (engine and bare of the same repetition, on the same machine minutes apart).
     batchRatio[w] = put(`batchRatio.${w}`, eng.map((r, i) => r.wallMs / bare[i]!.wallMs), 2);
-  const opencodeCpu: Record<string, number> = {};
     batchMs[`engine${W}`] = put(`batchMs.engine${W}`, eng.map((r) => r.wallMs), 0);
     batchMs[`bare${W}`] = put(`batchMs.bare${W}`, bare.map((r) => r.wallMs), 0);
     batchMs[`built${W}`] = Math.min(...eng.map((r) => r.built));
@@ -446,6 +450,14 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     startMs[`engine${W}`] = put(`batchStartMs.engine${W}`, eng.map((r) => median(r.starts.map((x) => x.firstRequestMs).filter((x): x is number => x !== null))), 0);
     startMs[`bare${W}`] = put(`batchStartMs.bare${W}`, bare.map((r) => median(r.startMs)), 0);
     startPhases[`engine${W}`] = startMedians(eng.flatMap((r) => r.starts));
+    // opencode serve's own CPU and that of what it ran (git, shells): the same work on both sides should cost the same.
+    const cpuOf = (xs: (EngineBatch | BareBatch)[], k: "opencodeCpuSec" | "opencodeChildrenCpuSec") => xs.map((r) => r[k]).filter((x): x is number => x !== null);
+    for (const [side, xs] of [["engine", eng], ["bare", bare]] as const) {
+      const self = cpuOf(xs, "opencodeCpuSec");
+      const kids = cpuOf(xs, "opencodeChildrenCpuSec");
+      if (self.length) opencodeCpu[`${side}${W}`] = put(`batchOpencodeCpuSec.${side}${W}`, self, 1);
+      if (kids.length) opencodeCpu[`${side}Children${W}`] = put(`batchOpencodeCpuSec.${side}Children${W}`, kids, 1);
+    }
     engineFigures[`cpuSeconds${W}`] = put(`engine.cpuSeconds${W}`, eng.map((r) => r.cpuSec), 2);
     engineFigures[`rssMb${W}`] = put(`engine.rssMb${W}`, eng.map((r) => r.rssMb));
     engineFigures[`bridgeCpuSeconds${W}`] = put(`engine.bridgeCpuSeconds${W}`, eng.map((r) => r.bridgeCpuSec), 2);
@@ -455,14 +467,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   report.batchMisses = batchMisses;
   report.batchStartMs = startMs;
   report.batchStartPhases = startPhases;
-    // opencode serve's own CPU and that of what it ran (git, shells): the same work on both sides should cost the same.
-    const cpuOf = (xs: (EngineBatch | BareBatch)[], k: "opencodeCpuSec" | "opencodeChildrenCpuSec") => xs.map((r) => r[k]).filter((x): x is number => x !== null);
-    for (const [side, xs] of [["engine", eng], ["bare", bare]] as const) {
-      const self = cpuOf(xs, "opencodeCpuSec");
-      const kids = cpuOf(xs, "opencodeChildrenCpuSec");
-      if (self.length) opencodeCpu[`${side}${W}`] = put(`batchOpencodeCpuSec.${side}${W}`, self, 1);
-      if (kids.length) opencodeCpu[`${side}Children${W}`] = put(`batchOpencodeCpuSec.${side}Children${W}`, kids, 1);
-    }
+  report.batchOpencodeCpuSec = opencodeCpu;
   report.engine = engineFigures;
 
   // Sandbox on vs off: the batch and the worker start.
@@ -472,7 +477,6 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const loneOn = lone.on.map((s) => median(firsts(s)));
   const loneOff = lone.off.map((s) => median(firsts(s)));
   const sk = `sandbox`;
-  report.batchOpencodeCpuSec = opencodeCpu;
   const sandbox = {
     tasks: sandboxSize,
     batchMsOn: put(`${sk}.batchMsOn`, on.map((r) => r.wallMs), 0),
