@@ -1,13 +1,20 @@
 // The diff viewer: @git-diff-view/react (GitHub-style, line numbers, unified/split, syntax highlighting) for each
-// file, with a file list, per-file collapse, and bounds so a huge diff never renders all at once.
+// file, with a file list and per-file collapse. A large file is virtualised: cut into pieces of PIECE lines (each a
+// valid diff with the file's own line numbers) in a @tanstack/react-virtual list, so only the pieces in view (and a
+// few around them) are in the page, whatever the file's size.
 import { DiffModeEnum, DiffView } from "@git-diff-view/react";
 import "@git-diff-view/react/styles/diff-view-pure.css";
-import { memo, useMemo, useState, useSyncExternalStore } from "react";
-import { relativeTo, splitDiff, type FileDiff } from "./diffParse";
+import { useVirtualizer } from "@tanstack/react-virtual";
+import { memo, useMemo, useRef, useState, useSyncExternalStore } from "react";
+import { chunkFileDiff, relativeTo, splitDiff, type FileDiff } from "./diffParse";
 
-/** Files with more hunk lines than this start folded; highlighting stops being cheap above HIGHLIGHT_MAX. */
-const LARGE_FILE = 1500;
+/** Files with more hunk lines than this are virtualised; highlighting a whole file stops being cheap above HIGHLIGHT_MAX. */
+const VIRTUAL_MIN = 600;
+const PIECE = 150;
 const HIGHLIGHT_MAX = 800;
+/** A diff row's height in px at the 12 px font: the estimate before a piece is measured, and a floor below it. */
+const ROW_PX = 19.2;
+const ROW_MIN_PX = 18;
 /** Files past this many start folded, so a diff of hundreds of files paints the list first. */
 const OPEN_FILES = 25;
 
@@ -53,7 +60,11 @@ const STATUS_MARK: Record<FileDiff["status"], string> = { added: "A", deleted: "
  * A unified diff of one or more files. `root` makes absolute paths inside a worktree relative. `compact` is for
  * approval cards: unified by default, no file list for a single file, bounded height.
  */
-export function Diff({ text, label = "diff", root, compact = false }: { text: string; label?: string; root?: string | null; compact?: boolean }) {
+export function Diff({ text: given, label = "diff", root, compact = false }: { text: string; label?: string; root?: string | null; compact?: boolean }) {
+  // The engine cuts a diff past its size limit and says so on a last line: that line is not diff text (the parser would
+  // throw on it), so it is shown apart.
+  const cut = /\n… diff truncated at (\d+) bytes\s*$/.exec(given);
+  const text = cut ? given.slice(0, cut.index) + "\n" : given;
   const files = useMemo(() => splitDiff(text), [text]);
   const [mode, setMode] = useMode("unified");
   const dark = useDarkTheme();
@@ -93,8 +104,13 @@ export function Diff({ text, label = "diff", root, compact = false }: { text: st
           ))}
         </ul>
       )}
+      {cut && (
+        <div className="field-error" role="note">
+          This diff is longer than {Number(cut[1]).toLocaleString()} bytes: it is cut there, and the last file shown is incomplete. The whole change is in the worker&apos;s branch (<code>git diff</code> in its worktree).
+        </div>
+      )}
       {files.map((f, i) => (
-        <FileBlock key={ids[i]} id={ids[i]!} file={f} root={root} mode={mode} dark={dark} startOpen={i < OPEN_FILES && f.lines <= LARGE_FILE} compact={compact} />
+        <FileBlock key={ids[i]} id={ids[i]!} file={f} root={root} mode={mode} dark={dark} startOpen={i < OPEN_FILES} compact={compact} />
       ))}
     </div>
   );
@@ -129,6 +145,8 @@ const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpe
         </button>
       ) : file.status === "binary" || file.lines === 0 ? (
         <div className="muted small pad">{file.status === "binary" ? "Binary file: no text diff." : "No content change (mode or name only)."}</div>
+      ) : file.lines > VIRTUAL_MIN ? (
+        <VirtualBody file={file} mode={mode} dark={dark} compact={compact} />
       ) : (
         <div className={`dv-body ${compact ? "dv-body-compact" : ""}`}>
           <DiffView
@@ -143,4 +161,41 @@ const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpe
       )}
     </section>
   );
+});
+
+/**
+ * A large file, a piece at a time: the pieces in view of its own scroll box (and OVERSCAN around them) are rendered by
+ * the diff library, the rest are space. Each piece is measured once rendered, so scrolling stays true to the content.
+ */
+function VirtualBody({ file, mode, dark, compact }: { file: FileDiff; mode: Mode; dark: boolean; compact: boolean }) {
+  const pieces = useMemo(() => chunkFileDiff(file.text, PIECE), [file.text]);
+  const total = pieces.reduce((n, p) => n + p.lines, 0);
+  const box = useRef<HTMLDivElement>(null);
+  const list = useVirtualizer({
+    count: pieces.length,
+    getScrollElement: () => box.current,
+    // A hunk header row per piece, plus its lines (a split row holds a removed and an added line side by side).
+    estimateSize: (i) => (pieces[i]!.lines + 1) * ROW_PX,
+    overscan: 1,
+  });
+  return (
+    <div ref={box} className={`dv-body dv-virtual ${compact ? "dv-body-compact" : ""}`} data-pieces={pieces.length} aria-label={`${total.toLocaleString("en-US")} diff lines, shown as you scroll`}>
+      <div style={{ height: list.getTotalSize(), position: "relative" }}>
+        {list.getVirtualItems().map((v) => (
+          <div key={v.key} data-index={v.index} ref={list.measureElement} className="dv-piece" style={{ position: "absolute", top: 0, left: 0, width: "100%", transform: `translateY(${v.start}px)` }}>
+            {/* Never measured empty: the diff library fills a piece after its first paint, and an empty piece would let
+                the list take every piece for "in view" (and its scroll correction walk the box to the end). */}
+            <div style={{ minHeight: pieces[v.index]!.lines * ROW_MIN_PX }}>
+              <Piece text={pieces[v.index]!.text} name={file.newName ?? file.oldName ?? file.name} mode={mode} dark={dark} />
+            </div>
+          </div>
+        ))}
+      </div>
+    </div>
+  );
+}
+
+const Piece = memo(function Piece({ text, name, mode, dark }: { text: string; name: string; mode: Mode; dark: boolean }) {
+  const data = useMemo(() => ({ oldFile: { fileName: name }, newFile: { fileName: name }, hunks: [text] }), [text, name]);
+  return <DiffView data={data} diffViewMode={mode === "split" ? DiffModeEnum.Split : DiffModeEnum.Unified} diffViewWrap diffViewHighlight diffViewTheme={dark ? "dark" : "light"} diffViewFontSize={12} />;
 });

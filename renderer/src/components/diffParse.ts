@@ -93,3 +93,67 @@ export function splitDiff(text: string): FileDiff[] {
 export function relativeTo(root: string | null | undefined, name: string): string {
   return root && name.startsWith(root + "/") ? name.slice(root.length + 1) : name;
 }
+
+/**
+ * One file's diff text cut into pieces of at most `size` hunk lines, each a valid diff of its own (the file's header,
+ * then hunks whose `@@ -a,b +c,d @@` headers are recomputed for the piece), so a huge file can be rendered a piece at a
+ * time by a virtual list. Line numbers stay those of the file. A "\ No newline" marker stays with the line before it.
+ */
+export function chunkFileDiff(text: string, size = 200): { text: string; lines: number }[] {
+  const lines = text.replace(/\r\n/g, "\n").split("\n");
+  if (lines[lines.length - 1] === "") lines.pop();
+  const first = lines.findIndex((l) => HUNK.test(l));
+  if (first < 0) return [{ text, lines: 0 }];
+  const head = lines.slice(0, first).join("\n");
+  const pieces: { text: string; lines: number }[] = [];
+  let body: string[] = [];
+  let count = 0;
+  let oldNext = 0;
+  let newNext = 0;
+  // The piece being filled: its current hunk's start and counts.
+  type Hunk = { oldStart: number; newStart: number; old: number; new: number; lines: string[] };
+  let hunk = null as Hunk | null;
+  const closeHunk = () => {
+    if (!hunk || !hunk.lines.length) return;
+    const o = hunk.old ? hunk.oldStart : hunk.oldStart - 1;
+    const n = hunk.new ? hunk.newStart : hunk.newStart - 1;
+    body.push(`@@ -${o},${hunk.old} +${n},${hunk.new} @@`, ...hunk.lines);
+    hunk = null;
+  };
+  const openHunk = (): Hunk => (hunk = { oldStart: oldNext, newStart: newNext, old: 0, new: 0, lines: [] });
+  const closePiece = () => {
+    closeHunk();
+    if (body.length) pieces.push({ text: `${head ? head + "\n" : ""}${body.join("\n")}\n`, lines: count });
+    body = [];
+    count = 0;
+  };
+  for (let i = first; i < lines.length; i++) {
+    const l = lines[i]!;
+    const h = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/.exec(l);
+    if (h) {
+      closeHunk();
+      oldNext = h[2] === "0" ? Number(h[1]) + 1 : Number(h[1]);
+      newNext = h[4] === "0" ? Number(h[3]) + 1 : Number(h[3]);
+      openHunk();
+      continue;
+    }
+    // Only diff lines: anything else (a cut line of a truncated diff, a stray note) would break the parser.
+    if (!hunk || !/^([-+ \\]|$)/.test(l)) continue;
+    if (l.startsWith("\\")) {
+      hunk.lines.push(l);
+      continue;
+    }
+    let cur: Hunk = hunk;
+    if (count >= size) {
+      closePiece();
+      cur = openHunk();
+    }
+    cur.lines.push(l);
+    count++;
+    if (l.startsWith("+")) (cur.new++, newNext++);
+    else if (l.startsWith("-")) (cur.old++, oldNext++);
+    else (cur.old++, cur.new++, oldNext++, newNext++);
+  }
+  closePiece();
+  return pieces.length ? pieces : [{ text, lines: 0 }];
+}
