@@ -111,7 +111,7 @@ test("CPU-only machine: no invented GPU; the engine's pick for the CPU, its memo
   await expect(page.getByRole("radio", { name: "Use an API provider" })).toBeChecked();
 });
 
-test("2×24 GB machine: both GPUs listed, a tensor split over both, a chart per GPU; another catalog model planned on request", async ({ page }) => {
+test("2×24 GB machine: both GPUs listed, one replica per GPU (a pool), a chart per GPU; another catalog model planned on request", async ({ page }) => {
   const two = await engineOn([{ name: "NVIDIA GeForce RTX 4090", totalMiB: 24564 }, { name: "NVIDIA GeForce RTX 4090", totalMiB: 24564 }], 64);
   await open(page, two);
   await expect(page.getByRole("list", { name: "Detected hardware" }).getByRole("listitem").filter({ hasText: "RTX 4090" })).toHaveCount(2);
@@ -122,7 +122,11 @@ test("2×24 GB machine: both GPUs listed, a tensor split over both, a chart per 
   await expect(rec).toContainText("fits · on GPU");
   await expect(rec.getByRole("img", { name: /^CUDA0 NVIDIA GeForce RTX 4090: weights/ })).toBeVisible();
   await expect(rec.getByRole("img", { name: /^CUDA1 NVIDIA GeForce RTX 4090: weights/ })).toBeVisible();
-  await expect(rec.getByLabel("llama-server command")).toContainText("-ts ");
+  // 4 slots on two cards that each hold the model: two llama-servers, each with its GPU alone, as one pool target
+  expect(fit.pick?.pool?.replicas).toBe(2);
+  await expect(rec).toContainText("2 llama-servers as one pool target");
+  await expect(rec.getByLabel("llama-server command")).toContainText("CUDA_VISIBLE_DEVICES=0");
+  await expect(rec.getByLabel("llama-server command")).toContainText("CUDA_VISIBLE_DEVICES=1");
   await shot(page, "03-two-gpus");
   await page.getByRole("button", { name: "Plan gpt-oss-20b" }).click();
   const mine = page.getByRole("region", { name: "Your choice" });

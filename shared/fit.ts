@@ -43,6 +43,22 @@ export const FitPick = z.object({
   reason: z.string(),
   /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
   replicas: z.number().int().positive().optional(),
+  /**
+   * A pool of replicas (issue 16): one llama-server per GPU or GPU group, each with its share of the slots; setup
+   * starts every one and saves one target whose `serving.endpoints` lists them. `command` is then their commands,
+   * one per line.
+   */
+  pool: z.object({
+    replicas: z.number().int().min(2),
+    endpoints: z.array(z.object({
+      /** The llama.cpp device ids (as the machine names them) this replica runs on. */
+      devices: z.array(z.string()).min(1),
+      slots: z.number().int().positive(),
+      ctxPerSlot: z.number().int().positive(),
+      /** Its launch command, key elided, other GPUs hidden (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES). */
+      command: z.string(),
+    })).min(2),
+  }).optional(),
 });
 export type FitPick = z.infer<typeof FitPick>;
 

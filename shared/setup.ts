@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { FitPick } from "./fit";
 import { EnvVarName, Target, TargetCheck } from "./target";
 
 /**
@@ -72,6 +73,8 @@ export const SetupStartInput = z.object({
   slots: z.number().int().min(1, "slots must be ≥ 1").max(256, "at most 256 slots").optional(),
   /** Minimum context per slot the plan must give (default 32,768). */
   minCtx: z.number().int().min(1024, "the minimum context per slot must be ≥ 1024 tokens").max(1_048_576).optional(),
+  /** Exactly this context per slot (instead of minCtx; the planner still chooses quant, cache and placement). */
+  ctx: z.number().int().min(1024, "the context per slot must be ≥ 1024 tokens").max(1_048_576).optional(),
   runtime: SetupRuntime.default("llama.cpp"),
   id: TargetId.optional(),
   acceptUnderpowered: z.boolean().default(false),
@@ -147,6 +150,10 @@ export const SetupJob = z.object({
   failure: SetupFailure.nullable(),
   /** Set when done: the saved target and verify's verdict. */
   result: SetupOutcome.nullable(),
+  /** The planner's pick being started (with `pool` when it is a pool of replicas). */
+  pick: FitPick.nullable().optional(),
+  /** The llama-server(s) started: one per replica of a pool (pid, port, how long until healthy, argv without the key). */
+  servers: z.array(z.object({ pid: z.number(), port: z.number(), url: z.string(), readyMs: z.number(), args: z.array(z.string()), logFile: z.string(), env: z.array(z.string()) })).optional(),
   startedAt: z.string(),
   ms: z.number().nullable(),
 });

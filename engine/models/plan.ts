@@ -13,7 +13,8 @@ import { CATALOG, type CatalogEntry, catalogHparams, catalogTensors } from "./ca
 import { type DeviceBudget, type Estimate, estimate, GiB, MiB, pad } from "./estimate";
 import type { KvCacheType } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";
-import type { ModelHparams } from "./hparams";
+import { hparamsFromMetadata, type ModelHparams } from "./hparams";
+import type { ModelInfo } from "./source";
 
 export const DEFAULT_MIN_CTX = 32768;
 const MARGIN = 1024 * MiB;
@@ -31,8 +32,8 @@ export interface PlanModel {
 }
 
 export interface PlanDevices {
-  /** GPUs the runtime can use, with their llama.cpp device ids (CUDA0, ROCm1, Vulkan0, MTL0). */
-  gpus: (DeviceBudget & { runtimeId: string })[];
+  /** GPUs the runtime can use, with their llama.cpp device ids (CUDA0, ROCm1, Vulkan0, MTL0) and the vendor tool's index. */
+  gpus: (DeviceBudget & { runtimeId: string; index?: number; vendor?: string })[];
   hostFreeBytes: number;
 }
 
@@ -62,10 +63,10 @@ function fits(e: Estimate, gpus: DeviceBudget[], hostFree: number): boolean {
 }
 
 /** Lays one model out on the devices; null when it does not fit at minCtx per slot in any allowed placement. */
-export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: number, allow: FitPick["placement"][] = ["gpu", "moe-offload", "partial", "cpu"]): LayoutPlan | null {
+export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: number, allow: FitPick["placement"][] = ["gpu", "moe-offload", "partial", "cpu"], maxCtxPerSlot?: number): LayoutPlan | null {
   const h = m.hparams;
   if (minCtx > h.nCtxTrain) return null;
-  const maxCtx = Math.min(h.nCtxTrain, 131072);
+  const maxCtx = Math.max(minCtx, Math.min(h.nCtxTrain, 131072, maxCtxPerSlot ?? Infinity));
   const ladder = ctxLadder(minCtx, maxCtx);
   const gpus = [...dev.gpus].sort((a, b) => b.freeBytes - a.freeBytes);
   const all = h.nLayerAll + 1;
@@ -135,18 +136,48 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
   return null;
 }
 
+/** Where a plan's GPUs are named: the llama-server words for them, and the environment that hides the others. */
+function gpuWords(gpus: PlanDevices["gpus"], isolate: boolean): { env: string[]; device: string } {
+  // a replica sees only its own GPUs (no CUDA/HIP context, and no memory, on the others); llama.cpp renumbers them
+  const visible = isolate && gpus.length && gpus.every((g) => g.index !== undefined && /^(CUDA|ROCm)\d+$/.test(g.runtimeId) && g.runtimeId.replace(/\d+$/, "") === gpus[0]!.runtimeId.replace(/\d+$/, ""));
+  if (!visible) return { env: [], device: gpus.map((g) => g.runtimeId).join(",") };
+  const prefix = gpus[0]!.runtimeId.replace(/\d+$/, "");
+  const idx = gpus.map((g) => String(g.index)).join(",");
+  return {
+    env: prefix === "CUDA" ? ["CUDA_DEVICE_ORDER=PCI_BUS_ID", `CUDA_VISIBLE_DEVICES=${idx}`] : [`HIP_VISIBLE_DEVICES=${idx}`],
+    device: gpus.map((_, i) => `${prefix}${i}`).join(","),
+  };
+}
+
+function commandFor(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slots: number, isolate = false): string {
+  const e = p.estimate;
+  const w = gpuWords(gpus, isolate);
+  const args = [
+    ...m.modelArgs, "--host", "127.0.0.1", "--port", "8080", "-c", String(e.nCtx), "-np", String(slots), ...(slots > 1 ? ["--kv-unified"] : []),
+    ...(p.cacheType !== "f16" ? ["-ctk", p.cacheType, "-ctv", p.cacheType] : []), "-fa", "on",
+    ...(gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", w.device] : ["-ngl", "0"]),
+    ...(p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : []),
+    ...(gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB))).join(",")] : []),
+    "--jinja", "--no-mmproj",
+  ];
+  return `${[...w.env, "LLAMA_API_KEY=…"].join(" ")} llama-server ${args.map(shellQuote).join(" ")}`;
+}
+
+function gpuDevices(p: LayoutPlan, gpus: PlanDevices["gpus"]): PlannedDevice[] {
+  return gpus.map((g) => {
+    const d = p.estimate.perDevice.find((x) => x.device === g.id)!;
+    return {
+      name: `${g.runtimeId} ${g.name}`, budgetBytes: Math.round(g.freeBytes), plannedBytes: Math.round(d.totalBytes),
+      breakdown: { weightsBytes: Math.round(d.weightsBytes ?? 0), kvBytes: Math.round(d.kvBytes + d.recurrentBytes), computeBytes: Math.round(d.computeBytes + d.outputBytes), overheadBytes: Math.round(d.overheadBytes), marginBytes: MARGIN },
+    };
+  });
+}
+
 /** The pick for one laid-out model: devices with budgets, the launch command with the key elided, the reason. */
 export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: number, toolVerified: boolean): FitPick {
   const gpus = [...dev.gpus].sort((a, b) => b.freeBytes - a.freeBytes).slice(0, p.gpusUsed);
   const e = p.estimate;
-  const devices: PlannedDevice[] = [];
-  for (const g of gpus) {
-    const d = e.perDevice.find((x) => x.device === g.id)!;
-    devices.push({
-      name: `${g.runtimeId} ${g.name}`, budgetBytes: Math.round(g.freeBytes), plannedBytes: Math.round(d.totalBytes),
-      breakdown: { weightsBytes: Math.round(d.weightsBytes ?? 0), kvBytes: Math.round(d.kvBytes + d.recurrentBytes), computeBytes: Math.round(d.computeBytes + d.outputBytes), overheadBytes: Math.round(d.overheadBytes), marginBytes: MARGIN },
-    });
-  }
+  const devices: PlannedDevice[] = gpuDevices(p, gpus);
   const host = e.perDevice.find((x) => x.kind === "cpu")!;
   if (p.placement !== "gpu") {
     devices.push({
@@ -155,15 +186,6 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
     });
   }
   const ctxPerSlot = p.ctxPerSlot;
-  const args = [
-    ...m.modelArgs, "--host", "127.0.0.1", "--port", "8080", "-c", String(e.nCtx), "-np", String(slots), ...(slots > 1 ? ["--kv-unified"] : []),
-    ...(p.cacheType !== "f16" ? ["-ctk", p.cacheType, "-ctv", p.cacheType] : []), "-fa", "on",
-    ...(gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", gpus.map((g) => g.runtimeId).join(",")] : ["-ngl", "0"]),
-    ...(p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : []),
-    ...(gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB))).join(",")] : []),
-    "--jinja", "--no-mmproj",
-  ];
-  const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
   const where = p.placement === "gpu" ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)`
     : p.placement === "moe-offload" ? `attention and ${h(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)`
       : p.placement === "partial" ? `${p.nGpuLayers}/${h(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)`
@@ -171,10 +193,61 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : undefined;
   return {
     model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
-    devices, command: `LLAMA_API_KEY=… llama-server ${args.map(shellQuote).join(" ")}`, placement: p.placement,
+    devices, command: commandFor(m, p, gpus, slots), placement: p.placement,
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
       (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
     ...(replicas ? { replicas } : {}),
+  };
+}
+
+const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
+
+export interface ReplicaPlan {
+  gpus: PlanDevices["gpus"];
+  slots: number;
+  plan: LayoutPlan;
+}
+
+/**
+ * One llama-server per GPU (or group of GPUs) as a pool (issue 16): when the model fits whole on a group of at most
+ * half the GPUs with its share of the slots at ≥ minCtx each. A model split over GPUs runs its layers one GPU after
+ * the other, so R independent copies decode R times the tokens at once; the slots are spread over the replicas.
+ * The smallest group that fits wins (the most replicas, at most one per slot). Null when no group fits or slots < 2.
+ */
+export function replicate(m: PlanModel, dev: PlanDevices, slots: number, minCtx: number, maxCtxPerSlot?: number): ReplicaPlan[] | null {
+  const n = dev.gpus.length;
+  if (slots < 2 || n < 2) return null;
+  const gpus = [...dev.gpus].sort((a, b) => b.freeBytes - a.freeBytes);
+  for (let g = 1; g * 2 <= n; g++) {
+    const r = Math.min(Math.floor(n / g), slots);
+    const out: ReplicaPlan[] = [];
+    for (let i = 0; i < r; i++) {
+      const group = gpus.slice(i * g, (i + 1) * g);
+      const s = Math.floor(slots / r) + (i < slots % r ? 1 : 0);
+      const p = layout(m, { gpus: group, hostFreeBytes: dev.hostFreeBytes / r }, s, minCtx, ["gpu"], maxCtxPerSlot);
+      if (!p || p.gpusUsed !== group.length) break;
+      out.push({ gpus: group, slots: s, plan: p });
+    }
+    if (out.length === r) return out;
+  }
+  return null;
+}
+
+/** The pick for a pool of replicas: every replica's command (its GPUs isolated), devices and the reason. */
+export function toPoolPick(m: PlanModel, reps: ReplicaPlan[], dev: PlanDevices, toolVerified: boolean): FitPick {
+  const slots = reps.reduce((a, r) => a + r.slots, 0);
+  const ctxPerSlot = Math.min(...reps.map((r) => r.plan.ctxPerSlot));
+  const endpoints = reps.map((r) => ({ devices: r.gpus.map((g) => g.runtimeId), slots: r.slots, ctxPerSlot: r.plan.ctxPerSlot, command: commandFor(m, r.plan, r.gpus, r.slots, true) }));
+  const g = reps[0]!.gpus.length;
+  const caches = [...new Set(reps.map((r) => r.plan.cacheType))].join("/");
+  return {
+    model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
+    devices: reps.flatMap((r) => gpuDevices(r.plan, r.gpus)), command: endpoints.map((e) => e.command).join("\n"), placement: "gpu",
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} ` +
+      `(${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) × ${ctxPerSlot} tokens, unified KV (${caches}); ` +
+      `one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}× the tokens at once — ocw admits each worker to a replica with a free slot`,
+    replicas: reps.length,
+    pool: { replicas: reps.length, endpoints },
   };
 }
 
@@ -198,7 +271,7 @@ export interface Proposal {
 /**
  * Chooses from the catalog. `verified(id)` says whether a target of that model passed the tool-call round trip here.
  */
-export function propose(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean = () => false, catalog: readonly CatalogEntry[] = CATALOG): Proposal {
+export function propose(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean = () => false, catalog: readonly CatalogEntry[] = CATALOG, maxCtxPerSlot?: number): Proposal {
   const entries = catalog.filter((e) => e.autoPick);
   const good = (e: CatalogEntry) => e.quants.filter((q) => q.bits >= 4);
   const found: FitPick[] = [];
@@ -207,15 +280,37 @@ export function propose(dev: PlanDevices, slots: number, minCtx: number, verifie
       if (found.length >= max) return;
       if (found.some((f) => f.model === e.id)) continue;
       const qs = quantOrder === "largest" ? good(e) : [...good(e)].reverse();
+      // on several GPUs: replicas of the largest quant that fits one GPU group, before one server split over them all
+      if (phase === "gpu") {
+        const pool = firstPool(e, qs);
+        if (pool) {
+          found.push(pool);
+          const split = qs.map((q) => catalogModel(e, q.quant)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).find((x) => x.p);
+          if (split && found.length < max) found.push(toPick(split.m, split.p!, dev, slots, verified(e.id)));
+          continue;
+        }
+      }
       for (const q of qs) {
         const m = catalogModel(e, q.quant);
-        const p = layout(m, dev, slots, minCtx, [phase]);
+        const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
         if (p) {
           found.push(toPick(m, p, dev, slots, verified(e.id)));
           break;
         }
       }
     }
+  };
+  // the largest quant whose replicas keep an f16/q8_0 cache; a q4_0 cache only when no quant fits otherwise
+  const firstPool = (e: CatalogEntry, qs: CatalogEntry["quants"]): FitPick | null => {
+    let fallback: FitPick | null = null;
+    for (const q of qs) {
+      const m = catalogModel(e, q.quant);
+      const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
+      if (!reps) continue;
+      if (reps.every((r) => r.plan.cacheType !== "q4_0")) return toPoolPick(m, reps, dev, verified(e.id));
+      fallback ??= toPoolPick(m, reps, dev, verified(e.id));
+    }
+    return fallback;
   };
   if (dev.gpus.length) {
     tryPhase("gpu", entries, "largest", 3);
@@ -227,6 +322,34 @@ export function propose(dev: PlanDevices, slots: number, minCtx: number, verifie
   }
   if (found.length) return { pick: found[0]!, alternatives: found.slice(1), problem: null };
   return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog) };
+}
+
+/**
+ * The plan for one named model (a Hub quant or a file), in the planner's order: replicas, whole on the GPUs, experts
+ * in RAM, partial offload, CPU. `phases` limits the placements tried (a repo's quants are tried phase by phase).
+ */
+export function planModel(m: PlanModel, dev: PlanDevices, slots: number, minCtx: number, verified: boolean, phases: FitPick["placement"][] = ["gpu", "moe-offload", "partial", "cpu"], maxCtxPerSlot?: number): FitPick | null {
+  if (phases.includes("gpu") && dev.gpus.length) {
+    const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
+    if (reps) return toPoolPick(m, reps, dev, verified);
+  }
+  const allow = phases.filter((p) => p !== "moe-offload" || m.isMoe);
+  const p = layout(m, dev, slots, minCtx, allow, maxCtxPerSlot);
+  return p ? toPick(m, p, dev, slots, verified) : null;
+}
+
+/** A model read from a GGUF header (or metadata): weights from its tensor infos, else spread from the file size. */
+export function modelFromInfo(info: ModelInfo, name: string, modelArgs: string[], quant: string | null = info.quant): PlanModel {
+  const hp = hparamsFromMetadata(info.metadata);
+  const fileBytes = info.fileBytes ?? 0;
+  let tensors = info.tensors;
+  if (!tensors?.length && fileBytes) {
+    // no tensor infos: the embeddings and output by vocabulary share, the rest evenly per layer
+    const t = (n: string, bytes: number): GgufTensorInfo => ({ name: n, shape: [], type: 0, offset: 0, bytes: Math.round(bytes) });
+    const per = fileBytes / (hp.nLayer + 2);
+    tensors = [t("token_embd.weight", per), t("output.weight", per), ...Array.from({ length: hp.nLayer }, (_, il) => t(`blk.${il}.attn_shared.weight`, per))];
+  }
+  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: (info.tensors ?? []).some((x) => /_exps\./.test(x.name)), modelArgs };
 }
 
 function noFitProblem(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean, catalog: readonly CatalogEntry[]): string {
@@ -273,7 +396,7 @@ export function devicesFromHardware(hw: {
       notes.push(`${g.name} is not visible to llama-server at ${runtimePath} (it lists ${hw.llamaDevices!.length ? hw.llamaDevices!.map((d) => d.id).join(", ") : "no GPU: a CPU build"}); install a ${g.vendor === "nvidia" ? "CUDA" : g.vendor === "amd" ? "ROCm or Vulkan" : "GPU"} build to use it — planning without it`);
       continue;
     }
-    gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId });
+    gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId, index: g.index, vendor: g.vendor });
   }
   if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
   return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };

@@ -1,21 +1,30 @@
 /**
- * From "a model repo (its quant files)" to one file: read each quant's header over HTTP (Range), fit each, and
- * take the best-quality quant that puts every layer on the GPUs (else the best that fits at all).
+ * From "a model repo (its quant files)" to one quant: read each quant's header over HTTP (Range, lazily and once) and
+ * plan it with the planner (plan.ts) in its order — replicas or whole on the GPUs (largest quant first), then experts
+ * in RAM, partial offload or CPU (smallest ≥4-bit quant first).
  */
 import path from "node:path";
-import type { DeviceBudget } from "./estimate";
-import { fit, type FitChoice } from "./fit";
-import { hparamsFromMetadata } from "./hparams";
-import { hubHeaders, repoGgufs, resolveUrl, type QuantFile } from "./hf";
+import type { FitPick } from "../../shared/fit";
+import { hubEndpoint, hubHeaders, repoGgufs, resolveUrl, type QuantFile } from "./hf";
+import { modelFromInfo, type PlanDevices, planModel } from "./plan";
 import { loadGguf, type ModelInfo } from "./source";
 
-export interface RepoChoice {
+export interface RepoPlan {
   repo: string;
   rev: string;
   quant: QuantFile;
-  info: ModelInfo;
-  choice: FitChoice;
-  considered: { quant: string; totalBytes: number; fits: boolean; placement: FitChoice["placement"]; reason: string }[];
+  pick: FitPick;
+  considered: { quant: string; totalBytes: number; fits: boolean; placement: FitPick["placement"] | null }[];
+}
+
+/** Nominal bits per weight from a quant name (Q4_K_M → 4, IQ2_XXS → 2, F16 → 16, MXFP4 → 4); null when unknown. */
+export function quantBits(quant: string): number | null {
+  const q = quant.toUpperCase();
+  if (/BF16|F16/.test(q)) return 16;
+  if (/F32/.test(q)) return 32;
+  if (/MXFP4/.test(q)) return 4;
+  const m = /(?:^|[-_])I?Q(\d)/.exec(q);
+  return m ? Number(m[1]) : null;
 }
 
 /** `owner/repo` or `owner/repo:QUANT` (llama.cpp's -hf syntax), optionally `@rev`. */
@@ -25,37 +34,43 @@ export function parseRepoRef(ref: string): { repo: string; quant: string | null;
   return { repo: m[1]!, quant: m[2]?.toUpperCase() ?? null, rev: m[3] ?? "main" };
 }
 
-export async function chooseFromRepo(
+export async function planRepo(
   ref: string,
-  want: { slots: number; minCtxPerSlot: number; maxCtxPerSlot?: number; gpus: DeviceBudget[]; hostFreeBytes: number },
+  want: { dev: PlanDevices; slots: number; minCtx: number; maxCtxPerSlot?: number; verified: boolean },
   env: NodeJS.ProcessEnv = process.env,
-): Promise<RepoChoice> {
+): Promise<RepoPlan | { problem: string; considered: RepoPlan["considered"] }> {
   const p = parseRepoRef(ref);
   if (!p) throw new Error(`"${ref}" is not owner/repo[:QUANT]`);
-  const g = await repoGgufs(p.repo, p.rev, fetch, env);
-  let quants = g.quants;
-  if (p.quant) quants = quants.filter((q) => q.quant === p.quant);
+  const g = await repoGgufs(p.repo, p.rev, fetch, env).catch((e: Error & { cause?: { code?: string } }) => {
+    if (e.message === "fetch failed") throw new Error(`cannot reach the Hugging Face Hub at ${hubEndpoint(env)} (${e.cause?.code ?? "no connection"}): check the network (or HTTPS_PROXY), or pass a local .gguf or a catalog id`);
+    throw e;
+  });
+  let quants = g.quants; // largest first
+  if (p.quant) quants = quants.filter((q) => q.quant.toUpperCase() === p.quant);
   if (!quants.length) throw new Error(p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q) => q.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`);
-  const considered: RepoChoice["considered"] = [];
-  let best: { q: QuantFile; info: ModelInfo; c: FitChoice } | null = null;
-  let anyFit: { q: QuantFile; info: ModelInfo; c: FitChoice } | null = null;
-  for (const q of quants) {
-    const info = await loadGguf(resolveUrl(p.repo, q.files[0]!.path, p.rev, env), hubHeaders(env));
-    info.fileBytes = q.totalBytes;
-    const c = fit({ hparams: hparamsFromMetadata(info.metadata), tensors: info.tensors, fileBytes: q.totalBytes, ...want });
-    considered.push({ quant: q.quant, totalBytes: q.totalBytes, fits: c.fits, placement: c.placement, reason: c.reason });
-    if (c.fits && !anyFit) anyFit = { q, info, c };
-    if (c.fits && (c.placement === "gpu" || !want.gpus.length)) {
-      best = { q, info, c };
-      break;
+  const infos = new Map<string, ModelInfo>();
+  const model = async (q: QuantFile) => {
+    let info = infos.get(q.quant);
+    if (!info) {
+      info = await loadGguf(resolveUrl(p.repo, q.files[0]!.path, p.rev, env), hubHeaders(env));
+      info.fileBytes = q.totalBytes;
+      infos.set(q.quant, info);
+    }
+    return modelFromInfo(info, p.repo, ["-hf", `${p.repo}:${q.quant}${p.rev !== "main" ? `@${p.rev}` : ""}`], q.quant);
+  };
+  const considered: RepoPlan["considered"] = [];
+  const good = p.quant ? quants : quants.filter((q) => (quantBits(q.quant) ?? 4) >= 4);
+  const order: [FitPick["placement"][], QuantFile[]][] = want.dev.gpus.length
+    ? [[["gpu"], quants], [["moe-offload", "partial"], [...good].reverse()]]
+    : [[["cpu"], [...good].reverse()]];
+  for (const [phases, qs] of order) {
+    for (const q of qs) {
+      const pick = planModel(await model(q), want.dev, want.slots, want.minCtx, want.verified, phases, want.maxCtxPerSlot);
+      considered.push({ quant: q.quant, totalBytes: q.totalBytes, fits: !!pick, placement: pick?.placement ?? null });
+      if (pick) return { repo: p.repo, rev: p.rev, quant: q, pick, considered };
     }
   }
-  const pick = best ?? anyFit;
-  if (!pick) {
-    const smallest = considered.at(-1)!;
-    throw new Error(`no quant of ${p.repo} fits: ${smallest.quant} ${smallest.reason}`);
-  }
-  return { repo: p.repo, rev: p.rev, quant: pick.q, info: pick.info, choice: pick.c, considered };
+  return { problem: `no quant of ${p.repo} fits ${want.slots} slot(s) × ${want.minCtx} tokens here (tried ${[...new Set(considered.map((c) => c.quant))].join(", ")})`, considered };
 }
 
 export function localPathFor(stateDir: string, repo: string, file: string): string {

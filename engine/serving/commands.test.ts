@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { modelMetadata, writeModel } from "../../test/fixtures/gguf/writer";
 import type { HardwareReport } from "../hardware/detect";
 import { TargetStore } from "../store/targets";
-import { planForSetup, runDoctor, runFit, runSetup, runTargets, runTargetUse } from "./commands";
+import { runDoctor, runFit, runSetup, runTargets, runTargetUse } from "./commands";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-cmd-"));
 const GiB = 1024 ** 3;
@@ -29,7 +29,8 @@ describe("ocw fit", () => {
     expect(j).toMatchObject({ nCtx: 32768, nCtxPerSlot: 32768, slots: 4, kvUnified: true, kvBytes: 33554432, recurrentBytes: 0, weightsBytes: null });
     expect(typeof j.computeBytes).toBe("number");
     expect(Array.isArray(j.perDevice)).toBe(true);
-    expect(j.recommendation.kvUnified).toBe(true);
+    // the planner's answer for this file: 4 slots in one unified pool, never the c/N split
+    expect(j.recommendation.command).toMatch(/-np 4 --kv-unified/);
   });
   it("flags map to llama-server's", async () => {
     const f = await metaFile("llama2.json", await modelMetadata({ arch: "llama" }));
@@ -53,7 +54,7 @@ describe("ocw fit", () => {
     const f = await metaFile("l3.json", await modelMetadata({ arch: "gemma3", nLayer: 6, nHead: 4, nHeadKv: 1, headDim: 64, swa: 512, swaPattern: 3 }));
     const r = await runFit({ metadata: f, hardware: hw(), llamaFit: false });
     expect(r.stdout).toMatch(/SWA window 2560 cells/);
-    expect(r.stdout).toMatch(/recommended: llama-server -c/);
+    expect(r.stdout).toMatch(/recommended: LLAMA_API_KEY=… llama-server .* -c \d+ -np 4 --kv-unified/);
   });
   const bad: [string, Parameters<typeof runFit>[0], RegExp][] = [
     ["both sources", { metadata: "__OK__", gguf: "__BADJSON__" }, /exactly one of --metadata/],
@@ -89,7 +90,7 @@ describe("ocw setup bad inputs (no server needed)", () => {
     ["no mode", {}, /exactly one of/],
     ["two modes", { runtime: "llama.cpp", capture: "http://127.0.0.1:1" }, /exactly one of/],
     ["unknown runtime", { runtime: "tgi", model: "x", slots: "1" }, /not supported/],
-    ["no slots", { runtime: "llama.cpp", model: "x" }, /--slots N/],
+    ["not a terminal, no --yes", { runtime: "llama.cpp", model: "/nope.gguf", llamaServer: process.execPath }, /no such file/],
     ["bad slots", { runtime: "llama.cpp", model: "x", slots: "0" }, /--slots must be/],
     ["unknown file", { runtime: "llama.cpp", model: "/nope.gguf", slots: "1", llamaServer: process.execPath }, /no such file/],
     ["bad llama-server path", { runtime: "llama.cpp", model: "/nope.gguf", slots: "1", llamaServer: "/nope/llama-server" }, /no llama-server at/],
@@ -113,23 +114,11 @@ describe("ocw setup bad inputs (no server needed)", () => {
 describe("ocw setup --runtime llama.cpp without --model takes the planner's pick", () => {
   const store = new TargetStore(path.join(dir, "plan-targets.json"));
   const rtx = hw([{ index: 0, vendor: "nvidia", name: "NVIDIA GeForce RTX 4090", totalBytes: 24 * GiB, freeBytes: 23.5 * GiB, usedBytes: 0.5 * GiB, unified: false, source: "nvidia-smi" }]);
-  it("1×24 GB: the same pick as ocw fit (Qwen3.6-27B Q4_K_M, 4 × 32k), as a Hub repo:QUANT setup can fetch", async () => {
-    const p = await planForSetup(undefined, undefined, "/nope/llama-server", store, rtx);
-    expect(p).toMatchObject({ model: "unsloth/Qwen3.6-27B-GGUF:Q4_K_M", slots: 4, ctx: 32768 });
-    const fit = JSON.parse((await runFit({ json: true, hardware: rtx, store })).stdout);
-    expect([fit.pick.quant, fit.pick.slots, fit.pick.ctxPerSlot]).toEqual(["Q4_K_M", p.slots, p.ctx]);
-    expect(p.line).toMatch(/^Qwen3\.6-27B Q4_K_M/);
-  });
-  it("--slots and --ctx are passed to the planner", async () => {
-    const p = await planForSetup(2, 65536, "/nope/llama-server", store, rtx);
-    expect([p.slots, p.ctx]).toEqual([2, 65536]);
-  });
   it("nothing fits (CPU only, 8 GiB): exit 2 with what to change, before any download", async () => {
     const small: HardwareReport = { ...hw(), ram: { totalBytes: 8 * GiB, freeBytes: 8 * GiB } };
-    await expect(planForSetup(undefined, undefined, undefined, store, small)).rejects.toThrow(/nothing in the catalog fits this machine: .*API provider/);
     const r = await runSetup({ runtime: "llama.cpp", yes: true, store, env: {}, hardware: small, llamaServer: process.execPath });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^ocw: nothing in the catalog fits this machine/);
+    expect(r.stderr).toMatch(/^ocw: nothing in the catalog fits this machine: .*API provider/);
   });
   it("without --model no --slots is needed; it goes on to set up the pick (here: stopped by the missing llama-server)", async () => {
     const r = await runSetup({ runtime: "llama.cpp", yes: true, json: true, store, env: {}, hardware: rtx, llamaServer: "/nope/llama-server" });

@@ -15,7 +15,6 @@ import { execa } from "execa";
 import { budgetsFromReport, detectHardware, type HardwareReport } from "../hardware/detect";
 import { parseGpuSpec } from "../hardware/parse";
 import { type DeviceBudget, type Estimate, estimate, EstimateError, GiB, MiB } from "../models/estimate";
-import { fit, type FitChoice } from "../models/fit";
 import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
 import { hparamsFromMetadata, MetadataError } from "../models/hparams";
 import { loadGguf, loadMetadataFile, type ModelInfo, ModelSourceError } from "../models/source";
@@ -23,9 +22,10 @@ import { TargetStore } from "../store/targets";
 import { findLlamaServer } from "./llama-server";
 import { FitResult } from "../../shared/fit";
 import { findCatalog } from "../models/catalog";
-import { catalogModel, DEFAULT_MIN_CTX, devicesFromHardware, layout, type PlanModel, propose, toPick } from "../models/plan";
-import { chooseFromRepo, parseRepoRef } from "../models/resolve";
-import { listServing, type SetupResult, SetupInputError, setupCapture, setupLlamaCpp, setupProvider, stopServing, superviseServing } from "./setup";
+import { DEFAULT_MIN_CTX, devicesFromHardware, modelFromInfo, type PlanDevices, planModel, propose } from "../models/plan";
+import { parseRepoRef, planRepo } from "../models/resolve";
+import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "./setup";
+import type { SetupJob } from "../../shared/setup";
 
 export interface CommandOutput {
   code: number;
@@ -66,6 +66,8 @@ export interface FitCommandOptions {
   model?: string;
   slots?: string;
   json?: boolean;
+  /** `ocw setup --ctx`: exactly this context per slot (the planner still chooses quant, cache and placement). */
+  ctxPerSlot?: string;
   /** tests: the targets whose tool-call round trip passed */
   store?: TargetStore;
   /** tests: skip detection */
@@ -122,18 +124,19 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
     });
     const slots = e.slots;
     const minCtx = int(o.minCtx, "--min-ctx") ?? Math.min(4096, h.nCtxTrain);
-    const rec: FitChoice = fit({
-      hparams: h, tensors: info.tensors, fileBytes: info.fileBytes ?? undefined, slots, minCtxPerSlot: minCtx,
-      maxCtxPerSlot: Math.min(h.nCtxTrain, 131072), gpus, hostFreeBytes: hostFree,
-    });
-    const { estimate: recEst, ...recRest } = rec;
+    // the planner's answer for this file on this machine (or --gpus): the same chooser as `ocw fit --model FILE`
+    const dev: PlanDevices = { gpus: gpus.map((g, i) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i}` })), hostFreeBytes: hostFree };
+    const m = modelFromInfo(info, o.gguf ?? o.metadata!, o.gguf ? [existsSync(o.gguf) ? "-m" : "-hf", o.gguf] : ["-m", `${h.name ?? "model"}.gguf`]);
+    const pick = planModel(m, dev, slots, minCtx, false);
     const llamaCpp = o.llamaFit !== false && o.gguf && existsSync(o.gguf) ? await llamaFitParams(o.gguf, e) : null;
     const out = {
       model: { source: info.source, arch: h.arch, name: h.name, quant: info.quant, kind: h.kind, nLayer: h.nLayerAll, nCtxTrain: h.nCtxTrain, fileBytes: info.fileBytes },
       ...e,
       hardware: hwNote,
       llamaCpp,
-      recommendation: { ...recRest, totalBytes: recEst?.totalBytes ?? null, kvBytes: recEst?.kvBytes ?? null },
+      recommendation: pick,
+      recommendationProblem: pick ? null : minCtx > h.nCtxTrain ? `the model was trained for ${h.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
+        : `does not fit ${slots} slot(s) × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
     };
     if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const lines = [
@@ -144,7 +147,7 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
       ...e.perDevice.filter((d) => d.totalBytes > 0).map((d) => `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`),
       ...(llamaCpp?.devices.length ? [`llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} — ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`] : []),
       `hardware: ${hwNote}`,
-      rec.fits ? `recommended: llama-server ${rec.args.join(" ")}  (${rec.reason})` : `does not fit: ${rec.reason}. Options: ${rec.suggestions.join("; ")}`,
+      pick ? `recommended: ${pick.command}  (${pick.reason})` : `does not fit: ${out.recommendationProblem}`,
       ...e.warnings.map((w) => `note: ${w}`),
     ];
     return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
@@ -174,7 +177,10 @@ export function toolVerifiedModels(store: TargetStore = new TargetStore()): (id:
 export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
   try {
     const slotsOpt = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
-    const minCtx = int(o.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
+    // setup's --ctx: exactly this context per slot (llama.cpp pads the cache to 256 cells)
+    const exactRaw = int(o.ctxPerSlot, "--ctx", 1024);
+    const exact = exactRaw === undefined ? undefined : Math.ceil(exactRaw / 256) * 256;
+    const minCtx = exact ?? int(o.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
     if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const bin = safeFind();
     const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
@@ -184,7 +190,7 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     const verified = toolVerifiedModels(o.store);
     let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null };
     if (!o.model) {
-      result = propose(dev, slots, minCtx, verified);
+      result = propose(dev, slots, minCtx, verified, undefined, exact);
     } else {
       const entry = findCatalog(o.model);
       const repoQuant = /:([\w.-]+)$/.exec(o.model)?.[1]?.toUpperCase() ?? null;
@@ -192,33 +198,27 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
         const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
         if (!only.quants.length) throw new InputError(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`);
         // a named model may use any quant, small ones included
-        result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }]);
+        result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
       } else {
-        let info: ModelInfo;
-        let modelArgs: string[];
+        const verifiedOk = verified(o.model.split(":")[0]!.split("/").pop()!.replace(/-GGUF$/i, ""));
         try {
           if (!existsSync(o.model) && parseRepoRef(o.model)) {
-            const r = await chooseFromRepo(o.model, { slots, minCtxPerSlot: minCtx, gpus: dev.gpus, hostFreeBytes: dev.hostFreeBytes });
-            info = r.info;
-            modelArgs = ["-hf", `${r.repo}:${r.quant.quant}`];
+            const r = await planRepo(o.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
+            result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null }
+              : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           } else {
-            info = await loadGguf(o.model);
-            modelArgs = existsSync(o.model) ? ["-m", path.resolve(o.model)] : ["-hf", o.model];
+            const info = await loadGguf(o.model);
+            const m = modelFromInfo(info, o.model, existsSync(o.model) ? ["-m", path.resolve(o.model)] : ["-hf", o.model]);
+            const pick = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? o.model), undefined, exact);
+            result = pick
+              ? { pick, alternatives: [], problem: null }
+              : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain
+                ? `${o.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
+                : `${o.model} does not fit ${slots} slot(s) × ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           }
         } catch (e) {
           throw new InputError(`${o.model}: ${(e as Error).message.split("\n")[0]}`);
         }
-        const hp = hparamsFromMetadata(info.metadata);
-        const m: PlanModel = {
-          model: o.model, quant: info.quant, hparams: hp, tensors: info.tensors, fileBytes: info.fileBytes ?? 0,
-          isMoe: (info.tensors ?? []).some((t) => /_exps\./.test(t.name)), modelArgs,
-        };
-        const p = layout(m, dev, slots, minCtx);
-        result = p
-          ? { pick: toPick(m, p, dev, slots, verified(hp.name ?? o.model)), alternatives: [], problem: null }
-          : { pick: null, alternatives: [], problem: minCtx > hp.nCtxTrain
-            ? `${o.model} was trained for ${hp.nCtxTrain} tokens of context; --min-ctx ${minCtx} is beyond it`
-            : `${o.model} does not fit ${slots} slot(s) × ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
       }
     }
     const out: FitResult = {
@@ -241,7 +241,7 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
             `  ${p.reason}`,
             ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
             `  ${p.command}`,
-            ...out.alternatives.map((a) => `alternative: ${a.model} ${a.quant ?? ""} (${a.placement}, ${a.slots} × ${a.ctxPerSlot})`),
+            ...out.alternatives.map((a) => `alternative: ${a.model} ${a.quant ?? ""} (${a.pool ? `${a.pool.replicas} replicas` : a.placement}, ${a.slots} × ${a.ctxPerSlot})`),
           ]
         : [`no fit: ${out.problem}`]),
     ];
@@ -292,6 +292,8 @@ export interface SetupCommandOptions {
   slots?: string;
   ctx?: string;
   llamaServer?: string;
+  /** At least this context per slot (the planner may give more); --ctx is exactly. */
+  minCtx?: string;
   /** One URL, or several: a pool target of endpoints serving the same model. */
   capture?: string | string[];
   provider?: string;
@@ -306,51 +308,39 @@ export interface SetupCommandOptions {
 }
 
 /**
- * `ocw setup --runtime llama.cpp` without --model: the planner's pick (catalog repo and quant, slots, context per slot).
- * Nothing fits → a SetupInputError carrying the planner's problem (what to change).
- */
-export async function planForSetup(slots: number | undefined, ctx: number | undefined, llamaServer: string | undefined, store?: TargetStore, hardware?: HardwareReport): Promise<{ model: string; slots: number; ctx: number; line: string }> {
-  let bin: string | null = null;
-  try {
-    bin = findLlamaServer(llamaServer);
-  } catch {
-    bin = null;
-  }
-  const hw = hardware ?? (await detectHardware({ llamaServer: bin }));
-  const { dev } = devicesFromHardware(hw, bin);
-  const n = slots ?? (dev.gpus.length ? 4 : 1);
-  const p = propose(dev, n, ctx ?? DEFAULT_MIN_CTX, toolVerifiedModels(store));
-  if (!p.pick) throw new SetupInputError(`nothing in the catalog fits this machine: ${p.problem}`);
-  const entry = findCatalog(p.pick.model);
-  if (!entry || !p.pick.quant) throw new SetupInputError(`the planner picked ${p.pick.model}, which has no Hub repo in the catalog; pass --model`);
-  const model = `${entry.repo}:${p.pick.quant}`;
-  return { model, slots: p.pick.slots, ctx: p.pick.ctxPerSlot, line: `${entry.name} ${p.pick.quant} (${model}), ${p.pick.slots} slot(s) × ${p.pick.ctxPerSlot} tokens — ${p.pick.reason}` };
-}
-
-/**
  * `ocw setup --runtime llama.cpp` without --model, and `--runtime vllm|sglang --model REPO`: the engine's start by
  * phases (engine/serving/start.ts), logged as it goes; the exit code as for setup (0 built, 3 underpowered, 2 otherwise).
  */
 async function runStartCommand(o: SetupCommandOptions, slots: number | undefined, ctx: number | undefined, log: (l: string) => void): Promise<CommandOutput & { result?: SetupResult }> {
-  if (!o.yes) {
+  const minCtx = int(o.minCtx, "--min-ctx", 1024);
+  if (ctx !== undefined && ctx < 1024) throw new SetupInputError(`--ctx must be ≥ 1024 tokens per slot (got ${ctx})`);
+  if (ctx !== undefined && minCtx !== undefined) throw new SetupInputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
+  // asked once the plan is known (what will be downloaded and started), before any download
+  const confirm = async (j: SetupJob): Promise<boolean> => {
+    if (o.yes) return true;
     if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to download and start without a question");
     const { createInterface } = await import("node:readline/promises");
     const rl = createInterface({ input: process.stdin, output: process.stderr });
-    const what = o.runtime === "llama.cpp" ? "the planner's pick for this machine (ocw fit shows it)" : `${o.model ?? "the model"} with ${o.runtime}`;
-    const yes = /^y(es)?$/i.test((await rl.question(`Download and start ${what}? [y/N] `)).trim());
-    rl.close();
-    if (!yes) throw new SetupInputError("not confirmed; nothing downloaded or started (pass --yes to skip the question)");
-  }
+    const what = `${j.model}${j.quant ? ` ${j.quant}` : ""}${j.slots ? ` (${j.slots} slot(s) × ${j.ctxPerSlot} tokens)` : ""} with ${o.runtime}`;
+    try {
+      return /^y(es)?$/i.test((await rl.question(`Download (when not on disk) and start ${what}? [y/N] `)).trim());
+    } finally {
+      rl.close();
+    }
+  };
   const { runStartJob } = await import("./start");
   const seen = new Map<string, string>();
   let lastPct = -1;
   const job = await runStartJob({
-    input: { runtime: o.runtime as "llama.cpp" | "vllm" | "sglang", model: o.model, slots, minCtx: ctx, acceptUnderpowered: o.acceptUnderpowered },
-    store: o.store ?? new TargetStore(), hardware: o.hardware, llamaServer: o.llamaServer,
+    input: { runtime: o.runtime as "llama.cpp" | "vllm" | "sglang", model: o.model, slots, ctx, minCtx, acceptUnderpowered: o.acceptUnderpowered },
+    store: o.store ?? new TargetStore(), hardware: o.hardware, llamaServer: o.llamaServer, confirm,
     onUpdate: (j) => {
       for (const p of j.phases) {
         const key = `${p.status}:${p.detail}`;
-        if (seen.get(p.name) !== key && p.status !== "pending") {
+        // the plan is logged once it holds (bad input and no-fit end in one `ocw: …` line); failures and the phases
+        // skipped after them are said by that last line
+        const quiet = p.status === "pending" || p.status === "failed" || (p.name === "plan" && p.status === "running") || (p.status === "skipped" && !p.detail);
+        if (seen.get(p.name) !== key && !quiet) {
           seen.set(p.name, key);
           log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` — ${p.detail}` : ""}`);
         }
@@ -371,11 +361,12 @@ async function runStartCommand(o: SetupCommandOptions, slots: number | undefined
     const f = job.failure!;
     // nothing fits: the planner's problem says what to change, as `ocw fit` does
     if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}\n` };
+    if (f.kind === "not-confirmed") throw new SetupInputError(f.cause);
     return { code: 2, stdout: o.json ? JSON.stringify({ job }, null, 2) + "\n" : "", stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} — ${f.remedy}\n` };
   }
   const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
   const text = o.json
-    ? JSON.stringify({ outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, job }, null, 2) + "\n"
+    ? JSON.stringify({ outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job.servers?.[0] ?? null, job }, null, 2) + "\n"
     : [
         `${r.outcome.toUpperCase()}: ${r.summary}`,
         ...r.checks.map((c) => `  [${c.passed ? "x" : " "}] ${c.name.padEnd(11)} ${c.evidence}`),
@@ -400,15 +391,8 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
     let r: SetupResult;
     if (o.runtime) {
       if (!["llama.cpp", "vllm", "sglang"].includes(o.runtime)) throw new SetupInputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
-      if (o.runtime !== "llama.cpp" || !o.model) {
-        // the planner's pick (llama.cpp without --model: its exact command, --n-cpu-moe included) or vLLM/SGLang: by phases
-        return await runStartCommand(o, slots, ctx, log);
-      }
-      const model = o.model;
-      const useSlots = slots;
-      const useCtx = ctx;
-      if (useSlots === undefined) throw new SetupInputError("--runtime llama.cpp --model … needs --slots N (how many workers run at once); or leave out --model to take the planner's pick");
-      r = await setupLlamaCpp({ model, slots: useSlots, ctx: useCtx, llamaServer: o.llamaServer, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, log, hardware: o.hardware });
+      // every runtime starts by phases: the planner's pick or the named model, planned by the same planner as ocw fit
+      return await runStartCommand(o, slots, ctx, log);
     } else if (Array.isArray(o.capture) && o.capture.length > 1) {
       const { setupCapturePool } = await import("./pool");
       r = await setupCapturePool(o.capture, { model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
@@ -418,7 +402,7 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
       r = await setupProvider({ url: o.provider!, model: o.model ?? "", apiKeyEnv: o.apiKeyEnv ?? "", slots, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     }
     const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
-    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, fit: r.fit, server: r.server, timings: r.timings };
+    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: r.server, timings: r.timings };
     const text = o.json
       ? JSON.stringify(body, null, 2) + "\n"
       : [
@@ -529,7 +513,8 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)")
     .option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id")
     .option("--slots <n>", "how many workers run at once")
-    .option("--ctx <n>", "context each slot gets (the server is sized for slots × ctx, unified KV)")
+    .option("--ctx <n>", "exactly this context per slot (the server is sized for slots × ctx, unified KV)")
+    .option("--min-ctx <n>", "at least this context per slot (default 32768; the planner gives more when it fits)")
     .option("--llama-server <path>", "llama-server binary")
     .option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v: string, prev: string[] = []) => [...prev, v])
     .option("--provider <url>", "an API provider base URL (OpenAI-compatible)")

@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installPrebuilt, latestRelease, pickAsset, type Release, variantsFor } from "./get-llama";
+import { findLlamaServer } from "./llama-server";
 
 const names = ["llama-b7000-bin-ubuntu-x64.tar.gz", "llama-b7000-bin-ubuntu-vulkan-x64.tar.gz", "llama-b7000-bin-win-cuda-12.4-x64.zip",
   "llama-b7000-bin-win-cpu-x64.zip", "llama-b7000-bin-macos-arm64.zip", "cudart-llama-bin-win-cuda-12.4-x64.zip", "llama-b7000-bin-ubuntu-cuda-x64.tar.gz"];
@@ -68,6 +69,13 @@ describe("installPrebuilt against a local release server", () => {
     expect(out).toMatchObject({ variant: "cpu", tag: "b7000", asset: "llama-b7000-bin-ubuntu-x64.tar.gz", verified: "sha256" });
     expect(execFileSync(out.bin, ["--version"]).toString()).toMatch(/7000/);
     expect(progress).toContain("llama-b7000-bin-ubuntu-cuda-x64.tar.gz");
+  });
+  it("an installed prebuilt is found again, offline and without PATH (<state>/llama/<tag>-<variant>/)", async () => {
+    const state = path.join(dir, "state");
+    const r = await latestRelease({ OCW_LLAMA_RELEASES_URL: `${base}/releases/latest` });
+    const out = await installPrebuilt({ root: path.join(state, "llama"), platform: "linux", arch: "x64", gpus: [], release: r });
+    expect(findLlamaServer(undefined, { PATH: "", OCW_LLAMA_CACHE: path.join(dir, "no-cache"), OCW_STATE_DIR: state })).toBe(out.bin);
+    expect(findLlamaServer(undefined, { PATH: "", OCW_LLAMA_CACHE: path.join(dir, "no-cache"), OCW_STATE_DIR: path.join(dir, "empty-state") })).toBeNull();
   });
   it("says what to do when nothing fits the platform", async () => {
     await expect(installPrebuilt({ root: path.join(dir, "i2"), platform: "linux", arch: "arm64", gpus: [], release: rel(base) })).rejects.toThrow(/build from source/);

@@ -8,6 +8,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync }
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { stateDir } from "../store/paths";
 import { httpJson } from "./http";
 
 export interface LlamaPlan {
@@ -70,7 +71,31 @@ export function findLlamaServer(explicit?: string | null, env: NodeJS.ProcessEnv
   } catch {
     /* no cache */
   }
+  // the prebuilt release setup installed (<state>/llama/<tag>-<variant>/…): found again, also offline
+  const installed = path.join(stateDir(env), "llama");
+  try {
+    for (const d of readdirSync(installed).filter((x) => !x.includes(".tmp")).sort().reverse()) {
+      const f = findFile(path.join(installed, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+      if (f) cands.push(f);
+    }
+  } catch {
+    /* nothing installed */
+  }
   return cands.find((c) => existsSync(c)) ?? null;
+}
+
+function findFile(dir: string, name: string, depth: number): string | null {
+  if (depth > 3) return null;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isFile() && e.name === name) return path.join(dir, e.name);
+  }
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) {
+      const f = findFile(path.join(dir, e.name), name, depth + 1);
+      if (f) return f;
+    }
+  }
+  return null;
 }
 
 export async function freePort(host = "127.0.0.1"): Promise<number> {
@@ -122,6 +147,8 @@ export interface StartOptions {
   bin: string;
   args: string[];
   apiKey: string | null;
+  /** Extra environment from the plan (a replica's CUDA_VISIBLE_DEVICES …); the key is never here. */
+  env?: Record<string, string>;
   logFile: string;
   port: number;
   host?: string;
@@ -167,8 +194,10 @@ export async function waitHealthy(url: string, child: ChildProcess | null, logFi
 export async function startLlamaServer(o: StartOptions): Promise<Started> {
   mkdirSync(path.dirname(o.logFile), { recursive: true, mode: 0o700 });
   const fd = openSync(o.logFile, "a", 0o600);
-  const env = scrubEnv(process.env);
+  const env = { ...scrubEnv(process.env), ...o.env };
   if (o.apiKey) env.LLAMA_API_KEY = o.apiKey;
+  // a prebuilt release keeps its shared libraries (libggml-cuda.so …) next to the binary
+  env.LD_LIBRARY_PATH = [path.dirname(o.bin), env.LD_LIBRARY_PATH].filter(Boolean).join(path.delimiter);
   const child = spawn(o.bin, o.args, { env, stdio: ["ignore", fd, fd], detached: o.detached ?? false });
   const spawnErr = new Promise<never>((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o.bin}: ${e.message}`))));
   closeSync(fd);

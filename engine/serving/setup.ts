@@ -1,35 +1,29 @@
 /**
- * `ocw setup`: fit → start (or capture) → verify → persist a target. Three modes: a llama.cpp server we start,
+ * `ocw setup`: capture or provider → verify → persist a target; the serving records and supervisor of the servers
+ * ocw starts (start.ts runs a model by phases). Modes: a llama.cpp server we start (start.ts),
  * a captured endpoint already serving, an API provider.
  */
 import path from "node:path";
-import { createInterface } from "node:readline/promises";
+import { spawn } from "node:child_process";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import { type Target, targetSlug } from "../../shared/target";
-import { budgetsFromReport, detectHardware, type HardwareReport } from "../hardware/detect";
-import { hparamsFromMetadata } from "../models/hparams";
-import { fit, type FitChoice } from "../models/fit";
-import { loadGguf, type ModelInfo } from "../models/source";
 import { readJson, writeJsonAtomic } from "../store/json-file";
 import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
 import { probeEndpoint } from "./capture";
-import { generateKey, keyFilePath, readKey, storeKey } from "./keys";
-import { buildLlamaArgs, findLlamaServer, freePort, LlamaSupervisor, type LoggedSizes, parseServerLog, pidAlive, signalablePid, startLlamaServer, stopPid, waitHealthy } from "./llama-server";
-import { spawn } from "node:child_process";
-import { closeSync, mkdirSync, openSync } from "node:fs";
+import { readKey } from "./keys";
+import { LlamaSupervisor, type LoggedSizes, pidAlive, signalablePid, stopPid, waitHealthy } from "./llama-server";
 import { type VerifyResult, verifyEndpoint } from "./verify";
-import { existsSync, readFileSync } from "node:fs";
-import { downloadFile } from "../models/download";
-import { hubHeaders, resolveUrl } from "../models/hf";
-import { chooseFromRepo, localPathFor, parseRepoRef } from "../models/resolve";
-import { hfUrl } from "../models/source";
-import { installPrebuilt } from "./get-llama";
 
 /** Bad input: one line saying what to do; exit code 2. */
 export class SetupInputError extends Error {}
 
 export interface ServingRecord {
+  /** The target's id, or `ID@N` for replica N of a pool target (then `replicaOf` is the target's id). */
   targetId: string;
+  replicaOf?: string;
+  /** Environment the plan gave the server (a replica's CUDA_VISIBLE_DEVICES …); never the key. */
+  env?: Record<string, string>;
   pid: number;
   /** The `ocw serving supervise` process that restarts the server after a crash (absent when unsupervised). */
   supervisorPid?: number | null;
@@ -55,7 +49,7 @@ export function saveServing(recs: ServingRecord[]): void {
 /** Stops servers we started (all, or one target's). Returns what was stopped. */
 export async function stopServing(targetId?: string): Promise<{ stopped: ServingRecord[]; alreadyGone: ServingRecord[] }> {
   const recs = listServing();
-  const pick = recs.filter((r) => !targetId || r.targetId === targetId);
+  const pick = recs.filter((r) => !targetId || r.targetId === targetId || r.replicaOf === targetId);
   const stopped: ServingRecord[] = [];
   const alreadyGone: ServingRecord[] = [];
   for (const r of pick) {
@@ -84,7 +78,6 @@ export interface SetupResult {
   checks: Target["checks"];
   summary: string;
   active: boolean;
-  fit?: Omit<FitChoice, "estimate"> & { estimate?: unknown };
   server?: { pid: number; port: number; logFile: string; readyMs: number; logged: LoggedSizes; args: string[] };
   timings: { totalMs: number; detectMs?: number; startMs?: number; verifyMs: number };
 }
@@ -105,29 +98,11 @@ export interface CommonSetupOptions {
   unverified?: boolean;
 }
 
-export interface LlamaSetupOptions extends CommonSetupOptions {
-  model: string;
-  ctx?: number;
-  llamaServer?: string;
-  hardware?: HardwareReport;
-  readyTimeoutMs?: number;
-}
-
 function positiveInt(v: unknown, flag: string): number | undefined {
   if (v === undefined || v === null) return undefined;
   const n = typeof v === "number" ? v : Number(v);
   if (!Number.isInteger(n) || n < 1) throw new SetupInputError(`${flag} must be a positive integer (got ${JSON.stringify(v)})`);
   return n;
-}
-
-async function defaultConfirm(q: string): Promise<boolean> {
-  if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to proceed without confirmation");
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(`${q} [y/N] `)).trim());
-  } finally {
-    rl.close();
-  }
 }
 
 export function finish(
@@ -147,150 +122,6 @@ function saveUnverified(store: TargetStore, target: Target, t0: number): SetupRe
     outcome: "unverified", saved: true, observed: null, target: saved, checks: [], active: true,
     summary: `saved ${saved.id} without verifying it (your choice): nothing was checked — not the URL, the key, the context, nor tool calls`,
     timings: { totalMs: performance.now() - t0, verifyMs: 0 },
-  };
-}
-
-export async function setupLlamaCpp(o: LlamaSetupOptions): Promise<SetupResult> {
-  const t0 = performance.now();
-  const log = o.log ?? (() => {});
-  const slots = positiveInt(o.slots ?? 1, "--slots")!;
-  const ctx = positiveInt(o.ctx, "--ctx");
-  let bin: string | null;
-  try {
-    bin = findLlamaServer(o.llamaServer);
-  } catch (e) {
-    throw new SetupInputError((e as Error).message);
-  }
-  if (!bin) {
-    const remedy = "pass --llama-server PATH, set LLAMA_SERVER, or build one with scripts/build-llama-server.sh";
-    if (!o.yes && !(await (o.confirm ?? defaultConfirm)("No llama-server found. Download the official prebuilt llama.cpp release for this machine?"))) {
-      throw new SetupInputError(`no llama-server found: ${remedy}`);
-    }
-    try {
-      const hw0 = o.hardware ?? (await detectHardware());
-      const got = await installPrebuilt({ root: path.join(stateDir(), "llama"), gpus: hw0.gpus, onProgress: (a, p) => p.total && log(`download ${a}: ${((p.received / p.total) * 100).toFixed(0)} %`) });
-      log(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}`);
-      bin = got.bin;
-    } catch (e) {
-      throw new SetupInputError(`no llama-server found and ${(e as Error).message.replace(/^no prebuilt/, "no prebuilt")}; or ${remedy}`);
-    }
-  }
-  if (!existsSync(o.model) && !parseRepoRef(o.model) && !hfUrl(o.model) && !/^https?:\/\//i.test(o.model)) {
-    throw new SetupInputError(`no such file: ${o.model} (pass a .gguf path, hf:owner/repo/file.gguf, owner/repo[:QUANT] or an http(s) URL)`);
-  }
-  const td = performance.now();
-  const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-  const detectMs = performance.now() - td;
-  const budgets = budgetsFromReport(hw);
-  const want = {
-    slots, minCtxPerSlot: ctx ?? 4096, maxCtxPerSlot: ctx ?? 131072,
-    gpus: budgets.gpus, hostFreeBytes: budgets.hostFreeBytes,
-  };
-  let info: ModelInfo;
-  let choice: FitChoice;
-  let localModel: string;
-  const downloads: { url: string; dest: string; size: number | null; sha256: string | null }[] = [];
-  const repoRef = !existsSync(o.model) ? parseRepoRef(o.model) : null;
-  try {
-    if (repoRef) {
-      const r = await chooseFromRepo(o.model, want);
-      info = r.info;
-      choice = r.choice;
-      for (const f of r.quant.files) downloads.push({ url: resolveUrl(r.repo, f.path, r.rev), dest: localPathFor(stateDir(), r.repo, f.path), size: f.size, sha256: f.sha256 });
-      localModel = downloads[0]!.dest;
-      log(`${r.repo}: ${r.considered.map((c) => `${c.quant} ${c.fits ? c.placement : "no fit"}`).join(", ")} → ${r.quant.quant}`);
-    } else {
-      info = await loadGguf(o.model);
-      localModel = o.model;
-      const url = hfUrl(o.model) ?? (/^https?:\/\//i.test(o.model) ? o.model : null);
-      if (url) {
-        localModel = path.join(stateDir(), "models", path.basename(new URL(url).pathname));
-        downloads.push({ url, dest: localModel, size: null, sha256: null });
-      }
-      const h0 = hparamsFromMetadata(info.metadata);
-      choice = fit({ hparams: h0, tensors: info.tensors, fileBytes: info.fileBytes ?? undefined, ...want,
-        minCtxPerSlot: ctx ?? Math.min(4096, h0.nCtxTrain), maxCtxPerSlot: ctx ?? Math.min(h0.nCtxTrain, 131072) });
-    }
-  } catch (e) {
-    throw new SetupInputError(`${o.model}: ${(e as Error).message}`);
-  }
-  const h = hparamsFromMetadata(info.metadata);
-  if (!choice.fits) throw new SetupInputError(`${path.basename(o.model)} cannot fit: ${choice.reason}. Try ${choice.suggestions.join("; ")}`);
-  log(`fit: ${choice.reason}; llama-server ${choice.args.join(" ")}`);
-  const dlBytes = downloads.reduce((a, d) => a + (d.size ?? 0), 0);
-  const question = downloads.length
-    ? `Download ${downloads.length} file(s)${dlBytes ? ` (${(dlBytes / 1024 ** 3).toFixed(1)} GiB)` : ""} and start llama-server with ${choice.reason}?`
-    : `Start llama-server with ${choice.reason}?`;
-  if (!o.yes && !(await (o.confirm ?? defaultConfirm)(question))) {
-    throw new SetupInputError("not confirmed; nothing downloaded or started (pass --yes to skip the question)");
-  }
-  for (const d of downloads) {
-    let last = 0;
-    await downloadFile({ url: d.url, dest: d.dest, expectedSize: d.size, sha256: d.sha256, headers: hubHeaders(),
-      onProgress: (p) => {
-        if (p.total && p.received - last > p.total / 20) {
-          last = p.received;
-          log(`download ${path.basename(d.dest)}: ${((p.received / p.total) * 100).toFixed(0)} % (${(p.bytesPerSec / 1024 ** 2).toFixed(1)} MiB/s)`);
-        }
-      } }).catch((e) => {
-      throw new SetupInputError((e as Error).message);
-    });
-  }
-
-  const store = o.store ?? new TargetStore();
-  const model = h.name ?? path.basename(o.model).replace(/\.gguf$/i, "");
-  const id = `llamacpp-${targetSlug({ model: path.basename(localModel).replace(/\.gguf$/i, ""), quant: null })}`;
-  const keyFile = keyFilePath(id);
-  const key = generateKey();
-  storeKey(keyFile, key);
-  // one server per target: replace a previous one
-  await stopServing(id);
-  const port = await freePort();
-  const alias = targetSlug({ model, quant: info.quant });
-  const args = buildLlamaArgs({
-    model: path.resolve(localModel), alias, nGpuLayers: choice.nGpuLayers, ctx: choice.nCtx, parallel: slots, kvUnified: choice.kvUnified,
-    cacheTypeK: choice.cacheTypeK, cacheTypeV: choice.cacheTypeV, flashAttn: choice.flashAttn, tensorSplit: choice.tensorSplit, port, noMmproj: true,
-  });
-  const logFile = path.join(stateDir(), "logs", `${id}.log`);
-  const ts = performance.now();
-  const record: ServingRecord = { targetId: id, pid: 0, supervisorPid: null, port, bin, args, logFile, keyFile, startedAt: new Date().toISOString() };
-  const sup = supervisorCommand();
-  let started: { pid: number; readyMs: number };
-  if (sup) {
-    // a detached `ocw serving supervise` owns the server and restarts it after a crash
-    saveServing([...listServing().filter((r) => r.targetId !== id), record]);
-    try {
-      started = await startSupervised(sup, record, o.readyTimeoutMs ?? 120_000);
-    } catch (e) {
-      // never leave a record without a live server: a later `ocw serving stop` must have nothing to signal
-      await stopServing(id);
-      throw e;
-    }
-  } else {
-    started = await startLlamaServer({ bin, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: o.readyTimeoutMs });
-    saveServing([...listServing().filter((r) => r.targetId !== id), { ...record, pid: started.pid }]);
-  }
-  const startMs = performance.now() - ts;
-  log(`llama-server pid ${started.pid} on 127.0.0.1:${port}${sup ? " (supervised)" : ""}, healthy in ${Math.round(started.readyMs)} ms`);
-
-  const url = `http://127.0.0.1:${port}/v1`;
-  const tv = performance.now();
-  const v = await verifyEndpoint({ url, model: alias, key, engine: "llama.cpp", slots, perSlotCtx: choice.ctxPerSlot });
-  const verifyMs = performance.now() - tv;
-  const target: Target = {
-    id, model: alias, quant: info.quant, endpoint: url, keyRef: "OCW_TARGET_API_KEY", keyFile,
-    contextLimit: choice.ctxPerSlot,
-    serving: { engine: "llama.cpp", endpoints: [{ url, slots }], slots, perSlotCtx: choice.ctxPerSlot },
-    checks: [],
-  };
-  const saved = finish(store, target, v, o);
-  const logged = parseServerLog(readFileSync(logFile, "utf8"));
-  const { estimate, ...fitRest } = choice;
-  return {
-    outcome: v.outcome, target: saved.target, checks: v.checks, summary: v.summary, active: saved.active,
-    fit: { ...fitRest, estimate: estimate ? { kvBytes: estimate.kvBytes, recurrentBytes: estimate.recurrentBytes, weightsBytes: estimate.weightsBytes, computeBytes: estimate.computeBytes, nCtx: estimate.nCtx, nCtxPerSlot: estimate.nCtxPerSlot } : undefined },
-    server: { pid: started.pid, port, logFile, readyMs: started.readyMs, logged, args },
-    timings: { totalMs: performance.now() - t0, detectMs, startMs, verifyMs },
   };
 }
 
@@ -338,7 +169,7 @@ export async function superviseServing(targetId: string): Promise<number> {
   let sup: LlamaSupervisor | null = null;
   const done = new Promise<number>((resolve) => {
     sup = new LlamaSupervisor(
-      { bin: rec.bin, args: rec.args, apiKey, logFile: rec.logFile, port: rec.port },
+      { bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port },
       {
         onReady: (pid) => update({ pid, supervisorPid: process.pid, restarts: sup?.restarts ?? 0 }),
         onRestart: (n, why, delay) => console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`),

@@ -26,7 +26,7 @@ import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./llama-server";
 import { finish, listServing, saveServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
-import { verifyEndpoint } from "./verify";
+import { type VerifyResult, verifyEndpoint } from "./verify";
 import { runOtherRuntime } from "./start-runtimes";
 
 const PHASES: SetupPhaseName[] = ["plan", "runtime", "download", "load", "warmup", "verify", "placement"];
@@ -43,6 +43,8 @@ export interface StartJobOptions {
   llamaServer?: string;
   readyTimeoutMs?: number;
   jobId?: string;
+  /** Asked once the plan is known, before any download or start (the CLI's question); false or a throw stops the job. */
+  confirm?: (job: SetupJob) => Promise<boolean>;
 }
 
 /** A start failure already classified. */
@@ -279,6 +281,9 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
     // ── plan: the same planner as `ocw fit`
     begin("plan", "detecting the hardware and planning");
     if (input.runtime !== "llama.cpp") {
+      if (o.confirm && !(await o.confirm(SetupJob.parse(structuredClone({ ...job, model: input.model ?? null }))).catch((e: Error) => {
+        throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+      }))) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
       await runOtherRuntime(o, input, job, { begin, end, skip, emit, cancelled, phase }, (f) => (logFile = f));
     } else {
       try {
@@ -287,18 +292,24 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         throw new StartError({ kind: "not-found", cause: (e as Error).message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-      const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), hardware: hw, store: o.store });
+      const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: hw, store: o.store });
       if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
       const fit = FitResult.parse(JSON.parse(fr.stdout));
       if (!fit.pick) throw new StartError({ kind: "no-fit", cause: input.model ? (fit.problem ?? `${input.model} does not fit this machine`) : `nothing in the catalog fits this machine: ${fit.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
       const pick = fit.pick;
       const entry = findCatalog(pick.model);
-      Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command });
+      Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
       const words = commandWords(pick.command);
       const mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
       if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
       end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}`);
       cancelled();
+      if (o.confirm) {
+        const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
+          throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+        });
+        if (!ok) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
+      }
 
       // ── runtime binary
       begin("runtime", "looking for llama-server");
@@ -373,106 +384,151 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       }
       cancelled();
 
-      // ── load: the planner's command, with the local file, a free port and the alias
-      begin("load", "starting llama-server");
+      // ── load: the planner's command(s) — one per replica of a pool — with the local file, a free port and the alias
       const alias = targetSlug({ model: entry?.name ?? path.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick.quant });
       const id = input.id ?? `llamacpp-${alias}`;
-      const port = await freePort();
-      const args = [...words.args];
-      args.splice(mi, 2, "-m", path.resolve(files.local));
-      const pi = args.indexOf("--port");
-      if (pi >= 0) args[pi + 1] = String(port);
-      else args.push("--port", String(port));
-      if (!args.includes("--alias")) args.push("--alias", alias);
-      if (!args.includes("-fit")) args.push("-fit", "off");
-      if (!args.includes("-lv")) args.push("-lv", "4");
-      job.launchedCommand = `LLAMA_API_KEY=… ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
+      const replicas = pick.pool
+        ? pick.pool.endpoints.map((e, i) => ({ i, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices }))
+        : [{ i: 0, words, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, devices: null as string[] | null }];
+      const pooled = replicas.length > 1;
+      begin("load", pooled ? `starting ${replicas.length} llama-servers (one per GPU group)` : "starting llama-server");
+      // one key for the target: every replica requires it (0600 file, handed over in the environment, never argv)
       const keyFile = keyFilePath(id);
       const key = generateKey();
       storeKey(keyFile, key);
       await stopServing(id);
-      logFile = path.join(stateDir(), "logs", `${id}.log`);
-      mkdirSync(path.dirname(logFile), { recursive: true });
-      const logStart = existsSync(logFile) ? statSync(logFile).size : 0;
-      const record: ServingRecord = { targetId: id, pid: 0, supervisorPid: null, port, bin, args, logFile, keyFile, startedAt: new Date().toISOString() };
       const sup = supervisorCommand();
-      let started: { pid: number; readyMs: number };
-      const readLog = () => (logFile && existsSync(logFile) ? readFileSync(logFile, "utf8").slice(logStart) : "");
-      try {
-        if (sup) {
-          saveServing([...listServing().filter((r) => r.targetId !== id), record]);
-          try {
-            started = await startSupervised(sup, record, o.readyTimeoutMs ?? 600_000);
-          } catch (e) {
-            await stopServing(id);
-            throw e;
+      const launched: string[] = [];
+      const servers: NonNullable<SetupJob["servers"]> = [];
+      const logs: { file: string; start: number }[] = [];
+      const readLog = (k = 0) => {
+        const l = logs[k];
+        return l && existsSync(l.file) ? readFileSync(l.file, "utf8").slice(l.start) : "";
+      };
+      const startOne = async (r: (typeof replicas)[number]) => {
+        const port = await freePort();
+        const args = [...r.words.args];
+        const ri = args.findIndex((x) => x === "-m" || x === "-hf");
+        args.splice(ri, 2, "-m", path.resolve(files.local));
+        const pi = args.indexOf("--port");
+        if (pi >= 0) args[pi + 1] = String(port);
+        else args.push("--port", String(port));
+        if (!args.includes("--alias")) args.push("--alias", alias);
+        if (!args.includes("-fit")) args.push("-fit", "off");
+        if (!args.includes("-lv")) args.push("-lv", "4");
+        // the plan's environment (a replica's CUDA_VISIBLE_DEVICES …), never the key: that goes in LLAMA_API_KEY
+        const env = Object.fromEntries(r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]));
+        launched[r.i] = `${[...Object.entries(env).map(([k, v]) => `${k}=${shellQuote(v)}`), "LLAMA_API_KEY=…"].join(" ")} ${shellQuote(bin!)} ${args.map(shellQuote).join(" ")}`;
+        job.launchedCommand = launched.filter(Boolean).join("\n");
+        const recId = pooled ? `${id}@${r.i + 1}` : id;
+        const file = path.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync(path.dirname(file), { recursive: true });
+        logs[r.i] = { file, start: existsSync(file) ? statSync(file).size : 0 };
+        if (r.i === 0) logFile = file;
+        const record: ServingRecord = { targetId: recId, ...(pooled ? { replicaOf: id } : {}), pid: 0, supervisorPid: null, port, bin: bin!, args, env, logFile: file, keyFile, startedAt: new Date().toISOString() };
+        let started: { pid: number; readyMs: number };
+        try {
+          if (sup) {
+            saveServing([...listServing().filter((x) => x.targetId !== recId), record]);
+            try {
+              started = await startSupervised(sup, record, o.readyTimeoutMs ?? 600_000);
+            } catch (e) {
+              await stopServing(recId);
+              throw e;
+            }
+          } else {
+            started = await startLlamaServer({ bin: bin!, args, env, apiKey: key, logFile: file, port, detached: true, readyTimeoutMs: o.readyTimeoutMs ?? 600_000 });
+            saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record, pid: started.pid }]);
           }
-        } else {
-          started = await startLlamaServer({ bin, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: o.readyTimeoutMs ?? 600_000 });
-          saveServing([...listServing().filter((r) => r.targetId !== id), { ...record, pid: started.pid }]);
+        } catch (e) {
+          const c = classifyLog(readLog(r.i), bin);
+          const msg = (e as Error).message;
+          throw new StartError({
+            kind: c?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
+            cause: `${pooled ? `replica ${r.i + 1} (${r.devices?.join("+")}): ` : ""}${c?.logLine ? `llama-server failed to start: ${c.logLine}` : msg.replace(/: .*$/, "")}`,
+            logLine: c?.logLine ?? null, logFile: file,
+            remedy: c?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime"),
+          });
         }
+        servers[r.i] = { pid: started.pid, port, url: `http://127.0.0.1:${port}/v1`, readyMs: Math.round(started.readyMs), args, logFile: file, env: Object.keys(env).map((k) => `${k}=${env[k]}`) };
+      };
+      try {
+        // replicas load side by side (each on its own GPUs); a failed one stops the others
+        await Promise.all(replicas.map(startOne));
       } catch (e) {
-        const c = classifyLog(readLog(), bin);
-        const msg = (e as Error).message;
-        throw new StartError({
-          kind: c?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
-          cause: c?.logLine ? `llama-server failed to start: ${c.logLine}` : msg.replace(/: .*$/, ""),
-          logLine: c?.logLine ?? null,
-          remedy: c?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime"),
+        if (pooled) await stopServing(id);
+        throw e;
+      }
+      job.launchedCommand = launched.join("\n");
+      job.servers = servers;
+      end(servers.map((x, k) => `${pooled ? `replica ${k + 1} (${replicas[k]!.devices!.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1000).toFixed(1)} s`).join("; ") + (sup ? " (supervised: restarted after a crash)" : ""));
+      cancelled();
+
+      // ── warm-up: one short completion per server (first-use costs out of verify's timings)
+      begin("warmup", `one short completion${pooled ? " per replica" : ""}`);
+      const warm: string[] = [];
+      for (const [k, x] of servers.entries()) {
+        const w = await httpJson<{ choices?: unknown[] }>(`${x.url}/chat/completions`, {
+          headers: { authorization: `Bearer ${key}` },
+          body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 }, timeoutMs: 300_000,
         });
+        if (w.status !== 200) {
+          const c = classifyLog(readLog(k), bin);
+          throw new StartError({ kind: c?.kind ?? "other", cause: `the first completion${pooled ? ` of replica ${k + 1}` : ""} failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c?.logLine ?? null, remedy: c?.remedy ?? "read the log file" });
+        }
+        warm.push(`${(w.ms / 1000).toFixed(2)} s`);
       }
-      end(`llama-server pid ${started.pid} on 127.0.0.1:${port}${sup ? " (supervised: restarted after a crash)" : ""}, healthy in ${(started.readyMs / 1000).toFixed(1)} s`);
+      end(`first completion in ${warm.join(", ")}`);
       cancelled();
 
-      // ── warm-up: one short completion (first-use costs out of verify's timings)
-      begin("warmup", "one short completion");
-      const url = `http://127.0.0.1:${port}/v1`;
-      const w = await httpJson<{ choices?: unknown[] }>(`${url}/chat/completions`, {
-        headers: { authorization: `Bearer ${key}` },
-        body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 }, timeoutMs: 300_000,
-      });
-      if (w.status !== 200) {
-        const c = classifyLog(readLog(), bin);
-        throw new StartError({ kind: c?.kind ?? "other", cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c?.logLine ?? null, remedy: c?.remedy ?? "read the log file" });
+      // ── verify: the checklist, live — every replica like a single server (one after the other: their timings)
+      begin("verify", "reachable, auth, slots (and the KV pool), concurrency, capability, tools");
+      const verdicts: VerifyResult[] = [];
+      for (const [k, x] of servers.entries()) {
+        const v = await verifyEndpoint({
+          url: x.url, model: alias, key, engine: "llama.cpp", slots: replicas[k]!.slots, perSlotCtx: replicas[k]!.ctxPerSlot,
+          onCheck: (_c: TargetCheck, done: TargetCheck[]) => {
+            job.checks = pooled ? [...verdicts.flatMap((d, j) => d.checks.map((c) => ({ ...c, evidence: `replica ${j + 1}: ${c.evidence}` }))), ...done.map((c) => ({ ...c, evidence: `replica ${k + 1}: ${c.evidence}` }))] : done;
+            emit();
+          },
+        });
+        verdicts.push(v);
       }
-      end(`first completion in ${(w.ms / 1000).toFixed(2)} s`);
-      cancelled();
-
-      // ── verify: the checklist, live
-      begin("verify", "reachable, auth, slots, concurrency, capability, tools");
-      const v = await verifyEndpoint({
-        url, model: alias, key, engine: "llama.cpp", slots: pick.slots, perSlotCtx: pick.ctxPerSlot,
-        onCheck: (_c: TargetCheck, done: TargetCheck[]) => {
-          job.checks = done;
-          emit();
-        },
-      });
+      const v = pooled ? poolVerdict(verdicts) : verdicts[0]!;
       job.checks = v.checks;
       end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
 
-      // ── placement: the weights where the plan put them (the server's log, its /props, the vendor tool)
+      // ── placement: the weights where the plan put them (each server's log, its /props, the vendor tool)
       begin("placement", "reading llama-server's log and /props");
-      const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(`http://127.0.0.1:${port}/props`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 });
-      let smi: Parameters<typeof checkPlacement>[2] = null;
-      if (hw.gpus.some((g) => g.usedBytes !== null) && pick.placement !== "cpu") {
-        const after = await detectHardware({}).catch(() => null);
-        if (after) {
-          const ids = pick.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ").slice(1).join(" "));
-          smi = {
-            before: hw.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
-            after: after.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
-          };
+      const placements: SetupPlacement[] = [];
+      for (const [k, x] of servers.entries()) {
+        const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(`${x.url.replace(/\/v1$/, "")}/props`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 });
+        let smi: Parameters<typeof checkPlacement>[2] = null;
+        if (!pooled && hw.gpus.some((g) => g.usedBytes !== null) && pick.placement !== "cpu") {
+          const after = await detectHardware({}).catch(() => null);
+          if (after) {
+            const ids = pick.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ").slice(1).join(" "));
+            smi = {
+              before: hw.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
+              after: after.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
+            };
+          }
         }
+        // a replica sees its GPUs renumbered from 0 (the others are hidden): its log names them so
+        const devices = pooled ? replicaDevices(pick, replicas[k]!.devices!, x.env.length > 0) : pick.devices;
+        const pl = checkPlacement({ devices, placement: pick.placement }, readLog(k), smi);
+        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path.basename(props.body.model_path)}` : ""}`);
+        placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
-      const placement = checkPlacement(pick, readLog(), smi);
-      if (props.status === 200) placement.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path.basename(props.body.model_path)}` : ""}`);
+      const placement: SetupPlacement = { passed: placements.every((p) => p.passed), devices: placements.flatMap((p) => p.devices), evidence: placements.flatMap((p) => p.evidence) };
       job.placement = placement;
       end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
 
-      // ── the target: saved as verify decided (the engine is its single writer)
+      // ── the target: saved as verify decided (the engine is its single writer); a pool is one target of its replicas
+      const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k]!.slots }));
       const target: Target = {
-        id, model: alias, quant: pick.quant, endpoint: url, keyRef: "OCW_TARGET_API_KEY", keyFile, contextLimit: pick.ctxPerSlot,
-        serving: { engine: "llama.cpp", endpoints: [{ url, slots: pick.slots }], slots: pick.slots, perSlotCtx: pick.ctxPerSlot }, checks: [],
+        id, model: alias, quant: pick.quant, endpoint: servers[0]!.url, keyRef: "OCW_TARGET_API_KEY", keyFile, contextLimit: pick.ctxPerSlot,
+        serving: { engine: "llama.cpp", endpoints, slots: pick.slots, perSlotCtx: pick.ctxPerSlot }, checks: [],
       };
       const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
       job.result = {
@@ -492,7 +548,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
     const f = e instanceof StartError ? e.failure : { kind: "other", cause: (e as Error).message, logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
     const failedPhase = f.phase ?? (current as { p: SetupPhase } | null)?.p.name ?? "plan";
     if (current) end(f.cause, "failed");
-    else phase(failedPhase).status = "failed";
+    else if (f.kind !== "not-confirmed") phase(failedPhase).status = "failed";
     job.failure = { phase: failedPhase, kind: f.kind, cause: f.cause, logLine: f.logLine ?? null, remedy: f.remedy, logFile: f.logFile ?? logFile };
     job.state = f.kind === "cancelled" ? "cancelled" : "failed";
     for (const p of job.phases) if (p.status === "pending") p.status = "skipped";
@@ -511,4 +567,29 @@ export interface PhaseOps {
   emit: (force?: boolean) => void;
   cancelled: () => void;
   phase: (name: SetupPhaseName) => SetupPhase;
+}
+
+/** A pool's verdict: its weakest replica's outcome, every replica's checks (named), slots summed. */
+export function poolVerdict(vs: VerifyResult[]): VerifyResult {
+  const rank = { built: 0, underpowered: 1, "cannot-build": 2 } as const;
+  const worst = vs.reduce((a, x) => (rank[x.outcome] > rank[a.outcome] ? x : a));
+  const k = vs.indexOf(worst);
+  return {
+    outcome: worst.outcome,
+    checks: vs.flatMap((x, j) => x.checks.map((c) => ({ ...c, evidence: `replica ${j + 1}: ${c.evidence}` }))),
+    observed: {
+      totalSlots: vs.every((x) => x.observed.totalSlots !== null) ? vs.reduce((a, x) => a + x.observed.totalSlots!, 0) : null,
+      perSlotCtx: vs.every((x) => x.observed.perSlotCtx !== null) ? Math.min(...vs.map((x) => x.observed.perSlotCtx!)) : null,
+      overlap: null,
+    },
+    summary: `${vs.length} replicas; ${worst.outcome === "built" ? worst.summary : `replica ${k + 1}: ${worst.summary}`}`,
+  };
+}
+
+/** A replica's planned devices as its own llama-server names them (renumbered from 0 when the others are hidden). */
+function replicaDevices(pick: FitPick, ids: string[], isolated: boolean): FitPick["devices"] {
+  return ids.map((id, k) => {
+    const d = pick.devices.find((x) => x.name.split(" ")[0] === id)!;
+    return isolated ? { ...d, name: `${id.replace(/\d+$/, "")}${k} ${d.name.split(" ").slice(1).join(" ")}` } : d;
+  });
 }

@@ -44,6 +44,11 @@ export interface VerifyInput {
   concurrencyTokens?: number;
   /** Run the tool-call round trip (default true). */
   tools?: boolean;
+  /**
+   * llama.cpp with N > 1 slots: send N long requests at once (each filling the per-slot context, up to
+   * POOL_CHECK_MAX_TOKENS) to prove the KV pool holds them all (default true).
+   */
+  poolCheck?: boolean;
   /** Called as each check completes (the wizard's live checklist). */
   onCheck?: (check: TargetCheck, done: TargetCheck[]) => void;
 }
@@ -87,6 +92,46 @@ export function checkCapabilityAnswer(text: string): { passed: boolean; evidence
   } catch (e) {
     return { passed: false, evidence: `answer does not run: ${(e as Error).message.split("\n")[0]} (${JSON.stringify(code.slice(0, 60))}…)` };
   }
+}
+
+/**
+ * The most prompt tokens each request of the pool check sends: what an OpenCode worker needs at least (its ≈ 4.9k
+ * first request plus 8k of output). Beyond it the context per slot is taken from /props: proving 4 × 128k would mean
+ * half a million tokens of prefill in verify, and a pool sized for one slot (the usual mistake) fails long before.
+ */
+export const POOL_CHECK_MAX_TOKENS = WORKER_MIN_CTX;
+const POOL_UNIT = "The build runs every test in the repository and reports each failure with its file and line. ";
+
+/**
+ * N requests at once, each with a prompt of about `ctx` tokens (less the answer and a margin for the chat template),
+ * measured with the server's /tokenize. passed: null when it could not be run (no /tokenize).
+ */
+export async function poolCheck(o: { root: string; chatUrl: string; key: string | null; model: string; n: number; ctx: number; ext: boolean; timeoutMs: number }): Promise<{ passed: boolean | null; evidence: string }> {
+  const headers = authHeaders(o.key);
+  const tok = await httpJson<{ tokens?: unknown[] }>(`${o.root}/tokenize`, { headers, body: { content: POOL_UNIT }, timeoutMs: 10_000 });
+  const perUnit = Array.isArray(tok.body?.tokens) ? tok.body.tokens.length : 0;
+  if (!perUnit) return { passed: null, evidence: `not checked: /tokenize → ${tok.status || tok.error}` };
+  const maxTokens = 8;
+  const fill = Math.min(o.ctx, POOL_CHECK_MAX_TOKENS) - maxTokens - 160;
+  const units = Math.max(1, Math.floor(fill / perUnit));
+  const t0 = performance.now();
+  const runs = await Promise.all(Array.from({ length: o.n }, (_, i) => httpJson<{ usage?: { prompt_tokens?: number }; error?: { message?: string } }>(o.chatUrl, {
+    headers, timeoutMs: o.timeoutMs,
+    // a different first line per request: no two requests share a cached prefix
+    body: { model: o.model, messages: [{ role: "user", content: `Request ${i + 1} of ${o.n} (${Math.random().toString(36).slice(2)}). Reply OK.\n${POOL_UNIT.repeat(units)}` }], max_tokens: maxTokens, temperature: 0, cache_prompt: false,
+      ...(o.ext ? { grammar: "root ::= [a-zA-Z .,]+", chat_template_kwargs: { enable_thinking: false } } : {}) },
+  })));
+  const secs = ((performance.now() - t0) / 1000).toFixed(1);
+  const prompt = Math.max(...runs.map((r) => r.body?.usage?.prompt_tokens ?? 0)) || units * perUnit;
+  const failed = runs.filter((r) => r.status !== 200);
+  const capped = o.ctx > POOL_CHECK_MAX_TOKENS ? ` (exercised up to ${POOL_CHECK_MAX_TOKENS} of the ${o.ctx} per slot)` : "";
+  if (!failed.length) return { passed: true, evidence: `${o.n} requests × ${prompt} prompt tokens at once (${o.n * prompt} cells) all answered in ${secs} s${capped}` };
+  const why = failed[0]!.body?.error?.message ?? (failed[0]!.text.slice(0, 120) || failed[0]!.error || `HTTP ${failed[0]!.status}`);
+  return {
+    passed: false,
+    evidence: `${o.n} requests × ${prompt} prompt tokens at once: ${failed.length} of ${o.n} failed (${failed[0]!.status || "no answer"}: ${why}) in ${secs} s — the server's KV pool holds fewer than ${o.n} × ${o.ctx} tokens at once ` +
+      `(with --kv-unified, -c is one pool shared by all slots): start it with -c ${o.n * o.ctx} -np ${o.n} --kv-unified, or use fewer slots`,
+  };
 }
 
 export function overlapFactor(singleMs: number, wallMs: number, n: number): number {
@@ -150,11 +195,29 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const slotCtxs = Array.isArray(slotsRes.body) ? slotsRes.body.map((s) => s.n_ctx) : [];
     const okSlots = total !== null && total >= v.slots;
     const okCtx = v.perSlotCtx === null || (perSlot !== null && perSlot >= v.perSlotCtx && slotCtxs.every((c) => c >= v.perSlotCtx!));
-    add({
-      name: "slots", passed: okSlots && okCtx,
-      evidence: `/props total_slots=${total} (want ≥ ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` +
-        (!okCtx && perSlot !== null && v.perSlotCtx !== null ? " — each slot gets less than intended (split KV: c/N)" : ""),
-    });
+    let evidence = `/props total_slots=${total} (want ≥ ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` +
+      (!okCtx && perSlot !== null && v.perSlotCtx !== null ? " — each slot gets less than intended (split KV: c/N)" : "");
+    let okPool = true;
+    // A unified KV pool reports its whole size as every slot's n_ctx: only N long requests at once show whether it
+    // holds N slots × the context (llama-server answers "Context size has been exceeded" to every request otherwise).
+    if (okSlots && okCtx && v.slots > 1 && perSlot !== null && v.poolCheck !== false) {
+      const want = v.perSlotCtx ?? perSlot;
+      let pool = await poolCheck({ root, chatUrl, key: v.key, model: v.model, n: v.slots, ctx: want, ext, timeoutMs: Math.max(timeoutMs, 600_000) });
+      if (pool.passed === false && v.perSlotCtx === null) {
+        // nothing was asked: what each of the N slots can count on is the pool shared N ways
+        const share = Math.floor(perSlot / v.slots / 256) * 256;
+        const again = share >= 1024 ? await poolCheck({ root, chatUrl, key: v.key, model: v.model, n: v.slots, ctx: share, ext, timeoutMs: Math.max(timeoutMs, 600_000) }) : null;
+        if (again?.passed) {
+          observed.perSlotCtx = share;
+          pool = { passed: true, evidence: `${again.evidence}; at the reported ${perSlot} per slot: ${pool.evidence.replace(/ — .*$/, "")} — one KV pool of ${perSlot} shared by ${v.slots} slots: each worker is given ${share}` };
+        }
+      }
+      okPool = pool.passed !== false;
+      // what was proven for N slots at once: the asked context (a unified pool reports its whole size per slot)
+      if (pool.passed && v.perSlotCtx !== null && perSlot > v.perSlotCtx) observed.perSlotCtx = v.perSlotCtx;
+      evidence += `; pool: ${pool.evidence}`;
+    }
+    add({ name: "slots", passed: okSlots && okCtx && okPool, evidence });
   } else if (v.engine === "ollama" || v.engine === "lmstudio") {
     // the context the loaded model really has (the reachable request above loaded it)
     let ctx: number | null = null;

@@ -19,9 +19,9 @@ const bundle = BUNDLE;
 const state = path.join(tmp, "state");
 const run = promisify(execFile);
 
-async function ocw(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function ocw(args: string[], env: NodeJS.ProcessEnv = {}, timeout = 120_000): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run(process.execPath, [bundle, ...args], { env: { ...process.env, OCW_STATE_DIR: state, ...env }, timeout: 120_000 });
+    const r = await run(process.execPath, [bundle, ...args], { env: { ...process.env, OCW_STATE_DIR: state, ...env }, timeout });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (e) {
     const x = e as { code: number; stdout: string; stderr: string };
@@ -51,7 +51,7 @@ describe("ocw (model setup commands) as a process", () => {
   it("setup → underpowered (exit 3); kill -9 of the server → the supervisor restarts it; serving stop", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const models = await writeTinyModels(tmp, VOCAB!);
-    const r = await ocw(["setup", "--runtime", "llama.cpp", "--model", models.lfm2, "--slots", "2", "--ctx", "2048", "--llama-server", BIN!, "--yes", "--json"], { OCW_SUPERVISOR_CMD: JSON.stringify([process.execPath, bundle]) });
+    const r = await ocw(["setup", "--runtime", "llama.cpp", "--model", models.lfm2, "--slots", "2", "--ctx", "2048", "--llama-server", BIN!, "--yes", "--json"], { OCW_SUPERVISOR_CMD: JSON.stringify([process.execPath, bundle]) }, 170_000);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(3);
     const j = JSON.parse(r.stdout);
@@ -77,5 +77,5 @@ describe("ocw (model setup commands) as a process", () => {
     expect(s.code).toBe(0);
     expect(pidAlive(now.pid)).toBe(false);
     expect(pidAlive(first.supervisorPid)).toBe(false);
-  });
+  }, 300_000);
 });

@@ -71,22 +71,35 @@ describe("ocw fit --json on simulated machines", () => {
     expect(j.pick!.devices).toHaveLength(1);
     expect(j.alternatives.length).toBeGreaterThan(0);
   });
-  it("2×24 GB → the Q8_0 of the same model, tensor split over both", async () => {
+  it("2×24 GB, 4 slots → two replicas of the same model (Q4_K_M, 2 slots each, one GPU each); the Q8_0 split over both is the alternative", async () => {
     const j = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 })).stdout));
-    expect([j.pick!.model, j.pick!.quant]).toEqual(["qwen3.6-27b", "Q8_0"]);
+    expect([j.pick!.model, j.pick!.quant, j.pick!.slots]).toEqual(["qwen3.6-27b", "Q4_K_M", 4]);
+    expect(j.pick!.ctxPerSlot).toBeGreaterThanOrEqual(32768);
+    expect(["f16", "q8_0"]).toContain(kvType(j.pick!.command));
+    expect(j.pick!.pool!.endpoints.map((e) => [e.devices, e.slots])).toEqual([[["CUDA0"], 2], [["CUDA1"], 2]]);
+    expect(j.pick!.pool!.endpoints.map((e) => /CUDA_VISIBLE_DEVICES=(\d)/.exec(e.command)?.[1])).toEqual(["0", "1"]);
     expect(j.pick!.devices.map((d) => d.name)).toEqual(["CUDA0 NVIDIA GeForce RTX 3090", "CUDA1 NVIDIA GeForce RTX 3090"]);
-    expect(j.pick!.command).toMatch(/ -ts \d+,\d+ /);
+    expect(j.pick!.command).not.toMatch(/ -ts /);
+    expect(j.pick!.reason).toMatch(/2 replicas, one llama-server per GPU/);
+    const split = j.alternatives.find((a) => a.model === "qwen3.6-27b" && !a.pool)!;
+    expect(split.quant).toBe("Q8_0");
+    expect(split.command).toMatch(/ -ts \d+,\d+ /);
+    // one slot cannot be shared by two servers: then the Q8_0 split is the pick
+    const one = FitResult.parse(JSON.parse((await fit(["--json", "--slots", "1"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 })).stdout));
+    expect([one.pick!.quant, one.pick!.pool]).toEqual(["Q8_0", undefined]);
   });
   it("1×80 GB → Q8_0 with 128k per slot, f16 cache", async () => {
     const j = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(1, "NVIDIA H100 80GB HBM3", 81559), ramGiB: 256 })).stdout));
     expect([j.pick!.quant, j.pick!.ctxPerSlot, kvType(j.pick!.command)]).toEqual(["Q8_0", 131072, "f16"]);
   });
-  it("8×141 GB → one GPU per model (8 replicas), never layer-split over all eight", async () => {
-    const j = FitResult.parse(JSON.parse((await fit(["--json", "--slots", "8"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout));
-    expect(j.pick!.devices).toHaveLength(1);
-    expect(j.pick!.replicas).toBe(8);
-    expect(j.pick!.command).not.toMatch(/ -ts /);
-    expect(j.pick!.slots).toBe(8);
+  it("8×141 GB, 16 slots → 8 replicas × 2 slots, one H200 each, never layer-split over all eight", async () => {
+    const j = FitResult.parse(JSON.parse((await fit(["--json", "--slots", "16"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout));
+    expect(j.pick!.pool!.replicas).toBe(8);
+    expect(j.pick!.pool!.endpoints.every((e) => e.devices.length === 1 && e.slots === 2 && !/ -ts /.test(e.command))).toBe(true);
+    expect(j.pick!.pool!.endpoints.map((e) => /CUDA_VISIBLE_DEVICES=(\d)/.exec(e.command)?.[1])).toEqual(["0", "1", "2", "3", "4", "5", "6", "7"]);
+    expect(j.pick!.devices).toHaveLength(8);
+    expect(j.pick!.slots).toBe(16);
+    expect(j.pick!.ctxPerSlot).toBeGreaterThanOrEqual(32768);
     expect(j.hardware.gpus).toHaveLength(8);
   });
   it("AMD 24 GB and 192 GB → ROCm device ids", async () => {

@@ -36,6 +36,12 @@ afterAll(async () => {
   for (const pid of started) await stopPid(pid);
 });
 
+/** Stops a server and drops its pid from the cleanup list: a pid signalled again later may be another process's. */
+async function stopAndForget(pid: number): Promise<void> {
+  await stopPid(pid);
+  started.splice(started.indexOf(pid), 1);
+}
+
 describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)", () => {
   let json: any;
   let code: number;
@@ -49,6 +55,8 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     expect(r.stderr).toBe("");
     json = JSON.parse(r.stdout);
     console.log(`setup → ${json.outcome} in ${Math.round(ms)} ms (server healthy in ${Math.round(json.server.readyMs)} ms)`);
+    // a named model goes through the planner and the start by phases, like the planner's own pick
+    expect(json.job.phases.map((p: any) => `${p.name}:${p.status}`)).toEqual(["plan:done", "runtime:done", "download:skipped", "load:done", "warmup:done", "verify:done", "placement:done"]);
     for (const c of json.checks) console.log(`  ${c.passed ? "✓" : "✗"} ${c.name}: ${c.evidence}`);
     expect(json.outcome).toBe("underpowered");
     expect(code).toBe(3);
@@ -90,19 +98,27 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     expect(runTargets({ json: true }).stdout).toContain(json.target.id);
   });
 
-  it("the server's logged KV equals the estimate setup used", async (ctx) => {
+  it("the server's logged KV equals the plan's (the planner's estimate, as ocw fit shows it)", async (ctx) => {
     if (SKIP || !json) return ctx.skip(SKIP ?? "setup did not run");
-    const logged = json.server.logged;
-    expect(logged.kv[0].cells).toBe(8192);
-    expect(logged.kv[0].streams).toBe(1);
-    expect(logged.kv[0].MiB.toFixed(2)).toBe((json.fit.estimate.kvBytes / 2 ** 20).toFixed(2));
+    const { readFileSync } = await import("node:fs");
+    const { parseServerLog } = await import("../../engine/serving/llama-server");
+    const logged = parseServerLog(readFileSync(json.server.logFile, "utf8"));
+    expect(logged.kv[0]!.cells).toBe(8192);
+    expect(logged.kv[0]!.streams).toBe(1);
+    const planned = json.job.pick.devices.reduce((a: number, d: any) => a + d.breakdown.kvBytes, 0);
+    expect(logged.kv[0]!.MiB.toFixed(2)).toBe((planned / 2 ** 20).toFixed(2));
+    // the launch is the plan's command: 4 slots × 2048 in one unified pool
+    expect(json.server.args.join(" ")).toMatch(/-c 8192 -np 4 --kv-unified/);
   });
 
   it("captures the running llama-server (key by env-var name)", async (ctx) => {
     if (SKIP || !json) return ctx.skip(SKIP ?? "setup did not run");
     const key = readKey(json.target.keyFile);
-    const r = await setupCapture({ url: json.target.endpoint, apiKeyEnv: "OCW_TEST_LLAMA_KEY", env: { OCW_TEST_LLAMA_KEY: key } });
-    expect(r.target.serving).toMatchObject({ engine: "llama.cpp", slots: 4, perSlotCtx: 8192 });
+    const r = await setupCapture({ url: json.target.endpoint, apiKeyEnv: "OCW_TEST_LLAMA_KEY", env: { OCW_TEST_LLAMA_KEY: key }, ctx: 2048 });
+    // /props says 8192 per slot, but that is one pool of 8192 for the 4: what is recorded is what the 4 long requests
+    // at once proved (2048 each); with no --ctx the pool is found by itself (setup-verify-pool.test.ts)
+    expect(r.target.serving).toMatchObject({ engine: "llama.cpp", slots: 4, perSlotCtx: 2048 });
+    expect(r.checks.find((c) => c.name === "slots")!.evidence).toMatch(/pool: 4 requests × \d+ prompt tokens at once .* all answered/);
     expect(r.target.keyRef).toBe("OCW_TEST_LLAMA_KEY");
     expect(JSON.stringify(r.target)).not.toContain(key);
     expect(r.outcome).toBe("underpowered");
@@ -128,7 +144,7 @@ describe("the c/N trap is caught by verify", () => {
     expect(slots.passed).toBe(false);
     expect(slots.evidence).toMatch(/per-slot n_ctx=2048.*c\/N/);
     expect(v.outcome).toBe("cannot-build");
-    await stopPid(s.pid);
+    await stopAndForget(s.pid);
   });
 });
 
@@ -145,7 +161,7 @@ describe("the tool-call round trip on a real llama-server", () => {
     expect(t.passed).toBe(false);
     expect(t.evidence).toMatch(/refuses requests with tools/);
     expect(v.outcome).toBe("cannot-build");
-    await stopPid(s.pid);
+    await stopAndForget(s.pid);
   });
 });
 
@@ -161,7 +177,7 @@ describe("concurrency is measured, not assumed", () => {
     console.log(`-np 1: ${c.evidence}`);
     expect(c.passed).toBe(false);
     expect(v.checks.find((x) => x.name === "slots")!.passed).toBe(false);
-    await stopPid(s.pid);
+    await stopAndForget(s.pid);
   });
 });
 
@@ -178,7 +194,7 @@ describe("crash → restart", () => {
         { onRestart: (n, why, d) => events.push(`restart#${n} after ${why} in ${d} ms`), onReady: () => (++readyCount === 2 ? resolve() : undefined) },
       );
       void sup.start().then((s) => {
-        started.push(s.pid);
+        // not recorded for cleanup: it is killed right here, and a dead pid signalled later may be someone else's
         (globalThis as any).__sup = sup;
         process.kill(s.pid, "SIGKILL");
       });
@@ -237,6 +253,7 @@ describe("ocw setup from a Hugging Face repo (a local stand-in for the Hub)", ()
       expect(j.target.quant).toBe("Q8_0");
       expect(downloaded).toBe(1);
       expect(j.server.args.join(" ")).toMatch(/models\/acme__tiny-GGUF\/tiny-Q8_0\.gguf/);
+      expect(j.job.pick.quant).toBe("Q8_0");
       expect(j.checks.find((c: any) => c.name === "slots").passed).toBe(true);
     } finally {
       delete process.env.OCW_HF_ENDPOINT;
@@ -252,7 +269,7 @@ describe("setup bad inputs with a real binary", () => {
     // the tiny model fits any machine's RAM, so ask for more context than it was trained for
     const r2 = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "1", ctx: "65536", llamaServer: BIN, yes: true });
     expect(r2.code).toBe(2);
-    expect(r2.stderr).toMatch(/cannot fit: the model was trained for 32768/);
+    expect(r2.stderr).toMatch(/was trained for 32768 tokens of context; 65536 per slot is beyond it/);
   });
   it("a file that is not a GGUF → exit 2", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);

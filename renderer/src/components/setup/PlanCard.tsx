@@ -45,12 +45,20 @@ export function PlanCard({ title, pick, name, repoOf, onStart, busy }: {
           <span className={`chip chip-${pick.toolCalling === "verified" ? "ok" : "idle"}`}>{pick.toolCalling}</span>{" "}
           <span className="small muted">{pick.toolCalling === "verified" ? "a target of this model passed the tool-call round trip here" : "checked by verify once it runs here"}</span>
         </dd>
-        {pick.replicas && (
+        {pick.pool ? (
+          <>
+            <dt>replicas</dt>
+            <dd>
+              {pick.pool.replicas} llama-servers as one pool target:{" "}
+              {pick.pool.endpoints.map((e) => `${e.devices.join("+")} ${e.slots} slot(s)`).join(", ")}
+            </dd>
+          </>
+        ) : pick.replicas ? (
           <>
             <dt>replicas</dt>
             <dd>{pick.replicas} copies would fit, one per GPU set</dd>
           </>
-        )}
+        ) : null}
       </dl>
       <p className="small">{pick.reason}</p>
       <MemoryChart devices={pick.devices} />
@@ -59,7 +67,7 @@ export function PlanCard({ title, pick, name, repoOf, onStart, busy }: {
         <CopyField label="ocw setup command" value={setupCommand(pick, repoOf)} />
       </div>
       <div className="field">
-        <span>The llama-server it runs (key elided)</span>
+        <span>{pick.pool ? `The ${pick.pool.replicas} llama-servers it runs, one per line (key elided, each with its GPUs alone)` : "The llama-server it runs (key elided)"}</span>
         <CopyField label="llama-server command" value={pick.command} />
       </div>
       {onStart && (
