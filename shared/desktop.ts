@@ -106,14 +106,10 @@ const ID = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
  * `ocw://approvals`, `ocw://new` (also with three slashes, as some launchers write them).
  */
 export function deepLinkHash(link: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(link);
-  } catch {
-    return null;
-  }
-  if (url.protocol !== `${DEEP_LINK_SCHEME}:`) return null;
-  const parts = `${url.host}/${url.pathname}`.split("/").filter(Boolean).map((p) => {
+  // Parsed by hand: shared/ runs where there is no URL class (no DOM, no Node).
+  const m = new RegExp(`^${DEEP_LINK_SCHEME}://?/?([^?#]*)(?:[?#].*)?$`, "i").exec(link.trim());
+  if (!m) return null;
+  const parts = m[1]!.split("/").filter(Boolean).map((p) => {
     try {
       return decodeURIComponent(p);
     } catch {
