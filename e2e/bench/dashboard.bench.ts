@@ -1,7 +1,8 @@
 // UI benchmark (not part of `npm test`; `npm run bench` runs it after the engine part and merges its result).
 // 1. Start-up: `ocw serve` spawned with a fresh state dir → Chromium shows the dashboard with a live engine connection
 //    (OCW_BENCH_REPS times).
-// 2. The dashboard with 16 live streaming workers: frames per second (goal ≥ 50), first contentful paint on a reload,
+// 2. The dashboard with 32 live streaming workers (OCW_BENCH_WORKERS): frames per second (goal ≥ 60), first
+//    contentful paint on a reload (goal ≤ 500 ms),
 //    long tasks, the live transcript of one worker (fps, characters streamed per second), and the JS heap at the start and the end of OCW_BENCH_SEC seconds on
 //    the dashboard (default 20; `npm run bench` uses 600 for "heap after 10 minutes").
 // Run alone: `npx playwright test -c playwright.bench.config.ts`. Result: OCW_BENCH_UI_OUT (default test-results/bench-ui.json).
@@ -11,7 +12,7 @@ import { expect, test, type CDPSession, type Page } from "@playwright/test";
 import { startScriptedModel, type ScriptedModel } from "../../test/fixtures/scripted-model";
 import { cleanup, makeRepo, startEngine, type E2EEngine } from "../engine";
 
-const WORKERS = Number(process.env.OCW_BENCH_WORKERS ?? 16);
+const WORKERS = Number(process.env.OCW_BENCH_WORKERS ?? 32);
 const SECONDS = Number(process.env.OCW_BENCH_SEC ?? 20);
 const REPS = Number(process.env.OCW_BENCH_REPS ?? 1);
 const CHUNK_MS = 20;
@@ -111,15 +112,16 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
   });
 
   test("fps, first paint, long tasks, heap", async ({ page }) => {
-    test.setTimeout((SECONDS + 300) * 1000);
+    test.setTimeout((SECONDS + 300 + WORKERS * 6) * 1000);
     await page.addInitScript(LONG_TASKS);
     await page.goto(engine.url);
     await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
     const tasks = Array.from({ length: WORKERS }, (_, i) => ({ task: `TASK-BENCH-${i}: stream`, directory: repo, title: `bench ${i}` }));
     await engine.client.workers.startBatch.mutate({ tasks });
-    await expect.poll(() => model.inFlight(), { timeout: 180_000 }).toBe(WORKERS);
+    // Every worker streaming before anything is measured (on a loaded 2-core machine, 32 starts took over 180 s).
+    await expect.poll(() => model.inFlight(), { timeout: 180_000 + WORKERS * 6_000 }).toBe(WORKERS);
 
-    // Reload while all stream: time to first paint with 16 live workers.
+    // Reload while all stream: time to first paint with every worker live.
     await page.reload();
     await expect(page.getByRole("region", { name: /^batch / })).toBeVisible();
     const fcp = (await page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime ?? null")) as number | null;
@@ -154,7 +156,10 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
     Object.assign(result, {
       workers: WORKERS,
       streamSec: round((Date.now() - t0) / 1000),
+      // The dashboard's fps: fpsW16 is the key bench/report.ts reads (named when 16 was the count; `workers` says how
+      // many streamed), fpsW<N> names the count measured.
       fpsW16: round(dash.fps),
+      [`fpsW${WORKERS}`]: round(dash.fps),
       worstFrameMs: round(dash.worstFrameMs),
       workerDetailFps: round(detail.fps),
       transcriptCharsPerSec,
@@ -167,7 +172,7 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
     });
     save();
     console.log("bench-ui", JSON.stringify(result));
-    // A check of the measurement, not of the goal (fps ≥ 50): the report says whether the goal was met.
+    // A check of the measurement, not of the goal (fps ≥ 60): the report says whether the goal was met.
     expect(streaming, "every worker still streams at the end of the measured stretch").toBe(WORKERS);
   });
 });
