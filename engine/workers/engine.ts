@@ -504,8 +504,14 @@ export class Engine {
     w = this.get(workerId);
     if (!w.sessionId) {
       const title = (w.spec.title ?? w.spec.task.split("\n")[0]!).slice(0, 80);
-      const res = await client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
-      if (!res.data) throw new Error(`opencode could not create a session (HTTP ${res.response?.status})`);
+      // A request that got no HTTP answer at all (seen under load: several at once, "HTTP undefined") is tried again;
+      // a wrong answer is not. An unused session left by a lost answer is harmless.
+      let res = await client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      for (let i = 1; i <= 3 && !res.response && this.get(workerId).state === "starting"; i++) {
+        await new Promise((r) => setTimeout(r, 1000 * i));
+        res = await client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      }
+      if (!res.data) throw new Error(`opencode could not create a session (${res.response ? `HTTP ${res.response.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`);
       this.reg.sessions.set(res.data.id, workerId);
       this.reg.record(workerId, { type: "worker.session", sessionId: res.data.id });
       text = taskPrompt(w.spec);
@@ -520,6 +526,8 @@ export class Engine {
     const model = modelFor(this.get(workerId).endpoint, target);
     const res = await client.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, ...(model ? { model } : {}), parts: [{ type: "text", text }] });
     if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
+    // No answer at all: opencode may never have seen the prompt, and the worker would wait for an idle that never comes.
+    if (!res.response) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
   }
 
   /**
@@ -557,4 +565,10 @@ function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> 
   const r = schema.safeParse(input);
   if (r.success) return r.data;
   throw new InputError(firstIssue(r.error));
+}
+
+/** What a request that got no HTTP answer failed with (the SDK returns the fetch error instead of throwing it). */
+function noAnswer(error: unknown): string {
+  const e = error as { message?: string; cause?: { message?: string; code?: string } } | undefined;
+  return [e?.message ?? (e ? String(e) : "connection failed"), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
 }
