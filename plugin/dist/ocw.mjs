@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path46 = __require("node:path");
+    var path52 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2222,10 +2222,10 @@ Expecting one of '${allowedValues.join("', '")}'`);
         args = args.slice();
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
-        function findFile(baseDir, baseName) {
-          const localBin = path46.resolve(baseDir, baseName);
+        function findFile2(baseDir, baseName) {
+          const localBin = path52.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path46.extname(baseName))) return void 0;
+          if (sourceExt.includes(path52.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,20 +2243,20 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path46.resolve(
-            path46.dirname(resolvedScriptPath),
+          executableDir = path52.resolve(
+            path52.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
-          let localFile = findFile(executableDir, executableFile);
+          let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path46.basename(
+            const legacyName = path52.basename(
               this._scriptPath,
-              path46.extname(this._scriptPath)
+              path52.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
-              localFile = findFile(
+              localFile = findFile2(
                 executableDir,
                 `${legacyName}-${subcommand._name}`
               );
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path46.extname(executableFile));
+        launchWithNode = sourceExt.includes(path52.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path46.basename(filename, path46.extname(filename));
+        this._name = path52.basename(filename, path52.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path47) {
-        if (path47 === void 0) return this._executableDir;
-        this._executableDir = path47;
+      executableDir(path53) {
+        if (path53 === void 0) return this._executableDir;
+        this._executableDir = path53;
         return this;
       }
       /**
@@ -3473,1524 +3473,6 @@ var require_commander = __commonJS({
   }
 });
 
-// node_modules/picomatch/lib/constants.js
-var require_constants = __commonJS({
-  "node_modules/picomatch/lib/constants.js"(exports, module) {
-    "use strict";
-    var WIN_SLASH = "\\\\/";
-    var WIN_NO_SLASH = `[^${WIN_SLASH}]`;
-    var DOT_LITERAL = "\\.";
-    var PLUS_LITERAL = "\\+";
-    var QMARK_LITERAL = "\\?";
-    var SLASH_LITERAL = "\\/";
-    var ONE_CHAR = "(?=.)";
-    var QMARK = "[^/]";
-    var END_ANCHOR = `(?:${SLASH_LITERAL}|$)`;
-    var START_ANCHOR = `(?:^|${SLASH_LITERAL})`;
-    var DOTS_SLASH = `${DOT_LITERAL}{1,2}${END_ANCHOR}`;
-    var NO_DOT = `(?!${DOT_LITERAL})`;
-    var NO_DOTS = `(?!${START_ANCHOR}${DOTS_SLASH})`;
-    var NO_DOT_SLASH = `(?!${DOT_LITERAL}{0,1}${END_ANCHOR})`;
-    var NO_DOTS_SLASH = `(?!${DOTS_SLASH})`;
-    var QMARK_NO_DOT = `[^.${SLASH_LITERAL}]`;
-    var STAR = `${QMARK}*?`;
-    var SEP = "/";
-    var POSIX_CHARS = {
-      DOT_LITERAL,
-      PLUS_LITERAL,
-      QMARK_LITERAL,
-      SLASH_LITERAL,
-      ONE_CHAR,
-      QMARK,
-      END_ANCHOR,
-      DOTS_SLASH,
-      NO_DOT,
-      NO_DOTS,
-      NO_DOT_SLASH,
-      NO_DOTS_SLASH,
-      QMARK_NO_DOT,
-      STAR,
-      START_ANCHOR,
-      SEP
-    };
-    var WINDOWS_CHARS = {
-      ...POSIX_CHARS,
-      SLASH_LITERAL: `[${WIN_SLASH}]`,
-      QMARK: WIN_NO_SLASH,
-      STAR: `${WIN_NO_SLASH}*?`,
-      DOTS_SLASH: `${DOT_LITERAL}{1,2}(?:[${WIN_SLASH}]|$)`,
-      NO_DOT: `(?!${DOT_LITERAL})`,
-      NO_DOTS: `(?!(?:^|[${WIN_SLASH}])${DOT_LITERAL}{1,2}(?:[${WIN_SLASH}]|$))`,
-      NO_DOT_SLASH: `(?!${DOT_LITERAL}{0,1}(?:[${WIN_SLASH}]|$))`,
-      NO_DOTS_SLASH: `(?!${DOT_LITERAL}{1,2}(?:[${WIN_SLASH}]|$))`,
-      QMARK_NO_DOT: `[^.${WIN_SLASH}]`,
-      START_ANCHOR: `(?:^|[${WIN_SLASH}])`,
-      END_ANCHOR: `(?:[${WIN_SLASH}]|$)`,
-      SEP: "\\"
-    };
-    var POSIX_REGEX_SOURCE = {
-      alnum: "a-zA-Z0-9",
-      alpha: "a-zA-Z",
-      ascii: "\\x00-\\x7F",
-      blank: " \\t",
-      cntrl: "\\x00-\\x1F\\x7F",
-      digit: "0-9",
-      graph: "\\x21-\\x7E",
-      lower: "a-z",
-      print: "\\x20-\\x7E ",
-      punct: "\\-!\"#$%&'()\\*+,./:;<=>?@[\\]^_`{|}~",
-      space: " \\t\\r\\n\\v\\f",
-      upper: "A-Z",
-      word: "A-Za-z0-9_",
-      xdigit: "A-Fa-f0-9"
-    };
-    module.exports = {
-      MAX_LENGTH: 1024 * 64,
-      POSIX_REGEX_SOURCE,
-      // regular expressions
-      REGEX_BACKSLASH: /\\(?![*+?^${}(|)[\]])/g,
-      REGEX_NON_SPECIAL_CHARS: /^[^@![\].,$*+?^{}()|\\/]+/,
-      REGEX_SPECIAL_CHARS: /[-*+?.^${}(|)[\]]/,
-      REGEX_SPECIAL_CHARS_BACKREF: /(\\?)((\W)(\3*))/g,
-      REGEX_SPECIAL_CHARS_GLOBAL: /([-*+?.^${}(|)[\]])/g,
-      REGEX_REMOVE_BACKSLASH: /(?:\[.*?[^\\]\]|\\(?=.))/g,
-      // Replace globs with equivalent patterns to reduce parsing time.
-      REPLACEMENTS: {
-        __proto__: null,
-        "***": "*",
-        "**/**": "**",
-        "**/**/**": "**"
-      },
-      // Digits
-      CHAR_0: 48,
-      /* 0 */
-      CHAR_9: 57,
-      /* 9 */
-      // Alphabet chars.
-      CHAR_UPPERCASE_A: 65,
-      /* A */
-      CHAR_LOWERCASE_A: 97,
-      /* a */
-      CHAR_UPPERCASE_Z: 90,
-      /* Z */
-      CHAR_LOWERCASE_Z: 122,
-      /* z */
-      CHAR_LEFT_PARENTHESES: 40,
-      /* ( */
-      CHAR_RIGHT_PARENTHESES: 41,
-      /* ) */
-      CHAR_ASTERISK: 42,
-      /* * */
-      // Non-alphabetic chars.
-      CHAR_AMPERSAND: 38,
-      /* & */
-      CHAR_AT: 64,
-      /* @ */
-      CHAR_BACKWARD_SLASH: 92,
-      /* \ */
-      CHAR_CARRIAGE_RETURN: 13,
-      /* \r */
-      CHAR_CIRCUMFLEX_ACCENT: 94,
-      /* ^ */
-      CHAR_COLON: 58,
-      /* : */
-      CHAR_COMMA: 44,
-      /* , */
-      CHAR_DOT: 46,
-      /* . */
-      CHAR_DOUBLE_QUOTE: 34,
-      /* " */
-      CHAR_EQUAL: 61,
-      /* = */
-      CHAR_EXCLAMATION_MARK: 33,
-      /* ! */
-      CHAR_FORM_FEED: 12,
-      /* \f */
-      CHAR_FORWARD_SLASH: 47,
-      /* / */
-      CHAR_GRAVE_ACCENT: 96,
-      /* ` */
-      CHAR_HASH: 35,
-      /* # */
-      CHAR_HYPHEN_MINUS: 45,
-      /* - */
-      CHAR_LEFT_ANGLE_BRACKET: 60,
-      /* < */
-      CHAR_LEFT_CURLY_BRACE: 123,
-      /* { */
-      CHAR_LEFT_SQUARE_BRACKET: 91,
-      /* [ */
-      CHAR_LINE_FEED: 10,
-      /* \n */
-      CHAR_NO_BREAK_SPACE: 160,
-      /* \u00A0 */
-      CHAR_PERCENT: 37,
-      /* % */
-      CHAR_PLUS: 43,
-      /* + */
-      CHAR_QUESTION_MARK: 63,
-      /* ? */
-      CHAR_RIGHT_ANGLE_BRACKET: 62,
-      /* > */
-      CHAR_RIGHT_CURLY_BRACE: 125,
-      /* } */
-      CHAR_RIGHT_SQUARE_BRACKET: 93,
-      /* ] */
-      CHAR_SEMICOLON: 59,
-      /* ; */
-      CHAR_SINGLE_QUOTE: 39,
-      /* ' */
-      CHAR_SPACE: 32,
-      /*   */
-      CHAR_TAB: 9,
-      /* \t */
-      CHAR_UNDERSCORE: 95,
-      /* _ */
-      CHAR_VERTICAL_LINE: 124,
-      /* | */
-      CHAR_ZERO_WIDTH_NOBREAK_SPACE: 65279,
-      /* \uFEFF */
-      /**
-       * Create EXTGLOB_CHARS
-       */
-      extglobChars(chars) {
-        return {
-          "!": { type: "negate", open: "(?:(?!(?:", close: `))${chars.STAR})` },
-          "?": { type: "qmark", open: "(?:", close: ")?" },
-          "+": { type: "plus", open: "(?:", close: ")+" },
-          "*": { type: "star", open: "(?:", close: ")*" },
-          "@": { type: "at", open: "(?:", close: ")" }
-        };
-      },
-      /**
-       * Create GLOB_CHARS
-       */
-      globChars(win32) {
-        return win32 === true ? WINDOWS_CHARS : POSIX_CHARS;
-      }
-    };
-  }
-});
-
-// node_modules/picomatch/lib/utils.js
-var require_utils = __commonJS({
-  "node_modules/picomatch/lib/utils.js"(exports) {
-    "use strict";
-    var {
-      REGEX_BACKSLASH,
-      REGEX_REMOVE_BACKSLASH,
-      REGEX_SPECIAL_CHARS,
-      REGEX_SPECIAL_CHARS_GLOBAL
-    } = require_constants();
-    exports.isObject = (val) => val !== null && typeof val === "object" && !Array.isArray(val);
-    exports.hasRegexChars = (str3) => REGEX_SPECIAL_CHARS.test(str3);
-    exports.isRegexChar = (str3) => str3.length === 1 && exports.hasRegexChars(str3);
-    exports.escapeRegex = (str3) => str3.replace(REGEX_SPECIAL_CHARS_GLOBAL, "\\$1");
-    exports.toPosixSlashes = (str3) => str3.replace(REGEX_BACKSLASH, "/");
-    exports.isWindows = () => {
-      if (typeof navigator !== "undefined" && navigator.platform) {
-        const platform2 = navigator.platform.toLowerCase();
-        return platform2 === "win32" || platform2 === "windows";
-      }
-      if (typeof process !== "undefined" && process.platform) {
-        return process.platform === "win32";
-      }
-      return false;
-    };
-    exports.removeBackslashes = (str3) => {
-      return str3.replace(REGEX_REMOVE_BACKSLASH, (match) => {
-        return match === "\\" ? "" : match;
-      });
-    };
-    exports.escapeLast = (input, char, lastIdx) => {
-      const idx = input.lastIndexOf(char, lastIdx);
-      if (idx === -1) return input;
-      if (input[idx - 1] === "\\") return exports.escapeLast(input, char, idx - 1);
-      return `${input.slice(0, idx)}\\${input.slice(idx)}`;
-    };
-    exports.removePrefix = (input, state = {}) => {
-      let output = input;
-      if (output.startsWith("./")) {
-        output = output.slice(2);
-        state.prefix = "./";
-      }
-      return output;
-    };
-    exports.wrapOutput = (input, state = {}, options = {}) => {
-      const prepend = options.contains ? "" : "^";
-      const append = options.contains ? "" : "$";
-      let output = `${prepend}(?:${input})${append}`;
-      if (state.negated === true) {
-        output = `(?:^(?!${output}).*$)`;
-      }
-      return output;
-    };
-    exports.basename = (path46, { windows: windows2 } = {}) => {
-      const segs = path46.split(windows2 ? /[\\/]/ : "/");
-      const last = segs[segs.length - 1];
-      if (last === "") {
-        return segs[segs.length - 2];
-      }
-      return last;
-    };
-  }
-});
-
-// node_modules/picomatch/lib/scan.js
-var require_scan = __commonJS({
-  "node_modules/picomatch/lib/scan.js"(exports, module) {
-    "use strict";
-    var utils = require_utils();
-    var {
-      CHAR_ASTERISK,
-      /* * */
-      CHAR_AT,
-      /* @ */
-      CHAR_BACKWARD_SLASH,
-      /* \ */
-      CHAR_COMMA,
-      /* , */
-      CHAR_DOT,
-      /* . */
-      CHAR_EXCLAMATION_MARK,
-      /* ! */
-      CHAR_FORWARD_SLASH,
-      /* / */
-      CHAR_LEFT_CURLY_BRACE,
-      /* { */
-      CHAR_LEFT_PARENTHESES,
-      /* ( */
-      CHAR_LEFT_SQUARE_BRACKET,
-      /* [ */
-      CHAR_PLUS,
-      /* + */
-      CHAR_QUESTION_MARK,
-      /* ? */
-      CHAR_RIGHT_CURLY_BRACE,
-      /* } */
-      CHAR_RIGHT_PARENTHESES,
-      /* ) */
-      CHAR_RIGHT_SQUARE_BRACKET
-      /* ] */
-    } = require_constants();
-    var isPathSeparator = (code) => {
-      return code === CHAR_FORWARD_SLASH || code === CHAR_BACKWARD_SLASH;
-    };
-    var depth = (token) => {
-      if (token.isPrefix !== true) {
-        token.depth = token.isGlobstar ? Infinity : 1;
-      }
-    };
-    var scan = (input, options) => {
-      const opts = options || {};
-      const length = input.length - 1;
-      const scanToEnd = opts.parts === true || opts.scanToEnd === true;
-      const slashes = [];
-      const tokens = [];
-      const parts = [];
-      let str3 = input;
-      let index = -1;
-      let start = 0;
-      let lastIndex = 0;
-      let isBrace = false;
-      let isBracket = false;
-      let isGlob = false;
-      let isExtglob = false;
-      let isGlobstar = false;
-      let braceEscaped = false;
-      let backslashes = false;
-      let negated = false;
-      let negatedExtglob = false;
-      let finished7 = false;
-      let braces = 0;
-      let prev;
-      let code;
-      let token = { value: "", depth: 0, isGlob: false };
-      const eos = () => index >= length;
-      const peek = () => str3.charCodeAt(index + 1);
-      const advance = () => {
-        prev = code;
-        return str3.charCodeAt(++index);
-      };
-      while (index < length) {
-        code = advance();
-        let next;
-        if (code === CHAR_BACKWARD_SLASH) {
-          backslashes = token.backslashes = true;
-          code = advance();
-          if (code === CHAR_LEFT_CURLY_BRACE) {
-            braceEscaped = true;
-          }
-          continue;
-        }
-        if (braceEscaped === true || code === CHAR_LEFT_CURLY_BRACE) {
-          braces++;
-          while (eos() !== true && (code = advance())) {
-            if (code === CHAR_BACKWARD_SLASH) {
-              backslashes = token.backslashes = true;
-              advance();
-              continue;
-            }
-            if (code === CHAR_LEFT_CURLY_BRACE) {
-              braces++;
-              continue;
-            }
-            if (braceEscaped !== true && code === CHAR_DOT && (code = advance()) === CHAR_DOT) {
-              isBrace = token.isBrace = true;
-              isGlob = token.isGlob = true;
-              finished7 = true;
-              if (scanToEnd === true) {
-                continue;
-              }
-              break;
-            }
-            if (braceEscaped !== true && code === CHAR_COMMA) {
-              isBrace = token.isBrace = true;
-              isGlob = token.isGlob = true;
-              finished7 = true;
-              if (scanToEnd === true) {
-                continue;
-              }
-              break;
-            }
-            if (code === CHAR_RIGHT_CURLY_BRACE) {
-              braces--;
-              if (braces === 0) {
-                braceEscaped = false;
-                isBrace = token.isBrace = true;
-                finished7 = true;
-                break;
-              }
-            }
-          }
-          if (scanToEnd === true) {
-            continue;
-          }
-          break;
-        }
-        if (code === CHAR_FORWARD_SLASH) {
-          slashes.push(index);
-          tokens.push(token);
-          token = { value: "", depth: 0, isGlob: false };
-          if (finished7 === true) continue;
-          if (prev === CHAR_DOT && index === start + 1) {
-            start += 2;
-            continue;
-          }
-          lastIndex = index + 1;
-          continue;
-        }
-        if (opts.noext !== true) {
-          const isExtglobChar = code === CHAR_PLUS || code === CHAR_AT || code === CHAR_ASTERISK || code === CHAR_QUESTION_MARK || code === CHAR_EXCLAMATION_MARK;
-          if (isExtglobChar === true && peek() === CHAR_LEFT_PARENTHESES) {
-            isGlob = token.isGlob = true;
-            isExtglob = token.isExtglob = true;
-            finished7 = true;
-            if (code === CHAR_EXCLAMATION_MARK && index === start) {
-              negatedExtglob = true;
-            }
-            if (scanToEnd === true) {
-              while (eos() !== true && (code = advance())) {
-                if (code === CHAR_BACKWARD_SLASH) {
-                  backslashes = token.backslashes = true;
-                  code = advance();
-                  continue;
-                }
-                if (code === CHAR_RIGHT_PARENTHESES) {
-                  isGlob = token.isGlob = true;
-                  finished7 = true;
-                  break;
-                }
-              }
-              continue;
-            }
-            break;
-          }
-        }
-        if (code === CHAR_ASTERISK) {
-          if (prev === CHAR_ASTERISK) isGlobstar = token.isGlobstar = true;
-          isGlob = token.isGlob = true;
-          finished7 = true;
-          if (scanToEnd === true) {
-            continue;
-          }
-          break;
-        }
-        if (code === CHAR_QUESTION_MARK) {
-          isGlob = token.isGlob = true;
-          finished7 = true;
-          if (scanToEnd === true) {
-            continue;
-          }
-          break;
-        }
-        if (code === CHAR_LEFT_SQUARE_BRACKET) {
-          while (eos() !== true && (next = advance())) {
-            if (next === CHAR_BACKWARD_SLASH) {
-              backslashes = token.backslashes = true;
-              advance();
-              continue;
-            }
-            if (next === CHAR_RIGHT_SQUARE_BRACKET) {
-              isBracket = token.isBracket = true;
-              isGlob = token.isGlob = true;
-              finished7 = true;
-              break;
-            }
-          }
-          if (scanToEnd === true) {
-            continue;
-          }
-          break;
-        }
-        if (opts.nonegate !== true && code === CHAR_EXCLAMATION_MARK && index === start) {
-          negated = token.negated = true;
-          start++;
-          continue;
-        }
-        if (opts.noparen !== true && code === CHAR_LEFT_PARENTHESES) {
-          isGlob = token.isGlob = true;
-          if (scanToEnd === true) {
-            while (eos() !== true && (code = advance())) {
-              if (code === CHAR_LEFT_PARENTHESES) {
-                backslashes = token.backslashes = true;
-                code = advance();
-                continue;
-              }
-              if (code === CHAR_RIGHT_PARENTHESES) {
-                finished7 = true;
-                break;
-              }
-            }
-            continue;
-          }
-          break;
-        }
-        if (isGlob === true) {
-          finished7 = true;
-          if (scanToEnd === true) {
-            continue;
-          }
-          break;
-        }
-      }
-      if (opts.noext === true) {
-        isExtglob = false;
-        isGlob = false;
-      }
-      let base2 = str3;
-      let prefix = "";
-      let glob = "";
-      if (start > 0) {
-        prefix = str3.slice(0, start);
-        str3 = str3.slice(start);
-        lastIndex -= start;
-      }
-      if (base2 && isGlob === true && lastIndex > 0) {
-        base2 = str3.slice(0, lastIndex);
-        glob = str3.slice(lastIndex);
-      } else if (isGlob === true) {
-        base2 = "";
-        glob = str3;
-      } else {
-        base2 = str3;
-      }
-      if (base2 && base2 !== "" && base2 !== "/" && base2 !== str3) {
-        if (isPathSeparator(base2.charCodeAt(base2.length - 1))) {
-          base2 = base2.slice(0, -1);
-        }
-      }
-      if (opts.unescape === true) {
-        if (glob) glob = utils.removeBackslashes(glob);
-        if (base2 && backslashes === true) {
-          base2 = utils.removeBackslashes(base2);
-        }
-      }
-      const state = {
-        prefix,
-        input,
-        start,
-        base: base2,
-        glob,
-        isBrace,
-        isBracket,
-        isGlob,
-        isExtglob,
-        isGlobstar,
-        negated,
-        negatedExtglob
-      };
-      if (opts.tokens === true) {
-        state.maxDepth = 0;
-        if (!isPathSeparator(code)) {
-          tokens.push(token);
-        }
-        state.tokens = tokens;
-      }
-      if (opts.parts === true || opts.tokens === true) {
-        let prevIndex;
-        for (let idx = 0; idx < slashes.length; idx++) {
-          const n2 = prevIndex ? prevIndex + 1 : start;
-          const i2 = slashes[idx];
-          const value = input.slice(n2, i2);
-          if (opts.tokens) {
-            if (idx === 0 && start !== 0) {
-              tokens[idx].isPrefix = true;
-              tokens[idx].value = prefix;
-            } else {
-              tokens[idx].value = value;
-            }
-            depth(tokens[idx]);
-            state.maxDepth += tokens[idx].depth;
-          }
-          if (idx !== 0 || value !== "") {
-            parts.push(value);
-          }
-          prevIndex = i2;
-        }
-        if (prevIndex && prevIndex + 1 < input.length) {
-          const value = input.slice(prevIndex + 1);
-          parts.push(value);
-          if (opts.tokens) {
-            tokens[tokens.length - 1].value = value;
-            depth(tokens[tokens.length - 1]);
-            state.maxDepth += tokens[tokens.length - 1].depth;
-          }
-        }
-        state.slashes = slashes;
-        state.parts = parts;
-      }
-      return state;
-    };
-    module.exports = scan;
-  }
-});
-
-// node_modules/picomatch/lib/parse.js
-var require_parse = __commonJS({
-  "node_modules/picomatch/lib/parse.js"(exports, module) {
-    "use strict";
-    var constants4 = require_constants();
-    var utils = require_utils();
-    var {
-      MAX_LENGTH,
-      POSIX_REGEX_SOURCE,
-      REGEX_NON_SPECIAL_CHARS,
-      REGEX_SPECIAL_CHARS_BACKREF,
-      REPLACEMENTS
-    } = constants4;
-    var expandRange = (args, options) => {
-      if (typeof options.expandRange === "function") {
-        return options.expandRange(...args, options);
-      }
-      args.sort();
-      const value = `[${args.join("-")}]`;
-      try {
-        new RegExp(value);
-      } catch (ex) {
-        return args.map((v) => utils.escapeRegex(v)).join("..");
-      }
-      return value;
-    };
-    var syntaxError2 = (type, char) => {
-      return `Missing ${type}: "${char}" - use "\\\\${char}" to match literal characters`;
-    };
-    var parse3 = (input, options) => {
-      if (typeof input !== "string") {
-        throw new TypeError("Expected a string");
-      }
-      input = REPLACEMENTS[input] || input;
-      const opts = { ...options };
-      const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
-      let len = input.length;
-      if (len > max) {
-        throw new SyntaxError(`Input length: ${len}, exceeds maximum allowed length: ${max}`);
-      }
-      const bos = { type: "bos", value: "", output: opts.prepend || "" };
-      const tokens = [bos];
-      const capture = opts.capture ? "" : "?:";
-      const PLATFORM_CHARS = constants4.globChars(opts.windows);
-      const EXTGLOB_CHARS = constants4.extglobChars(PLATFORM_CHARS);
-      const {
-        DOT_LITERAL,
-        PLUS_LITERAL,
-        SLASH_LITERAL,
-        ONE_CHAR,
-        DOTS_SLASH,
-        NO_DOT,
-        NO_DOT_SLASH,
-        NO_DOTS_SLASH,
-        QMARK,
-        QMARK_NO_DOT,
-        STAR,
-        START_ANCHOR
-      } = PLATFORM_CHARS;
-      const globstar = (opts2) => {
-        return `(${capture}(?:(?!${START_ANCHOR}${opts2.dot ? DOTS_SLASH : DOT_LITERAL}).)*?)`;
-      };
-      const nodot = opts.dot ? "" : NO_DOT;
-      const qmarkNoDot = opts.dot ? QMARK : QMARK_NO_DOT;
-      let star = opts.bash === true ? globstar(opts) : STAR;
-      if (opts.capture) {
-        star = `(${star})`;
-      }
-      if (typeof opts.noext === "boolean") {
-        opts.noextglob = opts.noext;
-      }
-      const state = {
-        input,
-        index: -1,
-        start: 0,
-        dot: opts.dot === true,
-        consumed: "",
-        output: "",
-        prefix: "",
-        backtrack: false,
-        negated: false,
-        brackets: 0,
-        braces: 0,
-        parens: 0,
-        quotes: 0,
-        globstar: false,
-        tokens
-      };
-      input = utils.removePrefix(input, state);
-      len = input.length;
-      const extglobs = [];
-      const braces = [];
-      const stack = [];
-      let prev = bos;
-      let value;
-      const eos = () => state.index === len - 1;
-      const peek = state.peek = (n2 = 1) => input[state.index + n2];
-      const advance = state.advance = () => input[++state.index] || "";
-      const remaining = () => input.slice(state.index + 1);
-      const consume = (value2 = "", num4 = 0) => {
-        state.consumed += value2;
-        state.index += num4;
-      };
-      const append = (token) => {
-        state.output += token.output != null ? token.output : token.value;
-        consume(token.value);
-      };
-      const negate = () => {
-        let count2 = 1;
-        while (peek() === "!" && (peek(2) !== "(" || peek(3) === "?")) {
-          advance();
-          state.start++;
-          count2++;
-        }
-        if (count2 % 2 === 0) {
-          return false;
-        }
-        state.negated = true;
-        state.start++;
-        return true;
-      };
-      const increment2 = (type) => {
-        state[type]++;
-        stack.push(type);
-      };
-      const decrement = (type) => {
-        state[type]--;
-        stack.pop();
-      };
-      const push = (tok) => {
-        if (prev.type === "globstar") {
-          const isBrace = state.braces > 0 && (tok.type === "comma" || tok.type === "brace");
-          const isExtglob = tok.extglob === true || extglobs.length && (tok.type === "pipe" || tok.type === "paren");
-          if (tok.type !== "slash" && tok.type !== "paren" && !isBrace && !isExtglob) {
-            state.output = state.output.slice(0, -prev.output.length);
-            prev.type = "star";
-            prev.value = "*";
-            prev.output = star;
-            state.output += prev.output;
-          }
-        }
-        if (extglobs.length && tok.type !== "paren") {
-          extglobs[extglobs.length - 1].inner += tok.value;
-        }
-        if (tok.value || tok.output) append(tok);
-        if (prev && prev.type === "text" && tok.type === "text") {
-          prev.output = (prev.output || prev.value) + tok.value;
-          prev.value += tok.value;
-          return;
-        }
-        tok.prev = prev;
-        tokens.push(tok);
-        prev = tok;
-      };
-      const extglobOpen = (type, value2) => {
-        const token = { ...EXTGLOB_CHARS[value2], conditions: 1, inner: "" };
-        token.prev = prev;
-        token.parens = state.parens;
-        token.output = state.output;
-        const output = (opts.capture ? "(" : "") + token.open;
-        increment2("parens");
-        push({ type, value: value2, output: state.output ? "" : ONE_CHAR });
-        push({ type: "paren", extglob: true, value: advance(), output });
-        extglobs.push(token);
-      };
-      const extglobClose = (token) => {
-        let output = token.close + (opts.capture ? ")" : "");
-        let rest;
-        if (token.type === "negate") {
-          let extglobStar = star;
-          if (token.inner && token.inner.length > 1 && token.inner.includes("/")) {
-            extglobStar = globstar(opts);
-          }
-          if (extglobStar !== star || eos() || /^\)+$/.test(remaining())) {
-            output = token.close = `)$))${extglobStar}`;
-          }
-          if (token.inner.includes("*") && (rest = remaining()) && /^\.[^\\/.]+$/.test(rest)) {
-            const expression = parse3(rest, { ...options, fastpaths: false }).output;
-            output = token.close = `)${expression})${extglobStar})`;
-          }
-          if (token.prev.type === "bos") {
-            state.negatedExtglob = true;
-          }
-        }
-        push({ type: "paren", extglob: true, value, output });
-        decrement("parens");
-      };
-      if (opts.fastpaths !== false && !/(^[*!]|[/()[\]{}"])/.test(input)) {
-        let backslashes = false;
-        let output = input.replace(REGEX_SPECIAL_CHARS_BACKREF, (m, esc2, chars, first, rest, index) => {
-          if (first === "\\") {
-            backslashes = true;
-            return m;
-          }
-          if (first === "?") {
-            if (esc2) {
-              return esc2 + first + (rest ? QMARK.repeat(rest.length) : "");
-            }
-            if (index === 0) {
-              return qmarkNoDot + (rest ? QMARK.repeat(rest.length) : "");
-            }
-            return QMARK.repeat(chars.length);
-          }
-          if (first === ".") {
-            return DOT_LITERAL.repeat(chars.length);
-          }
-          if (first === "*") {
-            if (esc2) {
-              return esc2 + first + (rest ? star : "");
-            }
-            return star;
-          }
-          return esc2 ? m : `\\${m}`;
-        });
-        if (backslashes === true) {
-          if (opts.unescape === true) {
-            output = output.replace(/\\/g, "");
-          } else {
-            output = output.replace(/\\+/g, (m) => {
-              return m.length % 2 === 0 ? "\\\\" : m ? "\\" : "";
-            });
-          }
-        }
-        if (output === input && opts.contains === true) {
-          state.output = input;
-          return state;
-        }
-        state.output = utils.wrapOutput(output, state, options);
-        return state;
-      }
-      while (!eos()) {
-        value = advance();
-        if (value === "\0") {
-          continue;
-        }
-        if (value === "\\") {
-          const next = peek();
-          if (next === "/" && opts.bash !== true) {
-            continue;
-          }
-          if (next === "." || next === ";") {
-            continue;
-          }
-          if (!next) {
-            value += "\\";
-            push({ type: "text", value });
-            continue;
-          }
-          const match = /^\\+/.exec(remaining());
-          let slashes = 0;
-          if (match && match[0].length > 2) {
-            slashes = match[0].length;
-            state.index += slashes;
-            if (slashes % 2 !== 0) {
-              value += "\\";
-            }
-          }
-          if (opts.unescape === true) {
-            value = advance();
-          } else {
-            value += advance();
-          }
-          if (state.brackets === 0) {
-            push({ type: "text", value });
-            continue;
-          }
-        }
-        if (state.brackets > 0 && (value !== "]" || prev.value === "[" || prev.value === "[^")) {
-          if (opts.posix !== false && value === ":") {
-            const inner = prev.value.slice(1);
-            if (inner.includes("[")) {
-              prev.posix = true;
-              if (inner.includes(":")) {
-                const idx = prev.value.lastIndexOf("[");
-                const pre = prev.value.slice(0, idx);
-                const rest2 = prev.value.slice(idx + 2);
-                const posix = POSIX_REGEX_SOURCE[rest2];
-                if (posix) {
-                  prev.value = pre + posix;
-                  state.backtrack = true;
-                  advance();
-                  if (!bos.output && tokens.indexOf(prev) === 1) {
-                    bos.output = ONE_CHAR;
-                  }
-                  continue;
-                }
-              }
-            }
-          }
-          if (value === "[" && peek() !== ":" || value === "-" && peek() === "]") {
-            value = `\\${value}`;
-          }
-          if (value === "]" && (prev.value === "[" || prev.value === "[^")) {
-            value = `\\${value}`;
-          }
-          if (opts.posix === true && value === "!" && prev.value === "[") {
-            value = "^";
-          }
-          prev.value += value;
-          append({ value });
-          continue;
-        }
-        if (state.quotes === 1 && value !== '"') {
-          value = utils.escapeRegex(value);
-          prev.value += value;
-          append({ value });
-          continue;
-        }
-        if (value === '"') {
-          state.quotes = state.quotes === 1 ? 0 : 1;
-          if (opts.keepQuotes === true) {
-            push({ type: "text", value });
-          }
-          continue;
-        }
-        if (value === "(") {
-          increment2("parens");
-          push({ type: "paren", value });
-          continue;
-        }
-        if (value === ")") {
-          if (state.parens === 0 && opts.strictBrackets === true) {
-            throw new SyntaxError(syntaxError2("opening", "("));
-          }
-          const extglob = extglobs[extglobs.length - 1];
-          if (extglob && state.parens === extglob.parens + 1) {
-            extglobClose(extglobs.pop());
-            continue;
-          }
-          push({ type: "paren", value, output: state.parens ? ")" : "\\)" });
-          decrement("parens");
-          continue;
-        }
-        if (value === "[") {
-          if (opts.nobracket === true || !remaining().includes("]")) {
-            if (opts.nobracket !== true && opts.strictBrackets === true) {
-              throw new SyntaxError(syntaxError2("closing", "]"));
-            }
-            value = `\\${value}`;
-          } else {
-            increment2("brackets");
-          }
-          push({ type: "bracket", value });
-          continue;
-        }
-        if (value === "]") {
-          if (opts.nobracket === true || prev && prev.type === "bracket" && prev.value.length === 1) {
-            push({ type: "text", value, output: `\\${value}` });
-            continue;
-          }
-          if (state.brackets === 0) {
-            if (opts.strictBrackets === true) {
-              throw new SyntaxError(syntaxError2("opening", "["));
-            }
-            push({ type: "text", value, output: `\\${value}` });
-            continue;
-          }
-          decrement("brackets");
-          const prevValue = prev.value.slice(1);
-          if (prev.posix !== true && prevValue[0] === "^" && !prevValue.includes("/")) {
-            value = `/${value}`;
-          }
-          prev.value += value;
-          append({ value });
-          if (opts.literalBrackets === false || utils.hasRegexChars(prevValue)) {
-            continue;
-          }
-          const escaped = utils.escapeRegex(prev.value);
-          state.output = state.output.slice(0, -prev.value.length);
-          if (opts.literalBrackets === true) {
-            state.output += escaped;
-            prev.value = escaped;
-            continue;
-          }
-          prev.value = `(${capture}${escaped}|${prev.value})`;
-          state.output += prev.value;
-          continue;
-        }
-        if (value === "{" && opts.nobrace !== true) {
-          increment2("braces");
-          const open2 = {
-            type: "brace",
-            value,
-            output: "(",
-            outputIndex: state.output.length,
-            tokensIndex: state.tokens.length
-          };
-          braces.push(open2);
-          push(open2);
-          continue;
-        }
-        if (value === "}") {
-          const brace = braces[braces.length - 1];
-          if (opts.nobrace === true || !brace) {
-            push({ type: "text", value, output: value });
-            continue;
-          }
-          let output = ")";
-          if (brace.dots === true) {
-            const arr = tokens.slice();
-            const range = [];
-            for (let i2 = arr.length - 1; i2 >= 0; i2--) {
-              tokens.pop();
-              if (arr[i2].type === "brace") {
-                break;
-              }
-              if (arr[i2].type !== "dots") {
-                range.unshift(arr[i2].value);
-              }
-            }
-            output = expandRange(range, opts);
-            state.backtrack = true;
-          }
-          if (brace.comma !== true && brace.dots !== true) {
-            const out = state.output.slice(0, brace.outputIndex);
-            const toks = state.tokens.slice(brace.tokensIndex);
-            brace.value = brace.output = "\\{";
-            value = output = "\\}";
-            state.output = out;
-            for (const t2 of toks) {
-              state.output += t2.output || t2.value;
-            }
-          }
-          push({ type: "brace", value, output });
-          decrement("braces");
-          braces.pop();
-          continue;
-        }
-        if (value === "|") {
-          if (extglobs.length > 0) {
-            extglobs[extglobs.length - 1].conditions++;
-          }
-          push({ type: "text", value });
-          continue;
-        }
-        if (value === ",") {
-          let output = value;
-          const brace = braces[braces.length - 1];
-          if (brace && stack[stack.length - 1] === "braces") {
-            brace.comma = true;
-            output = "|";
-          }
-          push({ type: "comma", value, output });
-          continue;
-        }
-        if (value === "/") {
-          if (prev.type === "dot" && state.index === state.start + 1) {
-            state.start = state.index + 1;
-            state.consumed = "";
-            state.output = "";
-            tokens.pop();
-            prev = bos;
-            continue;
-          }
-          push({ type: "slash", value, output: SLASH_LITERAL });
-          continue;
-        }
-        if (value === ".") {
-          if (state.braces > 0 && prev.type === "dot") {
-            if (prev.value === ".") prev.output = DOT_LITERAL;
-            const brace = braces[braces.length - 1];
-            prev.type = "dots";
-            prev.output += value;
-            prev.value += value;
-            brace.dots = true;
-            continue;
-          }
-          if (state.braces + state.parens === 0 && prev.type !== "bos" && prev.type !== "slash") {
-            push({ type: "text", value, output: DOT_LITERAL });
-            continue;
-          }
-          push({ type: "dot", value, output: DOT_LITERAL });
-          continue;
-        }
-        if (value === "?") {
-          const isGroup = prev && prev.value === "(";
-          if (!isGroup && opts.noextglob !== true && peek() === "(" && peek(2) !== "?") {
-            extglobOpen("qmark", value);
-            continue;
-          }
-          if (prev && prev.type === "paren") {
-            const next = peek();
-            let output = value;
-            if (prev.value === "(" && !/[!=<:]/.test(next) || next === "<" && !/<([!=]|\w+>)/.test(remaining())) {
-              output = `\\${value}`;
-            }
-            push({ type: "text", value, output });
-            continue;
-          }
-          if (opts.dot !== true && (prev.type === "slash" || prev.type === "bos")) {
-            push({ type: "qmark", value, output: QMARK_NO_DOT });
-            continue;
-          }
-          push({ type: "qmark", value, output: QMARK });
-          continue;
-        }
-        if (value === "!") {
-          if (opts.noextglob !== true && peek() === "(") {
-            if (peek(2) !== "?" || !/[!=<:]/.test(peek(3))) {
-              extglobOpen("negate", value);
-              continue;
-            }
-          }
-          if (opts.nonegate !== true && state.index === 0) {
-            negate();
-            continue;
-          }
-        }
-        if (value === "+") {
-          if (opts.noextglob !== true && peek() === "(" && peek(2) !== "?") {
-            extglobOpen("plus", value);
-            continue;
-          }
-          if (prev && prev.value === "(" || opts.regex === false) {
-            push({ type: "plus", value, output: PLUS_LITERAL });
-            continue;
-          }
-          if (prev && (prev.type === "bracket" || prev.type === "paren" || prev.type === "brace") || state.parens > 0) {
-            push({ type: "plus", value });
-            continue;
-          }
-          push({ type: "plus", value: PLUS_LITERAL });
-          continue;
-        }
-        if (value === "@") {
-          if (opts.noextglob !== true && peek() === "(" && peek(2) !== "?") {
-            push({ type: "at", extglob: true, value, output: "" });
-            continue;
-          }
-          push({ type: "text", value });
-          continue;
-        }
-        if (value !== "*") {
-          if (value === "$" || value === "^") {
-            value = `\\${value}`;
-          }
-          const match = REGEX_NON_SPECIAL_CHARS.exec(remaining());
-          if (match) {
-            value += match[0];
-            state.index += match[0].length;
-          }
-          push({ type: "text", value });
-          continue;
-        }
-        if (prev && (prev.type === "globstar" || prev.star === true)) {
-          prev.type = "star";
-          prev.star = true;
-          prev.value += value;
-          prev.output = star;
-          state.backtrack = true;
-          state.globstar = true;
-          consume(value);
-          continue;
-        }
-        let rest = remaining();
-        if (opts.noextglob !== true && /^\([^?]/.test(rest)) {
-          extglobOpen("star", value);
-          continue;
-        }
-        if (prev.type === "star") {
-          if (opts.noglobstar === true) {
-            consume(value);
-            continue;
-          }
-          const prior = prev.prev;
-          const before = prior.prev;
-          const isStart = prior.type === "slash" || prior.type === "bos";
-          const afterStar = before && (before.type === "star" || before.type === "globstar");
-          if (opts.bash === true && (!isStart || rest[0] && rest[0] !== "/")) {
-            push({ type: "star", value, output: "" });
-            continue;
-          }
-          const isBrace = state.braces > 0 && (prior.type === "comma" || prior.type === "brace");
-          const isExtglob = extglobs.length && (prior.type === "pipe" || prior.type === "paren");
-          if (!isStart && prior.type !== "paren" && !isBrace && !isExtglob) {
-            push({ type: "star", value, output: "" });
-            continue;
-          }
-          while (rest.slice(0, 3) === "/**") {
-            const after = input[state.index + 4];
-            if (after && after !== "/") {
-              break;
-            }
-            rest = rest.slice(3);
-            consume("/**", 3);
-          }
-          if (prior.type === "bos" && eos()) {
-            prev.type = "globstar";
-            prev.value += value;
-            prev.output = globstar(opts);
-            state.output = prev.output;
-            state.globstar = true;
-            consume(value);
-            continue;
-          }
-          if (prior.type === "slash" && prior.prev.type !== "bos" && !afterStar && eos()) {
-            state.output = state.output.slice(0, -(prior.output + prev.output).length);
-            prior.output = `(?:${prior.output}`;
-            prev.type = "globstar";
-            prev.output = globstar(opts) + (opts.strictSlashes ? ")" : "|$)");
-            prev.value += value;
-            state.globstar = true;
-            state.output += prior.output + prev.output;
-            consume(value);
-            continue;
-          }
-          if (prior.type === "slash" && prior.prev.type !== "bos" && rest[0] === "/") {
-            const end = rest[1] !== void 0 ? "|$" : "";
-            state.output = state.output.slice(0, -(prior.output + prev.output).length);
-            prior.output = `(?:${prior.output}`;
-            prev.type = "globstar";
-            prev.output = `${globstar(opts)}${SLASH_LITERAL}|${SLASH_LITERAL}${end})`;
-            prev.value += value;
-            state.output += prior.output + prev.output;
-            state.globstar = true;
-            consume(value + advance());
-            push({ type: "slash", value: "/", output: "" });
-            continue;
-          }
-          if (prior.type === "bos" && rest[0] === "/") {
-            prev.type = "globstar";
-            prev.value += value;
-            prev.output = `(?:^|${SLASH_LITERAL}|${globstar(opts)}${SLASH_LITERAL})`;
-            state.output = prev.output;
-            state.globstar = true;
-            consume(value + advance());
-            push({ type: "slash", value: "/", output: "" });
-            continue;
-          }
-          state.output = state.output.slice(0, -prev.output.length);
-          prev.type = "globstar";
-          prev.output = globstar(opts);
-          prev.value += value;
-          state.output += prev.output;
-          state.globstar = true;
-          consume(value);
-          continue;
-        }
-        const token = { type: "star", value, output: star };
-        if (opts.bash === true) {
-          token.output = ".*?";
-          if (prev.type === "bos" || prev.type === "slash") {
-            token.output = nodot + token.output;
-          }
-          push(token);
-          continue;
-        }
-        if (prev && (prev.type === "bracket" || prev.type === "paren") && opts.regex === true) {
-          token.output = value;
-          push(token);
-          continue;
-        }
-        if (state.index === state.start || prev.type === "slash" || prev.type === "dot") {
-          if (prev.type === "dot") {
-            state.output += NO_DOT_SLASH;
-            prev.output += NO_DOT_SLASH;
-          } else if (opts.dot === true) {
-            state.output += NO_DOTS_SLASH;
-            prev.output += NO_DOTS_SLASH;
-          } else {
-            state.output += nodot;
-            prev.output += nodot;
-          }
-          if (peek() !== "*") {
-            state.output += ONE_CHAR;
-            prev.output += ONE_CHAR;
-          }
-        }
-        push(token);
-      }
-      while (state.brackets > 0) {
-        if (opts.strictBrackets === true) throw new SyntaxError(syntaxError2("closing", "]"));
-        state.output = utils.escapeLast(state.output, "[");
-        decrement("brackets");
-      }
-      while (state.parens > 0) {
-        if (opts.strictBrackets === true) throw new SyntaxError(syntaxError2("closing", ")"));
-        state.output = utils.escapeLast(state.output, "(");
-        decrement("parens");
-      }
-      while (state.braces > 0) {
-        if (opts.strictBrackets === true) throw new SyntaxError(syntaxError2("closing", "}"));
-        state.output = utils.escapeLast(state.output, "{");
-        decrement("braces");
-      }
-      if (opts.strictSlashes !== true && (prev.type === "star" || prev.type === "bracket")) {
-        push({ type: "maybe_slash", value: "", output: `${SLASH_LITERAL}?` });
-      }
-      if (state.backtrack === true) {
-        state.output = "";
-        for (const token of state.tokens) {
-          state.output += token.output != null ? token.output : token.value;
-          if (token.suffix) {
-            state.output += token.suffix;
-          }
-        }
-      }
-      return state;
-    };
-    parse3.fastpaths = (input, options) => {
-      const opts = { ...options };
-      const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
-      const len = input.length;
-      if (len > max) {
-        throw new SyntaxError(`Input length: ${len}, exceeds maximum allowed length: ${max}`);
-      }
-      input = REPLACEMENTS[input] || input;
-      const {
-        DOT_LITERAL,
-        SLASH_LITERAL,
-        ONE_CHAR,
-        DOTS_SLASH,
-        NO_DOT,
-        NO_DOTS,
-        NO_DOTS_SLASH,
-        STAR,
-        START_ANCHOR
-      } = constants4.globChars(opts.windows);
-      const nodot = opts.dot ? NO_DOTS : NO_DOT;
-      const slashDot = opts.dot ? NO_DOTS_SLASH : NO_DOT;
-      const capture = opts.capture ? "" : "?:";
-      const state = { negated: false, prefix: "" };
-      let star = opts.bash === true ? ".*?" : STAR;
-      if (opts.capture) {
-        star = `(${star})`;
-      }
-      const globstar = (opts2) => {
-        if (opts2.noglobstar === true) return star;
-        return `(${capture}(?:(?!${START_ANCHOR}${opts2.dot ? DOTS_SLASH : DOT_LITERAL}).)*?)`;
-      };
-      const create = (str3) => {
-        switch (str3) {
-          case "*":
-            return `${nodot}${ONE_CHAR}${star}`;
-          case ".*":
-            return `${DOT_LITERAL}${ONE_CHAR}${star}`;
-          case "*.*":
-            return `${nodot}${star}${DOT_LITERAL}${ONE_CHAR}${star}`;
-          case "*/*":
-            return `${nodot}${star}${SLASH_LITERAL}${ONE_CHAR}${slashDot}${star}`;
-          case "**":
-            return nodot + globstar(opts);
-          case "**/*":
-            return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${slashDot}${ONE_CHAR}${star}`;
-          case "**/*.*":
-            return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${slashDot}${star}${DOT_LITERAL}${ONE_CHAR}${star}`;
-          case "**/.*":
-            return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${DOT_LITERAL}${ONE_CHAR}${star}`;
-          default: {
-            const match = /^(.*?)\.(\w+)$/.exec(str3);
-            if (!match) return;
-            const source2 = create(match[1]);
-            if (!source2) return;
-            return source2 + DOT_LITERAL + match[2];
-          }
-        }
-      };
-      const output = utils.removePrefix(input, state);
-      let source = create(output);
-      if (source && opts.strictSlashes !== true) {
-        source += `${SLASH_LITERAL}?`;
-      }
-      return source;
-    };
-    module.exports = parse3;
-  }
-});
-
-// node_modules/picomatch/lib/picomatch.js
-var require_picomatch = __commonJS({
-  "node_modules/picomatch/lib/picomatch.js"(exports, module) {
-    "use strict";
-    var scan = require_scan();
-    var parse3 = require_parse();
-    var utils = require_utils();
-    var constants4 = require_constants();
-    var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
-    var picomatch4 = (glob, options, returnState = false) => {
-      if (Array.isArray(glob)) {
-        const fns = glob.map((input) => picomatch4(input, options, returnState));
-        const arrayMatcher = (str3) => {
-          for (const isMatch of fns) {
-            const state2 = isMatch(str3);
-            if (state2) return state2;
-          }
-          return false;
-        };
-        return arrayMatcher;
-      }
-      const isState = isObject5(glob) && glob.tokens && glob.input;
-      if (glob === "" || typeof glob !== "string" && !isState) {
-        throw new TypeError("Expected pattern to be a non-empty string");
-      }
-      const opts = options || {};
-      const posix = opts.windows;
-      const regex = isState ? picomatch4.compileRe(glob, options) : picomatch4.makeRe(glob, options, false, true);
-      const state = regex.state;
-      delete regex.state;
-      let isIgnored = () => false;
-      if (opts.ignore) {
-        const ignoreOpts = { ...options, ignore: null, onMatch: null, onResult: null };
-        isIgnored = picomatch4(opts.ignore, ignoreOpts, returnState);
-      }
-      const matcher = (input, returnObject = false) => {
-        const { isMatch, match, output } = picomatch4.test(input, regex, options, { glob, posix });
-        const result = { glob, state, regex, posix, input, output, match, isMatch };
-        if (typeof opts.onResult === "function") {
-          opts.onResult(result);
-        }
-        if (isMatch === false) {
-          result.isMatch = false;
-          return returnObject ? result : false;
-        }
-        if (isIgnored(input)) {
-          if (typeof opts.onIgnore === "function") {
-            opts.onIgnore(result);
-          }
-          result.isMatch = false;
-          return returnObject ? result : false;
-        }
-        if (typeof opts.onMatch === "function") {
-          opts.onMatch(result);
-        }
-        return returnObject ? result : true;
-      };
-      if (returnState) {
-        matcher.state = state;
-      }
-      return matcher;
-    };
-    picomatch4.test = (input, regex, options, { glob, posix } = {}) => {
-      if (typeof input !== "string") {
-        throw new TypeError("Expected input to be a string");
-      }
-      if (input === "") {
-        return { isMatch: false, output: "" };
-      }
-      const opts = options || {};
-      const format2 = opts.format || (posix ? utils.toPosixSlashes : null);
-      let match = input === glob;
-      let output = match && format2 ? format2(input) : input;
-      if (match === false) {
-        output = format2 ? format2(input) : input;
-        match = output === glob;
-      }
-      if (match === false || opts.capture === true) {
-        if (opts.matchBase === true || opts.basename === true) {
-          match = picomatch4.matchBase(input, regex, options, posix);
-        } else {
-          match = regex.exec(output);
-        }
-      }
-      return { isMatch: Boolean(match), match, output };
-    };
-    picomatch4.matchBase = (input, glob, options) => {
-      const regex = glob instanceof RegExp ? glob : picomatch4.makeRe(glob, options);
-      return regex.test(utils.basename(input));
-    };
-    picomatch4.isMatch = (str3, patterns, options) => picomatch4(patterns, options)(str3);
-    picomatch4.parse = (pattern, options) => {
-      if (Array.isArray(pattern)) return pattern.map((p) => picomatch4.parse(p, options));
-      return parse3(pattern, { ...options, fastpaths: false });
-    };
-    picomatch4.scan = (input, options) => scan(input, options);
-    picomatch4.compileRe = (state, options, returnOutput = false, returnState = false) => {
-      if (returnOutput === true) {
-        return state.output;
-      }
-      const opts = options || {};
-      const prepend = opts.contains ? "" : "^";
-      const append = opts.contains ? "" : "$";
-      let source = `${prepend}(?:${state.output})${append}`;
-      if (state && state.negated === true) {
-        source = `^(?!${source}).*$`;
-      }
-      const regex = picomatch4.toRegex(source, options);
-      if (returnState === true) {
-        regex.state = state;
-      }
-      return regex;
-    };
-    picomatch4.makeRe = (input, options = {}, returnOutput = false, returnState = false) => {
-      if (!input || typeof input !== "string") {
-        throw new TypeError("Expected a non-empty string");
-      }
-      let parsed = { negated: false, fastpaths: true };
-      if (options.fastpaths !== false && (input[0] === "." || input[0] === "*")) {
-        parsed.output = parse3.fastpaths(input, options);
-      }
-      if (!parsed.output) {
-        parsed = parse3(input, options);
-      }
-      return picomatch4.compileRe(parsed, options, returnOutput, returnState);
-    };
-    picomatch4.toRegex = (source, options) => {
-      try {
-        const opts = options || {};
-        return new RegExp(source, opts.flags || (opts.nocase ? "i" : ""));
-      } catch (err) {
-        if (options && options.debug === true) throw err;
-        return /$^/;
-      }
-    };
-    picomatch4.constants = constants4;
-    module.exports = picomatch4;
-  }
-});
-
-// node_modules/picomatch/index.js
-var require_picomatch2 = __commonJS({
-  "node_modules/picomatch/index.js"(exports, module) {
-    "use strict";
-    var pico = require_picomatch();
-    var utils = require_utils();
-    function picomatch4(glob, options, returnState = false) {
-      if (options && (options.windows === null || options.windows === void 0)) {
-        options = { ...options, windows: utils.isWindows() };
-      }
-      return pico(glob, options, returnState);
-    }
-    Object.assign(picomatch4, pico);
-    module.exports = picomatch4;
-  }
-});
-
 // node_modules/zod/v4/core/core.js
 // @__NO_SIDE_EFFECTS__
 function $constructor(name, initializer3, params) {
@@ -5232,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path46) {
-  if (!path46)
+function getElementAtPath(obj2, path52) {
+  if (!path52)
     return obj2;
-  return path46.reduce((acc, key) => acc?.[key], obj2);
+  return path52.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -5525,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path46, issues) {
+function prefixIssues(path52, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path46);
+    iss.path.unshift(path52);
     return iss;
   });
 }
@@ -5750,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path46 = []) => {
+  const processError = (error47, path52 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -5760,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path46, ...issue2.path];
+        const fullpath = [...path52, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -5792,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path46 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path46) {
+  const path52 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path52) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -18041,25 +16523,2307 @@ var init_zod = __esm({
   }
 });
 
-// engine/store/json-file.ts
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+// node_modules/env-paths/index.js
 import path from "node:path";
+import os from "node:os";
+import process2 from "node:process";
+function envPaths(name, { suffix = "nodejs" } = {}) {
+  if (typeof name !== "string") {
+    throw new TypeError(`Expected a string, got ${typeof name}`);
+  }
+  if (suffix) {
+    name += `-${suffix}`;
+  }
+  if (process2.platform === "darwin") {
+    return macos(name);
+  }
+  if (process2.platform === "win32") {
+    return windows(name);
+  }
+  return linux(name);
+}
+var homedir, tmpdir, env, macos, windows, linux;
+var init_env_paths = __esm({
+  "node_modules/env-paths/index.js"() {
+    homedir = os.homedir();
+    tmpdir = os.tmpdir();
+    ({ env } = process2);
+    macos = (name) => {
+      const library = path.join(homedir, "Library");
+      return {
+        data: path.join(library, "Application Support", name),
+        config: path.join(library, "Preferences", name),
+        cache: path.join(library, "Caches", name),
+        log: path.join(library, "Logs", name),
+        temp: path.join(tmpdir, name)
+      };
+    };
+    windows = (name) => {
+      const appData = env.APPDATA || path.join(homedir, "AppData", "Roaming");
+      const localAppData = env.LOCALAPPDATA || path.join(homedir, "AppData", "Local");
+      return {
+        // Data/config/cache/log are invented by me as Windows isn't opinionated about this
+        data: path.join(localAppData, name, "Data"),
+        config: path.join(appData, name, "Config"),
+        cache: path.join(localAppData, name, "Cache"),
+        log: path.join(localAppData, name, "Log"),
+        temp: path.join(tmpdir, name)
+      };
+    };
+    linux = (name) => {
+      const username = path.basename(homedir);
+      return {
+        data: path.join(env.XDG_DATA_HOME || path.join(homedir, ".local", "share"), name),
+        config: path.join(env.XDG_CONFIG_HOME || path.join(homedir, ".config"), name),
+        cache: path.join(env.XDG_CACHE_HOME || path.join(homedir, ".cache"), name),
+        // https://wiki.debian.org/XDGBaseDirectorySpecification#state
+        log: path.join(env.XDG_STATE_HOME || path.join(homedir, ".local", "state"), name),
+        temp: path.join(tmpdir, username, name)
+      };
+    };
+  }
+});
+
+// engine/config.ts
+function config2(env2 = process.env) {
+  return ConfigSchema.parse(env2);
+}
+var num, str, flag, ConfigSchema;
+var init_config = __esm({
+  "engine/config.ts"() {
+    init_zod();
+    num = (def) => external_exports.coerce.number().finite().catch(def).default(def);
+    str = () => external_exports.string().min(1).optional().catch(void 0);
+    flag = () => external_exports.enum(["1", "0", "true", "false"]).optional().catch(void 0).transform((v) => v === "1" || v === "true");
+    ConfigSchema = external_exports.object({
+      // where things are
+      OCW_STATE_DIR: str().describe("the state dir (lock, logs, workspaces, targets); default: the platform's per-user data dir"),
+      OCW_ROOT: str().describe("the install root (protocol/, packs/); default: found from the bundle's location"),
+      OCW_PACKS_DIR: str().describe("where target packs and ladder grades live; default: <root>/packs"),
+      OCW_BUNDLE: str().describe("the ocw bundle a client starts the engine with; default: the running script"),
+      OCW_OPENCODE_BIN: str().describe("the opencode binary; default: the pinned opencode-ai package's"),
+      OCW_OPENCODE_NPM_REGISTRY: str().describe("npm registry opencode may use for plugins; default: nowhere (offline)"),
+      OCW_BWRAP: str().describe("the bubblewrap binary; default: bwrap on PATH"),
+      // behaviour
+      OCW_NO_SANDBOX: flag().describe("1: run workers without the OS sandbox (the person's explicit opt-out)"),
+      OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
+      OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
+      OCW_POOL_PROBE_MS: num(2e3).describe("how often the endpoints of pool targets with work are read (health, live load)"),
+      OCW_MODEL_PROBE_MS: num(5e3).describe("how often the engine checks that the active target's model server answers"),
+      OCW_DEBUG: flag().describe("1: print stacks of unexpected CLI errors")
+    });
+  }
+});
+
+// engine/store/paths.ts
+import { mkdirSync } from "node:fs";
+import path2 from "node:path";
+function stateDir(env2 = process.env) {
+  const configured = config2(env2).OCW_STATE_DIR;
+  const dir = configured ? path2.resolve(configured) : envPaths("opencode-worker", { suffix: "" }).data;
+  mkdirSync(dir, { recursive: true, mode: 448 });
+  return dir;
+}
+var init_paths = __esm({
+  "engine/store/paths.ts"() {
+    init_env_paths();
+    init_config();
+  }
+});
+
+// engine/serving/keys.ts
+import { randomBytes } from "node:crypto";
+import { chmodSync, mkdirSync as mkdirSync2, readFileSync, statSync, writeFileSync } from "node:fs";
+import path3 from "node:path";
+function generateKey() {
+  return `ocw-${randomBytes(24).toString("base64url")}`;
+}
+function keyFilePath(targetId, dir = stateDir()) {
+  return path3.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
+}
+function storeKey(file2, key) {
+  mkdirSync2(path3.dirname(file2), { recursive: true, mode: 448 });
+  writeFileSync(file2, key + "\n", { mode: 384 });
+  chmodSync(file2, 384);
+}
+function readKey(file2) {
+  const st = statSync(file2);
+  if (process.platform !== "win32" && (st.mode & 63) !== 0) {
+    throw new Error(`key file ${file2} is readable by others (mode ${(st.mode & 511).toString(8)}); run chmod 600 on it`);
+  }
+  return readFileSync(file2, "utf8").trim();
+}
+function resolveKey(t2, env2 = process.env) {
+  if (t2.keyFile) return readKey(t2.keyFile);
+  if (t2.keyRef) return env2[t2.keyRef] ?? null;
+  return null;
+}
+function keyForProbe(t2) {
+  try {
+    return resolveKey(t2);
+  } catch {
+    return null;
+  }
+}
+var init_keys = __esm({
+  "engine/serving/keys.ts"() {
+    init_paths();
+  }
+});
+
+// node_modules/picomatch/lib/constants.js
+var require_constants = __commonJS({
+  "node_modules/picomatch/lib/constants.js"(exports, module) {
+    "use strict";
+    var WIN_SLASH = "\\\\/";
+    var WIN_NO_SLASH = `[^${WIN_SLASH}]`;
+    var DOT_LITERAL = "\\.";
+    var PLUS_LITERAL = "\\+";
+    var QMARK_LITERAL = "\\?";
+    var SLASH_LITERAL = "\\/";
+    var ONE_CHAR = "(?=.)";
+    var QMARK = "[^/]";
+    var END_ANCHOR = `(?:${SLASH_LITERAL}|$)`;
+    var START_ANCHOR = `(?:^|${SLASH_LITERAL})`;
+    var DOTS_SLASH = `${DOT_LITERAL}{1,2}${END_ANCHOR}`;
+    var NO_DOT = `(?!${DOT_LITERAL})`;
+    var NO_DOTS = `(?!${START_ANCHOR}${DOTS_SLASH})`;
+    var NO_DOT_SLASH = `(?!${DOT_LITERAL}{0,1}${END_ANCHOR})`;
+    var NO_DOTS_SLASH = `(?!${DOTS_SLASH})`;
+    var QMARK_NO_DOT = `[^.${SLASH_LITERAL}]`;
+    var STAR = `${QMARK}*?`;
+    var SEP = "/";
+    var POSIX_CHARS = {
+      DOT_LITERAL,
+      PLUS_LITERAL,
+      QMARK_LITERAL,
+      SLASH_LITERAL,
+      ONE_CHAR,
+      QMARK,
+      END_ANCHOR,
+      DOTS_SLASH,
+      NO_DOT,
+      NO_DOTS,
+      NO_DOT_SLASH,
+      NO_DOTS_SLASH,
+      QMARK_NO_DOT,
+      STAR,
+      START_ANCHOR,
+      SEP
+    };
+    var WINDOWS_CHARS = {
+      ...POSIX_CHARS,
+      SLASH_LITERAL: `[${WIN_SLASH}]`,
+      QMARK: WIN_NO_SLASH,
+      STAR: `${WIN_NO_SLASH}*?`,
+      DOTS_SLASH: `${DOT_LITERAL}{1,2}(?:[${WIN_SLASH}]|$)`,
+      NO_DOT: `(?!${DOT_LITERAL})`,
+      NO_DOTS: `(?!(?:^|[${WIN_SLASH}])${DOT_LITERAL}{1,2}(?:[${WIN_SLASH}]|$))`,
+      NO_DOT_SLASH: `(?!${DOT_LITERAL}{0,1}(?:[${WIN_SLASH}]|$))`,
+      NO_DOTS_SLASH: `(?!${DOT_LITERAL}{1,2}(?:[${WIN_SLASH}]|$))`,
+      QMARK_NO_DOT: `[^.${WIN_SLASH}]`,
+      START_ANCHOR: `(?:^|[${WIN_SLASH}])`,
+      END_ANCHOR: `(?:[${WIN_SLASH}]|$)`,
+      SEP: "\\"
+    };
+    var POSIX_REGEX_SOURCE = {
+      alnum: "a-zA-Z0-9",
+      alpha: "a-zA-Z",
+      ascii: "\\x00-\\x7F",
+      blank: " \\t",
+      cntrl: "\\x00-\\x1F\\x7F",
+      digit: "0-9",
+      graph: "\\x21-\\x7E",
+      lower: "a-z",
+      print: "\\x20-\\x7E ",
+      punct: "\\-!\"#$%&'()\\*+,./:;<=>?@[\\]^_`{|}~",
+      space: " \\t\\r\\n\\v\\f",
+      upper: "A-Z",
+      word: "A-Za-z0-9_",
+      xdigit: "A-Fa-f0-9"
+    };
+    module.exports = {
+      MAX_LENGTH: 1024 * 64,
+      POSIX_REGEX_SOURCE,
+      // regular expressions
+      REGEX_BACKSLASH: /\\(?![*+?^${}(|)[\]])/g,
+      REGEX_NON_SPECIAL_CHARS: /^[^@![\].,$*+?^{}()|\\/]+/,
+      REGEX_SPECIAL_CHARS: /[-*+?.^${}(|)[\]]/,
+      REGEX_SPECIAL_CHARS_BACKREF: /(\\?)((\W)(\3*))/g,
+      REGEX_SPECIAL_CHARS_GLOBAL: /([-*+?.^${}(|)[\]])/g,
+      REGEX_REMOVE_BACKSLASH: /(?:\[.*?[^\\]\]|\\(?=.))/g,
+      // Replace globs with equivalent patterns to reduce parsing time.
+      REPLACEMENTS: {
+        __proto__: null,
+        "***": "*",
+        "**/**": "**",
+        "**/**/**": "**"
+      },
+      // Digits
+      CHAR_0: 48,
+      /* 0 */
+      CHAR_9: 57,
+      /* 9 */
+      // Alphabet chars.
+      CHAR_UPPERCASE_A: 65,
+      /* A */
+      CHAR_LOWERCASE_A: 97,
+      /* a */
+      CHAR_UPPERCASE_Z: 90,
+      /* Z */
+      CHAR_LOWERCASE_Z: 122,
+      /* z */
+      CHAR_LEFT_PARENTHESES: 40,
+      /* ( */
+      CHAR_RIGHT_PARENTHESES: 41,
+      /* ) */
+      CHAR_ASTERISK: 42,
+      /* * */
+      // Non-alphabetic chars.
+      CHAR_AMPERSAND: 38,
+      /* & */
+      CHAR_AT: 64,
+      /* @ */
+      CHAR_BACKWARD_SLASH: 92,
+      /* \ */
+      CHAR_CARRIAGE_RETURN: 13,
+      /* \r */
+      CHAR_CIRCUMFLEX_ACCENT: 94,
+      /* ^ */
+      CHAR_COLON: 58,
+      /* : */
+      CHAR_COMMA: 44,
+      /* , */
+      CHAR_DOT: 46,
+      /* . */
+      CHAR_DOUBLE_QUOTE: 34,
+      /* " */
+      CHAR_EQUAL: 61,
+      /* = */
+      CHAR_EXCLAMATION_MARK: 33,
+      /* ! */
+      CHAR_FORM_FEED: 12,
+      /* \f */
+      CHAR_FORWARD_SLASH: 47,
+      /* / */
+      CHAR_GRAVE_ACCENT: 96,
+      /* ` */
+      CHAR_HASH: 35,
+      /* # */
+      CHAR_HYPHEN_MINUS: 45,
+      /* - */
+      CHAR_LEFT_ANGLE_BRACKET: 60,
+      /* < */
+      CHAR_LEFT_CURLY_BRACE: 123,
+      /* { */
+      CHAR_LEFT_SQUARE_BRACKET: 91,
+      /* [ */
+      CHAR_LINE_FEED: 10,
+      /* \n */
+      CHAR_NO_BREAK_SPACE: 160,
+      /* \u00A0 */
+      CHAR_PERCENT: 37,
+      /* % */
+      CHAR_PLUS: 43,
+      /* + */
+      CHAR_QUESTION_MARK: 63,
+      /* ? */
+      CHAR_RIGHT_ANGLE_BRACKET: 62,
+      /* > */
+      CHAR_RIGHT_CURLY_BRACE: 125,
+      /* } */
+      CHAR_RIGHT_SQUARE_BRACKET: 93,
+      /* ] */
+      CHAR_SEMICOLON: 59,
+      /* ; */
+      CHAR_SINGLE_QUOTE: 39,
+      /* ' */
+      CHAR_SPACE: 32,
+      /*   */
+      CHAR_TAB: 9,
+      /* \t */
+      CHAR_UNDERSCORE: 95,
+      /* _ */
+      CHAR_VERTICAL_LINE: 124,
+      /* | */
+      CHAR_ZERO_WIDTH_NOBREAK_SPACE: 65279,
+      /* \uFEFF */
+      /**
+       * Create EXTGLOB_CHARS
+       */
+      extglobChars(chars) {
+        return {
+          "!": { type: "negate", open: "(?:(?!(?:", close: `))${chars.STAR})` },
+          "?": { type: "qmark", open: "(?:", close: ")?" },
+          "+": { type: "plus", open: "(?:", close: ")+" },
+          "*": { type: "star", open: "(?:", close: ")*" },
+          "@": { type: "at", open: "(?:", close: ")" }
+        };
+      },
+      /**
+       * Create GLOB_CHARS
+       */
+      globChars(win32) {
+        return win32 === true ? WINDOWS_CHARS : POSIX_CHARS;
+      }
+    };
+  }
+});
+
+// node_modules/picomatch/lib/utils.js
+var require_utils = __commonJS({
+  "node_modules/picomatch/lib/utils.js"(exports) {
+    "use strict";
+    var {
+      REGEX_BACKSLASH,
+      REGEX_REMOVE_BACKSLASH,
+      REGEX_SPECIAL_CHARS,
+      REGEX_SPECIAL_CHARS_GLOBAL
+    } = require_constants();
+    exports.isObject = (val) => val !== null && typeof val === "object" && !Array.isArray(val);
+    exports.hasRegexChars = (str3) => REGEX_SPECIAL_CHARS.test(str3);
+    exports.isRegexChar = (str3) => str3.length === 1 && exports.hasRegexChars(str3);
+    exports.escapeRegex = (str3) => str3.replace(REGEX_SPECIAL_CHARS_GLOBAL, "\\$1");
+    exports.toPosixSlashes = (str3) => str3.replace(REGEX_BACKSLASH, "/");
+    exports.isWindows = () => {
+      if (typeof navigator !== "undefined" && navigator.platform) {
+        const platform2 = navigator.platform.toLowerCase();
+        return platform2 === "win32" || platform2 === "windows";
+      }
+      if (typeof process !== "undefined" && process.platform) {
+        return process.platform === "win32";
+      }
+      return false;
+    };
+    exports.removeBackslashes = (str3) => {
+      return str3.replace(REGEX_REMOVE_BACKSLASH, (match) => {
+        return match === "\\" ? "" : match;
+      });
+    };
+    exports.escapeLast = (input, char, lastIdx) => {
+      const idx = input.lastIndexOf(char, lastIdx);
+      if (idx === -1) return input;
+      if (input[idx - 1] === "\\") return exports.escapeLast(input, char, idx - 1);
+      return `${input.slice(0, idx)}\\${input.slice(idx)}`;
+    };
+    exports.removePrefix = (input, state = {}) => {
+      let output = input;
+      if (output.startsWith("./")) {
+        output = output.slice(2);
+        state.prefix = "./";
+      }
+      return output;
+    };
+    exports.wrapOutput = (input, state = {}, options = {}) => {
+      const prepend = options.contains ? "" : "^";
+      const append = options.contains ? "" : "$";
+      let output = `${prepend}(?:${input})${append}`;
+      if (state.negated === true) {
+        output = `(?:^(?!${output}).*$)`;
+      }
+      return output;
+    };
+    exports.basename = (path52, { windows: windows2 } = {}) => {
+      const segs = path52.split(windows2 ? /[\\/]/ : "/");
+      const last = segs[segs.length - 1];
+      if (last === "") {
+        return segs[segs.length - 2];
+      }
+      return last;
+    };
+  }
+});
+
+// node_modules/picomatch/lib/scan.js
+var require_scan = __commonJS({
+  "node_modules/picomatch/lib/scan.js"(exports, module) {
+    "use strict";
+    var utils = require_utils();
+    var {
+      CHAR_ASTERISK,
+      /* * */
+      CHAR_AT,
+      /* @ */
+      CHAR_BACKWARD_SLASH,
+      /* \ */
+      CHAR_COMMA,
+      /* , */
+      CHAR_DOT,
+      /* . */
+      CHAR_EXCLAMATION_MARK,
+      /* ! */
+      CHAR_FORWARD_SLASH,
+      /* / */
+      CHAR_LEFT_CURLY_BRACE,
+      /* { */
+      CHAR_LEFT_PARENTHESES,
+      /* ( */
+      CHAR_LEFT_SQUARE_BRACKET,
+      /* [ */
+      CHAR_PLUS,
+      /* + */
+      CHAR_QUESTION_MARK,
+      /* ? */
+      CHAR_RIGHT_CURLY_BRACE,
+      /* } */
+      CHAR_RIGHT_PARENTHESES,
+      /* ) */
+      CHAR_RIGHT_SQUARE_BRACKET
+      /* ] */
+    } = require_constants();
+    var isPathSeparator = (code) => {
+      return code === CHAR_FORWARD_SLASH || code === CHAR_BACKWARD_SLASH;
+    };
+    var depth = (token) => {
+      if (token.isPrefix !== true) {
+        token.depth = token.isGlobstar ? Infinity : 1;
+      }
+    };
+    var scan = (input, options) => {
+      const opts = options || {};
+      const length = input.length - 1;
+      const scanToEnd = opts.parts === true || opts.scanToEnd === true;
+      const slashes = [];
+      const tokens = [];
+      const parts = [];
+      let str3 = input;
+      let index = -1;
+      let start = 0;
+      let lastIndex = 0;
+      let isBrace = false;
+      let isBracket = false;
+      let isGlob = false;
+      let isExtglob = false;
+      let isGlobstar = false;
+      let braceEscaped = false;
+      let backslashes = false;
+      let negated = false;
+      let negatedExtglob = false;
+      let finished7 = false;
+      let braces = 0;
+      let prev;
+      let code;
+      let token = { value: "", depth: 0, isGlob: false };
+      const eos = () => index >= length;
+      const peek = () => str3.charCodeAt(index + 1);
+      const advance = () => {
+        prev = code;
+        return str3.charCodeAt(++index);
+      };
+      while (index < length) {
+        code = advance();
+        let next;
+        if (code === CHAR_BACKWARD_SLASH) {
+          backslashes = token.backslashes = true;
+          code = advance();
+          if (code === CHAR_LEFT_CURLY_BRACE) {
+            braceEscaped = true;
+          }
+          continue;
+        }
+        if (braceEscaped === true || code === CHAR_LEFT_CURLY_BRACE) {
+          braces++;
+          while (eos() !== true && (code = advance())) {
+            if (code === CHAR_BACKWARD_SLASH) {
+              backslashes = token.backslashes = true;
+              advance();
+              continue;
+            }
+            if (code === CHAR_LEFT_CURLY_BRACE) {
+              braces++;
+              continue;
+            }
+            if (braceEscaped !== true && code === CHAR_DOT && (code = advance()) === CHAR_DOT) {
+              isBrace = token.isBrace = true;
+              isGlob = token.isGlob = true;
+              finished7 = true;
+              if (scanToEnd === true) {
+                continue;
+              }
+              break;
+            }
+            if (braceEscaped !== true && code === CHAR_COMMA) {
+              isBrace = token.isBrace = true;
+              isGlob = token.isGlob = true;
+              finished7 = true;
+              if (scanToEnd === true) {
+                continue;
+              }
+              break;
+            }
+            if (code === CHAR_RIGHT_CURLY_BRACE) {
+              braces--;
+              if (braces === 0) {
+                braceEscaped = false;
+                isBrace = token.isBrace = true;
+                finished7 = true;
+                break;
+              }
+            }
+          }
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+        if (code === CHAR_FORWARD_SLASH) {
+          slashes.push(index);
+          tokens.push(token);
+          token = { value: "", depth: 0, isGlob: false };
+          if (finished7 === true) continue;
+          if (prev === CHAR_DOT && index === start + 1) {
+            start += 2;
+            continue;
+          }
+          lastIndex = index + 1;
+          continue;
+        }
+        if (opts.noext !== true) {
+          const isExtglobChar = code === CHAR_PLUS || code === CHAR_AT || code === CHAR_ASTERISK || code === CHAR_QUESTION_MARK || code === CHAR_EXCLAMATION_MARK;
+          if (isExtglobChar === true && peek() === CHAR_LEFT_PARENTHESES) {
+            isGlob = token.isGlob = true;
+            isExtglob = token.isExtglob = true;
+            finished7 = true;
+            if (code === CHAR_EXCLAMATION_MARK && index === start) {
+              negatedExtglob = true;
+            }
+            if (scanToEnd === true) {
+              while (eos() !== true && (code = advance())) {
+                if (code === CHAR_BACKWARD_SLASH) {
+                  backslashes = token.backslashes = true;
+                  code = advance();
+                  continue;
+                }
+                if (code === CHAR_RIGHT_PARENTHESES) {
+                  isGlob = token.isGlob = true;
+                  finished7 = true;
+                  break;
+                }
+              }
+              continue;
+            }
+            break;
+          }
+        }
+        if (code === CHAR_ASTERISK) {
+          if (prev === CHAR_ASTERISK) isGlobstar = token.isGlobstar = true;
+          isGlob = token.isGlob = true;
+          finished7 = true;
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+        if (code === CHAR_QUESTION_MARK) {
+          isGlob = token.isGlob = true;
+          finished7 = true;
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+        if (code === CHAR_LEFT_SQUARE_BRACKET) {
+          while (eos() !== true && (next = advance())) {
+            if (next === CHAR_BACKWARD_SLASH) {
+              backslashes = token.backslashes = true;
+              advance();
+              continue;
+            }
+            if (next === CHAR_RIGHT_SQUARE_BRACKET) {
+              isBracket = token.isBracket = true;
+              isGlob = token.isGlob = true;
+              finished7 = true;
+              break;
+            }
+          }
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+        if (opts.nonegate !== true && code === CHAR_EXCLAMATION_MARK && index === start) {
+          negated = token.negated = true;
+          start++;
+          continue;
+        }
+        if (opts.noparen !== true && code === CHAR_LEFT_PARENTHESES) {
+          isGlob = token.isGlob = true;
+          if (scanToEnd === true) {
+            while (eos() !== true && (code = advance())) {
+              if (code === CHAR_LEFT_PARENTHESES) {
+                backslashes = token.backslashes = true;
+                code = advance();
+                continue;
+              }
+              if (code === CHAR_RIGHT_PARENTHESES) {
+                finished7 = true;
+                break;
+              }
+            }
+            continue;
+          }
+          break;
+        }
+        if (isGlob === true) {
+          finished7 = true;
+          if (scanToEnd === true) {
+            continue;
+          }
+          break;
+        }
+      }
+      if (opts.noext === true) {
+        isExtglob = false;
+        isGlob = false;
+      }
+      let base2 = str3;
+      let prefix = "";
+      let glob = "";
+      if (start > 0) {
+        prefix = str3.slice(0, start);
+        str3 = str3.slice(start);
+        lastIndex -= start;
+      }
+      if (base2 && isGlob === true && lastIndex > 0) {
+        base2 = str3.slice(0, lastIndex);
+        glob = str3.slice(lastIndex);
+      } else if (isGlob === true) {
+        base2 = "";
+        glob = str3;
+      } else {
+        base2 = str3;
+      }
+      if (base2 && base2 !== "" && base2 !== "/" && base2 !== str3) {
+        if (isPathSeparator(base2.charCodeAt(base2.length - 1))) {
+          base2 = base2.slice(0, -1);
+        }
+      }
+      if (opts.unescape === true) {
+        if (glob) glob = utils.removeBackslashes(glob);
+        if (base2 && backslashes === true) {
+          base2 = utils.removeBackslashes(base2);
+        }
+      }
+      const state = {
+        prefix,
+        input,
+        start,
+        base: base2,
+        glob,
+        isBrace,
+        isBracket,
+        isGlob,
+        isExtglob,
+        isGlobstar,
+        negated,
+        negatedExtglob
+      };
+      if (opts.tokens === true) {
+        state.maxDepth = 0;
+        if (!isPathSeparator(code)) {
+          tokens.push(token);
+        }
+        state.tokens = tokens;
+      }
+      if (opts.parts === true || opts.tokens === true) {
+        let prevIndex;
+        for (let idx = 0; idx < slashes.length; idx++) {
+          const n2 = prevIndex ? prevIndex + 1 : start;
+          const i2 = slashes[idx];
+          const value = input.slice(n2, i2);
+          if (opts.tokens) {
+            if (idx === 0 && start !== 0) {
+              tokens[idx].isPrefix = true;
+              tokens[idx].value = prefix;
+            } else {
+              tokens[idx].value = value;
+            }
+            depth(tokens[idx]);
+            state.maxDepth += tokens[idx].depth;
+          }
+          if (idx !== 0 || value !== "") {
+            parts.push(value);
+          }
+          prevIndex = i2;
+        }
+        if (prevIndex && prevIndex + 1 < input.length) {
+          const value = input.slice(prevIndex + 1);
+          parts.push(value);
+          if (opts.tokens) {
+            tokens[tokens.length - 1].value = value;
+            depth(tokens[tokens.length - 1]);
+            state.maxDepth += tokens[tokens.length - 1].depth;
+          }
+        }
+        state.slashes = slashes;
+        state.parts = parts;
+      }
+      return state;
+    };
+    module.exports = scan;
+  }
+});
+
+// node_modules/picomatch/lib/parse.js
+var require_parse = __commonJS({
+  "node_modules/picomatch/lib/parse.js"(exports, module) {
+    "use strict";
+    var constants4 = require_constants();
+    var utils = require_utils();
+    var {
+      MAX_LENGTH,
+      POSIX_REGEX_SOURCE,
+      REGEX_NON_SPECIAL_CHARS,
+      REGEX_SPECIAL_CHARS_BACKREF,
+      REPLACEMENTS
+    } = constants4;
+    var expandRange = (args, options) => {
+      if (typeof options.expandRange === "function") {
+        return options.expandRange(...args, options);
+      }
+      args.sort();
+      const value = `[${args.join("-")}]`;
+      try {
+        new RegExp(value);
+      } catch (ex) {
+        return args.map((v) => utils.escapeRegex(v)).join("..");
+      }
+      return value;
+    };
+    var syntaxError2 = (type, char) => {
+      return `Missing ${type}: "${char}" - use "\\\\${char}" to match literal characters`;
+    };
+    var parse3 = (input, options) => {
+      if (typeof input !== "string") {
+        throw new TypeError("Expected a string");
+      }
+      input = REPLACEMENTS[input] || input;
+      const opts = { ...options };
+      const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
+      let len = input.length;
+      if (len > max) {
+        throw new SyntaxError(`Input length: ${len}, exceeds maximum allowed length: ${max}`);
+      }
+      const bos = { type: "bos", value: "", output: opts.prepend || "" };
+      const tokens = [bos];
+      const capture = opts.capture ? "" : "?:";
+      const PLATFORM_CHARS = constants4.globChars(opts.windows);
+      const EXTGLOB_CHARS = constants4.extglobChars(PLATFORM_CHARS);
+      const {
+        DOT_LITERAL,
+        PLUS_LITERAL,
+        SLASH_LITERAL,
+        ONE_CHAR,
+        DOTS_SLASH,
+        NO_DOT,
+        NO_DOT_SLASH,
+        NO_DOTS_SLASH,
+        QMARK,
+        QMARK_NO_DOT,
+        STAR,
+        START_ANCHOR
+      } = PLATFORM_CHARS;
+      const globstar = (opts2) => {
+        return `(${capture}(?:(?!${START_ANCHOR}${opts2.dot ? DOTS_SLASH : DOT_LITERAL}).)*?)`;
+      };
+      const nodot = opts.dot ? "" : NO_DOT;
+      const qmarkNoDot = opts.dot ? QMARK : QMARK_NO_DOT;
+      let star = opts.bash === true ? globstar(opts) : STAR;
+      if (opts.capture) {
+        star = `(${star})`;
+      }
+      if (typeof opts.noext === "boolean") {
+        opts.noextglob = opts.noext;
+      }
+      const state = {
+        input,
+        index: -1,
+        start: 0,
+        dot: opts.dot === true,
+        consumed: "",
+        output: "",
+        prefix: "",
+        backtrack: false,
+        negated: false,
+        brackets: 0,
+        braces: 0,
+        parens: 0,
+        quotes: 0,
+        globstar: false,
+        tokens
+      };
+      input = utils.removePrefix(input, state);
+      len = input.length;
+      const extglobs = [];
+      const braces = [];
+      const stack = [];
+      let prev = bos;
+      let value;
+      const eos = () => state.index === len - 1;
+      const peek = state.peek = (n2 = 1) => input[state.index + n2];
+      const advance = state.advance = () => input[++state.index] || "";
+      const remaining = () => input.slice(state.index + 1);
+      const consume = (value2 = "", num4 = 0) => {
+        state.consumed += value2;
+        state.index += num4;
+      };
+      const append = (token) => {
+        state.output += token.output != null ? token.output : token.value;
+        consume(token.value);
+      };
+      const negate = () => {
+        let count2 = 1;
+        while (peek() === "!" && (peek(2) !== "(" || peek(3) === "?")) {
+          advance();
+          state.start++;
+          count2++;
+        }
+        if (count2 % 2 === 0) {
+          return false;
+        }
+        state.negated = true;
+        state.start++;
+        return true;
+      };
+      const increment2 = (type) => {
+        state[type]++;
+        stack.push(type);
+      };
+      const decrement = (type) => {
+        state[type]--;
+        stack.pop();
+      };
+      const push = (tok) => {
+        if (prev.type === "globstar") {
+          const isBrace = state.braces > 0 && (tok.type === "comma" || tok.type === "brace");
+          const isExtglob = tok.extglob === true || extglobs.length && (tok.type === "pipe" || tok.type === "paren");
+          if (tok.type !== "slash" && tok.type !== "paren" && !isBrace && !isExtglob) {
+            state.output = state.output.slice(0, -prev.output.length);
+            prev.type = "star";
+            prev.value = "*";
+            prev.output = star;
+            state.output += prev.output;
+          }
+        }
+        if (extglobs.length && tok.type !== "paren") {
+          extglobs[extglobs.length - 1].inner += tok.value;
+        }
+        if (tok.value || tok.output) append(tok);
+        if (prev && prev.type === "text" && tok.type === "text") {
+          prev.output = (prev.output || prev.value) + tok.value;
+          prev.value += tok.value;
+          return;
+        }
+        tok.prev = prev;
+        tokens.push(tok);
+        prev = tok;
+      };
+      const extglobOpen = (type, value2) => {
+        const token = { ...EXTGLOB_CHARS[value2], conditions: 1, inner: "" };
+        token.prev = prev;
+        token.parens = state.parens;
+        token.output = state.output;
+        const output = (opts.capture ? "(" : "") + token.open;
+        increment2("parens");
+        push({ type, value: value2, output: state.output ? "" : ONE_CHAR });
+        push({ type: "paren", extglob: true, value: advance(), output });
+        extglobs.push(token);
+      };
+      const extglobClose = (token) => {
+        let output = token.close + (opts.capture ? ")" : "");
+        let rest;
+        if (token.type === "negate") {
+          let extglobStar = star;
+          if (token.inner && token.inner.length > 1 && token.inner.includes("/")) {
+            extglobStar = globstar(opts);
+          }
+          if (extglobStar !== star || eos() || /^\)+$/.test(remaining())) {
+            output = token.close = `)$))${extglobStar}`;
+          }
+          if (token.inner.includes("*") && (rest = remaining()) && /^\.[^\\/.]+$/.test(rest)) {
+            const expression = parse3(rest, { ...options, fastpaths: false }).output;
+            output = token.close = `)${expression})${extglobStar})`;
+          }
+          if (token.prev.type === "bos") {
+            state.negatedExtglob = true;
+          }
+        }
+        push({ type: "paren", extglob: true, value, output });
+        decrement("parens");
+      };
+      if (opts.fastpaths !== false && !/(^[*!]|[/()[\]{}"])/.test(input)) {
+        let backslashes = false;
+        let output = input.replace(REGEX_SPECIAL_CHARS_BACKREF, (m, esc2, chars, first, rest, index) => {
+          if (first === "\\") {
+            backslashes = true;
+            return m;
+          }
+          if (first === "?") {
+            if (esc2) {
+              return esc2 + first + (rest ? QMARK.repeat(rest.length) : "");
+            }
+            if (index === 0) {
+              return qmarkNoDot + (rest ? QMARK.repeat(rest.length) : "");
+            }
+            return QMARK.repeat(chars.length);
+          }
+          if (first === ".") {
+            return DOT_LITERAL.repeat(chars.length);
+          }
+          if (first === "*") {
+            if (esc2) {
+              return esc2 + first + (rest ? star : "");
+            }
+            return star;
+          }
+          return esc2 ? m : `\\${m}`;
+        });
+        if (backslashes === true) {
+          if (opts.unescape === true) {
+            output = output.replace(/\\/g, "");
+          } else {
+            output = output.replace(/\\+/g, (m) => {
+              return m.length % 2 === 0 ? "\\\\" : m ? "\\" : "";
+            });
+          }
+        }
+        if (output === input && opts.contains === true) {
+          state.output = input;
+          return state;
+        }
+        state.output = utils.wrapOutput(output, state, options);
+        return state;
+      }
+      while (!eos()) {
+        value = advance();
+        if (value === "\0") {
+          continue;
+        }
+        if (value === "\\") {
+          const next = peek();
+          if (next === "/" && opts.bash !== true) {
+            continue;
+          }
+          if (next === "." || next === ";") {
+            continue;
+          }
+          if (!next) {
+            value += "\\";
+            push({ type: "text", value });
+            continue;
+          }
+          const match = /^\\+/.exec(remaining());
+          let slashes = 0;
+          if (match && match[0].length > 2) {
+            slashes = match[0].length;
+            state.index += slashes;
+            if (slashes % 2 !== 0) {
+              value += "\\";
+            }
+          }
+          if (opts.unescape === true) {
+            value = advance();
+          } else {
+            value += advance();
+          }
+          if (state.brackets === 0) {
+            push({ type: "text", value });
+            continue;
+          }
+        }
+        if (state.brackets > 0 && (value !== "]" || prev.value === "[" || prev.value === "[^")) {
+          if (opts.posix !== false && value === ":") {
+            const inner = prev.value.slice(1);
+            if (inner.includes("[")) {
+              prev.posix = true;
+              if (inner.includes(":")) {
+                const idx = prev.value.lastIndexOf("[");
+                const pre = prev.value.slice(0, idx);
+                const rest2 = prev.value.slice(idx + 2);
+                const posix = POSIX_REGEX_SOURCE[rest2];
+                if (posix) {
+                  prev.value = pre + posix;
+                  state.backtrack = true;
+                  advance();
+                  if (!bos.output && tokens.indexOf(prev) === 1) {
+                    bos.output = ONE_CHAR;
+                  }
+                  continue;
+                }
+              }
+            }
+          }
+          if (value === "[" && peek() !== ":" || value === "-" && peek() === "]") {
+            value = `\\${value}`;
+          }
+          if (value === "]" && (prev.value === "[" || prev.value === "[^")) {
+            value = `\\${value}`;
+          }
+          if (opts.posix === true && value === "!" && prev.value === "[") {
+            value = "^";
+          }
+          prev.value += value;
+          append({ value });
+          continue;
+        }
+        if (state.quotes === 1 && value !== '"') {
+          value = utils.escapeRegex(value);
+          prev.value += value;
+          append({ value });
+          continue;
+        }
+        if (value === '"') {
+          state.quotes = state.quotes === 1 ? 0 : 1;
+          if (opts.keepQuotes === true) {
+            push({ type: "text", value });
+          }
+          continue;
+        }
+        if (value === "(") {
+          increment2("parens");
+          push({ type: "paren", value });
+          continue;
+        }
+        if (value === ")") {
+          if (state.parens === 0 && opts.strictBrackets === true) {
+            throw new SyntaxError(syntaxError2("opening", "("));
+          }
+          const extglob = extglobs[extglobs.length - 1];
+          if (extglob && state.parens === extglob.parens + 1) {
+            extglobClose(extglobs.pop());
+            continue;
+          }
+          push({ type: "paren", value, output: state.parens ? ")" : "\\)" });
+          decrement("parens");
+          continue;
+        }
+        if (value === "[") {
+          if (opts.nobracket === true || !remaining().includes("]")) {
+            if (opts.nobracket !== true && opts.strictBrackets === true) {
+              throw new SyntaxError(syntaxError2("closing", "]"));
+            }
+            value = `\\${value}`;
+          } else {
+            increment2("brackets");
+          }
+          push({ type: "bracket", value });
+          continue;
+        }
+        if (value === "]") {
+          if (opts.nobracket === true || prev && prev.type === "bracket" && prev.value.length === 1) {
+            push({ type: "text", value, output: `\\${value}` });
+            continue;
+          }
+          if (state.brackets === 0) {
+            if (opts.strictBrackets === true) {
+              throw new SyntaxError(syntaxError2("opening", "["));
+            }
+            push({ type: "text", value, output: `\\${value}` });
+            continue;
+          }
+          decrement("brackets");
+          const prevValue = prev.value.slice(1);
+          if (prev.posix !== true && prevValue[0] === "^" && !prevValue.includes("/")) {
+            value = `/${value}`;
+          }
+          prev.value += value;
+          append({ value });
+          if (opts.literalBrackets === false || utils.hasRegexChars(prevValue)) {
+            continue;
+          }
+          const escaped = utils.escapeRegex(prev.value);
+          state.output = state.output.slice(0, -prev.value.length);
+          if (opts.literalBrackets === true) {
+            state.output += escaped;
+            prev.value = escaped;
+            continue;
+          }
+          prev.value = `(${capture}${escaped}|${prev.value})`;
+          state.output += prev.value;
+          continue;
+        }
+        if (value === "{" && opts.nobrace !== true) {
+          increment2("braces");
+          const open2 = {
+            type: "brace",
+            value,
+            output: "(",
+            outputIndex: state.output.length,
+            tokensIndex: state.tokens.length
+          };
+          braces.push(open2);
+          push(open2);
+          continue;
+        }
+        if (value === "}") {
+          const brace = braces[braces.length - 1];
+          if (opts.nobrace === true || !brace) {
+            push({ type: "text", value, output: value });
+            continue;
+          }
+          let output = ")";
+          if (brace.dots === true) {
+            const arr = tokens.slice();
+            const range = [];
+            for (let i2 = arr.length - 1; i2 >= 0; i2--) {
+              tokens.pop();
+              if (arr[i2].type === "brace") {
+                break;
+              }
+              if (arr[i2].type !== "dots") {
+                range.unshift(arr[i2].value);
+              }
+            }
+            output = expandRange(range, opts);
+            state.backtrack = true;
+          }
+          if (brace.comma !== true && brace.dots !== true) {
+            const out = state.output.slice(0, brace.outputIndex);
+            const toks = state.tokens.slice(brace.tokensIndex);
+            brace.value = brace.output = "\\{";
+            value = output = "\\}";
+            state.output = out;
+            for (const t2 of toks) {
+              state.output += t2.output || t2.value;
+            }
+          }
+          push({ type: "brace", value, output });
+          decrement("braces");
+          braces.pop();
+          continue;
+        }
+        if (value === "|") {
+          if (extglobs.length > 0) {
+            extglobs[extglobs.length - 1].conditions++;
+          }
+          push({ type: "text", value });
+          continue;
+        }
+        if (value === ",") {
+          let output = value;
+          const brace = braces[braces.length - 1];
+          if (brace && stack[stack.length - 1] === "braces") {
+            brace.comma = true;
+            output = "|";
+          }
+          push({ type: "comma", value, output });
+          continue;
+        }
+        if (value === "/") {
+          if (prev.type === "dot" && state.index === state.start + 1) {
+            state.start = state.index + 1;
+            state.consumed = "";
+            state.output = "";
+            tokens.pop();
+            prev = bos;
+            continue;
+          }
+          push({ type: "slash", value, output: SLASH_LITERAL });
+          continue;
+        }
+        if (value === ".") {
+          if (state.braces > 0 && prev.type === "dot") {
+            if (prev.value === ".") prev.output = DOT_LITERAL;
+            const brace = braces[braces.length - 1];
+            prev.type = "dots";
+            prev.output += value;
+            prev.value += value;
+            brace.dots = true;
+            continue;
+          }
+          if (state.braces + state.parens === 0 && prev.type !== "bos" && prev.type !== "slash") {
+            push({ type: "text", value, output: DOT_LITERAL });
+            continue;
+          }
+          push({ type: "dot", value, output: DOT_LITERAL });
+          continue;
+        }
+        if (value === "?") {
+          const isGroup = prev && prev.value === "(";
+          if (!isGroup && opts.noextglob !== true && peek() === "(" && peek(2) !== "?") {
+            extglobOpen("qmark", value);
+            continue;
+          }
+          if (prev && prev.type === "paren") {
+            const next = peek();
+            let output = value;
+            if (prev.value === "(" && !/[!=<:]/.test(next) || next === "<" && !/<([!=]|\w+>)/.test(remaining())) {
+              output = `\\${value}`;
+            }
+            push({ type: "text", value, output });
+            continue;
+          }
+          if (opts.dot !== true && (prev.type === "slash" || prev.type === "bos")) {
+            push({ type: "qmark", value, output: QMARK_NO_DOT });
+            continue;
+          }
+          push({ type: "qmark", value, output: QMARK });
+          continue;
+        }
+        if (value === "!") {
+          if (opts.noextglob !== true && peek() === "(") {
+            if (peek(2) !== "?" || !/[!=<:]/.test(peek(3))) {
+              extglobOpen("negate", value);
+              continue;
+            }
+          }
+          if (opts.nonegate !== true && state.index === 0) {
+            negate();
+            continue;
+          }
+        }
+        if (value === "+") {
+          if (opts.noextglob !== true && peek() === "(" && peek(2) !== "?") {
+            extglobOpen("plus", value);
+            continue;
+          }
+          if (prev && prev.value === "(" || opts.regex === false) {
+            push({ type: "plus", value, output: PLUS_LITERAL });
+            continue;
+          }
+          if (prev && (prev.type === "bracket" || prev.type === "paren" || prev.type === "brace") || state.parens > 0) {
+            push({ type: "plus", value });
+            continue;
+          }
+          push({ type: "plus", value: PLUS_LITERAL });
+          continue;
+        }
+        if (value === "@") {
+          if (opts.noextglob !== true && peek() === "(" && peek(2) !== "?") {
+            push({ type: "at", extglob: true, value, output: "" });
+            continue;
+          }
+          push({ type: "text", value });
+          continue;
+        }
+        if (value !== "*") {
+          if (value === "$" || value === "^") {
+            value = `\\${value}`;
+          }
+          const match = REGEX_NON_SPECIAL_CHARS.exec(remaining());
+          if (match) {
+            value += match[0];
+            state.index += match[0].length;
+          }
+          push({ type: "text", value });
+          continue;
+        }
+        if (prev && (prev.type === "globstar" || prev.star === true)) {
+          prev.type = "star";
+          prev.star = true;
+          prev.value += value;
+          prev.output = star;
+          state.backtrack = true;
+          state.globstar = true;
+          consume(value);
+          continue;
+        }
+        let rest = remaining();
+        if (opts.noextglob !== true && /^\([^?]/.test(rest)) {
+          extglobOpen("star", value);
+          continue;
+        }
+        if (prev.type === "star") {
+          if (opts.noglobstar === true) {
+            consume(value);
+            continue;
+          }
+          const prior = prev.prev;
+          const before = prior.prev;
+          const isStart = prior.type === "slash" || prior.type === "bos";
+          const afterStar = before && (before.type === "star" || before.type === "globstar");
+          if (opts.bash === true && (!isStart || rest[0] && rest[0] !== "/")) {
+            push({ type: "star", value, output: "" });
+            continue;
+          }
+          const isBrace = state.braces > 0 && (prior.type === "comma" || prior.type === "brace");
+          const isExtglob = extglobs.length && (prior.type === "pipe" || prior.type === "paren");
+          if (!isStart && prior.type !== "paren" && !isBrace && !isExtglob) {
+            push({ type: "star", value, output: "" });
+            continue;
+          }
+          while (rest.slice(0, 3) === "/**") {
+            const after = input[state.index + 4];
+            if (after && after !== "/") {
+              break;
+            }
+            rest = rest.slice(3);
+            consume("/**", 3);
+          }
+          if (prior.type === "bos" && eos()) {
+            prev.type = "globstar";
+            prev.value += value;
+            prev.output = globstar(opts);
+            state.output = prev.output;
+            state.globstar = true;
+            consume(value);
+            continue;
+          }
+          if (prior.type === "slash" && prior.prev.type !== "bos" && !afterStar && eos()) {
+            state.output = state.output.slice(0, -(prior.output + prev.output).length);
+            prior.output = `(?:${prior.output}`;
+            prev.type = "globstar";
+            prev.output = globstar(opts) + (opts.strictSlashes ? ")" : "|$)");
+            prev.value += value;
+            state.globstar = true;
+            state.output += prior.output + prev.output;
+            consume(value);
+            continue;
+          }
+          if (prior.type === "slash" && prior.prev.type !== "bos" && rest[0] === "/") {
+            const end = rest[1] !== void 0 ? "|$" : "";
+            state.output = state.output.slice(0, -(prior.output + prev.output).length);
+            prior.output = `(?:${prior.output}`;
+            prev.type = "globstar";
+            prev.output = `${globstar(opts)}${SLASH_LITERAL}|${SLASH_LITERAL}${end})`;
+            prev.value += value;
+            state.output += prior.output + prev.output;
+            state.globstar = true;
+            consume(value + advance());
+            push({ type: "slash", value: "/", output: "" });
+            continue;
+          }
+          if (prior.type === "bos" && rest[0] === "/") {
+            prev.type = "globstar";
+            prev.value += value;
+            prev.output = `(?:^|${SLASH_LITERAL}|${globstar(opts)}${SLASH_LITERAL})`;
+            state.output = prev.output;
+            state.globstar = true;
+            consume(value + advance());
+            push({ type: "slash", value: "/", output: "" });
+            continue;
+          }
+          state.output = state.output.slice(0, -prev.output.length);
+          prev.type = "globstar";
+          prev.output = globstar(opts);
+          prev.value += value;
+          state.output += prev.output;
+          state.globstar = true;
+          consume(value);
+          continue;
+        }
+        const token = { type: "star", value, output: star };
+        if (opts.bash === true) {
+          token.output = ".*?";
+          if (prev.type === "bos" || prev.type === "slash") {
+            token.output = nodot + token.output;
+          }
+          push(token);
+          continue;
+        }
+        if (prev && (prev.type === "bracket" || prev.type === "paren") && opts.regex === true) {
+          token.output = value;
+          push(token);
+          continue;
+        }
+        if (state.index === state.start || prev.type === "slash" || prev.type === "dot") {
+          if (prev.type === "dot") {
+            state.output += NO_DOT_SLASH;
+            prev.output += NO_DOT_SLASH;
+          } else if (opts.dot === true) {
+            state.output += NO_DOTS_SLASH;
+            prev.output += NO_DOTS_SLASH;
+          } else {
+            state.output += nodot;
+            prev.output += nodot;
+          }
+          if (peek() !== "*") {
+            state.output += ONE_CHAR;
+            prev.output += ONE_CHAR;
+          }
+        }
+        push(token);
+      }
+      while (state.brackets > 0) {
+        if (opts.strictBrackets === true) throw new SyntaxError(syntaxError2("closing", "]"));
+        state.output = utils.escapeLast(state.output, "[");
+        decrement("brackets");
+      }
+      while (state.parens > 0) {
+        if (opts.strictBrackets === true) throw new SyntaxError(syntaxError2("closing", ")"));
+        state.output = utils.escapeLast(state.output, "(");
+        decrement("parens");
+      }
+      while (state.braces > 0) {
+        if (opts.strictBrackets === true) throw new SyntaxError(syntaxError2("closing", "}"));
+        state.output = utils.escapeLast(state.output, "{");
+        decrement("braces");
+      }
+      if (opts.strictSlashes !== true && (prev.type === "star" || prev.type === "bracket")) {
+        push({ type: "maybe_slash", value: "", output: `${SLASH_LITERAL}?` });
+      }
+      if (state.backtrack === true) {
+        state.output = "";
+        for (const token of state.tokens) {
+          state.output += token.output != null ? token.output : token.value;
+          if (token.suffix) {
+            state.output += token.suffix;
+          }
+        }
+      }
+      return state;
+    };
+    parse3.fastpaths = (input, options) => {
+      const opts = { ...options };
+      const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
+      const len = input.length;
+      if (len > max) {
+        throw new SyntaxError(`Input length: ${len}, exceeds maximum allowed length: ${max}`);
+      }
+      input = REPLACEMENTS[input] || input;
+      const {
+        DOT_LITERAL,
+        SLASH_LITERAL,
+        ONE_CHAR,
+        DOTS_SLASH,
+        NO_DOT,
+        NO_DOTS,
+        NO_DOTS_SLASH,
+        STAR,
+        START_ANCHOR
+      } = constants4.globChars(opts.windows);
+      const nodot = opts.dot ? NO_DOTS : NO_DOT;
+      const slashDot = opts.dot ? NO_DOTS_SLASH : NO_DOT;
+      const capture = opts.capture ? "" : "?:";
+      const state = { negated: false, prefix: "" };
+      let star = opts.bash === true ? ".*?" : STAR;
+      if (opts.capture) {
+        star = `(${star})`;
+      }
+      const globstar = (opts2) => {
+        if (opts2.noglobstar === true) return star;
+        return `(${capture}(?:(?!${START_ANCHOR}${opts2.dot ? DOTS_SLASH : DOT_LITERAL}).)*?)`;
+      };
+      const create = (str3) => {
+        switch (str3) {
+          case "*":
+            return `${nodot}${ONE_CHAR}${star}`;
+          case ".*":
+            return `${DOT_LITERAL}${ONE_CHAR}${star}`;
+          case "*.*":
+            return `${nodot}${star}${DOT_LITERAL}${ONE_CHAR}${star}`;
+          case "*/*":
+            return `${nodot}${star}${SLASH_LITERAL}${ONE_CHAR}${slashDot}${star}`;
+          case "**":
+            return nodot + globstar(opts);
+          case "**/*":
+            return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${slashDot}${ONE_CHAR}${star}`;
+          case "**/*.*":
+            return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${slashDot}${star}${DOT_LITERAL}${ONE_CHAR}${star}`;
+          case "**/.*":
+            return `(?:${nodot}${globstar(opts)}${SLASH_LITERAL})?${DOT_LITERAL}${ONE_CHAR}${star}`;
+          default: {
+            const match = /^(.*?)\.(\w+)$/.exec(str3);
+            if (!match) return;
+            const source2 = create(match[1]);
+            if (!source2) return;
+            return source2 + DOT_LITERAL + match[2];
+          }
+        }
+      };
+      const output = utils.removePrefix(input, state);
+      let source = create(output);
+      if (source && opts.strictSlashes !== true) {
+        source += `${SLASH_LITERAL}?`;
+      }
+      return source;
+    };
+    module.exports = parse3;
+  }
+});
+
+// node_modules/picomatch/lib/picomatch.js
+var require_picomatch = __commonJS({
+  "node_modules/picomatch/lib/picomatch.js"(exports, module) {
+    "use strict";
+    var scan = require_scan();
+    var parse3 = require_parse();
+    var utils = require_utils();
+    var constants4 = require_constants();
+    var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
+    var picomatch4 = (glob, options, returnState = false) => {
+      if (Array.isArray(glob)) {
+        const fns = glob.map((input) => picomatch4(input, options, returnState));
+        const arrayMatcher = (str3) => {
+          for (const isMatch of fns) {
+            const state2 = isMatch(str3);
+            if (state2) return state2;
+          }
+          return false;
+        };
+        return arrayMatcher;
+      }
+      const isState = isObject5(glob) && glob.tokens && glob.input;
+      if (glob === "" || typeof glob !== "string" && !isState) {
+        throw new TypeError("Expected pattern to be a non-empty string");
+      }
+      const opts = options || {};
+      const posix = opts.windows;
+      const regex = isState ? picomatch4.compileRe(glob, options) : picomatch4.makeRe(glob, options, false, true);
+      const state = regex.state;
+      delete regex.state;
+      let isIgnored = () => false;
+      if (opts.ignore) {
+        const ignoreOpts = { ...options, ignore: null, onMatch: null, onResult: null };
+        isIgnored = picomatch4(opts.ignore, ignoreOpts, returnState);
+      }
+      const matcher = (input, returnObject = false) => {
+        const { isMatch, match, output } = picomatch4.test(input, regex, options, { glob, posix });
+        const result = { glob, state, regex, posix, input, output, match, isMatch };
+        if (typeof opts.onResult === "function") {
+          opts.onResult(result);
+        }
+        if (isMatch === false) {
+          result.isMatch = false;
+          return returnObject ? result : false;
+        }
+        if (isIgnored(input)) {
+          if (typeof opts.onIgnore === "function") {
+            opts.onIgnore(result);
+          }
+          result.isMatch = false;
+          return returnObject ? result : false;
+        }
+        if (typeof opts.onMatch === "function") {
+          opts.onMatch(result);
+        }
+        return returnObject ? result : true;
+      };
+      if (returnState) {
+        matcher.state = state;
+      }
+      return matcher;
+    };
+    picomatch4.test = (input, regex, options, { glob, posix } = {}) => {
+      if (typeof input !== "string") {
+        throw new TypeError("Expected input to be a string");
+      }
+      if (input === "") {
+        return { isMatch: false, output: "" };
+      }
+      const opts = options || {};
+      const format2 = opts.format || (posix ? utils.toPosixSlashes : null);
+      let match = input === glob;
+      let output = match && format2 ? format2(input) : input;
+      if (match === false) {
+        output = format2 ? format2(input) : input;
+        match = output === glob;
+      }
+      if (match === false || opts.capture === true) {
+        if (opts.matchBase === true || opts.basename === true) {
+          match = picomatch4.matchBase(input, regex, options, posix);
+        } else {
+          match = regex.exec(output);
+        }
+      }
+      return { isMatch: Boolean(match), match, output };
+    };
+    picomatch4.matchBase = (input, glob, options) => {
+      const regex = glob instanceof RegExp ? glob : picomatch4.makeRe(glob, options);
+      return regex.test(utils.basename(input));
+    };
+    picomatch4.isMatch = (str3, patterns, options) => picomatch4(patterns, options)(str3);
+    picomatch4.parse = (pattern, options) => {
+      if (Array.isArray(pattern)) return pattern.map((p) => picomatch4.parse(p, options));
+      return parse3(pattern, { ...options, fastpaths: false });
+    };
+    picomatch4.scan = (input, options) => scan(input, options);
+    picomatch4.compileRe = (state, options, returnOutput = false, returnState = false) => {
+      if (returnOutput === true) {
+        return state.output;
+      }
+      const opts = options || {};
+      const prepend = opts.contains ? "" : "^";
+      const append = opts.contains ? "" : "$";
+      let source = `${prepend}(?:${state.output})${append}`;
+      if (state && state.negated === true) {
+        source = `^(?!${source}).*$`;
+      }
+      const regex = picomatch4.toRegex(source, options);
+      if (returnState === true) {
+        regex.state = state;
+      }
+      return regex;
+    };
+    picomatch4.makeRe = (input, options = {}, returnOutput = false, returnState = false) => {
+      if (!input || typeof input !== "string") {
+        throw new TypeError("Expected a non-empty string");
+      }
+      let parsed = { negated: false, fastpaths: true };
+      if (options.fastpaths !== false && (input[0] === "." || input[0] === "*")) {
+        parsed.output = parse3.fastpaths(input, options);
+      }
+      if (!parsed.output) {
+        parsed = parse3(input, options);
+      }
+      return picomatch4.compileRe(parsed, options, returnOutput, returnState);
+    };
+    picomatch4.toRegex = (source, options) => {
+      try {
+        const opts = options || {};
+        return new RegExp(source, opts.flags || (opts.nocase ? "i" : ""));
+      } catch (err) {
+        if (options && options.debug === true) throw err;
+        return /$^/;
+      }
+    };
+    picomatch4.constants = constants4;
+    module.exports = picomatch4;
+  }
+});
+
+// node_modules/picomatch/index.js
+var require_picomatch2 = __commonJS({
+  "node_modules/picomatch/index.js"(exports, module) {
+    "use strict";
+    var pico = require_picomatch();
+    var utils = require_utils();
+    function picomatch4(glob, options, returnState = false) {
+      if (options && (options.windows === null || options.windows === void 0)) {
+        options = { ...options, windows: utils.isWindows() };
+      }
+      return pico(glob, options, returnState);
+    }
+    Object.assign(picomatch4, pico);
+    module.exports = picomatch4;
+  }
+});
+
+// engine/store/json-file.ts
+import { mkdirSync as mkdirSync3, readFileSync as readFileSync2, renameSync, writeFileSync as writeFileSync2 } from "node:fs";
+import path4 from "node:path";
 function readJson(file2, fallback) {
   try {
-    return JSON.parse(readFileSync(file2, "utf8"));
+    return JSON.parse(readFileSync2(file2, "utf8"));
   } catch (err) {
     if (err.code === "ENOENT") return fallback;
     throw new Error(`cannot read ${file2}: ${err.message}. Fix or remove the file.`);
   }
 }
 function writeJsonAtomic(file2, value, mode = 384) {
-  mkdirSync(path.dirname(file2), { recursive: true, mode: 448 });
+  mkdirSync3(path4.dirname(file2), { recursive: true, mode: 448 });
   const tmp = `${file2}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(value, null, 2) + "\n", { mode });
+  writeFileSync2(tmp, JSON.stringify(value, null, 2) + "\n", { mode });
   renameSync(tmp, file2);
 }
 var init_json_file = __esm({
   "engine/store/json-file.ts"() {
+  }
+});
+
+// shared/target.ts
+function targetSlug(target) {
+  const raw = [target.model, target.quant].filter(Boolean).join("-");
+  return raw.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "target";
+}
+var EnvVarName, ServingEngine, ServingEndpoint, TargetCheck, Target;
+var init_target = __esm({
+  "shared/target.ts"() {
+    init_zod();
+    EnvVarName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
+    ServingEngine = external_exports.enum(["llama.cpp", "vllm", "sglang", "ollama", "capture", "api", "scripted"]);
+    ServingEndpoint = external_exports.object({
+      url: external_exports.string().url(),
+      slots: external_exports.number().int().positive()
+    });
+    TargetCheck = external_exports.object({
+      /** `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). */
+      name: external_exports.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools"]),
+      passed: external_exports.boolean(),
+      evidence: external_exports.string()
+    });
+    Target = external_exports.object({
+      id: external_exports.string().min(1),
+      model: external_exports.string().min(1),
+      quant: external_exports.string().nullable().optional(),
+      /** OpenAI-compatible base URL, ending in /v1. */
+      endpoint: external_exports.string().url(),
+      /** Environment variable that holds the endpoint's key; null when the endpoint needs none. */
+      keyRef: EnvVarName.nullable().optional(),
+      /** Managed servers: path of the 0600 file in the state dir that holds the generated key (handed out via `keyRef`). */
+      keyFile: external_exports.string().nullable().optional(),
+      contextLimit: external_exports.number().int().positive().optional(),
+      outputLimit: external_exports.number().int().positive().optional(),
+      serving: external_exports.object({
+        engine: ServingEngine,
+        endpoints: external_exports.array(ServingEndpoint).default([]),
+        slots: external_exports.number().int().positive(),
+        perSlotCtx: external_exports.number().int().positive().nullable().optional()
+      }),
+      outcome: external_exports.enum(["built", "underpowered", "cannot-build"]).optional(),
+      verifiedAt: external_exports.string().nullable().optional(),
+      checks: external_exports.array(TargetCheck).default([])
+    });
+  }
+});
+
+// node_modules/isexe/windows.js
+var require_windows = __commonJS({
+  "node_modules/isexe/windows.js"(exports, module) {
+    module.exports = isexe;
+    isexe.sync = sync;
+    var fs = __require("fs");
+    function checkPathExt(path52, options) {
+      var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
+      if (!pathext) {
+        return true;
+      }
+      pathext = pathext.split(";");
+      if (pathext.indexOf("") !== -1) {
+        return true;
+      }
+      for (var i2 = 0; i2 < pathext.length; i2++) {
+        var p = pathext[i2].toLowerCase();
+        if (p && path52.substr(-p.length).toLowerCase() === p) {
+          return true;
+        }
+      }
+      return false;
+    }
+    function checkStat(stat, path52, options) {
+      if (!stat.isSymbolicLink() && !stat.isFile()) {
+        return false;
+      }
+      return checkPathExt(path52, options);
+    }
+    function isexe(path52, options, cb) {
+      fs.stat(path52, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path52, options));
+      });
+    }
+    function sync(path52, options) {
+      return checkStat(fs.statSync(path52), path52, options);
+    }
+  }
+});
+
+// node_modules/isexe/mode.js
+var require_mode = __commonJS({
+  "node_modules/isexe/mode.js"(exports, module) {
+    module.exports = isexe;
+    isexe.sync = sync;
+    var fs = __require("fs");
+    function isexe(path52, options, cb) {
+      fs.stat(path52, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, options));
+      });
+    }
+    function sync(path52, options) {
+      return checkStat(fs.statSync(path52), options);
+    }
+    function checkStat(stat, options) {
+      return stat.isFile() && checkMode(stat, options);
+    }
+    function checkMode(stat, options) {
+      var mod = stat.mode;
+      var uid = stat.uid;
+      var gid = stat.gid;
+      var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
+      var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
+      var u2 = parseInt("100", 8);
+      var g = parseInt("010", 8);
+      var o2 = parseInt("001", 8);
+      var ug = u2 | g;
+      var ret = mod & o2 || mod & g && gid === myGid || mod & u2 && uid === myUid || mod & ug && myUid === 0;
+      return ret;
+    }
+  }
+});
+
+// node_modules/isexe/index.js
+var require_isexe = __commonJS({
+  "node_modules/isexe/index.js"(exports, module) {
+    var fs = __require("fs");
+    var core;
+    if (process.platform === "win32" || global.TESTING_WINDOWS) {
+      core = require_windows();
+    } else {
+      core = require_mode();
+    }
+    module.exports = isexe;
+    isexe.sync = sync;
+    function isexe(path52, options, cb) {
+      if (typeof options === "function") {
+        cb = options;
+        options = {};
+      }
+      if (!cb) {
+        if (typeof Promise !== "function") {
+          throw new TypeError("callback not provided");
+        }
+        return new Promise(function(resolve, reject) {
+          isexe(path52, options || {}, function(er, is) {
+            if (er) {
+              reject(er);
+            } else {
+              resolve(is);
+            }
+          });
+        });
+      }
+      core(path52, options || {}, function(er, is) {
+        if (er) {
+          if (er.code === "EACCES" || options && options.ignoreErrors) {
+            er = null;
+            is = false;
+          }
+        }
+        cb(er, is);
+      });
+    }
+    function sync(path52, options) {
+      try {
+        return core.sync(path52, options || {});
+      } catch (er) {
+        if (options && options.ignoreErrors || er.code === "EACCES") {
+          return false;
+        } else {
+          throw er;
+        }
+      }
+    }
+  }
+});
+
+// node_modules/which/which.js
+var require_which = __commonJS({
+  "node_modules/which/which.js"(exports, module) {
+    var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
+    var path52 = __require("path");
+    var COLON = isWindows ? ";" : ":";
+    var isexe = require_isexe();
+    var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
+    var getPathInfo = (cmd, opt) => {
+      const colon = opt.colon || COLON;
+      const pathEnv = cmd.match(/\//) || isWindows && cmd.match(/\\/) ? [""] : [
+        // windows always checks the cwd first
+        ...isWindows ? [process.cwd()] : [],
+        ...(opt.path || process.env.PATH || /* istanbul ignore next: very unusual */
+        "").split(colon)
+      ];
+      const pathExtExe = isWindows ? opt.pathExt || process.env.PATHEXT || ".EXE;.CMD;.BAT;.COM" : "";
+      const pathExt = isWindows ? pathExtExe.split(colon) : [""];
+      if (isWindows) {
+        if (cmd.indexOf(".") !== -1 && pathExt[0] !== "")
+          pathExt.unshift("");
+      }
+      return {
+        pathEnv,
+        pathExt,
+        pathExtExe
+      };
+    };
+    var which = (cmd, opt, cb) => {
+      if (typeof opt === "function") {
+        cb = opt;
+        opt = {};
+      }
+      if (!opt)
+        opt = {};
+      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
+      const found = [];
+      const step = (i2) => new Promise((resolve, reject) => {
+        if (i2 === pathEnv.length)
+          return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
+        const ppRaw = pathEnv[i2];
+        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
+        const pCmd = path52.join(pathPart, cmd);
+        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
+        resolve(subStep(p, i2, 0));
+      });
+      const subStep = (p, i2, ii) => new Promise((resolve, reject) => {
+        if (ii === pathExt.length)
+          return resolve(step(i2 + 1));
+        const ext = pathExt[ii];
+        isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
+          if (!er && is) {
+            if (opt.all)
+              found.push(p + ext);
+            else
+              return resolve(p + ext);
+          }
+          return resolve(subStep(p, i2, ii + 1));
+        });
+      });
+      return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
+    };
+    var whichSync = (cmd, opt) => {
+      opt = opt || {};
+      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
+      const found = [];
+      for (let i2 = 0; i2 < pathEnv.length; i2++) {
+        const ppRaw = pathEnv[i2];
+        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
+        const pCmd = path52.join(pathPart, cmd);
+        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
+        for (let j = 0; j < pathExt.length; j++) {
+          const cur = p + pathExt[j];
+          try {
+            const is = isexe.sync(cur, { pathExt: pathExtExe });
+            if (is) {
+              if (opt.all)
+                found.push(cur);
+              else
+                return cur;
+            }
+          } catch (ex) {
+          }
+        }
+      }
+      if (opt.all && found.length)
+        return found;
+      if (opt.nothrow)
+        return null;
+      throw getNotFoundError(cmd);
+    };
+    module.exports = which;
+    which.sync = whichSync;
+  }
+});
+
+// node_modules/path-key/index.js
+var require_path_key = __commonJS({
+  "node_modules/path-key/index.js"(exports, module) {
+    "use strict";
+    var pathKey2 = (options = {}) => {
+      const environment = options.env || process.env;
+      const platform2 = options.platform || process.platform;
+      if (platform2 !== "win32") {
+        return "PATH";
+      }
+      return Object.keys(environment).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
+    };
+    module.exports = pathKey2;
+    module.exports.default = pathKey2;
+  }
+});
+
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js
+var require_resolveCommand = __commonJS({
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
+    "use strict";
+    var path52 = __require("path");
+    var which = require_which();
+    var getPathKey = require_path_key();
+    function resolveCommandAttempt(parsed, withoutPathExt) {
+      const env2 = parsed.options.env || process.env;
+      const cwd = process.cwd();
+      const hasCustomCwd = parsed.options.cwd != null;
+      const shouldSwitchCwd = hasCustomCwd && process.chdir !== void 0 && !process.chdir.disabled;
+      if (shouldSwitchCwd) {
+        try {
+          process.chdir(parsed.options.cwd);
+        } catch (err) {
+        }
+      }
+      let resolved;
+      try {
+        resolved = which.sync(parsed.command, {
+          path: env2[getPathKey({ env: env2 })],
+          pathExt: withoutPathExt ? path52.delimiter : void 0
+        });
+      } catch (e) {
+      } finally {
+        if (shouldSwitchCwd) {
+          process.chdir(cwd);
+        }
+      }
+      if (resolved) {
+        resolved = path52.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+      }
+      return resolved;
+    }
+    function resolveCommand(parsed) {
+      return resolveCommandAttempt(parsed) || resolveCommandAttempt(parsed, true);
+    }
+    module.exports = resolveCommand;
+  }
+});
+
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js
+var require_escape = __commonJS({
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js"(exports, module) {
+    "use strict";
+    var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
+    function escapeCommand(arg) {
+      arg = arg.replace(metaCharsRegExp, "^$1");
+      return arg;
+    }
+    function escapeArgument(arg, doubleEscapeMetaChars) {
+      arg = `${arg}`;
+      arg = arg.replace(/(?=(\\+?)?)\1"/g, '$1$1\\"');
+      arg = arg.replace(/(?=(\\+?)?)\1$/, "$1$1");
+      arg = `"${arg}"`;
+      arg = arg.replace(metaCharsRegExp, "^$1");
+      if (doubleEscapeMetaChars) {
+        arg = arg.replace(metaCharsRegExp, "^$1");
+      }
+      return arg;
+    }
+    module.exports.command = escapeCommand;
+    module.exports.argument = escapeArgument;
+  }
+});
+
+// node_modules/shebang-regex/index.js
+var require_shebang_regex = __commonJS({
+  "node_modules/shebang-regex/index.js"(exports, module) {
+    "use strict";
+    module.exports = /^#!(.*)/;
+  }
+});
+
+// node_modules/shebang-command/index.js
+var require_shebang_command = __commonJS({
+  "node_modules/shebang-command/index.js"(exports, module) {
+    "use strict";
+    var shebangRegex = require_shebang_regex();
+    module.exports = (string4 = "") => {
+      const match = string4.match(shebangRegex);
+      if (!match) {
+        return null;
+      }
+      const [path52, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path52.split("/").pop();
+      if (binary === "env") {
+        return argument;
+      }
+      return argument ? `${binary} ${argument}` : binary;
+    };
+  }
+});
+
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js
+var require_readShebang = __commonJS({
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js"(exports, module) {
+    "use strict";
+    var fs = __require("fs");
+    var shebangCommand = require_shebang_command();
+    function readShebang(command) {
+      const size = 150;
+      const buffer = Buffer.alloc(size);
+      let fd;
+      try {
+        fd = fs.openSync(command, "r");
+        fs.readSync(fd, buffer, 0, size, 0);
+        fs.closeSync(fd);
+      } catch (e) {
+      }
+      return shebangCommand(buffer.toString());
+    }
+    module.exports = readShebang;
+  }
+});
+
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js
+var require_parse2 = __commonJS({
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
+    "use strict";
+    var path52 = __require("path");
+    var resolveCommand = require_resolveCommand();
+    var escape2 = require_escape();
+    var readShebang = require_readShebang();
+    var isWin = process.platform === "win32";
+    var isExecutableRegExp = /\.(?:com|exe)$/i;
+    var isCmdShimRegExp = /node_modules[\\/].bin[\\/][^\\/]+\.cmd$/i;
+    function detectShebang(parsed) {
+      parsed.file = resolveCommand(parsed);
+      const shebang = parsed.file && readShebang(parsed.file);
+      if (shebang) {
+        parsed.args.unshift(parsed.file);
+        parsed.command = shebang;
+        return resolveCommand(parsed);
+      }
+      return parsed.file;
+    }
+    function parseNonShell(parsed) {
+      if (!isWin) {
+        return parsed;
+      }
+      const commandFile = detectShebang(parsed);
+      const needsShell = !isExecutableRegExp.test(commandFile);
+      if (parsed.options.forceShell || needsShell) {
+        const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
+        parsed.command = path52.normalize(parsed.command);
+        parsed.command = escape2.command(parsed.command);
+        parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
+        const shellCommand = [parsed.command].concat(parsed.args).join(" ");
+        parsed.args = ["/d", "/s", "/c", `"${shellCommand}"`];
+        parsed.command = process.env.comspec || "cmd.exe";
+        parsed.options.windowsVerbatimArguments = true;
+      }
+      return parsed;
+    }
+    function parse3(command, args, options) {
+      if (args && !Array.isArray(args)) {
+        options = args;
+        args = null;
+      }
+      args = args ? args.slice(0) : [];
+      options = Object.assign({}, options);
+      const parsed = {
+        command,
+        args,
+        options,
+        file: void 0,
+        original: {
+          command,
+          args
+        }
+      };
+      return options.shell ? parsed : parseNonShell(parsed);
+    }
+    module.exports = parse3;
+  }
+});
+
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js
+var require_enoent = __commonJS({
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js"(exports, module) {
+    "use strict";
+    var isWin = process.platform === "win32";
+    function notFoundError(original, syscall) {
+      return Object.assign(new Error(`${syscall} ${original.command} ENOENT`), {
+        code: "ENOENT",
+        errno: "ENOENT",
+        syscall: `${syscall} ${original.command}`,
+        path: original.command,
+        spawnargs: original.args
+      });
+    }
+    function hookChildProcess(cp, parsed) {
+      if (!isWin) {
+        return;
+      }
+      const originalEmit = cp.emit;
+      cp.emit = function(name, arg1) {
+        if (name === "exit") {
+          const err = verifyENOENT(arg1, parsed);
+          if (err) {
+            return originalEmit.call(cp, "error", err);
+          }
+        }
+        return originalEmit.apply(cp, arguments);
+      };
+    }
+    function verifyENOENT(status, parsed) {
+      if (isWin && status === 1 && !parsed.file) {
+        return notFoundError(parsed.original, "spawn");
+      }
+      return null;
+    }
+    function verifyENOENTSync(status, parsed) {
+      if (isWin && status === 1 && !parsed.file) {
+        return notFoundError(parsed.original, "spawnSync");
+      }
+      return null;
+    }
+    module.exports = {
+      hookChildProcess,
+      verifyENOENT,
+      verifyENOENTSync,
+      notFoundError
+    };
+  }
+});
+
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js
+var require_cross_spawn = __commonJS({
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js"(exports, module) {
+    "use strict";
+    var cp = __require("child_process");
+    var parse3 = require_parse2();
+    var enoent = require_enoent();
+    function spawn8(command, args, options) {
+      const parsed = parse3(command, args, options);
+      const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
+      enoent.hookChildProcess(spawned, parsed);
+      return spawned;
+    }
+    function spawnSync4(command, args, options) {
+      const parsed = parse3(command, args, options);
+      const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
+      result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
+      return result;
+    }
+    module.exports = spawn8;
+    module.exports.spawn = spawn8;
+    module.exports.sync = spawnSync4;
+    module.exports._parse = parse3;
+    module.exports._enoent = enoent;
+  }
+});
+
+// engine/net/sse.ts
+async function* sseData(body) {
+  const decoder = new TextDecoder();
+  let buf = "";
+  let data = [];
+  for await (const chunk of body) {
+    buf += decoder.decode(chunk, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).replace(/\r$/, "");
+      buf = buf.slice(nl + 1);
+      if (line === "") {
+        if (data.length) yield data.join("\n");
+        data = [];
+      } else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+    }
+  }
+  if (buf.startsWith("data:")) data.push(buf.slice(5).trimStart());
+  if (data.length) yield data.join("\n");
+}
+var init_sse = __esm({
+  "engine/net/sse.ts"() {
+  }
+});
+
+// engine/store/targets.ts
+import path15 from "node:path";
+var TargetStore;
+var init_targets = __esm({
+  "engine/store/targets.ts"() {
+    init_target();
+    init_json_file();
+    init_paths();
+    TargetStore = class {
+      constructor(file2 = path15.join(stateDir(), "targets.json")) {
+        this.file = file2;
+      }
+      file;
+      load() {
+        const raw = readJson(this.file, { active: null, targets: [] });
+        return { active: raw.active ?? null, targets: (raw.targets ?? []).map((t2) => Target.parse(t2)) };
+      }
+      list() {
+        return this.load();
+      }
+      get(id2) {
+        return this.load().targets.find((t2) => t2.id === id2);
+      }
+      active() {
+        const f = this.load();
+        return f.targets.find((t2) => t2.id === f.active);
+      }
+      /** Saves (replacing a target with the same id); makes it active when `activate`. */
+      save(target, activate = false) {
+        const parsed = Target.parse(target);
+        const f = this.load();
+        f.targets = [...f.targets.filter((t2) => t2.id !== parsed.id), parsed];
+        if (activate) f.active = parsed.id;
+        writeJsonAtomic(this.file, f);
+        return parsed;
+      }
+      use(id2) {
+        const f = this.load();
+        const t2 = f.targets.find((x) => x.id === id2);
+        if (!t2) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
+        f.active = id2;
+        writeJsonAtomic(this.file, f);
+        return t2;
+      }
+    };
   }
 });
 
@@ -18077,7 +18841,7 @@ var init_is_plain_obj = __esm({
 });
 
 // node_modules/execa/lib/arguments/file-url.js
-import { fileURLToPath } from "node:url";
+import { fileURLToPath as fileURLToPath2 } from "node:url";
 var safeNormalizeFileUrl, normalizeDenoExecPath, isDenoExecPath, normalizeFileUrl;
 var init_file_url = __esm({
   "node_modules/execa/lib/arguments/file-url.js"() {
@@ -18090,7 +18854,7 @@ var init_file_url = __esm({
     };
     normalizeDenoExecPath = (file2) => isDenoExecPath(file2) ? file2.toString() : file2;
     isDenoExecPath = (file2) => typeof file2 !== "string" && file2 && Object.getPrototypeOf(file2) === String.prototype;
-    normalizeFileUrl = (file2) => file2 instanceof URL ? fileURLToPath(file2) : file2;
+    normalizeFileUrl = (file2) => file2 instanceof URL ? fileURLToPath2(file2) : file2;
   }
 });
 
@@ -18283,12 +19047,12 @@ var init_template = __esm({
 });
 
 // node_modules/execa/lib/utils/standard-stream.js
-import process2 from "node:process";
+import process3 from "node:process";
 var isStandardStream, STANDARD_STREAMS, STANDARD_STREAMS_ALIASES, getStreamName;
 var init_standard_stream = __esm({
   "node_modules/execa/lib/utils/standard-stream.js"() {
     isStandardStream = (stream) => STANDARD_STREAMS.includes(stream);
-    STANDARD_STREAMS = [process2.stdin, process2.stdout, process2.stderr];
+    STANDARD_STREAMS = [process3.stdin, process3.stdout, process3.stderr];
     STANDARD_STREAMS_ALIASES = ["stdin", "stdout", "stderr"];
     getStreamName = (fdNumber) => STANDARD_STREAMS_ALIASES[fdNumber] ?? `stdio[${fdNumber}]`;
   }
@@ -18441,11 +19205,11 @@ var init_escape = __esm({
 });
 
 // node_modules/is-unicode-supported/index.js
-import process3 from "node:process";
+import process4 from "node:process";
 function isUnicodeSupported() {
-  const { env: env2 } = process3;
+  const { env: env2 } = process4;
   const { TERM, TERM_PROGRAM } = env2;
-  if (process3.platform !== "win32") {
+  if (process4.platform !== "win32") {
     return TERM !== "linux";
   }
   return Boolean(env2.WT_SESSION) || Boolean(env2.TERMINUS_SUBLIME) || env2.ConEmuTask === "{cmd::Cmder}" || TERM_PROGRAM === "Terminus-Sublime" || TERM_PROGRAM === "vscode" || TERM === "xterm-256color" || TERM === "alacritty" || TERM === "rxvt-unicode" || TERM === "rxvt-unicode-256color" || env2.TERMINAL_EMULATOR === "JetBrains-JediTerm";
@@ -19040,252 +19804,11 @@ var init_command = __esm({
   }
 });
 
-// node_modules/isexe/windows.js
-var require_windows = __commonJS({
-  "node_modules/isexe/windows.js"(exports, module) {
-    module.exports = isexe;
-    isexe.sync = sync;
-    var fs = __require("fs");
-    function checkPathExt(path46, options) {
-      var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
-      if (!pathext) {
-        return true;
-      }
-      pathext = pathext.split(";");
-      if (pathext.indexOf("") !== -1) {
-        return true;
-      }
-      for (var i2 = 0; i2 < pathext.length; i2++) {
-        var p = pathext[i2].toLowerCase();
-        if (p && path46.substr(-p.length).toLowerCase() === p) {
-          return true;
-        }
-      }
-      return false;
-    }
-    function checkStat(stat, path46, options) {
-      if (!stat.isSymbolicLink() && !stat.isFile()) {
-        return false;
-      }
-      return checkPathExt(path46, options);
-    }
-    function isexe(path46, options, cb) {
-      fs.stat(path46, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path46, options));
-      });
-    }
-    function sync(path46, options) {
-      return checkStat(fs.statSync(path46), path46, options);
-    }
-  }
-});
-
-// node_modules/isexe/mode.js
-var require_mode = __commonJS({
-  "node_modules/isexe/mode.js"(exports, module) {
-    module.exports = isexe;
-    isexe.sync = sync;
-    var fs = __require("fs");
-    function isexe(path46, options, cb) {
-      fs.stat(path46, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, options));
-      });
-    }
-    function sync(path46, options) {
-      return checkStat(fs.statSync(path46), options);
-    }
-    function checkStat(stat, options) {
-      return stat.isFile() && checkMode(stat, options);
-    }
-    function checkMode(stat, options) {
-      var mod = stat.mode;
-      var uid = stat.uid;
-      var gid = stat.gid;
-      var myUid = options.uid !== void 0 ? options.uid : process.getuid && process.getuid();
-      var myGid = options.gid !== void 0 ? options.gid : process.getgid && process.getgid();
-      var u2 = parseInt("100", 8);
-      var g = parseInt("010", 8);
-      var o2 = parseInt("001", 8);
-      var ug = u2 | g;
-      var ret = mod & o2 || mod & g && gid === myGid || mod & u2 && uid === myUid || mod & ug && myUid === 0;
-      return ret;
-    }
-  }
-});
-
-// node_modules/isexe/index.js
-var require_isexe = __commonJS({
-  "node_modules/isexe/index.js"(exports, module) {
-    var fs = __require("fs");
-    var core;
-    if (process.platform === "win32" || global.TESTING_WINDOWS) {
-      core = require_windows();
-    } else {
-      core = require_mode();
-    }
-    module.exports = isexe;
-    isexe.sync = sync;
-    function isexe(path46, options, cb) {
-      if (typeof options === "function") {
-        cb = options;
-        options = {};
-      }
-      if (!cb) {
-        if (typeof Promise !== "function") {
-          throw new TypeError("callback not provided");
-        }
-        return new Promise(function(resolve, reject) {
-          isexe(path46, options || {}, function(er, is) {
-            if (er) {
-              reject(er);
-            } else {
-              resolve(is);
-            }
-          });
-        });
-      }
-      core(path46, options || {}, function(er, is) {
-        if (er) {
-          if (er.code === "EACCES" || options && options.ignoreErrors) {
-            er = null;
-            is = false;
-          }
-        }
-        cb(er, is);
-      });
-    }
-    function sync(path46, options) {
-      try {
-        return core.sync(path46, options || {});
-      } catch (er) {
-        if (options && options.ignoreErrors || er.code === "EACCES") {
-          return false;
-        } else {
-          throw er;
-        }
-      }
-    }
-  }
-});
-
-// node_modules/which/which.js
-var require_which = __commonJS({
-  "node_modules/which/which.js"(exports, module) {
-    var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path46 = __require("path");
-    var COLON = isWindows ? ";" : ":";
-    var isexe = require_isexe();
-    var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
-    var getPathInfo = (cmd, opt) => {
-      const colon = opt.colon || COLON;
-      const pathEnv = cmd.match(/\//) || isWindows && cmd.match(/\\/) ? [""] : [
-        // windows always checks the cwd first
-        ...isWindows ? [process.cwd()] : [],
-        ...(opt.path || process.env.PATH || /* istanbul ignore next: very unusual */
-        "").split(colon)
-      ];
-      const pathExtExe = isWindows ? opt.pathExt || process.env.PATHEXT || ".EXE;.CMD;.BAT;.COM" : "";
-      const pathExt = isWindows ? pathExtExe.split(colon) : [""];
-      if (isWindows) {
-        if (cmd.indexOf(".") !== -1 && pathExt[0] !== "")
-          pathExt.unshift("");
-      }
-      return {
-        pathEnv,
-        pathExt,
-        pathExtExe
-      };
-    };
-    var which = (cmd, opt, cb) => {
-      if (typeof opt === "function") {
-        cb = opt;
-        opt = {};
-      }
-      if (!opt)
-        opt = {};
-      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
-      const found = [];
-      const step = (i2) => new Promise((resolve, reject) => {
-        if (i2 === pathEnv.length)
-          return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
-        const ppRaw = pathEnv[i2];
-        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path46.join(pathPart, cmd);
-        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        resolve(subStep(p, i2, 0));
-      });
-      const subStep = (p, i2, ii) => new Promise((resolve, reject) => {
-        if (ii === pathExt.length)
-          return resolve(step(i2 + 1));
-        const ext = pathExt[ii];
-        isexe(p + ext, { pathExt: pathExtExe }, (er, is) => {
-          if (!er && is) {
-            if (opt.all)
-              found.push(p + ext);
-            else
-              return resolve(p + ext);
-          }
-          return resolve(subStep(p, i2, ii + 1));
-        });
-      });
-      return cb ? step(0).then((res) => cb(null, res), cb) : step(0);
-    };
-    var whichSync = (cmd, opt) => {
-      opt = opt || {};
-      const { pathEnv, pathExt, pathExtExe } = getPathInfo(cmd, opt);
-      const found = [];
-      for (let i2 = 0; i2 < pathEnv.length; i2++) {
-        const ppRaw = pathEnv[i2];
-        const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path46.join(pathPart, cmd);
-        const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
-        for (let j = 0; j < pathExt.length; j++) {
-          const cur = p + pathExt[j];
-          try {
-            const is = isexe.sync(cur, { pathExt: pathExtExe });
-            if (is) {
-              if (opt.all)
-                found.push(cur);
-              else
-                return cur;
-            }
-          } catch (ex) {
-          }
-        }
-      }
-      if (opt.all && found.length)
-        return found;
-      if (opt.nothrow)
-        return null;
-      throw getNotFoundError(cmd);
-    };
-    module.exports = which;
-    which.sync = whichSync;
-  }
-});
-
-// node_modules/path-key/index.js
-var require_path_key = __commonJS({
-  "node_modules/path-key/index.js"(exports, module) {
-    "use strict";
-    var pathKey2 = (options = {}) => {
-      const environment = options.env || process.env;
-      const platform2 = options.platform || process.platform;
-      if (platform2 !== "win32") {
-        return "PATH";
-      }
-      return Object.keys(environment).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
-    };
-    module.exports = pathKey2;
-    module.exports.default = pathKey2;
-  }
-});
-
 // node_modules/cross-spawn/lib/util/resolveCommand.js
-var require_resolveCommand = __commonJS({
+var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path46 = __require("path");
+    var path52 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -19307,7 +19830,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path46.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path52.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -19316,7 +19839,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path46.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path52.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -19328,7 +19851,7 @@ var require_resolveCommand = __commonJS({
 });
 
 // node_modules/cross-spawn/lib/util/escape.js
-var require_escape = __commonJS({
+var require_escape2 = __commonJS({
   "node_modules/cross-spawn/lib/util/escape.js"(exports, module) {
     "use strict";
     var metaCharsRegExp = /([()\][!^"`<>&|;, *?])/g;
@@ -19385,36 +19908,8 @@ var require_escape = __commonJS({
   }
 });
 
-// node_modules/shebang-regex/index.js
-var require_shebang_regex = __commonJS({
-  "node_modules/shebang-regex/index.js"(exports, module) {
-    "use strict";
-    module.exports = /^#!(.*)/;
-  }
-});
-
-// node_modules/shebang-command/index.js
-var require_shebang_command = __commonJS({
-  "node_modules/shebang-command/index.js"(exports, module) {
-    "use strict";
-    var shebangRegex = require_shebang_regex();
-    module.exports = (string4 = "") => {
-      const match = string4.match(shebangRegex);
-      if (!match) {
-        return null;
-      }
-      const [path46, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path46.split("/").pop();
-      if (binary === "env") {
-        return argument;
-      }
-      return argument ? `${binary} ${argument}` : binary;
-    };
-  }
-});
-
 // node_modules/cross-spawn/lib/util/readShebang.js
-var require_readShebang = __commonJS({
+var require_readShebang2 = __commonJS({
   "node_modules/cross-spawn/lib/util/readShebang.js"(exports, module) {
     "use strict";
     var fs = __require("fs");
@@ -19442,13 +19937,13 @@ var require_readShebang = __commonJS({
 });
 
 // node_modules/cross-spawn/lib/parse.js
-var require_parse2 = __commonJS({
+var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path46 = __require("path");
-    var resolveCommand = require_resolveCommand();
-    var escape2 = require_escape();
-    var readShebang = require_readShebang();
+    var path52 = __require("path");
+    var resolveCommand = require_resolveCommand2();
+    var escape2 = require_escape2();
+    var readShebang = require_readShebang2();
     var isWin = process.platform === "win32";
     var isExecutableRegExp = /\.(?:com|exe)$/i;
     var isBatchFileRegExp = /\.(?:bat|cmd)$/i;
@@ -19479,9 +19974,9 @@ var require_parse2 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path46.normalize(parsed.command);
+        parsed.command = path52.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path46.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path52.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -19518,7 +20013,7 @@ var require_parse2 = __commonJS({
 });
 
 // node_modules/cross-spawn/lib/enoent.js
-var require_enoent = __commonJS({
+var require_enoent2 = __commonJS({
   "node_modules/cross-spawn/lib/enoent.js"(exports, module) {
     "use strict";
     var isWin = process.platform === "win32";
@@ -19568,12 +20063,12 @@ var require_enoent = __commonJS({
 });
 
 // node_modules/cross-spawn/index.js
-var require_cross_spawn = __commonJS({
+var require_cross_spawn2 = __commonJS({
   "node_modules/cross-spawn/index.js"(exports, module) {
     "use strict";
     var cp = __require("child_process");
-    var parse3 = require_parse2();
-    var enoent = require_enoent();
+    var parse3 = require_parse3();
+    var enoent = require_enoent2();
     function spawn8(command, args, options) {
       const parsed = parse3(command, args, options);
       const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
@@ -19619,20 +20114,20 @@ var init_default2 = __esm({
 // node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
-import path3 from "node:path";
-import { fileURLToPath as fileURLToPath2 } from "node:url";
+import path17 from "node:path";
+import { fileURLToPath as fileURLToPath3 } from "node:url";
 function toPath(urlOrPath) {
-  return urlOrPath instanceof URL ? fileURLToPath2(urlOrPath) : urlOrPath;
+  return urlOrPath instanceof URL ? fileURLToPath3(urlOrPath) : urlOrPath;
 }
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = path3.resolve(toPath(startPath));
+      let currentPath = path17.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = path3.resolve(currentPath, "..");
+        currentPath = path17.resolve(currentPath, "..");
       }
     }
   };
@@ -19647,46 +20142,46 @@ var init_node = __esm({
 });
 
 // node_modules/npm-run-path/index.js
-import process4 from "node:process";
-import path4 from "node:path";
+import process5 from "node:process";
+import path18 from "node:path";
 var npmRunPath, applyPreferLocal, applyExecPath, npmRunPathEnv;
 var init_npm_run_path = __esm({
   "node_modules/npm-run-path/index.js"() {
     init_path_key();
     init_node();
     npmRunPath = ({
-      cwd = process4.cwd(),
-      path: pathOption = process4.env[pathKey()],
+      cwd = process5.cwd(),
+      path: pathOption = process5.env[pathKey()],
       preferLocal = true,
-      execPath: execPath2 = process4.execPath,
+      execPath: execPath2 = process5.execPath,
       addExecPath = true
     } = {}) => {
-      const cwdPath = path4.resolve(toPath(cwd));
+      const cwdPath = path18.resolve(toPath(cwd));
       const result = [];
-      const pathParts = pathOption.split(path4.delimiter);
+      const pathParts = pathOption.split(path18.delimiter);
       if (preferLocal) {
         applyPreferLocal(result, pathParts, cwdPath);
       }
       if (addExecPath) {
         applyExecPath(result, pathParts, execPath2, cwdPath);
       }
-      return pathOption === "" || pathOption === path4.delimiter ? `${result.join(path4.delimiter)}${pathOption}` : [...result, pathOption].join(path4.delimiter);
+      return pathOption === "" || pathOption === path18.delimiter ? `${result.join(path18.delimiter)}${pathOption}` : [...result, pathOption].join(path18.delimiter);
     };
     applyPreferLocal = (result, pathParts, cwdPath) => {
       for (const directory of traversePathUp(cwdPath)) {
-        const pathPart = path4.join(directory, "node_modules/.bin");
+        const pathPart = path18.join(directory, "node_modules/.bin");
         if (!pathParts.includes(pathPart)) {
           result.push(pathPart);
         }
       }
     };
     applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-      const pathPart = path4.resolve(cwdPath, toPath(execPath2), "..");
+      const pathPart = path18.resolve(cwdPath, toPath(execPath2), "..");
       if (!pathParts.includes(pathPart)) {
         result.push(pathPart);
       }
     };
-    npmRunPathEnv = ({ env: env2 = process4.env, ...options } = {}) => {
+    npmRunPathEnv = ({ env: env2 = process5.env, ...options } = {}) => {
       env2 = { ...env2 };
       const pathName = pathKey({ env: env2 });
       options.path = env2[pathName];
@@ -20562,7 +21057,7 @@ var init_incoming = __esm({
 });
 
 // node_modules/execa/lib/ipc/forward.js
-import { EventEmitter as EventEmitter2 } from "node:events";
+import { EventEmitter as EventEmitter3 } from "node:events";
 var getIpcEmitter, IPC_EMITTERS, forwardEvents, isConnected;
 var init_forward = __esm({
   "node_modules/execa/lib/ipc/forward.js"() {
@@ -20572,7 +21067,7 @@ var init_forward = __esm({
       if (IPC_EMITTERS.has(anyProcess)) {
         return IPC_EMITTERS.get(anyProcess);
       }
-      const ipcEmitter = new EventEmitter2();
+      const ipcEmitter = new EventEmitter3();
       ipcEmitter.connected = true;
       IPC_EMITTERS.set(anyProcess, ipcEmitter);
       forwardEvents({
@@ -20965,7 +21460,7 @@ var init_timeout = __esm({
 
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
-import path5 from "node:path";
+import path19 from "node:path";
 var mapNode, handleNodeOption;
 var init_node2 = __esm({
   "node_modules/execa/lib/methods/node.js"() {
@@ -20988,7 +21483,7 @@ var init_node2 = __esm({
         throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
       }
       const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-      const resolvedNodePath = path5.resolve(cwd, normalizedNodePath);
+      const resolvedNodePath = path19.resolve(cwd, normalizedNodePath);
       const newOptions = {
         ...options,
         nodePath: resolvedNodePath,
@@ -20998,7 +21493,7 @@ var init_node2 = __esm({
       if (!shouldHandleNode) {
         return [file2, commandArguments, newOptions];
       }
-      if (path5.basename(file2, ".exe") === "node") {
+      if (path19.basename(file2, ".exe") === "node") {
         throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
       }
       return [
@@ -21099,20 +21594,20 @@ Please rename it to one of: ${correctEncodings}.`);
 });
 
 // node_modules/execa/lib/arguments/cwd.js
-import { statSync } from "node:fs";
-import path6 from "node:path";
-import process5 from "node:process";
+import { statSync as statSync3 } from "node:fs";
+import path20 from "node:path";
+import process6 from "node:process";
 var normalizeCwd, getDefaultCwd, fixCwdError;
 var init_cwd = __esm({
   "node_modules/execa/lib/arguments/cwd.js"() {
     init_file_url();
     normalizeCwd = (cwd = getDefaultCwd()) => {
       const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-      return path6.resolve(cwdString);
+      return path20.resolve(cwdString);
     };
     getDefaultCwd = () => {
       try {
-        return process5.cwd();
+        return process6.cwd();
       } catch (error46) {
         error46.message = `The current directory does not exist.
 ${error46.message}`;
@@ -21125,7 +21620,7 @@ ${error46.message}`;
       }
       let cwdStat;
       try {
-        cwdStat = statSync(cwd);
+        cwdStat = statSync3(cwd);
       } catch (error46) {
         return `The "cwd" option is invalid: ${cwd}.
 ${error46.message}
@@ -21141,12 +21636,12 @@ ${originalMessage}`;
 });
 
 // node_modules/execa/lib/arguments/options.js
-import path7 from "node:path";
-import process6 from "node:process";
-var import_cross_spawn, normalizeOptions, addDefaultOptions, getEnv;
+import path21 from "node:path";
+import process7 from "node:process";
+var import_cross_spawn2, normalizeOptions, addDefaultOptions, getEnv;
 var init_options = __esm({
   "node_modules/execa/lib/arguments/options.js"() {
-    import_cross_spawn = __toESM(require_cross_spawn(), 1);
+    import_cross_spawn2 = __toESM(require_cross_spawn2(), 1);
     init_npm_run_path();
     init_kill();
     init_signal();
@@ -21162,7 +21657,7 @@ var init_options = __esm({
     normalizeOptions = (filePath, rawArguments, rawOptions) => {
       rawOptions.cwd = normalizeCwd(rawOptions.cwd);
       const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
-      const { command: file2, args: commandArguments, options: initialOptions } = import_cross_spawn.default._parse(processedFile, processedArguments, processedOptions);
+      const { command: file2, args: commandArguments, options: initialOptions } = import_cross_spawn2.default._parse(processedFile, processedArguments, processedOptions);
       const fdOptions = normalizeFdSpecificOptions(initialOptions);
       const options = addDefaultOptions(fdOptions);
       validateTimeout(options);
@@ -21175,7 +21670,7 @@ var init_options = __esm({
       options.killSignal = normalizeKillSignal(options.killSignal);
       options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
       options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-      if (process6.platform === "win32" && path7.basename(file2, ".exe") === "cmd") {
+      if (process7.platform === "win32" && path21.basename(file2, ".exe") === "cmd") {
         commandArguments.unshift("/q");
       }
       return { file: file2, commandArguments, options };
@@ -21216,7 +21711,7 @@ var init_options = __esm({
       serialization
     });
     getEnv = ({ env: envOption, extendEnv, preferLocal, node, localDirectory, nodePath }) => {
-      const env2 = extendEnv ? { ...process6.env, ...envOption } : envOption;
+      const env2 = extendEnv ? { ...process7.env, ...envOption } : envOption;
       if (preferLocal || node) {
         return npmRunPathEnv({
           env: env2,
@@ -22561,7 +23056,7 @@ var init_normalize = __esm({
 });
 
 // node_modules/execa/lib/stdio/direction.js
-import process7 from "node:process";
+import process8 from "node:process";
 var getStreamDirection, getStdioItemDirection, KNOWN_DIRECTIONS, anyDirection, alwaysInput, guessStreamDirection, getStandardStreamDirection, DEFAULT_DIRECTION;
 var init_direction = __esm({
   "node_modules/execa/lib/stdio/direction.js"() {
@@ -22606,10 +23101,10 @@ var init_direction = __esm({
       }
     };
     getStandardStreamDirection = (value) => {
-      if ([0, process7.stdin].includes(value)) {
+      if ([0, process8.stdin].includes(value)) {
         return "input";
       }
-      if ([1, 2, process7.stdout, process7.stderr].includes(value)) {
+      if ([1, 2, process8.stdout, process8.stderr].includes(value)) {
         return "output";
       }
     };
@@ -22668,7 +23163,7 @@ var init_stdio_option = __esm({
 });
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync2 } from "node:fs";
+import { readFileSync as readFileSync7 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream, handleNativeStreamSync, getTargetFd, getTargetFdNumber, handleNativeStreamAsync, getStandardStream;
 var init_native = __esm({
@@ -22709,7 +23204,7 @@ var init_native = __esm({
       if (tty2.isatty(targetFdNumber)) {
         throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
       }
-      return { type: "uint8Array", value: bufferToUint8Array(readFileSync2(targetFdNumber)), optionName };
+      return { type: "uint8Array", value: bufferToUint8Array(readFileSync7(targetFdNumber)), optionName };
     };
     getTargetFdNumber = (value, fdNumber) => {
       if (value === "inherit") {
@@ -23045,7 +23540,7 @@ For example, you can use the \`pathToFileURL()\` method of the \`url\` core modu
 });
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync3 } from "node:fs";
+import { readFileSync as readFileSync8 } from "node:fs";
 var handleStdioSync, forbiddenIfSync, forbiddenNativeIfSync, throwInvalidSyncValue, addProperties, addPropertiesSync;
 var init_handle_sync = __esm({
   "node_modules/execa/lib/stdio/handle-sync.js"() {
@@ -23079,8 +23574,8 @@ var init_handle_sync = __esm({
     addPropertiesSync = {
       input: {
         ...addProperties,
-        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync3(value))] }),
-        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync3(file2))] }),
+        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync8(value))] }),
+        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync8(file2))] }),
         fileNumber: forbiddenIfSync,
         iterable: ({ value }) => ({ contents: [...value] }),
         string: ({ value }) => ({ contents: [value] }),
@@ -23514,7 +24009,7 @@ var init_output = __esm({
 });
 
 // node_modules/execa/lib/io/output-sync.js
-import { writeFileSync as writeFileSync2, appendFileSync } from "node:fs";
+import { writeFileSync as writeFileSync5, appendFileSync } from "node:fs";
 var transformOutputSync, transformOutputResultSync, runOutputGeneratorsSync, serializeChunks, logOutputSync, writeToFiles;
 var init_output_sync = __esm({
   "node_modules/execa/lib/io/output-sync.js"() {
@@ -23615,13 +24110,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path46, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path46 === "string" ? path46 : path46.toString();
+      for (const { path: path52, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path52 === "string" ? path52 : path52.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path46, serializedResult);
+          appendFileSync(path52, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync2(path46, serializedResult);
+          writeFileSync5(path52, serializedResult);
         }
       }
     };
@@ -24027,7 +24522,7 @@ var init_get_each = __esm({
 });
 
 // node_modules/execa/lib/ipc/methods.js
-import process8 from "node:process";
+import process9 from "node:process";
 var addIpcMethods, getIpcExport, getIpcMethods;
 var init_methods = __esm({
   "node_modules/execa/lib/ipc/methods.js"() {
@@ -24039,9 +24534,9 @@ var init_methods = __esm({
       Object.assign(subprocess, getIpcMethods(subprocess, false, ipc));
     };
     getIpcExport = () => {
-      const anyProcess = process8;
+      const anyProcess = process9;
       const isSubprocess = true;
-      const ipc = process8.channel !== void 0;
+      const ipc = process9.channel !== void 0;
       return {
         ...getIpcMethods(anyProcess, isSubprocess, ipc),
         getCancelSignal: getCancelSignal.bind(void 0, {
@@ -24079,7 +24574,7 @@ var init_methods = __esm({
 import { ChildProcess as ChildProcess2 } from "node:child_process";
 import {
   PassThrough,
-  Readable,
+  Readable as Readable2,
   Writable,
   Duplex
 } from "node:stream";
@@ -24126,7 +24621,7 @@ var init_early_error = __esm({
       stream.end();
       return stream;
     };
-    readable = () => new Readable({ read() {
+    readable = () => new Readable2({ read() {
     } });
     writable = () => new Writable({ write() {
     } });
@@ -24140,7 +24635,7 @@ var init_early_error = __esm({
 // node_modules/execa/lib/stdio/handle-async.js
 import { createReadStream, createWriteStream } from "node:fs";
 import { Buffer as Buffer4 } from "node:buffer";
-import { Readable as Readable2, Writable as Writable2, Duplex as Duplex2 } from "node:stream";
+import { Readable as Readable3, Writable as Writable2, Duplex as Duplex2 } from "node:stream";
 var handleStdioAsync, forbiddenIfAsync, addProperties2, addPropertiesAsync;
 var init_handle_async = __esm({
   "node_modules/execa/lib/stdio/handle-async.js"() {
@@ -24170,11 +24665,11 @@ var init_handle_async = __esm({
         ...addProperties2,
         fileUrl: ({ value }) => ({ stream: createReadStream(value) }),
         filePath: ({ value: { file: file2 } }) => ({ stream: createReadStream(file2) }),
-        webStream: ({ value }) => ({ stream: Readable2.fromWeb(value) }),
-        iterable: ({ value }) => ({ stream: Readable2.from(value) }),
-        asyncIterable: ({ value }) => ({ stream: Readable2.from(value) }),
-        string: ({ value }) => ({ stream: Readable2.from(value) }),
-        uint8Array: ({ value }) => ({ stream: Readable2.from(Buffer4.from(value)) })
+        webStream: ({ value }) => ({ stream: Readable3.fromWeb(value) }),
+        iterable: ({ value }) => ({ stream: Readable3.from(value) }),
+        asyncIterable: ({ value }) => ({ stream: Readable3.from(value) }),
+        string: ({ value }) => ({ stream: Readable3.from(value) }),
+        uint8Array: ({ value }) => ({ stream: Readable3.from(Buffer4.from(value)) })
       },
       output: {
         ...addProperties2,
@@ -24548,7 +25043,7 @@ var init_signals2 = __esm({
 });
 
 // node_modules/signal-exit/dist/mjs/index.js
-var processOk, kExitEmitter, global2, ObjectDefineProperty, Emitter, SignalExitBase, signalExitWrap, SignalExitFallback, SignalExit, process9, onExit, load, unload;
+var processOk, kExitEmitter, global2, ObjectDefineProperty, Emitter, SignalExitBase, signalExitWrap, SignalExitFallback, SignalExit, process10, onExit, load, unload;
 var init_mjs = __esm({
   "node_modules/signal-exit/dist/mjs/index.js"() {
     init_signals2();
@@ -24637,7 +25132,7 @@ var init_mjs = __esm({
       // "SIGHUP" throws an `ENOSYS` error on Windows,
       // so use a supported signal instead
       /* c8 ignore start */
-      #hupSig = process9.platform === "win32" ? "SIGINT" : "SIGHUP";
+      #hupSig = process10.platform === "win32" ? "SIGINT" : "SIGHUP";
       /* c8 ignore stop */
       #emitter = new Emitter();
       #process;
@@ -24748,7 +25243,7 @@ var init_mjs = __esm({
         }
       }
     };
-    process9 = globalThis.process;
+    process10 = globalThis.process;
     ({
       onExit: (
         /**
@@ -24782,7 +25277,7 @@ var init_mjs = __esm({
          */
         unload
       )
-    } = signalExitWrap(processOk(process9) ? new SignalExit(process9) : new SignalExitFallback()));
+    } = signalExitWrap(processOk(process10) ? new SignalExit(process10) : new SignalExitFallback()));
   }
 });
 
@@ -25722,7 +26217,7 @@ var init_shared = __esm({
 });
 
 // node_modules/execa/lib/convert/readable.js
-import { Readable as Readable3 } from "node:stream";
+import { Readable as Readable4 } from "node:stream";
 import { callbackify as callbackify2 } from "node:util";
 var createReadable, getSubprocessStdout, getReadableOptions, getReadableMethods, onRead, onStdoutFinished, onReadableDestroy, destroyOtherReadable;
 var init_readable = __esm({
@@ -25744,7 +26239,7 @@ var init_readable = __esm({
         encoding,
         preserveNewlines
       });
-      const readable2 = new Readable3({
+      const readable2 = new Readable4({
         read,
         destroy: callbackify2(onReadableDestroy.bind(void 0, { subprocessStdout, subprocess, waitReadableDestroy })),
         highWaterMark: readableHighWaterMark,
@@ -26033,7 +26528,7 @@ var init_promise = __esm({
 
 // node_modules/execa/lib/methods/main-async.js
 import { setMaxListeners } from "node:events";
-import { spawn } from "node:child_process";
+import { spawn as spawn2 } from "node:child_process";
 var execaCoreAsync, handleAsyncArguments, handleAsyncOptions, spawnSubprocessAsync, handlePromise, getAsyncResult;
 var init_main_async = __esm({
   "node_modules/execa/lib/methods/main-async.js"() {
@@ -26104,7 +26599,7 @@ var init_main_async = __esm({
     spawnSubprocessAsync = ({ file: file2, commandArguments, options, startTime, verboseInfo, command, escapedCommand, fileDescriptors }) => {
       let subprocess;
       try {
-        subprocess = spawn(...concatenateShell(file2, commandArguments, options));
+        subprocess = spawn2(...concatenateShell(file2, commandArguments, options));
       } catch (error46) {
         return handleEarlyError({
           error: error46,
@@ -26371,501 +26866,6 @@ var init_execa = __esm({
   }
 });
 
-// engine/config.ts
-function config2(env2 = process.env) {
-  return ConfigSchema.parse(env2);
-}
-var num, str, flag, ConfigSchema;
-var init_config = __esm({
-  "engine/config.ts"() {
-    init_zod();
-    num = (def) => external_exports.coerce.number().finite().catch(def).default(def);
-    str = () => external_exports.string().min(1).optional().catch(void 0);
-    flag = () => external_exports.enum(["1", "0", "true", "false"]).optional().catch(void 0).transform((v) => v === "1" || v === "true");
-    ConfigSchema = external_exports.object({
-      // where things are
-      OCW_STATE_DIR: str().describe("the state dir (lock, logs, workspaces, targets); default: the platform's per-user data dir"),
-      OCW_ROOT: str().describe("the install root (protocol/, packs/); default: found from the bundle's location"),
-      OCW_PACKS_DIR: str().describe("where target packs and ladder grades live; default: <root>/packs"),
-      OCW_BUNDLE: str().describe("the ocw bundle a client starts the engine with; default: the running script"),
-      OCW_OPENCODE_BIN: str().describe("the opencode binary; default: the pinned opencode-ai package's"),
-      OCW_OPENCODE_NPM_REGISTRY: str().describe("npm registry opencode may use for plugins; default: nowhere (offline)"),
-      OCW_BWRAP: str().describe("the bubblewrap binary; default: bwrap on PATH"),
-      // behaviour
-      OCW_NO_SANDBOX: flag().describe("1: run workers without the OS sandbox (the person's explicit opt-out)"),
-      OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
-      OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
-      OCW_POOL_PROBE_MS: num(2e3).describe("how often the endpoints of pool targets with work are read (health, live load)"),
-      OCW_MODEL_PROBE_MS: num(5e3).describe("how often the engine checks that the active target's model server answers"),
-      OCW_DEBUG: flag().describe("1: print stacks of unexpected CLI errors")
-    });
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js
-var require_resolveCommand2 = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
-    "use strict";
-    var path46 = __require("path");
-    var which = require_which();
-    var getPathKey = require_path_key();
-    function resolveCommandAttempt(parsed, withoutPathExt) {
-      const env2 = parsed.options.env || process.env;
-      const cwd = process.cwd();
-      const hasCustomCwd = parsed.options.cwd != null;
-      const shouldSwitchCwd = hasCustomCwd && process.chdir !== void 0 && !process.chdir.disabled;
-      if (shouldSwitchCwd) {
-        try {
-          process.chdir(parsed.options.cwd);
-        } catch (err) {
-        }
-      }
-      let resolved;
-      try {
-        resolved = which.sync(parsed.command, {
-          path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path46.delimiter : void 0
-        });
-      } catch (e) {
-      } finally {
-        if (shouldSwitchCwd) {
-          process.chdir(cwd);
-        }
-      }
-      if (resolved) {
-        resolved = path46.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
-      }
-      return resolved;
-    }
-    function resolveCommand(parsed) {
-      return resolveCommandAttempt(parsed) || resolveCommandAttempt(parsed, true);
-    }
-    module.exports = resolveCommand;
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js
-var require_escape2 = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js"(exports, module) {
-    "use strict";
-    var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
-    function escapeCommand(arg) {
-      arg = arg.replace(metaCharsRegExp, "^$1");
-      return arg;
-    }
-    function escapeArgument(arg, doubleEscapeMetaChars) {
-      arg = `${arg}`;
-      arg = arg.replace(/(?=(\\+?)?)\1"/g, '$1$1\\"');
-      arg = arg.replace(/(?=(\\+?)?)\1$/, "$1$1");
-      arg = `"${arg}"`;
-      arg = arg.replace(metaCharsRegExp, "^$1");
-      if (doubleEscapeMetaChars) {
-        arg = arg.replace(metaCharsRegExp, "^$1");
-      }
-      return arg;
-    }
-    module.exports.command = escapeCommand;
-    module.exports.argument = escapeArgument;
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js
-var require_readShebang2 = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js"(exports, module) {
-    "use strict";
-    var fs = __require("fs");
-    var shebangCommand = require_shebang_command();
-    function readShebang(command) {
-      const size = 150;
-      const buffer = Buffer.alloc(size);
-      let fd;
-      try {
-        fd = fs.openSync(command, "r");
-        fs.readSync(fd, buffer, 0, size, 0);
-        fs.closeSync(fd);
-      } catch (e) {
-      }
-      return shebangCommand(buffer.toString());
-    }
-    module.exports = readShebang;
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js
-var require_parse3 = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
-    "use strict";
-    var path46 = __require("path");
-    var resolveCommand = require_resolveCommand2();
-    var escape2 = require_escape2();
-    var readShebang = require_readShebang2();
-    var isWin = process.platform === "win32";
-    var isExecutableRegExp = /\.(?:com|exe)$/i;
-    var isCmdShimRegExp = /node_modules[\\/].bin[\\/][^\\/]+\.cmd$/i;
-    function detectShebang(parsed) {
-      parsed.file = resolveCommand(parsed);
-      const shebang = parsed.file && readShebang(parsed.file);
-      if (shebang) {
-        parsed.args.unshift(parsed.file);
-        parsed.command = shebang;
-        return resolveCommand(parsed);
-      }
-      return parsed.file;
-    }
-    function parseNonShell(parsed) {
-      if (!isWin) {
-        return parsed;
-      }
-      const commandFile = detectShebang(parsed);
-      const needsShell = !isExecutableRegExp.test(commandFile);
-      if (parsed.options.forceShell || needsShell) {
-        const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path46.normalize(parsed.command);
-        parsed.command = escape2.command(parsed.command);
-        parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
-        const shellCommand = [parsed.command].concat(parsed.args).join(" ");
-        parsed.args = ["/d", "/s", "/c", `"${shellCommand}"`];
-        parsed.command = process.env.comspec || "cmd.exe";
-        parsed.options.windowsVerbatimArguments = true;
-      }
-      return parsed;
-    }
-    function parse3(command, args, options) {
-      if (args && !Array.isArray(args)) {
-        options = args;
-        args = null;
-      }
-      args = args ? args.slice(0) : [];
-      options = Object.assign({}, options);
-      const parsed = {
-        command,
-        args,
-        options,
-        file: void 0,
-        original: {
-          command,
-          args
-        }
-      };
-      return options.shell ? parsed : parseNonShell(parsed);
-    }
-    module.exports = parse3;
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js
-var require_enoent2 = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js"(exports, module) {
-    "use strict";
-    var isWin = process.platform === "win32";
-    function notFoundError(original, syscall) {
-      return Object.assign(new Error(`${syscall} ${original.command} ENOENT`), {
-        code: "ENOENT",
-        errno: "ENOENT",
-        syscall: `${syscall} ${original.command}`,
-        path: original.command,
-        spawnargs: original.args
-      });
-    }
-    function hookChildProcess(cp, parsed) {
-      if (!isWin) {
-        return;
-      }
-      const originalEmit = cp.emit;
-      cp.emit = function(name, arg1) {
-        if (name === "exit") {
-          const err = verifyENOENT(arg1, parsed);
-          if (err) {
-            return originalEmit.call(cp, "error", err);
-          }
-        }
-        return originalEmit.apply(cp, arguments);
-      };
-    }
-    function verifyENOENT(status, parsed) {
-      if (isWin && status === 1 && !parsed.file) {
-        return notFoundError(parsed.original, "spawn");
-      }
-      return null;
-    }
-    function verifyENOENTSync(status, parsed) {
-      if (isWin && status === 1 && !parsed.file) {
-        return notFoundError(parsed.original, "spawnSync");
-      }
-      return null;
-    }
-    module.exports = {
-      hookChildProcess,
-      verifyENOENT,
-      verifyENOENTSync,
-      notFoundError
-    };
-  }
-});
-
-// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js
-var require_cross_spawn2 = __commonJS({
-  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js"(exports, module) {
-    "use strict";
-    var cp = __require("child_process");
-    var parse3 = require_parse3();
-    var enoent = require_enoent2();
-    function spawn8(command, args, options) {
-      const parsed = parse3(command, args, options);
-      const spawned = cp.spawn(parsed.command, parsed.args, parsed.options);
-      enoent.hookChildProcess(spawned, parsed);
-      return spawned;
-    }
-    function spawnSync4(command, args, options) {
-      const parsed = parse3(command, args, options);
-      const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
-      result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
-      return result;
-    }
-    module.exports = spawn8;
-    module.exports.spawn = spawn8;
-    module.exports.sync = spawnSync4;
-    module.exports._parse = parse3;
-    module.exports._enoent = enoent;
-  }
-});
-
-// shared/target.ts
-function targetSlug(target) {
-  const raw = [target.model, target.quant].filter(Boolean).join("-");
-  return raw.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "target";
-}
-var EnvVarName, ServingEngine, ServingEndpoint, TargetCheck, Target;
-var init_target = __esm({
-  "shared/target.ts"() {
-    init_zod();
-    EnvVarName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
-    ServingEngine = external_exports.enum(["llama.cpp", "vllm", "sglang", "ollama", "capture", "api", "scripted"]);
-    ServingEndpoint = external_exports.object({
-      url: external_exports.string().url(),
-      slots: external_exports.number().int().positive()
-    });
-    TargetCheck = external_exports.object({
-      /** `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). */
-      name: external_exports.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools"]),
-      passed: external_exports.boolean(),
-      evidence: external_exports.string()
-    });
-    Target = external_exports.object({
-      id: external_exports.string().min(1),
-      model: external_exports.string().min(1),
-      quant: external_exports.string().nullable().optional(),
-      /** OpenAI-compatible base URL, ending in /v1. */
-      endpoint: external_exports.string().url(),
-      /** Environment variable that holds the endpoint's key; null when the endpoint needs none. */
-      keyRef: EnvVarName.nullable().optional(),
-      /** Managed servers: path of the 0600 file in the state dir that holds the generated key (handed out via `keyRef`). */
-      keyFile: external_exports.string().nullable().optional(),
-      contextLimit: external_exports.number().int().positive().optional(),
-      outputLimit: external_exports.number().int().positive().optional(),
-      serving: external_exports.object({
-        engine: ServingEngine,
-        endpoints: external_exports.array(ServingEndpoint).default([]),
-        slots: external_exports.number().int().positive(),
-        perSlotCtx: external_exports.number().int().positive().nullable().optional()
-      }),
-      outcome: external_exports.enum(["built", "underpowered", "cannot-build"]).optional(),
-      verifiedAt: external_exports.string().nullable().optional(),
-      checks: external_exports.array(TargetCheck).default([])
-    });
-  }
-});
-
-// engine/net/sse.ts
-async function* sseData(body) {
-  const decoder = new TextDecoder();
-  let buf = "";
-  let data = [];
-  for await (const chunk of body) {
-    buf += decoder.decode(chunk, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, nl).replace(/\r$/, "");
-      buf = buf.slice(nl + 1);
-      if (line === "") {
-        if (data.length) yield data.join("\n");
-        data = [];
-      } else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
-    }
-  }
-  if (buf.startsWith("data:")) data.push(buf.slice(5).trimStart());
-  if (data.length) yield data.join("\n");
-}
-var init_sse = __esm({
-  "engine/net/sse.ts"() {
-  }
-});
-
-// node_modules/env-paths/index.js
-import path16 from "node:path";
-import os2 from "node:os";
-import process10 from "node:process";
-function envPaths(name, { suffix = "nodejs" } = {}) {
-  if (typeof name !== "string") {
-    throw new TypeError(`Expected a string, got ${typeof name}`);
-  }
-  if (suffix) {
-    name += `-${suffix}`;
-  }
-  if (process10.platform === "darwin") {
-    return macos(name);
-  }
-  if (process10.platform === "win32") {
-    return windows(name);
-  }
-  return linux(name);
-}
-var homedir, tmpdir, env, macos, windows, linux;
-var init_env_paths = __esm({
-  "node_modules/env-paths/index.js"() {
-    homedir = os2.homedir();
-    tmpdir = os2.tmpdir();
-    ({ env } = process10);
-    macos = (name) => {
-      const library = path16.join(homedir, "Library");
-      return {
-        data: path16.join(library, "Application Support", name),
-        config: path16.join(library, "Preferences", name),
-        cache: path16.join(library, "Caches", name),
-        log: path16.join(library, "Logs", name),
-        temp: path16.join(tmpdir, name)
-      };
-    };
-    windows = (name) => {
-      const appData = env.APPDATA || path16.join(homedir, "AppData", "Roaming");
-      const localAppData = env.LOCALAPPDATA || path16.join(homedir, "AppData", "Local");
-      return {
-        // Data/config/cache/log are invented by me as Windows isn't opinionated about this
-        data: path16.join(localAppData, name, "Data"),
-        config: path16.join(appData, name, "Config"),
-        cache: path16.join(localAppData, name, "Cache"),
-        log: path16.join(localAppData, name, "Log"),
-        temp: path16.join(tmpdir, name)
-      };
-    };
-    linux = (name) => {
-      const username = path16.basename(homedir);
-      return {
-        data: path16.join(env.XDG_DATA_HOME || path16.join(homedir, ".local", "share"), name),
-        config: path16.join(env.XDG_CONFIG_HOME || path16.join(homedir, ".config"), name),
-        cache: path16.join(env.XDG_CACHE_HOME || path16.join(homedir, ".cache"), name),
-        // https://wiki.debian.org/XDGBaseDirectorySpecification#state
-        log: path16.join(env.XDG_STATE_HOME || path16.join(homedir, ".local", "state"), name),
-        temp: path16.join(tmpdir, username, name)
-      };
-    };
-  }
-});
-
-// engine/store/paths.ts
-import { mkdirSync as mkdirSync7 } from "node:fs";
-import path17 from "node:path";
-function stateDir(env2 = process.env) {
-  const configured = config2(env2).OCW_STATE_DIR;
-  const dir = configured ? path17.resolve(configured) : envPaths("opencode-worker", { suffix: "" }).data;
-  mkdirSync7(dir, { recursive: true, mode: 448 });
-  return dir;
-}
-var init_paths = __esm({
-  "engine/store/paths.ts"() {
-    init_env_paths();
-    init_config();
-  }
-});
-
-// engine/serving/keys.ts
-import { randomBytes as randomBytes4 } from "node:crypto";
-import { chmodSync as chmodSync2, mkdirSync as mkdirSync8, readFileSync as readFileSync7, statSync as statSync4, writeFileSync as writeFileSync6 } from "node:fs";
-import path18 from "node:path";
-function generateKey() {
-  return `ocw-${randomBytes4(24).toString("base64url")}`;
-}
-function keyFilePath(targetId, dir = stateDir()) {
-  return path18.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
-}
-function storeKey(file2, key) {
-  mkdirSync8(path18.dirname(file2), { recursive: true, mode: 448 });
-  writeFileSync6(file2, key + "\n", { mode: 384 });
-  chmodSync2(file2, 384);
-}
-function readKey(file2) {
-  const st = statSync4(file2);
-  if (process.platform !== "win32" && (st.mode & 63) !== 0) {
-    throw new Error(`key file ${file2} is readable by others (mode ${(st.mode & 511).toString(8)}); run chmod 600 on it`);
-  }
-  return readFileSync7(file2, "utf8").trim();
-}
-function resolveKey(t2, env2 = process.env) {
-  if (t2.keyFile) return readKey(t2.keyFile);
-  if (t2.keyRef) return env2[t2.keyRef] ?? null;
-  return null;
-}
-function keyForProbe(t2) {
-  try {
-    return resolveKey(t2);
-  } catch {
-    return null;
-  }
-}
-var init_keys = __esm({
-  "engine/serving/keys.ts"() {
-    init_paths();
-  }
-});
-
-// engine/store/targets.ts
-import path19 from "node:path";
-var TargetStore;
-var init_targets = __esm({
-  "engine/store/targets.ts"() {
-    init_target();
-    init_json_file();
-    init_paths();
-    TargetStore = class {
-      constructor(file2 = path19.join(stateDir(), "targets.json")) {
-        this.file = file2;
-      }
-      file;
-      load() {
-        const raw = readJson(this.file, { active: null, targets: [] });
-        return { active: raw.active ?? null, targets: (raw.targets ?? []).map((t2) => Target.parse(t2)) };
-      }
-      list() {
-        return this.load();
-      }
-      get(id2) {
-        return this.load().targets.find((t2) => t2.id === id2);
-      }
-      active() {
-        const f = this.load();
-        return f.targets.find((t2) => t2.id === f.active);
-      }
-      /** Saves (replacing a target with the same id); makes it active when `activate`. */
-      save(target, activate = false) {
-        const parsed = Target.parse(target);
-        const f = this.load();
-        f.targets = [...f.targets.filter((t2) => t2.id !== parsed.id), parsed];
-        if (activate) f.active = parsed.id;
-        writeJsonAtomic(this.file, f);
-        return parsed;
-      }
-      use(id2) {
-        const f = this.load();
-        const t2 = f.targets.find((x) => x.id === id2);
-        if (!t2) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
-        f.active = id2;
-        writeJsonAtomic(this.file, f);
-        return t2;
-      }
-    };
-  }
-});
-
 // engine/hardware/parse.ts
 function numOrNull(s) {
   if (s === void 0) return null;
@@ -26886,21 +26886,21 @@ function parseNvidiaSmi(out) {
       continue;
     }
     const index = numOrNull(f[0]);
-    const total = numOrNull(f[4]);
-    if (index === null || total === null) {
+    const total2 = numOrNull(f[4]);
+    if (index === null || total2 === null) {
       problems.push(`nvidia-smi: no index/memory.total in ${JSON.stringify(line.slice(0, 120))}`);
       continue;
     }
     const used = numOrNull(f[5]);
     let free = numOrNull(f[6]);
-    if (free === null && used !== null) free = total - used;
+    if (free === null && used !== null) free = total2 - used;
     items.push({
       index,
       vendor: "nvidia",
       name: f[2] || "NVIDIA GPU",
       uuid: f[1] || void 0,
       busId: f[3] || void 0,
-      totalBytes: total * MiB,
+      totalBytes: total2 * MiB,
       freeBytes: free === null ? null : free * MiB,
       usedBytes: used === null ? null : used * MiB,
       driver: f[7] && !/n\/a/i.test(f[7]) ? f[7] : void 0,
@@ -26926,9 +26926,9 @@ function parseRocmSmi(out) {
     const m = /^card(\d+)$/.exec(card);
     if (!m || !v || typeof v !== "object") continue;
     const o2 = v;
-    const total = numOrNull(o2["VRAM Total Memory (B)"]);
+    const total2 = numOrNull(o2["VRAM Total Memory (B)"]);
     const used = numOrNull(o2["VRAM Total Used Memory (B)"]);
-    if (total === null) {
+    if (total2 === null) {
       problems.push(`rocm-smi: ${card} has no VRAM Total Memory`);
       continue;
     }
@@ -26937,9 +26937,9 @@ function parseRocmSmi(out) {
       index: Number(m[1]),
       vendor: "amd",
       name,
-      totalBytes: total,
+      totalBytes: total2,
       usedBytes: used,
-      freeBytes: used === null ? null : total - used,
+      freeBytes: used === null ? null : total2 - used,
       unified: false,
       source: "rocm-smi",
       busId: o2["PCI Bus"] ?? void 0
@@ -26962,16 +26962,16 @@ function parseAmdSysfs(cards) {
       continue;
     }
     const apu = gt !== null && vt <= 2 * 1024 * MiB && gt > 4 * vt;
-    const total = apu ? gt : vt;
+    const total2 = apu ? gt : vt;
     const used = apu ? gu : vu;
     const idx = Number(/(\d+)$/.exec(c3.card)?.[1] ?? items.length);
     items.push({
       index: idx,
       vendor: "amd",
       name: c3.name?.trim() || (apu ? "AMD APU" : "AMD GPU"),
-      totalBytes: total,
+      totalBytes: total2,
       usedBytes: used,
-      freeBytes: used === null ? null : total - used,
+      freeBytes: used === null ? null : total2 - used,
       unified: apu,
       source: apu ? "sysfs (GTT)" : "sysfs"
     });
@@ -27161,7 +27161,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path46 = __require("path");
+    var path52 = __require("path");
     var spawn8 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -27917,7 +27917,7 @@ var require_util = __commonJS({
     function getFilesInPath(source) {
       const lstatSync2 = fs.lstatSync;
       const readdirSync9 = fs.readdirSync;
-      const join = path46.join;
+      const join = path52.join;
       function isDirectory(source2) {
         return lstatSync2(source2).isDirectory();
       }
@@ -36670,7 +36670,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path46 = __require("path");
+    var path52 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
@@ -37050,13 +37050,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path46.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path52.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path46.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path52.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path46.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path52.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -40331,7 +40331,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path46 = __require("path");
+    var path52 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -40786,10 +40786,10 @@ var require_processes = __commonJS({
       if (!isFinite(cpus) || cpus < 0) {
         cpus = 0;
       }
-      const total = cpuu + cpus;
-      if (total > 100) {
-        cpuu = cpuu / total * 100;
-        cpus = cpus / total * 100;
+      const total2 = cpuu + cpus;
+      if (total2 > 100) {
+        cpuu = cpuu / total2 * 100;
+        cpus = cpus / total2 * 100;
       }
       return { cpuu, cpus };
     }
@@ -40959,7 +40959,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path46.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path52.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42230,7 +42230,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path46, callback) {
+    function fetchJson(path52, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42246,7 +42246,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path46} HTTP/1.0\r
+          socket.write(`GET ${path52} HTTP/1.0\r
 \r
 `);
         });
@@ -45016,7 +45016,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path46 = __require("path");
+    var path52 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45149,7 +45149,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path46.basename(element);
+              const filename = path52.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -45680,7 +45680,7 @@ var require_lib = __commonJS({
 // engine/hardware/detect.ts
 import { readdir, readFile } from "node:fs/promises";
 import os4 from "node:os";
-import path24 from "node:path";
+import path30 from "node:path";
 async function cpuRamDefault() {
   try {
     const si = await Promise.resolve().then(() => __toESM(require_lib()));
@@ -45696,14 +45696,14 @@ async function cpuRamDefault() {
   }
 }
 async function readSysfs(root2) {
-  const base2 = path24.join(root2, "class/drm");
+  const base2 = path30.join(root2, "class/drm");
   let names;
   try {
     names = (await readdir(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
-  const rd = (card, f) => readFile(path24.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
+  const rd = (card, f) => readFile(path30.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
   return Promise.all(
     names.map(async (card) => ({
       card,
@@ -45881,7 +45881,23 @@ var init_fit = __esm({
       placement: Placement,
       reason: external_exports.string(),
       /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
-      replicas: external_exports.number().int().positive().optional()
+      replicas: external_exports.number().int().positive().optional(),
+      /**
+       * A pool of replicas (issue 16): one llama-server per GPU or GPU group, each with its share of the slots; setup
+       * starts every one and saves one target whose `serving.endpoints` lists them. `command` is then their commands,
+       * one per line.
+       */
+      pool: external_exports.object({
+        replicas: external_exports.number().int().min(2),
+        endpoints: external_exports.array(external_exports.object({
+          /** The llama.cpp device ids (as the machine names them) this replica runs on. */
+          devices: external_exports.array(external_exports.string()).min(1),
+          slots: external_exports.number().int().positive(),
+          ctxPerSlot: external_exports.number().int().positive(),
+          /** Its launch command, key elided, other GPUs hidden (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES). */
+          command: external_exports.string()
+        })).min(2)
+      }).optional()
     });
     FitHardware = external_exports.object({
       gpus: external_exports.array(external_exports.object({ name: external_exports.string(), vendor: external_exports.string(), totalBytes: external_exports.number(), freeBytes: external_exports.number().nullable(), unified: external_exports.boolean().optional() })),
@@ -45930,6 +45946,7 @@ var Url, TargetId, Common, SetupCaptureInput, SetupProviderInput, SetupOutcome, 
 var init_setup2 = __esm({
   "shared/setup.ts"() {
     init_zod();
+    init_fit();
     init_target();
     Url = external_exports.string().trim().min(1, "a server URL is required, like http://127.0.0.1:8080/v1").url("a server URL like http://127.0.0.1:8080/v1 (http or https)");
     TargetId = external_exports.string().trim().regex(/^[a-z0-9][a-z0-9._-]{0,79}$/, "a target id of lowercase letters, digits, '.', '_' or '-' (at most 80)");
@@ -45982,6 +45999,8 @@ var init_setup2 = __esm({
       slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
       /** Minimum context per slot the plan must give (default 32,768). */
       minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(1048576).optional(),
+      /** Exactly this context per slot (instead of minCtx; the planner still chooses quant, cache and placement). */
+      ctx: external_exports.number().int().min(1024, "the context per slot must be \u2265 1024 tokens").max(1048576).optional(),
       runtime: SetupRuntime.default("llama.cpp"),
       id: TargetId.optional(),
       acceptUnderpowered: external_exports.boolean().default(false)
@@ -46043,6 +46062,10 @@ var init_setup2 = __esm({
       failure: SetupFailure.nullable(),
       /** Set when done: the saved target and verify's verdict. */
       result: SetupOutcome.nullable(),
+      /** The planner's pick being started (with `pool` when it is a pool of replicas). */
+      pick: FitPick.nullable().optional(),
+      /** The llama-server(s) started: one per replica of a pool (pid, port, how long until healthy, argv without the key). */
+      servers: external_exports.array(external_exports.object({ pid: external_exports.number(), port: external_exports.number(), url: external_exports.string(), readyMs: external_exports.number(), args: external_exports.array(external_exports.string()), logFile: external_exports.string(), env: external_exports.array(external_exports.string()) })).optional(),
       startedAt: external_exports.string(),
       ms: external_exports.number().nullable()
     });
@@ -46287,9 +46310,9 @@ var init_catalog = __esm({
 
 // engine/models/download.ts
 import { createHash as createHash2 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync9, mkdirSync as mkdirSync11, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync11, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
-import path25 from "node:path";
+import path31 from "node:path";
 async function sha256File(file2) {
   const h3 = createHash2("sha256");
   for await (const chunk of createReadStream2(file2)) h3.update(chunk);
@@ -46297,22 +46320,22 @@ async function sha256File(file2) {
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync11(path25.dirname(o2.dest), { recursive: true });
-  if (existsSync9(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
+  mkdirSync11(path31.dirname(o2.dest), { recursive: true });
+  if (existsSync11(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase()) return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
   const part = `${o2.dest}.part`;
-  let start = existsSync9(part) ? statSync5(part).size : 0;
+  let start = existsSync11(part) ? statSync5(part).size : 0;
   if (o2.expectedSize && start > o2.expectedSize) {
     unlinkSync(part);
     start = 0;
   }
   if (o2.expectedSize) {
-    const fs = statfsSync(path25.dirname(o2.dest));
+    const fs = statfsSync(path31.dirname(o2.dest));
     const free = Number(fs.bavail) * Number(fs.bsize);
     const need = o2.expectedSize - start;
     if (need > free) {
-      throw new DownloadError(`${path25.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path25.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
+      throw new DownloadError(`${path31.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path31.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
     }
   }
   const headers = { ...o2.headers };
@@ -46331,7 +46354,7 @@ async function downloadFile(o2) {
     throw new DownloadError(`GET ${o2.url} answered HTTP ${res.status}${res.status === 401 || res.status === 403 ? " (gated or private: set HF_TOKEN)" : ""}`);
   }
   const lenHeader = Number(res.headers.get("content-length") ?? NaN);
-  const total = o2.expectedSize ?? (Number.isFinite(lenHeader) ? lenHeader + start : null);
+  const total2 = o2.expectedSize ?? (Number.isFinite(lenHeader) ? lenHeader + start : null);
   const out = createWriteStream2(part, { flags: start > 0 ? "a" : "w" });
   let received = start;
   const t0 = performance.now();
@@ -46344,7 +46367,7 @@ async function downloadFile(o2) {
         const now = performance.now();
         if (o2.onProgress && now - lastTick > 200) {
           lastTick = now;
-          o2.onProgress({ received, total, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, now - t0) * 1e3 });
+          o2.onProgress({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, now - t0) * 1e3 });
         }
       }
     }
@@ -46357,15 +46380,15 @@ async function downloadFile(o2) {
   }
   out.end();
   await once10(out, "finish");
-  o2.onProgress?.({ received, total, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
+  o2.onProgress?.({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
   const size = statSync5(part).size;
-  if (total !== null && size !== total) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total}; run again to resume`);
-  let verified = total !== null ? "size" : "none";
+  if (total2 !== null && size !== total2) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total2}; run again to resume`);
+  let verified = total2 !== null ? "size" : "none";
   if (o2.sha256) {
     const got = await sha256File(part);
     if (got !== o2.sha256.toLowerCase()) {
       unlinkSync(part);
-      throw new DownloadError(`checksum mismatch for ${path25.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`);
+      throw new DownloadError(`checksum mismatch for ${path31.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`);
     }
     verified = "sha256";
   }
@@ -46443,12 +46466,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path46) {
+function fileSource(path52) {
   let fh;
   return {
-    describe: path46,
+    describe: path52,
     async read(offset, length) {
-      fh ??= await open(path46, "r");
+      fh ??= await open(path52, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -46683,8 +46706,8 @@ var init_gguf = __esm({
 });
 
 // engine/models/source.ts
-import { existsSync as existsSync10, readFileSync as readFileSync10, statSync as statSync6 } from "node:fs";
-import path26 from "node:path";
+import { existsSync as existsSync12, readFileSync as readFileSync11, statSync as statSync6 } from "node:fs";
+import path32 from "node:path";
 function quantFromName(name) {
   const m = /[-_.](I?Q\d_[A-Z0-9_]+?|I?Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(name);
   return m ? m[1].toUpperCase() : null;
@@ -46709,10 +46732,10 @@ function tensorsFromJson(raw) {
   });
 }
 function loadMetadataFile(file2) {
-  if (!existsSync10(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
+  if (!existsSync12(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
-    j = JSON.parse(readFileSync10(file2, "utf8"));
+    j = JSON.parse(readFileSync11(file2, "utf8"));
   } catch (e) {
     throw new ModelSourceError(`${file2} is not valid JSON: ${e.message}`);
   }
@@ -46748,9 +46771,9 @@ async function loadGguf(ref, headers = {}) {
     if (isMmproj(f2)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
-  if (!existsSync10(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
-  const names = shardNames(path26.basename(ref)).map((n2) => path26.join(path26.dirname(ref), n2));
-  for (const n2 of names) if (!existsSync10(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
+  if (!existsSync12(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
+  const names = shardNames(path32.basename(ref)).map((n2) => path32.join(path32.dirname(ref), n2));
+  for (const n2 of names) if (!existsSync12(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
     try {
@@ -47387,10 +47410,10 @@ function fits(e, gpus, hostFree) {
   }
   return true;
 }
-function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial", "cpu"]) {
+function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial", "cpu"], maxCtxPerSlot) {
   const h3 = m.hparams;
   if (minCtx > h3.nCtxTrain) return null;
-  const maxCtx = Math.min(h3.nCtxTrain, 131072);
+  const maxCtx = Math.max(minCtx, Math.min(h3.nCtxTrain, 131072, maxCtxPerSlot ?? Infinity));
   const ladder = ctxLadder(minCtx, maxCtx);
   const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes);
   const all = h3.nLayerAll + 1;
@@ -47461,29 +47484,19 @@ function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial",
   }
   return null;
 }
-function toPick(m, p, dev, slots, toolVerified) {
-  const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes).slice(0, p.gpusUsed);
+function gpuWords(gpus, isolate) {
+  const visible = isolate && gpus.length && gpus.every((g) => g.index !== void 0 && /^(CUDA|ROCm)\d+$/.test(g.runtimeId) && g.runtimeId.replace(/\d+$/, "") === gpus[0].runtimeId.replace(/\d+$/, ""));
+  if (!visible) return { env: [], device: gpus.map((g) => g.runtimeId).join(",") };
+  const prefix = gpus[0].runtimeId.replace(/\d+$/, "");
+  const idx = gpus.map((g) => String(g.index)).join(",");
+  return {
+    env: prefix === "CUDA" ? ["CUDA_DEVICE_ORDER=PCI_BUS_ID", `CUDA_VISIBLE_DEVICES=${idx}`] : [`HIP_VISIBLE_DEVICES=${idx}`],
+    device: gpus.map((_, i2) => `${prefix}${i2}`).join(",")
+  };
+}
+function commandFor(m, p, gpus, slots, isolate = false) {
   const e = p.estimate;
-  const devices = [];
-  for (const g of gpus) {
-    const d = e.perDevice.find((x) => x.device === g.id);
-    devices.push({
-      name: `${g.runtimeId} ${g.name}`,
-      budgetBytes: Math.round(g.freeBytes),
-      plannedBytes: Math.round(d.totalBytes),
-      breakdown: { weightsBytes: Math.round(d.weightsBytes ?? 0), kvBytes: Math.round(d.kvBytes + d.recurrentBytes), computeBytes: Math.round(d.computeBytes + d.outputBytes), overheadBytes: Math.round(d.overheadBytes), marginBytes: MARGIN }
-    });
-  }
-  const host = e.perDevice.find((x) => x.kind === "cpu");
-  if (p.placement !== "gpu") {
-    devices.push({
-      name: "cpu",
-      budgetBytes: Math.round(dev.hostFreeBytes),
-      plannedBytes: Math.round(host.totalBytes),
-      breakdown: { weightsBytes: Math.round(host.weightsBytes ?? 0), kvBytes: Math.round(host.kvBytes + host.recurrentBytes), computeBytes: Math.round(host.computeBytes + host.outputBytes), overheadBytes: 0, marginBytes: MARGIN }
-    });
-  }
-  const ctxPerSlot = p.ctxPerSlot;
+  const w = gpuWords(gpus, isolate);
   const args = [
     ...m.modelArgs,
     "--host",
@@ -47498,13 +47511,39 @@ function toPick(m, p, dev, slots, toolVerified) {
     ...p.cacheType !== "f16" ? ["-ctk", p.cacheType, "-ctv", p.cacheType] : [],
     "-fa",
     "on",
-    ...gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", gpus.map((g) => g.runtimeId).join(",")] : ["-ngl", "0"],
+    ...gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", w.device] : ["-ngl", "0"],
     ...p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : [],
     ...gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB2))).join(",")] : [],
     "--jinja",
     "--no-mmproj"
   ];
-  const gib2 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+  return `${[...w.env, "LLAMA_API_KEY=\u2026"].join(" ")} llama-server ${args.map(shellQuote).join(" ")}`;
+}
+function gpuDevices(p, gpus) {
+  return gpus.map((g) => {
+    const d = p.estimate.perDevice.find((x) => x.device === g.id);
+    return {
+      name: `${g.runtimeId} ${g.name}`,
+      budgetBytes: Math.round(g.freeBytes),
+      plannedBytes: Math.round(d.totalBytes),
+      breakdown: { weightsBytes: Math.round(d.weightsBytes ?? 0), kvBytes: Math.round(d.kvBytes + d.recurrentBytes), computeBytes: Math.round(d.computeBytes + d.outputBytes), overheadBytes: Math.round(d.overheadBytes), marginBytes: MARGIN }
+    };
+  });
+}
+function toPick(m, p, dev, slots, toolVerified) {
+  const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes).slice(0, p.gpusUsed);
+  const e = p.estimate;
+  const devices = gpuDevices(p, gpus);
+  const host = e.perDevice.find((x) => x.kind === "cpu");
+  if (p.placement !== "gpu") {
+    devices.push({
+      name: "cpu",
+      budgetBytes: Math.round(dev.hostFreeBytes),
+      plannedBytes: Math.round(host.totalBytes),
+      breakdown: { weightsBytes: Math.round(host.weightsBytes ?? 0), kvBytes: Math.round(host.kvBytes + host.recurrentBytes), computeBytes: Math.round(host.computeBytes + host.outputBytes), overheadBytes: 0, marginBytes: MARGIN }
+    });
+  }
+  const ctxPerSlot = p.ctxPerSlot;
   const where = p.placement === "gpu" ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)` : p.placement === "moe-offload" ? `attention and ${h2(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)` : p.placement === "partial" ? `${p.nGpuLayers}/${h2(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)` : "CPU only";
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : void 0;
   return {
@@ -47515,10 +47554,49 @@ function toPick(m, p, dev, slots, toolVerified) {
     ctxPerSlot,
     toolCalling: toolVerified ? "verified" : "unverified",
     devices,
-    command: `LLAMA_API_KEY=\u2026 llama-server ${args.map(shellQuote).join(" ")}`,
+    command: commandFor(m, p, gpus, slots),
     placement: p.placement,
-    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib2(m.fileBytes)}) ${where}; ${slots} slot(s) \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
     ...replicas ? { replicas } : {}
+  };
+}
+function replicate(m, dev, slots, minCtx, maxCtxPerSlot) {
+  const n2 = dev.gpus.length;
+  if (slots < 2 || n2 < 2) return null;
+  const gpus = [...dev.gpus].sort((a2, b) => b.freeBytes - a2.freeBytes);
+  for (let g = 1; g * 2 <= n2; g++) {
+    const r = Math.min(Math.floor(n2 / g), slots);
+    const out = [];
+    for (let i2 = 0; i2 < r; i2++) {
+      const group = gpus.slice(i2 * g, (i2 + 1) * g);
+      const s = Math.floor(slots / r) + (i2 < slots % r ? 1 : 0);
+      const p = layout(m, { gpus: group, hostFreeBytes: dev.hostFreeBytes / r }, s, minCtx, ["gpu"], maxCtxPerSlot);
+      if (!p || p.gpusUsed !== group.length) break;
+      out.push({ gpus: group, slots: s, plan: p });
+    }
+    if (out.length === r) return out;
+  }
+  return null;
+}
+function toPoolPick(m, reps, dev, toolVerified) {
+  const slots = reps.reduce((a2, r) => a2 + r.slots, 0);
+  const ctxPerSlot = Math.min(...reps.map((r) => r.plan.ctxPerSlot));
+  const endpoints = reps.map((r) => ({ devices: r.gpus.map((g2) => g2.runtimeId), slots: r.slots, ctxPerSlot: r.plan.ctxPerSlot, command: commandFor(m, r.plan, r.gpus, r.slots, true) }));
+  const g = reps[0].gpus.length;
+  const caches = [...new Set(reps.map((r) => r.plan.cacheType))].join("/");
+  return {
+    model: m.model,
+    quant: m.quant,
+    runtime: "llama.cpp",
+    slots,
+    ctxPerSlot,
+    toolCalling: toolVerified ? "verified" : "unverified",
+    devices: reps.flatMap((r) => gpuDevices(r.plan, r.gpus)),
+    command: endpoints.map((e) => e.command).join("\n"),
+    placement: "gpu",
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} (${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) \xD7 ${ctxPerSlot} tokens, unified KV (${caches}); one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}\xD7 the tokens at once \u2014 ocw admits each worker to a replica with a free slot`,
+    replicas: reps.length,
+    pool: { replicas: reps.length, endpoints }
   };
 }
 function catalogModel(e, quant) {
@@ -47534,7 +47612,7 @@ function catalogModel(e, quant) {
     modelArgs: ["-hf", `${e.repo}:${q.quant}`]
   };
 }
-function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG) {
+function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, maxCtxPerSlot) {
   const entries = catalog.filter((e) => e.autoPick);
   const good = (e) => e.quants.filter((q) => q.bits >= 4);
   const found = [];
@@ -47543,15 +47621,35 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG) 
       if (found.length >= max) return;
       if (found.some((f) => f.model === e.id)) continue;
       const qs = quantOrder === "largest" ? good(e) : [...good(e)].reverse();
+      if (phase === "gpu") {
+        const pool = firstPool(e, qs);
+        if (pool) {
+          found.push(pool);
+          const split = qs.map((q) => catalogModel(e, q.quant)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).find((x) => x.p);
+          if (split && found.length < max) found.push(toPick(split.m, split.p, dev, slots, verified(e.id)));
+          continue;
+        }
+      }
       for (const q of qs) {
         const m = catalogModel(e, q.quant);
-        const p = layout(m, dev, slots, minCtx, [phase]);
+        const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
         if (p) {
           found.push(toPick(m, p, dev, slots, verified(e.id)));
           break;
         }
       }
     }
+  };
+  const firstPool = (e, qs) => {
+    let fallback = null;
+    for (const q of qs) {
+      const m = catalogModel(e, q.quant);
+      const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
+      if (!reps) continue;
+      if (reps.every((r) => r.plan.cacheType !== "q4_0")) return toPoolPick(m, reps, dev, verified(e.id));
+      fallback ??= toPoolPick(m, reps, dev, verified(e.id));
+    }
+    return fallback;
   };
   if (dev.gpus.length) {
     tryPhase("gpu", entries, "largest", 3);
@@ -47562,6 +47660,26 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG) 
   }
   if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
   return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog) };
+}
+function planModel(m, dev, slots, minCtx, verified, phases = ["gpu", "moe-offload", "partial", "cpu"], maxCtxPerSlot) {
+  if (phases.includes("gpu") && dev.gpus.length) {
+    const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
+    if (reps) return toPoolPick(m, reps, dev, verified);
+  }
+  const allow = phases.filter((p2) => p2 !== "moe-offload" || m.isMoe);
+  const p = layout(m, dev, slots, minCtx, allow, maxCtxPerSlot);
+  return p ? toPick(m, p, dev, slots, verified) : null;
+}
+function modelFromInfo(info, name, modelArgs, quant = info.quant) {
+  const hp = hparamsFromMetadata(info.metadata);
+  const fileBytes = info.fileBytes ?? 0;
+  let tensors = info.tensors;
+  if (!tensors?.length && fileBytes) {
+    const t2 = (n2, bytes) => ({ name: n2, shape: [], type: 0, offset: 0, bytes: Math.round(bytes) });
+    const per = fileBytes / (hp.nLayer + 2);
+    tensors = [t2("token_embd.weight", per), t2("output.weight", per), ...Array.from({ length: hp.nLayer }, (_, il) => t2(`blk.${il}.attn_shared.weight`, per))];
+  }
+  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: (info.tensors ?? []).some((x) => /_exps\./.test(x.name)), modelArgs };
 }
 function noFitProblem(dev, slots, minCtx, verified, catalog) {
   const mem = dev.gpus.length ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a2, g) => a2 + g.freeBytes, 0) / GiB2).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free`;
@@ -47601,7 +47719,7 @@ function devicesFromHardware(hw, runtimePath) {
       notes.push(`${g.name} is not visible to llama-server at ${runtimePath} (it lists ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => d.id).join(", ") : "no GPU: a CPU build"}); install a ${g.vendor === "nvidia" ? "CUDA" : g.vendor === "amd" ? "ROCm or Vulkan" : "GPU"} build to use it \u2014 planning without it`);
       continue;
     }
-    gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId });
+    gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId, index: g.index, vendor: g.vendor });
   }
   if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
   return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
@@ -47633,209 +47751,73 @@ function commandWords(command) {
   if (!bin) throw new Error(`no program in ${command}`);
   return { env: env2, bin, args: words };
 }
-var DEFAULT_MIN_CTX, MARGIN, h2;
+var DEFAULT_MIN_CTX, MARGIN, gib, h2;
 var init_plan = __esm({
   "engine/models/plan.ts"() {
     init_catalog();
     init_estimate();
+    init_hparams();
     DEFAULT_MIN_CTX = 32768;
     MARGIN = 1024 * MiB2;
+    gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
     h2 = (m) => m.hparams;
   }
 });
 
-// engine/models/fit.ts
-function ctxLadder2(min, max) {
-  const out = /* @__PURE__ */ new Set();
-  const top = pad(max, 256);
-  for (let c3 = top; c3 >= min; c3 = pad(Math.floor(c3 / 2), 256)) {
-    out.add(c3);
-    if (c3 <= 256) break;
-  }
-  out.add(pad(min, 256));
-  return [...out].filter((c3) => c3 >= min && c3 <= top).sort((a2, b) => b - a2);
-}
-function checkFits(e, req, margin) {
-  let shortBy = 0;
-  const weightsUnknown = e.weightsBytes === null;
-  const extraWeights = weightsUnknown ? req.fileBytes ?? 0 : 0;
-  for (const d of e.perDevice) {
-    let need = d.totalBytes;
-    if (weightsUnknown) {
-      const share2 = (d.layers + (d.hasOutput ? 1 : 0)) / (req.hparams.nLayerAll + 1);
-      need += extraWeights * (d.kind === "cpu" && req.gpus.length && d.layers === 0 ? 0.02 : share2);
-    }
-    const free = d.kind === "cpu" ? req.hostFreeBytes : d.freeBytes ?? 0;
-    const over = need + margin - free;
-    if (over > 0) shortBy = Math.max(shortBy, over);
-  }
-  return { ok: shortBy <= 0, shortBy };
-}
-function argsFor(c3) {
-  const a2 = ["-c", String(c3.nCtx), "-np", String(c3.slots)];
-  if (c3.kvUnified) a2.push("--kv-unified");
-  if (c3.cacheTypeK !== "f16") a2.push("-ctk", c3.cacheTypeK);
-  if (c3.cacheTypeV !== "f16") a2.push("-ctv", c3.cacheTypeV);
-  a2.push("-fa", c3.flashAttn, "-ngl", String(c3.nGpuLayers));
-  if (c3.tensorSplit && c3.tensorSplit.length > 1) a2.push("-ts", c3.tensorSplit.map((x) => String(Math.round(x))).join(","));
-  return a2;
-}
-function fit(req) {
-  const h3 = req.hparams;
-  const margin = req.marginBytes ?? DEFAULT_MARGIN;
-  const slots = req.slots;
-  if (!Number.isInteger(slots) || slots < 1) throw new Error(`slots must be a positive integer (got ${slots})`);
-  const maxCtx = Math.min(req.maxCtxPerSlot ?? h3.nCtxTrain, h3.nCtxTrain);
-  const base2 = {
-    slots,
-    ctxPerSlot: 0,
-    nCtx: 0,
-    kvUnified: slots > 1,
-    cacheTypeK: "f16",
-    cacheTypeV: "f16",
-    flashAttn: "on",
-    nGpuLayers: 0,
-    tensorSplit: null
-  };
-  if (req.minCtxPerSlot > h3.nCtxTrain) {
-    return {
-      ...base2,
-      fits: false,
-      placement: "none",
-      estimate: null,
-      args: [],
-      reason: `the model was trained for ${h3.nCtxTrain} tokens of context; ${req.minCtxPerSlot} per slot is beyond it`,
-      suggestions: ["pick a model with a longer context", `lower --ctx to \u2264 ${h3.nCtxTrain}`]
-    };
-  }
-  const ladder = ctxLadder2(req.minCtxPerSlot, maxCtx);
-  const cacheTypes = req.cacheTypes ?? ["f16", "q8_0", "q4_0"];
-  const totalGpuFree = req.gpus.reduce((a2, g) => a2 + g.freeBytes, 0);
-  const tensorSplit = req.gpus.length > 1 ? req.gpus.map((g) => g.freeBytes / MiB2) : null;
-  const tryPlacement = (ngl, gpus) => {
-    for (const ctx of ladder) {
-      for (const ct of cacheTypes) {
-        const e2 = estimate(h3, req.tensors, {
-          ctx: ctx * slots,
-          parallel: slots,
-          kvUnified: slots > 1,
-          cacheTypeK: ct,
-          cacheTypeV: ct,
-          flashAttn: "on",
-          ubatch: req.ubatch,
-          nGpuLayers: ngl,
-          gpus,
-          tensorSplit: tensorSplit ?? void 0
-        });
-        if (e2.nCtxPerSlot < req.minCtxPerSlot) continue;
-        if (checkFits(e2, req, margin).ok) {
-          const choice = {
-            ...base2,
-            ctxPerSlot: ctx,
-            nCtx: e2.nCtx,
-            cacheTypeK: ct,
-            cacheTypeV: ct,
-            nGpuLayers: gpus.length ? ngl : 0,
-            tensorSplit: gpus.length > 1 ? tensorSplit : null,
-            flashAttn: "on"
-          };
-          const placement = !gpus.length ? "cpu" : ngl >= h3.nLayerAll + 1 ? "gpu" : "partial";
-          return {
-            ...choice,
-            fits: true,
-            placement,
-            estimate: e2,
-            args: argsFor(choice),
-            reason: `${slots} slot(s) \xD7 ${ctx} tokens, unified KV (${ct}), ${placement === "cpu" ? "CPU only" : `${choice.nGpuLayers}/${h3.nLayerAll + 1} layers on GPU`}`,
-            suggestions: []
-          };
-        }
-      }
-    }
-    return null;
-  };
-  if (req.gpus.length) {
-    const all = tryPlacement(h3.nLayerAll + 1, req.gpus);
-    if (all) return all;
-    for (let ngl = h3.nLayerAll; ngl >= 1; ngl--) {
-      const p = tryPlacement(ngl, req.gpus);
-      if (p) return p;
-    }
-  }
-  const cpu = tryPlacement(0, []);
-  if (cpu) {
-    if (req.gpus.length) cpu.reason += " (does not fit the GPUs)";
-    return cpu;
-  }
-  const e = estimate(h3, req.tensors, { ctx: pad(req.minCtxPerSlot, 256) * slots, parallel: slots, kvUnified: slots > 1, cacheTypeK: "q4_0", cacheTypeV: "q4_0", flashAttn: "on" });
-  const need = (e.totalBytes ?? (req.fileBytes ?? 0) + e.kvBytes + e.recurrentBytes + e.computeBytes) + margin;
-  const have = Math.max(totalGpuFree, req.hostFreeBytes);
-  return {
-    ...base2,
-    fits: false,
-    placement: "none",
-    estimate: e,
-    args: [],
-    reason: `needs about ${(need / GiB2).toFixed(1)} GiB for ${slots} slot(s) \xD7 ${req.minCtxPerSlot} tokens even with a q4_0 KV cache; the largest memory pool has ${(have / GiB2).toFixed(1)} GiB free`,
-    suggestions: [
-      "a smaller model or a lower-bit quant",
-      slots > 1 ? `fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))})` : "a shorter --ctx",
-      `a GPU with \u2265 ${Math.ceil(need / GiB2)} GiB free`,
-      "an API provider (ocw setup --provider URL --model ID --api-key-env VAR)"
-    ]
-  };
-}
-var DEFAULT_MARGIN;
-var init_fit2 = __esm({
-  "engine/models/fit.ts"() {
-    init_estimate();
-    DEFAULT_MARGIN = 1024 * MiB2;
-  }
-});
-
 // engine/models/resolve.ts
-import path27 from "node:path";
+import path33 from "node:path";
+function quantBits(quant) {
+  const q = quant.toUpperCase();
+  if (/BF16|F16/.test(q)) return 16;
+  if (/F32/.test(q)) return 32;
+  if (/MXFP4/.test(q)) return 4;
+  const m = /(?:^|[-_])I?Q(\d)/.exec(q);
+  return m ? Number(m[1]) : null;
+}
 function parseRepoRef(ref) {
   const m = /^([\w.-]+\/[\w.-]+?)(?::([\w.-]+))?(?:@([\w.\-/]+))?$/.exec(ref);
   if (!m || ref.endsWith(".gguf")) return null;
   return { repo: m[1], quant: m[2]?.toUpperCase() ?? null, rev: m[3] ?? "main" };
 }
-async function chooseFromRepo(ref, want, env2 = process.env) {
+async function planRepo(ref, want, env2 = process.env) {
   const p = parseRepoRef(ref);
   if (!p) throw new Error(`"${ref}" is not owner/repo[:QUANT]`);
-  const g = await repoGgufs(p.repo, p.rev, fetch, env2);
+  const g = await repoGgufs(p.repo, p.rev, fetch, env2).catch((e) => {
+    if (e.message === "fetch failed") throw new Error(`cannot reach the Hugging Face Hub at ${hubEndpoint(env2)} (${e.cause?.code ?? "no connection"}): check the network (or HTTPS_PROXY), or pass a local .gguf or a catalog id`);
+    throw e;
+  });
   let quants = g.quants;
-  if (p.quant) quants = quants.filter((q) => q.quant === p.quant);
+  if (p.quant) quants = quants.filter((q) => q.quant.toUpperCase() === p.quant);
   if (!quants.length) throw new Error(p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q) => q.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`);
+  const infos = /* @__PURE__ */ new Map();
+  const model = async (q) => {
+    let info = infos.get(q.quant);
+    if (!info) {
+      info = await loadGguf(resolveUrl(p.repo, q.files[0].path, p.rev, env2), hubHeaders(env2));
+      info.fileBytes = q.totalBytes;
+      infos.set(q.quant, info);
+    }
+    return modelFromInfo(info, p.repo, ["-hf", `${p.repo}:${q.quant}${p.rev !== "main" ? `@${p.rev}` : ""}`], q.quant);
+  };
   const considered = [];
-  let best = null;
-  let anyFit = null;
-  for (const q of quants) {
-    const info = await loadGguf(resolveUrl(p.repo, q.files[0].path, p.rev, env2), hubHeaders(env2));
-    info.fileBytes = q.totalBytes;
-    const c3 = fit({ hparams: hparamsFromMetadata(info.metadata), tensors: info.tensors, fileBytes: q.totalBytes, ...want });
-    considered.push({ quant: q.quant, totalBytes: q.totalBytes, fits: c3.fits, placement: c3.placement, reason: c3.reason });
-    if (c3.fits && !anyFit) anyFit = { q, info, c: c3 };
-    if (c3.fits && (c3.placement === "gpu" || !want.gpus.length)) {
-      best = { q, info, c: c3 };
-      break;
+  const good = p.quant ? quants : quants.filter((q) => (quantBits(q.quant) ?? 4) >= 4);
+  const order = want.dev.gpus.length ? [[["gpu"], quants], [["moe-offload", "partial"], [...good].reverse()]] : [[["cpu"], [...good].reverse()]];
+  for (const [phases, qs] of order) {
+    for (const q of qs) {
+      const pick3 = planModel(await model(q), want.dev, want.slots, want.minCtx, want.verified, phases, want.maxCtxPerSlot);
+      considered.push({ quant: q.quant, totalBytes: q.totalBytes, fits: !!pick3, placement: pick3?.placement ?? null });
+      if (pick3) return { repo: p.repo, rev: p.rev, quant: q, pick: pick3, considered };
     }
   }
-  const pick3 = best ?? anyFit;
-  if (!pick3) {
-    const smallest = considered.at(-1);
-    throw new Error(`no quant of ${p.repo} fits: ${smallest.quant} ${smallest.reason}`);
-  }
-  return { repo: p.repo, rev: p.rev, quant: pick3.q, info: pick3.info, choice: pick3.c, considered };
+  return { problem: `no quant of ${p.repo} fits ${want.slots} slot(s) \xD7 ${want.minCtx} tokens here (tried ${[...new Set(considered.map((c3) => c3.quant))].join(", ")})`, considered };
 }
 function localPathFor(stateDir2, repo, file2) {
-  return path27.join(stateDir2, "models", repo.replace("/", "__"), file2);
+  return path33.join(stateDir2, "models", repo.replace("/", "__"), file2);
 }
 var init_resolve = __esm({
   "engine/models/resolve.ts"() {
-    init_fit2();
-    init_hparams();
     init_hf();
+    init_plan();
     init_source2();
   }
 });
@@ -47925,42 +47907,45 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync11, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync11 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync12 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
-import path28 from "node:path";
-function buildLlamaArgs(p) {
-  const a2 = [p.hf ? "-hf" : "-m", p.model];
-  if (p.alias) a2.push("--alias", p.alias);
-  a2.push("--host", p.host ?? "127.0.0.1", "--port", String(p.port));
-  a2.push("-c", String(p.ctx), "-np", String(p.parallel));
-  if (p.kvUnified) a2.push("--kv-unified");
-  if (p.cacheTypeK && p.cacheTypeK !== "f16") a2.push("-ctk", p.cacheTypeK);
-  if (p.cacheTypeV && p.cacheTypeV !== "f16") a2.push("-ctv", p.cacheTypeV);
-  a2.push("-fa", p.flashAttn ?? "auto");
-  if (p.nGpuLayers !== void 0) a2.push("-ngl", String(p.nGpuLayers));
-  if (p.tensorSplit && p.tensorSplit.length > 1) a2.push("-ts", p.tensorSplit.map((x) => String(Math.round(x))).join(","));
-  if (p.jinja !== false) a2.push("--jinja");
-  if (p.noMmproj) a2.push("--no-mmproj");
-  if (p.fitOff !== false) a2.push("-fit", "off");
-  a2.push("-lv", String(p.verbosity ?? 4));
-  if (p.extra) a2.push(...p.extra);
-  return a2;
-}
+import path34 from "node:path";
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
-    if (!existsSync11(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path28.resolve(explicit);
+    if (!existsSync13(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
+    return path34.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path28.delimiter)) if (dir) cands.push(path28.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = env2.OCW_LLAMA_CACHE ?? path28.join(os5.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path34.delimiter)) if (dir) cands.push(path34.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = env2.OCW_LLAMA_CACHE ?? path34.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync6(cache).sort().reverse()) cands.push(path28.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync6(cache).sort().reverse()) cands.push(path34.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  return cands.find((c3) => existsSync11(c3)) ?? null;
+  const installed = path34.join(stateDir(env2), "llama");
+  try {
+    for (const d of readdirSync6(installed).filter((x) => !x.includes(".tmp")).sort().reverse()) {
+      const f = findFile(path34.join(installed, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+      if (f) cands.push(f);
+    }
+  } catch {
+  }
+  return cands.find((c3) => existsSync13(c3)) ?? null;
+}
+function findFile(dir, name, depth) {
+  if (depth > 3) return null;
+  for (const e of readdirSync6(dir, { withFileTypes: true })) {
+    if (e.isFile() && e.name === name) return path34.join(dir, e.name);
+  }
+  for (const e of readdirSync6(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) {
+      const f = findFile(path34.join(dir, e.name), name, depth + 1);
+      if (f) return f;
+    }
+  }
+  return null;
 }
 async function freePort(host = "127.0.0.1") {
   return new Promise((resolve, reject) => {
@@ -48005,7 +47990,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync11(logFile) ? readFileSync11(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync13(logFile) ? readFileSync12(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -48018,10 +48003,11 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync12(path28.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync12(path34.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
-  const env2 = scrubEnv(process.env);
+  const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
+  env2.LD_LIBRARY_PATH = [path34.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path34.delimiter);
   const child = spawn3(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync2(fd);
@@ -48035,11 +48021,11 @@ async function startLlamaServer(o2) {
   });
   return { pid: child.pid, child, readyMs };
 }
-function signalablePid(pid) {
+function signalablePid2(pid) {
   return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
 }
-function pidAlive(pid) {
-  if (!signalablePid(pid)) return false;
+function pidAlive2(pid) {
+  if (!signalablePid2(pid)) return false;
   try {
     process.kill(pid, 0);
     return true;
@@ -48048,15 +48034,15 @@ function pidAlive(pid) {
   }
 }
 async function stopPid(pid, graceMs = 5e3) {
-  if (!signalablePid(pid) || !pidAlive(pid)) return true;
+  if (!signalablePid2(pid) || !pidAlive2(pid)) return true;
   try {
     process.kill(pid, "SIGTERM");
   } catch {
-    return !pidAlive(pid);
+    return !pidAlive2(pid);
   }
   const t0 = Date.now();
   while (Date.now() - t0 < graceMs) {
-    if (!pidAlive(pid)) return true;
+    if (!pidAlive2(pid)) return true;
     await new Promise((r) => setTimeout(r, 25));
   }
   try {
@@ -48064,11 +48050,12 @@ async function stopPid(pid, graceMs = 5e3) {
   } catch {
   }
   await new Promise((r) => setTimeout(r, 50));
-  return !pidAlive(pid);
+  return !pidAlive2(pid);
 }
 var LlamaServerError, LlamaSupervisor;
 var init_llama_server = __esm({
   "engine/serving/llama-server.ts"() {
+    init_paths();
     init_http();
     LlamaServerError = class extends Error {
     };
@@ -48348,6 +48335,40 @@ function checkCapabilityAnswer(text) {
     return { passed: false, evidence: `answer does not run: ${e.message.split("\n")[0]} (${JSON.stringify(code.slice(0, 60))}\u2026)` };
   }
 }
+async function poolCheck(o2) {
+  const headers = authHeaders(o2.key);
+  const tok = await httpJson(`${o2.root}/tokenize`, { headers, body: { content: POOL_UNIT }, timeoutMs: 1e4 });
+  const perUnit = Array.isArray(tok.body?.tokens) ? tok.body.tokens.length : 0;
+  if (!perUnit) return { passed: null, evidence: `not checked: /tokenize \u2192 ${tok.status || tok.error}` };
+  const maxTokens = 8;
+  const fill = Math.min(o2.ctx, POOL_CHECK_MAX_TOKENS) - maxTokens - 160;
+  const units = Math.max(1, Math.floor(fill / perUnit));
+  const t0 = performance.now();
+  const runs = await Promise.all(Array.from({ length: o2.n }, (_, i2) => httpJson(o2.chatUrl, {
+    headers,
+    timeoutMs: o2.timeoutMs,
+    // a different first line per request: no two requests share a cached prefix
+    body: {
+      model: o2.model,
+      messages: [{ role: "user", content: `Request ${i2 + 1} of ${o2.n} (${Math.random().toString(36).slice(2)}). Reply OK.
+${POOL_UNIT.repeat(units)}` }],
+      max_tokens: maxTokens,
+      temperature: 0,
+      cache_prompt: false,
+      ...o2.ext ? { grammar: "root ::= [a-zA-Z .,]+", chat_template_kwargs: { enable_thinking: false } } : {}
+    }
+  })));
+  const secs2 = ((performance.now() - t0) / 1e3).toFixed(1);
+  const prompt = Math.max(...runs.map((r) => r.body?.usage?.prompt_tokens ?? 0)) || units * perUnit;
+  const failed = runs.filter((r) => r.status !== 200);
+  const capped = o2.ctx > POOL_CHECK_MAX_TOKENS ? ` (exercised up to ${POOL_CHECK_MAX_TOKENS} of the ${o2.ctx} per slot)` : "";
+  if (!failed.length) return { passed: true, evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once (${o2.n * prompt} cells) all answered in ${secs2} s${capped}` };
+  const why = failed[0].body?.error?.message ?? (failed[0].text.slice(0, 120) || failed[0].error || `HTTP ${failed[0].status}`);
+  return {
+    passed: false,
+    evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once: ${failed.length} of ${o2.n} failed (${failed[0].status || "no answer"}: ${why}) in ${secs2} s \u2014 the server's KV pool holds fewer than ${o2.n} \xD7 ${o2.ctx} tokens at once (with --kv-unified, -c is one pool shared by all slots): start it with -c ${o2.n * o2.ctx} -np ${o2.n} --kv-unified, or use fewer slots`
+  };
+}
 function overlapFactor(singleMs, wallMs, n2) {
   return wallMs > 0 ? n2 * singleMs / wallMs : 0;
 }
@@ -48396,18 +48417,31 @@ async function verifyEndpoint(v) {
   if (v.engine === "llama.cpp") {
     const props = await httpJson(`${root2}/props`, { headers: authHeaders(v.key), timeoutMs: 1e4 });
     const slotsRes = await httpJson(`${root2}/slots`, { headers: authHeaders(v.key), timeoutMs: 1e4 });
-    const total = props.body?.total_slots ?? null;
+    const total2 = props.body?.total_slots ?? null;
     const perSlot = props.body?.default_generation_settings?.n_ctx ?? null;
-    observed.totalSlots = total;
+    observed.totalSlots = total2;
     observed.perSlotCtx = perSlot;
     const slotCtxs = Array.isArray(slotsRes.body) ? slotsRes.body.map((s) => s.n_ctx) : [];
-    const okSlots = total !== null && total >= v.slots;
+    const okSlots = total2 !== null && total2 >= v.slots;
     const okCtx = v.perSlotCtx === null || perSlot !== null && perSlot >= v.perSlotCtx && slotCtxs.every((c3) => c3 >= v.perSlotCtx);
-    add({
-      name: "slots",
-      passed: okSlots && okCtx,
-      evidence: `/props total_slots=${total} (want \u2265 ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want \u2265 ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` + (!okCtx && perSlot !== null && v.perSlotCtx !== null ? " \u2014 each slot gets less than intended (split KV: c/N)" : "")
-    });
+    let evidence = `/props total_slots=${total2} (want \u2265 ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want \u2265 ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` + (!okCtx && perSlot !== null && v.perSlotCtx !== null ? " \u2014 each slot gets less than intended (split KV: c/N)" : "");
+    let okPool = true;
+    if (okSlots && okCtx && v.slots > 1 && perSlot !== null && v.poolCheck !== false) {
+      const want = v.perSlotCtx ?? perSlot;
+      let pool = await poolCheck({ root: root2, chatUrl, key: v.key, model: v.model, n: v.slots, ctx: want, ext, timeoutMs: Math.max(timeoutMs, 6e5) });
+      if (pool.passed === false && v.perSlotCtx === null) {
+        const share2 = Math.floor(perSlot / v.slots / 256) * 256;
+        const again = share2 >= 1024 ? await poolCheck({ root: root2, chatUrl, key: v.key, model: v.model, n: v.slots, ctx: share2, ext, timeoutMs: Math.max(timeoutMs, 6e5) }) : null;
+        if (again?.passed) {
+          observed.perSlotCtx = share2;
+          pool = { passed: true, evidence: `${again.evidence}; at the reported ${perSlot} per slot: ${pool.evidence.replace(/ — .*$/, "")} \u2014 one KV pool of ${perSlot} shared by ${v.slots} slots: each worker is given ${share2}` };
+        }
+      }
+      okPool = pool.passed !== false;
+      if (pool.passed && v.perSlotCtx !== null && perSlot > v.perSlotCtx) observed.perSlotCtx = v.perSlotCtx;
+      evidence += `; pool: ${pool.evidence}`;
+    }
+    add({ name: "slots", passed: okSlots && okCtx && okPool, evidence });
   } else if (v.engine === "ollama" || v.engine === "lmstudio") {
     let ctx = null;
     let where;
@@ -48526,7 +48560,7 @@ async function verifyEndpoint(v) {
   }
   return { outcome: outcome2, checks, observed, summary };
 }
-var WORKER_MIN_CTX, CAPABILITY_TASK;
+var WORKER_MIN_CTX, CAPABILITY_TASK, POOL_CHECK_MAX_TOKENS, POOL_UNIT;
 var init_verify = __esm({
   "engine/serving/verify.ts"() {
     init_http();
@@ -48536,122 +48570,15 @@ var init_verify = __esm({
       "Write a JavaScript function named sumOfSquares(n) that returns 1*1 + 2*2 + ... + n*n for a non-negative integer n",
       "(0 for n = 0). Reply with only the code in one ```js code block, no explanation."
     ].join(" ");
-  }
-});
-
-// engine/serving/get-llama.ts
-import { existsSync as existsSync12, mkdirSync as mkdirSync13, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync7 } from "node:fs";
-import path29 from "node:path";
-async function latestRelease(env2 = process.env, fetchImpl = fetch) {
-  const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
-  const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
-  if (!res.ok) throw new Error(`cannot list llama.cpp releases (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
-  const j = await res.json();
-  return {
-    tag: j.tag_name,
-    assets: j.assets.map((a2) => ({ name: a2.name, url: a2.browser_download_url, size: a2.size ?? null, sha256: a2.digest?.startsWith("sha256:") ? a2.digest.slice(7) : null }))
-  };
-}
-function variantsFor(platform2, arch, gpus) {
-  const v = [];
-  if (platform2 === "darwin") return arch === "arm64" ? ["metal", "cpu"] : ["cpu"];
-  if (gpus.some((g) => g.vendor === "nvidia")) v.push("cuda", "vulkan");
-  if (gpus.some((g) => g.vendor === "amd")) v.push(platform2 === "win32" ? "rocm" : "vulkan", "vulkan");
-  if (gpus.some((g) => g.vendor === "intel" || g.vendor === "other")) v.push("vulkan");
-  v.push("cpu");
-  return [...new Set(v)];
-}
-function pickAsset(rel, platform2, arch, variant) {
-  const os9 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
-  const a2 = arch === "arm64" ? "arm64" : "x64";
-  const bins = rel.assets.filter((x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os9}-`) && x.name.includes(a2));
-  const has = (x, k) => x.name.includes(`-${k}`);
-  const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
-  switch (variant) {
-    case "cuda":
-      return bins.filter((x) => has(x, "cuda")).sort((x, y) => y.name.localeCompare(x.name))[0] ?? null;
-    case "vulkan":
-      return bins.find((x) => has(x, "vulkan")) ?? null;
-    case "rocm":
-      return bins.find((x) => has(x, "hip") || has(x, "rocm")) ?? null;
-    case "metal":
-    case "cpu":
-      return bins.find((x) => !special.some((k) => x.name.includes(`-${k}`))) ?? null;
-  }
-}
-async function extract(archive, dest) {
-  mkdirSync13(dest, { recursive: true });
-  const tries = archive.endsWith(".zip") ? [["unzip", ["-q", "-o", archive, "-d", dest]], ["bsdtar", ["-xf", archive, "-C", dest]], ["python3", ["-m", "zipfile", "-e", archive, dest]], ["tar", ["-xf", archive, "-C", dest]]] : [["tar", ["-xzf", archive, "-C", dest]]];
-  const errors = [];
-  for (const [cmd, args] of tries) {
-    const r = await execa(cmd, args, { reject: false, stdin: "ignore" });
-    if (r.exitCode === 0) return;
-    errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
-  }
-  throw new Error(`cannot unpack ${path29.basename(archive)} (${errors.join("; ")})`);
-}
-function findBinary(dir, name, depth = 0) {
-  if (depth > 4) return null;
-  for (const e of readdirSync7(dir)) {
-    const p = path29.join(dir, e);
-    if (e === name || e === `${name}.exe`) return p;
-    if (statSync7(p).isDirectory()) {
-      const f = findBinary(p, name, depth + 1);
-      if (f) return f;
-    }
-  }
-  return null;
-}
-async function installPrebuilt(o2) {
-  const platform2 = o2.platform ?? process.platform;
-  const arch = o2.arch ?? process.arch;
-  const rel = o2.release ?? await latestRelease(o2.env);
-  const problems = [];
-  for (const variant of variantsFor(platform2, arch, o2.gpus)) {
-    const asset = pickAsset(rel, platform2, arch, variant);
-    if (!asset) {
-      problems.push(`${variant}: no asset`);
-      continue;
-    }
-    const dir = path29.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync12(dir) ? findBinary(dir, "llama-server") : null;
-    let verified = "none";
-    if (!bin) {
-      const archive = path29.join(o2.root, "downloads", asset.name);
-      const d = await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
-      verified = d.verified;
-      const tmp = `${dir}.tmp.${process.pid}`;
-      rmSync5(tmp, { recursive: true, force: true });
-      await extract(archive, tmp);
-      rmSync5(dir, { recursive: true, force: true });
-      renameSync3(tmp, dir);
-      bin = findBinary(dir, "llama-server");
-      if (!bin) {
-        problems.push(`${variant}: ${asset.name} holds no llama-server`);
-        continue;
-      }
-    }
-    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path29.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
-    if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
-    problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
-  }
-  throw new Error(`no prebuilt llama-server works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
-}
-var RELEASES;
-var init_get_llama = __esm({
-  "engine/serving/get-llama.ts"() {
-    init_execa();
-    init_download();
-    RELEASES = "https://api.github.com/repos/ggml-org/llama.cpp/releases/latest";
+    POOL_CHECK_MAX_TOKENS = WORKER_MIN_CTX;
+    POOL_UNIT = "The build runs every test in the repository and reports each failure with its file and line. ";
   }
 });
 
 // engine/serving/setup.ts
-import path30 from "node:path";
-import { createInterface } from "node:readline/promises";
+import path35 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
-import { closeSync as closeSync3, mkdirSync as mkdirSync14, openSync as openSync3 } from "node:fs";
-import { existsSync as existsSync13, readFileSync as readFileSync12 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync13, openSync as openSync3 } from "node:fs";
 function listServing() {
   return readJson(servingFile(), []);
 }
@@ -48660,16 +48587,16 @@ function saveServing(recs) {
 }
 async function stopServing(targetId) {
   const recs = listServing();
-  const pick3 = recs.filter((r) => !targetId || r.targetId === targetId);
+  const pick3 = recs.filter((r) => !targetId || r.targetId === targetId || r.replicaOf === targetId);
   const stopped = [];
   const alreadyGone = [];
   for (const r of pick3) {
-    if (!signalablePid(r.pid) && !signalablePid(r.supervisorPid)) {
+    if (!signalablePid2(r.pid) && !signalablePid2(r.supervisorPid)) {
       alreadyGone.push(r);
       continue;
     }
-    if (signalablePid(r.supervisorPid) && pidAlive(r.supervisorPid)) await stopPid(r.supervisorPid, 8e3);
-    if (!pidAlive(r.pid)) (r.supervisorPid ? stopped : alreadyGone).push(r);
+    if (signalablePid2(r.supervisorPid) && pidAlive2(r.supervisorPid)) await stopPid(r.supervisorPid, 8e3);
+    if (!pidAlive2(r.pid)) (r.supervisorPid ? stopped : alreadyGone).push(r);
     else if (await stopPid(r.pid)) stopped.push(r);
   }
   saveServing(recs.filter((r) => !pick3.includes(r)));
@@ -48680,15 +48607,6 @@ function positiveInt(v, flag2) {
   const n2 = typeof v === "number" ? v : Number(v);
   if (!Number.isInteger(n2) || n2 < 1) throw new SetupInputError(`${flag2} must be a positive integer (got ${JSON.stringify(v)})`);
   return n2;
-}
-async function defaultConfirm(q) {
-  if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to proceed without confirmation");
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
-  try {
-    return /^y(es)?$/i.test((await rl.question(`${q} [y/N] `)).trim());
-  } finally {
-    rl.close();
-  }
 }
 function finish(store, target, v, o2) {
   const t2 = { ...target, outcome: v.outcome, verifiedAt: (/* @__PURE__ */ new Date()).toISOString(), checks: v.checks };
@@ -48710,186 +48628,15 @@ function saveUnverified(store, target, t0) {
     timings: { totalMs: performance.now() - t0, verifyMs: 0 }
   };
 }
-async function setupLlamaCpp(o2) {
-  const t0 = performance.now();
-  const log = o2.log ?? (() => {
-  });
-  const slots = positiveInt(o2.slots ?? 1, "--slots");
-  const ctx = positiveInt(o2.ctx, "--ctx");
-  let bin;
-  try {
-    bin = findLlamaServer(o2.llamaServer);
-  } catch (e) {
-    throw new SetupInputError(e.message);
-  }
-  if (!bin) {
-    const remedy = "pass --llama-server PATH, set LLAMA_SERVER, or build one with scripts/build-llama-server.sh";
-    if (!o2.yes && !await (o2.confirm ?? defaultConfirm)("No llama-server found. Download the official prebuilt llama.cpp release for this machine?")) {
-      throw new SetupInputError(`no llama-server found: ${remedy}`);
-    }
-    try {
-      const hw0 = o2.hardware ?? await detectHardware();
-      const got = await installPrebuilt({ root: path30.join(stateDir(), "llama"), gpus: hw0.gpus, onProgress: (a2, p) => p.total && log(`download ${a2}: ${(p.received / p.total * 100).toFixed(0)} %`) });
-      log(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}`);
-      bin = got.bin;
-    } catch (e) {
-      throw new SetupInputError(`no llama-server found and ${e.message.replace(/^no prebuilt/, "no prebuilt")}; or ${remedy}`);
-    }
-  }
-  if (!existsSync13(o2.model) && !parseRepoRef(o2.model) && !hfUrl(o2.model) && !/^https?:\/\//i.test(o2.model)) {
-    throw new SetupInputError(`no such file: ${o2.model} (pass a .gguf path, hf:owner/repo/file.gguf, owner/repo[:QUANT] or an http(s) URL)`);
-  }
-  const td = performance.now();
-  const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-  const detectMs = performance.now() - td;
-  const budgets = budgetsFromReport(hw);
-  const want = {
-    slots,
-    minCtxPerSlot: ctx ?? 4096,
-    maxCtxPerSlot: ctx ?? 131072,
-    gpus: budgets.gpus,
-    hostFreeBytes: budgets.hostFreeBytes
-  };
-  let info;
-  let choice;
-  let localModel;
-  const downloads = [];
-  const repoRef = !existsSync13(o2.model) ? parseRepoRef(o2.model) : null;
-  try {
-    if (repoRef) {
-      const r = await chooseFromRepo(o2.model, want);
-      info = r.info;
-      choice = r.choice;
-      for (const f of r.quant.files) downloads.push({ url: resolveUrl(r.repo, f.path, r.rev), dest: localPathFor(stateDir(), r.repo, f.path), size: f.size, sha256: f.sha256 });
-      localModel = downloads[0].dest;
-      log(`${r.repo}: ${r.considered.map((c3) => `${c3.quant} ${c3.fits ? c3.placement : "no fit"}`).join(", ")} \u2192 ${r.quant.quant}`);
-    } else {
-      info = await loadGguf(o2.model);
-      localModel = o2.model;
-      const url3 = hfUrl(o2.model) ?? (/^https?:\/\//i.test(o2.model) ? o2.model : null);
-      if (url3) {
-        localModel = path30.join(stateDir(), "models", path30.basename(new URL(url3).pathname));
-        downloads.push({ url: url3, dest: localModel, size: null, sha256: null });
-      }
-      const h0 = hparamsFromMetadata(info.metadata);
-      choice = fit({
-        hparams: h0,
-        tensors: info.tensors,
-        fileBytes: info.fileBytes ?? void 0,
-        ...want,
-        minCtxPerSlot: ctx ?? Math.min(4096, h0.nCtxTrain),
-        maxCtxPerSlot: ctx ?? Math.min(h0.nCtxTrain, 131072)
-      });
-    }
-  } catch (e) {
-    throw new SetupInputError(`${o2.model}: ${e.message}`);
-  }
-  const h3 = hparamsFromMetadata(info.metadata);
-  if (!choice.fits) throw new SetupInputError(`${path30.basename(o2.model)} cannot fit: ${choice.reason}. Try ${choice.suggestions.join("; ")}`);
-  log(`fit: ${choice.reason}; llama-server ${choice.args.join(" ")}`);
-  const dlBytes = downloads.reduce((a2, d) => a2 + (d.size ?? 0), 0);
-  const question = downloads.length ? `Download ${downloads.length} file(s)${dlBytes ? ` (${(dlBytes / 1024 ** 3).toFixed(1)} GiB)` : ""} and start llama-server with ${choice.reason}?` : `Start llama-server with ${choice.reason}?`;
-  if (!o2.yes && !await (o2.confirm ?? defaultConfirm)(question)) {
-    throw new SetupInputError("not confirmed; nothing downloaded or started (pass --yes to skip the question)");
-  }
-  for (const d of downloads) {
-    let last = 0;
-    await downloadFile({
-      url: d.url,
-      dest: d.dest,
-      expectedSize: d.size,
-      sha256: d.sha256,
-      headers: hubHeaders(),
-      onProgress: (p) => {
-        if (p.total && p.received - last > p.total / 20) {
-          last = p.received;
-          log(`download ${path30.basename(d.dest)}: ${(p.received / p.total * 100).toFixed(0)} % (${(p.bytesPerSec / 1024 ** 2).toFixed(1)} MiB/s)`);
-        }
-      }
-    }).catch((e) => {
-      throw new SetupInputError(e.message);
-    });
-  }
-  const store = o2.store ?? new TargetStore();
-  const model = h3.name ?? path30.basename(o2.model).replace(/\.gguf$/i, "");
-  const id2 = `llamacpp-${targetSlug({ model: path30.basename(localModel).replace(/\.gguf$/i, ""), quant: null })}`;
-  const keyFile = keyFilePath(id2);
-  const key = generateKey();
-  storeKey(keyFile, key);
-  await stopServing(id2);
-  const port = await freePort();
-  const alias = targetSlug({ model, quant: info.quant });
-  const args = buildLlamaArgs({
-    model: path30.resolve(localModel),
-    alias,
-    nGpuLayers: choice.nGpuLayers,
-    ctx: choice.nCtx,
-    parallel: slots,
-    kvUnified: choice.kvUnified,
-    cacheTypeK: choice.cacheTypeK,
-    cacheTypeV: choice.cacheTypeV,
-    flashAttn: choice.flashAttn,
-    tensorSplit: choice.tensorSplit,
-    port,
-    noMmproj: true
-  });
-  const logFile = path30.join(stateDir(), "logs", `${id2}.log`);
-  const ts = performance.now();
-  const record2 = { targetId: id2, pid: 0, supervisorPid: null, port, bin, args, logFile, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
-  const sup = supervisorCommand();
-  let started;
-  if (sup) {
-    saveServing([...listServing().filter((r) => r.targetId !== id2), record2]);
-    try {
-      started = await startSupervised(sup, record2, o2.readyTimeoutMs ?? 12e4);
-    } catch (e) {
-      await stopServing(id2);
-      throw e;
-    }
-  } else {
-    started = await startLlamaServer({ bin, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: o2.readyTimeoutMs });
-    saveServing([...listServing().filter((r) => r.targetId !== id2), { ...record2, pid: started.pid }]);
-  }
-  const startMs = performance.now() - ts;
-  log(`llama-server pid ${started.pid} on 127.0.0.1:${port}${sup ? " (supervised)" : ""}, healthy in ${Math.round(started.readyMs)} ms`);
-  const url2 = `http://127.0.0.1:${port}/v1`;
-  const tv = performance.now();
-  const v = await verifyEndpoint({ url: url2, model: alias, key, engine: "llama.cpp", slots, perSlotCtx: choice.ctxPerSlot });
-  const verifyMs = performance.now() - tv;
-  const target = {
-    id: id2,
-    model: alias,
-    quant: info.quant,
-    endpoint: url2,
-    keyRef: "OCW_TARGET_API_KEY",
-    keyFile,
-    contextLimit: choice.ctxPerSlot,
-    serving: { engine: "llama.cpp", endpoints: [{ url: url2, slots }], slots, perSlotCtx: choice.ctxPerSlot },
-    checks: []
-  };
-  const saved = finish(store, target, v, o2);
-  const logged = parseServerLog(readFileSync12(logFile, "utf8"));
-  const { estimate: estimate2, ...fitRest } = choice;
-  return {
-    outcome: v.outcome,
-    target: saved.target,
-    checks: v.checks,
-    summary: v.summary,
-    active: saved.active,
-    fit: { ...fitRest, estimate: estimate2 ? { kvBytes: estimate2.kvBytes, recurrentBytes: estimate2.recurrentBytes, weightsBytes: estimate2.weightsBytes, computeBytes: estimate2.computeBytes, nCtx: estimate2.nCtx, nCtxPerSlot: estimate2.nCtxPerSlot } : void 0 },
-    server: { pid: started.pid, port, logFile, readyMs: started.readyMs, logged, args },
-    timings: { totalMs: performance.now() - t0, detectMs, startMs, verifyMs }
-  };
-}
 function supervisorCommand(env2 = process.env) {
   if (env2.OCW_SUPERVISE === "0") return null;
   if (env2.OCW_SUPERVISOR_CMD) return JSON.parse(env2.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path30.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path35.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync14(path30.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync13(path35.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -48919,7 +48666,7 @@ async function superviseServing(targetId) {
   let sup = null;
   const done = new Promise((resolve) => {
     sup = new LlamaSupervisor(
-      { bin: rec.bin, args: rec.args, apiKey, logFile: rec.logFile, port: rec.port },
+      { bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port },
       {
         onReady: (pid) => update({ pid, supervisorPid: process.pid, restarts: sup?.restarts ?? 0 }),
         onRestart: (n2, why, delay) => console.error(`supervise ${targetId}: restart #${n2} in ${delay} ms (${why})`),
@@ -48965,7 +48712,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path30.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path35.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -49055,10 +48802,6 @@ var SetupInputError, servingFile;
 var init_setup3 = __esm({
   "engine/serving/setup.ts"() {
     init_target();
-    init_detect();
-    init_hparams();
-    init_fit2();
-    init_source2();
     init_json_file();
     init_paths();
     init_targets();
@@ -49066,14 +48809,9 @@ var init_setup3 = __esm({
     init_keys();
     init_llama_server();
     init_verify();
-    init_download();
-    init_hf();
-    init_resolve();
-    init_source2();
-    init_get_llama();
     SetupInputError = class extends Error {
     };
-    servingFile = () => path30.join(stateDir(), "serving.json");
+    servingFile = () => path35.join(stateDir(), "serving.json");
   }
 });
 
@@ -49082,24 +48820,24 @@ var pool_exports = {};
 __export(pool_exports, {
   setupCapturePool: () => setupCapturePool
 });
-import { mkdtempSync, rmSync as rmSync6 } from "node:fs";
+import { mkdtempSync, rmSync as rmSync5 } from "node:fs";
 import os6 from "node:os";
-import path31 from "node:path";
+import path36 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync(path31.join(os6.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync(path36.join(os6.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path31.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path36.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
     }
   } finally {
-    rmSync6(scratch, { recursive: true, force: true });
+    rmSync5(scratch, { recursive: true, force: true });
   }
   const models = [...new Set(each.map((r) => r.target.model))];
   if (models.length > 1) throw new SetupInputError(`a pool serves one model, but these endpoints serve ${models.join(", ")}: pass --model to pick one every endpoint serves`);
@@ -49110,7 +48848,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path31.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path36.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -49145,7 +48883,7 @@ var init_pool = __esm({
 
 // engine/serving/commands.ts
 import { existsSync as existsSync14 } from "node:fs";
-import path32 from "node:path";
+import path37 from "node:path";
 function int2(v, flag2, min = 1) {
   if (v === void 0) return void 0;
   const n2 = Number(v);
@@ -49211,24 +48949,17 @@ async function runFit(o2) {
     });
     const slots = e.slots;
     const minCtx = int2(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
-    const rec = fit({
-      hparams: h3,
-      tensors: info.tensors,
-      fileBytes: info.fileBytes ?? void 0,
-      slots,
-      minCtxPerSlot: minCtx,
-      maxCtxPerSlot: Math.min(h3.nCtxTrain, 131072),
-      gpus,
-      hostFreeBytes: hostFree
-    });
-    const { estimate: recEst, ...recRest } = rec;
+    const dev = { gpus: gpus.map((g, i2) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i2}` })), hostFreeBytes: hostFree };
+    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync14(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
+    const pick3 = planModel(m, dev, slots, minCtx, false);
     const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync14(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
     const out = {
       model: { source: info.source, arch: h3.arch, name: h3.name, quant: info.quant, kind: h3.kind, nLayer: h3.nLayerAll, nCtxTrain: h3.nCtxTrain, fileBytes: info.fileBytes },
       ...e,
       hardware: hwNote,
       llamaCpp,
-      recommendation: { ...recRest, totalBytes: recEst?.totalBytes ?? null, kvBytes: recEst?.kvBytes ?? null }
+      recommendation: pick3,
+      recommendationProblem: pick3 ? null : minCtx > h3.nCtxTrain ? `the model was trained for ${h3.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
     };
     if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const lines = [
@@ -49239,7 +48970,7 @@ async function runFit(o2) {
       ...e.perDevice.filter((d) => d.totalBytes > 0).map((d) => `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`),
       ...llamaCpp?.devices.length ? [`llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} \u2014 ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`] : [],
       `hardware: ${hwNote}`,
-      rec.fits ? `recommended: llama-server ${rec.args.join(" ")}  (${rec.reason})` : `does not fit: ${rec.reason}. Options: ${rec.suggestions.join("; ")}`,
+      pick3 ? `recommended: ${pick3.command}  (${pick3.reason})` : `does not fit: ${out.recommendationProblem}`,
       ...e.warnings.map((w) => `note: ${w}`)
     ];
     return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
@@ -49262,7 +48993,9 @@ function toolVerifiedModels(store = new TargetStore()) {
 async function runFitPlan(o2) {
   try {
     const slotsOpt = int2(o2.slots ?? (o2.parallel !== void 0 && o2.parallel !== "-1" ? o2.parallel : void 0), "--slots");
-    const minCtx = int2(o2.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
+    const exactRaw = int2(o2.ctxPerSlot, "--ctx", 1024);
+    const exact = exactRaw === void 0 ? void 0 : Math.ceil(exactRaw / 256) * 256;
+    const minCtx = exact ?? int2(o2.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
     if (o2.gpus && o2.gpus !== "auto") throw new InputError2("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const bin = safeFind();
     const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
@@ -49272,41 +49005,29 @@ async function runFitPlan(o2) {
     const verified = toolVerifiedModels(o2.store);
     let result;
     if (!o2.model) {
-      result = propose(dev, slots, minCtx, verified);
+      result = propose(dev, slots, minCtx, verified, void 0, exact);
     } else {
       const entry = findCatalog(o2.model);
       const repoQuant = /:([\w.-]+)$/.exec(o2.model)?.[1]?.toUpperCase() ?? null;
       if (entry) {
         const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
         if (!only.quants.length) throw new InputError2(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`);
-        result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }]);
+        result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
       } else {
-        let info;
-        let modelArgs;
+        const verifiedOk = verified(o2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, ""));
         try {
           if (!existsSync14(o2.model) && parseRepoRef(o2.model)) {
-            const r = await chooseFromRepo(o2.model, { slots, minCtxPerSlot: minCtx, gpus: dev.gpus, hostFreeBytes: dev.hostFreeBytes });
-            info = r.info;
-            modelArgs = ["-hf", `${r.repo}:${r.quant.quant}`];
+            const r = await planRepo(o2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
+            result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           } else {
-            info = await loadGguf(o2.model);
-            modelArgs = existsSync14(o2.model) ? ["-m", path32.resolve(o2.model)] : ["-hf", o2.model];
+            const info = await loadGguf(o2.model);
+            const m = modelFromInfo(info, o2.model, existsSync14(o2.model) ? ["-m", path37.resolve(o2.model)] : ["-hf", o2.model]);
+            const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? o2.model), void 0, exact);
+            result = pick3 ? { pick: pick3, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain ? `${o2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${o2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           }
         } catch (e) {
           throw new InputError2(`${o2.model}: ${e.message.split("\n")[0]}`);
         }
-        const hp = hparamsFromMetadata(info.metadata);
-        const m = {
-          model: o2.model,
-          quant: info.quant,
-          hparams: hp,
-          tensors: info.tensors,
-          fileBytes: info.fileBytes ?? 0,
-          isMoe: (info.tensors ?? []).some((t2) => /_exps\./.test(t2.name)),
-          modelArgs
-        };
-        const p2 = layout(m, dev, slots, minCtx);
-        result = p2 ? { pick: toPick(m, p2, dev, slots, verified(hp.name ?? o2.model)), alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > hp.nCtxTrain ? `${o2.model} was trained for ${hp.nCtxTrain} tokens of context; --min-ctx ${minCtx} is beyond it` : `${o2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
       }
     }
     const out = {
@@ -49332,7 +49053,7 @@ async function runFitPlan(o2) {
         `  ${p.reason}`,
         ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
         `  ${p.command}`,
-        ...out.alternatives.map((a2) => `alternative: ${a2.model} ${a2.quant ?? ""} (${a2.placement}, ${a2.slots} \xD7 ${a2.ctxPerSlot})`)
+        ...out.alternatives.map((a2) => `alternative: ${a2.model} ${a2.quant ?? ""} (${a2.pool ? `${a2.pool.replicas} replicas` : a2.placement}, ${a2.slots} \xD7 ${a2.ctxPerSlot})`)
       ] : [`no fit: ${out.problem}`]
     ];
     return { code, stdout: lines.join("\n") + "\n", stderr: "" };
@@ -49347,7 +49068,7 @@ async function runFitPlan(o2) {
 async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path32.join(path32.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  const bin = path37.join(path37.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
   if (!existsSync14(bin)) return null;
   const args = ["-m", file2, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
   if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
@@ -49364,27 +49085,35 @@ function safeFind() {
   }
 }
 async function runStartCommand(o2, slots, ctx, log) {
-  if (!o2.yes) {
+  const minCtx = int2(o2.minCtx, "--min-ctx", 1024);
+  if (ctx !== void 0 && ctx < 1024) throw new SetupInputError(`--ctx must be \u2265 1024 tokens per slot (got ${ctx})`);
+  if (ctx !== void 0 && minCtx !== void 0) throw new SetupInputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
+  const confirm = async (j) => {
+    if (o2.yes) return true;
     if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to download and start without a question");
-    const { createInterface: createInterface2 } = await import("node:readline/promises");
-    const rl = createInterface2({ input: process.stdin, output: process.stderr });
-    const what = o2.runtime === "llama.cpp" ? "the planner's pick for this machine (ocw fit shows it)" : `${o2.model ?? "the model"} with ${o2.runtime}`;
-    const yes = /^y(es)?$/i.test((await rl.question(`Download and start ${what}? [y/N] `)).trim());
-    rl.close();
-    if (!yes) throw new SetupInputError("not confirmed; nothing downloaded or started (pass --yes to skip the question)");
-  }
+    const { createInterface } = await import("node:readline/promises");
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    const what = `${j.model}${j.quant ? ` ${j.quant}` : ""}${j.slots ? ` (${j.slots} slot(s) \xD7 ${j.ctxPerSlot} tokens)` : ""} with ${o2.runtime}`;
+    try {
+      return /^y(es)?$/i.test((await rl.question(`Download (when not on disk) and start ${what}? [y/N] `)).trim());
+    } finally {
+      rl.close();
+    }
+  };
   const { runStartJob: runStartJob2 } = await Promise.resolve().then(() => (init_start2(), start_exports));
   const seen = /* @__PURE__ */ new Map();
   let lastPct = -1;
   const job = await runStartJob2({
-    input: { runtime: o2.runtime, model: o2.model, slots, minCtx: ctx, acceptUnderpowered: o2.acceptUnderpowered },
+    input: { runtime: o2.runtime, model: o2.model, slots, ctx, minCtx, acceptUnderpowered: o2.acceptUnderpowered },
     store: o2.store ?? new TargetStore(),
     hardware: o2.hardware,
     llamaServer: o2.llamaServer,
+    confirm,
     onUpdate: (j) => {
       for (const p of j.phases) {
         const key = `${p.status}:${p.detail}`;
-        if (seen.get(p.name) !== key && p.status !== "pending") {
+        const quiet = p.status === "pending" || p.status === "failed" || p.name === "plan" && p.status === "running" || p.status === "skipped" && !p.detail;
+        if (seen.get(p.name) !== key && !quiet) {
           seen.set(p.name, key);
           log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` \u2014 ${p.detail}` : ""}`);
         }
@@ -49405,11 +49134,12 @@ async function runStartCommand(o2, slots, ctx, log) {
     const f = job.failure;
     if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}
 ` };
+    if (f.kind === "not-confirmed") throw new SetupInputError(f.cause);
     return { code: 2, stdout: o2.json ? JSON.stringify({ job }, null, 2) + "\n" : "", stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} \u2014 ${f.remedy}
 ` };
   }
   const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
-  const text = o2.json ? JSON.stringify({ outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, job }, null, 2) + "\n" : [
+  const text = o2.json ? JSON.stringify({ outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job.servers?.[0] ?? null, job }, null, 2) + "\n" : [
     `${r.outcome.toUpperCase()}: ${r.summary}`,
     ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
     ...job.placement ? [`placement: ${job.placement.passed ? "as planned" : "NOT as planned"} \u2014 ${job.placement.evidence.join("; ")}`] : [],
@@ -49433,14 +49163,7 @@ async function runSetup(o2) {
     let r;
     if (o2.runtime) {
       if (!["llama.cpp", "vllm", "sglang"].includes(o2.runtime)) throw new SetupInputError(`--runtime ${o2.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
-      if (o2.runtime !== "llama.cpp" || !o2.model) {
-        return await runStartCommand(o2, slots, ctx, log);
-      }
-      const model = o2.model;
-      const useSlots = slots;
-      const useCtx = ctx;
-      if (useSlots === void 0) throw new SetupInputError("--runtime llama.cpp --model \u2026 needs --slots N (how many workers run at once); or leave out --model to take the planner's pick");
-      r = await setupLlamaCpp({ model, slots: useSlots, ctx: useCtx, llamaServer: o2.llamaServer, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, log, hardware: o2.hardware });
+      return await runStartCommand(o2, slots, ctx, log);
     } else if (Array.isArray(o2.capture) && o2.capture.length > 1) {
       const { setupCapturePool: setupCapturePool2 } = await Promise.resolve().then(() => (init_pool(), pool_exports));
       r = await setupCapturePool2(o2.capture, { model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
@@ -49450,7 +49173,7 @@ async function runSetup(o2) {
       r = await setupProvider({ url: o2.provider, model: o2.model ?? "", apiKeyEnv: o2.apiKeyEnv ?? "", slots, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
     }
     const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
-    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, fit: r.fit, server: r.server, timings: r.timings };
+    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: r.server, timings: r.timings };
     const text = o2.json ? JSON.stringify(body, null, 2) + "\n" : [
       `${r.outcome.toUpperCase()}: ${r.summary}`,
       ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
@@ -49526,7 +49249,7 @@ function emit(r) {
 }
 function registerModelSetupCommands(program3, { targetsJson } = {}) {
   program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--json", "print JSON").action(async (opts) => emit(await runFit(opts)));
-  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "context each slot gets (the server is sized for slots \xD7 ctx, unified KV)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v, prev = []) => [...prev, v]).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit(await runSetup(opts)));
+  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "exactly this context per slot (the server is sized for slots \xD7 ctx, unified KV)").option("--min-ctx <n>", "at least this context per slot (default 32768; the planner gives more when it fits)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v, prev = []) => [...prev, v]).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit(await runSetup(opts)));
   program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => {
     if (!o2.json || !targetsJson) return emit(runTargets(o2));
     emit({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
@@ -49551,7 +49274,6 @@ var init_commands = __esm({
     init_detect();
     init_parse3();
     init_estimate();
-    init_fit2();
     init_ggml_types();
     init_hparams();
     init_source2();
@@ -49565,6 +49287,113 @@ var init_commands = __esm({
     InputError2 = class extends Error {
     };
     fmt = (b) => b === null ? "?" : b >= GiB2 ? `${(b / GiB2).toFixed(2)} GiB` : `${(b / MiB2).toFixed(2)} MiB`;
+  }
+});
+
+// engine/serving/get-llama.ts
+import { existsSync as existsSync15, mkdirSync as mkdirSync14, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync7 } from "node:fs";
+import path38 from "node:path";
+async function latestRelease(env2 = process.env, fetchImpl = fetch) {
+  const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
+  const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
+  if (!res.ok) throw new Error(`cannot list llama.cpp releases (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
+  const j = await res.json();
+  return {
+    tag: j.tag_name,
+    assets: j.assets.map((a2) => ({ name: a2.name, url: a2.browser_download_url, size: a2.size ?? null, sha256: a2.digest?.startsWith("sha256:") ? a2.digest.slice(7) : null }))
+  };
+}
+function variantsFor(platform2, arch, gpus) {
+  const v = [];
+  if (platform2 === "darwin") return arch === "arm64" ? ["metal", "cpu"] : ["cpu"];
+  if (gpus.some((g) => g.vendor === "nvidia")) v.push("cuda", "vulkan");
+  if (gpus.some((g) => g.vendor === "amd")) v.push(platform2 === "win32" ? "rocm" : "vulkan", "vulkan");
+  if (gpus.some((g) => g.vendor === "intel" || g.vendor === "other")) v.push("vulkan");
+  v.push("cpu");
+  return [...new Set(v)];
+}
+function pickAsset(rel, platform2, arch, variant) {
+  const os9 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
+  const a2 = arch === "arm64" ? "arm64" : "x64";
+  const bins = rel.assets.filter((x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os9}-`) && x.name.includes(a2));
+  const has = (x, k) => x.name.includes(`-${k}`);
+  const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
+  switch (variant) {
+    case "cuda":
+      return bins.filter((x) => has(x, "cuda")).sort((x, y) => y.name.localeCompare(x.name))[0] ?? null;
+    case "vulkan":
+      return bins.find((x) => has(x, "vulkan")) ?? null;
+    case "rocm":
+      return bins.find((x) => has(x, "hip") || has(x, "rocm")) ?? null;
+    case "metal":
+    case "cpu":
+      return bins.find((x) => !special.some((k) => x.name.includes(`-${k}`))) ?? null;
+  }
+}
+async function extract(archive, dest) {
+  mkdirSync14(dest, { recursive: true });
+  const tries = archive.endsWith(".zip") ? [["unzip", ["-q", "-o", archive, "-d", dest]], ["bsdtar", ["-xf", archive, "-C", dest]], ["python3", ["-m", "zipfile", "-e", archive, dest]], ["tar", ["-xf", archive, "-C", dest]]] : [["tar", ["-xzf", archive, "-C", dest]]];
+  const errors = [];
+  for (const [cmd, args] of tries) {
+    const r = await execa(cmd, args, { reject: false, stdin: "ignore" });
+    if (r.exitCode === 0) return;
+    errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
+  }
+  throw new Error(`cannot unpack ${path38.basename(archive)} (${errors.join("; ")})`);
+}
+function findBinary(dir, name, depth = 0) {
+  if (depth > 4) return null;
+  for (const e of readdirSync7(dir)) {
+    const p = path38.join(dir, e);
+    if (e === name || e === `${name}.exe`) return p;
+    if (statSync7(p).isDirectory()) {
+      const f = findBinary(p, name, depth + 1);
+      if (f) return f;
+    }
+  }
+  return null;
+}
+async function installPrebuilt(o2) {
+  const platform2 = o2.platform ?? process.platform;
+  const arch = o2.arch ?? process.arch;
+  const rel = o2.release ?? await latestRelease(o2.env);
+  const problems = [];
+  for (const variant of variantsFor(platform2, arch, o2.gpus)) {
+    const asset = pickAsset(rel, platform2, arch, variant);
+    if (!asset) {
+      problems.push(`${variant}: no asset`);
+      continue;
+    }
+    const dir = path38.join(o2.root, `${rel.tag}-${variant}`);
+    let bin = existsSync15(dir) ? findBinary(dir, "llama-server") : null;
+    let verified = "none";
+    if (!bin) {
+      const archive = path38.join(o2.root, "downloads", asset.name);
+      const d = await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
+      verified = d.verified;
+      const tmp = `${dir}.tmp.${process.pid}`;
+      rmSync6(tmp, { recursive: true, force: true });
+      await extract(archive, tmp);
+      rmSync6(dir, { recursive: true, force: true });
+      renameSync3(tmp, dir);
+      bin = findBinary(dir, "llama-server");
+      if (!bin) {
+        problems.push(`${variant}: ${asset.name} holds no llama-server`);
+        continue;
+      }
+    }
+    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path38.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
+    if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
+    problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
+  }
+  throw new Error(`no prebuilt llama-server works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
+}
+var RELEASES;
+var init_get_llama = __esm({
+  "engine/serving/get-llama.ts"() {
+    init_execa();
+    init_download();
+    RELEASES = "https://api.github.com/repos/ggml-org/llama.cpp/releases/latest";
   }
 });
 
@@ -49603,13 +49432,13 @@ var init_runtimes = __esm({
 
 // engine/serving/start-runtimes.ts
 import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync15, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync8 } from "node:fs";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync16, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync8 } from "node:fs";
 import os7 from "node:os";
-import path33 from "node:path";
+import path39 from "node:path";
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path33.delimiter)) {
-    const p = dir && path33.join(dir, name);
-    if (p && existsSync15(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path39.delimiter)) {
+    const p = dir && path39.join(dir, name);
+    if (p && existsSync16(p)) return p;
   }
   return null;
 }
@@ -49647,7 +49476,7 @@ function buildLaunch(o2) {
     const ki = b.args.indexOf("--api-key");
     args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2)];
     mkdirSync15(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path33.join(o2.configDir, "sglang.yaml");
+    configFile = path39.join(o2.configDir, "sglang.yaml");
     writeFileSync8(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
@@ -49657,7 +49486,7 @@ function buildLaunch(o2) {
     return { how: "binary", cmd: o2.found.bin, args: o2.runtime === "vllm" ? args : args, env: extraEnv, port: o2.port, configFile };
   }
   const image = o2.runtime === "vllm" ? env2.OCW_VLLM_IMAGE || VLLM_IMAGE : env2.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
-  const hfCache = env2.HF_HOME || path33.join(os7.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path39.join(os7.homedir(), ".cache", "huggingface");
   const run3 = [
     "run",
     "--rm",
@@ -49702,7 +49531,7 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
   const ctx = input.minCtx ?? DEFAULT_MIN_CTX;
   let tp = 1;
   let sizeNote = "weights size unknown (offline or a local folder): 1 GPU";
-  if (!existsSync15(input.model)) {
+  if (!existsSync16(input.model)) {
     const files = await listRepoFiles(input.model.replace(/:.*$/, ""), "main").catch(() => null);
     const bytes = files?.filter((f) => /\.safetensors$/.test(f.path)).reduce((a2, f) => a2 + f.size, 0) ?? 0;
     if (bytes) {
@@ -49728,15 +49557,15 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
   const keyFile = keyFilePath(id2);
   storeKey(keyFile, key);
   await stopServing(id2);
-  const launch2 = buildLaunch({ runtime, found, model: input.model, servedName, port, slots, ctx, tp, key, configDir: path33.join(stateDir(), "runtime", id2) });
+  const launch2 = buildLaunch({ runtime, found, model: input.model, servedName, port, slots, ctx, tp, key, configDir: path39.join(stateDir(), "runtime", id2) });
   const plan = `${launch2.how === "binary" ? "" : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
   job.plannedCommand = `${runtime === "vllm" ? "VLLM_API_KEY=\u2026 " : ""}${plan}`;
   job.launchedCommand = job.plannedCommand;
-  const logFile = path33.join(stateDir(), "logs", `${id2}.log`);
+  const logFile = path39.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync15(path33.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync15(logFile) ? statSync8(logFile).size : 0;
-  const readLog = () => existsSync15(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
+  mkdirSync15(path39.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync16(logFile) ? statSync8(logFile).size : 0;
+  const readLog = () => existsSync16(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
   const env2 = { ...process.env, ...launch2.env };
   delete env2.LLAMA_API_KEY;
@@ -49830,11 +49659,12 @@ __export(start_exports, {
   classifyLog: () => classifyLog,
   modelFiles: () => modelFiles,
   pathHasQuant: () => pathHasQuant,
+  poolVerdict: () => poolVerdict,
   runStartJob: () => runStartJob
 });
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { existsSync as existsSync16, mkdirSync as mkdirSync16, readFileSync as readFileSync14, statfsSync as statfsSync2, statSync as statSync9 } from "node:fs";
-import path34 from "node:path";
+import { existsSync as existsSync17, mkdirSync as mkdirSync16, readFileSync as readFileSync14, statfsSync as statfsSync2, statSync as statSync9 } from "node:fs";
+import path40 from "node:path";
 function classifyLog(log, bin = null) {
   const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
   for (const r of LOG_RULES) {
@@ -49865,12 +49695,12 @@ async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
   const root2 = stateDir();
   if (flag2 === "-m") {
-    if (!existsSync16(value)) throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
+    if (!existsSync17(value)) throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n2 = Number(m[2]);
-      const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync16(f));
-      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path34.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path34.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
+      const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync17(f));
+      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path40.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path40.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
     }
     return { local: value, downloads: [] };
   }
@@ -49891,8 +49721,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path34.basename(new URL(url2).pathname);
-      return { url: url2, dest: path34.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path40.basename(new URL(url2).pathname);
+      return { url: url2, dest: path40.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -49910,10 +49740,10 @@ async function modelFiles(modelArg, env2 = process.env) {
     if (m) {
       const stem = first.path.replace(SHARD, "");
       files = files.filter((f) => f.path.replace(SHARD, "") === stem).sort((a2, b) => a2.path.localeCompare(b.path));
-      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path34.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
+      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path40.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
     } else files = [first];
   }
-  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path34.basename(f.path) }));
+  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path40.basename(f.path) }));
   return { local: downloads[0].dest, downloads };
 }
 function checkPlacement(pick3, logText, smi) {
@@ -50023,6 +49853,9 @@ async function runStartJob(o2) {
   try {
     begin("plan", "detecting the hardware and planning");
     if (input.runtime !== "llama.cpp") {
+      if (o2.confirm && !await o2.confirm(SetupJob.parse(structuredClone({ ...job, model: input.model ?? null }))).catch((e) => {
+        throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+      })) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
       await runOtherRuntime(o2, input, job, { begin, end, skip, emit: emit3, cancelled, phase }, (f) => logFile = f);
     } else {
       try {
@@ -50031,24 +49864,30 @@ async function runStartJob(o2) {
         throw new StartError({ kind: "not-found", cause: e.message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-      const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), hardware: hw, store: o2.store });
+      const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: hw, store: o2.store });
       if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
-      const fit2 = FitResult.parse(JSON.parse(fr.stdout));
-      if (!fit2.pick) throw new StartError({ kind: "no-fit", cause: input.model ? fit2.problem ?? `${input.model} does not fit this machine` : `nothing in the catalog fits this machine: ${fit2.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
-      const pick3 = fit2.pick;
+      const fit = FitResult.parse(JSON.parse(fr.stdout));
+      if (!fit.pick) throw new StartError({ kind: "no-fit", cause: input.model ? fit.problem ?? `${input.model} does not fit this machine` : `nothing in the catalog fits this machine: ${fit.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
+      const pick3 = fit.pick;
       const entry = findCatalog(pick3.model);
-      Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command });
+      Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
       const words = commandWords(pick3.command);
       const mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
       if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick3.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
       end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}`);
       cancelled();
+      if (o2.confirm) {
+        const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
+          throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+        });
+        if (!ok2) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
+      }
       begin("runtime", "looking for llama-server");
       if (bin) end(`llama-server at ${bin}${hw.llamaDevices ? ` (devices: ${hw.llamaDevices.map((d) => d.id).join(", ") || "CPU only"})` : ""}`);
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path34.join(stateDir(), "llama"),
+          root: path40.join(stateDir(), "llama"),
           gpus: hw.gpus,
           onProgress: (asset, p) => {
             phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
@@ -50068,12 +49907,12 @@ async function runStartJob(o2) {
       });
       if (!files.downloads.length) skip("download", `local file ${files.local}`);
       else {
-        begin("download", `${files.downloads.length} file(s) to ${path34.dirname(files.downloads[0].dest)}`);
-        const total = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-        const onDisk = (d) => existsSync16(d.dest) ? statSync9(d.dest).size : existsSync16(`${d.dest}.part`) ? statSync9(`${d.dest}.part`).size : 0;
-        if (total !== null) {
+        begin("download", `${files.downloads.length} file(s) to ${path40.dirname(files.downloads[0].dest)}`);
+        const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
+        const onDisk = (d) => existsSync17(d.dest) ? statSync9(d.dest).size : existsSync17(`${d.dest}.part`) ? statSync9(`${d.dest}.part`).size : 0;
+        if (total2 !== null) {
           const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-          const dir = path34.dirname(files.downloads[0].dest);
+          const dir = path40.dirname(files.downloads[0].dest);
           mkdirSync16(dir, { recursive: true });
           const fs = statfsSync2(dir);
           const free = Number(fs.bavail) * Number(fs.bsize);
@@ -50099,9 +49938,9 @@ async function runStartJob(o2) {
               const rate = (done - resumed - (i2 === 0 ? p.resumedFrom : 0)) / Math.max(1e-3, (performance.now() - tStart) / 1e3);
               phase("download").progress = {
                 done,
-                total,
+                total: total2,
                 bytesPerSec: Math.max(0, rate),
-                etaSec: total !== null && rate > 0 ? Math.max(0, (total - done) / rate) : null,
+                etaSec: total2 !== null && rate > 0 ? Math.max(0, (total2 - done) / rate) : null,
                 file: d.name,
                 fileIndex: i2,
                 files: files.downloads.length,
@@ -50117,116 +49956,156 @@ async function runStartJob(o2) {
           resumed += r.resumedFrom;
           doneBefore += r.bytes;
           verified.push(`${d.name} ${r.verified}${r.resumedFrom ? ` (resumed at ${(r.resumedFrom / MiB3).toFixed(0)} MiB)` : ""}`);
-          phase("download").progress = { done: doneBefore, total, bytesPerSec: null, etaSec: total !== null ? 0 : null, file: d.name, fileIndex: i2, files: files.downloads.length, resumedBytes: resumed };
+          phase("download").progress = { done: doneBefore, total: total2, bytesPerSec: null, etaSec: total2 !== null ? 0 : null, file: d.name, fileIndex: i2, files: files.downloads.length, resumedBytes: resumed };
           emit3();
         }
         const secs2 = (performance.now() - tStart) / 1e3;
         end(`${files.downloads.length} file(s), ${(doneBefore / GiB3).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB3 / Math.max(secs2, 1e-3)).toFixed(1)} MiB/s` : ", already on disk"}`);
       }
       cancelled();
-      begin("load", "starting llama-server");
-      const alias = targetSlug({ model: entry?.name ?? path34.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
+      const alias = targetSlug({ model: entry?.name ?? path40.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
       const id2 = input.id ?? `llamacpp-${alias}`;
-      const port = await freePort();
-      const args = [...words.args];
-      args.splice(mi, 2, "-m", path34.resolve(files.local));
-      const pi = args.indexOf("--port");
-      if (pi >= 0) args[pi + 1] = String(port);
-      else args.push("--port", String(port));
-      if (!args.includes("--alias")) args.push("--alias", alias);
-      if (!args.includes("-fit")) args.push("-fit", "off");
-      if (!args.includes("-lv")) args.push("-lv", "4");
-      job.launchedCommand = `LLAMA_API_KEY=\u2026 ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
+      const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
+      const pooled = replicas.length > 1;
+      begin("load", pooled ? `starting ${replicas.length} llama-servers (one per GPU group)` : "starting llama-server");
       const keyFile = keyFilePath(id2);
       const key = generateKey();
       storeKey(keyFile, key);
       await stopServing(id2);
-      logFile = path34.join(stateDir(), "logs", `${id2}.log`);
-      mkdirSync16(path34.dirname(logFile), { recursive: true });
-      const logStart = existsSync16(logFile) ? statSync9(logFile).size : 0;
-      const record2 = { targetId: id2, pid: 0, supervisorPid: null, port, bin, args, logFile, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
       const sup = supervisorCommand();
-      let started;
-      const readLog = () => logFile && existsSync16(logFile) ? readFileSync14(logFile, "utf8").slice(logStart) : "";
-      try {
-        if (sup) {
-          saveServing([...listServing().filter((r) => r.targetId !== id2), record2]);
-          try {
-            started = await startSupervised(sup, record2, o2.readyTimeoutMs ?? 6e5);
-          } catch (e) {
-            await stopServing(id2);
-            throw e;
+      const launched = [];
+      const servers = [];
+      const logs = [];
+      const readLog = (k = 0) => {
+        const l = logs[k];
+        return l && existsSync17(l.file) ? readFileSync14(l.file, "utf8").slice(l.start) : "";
+      };
+      const startOne = async (r) => {
+        const port = await freePort();
+        const args = [...r.words.args];
+        const ri = args.findIndex((x) => x === "-m" || x === "-hf");
+        args.splice(ri, 2, "-m", path40.resolve(files.local));
+        const pi = args.indexOf("--port");
+        if (pi >= 0) args[pi + 1] = String(port);
+        else args.push("--port", String(port));
+        if (!args.includes("--alias")) args.push("--alias", alias);
+        if (!args.includes("-fit")) args.push("-fit", "off");
+        if (!args.includes("-lv")) args.push("-lv", "4");
+        const env2 = Object.fromEntries(r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]));
+        launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
+        job.launchedCommand = launched.filter(Boolean).join("\n");
+        const recId = pooled ? `${id2}@${r.i + 1}` : id2;
+        const file2 = path40.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync16(path40.dirname(file2), { recursive: true });
+        logs[r.i] = { file: file2, start: existsSync17(file2) ? statSync9(file2).size : 0 };
+        if (r.i === 0) logFile = file2;
+        const record2 = { targetId: recId, ...pooled ? { replicaOf: id2 } : {}, pid: 0, supervisorPid: null, port, bin, args, env: env2, logFile: file2, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
+        let started;
+        try {
+          if (sup) {
+            saveServing([...listServing().filter((x) => x.targetId !== recId), record2]);
+            try {
+              started = await startSupervised(sup, record2, o2.readyTimeoutMs ?? 6e5);
+            } catch (e) {
+              await stopServing(recId);
+              throw e;
+            }
+          } else {
+            started = await startLlamaServer({ bin, args, env: env2, apiKey: key, logFile: file2, port, detached: true, readyTimeoutMs: o2.readyTimeoutMs ?? 6e5 });
+            saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record2, pid: started.pid }]);
           }
-        } else {
-          started = await startLlamaServer({ bin, args, apiKey: key, logFile, port, detached: true, readyTimeoutMs: o2.readyTimeoutMs ?? 6e5 });
-          saveServing([...listServing().filter((r) => r.targetId !== id2), { ...record2, pid: started.pid }]);
+        } catch (e) {
+          const c3 = classifyLog(readLog(r.i), bin);
+          const msg = e.message;
+          throw new StartError({
+            kind: c3?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
+            cause: `${pooled ? `replica ${r.i + 1} (${r.devices?.join("+")}): ` : ""}${c3?.logLine ? `llama-server failed to start: ${c3.logLine}` : msg.replace(/: .*$/, "")}`,
+            logLine: c3?.logLine ?? null,
+            logFile: file2,
+            remedy: c3?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime")
+          });
         }
+        servers[r.i] = { pid: started.pid, port, url: `http://127.0.0.1:${port}/v1`, readyMs: Math.round(started.readyMs), args, logFile: file2, env: Object.keys(env2).map((k) => `${k}=${env2[k]}`) };
+      };
+      try {
+        await Promise.all(replicas.map(startOne));
       } catch (e) {
-        const c3 = classifyLog(readLog(), bin);
-        const msg = e.message;
-        throw new StartError({
-          kind: c3?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
-          cause: c3?.logLine ? `llama-server failed to start: ${c3.logLine}` : msg.replace(/: .*$/, ""),
-          logLine: c3?.logLine ?? null,
-          remedy: c3?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime")
+        if (pooled) await stopServing(id2);
+        throw e;
+      }
+      job.launchedCommand = launched.join("\n");
+      job.servers = servers;
+      end(servers.map((x, k) => `${pooled ? `replica ${k + 1} (${replicas[k].devices.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1e3).toFixed(1)} s`).join("; ") + (sup ? " (supervised: restarted after a crash)" : ""));
+      cancelled();
+      begin("warmup", `one short completion${pooled ? " per replica" : ""}`);
+      const warm = [];
+      for (const [k, x] of servers.entries()) {
+        const w = await httpJson(`${x.url}/chat/completions`, {
+          headers: { authorization: `Bearer ${key}` },
+          body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
+          timeoutMs: 3e5
         });
-      }
-      end(`llama-server pid ${started.pid} on 127.0.0.1:${port}${sup ? " (supervised: restarted after a crash)" : ""}, healthy in ${(started.readyMs / 1e3).toFixed(1)} s`);
-      cancelled();
-      begin("warmup", "one short completion");
-      const url2 = `http://127.0.0.1:${port}/v1`;
-      const w = await httpJson(`${url2}/chat/completions`, {
-        headers: { authorization: `Bearer ${key}` },
-        body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
-        timeoutMs: 3e5
-      });
-      if (w.status !== 200) {
-        const c3 = classifyLog(readLog(), bin);
-        throw new StartError({ kind: c3?.kind ?? "other", cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c3?.logLine ?? null, remedy: c3?.remedy ?? "read the log file" });
-      }
-      end(`first completion in ${(w.ms / 1e3).toFixed(2)} s`);
-      cancelled();
-      begin("verify", "reachable, auth, slots, concurrency, capability, tools");
-      const v = await verifyEndpoint({
-        url: url2,
-        model: alias,
-        key,
-        engine: "llama.cpp",
-        slots: pick3.slots,
-        perSlotCtx: pick3.ctxPerSlot,
-        onCheck: (_c, done) => {
-          job.checks = done;
-          emit3();
+        if (w.status !== 200) {
+          const c3 = classifyLog(readLog(k), bin);
+          throw new StartError({ kind: c3?.kind ?? "other", cause: `the first completion${pooled ? ` of replica ${k + 1}` : ""} failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c3?.logLine ?? null, remedy: c3?.remedy ?? "read the log file" });
         }
-      });
+        warm.push(`${(w.ms / 1e3).toFixed(2)} s`);
+      }
+      end(`first completion in ${warm.join(", ")}`);
+      cancelled();
+      begin("verify", "reachable, auth, slots (and the KV pool), concurrency, capability, tools");
+      const verdicts = [];
+      for (const [k, x] of servers.entries()) {
+        const v2 = await verifyEndpoint({
+          url: x.url,
+          model: alias,
+          key,
+          engine: "llama.cpp",
+          slots: replicas[k].slots,
+          perSlotCtx: replicas[k].ctxPerSlot,
+          onCheck: (_c, done) => {
+            job.checks = pooled ? [...verdicts.flatMap((d, j) => d.checks.map((c3) => ({ ...c3, evidence: `replica ${j + 1}: ${c3.evidence}` }))), ...done.map((c3) => ({ ...c3, evidence: `replica ${k + 1}: ${c3.evidence}` }))] : done;
+            emit3();
+          }
+        });
+        verdicts.push(v2);
+      }
+      const v = pooled ? poolVerdict(verdicts) : verdicts[0];
       job.checks = v.checks;
       end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
       begin("placement", "reading llama-server's log and /props");
-      const props = await httpJson(`http://127.0.0.1:${port}/props`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 1e4 });
-      let smi = null;
-      if (hw.gpus.some((g) => g.usedBytes !== null) && pick3.placement !== "cpu") {
-        const after = await detectHardware({}).catch(() => null);
-        if (after) {
-          const ids = pick3.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ").slice(1).join(" "));
-          smi = {
-            before: hw.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
-            after: after.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes }))
-          };
+      const placements = [];
+      for (const [k, x] of servers.entries()) {
+        const props = await httpJson(`${x.url.replace(/\/v1$/, "")}/props`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 1e4 });
+        let smi = null;
+        if (!pooled && hw.gpus.some((g) => g.usedBytes !== null) && pick3.placement !== "cpu") {
+          const after = await detectHardware({}).catch(() => null);
+          if (after) {
+            const ids = pick3.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ").slice(1).join(" "));
+            smi = {
+              before: hw.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
+              after: after.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes }))
+            };
+          }
         }
+        const devices = pooled ? replicaDevices(pick3, replicas[k].devices, x.env.length > 0) : pick3.devices;
+        const pl = checkPlacement({ devices, placement: pick3.placement }, readLog(k), smi);
+        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path40.basename(props.body.model_path)}` : ""}`);
+        placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
-      const placement = checkPlacement(pick3, readLog(), smi);
-      if (props.status === 200) placement.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path34.basename(props.body.model_path)}` : ""}`);
+      const placement = { passed: placements.every((p) => p.passed), devices: placements.flatMap((p) => p.devices), evidence: placements.flatMap((p) => p.evidence) };
       job.placement = placement;
       end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
+      const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k].slots }));
       const target = {
         id: id2,
         model: alias,
         quant: pick3.quant,
-        endpoint: url2,
+        endpoint: servers[0].url,
         keyRef: "OCW_TARGET_API_KEY",
         keyFile,
         contextLimit: pick3.ctxPerSlot,
-        serving: { engine: "llama.cpp", endpoints: [{ url: url2, slots: pick3.slots }], slots: pick3.slots, perSlotCtx: pick3.ctxPerSlot },
+        serving: { engine: "llama.cpp", endpoints, slots: pick3.slots, perSlotCtx: pick3.ctxPerSlot },
         checks: []
       };
       const saved = finish(o2.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
@@ -50256,7 +50135,7 @@ async function runStartJob(o2) {
     const f = e instanceof StartError ? e.failure : { kind: "other", cause: e.message, logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
     const failedPhase = f.phase ?? current?.p.name ?? "plan";
     if (current) end(f.cause, "failed");
-    else phase(failedPhase).status = "failed";
+    else if (f.kind !== "not-confirmed") phase(failedPhase).status = "failed";
     job.failure = { phase: failedPhase, kind: f.kind, cause: f.cause, logLine: f.logLine ?? null, remedy: f.remedy, logFile: f.logFile ?? logFile };
     job.state = f.kind === "cancelled" ? "cancelled" : "failed";
     for (const p of job.phases) if (p.status === "pending") p.status = "skipped";
@@ -50265,6 +50144,27 @@ async function runStartJob(o2) {
   if (job.result) job.result.ms = job.ms;
   emit3();
   return job;
+}
+function poolVerdict(vs) {
+  const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
+  const worst = vs.reduce((a2, x) => rank[x.outcome] > rank[a2.outcome] ? x : a2);
+  const k = vs.indexOf(worst);
+  return {
+    outcome: worst.outcome,
+    checks: vs.flatMap((x, j) => x.checks.map((c3) => ({ ...c3, evidence: `replica ${j + 1}: ${c3.evidence}` }))),
+    observed: {
+      totalSlots: vs.every((x) => x.observed.totalSlots !== null) ? vs.reduce((a2, x) => a2 + x.observed.totalSlots, 0) : null,
+      perSlotCtx: vs.every((x) => x.observed.perSlotCtx !== null) ? Math.min(...vs.map((x) => x.observed.perSlotCtx)) : null,
+      overlap: null
+    },
+    summary: `${vs.length} replicas; ${worst.outcome === "built" ? worst.summary : `replica ${k + 1}: ${worst.summary}`}`
+  };
+}
+function replicaDevices(pick3, ids, isolated) {
+  return ids.map((id2, k) => {
+    const d = pick3.devices.find((x) => x.name.split(" ")[0] === id2);
+    return isolated ? { ...d, name: `${id2.replace(/\d+$/, "")}${k} ${d.name.split(" ").slice(1).join(" ")}` } : d;
+  });
 }
 var PHASES, MiB3, GiB3, StartError, LOG_RULES, SHARD;
 var init_start2 = __esm({
@@ -53567,8 +53467,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path46) {
-      let input = path46;
+    function removeDotSegments(path52) {
+      let input = path52;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -53642,11 +53542,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path46) {
-      if (path46 === "" || path46[0] === "/") {
-        return removeDotSegments(path46);
+    function removeDotSegmentsRelative(path52) {
+      if (path52 === "" || path52[0] === "/") {
+        return removeDotSegments(path52);
       }
-      const segments = path46.split("/");
+      const segments = path52.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -54009,8 +53909,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path46 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path46 && path46 !== "/" ? path46 : void 0;
+        const path52 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path52 && path52 !== "/" ? path52 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -57578,14 +57478,18 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path37 from "node:path";
+import path43 from "node:path";
 
 // engine/workers/engine.ts
-var import_picomatch3 = __toESM(require_picomatch2());
-init_zod();
-import { randomBytes as randomBytes5 } from "node:crypto";
-import { existsSync as existsSync8, readdirSync as readdirSync4 } from "node:fs";
-import path22 from "node:path";
+import { existsSync as existsSync10 } from "node:fs";
+import path28 from "node:path";
+
+// shared/ids.ts
+var random = globalThis.crypto;
+function newId(prefix) {
+  const r = random.getRandomValues(new Uint8Array(3));
+  return `${prefix}-${Date.now().toString(36)}${[...r].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
 
 // shared/issues.ts
 function firstIssue(error46, prefix = "") {
@@ -57594,6 +57498,42 @@ function firstIssue(error46, prefix = "") {
   if (i2.code === "invalid_type" && /received undefined$/.test(i2.message) && field) return `${prefix}${field} is required (${i2.message.replace(/^Invalid input: /, "")})`;
   return `${prefix}${field ? `${field}: ` : ""}${i2.message}`;
 }
+
+// shared/worker.ts
+init_zod();
+
+// shared/check.ts
+init_zod();
+var CommandCheck = external_exports.object({
+  name: external_exports.string().min(1).max(200).optional(),
+  run: external_exports.string().min(1, "a check's `run` must be a non-empty shell command").max(1e4),
+  expectExit: external_exports.number().int().min(0).max(255).optional(),
+  timeoutSec: external_exports.number().positive().max(3600).optional()
+}).strict();
+var FileCheck = external_exports.object({
+  name: external_exports.string().min(1).max(200).optional(),
+  file: external_exports.string().min(1).max(1e3).refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), {
+    message: "a file check's `file` must be a path relative to the workspace, without `..`"
+  }),
+  exists: external_exports.boolean().optional(),
+  equals: external_exports.string().max(1e6).optional(),
+  matches: external_exports.string().max(1e4).optional()
+}).strict();
+var CheckSpec = external_exports.union([CommandCheck, FileCheck], {
+  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?} or {"file": "relative/path", exists?, equals?, matches?}'
+});
+function checkName(check2, index) {
+  if (check2.name) return check2.name;
+  return "run" in check2 ? check2.run.slice(0, 80) : `file ${check2.file}`;
+}
+var CheckResult = external_exports.object({
+  name: external_exports.string(),
+  passed: external_exports.boolean(),
+  exitCode: external_exports.number().int().nullable().optional(),
+  timedOut: external_exports.boolean().optional(),
+  durationMs: external_exports.number().optional(),
+  output: external_exports.string()
+});
 
 // shared/permission.ts
 init_zod();
@@ -57665,88 +57605,6 @@ function terminalSafe(text) {
 function grantPattern(ask) {
   return ask.always.find((a2) => a2 && a2 !== "*") ?? ask.what;
 }
-
-// shared/worker-machine.ts
-init_zod();
-var WorkerTransition = external_exports.enum([
-  "admit",
-  // a slot is free: the workspace and session are being prepared
-  "start",
-  // the task prompt reached opencode
-  "ask",
-  // an ask waits for a person (or Claude)
-  "answered",
-  // no ask is pending any more
-  "settle",
-  // the session went idle with a finished reply
-  "grade",
-  // the engine commits the worker's files and runs the checks
-  "pass",
-  // every check and the scope passed
-  "fail",
-  // a check or the scope failed
-  "stop",
-  // a person, Claude or a budget stopped it
-  "interrupt",
-  // the engine, opencode or the model server went away under it
-  "fail-run",
-  // the session or the engine failed (an error worth reading)
-  "resume"
-  // continue a stopped, interrupted or errored worker in its session
-]);
-var WORKER_TRANSITIONS = {
-  queued: { admit: "starting", stop: "stopped", "fail-run": "error" },
-  starting: { start: "running", stop: "stopped", interrupt: "interrupted", "fail-run": "error" },
-  running: { ask: "waiting-approval", settle: "settled", stop: "stopped", interrupt: "interrupted", "fail-run": "error" },
-  "waiting-approval": { answered: "running", settle: "settled", stop: "stopped", interrupt: "interrupted", "fail-run": "error" },
-  settled: { grade: "grading", stop: "stopped", "fail-run": "error" },
-  // A restart during grading grades again (the verdict is recomputed from the same files).
-  grading: { grade: "grading", pass: "built", fail: "honest-failure", stop: "stopped", "fail-run": "error" },
-  built: {},
-  "honest-failure": {},
-  stopped: { resume: "queued" },
-  interrupted: { resume: "queued" },
-  error: { resume: "queued" }
-};
-function nextState(from, t2) {
-  return WORKER_TRANSITIONS[from][t2] ?? null;
-}
-
-// shared/worker.ts
-init_zod();
-
-// shared/check.ts
-init_zod();
-var CommandCheck = external_exports.object({
-  name: external_exports.string().min(1).max(200).optional(),
-  run: external_exports.string().min(1, "a check's `run` must be a non-empty shell command").max(1e4),
-  expectExit: external_exports.number().int().min(0).max(255).optional(),
-  timeoutSec: external_exports.number().positive().max(3600).optional()
-}).strict();
-var FileCheck = external_exports.object({
-  name: external_exports.string().min(1).max(200).optional(),
-  file: external_exports.string().min(1).max(1e3).refine((p) => !p.startsWith("/") && !p.split(/[\\/]/).includes(".."), {
-    message: "a file check's `file` must be a path relative to the workspace, without `..`"
-  }),
-  exists: external_exports.boolean().optional(),
-  equals: external_exports.string().max(1e6).optional(),
-  matches: external_exports.string().max(1e4).optional()
-}).strict();
-var CheckSpec = external_exports.union([CommandCheck, FileCheck], {
-  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?} or {"file": "relative/path", exists?, equals?, matches?}'
-});
-function checkName(check2, index) {
-  if (check2.name) return check2.name;
-  return "run" in check2 ? check2.run.slice(0, 80) : `file ${check2.file}`;
-}
-var CheckResult = external_exports.object({
-  name: external_exports.string(),
-  passed: external_exports.boolean(),
-  exitCode: external_exports.number().int().nullable().optional(),
-  timedOut: external_exports.boolean().optional(),
-  durationMs: external_exports.number().optional(),
-  output: external_exports.string()
-});
 
 // shared/verdict.ts
 init_zod();
@@ -58021,11 +57879,727 @@ function reduceWorker(w, e) {
 }
 var pendingAsks = (w) => w.asks.filter((a2) => a2.status === "pending");
 
+// engine/admission/pools.ts
+init_keys();
+
+// engine/admission/capacity.ts
+init_zod();
+var EndpointStatus = external_exports.object({
+  url: external_exports.string(),
+  /** Answered its last probe. */
+  healthy: external_exports.boolean(),
+  /** Workers this endpoint is configured for (the target's slots, or the endpoint's own). */
+  slots: external_exports.number().int(),
+  /** Workers the engine runs on it now. */
+  inUse: external_exports.number().int(),
+  /** What the serving engine itself reports, when it does: llama.cpp `/slots`, vLLM/SGLang `/metrics`. */
+  live: external_exports.object({
+    source: external_exports.enum(["llama.cpp /slots", "vllm /metrics", "sglang /metrics"]),
+    totalSlots: external_exports.number().nullable(),
+    busy: external_exports.number(),
+    waiting: external_exports.number().nullable(),
+    kvUsage: external_exports.number().nullable(),
+    /**
+     * The engine's own workers on this endpoint when it was read (absent when the reader did not say). With it, the
+     * server's busy slots that are not ours (another client's load) are told apart from ours: see `freeSlots`.
+     */
+    ours: external_exports.number().int().nullable().optional()
+  }).nullable(),
+  problem: external_exports.string().nullable(),
+  checkedAt: external_exports.number().nullable(),
+  /** Its last probe timed out once after a healthy reading: kept in admission until a second one does. */
+  slowOnce: external_exports.boolean().optional()
+});
+function endpointsOf(target) {
+  return target.serving.endpoints.length ? target.serving.endpoints : [{ url: target.endpoint, slots: target.serving.slots }];
+}
+var isPool = (target) => target.serving.endpoints.length > 1;
+var KV_FULL = 0.9;
+var root = (url2) => url2.replace(/\/+$/, "").replace(/\/v1$/, "");
+async function readLive(url2, key, timeoutMs = 1500) {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  const get = async (p) => {
+    const res = await fetch(root(url2) + p, { headers, signal: AbortSignal.timeout(timeoutMs) }).catch(() => null);
+    return res?.ok ? res : null;
+  };
+  const slots = await get("/slots");
+  if (slots) {
+    const list = await slots.json().catch(() => null);
+    if (Array.isArray(list) && list.length) {
+      const busy = list.filter((s) => s.is_processing ?? s.state === 1).length;
+      return { source: "llama.cpp /slots", totalSlots: list.length, busy, waiting: null, kvUsage: null };
+    }
+  }
+  const metrics = await get("/metrics");
+  if (!metrics) return null;
+  const text = await metrics.text();
+  const metric = (name) => {
+    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(text);
+    return m ? Number(m[1]) : null;
+  };
+  if (/^vllm:/m.test(text)) {
+    return {
+      source: "vllm /metrics",
+      totalSlots: null,
+      busy: metric("vllm:num_requests_running") ?? 0,
+      waiting: metric("vllm:num_requests_waiting"),
+      kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc")
+    };
+  }
+  if (/^sglang:/m.test(text)) {
+    return { source: "sglang /metrics", totalSlots: null, busy: metric("sglang:num_running_reqs") ?? 0, waiting: metric("sglang:num_queue_reqs"), kvUsage: metric("sglang:token_usage") };
+  }
+  return null;
+}
+async function probeHealth(url2, key, timeoutMs = 1500) {
+  const headers = key ? { authorization: `Bearer ${key}` } : {};
+  try {
+    await fetch(`${url2.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    return null;
+  } catch (err) {
+    return err.cause?.code ?? err.name;
+  }
+}
+async function readEndpoint(e, key, ours) {
+  const [problem, live] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
+  const reading = problem || !live ? null : ours === void 0 ? live : { ...live, ours };
+  return { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: reading, problem, checkedAt: Date.now() };
+}
+var TIMEOUTS = /* @__PURE__ */ new Set(["TimeoutError", "AbortError", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT"]);
+var EndpointProbes = class {
+  constructor(periodMs, probe = readEndpoint, now = Date.now) {
+    this.periodMs = periodMs;
+    this.probe = probe;
+    this.now = now;
+  }
+  periodMs;
+  probe;
+  now;
+  last = /* @__PURE__ */ new Map();
+  inFlight = /* @__PURE__ */ new Map();
+  /** Probes actually sent, by URL (for tests and the bench). */
+  sent = /* @__PURE__ */ new Map();
+  read(e, key, o2 = {}) {
+    const running = this.inFlight.get(e.url);
+    if (running) return running;
+    const had = this.last.get(e.url);
+    if (!o2.fresh && had?.checkedAt != null && this.now() - had.checkedAt < this.periodMs * 0.9) return Promise.resolve({ ...had, slots: e.slots });
+    this.sent.set(e.url, (this.sent.get(e.url) ?? 0) + 1);
+    const p = this.probe(e, key, o2.ours).then((s) => {
+      const slow = s.problem !== null && TIMEOUTS.has(s.problem) && had?.healthy === true && !had.slowOnce;
+      const out = slow && had ? { ...had, slots: e.slots, checkedAt: s.checkedAt, slowOnce: true } : s;
+      this.last.set(e.url, out);
+      return out;
+    }).finally(() => this.inFlight.delete(e.url));
+    this.inFlight.set(e.url, p);
+    return p;
+  }
+  /** Whether an endpoint answers (null) or why not, from the shared reading. */
+  async health(url2, key, o2 = {}) {
+    return (await this.read({ url: url2, slots: 0 }, key, o2)).problem;
+  }
+  /** A reading learnt otherwise (a failed model call found the endpoint unreachable): callers get it until the next probe. */
+  note(s) {
+    this.last.set(s.url, s);
+  }
+  /** The last reading of an endpoint, without probing. */
+  peek(url2) {
+    return this.last.get(url2);
+  }
+};
+function freeSlots(s) {
+  const live = s.live;
+  if (!live || live.totalSlots === null) return null;
+  if (live.ours === void 0 || live.ours === null) return live.busy >= live.totalSlots ? 0 : live.totalSlots - s.inUse;
+  const foreign = Math.max(0, live.busy - live.ours);
+  return Math.max(0, live.totalSlots - foreign - s.inUse);
+}
+function hasRoom(s) {
+  return room(s) > 0;
+}
+function room(s) {
+  if (!s.healthy) return 0;
+  let n2 = Math.max(0, s.slots - s.inUse);
+  const live = s.live;
+  if (!live) return n2;
+  const free = freeSlots(s);
+  if (free !== null) n2 = Math.min(n2, free);
+  if (live.waiting !== null && live.waiting > 0) return 0;
+  if (live.kvUsage !== null && live.kvUsage >= KV_FULL) return 0;
+  return n2;
+}
+function chooseEndpoint(statuses, previous) {
+  const prev = previous ? statuses.find((s) => s.url === previous) : void 0;
+  if (prev && hasRoom(prev)) return prev;
+  let best = null;
+  let most = 0;
+  for (const s of statuses) {
+    const r = room(s);
+    if (r > most) [best, most] = [s, r];
+  }
+  return best;
+}
+
+// engine/admission/pools.ts
+var Pools = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.reg = opts.registry;
+    this.probes = new EndpointProbes(opts.poolProbeMs);
+    this.poolTimer = setInterval(() => this.refreshPools(), opts.poolProbeMs);
+    this.poolTimer.unref();
+    this.modelTimer = setInterval(() => void this.checkModels(), opts.modelProbeMs);
+    this.modelTimer.unref();
+    setImmediate(() => void this.checkModels());
+  }
+  opts;
+  endpointState = /* @__PURE__ */ new Map();
+  refreshing = /* @__PURE__ */ new Set();
+  modelHealth = /* @__PURE__ */ new Map();
+  poolTimer;
+  modelTimer;
+  closed = false;
+  reg;
+  /** One probe per endpoint per pool period, shared by the pool refresh and the model-health check. */
+  probes;
+  close() {
+    this.closed = true;
+    clearInterval(this.poolTimer);
+    clearInterval(this.modelTimer);
+  }
+  /** Workers live on a target (on one endpoint of it, for a pool). */
+  activeCount(targetId) {
+    let n2 = 0;
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && isActive(w.state)) n2++;
+    return n2;
+  }
+  /** Whether a queued worker may start on its target now, and on which endpoint of a pool. */
+  admit(w, target) {
+    if (!isPool(target)) return this.activeCount(target.id) < target.serving.slots ? { go: true } : { go: false };
+    if (!this.endpointState.has(target.id)) {
+      void this.refreshTarget(target);
+      return { go: false };
+    }
+    const chosen = chooseEndpoint(this.statusesOf(target), w.endpoint);
+    return chosen ? { go: true, url: chosen.url } : { go: false };
+  }
+  /** Marks an endpoint down at once (a failed model call found it unreachable) until the next read says otherwise. */
+  markDown(targetId, url2, problem) {
+    const down = { url: url2, healthy: false, slots: 0, inUse: 0, live: null, problem, checkedAt: Date.now() };
+    this.endpointState.get(targetId)?.set(url2, down);
+    this.probes.note(down);
+  }
+  /** Every endpoint of every known target: health, slots, workers on it, and what the server reports. */
+  endpoints() {
+    return this.opts.targets.list().targets.map((t2) => ({ targetId: t2.id, endpoints: this.statusesOf(t2) }));
+  }
+  /** The last health check of each target's model server. */
+  models() {
+    return [...this.modelHealth.entries()].map(([targetId, h3]) => ({ targetId, ...h3 }));
+  }
+  workersOn(targetId, url2, single) {
+    let n2 = 0;
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && isActive(w.state) && (single || w.endpoint === url2)) n2++;
+    return n2;
+  }
+  statusesOf(target) {
+    const known = this.endpointState.get(target.id);
+    const single = !isPool(target);
+    return endpointsOf(target).map((e) => {
+      const s = known?.get(e.url);
+      return { url: e.url, healthy: s?.healthy ?? true, slots: e.slots, inUse: this.workersOn(target.id, e.url, single), live: s?.live ?? null, problem: s?.problem ?? null, checkedAt: s?.checkedAt ?? null };
+    });
+  }
+  /** Targets with work (queued or live). */
+  busyTargets() {
+    return new Set(this.reg.list().filter((w) => w.targetId && (w.state === "queued" || isActive(w.state))).map((w) => w.targetId));
+  }
+  /** Pools with work are read every couple of seconds: health and live load of each endpoint. */
+  refreshPools() {
+    for (const id2 of this.busyTargets()) {
+      const t2 = this.opts.targets.get(id2);
+      if (t2 && isPool(t2)) void this.refreshTarget(t2);
+    }
+  }
+  async refreshTarget(target) {
+    if (this.refreshing.has(target.id) || this.closed) return;
+    this.refreshing.add(target.id);
+    try {
+      const key = keyForProbe(target);
+      const previous = this.endpointState.get(target.id);
+      const map3 = /* @__PURE__ */ new Map();
+      const downs = [];
+      await Promise.all(
+        endpointsOf(target).map(async (e) => {
+          const now = await this.probes.read(e, key, { ours: this.workersOn(target.id, e.url, false) });
+          const { problem } = now;
+          const was = previous?.get(e.url);
+          map3.set(e.url, now);
+          if (problem && was?.healthy !== false) downs.push([e.url, problem]);
+          if (!problem && was?.healthy === false) this.reg.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`);
+        })
+      );
+      this.endpointState.set(target.id, map3);
+      for (const [url2, problem] of downs) this.opts.endpointDown(target, url2, problem);
+    } finally {
+      this.refreshing.delete(target.id);
+    }
+    this.opts.changed();
+  }
+  /** The model servers the person cares about now (the active target, targets with work): do they answer? */
+  async checkModels() {
+    if (this.closed) return;
+    const ids = this.busyTargets();
+    const active = this.opts.targets.active();
+    if (active) ids.add(active.id);
+    await Promise.all(
+      [...ids].map(async (id2) => {
+        const t2 = this.opts.targets.get(id2);
+        if (!t2) return;
+        const key = keyForProbe(t2);
+        const problems = await Promise.all(endpointsOf(t2).map((e) => this.probes.health(e.url, key)));
+        const healthy2 = problems.some((p) => !p);
+        const problem = healthy2 ? null : `${endpointsOf(t2).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
+        const was = this.modelHealth.get(id2);
+        this.modelHealth.set(id2, { healthy: healthy2, problem, checkedAt: Date.now() });
+        if (was?.healthy !== healthy2) {
+          this.reg.transient({ type: "model", targetId: id2, healthy: healthy2, ...problem ? { message: `the model server does not answer (${problem}): start it, or pick another target` } : {}, ts: Date.now() });
+        }
+      })
+    );
+  }
+};
+
+// engine/approvals/queue.ts
+var import_picomatch2 = __toESM(require_picomatch2());
+init_zod();
+import path7 from "node:path";
+
+// shared/errors.ts
+init_zod();
+var ErrorCode = external_exports.enum([
+  "bad-input",
+  // the request is wrong: fix it as the message says
+  "not-found",
+  // an unknown worker, ask, grant, target or batch id
+  "conflict",
+  // the state forbids it now (merge conflict, not pending, not finished)
+  "unavailable",
+  // something the engine needs is down (a model server, opencode, the sandbox)
+  "internal"
+  // a bug: the message and the engine log say more
+]);
+var ERROR_MAP = {
+  "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
+  "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
+  conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
+  unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
+  internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
+};
+var OcwError = class extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+    this.name = "OcwError";
+  }
+  code;
+};
+var InputError = class extends OcwError {
+  constructor(message, code = "bad-input") {
+    super(code, message);
+    this.name = "InputError";
+  }
+};
+function codeOf(err) {
+  return err instanceof OcwError ? err.code : "internal";
+}
+
+// engine/approvals/queue.ts
+init_json_file();
+
+// engine/approvals/inspect.ts
+var import_picomatch = __toESM(require_picomatch2());
+import { lstatSync, realpathSync } from "node:fs";
+import path5 from "node:path";
+function realLocation(p) {
+  let dir = path5.resolve(p);
+  const rest = [];
+  for (; ; ) {
+    try {
+      return path5.join(realpathSync(dir), ...rest);
+    } catch {
+      const parent = path5.dirname(dir);
+      if (parent === dir) return path5.join(dir, ...rest);
+      rest.unshift(path5.basename(dir));
+      dir = parent;
+    }
+  }
+}
+function viaSymlink(p, root2) {
+  let dir = path5.resolve(p);
+  while (dir.startsWith(root2 + path5.sep)) {
+    try {
+      if (lstatSync(dir).isSymbolicLink()) return dir;
+    } catch {
+    }
+    dir = path5.dirname(dir);
+  }
+  return null;
+}
+var inside = (p, root2) => p === root2 || p.startsWith(root2 + path5.sep);
+function inspectAsk(ask, ws, spec2) {
+  if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
+  const asked = path5.resolve(ws.cwd, ask.what);
+  const root2 = realLocation(ws.worktree);
+  const real2 = realLocation(asked);
+  const flags = [];
+  const link = viaSymlink(asked, path5.resolve(ws.worktree));
+  if (link) flags.push({ kind: "symlink", detail: `${path5.relative(ws.worktree, link)} is a symlink: the write lands in ${real2}` });
+  if (!inside(real2, root2)) {
+    flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
+    return flags;
+  }
+  const rel = path5.relative(realLocation(ws.cwd), real2).split(path5.sep).join("/");
+  if (spec2.protect.some((g) => import_picomatch.default.isMatch(rel, g, { dot: true }))) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
+  else if (spec2.scope.length && !spec2.scope.some((g) => import_picomatch.default.isMatch(rel, g, { dot: true }))) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
+  return flags;
+}
+function grantFor(ask, grants) {
+  if (ask.kind !== "permission" || ask.flags?.some((f) => f.kind !== "symlink")) return void 0;
+  return grants.find((g) => g.tool === ask.tool && import_picomatch.default.isMatch(ask.what, g.pattern, { dot: true, bash: true }));
+}
+
+// engine/approvals/worktree-guard.ts
+import os2 from "node:os";
+import path6 from "node:path";
+var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
+function tokenize(command) {
+  const tokens = [];
+  let word = "";
+  let quoted = false;
+  const flush = () => {
+    if (word || quoted) tokens.push(word);
+    word = "";
+    quoted = false;
+  };
+  for (let i2 = 0; i2 < command.length; i2++) {
+    const c3 = command[i2];
+    if (c3 === "'" || c3 === '"') {
+      const end = command.indexOf(c3, i2 + 1);
+      word += command.slice(i2 + 1, end < 0 ? void 0 : end);
+      quoted = true;
+      i2 = end < 0 ? command.length : end;
+    } else if (c3 === "\\" && i2 + 1 < command.length) word += command[++i2];
+    else if (/\s/.test(c3)) flush();
+    else if (c3 === ">" || c3 === "<" || c3 === "|" || c3 === ";" || c3 === "&") {
+      const fd = /^\d+$/.test(word) && c3 === ">" ? word : "";
+      if (fd) word = "";
+      flush();
+      let op = fd + c3;
+      while (i2 + 1 < command.length && /[>&|]/.test(command[i2 + 1]) && op.length < 4) op += command[++i2];
+      tokens.push(op);
+    } else word += c3;
+  }
+  flush();
+  return tokens;
+}
+var isOperator = (t2) => /^\d*[<>|;&]/.test(t2);
+var isRedirect = (t2) => /^(\d*>{1,2}\|?|&>{1,2})$/.test(t2);
+function resolveTarget(target, cwd) {
+  const home = os2.homedir();
+  const expanded = target.replace(/^~(?=\/|$)/, home).replace(/^\$\{?HOME\}?(?=\/|$)/, home);
+  if (expanded.includes("$") || expanded.includes("`")) return null;
+  return path6.resolve(cwd, expanded);
+}
+function withoutHeredocBodies(command) {
+  const lines = command.split("\n");
+  const kept = [];
+  for (let i2 = 0; i2 < lines.length; i2++) {
+    const line = lines[i2];
+    kept.push(line);
+    for (const m of line.matchAll(/<<(-?)\s*(['"]?)([\w.-]+)\2/g)) {
+      const strip = m[1] === "-";
+      while (i2 + 1 < lines.length && (strip ? lines[i2 + 1].replace(/^\t+/, "") : lines[i2 + 1]) !== m[3]) i2++;
+      i2++;
+    }
+  }
+  return kept.join("\n");
+}
+function writesOutside(command, worktree, workdir = worktree) {
+  const tokens = tokenize(withoutHeredocBodies(command));
+  const targets = [];
+  for (let i2 = 0; i2 < tokens.length; i2++) {
+    const t2 = tokens[i2];
+    const next = tokens[i2 + 1];
+    if (isRedirect(t2) && next !== void 0 && !isOperator(next)) targets.push(next);
+    else if (t2 === "tee" && (i2 === 0 || isOperator(tokens[i2 - 1]))) {
+      for (let j = i2 + 1; j < tokens.length && !isOperator(tokens[j]); j++) if (!tokens[j].startsWith("-")) targets.push(tokens[j]);
+    } else if (t2.startsWith("of=")) targets.push(t2.slice(3));
+  }
+  const root2 = path6.resolve(worktree);
+  const outside = [];
+  for (const target of targets) {
+    const file2 = resolveTarget(target, path6.resolve(root2, workdir));
+    if (file2 === null || HARMLESS.test(file2)) continue;
+    if (file2 !== root2 && !file2.startsWith(root2 + path6.sep)) outside.push(target);
+  }
+  return [...new Set(outside)];
+}
+
+// engine/approvals/queue.ts
+var LOOKS = /* @__PURE__ */ new Set(["read", "glob", "grep"]);
+var Approvals = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.reg = opts.registry;
+  }
+  opts;
+  /** Asks whose answer this engine is sending to opencode right now. */
+  deciding = /* @__PURE__ */ new Set();
+  reg;
+  /** A new ask from opencode: answered at once when nobody needs to decide it, else it waits (waiting-approval). */
+  onAsk(workerId, raw) {
+    const w = this.reg.get(workerId);
+    if (w.asks.some((a2) => a2.id === raw.id)) return;
+    if (raw.kind === "permission" && LOOKS.has(raw.tool) && this.looksInside(w, raw)) {
+      const c3 = this.reg.clientOf(workerId);
+      void c3?.client.permission.reply({ requestID: raw.id, directory: c3.directory, reply: "once" }).catch(() => void 0);
+      return;
+    }
+    const ws = this.reg.workspaceOf(w);
+    const flags = ws ? inspectAsk(raw, ws, w.spec) : [];
+    const ask = flags.length ? { ...raw, flags } : raw;
+    this.reg.safeRecord(workerId, { type: "ask.opened", ask });
+    const auto = this.answerWithoutPerson(w, ask);
+    if (auto) {
+      void this.decide({ askId: ask.id, ...auto.decision }, auto.by).catch((err) => this.reg.notice("warn", `${auto.by.kind} (${auto.by.name}) could not answer ${ask.id}: ${err.message}`));
+      return;
+    }
+    if (w.state === "running") this.reg.fire(workerId, "ask");
+  }
+  /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
+  onAskGone(workerId, askId, reply) {
+    const ask = this.reg.get(workerId).asks.find((a2) => a2.id === askId);
+    if (!ask || ask.status !== "pending" || this.deciding.has(askId)) return;
+    const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : void 0;
+    this.reg.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
+    this.afterAsk(workerId);
+  }
+  /** Cancels every pending ask of a worker with the reason (a stop, a crash, a restart); throws when one cannot be recorded. */
+  cancelAll(workerId, by, message, opts = {}) {
+    for (const ask of pendingAsks(this.reg.get(workerId))) {
+      const body = { type: "ask.resolved", askId: ask.id, status: "cancelled", by, message };
+      if (opts.safe) this.reg.safeRecord(workerId, body);
+      else this.reg.record(workerId, body);
+    }
+  }
+  afterAsk(workerId) {
+    const w = this.reg.get(workerId);
+    if (w.state === "waiting-approval" && pendingAsks(w).length === 0) this.reg.fire(workerId, "answered");
+  }
+  pending() {
+    const now = Date.now();
+    return this.reg.list().flatMap((w) => pendingAsks(w)).sort((a2, b) => a2.createdAt - b.createdAt).map((a2) => ({ ...a2, ageSec: Math.round((now - a2.createdAt) / 1e3) }));
+  }
+  async decide(d, by) {
+    const askId = d?.askId;
+    if (typeof askId === "string") this.deciding.add(askId);
+    try {
+      return await this.decideNow(d, by);
+    } finally {
+      if (typeof askId === "string") this.deciding.delete(askId);
+    }
+  }
+  async decideNow(d, by) {
+    const parsed = Decision.safeParse(d);
+    if (!parsed.success) throw new InputError(firstIssue(parsed.error));
+    const decision = parsed.data;
+    const w = this.reg.list().find((x) => x.asks.some((a2) => a2.id === decision.askId));
+    const ask = w?.asks.find((a2) => a2.id === decision.askId);
+    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
+    if (ask.status !== "pending") {
+      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`, "conflict");
+    }
+    const c3 = this.reg.clientOf(w.id);
+    if (!c3) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
+    const { client: client2, directory } = c3;
+    let message;
+    let res;
+    if (ask.kind === "question") {
+      if (decision.decision === "reject") res = await client2.question.reject({ requestID: ask.id, directory });
+      else {
+        const want = ask.questions?.length ?? 1;
+        if (!decision.answers || decision.answers.length !== want) {
+          throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers \u2014 ${want} array(s) of chosen option labels or free text, one per question \u2014 or reject to dismiss it`);
+        }
+        res = await client2.question.reply({ requestID: ask.id, directory, answers: decision.answers });
+      }
+    } else {
+      const ws = this.reg.workspaceOf(w);
+      const now = decision.decision !== "reject" && ws ? inspectAsk(ask, ws, w.spec).find((f) => f.kind === "outside-workspace") : void 0;
+      if (now) {
+        decision.decision = "reject";
+        decision.message = `${now.detail} (a symlink changed since the ask); write only inside your working directory`;
+        by = { kind: "engine", name: "workspace guard" };
+      }
+      message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
+      const reply = decision.decision === "always" ? "once" : decision.decision;
+      res = await client2.permission.reply({ requestID: ask.id, directory, reply, ...message ? { message } : {} });
+    }
+    const current = this.reg.get(w.id).asks.find((a2) => a2.id === ask.id);
+    if (res.response && !res.response.ok) {
+      if (current.status === "pending") {
+        this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode" }, message: `opencode no longer has this ask (HTTP ${res.response.status})` });
+        this.afterAsk(w.id);
+      }
+      throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.response.status}): the ask is gone, probably answered elsewhere or cancelled`);
+    }
+    if (current.status === "pending") {
+      try {
+        this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...message ? { message } : {} });
+        if (decision.decision === "always" && ask.kind === "permission") {
+          const grant = { id: newId("g"), workerId: w.id, tool: ask.tool, pattern: grantPattern(ask), askId: ask.id, by, createdAt: Date.now() };
+          this.reg.record(w.id, { type: "grant.added", grant });
+        }
+      } catch (err) {
+        throw new Error(`the worker got the answer to ${ask.id} (${decision.decision}), but it could not be recorded: ${err.message}`);
+      }
+    }
+    this.afterAsk(w.id);
+    return this.reg.get(w.id).asks.find((a2) => a2.id === ask.id);
+  }
+  /** Every "always" answer the engine holds, across workers. */
+  grants() {
+    return this.reg.list().flatMap((w) => w.grants);
+  }
+  revokeGrant(grantId, by = { kind: "person" }) {
+    const w = this.reg.list().find((x) => x.grants.some((g2) => g2.id === grantId));
+    const g = w?.grants.find((x) => x.id === grantId);
+    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`, "not-found");
+    this.reg.record(w.id, { type: "grant.revoked", grantId, by });
+    return g;
+  }
+  /** The user's approval rules (policies.json in the state dir); none by default. */
+  policies() {
+    return external_exports.array(PolicyRule).catch([]).parse(readJson(path7.join(this.opts.stateDir, "policies.json"), []));
+  }
+  setPolicies(rules) {
+    writeJsonAtomic(path7.join(this.opts.stateDir, "policies.json"), external_exports.array(PolicyRule).parse(rules));
+    return this.policies();
+  }
+  /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
+  lookTarget(w, ask) {
+    const ws = this.reg.workspaceOf(w);
+    if (!ws) return null;
+    return ask.tool === "read" ? realLocation(path7.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path7.resolve(ws.cwd, ask.what || "."));
+  }
+  looksInside(w, ask) {
+    const ws = this.reg.workspaceOf(w);
+    const real2 = this.lookTarget(w, ask);
+    if (!ws || !real2) return false;
+    const root2 = realLocation(ws.worktree);
+    return real2 === root2 || real2.startsWith(root2 + path7.sep);
+  }
+  /**
+   * The answer an ask gets without a person: a refusal of a write that lands outside the workspace, else the worker's
+   * grant ("always" held by the engine), else the user's matching policy rule.
+   */
+  answerWithoutPerson(w, ask) {
+    if (LOOKS.has(ask.tool)) {
+      return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
+    }
+    const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
+    if (outside) {
+      return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };
+    }
+    const grant = grantFor(ask, w.grants);
+    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${grant.by.kind}${grant.by.name ? " " + grant.by.name : ""})` } };
+    const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.reg.workspaceOf(w)?.cwd) : [];
+    if (escapes.length) {
+      const message = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
+      return { decision: { decision: "reject", message }, by: { kind: "engine", name: "worktree guard" } };
+    }
+    const rule = this.policyFor(ask);
+    return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} \u2192 ${rule.decision}` } } : null;
+  }
+  policyFor(ask) {
+    return this.policies().find((r) => (r.tool === "*" || r.tool === ask.tool) && import_picomatch2.default.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
+  }
+};
+
+// engine/budgets/budgets.ts
+var realClock = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  setInterval: (fn, ms) => setInterval(fn, ms)
+};
+var total = (u2) => u2.input + u2.output + u2.reasoning;
+var Budgets = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.reg = opts.registry;
+    this.clock = opts.clock ?? realClock;
+    this.watchdog = this.clock.setInterval(() => this.checkStalls(), Math.min(5e3, opts.stallMs / 2));
+    this.watchdog.unref?.();
+  }
+  opts;
+  reg;
+  clock;
+  watchdog;
+  /** Starts (or restarts, after a resume) the worker's wall-clock budget, counting from when it first started. */
+  armWall(workerId) {
+    const w = this.reg.get(workerId);
+    const rt = this.reg.rt(workerId);
+    clearTimeout(rt.budgetTimer);
+    const wallSec = w.spec.budget.wallSec;
+    if (!wallSec) return;
+    const used = (this.clock.now() - (w.startedAt ?? this.clock.now())) / 1e3;
+    rt.budgetTimer = this.clock.setTimeout(() => this.over(workerId, `budget: wall clock of ${wallSec}s used up`), Math.max(0, (wallSec - used) * 1e3));
+    rt.budgetTimer.unref?.();
+  }
+  /** An assistant message's usage as opencode reports it (again and again while it streams): recorded when it changed. */
+  onUsage(workerId, messageId, next) {
+    const rt = this.reg.rt(workerId);
+    const prev = rt.usage.byMessage.get(messageId);
+    if (prev && prev.input === next.input && prev.output === next.output && prev.cost === next.cost) return;
+    rt.usage.byMessage.set(messageId, next);
+    const w = this.reg.get(workerId);
+    rt.usage.base ??= w.usage;
+    const sum = [...rt.usage.byMessage.values()].reduce(
+      (a2, u2) => ({ input: a2.input + u2.input, output: a2.output + u2.output, reasoning: a2.reasoning + u2.reasoning, cost: a2.cost + u2.cost }),
+      { ...rt.usage.base }
+    );
+    this.reg.safeRecord(workerId, { type: "usage", usage: sum });
+    const limit = w.spec.budget.tokens;
+    if (limit && total(sum) > limit && isActive(w.state)) this.over(workerId, `budget: ${limit} tokens used up`);
+  }
+  /** A stop nobody awaits: a failure (a full disk) becomes a notice, never an unhandled rejection that ends the engine. */
+  over(workerId, reason) {
+    this.opts.stop(workerId, reason).catch((err) => this.reg.notice("error", `${reason}, but ${err.message}`));
+  }
+  /** Flags running workers that sent no event for the stall time (once each, until they move again). */
+  checkStalls() {
+    const now = this.clock.now();
+    for (const w of this.reg.workers.values()) {
+      if (w.state !== "running" || w.stalled) continue;
+      const idle = now - this.reg.rt(w.id).lastEventAt;
+      if (idle >= this.opts.stallMs) this.reg.safeRecord(w.id, { type: "stalled", idleSec: Math.round(idle / 1e3) });
+    }
+  }
+  close() {
+    clearInterval(this.watchdog);
+    for (const w of this.reg.workers.values()) clearTimeout(this.reg.rt(w.id).budgetTimer);
+  }
+};
+
+// engine/workers/engine.ts
+init_config();
+
 // engine/events.ts
 init_json_file();
-import { randomBytes } from "node:crypto";
+import { randomBytes as randomBytes2 } from "node:crypto";
 import { EventEmitter } from "node:events";
-import path2 from "node:path";
+import path8 from "node:path";
 var EventBus = class _EventBus {
   epoch;
   seq;
@@ -58035,17 +58609,17 @@ var EventBus = class _EventBus {
   emitter = new EventEmitter();
   capacity;
   constructor(opts = {}) {
-    this.epoch = opts.epoch ?? randomBytes(4).toString("hex");
+    this.epoch = opts.epoch ?? randomBytes2(4).toString("hex");
     this.capacity = opts.capacity ?? 2e4;
     this.seq = Date.now() * 1e3;
     this.emitter.setMaxListeners(0);
   }
   /** The epoch of the bus of a state dir, created on first use. */
   static forStateDir(stateDir2, capacity) {
-    const file2 = path2.join(stateDir2, "events.json");
+    const file2 = path8.join(stateDir2, "events.json");
     let epoch = readJson(file2, {}).epoch;
     if (!epoch) {
-      epoch = randomBytes(4).toString("hex");
+      epoch = randomBytes2(4).toString("hex");
       writeJsonAtomic(file2, { epoch });
     }
     return new _EventBus({ epoch, capacity });
@@ -58097,235 +58671,211 @@ var EventBus = class _EventBus {
 };
 var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
-// engine/grading/grade.ts
-import { mkdirSync as mkdirSync5, rmSync as rmSync2 } from "node:fs";
-import path11 from "node:path";
+// engine/harness/config.ts
+init_target();
+import { readFileSync as readFileSync3, existsSync as existsSync2 } from "node:fs";
+import path10 from "node:path";
 
-// engine/workspace/workspace.ts
-init_execa();
-import { existsSync, mkdirSync as mkdirSync2, rmSync, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
-import { realpath } from "node:fs/promises";
-import { createHash } from "node:crypto";
-import path8 from "node:path";
+// engine/paths.ts
+init_config();
+import { existsSync } from "node:fs";
+import path9 from "node:path";
+import { fileURLToPath } from "node:url";
+function projectRoot() {
+  const configured = config2().OCW_ROOT;
+  if (configured) return configured;
+  let dir = path9.dirname(fileURLToPath(import.meta.url));
+  for (let i2 = 0; i2 < 6; i2++) {
+    if (existsSync(path9.join(dir, "protocol")) && existsSync(path9.join(dir, "package.json"))) return dir;
+    dir = path9.dirname(dir);
+  }
+  throw new Error("cannot find the opencode-worker root (protocol/ and package.json); set OCW_ROOT");
+}
 
-// engine/workspace/git.ts
-init_execa();
-
-// shared/errors.ts
-init_zod();
-var ErrorCode = external_exports.enum([
-  "bad-input",
-  // the request is wrong: fix it as the message says
-  "not-found",
-  // an unknown worker, ask, grant, target or batch id
-  "conflict",
-  // the state forbids it now (merge conflict, not pending, not finished)
-  "unavailable",
-  // something the engine needs is down (a model server, opencode, the sandbox)
-  "internal"
-  // a bug: the message and the engine log say more
-]);
-var ERROR_MAP = {
-  "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
-  "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
-  conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
-  unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
-  internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
+// engine/harness/config.ts
+var WORKER_AGENT = "ocw-worker";
+var PROVIDER_ID = "ocw";
+var OFFLINE_ENV = {
+  OPENCODE_DISABLE_MODELS_FETCH: "1",
+  OPENCODE_DISABLE_AUTOUPDATE: "1",
+  OPENCODE_DISABLE_SHARE: "1",
+  OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
+  OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
+  OPENCODE_PURE: "1",
+  OPENCODE_DISABLE_CLAUDE_CODE: "1",
+  OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
+  // A worker must not configure its own opencode: an opencode.json or .opencode/ (MCP servers, plugins, tools) written in
+  // its workspace would run inside opencode's process, outside the per-command sandbox. Our config comes in the env.
+  OPENCODE_DISABLE_PROJECT_CONFIG: "1",
+  // Workers are graded from git, not from file events; the watcher costs start-up time per worktree.
+  OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER: "1",
+  // opencode runs on Bun, whose bmalloc/libpas marks every 16 KiB page it decommits with madvise(MADV_DONTDUMP). That
+  // splits the heap into one memory map per page until vm.max_map_count (65530) is reached; then madvise fails with
+  // EAGAIN and bmalloc retries forever: opencode serve hangs at 100% CPU (WebKit bug 319025, oven-sh/bun#27490). Here a
+  // serve hit the limit after ~60 workers (32 at once). `Malloc=1` makes bmalloc use the system allocator: ~250 maps
+  // instead of 14–36k after 48 workers, and 20% faster (less kernel time), for ~40% more RSS (docs/opencode.md).
+  Malloc: "1"
 };
-var OcwError = class extends Error {
-  constructor(code, message) {
-    super(message);
-    this.code = code;
-    this.name = "OcwError";
-  }
-  code;
+var WORKER_PERMISSION = {
+  edit: "ask",
+  bash: "ask",
+  webfetch: "ask",
+  external_directory: "deny",
+  // Reads reach the engine, which answers those inside the workspace at once and refuses the rest: opencode's own
+  // check goes by the path as written, and a symlink in the workspace would read any file of the machine.
+  read: "ask",
+  // Searches too: their root may be a symlink out of the workspace (a way to list other workers' workspaces).
+  glob: "ask",
+  grep: "ask",
+  list: "allow",
+  todowrite: "allow",
+  question: "allow",
+  task: "deny",
+  skill: "deny"
 };
-var InputError = class extends OcwError {
-  constructor(message, code = "bad-input") {
-    super(code, message);
-    this.name = "InputError";
-  }
-};
-function codeOf(err) {
-  return err instanceof OcwError ? err.code : "internal";
-}
+function compileAgentPrompt(target, root2 = projectRoot()) {
+  const protocolFile = path10.join(root2, "protocol", "opencode-worker-protocol.md");
+  if (!existsSync2(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
+  let prompt = readFileSync3(protocolFile, "utf8").trim();
+  let pack = null;
+  if (target) {
+    const packFile = path10.join(root2, "packs", targetSlug(target), "agent.md");
+    if (existsSync2(packFile)) {
+      pack = packFile;
+      prompt += `
 
-// engine/workspace/git.ts
-var GitError = class extends OcwError {
-  constructor(message) {
-    super("conflict", message);
-    this.name = "GitError";
-  }
-};
-async function git(cwd, args, opts = {}) {
-  const r = await execa("git", args, { cwd, reject: false, stripFinalNewline: true, env: { GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
-  if (r.exitCode !== 0 && !opts.allowFail) {
-    throw new GitError(`git ${args[0]} failed in ${cwd}: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ")}`);
-  }
-  return r.exitCode === 0 ? r.stdout : "";
-}
-var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
+## Notes for this model (pack ${targetSlug(target)})
 
-// engine/workspace/workspace.ts
-async function inspectRepo(dir) {
-  if (!path8.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
-  if (!statSync2(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
-  const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
-  if (!root2 || !head || !ref) {
-    const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
-    if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
-    throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
+` + readFileSync3(packFile, "utf8").trim();
+    }
   }
-  const branch = ref === "HEAD" ? null : ref;
-  const subdir = path8.relative(await realpath(root2), await realpath(path8.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path8.sep).join("/")}`], { allowFail: true })) {
-    throw new InputError(`${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`);
-  }
-  return { root: root2, subdir, head, branch };
+  return { prompt, pack };
 }
-function worktreePath(worktreesRoot, repoRoot2, workerId) {
-  const tag = createHash("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path8.join(worktreesRoot, `${path8.basename(repoRoot2)}-${tag}`, workerId);
-}
-async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
-  const branch = `ocw/${workerId}`;
-  const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path8.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  await ensureEngineRepo(ws);
-  if (existsSync(worktree)) return ws;
-  mkdirSync2(path8.dirname(worktree), { recursive: true });
-  await git(repo.root, ["clone", "-q", "--shared", "--no-checkout", "--template=", repo.root, worktree]);
-  await git(worktree, ["remote", "remove", "origin"], { allowFail: true });
-  await git(worktree, ["checkout", "-q", "-b", branch, repo.head]);
-  return ws;
-}
-async function ensureEngineRepo(ws) {
-  if (existsSync(path8.join(ws.gitDir, "HEAD"))) return;
-  mkdirSync2(ws.gitDir, { recursive: true, mode: 448 });
-  await trustedGit(ws.gitDir, ["init", "-q", "--bare", "--template=", ws.gitDir]);
-  const objects = path8.resolve(ws.repo, await git(ws.repo, ["rev-parse", "--git-path", "objects"]));
-  mkdirSync2(path8.join(ws.gitDir, "objects", "info"), { recursive: true });
-  writeFileSync3(path8.join(ws.gitDir, "objects", "info", "alternates"), objects + "\n");
-}
-async function trustedGit(gitDir, args, opts = {}) {
-  const r = await execa(
-    "git",
-    ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false", ...args],
-    {
-      cwd: gitDir,
-      reject: false,
-      stripFinalNewline: true,
-      extendEnv: false,
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        LC_ALL: "C",
-        GIT_TERMINAL_PROMPT: "0",
-        GIT_CONFIG_NOSYSTEM: "1",
-        GIT_CONFIG_GLOBAL: "/dev/null",
-        HOME: gitDir,
-        GIT_DIR: gitDir,
-        ...opts.workTree ? { GIT_WORK_TREE: opts.workTree } : {},
-        ...opts.index ? { GIT_INDEX_FILE: opts.index } : {},
-        GIT_AUTHOR_NAME: "opencode-worker",
-        GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
-        GIT_COMMITTER_NAME: "opencode-worker",
-        GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
+var providerIdFor = (i2) => i2 === 0 ? PROVIDER_ID : `${PROVIDER_ID}-${i2}`;
+function compileOpencodeConfig(target, agent, access) {
+  const model = {
+    name: target.model,
+    tool_call: true,
+    limit: { context: target.contextLimit ?? target.serving.perSlotCtx ?? 32768, output: target.outputLimit ?? 8192 }
+  };
+  const list = access === void 0 ? [{ baseURL: target.endpoint, apiKey: "none" }] : Array.isArray(access) ? access : [access];
+  const provider = Object.fromEntries(
+    list.map((a2, i2) => [
+      providerIdFor(i2),
+      { npm: "@ai-sdk/openai-compatible", name: `opencode-worker target ${target.id}${i2 ? ` endpoint ${i2}` : ""}`, options: { baseURL: a2.baseURL, apiKey: a2.apiKey }, models: { [target.model]: model } }
+    ])
+  );
+  return {
+    $schema: "https://opencode.ai/config.json",
+    provider,
+    model: `${PROVIDER_ID}/${target.model}`,
+    small_model: `${PROVIDER_ID}/${target.model}`,
+    enabled_providers: Object.keys(provider),
+    autoupdate: false,
+    share: "disabled",
+    lsp: false,
+    formatter: false,
+    // Per-step snapshots serialize sessions of one project (notes §6); workers have their own git worktrees instead.
+    snapshot: false,
+    permission: WORKER_PERMISSION,
+    agent: {
+      [WORKER_AGENT]: {
+        description: "opencode-worker: does one scoped task and reports an honest OUTCOME line",
+        mode: "primary",
+        prompt: agent.prompt,
+        permission: WORKER_PERMISSION
       }
     }
-  );
-  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ")}`);
-  return r.exitCode === 0 ? r.stdout : "";
-}
-async function snapshotTree(ws) {
-  await ensureEngineRepo(ws);
-  const index = path8.join(ws.gitDir, `index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
-  try {
-    await trustedGit(ws.gitDir, ["read-tree", ws.baseCommit], { index });
-    await trustedGit(ws.gitDir, ["add", "-A", "--", "."], { workTree: ws.worktree, index });
-    return await trustedGit(ws.gitDir, ["write-tree"], { index });
-  } finally {
-    rmSync(index, { force: true });
-  }
-}
-async function commitWork(ws, message) {
-  const tree = await snapshotTree(ws);
-  const baseTree = await trustedGit(ws.gitDir, ["rev-parse", `${ws.baseCommit}^{tree}`]);
-  const commit = tree === baseTree ? ws.baseCommit : await trustedGit(ws.gitDir, ["commit-tree", tree, "-p", ws.baseCommit, "-m", message]);
-  await trustedGit(ws.gitDir, ["update-ref", `refs/heads/${ws.branch}`, commit]);
-  return commit;
-}
-async function changedFiles(ws, commit) {
-  const out = await trustedGit(ws.gitDir, ["diff", "--name-only", "--no-renames", ws.baseCommit, commit]);
-  return out.split("\n").filter(Boolean).sort();
-}
-async function diffStat(ws, commit) {
-  return trustedGit(ws.gitDir, ["diff", "--stat", ws.baseCommit, commit], { allowFail: true });
-}
-async function fullDiff(ws, commit, maxBytes = 2e5) {
-  const to = commit ?? (existsSync(ws.worktree) ? await snapshotTree(ws) : ws.baseCommit);
-  const d = await trustedGit(ws.gitDir, ["diff", ws.baseCommit, to], { allowFail: true });
-  return d.length > maxBytes ? d.slice(0, maxBytes) + `
-\u2026 diff truncated at ${maxBytes} bytes` : d;
-}
-async function freshCheckout(ws, commit, dir) {
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync2(dir, { recursive: true });
-  await trustedGit(ws.gitDir, ["--work-tree", dir, "checkout", "-q", "-f", commit, "--", "."], { index: path8.join(dir, "..", `${path8.basename(dir)}.index`) });
-  rmSync(path8.join(dir, "..", `${path8.basename(dir)}.index`), { force: true });
-}
-async function publishBranch(ws, commit) {
-  await git(ws.repo, ["fetch", "-q", "--no-tags", "--no-write-fetch-head", ws.gitDir, `+refs/heads/${ws.branch}:refs/heads/${ws.branch}`]);
-  const published = await git(ws.repo, ["rev-parse", `refs/heads/${ws.branch}`]);
-  if (published !== commit) throw new GitError(`the branch ${ws.branch} in ${ws.repo} is ${published}, not the graded commit ${commit}`);
-}
-function mergeHint(ws) {
-  if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
-  return `cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
-}
-async function mergeBranch(ws, message, commit) {
-  if (!ws.baseBranch) throw new InputError("the worker started from a detached HEAD: merge its branch by hand (" + ws.branch + ")");
-  const current = await git(ws.repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
-  if (current !== ws.baseBranch) {
-    throw new InputError(`your checkout ${ws.repo} is on ${current ?? "a detached HEAD"}, not ${ws.baseBranch}: check out ${ws.baseBranch} first`);
-  }
-  const what = commit ?? ws.branch;
-  if (commit) {
-    const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (tip && tip !== commit) throw new InputError(`${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged \u2014 reset the branch or merge it by hand`);
-  }
-  try {
-    await git(ws.repo, [...OCW_IDENTITY, "merge", "--no-ff", "-m", message, what]);
-  } catch (err) {
-    await git(ws.repo, ["merge", "--abort"], { allowFail: true });
-    throw new InputError(`merging ${ws.branch} into ${ws.baseBranch} conflicts or was refused; nothing was changed. ${err.message}`);
-  }
-  return git(ws.repo, ["rev-parse", "HEAD"]);
-}
-async function removeWorkspace(ws, opts = {}) {
-  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-  if (tip && !opts.force) {
-    const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
-    if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it, or discard the worker to delete it`);
-  }
-  rmSync(ws.worktree, { recursive: true, force: true });
-  rmSync(ws.gitDir, { recursive: true, force: true });
-  if (opts.tmpDir) rmSync(opts.tmpDir, { recursive: true, force: true });
-  if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
+  };
 }
 
-// engine/grading/checks.ts
-init_execa();
-import { existsSync as existsSync3, mkdirSync as mkdirSync4, readFileSync as readFileSync4, realpathSync as realpathSync2 } from "node:fs";
-import path10 from "node:path";
+// engine/harness/servers.ts
+import path13 from "node:path";
+
+// engine/gateway/gateway.ts
+import { randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
+import http from "node:http";
+import { Readable } from "node:stream";
+var KeyGateway = class {
+  server = null;
+  port = 0;
+  routes = /* @__PURE__ */ new Map();
+  /** Registers a route and returns what opencode should use as its provider's baseURL and apiKey. */
+  async add(id2, route) {
+    await this.listen();
+    const token = randomBytes3(24).toString("base64url");
+    const slug = `${encodeURIComponent(id2)}-${randomBytes3(4).toString("hex")}`;
+    this.routes.set(slug, { route, token: Buffer.from(token) });
+    return { baseURL: `http://127.0.0.1:${this.port}/${slug}`, apiKey: token };
+  }
+  listen() {
+    if (this.server) return Promise.resolve();
+    const server = http.createServer((req, res) => void this.forward(req, res));
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        this.port = server.address().port;
+        server.unref();
+        resolve();
+      });
+    });
+  }
+  async forward(req, res) {
+    const fail2 = (status, message) => {
+      if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: `opencode-worker gateway: ${message}` } }));
+    };
+    try {
+      const [, slug = "", ...rest] = (req.url ?? "/").split("/");
+      const entry = this.routes.get(slug);
+      const given = Buffer.from(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
+      if (!entry || given.length !== entry.token.length || !timingSafeEqual(given, entry.token)) return fail2(401, "unknown route or key");
+      const url2 = entry.route.upstream.replace(/\/$/, "") + "/" + rest.join("/");
+      const headers = {};
+      for (const [k, v] of Object.entries(req.headers)) {
+        if (v === void 0 || ["host", "authorization", "connection", "content-length", "x-api-key"].includes(k)) continue;
+        headers[k] = Array.isArray(v) ? v.join(", ") : v;
+      }
+      const key = entry.route.key;
+      headers.authorization = `Bearer ${key}`;
+      headers["x-api-key"] = key;
+      const abort = new AbortController();
+      res.on("close", () => abort.abort());
+      const hasBody = req.method !== "GET" && req.method !== "HEAD";
+      const upstream = await fetch(url2, {
+        method: req.method,
+        headers,
+        body: hasBody ? Readable.toWeb(req) : void 0,
+        signal: abort.signal,
+        duplex: hasBody ? "half" : void 0
+      });
+      const out = {};
+      upstream.headers.forEach((v, k) => {
+        if (!["content-encoding", "content-length", "transfer-encoding", "connection"].includes(k)) out[k] = v;
+      });
+      res.writeHead(upstream.status, out);
+      if (!upstream.body) return void res.end();
+      for await (const chunk of upstream.body) res.write(chunk);
+      res.end();
+    } catch (err) {
+      if (err.name === "AbortError") return void res.end();
+      fail2(502, `upstream unreachable: ${err.message}`);
+    }
+  }
+  close() {
+    this.server?.close();
+    this.server = null;
+  }
+};
 
 // engine/sandbox/sandbox.ts
 init_zod();
 init_config();
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync as existsSync2, mkdirSync as mkdirSync3, readdirSync, realpathSync, statSync as statSync3, writeFileSync as writeFileSync4 } from "node:fs";
-import os from "node:os";
-import path9 from "node:path";
+import { chmodSync as chmodSync2, existsSync as existsSync3, mkdirSync as mkdirSync4, readdirSync, realpathSync as realpathSync2, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import os3 from "node:os";
+import path11 from "node:path";
 var SandboxPolicy = external_exports.object({
   /** Writable folders (bound read-write at the same path). */
   writable: external_exports.array(external_exports.string()),
@@ -58361,11 +58911,11 @@ function sandboxStatus() {
   return cached2;
 }
 function findOnPath(name) {
-  for (const dir of (process.env.PATH ?? "").split(path9.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path11.delimiter)) {
     if (!dir) continue;
-    const p = path9.join(dir, name);
+    const p = path11.join(dir, name);
     try {
-      if (statSync3(p).isFile()) return p;
+      if (statSync2(p).isFile()) return p;
     } catch {
     }
   }
@@ -58419,15 +58969,15 @@ var HOME_SECRETS = [
 function hostSockets(env2 = process.env) {
   const list = ["/run/user", "/var/run/docker.sock", "/run/docker.sock", "/run/podman", "/tmp/.X11-unix", "/run/dbus", "/var/run/dbus"];
   if (env2.XDG_RUNTIME_DIR) list.push(env2.XDG_RUNTIME_DIR);
-  if (env2.SSH_AUTH_SOCK) list.push(path9.dirname(env2.SSH_AUTH_SOCK));
+  if (env2.SSH_AUTH_SOCK) list.push(path11.dirname(env2.SSH_AUTH_SOCK));
   try {
-    for (const d of readdirSync("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path9.join("/tmp", d));
+    for (const d of readdirSync("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path11.join("/tmp", d));
   } catch {
   }
-  return list.filter((p) => existsSync2(p));
+  return list.filter((p) => existsSync3(p));
 }
-function homeSecrets(home = os.homedir()) {
-  return [...HOME_SECRETS.map((p) => path9.join(home, p)).filter((p) => existsSync2(p)), ...hostSockets()];
+function homeSecrets(home = os3.homedir()) {
+  return [...HOME_SECRETS.map((p) => path11.join(home, p)).filter((p) => existsSync3(p)), ...hostSockets()];
 }
 var PASS_ENV = ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"];
 function allowListedEnv(extra, from = process.env) {
@@ -58437,24 +58987,24 @@ function allowListedEnv(extra, from = process.env) {
 }
 function real(p) {
   try {
-    return realpathSync(p);
+    return realpathSync2(p);
   } catch {
-    return path9.resolve(p);
+    return path11.resolve(p);
   }
 }
 function bwrapArgs(policy) {
   const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"];
   if (policy.network === "none") args.push("--unshare-net");
   for (const p of policy.hidden.map(real)) {
-    if (!existsSync2(p)) continue;
-    if (statSync3(p).isDirectory()) args.push("--tmpfs", p);
+    if (!existsSync3(p)) continue;
+    if (statSync2(p).isDirectory()) args.push("--tmpfs", p);
     else args.push("--ro-bind", "/dev/null", p);
   }
   for (const p of policy.writable.map(real)) {
-    mkdirSync3(p, { recursive: true });
+    mkdirSync4(p, { recursive: true });
     args.push("--bind", p, p);
   }
-  for (const p of policy.readOnly.map(real)) if (existsSync2(p)) args.push("--ro-bind", p, p);
+  for (const p of policy.readOnly.map(real)) if (existsSync3(p)) args.push("--ro-bind", p, p);
   args.push("--clearenv");
   for (const [k, v] of Object.entries(policy.env)) args.push("--setenv", k, v);
   args.push("--chdir", policy.cwd);
@@ -58469,7 +59019,7 @@ var shq = (s) => `'${s.replace(/'/g, `'\\''`)}'`;
 function writeWorkerShell(file2, opts) {
   const root2 = real(opts.workspacesRoot);
   const tmpRoot = real(opts.tmpRoot);
-  const bash = opts.bash ?? (existsSync2("/bin/bash") ? "/bin/bash" : "/bin/sh");
+  const bash = opts.bash ?? (existsSync3("/bin/bash") ? "/bin/bash" : "/bin/sh");
   const env2 = allowListedEnv({ TERM: "dumb", CI: "1", GIT_TERMINAL_PROMPT: "0", GIT_AUTHOR_NAME: "opencode-worker", GIT_AUTHOR_EMAIL: "opencode-worker@localhost", GIT_COMMITTER_NAME: "opencode-worker", GIT_COMMITTER_EMAIL: "opencode-worker@localhost" });
   delete env2.SHELL;
   const setenv = Object.entries(env2).map(([k, v]) => `--setenv ${k} ${shq(v)}`).join(" ");
@@ -58500,229 +59050,22 @@ function writeWorkerShell(file2, opts) {
       `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" -- ${bash} "$@"`
     );
   }
-  mkdirSync3(path9.dirname(file2), { recursive: true });
-  writeFileSync4(file2, lines.join("\n") + "\n");
-  chmodSync(file2, 493);
+  mkdirSync4(path11.dirname(file2), { recursive: true });
+  writeFileSync3(file2, lines.join("\n") + "\n");
+  chmodSync2(file2, 493);
   return file2;
 }
 
-// engine/grading/checks.ts
-var DEFAULT_CHECK_TIMEOUT_SEC = 300;
-var OUTPUT_CAP = 64 * 1024;
-function cap(text) {
-  if (text.length <= OUTPUT_CAP) return text;
-  return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
-` + text.slice(-OUTPUT_CAP);
-}
-async function runCommand(check2, name, cwd, sandbox) {
-  const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
-  const expect = check2.expectExit ?? 0;
-  const started = Date.now();
-  const shell = existsSync3("/bin/bash") ? "/bin/bash" : "/bin/sh";
-  let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
-  if (sandbox) {
-    mkdirSync4(path10.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path10.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
-    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: [], network: "none", env: env2, cwd }, sandbox.kind);
-  }
-  const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      child.kill("SIGKILL");
-    }
-  }, timeoutSec * 1e3);
-  const r = await child;
-  clearTimeout(timer);
-  const output = cap(String(r.all ?? ""));
-  if (timedOut) {
-    return {
-      name,
-      passed: false,
-      exitCode: null,
-      timedOut: true,
-      durationMs: Date.now() - started,
-      output: `${output}
-[check timed out after ${timeoutSec}s and was killed: fix the command or give it a larger timeoutSec]`
-    };
-  }
-  const exitCode = r.exitCode ?? null;
-  return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
-}
-function runFile(check2, name, cwd) {
-  const file2 = path10.join(cwd, check2.file);
-  const wantExists = check2.exists ?? true;
-  const exists = existsSync3(file2);
-  if (exists && !realpathSync2(file2).startsWith(realpathSync2(cwd) + path10.sep)) {
-    return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
-  }
-  if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
-  if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
-  const problems = [];
-  if (check2.equals !== void 0 || check2.matches !== void 0) {
-    const content = readFileSync4(file2, "utf8");
-    if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
-      problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
-    }
-    if (check2.matches !== void 0) {
-      let re;
-      try {
-        re = new RegExp(check2.matches, "m");
-      } catch (err) {
-        return { name, passed: false, output: `invalid regex ${check2.matches}: ${err.message}` };
-      }
-      if (!re.test(content)) problems.push(`content does not match /${check2.matches}/`);
-    }
-  }
-  return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
-}
-async function runChecks(checks, cwd, sandbox) {
-  const results = [];
-  for (const [i2, check2] of checks.entries()) {
-    const name = checkName(check2, i2);
-    results.push("run" in check2 ? await runCommand(check2, name, cwd, sandbox) : runFile(check2, name, cwd));
-  }
-  return results;
-}
-
-// engine/grading/scope.ts
-var import_picomatch = __toESM(require_picomatch2());
-function checkScope(changed, scope, protect) {
-  const inScope = scope.length ? (0, import_picomatch.default)(scope, { dot: true }) : () => true;
-  const isProtected = protect.length ? (0, import_picomatch.default)(protect, { dot: true }) : () => false;
-  const violations = [];
-  for (const file2 of changed) {
-    if (isProtected(file2)) violations.push(`protected file changed: ${file2}`);
-    else if (!inScope(file2)) violations.push(`outside scope: ${file2}`);
-  }
-  return { passed: violations.length === 0, violations, changedFiles: changed };
-}
-
-// engine/grading/grade.ts
-async function grade(input) {
-  const { workspace: ws } = input;
-  const commit = await commitWork(ws, `ocw: ${input.title}`);
-  const changed = await changedFiles(ws, commit);
-  const sub = path11.relative(ws.worktree, ws.cwd);
-  const rel = sub ? changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : changed;
-  const scope = checkScope(rel, input.scope, input.protect);
-  const checkout = input.checkoutDir;
-  let checks;
-  try {
-    await freshCheckout(ws, commit, checkout);
-    const cwd = path11.join(checkout, sub);
-    mkdirSync5(cwd, { recursive: true });
-    checks = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0);
-  } finally {
-    rmSync2(checkout, { recursive: true, force: true });
-  }
-  const built = scope.passed && checks.every((c3) => c3.passed);
-  const verdict = built ? "built" : "honest-failure";
-  const { claim, reason } = parseClaim(input.finalText);
-  if (built) await publishBranch(ws, commit);
-  return {
-    verdict,
-    claim,
-    claimReason: reason,
-    honest: claim === verdict,
-    checks,
-    scope,
-    gradedAt: Date.now(),
-    branch: ws.branch,
-    worktree: ws.worktree,
-    commit,
-    diffStat: await diffStat(ws, commit),
-    mergeHint: built ? mergeHint(ws) : null
-  };
-}
-
-// engine/gateway/gateway.ts
-import { randomBytes as randomBytes2, timingSafeEqual } from "node:crypto";
-import http from "node:http";
-import { Readable as Readable4 } from "node:stream";
-var KeyGateway = class {
-  server = null;
-  port = 0;
-  routes = /* @__PURE__ */ new Map();
-  /** Registers a route and returns what opencode should use as its provider's baseURL and apiKey. */
-  async add(id2, route) {
-    await this.listen();
-    const token = randomBytes2(24).toString("base64url");
-    const slug = `${encodeURIComponent(id2)}-${randomBytes2(4).toString("hex")}`;
-    this.routes.set(slug, { route, token: Buffer.from(token) });
-    return { baseURL: `http://127.0.0.1:${this.port}/${slug}`, apiKey: token };
-  }
-  listen() {
-    if (this.server) return Promise.resolve();
-    const server = http.createServer((req, res) => void this.forward(req, res));
-    this.server = server;
-    return new Promise((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => {
-        this.port = server.address().port;
-        server.unref();
-        resolve();
-      });
-    });
-  }
-  async forward(req, res) {
-    const fail2 = (status, message) => {
-      if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: `opencode-worker gateway: ${message}` } }));
-    };
-    try {
-      const [, slug = "", ...rest] = (req.url ?? "/").split("/");
-      const entry = this.routes.get(slug);
-      const given = Buffer.from(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
-      if (!entry || given.length !== entry.token.length || !timingSafeEqual(given, entry.token)) return fail2(401, "unknown route or key");
-      const url2 = entry.route.upstream.replace(/\/$/, "") + "/" + rest.join("/");
-      const headers = {};
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (v === void 0 || ["host", "authorization", "connection", "content-length", "x-api-key"].includes(k)) continue;
-        headers[k] = Array.isArray(v) ? v.join(", ") : v;
-      }
-      const key = entry.route.key;
-      headers.authorization = `Bearer ${key}`;
-      headers["x-api-key"] = key;
-      const abort = new AbortController();
-      res.on("close", () => abort.abort());
-      const hasBody = req.method !== "GET" && req.method !== "HEAD";
-      const upstream = await fetch(url2, {
-        method: req.method,
-        headers,
-        body: hasBody ? Readable4.toWeb(req) : void 0,
-        signal: abort.signal,
-        duplex: hasBody ? "half" : void 0
-      });
-      const out = {};
-      upstream.headers.forEach((v, k) => {
-        if (!["content-encoding", "content-length", "transfer-encoding", "connection"].includes(k)) out[k] = v;
-      });
-      res.writeHead(upstream.status, out);
-      if (!upstream.body) return void res.end();
-      for await (const chunk of upstream.body) res.write(chunk);
-      res.end();
-    } catch (err) {
-      if (err.name === "AbortError") return void res.end();
-      fail2(502, `upstream unreachable: ${err.message}`);
-    }
-  }
-  close() {
-    this.server?.close();
-    this.server = null;
-  }
-};
+// engine/harness/servers.ts
+init_keys();
 
 // engine/harness/opencode-server.ts
-import { spawn as spawn2 } from "node:child_process";
-import { randomBytes as randomBytes3 } from "node:crypto";
-import { EventEmitter as EventEmitter3 } from "node:events";
-import { existsSync as existsSync6, mkdirSync as mkdirSync6, readdirSync as readdirSync2, readFileSync as readFileSync6, realpathSync as realpathSync3, writeFileSync as writeFileSync5 } from "node:fs";
+import { spawn } from "node:child_process";
+import { randomBytes as randomBytes4 } from "node:crypto";
+import { EventEmitter as EventEmitter2 } from "node:events";
+import { existsSync as existsSync4, mkdirSync as mkdirSync5, readFileSync as readFileSync5, realpathSync as realpathSync3 } from "node:fs";
 import { createRequire } from "node:module";
-import path14 from "node:path";
+import path12 from "node:path";
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/serverSentEvents.gen.js
 var createSseClient = ({ onRequest, onSseError, onSseEvent, responseTransformer, responseValidator, sseDefaultRetryDelay, sseMaxRetryAttempts, sseMaxRetryDelay, sseSleepFn, url: url2, ...options }) => {
@@ -58948,7 +59291,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path46, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path52, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -58967,7 +59310,7 @@ var defaultPathSerializer = ({ path: path46, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path46[name];
+      const value = path52[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -58998,11 +59341,11 @@ var defaultPathSerializer = ({ path: path46, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path46, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path52, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path46) {
-    url2 = defaultPathSerializer({ path: path46, url: url2 });
+  if (path52) {
+    url2 = defaultPathSerializer({ path: path52, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -64125,125 +64468,7 @@ function createOpencodeClient(config3) {
 }
 
 // node_modules/@opencode-ai/sdk/dist/v2/server.js
-var import_cross_spawn2 = __toESM(require_cross_spawn2(), 1);
-
-// engine/harness/config.ts
-init_target();
-import { readFileSync as readFileSync5, existsSync as existsSync5 } from "node:fs";
-import path13 from "node:path";
-
-// engine/paths.ts
-init_config();
-import { existsSync as existsSync4 } from "node:fs";
-import path12 from "node:path";
-import { fileURLToPath as fileURLToPath3 } from "node:url";
-function projectRoot() {
-  const configured = config2().OCW_ROOT;
-  if (configured) return configured;
-  let dir = path12.dirname(fileURLToPath3(import.meta.url));
-  for (let i2 = 0; i2 < 6; i2++) {
-    if (existsSync4(path12.join(dir, "protocol")) && existsSync4(path12.join(dir, "package.json"))) return dir;
-    dir = path12.dirname(dir);
-  }
-  throw new Error("cannot find the opencode-worker root (protocol/ and package.json); set OCW_ROOT");
-}
-
-// engine/harness/config.ts
-var WORKER_AGENT = "ocw-worker";
-var PROVIDER_ID = "ocw";
-var OFFLINE_ENV = {
-  OPENCODE_DISABLE_MODELS_FETCH: "1",
-  OPENCODE_DISABLE_AUTOUPDATE: "1",
-  OPENCODE_DISABLE_SHARE: "1",
-  OPENCODE_DISABLE_LSP_DOWNLOAD: "1",
-  OPENCODE_DISABLE_DEFAULT_PLUGINS: "1",
-  OPENCODE_PURE: "1",
-  OPENCODE_DISABLE_CLAUDE_CODE: "1",
-  OPENCODE_DISABLE_EXTERNAL_SKILLS: "1",
-  // A worker must not configure its own opencode: an opencode.json or .opencode/ (MCP servers, plugins, tools) written in
-  // its workspace would run inside opencode's process, outside the per-command sandbox. Our config comes in the env.
-  OPENCODE_DISABLE_PROJECT_CONFIG: "1",
-  // Workers are graded from git, not from file events; the watcher costs start-up time per worktree.
-  OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER: "1",
-  // opencode runs on Bun, whose bmalloc/libpas marks every 16 KiB page it decommits with madvise(MADV_DONTDUMP). That
-  // splits the heap into one memory map per page until vm.max_map_count (65530) is reached; then madvise fails with
-  // EAGAIN and bmalloc retries forever: opencode serve hangs at 100% CPU (WebKit bug 319025, oven-sh/bun#27490). Here a
-  // serve hit the limit after ~60 workers (32 at once). `Malloc=1` makes bmalloc use the system allocator: ~250 maps
-  // instead of 14–36k after 48 workers, and 20% faster (less kernel time), for ~40% more RSS (docs/opencode.md).
-  Malloc: "1"
-};
-var WORKER_PERMISSION = {
-  edit: "ask",
-  bash: "ask",
-  webfetch: "ask",
-  external_directory: "deny",
-  // Reads reach the engine, which answers those inside the workspace at once and refuses the rest: opencode's own
-  // check goes by the path as written, and a symlink in the workspace would read any file of the machine.
-  read: "ask",
-  // Searches too: their root may be a symlink out of the workspace (a way to list other workers' workspaces).
-  glob: "ask",
-  grep: "ask",
-  list: "allow",
-  todowrite: "allow",
-  question: "allow",
-  task: "deny",
-  skill: "deny"
-};
-function compileAgentPrompt(target, root2 = projectRoot()) {
-  const protocolFile = path13.join(root2, "protocol", "opencode-worker-protocol.md");
-  if (!existsSync5(protocolFile)) throw new Error(`worker protocol not found at ${protocolFile}: the opencode-worker install is incomplete`);
-  let prompt = readFileSync5(protocolFile, "utf8").trim();
-  let pack = null;
-  if (target) {
-    const packFile = path13.join(root2, "packs", targetSlug(target), "agent.md");
-    if (existsSync5(packFile)) {
-      pack = packFile;
-      prompt += `
-
-## Notes for this model (pack ${targetSlug(target)})
-
-` + readFileSync5(packFile, "utf8").trim();
-    }
-  }
-  return { prompt, pack };
-}
-var providerIdFor = (i2) => i2 === 0 ? PROVIDER_ID : `${PROVIDER_ID}-${i2}`;
-function compileOpencodeConfig(target, agent, access) {
-  const model = {
-    name: target.model,
-    tool_call: true,
-    limit: { context: target.contextLimit ?? target.serving.perSlotCtx ?? 32768, output: target.outputLimit ?? 8192 }
-  };
-  const list = access === void 0 ? [{ baseURL: target.endpoint, apiKey: "none" }] : Array.isArray(access) ? access : [access];
-  const provider = Object.fromEntries(
-    list.map((a2, i2) => [
-      providerIdFor(i2),
-      { npm: "@ai-sdk/openai-compatible", name: `opencode-worker target ${target.id}${i2 ? ` endpoint ${i2}` : ""}`, options: { baseURL: a2.baseURL, apiKey: a2.apiKey }, models: { [target.model]: model } }
-    ])
-  );
-  return {
-    $schema: "https://opencode.ai/config.json",
-    provider,
-    model: `${PROVIDER_ID}/${target.model}`,
-    small_model: `${PROVIDER_ID}/${target.model}`,
-    enabled_providers: Object.keys(provider),
-    autoupdate: false,
-    share: "disabled",
-    lsp: false,
-    formatter: false,
-    // Per-step snapshots serialize sessions of one project (notes §6); workers have their own git worktrees instead.
-    snapshot: false,
-    permission: WORKER_PERMISSION,
-    agent: {
-      [WORKER_AGENT]: {
-        description: "opencode-worker: does one scoped task and reports an honest OUTCOME line",
-        mode: "primary",
-        prompt: agent.prompt,
-        permission: WORKER_PERMISSION
-      }
-    }
-  };
-}
+var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 
 // engine/harness/sse.ts
 init_sse();
@@ -64258,1736 +64483,39 @@ async function* readSse(url2, headers, signal) {
   }
 }
 
-// engine/harness/opencode-server.ts
-init_config();
-function opencodeBinary() {
-  const configured = config2().OCW_OPENCODE_BIN;
-  if (configured) return configured;
-  const require2 = createRequire(import.meta.url);
-  const pkg = require2.resolve("opencode-ai/package.json");
-  const bin = path14.join(path14.dirname(pkg), "bin", "opencode.exe");
-  if (!existsSync6(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
-  return bin;
+// engine/harness/translate.ts
+var HANDLED = [
+  "session.created",
+  "permission.asked",
+  "permission.replied",
+  "question.asked",
+  "question.replied",
+  "question.rejected",
+  "message.part.updated",
+  "message.part.delta",
+  "message.updated",
+  "session.status",
+  "session.error",
+  "session.idle"
+];
+var handled = new Set(HANDLED);
+function opencodeEvent(raw, directory) {
+  const p = raw;
+  if (!p || typeof p.type !== "string" || !handled.has(p.type)) return null;
+  if (!p.properties || typeof p.properties !== "object") return null;
+  return { ...directory ? { directory } : {}, type: p.type, properties: p.properties };
 }
-var OpencodeServer = class extends EventEmitter3 {
-  constructor(opts) {
-    super();
-    this.opts = opts;
-    this.authHeader = "Basic " + Buffer.from(`opencode:${this.password}`).toString("base64");
+function sessionOf(e) {
+  switch (e.type) {
+    case "message.part.updated":
+      return e.properties.sessionID ?? e.properties.part?.sessionID;
+    case "message.updated":
+      return e.properties.sessionID ?? e.properties.info?.sessionID;
+    case "session.created":
+      return e.properties.sessionID ?? e.properties.info?.id;
+    default:
+      return e.properties.sessionID;
   }
-  opts;
-  url = null;
-  client = null;
-  proc = null;
-  password = randomBytes3(24).toString("base64url");
-  stopping = false;
-  streamAbort = null;
-  restarts = 0;
-  starting = null;
-  authHeader;
-  get pid() {
-    return this.proc?.pid;
-  }
-  get ready() {
-    return this.client !== null;
-  }
-  /** Starts the server (once; concurrent callers share the start). Resolves when the worker agent is verified. */
-  start() {
-    if (this.client) return Promise.resolve();
-    this.starting ??= this.spawnOnce().finally(() => this.starting = null);
-    return this.starting;
-  }
-  /** An allow-listed environment: nothing of the engine's (its token, the user's keys, Claude Code's) is inherited. */
-  env() {
-    const h3 = this.opts.home;
-    mkdirSync6(h3, { recursive: true, mode: 448 });
-    const xdg = {
-      HOME: h3,
-      XDG_DATA_HOME: path14.join(h3, ".local/share"),
-      XDG_CONFIG_HOME: path14.join(h3, ".config"),
-      XDG_STATE_HOME: path14.join(h3, ".local/state"),
-      XDG_CACHE_HOME: path14.join(h3, ".cache"),
-      TMPDIR: path14.join(h3, "tmp")
-    };
-    for (const d of Object.values(xdg)) mkdirSync6(d, { recursive: true, mode: 448 });
-    const config3 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
-    return allowListedEnv({
-      ...xdg,
-      ...OFFLINE_ENV,
-      ...this.opts.confine ? { SHELL: this.opts.confine.shell } : {},
-      OPENCODE_SERVER_PASSWORD: this.password,
-      OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
-      // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
-      npm_config_registry: config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/"
-    });
-  }
-  /** opencode serve's command line: inside its sandbox when confined. */
-  command() {
-    const argv = [opencodeBinary(), "serve", "--hostname=127.0.0.1", "--port=0"];
-    const env2 = this.env();
-    const c3 = this.opts.confine;
-    if (!c3) return { file: argv[0], args: argv.slice(1), env: env2 };
-    return sandboxed(argv, {
-      // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
-      // home and the workspaces stay writable; the worker shell is read-only.
-      hidden: [...homeSecrets(), c3.stateDir],
-      writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot],
-      // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
-      // installed under ~/.claude/plugins, whose credentials are hidden).
-      readOnly: [path14.dirname(c3.shell), path14.dirname(path14.dirname(realpathSync3(argv[0])))],
-      network: "host",
-      env: env2,
-      cwd: this.opts.home
-    }, c3.kind);
-  }
-  get pidFile() {
-    return path14.join(this.opts.home, "opencode.pid");
-  }
-  async spawnOnce() {
-    this.stopping = false;
-    endStaleServer(this.opts.home, this.opts.log);
-    const cmd = this.command();
-    const proc2 = spawn2(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
-    this.proc = proc2;
-    writeFileSync5(this.pidFile, String(proc2.pid ?? ""), { mode: 384 });
-    const url2 = await new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        proc2.kill("SIGKILL");
-        reject(new Error(`opencode serve did not report ready within ${(this.opts.startTimeoutMs ?? 6e4) / 1e3}s`));
-      }, this.opts.startTimeoutMs ?? 6e4);
-      let out = "";
-      let err = "";
-      proc2.stdout.on("data", (b) => {
-        out += b.toString();
-        const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1].replace(/\/$/, ""));
-        }
-      });
-      proc2.stderr.on("data", (b) => {
-        err += b.toString();
-        if (err.length > 2e4) err = err.slice(-1e4);
-        this.opts.log?.(b.toString().trimEnd());
-      });
-      proc2.once("exit", (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`opencode serve exited during start-up (code ${code}, signal ${signal}): ${err.trim().slice(-500) || "no output"}`));
-      });
-    });
-    proc2.on("exit", (code, signal) => this.onExit(proc2, code, signal));
-    this.url = url2;
-    const client2 = createOpencodeClient({ baseUrl: url2, headers: { Authorization: this.authHeader } });
-    await this.verifyAgent(client2);
-    this.client = client2;
-    this.restarts = 0;
-    this.openStream();
-    this.emit("ready");
-  }
-  /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
-  async verifyAgent(client2) {
-    let res = await client2.app.agents({ directory: this.opts.home });
-    for (let i2 = 0; i2 < 20 && !res.response; i2++) {
-      await new Promise((r) => setTimeout(r, 250));
-      res = await client2.app.agents({ directory: this.opts.home });
-    }
-    const names = (res.data ?? []).map((a2) => a2.name);
-    if (!names.includes(WORKER_AGENT)) {
-      throw new Error(`opencode did not load the worker agent "${WORKER_AGENT}" (agents: ${names.join(", ") || "none"}; HTTP ${res.response?.status})`);
-    }
-  }
-  openStream() {
-    const abort = new AbortController();
-    this.streamAbort = abort;
-    let first = true;
-    const loop = async () => {
-      let delay = 100;
-      while (!abort.signal.aborted && this.url) {
-        try {
-          for await (const raw of readSse(`${this.url}/global/event`, { Authorization: this.authHeader }, abort.signal)) {
-            const env2 = raw;
-            const p = env2.payload;
-            if (!p?.type || p.type === "sync" || p.type === "server.heartbeat" || p.type === "plugin.added") continue;
-            if (p.type === "server.connected") {
-              if (!first) this.emit("resync");
-              first = false;
-              delay = 100;
-              continue;
-            }
-            this.emit("event", { directory: env2.directory, type: p.type, properties: p.properties ?? {} });
-          }
-        } catch (err) {
-          if (abort.signal.aborted) return;
-          this.opts.log?.(`event stream dropped: ${err.message}; reconnecting`);
-        }
-        if (abort.signal.aborted) return;
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 2e3);
-      }
-    };
-    void loop();
-  }
-  onExit(proc2, code, signal) {
-    if (proc2 !== this.proc) return;
-    this.streamAbort?.abort();
-    this.client = null;
-    this.url = null;
-    this.proc = null;
-    if (this.stopping) return;
-    this.emit("down", `opencode serve exited unexpectedly (code ${code}, signal ${signal})`);
-    const delay = Math.min(3e4, 250 * 2 ** this.restarts++);
-    setTimeout(() => {
-      if (this.stopping) return;
-      this.start().catch((err) => {
-        this.opts.log?.(`restart failed: ${err.message}`);
-        this.onExitRetry();
-      });
-    }, delay);
-  }
-  onExitRetry() {
-    if (this.stopping) return;
-    const delay = Math.min(3e4, 250 * 2 ** this.restarts++);
-    setTimeout(() => !this.stopping && this.start().catch(() => this.onExitRetry()), delay);
-  }
-  /** Stops the server. Callers abort busy sessions first so bash children end (they run in their own process groups). */
-  async stop() {
-    this.stopping = true;
-    this.streamAbort?.abort();
-    const proc2 = this.proc;
-    this.client = null;
-    this.url = null;
-    if (!proc2 || proc2.exitCode !== null) return;
-    const children = childPids(proc2.pid);
-    await new Promise((resolve) => {
-      const t2 = setTimeout(() => proc2.kill("SIGKILL"), 3e3);
-      proc2.once("exit", () => {
-        clearTimeout(t2);
-        resolve();
-      });
-      proc2.kill("SIGTERM");
-    });
-    for (const c3 of children) killGroup(c3);
-  }
-};
-function endStaleServer(home, log) {
-  let pid;
-  try {
-    pid = Number(readFileSync6(path14.join(home, "opencode.pid"), "utf8").trim());
-  } catch {
-    return;
-  }
-  if (!pid || pid === process.pid) return;
-  try {
-    const cmd = readFileSync6(`/proc/${pid}/cmdline`, "utf8");
-    if (!cmd.includes("opencode")) return;
-  } catch {
-    if (process.platform === "linux") return;
-  }
-  for (const c3 of childPids(pid)) killGroup(c3);
-  try {
-    process.kill(pid, "SIGKILL");
-    log?.(`ended a stale opencode serve (pid ${pid}) left by an earlier engine`);
-  } catch {
-  }
-}
-function childPids(pid) {
-  if (!pid || process.platform !== "linux") return [];
-  const out = [];
-  try {
-    for (const d of readdirSync2("/proc")) {
-      if (!/^\d+$/.test(d)) continue;
-      try {
-        const stat = readFileSync6(`/proc/${d}/stat`, "utf8");
-        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-        if (ppid === pid) out.push(Number(d));
-      } catch {
-      }
-    }
-  } catch {
-  }
-  return out;
-}
-function killGroup(pid) {
-  try {
-    process.kill(-pid, "SIGKILL");
-  } catch {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-    }
-  }
-}
-
-// engine/harness/harness.ts
-var opencodeHarness = (opts) => new OpencodeServer(opts);
-
-// engine/approvals/inspect.ts
-var import_picomatch2 = __toESM(require_picomatch2());
-import { lstatSync, realpathSync as realpathSync4 } from "node:fs";
-import path15 from "node:path";
-function realLocation(p) {
-  let dir = path15.resolve(p);
-  const rest = [];
-  for (; ; ) {
-    try {
-      return path15.join(realpathSync4(dir), ...rest);
-    } catch {
-      const parent = path15.dirname(dir);
-      if (parent === dir) return path15.join(dir, ...rest);
-      rest.unshift(path15.basename(dir));
-      dir = parent;
-    }
-  }
-}
-function viaSymlink(p, root2) {
-  let dir = path15.resolve(p);
-  while (dir.startsWith(root2 + path15.sep)) {
-    try {
-      if (lstatSync(dir).isSymbolicLink()) return dir;
-    } catch {
-    }
-    dir = path15.dirname(dir);
-  }
-  return null;
-}
-var inside = (p, root2) => p === root2 || p.startsWith(root2 + path15.sep);
-function inspectAsk(ask, ws, spec2) {
-  if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
-  const asked = path15.resolve(ws.cwd, ask.what);
-  const root2 = realLocation(ws.worktree);
-  const real2 = realLocation(asked);
-  const flags = [];
-  const link = viaSymlink(asked, path15.resolve(ws.worktree));
-  if (link) flags.push({ kind: "symlink", detail: `${path15.relative(ws.worktree, link)} is a symlink: the write lands in ${real2}` });
-  if (!inside(real2, root2)) {
-    flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
-    return flags;
-  }
-  const rel = path15.relative(realLocation(ws.cwd), real2).split(path15.sep).join("/");
-  if (spec2.protect.some((g) => import_picomatch2.default.isMatch(rel, g, { dot: true }))) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
-  else if (spec2.scope.length && !spec2.scope.some((g) => import_picomatch2.default.isMatch(rel, g, { dot: true }))) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
-  return flags;
-}
-function grantFor(ask, grants) {
-  if (ask.kind !== "permission" || ask.flags?.some((f) => f.kind !== "symlink")) return void 0;
-  return grants.find((g) => g.tool === ask.tool && import_picomatch2.default.isMatch(ask.what, g.pattern, { dot: true, bash: true }));
-}
-
-// engine/admission/capacity.ts
-init_zod();
-var EndpointStatus = external_exports.object({
-  url: external_exports.string(),
-  /** Answered its last probe. */
-  healthy: external_exports.boolean(),
-  /** Workers this endpoint is configured for (the target's slots, or the endpoint's own). */
-  slots: external_exports.number().int(),
-  /** Workers the engine runs on it now. */
-  inUse: external_exports.number().int(),
-  /** What the serving engine itself reports, when it does: llama.cpp `/slots`, vLLM/SGLang `/metrics`. */
-  live: external_exports.object({
-    source: external_exports.enum(["llama.cpp /slots", "vllm /metrics", "sglang /metrics"]),
-    totalSlots: external_exports.number().nullable(),
-    busy: external_exports.number(),
-    waiting: external_exports.number().nullable(),
-    kvUsage: external_exports.number().nullable()
-  }).nullable(),
-  problem: external_exports.string().nullable(),
-  checkedAt: external_exports.number().nullable()
-});
-function endpointsOf(target) {
-  return target.serving.endpoints.length ? target.serving.endpoints : [{ url: target.endpoint, slots: target.serving.slots }];
-}
-var isPool = (target) => target.serving.endpoints.length > 1;
-var KV_FULL = 0.9;
-var root = (url2) => url2.replace(/\/+$/, "").replace(/\/v1$/, "");
-async function readLive(url2, key, timeoutMs = 1500) {
-  const headers = key ? { authorization: `Bearer ${key}` } : {};
-  const get = async (p) => {
-    const res = await fetch(root(url2) + p, { headers, signal: AbortSignal.timeout(timeoutMs) }).catch(() => null);
-    return res?.ok ? res : null;
-  };
-  const slots = await get("/slots");
-  if (slots) {
-    const list = await slots.json().catch(() => null);
-    if (Array.isArray(list) && list.length) {
-      const busy = list.filter((s) => s.is_processing ?? s.state === 1).length;
-      return { source: "llama.cpp /slots", totalSlots: list.length, busy, waiting: null, kvUsage: null };
-    }
-  }
-  const metrics = await get("/metrics");
-  if (!metrics) return null;
-  const text = await metrics.text();
-  const metric = (name) => {
-    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(text);
-    return m ? Number(m[1]) : null;
-  };
-  if (/^vllm:/m.test(text)) {
-    return {
-      source: "vllm /metrics",
-      totalSlots: null,
-      busy: metric("vllm:num_requests_running") ?? 0,
-      waiting: metric("vllm:num_requests_waiting"),
-      kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc")
-    };
-  }
-  if (/^sglang:/m.test(text)) {
-    return { source: "sglang /metrics", totalSlots: null, busy: metric("sglang:num_running_reqs") ?? 0, waiting: metric("sglang:num_queue_reqs"), kvUsage: metric("sglang:token_usage") };
-  }
-  return null;
-}
-async function probeHealth(url2, key, timeoutMs = 1500) {
-  const headers = key ? { authorization: `Bearer ${key}` } : {};
-  try {
-    await fetch(`${url2.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
-    return null;
-  } catch (err) {
-    return err.cause?.code ?? err.name;
-  }
-}
-async function readEndpoint(e, key) {
-  const [problem, live] = await Promise.all([probeHealth(e.url, key), readLive(e.url, key)]);
-  return { url: e.url, healthy: !problem, slots: e.slots, inUse: 0, live: problem ? null : live, problem, checkedAt: Date.now() };
-}
-function hasRoom(s) {
-  if (!s.healthy || s.inUse >= s.slots) return false;
-  const live = s.live;
-  if (!live) return true;
-  if (live.totalSlots !== null && s.inUse >= live.totalSlots) return false;
-  if (live.totalSlots !== null && live.busy >= live.totalSlots) return false;
-  if (live.waiting !== null && live.waiting > 0) return false;
-  if (live.kvUsage !== null && live.kvUsage >= KV_FULL) return false;
-  return true;
-}
-function chooseEndpoint(statuses, previous) {
-  const prev = previous ? statuses.find((s) => s.url === previous) : void 0;
-  if (prev && hasRoom(prev)) return prev;
-  const room = statuses.filter(hasRoom);
-  room.sort((a2, b) => b.slots - b.inUse - (a2.slots - a2.inUse));
-  return room[0] ?? null;
-}
-
-// engine/workers/engine.ts
-init_keys();
-init_json_file();
-init_targets();
-
-// engine/store/worker-log.ts
-import { closeSync, existsSync as existsSync7, fstatSync, ftruncateSync, mkdirSync as mkdirSync9, openSync, readdirSync as readdirSync3, readFileSync as readFileSync8, rmSync as rmSync3, writeSync } from "node:fs";
-import path20 from "node:path";
-var WorkerLogStore = class {
-  constructor(root2) {
-    this.root = root2;
-    mkdirSync9(root2, { recursive: true, mode: 448 });
-  }
-  root;
-  broken = /* @__PURE__ */ new Set();
-  file(workerId) {
-    return path20.join(this.root, workerId, "events.jsonl");
-  }
-  dir(workerId) {
-    return path20.join(this.root, workerId);
-  }
-  /**
-   * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
-   * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
-   */
-  append(event) {
-    const file2 = this.file(event.workerId);
-    const prefix = this.broken.has(file2) ? "\n" : "";
-    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
-    let madeDir;
-    let fd;
-    let size = 0;
-    try {
-      madeDir = mkdirSync9(path20.dirname(file2), { recursive: true, mode: 448 });
-      fd = openSync(file2, "a", 384);
-      size = fstatSync(fd).size;
-      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
-      this.broken.delete(file2);
-    } catch (err) {
-      this.cutBack(file2, fd, size, madeDir);
-      const code = err.code;
-      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
-      throw new Error(`cannot append to ${file2} (${code ?? err.message}): ${hint}`);
-    } finally {
-      if (fd !== void 0) closeSync(fd);
-    }
-  }
-  cutBack(file2, fd, size, madeDir) {
-    try {
-      if (fd !== void 0) ftruncateSync(fd, size);
-      if (madeDir && size === 0) rmSync3(madeDir, { recursive: true, force: true });
-    } catch {
-      this.broken.add(file2);
-    }
-  }
-  load(workerId) {
-    const file2 = this.file(workerId);
-    if (!existsSync7(file2)) return { workerId, events: [], skipped: 0 };
-    const events = [];
-    let skipped = 0;
-    for (const line of readFileSync8(file2, "utf8").split("\n")) {
-      if (!line.trim()) continue;
-      try {
-        const parsed = WorkerEvent.safeParse(JSON.parse(line));
-        if (parsed.success) events.push(parsed.data);
-        else skipped++;
-      } catch {
-        skipped++;
-      }
-    }
-    return { workerId, events, skipped };
-  }
-  list() {
-    return readdirSync3(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync7(path20.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
-  }
-};
-
-// engine/workers/preflight.ts
-init_keys();
-var ok = /* @__PURE__ */ new Map();
-async function preflightEndpoint(target, timeoutMs = 3e3) {
-  let key;
-  try {
-    key = resolveKey(target);
-  } catch (err) {
-    throw new InputError(err.message);
-  }
-  if ((target.keyRef || target.keyFile) && !key) {
-    throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=\u2026 before starting the engine`);
-  }
-  const cacheKey = target.endpoint;
-  if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
-  const problem = await unreachable(target, key, timeoutMs);
-  if (problem) throw new InputError(`cannot reach the model endpoint ${target.endpoint} (${problem}): start the model server or fix the URL`);
-  ok.set(cacheKey, Date.now() + 3e4);
-}
-async function unreachable(target, key = resolveKey(target), timeoutMs = 3e3) {
-  const problem = await probeHealth(target.endpoint, key, timeoutMs);
-  if (problem) ok.delete(target.endpoint);
-  return problem;
-}
-
-// engine/workers/prompts.ts
-function taskPrompt(spec2) {
-  const lines = [spec2.task.trim(), ""];
-  if (spec2.scope.length) lines.push(`Files you may change (globs, relative to the working directory): ${spec2.scope.join(", ")}`);
-  if (spec2.protect.length) lines.push(`Files you must not change: ${spec2.protect.join(", ")}`);
-  if (spec2.budget.wallSec) lines.push(`Time budget: about ${Math.round(spec2.budget.wallSec)} seconds.`);
-  lines.push("When you are done, end with exactly one line: `OUTCOME: built` or `OUTCOME: honest-failure \u2014 <reason>`.");
-  return lines.join("\n").trim();
-}
-function steerPrompt(text) {
-  return `[Steer from your supervisor \u2014 an authoritative correction. Follow it; it overrides earlier instructions where they conflict.]
-${text}`;
-}
-function resumePrompt(message) {
-  const base2 = "[Resume] Your previous run was interrupted or stopped. Check the current state of the files, then continue the same task from where it stopped. End with your OUTCOME line.";
-  return message?.trim() ? `${base2}
-${message.trim()}` : base2;
-}
-
-// engine/workers/worktree-guard.ts
-import os3 from "node:os";
-import path21 from "node:path";
-var HARMLESS = /^\/dev\/(null|stdout|stderr|tty|fd\/\d+)$/;
-function tokenize(command) {
-  const tokens = [];
-  let word = "";
-  let quoted = false;
-  const flush = () => {
-    if (word || quoted) tokens.push(word);
-    word = "";
-    quoted = false;
-  };
-  for (let i2 = 0; i2 < command.length; i2++) {
-    const c3 = command[i2];
-    if (c3 === "'" || c3 === '"') {
-      const end = command.indexOf(c3, i2 + 1);
-      word += command.slice(i2 + 1, end < 0 ? void 0 : end);
-      quoted = true;
-      i2 = end < 0 ? command.length : end;
-    } else if (c3 === "\\" && i2 + 1 < command.length) word += command[++i2];
-    else if (/\s/.test(c3)) flush();
-    else if (c3 === ">" || c3 === "<" || c3 === "|" || c3 === ";" || c3 === "&") {
-      const fd = /^\d+$/.test(word) && c3 === ">" ? word : "";
-      if (fd) word = "";
-      flush();
-      let op = fd + c3;
-      while (i2 + 1 < command.length && /[>&|]/.test(command[i2 + 1]) && op.length < 4) op += command[++i2];
-      tokens.push(op);
-    } else word += c3;
-  }
-  flush();
-  return tokens;
-}
-var isOperator = (t2) => /^\d*[<>|;&]/.test(t2);
-var isRedirect = (t2) => /^(\d*>{1,2}\|?|&>{1,2})$/.test(t2);
-function resolveTarget(target, cwd) {
-  const home = os3.homedir();
-  const expanded = target.replace(/^~(?=\/|$)/, home).replace(/^\$\{?HOME\}?(?=\/|$)/, home);
-  if (expanded.includes("$") || expanded.includes("`")) return null;
-  return path21.resolve(cwd, expanded);
-}
-function withoutHeredocBodies(command) {
-  const lines = command.split("\n");
-  const kept = [];
-  for (let i2 = 0; i2 < lines.length; i2++) {
-    const line = lines[i2];
-    kept.push(line);
-    for (const m of line.matchAll(/<<(-?)\s*(['"]?)([\w.-]+)\2/g)) {
-      const strip = m[1] === "-";
-      while (i2 + 1 < lines.length && (strip ? lines[i2 + 1].replace(/^\t+/, "") : lines[i2 + 1]) !== m[3]) i2++;
-      i2++;
-    }
-  }
-  return kept.join("\n");
-}
-function writesOutside(command, worktree, workdir = worktree) {
-  const tokens = tokenize(withoutHeredocBodies(command));
-  const targets = [];
-  for (let i2 = 0; i2 < tokens.length; i2++) {
-    const t2 = tokens[i2];
-    const next = tokens[i2 + 1];
-    if (isRedirect(t2) && next !== void 0 && !isOperator(next)) targets.push(next);
-    else if (t2 === "tee" && (i2 === 0 || isOperator(tokens[i2 - 1]))) {
-      for (let j = i2 + 1; j < tokens.length && !isOperator(tokens[j]); j++) if (!tokens[j].startsWith("-")) targets.push(tokens[j]);
-    } else if (t2.startsWith("of=")) targets.push(t2.slice(3));
-  }
-  const root2 = path21.resolve(worktree);
-  const outside = [];
-  for (const target of targets) {
-    const file2 = resolveTarget(target, path21.resolve(root2, workdir));
-    if (file2 === null || HARMLESS.test(file2)) continue;
-    if (file2 !== root2 && !file2.startsWith(root2 + path21.sep)) outside.push(target);
-  }
-  return [...new Set(outside)];
-}
-
-// engine/workers/engine.ts
-init_config();
-var newId = (prefix) => `${prefix}-${Date.now().toString(36)}${randomBytes5(3).toString("hex")}`;
-var Engine = class {
-  constructor(opts) {
-    this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path22.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path22.join(opts.stateDir, "workers"));
-    this.bus = EventBus.forStateDir(opts.stateDir);
-    const found = sandboxStatus();
-    const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
-    this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
-    this.endStaleServers();
-    this.recover();
-    const stallMs = (opts.stallSec ?? config2().OCW_STALL_SEC) * 1e3;
-    this.watchdog = setInterval(() => this.checkStalls(stallMs), Math.min(5e3, stallMs / 2));
-    this.watchdog.unref();
-    this.poolTimer = setInterval(() => this.refreshPools(), config2().OCW_POOL_PROBE_MS);
-    this.poolTimer.unref();
-    this.modelTimer = setInterval(() => void this.checkModels(), config2().OCW_MODEL_PROBE_MS);
-    this.modelTimer.unref();
-    setImmediate(() => void this.checkModels());
-    setImmediate(() => this.pump());
-    setTimeout(() => void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`)), 5e3).unref();
-  }
-  opts;
-  bus;
-  targets;
-  logs;
-  workers = /* @__PURE__ */ new Map();
-  runtime = /* @__PURE__ */ new Map();
-  servers = /* @__PURE__ */ new Map();
-  sessions = /* @__PURE__ */ new Map();
-  // opencode session id (incl. sub-agent children) → worker id
-  queue = [];
-  /** Asks whose answer this engine is sending to opencode right now. */
-  deciding = /* @__PURE__ */ new Set();
-  deltas = /* @__PURE__ */ new Map();
-  deltaTimer = null;
-  watchdog;
-  closed = false;
-  gateway = new KeyGateway();
-  /** Live state of every endpoint of pool targets, by target id then URL (refreshed while they have work). */
-  endpointState = /* @__PURE__ */ new Map();
-  refreshing = /* @__PURE__ */ new Set();
-  poolTimer;
-  /** Whether each target's model server answers, as the engine last saw it (the active target and those with work). */
-  modelHealth = /* @__PURE__ */ new Map();
-  modelTimer;
-  /** How workers are contained; "none" only by the person's opt-out. */
-  sandbox;
-  log(line) {
-    this.opts.log?.(line);
-  }
-  // ---------- events ----------
-  rt(id2) {
-    let r = this.runtime.get(id2);
-    if (!r) {
-      r = { lastEventAt: Date.now(), usageByMessage: /* @__PURE__ */ new Map() };
-      this.runtime.set(id2, r);
-    }
-    return r;
-  }
-  /** Appends to the worker's log, folds into its picture, publishes. A failed append throws and changes nothing. */
-  record(workerId, body) {
-    const prev = this.workers.get(workerId) ?? null;
-    const event = { ...body, workerId, seq: (prev?.lastSeq ?? 0) + 1, ts: Date.now(), busSeq: this.bus.nextSeq };
-    this.logs.append(event);
-    const next = reduceWorker(prev, event);
-    this.workers.set(workerId, next);
-    this.rt(workerId).lastEventAt = event.ts;
-    this.bus.publish(event);
-    return next;
-  }
-  /** Moves a worker by the transition table; an illegal move is logged and not applied. Returns whether it moved. */
-  fire(workerId, t2, reason) {
-    const { moved, error: error46 } = this.changeState(workerId, t2, reason);
-    if (error46) this.notice("error", error46.message);
-    return moved;
-  }
-  /** fire() for a caller that reports a failed append itself (it comes back as `error`, not as a notice). */
-  changeState(workerId, t2, reason) {
-    const w = this.workers.get(workerId);
-    if (!w) return { moved: false };
-    const state = nextState(w.state, t2);
-    if (!state) {
-      this.log(`[warn] worker ${workerId}: illegal transition "${t2}" from ${w.state} ignored`);
-      return { moved: false };
-    }
-    if (state === w.state) return { moved: false };
-    try {
-      this.record(workerId, { type: "worker.state", state, ...reason ? { reason } : {} });
-    } catch (err) {
-      return { moved: false, error: err };
-    }
-    if (isFinal(state) || state === "settled") {
-      clearTimeout(this.rt(workerId).budgetTimer);
-      this.pump();
-    }
-    if (isFinal(state)) this.rt(workerId).releasing = this.release(workerId);
-    return { moved: true };
-  }
-  /**
-   * opencode keeps an instance (project state, LSP, tools) per directory it has seen, and every worktree is a new
-   * directory: without this, `opencode serve` grew by ~90 MB per finished worker (bench: 32 workers, 0.5 → 3.7 GB).
-   * A finished worker's instance is disposed; a resume boots it again from the session stored on disk.
-   */
-  async release(workerId) {
-    const rt = this.rt(workerId);
-    const ws = this.workspaceOf(this.workers.get(workerId));
-    if (!ws || !rt.server?.client) return;
-    const dispose = rt.server.client.instance.dispose({ directory: ws.cwd }).catch(() => void 0);
-    await Promise.race([dispose, new Promise((r) => setTimeout(r, 1e4).unref())]);
-  }
-  transient(event) {
-    this.bus.publish(event);
-  }
-  notice(level, message) {
-    this.log(`[${level}] ${message}`);
-    this.transient({ type: "notice", level, message, ts: Date.now() });
-  }
-  // ---------- recovery ----------
-  /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
-  endStaleServers() {
-    const root2 = path22.join(this.opts.stateDir, "opencode");
-    if (!existsSync8(root2)) return;
-    for (const dir of readdirSync4(root2)) endStaleServer(path22.join(root2, dir), (l) => this.log(l));
-  }
-  /** Rebuilds every worker from its log. Running ones become interrupted (resumable); settled ones are re-graded. */
-  recover() {
-    const logged = [];
-    for (const id2 of this.logs.list()) {
-      const { events, skipped } = this.logs.load(id2);
-      logged.push(...events);
-      if (skipped) this.log(`worker ${id2}: skipped ${skipped} unreadable log line(s) (torn write)`);
-      let w = null;
-      for (const e of events) {
-        try {
-          w = reduceWorker(w, e);
-        } catch {
-        }
-      }
-      if (!w) continue;
-      this.workers.set(id2, w);
-      if (w.sessionId) this.sessions.set(w.sessionId, id2);
-    }
-    this.bus.restore(logged);
-    for (const w of this.workers.values()) {
-      for (const ask of pendingAsks(w)) {
-        this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "restart" }, message: "the engine restarted; opencode forgets pending asks on restart \u2014 resume the worker" });
-      }
-      if (w.state === "queued") this.queue.push(w.id);
-      else if (isActive(w.state)) this.fire(w.id, "interrupt", "the engine stopped while this worker ran; resume it");
-      else if (w.state === "settled" || w.state === "grading") void this.regrade(w.id);
-    }
-  }
-  workspaceOf(w) {
-    if (!w.worktree || !w.branch || !w.baseCommit) return null;
-    const rt = this.rt(w.id);
-    if (rt.workspace) return rt.workspace;
-    const sub = path22.relative(w.repo, w.spec.directory);
-    rt.workspace = {
-      worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path22.join(w.worktree, sub) : w.worktree,
-      branch: w.branch,
-      baseCommit: w.baseCommit,
-      baseBranch: w.baseBranch,
-      repo: w.repo,
-      gitDir: this.engineGitDir(w.id)
-    };
-    return rt.workspace;
-  }
-  /** The engine's own repository for a worker (outside every sandbox). */
-  engineGitDir(workerId) {
-    return path22.join(this.opts.stateDir, "repos", `${workerId}.git`);
-  }
-  get workspacesRoot() {
-    return path22.join(this.opts.stateDir, "workspaces");
-  }
-  /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
-  get workerTmpRoot() {
-    return path22.join(this.opts.stateDir, "tmp");
-  }
-  // ---------- public API ----------
-  list() {
-    return [...this.workers.values()].sort((a2, b) => a2.createdAt - b.createdAt || a2.createdSeq - b.createdSeq || (a2.id < b.id ? -1 : a2.id > b.id ? 1 : 0));
-  }
-  get(id2) {
-    const w = this.workers.get(id2);
-    if (!w) throw new InputError(`unknown worker "${id2}": list workers to see valid ids`, "not-found");
-    return w;
-  }
-  pendingAsks() {
-    const now = Date.now();
-    return this.list().flatMap((w) => pendingAsks(w)).sort((a2, b) => a2.createdAt - b.createdAt).map((a2) => ({ ...a2, ageSec: Math.round((now - a2.createdAt) / 1e3) }));
-  }
-  resolveTarget(targetId) {
-    if (targetId) {
-      const t3 = this.targets.get(targetId);
-      if (!t3) throw new InputError(`unknown target "${targetId}": run \`ocw targets\` to list them`);
-      return t3;
-    }
-    const t2 = this.targets.active();
-    if (!t2) throw new InputError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-    return t2;
-  }
-  /** Validates, creates the worker (queued) and returns its id at once; the work happens in the background. */
-  /** Workers run only in the sandbox, unless the person opted out of it explicitly. */
-  requireSandbox() {
-    if (this.sandbox.kind === "none" && !this.sandbox.optedOut) {
-      throw new InputError(`workers cannot be contained here: ${this.sandbox.reason}. To run them unsandboxed anyway (they can then read your files and secrets), restart the engine with --no-sandbox or OCW_NO_SANDBOX=1`, "unavailable");
-    }
-  }
-  async start(input, opts = {}) {
-    this.requireSandbox();
-    const spec2 = parseInput(WorkerSpec, input);
-    const repo = await inspectRepo(spec2.directory);
-    const target = this.resolveTarget(spec2.targetId);
-    await this.preflight(target);
-    return this.create(spec2, repo, target, opts.batchId ?? null);
-  }
-  create(spec2, repo, target, batchId) {
-    const workerId = newId("w");
-    this.record(workerId, { type: "worker.created", spec: spec2, batchId, targetId: target.id, sandbox: this.sandbox.kind });
-    this.rt(workerId).repo = repo;
-    this.queue.push(workerId);
-    this.pump();
-    return { workerId };
-  }
-  /** Starts several independent tasks as one batch. All inputs are validated before any worker is created. */
-  async startBatch(inputs) {
-    if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
-    this.requireSandbox();
-    const specs = inputs.map((i2, n2) => {
-      try {
-        return parseInput(WorkerSpec, i2);
-      } catch (err) {
-        throw new InputError(`task ${n2 + 1}: ${err.message}`);
-      }
-    });
-    const repos = /* @__PURE__ */ new Map();
-    const reached = /* @__PURE__ */ new Map();
-    const checked = [];
-    for (const [n2, spec2] of specs.entries()) {
-      if (!repos.has(spec2.directory)) repos.set(spec2.directory, inspectRepo(spec2.directory));
-      const repo = await repos.get(spec2.directory).catch((err) => {
-        throw new InputError(`task ${n2 + 1}: ${err.message}`);
-      });
-      const target = this.resolveTarget(spec2.targetId);
-      if (!reached.has(target.id)) reached.set(target.id, this.preflight(target));
-      await reached.get(target.id);
-      checked.push({ spec: spec2, repo, target });
-    }
-    const batchId = newId("b");
-    const workerIds = checked.map((c3) => this.create(c3.spec, c3.repo, c3.target, batchId).workerId);
-    return { batchId, workerIds };
-  }
-  batch(batchId) {
-    const ws = this.list().filter((w) => w.batchId === batchId);
-    if (!ws.length) throw new InputError(`unknown batch "${batchId}"`);
-    const graded = ws.filter((w) => w.verdict);
-    const built = graded.filter((w) => w.verdict.verdict === "built").length;
-    const honest = graded.filter((w) => w.verdict.honest).length;
-    const settled = ws.every((w) => isFinal(w.state));
-    return {
-      id: batchId,
-      workerIds: ws.map((w) => w.id),
-      states: Object.fromEntries(ws.map((w) => [w.id, w.state])),
-      settled,
-      built,
-      honest,
-      graded: graded.length,
-      builtRate: settled ? built / ws.length : null,
-      honestRate: graded.length ? honest / graded.length : null,
-      verdict: settled ? built === ws.length ? "built" : "honest-failure" : null
-    };
-  }
-  async decide(d, by) {
-    const askId = d?.askId;
-    if (typeof askId === "string") this.deciding.add(askId);
-    try {
-      return await this.decideNow(d, by);
-    } finally {
-      if (typeof askId === "string") this.deciding.delete(askId);
-    }
-  }
-  async decideNow(d, by) {
-    const decision = parseInput(Decision, d);
-    const w = this.list().find((x) => x.asks.some((a2) => a2.id === decision.askId));
-    const ask = w?.asks.find((a2) => a2.id === decision.askId);
-    if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
-    if (ask.status !== "pending") {
-      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`, "conflict");
-    }
-    const server = this.rt(w.id).server;
-    const client2 = server?.client;
-    if (!client2) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
-    const ws = this.workspaceOf(w);
-    const directory = ws?.cwd;
-    let message;
-    let res;
-    if (ask.kind === "question") {
-      if (decision.decision === "reject") res = await client2.question.reject({ requestID: ask.id, directory });
-      else {
-        const want = ask.questions?.length ?? 1;
-        if (!decision.answers || decision.answers.length !== want) {
-          throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers \u2014 ${want} array(s) of chosen option labels or free text, one per question \u2014 or reject to dismiss it`);
-        }
-        res = await client2.question.reply({ requestID: ask.id, directory, answers: decision.answers });
-      }
-    } else {
-      const ws2 = this.workspaceOf(w);
-      const now = decision.decision !== "reject" && ws2 ? inspectAsk(ask, ws2, w.spec).find((f) => f.kind === "outside-workspace") : void 0;
-      if (now) {
-        decision.decision = "reject";
-        decision.message = `${now.detail} (a symlink changed since the ask); write only inside your working directory`;
-        by = { kind: "engine", name: "workspace guard" };
-      }
-      message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
-      const reply = decision.decision === "always" ? "once" : decision.decision;
-      res = await client2.permission.reply({ requestID: ask.id, directory, reply, ...message ? { message } : {} });
-    }
-    const current = this.workers.get(w.id).asks.find((a2) => a2.id === ask.id);
-    if (res.response && !res.response.ok) {
-      if (current.status === "pending") {
-        this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode" }, message: `opencode no longer has this ask (HTTP ${res.response.status})` });
-        this.afterAsk(w.id);
-      }
-      throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.response.status}): the ask is gone, probably answered elsewhere or cancelled`);
-    }
-    if (current.status === "pending") {
-      try {
-        this.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...message ? { message } : {} });
-        if (decision.decision === "always" && ask.kind === "permission") {
-          const grant = { id: newId("g"), workerId: w.id, tool: ask.tool, pattern: grantPattern(ask), askId: ask.id, by, createdAt: Date.now() };
-          this.record(w.id, { type: "grant.added", grant });
-        }
-      } catch (err) {
-        throw new Error(`the worker got the answer to ${ask.id} (${decision.decision}), but it could not be recorded: ${err.message}`);
-      }
-    }
-    this.afterAsk(w.id);
-    return this.workers.get(w.id).asks.find((a2) => a2.id === ask.id);
-  }
-  async steer(workerId, text, by) {
-    const w = this.get(workerId);
-    const body = text.trim();
-    if (!body) throw new InputError("the steer is empty: say what the worker should do differently");
-    if (body.length > 2e4) throw new InputError("the steer is over 20,000 characters: shorten it");
-    if (w.state !== "running" && w.state !== "waiting-approval") {
-      throw new InputError(`worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : "a steer reaches running workers only"}`);
-    }
-    const client2 = this.rt(workerId).server?.client;
-    if (!client2 || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
-    this.record(workerId, { type: "steer.sent", text: body, by });
-    const target = w.targetId ? this.targets.get(w.targetId) : void 0;
-    const model = target ? this.modelFor(w, target) : void 0;
-    const res = await client2.session.promptAsync({
-      sessionID: w.sessionId,
-      directory: this.workspaceOf(w)?.cwd,
-      agent: WORKER_AGENT,
-      ...model ? { model } : {},
-      parts: [{ type: "text", text: steerPrompt(body) }]
-    });
-    if (res.response && !res.response.ok) throw new Error(`opencode refused the steer (HTTP ${res.response.status})`);
-  }
-  async stop(workerId, reason = "stopped by request", by = { kind: "person" }) {
-    const w = this.get(workerId);
-    if (isFinal(w.state)) return w;
-    const rt = this.rt(workerId);
-    rt.stopping = true;
-    const idx = this.queue.indexOf(workerId);
-    if (idx >= 0) this.queue.splice(idx, 1);
-    try {
-      for (const ask of pendingAsks(w)) {
-        this.record(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by, message: `worker stopped: ${reason}` });
-      }
-    } catch (err) {
-      rt.stopping = false;
-      if (idx >= 0) this.queue.splice(idx, 0, workerId);
-      throw new Error(`worker ${workerId} was not stopped: ${err.message}`);
-    }
-    if (w.sessionId && rt.server?.client) {
-      await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => void 0);
-    }
-    const { error: failed } = this.changeState(workerId, "stop", reason);
-    if (failed) {
-      if (idx >= 0) this.queue.splice(idx, 0, workerId);
-      throw new Error(`the stop of worker ${workerId} could not be recorded (it still shows ${this.get(workerId).state}; stop it again): ${failed.message}`);
-    }
-    return this.get(workerId);
-  }
-  /** Continues a stopped/interrupted/error worker in its same session (or from scratch when it never got one). */
-  async resume(workerId, message) {
-    const w = this.get(workerId);
-    if (!["stopped", "interrupted", "error"].includes(w.state)) {
-      throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed`);
-    }
-    const target = this.resolveTarget(w.targetId ?? void 0);
-    await this.preflight(target);
-    const rt = this.rt(workerId);
-    rt.stopping = false;
-    rt.lastError = void 0;
-    this.fire(workerId, "resume", "resumed");
-    this.queue.push(workerId);
-    rt.resumeMessage = message;
-    this.pump();
-    return this.get(workerId);
-  }
-  async merge(workerId) {
-    const w = this.get(workerId);
-    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`, "conflict");
-    if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`);
-    const ws = this.workspaceOf(w);
-    if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
-    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`);
-    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 60)}`, w.verdict?.commit ?? void 0);
-    this.record(workerId, { type: "merged", into: ws.baseBranch, commit });
-    await this.tidy(workerId, "merged");
-    return { commit, into: ws.baseBranch };
-  }
-  async diff(workerId) {
-    const w = this.get(workerId);
-    const ws = this.workspaceOf(w);
-    if (!ws || w.discarded || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) return "";
-    return fullDiff(ws, w.verdict?.commit ?? void 0);
-  }
-  /**
-   * Removes a finished worker's workspace, its engine repository and its branch, unmerged work included: the person
-   * asked for it. An active worker must be stopped first.
-   */
-  async discard(workerId, by = { kind: "person" }) {
-    const w = this.get(workerId);
-    if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
-    if (w.discarded) return w;
-    const ws = this.workspaceOf(w);
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path22.join(this.workerTmpRoot, workerId) });
-    this.rt(workerId).workspace = void 0;
-    this.record(workerId, { type: "discarded", by });
-    return this.get(workerId);
-  }
-  /**
-   * Housekeeping of one finished worker: removes its workspace, engine repository, private tmp and (merged) branch.
-   * Never unmerged built work: that waits for a merge or an explicit discard. A failure is a notice, never an error of
-   * the call that asked (the merge already happened).
-   */
-  async tidy(workerId, why) {
-    const w = this.workers.get(workerId);
-    const ws = w && this.workspaceOf(w);
-    if (!w || !ws || !isFinal(w.state) || w.state === "built" && !w.merged) return;
-    try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path22.join(this.workerTmpRoot, workerId) });
-      this.rt(workerId).workspace = void 0;
-    } catch (err) {
-      this.notice("warn", `could not tidy worker ${workerId} (${why}): ${err.message}`);
-    }
-  }
-  /**
-   * Removes the workspaces of finished workers older than the retention (OCW_RETENTION_DAYS, default 14): merged,
-   * failed, stopped, interrupted or errored ones. Built but unmerged work is kept until it is merged or discarded.
-   */
-  async collectGarbage(now = Date.now()) {
-    const days = config2().OCW_RETENTION_DAYS;
-    if (!(days > 0)) return [];
-    const done = [];
-    for (const w of this.list()) {
-      if (!isFinal(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
-      if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
-      const ws = this.workspaceOf(w);
-      if (!ws || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) continue;
-      await this.tidy(w.id, `older than ${days} days`);
-      done.push(w.id);
-    }
-    return done;
-  }
-  /** A target's endpoint reachable before work is accepted; for a pool, any one of its endpoints. */
-  async preflight(target) {
-    if (!isPool(target)) return preflightEndpoint(target);
-    const errors = [];
-    for (const e of endpointsOf(target)) {
-      try {
-        return await preflightEndpoint({ ...target, endpoint: e.url });
-      } catch (err) {
-        errors.push(err.message);
-      }
-    }
-    throw new InputError(`no endpoint of the pool ${target.id} answers: ${errors.join("; ")}`);
-  }
-  /** The model servers the person cares about now (the active target, targets with work): do they answer? */
-  async checkModels() {
-    if (this.closed) return;
-    const ids = new Set(this.list().filter((w) => w.targetId && (w.state === "queued" || isActive(w.state))).map((w) => w.targetId));
-    const active = this.targets.active();
-    if (active) ids.add(active.id);
-    await Promise.all(
-      [...ids].map(async (id2) => {
-        const t2 = this.targets.get(id2);
-        if (!t2) return;
-        const key = keyForProbe(t2);
-        const problems = await Promise.all(endpointsOf(t2).map((e) => probeHealth(e.url, key, 2e3)));
-        const healthy2 = problems.some((p) => !p);
-        const problem = healthy2 ? null : `${endpointsOf(t2).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
-        const was = this.modelHealth.get(id2);
-        this.modelHealth.set(id2, { healthy: healthy2, problem, checkedAt: Date.now() });
-        if (was?.healthy !== healthy2) {
-          this.transient({ type: "model", targetId: id2, healthy: healthy2, ...problem ? { message: `the model server does not answer (${problem}): start it, or pick another target` } : {}, ts: Date.now() });
-        }
-      })
-    );
-  }
-  /** The last health check of each target's model server. */
-  models() {
-    return [...this.modelHealth.entries()].map(([targetId, h3]) => ({ targetId, ...h3 }));
-  }
-  /** Every endpoint of every known target: health, slots, workers on it, and what the server reports. */
-  endpoints() {
-    return this.targets.list().targets.map((t2) => ({ targetId: t2.id, endpoints: this.statusesOf(t2) }));
-  }
-  workersOn(targetId, url2, single) {
-    let n2 = 0;
-    for (const w of this.workers.values()) if (w.targetId === targetId && isActive(w.state) && (single || w.endpoint === url2)) n2++;
-    return n2;
-  }
-  statusesOf(target) {
-    const known = this.endpointState.get(target.id);
-    const single = !isPool(target);
-    return endpointsOf(target).map((e) => {
-      const s = known?.get(e.url);
-      return { url: e.url, healthy: s?.healthy ?? true, slots: e.slots, inUse: this.workersOn(target.id, e.url, single), live: s?.live ?? null, problem: s?.problem ?? null, checkedAt: s?.checkedAt ?? null };
-    });
-  }
-  /** Pools with work (queued or running) are read every couple of seconds: health and live load of each endpoint. */
-  refreshPools() {
-    const busy = new Set(this.list().filter((w) => w.targetId && (w.state === "queued" || isActive(w.state))).map((w) => w.targetId));
-    for (const id2 of busy) {
-      const t2 = this.targets.get(id2);
-      if (t2 && isPool(t2)) void this.refreshTarget(t2);
-    }
-  }
-  async refreshTarget(target) {
-    if (this.refreshing.has(target.id) || this.closed) return;
-    this.refreshing.add(target.id);
-    try {
-      const key = keyForProbe(target);
-      const previous = this.endpointState.get(target.id);
-      const map3 = /* @__PURE__ */ new Map();
-      const downs = [];
-      await Promise.all(
-        endpointsOf(target).map(async (e) => {
-          const now = await readEndpoint(e, key);
-          const { problem } = now;
-          const was = previous?.get(e.url);
-          map3.set(e.url, now);
-          if (problem && was?.healthy !== false) downs.push([e.url, problem]);
-          if (!problem && was?.healthy === false) this.notice("info", `endpoint ${e.url} of ${target.id} answers again: back in admission`);
-        })
-      );
-      this.endpointState.set(target.id, map3);
-      for (const [url2, problem] of downs) this.onEndpointDown(target, url2, problem);
-    } finally {
-      this.refreshing.delete(target.id);
-    }
-    this.pump();
-  }
-  /**
-   * An endpoint of a pool died: it takes no new worker, and its workers are interrupted with the reason and resumed on
-   * another endpoint of the pool (their session history replays there).
-   */
-  onEndpointDown(target, url2, problem) {
-    this.notice("warn", `endpoint ${url2} of ${target.id} stopped answering (${problem}): out of admission until it answers again`);
-    for (const w of this.list()) {
-      if (w.targetId !== target.id || w.endpoint !== url2 || !isActive(w.state)) continue;
-      void this.moveWorker(w.id, `the endpoint ${url2} stopped answering (${problem})`);
-    }
-  }
-  async moveWorker(workerId, why) {
-    const w = this.get(workerId);
-    const rt = this.rt(workerId);
-    rt.stopping = true;
-    for (const ask of pendingAsks(w)) this.safeRecord(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "endpoint-down" }, message: `${why}; the worker moves to another endpoint` });
-    if (!this.fire(workerId, "interrupt", `${why}: resuming on another endpoint of the pool`)) return;
-    if (w.sessionId) await rt.server?.client?.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => void 0);
-    rt.stopping = false;
-    rt.resumeMessage = "The model server you were on went away; your session continues on another server of the same model. Carry on from where you were.";
-    if (!this.fire(workerId, "resume", "resumed on another endpoint of the pool")) return;
-    this.queue.push(workerId);
-    this.pump();
-  }
-  /** The model a worker's prompts name: its endpoint's provider in a pool; the target's default otherwise. */
-  modelFor(w, target) {
-    if (!isPool(target) || !w.endpoint) return void 0;
-    const i2 = endpointsOf(target).findIndex((e) => e.url === w.endpoint);
-    return i2 < 0 ? void 0 : { providerID: providerIdFor(i2), modelID: target.model };
-  }
-  /** Every "always" answer the engine holds, across workers. */
-  grants() {
-    return this.list().flatMap((w) => w.grants);
-  }
-  revokeGrant(grantId, by = { kind: "person" }) {
-    const w = this.list().find((x) => x.grants.some((g2) => g2.id === grantId));
-    const g = w?.grants.find((x) => x.id === grantId);
-    if (!w || !g) throw new InputError(`unknown grant "${grantId}": list grants to see valid ids`, "not-found");
-    this.record(w.id, { type: "grant.revoked", grantId, by });
-    return g;
-  }
-  /** The worker's transcript from its log: the latest version of each part, in order. */
-  transcript(workerId) {
-    this.get(workerId);
-    const parts = /* @__PURE__ */ new Map();
-    for (const e of this.logs.load(workerId).events) if (e.type === "part") parts.set(e.part.partId, e.part);
-    return [...parts.values()];
-  }
-  events(workerId) {
-    this.get(workerId);
-    return this.logs.load(workerId).events;
-  }
-  serving() {
-    return [...this.servers.entries()].map(([targetId, s]) => ({ targetId, ready: s.ready, url: s.url, pid: s.pid }));
-  }
-  slots() {
-    const ids = new Set(this.list().map((w) => w.targetId).filter((x) => !!x));
-    const active = this.targets.active();
-    if (active) ids.add(active.id);
-    return [...ids].flatMap((id2) => {
-      const t2 = this.targets.get(id2);
-      if (!t2) return [];
-      return [{ targetId: id2, slots: t2.serving.slots, inUse: this.activeCount(id2), queued: this.queue.filter((q) => this.workers.get(q)?.targetId === id2).length }];
-    });
-  }
-  /** The opencode server of a target, for tests and fault injection. */
-  serverFor(targetId) {
-    return this.servers.get(targetId);
-  }
-  async close() {
-    this.closed = true;
-    clearInterval(this.watchdog);
-    clearInterval(this.poolTimer);
-    clearInterval(this.modelTimer);
-    if (this.deltaTimer) this.flushDeltas();
-    for (const w of this.list()) {
-      const rt = this.rt(w.id);
-      clearTimeout(rt.budgetTimer);
-      if (!isActive(w.state)) continue;
-      this.fire(w.id, "interrupt", "the engine shut down while this worker ran; resume it");
-      if (w.sessionId && rt.server?.client) await rt.server.client.session.abort({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => void 0);
-    }
-    await Promise.all([...this.servers.values()].map((s) => s.stop()));
-    this.gateway.close();
-  }
-  // ---------- admission & running ----------
-  activeCount(targetId) {
-    return this.list().filter((w) => w.targetId === targetId && isActive(w.state)).length;
-  }
-  /** Admits queued workers in order while their target has free slots. */
-  pump() {
-    if (this.closed) return;
-    for (let i2 = 0; i2 < this.queue.length; ) {
-      const id2 = this.queue[i2];
-      const w = this.workers.get(id2);
-      if (!w || w.state !== "queued") {
-        this.queue.splice(i2, 1);
-        continue;
-      }
-      let target;
-      try {
-        target = this.resolveTarget(w.targetId ?? void 0);
-      } catch (err) {
-        this.queue.splice(i2, 1);
-        this.fire(id2, "fail-run", err.message);
-        continue;
-      }
-      if (isPool(target)) {
-        if (!this.endpointState.has(target.id)) {
-          void this.refreshTarget(target);
-          i2++;
-          continue;
-        }
-        const chosen = chooseEndpoint(this.statusesOf(target), w.endpoint);
-        if (!chosen) {
-          i2++;
-          continue;
-        }
-        if (chosen.url !== w.endpoint) this.safeRecord(id2, { type: "worker.endpoint", url: chosen.url });
-      } else if (this.activeCount(target.id) >= target.serving.slots) {
-        i2++;
-        continue;
-      }
-      this.queue.splice(i2, 1);
-      this.fire(id2, "admit");
-      void this.run(id2, target).catch((err) => {
-        this.log(`worker ${id2} failed to start: ${err.stack}`);
-        this.fire(id2, "fail-run", err.message);
-      });
-    }
-  }
-  async server(target) {
-    let s = this.servers.get(target.id);
-    if (s) return s;
-    const key = target.keyRef || target.keyFile ? resolveKey(target) : null;
-    if ((target.keyRef || target.keyFile) && !key) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=\u2026 in the engine's environment`);
-    const provider = await Promise.all(
-      endpointsOf(target).map((e, i2) => key ? this.gateway.add(`${target.id}-${i2}`, { upstream: e.url, key }) : { baseURL: e.url, apiKey: "none" })
-    );
-    const shell = writeWorkerShell(path22.join(this.opts.stateDir, "sandbox", "worker-shell"), { workspacesRoot: this.workspacesRoot, tmpRoot: this.workerTmpRoot, kind: this.sandbox.kind });
-    s = this.servers.get(target.id);
-    if (s) return s;
-    s = (this.opts.harness ?? opencodeHarness)({
-      target,
-      home: path22.join(this.opts.stateDir, "opencode", target.id),
-      log: (l) => this.log(`[opencode ${target.id}] ${l}`),
-      provider,
-      confine: { kind: this.sandbox.kind, stateDir: this.opts.stateDir, workspacesRoot: this.workspacesRoot, tmpRoot: this.workerTmpRoot, shell }
-    });
-    s.on("event", (e) => this.onOpencodeEvent(e));
-    s.on("down", (why) => this.onServerDown(target.id, why));
-    s.on("ready", () => this.transient({ type: "serving", targetId: target.id, status: "ready", ts: Date.now() }));
-    s.on("resync", () => void this.resync(target.id));
-    this.servers.set(target.id, s);
-    return s;
-  }
-  async run(workerId, target) {
-    let w = this.get(workerId);
-    const rt = this.rt(workerId);
-    rt.stopping = false;
-    let ws = this.workspaceOf(w);
-    if (!ws || !existsSync8(ws.worktree)) {
-      const repo = rt.repo ?? await inspectRepo(w.spec.directory);
-      ws = await createWorkspace(this.workspacesRoot, repo, workerId, this.engineGitDir(workerId));
-      rt.workspace = ws;
-      this.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
-    }
-    await rt.releasing;
-    const server = await this.server(target);
-    rt.server = server;
-    if (!server.ready) this.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
-    await server.start();
-    const client2 = server.client;
-    if (this.get(workerId).state !== "starting") return;
-    let text;
-    w = this.get(workerId);
-    if (!w.sessionId) {
-      const title = (w.spec.title ?? w.spec.task.split("\n")[0]).slice(0, 80);
-      const res2 = await client2.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
-      if (!res2.data) throw new Error(`opencode could not create a session (HTTP ${res2.response?.status})`);
-      this.sessions.set(res2.data.id, workerId);
-      this.record(workerId, { type: "worker.session", sessionId: res2.data.id });
-      text = taskPrompt(w.spec);
-    } else {
-      this.sessions.set(w.sessionId, workerId);
-      text = resumePrompt(rt.resumeMessage);
-      rt.resumeMessage = void 0;
-    }
-    const sessionId = this.get(workerId).sessionId;
-    if (!this.fire(workerId, "start")) return;
-    this.armBudget(workerId);
-    const model = this.modelFor(this.get(workerId), target);
-    const res = await client2.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, ...model ? { model } : {}, parts: [{ type: "text", text }] });
-    if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
-  }
-  armBudget(workerId) {
-    const w = this.get(workerId);
-    const rt = this.rt(workerId);
-    clearTimeout(rt.budgetTimer);
-    const wallSec = w.spec.budget.wallSec;
-    if (!wallSec) return;
-    const used = (Date.now() - (w.startedAt ?? Date.now())) / 1e3;
-    rt.budgetTimer = setTimeout(() => this.budgetStop(workerId, `budget: wall clock of ${wallSec}s used up`), Math.max(0, (wallSec - used) * 1e3));
-    rt.budgetTimer.unref();
-  }
-  /** A stop nobody awaits: a failure (a full disk) becomes a notice, never an unhandled rejection that ends the engine. */
-  budgetStop(workerId, reason) {
-    this.stop(workerId, reason, { kind: "engine", name: "budget" }).catch((err) => this.notice("error", `${reason}, but ${err.message}`));
-  }
-  checkStalls(stallMs) {
-    const now = Date.now();
-    for (const w of this.workers.values()) {
-      if (w.state !== "running" || w.stalled) continue;
-      const idle = now - this.rt(w.id).lastEventAt;
-      if (idle >= stallMs) this.safeRecord(w.id, { type: "stalled", idleSec: Math.round(idle / 1e3) });
-    }
-  }
-  /**
-   * opencode retries a failed model call with growing pauses, for a minute or more, before it gives up. When the call
-   * failed because the model server is gone (killed, crashed, stopped), the worker is interrupted at once instead,
-   * with the reason, and can be resumed in its session once the server is back. A server that answers is left to
-   * opencode's retry (a 500, a rate limit, a restart that already finished).
-   */
-  async checkEndpoint(workerId, message) {
-    const w = this.workers.get(workerId);
-    const rt = this.rt(workerId);
-    if (!w || w.state !== "running" || rt.stopping || rt.probing) return;
-    let target;
-    try {
-      target = this.resolveTarget(w.targetId ?? void 0);
-    } catch {
-      return;
-    }
-    rt.probing = true;
-    const endpoint = isPool(target) && w.endpoint ? w.endpoint : target.endpoint;
-    const problem = await unreachable({ ...target, endpoint }, void 0, 2e3).finally(() => rt.probing = false);
-    if (problem && isPool(target) && this.workers.get(workerId)?.state === "running" && !rt.stopping) {
-      this.endpointState.get(target.id)?.set(endpoint, { url: endpoint, healthy: false, slots: 0, inUse: 0, live: null, problem, checkedAt: Date.now() });
-      return this.onEndpointDown(target, endpoint, problem);
-    }
-    if (!problem || this.workers.get(workerId)?.state !== "running" || rt.stopping) return;
-    rt.stopping = true;
-    const sessionId = this.workers.get(workerId).sessionId;
-    if (sessionId) await rt.server?.client?.session.abort({ sessionID: sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => void 0);
-    this.fire(workerId, "interrupt", `the model endpoint ${target.endpoint} stopped answering (${problem}; opencode: ${message}): resume the worker once the model server is back`);
-  }
-  safeRecord(workerId, body) {
-    try {
-      this.record(workerId, body);
-    } catch (err) {
-      this.notice("error", err.message);
-    }
-  }
-  // ---------- opencode events ----------
-  onOpencodeEvent(e) {
-    const p = e.properties;
-    const sid = p.sessionID ?? p.info?.sessionID ?? p.part?.sessionID;
-    if (e.type === "session.created" && p.info?.parentID && this.sessions.has(p.info.parentID)) {
-      this.sessions.set(p.info.id, this.sessions.get(p.info.parentID));
-      return;
-    }
-    if (!sid) return;
-    const workerId = this.sessions.get(sid);
-    if (!workerId) return;
-    const w = this.workers.get(workerId);
-    if (!w) return;
-    const isRoot = sid === w.sessionId;
-    this.rt(workerId).lastEventAt = Date.now();
-    switch (e.type) {
-      case "permission.asked":
-        return this.onAsk(workerId, permissionAsk(workerId, p));
-      case "question.asked":
-        return this.onAsk(workerId, questionAsk(workerId, p));
-      case "permission.replied":
-      case "question.replied":
-      case "question.rejected":
-        return this.onAskGone(workerId, p.requestID, e.type === "permission.replied" ? p.reply : e.type === "question.replied" ? "once" : "reject");
-      case "message.part.updated":
-        return this.onPart(workerId, p.part);
-      case "message.part.delta":
-        if (typeof p.delta === "string") this.bufferDelta(workerId, p.partID, p.field, p.delta);
-        return;
-      case "message.updated":
-        return this.onMessage(workerId, p.info);
-      case "session.status":
-        if (p.status?.type === "retry") {
-          const message = String(p.status.message ?? "");
-          this.transient({ type: "retry", workerId, attempt: p.status.attempt ?? 0, message, ts: Date.now() });
-          void this.checkEndpoint(workerId, message);
-        }
-        return;
-      case "session.error": {
-        if (!isRoot) return;
-        const err = p.error;
-        if (err?.name === "MessageAbortedError") return;
-        this.rt(workerId).lastError = describeError(err);
-        return;
-      }
-      case "session.idle":
-        if (isRoot) void this.onIdle(workerId);
-        return;
-    }
-  }
-  /**
-   * Streaming text is coalesced per part and published every 50 ms: a model streams a token per event, and 16 workers
-   * at once would otherwise push ~800 events a second to every subscriber (the dashboard's frame rate pays for it).
-   */
-  bufferDelta(workerId, partId, field, delta) {
-    const key = `${partId}\0${field}`;
-    const pending = this.deltas.get(key);
-    if (pending) pending.delta += delta;
-    else this.deltas.set(key, { workerId, partId, field, delta });
-    this.deltaTimer ??= setTimeout(() => this.flushDeltas(), 50);
-  }
-  flushDeltas() {
-    this.deltaTimer = null;
-    const batch = [...this.deltas.values()];
-    this.deltas.clear();
-    for (const d of batch) this.transient({ type: "delta", ...d, ts: Date.now() });
-  }
-  onAsk(workerId, raw) {
-    const w = this.get(workerId);
-    if (w.asks.some((a2) => a2.id === raw.id)) return;
-    if (raw.kind === "permission" && LOOKS.has(raw.tool) && this.looksInside(w, raw)) {
-      void this.rt(workerId).server?.client?.permission.reply({ requestID: raw.id, directory: this.workspaceOf(w)?.cwd, reply: "once" }).catch(() => void 0);
-      return;
-    }
-    const ws = this.workspaceOf(w);
-    const flags = ws ? inspectAsk(raw, ws, w.spec) : [];
-    const ask = flags.length ? { ...raw, flags } : raw;
-    this.safeRecord(workerId, { type: "ask.opened", ask });
-    const auto = this.answerWithoutPerson(w, ask);
-    if (auto) {
-      void this.decide({ askId: ask.id, ...auto.decision }, auto.by).catch((err) => this.notice("warn", `${auto.by.kind} (${auto.by.name}) could not answer ${ask.id}: ${err.message}`));
-      return;
-    }
-    if (w.state === "running") this.fire(workerId, "ask");
-  }
-  onAskGone(workerId, askId, reply) {
-    const ask = this.get(workerId).asks.find((a2) => a2.id === askId);
-    if (!ask || ask.status !== "pending" || this.deciding.has(askId)) return;
-    const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : void 0;
-    this.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
-    this.afterAsk(workerId);
-  }
-  afterAsk(workerId) {
-    const w = this.get(workerId);
-    if (w.state === "waiting-approval" && pendingAsks(w).length === 0) this.fire(workerId, "answered");
-  }
-  /** The user's approval rules (policies.json in the state dir); none by default. */
-  policies() {
-    return external_exports.array(PolicyRule).catch([]).parse(readJson(path22.join(this.opts.stateDir, "policies.json"), []));
-  }
-  setPolicies(rules) {
-    writeJsonAtomic(path22.join(this.opts.stateDir, "policies.json"), external_exports.array(PolicyRule).parse(rules));
-    return this.policies();
-  }
-  /** Where a read or search ask really looks (symlinks resolved): a read names a file relative to the workspace, a search its root. */
-  lookTarget(w, ask) {
-    const ws = this.workspaceOf(w);
-    if (!ws) return null;
-    return ask.tool === "read" ? realLocation(path22.resolve(ws.worktree, ask.patterns[0] ?? ask.what)) : realLocation(path22.resolve(ws.cwd, ask.what || "."));
-  }
-  looksInside(w, ask) {
-    const ws = this.workspaceOf(w);
-    const real2 = this.lookTarget(w, ask);
-    if (!ws || !real2) return false;
-    const root2 = realLocation(ws.worktree);
-    return real2 === root2 || real2.startsWith(root2 + path22.sep);
-  }
-  /**
-   * The answer an ask gets without a person: a refusal of a write that lands outside the workspace, else the worker's
-   * grant ("always" held by the engine), else the user's matching policy rule.
-   */
-  answerWithoutPerson(w, ask) {
-    if (LOOKS.has(ask.tool)) {
-      return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
-    }
-    const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
-    if (outside) {
-      return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };
-    }
-    const grant = grantFor(ask, w.grants);
-    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${grant.by.kind}${grant.by.name ? " " + grant.by.name : ""})` } };
-    const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.workspaceOf(w)?.cwd) : [];
-    if (escapes.length) {
-      const message = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
-      return { decision: { decision: "reject", message }, by: { kind: "engine", name: "worktree guard" } };
-    }
-    const rule = this.policyFor(ask);
-    return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} \u2192 ${rule.decision}` } } : null;
-  }
-  policyFor(ask) {
-    const rules = this.policies();
-    return rules.find((r) => (r.tool === "*" || r.tool === ask.tool) && import_picomatch3.default.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
-  }
-  onPart(workerId, part) {
-    if (!part?.id || !part.type) return;
-    if (this.deltas.size && part.time?.end) this.flushDeltas();
-    let t2 = null;
-    if (part.type === "text" || part.type === "reasoning") {
-      if (!part.time?.end && !part.text) return;
-      if (!part.time?.end) return;
-      t2 = { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") };
-    } else if (part.type === "tool") {
-      const st = part.state ?? {};
-      if (st.status === "pending") return;
-      t2 = {
-        partId: part.id,
-        messageId: part.messageID,
-        kind: "tool",
-        tool: part.tool,
-        status: st.status,
-        input: st.input,
-        ...st.output !== void 0 ? { output: String(st.output).slice(0, 2e4) } : {},
-        ...st.error !== void 0 ? { error: String(st.error).slice(0, 4e3) } : {}
-      };
-      const failed = st.status === "error" || part.tool === "invalid" && st.status === "completed";
-      if (failed) this.safeRecord(workerId, { type: "tool.failed", tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1e3) });
-    }
-    if (t2) this.safeRecord(workerId, { type: "part", part: t2 });
-  }
-  onMessage(workerId, info) {
-    if (info?.role !== "assistant" || !info.tokens) return;
-    const rt = this.rt(workerId);
-    const prev = rt.usageByMessage.get(info.id);
-    const next = { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 };
-    if (prev && prev.input === next.input && prev.output === next.output && prev.cost === next.cost) return;
-    rt.usageByMessage.set(info.id, next);
-    const w = this.get(workerId);
-    const base2 = rt.usageBase ?? w.usage;
-    rt.usageBase ??= w.usage;
-    const sum = [...rt.usageByMessage.values()].reduce(
-      (a2, u2) => ({ input: a2.input + u2.input, output: a2.output + u2.output, reasoning: a2.reasoning + u2.reasoning, cost: a2.cost + u2.cost }),
-      { ...base2 }
-    );
-    this.safeRecord(workerId, { type: "usage", usage: sum });
-    const limit = w.spec.budget.tokens;
-    if (limit && sum.input + sum.output + sum.reasoning > limit && isActive(w.state)) {
-      this.budgetStop(workerId, `budget: ${limit} tokens used up`);
-    }
-  }
-  async onIdle(workerId) {
-    const w = this.get(workerId);
-    const rt = this.rt(workerId);
-    if (rt.stopping || w.state !== "running" && w.state !== "waiting-approval" || rt.settling) return;
-    const client2 = rt.server?.client;
-    const ws = this.workspaceOf(w);
-    if (!client2 || !ws || !w.sessionId) return;
-    const status = await client2.session.status({ directory: ws.cwd }).catch(() => null);
-    const st = status?.data?.[w.sessionId];
-    if (st && st.type !== "idle") return;
-    const turn = await this.latestTurn(workerId);
-    const last = turn?.replies.at(-1);
-    if (turn && !last && !rt.lastError) return;
-    if (last && !last.info.time?.completed && !last.info.error) return;
-    const failure2 = last?.info.error && last.info.error.name !== "MessageAbortedError" ? describeError(last.info.error) : !last && rt.lastError || null;
-    if (failure2) {
-      for (const ask of pendingAsks(this.get(workerId))) this.safeRecord(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine" }, message: "the session ended with an error" });
-      this.fire(workerId, "fail-run", failure2);
-      return;
-    }
-    if (rt.stopping || rt.settling) return;
-    rt.settling = true;
-    try {
-      if (!this.fire(workerId, "settle")) return;
-      await this.gradeWorker(workerId, turn);
-    } finally {
-      rt.settling = false;
-    }
-  }
-  /** The newest user message of the worker's session and the assistant messages that answer it; null when unreadable. */
-  async latestTurn(workerId) {
-    const w = this.get(workerId);
-    const client2 = this.rt(workerId).server?.client;
-    if (!client2 || !w.sessionId) return null;
-    const res = await client2.session.messages({ sessionID: w.sessionId, directory: this.workspaceOf(w)?.cwd }).catch(() => null);
-    if (!res?.data) return null;
-    const msgs = res.data;
-    const lastUser = msgs.map((m) => m.info.role).lastIndexOf("user");
-    return { replies: msgs.slice(lastUser + 1).filter((m) => m.info.role === "assistant") };
-  }
-  async finalText(workerId, turn) {
-    const t2 = turn ?? await this.latestTurn(workerId);
-    const text = (t2?.replies ?? []).flatMap((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text ?? "")).join("\n");
-    if (text.trim()) return text;
-    return this.transcript(workerId).filter((p) => p.kind === "text").map((p) => p.text ?? "").join("\n");
-  }
-  async gradeWorker(workerId, turn) {
-    const w = this.get(workerId);
-    const ws = this.workspaceOf(w);
-    if (!ws) return void this.fire(workerId, "fail-run", "no workspace to grade");
-    if (!this.fire(workerId, "grade") && this.get(workerId).state !== "grading") return;
-    try {
-      const verdict = await grade({
-        workspace: ws,
-        checks: w.spec.checks,
-        scope: w.spec.scope,
-        protect: w.spec.protect,
-        finalText: await this.finalText(workerId, turn),
-        title: w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 72),
-        checkoutDir: path22.join(this.opts.stateDir, "grading", workerId),
-        sandbox: this.sandbox.kind === "none" ? void 0 : { kind: this.sandbox.kind, stateDir: this.opts.stateDir, tmpDir: path22.join(this.opts.stateDir, "grading", `${workerId}.tmp`) }
-      });
-      if (this.get(workerId).state !== "grading") return;
-      this.record(workerId, { type: "verdict", verdict });
-      this.fire(workerId, verdict.verdict === "built" ? "pass" : "fail", verdict.verdict === "built" ? void 0 : summarizeFailure(verdict));
-    } catch (err) {
-      this.fire(workerId, "fail-run", `grading failed: ${err.message}`);
-    }
-  }
-  async regrade(workerId) {
-    const w = this.get(workerId);
-    const target = w.targetId ? this.targets.get(w.targetId) : void 0;
-    if (target && w.sessionId) {
-      const s = await this.server(target).catch(() => void 0);
-      this.rt(workerId).server = s;
-      await s?.start().catch(() => void 0);
-    }
-    await this.gradeWorker(workerId);
-  }
-  onServerDown(targetId, why) {
-    this.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
-    for (const w of this.list()) {
-      if (w.targetId !== targetId || !isActive(w.state)) continue;
-      for (const ask of pendingAsks(w)) {
-        this.safeRecord(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode-down" }, message: "opencode serve went down; the ask was lost \u2014 resume the worker" });
-      }
-      this.fire(w.id, "interrupt", `${why}; resume the worker to continue in the same session`);
-    }
-  }
-  /** After the event stream reconnects: pick up asks and idles that happened while it was down. */
-  async resync(targetId) {
-    const client2 = this.servers.get(targetId)?.client;
-    if (!client2) return;
-    for (const w of this.list()) {
-      if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
-      const directory = this.workspaceOf(w)?.cwd;
-      const permRes = await client2.permission.list({ directory }).catch(() => null);
-      const questionRes = await client2.question.list({ directory }).catch(() => null);
-      if (!permRes?.data || !questionRes?.data) {
-        this.log(`[warn] worker ${w.id}: opencode's pending asks could not be read after a reconnect; its asks stay pending`);
-        void this.onIdle(w.id);
-        continue;
-      }
-      const perms = permRes.data;
-      const questions = questionRes.data;
-      const live = /* @__PURE__ */ new Set();
-      for (const p of perms) if (this.sessions.get(p.sessionID) === w.id) live.add(p.id), this.onAsk(w.id, permissionAsk(w.id, p));
-      for (const q of questions) if (this.sessions.get(q.sessionID) === w.id) live.add(q.id), this.onAsk(w.id, questionAsk(w.id, q));
-      for (const ask of pendingAsks(this.get(w.id))) if (!live.has(ask.id)) this.onAskGone(w.id, ask.id, "");
-      void this.onIdle(w.id);
-    }
-  }
-};
-var LOOKS = /* @__PURE__ */ new Set(["read", "glob", "grep"]);
-function parseInput(schema, input) {
-  const r = schema.safeParse(input);
-  if (r.success) return r.data;
-  throw new InputError(firstIssue(r.error));
 }
 function permissionAsk(workerId, p) {
   const md = p.metadata ?? {};
@@ -66028,20 +64556,1885 @@ function questionAsk(workerId, p) {
     status: "pending"
   };
 }
+function translatePart(part) {
+  if (!part?.id || !part.type) return { part: null };
+  if (part.type === "text" || part.type === "reasoning") {
+    if (!part.time?.end) return { part: null };
+    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") } };
+  }
+  if (part.type !== "tool") return { part: null };
+  const st = part.state ?? {};
+  if (st.status === "pending") return { part: null };
+  const t2 = {
+    partId: part.id,
+    messageId: part.messageID,
+    kind: "tool",
+    tool: part.tool,
+    status: st.status,
+    input: st.input,
+    ...st.output !== void 0 ? { output: String(st.output).slice(0, 2e4) } : {},
+    ...st.error !== void 0 ? { error: String(st.error).slice(0, 4e3) } : {}
+  };
+  const failed = st.status === "error" || part.tool === "invalid" && st.status === "completed";
+  return failed ? { part: t2, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1e3) } } : { part: t2 };
+}
+function usageOf(info) {
+  if (info?.role !== "assistant" || !info.tokens) return null;
+  return { id: info.id, usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 } };
+}
 function describeError(err) {
   return `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2e3);
 }
+var DeltaCoalescer = class {
+  constructor(publish, everyMs = 50) {
+    this.publish = publish;
+    this.everyMs = everyMs;
+  }
+  publish;
+  everyMs;
+  pending = /* @__PURE__ */ new Map();
+  timer = null;
+  add(d) {
+    const key = `${d.partId}\0${d.field}`;
+    const pending = this.pending.get(key);
+    if (pending) pending.delta += d.delta;
+    else this.pending.set(key, { ...d });
+    this.timer ??= setTimeout(() => this.flush(), this.everyMs);
+  }
+  get size() {
+    return this.pending.size;
+  }
+  /** Publishes what is buffered now (a finished part is persisted after its deltas, never before). */
+  flush() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = [...this.pending.values()];
+    this.pending.clear();
+    for (const d of batch) this.publish(d);
+  }
+};
+var Translator = class {
+  constructor(sinks) {
+    this.sinks = sinks;
+    this.deltas = new DeltaCoalescer((d) => sinks.registry.transient({ type: "delta", ...d, ts: Date.now() }));
+  }
+  sinks;
+  deltas;
+  handle(e) {
+    const reg = this.sinks.registry;
+    if (e.type === "session.created") {
+      const parent = e.properties.info?.parentID;
+      if (parent && reg.sessions.has(parent)) reg.sessions.set(e.properties.info.id, reg.sessions.get(parent));
+      return;
+    }
+    const sid = sessionOf(e);
+    const workerId = sid ? reg.sessions.get(sid) : void 0;
+    const w = workerId ? reg.workers.get(workerId) : void 0;
+    if (!workerId || !w) return;
+    const isRoot = sid === w.sessionId;
+    reg.rt(workerId).lastEventAt = Date.now();
+    switch (e.type) {
+      case "permission.asked":
+        return this.sinks.ask(workerId, permissionAsk(workerId, e.properties));
+      case "question.asked":
+        return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
+      case "permission.replied":
+        return this.sinks.askGone(workerId, e.properties.requestID, e.properties.reply);
+      case "question.replied":
+        return this.sinks.askGone(workerId, e.properties.requestID, "once");
+      case "question.rejected":
+        return this.sinks.askGone(workerId, e.properties.requestID, "reject");
+      case "message.part.updated": {
+        const part = e.properties.part;
+        if (this.deltas.size && part?.time?.end) this.deltas.flush();
+        const { part: t2, toolFailed } = translatePart(part);
+        if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
+        if (t2) reg.safeRecord(workerId, { type: "part", part: t2 });
+        return;
+      }
+      case "message.part.delta": {
+        const p = e.properties;
+        if (typeof p.delta === "string") this.deltas.add({ workerId, partId: p.partID, field: p.field, delta: p.delta });
+        return;
+      }
+      case "message.updated": {
+        const u2 = usageOf(e.properties.info);
+        if (u2) this.sinks.usage(workerId, u2.id, u2.usage);
+        return;
+      }
+      case "session.status": {
+        const st = e.properties.status;
+        if (st?.type === "retry") {
+          const message = String(st.message ?? "");
+          reg.transient({ type: "retry", workerId, attempt: st.attempt ?? 0, message, ts: Date.now() });
+          this.sinks.retry(workerId, message);
+        }
+        return;
+      }
+      case "session.error": {
+        if (!isRoot) return;
+        const err = e.properties.error;
+        if (err?.name === "MessageAbortedError") return;
+        reg.rt(workerId).turn.error = describeError(err);
+        return;
+      }
+      case "session.idle":
+        if (isRoot) this.sinks.idle(workerId);
+        return;
+    }
+  }
+};
+
+// engine/process/process.ts
+import { execFileSync as execFileSync2 } from "node:child_process";
+import { readdirSync as readdirSync2, readFileSync as readFileSync4, writeFileSync as writeFileSync4 } from "node:fs";
+function signalablePid(pid) {
+  return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
+}
+function processStartTime(pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  if (process.platform === "linux") {
+    try {
+      const stat = readFileSync4(`/proc/${pid}/stat`, "utf8");
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return rest[19] ?? null;
+    } catch {
+      return null;
+    }
+  }
+  if (process.platform === "darwin") {
+    try {
+      return execFileSync2("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2e3 }).trim() || null;
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+function identityOf(pid) {
+  return { pid, startTime: processStartTime(pid) };
+}
+function selfIdentity() {
+  return identityOf(process.pid);
+}
+function pidAlive(pid) {
+  if (!signalablePid(pid)) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+}
+function alive(who) {
+  const { pid, startTime } = typeof who === "number" ? { pid: who, startTime: null } : who;
+  if (!pidAlive(pid)) return false;
+  if (startTime === null) return true;
+  const now = processStartTime(pid);
+  return now === null ? true : now === startTime;
+}
+function childPids(pid) {
+  if (!pid || process.platform !== "linux") return [];
+  const out = [];
+  try {
+    for (const d of readdirSync2("/proc")) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const stat = readFileSync4(`/proc/${d}/stat`, "utf8");
+        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        if (ppid === pid) out.push(Number(d));
+      } catch {
+      }
+    }
+  } catch {
+  }
+  return out;
+}
+function killGroup(pid, signal = "SIGKILL") {
+  if (!signalablePid(pid)) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+    }
+  }
+}
+function writePidFile(file2, pid) {
+  writeFileSync4(file2, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
+}
+function readPidFile(file2) {
+  let text;
+  try {
+    text = readFileSync4(file2, "utf8").trim();
+  } catch {
+    return null;
+  }
+  if (/^\d+$/.test(text)) return { pid: Number(text), startTime: null };
+  try {
+    const v = JSON.parse(text);
+    return signalablePid(v.pid) ? { pid: v.pid, startTime: typeof v.startTime === "string" ? v.startTime : null } : null;
+  } catch {
+    return null;
+  }
+}
+var Backoff = class {
+  constructor(o2) {
+    this.o = o2;
+  }
+  o;
+  crashes = [];
+  /** Records a crash at `now`; the delay before the next start, or null to give up. */
+  crashed(now = Date.now()) {
+    const w = this.o.windowMs;
+    this.crashes = [...w === void 0 ? this.crashes : this.crashes.filter((t2) => now - t2 < w), now];
+    const n2 = this.crashes.length;
+    if (this.o.max !== void 0 && n2 > this.o.max) return null;
+    const exp = this.o.firstImmediate ? n2 - 2 : n2 - 1;
+    return exp < 0 ? 0 : Math.min(this.o.capMs ?? 3e4, this.o.baseMs * 2 ** exp);
+  }
+  /** Crashes counted now (within the window). */
+  get count() {
+    return this.crashes.length;
+  }
+  /** A start that held: the next crash counts from the beginning again. */
+  reset() {
+    this.crashes = [];
+  }
+};
+
+// engine/harness/opencode-server.ts
+init_config();
+function opencodeBinary() {
+  const configured = config2().OCW_OPENCODE_BIN;
+  if (configured) return configured;
+  const require2 = createRequire(import.meta.url);
+  const pkg = require2.resolve("opencode-ai/package.json");
+  const bin = path12.join(path12.dirname(pkg), "bin", "opencode.exe");
+  if (!existsSync4(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
+  return bin;
+}
+var OpencodeServer = class extends EventEmitter2 {
+  constructor(opts) {
+    super();
+    this.opts = opts;
+    this.authHeader = "Basic " + Buffer.from(`opencode:${this.password}`).toString("base64");
+  }
+  opts;
+  url = null;
+  client = null;
+  proc = null;
+  password = randomBytes4(24).toString("base64url");
+  stopping = false;
+  streamAbort = null;
+  /** Restarts after a crash: 250 ms, 500 ms, … up to 30 s; a start that holds resets it. */
+  restarts = new Backoff({ baseMs: 250, capMs: 3e4 });
+  starting = null;
+  authHeader;
+  get pid() {
+    return this.proc?.pid;
+  }
+  get ready() {
+    return this.client !== null;
+  }
+  /** Starts the server (once; concurrent callers share the start). Resolves when the worker agent is verified. */
+  start() {
+    if (this.client) return Promise.resolve();
+    this.starting ??= this.spawnOnce().finally(() => this.starting = null);
+    return this.starting;
+  }
+  /** An allow-listed environment: nothing of the engine's (its token, the user's keys, Claude Code's) is inherited. */
+  env() {
+    const h3 = this.opts.home;
+    mkdirSync5(h3, { recursive: true, mode: 448 });
+    const xdg = {
+      HOME: h3,
+      XDG_DATA_HOME: path12.join(h3, ".local/share"),
+      XDG_CONFIG_HOME: path12.join(h3, ".config"),
+      XDG_STATE_HOME: path12.join(h3, ".local/state"),
+      XDG_CACHE_HOME: path12.join(h3, ".cache"),
+      TMPDIR: path12.join(h3, "tmp")
+    };
+    for (const d of Object.values(xdg)) mkdirSync5(d, { recursive: true, mode: 448 });
+    const config3 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
+    return allowListedEnv({
+      ...xdg,
+      ...OFFLINE_ENV,
+      ...this.opts.confine ? { SHELL: this.opts.confine.shell } : {},
+      OPENCODE_SERVER_PASSWORD: this.password,
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
+      // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
+      npm_config_registry: config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/"
+    });
+  }
+  /** opencode serve's command line: inside its sandbox when confined. */
+  command() {
+    const argv = [opencodeBinary(), "serve", "--hostname=127.0.0.1", "--port=0"];
+    const env2 = this.env();
+    const c3 = this.opts.confine;
+    if (!c3) return { file: argv[0], args: argv.slice(1), env: env2 };
+    return sandboxed(argv, {
+      // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
+      // home and the workspaces stay writable; the worker shell is read-only.
+      hidden: [...homeSecrets(), c3.stateDir],
+      writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot],
+      // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
+      // installed under ~/.claude/plugins, whose credentials are hidden).
+      readOnly: [path12.dirname(c3.shell), path12.dirname(path12.dirname(realpathSync3(argv[0])))],
+      network: "host",
+      env: env2,
+      cwd: this.opts.home
+    }, c3.kind);
+  }
+  get pidFile() {
+    return path12.join(this.opts.home, "opencode.pid");
+  }
+  async spawnOnce() {
+    this.stopping = false;
+    endStaleServer(this.opts.home, this.opts.log);
+    const cmd = this.command();
+    const proc2 = spawn(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
+    this.proc = proc2;
+    writePidFile(this.pidFile, proc2.pid);
+    const url2 = await new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        proc2.kill("SIGKILL");
+        reject(new Error(`opencode serve did not report ready within ${(this.opts.startTimeoutMs ?? 6e4) / 1e3}s`));
+      }, this.opts.startTimeoutMs ?? 6e4);
+      let out = "";
+      let err = "";
+      proc2.stdout.on("data", (b) => {
+        out += b.toString();
+        const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          resolve(m[1].replace(/\/$/, ""));
+        }
+      });
+      proc2.stderr.on("data", (b) => {
+        err += b.toString();
+        if (err.length > 2e4) err = err.slice(-1e4);
+        this.opts.log?.(b.toString().trimEnd());
+      });
+      proc2.once("exit", (code, signal) => {
+        clearTimeout(timer);
+        reject(new Error(`opencode serve exited during start-up (code ${code}, signal ${signal}): ${err.trim().slice(-500) || "no output"}`));
+      });
+    });
+    proc2.on("exit", (code, signal) => this.onExit(proc2, code, signal));
+    this.url = url2;
+    const client2 = createOpencodeClient({ baseUrl: url2, headers: { Authorization: this.authHeader } });
+    await this.verifyAgent(client2);
+    this.client = client2;
+    this.restarts.reset();
+    this.openStream();
+    this.emit("ready");
+  }
+  /** The worker agent must be loaded before any session is created; otherwise prompts fail silently (notes §2). */
+  async verifyAgent(client2) {
+    let res = await client2.app.agents({ directory: this.opts.home });
+    for (let i2 = 0; i2 < 20 && !res.response; i2++) {
+      await new Promise((r) => setTimeout(r, 250));
+      res = await client2.app.agents({ directory: this.opts.home });
+    }
+    const names = (res.data ?? []).map((a2) => a2.name);
+    if (!names.includes(WORKER_AGENT)) {
+      throw new Error(`opencode did not load the worker agent "${WORKER_AGENT}" (agents: ${names.join(", ") || "none"}; HTTP ${res.response?.status})`);
+    }
+  }
+  openStream() {
+    const abort = new AbortController();
+    this.streamAbort = abort;
+    let first = true;
+    const loop = async () => {
+      let delay = 100;
+      while (!abort.signal.aborted && this.url) {
+        try {
+          for await (const raw of readSse(`${this.url}/global/event`, { Authorization: this.authHeader }, abort.signal)) {
+            const env2 = raw;
+            const p = env2.payload;
+            if (!p?.type || p.type === "sync" || p.type === "server.heartbeat" || p.type === "plugin.added") continue;
+            if (p.type === "server.connected") {
+              if (!first) this.emit("resync");
+              first = false;
+              delay = 100;
+              continue;
+            }
+            const e = opencodeEvent(p, env2.directory);
+            if (e) this.emit("event", e);
+          }
+        } catch (err) {
+          if (abort.signal.aborted) return;
+          this.opts.log?.(`event stream dropped: ${err.message}; reconnecting`);
+        }
+        if (abort.signal.aborted) return;
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 2e3);
+      }
+    };
+    void loop();
+  }
+  onExit(proc2, code, signal) {
+    if (proc2 !== this.proc) return;
+    this.streamAbort?.abort();
+    this.client = null;
+    this.url = null;
+    this.proc = null;
+    if (this.stopping) return;
+    this.emit("down", `opencode serve exited unexpectedly (code ${code}, signal ${signal})`);
+    setTimeout(() => {
+      if (this.stopping) return;
+      this.start().catch((err) => {
+        this.opts.log?.(`restart failed: ${err.message}`);
+        this.onExitRetry();
+      });
+    }, this.restarts.crashed() ?? 3e4);
+  }
+  onExitRetry() {
+    if (this.stopping) return;
+    setTimeout(() => !this.stopping && this.start().catch(() => this.onExitRetry()), this.restarts.crashed() ?? 3e4);
+  }
+  /** Stops the server. Callers abort busy sessions first so bash children end (they run in their own process groups). */
+  async stop() {
+    this.stopping = true;
+    this.streamAbort?.abort();
+    const proc2 = this.proc;
+    this.client = null;
+    this.url = null;
+    if (!proc2 || proc2.exitCode !== null) return;
+    const children = childPids(proc2.pid);
+    await new Promise((resolve) => {
+      const t2 = setTimeout(() => proc2.kill("SIGKILL"), 3e3);
+      proc2.once("exit", () => {
+        clearTimeout(t2);
+        resolve();
+      });
+      proc2.kill("SIGTERM");
+    });
+    for (const c3 of children) killGroup(c3);
+  }
+};
+function endStaleServer(home, log) {
+  const who = readPidFile(path12.join(home, "opencode.pid"));
+  if (!who || who.pid === process.pid) return;
+  if (!alive(who)) return;
+  const pid = who.pid;
+  if (who.startTime === null) {
+    try {
+      if (!readFileSync5(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
+    } catch {
+      if (process.platform === "linux") return;
+    }
+  }
+  for (const c3 of childPids(pid)) killGroup(c3);
+  try {
+    process.kill(pid, "SIGKILL");
+    log?.(`ended a stale opencode serve (pid ${pid}) left by an earlier engine`);
+  } catch {
+  }
+}
+
+// engine/harness/harness.ts
+var opencodeHarness = (opts) => new OpencodeServer(opts);
+
+// engine/harness/servers.ts
+var OpencodeServers = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  servers = /* @__PURE__ */ new Map();
+  gateway = new KeyGateway();
+  get(targetId) {
+    return this.servers.get(targetId);
+  }
+  /** The target's server (not started: callers `start()` it when they need it up). */
+  async for(target) {
+    let s = this.servers.get(target.id);
+    if (s) return s;
+    const key = target.keyRef || target.keyFile ? resolveKey(target) : null;
+    if ((target.keyRef || target.keyFile) && !key) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=\u2026 in the engine's environment`);
+    const provider = await Promise.all(
+      endpointsOf(target).map((e, i2) => key ? this.gateway.add(`${target.id}-${i2}`, { upstream: e.url, key }) : { baseURL: e.url, apiKey: "none" })
+    );
+    const { stateDir: stateDir2, workspacesRoot, tmpRoot, sandbox } = this.opts;
+    const shell = writeWorkerShell(path13.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind });
+    s = this.servers.get(target.id);
+    if (s) return s;
+    s = (this.opts.harness ?? opencodeHarness)({
+      target,
+      home: path13.join(stateDir2, "opencode", target.id),
+      log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
+      provider,
+      confine: { kind: sandbox.kind, stateDir: stateDir2, workspacesRoot, tmpRoot, shell }
+    });
+    this.opts.wire(target.id, s);
+    this.servers.set(target.id, s);
+    return s;
+  }
+  list() {
+    return [...this.servers.entries()].map(([targetId, s]) => ({ targetId, ready: s.ready, url: s.url, pid: s.pid }));
+  }
+  async close() {
+    await Promise.all([...this.servers.values()].map((s) => s.stop()));
+    this.gateway.close();
+  }
+};
+function modelFor(endpoint, target) {
+  if (!isPool(target) || !endpoint) return void 0;
+  const i2 = endpointsOf(target).findIndex((e) => e.url === endpoint);
+  return i2 < 0 ? void 0 : { providerID: providerIdFor(i2), modelID: target.model };
+}
+
+// engine/recovery/recovery.ts
+import { existsSync as existsSync5, readdirSync as readdirSync3 } from "node:fs";
+import path14 from "node:path";
+var Recovery = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.reg = opts.registry;
+  }
+  opts;
+  reg;
+  /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
+  endStaleServers() {
+    const root2 = path14.join(this.opts.stateDir, "opencode");
+    if (!existsSync5(root2)) return;
+    for (const dir of readdirSync3(root2)) endStaleServer(path14.join(root2, dir), (l) => this.reg.log(l));
+  }
+  /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
+  recover() {
+    const logged = [];
+    for (const id2 of this.opts.logs.list()) {
+      const { events, skipped } = this.opts.logs.load(id2);
+      logged.push(...events);
+      if (skipped) this.reg.log(`worker ${id2}: skipped ${skipped} unreadable log line(s) (torn write)`);
+      let w = null;
+      for (const e of events) {
+        try {
+          w = reduceWorker(w, e);
+        } catch {
+        }
+      }
+      if (!w) continue;
+      this.reg.workers.set(id2, w);
+      if (w.sessionId) this.reg.sessions.set(w.sessionId, id2);
+    }
+    this.opts.bus.restore(logged);
+    for (const w of this.reg.workers.values()) {
+      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "restart" }, "the engine restarted; opencode forgets pending asks on restart \u2014 resume the worker");
+      if (w.state === "queued") this.opts.enqueue(w.id);
+      else if (isActive(w.state)) this.reg.fire(w.id, "interrupt", "the engine stopped while this worker ran; resume it");
+      else if (w.state === "settled" || w.state === "grading") void this.opts.regrade(w.id);
+    }
+  }
+  /** A target's opencode server died: its pending asks are lost, and its live workers interrupted (resumable). */
+  onServerDown(targetId, why) {
+    this.reg.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
+    for (const w of this.reg.list()) {
+      if (w.targetId !== targetId || !isActive(w.state)) continue;
+      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "opencode-down" }, "opencode serve went down; the ask was lost \u2014 resume the worker", { safe: true });
+      this.reg.fire(w.id, "interrupt", `${why}; resume the worker to continue in the same session`);
+    }
+  }
+  /** After the event stream reconnects: pick up asks and idles that happened while it was down. */
+  async resync(targetId) {
+    const client2 = this.opts.serverOf(targetId)?.client;
+    if (!client2) return;
+    for (const w of this.reg.list()) {
+      if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
+      const directory = this.reg.workspaceOf(w)?.cwd;
+      const permRes = await client2.permission.list({ directory }).catch(() => null);
+      const questionRes = await client2.question.list({ directory }).catch(() => null);
+      if (!permRes?.data || !questionRes?.data) {
+        this.reg.log(`[warn] worker ${w.id}: opencode's pending asks could not be read after a reconnect; its asks stay pending`);
+        void this.opts.checkIdle(w.id);
+        continue;
+      }
+      const live = /* @__PURE__ */ new Set();
+      const mine = (sessionID) => this.reg.sessions.get(sessionID) === w.id;
+      for (const p of permRes.data) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
+      for (const q of questionRes.data) if (mine(q.sessionID)) live.add(q.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q));
+      for (const ask of pendingAsks(this.reg.get(w.id))) if (!live.has(ask.id)) this.opts.approvals.onAskGone(w.id, ask.id, "");
+      void this.opts.checkIdle(w.id);
+    }
+  }
+};
+
+// engine/workers/engine.ts
+init_targets();
+
+// engine/store/worker-log.ts
+import { closeSync, existsSync as existsSync6, fstatSync, ftruncateSync, mkdirSync as mkdirSync6, openSync, readdirSync as readdirSync4, readFileSync as readFileSync6, rmSync, writeSync } from "node:fs";
+import path16 from "node:path";
+var WorkerLogStore = class {
+  constructor(root2) {
+    this.root = root2;
+    mkdirSync6(root2, { recursive: true, mode: 448 });
+  }
+  root;
+  broken = /* @__PURE__ */ new Set();
+  file(workerId) {
+    return path16.join(this.root, workerId, "events.jsonl");
+  }
+  dir(workerId) {
+    return path16.join(this.root, workerId);
+  }
+  /**
+   * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
+   * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
+   */
+  append(event) {
+    const file2 = this.file(event.workerId);
+    const prefix = this.broken.has(file2) ? "\n" : "";
+    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
+    let madeDir;
+    let fd;
+    let size = 0;
+    try {
+      madeDir = mkdirSync6(path16.dirname(file2), { recursive: true, mode: 448 });
+      fd = openSync(file2, "a", 384);
+      size = fstatSync(fd).size;
+      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+      this.broken.delete(file2);
+    } catch (err) {
+      this.cutBack(file2, fd, size, madeDir);
+      const code = err.code;
+      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
+      throw new Error(`cannot append to ${file2} (${code ?? err.message}): ${hint}`);
+    } finally {
+      if (fd !== void 0) closeSync(fd);
+    }
+  }
+  cutBack(file2, fd, size, madeDir) {
+    try {
+      if (fd !== void 0) ftruncateSync(fd, size);
+      if (madeDir && size === 0) rmSync(madeDir, { recursive: true, force: true });
+    } catch {
+      this.broken.add(file2);
+    }
+  }
+  load(workerId) {
+    const file2 = this.file(workerId);
+    if (!existsSync6(file2)) return { workerId, events: [], skipped: 0 };
+    const events = [];
+    let skipped = 0;
+    for (const line of readFileSync6(file2, "utf8").split("\n")) {
+      if (!line.trim()) continue;
+      try {
+        const parsed = WorkerEvent.safeParse(JSON.parse(line));
+        if (parsed.success) events.push(parsed.data);
+        else skipped++;
+      } catch {
+        skipped++;
+      }
+    }
+    return { workerId, events, skipped };
+  }
+  list() {
+    return readdirSync4(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync6(path16.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
+  }
+};
+
+// engine/workspace/workspace.ts
+init_execa();
+import { existsSync as existsSync7, mkdirSync as mkdirSync7, rmSync as rmSync2, statSync as statSync4, writeFileSync as writeFileSync6 } from "node:fs";
+import { realpath } from "node:fs/promises";
+import { createHash, randomBytes as randomBytes5 } from "node:crypto";
+import path22 from "node:path";
+
+// engine/workspace/git.ts
+init_execa();
+var GitError = class extends OcwError {
+  constructor(message) {
+    super("conflict", message);
+    this.name = "GitError";
+  }
+};
+async function git(cwd, args, opts = {}) {
+  const r = await execa("git", args, { cwd, reject: false, stripFinalNewline: true, env: { GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
+  if (r.exitCode !== 0 && !opts.allowFail) {
+    throw new GitError(`git ${args[0]} failed in ${cwd}: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ")}`);
+  }
+  return r.exitCode === 0 ? r.stdout : "";
+}
+var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
+
+// engine/workspace/workspace.ts
+async function inspectRepo(dir) {
+  if (!path22.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!existsSync7(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!statSync4(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
+  const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
+  if (!root2 || !head || !ref) {
+    const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
+    if (!top) throw new InputError(`${dir} is not a git repository: run \`git init && git add -A && git commit -m init\` there first`);
+    throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
+  }
+  const branch = ref === "HEAD" ? null : ref;
+  const subdir = path22.relative(await realpath(root2), await realpath(path22.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path22.sep).join("/")}`], { allowFail: true })) {
+    throw new InputError(`${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`);
+  }
+  return { root: root2, subdir, head, branch };
+}
+function worktreePath(worktreesRoot, repoRoot2, workerId) {
+  const tag = createHash("sha256").update(repoRoot2).digest("hex").slice(0, 8);
+  return path22.join(worktreesRoot, `${path22.basename(repoRoot2)}-${tag}`, workerId);
+}
+async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
+  const branch = `ocw/${workerId}`;
+  const worktree = worktreePath(worktreesRoot, repo.root, workerId);
+  const ws = { worktree, cwd: path22.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  await ensureEngineRepo(ws);
+  if (existsSync7(worktree)) return ws;
+  mkdirSync7(path22.dirname(worktree), { recursive: true });
+  await git(repo.root, ["clone", "-q", "--shared", "--no-checkout", "--template=", repo.root, worktree]);
+  await git(worktree, ["remote", "remove", "origin"], { allowFail: true });
+  await git(worktree, ["checkout", "-q", "-b", branch, repo.head]);
+  writeOpencodeProjectId(worktree);
+  return ws;
+}
+function writeOpencodeProjectId(worktree) {
+  writeFileSync6(path22.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
+}
+async function ensureEngineRepo(ws) {
+  if (existsSync7(path22.join(ws.gitDir, "HEAD"))) return;
+  mkdirSync7(ws.gitDir, { recursive: true, mode: 448 });
+  await trustedGit(ws.gitDir, ["init", "-q", "--bare", "--template=", ws.gitDir]);
+  const objects = path22.resolve(ws.repo, await git(ws.repo, ["rev-parse", "--git-path", "objects"]));
+  mkdirSync7(path22.join(ws.gitDir, "objects", "info"), { recursive: true });
+  writeFileSync6(path22.join(ws.gitDir, "objects", "info", "alternates"), objects + "\n");
+}
+async function trustedGit(gitDir, args, opts = {}) {
+  const r = await execa(
+    "git",
+    ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false", ...args],
+    {
+      cwd: gitDir,
+      reject: false,
+      stripFinalNewline: true,
+      extendEnv: false,
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        LC_ALL: "C",
+        GIT_TERMINAL_PROMPT: "0",
+        GIT_CONFIG_NOSYSTEM: "1",
+        GIT_CONFIG_GLOBAL: "/dev/null",
+        HOME: gitDir,
+        GIT_DIR: gitDir,
+        ...opts.workTree ? { GIT_WORK_TREE: opts.workTree } : {},
+        ...opts.index ? { GIT_INDEX_FILE: opts.index } : {},
+        GIT_AUTHOR_NAME: "opencode-worker",
+        GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
+        GIT_COMMITTER_NAME: "opencode-worker",
+        GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
+      }
+    }
+  );
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ")}`);
+  return r.exitCode === 0 ? r.stdout : "";
+}
+async function snapshotTree(ws) {
+  await ensureEngineRepo(ws);
+  const index = path22.join(ws.gitDir, `index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+  try {
+    await trustedGit(ws.gitDir, ["read-tree", ws.baseCommit], { index });
+    await trustedGit(ws.gitDir, ["add", "-A", "--", "."], { workTree: ws.worktree, index });
+    return await trustedGit(ws.gitDir, ["write-tree"], { index });
+  } finally {
+    rmSync2(index, { force: true });
+  }
+}
+async function commitWork(ws, message) {
+  const tree = await snapshotTree(ws);
+  const baseTree = await trustedGit(ws.gitDir, ["rev-parse", `${ws.baseCommit}^{tree}`]);
+  const commit = tree === baseTree ? ws.baseCommit : await trustedGit(ws.gitDir, ["commit-tree", tree, "-p", ws.baseCommit, "-m", message]);
+  await trustedGit(ws.gitDir, ["update-ref", `refs/heads/${ws.branch}`, commit]);
+  return commit;
+}
+async function changedFiles(ws, commit) {
+  const out = await trustedGit(ws.gitDir, ["diff", "--name-only", "--no-renames", ws.baseCommit, commit]);
+  return out.split("\n").filter(Boolean).sort();
+}
+async function diffStat(ws, commit) {
+  return trustedGit(ws.gitDir, ["diff", "--stat", ws.baseCommit, commit], { allowFail: true });
+}
+async function fullDiff(ws, commit, maxBytes = 2e5) {
+  const to = commit ?? (existsSync7(ws.worktree) ? await snapshotTree(ws) : ws.baseCommit);
+  const d = await trustedGit(ws.gitDir, ["diff", ws.baseCommit, to], { allowFail: true });
+  return d.length > maxBytes ? d.slice(0, maxBytes) + `
+\u2026 diff truncated at ${maxBytes} bytes` : d;
+}
+async function freshCheckout(ws, commit, dir) {
+  rmSync2(dir, { recursive: true, force: true });
+  mkdirSync7(dir, { recursive: true });
+  await trustedGit(ws.gitDir, ["--work-tree", dir, "checkout", "-q", "-f", commit, "--", "."], { index: path22.join(dir, "..", `${path22.basename(dir)}.index`) });
+  rmSync2(path22.join(dir, "..", `${path22.basename(dir)}.index`), { force: true });
+}
+async function publishBranch(ws, commit) {
+  await git(ws.repo, ["fetch", "-q", "--no-tags", "--no-write-fetch-head", ws.gitDir, `+refs/heads/${ws.branch}:refs/heads/${ws.branch}`]);
+  const published = await git(ws.repo, ["rev-parse", `refs/heads/${ws.branch}`]);
+  if (published !== commit) throw new GitError(`the branch ${ws.branch} in ${ws.repo} is ${published}, not the graded commit ${commit}`);
+}
+function mergeHint(ws) {
+  if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
+  return `cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
+}
+async function mergeBranch(ws, message, commit) {
+  if (!ws.baseBranch) throw new InputError("the worker started from a detached HEAD: merge its branch by hand (" + ws.branch + ")");
+  const current = await git(ws.repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true }) || null;
+  if (current !== ws.baseBranch) {
+    throw new InputError(`your checkout ${ws.repo} is on ${current ?? "a detached HEAD"}, not ${ws.baseBranch}: check out ${ws.baseBranch} first`);
+  }
+  const what = commit ?? ws.branch;
+  if (commit) {
+    const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+    if (tip && tip !== commit) throw new InputError(`${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged \u2014 reset the branch or merge it by hand`);
+  }
+  try {
+    await git(ws.repo, [...OCW_IDENTITY, "merge", "--no-ff", "-m", message, what]);
+  } catch (err) {
+    await git(ws.repo, ["merge", "--abort"], { allowFail: true });
+    throw new InputError(`merging ${ws.branch} into ${ws.baseBranch} conflicts or was refused; nothing was changed. ${err.message}`, "conflict");
+  }
+  return git(ws.repo, ["rev-parse", "HEAD"]);
+}
+async function removeWorkspace(ws, opts = {}) {
+  const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+  if (tip && !opts.force) {
+    const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
+    if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it, or discard the worker to delete it`);
+  }
+  rmSync2(ws.worktree, { recursive: true, force: true });
+  rmSync2(ws.gitDir, { recursive: true, force: true });
+  if (opts.tmpDir) rmSync2(opts.tmpDir, { recursive: true, force: true });
+  if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
+}
+
+// engine/workers/lifecycle.ts
+import { existsSync as existsSync8 } from "node:fs";
+import path23 from "node:path";
+var WorkspaceLifecycle = class {
+  constructor(reg, retentionDays) {
+    this.reg = reg;
+    this.retentionDays = retentionDays;
+  }
+  reg;
+  retentionDays;
+  async merge(workerId) {
+    const w = this.reg.get(workerId);
+    if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`, "conflict");
+    if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`);
+    const ws = this.reg.workspaceOf(w);
+    if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
+    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`);
+    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 60)}`, w.verdict?.commit ?? void 0);
+    this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit });
+    await this.tidy(workerId, "merged");
+    return { commit, into: ws.baseBranch };
+  }
+  async diff(workerId) {
+    const w = this.reg.get(workerId);
+    const ws = this.reg.workspaceOf(w);
+    if (!ws || w.discarded || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) return "";
+    return fullDiff(ws, w.verdict?.commit ?? void 0);
+  }
+  /**
+   * Removes a finished worker's workspace, its engine repository and its branch, unmerged work included: the person
+   * asked for it. An active worker must be stopped first.
+   */
+  async discard(workerId, by = { kind: "person" }) {
+    const w = this.reg.get(workerId);
+    if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
+    if (w.discarded) return w;
+    const ws = this.reg.workspaceOf(w);
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path23.join(this.reg.workerTmpRoot, workerId) });
+    this.reg.rt(workerId).workspace = void 0;
+    this.reg.record(workerId, { type: "discarded", by });
+    return this.reg.get(workerId);
+  }
+  /**
+   * Housekeeping of one finished worker: removes its workspace, engine repository, private tmp and (merged) branch.
+   * Never unmerged built work. A failure is a notice, never an error of the call that asked (the merge happened).
+   */
+  async tidy(workerId, why) {
+    const w = this.reg.workers.get(workerId);
+    const ws = w && this.reg.workspaceOf(w);
+    if (!w || !ws || !isFinal(w.state) || w.state === "built" && !w.merged) return;
+    try {
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path23.join(this.reg.workerTmpRoot, workerId) });
+      this.reg.rt(workerId).workspace = void 0;
+    } catch (err) {
+      this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${err.message}`);
+    }
+  }
+  /**
+   * Removes the workspaces of finished workers older than the retention: merged, failed, stopped, interrupted or
+   * errored ones. Built but unmerged work is kept until it is merged or discarded.
+   */
+  async collectGarbage(now = Date.now()) {
+    const days = this.retentionDays();
+    if (!(days > 0)) return [];
+    const done = [];
+    for (const w of this.reg.list()) {
+      if (!isFinal(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
+      if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
+      const ws = this.reg.workspaceOf(w);
+      if (!ws || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) continue;
+      await this.tidy(w.id, `older than ${days} days`);
+      done.push(w.id);
+    }
+    return done;
+  }
+};
+
+// engine/workers/preflight.ts
+init_keys();
+var ok = /* @__PURE__ */ new Map();
+async function preflightEndpoint(target, timeoutMs = 3e3) {
+  let key;
+  try {
+    key = resolveKey(target);
+  } catch (err) {
+    throw new InputError(err.message);
+  }
+  if ((target.keyRef || target.keyFile) && !key) {
+    throw new InputError(`the key variable ${target.keyRef} for target ${target.id} is not set: export ${target.keyRef}=\u2026 before starting the engine`);
+  }
+  const cacheKey = target.endpoint;
+  if ((ok.get(cacheKey) ?? 0) > Date.now()) return;
+  const problem = await unreachable(target, key, timeoutMs);
+  if (problem) throw new InputError(`cannot reach the model endpoint ${target.endpoint} (${problem}): start the model server or fix the URL`);
+  ok.set(cacheKey, Date.now() + 3e4);
+}
+async function unreachable(target, key = resolveKey(target), timeoutMs = 3e3) {
+  const problem = await probeHealth(target.endpoint, key, timeoutMs);
+  if (problem) ok.delete(target.endpoint);
+  return problem;
+}
+async function preflightTarget(target) {
+  if (!isPool(target)) return preflightEndpoint(target);
+  const errors = [];
+  for (const e of endpointsOf(target)) {
+    try {
+      return await preflightEndpoint({ ...target, endpoint: e.url });
+    } catch (err) {
+      errors.push(err.message);
+    }
+  }
+  throw new InputError(`no endpoint of the pool ${target.id} answers: ${errors.join("; ")}`);
+}
+
+// engine/workers/prompts.ts
+function taskPrompt(spec2) {
+  const lines = [spec2.task.trim(), ""];
+  if (spec2.scope.length) lines.push(`Files you may change (globs, relative to the working directory): ${spec2.scope.join(", ")}`);
+  if (spec2.protect.length) lines.push(`Files you must not change: ${spec2.protect.join(", ")}`);
+  if (spec2.budget.wallSec) lines.push(`Time budget: about ${Math.round(spec2.budget.wallSec)} seconds.`);
+  lines.push("When you are done, end with exactly one line: `OUTCOME: built` or `OUTCOME: honest-failure \u2014 <reason>`.");
+  return lines.join("\n").trim();
+}
+function steerPrompt(text) {
+  return `[Steer from your supervisor \u2014 an authoritative correction. Follow it; it overrides earlier instructions where they conflict.]
+${text}`;
+}
+function resumePrompt(message) {
+  const base2 = "[Resume] Your previous run was interrupted or stopped. Check the current state of the files, then continue the same task from where it stopped. End with your OUTCOME line.";
+  return message?.trim() ? `${base2}
+${message.trim()}` : base2;
+}
+
+// engine/workers/registry.ts
+import path24 from "node:path";
+
+// shared/worker-machine.ts
+init_zod();
+var WorkerTransition = external_exports.enum([
+  "admit",
+  // a slot is free: the workspace and session are being prepared
+  "start",
+  // the task prompt reached opencode
+  "ask",
+  // an ask waits for a person (or Claude)
+  "answered",
+  // no ask is pending any more
+  "settle",
+  // the session went idle with a finished reply
+  "grade",
+  // the engine commits the worker's files and runs the checks
+  "pass",
+  // every check and the scope passed
+  "fail",
+  // a check or the scope failed
+  "stop",
+  // a person, Claude or a budget stopped it
+  "interrupt",
+  // the engine, opencode or the model server went away under it
+  "fail-run",
+  // the session or the engine failed (an error worth reading)
+  "resume"
+  // continue a stopped, interrupted or errored worker in its session
+]);
+var WORKER_TRANSITIONS = {
+  queued: { admit: "starting", stop: "stopped", "fail-run": "error" },
+  starting: { start: "running", stop: "stopped", interrupt: "interrupted", "fail-run": "error" },
+  running: { ask: "waiting-approval", settle: "settled", stop: "stopped", interrupt: "interrupted", "fail-run": "error" },
+  "waiting-approval": { answered: "running", settle: "settled", stop: "stopped", interrupt: "interrupted", "fail-run": "error" },
+  settled: { grade: "grading", stop: "stopped", "fail-run": "error" },
+  // A restart during grading grades again (the verdict is recomputed from the same files).
+  grading: { grade: "grading", pass: "built", fail: "honest-failure", stop: "stopped", "fail-run": "error" },
+  built: {},
+  "honest-failure": {},
+  stopped: { resume: "queued" },
+  interrupted: { resume: "queued" },
+  error: { resume: "queued" }
+};
+function nextState(from, t2) {
+  return WORKER_TRANSITIONS[from][t2] ?? null;
+}
+
+// engine/workers/registry.ts
+var WorkerRegistry = class {
+  constructor(opts) {
+    this.opts = opts;
+  }
+  opts;
+  workers = /* @__PURE__ */ new Map();
+  runtime = /* @__PURE__ */ new Map();
+  /** opencode session id (sub-agent children included) → worker id. */
+  sessions = /* @__PURE__ */ new Map();
+  log(line) {
+    this.opts.log(line);
+  }
+  transient(event) {
+    this.opts.bus.publish(event);
+  }
+  notice(level, message) {
+    this.log(`[${level}] ${message}`);
+    this.transient({ type: "notice", level, message, ts: Date.now() });
+  }
+  rt(id2) {
+    let r = this.runtime.get(id2);
+    if (!r) {
+      r = { activity: { kind: "none" }, turn: {}, lastEventAt: Date.now(), usage: { byMessage: /* @__PURE__ */ new Map() } };
+      this.runtime.set(id2, r);
+    }
+    return r;
+  }
+  /** Sets the activity under way; `end` clears it only when it is still the one that was started. */
+  begin(id2, kind) {
+    this.rt(id2).activity = { kind };
+  }
+  end(id2, kind) {
+    const rt = this.rt(id2);
+    if (rt.activity.kind === kind) rt.activity = { kind: "none" };
+  }
+  is(id2, kind) {
+    return this.rt(id2).activity.kind === kind;
+  }
+  list() {
+    return [...this.workers.values()].sort((a2, b) => a2.createdAt - b.createdAt || a2.createdSeq - b.createdSeq || (a2.id < b.id ? -1 : a2.id > b.id ? 1 : 0));
+  }
+  get(id2) {
+    const w = this.workers.get(id2);
+    if (!w) throw new InputError(`unknown worker "${id2}": list workers to see valid ids`, "not-found");
+    return w;
+  }
+  /** Appends to the worker's log, folds into its picture, publishes. A failed append throws and changes nothing. */
+  record(workerId, body) {
+    const prev = this.workers.get(workerId) ?? null;
+    const event = { ...body, workerId, seq: (prev?.lastSeq ?? 0) + 1, ts: Date.now(), busSeq: this.opts.bus.nextSeq };
+    this.opts.logs.append(event);
+    const next = reduceWorker(prev, event);
+    this.workers.set(workerId, next);
+    this.rt(workerId).lastEventAt = event.ts;
+    this.opts.bus.publish(event);
+    return next;
+  }
+  /** record() where a failed append is a notice, not an error of the caller. */
+  safeRecord(workerId, body) {
+    try {
+      this.record(workerId, body);
+    } catch (err) {
+      this.notice("error", err.message);
+    }
+  }
+  /** Moves a worker by the transition table; an illegal move is logged and not applied. Returns whether it moved. */
+  fire(workerId, t2, reason) {
+    const { moved, error: error46 } = this.changeState(workerId, t2, reason);
+    if (error46) this.notice("error", error46.message);
+    return moved;
+  }
+  /** fire() for a caller that reports a failed append itself (it comes back as `error`, not as a notice). */
+  changeState(workerId, t2, reason) {
+    const w = this.workers.get(workerId);
+    if (!w) return { moved: false };
+    const state = nextState(w.state, t2);
+    if (!state) {
+      this.log(`[warn] worker ${workerId}: illegal transition "${t2}" from ${w.state} ignored`);
+      return { moved: false };
+    }
+    if (state === w.state) return { moved: false };
+    try {
+      this.record(workerId, { type: "worker.state", state, ...reason ? { reason } : {} });
+    } catch (err) {
+      return { moved: false, error: err };
+    }
+    if (isFinal(state) || state === "settled") clearTimeout(this.rt(workerId).budgetTimer);
+    this.opts.moved(workerId, state);
+    return { moved: true };
+  }
+  /** The worker's workspace as its log describes it (the engine's own repository included); null before it has one. */
+  workspaceOf(w) {
+    if (!w.worktree || !w.branch || !w.baseCommit) return null;
+    const rt = this.rt(w.id);
+    if (rt.workspace) return rt.workspace;
+    const sub = path24.relative(w.repo, w.spec.directory);
+    rt.workspace = {
+      worktree: w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path24.join(w.worktree, sub) : w.worktree,
+      branch: w.branch,
+      baseCommit: w.baseCommit,
+      baseBranch: w.baseBranch,
+      repo: w.repo,
+      gitDir: this.engineGitDir(w.id)
+    };
+    return rt.workspace;
+  }
+  /** The engine's own repository for a worker (outside every sandbox). */
+  engineGitDir(workerId) {
+    return path24.join(this.opts.stateDir, "repos", `${workerId}.git`);
+  }
+  get workspacesRoot() {
+    return path24.join(this.opts.stateDir, "workspaces");
+  }
+  /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
+  get workerTmpRoot() {
+    return path24.join(this.opts.stateDir, "tmp");
+  }
+  /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
+  clientOf(workerId) {
+    const client2 = this.rt(workerId).server?.client;
+    const w = this.workers.get(workerId);
+    return client2 && w ? { client: client2, directory: this.workspaceOf(w)?.cwd } : null;
+  }
+  /** Aborts the worker's session in opencode, if it has one (its bash children end with it); failures are ignored. */
+  async abortSession(workerId) {
+    const w = this.workers.get(workerId);
+    const c3 = this.clientOf(workerId);
+    if (w?.sessionId && c3) await c3.client.session.abort({ sessionID: w.sessionId, directory: c3.directory }).catch(() => void 0);
+  }
+};
+
+// engine/workers/settle.ts
+import path27 from "node:path";
+
+// engine/grading/grade.ts
+import { mkdirSync as mkdirSync9, rmSync as rmSync3 } from "node:fs";
+import path26 from "node:path";
+
+// engine/grading/checks.ts
+init_execa();
+import { existsSync as existsSync9, mkdirSync as mkdirSync8, readFileSync as readFileSync9, realpathSync as realpathSync4 } from "node:fs";
+import path25 from "node:path";
+var DEFAULT_CHECK_TIMEOUT_SEC = 300;
+var OUTPUT_CAP = 64 * 1024;
+function cap(text) {
+  if (text.length <= OUTPUT_CAP) return text;
+  return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
+` + text.slice(-OUTPUT_CAP);
+}
+async function runCommand(check2, name, cwd, sandbox) {
+  const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
+  const expect = check2.expectExit ?? 0;
+  const started = Date.now();
+  const shell = existsSync9("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
+  if (sandbox) {
+    mkdirSync8(path25.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path25.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: [], network: "none", env: env2, cwd }, sandbox.kind);
+  }
+  const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    if (child.pid) killGroup(child.pid);
+    else child.kill("SIGKILL");
+  }, timeoutSec * 1e3);
+  const r = await child;
+  clearTimeout(timer);
+  const output = cap(String(r.all ?? ""));
+  if (timedOut) {
+    return {
+      name,
+      passed: false,
+      exitCode: null,
+      timedOut: true,
+      durationMs: Date.now() - started,
+      output: `${output}
+[check timed out after ${timeoutSec}s and was killed: fix the command or give it a larger timeoutSec]`
+    };
+  }
+  const exitCode = r.exitCode ?? null;
+  return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
+}
+function runFile(check2, name, cwd) {
+  const file2 = path25.join(cwd, check2.file);
+  const wantExists = check2.exists ?? true;
+  const exists = existsSync9(file2);
+  if (exists && !realpathSync4(file2).startsWith(realpathSync4(cwd) + path25.sep)) {
+    return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
+  }
+  if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
+  if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
+  const problems = [];
+  if (check2.equals !== void 0 || check2.matches !== void 0) {
+    const content = readFileSync9(file2, "utf8");
+    if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
+      problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
+    }
+    if (check2.matches !== void 0) {
+      let re;
+      try {
+        re = new RegExp(check2.matches, "m");
+      } catch (err) {
+        return { name, passed: false, output: `invalid regex ${check2.matches}: ${err.message}` };
+      }
+      if (!re.test(content)) problems.push(`content does not match /${check2.matches}/`);
+    }
+  }
+  return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
+}
+async function runChecks(checks, cwd, sandbox) {
+  const results = [];
+  for (const [i2, check2] of checks.entries()) {
+    const name = checkName(check2, i2);
+    results.push("run" in check2 ? await runCommand(check2, name, cwd, sandbox) : runFile(check2, name, cwd));
+  }
+  return results;
+}
+
+// engine/grading/scope.ts
+var import_picomatch3 = __toESM(require_picomatch2());
+function checkScope(changed, scope, protect) {
+  const inScope = scope.length ? (0, import_picomatch3.default)(scope, { dot: true }) : () => true;
+  const isProtected = protect.length ? (0, import_picomatch3.default)(protect, { dot: true }) : () => false;
+  const violations = [];
+  for (const file2 of changed) {
+    if (isProtected(file2)) violations.push(`protected file changed: ${file2}`);
+    else if (!inScope(file2)) violations.push(`outside scope: ${file2}`);
+  }
+  return { passed: violations.length === 0, violations, changedFiles: changed };
+}
+
+// engine/grading/grade.ts
+async function grade(input) {
+  const { workspace: ws } = input;
+  const commit = await commitWork(ws, `ocw: ${input.title}`);
+  const changed = await changedFiles(ws, commit);
+  const sub = path26.relative(ws.worktree, ws.cwd);
+  const rel = sub ? changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : changed;
+  const scope = checkScope(rel, input.scope, input.protect);
+  const checkout = input.checkoutDir;
+  let checks;
+  try {
+    await freshCheckout(ws, commit, checkout);
+    const cwd = path26.join(checkout, sub);
+    mkdirSync9(cwd, { recursive: true });
+    checks = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0);
+  } finally {
+    rmSync3(checkout, { recursive: true, force: true });
+  }
+  const built = scope.passed && checks.every((c3) => c3.passed);
+  const verdict = built ? "built" : "honest-failure";
+  const { claim, reason } = parseClaim(input.finalText);
+  if (built) await publishBranch(ws, commit);
+  return {
+    verdict,
+    claim,
+    claimReason: reason,
+    honest: claim === verdict,
+    checks,
+    scope,
+    gradedAt: Date.now(),
+    branch: ws.branch,
+    worktree: ws.worktree,
+    commit,
+    diffStat: await diffStat(ws, commit),
+    mergeHint: built ? mergeHint(ws) : null
+  };
+}
+
+// engine/workers/settle.ts
+var Settler = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.reg = opts.registry;
+  }
+  opts;
+  reg;
+  async onIdle(workerId) {
+    const reg = this.reg;
+    const w = reg.get(workerId);
+    const rt = reg.rt(workerId);
+    if (rt.activity.kind === "stopping" || rt.activity.kind === "settling" || w.state !== "running" && w.state !== "waiting-approval") return;
+    const c3 = reg.clientOf(workerId);
+    if (!c3 || !c3.directory || !w.sessionId) return;
+    const status = await c3.client.session.status({ directory: c3.directory }).catch(() => null);
+    const st = status?.data?.[w.sessionId];
+    if (st && st.type !== "idle") return;
+    const turn = await this.latestTurn(workerId);
+    const last = turn?.replies.at(-1);
+    if (turn && !last && !rt.turn.error) return;
+    if (last && !last.info.time?.completed && !last.info.error) return;
+    const failure2 = last?.info.error && last.info.error.name !== "MessageAbortedError" ? describeError(last.info.error) : !last && rt.turn.error || null;
+    if (failure2) {
+      for (const ask of pendingAsks(reg.get(workerId))) reg.safeRecord(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine" }, message: "the session ended with an error" });
+      reg.fire(workerId, "fail-run", failure2);
+      return;
+    }
+    if (reg.is(workerId, "stopping") || reg.is(workerId, "settling")) return;
+    reg.begin(workerId, "settling");
+    try {
+      if (!reg.fire(workerId, "settle")) return;
+      await this.gradeWorker(workerId, turn);
+    } finally {
+      reg.end(workerId, "settling");
+    }
+  }
+  /** The newest user message of the worker's session and the assistant messages that answer it; null when unreadable. */
+  async latestTurn(workerId) {
+    const w = this.reg.get(workerId);
+    const c3 = this.reg.clientOf(workerId);
+    if (!c3 || !w.sessionId) return null;
+    const res = await c3.client.session.messages({ sessionID: w.sessionId, directory: c3.directory }).catch(() => null);
+    if (!res?.data) return null;
+    const msgs = res.data;
+    const lastUser = msgs.map((m) => m.info.role).lastIndexOf("user");
+    return { replies: msgs.slice(lastUser + 1).filter((m) => m.info.role === "assistant") };
+  }
+  async finalText(workerId, turn) {
+    const t2 = turn ?? await this.latestTurn(workerId);
+    const text = (t2?.replies ?? []).flatMap((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text ?? "")).join("\n");
+    if (text.trim()) return text;
+    return this.opts.transcript(workerId).filter((p) => p.kind === "text").map((p) => p.text ?? "").join("\n");
+  }
+  async gradeWorker(workerId, turn) {
+    const reg = this.reg;
+    const w = reg.get(workerId);
+    const ws = reg.workspaceOf(w);
+    if (!ws) return void reg.fire(workerId, "fail-run", "no workspace to grade");
+    if (!reg.fire(workerId, "grade") && reg.get(workerId).state !== "grading") return;
+    const { stateDir: stateDir2, sandbox } = this.opts;
+    try {
+      const verdict = await grade({
+        workspace: ws,
+        checks: w.spec.checks,
+        scope: w.spec.scope,
+        protect: w.spec.protect,
+        finalText: await this.finalText(workerId, turn),
+        title: w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 72),
+        checkoutDir: path27.join(stateDir2, "grading", workerId),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path27.join(stateDir2, "grading", `${workerId}.tmp`) }
+      });
+      if (reg.get(workerId).state !== "grading") return;
+      reg.record(workerId, { type: "verdict", verdict });
+      reg.fire(workerId, verdict.verdict === "built" ? "pass" : "fail", verdict.verdict === "built" ? void 0 : summarizeFailure(verdict));
+    } catch (err) {
+      reg.fire(workerId, "fail-run", `grading failed: ${err.message}`);
+    }
+  }
+  /** A worker found settled or grading at start-up is graded again (its final text read from its session if it can be). */
+  async regrade(workerId) {
+    const w = this.reg.get(workerId);
+    const target = w.targetId ? this.opts.targets.get(w.targetId) : void 0;
+    if (target && w.sessionId) {
+      const s = await this.opts.server(target).catch(() => void 0);
+      this.reg.rt(workerId).server = s;
+      await s?.start().catch(() => void 0);
+    }
+    await this.gradeWorker(workerId);
+  }
+};
 function summarizeFailure(v) {
   const failed = v.checks.filter((c3) => !c3.passed).map((c3) => `check failed: ${c3.name}`);
   return [...failed, ...v.scope.violations].slice(0, 5).join("; ");
 }
 
+// engine/workers/engine.ts
+var Engine = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.targets = opts.targets ?? new TargetStore(path28.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path28.join(opts.stateDir, "workers"));
+    this.bus = EventBus.forStateDir(opts.stateDir);
+    const found = sandboxStatus();
+    const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
+    this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
+    const reg = this.reg = new WorkerRegistry({ stateDir: opts.stateDir, bus: this.bus, logs: this.logs, log: (l) => this.log(l), moved: (id2, state) => this.moved(id2, state) });
+    this.servers = new OpencodeServers({
+      stateDir: opts.stateDir,
+      sandbox: this.sandbox,
+      workspacesRoot: reg.workspacesRoot,
+      tmpRoot: reg.workerTmpRoot,
+      harness: opts.harness,
+      log: (l) => this.log(l),
+      wire: (targetId, s) => {
+        s.on("event", (e) => this.translator.handle(e));
+        s.on("down", (why) => this.recovery.onServerDown(targetId, why));
+        s.on("ready", () => this.reg.transient({ type: "serving", targetId, status: "ready", ts: Date.now() }));
+        s.on("resync", () => void this.recovery.resync(targetId));
+      }
+    });
+    this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
+    this.budgets = new Budgets({ registry: reg, stop: (id2, reason) => this.stop(id2, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config2().OCW_STALL_SEC) * 1e3, clock: opts.clock });
+    this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id2) => this.transcript(id2), server: (t2) => this.servers.for(t2) });
+    this.lifecycle = new WorkspaceLifecycle(reg, () => config2().OCW_RETENTION_DAYS);
+    this.translator = new Translator({
+      registry: reg,
+      ask: (id2, ask) => this.approvals.onAsk(id2, ask),
+      askGone: (id2, askId, reply) => this.approvals.onAskGone(id2, askId, reply),
+      usage: (id2, messageId, usage) => this.budgets.onUsage(id2, messageId, usage),
+      retry: (id2, message) => void this.checkEndpoint(id2, message),
+      idle: (id2) => void this.settler.onIdle(id2)
+    });
+    this.recovery = new Recovery({
+      stateDir: opts.stateDir,
+      registry: reg,
+      logs: this.logs,
+      bus: this.bus,
+      approvals: this.approvals,
+      enqueue: (id2) => this.queue.push(id2),
+      regrade: (id2) => this.settler.regrade(id2),
+      checkIdle: (id2) => this.settler.onIdle(id2),
+      serverOf: (targetId) => this.servers.get(targetId)
+    });
+    this.pools = new Pools({
+      registry: reg,
+      targets: this.targets,
+      poolProbeMs: config2().OCW_POOL_PROBE_MS,
+      modelProbeMs: config2().OCW_MODEL_PROBE_MS,
+      endpointDown: (target, url2, problem) => this.onEndpointDown(target, url2, problem),
+      changed: () => this.pump()
+    });
+    this.recovery.endStaleServers();
+    this.recovery.recover();
+    setImmediate(() => this.pump());
+    setTimeout(() => void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`)), 5e3).unref();
+  }
+  opts;
+  bus;
+  targets;
+  /** How workers are contained; "none" only by the person's opt-out. */
+  sandbox;
+  logs;
+  reg;
+  approvals;
+  budgets;
+  pools;
+  recovery;
+  settler;
+  lifecycle;
+  translator;
+  servers;
+  /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
+  queue = [];
+  closed = false;
+  log(line) {
+    this.opts.log?.(line);
+  }
+  /** After every state change: a settled or finished worker frees its slot; a finished one releases its opencode instance. */
+  moved(workerId, state) {
+    if (isFinal(state) || state === "settled") this.pump();
+    if (isFinal(state)) this.reg.rt(workerId).releasing = this.release(workerId);
+  }
+  /**
+   * opencode keeps an instance (project state, LSP, tools) per directory it has seen, and every worktree is a new
+   * directory: without this, `opencode serve` grew by ~90 MB per finished worker (bench: 32 workers, 0.5 → 3.7 GB).
+   * A finished worker's instance is disposed; a resume boots it again from the session stored on disk.
+   */
+  async release(workerId) {
+    const c3 = this.reg.clientOf(workerId);
+    if (!c3?.directory || !this.reg.workspaceOf(this.reg.get(workerId))) return;
+    const dispose = c3.client.instance.dispose({ directory: c3.directory }).catch(() => void 0);
+    await Promise.race([dispose, new Promise((r) => setTimeout(r, 1e4).unref())]);
+  }
+  // ---------- public API ----------
+  list() {
+    return this.reg.list();
+  }
+  get(id2) {
+    return this.reg.get(id2);
+  }
+  pendingAsks() {
+    return this.approvals.pending();
+  }
+  resolveTarget(targetId) {
+    if (targetId) {
+      const t3 = this.targets.get(targetId);
+      if (!t3) throw new InputError(`unknown target "${targetId}": run \`ocw targets\` to list them`);
+      return t3;
+    }
+    const t2 = this.targets.active();
+    if (!t2) throw new InputError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
+    return t2;
+  }
+  /** Workers run only in the sandbox, unless the person opted out of it explicitly. */
+  requireSandbox() {
+    if (this.sandbox.kind === "none" && !this.sandbox.optedOut) {
+      throw new InputError(`workers cannot be contained here: ${this.sandbox.reason}. To run them unsandboxed anyway (they can then read your files and secrets), restart the engine with --no-sandbox or OCW_NO_SANDBOX=1`, "unavailable");
+    }
+  }
+  /** Validates, creates the worker (queued) and returns its id at once; the work happens in the background. */
+  async start(input, opts = {}) {
+    this.requireSandbox();
+    const spec2 = parseInput(WorkerSpec, input);
+    const repo = await inspectRepo(spec2.directory);
+    const target = this.resolveTarget(spec2.targetId);
+    await preflightTarget(target);
+    return this.create(spec2, repo, target, opts.batchId ?? null);
+  }
+  create(spec2, repo, target, batchId) {
+    const workerId = newId("w");
+    this.reg.record(workerId, { type: "worker.created", spec: spec2, batchId, targetId: target.id, sandbox: this.sandbox.kind });
+    this.reg.rt(workerId).repo = repo;
+    this.queue.push(workerId);
+    this.pump();
+    return { workerId };
+  }
+  /** Starts several independent tasks as one batch. All inputs are validated before any worker is created. */
+  async startBatch(inputs) {
+    if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
+    this.requireSandbox();
+    const specs = inputs.map((i2, n2) => {
+      try {
+        return parseInput(WorkerSpec, i2);
+      } catch (err) {
+        throw new InputError(`task ${n2 + 1}: ${err.message}`);
+      }
+    });
+    const repos = /* @__PURE__ */ new Map();
+    const reached = /* @__PURE__ */ new Map();
+    const checked = [];
+    for (const [n2, spec2] of specs.entries()) {
+      if (!repos.has(spec2.directory)) repos.set(spec2.directory, inspectRepo(spec2.directory));
+      const repo = await repos.get(spec2.directory).catch((err) => {
+        throw new InputError(`task ${n2 + 1}: ${err.message}`);
+      });
+      const target = this.resolveTarget(spec2.targetId);
+      if (!reached.has(target.id)) reached.set(target.id, preflightTarget(target));
+      await reached.get(target.id);
+      checked.push({ spec: spec2, repo, target });
+    }
+    const batchId = newId("b");
+    const workerIds = checked.map((c3) => this.create(c3.spec, c3.repo, c3.target, batchId).workerId);
+    return { batchId, workerIds };
+  }
+  batch(batchId) {
+    const ws = this.list().filter((w) => w.batchId === batchId);
+    if (!ws.length) throw new InputError(`unknown batch "${batchId}"`);
+    const graded = ws.filter((w) => w.verdict);
+    const built = graded.filter((w) => w.verdict.verdict === "built").length;
+    const honest = graded.filter((w) => w.verdict.honest).length;
+    const settled = ws.every((w) => isFinal(w.state));
+    return {
+      id: batchId,
+      workerIds: ws.map((w) => w.id),
+      states: Object.fromEntries(ws.map((w) => [w.id, w.state])),
+      settled,
+      built,
+      honest,
+      graded: graded.length,
+      builtRate: settled ? built / ws.length : null,
+      honestRate: graded.length ? honest / graded.length : null,
+      verdict: settled ? built === ws.length ? "built" : "honest-failure" : null
+    };
+  }
+  decide(d, by) {
+    return this.approvals.decide(d, by);
+  }
+  grants() {
+    return this.approvals.grants();
+  }
+  revokeGrant(grantId, by = { kind: "person" }) {
+    return this.approvals.revokeGrant(grantId, by);
+  }
+  policies() {
+    return this.approvals.policies();
+  }
+  setPolicies(rules) {
+    return this.approvals.setPolicies(rules);
+  }
+  async steer(workerId, text, by) {
+    const w = this.get(workerId);
+    const body = text.trim();
+    if (!body) throw new InputError("the steer is empty: say what the worker should do differently");
+    if (body.length > 2e4) throw new InputError("the steer is over 20,000 characters: shorten it");
+    if (w.state !== "running" && w.state !== "waiting-approval") {
+      throw new InputError(`worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : "a steer reaches running workers only"}`);
+    }
+    const c3 = this.reg.clientOf(workerId);
+    if (!c3 || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
+    this.reg.record(workerId, { type: "steer.sent", text: body, by });
+    const target = w.targetId ? this.targets.get(w.targetId) : void 0;
+    const model = target ? modelFor(w.endpoint, target) : void 0;
+    const res = await c3.client.session.promptAsync({
+      sessionID: w.sessionId,
+      directory: c3.directory,
+      agent: WORKER_AGENT,
+      ...model ? { model } : {},
+      parts: [{ type: "text", text: steerPrompt(body) }]
+    });
+    if (res.response && !res.response.ok) throw new Error(`opencode refused the steer (HTTP ${res.response.status})`);
+  }
+  async stop(workerId, reason = "stopped by request", by = { kind: "person" }) {
+    const w = this.get(workerId);
+    if (isFinal(w.state)) return w;
+    const was = this.reg.rt(workerId).activity;
+    this.reg.begin(workerId, "stopping");
+    const idx = this.queue.indexOf(workerId);
+    if (idx >= 0) this.queue.splice(idx, 1);
+    try {
+      this.approvals.cancelAll(workerId, by, `worker stopped: ${reason}`);
+    } catch (err) {
+      this.reg.rt(workerId).activity = was;
+      if (idx >= 0) this.queue.splice(idx, 0, workerId);
+      throw new Error(`worker ${workerId} was not stopped: ${err.message}`);
+    }
+    await this.reg.abortSession(workerId);
+    const { error: failed } = this.reg.changeState(workerId, "stop", reason);
+    if (failed) {
+      if (idx >= 0) this.queue.splice(idx, 0, workerId);
+      throw new Error(`the stop of worker ${workerId} could not be recorded (it still shows ${this.get(workerId).state}; stop it again): ${failed.message}`);
+    }
+    return this.get(workerId);
+  }
+  /** Continues a stopped/interrupted/error worker in its same session (or from scratch when it never got one). */
+  async resume(workerId, message) {
+    const w = this.get(workerId);
+    if (!["stopped", "interrupted", "error"].includes(w.state)) {
+      throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed`);
+    }
+    const target = this.resolveTarget(w.targetId ?? void 0);
+    await preflightTarget(target);
+    this.requeue(workerId, "resumed", message);
+    return this.get(workerId);
+  }
+  /** resume → queued, with a new turn that carries the message; admitted in its turn. */
+  requeue(workerId, reason, message) {
+    const rt = this.reg.rt(workerId);
+    rt.activity = { kind: "none" };
+    rt.turn = { resumeMessage: message };
+    if (!this.reg.fire(workerId, "resume", reason)) return false;
+    this.queue.push(workerId);
+    this.pump();
+    return true;
+  }
+  merge(workerId) {
+    return this.lifecycle.merge(workerId);
+  }
+  diff(workerId) {
+    return this.lifecycle.diff(workerId);
+  }
+  /** Removes a finished worker's workspace, engine repository and branch, unmerged work included (the person asked). */
+  discard(workerId, by = { kind: "person" }) {
+    return this.lifecycle.discard(workerId, by);
+  }
+  /** Removes the workspaces of finished workers older than the retention; never built work nobody merged. */
+  collectGarbage(now = Date.now()) {
+    return this.lifecycle.collectGarbage(now);
+  }
+  /** The last health check of each target's model server. */
+  models() {
+    return this.pools.models();
+  }
+  /** Every endpoint of every known target: health, slots, workers on it, and what the server reports. */
+  endpoints() {
+    return this.pools.endpoints();
+  }
+  /**
+   * An endpoint of a pool died: it takes no new worker, and its workers are interrupted with the reason and resumed on
+   * another endpoint of the pool (their session history replays there).
+   */
+  onEndpointDown(target, url2, problem) {
+    this.reg.notice("warn", `endpoint ${url2} of ${target.id} stopped answering (${problem}): out of admission until it answers again`);
+    for (const w of this.list()) {
+      if (w.targetId !== target.id || w.endpoint !== url2 || !isActive(w.state)) continue;
+      void this.moveWorker(w.id, `the endpoint ${url2} stopped answering (${problem})`);
+    }
+  }
+  async moveWorker(workerId, why) {
+    this.reg.begin(workerId, "stopping");
+    this.approvals.cancelAll(workerId, { kind: "engine", name: "endpoint-down" }, `${why}; the worker moves to another endpoint`, { safe: true });
+    if (!this.reg.fire(workerId, "interrupt", `${why}: resuming on another endpoint of the pool`)) return;
+    await this.reg.abortSession(workerId);
+    this.requeue(workerId, "resumed on another endpoint of the pool", "The model server you were on went away; your session continues on another server of the same model. Carry on from where you were.");
+  }
+  /** The worker's transcript from its log: the latest version of each part, in order. */
+  transcript(workerId) {
+    this.get(workerId);
+    const parts = /* @__PURE__ */ new Map();
+    for (const e of this.logs.load(workerId).events) if (e.type === "part") parts.set(e.part.partId, e.part);
+    return [...parts.values()];
+  }
+  events(workerId) {
+    this.get(workerId);
+    return this.logs.load(workerId).events;
+  }
+  serving() {
+    return this.servers.list();
+  }
+  slots() {
+    const ids = new Set(this.list().map((w) => w.targetId).filter((x) => !!x));
+    const active = this.targets.active();
+    if (active) ids.add(active.id);
+    return [...ids].flatMap((id2) => {
+      const t2 = this.targets.get(id2);
+      if (!t2) return [];
+      return [{ targetId: id2, slots: t2.serving.slots, inUse: this.pools.activeCount(id2), queued: this.queue.filter((q) => this.reg.workers.get(q)?.targetId === id2).length }];
+    });
+  }
+  /** The opencode server of a target, for tests and fault injection. */
+  serverFor(targetId) {
+    return this.servers.get(targetId);
+  }
+  async close() {
+    this.closed = true;
+    this.budgets.close();
+    this.pools.close();
+    this.translator.deltas.flush();
+    for (const w of this.list()) {
+      if (!isActive(w.state)) continue;
+      this.reg.fire(w.id, "interrupt", "the engine shut down while this worker ran; resume it");
+      await this.reg.abortSession(w.id);
+    }
+    await this.servers.close();
+  }
+  // ---------- admission & running ----------
+  /** Admits queued workers in order while their target has room (slots, or live capacity of a pool's endpoints). */
+  pump() {
+    if (this.closed) return;
+    for (let i2 = 0; i2 < this.queue.length; ) {
+      const id2 = this.queue[i2];
+      const w = this.reg.workers.get(id2);
+      if (!w || w.state !== "queued") {
+        this.queue.splice(i2, 1);
+        continue;
+      }
+      let target;
+      try {
+        target = this.resolveTarget(w.targetId ?? void 0);
+      } catch (err) {
+        this.queue.splice(i2, 1);
+        this.reg.fire(id2, "fail-run", err.message);
+        continue;
+      }
+      const admitted = this.pools.admit(w, target);
+      if (!admitted.go) {
+        i2++;
+        continue;
+      }
+      if (admitted.url && admitted.url !== w.endpoint) this.reg.safeRecord(id2, { type: "worker.endpoint", url: admitted.url });
+      this.queue.splice(i2, 1);
+      this.reg.fire(id2, "admit");
+      void this.run(id2, target).catch((err) => {
+        this.log(`worker ${id2} failed to start: ${err.stack}`);
+        this.reg.fire(id2, "fail-run", err.message);
+      });
+    }
+  }
+  /** An admitted worker: its workspace (made once), its target's opencode server, its session, and the prompt. */
+  async run(workerId, target) {
+    let w = this.get(workerId);
+    const rt = this.reg.rt(workerId);
+    rt.activity = { kind: "none" };
+    let ws = this.reg.workspaceOf(w);
+    if (!ws || !existsSync10(ws.worktree)) {
+      const repo = rt.repo ?? await inspectRepo(w.spec.directory);
+      ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
+      rt.workspace = ws;
+      this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
+    }
+    await rt.releasing;
+    const server = await this.servers.for(target);
+    rt.server = server;
+    if (!server.ready) this.reg.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
+    await server.start();
+    const client2 = server.client;
+    if (this.get(workerId).state !== "starting") return;
+    let text;
+    w = this.get(workerId);
+    if (!w.sessionId) {
+      const title = (w.spec.title ?? w.spec.task.split("\n")[0]).slice(0, 80);
+      let res2 = await client2.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      for (let i2 = 1; i2 <= 3 && !res2.response && this.get(workerId).state === "starting"; i2++) {
+        await new Promise((r) => setTimeout(r, 1e3 * i2));
+        res2 = await client2.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      }
+      if (!res2.data) throw new Error(`opencode could not create a session (${res2.response ? `HTTP ${res2.response.status}` : `no answer in 4 tries: ${noAnswer(res2.error)}`}); resume the worker to try again`);
+      this.reg.sessions.set(res2.data.id, workerId);
+      this.reg.record(workerId, { type: "worker.session", sessionId: res2.data.id });
+      text = taskPrompt(w.spec);
+    } else {
+      this.reg.sessions.set(w.sessionId, workerId);
+      text = resumePrompt(rt.turn.resumeMessage);
+      rt.turn.resumeMessage = void 0;
+    }
+    const sessionId = this.get(workerId).sessionId;
+    if (!this.reg.fire(workerId, "start")) return;
+    this.budgets.armWall(workerId);
+    const model = modelFor(this.get(workerId).endpoint, target);
+    const res = await client2.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, ...model ? { model } : {}, parts: [{ type: "text", text }] });
+    if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
+    if (!res.response) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
+  }
+  /**
+   * opencode retries a failed model call with growing pauses, for a minute or more, before it gives up. When the call
+   * failed because the model server is gone (killed, crashed, stopped), the worker is interrupted at once instead,
+   * with the reason, and can be resumed in its session once the server is back. A server that answers is left to
+   * opencode's retry (a 500, a rate limit, a restart that already finished). In a pool, the worker moves on.
+   */
+  async checkEndpoint(workerId, message) {
+    const w = this.reg.workers.get(workerId);
+    if (!w || w.state !== "running" || !this.reg.is(workerId, "none")) return;
+    let target;
+    try {
+      target = this.resolveTarget(w.targetId ?? void 0);
+    } catch {
+      return;
+    }
+    this.reg.begin(workerId, "probing");
+    const endpoint = isPool(target) && w.endpoint ? w.endpoint : target.endpoint;
+    const problem = await unreachable({ ...target, endpoint }, void 0, 2e3).finally(() => this.reg.end(workerId, "probing"));
+    const live = () => this.reg.workers.get(workerId)?.state === "running" && !this.reg.is(workerId, "stopping");
+    if (problem && isPool(target) && live()) {
+      this.pools.markDown(target.id, endpoint, problem);
+      return this.onEndpointDown(target, endpoint, problem);
+    }
+    if (!problem || !live()) return;
+    this.reg.begin(workerId, "stopping");
+    await this.reg.abortSession(workerId);
+    this.reg.fire(workerId, "interrupt", `the model endpoint ${target.endpoint} stopped answering (${problem}; opencode: ${message}): resume the worker once the model server is back`);
+  }
+};
+function parseInput(schema, input) {
+  const r = schema.safeParse(input);
+  if (r.success) return r.data;
+  throw new InputError(firstIssue(r.error));
+}
+function noAnswer(error46) {
+  const e = error46;
+  return [e?.message ?? (e ? String(e) : "connection failed"), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
+}
+
 // engine/api/lock.ts
 init_zod();
-import { execFileSync as execFileSync2 } from "node:child_process";
 import { randomBytes as randomBytes6 } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync9, rmSync as rmSync4, writeFileSync as writeFileSync7 } from "node:fs";
-import path23 from "node:path";
+import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync10, rmSync as rmSync4, writeFileSync as writeFileSync7 } from "node:fs";
+import path29 from "node:path";
 
 // shared/api.ts
 init_zod();
@@ -66055,6 +66448,20 @@ var ResumeInput = WorkerRef.extend({ message: external_exports.string().max(2e4)
 var DecideInput = Decision;
 var EventsInput = external_exports.object({ lastEventId: external_exports.string().nullish() });
 var ListInput = external_exports.object({ batchId: external_exports.string().optional() }).optional();
+var RetryInput = WorkerRef;
+var RetryResult = external_exports.object({ workerId: external_exports.string(), retryOf: external_exports.string() });
+var MergeBatchInput = BatchRef;
+var MergeBatchResult = external_exports.object({
+  batchId: external_exports.string(),
+  /** Merged, in submission order. */
+  merged: external_exports.array(external_exports.object({ workerId: external_exports.string(), commit: external_exports.string(), into: external_exports.string() })),
+  /** The worker whose merge was refused (a conflict, a moved base, …) with the engine's reason; the rest were not tried. */
+  stopped: external_exports.object({ workerId: external_exports.string(), reason: external_exports.string(), code: ErrorCode }).nullable(),
+  /** Built workers after the one that stopped it, left as they are. */
+  notTried: external_exports.array(external_exports.string()),
+  /** Workers of the batch that are not for merging: not built, still running, already merged, discarded. */
+  skipped: external_exports.array(external_exports.object({ workerId: external_exports.string(), reason: external_exports.string() }))
+});
 var CLIENT_HEADER = "x-ocw-client";
 var API_PATH = "/trpc";
 var HEALTH_PATH = "/health";
@@ -66076,49 +66483,11 @@ var EngineLock = external_exports.object({
 
 // engine/api/lock.ts
 init_json_file();
-var lockFile = (stateDir2) => path23.join(stateDir2, "engine.json");
-var ownerDir = (stateDir2) => path23.join(stateDir2, "engine.owner");
-function processStartTime(pid) {
-  if (!Number.isInteger(pid) || pid <= 0) return null;
-  if (process.platform === "linux") {
-    try {
-      const stat = readFileSync9(`/proc/${pid}/stat`, "utf8");
-      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return rest[19] ?? null;
-    } catch {
-      return null;
-    }
-  }
-  if (process.platform === "darwin") {
-    try {
-      return execFileSync2("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2e3 }).trim() || null;
-    } catch {
-      return null;
-    }
-  }
-  return null;
-}
-function selfIdentity() {
-  return { pid: process.pid, startTime: processStartTime(process.pid) };
-}
-function pidExists(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return err.code === "EPERM";
-  }
-}
-function alive(who) {
-  const { pid, startTime } = typeof who === "number" ? { pid: who, startTime: null } : who;
-  if (!pidExists(pid)) return false;
-  if (startTime === null) return true;
-  const now = processStartTime(pid);
-  return now === null ? true : now === startTime;
-}
+var lockFile = (stateDir2) => path29.join(stateDir2, "engine.json");
+var ownerDir = (stateDir2) => path29.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
   try {
-    return EngineLock.parse(JSON.parse(readFileSync9(lockFile(stateDir2), "utf8")));
+    return EngineLock.parse(JSON.parse(readFileSync10(lockFile(stateDir2), "utf8")));
   } catch {
     return null;
   }
@@ -66136,7 +66505,7 @@ function writeLock(stateDir2, lock) {
 function removeLock(stateDir2, pid = process.pid) {
   const file2 = lockFile(stateDir2);
   try {
-    const lock = JSON.parse(readFileSync9(file2, "utf8"));
+    const lock = JSON.parse(readFileSync10(file2, "utf8"));
     if (lock.pid === pid) rmSync4(file2, { force: true });
   } catch {
   }
@@ -66158,7 +66527,7 @@ function generations(stateDir2) {
 }
 function readOwner(stateDir2, generation) {
   try {
-    return OwnerRecord.parse(JSON.parse(readFileSync9(path23.join(ownerDir(stateDir2), String(generation)), "utf8")));
+    return OwnerRecord.parse(JSON.parse(readFileSync10(path29.join(ownerDir(stateDir2), String(generation)), "utf8")));
   } catch (err) {
     return err.code === "ENOENT" ? "gone" : "unreadable";
   }
@@ -66170,7 +66539,7 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
   mkdirSync10(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
-  const tmp = path23.join(dir, `.claim-${me.pid}-${instanceId}`);
+  const tmp = path29.join(dir, `.claim-${me.pid}-${instanceId}`);
   writeFileSync7(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
   try {
     for (let attempt = 0; attempt < 1e3; attempt++) {
@@ -66183,17 +66552,17 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
       }
       const mine = newest + 1;
       try {
-        linkSync(tmp, path23.join(dir, String(mine)));
+        linkSync(tmp, path29.join(dir, String(mine)));
       } catch (err) {
         if (err.code === "EEXIST") continue;
         throw err;
       }
       const all = generations(stateDir2);
       if ((all[0] ?? 0) > mine) {
-        rmSync4(path23.join(dir, String(mine)), { force: true });
+        rmSync4(path29.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g of all) if (g < mine) rmSync4(path23.join(dir, String(g)), { force: true });
+      for (const g of all) if (g < mine) rmSync4(path29.join(dir, String(g)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
@@ -66204,11 +66573,11 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
 function releaseOwnership(stateDir2, claim) {
   const dir = ownerDir(stateDir2);
   if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
-  const tmp = path23.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  const tmp = path29.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
   try {
     writeFileSync7(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
-    linkSync(tmp, path23.join(dir, String(claim.generation + 1)));
-    rmSync4(path23.join(dir, String(claim.generation)), { force: true });
+    linkSync(tmp, path29.join(dir, String(claim.generation + 1)));
+    rmSync4(path29.join(dir, String(claim.generation)), { force: true });
   } catch {
   } finally {
     rmSync4(tmp, { force: true });
@@ -66225,9 +66594,9 @@ function currentOwner(stateDir2) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes9, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync18, statSync as statSync10 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync19, statSync as statSync10 } from "node:fs";
 import http2 from "node:http";
-import path36 from "node:path";
+import path42 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -66333,28 +66702,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path46, memo2) {
+function createInnerProxy(callback, path52, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path46.join(".");
+  const cacheKey = path52.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path46, key], memo2);
+      return createInnerProxy(callback, [...path52, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path46[path46.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path46.slice(0, -1).join(".")})`;
+      const lastOfPath = path52[path52.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path52.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path46
+        path: path52
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path46.slice(0, -1)
+        path: path52.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path46.slice(0, -1)
+        path: path52.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -66497,12 +66866,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path46, error: error46, config: config3 } = opts;
+  const { path: path52, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path46,
+    path: path52,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -66672,13 +67041,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path46 = []) {
+    function step(from, path52 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path46, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path52, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path46, key].join(".")] = createLazyLoader({
-            path: path46,
+          lazy3[[...path52, key].join(".")] = createLazyLoader({
+            path: path52,
             ref: item,
             key,
             aggregate
@@ -66686,14 +67055,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path46, key]);
+          aggregate[key] = step(getRouterInput(item), [...path52, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path46, key]);
+          aggregate[key] = step(item, [...path52, key]);
           continue;
         }
-        const newPath = [...path46, key].join(".");
+        const newPath = [...path52, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -66717,14 +67086,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path46) {
+async function getProcedureAtPath(router, path52) {
   const { _def } = router;
-  let procedure = _def.procedures[path46];
+  let procedure = _def.procedures[path52];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path46 === key2 || path46.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path52 === key2 || path52.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path46];
+    procedure = _def.procedures[path52];
   }
   return procedure;
 }
@@ -66733,15 +67102,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path46, args } = innerOpts;
-        const fullPath = path46.join(".");
-        if (path46.length === 1 && path46[0] === "_def") return _def;
+        const { path: path52, args } = innerOpts;
+        const fullPath = path52.join(".");
+        if (path52.length === 1 && path52[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path46}"`
+            message: `No procedure found on path "${path52}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -66801,13 +67170,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path46, separator) {
-  if (separator === ".") return path46;
-  return path46.split(".").join(separator);
+function procedurePathToURLPath(path52, separator) {
+  if (separator === ".") return path52;
+  return path52.split(".").join(separator);
 }
-function urlPathToProcedurePath(path46, separator) {
-  if (separator === ".") return path46;
-  return path46.split(separator).join(".");
+function urlPathToProcedurePath(path52, separator) {
+  if (separator === ".") return path52;
+  return path52.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -67262,11 +67631,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path46, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path46);
+    const calls = await Promise.all(paths.map(async (path52, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path52);
       return {
         batchIndex: index,
-        path: path46,
+        path: path52,
         procedure,
         getRawInput: async () => {
           let input = (await getInputs.read())[index];
@@ -67917,9 +68286,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path46) {
-    super("Max depth reached at path: " + path46.join("."));
-    this.path = path46;
+  constructor(path52) {
+    super("Max depth reached at path: " + path52.join("."));
+    this.path = path52;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -67937,16 +68306,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path46) {
+    function encodePromise(promise2, path52) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path46);
+          const error46 = checkMaxDepth(path52);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path46
+                path: path52
               });
             });
             promise2 = Promise.reject(error46);
@@ -67956,20 +68325,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path46)
+              encode3(next, path52)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path46
+              path: path52
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path46
+                path: path52
               })
             ];
           }
@@ -67979,12 +68348,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path46) {
+    function encodeAsyncIterable(iterable2, path52) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path46);
+            const error46 = checkMaxDepth(path52);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -67994,28 +68363,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path46)
+                    encode3(next.value, path52)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path46)
+                  encode3(next.value, path52)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path46
+                path: path52
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path46
+                  path: path52
                 })
               ];
             }
@@ -68030,27 +68399,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path46) {
-      if (opts.maxDepth && path46.length > opts.maxDepth) return new MaxDepthError(path46);
+    function checkMaxDepth(path52) {
+      if (opts.maxDepth && path52.length > opts.maxDepth) return new MaxDepthError(path52);
       return null;
     }
-    function encodeAsync3(value, path46) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path46)];
+    function encodeAsync3(value, path52) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path52)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path46.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path46)];
+        if (opts.maxDepth && path52.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path52)];
       }
       return null;
     }
-    function encode3(value, path46) {
+    function encode3(value, path52) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path46);
+      const reg = encodeAsync3(value, path52);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path46, key]);
+        const transformed = encodeAsync3(item, [...path52, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -68364,13 +68733,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path46) {
+function decodePath(path52) {
   try {
-    return decodeURIComponent(path46);
+    return decodeURIComponent(path52);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path46}"`,
+      message: `Invalid URL-encoding in path "${path52}"`,
       cause
     });
   }
@@ -68639,11 +69008,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input = call === null || call === void 0 ? void 0 : call.result();
-              const path46 = call === null || call === void 0 ? void 0 : call.path;
+              const path52 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path46,
+                path: path52,
                 input,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -68654,7 +69023,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input,
-                path: path46,
+                path: path52,
                 type
               });
             }
@@ -68770,14 +69139,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input = call === null || call === void 0 ? void 0 : call.result();
-          const path46 = call === null || call === void 0 ? void 0 : call.path;
+          const path52 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input,
-            path: path46,
+            path: path52,
             type
           });
         }
@@ -69082,28 +69451,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path46) => {
-  path46 = path46.startsWith("/") ? path46.slice(1) : path46;
-  path46 = path46.endsWith("/") ? path46.slice(0, -1) : path46;
-  return path46;
+var trimSlashes = (path52) => {
+  path52 = path52.startsWith("/") ? path52.slice(1) : path52;
+  path52 = path52.endsWith("/") ? path52.slice(0, -1) : path52;
+  return path52;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path46 = "";
+    let path52 = "";
     run(async () => {
       const url2 = createURL(req);
-      path46 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path52 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path46
+        path: path52
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path46
+      path: path52
     }, opts)));
   };
 }
@@ -69516,8 +69885,8 @@ var initTRPC = new class TRPCBuilder {
 
 // engine/api/router.ts
 init_zod();
-import { existsSync as existsSync17, readdirSync as readdirSync8, readFileSync as readFileSync15 } from "node:fs";
-import path35 from "node:path";
+import { existsSync as existsSync18, readdirSync as readdirSync8, readFileSync as readFileSync15 } from "node:fs";
+import path41 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -69564,6 +69933,49 @@ function hardwareSummary() {
 
 // engine/api/router.ts
 init_target();
+
+// engine/workers/housekeeping.ts
+async function retryWorker(engine, workerId) {
+  const w = engine.get(workerId);
+  if (w.state === "built") throw new InputError(`worker ${workerId} is built: there is nothing to retry (merge it or discard it)`, "conflict");
+  if (!["honest-failure", "stopped", "interrupted", "error"].includes(w.state)) {
+    throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then retry it`, "conflict");
+  }
+  const { workerId: id2 } = await engine.start({ ...w.spec, ...w.targetId ? { targetId: w.targetId } : {} });
+  return { workerId: id2, retryOf: workerId };
+}
+var merging = /* @__PURE__ */ new Set();
+async function mergeBatch(engine, batchId) {
+  engine.batch(batchId);
+  if (merging.has(batchId)) throw new InputError(`a merge of batch ${batchId} is already under way: wait for it, then look at the batch again`, "conflict");
+  merging.add(batchId);
+  try {
+    const r = { batchId, merged: [], stopped: null, notTried: [], skipped: [] };
+    for (const w of engine.list().filter((x) => x.batchId === batchId)) {
+      const why = w.state !== "built" ? `not built (${w.state})` : w.merged ? `already merged into ${w.merged.into}` : w.discarded ? "discarded" : null;
+      if (why) {
+        r.skipped.push({ workerId: w.id, reason: why });
+        continue;
+      }
+      if (r.stopped) {
+        r.notTried.push(w.id);
+        continue;
+      }
+      try {
+        const m = await engine.merge(w.id);
+        r.merged.push({ workerId: w.id, commit: m.commit, into: m.into });
+      } catch (err) {
+        const code = codeOf(err);
+        r.stopped = { workerId: w.id, reason: err.message, code: code === "bad-input" ? "conflict" : code };
+      }
+    }
+    return r;
+  } finally {
+    merging.delete(batchId);
+  }
+}
+
+// engine/api/router.ts
 init_fit();
 
 // engine/serving/setup-api.ts
@@ -69696,11 +70108,11 @@ function setupCancelApi(jobId) {
 init_setup2();
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path35.join(projectRoot(), "packs");
-  if (!existsSync17(dir)) return [];
+  const dir = config2().OCW_PACKS_DIR ?? path41.join(projectRoot(), "packs");
+  if (!existsSync18(dir)) return [];
   return readdirSync8(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path35.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync17(file2)) return [];
+    const file2 = path41.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync18(file2)) return [];
     const g = Grade.safeParse(JSON.parse(readFileSync15(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
@@ -69798,6 +70210,10 @@ var appRouter = t.router({
     merge: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId)),
     /** Removes a finished worker's workspace and branch, unmerged work included (the person asked for it). */
     discard: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.discard(input.workerId, ctx.by)),
+    /** The same task again as a new worker in a fresh workspace, on the same target (not part of the old batch). */
+    retry: proc.input(RetryInput).mutation(({ ctx, input }) => retryWorker(ctx.engine, input.workerId)),
+    /** "Merge all built" of a batch: one by one in submission order, stopping at the first refused merge. */
+    mergeBatch: proc.input(MergeBatchInput).mutation(({ ctx, input }) => mergeBatch(ctx.engine, input.batchId)),
     diff: proc.input(WorkerRef).query(async ({ ctx, input }) => ({ diff: await ctx.engine.diff(input.workerId) })),
     transcript: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.transcript(input.workerId)),
     events: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.events(input.workerId))
@@ -69971,16 +70387,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync18(path36.join(dir, "index.html"))) {
+  if (!dir || !existsSync19(path42.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path36.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path36.join(dir, rel);
-  if (!file2.startsWith(dir + path36.sep) || !existsSync18(file2) || statSync10(file2).isDirectory()) file2 = path36.join(dir, "index.html");
+  const rel = path42.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path42.join(dir, rel);
+  if (!file2.startsWith(dir + path42.sep) || !existsSync19(file2) || statSync10(file2).isDirectory()) file2 = path42.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path36.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path42.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -70020,7 +70436,7 @@ async function hostEngine(opts) {
     await engine.close();
     releaseOwnership(opts.stateDir, claim);
   })();
-  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path37.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
+  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path43.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) : null;
   const api = await (dead ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token })) : startApiServer({ ...serverOpts, port: opts.port })).catch(async (err) => {
     await engine.close();
@@ -70045,13 +70461,13 @@ init_detect();
 init_hf();
 import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync9 } from "node:fs";
 import os8 from "node:os";
-import path39 from "node:path";
+import path45 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
 import { spawnSync as spawnSync3 } from "node:child_process";
-import { existsSync as existsSync19 } from "node:fs";
-import path38 from "node:path";
+import { existsSync as existsSync20 } from "node:fs";
+import path44 from "node:path";
 
 // engine/serving/k8s.ts
 init_target();
@@ -70093,7 +70509,7 @@ function sizeTp(need, node, dp, nHead, fixedTp) {
   }
   return null;
 }
-var gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+var gib2 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
 async function planK8s(o2) {
   const slots = o2.slots ?? 4;
   const ctx = o2.ctxPerSlot ?? DEFAULT_MIN_CTX;
@@ -70141,7 +70557,7 @@ async function planK8s(o2) {
       perGpuBytes: Math.round(s.perGpu),
       gpuBytes: o2.node.gpuBytes,
       toolCallParser: parser,
-      reason: `${repo} (${gib(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib(kv)} for ${slots} sequence(s) \xD7 ${ctx} tokens over tensor parallel ${s.tp}: ${gib(s.perGpu)} per GPU of ${gib(o2.node.gpuBytes)} (${o2.node.gpuName})${fits2 ? "" : " \u2014 MORE than 90 % of a GPU: it will not load"}${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`
+      reason: `${repo} (${gib2(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib2(kv)} for ${slots} sequence(s) \xD7 ${ctx} tokens over tensor parallel ${s.tp}: ${gib2(s.perGpu)} per GPU of ${gib2(o2.node.gpuBytes)} (${o2.node.gpuName})${fits2 ? "" : " \u2014 MORE than 90 % of a GPU: it will not load"}${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`
     };
   };
   if (o2.model) {
@@ -70160,7 +70576,7 @@ async function planK8s(o2) {
     const kv = e ? kvOf(e) : w.bytes * 0.25;
     const s = sizeTp(w.bytes + kv, o2.node, dp, e?.spec.nHead ?? null, o2.tensorParallel);
     if (!s) {
-      throw new K8sInputError(`${repo} needs ${gib(w.bytes + kv)} (weights + KV for ${slots} \xD7 ${ctx}) and does not fit ${Math.floor(o2.node.gpus / dp)} GPU(s) of ${gib(o2.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`);
+      throw new K8sInputError(`${repo} needs ${gib2(w.bytes + kv)} (weights + KV for ${slots} \xD7 ${ctx}) and does not fit ${Math.floor(o2.node.gpus / dp)} GPU(s) of ${gib2(o2.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`);
     }
     return finish2(repo, e, w, kv, s, e ? "KV cache" : "a KV allowance of 25 % of the weights");
   }
@@ -70172,9 +70588,9 @@ async function planK8s(o2) {
     const kv = kvOf(e);
     const s = sizeTp(w.bytes + kv, o2.node, dp, e.spec.nHead, o2.tensorParallel);
     if (s && s.perGpu <= o2.node.gpuBytes * UTILIZATION) return finish2(repo, e, w, kv, s, "KV cache");
-    tried.push(`${e.id} ${gib(w.bytes + kv)}`);
+    tried.push(`${e.id} ${gib2(w.bytes + kv)}`);
   }
-  throw new K8sInputError(`no catalog model fits ${slots} sequence(s) \xD7 ${ctx} tokens on ${o2.node.gpus} \xD7 ${gib(o2.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`);
+  throw new K8sInputError(`no catalog model fits ${slots} sequence(s) \xD7 ${ctx} tokens on ${o2.node.gpus} \xD7 ${gib2(o2.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`);
 }
 var API_KEY_ENTRY = "api-key";
 var KEY_ENV = "OCW_API_KEY";
@@ -70329,12 +70745,12 @@ function captureSteps(plan, o2) {
   const key = `export ${keyVar}="$(kubectl -n ${ns} get secret ${o2.apiKeySecret} -o jsonpath='{.data.${API_KEY_ENTRY}}' | base64 -d)"`;
   const slots = plan.slots;
   if (o2.kind === "kserve") {
-    const total = slots * plan.replicas * plan.dataParallel;
+    const total2 = slots * plan.replicas * plan.dataParallel;
     return [
       `kubectl -n ${ns} wait llminferenceservice/${o2.name} --for=condition=Ready --timeout=60m`,
       key,
       `URL="$(kubectl -n ${ns} get llminferenceservice ${o2.name} -o jsonpath='{.status.url}')"`,
-      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total}    # a router target: llm-d's scheduler spreads the ${total} sequences over ${plan.replicas * plan.dataParallel} replica(s)`
+      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total2}    # a router target: llm-d's scheduler spreads the ${total2} sequences over ${plan.replicas * plan.dataParallel} replica(s)`
     ];
   }
   const steps = [
@@ -70416,9 +70832,9 @@ function parseNodeSpec(spec2, vendor) {
 
 // engine/serving/k8s-apply.ts
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path38.delimiter)) {
-    const p = dir && path38.join(dir, "kubectl");
-    if (p && existsSync19(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path44.delimiter)) {
+    const p = dir && path44.join(dir, "kubectl");
+    if (p && existsSync20(p)) return p;
   }
   return null;
 }
@@ -70512,9 +70928,9 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path39.resolve(o2.output) : mkdtempSync2(path39.join(os8.tmpdir(), "ocw-k8s-"));
+      const dir = o2.output ? path45.resolve(o2.output) : mkdtempSync2(path45.join(os8.tmpdir(), "ocw-k8s-"));
       mkdirSync17(dir, { recursive: true });
-      file2 = path39.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      file2 = path45.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync9(file2, yaml);
     }
     let applied = null;
@@ -70555,7 +70971,7 @@ function registerDeployCommand(program3) {
 // engine/commands/grade.ts
 init_target();
 import { mkdirSync as mkdirSync19 } from "node:fs";
-import path42 from "node:path";
+import path48 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client2, workerIds, opts = {}) {
@@ -70627,7 +71043,7 @@ async function follow(client2, workerIds, opts = {}) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
 import { mkdirSync as mkdirSync18, writeFileSync as writeFileSync10 } from "node:fs";
-import path40 from "node:path";
+import path46 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -70727,8 +71143,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync18(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync18(path40.dirname(path40.join(dir, name)), { recursive: true });
-    writeFileSync10(path40.join(dir, name), content);
+    mkdirSync18(path46.dirname(path46.join(dir, name)), { recursive: true });
+    writeFileSync10(path46.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -71301,21 +71717,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path46 = batchOps.map((op) => op.path).join(",");
+          const path52 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path46,
+            path: path52,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path46 = batchOps.map((op) => op.path).join(",");
+          const path52 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path46,
+            path: path52,
             inputs,
             type,
             headers() {
@@ -71561,30 +71977,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path46, input, opts) {
+  query(path52, input, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path46,
+      path: path52,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path46, input, opts) {
+  mutation(path52, input, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path46,
+      path: path52,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path46, input, opts = {}) {
+  subscription(path52, input, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path46,
+      path: path52,
       input,
       context: opts.context,
       signal: opts.signal
@@ -71649,8 +72065,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path46, args }) => {
-    const pathCopy = [...path46];
+  const proxy = createRecursiveProxy(({ path: path52, args }) => {
+    const pathCopy = [...path52];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -71725,7 +72141,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path46, input } = op;
+        const { type, path: path52, input } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -71735,7 +72151,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input, lastEventId),
-            path: path46,
+            path: path52,
             pathSeparator,
             type,
             signal: null
@@ -72432,10 +72848,10 @@ async function healthy(lock, timeoutMs = 2e3) {
 
 // engine/api/launcher.ts
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync20, rmSync as rmSync7, statSync as statSync11, writeFileSync as writeFileSync11 } from "node:fs";
-import path41 from "node:path";
+import { existsSync as existsSync21, rmSync as rmSync7, statSync as statSync11, writeFileSync as writeFileSync11 } from "node:fs";
+import path47 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path41.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path47.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -72447,7 +72863,7 @@ async function ensureEngine(stateDir2, opts = {}) {
     if (lock) return lock;
   }
   const command = opts.command ?? selfCommand();
-  if (!existsSync20(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
+  if (!existsSync21(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
   const started = await startExclusive(stateDir2, timeoutMs, () => {
     const child = spawn6(command.node, [command.bundle, "serve", "--background"], {
       detached: true,
@@ -72462,7 +72878,7 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path41.join(stateDir2, "engine.starting");
+  const marker = path47.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
     writeFileSync11(marker, String(process.pid), { flag: "wx", mode: 384 });
@@ -72531,11 +72947,11 @@ async function gradeCommand(o2) {
   const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client2.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client2.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path42.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path48.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path42.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path48.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -72569,9 +72985,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path42.join(projectRoot(), "packs");
-  const file2 = path42.join(packs, targetSlug(target), "grade.json");
-  mkdirSync19(path42.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path48.join(projectRoot(), "packs");
+  const file2 = path48.join(packs, targetSlug(target), "grade.json");
+  mkdirSync19(path48.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -72585,7 +73001,7 @@ async function gradeCommand(o2) {
 // engine/commands/run.ts
 init_zod();
 import { readFileSync as readFileSync16 } from "node:fs";
-import path43 from "node:path";
+import path49 from "node:path";
 import readline from "node:readline";
 
 // shared/batch.ts
@@ -72630,8 +73046,8 @@ function parseBatch(file2) {
     const i2 = parsed.error.issues[0];
     throw new CliError(`batch file ${file2}: ${i2.path.length ? `task ${Number(i2.path[0]) + 1}${i2.path.length > 1 ? "." + i2.path.slice(1).join(".") : ""}: ` : ""}${i2.message}`);
   }
-  const base2 = path43.dirname(path43.resolve(file2));
-  return parsed.data.map((t2) => ({ ...t2, directory: path43.resolve(base2, t2.dir ?? t2.directory) }));
+  const base2 = path49.dirname(path49.resolve(file2));
+  return parsed.data.map((t2) => ({ ...t2, directory: path49.resolve(base2, t2.dir ?? t2.directory) }));
 }
 async function runCommand2(o2) {
   if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
@@ -72644,7 +73060,7 @@ async function runCommand2(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     const checks = o2.check.map((run3) => ({ run: run3 }));
-    specs = [{ task: o2.task, directory: path43.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path49.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -74569,9 +74985,9 @@ function summarize(w, now = Date.now()) {
 }
 function slotsOf(list, targetId) {
   const rows = targetId ? list.filter((s) => s.targetId === targetId) : list;
-  const total = rows.reduce((n2, s) => n2 + s.slots, 0);
+  const total2 = rows.reduce((n2, s) => n2 + s.slots, 0);
   const inUse = rows.reduce((n2, s) => n2 + s.inUse, 0);
-  return { total, inUse, free: Math.max(0, total - inUse), queued: rows.reduce((n2, s) => n2 + s.queued, 0) };
+  return { total: total2, inUse, free: Math.max(0, total2 - inUse), queued: rows.reduce((n2, s) => n2 + s.queued, 0) };
 }
 function aggregateState(ws) {
   if (ws.length === 1) return ws[0].state;
@@ -74710,7 +75126,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile } from "node:child_process";
-import path44 from "node:path";
+import path50 from "node:path";
 import { promisify as promisify3 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -75072,8 +75488,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path46, errorMaps, issueData } = params;
-  const fullPath = [...path46, ...issueData.path || []];
+  const { data, path: path52, errorMaps, issueData } = params;
+  const fullPath = [...path52, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -75188,11 +75604,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path46, key) {
+  constructor(parent, value, path52, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path46;
+    this._path = path52;
     this._key = key;
   }
   get path() {
@@ -77127,13 +77543,13 @@ var ZodObject2 = class _ZodObject extends ZodType2 {
    * inferred type of merged objects. Please
    * upgrade if you are experiencing issues.
    */
-  merge(merging) {
+  merge(merging2) {
     const merged = new _ZodObject({
-      unknownKeys: merging._def.unknownKeys,
-      catchall: merging._def.catchall,
+      unknownKeys: merging2._def.unknownKeys,
+      catchall: merging2._def.catchall,
       shape: () => ({
         ...this._def.shape(),
-        ...merging._def.shape()
+        ...merging2._def.shape()
       }),
       typeName: ZodFirstPartyTypeKind2.ZodObject
     });
@@ -78738,11 +79154,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path46) {
-  if (path46.length === 0) {
+function getDotPath(path52) {
+  if (path52.length === 0) {
     return "object root";
   }
-  return path46.reduce((acc, seg, index) => {
+  return path52.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -83281,14 +83697,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path44.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path50.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path44.resolve(a2.directory) === path44.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path50.resolve(a2.directory) === path50.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -83735,21 +84151,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path44.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path50.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path44.resolve(top || dir);
+  return path50.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path44.resolve(w.repo);
-  return r === root2 || path44.resolve(w.spec.directory) === root2 || path44.resolve(w.spec.directory).startsWith(root2 + path44.sep);
+  const r = path50.resolve(w.repo);
+  return r === root2 || path50.resolve(w.spec.directory) === root2 || path50.resolve(w.spec.directory).startsWith(root2 + path50.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path44.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path44.resolve(baseDir, dir)}"`;
+  if (path50.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path50.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -83890,7 +84306,7 @@ function answerInvalidLines(input, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path45 from "node:path";
+import path51 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -83933,17 +84349,15 @@ async function superviseEngine(stateDir2, log = () => {
     } else active = start(false);
     standby = start(true);
   };
-  const crashes = [];
+  const backoff = new Backoff({ baseMs: 250, windowMs: CRASH_WINDOW_MS, max: MAX_CRASHES, firstImmediate: true });
   try {
     for (; ; ) {
       const [code, signal] = await once11(active, "exit");
       if (stopping || code === 0) return 0;
-      const now = Date.now();
-      crashes.push(now);
-      while (crashes[0] < now - CRASH_WINDOW_MS) crashes.shift();
-      log(`the engine died (${signal ?? `exit ${code}`}); ${crashes.length > MAX_CRASHES ? "giving up" : "starting it again"}`);
-      if (crashes.length > MAX_CRASHES) return 1;
-      if (crashes.length > 1) await new Promise((r) => setTimeout(r, 250 * 2 ** (crashes.length - 2)));
+      const delay = backoff.crashed();
+      log(`the engine died (${signal ?? `exit ${code}`}); ${delay === null ? "giving up" : "starting it again"}`);
+      if (delay === null) return 1;
+      if (delay > 0) await new Promise((r) => setTimeout(r, delay));
       if (readLock(stateDir2)) return 0;
       const started = await startExclusive(stateDir2, 2e4, takeOver);
       if (!started) {
@@ -83983,7 +84397,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path45.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path51.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -84045,6 +84459,45 @@ function registerGrantsCommand(program3) {
   });
 }
 
+// engine/commands/housekeeping.ts
+init_paths();
+function registerHousekeepingCommands(program3) {
+  program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
+    try {
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw retry");
+      const r = await client2.workers.retry.mutate({ workerId });
+      console.log(o2.json ? JSON.stringify(r) : `retry of ${r.retryOf} started as ${r.workerId}`);
+    } catch (err) {
+      fail(err);
+    }
+  });
+  program3.command("merge").description("merge a built worker into its base branch, or every built worker of a batch (--batch ID), stopping at a conflict").argument("[workerId]", "the built worker to merge").option("--batch <batchId>", "merge each built worker of this batch, one by one in submission order, stopping at the first conflict").option("--json", "print JSON").action(async (workerId, o2) => {
+    try {
+      if (!workerId === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+      const client2 = connect(await ensureEngine(stateDir()), "cli:ocw merge");
+      if (workerId) {
+        const m = await client2.workers.merge.mutate({ workerId });
+        console.log(o2.json ? JSON.stringify({ workerId, ...m }) : `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
+        return;
+      }
+      const r = await client2.workers.mergeBatch.mutate({ batchId: o2.batch });
+      if (o2.json) console.log(JSON.stringify(r, null, 2));
+      else {
+        for (const m of r.merged) console.log(`merged ${m.workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
+        if (r.stopped) {
+          console.log(`stopped at ${r.stopped.workerId}: ${terminalSafe(r.stopped.reason)}`);
+          if (r.notTried.length) console.log(`not tried: ${r.notTried.join(", ")}`);
+        }
+        for (const s of r.skipped) console.log(`skipped ${s.workerId}: ${s.reason}`);
+        if (!r.merged.length && !r.stopped) console.log(`batch ${r.batchId}: no built worker left to merge`);
+      }
+      if (r.stopped) process.exit(ERROR_MAP[r.stopped.code].exit);
+    } catch (err) {
+      fail(err);
+    }
+  });
+}
+
 // engine/cli.ts
 init_commands();
 
@@ -84077,6 +84530,7 @@ program2.name("ocw").description("opencode-worker: hand scoped coding tasks to O
 });
 registerServeCommands(program2);
 registerGrantsCommand(program2);
+registerHousekeepingCommands(program2);
 registerRunCommand(program2);
 registerGradeCommand(program2);
 registerMcpCommand(program2);
