@@ -385,6 +385,9 @@ export class Engine {
     this.reg.notice("warn", `endpoint ${url} of ${target.id} stopped answering (${problem}): out of admission until it answers again`);
     for (const w of this.list()) {
       if (w.targetId !== target.id || w.endpoint !== url || !isActive(w.state)) continue;
+      // A worker still starting is inside run(): moving it now would admit it again while that run goes on (two
+      // workspaces, two sessions, never settled). Its first model call fails on the dead endpoint and moves it then.
+      if (w.state === "starting") continue;
       void this.moveWorker(w.id, `the endpoint ${url} stopped answering (${problem})`);
     }
   }

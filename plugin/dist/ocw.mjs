@@ -66263,6 +66263,7 @@ var Engine = class {
     this.reg.notice("warn", `endpoint ${url2} of ${target.id} stopped answering (${problem}): out of admission until it answers again`);
     for (const w of this.list()) {
       if (w.targetId !== target.id || w.endpoint !== url2 || !isActive(w.state)) continue;
+      if (w.state === "starting") continue;
       void this.moveWorker(w.id, `the endpoint ${url2} stopped answering (${problem})`);
     }
   }
