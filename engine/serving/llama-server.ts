@@ -9,6 +9,7 @@ import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { stateDir } from "../store/paths";
+import { Backoff, stopPid } from "../process/process";
 import { httpJson } from "./http";
 
 export interface LlamaPlan {
@@ -213,42 +214,8 @@ export async function startLlamaServer(o: StartOptions): Promise<Started> {
   return { pid: child.pid!, child, readyMs };
 }
 
-/** A pid we may signal: a positive integer other than 1. Signalling 0 or a negative pid would hit a whole process group (ours). */
-export function signalablePid(pid: unknown): pid is number {
-  return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
-}
-
-export function pidAlive(pid: number): boolean {
-  if (!signalablePid(pid)) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-/** SIGTERM, then SIGKILL after `graceMs`. Resolves true when the process is gone. */
-export async function stopPid(pid: number, graceMs = 5000): Promise<boolean> {
-  if (!signalablePid(pid) || !pidAlive(pid)) return true;
-  try {
-    process.kill(pid, "SIGTERM");
-  } catch {
-    return !pidAlive(pid);
-  }
-  const t0 = Date.now();
-  while (Date.now() - t0 < graceMs) {
-    if (!pidAlive(pid)) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    /* gone */
-  }
-  await new Promise((r) => setTimeout(r, 50));
-  return !pidAlive(pid);
-}
+// Process identity and stopping live in the one process module; re-exported for the serving commands that use them.
+export { pidAlive, signalablePid, stopPid } from "../process/process";
 
 export interface SupervisorEvents {
   onRestart?: (attempt: number, reason: string, delayMs: number) => void;
@@ -263,14 +230,16 @@ export interface SupervisorEvents {
 export class LlamaSupervisor {
   private child: ChildProcess | null = null;
   private stopping = false;
-  private crashes: number[] = [];
+  private readonly backoff: Backoff;
   restarts = 0;
   pid: number | null = null;
 
   constructor(
     private readonly o: StartOptions & { maxRestarts?: number; windowMs?: number; baseDelayMs?: number },
     private readonly ev: SupervisorEvents = {},
-  ) {}
+  ) {
+    this.backoff = new Backoff({ baseMs: o.baseDelayMs ?? 1000, capMs: 30_000, windowMs: o.windowMs ?? 300_000, max: o.maxRestarts ?? 5 });
+  }
 
   async start(): Promise<Started> {
     const s = await startLlamaServer({ ...this.o, detached: false });
@@ -289,14 +258,12 @@ export class LlamaSupervisor {
   }
 
   private async crashed(reason: string): Promise<void> {
-    const now = Date.now();
-    this.crashes = [...this.crashes.filter((t) => now - t < (this.o.windowMs ?? 300_000)), now];
-    if (this.crashes.length > (this.o.maxRestarts ?? 5)) {
-      this.ev.onGiveUp?.(`${reason}; ${this.crashes.length} crashes in ${(this.o.windowMs ?? 300_000) / 1000} s — giving up`);
+    const delay = this.backoff.crashed();
+    if (delay === null) {
+      this.ev.onGiveUp?.(`${reason}; ${this.backoff.count} crashes in ${(this.o.windowMs ?? 300_000) / 1000} s — giving up`);
       return;
     }
-    const delay = Math.min(30_000, (this.o.baseDelayMs ?? 1000) * 2 ** (this.crashes.length - 1));
-    this.ev.onRestart?.(this.crashes.length, reason, delay);
+    this.ev.onRestart?.(this.backoff.count, reason, delay);
     await new Promise((r) => setTimeout(r, delay));
     if (this.stopping) return;
     try {

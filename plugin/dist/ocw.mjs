@@ -18779,6 +18779,149 @@ var init_sse = __esm({
   }
 });
 
+// engine/process/process.ts
+import { execFileSync as execFileSync2 } from "node:child_process";
+import { readdirSync as readdirSync2, readFileSync as readFileSync4, writeFileSync as writeFileSync4 } from "node:fs";
+function signalablePid(pid) {
+  return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
+}
+function processStartTime(pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  if (process.platform === "linux") {
+    try {
+      const stat = readFileSync4(`/proc/${pid}/stat`, "utf8");
+      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return rest[19] ?? null;
+    } catch {
+      return null;
+    }
+  }
+  if (process.platform === "darwin") {
+    try {
+      return execFileSync2("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2e3 }).trim() || null;
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}
+function identityOf(pid) {
+  return { pid, startTime: processStartTime(pid) };
+}
+function selfIdentity() {
+  return identityOf(process.pid);
+}
+function pidAlive(pid) {
+  if (!signalablePid(pid)) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+}
+function alive(who) {
+  const { pid, startTime } = typeof who === "number" ? { pid: who, startTime: null } : who;
+  if (!pidAlive(pid)) return false;
+  if (startTime === null) return true;
+  const now = processStartTime(pid);
+  return now === null ? true : now === startTime;
+}
+function childPids(pid) {
+  if (!pid || process.platform !== "linux") return [];
+  const out = [];
+  try {
+    for (const d of readdirSync2("/proc")) {
+      if (!/^\d+$/.test(d)) continue;
+      try {
+        const stat = readFileSync4(`/proc/${d}/stat`, "utf8");
+        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        if (ppid === pid) out.push(Number(d));
+      } catch {
+      }
+    }
+  } catch {
+  }
+  return out;
+}
+function killGroup(pid, signal = "SIGKILL") {
+  if (!signalablePid(pid)) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+    }
+  }
+}
+async function stopPid(pid, graceMs = 5e3) {
+  if (!signalablePid(pid) || !pidAlive(pid)) return true;
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return !pidAlive(pid);
+  }
+  const t0 = Date.now();
+  while (Date.now() - t0 < graceMs) {
+    if (!pidAlive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+  }
+  await new Promise((r) => setTimeout(r, 50));
+  return !pidAlive(pid);
+}
+function writePidFile(file2, pid) {
+  writeFileSync4(file2, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
+}
+function readPidFile(file2) {
+  let text;
+  try {
+    text = readFileSync4(file2, "utf8").trim();
+  } catch {
+    return null;
+  }
+  if (/^\d+$/.test(text)) return { pid: Number(text), startTime: null };
+  try {
+    const v = JSON.parse(text);
+    return signalablePid(v.pid) ? { pid: v.pid, startTime: typeof v.startTime === "string" ? v.startTime : null } : null;
+  } catch {
+    return null;
+  }
+}
+var Backoff;
+var init_process = __esm({
+  "engine/process/process.ts"() {
+    Backoff = class {
+      constructor(o2) {
+        this.o = o2;
+      }
+      o;
+      crashes = [];
+      /** Records a crash at `now`; the delay before the next start, or null to give up. */
+      crashed(now = Date.now()) {
+        const w = this.o.windowMs;
+        this.crashes = [...w === void 0 ? this.crashes : this.crashes.filter((t2) => now - t2 < w), now];
+        const n2 = this.crashes.length;
+        if (this.o.max !== void 0 && n2 > this.o.max) return null;
+        const exp = this.o.firstImmediate ? n2 - 2 : n2 - 1;
+        return exp < 0 ? 0 : Math.min(this.o.capMs ?? 3e4, this.o.baseMs * 2 ** exp);
+      }
+      /** Crashes counted now (within the window). */
+      get count() {
+        return this.crashes.length;
+      }
+      /** A start that held: the next crash counts from the beginning again. */
+      reset() {
+        this.crashes = [];
+      }
+    };
+  }
+});
+
 // engine/store/targets.ts
 import path15 from "node:path";
 var TargetStore;
@@ -48021,54 +48164,26 @@ async function startLlamaServer(o2) {
   });
   return { pid: child.pid, child, readyMs };
 }
-function signalablePid2(pid) {
-  return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
-}
-function pidAlive2(pid) {
-  if (!signalablePid2(pid)) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return e.code === "EPERM";
-  }
-}
-async function stopPid(pid, graceMs = 5e3) {
-  if (!signalablePid2(pid) || !pidAlive2(pid)) return true;
-  try {
-    process.kill(pid, "SIGTERM");
-  } catch {
-    return !pidAlive2(pid);
-  }
-  const t0 = Date.now();
-  while (Date.now() - t0 < graceMs) {
-    if (!pidAlive2(pid)) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-  }
-  await new Promise((r) => setTimeout(r, 50));
-  return !pidAlive2(pid);
-}
 var LlamaServerError, LlamaSupervisor;
 var init_llama_server = __esm({
   "engine/serving/llama-server.ts"() {
     init_paths();
+    init_process();
     init_http();
+    init_process();
     LlamaServerError = class extends Error {
     };
     LlamaSupervisor = class {
       constructor(o2, ev = {}) {
         this.o = o2;
         this.ev = ev;
+        this.backoff = new Backoff({ baseMs: o2.baseDelayMs ?? 1e3, capMs: 3e4, windowMs: o2.windowMs ?? 3e5, max: o2.maxRestarts ?? 5 });
       }
       o;
       ev;
       child = null;
       stopping = false;
-      crashes = [];
+      backoff;
       restarts = 0;
       pid = null;
       async start() {
@@ -48086,14 +48201,12 @@ var init_llama_server = __esm({
         });
       }
       async crashed(reason) {
-        const now = Date.now();
-        this.crashes = [...this.crashes.filter((t2) => now - t2 < (this.o.windowMs ?? 3e5)), now];
-        if (this.crashes.length > (this.o.maxRestarts ?? 5)) {
-          this.ev.onGiveUp?.(`${reason}; ${this.crashes.length} crashes in ${(this.o.windowMs ?? 3e5) / 1e3} s \u2014 giving up`);
+        const delay = this.backoff.crashed();
+        if (delay === null) {
+          this.ev.onGiveUp?.(`${reason}; ${this.backoff.count} crashes in ${(this.o.windowMs ?? 3e5) / 1e3} s \u2014 giving up`);
           return;
         }
-        const delay = Math.min(3e4, (this.o.baseDelayMs ?? 1e3) * 2 ** (this.crashes.length - 1));
-        this.ev.onRestart?.(this.crashes.length, reason, delay);
+        this.ev.onRestart?.(this.backoff.count, reason, delay);
         await new Promise((r) => setTimeout(r, delay));
         if (this.stopping) return;
         try {
@@ -48591,12 +48704,12 @@ async function stopServing(targetId) {
   const stopped = [];
   const alreadyGone = [];
   for (const r of pick3) {
-    if (!signalablePid2(r.pid) && !signalablePid2(r.supervisorPid)) {
+    if (!signalablePid(r.pid) && !signalablePid(r.supervisorPid)) {
       alreadyGone.push(r);
       continue;
     }
-    if (signalablePid2(r.supervisorPid) && pidAlive2(r.supervisorPid)) await stopPid(r.supervisorPid, 8e3);
-    if (!pidAlive2(r.pid)) (r.supervisorPid ? stopped : alreadyGone).push(r);
+    if (signalablePid(r.supervisorPid) && pidAlive(r.supervisorPid)) await stopPid(r.supervisorPid, 8e3);
+    if (!pidAlive(r.pid)) (r.supervisorPid ? stopped : alreadyGone).push(r);
     else if (await stopPid(r.pid)) stopped.push(r);
   }
   saveServing(recs.filter((r) => !pick3.includes(r)));
@@ -64685,126 +64798,8 @@ var Translator = class {
   }
 };
 
-// engine/process/process.ts
-import { execFileSync as execFileSync2 } from "node:child_process";
-import { readdirSync as readdirSync2, readFileSync as readFileSync4, writeFileSync as writeFileSync4 } from "node:fs";
-function signalablePid(pid) {
-  return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
-}
-function processStartTime(pid) {
-  if (!Number.isInteger(pid) || pid <= 0) return null;
-  if (process.platform === "linux") {
-    try {
-      const stat = readFileSync4(`/proc/${pid}/stat`, "utf8");
-      const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return rest[19] ?? null;
-    } catch {
-      return null;
-    }
-  }
-  if (process.platform === "darwin") {
-    try {
-      return execFileSync2("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2e3 }).trim() || null;
-    } catch {
-      return null;
-    }
-  }
-  return null;
-}
-function identityOf(pid) {
-  return { pid, startTime: processStartTime(pid) };
-}
-function selfIdentity() {
-  return identityOf(process.pid);
-}
-function pidAlive(pid) {
-  if (!signalablePid(pid)) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return err.code === "EPERM";
-  }
-}
-function alive(who) {
-  const { pid, startTime } = typeof who === "number" ? { pid: who, startTime: null } : who;
-  if (!pidAlive(pid)) return false;
-  if (startTime === null) return true;
-  const now = processStartTime(pid);
-  return now === null ? true : now === startTime;
-}
-function childPids(pid) {
-  if (!pid || process.platform !== "linux") return [];
-  const out = [];
-  try {
-    for (const d of readdirSync2("/proc")) {
-      if (!/^\d+$/.test(d)) continue;
-      try {
-        const stat = readFileSync4(`/proc/${d}/stat`, "utf8");
-        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-        if (ppid === pid) out.push(Number(d));
-      } catch {
-      }
-    }
-  } catch {
-  }
-  return out;
-}
-function killGroup(pid, signal = "SIGKILL") {
-  if (!signalablePid(pid)) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    try {
-      process.kill(pid, signal);
-    } catch {
-    }
-  }
-}
-function writePidFile(file2, pid) {
-  writeFileSync4(file2, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
-}
-function readPidFile(file2) {
-  let text;
-  try {
-    text = readFileSync4(file2, "utf8").trim();
-  } catch {
-    return null;
-  }
-  if (/^\d+$/.test(text)) return { pid: Number(text), startTime: null };
-  try {
-    const v = JSON.parse(text);
-    return signalablePid(v.pid) ? { pid: v.pid, startTime: typeof v.startTime === "string" ? v.startTime : null } : null;
-  } catch {
-    return null;
-  }
-}
-var Backoff = class {
-  constructor(o2) {
-    this.o = o2;
-  }
-  o;
-  crashes = [];
-  /** Records a crash at `now`; the delay before the next start, or null to give up. */
-  crashed(now = Date.now()) {
-    const w = this.o.windowMs;
-    this.crashes = [...w === void 0 ? this.crashes : this.crashes.filter((t2) => now - t2 < w), now];
-    const n2 = this.crashes.length;
-    if (this.o.max !== void 0 && n2 > this.o.max) return null;
-    const exp = this.o.firstImmediate ? n2 - 2 : n2 - 1;
-    return exp < 0 ? 0 : Math.min(this.o.capMs ?? 3e4, this.o.baseMs * 2 ** exp);
-  }
-  /** Crashes counted now (within the window). */
-  get count() {
-    return this.crashes.length;
-  }
-  /** A start that held: the next crash counts from the beginning again. */
-  reset() {
-    this.crashes = [];
-  }
-};
-
 // engine/harness/opencode-server.ts
+init_process();
 init_config();
 function opencodeBinary() {
   const configured = config2().OCW_OPENCODE_BIN;
@@ -65739,6 +65734,7 @@ import path26 from "node:path";
 init_execa();
 import { existsSync as existsSync9, mkdirSync as mkdirSync8, readFileSync as readFileSync9, realpathSync as realpathSync4 } from "node:fs";
 import path25 from "node:path";
+init_process();
 var DEFAULT_CHECK_TIMEOUT_SEC = 300;
 var OUTPUT_CAP = 64 * 1024;
 function cap(text) {
@@ -66484,6 +66480,8 @@ var EngineLock = external_exports.object({
 
 // engine/api/lock.ts
 init_json_file();
+init_process();
+init_process();
 var lockFile = (stateDir2) => path29.join(stateDir2, "engine.json");
 var ownerDir = (stateDir2) => path29.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
@@ -84312,6 +84310,7 @@ import path51 from "node:path";
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
 import { once as once11 } from "node:events";
+init_process();
 var CRASH_WINDOW_MS = 6e4;
 var MAX_CRASHES = 5;
 var ACTIVATE = "ocw:activate";
