@@ -5,10 +5,11 @@ import type { FitResult } from "./fit";
 import type { Latency } from "./gate";
 import type { ManyWorkers } from "./memory";
 import type { PoolBench } from "./pool";
+import type { SetupBench } from "./setup";
 import type { EnvComparison } from "./procs";
 import type { RepoCost, startMedians } from "./sandbox";
 import type { Concurrent } from "./scale";
-import { fmt, type Spread } from "./stats";
+import { fmt, median, type Spread } from "./stats";
 
 export interface UiResult {
   workers: number;
@@ -98,6 +99,8 @@ export interface Report {
   faults?: FaultSuite;
   /** A batch on a pool of endpoints vs one endpoint with the same total slots; an endpoint's death → out of admission. */
   pool?: PoolBench;
+  /** Time to a verified target with the model on disk vs llama-server's own load time, same model and args. */
+  setup?: SetupBench;
   engine: Record<string, number | string>;
   manyWorkers: ManyWorkers;
   ui: Omit<UiResult, "dashboardStartupMs"> | null;
@@ -188,6 +191,7 @@ export function renderMarkdown(r: Report): string {
     "",
     ...scaleSection(r),
     ...poolSection(r),
+    ...setupSection(r),
     "",
     "## Dashboard in Chromium with 16 streaming workers",
     ...(ui
@@ -331,6 +335,25 @@ function poolSection(r: Report): string[] {
     "",
     `Most of the engine's workers at once on one endpoint of the pool: ${p.maxOnEndpoint} (its slots: ${p.slotsPerEndpoint}).`,
     `An endpoint killed under its workers → the engine shows it down, out of admission: **${fmt(p.removalMidCallMs, " ms")}** while a worker's model call was open on it (the failed call triggers a probe at once); **${fmt(p.removalIdleMs, " ms")}** while its workers were between calls, waiting on a person (only the periodic probe sees it: at most one period plus the probe's timeout). Its workers moved and ended on another endpoint: ${p.moved.endedElsewhere} of ${p.moved.on}.`,
+  ];
+}
+
+function setupSection(r: Report): string[] {
+  const s = r.setup;
+  if (!s) return [];
+  const med = (xs: number[]) => median(xs);
+  return [
+    "",
+    "## Setup",
+    `Time to a verified target with the model on disk (\`setup.start\`: start, warm-up, verify, save) against llama-server's own load time with the same model and arguments (spawn → /health 200), ${s.reps} alternating pair${s.reps > 1 ? "s" : ""}. Model ${s.model}, ${s.slots} slots × ${s.ctxPerSlot} tokens. Goal ≤ 1.2×.`,
+    "",
+    "| | median ms | runs |",
+    "|---|---|---|",
+    `| llama-server alone | ${med(s.llamaLoadMs)} | ${s.llamaLoadMs.join(", ")} |`,
+    `| setup to a verified target | ${med(s.setupMs)} | ${s.setupMs.join(", ")} |`,
+    `| ratio | **${s.ratio}** (without verify: ${s.ratioWithoutVerify}) | |`,
+    "",
+    `Phases (median ms): ${Object.entries(s.phases).map(([k, v]) => `${k} ${v}`).join(", ")}. ${s.outcome}. ${s.note}`,
   ];
 }
 

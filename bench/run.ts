@@ -16,6 +16,7 @@ import { fitLive, fitRecorded, timeDetection, type FitResult } from "./fit";
 import { gateLatency, gateRig, type Latency } from "./gate";
 import { manyWorkers } from "./memory";
 import { poolBench } from "./pool";
+import { setupBench } from "./setup";
 import { renderMarkdown, type Report, type UiResult } from "./report";
 import { engineStartup, mcpCold, mcpToolsListWarm } from "./startup";
 import { log, median, round, spread, type Spread } from "./stats";
@@ -34,7 +35,7 @@ const manyCount = Number(flag("--workers") ?? (quick ? 32 : 1000));
 const scaleCount = Number(flag("--scale") ?? (quick ? 16 : 64));
 const loneCount = Number(flag("--lone") ?? (quick ? 3 : 5));
 const repoFiles = Number(flag("--repo-files") ?? (quick ? 500 : 3000));
-const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "pool", "faults"] as const;
+const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "pool", "setup", "faults"] as const;
 type Part = (typeof PARTS)[number];
 /** `--only a,b`: measure just those parts; the rest of the report is the committed one, written to bench/tmp/. */
 const only = flag("--only")?.split(",").map((x) => x.trim()) as Part[] | undefined;
@@ -310,6 +311,15 @@ async function measure() {
     for (const k of ["poolMs", "singleMs", "ratio", "removalMidCallMs", "removalIdleMs"] as const) range[`pool.${k}`] = p[k];
     report.pool = p;
     log(`  pool ÷ one endpoint ${p.ratio.median} [${p.ratio.min}–${p.ratio.max}]; out of admission ${p.removalMidCallMs.median} ms mid-call, ${p.removalIdleMs.median} ms between calls`);
+  });
+
+  if (runs("setup")) await guard("setup", async () => {
+    log(`setup: time to a verified target with the model on disk vs llama-server's own load (${quick ? 1 : 3} runs)…`);
+    const s = await setupBench({ reps: quick ? 1 : 3, log });
+    if (s) {
+      report.setup = s;
+      log(`  setup ÷ llama-server load ${s.ratio} (without verify ${s.ratioWithoutVerify}): ${s.outcome}`);
+    }
   });
 
   if (runs("faults")) await guard("faults", async () => {
