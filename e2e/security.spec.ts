@@ -54,18 +54,18 @@ test("navigation and new windows are blocked; IPC answers only the engine's own 
   expect(main).toMatch(/requestSingleInstanceLock\(\)/);
   expect(main).toMatch(/setPermissionRequestHandler/);
   const handlers = [...main.matchAll(/ipcMain\.(?:on|handle)\("([^"]+)"/g)].map((m) => m[1]);
-  const guarded = [...main.matchAll(/ipcMain\.(?:on|handle)\("([^"]+)",\s*(?:async\s*)?\(e\)\s*=>\s*\{\s*if \(!isOurs\(e\.senderFrame\?\.url\)/g)].map((m) => m[1]);
+  const guarded = [...main.matchAll(/ipcMain\.(?:on|handle)\("([^"]+)",\s*(?:async\s*)?\(e(?:,[^)]*)?\)\s*=>\s*\{\s*if \(!isOurs\(e\.senderFrame\?\.url\)/g)].map((m) => m[1]);
   expect(handlers.length).toBeGreaterThan(0);
   for (const h of handlers) expect(h).toMatch(/^ocw:/);
   expect(guarded).toEqual(handlers);
 });
 
-test("the preload exposes only the engine URL, the token and a directory picker", () => {
+test("the preload exposes only the engine URL, the token, a directory picker and a desktop notification", () => {
   const preload = read("electron/preload.ts");
   expect(preload.match(/exposeInMainWorld\(/g)).toHaveLength(1);
   const body = /exposeInMainWorld\("ocw",\s*\{([\s\S]*?)\n\}\);/.exec(preload)?.[1] ?? "";
   const keys = [...body.matchAll(/^\s{2}(\w+):/gm)].map((m) => m[1]).sort();
-  expect(keys).toEqual(["engineUrl", "pickDirectory", "token"]);
+  expect(keys).toEqual(["engineUrl", "notify", "pickDirectory", "token"]);
   for (const m of preload.matchAll(/ipcRenderer\.(\w+)\(("[^"]*")?/g)) {
     expect(m[1]).toMatch(/^(invoke|sendSync)$/);
     expect(m[2]).toMatch(/^"ocw:/);
