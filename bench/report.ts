@@ -138,7 +138,7 @@ export function renderMarkdown(r: Report): string {
     "",
     `Run ${r.date} on ${r.machine.cpus} × ${r.machine.cpu}, ${r.machine.memGb} GiB, Node ${r.machine.node}, ${r.machine.platform}; opencode-ai ${r.machine.opencode}.${r.machine.commit ? ` Code: ${r.machine.commit}.` : ""}`,
     `Reproduce: \`${r.reproduce}\` (add \`-- --quick\` for a short run, \`-- --reps N\` for N repetitions). Real engine, real opencode, scripted model.`,
-    `${r.quick ? "**Quick run** (smaller sizes; not the figures to quote). " : ""}Repeated figures are the median of ${r.reps} run${r.reps > 1 ? "s" : ""}${r.reps > 1 ? ", with [min–max]" : ""}.`,
+    `${r.quick ? "**Quick run** (smaller sizes; not the figures to quote). " : ""}Repeated figures are the median of ${r.reps} run${r.reps > 1 ? "s" : ""}${r.reps > 1 ? ", with [min–max]" : ""}${r.reruns?.length ? "; parts measured again later (see \"Measured again\" at the end) carry that run's repetitions, code and date" : ""}.`,
     "",
     "## Permission ask → visible to an API subscriber",
     "Clock starts when opencode emits `permission.asked` (on a direct connection of the bench to its event stream); stops when a subscriber of the engine's API holds the engine's `ask.opened` event.",

@@ -96,7 +96,7 @@ async function measure() {
         parts: [...new Set([...(base.parts ?? []).filter((p) => !now.includes(p as Part)), ...now])],
         partErrors: { ...Object.fromEntries(Object.entries(base.partErrors ?? {}).filter(([p]) => !now.includes(p as Part))), ...partErrors },
         partLoad: { ...(base.partLoad ?? {}), ...partLoad },
-        reruns: [...(base.reruns ?? []), `${now.join(", ")} measured again at ${new Date().toISOString()} (load ${loadAtStart.join(", ")} → ${os.loadavg().map((x) => round(x, 2)).join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`],
+        reruns: [...(base.reruns ?? []), `${now.join(", ")} measured again at ${new Date().toISOString()}, ${reps} repetition${reps > 1 ? "s" : ""}, code ${gitState()} (load ${loadAtStart.join(", ")} → ${os.loadavg().map((x) => round(x, 2)).join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`],
         range,
       });
       write(report);
@@ -337,7 +337,7 @@ async function measure() {
 function gitState(): string {
   try {
     const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no", "--", "engine", "shared", "renderer", "bench"], { cwd: ROOT, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no", "--", "engine", "shared", "renderer", "bench"], { cwd: ROOT, encoding: "utf8" }).trimEnd(); // not trim(): each line starts with its two status columns
     return dirty ? `${head} + uncommitted changes in ${[...new Set(dirty.split("\n").map((l) => l.slice(3).split("/").slice(0, 2).join("/")))].join(", ")}` : head;
   } catch {
     return "unknown";
