@@ -6,7 +6,6 @@ import { KeyGateway } from "../gateway/gateway";
 import { writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
 import { resolveKey } from "../serving/keys";
 import { opencodeHarness, type Harness, type HarnessServer } from "./harness";
-import type { OpencodeEvent } from "./translate";
 
 /**
  * The opencode servers of the engine: one per target (made on first use, by the harness), each reaching the model
@@ -71,8 +70,6 @@ export class OpencodeServers {
     this.gateway.close();
   }
 }
-
-export type { OpencodeEvent };
 
 /** The model a worker's prompts name: its endpoint's provider in a pool; the target's default otherwise. */
 export function modelFor(endpoint: string | null, target: Target): { providerID: string; modelID: string } | undefined {

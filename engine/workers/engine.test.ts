@@ -125,6 +125,31 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.close();
   });
 
+  it("stopped and resumed while still starting: the first run gives way, one session, one prompt → built", async () => {
+    const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const first = await engine.start({ task: "TASK-BASH", directory: repo(), checks: [] }); // makes the fake server
+    await until(engine, first.workerId, (w) => pending(w).length === 1);
+    const server = fake.servers[0]!;
+    let open!: () => void;
+    server.startGate = new Promise<void>((r) => (open = r));
+    const { workerId } = await engine.start({ task: "TASK-EDIT", directory: repo(), checks: [{ file: "a.txt" }] });
+    const end = Date.now() + 10_000;
+    while (server.startsWaiting === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 5));
+    expect(engine.get(workerId).state).toBe("starting");
+    await engine.stop(workerId, "by test");
+    await engine.resume(workerId);
+    expect(engine.get(workerId).state).toMatch(/queued|starting/);
+    server.startGate = null;
+    open();
+    const asked = await until(engine, workerId, (w) => pending(w).length === 1);
+    await engine.decide({ askId: pending(asked)[0]!.id, decision: "once" }, { kind: "person" });
+    await until(engine, workerId, (w) => w.state === "built");
+    const dir = engine.get(workerId).worktree;
+    expect(server.calls.filter((c) => c.method === "session.create" && c.args.directory === dir).length).toBe(1);
+    expect(server.calls.filter((c) => c.method === "session.promptAsync" && c.args.directory === dir).length).toBe(1);
+    await engine.close();
+  });
+
   it("shutdown mid-run → interrupted (never settled or graded); a new engine on the same state recovers it as interrupted; resume finishes it", async () => {
     const stateDir = mkdtempSync(path.join(tmp, "s-"));
     const first = engineIn(stateDir);

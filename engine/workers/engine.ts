@@ -385,9 +385,6 @@ export class Engine {
     this.reg.notice("warn", `endpoint ${url} of ${target.id} stopped answering (${problem}): out of admission until it answers again`);
     for (const w of this.list()) {
       if (w.targetId !== target.id || w.endpoint !== url || !isActive(w.state)) continue;
-      // A worker still starting is inside run(): moving it now would admit it again while that run goes on (two
-      // workspaces, two sessions, never settled). Its first model call fails on the dead endpoint and moves it then.
-      if (w.state === "starting") continue;
       void this.moveWorker(w.id, `the endpoint ${url} stopped answering (${problem})`);
     }
   }
@@ -476,15 +473,32 @@ export class Engine {
       if (admitted.url && admitted.url !== w.endpoint) this.reg.safeRecord(id, { type: "worker.endpoint", url: admitted.url });
       this.queue.splice(i, 1);
       this.reg.fire(id, "admit");
-      void this.run(id, target).catch((err) => {
-        this.log(`worker ${id} failed to start: ${(err as Error).stack}`);
-        this.reg.fire(id, "fail-run", (err as Error).message);
-      });
+      this.startRun(id, target);
     }
   }
 
+  /**
+   * One run of a worker at a time. A worker stopped and resumed, or moved off a dead endpoint, while its run is still
+   * starting gets a new run: the old one stops at its next step (it never creates a session or prompts for the new
+   * one), and the new one begins after it, reusing the workspace it made.
+   */
+  private startRun(workerId: string, target: Target): void {
+    const rt = this.reg.rt(workerId);
+    const token = {};
+    const current = () => rt.run?.token === token;
+    const done = (rt.run?.done ?? Promise.resolve())
+      .then(() => this.run(workerId, target, current))
+      .catch((err) => {
+        if (!current()) return this.log(`worker ${workerId}: a superseded start failed: ${(err as Error).message}`);
+        this.log(`worker ${workerId} failed to start: ${(err as Error).stack}`);
+        this.reg.fire(workerId, "fail-run", (err as Error).message);
+      });
+    rt.run = { token, done };
+  }
+
   /** An admitted worker: its workspace (made once), its target's opencode server, its session, and the prompt. */
-  private async run(workerId: string, target: Target): Promise<void> {
+  private async run(workerId: string, target: Target, current: () => boolean): Promise<void> {
+    if (!current()) return;
     let w = this.get(workerId);
     const rt = this.reg.rt(workerId);
     rt.activity = { kind: "none" };
@@ -494,26 +508,30 @@ export class Engine {
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
       rt.workspace = ws;
       this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
+      if (!current()) return;
     }
     // A resume right after a stop must not have its new turn land in the instance being disposed.
     await rt.releasing;
+    if (!current()) return;
     const server = await this.servers.for(target);
     rt.server = server;
     if (!server.ready) this.reg.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
     const client = server.client!;
-    if (this.get(workerId).state !== "starting") return; // stopped meanwhile
+    if (!current() || this.get(workerId).state !== "starting") return; // stopped or superseded meanwhile
     let text: string;
     w = this.get(workerId);
     if (!w.sessionId) {
       const title = (w.spec.title ?? w.spec.task.split("\n")[0]!).slice(0, 80);
+      const create = () => client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
       // A request that got no HTTP answer at all (seen under load: several at once, "HTTP undefined") is tried again;
-      // a wrong answer is not. An unused session left by a lost answer is harmless.
-      let res = await client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
-      for (let i = 1; i <= 3 && !res.response && this.get(workerId).state === "starting"; i++) {
+      // a wrong answer is not. An unused session left by a lost answer (or a superseded run) is harmless.
+      let res = await create();
+      for (let i = 1; i <= 3 && !res.response && current() && this.get(workerId).state === "starting"; i++) {
         await new Promise((r) => setTimeout(r, 1000 * i));
-        res = await client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+        res = await create();
       }
+      if (!current()) return;
       if (!res.data) throw new Error(`opencode could not create a session (${res.response ? `HTTP ${res.response.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`);
       this.reg.sessions.set(res.data.id, workerId);
       this.reg.record(workerId, { type: "worker.session", sessionId: res.data.id });

@@ -46,6 +46,8 @@ export interface Runtime {
   releasing?: Promise<void>;
   /** The repository as validated when the worker was created (absent for workers recovered from their log). */
   repo?: RepoInfo;
+  /** The worker's latest run (admission → prompt sent); a newer one supersedes it and begins when it has ended. */
+  run?: { token: object; done: Promise<void> };
 }
 
 export interface RegistryOptions {

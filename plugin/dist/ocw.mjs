@@ -66259,7 +66259,6 @@ var Engine = class {
     this.reg.notice("warn", `endpoint ${url2} of ${target.id} stopped answering (${problem}): out of admission until it answers again`);
     for (const w of this.list()) {
       if (w.targetId !== target.id || w.endpoint !== url2 || !isActive(w.state)) continue;
-      if (w.state === "starting") continue;
       void this.moveWorker(w.id, `the endpoint ${url2} stopped answering (${problem})`);
     }
   }
@@ -66337,14 +66336,28 @@ var Engine = class {
       if (admitted.url && admitted.url !== w.endpoint) this.reg.safeRecord(id2, { type: "worker.endpoint", url: admitted.url });
       this.queue.splice(i2, 1);
       this.reg.fire(id2, "admit");
-      void this.run(id2, target).catch((err) => {
-        this.log(`worker ${id2} failed to start: ${err.stack}`);
-        this.reg.fire(id2, "fail-run", err.message);
-      });
+      this.startRun(id2, target);
     }
   }
+  /**
+   * One run of a worker at a time. A worker stopped and resumed, or moved off a dead endpoint, while its run is still
+   * starting gets a new run: the old one stops at its next step (it never creates a session or prompts for the new
+   * one), and the new one begins after it, reusing the workspace it made.
+   */
+  startRun(workerId, target) {
+    const rt = this.reg.rt(workerId);
+    const token = {};
+    const current = () => rt.run?.token === token;
+    const done = (rt.run?.done ?? Promise.resolve()).then(() => this.run(workerId, target, current)).catch((err) => {
+      if (!current()) return this.log(`worker ${workerId}: a superseded start failed: ${err.message}`);
+      this.log(`worker ${workerId} failed to start: ${err.stack}`);
+      this.reg.fire(workerId, "fail-run", err.message);
+    });
+    rt.run = { token, done };
+  }
   /** An admitted worker: its workspace (made once), its target's opencode server, its session, and the prompt. */
-  async run(workerId, target) {
+  async run(workerId, target, current) {
+    if (!current()) return;
     let w = this.get(workerId);
     const rt = this.reg.rt(workerId);
     rt.activity = { kind: "none" };
@@ -66354,23 +66367,27 @@ var Engine = class {
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
       rt.workspace = ws;
       this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
+      if (!current()) return;
     }
     await rt.releasing;
+    if (!current()) return;
     const server = await this.servers.for(target);
     rt.server = server;
     if (!server.ready) this.reg.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
     const client2 = server.client;
-    if (this.get(workerId).state !== "starting") return;
+    if (!current() || this.get(workerId).state !== "starting") return;
     let text;
     w = this.get(workerId);
     if (!w.sessionId) {
       const title = (w.spec.title ?? w.spec.task.split("\n")[0]).slice(0, 80);
-      let res2 = await client2.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
-      for (let i2 = 1; i2 <= 3 && !res2.response && this.get(workerId).state === "starting"; i2++) {
+      const create = () => client2.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      let res2 = await create();
+      for (let i2 = 1; i2 <= 3 && !res2.response && current() && this.get(workerId).state === "starting"; i2++) {
         await new Promise((r) => setTimeout(r, 1e3 * i2));
-        res2 = await client2.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+        res2 = await create();
       }
+      if (!current()) return;
       if (!res2.data) throw new Error(`opencode could not create a session (${res2.response ? `HTTP ${res2.response.status}` : `no answer in 4 tries: ${noAnswer(res2.error)}`}); resume the worker to try again`);
       this.reg.sessions.set(res2.data.id, workerId);
       this.reg.record(workerId, { type: "worker.session", sessionId: res2.data.id });
