@@ -3,6 +3,7 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import type { Browser, Page } from "@playwright/test";
 import { connect, type EngineClient } from "../engine/api/client";
 
 export const ROOT = path.resolve(__dirname, "..");
@@ -71,4 +72,12 @@ export async function startEngine(stateDir = tempDir("state"), env: NodeJS.Proce
         proc.kill("SIGTERM");
       }),
   };
+}
+
+/** A page in its own browser context, logged in through the URL `ocw serve` printed; the page's errors go to the test log. */
+export async function openUi(browser: Browser, engine: E2EEngine): Promise<Page> {
+  const page = await (await browser.newContext()).newPage();
+  page.on("pageerror", (err) => console.error("[page error]", err.message));
+  await page.goto(engine.url);
+  return page;
 }

@@ -7,7 +7,7 @@ import path from "node:path";
 import { expect, test, type Locator, type Page } from "@playwright/test";
 import { bash, startScriptedModel, type ScriptedModel } from "../test/fixtures/scripted-model";
 import { isFinal } from "../shared/worker";
-import { cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
+import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
 
 const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
 const shot = (what: Page | Locator, name: string) => what.screenshot({ path: path.join(SHOTS, `gui-diff-virtual-${name}.png`) });
@@ -30,9 +30,7 @@ test.beforeAll(async ({ browser }) => {
   await engine.client.policies.set.mutate({ rules: [{ tool: "bash", pattern: "for i in *", decision: "once" }] });
   repo = makeRepo();
   mkdirSync(SHOTS, { recursive: true });
-  page = await (await browser.newContext()).newPage();
-  page.on("pageerror", (err) => console.error("[page error]", err.message));
-  await page.goto(engine.url);
+  page = await openUi(browser, engine);
 });
 
 test.afterAll(async () => {

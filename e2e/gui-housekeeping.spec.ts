@@ -9,7 +9,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
 import { startScriptedModel, writeFile, type ScriptedModel, type ScriptedModelOptions } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
+import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
 
 const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
 const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `gui-housekeeping-${name}.png`), fullPage });
@@ -40,9 +40,7 @@ test.beforeAll(async ({ browser }) => {
   await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
   repo = makeRepo({ "README.md": "# housekeeping repo\n" });
   mkdirSync(SHOTS, { recursive: true });
-  page = await (await browser.newContext()).newPage();
-  page.on("pageerror", (err) => console.error("[page error]", err.message));
-  await page.goto(engine.url);
+  page = await openUi(browser, engine);
 });
 
 test.afterAll(async () => {
