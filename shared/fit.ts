@@ -41,6 +41,8 @@ export const FitPick = z.object({
   /** How the weights are placed, and the plain reason for this choice. */
   placement: Placement,
   reason: z.string(),
+  /** vLLM / SGLang: GPUs per engine (tensor parallel) and engines (data parallel); tensor × data GPUs are used. */
+  parallel: z.object({ tensor: z.number().int().positive(), data: z.number().int().positive() }).optional(),
   /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
   replicas: z.number().int().positive().optional(),
   /**

@@ -42,6 +42,16 @@ export interface CatalogQuant {
   sizeNote: string | null;
 }
 
+/** The maker's safetensors weights, what vLLM / SGLang load (they do not take GGUF files). */
+export interface CatalogWeights {
+  repo: string;
+  /** bf16, fp8 (block-quantised by the maker), mxfp4 (gpt-oss's native experts). */
+  dtype: "bf16" | "fp8" | "mxfp4";
+  /** Bytes of the repo's *.safetensors (the Hub's listing replaces it when reachable). */
+  bytes: number;
+  sizeNote: string | null;
+}
+
 export interface CatalogEntry {
   id: string;
   name: string;
@@ -58,6 +68,8 @@ export interface CatalogEntry {
   sweBenchVerified: number | null;
   spec: ArchSpec;
   quants: CatalogQuant[];
+  /** Safetensors repos for vLLM / SGLang, highest precision first (absent: the source repo in bf16, parameters × 2 bytes). */
+  weights?: CatalogWeights[];
   toolCalling: { status: "unverified"; template: string; note: string };
   /** Figures not confirmed from a primary source. */
   unverified: string[];
@@ -80,6 +92,10 @@ export const CATALOG: readonly CatalogEntry[] = [
       { quant: "Q4_K_M", bytes: 16.9 * GB, bits: 4.85, sizeNote: "derived: 27.78 B params × 4.85 bpw" },
       { quant: "IQ4_XS", bytes: 15.1 * GB, bits: 4.25, sizeNote: null },
     ],
+    weights: [
+      { repo: "Qwen/Qwen3.6-27B", dtype: "bf16", bytes: 54e9, sizeNote: "≈ 54 GB per community quant cards (BF16 original)" },
+      { repo: "Qwen/Qwen3.6-27B-FP8", dtype: "fp8", bytes: 28e9, sizeNote: "≈ 28 GB per community quant cards (the maker's block-128 FP8)" },
+    ],
     toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "the unsloth card reports fixed nested-object tool-call parsing and the developer role OpenCode sends" },
     unverified: ["quant sizes other than IQ4_XS (15.1 GB, from a community quant card) are derived from the parameter count", "repo name unsloth/Qwen3.6-27B-GGUF (an unsloth card mirror was seen)", "release month"],
     autoPick: true, notes: "dense hybrid: only 16 of 64 layers hold KV, so long contexts are cheap; the maker's top SWE-bench score in this catalog",
@@ -94,6 +110,10 @@ export const CATALOG: readonly CatalogEntry[] = [
       { quant: "Q6_K", bytes: 342.27 * GB, bits: 6.56, sizeNote: null },
       { quant: "Q5_K_M", bytes: 283.26 * GB, bits: 5.5, sizeNote: null },
       { quant: "Q4_1", bytes: 249.1 * GB, bits: 4.5, sizeNote: null },
+    ],
+    weights: [
+      { repo: "Qwen/Qwen3.5-397B-A17B", dtype: "bf16", bytes: 794e9, sizeNote: "derived: 397 B params × 2 bytes" },
+      { repo: "Qwen/Qwen3.5-397B-A17B-FP8", dtype: "fp8", bytes: 405e9, sizeNote: "derived: 397 B params × ≈ 1.02 bytes; repo name not confirmed" },
     ],
     toolCalling: { status: "unverified", template: "the GGUF's Qwen3.5 Jinja template (--jinja)", note: "a community 4-bit MLX build reports 26/30 on ToolCall-15" },
     unverified: ["expert share 0.97 derived from 512 experts × 3 × 4096 × 1024 × 60 layers"],
@@ -110,6 +130,10 @@ export const CATALOG: readonly CatalogEntry[] = [
       { quant: "UD-Q4_K_M", bytes: 21 * GB, bits: 4.85, sizeNote: "rounded to 1 GB in the source" },
       { quant: "UD-Q3_K_M", bytes: 16 * GB, bits: 3.9, sizeNote: "rounded to 1 GB in the source" },
     ],
+    weights: [
+      { repo: "Qwen/Qwen3.6-35B-A3B", dtype: "bf16", bytes: 70e9, sizeNote: "derived: 35 B params × 2 bytes" },
+      { repo: "Qwen/Qwen3.6-35B-A3B-FP8", dtype: "fp8", bytes: 36e9, sizeNote: "derived: 35 B params × ≈ 1.03 bytes; repo name not confirmed" },
+    ],
     toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "unsloth shows tool calling in its Studio; not yet round-tripped by ocw" },
     unverified: ["expert share 0.92 derived from 256 experts × 3 × 2048 × 512 × 40 layers"],
     autoPick: true, notes: "3B active: fast with experts in RAM (--n-cpu-moe) on 8–16 GB GPUs and usable on CPU",
@@ -122,6 +146,10 @@ export const CATALOG: readonly CatalogEntry[] = [
     quants: [
       { quant: "Q8_0", bytes: 84.8 * GB, bits: 8.5, sizeNote: "the Qwen3-Next-80B Q8_0 size (same shape)" },
       { quant: "Q4_K_M", bytes: 48.5 * GB, bits: 4.85, sizeNote: null },
+    ],
+    weights: [
+      { repo: "Qwen/Qwen3-Coder-Next", dtype: "bf16", bytes: 159.4e9, sizeNote: "derived: 79.7 B params × 2 bytes" },
+      { repo: "Qwen/Qwen3-Coder-Next-FP8", dtype: "fp8", bytes: 82e9, sizeNote: "derived: 79.7 B params × ≈ 1.03 bytes; repo name not confirmed" },
     ],
     toolCalling: { status: "unverified", template: "the GGUF's Qwen3-Coder Jinja template (--jinja), XML tool calls", note: "LM Studio lists tool use; lmstudio-bug-tracker#1071 reports wrong streamed tool-call XML for Qwen3-Coder there" },
     unverified: ["attention heads (16 Q / 2 KV × 256) and DeltaNet heads taken from Qwen3-Next-80B", "vocab 151936 from Qwen3-Next", "repo name"],
@@ -137,6 +165,7 @@ export const CATALOG: readonly CatalogEntry[] = [
       { quant: "Q5_K_M", bytes: 16.76 * GB, bits: 5.5, sizeNote: null },
       { quant: "Q4_K_M", bytes: 14.33 * GB, bits: 4.85, sizeNote: null },
     ],
+    weights: [{ repo: "mistralai/Devstral-Small-2-24B-Instruct-2512", dtype: "bf16", bytes: 47.2e9, sizeNote: "derived: 23.6 B params × 2 bytes" }],
     toolCalling: { status: "unverified", template: "Mistral tool-call template (--jinja); needs llama.cpp with PR #17945", note: "tuned for agentic coding tools (Mistral Vibe, OpenHands)" },
     unverified: ["head dim 128 (5120 / 40 would be 128 for 40 heads; the card gives 32 heads)", "Q8_0 size derived", "repo name"],
     autoPick: true, notes: "dense 24B: all of it must sit on the GPU to be fast; carries a vision tower (not loaded: --no-mmproj)",
@@ -147,6 +176,7 @@ export const CATALOG: readonly CatalogEntry[] = [
     released: "2025-08-05", license: "apache-2.0", contextLength: 131072, totalParamsB: 117, activeParamsB: 5.1, sweBenchVerified: 62.4,
     spec: { arch: "gpt-oss", nLayer: 36, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 128, used: 4, expertShare: 0.95 } },
     quants: [{ quant: "MXFP4", bytes: 60 * GB, bits: 4.25, sizeNote: "≈ 60 GB per a deployment guide" }],
+    weights: [{ repo: "openai/gpt-oss-120b", dtype: "mxfp4", bytes: 65.3e9, sizeNote: "≈ 65 GB: MXFP4 experts, the rest bf16 (the maker: runs on one 80 GB GPU)" }],
     toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "llama.cpp parses harmony channels; reasoning effort set in the system prompt" },
     unverified: ["KV heads 8 and vocab 201088 from memory of the config, not re-read", "file size ≈ 60 GB", "SWE-bench figure"],
     autoPick: true, notes: "MXFP4 experts; all experts on CPU (--n-cpu-moe 36) leaves ≈ 5 GB on the GPU",
@@ -157,6 +187,7 @@ export const CATALOG: readonly CatalogEntry[] = [
     released: "2025-08-05", license: "apache-2.0", contextLength: 131072, totalParamsB: 21, activeParamsB: 3.6, sweBenchVerified: 60.7,
     spec: { arch: "gpt-oss", nLayer: 24, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 32, used: 4, expertShare: 0.91 } },
     quants: [{ quant: "MXFP4", bytes: 12.13 * GB, bits: 4.25, sizeNote: null }],
+    weights: [{ repo: "openai/gpt-oss-20b", dtype: "mxfp4", bytes: 13.8e9, sizeNote: "≈ 13.8 GB: MXFP4 experts, the rest bf16 (the maker: runs within 16 GB)" }],
     toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "small and fast; weaker at long multi-step edits" },
     unverified: ["KV heads 8 and vocab 201088 from memory of the config", "SWE-bench figure"],
     autoPick: true, notes: "the small tier: fits 16 GB GPUs whole, 8 GB GPUs with experts in RAM, and runs on CPUs",

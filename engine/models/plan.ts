@@ -137,7 +137,7 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
 }
 
 /** Where a plan's GPUs are named: the llama-server words for them, and the environment that hides the others. */
-function gpuWords(gpus: PlanDevices["gpus"], isolate: boolean): { env: string[]; device: string } {
+export function gpuWords(gpus: PlanDevices["gpus"], isolate: boolean): { env: string[]; device: string } {
   // a replica sees only its own GPUs (no CUDA/HIP context, and no memory, on the others); llama.cpp renumbers them
   const visible = isolate && gpus.length && gpus.every((g) => g.index !== undefined && /^(CUDA|ROCm)\d+$/.test(g.runtimeId) && g.runtimeId.replace(/\d+$/, "") === gpus[0]!.runtimeId.replace(/\d+$/, ""));
   if (!visible) return { env: [], device: gpus.map((g) => g.runtimeId).join(",") };
@@ -434,4 +434,88 @@ export function commandWords(command: string): { env: string[]; bin: string; arg
   const bin = words.shift();
   if (!bin) throw new Error(`no program in ${command}`);
   return { env, bin, args: words };
+}
+
+// ── vLLM / SGLang: tensor parallel × data parallel (issue 13) ─────────────────────────────────────────────────────
+
+/** A model as vLLM / SGLang load it: safetensors weights (a Hub repo or a local folder), never a GGUF. */
+export interface ParallelModel {
+  /** What the pick names: catalog id, repo or folder. */
+  model: string;
+  /** What the runtime loads: a Hub repo (owner/name) or a local folder. */
+  source: string;
+  /** bf16 / fp8 / mxfp4, or null when unknown (a repo outside the catalog). */
+  dtype: string | null;
+  weightsBytes: number;
+  /** Where the size comes from: the Hub's listing, the folder, or the catalog (derived figures say so there). */
+  weightsSource: "hub" | "folder" | "catalog";
+  /** Attention heads (tensor parallel must divide them) and KV heads (KV is replicated past them); null = unknown. */
+  nHead: number | null;
+  nHeadKv: number | null;
+  /** For the KV / recurrent state of slots × context (f16 cache); null → an allowance of 25 % of the weights. */
+  hparams: ModelHparams | null;
+  contextLength: number;
+  toolParser: string;
+  servedName: string;
+}
+
+/** Per GPU: activations, CUDA graphs and the NCCL buffers of tensor parallel, beside weights and KV. */
+export const PARALLEL_OVERHEAD = 2 * GiB;
+/** The runtimes' own default share of a GPU (vLLM --gpu-memory-utilization 0.9). */
+const PARALLEL_MAX_UTIL = 0.9;
+
+export interface ParallelPlan {
+  tp: number;
+  dp: number;
+  /** Sequences per engine (--max-num-seqs / --max-running-requests are per data-parallel rank). */
+  perRank: number;
+  ctxPerSlot: number;
+  /** The share of each GPU the runtime may take (≤ 0.9, and ≤ what is free: vLLM refuses to start otherwise). */
+  utilization: number;
+  gpus: PlanDevices["gpus"];
+  weightsPerGpu: number;
+  kvPerGpu: number;
+  needPerGpu: number;
+}
+
+/** What share of a GPU a runtime may claim: 0.9, or less when other processes hold memory (keeping 256 MiB spare). */
+export function gpuUtilization(g: { freeBytes: number; totalBytes: number | null }): number {
+  const total = g.totalBytes || g.freeBytes;
+  return Math.max(0, Math.min(PARALLEL_MAX_UTIL, Math.floor(((g.freeBytes - 256 * MiB) / total) * 100) / 100));
+}
+
+function parallelKv(m: ParallelModel, perRank: number, ctx: number): number {
+  if (!m.hparams) return m.weightsBytes * 0.25;
+  const e = estimate(m.hparams, null, { ctx: perRank * ctx, parallel: perRank, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
+  return e.kvBytes + e.recurrentBytes;
+}
+
+/**
+ * vLLM / SGLang need every layer on the GPUs. Tensor parallel TP = the smallest power of two GPUs (dividing the
+ * attention heads) on which weights/TP + the KV of a rank's sequences at the context + overhead fit the runtime's
+ * share of each GPU; data parallel DP = GPUs ÷ TP engines (at most one per slot), the slots spread over them. At that
+ * TP the longest context rung (≤ 131,072, ≤ the model's) that fits. Null when no TP fits.
+ */
+export function sizeParallel(m: ParallelModel, gpusIn: PlanDevices["gpus"], slots: number, minCtx: number, maxCtxPerSlot?: number): ParallelPlan | null {
+  if (minCtx > m.contextLength) return null;
+  const gpus = [...gpusIn].sort((a, b) => b.freeBytes - a.freeBytes);
+  const n = gpus.length;
+  const ladder = ctxLadder(minCtx, Math.max(minCtx, Math.min(m.contextLength, 131072, maxCtxPerSlot ?? Infinity)));
+  for (let tp = 1; tp <= n; tp *= 2) {
+    if (m.nHead && m.nHead % tp !== 0) continue;
+    const dp = Math.max(1, Math.min(Math.floor(n / tp), slots));
+    const perRank = Math.ceil(slots / dp);
+    const used = gpus.slice(0, tp * dp);
+    const utilization = Math.min(...used.map(gpuUtilization));
+    const budget = Math.min(...used.map((g) => utilization * (g.totalBytes || g.freeBytes)));
+    const weightsPerGpu = m.weightsBytes / tp;
+    // KV heads split over the TP ranks until there is one per rank; past that each rank holds a copy
+    const kvShare = m.nHeadKv && tp > m.nHeadKv ? 1 / m.nHeadKv : 1 / tp;
+    for (const ctx of ladder) {
+      const kvPerGpu = parallelKv(m, perRank, ctx) * kvShare;
+      const need = weightsPerGpu + kvPerGpu + PARALLEL_OVERHEAD;
+      if (need <= budget) return { tp, dp, perRank, ctxPerSlot: ctx, utilization, gpus: used, weightsPerGpu, kvPerGpu, needPerGpu: need };
+    }
+  }
+  return null;
 }

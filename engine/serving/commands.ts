@@ -62,6 +62,8 @@ export interface FitCommandOptions {
   flashAttn?: string;
   gpus?: string;
   minCtx?: string;
+  /** The planner's runtime: llama.cpp (default), or vllm / sglang (tensor × data parallel over the GPUs). */
+  runtime?: string;
   /** The planner (no --metadata/--gguf): a catalog id, Hub repo[:QUANT], hf:/URL or local .gguf; absent = propose one. */
   model?: string;
   slots?: string;
@@ -80,6 +82,7 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
   if (!o.metadata && !o.gguf) return runFitPlan(o);
   try {
     if (o.model) throw new InputError("--model goes without --metadata/--gguf (those print the detailed estimate of one file)");
+    if (o.runtime && o.runtime !== "llama.cpp") throw new InputError("--runtime goes without --metadata/--gguf (those estimate one GGUF file for llama.cpp)");
     if (!!o.metadata === !!o.gguf) throw new InputError("pass exactly one of --metadata FILE.json or --gguf PATH_OR_URL");
     const parallelRaw = o.parallel === undefined ? undefined : Number(o.parallel);
     if (parallelRaw !== undefined && !(Number.isInteger(parallelRaw) && (parallelRaw >= 1 || parallelRaw === -1))) {
@@ -182,14 +185,29 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     const exact = exactRaw === undefined ? undefined : Math.ceil(exactRaw / 256) * 256;
     const minCtx = exact ?? int(o.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
     if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
-    const bin = safeFind();
+    const runtime = o.runtime ?? "llama.cpp";
+    if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
+    const parallel = runtime === "vllm" || runtime === "sglang";
+    const bin = parallel ? null : safeFind();
     const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-    const { dev, notes, runtimeDevices } = devicesFromHardware(hw, bin);
+    const { proposeParallel, parallelDevices, ParallelInputError } = await import("./parallel");
+    const ld = devicesFromHardware(parallel ? { ...hw, llamaDevices: null } : hw, bin);
+    const pd = parallel ? parallelDevices(hw) : null;
+    const dev = pd ? pd.dev : ld.dev;
+    const notes = pd ? pd.notes : ld.notes;
+    const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
     const slots = slotsOpt ?? (dev.gpus.length ? 4 : 1);
-    if (slotsOpt === undefined && !dev.gpus.length) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
+    if (slotsOpt === undefined && !dev.gpus.length && !parallel) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
     const verified = toolVerifiedModels(o.store);
     let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null };
-    if (!o.model) {
+    if (parallel) {
+      try {
+        result = await proposeParallel({ runtime: runtime as "vllm" | "sglang", dev, slots, minCtx, maxCtxPerSlot: exact, model: o.model, verified });
+      } catch (e) {
+        if (e instanceof ParallelInputError) throw new InputError(e.message);
+        throw e;
+      }
+    } else if (!o.model) {
       result = propose(dev, slots, minCtx, verified, undefined, exact);
     } else {
       const entry = findCatalog(o.model);
@@ -221,6 +239,16 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
         }
       }
     }
+    // on several GPUs, where vLLM or SGLang is installed: its tensor × data parallel plan of the catalog's best fit
+    if (!parallel && (!o.model || findCatalog(o.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
+      const { findRuntime } = await import("./start-runtimes");
+      for (const rt of ["vllm", "sglang"] as const) {
+        const f = findRuntime(rt, { ...process.env, OCW_CONTAINER_ENGINE: "" }, { binaryOnly: true });
+        if (f.how !== "binary") continue;
+        const p = await proposeParallel({ runtime: rt, dev: parallelDevices(hw).dev, slots, minCtx, maxCtxPerSlot: exact, model: o.model?.replace(/:.*$/, ""), verified, max: 1 }).catch(() => null);
+        if (p?.pick) result.alternatives.push(p.pick);
+      }
+    }
     const out: FitResult = {
       hardware: {
         gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
@@ -241,7 +269,7 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
             `  ${p.reason}`,
             ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
             `  ${p.command}`,
-            ...out.alternatives.map((a) => `alternative: ${a.model} ${a.quant ?? ""} (${a.pool ? `${a.pool.replicas} replicas` : a.placement}, ${a.slots} × ${a.ctxPerSlot})`),
+            ...out.alternatives.map((a) => `alternative: ${a.model} ${a.quant ?? ""} (${a.runtime !== "llama.cpp" ? `${a.runtime}, tensor parallel ${a.parallel?.tensor} × data parallel ${a.parallel?.data}` : a.pool ? `${a.pool.replicas} replicas` : a.placement}, ${a.slots} × ${a.ctxPerSlot})`),
           ]
         : [`no fit: ${out.problem}`]),
     ];
@@ -492,6 +520,7 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
     .description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)")
     .option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)")
     .option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)")
+    .option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor × data parallel GPUs")
     .option("--metadata <file>", "JSON object of GGUF metadata keys → values (tensor infos optional)")
     .option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)")
     .option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)")

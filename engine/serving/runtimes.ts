@@ -12,6 +12,8 @@ export interface VllmPlan {
   maxNumSeqs: number;
   gpuMemoryUtilization?: number;
   tensorParallel?: number;
+  /** Independent engines (each with its own scheduler and max-num-seqs), tensorParallel GPUs each. */
+  dataParallel?: number;
   pipelineParallel?: number;
   kvCacheDtype?: "auto" | "fp8" | "fp8_e5m2" | "fp8_e4m3";
   toolCallParser?: string;
@@ -23,6 +25,7 @@ export function buildVllmArgs(p: VllmPlan): { cmd: string; args: string[]; keyEn
   a.push("--gpu-memory-utilization", String(p.gpuMemoryUtilization ?? 0.9));
   if (p.servedName) a.push("--served-model-name", p.servedName);
   if ((p.tensorParallel ?? 1) > 1) a.push("--tensor-parallel-size", String(p.tensorParallel));
+  if ((p.dataParallel ?? 1) > 1) a.push("--data-parallel-size", String(p.dataParallel));
   if ((p.pipelineParallel ?? 1) > 1) a.push("--pipeline-parallel-size", String(p.pipelineParallel));
   if (p.kvCacheDtype && p.kvCacheDtype !== "auto") a.push("--kv-cache-dtype", p.kvCacheDtype);
   if (p.toolCallParser) a.push("--enable-auto-tool-choice", "--tool-call-parser", p.toolCallParser);
@@ -38,6 +41,8 @@ export interface SglangPlan {
   maxRunningRequests: number;
   memFractionStatic?: number;
   tensorParallel?: number;
+  /** Data-parallel workers (--dp-size), each with --max-running-requests of its own. */
+  dataParallel?: number;
   apiKey: string;
 }
 
@@ -47,20 +52,10 @@ export function buildSglangArgs(p: SglangPlan): { cmd: string; args: string[] } 
   a.push("--context-length", String(p.contextLength), "--max-running-requests", String(p.maxRunningRequests));
   if (p.memFractionStatic) a.push("--mem-fraction-static", String(p.memFractionStatic));
   if ((p.tensorParallel ?? 1) > 1) a.push("--tp-size", String(p.tensorParallel));
+  if ((p.dataParallel ?? 1) > 1) a.push("--dp-size", String(p.dataParallel));
   if (p.servedName) a.push("--served-model-name", p.servedName);
   a.push("--api-key", p.apiKey);
   return { cmd: "python3", args: a };
-}
-
-/** vLLM/SGLang need every layer on GPU; pick the smallest tensor-parallel size whose pooled memory fits. */
-export function chooseTensorParallel(needBytes: number, gpuFree: number[], utilization = 0.9): number | null {
-  const sorted = [...gpuFree].sort((a, b) => b - a);
-  for (const tp of [1, 2, 4, 8]) {
-    if (tp > sorted.length) break;
-    // TP splits evenly: the smallest of the tp GPUs bounds each share
-    if (sorted[tp - 1]! * utilization * tp >= needBytes) return tp;
-  }
-  return null;
 }
 
 /** ollama: the request options that give each slot the wanted context (num_ctx is per slot in ollama). */

@@ -4,7 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { generateKey, readKey, resolveKey, storeKey } from "./keys";
 import { buildLlamaArgs, parseServerLog } from "./llama-server";
-import { buildSglangArgs, buildVllmArgs, chooseTensorParallel } from "./runtimes";
+import { buildSglangArgs, buildVllmArgs } from "./runtimes";
 import { checkCapabilityAnswer, extractCode, overlapFactor } from "./verify";
 
 const LOGS = path.join(__dirname, "../../test/fixtures/llama-logs");
@@ -47,11 +47,9 @@ describe("other runtimes", () => {
   it("SGLang", () => {
     expect(buildSglangArgs({ model: "m", port: 30000, contextLength: 32768, maxRunningRequests: 8, apiKey: "k" }).args).toEqual(expect.arrayContaining(["--context-length", "32768", "--max-running-requests", "8"]));
   });
-  it("tensor parallel size", () => {
-    const G = 1024 ** 3;
-    expect(chooseTensorParallel(20 * G, [24 * G])).toBe(1);
-    expect(chooseTensorParallel(40 * G, [24 * G, 24 * G])).toBe(2);
-    expect(chooseTensorParallel(100 * G, [24 * G, 24 * G])).toBeNull();
+  it("data parallel: vLLM --data-parallel-size, SGLang --dp-size (tensor × data parallel is planned in parallel.ts)", () => {
+    expect(buildVllmArgs({ model: "m", port: 8000, maxModelLen: 4096, maxNumSeqs: 2, tensorParallel: 2, dataParallel: 4 }).args.join(" ")).toMatch(/--tensor-parallel-size 2 --data-parallel-size 4/);
+    expect(buildSglangArgs({ model: "m", port: 1, contextLength: 4096, maxRunningRequests: 2, tensorParallel: 2, dataParallel: 4, apiKey: "k" }).args.join(" ")).toMatch(/--tp-size 2 --dp-size 4/);
   });
 });
 

@@ -8,19 +8,18 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { SetupJob, SetupStartInput } from "../../shared/setup";
+import { SetupJob, type SetupStartInput } from "../../shared/setup";
 import { type Target, targetSlug } from "../../shared/target";
 import { detectHardware } from "../hardware/detect";
-import { listRepoFiles } from "../models/hf";
-import { DEFAULT_MIN_CTX } from "../models/plan";
 import { stateDir } from "../store/paths";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort, stopPid } from "./llama-server";
-import { buildSglangArgs, buildVllmArgs, chooseTensorParallel } from "./runtimes";
 import { finish, listServing, saveServing, stopServing } from "./setup";
 import { classifyLog, type PhaseOps, type StartJobOptions, StartError } from "./start";
-import { shellQuote } from "../models/plan";
+import { commandWords, shellQuote } from "../models/plan";
+import { FitResult } from "../../shared/fit";
+import { runFitPlan } from "./commands";
 import { verifyEndpoint } from "./verify";
 
 /** Container images, pinned; OCW_VLLM_IMAGE / OCW_SGLANG_IMAGE override them. */
@@ -49,7 +48,7 @@ export interface RuntimeLaunch {
 }
 
 /** How this machine can run the runtime: its binary / Python package, else a container engine; null with why not. */
-export function findRuntime(runtime: "vllm" | "sglang", env: NodeJS.ProcessEnv = process.env): { how: "binary" | "container"; bin: string } | { how: null; why: string } {
+export function findRuntime(runtime: "vllm" | "sglang", env: NodeJS.ProcessEnv = process.env, o: { binaryOnly?: boolean } = {}): { how: "binary" | "container"; bin: string } | { how: null; why: string } {
   if (runtime === "vllm") {
     const bin = env.OCW_VLLM_BIN || onPath("vllm", env);
     if (bin) return { how: "binary", bin };
@@ -60,7 +59,7 @@ export function findRuntime(runtime: "vllm" | "sglang", env: NodeJS.ProcessEnv =
       if (r.status === 0) return { how: "binary", bin: py };
     }
   }
-  const ce = env.OCW_CONTAINER_ENGINE || onPath("podman", env) || onPath("docker", env);
+  const ce = o.binaryOnly ? null : env.OCW_CONTAINER_ENGINE || onPath("podman", env) || onPath("docker", env);
   if (ce) return { how: "container", bin: ce };
   return {
     how: null,
@@ -70,39 +69,44 @@ export function findRuntime(runtime: "vllm" | "sglang", env: NodeJS.ProcessEnv =
   };
 }
 
-/** The launch of vLLM / SGLang for a model, `slots` sequences of `ctx` tokens each. */
+/**
+ * The launch of the planner's vLLM / SGLang command (`ocw fit --runtime … --json`'s pick): its words with only the
+ * port, the host (0.0.0.0 inside a container) and SGLang's key file filled in; its environment (CUDA_VISIBLE_DEVICES
+ * when it uses fewer GPUs than the machine has) kept; the key in VLLM_API_KEY or the 0600 config file.
+ */
 export function buildLaunch(o: {
-  runtime: "vllm" | "sglang"; found: { how: "binary" | "container"; bin: string }; model: string; servedName: string; port: number;
-  slots: number; ctx: number; tp: number; key: string; configDir: string; env?: NodeJS.ProcessEnv;
+  runtime: "vllm" | "sglang"; found: { how: "binary" | "container"; bin: string }; command: string; port: number;
+  key: string; configDir: string; env?: NodeJS.ProcessEnv;
 }): RuntimeLaunch {
   const env = o.env ?? process.env;
+  const words = commandWords(o.command);
   const inner = o.found.how === "container" ? 8000 : o.port;
   const host = o.found.how === "container" ? "0.0.0.0" : "127.0.0.1";
-  let args: string[];
+  const args = [...words.args];
+  const set = (flag: string, v: string) => {
+    const i = args.indexOf(flag);
+    if (i >= 0) args[i + 1] = v;
+    else args.push(flag, v);
+  };
+  set("--port", String(inner));
+  set("--host", host);
+  const extraEnv: Record<string, string> = Object.fromEntries(words.env.filter((w) => !/^(VLLM_API_KEY|LLAMA_API_KEY)=/.test(w)).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]));
   let configFile: string | null = null;
-  const extraEnv: Record<string, string> = {};
-  if (o.runtime === "vllm") {
-    const b = buildVllmArgs({ model: o.model, servedName: o.servedName, host, port: inner, maxModelLen: o.ctx, maxNumSeqs: o.slots, tensorParallel: o.tp, toolCallParser: "hermes" });
-    args = b.args;
-    extraEnv[b.keyEnv] = o.key;
-  } else {
+  if (o.runtime === "vllm") extraEnv.VLLM_API_KEY = o.key;
+  else {
     // SGLang takes the key as --api-key only: it goes in a 0600 config file instead of argv
-    const b = buildSglangArgs({ model: o.model, servedName: o.servedName, host, port: inner, contextLength: o.ctx, maxRunningRequests: o.slots, tensorParallel: o.tp, apiKey: o.key });
-    const ki = b.args.indexOf("--api-key");
-    args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2)];
     mkdirSync(o.configDir, { recursive: true, mode: 0o700 });
     configFile = path.join(o.configDir, "sglang.yaml");
     writeFileSync(configFile, `api-key: ${JSON.stringify(o.key)}\n`, { mode: 0o600 });
     chmodSync(configFile, 0o600);
-    args.push("--config", o.found.how === "container" ? "/ocw/sglang.yaml" : configFile, "--tool-call-parser", "qwen25");
+    set("--config", o.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
   }
-  if (o.found.how === "binary") {
-    return { how: "binary", cmd: o.found.bin, args: o.runtime === "vllm" ? args : args, env: extraEnv, port: o.port, configFile };
-  }
+  if (o.found.how === "binary") return { how: "binary", cmd: o.found.bin, args, env: extraEnv, port: o.port, configFile };
   const image = o.runtime === "vllm" ? env.OCW_VLLM_IMAGE || VLLM_IMAGE : env.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
   const hfCache = env.HF_HOME || path.join(os.homedir(), ".cache", "huggingface");
+  const servedName = args[args.indexOf("--served-model-name") + 1] ?? o.runtime;
   const run = [
-    "run", "--rm", "--name", `ocw-${o.servedName}`.slice(0, 60), "--gpus", "all", "--ipc=host", "-p", `127.0.0.1:${o.port}:8000`,
+    "run", "--rm", "--name", `ocw-${servedName}`.slice(0, 60), "--gpus", "all", "--ipc=host", "-p", `127.0.0.1:${o.port}:8000`,
     "-v", `${hfCache}:/root/.cache/huggingface`,
     // names only: the container engine copies the values from its own environment
     ...Object.keys(extraEnv).flatMap((k) => ["-e", k]),
@@ -134,26 +138,27 @@ async function waitReady(port: number, key: string, child: ChildProcess, logFile
 export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput, job: SetupJob, ops: PhaseOps, setLog: (f: string) => void): Promise<void> {
   const runtime = input.runtime as "vllm" | "sglang";
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
-  if (!input.model) throw new StartError({ kind: "input", cause: `${name} needs a model: a Hugging Face repo with safetensors weights (or a local folder)`, logLine: null, remedy: `pass --model owner/repo (e.g. Qwen/Qwen3-Coder-30B-A3B-Instruct); the planner's picks are GGUF files for llama.cpp` });
   const hw = o.hardware ?? (await detectHardware({}));
-  const slots = input.slots ?? 4;
-  const ctx = input.minCtx ?? DEFAULT_MIN_CTX;
-  let tp = 1;
-  let sizeNote = "weights size unknown (offline or a local folder): 1 GPU";
-  if (!existsSync(input.model)) {
-    const files = await listRepoFiles(input.model.replace(/:.*$/, ""), "main").catch(() => null);
-    const bytes = files?.filter((f) => /\.safetensors$/.test(f.path)).reduce((a, f) => a + f.size, 0) ?? 0;
-    if (bytes) {
-      const free = hw.gpus.map((g) => g.freeBytes ?? g.totalBytes * 0.9);
-      tp = chooseTensorParallel(bytes * 1.25, free) ?? (free.length >= 2 ? Math.min(8, 2 ** Math.floor(Math.log2(free.length))) : 1);
-      sizeNote = `${(bytes / 1024 ** 3).toFixed(1)} GiB of weights: tensor parallel ${tp}`;
-    }
-  }
-  Object.assign(job, { model: input.model, quant: null, slots, ctxPerSlot: ctx });
+  // the same planner as `ocw fit --runtime vllm|sglang`: safetensors weights, tensor × data parallel over the GPUs
+  const fr = await runFitPlan({ json: true, runtime, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: hw, store: o.store });
+  if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
+  const fit = FitResult.parse(JSON.parse(fr.stdout));
+  if (!fit.pick) throw new StartError({ kind: "no-fit", cause: fit.problem ?? `${input.model ?? "nothing in the catalog"} does not fit this machine with ${name}`, logLine: null, remedy: "fewer slots, a shorter context, --runtime llama.cpp, or an API provider" });
+  const pick = fit.pick;
+  const slots = pick.slots;
+  const ctx = pick.ctxPerSlot;
+  const model = commandWords(pick.command).args[runtime === "vllm" ? 1 : 3]!;
+  Object.assign(job, { model: pick.model, quant: pick.quant, slots, ctxPerSlot: ctx, plannedCommand: pick.command, pick });
   const found = findRuntime(runtime);
-  if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
-  ops.end(`${input.model}: ${slots} sequence(s) × ${ctx} tokens, ${sizeNote}`);
+  ops.end(pick.reason);
   ops.cancelled();
+  if (o.confirm) {
+    const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
+      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+    });
+    if (!ok) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
+  }
+  if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
 
   ops.begin("runtime", `looking for ${name}`);
   ops.end(found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${runtime === "vllm" ? process.env.OCW_VLLM_IMAGE || VLLM_IMAGE : process.env.OCW_SGLANG_IMAGE || SGLANG_IMAGE})`);
@@ -161,17 +166,16 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   ops.cancelled();
 
   ops.begin("load", `starting ${name}`);
-  const servedName = targetSlug({ model: input.model.split("/").pop()!, quant: null });
+  const words = commandWords(pick.command);
+  const servedName = words.args[words.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop()!, quant: null });
   const id = input.id ?? `${runtime}-${servedName}`;
   const port = await freePort();
   const key = generateKey();
   const keyFile = keyFilePath(id);
   storeKey(keyFile, key);
   await stopServing(id);
-  const launch = buildLaunch({ runtime, found, model: input.model, servedName, port, slots, ctx, tp, key, configDir: path.join(stateDir(), "runtime", id) });
-  const plan = `${launch.how === "binary" ? "" : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;
-  job.plannedCommand = `${runtime === "vllm" ? "VLLM_API_KEY=… " : ""}${plan}`;
-  job.launchedCommand = job.plannedCommand;
+  const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id) });
+  job.launchedCommand = `${[...Object.entries(launch.env).map(([k, v]) => (k === "VLLM_API_KEY" ? `${k}=…` : `${k}=${shellQuote(v)}`))].join(" ")}${Object.keys(launch.env).length ? " " : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;
   const logFile = path.join(stateDir(), "logs", `${id}.log`);
   setLog(logFile);
   mkdirSync(path.dirname(logFile), { recursive: true, mode: 0o700 });
@@ -195,7 +199,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
       remedy: c?.remedy ?? "read the log file", logFile,
     });
   }
-  saveServing([...listServing().filter((r) => r.targetId !== id), { targetId: id, pid: child.pid!, supervisorPid: null, port, bin: launch.cmd, args: launch.args, logFile, keyFile, startedAt: new Date().toISOString() }]);
+  saveServing([...listServing().filter((r) => r.targetId !== id), { targetId: id, pid: child.pid!, supervisorPid: null, port, bin: launch.cmd, args: launch.args, env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")), logFile, keyFile, startedAt: new Date().toISOString() }]);
   ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s`);
 
   ops.begin("warmup", "one short completion");

@@ -281,9 +281,6 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
     // ── plan: the same planner as `ocw fit`
     begin("plan", "detecting the hardware and planning");
     if (input.runtime !== "llama.cpp") {
-      if (o.confirm && !(await o.confirm(SetupJob.parse(structuredClone({ ...job, model: input.model ?? null }))).catch((e: Error) => {
-        throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
-      }))) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
       await runOtherRuntime(o, input, job, { begin, end, skip, emit, cancelled, phase }, (f) => (logFile = f));
     } else {
       try {

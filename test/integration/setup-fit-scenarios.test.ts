@@ -133,6 +133,40 @@ describe("ocw fit --json on simulated machines", () => {
       expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
     }
   });
+  it("--runtime vllm on 2×24 GB → Qwen3.6-27B FP8, tensor parallel 2 (bf16's 54 GB does not fit); 8×141 GB → 8 data-parallel engines", async () => {
+    const arg = (cmd: string, f: string) => new RegExp(`${f} (\\S+)`).exec(cmd)?.[1] ?? null;
+    const a = await fit(["--json", "--runtime", "vllm"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 });
+    expect(a.code, a.stderr).toBe(0);
+    const p = FitResult.parse(JSON.parse(a.stdout)).pick!;
+    expect([p.model, p.quant, p.runtime, p.parallel, p.slots]).toEqual(["qwen3.6-27b", "fp8", "vllm", { tensor: 2, data: 1 }, 4]);
+    expect(p.command).toMatch(/^VLLM_API_KEY=… vllm serve Qwen\/Qwen3.6-27B-FP8 /);
+    expect([arg(p.command, "--tensor-parallel-size"), arg(p.command, "--max-num-seqs")]).toEqual(["2", "4"]);
+    expect(p.devices.map((d) => d.name)).toEqual(["CUDA0 NVIDIA GeForce RTX 3090", "CUDA1 NVIDIA GeForce RTX 3090"]);
+    const b = FitResult.parse(JSON.parse((await fit(["--json", "--runtime", "sglang", "--slots", "16"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout)).pick!;
+    expect([b.model, b.quant, b.runtime, b.parallel, b.ctxPerSlot]).toEqual(["qwen3.6-27b", "bf16", "sglang", { tensor: 1, data: 8 }, 131072]);
+    expect([arg(b.command, "--dp-size"), arg(b.command, "--max-running-requests")]).toEqual(["8", "2"]);
+    expect(b.command).not.toMatch(/--api-key/);
+    // no GPU: exit 3 saying to use llama.cpp; a GGUF file: exit 2
+    const c = await fit(["--json", "--runtime", "vllm"], { ramGiB: 16 });
+    expect([c.code, JSON.parse(c.stdout).problem]).toEqual([3, expect.stringMatching(/--runtime llama.cpp/)]);
+    const d = await fit(["--json", "--runtime", "vllm", "--model", __filename], { ramGiB: 16 });
+    expect([d.code, d.stderr]).toEqual([2, expect.stringMatching(/^ocw: .*not a GGUF|is a file/)]);
+  });
+  it("multi-GPU with vLLM installed: `ocw fit` lists vLLM's tensor × data parallel plan as an alternative to the llama.cpp pick", async () => {
+    const bin = path.join(tmp, "vllm-bin");
+    const { mkdirSync, chmodSync } = await import("node:fs");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(path.join(bin, "vllm"), "#!/bin/sh\nexit 0\n");
+    chmodSync(path.join(bin, "vllm"), 0o755);
+    const r = await fit(["--json"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 }, { OCW_VLLM_BIN: path.join(bin, "vllm") });
+    const j = FitResult.parse(JSON.parse(r.stdout));
+    expect(j.pick!.runtime).toBe("llama.cpp");
+    const v = j.alternatives.find((a) => a.runtime === "vllm")!;
+    expect([v.model, v.parallel]).toEqual(["qwen3.6-27b", { tensor: 2, data: 1 }]);
+    // without it: llama.cpp alternatives only
+    const none = FitResult.parse(JSON.parse((await fit(["--json"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 })).stdout));
+    expect(none.alternatives.every((a) => a.runtime === "llama.cpp")).toBe(true);
+  });
   it("a llama-server that sees no GPU (CPU build) → plans on the CPU and says why", async (ctx) => {
     const bin = process.env.LLAMA_SERVER;
     if (!bin) return ctx.skip("LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh");

@@ -25,6 +25,8 @@ const control = path.join(tmp, "control.json");
 const smiCsv = path.join(tmp, "nv.csv");
 const SMI = "0, GPU-0, NVIDIA GeForce RTX 4060, 00000000:01:00.0, 8188, 300, 7888, 580.65.06, 8.9\n";
 const REPO = "unsloth/Qwen3.6-35B-A3B-GGUF";
+/** Qwen2.5-Coder-1.5B's shape and size (3.09 GB of bf16): fits the simulated 8 GB card with 2 × 32k. */
+const ST_REPO = "Qwen/Qwen2.5-Coder-1.5B-Instruct";
 const SHARDS = ["UD-Q4_K_M/Qwen3.6-35B-A3B-UD-Q4_K_M-00001-of-00002.gguf", "UD-Q4_K_M/Qwen3.6-35B-A3B-UD-Q4_K_M-00002-of-00002.gguf"];
 const bytes = SHARDS.map((_, i) => Buffer.alloc((3 - i) * 1024 * 1024, i + 1));
 let hugeListing = false;
@@ -70,6 +72,15 @@ beforeAll(async () => {
       const entry = (p: string, b: Buffer) => ({ type: "file", path: p, size: b.length, lfs: { oid: createHash("sha256").update(b).digest("hex"), size: hugeListing ? 2 ** 50 : b.length } });
       res.writeHead(200, { "content-type": "application/json" });
       return res.end(JSON.stringify([...SHARDS.map((p, i) => entry(p, bytes[i]!)), entry("Qwen3.6-35B-A3B-Q4_K_M.gguf", Buffer.alloc(10)), { type: "file", path: "README.md", size: 5 }]));
+    }
+    // a safetensors repo for vLLM / SGLang: sized from the listing, shaped by its config.json
+    if (u.pathname === `/api/models/${ST_REPO}/tree/main`) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify([{ type: "file", path: "config.json", size: 700 }, { type: "file", path: "model.safetensors", size: 3_087_467_144, lfs: { oid: "0".repeat(64), size: 3_087_467_144 } }]));
+    }
+    if (u.pathname === `/${ST_REPO}/resolve/main/config.json`) {
+      res.writeHead(200, { "content-type": "application/json" });
+      return res.end(JSON.stringify({ num_attention_heads: 12, num_key_value_heads: 2, num_hidden_layers: 28, hidden_size: 1536, max_position_embeddings: 32768, vocab_size: 151936 }));
     }
     const i = SHARDS.findIndex((p) => u.pathname === `/${REPO}/resolve/main/${p}`);
     if (i < 0) {
@@ -241,11 +252,15 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
 
 describe("setup.start --runtime vllm | sglang (fake binaries that record their argv and serve the OpenAI API)", () => {
   it("vLLM: key in VLLM_API_KEY, never argv; slots and context as asked; verified and saved", async () => {
-    const j = await finished((await eng.client.setup.start.mutate({ runtime: "vllm", model: "Qwen/Qwen3-Coder-30B-A3B-Instruct", slots: 2, minCtx: 32768 })).jobId);
+    const j = await finished((await eng.client.setup.start.mutate({ runtime: "vllm", model: ST_REPO, slots: 2, minCtx: 32768 })).jobId);
     expect(j.failure).toBeNull();
     const r = records().filter((x) => x.mode === "vllm").at(-1)!;
-    expect(r.argv.slice(0, 2)).toEqual(["serve", "Qwen/Qwen3-Coder-30B-A3B-Instruct"]);
-    expect(r.argv.join(" ")).toMatch(/--max-model-len 32768 --max-num-seqs 2/);
+    expect(r.argv.slice(0, 2)).toEqual(["serve", ST_REPO]);
+    expect(r.argv.join(" ")).toMatch(/--max-model-len 32768 --max-num-seqs 2 --gpu-memory-utilization 0.9 /);
+    // the planner's command (one GPU: no tensor or data parallel flags), sized from the Hub's listing
+    expect(j.pick).toMatchObject({ runtime: "vllm", parallel: { tensor: 1, data: 1 } });
+    expect(j.pick!.reason).toMatch(/the Hub's listing/);
+    expect(r.argv).not.toContain("--tensor-parallel-size");
     expect([r.keyFrom, r.keyInArgv]).toEqual(["env VLLM_API_KEY", false]);
     expect(j.plannedCommand).toMatch(/^VLLM_API_KEY=… /);
     expect(j.result?.target.serving.engine).toBe("vllm");
@@ -253,7 +268,7 @@ describe("setup.start --runtime vllm | sglang (fake binaries that record their a
   }, 120_000);
 
   it("SGLang: python -m sglang.launch_server with the key in a 0600 --config file", async () => {
-    const j = await finished((await eng.client.setup.start.mutate({ runtime: "sglang", model: "Qwen/Qwen3-Coder-30B-A3B-Instruct", slots: 2, minCtx: 32768, id: "sgl" })).jobId);
+    const j = await finished((await eng.client.setup.start.mutate({ runtime: "sglang", model: ST_REPO, slots: 2, minCtx: 32768, id: "sgl" })).jobId);
     expect(j.failure).toBeNull();
     const r = records().filter((x) => x.mode === "python" && x.argv[0] === "-m").at(-1)!;
     expect(r.argv.slice(0, 2)).toEqual(["-m", "sglang.launch_server"]);
@@ -265,10 +280,14 @@ describe("setup.start --runtime vllm | sglang (fake binaries that record their a
     expect(j.result?.outcome).toBe("built");
   }, 120_000);
 
-  it("vLLM without a model is a clear failure in the plan phase", async () => {
+  it("vLLM without a model plans from the catalog; on an 8 GB card nothing fits whole → a no-fit in the plan phase naming llama.cpp", async () => {
     const j = await finished((await eng.client.setup.start.mutate({ runtime: "vllm", id: "no-model" })).jobId);
-    expect(j.failure).toMatchObject({ phase: "plan", kind: "input" });
-    expect(j.failure!.cause).toMatch(/needs a model/);
+    expect(j.failure).toMatchObject({ phase: "plan", kind: "no-fit" });
+    expect(j.failure!.cause).toMatch(/does not fit .* with vLLM .*--runtime llama.cpp/);
+    // a GGUF repo is not for vLLM: bad input, before anything starts
+    const g = await finished((await eng.client.setup.start.mutate({ runtime: "vllm", model: "someone/Coder-GGUF", id: "gguf" })).jobId);
+    expect(g.failure).toMatchObject({ phase: "plan", kind: "input" });
+    expect(g.failure!.cause).toMatch(/GGUF repo/);
   }, 30_000);
 });
 
@@ -282,20 +301,27 @@ describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
     OCW_STATE_DIR: path.join(tmp, "cli-state"), PATH: [bin, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
     OCW_FAKE_ARGV: argvFile, OCW_PYTHON: path.join(pyDir, "python3"), OCW_HF_ENDPOINT: eng.url, OCW_FAKE_NVIDIA_SMI: "", OCW_RAM_BYTES: String(32 * 1024 ** 3),
   });
-  it("starts vLLM by phases, verifies it and saves the target (exit 0), the key never in argv", async () => {
-    const r = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3-Coder-30B-A3B-Instruct", "--slots", "2", "--ctx", "32768", "--yes"], env());
+  it("starts vLLM with the planned tensor × data parallel flags (4×24 GB: Qwen3.6-27B FP8, TP 2 × DP 2), verifies it and saves the target (exit 0), the key never in argv", async () => {
+    const smi4 = path.join(tmp, "nv4.csv");
+    writeFileSync(smi4, Array.from({ length: 4 }, (_, i) => `${i}, GPU-${i}, NVIDIA GeForce RTX 4090, 00000000:0${i + 1}:00.0, 24564, 500, 24064, 580.65.06, 8.9`).join("\n") + "\n");
+    const r = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes"], { ...env(), OCW_FAKE_NVIDIA_SMI: smi4, PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter) });
+    expect(r.stderr).toMatch(/plan: done .*tensor parallel 2 .*× data parallel 2/);
     expect(r.stderr).toMatch(/load: done .*vLLM pid \d+/);
-    expect(r.stderr).toMatch(/command: VLLM_API_KEY=… .*vllm serve Qwen\/Qwen3-Coder-30B-A3B-Instruct/);
+    expect(r.stderr).toMatch(/command: VLLM_API_KEY=… .*vllm serve Qwen\/Qwen3.6-27B-FP8 /);
     expect(r.stdout).toMatch(/^BUILT: /);
     expect(r.exitCode).toBe(0);
     const rec = records().filter((x) => x.mode === "vllm").at(-1)!;
     expect(rec.keyInArgv).toBe(false);
+    const a = rec.argv.join(" ");
+    expect(a).toMatch(/--max-model-len 32768 --max-num-seqs 2 /);
+    expect(a).toMatch(/--tensor-parallel-size 2 --data-parallel-size 2 /);
+    expect(a).toMatch(/--tool-call-parser qwen3_coder/);
   }, 150_000);
   it("an unknown runtime, or vLLM without a model, is exit 2 with one line", async () => {
     const a = await ocw(["setup", "--runtime", "ollama", "--yes"], env());
     expect([a.exitCode, a.stderr.trim()]).toEqual([2, expect.stringMatching(/^ocw: --runtime ollama is not supported; use llama.cpp, vllm or sglang/)]);
     const b = await ocw(["setup", "--runtime", "sglang", "--yes"], env());
     expect(b.exitCode).toBe(2);
-    expect(b.stderr).toMatch(/ocw: plan failed \(input\): SGLang needs a model/);
+    expect(b.stderr.trim()).toMatch(/^ocw: SGLang needs NVIDIA \(CUDA\) or AMD \(ROCm\) GPUs .*--runtime llama.cpp/);
   }, 60_000);
 });
