@@ -27,15 +27,17 @@ export interface GradeInput {
 export async function grade(input: GradeInput): Promise<Verdict> {
   const { workspace: ws } = input;
   const commit = await commitWork(ws, `ocw: ${input.title}`);
-  const changed = await changedFiles(ws, commit);
-  // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
-  const sub = path.relative(ws.worktree, ws.cwd);
-  const rel = sub ? changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : changed;
-  const scope = checkScope(rel, input.scope, input.protect);
   const checkout = input.checkoutDir;
+  // Independent reads of the commit, run side by side (each a git process).
+  const stat = diffStat(ws, commit).catch(() => "");
   let checks;
+  let scope;
+  const sub = path.relative(ws.worktree, ws.cwd);
   try {
-    await freshCheckout(ws, commit, checkout);
+    const [changed] = await allSettledOrThrow([changedFiles(ws, commit), freshCheckout(ws, commit, checkout)] as const);
+    // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
+    const rel = sub ? changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : changed;
+    scope = checkScope(rel, input.scope, input.protect);
     const cwd = path.join(checkout, sub);
     mkdirSync(cwd, { recursive: true });
     checks = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined);
@@ -57,7 +59,15 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     branch: ws.branch,
     worktree: ws.worktree,
     commit,
-    diffStat: await diffStat(ws, commit),
+    diffStat: await stat,
     mergeHint: built ? mergeHint(ws) : null,
   };
+}
+
+/** Promise.all that lets every promise finish before it throws the first failure (nothing is still writing afterwards). */
+async function allSettledOrThrow<T extends readonly unknown[]>(ps: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const rs = await Promise.allSettled(ps);
+  const failed = rs.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return rs.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }

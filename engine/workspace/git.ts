@@ -1,6 +1,6 @@
-import { execa } from "execa";
 
 import { OcwError } from "../../shared/errors";
+import { runCommand, trimFinalNewline, type CommandResult } from "../process/run";
 
 /** git refused: the message is git's own (a conflict, a missing ref, a locked index). */
 export class GitError extends OcwError {
@@ -12,11 +12,14 @@ export class GitError extends OcwError {
 
 /** Runs git and returns trimmed stdout; throws GitError with git's own message. */
 export async function git(cwd: string, args: string[], opts: { allowFail?: boolean } = {}): Promise<string> {
-  const r = await execa("git", args, { cwd, reject: false, stripFinalNewline: true, env: { GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
-  if (r.exitCode !== 0 && !opts.allowFail) {
-    throw new GitError(`git ${args[0]} failed in ${cwd}: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ")}`);
-  }
-  return r.exitCode === 0 ? r.stdout : "";
+  const r = await runCommand("git", args, { cwd, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
+  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
+}
+
+/** git's own words for a failure: the last lines it printed, or why it could not start. */
+export function gitComplaint(r: CommandResult): string {
+  return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
 }
 
 /** The engine commits a worker's changes under its own name, so the user's git identity is never needed. */

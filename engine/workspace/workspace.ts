@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { execa } from "execa";
 import { realpath } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
-import { git, GitError, OCW_IDENTITY } from "./git";
+import { runCommand, trimFinalNewline } from "../process/run";
+import { git, gitComplaint, GitError, OCW_IDENTITY } from "./git";
 
 export { InputError } from "../../shared/errors";
 import { InputError } from "../../shared/errors";
@@ -97,8 +97,7 @@ export function writeOpencodeProjectId(worktree: string): void {
 export async function ensureEngineRepo(ws: Pick<Workspace, "gitDir" | "repo">): Promise<void> {
   if (existsSync(path.join(ws.gitDir, "HEAD"))) return;
   mkdirSync(ws.gitDir, { recursive: true, mode: 0o700 });
-  await trustedGit(ws.gitDir, ["init", "-q", "--bare", "--template=", ws.gitDir]);
-  const objects = path.resolve(ws.repo, await git(ws.repo, ["rev-parse", "--git-path", "objects"]));
+  const [, objects] = await Promise.all([trustedGit(ws.gitDir, ["init", "-q", "--bare", "--template=", ws.gitDir]), objectsOf(ws.repo)]);
   mkdirSync(path.join(ws.gitDir, "objects", "info"), { recursive: true });
   writeFileSync(path.join(ws.gitDir, "objects", "info", "alternates"), objects + "\n");
 }
@@ -108,14 +107,11 @@ export async function ensureEngineRepo(ws: Pick<Workspace, "gitDir" | "repo">): 
  * no hooks, no fsmonitor, no untracked cache, a private index. Work-tree files are read as plain files.
  */
 async function trustedGit(gitDir: string, args: string[], opts: { workTree?: string; index?: string; allowFail?: boolean } = {}): Promise<string> {
-  const r = await execa(
+  const r = await runCommand(
     "git",
     ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false", ...args],
     {
       cwd: gitDir,
-      reject: false,
-      stripFinalNewline: true,
-      extendEnv: false,
       env: {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
         LC_ALL: "C",
@@ -133,9 +129,25 @@ async function trustedGit(gitDir: string, args: string[], opts: { workTree?: str
       },
     },
   );
-  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ")}`);
-  return r.exitCode === 0 ? r.stdout : "";
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${gitComplaint(r)}`);
+  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
 }
+
+// Asked once per repository / base commit, not per worker: a git command is the engine's costliest step.
+const objectDirs = new Map<string, Promise<string>>();
+const baseTrees = new Map<string, Promise<string>>();
+function remembered(cache: Map<string, Promise<string>>, key: string, load: () => Promise<string>): Promise<string> {
+  let p = cache.get(key);
+  if (!p) {
+    if (cache.size >= 256) cache.delete(cache.keys().next().value!);
+    p = load();
+    cache.set(key, p);
+    p.catch(() => cache.delete(key));
+  }
+  return p;
+}
+const objectsOf = (repo: string) => remembered(objectDirs, repo, async () => path.resolve(repo, await git(repo, ["rev-parse", "--git-path", "objects"])));
+const baseTreeOf = (ws: Workspace) => remembered(baseTrees, ws.baseCommit, () => trustedGit(ws.gitDir, ["rev-parse", `${ws.baseCommit}^{tree}`]));
 
 /** The tree of the workspace's files as they are now (a fresh index: index flags in the workspace cannot hide a change). */
 async function snapshotTree(ws: Workspace): Promise<string> {
@@ -155,8 +167,8 @@ async function snapshotTree(ws: Workspace): Promise<string> {
  * `ocw/<id>` there names it. Returns the base itself when nothing changed.
  */
 export async function commitWork(ws: Workspace, message: string): Promise<string> {
-  const tree = await snapshotTree(ws);
-  const baseTree = await trustedGit(ws.gitDir, ["rev-parse", `${ws.baseCommit}^{tree}`]);
+  await ensureEngineRepo(ws);
+  const [tree, baseTree] = await Promise.all([snapshotTree(ws), baseTreeOf(ws)]);
   const commit = tree === baseTree ? ws.baseCommit : await trustedGit(ws.gitDir, ["commit-tree", tree, "-p", ws.baseCommit, "-m", message]);
   await trustedGit(ws.gitDir, ["update-ref", `refs/heads/${ws.branch}`, commit]);
   return commit;

@@ -1,0 +1,52 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { runCommand, trimFinalNewline } from "./run";
+
+const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-run-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("runCommand (off the engine's thread)", () => {
+  it("returns a command's output, exit code and stderr", async () => {
+    const ok = await runCommand("sh", ["-c", "printf 'a\\nb\\n'; printf oops >&2"], { cwd: dir, env: { PATH: process.env.PATH } });
+    expect(ok).toMatchObject({ exitCode: 0, signal: null, stdout: "a\nb\n", stderr: "oops" });
+    const bad = await runCommand("sh", ["-c", "exit 3"], { cwd: dir, env: { PATH: process.env.PATH } });
+    expect(bad.exitCode).toBe(3);
+  });
+
+  it("passes only the environment it is given, and runs in cwd", async () => {
+    const r = await runCommand("sh", ["-c", 'echo "$OCW_RUN_PROBE:${HOME:-none}"; pwd'], { cwd: dir, env: { PATH: process.env.PATH, OCW_RUN_PROBE: "x" } });
+    expect(r.stdout.split("\n").slice(0, 2)).toEqual(["x:none", dir]);
+  });
+
+  it("reports a command that cannot start instead of throwing", async () => {
+    const r = await runCommand("ocw-no-such-binary", [], { cwd: dir, env: { PATH: process.env.PATH } });
+    expect(r.exitCode).toBeNull();
+    expect(r.startError).toMatch(/ENOENT/);
+  });
+
+  it("keeps large output whole and many commands apart", async () => {
+    const big = await runCommand("sh", ["-c", "head -c 3000000 /dev/zero | tr '\\0' x"], { cwd: dir, env: { PATH: process.env.PATH } });
+    expect(big.stdout.length).toBe(3_000_000);
+    const many = await Promise.all(Array.from({ length: 20 }, (_, i) => runCommand("sh", ["-c", `echo ${i}`], { cwd: dir, env: { PATH: process.env.PATH } })));
+    expect(many.map((r) => r.stdout.trim())).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+  });
+
+  it("a short-lived CLI gets its command's output, then exits (the thread neither ends it early nor keeps it alive)", () => {
+    // A CLI that awaits one command and nothing else: it must not exit before the answer, nor hang after it.
+    const script = path.join(dir, "cli.mjs");
+    writeFileSync(script, `import { runCommand } from ${JSON.stringify(path.resolve(__dirname, "run.ts"))};\nconst r = await runCommand("sh", ["-c", "sleep 0.3; echo done"], { cwd: ".", env: { PATH: process.env.PATH } });\nconsole.log(r.stdout.trim());\n`);
+    const esbuild = path.resolve(__dirname, "../../node_modules/.bin/esbuild");
+    const bundle = path.join(dir, "cli.bundle.mjs");
+    execFileSync(esbuild, [script, "--bundle", "--platform=node", "--format=esm", `--outfile=${bundle}`, "--log-level=error"]);
+    expect(execFileSync(process.execPath, [bundle], { encoding: "utf8", cwd: dir, timeout: 20_000 }).trim()).toBe("done");
+  });
+
+  it("trims exactly one final newline, as a command line prints output", () => {
+    expect(trimFinalNewline("a\n\n")).toBe("a\n");
+    expect(trimFinalNewline("a\r\n")).toBe("a");
+    expect(trimFinalNewline("a")).toBe("a");
+  });
+});
