@@ -2,7 +2,7 @@
 import type { EngineEvent } from "../shared/events";
 import { connect, type EngineClient } from "../engine/api/client";
 import { hostEngine } from "../engine/api/host";
-import { readSse } from "../engine/harness/sse";
+import { createOpencodeClient } from "@opencode-ai/sdk/v2";
 import type { ScriptedModel } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, scriptedTarget, settle, tempDir } from "../test/helpers";
 import { median, pct, round, sleep } from "./stats";
@@ -40,10 +40,9 @@ export async function gateRig(model: ScriptedModel): Promise<GateRig> {
   void (async () => {
     while (!abort.signal.aborted) {
       try {
-        for await (const raw of readSse(`${server.url}/global/event`, { Authorization: server.authHeader }, abort.signal)) {
-          const p = (raw as { payload?: { type?: string; properties?: { id?: string } } }).payload;
-          if (p?.type === "permission.asked" && p.properties?.id) emitted.set(p.properties.id, Date.now());
-        }
+        const oc = createOpencodeClient({ baseUrl: server.url!, headers: { Authorization: server.authHeader } });
+        const { stream } = await oc.global.event({ signal: abort.signal, sseMaxRetryAttempts: 1 });
+        for await (const env of stream) if (env?.payload?.type === "permission.asked") emitted.set(env.payload.properties.id, Date.now());
       } catch {
         // reopened below
       }

@@ -8,7 +8,6 @@ import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, WORKER_AGENT, type ProviderAccess } from "./config";
 import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
-import { readSse } from "./sse";
 import { opencodeEvent } from "./translate";
 import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process/process";
 import { config as ocwConfig } from "../config";
@@ -185,18 +184,24 @@ export class OpencodeServer extends EventEmitter {
     }
   }
 
+  /**
+   * opencode's global event stream, read with the SDK's own SSE client and typed by it (GlobalEvent). Reconnects are
+   * ours: the SDK would retry silently, and a reconnect must be known because events may have been missed (resync).
+   */
   private openStream(): void {
     const abort = new AbortController();
     this.streamAbort = abort;
     let first = true;
     const loop = async () => {
       let delay = 100;
-      while (!abort.signal.aborted && this.url) {
+      while (!abort.signal.aborted && this.client) {
+        let dropped = "the stream ended";
         try {
-          for await (const raw of readSse(`${this.url}/global/event`, { Authorization: this.authHeader }, abort.signal)) {
-            const env = raw as { directory?: string; payload?: { type?: string; properties?: Record<string, unknown> } };
+          const { stream } = await this.client.global.event({ signal: abort.signal, sseMaxRetryAttempts: 1, onSseError: (err) => (dropped = (err as Error).message) });
+          for await (const env of stream) {
+            if (typeof env !== "object" || env === null) continue; // a keep-alive or comment carries nothing for us
             const p = env.payload;
-            if (!p?.type || p.type === "sync" || p.type === "server.heartbeat" || p.type === "plugin.added") continue;
+            if (!p?.type) continue;
             if (p.type === "server.connected") {
               if (!first) this.emit("resync");
               first = false;
@@ -207,10 +212,10 @@ export class OpencodeServer extends EventEmitter {
             if (e) this.emit("event", e);
           }
         } catch (err) {
-          if (abort.signal.aborted) return;
-          this.opts.log?.(`event stream dropped: ${(err as Error).message}; reconnecting`);
+          dropped = (err as Error).message;
         }
         if (abort.signal.aborted) return;
+        this.opts.log?.(`event stream dropped: ${dropped}; reconnecting`);
         await new Promise((r) => setTimeout(r, delay));
         delay = Math.min(delay * 2, 2000);
       }
