@@ -1,4 +1,7 @@
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { estimateOptionsFromFlags } from "../../test/fixtures/fit-matrix";
 import { modelMetadata } from "../../test/fixtures/gguf/writer";
 import { assignLayers, estimate, EstimateError, GiB, MiB, resolveContext } from "./estimate";
 import { hparamsFromMetadata, MetadataError } from "./hparams";
@@ -146,4 +149,38 @@ describe("layer split across devices", () => {
     const e = estimate(h, null, { ctx: 4096, parallel: 1, gpus: [g("0", 8 * GiB), g("1", 8 * GiB)] });
     expect(e.perDevice.map((d) => d.kvBytes)).toEqual([3 * MiB, 1 * MiB, 0]);
   });
+});
+
+// The compute buffer replays llama.cpp's graph reserve + ggml-alloc (compute-graph.ts). Each recorded log names the flags
+// it ran with (<model>-c<ctx>-np<n>[-kvu][-ub<n>][-faoff].log); the newer ones also hold the destructor's line with
+// four decimals ("compute buffer size is 8.5117 MiB"), which pins the figure to about ±50 bytes.
+describe("compute buffer against recorded llama-server logs (test/fixtures/llama-logs)", () => {
+  const dir = path.join(__dirname, "../../test/fixtures/llama-logs");
+  const SPECS = { "llama-gqa": llamaGqa, "gemma3-swa": gemma3Swa, "lfm2-hybrid": lfm2 } as const;
+  const logs = readdirSync(dir).filter((n) => n.endsWith(".log")).sort();
+  it("has the cases that pin each term", () => {
+    // n_outputs = slots (not the vocabulary × ubatch), n_tokens rounded to a multiple of the slots, FA off (KQ matrix),
+    // in-place ROPE after a per-head norm (gemma3), short-conv state reads (lfm2), -ub
+    for (const n of ["llama-gqa-c4096-np1.log", "llama-gqa-c5000-np3-kvu.log", "llama-gqa-c4096-np1-faoff.log", "gemma3-swa-c4096-np2-faoff.log", "gemma3-swa-c8192-np4-kvu-ub256.log", "lfm2-hybrid-c2048-np8-kvu.log"]) {
+      expect(logs).toContain(n);
+    }
+  });
+  for (const name of logs) {
+    const key = (Object.keys(SPECS) as (keyof typeof SPECS)[]).find((k) => name.startsWith(`${k}-`));
+    if (!key) continue;
+    it(name, async () => {
+      const text = readFileSync(path.join(dir, name), "utf8");
+      const rest = name.slice(key.length);
+      const flags: string[] = [];
+      for (const m of rest.matchAll(/-(c|np|ub)(\d+)/g)) flags.push(`-${m[1]}`, m[2]!);
+      if (/-kvu\b/.test(rest)) flags.push("-kvu");
+      if (/-faoff\b/.test(rest)) flags.push("-fa", "off");
+      const e = estimate(hparamsFromMetadata(await SPECS[key]()), null, estimateOptionsFromFlags(flags));
+      const precise = /compute buffer size is\s+([\d.]+) MiB/.exec(text);
+      const logged = Number(/CPU compute buffer size =\s+([\d.]+) MiB/.exec(text)?.[1]);
+      expect(logged).toBeGreaterThan(0);
+      if (precise) expect(Math.abs(e.computeBytes - Number(precise[1]) * MiB)).toBeLessThanOrEqual(64);
+      else expect(Math.round((e.computeBytes / MiB) * 100) / 100).toBe(logged);
+    });
+  }
 });

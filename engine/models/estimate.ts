@@ -5,9 +5,11 @@
  *  - SWA: src/llama-kv-cache-iswa.cpp:73 (window cells = PAD(min(cells, n_swa·(unified ? n_seq : 1) + n_ubatch), 256))
  *  - recurrent: src/llama-memory-recurrent.cpp:101 (F32, rows = max(1, n_seq)·(1 + n_rs_seq), n_embd_r / n_embd_s)
  *  - layer → device: src/llama-model.cpp:1443-1500 (cumulative free-memory fractions, output layer = n_layer)
- * KV and recurrent bytes are exact (they are plain tensor allocations). Compute buffer and driver overhead are
- * documented estimates (see docs/model-setup.md), calibrated against the server's logged figures.
+ * KV and recurrent bytes are exact (they are plain tensor allocations). The compute buffer replays llama.cpp's graph
+ * reserve and ggml-alloc on the decoder block (compute-graph.ts); driver overhead is a documented estimate
+ * (see docs/model-setup.md).
  */
+import { computeBufferBytes } from "./compute-graph";
 import { ggmlTypeId, type KvCacheType, rowBytes } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";
 import { type ModelHparams, nEmbdKGqa, nEmbdVGqa } from "./hparams";
@@ -238,17 +240,25 @@ export function estimate(h: ModelHparams, tensors: GgufTensorInfo[] | null, o: E
     warnings.push("no tensor infos: weights not counted (pass a GGUF, or metadata with tensor infos)");
   }
 
-  // ---- output buffer and compute (estimates)
+  // ---- output buffer (n_vocab floats per output; llama-server allows one output per slot) and compute buffer
   const outputBytes = h.nVocab * 4 * ctx.slots;
-  const ffMax = Math.max(0, ...h.nFf);
-  const headMax = Math.max(0, ...h.nHead);
-  const nKvMain = cells;
-  let compute = ubatch * 4 * (2 * ffMax + 4 * h.nEmbd) + outputBytes;
-  if (h.kvLayer.some(Boolean)) {
-    // KQ mask(s): f16 with flash attention; without it an f32 mask plus the full KQ matrix of the widest layer
-    const masks = nKvMain + (swaCells ?? 0);
-    if (fa) compute += masks * ubatch * 2;
-    else compute += headMax * nKvMain * ubatch * 4 + masks * ubatch * 4;
+  // sched_reserve(): the prompt graph for n_tokens = min(n_ctx, n_ubatch) over n_seq_max sequences (graph_reserve rounds
+  // n_tokens up to a multiple of them), with one output per slot (n_outputs_max = n_parallel), allocated by ggml-alloc
+  const nBatch = Math.min(ctx.nCtx, 2048);
+  const nSeqs = ctx.slots;
+  const nTokens = Math.ceil(Math.min(ctx.nCtx, Math.min(nBatch, ubatch)) / nSeqs) * nSeqs;
+  const compute = computeBufferBytes({
+    ...h,
+    nLayer: h.nLayer,
+    nTokens,
+    nSeqs,
+    nOutputs: Math.min(nTokens, ctx.slots),
+    nKv: cells,
+    nKvSwa: swaCells ?? 0,
+    flashAttn: fa,
+  });
+  if (h.isMla || h.rsLayer.some((r, il) => r && !h.arch.startsWith("lfm2") && !h.kvLayer[il])) {
+    warnings.push("compute buffer: this architecture's MLA / recurrent layers are sized as standard attention / short-conv layers (an approximation)");
   }
   if (gpus.length > 1) warnings.push("multi-GPU: pipeline parallelism keeps extra input copies; compute estimate per GPU");
 
