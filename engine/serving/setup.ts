@@ -34,6 +34,11 @@ export interface ServingRecord {
   logFile: string;
   keyFile: string | null;
   startedAt: string;
+  /**
+   * GPU memory the server holds, by the vendor tool's index (nvidia-smi / rocm-smi): measured as used after − before its
+   * start, else the plan's bytes. A setup that replaces this target plans with it free (it is stopped before the load).
+   */
+  gpuBytes?: { index: number; bytes: number }[];
 }
 
 const servingFile = () => path.join(stateDir(), "serving.json");

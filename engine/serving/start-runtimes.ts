@@ -16,9 +16,9 @@ import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort, stopPid } from "./llama-server";
 import { finish, listServing, saveServing, stopServing } from "./setup";
-import { classifyLog, type PhaseOps, type StartJobOptions, StartError } from "./start";
+import { classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartJobOptions, StartError, withFreed } from "./start";
 import { commandWords, shellQuote } from "../models/plan";
-import { FitResult } from "../../shared/fit";
+import { type FitPick, FitResult } from "../../shared/fit";
 import { runFitPlan } from "./commands";
 import { verifyEndpoint } from "./verify";
 
@@ -140,9 +140,27 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o.hardware ?? (await detectHardware({}));
   // the same planner as `ocw fit --runtime vllm|sglang`: safetensors weights, tensor × data parallel over the GPUs
-  const fr = await runFitPlan({ json: true, runtime, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: hw, store: o.store });
-  if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
-  const fit = FitResult.parse(JSON.parse(fr.stdout));
+  const planOn = async (h: typeof hw) => {
+    const fr = await runFitPlan({ json: true, runtime, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: h, store: o.store });
+    if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
+    return FitResult.parse(JSON.parse(fr.stdout));
+  };
+  const idOf = (p: FitPick) => {
+    const w = commandWords(p.command).args;
+    return input.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
+  };
+  let fit = await planOn(hw);
+  // a running server of the target this setup replaces is stopped before the load: plan with its memory free
+  let replacing: RunningGroup | null = null;
+  for (const g of runningGroups()) {
+    if (input.id && g.id !== input.id) continue;
+    const freed = await planOn(withFreed(hw, g.bytes));
+    if (freed.pick && idOf(freed.pick) === g.id) {
+      fit = freed;
+      replacing = g;
+      break;
+    }
+  }
   if (!fit.pick) throw new StartError({ kind: "no-fit", cause: fit.problem ?? `${input.model ?? "nothing in the catalog"} does not fit this machine with ${name}`, logLine: null, remedy: "fewer slots, a shorter context, --runtime llama.cpp, or an API provider" });
   const pick = fit.pick;
   const slots = pick.slots;
@@ -150,7 +168,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   const model = commandWords(pick.command).args[runtime === "vllm" ? 1 : 3]!;
   Object.assign(job, { model: pick.model, quant: pick.quant, slots, ctxPerSlot: ctx, plannedCommand: pick.command, pick });
   const found = findRuntime(runtime);
-  ops.end(pick.reason);
+  ops.end(pick.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : ""));
   ops.cancelled();
   if (o.confirm) {
     const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
@@ -168,13 +186,18 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   ops.begin("load", `starting ${name}`);
   const words = commandWords(pick.command);
   const servedName = words.args[words.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop()!, quant: null });
-  const id = input.id ?? `${runtime}-${servedName}`;
+  const id = idOf(pick);
   const port = await freePort();
   const key = generateKey();
   const keyFile = keyFilePath(id);
   storeKey(keyFile, key);
   await stopServing(id);
   const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id) });
+  // vLLM / SGLang claim their share of each GPU up front (--gpu-memory-utilization): that is what a replacement frees
+  // (imported here: parallel.ts → k8s.ts → this module would be a cycle at load)
+  const { parallelDevices } = await import("./parallel");
+  const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index!]));
+  const held = pick.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]!), bytes: d.budgetBytes })).filter((x): x is { index: number; bytes: number } => x.index !== undefined);
   job.launchedCommand = `${[...Object.entries(launch.env).map(([k, v]) => (k === "VLLM_API_KEY" ? `${k}=…` : `${k}=${shellQuote(v)}`))].join(" ")}${Object.keys(launch.env).length ? " " : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;
   const logFile = path.join(stateDir(), "logs", `${id}.log`);
   setLog(logFile);
@@ -199,7 +222,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
       remedy: c?.remedy ?? "read the log file", logFile,
     });
   }
-  saveServing([...listServing().filter((r) => r.targetId !== id), { targetId: id, pid: child.pid!, supervisorPid: null, port, bin: launch.cmd, args: launch.args, env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")), logFile, keyFile, startedAt: new Date().toISOString() }]);
+  saveServing([...listServing().filter((r) => r.targetId !== id), { targetId: id, pid: child.pid!, supervisorPid: null, port, bin: launch.cmd, args: launch.args, env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")), logFile, keyFile, startedAt: new Date().toISOString(), gpuBytes: held }]);
   ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s`);
 
   ops.begin("warmup", "one short completion");

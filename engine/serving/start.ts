@@ -16,7 +16,7 @@ import { detectHardware, type HardwareReport } from "../hardware/detect";
 import { findCatalog } from "../models/catalog";
 import { DownloadError, downloadFile } from "../models/download";
 import { hubHeaders, listRepoFiles, resolveUrl, type HubFile } from "../models/hf";
-import { commandWords, shellQuote } from "../models/plan";
+import { commandWords, devicesFromHardware, shellQuote } from "../models/plan";
 import { localPathFor, parseRepoRef } from "../models/resolve";
 import { stateDir } from "../store/paths";
 import type { TargetStore } from "../store/targets";
@@ -24,7 +24,7 @@ import { runFitPlan } from "./commands";
 import { installPrebuilt } from "./get-llama";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
-import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./llama-server";
+import { findLlamaServer, freePort, parseServerLog, pidAlive, signalablePid, startLlamaServer } from "./llama-server";
 import { finish, listServing, saveServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 import { runOtherRuntime } from "./start-runtimes";
@@ -277,6 +277,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
   };
   let bin: string | null = null;
   let logFile: string | null = null;
+  let replacing: RunningGroup | null = null;
   try {
     // ── plan: the same planner as `ocw fit`
     begin("plan", "detecting the hardware and planning");
@@ -289,9 +290,22 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         throw new StartError({ kind: "not-found", cause: (e as Error).message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-      const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: hw, store: o.store });
-      if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
-      const fit = FitResult.parse(JSON.parse(fr.stdout));
+      const planOn = async (h: HardwareReport) => {
+        const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: h, store: o.store });
+        if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
+        return FitResult.parse(JSON.parse(fr.stdout));
+      };
+      let fit = await planOn(hw);
+      // a running server of the target this setup replaces is stopped before the load: plan with its memory free
+      for (const g of runningGroups()) {
+        if (input.id && g.id !== input.id) continue;
+        const freed = await planOn(withFreed(hw, g.bytes));
+        if (freed.pick && replaces(freed.pick, g, input.id)) {
+          fit = freed;
+          replacing = g;
+          break;
+        }
+      }
       if (!fit.pick) throw new StartError({ kind: "no-fit", cause: input.model ? (fit.problem ?? `${input.model} does not fit this machine`) : `nothing in the catalog fits this machine: ${fit.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
       const pick = fit.pick;
       const entry = findCatalog(pick.model);
@@ -299,7 +313,8 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       const words = commandWords(pick.command);
       const mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
       if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
-      end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}`);
+      const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / GiB).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
+      end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}${held}`);
       cancelled();
       if (o.confirm) {
         const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
@@ -394,6 +409,8 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       const key = generateKey();
       storeKey(keyFile, key);
       await stopServing(id);
+      // the vendor tool's figures before this start (the replaced server's memory is free again)
+      const before = replacing ? ((await detectHardware({}).catch(() => null)) ?? hw) : hw;
       const sup = supervisorCommand();
       const launched: string[] = [];
       const servers: NonNullable<SetupJob["servers"]> = [];
@@ -498,22 +515,33 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       // ── placement: the weights where the plan put them (each server's log, its /props, the vendor tool)
       begin("placement", "reading llama-server's log and /props");
       const placements: SetupPlacement[] = [];
+      const after = before.gpus.some((g) => g.usedBytes !== null) && pick.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
+      // the plan's device ids → the vendor tool's index (llama.cpp's CUDA0 is not always nvidia-smi's 0)
+      const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g) => [g.runtimeId, g.index!]));
       for (const [k, x] of servers.entries()) {
         const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(`${x.url.replace(/\/v1$/, "")}/props`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 });
-        let smi: Parameters<typeof checkPlacement>[2] = null;
-        if (!pooled && hw.gpus.some((g) => g.usedBytes !== null) && pick.placement !== "cpu") {
-          const after = await detectHardware({}).catch(() => null);
-          if (after) {
-            const ids = pick.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ").slice(1).join(" "));
-            smi = {
-              before: hw.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
-              after: after.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
-            };
-          }
-        }
         // a replica sees its GPUs renumbered from 0 (the others are hidden): its log names them so
         const devices = pooled ? replicaDevices(pick, replicas[k]!.devices!, x.env.length > 0) : pick.devices;
+        // this server's GPUs by the vendor tool's index: a replica's from its CUDA_VISIBLE_DEVICES (in its order)
+        const visible = x.env.find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))?.split("=")[1]?.split(",").map(Number);
+        const planned = (pooled ? replicas[k]!.devices! : pick.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0]!))
+          .map((rid, j) => ({ rid, index: visible?.[j] ?? indexOf.get(rid), device: devices.filter((d) => d.name !== "cpu")[j] }));
+        let smi: Parameters<typeof checkPlacement>[2] = null;
+        if (after) {
+          // named as this server's devices, matched by index (GPUs of one model share a name)
+          const fig = (h: HardwareReport) => planned.filter((p) => p.device && p.index !== undefined).map((p) => ({ name: p.device!.name, usedBytes: h.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
+          smi = { before: fig(before), after: fig(after) };
+        }
         const pl = checkPlacement({ devices, placement: pick.placement }, readLog(k), smi);
+        // what it holds, for a later setup that replaces it: measured, else planned
+        const gpuBytes = planned.filter((p) => p.index !== undefined).map((p) => {
+          const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
+          const a = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
+          const measured = a != null && b != null ? a - b : null;
+          return { index: p.index!, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : (p.device?.plannedBytes ?? 0))) };
+        }).filter((g) => g.bytes > 0);
+        const recId = pooled ? `${id}@${k + 1}` : id;
+        if (gpuBytes.length) saveServing(listServing().map((r) => (r.targetId === recId ? { ...r, gpuBytes } : r)));
         if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path.basename(props.body.model_path)}` : ""}`);
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
@@ -554,6 +582,60 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
   if (job.result) job.result.ms = job.ms;
   emit();
   return job;
+}
+
+/** The live servers of one target (all replicas of a pool) and the GPU memory they hold, by the vendor tool's index. */
+export interface RunningGroup {
+  id: string;
+  recs: ServingRecord[];
+  bytes: Map<number, number>;
+}
+
+export function runningGroups(recs: ServingRecord[] = listServing()): RunningGroup[] {
+  const m = new Map<string, RunningGroup>();
+  for (const r of recs) {
+    if (!signalablePid(r.pid) || !pidAlive(r.pid) || !r.gpuBytes?.length) continue;
+    const id = r.replicaOf ?? r.targetId;
+    const g = m.get(id) ?? { id, recs: [], bytes: new Map<number, number>() };
+    g.recs.push(r);
+    for (const x of r.gpuBytes) g.bytes.set(x.index, (g.bytes.get(x.index) ?? 0) + x.bytes);
+    m.set(id, g);
+  }
+  return [...m.values()];
+}
+
+/** The hardware as it will be once those servers are stopped: their memory free again. */
+export function withFreed(hw: HardwareReport, bytes: Map<number, number>): HardwareReport {
+  return {
+    ...hw,
+    gpus: hw.gpus.map((g) => {
+      const b = bytes.get(g.index) ?? 0;
+      if (!b || g.freeBytes === null) return g;
+      return { ...g, freeBytes: Math.min(g.totalBytes, g.freeBytes + b), usedBytes: g.usedBytes === null ? null : Math.max(0, g.usedBytes - b) };
+    }),
+  };
+}
+
+/**
+ * Whether starting this pick stops that running target (setup stops the target it saves before loading): the same
+ * id — the one asked, or the one setup derives from the model (catalog name + quant, else the model file's alias).
+ */
+export function replaces(pick: FitPick, g: RunningGroup, inputId?: string): boolean {
+  if (inputId) return g.id === inputId;
+  const entry = findCatalog(pick.model);
+  if (entry) return g.id === `llamacpp-${targetSlug({ model: entry.name, quant: pick.quant })}`;
+  const args = g.recs[0]!.args;
+  const alias = args[args.indexOf("--alias") + 1];
+  const file = args[args.indexOf("-m") + 1];
+  if (!alias || !file || g.id !== `llamacpp-${alias}`) return false;
+  const w = commandWords(pick.pool ? pick.pool.endpoints[0]!.command : pick.command).args;
+  const mi = w.findIndex((a) => a === "-m" || a === "-hf");
+  if (mi < 0) return false;
+  const value = w[mi + 1]!;
+  if (w[mi] === "-m") return path.resolve(value) === path.resolve(file);
+  const [repo, quant] = value.split(":");
+  const dir = path.join(stateDir(), "models", repo!.replace("/", "__"));
+  return file.startsWith(dir + path.sep) && (!quant || pathHasQuant(path.relative(dir, file), quant));
 }
 
 /** The helpers the other runtimes' phases use (start-runtimes.ts). */

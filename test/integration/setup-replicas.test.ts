@@ -87,6 +87,13 @@ describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () =>
     expect(j.checks.filter((c: any) => c.name === "slots").map((c: any) => c.evidence.slice(0, 10))).toEqual(["replica 1:", "replica 2:"]);
     // the double is a CPU build: placement honestly says the weights are in RAM, not on the GPUs the plan named
     expect(j.job.placement.passed).toBe(false);
+    // each replica is checked against the vendor tool too, on its own GPU (matched by index: the names can be equal)
+    const ev = j.job.placement.evidence.join(" | ");
+    expect(ev).toMatch(/replica 1: device memory: CUDA0 NVIDIA GeForce RTX \d+ .* GiB used/);
+    expect(ev).toMatch(/replica 2: device memory: CUDA0 NVIDIA GeForce RTX \d+ .* GiB used/);
+    // what each replica holds is recorded by its GPU's nvidia-smi index (planned bytes: the CPU double moved nothing)
+    const recs = JSON.parse(readFileSync(path.join(state, "serving.json"), "utf8"));
+    for (const r of recs) expect(r.gpuBytes.map((g: { index: number }) => String(g.index))).toEqual([r.env.CUDA_VISIBLE_DEVICES]);
   }, 900_000);
 
   it("one target with both endpoints; `ocw targets --json` lists them healthy with 2 slots each", async (ctx) => {

@@ -202,10 +202,32 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
     // placement: the log's buffers and the device memory the (fake) nvidia-smi reports
     expect(job.placement?.passed).toBe(true);
     expect(job.placement?.evidence.join(" ")).toMatch(/CUDA0 \d+ MiB/);
-    expect(job.placement?.evidence.join(" ")).toMatch(/device memory: NVIDIA GeForce RTX 4060 .* GiB used \(\+/);
+    expect(job.placement?.evidence.join(" ")).toMatch(/device memory: CUDA0 NVIDIA GeForce RTX 4060 .* GiB used \(\+/);
     expect(job.result?.outcome).toBe("built");
     expect(job.result?.active).toBe(true);
     expect((await eng.client.targets.list.query()).active).toBe(job.result?.target.id);
+  }, 180_000);
+
+  it("starting the same target again plans with its running server's GPU memory free (it is replaced), not around it", async () => {
+    const recs = () => JSON.parse(readFileSync(path.join(tmp, "state", "serving.json"), "utf8")) as { targetId: string; pid: number; gpuBytes?: { index: number; bytes: number }[] }[];
+    const id = job.result!.target.id;
+    const old = recs().find((r) => r.targetId === id)!;
+    // what the first server holds, as the (fake) nvidia-smi measured it: its CUDA0 buffer + 1.5 GB of context
+    expect(old.gpuBytes).toEqual([{ index: 0, bytes: expect.any(Number) }]);
+    expect(old.gpuBytes![0]!.bytes).toBeGreaterThan(1500 * 2 ** 20);
+    // the fake GPU now shows that memory in use: what is left is less than the plan puts there (a plan around it differs)
+    const freeMiB = Number(readFileSync(smiCsv, "utf8").split(",")[6]);
+    expect(freeMiB * 2 ** 20).toBeLessThan(job.pick!.devices.find((d) => d.name.startsWith("CUDA0"))!.plannedBytes);
+    const again = await finished((await eng.client.setup.start.mutate({})).jobId);
+    expect(again.failure).toBeNull();
+    expect(again.plannedCommand).toBe(pickCommand);
+    expect(again.phases.find((p) => p.name === "plan")!.detail).toMatch(new RegExp(`running server of target ${id} \\(pid ${old.pid}\\) holds .* GiB of GPU memory: counted as free`));
+    // one server for the target: the old one stopped, the new one's memory measured after it was gone
+    const now = recs().filter((r) => r.targetId === id);
+    expect(now).toHaveLength(1);
+    expect(now[0]!.pid).not.toBe(old.pid);
+    expect(again.placement?.passed).toBe(true);
+    expect(again.placement?.evidence.join(" ")).toMatch(/device memory: CUDA0 NVIDIA GeForce RTX 4060 .* GiB used \(\+[1-9]/);
   }, 180_000);
 
   it("a failed load names the server's own log line and what to do, and leaves no serving record", async () => {
@@ -316,6 +338,18 @@ describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
     expect(a).toMatch(/--max-model-len 32768 --max-num-seqs 2 /);
     expect(a).toMatch(/--tensor-parallel-size 2 --data-parallel-size 2 /);
     expect(a).toMatch(/--tool-call-parser qwen3_coder/);
+    // again, with the GPUs showing what the running vLLM holds (0.9 of each): the plan counts it free and replaces it
+    const recs = JSON.parse(readFileSync(path.join(tmp, "cli-state", "serving.json"), "utf8")) as { targetId: string; pid: number; gpuBytes?: { index: number; bytes: number }[] }[];
+    const old = recs.find((x) => x.targetId === "vllm-qwen3.6-27b-fp8")!;
+    expect(old.gpuBytes!.map((g) => g.index)).toEqual([0, 1, 2, 3]);
+    writeFileSync(smi4, Array.from({ length: 4 }, (_, i) => `${i}, GPU-${i}, NVIDIA GeForce RTX 4090, 00000000:0${i + 1}:00.0, 24564, 22600, 1964, 580.65.06, 8.9`).join("\n") + "\n");
+    const again = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes"], { ...env(), OCW_FAKE_NVIDIA_SMI: smi4, PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter) });
+    expect(again.stderr).toMatch(new RegExp(`plan: done .*tensor parallel 2 .*running server of target vllm-qwen3.6-27b-fp8 \\(pid ${old.pid}\\) holds .* GiB of GPU memory: counted as free`));
+    expect(again.exitCode, again.stderr).toBe(0);
+    const now = (JSON.parse(readFileSync(path.join(tmp, "cli-state", "serving.json"), "utf8")) as { targetId: string; pid: number }[]).filter((x) => x.targetId === old.targetId);
+    expect(now.map((x) => x.pid)).not.toContain(old.pid);
+    expect(now).toHaveLength(1);
+    await ocw(["serving", "stop"], env());
   }, 150_000);
   it("an unknown runtime, or vLLM without a model, is exit 2 with one line", async () => {
     const a = await ocw(["setup", "--runtime", "ollama", "--yes"], env());
