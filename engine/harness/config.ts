@@ -1,4 +1,4 @@
-import { readFileSync, existsSync } from "node:fs";
+import { readFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { Target } from "../../shared/target";
 import { targetSlug } from "../../shared/target";
@@ -34,6 +34,45 @@ export const OFFLINE_ENV: Record<string, string> = {
   // instead of 14–36k after 48 workers, and 20% faster (less kernel time), for ~40% more RSS (docs/opencode.md).
   Malloc: "1",
 };
+
+/** The package opencode installs into every config directory it reads (its plugin SDK). */
+export const OPENCODE_PLUGIN_PACKAGE = "@opencode-ai/plugin";
+
+/**
+ * Pre-seeds opencode's global config directory (`$XDG_CONFIG_HOME/opencode`) so that opencode does not try to install
+ * its plugin SDK there. opencode 1.18.33 (Config.loadInstanceState) forks `Npm.install(dir, add: @opencode-ai/plugin)`
+ * for every config directory on every instance boot, i.e. for every new workspace directory; Npm.install reifies (under
+ * a lock named `npm-install:<dir>`) unless `<dir>/node_modules` exists and `<dir>/package-lock.json`'s root package
+ * lists every dependency of `<dir>/package.json` plus that package (Npm.checkDirty compares names only). Offline the
+ * install can only fail, it holds the lock while npm retries, and concurrent boots time out on it: "background
+ * dependency install failed … LockTimeoutError" / "ReleaseError: token mismatch" on every start, and a lock left behind
+ * when serve is stopped. Workers run no plugins (OPENCODE_PURE), so the package is not needed: the seed says it is there.
+ * The directory is opencode's own under our per-target home, never the user's config.
+ */
+export function seedOpencodeConfigDir(configDir: string): void {
+  mkdirSync(path.join(configDir, "node_modules"), { recursive: true, mode: 0o700 });
+  const lockFile = path.join(configDir, "package-lock.json");
+  const pkgFile = path.join(configDir, "package.json");
+  const read = (f: string): Record<string, unknown> | null => {
+    try {
+      return JSON.parse(readFileSync(f, "utf8")) as Record<string, unknown>;
+    } catch {
+      return null;
+    }
+  };
+  const deps = (o: unknown): string[] => {
+    const r = (o ?? {}) as Record<string, Record<string, unknown> | undefined>;
+    return ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"].flatMap((k) => Object.keys(r[k] ?? {}));
+  };
+  const pkg = read(pkgFile);
+  const lock = read(lockFile);
+  const locked = new Set(deps((lock?.packages as Record<string, unknown> | undefined)?.[""]));
+  const wanted = [...deps(pkg), OPENCODE_PLUGIN_PACKAGE];
+  if (wanted.every((d) => locked.has(d))) return;
+  const dependencies = Object.fromEntries(wanted.map((d) => [d, "*"]));
+  if (!pkg) writeFileSync(pkgFile, JSON.stringify({ dependencies }, null, 2) + "\n");
+  writeFileSync(lockFile, JSON.stringify({ name: "opencode-config", lockfileVersion: 3, requires: true, packages: { "": { dependencies } } }, null, 2) + "\n");
+}
 
 /** The worker agent's permission rules: gates on edit/bash/webfetch, nothing outside the worktree, reads free. */
 export const WORKER_PERMISSION = {

@@ -6,7 +6,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
-import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, WORKER_AGENT, type ProviderAccess } from "./config";
+import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
 import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
 import { opencodeEvent } from "./translate";
 import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process/process";
@@ -91,6 +91,8 @@ export class OpencodeServer extends EventEmitter {
       TMPDIR: path.join(h, "tmp"),
     };
     for (const d of Object.values(xdg)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    // opencode would otherwise try to npm-install its plugin SDK there on every instance boot (see the function)
+    seedOpencodeConfigDir(path.join(xdg.XDG_CONFIG_HOME, "opencode"));
     const config = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
     return allowListedEnv({
       ...xdg,

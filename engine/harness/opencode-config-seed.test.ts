@@ -1,0 +1,64 @@
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { cleanup, tempDir } from "../../test/helpers";
+import { OPENCODE_PLUGIN_PACKAGE, seedOpencodeConfigDir } from "./config";
+
+const tmps: string[] = [];
+afterEach(() => cleanup(...tmps.splice(0)));
+const tmp = () => {
+  const d = tempDir("oc-seed");
+  tmps.push(d);
+  return d;
+};
+
+describe("seedOpencodeConfigDir", () => {
+  it("writes node_modules/ and a lock whose root lists the plugin package (what opencode's Npm.checkDirty looks for)", () => {
+    const dir = path.join(tmp(), "opencode");
+    seedOpencodeConfigDir(dir);
+    expect(existsSync(path.join(dir, "node_modules"))).toBe(true);
+    const lock = JSON.parse(readFileSync(path.join(dir, "package-lock.json"), "utf8"));
+    expect(Object.keys(lock.packages[""].dependencies)).toEqual([OPENCODE_PLUGIN_PACKAGE]);
+  });
+  it("keeps a package.json's own dependencies in the lock and leaves an already complete state alone", () => {
+    const dir = tmp();
+    writeFileSync(path.join(dir, "package.json"), JSON.stringify({ dependencies: { "left-pad": "1.3.0" } }));
+    seedOpencodeConfigDir(dir);
+    const lockFile = path.join(dir, "package-lock.json");
+    expect(Object.keys(JSON.parse(readFileSync(lockFile, "utf8")).packages[""].dependencies).sort()).toEqual([OPENCODE_PLUGIN_PACKAGE, "left-pad"]);
+    writeFileSync(lockFile, JSON.stringify({ packages: { "": { dependencies: { "left-pad": "1.3.0", [OPENCODE_PLUGIN_PACKAGE]: "1.18.33" } } } }));
+    seedOpencodeConfigDir(dir);
+    expect(JSON.parse(readFileSync(lockFile, "utf8")).packages[""].dependencies[OPENCODE_PLUGIN_PACKAGE]).toBe("1.18.33");
+  });
+});
+
+// The real opencode serve: without the seed, every instance boot forks an npm install of the plugin SDK into the config
+// dir, under a lock named `npm-install:<dir>` (opencode's Lock: $XDG_STATE_HOME/opencode/locks/sha1(key).lock). Offline it
+// can only fail ("background dependency install failed" once npm gives up, LockTimeoutError for the boots that wait).
+describe("opencode serve with its own home", () => {
+  it("boots instances for several workspaces without starting the plugin install", async () => {
+    const root = tmp();
+    const home = path.join(root, "oc-home");
+    const { OpencodeServer } = await import("./opencode-server");
+    const server = new OpencodeServer({ target: { id: "seed", model: "m", endpoint: "http://127.0.0.1:9/v1", keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 1 }, checks: [] } as never, home });
+    try {
+      await server.start();
+      const dirs = [1, 2, 3].map((i) => {
+        const d = path.join(root, `w${i}`);
+        mkdirSync(d);
+        return d;
+      });
+      await Promise.all(dirs.map((directory) => server.client!.session.create({ directory, title: "t" })));
+      await new Promise((r) => setTimeout(r, 1500));
+    } finally {
+      await server.stop();
+    }
+    const configDir = path.join(home, ".config", "opencode");
+    const lock = path.join(home, ".local", "state", "opencode", "locks", createHash("sha1").update(`npm-install:${configDir}`).digest("hex") + ".lock");
+    expect(existsSync(lock), "opencode took the npm-install lock of its config dir: it is installing the plugin SDK").toBe(false);
+    const log = readFileSync(path.join(home, ".local", "share", "opencode", "log", "opencode.log"), "utf8");
+    expect(log).not.toMatch(/dependency install failed/);
+    expect(log).toMatch(/opencode\.jsonc/); // the config dir was read: the boots happened
+  }, 90_000);
+});
