@@ -260,6 +260,9 @@ export function estimate(h: ModelHparams, tensors: GgufTensorInfo[] | null, o: E
   if (h.isMla || h.rsLayer.some((r, il) => r && !h.arch.startsWith("lfm2") && !h.kvLayer[il])) {
     warnings.push("compute buffer: this architecture's MLA / recurrent layers are sized as standard attention / short-conv layers (an approximation)");
   }
+  if (tensors?.some((t) => /_exps\./.test(t.name))) {
+    warnings.push("compute buffer: the expert FFNs are sized as one dense FFN of feed_forward_length (an approximation)");
+  }
   if (gpus.length > 1) warnings.push("multi-GPU: pipeline parallelism keeps extra input copies; compute estimate per GPU");
 
   // ---- per device
