@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { commandWords, shellQuote } from "../models/plan";
-import { checkPlacement, classifyDownload, classifyLog, pathHasQuant } from "./start";
+import { checkPlacement, classifyDownload, classifyLog, pathHasQuant, replaces, runningGroups, withFreed } from "./start";
 
 describe("start: failure classification from the server's own log", () => {
   it.each([
@@ -71,5 +71,38 @@ describe("start: placement against the plan", () => {
   });
   it("no buffer lines at all is not a pass", () => {
     expect(checkPlacement(pick, "nothing\n").passed).toBe(false);
+  });
+});
+
+describe("start: replacing a running server of the same target", () => {
+  const hw = (usedMiB: number) => ({
+    platform: "linux", arch: "x64", cpu: { model: "x", cores: 2 }, ram: { totalBytes: 64 * 2 ** 30, freeBytes: 32 * 2 ** 30 }, llamaDevices: null, probes: [], problems: [], ms: 1,
+    gpus: [{ index: 0, vendor: "nvidia", name: "G", totalBytes: 24576 * 2 ** 20, usedBytes: usedMiB * 2 ** 20, freeBytes: (24576 - usedMiB) * 2 ** 20, unified: false, source: "nvidia-smi" }],
+  }) as unknown as import("../hardware/detect").HardwareReport;
+  const rec = (targetId: string, args: string[], bytes: number, extra: Record<string, unknown> = {}) =>
+    ({ targetId, pid: process.pid, supervisorPid: null, port: 1, bin: "llama-server", args, logFile: "", keyFile: null, startedAt: "", gpuBytes: [{ index: 0, bytes }], ...extra });
+  const pick = (model: string, quant: string | null, command: string) => ({ model, quant, command }) as unknown as import("../../shared/fit").FitPick;
+
+  it("groups live records by target (replicas summed per GPU), skips dead pids and records without figures", () => {
+    const gs = runningGroups([
+      rec("a@1", ["-m", "/m.gguf"], 5 * 2 ** 30, { replicaOf: "a" }), rec("a@2", ["-m", "/m.gguf"], 2 ** 30, { replicaOf: "a" }),
+      rec("dead", [], 2 ** 30, { pid: 0 }), { ...rec("old", [], 0), gpuBytes: undefined },
+    ]);
+    expect(gs.map((g) => [g.id, g.recs.length, g.bytes.get(0)])).toEqual([["a", 2, 6 * 2 ** 30]]);
+  });
+  it("frees a target's memory on its GPUs (never past the total)", () => {
+    const h = withFreed(hw(20000), new Map([[0, 16000 * 2 ** 20]]));
+    expect([h.gpus[0]!.freeBytes! / 2 ** 20, h.gpus[0]!.usedBytes! / 2 ** 20]).toEqual([20576, 4000]);
+    expect(withFreed(hw(1000), new Map([[0, 5000 * 2 ** 20]])).gpus[0]!.freeBytes).toBe(24576 * 2 ** 20);
+  });
+  it("replaces only the target setup will stop: the asked id, or the id derived from the catalog model / the same file", () => {
+    const g = { id: "llamacpp-qwen3.6-27b-q4-k-m", recs: [rec("llamacpp-qwen3.6-27b-q4-k-m", ["-m", "/x.gguf", "--alias", "qwen3.6-27b-q4-k-m"], 1) as never], bytes: new Map() };
+    expect(replaces(pick("qwen3.6-27b", "Q4_K_M", "LLAMA_API_KEY=… llama-server -hf unsloth/Qwen3.6-27B-GGUF:Q4_K_M"), g)).toBe(true);
+    expect(replaces(pick("qwen3.6-27b", "Q8_0", "LLAMA_API_KEY=… llama-server -hf unsloth/Qwen3.6-27B-GGUF:Q8_0"), g)).toBe(false);
+    expect(replaces(pick("qwen3.6-27b", "Q8_0", "x"), g, "llamacpp-qwen3.6-27b-q4-k-m")).toBe(true);
+    expect(replaces(pick("qwen3.6-27b", "Q4_K_M", "x"), g, "mine")).toBe(false);
+    const f = { id: "llamacpp-tiny", recs: [rec("llamacpp-tiny", ["-m", "/models/tiny.gguf", "--alias", "tiny"], 1) as never], bytes: new Map() };
+    expect(replaces(pick("/models/tiny.gguf", null, "LLAMA_API_KEY=… llama-server -m /models/tiny.gguf -c 4096"), f)).toBe(true);
+    expect(replaces(pick("/models/other.gguf", null, "LLAMA_API_KEY=… llama-server -m /models/other.gguf -c 4096"), f)).toBe(false);
   });
 });
