@@ -243,7 +243,7 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     if (!parallel && (!o.model || findCatalog(o.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
       const { findRuntime } = await import("./start-runtimes");
       for (const rt of ["vllm", "sglang"] as const) {
-        const f = findRuntime(rt, { ...process.env, OCW_CONTAINER_ENGINE: "" }, { binaryOnly: true });
+        const f = installedRuntime(rt, findRuntime);
         if (f.how !== "binary") continue;
         const p = await proposeParallel({ runtime: rt, dev: parallelDevices(hw).dev, slots, minCtx, maxCtxPerSlot: exact, model: o.model?.replace(/:.*$/, ""), verified, max: 1 }).catch(() => null);
         if (p?.pick) result.alternatives.push(p.pick);
@@ -280,6 +280,17 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     }
     throw err;
   }
+}
+
+/** Whether vLLM / SGLang is installed (a binary, not a container), asked at most once a minute (SGLang spawns python). */
+const installed = new Map<string, { at: number; how: "binary" | "container" | null; path: string }>();
+function installedRuntime(rt: "vllm" | "sglang", find: typeof import("./start-runtimes").findRuntime): { how: "binary" | "container" | null } {
+  const k = installed.get(rt);
+  if (k && Date.now() - k.at < 60_000 && k.path === (process.env.PATH ?? "")) return k;
+  const f = find(rt, process.env, { binaryOnly: true });
+  const v = { at: Date.now(), how: f.how, path: process.env.PATH ?? "" };
+  installed.set(rt, v);
+  return v;
 }
 
 export interface LlamaFitParams {

@@ -10,7 +10,7 @@ import path from "node:path";
 import type { FitPick } from "../../shared/fit";
 import { targetSlug } from "../../shared/target";
 import { CATALOG, type CatalogEntry, type CatalogWeights, catalogHparams, findCatalog } from "../models/catalog";
-import { hubHeaders, listRepoFiles, resolveUrl } from "../models/hf";
+import { hubEndpoint as hubEndpointOf, hubHeaders, listRepoFiles, resolveUrl } from "../models/hf";
 import type { FitPick as FitPickT, PlannedDevice } from "../../shared/fit";
 import { GiB } from "../models/estimate";
 import { gpuWords, PARALLEL_OVERHEAD, type ParallelModel, type ParallelPlan, type PlanDevices, shellQuote, sizeParallel } from "../models/plan";
@@ -85,7 +85,10 @@ async function catalogModels(e: CatalogEntry, runtime: "vllm" | "sglang", hub: H
   return out;
 }
 
-/** The Hub's safetensors sizes, remembered; after one failure (offline) it is not asked again. */
+/** Sizes the Hub gave, kept for 10 minutes across plans (the wizard plans on every change). */
+const hubSizes = new Map<string, { at: number; bytes: number | null }>();
+
+/** The Hub's safetensors sizes, remembered; after one failure (offline) it is not asked again in this plan. */
 class HubSizer {
   private offline = false;
   private cache = new Map<string, number | null>();
@@ -93,12 +96,15 @@ class HubSizer {
   async size(repo: string): Promise<number | null> {
     if (!this.enabled || this.offline) return null;
     if (this.cache.has(repo)) return this.cache.get(repo)!;
+    const kept = hubSizes.get(`${hubEndpointOf(this.env)} ${repo}`);
+    if (kept && Date.now() - kept.at < 600_000) return kept.bytes;
     const files = await listRepoFiles(repo, "main", timedFetch, this.env).catch((e: Error) => {
       if (!/no Hugging Face repo|gated/.test(e.message)) this.offline = true;
       return null;
     });
     const bytes = files?.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a, f) => a + f.size, 0) || null;
     this.cache.set(repo, bytes);
+    if (files) hubSizes.set(`${hubEndpointOf(this.env)} ${repo}`, { at: Date.now(), bytes });
     return bytes;
   }
 }
