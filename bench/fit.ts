@@ -23,12 +23,14 @@ const SPECS: Record<ModelName, ModelSpec> = {
 };
 const LOG_MODEL: Record<string, ModelName> = { "llama-gqa": "llama", "gemma3-swa": "gemma3", "lfm2-hybrid": "lfm2" };
 
-/** Flags of a recorded log from its name, e.g. `gemma3-swa-c4096-np4-kvu-ub256-faoff.log` → `-c 4096 -np 4 -kvu -ub 256 -fa off`. */
+/** Flags of a recorded log from its name, e.g. `gemma3-swa-c4096-np4-kvu-ub256-faoff-q8_0.log` → `-c 4096 -np 4 -kvu -ub 256 -fa off -ctk q8_0 -ctv q8_0`. */
 function flagsFromName(name: string): string[] {
   const f: string[] = [];
   for (const m of name.matchAll(/-(c|np|ub)(\d+)/g)) f.push(`-${m[1]}`, m[2]!);
   if (/-kvu\b/.test(name)) f.push("-kvu");
   if (/-faoff\b/.test(name)) f.push("-fa", "off");
+  const q = /-(q8_0|q4_0)\b/.exec(name);
+  if (q) f.push("-ctk", q[1]!, "-ctv", q[1]!);
   return f;
 }
 
@@ -95,7 +97,7 @@ function summarize(source: string, cases: FitCase[]): FitResult {
   };
 }
 
-/** The recorded logs of real llama-server runs (test/fixtures/llama-logs/<model>-c<ctx>-np<n>[-kvu][-ub<n>][-faoff].log). */
+/** The recorded logs of real llama-server runs (test/fixtures/llama-logs/<model>-c<ctx>-np<n>[-kvu][-ub<n>][-faoff][-q8_0|-q4_0].log). */
 export async function fitRecorded(root: string): Promise<FitResult> {
   const dir = path.join(root, "test", "fixtures", "llama-logs");
   const cases: FitCase[] = [];

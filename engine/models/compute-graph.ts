@@ -188,6 +188,10 @@ export interface ComputeShape {
   nKv: number;
   nKvSwa: number;
   flashAttn: boolean;
+  /** A quantized K / V cache: llama.cpp rotates Q and K (V and the attention output) by a Hadamard matrix when the head
+   * size is a multiple of 64 (src/llama-kv-cache.cpp attn_rot_k / attn_rot_v, llama_mul_mat_hadamard). */
+  quantK?: boolean;
+  quantV?: boolean;
   /** Recurrent conv state width per sequence (lfm2: (L_cache − 1)·n_embd). */
   nEmbdR: number;
 }
@@ -222,10 +226,20 @@ export function computeBufferBytes(s: ComputeShape): number {
   g.input(E * T * F32);
   const pos = g.input(4 * T);
   let kIdx = -1, vIdx = -1, mask = -1, kIdxSwa = -1, vIdxSwa = -1, maskSwa = -1;
-  // each cache's row indices and mask, in the order ggml first meets them (the cache of the first attention layer first)
+  // each cache's Hadamard matrices (quantized caches), row indices and mask, in the order ggml first meets them (the
+  // cache of the first attention layer first)
   const first = s.kvLayer.findIndex(Boolean);
   const caches = hasSwa && s.isSwa[first] ? ["swa", "main"] : hasSwa ? ["main", "swa"] : hasAttn ? ["main"] : [];
-  for (const c of caches) {
+  const rot = { main: { k: -1, v: -1 }, swa: { k: -1, v: -1 } };
+  for (const c of caches as ("main" | "swa")[]) {
+    const dk = c === "swa" ? s.headKSwa : s.headK;
+    const dv = c === "swa" ? s.headVSwa : s.headV;
+    if (s.quantK && dk > 0 && dk % 64 === 0 && s.headK % 64 === 0) {
+      let nrot = 64;
+      while (dk % (nrot * 2) === 0) nrot *= 2; // the largest power of two that divides the head size
+      rot[c].k = g.input(nrot * nrot * F32);
+    }
+    if (s.quantV && dv > 0 && dv % 64 === 0 && s.headV % 64 === 0) rot[c].v = g.input(64 * 64 * F32);
     const k = g.input(8 * T);
     const v = g.input(vIdxBytes);
     const m = g.input(maskBytes(c === "swa" ? s.nKvSwa : s.nKv));
@@ -270,15 +284,19 @@ export function computeBufferBytes(s: ComputeShape): number {
         r = g.op(bytes, [r], { inplace: true }); // MUL q/k_norm
         return g.op(bytes, [r, pos], { inplace: true }); // ROPE
       };
+      const r = rot[swa ? "swa" : "main"];
+      // llama_mul_mat_hadamard: a MUL_MAT by the rotation on a reshaped view (new memory of the same size)
+      const hadamard = (t: number, bytes: number, by: number) => (by >= 0 ? g.op(bytes, [by, g.view(t)]) : t);
       let q = rope(g.op(dk * h * n * F32, [cur]), dk * h * n * F32);
       if (gemma) q = g.op(dk * h * n * F32, [q], { inplace: true }); // SCALE by 1/sqrt(d)
+      q = hadamard(q, dk * h * n * F32, r.k);
       let k: number, v: number;
       if (gemma || qkNorm) {
-        k = rope(g.op(dk * hkv * n * F32, [cur]), dk * hkv * n * F32);
-        v = g.op(dv * hkv * n * F32, [cur]);
+        k = hadamard(rope(g.op(dk * hkv * n * F32, [cur]), dk * hkv * n * F32), dk * hkv * n * F32, r.k);
+        v = hadamard(g.op(dv * hkv * n * F32, [cur]), dv * hkv * n * F32, r.v);
       } else {
-        v = g.op(dv * hkv * n * F32, [cur]);
-        k = rope(g.op(dk * hkv * n * F32, [cur]), dk * hkv * n * F32);
+        v = hadamard(g.op(dv * hkv * n * F32, [cur]), dv * hkv * n * F32, r.v);
+        k = hadamard(rope(g.op(dk * hkv * n * F32, [cur]), dk * hkv * n * F32), dk * hkv * n * F32, r.k);
       }
       g.sink([g.view(k), swa ? kIdxSwa : kIdx]); // SET_ROWS into the K cache
       g.sink([g.view(v), swa ? vIdxSwa : vIdx]); // SET_ROWS into the V cache
@@ -291,6 +309,7 @@ export function computeBufferBytes(s: ComputeShape): number {
         const kqv = g.op(dv * n * h * F32, [sm]); // MUL_MAT V·KQ
         o = g.op(dv * h * n * F32, [g.view(kqv)]); // CONT of the permuted result
       }
+      o = hadamard(o, dv * h * n * F32, r.v); // the output is rotated back when V was rotated
       prefetch(il);
       mixed = g.op(E * n * F32, [g.view(o)]); // MUL_MAT attn_output
     } else {

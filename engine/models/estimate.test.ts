@@ -152,7 +152,7 @@ describe("layer split across devices", () => {
 });
 
 // The compute buffer replays llama.cpp's graph reserve + ggml-alloc (compute-graph.ts). Each recorded log names the flags
-// it ran with (<model>-c<ctx>-np<n>[-kvu][-ub<n>][-faoff].log); the newer ones also hold the destructor's line with
+// it ran with (<model>-c<ctx>-np<n>[-kvu][-ub<n>][-faoff][-q8_0|-q4_0].log); the newer ones also hold the destructor's line with
 // four decimals ("compute buffer size is 8.5117 MiB"), which pins the figure to about ±50 bytes.
 describe("compute buffer against recorded llama-server logs (test/fixtures/llama-logs)", () => {
   const dir = path.join(__dirname, "../../test/fixtures/llama-logs");
@@ -160,8 +160,9 @@ describe("compute buffer against recorded llama-server logs (test/fixtures/llama
   const logs = readdirSync(dir).filter((n) => n.endsWith(".log")).sort();
   it("has the cases that pin each term", () => {
     // n_outputs = slots (not the vocabulary × ubatch), n_tokens rounded to a multiple of the slots, FA off (KQ matrix),
-    // in-place ROPE after a per-head norm (gemma3), short-conv state reads (lfm2), -ub
-    for (const n of ["llama-gqa-c4096-np1.log", "llama-gqa-c5000-np3-kvu.log", "llama-gqa-c4096-np1-faoff.log", "gemma3-swa-c4096-np2-faoff.log", "gemma3-swa-c8192-np4-kvu-ub256.log", "lfm2-hybrid-c2048-np8-kvu.log"]) {
+    // in-place ROPE after a per-head norm (gemma3), short-conv state reads (lfm2), -ub, the Hadamard rotations of a
+    // quantized cache (head size 64)
+    for (const n of ["llama-gqa-c4096-np1.log", "llama-gqa-c5000-np3-kvu.log", "llama-gqa-c4096-np1-faoff.log", "gemma3-swa-c4096-np2-faoff.log", "gemma3-swa-c8192-np4-kvu-ub256.log", "lfm2-hybrid-c2048-np8-kvu.log", "gemma3-swa-c4096-np4-kvu-q8_0.log"]) {
       expect(logs).toContain(n);
     }
   });
@@ -175,6 +176,8 @@ describe("compute buffer against recorded llama-server logs (test/fixtures/llama
       for (const m of rest.matchAll(/-(c|np|ub)(\d+)/g)) flags.push(`-${m[1]}`, m[2]!);
       if (/-kvu\b/.test(rest)) flags.push("-kvu");
       if (/-faoff\b/.test(rest)) flags.push("-fa", "off");
+      const q = /-(q8_0|q4_0)\b/.exec(rest);
+      if (q) flags.push("-ctk", q[1]!, "-ctv", q[1]!);
       const e = estimate(hparamsFromMetadata(await SPECS[key]()), null, estimateOptionsFromFlags(flags));
       const precise = /compute buffer size is\s+([\d.]+) MiB/.exec(text);
       const logged = Number(/CPU compute buffer size =\s+([\d.]+) MiB/.exec(text)?.[1]);

@@ -256,6 +256,8 @@ export function estimate(h: ModelHparams, tensors: GgufTensorInfo[] | null, o: E
     nKv: cells,
     nKvSwa: swaCells ?? 0,
     flashAttn: fa,
+    quantK: !["f32", "f16", "bf16"].includes(ctk),
+    quantV: quantV,
   });
   if (h.isMla || h.rsLayer.some((r, il) => r && !h.arch.startsWith("lfm2") && !h.kvLayer[il])) {
     warnings.push("compute buffer: this architecture's MLA / recurrent layers are sized as standard attention / short-conv layers (an approximation)");
