@@ -8,7 +8,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { SetupJob, type SetupStartInput } from "../../shared/setup";
+import { SetupJob, type SetupPlacement, type SetupStartInput } from "../../shared/setup";
 import { type Target, targetSlug } from "../../shared/target";
 import { detectHardware } from "../hardware/detect";
 import { stateDir } from "../store/paths";
@@ -192,6 +192,8 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   const keyFile = keyFilePath(id);
   storeKey(keyFile, key);
   await stopServing(id);
+  // the vendor tool's figures before this start (a replaced server's memory is free again)
+  const before = replacing ? ((await detectHardware({}).catch(() => null)) ?? hw) : hw;
   const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id) });
   // vLLM / SGLang claim their share of each GPU up front (--gpu-memory-utilization): that is what a replacement frees
   // (imported here: parallel.ts → k8s.ts → this module would be a cycle at load)
@@ -242,7 +244,36 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   job.checks = v.checks;
   ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
   const loaded = readLog().split("\n").filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l)).map((l) => l.trim().slice(0, 200));
-  ops.skip("placement", loaded.length ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}` : `${name} keeps every layer on the GPU(s); its log shows no loading figures`);
+  // placement: every GPU of the plan gained at least half its share of the weights (the vendor tool, by index)
+  let placementFailed: string | null = null;
+  if (before.gpus.some((g) => g.usedBytes !== null)) {
+    ops.begin("placement", "reading the vendor tool's memory per GPU");
+    const after = await detectHardware({}).catch(() => null);
+    const evidence = [...(loaded.length ? [`log: ${loaded.join("; ")}`] : [])];
+    const devices: SetupPlacement["devices"] = [];
+    const measured: { index: number; bytes: number }[] = [];
+    for (const d of pick.devices) {
+      const index = indexOf.get(d.name.split(" ")[0]!);
+      const b = before.gpus.find((g) => g.index === index)?.usedBytes;
+      const a = after?.gpus.find((g) => g.index === index)?.usedBytes;
+      const weights = d.breakdown?.weightsBytes ?? 0;
+      if (index === undefined || a == null || b == null) continue;
+      const delta = a - b;
+      devices.push({ name: d.name, plannedBytes: weights, loadedBytes: Math.max(0, delta) });
+      evidence.push(`device memory: ${d.name} ${(a / 1024 ** 3).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / 1024 ** 3).toFixed(1)} GiB since before the start)`);
+      if (delta > 0) measured.push({ index, bytes: delta });
+      if (delta < weights * 0.5) {
+        placementFailed = `${d.name}: the vendor tool shows ${(delta / 1024 ** 3).toFixed(1)} GiB more in use, less than half of the ${(weights / 1024 ** 3).toFixed(1)} GiB of weights planned there`;
+        evidence.push(placementFailed);
+      }
+    }
+    if (!placementFailed && devices.length) evidence.push("the weights are where the plan put them");
+    job.placement = { passed: !placementFailed, devices, evidence };
+    if (measured.length) saveServing(listServing().map((r) => (r.targetId === id ? { ...r, gpuBytes: measured } : r)));
+    ops.end(evidence.join("; ") || "no figures", placementFailed ? "failed" : "done");
+  } else {
+    ops.skip("placement", loaded.length ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}` : `${name} keeps every layer on the GPU(s); its log shows no loading figures`);
+  }
 
   const target: Target = {
     id, model: servedName, quant: null, endpoint: url, keyRef: "OCW_TARGET_API_KEY", keyFile, contextLimit: ctx,
@@ -253,4 +284,10 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     outcome: v.outcome, saved: saved.saved, active: saved.active, target: saved.target, checks: v.checks, summary: v.summary,
     observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx }, ms: 0,
   };
+  if (placementFailed) {
+    job.failure = {
+      phase: "placement", kind: "placement", cause: placementFailed, logLine: null, logFile,
+      remedy: `${name} did not load onto the GPUs the plan counted on: check CUDA_VISIBLE_DEVICES and nvidia-smi (another process may hold them); the server runs`,
+    };
+  }
 }

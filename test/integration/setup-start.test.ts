@@ -290,6 +290,8 @@ describe("setup.start --runtime vllm | sglang (fake binaries that record their a
   }, 120_000);
 
   it("SGLang: python -m sglang.launch_server with the key in a 0600 --config file", async () => {
+    // the vLLM above holds its share of the (fake) GPU: another target plans around it, so stop it first
+    await stopServers();
     const j = await finished((await eng.client.setup.start.mutate({ runtime: "sglang", model: ST_REPO, slots: 2, minCtx: 32768, id: "sgl" })).jobId);
     expect(j.failure).toBeNull();
     const r = records().filter((x) => x.mode === "python" && x.argv[0] === "-m").at(-1)!;
@@ -326,11 +328,14 @@ describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
   it("starts vLLM with the planned tensor × data parallel flags (4×24 GB: Qwen3.6-27B FP8, TP 2 × DP 2), verifies it and saves the target (exit 0), the key never in argv", async () => {
     const smi4 = path.join(tmp, "nv4.csv");
     writeFileSync(smi4, Array.from({ length: 4 }, (_, i) => `${i}, GPU-${i}, NVIDIA GeForce RTX 4090, 00000000:0${i + 1}:00.0, 24564, 500, 24064, 580.65.06, 8.9`).join("\n") + "\n");
-    const r = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes"], { ...env(), OCW_FAKE_NVIDIA_SMI: smi4, PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter) });
+    const gpuEnv = { ...env(), OCW_FAKE_NVIDIA_SMI: smi4, OCW_FAKE_GPU_USE: "1", PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter) };
+    const r = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes"], gpuEnv);
     expect(r.stderr).toMatch(/plan: done .*tensor parallel 2 .*× data parallel 2/);
     expect(r.stderr).toMatch(/load: done .*vLLM pid \d+/);
     expect(r.stderr).toMatch(/command: VLLM_API_KEY=… .*vllm serve Qwen\/Qwen3.6-27B-FP8 /);
     expect(r.stdout).toMatch(/^BUILT: /);
+    // placement: each of the 4 GPUs gained vLLM's share (the fake claims --gpu-memory-utilization of each, as vLLM does)
+    expect(r.stderr).toMatch(/placement: done .*device memory: CUDA3 NVIDIA GeForce RTX 4090 .*\(\+\d+\.\d GiB since before the start\).*the weights are where the plan put them/);
     expect(r.exitCode).toBe(0);
     const rec = records().filter((x) => x.mode === "vllm").at(-1)!;
     expect(rec.keyInArgv).toBe(false);
@@ -342,13 +347,14 @@ describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
     const recs = JSON.parse(readFileSync(path.join(tmp, "cli-state", "serving.json"), "utf8")) as { targetId: string; pid: number; gpuBytes?: { index: number; bytes: number }[] }[];
     const old = recs.find((x) => x.targetId === "vllm-qwen3.6-27b-fp8")!;
     expect(old.gpuBytes!.map((g) => g.index)).toEqual([0, 1, 2, 3]);
-    writeFileSync(smi4, Array.from({ length: 4 }, (_, i) => `${i}, GPU-${i}, NVIDIA GeForce RTX 4090, 00000000:0${i + 1}:00.0, 24564, 22600, 1964, 580.65.06, 8.9`).join("\n") + "\n");
-    const again = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes"], { ...env(), OCW_FAKE_NVIDIA_SMI: smi4, PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter) });
+    expect(readFileSync(smi4, "utf8").split("\n")[0]!.split(", ")[6]).not.toBe("24064");
+    const again = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes"], gpuEnv);
     expect(again.stderr).toMatch(new RegExp(`plan: done .*tensor parallel 2 .*running server of target vllm-qwen3.6-27b-fp8 \\(pid ${old.pid}\\) holds .* GiB of GPU memory: counted as free`));
     expect(again.exitCode, again.stderr).toBe(0);
     const now = (JSON.parse(readFileSync(path.join(tmp, "cli-state", "serving.json"), "utf8")) as { targetId: string; pid: number }[]).filter((x) => x.targetId === old.targetId);
     expect(now.map((x) => x.pid)).not.toContain(old.pid);
     expect(now).toHaveLength(1);
+    expect(again.stderr).toMatch(/placement: done .*the weights are where the plan put them/);
     await ocw(["serving", "stop"], env());
   }, 150_000);
   it("an unknown runtime, or vLLM without a model, is exit 2 with one line", async () => {
