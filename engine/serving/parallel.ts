@@ -227,7 +227,7 @@ export function toParallelPick(m: ParallelModel, p: ParallelPlan, runtime: "vllm
       breakdown: { weightsBytes: Math.round(p.weightsPerGpu), kvBytes: Math.round(p.kvPerGpu), computeBytes: PARALLEL_OVERHEAD, overheadBytes: 0, marginBytes: Math.max(0, Math.round(g.freeBytes - budget)) },
     };
   });
-  const size = `${gib(m.weightsBytes)} of ${m.dtype ?? "safetensors"} weights${m.weightsSource === "hub" ? " (the Hub's listing)" : m.weightsSource === "folder" ? " (the folder)" : " (the catalog)"}`;
+  const size = `${gib(m.weightsBytes)} of ${m.dtype ?? "safetensors"} weights, size from ${m.weightsSource === "hub" ? "the Hub's listing" : m.weightsSource === "folder" ? "the folder" : "the catalog"}`;
   const why = p.tp === 1
     ? "it fits one GPU whole"
     : `the fewest GPUs${m.nHead ? ` (a power of two dividing its ${m.nHead} attention heads)` : ""} that hold its weights and KV`;
