@@ -6,6 +6,8 @@
 //    long tasks, the live transcript of one worker (fps, characters streamed per second), and the JS heap at the start and the end of OCW_BENCH_SEC seconds on
 //    the dashboard (default 20; `npm run bench` uses 600 for "heap after 10 minutes").
 // Run alone: `npx playwright test -c playwright.bench.config.ts`. Result: OCW_BENCH_UI_OUT (default test-results/bench-ui.json).
+// OCW_BENCH_PROFILE=1 also saves a CPU profile of the page over the dashboard stretch (test-results/bench-ui.cpuprofile,
+// for Chromium's DevTools) and the self time per function, costliest first (bench-ui-profile.txt).
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type CDPSession, type Page } from "@playwright/test";
@@ -25,6 +27,30 @@ const save = () => {
   mkdirSync(path.dirname(OUT), { recursive: true });
   writeFileSync(OUT, JSON.stringify({ ...result, at: new Date().toISOString() }, null, 2));
 };
+
+const PROFILE = process.env.OCW_BENCH_PROFILE === "1";
+
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number } }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** Self time per function of a CDP CPU profile, the costliest first (positions are in the built bundle: map them with its .map). */
+function profileSummary(p: CpuProfile): string {
+  const byNode = new Map(p.nodes.map((n) => [n.id, n.callFrame]));
+  const self = new Map<string, number>();
+  let total = 0;
+  p.samples.forEach((id, i) => {
+    const f = byNode.get(id)!;
+    const dt = (p.timeDeltas[i] ?? 0) / 1000;
+    total += dt;
+    const key = `${f.functionName || "(anonymous)"} ${f.url.split("/").pop() ?? ""}:${f.lineNumber + 1}:${f.columnNumber + 1}`;
+    self.set(key, (self.get(key) ?? 0) + dt);
+  });
+  const rows = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40);
+  return [`${Math.round(total)} ms sampled`, ...rows.map(([k, ms]) => `${ms.toFixed(1).padStart(9)} ms  ${((ms / total) * 100).toFixed(1).padStart(5)} %  ${k}`)].join("\n") + "\n";
+}
 
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
 const median = (xs: number[]) => {
@@ -66,13 +92,37 @@ const fpsOver = (ms: number) => `new Promise((resolve) => {
   requestAnimationFrame(tick);
 })`;
 
-// Every document of the page records its long tasks from its first script on.
+// Every document of the page records its long tasks from its first script on, and when its first worker card appeared
+// (first paint can be the empty shell: this is when the person sees their workers).
 const LONG_TASKS = `
   window.__longTasks = [];
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) window.__longTasks.push({ start: e.startTime, duration: e.duration });
   }).observe({ type: "longtask", buffered: true });
+  window.__firstCard = null;
+  const mo = new MutationObserver(() => {
+    if (document.querySelector(".worker-card")) { window.__firstCard = performance.now(); mo.disconnect(); }
+  });
+  document.addEventListener("DOMContentLoaded", () => mo.observe(document.body, { childList: true, subtree: true }));
 `;
+
+/**
+ * Characters the live transcript has shown so far. The transcript is virtualised (rows scrolled away leave the page),
+ * so its text in the page stops growing once it is longer than a screen: each row counts with the most it ever showed,
+ * sampled every frame.
+ */
+const SHOWN_CHARS = `(() => {
+  const seen = new Map();
+  const sample = () => {
+    for (const r of document.querySelectorAll('[aria-label=Transcript] .vrow')) {
+      const k = r.dataset.index, n = r.textContent.length;
+      if (!(seen.get(k) >= n)) seen.set(k, n);
+    }
+  };
+  window.__shownChars = () => { sample(); let t = 0; for (const n of seen.values()) t += n; return t; };
+  const loop = () => { sample(); requestAnimationFrame(loop); };
+  requestAnimationFrame(loop);
+})()`;
 
 /** Used JS heap of the page's isolate after a forced collection, so the figure is what is retained, not garbage. */
 async function heapMb(cdp: CDPSession): Promise<number> {
@@ -125,13 +175,26 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
     await page.reload();
     await expect(page.getByRole("region", { name: /^batch / })).toBeVisible();
     const fcp = (await page.evaluate("(performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime ?? null")) as number | null;
+    await expect(page.locator(".worker-card").first()).toBeVisible();
+    // Where the time to first paint went: the page and its scripts from the engine, then the first cards.
+    const paint = (await page.evaluate(`(() => {
+      const nav = performance.getEntriesByType("navigation")[0];
+      const js = performance.getEntriesByType("resource").filter((r) => r.initiatorType === "script" || r.name.endsWith(".js"));
+      return {
+        documentMs: nav ? nav.responseEnd : null,
+        scriptsMs: js.length ? Math.max(...js.map((r) => r.responseEnd)) : null,
+        scriptKb: js.reduce((a, r) => a + (r.encodedBodySize || 0), 0) / 1024,
+        firstCardMs: window.__firstCard,
+      };
+    })()`)) as Record<string, number | null>;
 
     // The live transcript of one streaming worker.
     const first = (await engine.client.workers.list.query())[0]!;
     await page.goto(`${engine.origin}/#/workers/${first.id}`);
     // Streamed text must reach the page before its frames say anything about streaming.
     await expect(page.locator(".vrow").first()).toBeVisible({ timeout: 120_000 });
-    const chars = () => page.evaluate("document.querySelector('[aria-label=Transcript]').textContent.length") as Promise<number>;
+    await page.evaluate(SHOWN_CHARS);
+    const chars = () => page.evaluate("window.__shownChars()") as Promise<number>;
     const chars0 = await chars();
     const d0 = Date.now();
     const detail = (await page.evaluate(fpsOver(Math.min(5_000, SECONDS * 200)))) as { fps: number; worstFrameMs: number };
@@ -146,7 +209,18 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
     const heapStartMb = await heapMb(cdp);
     const since = (await page.evaluate("performance.now()")) as number;
     const t0 = Date.now();
+    if (PROFILE) {
+      await cdp.send("Profiler.enable");
+      await cdp.send("Profiler.setSamplingInterval", { interval: 500 });
+      await cdp.send("Profiler.start");
+    }
     const dash = (await page.evaluate(fpsOver(Math.min(10_000, SECONDS * 400)))) as { fps: number; worstFrameMs: number };
+    if (PROFILE) {
+      const { profile } = await cdp.send("Profiler.stop");
+      mkdirSync(RESULTS, { recursive: true });
+      writeFileSync(path.join(RESULTS, "bench-ui.cpuprofile"), JSON.stringify(profile));
+      writeFileSync(path.join(RESULTS, "bench-ui-profile.txt"), profileSummary(profile as CpuProfile));
+    }
     await page.screenshot({ path: path.join(SHOTS, "bench-dashboard.png") });
     await page.waitForTimeout(Math.max(0, SECONDS * 1000 - (Date.now() - t0)));
     const longTasks = { ...(await longTasksSince(page, since)), windowSec: round((Date.now() - t0) / 1000) };
@@ -165,6 +239,7 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
       transcriptCharsPerSec,
       renderedRows: rows,
       firstPaintMs: fcp === null ? null : round(fcp),
+      firstPaint: Object.fromEntries(Object.entries(paint).map(([k, v]) => [k, v === null ? null : round(v)])),
       longTasks,
       heapStartMb,
       heapEndMb,

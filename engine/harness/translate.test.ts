@@ -95,4 +95,33 @@ describe("the translator", () => {
     expect(seen).toEqual(["delta", "part"]);
     expect(registry.get(w.id).lastSeq).toBeGreaterThan(0);
   });
+
+  it("keeps the text of a part still streaming, as published (each piece says where it starts), until the part is finished or the session idles", () => {
+    vi.useFakeTimers();
+    const { w, t, bus } = setup();
+    const deltas: { delta: string; at?: number }[] = [];
+    bus.subscribe((d) => d.event.type === "delta" && deltas.push({ delta: d.event.delta, at: d.event.at }));
+    const delta = (partID: string, text: string) => t.handle(ev("message.part.delta", { sessionID: "ses_root", messageID: "m", partID, field: "text", delta: text }));
+    t.handle(ev("message.part.updated", { sessionID: "ses_root", part: { id: "u", sessionID: "ses_root", messageID: "m0", type: "text", text: "the task" } }));
+    t.handle(ev("message.part.updated", { sessionID: "ses_root", part: { id: "r", sessionID: "ses_root", messageID: "m", type: "reasoning", text: "", time: { start: 1 } } }));
+    delta("p", "hel");
+    delta("p", "lo");
+    // Not yet published: not in the text so far either (a reader would get it twice, once from each).
+    expect(t.streaming.get(w.id)?.get("p")).toBeUndefined();
+    vi.advanceTimersByTime(50);
+    delta("p", " world");
+    delta("r", "hmm");
+    vi.advanceTimersByTime(50);
+    expect(deltas).toEqual([{ delta: "hello", at: 0 }, { delta: " world", at: 5 }, { delta: "hmm", at: 0 }]);
+    const parts = () => [...(t.streaming.get(w.id)?.values() ?? [])].map((s) => s.part);
+    // The user's text part (never streamed) is not there; the reasoning part keeps its kind.
+    expect(parts()).toEqual([
+      { partId: "r", messageId: "m", kind: "reasoning", text: "hmm" },
+      { partId: "p", messageId: "", kind: "text", text: "hello world" },
+    ]);
+    t.handle(ev("message.part.updated", { sessionID: "ses_root", part: { id: "p", sessionID: "ses_root", messageID: "m", type: "text", text: "hello world", time: { start: 1, end: 2 } } }));
+    expect(parts().map((p) => p.partId)).toEqual(["r"]);
+    t.handle(ev("session.idle", { sessionID: "ses_root" }));
+    expect(t.streaming.has(w.id)).toBe(false);
+  });
 });

@@ -176,6 +176,8 @@ export class DeltaCoalescer {
   }
 }
 
+const STREAMING_CAP = 256 * 1024;
+
 /** Where translated events go: the worker registry and the services that act on them. */
 export interface TranslateSinks {
   registry: WorkerRegistry;
@@ -195,9 +197,31 @@ export interface TranslateSinks {
  */
 export class Translator {
   readonly deltas: DeltaCoalescer;
+  /**
+   * Text of parts still streaming, per worker (a finished part is logged and leaves this): a transcript read
+   * mid-stream (a page opened or reloaded while a worker writes) shows the text so far, not only what comes next.
+   * The tail of a part is kept past STREAMING_CAP characters.
+   */
+  readonly streaming = new Map<string, Map<string, { part: TranscriptPart; length: number }>>();
 
   constructor(private readonly sinks: TranslateSinks) {
-    this.deltas = new DeltaCoalescer((d) => sinks.registry.transient({ type: "delta", ...d, ts: Date.now() }));
+    // The text so far grows as pieces are published (not as they arrive), so it and the stream never overlap.
+    this.deltas = new DeltaCoalescer((d) => {
+      const sp = this.streaming.get(d.workerId)?.get(d.partId) ?? this.streamingPart(d.workerId, d.partId, "", "text", "");
+      const at = sp.length;
+      sp.length += d.delta.length;
+      const text = (sp.part.text ?? "") + d.delta;
+      sp.part.text = text.length > STREAMING_CAP ? "…" + text.slice(text.length - STREAMING_CAP) : text;
+      sinks.registry.transient({ type: "delta", ...d, at, ts: Date.now() });
+    });
+  }
+
+  private streamingPart(workerId: string, partId: string, messageId: string | undefined, kind: "text" | "reasoning", text: string) {
+    let parts = this.streaming.get(workerId);
+    if (!parts) this.streaming.set(workerId, (parts = new Map()));
+    const sp = { part: { partId, messageId: messageId ?? "", kind, text } satisfies TranscriptPart, length: text.length };
+    parts.set(partId, sp);
+    return sp;
   }
 
   handle(e: OpencodeEvent): void {
@@ -228,6 +252,10 @@ export class Translator {
         const part = e.properties.part;
         if (this.deltas.size && (part as { time?: { end?: number } })?.time?.end) this.deltas.flush();
         const { part: t, toolFailed } = translatePart(part);
+        if (t) this.streaming.get(workerId)?.delete(t.partId);
+        // Text comes as deltas (a user's text part never does); a reasoning part is named here before its deltas.
+        else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
+          this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");
         if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
         if (t) reg.safeRecord(workerId, { type: "part", part: t });
         return;
@@ -260,7 +288,9 @@ export class Translator {
         return;
       }
       case "session.idle":
-        if (isRoot) this.sinks.idle(workerId);
+        if (!isRoot) return;
+        this.streaming.delete(workerId);
+        this.sinks.idle(workerId);
         return;
     }
   }

@@ -402,6 +402,8 @@ export class Engine {
     this.get(workerId);
     const parts = new Map<string, TranscriptPart>();
     for (const e of this.logs.load(workerId).events) if (e.type === "part") parts.set(e.part.partId, e.part);
+    // Parts still streaming are not in the log yet: their text so far.
+    for (const { part } of this.translator.streaming.get(workerId)?.values() ?? []) if (!parts.has(part.partId)) parts.set(part.partId, { ...part });
     return [...parts.values()];
   }
 

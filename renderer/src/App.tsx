@@ -1,18 +1,35 @@
 import { windowTitle } from "../../shared/desktop";
-import { useEffect, useState } from "react";
+import { lazy, Suspense, useEffect, useState } from "react";
 import { CountBadge } from "./components/common";
 import { Shortcuts } from "./components/Shortcuts";
 import { href, useRoute, type Route } from "./router";
-import { Approvals } from "./screens/Approvals";
 import { Dashboard } from "./screens/Dashboard";
-import { Grades } from "./screens/Grades";
-import { NewTask } from "./screens/NewTask";
-import { Settings } from "./screens/Settings";
-import { Setup } from "./screens/Setup";
-import { WorkerDetail } from "./screens/WorkerDetail";
 import { desktop } from "./desktop";
 import { ago, useNow } from "./format";
 import { dismissNotice, usePending, useStore } from "./store";
+
+// The dashboard is in the app's first chunk; every other screen is a chunk of its own, so the first paint of the
+// dashboard does not wait for the wizard, the transcript or the forms. They are fetched once the app is idle, so
+// opening one later does not wait either.
+const screens = {
+  approvals: () => import("./screens/Approvals").then((m) => ({ default: m.Approvals })),
+  grades: () => import("./screens/Grades").then((m) => ({ default: m.Grades })),
+  new: () => import("./screens/NewTask").then((m) => ({ default: m.NewTask })),
+  settings: () => import("./screens/Settings").then((m) => ({ default: m.Settings })),
+  setup: () => import("./screens/Setup").then((m) => ({ default: m.Setup })),
+  worker: () => import("./screens/WorkerDetail").then((m) => ({ default: m.WorkerDetail })),
+};
+const Approvals = lazy(screens.approvals);
+const Grades = lazy(screens.grades);
+const NewTask = lazy(screens.new);
+const Settings = lazy(screens.settings);
+const Setup = lazy(screens.setup);
+const WorkerDetail = lazy(screens.worker);
+
+function prefetchScreens() {
+  const idle = window.requestIdleCallback ?? ((f: () => void) => setTimeout(f, 200));
+  setTimeout(() => idle(() => Object.values(screens).forEach((load) => void load().catch(() => undefined))), 1000);
+}
 
 const NAV: { route: Route; label: string }[] = [
   { route: { name: "dashboard" }, label: "Dashboard" },
@@ -33,6 +50,7 @@ export function App() {
   const [navOpen, setNavOpen] = useState(false);
   // A narrow window shows the navigation as a drawer: close it once a screen is picked.
   useEffect(() => setNavOpen(false), [route.name]);
+  useEffect(prefetchScreens, []);
 
   useEffect(() => {
     // Electron's window title follows the page's.
@@ -85,13 +103,15 @@ export function App() {
         {connection !== "live" && connection !== "connecting" && <EngineLost />}
         {status?.sandbox?.kind === "none" && <Unsandboxed sandbox={status.sandbox} />}
         <main className="content">
-          {route.name === "dashboard" && <Dashboard />}
-          {route.name === "new" && <NewTask />}
-          {route.name === "approvals" && <Approvals focus={route.ask} />}
-          {route.name === "worker" && <WorkerDetail key={route.id} id={route.id} />}
-          {route.name === "setup" && <Setup />}
-          {route.name === "grades" && <Grades />}
-          {route.name === "settings" && <Settings />}
+          <Suspense fallback={<div className="muted pad">Loading…</div>}>
+            {route.name === "dashboard" && <Dashboard />}
+            {route.name === "new" && <NewTask />}
+            {route.name === "approvals" && <Approvals focus={route.ask} />}
+            {route.name === "worker" && <WorkerDetail key={route.id} id={route.id} />}
+            {route.name === "setup" && <Setup />}
+            {route.name === "grades" && <Grades />}
+            {route.name === "settings" && <Settings />}
+          </Suspense>
         </main>
       </div>
       <Shortcuts />

@@ -7,37 +7,10 @@
 import { createTRPCClient, httpBatchLink, httpSubscriptionLink, splitLink, type TRPCClient } from "@trpc/client";
 import { EventSource } from "eventsource";
 import type { AppRouter } from "../../engine/api/router";
-import { desktop } from "./desktop";
+import { takeToken } from "./token";
 
 export type Client = TRPCClient<AppRouter>;
-
-const TOKEN_KEY = "ocw.token";
-
-/** The engine token for this page, taken from where it was handed over; "" when the page was opened without one. */
-export function takeToken(): string {
-  if (typeof window === "undefined") return "";
-  if (desktop?.token) return desktop.token;
-  const url = new URL(window.location.href);
-  const fromQuery = url.searchParams.get("token");
-  const fromHash = /^#token=([^&]*)/.exec(url.hash)?.[1];
-  const given = fromQuery ?? (fromHash !== undefined ? decodeURIComponent(fromHash) : null);
-  if (given !== null) {
-    url.searchParams.delete("token");
-    if (fromHash !== undefined) url.hash = "#/";
-    window.history.replaceState(window.history.state, "", url.pathname + url.search + url.hash);
-    try {
-      window.sessionStorage.setItem(TOKEN_KEY, given);
-    } catch {
-      /* storage off: the token lives as long as the page */
-    }
-    return given;
-  }
-  try {
-    return window.sessionStorage.getItem(TOKEN_KEY) ?? "";
-  } catch {
-    return "";
-  }
-}
+export { takeToken };
 
 const token = takeToken();
 const authorization = `Bearer ${token}`;

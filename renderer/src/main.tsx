@@ -1,14 +1,9 @@
-import { StrictMode } from "react";
-import { createRoot } from "react-dom/client";
-import { App } from "./App";
-import { startNotifications } from "./notify";
-import { connect } from "./store";
+// Entry. index.html holds a static shell (brand, "Loading…") that the browser paints as soon as the page and its CSS
+// are in: the app's script (React, the store, the dashboard) would otherwise run before the first paint, which on a
+// busy machine took over a second. The app is a chunk of its own (preloaded by the page), started once that first
+// frame is on screen. The engine token is taken from the address at once, before anything can change the address.
 import "./styles.css";
+import { takeToken } from "./token";
 
-startNotifications();
-void connect();
-createRoot(document.getElementById("root")!).render(
-  <StrictMode>
-    <App />
-  </StrictMode>,
-);
+takeToken();
+requestAnimationFrame(() => setTimeout(() => void import("./boot")));

@@ -125,13 +125,45 @@ async function loadAll(): Promise<string> {
   return health.cursor;
 }
 
+/** Streamed pieces that arrived while a transcript was being read: applied (once each) on top of what it returns. */
+const loading = new Map<string, DeltaEvent[]>();
+
 export async function loadTranscript(workerId: string): Promise<void> {
+  loading.set(workerId, []);
   try {
     const parts = await api.workers.transcript.query({ workerId });
-    set((s) => ({ transcripts: { ...s.transcripts, [workerId]: withPartials(workerId, parts) } }));
+    let next = withPartials(workerId, parts);
+    for (const d of loading.get(workerId) ?? []) if (d.at !== undefined) next = applyDelta(next, d);
+    set((s) => ({ transcripts: { ...s.transcripts, [workerId]: next } }));
   } catch (err) {
     pushNotice("error", `transcript of ${workerId}: ${errorText(err)}`);
+  } finally {
+    loading.delete(workerId);
   }
+}
+
+type DeltaEvent = Extract<EngineEvent, { type: "delta" }>;
+
+/**
+ * A streamed piece added to its part. The transcript the engine returns holds the text streamed until then; a piece
+ * carries where it starts (`at`), so one that the transcript already holds is not added twice.
+ */
+function applyDelta(parts: TranscriptPart[], e: DeltaEvent): TranscriptPart[] {
+  const i = parts.findIndex((p) => p.partId === e.partId);
+  const next = parts.slice();
+  if (i < 0) {
+    next.push({ partId: e.partId, messageId: "", kind: "text", text: e.delta });
+    return next;
+  }
+  const p = next[i]!;
+  const key = e.field === "reasoning" ? "text" : e.field;
+  const prev = (p as Record<string, unknown>)[key];
+  const have = typeof prev === "string" ? prev : "";
+  let piece = e.delta;
+  if (e.at !== undefined && e.at < have.length) piece = e.delta.slice(have.length - e.at);
+  if (!piece) return parts;
+  next[i] = { ...p, [key]: have + piece };
+  return next;
 }
 
 export function closeTranscript(workerId: string): void {
@@ -215,17 +247,11 @@ function flush() {
     if (e.type === "delta") {
       charCounts.set(e.workerId, (charCounts.get(e.workerId) ?? 0) + e.delta.length);
       appendPartial(e.workerId, e.partId, e.delta);
+      loading.get(e.workerId)?.push(e);
       const parts = transcripts[e.workerId];
       if (parts) {
-        const i = parts.findIndex((p) => p.partId === e.partId);
-        const next = parts.slice();
-        if (i >= 0) {
-          const p = next[i]!;
-          const key = e.field === "reasoning" ? "text" : e.field;
-          const prev = (p as Record<string, unknown>)[key];
-          next[i] = { ...p, [key]: (typeof prev === "string" ? prev : "") + e.delta };
-        } else next.push({ partId: e.partId, messageId: "", kind: "text", text: e.delta });
-        transcripts = { ...transcripts, [e.workerId]: next };
+        const next = applyDelta(parts, e);
+        if (next !== parts) transcripts = { ...transcripts, [e.workerId]: next };
       }
       continue;
     }
