@@ -89,8 +89,9 @@ describe("estimator vs llama-server's logged buffer sizes", () => {
       expect(gotRs).toBe(fmt(e.recurrentBytes));
       expect(weights.toFixed(2)).toBe(fmt(e.weightsBytes ?? 0));
       expect(log.outputMiB.CPU?.toFixed(2)).toBe(fmt(e.outputBytes));
-      // the compute buffer is a documented estimate, not exact
-      expect(Math.abs(computeErrPct)).toBeLessThan(15);
+      // the compute buffer is llama.cpp's graph reserve replayed (engine/models/compute-graph.ts): 0.0 % on this matrix
+      // at the log's two decimals; 1 % leaves room for a llama.cpp release that moves a tensor, not for a formula
+      expect(Math.abs(computeErrPct)).toBeLessThan(1);
     });
   }
 });
