@@ -15,6 +15,7 @@
  * src/llama-graph.cpp build_attn / build_ffn), tensor by tensor, as dumped with GGML_SCHED_DEBUG=2. Views cost nothing
  * and are folded into the tensor they view. Weights and the KV cache live in other buffers and are not part of it.
  */
+import type { ModelHparams } from "./hparams";
 
 /** ggml_dyn_tallocr with one chunk (CPU and GPU buffers have no practical max size at these sizes). */
 class DynAllocator {
@@ -162,24 +163,9 @@ export class ComputeGraph {
   }
 }
 
-/** What the compute graph depends on: the model's shape per layer, and the reserve's batch. */
-export interface ComputeShape {
-  arch: string;
-  nEmbd: number;
-  nVocab: number;
-  nHead: number[];
-  nHeadKv: number[];
-  nFf: number[];
-  headK: number;
-  headV: number;
-  headKSwa: number;
-  headVSwa: number;
-  isSwa: boolean[];
-  /** Layers with attention (a KV cache). */
-  kvLayer: boolean[];
-  /** Layers with recurrent state. */
-  rsLayer: boolean[];
-  nLayer: number;
+/** What the compute graph depends on: the model's shape per layer (as the hyperparameters give it), and the reserve's batch. */
+export interface ComputeShape
+  extends Pick<ModelHparams, "arch" | "nEmbd" | "nVocab" | "nHead" | "nHeadKv" | "nFf" | "headK" | "headV" | "headKSwa" | "headVSwa" | "isSwa" | "kvLayer" | "rsLayer" | "nLayer" | "nEmbdR"> {
   /** Reserve batch: tokens (already a multiple of nSeqs), sequences, outputs. */
   nTokens: number;
   nSeqs: number;
@@ -192,8 +178,6 @@ export interface ComputeShape {
    * size is a multiple of 64 (src/llama-kv-cache.cpp attn_rot_k / attn_rot_v, llama_mul_mat_hadamard). */
   quantK?: boolean;
   quantV?: boolean;
-  /** Recurrent conv state width per sequence (lfm2: (L_cache − 1)·n_embd). */
-  nEmbdR: number;
 }
 
 const F32 = 4;
