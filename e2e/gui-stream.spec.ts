@@ -1,7 +1,7 @@
 // The live transcript of a streaming worker (real engine, real opencode; the scripted model is the only stand-in):
 // a page opened while the worker writes shows everything written so far (the engine keeps the text of a part still
 // streaming; before, a page opened mid-stream started from the next word), then the text grows, each word once, in
-// order, with no gap, while the worker streams. Screenshot in OCW_SHOTS_DIR (default test-results/screenshots).
+// order, with no gap, while the worker streams. Its task tab says the held-back checks and scope in words. Screenshots in OCW_SHOTS_DIR (default test-results/screenshots).
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
@@ -49,7 +49,8 @@ function wordIndices(text: string): number[] {
 }
 
 test("a transcript opened mid-stream shows the text so far, then grows word by word while the worker streams", async ({ browser }) => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-STREAM: say the words", title: "Streamer", directory: repo, checks: [] });
+  const checks = [{ run: "test -f out.txt", timeoutSec: 30 }, { name: "greeting", file: "out.txt", matches: "^ok" }];
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-STREAM: say the words", title: "Streamer", directory: repo, checks, scope: ["out.txt"] });
   // Let it write a while before anyone looks: 4 s, about 200 words at 20 ms each.
   await expect.poll(() => model.inFlight(), { timeout: 120_000 }).toBe(1);
   await new Promise((r) => setTimeout(r, 4_000));
@@ -68,4 +69,12 @@ test("a transcript opened mid-stream shows the text so far, then grows word by w
   expect(later, "every word once, in order, none missing").toEqual(Array.from({ length: later.length }, (_, i) => i));
   expect((await engine.client.workers.get.query({ workerId })).state).toBe("running");
   await page.screenshot({ path: path.join(SHOTS, "gui-stream-transcript.png") });
+
+  // The task's rules in words, not JSON.
+  await page.getByRole("tab", { name: "Task & checks" }).click();
+  const rules = page.getByRole("list", { name: "held-back checks" });
+  await expect(rules.getByRole("listitem")).toHaveText(["test -f out.txt exits 0 within 30 s", "greeting: file out.txt matches /^ok/"]);
+  await expect(page.getByText("may change only out.txt")).toBeVisible();
+  await expect(page.locator(".task-view")).not.toContainText("{");
+  await page.screenshot({ path: path.join(SHOTS, "gui-stream-task.png") });
 });

@@ -35,6 +35,8 @@ export function Dashboard() {
   const pools = useMemo(() => targets.filter((t) => t.serving.endpoints.length > 1).map((t) => t.id), [targets]);
   const endpoints = usePoolEndpoints(pools.length > 0 && connection === "live");
   const offline = connection !== "live" && connection !== "connecting";
+  // Until the engine's list has been read once, an empty list means "not known yet", not "no workers".
+  const loaded = useStore((s) => s.lastContact !== null);
   const list = useMemo(() => sortedWorkers(workers, order), [workers, order]);
   const groups = useMemo(() => {
     const m = new Map<string, Worker[]>();
@@ -116,7 +118,13 @@ export function Dashboard() {
         </section>
       )}
 
-      {list.length === 0 && (
+      {list.length === 0 && !loaded && (
+        <div className="muted pad" role="status">
+          {offline ? "Workers not loaded: the engine is not reachable." : "Loading workers…"}
+        </div>
+      )}
+
+      {list.length === 0 && loaded && (
         <Empty title="No workers yet">
           <p>
             <a className="btn primary" href={href({ name: "new" })}>

@@ -288,10 +288,7 @@ export function WorkerDetail({ id }: { id: string }) {
         {tab === "task" && (
           <div className="task-view">
             <pre className="task-text">{w.spec.task}</pre>
-            <div className="io-label">held-back checks</div>
-            <pre>{JSON.stringify(w.spec.checks, null, 2)}</pre>
-            <div className="io-label">scope / protect</div>
-            <pre>{JSON.stringify({ scope: w.spec.scope, protect: w.spec.protect, budget: w.spec.budget }, null, 2)}</pre>
+            <TaskRules spec={w.spec} />
           </div>
         )}
         <form
@@ -327,6 +324,63 @@ export function WorkerDetail({ id }: { id: string }) {
         )}
       </section>
     </div>
+  );
+}
+
+/** The task's held-back checks, scope, protected paths and budget, in words. */
+function TaskRules({ spec }: { spec: import("../../../shared/worker").WorkerSpec }) {
+  const { checks, scope, protect, budget } = spec;
+  return (
+    <>
+      <div className="io-label">held-back checks (run after the worker ends; it never sees them)</div>
+      {checks.length === 0 ? (
+        <p className="small muted">None: the verdict rests on the scope check alone.</p>
+      ) : (
+        <ol className="rules" aria-label="held-back checks">
+          {checks.map((c, i) => (
+            <li key={i}>
+              {c.name && <strong>{c.name}: </strong>}
+              {"run" in c ? (
+                <>
+                  <code>{c.run}</code> exits {c.expectExit ?? 0}
+                  {c.timeoutSec ? ` within ${c.timeoutSec} s` : ""}
+                </>
+              ) : (
+                <>
+                  file <code>{c.file}</code>{" "}
+                  {[
+                    c.exists === false ? "does not exist" : c.exists || (c.equals === undefined && c.matches === undefined) ? "exists" : null,
+                    c.equals !== undefined ? `has exactly the given content (${c.equals.length.toLocaleString()} characters)` : null,
+                    c.matches !== undefined ? (
+                      <span key="m">
+                        matches <code>/{c.matches}/</code>
+                      </span>
+                    ) : null,
+                  ]
+                    .filter(Boolean)
+                    .map((x, k) => (
+                      <span key={k}>
+                        {k > 0 ? " and " : ""}
+                        {x}
+                      </span>
+                    ))}
+                </>
+              )}
+            </li>
+          ))}
+        </ol>
+      )}
+      <div className="io-label">scope</div>
+      <p className="small">{scope.length ? <>may change only {scope.map((g, i) => <span key={g}>{i ? ", " : ""}<code>{g}</code></span>)}</> : "may change any file of the repository"}</p>
+      <div className="io-label">protected</div>
+      <p className="small">{protect.length ? <>must not change {protect.map((g, i) => <span key={g}>{i ? ", " : ""}<code>{g}</code></span>)}</> : "none named for this task"}</p>
+      <div className="io-label">budget</div>
+      <p className="small">
+        {budget.wallSec || budget.tokens
+          ? [budget.wallSec ? `${budget.wallSec.toLocaleString()} s of wall time` : null, budget.tokens ? `${budget.tokens.toLocaleString()} tokens` : null].filter(Boolean).join(", ")
+          : "none set for this task"}
+      </p>
+    </>
   );
 }
 
