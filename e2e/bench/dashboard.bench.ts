@@ -196,10 +196,21 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
     await expect(page.locator(".vrow").first()).toBeVisible({ timeout: 120_000 });
     await page.evaluate(SHOWN_CHARS);
     const chars = () => page.evaluate("window.__shownChars()") as Promise<number>;
+    // The same worker's text as the engine publishes it over the same stretch: when the page shows little, this tells
+    // whether the page lagged or the worker itself wrote little then (one starved opencode among 32 on 2 cores).
+    const engineChars = new Map<string, number>();
+    const sub = engine.client.events.subscribe(
+      { lastEventId: (await engine.client.health.query()).cursor },
+      { onData: (t) => { const e = t.data as { type: string; workerId?: string; delta?: string }; if (e.type === "delta" && e.workerId) engineChars.set(e.workerId, (engineChars.get(e.workerId) ?? 0) + (e.delta?.length ?? 0)); } },
+    );
     const chars0 = await chars();
     const d0 = Date.now();
     const detail = (await page.evaluate(fpsOver(Math.min(5_000, SECONDS * 200)))) as { fps: number; worstFrameMs: number };
     const transcriptCharsPerSec = round(((await chars()) - chars0) / ((Date.now() - d0) / 1000));
+    const engineCharsPerSec = round((engineChars.get(first.id) ?? 0) / ((Date.now() - d0) / 1000));
+    sub.unsubscribe();
+    // Workers whose chat request is open at the model but whose text reached the engine not at all in that stretch.
+    const silentWorkers = WORKERS - engineChars.size;
     const rows = (await page.evaluate("document.querySelectorAll('.vrow').length")) as number;
     await page.screenshot({ path: path.join(SHOTS, "bench-worker-detail.png") });
 
@@ -245,6 +256,8 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
       blankPageFps: round(blank.fps),
       workerDetailFps: round(detail.fps),
       transcriptCharsPerSec,
+      engineCharsPerSec,
+      silentWorkers,
       renderedRows: rows,
       firstPaintMs: fcp === null ? null : round(fcp),
       firstPaint: Object.fromEntries(Object.entries(paint).map(([k, v]) => [k, v === null ? null : round(v)])),
