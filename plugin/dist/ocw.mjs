@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path52 = __require("node:path");
+    var path53 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path52.resolve(baseDir, baseName);
+          const localBin = path53.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path52.extname(baseName))) return void 0;
+          if (sourceExt.includes(path53.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path52.resolve(
-            path52.dirname(resolvedScriptPath),
+          executableDir = path53.resolve(
+            path53.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path52.basename(
+            const legacyName = path53.basename(
               this._scriptPath,
-              path52.extname(this._scriptPath)
+              path53.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path52.extname(executableFile));
+        launchWithNode = sourceExt.includes(path53.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path52.basename(filename, path52.extname(filename));
+        this._name = path53.basename(filename, path53.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path53) {
-        if (path53 === void 0) return this._executableDir;
-        this._executableDir = path53;
+      executableDir(path54) {
+        if (path54 === void 0) return this._executableDir;
+        this._executableDir = path54;
         return this;
       }
       /**
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path52) {
-  if (!path52)
+function getElementAtPath(obj2, path53) {
+  if (!path53)
     return obj2;
-  return path52.reduce((acc, key) => acc?.[key], obj2);
+  return path53.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path52, issues) {
+function prefixIssues(path53, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path52);
+    iss.path.unshift(path53);
     return iss;
   });
 }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path52 = []) => {
+  const processError = (error47, path53 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path52, ...issue2.path];
+        const fullpath = [...path53, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path52 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path52) {
+  const path53 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path53) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -16923,8 +16923,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path52, { windows: windows2 } = {}) => {
-      const segs = path52.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path53, { windows: windows2 } = {}) => {
+      const segs = path53.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -18263,7 +18263,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path52, options) {
+    function checkPathExt(path53, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18274,25 +18274,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path52.substr(-p.length).toLowerCase() === p) {
+        if (p && path53.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path52, options) {
+    function checkStat(stat, path53, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path52, options);
+      return checkPathExt(path53, options);
     }
-    function isexe(path52, options, cb) {
-      fs.stat(path52, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path52, options));
+    function isexe(path53, options, cb) {
+      fs.stat(path53, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path53, options));
       });
     }
-    function sync(path52, options) {
-      return checkStat(fs.statSync(path52), path52, options);
+    function sync(path53, options) {
+      return checkStat(fs.statSync(path53), path53, options);
     }
   }
 });
@@ -18303,13 +18303,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path52, options, cb) {
-      fs.stat(path52, function(er, stat) {
+    function isexe(path53, options, cb) {
+      fs.stat(path53, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path52, options) {
-      return checkStat(fs.statSync(path52), options);
+    function sync(path53, options) {
+      return checkStat(fs.statSync(path53), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18342,7 +18342,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path52, options, cb) {
+    function isexe(path53, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18352,7 +18352,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path52, options || {}, function(er, is) {
+          isexe(path53, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18361,7 +18361,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path52, options || {}, function(er, is) {
+      core(path53, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18371,9 +18371,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path52, options) {
+    function sync(path53, options) {
       try {
-        return core.sync(path52, options || {});
+        return core.sync(path53, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18389,7 +18389,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path52 = __require("path");
+    var path53 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18427,7 +18427,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path52.join(pathPart, cmd);
+        const pCmd = path53.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18454,7 +18454,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path52.join(pathPart, cmd);
+        const pCmd = path53.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18502,7 +18502,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path52 = __require("path");
+    var path53 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18520,7 +18520,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path52.delimiter : void 0
+          pathExt: withoutPathExt ? path53.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18529,7 +18529,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path52.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path53.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18583,8 +18583,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path52, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path52.split("/").pop();
+      const [path53, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path53.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18619,7 +18619,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path52 = __require("path");
+    var path53 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18644,7 +18644,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path52.normalize(parsed.command);
+        parsed.command = path53.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -18754,34 +18754,9 @@ var require_cross_spawn = __commonJS({
   }
 });
 
-// engine/net/sse.ts
-async function* sseData(body) {
-  const decoder = new TextDecoder();
-  let buf = "";
-  let data = [];
-  for await (const chunk of body) {
-    buf += decoder.decode(chunk, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const line = buf.slice(0, nl).replace(/\r$/, "");
-      buf = buf.slice(nl + 1);
-      if (line === "") {
-        if (data.length) yield data.join("\n");
-        data = [];
-      } else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
-    }
-  }
-  if (buf.startsWith("data:")) data.push(buf.slice(5).trimStart());
-  if (data.length) yield data.join("\n");
-}
-var init_sse = __esm({
-  "engine/net/sse.ts"() {
-  }
-});
-
 // engine/process/process.ts
 import { execFileSync as execFileSync2 } from "node:child_process";
-import { readdirSync as readdirSync2, readFileSync as readFileSync4, writeFileSync as writeFileSync4 } from "node:fs";
+import { readdirSync as readdirSync2, readFileSync as readFileSync4, writeFileSync as writeFileSync5 } from "node:fs";
 function signalablePid(pid) {
   return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
 }
@@ -18875,7 +18850,7 @@ async function stopPid(pid, graceMs = 5e3) {
   return !pidAlive(pid);
 }
 function writePidFile(file2, pid) {
-  writeFileSync4(file2, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
+  writeFileSync5(file2, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
 }
 function readPidFile(file2) {
   let text;
@@ -19951,7 +19926,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path52 = __require("path");
+    var path53 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -19973,7 +19948,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path52.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path53.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -19982,7 +19957,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path52.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path53.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20083,7 +20058,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path52 = __require("path");
+    var path53 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20117,9 +20092,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path52.normalize(parsed.command);
+        parsed.command = path53.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path52.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path53.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -20257,7 +20232,7 @@ var init_default2 = __esm({
 // node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
-import path17 from "node:path";
+import path20 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function toPath(urlOrPath) {
   return urlOrPath instanceof URL ? fileURLToPath3(urlOrPath) : urlOrPath;
@@ -20265,12 +20240,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = path17.resolve(toPath(startPath));
+      let currentPath = path20.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = path17.resolve(currentPath, "..");
+        currentPath = path20.resolve(currentPath, "..");
       }
     }
   };
@@ -20286,7 +20261,7 @@ var init_node = __esm({
 
 // node_modules/npm-run-path/index.js
 import process5 from "node:process";
-import path18 from "node:path";
+import path21 from "node:path";
 var npmRunPath, applyPreferLocal, applyExecPath, npmRunPathEnv;
 var init_npm_run_path = __esm({
   "node_modules/npm-run-path/index.js"() {
@@ -20299,27 +20274,27 @@ var init_npm_run_path = __esm({
       execPath: execPath2 = process5.execPath,
       addExecPath = true
     } = {}) => {
-      const cwdPath = path18.resolve(toPath(cwd));
+      const cwdPath = path21.resolve(toPath(cwd));
       const result = [];
-      const pathParts = pathOption.split(path18.delimiter);
+      const pathParts = pathOption.split(path21.delimiter);
       if (preferLocal) {
         applyPreferLocal(result, pathParts, cwdPath);
       }
       if (addExecPath) {
         applyExecPath(result, pathParts, execPath2, cwdPath);
       }
-      return pathOption === "" || pathOption === path18.delimiter ? `${result.join(path18.delimiter)}${pathOption}` : [...result, pathOption].join(path18.delimiter);
+      return pathOption === "" || pathOption === path21.delimiter ? `${result.join(path21.delimiter)}${pathOption}` : [...result, pathOption].join(path21.delimiter);
     };
     applyPreferLocal = (result, pathParts, cwdPath) => {
       for (const directory of traversePathUp(cwdPath)) {
-        const pathPart = path18.join(directory, "node_modules/.bin");
+        const pathPart = path21.join(directory, "node_modules/.bin");
         if (!pathParts.includes(pathPart)) {
           result.push(pathPart);
         }
       }
     };
     applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-      const pathPart = path18.resolve(cwdPath, toPath(execPath2), "..");
+      const pathPart = path21.resolve(cwdPath, toPath(execPath2), "..");
       if (!pathParts.includes(pathPart)) {
         result.push(pathPart);
       }
@@ -21603,7 +21578,7 @@ var init_timeout = __esm({
 
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
-import path19 from "node:path";
+import path22 from "node:path";
 var mapNode, handleNodeOption;
 var init_node2 = __esm({
   "node_modules/execa/lib/methods/node.js"() {
@@ -21626,7 +21601,7 @@ var init_node2 = __esm({
         throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
       }
       const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-      const resolvedNodePath = path19.resolve(cwd, normalizedNodePath);
+      const resolvedNodePath = path22.resolve(cwd, normalizedNodePath);
       const newOptions = {
         ...options,
         nodePath: resolvedNodePath,
@@ -21636,7 +21611,7 @@ var init_node2 = __esm({
       if (!shouldHandleNode) {
         return [file2, commandArguments, newOptions];
       }
-      if (path19.basename(file2, ".exe") === "node") {
+      if (path22.basename(file2, ".exe") === "node") {
         throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
       }
       return [
@@ -21737,8 +21712,8 @@ Please rename it to one of: ${correctEncodings}.`);
 });
 
 // node_modules/execa/lib/arguments/cwd.js
-import { statSync as statSync3 } from "node:fs";
-import path20 from "node:path";
+import { statSync as statSync4 } from "node:fs";
+import path23 from "node:path";
 import process6 from "node:process";
 var normalizeCwd, getDefaultCwd, fixCwdError;
 var init_cwd = __esm({
@@ -21746,7 +21721,7 @@ var init_cwd = __esm({
     init_file_url();
     normalizeCwd = (cwd = getDefaultCwd()) => {
       const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-      return path20.resolve(cwdString);
+      return path23.resolve(cwdString);
     };
     getDefaultCwd = () => {
       try {
@@ -21763,7 +21738,7 @@ ${error46.message}`;
       }
       let cwdStat;
       try {
-        cwdStat = statSync3(cwd);
+        cwdStat = statSync4(cwd);
       } catch (error46) {
         return `The "cwd" option is invalid: ${cwd}.
 ${error46.message}
@@ -21779,7 +21754,7 @@ ${originalMessage}`;
 });
 
 // node_modules/execa/lib/arguments/options.js
-import path21 from "node:path";
+import path24 from "node:path";
 import process7 from "node:process";
 var import_cross_spawn2, normalizeOptions, addDefaultOptions, getEnv;
 var init_options = __esm({
@@ -21813,7 +21788,7 @@ var init_options = __esm({
       options.killSignal = normalizeKillSignal(options.killSignal);
       options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
       options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-      if (process7.platform === "win32" && path21.basename(file2, ".exe") === "cmd") {
+      if (process7.platform === "win32" && path24.basename(file2, ".exe") === "cmd") {
         commandArguments.unshift("/q");
       }
       return { file: file2, commandArguments, options };
@@ -24152,7 +24127,7 @@ var init_output = __esm({
 });
 
 // node_modules/execa/lib/io/output-sync.js
-import { writeFileSync as writeFileSync5, appendFileSync } from "node:fs";
+import { writeFileSync as writeFileSync7, appendFileSync } from "node:fs";
 var transformOutputSync, transformOutputResultSync, runOutputGeneratorsSync, serializeChunks, logOutputSync, writeToFiles;
 var init_output_sync = __esm({
   "node_modules/execa/lib/io/output-sync.js"() {
@@ -24253,13 +24228,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path52, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path52 === "string" ? path52 : path52.toString();
+      for (const { path: path53, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path53 === "string" ? path53 : path53.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path52, serializedResult);
+          appendFileSync(path53, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync5(path52, serializedResult);
+          writeFileSync7(path53, serializedResult);
         }
       }
     };
@@ -27304,7 +27279,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path52 = __require("path");
+    var path53 = __require("path");
     var spawn8 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28059,8 +28034,8 @@ var require_util = __commonJS({
     }
     function getFilesInPath(source) {
       const lstatSync2 = fs.lstatSync;
-      const readdirSync9 = fs.readdirSync;
-      const join = path52.join;
+      const readdirSync10 = fs.readdirSync;
+      const join = path53.join;
       function isDirectory(source2) {
         return lstatSync2(source2).isDirectory();
       }
@@ -28068,12 +28043,12 @@ var require_util = __commonJS({
         return lstatSync2(source2).isFile();
       }
       function getDirectories(source2) {
-        return readdirSync9(source2).map((name) => {
+        return readdirSync10(source2).map((name) => {
           return join(source2, name);
         }).filter(isDirectory);
       }
       function getFiles(source2) {
-        return readdirSync9(source2).map((name) => {
+        return readdirSync10(source2).map((name) => {
           return join(source2, name);
         }).filter(isFile);
       }
@@ -30796,7 +30771,7 @@ var require_network = __commonJS({
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
-    var readFileSync17 = __require("fs").readFileSync;
+    var readFileSync18 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util();
     var _platform = process.platform;
@@ -31286,7 +31261,7 @@ var require_network = __commonJS({
         return result;
       }
       try {
-        const content = readFileSync17(file2, { encoding: "utf8" });
+        const content = readFileSync18(file2, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -36813,7 +36788,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path52 = __require("path");
+    var path53 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
@@ -37193,13 +37168,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path52.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path53.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path52.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path53.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path52.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path53.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -40474,7 +40449,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path52 = __require("path");
+    var path53 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41102,7 +41077,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path52.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path53.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42373,7 +42348,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path52, callback) {
+    function fetchJson(path53, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42389,7 +42364,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path52} HTTP/1.0\r
+          socket.write(`GET ${path53} HTTP/1.0\r
 \r
 `);
         });
@@ -45159,7 +45134,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path52 = __require("path");
+    var path53 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45292,7 +45267,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path52.basename(element);
+              const filename = path53.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -46023,6 +45998,8 @@ var init_fit = __esm({
       /** How the weights are placed, and the plain reason for this choice. */
       placement: Placement,
       reason: external_exports.string(),
+      /** vLLM / SGLang: GPUs per engine (tensor parallel) and engines (data parallel); tensor × data GPUs are used. */
+      parallel: external_exports.object({ tensor: external_exports.number().int().positive(), data: external_exports.number().int().positive() }).optional(),
       /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
       replicas: external_exports.number().int().positive().optional(),
       /**
@@ -46294,6 +46271,10 @@ var init_catalog = __esm({
           { quant: "Q4_K_M", bytes: 16.9 * GB, bits: 4.85, sizeNote: "derived: 27.78 B params \xD7 4.85 bpw" },
           { quant: "IQ4_XS", bytes: 15.1 * GB, bits: 4.25, sizeNote: null }
         ],
+        weights: [
+          { repo: "Qwen/Qwen3.6-27B", dtype: "bf16", bytes: 54e9, sizeNote: "\u2248 54 GB per community quant cards (BF16 original)" },
+          { repo: "Qwen/Qwen3.6-27B-FP8", dtype: "fp8", bytes: 28e9, sizeNote: "\u2248 28 GB per community quant cards (the maker's block-128 FP8)" }
+        ],
         toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "the unsloth card reports fixed nested-object tool-call parsing and the developer role OpenCode sends" },
         unverified: ["quant sizes other than IQ4_XS (15.1 GB, from a community quant card) are derived from the parameter count", "repo name unsloth/Qwen3.6-27B-GGUF (an unsloth card mirror was seen)", "release month"],
         autoPick: true,
@@ -46316,6 +46297,10 @@ var init_catalog = __esm({
           { quant: "Q6_K", bytes: 342.27 * GB, bits: 6.56, sizeNote: null },
           { quant: "Q5_K_M", bytes: 283.26 * GB, bits: 5.5, sizeNote: null },
           { quant: "Q4_1", bytes: 249.1 * GB, bits: 4.5, sizeNote: null }
+        ],
+        weights: [
+          { repo: "Qwen/Qwen3.5-397B-A17B", dtype: "bf16", bytes: 794e9, sizeNote: "derived: 397 B params \xD7 2 bytes" },
+          { repo: "Qwen/Qwen3.5-397B-A17B-FP8", dtype: "fp8", bytes: 405e9, sizeNote: "derived: 397 B params \xD7 \u2248 1.02 bytes; repo name not confirmed" }
         ],
         toolCalling: { status: "unverified", template: "the GGUF's Qwen3.5 Jinja template (--jinja)", note: "a community 4-bit MLX build reports 26/30 on ToolCall-15" },
         unverified: ["expert share 0.97 derived from 512 experts \xD7 3 \xD7 4096 \xD7 1024 \xD7 60 layers"],
@@ -46340,6 +46325,10 @@ var init_catalog = __esm({
           { quant: "UD-Q4_K_M", bytes: 21 * GB, bits: 4.85, sizeNote: "rounded to 1 GB in the source" },
           { quant: "UD-Q3_K_M", bytes: 16 * GB, bits: 3.9, sizeNote: "rounded to 1 GB in the source" }
         ],
+        weights: [
+          { repo: "Qwen/Qwen3.6-35B-A3B", dtype: "bf16", bytes: 7e10, sizeNote: "derived: 35 B params \xD7 2 bytes" },
+          { repo: "Qwen/Qwen3.6-35B-A3B-FP8", dtype: "fp8", bytes: 36e9, sizeNote: "derived: 35 B params \xD7 \u2248 1.03 bytes; repo name not confirmed" }
+        ],
         toolCalling: { status: "unverified", template: "the GGUF's Qwen3.6 Jinja template (--jinja), Qwen3-Coder XML tool calls", note: "unsloth shows tool calling in its Studio; not yet round-tripped by ocw" },
         unverified: ["expert share 0.92 derived from 256 experts \xD7 3 \xD7 2048 \xD7 512 \xD7 40 layers"],
         autoPick: true,
@@ -46360,6 +46349,10 @@ var init_catalog = __esm({
         quants: [
           { quant: "Q8_0", bytes: 84.8 * GB, bits: 8.5, sizeNote: "the Qwen3-Next-80B Q8_0 size (same shape)" },
           { quant: "Q4_K_M", bytes: 48.5 * GB, bits: 4.85, sizeNote: null }
+        ],
+        weights: [
+          { repo: "Qwen/Qwen3-Coder-Next", dtype: "bf16", bytes: 1594e8, sizeNote: "derived: 79.7 B params \xD7 2 bytes" },
+          { repo: "Qwen/Qwen3-Coder-Next-FP8", dtype: "fp8", bytes: 82e9, sizeNote: "derived: 79.7 B params \xD7 \u2248 1.03 bytes; repo name not confirmed" }
         ],
         toolCalling: { status: "unverified", template: "the GGUF's Qwen3-Coder Jinja template (--jinja), XML tool calls", note: "LM Studio lists tool use; lmstudio-bug-tracker#1071 reports wrong streamed tool-call XML for Qwen3-Coder there" },
         unverified: ["attention heads (16 Q / 2 KV \xD7 256) and DeltaNet heads taken from Qwen3-Next-80B", "vocab 151936 from Qwen3-Next", "repo name"],
@@ -46383,6 +46376,7 @@ var init_catalog = __esm({
           { quant: "Q5_K_M", bytes: 16.76 * GB, bits: 5.5, sizeNote: null },
           { quant: "Q4_K_M", bytes: 14.33 * GB, bits: 4.85, sizeNote: null }
         ],
+        weights: [{ repo: "mistralai/Devstral-Small-2-24B-Instruct-2512", dtype: "bf16", bytes: 472e8, sizeNote: "derived: 23.6 B params \xD7 2 bytes" }],
         toolCalling: { status: "unverified", template: "Mistral tool-call template (--jinja); needs llama.cpp with PR #17945", note: "tuned for agentic coding tools (Mistral Vibe, OpenHands)" },
         unverified: ["head dim 128 (5120 / 40 would be 128 for 40 heads; the card gives 32 heads)", "Q8_0 size derived", "repo name"],
         autoPick: true,
@@ -46401,6 +46395,7 @@ var init_catalog = __esm({
         sweBenchVerified: 62.4,
         spec: { arch: "gpt-oss", nLayer: 36, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 128, used: 4, expertShare: 0.95 } },
         quants: [{ quant: "MXFP4", bytes: 60 * GB, bits: 4.25, sizeNote: "\u2248 60 GB per a deployment guide" }],
+        weights: [{ repo: "openai/gpt-oss-120b", dtype: "mxfp4", bytes: 653e8, sizeNote: "\u2248 65 GB: MXFP4 experts, the rest bf16 (the maker: runs on one 80 GB GPU)" }],
         toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "llama.cpp parses harmony channels; reasoning effort set in the system prompt" },
         unverified: ["KV heads 8 and vocab 201088 from memory of the config, not re-read", "file size \u2248 60 GB", "SWE-bench figure"],
         autoPick: true,
@@ -46419,6 +46414,7 @@ var init_catalog = __esm({
         sweBenchVerified: 60.7,
         spec: { arch: "gpt-oss", nLayer: 24, nEmbd: 2880, nVocab: 201088, attnInterval: 1, nHead: 64, nHeadKv: 8, headDim: 64, swa: { window: 128, pattern: 2 }, moe: { experts: 32, used: 4, expertShare: 0.91 } },
         quants: [{ quant: "MXFP4", bytes: 12.13 * GB, bits: 4.25, sizeNote: null }],
+        weights: [{ repo: "openai/gpt-oss-20b", dtype: "mxfp4", bytes: 138e8, sizeNote: "\u2248 13.8 GB: MXFP4 experts, the rest bf16 (the maker: runs within 16 GB)" }],
         toolCalling: { status: "unverified", template: "harmony format (the GGUF's template, --jinja)", note: "small and fast; weaker at long multi-step edits" },
         unverified: ["KV heads 8 and vocab 201088 from memory of the config", "SWE-bench figure"],
         autoPick: true,
@@ -46453,7 +46449,7 @@ var init_catalog = __esm({
 
 // engine/models/download.ts
 import { createHash as createHash2 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync11, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync12, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
 import path31 from "node:path";
 async function sha256File(file2) {
@@ -46463,7 +46459,7 @@ async function sha256File(file2) {
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync11(path31.dirname(o2.dest), { recursive: true });
+  mkdirSync12(path31.dirname(o2.dest), { recursive: true });
   if (existsSync11(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase()) return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
@@ -46609,12 +46605,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path52) {
+function fileSource(path53) {
   let fh;
   return {
-    describe: path52,
+    describe: path53,
     async read(offset, length) {
-      fh ??= await open(path52, "r");
+      fh ??= await open(path53, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -47024,6 +47020,293 @@ var init_hf = __esm({
   "engine/models/hf.ts"() {
     init_source2();
     hubEndpoint = (env2 = process.env) => (env2.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
+  }
+});
+
+// engine/models/compute-graph.ts
+function computeBufferBytes(s) {
+  const g = new ComputeGraph();
+  const T2 = s.nTokens;
+  const E = s.nEmbd;
+  const hasAttn = s.kvLayer.some(Boolean);
+  const hasSwa = hasAttn && s.nKvSwa > 0 && s.isSwa.some((x2, il) => x2 && s.kvLayer[il]);
+  const vWidthMax = Math.max(0, ...s.kvLayer.map((k, il) => k ? (s.isSwa[il] ? s.headVSwa : s.headV) * (s.nHeadKv[il] ?? 0) : 0));
+  const maskBytes = (nKv) => nKv * T2 * (s.flashAttn ? 2 : F32);
+  const vIdxBytes = s.flashAttn ? 8 * T2 : 8 * T2 * vWidthMax;
+  const tokens = g.input(4 * T2);
+  g.input(E * T2 * F32);
+  const pos = g.input(4 * T2);
+  let kIdx = -1, vIdx = -1, mask = -1, kIdxSwa = -1, vIdxSwa = -1, maskSwa = -1;
+  const first = s.kvLayer.findIndex(Boolean);
+  const caches = hasSwa && s.isSwa[first] ? ["swa", "main"] : hasSwa ? ["main", "swa"] : hasAttn ? ["main"] : [];
+  const rot = { main: { k: -1, v: -1 }, swa: { k: -1, v: -1 } };
+  for (const c4 of caches) {
+    const dk = c4 === "swa" ? s.headKSwa : s.headK;
+    const dv = c4 === "swa" ? s.headVSwa : s.headV;
+    if (s.quantK && dk > 0 && dk % 64 === 0 && s.headK % 64 === 0) {
+      let nrot = 64;
+      while (dk % (nrot * 2) === 0) nrot *= 2;
+      rot[c4].k = g.input(nrot * nrot * F32);
+    }
+    if (s.quantV && dv > 0 && dv % 64 === 0 && s.headV % 64 === 0) rot[c4].v = g.input(64 * 64 * F32);
+    const k = g.input(8 * T2);
+    const v = g.input(vIdxBytes);
+    const m = g.input(maskBytes(c4 === "swa" ? s.nKvSwa : s.nKv));
+    if (c4 === "swa") [kIdxSwa, vIdxSwa, maskSwa] = [k, v, m];
+    else [kIdx, vIdx, mask] = [k, v, m];
+  }
+  const outIds = g.input(4 * s.nOutputs);
+  let x = g.op(E * T2 * F32, [tokens]);
+  if (GEMMA.test(s.arch)) x = g.op(E * T2 * F32, [x], { inplace: true });
+  const qkNorm = QK_NORM.test(s.arch);
+  const gemma = GEMMA.test(s.arch);
+  const lastLayer = s.nLayer - 1;
+  let n2 = T2;
+  const stateBytes = Math.max(0, s.nEmbdR) * s.nSeqs * F32;
+  const fetchState = () => g.op(stateBytes, []);
+  const isConv = (il) => il < s.nLayer && !!s.rsLayer[il] && !s.kvLayer[il];
+  let nextState2 = isConv(0) ? fetchState() : -1;
+  const prefetch = (il) => {
+    nextState2 = isConv(il + 1) ? fetchState() : -1;
+  };
+  for (let il = 0; il < s.nLayer; il++) {
+    const last = il === lastLayer;
+    let cur = g.op(E * n2 * F32, [x], { inplace: true });
+    cur = g.op(E * n2 * F32, [cur], { inplace: true });
+    let mixed;
+    if (s.kvLayer[il]) {
+      const swa = s.isSwa[il] && hasSwa;
+      const dk = swa ? s.headKSwa : s.headK;
+      const dv = swa ? s.headVSwa : s.headV;
+      const h3 = s.nHead[il] ?? 0;
+      const hkv = s.nHeadKv[il] ?? 0;
+      const nKv = swa ? s.nKvSwa : s.nKv;
+      const rope = (t2, bytes) => {
+        if (!qkNorm) return g.op(bytes, [g.view(t2), pos], { inplace: true });
+        let r2 = g.op(bytes, [g.view(t2)], { inplace: true });
+        r2 = g.op(bytes, [r2], { inplace: true });
+        return g.op(bytes, [r2, pos], { inplace: true });
+      };
+      const r = rot[swa ? "swa" : "main"];
+      const hadamard = (t2, bytes, by) => by >= 0 ? g.op(bytes, [by, g.view(t2)]) : t2;
+      let q = rope(g.op(dk * h3 * n2 * F32, [cur]), dk * h3 * n2 * F32);
+      if (gemma) q = g.op(dk * h3 * n2 * F32, [q], { inplace: true });
+      q = hadamard(q, dk * h3 * n2 * F32, r.k);
+      let k, v;
+      if (gemma || qkNorm) {
+        k = hadamard(rope(g.op(dk * hkv * n2 * F32, [cur]), dk * hkv * n2 * F32), dk * hkv * n2 * F32, r.k);
+        v = hadamard(g.op(dv * hkv * n2 * F32, [cur]), dv * hkv * n2 * F32, r.v);
+      } else {
+        v = hadamard(g.op(dv * hkv * n2 * F32, [cur]), dv * hkv * n2 * F32, r.v);
+        k = hadamard(rope(g.op(dk * hkv * n2 * F32, [cur]), dk * hkv * n2 * F32), dk * hkv * n2 * F32, r.k);
+      }
+      g.sink([g.view(k), swa ? kIdxSwa : kIdx]);
+      g.sink([g.view(v), swa ? vIdxSwa : vIdx]);
+      const m = swa ? maskSwa : mask;
+      let o2;
+      if (s.flashAttn) o2 = g.op(dv * h3 * n2 * F32, [g.view(q), m]);
+      else {
+        const kq = g.op(nKv * n2 * h3 * F32, [g.view(q)]);
+        const sm = g.op(nKv * n2 * h3 * F32, [kq, m], { inplace: true });
+        const kqv = g.op(dv * n2 * h3 * F32, [sm]);
+        o2 = g.op(dv * h3 * n2 * F32, [g.view(kqv)]);
+      }
+      o2 = hadamard(o2, dv * h3 * n2 * F32, r.v);
+      prefetch(il);
+      mixed = g.op(E * n2 * F32, [g.view(o2)]);
+    } else {
+      const bcx = g.op(3 * E * n2 * F32, [cur]);
+      const bx = g.op(E * n2 * F32, [g.view(bcx), g.view(bcx)], { inplace: true });
+      const state = nextState2 >= 0 ? nextState2 : fetchState();
+      const cat = g.op((E * n2 + stateBytes / F32) * F32, [g.view(state), g.view(bx)]);
+      g.sink([g.view(cat)]);
+      prefetch(il);
+      const conv = g.op(E * n2 * F32, [cat]);
+      const y = g.op(E * n2 * F32, [g.view(bcx), conv], { inplace: true });
+      mixed = g.op(E * n2 * F32, [y]);
+    }
+    if (last) {
+      mixed = g.op(E * s.nOutputs * F32, [mixed, outIds]);
+      x = g.op(E * s.nOutputs * F32, [x, outIds]);
+      n2 = s.nOutputs;
+    }
+    if (gemma) {
+      mixed = g.op(E * n2 * F32, [mixed], { inplace: true });
+      mixed = g.op(E * n2 * F32, [mixed], { inplace: true });
+    }
+    const residualFirst = LFM2.test(s.arch);
+    const add = (branch, residual) => g.op(E * n2 * F32, residualFirst ? [residual, branch] : [branch, residual], { inplace: true });
+    const ffnInp = add(mixed, x);
+    const ff = s.nFf[il] ?? 0;
+    let out;
+    if (ff > 0) {
+      let c4 = g.op(E * n2 * F32, [ffnInp], { inplace: true });
+      c4 = g.op(E * n2 * F32, [c4], { inplace: true });
+      const gate = g.op(ff * n2 * F32, [c4]);
+      const up = g.op(ff * n2 * F32, [c4]);
+      const glu = g.op(ff * n2 * F32, [gate, up]);
+      let down = g.op(E * n2 * F32, [glu]);
+      if (gemma) {
+        down = g.op(E * n2 * F32, [down], { inplace: true });
+        down = g.op(E * n2 * F32, [down], { inplace: true });
+      }
+      out = add(down, ffnInp);
+    } else out = ffnInp;
+    x = out;
+  }
+  let c3 = g.op(E * n2 * F32, [x], { inplace: true });
+  c3 = g.op(E * n2 * F32, [c3], { inplace: true });
+  g.op(s.nVocab * s.nOutputs * F32, [c3], { output: true });
+  return g.bufferSize();
+}
+var DynAllocator, ComputeGraph, F32, QK_NORM, GEMMA, LFM2;
+var init_compute_graph = __esm({
+  "engine/models/compute-graph.ts"() {
+    DynAllocator = class {
+      constructor(alignment) {
+        this.alignment = alignment;
+      }
+      alignment;
+      free = [{ offset: 0, size: Number.MAX_SAFE_INTEGER }];
+      maxSize = 0;
+      align(n2) {
+        return Math.ceil(n2 / this.alignment) * this.alignment;
+      }
+      alloc(bytes) {
+        const size = this.align(bytes);
+        let best = -1;
+        let bestSize = Infinity;
+        for (let i2 = 0; i2 < this.free.length - 1; i2++) {
+          const b2 = this.free[i2];
+          if (b2.size >= size && b2.size <= bestSize) {
+            best = i2;
+            bestSize = b2.size;
+          }
+        }
+        if (best < 0) best = this.free.length - 1;
+        const b = this.free[best];
+        const offset = b.offset;
+        b.offset += size;
+        b.size -= size;
+        if (b.size === 0) this.free.splice(best, 1);
+        this.maxSize = Math.max(this.maxSize, offset + size);
+        return offset;
+      }
+      release(offset, bytes) {
+        const size = this.align(bytes);
+        for (let i2 = 0; i2 < this.free.length; i2++) {
+          const b = this.free[i2];
+          if (b.offset + b.size === offset) {
+            b.size += size;
+            const next = this.free[i2 + 1];
+            if (next && b.offset + b.size === next.offset) {
+              b.size += next.size;
+              this.free.splice(i2 + 1, 1);
+            }
+            return;
+          }
+          if (offset + size === b.offset) {
+            b.offset = offset;
+            b.size += size;
+            const prev = this.free[i2 - 1];
+            if (prev && prev.offset + prev.size === b.offset) {
+              prev.size += b.size;
+              this.free.splice(i2, 1);
+            }
+            return;
+          }
+        }
+        let at = 0;
+        while (at < this.free.length && this.free[at].offset < offset) at++;
+        this.free.splice(at, 0, { offset, size });
+      }
+    };
+    ComputeGraph = class {
+      inputs = [];
+      /** Per node: the tensor it produces (-1: none of its own, e.g. SET_ROWS into the cache), ggml_op_can_inplace(op),
+       * and its srcs (tensor ids as given, a view's id and not its base) as srcAt[node]..srcAt[node + 1]. */
+      nodeId = [];
+      nodeInplace = [];
+      srcAt = [0];
+      srcs = [];
+      /** Per tensor id: its size, whether it is a graph output, and the tensor whose memory it is (itself unless a view). */
+      bytes = [];
+      output = [];
+      base = [];
+      add(bytes, output, base2) {
+        const id2 = this.bytes.length;
+        this.bytes.push(bytes);
+        this.output.push(output);
+        this.base.push(base2 ?? id2);
+        return id2;
+      }
+      node(id2, inplace, srcs) {
+        this.nodeId.push(id2);
+        this.nodeInplace.push(inplace);
+        for (const x of srcs) if (x >= 0) this.srcs.push(x);
+        this.srcAt.push(this.srcs.length);
+      }
+      input(bytes) {
+        const id2 = this.add(bytes, false);
+        this.inputs.push(id2);
+        return id2;
+      }
+      /** A node; srcs that are -1 (weights, the KV cache: other buffers) are left out. */
+      op(bytes, srcs, o2 = {}) {
+        const id2 = this.add(bytes, !!o2.output);
+        this.node(id2, !!o2.inplace, srcs);
+        return id2;
+      }
+      /** A node with no result of its own (SET_ROWS / CPY into the cache): it only consumes its srcs. */
+      sink(srcs) {
+        this.node(-1, false, srcs);
+      }
+      /** A view of `src` (reshape, permute, transpose, a slice): same memory. */
+      view(src) {
+        return this.add(0, false, this.base[src]);
+      }
+      /** The buffer size ggml_gallocr reaches for this graph. */
+      bufferSize(alignment = 32) {
+        const a2 = new DynAllocator(alignment);
+        const { bytes, base: base2, output, srcs, srcAt } = this;
+        const left = new Int32Array(bytes.length);
+        const addr = new Float64Array(bytes.length).fill(-1);
+        for (const x of srcs) left[base2[x]]++;
+        for (const id2 of this.inputs) addr[id2] = a2.alloc(bytes[id2]);
+        for (let i2 = 0; i2 < this.nodeId.length; i2++) {
+          const id2 = this.nodeId[i2];
+          const from = srcAt[i2];
+          const to = srcAt[i2 + 1];
+          if (id2 >= 0 && bytes[id2] > 0) {
+            let reused = false;
+            if (this.nodeInplace[i2]) {
+              for (let j = from; j < to; j++) {
+                const x = srcs[j];
+                const r = base2[x];
+                if (x !== r || addr[r] < 0 || output[r] || bytes[r] !== bytes[id2] || left[r] !== 1) continue;
+                addr[id2] = addr[r];
+                addr[r] = -1;
+                reused = true;
+                break;
+              }
+            }
+            if (!reused) addr[id2] = a2.alloc(bytes[id2]);
+          }
+          for (let j = from; j < to; j++) {
+            const r = base2[srcs[j]];
+            if (--left[r] <= 0 && addr[r] >= 0 && !output[r]) {
+              a2.release(addr[r], bytes[r]);
+              addr[r] = -1;
+            }
+          }
+        }
+        return a2.maxSize;
+      }
+    };
+    F32 = 4;
+    QK_NORM = /^(qwen3|qwen35|qwen3next|qwen3moe|gemma3|gemma3n|gemma4|lfm2|olmo2|olmoe|chameleon|cohere2|exaone4|smollm3|granite|hunyuan|ernie|seed_oss|apertus)/;
+    GEMMA = /^gemma/;
+    LFM2 = /^lfm2/;
   }
 });
 
@@ -47444,14 +47727,26 @@ function estimate(h3, tensors, o2 = {}) {
     warnings.push("no tensor infos: weights not counted (pass a GGUF, or metadata with tensor infos)");
   }
   const outputBytes = h3.nVocab * 4 * ctx.slots;
-  const ffMax = Math.max(0, ...h3.nFf);
-  const headMax = Math.max(0, ...h3.nHead);
-  const nKvMain = cells;
-  let compute = ubatch * 4 * (2 * ffMax + 4 * h3.nEmbd) + outputBytes;
-  if (h3.kvLayer.some(Boolean)) {
-    const masks = nKvMain + (swaCells ?? 0);
-    if (fa) compute += masks * ubatch * 2;
-    else compute += headMax * nKvMain * ubatch * 4 + masks * ubatch * 4;
+  const nBatch = Math.min(ctx.nCtx, 2048);
+  const nSeqs = ctx.slots;
+  const nTokens = Math.ceil(Math.min(ctx.nCtx, Math.min(nBatch, ubatch)) / nSeqs) * nSeqs;
+  const compute = computeBufferBytes({
+    ...h3,
+    nLayer: h3.nLayer,
+    nTokens,
+    nSeqs,
+    nOutputs: Math.min(nTokens, ctx.slots),
+    nKv: cells,
+    nKvSwa: swaCells ?? 0,
+    flashAttn: fa,
+    quantK: !["f32", "f16", "bf16"].includes(ctk),
+    quantV
+  });
+  if (h3.isMla || h3.rsLayer.some((r, il) => r && !h3.arch.startsWith("lfm2") && !h3.kvLayer[il])) {
+    warnings.push("compute buffer: this architecture's MLA / recurrent layers are sized as standard attention / short-conv layers (an approximation)");
+  }
+  if (tensors?.some((t2) => /_exps\./.test(t2.name))) {
+    warnings.push("compute buffer: the expert FFNs are sized as one dense FFN of feed_forward_length (an approximation)");
   }
   if (gpus.length > 1) warnings.push("multi-GPU: pipeline parallelism keeps extra input copies; compute estimate per GPU");
   const overhead = o2.gpuOverheadBytes ?? 300 * MiB2;
@@ -47529,6 +47824,7 @@ function estimate(h3, tensors, o2 = {}) {
 var MiB2, GiB2, pad, EstimateError;
 var init_estimate = __esm({
   "engine/models/estimate.ts"() {
+    init_compute_graph();
     init_ggml_types();
     init_hparams();
     MiB2 = 1024 * 1024;
@@ -47894,7 +48190,38 @@ function commandWords(command) {
   if (!bin) throw new Error(`no program in ${command}`);
   return { env: env2, bin, args: words };
 }
-var DEFAULT_MIN_CTX, MARGIN, gib, h2;
+function gpuUtilization(g) {
+  const total2 = g.totalBytes || g.freeBytes;
+  return Math.max(0, Math.min(PARALLEL_MAX_UTIL, Math.floor((g.freeBytes - 256 * MiB2) / total2 * 100) / 100));
+}
+function parallelKv(m, perRank, ctx) {
+  if (!m.hparams) return m.weightsBytes * 0.25;
+  const e = estimate(m.hparams, null, { ctx: perRank * ctx, parallel: perRank, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
+  return e.kvBytes + e.recurrentBytes;
+}
+function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot) {
+  if (minCtx > m.contextLength) return null;
+  const gpus = [...gpusIn].sort((a2, b) => b.freeBytes - a2.freeBytes);
+  const n2 = gpus.length;
+  const ladder = ctxLadder(minCtx, Math.max(minCtx, Math.min(m.contextLength, 131072, maxCtxPerSlot ?? Infinity)));
+  for (let tp = 1; tp <= n2; tp *= 2) {
+    if (m.nHead && m.nHead % tp !== 0) continue;
+    const dp = Math.max(1, Math.min(Math.floor(n2 / tp), slots));
+    const perRank = Math.ceil(slots / dp);
+    const used = gpus.slice(0, tp * dp);
+    const utilization = Math.min(...used.map(gpuUtilization));
+    const budget = Math.min(...used.map((g) => utilization * (g.totalBytes || g.freeBytes)));
+    const weightsPerGpu = m.weightsBytes / tp;
+    const kvShare = m.nHeadKv && tp > m.nHeadKv ? 1 / m.nHeadKv : 1 / tp;
+    for (const ctx of ladder) {
+      const kvPerGpu = parallelKv(m, perRank, ctx) * kvShare;
+      const need = weightsPerGpu + kvPerGpu + PARALLEL_OVERHEAD;
+      if (need <= budget) return { tp, dp, perRank, ctxPerSlot: ctx, utilization, gpus: used, weightsPerGpu, kvPerGpu, needPerGpu: need };
+    }
+  }
+  return null;
+}
+var DEFAULT_MIN_CTX, MARGIN, gib, h2, PARALLEL_OVERHEAD, PARALLEL_MAX_UTIL;
 var init_plan = __esm({
   "engine/models/plan.ts"() {
     init_catalog();
@@ -47904,6 +48231,8 @@ var init_plan = __esm({
     MARGIN = 1024 * MiB2;
     gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
     h2 = (m) => m.hparams;
+    PARALLEL_OVERHEAD = 2 * GiB2;
+    PARALLEL_MAX_UTIL = 0.9;
   }
 });
 
@@ -47962,6 +48291,31 @@ var init_resolve = __esm({
     init_hf();
     init_plan();
     init_source2();
+  }
+});
+
+// engine/net/sse.ts
+async function* sseData(body) {
+  const decoder = new TextDecoder();
+  let buf = "";
+  let data = [];
+  for await (const chunk of body) {
+    buf += decoder.decode(chunk, { stream: true });
+    let nl;
+    while ((nl = buf.indexOf("\n")) >= 0) {
+      const line = buf.slice(0, nl).replace(/\r$/, "");
+      buf = buf.slice(nl + 1);
+      if (line === "") {
+        if (data.length) yield data.join("\n");
+        data = [];
+      } else if (line.startsWith("data:")) data.push(line.slice(5).trimStart());
+    }
+  }
+  if (buf.startsWith("data:")) data.push(buf.slice(5).trimStart());
+  if (data.length) yield data.join("\n");
+}
+var init_sse = __esm({
+  "engine/net/sse.ts"() {
   }
 });
 
@@ -48050,7 +48404,7 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync12 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync13, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync12 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
 import path34 from "node:path";
@@ -48067,10 +48421,10 @@ function findLlamaServer(explicit, env2 = process.env) {
     for (const d of readdirSync6(cache).sort().reverse()) cands.push(path34.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed = path34.join(stateDir(env2), "llama");
+  const installed2 = path34.join(stateDir(env2), "llama");
   try {
-    for (const d of readdirSync6(installed).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path34.join(installed, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+    for (const d of readdirSync6(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
+      const f = findFile(path34.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
@@ -48146,7 +48500,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync12(path34.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync13(path34.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
@@ -48598,19 +48952,24 @@ async function verifyEndpoint(v) {
     const body = base2({ max_tokens: tokens, messages: [{ role: "user", content: "Count from one to one hundred in words." }], ...ext ? { ignore_eos: true } : {} });
     const headers = authHeaders(v.key);
     await streamTimed(chatUrl, headers, body, performance.now(), timeoutMs);
-    let singleMs = Infinity;
-    for (let i2 = 0; i2 < 2; i2++) {
+    const alone = async () => {
       const s = await streamTimed(chatUrl, headers, body, performance.now(), timeoutMs);
-      singleMs = Math.min(singleMs, s.endMs - s.startMs);
-    }
+      return s.endMs - s.startMs;
+    };
+    const slotsNow = async () => {
+      const sl = await httpJson(`${root2}/slots`, { headers, timeoutMs: 5e3 });
+      return Array.isArray(sl.body) ? { listed: sl.body.length, busy: sl.body.filter((x) => x.is_processing).length } : null;
+    };
+    const before = v.engine === "llama.cpp" ? await slotsNow() : null;
     const burst = async () => {
+      const singleMs = await alone();
       const t0 = performance.now();
-      let maxBusy = null;
-      let polling = v.engine === "llama.cpp";
+      let maxBusy = before ? 0 : null;
+      let polling = before !== null;
       const poller = (async () => {
         while (polling) {
-          const sl = await httpJson(`${root2}/slots`, { headers, timeoutMs: 2e3 });
-          if (Array.isArray(sl.body)) maxBusy = Math.max(maxBusy ?? 0, sl.body.filter((x) => x.is_processing).length);
+          const sl = await slotsNow();
+          if (sl) maxBusy = Math.max(maxBusy ?? 0, sl.busy);
           await new Promise((r2) => setTimeout(r2, 15));
         }
       })();
@@ -48623,13 +48982,13 @@ async function verifyEndpoint(v) {
       const failed = runs.filter((x) => x.status !== 200 || x.error);
       const factor = overlapFactor(singleMs, wall, n2);
       const spreadOk = spread < 0.5 * (n2 - 1) * singleMs;
-      const busyOk = maxBusy !== null && maxBusy >= n2;
-      const passed = failed.length === 0 && firsts.length === n2 && (spreadOk || busyOk);
-      const evidence = `${n2} concurrent \xD7 ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "\u221E"} ms` + (maxBusy !== null ? `, /slots showed ${maxBusy} processing at once` : "") + (failed.length ? `; ${failed.length} failed (${failed[0].status} ${failed[0].error ?? ""})` : "");
+      const slotsOk = before ? before.listed >= n2 && ((maxBusy ?? 0) >= 2 || spreadOk) : spreadOk;
+      const passed = failed.length === 0 && firsts.length === n2 && slotsOk;
+      const evidence = `${n2} concurrent \xD7 ${tokens} tokens: wall ${Math.round(wall)} ms vs ${Math.round(singleMs)} ms alone just before, overlap factor ${factor.toFixed(2)}, first-token spread ${Number.isFinite(spread) ? Math.round(spread) : "\u221E"} ms` + (before ? `, /slots lists ${before.listed} slot(s) and showed ${maxBusy} processing at once` : "") + (before && before.listed < n2 ? ` \u2014 ${n2} requests cannot run at once on ${before.listed} slot(s): they queue` : "") + (failed.length ? `; ${failed.length} failed (${failed[0].status} ${failed[0].error ?? ""})` : "");
       return { passed, factor, evidence, failedRequests: failed.length > 0 };
     };
     let result = await burst();
-    if (!result.passed && !result.failedRequests) {
+    if (!result.passed && !result.failedRequests && !(before && before.listed < n2)) {
       const second = await burst();
       result = second.passed ? { ...second, evidence: `${second.evidence} (second burst; the first: ${result.evidence})` } : second;
     }
@@ -48691,7 +49050,7 @@ var init_verify = __esm({
 // engine/serving/setup.ts
 import path35 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
-import { closeSync as closeSync3, mkdirSync as mkdirSync13, openSync as openSync3 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync14, openSync as openSync3 } from "node:fs";
 function listServing() {
   return readJson(servingFile(), []);
 }
@@ -48749,7 +49108,7 @@ function supervisorCommand(env2 = process.env) {
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync13(path35.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync14(path35.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -48928,23 +49287,939 @@ var init_setup3 = __esm({
   }
 });
 
+// engine/serving/runtimes.ts
+function buildVllmArgs(p) {
+  const a2 = ["serve", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port), "--max-model-len", String(p.maxModelLen), "--max-num-seqs", String(p.maxNumSeqs)];
+  a2.push("--gpu-memory-utilization", String(p.gpuMemoryUtilization ?? 0.9));
+  if (p.servedName) a2.push("--served-model-name", p.servedName);
+  if ((p.tensorParallel ?? 1) > 1) a2.push("--tensor-parallel-size", String(p.tensorParallel));
+  if ((p.dataParallel ?? 1) > 1) a2.push("--data-parallel-size", String(p.dataParallel));
+  if ((p.pipelineParallel ?? 1) > 1) a2.push("--pipeline-parallel-size", String(p.pipelineParallel));
+  if (p.kvCacheDtype && p.kvCacheDtype !== "auto") a2.push("--kv-cache-dtype", p.kvCacheDtype);
+  if (p.toolCallParser) a2.push("--enable-auto-tool-choice", "--tool-call-parser", p.toolCallParser);
+  return { cmd: "vllm", args: a2, keyEnv: "VLLM_API_KEY" };
+}
+function buildSglangArgs(p) {
+  const a2 = ["-m", "sglang.launch_server", "--model-path", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port)];
+  a2.push("--context-length", String(p.contextLength), "--max-running-requests", String(p.maxRunningRequests));
+  if (p.memFractionStatic) a2.push("--mem-fraction-static", String(p.memFractionStatic));
+  if ((p.tensorParallel ?? 1) > 1) a2.push("--tp-size", String(p.tensorParallel));
+  if ((p.dataParallel ?? 1) > 1) a2.push("--dp-size", String(p.dataParallel));
+  if (p.servedName) a2.push("--served-model-name", p.servedName);
+  a2.push("--api-key", p.apiKey);
+  return { cmd: "python3", args: a2 };
+}
+var init_runtimes = __esm({
+  "engine/serving/runtimes.ts"() {
+  }
+});
+
+// engine/serving/start-runtimes.ts
+var start_runtimes_exports = {};
+__export(start_runtimes_exports, {
+  SGLANG_IMAGE: () => SGLANG_IMAGE,
+  VLLM_IMAGE: () => VLLM_IMAGE,
+  buildLaunch: () => buildLaunch,
+  findRuntime: () => findRuntime,
+  runOtherRuntime: () => runOtherRuntime
+});
+import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync7, writeFileSync as writeFileSync9 } from "node:fs";
+import os6 from "node:os";
+import path36 from "node:path";
+function onPath(name, env2) {
+  for (const dir of (env2.PATH ?? "").split(path36.delimiter)) {
+    const p = dir && path36.join(dir, name);
+    if (p && existsSync14(p)) return p;
+  }
+  return null;
+}
+function findRuntime(runtime, env2 = process.env, o2 = {}) {
+  if (runtime === "vllm") {
+    const bin = env2.OCW_VLLM_BIN || onPath("vllm", env2);
+    if (bin) return { how: "binary", bin };
+  } else {
+    const py = env2.OCW_PYTHON || onPath("python3", env2) || onPath("python", env2);
+    if (py) {
+      const r = spawnSync2(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env: env2, timeout: 2e4, stdio: "ignore" });
+      if (r.status === 0) return { how: "binary", bin: py };
+    }
+  }
+  const ce = o2.binaryOnly ? null : env2.OCW_CONTAINER_ENGINE || onPath("podman", env2) || onPath("docker", env2);
+  if (ce) return { how: "container", bin: ce };
+  return {
+    how: null,
+    why: runtime === "vllm" ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp" : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp"
+  };
+}
+function buildLaunch(o2) {
+  const env2 = o2.env ?? process.env;
+  const words = commandWords(o2.command);
+  const inner = o2.found.how === "container" ? 8e3 : o2.port;
+  const host = o2.found.how === "container" ? "0.0.0.0" : "127.0.0.1";
+  const args = [...words.args];
+  const set2 = (flag2, v) => {
+    const i2 = args.indexOf(flag2);
+    if (i2 >= 0) args[i2 + 1] = v;
+    else args.push(flag2, v);
+  };
+  set2("--port", String(inner));
+  set2("--host", host);
+  const extraEnv = Object.fromEntries(words.env.filter((w) => !/^(VLLM_API_KEY|LLAMA_API_KEY)=/.test(w)).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]));
+  let configFile = null;
+  if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
+  else {
+    mkdirSync15(o2.configDir, { recursive: true, mode: 448 });
+    configFile = path36.join(o2.configDir, "sglang.yaml");
+    writeFileSync9(configFile, `api-key: ${JSON.stringify(o2.key)}
+`, { mode: 384 });
+    chmodSync3(configFile, 384);
+    set2("--config", o2.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
+  }
+  if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
+  const image = o2.runtime === "vllm" ? env2.OCW_VLLM_IMAGE || VLLM_IMAGE : env2.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
+  const hfCache = env2.HF_HOME || path36.join(os6.homedir(), ".cache", "huggingface");
+  const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
+  const run3 = [
+    "run",
+    "--rm",
+    "--name",
+    `ocw-${servedName}`.slice(0, 60),
+    "--gpus",
+    "all",
+    "--ipc=host",
+    "-p",
+    `127.0.0.1:${o2.port}:8000`,
+    "-v",
+    `${hfCache}:/root/.cache/huggingface`,
+    // names only: the container engine copies the values from its own environment
+    ...Object.keys(extraEnv).flatMap((k) => ["-e", k]),
+    ...env2.HF_TOKEN ? ["-e", "HF_TOKEN"] : [],
+    ...configFile ? ["-v", `${configFile}:/ocw/sglang.yaml:ro`] : [],
+    image,
+    ...o2.runtime === "vllm" ? args.slice(1) : ["python3", ...args]
+  ];
+  return { how: "container", cmd: o2.found.bin, args: run3, env: extraEnv, port: o2.port, configFile };
+}
+async function waitReady(port, key, child, logFile, timeoutMs) {
+  const t0 = performance.now();
+  let exited = null;
+  child.once("exit", (c3, s) => exited = String(c3 ?? s));
+  while (performance.now() - t0 < timeoutMs) {
+    if (exited !== null) throw new Error(`exited (${exited}) before it was ready`);
+    const h3 = await httpJson(`http://127.0.0.1:${port}/health`, { timeoutMs: 2e3 });
+    if (h3.status === 200) return performance.now() - t0;
+    const m = await httpJson(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 2e3 });
+    if (m.status === 200) return performance.now() - t0;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`did not become ready within ${Math.round(timeoutMs / 1e3)} s (see ${logFile})`);
+}
+async function runOtherRuntime(o2, input, job, ops, setLog) {
+  const runtime = input.runtime;
+  const name = runtime === "vllm" ? "vLLM" : "SGLang";
+  const hw = o2.hardware ?? await detectHardware({});
+  const planOn = async (h3) => {
+    const fr = await runFitPlan({ json: true, runtime, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: h3, store: o2.store });
+    if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
+    return FitResult.parse(JSON.parse(fr.stdout));
+  };
+  const idOf = (p) => {
+    const w2 = commandWords(p.command).args;
+    return input.id ?? `${runtime}-${w2[w2.indexOf("--served-model-name") + 1]}`;
+  };
+  let fit = await planOn(hw);
+  let replacing = null;
+  for (const g of runningGroups()) {
+    if (input.id && g.id !== input.id) continue;
+    const freed = await planOn(withFreed(hw, g.bytes));
+    if (freed.pick && idOf(freed.pick) === g.id) {
+      fit = freed;
+      replacing = g;
+      break;
+    }
+  }
+  if (!fit.pick) throw new StartError({ kind: "no-fit", cause: fit.problem ?? `${input.model ?? "nothing in the catalog"} does not fit this machine with ${name}`, logLine: null, remedy: "fewer slots, a shorter context, --runtime llama.cpp, or an API provider" });
+  const pick3 = fit.pick;
+  const slots = pick3.slots;
+  const ctx = pick3.ctxPerSlot;
+  const model = commandWords(pick3.command).args[runtime === "vllm" ? 1 : 3];
+  Object.assign(job, { model: pick3.model, quant: pick3.quant, slots, ctxPerSlot: ctx, plannedCommand: pick3.command, pick: pick3 });
+  const found = findRuntime(runtime);
+  ops.end(pick3.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : ""));
+  ops.cancelled();
+  if (o2.confirm) {
+    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
+      throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
+    });
+    if (!ok2) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
+  }
+  if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
+  ops.begin("runtime", `looking for ${name}`);
+  ops.end(found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${runtime === "vllm" ? process.env.OCW_VLLM_IMAGE || VLLM_IMAGE : process.env.OCW_SGLANG_IMAGE || SGLANG_IMAGE})`);
+  ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
+  ops.cancelled();
+  ops.begin("load", `starting ${name}`);
+  const words = commandWords(pick3.command);
+  const servedName = words.args[words.args.indexOf("--served-model-name") + 1] ?? targetSlug({ model: model.split("/").pop(), quant: null });
+  const id2 = idOf(pick3);
+  const port = await freePort();
+  const key = generateKey();
+  const keyFile = keyFilePath(id2);
+  storeKey(keyFile, key);
+  await stopServing(id2);
+  const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path36.join(stateDir(), "runtime", id2) });
+  const { parallelDevices: parallelDevices2 } = await Promise.resolve().then(() => (init_parallel(), parallel_exports));
+  const indexOf = new Map(parallelDevices2(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
+  const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
+  job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
+  const logFile = path36.join(stateDir(), "logs", `${id2}.log`);
+  setLog(logFile);
+  mkdirSync15(path36.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync14(logFile) ? statSync7(logFile).size : 0;
+  const readLog = () => existsSync14(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
+  const fd = openSync4(logFile, "a", 384);
+  const env2 = { ...process.env, ...launch2.env };
+  delete env2.LLAMA_API_KEY;
+  const child = spawn5(launch2.cmd, launch2.args, { env: env2, stdio: ["ignore", fd, fd], detached: true });
+  closeSync4(fd);
+  child.unref();
+  const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new Error(`cannot start ${launch2.cmd}: ${e.message}`))));
+  let readyMs;
+  try {
+    readyMs = await Promise.race([waitReady(port, key, child, logFile, o2.readyTimeoutMs ?? 18e5), spawnErr]);
+  } catch (e) {
+    if (child.pid) await stopPid(child.pid, 3e3);
+    const c3 = classifyLog(readLog(), launch2.cmd);
+    throw new StartError({
+      kind: c3?.kind ?? "other",
+      cause: c3?.logLine ? `${name} failed to start: ${c3.logLine}` : `${name} ${e.message}`,
+      logLine: c3?.logLine ?? null,
+      remedy: c3?.remedy ?? "read the log file",
+      logFile
+    });
+  }
+  saveServing([...listServing().filter((r) => r.targetId !== id2), { targetId: id2, pid: child.pid, supervisorPid: null, port, bin: launch2.cmd, args: launch2.args, env: Object.fromEntries(Object.entries(launch2.env).filter(([k]) => k !== "VLLM_API_KEY")), logFile, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString(), gpuBytes: held }]);
+  ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1e3).toFixed(1)} s`);
+  ops.begin("warmup", "one short completion");
+  const url2 = `http://127.0.0.1:${port}/v1`;
+  const w = await httpJson(`${url2}/chat/completions`, { headers: { authorization: `Bearer ${key}` }, body: { model: servedName, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 }, timeoutMs: 3e5 });
+  if (w.status !== 200) {
+    const c3 = classifyLog(readLog(), launch2.cmd);
+    throw new StartError({ kind: c3?.kind ?? "other", cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c3?.logLine ?? null, remedy: c3?.remedy ?? "read the log file", logFile });
+  }
+  ops.end(`first completion in ${(w.ms / 1e3).toFixed(2)} s`);
+  ops.begin("verify", "reachable, auth, slots, concurrency, capability, tools");
+  const v = await verifyEndpoint({ url: url2, model: servedName, key, engine: runtime, slots, perSlotCtx: ctx, llamaExtensions: false, onCheck: (_c, done) => {
+    job.checks = done;
+    ops.emit();
+  } });
+  job.checks = v.checks;
+  ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
+  const loaded = readLog().split("\n").filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l)).map((l) => l.trim().slice(0, 200));
+  let placementFailed = null;
+  if (before.gpus.some((g) => g.usedBytes !== null)) {
+    ops.begin("placement", "reading the vendor tool's memory per GPU");
+    const after = await detectHardware({}).catch(() => null);
+    const evidence = [...loaded.length ? [`log: ${loaded.join("; ")}`] : []];
+    const devices = [];
+    const measured = [];
+    for (const d of pick3.devices) {
+      const index = indexOf.get(d.name.split(" ")[0]);
+      const b = before.gpus.find((g) => g.index === index)?.usedBytes;
+      const a2 = after?.gpus.find((g) => g.index === index)?.usedBytes;
+      const weights = d.breakdown?.weightsBytes ?? 0;
+      if (index === void 0 || a2 == null || b == null) continue;
+      const delta = a2 - b;
+      devices.push({ name: d.name, plannedBytes: weights, loadedBytes: Math.max(0, delta) });
+      evidence.push(`device memory: ${d.name} ${(a2 / 1024 ** 3).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / 1024 ** 3).toFixed(1)} GiB since before the start)`);
+      if (delta > 0) measured.push({ index, bytes: delta });
+      if (delta < weights * 0.5) {
+        placementFailed = `${d.name}: the vendor tool shows ${(delta / 1024 ** 3).toFixed(1)} GiB more in use, less than half of the ${(weights / 1024 ** 3).toFixed(1)} GiB of weights planned there`;
+        evidence.push(placementFailed);
+      }
+    }
+    if (!placementFailed && devices.length) evidence.push("the weights are where the plan put them");
+    job.placement = { passed: !placementFailed, devices, evidence };
+    if (measured.length) saveServing(listServing().map((r) => r.targetId === id2 ? { ...r, gpuBytes: measured } : r));
+    ops.end(evidence.join("; ") || "no figures", placementFailed ? "failed" : "done");
+  } else {
+    ops.skip("placement", loaded.length ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}` : `${name} keeps every layer on the GPU(s); its log shows no loading figures`);
+  }
+  const target = {
+    id: id2,
+    model: servedName,
+    quant: null,
+    endpoint: url2,
+    keyRef: "OCW_TARGET_API_KEY",
+    keyFile,
+    contextLimit: ctx,
+    serving: { engine: runtime, endpoints: [{ url: url2, slots }], slots, perSlotCtx: ctx },
+    checks: []
+  };
+  const saved = finish(o2.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
+  job.result = {
+    outcome: v.outcome,
+    saved: saved.saved,
+    active: saved.active,
+    target: saved.target,
+    checks: v.checks,
+    summary: v.summary,
+    observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
+    ms: 0
+  };
+  if (placementFailed) {
+    job.failure = {
+      phase: "placement",
+      kind: "placement",
+      cause: placementFailed,
+      logLine: null,
+      logFile,
+      remedy: `${name} did not load onto the GPUs the plan counted on: check CUDA_VISIBLE_DEVICES and nvidia-smi (another process may hold them); the server runs`
+    };
+  }
+}
+var VLLM_IMAGE, SGLANG_IMAGE;
+var init_start_runtimes = __esm({
+  "engine/serving/start-runtimes.ts"() {
+    init_setup2();
+    init_target();
+    init_detect();
+    init_paths();
+    init_http();
+    init_keys();
+    init_llama_server();
+    init_setup3();
+    init_start2();
+    init_plan();
+    init_fit();
+    init_commands();
+    init_verify();
+    VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0";
+    SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.3-cu129";
+  }
+});
+
+// engine/serving/k8s.ts
+function safetensorsRepo(e) {
+  const m = /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source);
+  if (!m) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
+  return m[1];
+}
+function toolParser(runtime, e, repo) {
+  const t2 = `${e?.toolCalling.template ?? ""} ${e?.id ?? ""} ${repo}`.toLowerCase();
+  if (/harmony|gpt-oss/.test(t2)) return runtime === "vllm" ? "openai" : "gpt-oss";
+  if (/mistral|devstral/.test(t2)) return "mistral";
+  if (/glm/.test(t2)) return "glm45";
+  if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t2)) return "qwen3_coder";
+  return runtime === "vllm" ? "hermes" : "qwen25";
+}
+function sizeTp(need, node, dp, nHead, fixedTp) {
+  const options = fixedTp ? [fixedTp] : [1, 2, 4, 8, 16].filter((tp) => tp * dp <= node.gpus);
+  for (const tp of options) {
+    if (nHead && nHead % tp !== 0) continue;
+    const perGpu = need / tp + GPU_OVERHEAD;
+    if (perGpu <= node.gpuBytes * UTILIZATION || fixedTp) return { tp, perGpu };
+  }
+  return null;
+}
+async function planK8s(o2) {
+  const slots = o2.slots ?? 4;
+  const ctx = o2.ctxPerSlot ?? DEFAULT_MIN_CTX;
+  const dp = o2.dataParallel ?? 1;
+  const replicas = o2.replicas ?? 1;
+  for (const [v, flag2] of [[slots, "--slots"], [ctx, "--ctx"], [dp, "--data-parallel"], [replicas, "--replicas"]]) {
+    if (!Number.isInteger(v) || v < 1) throw new K8sInputError(`${flag2} must be an integer \u2265 1 (got ${v})`);
+  }
+  if (o2.tensorParallel !== void 0 && (!Number.isInteger(o2.tensorParallel) || o2.tensorParallel < 1)) throw new K8sInputError(`--tp must be an integer \u2265 1 (got ${o2.tensorParallel})`);
+  if (!(o2.node.gpus >= 1) || !(o2.node.gpuBytes > 0)) throw new K8sInputError("the node needs at least one GPU with memory: pass --gpus like 4x80G");
+  if (dp > o2.node.gpus) throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o2.node.gpus} (use --replicas for more pods instead)`);
+  if (o2.tensorParallel && o2.tensorParallel * dp > o2.node.gpus) throw new K8sInputError(`--tp ${o2.tensorParallel} \xD7 --data-parallel ${dp} needs ${o2.tensorParallel * dp} GPUs on one node; it has ${o2.node.gpus}`);
+  let offline = false;
+  const weightsOf = async (repo, e) => {
+    const hub = offline || !o2.sizeOf ? null : await o2.sizeOf(repo).catch(() => null);
+    if (hub === null) offline = true;
+    if (hub) return { bytes: hub, source: "hub" };
+    return e ? { bytes: e.totalParamsB * 1e9 * 2, source: "estimate" } : null;
+  };
+  const kvOf = (e) => {
+    const est = estimate(catalogHparams(e), null, { ctx: slots * ctx, parallel: slots, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
+    return est.kvBytes + est.recurrentBytes;
+  };
+  const finish2 = (repo, e, w, kv, s, kvNote) => {
+    const vendor = o2.node.vendor;
+    const parser = o2.toolCallParser ?? toolParser(o2.runtime, e, repo);
+    const servedName = targetSlug({ model: repo.split("/").pop(), quant: null });
+    const fits2 = s.perGpu <= o2.node.gpuBytes * UTILIZATION;
+    return {
+      runtime: o2.runtime,
+      model: repo,
+      catalogId: e?.id ?? null,
+      servedName,
+      slots,
+      ctxPerSlot: ctx,
+      tensorParallel: s.tp,
+      dataParallel: dp,
+      replicas,
+      gpusPerPod: s.tp * dp,
+      vendor,
+      gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu",
+      weightsBytes: Math.round(w.bytes),
+      weightsSource: w.source,
+      kvBytes: Math.round(kv),
+      perGpuBytes: Math.round(s.perGpu),
+      gpuBytes: o2.node.gpuBytes,
+      toolCallParser: parser,
+      reason: `${repo} (${gib2(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib2(kv)} for ${slots} sequence(s) \xD7 ${ctx} tokens over tensor parallel ${s.tp}: ${gib2(s.perGpu)} per GPU of ${gib2(o2.node.gpuBytes)} (${o2.node.gpuName})${fits2 ? "" : " \u2014 MORE than 90 % of a GPU: it will not load"}${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`
+    };
+  };
+  if (o2.model) {
+    const e = findCatalog(o2.model) ?? CATALOG.find((c3) => {
+      try {
+        return safetensorsRepo(c3).toLowerCase() === o2.model.toLowerCase();
+      } catch {
+        return false;
+      }
+    });
+    const repo = e ? safetensorsRepo(e) : o2.model;
+    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new K8sInputError(`--model ${o2.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
+    if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
+    const w = await weightsOf(repo, e);
+    if (!w) throw new K8sInputError(`cannot size ${repo}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`);
+    const kv = e ? kvOf(e) : w.bytes * 0.25;
+    const s = sizeTp(w.bytes + kv, o2.node, dp, e?.spec.nHead ?? null, o2.tensorParallel);
+    if (!s) {
+      throw new K8sInputError(`${repo} needs ${gib2(w.bytes + kv)} (weights + KV for ${slots} \xD7 ${ctx}) and does not fit ${Math.floor(o2.node.gpus / dp)} GPU(s) of ${gib2(o2.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`);
+    }
+    return finish2(repo, e, w, kv, s, e ? "KV cache" : "a KV allowance of 25 % of the weights");
+  }
+  const tried = [];
+  for (const e of CATALOG.filter((c3) => c3.autoPick)) {
+    if (ctx > e.contextLength) continue;
+    const repo = safetensorsRepo(e);
+    const w = await weightsOf(repo, e);
+    const kv = kvOf(e);
+    const s = sizeTp(w.bytes + kv, o2.node, dp, e.spec.nHead, o2.tensorParallel);
+    if (s && s.perGpu <= o2.node.gpuBytes * UTILIZATION) return finish2(repo, e, w, kv, s, "KV cache");
+    tried.push(`${e.id} ${gib2(w.bytes + kv)}`);
+  }
+  throw new K8sInputError(`no catalog model fits ${slots} sequence(s) \xD7 ${ctx} tokens on ${o2.node.gpus} \xD7 ${gib2(o2.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`);
+}
+function k8sName(raw) {
+  const n2 = raw.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^[^a-z]+/, "").replace(/-+$/, "").slice(0, 63).replace(/-+$/, "");
+  return n2 || "ocw-model";
+}
+function defaultName(plan) {
+  return k8sName(`ocw-${plan.servedName}`.slice(0, 52));
+}
+function serverArgs(plan) {
+  const perRank = Math.ceil(plan.slots / plan.dataParallel);
+  if (plan.runtime === "vllm") {
+    const b2 = buildVllmArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, maxModelLen: plan.ctxPerSlot, maxNumSeqs: perRank, tensorParallel: plan.tensorParallel, toolCallParser: plan.toolCallParser });
+    return { command: ["vllm"], args: [...b2.args, ...plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : []] };
+  }
+  const b = buildSglangArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, contextLength: plan.ctxPerSlot, maxRunningRequests: plan.slots, tensorParallel: plan.tensorParallel, apiKey: "-" });
+  const ki = b.args.indexOf("--api-key");
+  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), ...plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : [], "--tool-call-parser", plan.toolCallParser, "--enable-metrics"];
+  const script = [
+    `case "$${KEY_ENV}" in ""|*[!A-Za-z0-9._~+/=-]*) echo "ocw: the ${API_KEY_ENTRY} in the Secret must be non-empty and use only A-Z a-z 0-9 . _ ~ + / = -" >&2; exit 1;; esac`,
+    "umask 077",
+    `printf 'api-key: "%s"\\n' "$${KEY_ENV}" > /tmp/ocw-sglang.yaml`,
+    'exec python3 "$@" --config /tmp/ocw-sglang.yaml'
+  ].join("\n");
+  return { command: ["/bin/sh", "-c", script, "sglang"], args };
+}
+function labels(plan, name) {
+  return { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "model-server", "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": plan.runtime };
+}
+function keyEnv(plan, o2) {
+  const secretRef = (name, key, optional2) => ({ secretKeyRef: { name, key, ...optional2 ? { optional: optional2 } : {} } });
+  return [
+    { name: plan.runtime === "vllm" ? "VLLM_API_KEY" : KEY_ENV, valueFrom: secretRef(o2.apiKeySecret, API_KEY_ENTRY) },
+    ...o2.hfTokenSecret ? [{ name: "HF_TOKEN", valueFrom: secretRef(o2.hfTokenSecret, "token", true) }] : []
+  ];
+}
+function podResources(plan) {
+  const memGi = Math.max(16, Math.ceil(plan.weightsBytes / plan.gpusPerPod / GiB2) + 8);
+  const gpus = String(plan.gpusPerPod);
+  return {
+    requests: { cpu: String(Math.max(2, 2 * plan.gpusPerPod)), memory: `${memGi}Gi`, [plan.gpuResource]: gpus },
+    limits: { memory: `${memGi * 2}Gi`, [plan.gpuResource]: gpus }
+  };
+}
+function deploymentManifests(plan, o2) {
+  const image = o2.image ?? IMAGES[plan.runtime][plan.vendor];
+  if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
+  const lab = labels(plan, o2.name);
+  const { command, args } = serverArgs(plan);
+  const probe = (extra) => ({ httpGet: { path: "/health", port: "http" }, ...extra });
+  const deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
+    spec: {
+      replicas: plan.replicas,
+      selector: { matchLabels: { "app.kubernetes.io/name": o2.name } },
+      // a model server holds whole GPUs: replace pods one at a time without a surge pod that cannot be scheduled
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
+      template: {
+        metadata: {
+          labels: lab,
+          annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(PORT), "prometheus.io/path": "/metrics" }
+        },
+        spec: {
+          containers: [{
+            name: plan.runtime,
+            image,
+            command,
+            args,
+            env: [...keyEnv(plan, o2), { name: "HF_HOME", value: "/models" }],
+            ports: [{ name: "http", containerPort: PORT, protocol: "TCP" }],
+            resources: podResources(plan),
+            // the weights download on first start: allow up to an hour before liveness counts
+            startupProbe: probe({ periodSeconds: 10, failureThreshold: 360 }),
+            readinessProbe: probe({ periodSeconds: 5, failureThreshold: 3 }),
+            livenessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 }),
+            volumeMounts: [{ name: "models", mountPath: "/models" }, { name: "dshm", mountPath: "/dev/shm" }]
+          }],
+          tolerations: tolerations(plan),
+          terminationGracePeriodSeconds: 60,
+          volumes: [
+            { name: "models", emptyDir: {} },
+            // tensor/data parallel ranks exchange tensors through shared memory
+            { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: `${Math.max(2, 4 * plan.gpusPerPod)}Gi` } }
+          ]
+        }
+      }
+    }
+  };
+  const service = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
+    spec: {
+      type: "ClusterIP",
+      selector: { "app.kubernetes.io/name": o2.name },
+      ports: [{ name: "http", port: PORT, targetPort: "http", protocol: "TCP" }]
+    }
+  };
+  return [deployment, service];
+}
+function kserveManifest(plan, o2) {
+  if (plan.runtime !== "vllm") throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
+  const image = o2.image ?? IMAGES.kserve[plan.vendor];
+  const perRank = plan.slots;
+  return {
+    apiVersion: KSERVE_API_VERSION,
+    kind: "LLMInferenceService",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: { "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": "vllm" } },
+    spec: {
+      model: { uri: `hf://${plan.model}`, name: plan.servedName },
+      // data parallel becomes replicas: each is a whole vLLM, and llm-d's scheduler spreads requests over them
+      replicas: plan.replicas * plan.dataParallel,
+      parallelism: { tensor: plan.tensorParallel },
+      router: { scheduler: {}, route: {}, gateway: {} },
+      template: {
+        containers: [{
+          name: "main",
+          ...image ? { image } : {},
+          // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
+          args: [
+            "--max-model-len",
+            String(plan.ctxPerSlot),
+            "--max-num-seqs",
+            String(perRank),
+            "--gpu-memory-utilization",
+            String(UTILIZATION),
+            "--enable-auto-tool-choice",
+            "--tool-call-parser",
+            plan.toolCallParser
+          ],
+          env: keyEnv(plan, o2),
+          resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel })
+        }],
+        tolerations: tolerations(plan)
+      }
+    }
+  };
+}
+function manifests(plan, o2) {
+  return o2.kind === "kserve" ? [kserveManifest(plan, o2)] : deploymentManifests(plan, o2);
+}
+function secretManifest(name, namespace, key) {
+  return { apiVersion: "v1", kind: "Secret", metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } }, type: "Opaque", stringData: { [API_KEY_ENTRY]: key } };
+}
+function captureSteps(plan, o2) {
+  const ns = o2.namespace;
+  const keyVar = "OCW_K8S_API_KEY";
+  const key = `export ${keyVar}="$(kubectl -n ${ns} get secret ${o2.apiKeySecret} -o jsonpath='{.data.${API_KEY_ENTRY}}' | base64 -d)"`;
+  const slots = plan.slots;
+  if (o2.kind === "kserve") {
+    const total2 = slots * plan.replicas * plan.dataParallel;
+    return [
+      `kubectl -n ${ns} wait llminferenceservice/${o2.name} --for=condition=Ready --timeout=60m`,
+      key,
+      `URL="$(kubectl -n ${ns} get llminferenceservice ${o2.name} -o jsonpath='{.status.url}')"`,
+      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total2}    # a router target: llm-d's scheduler spreads the ${total2} sequences over ${plan.replicas * plan.dataParallel} replica(s)`
+    ];
+  }
+  const steps = [
+    `kubectl -n ${ns} rollout status deployment/${o2.name} --timeout=60m`,
+    key
+  ];
+  if (plan.replicas === 1) {
+    steps.push(
+      `kubectl -n ${ns} port-forward service/${o2.name} ${PORT}:${PORT} &    # or, with ocw inside the cluster: http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1`,
+      `ocw setup --capture http://127.0.0.1:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots}`
+    );
+  } else {
+    steps.push(
+      `# each pod as one endpoint of a pool (ocw admits by each one's /metrics and keeps a worker on its pod):`,
+      `i=0; caps=""; for p in $(kubectl -n ${ns} get pods -l app.kubernetes.io/name=${o2.name} -o name); do kubectl -n ${ns} port-forward "$p" $((${PORT + 1}+i)):${PORT} & caps="$caps --capture http://127.0.0.1:$((${PORT + 1}+i))/v1"; i=$((i+1)); done`,
+      `ocw setup $caps --api-key-env ${keyVar} --slots ${slots}`,
+      `# or the Service as one router target (kube-proxy spreads connections, no cache locality): ocw setup --capture http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots * plan.replicas}`
+    );
+  }
+  return steps;
+}
+function scalar(v) {
+  if (v === null) return "null";
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  const s = String(v);
+  return /^[A-Za-z_/][A-Za-z0-9_./-]*$/.test(s) && !RESERVED.test(s) ? s : JSON.stringify(s);
+}
+function emit(v, indent, out) {
+  if (Array.isArray(v)) {
+    for (const item of v) {
+      if (isObj(item) && !empty(item)) {
+        const inner = [];
+        emit(item, indent + "  ", inner);
+        out.push(indent + "- " + inner[0].slice(indent.length + 2), ...inner.slice(1));
+      } else if (Array.isArray(item) && item.length) {
+        out.push(indent + "-");
+        emit(item, indent + "  ", out);
+      } else out.push(indent + "- " + (empty(item) ? Array.isArray(item) ? "[]" : "{}" : scalar(item)));
+    }
+    return;
+  }
+  for (const [k, val] of Object.entries(v)) {
+    if (val === void 0) continue;
+    const key = scalar(k);
+    if (empty(val)) out.push(`${indent}${key}: ${Array.isArray(val) ? "[]" : "{}"}`);
+    else if (Array.isArray(val)) {
+      out.push(`${indent}${key}:`);
+      emit(val, indent, out);
+    } else if (isObj(val)) {
+      out.push(`${indent}${key}:`);
+      emit(val, indent + "  ", out);
+    } else out.push(`${indent}${key}: ${scalar(val)}`);
+  }
+}
+function toYaml(docs) {
+  return docs.map((d) => {
+    const out = [];
+    emit(d, "", out);
+    return out.join("\n") + "\n";
+  }).join("---\n");
+}
+function parseNodeSpec(spec2, vendor) {
+  const unit = (n2, u2) => Number(n2) * ({ B: 1, K: 1024, M: 1024 ** 2, G: GiB2, T: 1024 * GiB2 }[(u2 ?? "G").toUpperCase()[0]] ?? GiB2);
+  const m = /^\s*(\d+)\s*[x×]\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(spec2);
+  if (m) {
+    const n2 = Number(m[1]);
+    if (n2 < 1) throw new K8sInputError(`--gpus ${spec2}: a node needs at least one GPU`);
+    return { gpus: n2, gpuBytes: unit(m[3], m[4]), gpuName: m[2]?.trim() || `${unit(m[3], m[4]) / GiB2} GiB GPU`, vendor };
+  }
+  const parts = spec2.split(",").map((p) => /^\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(p));
+  if (!spec2.trim() || parts.some((p) => !p)) throw new K8sInputError(`cannot read --gpus "${spec2}"; describe one node's GPUs like 4x80G, 8xH100=80GiB or 80G,80G`);
+  const sizes = parts.map((p) => unit(p[2], p[3]));
+  const min = Math.min(...sizes);
+  return { gpus: sizes.length, gpuBytes: min, gpuName: parts[sizes.indexOf(min)][1]?.trim() || `${(min / GiB2).toFixed(0)} GiB GPU`, vendor };
+}
+var K8sInputError, GPU_OVERHEAD, UTILIZATION, PORT, IMAGES, KSERVE_API_VERSION, gib2, API_KEY_ENTRY, KEY_ENV, tolerations, RESERVED, isObj, empty;
+var init_k8s = __esm({
+  "engine/serving/k8s.ts"() {
+    init_target();
+    init_catalog();
+    init_estimate();
+    init_plan();
+    init_runtimes();
+    init_start_runtimes();
+    K8sInputError = class extends Error {
+    };
+    GPU_OVERHEAD = 2 * GiB2;
+    UTILIZATION = 0.9;
+    PORT = 8e3;
+    IMAGES = {
+      vllm: { nvidia: VLLM_IMAGE, amd: "docker.io/rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103" },
+      sglang: { nvidia: SGLANG_IMAGE, amd: null },
+      kserve: { nvidia: null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" }
+    };
+    KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
+    gib2 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+    API_KEY_ENTRY = "api-key";
+    KEY_ENV = "OCW_API_KEY";
+    tolerations = (plan) => [{ key: plan.gpuResource, operator: "Exists", effect: "NoSchedule" }];
+    RESERVED = /^(y|yes|n|no|true|false|on|off|null|~)$/i;
+    isObj = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+    empty = (v) => Array.isArray(v) && !v.length || isObj(v) && !Object.keys(v).length;
+  }
+});
+
+// engine/serving/parallel.ts
+var parallel_exports = {};
+__export(parallel_exports, {
+  ParallelInputError: () => ParallelInputError,
+  parallelCommand: () => parallelCommand,
+  parallelDevices: () => parallelDevices,
+  proposeParallel: () => proposeParallel,
+  resolveParallelModel: () => resolveParallelModel,
+  toParallelPick: () => toParallelPick
+});
+import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync14, statSync as statSync8 } from "node:fs";
+import path37 from "node:path";
+function parallelDevices(hw) {
+  const notes = [];
+  const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
+  const nv = by("nvidia");
+  const amd = by("amd");
+  const use = nv.length >= amd.length ? nv : amd;
+  const prefix = use === nv ? "CUDA" : "ROCm";
+  const other = hw.gpus.filter((g) => !use.includes(g));
+  if (other.length) notes.push(`vLLM / SGLang run on NVIDIA (CUDA) or AMD (ROCm) GPUs of one kind: not planning on ${other.map((g) => g.name).join(", ")}`);
+  const gpus = use.map((g, i2) => ({
+    id: `${g.vendor}${g.index}`,
+    name: g.name,
+    kind: "gpu",
+    freeBytes: g.freeBytes ?? Math.floor(g.totalBytes * 0.9),
+    totalBytes: g.totalBytes,
+    runtimeId: `${prefix}${i2}`,
+    index: g.index,
+    vendor: g.vendor
+  }));
+  return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes };
+}
+function modelFromConfig(name, cfg) {
+  const c3 = cfg.text_config ?? cfg;
+  const nHead = c3.num_attention_heads ?? null;
+  const nHeadKv = c3.num_key_value_heads ?? nHead;
+  const ctx = c3.max_position_embeddings ?? 32768;
+  if (!nHead || !c3.num_hidden_layers || !c3.hidden_size) return { nHead, nHeadKv, hparams: null, contextLength: ctx };
+  const fake = {
+    name,
+    contextLength: ctx,
+    spec: { arch: "llama", nLayer: c3.num_hidden_layers, nEmbd: c3.hidden_size, nVocab: c3.vocab_size ?? 32e3, attnInterval: 1, nHead, nHeadKv: nHeadKv ?? nHead, headDim: c3.head_dim ?? Math.floor(c3.hidden_size / nHead) }
+  };
+  return { nHead, nHeadKv, hparams: catalogHparams(fake), contextLength: ctx };
+}
+async function catalogModels(e, runtime, hub) {
+  const variants = e.weights ?? [{ repo: safetensorsRepo(e), dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters \xD7 2 bytes" }];
+  const out = [];
+  for (const w of variants) {
+    const listed = await hub.size(w.repo);
+    out.push({
+      model: e.id,
+      source: w.repo,
+      dtype: w.dtype,
+      weightsBytes: listed ?? w.bytes,
+      weightsSource: listed ? "hub" : "catalog",
+      nHead: e.spec.nHead,
+      nHeadKv: e.spec.mla ? 1 : e.spec.nHeadKv,
+      hparams: catalogHparams(e),
+      contextLength: e.contextLength,
+      toolParser: toolParser(runtime, e, w.repo),
+      servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null })
+    });
+  }
+  return out;
+}
+async function resolveParallelModel(name, runtime, env2 = process.env, hubEnabled = true) {
+  const entry = findCatalog(name) ?? CATALOG.find((c3) => c3.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
+  const hub = new HubSizer(env2, hubEnabled);
+  if (entry) {
+    const all = await catalogModels(entry, runtime, hub);
+    const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
+    return exact.length ? exact : all;
+  }
+  if (existsSync15(name)) {
+    if (!statSync8(name).isDirectory()) throw new ParallelInputError(`${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`);
+    const st = readdirSync7(name).filter((f) => /\.safetensors$/i.test(f));
+    if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
+    const bytes2 = st.reduce((a2, f) => a2 + statSync8(path37.join(name, f)).size, 0);
+    const cfgFile = path37.join(name, "config.json");
+    const cfg2 = existsSync15(cfgFile) ? JSON.parse(readFileSync14(cfgFile, "utf8")) : {};
+    return [{
+      model: name,
+      source: path37.resolve(name),
+      dtype: null,
+      weightsBytes: bytes2,
+      weightsSource: "folder",
+      ...modelFromConfig(path37.basename(name), cfg2),
+      toolParser: toolParser(runtime, void 0, name),
+      servedName: targetSlug({ model: path37.basename(path37.resolve(name)), quant: null })
+    }];
+  }
+  const repo = name.replace(/^hf:/, "");
+  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new ParallelInputError(`--model ${name} is neither a catalog id, a Hugging Face repo (owner/name) with safetensors weights, nor a local folder`);
+  if (/gguf/i.test(repo)) throw new ParallelInputError(`${repo} looks like a GGUF repo: vLLM / SGLang load the maker's safetensors weights (e.g. Qwen/Qwen3.6-27B); use --runtime llama.cpp for GGUF`);
+  const files = await listRepoFiles(repo, "main", timedFetch, env2).catch((e) => {
+    throw new ParallelInputError(`cannot size ${repo}: ${e.message.split("\n")[0]} (the Hub's listing gives the weights' size; offline, use a catalog id or a local folder)`);
+  });
+  const bytes = files.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a2, f) => a2 + f.size, 0);
+  if (!bytes) throw new ParallelInputError(`${repo} lists no *.safetensors files: vLLM / SGLang need the safetensors weights (a GGUF repo goes with --runtime llama.cpp)`);
+  let cfg = {};
+  if (files.some((f) => f.path === "config.json")) {
+    const r = await timedFetch(resolveUrl(repo, "config.json", "main", env2), { headers: hubHeaders(env2) }).catch(() => null);
+    if (r?.ok) cfg = await r.json().catch(() => ({}));
+  }
+  return [{
+    model: repo,
+    source: repo,
+    dtype: null,
+    weightsBytes: bytes,
+    weightsSource: "hub",
+    ...modelFromConfig(repo, cfg),
+    toolParser: toolParser(runtime, void 0, repo),
+    servedName: targetSlug({ model: repo.split("/").pop(), quant: null })
+  }];
+}
+async function proposeParallel(o2) {
+  const name = o2.runtime === "vllm" ? "vLLM" : "SGLang";
+  const named = o2.model ? await resolveParallelModel(o2.model, o2.runtime, o2.env ?? process.env, o2.hub !== false) : null;
+  if (!o2.dev.gpus.length) {
+    return { pick: null, alternatives: [], problem: `${name} needs NVIDIA (CUDA) or AMD (ROCm) GPUs and none is usable here; use --runtime llama.cpp (it runs on the CPU too) or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+  }
+  const env2 = o2.env ?? process.env;
+  const hub = new HubSizer(env2, o2.hub !== false);
+  const found = [];
+  const tried = [];
+  const first = (ms) => {
+    for (const m of ms) {
+      const p = sizeParallel(m, o2.dev.gpus, o2.slots, o2.minCtx, o2.maxCtxPerSlot);
+      if (p) return toParallelPick(m, p, o2.runtime, o2.dev, o2.slots, o2.verified(m.model));
+      tried.push(`${m.source} ${(m.weightsBytes / 1024 ** 3).toFixed(0)} GiB`);
+    }
+    return null;
+  };
+  if (o2.model) {
+    const pick3 = first(named);
+    if (pick3) return { pick: pick3, alternatives: [], problem: null };
+  } else {
+    for (const e of CATALOG.filter((c3) => c3.autoPick)) {
+      if (found.length >= (o2.max ?? 3)) break;
+      const pick3 = first(await catalogModels(e, o2.runtime, hub));
+      if (pick3) found.push(pick3);
+    }
+    if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
+  }
+  const gpus = o2.dev.gpus;
+  const mem = `${gpus.length} GPU(s) of ${(Math.min(...gpus.map((g) => g.totalBytes)) / 1024 ** 3).toFixed(0)} GiB`;
+  return {
+    pick: null,
+    alternatives: [],
+    problem: `${o2.model ?? "no catalog model"} does not fit ${o2.slots} sequence(s) \xD7 ${o2.minCtx} tokens with ${name} on ${mem} (every layer must be on the GPUs; tried ${tried.slice(0, 6).join(", ")}); try fewer slots (--slots ${Math.max(1, Math.floor(o2.slots / 2))}), a shorter context, --runtime llama.cpp (it can keep experts or layers in RAM), or an API provider`
+  };
+}
+function parallelCommand(m, p, runtime, allGpus) {
+  const w = gpuWords(p.gpus, p.gpus.length < allGpus);
+  if (runtime === "vllm") {
+    const b2 = buildVllmArgs({ model: m.source, servedName: m.servedName, port: 8e3, maxModelLen: p.ctxPerSlot, maxNumSeqs: p.perRank, gpuMemoryUtilization: p.utilization, tensorParallel: p.tp, dataParallel: p.dp, toolCallParser: m.toolParser });
+    return `${[...w.env, "VLLM_API_KEY=\u2026"].join(" ")} vllm ${b2.args.map(shellQuote).join(" ")}`;
+  }
+  const g = p.gpus[0];
+  const frac = Math.max(0.1, Math.floor((p.utilization - PARALLEL_OVERHEAD / (g.totalBytes || g.freeBytes)) * 100) / 100);
+  const b = buildSglangArgs({ model: m.source, servedName: m.servedName, port: 3e4, contextLength: p.ctxPerSlot, maxRunningRequests: p.perRank, memFractionStatic: frac, tensorParallel: p.tp, dataParallel: p.dp, apiKey: "" });
+  const ki = b.args.indexOf("--api-key");
+  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), "--tool-call-parser", m.toolParser, "--config", "\u2026"];
+  return `${w.env.length ? `${w.env.join(" ")} ` : ""}python3 ${args.map(shellQuote).join(" ")}`;
+}
+function toParallelPick(m, p, runtime, dev, slots, toolVerified) {
+  const name = runtime === "vllm" ? "vLLM" : "SGLang";
+  const devices = p.gpus.map((g) => {
+    const budget = Math.round(p.utilization * (g.totalBytes || g.freeBytes));
+    return {
+      name: `${g.runtimeId} ${g.name}`,
+      budgetBytes: budget,
+      plannedBytes: Math.round(p.needPerGpu),
+      breakdown: { weightsBytes: Math.round(p.weightsPerGpu), kvBytes: Math.round(p.kvPerGpu), computeBytes: PARALLEL_OVERHEAD, overheadBytes: 0, marginBytes: Math.max(0, Math.round(g.freeBytes - budget)) }
+    };
+  });
+  const size = `${gib3(m.weightsBytes)} of ${m.dtype ?? "safetensors"} weights, size from ${m.weightsSource === "hub" ? "the Hub's listing" : m.weightsSource === "folder" ? "the folder" : "the catalog"}`;
+  const why = p.tp === 1 ? "it fits one GPU whole" : `the fewest GPUs${m.nHead ? ` (a power of two dividing its ${m.nHead} attention heads)` : ""} that hold its weights and KV`;
+  return {
+    model: m.model,
+    quant: m.dtype,
+    runtime,
+    slots,
+    ctxPerSlot: p.ctxPerSlot,
+    toolCalling: toolVerified ? "verified" : "unverified",
+    devices,
+    command: parallelCommand(m, p, runtime, dev.gpus.length),
+    placement: "gpu",
+    reason: `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} \u2014 ${why} \u2014 \xD7 data parallel ${p.dp} (${p.dp} engine(s) of ${p.perRank} sequence(s) \xD7 ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${dev.gpus.length} GPU(s); ${gib3(p.needPerGpu)} per GPU (weights ${gib3(p.weightsPerGpu)}, KV ${gib3(p.kvPerGpu)}, overhead ${gib3(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` + (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : ""),
+    parallel: { tensor: p.tp, data: p.dp }
+  };
+}
+var ParallelInputError, timedFetch, hubSizes, HubSizer, gib3;
+var init_parallel = __esm({
+  "engine/serving/parallel.ts"() {
+    init_target();
+    init_catalog();
+    init_hf();
+    init_estimate();
+    init_plan();
+    init_runtimes();
+    init_k8s();
+    ParallelInputError = class extends Error {
+    };
+    timedFetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(8e3) });
+    hubSizes = /* @__PURE__ */ new Map();
+    HubSizer = class {
+      constructor(env2, enabled) {
+        this.env = env2;
+        this.enabled = enabled;
+      }
+      env;
+      enabled;
+      offline = false;
+      cache = /* @__PURE__ */ new Map();
+      async size(repo) {
+        if (!this.enabled || this.offline) return null;
+        if (this.cache.has(repo)) return this.cache.get(repo);
+        const kept = hubSizes.get(`${hubEndpoint(this.env)} ${repo}`);
+        if (kept && Date.now() - kept.at < 6e5) return kept.bytes;
+        const files = await listRepoFiles(repo, "main", timedFetch, this.env).catch((e) => {
+          if (!/no Hugging Face repo|gated/.test(e.message)) this.offline = true;
+          return null;
+        });
+        const bytes = files?.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a2, f) => a2 + f.size, 0) || null;
+        this.cache.set(repo, bytes);
+        if (files) hubSizes.set(`${hubEndpoint(this.env)} ${repo}`, { at: Date.now(), bytes });
+        return bytes;
+      }
+    };
+    gib3 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+  }
+});
+
 // engine/serving/pool.ts
 var pool_exports = {};
 __export(pool_exports, {
   setupCapturePool: () => setupCapturePool
 });
 import { mkdtempSync, rmSync as rmSync5 } from "node:fs";
-import os6 from "node:os";
-import path36 from "node:path";
+import os7 from "node:os";
+import path38 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync(path36.join(os6.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync(path38.join(os7.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path36.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path38.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
@@ -48961,7 +50236,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path36.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path38.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -48995,8 +50270,8 @@ var init_pool = __esm({
 });
 
 // engine/serving/commands.ts
-import { existsSync as existsSync14 } from "node:fs";
-import path37 from "node:path";
+import { existsSync as existsSync16 } from "node:fs";
+import path39 from "node:path";
 function int2(v, flag2, min = 1) {
   if (v === void 0) return void 0;
   const n2 = Number(v);
@@ -49012,6 +50287,7 @@ async function runFit(o2) {
   if (!o2.metadata && !o2.gguf) return runFitPlan(o2);
   try {
     if (o2.model) throw new InputError2("--model goes without --metadata/--gguf (those print the detailed estimate of one file)");
+    if (o2.runtime && o2.runtime !== "llama.cpp") throw new InputError2("--runtime goes without --metadata/--gguf (those estimate one GGUF file for llama.cpp)");
     if (!!o2.metadata === !!o2.gguf) throw new InputError2("pass exactly one of --metadata FILE.json or --gguf PATH_OR_URL");
     const parallelRaw = o2.parallel === void 0 ? void 0 : Number(o2.parallel);
     if (parallelRaw !== void 0 && !(Number.isInteger(parallelRaw) && (parallelRaw >= 1 || parallelRaw === -1))) {
@@ -49063,9 +50339,9 @@ async function runFit(o2) {
     const slots = e.slots;
     const minCtx = int2(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
     const dev = { gpus: gpus.map((g, i2) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i2}` })), hostFreeBytes: hostFree };
-    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync14(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
+    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync16(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
     const pick3 = planModel(m, dev, slots, minCtx, false);
-    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync14(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
+    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync16(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
     const out = {
       model: { source: info.source, arch: h3.arch, name: h3.name, quant: info.quant, kind: h3.kind, nLayer: h3.nLayerAll, nCtxTrain: h3.nCtxTrain, fileBytes: info.fileBytes },
       ...e,
@@ -49110,14 +50386,29 @@ async function runFitPlan(o2) {
     const exact = exactRaw === void 0 ? void 0 : Math.ceil(exactRaw / 256) * 256;
     const minCtx = exact ?? int2(o2.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
     if (o2.gpus && o2.gpus !== "auto") throw new InputError2("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
-    const bin = safeFind();
+    const runtime = o2.runtime ?? "llama.cpp";
+    if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError2(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
+    const parallel = runtime === "vllm" || runtime === "sglang";
+    const bin = parallel ? null : safeFind();
     const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-    const { dev, notes, runtimeDevices } = devicesFromHardware(hw, bin);
+    const { proposeParallel: proposeParallel2, parallelDevices: parallelDevices2, ParallelInputError: ParallelInputError2 } = await Promise.resolve().then(() => (init_parallel(), parallel_exports));
+    const ld = devicesFromHardware(parallel ? { ...hw, llamaDevices: null } : hw, bin);
+    const pd = parallel ? parallelDevices2(hw) : null;
+    const dev = pd ? pd.dev : ld.dev;
+    const notes = pd ? pd.notes : ld.notes;
+    const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
     const slots = slotsOpt ?? (dev.gpus.length ? 4 : 1);
-    if (slotsOpt === void 0 && !dev.gpus.length) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
+    if (slotsOpt === void 0 && !dev.gpus.length && !parallel) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
     const verified = toolVerifiedModels(o2.store);
     let result;
-    if (!o2.model) {
+    if (parallel) {
+      try {
+        result = await proposeParallel2({ runtime, dev, slots, minCtx, maxCtxPerSlot: exact, model: o2.model, verified });
+      } catch (e) {
+        if (e instanceof ParallelInputError2) throw new InputError2(e.message);
+        throw e;
+      }
+    } else if (!o2.model) {
       result = propose(dev, slots, minCtx, verified, void 0, exact);
     } else {
       const entry = findCatalog(o2.model);
@@ -49129,18 +50420,27 @@ async function runFitPlan(o2) {
       } else {
         const verifiedOk = verified(o2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, ""));
         try {
-          if (!existsSync14(o2.model) && parseRepoRef(o2.model)) {
+          if (!existsSync16(o2.model) && parseRepoRef(o2.model)) {
             const r = await planRepo(o2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
             result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           } else {
             const info = await loadGguf(o2.model);
-            const m = modelFromInfo(info, o2.model, existsSync14(o2.model) ? ["-m", path37.resolve(o2.model)] : ["-hf", o2.model]);
+            const m = modelFromInfo(info, o2.model, existsSync16(o2.model) ? ["-m", path39.resolve(o2.model)] : ["-hf", o2.model]);
             const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? o2.model), void 0, exact);
             result = pick3 ? { pick: pick3, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain ? `${o2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${o2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           }
         } catch (e) {
           throw new InputError2(`${o2.model}: ${e.message.split("\n")[0]}`);
         }
+      }
+    }
+    if (!parallel && (!o2.model || findCatalog(o2.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
+      const { findRuntime: findRuntime2 } = await Promise.resolve().then(() => (init_start_runtimes(), start_runtimes_exports));
+      for (const rt of ["vllm", "sglang"]) {
+        const f = installedRuntime(rt, findRuntime2);
+        if (f.how !== "binary") continue;
+        const p2 = await proposeParallel2({ runtime: rt, dev: parallelDevices2(hw).dev, slots, minCtx, maxCtxPerSlot: exact, model: o2.model?.replace(/:.*$/, ""), verified, max: 1 }).catch(() => null);
+        if (p2?.pick) result.alternatives.push(p2.pick);
       }
     }
     const out = {
@@ -49166,7 +50466,7 @@ async function runFitPlan(o2) {
         `  ${p.reason}`,
         ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
         `  ${p.command}`,
-        ...out.alternatives.map((a2) => `alternative: ${a2.model} ${a2.quant ?? ""} (${a2.pool ? `${a2.pool.replicas} replicas` : a2.placement}, ${a2.slots} \xD7 ${a2.ctxPerSlot})`)
+        ...out.alternatives.map((a2) => `alternative: ${a2.model} ${a2.quant ?? ""} (${a2.runtime !== "llama.cpp" ? `${a2.runtime}, tensor parallel ${a2.parallel?.tensor} \xD7 data parallel ${a2.parallel?.data}` : a2.pool ? `${a2.pool.replicas} replicas` : a2.placement}, ${a2.slots} \xD7 ${a2.ctxPerSlot})`)
       ] : [`no fit: ${out.problem}`]
     ];
     return { code, stdout: lines.join("\n") + "\n", stderr: "" };
@@ -49178,11 +50478,19 @@ async function runFitPlan(o2) {
     throw err;
   }
 }
+function installedRuntime(rt, find) {
+  const k = installed.get(rt);
+  if (k && Date.now() - k.at < 6e4 && k.path === (process.env.PATH ?? "")) return k;
+  const f = find(rt, process.env, { binaryOnly: true });
+  const v = { at: Date.now(), how: f.how, path: process.env.PATH ?? "" };
+  installed.set(rt, v);
+  return v;
+}
 async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path37.join(path37.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync14(bin)) return null;
+  const bin = path39.join(path39.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  if (!existsSync16(bin)) return null;
   const args = ["-m", file2, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
   if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
   if (e.cacheTypeV !== "f16") args.push("-ctv", e.cacheTypeV);
@@ -49355,32 +50663,32 @@ async function runDoctor(o2) {
   ];
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
 }
-function emit(r) {
+function emit2(r) {
   if (r.stdout) process.stdout.write(r.stdout);
   if (r.stderr) process.stderr.write(r.stderr);
   process.exitCode = r.code;
 }
 function registerModelSetupCommands(program3, { targetsJson } = {}) {
-  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--json", "print JSON").action(async (opts) => emit(await runFit(opts)));
-  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "exactly this context per slot (the server is sized for slots \xD7 ctx, unified KV)").option("--min-ctx <n>", "at least this context per slot (default 32768; the planner gives more when it fits)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v, prev = []) => [...prev, v]).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit(await runSetup(opts)));
+  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor \xD7 data parallel GPUs").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--json", "print JSON").action(async (opts) => emit2(await runFit(opts)));
+  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "exactly this context per slot (the server is sized for slots \xD7 ctx, unified KV)").option("--min-ctx <n>", "at least this context per slot (default 32768; the planner gives more when it fits)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v, prev = []) => [...prev, v]).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
   program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => {
-    if (!o2.json || !targetsJson) return emit(runTargets(o2));
-    emit({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
+    if (!o2.json || !targetsJson) return emit2(runTargets(o2));
+    emit2({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
   });
-  program3.command("target").description("manage targets").command("use <id>").description("make a target active").action((id2) => emit(runTargetUse(id2)));
+  program3.command("target").description("manage targets").command("use <id>").description("make a target active").action((id2) => emit2(runTargetUse(id2)));
   const serving = program3.command("serving").description("model servers started by ocw");
-  serving.command("stop").description("stop the model servers ocw started").option("--target <id>", "only this target's server").action(async (opts) => emit(await runServingStop(opts)));
+  serving.command("stop").description("stop the model servers ocw started").option("--target <id>", "only this target's server").action(async (opts) => emit2(await runServingStop(opts)));
   serving.command("supervise", { hidden: true }).requiredOption("--target <id>", "target whose recorded server to run").action(async (opts) => {
     try {
       process.exitCode = await superviseServing(opts.target);
     } catch (e) {
-      emit({ code: 2, stdout: "", stderr: `ocw: ${e.message.split("\n")[0]}
+      emit2({ code: 2, stdout: "", stderr: `ocw: ${e.message.split("\n")[0]}
 ` });
     }
   });
-  program3.command("doctor").description("hardware, llama-server and running servers").option("--json", "print JSON").option("--llama-server <path>", "llama-server binary to confirm devices with").action(async (opts) => emit(await runDoctor(opts)));
+  program3.command("doctor").description("hardware, llama-server and running servers").option("--json", "print JSON").option("--llama-server <path>", "llama-server binary to confirm devices with").action(async (opts) => emit2(await runDoctor(opts)));
 }
-var InputError2, fmt;
+var InputError2, fmt, installed;
 var init_commands = __esm({
   "engine/serving/commands.ts"() {
     init_execa();
@@ -49400,12 +50708,13 @@ var init_commands = __esm({
     InputError2 = class extends Error {
     };
     fmt = (b) => b === null ? "?" : b >= GiB2 ? `${(b / GiB2).toFixed(2)} GiB` : `${(b / MiB2).toFixed(2)} MiB`;
+    installed = /* @__PURE__ */ new Map();
   }
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync15, mkdirSync as mkdirSync14, readdirSync as readdirSync7, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync7 } from "node:fs";
-import path38 from "node:path";
+import { existsSync as existsSync17, mkdirSync as mkdirSync16, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync9 } from "node:fs";
+import path40 from "node:path";
 async function latestRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
   const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
@@ -49444,7 +50753,7 @@ function pickAsset(rel, platform2, arch, variant) {
   }
 }
 async function extract(archive, dest) {
-  mkdirSync14(dest, { recursive: true });
+  mkdirSync16(dest, { recursive: true });
   const tries = archive.endsWith(".zip") ? [["unzip", ["-q", "-o", archive, "-d", dest]], ["bsdtar", ["-xf", archive, "-C", dest]], ["python3", ["-m", "zipfile", "-e", archive, dest]], ["tar", ["-xf", archive, "-C", dest]]] : [["tar", ["-xzf", archive, "-C", dest]]];
   const errors = [];
   for (const [cmd, args] of tries) {
@@ -49452,14 +50761,14 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new Error(`cannot unpack ${path38.basename(archive)} (${errors.join("; ")})`);
+  throw new Error(`cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`);
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
-  for (const e of readdirSync7(dir)) {
-    const p = path38.join(dir, e);
+  for (const e of readdirSync8(dir)) {
+    const p = path40.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
-    if (statSync7(p).isDirectory()) {
+    if (statSync9(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
       if (f) return f;
     }
@@ -49477,11 +50786,11 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path38.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync15(dir) ? findBinary(dir, "llama-server") : null;
+    const dir = path40.join(o2.root, `${rel.tag}-${variant}`);
+    let bin = existsSync17(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "none";
     if (!bin) {
-      const archive = path38.join(o2.root, "downloads", asset.name);
+      const archive = path40.join(o2.root, "downloads", asset.name);
       const d = await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       verified = d.verified;
       const tmp = `${dir}.tmp.${process.pid}`;
@@ -49495,7 +50804,7 @@ async function installPrebuilt(o2) {
         continue;
       }
     }
-    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path38.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
+    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path40.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
   }
@@ -49510,259 +50819,6 @@ var init_get_llama = __esm({
   }
 });
 
-// engine/serving/runtimes.ts
-function buildVllmArgs(p) {
-  const a2 = ["serve", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port), "--max-model-len", String(p.maxModelLen), "--max-num-seqs", String(p.maxNumSeqs)];
-  a2.push("--gpu-memory-utilization", String(p.gpuMemoryUtilization ?? 0.9));
-  if (p.servedName) a2.push("--served-model-name", p.servedName);
-  if ((p.tensorParallel ?? 1) > 1) a2.push("--tensor-parallel-size", String(p.tensorParallel));
-  if ((p.pipelineParallel ?? 1) > 1) a2.push("--pipeline-parallel-size", String(p.pipelineParallel));
-  if (p.kvCacheDtype && p.kvCacheDtype !== "auto") a2.push("--kv-cache-dtype", p.kvCacheDtype);
-  if (p.toolCallParser) a2.push("--enable-auto-tool-choice", "--tool-call-parser", p.toolCallParser);
-  return { cmd: "vllm", args: a2, keyEnv: "VLLM_API_KEY" };
-}
-function buildSglangArgs(p) {
-  const a2 = ["-m", "sglang.launch_server", "--model-path", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port)];
-  a2.push("--context-length", String(p.contextLength), "--max-running-requests", String(p.maxRunningRequests));
-  if (p.memFractionStatic) a2.push("--mem-fraction-static", String(p.memFractionStatic));
-  if ((p.tensorParallel ?? 1) > 1) a2.push("--tp-size", String(p.tensorParallel));
-  if (p.servedName) a2.push("--served-model-name", p.servedName);
-  a2.push("--api-key", p.apiKey);
-  return { cmd: "python3", args: a2 };
-}
-function chooseTensorParallel(needBytes, gpuFree, utilization = 0.9) {
-  const sorted = [...gpuFree].sort((a2, b) => b - a2);
-  for (const tp of [1, 2, 4, 8]) {
-    if (tp > sorted.length) break;
-    if (sorted[tp - 1] * utilization * tp >= needBytes) return tp;
-  }
-  return null;
-}
-var init_runtimes = __esm({
-  "engine/serving/runtimes.ts"() {
-  }
-});
-
-// engine/serving/start-runtimes.ts
-import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync16, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync8 } from "node:fs";
-import os7 from "node:os";
-import path39 from "node:path";
-function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path39.delimiter)) {
-    const p = dir && path39.join(dir, name);
-    if (p && existsSync16(p)) return p;
-  }
-  return null;
-}
-function findRuntime(runtime, env2 = process.env) {
-  if (runtime === "vllm") {
-    const bin = env2.OCW_VLLM_BIN || onPath("vllm", env2);
-    if (bin) return { how: "binary", bin };
-  } else {
-    const py = env2.OCW_PYTHON || onPath("python3", env2) || onPath("python", env2);
-    if (py) {
-      const r = spawnSync2(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env: env2, timeout: 2e4, stdio: "ignore" });
-      if (r.status === 0) return { how: "binary", bin: py };
-    }
-  }
-  const ce = env2.OCW_CONTAINER_ENGINE || onPath("podman", env2) || onPath("docker", env2);
-  if (ce) return { how: "container", bin: ce };
-  return {
-    how: null,
-    why: runtime === "vllm" ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp" : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp"
-  };
-}
-function buildLaunch(o2) {
-  const env2 = o2.env ?? process.env;
-  const inner = o2.found.how === "container" ? 8e3 : o2.port;
-  const host = o2.found.how === "container" ? "0.0.0.0" : "127.0.0.1";
-  let args;
-  let configFile = null;
-  const extraEnv = {};
-  if (o2.runtime === "vllm") {
-    const b = buildVllmArgs({ model: o2.model, servedName: o2.servedName, host, port: inner, maxModelLen: o2.ctx, maxNumSeqs: o2.slots, tensorParallel: o2.tp, toolCallParser: "hermes" });
-    args = b.args;
-    extraEnv[b.keyEnv] = o2.key;
-  } else {
-    const b = buildSglangArgs({ model: o2.model, servedName: o2.servedName, host, port: inner, contextLength: o2.ctx, maxRunningRequests: o2.slots, tensorParallel: o2.tp, apiKey: o2.key });
-    const ki = b.args.indexOf("--api-key");
-    args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2)];
-    mkdirSync15(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path39.join(o2.configDir, "sglang.yaml");
-    writeFileSync8(configFile, `api-key: ${JSON.stringify(o2.key)}
-`, { mode: 384 });
-    chmodSync3(configFile, 384);
-    args.push("--config", o2.found.how === "container" ? "/ocw/sglang.yaml" : configFile, "--tool-call-parser", "qwen25");
-  }
-  if (o2.found.how === "binary") {
-    return { how: "binary", cmd: o2.found.bin, args: o2.runtime === "vllm" ? args : args, env: extraEnv, port: o2.port, configFile };
-  }
-  const image = o2.runtime === "vllm" ? env2.OCW_VLLM_IMAGE || VLLM_IMAGE : env2.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
-  const hfCache = env2.HF_HOME || path39.join(os7.homedir(), ".cache", "huggingface");
-  const run3 = [
-    "run",
-    "--rm",
-    "--name",
-    `ocw-${o2.servedName}`.slice(0, 60),
-    "--gpus",
-    "all",
-    "--ipc=host",
-    "-p",
-    `127.0.0.1:${o2.port}:8000`,
-    "-v",
-    `${hfCache}:/root/.cache/huggingface`,
-    // names only: the container engine copies the values from its own environment
-    ...Object.keys(extraEnv).flatMap((k) => ["-e", k]),
-    ...env2.HF_TOKEN ? ["-e", "HF_TOKEN"] : [],
-    ...configFile ? ["-v", `${configFile}:/ocw/sglang.yaml:ro`] : [],
-    image,
-    ...o2.runtime === "vllm" ? args.slice(1) : ["python3", ...args]
-  ];
-  return { how: "container", cmd: o2.found.bin, args: run3, env: extraEnv, port: o2.port, configFile };
-}
-async function waitReady(port, key, child, logFile, timeoutMs) {
-  const t0 = performance.now();
-  let exited = null;
-  child.once("exit", (c3, s) => exited = String(c3 ?? s));
-  while (performance.now() - t0 < timeoutMs) {
-    if (exited !== null) throw new Error(`exited (${exited}) before it was ready`);
-    const h3 = await httpJson(`http://127.0.0.1:${port}/health`, { timeoutMs: 2e3 });
-    if (h3.status === 200) return performance.now() - t0;
-    const m = await httpJson(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 2e3 });
-    if (m.status === 200) return performance.now() - t0;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`did not become ready within ${Math.round(timeoutMs / 1e3)} s (see ${logFile})`);
-}
-async function runOtherRuntime(o2, input, job, ops, setLog) {
-  const runtime = input.runtime;
-  const name = runtime === "vllm" ? "vLLM" : "SGLang";
-  if (!input.model) throw new StartError({ kind: "input", cause: `${name} needs a model: a Hugging Face repo with safetensors weights (or a local folder)`, logLine: null, remedy: `pass --model owner/repo (e.g. Qwen/Qwen3-Coder-30B-A3B-Instruct); the planner's picks are GGUF files for llama.cpp` });
-  const hw = o2.hardware ?? await detectHardware({});
-  const slots = input.slots ?? 4;
-  const ctx = input.minCtx ?? DEFAULT_MIN_CTX;
-  let tp = 1;
-  let sizeNote = "weights size unknown (offline or a local folder): 1 GPU";
-  if (!existsSync16(input.model)) {
-    const files = await listRepoFiles(input.model.replace(/:.*$/, ""), "main").catch(() => null);
-    const bytes = files?.filter((f) => /\.safetensors$/.test(f.path)).reduce((a2, f) => a2 + f.size, 0) ?? 0;
-    if (bytes) {
-      const free = hw.gpus.map((g) => g.freeBytes ?? g.totalBytes * 0.9);
-      tp = chooseTensorParallel(bytes * 1.25, free) ?? (free.length >= 2 ? Math.min(8, 2 ** Math.floor(Math.log2(free.length))) : 1);
-      sizeNote = `${(bytes / 1024 ** 3).toFixed(1)} GiB of weights: tensor parallel ${tp}`;
-    }
-  }
-  Object.assign(job, { model: input.model, quant: null, slots, ctxPerSlot: ctx });
-  const found = findRuntime(runtime);
-  if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
-  ops.end(`${input.model}: ${slots} sequence(s) \xD7 ${ctx} tokens, ${sizeNote}`);
-  ops.cancelled();
-  ops.begin("runtime", `looking for ${name}`);
-  ops.end(found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${runtime === "vllm" ? process.env.OCW_VLLM_IMAGE || VLLM_IMAGE : process.env.OCW_SGLANG_IMAGE || SGLANG_IMAGE})`);
-  ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
-  ops.cancelled();
-  ops.begin("load", `starting ${name}`);
-  const servedName = targetSlug({ model: input.model.split("/").pop(), quant: null });
-  const id2 = input.id ?? `${runtime}-${servedName}`;
-  const port = await freePort();
-  const key = generateKey();
-  const keyFile = keyFilePath(id2);
-  storeKey(keyFile, key);
-  await stopServing(id2);
-  const launch2 = buildLaunch({ runtime, found, model: input.model, servedName, port, slots, ctx, tp, key, configDir: path39.join(stateDir(), "runtime", id2) });
-  const plan = `${launch2.how === "binary" ? "" : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  job.plannedCommand = `${runtime === "vllm" ? "VLLM_API_KEY=\u2026 " : ""}${plan}`;
-  job.launchedCommand = job.plannedCommand;
-  const logFile = path39.join(stateDir(), "logs", `${id2}.log`);
-  setLog(logFile);
-  mkdirSync15(path39.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync16(logFile) ? statSync8(logFile).size : 0;
-  const readLog = () => existsSync16(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
-  const fd = openSync4(logFile, "a", 384);
-  const env2 = { ...process.env, ...launch2.env };
-  delete env2.LLAMA_API_KEY;
-  const child = spawn5(launch2.cmd, launch2.args, { env: env2, stdio: ["ignore", fd, fd], detached: true });
-  closeSync4(fd);
-  child.unref();
-  const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new Error(`cannot start ${launch2.cmd}: ${e.message}`))));
-  let readyMs;
-  try {
-    readyMs = await Promise.race([waitReady(port, key, child, logFile, o2.readyTimeoutMs ?? 18e5), spawnErr]);
-  } catch (e) {
-    if (child.pid) await stopPid(child.pid, 3e3);
-    const c3 = classifyLog(readLog(), launch2.cmd);
-    throw new StartError({
-      kind: c3?.kind ?? "other",
-      cause: c3?.logLine ? `${name} failed to start: ${c3.logLine}` : `${name} ${e.message}`,
-      logLine: c3?.logLine ?? null,
-      remedy: c3?.remedy ?? "read the log file",
-      logFile
-    });
-  }
-  saveServing([...listServing().filter((r) => r.targetId !== id2), { targetId: id2, pid: child.pid, supervisorPid: null, port, bin: launch2.cmd, args: launch2.args, logFile, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() }]);
-  ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1e3).toFixed(1)} s`);
-  ops.begin("warmup", "one short completion");
-  const url2 = `http://127.0.0.1:${port}/v1`;
-  const w = await httpJson(`${url2}/chat/completions`, { headers: { authorization: `Bearer ${key}` }, body: { model: servedName, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 }, timeoutMs: 3e5 });
-  if (w.status !== 200) {
-    const c3 = classifyLog(readLog(), launch2.cmd);
-    throw new StartError({ kind: c3?.kind ?? "other", cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c3?.logLine ?? null, remedy: c3?.remedy ?? "read the log file", logFile });
-  }
-  ops.end(`first completion in ${(w.ms / 1e3).toFixed(2)} s`);
-  ops.begin("verify", "reachable, auth, slots, concurrency, capability, tools");
-  const v = await verifyEndpoint({ url: url2, model: servedName, key, engine: runtime, slots, perSlotCtx: ctx, llamaExtensions: false, onCheck: (_c, done) => {
-    job.checks = done;
-    ops.emit();
-  } });
-  job.checks = v.checks;
-  ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
-  const loaded = readLog().split("\n").filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l)).map((l) => l.trim().slice(0, 200));
-  ops.skip("placement", loaded.length ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}` : `${name} keeps every layer on the GPU(s); its log shows no loading figures`);
-  const target = {
-    id: id2,
-    model: servedName,
-    quant: null,
-    endpoint: url2,
-    keyRef: "OCW_TARGET_API_KEY",
-    keyFile,
-    contextLimit: ctx,
-    serving: { engine: runtime, endpoints: [{ url: url2, slots }], slots, perSlotCtx: ctx },
-    checks: []
-  };
-  const saved = finish(o2.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
-  job.result = {
-    outcome: v.outcome,
-    saved: saved.saved,
-    active: saved.active,
-    target: saved.target,
-    checks: v.checks,
-    summary: v.summary,
-    observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
-    ms: 0
-  };
-}
-var VLLM_IMAGE, SGLANG_IMAGE;
-var init_start_runtimes = __esm({
-  "engine/serving/start-runtimes.ts"() {
-    init_target();
-    init_detect();
-    init_hf();
-    init_plan();
-    init_paths();
-    init_http();
-    init_keys();
-    init_llama_server();
-    init_runtimes();
-    init_setup3();
-    init_start2();
-    init_plan();
-    init_verify();
-    VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0";
-    SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.3-cu129";
-  }
-});
-
 // engine/serving/start.ts
 var start_exports = {};
 __export(start_exports, {
@@ -49773,11 +50829,14 @@ __export(start_exports, {
   modelFiles: () => modelFiles,
   pathHasQuant: () => pathHasQuant,
   poolVerdict: () => poolVerdict,
-  runStartJob: () => runStartJob
+  replaces: () => replaces,
+  runStartJob: () => runStartJob,
+  runningGroups: () => runningGroups,
+  withFreed: () => withFreed
 });
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { existsSync as existsSync17, mkdirSync as mkdirSync16, readFileSync as readFileSync14, statfsSync as statfsSync2, statSync as statSync9 } from "node:fs";
-import path40 from "node:path";
+import { existsSync as existsSync18, mkdirSync as mkdirSync17, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync10 } from "node:fs";
+import path41 from "node:path";
 function classifyLog(log, bin = null) {
   const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
   for (const r of LOG_RULES) {
@@ -49808,12 +50867,12 @@ async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
   const root2 = stateDir();
   if (flag2 === "-m") {
-    if (!existsSync17(value)) throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
+    if (!existsSync18(value)) throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n2 = Number(m[2]);
-      const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync17(f));
-      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path40.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path40.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
+      const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync18(f));
+      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path41.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path41.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
     }
     return { local: value, downloads: [] };
   }
@@ -49834,8 +50893,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path40.basename(new URL(url2).pathname);
-      return { url: url2, dest: path40.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path41.basename(new URL(url2).pathname);
+      return { url: url2, dest: path41.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -49853,10 +50912,10 @@ async function modelFiles(modelArg, env2 = process.env) {
     if (m) {
       const stem = first.path.replace(SHARD, "");
       files = files.filter((f) => f.path.replace(SHARD, "") === stem).sort((a2, b) => a2.path.localeCompare(b.path));
-      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path40.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
+      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path41.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
     } else files = [first];
   }
-  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path40.basename(f.path) }));
+  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path41.basename(f.path) }));
   return { local: downloads[0].dest, downloads };
 }
 function checkPlacement(pick3, logText, smi) {
@@ -49963,12 +51022,10 @@ async function runStartJob(o2) {
   };
   let bin = null;
   let logFile = null;
+  let replacing = null;
   try {
     begin("plan", "detecting the hardware and planning");
     if (input.runtime !== "llama.cpp") {
-      if (o2.confirm && !await o2.confirm(SetupJob.parse(structuredClone({ ...job, model: input.model ?? null }))).catch((e) => {
-        throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
-      })) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
       await runOtherRuntime(o2, input, job, { begin, end, skip, emit: emit3, cancelled, phase }, (f) => logFile = f);
     } else {
       try {
@@ -49977,9 +51034,21 @@ async function runStartJob(o2) {
         throw new StartError({ kind: "not-found", cause: e.message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-      const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: hw, store: o2.store });
-      if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
-      const fit = FitResult.parse(JSON.parse(fr.stdout));
+      const planOn = async (h3) => {
+        const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: h3, store: o2.store });
+        if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
+        return FitResult.parse(JSON.parse(fr.stdout));
+      };
+      let fit = await planOn(hw);
+      for (const g of runningGroups()) {
+        if (input.id && g.id !== input.id) continue;
+        const freed = await planOn(withFreed(hw, g.bytes));
+        if (freed.pick && replaces(freed.pick, g, input.id)) {
+          fit = freed;
+          replacing = g;
+          break;
+        }
+      }
       if (!fit.pick) throw new StartError({ kind: "no-fit", cause: input.model ? fit.problem ?? `${input.model} does not fit this machine` : `nothing in the catalog fits this machine: ${fit.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
       const pick3 = fit.pick;
       const entry = findCatalog(pick3.model);
@@ -49987,7 +51056,8 @@ async function runStartJob(o2) {
       const words = commandWords(pick3.command);
       const mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
       if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick3.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
-      end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}`);
+      const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / GiB3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
+      end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}`);
       cancelled();
       if (o2.confirm) {
         const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
@@ -50000,7 +51070,7 @@ async function runStartJob(o2) {
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path40.join(stateDir(), "llama"),
+          root: path41.join(stateDir(), "llama"),
           gpus: hw.gpus,
           onProgress: (asset, p) => {
             phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
@@ -50020,13 +51090,13 @@ async function runStartJob(o2) {
       });
       if (!files.downloads.length) skip("download", `local file ${files.local}`);
       else {
-        begin("download", `${files.downloads.length} file(s) to ${path40.dirname(files.downloads[0].dest)}`);
+        begin("download", `${files.downloads.length} file(s) to ${path41.dirname(files.downloads[0].dest)}`);
         const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-        const onDisk = (d) => existsSync17(d.dest) ? statSync9(d.dest).size : existsSync17(`${d.dest}.part`) ? statSync9(`${d.dest}.part`).size : 0;
+        const onDisk = (d) => existsSync18(d.dest) ? statSync10(d.dest).size : existsSync18(`${d.dest}.part`) ? statSync10(`${d.dest}.part`).size : 0;
         if (total2 !== null) {
           const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-          const dir = path40.dirname(files.downloads[0].dest);
-          mkdirSync16(dir, { recursive: true });
+          const dir = path41.dirname(files.downloads[0].dest);
+          mkdirSync17(dir, { recursive: true });
           const fs = statfsSync2(dir);
           const free = Number(fs.bavail) * Number(fs.bsize);
           if (need > free) {
@@ -50076,7 +51146,7 @@ async function runStartJob(o2) {
         end(`${files.downloads.length} file(s), ${(doneBefore / GiB3).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB3 / Math.max(secs2, 1e-3)).toFixed(1)} MiB/s` : ", already on disk"}`);
       }
       cancelled();
-      const alias = targetSlug({ model: entry?.name ?? path40.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
+      const alias = targetSlug({ model: entry?.name ?? path41.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
       const id2 = input.id ?? `llamacpp-${alias}`;
       const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
       const pooled = replicas.length > 1;
@@ -50085,19 +51155,20 @@ async function runStartJob(o2) {
       const key = generateKey();
       storeKey(keyFile, key);
       await stopServing(id2);
+      const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
       const sup = supervisorCommand();
       const launched = [];
       const servers = [];
       const logs = [];
       const readLog = (k = 0) => {
         const l = logs[k];
-        return l && existsSync17(l.file) ? readFileSync14(l.file, "utf8").slice(l.start) : "";
+        return l && existsSync18(l.file) ? readFileSync15(l.file, "utf8").slice(l.start) : "";
       };
       const startOne = async (r) => {
         const port = await freePort();
         const args = [...r.words.args];
         const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-        args.splice(ri, 2, "-m", path40.resolve(files.local));
+        args.splice(ri, 2, "-m", path41.resolve(files.local));
         const pi = args.indexOf("--port");
         if (pi >= 0) args[pi + 1] = String(port);
         else args.push("--port", String(port));
@@ -50108,9 +51179,9 @@ async function runStartJob(o2) {
         launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
         job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-        const file2 = path40.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync16(path40.dirname(file2), { recursive: true });
-        logs[r.i] = { file: file2, start: existsSync17(file2) ? statSync9(file2).size : 0 };
+        const file2 = path41.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync17(path41.dirname(file2), { recursive: true });
+        logs[r.i] = { file: file2, start: existsSync18(file2) ? statSync10(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = { targetId: recId, ...pooled ? { replicaOf: id2 } : {}, pid: 0, supervisorPid: null, port, bin, args, env: env2, logFile: file2, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
         let started;
@@ -50188,22 +51259,28 @@ async function runStartJob(o2) {
       end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
       begin("placement", "reading llama-server's log and /props");
       const placements = [];
+      const after = before.gpus.some((g) => g.usedBytes !== null) && pick3.placement !== "cpu" ? await detectHardware({}).catch(() => null) : null;
+      const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g) => [g.runtimeId, g.index]));
       for (const [k, x] of servers.entries()) {
         const props = await httpJson(`${x.url.replace(/\/v1$/, "")}/props`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 1e4 });
-        let smi = null;
-        if (!pooled && hw.gpus.some((g) => g.usedBytes !== null) && pick3.placement !== "cpu") {
-          const after = await detectHardware({}).catch(() => null);
-          if (after) {
-            const ids = pick3.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ").slice(1).join(" "));
-            smi = {
-              before: hw.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes })),
-              after: after.gpus.filter((g) => ids.includes(g.name)).map((g) => ({ name: g.name, usedBytes: g.usedBytes }))
-            };
-          }
-        }
         const devices = pooled ? replicaDevices(pick3, replicas[k].devices, x.env.length > 0) : pick3.devices;
+        const visible = x.env.find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))?.split("=")[1]?.split(",").map(Number);
+        const planned = (pooled ? replicas[k].devices : pick3.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0])).map((rid, j) => ({ rid, index: visible?.[j] ?? indexOf.get(rid), device: devices.filter((d) => d.name !== "cpu")[j] }));
+        let smi = null;
+        if (after) {
+          const fig = (h3) => planned.filter((p) => p.device && p.index !== void 0).map((p) => ({ name: p.device.name, usedBytes: h3.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
+          smi = { before: fig(before), after: fig(after) };
+        }
         const pl = checkPlacement({ devices, placement: pick3.placement }, readLog(k), smi);
-        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path40.basename(props.body.model_path)}` : ""}`);
+        const gpuBytes = planned.filter((p) => p.index !== void 0).map((p) => {
+          const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
+          const a2 = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
+          const measured = a2 != null && b != null ? a2 - b : null;
+          return { index: p.index, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : p.device?.plannedBytes ?? 0)) };
+        }).filter((g) => g.bytes > 0);
+        const recId = pooled ? `${id2}@${k + 1}` : id2;
+        if (gpuBytes.length) saveServing(listServing().map((r) => r.targetId === recId ? { ...r, gpuBytes } : r));
+        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path41.basename(props.body.model_path)}` : ""}`);
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
       const placement = { passed: placements.every((p) => p.passed), devices: placements.flatMap((p) => p.devices), evidence: placements.flatMap((p) => p.evidence) };
@@ -50257,6 +51334,45 @@ async function runStartJob(o2) {
   if (job.result) job.result.ms = job.ms;
   emit3();
   return job;
+}
+function runningGroups(recs = listServing()) {
+  const m = /* @__PURE__ */ new Map();
+  for (const r of recs) {
+    if (!signalablePid(r.pid) || !pidAlive(r.pid) || !r.gpuBytes?.length) continue;
+    const id2 = r.replicaOf ?? r.targetId;
+    const g = m.get(id2) ?? { id: id2, recs: [], bytes: /* @__PURE__ */ new Map() };
+    g.recs.push(r);
+    for (const x of r.gpuBytes) g.bytes.set(x.index, (g.bytes.get(x.index) ?? 0) + x.bytes);
+    m.set(id2, g);
+  }
+  return [...m.values()];
+}
+function withFreed(hw, bytes) {
+  return {
+    ...hw,
+    gpus: hw.gpus.map((g) => {
+      const b = bytes.get(g.index) ?? 0;
+      if (!b || g.freeBytes === null) return g;
+      return { ...g, freeBytes: Math.min(g.totalBytes, g.freeBytes + b), usedBytes: g.usedBytes === null ? null : Math.max(0, g.usedBytes - b) };
+    })
+  };
+}
+function replaces(pick3, g, inputId) {
+  if (inputId) return g.id === inputId;
+  const entry = findCatalog(pick3.model);
+  if (entry) return g.id === `llamacpp-${targetSlug({ model: entry.name, quant: pick3.quant })}`;
+  const args = g.recs[0].args;
+  const alias = args[args.indexOf("--alias") + 1];
+  const file2 = args[args.indexOf("-m") + 1];
+  if (!alias || !file2 || g.id !== `llamacpp-${alias}`) return false;
+  const w = commandWords(pick3.pool ? pick3.pool.endpoints[0].command : pick3.command).args;
+  const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
+  if (mi < 0) return false;
+  const value = w[mi + 1];
+  if (w[mi] === "-m") return path41.resolve(value) === path41.resolve(file2);
+  const [repo, quant] = value.split(":");
+  const dir = path41.join(stateDir(), "models", repo.replace("/", "__"));
+  return file2.startsWith(dir + path41.sep) && (!quant || pathHasQuant(path41.relative(dir, file2), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -53580,8 +54696,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path52) {
-      let input = path52;
+    function removeDotSegments(path53) {
+      let input = path53;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -53655,11 +54771,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path52) {
-      if (path52 === "" || path52[0] === "/") {
-        return removeDotSegments(path52);
+    function removeDotSegmentsRelative(path53) {
+      if (path53 === "" || path53[0] === "/") {
+        return removeDotSegments(path53);
       }
-      const segments = path52.split("/");
+      const segments = path53.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -54022,8 +55138,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path52 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path52 && path52 !== "/" ? path52 : void 0;
+        const path53 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path53 && path53 !== "/" ? path53 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -57591,7 +58707,7 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path43 from "node:path";
+import path44 from "node:path";
 
 // engine/workers/engine.ts
 import { existsSync as existsSync10 } from "node:fs";
@@ -58786,7 +59902,7 @@ var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/harness/config.ts
 init_target();
-import { readFileSync as readFileSync3, existsSync as existsSync2 } from "node:fs";
+import { readFileSync as readFileSync3, existsSync as existsSync2, mkdirSync as mkdirSync4, writeFileSync as writeFileSync3 } from "node:fs";
 import path10 from "node:path";
 
 // engine/paths.ts
@@ -58829,6 +59945,31 @@ var OFFLINE_ENV = {
   // instead of 14–36k after 48 workers, and 20% faster (less kernel time), for ~40% more RSS (docs/opencode.md).
   Malloc: "1"
 };
+var OPENCODE_PLUGIN_PACKAGE = "@opencode-ai/plugin";
+function seedOpencodeConfigDir(configDir) {
+  mkdirSync4(path10.join(configDir, "node_modules"), { recursive: true, mode: 448 });
+  const lockFile2 = path10.join(configDir, "package-lock.json");
+  const pkgFile = path10.join(configDir, "package.json");
+  const read = (f) => {
+    try {
+      return JSON.parse(readFileSync3(f, "utf8"));
+    } catch {
+      return null;
+    }
+  };
+  const deps = (o2) => {
+    const r = o2 ?? {};
+    return ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"].flatMap((k) => Object.keys(r[k] ?? {}));
+  };
+  const pkg = read(pkgFile);
+  const lock = read(lockFile2);
+  const locked = new Set(deps(lock?.packages?.[""]));
+  const wanted = [...deps(pkg), OPENCODE_PLUGIN_PACKAGE];
+  if (wanted.every((d) => locked.has(d))) return;
+  const dependencies = Object.fromEntries(wanted.map((d) => [d, "*"]));
+  if (!pkg) writeFileSync3(pkgFile, JSON.stringify({ dependencies }, null, 2) + "\n");
+  writeFileSync3(lockFile2, JSON.stringify({ name: "opencode-config", lockfileVersion: 3, requires: true, packages: { "": { dependencies } } }, null, 2) + "\n");
+}
 var WORKER_PERMISSION = {
   edit: "ask",
   bash: "ask",
@@ -58986,7 +60127,7 @@ var KeyGateway = class {
 init_zod();
 init_config();
 import { execFileSync } from "node:child_process";
-import { chmodSync as chmodSync2, existsSync as existsSync3, mkdirSync as mkdirSync4, readdirSync, realpathSync as realpathSync2, statSync as statSync2, writeFileSync as writeFileSync3 } from "node:fs";
+import { chmodSync as chmodSync2, existsSync as existsSync3, mkdirSync as mkdirSync5, readdirSync, realpathSync as realpathSync2, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
 import os3 from "node:os";
 import path11 from "node:path";
 var SandboxPolicy = external_exports.object({
@@ -59114,7 +60255,7 @@ function bwrapArgs(policy) {
     else args.push("--ro-bind", "/dev/null", p);
   }
   for (const p of policy.writable.map(real)) {
-    mkdirSync4(p, { recursive: true });
+    mkdirSync5(p, { recursive: true });
     args.push("--bind", p, p);
   }
   for (const p of policy.readOnly.map(real)) if (existsSync3(p)) args.push("--ro-bind", p, p);
@@ -59163,8 +60304,8 @@ function writeWorkerShell(file2, opts) {
       `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" -- ${bash} "$@"`
     );
   }
-  mkdirSync4(path11.dirname(file2), { recursive: true });
-  writeFileSync3(file2, lines.join("\n") + "\n");
+  mkdirSync5(path11.dirname(file2), { recursive: true });
+  writeFileSync4(file2, lines.join("\n") + "\n");
   chmodSync2(file2, 493);
   return file2;
 }
@@ -59176,7 +60317,7 @@ init_keys();
 import { spawn } from "node:child_process";
 import { randomBytes as randomBytes4 } from "node:crypto";
 import { EventEmitter as EventEmitter2 } from "node:events";
-import { existsSync as existsSync4, mkdirSync as mkdirSync5, readFileSync as readFileSync5, realpathSync as realpathSync3 } from "node:fs";
+import { existsSync as existsSync4, mkdirSync as mkdirSync6, readFileSync as readFileSync5, realpathSync as realpathSync3 } from "node:fs";
 import { createRequire } from "node:module";
 import path12 from "node:path";
 
@@ -59404,7 +60545,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path52, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path53, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -59423,7 +60564,7 @@ var defaultPathSerializer = ({ path: path52, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path52[name];
+      const value = path53[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -59454,11 +60595,11 @@ var defaultPathSerializer = ({ path: path52, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path52, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path53, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path52) {
-    url2 = defaultPathSerializer({ path: path52, url: url2 });
+  if (path53) {
+    url2 = defaultPathSerializer({ path: path53, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -64583,19 +65724,6 @@ function createOpencodeClient(config3) {
 // node_modules/@opencode-ai/sdk/dist/v2/server.js
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 
-// engine/harness/sse.ts
-init_sse();
-async function* readSse(url2, headers, signal) {
-  const res = await fetch(url2, { headers: { accept: "text/event-stream", ...headers }, signal });
-  if (!res.ok || !res.body) throw new Error(`event stream ${url2} answered ${res.status}`);
-  for await (const text of sseData(res.body)) {
-    try {
-      yield JSON.parse(text);
-    } catch {
-    }
-  }
-}
-
 // engine/harness/translate.ts
 var HANDLED = [
   "session.created",
@@ -64726,13 +65854,34 @@ var DeltaCoalescer = class {
     for (const d of batch) this.publish(d);
   }
 };
+var STREAMING_CAP = 256 * 1024;
 var Translator = class {
   constructor(sinks) {
     this.sinks = sinks;
-    this.deltas = new DeltaCoalescer((d) => sinks.registry.transient({ type: "delta", ...d, ts: Date.now() }));
+    this.deltas = new DeltaCoalescer((d) => {
+      const sp = this.streaming.get(d.workerId)?.get(d.partId) ?? this.streamingPart(d.workerId, d.partId, "", "text", "");
+      const at = sp.length;
+      sp.length += d.delta.length;
+      const text = (sp.part.text ?? "") + d.delta;
+      sp.part.text = text.length > STREAMING_CAP ? "\u2026" + text.slice(text.length - STREAMING_CAP) : text;
+      sinks.registry.transient({ type: "delta", ...d, at, ts: Date.now() });
+    });
   }
   sinks;
   deltas;
+  /**
+   * Text of parts still streaming, per worker (a finished part is logged and leaves this): a transcript read
+   * mid-stream (a page opened or reloaded while a worker writes) shows the text so far, not only what comes next.
+   * The tail of a part is kept past STREAMING_CAP characters.
+   */
+  streaming = /* @__PURE__ */ new Map();
+  streamingPart(workerId, partId, messageId, kind, text) {
+    let parts = this.streaming.get(workerId);
+    if (!parts) this.streaming.set(workerId, parts = /* @__PURE__ */ new Map());
+    const sp = { part: { partId, messageId: messageId ?? "", kind, text }, length: text.length };
+    parts.set(partId, sp);
+    return sp;
+  }
   handle(e) {
     const reg = this.sinks.registry;
     if (e.type === "session.created") {
@@ -64761,6 +65910,9 @@ var Translator = class {
         const part = e.properties.part;
         if (this.deltas.size && part?.time?.end) this.deltas.flush();
         const { part: t2, toolFailed } = translatePart(part);
+        if (t2) this.streaming.get(workerId)?.delete(t2.partId);
+        else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
+          this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");
         if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
         if (t2) reg.safeRecord(workerId, { type: "part", part: t2 });
         return;
@@ -64792,7 +65944,9 @@ var Translator = class {
         return;
       }
       case "session.idle":
-        if (isRoot) this.sinks.idle(workerId);
+        if (!isRoot) return;
+        this.streaming.delete(workerId);
+        this.sinks.idle(workerId);
         return;
     }
   }
@@ -64842,7 +65996,7 @@ var OpencodeServer = class extends EventEmitter2 {
   /** An allow-listed environment: nothing of the engine's (its token, the user's keys, Claude Code's) is inherited. */
   env() {
     const h3 = this.opts.home;
-    mkdirSync5(h3, { recursive: true, mode: 448 });
+    mkdirSync6(h3, { recursive: true, mode: 448 });
     const xdg = {
       HOME: h3,
       XDG_DATA_HOME: path12.join(h3, ".local/share"),
@@ -64851,7 +66005,8 @@ var OpencodeServer = class extends EventEmitter2 {
       XDG_CACHE_HOME: path12.join(h3, ".cache"),
       TMPDIR: path12.join(h3, "tmp")
     };
-    for (const d of Object.values(xdg)) mkdirSync5(d, { recursive: true, mode: 448 });
+    for (const d of Object.values(xdg)) mkdirSync6(d, { recursive: true, mode: 448 });
+    seedOpencodeConfigDir(path12.join(xdg.XDG_CONFIG_HOME, "opencode"));
     const config3 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
     return allowListedEnv({
       ...xdg,
@@ -64938,18 +66093,24 @@ var OpencodeServer = class extends EventEmitter2 {
       throw new Error(`opencode did not load the worker agent "${WORKER_AGENT}" (agents: ${names.join(", ") || "none"}; HTTP ${res.response?.status})`);
     }
   }
+  /**
+   * opencode's global event stream, read with the SDK's own SSE client and typed by it (GlobalEvent). Reconnects are
+   * ours: the SDK would retry silently, and a reconnect must be known because events may have been missed (resync).
+   */
   openStream() {
     const abort = new AbortController();
     this.streamAbort = abort;
     let first = true;
     const loop = async () => {
       let delay = 100;
-      while (!abort.signal.aborted && this.url) {
+      while (!abort.signal.aborted && this.client) {
+        let dropped = "the stream ended";
         try {
-          for await (const raw of readSse(`${this.url}/global/event`, { Authorization: this.authHeader }, abort.signal)) {
-            const env2 = raw;
+          const { stream } = await this.client.global.event({ signal: abort.signal, sseMaxRetryAttempts: 1, onSseError: (err) => dropped = err.message });
+          for await (const env2 of stream) {
+            if (typeof env2 !== "object" || env2 === null) continue;
             const p = env2.payload;
-            if (!p?.type || p.type === "sync" || p.type === "server.heartbeat" || p.type === "plugin.added") continue;
+            if (!p?.type) continue;
             if (p.type === "server.connected") {
               if (!first) this.emit("resync");
               first = false;
@@ -64960,10 +66121,10 @@ var OpencodeServer = class extends EventEmitter2 {
             if (e) this.emit("event", e);
           }
         } catch (err) {
-          if (abort.signal.aborted) return;
-          this.opts.log?.(`event stream dropped: ${err.message}; reconnecting`);
+          dropped = err.message;
         }
         if (abort.signal.aborted) return;
+        this.opts.log?.(`event stream dropped: ${dropped}; reconnecting`);
         await new Promise((r) => setTimeout(r, delay));
         delay = Math.min(delay * 2, 2e3);
       }
@@ -65161,12 +66322,12 @@ var Recovery = class {
 init_targets();
 
 // engine/store/worker-log.ts
-import { closeSync, existsSync as existsSync6, fstatSync, ftruncateSync, mkdirSync as mkdirSync6, openSync, readdirSync as readdirSync4, readFileSync as readFileSync6, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync as existsSync6, fstatSync, ftruncateSync, mkdirSync as mkdirSync7, openSync, readdirSync as readdirSync4, readFileSync as readFileSync6, rmSync, writeSync } from "node:fs";
 import path16 from "node:path";
 var WorkerLogStore = class {
   constructor(root2) {
     this.root = root2;
-    mkdirSync6(root2, { recursive: true, mode: 448 });
+    mkdirSync7(root2, { recursive: true, mode: 448 });
   }
   root;
   broken = /* @__PURE__ */ new Set();
@@ -65188,7 +66349,7 @@ var WorkerLogStore = class {
     let fd;
     let size = 0;
     try {
-      madeDir = mkdirSync6(path16.dirname(file2), { recursive: true, mode: 448 });
+      madeDir = mkdirSync7(path16.dirname(file2), { recursive: true, mode: 448 });
       fd = openSync(file2, "a", 384);
       size = fstatSync(fd).size;
       for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
@@ -65233,14 +66394,83 @@ var WorkerLogStore = class {
 };
 
 // engine/workspace/workspace.ts
-init_execa();
-import { existsSync as existsSync7, mkdirSync as mkdirSync7, rmSync as rmSync2, statSync as statSync4, writeFileSync as writeFileSync6 } from "node:fs";
+import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync2, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
 import { realpath } from "node:fs/promises";
 import { createHash, randomBytes as randomBytes5 } from "node:crypto";
-import path22 from "node:path";
+import path17 from "node:path";
+
+// engine/process/run.ts
+import { Worker as Worker2 } from "node:worker_threads";
+var WORKER_SOURCE = `
+const { parentPort } = require("node:worker_threads");
+const { spawn } = require("node:child_process");
+parentPort.on("message", ({ id, file, args, cwd, env }) => {
+  let child;
+  const out = [], err = [];
+  let done = false;
+  const finish = (r) => { if (!done) { done = true; parentPort.postMessage({ id, ...r }); } };
+  try {
+    child = spawn(file, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  } catch (e) {
+    return finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) });
+  }
+  child.stdout.on("data", (b) => out.push(b));
+  child.stderr.on("data", (b) => err.push(b));
+  child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
+  child.on("close", (code, signal) => finish({ exitCode: code, signal, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
+});
+`;
+var CommandThread = class {
+  worker = null;
+  seq = 0;
+  waiting = /* @__PURE__ */ new Map();
+  run(file2, args, opts) {
+    const w = this.ensure();
+    const id2 = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id2, { resolve, reject });
+      if (this.waiting.size === 1) w.ref();
+      w.postMessage({ id: id2, file: file2, args, cwd: opts.cwd, env: definedOnly(opts.env) });
+    });
+  }
+  ensure() {
+    if (this.worker) return this.worker;
+    const w = new Worker2(WORKER_SOURCE, { eval: true, name: "ocw commands" });
+    w.unref();
+    w.on("message", (m) => {
+      const p = this.waiting.get(m.id);
+      if (!p) return;
+      this.waiting.delete(m.id);
+      if (!this.waiting.size) w.unref();
+      const { id: _id, ...result } = m;
+      p.resolve(result);
+    });
+    const lost = (why) => {
+      if (this.worker !== w) return;
+      this.worker = null;
+      for (const p of this.waiting.values()) p.reject(new Error(`the engine's command thread ${why}; the command may or may not have run`));
+      this.waiting.clear();
+    };
+    w.on("error", (e) => lost(`failed: ${e.message}`));
+    w.on("exit", (code) => lost(`exited (${code})`));
+    this.worker = w;
+    return w;
+  }
+};
+function definedOnly(env2) {
+  const out = {};
+  for (const [k, v] of Object.entries(env2)) if (v !== void 0) out[k] = v;
+  return out;
+}
+var thread = new CommandThread();
+function runCommand(file2, args, opts) {
+  return thread.run(file2, args, opts);
+}
+function trimFinalNewline(text) {
+  return text.endsWith("\r\n") ? text.slice(0, -2) : text.endsWith("\n") ? text.slice(0, -1) : text;
+}
 
 // engine/workspace/git.ts
-init_execa();
 var GitError = class extends OcwError {
   constructor(message) {
     super("conflict", message);
@@ -65248,19 +66478,20 @@ var GitError = class extends OcwError {
   }
 };
 async function git(cwd, args, opts = {}) {
-  const r = await execa("git", args, { cwd, reject: false, stripFinalNewline: true, env: { GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
-  if (r.exitCode !== 0 && !opts.allowFail) {
-    throw new GitError(`git ${args[0]} failed in ${cwd}: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ")}`);
-  }
-  return r.exitCode === 0 ? r.stdout : "";
+  const r = await runCommand("git", args, { cwd, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
+  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
+}
+function gitComplaint(r) {
+  return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
 }
 var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
 
 // engine/workspace/workspace.ts
 async function inspectRepo(dir) {
-  if (!path22.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!path17.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
   if (!existsSync7(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
-  if (!statSync4(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
+  if (!statSync3(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root2 || !head || !ref) {
     const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
@@ -65268,23 +66499,23 @@ async function inspectRepo(dir) {
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
   const branch = ref === "HEAD" ? null : ref;
-  const subdir = path22.relative(await realpath(root2), await realpath(path22.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path22.sep).join("/")}`], { allowFail: true })) {
+  const subdir = path17.relative(await realpath(root2), await realpath(path17.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path17.sep).join("/")}`], { allowFail: true })) {
     throw new InputError(`${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`);
   }
   return { root: root2, subdir, head, branch };
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
   const tag = createHash("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path22.join(worktreesRoot, `${path22.basename(repoRoot2)}-${tag}`, workerId);
+  return path17.join(worktreesRoot, `${path17.basename(repoRoot2)}-${tag}`, workerId);
 }
 async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path22.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  const ws = { worktree, cwd: path17.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   await ensureEngineRepo(ws);
   if (existsSync7(worktree)) return ws;
-  mkdirSync7(path22.dirname(worktree), { recursive: true });
+  mkdirSync8(path17.dirname(worktree), { recursive: true });
   await git(repo.root, ["clone", "-q", "--shared", "--no-checkout", "--template=", repo.root, worktree]);
   await git(worktree, ["remote", "remove", "origin"], { allowFail: true });
   await git(worktree, ["checkout", "-q", "-b", branch, repo.head]);
@@ -65292,25 +66523,21 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   return ws;
 }
 function writeOpencodeProjectId(worktree) {
-  writeFileSync6(path22.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
+  writeFileSync6(path17.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
 }
 async function ensureEngineRepo(ws) {
-  if (existsSync7(path22.join(ws.gitDir, "HEAD"))) return;
-  mkdirSync7(ws.gitDir, { recursive: true, mode: 448 });
-  await trustedGit(ws.gitDir, ["init", "-q", "--bare", "--template=", ws.gitDir]);
-  const objects = path22.resolve(ws.repo, await git(ws.repo, ["rev-parse", "--git-path", "objects"]));
-  mkdirSync7(path22.join(ws.gitDir, "objects", "info"), { recursive: true });
-  writeFileSync6(path22.join(ws.gitDir, "objects", "info", "alternates"), objects + "\n");
+  if (existsSync7(path17.join(ws.gitDir, "HEAD"))) return;
+  mkdirSync8(ws.gitDir, { recursive: true, mode: 448 });
+  const [, objects] = await Promise.all([trustedGit(ws.gitDir, ["init", "-q", "--bare", "--template=", ws.gitDir]), objectsOf(ws.repo)]);
+  mkdirSync8(path17.join(ws.gitDir, "objects", "info"), { recursive: true });
+  writeFileSync6(path17.join(ws.gitDir, "objects", "info", "alternates"), objects + "\n");
 }
 async function trustedGit(gitDir, args, opts = {}) {
-  const r = await execa(
+  const r = await runCommand(
     "git",
     ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false", ...args],
     {
       cwd: gitDir,
-      reject: false,
-      stripFinalNewline: true,
-      extendEnv: false,
       env: {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
         LC_ALL: "C",
@@ -65328,12 +66555,26 @@ async function trustedGit(gitDir, args, opts = {}) {
       }
     }
   );
-  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ")}`);
-  return r.exitCode === 0 ? r.stdout : "";
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${gitComplaint(r)}`);
+  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
 }
+var objectDirs = /* @__PURE__ */ new Map();
+var baseTrees = /* @__PURE__ */ new Map();
+function remembered(cache, key, load2) {
+  let p = cache.get(key);
+  if (!p) {
+    if (cache.size >= 256) cache.delete(cache.keys().next().value);
+    p = load2();
+    cache.set(key, p);
+    p.catch(() => cache.delete(key));
+  }
+  return p;
+}
+var objectsOf = (repo) => remembered(objectDirs, repo, async () => path17.resolve(repo, await git(repo, ["rev-parse", "--git-path", "objects"])));
+var baseTreeOf = (ws) => remembered(baseTrees, ws.baseCommit, () => trustedGit(ws.gitDir, ["rev-parse", `${ws.baseCommit}^{tree}`]));
 async function snapshotTree(ws) {
   await ensureEngineRepo(ws);
-  const index = path22.join(ws.gitDir, `index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+  const index = path17.join(ws.gitDir, `index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
   try {
     await trustedGit(ws.gitDir, ["read-tree", ws.baseCommit], { index });
     await trustedGit(ws.gitDir, ["add", "-A", "--", "."], { workTree: ws.worktree, index });
@@ -65343,8 +66584,8 @@ async function snapshotTree(ws) {
   }
 }
 async function commitWork(ws, message) {
-  const tree = await snapshotTree(ws);
-  const baseTree = await trustedGit(ws.gitDir, ["rev-parse", `${ws.baseCommit}^{tree}`]);
+  await ensureEngineRepo(ws);
+  const [tree, baseTree] = await Promise.all([snapshotTree(ws), baseTreeOf(ws)]);
   const commit = tree === baseTree ? ws.baseCommit : await trustedGit(ws.gitDir, ["commit-tree", tree, "-p", ws.baseCommit, "-m", message]);
   await trustedGit(ws.gitDir, ["update-ref", `refs/heads/${ws.branch}`, commit]);
   return commit;
@@ -65364,9 +66605,9 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
 }
 async function freshCheckout(ws, commit, dir) {
   rmSync2(dir, { recursive: true, force: true });
-  mkdirSync7(dir, { recursive: true });
-  await trustedGit(ws.gitDir, ["--work-tree", dir, "checkout", "-q", "-f", commit, "--", "."], { index: path22.join(dir, "..", `${path22.basename(dir)}.index`) });
-  rmSync2(path22.join(dir, "..", `${path22.basename(dir)}.index`), { force: true });
+  mkdirSync8(dir, { recursive: true });
+  await trustedGit(ws.gitDir, ["--work-tree", dir, "checkout", "-q", "-f", commit, "--", "."], { index: path17.join(dir, "..", `${path17.basename(dir)}.index`) });
+  rmSync2(path17.join(dir, "..", `${path17.basename(dir)}.index`), { force: true });
 }
 async function publishBranch(ws, commit) {
   await git(ws.repo, ["fetch", "-q", "--no-tags", "--no-write-fetch-head", ws.gitDir, `+refs/heads/${ws.branch}:refs/heads/${ws.branch}`]);
@@ -65410,7 +66651,7 @@ async function removeWorkspace(ws, opts = {}) {
 
 // engine/workers/lifecycle.ts
 import { existsSync as existsSync8 } from "node:fs";
-import path23 from "node:path";
+import path18 from "node:path";
 var WorkspaceLifecycle = class {
   constructor(reg, retentionDays) {
     this.reg = reg;
@@ -65445,7 +66686,7 @@ var WorkspaceLifecycle = class {
     if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
     if (w.discarded) return w;
     const ws = this.reg.workspaceOf(w);
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path23.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path18.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).workspace = void 0;
     this.reg.record(workerId, { type: "discarded", by });
     return this.reg.get(workerId);
@@ -65459,7 +66700,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isFinal(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path23.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path18.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).workspace = void 0;
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${err.message}`);
@@ -65542,7 +66783,7 @@ ${message.trim()}` : base2;
 }
 
 // engine/workers/registry.ts
-import path24 from "node:path";
+import path19 from "node:path";
 
 // shared/worker-machine.ts
 init_zod();
@@ -65686,10 +66927,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path24.relative(w.repo, w.spec.directory);
+    const sub = path19.relative(w.repo, w.spec.directory);
     rt.workspace = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path24.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path19.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -65700,14 +66941,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path24.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path19.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path24.join(this.opts.stateDir, "workspaces");
+    return path19.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path24.join(this.opts.stateDir, "tmp");
+    return path19.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
   clientOf(workerId) {
@@ -65727,12 +66968,12 @@ var WorkerRegistry = class {
 import path27 from "node:path";
 
 // engine/grading/grade.ts
-import { mkdirSync as mkdirSync9, rmSync as rmSync3 } from "node:fs";
+import { mkdirSync as mkdirSync10, rmSync as rmSync3 } from "node:fs";
 import path26 from "node:path";
 
 // engine/grading/checks.ts
 init_execa();
-import { existsSync as existsSync9, mkdirSync as mkdirSync8, readFileSync as readFileSync9, realpathSync as realpathSync4 } from "node:fs";
+import { existsSync as existsSync9, mkdirSync as mkdirSync9, readFileSync as readFileSync9, realpathSync as realpathSync4 } from "node:fs";
 import path25 from "node:path";
 init_process();
 var DEFAULT_CHECK_TIMEOUT_SEC = 300;
@@ -65742,14 +66983,14 @@ function cap(text) {
   return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
 ` + text.slice(-OUTPUT_CAP);
 }
-async function runCommand(check2, name, cwd, sandbox) {
+async function runCommand2(check2, name, cwd, sandbox) {
   const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check2.expectExit ?? 0;
   const started = Date.now();
   const shell = existsSync9("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
   if (sandbox) {
-    mkdirSync8(path25.join(sandbox.tmpDir, "home"), { recursive: true });
+    mkdirSync9(path25.join(sandbox.tmpDir, "home"), { recursive: true });
     const env2 = allowListedEnv({ CI: "1", HOME: path25.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: [], network: "none", env: env2, cwd }, sandbox.kind);
   }
@@ -65808,7 +67049,7 @@ async function runChecks(checks, cwd, sandbox) {
   const results = [];
   for (const [i2, check2] of checks.entries()) {
     const name = checkName(check2, i2);
-    results.push("run" in check2 ? await runCommand(check2, name, cwd, sandbox) : runFile(check2, name, cwd));
+    results.push("run" in check2 ? await runCommand2(check2, name, cwd, sandbox) : runFile(check2, name, cwd));
   }
   return results;
 }
@@ -65830,16 +67071,17 @@ function checkScope(changed, scope, protect) {
 async function grade(input) {
   const { workspace: ws } = input;
   const commit = await commitWork(ws, `ocw: ${input.title}`);
-  const changed = await changedFiles(ws, commit);
-  const sub = path26.relative(ws.worktree, ws.cwd);
-  const rel = sub ? changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : changed;
-  const scope = checkScope(rel, input.scope, input.protect);
   const checkout = input.checkoutDir;
+  const stat = diffStat(ws, commit).catch(() => "");
   let checks;
+  let scope;
+  const sub = path26.relative(ws.worktree, ws.cwd);
   try {
-    await freshCheckout(ws, commit, checkout);
+    const [changed] = await allSettledOrThrow([changedFiles(ws, commit), freshCheckout(ws, commit, checkout)]);
+    const rel = sub ? changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : changed;
+    scope = checkScope(rel, input.scope, input.protect);
     const cwd = path26.join(checkout, sub);
-    mkdirSync9(cwd, { recursive: true });
+    mkdirSync10(cwd, { recursive: true });
     checks = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0);
   } finally {
     rmSync3(checkout, { recursive: true, force: true });
@@ -65859,9 +67101,15 @@ async function grade(input) {
     branch: ws.branch,
     worktree: ws.worktree,
     commit,
-    diffStat: await diffStat(ws, commit),
+    diffStat: await stat,
     mergeHint: built ? mergeHint(ws) : null
   };
+}
+async function allSettledOrThrow(ps) {
+  const rs = await Promise.allSettled(ps);
+  const failed = rs.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return rs.map((r) => r.value);
 }
 
 // engine/workers/settle.ts
@@ -66274,6 +67522,7 @@ var Engine = class {
     this.get(workerId);
     const parts = /* @__PURE__ */ new Map();
     for (const e of this.logs.load(workerId).events) if (e.type === "part") parts.set(e.part.partId, e.part);
+    for (const { part } of this.translator.streaming.get(workerId)?.values() ?? []) if (!parts.has(part.partId)) parts.set(part.partId, { ...part });
     return [...parts.values()];
   }
   events(workerId) {
@@ -66447,7 +67696,7 @@ function noAnswer(error46) {
 // engine/api/lock.ts
 init_zod();
 import { randomBytes as randomBytes6 } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync10, rmSync as rmSync4, writeFileSync as writeFileSync7 } from "node:fs";
+import { linkSync, mkdirSync as mkdirSync11, readdirSync as readdirSync5, readFileSync as readFileSync10, rmSync as rmSync4, writeFileSync as writeFileSync8 } from "node:fs";
 import path29 from "node:path";
 
 // shared/api.ts
@@ -66553,10 +67802,10 @@ function newInstanceId() {
 }
 function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
-  mkdirSync10(dir, { recursive: true, mode: 448 });
+  mkdirSync11(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
   const tmp = path29.join(dir, `.claim-${me.pid}-${instanceId}`);
-  writeFileSync7(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
+  writeFileSync8(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
   try {
     for (let attempt = 0; attempt < 1e3; attempt++) {
       const newest = generations(stateDir2)[0] ?? 0;
@@ -66591,7 +67840,7 @@ function releaseOwnership(stateDir2, claim) {
   if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
   const tmp = path29.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
   try {
-    writeFileSync7(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
+    writeFileSync8(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
     linkSync(tmp, path29.join(dir, String(claim.generation + 1)));
     rmSync4(path29.join(dir, String(claim.generation)), { force: true });
   } catch {
@@ -66610,9 +67859,9 @@ function currentOwner(stateDir2) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes9, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync19, statSync as statSync10 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync20, statSync as statSync11 } from "node:fs";
 import http2 from "node:http";
-import path42 from "node:path";
+import path43 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -66718,28 +67967,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path52, memo2) {
+function createInnerProxy(callback, path53, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path52.join(".");
+  const cacheKey = path53.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path52, key], memo2);
+      return createInnerProxy(callback, [...path53, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path52[path52.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path52.slice(0, -1).join(".")})`;
+      const lastOfPath = path53[path53.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path53.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path52
+        path: path53
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path52.slice(0, -1)
+        path: path53.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path52.slice(0, -1)
+        path: path53.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -66882,12 +68131,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path52, error: error46, config: config3 } = opts;
+  const { path: path53, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path52,
+    path: path53,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -67057,13 +68306,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path52 = []) {
+    function step(from, path53 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path52, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path53, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path52, key].join(".")] = createLazyLoader({
-            path: path52,
+          lazy3[[...path53, key].join(".")] = createLazyLoader({
+            path: path53,
             ref: item,
             key,
             aggregate
@@ -67071,14 +68320,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path52, key]);
+          aggregate[key] = step(getRouterInput(item), [...path53, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path52, key]);
+          aggregate[key] = step(item, [...path53, key]);
           continue;
         }
-        const newPath = [...path52, key].join(".");
+        const newPath = [...path53, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -67102,14 +68351,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path52) {
+async function getProcedureAtPath(router, path53) {
   const { _def } = router;
-  let procedure = _def.procedures[path52];
+  let procedure = _def.procedures[path53];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path52 === key2 || path52.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path53 === key2 || path53.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path52];
+    procedure = _def.procedures[path53];
   }
   return procedure;
 }
@@ -67118,15 +68367,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path52, args } = innerOpts;
-        const fullPath = path52.join(".");
-        if (path52.length === 1 && path52[0] === "_def") return _def;
+        const { path: path53, args } = innerOpts;
+        const fullPath = path53.join(".");
+        if (path53.length === 1 && path53[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path52}"`
+            message: `No procedure found on path "${path53}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -67186,13 +68435,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path52, separator) {
-  if (separator === ".") return path52;
-  return path52.split(".").join(separator);
+function procedurePathToURLPath(path53, separator) {
+  if (separator === ".") return path53;
+  return path53.split(".").join(separator);
 }
-function urlPathToProcedurePath(path52, separator) {
-  if (separator === ".") return path52;
-  return path52.split(separator).join(".");
+function urlPathToProcedurePath(path53, separator) {
+  if (separator === ".") return path53;
+  return path53.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -67647,11 +68896,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path52, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path52);
+    const calls = await Promise.all(paths.map(async (path53, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path53);
       return {
         batchIndex: index,
-        path: path52,
+        path: path53,
         procedure,
         getRawInput: async () => {
           let input = (await getInputs.read())[index];
@@ -68302,9 +69551,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path52) {
-    super("Max depth reached at path: " + path52.join("."));
-    this.path = path52;
+  constructor(path53) {
+    super("Max depth reached at path: " + path53.join("."));
+    this.path = path53;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -68322,16 +69571,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path52) {
+    function encodePromise(promise2, path53) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path52);
+          const error46 = checkMaxDepth(path53);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path52
+                path: path53
               });
             });
             promise2 = Promise.reject(error46);
@@ -68341,20 +69590,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path52)
+              encode3(next, path53)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path52
+              path: path53
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path52
+                path: path53
               })
             ];
           }
@@ -68364,12 +69613,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path52) {
+    function encodeAsyncIterable(iterable2, path53) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path52);
+            const error46 = checkMaxDepth(path53);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -68379,28 +69628,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path52)
+                    encode3(next.value, path53)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path52)
+                  encode3(next.value, path53)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path52
+                path: path53
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path52
+                  path: path53
                 })
               ];
             }
@@ -68415,27 +69664,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path52) {
-      if (opts.maxDepth && path52.length > opts.maxDepth) return new MaxDepthError(path52);
+    function checkMaxDepth(path53) {
+      if (opts.maxDepth && path53.length > opts.maxDepth) return new MaxDepthError(path53);
       return null;
     }
-    function encodeAsync3(value, path52) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path52)];
+    function encodeAsync3(value, path53) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path53)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path52.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path52)];
+        if (opts.maxDepth && path53.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path53)];
       }
       return null;
     }
-    function encode3(value, path52) {
+    function encode3(value, path53) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path52);
+      const reg = encodeAsync3(value, path53);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path52, key]);
+        const transformed = encodeAsync3(item, [...path53, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -68749,13 +69998,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path52) {
+function decodePath(path53) {
   try {
-    return decodeURIComponent(path52);
+    return decodeURIComponent(path53);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path52}"`,
+      message: `Invalid URL-encoding in path "${path53}"`,
       cause
     });
   }
@@ -69024,11 +70273,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input = call === null || call === void 0 ? void 0 : call.result();
-              const path52 = call === null || call === void 0 ? void 0 : call.path;
+              const path53 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path52,
+                path: path53,
                 input,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -69039,7 +70288,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input,
-                path: path52,
+                path: path53,
                 type
               });
             }
@@ -69155,14 +70404,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input = call === null || call === void 0 ? void 0 : call.result();
-          const path52 = call === null || call === void 0 ? void 0 : call.path;
+          const path53 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input,
-            path: path52,
+            path: path53,
             type
           });
         }
@@ -69467,28 +70716,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path52) => {
-  path52 = path52.startsWith("/") ? path52.slice(1) : path52;
-  path52 = path52.endsWith("/") ? path52.slice(0, -1) : path52;
-  return path52;
+var trimSlashes = (path53) => {
+  path53 = path53.startsWith("/") ? path53.slice(1) : path53;
+  path53 = path53.endsWith("/") ? path53.slice(0, -1) : path53;
+  return path53;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path52 = "";
+    let path53 = "";
     run(async () => {
       const url2 = createURL(req);
-      path52 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path53 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path52
+        path: path53
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path52
+      path: path53
     }, opts)));
   };
 }
@@ -69901,8 +71150,8 @@ var initTRPC = new class TRPCBuilder {
 
 // engine/api/router.ts
 init_zod();
-import { existsSync as existsSync18, readdirSync as readdirSync8, readFileSync as readFileSync15 } from "node:fs";
-import path41 from "node:path";
+import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync16 } from "node:fs";
+import path42 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -70124,12 +71373,12 @@ function setupCancelApi(jobId) {
 init_setup2();
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path41.join(projectRoot(), "packs");
-  if (!existsSync18(dir)) return [];
-  return readdirSync8(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path41.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync18(file2)) return [];
-    const g = Grade.safeParse(JSON.parse(readFileSync15(file2, "utf8")));
+  const dir = config2().OCW_PACKS_DIR ?? path42.join(projectRoot(), "packs");
+  if (!existsSync19(dir)) return [];
+  return readdirSync9(dir, { withFileTypes: true }).flatMap((d) => {
+    const file2 = path42.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync19(file2)) return [];
+    const g = Grade.safeParse(JSON.parse(readFileSync16(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
 }
@@ -70403,16 +71652,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync19(path42.join(dir, "index.html"))) {
+  if (!dir || !existsSync20(path43.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path42.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path42.join(dir, rel);
-  if (!file2.startsWith(dir + path42.sep) || !existsSync19(file2) || statSync10(file2).isDirectory()) file2 = path42.join(dir, "index.html");
+  const rel = path43.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path43.join(dir, rel);
+  if (!file2.startsWith(dir + path43.sep) || !existsSync20(file2) || statSync11(file2).isDirectory()) file2 = path43.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path42.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path43.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -70452,7 +71701,7 @@ async function hostEngine(opts) {
     await engine.close();
     releaseOwnership(opts.stateDir, claim);
   })();
-  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path43.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
+  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path44.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) : null;
   const api = await (dead ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token })) : startApiServer({ ...serverOpts, port: opts.port })).catch(async (err) => {
     await engine.close();
@@ -70475,382 +71724,20 @@ async function hostEngine(opts) {
 // engine/commands/deploy.ts
 init_detect();
 init_hf();
-import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync9 } from "node:fs";
+import { mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync10 } from "node:fs";
 import os8 from "node:os";
-import path45 from "node:path";
+import path46 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
+init_k8s();
 import { spawnSync as spawnSync3 } from "node:child_process";
-import { existsSync as existsSync20 } from "node:fs";
-import path44 from "node:path";
-
-// engine/serving/k8s.ts
-init_target();
-init_catalog();
-init_estimate();
-init_plan();
-init_runtimes();
-init_start_runtimes();
-var K8sInputError = class extends Error {
-};
-var GPU_OVERHEAD = 2 * GiB2;
-var UTILIZATION = 0.9;
-var PORT = 8e3;
-var IMAGES = {
-  vllm: { nvidia: VLLM_IMAGE, amd: "docker.io/rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103" },
-  sglang: { nvidia: SGLANG_IMAGE, amd: null },
-  kserve: { nvidia: null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" }
-};
-var KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
-function safetensorsRepo(e) {
-  const m = /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source);
-  if (!m) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
-  return m[1];
-}
-function toolParser(runtime, e, repo) {
-  const t2 = `${e?.toolCalling.template ?? ""} ${e?.id ?? ""} ${repo}`.toLowerCase();
-  if (/harmony|gpt-oss/.test(t2)) return runtime === "vllm" ? "openai" : "gpt-oss";
-  if (/mistral|devstral/.test(t2)) return "mistral";
-  if (/glm/.test(t2)) return "glm45";
-  if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t2)) return "qwen3_coder";
-  return runtime === "vllm" ? "hermes" : "qwen25";
-}
-function sizeTp(need, node, dp, nHead, fixedTp) {
-  const options = fixedTp ? [fixedTp] : [1, 2, 4, 8, 16].filter((tp) => tp * dp <= node.gpus);
-  for (const tp of options) {
-    if (nHead && nHead % tp !== 0) continue;
-    const perGpu = need / tp + GPU_OVERHEAD;
-    if (perGpu <= node.gpuBytes * UTILIZATION || fixedTp) return { tp, perGpu };
-  }
-  return null;
-}
-var gib2 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
-async function planK8s(o2) {
-  const slots = o2.slots ?? 4;
-  const ctx = o2.ctxPerSlot ?? DEFAULT_MIN_CTX;
-  const dp = o2.dataParallel ?? 1;
-  const replicas = o2.replicas ?? 1;
-  for (const [v, flag2] of [[slots, "--slots"], [ctx, "--ctx"], [dp, "--data-parallel"], [replicas, "--replicas"]]) {
-    if (!Number.isInteger(v) || v < 1) throw new K8sInputError(`${flag2} must be an integer \u2265 1 (got ${v})`);
-  }
-  if (o2.tensorParallel !== void 0 && (!Number.isInteger(o2.tensorParallel) || o2.tensorParallel < 1)) throw new K8sInputError(`--tp must be an integer \u2265 1 (got ${o2.tensorParallel})`);
-  if (!(o2.node.gpus >= 1) || !(o2.node.gpuBytes > 0)) throw new K8sInputError("the node needs at least one GPU with memory: pass --gpus like 4x80G");
-  if (dp > o2.node.gpus) throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o2.node.gpus} (use --replicas for more pods instead)`);
-  if (o2.tensorParallel && o2.tensorParallel * dp > o2.node.gpus) throw new K8sInputError(`--tp ${o2.tensorParallel} \xD7 --data-parallel ${dp} needs ${o2.tensorParallel * dp} GPUs on one node; it has ${o2.node.gpus}`);
-  let offline = false;
-  const weightsOf = async (repo, e) => {
-    const hub = offline || !o2.sizeOf ? null : await o2.sizeOf(repo).catch(() => null);
-    if (hub === null) offline = true;
-    if (hub) return { bytes: hub, source: "hub" };
-    return e ? { bytes: e.totalParamsB * 1e9 * 2, source: "estimate" } : null;
-  };
-  const kvOf = (e) => {
-    const est = estimate(catalogHparams(e), null, { ctx: slots * ctx, parallel: slots, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
-    return est.kvBytes + est.recurrentBytes;
-  };
-  const finish2 = (repo, e, w, kv, s, kvNote) => {
-    const vendor = o2.node.vendor;
-    const parser = o2.toolCallParser ?? toolParser(o2.runtime, e, repo);
-    const servedName = targetSlug({ model: repo.split("/").pop(), quant: null });
-    const fits2 = s.perGpu <= o2.node.gpuBytes * UTILIZATION;
-    return {
-      runtime: o2.runtime,
-      model: repo,
-      catalogId: e?.id ?? null,
-      servedName,
-      slots,
-      ctxPerSlot: ctx,
-      tensorParallel: s.tp,
-      dataParallel: dp,
-      replicas,
-      gpusPerPod: s.tp * dp,
-      vendor,
-      gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu",
-      weightsBytes: Math.round(w.bytes),
-      weightsSource: w.source,
-      kvBytes: Math.round(kv),
-      perGpuBytes: Math.round(s.perGpu),
-      gpuBytes: o2.node.gpuBytes,
-      toolCallParser: parser,
-      reason: `${repo} (${gib2(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib2(kv)} for ${slots} sequence(s) \xD7 ${ctx} tokens over tensor parallel ${s.tp}: ${gib2(s.perGpu)} per GPU of ${gib2(o2.node.gpuBytes)} (${o2.node.gpuName})${fits2 ? "" : " \u2014 MORE than 90 % of a GPU: it will not load"}${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`
-    };
-  };
-  if (o2.model) {
-    const e = findCatalog(o2.model) ?? CATALOG.find((c3) => {
-      try {
-        return safetensorsRepo(c3).toLowerCase() === o2.model.toLowerCase();
-      } catch {
-        return false;
-      }
-    });
-    const repo = e ? safetensorsRepo(e) : o2.model;
-    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new K8sInputError(`--model ${o2.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
-    if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
-    const w = await weightsOf(repo, e);
-    if (!w) throw new K8sInputError(`cannot size ${repo}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`);
-    const kv = e ? kvOf(e) : w.bytes * 0.25;
-    const s = sizeTp(w.bytes + kv, o2.node, dp, e?.spec.nHead ?? null, o2.tensorParallel);
-    if (!s) {
-      throw new K8sInputError(`${repo} needs ${gib2(w.bytes + kv)} (weights + KV for ${slots} \xD7 ${ctx}) and does not fit ${Math.floor(o2.node.gpus / dp)} GPU(s) of ${gib2(o2.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`);
-    }
-    return finish2(repo, e, w, kv, s, e ? "KV cache" : "a KV allowance of 25 % of the weights");
-  }
-  const tried = [];
-  for (const e of CATALOG.filter((c3) => c3.autoPick)) {
-    if (ctx > e.contextLength) continue;
-    const repo = safetensorsRepo(e);
-    const w = await weightsOf(repo, e);
-    const kv = kvOf(e);
-    const s = sizeTp(w.bytes + kv, o2.node, dp, e.spec.nHead, o2.tensorParallel);
-    if (s && s.perGpu <= o2.node.gpuBytes * UTILIZATION) return finish2(repo, e, w, kv, s, "KV cache");
-    tried.push(`${e.id} ${gib2(w.bytes + kv)}`);
-  }
-  throw new K8sInputError(`no catalog model fits ${slots} sequence(s) \xD7 ${ctx} tokens on ${o2.node.gpus} \xD7 ${gib2(o2.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`);
-}
-var API_KEY_ENTRY = "api-key";
-var KEY_ENV = "OCW_API_KEY";
-function k8sName(raw) {
-  const n2 = raw.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^[^a-z]+/, "").replace(/-+$/, "").slice(0, 63).replace(/-+$/, "");
-  return n2 || "ocw-model";
-}
-function defaultName(plan) {
-  return k8sName(`ocw-${plan.servedName}`.slice(0, 52));
-}
-function serverArgs(plan) {
-  const perRank = Math.ceil(plan.slots / plan.dataParallel);
-  if (plan.runtime === "vllm") {
-    const b2 = buildVllmArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, maxModelLen: plan.ctxPerSlot, maxNumSeqs: perRank, tensorParallel: plan.tensorParallel, toolCallParser: plan.toolCallParser });
-    return { command: ["vllm"], args: [...b2.args, ...plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : []] };
-  }
-  const b = buildSglangArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, contextLength: plan.ctxPerSlot, maxRunningRequests: plan.slots, tensorParallel: plan.tensorParallel, apiKey: "-" });
-  const ki = b.args.indexOf("--api-key");
-  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), ...plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : [], "--tool-call-parser", plan.toolCallParser, "--enable-metrics"];
-  const script = [
-    `case "$${KEY_ENV}" in ""|*[!A-Za-z0-9._~+/=-]*) echo "ocw: the ${API_KEY_ENTRY} in the Secret must be non-empty and use only A-Z a-z 0-9 . _ ~ + / = -" >&2; exit 1;; esac`,
-    "umask 077",
-    `printf 'api-key: "%s"\\n' "$${KEY_ENV}" > /tmp/ocw-sglang.yaml`,
-    'exec python3 "$@" --config /tmp/ocw-sglang.yaml'
-  ].join("\n");
-  return { command: ["/bin/sh", "-c", script, "sglang"], args };
-}
-function labels(plan, name) {
-  return { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "model-server", "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": plan.runtime };
-}
-function keyEnv(plan, o2) {
-  const secretRef = (name, key, optional2) => ({ secretKeyRef: { name, key, ...optional2 ? { optional: optional2 } : {} } });
-  return [
-    { name: plan.runtime === "vllm" ? "VLLM_API_KEY" : KEY_ENV, valueFrom: secretRef(o2.apiKeySecret, API_KEY_ENTRY) },
-    ...o2.hfTokenSecret ? [{ name: "HF_TOKEN", valueFrom: secretRef(o2.hfTokenSecret, "token", true) }] : []
-  ];
-}
-function podResources(plan) {
-  const memGi = Math.max(16, Math.ceil(plan.weightsBytes / plan.gpusPerPod / GiB2) + 8);
-  const gpus = String(plan.gpusPerPod);
-  return {
-    requests: { cpu: String(Math.max(2, 2 * plan.gpusPerPod)), memory: `${memGi}Gi`, [plan.gpuResource]: gpus },
-    limits: { memory: `${memGi * 2}Gi`, [plan.gpuResource]: gpus }
-  };
-}
-var tolerations = (plan) => [{ key: plan.gpuResource, operator: "Exists", effect: "NoSchedule" }];
-function deploymentManifests(plan, o2) {
-  const image = o2.image ?? IMAGES[plan.runtime][plan.vendor];
-  if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
-  const lab = labels(plan, o2.name);
-  const { command, args } = serverArgs(plan);
-  const probe = (extra) => ({ httpGet: { path: "/health", port: "http" }, ...extra });
-  const deployment = {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
-    spec: {
-      replicas: plan.replicas,
-      selector: { matchLabels: { "app.kubernetes.io/name": o2.name } },
-      // a model server holds whole GPUs: replace pods one at a time without a surge pod that cannot be scheduled
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
-      template: {
-        metadata: {
-          labels: lab,
-          annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(PORT), "prometheus.io/path": "/metrics" }
-        },
-        spec: {
-          containers: [{
-            name: plan.runtime,
-            image,
-            command,
-            args,
-            env: [...keyEnv(plan, o2), { name: "HF_HOME", value: "/models" }],
-            ports: [{ name: "http", containerPort: PORT, protocol: "TCP" }],
-            resources: podResources(plan),
-            // the weights download on first start: allow up to an hour before liveness counts
-            startupProbe: probe({ periodSeconds: 10, failureThreshold: 360 }),
-            readinessProbe: probe({ periodSeconds: 5, failureThreshold: 3 }),
-            livenessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 }),
-            volumeMounts: [{ name: "models", mountPath: "/models" }, { name: "dshm", mountPath: "/dev/shm" }]
-          }],
-          tolerations: tolerations(plan),
-          terminationGracePeriodSeconds: 60,
-          volumes: [
-            { name: "models", emptyDir: {} },
-            // tensor/data parallel ranks exchange tensors through shared memory
-            { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: `${Math.max(2, 4 * plan.gpusPerPod)}Gi` } }
-          ]
-        }
-      }
-    }
-  };
-  const service = {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
-    spec: {
-      type: "ClusterIP",
-      selector: { "app.kubernetes.io/name": o2.name },
-      ports: [{ name: "http", port: PORT, targetPort: "http", protocol: "TCP" }]
-    }
-  };
-  return [deployment, service];
-}
-function kserveManifest(plan, o2) {
-  if (plan.runtime !== "vllm") throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
-  const image = o2.image ?? IMAGES.kserve[plan.vendor];
-  const perRank = plan.slots;
-  return {
-    apiVersion: KSERVE_API_VERSION,
-    kind: "LLMInferenceService",
-    metadata: { name: o2.name, namespace: o2.namespace, labels: { "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": "vllm" } },
-    spec: {
-      model: { uri: `hf://${plan.model}`, name: plan.servedName },
-      // data parallel becomes replicas: each is a whole vLLM, and llm-d's scheduler spreads requests over them
-      replicas: plan.replicas * plan.dataParallel,
-      parallelism: { tensor: plan.tensorParallel },
-      router: { scheduler: {}, route: {}, gateway: {} },
-      template: {
-        containers: [{
-          name: "main",
-          ...image ? { image } : {},
-          // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
-          args: [
-            "--max-model-len",
-            String(plan.ctxPerSlot),
-            "--max-num-seqs",
-            String(perRank),
-            "--gpu-memory-utilization",
-            String(UTILIZATION),
-            "--enable-auto-tool-choice",
-            "--tool-call-parser",
-            plan.toolCallParser
-          ],
-          env: keyEnv(plan, o2),
-          resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel })
-        }],
-        tolerations: tolerations(plan)
-      }
-    }
-  };
-}
-function manifests(plan, o2) {
-  return o2.kind === "kserve" ? [kserveManifest(plan, o2)] : deploymentManifests(plan, o2);
-}
-function secretManifest(name, namespace, key) {
-  return { apiVersion: "v1", kind: "Secret", metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } }, type: "Opaque", stringData: { [API_KEY_ENTRY]: key } };
-}
-function captureSteps(plan, o2) {
-  const ns = o2.namespace;
-  const keyVar = "OCW_K8S_API_KEY";
-  const key = `export ${keyVar}="$(kubectl -n ${ns} get secret ${o2.apiKeySecret} -o jsonpath='{.data.${API_KEY_ENTRY}}' | base64 -d)"`;
-  const slots = plan.slots;
-  if (o2.kind === "kserve") {
-    const total2 = slots * plan.replicas * plan.dataParallel;
-    return [
-      `kubectl -n ${ns} wait llminferenceservice/${o2.name} --for=condition=Ready --timeout=60m`,
-      key,
-      `URL="$(kubectl -n ${ns} get llminferenceservice ${o2.name} -o jsonpath='{.status.url}')"`,
-      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total2}    # a router target: llm-d's scheduler spreads the ${total2} sequences over ${plan.replicas * plan.dataParallel} replica(s)`
-    ];
-  }
-  const steps = [
-    `kubectl -n ${ns} rollout status deployment/${o2.name} --timeout=60m`,
-    key
-  ];
-  if (plan.replicas === 1) {
-    steps.push(
-      `kubectl -n ${ns} port-forward service/${o2.name} ${PORT}:${PORT} &    # or, with ocw inside the cluster: http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1`,
-      `ocw setup --capture http://127.0.0.1:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots}`
-    );
-  } else {
-    steps.push(
-      `# each pod as one endpoint of a pool (ocw admits by each one's /metrics and keeps a worker on its pod):`,
-      `i=0; caps=""; for p in $(kubectl -n ${ns} get pods -l app.kubernetes.io/name=${o2.name} -o name); do kubectl -n ${ns} port-forward "$p" $((${PORT + 1}+i)):${PORT} & caps="$caps --capture http://127.0.0.1:$((${PORT + 1}+i))/v1"; i=$((i+1)); done`,
-      `ocw setup $caps --api-key-env ${keyVar} --slots ${slots}`,
-      `# or the Service as one router target (kube-proxy spreads connections, no cache locality): ocw setup --capture http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots * plan.replicas}`
-    );
-  }
-  return steps;
-}
-var RESERVED = /^(y|yes|n|no|true|false|on|off|null|~)$/i;
-function scalar(v) {
-  if (v === null) return "null";
-  if (typeof v === "number" || typeof v === "boolean") return String(v);
-  const s = String(v);
-  return /^[A-Za-z_/][A-Za-z0-9_./-]*$/.test(s) && !RESERVED.test(s) ? s : JSON.stringify(s);
-}
-var isObj = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
-var empty = (v) => Array.isArray(v) && !v.length || isObj(v) && !Object.keys(v).length;
-function emit2(v, indent, out) {
-  if (Array.isArray(v)) {
-    for (const item of v) {
-      if (isObj(item) && !empty(item)) {
-        const inner = [];
-        emit2(item, indent + "  ", inner);
-        out.push(indent + "- " + inner[0].slice(indent.length + 2), ...inner.slice(1));
-      } else if (Array.isArray(item) && item.length) {
-        out.push(indent + "-");
-        emit2(item, indent + "  ", out);
-      } else out.push(indent + "- " + (empty(item) ? Array.isArray(item) ? "[]" : "{}" : scalar(item)));
-    }
-    return;
-  }
-  for (const [k, val] of Object.entries(v)) {
-    if (val === void 0) continue;
-    const key = scalar(k);
-    if (empty(val)) out.push(`${indent}${key}: ${Array.isArray(val) ? "[]" : "{}"}`);
-    else if (Array.isArray(val)) {
-      out.push(`${indent}${key}:`);
-      emit2(val, indent, out);
-    } else if (isObj(val)) {
-      out.push(`${indent}${key}:`);
-      emit2(val, indent + "  ", out);
-    } else out.push(`${indent}${key}: ${scalar(val)}`);
-  }
-}
-function toYaml(docs) {
-  return docs.map((d) => {
-    const out = [];
-    emit2(d, "", out);
-    return out.join("\n") + "\n";
-  }).join("---\n");
-}
-function parseNodeSpec(spec2, vendor) {
-  const unit = (n2, u2) => Number(n2) * ({ B: 1, K: 1024, M: 1024 ** 2, G: GiB2, T: 1024 * GiB2 }[(u2 ?? "G").toUpperCase()[0]] ?? GiB2);
-  const m = /^\s*(\d+)\s*[x×]\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(spec2);
-  if (m) {
-    const n2 = Number(m[1]);
-    if (n2 < 1) throw new K8sInputError(`--gpus ${spec2}: a node needs at least one GPU`);
-    return { gpus: n2, gpuBytes: unit(m[3], m[4]), gpuName: m[2]?.trim() || `${unit(m[3], m[4]) / GiB2} GiB GPU`, vendor };
-  }
-  const parts = spec2.split(",").map((p) => /^\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(p));
-  if (!spec2.trim() || parts.some((p) => !p)) throw new K8sInputError(`cannot read --gpus "${spec2}"; describe one node's GPUs like 4x80G, 8xH100=80GiB or 80G,80G`);
-  const sizes = parts.map((p) => unit(p[2], p[3]));
-  const min = Math.min(...sizes);
-  return { gpus: sizes.length, gpuBytes: min, gpuName: parts[sizes.indexOf(min)][1]?.trim() || `${(min / GiB2).toFixed(0)} GiB GPU`, vendor };
-}
-
-// engine/serving/k8s-apply.ts
+import { existsSync as existsSync21 } from "node:fs";
+import path45 from "node:path";
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path44.delimiter)) {
-    const p = dir && path44.join(dir, "kubectl");
-    if (p && existsSync20(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path45.delimiter)) {
+    const p = dir && path45.join(dir, "kubectl");
+    if (p && existsSync21(p)) return p;
   }
   return null;
 }
@@ -70891,6 +71778,7 @@ function applyManifests(file2, o2, env2 = process.env) {
 }
 
 // engine/commands/deploy.ts
+init_k8s();
 function int3(v, flag2) {
   if (v === void 0) return void 0;
   const n2 = Number(v);
@@ -70944,10 +71832,10 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path45.resolve(o2.output) : mkdtempSync2(path45.join(os8.tmpdir(), "ocw-k8s-"));
-      mkdirSync17(dir, { recursive: true });
-      file2 = path45.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
-      writeFileSync9(file2, yaml);
+      const dir = o2.output ? path46.resolve(o2.output) : mkdtempSync2(path46.join(os8.tmpdir(), "ocw-k8s-"));
+      mkdirSync18(dir, { recursive: true });
+      file2 = path46.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      writeFileSync10(file2, yaml);
     }
     let applied = null;
     if (o2.apply) applied = applyManifests(file2, mo, env2);
@@ -70986,8 +71874,8 @@ function registerDeployCommand(program3) {
 
 // engine/commands/grade.ts
 init_target();
-import { mkdirSync as mkdirSync19 } from "node:fs";
-import path48 from "node:path";
+import { mkdirSync as mkdirSync20 } from "node:fs";
+import path49 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client2, workerIds, opts = {}) {
@@ -71058,8 +71946,8 @@ async function follow(client2, workerIds, opts = {}) {
 
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { mkdirSync as mkdirSync18, writeFileSync as writeFileSync10 } from "node:fs";
-import path46 from "node:path";
+import { mkdirSync as mkdirSync19, writeFileSync as writeFileSync11 } from "node:fs";
+import path47 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -71157,10 +72045,10 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
   }
 ];
 function materializeRung(rung, dir) {
-  mkdirSync18(dir, { recursive: true });
+  mkdirSync19(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync18(path46.dirname(path46.join(dir, name)), { recursive: true });
-    writeFileSync10(path46.join(dir, name), content);
+    mkdirSync19(path47.dirname(path47.join(dir, name)), { recursive: true });
+    writeFileSync11(path47.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -71733,21 +72621,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path52 = batchOps.map((op) => op.path).join(",");
+          const path53 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path52,
+            path: path53,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path52 = batchOps.map((op) => op.path).join(",");
+          const path53 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path52,
+            path: path53,
             inputs,
             type,
             headers() {
@@ -71993,30 +72881,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path52, input, opts) {
+  query(path53, input, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path52,
+      path: path53,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path52, input, opts) {
+  mutation(path53, input, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path52,
+      path: path53,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path52, input, opts = {}) {
+  subscription(path53, input, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path52,
+      path: path53,
       input,
       context: opts.context,
       signal: opts.signal
@@ -72081,8 +72969,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path52, args }) => {
-    const pathCopy = [...path52];
+  const proxy = createRecursiveProxy(({ path: path53, args }) => {
+    const pathCopy = [...path53];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -72157,7 +73045,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path52, input } = op;
+        const { type, path: path53, input } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -72167,7 +73055,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input, lastEventId),
-            path: path52,
+            path: path53,
             pathSeparator,
             type,
             signal: null
@@ -72864,10 +73752,10 @@ async function healthy(lock, timeoutMs = 2e3) {
 
 // engine/api/launcher.ts
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync21, rmSync as rmSync7, statSync as statSync11, writeFileSync as writeFileSync11 } from "node:fs";
-import path47 from "node:path";
+import { existsSync as existsSync22, rmSync as rmSync7, statSync as statSync12, writeFileSync as writeFileSync12 } from "node:fs";
+import path48 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path47.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path48.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -72879,7 +73767,7 @@ async function ensureEngine(stateDir2, opts = {}) {
     if (lock) return lock;
   }
   const command = opts.command ?? selfCommand();
-  if (!existsSync21(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
+  if (!existsSync22(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
   const started = await startExclusive(stateDir2, timeoutMs, () => {
     const child = spawn6(command.node, [command.bundle, "serve", "--background"], {
       detached: true,
@@ -72894,13 +73782,13 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path47.join(stateDir2, "engine.starting");
+  const marker = path48.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
-    writeFileSync11(marker, String(process.pid), { flag: "wx", mode: 384 });
+    writeFileSync12(marker, String(process.pid), { flag: "wx", mode: 384 });
     spawned = true;
   } catch {
-    const age = Date.now() - (statSync11(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    const age = Date.now() - (statSync12(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age > 3e4) {
       rmSync7(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
@@ -72963,11 +73851,11 @@ async function gradeCommand(o2) {
   const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client2.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client2.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path48.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path49.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path48.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path49.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -73001,9 +73889,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path48.join(projectRoot(), "packs");
-  const file2 = path48.join(packs, targetSlug(target), "grade.json");
-  mkdirSync19(path48.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path49.join(projectRoot(), "packs");
+  const file2 = path49.join(packs, targetSlug(target), "grade.json");
+  mkdirSync20(path49.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -73016,8 +73904,8 @@ async function gradeCommand(o2) {
 
 // engine/commands/run.ts
 init_zod();
-import { readFileSync as readFileSync16 } from "node:fs";
-import path49 from "node:path";
+import { readFileSync as readFileSync17 } from "node:fs";
+import path50 from "node:path";
 import readline from "node:readline";
 
 // shared/batch.ts
@@ -73048,12 +73936,12 @@ var BatchSummary = external_exports.object({
 // engine/commands/run.ts
 var collect = (v, prev) => [...prev, v];
 function registerRunCommand(program3) {
-  program3.command("run").description("run one task (or a batch) on a worker, grade it with held-back checks, exit 0 only if built").option("--dir <dir>", "the git repository the task works on").option("--task <text>", "what the worker should do").option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, []).option("--scope <glob>", "files the worker may change (repeatable)", collect, []).option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, []).option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v)).option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect}, \u2026]").option("--json", "print the final result as JSON on stdout").action((o2) => runCommand2(o2).catch(fail));
+  program3.command("run").description("run one task (or a batch) on a worker, grade it with held-back checks, exit 0 only if built").option("--dir <dir>", "the git repository the task works on").option("--task <text>", "what the worker should do").option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, []).option("--scope <glob>", "files the worker may change (repeatable)", collect, []).option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, []).option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v)).option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect}, \u2026]").option("--json", "print the final result as JSON on stdout").action((o2) => runCommand3(o2).catch(fail));
 }
 function parseBatch(file2) {
   let raw;
   try {
-    raw = JSON.parse(readFileSync16(file2, "utf8"));
+    raw = JSON.parse(readFileSync17(file2, "utf8"));
   } catch (err) {
     throw new CliError(`cannot read the batch file ${file2}: ${err.message}`);
   }
@@ -73062,10 +73950,10 @@ function parseBatch(file2) {
     const i2 = parsed.error.issues[0];
     throw new CliError(`batch file ${file2}: ${i2.path.length ? `task ${Number(i2.path[0]) + 1}${i2.path.length > 1 ? "." + i2.path.slice(1).join(".") : ""}: ` : ""}${i2.message}`);
   }
-  const base2 = path49.dirname(path49.resolve(file2));
-  return parsed.data.map((t2) => ({ ...t2, directory: path49.resolve(base2, t2.dir ?? t2.directory) }));
+  const base2 = path50.dirname(path50.resolve(file2));
+  return parsed.data.map((t2) => ({ ...t2, directory: path50.resolve(base2, t2.dir ?? t2.directory) }));
 }
-async function runCommand2(o2) {
+async function runCommand3(o2) {
   if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
   if (o2.timeout !== void 0 && !(o2.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
   let specs;
@@ -73076,7 +73964,7 @@ async function runCommand2(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     const checks = o2.check.map((run3) => ({ run: run3 }));
-    specs = [{ task: o2.task, directory: path49.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path50.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -75142,7 +76030,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile } from "node:child_process";
-import path50 from "node:path";
+import path51 from "node:path";
 import { promisify as promisify3 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -75504,8 +76392,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path52, errorMaps, issueData } = params;
-  const fullPath = [...path52, ...issueData.path || []];
+  const { data, path: path53, errorMaps, issueData } = params;
+  const fullPath = [...path53, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -75620,11 +76508,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path52, key) {
+  constructor(parent, value, path53, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path52;
+    this._path = path53;
     this._key = key;
   }
   get path() {
@@ -79170,11 +80058,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path52) {
-  if (path52.length === 0) {
+function getDotPath(path53) {
+  if (path53.length === 0) {
     return "object root";
   }
-  return path52.reduce((acc, seg, index) => {
+  return path53.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -83713,14 +84601,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path50.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path51.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path50.resolve(a2.directory) === path50.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path51.resolve(a2.directory) === path51.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -84167,21 +85055,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path50.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path51.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path50.resolve(top || dir);
+  return path51.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path50.resolve(w.repo);
-  return r === root2 || path50.resolve(w.spec.directory) === root2 || path50.resolve(w.spec.directory).startsWith(root2 + path50.sep);
+  const r = path51.resolve(w.repo);
+  return r === root2 || path51.resolve(w.spec.directory) === root2 || path51.resolve(w.spec.directory).startsWith(root2 + path51.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path50.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path50.resolve(baseDir, dir)}"`;
+  if (path51.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path51.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -84322,7 +85210,7 @@ function answerInvalidLines(input, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path51 from "node:path";
+import path52 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -84414,7 +85302,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path51.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path52.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
