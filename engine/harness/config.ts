@@ -74,6 +74,28 @@ export function seedOpencodeConfigDir(configDir: string): void {
   writeFileSync(lockFile, JSON.stringify({ name: "opencode-config", lockfileVersion: 3, requires: true, packages: { "": { dependencies } } }, null, 2) + "\n");
 }
 
+/**
+ * opencode's models.dev catalog for a worker: empty. Without OPENCODE_MODELS_PATH opencode builds every instance's
+ * provider list from the catalog embedded in its binary (hundreds of providers and models): ~0.9 s of its one JS
+ * thread per new workspace directory, so a batch of new worktrees queues on that thread and the first model requests
+ * arrive late and in bursts (16 at once: 15–19 s of serve CPU, first requests at 10–23 s; with this file 4–6 s CPU,
+ * all by 6–11 s). Our providers are complete in the config (npm package, models, limits), so the catalog adds nothing.
+ */
+export const OPENCODE_MODELS_CATALOG = "{}\n";
+
+/** Writes the empty models catalog (see OPENCODE_MODELS_CATALOG) at `file`, for OPENCODE_MODELS_PATH. */
+export function seedModelsCatalog(file: string): string {
+  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  let current: string | null = null;
+  try {
+    current = readFileSync(file, "utf8");
+  } catch {
+    current = null;
+  }
+  if (current !== OPENCODE_MODELS_CATALOG) writeFileSync(file, OPENCODE_MODELS_CATALOG);
+  return file;
+}
+
 /** The worker agent's permission rules: gates on edit/bash/webfetch, nothing outside the worktree, reads free. */
 export const WORKER_PERMISSION = {
   edit: "ask",

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanup, tempDir } from "../../test/helpers";
-import { OPENCODE_PLUGIN_PACKAGE, seedOpencodeConfigDir } from "./config";
+import { OPENCODE_MODELS_CATALOG, OPENCODE_PLUGIN_PACKAGE, seedModelsCatalog, seedOpencodeConfigDir } from "./config";
 
 const tmps: string[] = [];
 afterEach(() => cleanup(...tmps.splice(0)));
@@ -61,4 +61,23 @@ describe("opencode serve with its own home", () => {
     expect(log).not.toMatch(/dependency install failed/);
     expect(log).toMatch(/opencode\.jsonc/); // the config dir was read: the boots happened
   }, 90_000);
+});
+
+// opencode builds each instance's provider list from its models.dev catalog; the one embedded in the binary costs ~0.9 s
+// of serve's JS thread per new workspace, so serve is given an empty catalog (our providers are complete in the config).
+describe("seedModelsCatalog", () => {
+  it("writes an empty catalog, rewrites a changed one, and serve's env points OPENCODE_MODELS_PATH at it", async () => {
+    const file = path.join(tmp(), "a", "models.json");
+    expect(seedModelsCatalog(file)).toBe(file);
+    expect(JSON.parse(readFileSync(file, "utf8"))).toEqual({});
+    writeFileSync(file, JSON.stringify({ openai: { id: "openai", models: {} } }));
+    seedModelsCatalog(file);
+    expect(readFileSync(file, "utf8")).toBe(OPENCODE_MODELS_CATALOG);
+    const { OpencodeServer } = await import("./opencode-server");
+    const home = tmp();
+    const server = new OpencodeServer({ target: { id: "seed", model: "m", endpoint: "http://127.0.0.1:9/v1", keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 1 }, checks: [] } as never, home });
+    const env = (server as unknown as { env(): Record<string, string> }).env();
+    expect(env.OPENCODE_MODELS_PATH).toBe(path.join(home, "models-catalog.json"));
+    expect(JSON.parse(readFileSync(env.OPENCODE_MODELS_PATH!, "utf8"))).toEqual({});
+  });
 });
