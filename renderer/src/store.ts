@@ -2,12 +2,40 @@
 import { useMemo } from "react";
 import { create } from "zustand";
 import type { EngineEvent } from "../../shared/events";
-import type { PermissionAsk } from "../../shared/permission";
+import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import type { Target } from "../../shared/target";
 import { isFinal, reduceWorker, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
 import { api, errorText } from "./api";
 
 export type Status = Awaited<ReturnType<typeof api.status.query>>;
+/** A row of the transcript that is not the model's: a steer sent, an ask opened, an ask answered (or cancelled). */
+export type TranscriptMark =
+  | { type: "steer"; seq: number; ts: number; text: string; by: DecidedBy }
+  | { type: "ask"; seq: number; ts: number; askId: string; ask: PermissionAsk }
+  | {
+      type: "decision";
+      seq: number;
+      ts: number;
+      askId: string;
+      status: "decided" | "cancelled";
+      decision?: DecisionKind;
+      by?: DecidedBy;
+      message?: string;
+      /** The ask it answers, when its opening is known. */
+      ask?: PermissionAsk;
+    };
+
+/** The mark a worker event makes in the transcript, if any (`asks`: the asks opened so far, to name what a decision answers). */
+export function markOf(e: WorkerEvent, asks: ReadonlyMap<string, PermissionAsk> | PermissionAsk[]): TranscriptMark | null {
+  if (e.type === "steer.sent") return { type: "steer", seq: e.seq, ts: e.ts, text: e.text, by: e.by };
+  if (e.type === "ask.opened") return { type: "ask", seq: e.seq, ts: e.ts, askId: e.ask.id, ask: e.ask };
+  if (e.type === "ask.resolved") {
+    const ask = Array.isArray(asks) ? asks.find((a) => a.id === e.askId) : asks.get(e.askId);
+    return { type: "decision", seq: e.seq, ts: e.ts, askId: e.askId, status: e.status, decision: e.decision, by: e.by, message: e.message, ask };
+  }
+  return null;
+}
+
 export type Connection = "connecting" | "live" | "reconnecting" | "offline";
 /** Why the engine cannot be reached, once a probe has told: gone (nothing answers) or refused (another engine, new token). */
 export type EngineLoss = "gone" | "refused" | null;
@@ -35,6 +63,10 @@ interface State {
   serving: Record<string, { status: string; message?: string; ts: number }>;
   /** Transcripts of the workers whose detail was opened: the latest version of each part, in order. */
   transcripts: Record<string, TranscriptPart[]>;
+  /** Of the same workers: what the person, Claude or the engine did between the parts (steers, asks and their decisions), by log order. */
+  marks: Record<string, TranscriptMark[]>;
+  /** Of the same workers: where each logged part first appeared in the worker's log (its event `seq`). */
+  partSeqs: Record<string, Record<string, number>>;
   /** Output tokens per second, one bucket a second, last 30 s (estimated from streamed characters). */
   rates: Record<string, number[]>;
   notices: Notice[];
@@ -55,6 +87,8 @@ export const useStore = create<State>(() => ({
   targets: [],
   serving: {},
   transcripts: {},
+  marks: {},
+  partSeqs: {},
   rates: {},
   notices: [],
   retries: {},
@@ -127,19 +161,54 @@ async function loadAll(): Promise<string> {
 
 /** Streamed pieces that arrived while a transcript was being read: applied (once each) on top of what it returns. */
 const loading = new Map<string, DeltaEvent[]>();
+/** Worker events (parts, steers, asks) that arrived while a transcript and its log were being read. */
+const loadingEvents = new Map<string, WorkerEvent[]>();
 
 export async function loadTranscript(workerId: string): Promise<void> {
   loading.set(workerId, []);
+  loadingEvents.set(workerId, []);
   try {
-    const parts = await api.workers.transcript.query({ workerId });
+    const [parts, events] = await Promise.all([api.workers.transcript.query({ workerId }), api.workers.events.query({ workerId })]);
     let next = withPartials(workerId, parts);
     for (const d of loading.get(workerId) ?? []) if (d.at !== undefined) next = applyDelta(next, d);
-    set((s) => ({ transcripts: { ...s.transcripts, [workerId]: next } }));
+    // Where each part and each steer/ask sits in the worker's log: the transcript shows them in that order.
+    const partSeq: Record<string, number> = {};
+    const marks: TranscriptMark[] = [];
+    const asks = new Map<string, PermissionAsk>();
+    let last = 0;
+    const take = (e: WorkerEvent) => {
+      last = Math.max(last, e.seq);
+      if (e.type === "part") {
+        partSeq[e.part.partId] ??= e.seq;
+        return;
+      }
+      if (e.type === "ask.opened") asks.set(e.ask.id, e.ask);
+      const m = markOf(e, asks);
+      if (m) marks.push(m);
+    };
+    for (const e of events) take(e);
+    // Live events the log read did not hold yet.
+    for (const e of loadingEvents.get(workerId) ?? []) {
+      if (e.seq <= last) continue;
+      if (e.type === "part") next = upsertPart(next, e.part);
+      take(e);
+    }
+    marks.sort((a, b) => a.seq - b.seq);
+    set((s) => ({ transcripts: { ...s.transcripts, [workerId]: next }, marks: { ...s.marks, [workerId]: marks }, partSeqs: { ...s.partSeqs, [workerId]: partSeq } }));
   } catch (err) {
     pushNotice("error", `transcript of ${workerId}: ${errorText(err)}`);
   } finally {
     loading.delete(workerId);
+    loadingEvents.delete(workerId);
   }
+}
+
+function upsertPart(parts: TranscriptPart[], part: TranscriptPart): TranscriptPart[] {
+  const i = parts.findIndex((p) => p.partId === part.partId);
+  const next = parts.slice();
+  if (i >= 0) next[i] = part;
+  else next.push(part);
+  return next;
 }
 
 type DeltaEvent = Extract<EngineEvent, { type: "delta" }>;
@@ -169,7 +238,9 @@ function applyDelta(parts: TranscriptPart[], e: DeltaEvent): TranscriptPart[] {
 export function closeTranscript(workerId: string): void {
   set((s) => {
     const { [workerId]: _gone, ...rest } = s.transcripts;
-    return { transcripts: rest };
+    const { [workerId]: _marks, ...marks } = s.marks;
+    const { [workerId]: _seqs, ...partSeqs } = s.partSeqs;
+    return { transcripts: rest, marks, partSeqs };
   });
 }
 
@@ -233,6 +304,8 @@ function flush() {
   const s = get();
   let workers = s.workers;
   let transcripts = s.transcripts;
+  let marks = s.marks;
+  let partSeqs = s.partSeqs;
   let serving = s.serving;
   let retries = s.retries;
   let order = s.order;
@@ -289,13 +362,15 @@ function flush() {
     if (e.type === "worker.created" || e.type === "worker.state" || e.type === "ask.opened" || e.type === "ask.resolved") statusChanged = true;
     if (e.type === "part") partials.get(e.workerId)?.delete(e.part.partId);
     if (e.type === "worker.state" && (isFinal(e.state) || e.state === "queued")) partials.delete(e.workerId);
+    if (e.type === "part" || e.type === "steer.sent" || e.type === "ask.opened" || e.type === "ask.resolved") loadingEvents.get(e.workerId)?.push(e);
     if (e.type === "part" && transcripts[e.workerId]) {
-      const parts = transcripts[e.workerId]!;
-      const i = parts.findIndex((p) => p.partId === e.part.partId);
-      const next = parts.slice();
-      if (i >= 0) next[i] = e.part;
-      else next.push(e.part);
-      transcripts = { ...transcripts, [e.workerId]: next };
+      transcripts = { ...transcripts, [e.workerId]: upsertPart(transcripts[e.workerId]!, e.part) };
+      const seqs = partSeqs[e.workerId];
+      if (seqs && seqs[e.part.partId] === undefined) partSeqs = { ...partSeqs, [e.workerId]: { ...seqs, [e.part.partId]: e.seq } };
+    }
+    if (transcripts[e.workerId] && marks[e.workerId]) {
+      const m = markOf(e, after.asks);
+      if (m) marks = { ...marks, [e.workerId]: [...marks[e.workerId]!, m] };
     }
     observed.push([e, before, after]);
   }
@@ -303,6 +378,8 @@ function flush() {
   const patch: Partial<State> = {};
   if (workers !== s.workers) patch.workers = workers;
   if (transcripts !== s.transcripts) patch.transcripts = transcripts;
+  if (marks !== s.marks) patch.marks = marks;
+  if (partSeqs !== s.partSeqs) patch.partSeqs = partSeqs;
   if (serving !== s.serving) patch.serving = serving;
   if (retries !== s.retries) patch.retries = retries;
   if (order !== s.order) patch.order = order;

@@ -1,6 +1,8 @@
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import type { DecidedBy } from "../../../shared/permission";
 import type { TranscriptPart } from "../../../shared/worker";
+import type { TranscriptMark } from "../store";
 
 function show(v: unknown): string {
   if (v === undefined || v === null) return "";
@@ -63,27 +65,114 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
   );
 });
 
-interface Row {
-  key: string;
-  part: TranscriptPart;
-  /** For text parts split into blocks: this block's text, and whether it continues an earlier block. */
-  block?: string;
-  cont?: boolean;
+/** Who did it, in words: "you (gui)", "Claude (claude-code)", "policy rule …", "the engine". */
+export function byText(by: DecidedBy | undefined): string {
+  if (!by) return "nobody recorded";
+  const name = by.name ? ` (${by.name})` : "";
+  switch (by.kind) {
+    case "person":
+      return `you${name}`;
+    case "mcp":
+      return `Claude${name}`;
+    case "policy":
+      return `policy rule${name}`;
+    case "cli":
+      return `the terminal${name}`;
+    case "engine":
+      return `the engine${name}`;
+  }
 }
+
+function verb(m: Extract<TranscriptMark, { type: "decision" }>): string {
+  if (m.status === "cancelled") return "Ask cancelled";
+  const question = m.ask?.kind === "question";
+  if (m.decision === "reject") return question ? "Question dismissed" : "Rejected";
+  if (m.decision === "always") return "Approved always";
+  return question ? "Answered" : "Approved once";
+}
+
+/** A steer, an ask or a decision, between the model's parts: who did what, in one line a screen reader reads as such. */
+const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark; answered: boolean; root?: string | null }) {
+  const when = new Date(mark.ts).toLocaleTimeString();
+  // A path in the worker's own workspace reads as the repository's path (the full one is in the tooltip).
+  const short = (what: string) => (root && what.startsWith(root + "/") ? what.slice(root.length + 1) : what);
+  if (mark.type === "steer") {
+    const who = mark.by.kind === "mcp" ? `Claude${mark.by.name ? ` (${mark.by.name})` : ""} steered` : mark.by.kind === "person" ? "You steered" : `Steered by ${byText(mark.by)}`;
+    return (
+      <div className="part mark mark-steer" role="note" aria-label={`${who}: ${mark.text}`} data-seq={mark.seq}>
+        <div className="who">
+          {who} <span className="muted">· {when}</span>
+        </div>
+        <div className="part-text">{mark.text}</div>
+      </div>
+    );
+  }
+  if (mark.type === "ask") {
+    const what = `${mark.ask.kind === "question" ? "Asked a question" : `Asked to ${mark.ask.tool}`}: ${short(mark.ask.what)}`;
+    return (
+      <div className="part mark mark-ask" role="note" aria-label={`${what}${answered ? "" : " (waiting for a decision)"}`} data-seq={mark.seq}>
+        <span className="chip chip-warn">ask</span>{" "}
+        <span className="mono small ellipsis" title={mark.ask.what}>
+          {what}
+        </span>
+        {!answered && <span className="small muted"> · waiting for a decision</span>}
+        <span className="small muted"> · {when}</span>
+      </div>
+    );
+  }
+  const v = verb(mark);
+  const subject = mark.ask ? `${mark.ask.tool} ${short(mark.ask.what)}` : mark.askId;
+  const label = `${v}${mark.status === "decided" ? ` by ${byText(mark.by)}` : ""} — ${subject}${mark.message ? ` · told the worker: ${mark.message}` : ""}`;
+  const tone = mark.status === "cancelled" ? "idle" : mark.decision === "reject" ? "bad" : "ok";
+  return (
+    <div className={`part mark mark-decision mark-${tone}`} role="note" aria-label={label} data-seq={mark.seq}>
+      <span className={`chip chip-${tone}`}>{v}</span> {mark.status === "decided" && <span className="small">by {byText(mark.by)}</span>}{" "}
+      <span className="mono small ellipsis" title={mark.ask?.what}>
+        — {subject}
+      </span> <span className="small muted">· {when}</span>
+      {mark.message && <div className="small muted">told the worker: {mark.message}</div>}
+    </div>
+  );
+});
+
+type Row =
+  | {
+      key: string;
+      part: TranscriptPart;
+      mark?: undefined;
+      /** For text parts split into blocks: this block's text, and whether it continues an earlier block. */
+      block?: string;
+      cont?: boolean;
+    }
+  | { key: string; mark: TranscriptMark; answered: boolean; part?: undefined };
 
 const BLOCK_LINES = 40;
 
-/** Long text parts become several rows of BLOCK_LINES lines, so streaming only re-lays out the last block. */
-function toRows(parts: TranscriptPart[]): Row[] {
+/**
+ * The parts in their order, with the steers, asks and decisions put in where they happened: before the first part
+ * the log recorded after them (a part not logged yet, still streaming, comes after every mark so far).
+ * Long text parts become several rows of BLOCK_LINES lines, so streaming only re-lays out the last block.
+ */
+function toRows(parts: TranscriptPart[], marks: TranscriptMark[], partSeq: Record<string, number>): Row[] {
   const rows: Row[] = [];
+  const answered = new Set(marks.flatMap((m) => (m.type === "decision" ? [m.askId] : [])));
+  let k = 0;
+  const marksBefore = (seq: number) => {
+    for (; k < marks.length && marks[k]!.seq < seq; k++) {
+      const m = marks[k]!;
+      rows.push({ key: `mark:${m.seq}`, mark: m, answered: m.type !== "ask" || answered.has(m.askId) });
+    }
+  };
   for (const p of parts) {
+    marksBefore(partSeq[p.partId] ?? Number.POSITIVE_INFINITY);
     if (p.kind !== "text" || !p.text || p.text.length < 4000) {
       rows.push({ key: p.partId, part: p });
       continue;
     }
     const lines = p.text.split("\n");
-    for (let i = 0, k = 0; i < lines.length; i += BLOCK_LINES, k++) rows.push({ key: `${p.partId}#${k}`, part: p, block: lines.slice(i, i + BLOCK_LINES).join("\n"), cont: k > 0 });
+    for (let i = 0, b = 0; i < lines.length; i += BLOCK_LINES, b++) rows.push({ key: `${p.partId}#${b}`, part: p, block: lines.slice(i, i + BLOCK_LINES).join("\n"), cont: b > 0 });
   }
+  marksBefore(Number.POSITIVE_INFINITY);
   return rows;
 }
 
@@ -95,12 +184,31 @@ const Block = memo(function Block({ text, cont }: { text: string; cont: boolean 
   );
 });
 
-/** The live transcript, virtualized: only the rows on screen are in the DOM, so long sessions stay smooth. */
-export function Transcript({ parts, ended = false }: { parts: TranscriptPart[]; ended?: boolean }) {
+const NO_MARKS: TranscriptMark[] = [];
+const NO_SEQS: Record<string, number> = {};
+
+/**
+ * The live transcript, virtualized: only the rows on screen are in the DOM, so long sessions stay smooth. `marks`
+ * (steers, asks, decisions) are shown between the parts by their place in the worker's log (`partSeq`).
+ */
+export function Transcript({
+  parts,
+  marks = NO_MARKS,
+  partSeq = NO_SEQS,
+  root = null,
+  ended = false,
+}: {
+  parts: TranscriptPart[];
+  marks?: TranscriptMark[];
+  partSeq?: Record<string, number>;
+  /** The worker's workspace: paths in it are shown relative to it. */
+  root?: string | null;
+  ended?: boolean;
+}) {
   const scrollRef = useRef<HTMLDivElement>(null);
   const [follow, setFollow] = useState(true);
   const followRef = useRef(true);
-  const rows = useMemo(() => toRows(parts), [parts]);
+  const rows = useMemo(() => toRows(parts, marks, partSeq), [parts, marks, partSeq]);
   const v = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
@@ -133,13 +241,13 @@ export function Transcript({ parts, ended = false }: { parts: TranscriptPart[]; 
   return (
     <div className="transcript-wrap">
       <div className="transcript" ref={scrollRef} role="log" aria-label="Transcript" aria-live="off">
-        {parts.length === 0 && <div className="muted pad">No transcript yet.</div>}
+        {rows.length === 0 && <div className="muted pad">No transcript yet.</div>}
         <div className="vlist" style={{ height: v.getTotalSize() }}>
           {v.getVirtualItems().map((item) => {
             const row = rows[item.index]!;
             return (
               <div key={item.key} className="vrow" data-index={item.index} ref={v.measureElement} style={{ transform: `translateY(${item.start}px)` }}>
-                {row.block !== undefined ? <Block text={row.block} cont={!!row.cont} /> : <Part part={row.part} ended={ended} />}
+                {row.mark ? <Mark mark={row.mark} answered={row.answered} root={root} /> : row.block !== undefined ? <Block text={row.block} cont={!!row.cont} /> : <Part part={row.part} ended={ended} />}
               </div>
             );
           })}

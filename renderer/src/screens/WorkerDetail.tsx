@@ -14,14 +14,19 @@ import { go } from "../router";
 import { closeTranscript, loadTranscript, pushNotice, useStore } from "../store";
 
 const EMPTY: never[] = [];
+const NO_SEQS: Record<string, number> = {};
 
 export function WorkerDetail({ id }: { id: string }) {
   const w = useStore((s) => s.workers[id]);
   const parts = useStore((s) => s.transcripts[id]) ?? EMPTY;
+  const marks = useStore((s) => s.marks[id]) ?? EMPTY;
+  const partSeq = useStore((s) => s.partSeqs[id]) ?? NO_SEQS;
   const retry = useStore((s) => s.retries[id]);
   const now = useNow();
   const [tab, setTab] = useState<"transcript" | "diff" | "task">("transcript");
   const [steer, setSteer] = useState("");
+  /** The steer this page just sent, confirmed under the box (the transcript shows it where it happened). */
+  const [sent, setSent] = useState<{ id: string; text: string } | null>(null);
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [confirmMerge, setConfirmMerge] = useState(false);
@@ -283,7 +288,7 @@ export function WorkerDetail({ id }: { id: string }) {
             </button>
           ))}
         </div>
-        {tab === "transcript" && <Transcript parts={parts} ended={isFinal(w.state)} />}
+        {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isFinal(w.state)} />}
         {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} />}
         {tab === "task" && (
           <div className="task-view">
@@ -300,6 +305,7 @@ export function WorkerDetail({ id }: { id: string }) {
             void run("steer", async () => {
               await api.workers.steer.mutate({ workerId: id, text });
               setSteer("");
+              setSent({ id, text });
             });
           }}
         >
@@ -317,9 +323,9 @@ export function WorkerDetail({ id }: { id: string }) {
             Send steer
           </button>
         </form>
-        {w.steers.length > 0 && (
-          <div className="small muted steers">
-            Sent: {w.steers.map((s) => `“${s.text.slice(0, 60)}”`).join(" · ")}
+        {sent?.id === id && (
+          <div className="small muted steer-sent ellipsis" role="status">
+            Sent: “{sent.text}” · in the transcript at the point it was sent
           </div>
         )}
       </section>
