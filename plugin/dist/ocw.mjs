@@ -59970,6 +59970,18 @@ function seedOpencodeConfigDir(configDir) {
   if (!pkg) writeFileSync3(pkgFile, JSON.stringify({ dependencies }, null, 2) + "\n");
   writeFileSync3(lockFile2, JSON.stringify({ name: "opencode-config", lockfileVersion: 3, requires: true, packages: { "": { dependencies } } }, null, 2) + "\n");
 }
+var OPENCODE_MODELS_CATALOG = "{}\n";
+function seedModelsCatalog(file2) {
+  mkdirSync4(path10.dirname(file2), { recursive: true, mode: 448 });
+  let current = null;
+  try {
+    current = readFileSync3(file2, "utf8");
+  } catch {
+    current = null;
+  }
+  if (current !== OPENCODE_MODELS_CATALOG) writeFileSync3(file2, OPENCODE_MODELS_CATALOG);
+  return file2;
+}
 var WORKER_PERMISSION = {
   edit: "ask",
   bash: "ask",
@@ -66014,6 +66026,8 @@ var OpencodeServer = class extends EventEmitter2 {
       ...this.opts.confine ? { SHELL: this.opts.confine.shell } : {},
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
+      // An empty models.dev catalog: the embedded one costs ~0.9 s of serve's JS thread per new workspace (see config.ts).
+      OPENCODE_MODELS_PATH: seedModelsCatalog(path12.join(h3, "models-catalog.json")),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
       npm_config_registry: config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/"
     });
