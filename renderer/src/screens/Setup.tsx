@@ -37,9 +37,17 @@ export function Setup() {
   const targets = useStore((s) => s.targets);
   const starter = useSetupJob();
   const running = starter.job?.state === "running";
-  /** setup.start with a plan: a catalog pick as id:QUANT, any other model as given, at the slots and context asked. */
+  /**
+   * setup.start with a plan, on the pick's runtime: a llama.cpp catalog pick as id:QUANT, any other model as given (vLLM /
+   * SGLang re-plan the same precision from the catalog id), at the slots and context asked.
+   */
   const startPick = (pick: NonNullable<FitResult["pick"]>, model: string) =>
-    void starter.start({ model: catalog?.some((c) => c.id === model) && pick.quant ? `${model}:${pick.quant}` : model, slots: pick.slots, minCtx: Math.min(minCtx, pick.ctxPerSlot) });
+    void starter.start({
+      model: pick.runtime === "llama.cpp" && catalog?.some((c) => c.id === model) && pick.quant ? `${model}:${pick.quant}` : model,
+      runtime: pick.runtime,
+      slots: pick.slots,
+      minCtx: Math.min(minCtx, pick.ctxPerSlot),
+    });
   const active = useStore((s) => s.status?.activeTarget ?? null);
 
   const slotsN = slots.trim() ? Number(slots) : undefined;
