@@ -9,7 +9,7 @@ import type { GgufTensorInfo } from "../engine/models/gguf";
 import { hparamsFromMetadata } from "../engine/models/hparams";
 import { findLlamaServer, freePort, parseServerLog, startLlamaServer, stopPid } from "../engine/serving/llama-server";
 import { modelLayout, vocabDirFor, writeTinyModels, type ModelSpec } from "../test/fixtures/gguf/writer";
-import { estimateOptionsFromFlags, FIT_MATRIX, type MatrixModel } from "../test/fixtures/fit-matrix";
+import { estimateOptionsFromFlags, FIT_MATRIX, flagsFromLogName, type MatrixModel } from "../test/fixtures/fit-matrix";
 import { cleanup, tempDir } from "../test/helpers";
 import { round } from "./stats";
 
@@ -23,16 +23,6 @@ const SPECS: Record<ModelName, ModelSpec> = {
 };
 const LOG_MODEL: Record<string, ModelName> = { "llama-gqa": "llama", "gemma3-swa": "gemma3", "lfm2-hybrid": "lfm2" };
 
-/** Flags of a recorded log from its name, e.g. `gemma3-swa-c4096-np4-kvu-ub256-faoff-q8_0.log` → `-c 4096 -np 4 -kvu -ub 256 -fa off -ctk q8_0 -ctv q8_0`. */
-function flagsFromName(name: string): string[] {
-  const f: string[] = [];
-  for (const m of name.matchAll(/-(c|np|ub)(\d+)/g)) f.push(`-${m[1]}`, m[2]!);
-  if (/-kvu\b/.test(name)) f.push("-kvu");
-  if (/-faoff\b/.test(name)) f.push("-fa", "off");
-  const q = /-(q8_0|q4_0)\b/.exec(name);
-  if (q) f.push("-ctk", q[1]!, "-ctv", q[1]!);
-  return f;
-}
 
 const BUFFERS = ["kv", "recurrent", "weights", "output", "compute"] as const;
 type Buffer = (typeof BUFFERS)[number];
@@ -105,7 +95,7 @@ export async function fitRecorded(root: string): Promise<FitResult> {
     const key = Object.keys(LOG_MODEL).find((k) => name.startsWith(`${k}-`));
     if (!key) continue;
     const model = LOG_MODEL[key]!;
-    const flags = flagsFromName(name.slice(key.length));
+    const flags = flagsFromLogName(name.slice(key.length));
     cases.push(compare(model, flags, readFileSync(path.join(dir, name), "utf8"), await estimateFor(model, flags)));
   }
   return summarize("recorded logs (test/fixtures/llama-logs)", cases);

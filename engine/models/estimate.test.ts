@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { estimateOptionsFromFlags } from "../../test/fixtures/fit-matrix";
+import { estimateOptionsFromFlags, flagsFromLogName } from "../../test/fixtures/fit-matrix";
 import { modelMetadata } from "../../test/fixtures/gguf/writer";
 import { assignLayers, estimate, EstimateError, GiB, MiB, resolveContext } from "./estimate";
 import { hparamsFromMetadata, MetadataError } from "./hparams";
@@ -172,13 +172,7 @@ describe("compute buffer against recorded llama-server logs (test/fixtures/llama
     it(name, async () => {
       const text = readFileSync(path.join(dir, name), "utf8");
       const rest = name.slice(key.length);
-      const flags: string[] = [];
-      for (const m of rest.matchAll(/-(c|np|ub)(\d+)/g)) flags.push(`-${m[1]}`, m[2]!);
-      if (/-kvu\b/.test(rest)) flags.push("-kvu");
-      if (/-faoff\b/.test(rest)) flags.push("-fa", "off");
-      const q = /-(q8_0|q4_0)\b/.exec(rest);
-      if (q) flags.push("-ctk", q[1]!, "-ctv", q[1]!);
-      const e = estimate(hparamsFromMetadata(await SPECS[key]()), null, estimateOptionsFromFlags(flags));
+      const e = estimate(hparamsFromMetadata(await SPECS[key]()), null, estimateOptionsFromFlags(flagsFromLogName(rest)));
       const precise = /compute buffer size is\s+([\d.]+) MiB/.exec(text);
       const logged = Number(/CPU compute buffer size =\s+([\d.]+) MiB/.exec(text)?.[1]);
       expect(logged).toBeGreaterThan(0);
