@@ -51412,6 +51412,7 @@ var init_start2 = __esm({
     init_get_llama();
     init_http();
     init_keys();
+    init_process();
     init_llama_server();
     init_setup3();
     init_verify();
