@@ -1,8 +1,8 @@
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Verdict } from "../../shared/verdict";
 import type { CheckSpec } from "../../shared/check";
-import { changedFiles, commitWork, diffStat, freshCheckout, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
+import { commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
 import { checkScope } from "./scope";
 
@@ -26,28 +26,26 @@ export interface GradeInput {
  */
 export async function grade(input: GradeInput): Promise<Verdict> {
   const { workspace: ws } = input;
-  const commit = await commitWork(ws, `ocw: ${input.title}`);
   const checkout = input.checkoutDir;
-  // Independent reads of the commit, run side by side (each a git process).
-  const stat = diffStat(ws, commit).catch(() => "");
   let checks;
   let scope;
+  let graded;
   const sub = path.relative(ws.worktree, ws.cwd);
   try {
-    const [changed] = await allSettledOrThrow([changedFiles(ws, commit), freshCheckout(ws, commit, checkout)] as const);
+    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
     // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
-    const rel = sub ? changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : changed;
+    const rel = sub ? graded.changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
     const cwd = path.join(checkout, sub);
-    mkdirSync(cwd, { recursive: true });
+    await mkdir(cwd, { recursive: true });
     checks = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined);
   } finally {
-    rmSync(checkout, { recursive: true, force: true });
+    await rm(checkout, { recursive: true, force: true });
   }
   const built = scope.passed && checks.every((c) => c.passed);
   const verdict = built ? "built" : "honest-failure";
   const { claim, reason } = parseClaim(input.finalText);
-  if (built) await publishBranch(ws, commit);
+  if (built) await publishBranch(ws, graded.commit);
   return {
     verdict,
     claim,
@@ -58,16 +56,8 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     gradedAt: Date.now(),
     branch: ws.branch,
     worktree: ws.worktree,
-    commit,
-    diffStat: await stat,
+    commit: graded.commit,
+    diffStat: graded.diffStat,
     mergeHint: built ? mergeHint(ws) : null,
   };
-}
-
-/** Promise.all that lets every promise finish before it throws the first failure (nothing is still writing afterwards). */
-async function allSettledOrThrow<T extends readonly unknown[]>(ps: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
-  const rs = await Promise.allSettled(ps);
-  const failed = rs.find((r): r is PromiseRejectedResult => r.status === "rejected");
-  if (failed) throw failed.reason;
-  return rs.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }

@@ -10,11 +10,25 @@ export class GitError extends OcwError {
   }
 }
 
+/** The user's environment for git on the user's repository: their config applies, no prompt, messages untranslated. */
+export const userGitEnv = (): Record<string, string | undefined> => ({ ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" });
+
 /** Runs git and returns trimmed stdout; throws GitError with git's own message. */
 export async function git(cwd: string, args: string[], opts: { allowFail?: boolean } = {}): Promise<string> {
-  const r = await runCommand("git", args, { cwd, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
+  const r = await runCommand("git", args, { cwd, env: userGitEnv() });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
   return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
+}
+
+/**
+ * Runs a fixed POSIX sh script of git commands (text written in this code, never built from input: its values arrive
+ * as environment variables) with exactly `env`, and returns its stdout; the first failing command ends it, and its
+ * message is the GitError's. One process start for several git commands.
+ */
+export async function gitScript(script: string, opts: { cwd: string; env: Record<string, string | undefined> }): Promise<string> {
+  const r = await runCommand("/bin/sh", ["-c", script, "ocw-git"], opts);
+  if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
+  return r.stdout;
 }
 
 /** git's own words for a failure: the last lines it printed, or why it could not start. */

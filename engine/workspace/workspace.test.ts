@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { changedFiles, commitWork, createWorkspace, freshCheckout, inspectRepo, mergeBranch, publishBranch, removeWorkspace } from "./workspace";
+import { commitAndCheckOut, createWorkspace, inspectRepo, mergeBranch, parseNumstatAndStat, publishBranch, removeWorkspace } from "./workspace";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-workspace-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -25,6 +25,9 @@ const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ..
 /** Everything of the user's repository a worker could tamper with: refs, config, hooks, index, HEAD, work tree status. */
 const fingerprint = (dir: string) =>
   [g(dir, "for-each-ref"), readFileSync(path.join(dir, ".git", "config"), "utf8"), g(dir, "status", "--porcelain", "--ignored"), readFileSync(path.join(dir, ".git", "HEAD"), "utf8"), execFileSync("ls", ["-la", path.join(dir, ".git", "hooks")], { encoding: "utf8" }), readFileSync(path.join(dir, ".git", "index")).toString("hex")].join("\n---\n");
+
+/** The engine's commit of a workspace, checked out in a fresh folder of the test's. */
+const commitWork = (ws: Awaited<ReturnType<typeof workspace>>) => commitAndCheckOut(ws, "ocw: test", path.join(tmp, `checkout-${n++}`));
 
 async function workspace(r: string, id: string) {
   return createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(r), id, path.join(tmp, "repos", `${id}.git`));
@@ -69,8 +72,7 @@ describe("the engine's commit of a worker's files", () => {
     rmSync(path.join(ws.worktree, ".git"), { recursive: true, force: true });
     writeFileSync(path.join(ws.worktree, ".git"), `gitdir: ${path.join(r, ".git")}\n`);
     writeFileSync(path.join(ws.worktree, "feature.txt"), "feature\n");
-    const commit = await commitWork(ws, "ocw: test");
-    expect(await changedFiles(ws, commit)).toEqual(["feature.txt"]);
+    expect((await commitWork(ws)).changed).toEqual(["feature.txt"]);
     expect(fingerprint(r)).toBe(before);
   });
 
@@ -84,7 +86,7 @@ describe("the engine's commit of a worker's files", () => {
     execFileSync("git", ["--git-dir", fake, "config", "core.fsmonitor", path.join(ws.worktree, "mon.sh")]);
     rmSync(path.join(ws.worktree, ".git"), { recursive: true, force: true });
     writeFileSync(path.join(ws.worktree, ".git"), `gitdir: ${fake}\n`);
-    await commitWork(ws, "ocw: test");
+    await commitWork(ws);
     expect(existsSync(marker)).toBe(false);
   });
 
@@ -95,10 +97,8 @@ describe("the engine's commit of a worker's files", () => {
     g(ws.worktree, "update-index", "--skip-worktree", "test/check.sh");
     writeFileSync(path.join(ws.worktree, "src/app.pyc"), "compiled from a fixed source\n");
     expect(g(ws.worktree, "status", "--porcelain")).toBe(""); // what the worker's own git shows: nothing
-    const commit = await commitWork(ws, "ocw: test");
-    expect(await changedFiles(ws, commit)).toEqual(["test/check.sh"]);
     const out = path.join(tmp, "checkout-skip");
-    await freshCheckout(ws, commit, out);
+    expect((await commitAndCheckOut(ws, "ocw: test", out)).changed).toEqual(["test/check.sh"]);
     expect(readFileSync(path.join(out, "test/check.sh"), "utf8")).toBe("exit 0\n");
     expect(existsSync(path.join(out, "src/app.pyc"))).toBe(false);
   });
@@ -107,7 +107,7 @@ describe("the engine's commit of a worker's files", () => {
     const r = repo();
     const ws = await workspace(r, "w-late");
     writeFileSync(path.join(ws.worktree, "a.txt"), "graded\n");
-    const commit = await commitWork(ws, "ocw: test");
+    const { commit } = await commitWork(ws);
     await publishBranch(ws, commit);
     writeFileSync(path.join(ws.worktree, "a.txt"), "rewritten after grading\n");
     await mergeBranch(ws, "merge", commit);
@@ -124,7 +124,7 @@ describe("each private repository is an opencode project of its own", () => {
     expect(idOf(a)).not.toBe(idOf(b));
     // The engine's commit of the files does not carry it (it lives in .git, outside the work tree).
     writeFileSync(path.join(a.worktree, "x.txt"), "x\n");
-    expect(await changedFiles(a, await commitWork(a, "ocw: test"))).toEqual(["x.txt"]);
+    expect((await commitWork(a)).changed).toEqual(["x.txt"]);
     // Without its own id, opencode would name both by their shared root commit: one project whose every session boot
     // runs git in every workspace of it.
     const { OpencodeServer } = await import("../harness/opencode-server");
@@ -139,4 +139,13 @@ describe("each private repository is an opencode project of its own", () => {
       await server.stop();
     }
   }, 90_000);
+});
+
+describe("reading git's numstat and stat of the engine's commit", () => {
+  it("takes each NUL-ended record whole, whatever bytes the name holds, and the stat text after them", () => {
+    const names = ["a\tb", "1\t2\tlooks like a record", "new\nline", " space first", "é.txt"];
+    const out = names.map((n, i) => `${i}\t${i === 1 ? "-" : 1}\t${n}\0`).join("") + " a | 1 +\n 5 files changed\n";
+    expect(parseNumstatAndStat(out)).toEqual({ changed: [...names].sort(), stat: " a | 1 +\n 5 files changed" });
+    expect(parseNumstatAndStat("")).toEqual({ changed: [], stat: "" });
+  });
 });

@@ -1,9 +1,9 @@
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { realpath } from "node:fs/promises";
+import { copyFile, link, mkdir, readdir, realpath, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { runCommand, trimFinalNewline } from "../process/run";
-import { git, gitComplaint, GitError, OCW_IDENTITY } from "./git";
+import { git, gitComplaint, GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 
 export { InputError } from "../../shared/errors";
 import { InputError } from "../../shared/errors";
@@ -63,20 +63,17 @@ export function worktreePath(worktreesRoot: string, repoRoot: string, workerId: 
 }
 
 /**
- * A private repository for the worker: a clone that borrows the user's objects (read-only to the sandbox) instead of
- * copying them, with its own config, hooks, refs and index, and no remote. Measured here: about as fast as
- * `git worktree add` and a few KB of git metadata beyond the checked-out files.
+ * A private repository for the worker: its own repository that borrows the user's objects (read-only to the sandbox)
+ * instead of copying them, with its own config, hooks, refs and index, and no remote. Made by one script (`git init`,
+ * the alternate, `git checkout -b`): measured here, starting a process is the engine's costliest step.
  */
 export async function createWorkspace(worktreesRoot: string, repo: RepoInfo, workerId: string, gitDir: string): Promise<Workspace> {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
   const ws = { worktree, cwd: path.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  await ensureEngineRepo(ws);
   if (existsSync(worktree)) return ws; // a resumed worker keeps its workspace
   mkdirSync(path.dirname(worktree), { recursive: true });
-  await git(repo.root, ["clone", "-q", "--shared", "--no-checkout", "--template=", repo.root, worktree]);
-  await git(worktree, ["remote", "remove", "origin"], { allowFail: true });
-  await git(worktree, ["checkout", "-q", "-b", branch, repo.head]);
+  await gitScript(NEW_WORKSPACE, { cwd: path.dirname(worktree), env: { ...userGitEnv(), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
@@ -93,120 +90,182 @@ export function writeOpencodeProjectId(worktree: string): void {
   writeFileSync(path.join(worktree, ".git", "opencode"), randomBytes(20).toString("hex") + "\n", { mode: 0o644 });
 }
 
-/** The engine's bare repository for a worker, borrowing the user's objects. Idempotent. */
-export async function ensureEngineRepo(ws: Pick<Workspace, "gitDir" | "repo">): Promise<void> {
-  if (existsSync(path.join(ws.gitDir, "HEAD"))) return;
-  mkdirSync(ws.gitDir, { recursive: true, mode: 0o700 });
-  const [, objects] = await Promise.all([trustedGit(ws.gitDir, ["init", "-q", "--bare", "--template=", ws.gitDir]), objectsOf(ws.repo)]);
-  mkdirSync(path.join(ws.gitDir, "objects", "info"), { recursive: true });
-  writeFileSync(path.join(ws.gitDir, "objects", "info", "alternates"), objects + "\n");
-}
-
 /**
  * git run by the engine on files a worker wrote: no system or global config (no user excludes, no credential helpers),
  * no hooks, no fsmonitor, no untracked cache, a private index. Work-tree files are read as plain files.
  */
-async function trustedGit(gitDir: string, args: string[], opts: { workTree?: string; index?: string; allowFail?: boolean } = {}): Promise<string> {
-  const r = await runCommand(
-    "git",
-    ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false", ...args],
-    {
-      cwd: gitDir,
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        LC_ALL: "C",
-        GIT_TERMINAL_PROMPT: "0",
-        GIT_CONFIG_NOSYSTEM: "1",
-        GIT_CONFIG_GLOBAL: "/dev/null",
-        HOME: gitDir,
-        GIT_DIR: gitDir,
-        ...(opts.workTree ? { GIT_WORK_TREE: opts.workTree } : {}),
-        ...(opts.index ? { GIT_INDEX_FILE: opts.index } : {}),
-        GIT_AUTHOR_NAME: "opencode-worker",
-        GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
-        GIT_COMMITTER_NAME: "opencode-worker",
-        GIT_COMMITTER_EMAIL: "opencode-worker@localhost",
-      },
-    },
-  );
-  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${gitComplaint(r)}`);
-  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
+const TRUSTED_FLAGS = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
+
+// The scripts below are fixed text: every value reaches them as an environment variable, quoted where it is used, so
+// nothing a worker wrote (a file name, a file's content) is ever read as shell. Each saves process starts: one `sh`
+// runs the git commands of a step, where the engine would otherwise start each itself (~15 ms a start on this
+// 2-core machine, most of a worker's cost to the engine; bench/report.md).
+
+/** A new private repository: borrows the user's objects, checks out the base on the worker's branch. User's git config. */
+const NEW_WORKSPACE = `set -eu
+git init -q --template= "$OCW_WORKTREE"
+printf '%s\n' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
+cd "$OCW_WORKTREE"
+git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
+`;
+
+/**
+ * The tree of the workspace's files as they are now, in the engine's repository (made on first use, borrowing the
+ * user's objects): a fresh index from the base (index flags in the workspace cannot hide a change), every file added.
+ * Run with the trusted environment. Prints the tree.
+ */
+const SNAPSHOT = `set -eu
+C="${TRUSTED_FLAGS.join(" ")}"
+if [ ! -f "$GIT_DIR/HEAD" ]; then
+  git $C init -q --bare --template= "$GIT_DIR"
+  printf '%s\n' "$OCW_OBJECTS" > "$GIT_DIR/objects/info/alternates"
+fi
+GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
+tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
+`;
+
+const SNAPSHOT_TREE = `${SNAPSHOT}printf '%s\\n' "$tree"\n`;
+
+/**
+ * The snapshot committed on the base, then what grading reads of it: the commit, the changed files with the diff stat
+ * (NUL-separated names, never quoted or escaped), and a fresh checkout of it (nothing the worker left behind is in it).
+ */
+const COMMIT_AND_CHECK_OUT = `${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
+printf '%s\n' "$commit"
+git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout -q -f "$commit" -- .
+`;
+
+/** The environment of the engine's own git: no system or global config, its repository, a fixed identity. */
+function trustedEnv(gitDir: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    LC_ALL: "C",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    HOME: gitDir,
+    GIT_DIR: gitDir,
+    GIT_AUTHOR_NAME: "opencode-worker",
+    GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
+    GIT_COMMITTER_NAME: "opencode-worker",
+    GIT_COMMITTER_EMAIL: "opencode-worker@localhost",
+  };
 }
 
-// Asked once per repository / base commit, not per worker: a git command is the engine's costliest step.
+async function trustedGit(gitDir: string, args: string[]): Promise<string> {
+  const r = await runCommand("git", [...TRUSTED_FLAGS, ...args], { cwd: gitDir, env: trustedEnv(gitDir) });
+  if (r.exitCode !== 0) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${gitComplaint(r)}`);
+  return trimFinalNewline(r.stdout);
+}
+
+/** Runs a trusted script for a worker's engine repository, with a private index that is removed afterwards. */
+async function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>): Promise<string> {
+  mkdirSync(path.dirname(ws.gitDir), { recursive: true });
+  const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  try {
+    const env = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_WORKTREE: ws.worktree, ...inputs };
+    return await gitScript(script, { cwd: path.dirname(ws.gitDir), env });
+  } finally {
+    await rm(index, { force: true });
+  }
+}
+
+// Asked once per repository, not per worker.
 const objectDirs = new Map<string, Promise<string>>();
-const baseTrees = new Map<string, Promise<string>>();
-function remembered(cache: Map<string, Promise<string>>, key: string, load: () => Promise<string>): Promise<string> {
-  let p = cache.get(key);
+function objectsOf(repo: string): Promise<string> {
+  let p = objectDirs.get(repo);
   if (!p) {
-    if (cache.size >= 256) cache.delete(cache.keys().next().value!);
-    p = load();
-    cache.set(key, p);
-    p.catch(() => cache.delete(key));
+    if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value!);
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path.resolve(repo, dir));
+    objectDirs.set(repo, p);
+    p.catch(() => objectDirs.delete(repo));
   }
   return p;
 }
-const objectsOf = (repo: string) => remembered(objectDirs, repo, async () => path.resolve(repo, await git(repo, ["rev-parse", "--git-path", "objects"])));
-const baseTreeOf = (ws: Workspace) => remembered(baseTrees, ws.baseCommit, () => trustedGit(ws.gitDir, ["rev-parse", `${ws.baseCommit}^{tree}`]));
 
-/** The tree of the workspace's files as they are now (a fresh index: index flags in the workspace cannot hide a change). */
-async function snapshotTree(ws: Workspace): Promise<string> {
-  await ensureEngineRepo(ws);
-  const index = path.join(ws.gitDir, `index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+/** What grading reads of the engine's commit of a worker's files. */
+export interface GradedCommit {
+  /** The engine's commit on top of the base; the base itself when nothing changed. */
+  commit: string;
+  /** Files changed between the base and the commit (paths relative to the repository's root, as they are). */
+  changed: string[];
+  diffStat: string;
+}
+
+/**
+ * The engine's commit of the worker's files on top of its base, made in the engine's own repository, and a fresh
+ * checkout of it in `checkoutDir` (emptied first) for the checks.
+ */
+export async function commitAndCheckOut(ws: Workspace, message: string, checkoutDir: string): Promise<GradedCommit> {
+  await rm(checkoutDir, { recursive: true, force: true });
+  mkdirSync(checkoutDir, { recursive: true });
+  const checkoutIndex = `${checkoutDir}.index`;
   try {
-    await trustedGit(ws.gitDir, ["read-tree", ws.baseCommit], { index });
-    await trustedGit(ws.gitDir, ["add", "-A", "--", "."], { workTree: ws.worktree, index });
-    return await trustedGit(ws.gitDir, ["write-tree"], { index });
+    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
+    const eol = out.indexOf("\n");
+    const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
+    // Nothing changed: the base is the commit (the engine's commit object of the same tree is left unused).
+    return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat } : { commit: ws.baseCommit, changed, diffStat: "" };
   } finally {
-    rmSync(index, { force: true });
+    await rm(checkoutIndex, { force: true });
   }
 }
 
 /**
- * The engine's commit of the worker's files, on top of its base, made in the engine's own repository; the branch
- * `ocw/<id>` there names it. Returns the base itself when nothing changed.
+ * Splits `git diff --numstat --stat -z` output: one `added<TAB>deleted<TAB>path<NUL>` record per file (a path may hold
+ * any byte but NUL), then the stat text, whose lines begin with a space.
  */
-export async function commitWork(ws: Workspace, message: string): Promise<string> {
-  await ensureEngineRepo(ws);
-  const [tree, baseTree] = await Promise.all([snapshotTree(ws), baseTreeOf(ws)]);
-  const commit = tree === baseTree ? ws.baseCommit : await trustedGit(ws.gitDir, ["commit-tree", tree, "-p", ws.baseCommit, "-m", message]);
-  await trustedGit(ws.gitDir, ["update-ref", `refs/heads/${ws.branch}`, commit]);
-  return commit;
-}
-
-/** Files changed between the base and a commit of the engine's repository. */
-export async function changedFiles(ws: Workspace, commit: string): Promise<string[]> {
-  const out = await trustedGit(ws.gitDir, ["diff", "--name-only", "--no-renames", ws.baseCommit, commit]);
-  return out.split("\n").filter(Boolean).sort();
-}
-
-export async function diffStat(ws: Workspace, commit: string): Promise<string> {
-  return trustedGit(ws.gitDir, ["diff", "--stat", ws.baseCommit, commit], { allowFail: true });
+export function parseNumstatAndStat(out: string): { changed: string[]; stat: string } {
+  const record = /(?:\d+|-)\t(?:\d+|-)\t([^\0]*)\0/y;
+  const changed: string[] = [];
+  let at = 0;
+  for (let m = record.exec(out); m; m = record.exec(out)) {
+    changed.push(m[1]!);
+    at = record.lastIndex;
+  }
+  return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 
 /** The diff of a commit (the graded one), or of the workspace's files as they are now (a running worker). */
 export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_000): Promise<string> {
-  const to = commit ?? (existsSync(ws.worktree) ? await snapshotTree(ws) : ws.baseCommit);
-  const d = await trustedGit(ws.gitDir, ["diff", ws.baseCommit, to], { allowFail: true });
+  const to = commit ?? (existsSync(ws.worktree) ? trimFinalNewline(await trustedScript(ws, SNAPSHOT_TREE, {})) : ws.baseCommit);
+  const d = await trustedGit(ws.gitDir, ["diff", ws.baseCommit, to]).catch(() => "");
   return d.length > maxBytes ? d.slice(0, maxBytes) + `\n… diff truncated at ${maxBytes} bytes` : d;
 }
 
-/** A fresh checkout of a commit of the engine's repository, for the checks: nothing the worker left behind is in it. */
-export async function freshCheckout(ws: Workspace, commit: string, dir: string): Promise<void> {
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  await trustedGit(ws.gitDir, ["--work-tree", dir, "checkout", "-q", "-f", commit, "--", "."], { index: path.join(dir, "..", `${path.basename(dir)}.index`) });
-  rmSync(path.join(dir, "..", `${path.basename(dir)}.index`), { force: true });
-}
-
 /**
- * Puts the graded commit into the user's repository as branch `ocw/<id>` (the engine reads from its own repository;
- * nothing runs from the worker's). The user's branch `ocw/<id>` is only ever set to the commit the verdict names.
+ * Puts the graded commit into the user's repository as branch `ocw/<id>` (nothing runs from the worker's repository).
+ * The engine's repository holds the commit's new objects as loose files, the rest it borrows from the user's: they are
+ * copied into the user's object store (each file whole or not at all, as git itself writes them), then the branch is
+ * set to exactly that commit. git fetch did the same with four processes (fetch, upload-pack, unpack-objects, auto
+ * maintenance) and a verifying rev-parse. The user's branch `ocw/<id>` is only ever set to the commit the verdict names.
  */
 export async function publishBranch(ws: Workspace, commit: string): Promise<void> {
-  await git(ws.repo, ["fetch", "-q", "--no-tags", "--no-write-fetch-head", ws.gitDir, `+refs/heads/${ws.branch}:refs/heads/${ws.branch}`]);
-  const published = await git(ws.repo, ["rev-parse", `refs/heads/${ws.branch}`]);
-  if (published !== commit) throw new GitError(`the branch ${ws.branch} in ${ws.repo} is ${published}, not the graded commit ${commit}`);
+  if (commit !== ws.baseCommit) await copyLooseObjects(path.join(ws.gitDir, "objects"), await objectsOf(ws.repo));
+  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
+}
+
+async function copyLooseObjects(from: string, to: string): Promise<void> {
+  const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
+  await Promise.all(
+    fanout.map(async (d) => {
+      const names = await readdir(path.join(from, d));
+      if (!names.length) return;
+      await mkdir(path.join(to, d), { recursive: true });
+      for (const name of names) {
+        const dest = path.join(to, d, name);
+        if (existsSync(dest)) continue;
+        const tmp = path.join(to, d, `tmp_ocw_${process.pid}_${randomBytes(6).toString("hex")}`);
+        await copyFile(path.join(from, d, name), tmp);
+        await link(tmp, dest).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== "EEXIST") throw err;
+        });
+        await rm(tmp, { force: true });
+      }
+    }),
+  );
 }
 
 export function mergeHint(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">): string {

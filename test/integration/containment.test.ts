@@ -176,4 +176,15 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     expect(w.verdict!.checks.find((c) => c.name.includes("build/out.txt"))?.passed).toBe(false);
     expect(w.verdict!.honest).toBe(false);
   }, 180_000);
+
+  it("a protected file whose name git would quote (non-ASCII, a quote, a tab, a newline) is still seen as changed", async () => {
+    const r = repo({ "secrets/é.txt": "keep\n", "README.md": "# r\n" });
+    model.addScript(/ATTACK-QUOTED/, steps(bash(`printf 'changed\\n' > secrets/é.txt && printf 'x' > 'secrets/a"b' && printf 'x' > "secrets/$(printf 'tab\\there')" && printf 'x' > "secrets/$(printf 'new\\nline')"`)), "quoted");
+    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-QUOTED", directory: r, protect: ["secrets/**"], checks: [{ file: "README.md" }] });
+    const w = (await settle(engine.client, [workerId], approveAll, 120_000)).get(workerId)!;
+    expect(w.state).toBe("honest-failure");
+    // The names as they are on disk: git's quoted form ("secrets/\303\251.txt") would match no glob.
+    expect([...w.verdict!.scope.changedFiles].sort()).toEqual(["secrets/a\"b", "secrets/new\nline", "secrets/tab\there", "secrets/é.txt"].sort());
+    expect(w.verdict!.scope.violations).toContain("protected file changed: secrets/é.txt");
+  }, 180_000);
 });
