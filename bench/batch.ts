@@ -1,6 +1,8 @@
 // A batch of scripted tasks through the engine, driven over MCP the way Claude Code drives it (delegate_batch → wait →
 // approve), against the same work driven by the bare opencode SDK on an `opencode serve` started the same way.
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -115,7 +117,16 @@ export interface BareRig {
   close(): Promise<void>;
 }
 
-export async function bareRig(model: ScriptedModel): Promise<BareRig> {
+/**
+ * How the bare side makes a task's workspace. "worktree": `git worktree add`, what one writes with the SDK. opencode
+ * takes every worktree of a repository for one project and refreshes all of them at each session's instance boot
+ * (O(N²) git processes; the engine avoids that with private repositories of their own project id). "private-clone":
+ * the engine's way without the engine — `git clone --shared` and a random opencode project id — so engine ÷ bare then
+ * measures the engine alone.
+ */
+export type BareWorkspaces = "worktree" | "private-clone";
+
+export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces = "worktree"): Promise<BareRig> {
   const home = tempDir("bench-bare");
   const server = new OpencodeServer({ target: benchTarget(model.url), home });
   await server.start();
@@ -132,9 +143,14 @@ export async function bareRig(model: ScriptedModel): Promise<BareRig> {
   const one = async (dir: string, i: number, branch: string, text: string) => {
     const t0 = Date.now();
     const wt = path.join(home, "wt", branch);
-    const made = gitChain.then(() => execFileP("git", ["-C", dir, "worktree", "add", "-q", "-b", `bare/${branch}`, wt, "HEAD"]));
-    gitChain = made.catch(() => undefined);
-    await made;
+    if (workspaces === "private-clone") {
+      await execFileP("git", ["clone", "-q", "--shared", "--template=", dir, wt]);
+      writeFileSync(path.join(wt, ".git", "opencode"), randomBytes(20).toString("hex") + "\n");
+    } else {
+      const made = gitChain.then(() => execFileP("git", ["-C", dir, "worktree", "add", "-q", "-b", `bare/${branch}`, wt, "HEAD"]));
+      gitChain = made.catch(() => undefined);
+      await made;
+    }
     const s = (await client.session.create({ directory: wt, title: `bare ${branch}` })).data!;
     const idle = new Promise<void>((r) => pending.set(s.id, r));
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });

@@ -58,6 +58,8 @@ export interface Report {
   /** How often the bench's own connection to opencode's event stream was reopened (asks emitted meanwhile have no start time). */
   gateStreamReconnects?: number;
   batchRatio: Record<string, number>;
+  /** Engine ÷ the bare SDK on private clones with their own opencode project id (the engine's workspaces): the engine alone. */
+  batchRatioSameWorkspaces?: Record<string, number>;
   batchMs: Record<string, number>;
   /** Engine-side workers of the batches that did not end built (empty in a clean run). */
   batchMisses?: (BatchMiss & { tasks: number; run: number; side?: string })[];
@@ -171,11 +173,24 @@ export function renderMarkdown(r: Report): string {
       const W = w.toUpperCase();
       return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bare${W}`)} | **${R(`batchRatio.${w}`)}** (goal ≤ 1.05: ${met(r.batchRatio[w]! <= 1.05)}) | ${r.batchMs[`built${W}`]} / ${r.batchMs[`bareBuilt${W}`]} of ${w.slice(1)} | ${r.batchStartMs ? `${R(`batchStartMs.engine${W}`)} / ${R(`batchStartMs.bare${W}`)}` : "–"} |`;
     }),
+    ...(r.batchRatioSameWorkspaces
+      ? [
+          "",
+          "The same batches against the bare SDK on the engine's kind of workspace: a private `git clone --shared` per task with a random opencode project id (without it, opencode takes all worktrees of a repository for one project and runs git in every one of them at each session's start). This ratio is the engine's own cost — MCP, asks, grading, logging, sandbox — with the workspace method the same on both sides:",
+          "",
+          "| tasks | engine + MCP ms | bare SDK on private clones ms | ratio | built (bare) |",
+          "|---|---|---|---|---|",
+          ...batchSizes.map((w) => {
+            const W = w.toUpperCase();
+            return `| ${w.slice(1)} | ${R(`batchMs.engine${W}`)} | ${R(`batchMs.bareClone${W}`)} | **${R(`batchRatioSameWorkspaces.${w}`)}** (goal ≤ 1.05: ${met(r.batchRatioSameWorkspaces![w]! <= 1.05)}) | ${r.batchMs[`bareCloneBuilt${W}`]} of ${w.slice(1)} |`;
+          }),
+        ]
+      : []),
     ...(r.batchOpencodeCpuSec && Object.keys(r.batchOpencodeCpuSec).length
       ? [
           "",
           "CPU seconds of each side's `opencode serve` during the batch (its own + the processes it ran, mostly git), read from /proc: unlike wall time, it does not stretch with other work on the machine. " +
-            batchSizes.map((w) => { const W = w.toUpperCase(); return `${w.slice(1)} tasks: engine ${R(`batchOpencodeCpuSec.engine${W}`)} + ${R(`batchOpencodeCpuSec.engineChildren${W}`)} s, bare ${R(`batchOpencodeCpuSec.bare${W}`)} + ${R(`batchOpencodeCpuSec.bareChildren${W}`)} s`; }).join("; ") + ".",
+            batchSizes.map((w) => { const W = w.toUpperCase(); return `${w.slice(1)} tasks: engine ${R(`batchOpencodeCpuSec.engine${W}`)} + ${R(`batchOpencodeCpuSec.engineChildren${W}`)} s, bare ${R(`batchOpencodeCpuSec.bare${W}`)} + ${R(`batchOpencodeCpuSec.bareChildren${W}`)} s${r.range[`batchOpencodeCpuSec.bareClone${W}`] ? `, bare on private clones ${R(`batchOpencodeCpuSec.bareClone${W}`)} + ${R(`batchOpencodeCpuSec.bareCloneChildren${W}`)} s` : ""}`; }).join("; ") + ".",
         ]
       : []),
     ...(r.batchMisses?.length

@@ -375,7 +375,7 @@ const FAULT_FILES_COUNT = 7;
 async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, report: Report, put: (key: string, runs: number[], d?: number) => number) {
   const batchSizes = quick ? [4, 8] : [16, 32];
   const sandboxSize = batchSizes[0]!;
-  type Side = "engine" | "noSandbox" | "bare";
+  type Side = "engine" | "noSandbox" | "bare" | "bareClone";
   const runsOf = new Map<string, (EngineBatch | BareBatch)[]>();
   const add = (side: Side, n: number, r: EngineBatch | BareBatch) => runsOf.set(`${side}${n}`, [...(runsOf.get(`${side}${n}`) ?? []), r]);
   const lone: Record<"on" | "off", WorkerStart[][]> = { on: [], off: [] };
@@ -398,6 +398,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     const sb = await up(false);
     const nosb = await up(true).catch(async (err) => (await down(sb), Promise.reject(err)));
     const bare = await bareRig(model).catch(async (err) => (await down(nosb), await down(sb), Promise.reject(err)));
+    const bareClone = await bareRig(model, "private-clone").catch(async (err) => (await bare.close(), await down(nosb), await down(sb), Promise.reject(err)));
     try {
       if (!env) {
         const bareEnv = environOf(bare.pid);
@@ -412,14 +413,14 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
         log(`lone worker start, sandbox ${which} (run ${rep + 1}/${reps}): queued → first model request ${startMedians(s).firstRequestMs} ms`);
       }
       for (const n of batchSizes) {
-        const sides: Side[] = n === sandboxSize ? ["bare", "engine", "noSandbox"] : ["bare", "engine"];
+        const sides: Side[] = n === sandboxSize ? ["bare", "engine", "bareClone", "noSandbox"] : ["bare", "engine", "bareClone"];
         // Odd repetitions run the sides in reverse: each pair (engine/bare, sandbox on/off) takes turns going first.
         const order = rep % 2 ? [...sides].reverse() : sides;
         for (const side of order) {
-          if (side === "bare") {
-            const b = await bare.run(n, `r${rep}n${n}`);
+          if (side === "bare" || side === "bareClone") {
+            const b = await (side === "bare" ? bare : bareClone).run(n, `r${rep}n${n}`);
             add(side, n, b);
-            log(`batch ${n} bare SDK (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+            log(`batch ${n} bare SDK${side === "bareClone" ? " on private clones" : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
             continue;
           }
           const eng = side === "engine" ? sb : nosb;
@@ -433,6 +434,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
         }
       }
     } finally {
+      await bareClone.close();
       await bare.close();
       await down(nosb);
       await down(sb);
@@ -440,6 +442,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   }
 
   const batchRatio: Record<string, number> = {};
+  const batchRatioSameWorkspaces: Record<string, number> = {};
   const batchMs: Record<string, number> = {};
   const startMs: Record<string, number> = {};
   const startPhases: NonNullable<Report["batchStartPhases"]> = {};
@@ -455,6 +458,10 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     batchRatio[w] = put(`batchRatio.${w}`, eng.map((r, i) => r.wallMs / bare[i]!.wallMs), 2);
     batchMs[`engine${W}`] = put(`batchMs.engine${W}`, eng.map((r) => r.wallMs), 0);
     batchMs[`bare${W}`] = put(`batchMs.bare${W}`, bare.map((r) => r.wallMs), 0);
+    const bareClone = get<BareBatch>("bareClone", n);
+    batchRatioSameWorkspaces[w] = put(`batchRatioSameWorkspaces.${w}`, eng.map((r, i) => r.wallMs / bareClone[i]!.wallMs), 2);
+    batchMs[`bareClone${W}`] = put(`batchMs.bareClone${W}`, bareClone.map((r) => r.wallMs), 0);
+    batchMs[`bareCloneBuilt${W}`] = Math.min(...bareClone.map((r) => r.built));
     batchMs[`built${W}`] = Math.min(...eng.map((r) => r.built));
     batchMs[`bareBuilt${W}`] = Math.min(...bare.map((r) => r.built));
     startMs[`engine${W}`] = put(`batchStartMs.engine${W}`, eng.map((r) => median(r.starts.map((x) => x.firstRequestMs).filter((x): x is number => x !== null))), 0);
@@ -462,7 +469,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     startPhases[`engine${W}`] = startMedians(eng.flatMap((r) => r.starts));
     // opencode serve's own CPU and that of what it ran (git, shells): the same work on both sides should cost the same.
     const cpuOf = (xs: (EngineBatch | BareBatch)[], k: "opencodeCpuSec" | "opencodeChildrenCpuSec") => xs.map((r) => r[k]).filter((x): x is number => x !== null);
-    for (const [side, xs] of [["engine", eng], ["bare", bare]] as const) {
+    for (const [side, xs] of [["engine", eng], ["bare", bare], ["bareClone", bareClone]] as const) {
       const self = cpuOf(xs, "opencodeCpuSec");
       const kids = cpuOf(xs, "opencodeChildrenCpuSec");
       if (self.length) opencodeCpu[`${side}${W}`] = put(`batchOpencodeCpuSec.${side}${W}`, self, 1);
@@ -473,6 +480,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     engineFigures[`bridgeCpuSeconds${W}`] = put(`engine.bridgeCpuSeconds${W}`, eng.map((r) => r.bridgeCpuSec), 2);
   }
   report.batchRatio = batchRatio;
+  report.batchRatioSameWorkspaces = batchRatioSameWorkspaces;
   report.batchMs = batchMs;
   report.batchMisses = batchMisses;
   report.batchStartMs = startMs;

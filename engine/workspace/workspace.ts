@@ -94,7 +94,7 @@ export function writeOpencodeProjectId(worktree: string): void {
  * git run by the engine on files a worker wrote: no system or global config (no user excludes, no credential helpers),
  * no hooks, no fsmonitor, no untracked cache, a private index. Work-tree files are read as plain files.
  */
-const TRUSTED_FLAGS = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
+const TRUSTED_FLAGS = ["-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
 
 // The scripts below are fixed text: every value reaches them as an environment variable, quoted where it is used, so
 // nothing a worker wrote (a file name, a file's content) is ever read as shell. Each saves process starts: one `sh`

@@ -45796,7 +45796,7 @@ var require_lib = __commonJS({
 });
 
 // engine/hardware/detect.ts
-import { readdir, readFile } from "node:fs/promises";
+import { readdir as readdir2, readFile } from "node:fs/promises";
 import os4 from "node:os";
 import path30 from "node:path";
 async function cpuRamDefault() {
@@ -45817,7 +45817,7 @@ async function readSysfs(root2) {
   const base2 = path30.join(root2, "class/drm");
   let names;
   try {
-    names = (await readdir(base2)).filter((n2) => /^card\d+$/.test(n2));
+    names = (await readdir2(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
@@ -46449,7 +46449,7 @@ var init_catalog = __esm({
 
 // engine/models/download.ts
 import { createHash as createHash2 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync12, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync11, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
 import path31 from "node:path";
 async function sha256File(file2) {
@@ -46459,7 +46459,7 @@ async function sha256File(file2) {
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync12(path31.dirname(o2.dest), { recursive: true });
+  mkdirSync11(path31.dirname(o2.dest), { recursive: true });
   if (existsSync11(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase()) return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
@@ -46991,8 +46991,8 @@ async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = proce
     if (!res.ok) throw new Error(`Hub tree API for ${repo} answered HTTP ${res.status}`);
     const entries = await res.json();
     for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
-    const link = res.headers.get("link");
-    const next = link && /<([^>]+)>;\s*rel="next"/.exec(link);
+    const link2 = res.headers.get("link");
+    const next = link2 && /<([^>]+)>;\s*rel="next"/.exec(link2);
     url2 = next ? new URL(next[1], url2).toString() : null;
   }
   return out;
@@ -48404,7 +48404,7 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync13, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync12 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync12 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
 import path34 from "node:path";
@@ -48500,7 +48500,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync13(path34.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync12(path34.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
@@ -49050,7 +49050,7 @@ var init_verify = __esm({
 // engine/serving/setup.ts
 import path35 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
-import { closeSync as closeSync3, mkdirSync as mkdirSync14, openSync as openSync3 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync13, openSync as openSync3 } from "node:fs";
 function listServing() {
   return readJson(servingFile(), []);
 }
@@ -49108,7 +49108,7 @@ function supervisorCommand(env2 = process.env) {
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync14(path35.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync13(path35.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -49324,7 +49324,7 @@ __export(start_runtimes_exports, {
   runOtherRuntime: () => runOtherRuntime
 });
 import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync7, writeFileSync as writeFileSync9 } from "node:fs";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync7, writeFileSync as writeFileSync9 } from "node:fs";
 import os6 from "node:os";
 import path36 from "node:path";
 function onPath(name, env2) {
@@ -49369,7 +49369,7 @@ function buildLaunch(o2) {
   let configFile = null;
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
-    mkdirSync15(o2.configDir, { recursive: true, mode: 448 });
+    mkdirSync14(o2.configDir, { recursive: true, mode: 448 });
     configFile = path36.join(o2.configDir, "sglang.yaml");
     writeFileSync9(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
@@ -49476,7 +49476,7 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
   job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
   const logFile = path36.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync15(path36.dirname(logFile), { recursive: true, mode: 448 });
+  mkdirSync14(path36.dirname(logFile), { recursive: true, mode: 448 });
   const logStart = existsSync14(logFile) ? statSync7(logFile).size : 0;
   const readLog = () => existsSync14(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
@@ -50208,7 +50208,7 @@ var pool_exports = {};
 __export(pool_exports, {
   setupCapturePool: () => setupCapturePool
 });
-import { mkdtempSync, rmSync as rmSync5 } from "node:fs";
+import { mkdtempSync, rmSync as rmSync4 } from "node:fs";
 import os7 from "node:os";
 import path38 from "node:path";
 async function setupCapturePool(urls, o2) {
@@ -50225,7 +50225,7 @@ async function setupCapturePool(urls, o2) {
       each.push(r);
     }
   } finally {
-    rmSync5(scratch, { recursive: true, force: true });
+    rmSync4(scratch, { recursive: true, force: true });
   }
   const models = [...new Set(each.map((r) => r.target.model))];
   if (models.length > 1) throw new SetupInputError(`a pool serves one model, but these endpoints serve ${models.join(", ")}: pass --model to pick one every endpoint serves`);
@@ -50713,7 +50713,7 @@ var init_commands = __esm({
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync17, mkdirSync as mkdirSync16, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync6, statSync as statSync9 } from "node:fs";
+import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync9 } from "node:fs";
 import path40 from "node:path";
 async function latestRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
@@ -50753,7 +50753,7 @@ function pickAsset(rel, platform2, arch, variant) {
   }
 }
 async function extract(archive, dest) {
-  mkdirSync16(dest, { recursive: true });
+  mkdirSync15(dest, { recursive: true });
   const tries = archive.endsWith(".zip") ? [["unzip", ["-q", "-o", archive, "-d", dest]], ["bsdtar", ["-xf", archive, "-C", dest]], ["python3", ["-m", "zipfile", "-e", archive, dest]], ["tar", ["-xf", archive, "-C", dest]]] : [["tar", ["-xzf", archive, "-C", dest]]];
   const errors = [];
   for (const [cmd, args] of tries) {
@@ -50794,9 +50794,9 @@ async function installPrebuilt(o2) {
       const d = await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       verified = d.verified;
       const tmp = `${dir}.tmp.${process.pid}`;
-      rmSync6(tmp, { recursive: true, force: true });
+      rmSync5(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
-      rmSync6(dir, { recursive: true, force: true });
+      rmSync5(dir, { recursive: true, force: true });
       renameSync3(tmp, dir);
       bin = findBinary(dir, "llama-server");
       if (!bin) {
@@ -50835,7 +50835,7 @@ __export(start_exports, {
   withFreed: () => withFreed
 });
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { existsSync as existsSync18, mkdirSync as mkdirSync17, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync10 } from "node:fs";
+import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync10 } from "node:fs";
 import path41 from "node:path";
 function classifyLog(log, bin = null) {
   const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
@@ -51096,7 +51096,7 @@ async function runStartJob(o2) {
         if (total2 !== null) {
           const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
           const dir = path41.dirname(files.downloads[0].dest);
-          mkdirSync17(dir, { recursive: true });
+          mkdirSync16(dir, { recursive: true });
           const fs = statfsSync2(dir);
           const free = Number(fs.bavail) * Number(fs.bsize);
           if (need > free) {
@@ -51180,7 +51180,7 @@ async function runStartJob(o2) {
         job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
         const file2 = path41.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync17(path41.dirname(file2), { recursive: true });
+        mkdirSync16(path41.dirname(file2), { recursive: true });
         logs[r.i] = { file: file2, start: existsSync18(file2) ? statSync10(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = { targetId: recId, ...pooled ? { replicaOf: id2 } : {}, pid: 0, supervisorPid: null, port, bin, args, env: env2, logFile: file2, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
@@ -59483,8 +59483,8 @@ function inspectAsk(ask, ws, spec2) {
   const root2 = realLocation(ws.worktree);
   const real2 = realLocation(asked);
   const flags = [];
-  const link = viaSymlink(asked, path5.resolve(ws.worktree));
-  if (link) flags.push({ kind: "symlink", detail: `${path5.relative(ws.worktree, link)} is a symlink: the write lands in ${real2}` });
+  const link2 = viaSymlink(asked, path5.resolve(ws.worktree));
+  if (link2) flags.push({ kind: "symlink", detail: `${path5.relative(ws.worktree, link2)} is a symlink: the write lands in ${real2}` });
   if (!inside(real2, root2)) {
     flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
     return flags;
@@ -66410,7 +66410,7 @@ var WorkerLogStore = class {
 
 // engine/workspace/workspace.ts
 import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync2, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
-import { realpath } from "node:fs/promises";
+import { copyFile, link, mkdir, readdir, realpath, rm } from "node:fs/promises";
 import { createHash, randomBytes as randomBytes5 } from "node:crypto";
 import path17 from "node:path";
 
@@ -66492,10 +66492,16 @@ var GitError = class extends OcwError {
     this.name = "GitError";
   }
 };
+var userGitEnv = () => ({ ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" });
 async function git(cwd, args, opts = {}) {
-  const r = await runCommand("git", args, { cwd, env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
+  const r = await runCommand("git", args, { cwd, env: userGitEnv() });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
   return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
+}
+async function gitScript(script, opts) {
+  const r = await runCommand("/bin/sh", ["-c", script, "ocw-git"], opts);
+  if (r.exitCode !== 0) throw new GitError(`git failed in ${opts.cwd}: ${gitComplaint(r)}`);
+  return r.stdout;
 }
 function gitComplaint(r) {
   return r.startError ?? (r.stderr || r.stdout).trim().split("\n").slice(-3).join(" ");
@@ -66528,106 +66534,135 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
   const ws = { worktree, cwd: path17.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  await ensureEngineRepo(ws);
   if (existsSync7(worktree)) return ws;
   mkdirSync8(path17.dirname(worktree), { recursive: true });
-  await git(repo.root, ["clone", "-q", "--shared", "--no-checkout", "--template=", repo.root, worktree]);
-  await git(worktree, ["remote", "remove", "origin"], { allowFail: true });
-  await git(worktree, ["checkout", "-q", "-b", branch, repo.head]);
+  await gitScript(NEW_WORKSPACE, { cwd: path17.dirname(worktree), env: { ...userGitEnv(), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
 function writeOpencodeProjectId(worktree) {
   writeFileSync6(path17.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
 }
-async function ensureEngineRepo(ws) {
-  if (existsSync7(path17.join(ws.gitDir, "HEAD"))) return;
-  mkdirSync8(ws.gitDir, { recursive: true, mode: 448 });
-  const [, objects] = await Promise.all([trustedGit(ws.gitDir, ["init", "-q", "--bare", "--template=", ws.gitDir]), objectsOf(ws.repo)]);
-  mkdirSync8(path17.join(ws.gitDir, "objects", "info"), { recursive: true });
-  writeFileSync6(path17.join(ws.gitDir, "objects", "info", "alternates"), objects + "\n");
+var TRUSTED_FLAGS = ["-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
+var NEW_WORKSPACE = `set -eu
+git init -q --template= "$OCW_WORKTREE"
+printf '%s
+' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
+cd "$OCW_WORKTREE"
+git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
+`;
+var SNAPSHOT = `set -eu
+C="${TRUSTED_FLAGS.join(" ")}"
+if [ ! -f "$GIT_DIR/HEAD" ]; then
+  git $C init -q --bare --template= "$GIT_DIR"
+  printf '%s
+' "$OCW_OBJECTS" > "$GIT_DIR/objects/info/alternates"
+fi
+GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
+tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
+`;
+var SNAPSHOT_TREE = `${SNAPSHOT}printf '%s\\n' "$tree"
+`;
+var COMMIT_AND_CHECK_OUT = `${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
+printf '%s
+' "$commit"
+git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout -q -f "$commit" -- .
+`;
+function trustedEnv(gitDir) {
+  return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    LC_ALL: "C",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    HOME: gitDir,
+    GIT_DIR: gitDir,
+    GIT_AUTHOR_NAME: "opencode-worker",
+    GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
+    GIT_COMMITTER_NAME: "opencode-worker",
+    GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
+  };
 }
-async function trustedGit(gitDir, args, opts = {}) {
-  const r = await runCommand(
-    "git",
-    ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false", ...args],
-    {
-      cwd: gitDir,
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        LC_ALL: "C",
-        GIT_TERMINAL_PROMPT: "0",
-        GIT_CONFIG_NOSYSTEM: "1",
-        GIT_CONFIG_GLOBAL: "/dev/null",
-        HOME: gitDir,
-        GIT_DIR: gitDir,
-        ...opts.workTree ? { GIT_WORK_TREE: opts.workTree } : {},
-        ...opts.index ? { GIT_INDEX_FILE: opts.index } : {},
-        GIT_AUTHOR_NAME: "opencode-worker",
-        GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
-        GIT_COMMITTER_NAME: "opencode-worker",
-        GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
-      }
-    }
-  );
-  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${gitComplaint(r)}`);
-  return r.exitCode === 0 ? trimFinalNewline(r.stdout) : "";
+async function trustedGit(gitDir, args) {
+  const r = await runCommand("git", [...TRUSTED_FLAGS, ...args], { cwd: gitDir, env: trustedEnv(gitDir) });
+  if (r.exitCode !== 0) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${gitComplaint(r)}`);
+  return trimFinalNewline(r.stdout);
+}
+async function trustedScript(ws, script, inputs) {
+  mkdirSync8(path17.dirname(ws.gitDir), { recursive: true });
+  const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  try {
+    const env2 = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_WORKTREE: ws.worktree, ...inputs };
+    return await gitScript(script, { cwd: path17.dirname(ws.gitDir), env: env2 });
+  } finally {
+    await rm(index, { force: true });
+  }
 }
 var objectDirs = /* @__PURE__ */ new Map();
-var baseTrees = /* @__PURE__ */ new Map();
-function remembered(cache, key, load2) {
-  let p = cache.get(key);
+function objectsOf(repo) {
+  let p = objectDirs.get(repo);
   if (!p) {
-    if (cache.size >= 256) cache.delete(cache.keys().next().value);
-    p = load2();
-    cache.set(key, p);
-    p.catch(() => cache.delete(key));
+    if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path17.resolve(repo, dir));
+    objectDirs.set(repo, p);
+    p.catch(() => objectDirs.delete(repo));
   }
   return p;
 }
-var objectsOf = (repo) => remembered(objectDirs, repo, async () => path17.resolve(repo, await git(repo, ["rev-parse", "--git-path", "objects"])));
-var baseTreeOf = (ws) => remembered(baseTrees, ws.baseCommit, () => trustedGit(ws.gitDir, ["rev-parse", `${ws.baseCommit}^{tree}`]));
-async function snapshotTree(ws) {
-  await ensureEngineRepo(ws);
-  const index = path17.join(ws.gitDir, `index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+async function commitAndCheckOut(ws, message, checkoutDir) {
+  await rm(checkoutDir, { recursive: true, force: true });
+  mkdirSync8(checkoutDir, { recursive: true });
+  const checkoutIndex = `${checkoutDir}.index`;
   try {
-    await trustedGit(ws.gitDir, ["read-tree", ws.baseCommit], { index });
-    await trustedGit(ws.gitDir, ["add", "-A", "--", "."], { workTree: ws.worktree, index });
-    return await trustedGit(ws.gitDir, ["write-tree"], { index });
+    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
+    const eol = out.indexOf("\n");
+    const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
+    return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat } : { commit: ws.baseCommit, changed, diffStat: "" };
   } finally {
-    rmSync2(index, { force: true });
+    await rm(checkoutIndex, { force: true });
   }
 }
-async function commitWork(ws, message) {
-  await ensureEngineRepo(ws);
-  const [tree, baseTree] = await Promise.all([snapshotTree(ws), baseTreeOf(ws)]);
-  const commit = tree === baseTree ? ws.baseCommit : await trustedGit(ws.gitDir, ["commit-tree", tree, "-p", ws.baseCommit, "-m", message]);
-  await trustedGit(ws.gitDir, ["update-ref", `refs/heads/${ws.branch}`, commit]);
-  return commit;
-}
-async function changedFiles(ws, commit) {
-  const out = await trustedGit(ws.gitDir, ["diff", "--name-only", "--no-renames", ws.baseCommit, commit]);
-  return out.split("\n").filter(Boolean).sort();
-}
-async function diffStat(ws, commit) {
-  return trustedGit(ws.gitDir, ["diff", "--stat", ws.baseCommit, commit], { allowFail: true });
+function parseNumstatAndStat(out) {
+  const record2 = /(?:\d+|-)\t(?:\d+|-)\t([^\0]*)\0/y;
+  const changed = [];
+  let at = 0;
+  for (let m = record2.exec(out); m; m = record2.exec(out)) {
+    changed.push(m[1]);
+    at = record2.lastIndex;
+  }
+  return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
-  const to = commit ?? (existsSync7(ws.worktree) ? await snapshotTree(ws) : ws.baseCommit);
-  const d = await trustedGit(ws.gitDir, ["diff", ws.baseCommit, to], { allowFail: true });
+  const to = commit ?? (existsSync7(ws.worktree) ? trimFinalNewline(await trustedScript(ws, SNAPSHOT_TREE, {})) : ws.baseCommit);
+  const d = await trustedGit(ws.gitDir, ["diff", ws.baseCommit, to]).catch(() => "");
   return d.length > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
-async function freshCheckout(ws, commit, dir) {
-  rmSync2(dir, { recursive: true, force: true });
-  mkdirSync8(dir, { recursive: true });
-  await trustedGit(ws.gitDir, ["--work-tree", dir, "checkout", "-q", "-f", commit, "--", "."], { index: path17.join(dir, "..", `${path17.basename(dir)}.index`) });
-  rmSync2(path17.join(dir, "..", `${path17.basename(dir)}.index`), { force: true });
-}
 async function publishBranch(ws, commit) {
-  await git(ws.repo, ["fetch", "-q", "--no-tags", "--no-write-fetch-head", ws.gitDir, `+refs/heads/${ws.branch}:refs/heads/${ws.branch}`]);
-  const published = await git(ws.repo, ["rev-parse", `refs/heads/${ws.branch}`]);
-  if (published !== commit) throw new GitError(`the branch ${ws.branch} in ${ws.repo} is ${published}, not the graded commit ${commit}`);
+  if (commit !== ws.baseCommit) await copyLooseObjects(path17.join(ws.gitDir, "objects"), await objectsOf(ws.repo));
+  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
+}
+async function copyLooseObjects(from, to) {
+  const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
+  await Promise.all(
+    fanout.map(async (d) => {
+      const names = await readdir(path17.join(from, d));
+      if (!names.length) return;
+      await mkdir(path17.join(to, d), { recursive: true });
+      for (const name of names) {
+        const dest = path17.join(to, d, name);
+        if (existsSync7(dest)) continue;
+        const tmp = path17.join(to, d, `tmp_ocw_${process.pid}_${randomBytes5(6).toString("hex")}`);
+        await copyFile(path17.join(from, d, name), tmp);
+        await link(tmp, dest).catch((err) => {
+          if (err.code !== "EEXIST") throw err;
+        });
+        await rm(tmp, { force: true });
+      }
+    })
+  );
 }
 function mergeHint(ws) {
   if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
@@ -66983,7 +67018,7 @@ var WorkerRegistry = class {
 import path27 from "node:path";
 
 // engine/grading/grade.ts
-import { mkdirSync as mkdirSync10, rmSync as rmSync3 } from "node:fs";
+import { mkdir as mkdir2, rm as rm2 } from "node:fs/promises";
 import path26 from "node:path";
 
 // engine/grading/checks.ts
@@ -67085,26 +67120,25 @@ function checkScope(changed, scope, protect) {
 // engine/grading/grade.ts
 async function grade(input) {
   const { workspace: ws } = input;
-  const commit = await commitWork(ws, `ocw: ${input.title}`);
   const checkout = input.checkoutDir;
-  const stat = diffStat(ws, commit).catch(() => "");
   let checks;
   let scope;
+  let graded;
   const sub = path26.relative(ws.worktree, ws.cwd);
   try {
-    const [changed] = await allSettledOrThrow([changedFiles(ws, commit), freshCheckout(ws, commit, checkout)]);
-    const rel = sub ? changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : changed;
+    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
+    const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
     const cwd = path26.join(checkout, sub);
-    mkdirSync10(cwd, { recursive: true });
+    await mkdir2(cwd, { recursive: true });
     checks = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0);
   } finally {
-    rmSync3(checkout, { recursive: true, force: true });
+    await rm2(checkout, { recursive: true, force: true });
   }
   const built = scope.passed && checks.every((c3) => c3.passed);
   const verdict = built ? "built" : "honest-failure";
   const { claim, reason } = parseClaim(input.finalText);
-  if (built) await publishBranch(ws, commit);
+  if (built) await publishBranch(ws, graded.commit);
   return {
     verdict,
     claim,
@@ -67115,16 +67149,10 @@ async function grade(input) {
     gradedAt: Date.now(),
     branch: ws.branch,
     worktree: ws.worktree,
-    commit,
-    diffStat: await stat,
+    commit: graded.commit,
+    diffStat: graded.diffStat,
     mergeHint: built ? mergeHint(ws) : null
   };
-}
-async function allSettledOrThrow(ps) {
-  const rs = await Promise.allSettled(ps);
-  const failed = rs.find((r) => r.status === "rejected");
-  if (failed) throw failed.reason;
-  return rs.map((r) => r.value);
 }
 
 // engine/workers/settle.ts
@@ -67711,7 +67739,7 @@ function noAnswer(error46) {
 // engine/api/lock.ts
 init_zod();
 import { randomBytes as randomBytes6 } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync11, readdirSync as readdirSync5, readFileSync as readFileSync10, rmSync as rmSync4, writeFileSync as writeFileSync8 } from "node:fs";
+import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync10, rmSync as rmSync3, writeFileSync as writeFileSync8 } from "node:fs";
 import path29 from "node:path";
 
 // shared/api.ts
@@ -67786,7 +67814,7 @@ function removeLock(stateDir2, pid = process.pid) {
   const file2 = lockFile(stateDir2);
   try {
     const lock = JSON.parse(readFileSync10(file2, "utf8"));
-    if (lock.pid === pid) rmSync4(file2, { force: true });
+    if (lock.pid === pid) rmSync3(file2, { force: true });
   } catch {
   }
 }
@@ -67817,7 +67845,7 @@ function newInstanceId() {
 }
 function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
-  mkdirSync11(dir, { recursive: true, mode: 448 });
+  mkdirSync10(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
   const tmp = path29.join(dir, `.claim-${me.pid}-${instanceId}`);
   writeFileSync8(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
@@ -67839,15 +67867,15 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
       }
       const all = generations(stateDir2);
       if ((all[0] ?? 0) > mine) {
-        rmSync4(path29.join(dir, String(mine)), { force: true });
+        rmSync3(path29.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g of all) if (g < mine) rmSync4(path29.join(dir, String(g)), { force: true });
+      for (const g of all) if (g < mine) rmSync3(path29.join(dir, String(g)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
   } finally {
-    rmSync4(tmp, { force: true });
+    rmSync3(tmp, { force: true });
   }
 }
 function releaseOwnership(stateDir2, claim) {
@@ -67857,10 +67885,10 @@ function releaseOwnership(stateDir2, claim) {
   try {
     writeFileSync8(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
     linkSync(tmp, path29.join(dir, String(claim.generation + 1)));
-    rmSync4(path29.join(dir, String(claim.generation)), { force: true });
+    rmSync3(path29.join(dir, String(claim.generation)), { force: true });
   } catch {
   } finally {
-    rmSync4(tmp, { force: true });
+    rmSync3(tmp, { force: true });
   }
 }
 function currentOwner(stateDir2) {
@@ -71739,7 +71767,7 @@ async function hostEngine(opts) {
 // engine/commands/deploy.ts
 init_detect();
 init_hf();
-import { mkdirSync as mkdirSync18, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync10 } from "node:fs";
+import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync10 } from "node:fs";
 import os8 from "node:os";
 import path46 from "node:path";
 
@@ -71848,7 +71876,7 @@ async function runDeployK8s(o2, env2 = process.env) {
     let file2 = null;
     if (o2.output || o2.apply) {
       const dir = o2.output ? path46.resolve(o2.output) : mkdtempSync2(path46.join(os8.tmpdir(), "ocw-k8s-"));
-      mkdirSync18(dir, { recursive: true });
+      mkdirSync17(dir, { recursive: true });
       file2 = path46.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync10(file2, yaml);
     }
@@ -71889,7 +71917,7 @@ function registerDeployCommand(program3) {
 
 // engine/commands/grade.ts
 init_target();
-import { mkdirSync as mkdirSync20 } from "node:fs";
+import { mkdirSync as mkdirSync19 } from "node:fs";
 import path49 from "node:path";
 
 // engine/api/follow.ts
@@ -71961,7 +71989,7 @@ async function follow(client2, workerIds, opts = {}) {
 
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { mkdirSync as mkdirSync19, writeFileSync as writeFileSync11 } from "node:fs";
+import { mkdirSync as mkdirSync18, writeFileSync as writeFileSync11 } from "node:fs";
 import path47 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
@@ -72060,9 +72088,9 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
   }
 ];
 function materializeRung(rung, dir) {
-  mkdirSync19(dir, { recursive: true });
+  mkdirSync18(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync19(path47.dirname(path47.join(dir, name)), { recursive: true });
+    mkdirSync18(path47.dirname(path47.join(dir, name)), { recursive: true });
     writeFileSync11(path47.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
@@ -72246,8 +72274,8 @@ function asArray(value) {
 }
 function splitLink(opts) {
   return (runtime) => {
-    const yes = asArray(opts.true).map((link) => link(runtime));
-    const no = asArray(opts.false).map((link) => link(runtime));
+    const yes = asArray(opts.true).map((link2) => link2(runtime));
+    const no = asArray(opts.false).map((link2) => link2(runtime));
     return (props) => {
       return observable((observer) => {
         const links = opts.condition(props.op) ? yes : no;
@@ -72875,7 +72903,7 @@ var TRPCUntypedClient = class {
     _defineProperty2(this, "requestId", void 0);
     this.requestId = 0;
     this.runtime = {};
-    this.links = opts.links.map((link) => link(this.runtime));
+    this.links = opts.links.map((link2) => link2(this.runtime));
   }
   $request(opts) {
     var _opts$context;
@@ -73767,7 +73795,7 @@ async function healthy(lock, timeoutMs = 2e3) {
 
 // engine/api/launcher.ts
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync22, rmSync as rmSync7, statSync as statSync12, writeFileSync as writeFileSync12 } from "node:fs";
+import { existsSync as existsSync22, rmSync as rmSync6, statSync as statSync12, writeFileSync as writeFileSync12 } from "node:fs";
 import path48 from "node:path";
 function selfCommand() {
   return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path48.resolve(process.argv[1] ?? "ocw.mjs") };
@@ -73805,7 +73833,7 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
   } catch {
     const age = Date.now() - (statSync12(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age > 3e4) {
-      rmSync7(marker, { force: true });
+      rmSync6(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
     }
   }
@@ -73814,7 +73842,7 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
     const lock = await waitForEngine(stateDir2, timeoutMs);
     return lock ? { lock, spawned } : null;
   } finally {
-    if (spawned) rmSync7(marker, { force: true });
+    if (spawned) rmSync6(marker, { force: true });
   }
 }
 async function waitForEngine(stateDir2, timeoutMs) {
@@ -73906,7 +73934,7 @@ async function gradeCommand(o2) {
   const grade2 = summarizeLadder(target, o2.samples, byRung);
   const packs = config2().OCW_PACKS_DIR ?? path49.join(projectRoot(), "packs");
   const file2 = path49.join(packs, targetSlug(target), "grade.json");
-  mkdirSync20(path49.dirname(file2), { recursive: true });
+  mkdirSync19(path49.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -84475,7 +84503,7 @@ function waitCapSec(toolTimeoutMs) {
 function createMcpServer(opts) {
   const log = opts.log ?? (() => {
   });
-  const link = opts.link;
+  const link2 = opts.link;
   const baseDir = opts.baseDir ?? process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
   const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   const clientName = () => server.server.getClientVersion()?.name ?? "mcp-client";
@@ -84506,7 +84534,7 @@ function createMcpServer(opts) {
       })
     );
   }
-  const call = (fn) => link.call(fn);
+  const call = (fn) => link2.call(fn);
   async function slotsNow(targetId) {
     const st = await call((c3) => c3.status.query());
     return { slots: slotsOf(st.slots, targetId ?? st.activeTarget?.id ?? null), status: st };
@@ -84553,7 +84581,7 @@ function createMcpServer(opts) {
       return {
         ready: !problem,
         problem,
-        engine: { version: health.version, pid: health.pid, stateDir: link.stateDir },
+        engine: { version: health.version, pid: health.pid, stateDir: link2.stateDir },
         activeTarget,
         serving: st.serving.map((s) => ({ targetId: s.targetId, ready: s.ready, url: s.url })),
         slots,
@@ -84725,7 +84753,7 @@ function createMcpServer(opts) {
         for (const w of await Promise.all(ids.map((id2) => call((c3) => c3.workers.get.query({ workerId: id2 }))))) if (isFinal(w.state)) finalAtStart.add(w.id);
       }
       const newlyFinal = (ws) => [...ws.values()].some((w) => isFinal(w.state) && !finalAtStart.has(w.id));
-      const client2 = await link.client();
+      const client2 = await link2.client();
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
       let lastProgress = 0;
@@ -84763,7 +84791,7 @@ function createMcpServer(opts) {
           const outcome2 = await offerAsk({
             server: server.server,
             client: client2,
-            decider: () => link.client(`person:${clientName()} (form)`),
+            decider: () => link2.client(`person:${clientName()} (form)`),
             ask,
             title: titleOf(workers.get(ask.workerId)),
             timeoutMs: deadline - Date.now(),
@@ -85159,8 +85187,8 @@ async function runMcpBridge() {
   const dropped = dropClientSecrets(process.env);
   if (dropped.length) log(`not passing on ${dropped.join(", ")} to the engine`);
   let server = null;
-  const link = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
-  server = createMcpServer({ link, log, hardware: hardwareSummary, baseDir, toolTimeoutMs });
+  const link2 = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
+  server = createMcpServer({ link: link2, log, hardware: hardwareSummary, baseDir, toolTimeoutMs });
   const transport = new StdioServerTransport(answerInvalidLines(process.stdin, (line) => process.stdout.write(line), log));
   let closing = false;
   const shutdown = (why) => {
@@ -85177,7 +85205,7 @@ async function runMcpBridge() {
   process.once("SIGINT", () => shutdown("SIGINT"));
   server.server.oninitialized = () => {
     const c3 = server.server.getClientVersion();
-    log(`connected to ${c3?.name ?? "a client"} ${c3?.version ?? ""} (state ${link.stateDir})`.trim());
+    log(`connected to ${c3?.name ?? "a client"} ${c3?.version ?? ""} (state ${link2.stateDir})`.trim());
   };
   await server.connect(transport);
 }
