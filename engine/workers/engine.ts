@@ -26,6 +26,7 @@ import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { WorkerRegistry } from "./registry";
+import { InstanceReleaser } from "./release";
 import { Settler } from "./settle";
 
 export { InputError } from "../workspace/workspace";
@@ -66,6 +67,7 @@ export class Engine {
   private readonly recovery: Recovery;
   private readonly settler: Settler;
   private readonly lifecycle: WorkspaceLifecycle;
+  private readonly releaser: InstanceReleaser;
   private readonly translator: Translator;
   private readonly servers: OpencodeServers;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
@@ -98,6 +100,7 @@ export class Engine {
     this.budgets = new Budgets({ registry: reg, stop: (id, reason) => this.stop(id, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config().OCW_STALL_SEC) * 1000, clock: opts.clock });
     this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id) => this.transcript(id), server: (t) => this.servers.for(t) });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config().OCW_RETENTION_DAYS);
+    this.releaser = new InstanceReleaser(reg);
     this.translator = new Translator({
       registry: reg,
       ask: (id, ask) => this.approvals.onAsk(id, ask),
@@ -138,20 +141,8 @@ export class Engine {
   /** After every state change: a settled or finished worker frees its slot; a finished one releases its opencode instance. */
   private moved(workerId: string, state: WorkerState): void {
     if (isFinal(state) || state === "settled") this.pump();
-    if (isFinal(state)) this.reg.rt(workerId).releasing = this.release(workerId);
-  }
-
-  /**
-   * opencode keeps an instance (project state, LSP, tools) per directory it has seen, and every worktree is a new
-   * directory: without this, `opencode serve` grew by ~90 MB per finished worker (bench: 32 workers, 0.5 → 3.7 GB).
-   * A finished worker's instance is disposed; a resume boots it again from the session stored on disk.
-   */
-  private async release(workerId: string): Promise<void> {
-    const c = this.reg.clientOf(workerId);
-    if (!c?.directory || !this.reg.workspaceOf(this.reg.get(workerId))) return;
-    const dispose = c.client.instance.dispose({ directory: c.directory }).catch(() => undefined);
-    // A hung opencode must not hold up a resume (that finds the server's state on its own).
-    await Promise.race([dispose, new Promise((r) => setTimeout(r, 10_000).unref())]);
+    if (isFinal(state)) this.releaser.finished(workerId);
+    else this.releaser.moved(workerId);
   }
 
   // ---------- public API ----------
@@ -513,6 +504,7 @@ export class Engine {
       if (!current()) return;
     }
     // A resume right after a stop must not have its new turn land in the instance being disposed.
+    this.releaser.cancel(workerId);
     await rt.releasing;
     if (!current()) return;
     const server = await this.servers.for(target);

@@ -1,0 +1,80 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { WorkerState } from "../../shared/worker";
+import type { HarnessServer } from "../harness/harness";
+import { InstanceReleaser, RELEASE_BATCH, RELEASE_DELAY_MS } from "./release";
+import type { WorkerRegistry } from "./registry";
+
+/** A registry of workers on servers, enough for the releaser: states, servers, and the dispose calls it makes. */
+function rig() {
+  const disposed: string[] = [];
+  const states = new Map<string, WorkerState>();
+  const rts = new Map<string, { server?: HarnessServer; releasing?: Promise<void> }>();
+  const serverA = { client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } } } as unknown as HarnessServer;
+  const serverB = { client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } } } as unknown as HarnessServer;
+  const reg = {
+    rt: (id: string) => rts.get(id)!,
+    list: () => [...states].map(([id, state]) => ({ id, state })),
+    get: (id: string) => ({ id, state: states.get(id) }),
+    workspaceOf: () => ({}),
+    clientOf: (id: string) => ({ client: rts.get(id)!.server!.client, directory: `/ws/${id}` }),
+  } as unknown as WorkerRegistry;
+  const add = (id: string, server: HarnessServer, state: WorkerState = "running") => (states.set(id, state), rts.set(id, { server }));
+  const settle = async () => {
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+  };
+  return { releaser: new InstanceReleaser(reg), disposed, states, add, serverA, serverB, settle };
+}
+
+afterEach(() => vi.useRealTimers());
+
+describe("releasing finished workers' opencode instances", () => {
+  it("waits while its server has a worker at work, then releases every waiting one", async () => {
+    const { releaser, disposed, states, add, serverA, serverB, settle } = rig();
+    add("w1", serverA);
+    add("w2", serverA);
+    add("w3", serverB);
+    states.set("w1", "built");
+    releaser.finished("w1");
+    await settle();
+    expect(disposed).toEqual([]); // w2 still runs on the same server
+    states.set("w2", "settled");
+    releaser.moved("w2");
+    await settle();
+    expect(disposed).toEqual(["/ws/w1"]); // a worker on another server (w3) does not hold it up
+    states.set("w2", "built");
+    releaser.finished("w2");
+    await settle();
+    expect(disposed).toEqual(["/ws/w1", "/ws/w2"]);
+  });
+
+  it(`releases at ${RELEASE_BATCH} waiting even while busy, and after ${RELEASE_DELAY_MS} ms at the latest`, async () => {
+    vi.useFakeTimers();
+    const { releaser, disposed, states, add, serverA, settle } = rig();
+    add("busy", serverA);
+    for (let i = 0; i < RELEASE_BATCH; i++) {
+      add(`f${i}`, serverA, "built");
+      releaser.finished(`f${i}`);
+    }
+    await settle();
+    expect(disposed.length).toBe(RELEASE_BATCH);
+    add("late", serverA, "honest-failure");
+    releaser.finished("late");
+    await settle();
+    expect(disposed.length).toBe(RELEASE_BATCH);
+    await vi.advanceTimersByTimeAsync(RELEASE_DELAY_MS);
+    expect(disposed.at(-1)).toBe("/ws/late");
+    expect(states.get("busy")).toBe("running");
+  });
+
+  it("a worker resumed before its release keeps its instance", async () => {
+    const { releaser, disposed, states, add, serverA, settle } = rig();
+    add("busy", serverA);
+    add("w", serverA, "stopped");
+    releaser.finished("w");
+    releaser.cancel("w");
+    states.set("busy", "built");
+    releaser.finished("busy");
+    await settle();
+    expect(disposed).toEqual(["/ws/busy"]);
+  });
+});
