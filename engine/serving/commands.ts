@@ -481,7 +481,7 @@ export async function runServingStop(o: { target?: string } = {}): Promise<Comma
   const r = await stopServing(o.target);
   const lines = [
     ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
-    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running`),
+    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${r.reused.includes(s) ? " (that pid is another process now: left alone)" : ""}`),
   ];
   return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
 }

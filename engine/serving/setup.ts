@@ -12,7 +12,8 @@ import { stateDir } from "../store/paths";
 import { TargetStore } from "../store/targets";
 import { probeEndpoint } from "./capture";
 import { readKey } from "./keys";
-import { LlamaSupervisor, type LoggedSizes, pidAlive, signalablePid, stopPid, waitHealthy } from "./llama-server";
+import { alive, processStartTime, type ProcessIdentity } from "../process/process";
+import { LlamaSupervisor, type LoggedSizes, signalablePid, stopPid, waitHealthy } from "./llama-server";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 
 /** Bad input: one line saying what to do; exit code 2. */
@@ -25,8 +26,16 @@ export interface ServingRecord {
   /** Environment the plan gave the server (a replica's CUDA_VISIBLE_DEVICES …); never the key. */
   env?: Record<string, string>;
   pid: number;
+  /**
+   * The kernel's start time of `pid` (processStartTime), so a pid given to another process since (a reboot, a long
+   * time) is never taken for our server nor signalled. Absent in records of an older ocw, or null where the OS gives no
+   * start time: such a record is judged by its pid alone (as before).
+   */
+  startTime?: string | null;
   /** The `ocw serving supervise` process that restarts the server after a crash (absent when unsupervised). */
   supervisorPid?: number | null;
+  /** The start time of `supervisorPid`, as `startTime` is of `pid` (absent/null: judged by the pid alone). */
+  supervisorStartTime?: string | null;
   restarts?: number;
   port: number;
   bin: string;
@@ -51,25 +60,84 @@ export function saveServing(recs: ServingRecord[]): void {
   writeJsonAtomic(servingFile(), recs);
 }
 
-/** Stops servers we started (all, or one target's). Returns what was stopped. */
-export async function stopServing(targetId?: string): Promise<{ stopped: ServingRecord[]; alreadyGone: ServingRecord[] }> {
+/** A recorded start time as the process module takes it: a string, else unknown (null: the pid alone is judged). */
+const recordedStart = (t: unknown): string | null => (typeof t === "string" ? t : null);
+
+/** The record's server process as recorded (pid + start time); a record of an older ocw has no start time. */
+export function serverIdentity(r: ServingRecord): ProcessIdentity {
+  return { pid: r.pid, startTime: recordedStart(r.startTime) };
+}
+
+/** The record's supervisor as recorded, or null when it has none. */
+export function supervisorIdentity(r: ServingRecord): ProcessIdentity | null {
+  return signalablePid(r.supervisorPid) ? { pid: r.supervisorPid, startTime: recordedStart(r.supervisorStartTime) } : null;
+}
+
+/**
+ * Whether the record's server still runs: its pid exists and, where the record and the OS give start times, it is the
+ * process that was recorded (a pid reused by another process is not our server). Records without a start time (older
+ * ocw) fall back to the pid alone.
+ */
+export function servingAlive(r: ServingRecord): boolean {
+  return signalablePid(r.pid) && alive(serverIdentity(r));
+}
+
+/**
+ * SIGTERM, then SIGKILL after `graceMs`, to the recorded process only: each signal follows the identity check, so a
+ * process that now holds the pid is never signalled. True when the recorded process is gone.
+ */
+async function stopRecorded(who: ProcessIdentity, graceMs: number): Promise<boolean> {
+  if (!signalablePid(who.pid) || !alive(who)) return true;
+  // identity unknown (an older record): the process module's stop, as before
+  if (who.startTime === null) return stopPid(who.pid, graceMs);
+  try {
+    process.kill(who.pid, "SIGTERM");
+  } catch {
+    return !alive(who);
+  }
+  for (const t0 = Date.now(); Date.now() - t0 < graceMs; ) {
+    if (!alive(who)) return true;
+    await new Promise((res) => setTimeout(res, 25));
+  }
+  if (alive(who)) {
+    try {
+      process.kill(who.pid, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  return !alive(who);
+}
+
+/**
+ * Stops servers we started (all, or one target's). Returns what was stopped; `alreadyGone` holds the records whose
+ * process had ended, or whose pid now belongs to another process (`reused`, a subset of it): that one is never signalled.
+ */
+export async function stopServing(targetId?: string): Promise<{ stopped: ServingRecord[]; alreadyGone: ServingRecord[]; reused: ServingRecord[] }> {
   const recs = listServing();
   const pick = recs.filter((r) => !targetId || r.targetId === targetId || r.replicaOf === targetId);
   const stopped: ServingRecord[] = [];
   const alreadyGone: ServingRecord[] = [];
+  const reused: ServingRecord[] = [];
   for (const r of pick) {
     // a record whose start failed may hold pid 0: never signal it (kill(0) is our own process group)
     if (!signalablePid(r.pid) && !signalablePid(r.supervisorPid)) {
       alreadyGone.push(r);
       continue;
     }
-    // the supervisor first, so it does not restart what we stop
-    if (signalablePid(r.supervisorPid) && pidAlive(r.supervisorPid)) await stopPid(r.supervisorPid, 8000);
-    if (!pidAlive(r.pid)) (r.supervisorPid ? stopped : alreadyGone).push(r);
-    else if (await stopPid(r.pid)) stopped.push(r);
+    // the supervisor first, so it does not restart what we stop; only while it is still the recorded process
+    const sup = supervisorIdentity(r);
+    const supAlive = !!sup && alive(sup);
+    if (sup && supAlive) await stopRecorded(sup, 8000);
+    if (!servingAlive(r)) {
+      (supAlive ? stopped : alreadyGone).push(r);
+      // the pid runs, but it is another process than the one recorded: left alone
+      if (!supAlive && signalablePid(r.pid) && alive(r.pid)) reused.push(r);
+    } else if (await stopRecorded(serverIdentity(r), 5000)) stopped.push(r);
   }
   saveServing(recs.filter((r) => !pick.includes(r)));
-  return { stopped, alreadyGone };
+  return { stopped, alreadyGone, reused };
 }
 
 export interface SetupResult {
@@ -176,11 +244,12 @@ export async function superviseServing(targetId: string): Promise<number> {
     sup = new LlamaSupervisor(
       { bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port },
       {
-        onReady: (pid) => update({ pid, supervisorPid: process.pid, restarts: sup?.restarts ?? 0 }),
+        onReady: (pid) =>
+          update({ pid, startTime: processStartTime(pid), supervisorPid: process.pid, supervisorStartTime: processStartTime(process.pid), restarts: sup?.restarts ?? 0 }),
         onRestart: (n, why, delay) => console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`),
         onGiveUp: (why) => {
           console.error(`supervise ${targetId}: ${why}`);
-          update({ supervisorPid: null });
+          update({ supervisorPid: null, supervisorStartTime: null });
           resolve(1);
         },
       },
@@ -188,7 +257,7 @@ export async function superviseServing(targetId: string): Promise<number> {
   });
   const stop = async () => {
     await sup?.stop();
-    update({ supervisorPid: null });
+    update({ supervisorPid: null, supervisorStartTime: null });
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop());

@@ -11,6 +11,7 @@ import path from "node:path";
 import { SetupJob, type SetupPlacement, type SetupStartInput } from "../../shared/setup";
 import { type Target, targetSlug } from "../../shared/target";
 import { detectHardware } from "../hardware/detect";
+import { processStartTime } from "../process/process";
 import { stateDir } from "../store/paths";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
@@ -224,7 +225,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
       remedy: c?.remedy ?? "read the log file", logFile,
     });
   }
-  saveServing([...listServing().filter((r) => r.targetId !== id), { targetId: id, pid: child.pid!, supervisorPid: null, port, bin: launch.cmd, args: launch.args, env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")), logFile, keyFile, startedAt: new Date().toISOString(), gpuBytes: held }]);
+  saveServing([...listServing().filter((r) => r.targetId !== id), { targetId: id, pid: child.pid!, startTime: processStartTime(child.pid!), supervisorPid: null, port, bin: launch.cmd, args: launch.args, env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")), logFile, keyFile, startedAt: new Date().toISOString(), gpuBytes: held }]);
   ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s`);
 
   ops.begin("warmup", "one short completion");

@@ -24,9 +24,9 @@ import { runFitPlan } from "./commands";
 import { installPrebuilt } from "./get-llama";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
-import { pidAlive, signalablePid } from "../process/process";
+import { processStartTime } from "../process/process";
 import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./llama-server";
-import { finish, listServing, saveServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { finish, listServing, saveServing, type ServingRecord, servingAlive, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 import { runOtherRuntime } from "./start-runtimes";
 
@@ -453,7 +453,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
             }
           } else {
             started = await startLlamaServer({ bin: bin!, args, env, apiKey: key, logFile: file, port, detached: true, readyTimeoutMs: o.readyTimeoutMs ?? 600_000 });
-            saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record, pid: started.pid }]);
+            saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record, pid: started.pid, startTime: processStartTime(started.pid) }]);
           }
         } catch (e) {
           const c = classifyLog(readLog(r.i), bin);
@@ -595,7 +595,8 @@ export interface RunningGroup {
 export function runningGroups(recs: ServingRecord[] = listServing()): RunningGroup[] {
   const m = new Map<string, RunningGroup>();
   for (const r of recs) {
-    if (!signalablePid(r.pid) || !pidAlive(r.pid) || !r.gpuBytes?.length) continue;
+    // alive as recorded: a pid another process holds now is not our server, its GPU memory not ours to replace
+    if (!servingAlive(r) || !r.gpuBytes?.length) continue;
     const id = r.replicaOf ?? r.targetId;
     const g = m.get(id) ?? { id, recs: [], bytes: new Map<number, number>() };
     g.recs.push(r);
