@@ -73,7 +73,7 @@ export async function createWorkspace(worktreesRoot: string, repo: RepoInfo, wor
   const ws = { worktree, cwd: path.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   if (existsSync(worktree)) return ws; // a resumed worker keeps its workspace
   mkdirSync(path.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, { cwd: path.dirname(worktree), env: { ...userGitEnv(), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head } });
+  await gitScript(NEW_WORKSPACE, { cwd: path.dirname(worktree), env: { ...userGitEnv(), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
@@ -103,7 +103,7 @@ const TRUSTED_FLAGS = ["-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/
 
 /** A new private repository: borrows the user's objects, checks out the base on the worker's branch. User's git config. */
 const NEW_WORKSPACE = `set -eu
-git init -q --template= "$OCW_WORKTREE"
+if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
 printf '%s\n' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
 cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
@@ -117,7 +117,7 @@ git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 const SNAPSHOT = `set -eu
 C="${TRUSTED_FLAGS.join(" ")}"
 if [ ! -f "$GIT_DIR/HEAD" ]; then
-  git $C init -q --bare --template= "$GIT_DIR"
+  if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$GIT_DIR"; else git $C init -q --bare --template= "$GIT_DIR"; fi
   printf '%s\n' "$OCW_OBJECTS" > "$GIT_DIR/objects/info/alternates"
 fi
 GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
@@ -165,12 +165,15 @@ async function trustedScript(ws: Workspace, script: string, inputs: Record<strin
   mkdirSync(path.dirname(ws.gitDir), { recursive: true });
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
-    const env = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_WORKTREE: ws.worktree, ...inputs };
+    const env = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_OBJECT_FORMAT: objectFormat(ws.baseCommit), OCW_WORKTREE: ws.worktree, ...inputs };
     return await gitScript(script, { cwd: path.dirname(ws.gitDir), env });
   } finally {
     await rm(index, { force: true });
   }
 }
+
+/** A sha256 repository's commits are named by 64 hex digits: its workspace and engine repository must be sha256 too. */
+const objectFormat = (commit: string) => (commit.length === 64 ? "sha256" : "sha1");
 
 // Asked once per repository, not per worker.
 const objectDirs = new Map<string, Promise<string>>();
@@ -249,23 +252,44 @@ export async function publishBranch(ws: Workspace, commit: string): Promise<void
 
 async function copyLooseObjects(from: string, to: string): Promise<void> {
   const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
-  await Promise.all(
-    fanout.map(async (d) => {
-      const names = await readdir(path.join(from, d));
+  await Promise.all([
+    ...fanout.map(async (d) => {
+      // Only files named as objects: not a temporary file of a git still writing one.
+      const names = (await readdir(path.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
       await mkdir(path.join(to, d), { recursive: true });
-      for (const name of names) {
-        const dest = path.join(to, d, name);
-        if (existsSync(dest)) continue;
-        const tmp = path.join(to, d, `tmp_ocw_${process.pid}_${randomBytes(6).toString("hex")}`);
-        await copyFile(path.join(from, d, name), tmp);
-        await link(tmp, dest).catch((err: NodeJS.ErrnoException) => {
-          if (err.code !== "EEXIST") throw err;
-        });
-        await rm(tmp, { force: true });
-      }
+      for (const name of names) await copyWhole(path.join(from, d, name), path.join(to, d, name));
     }),
-  );
+    copyPacks(path.join(from, "pack"), path.join(to, "pack")),
+  ]);
+}
+
+/**
+ * `git add` streams a file over core.bigFileThreshold (512 MiB) into a pack of its own instead of a loose object: those
+ * packs are copied too, the pack (and its reverse index) before its .idx, since git sees a pack only once its .idx is there.
+ */
+async function copyPacks(from: string, to: string): Promise<void> {
+  const names = await readdir(from).catch(() => [] as string[]);
+  const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
+  if (!packs.length) return;
+  await mkdir(to, { recursive: true });
+  for (const pack of packs) {
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path.join(from, pack + ext), path.join(to, pack + ext));
+  }
+}
+
+/** Copies a file of git's (named by its content) whole or not at all: to a temporary name beside it, then linked. */
+async function copyWhole(src: string, dest: string): Promise<void> {
+  if (existsSync(dest)) return;
+  const tmp = path.join(path.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes(6).toString("hex")}`);
+  try {
+    await copyFile(src, tmp);
+    await link(tmp, dest).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "EEXIST") throw err;
+    });
+  } finally {
+    await rm(tmp, { force: true });
+  }
 }
 
 export function mergeHint(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">): string {

@@ -1,0 +1,163 @@
+// Attacks on the engine's commit, checkout and publish (commit 0fe0175: fixed sh scripts, lazy engine repo, published
+// by copying object files + one update-ref). A worker controls every file of its workspace; a careless person names
+// odd repositories. What must hold: the branch published in the user's repository is exactly the graded commit and
+// every object it needs is there, nothing outside the engine's folders is written, no value is ever read as shell, and a
+// change to a protected file is never graded built.
+import { execFileSync } from "node:child_process";
+import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { grade } from "../grading/grade";
+import { commitAndCheckOut, createWorkspace, inspectRepo, publishBranch } from "./workspace";
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-ws-attack-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+let n = 0;
+function repo(files: Record<string, string> = { "README.md": "# r\n" }, opts: { dir?: string; init?: string[] } = {}): string {
+  const dir = opts.dir ?? path.join(tmp, `repo-${n++}`);
+  execFileSync("git", ["init", "-q", "-b", "main", ...(opts.init ?? []), dir]);
+  for (const [f, c] of Object.entries(files)) {
+    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+    writeFileSync(path.join(dir, f), c);
+  }
+  execFileSync("git", ["-C", dir, "add", "-A"]);
+  execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init"]);
+  return dir;
+}
+const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", maxBuffer: 64 << 20 }).trim();
+
+async function workspace(r: string, id: string, root = tmp) {
+  return createWorkspace(path.join(root, "workspaces"), await inspectRepo(r), id, path.join(root, "repos", `${id}.git`));
+}
+
+/** Every object the published branch needs is in the user's repository, and none of them is corrupt. */
+function expectComplete(r: string, branch: string, commit: string) {
+  expect(g(r, "rev-parse", `refs/heads/${branch}`)).toBe(commit);
+  const missing = g(r, "rev-list", "--objects", "--missing=print", commit).split("\n").filter((l) => l.startsWith("?"));
+  expect(missing).toEqual([]);
+  g(r, "fsck", "--no-dangling", "--connectivity-only");
+}
+
+describe("publishing the graded commit into the user's repository", () => {
+  it("a file over git's big-file threshold (git add packs it instead of writing a loose object): the published branch still has it", async () => {
+    const r = repo();
+    const ws = await workspace(r, "w-big");
+    // A sparse file just over core.bigFileThreshold (512 MiB): cheap to make, git streams it into a pack in the engine repo.
+    const fd = openSync(path.join(ws.worktree, "big.bin"), "w");
+    ftruncateSync(fd, 512 * 1024 * 1024 + 1);
+    closeSync(fd);
+    writeFileSync(path.join(ws.worktree, "small.txt"), "small\n");
+    const out = path.join(tmp, "checkout-big");
+    const graded = await commitAndCheckOut(ws, "ocw: big", out);
+    rmSync(out, { recursive: true, force: true });
+    rmSync(path.join(ws.worktree, "big.bin"));
+    expect(graded.changed).toEqual(["big.bin", "small.txt"]);
+    await publishBranch(ws, graded.commit);
+    expectComplete(r, ws.branch, graded.commit);
+  }, 120_000);
+
+  it("a sha256 repository: the workspace is made, graded and published", async () => {
+    const r = repo({ "README.md": "# r\n" }, { init: ["--object-format=sha256"] });
+    const ws = await workspace(r, "w-sha256");
+    expect(ws.baseCommit).toHaveLength(64);
+    writeFileSync(path.join(ws.worktree, "feature.txt"), "feature\n");
+    const out = path.join(tmp, "checkout-sha256");
+    const graded = await commitAndCheckOut(ws, "ocw: sha256", out);
+    expect(graded.changed).toEqual(["feature.txt"]);
+    expect(existsSync(path.join(out, "feature.txt"))).toBe(true);
+    await publishBranch(ws, graded.commit);
+    expectComplete(r, ws.branch, graded.commit);
+  }, 60_000);
+
+  it("a linked worktree and a repository whose .git is a file: the branch lands in the shared repository, complete", async () => {
+    const main = repo();
+    const linked = path.join(tmp, "linked-wt");
+    g(main, "worktree", "add", "-q", "-b", "side", linked);
+    const sep = path.join(tmp, "separate");
+    execFileSync("git", ["init", "-q", "-b", "main", "--separate-git-dir", path.join(tmp, "separate.git"), sep]);
+    writeFileSync(path.join(sep, "README.md"), "# s\n");
+    g(sep, "add", "-A");
+    g(sep, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
+    for (const [r, id] of [[linked, "w-linked"], [sep, "w-sep"]] as const) {
+      const ws = await workspace(r, id);
+      writeFileSync(path.join(ws.worktree, "feature.txt"), `${id}\n`);
+      const graded = await commitAndCheckOut(ws, "ocw: t", path.join(tmp, `checkout-${id}`));
+      await publishBranch(ws, graded.commit);
+      expectComplete(r, ws.branch, graded.commit);
+    }
+    expect(g(main, "rev-parse", "refs/heads/ocw/w-linked")).toBe(g(linked, "rev-parse", "refs/heads/ocw/w-linked"));
+  }, 60_000);
+
+  it("paths and a title full of shell syntax are values, never shell text", async () => {
+    const odd = path.join(tmp, "it's \"odd\" $(touch PWNED1) `touch PWNED2` ${HOME}; touch PWNED3 & x");
+    mkdirSync(odd, { recursive: true });
+    const r = repo({ "README.md": "# r\n" }, { dir: path.join(odd, "re po $(touch PWNED4)") });
+    const ws = await workspace(r, "w-odd", odd);
+    writeFileSync(path.join(ws.worktree, "$(touch PWNED5).txt"), "x\n");
+    const out = path.join(odd, "check out `touch PWNED6`");
+    const graded = await commitAndCheckOut(ws, "ocw: $(touch PWNED7) `touch PWNED8`; touch PWNED9", out);
+    expect(graded.changed).toEqual(["$(touch PWNED5).txt"]);
+    await publishBranch(ws, graded.commit);
+    expectComplete(r, ws.branch, graded.commit);
+    expect(g(r, "log", "-1", "--format=%s", graded.commit)).toBe("ocw: $(touch PWNED7) `touch PWNED8`; touch PWNED9");
+    const pwned = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.name.startsWith("PWNED") ? [path.join(dir, e.name)] : e.isDirectory() ? pwned(path.join(dir, e.name)) : []));
+    expect([...pwned(tmp), ...pwned(process.cwd()).filter((p) => !p.includes("node_modules"))]).toEqual([]);
+  }, 60_000);
+});
+
+describe("protected files whose names hold a line break", () => {
+  // picomatch's `**` is a regular expression whose `.` stops at line terminators (\n, \r, U+2028, U+2029): a file the
+  // worker adds under a protected folder with such a name matched no protect glob, and the work was graded built.
+  it("a new file under a protected folder named with \\n, \\r or U+2028 is a protected change", async () => {
+    const r = repo({ "tests/check.sh": "exit 0\n", "README.md": "# r\n" });
+    for (const name of ["new\nline.sh", "cr\rname.sh", "ls\u2028sep.sh"]) {
+      const ws = await workspace(r, `w-nl-${n++}`);
+      writeFileSync(path.join(ws.worktree, "tests", name), "echo planted\n");
+      const verdict = await grade({
+        workspace: ws,
+        checks: [{ file: "README.md" }],
+        scope: [],
+        protect: ["tests/**"],
+        finalText: "OUTCOME: built",
+        title: "t",
+        checkoutDir: path.join(tmp, `checkout-nl-${n++}`),
+      });
+      expect(verdict.scope.changedFiles).toEqual([`tests/${name}`]);
+      expect(verdict.verdict, JSON.stringify(name)).toBe("honest-failure");
+      expect(verdict.scope.violations).toEqual([`protected file changed: tests/${name}`]);
+    }
+  }, 60_000);
+});
+
+// The user named a folder inside the repository (`a/b`): grade() runs the checks in <checkout>/a/b after
+// `mkdir -p`-ing it. The worker's commit may hold `a` as a symlink to any folder, and the engine, outside every
+// sandbox, then creates <target>/b there and runs the checks with that folder as their cwd.
+describe("a worker started in a sub-folder", () => {
+  it("replacing a parent of that folder with a symlink does not make the engine create or read anything outside the checkout", async () => {
+    const r = repo({ "a/b/README.md": "# b\n", "a/b/check.txt": "no\n" });
+    const victim = mkdtempSync(path.join(os.tmpdir(), "ocw-victim-"));
+    writeFileSync(path.join(victim, "marker"), "outside\n");
+    try {
+      const w = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(path.join(r, "a", "b")), "w-sub", path.join(tmp, "repos", "w-sub.git"));
+      rmSync(path.join(w.worktree, "a"), { recursive: true });
+      execFileSync("ln", ["-s", victim, path.join(w.worktree, "a")]);
+      const verdict = await grade({
+        workspace: w,
+        checks: [{ file: "README.md" }],
+        scope: [],
+        protect: [],
+        finalText: "OUTCOME: built",
+        title: "t",
+        checkoutDir: path.join(tmp, "checkout-sub"),
+      }).catch((e: Error) => e);
+      // The engine made the checks' folder <checkout>/a/b through the worker's symlink: <victim>/b.
+      expect(readdirSync(victim)).toEqual(["marker"]);
+      if (!(verdict instanceof Error)) expect(verdict.verdict).toBe("honest-failure");
+    } finally {
+      rmSync(victim, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
