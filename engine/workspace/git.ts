@@ -10,8 +10,19 @@ export class GitError extends OcwError {
   }
 }
 
+/**
+ * Variables that tie git to one repository (`git rev-parse --local-env-vars`). The engine inherits the environment of
+ * whatever started it first: an `ocw` run from another repository's git hook carries its GIT_DIR / GIT_INDEX_FILE, and
+ * git would obey them over the cwd it is given (the wrong repository inspected, that repository's index written).
+ */
+const LOCAL_REPO_ENV = ["GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR"];
+
 /** The user's environment for git on the user's repository: their config applies, no prompt, messages untranslated. */
-export const userGitEnv = (): Record<string, string | undefined> => ({ ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" });
+export const userGitEnv = (): Record<string, string | undefined> => {
+  const env: Record<string, string | undefined> = { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+  for (const name of LOCAL_REPO_ENV) delete env[name];
+  return env;
+};
 
 /** Runs git and returns trimmed stdout; throws GitError with git's own message. */
 export async function git(cwd: string, args: string[], opts: { allowFail?: boolean } = {}): Promise<string> {

@@ -4,7 +4,7 @@
 // every object it needs is there, nothing outside the engine's folders is written, no value is ever read as shell, and a
 // change to a protected file is never graded built.
 import { execFileSync } from "node:child_process";
-import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -159,5 +159,32 @@ describe("a worker started in a sub-folder", () => {
     } finally {
       rmSync(victim, { recursive: true, force: true });
     }
+  }, 60_000);
+});
+
+// The engine inherits the environment of whatever started it first: an `ocw` run from a git hook (pre-commit,
+// pre-push) carries that repository's GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE, and git obeys them over its cwd.
+describe("an engine started from inside another repository's git hook", () => {
+  it("GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE of that repository steer none of the engine's git on the user's repository", async () => {
+    const r = repo({ "README.md": "# the user's\n" });
+    const hook = repo({ "README.md": "# the hook's\n" });
+    const hookIndex = readFileSync(path.join(hook, ".git", "index")).toString("hex");
+    const hookRefs = g(hook, "for-each-ref");
+    const saved = { GIT_DIR: process.env.GIT_DIR, GIT_WORK_TREE: process.env.GIT_WORK_TREE, GIT_INDEX_FILE: process.env.GIT_INDEX_FILE };
+    Object.assign(process.env, { GIT_DIR: path.join(hook, ".git"), GIT_WORK_TREE: hook, GIT_INDEX_FILE: path.join(hook, ".git", "index") });
+    try {
+      const info = await inspectRepo(r).catch((e: Error) => e);
+      expect(info instanceof Error ? info.message : info.root).toBe(r);
+      const ws = await workspace(r, "w-hookenv");
+      writeFileSync(path.join(ws.worktree, "feature.txt"), "feature\n");
+      const graded = await commitAndCheckOut(ws, "ocw: t", path.join(tmp, "checkout-hookenv"));
+      await publishBranch(ws, graded.commit);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    expect(readFileSync(path.join(hook, ".git", "index")).toString("hex")).toBe(hookIndex);
+    expect(g(hook, "for-each-ref")).toBe(hookRefs);
+    expect(g(r, "show", "refs/heads/ocw/w-hookenv:feature.txt")).toBe("feature");
   }, 60_000);
 });
