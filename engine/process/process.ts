@@ -107,26 +107,31 @@ export function killGroup(pid: number, signal: NodeJS.Signals = "SIGKILL"): void
   }
 }
 
-/** SIGTERM, then SIGKILL after `graceMs`. Resolves true when the process is gone. */
-export async function stopPid(pid: number, graceMs = 5000): Promise<boolean> {
-  if (!signalablePid(pid) || !pidAlive(pid)) return true;
+/**
+ * SIGTERM, then SIGKILL after `graceMs`. Resolves true when the process is gone. Given an identity, each signal follows
+ * the check that the pid is still that process: a process that holds the pid since is never signalled.
+ */
+export async function stopPid(who: number | ProcessIdentity, graceMs = 5000): Promise<boolean> {
+  const pid = typeof who === "number" ? who : who.pid;
+  if (!signalablePid(pid) || !alive(who)) return true;
   try {
     process.kill(pid, "SIGTERM");
   } catch {
-    return !pidAlive(pid);
+    return !alive(who);
   }
   const t0 = Date.now();
   while (Date.now() - t0 < graceMs) {
-    if (!pidAlive(pid)) return true;
+    if (!alive(who)) return true;
     await new Promise((r) => setTimeout(r, 25));
   }
+  if (!alive(who)) return true;
   try {
     process.kill(pid, "SIGKILL");
   } catch {
     /* gone */
   }
   await new Promise((r) => setTimeout(r, 50));
-  return !pidAlive(pid);
+  return !alive(who);
 }
 
 /** Records a child's identity in a pid file (`{"pid":…,"startTime":…}`), so a later engine can tell it is still that one. */

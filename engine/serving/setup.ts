@@ -83,34 +83,6 @@ export function servingAlive(r: ServingRecord): boolean {
 }
 
 /**
- * SIGTERM, then SIGKILL after `graceMs`, to the recorded process only: each signal follows the identity check, so a
- * process that now holds the pid is never signalled. True when the recorded process is gone.
- */
-async function stopRecorded(who: ProcessIdentity, graceMs: number): Promise<boolean> {
-  if (!signalablePid(who.pid) || !alive(who)) return true;
-  // identity unknown (an older record): the process module's stop, as before
-  if (who.startTime === null) return stopPid(who.pid, graceMs);
-  try {
-    process.kill(who.pid, "SIGTERM");
-  } catch {
-    return !alive(who);
-  }
-  for (const t0 = Date.now(); Date.now() - t0 < graceMs; ) {
-    if (!alive(who)) return true;
-    await new Promise((res) => setTimeout(res, 25));
-  }
-  if (alive(who)) {
-    try {
-      process.kill(who.pid, "SIGKILL");
-    } catch {
-      /* gone */
-    }
-    await new Promise((res) => setTimeout(res, 50));
-  }
-  return !alive(who);
-}
-
-/**
  * Stops servers we started (all, or one target's). Returns what was stopped; `alreadyGone` holds the records whose
  * process had ended, or whose pid now belongs to another process (`reused`, a subset of it): that one is never signalled.
  */
@@ -129,12 +101,12 @@ export async function stopServing(targetId?: string): Promise<{ stopped: Serving
     // the supervisor first, so it does not restart what we stop; only while it is still the recorded process
     const sup = supervisorIdentity(r);
     const supAlive = !!sup && alive(sup);
-    if (sup && supAlive) await stopRecorded(sup, 8000);
+    if (sup && supAlive) await stopPid(sup, 8000);
     if (!servingAlive(r)) {
       (supAlive ? stopped : alreadyGone).push(r);
       // the pid runs, but it is another process than the one recorded: left alone
       if (!supAlive && signalablePid(r.pid) && alive(r.pid)) reused.push(r);
-    } else if (await stopRecorded(serverIdentity(r), 5000)) stopped.push(r);
+    } else if (await stopPid(serverIdentity(r), 5000)) stopped.push(r);
   }
   saveServing(recs.filter((r) => !pick.includes(r)));
   return { stopped, alreadyGone, reused };
