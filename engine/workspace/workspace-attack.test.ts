@@ -188,3 +188,26 @@ describe("an engine started from inside another repository's git hook", () => {
     expect(g(r, "show", "refs/heads/ocw/w-hookenv:feature.txt")).toBe("feature");
   }, 60_000);
 });
+
+// Command checks run the worker's code in the fresh checkout (writable to them); file checks then read that checkout
+// from the engine's own thread. A FIFO left where a file check reads (`equals` / `matches`) made readFileSync wait
+// forever for a writer that is gone: the whole engine (every worker, every client) hung. Run in a child process, since
+// a blocked thread here would hang the test runner too.
+describe("a FIFO the worker's code leaves in the checkout for a file check", () => {
+  it("the file check fails; the engine's thread is not blocked", () => {
+    const dir = mkdtempSync(path.join(tmp, "fifo-"));
+    const script = `const { createJiti } = require("jiti");
+const jiti = createJiti(${JSON.stringify(path.join(process.cwd(), "x.js"))});
+jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/checks.ts"))}).then(({ runChecks }) =>
+  runChecks([{ run: "mkfifo out.txt" }, { file: "out.txt", equals: "ok" }], ${JSON.stringify(dir)})).then((r) => console.log(JSON.stringify(r)));`;
+    let out = "";
+    try {
+      out = execFileSync(process.execPath, ["-e", script], { encoding: "utf8", timeout: 15_000, killSignal: "SIGKILL" });
+    } catch (err) {
+      out = `the engine's thread was still blocked after 15 s (${(err as Error).message.split("\n")[0]})`;
+    }
+    expect(out).toMatch(/^\[/);
+    const results = JSON.parse(out) as { passed: boolean }[];
+    expect(results.map((r) => r.passed)).toEqual([true, false]);
+  }, 30_000);
+});
