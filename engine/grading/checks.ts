@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
@@ -16,6 +16,7 @@ export interface CheckSandbox {
 
 export const DEFAULT_CHECK_TIMEOUT_SEC = 300;
 const OUTPUT_CAP = 64 * 1024;
+const MAX_COMPARED_BYTES = 64 * 1024 * 1024;
 
 function cap(text: string): string {
   if (text.length <= OUTPUT_CAP) return text;
@@ -70,6 +71,11 @@ function runFile(check: FileCheck, name: string, cwd: string): CheckResult {
   if (!exists) return { name, passed: false, output: `${check.file} does not exist` };
   const problems: string[] = [];
   if (check.equals !== undefined || check.matches !== undefined) {
+    // Read only a regular file of a sane size: a FIFO the checked code left would block the engine's thread for good,
+    // a huge file would exhaust its memory.
+    const st = statSync(file);
+    if (!st.isFile()) return { name, passed: false, output: `${check.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
+    if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
     const content = readFileSync(file, "utf8");
     // "equals" ignores only trailing whitespace at the end of the file (editors and models add a final newline).
     if (check.equals !== undefined && content.trimEnd() !== check.equals.trimEnd()) {

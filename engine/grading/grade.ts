@@ -1,7 +1,7 @@
-import { mkdir, rm } from "node:fs/promises";
+import { lstat, mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Verdict } from "../../shared/verdict";
-import type { CheckSpec } from "../../shared/check";
+import { checkName, type CheckSpec } from "../../shared/check";
 import { commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
 import { checkScope } from "./scope";
@@ -17,6 +17,25 @@ export interface GradeInput {
   checkoutDir: string;
   /** How checks are confined; absent: unconfined (the person opted out of the sandbox). */
   sandbox?: CheckSandbox;
+}
+
+/**
+ * The folder the task named, inside the fresh checkout (made when the commit deleted it). The commit may have turned a
+ * part of its path into a symlink or a file: following it would make the engine create folders and run the checks
+ * outside the checkout, so the checks cannot run and fail with the reason.
+ */
+async function folderIn(checkout: string, sub: string): Promise<string | { problem: string }> {
+  let at = checkout;
+  for (const part of sub.split(path.sep).filter(Boolean)) {
+    at = path.join(at, part);
+    const st = await lstat(at).catch(() => null);
+    if (!st) await mkdir(at);
+    else if (!st.isDirectory()) {
+      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
+      return { problem: `${path.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
+    }
+  }
+  return at;
 }
 
 /**
@@ -36,9 +55,11 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
     const rel = sub ? graded.changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
-    const cwd = path.join(checkout, sub);
-    await mkdir(cwd, { recursive: true });
-    checks = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined);
+    const cwd = await folderIn(checkout, sub);
+    checks =
+      typeof cwd === "string"
+        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined)
+        : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
   } finally {
     await rm(checkout, { recursive: true, force: true });
   }

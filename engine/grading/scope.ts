@@ -1,10 +1,14 @@
 import picomatch from "picomatch";
 import type { ScopeResult } from "../../shared/verdict";
 
+// A file name may hold any byte but NUL and "/": the globs' `.` must match line terminators too (\n, \r, U+2028, U+2029),
+// or a file named with one under a protected folder matches no protect glob.
+const GLOB = { dot: true, flags: "s" } as const;
+
 /** Changed files must match `scope` (when given) and must not match `protect`. Paths are relative to the repo root. */
 export function checkScope(changed: string[], scope: string[], protect: string[]): ScopeResult {
-  const inScope = scope.length ? picomatch(scope, { dot: true }) : () => true;
-  const isProtected = protect.length ? picomatch(protect, { dot: true }) : () => false;
+  const inScope = scope.length ? picomatch(scope, GLOB) : () => true;
+  const isProtected = protect.length ? picomatch(protect, GLOB) : () => false;
   const violations: string[] = [];
   for (const file of changed) {
     if (isProtected(file)) violations.push(`protected file changed: ${file}`);
