@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { grade } from "../grading/grade";
-import { commitAndCheckOut, createWorkspace, inspectRepo, publishBranch } from "./workspace";
+import { commitAndCheckOut, createWorkspace, fullDiff, inspectRepo, publishBranch } from "./workspace";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-ws-attack-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -58,20 +58,8 @@ describe("publishing the graded commit into the user's repository", () => {
     expectComplete(r, ws.branch, graded.commit);
   }, 120_000);
 
-  it("a sha256 repository: the workspace is made, graded and published", async () => {
-    const r = repo({ "README.md": "# r\n" }, { init: ["--object-format=sha256"] });
-    const ws = await workspace(r, "w-sha256");
-    expect(ws.baseCommit).toHaveLength(64);
-    writeFileSync(path.join(ws.worktree, "feature.txt"), "feature\n");
-    const out = path.join(tmp, "checkout-sha256");
-    const graded = await commitAndCheckOut(ws, "ocw: sha256", out);
-    expect(graded.changed).toEqual(["feature.txt"]);
-    expect(existsSync(path.join(out, "feature.txt"))).toBe(true);
-    await publishBranch(ws, graded.commit);
-    expectComplete(r, ws.branch, graded.commit);
-  }, 60_000);
-
-  it("a linked worktree and a repository whose .git is a file: the branch lands in the shared repository, complete", async () => {
+  it("repositories of other shapes (sha256, a linked worktree, a .git file): made, graded and published, complete", async () => {
+    const sha256 = repo({ "README.md": "# r\n" }, { init: ["--object-format=sha256"] });
     const main = repo();
     const linked = path.join(tmp, "linked-wt");
     g(main, "worktree", "add", "-q", "-b", "side", linked);
@@ -80,14 +68,30 @@ describe("publishing the graded commit into the user's repository", () => {
     writeFileSync(path.join(sep, "README.md"), "# s\n");
     g(sep, "add", "-A");
     g(sep, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
-    for (const [r, id] of [[linked, "w-linked"], [sep, "w-sep"]] as const) {
+    for (const [r, id] of [[sha256, "w-sha256"], [linked, "w-linked"], [sep, "w-sep"]] as const) {
       const ws = await workspace(r, id);
       writeFileSync(path.join(ws.worktree, "feature.txt"), `${id}\n`);
-      const graded = await commitAndCheckOut(ws, "ocw: t", path.join(tmp, `checkout-${id}`));
+      const out = path.join(tmp, `checkout-${id}`);
+      const graded = await commitAndCheckOut(ws, "ocw: t", out);
+      expect(graded.changed).toEqual(["feature.txt"]);
+      expect(existsSync(path.join(out, "feature.txt"))).toBe(true);
       await publishBranch(ws, graded.commit);
       expectComplete(r, ws.branch, graded.commit);
     }
+    expect(g(sha256, "rev-parse", "refs/heads/ocw/w-sha256")).toHaveLength(64);
     expect(g(main, "rev-parse", "refs/heads/ocw/w-linked")).toBe(g(linked, "rev-parse", "refs/heads/ocw/w-linked"));
+  }, 60_000);
+
+  it("a diff asked for while the first grading starts: both succeed (the engine repository is made once)", async () => {
+    const r = repo();
+    const info = await inspectRepo(r);
+    for (let i = 0; i < 8; i++) {
+      const ws = await createWorkspace(path.join(tmp, "workspaces"), info, `w-race-${i}`, path.join(tmp, "repos", `w-race-${i}.git`));
+      writeFileSync(path.join(ws.worktree, "feature.txt"), "feature\n");
+      const [diff, graded] = await Promise.all([fullDiff(ws), commitAndCheckOut(ws, "ocw: t", path.join(tmp, `checkout-race-${i}`)), fullDiff(ws)]);
+      expect(diff).toContain("+feature");
+      expect(graded.changed).toEqual(["feature.txt"]);
+    }
   }, 60_000);
 
   it("paths and a title full of shell syntax are values, never shell text", async () => {

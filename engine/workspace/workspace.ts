@@ -160,8 +160,20 @@ async function trustedGit(gitDir: string, args: string[]): Promise<string> {
   return trimFinalNewline(r.stdout);
 }
 
+// The engine repository is made by the first script that needs it: two at once (a diff asked for as grading starts)
+// both ran `git init` there, and one failed on the other's config lock. A worker's scripts therefore run one at a time.
+const scriptsOf = new Map<string, Promise<unknown>>();
+
 /** Runs a trusted script for a worker's engine repository, with a private index that is removed afterwards. */
-async function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>): Promise<string> {
+function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>): Promise<string> {
+  const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs));
+  const done = run.catch(() => undefined);
+  scriptsOf.set(ws.gitDir, done);
+  void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
+  return run;
+}
+
+async function runTrustedScript(ws: Workspace, script: string, inputs: Record<string, string>): Promise<string> {
   mkdirSync(path.dirname(ws.gitDir), { recursive: true });
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
