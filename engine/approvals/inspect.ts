@@ -1,6 +1,7 @@
 import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
+import { globsMatcher } from "../grading/scope";
 import type { Grant, PermissionAsk } from "../../shared/permission";
 
 type Flag = NonNullable<PermissionAsk["flags"]>[number];
@@ -54,8 +55,8 @@ export function inspectAsk(ask: Pick<PermissionAsk, "tool" | "what">, ws: { work
     return flags;
   }
   const rel = path.relative(realLocation(ws.cwd), real).split(path.sep).join("/");
-  if (spec.protect.some((g) => picomatch.isMatch(rel, g, { dot: true }))) flags.push({ kind: "protected", detail: `${rel} is protected (${spec.protect.join(", ")})` });
-  else if (spec.scope.length && !spec.scope.some((g) => picomatch.isMatch(rel, g, { dot: true }))) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec.scope.join(", ")})` });
+  if (globsMatcher(spec.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec.protect.join(", ")})` });
+  else if (spec.scope.length && !globsMatcher(spec.scope)(rel)) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec.scope.join(", ")})` });
   return flags;
 }
 

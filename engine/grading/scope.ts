@@ -5,10 +5,15 @@ import type { ScopeResult } from "../../shared/verdict";
 // or a file named with one under a protected folder matches no protect glob.
 const GLOB = { dot: true, flags: "s" } as const;
 
+/** Whether a path (relative, "/"-separated) matches any of the globs; false for none. */
+export function globsMatcher(globs: string[]): (file: string) => boolean {
+  return globs.length ? picomatch(globs, GLOB) : () => false;
+}
+
 /** Changed files must match `scope` (when given) and must not match `protect`. Paths are relative to the repo root. */
 export function checkScope(changed: string[], scope: string[], protect: string[]): ScopeResult {
-  const inScope = scope.length ? picomatch(scope, GLOB) : () => true;
-  const isProtected = protect.length ? picomatch(protect, GLOB) : () => false;
+  const inScope = scope.length ? globsMatcher(scope) : () => true;
+  const isProtected = globsMatcher(protect);
   const violations: string[] = [];
   for (const file of changed) {
     if (isProtected(file)) violations.push(`protected file changed: ${file}`);
