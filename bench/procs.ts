@@ -79,6 +79,7 @@ const PER_INSTANCE: Record<string, string> = {
   XDG_STATE_HOME: "under that home",
   XDG_CACHE_HOME: "under that home",
   TMPDIR: "under that home",
+  OPENCODE_MODELS_PATH: "the same empty models catalog (seedModelsCatalog), a file in that home",
   OPENCODE_SERVER_PASSWORD: "a random password per serve",
   PWD: "bubblewrap sets it to the serve's working directory (its home; the bare serve runs in its own home too, with no PWD set)",
   SHELL: "the engine's worker shell (each bash command in its own sandbox); the bare side keeps the user's shell",
