@@ -312,7 +312,7 @@ function repoSection(r: Report): string[] {
   return [
     "",
     "## Private repository vs git worktree",
-    `A generated repository of ${p.files} files (${p.repoMb} MB on disk, packed). Private repository: the engine's \`createWorkspace\` (\`git clone --shared --no-checkout\`, remote removed, checkout of the worker's branch) plus the engine's own bare repository for grading (alternates, no objects). Worktree: \`git worktree add -b\`. ${p.privateRepo.ms.length} of each, alternating.`,
+    `A generated repository of ${p.files} files (${p.repoMb} MB on disk, packed). Private repository: the engine's \`createWorkspace\` (one script: \`git init\`, the user's objects as its alternate, \`git checkout -b\` of the worker's branch; no remote; the engine's own bare repository for grading is made by grading's first snapshot). Worktree: \`git worktree add -b\`. ${p.privateRepo.ms.length} of each, alternating.`,
     "",
     "| per worker | time ms | disk KB (files + git) | of which git metadata KB |",
     "|---|---|---|---|",

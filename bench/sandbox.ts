@@ -110,8 +110,9 @@ export interface RepoCost {
 }
 
 /**
- * The engine's createWorkspace (clone --shared --no-checkout, remote removed, checkout of a branch, plus its own bare
- * repository with alternates) against `git worktree add -b` on the same repository, alternating, `reps` each.
+ * The engine's createWorkspace (one script: `git init`, the user's objects as its alternate, checkout of a branch; the
+ * engine's own bare repository is made later, by grading's first snapshot) against `git worktree add -b` on the same
+ * repository, alternating, `reps` each.
  * Disk: the workspace (and the engine's repository), or the worktree and its admin folder in the user's .git (its index).
  */
 export async function repoCost(files: number, reps: number): Promise<RepoCost> {
