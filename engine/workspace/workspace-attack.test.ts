@@ -4,7 +4,7 @@
 // every object it needs is there, nothing outside the engine's folders is written, no value is ever read as shell, and a
 // change to a protected file is never graded built.
 import { execFileSync } from "node:child_process";
-import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -94,22 +94,77 @@ describe("publishing the graded commit into the user's repository", () => {
     }
   }, 60_000);
 
-  it("paths and a title full of shell syntax are values, never shell text", async () => {
+  // The engine inherits the environment of whatever started it first: an `ocw` run from another repository's git hook
+  // (pre-commit, pre-push) carries its GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE, and git obeys them over its cwd.
+  it("paths and a title full of shell syntax are values, never shell text; a git hook's GIT_DIR/GIT_INDEX_FILE the engine inherited steer nothing", async () => {
     const odd = path.join(tmp, "it's \"odd\" $(touch PWNED1) `touch PWNED2` ${HOME}; touch PWNED3 & x");
     mkdirSync(odd, { recursive: true });
     const r = repo({ "README.md": "# r\n" }, { dir: path.join(odd, "re po $(touch PWNED4)") });
-    const ws = await workspace(r, "w-odd", odd);
-    writeFileSync(path.join(ws.worktree, "$(touch PWNED5).txt"), "x\n");
-    const out = path.join(odd, "check out `touch PWNED6`");
-    const graded = await commitAndCheckOut(ws, "ocw: $(touch PWNED7) `touch PWNED8`; touch PWNED9", out);
+    const hook = repo({ "README.md": "# the hook's\n" });
+    const hookIndex = readFileSync(path.join(hook, ".git", "index")).toString("hex");
+    const hookRefs = g(hook, "for-each-ref");
+    const saved = { GIT_DIR: process.env.GIT_DIR, GIT_WORK_TREE: process.env.GIT_WORK_TREE, GIT_INDEX_FILE: process.env.GIT_INDEX_FILE };
+    Object.assign(process.env, { GIT_DIR: path.join(hook, ".git"), GIT_WORK_TREE: hook, GIT_INDEX_FILE: path.join(hook, ".git", "index") });
+    let graded;
+    let ws;
+    try {
+      const info = await inspectRepo(r).catch((e: Error) => e);
+      expect(info instanceof Error ? info.message : info.root).toBe(r);
+      ws = await workspace(r, "w-odd", odd);
+      writeFileSync(path.join(ws.worktree, "$(touch PWNED5).txt"), "x\n");
+      graded = await commitAndCheckOut(ws, "ocw: $(touch PWNED7) `touch PWNED8`; touch PWNED9", path.join(odd, "check out `touch PWNED6`"));
+      await publishBranch(ws, graded.commit);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
     expect(graded.changed).toEqual(["$(touch PWNED5).txt"]);
-    await publishBranch(ws, graded.commit);
     expectComplete(r, ws.branch, graded.commit);
     expect(g(r, "log", "-1", "--format=%s", graded.commit)).toBe("ocw: $(touch PWNED7) `touch PWNED8`; touch PWNED9");
     const pwned = (dir: string): string[] =>
       readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.name.startsWith("PWNED") ? [path.join(dir, e.name)] : e.isDirectory() ? pwned(path.join(dir, e.name)) : []));
     expect([...pwned(tmp), ...pwned(process.cwd()).filter((p) => !p.includes("node_modules"))]).toEqual([]);
+    expect(readFileSync(path.join(hook, ".git", "index")).toString("hex")).toBe(hookIndex);
+    expect(g(hook, "for-each-ref")).toBe(hookRefs);
   }, 60_000);
+});
+
+// The engine runs every git command from one shared command thread. A worker's diff (asked for by whoever reviews it,
+// GUI or MCP) was read whole before being cut to 200 KB: a few hundred MB of text files make it longer than a string can
+// be, the command thread dies, and every other worker's git command in flight with it (their grading fails).
+describe("a worker whose diff is larger than the engine can hold", () => {
+  it("its diff is cut short without reading it whole; a sibling's grading running at the same time succeeds", async () => {
+    const r = repo();
+    const [bomb, sibling] = [await workspace(r, "w-bomb"), await workspace(r, "w-sibling")];
+    const line = Buffer.from("x".repeat(99) + "\n");
+    const chunk = Buffer.concat(Array.from({ length: 10_000 }, () => line)); // 1 MB of 100-byte lines
+    for (const f of ["a.txt", "b.txt"]) {
+      const fd = openSync(path.join(bomb.worktree, f), "w");
+      for (let i = 0; i < 290; i++) writeSync(fd, chunk);
+      closeSync(fd);
+    }
+    writeFileSync(path.join(sibling.worktree, "feature.txt"), "feature\n");
+    // The sibling is graded again and again while the diff is read, so one of its git commands is always in flight.
+    let reading = true;
+    const failures: string[] = [];
+    let graded = 0;
+    const siblingGrading = (async () => {
+      while (reading) {
+        await commitAndCheckOut(sibling, "ocw: t", path.join(tmp, "checkout-sibling")).then(
+          (c) => void (c.changed.join() === "feature.txt" && graded++),
+          (err: Error) => void failures.push(err.message),
+        );
+      }
+    })();
+    const diff = await fullDiff(bomb);
+    reading = false;
+    await siblingGrading;
+    rmSync(bomb.worktree, { recursive: true, force: true });
+    expect(failures).toEqual([]);
+    expect(graded).toBeGreaterThan(0);
+    expect(diff.length).toBeLessThan(300_000);
+    expect(diff).toContain("diff truncated at 200000 bytes");
+  }, 120_000);
 });
 
 describe("protected files whose names hold a line break", () => {
@@ -163,33 +218,6 @@ describe("a worker started in a sub-folder", () => {
     } finally {
       rmSync(victim, { recursive: true, force: true });
     }
-  }, 60_000);
-});
-
-// The engine inherits the environment of whatever started it first: an `ocw` run from a git hook (pre-commit,
-// pre-push) carries that repository's GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE, and git obeys them over its cwd.
-describe("an engine started from inside another repository's git hook", () => {
-  it("GIT_DIR, GIT_WORK_TREE and GIT_INDEX_FILE of that repository steer none of the engine's git on the user's repository", async () => {
-    const r = repo({ "README.md": "# the user's\n" });
-    const hook = repo({ "README.md": "# the hook's\n" });
-    const hookIndex = readFileSync(path.join(hook, ".git", "index")).toString("hex");
-    const hookRefs = g(hook, "for-each-ref");
-    const saved = { GIT_DIR: process.env.GIT_DIR, GIT_WORK_TREE: process.env.GIT_WORK_TREE, GIT_INDEX_FILE: process.env.GIT_INDEX_FILE };
-    Object.assign(process.env, { GIT_DIR: path.join(hook, ".git"), GIT_WORK_TREE: hook, GIT_INDEX_FILE: path.join(hook, ".git", "index") });
-    try {
-      const info = await inspectRepo(r).catch((e: Error) => e);
-      expect(info instanceof Error ? info.message : info.root).toBe(r);
-      const ws = await workspace(r, "w-hookenv");
-      writeFileSync(path.join(ws.worktree, "feature.txt"), "feature\n");
-      const graded = await commitAndCheckOut(ws, "ocw: t", path.join(tmp, "checkout-hookenv"));
-      await publishBranch(ws, graded.commit);
-    } finally {
-      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-    expect(readFileSync(path.join(hook, ".git", "index")).toString("hex")).toBe(hookIndex);
-    expect(g(hook, "for-each-ref")).toBe(hookRefs);
-    expect(g(r, "show", "refs/heads/ocw/w-hookenv:feature.txt")).toBe("feature");
   }, 60_000);
 });
 

@@ -2,8 +2,8 @@ import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { copyFile, link, mkdir, readdir, realpath, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
-import { runCommand, trimFinalNewline } from "../process/run";
-import { git, gitComplaint, GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
+import { trimFinalNewline } from "../process/run";
+import { git, GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 
 export { InputError } from "../../shared/errors";
 import { InputError } from "../../shared/errors";
@@ -154,11 +154,12 @@ function trustedEnv(gitDir: string): Record<string, string> {
   };
 }
 
-async function trustedGit(gitDir: string, args: string[]): Promise<string> {
-  const r = await runCommand("git", [...TRUSTED_FLAGS, ...args], { cwd: gitDir, env: trustedEnv(gitDir) });
-  if (r.exitCode !== 0) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${gitComplaint(r)}`);
-  return trimFinalNewline(r.stdout);
-}
+/**
+ * The diff from the base to `OCW_TO`, at most `OCW_MAX` bytes of it: git stops once head has read that much. A worker's
+ * diff can be gigabytes, and a command's whole output is read into one string on the engine's command thread (past
+ * 512 MiB the thread dies, and every git command in flight with it).
+ */
+const DIFF_HEAD = `git ${TRUSTED_FLAGS.join(" ")} diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"\n`;
 
 // The engine repository is made by the first script that needs it: two at once (a diff asked for as grading starts)
 // both ran `git init` there, and one failed on the other's config lock. A worker's scripts therefore run one at a time.
@@ -246,8 +247,9 @@ export function parseNumstatAndStat(out: string): { changed: string[]; stat: str
 /** The diff of a commit (the graded one), or of the workspace's files as they are now (a running worker). */
 export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_000): Promise<string> {
   const to = commit ?? (existsSync(ws.worktree) ? trimFinalNewline(await trustedScript(ws, SNAPSHOT_TREE, {})) : ws.baseCommit);
-  const d = await trustedGit(ws.gitDir, ["diff", ws.baseCommit, to]).catch(() => "");
-  return d.length > maxBytes ? d.slice(0, maxBytes) + `\n… diff truncated at ${maxBytes} bytes` : d;
+  const env = { ...trustedEnv(ws.gitDir), OCW_BASE: ws.baseCommit, OCW_TO: to, OCW_MAX: String(maxBytes + 1) };
+  const d = trimFinalNewline(await gitScript(DIFF_HEAD, { cwd: path.dirname(ws.gitDir), env }).catch(() => ""));
+  return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `\n… diff truncated at ${maxBytes} bytes` : d;
 }
 
 /**
