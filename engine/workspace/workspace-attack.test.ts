@@ -218,6 +218,24 @@ describe("a worker started in a sub-folder", () => {
     } finally {
       rmSync(victim, { recursive: true, force: true });
     }
+    // The same swap made by the worker's code while a command check runs (the checkout is writable to checks): a later
+    // file check then read <checkout>/a/b/out.txt through the new symlink, from the live workspace, where the worker
+    // left an out.txt that git ignores and so is in no commit; it was graded built on a file the checkout never had.
+    const r2 = repo({ "a/b/README.md": "# b\n", ".gitignore": "out.txt\n" });
+    const w2 = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(path.join(r2, "a", "b")), "w-sub-swap", path.join(tmp, "repos", "w-sub-swap.git"));
+    writeFileSync(path.join(w2.worktree, "a", "b", "out.txt"), "ok\n");
+    writeFileSync(path.join(w2.worktree, "a", "b", "build.sh"), `cd ../.. && mv a a.real && ln -s '${path.join(w2.worktree, "a")}' a\n`);
+    const swapped = await grade({
+      workspace: w2,
+      checks: [{ run: "sh build.sh" }, { file: "out.txt", equals: "ok" }],
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: built",
+      title: "t",
+      checkoutDir: path.join(tmp, "checkout-sub-swap"),
+    });
+    expect(swapped.checks.map((c) => c.passed)).toEqual([true, false]);
+    expect(swapped.verdict).toBe("honest-failure");
   }, 60_000);
 });
 
