@@ -239,12 +239,14 @@ describe("a worker started in a sub-folder", () => {
   }, 60_000);
 });
 
-// Command checks run the worker's code in the fresh checkout (writable to them); file checks then read that checkout
-// from the engine's own thread. A FIFO left where a file check reads (`equals` / `matches`) made readFileSync wait
-// forever for a writer that is gone: the whole engine (every worker, every client) hung. Run in a child process, since
-// a blocked thread here would hang the test runner too.
-describe("a FIFO the worker's code leaves in the checkout for a file check", () => {
-  it("the file check fails; the engine's thread is not blocked", () => {
+// Command checks run the worker's code in the fresh checkout, which is writable to them; every later check runs in that
+// same checkout. (1) File checks read it from the engine's own thread: a FIFO left where one reads (`equals` /
+// `matches`) made readFileSync wait forever for a writer that is gone, and the whole engine (every worker, every
+// client) hung; run in a child process, since a blocked thread here would hang the test runner too. (2) A protected
+// file is protected only in the commit: the worker's build step, run by the first check, rewrote the protected test the
+// second check runs, and the work was graded built.
+describe("what the worker's code, run by one check, leaves in the checkout for the next", () => {
+  it("a FIFO fails the file check without blocking the engine; a protected test rewritten at check time is not graded built", async () => {
     const dir = mkdtempSync(path.join(tmp, "fifo-"));
     const script = `const { createJiti } = require("jiti");
 const jiti = createJiti(${JSON.stringify(path.join(process.cwd(), "x.js"))});
@@ -259,5 +261,20 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/checks.ts"
     expect(out).toMatch(/^\[/);
     const results = JSON.parse(out) as { passed: boolean }[];
     expect(results.map((r) => r.passed)).toEqual([true, false]);
-  }, 30_000);
+
+    const r = repo({ "test/check.sh": "exit 1\n", "build.sh": "true\n", "README.md": "# r\n" });
+    const ws = await workspace(r, "w-rewrite");
+    writeFileSync(path.join(ws.worktree, "build.sh"), "printf 'exit 0\\n' > test/check.sh\n");
+    const verdict = await grade({
+      workspace: ws,
+      checks: [{ run: "sh build.sh" }, { run: "sh test/check.sh" }],
+      scope: [],
+      protect: ["test/**"],
+      finalText: "OUTCOME: built",
+      title: "t",
+      checkoutDir: path.join(tmp, "checkout-rewrite"),
+    });
+    expect(verdict.scope.changedFiles).toEqual(["build.sh"]);
+    expect(verdict.verdict).toBe("honest-failure");
+  }, 60_000);
 });
