@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -31,5 +31,30 @@ describe("runChecks", () => {
     );
     expect(rs.map((r) => r.passed)).toEqual([true, true, false, true, true, false]);
     expect(rs[2]!.output).toMatch(/differs/);
+  });
+});
+
+describe("protected files while the checks run", () => {
+  it("are read-only to a check in the sandbox, and a check that changed one fails; the next check reads the original", async (ctx) => {
+    const { sandboxStatus } = await import("../sandbox/sandbox");
+    if (sandboxStatus().kind !== "bwrap") return ctx.skip(`no bubblewrap sandbox here: ${sandboxStatus().reason}`);
+    const root = dir();
+    const state = dir();
+    mkdirSync(path.join(root, "test"));
+    writeFileSync(path.join(root, "test", "check.sh"), "exit 1\n");
+    const guard = [path.join(root, "test", "check.sh")];
+    const [rewrite, check] = await runChecks([{ run: "printf 'exit 0\\n' > test/check.sh" }, { run: "sh test/check.sh" }], root, { kind: "bwrap", stateDir: state, tmpDir: path.join(state, "tmp"), root }, guard);
+    expect(rewrite!.passed).toBe(false);
+    expect(check!.passed).toBe(false);
+    expect(readFileSync(guard[0]!, "utf8")).toBe("exit 1\n");
+  });
+
+  it("unconfined, a check that rewrote one fails with its name", async () => {
+    const root = dir();
+    mkdirSync(path.join(root, "test"));
+    writeFileSync(path.join(root, "test", "check.sh"), "exit 1\n");
+    const [rewrite] = await runChecks([{ run: "printf 'exit 0\\n' > test/check.sh" }], root, undefined, [path.join(root, "test", "check.sh")]);
+    expect(rewrite!.passed).toBe(false);
+    expect(rewrite!.output).toContain("changed protected file(s): test/check.sh");
   });
 });

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
@@ -12,6 +13,8 @@ export interface CheckSandbox {
   stateDir: string;
   tmpDir: string;
   root?: string;
+  /** Read-only inside the sandbox although under `root` (the protected files). */
+  readOnly?: string[];
 }
 
 export const DEFAULT_CHECK_TIMEOUT_SEC = 300;
@@ -33,7 +36,7 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   if (sandbox) {
     mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
     const env = allowListedEnv({ CI: "1", HOME: path.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
-    cmd = sandboxed([shell, "-c", check.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: [], network: "none", env, cwd }, sandbox.kind);
+    cmd = sandboxed([shell, "-c", check.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env, cwd }, sandbox.kind);
   }
   const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
   let timedOut = false;
@@ -60,11 +63,11 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 
-function runFile(check: FileCheck, name: string, cwd: string): CheckResult {
+function runFile(check: FileCheck, name: string, cwd: string, realCwd: string): CheckResult {
   const file = path.join(cwd, check.file);
   const wantExists = check.exists ?? true;
   const exists = existsSync(file);
-  if (exists && !realpathSync(file).startsWith(realpathSync(cwd) + path.sep)) {
+  if (exists && !realpathSync(file).startsWith(realCwd + path.sep)) {
     return { name, passed: false, output: `${check.file} resolves outside the workspace` };
   }
   if (!wantExists) return { name, passed: !exists, output: exists ? `${check.file} exists but should not` : `${check.file} is absent, as required` };
@@ -94,12 +97,41 @@ function runFile(check: FileCheck, name: string, cwd: string): CheckResult {
   return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check.file} ok` };
 }
 
-/** Runs the held-back checks in order in the worker's workspace. */
-export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: CheckSandbox): Promise<CheckResult[]> {
+/**
+ * Runs the held-back checks in order in the fresh checkout. A command check runs the worker's code there, with the
+ * checkout writable: what it leaves must not decide a later check. So the folder is resolved once, before the first
+ * check, and a check whose folder has moved since (a parent turned into a symlink) fails; `protectedFiles` (absolute
+ * paths in the checkout) are read-only inside the sandbox and compared after every command check, so code that
+ * rewrites a protected test (a build step, a `pretest` script) fails the check that ran it. Unconfined (the person
+ * opted out of the sandbox), only the comparison holds: code that restores the file before it ends is not seen.
+ */
+export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: CheckSandbox, protectedFiles: string[] = []): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
+  const realCwd = realpathSync(cwd);
+  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
   for (const [i, check] of checks.entries()) {
     const name = checkName(check, i);
-    results.push("run" in check ? await runCommand(check, name, cwd, sandbox) : runFile(check, name, cwd));
+    if (realpathSync(cwd) !== realCwd) {
+      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync(cwd)}): not run` });
+      continue;
+    }
+    if (!("run" in check)) {
+      results.push(runFile(check, name, cwd, realCwd));
+      continue;
+    }
+    const r = await runCommand(check, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path.relative(realCwd, f)) : [];
+    results.push(changed.length ? { ...r, passed: false, output: `${r.output}\n[this check changed protected file(s): ${changed.join(", ")}]` } : r);
   }
   return results;
+}
+
+/** What a protected file is now: its content's hash, or that it is gone or not a regular file. */
+function fingerprint(file: string): string {
+  try {
+    const st = lstatSync(file);
+    return st.isFile() ? createHash("sha256").update(readFileSync(file)).digest("hex") : `not a file (${st.mode})`;
+  } catch {
+    return "absent";
+  }
 }

@@ -1,10 +1,10 @@
-import { lstat, mkdir, rm } from "node:fs/promises";
+import { lstat, mkdir, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
 import { commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
-import { checkScope } from "./scope";
+import { checkScope, globsMatcher } from "./scope";
 
 export interface GradeInput {
   workspace: Workspace;
@@ -38,6 +38,18 @@ async function folderIn(checkout: string, sub: string): Promise<string | { probl
   return at;
 }
 
+/** The checkout's files that `protect` names (its globs are relative to the folder the user named), as absolute paths. */
+async function protectedIn(checkout: string, sub: string, protect: string[]): Promise<string[]> {
+  if (!protect.length) return [];
+  const isProtected = globsMatcher(protect);
+  const entries = await readdir(checkout, { recursive: true, withFileTypes: true });
+  return entries
+    .filter((e) => !e.isDirectory())
+    .map((e) => path.relative(checkout, path.join(e.parentPath ?? (e as unknown as { path: string }).path, e.name)).split(path.sep).join("/"))
+    .filter((f) => isProtected(sub ? (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : f))
+    .map((f) => path.join(checkout, f));
+}
+
 /**
  * Grades a settled worker (every process of it already ended): the engine commits the workspace's files in its own
  * repository, runs the checks the worker never saw in a fresh checkout of that commit, checks scope, compares the
@@ -56,9 +68,10 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     const rel = sub ? graded.changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
     const cwd = await folderIn(checkout, sub);
+    const guarded = typeof cwd === "string" && input.checks.some((c) => "run" in c) ? await protectedIn(checkout, sub, input.protect) : [];
     checks =
       typeof cwd === "string"
-        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined)
+        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined, guarded)
         : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
   } finally {
     await rm(checkout, { recursive: true, force: true });
