@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { commitAndCheckOut, createWorkspace, inspectRepo, mergeBranch, parseNumstatAndStat, publishBranch, removeWorkspace } from "./workspace";
+import { commitAndCheckOut, createWorkspace, fullDiff, inspectRepo, mergeBranch, parseNumstatAndStat, publishBranch, removeWorkspace } from "./workspace";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-workspace-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -112,6 +112,23 @@ describe("the engine's commit of a worker's files", () => {
     writeFileSync(path.join(ws.worktree, "a.txt"), "rewritten after grading\n");
     await mergeBranch(ws, "merge", commit);
     expect(readFileSync(path.join(r, "a.txt"), "utf8")).toBe("graded\n");
+  });
+});
+
+describe("publishing a graded commit", () => {
+  it("brings into the user's repository the objects the commit needs, not a file an earlier snapshot saw", async () => {
+    const r = repo();
+    const ws = await workspace(r, "w-publish-only");
+    const scratch = `scratch the worker deleted before it finished ${Math.random()}\n`;
+    writeFileSync(path.join(ws.worktree, "scratch.txt"), scratch);
+    expect(await fullDiff(ws)).toContain("scratch.txt"); // a person looked at the running worker's diff: a snapshot
+    rmSync(path.join(ws.worktree, "scratch.txt"));
+    writeFileSync(path.join(ws.worktree, "kept.txt"), "kept\n");
+    const { commit } = await commitWork(ws);
+    await publishBranch(ws, commit);
+    expect(g(r, "show", `${ws.branch}:kept.txt`)).toBe("kept");
+    const blob = execFileSync("git", ["hash-object", "--stdin"], { input: scratch, encoding: "utf8" }).trim();
+    expect(() => execFileSync("git", ["-C", r, "cat-file", "-e", blob], { stdio: "pipe" })).toThrow();
   });
 });
 

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { copyFile, link, mkdir, readdir, realpath, rm } from "node:fs/promises";
+import { realpath, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { trimFinalNewline } from "../process/run";
@@ -132,6 +132,7 @@ const SNAPSHOT_TREE = `${SNAPSHOT}printf '%s\\n' "$tree"\n`;
  * (NUL-separated names, never quoted or escaped), and a fresh checkout of it (nothing the worker left behind is in it).
  */
 const COMMIT_AND_CHECK_OUT = `${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
+git $C update-ref "refs/heads/$OCW_BRANCH" "$commit"
 printf '%s\n' "$commit"
 git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
 GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout -q -f "$commit" -- .
@@ -219,7 +220,7 @@ export async function commitAndCheckOut(ws: Workspace, message: string, checkout
   mkdirSync(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
-    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
+    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_BRANCH: ws.branch, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
     const eol = out.indexOf("\n");
     const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
     // Nothing changed: the base is the commit (the engine's commit object of the same tree is left unused).
@@ -253,58 +254,23 @@ export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_00
 }
 
 /**
- * Puts the graded commit into the user's repository as branch `ocw/<id>` (nothing runs from the worker's repository).
- * The engine's repository holds the commit's new objects as loose files, the rest it borrows from the user's: they are
- * copied into the user's object store (each file whole or not at all, as git itself writes them), then the branch is
- * set to exactly that commit. git fetch did the same with four processes (fetch, upload-pack, unpack-objects, auto
- * maintenance) and a verifying rev-parse. The user's branch `ocw/<id>` is only ever set to the commit the verdict names.
+ * Puts the graded commit into the user's repository as branch `ocw/<id>` (the engine reads from its own repository;
+ * nothing runs from the worker's). A fetch copies exactly the objects the commit needs: not the blobs of earlier
+ * snapshots (a running worker's diff view) that the engine's repository also holds. The user's branch `ocw/<id>` is
+ * only ever set to the commit the verdict names.
  */
 export async function publishBranch(ws: Workspace, commit: string): Promise<void> {
-  if (commit !== ws.baseCommit) await copyLooseObjects(path.join(ws.gitDir, "objects"), await objectsOf(ws.repo));
-  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
+  // Nothing changed: the base is the commit, and the user's repository has it.
+  if (commit === ws.baseCommit) return void (await git(ws.repo, ["update-ref", `refs/heads/${ws.branch}`, commit]));
+  const published = trimFinalNewline(await gitScript(PUBLISH, { cwd: ws.repo, env: { ...userGitEnv(), OCW_FROM: ws.gitDir, OCW_BRANCH: ws.branch } }));
+  if (published !== commit) throw new GitError(`the branch ${ws.branch} in ${ws.repo} is ${published}, not the graded commit ${commit}`);
 }
 
-async function copyLooseObjects(from: string, to: string): Promise<void> {
-  const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
-  await Promise.all([
-    ...fanout.map(async (d) => {
-      // Only files named as objects: not a temporary file of a git still writing one.
-      const names = (await readdir(path.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
-      if (!names.length) return;
-      await mkdir(path.join(to, d), { recursive: true });
-      for (const name of names) await copyWhole(path.join(from, d, name), path.join(to, d, name));
-    }),
-    copyPacks(path.join(from, "pack"), path.join(to, "pack")),
-  ]);
-}
-
-/**
- * `git add` streams a file over core.bigFileThreshold (512 MiB) into a pack of its own instead of a loose object: those
- * packs are copied too, the pack (and its reverse index) before its .idx, since git sees a pack only once its .idx is there.
- */
-async function copyPacks(from: string, to: string): Promise<void> {
-  const names = await readdir(from).catch(() => [] as string[]);
-  const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
-  if (!packs.length) return;
-  await mkdir(to, { recursive: true });
-  for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path.join(from, pack + ext), path.join(to, pack + ext));
-  }
-}
-
-/** Copies a file of git's (named by its content) whole or not at all: to a temporary name beside it, then linked. */
-async function copyWhole(src: string, dest: string): Promise<void> {
-  if (existsSync(dest)) return;
-  const tmp = path.join(path.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes(6).toString("hex")}`);
-  try {
-    await copyFile(src, tmp);
-    await link(tmp, dest).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== "EEXIST") throw err;
-    });
-  } finally {
-    await rm(tmp, { force: true });
-  }
-}
+/** The engine's branch fetched into the user's repository (run there, with the user's config), then what it names. */
+const PUBLISH = `set -eu
+git fetch -q --no-tags --no-write-fetch-head --no-auto-maintenance "$OCW_FROM" "+refs/heads/$OCW_BRANCH:refs/heads/$OCW_BRANCH"
+git rev-parse --verify "refs/heads/$OCW_BRANCH^{commit}"
+`;
 
 export function mergeHint(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">): string {
   if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;

@@ -18830,24 +18830,26 @@ function killGroup(pid, signal = "SIGKILL") {
     }
   }
 }
-async function stopPid(pid, graceMs = 5e3) {
-  if (!signalablePid(pid) || !pidAlive(pid)) return true;
+async function stopPid(who, graceMs = 5e3) {
+  const pid = typeof who === "number" ? who : who.pid;
+  if (!signalablePid(pid) || !alive(who)) return true;
   try {
     process.kill(pid, "SIGTERM");
   } catch {
-    return !pidAlive(pid);
+    return !alive(who);
   }
   const t0 = Date.now();
   while (Date.now() - t0 < graceMs) {
-    if (!pidAlive(pid)) return true;
+    if (!alive(who)) return true;
     await new Promise((r) => setTimeout(r, 25));
   }
+  if (!alive(who)) return true;
   try {
     process.kill(pid, "SIGKILL");
   } catch {
   }
   await new Promise((r) => setTimeout(r, 50));
-  return !pidAlive(pid);
+  return !alive(who);
 }
 function writePidFile(file2, pid) {
   writeFileSync5(file2, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
@@ -28033,14 +28035,14 @@ var require_util = __commonJS({
       return ("00000000" + parseInt(hex3, 16).toString(2)).substr(-8);
     }
     function getFilesInPath(source) {
-      const lstatSync2 = fs.lstatSync;
+      const lstatSync3 = fs.lstatSync;
       const readdirSync10 = fs.readdirSync;
       const join = path53.join;
       function isDirectory(source2) {
-        return lstatSync2(source2).isDirectory();
+        return lstatSync3(source2).isDirectory();
       }
       function isFile(source2) {
-        return lstatSync2(source2).isFile();
+        return lstatSync3(source2).isFile();
       }
       function getDirectories(source2) {
         return readdirSync10(source2).map((name) => {
@@ -46448,23 +46450,23 @@ var init_catalog = __esm({
 });
 
 // engine/models/download.ts
-import { createHash as createHash2 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync11, renameSync as renameSync2, statfsSync, statSync as statSync5, unlinkSync } from "node:fs";
+import { createHash as createHash3 } from "node:crypto";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync11, renameSync as renameSync2, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
 import path31 from "node:path";
 async function sha256File(file2) {
-  const h3 = createHash2("sha256");
+  const h3 = createHash3("sha256");
   for await (const chunk of createReadStream2(file2)) h3.update(chunk);
   return h3.digest("hex");
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
   mkdirSync11(path31.dirname(o2.dest), { recursive: true });
-  if (existsSync11(o2.dest) && o2.expectedSize && statSync5(o2.dest).size === o2.expectedSize) {
+  if (existsSync11(o2.dest) && o2.expectedSize && statSync6(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase()) return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
   const part = `${o2.dest}.part`;
-  let start = existsSync11(part) ? statSync5(part).size : 0;
+  let start = existsSync11(part) ? statSync6(part).size : 0;
   if (o2.expectedSize && start > o2.expectedSize) {
     unlinkSync(part);
     start = 0;
@@ -46520,7 +46522,7 @@ async function downloadFile(o2) {
   out.end();
   await once10(out, "finish");
   o2.onProgress?.({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
-  const size = statSync5(part).size;
+  const size = statSync6(part).size;
   if (total2 !== null && size !== total2) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total2}; run again to resume`);
   let verified = total2 !== null ? "size" : "none";
   if (o2.sha256) {
@@ -46845,7 +46847,7 @@ var init_gguf = __esm({
 });
 
 // engine/models/source.ts
-import { existsSync as existsSync12, readFileSync as readFileSync11, statSync as statSync6 } from "node:fs";
+import { existsSync as existsSync12, readFileSync as readFileSync11, statSync as statSync7 } from "node:fs";
 import path32 from "node:path";
 function quantFromName(name) {
   const m = /[-_.](I?Q\d_[A-Z0-9_]+?|I?Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(name);
@@ -46923,7 +46925,7 @@ async function loadGguf(ref, headers = {}) {
   }
   const f = mergeShards(files);
   if (isMmproj(f)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
-  const fileBytes = names.reduce((a2, n2) => a2 + statSync6(n2).size, 0);
+  const fileBytes = names.reduce((a2, n2) => a2 + statSync7(n2).size, 0);
   return { source: ref, metadata: f.metadata, tensors: f.tensors, fileBytes, quant: quantOf(f.metadata, ref), shards: names.length };
 }
 var ModelSourceError, hfBase, FTYPE;
@@ -46991,8 +46993,8 @@ async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = proce
     if (!res.ok) throw new Error(`Hub tree API for ${repo} answered HTTP ${res.status}`);
     const entries = await res.json();
     for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
-    const link2 = res.headers.get("link");
-    const next = link2 && /<([^>]+)>;\s*rel="next"/.exec(link2);
+    const link = res.headers.get("link");
+    const next = link && /<([^>]+)>;\s*rel="next"/.exec(link);
     url2 = next ? new URL(next[1], url2).toString() : null;
   }
   return out;
@@ -49057,22 +49059,36 @@ function listServing() {
 function saveServing(recs) {
   writeJsonAtomic(servingFile(), recs);
 }
+function serverIdentity(r) {
+  return { pid: r.pid, startTime: recordedStart(r.startTime) };
+}
+function supervisorIdentity(r) {
+  return signalablePid(r.supervisorPid) ? { pid: r.supervisorPid, startTime: recordedStart(r.supervisorStartTime) } : null;
+}
+function servingAlive(r) {
+  return signalablePid(r.pid) && alive(serverIdentity(r));
+}
 async function stopServing(targetId) {
   const recs = listServing();
   const pick3 = recs.filter((r) => !targetId || r.targetId === targetId || r.replicaOf === targetId);
   const stopped = [];
   const alreadyGone = [];
+  const reused = [];
   for (const r of pick3) {
     if (!signalablePid(r.pid) && !signalablePid(r.supervisorPid)) {
       alreadyGone.push(r);
       continue;
     }
-    if (signalablePid(r.supervisorPid) && pidAlive(r.supervisorPid)) await stopPid(r.supervisorPid, 8e3);
-    if (!pidAlive(r.pid)) (r.supervisorPid ? stopped : alreadyGone).push(r);
-    else if (await stopPid(r.pid)) stopped.push(r);
+    const sup = supervisorIdentity(r);
+    const supAlive = !!sup && alive(sup);
+    if (sup && supAlive) await stopPid(sup, 8e3);
+    if (!servingAlive(r)) {
+      (supAlive ? stopped : alreadyGone).push(r);
+      if (!supAlive && signalablePid(r.pid) && alive(r.pid)) reused.push(r);
+    } else if (await stopPid(serverIdentity(r), 5e3)) stopped.push(r);
   }
   saveServing(recs.filter((r) => !pick3.includes(r)));
-  return { stopped, alreadyGone };
+  return { stopped, alreadyGone, reused };
 }
 function positiveInt(v, flag2) {
   if (v === void 0 || v === null) return void 0;
@@ -49140,11 +49156,11 @@ async function superviseServing(targetId) {
     sup = new LlamaSupervisor(
       { bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port },
       {
-        onReady: (pid) => update({ pid, supervisorPid: process.pid, restarts: sup?.restarts ?? 0 }),
+        onReady: (pid) => update({ pid, startTime: processStartTime(pid), supervisorPid: process.pid, supervisorStartTime: processStartTime(process.pid), restarts: sup?.restarts ?? 0 }),
         onRestart: (n2, why, delay) => console.error(`supervise ${targetId}: restart #${n2} in ${delay} ms (${why})`),
         onGiveUp: (why) => {
           console.error(`supervise ${targetId}: ${why}`);
-          update({ supervisorPid: null });
+          update({ supervisorPid: null, supervisorStartTime: null });
           resolve(1);
         }
       }
@@ -49152,7 +49168,7 @@ async function superviseServing(targetId) {
   });
   const stop2 = async () => {
     await sup?.stop();
-    update({ supervisorPid: null });
+    update({ supervisorPid: null, supervisorStartTime: null });
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop2());
@@ -49270,7 +49286,7 @@ async function setupProvider(o2) {
     timings: { totalMs: performance.now() - t0, verifyMs: performance.now() - tv }
   };
 }
-var SetupInputError, servingFile;
+var SetupInputError, servingFile, recordedStart;
 var init_setup3 = __esm({
   "engine/serving/setup.ts"() {
     init_target();
@@ -49279,11 +49295,13 @@ var init_setup3 = __esm({
     init_targets();
     init_capture();
     init_keys();
+    init_process();
     init_llama_server();
     init_verify();
     SetupInputError = class extends Error {
     };
     servingFile = () => path35.join(stateDir(), "serving.json");
+    recordedStart = (t2) => typeof t2 === "string" ? t2 : null;
   }
 });
 
@@ -49324,7 +49342,7 @@ __export(start_runtimes_exports, {
   runOtherRuntime: () => runOtherRuntime
 });
 import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync7, writeFileSync as writeFileSync9 } from "node:fs";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync9 } from "node:fs";
 import os6 from "node:os";
 import path36 from "node:path";
 function onPath(name, env2) {
@@ -49477,7 +49495,7 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
   const logFile = path36.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
   mkdirSync14(path36.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync14(logFile) ? statSync7(logFile).size : 0;
+  const logStart = existsSync14(logFile) ? statSync8(logFile).size : 0;
   const readLog = () => existsSync14(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
   const env2 = { ...process.env, ...launch2.env };
@@ -49500,7 +49518,7 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
       logFile
     });
   }
-  saveServing([...listServing().filter((r) => r.targetId !== id2), { targetId: id2, pid: child.pid, supervisorPid: null, port, bin: launch2.cmd, args: launch2.args, env: Object.fromEntries(Object.entries(launch2.env).filter(([k]) => k !== "VLLM_API_KEY")), logFile, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString(), gpuBytes: held }]);
+  saveServing([...listServing().filter((r) => r.targetId !== id2), { targetId: id2, pid: child.pid, startTime: processStartTime(child.pid), supervisorPid: null, port, bin: launch2.cmd, args: launch2.args, env: Object.fromEntries(Object.entries(launch2.env).filter(([k]) => k !== "VLLM_API_KEY")), logFile, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString(), gpuBytes: held }]);
   ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1e3).toFixed(1)} s`);
   ops.begin("warmup", "one short completion");
   const url2 = `http://127.0.0.1:${port}/v1`;
@@ -49586,6 +49604,7 @@ var init_start_runtimes = __esm({
     init_setup2();
     init_target();
     init_detect();
+    init_process();
     init_paths();
     init_http();
     init_keys();
@@ -49977,7 +49996,7 @@ __export(parallel_exports, {
   resolveParallelModel: () => resolveParallelModel,
   toParallelPick: () => toParallelPick
 });
-import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync14, statSync as statSync8 } from "node:fs";
+import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync14, statSync as statSync9 } from "node:fs";
 import path37 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
@@ -50043,10 +50062,10 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     return exact.length ? exact : all;
   }
   if (existsSync15(name)) {
-    if (!statSync8(name).isDirectory()) throw new ParallelInputError(`${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`);
+    if (!statSync9(name).isDirectory()) throw new ParallelInputError(`${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`);
     const st = readdirSync7(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync8(path37.join(name, f)).size, 0);
+    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path37.join(name, f)).size, 0);
     const cfgFile = path37.join(name, "config.json");
     const cfg2 = existsSync15(cfgFile) ? JSON.parse(readFileSync14(cfgFile, "utf8")) : {};
     return [{
@@ -50633,7 +50652,7 @@ async function runServingStop(o2 = {}) {
   const r = await stopServing(o2.target);
   const lines = [
     ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
-    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running`)
+    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${r.reused.includes(s) ? " (that pid is another process now: left alone)" : ""}`)
   ];
   return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
 }
@@ -50713,7 +50732,7 @@ var init_commands = __esm({
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync9 } from "node:fs";
+import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync10 } from "node:fs";
 import path40 from "node:path";
 async function latestRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
@@ -50768,7 +50787,7 @@ function findBinary(dir, name, depth = 0) {
   for (const e of readdirSync8(dir)) {
     const p = path40.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
-    if (statSync9(p).isDirectory()) {
+    if (statSync10(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
       if (f) return f;
     }
@@ -50835,7 +50854,7 @@ __export(start_exports, {
   withFreed: () => withFreed
 });
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync10 } from "node:fs";
+import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
 import path41 from "node:path";
 function classifyLog(log, bin = null) {
   const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
@@ -51092,7 +51111,7 @@ async function runStartJob(o2) {
       else {
         begin("download", `${files.downloads.length} file(s) to ${path41.dirname(files.downloads[0].dest)}`);
         const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-        const onDisk = (d) => existsSync18(d.dest) ? statSync10(d.dest).size : existsSync18(`${d.dest}.part`) ? statSync10(`${d.dest}.part`).size : 0;
+        const onDisk = (d) => existsSync18(d.dest) ? statSync11(d.dest).size : existsSync18(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
         if (total2 !== null) {
           const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
           const dir = path41.dirname(files.downloads[0].dest);
@@ -51181,7 +51200,7 @@ async function runStartJob(o2) {
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
         const file2 = path41.join(stateDir(), "logs", `${recId}.log`);
         mkdirSync16(path41.dirname(file2), { recursive: true });
-        logs[r.i] = { file: file2, start: existsSync18(file2) ? statSync10(file2).size : 0 };
+        logs[r.i] = { file: file2, start: existsSync18(file2) ? statSync11(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = { targetId: recId, ...pooled ? { replicaOf: id2 } : {}, pid: 0, supervisorPid: null, port, bin, args, env: env2, logFile: file2, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
         let started;
@@ -51196,7 +51215,7 @@ async function runStartJob(o2) {
             }
           } else {
             started = await startLlamaServer({ bin, args, env: env2, apiKey: key, logFile: file2, port, detached: true, readyTimeoutMs: o2.readyTimeoutMs ?? 6e5 });
-            saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record2, pid: started.pid }]);
+            saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record2, pid: started.pid, startTime: processStartTime(started.pid) }]);
           }
         } catch (e) {
           const c3 = classifyLog(readLog(r.i), bin);
@@ -51338,7 +51357,7 @@ async function runStartJob(o2) {
 function runningGroups(recs = listServing()) {
   const m = /* @__PURE__ */ new Map();
   for (const r of recs) {
-    if (!signalablePid(r.pid) || !pidAlive(r.pid) || !r.gpuBytes?.length) continue;
+    if (!servingAlive(r) || !r.gpuBytes?.length) continue;
     const id2 = r.replicaOf ?? r.targetId;
     const g = m.get(id2) ?? { id: id2, recs: [], bytes: /* @__PURE__ */ new Map() };
     g.recs.push(r);
@@ -59401,7 +59420,7 @@ var Pools = class {
 };
 
 // engine/approvals/queue.ts
-var import_picomatch2 = __toESM(require_picomatch2());
+var import_picomatch3 = __toESM(require_picomatch2());
 init_zod();
 import path7 from "node:path";
 
@@ -59448,9 +59467,28 @@ function codeOf(err) {
 init_json_file();
 
 // engine/approvals/inspect.ts
-var import_picomatch = __toESM(require_picomatch2());
+var import_picomatch2 = __toESM(require_picomatch2());
 import { lstatSync, realpathSync } from "node:fs";
 import path5 from "node:path";
+
+// engine/grading/scope.ts
+var import_picomatch = __toESM(require_picomatch2());
+var GLOB = { dot: true, flags: "s" };
+function globsMatcher(globs) {
+  return globs.length ? (0, import_picomatch.default)(globs, GLOB) : () => false;
+}
+function checkScope(changed, scope, protect) {
+  const inScope = scope.length ? globsMatcher(scope) : () => true;
+  const isProtected = globsMatcher(protect);
+  const violations = [];
+  for (const file2 of changed) {
+    if (isProtected(file2)) violations.push(`protected file changed: ${file2}`);
+    else if (!inScope(file2)) violations.push(`outside scope: ${file2}`);
+  }
+  return { passed: violations.length === 0, violations, changedFiles: changed };
+}
+
+// engine/approvals/inspect.ts
 function realLocation(p) {
   let dir = path5.resolve(p);
   const rest = [];
@@ -59483,20 +59521,20 @@ function inspectAsk(ask, ws, spec2) {
   const root2 = realLocation(ws.worktree);
   const real2 = realLocation(asked);
   const flags = [];
-  const link2 = viaSymlink(asked, path5.resolve(ws.worktree));
-  if (link2) flags.push({ kind: "symlink", detail: `${path5.relative(ws.worktree, link2)} is a symlink: the write lands in ${real2}` });
+  const link = viaSymlink(asked, path5.resolve(ws.worktree));
+  if (link) flags.push({ kind: "symlink", detail: `${path5.relative(ws.worktree, link)} is a symlink: the write lands in ${real2}` });
   if (!inside(real2, root2)) {
     flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
     return flags;
   }
   const rel = path5.relative(realLocation(ws.cwd), real2).split(path5.sep).join("/");
-  if (spec2.protect.some((g) => import_picomatch.default.isMatch(rel, g, { dot: true }))) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
-  else if (spec2.scope.length && !spec2.scope.some((g) => import_picomatch.default.isMatch(rel, g, { dot: true }))) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
+  if (globsMatcher(spec2.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
+  else if (spec2.scope.length && !globsMatcher(spec2.scope)(rel)) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
   return flags;
 }
 function grantFor(ask, grants) {
   if (ask.kind !== "permission" || ask.flags?.some((f) => f.kind !== "symlink")) return void 0;
-  return grants.find((g) => g.tool === ask.tool && import_picomatch.default.isMatch(ask.what, g.pattern, { dot: true, bash: true }));
+  return grants.find((g) => g.tool === ask.tool && import_picomatch2.default.isMatch(ask.what, g.pattern, { dot: true, bash: true }));
 }
 
 // engine/approvals/worktree-guard.ts
@@ -59753,7 +59791,7 @@ var Approvals = class {
     return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} \u2192 ${rule.decision}` } } : null;
   }
   policyFor(ask) {
-    return this.policies().find((r) => (r.tool === "*" || r.tool === ask.tool) && import_picomatch2.default.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
+    return this.policies().find((r) => (r.tool === "*" || r.tool === ask.tool) && import_picomatch3.default.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
   }
 };
 
@@ -66410,7 +66448,7 @@ var WorkerLogStore = class {
 
 // engine/workspace/workspace.ts
 import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync2, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
-import { copyFile, link, mkdir, readdir, realpath, rm } from "node:fs/promises";
+import { realpath, rm } from "node:fs/promises";
 import { createHash, randomBytes as randomBytes5 } from "node:crypto";
 import path17 from "node:path";
 
@@ -66492,7 +66530,12 @@ var GitError = class extends OcwError {
     this.name = "GitError";
   }
 };
-var userGitEnv = () => ({ ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" });
+var LOCAL_REPO_ENV = ["GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR"];
+var userGitEnv = () => {
+  const env2 = { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" };
+  for (const name of LOCAL_REPO_ENV) delete env2[name];
+  return env2;
+};
 async function git(cwd, args, opts = {}) {
   const r = await runCommand("git", args, { cwd, env: userGitEnv() });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${cwd}: ${gitComplaint(r)}`);
@@ -66536,7 +66579,7 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   const ws = { worktree, cwd: path17.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   if (existsSync7(worktree)) return ws;
   mkdirSync8(path17.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, { cwd: path17.dirname(worktree), env: { ...userGitEnv(), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head } });
+  await gitScript(NEW_WORKSPACE, { cwd: path17.dirname(worktree), env: { ...userGitEnv(), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
@@ -66545,7 +66588,7 @@ function writeOpencodeProjectId(worktree) {
 }
 var TRUSTED_FLAGS = ["-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
 var NEW_WORKSPACE = `set -eu
-git init -q --template= "$OCW_WORKTREE"
+if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
 printf '%s
 ' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
 cd "$OCW_WORKTREE"
@@ -66554,7 +66597,7 @@ git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 var SNAPSHOT = `set -eu
 C="${TRUSTED_FLAGS.join(" ")}"
 if [ ! -f "$GIT_DIR/HEAD" ]; then
-  git $C init -q --bare --template= "$GIT_DIR"
+  if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$GIT_DIR"; else git $C init -q --bare --template= "$GIT_DIR"; fi
   printf '%s
 ' "$OCW_OBJECTS" > "$GIT_DIR/objects/info/alternates"
 fi
@@ -66565,6 +66608,7 @@ tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
 var SNAPSHOT_TREE = `${SNAPSHOT}printf '%s\\n' "$tree"
 `;
 var COMMIT_AND_CHECK_OUT = `${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
+git $C update-ref "refs/heads/$OCW_BRANCH" "$commit"
 printf '%s
 ' "$commit"
 git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
@@ -66585,21 +66629,27 @@ function trustedEnv(gitDir) {
     GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
   };
 }
-async function trustedGit(gitDir, args) {
-  const r = await runCommand("git", [...TRUSTED_FLAGS, ...args], { cwd: gitDir, env: trustedEnv(gitDir) });
-  if (r.exitCode !== 0) throw new GitError(`git ${args[0]} failed for ${gitDir}: ${gitComplaint(r)}`);
-  return trimFinalNewline(r.stdout);
+var DIFF_HEAD = `git ${TRUSTED_FLAGS.join(" ")} diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
+`;
+var scriptsOf = /* @__PURE__ */ new Map();
+function trustedScript(ws, script, inputs) {
+  const run3 = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs));
+  const done = run3.catch(() => void 0);
+  scriptsOf.set(ws.gitDir, done);
+  void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
+  return run3;
 }
-async function trustedScript(ws, script, inputs) {
+async function runTrustedScript(ws, script, inputs) {
   mkdirSync8(path17.dirname(ws.gitDir), { recursive: true });
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
-    const env2 = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_WORKTREE: ws.worktree, ...inputs };
+    const env2 = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_OBJECT_FORMAT: objectFormat(ws.baseCommit), OCW_WORKTREE: ws.worktree, ...inputs };
     return await gitScript(script, { cwd: path17.dirname(ws.gitDir), env: env2 });
   } finally {
     await rm(index, { force: true });
   }
 }
+var objectFormat = (commit) => commit.length === 64 ? "sha256" : "sha1";
 var objectDirs = /* @__PURE__ */ new Map();
 function objectsOf(repo) {
   let p = objectDirs.get(repo);
@@ -66616,7 +66666,7 @@ async function commitAndCheckOut(ws, message, checkoutDir) {
   mkdirSync8(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
-    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
+    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_BRANCH: ws.branch, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
     const eol = out.indexOf("\n");
     const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
     return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat } : { commit: ws.baseCommit, changed, diffStat: "" };
@@ -66636,34 +66686,20 @@ function parseNumstatAndStat(out) {
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
   const to = commit ?? (existsSync7(ws.worktree) ? trimFinalNewline(await trustedScript(ws, SNAPSHOT_TREE, {})) : ws.baseCommit);
-  const d = await trustedGit(ws.gitDir, ["diff", ws.baseCommit, to]).catch(() => "");
-  return d.length > maxBytes ? d.slice(0, maxBytes) + `
+  const env2 = { ...trustedEnv(ws.gitDir), OCW_BASE: ws.baseCommit, OCW_TO: to, OCW_MAX: String(maxBytes + 1) };
+  const d = trimFinalNewline(await gitScript(DIFF_HEAD, { cwd: path17.dirname(ws.gitDir), env: env2 }).catch(() => ""));
+  return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
 async function publishBranch(ws, commit) {
-  if (commit !== ws.baseCommit) await copyLooseObjects(path17.join(ws.gitDir, "objects"), await objectsOf(ws.repo));
-  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
+  if (commit === ws.baseCommit) return void await git(ws.repo, ["update-ref", `refs/heads/${ws.branch}`, commit]);
+  const published = trimFinalNewline(await gitScript(PUBLISH, { cwd: ws.repo, env: { ...userGitEnv(), OCW_FROM: ws.gitDir, OCW_BRANCH: ws.branch } }));
+  if (published !== commit) throw new GitError(`the branch ${ws.branch} in ${ws.repo} is ${published}, not the graded commit ${commit}`);
 }
-async function copyLooseObjects(from, to) {
-  const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
-  await Promise.all(
-    fanout.map(async (d) => {
-      const names = await readdir(path17.join(from, d));
-      if (!names.length) return;
-      await mkdir(path17.join(to, d), { recursive: true });
-      for (const name of names) {
-        const dest = path17.join(to, d, name);
-        if (existsSync7(dest)) continue;
-        const tmp = path17.join(to, d, `tmp_ocw_${process.pid}_${randomBytes5(6).toString("hex")}`);
-        await copyFile(path17.join(from, d, name), tmp);
-        await link(tmp, dest).catch((err) => {
-          if (err.code !== "EEXIST") throw err;
-        });
-        await rm(tmp, { force: true });
-      }
-    })
-  );
-}
+var PUBLISH = `set -eu
+git fetch -q --no-tags --no-write-fetch-head --no-auto-maintenance "$OCW_FROM" "+refs/heads/$OCW_BRANCH:refs/heads/$OCW_BRANCH"
+git rev-parse --verify "refs/heads/$OCW_BRANCH^{commit}"
+`;
 function mergeHint(ws) {
   if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
   return `cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
@@ -67014,20 +67050,71 @@ var WorkerRegistry = class {
   }
 };
 
+// engine/workers/release.ts
+var RELEASE_BATCH = 16;
+var RELEASE_DELAY_MS = 1e4;
+var InstanceReleaser = class {
+  constructor(reg) {
+    this.reg = reg;
+  }
+  reg;
+  waiting = /* @__PURE__ */ new Map();
+  /** A worker became final: its instance goes with the next release of its server. */
+  finished(workerId) {
+    const server = this.reg.rt(workerId).server;
+    if (!server) return;
+    let w = this.waiting.get(server);
+    if (!w) this.waiting.set(server, w = { ids: /* @__PURE__ */ new Set(), timer: null });
+    w.ids.add(workerId);
+    w.timer ??= setTimeout(() => this.release(server), RELEASE_DELAY_MS).unref();
+    this.releaseIfDue(server);
+  }
+  /** Any worker's state changed: a server whose last worker at work just stopped working releases what waits. */
+  moved(workerId) {
+    const server = this.reg.rt(workerId).server;
+    if (server && this.waiting.has(server)) this.releaseIfDue(server);
+  }
+  /** A worker that runs again (a resume) keeps its instance, unless its disposal has begun (then it is awaited). */
+  cancel(workerId) {
+    for (const w of this.waiting.values()) w.ids.delete(workerId);
+  }
+  releaseIfDue(server) {
+    const w = this.waiting.get(server);
+    if (!w) return;
+    const atWork = this.reg.list().some((x) => isActive(x.state) && this.reg.rt(x.id).server === server);
+    if (!atWork || w.ids.size >= RELEASE_BATCH) this.release(server);
+  }
+  release(server) {
+    const w = this.waiting.get(server);
+    if (!w) return;
+    this.waiting.delete(server);
+    if (w.timer) clearTimeout(w.timer);
+    for (const id2 of w.ids) this.reg.rt(id2).releasing = this.dispose(id2);
+  }
+  async dispose(workerId) {
+    const c3 = this.reg.clientOf(workerId);
+    if (!c3?.directory || !this.reg.workspaceOf(this.reg.get(workerId))) return;
+    const dispose = c3.client.instance.dispose({ directory: c3.directory }).catch(() => void 0);
+    await Promise.race([dispose, new Promise((r) => setTimeout(r, 1e4).unref())]);
+  }
+};
+
 // engine/workers/settle.ts
 import path27 from "node:path";
 
 // engine/grading/grade.ts
-import { mkdir as mkdir2, rm as rm2 } from "node:fs/promises";
+import { lstat, mkdir, readdir, rm as rm2 } from "node:fs/promises";
 import path26 from "node:path";
 
 // engine/grading/checks.ts
 init_execa();
-import { existsSync as existsSync9, mkdirSync as mkdirSync9, readFileSync as readFileSync9, realpathSync as realpathSync4 } from "node:fs";
+import { createHash as createHash2 } from "node:crypto";
+import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readFileSync as readFileSync9, realpathSync as realpathSync4, statSync as statSync5 } from "node:fs";
 import path25 from "node:path";
 init_process();
 var DEFAULT_CHECK_TIMEOUT_SEC = 300;
 var OUTPUT_CAP = 64 * 1024;
+var MAX_COMPARED_BYTES = 64 * 1024 * 1024;
 function cap(text) {
   if (text.length <= OUTPUT_CAP) return text;
   return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
@@ -67042,7 +67129,7 @@ async function runCommand2(check2, name, cwd, sandbox) {
   if (sandbox) {
     mkdirSync9(path25.join(sandbox.tmpDir, "home"), { recursive: true });
     const env2 = allowListedEnv({ CI: "1", HOME: path25.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
-    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: [], network: "none", env: env2, cwd }, sandbox.kind);
+    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd }, sandbox.kind);
   }
   const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
   let timedOut = false;
@@ -67068,17 +67155,20 @@ async function runCommand2(check2, name, cwd, sandbox) {
   const exitCode = r.exitCode ?? null;
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
-function runFile(check2, name, cwd) {
+function runFile(check2, name, cwd, realCwd) {
   const file2 = path25.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
   const exists = existsSync9(file2);
-  if (exists && !realpathSync4(file2).startsWith(realpathSync4(cwd) + path25.sep)) {
+  if (exists && !realpathSync4(file2).startsWith(realCwd + path25.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
   if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
   const problems = [];
   if (check2.equals !== void 0 || check2.matches !== void 0) {
+    const st = statSync5(file2);
+    if (!st.isFile()) return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
+    if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
     const content = readFileSync9(file2, "utf8");
     if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
       problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
@@ -67095,29 +67185,56 @@ function runFile(check2, name, cwd) {
   }
   return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
 }
-async function runChecks(checks, cwd, sandbox) {
+async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
   const results = [];
+  const realCwd = realpathSync4(cwd);
+  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
   for (const [i2, check2] of checks.entries()) {
     const name = checkName(check2, i2);
-    results.push("run" in check2 ? await runCommand2(check2, name, cwd, sandbox) : runFile(check2, name, cwd));
+    if (realpathSync4(cwd) !== realCwd) {
+      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync4(cwd)}): not run` });
+      continue;
+    }
+    if (!("run" in check2)) {
+      results.push(runFile(check2, name, cwd, realCwd));
+      continue;
+    }
+    const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path25.relative(realCwd, f)) : [];
+    results.push(changed.length ? { ...r, passed: false, output: `${r.output}
+[this check changed protected file(s): ${changed.join(", ")}]` } : r);
   }
   return results;
 }
-
-// engine/grading/scope.ts
-var import_picomatch3 = __toESM(require_picomatch2());
-function checkScope(changed, scope, protect) {
-  const inScope = scope.length ? (0, import_picomatch3.default)(scope, { dot: true }) : () => true;
-  const isProtected = protect.length ? (0, import_picomatch3.default)(protect, { dot: true }) : () => false;
-  const violations = [];
-  for (const file2 of changed) {
-    if (isProtected(file2)) violations.push(`protected file changed: ${file2}`);
-    else if (!inScope(file2)) violations.push(`outside scope: ${file2}`);
+function fingerprint(file2) {
+  try {
+    const st = lstatSync2(file2);
+    return st.isFile() ? createHash2("sha256").update(readFileSync9(file2)).digest("hex") : `not a file (${st.mode})`;
+  } catch {
+    return "absent";
   }
-  return { passed: violations.length === 0, violations, changedFiles: changed };
 }
 
 // engine/grading/grade.ts
+async function folderIn(checkout, sub) {
+  let at = checkout;
+  for (const part of sub.split(path26.sep).filter(Boolean)) {
+    at = path26.join(at, part);
+    const st = await lstat(at).catch(() => null);
+    if (!st) await mkdir(at);
+    else if (!st.isDirectory()) {
+      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
+      return { problem: `${path26.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
+    }
+  }
+  return at;
+}
+async function protectedIn(checkout, sub, protect) {
+  if (!protect.length) return [];
+  const isProtected = globsMatcher(protect);
+  const entries = await readdir(checkout, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => !e.isDirectory()).map((e) => path26.relative(checkout, path26.join(e.parentPath ?? e.path, e.name)).split(path26.sep).join("/")).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path26.join(checkout, f));
+}
 async function grade(input) {
   const { workspace: ws } = input;
   const checkout = input.checkoutDir;
@@ -67129,9 +67246,9 @@ async function grade(input) {
     graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
     const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
-    const cwd = path26.join(checkout, sub);
-    await mkdir2(cwd, { recursive: true });
-    checks = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0);
+    const cwd = await folderIn(checkout, sub);
+    const guarded = typeof cwd === "string" && input.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input.protect) : [];
+    checks = typeof cwd === "string" ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0, guarded) : input.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
   } finally {
     await rm2(checkout, { recursive: true, force: true });
   }
@@ -67280,6 +67397,7 @@ var Engine = class {
     this.budgets = new Budgets({ registry: reg, stop: (id2, reason) => this.stop(id2, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config2().OCW_STALL_SEC) * 1e3, clock: opts.clock });
     this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id2) => this.transcript(id2), server: (t2) => this.servers.for(t2) });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config2().OCW_RETENTION_DAYS);
+    this.releaser = new InstanceReleaser(reg);
     this.translator = new Translator({
       registry: reg,
       ask: (id2, ask) => this.approvals.onAsk(id2, ask),
@@ -67325,6 +67443,7 @@ var Engine = class {
   recovery;
   settler;
   lifecycle;
+  releaser;
   translator;
   servers;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
@@ -67336,18 +67455,8 @@ var Engine = class {
   /** After every state change: a settled or finished worker frees its slot; a finished one releases its opencode instance. */
   moved(workerId, state) {
     if (isFinal(state) || state === "settled") this.pump();
-    if (isFinal(state)) this.reg.rt(workerId).releasing = this.release(workerId);
-  }
-  /**
-   * opencode keeps an instance (project state, LSP, tools) per directory it has seen, and every worktree is a new
-   * directory: without this, `opencode serve` grew by ~90 MB per finished worker (bench: 32 workers, 0.5 → 3.7 GB).
-   * A finished worker's instance is disposed; a resume boots it again from the session stored on disk.
-   */
-  async release(workerId) {
-    const c3 = this.reg.clientOf(workerId);
-    if (!c3?.directory || !this.reg.workspaceOf(this.reg.get(workerId))) return;
-    const dispose = c3.client.instance.dispose({ directory: c3.directory }).catch(() => void 0);
-    await Promise.race([dispose, new Promise((r) => setTimeout(r, 1e4).unref())]);
+    if (isFinal(state)) this.releaser.finished(workerId);
+    else this.releaser.moved(workerId);
   }
   // ---------- public API ----------
   list() {
@@ -67661,6 +67770,7 @@ var Engine = class {
       this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
       if (!current()) return;
     }
+    this.releaser.cancel(workerId);
     await rt.releasing;
     if (!current()) return;
     const server = await this.servers.for(target);
@@ -67902,7 +68012,7 @@ function currentOwner(stateDir2) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes9, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync20, statSync as statSync11 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync20, statSync as statSync12 } from "node:fs";
 import http2 from "node:http";
 import path43 from "node:path";
 
@@ -71702,7 +71812,7 @@ function serveStatic(dir, pathname, res) {
   }
   const rel = path43.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
   let file2 = path43.join(dir, rel);
-  if (!file2.startsWith(dir + path43.sep) || !existsSync20(file2) || statSync11(file2).isDirectory()) file2 = path43.join(dir, "index.html");
+  if (!file2.startsWith(dir + path43.sep) || !existsSync20(file2) || statSync12(file2).isDirectory()) file2 = path43.join(dir, "index.html");
   res.writeHead(200, {
     "content-type": MIME[path43.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
@@ -71925,7 +72035,9 @@ async function follow(client2, workerIds, opts = {}) {
   const ids = new Set(workerIds);
   const workers = /* @__PURE__ */ new Map();
   const snapshot = async () => {
-    for (const id2 of ids) workers.set(id2, await client2.workers.get.query({ workerId: id2 }));
+    const list = [...ids];
+    const got = await Promise.all(list.map((id2) => client2.workers.get.query({ workerId: id2 })));
+    list.forEach((id2, i2) => workers.set(id2, got[i2]));
   };
   const cursor = (await client2.health.query()).cursor;
   await snapshot();
@@ -72140,7 +72252,7 @@ function unattendedDecision(ask, mode) {
 }
 
 // engine/commands/target-flags.ts
-import { createHash as createHash3 } from "node:crypto";
+import { createHash as createHash4 } from "node:crypto";
 
 // node_modules/@trpc/server/dist/observable-Cmd1MFy3.mjs
 function share(_opts) {
@@ -72274,8 +72386,8 @@ function asArray(value) {
 }
 function splitLink(opts) {
   return (runtime) => {
-    const yes = asArray(opts.true).map((link2) => link2(runtime));
-    const no = asArray(opts.false).map((link2) => link2(runtime));
+    const yes = asArray(opts.true).map((link) => link(runtime));
+    const no = asArray(opts.false).map((link) => link(runtime));
     return (props) => {
       return observable((observer) => {
         const links = opts.condition(props.op) ? yes : no;
@@ -72903,7 +73015,7 @@ var TRPCUntypedClient = class {
     _defineProperty2(this, "requestId", void 0);
     this.requestId = 0;
     this.runtime = {};
-    this.links = opts.links.map((link2) => link2(this.runtime));
+    this.links = opts.links.map((link) => link(this.runtime));
   }
   $request(opts) {
     var _opts$context;
@@ -73795,7 +73907,7 @@ async function healthy(lock, timeoutMs = 2e3) {
 
 // engine/api/launcher.ts
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync22, rmSync as rmSync6, statSync as statSync12, writeFileSync as writeFileSync12 } from "node:fs";
+import { existsSync as existsSync22, rmSync as rmSync6, statSync as statSync13, writeFileSync as writeFileSync12 } from "node:fs";
 import path48 from "node:path";
 function selfCommand() {
   return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path48.resolve(process.argv[1] ?? "ocw.mjs") };
@@ -73831,7 +73943,7 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
     writeFileSync12(marker, String(process.pid), { flag: "wx", mode: 384 });
     spawned = true;
   } catch {
-    const age = Date.now() - (statSync12(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    const age = Date.now() - (statSync13(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age > 3e4) {
       rmSync6(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
@@ -73865,7 +73977,7 @@ function adhocTarget(endpoint, model, keyRef) {
     throw new CliError(`--endpoint ${endpoint} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
   }
   const base2 = url2.href.replace(/\/+$/, "");
-  const id2 = "adhoc-" + createHash3("sha256").update(`${base2} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
+  const id2 = "adhoc-" + createHash4("sha256").update(`${base2} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
   return { id: id2, model, endpoint: /\/v1$/.test(base2) ? base2 : `${base2}/v1`, keyRef: keyRef ?? null, serving: { engine: "api", endpoints: [], slots: 4 }, checks: [] };
 }
 async function connectWithTarget(o2, clientName) {
@@ -84503,7 +84615,7 @@ function waitCapSec(toolTimeoutMs) {
 function createMcpServer(opts) {
   const log = opts.log ?? (() => {
   });
-  const link2 = opts.link;
+  const link = opts.link;
   const baseDir = opts.baseDir ?? process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
   const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   const clientName = () => server.server.getClientVersion()?.name ?? "mcp-client";
@@ -84534,7 +84646,7 @@ function createMcpServer(opts) {
       })
     );
   }
-  const call = (fn) => link2.call(fn);
+  const call = (fn) => link.call(fn);
   async function slotsNow(targetId) {
     const st = await call((c3) => c3.status.query());
     return { slots: slotsOf(st.slots, targetId ?? st.activeTarget?.id ?? null), status: st };
@@ -84581,7 +84693,7 @@ function createMcpServer(opts) {
       return {
         ready: !problem,
         problem,
-        engine: { version: health.version, pid: health.pid, stateDir: link2.stateDir },
+        engine: { version: health.version, pid: health.pid, stateDir: link.stateDir },
         activeTarget,
         serving: st.serving.map((s) => ({ targetId: s.targetId, ready: s.ready, url: s.url })),
         slots,
@@ -84753,7 +84865,7 @@ function createMcpServer(opts) {
         for (const w of await Promise.all(ids.map((id2) => call((c3) => c3.workers.get.query({ workerId: id2 }))))) if (isFinal(w.state)) finalAtStart.add(w.id);
       }
       const newlyFinal = (ws) => [...ws.values()].some((w) => isFinal(w.state) && !finalAtStart.has(w.id));
-      const client2 = await link2.client();
+      const client2 = await link.client();
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
       let lastProgress = 0;
@@ -84791,7 +84903,7 @@ function createMcpServer(opts) {
           const outcome2 = await offerAsk({
             server: server.server,
             client: client2,
-            decider: () => link2.client(`person:${clientName()} (form)`),
+            decider: () => link.client(`person:${clientName()} (form)`),
             ask,
             title: titleOf(workers.get(ask.workerId)),
             timeoutMs: deadline - Date.now(),
@@ -85187,8 +85299,8 @@ async function runMcpBridge() {
   const dropped = dropClientSecrets(process.env);
   if (dropped.length) log(`not passing on ${dropped.join(", ")} to the engine`);
   let server = null;
-  const link2 = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
-  server = createMcpServer({ link: link2, log, hardware: hardwareSummary, baseDir, toolTimeoutMs });
+  const link = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
+  server = createMcpServer({ link, log, hardware: hardwareSummary, baseDir, toolTimeoutMs });
   const transport = new StdioServerTransport(answerInvalidLines(process.stdin, (line) => process.stdout.write(line), log));
   let closing = false;
   const shutdown = (why) => {
@@ -85205,7 +85317,7 @@ async function runMcpBridge() {
   process.once("SIGINT", () => shutdown("SIGINT"));
   server.server.oninitialized = () => {
     const c3 = server.server.getClientVersion();
-    log(`connected to ${c3?.name ?? "a client"} ${c3?.version ?? ""} (state ${link2.stateDir})`.trim());
+    log(`connected to ${c3?.name ?? "a client"} ${c3?.version ?? ""} (state ${link.stateDir})`.trim());
   };
   await server.connect(transport);
 }
