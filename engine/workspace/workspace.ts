@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { realpath, rm } from "node:fs/promises";
+import { copyFile, link, mkdir, readdir, realpath, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { trimFinalNewline } from "../process/run";
@@ -96,6 +96,9 @@ export function writeOpencodeProjectId(worktree: string): void {
  */
 const TRUSTED_FLAGS = ["-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
 
+/** The folder of the engine's repository that holds the objects of the worker's latest grading. */
+const GRADE_OBJECTS = "grade-objects";
+
 // The scripts below are fixed text: every value reaches them as an environment variable, quoted where it is used, so
 // nothing a worker wrote (a file name, a file's content) is ever read as shell. Each saves process starts: one `sh`
 // runs the git commands of a step, where the engine would otherwise start each itself (~15 ms a start on this
@@ -110,29 +113,37 @@ git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
 
 /**
- * The tree of the workspace's files as they are now, in the engine's repository (made on first use, borrowing the
- * user's objects): a fresh index from the base (index flags in the workspace cannot hide a change), every file added.
- * Run with the trusted environment. Prints the tree.
+ * The engine's repository of the worker, made on first use. It borrows the user's objects, and those of the worker's
+ * latest grading, which are kept apart (GRADE_OBJECTS) so that publishing copies exactly the graded commit's new
+ * objects: not the blobs of earlier snapshots (a running worker's diff view, a file deleted before it finished).
  */
-const SNAPSHOT = `set -eu
+const ENGINE_REPO = `set -eu
 C="${TRUSTED_FLAGS.join(" ")}"
 if [ ! -f "$GIT_DIR/HEAD" ]; then
   if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$GIT_DIR"; else git $C init -q --bare --template= "$GIT_DIR"; fi
-  printf '%s\n' "$OCW_OBJECTS" > "$GIT_DIR/objects/info/alternates"
 fi
-GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+printf '%s\n%s\n' "$OCW_OBJECTS" "$GIT_DIR/${GRADE_OBJECTS}" > "$GIT_DIR/objects/info/alternates"
+printf '%s\n' "$OCW_OBJECTS" > "$GIT_DIR/${GRADE_OBJECTS}/info/alternates"
+`;
+
+/**
+ * The tree of the workspace's files as they are now: a fresh index from the base (index flags in the workspace cannot
+ * hide a change), every file added. Run with the trusted environment.
+ */
+const SNAPSHOT = `GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
 GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
 tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
 `;
 
-const SNAPSHOT_TREE = `${SNAPSHOT}printf '%s\\n' "$tree"\n`;
+const SNAPSHOT_TREE = `${ENGINE_REPO}${SNAPSHOT}printf '%s\\n' "$tree"\n`;
 
 /**
- * The snapshot committed on the base, then what grading reads of it: the commit, the changed files with the diff stat
- * (NUL-separated names, never quoted or escaped), and a fresh checkout of it (nothing the worker left behind is in it).
+ * The snapshot committed on the base, its new objects written apart (an emptied GRADE_OBJECTS), then what grading reads
+ * of it: the commit, the changed files with the diff stat (NUL-separated names, never quoted or escaped), and a fresh
+ * checkout of it (nothing the worker left behind is in it).
  */
-const COMMIT_AND_CHECK_OUT = `${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
-git $C update-ref "refs/heads/$OCW_BRANCH" "$commit"
+const COMMIT_AND_CHECK_OUT = `${ENGINE_REPO}export GIT_OBJECT_DIRECTORY="$GIT_DIR/${GRADE_OBJECTS}"
+${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
 printf '%s\n' "$commit"
 git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
 GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout -q -f "$commit" -- .
@@ -167,16 +178,18 @@ const DIFF_HEAD = `git ${TRUSTED_FLAGS.join(" ")} diff "$OCW_BASE" "$OCW_TO" | h
 const scriptsOf = new Map<string, Promise<unknown>>();
 
 /** Runs a trusted script for a worker's engine repository, with a private index that is removed afterwards. */
-function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>): Promise<string> {
-  const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs));
+function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: { freshGradeObjects?: boolean } = {}): Promise<string> {
+  const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
   const done = run.catch(() => undefined);
   scriptsOf.set(ws.gitDir, done);
   void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
   return run;
 }
 
-async function runTrustedScript(ws: Workspace, script: string, inputs: Record<string, string>): Promise<string> {
-  mkdirSync(path.dirname(ws.gitDir), { recursive: true });
+async function runTrustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: { freshGradeObjects?: boolean }): Promise<string> {
+  const gradeObjects = path.join(ws.gitDir, GRADE_OBJECTS);
+  if (opts.freshGradeObjects) await rm(gradeObjects, { recursive: true, force: true });
+  mkdirSync(path.join(gradeObjects, "info"), { recursive: true });
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
     const env = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_OBJECT_FORMAT: objectFormat(ws.baseCommit), OCW_WORKTREE: ws.worktree, ...inputs };
@@ -220,7 +233,7 @@ export async function commitAndCheckOut(ws: Workspace, message: string, checkout
   mkdirSync(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
-    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_BRANCH: ws.branch, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
+    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex }, { freshGradeObjects: true });
     const eol = out.indexOf("\n");
     const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
     // Nothing changed: the base is the commit (the engine's commit object of the same tree is left unused).
@@ -254,23 +267,58 @@ export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_00
 }
 
 /**
- * Puts the graded commit into the user's repository as branch `ocw/<id>` (the engine reads from its own repository;
- * nothing runs from the worker's). A fetch copies exactly the objects the commit needs: not the blobs of earlier
- * snapshots (a running worker's diff view) that the engine's repository also holds. The user's branch `ocw/<id>` is
- * only ever set to the commit the verdict names.
+ * Puts the graded commit into the user's repository as branch `ocw/<id>` (nothing runs from the worker's repository):
+ * the objects its grading wrote — exactly the commit's objects the user's repository lacks — are copied into the user's
+ * object store (each file whole or not at all, as git itself writes them), then the branch is set to exactly that
+ * commit. git fetch did the same with six processes (measured: 16 gradings 0.88 → 1.5 s, 1.7 → 3.0 s of CPU).
+ * The user's branch `ocw/<id>` is only ever set to the commit the verdict names.
  */
 export async function publishBranch(ws: Workspace, commit: string): Promise<void> {
-  // Nothing changed: the base is the commit, and the user's repository has it.
-  if (commit === ws.baseCommit) return void (await git(ws.repo, ["update-ref", `refs/heads/${ws.branch}`, commit]));
-  const published = trimFinalNewline(await gitScript(PUBLISH, { cwd: ws.repo, env: { ...userGitEnv(), OCW_FROM: ws.gitDir, OCW_BRANCH: ws.branch } }));
-  if (published !== commit) throw new GitError(`the branch ${ws.branch} in ${ws.repo} is ${published}, not the graded commit ${commit}`);
+  if (commit !== ws.baseCommit) await copyObjects(path.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
+  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
 }
 
-/** The engine's branch fetched into the user's repository (run there, with the user's config), then what it names. */
-const PUBLISH = `set -eu
-git fetch -q --no-tags --no-write-fetch-head --no-auto-maintenance "$OCW_FROM" "+refs/heads/$OCW_BRANCH:refs/heads/$OCW_BRANCH"
-git rev-parse --verify "refs/heads/$OCW_BRANCH^{commit}"
-`;
+async function copyObjects(from: string, to: string): Promise<void> {
+  const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
+  await Promise.all([
+    ...fanout.map(async (d) => {
+      // Only files named as objects: not a temporary file of a git still writing one.
+      const names = (await readdir(path.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      if (!names.length) return;
+      await mkdir(path.join(to, d), { recursive: true });
+      for (const name of names) await copyWhole(path.join(from, d, name), path.join(to, d, name));
+    }),
+    copyPacks(path.join(from, "pack"), path.join(to, "pack")),
+  ]);
+}
+
+/**
+ * `git add` streams a file over core.bigFileThreshold (512 MiB) into a pack of its own instead of a loose object: those
+ * packs are copied too, the pack (and its reverse index) before its .idx, since git sees a pack only once its .idx is there.
+ */
+async function copyPacks(from: string, to: string): Promise<void> {
+  const names = await readdir(from).catch(() => [] as string[]);
+  const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
+  if (!packs.length) return;
+  await mkdir(to, { recursive: true });
+  for (const pack of packs) {
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path.join(from, pack + ext), path.join(to, pack + ext));
+  }
+}
+
+/** Copies a file of git's (named by its content) whole or not at all: to a temporary name beside it, then linked. */
+async function copyWhole(src: string, dest: string): Promise<void> {
+  if (existsSync(dest)) return;
+  const tmp = path.join(path.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes(6).toString("hex")}`);
+  try {
+    await copyFile(src, tmp);
+    await link(tmp, dest).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "EEXIST") throw err;
+    });
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
 
 export function mergeHint(ws: Pick<Workspace, "repo" | "branch" | "baseBranch">): string {
   if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;

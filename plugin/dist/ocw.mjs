@@ -45798,7 +45798,7 @@ var require_lib = __commonJS({
 });
 
 // engine/hardware/detect.ts
-import { readdir as readdir2, readFile } from "node:fs/promises";
+import { readdir as readdir3, readFile } from "node:fs/promises";
 import os4 from "node:os";
 import path30 from "node:path";
 async function cpuRamDefault() {
@@ -45819,7 +45819,7 @@ async function readSysfs(root2) {
   const base2 = path30.join(root2, "class/drm");
   let names;
   try {
-    names = (await readdir2(base2)).filter((n2) => /^card\d+$/.test(n2));
+    names = (await readdir3(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
@@ -46993,8 +46993,8 @@ async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = proce
     if (!res.ok) throw new Error(`Hub tree API for ${repo} answered HTTP ${res.status}`);
     const entries = await res.json();
     for (const e of entries) if (e.type === "file") out.push({ path: e.path, size: e.lfs?.size ?? e.size, sha256: e.lfs?.oid ?? null });
-    const link = res.headers.get("link");
-    const next = link && /<([^>]+)>;\s*rel="next"/.exec(link);
+    const link2 = res.headers.get("link");
+    const next = link2 && /<([^>]+)>;\s*rel="next"/.exec(link2);
     url2 = next ? new URL(next[1], url2).toString() : null;
   }
   return out;
@@ -59521,8 +59521,8 @@ function inspectAsk(ask, ws, spec2) {
   const root2 = realLocation(ws.worktree);
   const real2 = realLocation(asked);
   const flags = [];
-  const link = viaSymlink(asked, path5.resolve(ws.worktree));
-  if (link) flags.push({ kind: "symlink", detail: `${path5.relative(ws.worktree, link)} is a symlink: the write lands in ${real2}` });
+  const link2 = viaSymlink(asked, path5.resolve(ws.worktree));
+  if (link2) flags.push({ kind: "symlink", detail: `${path5.relative(ws.worktree, link2)} is a symlink: the write lands in ${real2}` });
   if (!inside(real2, root2)) {
     flags.push({ kind: "outside-workspace", detail: `${real2} is outside the worker's workspace` });
     return flags;
@@ -66448,7 +66448,7 @@ var WorkerLogStore = class {
 
 // engine/workspace/workspace.ts
 import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync2, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
-import { realpath, rm } from "node:fs/promises";
+import { copyFile, link, mkdir, readdir, realpath, rm } from "node:fs/promises";
 import { createHash, randomBytes as randomBytes5 } from "node:crypto";
 import path17 from "node:path";
 
@@ -66587,6 +66587,7 @@ function writeOpencodeProjectId(worktree) {
   writeFileSync6(path17.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
 }
 var TRUSTED_FLAGS = ["-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
+var GRADE_OBJECTS = "grade-objects";
 var NEW_WORKSPACE = `set -eu
 if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
 printf '%s
@@ -66594,21 +66595,25 @@ printf '%s
 cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
-var SNAPSHOT = `set -eu
+var ENGINE_REPO = `set -eu
 C="${TRUSTED_FLAGS.join(" ")}"
 if [ ! -f "$GIT_DIR/HEAD" ]; then
   if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$GIT_DIR"; else git $C init -q --bare --template= "$GIT_DIR"; fi
-  printf '%s
-' "$OCW_OBJECTS" > "$GIT_DIR/objects/info/alternates"
 fi
-GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
+printf '%s
+%s
+' "$OCW_OBJECTS" "$GIT_DIR/${GRADE_OBJECTS}" > "$GIT_DIR/objects/info/alternates"
+printf '%s
+' "$OCW_OBJECTS" > "$GIT_DIR/${GRADE_OBJECTS}/info/alternates"
+`;
+var SNAPSHOT = `GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
 GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
 tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
 `;
-var SNAPSHOT_TREE = `${SNAPSHOT}printf '%s\\n' "$tree"
+var SNAPSHOT_TREE = `${ENGINE_REPO}${SNAPSHOT}printf '%s\\n' "$tree"
 `;
-var COMMIT_AND_CHECK_OUT = `${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
-git $C update-ref "refs/heads/$OCW_BRANCH" "$commit"
+var COMMIT_AND_CHECK_OUT = `${ENGINE_REPO}export GIT_OBJECT_DIRECTORY="$GIT_DIR/${GRADE_OBJECTS}"
+${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
 printf '%s
 ' "$commit"
 git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
@@ -66632,15 +66637,17 @@ function trustedEnv(gitDir) {
 var DIFF_HEAD = `git ${TRUSTED_FLAGS.join(" ")} diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 `;
 var scriptsOf = /* @__PURE__ */ new Map();
-function trustedScript(ws, script, inputs) {
-  const run3 = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs));
+function trustedScript(ws, script, inputs, opts = {}) {
+  const run3 = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
   const done = run3.catch(() => void 0);
   scriptsOf.set(ws.gitDir, done);
   void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
   return run3;
 }
-async function runTrustedScript(ws, script, inputs) {
-  mkdirSync8(path17.dirname(ws.gitDir), { recursive: true });
+async function runTrustedScript(ws, script, inputs, opts) {
+  const gradeObjects = path17.join(ws.gitDir, GRADE_OBJECTS);
+  if (opts.freshGradeObjects) await rm(gradeObjects, { recursive: true, force: true });
+  mkdirSync8(path17.join(gradeObjects, "info"), { recursive: true });
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
     const env2 = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_OBJECT_FORMAT: objectFormat(ws.baseCommit), OCW_WORKTREE: ws.worktree, ...inputs };
@@ -66666,7 +66673,7 @@ async function commitAndCheckOut(ws, message, checkoutDir) {
   mkdirSync8(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
-    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_BRANCH: ws.branch, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
+    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex }, { freshGradeObjects: true });
     const eol = out.indexOf("\n");
     const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
     return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat } : { commit: ws.baseCommit, changed, diffStat: "" };
@@ -66692,14 +66699,42 @@ async function fullDiff(ws, commit, maxBytes = 2e5) {
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
 async function publishBranch(ws, commit) {
-  if (commit === ws.baseCommit) return void await git(ws.repo, ["update-ref", `refs/heads/${ws.branch}`, commit]);
-  const published = trimFinalNewline(await gitScript(PUBLISH, { cwd: ws.repo, env: { ...userGitEnv(), OCW_FROM: ws.gitDir, OCW_BRANCH: ws.branch } }));
-  if (published !== commit) throw new GitError(`the branch ${ws.branch} in ${ws.repo} is ${published}, not the graded commit ${commit}`);
+  if (commit !== ws.baseCommit) await copyObjects(path17.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
+  await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
 }
-var PUBLISH = `set -eu
-git fetch -q --no-tags --no-write-fetch-head --no-auto-maintenance "$OCW_FROM" "+refs/heads/$OCW_BRANCH:refs/heads/$OCW_BRANCH"
-git rev-parse --verify "refs/heads/$OCW_BRANCH^{commit}"
-`;
+async function copyObjects(from, to) {
+  const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
+  await Promise.all([
+    ...fanout.map(async (d) => {
+      const names = (await readdir(path17.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      if (!names.length) return;
+      await mkdir(path17.join(to, d), { recursive: true });
+      for (const name of names) await copyWhole(path17.join(from, d, name), path17.join(to, d, name));
+    }),
+    copyPacks(path17.join(from, "pack"), path17.join(to, "pack"))
+  ]);
+}
+async function copyPacks(from, to) {
+  const names = await readdir(from).catch(() => []);
+  const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
+  if (!packs.length) return;
+  await mkdir(to, { recursive: true });
+  for (const pack of packs) {
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path17.join(from, pack + ext), path17.join(to, pack + ext));
+  }
+}
+async function copyWhole(src, dest) {
+  if (existsSync7(dest)) return;
+  const tmp = path17.join(path17.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes5(6).toString("hex")}`);
+  try {
+    await copyFile(src, tmp);
+    await link(tmp, dest).catch((err) => {
+      if (err.code !== "EEXIST") throw err;
+    });
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
 function mergeHint(ws) {
   if (!ws.baseBranch) return `cd ${ws.repo} && git merge --no-ff ${ws.branch}   # you started from a detached HEAD: check out the branch to merge into first`;
   return `cd ${ws.repo} && git checkout ${ws.baseBranch} && git merge --no-ff ${ws.branch}`;
@@ -67103,7 +67138,7 @@ var InstanceReleaser = class {
 import path27 from "node:path";
 
 // engine/grading/grade.ts
-import { lstat, mkdir, readdir, rm as rm2 } from "node:fs/promises";
+import { lstat, mkdir as mkdir2, readdir as readdir2, rm as rm2 } from "node:fs/promises";
 import path26 from "node:path";
 
 // engine/grading/checks.ts
@@ -67221,7 +67256,7 @@ async function folderIn(checkout, sub) {
   for (const part of sub.split(path26.sep).filter(Boolean)) {
     at = path26.join(at, part);
     const st = await lstat(at).catch(() => null);
-    if (!st) await mkdir(at);
+    if (!st) await mkdir2(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
       return { problem: `${path26.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
@@ -67232,7 +67267,7 @@ async function folderIn(checkout, sub) {
 async function protectedIn(checkout, sub, protect) {
   if (!protect.length) return [];
   const isProtected = globsMatcher(protect);
-  const entries = await readdir(checkout, { recursive: true, withFileTypes: true });
+  const entries = await readdir2(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map((e) => path26.relative(checkout, path26.join(e.parentPath ?? e.path, e.name)).split(path26.sep).join("/")).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path26.join(checkout, f));
 }
 async function grade(input) {
@@ -72386,8 +72421,8 @@ function asArray(value) {
 }
 function splitLink(opts) {
   return (runtime) => {
-    const yes = asArray(opts.true).map((link) => link(runtime));
-    const no = asArray(opts.false).map((link) => link(runtime));
+    const yes = asArray(opts.true).map((link2) => link2(runtime));
+    const no = asArray(opts.false).map((link2) => link2(runtime));
     return (props) => {
       return observable((observer) => {
         const links = opts.condition(props.op) ? yes : no;
@@ -73015,7 +73050,7 @@ var TRPCUntypedClient = class {
     _defineProperty2(this, "requestId", void 0);
     this.requestId = 0;
     this.runtime = {};
-    this.links = opts.links.map((link) => link(this.runtime));
+    this.links = opts.links.map((link2) => link2(this.runtime));
   }
   $request(opts) {
     var _opts$context;
@@ -84615,7 +84650,7 @@ function waitCapSec(toolTimeoutMs) {
 function createMcpServer(opts) {
   const log = opts.log ?? (() => {
   });
-  const link = opts.link;
+  const link2 = opts.link;
   const baseDir = opts.baseDir ?? process.env.CLAUDE_PROJECT_DIR ?? process.cwd();
   const server = new McpServer({ name: SERVER_NAME, version: VERSION }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   const clientName = () => server.server.getClientVersion()?.name ?? "mcp-client";
@@ -84646,7 +84681,7 @@ function createMcpServer(opts) {
       })
     );
   }
-  const call = (fn) => link.call(fn);
+  const call = (fn) => link2.call(fn);
   async function slotsNow(targetId) {
     const st = await call((c3) => c3.status.query());
     return { slots: slotsOf(st.slots, targetId ?? st.activeTarget?.id ?? null), status: st };
@@ -84693,7 +84728,7 @@ function createMcpServer(opts) {
       return {
         ready: !problem,
         problem,
-        engine: { version: health.version, pid: health.pid, stateDir: link.stateDir },
+        engine: { version: health.version, pid: health.pid, stateDir: link2.stateDir },
         activeTarget,
         serving: st.serving.map((s) => ({ targetId: s.targetId, ready: s.ready, url: s.url })),
         slots,
@@ -84865,7 +84900,7 @@ function createMcpServer(opts) {
         for (const w of await Promise.all(ids.map((id2) => call((c3) => c3.workers.get.query({ workerId: id2 }))))) if (isFinal(w.state)) finalAtStart.add(w.id);
       }
       const newlyFinal = (ws) => [...ws.values()].some((w) => isFinal(w.state) && !finalAtStart.has(w.id));
-      const client2 = await link.client();
+      const client2 = await link2.client();
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
       let lastProgress = 0;
@@ -84903,7 +84938,7 @@ function createMcpServer(opts) {
           const outcome2 = await offerAsk({
             server: server.server,
             client: client2,
-            decider: () => link.client(`person:${clientName()} (form)`),
+            decider: () => link2.client(`person:${clientName()} (form)`),
             ask,
             title: titleOf(workers.get(ask.workerId)),
             timeoutMs: deadline - Date.now(),
@@ -85299,8 +85334,8 @@ async function runMcpBridge() {
   const dropped = dropClientSecrets(process.env);
   if (dropped.length) log(`not passing on ${dropped.join(", ")} to the engine`);
   let server = null;
-  const link = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
-  server = createMcpServer({ link, log, hardware: hardwareSummary, baseDir, toolTimeoutMs });
+  const link2 = new EngineLink(stateDir(), () => `mcp:${server?.server.getClientVersion()?.name ?? "mcp-client"}`, log);
+  server = createMcpServer({ link: link2, log, hardware: hardwareSummary, baseDir, toolTimeoutMs });
   const transport = new StdioServerTransport(answerInvalidLines(process.stdin, (line) => process.stdout.write(line), log));
   let closing = false;
   const shutdown = (why) => {
@@ -85317,7 +85352,7 @@ async function runMcpBridge() {
   process.once("SIGINT", () => shutdown("SIGINT"));
   server.server.oninitialized = () => {
     const c3 = server.server.getClientVersion();
-    log(`connected to ${c3?.name ?? "a client"} ${c3?.version ?? ""} (state ${link.stateDir})`.trim());
+    log(`connected to ${c3?.name ?? "a client"} ${c3?.version ?? ""} (state ${link2.stateDir})`.trim());
   };
   await server.connect(transport);
 }
