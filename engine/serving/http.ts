@@ -10,10 +10,19 @@ export interface HttpResult<T = unknown> {
   error?: string;
 }
 
-export async function httpJson<T = unknown>(
-  url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number; signal?: AbortSignal } = {},
-): Promise<HttpResult<T>> {
+type HttpInit = { method?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number; signal?: AbortSignal };
+
+/** A kept-alive connection the server closed while idle fails the next request sent on it at once; a GET is safe to send again on a fresh one. */
+const STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
+
+export async function httpJson<T = unknown>(url: string, init: HttpInit = {}): Promise<HttpResult<T>> {
+  const first = await httpJsonOnce<T>(url, init);
+  const idempotent = (init.method ?? (init.body === undefined ? "GET" : "POST")) === "GET";
+  if (idempotent && first.status === 0 && STALE_CONNECTION.test(first.error ?? "") && !init.signal?.aborted) return httpJsonOnce<T>(url, init);
+  return first;
+}
+
+async function httpJsonOnce<T>(url: string, init: HttpInit): Promise<HttpResult<T>> {
   const t0 = performance.now();
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${init.timeoutMs ?? 10000} ms`)), init.timeoutMs ?? 10000);

@@ -22,6 +22,7 @@ const { setupCapture } = await import("../../engine/serving/setup");
 const { verifyEndpoint } = await import("../../engine/serving/verify");
 const { freePort, LlamaSupervisor, pidAlive, startLlamaServer, stopPid, buildLlamaArgs } = await import("../../engine/serving/llama-server");
 const { readKey } = await import("../../engine/serving/keys");
+const { httpJson } = await import("../../engine/serving/http");
 
 let models: { llama: string; gemma3: string; lfm2: string };
 const started: number[] = [];
@@ -77,9 +78,10 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     const key = readKey(t.keyFile);
     expect(json.server.args.join(" ")).not.toContain(key);
     const root = t.endpoint.replace(/\/v1$/, "");
-    expect((await fetch(`${root}/v1/models`)).status).toBe(401);
-    expect((await fetch(`${root}/v1/models`, { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
-    const props: any = await (await fetch(`${root}/props`, { headers: { authorization: `Bearer ${key}` } })).json();
+    // through the engine's own client, which sends a GET again when the server closed an idle kept-alive connection under it
+    expect((await httpJson(`${root}/v1/models`)).status).toBe(401);
+    expect((await httpJson(`${root}/v1/models`, { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+    const props: any = (await httpJson(`${root}/props`, { headers: { authorization: `Bearer ${key}` } })).body;
     expect(props.total_slots).toBe(4);
     // unified KV: each of the 4 slots may use the whole 4 × 2048 context — the full per-slot context, not c/N
     expect(props.default_generation_settings.n_ctx).toBe(8192);
@@ -203,7 +205,7 @@ describe("crash → restart", () => {
     const sup = (globalThis as any).__sup;
     expect(events[0]).toMatch(/restart#1 after exited SIGKILL in 200 ms/);
     expect(sup.restarts).toBe(1);
-    expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    expect((await httpJson(`http://127.0.0.1:${port}/health`)).status).toBe(200);
     const pid = sup.pid;
     started.push(pid);
     await sup.stop();
