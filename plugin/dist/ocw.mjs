@@ -48323,6 +48323,12 @@ var init_sse = __esm({
 
 // engine/serving/http.ts
 async function httpJson(url2, init = {}) {
+  const first = await httpJsonOnce(url2, init);
+  const idempotent = (init.method ?? (init.body === void 0 ? "GET" : "POST")) === "GET";
+  if (idempotent && first.status === 0 && STALE_CONNECTION.test(first.error ?? "") && !init.signal?.aborted) return httpJsonOnce(url2, init);
+  return first;
+}
+async function httpJsonOnce(url2, init) {
   const t0 = performance.now();
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${init.timeoutMs ?? 1e4} ms`)), init.timeoutMs ?? 1e4);
@@ -48398,9 +48404,11 @@ async function streamTimed(url2, headers, body, t0, timeoutMs = 6e4) {
     clearTimeout(timer);
   }
 }
+var STALE_CONNECTION;
 var init_http = __esm({
   "engine/serving/http.ts"() {
     init_sse();
+    STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
   }
 });
 
