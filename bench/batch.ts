@@ -15,7 +15,7 @@ import { cleanup, makeRepo, scriptedTarget, tempDir, type TestEngine } from "../
 import type { McpHandle } from "../test/integration/mcp-helpers";
 import { opencodeServeUnder, rssMbOf, samplePeak } from "./procs";
 import { workerStarts, type WorkerStart } from "./sandbox";
-import { cpuWithChildren, procStat, round, rssPeak } from "./stats";
+import { cpuWithChildren, procStat, round, rssPeak, untilQuiet } from "./stats";
 
 const execFileP = promisify(execFile);
 
@@ -77,6 +77,7 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
     await Promise.all(r.pending.map((p) => call("approve", { askId: p.askId, decision: "once" })));
   }
   const wallMs = Date.now() - t0;
+  await untilQuiet([enginePid, oc]);
   const rssMb = peak.stop();
   const ocPeakMb = oc === null ? null : round(ocPeak.stop());
   const ocCpuAfter = cpuWithChildren(oc);

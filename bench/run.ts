@@ -62,7 +62,8 @@ const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N] [-
   --merge-many FILE  only put FILE's many-workers figures into the report (bench/report.* with --into-report)
   --many-from FILE  take the many-workers figures from an earlier run's report JSON (e.g. --only many --out FILE)
   --no-faults     leave out the fault and attack suite (the same as --skip faults)
-  --no-ui         leave out the Playwright dashboard bench`;
+  --no-ui         leave out the Playwright dashboard bench
+  OCW_ENGINE_CPU_PROF=DIR  every engine the bench starts writes a CPU profile (node --cpu-prof) into DIR when it stops`;
 
 /** The fit's headline figures: the live matrix where it ran (the fuller comparison), else the recorded logs. */
 function headline(f: FitResult) {

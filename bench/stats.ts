@@ -58,6 +58,23 @@ export function cpuWithChildren(pid: number | null): { self: number; children: n
   }
 }
 
+/**
+ * Waits until the processes have used (nearly) no CPU for `quietMs` (at most `maxMs`): the engine disposes a batch's
+ * opencode instances right after it settles, and the next side measured must not share the machine with that.
+ */
+export async function untilQuiet(pids: (number | null)[], quietMs = 300, maxMs = 15_000): Promise<void> {
+  const total = () => pids.reduce<number>((a, pid) => { const c = cpuWithChildren(pid); return a + (c ? c.self + c.children : 0); }, 0);
+  const end = Date.now() + maxMs;
+  let before = total();
+  while (Date.now() < end) {
+    await new Promise((r) => setTimeout(r, quietMs));
+    const now = total();
+    // below a fifth of one core
+    if (now - before <= (0.2 * quietMs) / 1000) return;
+    before = now;
+  }
+}
+
 /** Samples a process's RSS every `everyMs` and keeps the peak. */
 export function rssPeak(pid: number, everyMs = 200) {
   let peak = procStat(pid).rssMb;

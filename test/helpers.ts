@@ -41,7 +41,8 @@ export interface TestEngine {
 
 /** Starts `ocw serve` (the real bundle) in its own state dir and connects to it. */
 export async function startEngine(stateDir = tempDir("state"), env: NodeJS.ProcessEnv = {}): Promise<TestEngine> {
-  const proc = spawn(process.execPath, [BUNDLE, "serve"], { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const prof = process.env.OCW_ENGINE_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.OCW_ENGINE_CPU_PROF}`] : [];
+  const proc = spawn(process.execPath, [...prof, BUNDLE, "serve"], { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let err = "";
   proc.stderr!.on("data", (b) => (err += b.toString()));
   const url = await new Promise<string>((resolve, reject) => {

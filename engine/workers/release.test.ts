@@ -37,14 +37,17 @@ describe("releasing finished workers' opencode instances", () => {
     releaser.finished("w1");
     await settle();
     expect(disposed).toEqual([]); // w2 still runs on the same server
-    states.set("w2", "settled");
-    releaser.moved("w2");
-    await settle();
-    expect(disposed).toEqual(["/ws/w1"]); // a worker on another server (w3) does not hold it up
+    // settled and graded: still at work (a disposal would take CPU from its grading)
+    for (const state of ["settled", "grading"] as const) {
+      states.set("w2", state);
+      releaser.moved("w2");
+      await settle();
+      expect(disposed).toEqual([]);
+    }
     states.set("w2", "built");
     releaser.finished("w2");
     await settle();
-    expect(disposed).toEqual(["/ws/w1", "/ws/w2"]);
+    expect(disposed).toEqual(["/ws/w1", "/ws/w2"]); // a worker on another server (w3) does not hold them up
   });
 
   it(`releases at ${RELEASE_BATCH} waiting even while busy, and after ${RELEASE_DELAY_MS} ms at the latest`, async () => {

@@ -1,4 +1,4 @@
-import { isActive } from "../../shared/worker";
+import { isFinal } from "../../shared/worker";
 import type { HarnessServer } from "../harness/harness";
 import type { WorkerRegistry } from "./registry";
 
@@ -12,7 +12,8 @@ export const RELEASE_DELAY_MS = 10_000;
  * directory: without disposal, `opencode serve` grew by ~90 MB per finished worker (bench: 32 workers, 0.5 → 3.7 GB).
  * Disposing costs opencode's one JS thread ~25 ms a worker (measured: 16 disposals, 0.41 s of its CPU), and that
  * thread is what a batch of workers waits on. So a finished worker's instance is disposed when its server has no
- * worker at work (starting, running, waiting for an approval), or at the latest when RELEASE_BATCH of them wait or
+ * worker at work (starting, running, waiting for an approval, or being graded: disposals while a batch's last workers
+ * are graded took one of the machine's two cores from their git), or at the latest when RELEASE_BATCH of them wait or
  * RELEASE_DELAY_MS has passed. A resume boots the instance again from the session stored on disk; a worker resumed
  * before its disposal keeps the instance it has.
  */
@@ -46,7 +47,7 @@ export class InstanceReleaser {
   private releaseIfDue(server: HarnessServer): void {
     const w = this.waiting.get(server);
     if (!w) return;
-    const atWork = this.reg.list().some((x) => isActive(x.state) && this.reg.rt(x.id).server === server);
+    const atWork = this.reg.list().some((x) => !isFinal(x.state) && x.state !== "queued" && this.reg.rt(x.id).server === server);
     if (!atWork || w.ids.size >= RELEASE_BATCH) this.release(server);
   }
 

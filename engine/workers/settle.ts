@@ -47,13 +47,14 @@ export class Settler {
     if (rt.activity.kind === "stopping" || rt.activity.kind === "settling" || (w.state !== "running" && w.state !== "waiting-approval")) return;
     const c = reg.clientOf(workerId);
     if (!c || !c.directory || !w.sessionId) return;
+    // Both asked at once: when a batch ends together, opencode answers them slowly, and one after the other they held
+    // every worker's grading back by two waits (bench: idle → grading 0.6 s at 32 workers).
+    const [status, turn] = await Promise.all([c.client.session.status({ directory: c.directory }).catch(() => null), this.latestTurn(workerId)]);
     // A steer sent just before idle starts another turn; only a truly idle session has settled.
-    const status = await c.client.session.status({ directory: c.directory }).catch(() => null);
     const st = (status?.data as Record<string, { type: string }> | undefined)?.[w.sessionId];
     if (st && st.type !== "idle") return;
     // An idle that arrives late from an earlier turn (an abort before a resume) must not settle the new prompt: only a
     // finished reply to the newest user message counts.
-    const turn = await this.latestTurn(workerId);
     const last = turn?.replies.at(-1);
     if (turn && !last && !rt.turn.error) return;
     if (last && !last.info.time?.completed && !last.info.error) return;
