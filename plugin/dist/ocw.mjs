@@ -67124,7 +67124,7 @@ var InstanceReleaser = class {
   releaseIfDue(server) {
     const w = this.waiting.get(server);
     if (!w) return;
-    const atWork = this.reg.list().some((x) => isActive(x.state) && this.reg.rt(x.id).server === server);
+    const atWork = this.reg.list().some((x) => !isFinal(x.state) && x.state !== "queued" && this.reg.rt(x.id).server === server);
     if (!atWork || w.ids.size >= RELEASE_BATCH) this.release(server);
   }
   release(server) {
@@ -67330,10 +67330,9 @@ var Settler = class {
     if (rt.activity.kind === "stopping" || rt.activity.kind === "settling" || w.state !== "running" && w.state !== "waiting-approval") return;
     const c3 = reg.clientOf(workerId);
     if (!c3 || !c3.directory || !w.sessionId) return;
-    const status = await c3.client.session.status({ directory: c3.directory }).catch(() => null);
+    const [status, turn] = await Promise.all([c3.client.session.status({ directory: c3.directory }).catch(() => null), this.latestTurn(workerId)]);
     const st = status?.data?.[w.sessionId];
     if (st && st.type !== "idle") return;
-    const turn = await this.latestTurn(workerId);
     const last = turn?.replies.at(-1);
     if (turn && !last && !rt.turn.error) return;
     if (last && !last.info.time?.completed && !last.info.error) return;
