@@ -34,6 +34,18 @@ describe("runCommand (off the engine's thread)", () => {
     expect(many.map((r) => r.stdout.trim())).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
   });
 
+  it("stops a command whose output passes the cap and says so, instead of reading it all (the thread would die past 512 MiB)", async () => {
+    const env = { PATH: process.env.PATH };
+    const r = await runCommand("sh", ["-c", "head -c 5000000 /dev/zero | tr '\\0' x; echo after"], { cwd: dir, env, maxOutputBytes: 1_000_000 });
+    expect(r).toMatchObject({ exitCode: null, stdout: "" });
+    expect(r.stderr).toMatch(/passed 1000000 bytes/);
+    // stderr counts too: a command cannot get around the cap by printing there
+    const e = await runCommand("sh", ["-c", "head -c 3000000 /dev/zero >&2"], { cwd: dir, env, maxOutputBytes: 1_000_000 });
+    expect(e.exitCode).toBeNull();
+    // the thread lives on: the next command runs as usual
+    expect((await runCommand("sh", ["-c", "echo ok"], { cwd: dir, env })).stdout).toBe("ok\n");
+  });
+
   it("a short-lived CLI gets its command's output, then exits (the thread neither ends it early nor keeps it alive)", () => {
     // A CLI that awaits one command and nothing else: it must not exit before the answer, nor hang after it.
     const script = path.join(dir, "cli.mjs");

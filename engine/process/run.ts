@@ -20,7 +20,16 @@ export interface CommandOptions {
   cwd: string;
   /** The child's whole environment (nothing is inherited implicitly). */
   env: Record<string, string | undefined>;
+  /** Output kept at most, stdout and stderr together (default MAX_OUTPUT_BYTES); past it the command is killed. */
+  maxOutputBytes?: number;
 }
+
+/**
+ * A command's output is read into one string on the command thread: past V8's string limit (512 MiB) that thread would
+ * die, and every command in flight with it. A worker controls what some commands print (the names of the files it
+ * made, for one), so output is capped well below that: past the cap the command is killed and reported as failed.
+ */
+export const MAX_OUTPUT_BYTES = 64 * 2 ** 20;
 
 type Reply = { id: number } & CommandResult;
 
@@ -28,9 +37,10 @@ type Reply = { id: number } & CommandResult;
 const WORKER_SOURCE = `
 const { parentPort } = require("node:worker_threads");
 const { spawn } = require("node:child_process");
-parentPort.on("message", ({ id, file, args, cwd, env }) => {
+parentPort.on("message", ({ id, file, args, cwd, env, max }) => {
   let child;
   const out = [], err = [];
+  let bytes = 0, over = false;
   let done = false;
   const finish = (r) => { if (!done) { done = true; parentPort.postMessage({ id, ...r }); } };
   try {
@@ -38,10 +48,23 @@ parentPort.on("message", ({ id, file, args, cwd, env }) => {
   } catch (e) {
     return finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) });
   }
-  child.stdout.on("data", (b) => out.push(b));
-  child.stderr.on("data", (b) => err.push(b));
+  const keep = (into) => (b) => {
+    if (over) return;
+    bytes += b.length;
+    if (bytes > max) {
+      over = true;
+      out.length = 0;
+      err.length = 0;
+      return child.kill("SIGKILL");
+    }
+    into.push(b);
+  };
+  child.stdout.on("data", keep(out));
+  child.stderr.on("data", keep(err));
   child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
-  child.on("close", (code, signal) => finish({ exitCode: code, signal, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
+  child.on("close", (code, signal) => over
+    ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
+    : finish({ exitCode: code, signal, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
 });
 `;
 
@@ -57,7 +80,7 @@ class CommandThread {
       this.waiting.set(id, { resolve, reject });
       // Held while a command is out, so a short-lived CLI awaiting one does not exit under it.
       if (this.waiting.size === 1) w.ref();
-      w.postMessage({ id, file, args, cwd: opts.cwd, env: definedOnly(opts.env) });
+      w.postMessage({ id, file, args, cwd: opts.cwd, env: definedOnly(opts.env), max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES });
     });
   }
 
