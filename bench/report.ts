@@ -135,6 +135,20 @@ export interface Report {
 
 const mb = (b: number) => `${(b / 2 ** 20).toFixed(1)} MB`;
 
+function manySection(m: Report["manyWorkers"]): string[] {
+  return [
+    `${m.workers} tiny workers (one model turn each, no tool call, no checks; 32 slots, all queued at once) on a fresh engine: ${m.finished} finished in ${(m.wallMs / 1000).toFixed(1)} s (${(m.wallMs / 1000 / Math.max(1, m.finished)).toFixed(2)} s per worker).${m.stopped ? ` **${m.stopped}.**` : ""}${m.ranSeparately ? ` (${m.ranSeparately}; its wall time is not comparable: it ran at nice 10 beside other work.)` : ""}`,
+    `Engine RSS ${m.rssMbBefore} MB before → ${m.rssMbAfter} MB after (peak ${m.rssMbPeak} MB): **${(m.rssMbAfter - m.rssMbBefore).toFixed(1)} MB** of growth, against ${mb(m.logBytesOfRun)} of their event logs on disk under \`<stateDir>/workers\` (${mb(m.logBytes)} in all). Final states: ${Object.entries(m.finalStates).map(([s, n]) => `${n} ${s}`).join(", ")}.${m.shutdownMs !== undefined ? ` The engine then shut down (SIGTERM → exit) in ${(m.shutdownMs / 1000).toFixed(1)} s.` : ""}`,
+    ...(m.samples.length >= 4 ? [trend(m.samples.map((x) => x.rssMb), m.workers)] : []),
+    `The target's \`opencode serve\` (a separate process, not the engine; it runs up to 32 worker instances at once, and each finished worker's instance is disposed): ${m.opencodeRssMbBefore ?? "–"} MB → ${m.opencodeRssMbAfter ?? "–"} MB.`,
+    "",
+    "| finished | s | engine RSS MB | opencode serve RSS MB |",
+    "|---|---|---|---|",
+    ...m.samples.map((x) => `| ${x.finished} | ${x.sec} | ${x.rssMb} | ${x.opencodeRssMb ?? "–"} |`),
+    "",
+  ];
+}
+
 export function renderMarkdown(r: Report): string {
   const R = (key: string, unit = "") => fmt(r.range[key], unit);
   const gateSizes = Object.keys(r.gateLatencyMs);
@@ -202,15 +216,8 @@ export function renderMarkdown(r: Report): string {
     "## Engine process",
     `During the ${batchSizes[0]!.slice(1)}-task batch: engine CPU ${R(`engine.cpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")}, peak RSS ${R(`engine.rssMb${batchSizes[0]!.toUpperCase()}`, " MB")}; the \`ocw mcp\` bridge ${R(`engine.bridgeCpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")} CPU (opencode serve is a separate process, not counted).`,
     "",
-    `${m.workers} tiny workers (one model turn each, no tool call, no checks; 32 slots, all queued at once) on a fresh engine: ${m.finished} finished in ${(m.wallMs / 1000).toFixed(1)} s (${(m.wallMs / 1000 / Math.max(1, m.finished)).toFixed(2)} s per worker).${m.stopped ? ` **${m.stopped}.**` : ""}${m.ranSeparately ? ` (${m.ranSeparately}; its wall time is not comparable: it ran at nice 10 beside other work.)` : ""}`,
-    `Engine RSS ${m.rssMbBefore} MB before → ${m.rssMbAfter} MB after (peak ${m.rssMbPeak} MB): **${(m.rssMbAfter - m.rssMbBefore).toFixed(1)} MB** of growth, against ${mb(m.logBytesOfRun)} of their event logs on disk under \`<stateDir>/workers\` (${mb(m.logBytes)} in all). Final states: ${Object.entries(m.finalStates).map(([s, n]) => `${n} ${s}`).join(", ")}.${m.shutdownMs !== undefined ? ` The engine then shut down (SIGTERM → exit) in ${(m.shutdownMs / 1000).toFixed(1)} s.` : ""}`,
-    ...(m.samples.length >= 4 ? [trend(m.samples.map((x) => x.rssMb), m.workers)] : []),
-    `The target's \`opencode serve\` (a separate process, not the engine; it runs up to 32 worker instances at once, and each finished worker's instance is disposed): ${m.opencodeRssMbBefore ?? "–"} MB → ${m.opencodeRssMbAfter ?? "–"} MB.`,
-    "",
-    "| finished | s | engine RSS MB | opencode serve RSS MB |",
-    "|---|---|---|---|",
-    ...m.samples.map((x) => `| ${x.finished} | ${x.sec} | ${x.rssMb} | ${x.opencodeRssMb ?? "–"} |`),
-    "",
+    // A full run writes the report after every part: the many-workers run comes after the batches.
+    ...(m ? manySection(m) : ["The many-workers run has not run yet.", ""]),
     ...scaleSection(r),
     ...poolSection(r),
     ...setupSection(r),
