@@ -2,7 +2,7 @@
 // model's request log, and a private repository (`git clone --shared`, the engine's createWorkspace) against a git
 // worktree on a repository of a few thousand files: time and disk per worker.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readdirSync, lstatSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, lstatSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type { EngineClient } from "../engine/api/client";
 import { createWorkspace, inspectRepo } from "../engine/workspace/workspace";
@@ -113,7 +113,8 @@ export interface RepoCost {
  * The engine's createWorkspace (one script: `git init`, the user's objects as its alternate, checkout of a branch; the
  * engine's own bare repository is made later, by grading's first snapshot) against `git worktree add -b` on the same
  * repository, alternating, `reps` each.
- * Disk: the workspace (and the engine's repository), or the worktree and its admin folder in the user's .git (its index).
+ * Disk: the workspace (and the engine's repository, where it exists already), or the worktree and its admin folder in
+ * the user's .git (its index).
  */
 export async function repoCost(files: number, reps: number): Promise<RepoCost> {
   const repo = sizableRepo(files);
@@ -130,7 +131,8 @@ export async function repoCost(files: number, reps: number): Promise<RepoCost> {
       const ws = await createWorkspace(path.join(root, "ws"), info, id, path.join(root, "git", id));
       priv.push(performance.now() - t);
       const a = diskOf(ws.worktree);
-      const g = diskOf(ws.gitDir);
+      // The engine's own repository is made by grading's first snapshot, not here: nothing of it exists yet.
+      const g = existsSync(ws.gitDir) ? diskOf(ws.gitDir) : { bytes: 0, kb: 0 };
       const meta = diskOf(path.join(ws.worktree, ".git"));
       privDisk = { kb: a.kb + g.kb, metaKb: meta.kb + g.kb };
       const dest = path.join(root, "wt", id);
