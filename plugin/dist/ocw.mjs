@@ -66462,12 +66462,14 @@ import path17 from "node:path";
 
 // engine/process/run.ts
 import { Worker as Worker2 } from "node:worker_threads";
+var MAX_OUTPUT_BYTES = 64 * 2 ** 20;
 var WORKER_SOURCE = `
 const { parentPort } = require("node:worker_threads");
 const { spawn } = require("node:child_process");
-parentPort.on("message", ({ id, file, args, cwd, env }) => {
+parentPort.on("message", ({ id, file, args, cwd, env, max }) => {
   let child;
   const out = [], err = [];
+  let bytes = 0, over = false;
   let done = false;
   const finish = (r) => { if (!done) { done = true; parentPort.postMessage({ id, ...r }); } };
   try {
@@ -66475,10 +66477,23 @@ parentPort.on("message", ({ id, file, args, cwd, env }) => {
   } catch (e) {
     return finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) });
   }
-  child.stdout.on("data", (b) => out.push(b));
-  child.stderr.on("data", (b) => err.push(b));
+  const keep = (into) => (b) => {
+    if (over) return;
+    bytes += b.length;
+    if (bytes > max) {
+      over = true;
+      out.length = 0;
+      err.length = 0;
+      return child.kill("SIGKILL");
+    }
+    into.push(b);
+  };
+  child.stdout.on("data", keep(out));
+  child.stderr.on("data", keep(err));
   child.on("error", (e) => finish({ exitCode: null, signal: null, stdout: "", stderr: "", startError: String(e && e.message || e) }));
-  child.on("close", (code, signal) => finish({ exitCode: code, signal, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
+  child.on("close", (code, signal) => over
+    ? finish({ exitCode: null, signal, stdout: "", stderr: "its output passed " + max + " bytes: it was stopped" })
+    : finish({ exitCode: code, signal, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") }));
 });
 `;
 var CommandThread = class {
@@ -66491,7 +66506,7 @@ var CommandThread = class {
     return new Promise((resolve, reject) => {
       this.waiting.set(id2, { resolve, reject });
       if (this.waiting.size === 1) w.ref();
-      w.postMessage({ id: id2, file: file2, args, cwd: opts.cwd, env: definedOnly(opts.env) });
+      w.postMessage({ id: id2, file: file2, args, cwd: opts.cwd, env: definedOnly(opts.env), max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES });
     });
   }
   ensure() {
