@@ -9,23 +9,14 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { grade } from "../grading/grade";
+import { committedRepo } from "../../test/fixtures/git-repo";
 import { commitAndCheckOut, createWorkspace, fullDiff, inspectRepo, publishBranch } from "./workspace";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-ws-attack-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 let n = 0;
-function repo(files: Record<string, string> = { "README.md": "# r\n" }, opts: { dir?: string; init?: string[] } = {}): string {
-  const dir = opts.dir ?? path.join(tmp, `repo-${n++}`);
-  execFileSync("git", ["init", "-q", "-b", "main", ...(opts.init ?? []), dir]);
-  for (const [f, c] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
-    writeFileSync(path.join(dir, f), c);
-  }
-  execFileSync("git", ["-C", dir, "add", "-A"]);
-  execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init"]);
-  return dir;
-}
+const repo = (files?: Record<string, string>, opts: { dir?: string; init?: string[] } = {}) => committedRepo(opts.dir ?? path.join(tmp, `repo-${n++}`), files, opts.init);
 const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", maxBuffer: 64 << 20 }).trim();
 
 async function workspace(r: string, id: string, root = tmp) {

@@ -3,23 +3,14 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { committedRepo } from "../../test/fixtures/git-repo";
 import { commitAndCheckOut, createWorkspace, fullDiff, inspectRepo, mergeBranch, parseNumstatAndStat, publishBranch, removeWorkspace } from "./workspace";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-workspace-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 let n = 0;
-function repo(files: Record<string, string> = { "README.md": "# r\n" }): string {
-  const dir = path.join(tmp, `repo-${n++}`);
-  execFileSync("git", ["init", "-q", "-b", "main", dir]);
-  for (const [f, c] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
-    writeFileSync(path.join(dir, f), c);
-  }
-  execFileSync("git", ["-C", dir, "add", "-A"]);
-  execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init"]);
-  return dir;
-}
+const repo = (files?: Record<string, string>) => committedRepo(path.join(tmp, `repo-${n++}`), files);
 // GIT_OPTIONAL_LOCKS=0: our own `git status` must not refresh (rewrite) the index it fingerprints.
 const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } }).trim();
 /** Everything of the user's repository a worker could tamper with: refs, config, hooks, index, HEAD, work tree status. */
