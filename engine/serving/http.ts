@@ -15,14 +15,14 @@ type HttpInit = { method?: string; headers?: Record<string, string>; body?: unkn
 /** A kept-alive connection the server closed while idle fails the next request sent on it at once; a GET is safe to send again on a fresh one. */
 const STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
 
-export async function httpJson<T = unknown>(url: string, init: HttpInit = {}): Promise<HttpResult<T>> {
+export async function httpJson<T = unknown>(url: string, given: HttpInit = {}): Promise<HttpResult<T>> {
+  const init = { ...given, method: given.method ?? (given.body === undefined ? "GET" : "POST") };
   const first = await httpJsonOnce<T>(url, init);
-  const idempotent = (init.method ?? (init.body === undefined ? "GET" : "POST")) === "GET";
-  if (idempotent && first.status === 0 && STALE_CONNECTION.test(first.error ?? "") && !init.signal?.aborted) return httpJsonOnce<T>(url, init);
+  if (init.method === "GET" && first.status === 0 && STALE_CONNECTION.test(first.error ?? "") && !init.signal?.aborted) return httpJsonOnce<T>(url, init);
   return first;
 }
 
-async function httpJsonOnce<T>(url: string, init: HttpInit): Promise<HttpResult<T>> {
+async function httpJsonOnce<T>(url: string, init: HttpInit & { method: string }): Promise<HttpResult<T>> {
   const t0 = performance.now();
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(new Error(`timed out after ${init.timeoutMs ?? 10000} ms`)), init.timeoutMs ?? 10000);
@@ -30,7 +30,7 @@ async function httpJsonOnce<T>(url: string, init: HttpInit): Promise<HttpResult<
   init.signal?.addEventListener("abort", onAbort);
   try {
     const res = await fetch(url, {
-      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+      method: init.method,
       headers: { ...(init.body === undefined ? {} : { "content-type": "application/json" }), ...init.headers },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
       signal: ctl.signal,
