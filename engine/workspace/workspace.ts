@@ -135,7 +135,6 @@ GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
 tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
 `;
 
-const SNAPSHOT_TREE = `${ENGINE_REPO}${SNAPSHOT}printf '%s\\n' "$tree"\n`;
 
 /**
  * The snapshot committed on the base, its new objects written apart (an emptied GRADE_OBJECTS), then what grading reads
@@ -167,11 +166,17 @@ function trustedEnv(gitDir: string): Record<string, string> {
 }
 
 /**
- * The diff from the base to `OCW_TO`, at most `OCW_MAX` bytes of it: git stops once head has read that much. A worker's
- * diff can be gigabytes, and a command's whole output is read into one string on the engine's command thread (past
- * 512 MiB the thread dies, and every git command in flight with it).
+ * The diff from the base to `OCW_TO` (a commit), or to the workspace's files as they are now when it is empty, at most
+ * `OCW_MAX` bytes of it: git stops once head has read that much. A worker's diff can be gigabytes, and a command's
+ * output is read into one string on the engine's command thread. One script, in the worker's queue of scripts: a diff
+ * run beside it raced the grading that empties GRADE_OBJECTS (which the engine repository borrows from) and came back
+ * empty.
  */
-const DIFF_HEAD = `git ${TRUSTED_FLAGS.join(" ")} diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"\n`;
+const DIFF = `${ENGINE_REPO}if [ -z "$OCW_TO" ]; then
+${SNAPSHOT}OCW_TO="$tree"
+fi
+git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
+`;
 
 // The engine repository is made by the first script that needs it: two at once (a diff asked for as grading starts)
 // both ran `git init` there, and one failed on the other's config lock. A worker's scripts therefore run one at a time.
@@ -260,9 +265,8 @@ export function parseNumstatAndStat(out: string): { changed: string[]; stat: str
 
 /** The diff of a commit (the graded one), or of the workspace's files as they are now (a running worker). */
 export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_000): Promise<string> {
-  const to = commit ?? (existsSync(ws.worktree) ? trimFinalNewline(await trustedScript(ws, SNAPSHOT_TREE, {})) : ws.baseCommit);
-  const env = { ...trustedEnv(ws.gitDir), OCW_BASE: ws.baseCommit, OCW_TO: to, OCW_MAX: String(maxBytes + 1) };
-  const d = trimFinalNewline(await gitScript(DIFF_HEAD, { cwd: path.dirname(ws.gitDir), env }).catch(() => ""));
+  if (!commit && !existsSync(ws.worktree)) return ""; // no files left: the base against itself
+  const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `\n… diff truncated at ${maxBytes} bytes` : d;
 }
 

@@ -48322,10 +48322,10 @@ var init_sse = __esm({
 });
 
 // engine/serving/http.ts
-async function httpJson(url2, init = {}) {
+async function httpJson(url2, given = {}) {
+  const init = { ...given, method: given.method ?? (given.body === void 0 ? "GET" : "POST") };
   const first = await httpJsonOnce(url2, init);
-  const idempotent = (init.method ?? (init.body === void 0 ? "GET" : "POST")) === "GET";
-  if (idempotent && first.status === 0 && STALE_CONNECTION.test(first.error ?? "") && !init.signal?.aborted) return httpJsonOnce(url2, init);
+  if (init.method === "GET" && first.status === 0 && STALE_CONNECTION.test(first.error ?? "") && !init.signal?.aborted) return httpJsonOnce(url2, init);
   return first;
 }
 async function httpJsonOnce(url2, init) {
@@ -48336,7 +48336,7 @@ async function httpJsonOnce(url2, init) {
   init.signal?.addEventListener("abort", onAbort);
   try {
     const res = await fetch(url2, {
-      method: init.method ?? (init.body === void 0 ? "GET" : "POST"),
+      method: init.method,
       headers: { ...init.body === void 0 ? {} : { "content-type": "application/json" }, ...init.headers },
       body: init.body === void 0 ? void 0 : JSON.stringify(init.body),
       signal: ctl.signal
@@ -66633,8 +66633,6 @@ var SNAPSHOT = `GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
 GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
 tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
 `;
-var SNAPSHOT_TREE = `${ENGINE_REPO}${SNAPSHOT}printf '%s\\n' "$tree"
-`;
 var COMMIT_AND_CHECK_OUT = `${ENGINE_REPO}export GIT_OBJECT_DIRECTORY="$GIT_DIR/${GRADE_OBJECTS}"
 ${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
 printf '%s
@@ -66657,7 +66655,10 @@ function trustedEnv(gitDir) {
     GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
   };
 }
-var DIFF_HEAD = `git ${TRUSTED_FLAGS.join(" ")} diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
+var DIFF = `${ENGINE_REPO}if [ -z "$OCW_TO" ]; then
+${SNAPSHOT}OCW_TO="$tree"
+fi
+git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 `;
 var scriptsOf = /* @__PURE__ */ new Map();
 function trustedScript(ws, script, inputs, opts = {}) {
@@ -66715,9 +66716,8 @@ function parseNumstatAndStat(out) {
   return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
-  const to = commit ?? (existsSync7(ws.worktree) ? trimFinalNewline(await trustedScript(ws, SNAPSHOT_TREE, {})) : ws.baseCommit);
-  const env2 = { ...trustedEnv(ws.gitDir), OCW_BASE: ws.baseCommit, OCW_TO: to, OCW_MAX: String(maxBytes + 1) };
-  const d = trimFinalNewline(await gitScript(DIFF_HEAD, { cwd: path17.dirname(ws.gitDir), env: env2 }).catch(() => ""));
+  if (!commit && !existsSync7(ws.worktree)) return "";
+  const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
