@@ -256,6 +256,7 @@ export class Translator {
         // Text comes as deltas (a user's text part never does); a reasoning part is named here before its deltas.
         else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
           this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");
+        if (isRoot) reg.rt(workerId).replies?.part(part);
         if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
         if (t) reg.safeRecord(workerId, { type: "part", part: t });
         return;
@@ -266,6 +267,7 @@ export class Translator {
         return;
       }
       case "message.updated": {
+        if (isRoot) reg.rt(workerId).replies?.message(e.properties.info);
         const u = usageOf(e.properties.info);
         if (u) this.sinks.usage(workerId, u.id, u.usage);
         return;

@@ -83,6 +83,41 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.close();
   });
 
+  it("an idle whose turn the event stream saw whole settles without asking opencode; after a steer or a reconnect the engine asks", async () => {
+    const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const server = () => fake.servers[0]!;
+    const asked = (sessionId: string | null, method: string) => server().calls.filter((c) => c.method === method && c.args.sessionID === sessionId).length;
+    /** Answers every ask until the worker is built (a steer's turn asks again). */
+    const approveAll = async (id: string) => {
+      for (;;) {
+        const w = await until(engine, id, (x) => pending(x).length === 1 || x.state === "built");
+        if (w.state === "built") return w;
+        await engine.decide({ askId: pending(w)[0]!.id, decision: "once" }, { kind: "person" });
+      }
+    };
+    const r = repo();
+
+    const plain = await engine.start({ task: "TASK-EDIT", directory: r, checks: [{ file: "a.txt", equals: "a" }] });
+    const built = await approveAll(plain.workerId);
+    expect(built.verdict).toMatchObject({ honest: true, claim: "built" });
+    expect(asked(built.sessionId, "session.messages")).toBe(0);
+    expect(server().calls.some((c) => c.method === "session.status")).toBe(false);
+
+    const steered = await engine.start({ task: "TASK-TWO", directory: r, checks: [{ file: "b.txt", equals: "b" }] });
+    await until(engine, steered.workerId, (x) => pending(x).length === 1);
+    await engine.steer(steered.workerId, "also keep it short", { kind: "person" });
+    const afterSteer = await approveAll(steered.workerId);
+    expect(asked(afterSteer.sessionId, "session.messages")).toBeGreaterThan(0);
+
+    const reconnected = await engine.start({ task: "TASK-EDIT", directory: r, checks: [{ file: "a.txt", equals: "a" }] });
+    await until(engine, reconnected.workerId, (x) => pending(x).length === 1);
+    server().emit("resync");
+    const afterResync = await approveAll(reconnected.workerId);
+    expect(afterResync.verdict).toMatchObject({ honest: true });
+    expect(asked(afterResync.sessionId, "session.messages")).toBeGreaterThan(0);
+    await engine.close();
+  });
+
   it('"always" is never sent to opencode: it hears "once", the engine records a grant, and the grant answers the next ask', async () => {
     const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
     const { workerId } = await engine.start({ task: "TASK-BASH", directory: repo() });

@@ -27,6 +27,7 @@ import { preflightTarget, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
+import { ReplyTrack } from "./replies";
 import { Settler } from "./settle";
 
 export { InputError } from "../workspace/workspace";
@@ -93,7 +94,11 @@ export class Engine {
         s.on("event", (e: OpencodeEvent) => this.translator.handle(e));
         s.on("down", (why: string) => this.recovery.onServerDown(targetId, why));
         s.on("ready", () => this.reg.transient({ type: "serving", targetId, status: "ready", ts: Date.now() }));
-        s.on("resync", () => void this.recovery.resync(targetId));
+        s.on("resync", () => {
+          // Events were missed while the stream was down: no idle of this target settles from the stream's picture.
+          for (const w of reg.workers.values()) if (w.targetId === targetId) reg.rt(w.id).replies = undefined;
+          void this.recovery.resync(targetId);
+        });
       },
     });
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
@@ -279,6 +284,7 @@ export class Engine {
     const c = this.reg.clientOf(workerId);
     if (!c || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
     this.reg.record(workerId, { type: "steer.sent", text: body, by });
+    this.reg.rt(workerId).replies?.promptSent();
     // A prompt to a busy session is stored at once and injected at the next step boundary (shared/notes/opencode.md).
     const target = w.targetId ? this.targets.get(w.targetId) : undefined;
     const model = target ? modelFor(w.endpoint, target) : undefined;
@@ -539,6 +545,7 @@ export class Engine {
     if (!this.reg.fire(workerId, "start")) return; // stopped meanwhile
     this.budgets.armWall(workerId);
     const model = modelFor(this.get(workerId).endpoint, target);
+    rt.replies = new ReplyTrack();
     const res = await client.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, ...(model ? { model } : {}), parts: [{ type: "text", text }] });
     if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
     // No answer at all: opencode may never have seen the prompt, and the worker would wait for an idle that never comes.

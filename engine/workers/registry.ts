@@ -5,6 +5,7 @@ import { isFinal, reduceWorker, type Worker, type WorkerEvent, type WorkerEventB
 import { InputError } from "../../shared/errors";
 import type { EventBus } from "../events";
 import type { HarnessServer } from "../harness/harness";
+import type { ReplyTrack } from "./replies";
 import type { WorkerLogStore } from "../store/worker-log";
 import type { RepoInfo, Workspace } from "../workspace/workspace";
 
@@ -46,6 +47,8 @@ export interface Runtime {
   releasing?: Promise<void>;
   /** The repository as validated when the worker was created (absent for workers recovered from their log). */
   repo?: RepoInfo;
+  /** What the event stream said of the turn of the engine's latest prompt (absent when it may have missed events). */
+  replies?: ReplyTrack;
   /** The worker's latest run (admission → prompt sent); a newer one supersedes it and begins when it has ended. */
   run?: { token: object; done: Promise<void> };
 }

@@ -7,6 +7,7 @@ import { describeError } from "../harness/translate";
 import type { SandboxKind } from "../sandbox/sandbox";
 import type { TargetStore } from "../store/targets";
 import type { WorkerRegistry } from "./registry";
+import type { Replies, TurnMessage } from "./replies";
 
 /**
  * From idle to verdict. A worker's session going idle settles it only when the newest prompt got a finished reply
@@ -14,13 +15,6 @@ import type { WorkerRegistry } from "./registry";
  * reply) ends it in error. Settled, it is graded: `grading`, then `built` or `honest-failure` with the verdict. A
  * worker stopped while its checks ran keeps its stop and gets no verdict.
  */
-interface TurnMessage {
-  info: { role: string; time?: { completed?: number }; error?: { name?: string; data?: { message?: string } } };
-  parts: { type: string; text?: string }[];
-}
-interface Replies {
-  replies: TurnMessage[];
-}
 
 export interface SettleOptions {
   stateDir: string;
@@ -47,12 +41,17 @@ export class Settler {
     if (rt.activity.kind === "stopping" || rt.activity.kind === "settling" || (w.state !== "running" && w.state !== "waiting-approval")) return;
     const c = reg.clientOf(workerId);
     if (!c || !c.directory || !w.sessionId) return;
-    // Both asked at once: when a batch ends together, opencode answers them slowly, and one after the other they held
-    // every worker's grading back by two waits (bench: idle → grading 0.6 s at 32 workers).
-    const [status, turn] = await Promise.all([c.client.session.status({ directory: c.directory }).catch(() => null), this.latestTurn(workerId)]);
-    // A steer sent just before idle starts another turn; only a truly idle session has settled.
-    const st = (status?.data as Record<string, { type: string }> | undefined)?.[w.sessionId];
-    if (st && st.type !== "idle") return;
+    // The idle of a turn the event stream saw whole needs no question to opencode (replies.ts says when that holds).
+    let turn = rt.replies?.settled() ?? null;
+    if (!turn) {
+      // Both asked at once: when a batch ends together, opencode answers them slowly, and one after the other they held
+      // every worker's grading back by two waits (bench: idle → grading 0.6 s at 32 workers).
+      const [status, read] = await Promise.all([c.client.session.status({ directory: c.directory }).catch(() => null), this.latestTurn(workerId)]);
+      // A steer sent just before idle starts another turn; only a truly idle session has settled.
+      const st = (status?.data as Record<string, { type: string }> | undefined)?.[w.sessionId];
+      if (st && st.type !== "idle") return;
+      turn = read;
+    }
     // An idle that arrives late from an earlier turn (an abort before a resume) must not settle the new prompt: only a
     // finished reply to the newest user message counts.
     const last = turn?.replies.at(-1);
@@ -67,6 +66,7 @@ export class Settler {
     // The awaits above gave a stop, an interrupt or a shutdown time to land: only a worker still live settles.
     if (reg.is(workerId, "stopping") || reg.is(workerId, "settling")) return;
     reg.begin(workerId, "settling");
+    rt.replies = undefined;
     try {
       if (!reg.fire(workerId, "settle")) return;
       await this.gradeWorker(workerId, turn);

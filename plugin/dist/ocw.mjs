@@ -65972,6 +65972,7 @@ var Translator = class {
         if (t2) this.streaming.get(workerId)?.delete(t2.partId);
         else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
           this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");
+        if (isRoot) reg.rt(workerId).replies?.part(part);
         if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
         if (t2) reg.safeRecord(workerId, { type: "part", part: t2 });
         return;
@@ -65982,6 +65983,7 @@ var Translator = class {
         return;
       }
       case "message.updated": {
+        if (isRoot) reg.rt(workerId).replies?.message(e.properties.info);
         const u2 = usageOf(e.properties.info);
         if (u2) this.sinks.usage(workerId, u2.id, u2.usage);
         return;
@@ -67157,6 +67159,53 @@ var InstanceReleaser = class {
   }
 };
 
+// engine/workers/replies.ts
+var ReplyTrack = class {
+  prompts = 1;
+  users = /* @__PURE__ */ new Set();
+  replies = /* @__PURE__ */ new Map();
+  /** Another prompt (a steer) went to the session during this turn. */
+  promptSent() {
+    this.prompts++;
+  }
+  message(info) {
+    if (!info?.id) return;
+    if (info.role === "user") {
+      this.users.add(info.id);
+      return;
+    }
+    if (info.role !== "assistant") return;
+    const r = this.reply(info.id);
+    r.parent = info.parentID;
+    r.completed = info.time?.completed;
+    r.error = info.error;
+  }
+  part(part) {
+    if (part?.type !== "text" || !part.time?.end || !part.messageID || !part.id) return;
+    this.reply(part.messageID).texts.set(part.id, String(part.text ?? ""));
+  }
+  /** The finished turn, or null when the stream alone cannot say whether the newest prompt got its answer. */
+  settled() {
+    if (this.prompts !== 1 || this.users.size !== 1 || this.replies.size === 0) return null;
+    const [user] = this.users;
+    const replies = [...this.replies.values()];
+    if (replies.some((r) => r.parent !== user)) return null;
+    const last = replies.at(-1);
+    if (!last.completed && !last.error) return null;
+    return {
+      replies: replies.map((r) => ({
+        info: { role: "assistant", ...r.completed ? { time: { completed: r.completed } } : {}, ...r.error ? { error: r.error } : {} },
+        parts: [...r.texts.values()].map((text) => ({ type: "text", text }))
+      }))
+    };
+  }
+  reply(id2) {
+    let r = this.replies.get(id2);
+    if (!r) this.replies.set(id2, r = { texts: /* @__PURE__ */ new Map() });
+    return r;
+  }
+};
+
 // engine/workers/settle.ts
 import path27 from "node:path";
 
@@ -67345,9 +67394,13 @@ var Settler = class {
     if (rt.activity.kind === "stopping" || rt.activity.kind === "settling" || w.state !== "running" && w.state !== "waiting-approval") return;
     const c3 = reg.clientOf(workerId);
     if (!c3 || !c3.directory || !w.sessionId) return;
-    const [status, turn] = await Promise.all([c3.client.session.status({ directory: c3.directory }).catch(() => null), this.latestTurn(workerId)]);
-    const st = status?.data?.[w.sessionId];
-    if (st && st.type !== "idle") return;
+    let turn = rt.replies?.settled() ?? null;
+    if (!turn) {
+      const [status, read] = await Promise.all([c3.client.session.status({ directory: c3.directory }).catch(() => null), this.latestTurn(workerId)]);
+      const st = status?.data?.[w.sessionId];
+      if (st && st.type !== "idle") return;
+      turn = read;
+    }
     const last = turn?.replies.at(-1);
     if (turn && !last && !rt.turn.error) return;
     if (last && !last.info.time?.completed && !last.info.error) return;
@@ -67359,6 +67412,7 @@ var Settler = class {
     }
     if (reg.is(workerId, "stopping") || reg.is(workerId, "settling")) return;
     reg.begin(workerId, "settling");
+    rt.replies = void 0;
     try {
       if (!reg.fire(workerId, "settle")) return;
       await this.gradeWorker(workerId, turn);
@@ -67447,7 +67501,10 @@ var Engine = class {
         s.on("event", (e) => this.translator.handle(e));
         s.on("down", (why) => this.recovery.onServerDown(targetId, why));
         s.on("ready", () => this.reg.transient({ type: "serving", targetId, status: "ready", ts: Date.now() }));
-        s.on("resync", () => void this.recovery.resync(targetId));
+        s.on("resync", () => {
+          for (const w of reg.workers.values()) if (w.targetId === targetId) reg.rt(w.id).replies = void 0;
+          void this.recovery.resync(targetId);
+        });
       }
     });
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
@@ -67632,6 +67689,7 @@ var Engine = class {
     const c3 = this.reg.clientOf(workerId);
     if (!c3 || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
     this.reg.record(workerId, { type: "steer.sent", text: body, by });
+    this.reg.rt(workerId).replies?.promptSent();
     const target = w.targetId ? this.targets.get(w.targetId) : void 0;
     const model = target ? modelFor(w.endpoint, target) : void 0;
     const res = await c3.client.session.promptAsync({
@@ -67860,6 +67918,7 @@ var Engine = class {
     if (!this.reg.fire(workerId, "start")) return;
     this.budgets.armWall(workerId);
     const model = modelFor(this.get(workerId).endpoint, target);
+    rt.replies = new ReplyTrack();
     const res = await client2.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, ...model ? { model } : {}, parts: [{ type: "text", text }] });
     if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
     if (!res.response) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
