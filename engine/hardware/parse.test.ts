@@ -24,6 +24,18 @@ describe("nvidia-smi", () => {
     expect(items[0]).toMatchObject({ name: "NVIDIA GH200 480GB", freeBytes: null, usedBytes: null, computeCap: "9.0" });
     expect(items[1]).toMatchObject({ freeBytes: (81920 - 40960) * MiB, computeCap: undefined });
   });
+  it("reads the output recorded on an NVIDIA H200 (driver 580, CUDA 13): free is not total − used", () => {
+    // `nvidia-smi --query-gpu=<NVIDIA_SMI_ARGS> --format=csv,noheader,nounits` as detect.ts runs it, on a real H200 with
+    // nothing loaded: memory.used 0 yet 615 MiB below total, the driver's reservation (`nvidia-smi -q -d MEMORY`: Reserved
+    // 616 MiB); `nvidia-smi -L` of the same machine beside it
+    const { items, problems } = parseNvidiaSmi(fx("nvidia-smi-h200-recorded.csv"));
+    expect(problems).toEqual([]);
+    expect(items).toEqual([{
+      index: 0, vendor: "nvidia", name: "NVIDIA H200", uuid: "GPU-cfa28a2a-3890-e0d7-5440-347748ee7367", busId: "00000000:00:06.0",
+      totalBytes: 143771 * MiB, usedBytes: 0, freeBytes: 143156 * MiB, driver: "580.159.04", computeCap: "9.0", unified: false, source: "nvidia-smi",
+    }]);
+    expect(fx("nvidia-smi-h200-recorded-L.txt")).toContain(`GPU 0: NVIDIA H200 (UUID: ${items[0]!.uuid})`);
+  });
   it("garbage gives no GPUs and a problem, never a throw", () => {
     const r = parseNvidiaSmi(fx("nvidia-smi-garbage.txt"));
     expect(r.items).toEqual([]);

@@ -2,8 +2,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { estimateOptionsFromFlags, flagsFromLogName } from "../../test/fixtures/fit-matrix";
-import { modelMetadata } from "../../test/fixtures/gguf/writer";
+import { modelLayout, modelMetadata, type ModelSpec } from "../../test/fixtures/gguf/writer";
 import { assignLayers, estimate, EstimateError, GiB, MiB, resolveContext } from "./estimate";
+import { tensorBytes } from "./ggml-types";
 import { hparamsFromMetadata, MetadataError } from "./hparams";
 
 // Shapes of the tiny models measured against a real llama-server (shared/notes/llama.md §1, §3).
@@ -178,6 +179,51 @@ describe("compute buffer against recorded llama-server logs (test/fixtures/llama
       expect(logged).toBeGreaterThan(0);
       if (precise) expect(Math.abs(e.computeBytes - Number(precise[1]) * MiB)).toBeLessThanOrEqual(64);
       else expect(Math.round((e.computeBytes / MiB) * 100) / 100).toBe(logged);
+    });
+  }
+});
+
+// The same tiny models on a CUDA llama-server (80fb11a, NVIDIA H200, -v), recorded by bench/fit-cuda.ts's run: each log
+// starts with the recorder's `#case <id> <model> <flags>` line. Weights and KV land per device exactly as placed (the tied
+// output's copy of token_embd on the GPU, partial offload); with layers on the GPU the host's compute buffer holds the
+// graph inputs. That figure is exact where flash attention ran where the KV is: the CUDA kernels have no head size 32
+// (llama-gqa, lfm2-hybrid), so there -fa auto resolves off and a forced -fa on runs on the CPU (bench/fit-cuda.md).
+describe("GPU placement against recorded CUDA llama-server logs (test/fixtures/llama-logs/cuda-h200)", () => {
+  const dir = path.join(__dirname, "../../test/fixtures/llama-logs/cuda-h200");
+  const SPECS: Record<string, ModelSpec> = {
+    "llama-gqa": { arch: "llama" },
+    "gemma3-swa": { arch: "gemma3", nLayer: 6, nHead: 4, nHeadKv: 1, headDim: 64, swa: 512, swaPattern: 3 },
+    "lfm2-hybrid": { arch: "lfm2", nLayer: 6, nHead: 8, nHeadKv: [0, 0, 2, 0, 0, 2] },
+  };
+  const h200 = { id: "nvidia0", name: "NVIDIA H200", kind: "gpu" as const, freeBytes: 143156 * MiB, totalBytes: 143771 * MiB };
+  const logs = readdirSync(dir).filter((n) => /^\d+-.*\.log$/.test(n)).sort();
+  const sum = (text: string, re: RegExp) => [...text.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
+  it("has the full-offload matrix, partial offload and -ngl 0", () => {
+    expect(logs.length).toBeGreaterThanOrEqual(24);
+  });
+  for (const name of logs) {
+    it(name, async () => {
+      const text = readFileSync(path.join(dir, name), "utf8");
+      const [, , model, flagText] = /^#case\t(\S+)\t(\S+)\t(.*)$/m.exec(text)!;
+      const flags = flagText!.split(" ");
+      const i = flags.indexOf("-ngl");
+      const ngl = Number(flags[i + 1]);
+      const { kvs, tensors } = await modelLayout(SPECS[model!]!);
+      const h = hparamsFromMetadata(Object.fromEntries(kvs.map((k) => [k.key, k.value])));
+      const infos = tensors.map((t) => ({ name: t.name, shape: t.shape, type: t.type, offset: 0, bytes: tensorBytes(t.type, t.shape) }));
+      const o = { ...estimateOptionsFromFlags([...flags.slice(0, i), ...flags.slice(i + 2)]), gpus: [h200], nGpuLayers: ngl >= 999 ? -1 : ngl };
+      const e = estimate(h, infos, o);
+      const [gpu, host] = [e.perDevice[0]!, e.perDevice[1]!];
+      // two decimals per logged line (CUDA pads quantized rows to 512 elements: a few KiB on the q8_0/q4_0 caches)
+      const near = (bytes: number, mib: number) => expect(Math.abs(bytes / MiB - mib)).toBeLessThanOrEqual(0.011);
+      near(gpu.weightsBytes!, sum(text, /CUDA0 model buffer size =\s+([\d.]+)/g));
+      near(host.weightsBytes!, sum(text, /CPU_Mapped model buffer size =\s+([\d.]+)/g));
+      near(gpu.kvBytes, sum(text, /CUDA0 KV buffer size =\s+([\d.]+)/g));
+      near(host.kvBytes, sum(text, /\sCPU KV buffer size =\s+([\d.]+)/g));
+      const hostCompute = Number(/~llama_context:\s+CUDA_Host compute buffer size is\s+([\d.]+) MiB/.exec(text)?.[1]);
+      expect(hostCompute).toBeGreaterThan(0);
+      const faWhereKv = model === "gemma3-swa" || flagText!.includes("-fa off");
+      if (ngl > 0 && faWhereKv) expect(Math.abs(host.computeBytes - hostCompute * MiB)).toBeLessThanOrEqual(64);
     });
   }
 });

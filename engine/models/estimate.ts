@@ -164,6 +164,37 @@ export function assignLayers(nLayerAll: number, nGpuLayers: number, gpus: Device
   return out;
 }
 
+/**
+ * The host's compute buffer when layers run on GPUs (logged as `CUDA_Host compute buffer size`): the reserve graph's
+ * inputs, which ggml fills on the host and copies to the GPU, plus the token_embd GET_ROWS, which runs where token_embd
+ * lives (the CPU). Inputs are never freed, so the buffer is their sum at 32-byte alignment: token ids, the embeddings
+ * input, positions, per KV cache its Hadamard matrices (quantized cache, head size a multiple of 64), K/V row indices
+ * and KQ mask (n_kv × n_tokens, f16 with flash attention, f32 without; it dominates), and the output ids. The big ops of
+ * layers kept on the CPU are offloaded to the GPU at this batch size, so partial offload adds nothing here. Matches the
+ * 4-decimal figure of every H200 log (test/fixtures/llama-logs/cuda-h200) where flash attention ran on the KV's device.
+ */
+function hostInputBytes(h: ModelHparams, s: { nTokens: number; nSeqs: number; cells: number; swaCells: number | null; fa: boolean; quantK: boolean; quantV: boolean }): number {
+  const al = (n: number) => pad(n, 32);
+  const T = s.nTokens;
+  let vWidthMax = 0;
+  for (let il = 0; il < h.nLayer; il++) if (h.kvLayer[il]) vWidthMax = Math.max(vWidthMax, (h.isSwa[il] ? h.headVSwa : h.headV) * (h.nHeadKv[il] ?? 0));
+  const hasAttn = h.kvLayer.some(Boolean);
+  const hasSwa = hasAttn && (s.swaCells ?? 0) > 0 && h.isSwa.some((x, il) => x && h.kvLayer[il]);
+  let b = al(4 * T) + al(h.nEmbd * T * 4) + al(4 * T);
+  for (const swa of hasSwa ? [false, true] : hasAttn ? [false] : []) {
+    const dk = swa ? h.headKSwa : h.headK;
+    const dv = swa ? h.headVSwa : h.headV;
+    if (s.quantK && dk > 0 && dk % 64 === 0 && h.headK % 64 === 0) {
+      let nrot = 64;
+      while (dk % (nrot * 2) === 0) nrot *= 2;
+      b += al(nrot * nrot * 4);
+    }
+    if (s.quantV && dv > 0 && dv % 64 === 0 && h.headV % 64 === 0) b += al(64 * 64 * 4);
+    b += al(8 * T) + al(s.fa ? 8 * T : 8 * T * vWidthMax) + al((swa ? s.swaCells! : s.cells) * T * (s.fa ? 2 : 4));
+  }
+  return b + al(4 * Math.min(T, s.nSeqs)) + al(h.nEmbd * T * 4);
+}
+
 export function estimate(h: ModelHparams, tensors: GgufTensorInfo[] | null, o: EstimateOptions = {}): Estimate {
   const warnings = [...h.caveats];
   const ctx = resolveContext(h, o);
@@ -289,8 +320,8 @@ export function estimate(h: ModelHparams, tensors: GgufTensorInfo[] | null, o: E
     const w = weights === null ? null : devW.get(-1) ?? 0;
     const kv = devKv.get(-1) ?? 0;
     const r = devRs.get(-1) ?? 0;
-    // with everything on GPUs, the host still holds a small compute buffer for the CPU-side input layer
-    const comp = usedGpus.size ? Math.round(ubatch * 4 * h.nEmbd * 2) : compute;
+    // with layers on GPUs, the host's compute buffer (CUDA_Host) holds the graph's inputs and the input layer's GET_ROWS
+    const comp = usedGpus.size ? hostInputBytes(h, { nTokens, nSeqs, cells, swaCells, fa, quantK: !["f32", "f16", "bf16"].includes(ctk), quantV }) : compute;
     perDevice.push({
       device: "CPU", name: "host", kind: "cpu", layers: count(-1), hasOutput: layerDev[nLayerAll] === -1,
       weightsBytes: w, kvBytes: kv, recurrentBytes: r, computeBytes: comp, outputBytes, overheadBytes: 0,
