@@ -8,6 +8,8 @@ export interface FollowOptions {
   until?: (workers: Map<string, Worker>) => boolean;
   timeoutMs?: number;
   signal?: AbortSignal;
+  /** Reads the followed workers' pictures in one request (a batch's list) instead of one request each. */
+  load?: () => Promise<Worker[]>;
 }
 
 export interface FollowResult {
@@ -21,6 +23,10 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
   const workers = new Map<string, Worker>();
   // All at once: the client batches them into a few HTTP requests (one each, in turn, cost a wait ~16 round trips).
   const snapshot = async () => {
+    if (opts.load) {
+      for (const w of await opts.load()) if (ids.has(w.id)) workers.set(w.id, w);
+      return;
+    }
     const list = [...ids];
     const got = await Promise.all(list.map((id) => client.workers.get.query({ workerId: id })));
     list.forEach((id, i) => workers.set(id, got[i]!));

@@ -339,6 +339,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         const open = all.filter((w) => !isFinal(w.state));
         ids = (open.length ? open : all).map((w) => w.id);
       }
+      // A batch's pictures come in one request, not one per worker (a wait reads them twice; 32 workers: 8 requests).
+      const batchList = args.batchId ? () => call((c) => c.workers.list.query({ batchId: args.batchId! })) : undefined;
+      const pictures = async (): Promise<Worker[]> => {
+        if (!batchList) return Promise.all(ids.map((id) => call((c) => c.workers.get.query({ workerId: id }))));
+        const byId = new Map((await batchList()).map((w) => [w.id, w]));
+        return ids.map((id) => byId.get(id)).filter((w): w is Worker => !!w);
+      };
       const several = ids.length > 1 && !args.batchId;
       const finalAtStart = new Set<string>();
       if (several) for (const w of await Promise.all(ids.map((id) => call((c) => c.workers.get.query({ workerId: id }))))) if (isFinal(w.state)) finalAtStart.add(w.id);
@@ -366,6 +373,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         progress(`waiting on ${ids.length === 1 ? ids[0] : `${ids.length} workers`}`);
         for (;;) {
           const r = await follow(client, ids, {
+            load: batchList,
             until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0) || (several && newlyFinal(ws)),
             timeoutMs: Math.max(1, deadline - Date.now()),
             signal: extra.signal,
@@ -408,7 +416,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           }
           if (Date.now() >= deadline) {
             // Out of time: report the picture as it is now.
-            const fresh = await follow(client, ids, { timeoutMs: 1, until: () => true });
+            const fresh = await follow(client, ids, { load: batchList, timeoutMs: 1, until: () => true });
             workers = fresh.workers;
             reason = [...workers.values()].every((w) => isFinal(w.state)) ? "settled" : [...workers.values()].some((w) => pendingAsks(w).length) ? "approval-pending" : "timeout";
             break;
@@ -419,7 +427,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         clearInterval(heartbeat);
       }
       // A fresh picture: an ask and the state change it causes arrive as two events; report both.
-      const list = extra.signal.aborted ? ids.map((id) => workers!.get(id)!).filter(Boolean) : await Promise.all(ids.map((id) => call((c) => c.workers.get.query({ workerId: id }))));
+      const list = extra.signal.aborted ? ids.map((id) => workers!.get(id)!).filter(Boolean) : await pictures();
       const settled = list.every((w) => isFinal(w.state));
       const pending = list.flatMap((w) => pendingAsks(w)).map(pendingItem);
       const batch = args.batchId ? await batchStats(args.batchId) : null;

@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { copyFile, link, mkdir, readdir, realpath, rm } from "node:fs/promises";
+import { copyFile, link, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { trimFinalNewline } from "../process/run";
@@ -49,9 +49,9 @@ export interface Workspace {
   baseBranch: string | null;
   repo: string;
   /**
-   * The engine's own bare repository for this worker, outside every sandbox: the graded commit is made here from the
-   * workspace's files, so nothing the worker did to its own `.git` (config, hooks, fsmonitor, index flags, a `.git`
-   * file pointing elsewhere) takes part in grading or merging.
+   * The engine's own folder for this worker's objects, outside every sandbox (used with the engine's shared git
+   * directory): the graded commit is made here from the workspace's files, so nothing the worker did to its own `.git`
+   * (config, hooks, fsmonitor, index flags, a `.git` file pointing elsewhere) takes part in grading or merging.
    */
   gitDir: string;
 }
@@ -112,18 +112,13 @@ cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
 
-/**
- * The engine's repository of the worker, made on first use. It borrows the user's objects, and those of the worker's
- * latest grading, which are kept apart (GRADE_OBJECTS) so that publishing copies exactly the graded commit's new
- * objects: not the blobs of earlier snapshots (a running worker's diff view, a file deleted before it finished).
- */
-const ENGINE_REPO = `set -eu
+/** The start of every trusted script: git's flags for files a worker wrote. */
+const TRUSTED = `set -eu
 C="${TRUSTED_FLAGS.join(" ")}"
-if [ ! -f "$GIT_DIR/HEAD" ]; then
-  if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$GIT_DIR"; else git $C init -q --bare --template= "$GIT_DIR"; fi
-fi
-printf '%s\n%s\n' "$OCW_OBJECTS" "$GIT_DIR/${GRADE_OBJECTS}" > "$GIT_DIR/objects/info/alternates"
-printf '%s\n' "$OCW_OBJECTS" > "$GIT_DIR/${GRADE_OBJECTS}/info/alternates"
+`;
+
+/** The engine's shared git directory (runEngineGitDir), made once per object format. */
+const INIT_ENGINE_GIT_DIR = `${TRUSTED}if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$OCW_DIR"; else git $C init -q --bare --template= "$OCW_DIR"; fi
 `;
 
 /**
@@ -141,28 +136,62 @@ tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
  * of it: the commit, the changed files with the diff stat (NUL-separated names, never quoted or escaped), and a fresh
  * checkout of it (nothing the worker left behind is in it).
  */
-const COMMIT_AND_CHECK_OUT = `${ENGINE_REPO}export GIT_OBJECT_DIRECTORY="$GIT_DIR/${GRADE_OBJECTS}"
+const COMMIT_AND_CHECK_OUT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
 ${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
 printf '%s\n' "$commit"
 git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
 GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout -q -f "$commit" -- .
 `;
 
-/** The environment of the engine's own git: no system or global config, its repository, a fixed identity. */
-function trustedEnv(gitDir: string): Record<string, string> {
+/** The environment of the engine's own git: no system or global config, no repository of the worker's, a fixed identity. */
+function trustedEnv(home: string): Record<string, string> {
   return {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     LC_ALL: "C",
     GIT_TERMINAL_PROMPT: "0",
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
-    HOME: gitDir,
-    GIT_DIR: gitDir,
+    HOME: home,
     GIT_AUTHOR_NAME: "opencode-worker",
     GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
     GIT_COMMITTER_NAME: "opencode-worker",
     GIT_COMMITTER_EMAIL: "opencode-worker@localhost",
   };
+}
+
+type ObjectFormat = "sha1" | "sha256";
+
+/**
+ * The engine's git directory, one per object format beside the workers' folders, shared by every worker: a bare
+ * repository whose config, HEAD and empty refs are all any of the engine's git commands read from it. A worker's
+ * objects live in its own folder (Workspace.gitDir), named to git by GIT_OBJECT_DIRECTORY and chained by alternates
+ * files the engine writes there, so no worker costs a `git init` of its own (a process start each: the engine's
+ * costliest step; bench/report.md). No command writes to it: no refs are made, and every index is private.
+ */
+const engineGitDirs = new Map<string, Promise<string>>();
+function engineGitDir(workerDir: string, format: ObjectFormat): Promise<string> {
+  const dir = path.join(path.dirname(workerDir), `.engine-${format}.git`);
+  let made = engineGitDirs.get(dir);
+  if (!made) {
+    made = (async () => {
+      if (existsSync(path.join(dir, "HEAD"))) return dir;
+      // Made aside and renamed into place, so a half-made one is never used (and a second engine's is as good).
+      const tmp = `${dir}.tmp-${process.pid}-${randomBytes(4).toString("hex")}`;
+      mkdirSync(path.dirname(dir), { recursive: true });
+      try {
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path.dirname(dir), env: { ...trustedEnv(path.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format } });
+        await rename(tmp, dir).catch((err: NodeJS.ErrnoException) => {
+          if (!existsSync(path.join(dir, "HEAD"))) throw err;
+        });
+      } finally {
+        await rm(tmp, { recursive: true, force: true });
+      }
+      return dir;
+    })();
+    engineGitDirs.set(dir, made);
+    made.catch(() => engineGitDirs.delete(dir));
+  }
+  return made;
 }
 
 /**
@@ -172,17 +201,17 @@ function trustedEnv(gitDir: string): Record<string, string> {
  * run beside it raced the grading that empties GRADE_OBJECTS (which the engine repository borrows from) and came back
  * empty.
  */
-const DIFF = `${ENGINE_REPO}if [ -z "$OCW_TO" ]; then
+const DIFF = `${TRUSTED}if [ -z "$OCW_TO" ]; then
 ${SNAPSHOT}OCW_TO="$tree"
 fi
 git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 `;
 
-// The engine repository is made by the first script that needs it: two at once (a diff asked for as grading starts)
-// both ran `git init` there, and one failed on the other's config lock. A worker's scripts therefore run one at a time.
+// A worker's scripts run one at a time: a diff asked for as grading starts would otherwise read the worker's objects
+// while grading empties GRADE_OBJECTS, which they borrow from.
 const scriptsOf = new Map<string, Promise<unknown>>();
 
-/** Runs a trusted script for a worker's engine repository, with a private index that is removed afterwards. */
+/** Runs a trusted script on a worker's objects, with a private index that is removed afterwards. */
 function trustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: { freshGradeObjects?: boolean } = {}): Promise<string> {
   const run = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
   const done = run.catch(() => undefined);
@@ -191,21 +220,40 @@ function trustedScript(ws: Workspace, script: string, inputs: Record<string, str
   return run;
 }
 
+/**
+ * The worker's object folders: its own (snapshots for diffs; it borrows the user's objects and those of its latest
+ * grading) and GRADE_OBJECTS (borrowing only the user's, so that `git add` there writes every object the graded commit
+ * adds, and publishing copies exactly those).
+ */
 async function runTrustedScript(ws: Workspace, script: string, inputs: Record<string, string>, opts: { freshGradeObjects?: boolean }): Promise<string> {
+  const format = objectFormat(ws.baseCommit);
+  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format), objectsOf(ws.repo)]);
+  const objects = path.join(ws.gitDir, "objects");
   const gradeObjects = path.join(ws.gitDir, GRADE_OBJECTS);
   if (opts.freshGradeObjects) await rm(gradeObjects, { recursive: true, force: true });
-  mkdirSync(path.join(gradeObjects, "info"), { recursive: true });
+  for (const dir of [objects, gradeObjects]) mkdirSync(path.join(dir, "info"), { recursive: true });
+  writeFileSync(path.join(objects, "info", "alternates"), `${userObjects}\n${gradeObjects}\n`);
+  writeFileSync(path.join(gradeObjects, "info", "alternates"), `${userObjects}\n`);
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
-    const env = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_OBJECT_FORMAT: objectFormat(ws.baseCommit), OCW_WORKTREE: ws.worktree, ...inputs };
-    return await gitScript(script, { cwd: path.dirname(ws.gitDir), env });
+    const env = {
+      ...trustedEnv(ws.gitDir),
+      GIT_DIR: gitDir,
+      GIT_OBJECT_DIRECTORY: objects,
+      OCW_GRADE_OBJECTS: gradeObjects,
+      OCW_INDEX: index,
+      OCW_BASE: ws.baseCommit,
+      OCW_WORKTREE: ws.worktree,
+      ...inputs,
+    };
+    return await gitScript(script, { cwd: ws.gitDir, env });
   } finally {
     await rm(index, { force: true });
   }
 }
 
 /** A sha256 repository's commits are named by 64 hex digits: its workspace and engine repository must be sha256 too. */
-const objectFormat = (commit: string) => (commit.length === 64 ? "sha256" : "sha1");
+const objectFormat = (commit: string): ObjectFormat => (commit.length === 64 ? "sha256" : "sha1");
 
 // Asked once per repository, not per worker.
 const objectDirs = new Map<string, Promise<string>>();

@@ -47660,6 +47660,27 @@ function assignLayers(nLayerAll, nGpuLayers, gpus, tensorSplit) {
   }
   return out;
 }
+function hostInputBytes(h3, s) {
+  const al = (n2) => pad(n2, 32);
+  const T2 = s.nTokens;
+  let vWidthMax = 0;
+  for (let il = 0; il < h3.nLayer; il++) if (h3.kvLayer[il]) vWidthMax = Math.max(vWidthMax, (h3.isSwa[il] ? h3.headVSwa : h3.headV) * (h3.nHeadKv[il] ?? 0));
+  const hasAttn = h3.kvLayer.some(Boolean);
+  const hasSwa = hasAttn && (s.swaCells ?? 0) > 0 && h3.isSwa.some((x, il) => x && h3.kvLayer[il]);
+  let b = al(4 * T2) + al(h3.nEmbd * T2 * 4) + al(4 * T2);
+  for (const swa of hasSwa ? [false, true] : hasAttn ? [false] : []) {
+    const dk = swa ? h3.headKSwa : h3.headK;
+    const dv = swa ? h3.headVSwa : h3.headV;
+    if (s.quantK && dk > 0 && dk % 64 === 0 && h3.headK % 64 === 0) {
+      let nrot = 64;
+      while (dk % (nrot * 2) === 0) nrot *= 2;
+      b += al(nrot * nrot * 4);
+    }
+    if (s.quantV && dv > 0 && dv % 64 === 0 && h3.headV % 64 === 0) b += al(64 * 64 * 4);
+    b += al(8 * T2) + al(s.fa ? 8 * T2 : 8 * T2 * vWidthMax) + al((swa ? s.swaCells : s.cells) * T2 * (s.fa ? 2 : 4));
+  }
+  return b + al(4 * Math.min(T2, s.nSeqs)) + al(h3.nEmbd * T2 * 4);
+}
 function estimate(h3, tensors, o2 = {}) {
   const warnings = [...h3.caveats];
   const ctx = resolveContext(h3, o2);
@@ -47782,7 +47803,7 @@ function estimate(h3, tensors, o2 = {}) {
     const w = weights === null ? null : devW.get(-1) ?? 0;
     const kv = devKv.get(-1) ?? 0;
     const r = devRs.get(-1) ?? 0;
-    const comp = usedGpus.size ? Math.round(ubatch * 4 * h3.nEmbd * 2) : compute;
+    const comp = usedGpus.size ? hostInputBytes(h3, { nTokens, nSeqs, cells, swaCells, fa, quantK: !["f32", "f16", "bf16"].includes(ctk), quantV }) : compute;
     perDevice.push({
       device: "CPU",
       name: "host",
@@ -66458,7 +66479,7 @@ var WorkerLogStore = class {
 
 // engine/workspace/workspace.ts
 import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync2, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
-import { copyFile, link, mkdir, readdir, realpath, rm } from "node:fs/promises";
+import { copyFile, link, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes as randomBytes5 } from "node:crypto";
 import path17 from "node:path";
 
@@ -66620,44 +66641,61 @@ printf '%s
 cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
-var ENGINE_REPO = `set -eu
+var TRUSTED = `set -eu
 C="${TRUSTED_FLAGS.join(" ")}"
-if [ ! -f "$GIT_DIR/HEAD" ]; then
-  if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$GIT_DIR"; else git $C init -q --bare --template= "$GIT_DIR"; fi
-fi
-printf '%s
-%s
-' "$OCW_OBJECTS" "$GIT_DIR/${GRADE_OBJECTS}" > "$GIT_DIR/objects/info/alternates"
-printf '%s
-' "$OCW_OBJECTS" > "$GIT_DIR/${GRADE_OBJECTS}/info/alternates"
+`;
+var INIT_ENGINE_GIT_DIR = `${TRUSTED}if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$OCW_DIR"; else git $C init -q --bare --template= "$OCW_DIR"; fi
 `;
 var SNAPSHOT = `GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
 GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
 tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
 `;
-var COMMIT_AND_CHECK_OUT = `${ENGINE_REPO}export GIT_OBJECT_DIRECTORY="$GIT_DIR/${GRADE_OBJECTS}"
+var COMMIT_AND_CHECK_OUT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_OBJECTS"
 ${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
 printf '%s
 ' "$commit"
 git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
 GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout -q -f "$commit" -- .
 `;
-function trustedEnv(gitDir) {
+function trustedEnv(home) {
   return {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     LC_ALL: "C",
     GIT_TERMINAL_PROMPT: "0",
     GIT_CONFIG_NOSYSTEM: "1",
     GIT_CONFIG_GLOBAL: "/dev/null",
-    HOME: gitDir,
-    GIT_DIR: gitDir,
+    HOME: home,
     GIT_AUTHOR_NAME: "opencode-worker",
     GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
     GIT_COMMITTER_NAME: "opencode-worker",
     GIT_COMMITTER_EMAIL: "opencode-worker@localhost"
   };
 }
-var DIFF = `${ENGINE_REPO}if [ -z "$OCW_TO" ]; then
+var engineGitDirs = /* @__PURE__ */ new Map();
+function engineGitDir(workerDir, format2) {
+  const dir = path17.join(path17.dirname(workerDir), `.engine-${format2}.git`);
+  let made = engineGitDirs.get(dir);
+  if (!made) {
+    made = (async () => {
+      if (existsSync7(path17.join(dir, "HEAD"))) return dir;
+      const tmp = `${dir}.tmp-${process.pid}-${randomBytes5(4).toString("hex")}`;
+      mkdirSync8(path17.dirname(dir), { recursive: true });
+      try {
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path17.dirname(dir), env: { ...trustedEnv(path17.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await rename(tmp, dir).catch((err) => {
+          if (!existsSync7(path17.join(dir, "HEAD"))) throw err;
+        });
+      } finally {
+        await rm(tmp, { recursive: true, force: true });
+      }
+      return dir;
+    })();
+    engineGitDirs.set(dir, made);
+    made.catch(() => engineGitDirs.delete(dir));
+  }
+  return made;
+}
+var DIFF = `${TRUSTED}if [ -z "$OCW_TO" ]; then
 ${SNAPSHOT}OCW_TO="$tree"
 fi
 git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
@@ -66671,13 +66709,30 @@ function trustedScript(ws, script, inputs, opts = {}) {
   return run3;
 }
 async function runTrustedScript(ws, script, inputs, opts) {
+  const format2 = objectFormat(ws.baseCommit);
+  const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
+  const objects = path17.join(ws.gitDir, "objects");
   const gradeObjects = path17.join(ws.gitDir, GRADE_OBJECTS);
   if (opts.freshGradeObjects) await rm(gradeObjects, { recursive: true, force: true });
-  mkdirSync8(path17.join(gradeObjects, "info"), { recursive: true });
+  for (const dir of [objects, gradeObjects]) mkdirSync8(path17.join(dir, "info"), { recursive: true });
+  writeFileSync6(path17.join(objects, "info", "alternates"), `${userObjects}
+${gradeObjects}
+`);
+  writeFileSync6(path17.join(gradeObjects, "info", "alternates"), `${userObjects}
+`);
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
-    const env2 = { ...trustedEnv(ws.gitDir), OCW_OBJECTS: await objectsOf(ws.repo), OCW_INDEX: index, OCW_BASE: ws.baseCommit, OCW_OBJECT_FORMAT: objectFormat(ws.baseCommit), OCW_WORKTREE: ws.worktree, ...inputs };
-    return await gitScript(script, { cwd: path17.dirname(ws.gitDir), env: env2 });
+    const env2 = {
+      ...trustedEnv(ws.gitDir),
+      GIT_DIR: gitDir,
+      GIT_OBJECT_DIRECTORY: objects,
+      OCW_GRADE_OBJECTS: gradeObjects,
+      OCW_INDEX: index,
+      OCW_BASE: ws.baseCommit,
+      OCW_WORKTREE: ws.worktree,
+      ...inputs
+    };
+    return await gitScript(script, { cwd: ws.gitDir, env: env2 });
   } finally {
     await rm(index, { force: true });
   }
@@ -72151,6 +72206,10 @@ async function follow(client2, workerIds, opts = {}) {
   const ids = new Set(workerIds);
   const workers = /* @__PURE__ */ new Map();
   const snapshot = async () => {
+    if (opts.load) {
+      for (const w of await opts.load()) if (ids.has(w.id)) workers.set(w.id, w);
+      return;
+    }
     const list = [...ids];
     const got = await Promise.all(list.map((id2) => client2.workers.get.query({ workerId: id2 })));
     list.forEach((id2, i2) => workers.set(id2, got[i2]));
@@ -84975,6 +85034,12 @@ function createMcpServer(opts) {
         const open2 = all.filter((w) => !isFinal(w.state));
         ids = (open2.length ? open2 : all).map((w) => w.id);
       }
+      const batchList = args.batchId ? () => call((c3) => c3.workers.list.query({ batchId: args.batchId })) : void 0;
+      const pictures = async () => {
+        if (!batchList) return Promise.all(ids.map((id2) => call((c3) => c3.workers.get.query({ workerId: id2 }))));
+        const byId = new Map((await batchList()).map((w) => [w.id, w]));
+        return ids.map((id2) => byId.get(id2)).filter((w) => !!w);
+      };
       const several = ids.length > 1 && !args.batchId;
       const finalAtStart = /* @__PURE__ */ new Set();
       if (several) {
@@ -85001,6 +85066,7 @@ function createMcpServer(opts) {
         progress2(`waiting on ${ids.length === 1 ? ids[0] : `${ids.length} workers`}`);
         for (; ; ) {
           const r = await follow(client2, ids, {
+            load: batchList,
             until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0) || several && newlyFinal(ws),
             timeoutMs: Math.max(1, deadline - Date.now()),
             signal: extra.signal,
@@ -85033,7 +85099,7 @@ function createMcpServer(opts) {
             break;
           }
           if (Date.now() >= deadline) {
-            const fresh = await follow(client2, ids, { timeoutMs: 1, until: () => true });
+            const fresh = await follow(client2, ids, { load: batchList, timeoutMs: 1, until: () => true });
             workers = fresh.workers;
             reason = [...workers.values()].every((w) => isFinal(w.state)) ? "settled" : [...workers.values()].some((w) => pendingAsks(w).length) ? "approval-pending" : "timeout";
             break;
@@ -85042,7 +85108,7 @@ function createMcpServer(opts) {
       } finally {
         clearInterval(heartbeat);
       }
-      const list = extra.signal.aborted ? ids.map((id2) => workers.get(id2)).filter(Boolean) : await Promise.all(ids.map((id2) => call((c3) => c3.workers.get.query({ workerId: id2 }))));
+      const list = extra.signal.aborted ? ids.map((id2) => workers.get(id2)).filter(Boolean) : await pictures();
       const settled = list.every((w) => isFinal(w.state));
       const pending = list.flatMap((w) => pendingAsks(w)).map(pendingItem);
       const batch = args.batchId ? await batchStats(args.batchId) : null;
