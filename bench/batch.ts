@@ -24,9 +24,13 @@ export type BatchMiss = { workerId: string; state: string; reason: string | null
 
 export interface EngineBatch {
   wallMs: number;
+  /** Per MCP tool: how long each call took (ms), and `waitReturnedAt`: when each wait returned (ms since delegate_batch). */
+  callMs: Record<string, number[]>;
   built: number;
   /** CPU seconds and peak RSS of the engine process during the batch. */
   cpuSec: number;
+  /** CPU seconds of the processes the engine ran and reaped during the batch: its git (workspaces, grading, publishing). */
+  childrenCpuSec: number;
   rssMb: number;
   /** CPU seconds of the `ocw mcp` bridge process during the batch. */
   bridgeCpuSec: number;
@@ -57,6 +61,7 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   const dir = makeRepo();
   const bridgePid = (mcp.client.transport as StdioClientTransport).pid!;
   const before = procStat(enginePid);
+  const kidsBefore = cpuWithChildren(enginePid);
   const bridgeBefore = procStat(bridgePid);
   const peak = rssPeak(enginePid);
   const oc = opencodeServeUnder(enginePid);
@@ -64,13 +69,23 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   const ocPeak = samplePeak(oc);
   const ocCpu = cpuWithChildren(oc);
   let calls = 0;
-  const call = <T = any>(tool: string, args: Record<string, unknown>) => (calls++, mcp.call<T>(tool, args));
+  const callMs: Record<string, number[]> = {};
+  const call = async <T = any>(tool: string, args: Record<string, unknown>) => {
+    calls++;
+    const t = Date.now();
+    try {
+      return await mcp.call<T>(tool, args);
+    } finally {
+      (callMs[tool] ??= []).push(Date.now() - t);
+    }
+  };
   const t0 = Date.now();
   const b = await call<{ batchId: string }>("delegate_batch", { tasks: tasks(dir, n, tag) });
   const deadline = t0 + 15 * 60_000;
   let r: { settled: boolean; pending: { askId: string }[]; batch: { built: number }; workers: BatchMiss[] & { workerId: string }[] };
   for (;;) {
     r = await call("wait", { batchId: b.batchId, timeoutSec: 100, elicit: false });
+    (callMs.waitReturnedAt ??= []).push(Date.now() - t0);
     if (r.settled) break;
     if (Date.now() > deadline) throw new Error(`MCP batch of ${n} did not settle in 15 minutes`);
     // All pending asks at once: the bench measures the engine and the bridge, not a model's serial turn-taking.
@@ -82,12 +97,14 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   const ocPeakMb = oc === null ? null : round(ocPeak.stop());
   const ocCpuAfter = cpuWithChildren(oc);
   const after = procStat(enginePid);
+  const kidsAfter = cpuWithChildren(enginePid);
   const ids = r.workers.map((w) => w.workerId);
   const starts = await workerStarts(engine.client, model, ids);
   const sandbox = [...new Set(await Promise.all(ids.map(async (id) => (await engine.client.workers.get.query({ workerId: id })).sandbox ?? "unrecorded")))];
   cleanup(dir);
   return {
-    wallMs, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls,
+    callMs,
+    wallMs, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), childrenCpuSec: round((kidsAfter?.children ?? 0) - (kidsBefore?.children ?? 0), 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls,
     misses: r.workers.filter((w) => w.state !== "built").map(({ workerId, state, reason }) => ({ workerId, state, reason })),
     opencodeRssMbBefore: ocBefore, opencodeRssMbPeak: ocPeakMb, starts, sandbox,
     opencodeCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.self - ocCpu.self, 2) : null,

@@ -178,7 +178,7 @@ export function renderMarkdown(r: Report): string {
     "Bare side: one `opencode serve` (kept for the repetition, as the engine keeps its own), one git worktree and session per task, every ask approved as it is asked, the same file check afterwards. Both sides warm (one untimed task first); each repetition starts fresh engines and a fresh bare serve, and the sides take turns going first. The engine side includes its sandbox, private repositories, grading (engine commit + fresh sandboxed checkout) and logging. After an engine batch the bench waits until the engine and its opencode are quiet before the next side starts: the engine disposes the batch's opencode instances once its last worker is graded, and that CPU is counted on the engine's side, never in the next side's time. Ratio: engine ÷ bare of the same repetition. Goal: ratio ≤ 1.05.",
     ...(r.baseline ? ["", baselineText(r.baseline)] : []),
     ...(r.batchStartPhases
-      ? ["", `Engine worker start, medians since queued: ${Object.entries(r.batchStartPhases).map(([k, p]) => `${k.replace("engineW", "")} tasks: private repository ${p.workspaceMs ?? "–"} ms → session ${p.sessionMs ?? "–"} ms → first model request ${p.firstRequestMs ?? "–"} ms`).join("; ")}.`]
+      ? ["", `Engine worker start, medians since queued: ${Object.entries(r.batchStartPhases).map(([k, p]) => `${k.replace("engineW", "")} tasks: private repository ${p.workspaceMs ?? "–"} ms → session ${p.sessionMs ?? "–"} ms → first model request ${p.firstRequestMs ?? "–"} ms${p.askMs != null ? ` → ask ${p.askMs} ms → answered over MCP ${p.answeredMs ?? "–"} ms → settled ${p.settledMs ?? "–"} ms → verdict ${p.verdictMs ?? "–"} ms` : ""}`).join("; ")}.`]
       : []),
     "",
     "| tasks | engine + MCP ms | bare SDK ms | ratio | built (engine / bare) | task start → first model request ms (engine / bare) |",
@@ -214,7 +214,7 @@ export function renderMarkdown(r: Report): string {
     ...repoSection(r),
     "",
     "## Engine process",
-    `During the ${batchSizes[0]!.slice(1)}-task batch: engine CPU ${R(`engine.cpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")}, peak RSS ${R(`engine.rssMb${batchSizes[0]!.toUpperCase()}`, " MB")}; the \`ocw mcp\` bridge ${R(`engine.bridgeCpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")} CPU (opencode serve is a separate process, not counted).`,
+    `During the ${batchSizes[0]!.slice(1)}-task batch: engine CPU ${R(`engine.cpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")} + ${R(`engine.childrenCpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")} of the git it ran (workspaces, grading, publishing), peak RSS ${R(`engine.rssMb${batchSizes[0]!.toUpperCase()}`, " MB")}; the \`ocw mcp\` bridge ${R(`engine.bridgeCpuSeconds${batchSizes[0]!.toUpperCase()}`, " s")} CPU (opencode serve is a separate process, not counted).`,
     "",
     // A full run writes the report after every part: the many-workers run comes after the batches.
     ...(m ? manySection(m) : ["The many-workers run has not run yet.", ""]),

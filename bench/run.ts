@@ -1,7 +1,7 @@
 // `npm run bench`: figures measured side by side in one run, against the real engine + real opencode + the scripted
 // model. Writes bench/report.json and bench/report.md; `--merge-ui FILE` adds the Playwright bench's result to them.
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { bash, startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
@@ -71,7 +71,19 @@ function headline(f: FitResult) {
 }
 
 const OUT_JSON = () => (outFlag ? path.resolve(outFlag) : partial && !intoReport ? path.join(ROOT, "bench", "tmp", "report.json") : REPORT_JSON);
+/** Where the batch's workers spent their time (ms since queued): median and last, per phase, for the log. */
+function phases(starts: WorkerStart[]): string {
+  const keys = ["workspaceMs", "sessionMs", "firstRequestMs", "askMs", "answeredMs", "settledMs", "verdictMs"] as const;
+  return keys
+    .map((k) => {
+      const xs = starts.map((s) => s[k]).filter((x): x is number => typeof x === "number");
+      return xs.length ? `${k.replace(/Ms$/, "")} ${round(median(xs), 0)}/${Math.max(...xs)}` : `${k.replace(/Ms$/, "")} -`;
+    })
+    .join(", ");
+}
+
 function write(report: Report, json = OUT_JSON()) {
+  mkdirSync(path.dirname(json), { recursive: true });
   writeFileSync(json, JSON.stringify(report, null, 2) + "\n");
   writeFileSync(json.replace(/\.json$/, ".md"), renderMarkdown(report));
 }
@@ -427,7 +439,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
           const eng = side === "engine" ? sb : nosb;
           const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}`);
           add(side, n, r);
-          log(`batch ${n} ${side === "engine" ? "engine + MCP" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+          log(`batch ${n} ${side === "engine" ? "engine + MCP" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
           for (const m of r.misses) {
             log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
             batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : {}), ...m });
@@ -479,6 +491,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     engineFigures[`cpuSeconds${W}`] = put(`engine.cpuSeconds${W}`, eng.map((r) => r.cpuSec), 2);
     engineFigures[`rssMb${W}`] = put(`engine.rssMb${W}`, eng.map((r) => r.rssMb));
     engineFigures[`bridgeCpuSeconds${W}`] = put(`engine.bridgeCpuSeconds${W}`, eng.map((r) => r.bridgeCpuSec), 2);
+    engineFigures[`childrenCpuSeconds${W}`] = put(`engine.childrenCpuSeconds${W}`, eng.map((r) => r.childrenCpuSec), 2);
   }
   report.batchRatio = batchRatio;
   report.batchRatioSameWorkspaces = batchRatioSameWorkspaces;

@@ -21,6 +21,12 @@ export interface WorkerStart {
   workspaceMs: number | null;
   /** queued → its opencode session created (worker.session). */
   sessionMs: number | null;
+  /** queued → its first ask opened, and that ask answered (the engine side's asks go through MCP's wait → approve). */
+  askMs?: number | null;
+  answeredMs?: number | null;
+  /** queued → settled (its session's idle accepted), and → its verdict recorded (built / honest-failure). */
+  settledMs?: number | null;
+  verdictMs?: number | null;
 }
 
 /** Per worker, from its event log (engine clock) and the model's request log (this process's clock; same machine). */
@@ -41,6 +47,10 @@ export async function workerStarts(client: EngineClient, model: ScriptedModel, i
         admitMs: at((e) => e.type === "worker.state" && e.state === "starting"),
         workspaceMs: at((e) => e.type === "worker.workspace"),
         sessionMs: at((e) => e.type === "worker.session"),
+        askMs: at((e) => e.type === "ask.opened"),
+        answeredMs: at((e) => e.type === "ask.resolved"),
+        settledMs: at((e) => e.type === "worker.state" && e.state === "settled"),
+        verdictMs: at((e) => e.type === "verdict"),
       };
     }),
   );
@@ -52,7 +62,11 @@ export function startMedians(starts: WorkerStart[]) {
     const xs = starts.map((s) => s[k]).filter((x): x is number => x !== null);
     return xs.length ? round(median(xs), 0) : null;
   };
-  return { firstRequestMs: m("firstRequestMs"), admitMs: m("admitMs"), workspaceMs: m("workspaceMs"), sessionMs: m("sessionMs"), n: starts.filter((s) => s.firstRequestMs !== null).length };
+  return {
+    firstRequestMs: m("firstRequestMs"), admitMs: m("admitMs"), workspaceMs: m("workspaceMs"), sessionMs: m("sessionMs"),
+    askMs: m("askMs"), answeredMs: m("answeredMs"), settledMs: m("settledMs"), verdictMs: m("verdictMs"),
+    n: starts.filter((s) => s.firstRequestMs !== null).length,
+  };
 }
 
 /** `count` workers one after another on an idle engine (nothing else queued): the start of a lone worker. */
