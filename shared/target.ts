@@ -40,6 +40,12 @@ export const Target = z.object({
     endpoints: z.array(ServingEndpoint).default([]),
     slots: z.number().int().positive(),
     perSlotCtx: z.number().int().positive().nullable().optional(),
+    /**
+     * How long a model request may go without a byte from the server before it is given up (modelSilenceMs): a server
+     * of one's own sends nothing while it processes a long prompt, minutes on a CPU. Default: 1800 s for one's own
+     * server, 300 s (opencode's own) for an API provider.
+     */
+    silenceSec: z.number().int().positive().max(24 * 3600).optional(),
   }),
   outcome: z.enum(["built", "underpowered", "cannot-build"]).optional(),
   verifiedAt: z.string().nullable().optional(),

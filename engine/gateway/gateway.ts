@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { Readable } from "node:stream";
+import https from "node:https";
 
 /** One route of the gateway: opencode's requests for a target, forwarded with the target's real key. */
 export interface GatewayRoute {
@@ -9,7 +9,15 @@ export interface GatewayRoute {
   upstream: string;
   /** The real key, added to forwarded requests; it never leaves the engine's process otherwise. */
   key: string;
+  /** How long the upstream may send nothing before the request is given up (modelSilenceMs). */
+  silenceMs?: number;
 }
+
+const DEFAULT_SILENCE_MS = 300_000;
+/** Connection-level headers, which belong to one hop, not to the request or answer being forwarded. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
+/** The client's credentials to the gateway are replaced by the route's key; Host is the upstream's. */
+const DROPPED_REQUEST_HEADERS = new Set([...HOP_BY_HOP, "host", "authorization", "x-api-key"]);
 
 /**
  * A loopback gateway in the engine that adds the model key: opencode (and so every worker) is given the gateway's URL
@@ -43,47 +51,45 @@ export class KeyGateway {
     });
   }
 
-  private async forward(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  /**
+   * Forwards one request as it comes (a plain proxy on node:http: the bytes and their encoding pass through). Not
+   * fetch: undici gives up on a response after 300 s without headers or between two chunks, which a server of one's own
+   * reaches while it processes a long prompt on a CPU; here the route's silence limit is the only limit.
+   */
+  private forward(req: http.IncomingMessage, res: http.ServerResponse): void {
     const fail = (status: number, message: string) => {
-      if (!res.headersSent) res.writeHead(status, { "content-type": "application/json" });
+      if (res.headersSent) return void res.destroy();
+      res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: `opencode-worker gateway: ${message}` } }));
     };
+    const [, slug = "", ...rest] = (req.url ?? "/").split("/");
+    const entry = this.routes.get(slug);
+    const given = Buffer.from(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
+    if (!entry || given.length !== entry.token.length || !timingSafeEqual(given, entry.token)) return fail(401, "unknown route or key");
+    let url: URL;
     try {
-      const [, slug = "", ...rest] = (req.url ?? "/").split("/");
-      const entry = this.routes.get(slug);
-      const given = Buffer.from(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
-      if (!entry || given.length !== entry.token.length || !timingSafeEqual(given, entry.token)) return fail(401, "unknown route or key");
-      const url = entry.route.upstream.replace(/\/$/, "") + "/" + rest.join("/");
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (v === undefined || ["host", "authorization", "connection", "content-length", "x-api-key"].includes(k)) continue;
-        headers[k] = Array.isArray(v) ? v.join(", ") : v;
-      }
-      const key = entry.route.key;
-      headers.authorization = `Bearer ${key}`;
-      headers["x-api-key"] = key;
-      const abort = new AbortController();
-      res.on("close", () => abort.abort());
-      const hasBody = req.method !== "GET" && req.method !== "HEAD";
-      const upstream = await fetch(url, {
-        method: req.method,
-        headers,
-        body: hasBody ? (Readable.toWeb(req) as ReadableStream) : undefined,
-        signal: abort.signal,
-        duplex: hasBody ? "half" : undefined,
-      } as RequestInit);
-      const out: Record<string, string> = {};
-      upstream.headers.forEach((v, k) => {
-        if (!["content-encoding", "content-length", "transfer-encoding", "connection"].includes(k)) out[k] = v;
-      });
-      res.writeHead(upstream.status, out);
-      if (!upstream.body) return void res.end();
-      for await (const chunk of upstream.body as unknown as AsyncIterable<Uint8Array>) res.write(chunk);
-      res.end();
-    } catch (err) {
-      if ((err as Error).name === "AbortError") return void res.end();
-      fail(502, `upstream unreachable: ${(err as Error).message}`);
+      url = new URL(entry.route.upstream.replace(/\/$/, "") + "/" + rest.join("/"));
+    } catch {
+      return fail(502, `the target's endpoint ${entry.route.upstream} is not a URL`);
     }
+    const headers: http.OutgoingHttpHeaders = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k)) headers[k] = v;
+    headers.authorization = `Bearer ${entry.route.key}`;
+    headers["x-api-key"] = entry.route.key;
+    const silenceMs = entry.route.silenceMs ?? DEFAULT_SILENCE_MS;
+    const upstream = (url.protocol === "https:" ? https : http).request(url, { method: req.method, headers, timeout: silenceMs }, (answer) => {
+      const out: http.OutgoingHttpHeaders = {};
+      for (const [k, v] of Object.entries(answer.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+      res.writeHead(answer.statusCode ?? 502, out);
+      answer.on("error", () => res.destroy());
+      answer.on("aborted", () => res.destroy());
+      answer.pipe(res);
+    });
+    upstream.on("timeout", () => upstream.destroy(new Error(`the model server sent nothing for ${silenceMs / 1000} s`)));
+    upstream.on("error", (err) => fail(err.message.startsWith("the model server") ? 504 : 502, `upstream: ${err.message}`));
+    // The client (opencode) gave up: so does the request upstream, which frees the server's slot.
+    res.on("close", () => res.writableFinished || upstream.destroy());
+    req.pipe(upstream);
   }
 
   close(): void {

@@ -137,7 +137,17 @@ export function compileAgentPrompt(target: Target | null, root = projectRoot()):
   return { prompt, pack };
 }
 
-/** The full opencode config for one target, passed in OPENCODE_CONFIG_CONTENT (no file, user config untouched). */
+/**
+ * How long a model request may go without a byte from the server (opencode's headerTimeout and chunkTimeout, the
+ * gateway's socket timeout). opencode's own 300 s gives up on a worker whose server is still processing its prompt:
+ * llama-server answers 200 as a slot takes the request and sends nothing more until the prompt is read, and a worker's
+ * first prompt (≈ 5k tokens, more after a compaction) takes minutes on a CPU, longer with every slot busy. A server that
+ * hangs still ends the request, after this long; the watchdog flags its workers stalled long before.
+ */
+export function modelSilenceMs(target: Pick<Target, "serving">): number {
+  return (target.serving.silenceSec ?? (target.serving.engine === "api" ? 300 : 1800)) * 1000;
+}
+
 /** opencode's provider id for endpoint `i` of a target (a pool has one provider per endpoint; the first is "ocw"). */
 export const providerIdFor = (i: number) => (i === 0 ? PROVIDER_ID : `${PROVIDER_ID}-${i}`);
 
@@ -152,12 +162,18 @@ export function compileOpencodeConfig(target: Target, agent: AgentPrompt, access
     tool_call: true,
     limit: { context: target.contextLimit ?? target.serving.perSlotCtx ?? 32768, output: target.outputLimit ?? 8192 },
   };
+  const silence = modelSilenceMs(target);
   // A keyed target is reached through the engine's gateway, which adds the key: opencode never holds it.
   const list = access === undefined ? [{ baseURL: target.endpoint, apiKey: "none" }] : Array.isArray(access) ? access : [access];
   const provider = Object.fromEntries(
     list.map((a, i) => [
       providerIdFor(i),
-      { npm: "@ai-sdk/openai-compatible", name: `opencode-worker target ${target.id}${i ? ` endpoint ${i}` : ""}`, options: { baseURL: a.baseURL, apiKey: a.apiKey }, models: { [target.model]: model } },
+      {
+        npm: "@ai-sdk/openai-compatible",
+        name: `opencode-worker target ${target.id}${i ? ` endpoint ${i}` : ""}`,
+        options: { baseURL: a.baseURL, apiKey: a.apiKey, headerTimeout: silence, chunkTimeout: silence },
+        models: { [target.model]: model },
+      },
     ]),
   );
   return {

@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { Target } from "../../shared/target";
 import { endpointsOf, isPool } from "../admission/capacity";
-import { providerIdFor } from "./config";
+import { modelSilenceMs, providerIdFor } from "./config";
 import { KeyGateway } from "../gateway/gateway";
 import { writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
 import { resolveKey } from "../serving/keys";
@@ -24,6 +24,9 @@ export interface ServersOptions {
   wire: (targetId: string, s: HarnessServer) => void;
 }
 
+/** The gateway's limit is a backstop behind opencode's own (the same silence), which reports it to the worker. */
+const GATEWAY_GRACE_MS = 10_000;
+
 export class OpencodeServers {
   private readonly servers = new Map<string, HarnessServer>();
   private readonly gateway = new KeyGateway();
@@ -43,7 +46,7 @@ export class OpencodeServers {
     if ((target.keyRef || target.keyFile) && !key) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
     // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
     const provider = await Promise.all(
-      endpointsOf(target).map((e, i) => (key ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key }) : { baseURL: e.url, apiKey: "none" })),
+      endpointsOf(target).map((e, i) => (key ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS }) : { baseURL: e.url, apiKey: "none" })),
     );
     const { stateDir, workspacesRoot, tmpRoot, sandbox } = this.opts;
     const shell = writeWorkerShell(path.join(stateDir, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind });
