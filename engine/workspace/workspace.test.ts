@@ -106,6 +106,64 @@ describe("the engine's commit of a worker's files", () => {
   });
 });
 
+describe("the user's git filters (git-lfs and the like)", () => {
+  /** Runs `fn` with the user's global git config set to `config` (what `git lfs install` writes to ~/.gitconfig). */
+  async function withGlobalConfig<T>(config: string, fn: () => Promise<T>): Promise<T> {
+    const file = path.join(tmp, `gitconfig-${n++}`);
+    writeFileSync(file, config);
+    const before = process.env.GIT_CONFIG_GLOBAL;
+    process.env.GIT_CONFIG_GLOBAL = file;
+    try {
+      return await fn();
+    } finally {
+      if (before === undefined) delete process.env.GIT_CONFIG_GLOBAL;
+      else process.env.GIT_CONFIG_GLOBAL = before;
+    }
+  }
+
+  it("a smudge filter of the user's does not run in the workspace: untouched files are graded unchanged, a real edit is seen", async () => {
+    // The same mechanism as git-lfs (a pointer committed, other bytes checked out), without git-lfs installed.
+    const filter = '[filter "fake"]\n\tsmudge = sed s/POINTER/CONTENT/\n\tclean = sed s/CONTENT/POINTER/\n\trequired = true\n';
+    await withGlobalConfig(filter, async () => {
+      const r = repo({ ".gitattributes": "*.bin filter=fake\n", "a.bin": "POINTER\n", "README.md": "# r\n" });
+      expect(g(r, "cat-file", "-p", "HEAD:a.bin")).toBe("POINTER");
+      const ws = await workspace(r, "w-filter");
+      expect(readFileSync(path.join(ws.worktree, "a.bin"), "utf8")).toBe("POINTER\n");
+      expect((await commitWork(ws)).changed).toEqual([]);
+      writeFileSync(path.join(ws.worktree, "README.md"), "# changed\n");
+      expect((await commitWork(ws)).changed).toEqual(["README.md"]);
+    });
+  });
+
+  const lfs = (() => {
+    try {
+      return execFileSync("git", ["lfs", "version"], { encoding: "utf8" }).trim();
+    } catch {
+      return null;
+    }
+  })();
+  it.skipIf(!lfs)(`a git-lfs repository (real ${lfs ?? "git-lfs: not installed here, so skipped"}): the workspace holds the pointers, and an untouched LFS file is not graded as changed`, async () => {
+    const home = path.join(tmp, `lfs-home-${n++}`);
+    execFileSync("mkdir", ["-p", home]);
+    const env = { ...process.env, HOME: home, GIT_CONFIG_GLOBAL: path.join(home, ".gitconfig") };
+    execFileSync("git", ["lfs", "install", "--skip-repo"], { env });
+    await withGlobalConfig(readFileSync(path.join(home, ".gitconfig"), "utf8"), async () => {
+      const r = path.join(tmp, `lfs-repo-${n++}`);
+      const run = (...args: string[]) => execFileSync("git", ["-C", r, ...args], { env, encoding: "utf8" });
+      execFileSync("git", ["init", "-q", "-b", "main", r], { env });
+      run("lfs", "track", "*.bin");
+      writeFileSync(path.join(r, "model.bin"), Buffer.alloc(4096, 7));
+      writeFileSync(path.join(r, "README.md"), "# r\n");
+      run("add", "-A");
+      run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
+      expect(run("cat-file", "-p", "HEAD:model.bin")).toMatch(/^version https:\/\/git-lfs/);
+      const ws = await workspace(r, "w-lfs");
+      expect(readFileSync(path.join(ws.worktree, "model.bin"), "utf8")).toMatch(/^version https:\/\/git-lfs/);
+      expect((await commitWork(ws)).changed).toEqual([]);
+    });
+  });
+});
+
 describe("publishing a graded commit", () => {
   it("brings into the user's repository the objects the commit needs, not a file an earlier snapshot saw", async () => {
     const r = repo();

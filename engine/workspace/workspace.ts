@@ -73,7 +73,7 @@ export async function createWorkspace(worktreesRoot: string, repo: RepoInfo, wor
   const ws = { worktree, cwd: path.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   if (existsSync(worktree)) return ws; // a resumed worker keeps its workspace
   mkdirSync(path.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, { cwd: path.dirname(worktree), env: { ...userGitEnv(), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
+  await gitScript(NEW_WORKSPACE, { cwd: path.dirname(worktree), env: { ...userGitEnv(), ...WORKSPACE_GIT_ENV, OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
@@ -104,13 +104,21 @@ const GRADE_OBJECTS = "grade-objects";
 // runs the git commands of a step, where the engine would otherwise start each itself (~15 ms a start on this
 // 2-core machine, most of a worker's cost to the engine; bench/report.md).
 
-/** A new private repository: borrows the user's objects, checks out the base on the worker's branch. User's git config. */
+/**
+ * A new private repository: borrows the user's objects, checks out the base on the worker's branch. Run without the
+ * user's or the system's git config (WORKSPACE_GIT_ENV), so its files are the committed bytes, as grading reads them: a
+ * smudge filter of the user's (git-lfs puts every LFS file's content in place of its pointer) would write other bytes,
+ * and the engine's snapshot, which runs no filter, would grade every such file as changed.
+ */
 const NEW_WORKSPACE = `set -eu
 if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git init -q --template= --object-format=sha256 "$OCW_WORKTREE"; else git init -q --template= "$OCW_WORKTREE"; fi
 printf '%s\n' "$OCW_OBJECTS" > "$OCW_WORKTREE/.git/objects/info/alternates"
 cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
+
+/** No config but the repository's own (which a new private repository does not have): no filters, hooks or eol rules. */
+const WORKSPACE_GIT_ENV = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
 
 /** The start of every trusted script: git's flags for files a worker wrote. */
 const TRUSTED = `set -eu

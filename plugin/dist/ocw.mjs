@@ -66641,7 +66641,7 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   const ws = { worktree, cwd: path17.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   if (existsSync7(worktree)) return ws;
   mkdirSync8(path17.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, { cwd: path17.dirname(worktree), env: { ...userGitEnv(), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
+  await gitScript(NEW_WORKSPACE, { cwd: path17.dirname(worktree), env: { ...userGitEnv(), ...WORKSPACE_GIT_ENV, OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
@@ -66657,6 +66657,7 @@ printf '%s
 cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
+var WORKSPACE_GIT_ENV = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
 var TRUSTED = `set -eu
 C="${TRUSTED_FLAGS.join(" ")}"
 `;
