@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
+import { findLlamaServer } from "../engine/serving/llama-server";
 import { round } from "./stats";
 
 export const FAULT_FILES = [
@@ -84,7 +85,9 @@ export function runFaultSuite(root: string): FaultSuite {
   rmSync(out, { force: true });
   const args = ["vitest", "run", "--project", "integration", ...FAULT_FILES, "--reporter=json", `--outputFile=${out}`];
   const t0 = Date.now();
-  const r = spawnSync("npx", args, { cwd: root, encoding: "utf8", maxBuffer: 64 * 2 ** 20, env: { ...process.env } });
+  // The llama-server the other parts found (the build cache, PATH): the model-server faults need it named.
+  const llama = process.env.LLAMA_SERVER ? null : findLlamaServer();
+  const r = spawnSync("npx", args, { cwd: root, encoding: "utf8", maxBuffer: 64 * 2 ** 20, env: { ...process.env, ...(llama ? { LLAMA_SERVER: llama } : {}) } });
   const wallSec = round((Date.now() - t0) / 1000);
   const command = `npx ${args.slice(0, -2).join(" ")}`;
   if (!existsSync(out)) return { command, wallSec, passed: 0, failed: 0, skipped: 0, rows: [], error: `vitest wrote no result (exit ${r.status}): ${(r.stderr || r.stdout).trim().split("\n").slice(-5).join(" ")}` };
