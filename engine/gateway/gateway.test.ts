@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { KeyGateway } from "./gateway";
+import { KeyGateway, upstreamUrl } from "./gateway";
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
 
@@ -27,10 +27,23 @@ async function upstream(handler: Handler) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
 }
 
-async function gatewayTo(url: string, silenceMs?: number) {
-  const gw = new KeyGateway();
+async function gatewayTo(url: string, silenceMs?: number, key = "real-key", gw = new KeyGateway()) {
   closers.push(() => gw.close());
-  return gw.add("t", { upstream: url, key: "real-key", silenceMs });
+  return gw.add("t", { upstream: url, key, silenceMs });
+}
+
+/** A request exactly as written (fetch would normalize `..` away and refuses some headers). */
+function raw(baseURL: string, pathAfterRoute: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  const u = new URL(baseURL);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: `${u.pathname}/${pathAfterRoute}`, method: "GET", headers }, (res) => {
+      let body = "";
+      res.on("data", (c) => (body += c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
 }
 
 describe("key gateway", () => {
@@ -104,5 +117,40 @@ describe("key gateway", () => {
     ctl.abort();
     await new Promise((r) => setTimeout(r, 200));
     expect(up.seen[0]!.closedEarly).toBe(true);
+  });
+
+  it("the key goes only to the route's origin, under its base path, over http(s)", () => {
+    const ok = (base: string, rest: string) => {
+      const r = upstreamUrl(base, rest);
+      return "url" in r ? r.url.href : `${r.status} ${r.message}`;
+    };
+    expect(ok("http://127.0.0.1:8080/v1", "chat/completions?x=1")).toBe("http://127.0.0.1:8080/v1/chat/completions?x=1");
+    expect(ok("http://127.0.0.1:8080/v1/", "models")).toBe("http://127.0.0.1:8080/v1/models");
+    for (const rest of ["../admin", "%2e%2e/admin", "x/../../admin", "%2E%2E/%2E%2E/slots"]) expect(ok("http://127.0.0.1:8080/v1", rest)).toMatch(/^400 .*leaves/);
+    expect(ok("localhost:8080/v1", "models")).toMatch(/^502 .*not an http\(s\) URL/);
+    expect(ok("not a url", "models")).toMatch(/^502 .*not a URL/);
+  });
+
+  it("a path that leaves the base, an endpoint that is not http(s), a key no header can hold: a clear error each, and the gateway keeps serving", async () => {
+    const up = await upstream((_req, res) => res.end("{}"));
+    const gw = new KeyGateway();
+    const good = await gatewayTo(up.url, undefined, "real-key", gw);
+    const auth = (k: string) => ({ authorization: `Bearer ${k}` });
+    expect((await raw(good.baseURL, "../../admin", auth(good.apiKey))).status).toBe(400);
+    expect((await raw(good.baseURL, "%2e%2e/admin", auth(good.apiKey))).status).toBe(400);
+    const noScheme = await gatewayTo(up.url.replace("http://127.0.0.1", "localhost"), undefined, "real-key", gw);
+    expect(await raw(noScheme.baseURL, "models", auth(noScheme.apiKey))).toMatchObject({ status: 502, body: expect.stringMatching(/not an http\(s\) URL/) });
+    const crlf = await gatewayTo(up.url, undefined, "real-key\r", gw);
+    expect(await raw(crlf.baseURL, "models", auth(crlf.apiKey))).toMatchObject({ status: 502, body: expect.stringMatching(/could not be sent upstream/) });
+    expect(up.seen).toHaveLength(0);
+    expect((await raw(good.baseURL, "models", auth(good.apiKey))).status).toBe(200);
+  });
+
+  it("headers for the hop are not forwarded: those the client's Connection names, proxy credentials, Expect", async () => {
+    const up = await upstream((_req, res) => res.end("{}"));
+    const { baseURL, apiKey } = await gatewayTo(up.url);
+    await raw(baseURL, "models", { authorization: `Bearer ${apiKey}`, connection: "keep-alive, x-hop", "x-hop": "1", "proxy-authorization": "Basic eA==", "x-kept": "1" });
+    expect(up.seen[0]!.headers["x-kept"]).toBe("1");
+    for (const h of ["x-hop", "proxy-authorization", "expect"]) expect(up.seen[0]!.headers[h]).toBeUndefined();
   });
 });

@@ -17,7 +17,25 @@ const DEFAULT_SILENCE_MS = 300_000;
 /** Connection-level headers, which belong to one hop, not to the request or answer being forwarded. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
 /** The client's credentials to the gateway are replaced by the route's key; Host is the upstream's. */
-const DROPPED_REQUEST_HEADERS = new Set([...HOP_BY_HOP, "host", "authorization", "x-api-key"]);
+const DROPPED_REQUEST_HEADERS = new Set([...HOP_BY_HOP, "host", "authorization", "x-api-key", "proxy-authorization", "expect"]);
+
+/**
+ * The upstream URL of a request's path under the route's base, or why there is none: the key goes only to the route's
+ * origin, under its base path (a `..` or `%2e%2e` segment cannot reach the rest of the host), over http or https.
+ */
+export function upstreamUrl(base: string, rest: string): { url: URL } | { status: number; message: string } {
+  let root: URL;
+  let url: URL;
+  try {
+    root = new URL(base.replace(/\/$/, "") + "/");
+    url = new URL(base.replace(/\/$/, "") + "/" + rest);
+  } catch {
+    return { status: 502, message: `the target's endpoint ${base} is not a URL` };
+  }
+  if (root.protocol !== "http:" && root.protocol !== "https:") return { status: 502, message: `the target's endpoint ${base} is not an http(s) URL` };
+  if (url.origin !== root.origin || !url.pathname.startsWith(root.pathname)) return { status: 400, message: `the request's path leaves the target's endpoint ${base}` };
+  return { url };
+}
 
 /**
  * A loopback gateway in the engine that adds the model key: opencode (and so every worker) is given the gateway's URL
@@ -66,25 +84,29 @@ export class KeyGateway {
     const entry = this.routes.get(slug);
     const given = Buffer.from(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
     if (!entry || given.length !== entry.token.length || !timingSafeEqual(given, entry.token)) return fail(401, "unknown route or key");
-    let url: URL;
-    try {
-      url = new URL(entry.route.upstream.replace(/\/$/, "") + "/" + rest.join("/"));
-    } catch {
-      return fail(502, `the target's endpoint ${entry.route.upstream} is not a URL`);
-    }
+    const target = upstreamUrl(entry.route.upstream, rest.join("/"));
+    if ("message" in target) return fail(target.status, target.message);
+    const { url } = target;
     const headers: http.OutgoingHttpHeaders = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k)) headers[k] = v;
+    const named = new Set(String(req.headers.connection ?? "").toLowerCase().split(",").map((h) => h.trim()));
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k) && !named.has(k)) headers[k] = v;
     headers.authorization = `Bearer ${entry.route.key}`;
     headers["x-api-key"] = entry.route.key;
     const silenceMs = entry.route.silenceMs ?? DEFAULT_SILENCE_MS;
-    const upstream = (url.protocol === "https:" ? https : http).request(url, { method: req.method, headers, timeout: silenceMs }, (answer) => {
-      const out: http.OutgoingHttpHeaders = {};
-      for (const [k, v] of Object.entries(answer.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
-      res.writeHead(answer.statusCode ?? 502, out);
-      answer.on("error", () => res.destroy());
-      answer.on("aborted", () => res.destroy());
-      answer.pipe(res);
-    });
+    let upstream: http.ClientRequest;
+    try {
+      upstream = (url.protocol === "https:" ? https : http).request(url, { method: req.method, headers, timeout: silenceMs }, (answer) => {
+        const out: http.OutgoingHttpHeaders = {};
+        for (const [k, v] of Object.entries(answer.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+        res.writeHead(answer.statusCode ?? 502, out);
+        answer.on("error", () => res.destroy());
+        answer.on("aborted", () => res.destroy());
+        answer.pipe(res);
+      });
+    } catch (err) {
+      // A key an HTTP header cannot hold (a CR from a CRLF .env file): node refuses the request before sending it.
+      return fail(502, `the request could not be sent upstream: ${(err as Error).message}`);
+    }
     upstream.on("timeout", () => upstream.destroy(new Error(`the model server sent nothing for ${silenceMs / 1000} s`)));
     upstream.on("error", (err) => fail(err.message.startsWith("the model server") ? 504 : 502, `upstream: ${err.message}`));
     // The client (opencode) gave up: so does the request upstream, which frees the server's slot.

@@ -135,6 +135,23 @@ describe("the user's git filters (git-lfs and the like)", () => {
     });
   });
 
+  it("the user's global attributes file (~/.config/git/attributes) does not apply either: an eol rule there changes no byte", async () => {
+    const xdg = path.join(tmp, `xdg-${n++}`);
+    execFileSync("mkdir", ["-p", path.join(xdg, "git")]);
+    writeFileSync(path.join(xdg, "git", "attributes"), "*.txt text eol=crlf\n");
+    const before = process.env.XDG_CONFIG_HOME;
+    process.env.XDG_CONFIG_HOME = xdg;
+    try {
+      const r = repo({ "a.txt": "one\ntwo\n" });
+      const ws = await workspace(r, "w-attributes");
+      expect(readFileSync(path.join(ws.worktree, "a.txt"), "utf8")).toBe("one\ntwo\n");
+      expect((await commitWork(ws)).changed).toEqual([]);
+    } finally {
+      if (before === undefined) delete process.env.XDG_CONFIG_HOME;
+      else process.env.XDG_CONFIG_HOME = before;
+    }
+  });
+
   const lfs = (() => {
     try {
       return execFileSync("git", ["lfs", "version"], { encoding: "utf8" }).trim();

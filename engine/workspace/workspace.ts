@@ -73,7 +73,7 @@ export async function createWorkspace(worktreesRoot: string, repo: RepoInfo, wor
   const ws = { worktree, cwd: path.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   if (existsSync(worktree)) return ws; // a resumed worker keeps its workspace
   mkdirSync(path.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, { cwd: path.dirname(worktree), env: { ...userGitEnv(), ...WORKSPACE_GIT_ENV, OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
+  await gitScript(NEW_WORKSPACE, { cwd: path.dirname(worktree), env: { ...userGitEnv(), ...workspaceGitEnv(path.dirname(gitDir)), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
@@ -106,7 +106,7 @@ const GRADE_OBJECTS = "grade-objects";
 
 /**
  * A new private repository: borrows the user's objects, checks out the base on the worker's branch. Run without the
- * user's or the system's git config (WORKSPACE_GIT_ENV), so its files are the committed bytes, as grading reads them: a
+ * user's or the system's git config (workspaceGitEnv), so its files are the committed bytes, as grading reads them: a
  * smudge filter of the user's (git-lfs puts every LFS file's content in place of its pointer) would write other bytes,
  * and the engine's snapshot, which runs no filter, would grade every such file as changed.
  */
@@ -117,8 +117,12 @@ cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
 
-/** No config but the repository's own (which a new private repository does not have): no filters, hooks or eol rules. */
-const WORKSPACE_GIT_ENV = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
+/**
+ * No config or attributes but the repository's own (which a new private repository does not have): no filters, hooks or
+ * eol rules. HOME is the engine's folder of worker objects, which holds no git config: git before 2.32 ignores
+ * GIT_CONFIG_GLOBAL, and ~/.config/git/attributes is read whatever the config says.
+ */
+const workspaceGitEnv = (home: string) => ({ GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", HOME: home, XDG_CONFIG_HOME: undefined });
 
 /** The start of every trusted script: git's flags for files a worker wrote. */
 const TRUSTED = `set -eu

@@ -60147,7 +60147,20 @@ import http from "node:http";
 import https from "node:https";
 var DEFAULT_SILENCE_MS = 3e5;
 var HOP_BY_HOP = /* @__PURE__ */ new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
-var DROPPED_REQUEST_HEADERS = /* @__PURE__ */ new Set([...HOP_BY_HOP, "host", "authorization", "x-api-key"]);
+var DROPPED_REQUEST_HEADERS = /* @__PURE__ */ new Set([...HOP_BY_HOP, "host", "authorization", "x-api-key", "proxy-authorization", "expect"]);
+function upstreamUrl(base2, rest) {
+  let root2;
+  let url2;
+  try {
+    root2 = new URL(base2.replace(/\/$/, "") + "/");
+    url2 = new URL(base2.replace(/\/$/, "") + "/" + rest);
+  } catch {
+    return { status: 502, message: `the target's endpoint ${base2} is not a URL` };
+  }
+  if (root2.protocol !== "http:" && root2.protocol !== "https:") return { status: 502, message: `the target's endpoint ${base2} is not an http(s) URL` };
+  if (url2.origin !== root2.origin || !url2.pathname.startsWith(root2.pathname)) return { status: 400, message: `the request's path leaves the target's endpoint ${base2}` };
+  return { url: url2 };
+}
 var KeyGateway = class {
   server = null;
   port = 0;
@@ -60188,25 +60201,28 @@ var KeyGateway = class {
     const entry = this.routes.get(slug);
     const given = Buffer.from(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
     if (!entry || given.length !== entry.token.length || !timingSafeEqual(given, entry.token)) return fail2(401, "unknown route or key");
-    let url2;
-    try {
-      url2 = new URL(entry.route.upstream.replace(/\/$/, "") + "/" + rest.join("/"));
-    } catch {
-      return fail2(502, `the target's endpoint ${entry.route.upstream} is not a URL`);
-    }
+    const target = upstreamUrl(entry.route.upstream, rest.join("/"));
+    if ("message" in target) return fail2(target.status, target.message);
+    const { url: url2 } = target;
     const headers = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== void 0 && !DROPPED_REQUEST_HEADERS.has(k)) headers[k] = v;
+    const named = new Set(String(req.headers.connection ?? "").toLowerCase().split(",").map((h3) => h3.trim()));
+    for (const [k, v] of Object.entries(req.headers)) if (v !== void 0 && !DROPPED_REQUEST_HEADERS.has(k) && !named.has(k)) headers[k] = v;
     headers.authorization = `Bearer ${entry.route.key}`;
     headers["x-api-key"] = entry.route.key;
     const silenceMs = entry.route.silenceMs ?? DEFAULT_SILENCE_MS;
-    const upstream = (url2.protocol === "https:" ? https : http).request(url2, { method: req.method, headers, timeout: silenceMs }, (answer) => {
-      const out = {};
-      for (const [k, v] of Object.entries(answer.headers)) if (v !== void 0 && !HOP_BY_HOP.has(k)) out[k] = v;
-      res.writeHead(answer.statusCode ?? 502, out);
-      answer.on("error", () => res.destroy());
-      answer.on("aborted", () => res.destroy());
-      answer.pipe(res);
-    });
+    let upstream;
+    try {
+      upstream = (url2.protocol === "https:" ? https : http).request(url2, { method: req.method, headers, timeout: silenceMs }, (answer) => {
+        const out = {};
+        for (const [k, v] of Object.entries(answer.headers)) if (v !== void 0 && !HOP_BY_HOP.has(k)) out[k] = v;
+        res.writeHead(answer.statusCode ?? 502, out);
+        answer.on("error", () => res.destroy());
+        answer.on("aborted", () => res.destroy());
+        answer.pipe(res);
+      });
+    } catch (err) {
+      return fail2(502, `the request could not be sent upstream: ${err.message}`);
+    }
     upstream.on("timeout", () => upstream.destroy(new Error(`the model server sent nothing for ${silenceMs / 1e3} s`)));
     upstream.on("error", (err) => fail2(err.message.startsWith("the model server") ? 504 : 502, `upstream: ${err.message}`));
     res.on("close", () => res.writableFinished || upstream.destroy());
@@ -66641,7 +66657,7 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   const ws = { worktree, cwd: path17.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   if (existsSync7(worktree)) return ws;
   mkdirSync8(path17.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, { cwd: path17.dirname(worktree), env: { ...userGitEnv(), ...WORKSPACE_GIT_ENV, OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
+  await gitScript(NEW_WORKSPACE, { cwd: path17.dirname(worktree), env: { ...userGitEnv(), ...workspaceGitEnv(path17.dirname(gitDir)), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
@@ -66657,7 +66673,7 @@ printf '%s
 cd "$OCW_WORKTREE"
 git checkout -q -b "$OCW_BRANCH" "$OCW_BASE"
 `;
-var WORKSPACE_GIT_ENV = { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" };
+var workspaceGitEnv = (home) => ({ GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", HOME: home, XDG_CONFIG_HOME: void 0 });
 var TRUSTED = `set -eu
 C="${TRUSTED_FLAGS.join(" ")}"
 `;
