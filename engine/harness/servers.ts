@@ -24,7 +24,7 @@ export interface ServersOptions {
   wire: (targetId: string, s: HarnessServer) => void;
 }
 
-/** The gateway's limit is a backstop behind opencode's own (the same silence), which reports it to the worker. */
+/** The gateway's limit is a backstop behind opencode's own (the same silence): opencode gives up first, then retries. */
 const GATEWAY_GRACE_MS = 10_000;
 
 export class OpencodeServers {
