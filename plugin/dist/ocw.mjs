@@ -47,9 +47,9 @@ var __toESM = (mod, isNodeMode, target) => (target = mod != null ? __create(__ge
   mod
 ));
 
-// ../../tmp/ci-clone/node_modules/commander/lib/error.js
+// node_modules/commander/lib/error.js
 var require_error = __commonJS({
-  "../../tmp/ci-clone/node_modules/commander/lib/error.js"(exports) {
+  "node_modules/commander/lib/error.js"(exports) {
     var CommanderError2 = class extends Error {
       /**
        * Constructs the CommanderError class
@@ -82,9 +82,9 @@ var require_error = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/commander/lib/argument.js
+// node_modules/commander/lib/argument.js
 var require_argument = __commonJS({
-  "../../tmp/ci-clone/node_modules/commander/lib/argument.js"(exports) {
+  "node_modules/commander/lib/argument.js"(exports) {
     var { InvalidArgumentError: InvalidArgumentError2 } = require_error();
     var Argument2 = class {
       /**
@@ -210,9 +210,9 @@ var require_argument = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/commander/lib/help.js
+// node_modules/commander/lib/help.js
 var require_help = __commonJS({
-  "../../tmp/ci-clone/node_modules/commander/lib/help.js"(exports) {
+  "node_modules/commander/lib/help.js"(exports) {
     var { humanReadableArgName } = require_argument();
     var Help2 = class {
       constructor() {
@@ -812,9 +812,9 @@ ${itemIndentStr}`);
   }
 });
 
-// ../../tmp/ci-clone/node_modules/commander/lib/option.js
+// node_modules/commander/lib/option.js
 var require_option = __commonJS({
-  "../../tmp/ci-clone/node_modules/commander/lib/option.js"(exports) {
+  "node_modules/commander/lib/option.js"(exports) {
     var { InvalidArgumentError: InvalidArgumentError2 } = require_error();
     var Option2 = class {
       /**
@@ -1125,9 +1125,9 @@ var require_option = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/commander/lib/suggestSimilar.js
+// node_modules/commander/lib/suggestSimilar.js
 var require_suggestSimilar = __commonJS({
-  "../../tmp/ci-clone/node_modules/commander/lib/suggestSimilar.js"(exports) {
+  "node_modules/commander/lib/suggestSimilar.js"(exports) {
     var maxDistance = 3;
     function editDistance(a2, b) {
       if (Math.abs(a2.length - b.length) > maxDistance)
@@ -1205,9 +1205,9 @@ var require_suggestSimilar = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/commander/lib/command.js
+// node_modules/commander/lib/command.js
 var require_command = __commonJS({
-  "../../tmp/ci-clone/node_modules/commander/lib/command.js"(exports) {
+  "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
     var path53 = __require("node:path");
@@ -3451,9 +3451,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
   }
 });
 
-// ../../tmp/ci-clone/node_modules/commander/index.js
+// node_modules/commander/index.js
 var require_commander = __commonJS({
-  "../../tmp/ci-clone/node_modules/commander/index.js"(exports) {
+  "node_modules/commander/index.js"(exports) {
     var { Argument: Argument2 } = require_argument();
     var { Command: Command3 } = require_command();
     var { CommanderError: CommanderError2, InvalidArgumentError: InvalidArgumentError2 } = require_error();
@@ -3473,7 +3473,7 @@ var require_commander = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/core.js
+// node_modules/zod/v4/core/core.js
 // @__NO_SIDE_EFFECTS__
 function $constructor(name, initializer3, params) {
   function init(inst, def) {
@@ -3524,7 +3524,7 @@ function config(newConfig) {
 }
 var NEVER, $brand, $ZodAsyncError, $ZodEncodeError, globalConfig;
 var init_core = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/core.js"() {
+  "node_modules/zod/v4/core/core.js"() {
     NEVER = Object.freeze({
       status: "aborted"
     });
@@ -3544,7 +3544,7 @@ var init_core = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/util.js
+// node_modules/zod/v4/core/util.js
 var util_exports = {};
 __export(util_exports, {
   BIGINT_FORMAT_RANGES: () => BIGINT_FORMAT_RANGES,
@@ -4103,7 +4103,7 @@ function uint8ArrayToHex(bytes) {
 }
 var EVALUATING, captureStackTrace, allowsEval, getParsedType, propertyKeyTypes, primitiveTypes, NUMBER_FORMAT_RANGES, BIGINT_FORMAT_RANGES, Class;
 var init_util = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/util.js"() {
+  "node_modules/zod/v4/core/util.js"() {
     EVALUATING = /* @__PURE__ */ Symbol("evaluating");
     captureStackTrace = "captureStackTrace" in Error ? Error.captureStackTrace : (..._args) => {
     };
@@ -4183,7 +4183,7 @@ var init_util = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/errors.js
+// node_modules/zod/v4/core/errors.js
 function flattenError(error46, mapper = (issue2) => issue2.message) {
   const fieldErrors = {};
   const formErrors = [];
@@ -4302,7 +4302,7 @@ function prettifyError(error46) {
 }
 var initializer, $ZodError, $ZodRealError;
 var init_errors = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/errors.js"() {
+  "node_modules/zod/v4/core/errors.js"() {
     init_core();
     init_util();
     initializer = (inst, def) => {
@@ -4326,10 +4326,10 @@ var init_errors = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/parse.js
+// node_modules/zod/v4/core/parse.js
 var _parse, parse, _parseAsync, parseAsync, _safeParse, safeParse, _safeParseAsync, safeParseAsync, _encode, encode, _decode, decode, _encodeAsync, encodeAsync, _decodeAsync, decodeAsync, _safeEncode, safeEncode, _safeDecode, safeDecode, _safeEncodeAsync, safeEncodeAsync, _safeDecodeAsync, safeDecodeAsync;
 var init_parse = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/parse.js"() {
+  "node_modules/zod/v4/core/parse.js"() {
     init_core();
     init_errors();
     init_util();
@@ -4422,7 +4422,7 @@ var init_parse = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/regexes.js
+// node_modules/zod/v4/core/regexes.js
 var regexes_exports = {};
 __export(regexes_exports, {
   base64: () => base64,
@@ -4512,7 +4512,7 @@ function fixedBase64url(length) {
 }
 var cuid, cuid2, ulid, xid, ksuid, nanoid, duration, extendedDuration, guid, uuid, uuid4, uuid6, uuid7, email, html5Email, rfc5322Email, unicodeEmail, idnEmail, browserEmail, _emoji, ipv4, ipv6, cidrv4, cidrv6, base64, base64url, hostname, domain, e164, dateSource, date, string, bigint, integer, number, boolean, _null, _undefined, lowercase, uppercase, hex, md5_hex, md5_base64, md5_base64url, sha1_hex, sha1_base64, sha1_base64url, sha256_hex, sha256_base64, sha256_base64url, sha384_hex, sha384_base64, sha384_base64url, sha512_hex, sha512_base64, sha512_base64url;
 var init_regexes = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/regexes.js"() {
+  "node_modules/zod/v4/core/regexes.js"() {
     cuid = /^[cC][^\s-]{8,}$/;
     cuid2 = /^[0-9a-z]+$/;
     ulid = /^[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26}$/;
@@ -4579,7 +4579,7 @@ var init_regexes = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/checks.js
+// node_modules/zod/v4/core/checks.js
 function handleCheckPropertyResult(result, payload, property) {
   if (result.issues.length) {
     payload.issues.push(...prefixIssues(property, result.issues));
@@ -4587,7 +4587,7 @@ function handleCheckPropertyResult(result, payload, property) {
 }
 var $ZodCheck, numericOriginMap, $ZodCheckLessThan, $ZodCheckGreaterThan, $ZodCheckMultipleOf, $ZodCheckNumberFormat, $ZodCheckBigIntFormat, $ZodCheckMaxSize, $ZodCheckMinSize, $ZodCheckSizeEquals, $ZodCheckMaxLength, $ZodCheckMinLength, $ZodCheckLengthEquals, $ZodCheckStringFormat, $ZodCheckRegex, $ZodCheckLowerCase, $ZodCheckUpperCase, $ZodCheckIncludes, $ZodCheckStartsWith, $ZodCheckEndsWith, $ZodCheckProperty, $ZodCheckMimeType, $ZodCheckOverwrite;
 var init_checks = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/checks.js"() {
+  "node_modules/zod/v4/core/checks.js"() {
     init_core();
     init_regexes();
     init_util();
@@ -5129,10 +5129,10 @@ var init_checks = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/doc.js
+// node_modules/zod/v4/core/doc.js
 var Doc;
 var init_doc = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/doc.js"() {
+  "node_modules/zod/v4/core/doc.js"() {
     Doc = class {
       constructor(args = []) {
         this.content = [];
@@ -5170,10 +5170,10 @@ var init_doc = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/versions.js
+// node_modules/zod/v4/core/versions.js
 var version;
 var init_versions = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/versions.js"() {
+  "node_modules/zod/v4/core/versions.js"() {
     version = {
       major: 4,
       minor: 1,
@@ -5182,7 +5182,7 @@ var init_versions = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/schemas.js
+// node_modules/zod/v4/core/schemas.js
 function isValidBase64(data) {
   if (data === "")
     return true;
@@ -5491,7 +5491,7 @@ function handleRefineResult(result, payload, input, inst) {
 }
 var $ZodType, $ZodString, $ZodStringFormat, $ZodGUID, $ZodUUID, $ZodEmail, $ZodURL, $ZodEmoji, $ZodNanoID, $ZodCUID, $ZodCUID2, $ZodULID, $ZodXID, $ZodKSUID, $ZodISODateTime, $ZodISODate, $ZodISOTime, $ZodISODuration, $ZodIPv4, $ZodIPv6, $ZodCIDRv4, $ZodCIDRv6, $ZodBase64, $ZodBase64URL, $ZodE164, $ZodJWT, $ZodCustomStringFormat, $ZodNumber, $ZodNumberFormat, $ZodBoolean, $ZodBigInt, $ZodBigIntFormat, $ZodSymbol, $ZodUndefined, $ZodNull, $ZodAny, $ZodUnknown, $ZodNever, $ZodVoid, $ZodDate, $ZodArray, $ZodObject, $ZodObjectJIT, $ZodUnion, $ZodDiscriminatedUnion, $ZodIntersection, $ZodTuple, $ZodRecord, $ZodMap, $ZodSet, $ZodEnum, $ZodLiteral, $ZodFile, $ZodTransform, $ZodOptional, $ZodNullable, $ZodDefault, $ZodPrefault, $ZodNonOptional, $ZodSuccess, $ZodCatch, $ZodNaN, $ZodPipe, $ZodCodec, $ZodReadonly, $ZodTemplateLiteral, $ZodFunction, $ZodPromise, $ZodLazy, $ZodCustom;
 var init_schemas = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/schemas.js"() {
+  "node_modules/zod/v4/core/schemas.js"() {
     init_checks();
     init_core();
     init_doc();
@@ -7040,7 +7040,7 @@ var init_schemas = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ar.js
+// node_modules/zod/v4/locales/ar.js
 function ar_default() {
   return {
     localeError: error()
@@ -7048,7 +7048,7 @@ function ar_default() {
 }
 var error;
 var init_ar = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ar.js"() {
+  "node_modules/zod/v4/locales/ar.js"() {
     init_util();
     error = () => {
       const Sizable = {
@@ -7163,7 +7163,7 @@ var init_ar = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/az.js
+// node_modules/zod/v4/locales/az.js
 function az_default() {
   return {
     localeError: error2()
@@ -7171,7 +7171,7 @@ function az_default() {
 }
 var error2;
 var init_az = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/az.js"() {
+  "node_modules/zod/v4/locales/az.js"() {
     init_util();
     error2 = () => {
       const Sizable = {
@@ -7285,7 +7285,7 @@ var init_az = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/be.js
+// node_modules/zod/v4/locales/be.js
 function getBelarusianPlural(count2, one, few, many) {
   const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
@@ -7308,7 +7308,7 @@ function be_default() {
 }
 var error3;
 var init_be = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/be.js"() {
+  "node_modules/zod/v4/locales/be.js"() {
     init_util();
     error3 = () => {
       const Sizable = {
@@ -7456,7 +7456,7 @@ var init_be = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/bg.js
+// node_modules/zod/v4/locales/bg.js
 function bg_default() {
   return {
     localeError: error4()
@@ -7464,7 +7464,7 @@ function bg_default() {
 }
 var parsedType, error4;
 var init_bg = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/bg.js"() {
+  "node_modules/zod/v4/locales/bg.js"() {
     init_util();
     parsedType = (data) => {
       const t2 = typeof data;
@@ -7591,7 +7591,7 @@ var init_bg = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ca.js
+// node_modules/zod/v4/locales/ca.js
 function ca_default() {
   return {
     localeError: error5()
@@ -7599,7 +7599,7 @@ function ca_default() {
 }
 var error5;
 var init_ca = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ca.js"() {
+  "node_modules/zod/v4/locales/ca.js"() {
     init_util();
     error5 = () => {
       const Sizable = {
@@ -7717,7 +7717,7 @@ var init_ca = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/cs.js
+// node_modules/zod/v4/locales/cs.js
 function cs_default() {
   return {
     localeError: error6()
@@ -7725,7 +7725,7 @@ function cs_default() {
 }
 var error6;
 var init_cs = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/cs.js"() {
+  "node_modules/zod/v4/locales/cs.js"() {
     init_util();
     error6 = () => {
       const Sizable = {
@@ -7859,7 +7859,7 @@ var init_cs = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/da.js
+// node_modules/zod/v4/locales/da.js
 function da_default() {
   return {
     localeError: error7()
@@ -7867,7 +7867,7 @@ function da_default() {
 }
 var error7;
 var init_da = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/da.js"() {
+  "node_modules/zod/v4/locales/da.js"() {
     init_util();
     error7 = () => {
       const Sizable = {
@@ -7997,7 +7997,7 @@ var init_da = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/de.js
+// node_modules/zod/v4/locales/de.js
 function de_default() {
   return {
     localeError: error8()
@@ -8005,7 +8005,7 @@ function de_default() {
 }
 var error8;
 var init_de = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/de.js"() {
+  "node_modules/zod/v4/locales/de.js"() {
     init_util();
     error8 = () => {
       const Sizable = {
@@ -8120,7 +8120,7 @@ var init_de = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/en.js
+// node_modules/zod/v4/locales/en.js
 function en_default() {
   return {
     localeError: error9()
@@ -8128,7 +8128,7 @@ function en_default() {
 }
 var parsedType2, error9;
 var init_en = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/en.js"() {
+  "node_modules/zod/v4/locales/en.js"() {
     init_util();
     parsedType2 = (data) => {
       const t2 = typeof data;
@@ -8244,7 +8244,7 @@ var init_en = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/eo.js
+// node_modules/zod/v4/locales/eo.js
 function eo_default() {
   return {
     localeError: error10()
@@ -8252,7 +8252,7 @@ function eo_default() {
 }
 var parsedType3, error10;
 var init_eo = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/eo.js"() {
+  "node_modules/zod/v4/locales/eo.js"() {
     init_util();
     parsedType3 = (data) => {
       const t2 = typeof data;
@@ -8367,7 +8367,7 @@ var init_eo = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/es.js
+// node_modules/zod/v4/locales/es.js
 function es_default() {
   return {
     localeError: error11()
@@ -8375,7 +8375,7 @@ function es_default() {
 }
 var error11;
 var init_es = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/es.js"() {
+  "node_modules/zod/v4/locales/es.js"() {
     init_util();
     error11 = () => {
       const Sizable = {
@@ -8523,7 +8523,7 @@ var init_es = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/fa.js
+// node_modules/zod/v4/locales/fa.js
 function fa_default() {
   return {
     localeError: error12()
@@ -8531,7 +8531,7 @@ function fa_default() {
 }
 var error12;
 var init_fa = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/fa.js"() {
+  "node_modules/zod/v4/locales/fa.js"() {
     init_util();
     error12 = () => {
       const Sizable = {
@@ -8652,7 +8652,7 @@ var init_fa = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/fi.js
+// node_modules/zod/v4/locales/fi.js
 function fi_default() {
   return {
     localeError: error13()
@@ -8660,7 +8660,7 @@ function fi_default() {
 }
 var error13;
 var init_fi = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/fi.js"() {
+  "node_modules/zod/v4/locales/fi.js"() {
     init_util();
     error13 = () => {
       const Sizable = {
@@ -8781,7 +8781,7 @@ var init_fi = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/fr.js
+// node_modules/zod/v4/locales/fr.js
 function fr_default() {
   return {
     localeError: error14()
@@ -8789,7 +8789,7 @@ function fr_default() {
 }
 var error14;
 var init_fr = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/fr.js"() {
+  "node_modules/zod/v4/locales/fr.js"() {
     init_util();
     error14 = () => {
       const Sizable = {
@@ -8904,7 +8904,7 @@ var init_fr = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/fr-CA.js
+// node_modules/zod/v4/locales/fr-CA.js
 function fr_CA_default() {
   return {
     localeError: error15()
@@ -8912,7 +8912,7 @@ function fr_CA_default() {
 }
 var error15;
 var init_fr_CA = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/fr-CA.js"() {
+  "node_modules/zod/v4/locales/fr-CA.js"() {
     init_util();
     error15 = () => {
       const Sizable = {
@@ -9028,7 +9028,7 @@ var init_fr_CA = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/he.js
+// node_modules/zod/v4/locales/he.js
 function he_default() {
   return {
     localeError: error16()
@@ -9036,7 +9036,7 @@ function he_default() {
 }
 var error16;
 var init_he = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/he.js"() {
+  "node_modules/zod/v4/locales/he.js"() {
     init_util();
     error16 = () => {
       const Sizable = {
@@ -9152,7 +9152,7 @@ var init_he = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/hu.js
+// node_modules/zod/v4/locales/hu.js
 function hu_default() {
   return {
     localeError: error17()
@@ -9160,7 +9160,7 @@ function hu_default() {
 }
 var error17;
 var init_hu = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/hu.js"() {
+  "node_modules/zod/v4/locales/hu.js"() {
     init_util();
     error17 = () => {
       const Sizable = {
@@ -9276,7 +9276,7 @@ var init_hu = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/id.js
+// node_modules/zod/v4/locales/id.js
 function id_default() {
   return {
     localeError: error18()
@@ -9284,7 +9284,7 @@ function id_default() {
 }
 var error18;
 var init_id = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/id.js"() {
+  "node_modules/zod/v4/locales/id.js"() {
     init_util();
     error18 = () => {
       const Sizable = {
@@ -9399,7 +9399,7 @@ var init_id = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/is.js
+// node_modules/zod/v4/locales/is.js
 function is_default() {
   return {
     localeError: error19()
@@ -9407,7 +9407,7 @@ function is_default() {
 }
 var parsedType4, error19;
 var init_is = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/is.js"() {
+  "node_modules/zod/v4/locales/is.js"() {
     init_util();
     parsedType4 = (data) => {
       const t2 = typeof data;
@@ -9523,7 +9523,7 @@ var init_is = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/it.js
+// node_modules/zod/v4/locales/it.js
 function it_default() {
   return {
     localeError: error20()
@@ -9531,7 +9531,7 @@ function it_default() {
 }
 var error20;
 var init_it = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/it.js"() {
+  "node_modules/zod/v4/locales/it.js"() {
     init_util();
     error20 = () => {
       const Sizable = {
@@ -9647,7 +9647,7 @@ var init_it = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ja.js
+// node_modules/zod/v4/locales/ja.js
 function ja_default() {
   return {
     localeError: error21()
@@ -9655,7 +9655,7 @@ function ja_default() {
 }
 var error21;
 var init_ja = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ja.js"() {
+  "node_modules/zod/v4/locales/ja.js"() {
     init_util();
     error21 = () => {
       const Sizable = {
@@ -9769,7 +9769,7 @@ var init_ja = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ka.js
+// node_modules/zod/v4/locales/ka.js
 function ka_default() {
   return {
     localeError: error22()
@@ -9777,7 +9777,7 @@ function ka_default() {
 }
 var parsedType5, error22;
 var init_ka = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ka.js"() {
+  "node_modules/zod/v4/locales/ka.js"() {
     init_util();
     parsedType5 = (data) => {
       const t2 = typeof data;
@@ -9901,7 +9901,7 @@ var init_ka = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/km.js
+// node_modules/zod/v4/locales/km.js
 function km_default() {
   return {
     localeError: error23()
@@ -9909,7 +9909,7 @@ function km_default() {
 }
 var error23;
 var init_km = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/km.js"() {
+  "node_modules/zod/v4/locales/km.js"() {
     init_util();
     error23 = () => {
       const Sizable = {
@@ -10025,17 +10025,17 @@ var init_km = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/kh.js
+// node_modules/zod/v4/locales/kh.js
 function kh_default() {
   return km_default();
 }
 var init_kh = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/kh.js"() {
+  "node_modules/zod/v4/locales/kh.js"() {
     init_km();
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ko.js
+// node_modules/zod/v4/locales/ko.js
 function ko_default() {
   return {
     localeError: error24()
@@ -10043,7 +10043,7 @@ function ko_default() {
 }
 var error24;
 var init_ko = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ko.js"() {
+  "node_modules/zod/v4/locales/ko.js"() {
     init_util();
     error24 = () => {
       const Sizable = {
@@ -10163,7 +10163,7 @@ var init_ko = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/lt.js
+// node_modules/zod/v4/locales/lt.js
 function getUnitTypeFromNumber(number4) {
   const abs = Math.abs(number4);
   const last = abs % 10;
@@ -10181,7 +10181,7 @@ function lt_default() {
 }
 var parsedType6, parsedTypeFromType, capitalizeFirstCharacter, error25;
 var init_lt = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/lt.js"() {
+  "node_modules/zod/v4/locales/lt.js"() {
     init_util();
     parsedType6 = (data) => {
       const t2 = typeof data;
@@ -10400,7 +10400,7 @@ var init_lt = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/mk.js
+// node_modules/zod/v4/locales/mk.js
 function mk_default() {
   return {
     localeError: error26()
@@ -10408,7 +10408,7 @@ function mk_default() {
 }
 var error26;
 var init_mk = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/mk.js"() {
+  "node_modules/zod/v4/locales/mk.js"() {
     init_util();
     error26 = () => {
       const Sizable = {
@@ -10525,7 +10525,7 @@ var init_mk = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ms.js
+// node_modules/zod/v4/locales/ms.js
 function ms_default() {
   return {
     localeError: error27()
@@ -10533,7 +10533,7 @@ function ms_default() {
 }
 var error27;
 var init_ms = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ms.js"() {
+  "node_modules/zod/v4/locales/ms.js"() {
     init_util();
     error27 = () => {
       const Sizable = {
@@ -10648,7 +10648,7 @@ var init_ms = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/nl.js
+// node_modules/zod/v4/locales/nl.js
 function nl_default() {
   return {
     localeError: error28()
@@ -10656,7 +10656,7 @@ function nl_default() {
 }
 var error28;
 var init_nl = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/nl.js"() {
+  "node_modules/zod/v4/locales/nl.js"() {
     init_util();
     error28 = () => {
       const Sizable = {
@@ -10772,7 +10772,7 @@ var init_nl = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/no.js
+// node_modules/zod/v4/locales/no.js
 function no_default() {
   return {
     localeError: error29()
@@ -10780,7 +10780,7 @@ function no_default() {
 }
 var error29;
 var init_no = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/no.js"() {
+  "node_modules/zod/v4/locales/no.js"() {
     init_util();
     error29 = () => {
       const Sizable = {
@@ -10895,7 +10895,7 @@ var init_no = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ota.js
+// node_modules/zod/v4/locales/ota.js
 function ota_default() {
   return {
     localeError: error30()
@@ -10903,7 +10903,7 @@ function ota_default() {
 }
 var error30;
 var init_ota = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ota.js"() {
+  "node_modules/zod/v4/locales/ota.js"() {
     init_util();
     error30 = () => {
       const Sizable = {
@@ -11019,7 +11019,7 @@ var init_ota = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ps.js
+// node_modules/zod/v4/locales/ps.js
 function ps_default() {
   return {
     localeError: error31()
@@ -11027,7 +11027,7 @@ function ps_default() {
 }
 var error31;
 var init_ps = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ps.js"() {
+  "node_modules/zod/v4/locales/ps.js"() {
     init_util();
     error31 = () => {
       const Sizable = {
@@ -11148,7 +11148,7 @@ var init_ps = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/pl.js
+// node_modules/zod/v4/locales/pl.js
 function pl_default() {
   return {
     localeError: error32()
@@ -11156,7 +11156,7 @@ function pl_default() {
 }
 var error32;
 var init_pl = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/pl.js"() {
+  "node_modules/zod/v4/locales/pl.js"() {
     init_util();
     error32 = () => {
       const Sizable = {
@@ -11272,7 +11272,7 @@ var init_pl = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/pt.js
+// node_modules/zod/v4/locales/pt.js
 function pt_default() {
   return {
     localeError: error33()
@@ -11280,7 +11280,7 @@ function pt_default() {
 }
 var error33;
 var init_pt = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/pt.js"() {
+  "node_modules/zod/v4/locales/pt.js"() {
     init_util();
     error33 = () => {
       const Sizable = {
@@ -11395,7 +11395,7 @@ var init_pt = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ru.js
+// node_modules/zod/v4/locales/ru.js
 function getRussianPlural(count2, one, few, many) {
   const absCount = Math.abs(count2);
   const lastDigit = absCount % 10;
@@ -11418,7 +11418,7 @@ function ru_default() {
 }
 var error34;
 var init_ru = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ru.js"() {
+  "node_modules/zod/v4/locales/ru.js"() {
     init_util();
     error34 = () => {
       const Sizable = {
@@ -11566,7 +11566,7 @@ var init_ru = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/sl.js
+// node_modules/zod/v4/locales/sl.js
 function sl_default() {
   return {
     localeError: error35()
@@ -11574,7 +11574,7 @@ function sl_default() {
 }
 var error35;
 var init_sl = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/sl.js"() {
+  "node_modules/zod/v4/locales/sl.js"() {
     init_util();
     error35 = () => {
       const Sizable = {
@@ -11690,7 +11690,7 @@ var init_sl = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/sv.js
+// node_modules/zod/v4/locales/sv.js
 function sv_default() {
   return {
     localeError: error36()
@@ -11698,7 +11698,7 @@ function sv_default() {
 }
 var error36;
 var init_sv = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/sv.js"() {
+  "node_modules/zod/v4/locales/sv.js"() {
     init_util();
     error36 = () => {
       const Sizable = {
@@ -11815,7 +11815,7 @@ var init_sv = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ta.js
+// node_modules/zod/v4/locales/ta.js
 function ta_default() {
   return {
     localeError: error37()
@@ -11823,7 +11823,7 @@ function ta_default() {
 }
 var error37;
 var init_ta = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ta.js"() {
+  "node_modules/zod/v4/locales/ta.js"() {
     init_util();
     error37 = () => {
       const Sizable = {
@@ -11939,7 +11939,7 @@ var init_ta = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/th.js
+// node_modules/zod/v4/locales/th.js
 function th_default() {
   return {
     localeError: error38()
@@ -11947,7 +11947,7 @@ function th_default() {
 }
 var error38;
 var init_th = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/th.js"() {
+  "node_modules/zod/v4/locales/th.js"() {
     init_util();
     error38 = () => {
       const Sizable = {
@@ -12063,7 +12063,7 @@ var init_th = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/tr.js
+// node_modules/zod/v4/locales/tr.js
 function tr_default() {
   return {
     localeError: error39()
@@ -12071,7 +12071,7 @@ function tr_default() {
 }
 var parsedType7, error39;
 var init_tr = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/tr.js"() {
+  "node_modules/zod/v4/locales/tr.js"() {
     init_util();
     parsedType7 = (data) => {
       const t2 = typeof data;
@@ -12185,7 +12185,7 @@ var init_tr = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/uk.js
+// node_modules/zod/v4/locales/uk.js
 function uk_default() {
   return {
     localeError: error40()
@@ -12193,7 +12193,7 @@ function uk_default() {
 }
 var error40;
 var init_uk = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/uk.js"() {
+  "node_modules/zod/v4/locales/uk.js"() {
     init_util();
     error40 = () => {
       const Sizable = {
@@ -12309,17 +12309,17 @@ var init_uk = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ua.js
+// node_modules/zod/v4/locales/ua.js
 function ua_default() {
   return uk_default();
 }
 var init_ua = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ua.js"() {
+  "node_modules/zod/v4/locales/ua.js"() {
     init_uk();
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/ur.js
+// node_modules/zod/v4/locales/ur.js
 function ur_default() {
   return {
     localeError: error41()
@@ -12327,7 +12327,7 @@ function ur_default() {
 }
 var error41;
 var init_ur = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/ur.js"() {
+  "node_modules/zod/v4/locales/ur.js"() {
     init_util();
     error41 = () => {
       const Sizable = {
@@ -12443,7 +12443,7 @@ var init_ur = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/vi.js
+// node_modules/zod/v4/locales/vi.js
 function vi_default() {
   return {
     localeError: error42()
@@ -12451,7 +12451,7 @@ function vi_default() {
 }
 var error42;
 var init_vi = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/vi.js"() {
+  "node_modules/zod/v4/locales/vi.js"() {
     init_util();
     error42 = () => {
       const Sizable = {
@@ -12566,7 +12566,7 @@ var init_vi = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/zh-CN.js
+// node_modules/zod/v4/locales/zh-CN.js
 function zh_CN_default() {
   return {
     localeError: error43()
@@ -12574,7 +12574,7 @@ function zh_CN_default() {
 }
 var error43;
 var init_zh_CN = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/zh-CN.js"() {
+  "node_modules/zod/v4/locales/zh-CN.js"() {
     init_util();
     error43 = () => {
       const Sizable = {
@@ -12689,7 +12689,7 @@ var init_zh_CN = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/zh-TW.js
+// node_modules/zod/v4/locales/zh-TW.js
 function zh_TW_default() {
   return {
     localeError: error44()
@@ -12697,7 +12697,7 @@ function zh_TW_default() {
 }
 var error44;
 var init_zh_TW = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/zh-TW.js"() {
+  "node_modules/zod/v4/locales/zh-TW.js"() {
     init_util();
     error44 = () => {
       const Sizable = {
@@ -12813,7 +12813,7 @@ var init_zh_TW = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/yo.js
+// node_modules/zod/v4/locales/yo.js
 function yo_default() {
   return {
     localeError: error45()
@@ -12821,7 +12821,7 @@ function yo_default() {
 }
 var error45;
 var init_yo = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/yo.js"() {
+  "node_modules/zod/v4/locales/yo.js"() {
     init_util();
     error45 = () => {
       const Sizable = {
@@ -12935,7 +12935,7 @@ var init_yo = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/locales/index.js
+// node_modules/zod/v4/locales/index.js
 var locales_exports = {};
 __export(locales_exports, {
   ar: () => ar_default,
@@ -12987,7 +12987,7 @@ __export(locales_exports, {
   zhTW: () => zh_TW_default
 });
 var init_locales = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/locales/index.js"() {
+  "node_modules/zod/v4/locales/index.js"() {
     init_ar();
     init_az();
     init_be();
@@ -13038,13 +13038,13 @@ var init_locales = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/registries.js
+// node_modules/zod/v4/core/registries.js
 function registry() {
   return new $ZodRegistry();
 }
 var $output, $input, $ZodRegistry, globalRegistry;
 var init_registries = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/registries.js"() {
+  "node_modules/zod/v4/core/registries.js"() {
     $output = /* @__PURE__ */ Symbol("ZodOutput");
     $input = /* @__PURE__ */ Symbol("ZodInput");
     $ZodRegistry = class {
@@ -13094,7 +13094,7 @@ var init_registries = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/api.js
+// node_modules/zod/v4/core/api.js
 function _string(Class2, params) {
   return new Class2({
     type: "string",
@@ -13970,7 +13970,7 @@ function _stringFormat(Class2, format2, fnOrRegex, _params = {}) {
 }
 var TimePrecision;
 var init_api = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/api.js"() {
+  "node_modules/zod/v4/core/api.js"() {
     init_checks();
     init_schemas();
     init_util();
@@ -13984,7 +13984,7 @@ var init_api = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/to-json-schema.js
+// node_modules/zod/v4/core/to-json-schema.js
 function toJSONSchema(input, _params) {
   if (input instanceof $ZodRegistry) {
     const gen2 = new JSONSchemaGenerator(_params);
@@ -14122,7 +14122,7 @@ function isTransforming(_schema, _ctx) {
 }
 var JSONSchemaGenerator;
 var init_to_json_schema = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/to-json-schema.js"() {
+  "node_modules/zod/v4/core/to-json-schema.js"() {
     init_registries();
     init_util();
     JSONSchemaGenerator = class {
@@ -14811,14 +14811,14 @@ Set the \`cycles\` parameter to \`"ref"\` to resolve cyclical schemas with defs.
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/json-schema.js
+// node_modules/zod/v4/core/json-schema.js
 var json_schema_exports = {};
 var init_json_schema = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/json-schema.js"() {
+  "node_modules/zod/v4/core/json-schema.js"() {
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/core/index.js
+// node_modules/zod/v4/core/index.js
 var core_exports2 = {};
 __export(core_exports2, {
   $ZodAny: () => $ZodAny,
@@ -15082,7 +15082,7 @@ __export(core_exports2, {
   version: () => version
 });
 var init_core2 = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/core/index.js"() {
+  "node_modules/zod/v4/core/index.js"() {
     init_core();
     init_parse();
     init_errors();
@@ -15100,14 +15100,14 @@ var init_core2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/classic/checks.js
+// node_modules/zod/v4/classic/checks.js
 var init_checks2 = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/classic/checks.js"() {
+  "node_modules/zod/v4/classic/checks.js"() {
     init_core2();
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/classic/iso.js
+// node_modules/zod/v4/classic/iso.js
 var iso_exports = {};
 __export(iso_exports, {
   ZodISODate: () => ZodISODate,
@@ -15133,7 +15133,7 @@ function duration2(params) {
 }
 var ZodISODateTime, ZodISODate, ZodISOTime, ZodISODuration;
 var init_iso = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/classic/iso.js"() {
+  "node_modules/zod/v4/classic/iso.js"() {
     init_core2();
     init_schemas2();
     ZodISODateTime = /* @__PURE__ */ $constructor("ZodISODateTime", (inst, def) => {
@@ -15155,10 +15155,10 @@ var init_iso = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/classic/errors.js
+// node_modules/zod/v4/classic/errors.js
 var initializer2, ZodError, ZodRealError;
 var init_errors2 = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/classic/errors.js"() {
+  "node_modules/zod/v4/classic/errors.js"() {
     init_core2();
     init_core2();
     init_util();
@@ -15203,10 +15203,10 @@ var init_errors2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/classic/parse.js
+// node_modules/zod/v4/classic/parse.js
 var parse2, parseAsync2, safeParse2, safeParseAsync2, encode2, decode2, encodeAsync2, decodeAsync2, safeEncode2, safeDecode2, safeEncodeAsync2, safeDecodeAsync2;
 var init_parse2 = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/classic/parse.js"() {
+  "node_modules/zod/v4/classic/parse.js"() {
     init_core2();
     init_errors2();
     parse2 = /* @__PURE__ */ _parse(ZodRealError);
@@ -15224,7 +15224,7 @@ var init_parse2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/classic/schemas.js
+// node_modules/zod/v4/classic/schemas.js
 function string2(params) {
   return _string(ZodString, params);
 }
@@ -15646,7 +15646,7 @@ function preprocess(fn, schema) {
 }
 var ZodType, _ZodString, ZodString, ZodStringFormat, ZodEmail, ZodGUID, ZodUUID, ZodURL, ZodEmoji, ZodNanoID, ZodCUID, ZodCUID2, ZodULID, ZodXID, ZodKSUID, ZodIPv4, ZodIPv6, ZodCIDRv4, ZodCIDRv6, ZodBase64, ZodBase64URL, ZodE164, ZodJWT, ZodCustomStringFormat, ZodNumber, ZodNumberFormat, ZodBoolean, ZodBigInt, ZodBigIntFormat, ZodSymbol, ZodUndefined, ZodNull, ZodAny, ZodUnknown, ZodNever, ZodVoid, ZodDate, ZodArray, ZodObject, ZodUnion, ZodDiscriminatedUnion, ZodIntersection, ZodTuple, ZodRecord, ZodMap, ZodSet, ZodEnum, ZodLiteral, ZodFile, ZodTransform, ZodOptional, ZodNullable, ZodDefault, ZodPrefault, ZodNonOptional, ZodSuccess, ZodCatch, ZodNaN, ZodPipe, ZodCodec, ZodReadonly, ZodTemplateLiteral, ZodLazy, ZodPromise, ZodFunction, ZodCustom, stringbool;
 var init_schemas2 = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/classic/schemas.js"() {
+  "node_modules/zod/v4/classic/schemas.js"() {
     init_core2();
     init_core2();
     init_checks2();
@@ -16204,7 +16204,7 @@ var init_schemas2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/classic/compat.js
+// node_modules/zod/v4/classic/compat.js
 function setErrorMap(map3) {
   config({
     customError: map3
@@ -16215,7 +16215,7 @@ function getErrorMap() {
 }
 var ZodIssueCode, ZodFirstPartyTypeKind;
 var init_compat = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/classic/compat.js"() {
+  "node_modules/zod/v4/classic/compat.js"() {
     init_core2();
     init_core2();
     ZodIssueCode = {
@@ -16236,7 +16236,7 @@ var init_compat = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/classic/coerce.js
+// node_modules/zod/v4/classic/coerce.js
 var coerce_exports = {};
 __export(coerce_exports, {
   bigint: () => bigint3,
@@ -16261,13 +16261,13 @@ function date4(params) {
   return _coercedDate(ZodDate, params);
 }
 var init_coerce = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/classic/coerce.js"() {
+  "node_modules/zod/v4/classic/coerce.js"() {
     init_core2();
     init_schemas2();
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/v4/classic/external.js
+// node_modules/zod/v4/classic/external.js
 var external_exports = {};
 __export(external_exports, {
   $brand: () => $brand,
@@ -16497,7 +16497,7 @@ __export(external_exports, {
   xid: () => xid2
 });
 var init_external = __esm({
-  "../../tmp/ci-clone/node_modules/zod/v4/classic/external.js"() {
+  "node_modules/zod/v4/classic/external.js"() {
     init_core2();
     init_schemas2();
     init_checks2();
@@ -16515,15 +16515,15 @@ var init_external = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/zod/index.js
+// node_modules/zod/index.js
 var init_zod = __esm({
-  "../../tmp/ci-clone/node_modules/zod/index.js"() {
+  "node_modules/zod/index.js"() {
     init_external();
     init_external();
   }
 });
 
-// ../../tmp/ci-clone/node_modules/env-paths/index.js
+// node_modules/env-paths/index.js
 import path from "node:path";
 import os from "node:os";
 import process2 from "node:process";
@@ -16544,7 +16544,7 @@ function envPaths(name, { suffix = "nodejs" } = {}) {
 }
 var homedir, tmpdir, env, macos, windows, linux;
 var init_env_paths = __esm({
-  "../../tmp/ci-clone/node_modules/env-paths/index.js"() {
+  "node_modules/env-paths/index.js"() {
     homedir = os.homedir();
     tmpdir = os.tmpdir();
     ({ env } = process2);
@@ -16671,9 +16671,9 @@ var init_keys = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/picomatch/lib/constants.js
+// node_modules/picomatch/lib/constants.js
 var require_constants = __commonJS({
-  "../../tmp/ci-clone/node_modules/picomatch/lib/constants.js"(exports, module) {
+  "node_modules/picomatch/lib/constants.js"(exports, module) {
     "use strict";
     var WIN_SLASH = "\\\\/";
     var WIN_NO_SLASH = `[^${WIN_SLASH}]`;
@@ -16870,9 +16870,9 @@ var require_constants = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/picomatch/lib/utils.js
+// node_modules/picomatch/lib/utils.js
 var require_utils = __commonJS({
-  "../../tmp/ci-clone/node_modules/picomatch/lib/utils.js"(exports) {
+  "node_modules/picomatch/lib/utils.js"(exports) {
     "use strict";
     var {
       REGEX_BACKSLASH,
@@ -16934,9 +16934,9 @@ var require_utils = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/picomatch/lib/scan.js
+// node_modules/picomatch/lib/scan.js
 var require_scan = __commonJS({
-  "../../tmp/ci-clone/node_modules/picomatch/lib/scan.js"(exports, module) {
+  "node_modules/picomatch/lib/scan.js"(exports, module) {
     "use strict";
     var utils = require_utils();
     var {
@@ -17264,9 +17264,9 @@ var require_scan = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/picomatch/lib/parse.js
+// node_modules/picomatch/lib/parse.js
 var require_parse = __commonJS({
-  "../../tmp/ci-clone/node_modules/picomatch/lib/parse.js"(exports, module) {
+  "node_modules/picomatch/lib/parse.js"(exports, module) {
     "use strict";
     var constants4 = require_constants();
     var utils = require_utils();
@@ -18032,9 +18032,9 @@ var require_parse = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/picomatch/lib/picomatch.js
+// node_modules/picomatch/lib/picomatch.js
 var require_picomatch = __commonJS({
-  "../../tmp/ci-clone/node_modules/picomatch/lib/picomatch.js"(exports, module) {
+  "node_modules/picomatch/lib/picomatch.js"(exports, module) {
     "use strict";
     var scan = require_scan();
     var parse3 = require_parse();
@@ -18172,9 +18172,9 @@ var require_picomatch = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/picomatch/index.js
+// node_modules/picomatch/index.js
 var require_picomatch2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/picomatch/index.js"(exports, module) {
+  "node_modules/picomatch/index.js"(exports, module) {
     "use strict";
     var pico = require_picomatch();
     var utils = require_utils();
@@ -18263,9 +18263,9 @@ var init_target = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/isexe/windows.js
+// node_modules/isexe/windows.js
 var require_windows = __commonJS({
-  "../../tmp/ci-clone/node_modules/isexe/windows.js"(exports, module) {
+  "node_modules/isexe/windows.js"(exports, module) {
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -18303,9 +18303,9 @@ var require_windows = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/isexe/mode.js
+// node_modules/isexe/mode.js
 var require_mode = __commonJS({
-  "../../tmp/ci-clone/node_modules/isexe/mode.js"(exports, module) {
+  "node_modules/isexe/mode.js"(exports, module) {
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
@@ -18336,9 +18336,9 @@ var require_mode = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/isexe/index.js
+// node_modules/isexe/index.js
 var require_isexe = __commonJS({
-  "../../tmp/ci-clone/node_modules/isexe/index.js"(exports, module) {
+  "node_modules/isexe/index.js"(exports, module) {
     var fs = __require("fs");
     var core;
     if (process.platform === "win32" || global.TESTING_WINDOWS) {
@@ -18391,9 +18391,9 @@ var require_isexe = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/which/which.js
+// node_modules/which/which.js
 var require_which = __commonJS({
-  "../../tmp/ci-clone/node_modules/which/which.js"(exports, module) {
+  "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
     var path53 = __require("path");
     var COLON = isWindows ? ";" : ":";
@@ -18487,9 +18487,9 @@ var require_which = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/path-key/index.js
+// node_modules/path-key/index.js
 var require_path_key = __commonJS({
-  "../../tmp/ci-clone/node_modules/path-key/index.js"(exports, module) {
+  "node_modules/path-key/index.js"(exports, module) {
     "use strict";
     var pathKey2 = (options = {}) => {
       const environment = options.env || process.env;
@@ -18504,9 +18504,9 @@ var require_path_key = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js
 var require_resolveCommand = __commonJS({
-  "../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
     var path53 = __require("path");
     var which = require_which();
@@ -18546,9 +18546,9 @@ var require_resolveCommand = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js
 var require_escape = __commonJS({
-  "../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js"(exports, module) {
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/escape.js"(exports, module) {
     "use strict";
     var metaCharsRegExp = /([()\][%!^"`<>&|;, *?])/g;
     function escapeCommand(arg) {
@@ -18571,17 +18571,17 @@ var require_escape = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/shebang-regex/index.js
+// node_modules/shebang-regex/index.js
 var require_shebang_regex = __commonJS({
-  "../../tmp/ci-clone/node_modules/shebang-regex/index.js"(exports, module) {
+  "node_modules/shebang-regex/index.js"(exports, module) {
     "use strict";
     module.exports = /^#!(.*)/;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/shebang-command/index.js
+// node_modules/shebang-command/index.js
 var require_shebang_command = __commonJS({
-  "../../tmp/ci-clone/node_modules/shebang-command/index.js"(exports, module) {
+  "node_modules/shebang-command/index.js"(exports, module) {
     "use strict";
     var shebangRegex = require_shebang_regex();
     module.exports = (string4 = "") => {
@@ -18599,9 +18599,9 @@ var require_shebang_command = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js
 var require_readShebang = __commonJS({
-  "../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js"(exports, module) {
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/readShebang.js"(exports, module) {
     "use strict";
     var fs = __require("fs");
     var shebangCommand = require_shebang_command();
@@ -18621,9 +18621,9 @@ var require_readShebang = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js
 var require_parse2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
     var path53 = __require("path");
     var resolveCommand = require_resolveCommand();
@@ -18683,9 +18683,9 @@ var require_parse2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js
 var require_enoent = __commonJS({
-  "../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js"(exports, module) {
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/enoent.js"(exports, module) {
     "use strict";
     var isWin = process.platform === "win32";
     function notFoundError(original, syscall) {
@@ -18733,9 +18733,9 @@ var require_enoent = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js
+// node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js
 var require_cross_spawn = __commonJS({
-  "../../tmp/ci-clone/node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js"(exports, module) {
+  "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/index.js"(exports, module) {
     "use strict";
     var cp = __require("child_process");
     var parse3 = require_parse2();
@@ -18953,7 +18953,7 @@ var init_targets = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/is-plain-obj/index.js
+// node_modules/is-plain-obj/index.js
 function isPlainObject2(value) {
   if (typeof value !== "object" || value === null) {
     return false;
@@ -18962,15 +18962,15 @@ function isPlainObject2(value) {
   return (prototype === null || prototype === Object.prototype || Object.getPrototypeOf(prototype) === null) && !(Symbol.toStringTag in value) && !(Symbol.iterator in value);
 }
 var init_is_plain_obj = __esm({
-  "../../tmp/ci-clone/node_modules/is-plain-obj/index.js"() {
+  "node_modules/is-plain-obj/index.js"() {
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/arguments/file-url.js
+// node_modules/execa/lib/arguments/file-url.js
 import { fileURLToPath as fileURLToPath2 } from "node:url";
 var safeNormalizeFileUrl, normalizeDenoExecPath, isDenoExecPath, normalizeFileUrl;
 var init_file_url = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/arguments/file-url.js"() {
+  "node_modules/execa/lib/arguments/file-url.js"() {
     safeNormalizeFileUrl = (file2, name) => {
       const fileString = normalizeFileUrl(normalizeDenoExecPath(file2));
       if (typeof fileString !== "string") {
@@ -18984,10 +18984,10 @@ var init_file_url = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/parameters.js
+// node_modules/execa/lib/methods/parameters.js
 var normalizeParameters;
 var init_parameters = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/parameters.js"() {
+  "node_modules/execa/lib/methods/parameters.js"() {
     init_is_plain_obj();
     init_file_url();
     normalizeParameters = (rawFile, rawArguments = [], rawOptions = {}) => {
@@ -19012,11 +19012,11 @@ var init_parameters = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/utils/uint-array.js
+// node_modules/execa/lib/utils/uint-array.js
 import { StringDecoder } from "node:string_decoder";
 var objectToString, isArrayBuffer, isUint8Array, bufferToUint8Array, textEncoder, stringToUint8Array, textDecoder, uint8ArrayToString, joinToString, uint8ArraysToStrings, joinToUint8Array, stringsToUint8Arrays, concatUint8Arrays, getJoinLength;
 var init_uint_array = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/utils/uint-array.js"() {
+  "node_modules/execa/lib/utils/uint-array.js"() {
     ({ toString: objectToString } = Object.prototype);
     isArrayBuffer = (value) => objectToString.call(value) === "[object ArrayBuffer]";
     isUint8Array = (value) => objectToString.call(value) === "[object Uint8Array]";
@@ -19064,11 +19064,11 @@ var init_uint_array = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/template.js
+// node_modules/execa/lib/methods/template.js
 import { ChildProcess } from "node:child_process";
 var isTemplateString, parseTemplates, parseTemplate, splitByWhitespaces, DELIMITERS, ESCAPE_LENGTH, concatTokens, parseExpression, getSubprocessResult;
 var init_template = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/template.js"() {
+  "node_modules/execa/lib/methods/template.js"() {
     init_is_plain_obj();
     init_uint_array();
     isTemplateString = (templates) => Array.isArray(templates) && Array.isArray(templates.raw);
@@ -19172,11 +19172,11 @@ var init_template = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/utils/standard-stream.js
+// node_modules/execa/lib/utils/standard-stream.js
 import process3 from "node:process";
 var isStandardStream, STANDARD_STREAMS, STANDARD_STREAMS_ALIASES, getStreamName;
 var init_standard_stream = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/utils/standard-stream.js"() {
+  "node_modules/execa/lib/utils/standard-stream.js"() {
     isStandardStream = (stream) => STANDARD_STREAMS.includes(stream);
     STANDARD_STREAMS = [process3.stdin, process3.stdout, process3.stderr];
     STANDARD_STREAMS_ALIASES = ["stdin", "stdout", "stderr"];
@@ -19184,11 +19184,11 @@ var init_standard_stream = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/arguments/specific.js
+// node_modules/execa/lib/arguments/specific.js
 import { debuglog } from "node:util";
 var normalizeFdSpecificOptions, normalizeFdSpecificOption, getStdioLength, normalizeFdSpecificValue, normalizeOptionObject, compareFdName, getFdNameOrder, parseFdName, parseFd, FD_REGEXP, addDefaultValue, verboseDefault, DEFAULT_OPTIONS, FD_SPECIFIC_OPTIONS, getFdSpecificValue;
 var init_specific = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/arguments/specific.js"() {
+  "node_modules/execa/lib/arguments/specific.js"() {
     init_is_plain_obj();
     init_standard_stream();
     normalizeFdSpecificOptions = (options) => {
@@ -19262,10 +19262,10 @@ Please set the "stdio" option to ensure that file descriptor exists.`);
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/values.js
+// node_modules/execa/lib/verbose/values.js
 var isVerbose, isFullVerbose, getVerboseFunction, getFdVerbose, getFdGenericVerbose, isVerboseFunction, VERBOSE_VALUES;
 var init_values = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/values.js"() {
+  "node_modules/execa/lib/verbose/values.js"() {
     init_specific();
     isVerbose = ({ verbose }, fdNumber) => getFdVerbose(verbose, fdNumber) !== "none";
     isFullVerbose = ({ verbose }, fdNumber) => !["none", "short"].includes(getFdVerbose(verbose, fdNumber));
@@ -19280,12 +19280,12 @@ var init_values = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/arguments/escape.js
+// node_modules/execa/lib/arguments/escape.js
 import { platform } from "node:process";
 import { stripVTControlCharacters } from "node:util";
 var joinCommand, escapeLines, escapeControlCharacters, escapeControlCharacter, getSpecialCharRegExp, SPECIAL_CHAR_REGEXP, COMMON_ESCAPES, ASTRAL_START, quoteString, NO_ESCAPE_REGEXP;
 var init_escape = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/arguments/escape.js"() {
+  "node_modules/execa/lib/arguments/escape.js"() {
     joinCommand = (filePath, rawArguments) => {
       const fileAndArguments = [filePath, ...rawArguments];
       const command = fileAndArguments.join(" ");
@@ -19330,7 +19330,7 @@ var init_escape = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/is-unicode-supported/index.js
+// node_modules/is-unicode-supported/index.js
 import process4 from "node:process";
 function isUnicodeSupported() {
   const { env: env2 } = process4;
@@ -19341,14 +19341,14 @@ function isUnicodeSupported() {
   return Boolean(env2.WT_SESSION) || Boolean(env2.TERMINUS_SUBLIME) || env2.ConEmuTask === "{cmd::Cmder}" || TERM_PROGRAM === "Terminus-Sublime" || TERM_PROGRAM === "vscode" || TERM === "xterm-256color" || TERM === "alacritty" || TERM === "rxvt-unicode" || TERM === "rxvt-unicode-256color" || env2.TERMINAL_EMULATOR === "JetBrains-JediTerm";
 }
 var init_is_unicode_supported = __esm({
-  "../../tmp/ci-clone/node_modules/is-unicode-supported/index.js"() {
+  "node_modules/is-unicode-supported/index.js"() {
   }
 });
 
-// ../../tmp/ci-clone/node_modules/figures/index.js
+// node_modules/figures/index.js
 var common, specialMainSymbols, specialFallbackSymbols, mainSymbols, fallbackSymbols, shouldUseMain, figures, figures_default, replacements;
 var init_figures = __esm({
-  "../../tmp/ci-clone/node_modules/figures/index.js"() {
+  "node_modules/figures/index.js"() {
     init_is_unicode_supported();
     common = {
       circleQuestionMark: "(?)",
@@ -19627,11 +19627,11 @@ var init_figures = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/yoctocolors/base.js
+// node_modules/yoctocolors/base.js
 import tty from "node:tty";
 var hasColors, format, reset, bold, dim, italic, underline, underlineDouble, underlineCurly, underlineDotted, underlineDashed, overline, inverse, hidden, strikethrough, black, red, green, yellow, blue, magenta, cyan, white, gray, bgBlack, bgRed, bgGreen, bgYellow, bgBlue, bgMagenta, bgCyan, bgWhite, bgGray, redBright, greenBright, yellowBright, blueBright, magentaBright, cyanBright, whiteBright, bgRedBright, bgGreenBright, bgYellowBright, bgBlueBright, bgMagentaBright, bgCyanBright, bgWhiteBright, underlineBlack, underlineRed, underlineGreen, underlineYellow, underlineBlue, underlineMagenta, underlineCyan, underlineWhite, underlineGray, underlineRedBright, underlineGreenBright, underlineYellowBright, underlineBlueBright, underlineMagentaBright, underlineCyanBright, underlineWhiteBright;
 var init_base = __esm({
-  "../../tmp/ci-clone/node_modules/yoctocolors/base.js"() {
+  "node_modules/yoctocolors/base.js"() {
     hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
     format = (open2, close) => {
       if (!hasColors) {
@@ -19722,18 +19722,18 @@ var init_base = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/yoctocolors/index.js
+// node_modules/yoctocolors/index.js
 var init_yoctocolors = __esm({
-  "../../tmp/ci-clone/node_modules/yoctocolors/index.js"() {
+  "node_modules/yoctocolors/index.js"() {
     init_base();
     init_base();
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/default.js
+// node_modules/execa/lib/verbose/default.js
 var defaultVerboseFunction, serializeTimestamp, padField, getFinalIcon, ICONS, identity, COLORS;
 var init_default = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/default.js"() {
+  "node_modules/execa/lib/verbose/default.js"() {
     init_figures();
     init_yoctocolors();
     defaultVerboseFunction = ({
@@ -19776,10 +19776,10 @@ var init_default = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/custom.js
+// node_modules/execa/lib/verbose/custom.js
 var applyVerboseOnLines, applyVerboseFunction, appendNewline;
 var init_custom = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/custom.js"() {
+  "node_modules/execa/lib/verbose/custom.js"() {
     init_values();
     applyVerboseOnLines = (printedLines, verboseInfo, fdNumber) => {
       const verboseFunction = getVerboseFunction(verboseInfo, fdNumber);
@@ -19799,11 +19799,11 @@ var init_custom = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/log.js
+// node_modules/execa/lib/verbose/log.js
 import { inspect } from "node:util";
 var verboseLog, getVerboseObject, getPrintedLines, getPrintedLine, serializeVerboseMessage, TAB_SIZE;
 var init_log = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/log.js"() {
+  "node_modules/execa/lib/verbose/log.js"() {
     init_escape();
     init_default();
     init_custom();
@@ -19842,10 +19842,10 @@ var init_log = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/start.js
+// node_modules/execa/lib/verbose/start.js
 var logCommand;
 var init_start = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/start.js"() {
+  "node_modules/execa/lib/verbose/start.js"() {
     init_values();
     init_log();
     logCommand = (escapedCommand, verboseInfo) => {
@@ -19861,10 +19861,10 @@ var init_start = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/info.js
+// node_modules/execa/lib/verbose/info.js
 var getVerboseInfo, getCommandId, COMMAND_ID, validateVerbose;
 var init_info = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/info.js"() {
+  "node_modules/execa/lib/verbose/info.js"() {
     init_values();
     getVerboseInfo = (verbose, escapedCommand, rawOptions) => {
       validateVerbose(verbose);
@@ -19895,20 +19895,20 @@ var init_info = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/return/duration.js
+// node_modules/execa/lib/return/duration.js
 import { hrtime } from "node:process";
 var getStartTime, getDurationMs;
 var init_duration = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/return/duration.js"() {
+  "node_modules/execa/lib/return/duration.js"() {
     getStartTime = () => hrtime.bigint();
     getDurationMs = (startTime) => Number(hrtime.bigint() - startTime) / 1e6;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/arguments/command.js
+// node_modules/execa/lib/arguments/command.js
 var handleCommand;
 var init_command = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/arguments/command.js"() {
+  "node_modules/execa/lib/arguments/command.js"() {
     init_start();
     init_info();
     init_duration();
@@ -19930,9 +19930,9 @@ var init_command = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/cross-spawn/lib/util/resolveCommand.js
+// node_modules/cross-spawn/lib/util/resolveCommand.js
 var require_resolveCommand2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
+  "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
     var path53 = __require("path");
     var which = require_which();
@@ -19976,9 +19976,9 @@ var require_resolveCommand2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/cross-spawn/lib/util/escape.js
+// node_modules/cross-spawn/lib/util/escape.js
 var require_escape2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/cross-spawn/lib/util/escape.js"(exports, module) {
+  "node_modules/cross-spawn/lib/util/escape.js"(exports, module) {
     "use strict";
     var metaCharsRegExp = /([()\][!^"`<>&|;, *?])/g;
     var lineBreakRegExp = /[\r\n]/;
@@ -20034,9 +20034,9 @@ var require_escape2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/cross-spawn/lib/util/readShebang.js
+// node_modules/cross-spawn/lib/util/readShebang.js
 var require_readShebang2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/cross-spawn/lib/util/readShebang.js"(exports, module) {
+  "node_modules/cross-spawn/lib/util/readShebang.js"(exports, module) {
     "use strict";
     var fs = __require("fs");
     var shebangCommand = require_shebang_command();
@@ -20062,9 +20062,9 @@ var require_readShebang2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/cross-spawn/lib/parse.js
+// node_modules/cross-spawn/lib/parse.js
 var require_parse3 = __commonJS({
-  "../../tmp/ci-clone/node_modules/cross-spawn/lib/parse.js"(exports, module) {
+  "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
     var path53 = __require("path");
     var resolveCommand = require_resolveCommand2();
@@ -20138,9 +20138,9 @@ var require_parse3 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/cross-spawn/lib/enoent.js
+// node_modules/cross-spawn/lib/enoent.js
 var require_enoent2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/cross-spawn/lib/enoent.js"(exports, module) {
+  "node_modules/cross-spawn/lib/enoent.js"(exports, module) {
     "use strict";
     var isWin = process.platform === "win32";
     function notFoundError(original, syscall) {
@@ -20188,9 +20188,9 @@ var require_enoent2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/cross-spawn/index.js
+// node_modules/cross-spawn/index.js
 var require_cross_spawn2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/cross-spawn/index.js"(exports, module) {
+  "node_modules/cross-spawn/index.js"(exports, module) {
     "use strict";
     var cp = __require("child_process");
     var parse3 = require_parse3();
@@ -20215,7 +20215,7 @@ var require_cross_spawn2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/npm-run-path/node_modules/path-key/index.js
+// node_modules/npm-run-path/node_modules/path-key/index.js
 function pathKey(options = {}) {
   const {
     env: env2 = process.env,
@@ -20227,17 +20227,17 @@ function pathKey(options = {}) {
   return Object.keys(env2).reverse().find((key) => key.toUpperCase() === "PATH") || "Path";
 }
 var init_path_key = __esm({
-  "../../tmp/ci-clone/node_modules/npm-run-path/node_modules/path-key/index.js"() {
+  "node_modules/npm-run-path/node_modules/path-key/index.js"() {
   }
 });
 
-// ../../tmp/ci-clone/node_modules/unicorn-magic/default.js
+// node_modules/unicorn-magic/default.js
 var init_default2 = __esm({
-  "../../tmp/ci-clone/node_modules/unicorn-magic/default.js"() {
+  "node_modules/unicorn-magic/default.js"() {
   }
 });
 
-// ../../tmp/ci-clone/node_modules/unicorn-magic/node.js
+// node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
 import path20 from "node:path";
@@ -20260,19 +20260,19 @@ function traversePathUp(startPath) {
 }
 var execFileOriginal, TEN_MEGABYTES_IN_BYTES;
 var init_node = __esm({
-  "../../tmp/ci-clone/node_modules/unicorn-magic/node.js"() {
+  "node_modules/unicorn-magic/node.js"() {
     init_default2();
     execFileOriginal = promisify(execFileCallback);
     TEN_MEGABYTES_IN_BYTES = 10 * 1024 * 1024;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/npm-run-path/index.js
+// node_modules/npm-run-path/index.js
 import process5 from "node:process";
 import path21 from "node:path";
 var npmRunPath, applyPreferLocal, applyExecPath, npmRunPathEnv;
 var init_npm_run_path = __esm({
-  "../../tmp/ci-clone/node_modules/npm-run-path/index.js"() {
+  "node_modules/npm-run-path/index.js"() {
     init_path_key();
     init_node();
     npmRunPath = ({
@@ -20317,10 +20317,10 @@ var init_npm_run_path = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/return/final-error.js
+// node_modules/execa/lib/return/final-error.js
 var getFinalError, DiscardedError, setErrorName, isExecaError, execaErrorSymbol, isErrorInstance, ExecaError, ExecaSyncError;
 var init_final_error = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/return/final-error.js"() {
+  "node_modules/execa/lib/return/final-error.js"() {
     getFinalError = (originalError, message, isSync) => {
       const ErrorClass = isSync ? ExecaSyncError : ExecaError;
       const options = originalError instanceof DiscardedError ? {} : { cause: originalError };
@@ -20354,10 +20354,10 @@ var init_final_error = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/human-signals/build/src/realtime.js
+// node_modules/human-signals/build/src/realtime.js
 var getRealtimeSignals, getRealtimeSignal, SIGRTMIN, SIGRTMAX;
 var init_realtime = __esm({
-  "../../tmp/ci-clone/node_modules/human-signals/build/src/realtime.js"() {
+  "node_modules/human-signals/build/src/realtime.js"() {
     getRealtimeSignals = () => {
       const length = SIGRTMAX - SIGRTMIN + 1;
       return Array.from({ length }, getRealtimeSignal);
@@ -20374,10 +20374,10 @@ var init_realtime = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/human-signals/build/src/core.js
+// node_modules/human-signals/build/src/core.js
 var SIGNALS;
 var init_core3 = __esm({
-  "../../tmp/ci-clone/node_modules/human-signals/build/src/core.js"() {
+  "node_modules/human-signals/build/src/core.js"() {
     SIGNALS = [
       {
         name: "SIGHUP",
@@ -20652,11 +20652,11 @@ var init_core3 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/human-signals/build/src/signals.js
+// node_modules/human-signals/build/src/signals.js
 import { constants } from "node:os";
 var getSignals, normalizeSignal;
 var init_signals = __esm({
-  "../../tmp/ci-clone/node_modules/human-signals/build/src/signals.js"() {
+  "node_modules/human-signals/build/src/signals.js"() {
     init_core3();
     init_realtime();
     getSignals = () => {
@@ -20682,11 +20682,11 @@ var init_signals = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/human-signals/build/src/main.js
+// node_modules/human-signals/build/src/main.js
 import { constants as constants2 } from "node:os";
 var getSignalsByName, getSignalByName, signalsByName, getSignalsByNumber, getSignalByNumber, findSignalByNumber, signalsByNumber;
 var init_main = __esm({
-  "../../tmp/ci-clone/node_modules/human-signals/build/src/main.js"() {
+  "node_modules/human-signals/build/src/main.js"() {
     init_realtime();
     init_signals();
     getSignalsByName = () => {
@@ -20741,11 +20741,11 @@ var init_main = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/terminate/signal.js
+// node_modules/execa/lib/terminate/signal.js
 import { constants as constants3 } from "node:os";
 var normalizeKillSignal, normalizeSignalArgument, normalizeSignal2, normalizeSignalInteger, getSignalsIntegerToName, signalsIntegerToName, normalizeSignalName, getAvailableSignals, getAvailableSignalNames, getAvailableSignalIntegers, getSignalDescription;
 var init_signal = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/terminate/signal.js"() {
+  "node_modules/execa/lib/terminate/signal.js"() {
     init_main();
     normalizeKillSignal = (killSignal) => {
       const optionName = "option `killSignal`";
@@ -20792,11 +20792,11 @@ Available signal numbers: ${getAvailableSignalIntegers()}.`;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/terminate/kill.js
+// node_modules/execa/lib/terminate/kill.js
 import { setTimeout as setTimeout2 } from "node:timers/promises";
 var normalizeForceKillAfterDelay, DEFAULT_FORCE_KILL_TIMEOUT, subprocessKill, parseKillArguments, emitKillError, setKillTimeout, killOnTimeout;
 var init_kill = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/terminate/kill.js"() {
+  "node_modules/execa/lib/terminate/kill.js"() {
     init_final_error();
     init_signal();
     normalizeForceKillAfterDelay = (forceKillAfterDelay) => {
@@ -20867,11 +20867,11 @@ var init_kill = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/utils/abort-signal.js
+// node_modules/execa/lib/utils/abort-signal.js
 import { once } from "node:events";
 var onAbortedSignal;
 var init_abort_signal = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/utils/abort-signal.js"() {
+  "node_modules/execa/lib/utils/abort-signal.js"() {
     onAbortedSignal = async (mainSignal, stopSignal) => {
       if (!mainSignal.aborted) {
         await once(mainSignal, "abort", { signal: stopSignal });
@@ -20880,10 +20880,10 @@ var init_abort_signal = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/terminate/cancel.js
+// node_modules/execa/lib/terminate/cancel.js
 var validateCancelSignal, throwOnCancel, terminateOnCancel;
 var init_cancel = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/terminate/cancel.js"() {
+  "node_modules/execa/lib/terminate/cancel.js"() {
     init_abort_signal();
     validateCancelSignal = ({ cancelSignal }) => {
       if (cancelSignal !== void 0 && Object.prototype.toString.call(cancelSignal) !== "[object AbortSignal]") {
@@ -20900,10 +20900,10 @@ var init_cancel = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/validation.js
+// node_modules/execa/lib/ipc/validation.js
 var validateIpcMethod, validateIpcOption, validateConnection, throwOnEarlyDisconnect, throwOnStrictDeadlockError, getStrictResponseError, throwOnMissingStrict, throwOnStrictDisconnect, getAbortDisconnectError, throwOnMissingParent, handleEpipeError, handleSerializationError, isSerializationError, SERIALIZATION_ERROR_CODES, SERIALIZATION_ERROR_MESSAGES, getMethodName, getNamespaceName, getOtherProcessName, disconnect;
 var init_validation = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/validation.js"() {
+  "node_modules/execa/lib/ipc/validation.js"() {
     validateIpcMethod = ({ methodName, isSubprocess, ipc, isConnected: isConnected2 }) => {
       validateIpcOption(methodName, isSubprocess, ipc);
       validateConnection(methodName, isSubprocess, isConnected2);
@@ -20977,10 +20977,10 @@ const [receivedMessage] = await Promise.all([
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/utils/deferred.js
+// node_modules/execa/lib/utils/deferred.js
 var createDeferred;
 var init_deferred = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/utils/deferred.js"() {
+  "node_modules/execa/lib/utils/deferred.js"() {
     createDeferred = () => {
       const methods = {};
       const promise2 = new Promise((resolve, reject) => {
@@ -20991,10 +20991,10 @@ var init_deferred = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/arguments/fd-options.js
+// node_modules/execa/lib/arguments/fd-options.js
 var getToStream, getFromStream, SUBPROCESS_OPTIONS, getFdNumber, parseFdNumber, validateFdNumber, getInvalidStdioOptionMessage, getInvalidStdioOption, getUsedDescriptor, getOptionName, serializeOptionValue;
 var init_fd_options = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/arguments/fd-options.js"() {
+  "node_modules/execa/lib/arguments/fd-options.js"() {
     init_specific();
     getToStream = (destination, to = "stdin") => {
       const isWritable = true;
@@ -21077,11 +21077,11 @@ Please set this option with "pipe" instead.`;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/utils/max-listeners.js
+// node_modules/execa/lib/utils/max-listeners.js
 import { addAbortListener } from "node:events";
 var incrementMaxListeners;
 var init_max_listeners = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/utils/max-listeners.js"() {
+  "node_modules/execa/lib/utils/max-listeners.js"() {
     incrementMaxListeners = (eventEmitter, maxListenersIncrement, signal) => {
       const maxListeners = eventEmitter.getMaxListeners();
       if (maxListeners === 0 || maxListeners === Number.POSITIVE_INFINITY) {
@@ -21095,10 +21095,10 @@ var init_max_listeners = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/reference.js
+// node_modules/execa/lib/ipc/reference.js
 var addReference, addReferenceCount, removeReference, removeReferenceCount, undoAddedReferences, redoAddedReferences;
 var init_reference = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/reference.js"() {
+  "node_modules/execa/lib/ipc/reference.js"() {
     addReference = (channel, reference) => {
       if (reference) {
         addReferenceCount(channel);
@@ -21130,12 +21130,12 @@ var init_reference = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/incoming.js
+// node_modules/execa/lib/ipc/incoming.js
 import { once as once2 } from "node:events";
 import { scheduler } from "node:timers/promises";
 var onMessage, onDisconnect, INCOMING_MESSAGES;
 var init_incoming = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/incoming.js"() {
+  "node_modules/execa/lib/ipc/incoming.js"() {
     init_outgoing();
     init_reference();
     init_strict();
@@ -21182,11 +21182,11 @@ var init_incoming = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/forward.js
+// node_modules/execa/lib/ipc/forward.js
 import { EventEmitter as EventEmitter3 } from "node:events";
 var getIpcEmitter, IPC_EMITTERS, forwardEvents, isConnected;
 var init_forward = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/forward.js"() {
+  "node_modules/execa/lib/ipc/forward.js"() {
     init_incoming();
     init_reference();
     getIpcEmitter = (anyProcess, channel, isSubprocess) => {
@@ -21229,11 +21229,11 @@ var init_forward = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/strict.js
+// node_modules/execa/lib/ipc/strict.js
 import { once as once3 } from "node:events";
 var handleSendStrict, count, validateStrictDeadlock, handleStrictRequest, handleStrictResponse, waitForStrictResponse, STRICT_RESPONSES, throwOnDisconnect, REQUEST_TYPE, RESPONSE_TYPE;
 var init_strict = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/strict.js"() {
+  "node_modules/execa/lib/ipc/strict.js"() {
     init_deferred();
     init_max_listeners();
     init_send();
@@ -21324,10 +21324,10 @@ var init_strict = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/outgoing.js
+// node_modules/execa/lib/ipc/outgoing.js
 var startSendMessage, endSendMessage, waitForOutgoingMessages, OUTGOING_MESSAGES, hasMessageListeners, getMinListenerCount;
 var init_outgoing = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/outgoing.js"() {
+  "node_modules/execa/lib/ipc/outgoing.js"() {
     init_deferred();
     init_specific();
     init_fd_options();
@@ -21360,11 +21360,11 @@ var init_outgoing = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/send.js
+// node_modules/execa/lib/ipc/send.js
 import { promisify as promisify2 } from "node:util";
 var sendMessage, sendMessageAsync, sendOneMessage, getSendMethod, PROCESS_SEND_METHODS;
 var init_send = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/send.js"() {
+  "node_modules/execa/lib/ipc/send.js"() {
     init_validation();
     init_outgoing();
     init_strict();
@@ -21439,11 +21439,11 @@ var init_send = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/graceful.js
+// node_modules/execa/lib/ipc/graceful.js
 import { scheduler as scheduler2 } from "node:timers/promises";
 var sendAbort, getCancelSignal, startIpc, cancelListening, handleAbort, GRACEFUL_CANCEL_TYPE, abortOnDisconnect, cancelController;
 var init_graceful = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/graceful.js"() {
+  "node_modules/execa/lib/ipc/graceful.js"() {
     init_send();
     init_forward();
     init_validation();
@@ -21499,10 +21499,10 @@ var init_graceful = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/terminate/graceful.js
+// node_modules/execa/lib/terminate/graceful.js
 var validateGracefulCancel, throwOnGracefulCancel, sendOnAbort, getReason;
 var init_graceful2 = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/terminate/graceful.js"() {
+  "node_modules/execa/lib/terminate/graceful.js"() {
     init_abort_signal();
     init_graceful();
     init_kill();
@@ -21563,11 +21563,11 @@ var init_graceful2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/terminate/timeout.js
+// node_modules/execa/lib/terminate/timeout.js
 import { setTimeout as setTimeout3 } from "node:timers/promises";
 var validateTimeout, throwOnTimeout, killAfterTimeout;
 var init_timeout = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/terminate/timeout.js"() {
+  "node_modules/execa/lib/terminate/timeout.js"() {
     init_final_error();
     validateTimeout = ({ timeout }) => {
       if (timeout !== void 0 && (!Number.isFinite(timeout) || timeout < 0)) {
@@ -21584,12 +21584,12 @@ var init_timeout = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/node.js
+// node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
 import path22 from "node:path";
 var mapNode, handleNodeOption;
 var init_node2 = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/node.js"() {
+  "node_modules/execa/lib/methods/node.js"() {
     init_file_url();
     mapNode = ({ options }) => {
       if (options.node === false) {
@@ -21631,11 +21631,11 @@ var init_node2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/ipc-input.js
+// node_modules/execa/lib/ipc/ipc-input.js
 import { serialize } from "node:v8";
 var validateIpcInputOption, validateAdvancedInput, validateJsonInput, validateIpcInput, sendIpcInput;
 var init_ipc_input = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/ipc-input.js"() {
+  "node_modules/execa/lib/ipc/ipc-input.js"() {
     validateIpcInputOption = ({ ipcInput, ipc, serialization }) => {
       if (ipcInput === void 0) {
         return;
@@ -21672,10 +21672,10 @@ var init_ipc_input = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/arguments/encoding-option.js
+// node_modules/execa/lib/arguments/encoding-option.js
 var validateEncoding, TEXT_ENCODINGS, BINARY_ENCODINGS, ENCODINGS, getCorrectEncoding, ENCODING_ALIASES, serializeEncoding;
 var init_encoding_option = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/arguments/encoding-option.js"() {
+  "node_modules/execa/lib/arguments/encoding-option.js"() {
     validateEncoding = ({ encoding }) => {
       if (ENCODINGS.has(encoding)) {
         return;
@@ -21719,13 +21719,13 @@ Please rename it to one of: ${correctEncodings}.`);
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/arguments/cwd.js
+// node_modules/execa/lib/arguments/cwd.js
 import { statSync as statSync4 } from "node:fs";
 import path23 from "node:path";
 import process6 from "node:process";
 var normalizeCwd, getDefaultCwd, fixCwdError;
 var init_cwd = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/arguments/cwd.js"() {
+  "node_modules/execa/lib/arguments/cwd.js"() {
     init_file_url();
     normalizeCwd = (cwd = getDefaultCwd()) => {
       const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
@@ -21761,12 +21761,12 @@ ${originalMessage}`;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/arguments/options.js
+// node_modules/execa/lib/arguments/options.js
 import path24 from "node:path";
 import process7 from "node:process";
 var import_cross_spawn2, normalizeOptions, addDefaultOptions, getEnv;
 var init_options = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/arguments/options.js"() {
+  "node_modules/execa/lib/arguments/options.js"() {
     import_cross_spawn2 = __toESM(require_cross_spawn2(), 1);
     init_npm_run_path();
     init_kill();
@@ -21852,15 +21852,15 @@ var init_options = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/arguments/shell.js
+// node_modules/execa/lib/arguments/shell.js
 var concatenateShell;
 var init_shell = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/arguments/shell.js"() {
+  "node_modules/execa/lib/arguments/shell.js"() {
     concatenateShell = (file2, commandArguments, options) => options.shell && commandArguments.length > 0 ? [[file2, ...commandArguments].join(" "), [], options] : [file2, commandArguments, options];
   }
 });
 
-// ../../tmp/ci-clone/node_modules/strip-final-newline/index.js
+// node_modules/strip-final-newline/index.js
 function stripFinalNewline(input) {
   if (typeof input === "string") {
     return stripFinalNewlineString(input);
@@ -21872,7 +21872,7 @@ function stripFinalNewline(input) {
 }
 var stripFinalNewlineString, stripFinalNewlineBinary, LF, LF_BINARY, CR, CR_BINARY;
 var init_strip_final_newline = __esm({
-  "../../tmp/ci-clone/node_modules/strip-final-newline/index.js"() {
+  "node_modules/strip-final-newline/index.js"() {
     stripFinalNewlineString = (input) => input.at(-1) === LF ? input.slice(0, input.at(-2) === CR ? -2 : -1) : input;
     stripFinalNewlineBinary = (input) => input.at(-1) === LF_BINARY ? input.subarray(0, input.at(-2) === CR_BINARY ? -2 : -1) : input;
     LF = "\n";
@@ -21882,7 +21882,7 @@ var init_strip_final_newline = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/is-stream/index.js
+// node_modules/is-stream/index.js
 function isStream(stream, { checkOpen = true } = {}) {
   return stream !== null && typeof stream === "object" && (stream.writable || stream.readable || !checkOpen || stream.writable === void 0 && stream.readable === void 0) && typeof stream.pipe === "function";
 }
@@ -21896,11 +21896,11 @@ function isDuplexStream(stream, options) {
   return isWritableStream(stream, options) && isReadableStream(stream, options);
 }
 var init_is_stream = __esm({
-  "../../tmp/ci-clone/node_modules/is-stream/index.js"() {
+  "node_modules/is-stream/index.js"() {
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
+// node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js
 function i() {
   return this[n].next();
 }
@@ -21916,7 +21916,7 @@ function h({ preventCancel: r = false } = {}) {
 }
 var a, c, n, u;
 var init_asyncIterator = __esm({
-  "../../tmp/ci-clone/node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js"() {
+  "node_modules/@sec-ant/readable-stream/dist/ponyfill/asyncIterator.js"() {
     a = Object.getPrototypeOf(
       Object.getPrototypeOf(
         /* istanbul ignore next */
@@ -21993,24 +21993,24 @@ var init_asyncIterator = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@sec-ant/readable-stream/dist/ponyfill/fromAnyIterable.js
+// node_modules/@sec-ant/readable-stream/dist/ponyfill/fromAnyIterable.js
 var init_fromAnyIterable = __esm({
-  "../../tmp/ci-clone/node_modules/@sec-ant/readable-stream/dist/ponyfill/fromAnyIterable.js"() {
+  "node_modules/@sec-ant/readable-stream/dist/ponyfill/fromAnyIterable.js"() {
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js
+// node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js
 var init_ponyfill = __esm({
-  "../../tmp/ci-clone/node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js"() {
+  "node_modules/@sec-ant/readable-stream/dist/ponyfill/index.js"() {
     init_asyncIterator();
     init_fromAnyIterable();
   }
 });
 
-// ../../tmp/ci-clone/node_modules/get-stream/source/stream.js
+// node_modules/get-stream/source/stream.js
 var getAsyncIterable, toString, getStreamIterable, handleStreamEnd, nodeImports;
 var init_stream = __esm({
-  "../../tmp/ci-clone/node_modules/get-stream/source/stream.js"() {
+  "node_modules/get-stream/source/stream.js"() {
     init_is_stream();
     init_ponyfill();
     getAsyncIterable = (stream) => {
@@ -22062,10 +22062,10 @@ var init_stream = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/get-stream/source/contents.js
+// node_modules/get-stream/source/contents.js
 var getStreamContents, appendFinalChunk, appendChunk, addNewChunk, getChunkType, objectToString2, MaxBufferError;
 var init_contents = __esm({
-  "../../tmp/ci-clone/node_modules/get-stream/source/contents.js"() {
+  "node_modules/get-stream/source/contents.js"() {
     init_stream();
     getStreamContents = async (stream, { init, convertChunk, getSize, truncateChunk, addChunk, getFinalChunk, finalize }, { maxBuffer = Number.POSITIVE_INFINITY } = {}) => {
       const asyncIterable = getAsyncIterable(stream);
@@ -22163,10 +22163,10 @@ var init_contents = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/get-stream/source/utils.js
+// node_modules/get-stream/source/utils.js
 var identity2, noop, getContentsProperty, throwObjectStream, getLengthProperty;
 var init_utils = __esm({
-  "../../tmp/ci-clone/node_modules/get-stream/source/utils.js"() {
+  "node_modules/get-stream/source/utils.js"() {
     identity2 = (value) => value;
     noop = () => void 0;
     getContentsProperty = ({ contents }) => contents;
@@ -22177,13 +22177,13 @@ var init_utils = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/get-stream/source/array.js
+// node_modules/get-stream/source/array.js
 async function getStreamAsArray(stream, options) {
   return getStreamContents(stream, arrayMethods, options);
 }
 var initArray, increment, addArrayChunk, arrayMethods;
 var init_array = __esm({
-  "../../tmp/ci-clone/node_modules/get-stream/source/array.js"() {
+  "node_modules/get-stream/source/array.js"() {
     init_contents();
     init_utils();
     initArray = () => ({ contents: [] });
@@ -22211,13 +22211,13 @@ var init_array = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/get-stream/source/array-buffer.js
+// node_modules/get-stream/source/array-buffer.js
 async function getStreamAsArrayBuffer(stream, options) {
   return getStreamContents(stream, arrayBufferMethods, options);
 }
 var initArrayBuffer, useTextEncoder, textEncoder2, useUint8Array, useUint8ArrayWithOffset, truncateArrayBufferChunk, addArrayBufferChunk, resizeArrayBufferSlow, resizeArrayBuffer, getNewContentsLength, SCALE_FACTOR, finalizeArrayBuffer, hasArrayBufferResize, arrayBufferMethods;
 var init_array_buffer = __esm({
-  "../../tmp/ci-clone/node_modules/get-stream/source/array-buffer.js"() {
+  "node_modules/get-stream/source/array-buffer.js"() {
     init_contents();
     init_utils();
     initArrayBuffer = () => ({ contents: new ArrayBuffer(0) });
@@ -22271,13 +22271,13 @@ var init_array_buffer = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/get-stream/source/string.js
+// node_modules/get-stream/source/string.js
 async function getStreamAsString(stream, options) {
   return getStreamContents(stream, stringMethods, options);
 }
 var initString, useTextDecoder, addStringChunk, truncateStringChunk, getFinalStringChunk, stringMethods;
 var init_string = __esm({
-  "../../tmp/ci-clone/node_modules/get-stream/source/string.js"() {
+  "node_modules/get-stream/source/string.js"() {
     init_contents();
     init_utils();
     initString = () => ({ contents: "", textDecoder: new TextDecoder() });
@@ -22307,9 +22307,9 @@ var init_string = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/get-stream/source/exports.js
+// node_modules/get-stream/source/exports.js
 var init_exports = __esm({
-  "../../tmp/ci-clone/node_modules/get-stream/source/exports.js"() {
+  "node_modules/get-stream/source/exports.js"() {
     init_array();
     init_array_buffer();
     init_string();
@@ -22317,21 +22317,21 @@ var init_exports = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/get-stream/source/index.js
+// node_modules/get-stream/source/index.js
 import { on } from "node:events";
 import { finished } from "node:stream/promises";
 var init_source = __esm({
-  "../../tmp/ci-clone/node_modules/get-stream/source/index.js"() {
+  "node_modules/get-stream/source/index.js"() {
     init_stream();
     init_exports();
     Object.assign(nodeImports, { on, finished });
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/io/max-buffer.js
+// node_modules/execa/lib/io/max-buffer.js
 var handleMaxBuffer, getMaxBufferUnit, checkIpcMaxBuffer, getMaxBufferMessage, getMaxBufferInfo, isMaxBufferSync, truncateMaxBufferSync, getMaxBufferSync;
 var init_max_buffer = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/io/max-buffer.js"() {
+  "node_modules/execa/lib/io/max-buffer.js"() {
     init_source();
     init_standard_stream();
     init_specific();
@@ -22395,11 +22395,11 @@ var init_max_buffer = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/return/message.js
+// node_modules/execa/lib/return/message.js
 import { inspect as inspect2 } from "node:util";
 var createMessages, getErrorPrefix, getForcefulSuffix, getOriginalMessage, serializeIpcMessage, serializeMessagePart, serializeMessageItem;
 var init_message = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/return/message.js"() {
+  "node_modules/execa/lib/return/message.js"() {
     init_strip_final_newline();
     init_uint_array();
     init_cwd();
@@ -22526,10 +22526,10 @@ ${originalMessage}`;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/return/result.js
+// node_modules/execa/lib/return/result.js
 var makeSuccessResult, makeEarlyError, makeError, getErrorProperties, omitUndefinedProperties, normalizeExitPayload;
 var init_result = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/return/result.js"() {
+  "node_modules/execa/lib/return/result.js"() {
     init_signal();
     init_duration();
     init_final_error();
@@ -22708,7 +22708,7 @@ var init_result = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/parse-ms/index.js
+// node_modules/parse-ms/index.js
 function parseNumber(milliseconds) {
   return {
     days: Math.trunc(milliseconds / 864e5),
@@ -22747,12 +22747,12 @@ function parseMilliseconds(milliseconds) {
 }
 var toZeroIfInfinity;
 var init_parse_ms = __esm({
-  "../../tmp/ci-clone/node_modules/parse-ms/index.js"() {
+  "node_modules/parse-ms/index.js"() {
     toZeroIfInfinity = (value) => Number.isFinite(value) ? value : 0;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/pretty-ms/index.js
+// node_modules/pretty-ms/index.js
 function prettyMilliseconds(milliseconds, options) {
   const isBigInt = typeof milliseconds === "bigint";
   if (!isBigInt && !Number.isFinite(milliseconds)) {
@@ -22849,7 +22849,7 @@ function prettyMilliseconds(milliseconds, options) {
 }
 var isZero, pluralize, SECOND_ROUNDING_EPSILON, ONE_DAY_IN_MILLISECONDS;
 var init_pretty_ms = __esm({
-  "../../tmp/ci-clone/node_modules/pretty-ms/index.js"() {
+  "node_modules/pretty-ms/index.js"() {
     init_parse_ms();
     isZero = (value) => value === 0 || value === 0n;
     pluralize = (word, count2) => count2 === 1 || count2 === 1n ? word : `${word}s`;
@@ -22858,10 +22858,10 @@ var init_pretty_ms = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/error.js
+// node_modules/execa/lib/verbose/error.js
 var logError;
 var init_error = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/error.js"() {
+  "node_modules/execa/lib/verbose/error.js"() {
     init_log();
     logError = (result, verboseInfo) => {
       if (result.failed) {
@@ -22876,10 +22876,10 @@ var init_error = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/complete.js
+// node_modules/execa/lib/verbose/complete.js
 var logResult, logDuration;
 var init_complete = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/complete.js"() {
+  "node_modules/execa/lib/verbose/complete.js"() {
     init_pretty_ms();
     init_values();
     init_log();
@@ -22903,10 +22903,10 @@ var init_complete = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/return/reject.js
+// node_modules/execa/lib/return/reject.js
 var handleResult;
 var init_reject = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/return/reject.js"() {
+  "node_modules/execa/lib/return/reject.js"() {
     init_complete();
     handleResult = (result, verboseInfo, { reject }) => {
       logResult(result, verboseInfo);
@@ -22918,10 +22918,10 @@ var init_reject = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/stdio/type.js
+// node_modules/execa/lib/stdio/type.js
 var getStdioItemType, getTransformObjectType, getDuplexType, getTransformStreamType, validateNonGeneratorType, checkUndefinedOption, getGeneratorObjectType, checkBooleanOption, isGenerator, isAsyncGenerator, isSyncGenerator, isTransformOptions, isUrl, isRegularUrl, isFilePathObject, FILE_PATH_KEYS, isFilePathString, isUnknownStdioString, KNOWN_STDIO_STRINGS, isReadableStream2, isWritableStream2, isWebStream, isTransformStream, isAsyncIterableObject, isIterableObject, isObject2, TRANSFORM_TYPES, FILE_TYPES, SPECIAL_DUPLICATE_TYPES_SYNC, SPECIAL_DUPLICATE_TYPES, FORBID_DUPLICATE_TYPES, TYPE_TO_MESSAGE;
 var init_type = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/stdio/type.js"() {
+  "node_modules/execa/lib/stdio/type.js"() {
     init_is_stream();
     init_is_plain_obj();
     init_uint_array();
@@ -23052,10 +23052,10 @@ var init_type = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/transform/object-mode.js
+// node_modules/execa/lib/transform/object-mode.js
 var getTransformObjectModes, getOutputObjectModes, getInputObjectModes, getFdObjectMode;
 var init_object_mode = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/transform/object-mode.js"() {
+  "node_modules/execa/lib/transform/object-mode.js"() {
     init_type();
     getTransformObjectModes = (objectMode, index, newTransforms, direction) => direction === "output" ? getOutputObjectModes(objectMode, index, newTransforms) : getInputObjectModes(objectMode, index, newTransforms);
     getOutputObjectModes = (objectMode, index, newTransforms) => {
@@ -23078,10 +23078,10 @@ var init_object_mode = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/transform/normalize.js
+// node_modules/execa/lib/transform/normalize.js
 var normalizeTransforms, getTransforms, normalizeTransform, normalizeDuplex, normalizeTransformStream, normalizeGenerator, sortTransforms;
 var init_normalize = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/transform/normalize.js"() {
+  "node_modules/execa/lib/transform/normalize.js"() {
     init_is_plain_obj();
     init_encoding_option();
     init_type();
@@ -23181,11 +23181,11 @@ var init_normalize = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/stdio/direction.js
+// node_modules/execa/lib/stdio/direction.js
 import process8 from "node:process";
 var getStreamDirection, getStdioItemDirection, KNOWN_DIRECTIONS, anyDirection, alwaysInput, guessStreamDirection, getStandardStreamDirection, DEFAULT_DIRECTION;
 var init_direction = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/stdio/direction.js"() {
+  "node_modules/execa/lib/stdio/direction.js"() {
     init_is_stream();
     init_type();
     getStreamDirection = (stdioItems, fdNumber, optionName) => {
@@ -23238,18 +23238,18 @@ var init_direction = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/array.js
+// node_modules/execa/lib/ipc/array.js
 var normalizeIpcStdioArray;
 var init_array2 = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/array.js"() {
+  "node_modules/execa/lib/ipc/array.js"() {
     normalizeIpcStdioArray = (stdioArray, ipc) => ipc && !stdioArray.includes("ipc") ? [...stdioArray, "ipc"] : stdioArray;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/stdio/stdio-option.js
+// node_modules/execa/lib/stdio/stdio-option.js
 var normalizeStdioOption, getStdioArray, hasAlias, addDefaultValue2, normalizeStdioSync, isOutputPipeOnly;
 var init_stdio_option = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/stdio/stdio-option.js"() {
+  "node_modules/execa/lib/stdio/stdio-option.js"() {
     init_standard_stream();
     init_array2();
     init_values();
@@ -23288,12 +23288,12 @@ var init_stdio_option = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/stdio/native.js
+// node_modules/execa/lib/stdio/native.js
 import { readFileSync as readFileSync7 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream, handleNativeStreamSync, getTargetFd, getTargetFdNumber, handleNativeStreamAsync, getStandardStream;
 var init_native = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/stdio/native.js"() {
+  "node_modules/execa/lib/stdio/native.js"() {
     init_is_stream();
     init_standard_stream();
     init_uint_array();
@@ -23366,10 +23366,10 @@ var init_native = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/stdio/input-option.js
+// node_modules/execa/lib/stdio/input-option.js
 var handleInputOptions, handleInputOption, getInputType, handleInputFileOption, getInputFileType;
 var init_input_option = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/stdio/input-option.js"() {
+  "node_modules/execa/lib/stdio/input-option.js"() {
     init_is_stream();
     init_uint_array();
     init_type();
@@ -23410,10 +23410,10 @@ var init_input_option = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/stdio/duplicate.js
+// node_modules/execa/lib/stdio/duplicate.js
 var filterDuplicates, getDuplicateStream, getOtherStdioItems, validateDuplicateStreamSync, getDuplicateStreamInstance, hasSameValue, validateDuplicateTransform, throwOnDuplicateStream;
 var init_duplicate = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/stdio/duplicate.js"() {
+  "node_modules/execa/lib/stdio/duplicate.js"() {
     init_type();
     filterDuplicates = (stdioItems) => stdioItems.filter((stdioItemOne, indexOne) => stdioItems.every((stdioItemTwo, indexTwo) => stdioItemOne.value !== stdioItemTwo.value || indexOne >= indexTwo || stdioItemOne.type === "generator" || stdioItemOne.type === "asyncGenerator"));
     getDuplicateStream = ({ stdioItem: { type, value, optionName }, direction, fileDescriptors, isSync }) => {
@@ -23491,10 +23491,10 @@ var init_duplicate = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/stdio/handle.js
+// node_modules/execa/lib/stdio/handle.js
 var handleStdio, getFileDescriptor, initializeStdioItems, initializeStdioItem, validateStdioArray, INVALID_STDIO_ARRAY_OPTIONS, validateStreams, validateFileStdio, validateFileObjectMode, getFinalFileDescriptors, getFinalFileDescriptor, addStreamProperties, cleanupCustomStreams, forwardStdio;
 var init_handle = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/stdio/handle.js"() {
+  "node_modules/execa/lib/stdio/handle.js"() {
     init_standard_stream();
     init_normalize();
     init_object_mode();
@@ -23665,11 +23665,11 @@ For example, you can use the \`pathToFileURL()\` method of the \`url\` core modu
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/stdio/handle-sync.js
+// node_modules/execa/lib/stdio/handle-sync.js
 import { readFileSync as readFileSync8 } from "node:fs";
 var handleStdioSync, forbiddenIfSync, forbiddenNativeIfSync, throwInvalidSyncValue, addProperties, addPropertiesSync;
 var init_handle_sync = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/stdio/handle-sync.js"() {
+  "node_modules/execa/lib/stdio/handle-sync.js"() {
     init_uint_array();
     init_handle();
     init_type();
@@ -23720,20 +23720,20 @@ var init_handle_sync = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/io/strip-newline.js
+// node_modules/execa/lib/io/strip-newline.js
 var stripNewline, getStripFinalNewline;
 var init_strip_newline = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/io/strip-newline.js"() {
+  "node_modules/execa/lib/io/strip-newline.js"() {
     init_strip_final_newline();
     stripNewline = (value, { stripFinalNewline: stripFinalNewline2 }, fdNumber) => getStripFinalNewline(stripFinalNewline2, fdNumber) && value !== void 0 && !Array.isArray(value) ? stripFinalNewline(value) : value;
     getStripFinalNewline = (stripFinalNewline2, fdNumber) => fdNumber === "all" ? stripFinalNewline2[1] || stripFinalNewline2[2] : stripFinalNewline2[fdNumber];
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/transform/split.js
+// node_modules/execa/lib/transform/split.js
 var getSplitLinesGenerator, splitLinesSync, splitLinesItemSync, initializeSplitLines, splitGenerator, getNewlineLength, linesFinal, getAppendNewlineGenerator, appendNewlineGenerator, concatString, linesStringInfo, concatUint8Array, linesUint8ArrayInfo;
 var init_split = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/transform/split.js"() {
+  "node_modules/execa/lib/transform/split.js"() {
     getSplitLinesGenerator = (binary, preserveNewlines, skipped, state) => binary || skipped ? void 0 : initializeSplitLines(preserveNewlines, state);
     splitLinesSync = (chunk, preserveNewlines, objectMode) => objectMode ? chunk.flatMap((item) => splitLinesItemSync(item, preserveNewlines)) : splitLinesItemSync(chunk, preserveNewlines);
     splitLinesItemSync = (chunk, preserveNewlines) => {
@@ -23815,11 +23815,11 @@ var init_split = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/transform/validate.js
+// node_modules/execa/lib/transform/validate.js
 import { Buffer as Buffer2 } from "node:buffer";
 var getValidateTransformInput, validateStringTransformInput, getValidateTransformReturn, validateObjectTransformReturn, validateStringTransformReturn, validateEmptyReturn;
 var init_validate = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/transform/validate.js"() {
+  "node_modules/execa/lib/transform/validate.js"() {
     init_uint_array();
     getValidateTransformInput = (writableObjectMode, optionName) => writableObjectMode ? void 0 : validateStringTransformInput.bind(void 0, optionName);
     validateStringTransformInput = function* (optionName, chunk) {
@@ -23850,12 +23850,12 @@ Instead, \`yield\` should either be called with a value, or not be called at all
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/transform/encoding-transform.js
+// node_modules/execa/lib/transform/encoding-transform.js
 import { Buffer as Buffer3 } from "node:buffer";
 import { StringDecoder as StringDecoder2 } from "node:string_decoder";
 var getEncodingTransformGenerator, encodingUint8ArrayGenerator, encodingStringGenerator, encodingStringFinal;
 var init_encoding_transform = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/transform/encoding-transform.js"() {
+  "node_modules/execa/lib/transform/encoding-transform.js"() {
     init_uint_array();
     getEncodingTransformGenerator = (binary, encoding, skipped) => {
       if (skipped) {
@@ -23891,11 +23891,11 @@ var init_encoding_transform = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/transform/run-async.js
+// node_modules/execa/lib/transform/run-async.js
 import { callbackify } from "node:util";
 var pushChunks, transformChunk, finalChunks, generatorFinalChunks, destroyTransform, identityGenerator;
 var init_run_async = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/transform/run-async.js"() {
+  "node_modules/execa/lib/transform/run-async.js"() {
     pushChunks = callbackify(async (getChunks, state, getChunksArguments, transformStream) => {
       state.currentIterable = getChunks(...getChunksArguments);
       try {
@@ -23944,10 +23944,10 @@ var init_run_async = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/transform/run-sync.js
+// node_modules/execa/lib/transform/run-sync.js
 var pushChunksSync, runTransformSync, transformChunkSync, finalChunksSync, generatorFinalChunksSync, identityGenerator2;
 var init_run_sync = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/transform/run-sync.js"() {
+  "node_modules/execa/lib/transform/run-sync.js"() {
     pushChunksSync = (getChunksSync, getChunksArguments, transformStream, done) => {
       try {
         for (const chunk of getChunksSync(...getChunksArguments)) {
@@ -23991,11 +23991,11 @@ var init_run_sync = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/transform/generator.js
+// node_modules/execa/lib/transform/generator.js
 import { Transform, getDefaultHighWaterMark } from "node:stream";
 var generatorToStream, runGeneratorsSync, addInternalGenerators;
 var init_generator = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/transform/generator.js"() {
+  "node_modules/execa/lib/transform/generator.js"() {
     init_type();
     init_split();
     init_validate();
@@ -24057,10 +24057,10 @@ var init_generator = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/io/input-sync.js
+// node_modules/execa/lib/io/input-sync.js
 var addInputOptionsSync, getInputFdNumbers, addInputOptionSync, applySingleInputGeneratorsSync, validateSerializable;
 var init_input_sync = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/io/input-sync.js"() {
+  "node_modules/execa/lib/io/input-sync.js"() {
     init_generator();
     init_uint_array();
     init_type();
@@ -24098,10 +24098,10 @@ var init_input_sync = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/output.js
+// node_modules/execa/lib/verbose/output.js
 var shouldLogOutput, fdUsesVerbose, PIPED_STDIO_VALUES, logLines, logLinesSync, isPipingStream, logLine;
 var init_output = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/output.js"() {
+  "node_modules/execa/lib/verbose/output.js"() {
     init_encoding_option();
     init_type();
     init_log();
@@ -24134,11 +24134,11 @@ var init_output = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/io/output-sync.js
+// node_modules/execa/lib/io/output-sync.js
 import { writeFileSync as writeFileSync7, appendFileSync } from "node:fs";
 var transformOutputSync, transformOutputResultSync, runOutputGeneratorsSync, serializeChunks, logOutputSync, writeToFiles;
 var init_output_sync = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/io/output-sync.js"() {
+  "node_modules/execa/lib/io/output-sync.js"() {
     init_output();
     init_generator();
     init_split();
@@ -24249,10 +24249,10 @@ var init_output_sync = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/resolve/all-sync.js
+// node_modules/execa/lib/resolve/all-sync.js
 var getAllSync;
 var init_all_sync = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/resolve/all-sync.js"() {
+  "node_modules/execa/lib/resolve/all-sync.js"() {
     init_uint_array();
     init_strip_newline();
     getAllSync = ([, stdout, stderr], options) => {
@@ -24279,11 +24279,11 @@ var init_all_sync = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/resolve/exit-async.js
+// node_modules/execa/lib/resolve/exit-async.js
 import { once as once4 } from "node:events";
 var waitForExit, waitForExitOrError, waitForSubprocessExit, waitForSuccessfulExit, isSubprocessErrorExit, isFailedExit;
 var init_exit_async = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/resolve/exit-async.js"() {
+  "node_modules/execa/lib/resolve/exit-async.js"() {
     init_final_error();
     waitForExit = async (subprocess, context) => {
       const [exitCode, signal] = await waitForExitOrError(subprocess);
@@ -24319,10 +24319,10 @@ var init_exit_async = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/resolve/exit-sync.js
+// node_modules/execa/lib/resolve/exit-sync.js
 var getExitResultSync, getResultError;
 var init_exit_sync = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/resolve/exit-sync.js"() {
+  "node_modules/execa/lib/resolve/exit-sync.js"() {
     init_final_error();
     init_max_buffer();
     init_exit_async();
@@ -24347,11 +24347,11 @@ var init_exit_sync = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/main-sync.js
+// node_modules/execa/lib/methods/main-sync.js
 import { spawnSync } from "node:child_process";
 var execaCoreSync, handleSyncArguments, normalizeSyncOptions, validateSyncOptions, throwInvalidSyncOption, spawnSubprocessSync, runSubprocessSync, normalizeSpawnSyncOptions, getSyncResult;
 var init_main_sync = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/main-sync.js"() {
+  "node_modules/execa/lib/methods/main-sync.js"() {
     init_command();
     init_options();
     init_shell();
@@ -24497,11 +24497,11 @@ var init_main_sync = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/get-one.js
+// node_modules/execa/lib/ipc/get-one.js
 import { once as once5, on as on2 } from "node:events";
 var getOneMessage, getOneMessageAsync, getMessage, throwOnDisconnect2, throwOnStrictError;
 var init_get_one = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/get-one.js"() {
+  "node_modules/execa/lib/ipc/get-one.js"() {
     init_validation();
     init_forward();
     init_reference();
@@ -24560,11 +24560,11 @@ var init_get_one = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/get-each.js
+// node_modules/execa/lib/ipc/get-each.js
 import { once as once6, on as on3 } from "node:events";
 var getEachMessage, loopOnMessages, stopOnDisconnect, abortOnStrictError, iterateOnMessages, throwIfStrictError;
 var init_get_each = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/get-each.js"() {
+  "node_modules/execa/lib/ipc/get-each.js"() {
     init_validation();
     init_forward();
     init_reference();
@@ -24647,11 +24647,11 @@ var init_get_each = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/methods.js
+// node_modules/execa/lib/ipc/methods.js
 import process9 from "node:process";
 var addIpcMethods, getIpcExport, getIpcMethods;
 var init_methods = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/methods.js"() {
+  "node_modules/execa/lib/ipc/methods.js"() {
     init_send();
     init_get_one();
     init_get_each();
@@ -24696,7 +24696,7 @@ var init_methods = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/return/early-error.js
+// node_modules/execa/lib/return/early-error.js
 import { ChildProcess as ChildProcess2 } from "node:child_process";
 import {
   PassThrough,
@@ -24706,7 +24706,7 @@ import {
 } from "node:stream";
 var handleEarlyError, createDummyStreams, createDummyStream, readable, writable, duplex, handleDummyPromise;
 var init_early_error = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/return/early-error.js"() {
+  "node_modules/execa/lib/return/early-error.js"() {
     init_handle();
     init_result();
     init_reject();
@@ -24758,13 +24758,13 @@ var init_early_error = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/stdio/handle-async.js
+// node_modules/execa/lib/stdio/handle-async.js
 import { createReadStream, createWriteStream } from "node:fs";
 import { Buffer as Buffer4 } from "node:buffer";
 import { Readable as Readable2, Writable as Writable2, Duplex as Duplex2 } from "node:stream";
 var handleStdioAsync, forbiddenIfAsync, addProperties2, addPropertiesAsync;
 var init_handle_async = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/stdio/handle-async.js"() {
+  "node_modules/execa/lib/stdio/handle-async.js"() {
     init_generator();
     init_handle();
     init_type();
@@ -24811,7 +24811,7 @@ var init_handle_async = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/@sindresorhus/merge-streams/index.js
+// node_modules/@sindresorhus/merge-streams/index.js
 import { on as on4, once as once7 } from "node:events";
 import { PassThrough as PassThroughStream, getDefaultHighWaterMark as getDefaultHighWaterMark2 } from "node:stream";
 import { finished as finished2 } from "node:stream/promises";
@@ -24836,7 +24836,7 @@ function mergeStreams(streams) {
 }
 var getHighWaterMark, MergedStream, onMergedStreamFinished, onMergedStreamEnd, onInputStreamsUnpipe, validateStream, endWhenStreamsDone, afterMergedStreamFinished, onInputStreamEnd, onInputStreamUnpipe, endStream, errorOrAbortStream, isAbortError, abortStream, errorStream, noop2, updateMaxListeners, PASSTHROUGH_LISTENERS_COUNT, PASSTHROUGH_LISTENERS_PER_STREAM;
 var init_merge_streams = __esm({
-  "../../tmp/ci-clone/node_modules/@sindresorhus/merge-streams/index.js"() {
+  "node_modules/@sindresorhus/merge-streams/index.js"() {
     getHighWaterMark = (streams, objectMode) => {
       if (streams.length === 0) {
         return getDefaultHighWaterMark2(objectMode);
@@ -25033,11 +25033,11 @@ var init_merge_streams = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/io/pipeline.js
+// node_modules/execa/lib/io/pipeline.js
 import { finished as finished3 } from "node:stream/promises";
 var pipeStreams, onSourceFinish, endDestinationStream, onDestinationFinish, abortSourceStream;
 var init_pipeline = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/io/pipeline.js"() {
+  "node_modules/execa/lib/io/pipeline.js"() {
     init_standard_stream();
     pipeStreams = (source, destination) => {
       source.pipe(destination);
@@ -25077,10 +25077,10 @@ var init_pipeline = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/io/output-async.js
+// node_modules/execa/lib/io/output-async.js
 var pipeOutputAsync, pipeTransform, SUBPROCESS_STREAM_PROPERTIES, pipeStdioItem, setStandardStreamMaxListeners, MAX_LISTENERS_INCREMENT;
 var init_output_async = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/io/output-async.js"() {
+  "node_modules/execa/lib/io/output-async.js"() {
     init_merge_streams();
     init_standard_stream();
     init_max_listeners();
@@ -25139,10 +25139,10 @@ var init_output_async = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/signal-exit/dist/mjs/signals.js
+// node_modules/signal-exit/dist/mjs/signals.js
 var signals;
 var init_signals2 = __esm({
-  "../../tmp/ci-clone/node_modules/signal-exit/dist/mjs/signals.js"() {
+  "node_modules/signal-exit/dist/mjs/signals.js"() {
     signals = [];
     signals.push("SIGHUP", "SIGINT", "SIGTERM");
     if (process.platform !== "win32") {
@@ -25168,10 +25168,10 @@ var init_signals2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/signal-exit/dist/mjs/index.js
+// node_modules/signal-exit/dist/mjs/index.js
 var processOk, kExitEmitter, global2, ObjectDefineProperty, Emitter, SignalExitBase, signalExitWrap, SignalExitFallback, SignalExit, process10, onExit, load, unload;
 var init_mjs = __esm({
-  "../../tmp/ci-clone/node_modules/signal-exit/dist/mjs/index.js"() {
+  "node_modules/signal-exit/dist/mjs/index.js"() {
     init_signals2();
     processOk = (process12) => !!process12 && typeof process12 === "object" && typeof process12.removeListener === "function" && typeof process12.emit === "function" && typeof process12.reallyExit === "function" && typeof process12.listeners === "function" && typeof process12.kill === "function" && typeof process12.pid === "number" && typeof process12.on === "function";
     kExitEmitter = /* @__PURE__ */ Symbol.for("signal-exit emitter");
@@ -25407,11 +25407,11 @@ var init_mjs = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/terminate/cleanup.js
+// node_modules/execa/lib/terminate/cleanup.js
 import { addAbortListener as addAbortListener2 } from "node:events";
 var cleanupOnExit;
 var init_cleanup = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/terminate/cleanup.js"() {
+  "node_modules/execa/lib/terminate/cleanup.js"() {
     init_mjs();
     cleanupOnExit = (subprocess, { cleanup, detached }, { signal }) => {
       if (!cleanup || detached) {
@@ -25427,10 +25427,10 @@ var init_cleanup = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/pipe/pipe-arguments.js
+// node_modules/execa/lib/pipe/pipe-arguments.js
 var normalizePipeArguments, getDestinationStream, getDestination, mapDestinationArguments, getSourceStream;
 var init_pipe_arguments = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/pipe/pipe-arguments.js"() {
+  "node_modules/execa/lib/pipe/pipe-arguments.js"() {
     init_parameters();
     init_duration();
     init_fd_options();
@@ -25509,10 +25509,10 @@ var init_pipe_arguments = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/pipe/throw.js
+// node_modules/execa/lib/pipe/throw.js
 var handlePipeArgumentsError, getPipeArgumentsError, createNonCommandError, PIPE_COMMAND_MESSAGE;
 var init_throw = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/pipe/throw.js"() {
+  "node_modules/execa/lib/pipe/throw.js"() {
     init_result();
     init_pipeline();
     handlePipeArgumentsError = ({
@@ -25565,10 +25565,10 @@ var init_throw = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/pipe/sequence.js
+// node_modules/execa/lib/pipe/sequence.js
 var waitForBothSubprocesses;
 var init_sequence = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/pipe/sequence.js"() {
+  "node_modules/execa/lib/pipe/sequence.js"() {
     waitForBothSubprocesses = async (subprocessPromises) => {
       const [
         { status: sourceStatus, reason: sourceReason, value: sourceResult = sourceReason },
@@ -25588,11 +25588,11 @@ var init_sequence = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/pipe/streaming.js
+// node_modules/execa/lib/pipe/streaming.js
 import { finished as finished4 } from "node:stream/promises";
 var pipeSubprocessStream, pipeFirstSubprocessStream, pipeMoreSubprocessStream, cleanupMergedStreamsMap, MERGED_STREAMS, SOURCE_LISTENERS_PER_PIPE, DESTINATION_LISTENERS_PER_PIPE;
 var init_streaming = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/pipe/streaming.js"() {
+  "node_modules/execa/lib/pipe/streaming.js"() {
     init_merge_streams();
     init_max_listeners();
     init_pipeline();
@@ -25627,11 +25627,11 @@ var init_streaming = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/pipe/abort.js
+// node_modules/execa/lib/pipe/abort.js
 import { aborted as aborted2 } from "node:util";
 var unpipeOnAbort, unpipeOnSignalAbort;
 var init_abort = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/pipe/abort.js"() {
+  "node_modules/execa/lib/pipe/abort.js"() {
     init_throw();
     unpipeOnAbort = (unpipeSignal, unpipeContext) => unpipeSignal === void 0 ? [] : [unpipeOnSignalAbort(unpipeSignal, unpipeContext)];
     unpipeOnSignalAbort = async (unpipeSignal, { sourceStream, mergedStream, fileDescriptors, sourceOptions, startTime }) => {
@@ -25648,10 +25648,10 @@ var init_abort = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/pipe/setup.js
+// node_modules/execa/lib/pipe/setup.js
 var pipeToSubprocess, handlePipePromise, getSubprocessPromises;
 var init_setup = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/pipe/setup.js"() {
+  "node_modules/execa/lib/pipe/setup.js"() {
     init_is_plain_obj();
     init_pipe_arguments();
     init_throw();
@@ -25718,12 +25718,12 @@ var init_setup = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/io/iterate.js
+// node_modules/execa/lib/io/iterate.js
 import { on as on5 } from "node:events";
 import { getDefaultHighWaterMark as getDefaultHighWaterMark3 } from "node:stream";
 var iterateOnSubprocessStream, stopReadingOnExit, iterateForResult, stopReadingOnStreamEnd, iterateOnStream, DEFAULT_OBJECT_HIGH_WATER_MARK, HIGH_WATER_MARK, iterateOnData, getGenerators;
 var init_iterate = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/io/iterate.js"() {
+  "node_modules/execa/lib/io/iterate.js"() {
     init_encoding_transform();
     init_split();
     init_run_sync();
@@ -25819,11 +25819,11 @@ var init_iterate = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/io/contents.js
+// node_modules/execa/lib/io/contents.js
 import { setImmediate as setImmediate2 } from "node:timers/promises";
 var getStreamOutput, logOutputAsync, resumeStream, getStreamContents2, getBufferedData, handleBufferedData;
 var init_contents2 = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/io/contents.js"() {
+  "node_modules/execa/lib/io/contents.js"() {
     init_source();
     init_uint_array();
     init_output();
@@ -25922,11 +25922,11 @@ var init_contents2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/resolve/wait-stream.js
+// node_modules/execa/lib/resolve/wait-stream.js
 import { finished as finished5 } from "node:stream/promises";
 var waitForStream, handleStdinDestroy, spyOnStdinDestroy, setStdinCleanedUp, handleStreamError, shouldIgnoreStreamError, isInputFileDescriptor, isStreamAbort, isStreamEpipe;
 var init_wait_stream = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/resolve/wait-stream.js"() {
+  "node_modules/execa/lib/resolve/wait-stream.js"() {
     waitForStream = async (stream, fdNumber, streamInfo, { isSameDirection, stopOnExit = false } = {}) => {
       const state = handleStdinDestroy(stream, streamInfo);
       const abortController = new AbortController();
@@ -25980,10 +25980,10 @@ var init_wait_stream = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/resolve/stdio.js
+// node_modules/execa/lib/resolve/stdio.js
 var waitForStdioStreams, waitForSubprocessStream;
 var init_stdio = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/resolve/stdio.js"() {
+  "node_modules/execa/lib/resolve/stdio.js"() {
     init_contents2();
     init_wait_stream();
     waitForStdioStreams = ({ subprocess, encoding, buffer, maxBuffer, lines, stripFinalNewline: stripFinalNewline2, verboseInfo, streamInfo }) => subprocess.stdio.map((stream, fdNumber) => waitForSubprocessStream({
@@ -26028,10 +26028,10 @@ var init_stdio = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/resolve/all-async.js
+// node_modules/execa/lib/resolve/all-async.js
 var makeAllStream, waitForAllStream, getAllStream, getAllMixed;
 var init_all_async = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/resolve/all-async.js"() {
+  "node_modules/execa/lib/resolve/all-async.js"() {
     init_merge_streams();
     init_stdio();
     makeAllStream = ({ stdout, stderr }, { all }) => all && (stdout || stderr) ? mergeStreams([stdout, stderr].filter(Boolean)) : void 0;
@@ -26063,10 +26063,10 @@ var init_all_async = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/verbose/ipc.js
+// node_modules/execa/lib/verbose/ipc.js
 var shouldLogIpc, logIpcOutput;
 var init_ipc = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/verbose/ipc.js"() {
+  "node_modules/execa/lib/verbose/ipc.js"() {
     init_log();
     init_values();
     shouldLogIpc = (verboseInfo) => isFullVerbose(verboseInfo, "ipc");
@@ -26082,10 +26082,10 @@ var init_ipc = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/ipc/buffer-messages.js
+// node_modules/execa/lib/ipc/buffer-messages.js
 var waitForIpcOutput, getBufferedIpcOutput;
 var init_buffer_messages = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/ipc/buffer-messages.js"() {
+  "node_modules/execa/lib/ipc/buffer-messages.js"() {
     init_max_buffer();
     init_ipc();
     init_specific();
@@ -26129,11 +26129,11 @@ var init_buffer_messages = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/resolve/wait-subprocess.js
+// node_modules/execa/lib/resolve/wait-subprocess.js
 import { once as once8 } from "node:events";
 var waitForSubprocessResult, waitForOriginalStreams, waitForCustomStreamsEnd, throwOnSubprocessError;
 var init_wait_subprocess = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/resolve/wait-subprocess.js"() {
+  "node_modules/execa/lib/resolve/wait-subprocess.js"() {
     init_is_stream();
     init_timeout();
     init_cancel();
@@ -26264,10 +26264,10 @@ var init_wait_subprocess = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/convert/concurrent.js
+// node_modules/execa/lib/convert/concurrent.js
 var initializeConcurrentStreams, addConcurrentStream, waitForConcurrentStreams;
 var init_concurrent = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/convert/concurrent.js"() {
+  "node_modules/execa/lib/convert/concurrent.js"() {
     init_deferred();
     initializeConcurrentStreams = () => ({
       readableDestroy: /* @__PURE__ */ new WeakMap(),
@@ -26296,11 +26296,11 @@ var init_concurrent = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/convert/shared.js
+// node_modules/execa/lib/convert/shared.js
 import { finished as finished6 } from "node:stream/promises";
 var safeWaitForSubprocessStdin, safeWaitForSubprocessStdout, waitForSubprocessStdin, waitForSubprocessStdout, waitForSubprocess, destroyOtherStream;
 var init_shared = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/convert/shared.js"() {
+  "node_modules/execa/lib/convert/shared.js"() {
     init_wait_stream();
     safeWaitForSubprocessStdin = async (subprocessStdin) => {
       if (subprocessStdin === void 0) {
@@ -26342,12 +26342,12 @@ var init_shared = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/convert/readable.js
+// node_modules/execa/lib/convert/readable.js
 import { Readable as Readable3 } from "node:stream";
 import { callbackify as callbackify2 } from "node:util";
 var createReadable, getSubprocessStdout, getReadableOptions, getReadableMethods, onRead, onStdoutFinished, onReadableDestroy, destroyOtherReadable;
 var init_readable = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/convert/readable.js"() {
+  "node_modules/execa/lib/convert/readable.js"() {
     init_encoding_option();
     init_fd_options();
     init_iterate();
@@ -26440,12 +26440,12 @@ var init_readable = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/convert/writable.js
+// node_modules/execa/lib/convert/writable.js
 import { Writable as Writable3 } from "node:stream";
 import { callbackify as callbackify3 } from "node:util";
 var createWritable, getSubprocessStdin, getWritableMethods, onWrite, onWritableFinal, onStdinFinished, onWritableDestroy, destroyOtherWritable;
 var init_writable = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/convert/writable.js"() {
+  "node_modules/execa/lib/convert/writable.js"() {
     init_fd_options();
     init_concurrent();
     init_shared();
@@ -26514,12 +26514,12 @@ var init_writable = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/convert/duplex.js
+// node_modules/execa/lib/convert/duplex.js
 import { Duplex as Duplex3 } from "node:stream";
 import { callbackify as callbackify4 } from "node:util";
 var createDuplex, onDuplexDestroy;
 var init_duplex = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/convert/duplex.js"() {
+  "node_modules/execa/lib/convert/duplex.js"() {
     init_encoding_option();
     init_readable();
     init_writable();
@@ -26576,10 +26576,10 @@ var init_duplex = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/convert/iterable.js
+// node_modules/execa/lib/convert/iterable.js
 var createIterable, iterateOnStdoutData;
 var init_iterable = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/convert/iterable.js"() {
+  "node_modules/execa/lib/convert/iterable.js"() {
     init_encoding_option();
     init_fd_options();
     init_iterate();
@@ -26613,10 +26613,10 @@ var init_iterable = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/convert/add.js
+// node_modules/execa/lib/convert/add.js
 var addConvertedStreams;
 var init_add = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/convert/add.js"() {
+  "node_modules/execa/lib/convert/add.js"() {
     init_concurrent();
     init_readable();
     init_writable();
@@ -26633,10 +26633,10 @@ var init_add = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/promise.js
+// node_modules/execa/lib/methods/promise.js
 var mergePromise, nativePromisePrototype, descriptors;
 var init_promise = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/promise.js"() {
+  "node_modules/execa/lib/methods/promise.js"() {
     mergePromise = (subprocess, promise2) => {
       for (const [property, descriptor] of descriptors) {
         const value = descriptor.value.bind(promise2);
@@ -26652,12 +26652,12 @@ var init_promise = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/main-async.js
+// node_modules/execa/lib/methods/main-async.js
 import { setMaxListeners } from "node:events";
 import { spawn as spawn2 } from "node:child_process";
 var execaCoreAsync, handleAsyncArguments, handleAsyncOptions, spawnSubprocessAsync, handlePromise, getAsyncResult;
 var init_main_async = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/main-async.js"() {
+  "node_modules/execa/lib/methods/main-async.js"() {
     init_source();
     init_command();
     init_options();
@@ -26834,10 +26834,10 @@ var init_main_async = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/bind.js
+// node_modules/execa/lib/methods/bind.js
 var mergeOptions, mergeOption, DEEP_OPTIONS;
 var init_bind = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/bind.js"() {
+  "node_modules/execa/lib/methods/bind.js"() {
     init_is_plain_obj();
     init_specific();
     mergeOptions = (boundOptions, options) => {
@@ -26859,10 +26859,10 @@ var init_bind = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/create.js
+// node_modules/execa/lib/methods/create.js
 var createExeca, callBoundExeca, parseArguments;
 var init_create = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/create.js"() {
+  "node_modules/execa/lib/methods/create.js"() {
     init_is_plain_obj();
     init_parameters();
     init_template();
@@ -26916,10 +26916,10 @@ var init_create = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/command.js
+// node_modules/execa/lib/methods/command.js
 var mapCommandAsync, mapCommandSync, parseCommand, parseCommandString, SPACES_REGEXP;
 var init_command2 = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/command.js"() {
+  "node_modules/execa/lib/methods/command.js"() {
     mapCommandAsync = ({ file: file2, commandArguments }) => parseCommand(file2, commandArguments);
     mapCommandSync = ({ file: file2, commandArguments }) => ({ ...parseCommand(file2, commandArguments), isSync: true });
     parseCommand = (command, unusedArguments) => {
@@ -26952,10 +26952,10 @@ var init_command2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/lib/methods/script.js
+// node_modules/execa/lib/methods/script.js
 var setScriptSync, mapScriptAsync, mapScriptSync, getScriptOptions, getScriptStdinOption, deepScriptOptions;
 var init_script = __esm({
-  "../../tmp/ci-clone/node_modules/execa/lib/methods/script.js"() {
+  "node_modules/execa/lib/methods/script.js"() {
     setScriptSync = (boundExeca, createNested, boundOptions) => {
       boundExeca.sync = createNested(mapScriptSync, boundOptions);
       boundExeca.s = boundExeca.sync;
@@ -26968,10 +26968,10 @@ var init_script = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/execa/index.js
+// node_modules/execa/index.js
 var execa, execaSync, execaCommand, execaCommandSync, execaNode, $, sendMessage2, getOneMessage2, getEachMessage2, getCancelSignal2;
 var init_execa = __esm({
-  "../../tmp/ci-clone/node_modules/execa/index.js"() {
+  "node_modules/execa/index.js"() {
     init_create();
     init_command2();
     init_node2();
@@ -27173,9 +27173,9 @@ var init_parse3 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/package.json
+// node_modules/systeminformation/package.json
 var require_package = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/package.json"(exports, module) {
+  "node_modules/systeminformation/package.json"(exports, module) {
     module.exports = {
       name: "systeminformation",
       version: "5.33.26",
@@ -27281,9 +27281,9 @@ var require_package = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/util.js
+// node_modules/systeminformation/lib/util.js
 var require_util = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/util.js"(exports) {
+  "node_modules/systeminformation/lib/util.js"(exports) {
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
@@ -29991,9 +29991,9 @@ var require_util = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/system.js
+// node_modules/systeminformation/lib/system.js
 var require_system = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/system.js"(exports) {
+  "node_modules/systeminformation/lib/system.js"(exports) {
     "use strict";
     var fs = __require("fs");
     var os9 = __require("os");
@@ -30771,9 +30771,9 @@ var require_system = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/network.js
+// node_modules/systeminformation/lib/network.js
 var require_network = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/network.js"(exports) {
+  "node_modules/systeminformation/lib/network.js"(exports) {
     "use strict";
     var os9 = __require("os");
     var exec = __require("child_process").exec;
@@ -32559,9 +32559,9 @@ var require_network = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/osinfo.js
+// node_modules/systeminformation/lib/osinfo.js
 var require_osinfo = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/osinfo.js"(exports) {
+  "node_modules/systeminformation/lib/osinfo.js"(exports) {
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
@@ -33795,9 +33795,9 @@ echo -n "hardware: "; cat /sys/class/dmi/id/product_uuid 2> /dev/null; echo;`;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/cpu.js
+// node_modules/systeminformation/lib/cpu.js
 var require_cpu = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/cpu.js"(exports) {
+  "node_modules/systeminformation/lib/cpu.js"(exports) {
     "use strict";
     var os9 = __require("os");
     var exec = __require("child_process").exec;
@@ -35978,9 +35978,9 @@ var require_cpu = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/memory.js
+// node_modules/systeminformation/lib/memory.js
 var require_memory = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/memory.js"(exports) {
+  "node_modules/systeminformation/lib/memory.js"(exports) {
     "use strict";
     var os9 = __require("os");
     var exec = __require("child_process").exec;
@@ -36484,9 +36484,9 @@ var require_memory = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/battery.js
+// node_modules/systeminformation/lib/battery.js
 var require_battery = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/battery.js"(exports, module) {
+  "node_modules/systeminformation/lib/battery.js"(exports, module) {
     "use strict";
     var exec = __require("child_process").exec;
     var fs = __require("fs");
@@ -36791,9 +36791,9 @@ var require_battery = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/graphics.js
+// node_modules/systeminformation/lib/graphics.js
 var require_graphics = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/graphics.js"(exports) {
+  "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
     var path53 = __require("path");
@@ -37942,9 +37942,9 @@ var require_graphics = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/filesystem.js
+// node_modules/systeminformation/lib/filesystem.js
 var require_filesystem = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/filesystem.js"(exports) {
+  "node_modules/systeminformation/lib/filesystem.js"(exports) {
     "use strict";
     var util2 = require_util();
     var fs = __require("fs");
@@ -39675,9 +39675,9 @@ ${BSDName}|"; diskutil info /dev/${BSDName} | grep SMART;`;
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/wifi.js
+// node_modules/systeminformation/lib/wifi.js
 var require_wifi = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/wifi.js"(exports) {
+  "node_modules/systeminformation/lib/wifi.js"(exports) {
     "use strict";
     var os9 = __require("os");
     var exec = __require("child_process").exec;
@@ -40451,9 +40451,9 @@ var require_wifi = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/processes.js
+// node_modules/systeminformation/lib/processes.js
 var require_processes = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/processes.js"(exports) {
+  "node_modules/systeminformation/lib/processes.js"(exports) {
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
@@ -41767,9 +41767,9 @@ var require_processes = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/users.js
+// node_modules/systeminformation/lib/users.js
 var require_users = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/users.js"(exports) {
+  "node_modules/systeminformation/lib/users.js"(exports) {
     "use strict";
     var exec = __require("child_process").exec;
     var util2 = require_util();
@@ -42130,9 +42130,9 @@ var require_users = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/internet.js
+// node_modules/systeminformation/lib/internet.js
 var require_internet = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/internet.js"(exports) {
+  "node_modules/systeminformation/lib/internet.js"(exports) {
     "use strict";
     var util2 = require_util();
     var _platform = process.platform;
@@ -42348,9 +42348,9 @@ var require_internet = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/dockerSocket.js
+// node_modules/systeminformation/lib/dockerSocket.js
 var require_dockerSocket = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/dockerSocket.js"(exports, module) {
+  "node_modules/systeminformation/lib/dockerSocket.js"(exports, module) {
     "use strict";
     var net = __require("net");
     var isWin = __require("os").type() === "Windows_NT";
@@ -42444,9 +42444,9 @@ var require_dockerSocket = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/docker.js
+// node_modules/systeminformation/lib/docker.js
 var require_docker = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/docker.js"(exports) {
+  "node_modules/systeminformation/lib/docker.js"(exports) {
     "use strict";
     var util2 = require_util();
     var DockerSocket = require_dockerSocket();
@@ -43129,9 +43129,9 @@ var require_docker = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/virtualbox.js
+// node_modules/systeminformation/lib/virtualbox.js
 var require_virtualbox = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/virtualbox.js"(exports) {
+  "node_modules/systeminformation/lib/virtualbox.js"(exports) {
     "use strict";
     var os9 = __require("os");
     var util2 = require_util();
@@ -43234,9 +43234,9 @@ var require_virtualbox = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/printer.js
+// node_modules/systeminformation/lib/printer.js
 var require_printer = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/printer.js"(exports) {
+  "node_modules/systeminformation/lib/printer.js"(exports) {
     "use strict";
     var exec = __require("child_process").exec;
     var util2 = require_util();
@@ -43419,9 +43419,9 @@ var require_printer = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/usb.js
+// node_modules/systeminformation/lib/usb.js
 var require_usb = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/usb.js"(exports) {
+  "node_modules/systeminformation/lib/usb.js"(exports) {
     "use strict";
     var exec = __require("child_process").exec;
     var util2 = require_util();
@@ -43693,9 +43693,9 @@ var require_usb = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/audio.js
+// node_modules/systeminformation/lib/audio.js
 var require_audio = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/audio.js"(exports) {
+  "node_modules/systeminformation/lib/audio.js"(exports) {
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -43993,9 +43993,9 @@ var require_audio = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/bluetoothVendors.js
+// node_modules/systeminformation/lib/bluetoothVendors.js
 var require_bluetoothVendors = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/bluetoothVendors.js"(exports, module) {
+  "node_modules/systeminformation/lib/bluetoothVendors.js"(exports, module) {
     "use strict";
     module.exports = {
       0: "Ericsson Technology Licensing",
@@ -45136,9 +45136,9 @@ var require_bluetoothVendors = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/bluetooth.js
+// node_modules/systeminformation/lib/bluetooth.js
 var require_bluetooth = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/bluetooth.js"(exports) {
+  "node_modules/systeminformation/lib/bluetooth.js"(exports) {
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -45393,9 +45393,9 @@ var require_bluetooth = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/systeminformation/lib/index.js
+// node_modules/systeminformation/lib/index.js
 var require_lib = __commonJS({
-  "../../tmp/ci-clone/node_modules/systeminformation/lib/index.js"(exports) {
+  "node_modules/systeminformation/lib/index.js"(exports) {
     "use strict";
     var lib_version = require_package().version;
     var util2 = require_util();
@@ -51522,9 +51522,9 @@ var init_start2 = __esm({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/codegen/code.js
+// node_modules/ajv/dist/compile/codegen/code.js
 var require_code = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/codegen/code.js"(exports) {
+  "node_modules/ajv/dist/compile/codegen/code.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.regexpCode = exports.getEsmExportName = exports.getProperty = exports.safeStringify = exports.stringify = exports.strConcat = exports.addCodeArg = exports.str = exports._ = exports.nil = exports._Code = exports.Name = exports.IDENTIFIER = exports._CodeOrName = void 0;
@@ -51676,9 +51676,9 @@ var require_code = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/codegen/scope.js
+// node_modules/ajv/dist/compile/codegen/scope.js
 var require_scope = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/codegen/scope.js"(exports) {
+  "node_modules/ajv/dist/compile/codegen/scope.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.ValueScope = exports.ValueScopeName = exports.Scope = exports.varKinds = exports.UsedValueState = void 0;
@@ -51821,9 +51821,9 @@ var require_scope = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/codegen/index.js
+// node_modules/ajv/dist/compile/codegen/index.js
 var require_codegen = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/codegen/index.js"(exports) {
+  "node_modules/ajv/dist/compile/codegen/index.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.or = exports.and = exports.not = exports.CodeGen = exports.operators = exports.varKinds = exports.ValueScopeName = exports.ValueScope = exports.Scope = exports.Name = exports.regexpCode = exports.stringify = exports.getProperty = exports.nil = exports.strConcat = exports.str = exports._ = void 0;
@@ -52541,9 +52541,9 @@ var require_codegen = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/util.js
+// node_modules/ajv/dist/compile/util.js
 var require_util2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/util.js"(exports) {
+  "node_modules/ajv/dist/compile/util.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.checkStrictMode = exports.getErrorPath = exports.Type = exports.useFunc = exports.setEvaluated = exports.evaluatedPropsToName = exports.mergeEvaluated = exports.eachItem = exports.unescapeJsonPointer = exports.escapeJsonPointer = exports.escapeFragment = exports.unescapeFragment = exports.schemaRefOrVal = exports.schemaHasRulesButRef = exports.schemaHasRules = exports.checkUnknownRules = exports.alwaysValidSchema = exports.toHash = void 0;
@@ -52708,9 +52708,9 @@ var require_util2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/names.js
+// node_modules/ajv/dist/compile/names.js
 var require_names = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/names.js"(exports) {
+  "node_modules/ajv/dist/compile/names.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -52747,9 +52747,9 @@ var require_names = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/errors.js
+// node_modules/ajv/dist/compile/errors.js
 var require_errors = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/errors.js"(exports) {
+  "node_modules/ajv/dist/compile/errors.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.extendErrors = exports.resetErrorsCount = exports.reportExtraError = exports.reportError = exports.keyword$DataError = exports.keywordError = void 0;
@@ -52869,9 +52869,9 @@ var require_errors = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/boolSchema.js
+// node_modules/ajv/dist/compile/validate/boolSchema.js
 var require_boolSchema = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/boolSchema.js"(exports) {
+  "node_modules/ajv/dist/compile/validate/boolSchema.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.boolOrEmptySchema = exports.topBoolOrEmptySchema = void 0;
@@ -52920,9 +52920,9 @@ var require_boolSchema = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/rules.js
+// node_modules/ajv/dist/compile/rules.js
 var require_rules = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/rules.js"(exports) {
+  "node_modules/ajv/dist/compile/rules.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.getRules = exports.isJSONType = void 0;
@@ -52951,9 +52951,9 @@ var require_rules = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/applicability.js
+// node_modules/ajv/dist/compile/validate/applicability.js
 var require_applicability = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/applicability.js"(exports) {
+  "node_modules/ajv/dist/compile/validate/applicability.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.shouldUseRule = exports.shouldUseGroup = exports.schemaHasRulesForType = void 0;
@@ -52974,9 +52974,9 @@ var require_applicability = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/dataType.js
+// node_modules/ajv/dist/compile/validate/dataType.js
 var require_dataType = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/dataType.js"(exports) {
+  "node_modules/ajv/dist/compile/validate/dataType.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.reportTypeError = exports.checkDataTypes = exports.checkDataType = exports.coerceAndCheckDataType = exports.getJSONTypes = exports.getSchemaTypes = exports.DataType = void 0;
@@ -53158,9 +53158,9 @@ var require_dataType = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/defaults.js
+// node_modules/ajv/dist/compile/validate/defaults.js
 var require_defaults = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/defaults.js"(exports) {
+  "node_modules/ajv/dist/compile/validate/defaults.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.assignDefaults = void 0;
@@ -53195,9 +53195,9 @@ var require_defaults = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/code.js
+// node_modules/ajv/dist/vocabularies/code.js
 var require_code2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/code.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/code.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.validateUnion = exports.validateArray = exports.usePattern = exports.callValidateCode = exports.schemaProperties = exports.allSchemaProperties = exports.noPropertyInData = exports.propertyInData = exports.isOwnProperty = exports.hasPropFunc = exports.reportMissingProp = exports.checkMissingProp = exports.checkReportMissingProp = void 0;
@@ -53328,9 +53328,9 @@ var require_code2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/keyword.js
+// node_modules/ajv/dist/compile/validate/keyword.js
 var require_keyword = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/keyword.js"(exports) {
+  "node_modules/ajv/dist/compile/validate/keyword.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.validateKeywordUsage = exports.validSchemaType = exports.funcKeywordCode = exports.macroKeywordCode = void 0;
@@ -53446,9 +53446,9 @@ var require_keyword = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/subschema.js
+// node_modules/ajv/dist/compile/validate/subschema.js
 var require_subschema = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/subschema.js"(exports) {
+  "node_modules/ajv/dist/compile/validate/subschema.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.extendSubschemaMode = exports.extendSubschemaData = exports.getSubschema = void 0;
@@ -53529,9 +53529,9 @@ var require_subschema = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/fast-deep-equal/index.js
+// node_modules/fast-deep-equal/index.js
 var require_fast_deep_equal = __commonJS({
-  "../../tmp/ci-clone/node_modules/fast-deep-equal/index.js"(exports, module) {
+  "node_modules/fast-deep-equal/index.js"(exports, module) {
     "use strict";
     module.exports = function equal(a2, b) {
       if (a2 === b) return true;
@@ -53564,9 +53564,9 @@ var require_fast_deep_equal = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/json-schema-traverse/index.js
+// node_modules/json-schema-traverse/index.js
 var require_json_schema_traverse = __commonJS({
-  "../../tmp/ci-clone/node_modules/json-schema-traverse/index.js"(exports, module) {
+  "node_modules/json-schema-traverse/index.js"(exports, module) {
     "use strict";
     var traverse = module.exports = function(schema, opts, cb) {
       if (typeof opts == "function") {
@@ -53652,9 +53652,9 @@ var require_json_schema_traverse = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/resolve.js
+// node_modules/ajv/dist/compile/resolve.js
 var require_resolve = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/resolve.js"(exports) {
+  "node_modules/ajv/dist/compile/resolve.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.getSchemaRefs = exports.resolveUrl = exports.normalizeId = exports._getFullPath = exports.getFullPath = exports.inlineRef = void 0;
@@ -53808,9 +53808,9 @@ var require_resolve = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/index.js
+// node_modules/ajv/dist/compile/validate/index.js
 var require_validate = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/validate/index.js"(exports) {
+  "node_modules/ajv/dist/compile/validate/index.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.getData = exports.KeywordCxt = exports.validateFunctionCode = void 0;
@@ -54316,9 +54316,9 @@ var require_validate = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/runtime/validation_error.js
+// node_modules/ajv/dist/runtime/validation_error.js
 var require_validation_error = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/runtime/validation_error.js"(exports) {
+  "node_modules/ajv/dist/runtime/validation_error.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var ValidationError = class extends Error {
@@ -54332,9 +54332,9 @@ var require_validation_error = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/ref_error.js
+// node_modules/ajv/dist/compile/ref_error.js
 var require_ref_error = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/ref_error.js"(exports) {
+  "node_modules/ajv/dist/compile/ref_error.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var resolve_1 = require_resolve();
@@ -54349,9 +54349,9 @@ var require_ref_error = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/compile/index.js
+// node_modules/ajv/dist/compile/index.js
 var require_compile = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/compile/index.js"(exports) {
+  "node_modules/ajv/dist/compile/index.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.resolveSchema = exports.getCompilingSchema = exports.resolveRef = exports.compileSchema = exports.SchemaEnv = void 0;
@@ -54573,9 +54573,9 @@ var require_compile = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/refs/data.json
+// node_modules/ajv/dist/refs/data.json
 var require_data = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/refs/data.json"(exports, module) {
+  "node_modules/ajv/dist/refs/data.json"(exports, module) {
     module.exports = {
       $id: "https://raw.githubusercontent.com/ajv-validator/ajv/master/lib/refs/data.json#",
       description: "Meta-schema for $data reference (JSON AnySchema extension proposal)",
@@ -54592,9 +54592,9 @@ var require_data = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/fast-uri/lib/utils.js
+// node_modules/fast-uri/lib/utils.js
 var require_utils2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/fast-uri/lib/utils.js"(exports, module) {
+  "node_modules/fast-uri/lib/utils.js"(exports, module) {
     "use strict";
     var isUUID = RegExp.prototype.test.bind(/^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/iu);
     var isIPv4 = RegExp.prototype.test.bind(/^(?:(?:25[0-5]|2[0-4]\d|1\d{2}|[1-9]\d|\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d{2}|[1-9]\d|\d)$/u);
@@ -55126,9 +55126,9 @@ var require_utils2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/fast-uri/lib/schemes.js
+// node_modules/fast-uri/lib/schemes.js
 var require_schemes = __commonJS({
-  "../../tmp/ci-clone/node_modules/fast-uri/lib/schemes.js"(exports, module) {
+  "node_modules/fast-uri/lib/schemes.js"(exports, module) {
     "use strict";
     var { isUUID } = require_utils2();
     var URN_REG = /^([\da-z][\d\-a-z]{0,31}):((?:[\w!$'()*+,\-./:;=@]|%[\da-f]{2})+)$/iu;
@@ -55337,9 +55337,9 @@ var require_schemes = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/fast-uri/index.js
+// node_modules/fast-uri/index.js
 var require_fast_uri = __commonJS({
-  "../../tmp/ci-clone/node_modules/fast-uri/index.js"(exports, module) {
+  "node_modules/fast-uri/index.js"(exports, module) {
     "use strict";
     var { normalizeIPv6, removeDotSegments, removeDotSegmentsRelative, recomposeAuthority, normalizePercentEncoding, normalizePathEncoding, serializePathEncoding, normalizeQueryFragmentEncoding, encodeQuery, encodeFragment, reescapeHostDelimiters, isIPv4, nonSimpleDomain } = require_utils2();
     var { SCHEMES, getSchemeHandler } = require_schemes();
@@ -55767,9 +55767,9 @@ var require_fast_uri = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/runtime/uri.js
+// node_modules/ajv/dist/runtime/uri.js
 var require_uri = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/runtime/uri.js"(exports) {
+  "node_modules/ajv/dist/runtime/uri.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var uri = require_fast_uri();
@@ -55778,9 +55778,9 @@ var require_uri = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/core.js
+// node_modules/ajv/dist/core.js
 var require_core = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/core.js"(exports) {
+  "node_modules/ajv/dist/core.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.CodeGen = exports.Name = exports.nil = exports.stringify = exports.str = exports._ = exports.KeywordCxt = void 0;
@@ -56389,9 +56389,9 @@ var require_core = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/core/id.js
+// node_modules/ajv/dist/vocabularies/core/id.js
 var require_id = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/core/id.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/core/id.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var def = {
@@ -56404,9 +56404,9 @@ var require_id = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/core/ref.js
+// node_modules/ajv/dist/vocabularies/core/ref.js
 var require_ref = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/core/ref.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/core/ref.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.callRef = exports.getValidate = void 0;
@@ -56526,9 +56526,9 @@ var require_ref = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/core/index.js
+// node_modules/ajv/dist/vocabularies/core/index.js
 var require_core2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/core/index.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/core/index.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var id_1 = require_id();
@@ -56547,9 +56547,9 @@ var require_core2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/limitNumber.js
+// node_modules/ajv/dist/vocabularies/validation/limitNumber.js
 var require_limitNumber = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/limitNumber.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/limitNumber.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -56579,9 +56579,9 @@ var require_limitNumber = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/multipleOf.js
+// node_modules/ajv/dist/vocabularies/validation/multipleOf.js
 var require_multipleOf = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/multipleOf.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/multipleOf.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -56607,9 +56607,9 @@ var require_multipleOf = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/runtime/ucs2length.js
+// node_modules/ajv/dist/runtime/ucs2length.js
 var require_ucs2length = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/runtime/ucs2length.js"(exports) {
+  "node_modules/ajv/dist/runtime/ucs2length.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     function ucs2length(str3) {
@@ -56633,9 +56633,9 @@ var require_ucs2length = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/limitLength.js
+// node_modules/ajv/dist/vocabularies/validation/limitLength.js
 var require_limitLength = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/limitLength.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/limitLength.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -56665,9 +56665,9 @@ var require_limitLength = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/pattern.js
+// node_modules/ajv/dist/vocabularies/validation/pattern.js
 var require_pattern = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/pattern.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/pattern.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var code_1 = require_code2();
@@ -56702,9 +56702,9 @@ var require_pattern = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/limitProperties.js
+// node_modules/ajv/dist/vocabularies/validation/limitProperties.js
 var require_limitProperties = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/limitProperties.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/limitProperties.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -56731,9 +56731,9 @@ var require_limitProperties = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/required.js
+// node_modules/ajv/dist/vocabularies/validation/required.js
 var require_required = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/required.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/required.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var code_1 = require_code2();
@@ -56813,9 +56813,9 @@ var require_required = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/limitItems.js
+// node_modules/ajv/dist/vocabularies/validation/limitItems.js
 var require_limitItems = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/limitItems.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/limitItems.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -56842,9 +56842,9 @@ var require_limitItems = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/runtime/equal.js
+// node_modules/ajv/dist/runtime/equal.js
 var require_equal = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/runtime/equal.js"(exports) {
+  "node_modules/ajv/dist/runtime/equal.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var equal = require_fast_deep_equal();
@@ -56853,9 +56853,9 @@ var require_equal = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/uniqueItems.js
+// node_modules/ajv/dist/vocabularies/validation/uniqueItems.js
 var require_uniqueItems = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/uniqueItems.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/uniqueItems.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var dataType_1 = require_dataType();
@@ -56920,9 +56920,9 @@ var require_uniqueItems = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/const.js
+// node_modules/ajv/dist/vocabularies/validation/const.js
 var require_const = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/const.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/const.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -56949,9 +56949,9 @@ var require_const = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/enum.js
+// node_modules/ajv/dist/vocabularies/validation/enum.js
 var require_enum = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/enum.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/enum.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -56998,9 +56998,9 @@ var require_enum = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/index.js
+// node_modules/ajv/dist/vocabularies/validation/index.js
 var require_validation = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/validation/index.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/validation/index.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var limitNumber_1 = require_limitNumber();
@@ -57036,9 +57036,9 @@ var require_validation = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/additionalItems.js
+// node_modules/ajv/dist/vocabularies/applicator/additionalItems.js
 var require_additionalItems = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/additionalItems.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/additionalItems.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.validateAdditionalItems = void 0;
@@ -57089,9 +57089,9 @@ var require_additionalItems = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/items.js
+// node_modules/ajv/dist/vocabularies/applicator/items.js
 var require_items = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/items.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/items.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.validateTuple = void 0;
@@ -57146,9 +57146,9 @@ var require_items = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/prefixItems.js
+// node_modules/ajv/dist/vocabularies/applicator/prefixItems.js
 var require_prefixItems = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/prefixItems.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/prefixItems.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var items_1 = require_items();
@@ -57163,9 +57163,9 @@ var require_prefixItems = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/items2020.js
+// node_modules/ajv/dist/vocabularies/applicator/items2020.js
 var require_items2020 = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/items2020.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/items2020.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -57198,9 +57198,9 @@ var require_items2020 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/contains.js
+// node_modules/ajv/dist/vocabularies/applicator/contains.js
 var require_contains = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/contains.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/contains.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -57292,9 +57292,9 @@ var require_contains = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/dependencies.js
+// node_modules/ajv/dist/vocabularies/applicator/dependencies.js
 var require_dependencies = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/dependencies.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/dependencies.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.validateSchemaDeps = exports.validatePropertyDeps = exports.error = void 0;
@@ -57386,9 +57386,9 @@ var require_dependencies = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/propertyNames.js
+// node_modules/ajv/dist/vocabularies/applicator/propertyNames.js
 var require_propertyNames = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/propertyNames.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/propertyNames.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -57429,9 +57429,9 @@ var require_propertyNames = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/additionalProperties.js
+// node_modules/ajv/dist/vocabularies/applicator/additionalProperties.js
 var require_additionalProperties = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/additionalProperties.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/additionalProperties.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var code_1 = require_code2();
@@ -57535,9 +57535,9 @@ var require_additionalProperties = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/properties.js
+// node_modules/ajv/dist/vocabularies/applicator/properties.js
 var require_properties = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/properties.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/properties.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var validate_1 = require_validate();
@@ -57593,9 +57593,9 @@ var require_properties = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/patternProperties.js
+// node_modules/ajv/dist/vocabularies/applicator/patternProperties.js
 var require_patternProperties = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/patternProperties.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/patternProperties.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var code_1 = require_code2();
@@ -57667,9 +57667,9 @@ var require_patternProperties = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/not.js
+// node_modules/ajv/dist/vocabularies/applicator/not.js
 var require_not = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/not.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/not.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var util_1 = require_util2();
@@ -57698,9 +57698,9 @@ var require_not = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/anyOf.js
+// node_modules/ajv/dist/vocabularies/applicator/anyOf.js
 var require_anyOf = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/anyOf.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/anyOf.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var code_1 = require_code2();
@@ -57715,9 +57715,9 @@ var require_anyOf = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/oneOf.js
+// node_modules/ajv/dist/vocabularies/applicator/oneOf.js
 var require_oneOf = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/oneOf.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/oneOf.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -57773,9 +57773,9 @@ var require_oneOf = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/allOf.js
+// node_modules/ajv/dist/vocabularies/applicator/allOf.js
 var require_allOf = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/allOf.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/allOf.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var util_1 = require_util2();
@@ -57800,9 +57800,9 @@ var require_allOf = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/if.js
+// node_modules/ajv/dist/vocabularies/applicator/if.js
 var require_if = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/if.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/if.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -57869,9 +57869,9 @@ var require_if = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/thenElse.js
+// node_modules/ajv/dist/vocabularies/applicator/thenElse.js
 var require_thenElse = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/thenElse.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/thenElse.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var util_1 = require_util2();
@@ -57887,9 +57887,9 @@ var require_thenElse = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/index.js
+// node_modules/ajv/dist/vocabularies/applicator/index.js
 var require_applicator = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/applicator/index.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/applicator/index.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var additionalItems_1 = require_additionalItems();
@@ -57935,9 +57935,9 @@ var require_applicator = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/format/format.js
+// node_modules/ajv/dist/vocabularies/format/format.js
 var require_format = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/format/format.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/format/format.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -58025,9 +58025,9 @@ var require_format = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/format/index.js
+// node_modules/ajv/dist/vocabularies/format/index.js
 var require_format2 = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/format/index.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/format/index.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var format_1 = require_format();
@@ -58036,9 +58036,9 @@ var require_format2 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/metadata.js
+// node_modules/ajv/dist/vocabularies/metadata.js
 var require_metadata = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/metadata.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/metadata.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.contentVocabulary = exports.metadataVocabulary = void 0;
@@ -58059,9 +58059,9 @@ var require_metadata = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/draft7.js
+// node_modules/ajv/dist/vocabularies/draft7.js
 var require_draft7 = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/draft7.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/draft7.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var core_1 = require_core2();
@@ -58081,9 +58081,9 @@ var require_draft7 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/discriminator/types.js
+// node_modules/ajv/dist/vocabularies/discriminator/types.js
 var require_types = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/discriminator/types.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/discriminator/types.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.DiscrError = void 0;
@@ -58095,9 +58095,9 @@ var require_types = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/discriminator/index.js
+// node_modules/ajv/dist/vocabularies/discriminator/index.js
 var require_discriminator = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/vocabularies/discriminator/index.js"(exports) {
+  "node_modules/ajv/dist/vocabularies/discriminator/index.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var codegen_1 = require_codegen();
@@ -58200,9 +58200,9 @@ var require_discriminator = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/refs/json-schema-draft-07.json
+// node_modules/ajv/dist/refs/json-schema-draft-07.json
 var require_json_schema_draft_07 = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/refs/json-schema-draft-07.json"(exports, module) {
+  "node_modules/ajv/dist/refs/json-schema-draft-07.json"(exports, module) {
     module.exports = {
       $schema: "http://json-schema.org/draft-07/schema#",
       $id: "http://json-schema.org/draft-07/schema#",
@@ -58357,9 +58357,9 @@ var require_json_schema_draft_07 = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv/dist/ajv.js
+// node_modules/ajv/dist/ajv.js
 var require_ajv = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv/dist/ajv.js"(exports, module) {
+  "node_modules/ajv/dist/ajv.js"(exports, module) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.MissingRefError = exports.ValidationError = exports.CodeGen = exports.Name = exports.nil = exports.stringify = exports.str = exports._ = exports.KeywordCxt = exports.Ajv = void 0;
@@ -58427,9 +58427,9 @@ var require_ajv = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv-formats/dist/formats.js
+// node_modules/ajv-formats/dist/formats.js
 var require_formats = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv-formats/dist/formats.js"(exports) {
+  "node_modules/ajv-formats/dist/formats.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.formatNames = exports.fastFormats = exports.fullFormats = void 0;
@@ -58630,9 +58630,9 @@ var require_formats = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv-formats/dist/limit.js
+// node_modules/ajv-formats/dist/limit.js
 var require_limit = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv-formats/dist/limit.js"(exports) {
+  "node_modules/ajv-formats/dist/limit.js"(exports) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     exports.formatLimitDefinition = void 0;
@@ -58702,9 +58702,9 @@ var require_limit = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/ajv-formats/dist/index.js
+// node_modules/ajv-formats/dist/index.js
 var require_dist = __commonJS({
-  "../../tmp/ci-clone/node_modules/ajv-formats/dist/index.js"(exports, module) {
+  "node_modules/ajv-formats/dist/index.js"(exports, module) {
     "use strict";
     Object.defineProperty(exports, "__esModule", { value: true });
     var formats_1 = require_formats();
@@ -58744,7 +58744,7 @@ var require_dist = __commonJS({
   }
 });
 
-// ../../tmp/ci-clone/node_modules/commander/esm.mjs
+// node_modules/commander/esm.mjs
 var import_index = __toESM(require_commander(), 1);
 var {
   program,
@@ -60432,7 +60432,7 @@ import { existsSync as existsSync4, mkdirSync as mkdirSync6, readFileSync as rea
 import { createRequire } from "node:module";
 import path12 from "node:path";
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/core/serverSentEvents.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/core/serverSentEvents.gen.js
 var createSseClient = ({ onRequest, onSseError, onSseEvent, responseTransformer, responseValidator, sseDefaultRetryDelay, sseMaxRetryAttempts, sseMaxRetryDelay, sseSleepFn, url: url2, ...options }) => {
   let lastEventId;
   const sleep2 = sseSleepFn ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
@@ -60551,7 +60551,7 @@ var createSseClient = ({ onRequest, onSseError, onSseEvent, responseTransformer,
   return { stream };
 };
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/core/pathSerializer.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/core/pathSerializer.gen.js
 var separatorArrayExplode = (style) => {
   switch (style) {
     case "label":
@@ -60654,7 +60654,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
   return style === "label" || style === "matrix" ? separator + joinedValues : joinedValues;
 };
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
 var defaultPathSerializer = ({ path: path53, url: _url3 }) => {
   let url2 = _url3;
@@ -60737,7 +60737,7 @@ function getValidRequestBody(options) {
   return void 0;
 }
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/core/auth.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/core/auth.gen.js
 var getAuthToken = async (auth, callback) => {
   const token = typeof callback === "function" ? await callback(auth) : callback;
   if (!token) {
@@ -60752,12 +60752,12 @@ var getAuthToken = async (auth, callback) => {
   return token;
 };
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/core/bodySerializer.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/core/bodySerializer.gen.js
 var jsonBodySerializer = {
   bodySerializer: (body) => JSON.stringify(body, (_key, value) => typeof value === "bigint" ? value.toString() : value)
 };
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/client/utils.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/client/utils.gen.js
 var createQuerySerializer = ({ parameters = {}, ...args } = {}) => {
   const querySerializer = (queryParams) => {
     const search = [];
@@ -60967,7 +60967,7 @@ var createConfig = (override = {}) => ({
   ...override
 });
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/client/client.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/client/client.gen.js
 var createClient = (config3 = {}) => {
   let _config = mergeConfigs(createConfig(), config3);
   const getConfig = () => ({ ..._config });
@@ -61175,7 +61175,7 @@ var createClient = (config3 = {}) => {
   };
 };
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/core/params.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/core/params.gen.js
 var extraPrefixesMap = {
   $body_: "body",
   $headers_: "headers",
@@ -61271,10 +61271,10 @@ var buildClientParams = (args, fields) => {
   return params;
 };
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/client.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/client.gen.js
 var client = createClient(createConfig({ baseUrl: "http://localhost:4096" }));
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/gen/sdk.gen.js
+// node_modules/@opencode-ai/sdk/dist/v2/gen/sdk.gen.js
 var HeyApiClient = class {
   client;
   constructor(args) {
@@ -65729,7 +65729,7 @@ var OpencodeClient = class _OpencodeClient extends HeyApiClient {
   }
 };
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/error-interceptor.js
+// node_modules/@opencode-ai/sdk/dist/error-interceptor.js
 function wrapClientError(error46, response, request, opts) {
   if (!opts?.throwOnError)
     return error46;
@@ -65756,7 +65756,7 @@ function describe(request, response) {
   return `${method} ${url2}${status ? " \u2192 " + status : ""}${statusText ? " " + statusText : ""}`;
 }
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/client.js
+// node_modules/@opencode-ai/sdk/dist/v2/client.js
 function pick2(value, fallback, encode3) {
   if (!value)
     return;
@@ -65832,7 +65832,7 @@ function createOpencodeClient(config3) {
   return new OpencodeClient({ client: client2 });
 }
 
-// ../../tmp/ci-clone/node_modules/@opencode-ai/sdk/dist/v2/server.js
+// node_modules/@opencode-ai/sdk/dist/v2/server.js
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 
 // engine/harness/translate.ts
@@ -68220,7 +68220,7 @@ import { createReadStream as createReadStream3, existsSync as existsSync20, stat
 import http2 from "node:http";
 import path43 from "node:path";
 
-// ../../tmp/ci-clone/node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
+// node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
   const newObj = Object.assign(emptyObject(), obj1);
   for (const overrides of objs) for (const key in overrides) {
@@ -68318,7 +68318,7 @@ var retryableRpcCodes = [
   TRPC_ERROR_CODES_BY_KEY.INTERNAL_SERVER_ERROR
 ];
 
-// ../../tmp/ci-clone/node_modules/@trpc/server/dist/getErrorShape-B5jPKHJ3.mjs
+// node_modules/@trpc/server/dist/getErrorShape-B5jPKHJ3.mjs
 var noop3 = () => {
 };
 var freezeIfAvailable = (obj2) => {
@@ -68499,7 +68499,7 @@ function getErrorShape(opts) {
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/server/dist/asyncGeneratorDelegate-JWx0LJUD.mjs
+// node_modules/@trpc/server/dist/asyncGeneratorDelegate-JWx0LJUD.mjs
 var UnknownCauseError = class extends Error {
   constructor(cause) {
     super(getMessage2(cause));
@@ -68944,7 +68944,7 @@ function _asyncGeneratorDelegate(t2) {
   }), e;
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/server/dist/observable-kpFFzvou.mjs
+// node_modules/@trpc/server/dist/observable-kpFFzvou.mjs
 function isObservable(x) {
   return typeof x === "object" && x !== null && "subscribe" in x;
 }
@@ -69140,7 +69140,7 @@ function observableToAsyncIterable(observable2, signal) {
   return iterator;
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/server/dist/resolveResponse-2MBY36PP.mjs
+// node_modules/@trpc/server/dist/resolveResponse-2MBY36PP.mjs
 function parseConnectionParamsFromUnknown(parsed) {
   try {
     if (parsed === null) return null;
@@ -70840,7 +70840,7 @@ async function resolveResponse(opts) {
   }
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
+// node_modules/@trpc/server/dist/node-http-CyL_jN-0.mjs
 import { IncomingMessage } from "node:http";
 function createBody(req, opts) {
   let source = req;
@@ -71072,7 +71072,7 @@ async function nodeHTTPRequestHandler(opts) {
   });
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/server/dist/adapters/standalone.mjs
+// node_modules/@trpc/server/dist/adapters/standalone.mjs
 var trimSlashes = (path53) => {
   path53 = path53.startsWith("/") ? path53.slice(1) : path53;
   path53 = path53.endsWith("/") ? path53.slice(0, -1) : path53;
@@ -71102,7 +71102,7 @@ function createHTTPHandler(opts) {
   return createHandler(opts);
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/server/dist/initTRPC-DPoVGUwX.mjs
+// node_modules/@trpc/server/dist/initTRPC-DPoVGUwX.mjs
 var middlewareMarker = "middlewareMarker";
 function createMiddlewareFactory() {
   function createMiddlewareInner(middlewares) {
@@ -72462,7 +72462,7 @@ function unattendedDecision(ask, mode) {
 // engine/commands/target-flags.ts
 import { createHash as createHash4 } from "node:crypto";
 
-// ../../tmp/ci-clone/node_modules/@trpc/server/dist/observable-Cmd1MFy3.mjs
+// node_modules/@trpc/server/dist/observable-Cmd1MFy3.mjs
 function share(_opts) {
   return (source) => {
     let refCount = 0;
@@ -72573,7 +72573,7 @@ function behaviorSubject(initialValue) {
   return obs;
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/client/dist/splitLink-DcpFI5s5.mjs
+// node_modules/@trpc/client/dist/splitLink-DcpFI5s5.mjs
 function createChain(opts) {
   return observable((observer) => {
     function execute(index = 0, op = opts.op) {
@@ -72608,7 +72608,7 @@ function splitLink(opts) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/client/dist/objectSpread2-weooBxVk.mjs
+// node_modules/@trpc/client/dist/objectSpread2-weooBxVk.mjs
 function _typeof2(o2) {
   "@babel/helpers - typeof";
   return _typeof2 = "function" == typeof Symbol && "symbol" == typeof Symbol.iterator ? function(o3) {
@@ -72661,7 +72661,7 @@ function _objectSpread22(e) {
   return e;
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/client/dist/TRPCClientError-Byo7P4QG.mjs
+// node_modules/@trpc/client/dist/TRPCClientError-Byo7P4QG.mjs
 function isTRPCClientError(cause) {
   return cause instanceof TRPCClientError;
 }
@@ -72707,7 +72707,7 @@ var TRPCClientError = class TRPCClientError2 extends Error {
   }
 };
 
-// ../../tmp/ci-clone/node_modules/@trpc/client/dist/unstable-internals.mjs
+// node_modules/@trpc/client/dist/unstable-internals.mjs
 function getTransformer(transformer) {
   const _transformer = transformer;
   if (!_transformer) return {
@@ -72727,7 +72727,7 @@ function getTransformer(transformer) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/client/dist/httpUtils-5Hmhcy-z.mjs
+// node_modules/@trpc/client/dist/httpUtils-5Hmhcy-z.mjs
 var isFunction2 = (fn) => typeof fn === "function";
 function getFetch(customFetchImpl) {
   if (customFetchImpl) return customFetchImpl;
@@ -72867,7 +72867,7 @@ async function httpRequest(opts) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/client/dist/httpBatchLink-aPx7u_sr.mjs
+// node_modules/@trpc/client/dist/httpBatchLink-aPx7u_sr.mjs
 var throwFatalError = () => {
   throw new Error("Something went wrong. Please submit an issue at https://github.com/trpc/trpc/issues/new");
 };
@@ -73053,7 +73053,7 @@ function httpBatchLink(opts) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/@trpc/client/dist/wsLink-l0dX0ah6.mjs
+// node_modules/@trpc/client/dist/wsLink-l0dX0ah6.mjs
 var resultOf = (value, ...args) => {
   return typeof value === "function" ? value(...args) : value;
 };
@@ -73207,7 +73207,7 @@ var WsConnection = class WsConnection2 {
 };
 _defineProperty2(WsConnection, "connectCount", 0);
 
-// ../../tmp/ci-clone/node_modules/@trpc/client/dist/index.mjs
+// node_modules/@trpc/client/dist/index.mjs
 var observerKeys = [
   "onStarted",
   "onData",
@@ -73596,7 +73596,7 @@ AsyncGenerator2.prototype["function" == typeof Symbol && Symbol.asyncIterator ||
   return this._invoke("return", e);
 };
 
-// ../../tmp/ci-clone/node_modules/eventsource-parser/dist/index.js
+// node_modules/eventsource-parser/dist/index.js
 var ParseError = class extends Error {
   constructor(message, options) {
     super(message), this.name = "ParseError", this.type = options.type, this.field = options.field, this.value = options.value, this.line = options.line;
@@ -73772,7 +73772,7 @@ function isEventPrefix(chunk, i2, firstCharCode) {
   return firstCharCode === 101 && chunk.charCodeAt(i2 + 1) === 118 && chunk.charCodeAt(i2 + 2) === 101 && chunk.charCodeAt(i2 + 3) === 110 && chunk.charCodeAt(i2 + 4) === 116 && chunk.charCodeAt(i2 + 5) === 58;
 }
 
-// ../../tmp/ci-clone/node_modules/eventsource/dist/index.js
+// node_modules/eventsource/dist/index.js
 var ErrorEvent = class extends Event {
   /**
    * Constructs a new `ErrorEvent` instance. This is typically not called directly,
@@ -74575,14 +74575,14 @@ answer (number or text; empty dismisses): `);
 import { PassThrough as PassThrough2 } from "node:stream";
 import { StringDecoder as StringDecoder3 } from "node:string_decoder";
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/server/stdio.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/server/stdio.js
 import process11 from "node:process";
 
-// ../../tmp/ci-clone/node_modules/zod/v4/classic/index.js
+// node_modules/zod/v4/classic/index.js
 init_external();
 init_external();
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/types.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/types.js
 var LATEST_PROTOCOL_VERSION = "2025-11-25";
 var SUPPORTED_PROTOCOL_VERSIONS = [LATEST_PROTOCOL_VERSION, "2025-06-18", "2025-03-26", "2024-11-05", "2024-10-07"];
 var RELATED_TASK_META_KEY = "io.modelcontextprotocol/related-task";
@@ -76113,7 +76113,7 @@ var UrlElicitationRequiredError = class extends McpError {
   }
 };
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/shared/stdio.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/shared/stdio.js
 var STDIO_DEFAULT_MAX_BUFFER_SIZE = 10 * 1024 * 1024;
 var ReadBuffer = class {
   constructor(options) {
@@ -76150,7 +76150,7 @@ function serializeMessage(message) {
   return JSON.stringify(message) + "\n";
 }
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/server/stdio.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/server/stdio.js
 var StdioServerTransport = class {
   constructor(_stdin = process11.stdin, _stdout = process11.stdout, options) {
     this._stdin = _stdin;
@@ -76396,7 +76396,7 @@ import { execFile } from "node:child_process";
 import path51 from "node:path";
 import { promisify as promisify3 } from "node:util";
 
-// ../../tmp/ci-clone/node_modules/zod/v3/helpers/util.js
+// node_modules/zod/v3/helpers/util.js
 var util;
 (function(util2) {
   util2.assertEqual = (_) => {
@@ -76530,7 +76530,7 @@ var getParsedType2 = (data) => {
   }
 };
 
-// ../../tmp/ci-clone/node_modules/zod/v3/ZodError.js
+// node_modules/zod/v3/ZodError.js
 var ZodIssueCode2 = util.arrayToEnum([
   "invalid_type",
   "invalid_literal",
@@ -76644,7 +76644,7 @@ ZodError2.create = (issues) => {
   return error46;
 };
 
-// ../../tmp/ci-clone/node_modules/zod/v3/locales/en.js
+// node_modules/zod/v3/locales/en.js
 var errorMap = (issue2, _ctx) => {
   let message;
   switch (issue2.code) {
@@ -76747,13 +76747,13 @@ var errorMap = (issue2, _ctx) => {
 };
 var en_default2 = errorMap;
 
-// ../../tmp/ci-clone/node_modules/zod/v3/errors.js
+// node_modules/zod/v3/errors.js
 var overrideErrorMap = en_default2;
 function getErrorMap2() {
   return overrideErrorMap;
 }
 
-// ../../tmp/ci-clone/node_modules/zod/v3/helpers/parseUtil.js
+// node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
   const { data, path: path53, errorMaps, issueData } = params;
   const fullPath = [...path53, ...issueData.path || []];
@@ -76862,14 +76862,14 @@ var isDirty = (x) => x.status === "dirty";
 var isValid = (x) => x.status === "valid";
 var isAsync = (x) => typeof Promise !== "undefined" && x instanceof Promise;
 
-// ../../tmp/ci-clone/node_modules/zod/v3/helpers/errorUtil.js
+// node_modules/zod/v3/helpers/errorUtil.js
 var errorUtil;
 (function(errorUtil2) {
   errorUtil2.errToObj = (message) => typeof message === "string" ? { message } : message || {};
   errorUtil2.toString = (message) => typeof message === "string" ? message : message?.message;
 })(errorUtil || (errorUtil = {}));
 
-// ../../tmp/ci-clone/node_modules/zod/v3/types.js
+// node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
   constructor(parent, value, path53, key) {
     this._cachedPath = [];
@@ -80272,13 +80272,13 @@ var nullableType = ZodNullable2.create;
 var preprocessType = ZodEffects.createWithPreprocess;
 var pipelineType = ZodPipeline.create;
 
-// ../../tmp/ci-clone/node_modules/zod/v4/mini/external.js
+// node_modules/zod/v4/mini/external.js
 init_core2();
 
-// ../../tmp/ci-clone/node_modules/zod/v4/mini/parse.js
+// node_modules/zod/v4/mini/parse.js
 init_core2();
 
-// ../../tmp/ci-clone/node_modules/zod/v4/mini/schemas.js
+// node_modules/zod/v4/mini/schemas.js
 init_core2();
 init_core2();
 var ZodMiniType = /* @__PURE__ */ $constructor("ZodMiniType", (inst, def) => {
@@ -80324,20 +80324,20 @@ function object2(shape, params) {
   return new ZodMiniObject(def);
 }
 
-// ../../tmp/ci-clone/node_modules/zod/v4/mini/checks.js
+// node_modules/zod/v4/mini/checks.js
 init_core2();
 
-// ../../tmp/ci-clone/node_modules/zod/v4/mini/external.js
+// node_modules/zod/v4/mini/external.js
 init_core2();
 init_locales();
 
-// ../../tmp/ci-clone/node_modules/zod/v4/mini/iso.js
+// node_modules/zod/v4/mini/iso.js
 init_core2();
 
-// ../../tmp/ci-clone/node_modules/zod/v4/mini/coerce.js
+// node_modules/zod/v4/mini/coerce.js
 init_core2();
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/server/zod-compat.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/server/zod-compat.js
 function isZ4Schema(s) {
   const schema = s;
   return !!schema._zod;
@@ -80497,12 +80497,12 @@ function getLiteralValue(schema) {
   return void 0;
 }
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/interfaces.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/interfaces.js
 function isTerminal(status) {
   return status === "completed" || status === "failed" || status === "cancelled";
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/Options.js
+// node_modules/zod-to-json-schema/dist/esm/Options.js
 var ignoreOverride = /* @__PURE__ */ Symbol("Let zodToJsonSchema decide on which parser to use");
 var defaultOptions = {
   name: void 0,
@@ -80536,7 +80536,7 @@ var getDefaultOptions = (options) => typeof options === "string" ? {
   ...options
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/Refs.js
+// node_modules/zod-to-json-schema/dist/esm/Refs.js
 var getRefs = (options) => {
   const _options = getDefaultOptions(options);
   const currentPath = _options.name !== void 0 ? [..._options.basePath, _options.definitionPath, _options.name] : _options.basePath;
@@ -80557,7 +80557,7 @@ var getRefs = (options) => {
   };
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/errorMessages.js
+// node_modules/zod-to-json-schema/dist/esm/errorMessages.js
 function addErrorMessage(res, key, errorMessage, refs) {
   if (!refs?.errorMessages)
     return;
@@ -80573,7 +80573,7 @@ function setResponseValueAndErrors(res, key, value, errorMessage, refs) {
   addErrorMessage(res, key, errorMessage, refs);
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/getRelativePath.js
+// node_modules/zod-to-json-schema/dist/esm/getRelativePath.js
 var getRelativePath = (pathA, pathB) => {
   let i2 = 0;
   for (; i2 < pathA.length && i2 < pathB.length; i2++) {
@@ -80583,7 +80583,7 @@ var getRelativePath = (pathA, pathB) => {
   return [(pathA.length - i2).toString(), ...pathB.slice(i2)].join("/");
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/any.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/any.js
 function parseAnyDef(refs) {
   if (refs.target !== "openAi") {
     return {};
@@ -80599,7 +80599,7 @@ function parseAnyDef(refs) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/array.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/array.js
 function parseArrayDef(def, refs) {
   const res = {
     type: "array"
@@ -80623,7 +80623,7 @@ function parseArrayDef(def, refs) {
   return res;
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/bigint.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/bigint.js
 function parseBigintDef(def, refs) {
   const res = {
     type: "integer",
@@ -80669,24 +80669,24 @@ function parseBigintDef(def, refs) {
   return res;
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/boolean.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/boolean.js
 function parseBooleanDef() {
   return {
     type: "boolean"
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/branded.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/branded.js
 function parseBrandedDef(_def, refs) {
   return parseDef(_def.type._def, refs);
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/catch.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/catch.js
 var parseCatchDef = (def, refs) => {
   return parseDef(def.innerType._def, refs);
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/date.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/date.js
 function parseDateDef(def, refs, overrideDateStrategy) {
   const strategy = overrideDateStrategy ?? refs.dateStrategy;
   if (Array.isArray(strategy)) {
@@ -80745,7 +80745,7 @@ var integerDateParser = (def, refs) => {
   return res;
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/default.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/default.js
 function parseDefaultDef(_def, refs) {
   return {
     ...parseDef(_def.innerType._def, refs),
@@ -80753,12 +80753,12 @@ function parseDefaultDef(_def, refs) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/effects.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/effects.js
 function parseEffectsDef(_def, refs) {
   return refs.effectStrategy === "input" ? parseDef(_def.schema._def, refs) : parseAnyDef(refs);
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/enum.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/enum.js
 function parseEnumDef(def) {
   return {
     type: "string",
@@ -80766,7 +80766,7 @@ function parseEnumDef(def) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/intersection.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/intersection.js
 var isJsonSchema7AllOfType = (type) => {
   if ("type" in type && type.type === "string")
     return false;
@@ -80808,7 +80808,7 @@ function parseIntersectionDef(def, refs) {
   } : void 0;
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/literal.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/literal.js
 function parseLiteralDef(def, refs) {
   const parsedType8 = typeof def.value;
   if (parsedType8 !== "bigint" && parsedType8 !== "number" && parsedType8 !== "boolean" && parsedType8 !== "string") {
@@ -80828,7 +80828,7 @@ function parseLiteralDef(def, refs) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/string.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/string.js
 var emojiRegex2 = void 0;
 var zodPatterns = {
   /**
@@ -81153,7 +81153,7 @@ function stringifyRegExpWithFlags(regex, refs) {
   return pattern;
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/record.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/record.js
 function parseRecordDef(def, refs) {
   if (refs.target === "openAi") {
     console.warn("Warning: OpenAI may not support records in schemas! Try an array of key-value pairs instead.");
@@ -81205,7 +81205,7 @@ function parseRecordDef(def, refs) {
   return schema;
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/map.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/map.js
 function parseMapDef(def, refs) {
   if (refs.mapStrategy === "record") {
     return parseRecordDef(def, refs);
@@ -81230,7 +81230,7 @@ function parseMapDef(def, refs) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/nativeEnum.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/nativeEnum.js
 function parseNativeEnumDef(def) {
   const object3 = def.values;
   const actualKeys = Object.keys(def.values).filter((key) => {
@@ -81244,7 +81244,7 @@ function parseNativeEnumDef(def) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/never.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/never.js
 function parseNeverDef(refs) {
   return refs.target === "openAi" ? void 0 : {
     not: parseAnyDef({
@@ -81254,7 +81254,7 @@ function parseNeverDef(refs) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/null.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/null.js
 function parseNullDef(refs) {
   return refs.target === "openApi3" ? {
     enum: ["null"],
@@ -81264,7 +81264,7 @@ function parseNullDef(refs) {
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/union.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/union.js
 var primitiveMappings = {
   ZodString: "string",
   ZodNumber: "number",
@@ -81332,7 +81332,7 @@ var asAnyOf = (def, refs) => {
   return anyOf.length ? { anyOf } : void 0;
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/nullable.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/nullable.js
 function parseNullableDef(def, refs) {
   if (["ZodString", "ZodNumber", "ZodBigInt", "ZodBoolean", "ZodNull"].includes(def.innerType._def.typeName) && (!def.innerType._def.checks || !def.innerType._def.checks.length)) {
     if (refs.target === "openApi3") {
@@ -81364,7 +81364,7 @@ function parseNullableDef(def, refs) {
   return base2 && { anyOf: [base2, { type: "null" }] };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/number.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/number.js
 function parseNumberDef(def, refs) {
   const res = {
     type: "number"
@@ -81413,7 +81413,7 @@ function parseNumberDef(def, refs) {
   return res;
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/object.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/object.js
 function parseObjectDef(def, refs) {
   const forceOptionalIntoNullable = refs.target === "openAi";
   const result = {
@@ -81483,7 +81483,7 @@ function safeIsOptional(schema) {
   }
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/optional.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/optional.js
 var parseOptionalDef = (def, refs) => {
   if (refs.currentPath.toString() === refs.propertyPath?.toString()) {
     return parseDef(def.innerType._def, refs);
@@ -81502,7 +81502,7 @@ var parseOptionalDef = (def, refs) => {
   } : parseAnyDef(refs);
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/pipeline.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/pipeline.js
 var parsePipelineDef = (def, refs) => {
   if (refs.pipeStrategy === "input") {
     return parseDef(def.in._def, refs);
@@ -81522,12 +81522,12 @@ var parsePipelineDef = (def, refs) => {
   };
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/promise.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/promise.js
 function parsePromiseDef(def, refs) {
   return parseDef(def.type._def, refs);
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/set.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/set.js
 function parseSetDef(def, refs) {
   const items = parseDef(def.valueType._def, {
     ...refs,
@@ -81547,7 +81547,7 @@ function parseSetDef(def, refs) {
   return schema;
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/tuple.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/tuple.js
 function parseTupleDef(def, refs) {
   if (def.rest) {
     return {
@@ -81575,24 +81575,24 @@ function parseTupleDef(def, refs) {
   }
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/undefined.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/undefined.js
 function parseUndefinedDef(refs) {
   return {
     not: parseAnyDef(refs)
   };
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/unknown.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/unknown.js
 function parseUnknownDef(refs) {
   return parseAnyDef(refs);
 }
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parsers/readonly.js
+// node_modules/zod-to-json-schema/dist/esm/parsers/readonly.js
 var parseReadonlyDef = (def, refs) => {
   return parseDef(def.innerType._def, refs);
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/selectParser.js
+// node_modules/zod-to-json-schema/dist/esm/selectParser.js
 var selectParser = (def, typeName, refs) => {
   switch (typeName) {
     case ZodFirstPartyTypeKind2.ZodString:
@@ -81668,7 +81668,7 @@ var selectParser = (def, typeName, refs) => {
   }
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/parseDef.js
+// node_modules/zod-to-json-schema/dist/esm/parseDef.js
 function parseDef(def, refs, forceResolution = false) {
   const seenItem = refs.seen.get(def);
   if (refs.override) {
@@ -81724,7 +81724,7 @@ var addMeta = (def, refs, jsonSchema) => {
   return jsonSchema;
 };
 
-// ../../tmp/ci-clone/node_modules/zod-to-json-schema/dist/esm/zodToJsonSchema.js
+// node_modules/zod-to-json-schema/dist/esm/zodToJsonSchema.js
 var zodToJsonSchema = (schema, options) => {
   const refs = getRefs(options);
   let definitions = typeof options === "object" && options.definitions ? Object.entries(options.definitions).reduce((acc, [name2, schema2]) => ({
@@ -81786,7 +81786,7 @@ var zodToJsonSchema = (schema, options) => {
   return combined;
 };
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/server/zod-json-schema-compat.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/server/zod-json-schema-compat.js
 function mapMiniTarget(t2) {
   if (!t2)
     return "draft-7";
@@ -81828,7 +81828,7 @@ function parseWithCompat(schema, data) {
   return result.data;
 }
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/shared/protocol.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/shared/protocol.js
 var DEFAULT_REQUEST_TIMEOUT_MSEC = 6e4;
 var Protocol = class {
   constructor(_options) {
@@ -82805,7 +82805,7 @@ function mergeCapabilities(base2, additional) {
   return result;
 }
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/validation/ajv-provider.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/validation/ajv-provider.js
 var import_ajv = __toESM(require_ajv(), 1);
 var import_ajv_formats = __toESM(require_dist(), 1);
 function createDefaultAjvInstance() {
@@ -82873,7 +82873,7 @@ var AjvJsonSchemaValidator = class {
   }
 };
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/server.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/server.js
 var ExperimentalServerTasks = class {
   constructor(_server) {
     this._server = _server;
@@ -83086,7 +83086,7 @@ var ExperimentalServerTasks = class {
   }
 };
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/helpers.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/helpers.js
 function assertToolsCallTaskCapability(requests, method, entityName) {
   if (!requests) {
     throw new Error(`${entityName} does not support task creation (required for ${method})`);
@@ -83121,7 +83121,7 @@ function assertClientRequestTaskCapability(requests, method, entityName) {
   }
 }
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/server/index.js
 var Server = class extends Protocol {
   /**
    * Initializes this server with the given name and version information.
@@ -83492,7 +83492,7 @@ var Server = class extends Protocol {
   }
 };
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/server/completable.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/server/completable.js
 var COMPLETABLE_SYMBOL = /* @__PURE__ */ Symbol.for("mcp.completable");
 function isCompletable(schema) {
   return !!schema && typeof schema === "object" && COMPLETABLE_SYMBOL in schema;
@@ -83506,7 +83506,7 @@ var McpZodTypeKind;
   McpZodTypeKind2["Completable"] = "McpCompletable";
 })(McpZodTypeKind || (McpZodTypeKind = {}));
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/shared/toolNameValidation.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/shared/toolNameValidation.js
 var TOOL_NAME_REGEX = /^[A-Za-z0-9._-]{1,128}$/;
 function validateToolName(name) {
   const warnings = [];
@@ -83564,7 +83564,7 @@ function validateAndWarnToolName(name) {
   return result.isValid;
 }
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/mcp-server.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/experimental/tasks/mcp-server.js
 var ExperimentalMcpServerTasks = class {
   constructor(_mcpServer) {
     this._mcpServer = _mcpServer;
@@ -83579,7 +83579,7 @@ var ExperimentalMcpServerTasks = class {
   }
 };
 
-// ../../tmp/ci-clone/node_modules/@modelcontextprotocol/sdk/dist/esm/server/mcp.js
+// node_modules/@modelcontextprotocol/sdk/dist/esm/server/mcp.js
 init_zod();
 function toolInputElementCount(value, max) {
   let count2 = 0;
