@@ -91,6 +91,19 @@ export interface Report {
     batchPhasesOff: Phases;
     goals: { batchRatio: number; startOverheadMs: number };
   };
+  /**
+   * The same sandboxed engine with a keyed target (its opencode reaches the model through the engine's key gateway, as
+   * every managed llama-server's does) against the batch without a key.
+   */
+  gateway?: {
+    tasks: number;
+    batchMsKeyed: number;
+    batchMsOpen: number;
+    batchRatio: number;
+    builtKeyed: number;
+    engineCpuSecKeyed: number;
+    engineCpuSecOpen: number;
+  };
   /** A private repository (the engine's createWorkspace) against a git worktree, per worker. */
   privateRepo?: RepoCost & { privateRepoMs: number; worktreeMs: number; timeRatio: number };
   /** opencode serve memory per concurrent worker, and many workers at once. */
@@ -309,6 +322,17 @@ function sandboxSection(r: Report): string[] {
     "",
     `Where a lone worker's start goes (medians since queued), sandbox on: ${ph(s.lonePhasesOn)}; off: ${ph(s.lonePhasesOff)}.`,
     `In the batch, on: ${ph(s.batchPhasesOn)}; off: ${ph(s.batchPhasesOff)}.`,
+    ...gatewayLines(r),
+  ];
+}
+
+function gatewayLines(r: Report): string[] {
+  const g = r.gateway;
+  if (!g) return [];
+  const R = (key: string, unit = "") => fmt(r.range[key], unit);
+  return [
+    "",
+    `Through the key gateway: a third engine of the same build, sandboxed, whose target names a key variable, so its opencode reaches the model through the engine's loopback gateway (engine/gateway/), which adds the key, as every managed llama-server's opencode does; the batches above use a target without a key. Same repetitions, same ${g.tasks}-task batch: ${R("gateway.batchMsKeyed", " ms")} through the gateway against ${R("gateway.batchMsOpen", " ms")} without a key, **${R("gateway.batchRatio")}**; engine CPU ${R("gateway.engineCpuSecKeyed", " s")} against ${R("gateway.engineCpuSecOpen", " s")}; built ${g.builtKeyed} of ${g.tasks}.`,
   ];
 }
 

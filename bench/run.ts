@@ -1,6 +1,7 @@
 // `npm run bench`: figures measured side by side in one run, against the real engine + real opencode + the scripted
 // model. Writes bench/report.json and bench/report.md; `--merge-ui FILE` adds the Playwright bench's result to them.
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -388,18 +389,22 @@ const FAULT_FILES_COUNT = 7;
 async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, report: Report, put: (key: string, runs: number[], d?: number) => number) {
   const batchSizes = quick ? [4, 8] : [16, 32];
   const sandboxSize = batchSizes[0]!;
-  type Side = "engine" | "noSandbox" | "bare" | "bareClone";
+  type Side = "engine" | "noSandbox" | "keyed" | "bare" | "bareClone";
+  // The keyed engine's target names a key variable, so its opencode reaches the model through the engine's key gateway,
+  // as every managed llama-server's does (the scripted model ignores the key the gateway adds).
+  const keyVar = "OCW_BENCH_MODEL_KEY";
   const runsOf = new Map<string, (EngineBatch | BareBatch)[]>();
   const add = (side: Side, n: number, r: EngineBatch | BareBatch) => runsOf.set(`${side}${n}`, [...(runsOf.get(`${side}${n}`) ?? []), r]);
   const lone: Record<"on" | "off", WorkerStart[][]> = { on: [], off: [] };
   const batchMisses: NonNullable<Report["batchMisses"]> = [];
   let env: ReturnType<typeof compareEnv> | null = null;
   let envNoSandbox: ReturnType<typeof compareEnv> | null = null;
-  const up = async (noSandbox: boolean) => {
-    const e = await startEngine(tempDir("state"), noSandbox ? { OCW_NO_SANDBOX: "1" } : {});
-    await e.client.targets.save.mutate({ target: benchTarget(model.url), activate: true });
+  const up = async (kind: "sandbox" | "noSandbox" | "keyed") => {
+    const e = await startEngine(tempDir("state"), kind === "noSandbox" ? { OCW_NO_SANDBOX: "1" } : kind === "keyed" ? { [keyVar]: randomBytes(16).toString("hex") } : {});
+    const target = benchTarget(model.url);
+    await e.client.targets.save.mutate({ target: kind === "keyed" ? { ...target, keyRef: keyVar } : target, activate: true });
     const mcp = await startMcp(e.stateDir, "claude-code");
-    await batchThroughMcp(mcp, e, model, 1, `warm-up${noSandbox ? "-nosb" : ""}`);
+    await batchThroughMcp(mcp, e, model, 1, `warm-up-${kind}`);
     return { e, mcp };
   };
   const down = async ({ e, mcp }: { e: TestEngine; mcp: Awaited<ReturnType<typeof startMcp>> }) => {
@@ -408,10 +413,11 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     cleanup(e.stateDir);
   };
   for (let rep = 0; rep < reps; rep++) {
-    const sb = await up(false);
-    const nosb = await up(true).catch(async (err) => (await down(sb), Promise.reject(err)));
-    const bare = await bareRig(model).catch(async (err) => (await down(nosb), await down(sb), Promise.reject(err)));
-    const bareClone = await bareRig(model, "private-clone").catch(async (err) => (await bare.close(), await down(nosb), await down(sb), Promise.reject(err)));
+    const sb = await up("sandbox");
+    const nosb = await up("noSandbox").catch(async (err) => (await down(sb), Promise.reject(err)));
+    const keyed = await up("keyed").catch(async (err) => (await down(nosb), await down(sb), Promise.reject(err)));
+    const bare = await bareRig(model).catch(async (err) => (await down(keyed), await down(nosb), await down(sb), Promise.reject(err)));
+    const bareClone = await bareRig(model, "private-clone").catch(async (err) => (await bare.close(), await down(keyed), await down(nosb), await down(sb), Promise.reject(err)));
     try {
       if (!env) {
         const bareEnv = environOf(bare.pid);
@@ -426,7 +432,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
         log(`lone worker start, sandbox ${which} (run ${rep + 1}/${reps}): queued → first model request ${startMedians(s).firstRequestMs} ms`);
       }
       for (const n of batchSizes) {
-        const sides: Side[] = n === sandboxSize ? ["bare", "engine", "bareClone", "noSandbox"] : ["bare", "engine", "bareClone"];
+        const sides: Side[] = n === sandboxSize ? ["bare", "engine", "bareClone", "noSandbox", "keyed"] : ["bare", "engine", "bareClone"];
         // Odd repetitions run the sides in reverse: each pair (engine/bare, sandbox on/off) takes turns going first.
         const order = rep % 2 ? [...sides].reverse() : sides;
         for (const side of order) {
@@ -436,19 +442,20 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
             log(`batch ${n} bare SDK${side === "bareClone" ? " on private clones" : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
             continue;
           }
-          const eng = side === "engine" ? sb : nosb;
+          const eng = side === "engine" ? sb : side === "keyed" ? keyed : nosb;
           const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}`);
           add(side, n, r);
-          log(`batch ${n} ${side === "engine" ? "engine + MCP" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+          log(`batch ${n} ${side === "engine" ? "engine + MCP" : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
           for (const m of r.misses) {
             log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
-            batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : {}), ...m });
+            batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : side === "keyed" ? { side: "keyed target" } : {}), ...m });
           }
         }
       }
     } finally {
       await bareClone.close();
       await bare.close();
+      await down(keyed);
       await down(nosb);
       await down(sb);
     }
@@ -531,6 +538,17 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     goals: { batchRatio: 1.05, startOverheadMs: 100 },
   };
   report.sandbox = sandbox;
+  const viaGateway = get<EngineBatch>("keyed", sandboxSize);
+  report.gateway = {
+    tasks: sandboxSize,
+    batchMsKeyed: put("gateway.batchMsKeyed", viaGateway.map((r) => r.wallMs), 0),
+    batchMsOpen: put("gateway.batchMsOpen", on.map((r) => r.wallMs), 0),
+    batchRatio: put("gateway.batchRatio", viaGateway.map((r, i) => r.wallMs / on[i]!.wallMs), 2),
+    builtKeyed: Math.min(...viaGateway.map((r) => r.built)),
+    engineCpuSecKeyed: put("gateway.engineCpuSecKeyed", viaGateway.map((r) => r.cpuSec), 2),
+    engineCpuSecOpen: put("gateway.engineCpuSecOpen", on.map((r) => r.cpuSec), 2),
+  };
+  log(`key gateway: batch ${report.gateway.batchMsKeyed} vs ${report.gateway.batchMsOpen} ms without a key (ratio ${report.gateway.batchRatio}); engine CPU ${report.gateway.engineCpuSecKeyed} vs ${report.gateway.engineCpuSecOpen} s`);
   log(`sandbox: batch ${sandbox.batchMsOn} vs ${sandbox.batchMsOff} ms (ratio ${sandbox.batchRatio}); lone start ${sandbox.loneStartMsOn} vs ${sandbox.loneStartMsOff} ms (+${sandbox.loneStartOverheadMs} ms)`);
 
   const big = batchSizes.at(-1)!;
