@@ -27,7 +27,7 @@ async function upstream(handler: Handler) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, seen };
 }
 
-async function gatewayTo(url: string, silenceMs?: number, key = "real-key", gw = new KeyGateway()) {
+async function gatewayTo(url: string, silenceMs = 60_000, key = "real-key", gw = new KeyGateway()) {
   closers.push(() => gw.close());
   return gw.add("t", { upstream: url, key, silenceMs });
 }

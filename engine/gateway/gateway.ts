@@ -10,10 +10,9 @@ export interface GatewayRoute {
   /** The real key, added to forwarded requests; it never leaves the engine's process otherwise. */
   key: string;
   /** How long the upstream may send nothing before the request is given up (modelSilenceMs). */
-  silenceMs?: number;
+  silenceMs: number;
 }
 
-const DEFAULT_SILENCE_MS = 300_000;
 /** Connection-level headers, which belong to one hop, not to the request or answer being forwarded. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
 /** The client's credentials to the gateway are replaced by the route's key; Host is the upstream's. */
@@ -92,7 +91,7 @@ export class KeyGateway {
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k) && !named.has(k)) headers[k] = v;
     headers.authorization = `Bearer ${entry.route.key}`;
     headers["x-api-key"] = entry.route.key;
-    const silenceMs = entry.route.silenceMs ?? DEFAULT_SILENCE_MS;
+    const { silenceMs } = entry.route;
     let upstream: http.ClientRequest;
     try {
       upstream = (url.protocol === "https:" ? https : http).request(url, { method: req.method, headers, timeout: silenceMs }, (answer) => {

@@ -129,7 +129,7 @@ const TRUSTED = `set -eu
 C="${TRUSTED_FLAGS.join(" ")}"
 `;
 
-/** The engine's shared git directory (runEngineGitDir), made once per object format. */
+/** The engine's shared git directory (engineGitDir), made once per object format. */
 const INIT_ENGINE_GIT_DIR = `${TRUSTED}if [ "$OCW_OBJECT_FORMAT" = sha256 ]; then git $C init -q --bare --template= --object-format=sha256 "$OCW_DIR"; else git $C init -q --bare --template= "$OCW_DIR"; fi
 `;
 

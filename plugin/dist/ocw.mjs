@@ -60145,7 +60145,6 @@ import path13 from "node:path";
 import { randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
-var DEFAULT_SILENCE_MS = 3e5;
 var HOP_BY_HOP = /* @__PURE__ */ new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "te", "trailer"]);
 var DROPPED_REQUEST_HEADERS = /* @__PURE__ */ new Set([...HOP_BY_HOP, "host", "authorization", "x-api-key", "proxy-authorization", "expect"]);
 function upstreamUrl(base2, rest) {
@@ -60209,7 +60208,7 @@ var KeyGateway = class {
     for (const [k, v] of Object.entries(req.headers)) if (v !== void 0 && !DROPPED_REQUEST_HEADERS.has(k) && !named.has(k)) headers[k] = v;
     headers.authorization = `Bearer ${entry.route.key}`;
     headers["x-api-key"] = entry.route.key;
-    const silenceMs = entry.route.silenceMs ?? DEFAULT_SILENCE_MS;
+    const { silenceMs } = entry.route;
     let upstream;
     try {
       upstream = (url2.protocol === "https:" ? https : http).request(url2, { method: req.method, headers, timeout: silenceMs }, (answer) => {
