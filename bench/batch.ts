@@ -116,6 +116,8 @@ export interface BareBatch {
   wallMs: number;
   /** Per task: its start (worktree add begins) → the first chat request of its session at the model. */
   startMs: number[];
+  /** Per task, ms since the batch began: its workspace made, its session created (where the start goes). */
+  phaseMs: { workspace: number[]; session: number[] };
   built: number;
   opencodeRssMbBefore: number | null;
   opencodeRssMbPeak: number | null;
@@ -158,6 +160,7 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
   // One git worktree at a time (git's own locks), each task's session started as soon as its worktree is there.
   let gitChain: Promise<unknown> = Promise.resolve();
   const firstRequest: number[] = [];
+  const phaseMs = { workspace: [] as number[], session: [] as number[] };
   const one = async (dir: string, i: number, branch: string, text: string) => {
     const t0 = Date.now();
     const wt = path.join(home, "wt", branch);
@@ -169,7 +172,9 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
       gitChain = made.catch(() => undefined);
       await made;
     }
+    phaseMs.workspace.push(Date.now() - t0);
     const s = (await client.session.create({ directory: wt, title: `bare ${branch}` })).data!;
+    phaseMs.session.push(Date.now() - t0);
     const idle = new Promise<void>((r) => pending.set(s.id, r));
     await client.session.promptAsync({ sessionID: s.id, directory: wt, agent: WORKER_AGENT, parts: [{ type: "text", text }] });
     await idle;
@@ -188,6 +193,7 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
     async run(n, tag) {
       const dir = makeRepo();
       firstRequest.length = 0;
+      phaseMs.workspace.length = phaseMs.session.length = 0;
       const before = rssMbOf(pid);
       const peak = samplePeak(pid);
       const cpu0 = cpuWithChildren(pid);
@@ -198,7 +204,7 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
       const cpu1 = cpuWithChildren(pid);
       cleanup(dir);
       return {
-        wallMs, startMs: [...firstRequest], built: built.filter(Boolean).length, opencodeRssMbBefore: before, opencodeRssMbPeak: p,
+        wallMs, startMs: [...firstRequest], phaseMs: { workspace: [...phaseMs.workspace], session: [...phaseMs.session] }, built: built.filter(Boolean).length, opencodeRssMbBefore: before, opencodeRssMbPeak: p,
         opencodeCpuSec: cpu0 && cpu1 ? round(cpu1.self - cpu0.self, 2) : null,
         opencodeChildrenCpuSec: cpu0 && cpu1 ? round(cpu1.children - cpu0.children, 2) : null,
       };

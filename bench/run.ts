@@ -439,12 +439,14 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
           if (side === "bare" || side === "bareClone") {
             const b = await (side === "bare" ? bare : bareClone).run(n, `r${rep}n${n}`);
             add(side, n, b);
-            log(`batch ${n} bare SDK${side === "bareClone" ? " on private clones" : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+            log(`batch ${n} bare SDK${side === "bareClone" ? " on private clones" : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; workspace ${round(median(b.phaseMs.workspace), 0)}/${Math.max(...b.phaseMs.workspace)}, session ${round(median(b.phaseMs.session), 0)}/${Math.max(...b.phaseMs.session)}, firstRequest ${round(median(b.startMs), 0)}/${Math.max(...b.startMs)}; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
             continue;
           }
           const eng = side === "engine" ? sb : side === "keyed" ? keyed : nosb;
           const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}`);
           add(side, n, r);
+          const tail = [...r.starts].sort((a, b) => (b.verdictMs ?? 0) - (a.verdictMs ?? 0))[0];
+          if (tail) log(`  the last verdict's worker: ${(["workspaceMs", "sessionMs", "firstRequestMs", "askMs", "answeredMs", "lastRequestMs", "settledMs", "verdictMs"] as const).map((k) => `${k.replace("Ms", "")} ${tail[k] ?? "–"}`).join(" → ")}`);
           log(`batch ${n} ${side === "engine" ? "engine + MCP" : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
           for (const m of r.misses) {
             log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);

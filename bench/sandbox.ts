@@ -27,6 +27,8 @@ export interface WorkerStart {
   /** queued → settled (its session's idle accepted), and → its verdict recorded (built / honest-failure). */
   settledMs?: number | null;
   verdictMs?: number | null;
+  /** queued → the last chat request of its session at the model (its final turn). */
+  lastRequestMs?: number | null;
 }
 
 /** Per worker, from its event log (engine clock) and the model's request log (this process's clock; same machine). */
@@ -40,7 +42,9 @@ export async function workerStarts(client: EngineClient, model: ScriptedModel, i
         return e && created !== null ? e.ts - created : null;
       };
       const session = events.find((e) => e.type === "worker.session") as Extract<WorkerEvent, { type: "worker.session" }> | undefined;
-      const first = session ? model.requests.find((r) => r.kind === "chat" && r.sessionId === session.sessionId) : undefined;
+      const chats = session ? model.requests.filter((r) => r.kind === "chat" && r.sessionId === session.sessionId) : [];
+      const first = chats[0];
+      const last = chats.at(-1);
       return {
         workerId,
         firstRequestMs: first && created !== null ? first.at - created : null,
@@ -51,6 +55,7 @@ export async function workerStarts(client: EngineClient, model: ScriptedModel, i
         answeredMs: at((e) => e.type === "ask.resolved"),
         settledMs: at((e) => e.type === "worker.state" && e.state === "settled"),
         verdictMs: at((e) => e.type === "verdict"),
+        lastRequestMs: last && created !== null ? last.at - created : null,
       };
     }),
   );

@@ -427,10 +427,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         clearInterval(heartbeat);
       }
       // A fresh picture: an ask and the state change it causes arrive as two events; report both.
-      const list = extra.signal.aborted ? ids.map((id) => workers!.get(id)!).filter(Boolean) : await pictures();
+      const [list, batch] = await Promise.all([
+        extra.signal.aborted ? ids.map((id) => workers!.get(id)!).filter(Boolean) : pictures(),
+        args.batchId ? batchStats(args.batchId) : null,
+      ]);
       const settled = list.every((w) => isFinal(w.state));
       const pending = list.flatMap((w) => pendingAsks(w)).map(pendingItem);
-      const batch = args.batchId ? await batchStats(args.batchId) : null;
       return {
         state: aggregateState(list),
         settled,

@@ -17,6 +17,7 @@ import { WORKER_AGENT } from "../harness/config";
 import type { Harness, HarnessServer } from "../harness/harness";
 import { modelFor, OpencodeServers } from "../harness/servers";
 import { Translator, type OpencodeEvent } from "../harness/translate";
+import { sweepDiscarded } from "../grading/grade";
 import { Recovery } from "../recovery/recovery";
 import { sandboxStatus, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
@@ -136,7 +137,10 @@ export class Engine {
     this.recovery.endStaleServers();
     this.recovery.recover();
     setImmediate(() => this.pump());
-    setTimeout(() => void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${(err as Error).message}`)), 5000).unref();
+    setTimeout(() => {
+      void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${(err as Error).message}`));
+      void sweepDiscarded(path.join(opts.stateDir, "grading"));
+    }, 5000).unref();
   }
 
   private log(line: string) {

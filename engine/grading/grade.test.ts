@@ -1,0 +1,51 @@
+// Grading's own folders: the fresh checkout and the checks' private HOME/TMPDIR. A check can leave anything there (a
+// cache, a marker that makes the next run pass); a regrade must start from nothing, and nothing may pile up per worker.
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { committedRepo } from "../../test/fixtures/git-repo";
+import { createWorkspace, inspectRepo } from "../workspace/workspace";
+import { grade, sweepDiscarded, type GradeInput } from "./grade";
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-grade-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+describe("grading's folders", () => {
+  it("a check's HOME and TMPDIR start empty at every grading, and no folder of a grading is left after it", async () => {
+    const repo = committedRepo(path.join(tmp, "repo"), { "README.md": "# r\n" });
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), "w-1", path.join(tmp, "objects", "w-1.git"));
+    const stateDir = path.join(tmp, "state");
+    const gradingDir = path.join(stateDir, "grading");
+    mkdirSync(gradingDir, { recursive: true });
+    const input: GradeInput = {
+      workspace: ws,
+      // Passes only where nothing of an earlier run is left, then leaves something behind.
+      checks: [{ run: 'test ! -e "$HOME/marker" && test ! -e "$TMPDIR/left" && touch "$HOME/marker" "$TMPDIR/left"' }],
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: built",
+      title: "t",
+      checkoutDir: path.join(gradingDir, "w-1"),
+      // "none": the same folders as in bubblewrap, without needing it on this machine.
+      sandbox: { kind: "none", stateDir, tmpDir: path.join(gradingDir, "w-1.tmp") },
+    };
+    const first = await grade(input);
+    expect(first.checks[0]!.output).toBe("");
+    expect(first.verdict).toBe("built");
+    // A regrade (an engine restarted mid-grading grades the worker again) runs the same check on the same folders.
+    const again = await grade(input);
+    expect(again.checks[0]).toMatchObject({ passed: true });
+    expect(existsSync(input.checkoutDir)).toBe(false);
+    expect(existsSync(input.sandbox!.tmpDir)).toBe(false);
+    await vi.waitFor(() => expect(readdirSync(gradingDir)).toEqual([]), { timeout: 5000 });
+  }, 30_000);
+
+  it("what an engine stopped mid-deletion left is swept; other folders are not touched", async () => {
+    const gradingDir = path.join(tmp, "sweep");
+    for (const d of ["w-2.discarded-0a1b2c3d/deep/er", "w-3.tmp.discarded-0011aabb", "w-4", "w-4.tmp"]) mkdirSync(path.join(gradingDir, d), { recursive: true });
+    await sweepDiscarded(gradingDir);
+    expect(readdirSync(gradingDir).sort()).toEqual(["w-4", "w-4.tmp"]);
+    await sweepDiscarded(path.join(tmp, "never-made"));
+  });
+});
