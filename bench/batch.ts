@@ -24,6 +24,8 @@ export type BatchMiss = { workerId: string; state: string; reason: string | null
 
 export interface EngineBatch {
   wallMs: number;
+  /** When the batch began (epoch ms, before delegate_batch). */
+  startedAt: number;
   /** Per MCP tool: how long each call took (ms), and `waitReturnedAt`: when each wait returned (ms since delegate_batch). */
   callMs: Record<string, number[]>;
   built: number;
@@ -104,7 +106,7 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   cleanup(dir);
   return {
     callMs,
-    wallMs, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), childrenCpuSec: round((kidsAfter?.children ?? 0) - (kidsBefore?.children ?? 0), 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls,
+    wallMs, startedAt: t0, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), childrenCpuSec: round((kidsAfter?.children ?? 0) - (kidsBefore?.children ?? 0), 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls,
     misses: r.workers.filter((w) => w.state !== "built").map(({ workerId, state, reason }) => ({ workerId, state, reason })),
     opencodeRssMbBefore: ocBefore, opencodeRssMbPeak: ocPeakMb, starts, sandbox,
     opencodeCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.self - ocCpu.self, 2) : null,

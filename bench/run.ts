@@ -166,7 +166,15 @@ async function measure() {
   const model = await startScriptedModel({
     scripts: [
       { name: "gate", match: /BENCH-GATE/, script: (c) => (c.turnStep === 0 ? bash("echo gate") : { text: "OUTCOME: built" }) },
-      { name: "batch", match: /BENCH-BATCH (\d+)/, script: (c) => (c.turnStep === 0 ? writeFile(`f${/BENCH-BATCH (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n") : { text: "OUTCOME: built" }) },
+      {
+        name: "batch",
+        match: /BENCH-BATCH (\d+)/,
+        script: (c) => {
+          // A paced batch's model takes PACED_MODEL_MS before each turn's first token, as a fast API model does.
+          const silentMs = c.firstUserText.includes(PACED) ? PACED_MODEL_MS : 0;
+          return c.turnStep === 0 ? { ...writeFile(`f${/BENCH-BATCH (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n"), silentMs } : { text: "OUTCOME: built", silentMs };
+        },
+      },
       { name: "tiny", match: /BENCH-TINY/, script: () => ({ text: "OUTCOME: honest-failure — bench" }) },
     ],
   });
@@ -386,10 +394,15 @@ const FAULT_FILES_COUNT = 7;
  * reversed every other repetition, so in every pair compared (engine ÷ bare, sandbox on ÷ off) each side goes first
  * equally often (with an even number of repetitions).
  */
+/** The paced batches: a model that takes this long before each turn's first token (a fast API; a local model takes longer). */
+const PACED_MODEL_MS = 1000;
+const PACED = "paced";
+
 async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, report: Report, put: (key: string, runs: number[], d?: number) => number) {
   const batchSizes = quick ? [4, 8] : [16, 32];
   const sandboxSize = batchSizes[0]!;
-  type Side = "engine" | "noSandbox" | "keyed" | "bare" | "bareClone";
+  type Side = "engine" | "noSandbox" | "keyed" | "bare" | "bareClone" | "enginePaced" | "bareClonePaced";
+  const pacedSize = batchSizes.at(-1)!;
   // The keyed engine's target names a key variable, so its opencode reaches the model through the engine's key gateway,
   // as every managed llama-server's does (the scripted model ignores the key the gateway adds).
   const keyVar = "OCW_BENCH_MODEL_KEY";
@@ -431,26 +444,28 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
         lone[which].push(s);
         log(`lone worker start, sandbox ${which} (run ${rep + 1}/${reps}): queued → first model request ${startMedians(s).firstRequestMs} ms`);
       }
-      for (const n of batchSizes) {
-        const sides: Side[] = n === sandboxSize ? ["bare", "engine", "bareClone", "noSandbox", "keyed"] : ["bare", "engine", "bareClone"];
+      for (const size of [...batchSizes, -pacedSize]) {
+        const paced = size < 0;
+        const n = Math.abs(size);
+        const sides: Side[] = paced ? ["enginePaced", "bareClonePaced"] : n === sandboxSize ? ["bare", "engine", "bareClone", "noSandbox", "keyed"] : ["bare", "engine", "bareClone"];
         // Odd repetitions run the sides in reverse: each pair (engine/bare, sandbox on/off) takes turns going first.
         const order = rep % 2 ? [...sides].reverse() : sides;
         for (const side of order) {
-          if (side === "bare" || side === "bareClone") {
-            const b = await (side === "bare" ? bare : bareClone).run(n, `r${rep}n${n}`);
+          if (side === "bare" || side === "bareClone" || side === "bareClonePaced") {
+            const b = await (side === "bare" ? bare : bareClone).run(n, `r${rep}n${n}${paced ? ` ${PACED}` : ""}`);
             add(side, n, b);
-            log(`batch ${n} bare SDK${side === "bareClone" ? " on private clones" : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; workspace ${round(median(b.phaseMs.workspace), 0)}/${Math.max(...b.phaseMs.workspace)}, session ${round(median(b.phaseMs.session), 0)}/${Math.max(...b.phaseMs.session)}, firstRequest ${round(median(b.startMs), 0)}/${Math.max(...b.startMs)}; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+            log(`batch ${n} bare SDK${side === "bare" ? "" : " on private clones"}${paced ? `, model paced ${PACED_MODEL_MS} ms a turn` : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; workspace ${round(median(b.phaseMs.workspace), 0)}/${Math.max(...b.phaseMs.workspace)}, session ${round(median(b.phaseMs.session), 0)}/${Math.max(...b.phaseMs.session)}, firstRequest ${round(median(b.startMs), 0)}/${Math.max(...b.startMs)}; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
             continue;
           }
-          const eng = side === "engine" ? sb : side === "keyed" ? keyed : nosb;
-          const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}`);
+          const eng = side === "engine" || side === "enginePaced" ? sb : side === "keyed" ? keyed : nosb;
+          const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}${paced ? ` ${PACED}` : ""}`);
           add(side, n, r);
           const tail = [...r.starts].sort((a, b) => (b.verdictMs ?? 0) - (a.verdictMs ?? 0))[0];
           if (tail) log(`  the last verdict's worker: ${(["workspaceMs", "sessionMs", "firstRequestMs", "askMs", "answeredMs", "lastRequestMs", "settledMs", "verdictMs"] as const).map((k) => `${k.replace("Ms", "")} ${tail[k] ?? "–"}`).join(" → ")}`);
-          log(`batch ${n} ${side === "engine" ? "engine + MCP" : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+          log(`batch ${n} ${side === "engine" ? "engine + MCP" : side === "enginePaced" ? `engine + MCP, model paced ${PACED_MODEL_MS} ms a turn` : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
           for (const m of r.misses) {
             log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
-            batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : side === "keyed" ? { side: "keyed target" } : {}), ...m });
+            batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : side === "keyed" ? { side: "keyed target" } : side === "enginePaced" ? { side: "paced model" } : {}), ...m });
           }
         }
       }
@@ -468,6 +483,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const batchMs: Record<string, number> = {};
   const startMs: Record<string, number> = {};
   const startPhases: NonNullable<Report["batchStartPhases"]> = {};
+  const batchSplit: NonNullable<Report["batchSplit"]> = {};
   const opencodeCpu: Record<string, number> = {};
   const engineFigures: Record<string, number | string> = { ...(report.engine ?? {}) };
   const get = <T,>(side: Side, n: number) => runsOf.get(`${side}${n}`) as T[];
@@ -489,6 +505,15 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     startMs[`engine${W}`] = put(`batchStartMs.engine${W}`, eng.map((r) => median(r.starts.map((x) => x.firstRequestMs).filter((x): x is number => x !== null))), 0);
     startMs[`bare${W}`] = put(`batchStartMs.bare${W}`, bare.map((r) => median(r.startMs)), 0);
     startPhases[`engine${W}`] = startMedians(eng.flatMap((r) => r.starts));
+    // The batch split at its last worker's first model request: what comes before is start-up under load (workspaces,
+    // sessions, opencode's prompts), what comes after is the tail (the last asks, the last turns, grading, the answer).
+    const lastFirst = (r: EngineBatch) => Math.max(...r.starts.map((x) => x.firstRequestAt ?? 0)) - r.startedAt;
+    batchSplit[w] = {
+      engineToLastFirstRequestMs: put(`batchSplit.${w}.engineToLastFirstRequestMs`, eng.map(lastFirst), 0),
+      engineAfterMs: put(`batchSplit.${w}.engineAfterMs`, eng.map((r) => r.wallMs - lastFirst(r)), 0),
+      bareCloneToLastFirstRequestMs: put(`batchSplit.${w}.bareCloneToLastFirstRequestMs`, bareClone.map((r) => Math.max(...r.startMs)), 0),
+      bareCloneAfterMs: put(`batchSplit.${w}.bareCloneAfterMs`, bareClone.map((r) => r.wallMs - Math.max(...r.startMs)), 0),
+    };
     // opencode serve's own CPU and that of what it ran (git, shells): the same work on both sides should cost the same.
     const cpuOf = (xs: (EngineBatch | BareBatch)[], k: "opencodeCpuSec" | "opencodeChildrenCpuSec") => xs.map((r) => r[k]).filter((x): x is number => x !== null);
     for (const [side, xs] of [["engine", eng], ["bare", bare], ["bareClone", bareClone]] as const) {
@@ -508,6 +533,20 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   report.batchMisses = batchMisses;
   report.batchStartMs = startMs;
   report.batchStartPhases = startPhases;
+  report.batchSplit = batchSplit;
+  const pacedEng = get<EngineBatch>("enginePaced", pacedSize);
+  const pacedBare = get<BareBatch>("bareClonePaced", pacedSize);
+  if (pacedEng?.length && pacedBare?.length) {
+    report.batchPaced = {
+      tasks: pacedSize,
+      modelMs: PACED_MODEL_MS,
+      engineMs: put("batchPaced.engineMs", pacedEng.map((r) => r.wallMs), 0),
+      bareCloneMs: put("batchPaced.bareCloneMs", pacedBare.map((r) => r.wallMs), 0),
+      ratio: put("batchPaced.ratio", pacedEng.map((r, i) => r.wallMs / pacedBare[i]!.wallMs), 2),
+      built: Math.min(...pacedEng.map((r) => r.built)),
+      bareBuilt: Math.min(...pacedBare.map((r) => r.built)),
+    };
+  }
   report.batchOpencodeCpuSec = opencodeCpu;
   report.engine = engineFigures;
 

@@ -29,6 +29,8 @@ export interface WorkerStart {
   verdictMs?: number | null;
   /** queued → the last chat request of its session at the model (its final turn). */
   lastRequestMs?: number | null;
+  /** When the first chat request reached the model (epoch ms; the bench's clock). */
+  firstRequestAt?: number | null;
 }
 
 /** Per worker, from its event log (engine clock) and the model's request log (this process's clock; same machine). */
@@ -56,6 +58,7 @@ export async function workerStarts(client: EngineClient, model: ScriptedModel, i
         settledMs: at((e) => e.type === "worker.state" && e.state === "settled"),
         verdictMs: at((e) => e.type === "verdict"),
         lastRequestMs: last && created !== null ? last.at - created : null,
+        firstRequestAt: first?.at ?? null,
       };
     }),
   );

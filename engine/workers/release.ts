@@ -2,12 +2,8 @@ import { isFinal } from "../../shared/worker";
 import type { HarnessServer } from "../harness/harness";
 import type { WorkerRegistry } from "./registry";
 
-/**
- * Finished workers' instances kept at most, per server, while it has workers at work. Each costs opencode ~10 MB
- * (bench: 9.9 MB per worker above idle at 32); disposing 16 of them mid-batch took ~0.4 s of opencode's one thread
- * while the batch's last workers waited on it (at 16 a 32-worker batch did that every time).
- */
-export const RELEASE_BATCH = 32;
+/** Finished workers' instances kept at most, per server, while it has workers at work. */
+export const RELEASE_BATCH = 16;
 /** How long a finished worker's instance is kept at most while its server has workers at work. */
 export const RELEASE_DELAY_MS = 10_000;
 

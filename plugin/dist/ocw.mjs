@@ -18905,54 +18905,6 @@ var init_process = __esm({
   }
 });
 
-// engine/store/targets.ts
-import path15 from "node:path";
-var TargetStore;
-var init_targets = __esm({
-  "engine/store/targets.ts"() {
-    init_target();
-    init_json_file();
-    init_paths();
-    TargetStore = class {
-      constructor(file2 = path15.join(stateDir(), "targets.json")) {
-        this.file = file2;
-      }
-      file;
-      load() {
-        const raw = readJson(this.file, { active: null, targets: [] });
-        return { active: raw.active ?? null, targets: (raw.targets ?? []).map((t2) => Target.parse(t2)) };
-      }
-      list() {
-        return this.load();
-      }
-      get(id2) {
-        return this.load().targets.find((t2) => t2.id === id2);
-      }
-      active() {
-        const f = this.load();
-        return f.targets.find((t2) => t2.id === f.active);
-      }
-      /** Saves (replacing a target with the same id); makes it active when `activate`. */
-      save(target, activate = false) {
-        const parsed = Target.parse(target);
-        const f = this.load();
-        f.targets = [...f.targets.filter((t2) => t2.id !== parsed.id), parsed];
-        if (activate) f.active = parsed.id;
-        writeJsonAtomic(this.file, f);
-        return parsed;
-      }
-      use(id2) {
-        const f = this.load();
-        const t2 = f.targets.find((x) => x.id === id2);
-        if (!t2) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
-        f.active = id2;
-        writeJsonAtomic(this.file, f);
-        return t2;
-      }
-    };
-  }
-});
-
 // node_modules/is-plain-obj/index.js
 function isPlainObject2(value) {
   if (typeof value !== "object" || value === null) {
@@ -20240,7 +20192,7 @@ var init_default2 = __esm({
 // node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
-import path20 from "node:path";
+import path15 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function toPath(urlOrPath) {
   return urlOrPath instanceof URL ? fileURLToPath3(urlOrPath) : urlOrPath;
@@ -20248,12 +20200,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = path20.resolve(toPath(startPath));
+      let currentPath = path15.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = path20.resolve(currentPath, "..");
+        currentPath = path15.resolve(currentPath, "..");
       }
     }
   };
@@ -20269,7 +20221,7 @@ var init_node = __esm({
 
 // node_modules/npm-run-path/index.js
 import process5 from "node:process";
-import path21 from "node:path";
+import path16 from "node:path";
 var npmRunPath, applyPreferLocal, applyExecPath, npmRunPathEnv;
 var init_npm_run_path = __esm({
   "node_modules/npm-run-path/index.js"() {
@@ -20282,27 +20234,27 @@ var init_npm_run_path = __esm({
       execPath: execPath2 = process5.execPath,
       addExecPath = true
     } = {}) => {
-      const cwdPath = path21.resolve(toPath(cwd));
+      const cwdPath = path16.resolve(toPath(cwd));
       const result = [];
-      const pathParts = pathOption.split(path21.delimiter);
+      const pathParts = pathOption.split(path16.delimiter);
       if (preferLocal) {
         applyPreferLocal(result, pathParts, cwdPath);
       }
       if (addExecPath) {
         applyExecPath(result, pathParts, execPath2, cwdPath);
       }
-      return pathOption === "" || pathOption === path21.delimiter ? `${result.join(path21.delimiter)}${pathOption}` : [...result, pathOption].join(path21.delimiter);
+      return pathOption === "" || pathOption === path16.delimiter ? `${result.join(path16.delimiter)}${pathOption}` : [...result, pathOption].join(path16.delimiter);
     };
     applyPreferLocal = (result, pathParts, cwdPath) => {
       for (const directory of traversePathUp(cwdPath)) {
-        const pathPart = path21.join(directory, "node_modules/.bin");
+        const pathPart = path16.join(directory, "node_modules/.bin");
         if (!pathParts.includes(pathPart)) {
           result.push(pathPart);
         }
       }
     };
     applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-      const pathPart = path21.resolve(cwdPath, toPath(execPath2), "..");
+      const pathPart = path16.resolve(cwdPath, toPath(execPath2), "..");
       if (!pathParts.includes(pathPart)) {
         result.push(pathPart);
       }
@@ -21586,7 +21538,7 @@ var init_timeout = __esm({
 
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
-import path22 from "node:path";
+import path17 from "node:path";
 var mapNode, handleNodeOption;
 var init_node2 = __esm({
   "node_modules/execa/lib/methods/node.js"() {
@@ -21609,7 +21561,7 @@ var init_node2 = __esm({
         throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
       }
       const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-      const resolvedNodePath = path22.resolve(cwd, normalizedNodePath);
+      const resolvedNodePath = path17.resolve(cwd, normalizedNodePath);
       const newOptions = {
         ...options,
         nodePath: resolvedNodePath,
@@ -21619,7 +21571,7 @@ var init_node2 = __esm({
       if (!shouldHandleNode) {
         return [file2, commandArguments, newOptions];
       }
-      if (path22.basename(file2, ".exe") === "node") {
+      if (path17.basename(file2, ".exe") === "node") {
         throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
       }
       return [
@@ -21721,7 +21673,7 @@ Please rename it to one of: ${correctEncodings}.`);
 
 // node_modules/execa/lib/arguments/cwd.js
 import { statSync as statSync4 } from "node:fs";
-import path23 from "node:path";
+import path18 from "node:path";
 import process6 from "node:process";
 var normalizeCwd, getDefaultCwd, fixCwdError;
 var init_cwd = __esm({
@@ -21729,7 +21681,7 @@ var init_cwd = __esm({
     init_file_url();
     normalizeCwd = (cwd = getDefaultCwd()) => {
       const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-      return path23.resolve(cwdString);
+      return path18.resolve(cwdString);
     };
     getDefaultCwd = () => {
       try {
@@ -21762,7 +21714,7 @@ ${originalMessage}`;
 });
 
 // node_modules/execa/lib/arguments/options.js
-import path24 from "node:path";
+import path19 from "node:path";
 import process7 from "node:process";
 var import_cross_spawn2, normalizeOptions, addDefaultOptions, getEnv;
 var init_options = __esm({
@@ -21796,7 +21748,7 @@ var init_options = __esm({
       options.killSignal = normalizeKillSignal(options.killSignal);
       options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
       options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-      if (process7.platform === "win32" && path24.basename(file2, ".exe") === "cmd") {
+      if (process7.platform === "win32" && path19.basename(file2, ".exe") === "cmd") {
         commandArguments.unshift("/q");
       }
       return { file: file2, commandArguments, options };
@@ -23289,7 +23241,7 @@ var init_stdio_option = __esm({
 });
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync7 } from "node:fs";
+import { readFileSync as readFileSync6 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream, handleNativeStreamSync, getTargetFd, getTargetFdNumber, handleNativeStreamAsync, getStandardStream;
 var init_native = __esm({
@@ -23330,7 +23282,7 @@ var init_native = __esm({
       if (tty2.isatty(targetFdNumber)) {
         throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
       }
-      return { type: "uint8Array", value: bufferToUint8Array(readFileSync7(targetFdNumber)), optionName };
+      return { type: "uint8Array", value: bufferToUint8Array(readFileSync6(targetFdNumber)), optionName };
     };
     getTargetFdNumber = (value, fdNumber) => {
       if (value === "inherit") {
@@ -23666,7 +23618,7 @@ For example, you can use the \`pathToFileURL()\` method of the \`url\` core modu
 });
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync8 } from "node:fs";
+import { readFileSync as readFileSync7 } from "node:fs";
 var handleStdioSync, forbiddenIfSync, forbiddenNativeIfSync, throwInvalidSyncValue, addProperties, addPropertiesSync;
 var init_handle_sync = __esm({
   "node_modules/execa/lib/stdio/handle-sync.js"() {
@@ -23700,8 +23652,8 @@ var init_handle_sync = __esm({
     addPropertiesSync = {
       input: {
         ...addProperties,
-        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync8(value))] }),
-        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync8(file2))] }),
+        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync7(value))] }),
+        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync7(file2))] }),
         fileNumber: forbiddenIfSync,
         iterable: ({ value }) => ({ contents: [...value] }),
         string: ({ value }) => ({ contents: [value] }),
@@ -26989,6 +26941,54 @@ var init_execa = __esm({
       getEachMessage: getEachMessage2,
       getCancelSignal: getCancelSignal2
     } = getIpcExport());
+  }
+});
+
+// engine/store/targets.ts
+import path23 from "node:path";
+var TargetStore;
+var init_targets = __esm({
+  "engine/store/targets.ts"() {
+    init_target();
+    init_json_file();
+    init_paths();
+    TargetStore = class {
+      constructor(file2 = path23.join(stateDir(), "targets.json")) {
+        this.file = file2;
+      }
+      file;
+      load() {
+        const raw = readJson(this.file, { active: null, targets: [] });
+        return { active: raw.active ?? null, targets: (raw.targets ?? []).map((t2) => Target.parse(t2)) };
+      }
+      list() {
+        return this.load();
+      }
+      get(id2) {
+        return this.load().targets.find((t2) => t2.id === id2);
+      }
+      active() {
+        const f = this.load();
+        return f.targets.find((t2) => t2.id === f.active);
+      }
+      /** Saves (replacing a target with the same id); makes it active when `activate`. */
+      save(target, activate = false) {
+        const parsed = Target.parse(target);
+        const f = this.load();
+        f.targets = [...f.targets.filter((t2) => t2.id !== parsed.id), parsed];
+        if (activate) f.active = parsed.id;
+        writeJsonAtomic(this.file, f);
+        return parsed;
+      }
+      use(id2) {
+        const f = this.load();
+        const t2 = f.targets.find((x) => x.id === id2);
+        if (!t2) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
+        f.active = id2;
+        writeJsonAtomic(this.file, f);
+        return t2;
+      }
+    };
   }
 });
 
@@ -46457,7 +46457,7 @@ var init_catalog = __esm({
 
 // engine/models/download.ts
 import { createHash as createHash3 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync11, renameSync as renameSync2, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync11, renameSync as renameSync3, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
 import path31 from "node:path";
 async function sha256File(file2) {
@@ -46539,7 +46539,7 @@ async function downloadFile(o2) {
     }
     verified = "sha256";
   }
-  renameSync2(part, o2.dest);
+  renameSync3(part, o2.dest);
   return { path: o2.dest, bytes: size, resumedFrom: start, verified };
 }
 var DownloadError;
@@ -50767,7 +50767,7 @@ var init_commands = __esm({
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync3, rmSync as rmSync5, statSync as statSync10 } from "node:fs";
+import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync10 } from "node:fs";
 import path40 from "node:path";
 async function latestRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
@@ -50851,7 +50851,7 @@ async function installPrebuilt(o2) {
       rmSync5(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
       rmSync5(dir, { recursive: true, force: true });
-      renameSync3(tmp, dir);
+      renameSync4(tmp, dir);
       bin = findBinary(dir, "llama-server");
       if (!bin) {
         problems.push(`${variant}: ${asset.name} holds no llama-server`);
@@ -50888,7 +50888,7 @@ __export(start_exports, {
   runningGroups: () => runningGroups,
   withFreed: () => withFreed
 });
-import { randomBytes as randomBytes7 } from "node:crypto";
+import { randomBytes as randomBytes8 } from "node:crypto";
 import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
 import path41 from "node:path";
 function classifyLog(log, bin = null) {
@@ -51039,7 +51039,7 @@ function newJob(jobId, runtime) {
 }
 async function runStartJob(o2) {
   const input = SetupStartInput.parse(o2.input);
-  const job = newJob(o2.jobId ?? randomBytes7(6).toString("hex"), input.runtime);
+  const job = newJob(o2.jobId ?? randomBytes8(6).toString("hex"), input.runtime);
   const t0 = performance.now();
   let lastEmit = 0;
   const emit3 = (force = true) => {
@@ -66358,161 +66358,17 @@ function modelFor(endpoint, target) {
   return i2 < 0 ? void 0 : { providerID: providerIdFor(i2), modelID: target.model };
 }
 
-// engine/recovery/recovery.ts
-import { existsSync as existsSync5, readdirSync as readdirSync3 } from "node:fs";
-import path14 from "node:path";
-var Recovery = class {
-  constructor(opts) {
-    this.opts = opts;
-    this.reg = opts.registry;
-  }
-  opts;
-  reg;
-  /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
-  endStaleServers() {
-    const root2 = path14.join(this.opts.stateDir, "opencode");
-    if (!existsSync5(root2)) return;
-    for (const dir of readdirSync3(root2)) endStaleServer(path14.join(root2, dir), (l) => this.reg.log(l));
-  }
-  /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
-  recover() {
-    const logged = [];
-    for (const id2 of this.opts.logs.list()) {
-      const { events, skipped } = this.opts.logs.load(id2);
-      logged.push(...events);
-      if (skipped) this.reg.log(`worker ${id2}: skipped ${skipped} unreadable log line(s) (torn write)`);
-      let w = null;
-      for (const e of events) {
-        try {
-          w = reduceWorker(w, e);
-        } catch {
-        }
-      }
-      if (!w) continue;
-      this.reg.workers.set(id2, w);
-      if (w.sessionId) this.reg.sessions.set(w.sessionId, id2);
-    }
-    this.opts.bus.restore(logged);
-    for (const w of this.reg.workers.values()) {
-      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "restart" }, "the engine restarted; opencode forgets pending asks on restart \u2014 resume the worker");
-      if (w.state === "queued") this.opts.enqueue(w.id);
-      else if (isActive(w.state)) this.reg.fire(w.id, "interrupt", "the engine stopped while this worker ran; resume it");
-      else if (w.state === "settled" || w.state === "grading") void this.opts.regrade(w.id);
-    }
-  }
-  /** A target's opencode server died: its pending asks are lost, and its live workers interrupted (resumable). */
-  onServerDown(targetId, why) {
-    this.reg.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
-    for (const w of this.reg.list()) {
-      if (w.targetId !== targetId || !isActive(w.state)) continue;
-      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "opencode-down" }, "opencode serve went down; the ask was lost \u2014 resume the worker", { safe: true });
-      this.reg.fire(w.id, "interrupt", `${why}; resume the worker to continue in the same session`);
-    }
-  }
-  /** After the event stream reconnects: pick up asks and idles that happened while it was down. */
-  async resync(targetId) {
-    const client2 = this.opts.serverOf(targetId)?.client;
-    if (!client2) return;
-    for (const w of this.reg.list()) {
-      if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
-      const directory = this.reg.workspaceOf(w)?.cwd;
-      const permRes = await client2.permission.list({ directory }).catch(() => null);
-      const questionRes = await client2.question.list({ directory }).catch(() => null);
-      if (!permRes?.data || !questionRes?.data) {
-        this.reg.log(`[warn] worker ${w.id}: opencode's pending asks could not be read after a reconnect; its asks stay pending`);
-        void this.opts.checkIdle(w.id);
-        continue;
-      }
-      const live = /* @__PURE__ */ new Set();
-      const mine = (sessionID) => this.reg.sessions.get(sessionID) === w.id;
-      for (const p of permRes.data) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
-      for (const q of questionRes.data) if (mine(q.sessionID)) live.add(q.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q));
-      for (const ask of pendingAsks(this.reg.get(w.id))) if (!live.has(ask.id)) this.opts.approvals.onAskGone(w.id, ask.id, "");
-      void this.opts.checkIdle(w.id);
-    }
-  }
-};
-
-// engine/workers/engine.ts
-init_targets();
-
-// engine/store/worker-log.ts
-import { closeSync, existsSync as existsSync6, fstatSync, ftruncateSync, mkdirSync as mkdirSync7, openSync, readdirSync as readdirSync4, readFileSync as readFileSync6, rmSync, writeSync } from "node:fs";
-import path16 from "node:path";
-var WorkerLogStore = class {
-  constructor(root2) {
-    this.root = root2;
-    mkdirSync7(root2, { recursive: true, mode: 448 });
-  }
-  root;
-  broken = /* @__PURE__ */ new Set();
-  file(workerId) {
-    return path16.join(this.root, workerId, "events.jsonl");
-  }
-  dir(workerId) {
-    return path16.join(this.root, workerId);
-  }
-  /**
-   * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
-   * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
-   */
-  append(event) {
-    const file2 = this.file(event.workerId);
-    const prefix = this.broken.has(file2) ? "\n" : "";
-    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
-    let madeDir;
-    let fd;
-    let size = 0;
-    try {
-      madeDir = mkdirSync7(path16.dirname(file2), { recursive: true, mode: 448 });
-      fd = openSync(file2, "a", 384);
-      size = fstatSync(fd).size;
-      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
-      this.broken.delete(file2);
-    } catch (err) {
-      this.cutBack(file2, fd, size, madeDir);
-      const code = err.code;
-      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
-      throw new Error(`cannot append to ${file2} (${code ?? err.message}): ${hint}`);
-    } finally {
-      if (fd !== void 0) closeSync(fd);
-    }
-  }
-  cutBack(file2, fd, size, madeDir) {
-    try {
-      if (fd !== void 0) ftruncateSync(fd, size);
-      if (madeDir && size === 0) rmSync(madeDir, { recursive: true, force: true });
-    } catch {
-      this.broken.add(file2);
-    }
-  }
-  load(workerId) {
-    const file2 = this.file(workerId);
-    if (!existsSync6(file2)) return { workerId, events: [], skipped: 0 };
-    const events = [];
-    let skipped = 0;
-    for (const line of readFileSync6(file2, "utf8").split("\n")) {
-      if (!line.trim()) continue;
-      try {
-        const parsed = WorkerEvent.safeParse(JSON.parse(line));
-        if (parsed.success) events.push(parsed.data);
-        else skipped++;
-      } catch {
-        skipped++;
-      }
-    }
-    return { workerId, events, skipped };
-  }
-  list() {
-    return readdirSync4(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync6(path16.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
-  }
-};
+// engine/grading/grade.ts
+import { randomBytes as randomBytes6 } from "node:crypto";
+import { renameSync as renameSync2 } from "node:fs";
+import { lstat, mkdir as mkdir2, readdir as readdir2, rm as rm2 } from "node:fs/promises";
+import path21 from "node:path";
 
 // engine/workspace/workspace.ts
-import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync2, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
+import { existsSync as existsSync5, mkdirSync as mkdirSync7, rmSync, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
 import { copyFile, link, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
 import { createHash, randomBytes as randomBytes5 } from "node:crypto";
-import path17 from "node:path";
+import path14 from "node:path";
 
 // engine/process/run.ts
 import { Worker as Worker2 } from "node:worker_threads";
@@ -66630,8 +66486,8 @@ var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencod
 
 // engine/workspace/workspace.ts
 async function inspectRepo(dir) {
-  if (!path17.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync7(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!path14.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!existsSync5(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
   if (!statSync3(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root2 || !head || !ref) {
@@ -66640,28 +66496,28 @@ async function inspectRepo(dir) {
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
   const branch = ref === "HEAD" ? null : ref;
-  const subdir = path17.relative(await realpath(root2), await realpath(path17.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path17.sep).join("/")}`], { allowFail: true })) {
+  const subdir = path14.relative(await realpath(root2), await realpath(path14.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path14.sep).join("/")}`], { allowFail: true })) {
     throw new InputError(`${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`);
   }
   return { root: root2, subdir, head, branch };
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
   const tag = createHash("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path17.join(worktreesRoot, `${path17.basename(repoRoot2)}-${tag}`, workerId);
+  return path14.join(worktreesRoot, `${path14.basename(repoRoot2)}-${tag}`, workerId);
 }
 async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path17.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  if (existsSync7(worktree)) return ws;
-  mkdirSync8(path17.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, { cwd: path17.dirname(worktree), env: { ...userGitEnv(), ...workspaceGitEnv(path17.dirname(gitDir)), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
+  const ws = { worktree, cwd: path14.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  if (existsSync5(worktree)) return ws;
+  mkdirSync7(path14.dirname(worktree), { recursive: true });
+  await gitScript(NEW_WORKSPACE, { cwd: path14.dirname(worktree), env: { ...userGitEnv(), ...workspaceGitEnv(path14.dirname(gitDir)), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
 function writeOpencodeProjectId(worktree) {
-  writeFileSync6(path17.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
+  writeFileSync6(path14.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
 }
 var TRUSTED_FLAGS = ["-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
 var GRADE_OBJECTS = "grade-objects";
@@ -66705,17 +66561,17 @@ function trustedEnv(home) {
 }
 var engineGitDirs = /* @__PURE__ */ new Map();
 function engineGitDir(workerDir, format2) {
-  const dir = path17.join(path17.dirname(workerDir), `.engine-${format2}.git`);
+  const dir = path14.join(path14.dirname(workerDir), `.engine-${format2}.git`);
   let made = engineGitDirs.get(dir);
   if (!made) {
     made = (async () => {
-      if (existsSync7(path17.join(dir, "HEAD"))) return dir;
+      if (existsSync5(path14.join(dir, "HEAD"))) return dir;
       const tmp = `${dir}.tmp-${process.pid}-${randomBytes5(4).toString("hex")}`;
-      mkdirSync8(path17.dirname(dir), { recursive: true });
+      mkdirSync7(path14.dirname(dir), { recursive: true });
       try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path17.dirname(dir), env: { ...trustedEnv(path17.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path14.dirname(dir), env: { ...trustedEnv(path14.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
         await rename(tmp, dir).catch((err) => {
-          if (!existsSync7(path17.join(dir, "HEAD"))) throw err;
+          if (!existsSync5(path14.join(dir, "HEAD"))) throw err;
         });
       } finally {
         await rm(tmp, { recursive: true, force: true });
@@ -66743,14 +66599,14 @@ function trustedScript(ws, script, inputs, opts = {}) {
 async function runTrustedScript(ws, script, inputs, opts) {
   const format2 = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path17.join(ws.gitDir, "objects");
-  const gradeObjects = path17.join(ws.gitDir, GRADE_OBJECTS);
+  const objects = path14.join(ws.gitDir, "objects");
+  const gradeObjects = path14.join(ws.gitDir, GRADE_OBJECTS);
   if (opts.freshGradeObjects) await rm(gradeObjects, { recursive: true, force: true });
-  for (const dir of [objects, gradeObjects]) mkdirSync8(path17.join(dir, "info"), { recursive: true });
-  writeFileSync6(path17.join(objects, "info", "alternates"), `${userObjects}
+  for (const dir of [objects, gradeObjects]) mkdirSync7(path14.join(dir, "info"), { recursive: true });
+  writeFileSync6(path14.join(objects, "info", "alternates"), `${userObjects}
 ${gradeObjects}
 `);
-  writeFileSync6(path17.join(gradeObjects, "info", "alternates"), `${userObjects}
+  writeFileSync6(path14.join(gradeObjects, "info", "alternates"), `${userObjects}
 `);
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
@@ -66775,7 +66631,7 @@ function objectsOf(repo) {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path17.resolve(repo, dir));
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path14.resolve(repo, dir));
     objectDirs.set(repo, p);
     p.catch(() => objectDirs.delete(repo));
   }
@@ -66783,7 +66639,7 @@ function objectsOf(repo) {
 }
 async function commitAndCheckOut(ws, message, checkoutDir) {
   await rm(checkoutDir, { recursive: true, force: true });
-  mkdirSync8(checkoutDir, { recursive: true });
+  mkdirSync7(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
     const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex }, { freshGradeObjects: true });
@@ -66805,25 +66661,25 @@ function parseNumstatAndStat(out) {
   return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
-  if (!commit && !existsSync7(ws.worktree)) return "";
+  if (!commit && !existsSync5(ws.worktree)) return "";
   const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
 async function publishBranch(ws, commit) {
-  if (commit !== ws.baseCommit) await copyObjects(path17.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
+  if (commit !== ws.baseCommit) await copyObjects(path14.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
   await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
 }
 async function copyObjects(from, to) {
   const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
   await Promise.all([
     ...fanout.map(async (d) => {
-      const names = (await readdir(path17.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      const names = (await readdir(path14.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
-      await mkdir(path17.join(to, d), { recursive: true });
-      for (const name of names) await copyWhole(path17.join(from, d, name), path17.join(to, d, name));
+      await mkdir(path14.join(to, d), { recursive: true });
+      for (const name of names) await copyWhole(path14.join(from, d, name), path14.join(to, d, name));
     }),
-    copyPacks(path17.join(from, "pack"), path17.join(to, "pack"))
+    copyPacks(path14.join(from, "pack"), path14.join(to, "pack"))
   ]);
 }
 async function copyPacks(from, to) {
@@ -66832,12 +66688,12 @@ async function copyPacks(from, to) {
   if (!packs.length) return;
   await mkdir(to, { recursive: true });
   for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path17.join(from, pack + ext), path17.join(to, pack + ext));
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path14.join(from, pack + ext), path14.join(to, pack + ext));
   }
 }
 async function copyWhole(src, dest) {
-  if (existsSync7(dest)) return;
-  const tmp = path17.join(path17.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes5(6).toString("hex")}`);
+  if (existsSync5(dest)) return;
+  const tmp = path14.join(path14.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes5(6).toString("hex")}`);
   try {
     await copyFile(src, tmp);
     await link(tmp, dest).catch((err) => {
@@ -66876,15 +66732,347 @@ async function removeWorkspace(ws, opts = {}) {
     const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
     if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it, or discard the worker to delete it`);
   }
-  rmSync2(ws.worktree, { recursive: true, force: true });
-  rmSync2(ws.gitDir, { recursive: true, force: true });
-  if (opts.tmpDir) rmSync2(opts.tmpDir, { recursive: true, force: true });
+  rmSync(ws.worktree, { recursive: true, force: true });
+  rmSync(ws.gitDir, { recursive: true, force: true });
+  if (opts.tmpDir) rmSync(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
 
+// engine/grading/checks.ts
+init_execa();
+import { createHash as createHash2 } from "node:crypto";
+import { existsSync as existsSync6, lstatSync as lstatSync2, mkdirSync as mkdirSync8, readFileSync as readFileSync8, realpathSync as realpathSync4, statSync as statSync5 } from "node:fs";
+import path20 from "node:path";
+init_process();
+var DEFAULT_CHECK_TIMEOUT_SEC = 300;
+var OUTPUT_CAP = 64 * 1024;
+var MAX_COMPARED_BYTES = 64 * 1024 * 1024;
+function cap(text) {
+  if (text.length <= OUTPUT_CAP) return text;
+  return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
+` + text.slice(-OUTPUT_CAP);
+}
+async function runCommand2(check2, name, cwd, sandbox) {
+  const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
+  const expect = check2.expectExit ?? 0;
+  const started = Date.now();
+  const shell = existsSync6("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
+  if (sandbox) {
+    mkdirSync8(path20.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path20.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd }, sandbox.kind);
+  }
+  const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    if (child.pid) killGroup(child.pid);
+    else child.kill("SIGKILL");
+  }, timeoutSec * 1e3);
+  const r = await child;
+  clearTimeout(timer);
+  const output = cap(String(r.all ?? ""));
+  if (timedOut) {
+    return {
+      name,
+      passed: false,
+      exitCode: null,
+      timedOut: true,
+      durationMs: Date.now() - started,
+      output: `${output}
+[check timed out after ${timeoutSec}s and was killed: fix the command or give it a larger timeoutSec]`
+    };
+  }
+  const exitCode = r.exitCode ?? null;
+  return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
+}
+function runFile(check2, name, cwd, realCwd) {
+  const file2 = path20.join(cwd, check2.file);
+  const wantExists = check2.exists ?? true;
+  const exists = existsSync6(file2);
+  if (exists && !realpathSync4(file2).startsWith(realCwd + path20.sep)) {
+    return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
+  }
+  if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
+  if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
+  const problems = [];
+  if (check2.equals !== void 0 || check2.matches !== void 0) {
+    const st = statSync5(file2);
+    if (!st.isFile()) return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
+    if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
+    const content = readFileSync8(file2, "utf8");
+    if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
+      problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
+    }
+    if (check2.matches !== void 0) {
+      let re;
+      try {
+        re = new RegExp(check2.matches, "m");
+      } catch (err) {
+        return { name, passed: false, output: `invalid regex ${check2.matches}: ${err.message}` };
+      }
+      if (!re.test(content)) problems.push(`content does not match /${check2.matches}/`);
+    }
+  }
+  return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
+}
+async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
+  const results = [];
+  const realCwd = realpathSync4(cwd);
+  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
+  for (const [i2, check2] of checks.entries()) {
+    const name = checkName(check2, i2);
+    if (realpathSync4(cwd) !== realCwd) {
+      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync4(cwd)}): not run` });
+      continue;
+    }
+    if (!("run" in check2)) {
+      results.push(runFile(check2, name, cwd, realCwd));
+      continue;
+    }
+    const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path20.relative(realCwd, f)) : [];
+    results.push(changed.length ? { ...r, passed: false, output: `${r.output}
+[this check changed protected file(s): ${changed.join(", ")}]` } : r);
+  }
+  return results;
+}
+function fingerprint(file2) {
+  try {
+    const st = lstatSync2(file2);
+    return st.isFile() ? createHash2("sha256").update(readFileSync8(file2)).digest("hex") : `not a file (${st.mode})`;
+  } catch {
+    return "absent";
+  }
+}
+
+// engine/grading/grade.ts
+async function folderIn(checkout, sub) {
+  let at = checkout;
+  for (const part of sub.split(path21.sep).filter(Boolean)) {
+    at = path21.join(at, part);
+    const st = await lstat(at).catch(() => null);
+    if (!st) await mkdir2(at);
+    else if (!st.isDirectory()) {
+      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
+      return { problem: `${path21.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
+    }
+  }
+  return at;
+}
+async function protectedIn(checkout, sub, protect) {
+  if (!protect.length) return [];
+  const isProtected = globsMatcher(protect);
+  const entries = await readdir2(checkout, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => !e.isDirectory()).map((e) => path21.relative(checkout, path21.join(e.parentPath ?? e.path, e.name)).split(path21.sep).join("/")).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path21.join(checkout, f));
+}
+var DISCARDED = ".discarded-";
+function discard(dir) {
+  const away = `${dir}${DISCARDED}${randomBytes6(4).toString("hex")}`;
+  try {
+    renameSync2(dir, away);
+  } catch {
+    return;
+  }
+  void rm2(away, { recursive: true, force: true }).catch(() => void 0);
+}
+async function sweepDiscarded(gradingDir) {
+  const names = await readdir2(gradingDir).catch(() => []);
+  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => rm2(path21.join(gradingDir, n2), { recursive: true, force: true }).catch(() => void 0)));
+}
+async function grade(input) {
+  const { workspace: ws } = input;
+  const checkout = input.checkoutDir;
+  let checks;
+  let scope;
+  let graded;
+  const sub = path21.relative(ws.worktree, ws.cwd);
+  if (input.sandbox) await rm2(input.sandbox.tmpDir, { recursive: true, force: true });
+  try {
+    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
+    const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
+    scope = checkScope(rel, input.scope, input.protect);
+    const cwd = await folderIn(checkout, sub);
+    const guarded = typeof cwd === "string" && input.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input.protect) : [];
+    checks = typeof cwd === "string" ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0, guarded) : input.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
+  } finally {
+    discard(checkout);
+    if (input.sandbox) discard(input.sandbox.tmpDir);
+  }
+  const built = scope.passed && checks.every((c3) => c3.passed);
+  const verdict = built ? "built" : "honest-failure";
+  const { claim, reason } = parseClaim(input.finalText);
+  if (built) await publishBranch(ws, graded.commit);
+  return {
+    verdict,
+    claim,
+    claimReason: reason,
+    honest: claim === verdict,
+    checks,
+    scope,
+    gradedAt: Date.now(),
+    branch: ws.branch,
+    worktree: ws.worktree,
+    commit: graded.commit,
+    diffStat: graded.diffStat,
+    mergeHint: built ? mergeHint(ws) : null
+  };
+}
+
+// engine/recovery/recovery.ts
+import { existsSync as existsSync7, readdirSync as readdirSync3 } from "node:fs";
+import path22 from "node:path";
+var Recovery = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.reg = opts.registry;
+  }
+  opts;
+  reg;
+  /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
+  endStaleServers() {
+    const root2 = path22.join(this.opts.stateDir, "opencode");
+    if (!existsSync7(root2)) return;
+    for (const dir of readdirSync3(root2)) endStaleServer(path22.join(root2, dir), (l) => this.reg.log(l));
+  }
+  /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
+  recover() {
+    const logged = [];
+    for (const id2 of this.opts.logs.list()) {
+      const { events, skipped } = this.opts.logs.load(id2);
+      logged.push(...events);
+      if (skipped) this.reg.log(`worker ${id2}: skipped ${skipped} unreadable log line(s) (torn write)`);
+      let w = null;
+      for (const e of events) {
+        try {
+          w = reduceWorker(w, e);
+        } catch {
+        }
+      }
+      if (!w) continue;
+      this.reg.workers.set(id2, w);
+      if (w.sessionId) this.reg.sessions.set(w.sessionId, id2);
+    }
+    this.opts.bus.restore(logged);
+    for (const w of this.reg.workers.values()) {
+      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "restart" }, "the engine restarted; opencode forgets pending asks on restart \u2014 resume the worker");
+      if (w.state === "queued") this.opts.enqueue(w.id);
+      else if (isActive(w.state)) this.reg.fire(w.id, "interrupt", "the engine stopped while this worker ran; resume it");
+      else if (w.state === "settled" || w.state === "grading") void this.opts.regrade(w.id);
+    }
+  }
+  /** A target's opencode server died: its pending asks are lost, and its live workers interrupted (resumable). */
+  onServerDown(targetId, why) {
+    this.reg.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
+    for (const w of this.reg.list()) {
+      if (w.targetId !== targetId || !isActive(w.state)) continue;
+      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "opencode-down" }, "opencode serve went down; the ask was lost \u2014 resume the worker", { safe: true });
+      this.reg.fire(w.id, "interrupt", `${why}; resume the worker to continue in the same session`);
+    }
+  }
+  /** After the event stream reconnects: pick up asks and idles that happened while it was down. */
+  async resync(targetId) {
+    const client2 = this.opts.serverOf(targetId)?.client;
+    if (!client2) return;
+    for (const w of this.reg.list()) {
+      if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
+      const directory = this.reg.workspaceOf(w)?.cwd;
+      const permRes = await client2.permission.list({ directory }).catch(() => null);
+      const questionRes = await client2.question.list({ directory }).catch(() => null);
+      if (!permRes?.data || !questionRes?.data) {
+        this.reg.log(`[warn] worker ${w.id}: opencode's pending asks could not be read after a reconnect; its asks stay pending`);
+        void this.opts.checkIdle(w.id);
+        continue;
+      }
+      const live = /* @__PURE__ */ new Set();
+      const mine = (sessionID) => this.reg.sessions.get(sessionID) === w.id;
+      for (const p of permRes.data) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
+      for (const q of questionRes.data) if (mine(q.sessionID)) live.add(q.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q));
+      for (const ask of pendingAsks(this.reg.get(w.id))) if (!live.has(ask.id)) this.opts.approvals.onAskGone(w.id, ask.id, "");
+      void this.opts.checkIdle(w.id);
+    }
+  }
+};
+
+// engine/workers/engine.ts
+init_targets();
+
+// engine/store/worker-log.ts
+import { closeSync, existsSync as existsSync8, fstatSync, ftruncateSync, mkdirSync as mkdirSync9, openSync, readdirSync as readdirSync4, readFileSync as readFileSync9, rmSync as rmSync2, writeSync } from "node:fs";
+import path24 from "node:path";
+var WorkerLogStore = class {
+  constructor(root2) {
+    this.root = root2;
+    mkdirSync9(root2, { recursive: true, mode: 448 });
+  }
+  root;
+  broken = /* @__PURE__ */ new Set();
+  file(workerId) {
+    return path24.join(this.root, workerId, "events.jsonl");
+  }
+  dir(workerId) {
+    return path24.join(this.root, workerId);
+  }
+  /**
+   * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
+   * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
+   */
+  append(event) {
+    const file2 = this.file(event.workerId);
+    const prefix = this.broken.has(file2) ? "\n" : "";
+    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
+    let madeDir;
+    let fd;
+    let size = 0;
+    try {
+      madeDir = mkdirSync9(path24.dirname(file2), { recursive: true, mode: 448 });
+      fd = openSync(file2, "a", 384);
+      size = fstatSync(fd).size;
+      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+      this.broken.delete(file2);
+    } catch (err) {
+      this.cutBack(file2, fd, size, madeDir);
+      const code = err.code;
+      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
+      throw new Error(`cannot append to ${file2} (${code ?? err.message}): ${hint}`);
+    } finally {
+      if (fd !== void 0) closeSync(fd);
+    }
+  }
+  cutBack(file2, fd, size, madeDir) {
+    try {
+      if (fd !== void 0) ftruncateSync(fd, size);
+      if (madeDir && size === 0) rmSync2(madeDir, { recursive: true, force: true });
+    } catch {
+      this.broken.add(file2);
+    }
+  }
+  load(workerId) {
+    const file2 = this.file(workerId);
+    if (!existsSync8(file2)) return { workerId, events: [], skipped: 0 };
+    const events = [];
+    let skipped = 0;
+    for (const line of readFileSync9(file2, "utf8").split("\n")) {
+      if (!line.trim()) continue;
+      try {
+        const parsed = WorkerEvent.safeParse(JSON.parse(line));
+        if (parsed.success) events.push(parsed.data);
+        else skipped++;
+      } catch {
+        skipped++;
+      }
+    }
+    return { workerId, events, skipped };
+  }
+  list() {
+    return readdirSync4(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync8(path24.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
+  }
+};
+
 // engine/workers/lifecycle.ts
-import { existsSync as existsSync8 } from "node:fs";
-import path18 from "node:path";
+import { existsSync as existsSync9 } from "node:fs";
+import path25 from "node:path";
 var WorkspaceLifecycle = class {
   constructor(reg, retentionDays) {
     this.reg = reg;
@@ -66907,7 +67095,7 @@ var WorkspaceLifecycle = class {
   async diff(workerId) {
     const w = this.reg.get(workerId);
     const ws = this.reg.workspaceOf(w);
-    if (!ws || w.discarded || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) return "";
+    if (!ws || w.discarded || !existsSync9(ws.worktree) && !existsSync9(ws.gitDir)) return "";
     return fullDiff(ws, w.verdict?.commit ?? void 0);
   }
   /**
@@ -66919,7 +67107,7 @@ var WorkspaceLifecycle = class {
     if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
     if (w.discarded) return w;
     const ws = this.reg.workspaceOf(w);
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path18.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path25.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).workspace = void 0;
     this.reg.record(workerId, { type: "discarded", by });
     return this.reg.get(workerId);
@@ -66933,7 +67121,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isFinal(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path18.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path25.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).workspace = void 0;
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${err.message}`);
@@ -66951,7 +67139,7 @@ var WorkspaceLifecycle = class {
       if (!isFinal(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
       const ws = this.reg.workspaceOf(w);
-      if (!ws || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) continue;
+      if (!ws || !existsSync9(ws.worktree) && !existsSync9(ws.gitDir)) continue;
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
@@ -67016,7 +67204,7 @@ ${message.trim()}` : base2;
 }
 
 // engine/workers/registry.ts
-import path19 from "node:path";
+import path26 from "node:path";
 
 // shared/worker-machine.ts
 init_zod();
@@ -67160,10 +67348,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path19.relative(w.repo, w.spec.directory);
+    const sub = path26.relative(w.repo, w.spec.directory);
     rt.workspace = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path19.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path26.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -67174,14 +67362,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path19.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path26.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path19.join(this.opts.stateDir, "workspaces");
+    return path26.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path19.join(this.opts.stateDir, "tmp");
+    return path26.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
   clientOf(workerId) {
@@ -67295,178 +67483,6 @@ var ReplyTrack = class {
 
 // engine/workers/settle.ts
 import path27 from "node:path";
-
-// engine/grading/grade.ts
-import { lstat, mkdir as mkdir2, readdir as readdir2, rm as rm2 } from "node:fs/promises";
-import path26 from "node:path";
-
-// engine/grading/checks.ts
-init_execa();
-import { createHash as createHash2 } from "node:crypto";
-import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readFileSync as readFileSync9, realpathSync as realpathSync4, statSync as statSync5 } from "node:fs";
-import path25 from "node:path";
-init_process();
-var DEFAULT_CHECK_TIMEOUT_SEC = 300;
-var OUTPUT_CAP = 64 * 1024;
-var MAX_COMPARED_BYTES = 64 * 1024 * 1024;
-function cap(text) {
-  if (text.length <= OUTPUT_CAP) return text;
-  return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
-` + text.slice(-OUTPUT_CAP);
-}
-async function runCommand2(check2, name, cwd, sandbox) {
-  const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
-  const expect = check2.expectExit ?? 0;
-  const started = Date.now();
-  const shell = existsSync9("/bin/bash") ? "/bin/bash" : "/bin/sh";
-  let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
-  if (sandbox) {
-    mkdirSync9(path25.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path25.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
-    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd }, sandbox.kind);
-  }
-  const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    if (child.pid) killGroup(child.pid);
-    else child.kill("SIGKILL");
-  }, timeoutSec * 1e3);
-  const r = await child;
-  clearTimeout(timer);
-  const output = cap(String(r.all ?? ""));
-  if (timedOut) {
-    return {
-      name,
-      passed: false,
-      exitCode: null,
-      timedOut: true,
-      durationMs: Date.now() - started,
-      output: `${output}
-[check timed out after ${timeoutSec}s and was killed: fix the command or give it a larger timeoutSec]`
-    };
-  }
-  const exitCode = r.exitCode ?? null;
-  return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
-}
-function runFile(check2, name, cwd, realCwd) {
-  const file2 = path25.join(cwd, check2.file);
-  const wantExists = check2.exists ?? true;
-  const exists = existsSync9(file2);
-  if (exists && !realpathSync4(file2).startsWith(realCwd + path25.sep)) {
-    return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
-  }
-  if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
-  if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
-  const problems = [];
-  if (check2.equals !== void 0 || check2.matches !== void 0) {
-    const st = statSync5(file2);
-    if (!st.isFile()) return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
-    if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync9(file2, "utf8");
-    if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
-      problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
-    }
-    if (check2.matches !== void 0) {
-      let re;
-      try {
-        re = new RegExp(check2.matches, "m");
-      } catch (err) {
-        return { name, passed: false, output: `invalid regex ${check2.matches}: ${err.message}` };
-      }
-      if (!re.test(content)) problems.push(`content does not match /${check2.matches}/`);
-    }
-  }
-  return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
-}
-async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
-  const results = [];
-  const realCwd = realpathSync4(cwd);
-  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
-  for (const [i2, check2] of checks.entries()) {
-    const name = checkName(check2, i2);
-    if (realpathSync4(cwd) !== realCwd) {
-      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync4(cwd)}): not run` });
-      continue;
-    }
-    if (!("run" in check2)) {
-      results.push(runFile(check2, name, cwd, realCwd));
-      continue;
-    }
-    const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path25.relative(realCwd, f)) : [];
-    results.push(changed.length ? { ...r, passed: false, output: `${r.output}
-[this check changed protected file(s): ${changed.join(", ")}]` } : r);
-  }
-  return results;
-}
-function fingerprint(file2) {
-  try {
-    const st = lstatSync2(file2);
-    return st.isFile() ? createHash2("sha256").update(readFileSync9(file2)).digest("hex") : `not a file (${st.mode})`;
-  } catch {
-    return "absent";
-  }
-}
-
-// engine/grading/grade.ts
-async function folderIn(checkout, sub) {
-  let at = checkout;
-  for (const part of sub.split(path26.sep).filter(Boolean)) {
-    at = path26.join(at, part);
-    const st = await lstat(at).catch(() => null);
-    if (!st) await mkdir2(at);
-    else if (!st.isDirectory()) {
-      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
-      return { problem: `${path26.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
-    }
-  }
-  return at;
-}
-async function protectedIn(checkout, sub, protect) {
-  if (!protect.length) return [];
-  const isProtected = globsMatcher(protect);
-  const entries = await readdir2(checkout, { recursive: true, withFileTypes: true });
-  return entries.filter((e) => !e.isDirectory()).map((e) => path26.relative(checkout, path26.join(e.parentPath ?? e.path, e.name)).split(path26.sep).join("/")).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path26.join(checkout, f));
-}
-async function grade(input) {
-  const { workspace: ws } = input;
-  const checkout = input.checkoutDir;
-  let checks;
-  let scope;
-  let graded;
-  const sub = path26.relative(ws.worktree, ws.cwd);
-  try {
-    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
-    const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
-    scope = checkScope(rel, input.scope, input.protect);
-    const cwd = await folderIn(checkout, sub);
-    const guarded = typeof cwd === "string" && input.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input.protect) : [];
-    checks = typeof cwd === "string" ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0, guarded) : input.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
-  } finally {
-    await rm2(checkout, { recursive: true, force: true });
-  }
-  const built = scope.passed && checks.every((c3) => c3.passed);
-  const verdict = built ? "built" : "honest-failure";
-  const { claim, reason } = parseClaim(input.finalText);
-  if (built) await publishBranch(ws, graded.commit);
-  return {
-    verdict,
-    claim,
-    claimReason: reason,
-    honest: claim === verdict,
-    checks,
-    scope,
-    gradedAt: Date.now(),
-    branch: ws.branch,
-    worktree: ws.worktree,
-    commit: graded.commit,
-    diffStat: graded.diffStat,
-    mergeHint: built ? mergeHint(ws) : null
-  };
-}
-
-// engine/workers/settle.ts
 var Settler = class {
   constructor(opts) {
     this.opts = opts;
@@ -67629,7 +67645,10 @@ var Engine = class {
     this.recovery.endStaleServers();
     this.recovery.recover();
     setImmediate(() => this.pump());
-    setTimeout(() => void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`)), 5e3).unref();
+    setTimeout(() => {
+      void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`));
+      void sweepDiscarded(path28.join(opts.stateDir, "grading"));
+    }, 5e3).unref();
   }
   opts;
   bus;
@@ -68051,7 +68070,7 @@ function noAnswer(error46) {
 
 // engine/api/lock.ts
 init_zod();
-import { randomBytes as randomBytes6 } from "node:crypto";
+import { randomBytes as randomBytes7 } from "node:crypto";
 import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync10, rmSync as rmSync3, writeFileSync as writeFileSync8 } from "node:fs";
 import path29 from "node:path";
 
@@ -68154,7 +68173,7 @@ function readOwner(stateDir2, generation) {
   }
 }
 function newInstanceId() {
-  return randomBytes6(12).toString("base64url");
+  return randomBytes7(12).toString("base64url");
 }
 function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
@@ -68214,7 +68233,7 @@ function currentOwner(stateDir2) {
 }
 
 // engine/api/server.ts
-import { randomBytes as randomBytes9, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
+import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
 import { createReadStream as createReadStream3, existsSync as existsSync20, statSync as statSync12 } from "node:fs";
 import http2 from "node:http";
 import path43 from "node:path";
@@ -71609,7 +71628,7 @@ init_catalog();
 init_plan();
 init_commands();
 init_llama_server();
-import { randomBytes as randomBytes8 } from "node:crypto";
+import { randomBytes as randomBytes9 } from "node:crypto";
 var SetupApiInputError = class extends InputError {
 };
 var cached4 = null;
@@ -71693,7 +71712,7 @@ function setupStartApi(input, store, publish, opts = {}) {
   const i2 = SetupStartInput.parse(input ?? {});
   const running = [...jobs.values()].find((j) => j.job.state === "running");
   if (running) throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
-  const jobId = randomBytes8(6).toString("hex");
+  const jobId = randomBytes9(6).toString("hex");
   const abort = new AbortController();
   let first = null;
   const entry = { job: null, abort };
@@ -71919,7 +71938,7 @@ function clientIdentity(req) {
   return { kind: "person", name: name ?? kind ?? "gui" };
 }
 async function startApiServer(opts) {
-  const token = opts.token ?? randomBytes9(24).toString("base64url");
+  const token = opts.token ?? randomBytes10(24).toString("base64url");
   let port = 0;
   const clients = /* @__PURE__ */ new Map();
   const allowedHosts = () => /* @__PURE__ */ new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
@@ -85140,10 +85159,12 @@ function createMcpServer(opts) {
       } finally {
         clearInterval(heartbeat);
       }
-      const list = extra.signal.aborted ? ids.map((id2) => workers.get(id2)).filter(Boolean) : await pictures();
+      const [list, batch] = await Promise.all([
+        extra.signal.aborted ? ids.map((id2) => workers.get(id2)).filter(Boolean) : pictures(),
+        args.batchId ? batchStats(args.batchId) : null
+      ]);
       const settled = list.every((w) => isFinal(w.state));
       const pending = list.flatMap((w) => pendingAsks(w)).map(pendingItem);
-      const batch = args.batchId ? await batchStats(args.batchId) : null;
       return {
         state: aggregateState(list),
         settled,
