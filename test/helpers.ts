@@ -117,7 +117,7 @@ export function pidAlive(pid: number): boolean {
 }
 
 export function cleanup(...dirs: string[]) {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  for (const d of dirs) rmSync(d, { recursive: true, force: true, maxRetries: 3 });
 }
 
 export { isFinal };
