@@ -127,6 +127,35 @@ describe("the approvals queue", () => {
     expect(registry.get(w.id).state).toBe("waiting-approval");
   });
 
+  it("the engine's own refusal in flight to opencode cannot be overtaken: an approval meanwhile is refused, and opencode hears one answer", async () => {
+    const { approvals, w, ws, calls, registry } = setup();
+    // opencode answers slowly (a busy machine): the refusal is on its way while the ask still reads pending.
+    let release!: () => void;
+    const slow = new Promise<void>((r) => (release = r));
+    const reply = (registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>) => Promise<unknown> } }).permission;
+    const answer = reply.reply;
+    reply.reply = async (args) => (await slow, answer(args));
+    const outside = mkdtempSync(path.join(os.tmpdir(), "ocw-out-"));
+    symlinkSync("/", path.join(ws, "root"));
+    const search = ask(w.id, "grep", `root${outside}`, { patterns: ["ELSEWHERE"] });
+    approvals.onAsk(w.id, search);
+    expect(registry.get(w.id).asks[0]).toMatchObject({ id: search.id, status: "pending" });
+    // "Approve everything pending", as a careless person or a client loop does.
+    const approving = approvals.decide({ askId: search.id, decision: "once" }, { kind: "person", name: "careless" });
+    await expect(approving).rejects.toThrow(/already being answered by engine workspace guard/);
+    release();
+    await settled();
+    expect(calls.map((c) => c.args.reply)).toEqual(["reject"]);
+    expect(registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "engine", name: "workspace guard" } });
+    // Two people at once: the second is told the first one's answer is on its way.
+    const bash = ask(w.id, "bash", "echo hi");
+    approvals.onAsk(w.id, bash);
+    const first = approvals.decide({ askId: bash.id, decision: "once" }, { kind: "person", name: "a" });
+    await expect(approvals.decide({ askId: bash.id, decision: "reject" }, { kind: "mcp", name: "b" })).rejects.toThrow(/already being answered by person a/);
+    await first;
+    expect(calls.map((c) => c.args.reply)).toEqual(["reject", "once"]);
+  });
+
   it("a worker whose opencode is gone cannot be answered (resume it); cancelAll cancels every pending ask on the record", async () => {
     const { approvals, w, registry } = setup();
     approvals.onAsk(w.id, ask(w.id, "edit", "a.txt"));

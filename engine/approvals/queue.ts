@@ -29,7 +29,8 @@ type AutoAnswer = { decision: Omit<Decision, "askId">; by: DecidedBy & { name: s
 
 export class Approvals {
   /** Asks whose answer this engine is sending to opencode right now. */
-  private readonly deciding = new Set<string>();
+  /** Asks whose answer is on its way to opencode, and who gave it. */
+  private readonly deciding = new Map<string, DecidedBy>();
   private readonly reg: WorkerRegistry;
 
   constructor(private readonly opts: ApprovalsOptions) {
@@ -92,13 +93,19 @@ export class Approvals {
 
   async decide(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
     const askId = (d as { askId?: unknown })?.askId;
+    if (typeof askId !== "string") return this.decideNow(d, by);
+    // One answer at a time: the engine's own refusal of an outside read is on its way to opencode while the ask still
+    // reads pending, and an approval sent meanwhile (a person's "approve all", Claude's approve) reached opencode too and
+    // was recorded in its place (seen under load: a search of / approved by a person).
+    const other = this.deciding.get(askId);
+    if (other) throw new InputError(`ask ${askId} is already being answered by ${byWhom(other)}: read it again in a moment to see the answer`, "conflict");
     // opencode announces the reply on its event stream, often before its HTTP answer: that echo is ours, not a
     // decision made inside opencode, so it must not be recorded as one.
-    if (typeof askId === "string") this.deciding.add(askId);
+    this.deciding.set(askId, by);
     try {
       return await this.decideNow(d, by);
     } finally {
-      if (typeof askId === "string") this.deciding.delete(askId);
+      this.deciding.delete(askId);
     }
   }
 
@@ -110,7 +117,7 @@ export class Approvals {
     const ask = w?.asks.find((a) => a.id === decision.askId);
     if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
     if (ask.status !== "pending") {
-      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`, "conflict");
+      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${byWhom(ask.by)}` : ""})`, "conflict");
     }
     const c = this.reg.clientOf(w.id);
     if (!c) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
@@ -216,7 +223,7 @@ export class Approvals {
       return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };
     }
     const grant = grantFor(ask, w.grants);
-    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${grant.by.kind}${grant.by.name ? " " + grant.by.name : ""})` } };
+    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${byWhom(grant.by)})` } };
     const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.reg.workspaceOf(w)?.cwd) : [];
     if (escapes.length) {
       const message = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
@@ -230,3 +237,5 @@ export class Approvals {
     return this.policies().find((r) => (r.tool === "*" || r.tool === ask.tool) && picomatch.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
   }
 }
+
+const byWhom = (by: DecidedBy): string => `${by.kind}${by.name ? " " + by.name : ""}`;

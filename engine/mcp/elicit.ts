@@ -91,7 +91,7 @@ export async function offerAsk(opts: {
       const decider = await opts.decider();
       await decider.approvals.decide.mutate({ askId: ask.id, decision: decision as "once", ...(message ? { message } : {}), ...(form.answers ? { answers: form.answers(content) } : {}) });
     } catch (err) {
-      if (/no longer pending|refused the answer/.test((err as Error).message)) return { kind: "resolved-elsewhere" };
+      if (/no longer pending|already being answered|refused the answer/.test((err as Error).message)) return { kind: "resolved-elsewhere" };
       opts.log(`could not apply the form's answer to ${ask.id}: ${(err as Error).message}`);
       return { kind: "unavailable", why: (err as Error).message };
     }

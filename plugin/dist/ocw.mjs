@@ -59658,7 +59658,8 @@ var Approvals = class {
   }
   opts;
   /** Asks whose answer this engine is sending to opencode right now. */
-  deciding = /* @__PURE__ */ new Set();
+  /** Asks whose answer is on its way to opencode, and who gave it. */
+  deciding = /* @__PURE__ */ new Map();
   reg;
   /** A new ask from opencode: answered at once when nobody needs to decide it, else it waits (waiting-approval). */
   onAsk(workerId, raw) {
@@ -59706,11 +59707,14 @@ var Approvals = class {
   }
   async decide(d, by) {
     const askId = d?.askId;
-    if (typeof askId === "string") this.deciding.add(askId);
+    if (typeof askId !== "string") return this.decideNow(d, by);
+    const other = this.deciding.get(askId);
+    if (other) throw new InputError(`ask ${askId} is already being answered by ${byWhom(other)}: read it again in a moment to see the answer`, "conflict");
+    this.deciding.set(askId, by);
     try {
       return await this.decideNow(d, by);
     } finally {
-      if (typeof askId === "string") this.deciding.delete(askId);
+      this.deciding.delete(askId);
     }
   }
   async decideNow(d, by) {
@@ -59721,7 +59725,7 @@ var Approvals = class {
     const ask = w?.asks.find((a2) => a2.id === decision.askId);
     if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
     if (ask.status !== "pending") {
-      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${ask.by.kind}${ask.by.name ? " " + ask.by.name : ""}` : ""})`, "conflict");
+      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${byWhom(ask.by)}` : ""})`, "conflict");
     }
     const c3 = this.reg.clientOf(w.id);
     if (!c3) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
@@ -59816,7 +59820,7 @@ var Approvals = class {
       return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };
     }
     const grant = grantFor(ask, w.grants);
-    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${grant.by.kind}${grant.by.name ? " " + grant.by.name : ""})` } };
+    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${byWhom(grant.by)})` } };
     const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.reg.workspaceOf(w)?.cwd) : [];
     if (escapes.length) {
       const message = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
@@ -59829,6 +59833,7 @@ var Approvals = class {
     return this.policies().find((r) => (r.tool === "*" || r.tool === ask.tool) && import_picomatch3.default.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
   }
 };
+var byWhom = (by) => `${by.kind}${by.name ? " " + by.name : ""}`;
 
 // engine/budgets/budgets.ts
 var realClock = {
@@ -84508,7 +84513,7 @@ async function offerAsk(opts) {
       const decider = await opts.decider();
       await decider.approvals.decide.mutate({ askId: ask.id, decision, ...message ? { message } : {}, ...form.answers ? { answers: form.answers(content) } : {} });
     } catch (err) {
-      if (/no longer pending|refused the answer/.test(err.message)) return { kind: "resolved-elsewhere" };
+      if (/no longer pending|already being answered|refused the answer/.test(err.message)) return { kind: "resolved-elsewhere" };
       opts.log(`could not apply the form's answer to ${ask.id}: ${err.message}`);
       return { kind: "unavailable", why: err.message };
     }
