@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import path from "node:path";
 import { bash, startScriptedModel, writeFile } from "../test/fixtures/scripted-model";
 import { cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../test/helpers";
@@ -394,6 +395,9 @@ const FAULT_FILES_COUNT = 7;
  * reversed every other repetition, so in every pair compared (engine ÷ bare, sandbox on ÷ off) each side goes first
  * equally often (with an even number of repetitions).
  */
+const benchLoop = monitorEventLoopDelay({ resolution: 10 });
+benchLoop.enable();
+
 /** The paced batches: a model that takes this long before each turn's first token (a fast API; a local model takes longer). */
 const PACED_MODEL_MS = 1000;
 const PACED = "paced";
@@ -451,10 +455,13 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
         // Odd repetitions run the sides in reverse: each pair (engine/bare, sandbox on/off) takes turns going first.
         const order = rep % 2 ? [...sides].reverse() : sides;
         for (const side of order) {
+          // The bench process also serves the scripted model: a stall of its own would delay both sides' requests.
+          benchLoop.reset();
+          const stall = () => `bench process's longest stall ${round(benchLoop.max / 1e6, 0)} ms`;
           if (side === "bare" || side === "bareClone" || side === "bareClonePaced") {
             const b = await (side === "bare" ? bare : bareClone).run(n, `r${rep}n${n}${paced ? ` ${PACED}` : ""}`);
             add(side, n, b);
-            log(`batch ${n} bare SDK${side === "bare" ? "" : " on private clones"}${paced ? `, model paced ${PACED_MODEL_MS} ms a turn` : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; workspace ${round(median(b.phaseMs.workspace), 0)}/${Math.max(...b.phaseMs.workspace)}, session ${round(median(b.phaseMs.session), 0)}/${Math.max(...b.phaseMs.session)}, firstRequest ${round(median(b.startMs), 0)}/${Math.max(...b.startMs)}; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+            log(`batch ${n} bare SDK${side === "bare" ? "" : " on private clones"}${paced ? `, model paced ${PACED_MODEL_MS} ms a turn` : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; workspace ${round(median(b.phaseMs.workspace), 0)}/${Math.max(...b.phaseMs.workspace)}, session ${round(median(b.phaseMs.session), 0)}/${Math.max(...b.phaseMs.session)}, firstRequest ${round(median(b.startMs), 0)}/${Math.max(...b.startMs)}; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; ${stall()}; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
             continue;
           }
           const eng = side === "engine" || side === "enginePaced" ? sb : side === "keyed" ? keyed : nosb;
@@ -462,7 +469,7 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
           add(side, n, r);
           const tail = [...r.starts].sort((a, b) => (b.verdictMs ?? 0) - (a.verdictMs ?? 0))[0];
           if (tail) log(`  the last verdict's worker: ${(["workspaceMs", "sessionMs", "firstRequestMs", "askMs", "answeredMs", "lastRequestMs", "settledMs", "verdictMs"] as const).map((k) => `${k.replace("Ms", "")} ${tail[k] ?? "–"}`).join(" → ")}`);
-          log(`batch ${n} ${side === "engine" ? "engine + MCP" : side === "enginePaced" ? `engine + MCP, model paced ${PACED_MODEL_MS} ms a turn` : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+          log(`batch ${n} ${side === "engine" ? "engine + MCP" : side === "enginePaced" ? `engine + MCP, model paced ${PACED_MODEL_MS} ms a turn` : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; ${stall()}; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
           for (const m of r.misses) {
             log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
             batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : side === "keyed" ? { side: "keyed target" } : side === "enginePaced" ? { side: "paced model" } : {}), ...m });

@@ -156,6 +156,48 @@ describe("the approvals queue", () => {
     expect(calls.map((c) => c.args.reply)).toEqual(["reject", "once"]);
   });
 
+  it("an answer opencode never took is not recorded: the ask stays open to be answered again, and a refusal that failed still cannot become an approval", async () => {
+    const { approvals, w, ws, calls, registry } = setup();
+    const permission = (registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>, o?: { signal?: AbortSignal }) => Promise<unknown> } }).permission;
+    const answer = permission.reply;
+    const signals: (AbortSignal | undefined)[] = [];
+    let down = true;
+    // A network failure or the reply's time limit: the SDK returns the error, with no HTTP answer.
+    permission.reply = async (args, opts) => (signals.push(opts?.signal), down ? { error: new TypeError("fetch failed"), response: undefined } : answer(args));
+    const edit = ask(w.id, "edit", "a.txt");
+    approvals.onAsk(w.id, edit);
+    await expect(approvals.decide({ askId: edit.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(/did not take the answer .*fetch failed.* still pending; answer it again/);
+    expect(registry.get(w.id).asks[0]).toMatchObject({ status: "pending" });
+    expect(registry.get(w.id).state).toBe("waiting-approval");
+    expect(signals[0]).toBeInstanceOf(AbortSignal); // every answer has a time limit: a hung opencode cannot hold the ask for good
+    // The engine's refusal of a search outside fails the same way: the ask is left pending, and the worker's person sees it.
+    symlinkSync("/", path.join(ws, "root"));
+    const search = ask(w.id, "grep", `root${os.tmpdir()}`, { patterns: ["x"] });
+    approvals.onAsk(w.id, search);
+    await settled();
+    expect(registry.get(w.id).asks[1]).toMatchObject({ status: "pending" });
+    down = false;
+    // Approving it anyway ("approve all") sends the engine's refusal instead, on the record as the engine's.
+    await approvals.decide({ askId: search.id, decision: "once" }, { kind: "person", name: "careless" });
+    expect(registry.get(w.id).asks[1]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "engine", name: "workspace guard" } });
+    await approvals.decide({ askId: edit.id, decision: "once" }, { kind: "person", name: "p" });
+    expect(registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "once" });
+    expect(calls.map((c) => c.args.reply)).toEqual(["reject", "once"]);
+    expect(registry.get(w.id).state).toBe("running");
+  });
+
+  it("no rule answers a question: a catch-all policy leaves it to a person, and the worker shows it waits", async () => {
+    const { approvals, w, calls, registry } = setup();
+    approvals.setPolicies([{ tool: "*", pattern: "**", decision: "once" }]);
+    const q: PermissionAsk = { ...ask(w.id, "question", "which one?"), kind: "question", questions: [{ question: "which one?", header: "h", options: [] }] };
+    approvals.onAsk(w.id, q);
+    await settled();
+    expect(calls).toEqual([]);
+    expect(registry.get(w.id).asks[0]).toMatchObject({ status: "pending" });
+    expect(registry.get(w.id).state).toBe("waiting-approval");
+    expect(approvals.pending().map((a) => a.id)).toEqual([q.id]);
+  });
+
   it("a worker whose opencode is gone cannot be answered (resume it); cancelAll cancels every pending ask on the record", async () => {
     const { approvals, w, registry } = setup();
     approvals.onAsk(w.id, ask(w.id, "edit", "a.txt"));

@@ -2,6 +2,7 @@ import path from "node:path";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { InputError } from "../../shared/errors";
+import { noAnswer } from "../harness/translate";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import { Decision, rejectionMessage, type DecidedBy, type Grant, type PermissionAsk, PolicyRule } from "../../shared/permission";
@@ -24,6 +25,8 @@ export interface ApprovalsOptions {
 
 /** The tools that only look: the engine answers them itself, yes inside the workspace and no outside it. */
 export const LOOKS = new Set(["read", "glob", "grep"]);
+/** How long an answer may take to reach opencode before it counts as not given (the SDK client has no limit of its own). */
+export const REPLY_TIMEOUT_MS = 30_000;
 
 type AutoAnswer = { decision: Omit<Decision, "askId">; by: DecidedBy & { name: string } };
 
@@ -125,28 +128,40 @@ export class Approvals {
     let message: string | undefined;
     let res: { response?: Response; error?: unknown };
     if (ask.kind === "question") {
-      if (decision.decision === "reject") res = await client.question.reject({ requestID: ask.id, directory });
+      if (decision.decision === "reject") res = await client.question.reject({ requestID: ask.id, directory }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
       else {
         // Never answer a question on the person's behalf: an approval without answers is refused.
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`);
         }
-        res = await client.question.reply({ requestID: ask.id, directory, answers: decision.answers });
+        res = await client.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
       }
     } else {
-      // Looked at again now: a symlink swapped in since the ask arrived would move an approved write outside.
+      // Looked at again now: a symlink swapped in since the ask arrived would move an approved write outside, and a
+      // read or search outside the workspace is the engine's to refuse, whoever answers (its own refusal may have
+      // failed to reach opencode and left the ask pending).
       const ws = this.reg.workspaceOf(w);
       const now = decision.decision !== "reject" && ws ? inspectAsk(ask, ws, w.spec).find((f) => f.kind === "outside-workspace") : undefined;
+      const looksOutside = decision.decision !== "reject" && LOOKS.has(ask.tool) && !this.looksInside(w, ask);
       if (now) {
         decision.decision = "reject";
         decision.message = `${now.detail} (a symlink changed since the ask); write only inside your working directory`;
+        by = { kind: "engine", name: "workspace guard" };
+      } else if (looksOutside) {
+        decision.decision = "reject";
+        decision.message = `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files`;
         by = { kind: "engine", name: "workspace guard" };
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       // "always" is the engine's grant: opencode hears "once", so every later ask still reaches the engine's checks.
       const reply = decision.decision === "always" ? "once" : decision.decision;
-      res = await client.permission.reply({ requestID: ask.id, directory, reply, ...(message ? { message } : {}) });
+      res = await client.permission.reply({ requestID: ask.id, directory, reply, ...(message ? { message } : {}) }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
+    }
+    // No HTTP answer (opencode hung, restarting, or past the limit): it may not have the answer, so none is recorded and
+    // the ask stays open to be answered again. An answer opencode did take shows up on its stream and is recorded then.
+    if (!res.response) {
+      throw new Error(`opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`);
     }
     const current = this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
     if (res.response && !res.response.ok) {
@@ -215,6 +230,8 @@ export class Approvals {
    * grant ("always" held by the engine), else the user's matching policy rule.
    */
   private answerWithoutPerson(w: Worker, ask: PermissionAsk): AutoAnswer | null {
+    // A question is answered by someone who reads it: no rule can give its answers.
+    if (ask.kind === "question") return null;
     if (LOOKS.has(ask.tool)) {
       return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
     }

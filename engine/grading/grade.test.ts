@@ -1,12 +1,14 @@
 // Grading's own folders: the fresh checkout and the checks' private HOME/TMPDIR. A check can leave anything there (a
 // cache, a marker that makes the next run pass); a regrade must start from nothing, and nothing may pile up per worker.
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { createWorkspace, inspectRepo } from "../workspace/workspace";
-import { grade, sweepDiscarded, type GradeInput } from "./grade";
+import { sweepDiscarded } from "./folders";
+import { grade, type GradeInput } from "./grade";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-grade-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -40,6 +42,40 @@ describe("grading's folders", () => {
     expect(existsSync(input.sandbox!.tmpDir)).toBe(false);
     await vi.waitFor(() => expect(readdirSync(gradingDir)).toEqual([]), { timeout: 5000 });
   }, 30_000);
+
+  // rm cannot delete inside a read-only folder unless it is root: the tree is made as, and deleted by, a user who is not
+  // (nobody, when the tests run as root).
+  it("a read-only tree a check left (Go's module cache) is deleted too, and nothing outside it changes mode", () => {
+    const script = `
+const { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync } = require("node:fs");
+const os = require("node:os"), path = require("node:path");
+const { createJiti } = require("jiti");
+const jiti = createJiti(${JSON.stringify(path.join(process.cwd(), "x.js"))});
+jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts"))}).then(async ({ discard, sweepDiscarded }) => {
+  const grading = mkdtempSync(path.join(os.tmpdir(), "ocw-ro-"));
+  const outside = mkdtempSync(path.join(os.tmpdir(), "ocw-ro-outside-"));
+  chmodSync(outside, 0o500);
+  const cache = (root) => {
+    const mod = path.join(root, "home", "go", "pkg", "mod", "example.com", "m@v1");
+    mkdirSync(mod, { recursive: true });
+    writeFileSync(path.join(mod, "go.mod"), "module m\\n");
+    symlinkSync(outside, path.join(mod, "out"));
+    for (const d of [mod, path.dirname(mod), path.dirname(path.dirname(mod))]) chmodSync(d, 0o555);
+  };
+  cache(path.join(grading, "w-1.tmp"));
+  cache(path.join(grading, "w-2.tmp.discarded-00000000"));
+  discard(path.join(grading, "w-1.tmp"));
+  await sweepDiscarded(grading);
+  for (let i = 0; i < 50 && readdirSync(grading).length; i++) await new Promise((r) => setTimeout(r, 100));
+  console.log(JSON.stringify({ left: readdirSync(grading), outsideMode: (statSync(outside).mode & 0o777).toString(8), uid: process.getuid() }));
+});`;
+    const asRoot = process.getuid?.() === 0;
+    const out = execFileSync(process.execPath, ["-e", script], { encoding: "utf8", timeout: 30_000, ...(asRoot ? { uid: 65534, gid: 65534 } : {}) });
+    const r = JSON.parse(out) as { left: string[]; outsideMode: string; uid: number };
+    expect(r.uid).not.toBe(0);
+    expect(r.left).toEqual([]);
+    expect(r.outsideMode).toBe("500");
+  }, 60_000);
 
   it("what an engine stopped mid-deletion left is swept; other folders are not touched", async () => {
     const gradingDir = path.join(tmp, "sweep");

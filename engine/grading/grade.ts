@@ -1,11 +1,10 @@
-import { randomBytes } from "node:crypto";
-import { renameSync } from "node:fs";
-import { lstat, mkdir, readdir, rm } from "node:fs/promises";
+import { lstat, mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
 import { commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
+import { discard } from "./folders";
 import { checkScope, globsMatcher } from "./scope";
 
 export interface GradeInput {
@@ -52,29 +51,6 @@ async function protectedIn(checkout: string, sub: string, protect: string[]): Pr
     .map((f) => path.join(checkout, f));
 }
 
-const DISCARDED = ".discarded-";
-
-/**
- * A folder grading is done with, out of the way at once (renamed beside itself) and deleted in the background: the
- * verdict does not wait for a checkout of a large repository to be deleted, and the next grading of the same worker
- * finds its folders free. What an engine stopped meanwhile leaves is swept at its next start (sweepDiscarded).
- */
-function discard(dir: string): void {
-  const away = `${dir}${DISCARDED}${randomBytes(4).toString("hex")}`;
-  try {
-    renameSync(dir, away);
-  } catch {
-    return; // never made, or already gone
-  }
-  void rm(away, { recursive: true, force: true }).catch(() => undefined);
-}
-
-/** Deletes what discard left in `gradingDir` when the engine stopped before it was deleted. */
-export async function sweepDiscarded(gradingDir: string): Promise<void> {
-  const names = await readdir(gradingDir).catch(() => [] as string[]);
-  await Promise.all(names.filter((n) => n.includes(DISCARDED)).map((n) => rm(path.join(gradingDir, n), { recursive: true, force: true }).catch(() => undefined)));
-}
-
 /**
  * Grades a settled worker (every process of it already ended): the engine commits the workspace's files in its own
  * repository, runs the checks the worker never saw in a fresh checkout of that commit, checks scope, compares the
@@ -88,8 +64,10 @@ export async function grade(input: GradeInput): Promise<Verdict> {
   let graded;
   const sub = path.relative(ws.worktree, ws.cwd);
   // A check's HOME and TMPDIR start empty at every grading: what an earlier grading's checks left there (a cache, a
-  // marker file) must not decide this one.
-  if (input.sandbox) await rm(input.sandbox.tmpDir, { recursive: true, force: true });
+  // marker file) must not decide this one. Renamed away, never deleted here: a tree the user may not delete at once (a
+  // read-only module cache) must not fail the grading.
+  discard(checkout);
+  if (input.sandbox) discard(input.sandbox.tmpDir);
   try {
     graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
     // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.

@@ -16,8 +16,8 @@ import { EventBus } from "../events";
 import { WORKER_AGENT } from "../harness/config";
 import type { Harness, HarnessServer } from "../harness/harness";
 import { modelFor, OpencodeServers } from "../harness/servers";
-import { Translator, type OpencodeEvent } from "../harness/translate";
-import { sweepDiscarded } from "../grading/grade";
+import { noAnswer, Translator, type OpencodeEvent } from "../harness/translate";
+import { sweepDiscarded } from "../grading/folders";
 import { Recovery } from "../recovery/recovery";
 import { sandboxStatus, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
@@ -591,10 +591,4 @@ function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.infer<S> 
   const r = schema.safeParse(input);
   if (r.success) return r.data;
   throw new InputError(firstIssue(r.error));
-}
-
-/** What a request that got no HTTP answer failed with (the SDK returns the fetch error instead of throwing it). */
-function noAnswer(error: unknown): string {
-  const e = error as { message?: string; cause?: { message?: string; code?: string } } | undefined;
-  return [e?.message ?? (e ? String(e) : "connection failed"), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
 }

@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path53 = __require("node:path");
+    var path54 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path53.resolve(baseDir, baseName);
+          const localBin = path54.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path53.extname(baseName))) return void 0;
+          if (sourceExt.includes(path54.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path53.resolve(
-            path53.dirname(resolvedScriptPath),
+          executableDir = path54.resolve(
+            path54.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path53.basename(
+            const legacyName = path54.basename(
               this._scriptPath,
-              path53.extname(this._scriptPath)
+              path54.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path53.extname(executableFile));
+        launchWithNode = sourceExt.includes(path54.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path53.basename(filename, path53.extname(filename));
+        this._name = path54.basename(filename, path54.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path54) {
-        if (path54 === void 0) return this._executableDir;
-        this._executableDir = path54;
+      executableDir(path55) {
+        if (path55 === void 0) return this._executableDir;
+        this._executableDir = path55;
         return this;
       }
       /**
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path53) {
-  if (!path53)
+function getElementAtPath(obj2, path54) {
+  if (!path54)
     return obj2;
-  return path53.reduce((acc, key) => acc?.[key], obj2);
+  return path54.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path53, issues) {
+function prefixIssues(path54, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path53);
+    iss.path.unshift(path54);
     return iss;
   });
 }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path53 = []) => {
+  const processError = (error47, path54 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path53, ...issue2.path];
+        const fullpath = [...path54, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path53 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path53) {
+  const path54 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path54) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -16923,8 +16923,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path53, { windows: windows2 } = {}) => {
-      const segs = path53.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path54, { windows: windows2 } = {}) => {
+      const segs = path54.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -18269,7 +18269,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path53, options) {
+    function checkPathExt(path54, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18280,25 +18280,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path53.substr(-p.length).toLowerCase() === p) {
+        if (p && path54.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path53, options) {
+    function checkStat(stat, path54, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path53, options);
+      return checkPathExt(path54, options);
     }
-    function isexe(path53, options, cb) {
-      fs.stat(path53, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path53, options));
+    function isexe(path54, options, cb) {
+      fs.stat(path54, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path54, options));
       });
     }
-    function sync(path53, options) {
-      return checkStat(fs.statSync(path53), path53, options);
+    function sync(path54, options) {
+      return checkStat(fs.statSync(path54), path54, options);
     }
   }
 });
@@ -18309,13 +18309,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path53, options, cb) {
-      fs.stat(path53, function(er, stat) {
+    function isexe(path54, options, cb) {
+      fs.stat(path54, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path53, options) {
-      return checkStat(fs.statSync(path53), options);
+    function sync(path54, options) {
+      return checkStat(fs.statSync(path54), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18348,7 +18348,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path53, options, cb) {
+    function isexe(path54, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18358,7 +18358,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path53, options || {}, function(er, is) {
+          isexe(path54, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18367,7 +18367,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path53, options || {}, function(er, is) {
+      core(path54, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18377,9 +18377,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path53, options) {
+    function sync(path54, options) {
       try {
-        return core.sync(path53, options || {});
+        return core.sync(path54, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18395,7 +18395,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path53 = __require("path");
+    var path54 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18433,7 +18433,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path53.join(pathPart, cmd);
+        const pCmd = path54.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18460,7 +18460,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path53.join(pathPart, cmd);
+        const pCmd = path54.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18508,7 +18508,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path53 = __require("path");
+    var path54 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18526,7 +18526,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path53.delimiter : void 0
+          pathExt: withoutPathExt ? path54.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18535,7 +18535,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path53.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path54.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18589,8 +18589,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path53, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path53.split("/").pop();
+      const [path54, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path54.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18625,7 +18625,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path53 = __require("path");
+    var path54 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18650,7 +18650,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path53.normalize(parsed.command);
+        parsed.command = path54.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -18900,6 +18900,54 @@ var init_process = __esm({
       /** A start that held: the next crash counts from the beginning again. */
       reset() {
         this.crashes = [];
+      }
+    };
+  }
+});
+
+// engine/store/targets.ts
+import path16 from "node:path";
+var TargetStore;
+var init_targets = __esm({
+  "engine/store/targets.ts"() {
+    init_target();
+    init_json_file();
+    init_paths();
+    TargetStore = class {
+      constructor(file2 = path16.join(stateDir(), "targets.json")) {
+        this.file = file2;
+      }
+      file;
+      load() {
+        const raw = readJson(this.file, { active: null, targets: [] });
+        return { active: raw.active ?? null, targets: (raw.targets ?? []).map((t2) => Target.parse(t2)) };
+      }
+      list() {
+        return this.load();
+      }
+      get(id2) {
+        return this.load().targets.find((t2) => t2.id === id2);
+      }
+      active() {
+        const f = this.load();
+        return f.targets.find((t2) => t2.id === f.active);
+      }
+      /** Saves (replacing a target with the same id); makes it active when `activate`. */
+      save(target, activate = false) {
+        const parsed = Target.parse(target);
+        const f = this.load();
+        f.targets = [...f.targets.filter((t2) => t2.id !== parsed.id), parsed];
+        if (activate) f.active = parsed.id;
+        writeJsonAtomic(this.file, f);
+        return parsed;
+      }
+      use(id2) {
+        const f = this.load();
+        const t2 = f.targets.find((x) => x.id === id2);
+        if (!t2) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
+        f.active = id2;
+        writeJsonAtomic(this.file, f);
+        return t2;
       }
     };
   }
@@ -19886,7 +19934,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path53 = __require("path");
+    var path54 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -19908,7 +19956,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path53.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path54.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -19917,7 +19965,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path53.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path54.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20018,7 +20066,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path53 = __require("path");
+    var path54 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20052,9 +20100,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path53.normalize(parsed.command);
+        parsed.command = path54.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path53.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path54.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -20192,7 +20240,7 @@ var init_default2 = __esm({
 // node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
-import path15 from "node:path";
+import path21 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function toPath(urlOrPath) {
   return urlOrPath instanceof URL ? fileURLToPath3(urlOrPath) : urlOrPath;
@@ -20200,12 +20248,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = path15.resolve(toPath(startPath));
+      let currentPath = path21.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = path15.resolve(currentPath, "..");
+        currentPath = path21.resolve(currentPath, "..");
       }
     }
   };
@@ -20221,7 +20269,7 @@ var init_node = __esm({
 
 // node_modules/npm-run-path/index.js
 import process5 from "node:process";
-import path16 from "node:path";
+import path22 from "node:path";
 var npmRunPath, applyPreferLocal, applyExecPath, npmRunPathEnv;
 var init_npm_run_path = __esm({
   "node_modules/npm-run-path/index.js"() {
@@ -20234,27 +20282,27 @@ var init_npm_run_path = __esm({
       execPath: execPath2 = process5.execPath,
       addExecPath = true
     } = {}) => {
-      const cwdPath = path16.resolve(toPath(cwd));
+      const cwdPath = path22.resolve(toPath(cwd));
       const result = [];
-      const pathParts = pathOption.split(path16.delimiter);
+      const pathParts = pathOption.split(path22.delimiter);
       if (preferLocal) {
         applyPreferLocal(result, pathParts, cwdPath);
       }
       if (addExecPath) {
         applyExecPath(result, pathParts, execPath2, cwdPath);
       }
-      return pathOption === "" || pathOption === path16.delimiter ? `${result.join(path16.delimiter)}${pathOption}` : [...result, pathOption].join(path16.delimiter);
+      return pathOption === "" || pathOption === path22.delimiter ? `${result.join(path22.delimiter)}${pathOption}` : [...result, pathOption].join(path22.delimiter);
     };
     applyPreferLocal = (result, pathParts, cwdPath) => {
       for (const directory of traversePathUp(cwdPath)) {
-        const pathPart = path16.join(directory, "node_modules/.bin");
+        const pathPart = path22.join(directory, "node_modules/.bin");
         if (!pathParts.includes(pathPart)) {
           result.push(pathPart);
         }
       }
     };
     applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-      const pathPart = path16.resolve(cwdPath, toPath(execPath2), "..");
+      const pathPart = path22.resolve(cwdPath, toPath(execPath2), "..");
       if (!pathParts.includes(pathPart)) {
         result.push(pathPart);
       }
@@ -21538,7 +21586,7 @@ var init_timeout = __esm({
 
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
-import path17 from "node:path";
+import path23 from "node:path";
 var mapNode, handleNodeOption;
 var init_node2 = __esm({
   "node_modules/execa/lib/methods/node.js"() {
@@ -21561,7 +21609,7 @@ var init_node2 = __esm({
         throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
       }
       const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-      const resolvedNodePath = path17.resolve(cwd, normalizedNodePath);
+      const resolvedNodePath = path23.resolve(cwd, normalizedNodePath);
       const newOptions = {
         ...options,
         nodePath: resolvedNodePath,
@@ -21571,7 +21619,7 @@ var init_node2 = __esm({
       if (!shouldHandleNode) {
         return [file2, commandArguments, newOptions];
       }
-      if (path17.basename(file2, ".exe") === "node") {
+      if (path23.basename(file2, ".exe") === "node") {
         throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
       }
       return [
@@ -21673,7 +21721,7 @@ Please rename it to one of: ${correctEncodings}.`);
 
 // node_modules/execa/lib/arguments/cwd.js
 import { statSync as statSync4 } from "node:fs";
-import path18 from "node:path";
+import path24 from "node:path";
 import process6 from "node:process";
 var normalizeCwd, getDefaultCwd, fixCwdError;
 var init_cwd = __esm({
@@ -21681,7 +21729,7 @@ var init_cwd = __esm({
     init_file_url();
     normalizeCwd = (cwd = getDefaultCwd()) => {
       const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-      return path18.resolve(cwdString);
+      return path24.resolve(cwdString);
     };
     getDefaultCwd = () => {
       try {
@@ -21714,7 +21762,7 @@ ${originalMessage}`;
 });
 
 // node_modules/execa/lib/arguments/options.js
-import path19 from "node:path";
+import path25 from "node:path";
 import process7 from "node:process";
 var import_cross_spawn2, normalizeOptions, addDefaultOptions, getEnv;
 var init_options = __esm({
@@ -21748,7 +21796,7 @@ var init_options = __esm({
       options.killSignal = normalizeKillSignal(options.killSignal);
       options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
       options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-      if (process7.platform === "win32" && path19.basename(file2, ".exe") === "cmd") {
+      if (process7.platform === "win32" && path25.basename(file2, ".exe") === "cmd") {
         commandArguments.unshift("/q");
       }
       return { file: file2, commandArguments, options };
@@ -23241,7 +23289,7 @@ var init_stdio_option = __esm({
 });
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync6 } from "node:fs";
+import { readFileSync as readFileSync7 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream, handleNativeStreamSync, getTargetFd, getTargetFdNumber, handleNativeStreamAsync, getStandardStream;
 var init_native = __esm({
@@ -23282,7 +23330,7 @@ var init_native = __esm({
       if (tty2.isatty(targetFdNumber)) {
         throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
       }
-      return { type: "uint8Array", value: bufferToUint8Array(readFileSync6(targetFdNumber)), optionName };
+      return { type: "uint8Array", value: bufferToUint8Array(readFileSync7(targetFdNumber)), optionName };
     };
     getTargetFdNumber = (value, fdNumber) => {
       if (value === "inherit") {
@@ -23618,7 +23666,7 @@ For example, you can use the \`pathToFileURL()\` method of the \`url\` core modu
 });
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync7 } from "node:fs";
+import { readFileSync as readFileSync8 } from "node:fs";
 var handleStdioSync, forbiddenIfSync, forbiddenNativeIfSync, throwInvalidSyncValue, addProperties, addPropertiesSync;
 var init_handle_sync = __esm({
   "node_modules/execa/lib/stdio/handle-sync.js"() {
@@ -23652,8 +23700,8 @@ var init_handle_sync = __esm({
     addPropertiesSync = {
       input: {
         ...addProperties,
-        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync7(value))] }),
-        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync7(file2))] }),
+        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync8(value))] }),
+        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync8(file2))] }),
         fileNumber: forbiddenIfSync,
         iterable: ({ value }) => ({ contents: [...value] }),
         string: ({ value }) => ({ contents: [value] }),
@@ -24188,13 +24236,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path53, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path53 === "string" ? path53 : path53.toString();
+      for (const { path: path54, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path54 === "string" ? path54 : path54.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path53, serializedResult);
+          appendFileSync(path54, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync7(path53, serializedResult);
+          writeFileSync7(path54, serializedResult);
         }
       }
     };
@@ -26944,54 +26992,6 @@ var init_execa = __esm({
   }
 });
 
-// engine/store/targets.ts
-import path23 from "node:path";
-var TargetStore;
-var init_targets = __esm({
-  "engine/store/targets.ts"() {
-    init_target();
-    init_json_file();
-    init_paths();
-    TargetStore = class {
-      constructor(file2 = path23.join(stateDir(), "targets.json")) {
-        this.file = file2;
-      }
-      file;
-      load() {
-        const raw = readJson(this.file, { active: null, targets: [] });
-        return { active: raw.active ?? null, targets: (raw.targets ?? []).map((t2) => Target.parse(t2)) };
-      }
-      list() {
-        return this.load();
-      }
-      get(id2) {
-        return this.load().targets.find((t2) => t2.id === id2);
-      }
-      active() {
-        const f = this.load();
-        return f.targets.find((t2) => t2.id === f.active);
-      }
-      /** Saves (replacing a target with the same id); makes it active when `activate`. */
-      save(target, activate = false) {
-        const parsed = Target.parse(target);
-        const f = this.load();
-        f.targets = [...f.targets.filter((t2) => t2.id !== parsed.id), parsed];
-        if (activate) f.active = parsed.id;
-        writeJsonAtomic(this.file, f);
-        return parsed;
-      }
-      use(id2) {
-        const f = this.load();
-        const t2 = f.targets.find((x) => x.id === id2);
-        if (!t2) throw new Error(`no target "${id2}". Run \`ocw targets\` to list them.`);
-        f.active = id2;
-        writeJsonAtomic(this.file, f);
-        return t2;
-      }
-    };
-  }
-});
-
 // engine/hardware/parse.ts
 function numOrNull(s) {
   if (s === void 0) return null;
@@ -27287,7 +27287,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path53 = __require("path");
+    var path54 = __require("path");
     var spawn8 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28043,7 +28043,7 @@ var require_util = __commonJS({
     function getFilesInPath(source) {
       const lstatSync3 = fs.lstatSync;
       const readdirSync10 = fs.readdirSync;
-      const join = path53.join;
+      const join = path54.join;
       function isDirectory(source2) {
         return lstatSync3(source2).isDirectory();
       }
@@ -36796,7 +36796,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path53 = __require("path");
+    var path54 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
@@ -37176,13 +37176,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path53.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path54.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path53.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path54.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path53.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path54.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -40457,7 +40457,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path53 = __require("path");
+    var path54 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41085,7 +41085,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path53.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path54.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42356,7 +42356,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path53, callback) {
+    function fetchJson(path54, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42372,7 +42372,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path53} HTTP/1.0\r
+          socket.write(`GET ${path54} HTTP/1.0\r
 \r
 `);
         });
@@ -45142,7 +45142,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path53 = __require("path");
+    var path54 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45275,7 +45275,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path53.basename(element);
+              const filename = path54.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -45804,9 +45804,9 @@ var require_lib = __commonJS({
 });
 
 // engine/hardware/detect.ts
-import { readdir as readdir3, readFile } from "node:fs/promises";
+import { readdir as readdir4, readFile } from "node:fs/promises";
 import os4 from "node:os";
-import path30 from "node:path";
+import path31 from "node:path";
 async function cpuRamDefault() {
   try {
     const si = await Promise.resolve().then(() => __toESM(require_lib()));
@@ -45822,14 +45822,14 @@ async function cpuRamDefault() {
   }
 }
 async function readSysfs(root2) {
-  const base2 = path30.join(root2, "class/drm");
+  const base2 = path31.join(root2, "class/drm");
   let names;
   try {
-    names = (await readdir3(base2)).filter((n2) => /^card\d+$/.test(n2));
+    names = (await readdir4(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
-  const rd = (card, f) => readFile(path30.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
+  const rd = (card, f) => readFile(path31.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
   return Promise.all(
     names.map(async (card) => ({
       card,
@@ -46459,7 +46459,7 @@ var init_catalog = __esm({
 import { createHash as createHash3 } from "node:crypto";
 import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync11, renameSync as renameSync3, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
-import path31 from "node:path";
+import path32 from "node:path";
 async function sha256File(file2) {
   const h3 = createHash3("sha256");
   for await (const chunk of createReadStream2(file2)) h3.update(chunk);
@@ -46467,7 +46467,7 @@ async function sha256File(file2) {
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync11(path31.dirname(o2.dest), { recursive: true });
+  mkdirSync11(path32.dirname(o2.dest), { recursive: true });
   if (existsSync11(o2.dest) && o2.expectedSize && statSync6(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase()) return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
@@ -46478,11 +46478,11 @@ async function downloadFile(o2) {
     start = 0;
   }
   if (o2.expectedSize) {
-    const fs = statfsSync(path31.dirname(o2.dest));
+    const fs = statfsSync(path32.dirname(o2.dest));
     const free = Number(fs.bavail) * Number(fs.bsize);
     const need = o2.expectedSize - start;
     if (need > free) {
-      throw new DownloadError(`${path31.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path31.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
+      throw new DownloadError(`${path32.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path32.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
     }
   }
   const headers = { ...o2.headers };
@@ -46535,7 +46535,7 @@ async function downloadFile(o2) {
     const got = await sha256File(part);
     if (got !== o2.sha256.toLowerCase()) {
       unlinkSync(part);
-      throw new DownloadError(`checksum mismatch for ${path31.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`);
+      throw new DownloadError(`checksum mismatch for ${path32.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`);
     }
     verified = "sha256";
   }
@@ -46613,12 +46613,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path53) {
+function fileSource(path54) {
   let fh;
   return {
-    describe: path53,
+    describe: path54,
     async read(offset, length) {
-      fh ??= await open(path53, "r");
+      fh ??= await open(path54, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -46854,7 +46854,7 @@ var init_gguf = __esm({
 
 // engine/models/source.ts
 import { existsSync as existsSync12, readFileSync as readFileSync11, statSync as statSync7 } from "node:fs";
-import path32 from "node:path";
+import path33 from "node:path";
 function quantFromName(name) {
   const m = /[-_.](I?Q\d_[A-Z0-9_]+?|I?Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(name);
   return m ? m[1].toUpperCase() : null;
@@ -46919,7 +46919,7 @@ async function loadGguf(ref, headers = {}) {
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
   if (!existsSync12(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
-  const names = shardNames(path32.basename(ref)).map((n2) => path32.join(path32.dirname(ref), n2));
+  const names = shardNames(path33.basename(ref)).map((n2) => path33.join(path33.dirname(ref), n2));
   for (const n2 of names) if (!existsSync12(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
@@ -48266,7 +48266,7 @@ var init_plan = __esm({
 });
 
 // engine/models/resolve.ts
-import path33 from "node:path";
+import path34 from "node:path";
 function quantBits(quant) {
   const q = quant.toUpperCase();
   if (/BF16|F16/.test(q)) return 16;
@@ -48313,7 +48313,7 @@ async function planRepo(ref, want, env2 = process.env) {
   return { problem: `no quant of ${p.repo} fits ${want.slots} slot(s) \xD7 ${want.minCtx} tokens here (tried ${[...new Set(considered.map((c3) => c3.quant))].join(", ")})`, considered };
 }
 function localPathFor(stateDir2, repo, file2) {
-  return path33.join(stateDir2, "models", repo.replace("/", "__"), file2);
+  return path34.join(stateDir2, "models", repo.replace("/", "__"), file2);
 }
 var init_resolve = __esm({
   "engine/models/resolve.ts"() {
@@ -48444,24 +48444,24 @@ import { spawn as spawn3 } from "node:child_process";
 import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync12 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
-import path34 from "node:path";
+import path35 from "node:path";
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
     if (!existsSync13(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path34.resolve(explicit);
+    return path35.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path34.delimiter)) if (dir) cands.push(path34.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = env2.OCW_LLAMA_CACHE ?? path34.join(os5.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path35.delimiter)) if (dir) cands.push(path35.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = env2.OCW_LLAMA_CACHE ?? path35.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync6(cache).sort().reverse()) cands.push(path34.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync6(cache).sort().reverse()) cands.push(path35.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed2 = path34.join(stateDir(env2), "llama");
+  const installed2 = path35.join(stateDir(env2), "llama");
   try {
     for (const d of readdirSync6(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path34.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+      const f = findFile(path35.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
@@ -48471,11 +48471,11 @@ function findLlamaServer(explicit, env2 = process.env) {
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
   for (const e of readdirSync6(dir, { withFileTypes: true })) {
-    if (e.isFile() && e.name === name) return path34.join(dir, e.name);
+    if (e.isFile() && e.name === name) return path35.join(dir, e.name);
   }
   for (const e of readdirSync6(dir, { withFileTypes: true })) {
     if (e.isDirectory()) {
-      const f = findFile(path34.join(dir, e.name), name, depth + 1);
+      const f = findFile(path35.join(dir, e.name), name, depth + 1);
       if (f) return f;
     }
   }
@@ -48537,11 +48537,11 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync12(path34.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync12(path35.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
-  env2.LD_LIBRARY_PATH = [path34.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path34.delimiter);
+  env2.LD_LIBRARY_PATH = [path35.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path35.delimiter);
   const child = spawn3(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync2(fd);
@@ -49085,7 +49085,7 @@ var init_verify = __esm({
 });
 
 // engine/serving/setup.ts
-import path35 from "node:path";
+import path36 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
 import { closeSync as closeSync3, mkdirSync as mkdirSync13, openSync as openSync3 } from "node:fs";
 function listServing() {
@@ -49155,11 +49155,11 @@ function supervisorCommand(env2 = process.env) {
   if (env2.OCW_SUPERVISE === "0") return null;
   if (env2.OCW_SUPERVISOR_CMD) return JSON.parse(env2.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path35.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path36.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync13(path35.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync13(path36.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -49235,7 +49235,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path35.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path36.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -49335,7 +49335,7 @@ var init_setup3 = __esm({
     init_verify();
     SetupInputError = class extends Error {
     };
-    servingFile = () => path35.join(stateDir(), "serving.json");
+    servingFile = () => path36.join(stateDir(), "serving.json");
     recordedStart = (t2) => typeof t2 === "string" ? t2 : null;
   }
 });
@@ -49379,10 +49379,10 @@ __export(start_runtimes_exports, {
 import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
 import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync9 } from "node:fs";
 import os6 from "node:os";
-import path36 from "node:path";
+import path37 from "node:path";
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path36.delimiter)) {
-    const p = dir && path36.join(dir, name);
+  for (const dir of (env2.PATH ?? "").split(path37.delimiter)) {
+    const p = dir && path37.join(dir, name);
     if (p && existsSync14(p)) return p;
   }
   return null;
@@ -49423,7 +49423,7 @@ function buildLaunch(o2) {
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
     mkdirSync14(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path36.join(o2.configDir, "sglang.yaml");
+    configFile = path37.join(o2.configDir, "sglang.yaml");
     writeFileSync9(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
@@ -49431,7 +49431,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = o2.runtime === "vllm" ? env2.OCW_VLLM_IMAGE || VLLM_IMAGE : env2.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
-  const hfCache = env2.HF_HOME || path36.join(os6.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path37.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run3 = [
     "run",
@@ -49522,14 +49522,14 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path36.join(stateDir(), "runtime", id2) });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path37.join(stateDir(), "runtime", id2) });
   const { parallelDevices: parallelDevices2 } = await Promise.resolve().then(() => (init_parallel(), parallel_exports));
   const indexOf = new Map(parallelDevices2(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path36.join(stateDir(), "logs", `${id2}.log`);
+  const logFile = path37.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync14(path36.dirname(logFile), { recursive: true, mode: 448 });
+  mkdirSync14(path37.dirname(logFile), { recursive: true, mode: 448 });
   const logStart = existsSync14(logFile) ? statSync8(logFile).size : 0;
   const readLog = () => existsSync14(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
@@ -50032,7 +50032,7 @@ __export(parallel_exports, {
   toParallelPick: () => toParallelPick
 });
 import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync14, statSync as statSync9 } from "node:fs";
-import path37 from "node:path";
+import path38 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
   const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
@@ -50100,18 +50100,18 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     if (!statSync9(name).isDirectory()) throw new ParallelInputError(`${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`);
     const st = readdirSync7(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path37.join(name, f)).size, 0);
-    const cfgFile = path37.join(name, "config.json");
+    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path38.join(name, f)).size, 0);
+    const cfgFile = path38.join(name, "config.json");
     const cfg2 = existsSync15(cfgFile) ? JSON.parse(readFileSync14(cfgFile, "utf8")) : {};
     return [{
       model: name,
-      source: path37.resolve(name),
+      source: path38.resolve(name),
       dtype: null,
       weightsBytes: bytes2,
       weightsSource: "folder",
-      ...modelFromConfig(path37.basename(name), cfg2),
+      ...modelFromConfig(path38.basename(name), cfg2),
       toolParser: toolParser(runtime, void 0, name),
-      servedName: targetSlug({ model: path37.basename(path37.resolve(name)), quant: null })
+      servedName: targetSlug({ model: path38.basename(path38.resolve(name)), quant: null })
     }];
   }
   const repo = name.replace(/^hf:/, "");
@@ -50264,16 +50264,16 @@ __export(pool_exports, {
 });
 import { mkdtempSync, rmSync as rmSync4 } from "node:fs";
 import os7 from "node:os";
-import path38 from "node:path";
+import path39 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync(path38.join(os7.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync(path39.join(os7.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path38.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path39.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
@@ -50290,7 +50290,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path38.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path39.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -50325,7 +50325,7 @@ var init_pool = __esm({
 
 // engine/serving/commands.ts
 import { existsSync as existsSync16 } from "node:fs";
-import path39 from "node:path";
+import path40 from "node:path";
 function int2(v, flag2, min = 1) {
   if (v === void 0) return void 0;
   const n2 = Number(v);
@@ -50479,7 +50479,7 @@ async function runFitPlan(o2) {
             result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           } else {
             const info = await loadGguf(o2.model);
-            const m = modelFromInfo(info, o2.model, existsSync16(o2.model) ? ["-m", path39.resolve(o2.model)] : ["-hf", o2.model]);
+            const m = modelFromInfo(info, o2.model, existsSync16(o2.model) ? ["-m", path40.resolve(o2.model)] : ["-hf", o2.model]);
             const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? o2.model), void 0, exact);
             result = pick3 ? { pick: pick3, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain ? `${o2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${o2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           }
@@ -50543,7 +50543,7 @@ function installedRuntime(rt, find) {
 async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path39.join(path39.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  const bin = path40.join(path40.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
   if (!existsSync16(bin)) return null;
   const args = ["-m", file2, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
   if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
@@ -50768,7 +50768,7 @@ var init_commands = __esm({
 
 // engine/serving/get-llama.ts
 import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync10 } from "node:fs";
-import path40 from "node:path";
+import path41 from "node:path";
 async function latestRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
   const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
@@ -50815,12 +50815,12 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new Error(`cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`);
+  throw new Error(`cannot unpack ${path41.basename(archive)} (${errors.join("; ")})`);
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
   for (const e of readdirSync8(dir)) {
-    const p = path40.join(dir, e);
+    const p = path41.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
     if (statSync10(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
@@ -50840,11 +50840,11 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path40.join(o2.root, `${rel.tag}-${variant}`);
+    const dir = path41.join(o2.root, `${rel.tag}-${variant}`);
     let bin = existsSync17(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "none";
     if (!bin) {
-      const archive = path40.join(o2.root, "downloads", asset.name);
+      const archive = path41.join(o2.root, "downloads", asset.name);
       const d = await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       verified = d.verified;
       const tmp = `${dir}.tmp.${process.pid}`;
@@ -50858,7 +50858,7 @@ async function installPrebuilt(o2) {
         continue;
       }
     }
-    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path40.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
+    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path41.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
   }
@@ -50890,7 +50890,7 @@ __export(start_exports, {
 });
 import { randomBytes as randomBytes8 } from "node:crypto";
 import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
-import path41 from "node:path";
+import path42 from "node:path";
 function classifyLog(log, bin = null) {
   const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
   for (const r of LOG_RULES) {
@@ -50926,7 +50926,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     if (m) {
       const n2 = Number(m[2]);
       const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync18(f));
-      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path41.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path41.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
+      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path42.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path42.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
     }
     return { local: value, downloads: [] };
   }
@@ -50947,8 +50947,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path41.basename(new URL(url2).pathname);
-      return { url: url2, dest: path41.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path42.basename(new URL(url2).pathname);
+      return { url: url2, dest: path42.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -50966,10 +50966,10 @@ async function modelFiles(modelArg, env2 = process.env) {
     if (m) {
       const stem = first.path.replace(SHARD, "");
       files = files.filter((f) => f.path.replace(SHARD, "") === stem).sort((a2, b) => a2.path.localeCompare(b.path));
-      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path41.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
+      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path42.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
     } else files = [first];
   }
-  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path41.basename(f.path) }));
+  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path42.basename(f.path) }));
   return { local: downloads[0].dest, downloads };
 }
 function checkPlacement(pick3, logText, smi) {
@@ -51124,7 +51124,7 @@ async function runStartJob(o2) {
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path41.join(stateDir(), "llama"),
+          root: path42.join(stateDir(), "llama"),
           gpus: hw.gpus,
           onProgress: (asset, p) => {
             phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
@@ -51144,12 +51144,12 @@ async function runStartJob(o2) {
       });
       if (!files.downloads.length) skip("download", `local file ${files.local}`);
       else {
-        begin("download", `${files.downloads.length} file(s) to ${path41.dirname(files.downloads[0].dest)}`);
+        begin("download", `${files.downloads.length} file(s) to ${path42.dirname(files.downloads[0].dest)}`);
         const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
         const onDisk = (d) => existsSync18(d.dest) ? statSync11(d.dest).size : existsSync18(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
         if (total2 !== null) {
           const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-          const dir = path41.dirname(files.downloads[0].dest);
+          const dir = path42.dirname(files.downloads[0].dest);
           mkdirSync16(dir, { recursive: true });
           const fs = statfsSync2(dir);
           const free = Number(fs.bavail) * Number(fs.bsize);
@@ -51200,7 +51200,7 @@ async function runStartJob(o2) {
         end(`${files.downloads.length} file(s), ${(doneBefore / GiB3).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB3 / Math.max(secs2, 1e-3)).toFixed(1)} MiB/s` : ", already on disk"}`);
       }
       cancelled();
-      const alias = targetSlug({ model: entry?.name ?? path41.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
+      const alias = targetSlug({ model: entry?.name ?? path42.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
       const id2 = input.id ?? `llamacpp-${alias}`;
       const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
       const pooled = replicas.length > 1;
@@ -51222,7 +51222,7 @@ async function runStartJob(o2) {
         const port = await freePort();
         const args = [...r.words.args];
         const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-        args.splice(ri, 2, "-m", path41.resolve(files.local));
+        args.splice(ri, 2, "-m", path42.resolve(files.local));
         const pi = args.indexOf("--port");
         if (pi >= 0) args[pi + 1] = String(port);
         else args.push("--port", String(port));
@@ -51233,8 +51233,8 @@ async function runStartJob(o2) {
         launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
         job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-        const file2 = path41.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync16(path41.dirname(file2), { recursive: true });
+        const file2 = path42.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync16(path42.dirname(file2), { recursive: true });
         logs[r.i] = { file: file2, start: existsSync18(file2) ? statSync11(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = { targetId: recId, ...pooled ? { replicaOf: id2 } : {}, pid: 0, supervisorPid: null, port, bin, args, env: env2, logFile: file2, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
@@ -51334,7 +51334,7 @@ async function runStartJob(o2) {
         }).filter((g) => g.bytes > 0);
         const recId = pooled ? `${id2}@${k + 1}` : id2;
         if (gpuBytes.length) saveServing(listServing().map((r) => r.targetId === recId ? { ...r, gpuBytes } : r));
-        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path41.basename(props.body.model_path)}` : ""}`);
+        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path42.basename(props.body.model_path)}` : ""}`);
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
       const placement = { passed: placements.every((p) => p.passed), devices: placements.flatMap((p) => p.devices), evidence: placements.flatMap((p) => p.evidence) };
@@ -51423,10 +51423,10 @@ function replaces(pick3, g, inputId) {
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path41.resolve(value) === path41.resolve(file2);
+  if (w[mi] === "-m") return path42.resolve(value) === path42.resolve(file2);
   const [repo, quant] = value.split(":");
-  const dir = path41.join(stateDir(), "models", repo.replace("/", "__"));
-  return file2.startsWith(dir + path41.sep) && (!quant || pathHasQuant(path41.relative(dir, file2), quant));
+  const dir = path42.join(stateDir(), "models", repo.replace("/", "__"));
+  return file2.startsWith(dir + path42.sep) && (!quant || pathHasQuant(path42.relative(dir, file2), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -54751,8 +54751,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path53) {
-      let input = path53;
+    function removeDotSegments(path54) {
+      let input = path54;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -54826,11 +54826,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path53) {
-      if (path53 === "" || path53[0] === "/") {
-        return removeDotSegments(path53);
+    function removeDotSegmentsRelative(path54) {
+      if (path54 === "" || path54[0] === "/") {
+        return removeDotSegments(path54);
       }
-      const segments = path53.split("/");
+      const segments = path54.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -55193,8 +55193,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path53 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path53 && path53 !== "/" ? path53 : void 0;
+        const path54 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path54 && path54 !== "/" ? path54 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -58762,11 +58762,11 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path44 from "node:path";
+import path45 from "node:path";
 
 // engine/workers/engine.ts
 import { existsSync as existsSync10 } from "node:fs";
-import path28 from "node:path";
+import path29 from "node:path";
 
 // shared/ids.ts
 var random = globalThis.crypto;
@@ -59498,6 +59498,241 @@ function codeOf(err) {
   return err instanceof OcwError ? err.code : "internal";
 }
 
+// engine/harness/translate.ts
+var HANDLED = [
+  "session.created",
+  "permission.asked",
+  "permission.replied",
+  "question.asked",
+  "question.replied",
+  "question.rejected",
+  "message.part.updated",
+  "message.part.delta",
+  "message.updated",
+  "session.status",
+  "session.error",
+  "session.idle"
+];
+var handled = new Set(HANDLED);
+function opencodeEvent(raw, directory) {
+  const p = raw;
+  if (!p || typeof p.type !== "string" || !handled.has(p.type)) return null;
+  if (!p.properties || typeof p.properties !== "object") return null;
+  return { ...directory ? { directory } : {}, type: p.type, properties: p.properties };
+}
+function sessionOf(e) {
+  switch (e.type) {
+    case "message.part.updated":
+      return e.properties.sessionID ?? e.properties.part?.sessionID;
+    case "message.updated":
+      return e.properties.sessionID ?? e.properties.info?.sessionID;
+    case "session.created":
+      return e.properties.sessionID ?? e.properties.info?.id;
+    default:
+      return e.properties.sessionID;
+  }
+}
+function permissionAsk(workerId, p) {
+  const md = p.metadata ?? {};
+  const search = p.permission === "glob" || p.permission === "grep";
+  const what = search ? String(md.path ?? ".") : String(md.command ?? md.filepath ?? md.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
+  return {
+    id: p.id,
+    workerId,
+    sessionId: p.sessionID,
+    kind: "permission",
+    tool: String(p.permission),
+    what,
+    ...typeof md.diff === "string" ? { diff: md.diff.slice(0, 1e5) } : {},
+    patterns: p.patterns ?? [],
+    always: p.always ?? [],
+    createdAt: Date.now(),
+    status: "pending"
+  };
+}
+function questionAsk(workerId, p) {
+  const questions = (p.questions ?? []).map((q) => ({
+    question: String(q.question ?? ""),
+    header: q.header,
+    options: (q.options ?? []).map((o2) => ({ label: String(o2.label), description: o2.description })),
+    multiple: q.multiple
+  }));
+  return {
+    id: p.id,
+    workerId,
+    sessionId: p.sessionID,
+    kind: "question",
+    tool: "question",
+    what: questions.map((q) => q.question).join(" / "),
+    patterns: [],
+    always: [],
+    questions,
+    createdAt: Date.now(),
+    status: "pending"
+  };
+}
+function translatePart(part) {
+  if (!part?.id || !part.type) return { part: null };
+  if (part.type === "text" || part.type === "reasoning") {
+    if (!part.time?.end) return { part: null };
+    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") } };
+  }
+  if (part.type !== "tool") return { part: null };
+  const st = part.state ?? {};
+  if (st.status === "pending") return { part: null };
+  const t2 = {
+    partId: part.id,
+    messageId: part.messageID,
+    kind: "tool",
+    tool: part.tool,
+    status: st.status,
+    input: st.input,
+    ...st.output !== void 0 ? { output: String(st.output).slice(0, 2e4) } : {},
+    ...st.error !== void 0 ? { error: String(st.error).slice(0, 4e3) } : {}
+  };
+  const failed = st.status === "error" || part.tool === "invalid" && st.status === "completed";
+  return failed ? { part: t2, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1e3) } } : { part: t2 };
+}
+function usageOf(info) {
+  if (info?.role !== "assistant" || !info.tokens) return null;
+  return { id: info.id, usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 } };
+}
+function describeError(err) {
+  return `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2e3);
+}
+var DeltaCoalescer = class {
+  constructor(publish, everyMs = 50) {
+    this.publish = publish;
+    this.everyMs = everyMs;
+  }
+  publish;
+  everyMs;
+  pending = /* @__PURE__ */ new Map();
+  timer = null;
+  add(d) {
+    const key = `${d.partId}\0${d.field}`;
+    const pending = this.pending.get(key);
+    if (pending) pending.delta += d.delta;
+    else this.pending.set(key, { ...d });
+    this.timer ??= setTimeout(() => this.flush(), this.everyMs);
+  }
+  get size() {
+    return this.pending.size;
+  }
+  /** Publishes what is buffered now (a finished part is persisted after its deltas, never before). */
+  flush() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = [...this.pending.values()];
+    this.pending.clear();
+    for (const d of batch) this.publish(d);
+  }
+};
+var STREAMING_CAP = 256 * 1024;
+var Translator = class {
+  constructor(sinks) {
+    this.sinks = sinks;
+    this.deltas = new DeltaCoalescer((d) => {
+      const sp = this.streaming.get(d.workerId)?.get(d.partId) ?? this.streamingPart(d.workerId, d.partId, "", "text", "");
+      const at = sp.length;
+      sp.length += d.delta.length;
+      const text = (sp.part.text ?? "") + d.delta;
+      sp.part.text = text.length > STREAMING_CAP ? "\u2026" + text.slice(text.length - STREAMING_CAP) : text;
+      sinks.registry.transient({ type: "delta", ...d, at, ts: Date.now() });
+    });
+  }
+  sinks;
+  deltas;
+  /**
+   * Text of parts still streaming, per worker (a finished part is logged and leaves this): a transcript read
+   * mid-stream (a page opened or reloaded while a worker writes) shows the text so far, not only what comes next.
+   * The tail of a part is kept past STREAMING_CAP characters.
+   */
+  streaming = /* @__PURE__ */ new Map();
+  streamingPart(workerId, partId, messageId, kind, text) {
+    let parts = this.streaming.get(workerId);
+    if (!parts) this.streaming.set(workerId, parts = /* @__PURE__ */ new Map());
+    const sp = { part: { partId, messageId: messageId ?? "", kind, text }, length: text.length };
+    parts.set(partId, sp);
+    return sp;
+  }
+  handle(e) {
+    const reg = this.sinks.registry;
+    if (e.type === "session.created") {
+      const parent = e.properties.info?.parentID;
+      if (parent && reg.sessions.has(parent)) reg.sessions.set(e.properties.info.id, reg.sessions.get(parent));
+      return;
+    }
+    const sid = sessionOf(e);
+    const workerId = sid ? reg.sessions.get(sid) : void 0;
+    const w = workerId ? reg.workers.get(workerId) : void 0;
+    if (!workerId || !w) return;
+    const isRoot = sid === w.sessionId;
+    reg.rt(workerId).lastEventAt = Date.now();
+    switch (e.type) {
+      case "permission.asked":
+        return this.sinks.ask(workerId, permissionAsk(workerId, e.properties));
+      case "question.asked":
+        return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
+      case "permission.replied":
+        return this.sinks.askGone(workerId, e.properties.requestID, e.properties.reply);
+      case "question.replied":
+        return this.sinks.askGone(workerId, e.properties.requestID, "once");
+      case "question.rejected":
+        return this.sinks.askGone(workerId, e.properties.requestID, "reject");
+      case "message.part.updated": {
+        const part = e.properties.part;
+        if (this.deltas.size && part?.time?.end) this.deltas.flush();
+        const { part: t2, toolFailed } = translatePart(part);
+        if (t2) this.streaming.get(workerId)?.delete(t2.partId);
+        else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
+          this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");
+        if (isRoot) reg.rt(workerId).replies?.part(part);
+        if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
+        if (t2) reg.safeRecord(workerId, { type: "part", part: t2 });
+        return;
+      }
+      case "message.part.delta": {
+        const p = e.properties;
+        if (typeof p.delta === "string") this.deltas.add({ workerId, partId: p.partID, field: p.field, delta: p.delta });
+        return;
+      }
+      case "message.updated": {
+        if (isRoot) reg.rt(workerId).replies?.message(e.properties.info);
+        const u2 = usageOf(e.properties.info);
+        if (u2) this.sinks.usage(workerId, u2.id, u2.usage);
+        return;
+      }
+      case "session.status": {
+        const st = e.properties.status;
+        if (st?.type === "retry") {
+          const message = String(st.message ?? "");
+          reg.transient({ type: "retry", workerId, attempt: st.attempt ?? 0, message, ts: Date.now() });
+          this.sinks.retry(workerId, message);
+        }
+        return;
+      }
+      case "session.error": {
+        if (!isRoot) return;
+        const err = e.properties.error;
+        if (err?.name === "MessageAbortedError") return;
+        reg.rt(workerId).turn.error = describeError(err);
+        return;
+      }
+      case "session.idle":
+        if (!isRoot) return;
+        this.streaming.delete(workerId);
+        this.sinks.idle(workerId);
+        return;
+    }
+  }
+};
+function noAnswer(error46) {
+  const e = error46;
+  if (e?.name === "TimeoutError") return "no answer within the time limit";
+  return [e?.message ?? (e ? String(e) : "connection failed"), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
+}
+
 // engine/approvals/queue.ts
 init_json_file();
 
@@ -59651,6 +59886,7 @@ function writesOutside(command, worktree, workdir = worktree) {
 
 // engine/approvals/queue.ts
 var LOOKS = /* @__PURE__ */ new Set(["read", "glob", "grep"]);
+var REPLY_TIMEOUT_MS = 3e4;
 var Approvals = class {
   constructor(opts) {
     this.opts = opts;
@@ -59733,25 +59969,33 @@ var Approvals = class {
     let message;
     let res;
     if (ask.kind === "question") {
-      if (decision.decision === "reject") res = await client2.question.reject({ requestID: ask.id, directory });
+      if (decision.decision === "reject") res = await client2.question.reject({ requestID: ask.id, directory }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
       else {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers \u2014 ${want} array(s) of chosen option labels or free text, one per question \u2014 or reject to dismiss it`);
         }
-        res = await client2.question.reply({ requestID: ask.id, directory, answers: decision.answers });
+        res = await client2.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
       }
     } else {
       const ws = this.reg.workspaceOf(w);
       const now = decision.decision !== "reject" && ws ? inspectAsk(ask, ws, w.spec).find((f) => f.kind === "outside-workspace") : void 0;
+      const looksOutside = decision.decision !== "reject" && LOOKS.has(ask.tool) && !this.looksInside(w, ask);
       if (now) {
         decision.decision = "reject";
         decision.message = `${now.detail} (a symlink changed since the ask); write only inside your working directory`;
         by = { kind: "engine", name: "workspace guard" };
+      } else if (looksOutside) {
+        decision.decision = "reject";
+        decision.message = `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files`;
+        by = { kind: "engine", name: "workspace guard" };
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       const reply = decision.decision === "always" ? "once" : decision.decision;
-      res = await client2.permission.reply({ requestID: ask.id, directory, reply, ...message ? { message } : {} });
+      res = await client2.permission.reply({ requestID: ask.id, directory, reply, ...message ? { message } : {} }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
+    }
+    if (!res.response) {
+      throw new Error(`opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`);
     }
     const current = this.reg.get(w.id).asks.find((a2) => a2.id === ask.id);
     if (res.response && !res.response.ok) {
@@ -59812,6 +60056,7 @@ var Approvals = class {
    * grant ("always" held by the engine), else the user's matching policy rule.
    */
   answerWithoutPerson(w, ask) {
+    if (ask.kind === "question") return null;
     if (LOOKS.has(ask.tool)) {
       return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
     }
@@ -60660,7 +60905,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path53, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path54, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -60679,7 +60924,7 @@ var defaultPathSerializer = ({ path: path53, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path53[name];
+      const value = path54[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -60710,11 +60955,11 @@ var defaultPathSerializer = ({ path: path53, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path53, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path54, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path53) {
-    url2 = defaultPathSerializer({ path: path53, url: url2 });
+  if (path54) {
+    url2 = defaultPathSerializer({ path: path54, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -65839,236 +66084,6 @@ function createOpencodeClient(config3) {
 // node_modules/@opencode-ai/sdk/dist/v2/server.js
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 
-// engine/harness/translate.ts
-var HANDLED = [
-  "session.created",
-  "permission.asked",
-  "permission.replied",
-  "question.asked",
-  "question.replied",
-  "question.rejected",
-  "message.part.updated",
-  "message.part.delta",
-  "message.updated",
-  "session.status",
-  "session.error",
-  "session.idle"
-];
-var handled = new Set(HANDLED);
-function opencodeEvent(raw, directory) {
-  const p = raw;
-  if (!p || typeof p.type !== "string" || !handled.has(p.type)) return null;
-  if (!p.properties || typeof p.properties !== "object") return null;
-  return { ...directory ? { directory } : {}, type: p.type, properties: p.properties };
-}
-function sessionOf(e) {
-  switch (e.type) {
-    case "message.part.updated":
-      return e.properties.sessionID ?? e.properties.part?.sessionID;
-    case "message.updated":
-      return e.properties.sessionID ?? e.properties.info?.sessionID;
-    case "session.created":
-      return e.properties.sessionID ?? e.properties.info?.id;
-    default:
-      return e.properties.sessionID;
-  }
-}
-function permissionAsk(workerId, p) {
-  const md = p.metadata ?? {};
-  const search = p.permission === "glob" || p.permission === "grep";
-  const what = search ? String(md.path ?? ".") : String(md.command ?? md.filepath ?? md.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
-  return {
-    id: p.id,
-    workerId,
-    sessionId: p.sessionID,
-    kind: "permission",
-    tool: String(p.permission),
-    what,
-    ...typeof md.diff === "string" ? { diff: md.diff.slice(0, 1e5) } : {},
-    patterns: p.patterns ?? [],
-    always: p.always ?? [],
-    createdAt: Date.now(),
-    status: "pending"
-  };
-}
-function questionAsk(workerId, p) {
-  const questions = (p.questions ?? []).map((q) => ({
-    question: String(q.question ?? ""),
-    header: q.header,
-    options: (q.options ?? []).map((o2) => ({ label: String(o2.label), description: o2.description })),
-    multiple: q.multiple
-  }));
-  return {
-    id: p.id,
-    workerId,
-    sessionId: p.sessionID,
-    kind: "question",
-    tool: "question",
-    what: questions.map((q) => q.question).join(" / "),
-    patterns: [],
-    always: [],
-    questions,
-    createdAt: Date.now(),
-    status: "pending"
-  };
-}
-function translatePart(part) {
-  if (!part?.id || !part.type) return { part: null };
-  if (part.type === "text" || part.type === "reasoning") {
-    if (!part.time?.end) return { part: null };
-    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") } };
-  }
-  if (part.type !== "tool") return { part: null };
-  const st = part.state ?? {};
-  if (st.status === "pending") return { part: null };
-  const t2 = {
-    partId: part.id,
-    messageId: part.messageID,
-    kind: "tool",
-    tool: part.tool,
-    status: st.status,
-    input: st.input,
-    ...st.output !== void 0 ? { output: String(st.output).slice(0, 2e4) } : {},
-    ...st.error !== void 0 ? { error: String(st.error).slice(0, 4e3) } : {}
-  };
-  const failed = st.status === "error" || part.tool === "invalid" && st.status === "completed";
-  return failed ? { part: t2, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1e3) } } : { part: t2 };
-}
-function usageOf(info) {
-  if (info?.role !== "assistant" || !info.tokens) return null;
-  return { id: info.id, usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 } };
-}
-function describeError(err) {
-  return `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2e3);
-}
-var DeltaCoalescer = class {
-  constructor(publish, everyMs = 50) {
-    this.publish = publish;
-    this.everyMs = everyMs;
-  }
-  publish;
-  everyMs;
-  pending = /* @__PURE__ */ new Map();
-  timer = null;
-  add(d) {
-    const key = `${d.partId}\0${d.field}`;
-    const pending = this.pending.get(key);
-    if (pending) pending.delta += d.delta;
-    else this.pending.set(key, { ...d });
-    this.timer ??= setTimeout(() => this.flush(), this.everyMs);
-  }
-  get size() {
-    return this.pending.size;
-  }
-  /** Publishes what is buffered now (a finished part is persisted after its deltas, never before). */
-  flush() {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    const batch = [...this.pending.values()];
-    this.pending.clear();
-    for (const d of batch) this.publish(d);
-  }
-};
-var STREAMING_CAP = 256 * 1024;
-var Translator = class {
-  constructor(sinks) {
-    this.sinks = sinks;
-    this.deltas = new DeltaCoalescer((d) => {
-      const sp = this.streaming.get(d.workerId)?.get(d.partId) ?? this.streamingPart(d.workerId, d.partId, "", "text", "");
-      const at = sp.length;
-      sp.length += d.delta.length;
-      const text = (sp.part.text ?? "") + d.delta;
-      sp.part.text = text.length > STREAMING_CAP ? "\u2026" + text.slice(text.length - STREAMING_CAP) : text;
-      sinks.registry.transient({ type: "delta", ...d, at, ts: Date.now() });
-    });
-  }
-  sinks;
-  deltas;
-  /**
-   * Text of parts still streaming, per worker (a finished part is logged and leaves this): a transcript read
-   * mid-stream (a page opened or reloaded while a worker writes) shows the text so far, not only what comes next.
-   * The tail of a part is kept past STREAMING_CAP characters.
-   */
-  streaming = /* @__PURE__ */ new Map();
-  streamingPart(workerId, partId, messageId, kind, text) {
-    let parts = this.streaming.get(workerId);
-    if (!parts) this.streaming.set(workerId, parts = /* @__PURE__ */ new Map());
-    const sp = { part: { partId, messageId: messageId ?? "", kind, text }, length: text.length };
-    parts.set(partId, sp);
-    return sp;
-  }
-  handle(e) {
-    const reg = this.sinks.registry;
-    if (e.type === "session.created") {
-      const parent = e.properties.info?.parentID;
-      if (parent && reg.sessions.has(parent)) reg.sessions.set(e.properties.info.id, reg.sessions.get(parent));
-      return;
-    }
-    const sid = sessionOf(e);
-    const workerId = sid ? reg.sessions.get(sid) : void 0;
-    const w = workerId ? reg.workers.get(workerId) : void 0;
-    if (!workerId || !w) return;
-    const isRoot = sid === w.sessionId;
-    reg.rt(workerId).lastEventAt = Date.now();
-    switch (e.type) {
-      case "permission.asked":
-        return this.sinks.ask(workerId, permissionAsk(workerId, e.properties));
-      case "question.asked":
-        return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
-      case "permission.replied":
-        return this.sinks.askGone(workerId, e.properties.requestID, e.properties.reply);
-      case "question.replied":
-        return this.sinks.askGone(workerId, e.properties.requestID, "once");
-      case "question.rejected":
-        return this.sinks.askGone(workerId, e.properties.requestID, "reject");
-      case "message.part.updated": {
-        const part = e.properties.part;
-        if (this.deltas.size && part?.time?.end) this.deltas.flush();
-        const { part: t2, toolFailed } = translatePart(part);
-        if (t2) this.streaming.get(workerId)?.delete(t2.partId);
-        else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
-          this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");
-        if (isRoot) reg.rt(workerId).replies?.part(part);
-        if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
-        if (t2) reg.safeRecord(workerId, { type: "part", part: t2 });
-        return;
-      }
-      case "message.part.delta": {
-        const p = e.properties;
-        if (typeof p.delta === "string") this.deltas.add({ workerId, partId: p.partID, field: p.field, delta: p.delta });
-        return;
-      }
-      case "message.updated": {
-        if (isRoot) reg.rt(workerId).replies?.message(e.properties.info);
-        const u2 = usageOf(e.properties.info);
-        if (u2) this.sinks.usage(workerId, u2.id, u2.usage);
-        return;
-      }
-      case "session.status": {
-        const st = e.properties.status;
-        if (st?.type === "retry") {
-          const message = String(st.message ?? "");
-          reg.transient({ type: "retry", workerId, attempt: st.attempt ?? 0, message, ts: Date.now() });
-          this.sinks.retry(workerId, message);
-        }
-        return;
-      }
-      case "session.error": {
-        if (!isRoot) return;
-        const err = e.properties.error;
-        if (err?.name === "MessageAbortedError") return;
-        reg.rt(workerId).turn.error = describeError(err);
-        return;
-      }
-      case "session.idle":
-        if (!isRoot) return;
-        this.streaming.delete(workerId);
-        this.sinks.idle(workerId);
-        return;
-    }
-  }
-};
-
 // engine/harness/opencode-server.ts
 init_process();
 init_config();
@@ -66363,17 +66378,202 @@ function modelFor(endpoint, target) {
   return i2 < 0 ? void 0 : { providerID: providerIdFor(i2), modelID: target.model };
 }
 
-// engine/grading/grade.ts
-import { randomBytes as randomBytes6 } from "node:crypto";
+// engine/grading/folders.ts
+import { randomBytes as randomBytes5 } from "node:crypto";
 import { renameSync as renameSync2 } from "node:fs";
-import { lstat, mkdir as mkdir2, readdir as readdir2, rm as rm2 } from "node:fs/promises";
-import path21 from "node:path";
+import { chmod, lstat, readdir, rm } from "node:fs/promises";
+import path14 from "node:path";
+var DISCARDED = ".discarded-";
+function discard(dir) {
+  const away = `${dir}${DISCARDED}${randomBytes5(4).toString("hex")}`;
+  try {
+    renameSync2(dir, away);
+  } catch {
+    return;
+  }
+  void removeTree(away);
+}
+async function sweepDiscarded(gradingDir) {
+  const names = await readdir(gradingDir).catch(() => []);
+  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree(path14.join(gradingDir, n2))));
+}
+async function removeTree(dir) {
+  try {
+    await rm(dir, { recursive: true, force: true });
+    return true;
+  } catch (err) {
+    const code = err.code;
+    if (code !== "EACCES" && code !== "EPERM") return false;
+  }
+  await writableFolders(dir);
+  return rm(dir, { recursive: true, force: true }).then(
+    () => true,
+    () => false
+  );
+}
+async function writableFolders(dir) {
+  const st = await lstat(dir).catch(() => null);
+  if (!st?.isDirectory()) return;
+  await chmod(dir, st.mode & 4095 | 448).catch(() => void 0);
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) if (e.isDirectory()) await writableFolders(path14.join(dir, e.name));
+}
+
+// engine/recovery/recovery.ts
+import { existsSync as existsSync5, readdirSync as readdirSync3 } from "node:fs";
+import path15 from "node:path";
+var Recovery = class {
+  constructor(opts) {
+    this.opts = opts;
+    this.reg = opts.registry;
+  }
+  opts;
+  reg;
+  /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
+  endStaleServers() {
+    const root2 = path15.join(this.opts.stateDir, "opencode");
+    if (!existsSync5(root2)) return;
+    for (const dir of readdirSync3(root2)) endStaleServer(path15.join(root2, dir), (l) => this.reg.log(l));
+  }
+  /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
+  recover() {
+    const logged = [];
+    for (const id2 of this.opts.logs.list()) {
+      const { events, skipped } = this.opts.logs.load(id2);
+      logged.push(...events);
+      if (skipped) this.reg.log(`worker ${id2}: skipped ${skipped} unreadable log line(s) (torn write)`);
+      let w = null;
+      for (const e of events) {
+        try {
+          w = reduceWorker(w, e);
+        } catch {
+        }
+      }
+      if (!w) continue;
+      this.reg.workers.set(id2, w);
+      if (w.sessionId) this.reg.sessions.set(w.sessionId, id2);
+    }
+    this.opts.bus.restore(logged);
+    for (const w of this.reg.workers.values()) {
+      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "restart" }, "the engine restarted; opencode forgets pending asks on restart \u2014 resume the worker");
+      if (w.state === "queued") this.opts.enqueue(w.id);
+      else if (isActive(w.state)) this.reg.fire(w.id, "interrupt", "the engine stopped while this worker ran; resume it");
+      else if (w.state === "settled" || w.state === "grading") void this.opts.regrade(w.id);
+    }
+  }
+  /** A target's opencode server died: its pending asks are lost, and its live workers interrupted (resumable). */
+  onServerDown(targetId, why) {
+    this.reg.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
+    for (const w of this.reg.list()) {
+      if (w.targetId !== targetId || !isActive(w.state)) continue;
+      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "opencode-down" }, "opencode serve went down; the ask was lost \u2014 resume the worker", { safe: true });
+      this.reg.fire(w.id, "interrupt", `${why}; resume the worker to continue in the same session`);
+    }
+  }
+  /** After the event stream reconnects: pick up asks and idles that happened while it was down. */
+  async resync(targetId) {
+    const client2 = this.opts.serverOf(targetId)?.client;
+    if (!client2) return;
+    for (const w of this.reg.list()) {
+      if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
+      const directory = this.reg.workspaceOf(w)?.cwd;
+      const permRes = await client2.permission.list({ directory }).catch(() => null);
+      const questionRes = await client2.question.list({ directory }).catch(() => null);
+      if (!permRes?.data || !questionRes?.data) {
+        this.reg.log(`[warn] worker ${w.id}: opencode's pending asks could not be read after a reconnect; its asks stay pending`);
+        void this.opts.checkIdle(w.id);
+        continue;
+      }
+      const live = /* @__PURE__ */ new Set();
+      const mine = (sessionID) => this.reg.sessions.get(sessionID) === w.id;
+      for (const p of permRes.data) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
+      for (const q of questionRes.data) if (mine(q.sessionID)) live.add(q.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q));
+      for (const ask of pendingAsks(this.reg.get(w.id))) if (!live.has(ask.id)) this.opts.approvals.onAskGone(w.id, ask.id, "");
+      void this.opts.checkIdle(w.id);
+    }
+  }
+};
+
+// engine/workers/engine.ts
+init_targets();
+
+// engine/store/worker-log.ts
+import { closeSync, existsSync as existsSync6, fstatSync, ftruncateSync, mkdirSync as mkdirSync7, openSync, readdirSync as readdirSync4, readFileSync as readFileSync6, rmSync, writeSync } from "node:fs";
+import path17 from "node:path";
+var WorkerLogStore = class {
+  constructor(root2) {
+    this.root = root2;
+    mkdirSync7(root2, { recursive: true, mode: 448 });
+  }
+  root;
+  broken = /* @__PURE__ */ new Set();
+  file(workerId) {
+    return path17.join(this.root, workerId, "events.jsonl");
+  }
+  dir(workerId) {
+    return path17.join(this.root, workerId);
+  }
+  /**
+   * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
+   * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
+   */
+  append(event) {
+    const file2 = this.file(event.workerId);
+    const prefix = this.broken.has(file2) ? "\n" : "";
+    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
+    let madeDir;
+    let fd;
+    let size = 0;
+    try {
+      madeDir = mkdirSync7(path17.dirname(file2), { recursive: true, mode: 448 });
+      fd = openSync(file2, "a", 384);
+      size = fstatSync(fd).size;
+      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
+      this.broken.delete(file2);
+    } catch (err) {
+      this.cutBack(file2, fd, size, madeDir);
+      const code = err.code;
+      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
+      throw new Error(`cannot append to ${file2} (${code ?? err.message}): ${hint}`);
+    } finally {
+      if (fd !== void 0) closeSync(fd);
+    }
+  }
+  cutBack(file2, fd, size, madeDir) {
+    try {
+      if (fd !== void 0) ftruncateSync(fd, size);
+      if (madeDir && size === 0) rmSync(madeDir, { recursive: true, force: true });
+    } catch {
+      this.broken.add(file2);
+    }
+  }
+  load(workerId) {
+    const file2 = this.file(workerId);
+    if (!existsSync6(file2)) return { workerId, events: [], skipped: 0 };
+    const events = [];
+    let skipped = 0;
+    for (const line of readFileSync6(file2, "utf8").split("\n")) {
+      if (!line.trim()) continue;
+      try {
+        const parsed = WorkerEvent.safeParse(JSON.parse(line));
+        if (parsed.success) events.push(parsed.data);
+        else skipped++;
+      } catch {
+        skipped++;
+      }
+    }
+    return { workerId, events, skipped };
+  }
+  list() {
+    return readdirSync4(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync6(path17.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
+  }
+};
 
 // engine/workspace/workspace.ts
-import { existsSync as existsSync5, mkdirSync as mkdirSync7, rmSync, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
-import { copyFile, link, mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
-import { createHash, randomBytes as randomBytes5 } from "node:crypto";
-import path14 from "node:path";
+import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync2, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
+import { copyFile, link, mkdir, readdir as readdir2, realpath, rename, rm as rm2 } from "node:fs/promises";
+import { createHash, randomBytes as randomBytes6 } from "node:crypto";
+import path18 from "node:path";
 
 // engine/process/run.ts
 import { Worker as Worker2 } from "node:worker_threads";
@@ -66491,8 +66691,8 @@ var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencod
 
 // engine/workspace/workspace.ts
 async function inspectRepo(dir) {
-  if (!path14.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync5(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!path18.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!existsSync7(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
   if (!statSync3(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root2 || !head || !ref) {
@@ -66501,28 +66701,28 @@ async function inspectRepo(dir) {
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
   const branch = ref === "HEAD" ? null : ref;
-  const subdir = path14.relative(await realpath(root2), await realpath(path14.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path14.sep).join("/")}`], { allowFail: true })) {
+  const subdir = path18.relative(await realpath(root2), await realpath(path18.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path18.sep).join("/")}`], { allowFail: true })) {
     throw new InputError(`${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`);
   }
   return { root: root2, subdir, head, branch };
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
   const tag = createHash("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path14.join(worktreesRoot, `${path14.basename(repoRoot2)}-${tag}`, workerId);
+  return path18.join(worktreesRoot, `${path18.basename(repoRoot2)}-${tag}`, workerId);
 }
 async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path14.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  if (existsSync5(worktree)) return ws;
-  mkdirSync7(path14.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, { cwd: path14.dirname(worktree), env: { ...userGitEnv(), ...workspaceGitEnv(path14.dirname(gitDir)), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
+  const ws = { worktree, cwd: path18.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  if (existsSync7(worktree)) return ws;
+  mkdirSync8(path18.dirname(worktree), { recursive: true });
+  await gitScript(NEW_WORKSPACE, { cwd: path18.dirname(worktree), env: { ...userGitEnv(), ...workspaceGitEnv(path18.dirname(gitDir)), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
   writeOpencodeProjectId(worktree);
   return ws;
 }
 function writeOpencodeProjectId(worktree) {
-  writeFileSync6(path14.join(worktree, ".git", "opencode"), randomBytes5(20).toString("hex") + "\n", { mode: 420 });
+  writeFileSync6(path18.join(worktree, ".git", "opencode"), randomBytes6(20).toString("hex") + "\n", { mode: 420 });
 }
 var TRUSTED_FLAGS = ["-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
 var GRADE_OBJECTS = "grade-objects";
@@ -66566,20 +66766,20 @@ function trustedEnv(home) {
 }
 var engineGitDirs = /* @__PURE__ */ new Map();
 function engineGitDir(workerDir, format2) {
-  const dir = path14.join(path14.dirname(workerDir), `.engine-${format2}.git`);
+  const dir = path18.join(path18.dirname(workerDir), `.engine-${format2}.git`);
   let made = engineGitDirs.get(dir);
   if (!made) {
     made = (async () => {
-      if (existsSync5(path14.join(dir, "HEAD"))) return dir;
-      const tmp = `${dir}.tmp-${process.pid}-${randomBytes5(4).toString("hex")}`;
-      mkdirSync7(path14.dirname(dir), { recursive: true });
+      if (existsSync7(path18.join(dir, "HEAD"))) return dir;
+      const tmp = `${dir}.tmp-${process.pid}-${randomBytes6(4).toString("hex")}`;
+      mkdirSync8(path18.dirname(dir), { recursive: true });
       try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path14.dirname(dir), env: { ...trustedEnv(path14.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path18.dirname(dir), env: { ...trustedEnv(path18.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
         await rename(tmp, dir).catch((err) => {
-          if (!existsSync5(path14.join(dir, "HEAD"))) throw err;
+          if (!existsSync7(path18.join(dir, "HEAD"))) throw err;
         });
       } finally {
-        await rm(tmp, { recursive: true, force: true });
+        await rm2(tmp, { recursive: true, force: true });
       }
       return dir;
     })();
@@ -66604,14 +66804,14 @@ function trustedScript(ws, script, inputs, opts = {}) {
 async function runTrustedScript(ws, script, inputs, opts) {
   const format2 = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path14.join(ws.gitDir, "objects");
-  const gradeObjects = path14.join(ws.gitDir, GRADE_OBJECTS);
-  if (opts.freshGradeObjects) await rm(gradeObjects, { recursive: true, force: true });
-  for (const dir of [objects, gradeObjects]) mkdirSync7(path14.join(dir, "info"), { recursive: true });
-  writeFileSync6(path14.join(objects, "info", "alternates"), `${userObjects}
+  const objects = path18.join(ws.gitDir, "objects");
+  const gradeObjects = path18.join(ws.gitDir, GRADE_OBJECTS);
+  if (opts.freshGradeObjects) await rm2(gradeObjects, { recursive: true, force: true });
+  for (const dir of [objects, gradeObjects]) mkdirSync8(path18.join(dir, "info"), { recursive: true });
+  writeFileSync6(path18.join(objects, "info", "alternates"), `${userObjects}
 ${gradeObjects}
 `);
-  writeFileSync6(path14.join(gradeObjects, "info", "alternates"), `${userObjects}
+  writeFileSync6(path18.join(gradeObjects, "info", "alternates"), `${userObjects}
 `);
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
@@ -66627,7 +66827,7 @@ ${gradeObjects}
     };
     return await gitScript(script, { cwd: ws.gitDir, env: env2 });
   } finally {
-    await rm(index, { force: true });
+    await rm2(index, { force: true });
   }
 }
 var objectFormat = (commit) => commit.length === 64 ? "sha256" : "sha1";
@@ -66636,15 +66836,15 @@ function objectsOf(repo) {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path14.resolve(repo, dir));
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path18.resolve(repo, dir));
     objectDirs.set(repo, p);
     p.catch(() => objectDirs.delete(repo));
   }
   return p;
 }
 async function commitAndCheckOut(ws, message, checkoutDir) {
-  await rm(checkoutDir, { recursive: true, force: true });
-  mkdirSync7(checkoutDir, { recursive: true });
+  await rm2(checkoutDir, { recursive: true, force: true });
+  mkdirSync8(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
     const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex }, { freshGradeObjects: true });
@@ -66652,7 +66852,7 @@ async function commitAndCheckOut(ws, message, checkoutDir) {
     const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
     return changed.length ? { commit: out.slice(0, eol), changed, diffStat: stat } : { commit: ws.baseCommit, changed, diffStat: "" };
   } finally {
-    await rm(checkoutIndex, { force: true });
+    await rm2(checkoutIndex, { force: true });
   }
 }
 function parseNumstatAndStat(out) {
@@ -66666,46 +66866,46 @@ function parseNumstatAndStat(out) {
   return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
-  if (!commit && !existsSync5(ws.worktree)) return "";
+  if (!commit && !existsSync7(ws.worktree)) return "";
   const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
 async function publishBranch(ws, commit) {
-  if (commit !== ws.baseCommit) await copyObjects(path14.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
+  if (commit !== ws.baseCommit) await copyObjects(path18.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
   await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
 }
 async function copyObjects(from, to) {
-  const fanout = (await readdir(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
+  const fanout = (await readdir2(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
   await Promise.all([
     ...fanout.map(async (d) => {
-      const names = (await readdir(path14.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      const names = (await readdir2(path18.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
-      await mkdir(path14.join(to, d), { recursive: true });
-      for (const name of names) await copyWhole(path14.join(from, d, name), path14.join(to, d, name));
+      await mkdir(path18.join(to, d), { recursive: true });
+      for (const name of names) await copyWhole(path18.join(from, d, name), path18.join(to, d, name));
     }),
-    copyPacks(path14.join(from, "pack"), path14.join(to, "pack"))
+    copyPacks(path18.join(from, "pack"), path18.join(to, "pack"))
   ]);
 }
 async function copyPacks(from, to) {
-  const names = await readdir(from).catch(() => []);
+  const names = await readdir2(from).catch(() => []);
   const packs = names.filter((f) => /^pack-[0-9a-f]+\.idx$/.test(f)).map((f) => f.slice(0, -".idx".length));
   if (!packs.length) return;
   await mkdir(to, { recursive: true });
   for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path14.join(from, pack + ext), path14.join(to, pack + ext));
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path18.join(from, pack + ext), path18.join(to, pack + ext));
   }
 }
 async function copyWhole(src, dest) {
-  if (existsSync5(dest)) return;
-  const tmp = path14.join(path14.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes5(6).toString("hex")}`);
+  if (existsSync7(dest)) return;
+  const tmp = path18.join(path18.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes6(6).toString("hex")}`);
   try {
     await copyFile(src, tmp);
     await link(tmp, dest).catch((err) => {
       if (err.code !== "EEXIST") throw err;
     });
   } finally {
-    await rm(tmp, { force: true });
+    await rm2(tmp, { force: true });
   }
 }
 function mergeHint(ws) {
@@ -66737,347 +66937,15 @@ async function removeWorkspace(ws, opts = {}) {
     const unmerged = await git(ws.repo, ["rev-list", "--count", `${ws.baseBranch ?? ws.baseCommit}..${ws.branch}`], { allowFail: true });
     if (unmerged && unmerged !== "0") throw new InputError(`${ws.branch} has ${unmerged} unmerged commit(s): merge it, or discard the worker to delete it`);
   }
-  rmSync(ws.worktree, { recursive: true, force: true });
-  rmSync(ws.gitDir, { recursive: true, force: true });
-  if (opts.tmpDir) rmSync(opts.tmpDir, { recursive: true, force: true });
+  rmSync2(ws.worktree, { recursive: true, force: true });
+  rmSync2(ws.gitDir, { recursive: true, force: true });
+  if (opts.tmpDir) rmSync2(opts.tmpDir, { recursive: true, force: true });
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
 
-// engine/grading/checks.ts
-init_execa();
-import { createHash as createHash2 } from "node:crypto";
-import { existsSync as existsSync6, lstatSync as lstatSync2, mkdirSync as mkdirSync8, readFileSync as readFileSync8, realpathSync as realpathSync4, statSync as statSync5 } from "node:fs";
-import path20 from "node:path";
-init_process();
-var DEFAULT_CHECK_TIMEOUT_SEC = 300;
-var OUTPUT_CAP = 64 * 1024;
-var MAX_COMPARED_BYTES = 64 * 1024 * 1024;
-function cap(text) {
-  if (text.length <= OUTPUT_CAP) return text;
-  return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
-` + text.slice(-OUTPUT_CAP);
-}
-async function runCommand2(check2, name, cwd, sandbox) {
-  const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
-  const expect = check2.expectExit ?? 0;
-  const started = Date.now();
-  const shell = existsSync6("/bin/bash") ? "/bin/bash" : "/bin/sh";
-  let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
-  if (sandbox) {
-    mkdirSync8(path20.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path20.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
-    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd }, sandbox.kind);
-  }
-  const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    if (child.pid) killGroup(child.pid);
-    else child.kill("SIGKILL");
-  }, timeoutSec * 1e3);
-  const r = await child;
-  clearTimeout(timer);
-  const output = cap(String(r.all ?? ""));
-  if (timedOut) {
-    return {
-      name,
-      passed: false,
-      exitCode: null,
-      timedOut: true,
-      durationMs: Date.now() - started,
-      output: `${output}
-[check timed out after ${timeoutSec}s and was killed: fix the command or give it a larger timeoutSec]`
-    };
-  }
-  const exitCode = r.exitCode ?? null;
-  return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
-}
-function runFile(check2, name, cwd, realCwd) {
-  const file2 = path20.join(cwd, check2.file);
-  const wantExists = check2.exists ?? true;
-  const exists = existsSync6(file2);
-  if (exists && !realpathSync4(file2).startsWith(realCwd + path20.sep)) {
-    return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
-  }
-  if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
-  if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
-  const problems = [];
-  if (check2.equals !== void 0 || check2.matches !== void 0) {
-    const st = statSync5(file2);
-    if (!st.isFile()) return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
-    if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync8(file2, "utf8");
-    if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
-      problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
-    }
-    if (check2.matches !== void 0) {
-      let re;
-      try {
-        re = new RegExp(check2.matches, "m");
-      } catch (err) {
-        return { name, passed: false, output: `invalid regex ${check2.matches}: ${err.message}` };
-      }
-      if (!re.test(content)) problems.push(`content does not match /${check2.matches}/`);
-    }
-  }
-  return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
-}
-async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
-  const results = [];
-  const realCwd = realpathSync4(cwd);
-  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
-  for (const [i2, check2] of checks.entries()) {
-    const name = checkName(check2, i2);
-    if (realpathSync4(cwd) !== realCwd) {
-      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync4(cwd)}): not run` });
-      continue;
-    }
-    if (!("run" in check2)) {
-      results.push(runFile(check2, name, cwd, realCwd));
-      continue;
-    }
-    const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path20.relative(realCwd, f)) : [];
-    results.push(changed.length ? { ...r, passed: false, output: `${r.output}
-[this check changed protected file(s): ${changed.join(", ")}]` } : r);
-  }
-  return results;
-}
-function fingerprint(file2) {
-  try {
-    const st = lstatSync2(file2);
-    return st.isFile() ? createHash2("sha256").update(readFileSync8(file2)).digest("hex") : `not a file (${st.mode})`;
-  } catch {
-    return "absent";
-  }
-}
-
-// engine/grading/grade.ts
-async function folderIn(checkout, sub) {
-  let at = checkout;
-  for (const part of sub.split(path21.sep).filter(Boolean)) {
-    at = path21.join(at, part);
-    const st = await lstat(at).catch(() => null);
-    if (!st) await mkdir2(at);
-    else if (!st.isDirectory()) {
-      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
-      return { problem: `${path21.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
-    }
-  }
-  return at;
-}
-async function protectedIn(checkout, sub, protect) {
-  if (!protect.length) return [];
-  const isProtected = globsMatcher(protect);
-  const entries = await readdir2(checkout, { recursive: true, withFileTypes: true });
-  return entries.filter((e) => !e.isDirectory()).map((e) => path21.relative(checkout, path21.join(e.parentPath ?? e.path, e.name)).split(path21.sep).join("/")).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path21.join(checkout, f));
-}
-var DISCARDED = ".discarded-";
-function discard(dir) {
-  const away = `${dir}${DISCARDED}${randomBytes6(4).toString("hex")}`;
-  try {
-    renameSync2(dir, away);
-  } catch {
-    return;
-  }
-  void rm2(away, { recursive: true, force: true }).catch(() => void 0);
-}
-async function sweepDiscarded(gradingDir) {
-  const names = await readdir2(gradingDir).catch(() => []);
-  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => rm2(path21.join(gradingDir, n2), { recursive: true, force: true }).catch(() => void 0)));
-}
-async function grade(input) {
-  const { workspace: ws } = input;
-  const checkout = input.checkoutDir;
-  let checks;
-  let scope;
-  let graded;
-  const sub = path21.relative(ws.worktree, ws.cwd);
-  if (input.sandbox) await rm2(input.sandbox.tmpDir, { recursive: true, force: true });
-  try {
-    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
-    const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
-    scope = checkScope(rel, input.scope, input.protect);
-    const cwd = await folderIn(checkout, sub);
-    const guarded = typeof cwd === "string" && input.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input.protect) : [];
-    checks = typeof cwd === "string" ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0, guarded) : input.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
-  } finally {
-    discard(checkout);
-    if (input.sandbox) discard(input.sandbox.tmpDir);
-  }
-  const built = scope.passed && checks.every((c3) => c3.passed);
-  const verdict = built ? "built" : "honest-failure";
-  const { claim, reason } = parseClaim(input.finalText);
-  if (built) await publishBranch(ws, graded.commit);
-  return {
-    verdict,
-    claim,
-    claimReason: reason,
-    honest: claim === verdict,
-    checks,
-    scope,
-    gradedAt: Date.now(),
-    branch: ws.branch,
-    worktree: ws.worktree,
-    commit: graded.commit,
-    diffStat: graded.diffStat,
-    mergeHint: built ? mergeHint(ws) : null
-  };
-}
-
-// engine/recovery/recovery.ts
-import { existsSync as existsSync7, readdirSync as readdirSync3 } from "node:fs";
-import path22 from "node:path";
-var Recovery = class {
-  constructor(opts) {
-    this.opts = opts;
-    this.reg = opts.registry;
-  }
-  opts;
-  reg;
-  /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
-  endStaleServers() {
-    const root2 = path22.join(this.opts.stateDir, "opencode");
-    if (!existsSync7(root2)) return;
-    for (const dir of readdirSync3(root2)) endStaleServer(path22.join(root2, dir), (l) => this.reg.log(l));
-  }
-  /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
-  recover() {
-    const logged = [];
-    for (const id2 of this.opts.logs.list()) {
-      const { events, skipped } = this.opts.logs.load(id2);
-      logged.push(...events);
-      if (skipped) this.reg.log(`worker ${id2}: skipped ${skipped} unreadable log line(s) (torn write)`);
-      let w = null;
-      for (const e of events) {
-        try {
-          w = reduceWorker(w, e);
-        } catch {
-        }
-      }
-      if (!w) continue;
-      this.reg.workers.set(id2, w);
-      if (w.sessionId) this.reg.sessions.set(w.sessionId, id2);
-    }
-    this.opts.bus.restore(logged);
-    for (const w of this.reg.workers.values()) {
-      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "restart" }, "the engine restarted; opencode forgets pending asks on restart \u2014 resume the worker");
-      if (w.state === "queued") this.opts.enqueue(w.id);
-      else if (isActive(w.state)) this.reg.fire(w.id, "interrupt", "the engine stopped while this worker ran; resume it");
-      else if (w.state === "settled" || w.state === "grading") void this.opts.regrade(w.id);
-    }
-  }
-  /** A target's opencode server died: its pending asks are lost, and its live workers interrupted (resumable). */
-  onServerDown(targetId, why) {
-    this.reg.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
-    for (const w of this.reg.list()) {
-      if (w.targetId !== targetId || !isActive(w.state)) continue;
-      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "opencode-down" }, "opencode serve went down; the ask was lost \u2014 resume the worker", { safe: true });
-      this.reg.fire(w.id, "interrupt", `${why}; resume the worker to continue in the same session`);
-    }
-  }
-  /** After the event stream reconnects: pick up asks and idles that happened while it was down. */
-  async resync(targetId) {
-    const client2 = this.opts.serverOf(targetId)?.client;
-    if (!client2) return;
-    for (const w of this.reg.list()) {
-      if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
-      const directory = this.reg.workspaceOf(w)?.cwd;
-      const permRes = await client2.permission.list({ directory }).catch(() => null);
-      const questionRes = await client2.question.list({ directory }).catch(() => null);
-      if (!permRes?.data || !questionRes?.data) {
-        this.reg.log(`[warn] worker ${w.id}: opencode's pending asks could not be read after a reconnect; its asks stay pending`);
-        void this.opts.checkIdle(w.id);
-        continue;
-      }
-      const live = /* @__PURE__ */ new Set();
-      const mine = (sessionID) => this.reg.sessions.get(sessionID) === w.id;
-      for (const p of permRes.data) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
-      for (const q of questionRes.data) if (mine(q.sessionID)) live.add(q.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q));
-      for (const ask of pendingAsks(this.reg.get(w.id))) if (!live.has(ask.id)) this.opts.approvals.onAskGone(w.id, ask.id, "");
-      void this.opts.checkIdle(w.id);
-    }
-  }
-};
-
-// engine/workers/engine.ts
-init_targets();
-
-// engine/store/worker-log.ts
-import { closeSync, existsSync as existsSync8, fstatSync, ftruncateSync, mkdirSync as mkdirSync9, openSync, readdirSync as readdirSync4, readFileSync as readFileSync9, rmSync as rmSync2, writeSync } from "node:fs";
-import path24 from "node:path";
-var WorkerLogStore = class {
-  constructor(root2) {
-    this.root = root2;
-    mkdirSync9(root2, { recursive: true, mode: 448 });
-  }
-  root;
-  broken = /* @__PURE__ */ new Set();
-  file(workerId) {
-    return path24.join(this.root, workerId, "events.jsonl");
-  }
-  dir(workerId) {
-    return path24.join(this.root, workerId);
-  }
-  /**
-   * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
-   * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
-   */
-  append(event) {
-    const file2 = this.file(event.workerId);
-    const prefix = this.broken.has(file2) ? "\n" : "";
-    const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
-    let madeDir;
-    let fd;
-    let size = 0;
-    try {
-      madeDir = mkdirSync9(path24.dirname(file2), { recursive: true, mode: 448 });
-      fd = openSync(file2, "a", 384);
-      size = fstatSync(fd).size;
-      for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
-      this.broken.delete(file2);
-    } catch (err) {
-      this.cutBack(file2, fd, size, madeDir);
-      const code = err.code;
-      const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
-      throw new Error(`cannot append to ${file2} (${code ?? err.message}): ${hint}`);
-    } finally {
-      if (fd !== void 0) closeSync(fd);
-    }
-  }
-  cutBack(file2, fd, size, madeDir) {
-    try {
-      if (fd !== void 0) ftruncateSync(fd, size);
-      if (madeDir && size === 0) rmSync2(madeDir, { recursive: true, force: true });
-    } catch {
-      this.broken.add(file2);
-    }
-  }
-  load(workerId) {
-    const file2 = this.file(workerId);
-    if (!existsSync8(file2)) return { workerId, events: [], skipped: 0 };
-    const events = [];
-    let skipped = 0;
-    for (const line of readFileSync9(file2, "utf8").split("\n")) {
-      if (!line.trim()) continue;
-      try {
-        const parsed = WorkerEvent.safeParse(JSON.parse(line));
-        if (parsed.success) events.push(parsed.data);
-        else skipped++;
-      } catch {
-        skipped++;
-      }
-    }
-    return { workerId, events, skipped };
-  }
-  list() {
-    return readdirSync4(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync8(path24.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
-  }
-};
-
 // engine/workers/lifecycle.ts
-import { existsSync as existsSync9 } from "node:fs";
-import path25 from "node:path";
+import { existsSync as existsSync8 } from "node:fs";
+import path19 from "node:path";
 var WorkspaceLifecycle = class {
   constructor(reg, retentionDays) {
     this.reg = reg;
@@ -67100,7 +66968,7 @@ var WorkspaceLifecycle = class {
   async diff(workerId) {
     const w = this.reg.get(workerId);
     const ws = this.reg.workspaceOf(w);
-    if (!ws || w.discarded || !existsSync9(ws.worktree) && !existsSync9(ws.gitDir)) return "";
+    if (!ws || w.discarded || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) return "";
     return fullDiff(ws, w.verdict?.commit ?? void 0);
   }
   /**
@@ -67112,7 +66980,7 @@ var WorkspaceLifecycle = class {
     if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
     if (w.discarded) return w;
     const ws = this.reg.workspaceOf(w);
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path25.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path19.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).workspace = void 0;
     this.reg.record(workerId, { type: "discarded", by });
     return this.reg.get(workerId);
@@ -67126,7 +66994,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isFinal(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path25.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path19.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).workspace = void 0;
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${err.message}`);
@@ -67144,7 +67012,7 @@ var WorkspaceLifecycle = class {
       if (!isFinal(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
       const ws = this.reg.workspaceOf(w);
-      if (!ws || !existsSync9(ws.worktree) && !existsSync9(ws.gitDir)) continue;
+      if (!ws || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) continue;
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
@@ -67209,7 +67077,7 @@ ${message.trim()}` : base2;
 }
 
 // engine/workers/registry.ts
-import path26 from "node:path";
+import path20 from "node:path";
 
 // shared/worker-machine.ts
 init_zod();
@@ -67353,10 +67221,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path26.relative(w.repo, w.spec.directory);
+    const sub = path20.relative(w.repo, w.spec.directory);
     rt.workspace = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path26.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path20.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -67367,14 +67235,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path26.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path20.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path26.join(this.opts.stateDir, "workspaces");
+    return path20.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path26.join(this.opts.stateDir, "tmp");
+    return path20.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
   clientOf(workerId) {
@@ -67487,7 +67355,182 @@ var ReplyTrack = class {
 };
 
 // engine/workers/settle.ts
+import path28 from "node:path";
+
+// engine/grading/grade.ts
+import { lstat as lstat2, mkdir as mkdir2, readdir as readdir3 } from "node:fs/promises";
 import path27 from "node:path";
+
+// engine/grading/checks.ts
+init_execa();
+import { createHash as createHash2 } from "node:crypto";
+import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readFileSync as readFileSync9, realpathSync as realpathSync4, statSync as statSync5 } from "node:fs";
+import path26 from "node:path";
+init_process();
+var DEFAULT_CHECK_TIMEOUT_SEC = 300;
+var OUTPUT_CAP = 64 * 1024;
+var MAX_COMPARED_BYTES = 64 * 1024 * 1024;
+function cap(text) {
+  if (text.length <= OUTPUT_CAP) return text;
+  return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
+` + text.slice(-OUTPUT_CAP);
+}
+async function runCommand2(check2, name, cwd, sandbox) {
+  const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
+  const expect = check2.expectExit ?? 0;
+  const started = Date.now();
+  const shell = existsSync9("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
+  if (sandbox) {
+    mkdirSync9(path26.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path26.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd }, sandbox.kind);
+  }
+  const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    if (child.pid) killGroup(child.pid);
+    else child.kill("SIGKILL");
+  }, timeoutSec * 1e3);
+  const r = await child;
+  clearTimeout(timer);
+  const output = cap(String(r.all ?? ""));
+  if (timedOut) {
+    return {
+      name,
+      passed: false,
+      exitCode: null,
+      timedOut: true,
+      durationMs: Date.now() - started,
+      output: `${output}
+[check timed out after ${timeoutSec}s and was killed: fix the command or give it a larger timeoutSec]`
+    };
+  }
+  const exitCode = r.exitCode ?? null;
+  return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
+}
+function runFile(check2, name, cwd, realCwd) {
+  const file2 = path26.join(cwd, check2.file);
+  const wantExists = check2.exists ?? true;
+  const exists = existsSync9(file2);
+  if (exists && !realpathSync4(file2).startsWith(realCwd + path26.sep)) {
+    return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
+  }
+  if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
+  if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
+  const problems = [];
+  if (check2.equals !== void 0 || check2.matches !== void 0) {
+    const st = statSync5(file2);
+    if (!st.isFile()) return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
+    if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
+    const content = readFileSync9(file2, "utf8");
+    if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
+      problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
+    }
+    if (check2.matches !== void 0) {
+      let re;
+      try {
+        re = new RegExp(check2.matches, "m");
+      } catch (err) {
+        return { name, passed: false, output: `invalid regex ${check2.matches}: ${err.message}` };
+      }
+      if (!re.test(content)) problems.push(`content does not match /${check2.matches}/`);
+    }
+  }
+  return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
+}
+async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
+  const results = [];
+  const realCwd = realpathSync4(cwd);
+  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
+  for (const [i2, check2] of checks.entries()) {
+    const name = checkName(check2, i2);
+    if (realpathSync4(cwd) !== realCwd) {
+      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync4(cwd)}): not run` });
+      continue;
+    }
+    if (!("run" in check2)) {
+      results.push(runFile(check2, name, cwd, realCwd));
+      continue;
+    }
+    const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path26.relative(realCwd, f)) : [];
+    results.push(changed.length ? { ...r, passed: false, output: `${r.output}
+[this check changed protected file(s): ${changed.join(", ")}]` } : r);
+  }
+  return results;
+}
+function fingerprint(file2) {
+  try {
+    const st = lstatSync2(file2);
+    return st.isFile() ? createHash2("sha256").update(readFileSync9(file2)).digest("hex") : `not a file (${st.mode})`;
+  } catch {
+    return "absent";
+  }
+}
+
+// engine/grading/grade.ts
+async function folderIn(checkout, sub) {
+  let at = checkout;
+  for (const part of sub.split(path27.sep).filter(Boolean)) {
+    at = path27.join(at, part);
+    const st = await lstat2(at).catch(() => null);
+    if (!st) await mkdir2(at);
+    else if (!st.isDirectory()) {
+      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
+      return { problem: `${path27.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
+    }
+  }
+  return at;
+}
+async function protectedIn(checkout, sub, protect) {
+  if (!protect.length) return [];
+  const isProtected = globsMatcher(protect);
+  const entries = await readdir3(checkout, { recursive: true, withFileTypes: true });
+  return entries.filter((e) => !e.isDirectory()).map((e) => path27.relative(checkout, path27.join(e.parentPath ?? e.path, e.name)).split(path27.sep).join("/")).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path27.join(checkout, f));
+}
+async function grade(input) {
+  const { workspace: ws } = input;
+  const checkout = input.checkoutDir;
+  let checks;
+  let scope;
+  let graded;
+  const sub = path27.relative(ws.worktree, ws.cwd);
+  discard(checkout);
+  if (input.sandbox) discard(input.sandbox.tmpDir);
+  try {
+    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
+    const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
+    scope = checkScope(rel, input.scope, input.protect);
+    const cwd = await folderIn(checkout, sub);
+    const guarded = typeof cwd === "string" && input.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input.protect) : [];
+    checks = typeof cwd === "string" ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0, guarded) : input.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
+  } finally {
+    discard(checkout);
+    if (input.sandbox) discard(input.sandbox.tmpDir);
+  }
+  const built = scope.passed && checks.every((c3) => c3.passed);
+  const verdict = built ? "built" : "honest-failure";
+  const { claim, reason } = parseClaim(input.finalText);
+  if (built) await publishBranch(ws, graded.commit);
+  return {
+    verdict,
+    claim,
+    claimReason: reason,
+    honest: claim === verdict,
+    checks,
+    scope,
+    gradedAt: Date.now(),
+    branch: ws.branch,
+    worktree: ws.worktree,
+    commit: graded.commit,
+    diffStat: graded.diffStat,
+    mergeHint: built ? mergeHint(ws) : null
+  };
+}
+
+// engine/workers/settle.ts
 var Settler = class {
   constructor(opts) {
     this.opts = opts;
@@ -67560,8 +67603,8 @@ var Settler = class {
         protect: w.spec.protect,
         finalText: await this.finalText(workerId, turn),
         title: w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 72),
-        checkoutDir: path27.join(stateDir2, "grading", workerId),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path27.join(stateDir2, "grading", `${workerId}.tmp`) }
+        checkoutDir: path28.join(stateDir2, "grading", workerId),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path28.join(stateDir2, "grading", `${workerId}.tmp`) }
       });
       if (reg.get(workerId).state !== "grading") return;
       reg.record(workerId, { type: "verdict", verdict });
@@ -67591,8 +67634,8 @@ function summarizeFailure(v) {
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path28.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path28.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path29.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path29.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
@@ -67652,7 +67695,7 @@ var Engine = class {
     setImmediate(() => this.pump());
     setTimeout(() => {
       void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`));
-      void sweepDiscarded(path28.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path29.join(opts.stateDir, "grading"));
     }, 5e3).unref();
   }
   opts;
@@ -68068,16 +68111,12 @@ function parseInput(schema, input) {
   if (r.success) return r.data;
   throw new InputError(firstIssue(r.error));
 }
-function noAnswer(error46) {
-  const e = error46;
-  return [e?.message ?? (e ? String(e) : "connection failed"), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
-}
 
 // engine/api/lock.ts
 init_zod();
 import { randomBytes as randomBytes7 } from "node:crypto";
 import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync10, rmSync as rmSync3, writeFileSync as writeFileSync8 } from "node:fs";
-import path29 from "node:path";
+import path30 from "node:path";
 
 // shared/api.ts
 init_zod();
@@ -68128,8 +68167,8 @@ var EngineLock = external_exports.object({
 init_json_file();
 init_process();
 init_process();
-var lockFile = (stateDir2) => path29.join(stateDir2, "engine.json");
-var ownerDir = (stateDir2) => path29.join(stateDir2, "engine.owner");
+var lockFile = (stateDir2) => path30.join(stateDir2, "engine.json");
+var ownerDir = (stateDir2) => path30.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
   try {
     return EngineLock.parse(JSON.parse(readFileSync10(lockFile(stateDir2), "utf8")));
@@ -68172,7 +68211,7 @@ function generations(stateDir2) {
 }
 function readOwner(stateDir2, generation) {
   try {
-    return OwnerRecord.parse(JSON.parse(readFileSync10(path29.join(ownerDir(stateDir2), String(generation)), "utf8")));
+    return OwnerRecord.parse(JSON.parse(readFileSync10(path30.join(ownerDir(stateDir2), String(generation)), "utf8")));
   } catch (err) {
     return err.code === "ENOENT" ? "gone" : "unreadable";
   }
@@ -68184,7 +68223,7 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
   mkdirSync10(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
-  const tmp = path29.join(dir, `.claim-${me.pid}-${instanceId}`);
+  const tmp = path30.join(dir, `.claim-${me.pid}-${instanceId}`);
   writeFileSync8(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
   try {
     for (let attempt = 0; attempt < 1e3; attempt++) {
@@ -68197,17 +68236,17 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
       }
       const mine = newest + 1;
       try {
-        linkSync(tmp, path29.join(dir, String(mine)));
+        linkSync(tmp, path30.join(dir, String(mine)));
       } catch (err) {
         if (err.code === "EEXIST") continue;
         throw err;
       }
       const all = generations(stateDir2);
       if ((all[0] ?? 0) > mine) {
-        rmSync3(path29.join(dir, String(mine)), { force: true });
+        rmSync3(path30.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g of all) if (g < mine) rmSync3(path29.join(dir, String(g)), { force: true });
+      for (const g of all) if (g < mine) rmSync3(path30.join(dir, String(g)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
@@ -68218,11 +68257,11 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
 function releaseOwnership(stateDir2, claim) {
   const dir = ownerDir(stateDir2);
   if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
-  const tmp = path29.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  const tmp = path30.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
   try {
     writeFileSync8(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
-    linkSync(tmp, path29.join(dir, String(claim.generation + 1)));
-    rmSync3(path29.join(dir, String(claim.generation)), { force: true });
+    linkSync(tmp, path30.join(dir, String(claim.generation + 1)));
+    rmSync3(path30.join(dir, String(claim.generation)), { force: true });
   } catch {
   } finally {
     rmSync3(tmp, { force: true });
@@ -68241,7 +68280,7 @@ function currentOwner(stateDir2) {
 import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
 import { createReadStream as createReadStream3, existsSync as existsSync20, statSync as statSync12 } from "node:fs";
 import http2 from "node:http";
-import path43 from "node:path";
+import path44 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -68347,28 +68386,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path53, memo2) {
+function createInnerProxy(callback, path54, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path53.join(".");
+  const cacheKey = path54.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path53, key], memo2);
+      return createInnerProxy(callback, [...path54, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path53[path53.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path53.slice(0, -1).join(".")})`;
+      const lastOfPath = path54[path54.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path54.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path53
+        path: path54
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path53.slice(0, -1)
+        path: path54.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path53.slice(0, -1)
+        path: path54.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -68511,12 +68550,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path53, error: error46, config: config3 } = opts;
+  const { path: path54, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path53,
+    path: path54,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -68686,13 +68725,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path53 = []) {
+    function step(from, path54 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path53, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path54, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path53, key].join(".")] = createLazyLoader({
-            path: path53,
+          lazy3[[...path54, key].join(".")] = createLazyLoader({
+            path: path54,
             ref: item,
             key,
             aggregate
@@ -68700,14 +68739,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path53, key]);
+          aggregate[key] = step(getRouterInput(item), [...path54, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path53, key]);
+          aggregate[key] = step(item, [...path54, key]);
           continue;
         }
-        const newPath = [...path53, key].join(".");
+        const newPath = [...path54, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -68731,14 +68770,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path53) {
+async function getProcedureAtPath(router, path54) {
   const { _def } = router;
-  let procedure = _def.procedures[path53];
+  let procedure = _def.procedures[path54];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path53 === key2 || path53.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path54 === key2 || path54.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path53];
+    procedure = _def.procedures[path54];
   }
   return procedure;
 }
@@ -68747,15 +68786,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path53, args } = innerOpts;
-        const fullPath = path53.join(".");
-        if (path53.length === 1 && path53[0] === "_def") return _def;
+        const { path: path54, args } = innerOpts;
+        const fullPath = path54.join(".");
+        if (path54.length === 1 && path54[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path53}"`
+            message: `No procedure found on path "${path54}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -68815,13 +68854,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path53, separator) {
-  if (separator === ".") return path53;
-  return path53.split(".").join(separator);
+function procedurePathToURLPath(path54, separator) {
+  if (separator === ".") return path54;
+  return path54.split(".").join(separator);
 }
-function urlPathToProcedurePath(path53, separator) {
-  if (separator === ".") return path53;
-  return path53.split(separator).join(".");
+function urlPathToProcedurePath(path54, separator) {
+  if (separator === ".") return path54;
+  return path54.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -69276,11 +69315,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path53, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path53);
+    const calls = await Promise.all(paths.map(async (path54, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path54);
       return {
         batchIndex: index,
-        path: path53,
+        path: path54,
         procedure,
         getRawInput: async () => {
           let input = (await getInputs.read())[index];
@@ -69931,9 +69970,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path53) {
-    super("Max depth reached at path: " + path53.join("."));
-    this.path = path53;
+  constructor(path54) {
+    super("Max depth reached at path: " + path54.join("."));
+    this.path = path54;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -69951,16 +69990,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path53) {
+    function encodePromise(promise2, path54) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path53);
+          const error46 = checkMaxDepth(path54);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path53
+                path: path54
               });
             });
             promise2 = Promise.reject(error46);
@@ -69970,20 +70009,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path53)
+              encode3(next, path54)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path53
+              path: path54
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path53
+                path: path54
               })
             ];
           }
@@ -69993,12 +70032,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path53) {
+    function encodeAsyncIterable(iterable2, path54) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path53);
+            const error46 = checkMaxDepth(path54);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -70008,28 +70047,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path53)
+                    encode3(next.value, path54)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path53)
+                  encode3(next.value, path54)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path53
+                path: path54
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path53
+                  path: path54
                 })
               ];
             }
@@ -70044,27 +70083,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path53) {
-      if (opts.maxDepth && path53.length > opts.maxDepth) return new MaxDepthError(path53);
+    function checkMaxDepth(path54) {
+      if (opts.maxDepth && path54.length > opts.maxDepth) return new MaxDepthError(path54);
       return null;
     }
-    function encodeAsync3(value, path53) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path53)];
+    function encodeAsync3(value, path54) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path54)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path53.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path53)];
+        if (opts.maxDepth && path54.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path54)];
       }
       return null;
     }
-    function encode3(value, path53) {
+    function encode3(value, path54) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path53);
+      const reg = encodeAsync3(value, path54);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path53, key]);
+        const transformed = encodeAsync3(item, [...path54, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -70378,13 +70417,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path53) {
+function decodePath(path54) {
   try {
-    return decodeURIComponent(path53);
+    return decodeURIComponent(path54);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path53}"`,
+      message: `Invalid URL-encoding in path "${path54}"`,
       cause
     });
   }
@@ -70653,11 +70692,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input = call === null || call === void 0 ? void 0 : call.result();
-              const path53 = call === null || call === void 0 ? void 0 : call.path;
+              const path54 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path53,
+                path: path54,
                 input,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -70668,7 +70707,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input,
-                path: path53,
+                path: path54,
                 type
               });
             }
@@ -70784,14 +70823,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input = call === null || call === void 0 ? void 0 : call.result();
-          const path53 = call === null || call === void 0 ? void 0 : call.path;
+          const path54 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input,
-            path: path53,
+            path: path54,
             type
           });
         }
@@ -71096,28 +71135,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path53) => {
-  path53 = path53.startsWith("/") ? path53.slice(1) : path53;
-  path53 = path53.endsWith("/") ? path53.slice(0, -1) : path53;
-  return path53;
+var trimSlashes = (path54) => {
+  path54 = path54.startsWith("/") ? path54.slice(1) : path54;
+  path54 = path54.endsWith("/") ? path54.slice(0, -1) : path54;
+  return path54;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path53 = "";
+    let path54 = "";
     run(async () => {
       const url2 = createURL(req);
-      path53 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path54 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path53
+        path: path54
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path53
+      path: path54
     }, opts)));
   };
 }
@@ -71531,7 +71570,7 @@ var initTRPC = new class TRPCBuilder {
 // engine/api/router.ts
 init_zod();
 import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync16 } from "node:fs";
-import path42 from "node:path";
+import path43 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -71753,10 +71792,10 @@ function setupCancelApi(jobId) {
 init_setup2();
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path42.join(projectRoot(), "packs");
+  const dir = config2().OCW_PACKS_DIR ?? path43.join(projectRoot(), "packs");
   if (!existsSync19(dir)) return [];
   return readdirSync9(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path42.join(dir, d.name, "grade.json");
+    const file2 = path43.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync19(file2)) return [];
     const g = Grade.safeParse(JSON.parse(readFileSync16(file2, "utf8")));
     return g.success ? [g.data] : [];
@@ -72032,16 +72071,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync20(path43.join(dir, "index.html"))) {
+  if (!dir || !existsSync20(path44.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path43.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path43.join(dir, rel);
-  if (!file2.startsWith(dir + path43.sep) || !existsSync20(file2) || statSync12(file2).isDirectory()) file2 = path43.join(dir, "index.html");
+  const rel = path44.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path44.join(dir, rel);
+  if (!file2.startsWith(dir + path44.sep) || !existsSync20(file2) || statSync12(file2).isDirectory()) file2 = path44.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path43.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path44.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -72081,7 +72120,7 @@ async function hostEngine(opts) {
     await engine.close();
     releaseOwnership(opts.stateDir, claim);
   })();
-  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path44.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
+  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path45.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) : null;
   const api = await (dead ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token })) : startApiServer({ ...serverOpts, port: opts.port })).catch(async (err) => {
     await engine.close();
@@ -72106,17 +72145,17 @@ init_detect();
 init_hf();
 import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync10 } from "node:fs";
 import os8 from "node:os";
-import path46 from "node:path";
+import path47 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
 init_k8s();
 import { spawnSync as spawnSync3 } from "node:child_process";
 import { existsSync as existsSync21 } from "node:fs";
-import path45 from "node:path";
+import path46 from "node:path";
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path45.delimiter)) {
-    const p = dir && path45.join(dir, "kubectl");
+  for (const dir of (env2.PATH ?? "").split(path46.delimiter)) {
+    const p = dir && path46.join(dir, "kubectl");
     if (p && existsSync21(p)) return p;
   }
   return null;
@@ -72212,9 +72251,9 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path46.resolve(o2.output) : mkdtempSync2(path46.join(os8.tmpdir(), "ocw-k8s-"));
+      const dir = o2.output ? path47.resolve(o2.output) : mkdtempSync2(path47.join(os8.tmpdir(), "ocw-k8s-"));
       mkdirSync17(dir, { recursive: true });
-      file2 = path46.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      file2 = path47.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync10(file2, yaml);
     }
     let applied = null;
@@ -72255,7 +72294,7 @@ function registerDeployCommand(program3) {
 // engine/commands/grade.ts
 init_target();
 import { mkdirSync as mkdirSync19 } from "node:fs";
-import path49 from "node:path";
+import path50 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client2, workerIds, opts = {}) {
@@ -72333,7 +72372,7 @@ async function follow(client2, workerIds, opts = {}) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
 import { mkdirSync as mkdirSync18, writeFileSync as writeFileSync11 } from "node:fs";
-import path47 from "node:path";
+import path48 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -72433,8 +72472,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync18(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync18(path47.dirname(path47.join(dir, name)), { recursive: true });
-    writeFileSync11(path47.join(dir, name), content);
+    mkdirSync18(path48.dirname(path48.join(dir, name)), { recursive: true });
+    writeFileSync11(path48.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -73007,21 +73046,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path53 = batchOps.map((op) => op.path).join(",");
+          const path54 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path53,
+            path: path54,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path53 = batchOps.map((op) => op.path).join(",");
+          const path54 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path53,
+            path: path54,
             inputs,
             type,
             headers() {
@@ -73267,30 +73306,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path53, input, opts) {
+  query(path54, input, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path53,
+      path: path54,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path53, input, opts) {
+  mutation(path54, input, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path53,
+      path: path54,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path53, input, opts = {}) {
+  subscription(path54, input, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path53,
+      path: path54,
       input,
       context: opts.context,
       signal: opts.signal
@@ -73355,8 +73394,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path53, args }) => {
-    const pathCopy = [...path53];
+  const proxy = createRecursiveProxy(({ path: path54, args }) => {
+    const pathCopy = [...path54];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -73431,7 +73470,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path53, input } = op;
+        const { type, path: path54, input } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -73441,7 +73480,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input, lastEventId),
-            path: path53,
+            path: path54,
             pathSeparator,
             type,
             signal: null
@@ -74139,9 +74178,9 @@ async function healthy(lock, timeoutMs = 2e3) {
 // engine/api/launcher.ts
 import { spawn as spawn6 } from "node:child_process";
 import { existsSync as existsSync22, rmSync as rmSync6, statSync as statSync13, writeFileSync as writeFileSync12 } from "node:fs";
-import path48 from "node:path";
+import path49 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path48.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path49.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -74168,7 +74207,7 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path48.join(stateDir2, "engine.starting");
+  const marker = path49.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
     writeFileSync12(marker, String(process.pid), { flag: "wx", mode: 384 });
@@ -74237,11 +74276,11 @@ async function gradeCommand(o2) {
   const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client2.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client2.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path49.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path50.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path49.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path50.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -74275,9 +74314,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path49.join(projectRoot(), "packs");
-  const file2 = path49.join(packs, targetSlug(target), "grade.json");
-  mkdirSync19(path49.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path50.join(projectRoot(), "packs");
+  const file2 = path50.join(packs, targetSlug(target), "grade.json");
+  mkdirSync19(path50.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -74291,7 +74330,7 @@ async function gradeCommand(o2) {
 // engine/commands/run.ts
 init_zod();
 import { readFileSync as readFileSync17 } from "node:fs";
-import path50 from "node:path";
+import path51 from "node:path";
 import readline from "node:readline";
 
 // shared/batch.ts
@@ -74336,8 +74375,8 @@ function parseBatch(file2) {
     const i2 = parsed.error.issues[0];
     throw new CliError(`batch file ${file2}: ${i2.path.length ? `task ${Number(i2.path[0]) + 1}${i2.path.length > 1 ? "." + i2.path.slice(1).join(".") : ""}: ` : ""}${i2.message}`);
   }
-  const base2 = path50.dirname(path50.resolve(file2));
-  return parsed.data.map((t2) => ({ ...t2, directory: path50.resolve(base2, t2.dir ?? t2.directory) }));
+  const base2 = path51.dirname(path51.resolve(file2));
+  return parsed.data.map((t2) => ({ ...t2, directory: path51.resolve(base2, t2.dir ?? t2.directory) }));
 }
 async function runCommand3(o2) {
   if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
@@ -74350,7 +74389,7 @@ async function runCommand3(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     const checks = o2.check.map((run3) => ({ run: run3 }));
-    specs = [{ task: o2.task, directory: path50.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path51.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -76416,7 +76455,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile } from "node:child_process";
-import path51 from "node:path";
+import path52 from "node:path";
 import { promisify as promisify3 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -76778,8 +76817,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path53, errorMaps, issueData } = params;
-  const fullPath = [...path53, ...issueData.path || []];
+  const { data, path: path54, errorMaps, issueData } = params;
+  const fullPath = [...path54, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -76894,11 +76933,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path53, key) {
+  constructor(parent, value, path54, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path53;
+    this._path = path54;
     this._key = key;
   }
   get path() {
@@ -80444,11 +80483,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path53) {
-  if (path53.length === 0) {
+function getDotPath(path54) {
+  if (path54.length === 0) {
     return "object root";
   }
-  return path53.reduce((acc, seg, index) => {
+  return path54.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -84987,14 +85026,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path51.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path52.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path51.resolve(a2.directory) === path51.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path52.resolve(a2.directory) === path52.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -85450,21 +85489,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path51.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path52.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path51.resolve(top || dir);
+  return path52.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path51.resolve(w.repo);
-  return r === root2 || path51.resolve(w.spec.directory) === root2 || path51.resolve(w.spec.directory).startsWith(root2 + path51.sep);
+  const r = path52.resolve(w.repo);
+  return r === root2 || path52.resolve(w.spec.directory) === root2 || path52.resolve(w.spec.directory).startsWith(root2 + path52.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path51.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path51.resolve(baseDir, dir)}"`;
+  if (path52.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path52.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -85605,7 +85644,7 @@ function answerInvalidLines(input, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path52 from "node:path";
+import path53 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -85697,7 +85736,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path52.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path53.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }

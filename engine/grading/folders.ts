@@ -1,0 +1,55 @@
+// Grading's own folders (the fresh checkout, the checks' HOME and TMPDIR) go when a grading is done with them. A check
+// decides what is in them: a read-only tree (Go's module cache is read-only by design) cannot be deleted by a user who
+// is not root until its folders are made writable again, and a failed delete must never fail a grading or pile up.
+import { randomBytes } from "node:crypto";
+import { renameSync } from "node:fs";
+import { chmod, lstat, readdir, rm } from "node:fs/promises";
+import path from "node:path";
+
+const DISCARDED = ".discarded-";
+
+/**
+ * A folder out of the way at once (renamed beside itself) and deleted in the background: the verdict does not wait for
+ * a checkout of a large repository to be deleted, and the next grading of the same worker finds its folders free. What
+ * is left when the engine stops is swept at its next start (sweepDiscarded).
+ */
+export function discard(dir: string): void {
+  const away = `${dir}${DISCARDED}${randomBytes(4).toString("hex")}`;
+  try {
+    renameSync(dir, away);
+  } catch {
+    return; // never made, or already gone
+  }
+  void removeTree(away);
+}
+
+/** Deletes what discard left in `gradingDir` when the engine stopped before it was deleted. */
+export async function sweepDiscarded(gradingDir: string): Promise<void> {
+  const names = await readdir(gradingDir).catch(() => [] as string[]);
+  await Promise.all(names.filter((n) => n.includes(DISCARDED)).map((n) => removeTree(path.join(gradingDir, n))));
+}
+
+/** Deletes a tree, its read-only folders included; false when some of it could not be deleted (the next sweep tries again). */
+export async function removeTree(dir: string): Promise<boolean> {
+  try {
+    await rm(dir, { recursive: true, force: true });
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== "EACCES" && code !== "EPERM") return false;
+  }
+  await writableFolders(dir);
+  return rm(dir, { recursive: true, force: true }).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The owner may write every folder of the tree again (folders only, found with lstat: a symlink is never followed). */
+async function writableFolders(dir: string): Promise<void> {
+  const st = await lstat(dir).catch(() => null);
+  if (!st?.isDirectory()) return;
+  await chmod(dir, (st.mode & 0o7777) | 0o700).catch(() => undefined);
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) if (e.isDirectory()) await writableFolders(path.join(dir, e.name));
+}
