@@ -184,6 +184,29 @@ describe("the approvals queue", () => {
     expect(registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "once" });
     expect(calls.map((c) => c.args.reply)).toEqual(["reject", "once"]);
     expect(registry.get(w.id).state).toBe("running");
+    // opencode took an answer but its HTTP answer was lost: its stream announced the ask answered, so the answer stands.
+    const late = ask(w.id, "edit", "c.txt");
+    approvals.onAsk(w.id, late);
+    permission.reply = async (args) => (approvals.onAskGone(w.id, String(args.requestID), String(args.reply)), { error: new TypeError("socket hang up"), response: undefined });
+    await approvals.decide({ askId: late.id, decision: "reject" }, { kind: "person", name: "p" });
+    expect(registry.get(w.id).asks[2]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "person", name: "p" } });
+  });
+
+  it("the engine's refusals come before any grant or rule: an 'always' on echo does not approve an echo that writes outside", async () => {
+    const { approvals, w, registry } = setup();
+    approvals.setPolicies([{ tool: "*", pattern: "**", decision: "once" }]);
+    const first = ask(w.id, "bash", "echo hi", { always: ["echo *"] });
+    approvals.onAsk(w.id, first);
+    await settled();
+    // The catch-all rule answered it; an "always" from a person makes the grant.
+    approvals.setPolicies([]);
+    const second = ask(w.id, "bash", "echo two", { always: ["echo *"] });
+    approvals.onAsk(w.id, second);
+    await approvals.decide({ askId: second.id, decision: "always" }, { kind: "person", name: "p" });
+    approvals.setPolicies([{ tool: "*", pattern: "**", decision: "once" }]);
+    approvals.onAsk(w.id, ask(w.id, "bash", "echo pwned > /etc/ocw-outside.txt"));
+    await settled();
+    expect(registry.get(w.id).asks.at(-1)).toMatchObject({ decision: "reject", by: { kind: "engine", name: "worktree guard" } });
   });
 
   it("no rule answers a question: a catch-all policy leaves it to a person, and the worker shows it waits", async () => {

@@ -31,9 +31,10 @@ export const REPLY_TIMEOUT_MS = 30_000;
 type AutoAnswer = { decision: Omit<Decision, "askId">; by: DecidedBy & { name: string } };
 
 export class Approvals {
-  /** Asks whose answer this engine is sending to opencode right now. */
   /** Asks whose answer is on its way to opencode, and who gave it. */
   private readonly deciding = new Map<string, DecidedBy>();
+  /** Asks opencode announced as answered while our answer was on its way (the echo of ours). */
+  private readonly echoed = new Set<string>();
   private readonly reg: WorkerRegistry;
 
   constructor(private readonly opts: ApprovalsOptions) {
@@ -65,7 +66,8 @@ export class Approvals {
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
   onAskGone(workerId: string, askId: string, reply: string): void {
     const ask = this.reg.get(workerId).asks.find((a) => a.id === askId);
-    if (!ask || ask.status !== "pending" || this.deciding.has(askId)) return;
+    if (this.deciding.has(askId)) return void this.echoed.add(askId);
+    if (!ask || ask.status !== "pending") return;
     const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : undefined;
     this.reg.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
     this.afterAsk(workerId);
@@ -109,6 +111,7 @@ export class Approvals {
       return await this.decideNow(d, by);
     } finally {
       this.deciding.delete(askId);
+      this.echoed.delete(askId);
     }
   }
 
@@ -138,29 +141,28 @@ export class Approvals {
         res = await client.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
       }
     } else {
-      // Looked at again now: a symlink swapped in since the ask arrived would move an approved write outside, and a
-      // read or search outside the workspace is the engine's to refuse, whoever answers (its own refusal may have
-      // failed to reach opencode and left the ask pending).
-      const ws = this.reg.workspaceOf(w);
-      const now = decision.decision !== "reject" && ws ? inspectAsk(ask, ws, w.spec).find((f) => f.kind === "outside-workspace") : undefined;
-      const looksOutside = decision.decision !== "reject" && LOOKS.has(ask.tool) && !this.looksInside(w, ask);
-      if (now) {
-        decision.decision = "reject";
-        decision.message = `${now.detail} (a symlink changed since the ask); write only inside your working directory`;
-        by = { kind: "engine", name: "workspace guard" };
-      } else if (looksOutside) {
-        decision.decision = "reject";
-        decision.message = `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files`;
-        by = { kind: "engine", name: "workspace guard" };
+      if (decision.decision !== "reject") {
+        // The engine's refusals hold whoever answers, looked at again now: a symlink swapped in since the ask arrived
+        // would move an approved write outside, and the engine's own refusal may have failed to reach opencode and
+        // left the ask pending.
+        const ws = this.reg.workspaceOf(w);
+        const flags = ws ? inspectAsk(ask, ws, w.spec) : [];
+        const refused = this.refusal(w, { ...ask, flags });
+        if (refused) {
+          const swapped = !ask.flags?.some((f) => f.kind === "outside-workspace") && flags.find((f) => f.kind === "outside-workspace");
+          decision.decision = "reject";
+          decision.message = swapped ? `${swapped.detail} (a symlink changed since the ask); write only inside your working directory` : refused.decision.message;
+          by = refused.by;
+        }
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       // "always" is the engine's grant: opencode hears "once", so every later ask still reaches the engine's checks.
       const reply = decision.decision === "always" ? "once" : decision.decision;
       res = await client.permission.reply({ requestID: ask.id, directory, reply, ...(message ? { message } : {}) }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
     }
-    // No HTTP answer (opencode hung, restarting, or past the limit): it may not have the answer, so none is recorded and
-    // the ask stays open to be answered again. An answer opencode did take shows up on its stream and is recorded then.
-    if (!res.response) {
+    // No HTTP answer (opencode hung, restarting, or past the limit): unless opencode announced the ask answered meanwhile,
+    // it may not have the answer, so none is recorded and the ask stays open to be answered again.
+    if (!res.response && !this.echoed.has(ask.id)) {
       throw new Error(`opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`);
     }
     const current = this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
@@ -226,26 +228,35 @@ export class Approvals {
   }
 
   /**
-   * The answer an ask gets without a person: a refusal of a write that lands outside the workspace, else the worker's
-   * grant ("always" held by the engine), else the user's matching policy rule.
+   * The engine's own refusals, which no grant, rule or person overrides: a read or search outside the workspace, a write
+   * that lands outside it (its `outside-workspace` flag), a shell command that writes outside the worktree.
    */
-  private answerWithoutPerson(w: Worker, ask: PermissionAsk): AutoAnswer | null {
-    // A question is answered by someone who reads it: no rule can give its answers.
-    if (ask.kind === "question") return null;
+  private refusal(w: Worker, ask: PermissionAsk): AutoAnswer | null {
+    if (ask.kind !== "permission") return null;
     if (LOOKS.has(ask.tool)) {
+      if (this.looksInside(w, ask)) return null;
       return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
     }
     const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
     if (outside) {
       return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };
     }
-    const grant = grantFor(ask, w.grants);
-    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${byWhom(grant.by)})` } };
     const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.reg.workspaceOf(w)?.cwd) : [];
     if (escapes.length) {
       const message = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
       return { decision: { decision: "reject", message }, by: { kind: "engine", name: "worktree guard" } };
     }
+    return null;
+  }
+
+  /** The answer an ask gets without a person: the engine's refusal, else the worker's grant ("always" held by the engine), else the user's matching policy rule. */
+  private answerWithoutPerson(w: Worker, ask: PermissionAsk): AutoAnswer | null {
+    // A question is answered by someone who reads it: no rule can give its answers.
+    if (ask.kind === "question") return null;
+    const refused = this.refusal(w, ask);
+    if (refused) return refused;
+    const grant = grantFor(ask, w.grants);
+    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${byWhom(grant.by)})` } };
     const rule = this.policyFor(ask);
     return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} → ${rule.decision}` } } : null;
   }

@@ -59893,9 +59893,10 @@ var Approvals = class {
     this.reg = opts.registry;
   }
   opts;
-  /** Asks whose answer this engine is sending to opencode right now. */
   /** Asks whose answer is on its way to opencode, and who gave it. */
   deciding = /* @__PURE__ */ new Map();
+  /** Asks opencode announced as answered while our answer was on its way (the echo of ours). */
+  echoed = /* @__PURE__ */ new Set();
   reg;
   /** A new ask from opencode: answered at once when nobody needs to decide it, else it waits (waiting-approval). */
   onAsk(workerId, raw) {
@@ -59920,7 +59921,8 @@ var Approvals = class {
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
   onAskGone(workerId, askId, reply) {
     const ask = this.reg.get(workerId).asks.find((a2) => a2.id === askId);
-    if (!ask || ask.status !== "pending" || this.deciding.has(askId)) return;
+    if (this.deciding.has(askId)) return void this.echoed.add(askId);
+    if (!ask || ask.status !== "pending") return;
     const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : void 0;
     this.reg.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
     this.afterAsk(workerId);
@@ -59951,6 +59953,7 @@ var Approvals = class {
       return await this.decideNow(d, by);
     } finally {
       this.deciding.delete(askId);
+      this.echoed.delete(askId);
     }
   }
   async decideNow(d, by) {
@@ -59978,23 +59981,22 @@ var Approvals = class {
         res = await client2.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
       }
     } else {
-      const ws = this.reg.workspaceOf(w);
-      const now = decision.decision !== "reject" && ws ? inspectAsk(ask, ws, w.spec).find((f) => f.kind === "outside-workspace") : void 0;
-      const looksOutside = decision.decision !== "reject" && LOOKS.has(ask.tool) && !this.looksInside(w, ask);
-      if (now) {
-        decision.decision = "reject";
-        decision.message = `${now.detail} (a symlink changed since the ask); write only inside your working directory`;
-        by = { kind: "engine", name: "workspace guard" };
-      } else if (looksOutside) {
-        decision.decision = "reject";
-        decision.message = `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files`;
-        by = { kind: "engine", name: "workspace guard" };
+      if (decision.decision !== "reject") {
+        const ws = this.reg.workspaceOf(w);
+        const flags = ws ? inspectAsk(ask, ws, w.spec) : [];
+        const refused = this.refusal(w, { ...ask, flags });
+        if (refused) {
+          const swapped = !ask.flags?.some((f) => f.kind === "outside-workspace") && flags.find((f) => f.kind === "outside-workspace");
+          decision.decision = "reject";
+          decision.message = swapped ? `${swapped.detail} (a symlink changed since the ask); write only inside your working directory` : refused.decision.message;
+          by = refused.by;
+        }
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       const reply = decision.decision === "always" ? "once" : decision.decision;
       res = await client2.permission.reply({ requestID: ask.id, directory, reply, ...message ? { message } : {} }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
     }
-    if (!res.response) {
+    if (!res.response && !this.echoed.has(ask.id)) {
       throw new Error(`opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`);
     }
     const current = this.reg.get(w.id).asks.find((a2) => a2.id === ask.id);
@@ -60052,25 +60054,33 @@ var Approvals = class {
     return real2 === root2 || real2.startsWith(root2 + path7.sep);
   }
   /**
-   * The answer an ask gets without a person: a refusal of a write that lands outside the workspace, else the worker's
-   * grant ("always" held by the engine), else the user's matching policy rule.
+   * The engine's own refusals, which no grant, rule or person overrides: a read or search outside the workspace, a write
+   * that lands outside it (its `outside-workspace` flag), a shell command that writes outside the worktree.
    */
-  answerWithoutPerson(w, ask) {
-    if (ask.kind === "question") return null;
+  refusal(w, ask) {
+    if (ask.kind !== "permission") return null;
     if (LOOKS.has(ask.tool)) {
+      if (this.looksInside(w, ask)) return null;
       return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
     }
     const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
     if (outside) {
       return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };
     }
-    const grant = grantFor(ask, w.grants);
-    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${byWhom(grant.by)})` } };
     const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.reg.workspaceOf(w)?.cwd) : [];
     if (escapes.length) {
       const message = `it writes outside the worktree (${escapes.join(", ")}); write only inside your working directory`;
       return { decision: { decision: "reject", message }, by: { kind: "engine", name: "worktree guard" } };
     }
+    return null;
+  }
+  /** The answer an ask gets without a person: the engine's refusal, else the worker's grant ("always" held by the engine), else the user's matching policy rule. */
+  answerWithoutPerson(w, ask) {
+    if (ask.kind === "question") return null;
+    const refused = this.refusal(w, ask);
+    if (refused) return refused;
+    const grant = grantFor(ask, w.grants);
+    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${byWhom(grant.by)})` } };
     const rule = this.policyFor(ask);
     return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} \u2192 ${rule.decision}` } } : null;
   }
