@@ -192,6 +192,42 @@ describe("the approvals queue", () => {
     expect(registry.get(w.id).asks[2]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "person", name: "p" } });
   });
 
+  it("what opencode did is what is recorded: its own different answer (no grant), an unreadable answer it took, and a failed refusal leaves the worker waiting", async () => {
+    const { approvals, w, registry } = setup();
+    const permission = (registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>) => Promise<unknown> } }).permission;
+    // "always" sent, but opencode's stream says it rejected the ask, and the HTTP answer was lost.
+    const a = ask(w.id, "edit", "a.txt", { always: ["*"] });
+    approvals.onAsk(w.id, a);
+    permission.reply = async (args) => (approvals.onAskGone(w.id, String(args.requestID), "reject"), { error: new TypeError("socket hang up"), response: undefined });
+    await expect(approvals.decide({ askId: a.id, decision: "always" }, { kind: "person", name: "p" })).rejects.toThrow(/opencode answered .* "reject" on its own, not "always"/);
+    expect(registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "engine", name: "opencode" } });
+    expect(approvals.grants()).toEqual([]);
+    // The answer came but its body could not be read (the SDK throws then): announced, it stands; not announced, it is an answer not taken.
+    const b = ask(w.id, "edit", "b.txt");
+    approvals.onAsk(w.id, b);
+    permission.reply = async (args) => {
+      approvals.onAskGone(w.id, String(args.requestID), String(args.reply));
+      throw new SyntaxError("Unexpected end of JSON input");
+    };
+    await approvals.decide({ askId: b.id, decision: "once" }, { kind: "person", name: "p" });
+    expect(registry.get(w.id).asks[1]).toMatchObject({ status: "decided", decision: "once", by: { kind: "person", name: "p" } });
+    const c = ask(w.id, "edit", "c.txt");
+    approvals.onAsk(w.id, c);
+    permission.reply = async () => {
+      throw new SyntaxError("Unexpected end of JSON input");
+    };
+    await expect(approvals.decide({ askId: c.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(/did not take the answer .*Unexpected end of JSON input/);
+    await approvals.decide({ askId: c.id, decision: "reject" }, { kind: "person", name: "p" }).catch(() => undefined);
+    // The engine's own refusal of a search outside fails: the ask waits for a person, and the worker shows it.
+    const { approvals: a2, w: w2, ws: ws2, registry: r2 } = setup();
+    (r2.rt(w2.id).server!.client as unknown as { permission: { reply: () => Promise<unknown> } }).permission.reply = async () => ({ error: new TypeError("fetch failed"), response: undefined });
+    symlinkSync("/", path.join(ws2, "root"));
+    a2.onAsk(w2.id, ask(w2.id, "grep", `root${os.tmpdir()}`, { patterns: ["x"] }));
+    await settled();
+    expect(r2.get(w2.id).asks[0]).toMatchObject({ status: "pending" });
+    expect(r2.get(w2.id).state).toBe("waiting-approval");
+  });
+
   it("the engine's refusals come before any grant or rule: an 'always' on echo does not approve an echo that writes outside", async () => {
     const { approvals, w, registry } = setup();
     approvals.setPolicies([{ tool: "*", pattern: "**", decision: "once" }]);

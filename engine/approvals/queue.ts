@@ -33,8 +33,8 @@ type AutoAnswer = { decision: Omit<Decision, "askId">; by: DecidedBy & { name: s
 export class Approvals {
   /** Asks whose answer is on its way to opencode, and who gave it. */
   private readonly deciding = new Map<string, DecidedBy>();
-  /** Asks opencode announced as answered while our answer was on its way (the echo of ours). */
-  private readonly echoed = new Set<string>();
+  /** What opencode announced for an ask while our answer was on its way (usually the echo of ours). */
+  private readonly echoed = new Map<string, string>();
   private readonly reg: WorkerRegistry;
 
   constructor(private readonly opts: ApprovalsOptions) {
@@ -57,7 +57,12 @@ export class Approvals {
     this.reg.safeRecord(workerId, { type: "ask.opened", ask });
     const auto = this.answerWithoutPerson(w, ask);
     if (auto) {
-      void this.decide({ askId: ask.id, ...auto.decision }, auto.by).catch((err) => this.reg.notice("warn", `${auto.by.kind} (${auto.by.name}) could not answer ${ask.id}: ${(err as Error).message}`));
+      void this.decide({ askId: ask.id, ...auto.decision }, auto.by).catch((err) => {
+        this.reg.notice("warn", `${auto.by.kind} (${auto.by.name}) could not answer ${ask.id}: ${(err as Error).message}`);
+        // Still open: it waits for a person now, and the worker says so (the engine's refusals hold whoever answers).
+        const still = this.reg.workers.get(workerId);
+        if (still?.state === "running" && still.asks.some((a) => a.id === ask.id && a.status === "pending")) this.reg.fire(workerId, "ask");
+      });
       return;
     }
     if (w.state === "running") this.reg.fire(workerId, "ask");
@@ -66,8 +71,12 @@ export class Approvals {
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
   onAskGone(workerId: string, askId: string, reply: string): void {
     const ask = this.reg.get(workerId).asks.find((a) => a.id === askId);
-    if (this.deciding.has(askId)) return void this.echoed.add(askId);
+    if (this.deciding.has(askId)) return void this.echoed.set(askId, reply);
     if (!ask || ask.status !== "pending") return;
+    this.recordOpencodeAnswer(workerId, askId, reply);
+  }
+
+  private recordOpencodeAnswer(workerId: string, askId: string, reply: string): void {
     const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : undefined;
     this.reg.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
     this.afterAsk(workerId);
@@ -130,15 +139,21 @@ export class Approvals {
     const { client, directory } = c;
     let message: string | undefined;
     let res: { response?: Response; error?: unknown };
+    // What opencode hears: "always" is the engine's grant, and opencode hears "once" (so every later ask still reaches
+    // the engine's checks); an answered question is announced as "once".
+    let sent: string = decision.decision === "reject" ? "reject" : "once";
+    // The SDK returns a failed call's error, but throws when an answer came and its body could not be read: both are
+    // an answer opencode may not have taken.
+    const send = (call: Promise<{ response?: Response; error?: unknown }>) => call.catch((error: unknown) => ({ error, response: undefined }));
     if (ask.kind === "question") {
-      if (decision.decision === "reject") res = await client.question.reject({ requestID: ask.id, directory }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
+      if (decision.decision === "reject") res = await send(client.question.reject({ requestID: ask.id, directory }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
       else {
         // Never answer a question on the person's behalf: an approval without answers is refused.
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`);
         }
-        res = await client.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
+        res = await send(client.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
       }
     } else {
       if (decision.decision !== "reject") {
@@ -156,16 +171,23 @@ export class Approvals {
         }
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
-      // "always" is the engine's grant: opencode hears "once", so every later ask still reaches the engine's checks.
-      const reply = decision.decision === "always" ? "once" : decision.decision;
-      res = await client.permission.reply({ requestID: ask.id, directory, reply, ...(message ? { message } : {}) }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
-    }
-    // No HTTP answer (opencode hung, restarting, or past the limit): unless opencode announced the ask answered meanwhile,
-    // it may not have the answer, so none is recorded and the ask stays open to be answered again.
-    if (!res.response && !this.echoed.has(ask.id)) {
-      throw new Error(`opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`);
+      sent = decision.decision === "reject" ? "reject" : "once";
+      res = await send(client.permission.reply({ requestID: ask.id, directory, reply: sent as "once" | "reject", ...(message ? { message } : {}) }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
     }
     const current = this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
+    if (!res.response) {
+      // No HTTP answer (opencode hung, restarting, past the limit, or an unreadable answer). What opencode announced on
+      // its stream meanwhile is what it did: our answer, or another one (recorded as opencode's, with no grant). With
+      // nothing announced it may not have the answer: none is recorded, and the ask stays open to be answered again.
+      const heard = this.echoed.get(ask.id);
+      if (heard === undefined) {
+        throw new Error(`opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`);
+      }
+      if (heard !== sent) {
+        if (current.status === "pending") this.recordOpencodeAnswer(w.id, ask.id, heard);
+        throw new InputError(`opencode answered ${ask.id} "${heard}" on its own, not "${decision.decision}": its answer is recorded`, "conflict");
+      }
+    }
     if (res.response && !res.response.ok) {
       if (current.status === "pending") {
         this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode" }, message: `opencode no longer has this ask (HTTP ${res.response.status})` });

@@ -59895,8 +59895,8 @@ var Approvals = class {
   opts;
   /** Asks whose answer is on its way to opencode, and who gave it. */
   deciding = /* @__PURE__ */ new Map();
-  /** Asks opencode announced as answered while our answer was on its way (the echo of ours). */
-  echoed = /* @__PURE__ */ new Set();
+  /** What opencode announced for an ask while our answer was on its way (usually the echo of ours). */
+  echoed = /* @__PURE__ */ new Map();
   reg;
   /** A new ask from opencode: answered at once when nobody needs to decide it, else it waits (waiting-approval). */
   onAsk(workerId, raw) {
@@ -59913,7 +59913,11 @@ var Approvals = class {
     this.reg.safeRecord(workerId, { type: "ask.opened", ask });
     const auto = this.answerWithoutPerson(w, ask);
     if (auto) {
-      void this.decide({ askId: ask.id, ...auto.decision }, auto.by).catch((err) => this.reg.notice("warn", `${auto.by.kind} (${auto.by.name}) could not answer ${ask.id}: ${err.message}`));
+      void this.decide({ askId: ask.id, ...auto.decision }, auto.by).catch((err) => {
+        this.reg.notice("warn", `${auto.by.kind} (${auto.by.name}) could not answer ${ask.id}: ${err.message}`);
+        const still = this.reg.workers.get(workerId);
+        if (still?.state === "running" && still.asks.some((a2) => a2.id === ask.id && a2.status === "pending")) this.reg.fire(workerId, "ask");
+      });
       return;
     }
     if (w.state === "running") this.reg.fire(workerId, "ask");
@@ -59921,8 +59925,11 @@ var Approvals = class {
   /** opencode says an ask is gone: answered inside opencode itself (e.g. rejecting one of parallel asks rejects its siblings). */
   onAskGone(workerId, askId, reply) {
     const ask = this.reg.get(workerId).asks.find((a2) => a2.id === askId);
-    if (this.deciding.has(askId)) return void this.echoed.add(askId);
+    if (this.deciding.has(askId)) return void this.echoed.set(askId, reply);
     if (!ask || ask.status !== "pending") return;
+    this.recordOpencodeAnswer(workerId, askId, reply);
+  }
+  recordOpencodeAnswer(workerId, askId, reply) {
     const decision = reply === "once" || reply === "always" || reply === "reject" ? reply : void 0;
     this.reg.safeRecord(workerId, { type: "ask.resolved", askId, status: "decided", decision, by: { kind: "engine", name: "opencode" } });
     this.afterAsk(workerId);
@@ -59971,14 +59978,16 @@ var Approvals = class {
     const { client: client2, directory } = c3;
     let message;
     let res;
+    let sent = decision.decision === "reject" ? "reject" : "once";
+    const send = (call) => call.catch((error46) => ({ error: error46, response: void 0 }));
     if (ask.kind === "question") {
-      if (decision.decision === "reject") res = await client2.question.reject({ requestID: ask.id, directory }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
+      if (decision.decision === "reject") res = await send(client2.question.reject({ requestID: ask.id, directory }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
       else {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers \u2014 ${want} array(s) of chosen option labels or free text, one per question \u2014 or reject to dismiss it`);
         }
-        res = await client2.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
+        res = await send(client2.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
       }
     } else {
       if (decision.decision !== "reject") {
@@ -59993,13 +60002,20 @@ var Approvals = class {
         }
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
-      const reply = decision.decision === "always" ? "once" : decision.decision;
-      res = await client2.permission.reply({ requestID: ask.id, directory, reply, ...message ? { message } : {} }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) });
-    }
-    if (!res.response && !this.echoed.has(ask.id)) {
-      throw new Error(`opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`);
+      sent = decision.decision === "reject" ? "reject" : "once";
+      res = await send(client2.permission.reply({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
     }
     const current = this.reg.get(w.id).asks.find((a2) => a2.id === ask.id);
+    if (!res.response) {
+      const heard = this.echoed.get(ask.id);
+      if (heard === void 0) {
+        throw new Error(`opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`);
+      }
+      if (heard !== sent) {
+        if (current.status === "pending") this.recordOpencodeAnswer(w.id, ask.id, heard);
+        throw new InputError(`opencode answered ${ask.id} "${heard}" on its own, not "${decision.decision}": its answer is recorded`, "conflict");
+      }
+    }
     if (res.response && !res.response.ok) {
       if (current.status === "pending") {
         this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode" }, message: `opencode no longer has this ask (HTTP ${res.response.status})` });
