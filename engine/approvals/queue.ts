@@ -138,22 +138,20 @@ export class Approvals {
     if (!c) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
     const { client, directory } = c;
     let message: string | undefined;
-    let res: { response?: Response; error?: unknown };
     // What opencode hears: "always" is the engine's grant, and opencode hears "once" (so every later ask still reaches
     // the engine's checks); an answered question is announced as "once".
     let sent: string = decision.decision === "reject" ? "reject" : "once";
-    // The SDK returns a failed call's error, but throws when an answer came and its body could not be read: both are
-    // an answer opencode may not have taken.
-    const send = (call: Promise<{ response?: Response; error?: unknown }>) => call.catch((error: unknown) => ({ error, response: undefined }));
+    let call: Promise<{ response?: Response; error?: unknown }>;
+    const limit = { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) };
     if (ask.kind === "question") {
-      if (decision.decision === "reject") res = await send(client.question.reject({ requestID: ask.id, directory }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
+      if (decision.decision === "reject") call = client.question.reject({ requestID: ask.id, directory }, limit);
       else {
         // Never answer a question on the person's behalf: an approval without answers is refused.
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`);
         }
-        res = await send(client.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
+        call = client.question.reply({ requestID: ask.id, directory, answers: decision.answers }, limit);
       }
     } else {
       if (decision.decision !== "reject") {
@@ -172,7 +170,15 @@ export class Approvals {
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       sent = decision.decision === "reject" ? "reject" : "once";
-      res = await send(client.permission.reply({ requestID: ask.id, directory, reply: sent as "once" | "reject", ...(message ? { message } : {}) }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
+      call = client.permission.reply({ requestID: ask.id, directory, reply: sent as "once" | "reject", ...(message ? { message } : {}) }, limit);
+    }
+    let res: { response?: Response; error?: unknown };
+    try {
+      res = await call;
+    } catch (error) {
+      // The SDK returns a failed call's error, but throws when an answer came and its body could not be read: both are
+      // an answer opencode may not have taken.
+      res = { error, response: undefined };
     }
     const current = this.reg.get(w.id).asks.find((a) => a.id === ask.id)!;
     if (!res.response) {

@@ -59977,17 +59977,17 @@ var Approvals = class {
     if (!c3) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
     const { client: client2, directory } = c3;
     let message;
-    let res;
     let sent = decision.decision === "reject" ? "reject" : "once";
-    const send = (call) => call.catch((error46) => ({ error: error46, response: void 0 }));
+    let call;
+    const limit = { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) };
     if (ask.kind === "question") {
-      if (decision.decision === "reject") res = await send(client2.question.reject({ requestID: ask.id, directory }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
+      if (decision.decision === "reject") call = client2.question.reject({ requestID: ask.id, directory }, limit);
       else {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
           throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers \u2014 ${want} array(s) of chosen option labels or free text, one per question \u2014 or reject to dismiss it`);
         }
-        res = await send(client2.question.reply({ requestID: ask.id, directory, answers: decision.answers }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
+        call = client2.question.reply({ requestID: ask.id, directory, answers: decision.answers }, limit);
       }
     } else {
       if (decision.decision !== "reject") {
@@ -60003,7 +60003,13 @@ var Approvals = class {
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       sent = decision.decision === "reject" ? "reject" : "once";
-      res = await send(client2.permission.reply({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) }));
+      call = client2.permission.reply({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, limit);
+    }
+    let res;
+    try {
+      res = await call;
+    } catch (error46) {
+      res = { error: error46, response: void 0 };
     }
     const current = this.reg.get(w.id).asks.find((a2) => a2.id === ask.id);
     if (!res.response) {
