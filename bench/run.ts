@@ -111,7 +111,8 @@ async function measure() {
         parts: [...new Set([...(base.parts ?? []).filter((p) => !now.includes(p as Part)), ...now])],
         partErrors: { ...Object.fromEntries(Object.entries(base.partErrors ?? {}).filter(([p]) => !now.includes(p as Part))), ...partErrors },
         partLoad: { ...(base.partLoad ?? {}), ...partLoad },
-        reruns: [...(base.reruns ?? []), `${now.join(", ")} measured again at ${new Date().toISOString()}, ${reps} repetition${reps > 1 ? "s" : ""}, code ${gitState()} (load ${loadAtStart.join(", ")} → ${os.loadavg().map((x) => round(x, 2)).join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`],
+        // An earlier rerun whose parts were all measured again now says nothing of what the report holds.
+        reruns: [...(base.reruns ?? []).filter((x) => !x.split(" measured again")[0]!.split(", ").every((p) => now.includes(p as Part))), `${now.join(", ")} measured again at ${new Date().toISOString()}, ${reps} repetition${reps > 1 ? "s" : ""}, code ${gitState()} (load ${loadAtStart.join(", ")} → ${os.loadavg().map((x) => round(x, 2)).join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`],
         range,
       });
       write(report);
