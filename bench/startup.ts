@@ -1,10 +1,6 @@
 // Start-up times: `ocw serve` to its URL, and `ocw mcp` to its first tool list with an engine running and cold.
-import { connect } from "../engine/api/client";
-import { readLock, supervisorOf } from "../engine/api/lock";
-import { alive } from "../engine/process/process";
-import { cleanup, startEngine, tempDir } from "../test/helpers";
+import { cleanup, startEngine, stopDetachedEngine, tempDir } from "../test/helpers";
 import { startMcp } from "../test/integration/mcp-helpers";
-import { sleep } from "./stats";
 
 /** Spawn of `ocw serve` (fresh state dir) → the URL printed on its first line. */
 export async function engineStartup(): Promise<number> {
@@ -45,18 +41,4 @@ export async function mcpCold(): Promise<{ toolsListMs: number; firstCallMs: num
     await stopDetachedEngine(stateDir);
     cleanup(stateDir);
   }
-}
-
-/**
- * The engine the bridge started outlives it by design: shut it down through its API, and wait for its supervisor too
- * (it still writes to the state dir as it lets go of it: removing the folder under it failed with ENOTEMPTY).
- */
-async function stopDetachedEngine(stateDir: string) {
-  const lock = readLock(stateDir);
-  if (!lock) return;
-  const procs = [{ pid: lock.pid, startTime: lock.startTime }, supervisorOf(lock)].filter((p): p is NonNullable<typeof p> => !!p);
-  await connect(lock).shutdown.mutate().catch(() => undefined);
-  const deadline = Date.now() + 15_000;
-  while (procs.some((p) => alive(p)) && Date.now() < deadline) await sleep(100);
-  for (const p of procs) if (alive(p)) process.kill(p.pid, "SIGKILL");
 }

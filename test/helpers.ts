@@ -4,7 +4,8 @@ import os from "node:os";
 import path from "node:path";
 import { connect, type EngineClient } from "../engine/api/client";
 import { follow } from "../engine/api/follow";
-import { readLock } from "../engine/api/lock";
+import { readLock, supervisorOf } from "../engine/api/lock";
+import { alive } from "../engine/process/process";
 import { projectRoot } from "../engine/paths";
 import type { Target } from "../shared/target";
 import { isFinal, pendingAsks, type Worker } from "../shared/worker";
@@ -114,6 +115,21 @@ export function pidAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * An engine a client started (`ocw mcp`, `ocw run`) outlives it by design: shut it down through its API and wait for it
+ * and its supervisor to exit (the supervisor still writes to the state dir as it lets go of it: removing the folder
+ * under it failed with ENOTEMPTY); SIGKILL what is left after 15 s.
+ */
+export async function stopDetachedEngine(stateDir: string): Promise<void> {
+  const lock = readLock(stateDir);
+  if (!lock) return;
+  const procs = [{ pid: lock.pid, startTime: lock.startTime }, supervisorOf(lock)].filter((p): p is NonNullable<typeof p> => !!p);
+  await connect(lock).shutdown.mutate().catch(() => undefined);
+  const deadline = Date.now() + 15_000;
+  while (procs.some((p) => alive(p)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  for (const p of procs) if (alive(p)) process.kill(p.pid, "SIGKILL");
 }
 
 export function cleanup(...dirs: string[]) {

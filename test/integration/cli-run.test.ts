@@ -3,10 +3,9 @@ import { spawn } from "node:child_process";
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, tempDir } from "../helpers";
+import { BUNDLE, cleanup, makeRepo, stopDetachedEngine, tempDir } from "../helpers";
 
 let model: ScriptedModel;
 const stateDir = tempDir("cli-state");
@@ -44,9 +43,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const lock = readLock(stateDir);
-  if (lock) await connect(lock).shutdown.mutate().catch(() => undefined);
-  await new Promise((r) => setTimeout(r, 500));
+  await stopDetachedEngine(stateDir);
   await model?.close();
   cleanup(stateDir, ...repos);
 });

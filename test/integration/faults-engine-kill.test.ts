@@ -10,7 +10,7 @@ import { readLock } from "../../engine/api/lock";
 import { WorkerLogStore } from "../../engine/store/worker-log";
 import type { EngineEvent } from "../../shared/events";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, tempDir } from "../helpers";
+import { cleanup, makeRepo, scriptedTarget, stopDetachedEngine, tempDir } from "../helpers";
 import { startMcp, type McpHandle } from "./mcp-helpers";
 
 const stateDir = tempDir("kill-engine");
@@ -27,13 +27,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mcp?.close().catch(() => undefined);
-  const lock = readLock(stateDir);
-  if (lock) {
-    await connect(lock).shutdown.mutate().catch(() => undefined);
-    const deadline = Date.now() + 15_000;
-    while (readLock(stateDir) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (readLock(stateDir)) process.kill(lock.pid, "SIGKILL");
-  }
+  await stopDetachedEngine(stateDir);
   await model?.close();
   cleanup(stateDir, repo);
 });

@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
-import { BUNDLE, cleanup, tempDir } from "../helpers";
+import { BUNDLE, cleanup, stopDetachedEngine, tempDir } from "../helpers";
 import { startMcp, type McpHandle } from "./mcp-helpers";
 
 const stateDir = tempDir("mcp-fuzz");
@@ -47,13 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await mcp?.close().catch(() => undefined);
-  const lock = readLock(stateDir);
-  if (lock) {
-    await connect(lock).shutdown.mutate().catch(() => undefined);
-    const deadline = Date.now() + 15_000;
-    while (readLock(stateDir) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (readLock(stateDir)) process.kill(lock.pid, "SIGKILL");
-  }
+  await stopDetachedEngine(stateDir);
   cleanup(stateDir, scratch);
 });
 

@@ -3,10 +3,8 @@ import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connect } from "../../engine/api/client";
-import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, tempDir } from "../helpers";
+import { BUNDLE, cleanup, stopDetachedEngine, tempDir } from "../helpers";
 
 let model: ScriptedModel;
 const stateDir = tempDir("grade-state");
@@ -32,8 +30,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  const lock = readLock(stateDir);
-  if (lock) await connect(lock).shutdown.mutate().catch(() => undefined);
+  await stopDetachedEngine(stateDir);
   await model?.close();
   cleanup(stateDir, packs);
 });

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
 import { startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
-import { cleanup, makeRepo, scriptedTarget, tempDir } from "../helpers";
+import { cleanup, makeRepo, scriptedTarget, stopDetachedEngine, tempDir } from "../helpers";
 import { startMcp, waitUntil, type McpHandle } from "./mcp-helpers";
 
 const stateDir = tempDir("mcp-start");
@@ -36,13 +36,7 @@ function enginesOn(dir: string): number[] {
 
 afterAll(async () => {
   await mcp?.close().catch(() => undefined);
-  const lock = readLock(stateDir);
-  if (lock) {
-    await connect(lock).shutdown.mutate().catch(() => undefined);
-    const deadline = Date.now() + 15_000;
-    while (readLock(stateDir) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (readLock(stateDir)) process.kill(lock.pid, "SIGKILL");
-  }
+  await stopDetachedEngine(stateDir);
   await model?.close();
   cleanup(stateDir, ...repos);
 });
