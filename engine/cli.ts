@@ -7,6 +7,7 @@ import { registerMcpCommand } from "./mcp/command";
 import { registerServeCommands } from "./commands/serve";
 import { registerGrantsCommand } from "./commands/grants";
 import { registerHousekeepingCommands } from "./commands/housekeeping";
+import { registerWorkerCommands } from "./commands/workers";
 import { registerModelSetupCommands } from "./serving/commands";
 import { targetsWithEndpoints } from "./commands/targets-view";
 
@@ -24,6 +25,7 @@ program
 registerServeCommands(program);
 registerGrantsCommand(program);
 registerHousekeepingCommands(program);
+registerWorkerCommands(program);
 registerRunCommand(program);
 registerGradeCommand(program);
 registerMcpCommand(program);

@@ -1,25 +1,49 @@
 import { z } from "zod";
+import { IntegrationSpec, TaskId } from "./batch";
 import { ErrorCode } from "./errors";
 import { Decision } from "./permission";
-import { WorkerSpec } from "./worker";
+import { WorkerSpec, WorkerState } from "./worker";
 
 /** Inputs of the engine's control API, shared by every client (GUI, CLI, MCP bridge). */
 export const WorkerRef = z.object({ workerId: z.string().min(1, "workerId is required") });
 export const BatchRef = z.object({ batchId: z.string().min(1, "batchId is required") });
 export const StartInput = WorkerSpec;
-export const StartBatchInput = z.object({ tasks: z.array(WorkerSpec).min(1, "give at least one task").max(64, "at most 64 tasks per batch") });
+/** A task of a batch: a worker's spec, its name in the batch and the tasks it comes after. */
+export const BatchTaskInput = WorkerSpec.extend({ id: TaskId.optional(), after: z.array(TaskId).max(64).optional() });
+export type BatchTaskInput = z.input<typeof BatchTaskInput>;
+export const StartBatchInput = z.object({
+  tasks: z.array(BatchTaskInput).min(1, "give at least one task").max(64, "at most 64 tasks per batch"),
+  integration: IntegrationSpec.optional(),
+});
+export const StartBatchResult = z.object({
+  batchId: z.string(),
+  /** The workers started now (tasks that come after others start later). */
+  workerIds: z.array(z.string()),
+  tasks: z.array(z.object({ id: z.string(), workerId: z.string().nullable(), after: z.array(z.string()) })),
+});
+export type StartBatchResult = z.infer<typeof StartBatchResult>;
 export const SteerInput = WorkerRef.extend({ text: z.string().min(1, "the steer text is empty").max(20_000) });
 export const StopInput = WorkerRef.extend({ reason: z.string().max(500).optional() });
 export const ResumeInput = WorkerRef.extend({ message: z.string().max(20_000).optional() });
 export const DecideInput = Decision;
 export const EventsInput = z.object({ lastEventId: z.string().nullish() });
-export const ListInput = z.object({ batchId: z.string().optional() }).optional();
+export const ListInput = z
+  .object({
+    batchId: z.string().optional(),
+    /** Only workers in one of these states. */
+    states: z.array(WorkerState).optional(),
+    /** Only workers on this repository (its top-level folder, or any folder inside it). */
+    repo: z.string().optional(),
+  })
+  .optional();
 
 /** Housekeeping: the same task again as a new worker (retry), and "merge all built" of a batch (mergeBatch). */
 export const RetryInput = WorkerRef;
 export const RetryResult = z.object({ workerId: z.string(), retryOf: z.string() });
 export type RetryResult = z.infer<typeof RetryResult>;
-export const MergeBatchInput = BatchRef;
+/** `acceptFlagged`: the person accepted the flagged changes (see ChangeFlag); without it such a merge is refused. */
+export const MergeInput = WorkerRef.extend({ acceptFlagged: z.boolean().default(false) });
+export const MergeBatchInput = BatchRef.extend({ acceptFlagged: z.boolean().default(false) });
 export const MergeBatchResult = z.object({
   batchId: z.string(),
   /** Merged, in submission order. */
@@ -30,8 +54,43 @@ export const MergeBatchResult = z.object({
   notTried: z.array(z.string()),
   /** Workers of the batch that are not for merging: not built, still running, already merged, discarded. */
   skipped: z.array(z.object({ workerId: z.string(), reason: z.string() })),
+  /** A batch with integration checks lands as its one integration commit: where it landed. */
+  integration: z.object({ commit: z.string(), into: z.string(), merge: z.string() }).nullable().default(null),
 });
 export type MergeBatchResult = z.infer<typeof MergeBatchResult>;
+
+/** Landing beyond a local merge: revert a merge the engine made, prune merged branches, push and open a pull request. */
+export const RevertInput = z.object({ workerId: z.string().optional(), batchId: z.string().optional() }).refine((x) => !x.workerId !== !x.batchId, { message: "give a workerId or a batchId (not both)" });
+export const RevertResult = z.object({ reverted: z.string(), into: z.string(), commit: z.string() });
+export type RevertResult = z.infer<typeof RevertResult>;
+export const PruneInput = z.object({ directory: z.string().min(1, "directory is required").max(4096) });
+export const PruneResult = z.object({
+  deleted: z.array(z.object({ branch: z.string(), commit: z.string() })),
+  kept: z.array(z.object({ branch: z.string(), reason: z.string() })),
+});
+export type PruneResult = z.infer<typeof PruneResult>;
+export const PushInput = z
+  .object({
+    workerId: z.string().optional(),
+    batchId: z.string().optional(),
+    /** A remote's name in the person's repository, or its URL. */
+    remote: z.string().min(1, "remote is required: a remote's name (see `git remote`) or its URL").max(2000),
+    /** The branch on the remote (default `ocw/<id>`); never the remote's default branch. */
+    branch: z.string().max(255).optional(),
+    /** Open a pull request with `gh` (when installed and signed in), with the verdict card as its body. */
+    pr: z.boolean().default(false),
+    title: z.string().max(200).optional(),
+  })
+  .refine((x) => !x.workerId !== !x.batchId, { message: "give a workerId or a batchId (not both)" });
+export const PushResult = z.object({
+  remote: z.string(),
+  branch: z.string(),
+  commit: z.string(),
+  pr: z.object({ url: z.string() }).nullable(),
+  /** Why no pull request was opened when one was asked for (gh missing, not signed in, refused). */
+  prProblem: z.string().nullable(),
+});
+export type PushResult = z.infer<typeof PushResult>;
 
 /** The header a client names itself with; it becomes the `by` of its decisions. */
 export const CLIENT_HEADER = "x-ocw-client";

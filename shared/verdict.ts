@@ -11,6 +11,19 @@ export const ScopeResult = z.object({
 });
 export type ScopeResult = z.infer<typeof ScopeResult>;
 
+/**
+ * A change that does more than its diff shows, flagged on the verdict card and in every client's result, and merged only
+ * after an explicit acceptance: git's own configuration in the tree (`.gitattributes` filters, `.lfsconfig` servers,
+ * `.gitmodules`), symlinks, executables, submodules, and tool configuration that runs commands (`.npmrc`, package.json
+ * `scripts`, hooks folders, CI workflows, editor tasks).
+ */
+export const ChangeFlag = z.object({
+  path: z.string(),
+  kind: z.enum(["git-config", "symlink", "executable", "submodule", "tool-config"]),
+  detail: z.string(),
+});
+export type ChangeFlag = z.infer<typeof ChangeFlag>;
+
 /** The engine's judgement of a settled worker, from checks the worker never saw. */
 export const Verdict = z.object({
   verdict: Outcome,
@@ -27,6 +40,8 @@ export const Verdict = z.object({
   commit: z.string().nullable().default(null),
   diffStat: z.string(),
   mergeHint: z.string().nullable(),
+  /** Changes that need an explicit acceptance before they are merged (see ChangeFlag). */
+  flags: z.array(ChangeFlag).default([]),
 });
 export type Verdict = z.infer<typeof Verdict>;
 

@@ -88,6 +88,10 @@ export const WorkerEvent = z.discriminatedUnion("type", [
     targetId: z.string().nullable(),
     /** How the worker is contained: "bwrap", or "none" when the person opted out of the sandbox. */
     sandbox: z.enum(["bwrap", "none"]).optional(),
+    /** The commit it starts from when not the repository's HEAD (a task after others: the base plus their graded commits). */
+    startFrom: z.string().optional(),
+    /** Its task's name in its batch. */
+    taskId: z.string().optional(),
   }),
   z.object({ ...base, type: z.literal("worker.state"), state: WorkerState, reason: z.string().optional() }),
   z.object({
@@ -119,6 +123,8 @@ export const WorkerEvent = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("tool.failed"), tool: z.string(), error: z.string() }),
   z.object({ ...base, type: z.literal("verdict"), verdict: Verdict }),
   z.object({ ...base, type: z.literal("merged"), into: z.string(), commit: z.string() }),
+  /** The engine reverted its merge: `commit` is the revert commit on `into`. */
+  z.object({ ...base, type: z.literal("reverted"), into: z.string(), commit: z.string() }),
   z.object({ ...base, type: z.literal("grant.added"), grant: Grant }),
   z.object({ ...base, type: z.literal("grant.revoked"), grantId: z.string(), by: DecidedBy }),
   z.object({ ...base, type: z.literal("discarded"), by: DecidedBy }),
@@ -157,11 +163,17 @@ export const Worker = z.object({
   toolFailures: z.number(),
   verdict: Verdict.nullable(),
   merged: z.object({ into: z.string(), commit: z.string() }).nullable(),
+  /** Its merge was reverted by the engine (the revert commit). */
+  reverted: z.object({ into: z.string(), commit: z.string() }).nullable().default(null),
   /** "bwrap" when the worker runs in the OS sandbox; "none" when the person opted out; null for workers from before. */
   sandbox: z.enum(["bwrap", "none"]).nullable().default(null),
   /** The endpoint of its target it runs on (pool targets); null for single-endpoint targets. */
   endpoint: z.string().nullable().default(null),
   grants: z.array(Grant).default([]),
+  /** The commit it starts from when not the repository's HEAD (it comes after other tasks of its batch). */
+  startFrom: z.string().nullable().default(null),
+  /** Its task's name in its batch (what `after` names), or null. */
+  taskId: z.string().nullable().default(null),
   /** Its workspace and branch were removed on request. */
   discarded: z.boolean().default(false),
   lastSeq: z.number(),
@@ -203,6 +215,9 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       toolFailures: 0,
       verdict: null,
       merged: null,
+      reverted: null,
+      startFrom: e.startFrom ?? null,
+      taskId: e.taskId ?? null,
       sandbox: e.sandbox ?? null,
       endpoint: null,
       grants: [],
@@ -260,6 +275,9 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       break;
     case "merged":
       next.merged = { into: e.into, commit: e.commit };
+      break;
+    case "reverted":
+      next.reverted = { into: e.into, commit: e.commit };
       break;
     case "grant.added":
       next.grants = [...w.grants.filter((g) => g.id !== e.grant.id), e.grant];

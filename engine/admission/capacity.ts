@@ -89,8 +89,30 @@ export async function probeHealth(url: string, key: string | null, timeoutMs = 1
     await fetch(`${url.replace(/\/$/, "")}/models`, { headers, signal: AbortSignal.timeout(timeoutMs) });
     return null;
   } catch (err) {
-    return (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name;
+    return probeProblem(err, timeoutMs);
   }
+}
+
+const CODE_WORDS: Record<string, string> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  ENOTFOUND: "host not found",
+  EAI_AGAIN: "host name lookup failed",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  UND_ERR_CONNECT_TIMEOUT: "connect timed out",
+  UND_ERR_HEADERS_TIMEOUT: "no answer in time",
+  UND_ERR_SOCKET: "the connection broke",
+};
+
+/** Why a probe failed, in words a person can act on (never an internal error class name such as "TypeError"). */
+export function probeProblem(err: unknown, timeoutMs: number): string {
+  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (e?.name === "TimeoutError" || e?.name === "AbortError") return `no answer within ${timeoutMs} ms`;
+  const code = e?.cause?.code;
+  if (code) return CODE_WORDS[code] ? `${CODE_WORDS[code]} (${code})` : code;
+  const why = e?.cause?.message || (e?.message && e.message !== "fetch failed" ? e.message : "");
+  return why ? `the request failed: ${why}` : "the request failed";
 }
 
 /**
@@ -112,6 +134,7 @@ export async function readEndpoint(e: ServingEndpoint, key: string | null, ours?
  */
 /** What a timed-out probe reports (fetch's AbortSignal.timeout), as opposed to a refused or reset connection. */
 const TIMEOUTS = new Set(["TimeoutError", "AbortError", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT"]);
+const isTimeout = (problem: string) => TIMEOUTS.has(problem) || /^no answer within |\((UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT)\)$/.test(problem);
 
 export class EndpointProbes {
   private readonly last = new Map<string, EndpointStatus>();
@@ -137,7 +160,7 @@ export class EndpointProbes {
         // A probe that timed out once, after a healthy reading, is a slow answer (a busy server or machine), not a death:
         // the endpoint stays in admission with its last load for one more period. Two in a row, or a refused or reset
         // connection (the server is gone), take it out.
-        const slow = s.problem !== null && TIMEOUTS.has(s.problem) && had?.healthy === true && !had.slowOnce;
+        const slow = s.problem !== null && isTimeout(s.problem) && had?.healthy === true && !had.slowOnce;
         const out: EndpointStatus = slow && had ? { ...had, slots: e.slots, checkedAt: s.checkedAt, slowOnce: true } : s;
         this.last.set(e.url, out);
         return out;

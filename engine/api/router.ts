@@ -7,6 +7,10 @@ import {
   EventsInput,
   ListInput,
   MergeBatchInput,
+  MergeInput,
+  PruneInput,
+  PushInput,
+  RevertInput,
   RetryInput,
   ResumeInput,
   StartBatchInput,
@@ -26,7 +30,9 @@ import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
-import { mergeBatch, retryWorker } from "../workers/housekeeping";
+import { mergeBatch, pruneBranches, retryWorker, revertLanded } from "../workers/housekeeping";
+import { pushWork } from "../workers/push";
+import { listWorkers } from "../workers/listing";
 import { FitInput } from "../../shared/fit";
 import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
@@ -137,10 +143,10 @@ export const appRouter = t.router({
     };
   }),
   workers: t.router({
-    list: proc.input(ListInput).query(({ ctx, input }) => ctx.engine.list().filter((w) => !input?.batchId || w.batchId === input.batchId)),
+    list: proc.input(ListInput).query(({ ctx, input }) => listWorkers(ctx.engine.list(), input ?? {})),
     get: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.get(input.workerId)),
     start: proc.input(StartInput).mutation(({ ctx, input }) => ctx.engine.start(input)),
-    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks)),
+    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks, input.integration)),
     batch: proc.input(BatchRef).query(({ ctx, input }) => ctx.engine.batch(input.batchId)),
     steer: proc.input(SteerInput).mutation(async ({ ctx, input }) => {
       await ctx.engine.steer(input.workerId, input.text, ctx.by);
@@ -148,13 +154,19 @@ export const appRouter = t.router({
     }),
     stop: proc.input(StopInput).mutation(({ ctx, input }) => ctx.engine.stop(input.workerId, input.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
     resume: proc.input(ResumeInput).mutation(({ ctx, input }) => ctx.engine.resume(input.workerId, input.message)),
-    merge: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId)),
+    merge: proc.input(MergeInput).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId, { acceptFlagged: input.acceptFlagged })),
+    /** Undoes a merge the engine made (a worker's, or a batch's integration commit) as a new commit; refuses on conflict. */
+    revert: proc.input(RevertInput).mutation(({ ctx, input }) => revertLanded(ctx.engine, input)),
+    /** Deletes merged ocw/* branches of a repository; keeps unmerged built work and running workers' branches. */
+    prune: proc.input(PruneInput).mutation(({ ctx, input }) => pruneBranches(ctx.engine, input.directory)),
+    /** Pushes a graded (or integration) commit to a branch on a remote (never forced, never the default branch); a PR with gh. */
+    push: proc.input(PushInput).mutation(({ ctx, input }) => pushWork(ctx.engine, input)),
     /** Removes a finished worker's workspace and branch, unmerged work included (the person asked for it). */
     discard: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.discard(input.workerId, ctx.by)),
     /** The same task again as a new worker in a fresh workspace, on the same target (not part of the old batch). */
     retry: proc.input(RetryInput).mutation(({ ctx, input }) => retryWorker(ctx.engine, input.workerId)),
     /** "Merge all built" of a batch: one by one in submission order, stopping at the first refused merge. */
-    mergeBatch: proc.input(MergeBatchInput).mutation(({ ctx, input }) => mergeBatch(ctx.engine, input.batchId)),
+    mergeBatch: proc.input(MergeBatchInput).mutation(({ ctx, input }) => mergeBatch(ctx.engine, input.batchId, { acceptFlagged: input.acceptFlagged })),
     diff: proc.input(WorkerRef).query(async ({ ctx, input }) => ({ diff: await ctx.engine.diff(input.workerId) })),
     transcript: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.transcript(input.workerId)),
     events: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.events(input.workerId)),

@@ -31,19 +31,21 @@ export function registerHousekeepingCommands(program: Command): void {
     .command("merge")
     .description("merge a built worker into its base branch, or every built worker of a batch (--batch ID), stopping at a conflict")
     .argument("[workerId]", "the built worker to merge")
-    .option("--batch <batchId>", "merge each built worker of this batch, one by one in submission order, stopping at the first conflict")
+    .option("--batch <batchId>", "merge a batch: its integration commit when it has integration checks (only once they passed), else each built worker one by one in submission order, stopping at the first conflict")
+    .option("--accept-flagged", "merge even though the change holds flagged files (symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration): review them first")
     .option("--json", "print JSON")
-    .action(async (workerId: string | undefined, o: { batch?: string; json?: boolean }) => {
+    .action(async (workerId: string | undefined, o: { batch?: string; json?: boolean; acceptFlagged?: boolean }) => {
       try {
         if (!workerId === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
         const client = connect(await ensureEngine(stateDir()), "cli:ocw merge");
         if (workerId) {
-          const m = await client.workers.merge.mutate({ workerId });
+          const m = await client.workers.merge.mutate({ workerId, acceptFlagged: !!o.acceptFlagged });
           console.log(o.json ? JSON.stringify({ workerId, ...m }) : `merged ${workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
           return;
         }
-        const r = await client.workers.mergeBatch.mutate({ batchId: o.batch! });
+        const r = await client.workers.mergeBatch.mutate({ batchId: o.batch!, acceptFlagged: !!o.acceptFlagged });
         if (o.json) console.log(JSON.stringify(r, null, 2));
+        else if (r.integration) console.log(`merged batch ${r.batchId}'s integration commit ${r.integration.commit.slice(0, 12)} into ${r.integration.into} (${r.integration.merge.slice(0, 12)}): ${r.merged.map((m) => m.workerId).join(", ")}`);
         else {
           for (const m of r.merged) console.log(`merged ${m.workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
           if (r.stopped) {

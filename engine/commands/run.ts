@@ -3,7 +3,9 @@ import path from "node:path";
 import readline from "node:readline";
 import type { Command } from "commander";
 import { z } from "zod";
-import { BatchTask } from "../../shared/batch";
+import { BatchFile, type BatchSummary, type IntegrationSpec } from "../../shared/batch";
+import type { BatchTaskInput } from "../../shared/api";
+import { claimWords, outcomeWord } from "../../shared/vocabulary";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
 import { terminalSafe, type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
@@ -45,34 +47,44 @@ export function registerRunCommand(program: Command): void {
     .option("--api-key-env <var>", "environment variable holding the endpoint's key")
     .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
     .option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v))
-    .option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect}, …]")
+    .option("--batch <file>", 'a JSON file: [{task, dir, checks, scope, protect}, …] or {"tasks": [{id, after, …}], "integration": {"checks": […]}}')
     .option("--json", "print the final result as JSON on stdout")
     .action((o: RunOptions) => runCommand(o).catch(fail));
 }
 
-function parseBatch(file: string): WorkerSpecInput[] {
+function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: IntegrationSpec } {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(file, "utf8"));
   } catch (err) {
     throw new CliError(`cannot read the batch file ${file}: ${(err as Error).message}`);
   }
-  const parsed = z.array(BatchTask).min(1, "the batch is empty").safeParse(raw);
+  const parsed = BatchFile.safeParse(raw);
   if (!parsed.success) {
-    const i = parsed.error.issues[0]!;
-    throw new CliError(`batch file ${file}: ${i.path.length ? `task ${Number(i.path[0]) + 1}${i.path.length > 1 ? "." + i.path.slice(1).join(".") : ""}: ` : ""}${i.message}`);
+    // The union's own message says little: the issue of the form the file is closest to.
+    const asObject = raw !== null && typeof raw === "object" && !Array.isArray(raw);
+    const again = asObject ? BatchFile.options[1].safeParse(raw) : BatchFile.options[0].safeParse(raw);
+    const i = (again.success ? parsed.error : again.error).issues[0]!;
+    const at = asObject && i.path[0] === "tasks" ? i.path.slice(1) : asObject ? null : i.path;
+    const where = at === null ? (i.path.length ? `${i.path.join(".")}: ` : "") : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
+    throw new CliError(`batch file ${file}: ${where}${i.message}`);
   }
   const base = path.dirname(path.resolve(file));
-  return parsed.data.map((t) => ({ ...t, directory: path.resolve(base, (t.dir ?? t.directory)!) }));
+  const { tasks, integration } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: undefined } : parsed.data;
+  return {
+    tasks: tasks.map(({ dir, after, id, ...t }) => ({ ...t, ...(id ? { id } : {}), ...(after.length ? { after } : {}), directory: path.resolve(base, (dir ?? t.directory)!) })),
+    integration,
+  };
 }
 
 async function runCommand(o: RunOptions): Promise<void> {
   if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
   if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
-  let specs: WorkerSpecInput[];
+  let specs: (WorkerSpecInput & { id?: string; after?: string[] })[];
+  let integration: IntegrationSpec | undefined;
   if (o.batch) {
     if (o.task || o.dir) throw new CliError("--batch cannot be combined with --task/--dir");
-    specs = parseBatch(o.batch);
+    ({ tasks: specs, integration } = parseBatch(o.batch));
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
@@ -95,16 +107,17 @@ async function runCommand(o: RunOptions): Promise<void> {
   try {
     if (specs.length === 1 && !o.batch) ids = [(await client.workers.start.mutate(specs[0]!)).workerId];
     else {
-      const r = await client.workers.startBatch.mutate({ tasks: specs as never });
+      const r = await client.workers.startBatch.mutate({ tasks: specs as never, ...(integration ? { integration } : {}) });
       ids = r.workerIds;
       batchId = r.batchId;
     }
   } catch (err) {
     throw new CliError((err as Error).message);
   }
-  process.stderr.write(`ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}\n`);
-
   const asker = o.approve === "ask" ? new TerminalAsker(client) : null;
+  // Status lines never land on a prompt's line: while the person is being asked, they wait and follow the answer.
+  const say = (line: string) => (asker ? asker.status(line) : process.stderr.write(line + "\n"));
+  say(`ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}`);
   const answered = new Set<string>();
   const onAsks = (workers: Map<string, Worker>) => {
     for (const w of workers.values()) {
@@ -113,40 +126,70 @@ async function runCommand(o: RunOptions): Promise<void> {
         answered.add(ask.id);
         if (asker) asker.enqueue(ask);
         else {
-          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${terminalSafe(ask.what)} → ${o.approve} (--approve)\n`);
-          void client.approvals.decide.mutate(unattendedDecision(ask, o.approve as DecisionKind)).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${(err as Error).message}\n`));
+          say(`ocw: ${w.id} asks ${ask.tool}: ${terminalSafe(ask.what)} → ${o.approve} (--approve)`);
+          void client.approvals.decide.mutate(unattendedDecision(ask, o.approve as DecisionKind)).catch((err) => say(`ocw: could not answer ${ask.id}: ${(err as Error).message}`));
         }
       }
     }
   };
   const mine = new Set(ids);
-  const result = await follow(client, ids, {
-    onEvent: (event, workers) => {
-      // Only this run's workers: the engine's stream carries every client's workers.
-      if (!("workerId" in event) || !mine.has(event.workerId)) return;
-      progress(event);
-      // An ask answered elsewhere (the GUI, Claude over MCP, a policy) leaves the terminal prompt at once.
-      if (event.type === "ask.resolved") asker?.resolved(event.askId, event.status, event.decision, event.by);
-      onAsks(workers);
-    },
-  });
-  onAsks(result.workers);
+  const onEvent = (event: EngineEvent, workers: Map<string, Worker>) => {
+    // Only this run's workers: the engine's stream carries every client's workers.
+    if (event.type === "worker.created" && batchId && event.batchId === batchId) mine.add(event.workerId);
+    if (!("workerId" in event) || !mine.has(event.workerId)) return;
+    progress(event, say);
+    // An ask answered elsewhere (the GUI, Claude over MCP, a policy) leaves the terminal prompt at once.
+    if (event.type === "ask.resolved") asker?.resolved(event.askId, event.status, event.decision, event.by);
+    onAsks(workers);
+  };
+  let finalWorkers: Map<string, Worker>;
+  let summary: BatchSummary | null = null;
+  if (batchId) {
+    const r = await followBatch(client, batchId, onEvent, onAsks, say);
+    finalWorkers = r.workers;
+    summary = r.summary;
+    ids = summary.workerIds;
+  } else {
+    const result = await follow(client, ids, { onEvent });
+    onAsks(result.workers);
+    finalWorkers = result.workers;
+  }
   asker?.close();
 
-  const outputs = await Promise.all(ids.map(async (id) => workerResult(result.workers.get(id)!, await client.workers.events.query({ workerId: id }))));
+  const outputs = await Promise.all(ids.map(async (id) => workerResult(finalWorkers.get(id) ?? (await client.workers.get.query({ workerId: id })), await client.workers.events.query({ workerId: id }))));
   const hung = outputs.flatMap((r) => r.timedOutChecks);
   let payload: unknown;
   let built: boolean;
-  if (batchId) {
-    const summary = await client.workers.batch.query({ batchId });
-    payload = { batchId, workers: outputs.map((r) => r.json), builtRate: summary.builtRate, honestRate: summary.honestRate, verdict: summary.verdict };
-    built = summary.verdict === "built";
+  if (batchId && summary) {
+    const integ = summary.integration?.result ?? null;
+    payload = {
+      batchId,
+      workers: outputs.map((r) => r.json),
+      tasks: summary.tasks,
+      skipped: summary.skipped,
+      ...(summary.integration
+        ? { integration: integ ? { passed: integ.passed, commit: integ.commit, checks: integ.checks.map((c) => ({ name: c.name, passed: c.passed, ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}), output: c.output })), conflict: integ.conflict, reason: integ.reason } : { passed: false, commit: null, checks: [], conflict: null, reason: "the integration did not run" } }
+        : {}),
+      builtRate: summary.builtRate,
+      honestRate: summary.honestRate,
+      verdict: summary.verdict,
+    };
+    built = summary.verdict === "built" && !summary.skipped.length && (!summary.integration || !!integ?.passed);
   } else {
     payload = outputs[0]!.json;
     built = outputs[0]!.json.verdict === "built";
   }
   if (o.json) process.stdout.write(JSON.stringify(payload, null, 2) + "\n");
-  else for (const r of outputs) process.stderr.write(r.summary + "\n");
+  else {
+    for (const r of outputs) process.stderr.write(r.summary + "\n");
+    for (const s of summary?.skipped ?? []) process.stderr.write(`task ${s.id}: skipped — ${s.reason}\n`);
+    const integ = summary?.integration?.result;
+    if (integ) {
+      process.stderr.write(`integration: ${integ.passed ? "passed" : "failed"}${integ.commit ? ` (${integ.commit.slice(0, 12)})` : ""}${integ.reason ? ` — ${integ.reason}` : ""}\n`);
+      for (const c of integ.checks) process.stderr.write(`  ${c.passed ? "pass" : "fail"} ${terminalSafe(c.name)}\n`);
+      if (integ.passed) process.stderr.write(`  land it: ocw merge --batch ${batchId}\n`);
+    }
+  }
   if (hung.length) {
     process.stderr.write(`ocw: check "${hung[0]}" hung and was killed at its timeout: fix the command or give it a larger timeoutSec\n`);
     process.exit(2);
@@ -154,21 +197,83 @@ async function runCommand(o: RunOptions): Promise<void> {
   process.exit(built ? 0 : 1);
 }
 
-function progress(event: EngineEvent): void {
+/**
+ * Follows a batch to its end: its workers (tasks that come after others appear as they start), the tasks skipped, and
+ * the integration. Event driven: between workers' ends, the batch's own events say when to look again.
+ */
+async function followBatch(client: EngineClient, batchId: string, onEvent: (e: EngineEvent, w: Map<string, Worker>) => void, onAsks: (w: Map<string, Worker>) => void, say: (l: string) => void): Promise<{ workers: Map<string, Worker>; summary: BatchSummary }> {
+  const all = new Map<string, Worker>();
+  const announced = new Set<string>();
+  for (;;) {
+    const cursor = (await client.health.query()).cursor;
+    const summary = await client.workers.batch.query({ batchId });
+    for (const t of summary.tasks) {
+      if (t.workerId && t.after.length && !announced.has(t.id)) say(`ocw: task ${t.id} (after ${t.after.join(", ")}) started as ${t.workerId}`);
+      if (t.skipped && !announced.has(t.id)) say(`ocw: task ${t.id} skipped — ${t.skipped}`);
+      if (t.workerId || t.skipped) announced.add(t.id);
+    }
+    if (summary.done) {
+      for (const id of summary.workerIds) if (!all.has(id)) all.set(id, await client.workers.get.query({ workerId: id }));
+      return { workers: all, summary };
+    }
+    const active = summary.workerIds.filter((id) => !isFinalState(summary.states[id]!));
+    let changed = false;
+    if (active.length) {
+      const r = await follow(client, active, {
+        onEvent: (e, ws) => {
+          if ((e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId)) changed = true;
+          onEvent(e, ws);
+        },
+        until: () => changed,
+      });
+      onAsks(r.workers);
+      for (const [k, v] of r.workers) all.set(k, v);
+    } else {
+      if (summary.integration?.state === "running") say(`ocw: batch ${batchId}: integration checks running`);
+      await nextEvent(client, cursor, (e) => (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId));
+    }
+  }
+}
+
+const isFinalState = (s: Worker["state"]) => ["built", "honest-failure", "stopped", "interrupted", "error"].includes(s);
+
+/** Resolves at the first event after `cursor` that `pred` accepts (events are replayed from the cursor). */
+function nextEvent(client: EngineClient, cursor: string, pred: (e: EngineEvent) => boolean): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const sub = client.events.subscribe(
+      { lastEventId: cursor },
+      {
+        onData: (t) => {
+          const e = t.data as EngineEvent;
+          if (e.type === "reset" || pred(e)) {
+            sub.unsubscribe();
+            resolve();
+          }
+        },
+        onError: (err) => {
+          sub.unsubscribe();
+          reject(err);
+        },
+      },
+    );
+  });
+}
+
+function progress(event: EngineEvent, say: (line: string) => void): void {
   const w = "workerId" in event ? event.workerId : "";
   switch (event.type) {
     case "worker.state":
-      process.stderr.write(`ocw: ${w} ${event.state}${event.reason ? ` — ${event.reason}` : ""}\n`);
+      say(`ocw: ${w} ${event.state === "honest-failure" ? "failed" : event.state}${event.reason ? ` — ${terminalSafe(event.reason)}` : ""}`);
       break;
     case "part":
-      if (event.part.kind === "tool" && event.part.status !== "running") process.stderr.write(`ocw: ${w} ${event.part.tool} ${event.part.status}\n`);
-      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) process.stderr.write(`ocw: ${w} ${line.trim()}\n`);
+      if (event.part.kind === "tool" && event.part.status !== "running") say(`ocw: ${w} ${terminalSafe(event.part.tool ?? "tool")} ${event.part.status}`);
+      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) say(`ocw: ${w} says (worker text, untrusted): ${terminalSafe(line.trim())}`);
       break;
     case "retry":
-      process.stderr.write(`ocw: ${w} model retry ${event.attempt}: ${event.message}\n`);
+      say(`ocw: ${w} model retry ${event.attempt}: ${terminalSafe(event.message)}`);
       break;
     case "verdict":
-      process.stderr.write(`ocw: ${w} verdict ${event.verdict.verdict} (claim ${event.verdict.claim ?? "none"}, ${event.verdict.honest ? "honest" : "DISHONEST"})\n`);
+      say(`ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)} (${claimWords(event.verdict)})`);
       break;
   }
 }
@@ -192,7 +297,8 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
     mergeHint: v?.mergeHint ?? null,
     events,
   };
-  const summary = `${w.id}: ${json.verdict} (state ${w.state}${w.stateReason ? `: ${w.stateReason}` : ""}; claim ${json.claim ?? "none"}, ${json.honest ? "honest" : "not honest"})${v?.mergeHint ? `\n  merge: ${v.mergeHint}` : ""}`;
+  const flagged = v?.flags?.length ? `\n  flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${terminalSafe(f.path)} (${f.detail})`).join("; ")}` : "";
+  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${terminalSafe(w.stateReason)}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
 
@@ -234,6 +340,21 @@ export class TerminalAsker {
     });
   }
 
+  /** True while a question is on the terminal and its answer is awaited. */
+  private prompting = false;
+  private readonly held: string[] = [];
+
+  /** A status line: printed now, or, while a prompt waits for its answer, right after the answer (never onto its line). */
+  status(line: string): void {
+    if (this.prompting) this.held.push(line);
+    else this.out.write(line + "\n");
+  }
+
+  private flushHeld(): void {
+    this.prompting = false;
+    for (const l of this.held.splice(0)) this.out.write(l + "\n");
+  }
+
   enqueue(ask: PermissionAsk): void {
     if (this.settled.has(ask.id)) return;
     this.queue.push(ask);
@@ -260,10 +381,15 @@ export class TerminalAsker {
     }
   }
 
-  private readLine(): Promise<string | null | typeof CANCELLED> {
-    if (this.lines.length) return Promise.resolve(this.lines.shift()!);
-    if (this.closed) return Promise.resolve(null);
-    return new Promise((r) => (this.waiting = r));
+  private async readLine(): Promise<string | null | typeof CANCELLED> {
+    if (this.lines.length) return this.lines.shift()!;
+    if (this.closed) return null;
+    this.prompting = true;
+    try {
+      return await new Promise<string | null | typeof CANCELLED>((r) => (this.waiting = r));
+    } finally {
+      this.flushHeld();
+    }
   }
 
   private async drain(): Promise<void> {
@@ -319,6 +445,7 @@ export class TerminalAsker {
   /** The run is over: nothing is pending any more, so closing stdin here is not "no terminal input". */
   close(): void {
     this.ending = true;
+    this.flushHeld();
     this.rl.close();
   }
 }

@@ -5,6 +5,7 @@ import { checkName, type CheckSpec } from "../../shared/check";
 import { commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard } from "./folders";
+import { flaggedChanges } from "../workspace/land";
 import { checkScope, globsMatcher } from "./scope";
 
 export interface GradeInput {
@@ -87,6 +88,8 @@ export async function grade(input: GradeInput): Promise<Verdict> {
   const verdict = built ? "built" : "honest-failure";
   const { claim, reason } = parseClaim(input.finalText);
   if (built) await publishBranch(ws, graded.commit);
+  // What needs an explicit acceptance before it is merged: read from the person's repository, where it was published.
+  const flags = built ? await flaggedChanges(ws.repo, ws.baseCommit, graded.commit) : [];
   return {
     verdict,
     claim,
@@ -100,5 +103,6 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     commit: graded.commit,
     diffStat: graded.diffStat,
     mergeHint: built ? mergeHint(ws) : null,
+    flags,
   };
 }

@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import type { BatchSummary } from "../../shared/batch";
+import type { BatchSummary, IntegrationSpec } from "../../shared/batch";
+import type { BatchTaskInput, StartBatchResult } from "../../shared/api";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
@@ -30,6 +31,7 @@ import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
 import { ReplyTrack } from "./replies";
 import { Settler } from "./settle";
+import { Batches } from "./batches";
 
 export { InputError } from "../workspace/workspace";
 
@@ -72,6 +74,8 @@ export class Engine {
   private readonly releaser: InstanceReleaser;
   private readonly translator: Translator;
   private readonly servers: OpencodeServers;
+  /** Batches' plans: task names, dependencies, skipped tasks, integration checks. */
+  readonly batches: Batches;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
   private readonly queue: string[] = [];
   private closed = false;
@@ -103,6 +107,17 @@ export class Engine {
       },
     });
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
+    this.batches = new Batches({
+      stateDir: opts.stateDir,
+      sandbox: this.sandbox,
+      get: (id) => reg.workers.get(id),
+      create: (spec, repo, batchId, taskId) => {
+        const target = this.resolveTarget(spec.targetId);
+        return this.create(spec, repo, target, batchId, { startFrom: repo.head, taskId }).workerId;
+      },
+      changed: (batchId) => this.bus.publish({ type: "batch", batchId, ts: Date.now() }),
+      log: (l) => this.log(l),
+    });
     this.budgets = new Budgets({ registry: reg, stop: (id, reason) => this.stop(id, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config().OCW_STALL_SEC) * 1000, clock: opts.clock });
     this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id) => this.transcript(id), server: (t) => this.servers.for(t) });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config().OCW_RETENTION_DAYS);
@@ -136,7 +151,10 @@ export class Engine {
     });
     this.recovery.endStaleServers();
     this.recovery.recover();
-    setImmediate(() => this.pump());
+    setImmediate(() => {
+      this.pump();
+      this.batches.resumeAll();
+    });
     setTimeout(() => {
       void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${(err as Error).message}`));
       void sweepDiscarded(path.join(opts.stateDir, "grading"));
@@ -152,6 +170,7 @@ export class Engine {
     if (isFinal(state) || state === "settled") this.pump();
     if (isFinal(state)) this.releaser.finished(workerId);
     else this.releaser.moved(workerId);
+    if (isFinal(state)) this.batches?.onFinal(workerId);
   }
 
   // ---------- public API ----------
@@ -196,9 +215,9 @@ export class Engine {
     return this.create(spec, repo, target, opts.batchId ?? null);
   }
 
-  private create(spec: WorkerSpec, repo: RepoInfo, target: Target, batchId: string | null): { workerId: string } {
+  private create(spec: WorkerSpec, repo: RepoInfo, target: Target, batchId: string | null, extra: { startFrom?: string; taskId?: string } = {}): { workerId: string } {
     const workerId = newId("w");
-    this.reg.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id, sandbox: this.sandbox.kind });
+    this.reg.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id, sandbox: this.sandbox.kind, ...(extra.startFrom ? { startFrom: extra.startFrom } : {}), ...(extra.taskId ? { taskId: extra.taskId } : {}) });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
     this.reg.rt(workerId).repo = repo;
     this.queue.push(workerId);
@@ -206,10 +225,15 @@ export class Engine {
     return { workerId };
   }
 
-  /** Starts several independent tasks as one batch. All inputs are validated before any worker is created. */
-  async startBatch(inputs: WorkerSpecInput[]): Promise<{ batchId: string; workerIds: string[] }> {
+  /**
+   * Starts several tasks as one batch. All inputs are validated before any worker is created. A task that comes `after`
+   * others starts only once they are built, from the base plus their graded commits; with integration checks, the
+   * built workers' commits are combined and checked together once every task has ended (engine/workers/batches.ts).
+   */
+  async startBatch(inputs: (WorkerSpecInput | BatchTaskInput)[], integration?: IntegrationSpec): Promise<StartBatchResult> {
     if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
     this.requireSandbox();
+    const plan = inputs.map((i) => ({ id: (i as BatchTaskInput).id, after: (i as BatchTaskInput).after ?? [] }));
     const specs = inputs.map((i, n) => {
       try {
         return parseInput(WorkerSpec, i);
@@ -231,19 +255,40 @@ export class Engine {
       await reached.get(target.id);
       checked.push({ spec, repo, target });
     }
+    const ids = Batches.validate(specs.map((s, i) => ({ ...plan[i]!, directory: s.directory })), checked.map((c) => c.repo), integration);
     const batchId = newId("b");
-    const workerIds = checked.map((c) => this.create(c.spec, c.repo, c.target, batchId).workerId);
-    return { batchId, workerIds };
+    const first = checked[0]!.repo;
+    const planned = plan.some((p) => p.id || p.after.length) || !!integration;
+    const record = {
+      id: batchId,
+      createdAt: Date.now(),
+      repo: first.root,
+      base: first.head,
+      branch: first.branch,
+      subdir: first.subdir,
+      tasks: specs.map((spec, i) => ({ id: ids[i]!, after: plan[i]!.after, spec, workerId: null as string | null, skipped: null as string | null })),
+      integration: integration ? { checks: integration.checks, state: "waiting" as const, result: null } : null,
+    };
+    if (planned) this.batches.add(record);
+    const workerIds: string[] = [];
+    for (const [i, c] of checked.entries()) {
+      if (plan[i]!.after.length) continue;
+      const id = this.create(c.spec, c.repo, c.target, batchId, planned ? { taskId: ids[i]! } : {}).workerId;
+      record.tasks[i]!.workerId = id;
+      workerIds.push(id);
+    }
+    if (planned) this.batches.add(record);
+    return { batchId, workerIds, tasks: record.tasks.map((t) => ({ id: t.id, workerId: t.workerId, after: t.after })) };
   }
 
   batch(batchId: string): BatchSummary {
     const ws = this.list().filter((w) => w.batchId === batchId);
-    if (!ws.length) throw new InputError(`unknown batch "${batchId}"`);
+    if (!ws.length) throw new InputError(`unknown batch "${batchId}"`, "not-found");
     const graded = ws.filter((w) => w.verdict);
     const built = graded.filter((w) => w.verdict!.verdict === "built").length;
     const honest = graded.filter((w) => w.verdict!.honest).length;
     const settled = ws.every((w) => isFinal(w.state));
-    return {
+    const summary: BatchSummary = {
       id: batchId,
       workerIds: ws.map((w) => w.id),
       states: Object.fromEntries(ws.map((w) => [w.id, w.state])),
@@ -254,7 +299,12 @@ export class Engine {
       builtRate: settled ? built / ws.length : null,
       honestRate: graded.length ? honest / graded.length : null,
       verdict: settled ? (built === ws.length ? "built" : "honest-failure") : null,
+      tasks: [],
+      skipped: [],
+      integration: null,
+      done: settled,
     };
+    return this.batches.extend(batchId, summary);
   }
 
   decide(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
@@ -350,8 +400,22 @@ export class Engine {
     return true;
   }
 
-  merge(workerId: string): Promise<{ commit: string; into: string }> {
-    return this.lifecycle.merge(workerId);
+  merge(workerId: string, opts: { acceptFlagged?: boolean } = {}): Promise<{ commit: string; into: string }> {
+    return this.lifecycle.merge(workerId, opts);
+  }
+
+  /** Undoes a merge the engine made (a new commit on the branch it landed on). */
+  revert(workerId: string): Promise<{ commit: string; into: string }> {
+    return this.lifecycle.revert(workerId);
+  }
+
+  /** A batch's integration commit landed (or was reverted): the workers it combines are recorded so. */
+  recordLanded(workerId: string, into: string, commit: string): Promise<void> {
+    return this.lifecycle.recordLanded(workerId, into, commit);
+  }
+
+  recordReverted(workerId: string, into: string, commit: string): void {
+    this.lifecycle.recordReverted(workerId, into, commit);
   }
 
   diff(workerId: string): Promise<string> {
@@ -507,7 +571,9 @@ export class Engine {
     rt.activity = { kind: "none" };
     let ws = this.reg.workspaceOf(w);
     if (!ws || !existsSync(ws.worktree)) {
-      const repo = rt.repo ?? (await inspectRepo(w.spec.directory));
+      const found = rt.repo ?? (await inspectRepo(w.spec.directory));
+      // A task after others starts from the base plus their graded commits, recorded at its creation.
+      const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
       rt.workspace = ws;
       this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });

@@ -2,7 +2,11 @@
 // (a file of the same name was being created in engine/workers/). It was rewritten from engine/api/router.ts,
 // shared/api.ts and test/integration/housekeeping.test.ts; its author should check it against what they had.
 import { codeOf, InputError } from "../../shared/errors";
-import type { MergeBatchResult, RetryResult } from "../../shared/api";
+import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from "../../shared/api";
+import { isFinal } from "../../shared/worker";
+import { git } from "../workspace/git";
+import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
+import { inspectRepo } from "../workspace/workspace";
 import type { Engine } from "./engine";
 
 /**
@@ -26,12 +30,13 @@ const merging = new Set<string>();
  * commit, by the engine's conflict-safe merge); the first refused merge stops it, with the reason, and the built workers
  * after it are not tried. Workers that are not for merging are listed as skipped with why.
  */
-export async function mergeBatch(engine: Engine, batchId: string): Promise<MergeBatchResult> {
-  engine.batch(batchId); // an unknown batch says so
+export async function mergeBatch(engine: Engine, batchId: string, opts: { acceptFlagged?: boolean } = {}): Promise<MergeBatchResult> {
+  const summary = engine.batch(batchId); // an unknown batch says so
   if (merging.has(batchId)) throw new InputError(`a merge of batch ${batchId} is already under way: wait for it, then look at the batch again`, "conflict");
   merging.add(batchId);
   try {
-    const r: MergeBatchResult = { batchId, merged: [], stopped: null, notTried: [], skipped: [] };
+    if (summary.integration) return await landIntegration(engine, batchId, opts);
+    const r: MergeBatchResult = { batchId, merged: [], stopped: null, notTried: [], skipped: [], integration: null };
     for (const w of engine.list().filter((x) => x.batchId === batchId)) {
       const why = w.state !== "built" ? `not built (${w.state})` : w.merged ? `already merged into ${w.merged.into}` : w.discarded ? "discarded" : null;
       if (why) {
@@ -43,7 +48,7 @@ export async function mergeBatch(engine: Engine, batchId: string): Promise<Merge
         continue;
       }
       try {
-        const m = await engine.merge(w.id);
+        const m = await engine.merge(w.id, opts);
         r.merged.push({ workerId: w.id, commit: m.commit, into: m.into });
       } catch (err) {
         const code = codeOf(err);
@@ -55,4 +60,85 @@ export async function mergeBatch(engine: Engine, batchId: string): Promise<Merge
   } finally {
     merging.delete(batchId);
   }
+}
+
+/**
+ * A batch with integration checks lands as its one integration commit, and only when the integration passed: fast-
+ * forward when the branch is still at the batch's base, else one merge commit. Each worker it combines is recorded as
+ * merged there.
+ */
+async function landIntegration(engine: Engine, batchId: string, opts: { acceptFlagged?: boolean }): Promise<MergeBatchResult> {
+  const rec = engine.batches.get(batchId)!;
+  const summary = engine.batch(batchId);
+  const integ = summary.integration!;
+  if (integ.state !== "done") throw new InputError(`batch ${batchId}'s integration is ${integ.state === "running" ? "running" : "waiting for its tasks to end"}: merge it once it passed`, "conflict");
+  const res = integ.result!;
+  if (res.landed) throw new InputError(`batch ${batchId} was already merged into ${res.landed.into} (${res.landed.commit.slice(0, 12)})`, "conflict");
+  if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Dispatch a follow-up (continue a worker, or a new task) and run the batch's checks again`, "conflict");
+  if (!rec.branch) throw new InputError(`batch ${batchId} started from a detached HEAD: merge its integration commit ${res.commit.slice(0, 12)} by hand`, "conflict");
+  const head = await git(rec.repo!, ["rev-parse", "-q", "--verify", `refs/heads/${rec.branch}`], { allowFail: true });
+  const from = head ? (await git(rec.repo!, ["merge-base", head, res.commit], { allowFail: true })) || res.base : res.base;
+  const flags = await flaggedChanges(rec.repo!, from, res.commit);
+  if (flags.length && !opts.acceptFlagged) throw new InputError(`batch ${batchId}'s integration commit holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`, "conflict");
+  const landed = await landCommit({
+    repo: rec.repo!,
+    branch: rec.branch,
+    commit: res.commit,
+    fastForward: true,
+    message: `Merge batch ${batchId}: integration of ${res.workers.join(", ")}`,
+    onConflict: (files) => `To go on: continue the workers on the new base (files: ${files.join(", ")}), or run the batch again from the current HEAD.`,
+  });
+  for (const id of res.workers) await engine.recordLanded(id, rec.branch, landed);
+  engine.batches.landed(batchId, rec.branch, landed);
+  const skipped = engine.list().filter((w) => w.batchId === batchId && !res.workers.includes(w.id)).map((w) => ({ workerId: w.id, reason: w.state !== "built" ? `not built (${w.state})` : "not in the integration commit" }));
+  return { batchId, merged: res.workers.map((id) => ({ workerId: id, commit: landed, into: rec.branch! })), stopped: null, notTried: [], skipped, integration: { commit: res.commit, into: rec.branch, merge: landed } };
+}
+
+/** Reverts what the engine landed: a worker's merge, or a batch's integration commit. */
+export async function revertLanded(engine: Engine, ref: { workerId?: string; batchId?: string }): Promise<RevertResult> {
+  if (ref.workerId) {
+    const r = await engine.revert(ref.workerId);
+    return { reverted: ref.workerId, ...r };
+  }
+  const batchId = ref.batchId!;
+  engine.batch(batchId);
+  const rec = engine.batches.get(batchId);
+  const landed = rec?.integration?.result?.landed;
+  if (!rec || !landed) throw new InputError(`batch ${batchId} has no landed integration commit: revert its workers one by one (ocw revert WORKER_ID)`, "conflict");
+  const commit = await revertCommit(rec.repo!, landed.into, landed.commit, `Revert ${landed.commit.slice(0, 12)}: batch ${batchId}`);
+  for (const id of rec.integration!.result!.workers) engine.recordReverted(id, landed.into, commit);
+  return { reverted: batchId, into: landed.into, commit };
+}
+
+/**
+ * Deletes the person's merged ocw/ branches: those contained in another local branch, and those of workers the
+ * engine merged or discarded. Built work nobody merged yet, and running workers' branches, are kept with the reason.
+ */
+export async function pruneBranches(engine: Engine, directory: string): Promise<PruneResult> {
+  const repo = await inspectRepo(directory);
+  const refs = (await git(repo.root, ["for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads/"])).split("\n").filter(Boolean).map((l) => l.split("\0") as [string, string]);
+  const ours = refs.filter(([r]) => r.startsWith("refs/heads/ocw/"));
+  const others = refs.filter(([r]) => !r.startsWith("refs/heads/ocw/"));
+  const merged = new Set<string>();
+  for (const [other] of others) {
+    for (const r of (await git(repo.root, ["for-each-ref", "--format=%(refname)", `--merged=${other}`, "refs/heads/ocw/"], { allowFail: true })).split("\n")) if (r) merged.add(r);
+  }
+  const workers = new Map(engine.list().map((w) => [w.id, w]));
+  const out: PruneResult = { deleted: [], kept: [] };
+  for (const [ref, oid] of ours) {
+    const branch = ref.slice("refs/heads/".length);
+    const w = workers.get(branch.slice("ocw/".length));
+    let keep: string | null = null;
+    if (w && !isFinal(w.state)) keep = `its worker is ${w.state}`;
+    else if (merged.has(ref) || w?.merged || w?.discarded) keep = null;
+    else if (w?.state === "built") keep = "built and not merged yet: merge it or discard the worker";
+    else keep = "not merged into any branch: delete it by hand if you do not want it (git branch -D " + branch + ")";
+    if (keep) {
+      out.kept.push({ branch, reason: keep });
+      continue;
+    }
+    await git(repo.root, ["update-ref", "-d", ref, oid]);
+    out.deleted.push({ branch, commit: oid });
+  }
+  return out;
 }

@@ -3,7 +3,9 @@ import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
 import { isFinal, type Worker, workerTitle } from "../../shared/worker";
-import { fullDiff, mergeBranch, removeWorkspace } from "../workspace/workspace";
+import { git } from "../workspace/git";
+import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
+import { fullDiff, removeWorkspace } from "../workspace/workspace";
 import type { WorkerRegistry } from "./registry";
 
 /**
@@ -18,18 +20,64 @@ export class WorkspaceLifecycle {
     private readonly retentionDays: () => number,
   ) {}
 
-  async merge(workerId: string): Promise<{ commit: string; into: string }> {
+  /**
+   * Lands exactly the graded commit on the worker's base branch (engine/workspace/land.ts: computed from objects, the
+   * checkout updated with every filter off and verified, the branch moved last). Flagged changes (symlinks, executables,
+   * git and tool configuration) need `acceptFlagged`.
+   */
+  async merge(workerId: string, opts: { acceptFlagged?: boolean } = {}): Promise<{ commit: string; into: string }> {
     const w = this.reg.get(workerId);
     if (w.state !== "built") throw new InputError(`worker ${workerId} is ${w.state}: only built workers are merged`, "conflict");
-    if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`);
+    if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into} (${w.merged.commit})`, "conflict");
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
-    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`);
-    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${workerTitle(w.spec)}`, w.verdict?.commit ?? undefined);
-    this.reg.record(workerId, { type: "merged", into: ws.baseBranch!, commit });
+    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`, "conflict");
+    if (!ws.baseBranch) throw new InputError(`the worker started from a detached HEAD: merge its branch by hand (${ws.branch})`, "conflict");
+    const commit = w.verdict?.commit;
+    if (!commit) throw new InputError(`worker ${workerId} has no graded commit to merge`, "conflict");
+    const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
+    if (tip && tip !== commit) throw new InputError(`${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged — reset the branch or merge it by hand`, "conflict");
+    const head = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.baseBranch}`], { allowFail: true });
+    const from = head ? (await git(ws.repo, ["merge-base", head, commit], { allowFail: true })) || ws.baseCommit : ws.baseCommit;
+    const flags = await flaggedChanges(ws.repo, from, commit);
+    if (flags.length && !opts.acceptFlagged) {
+      throw new InputError(`worker ${workerId}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`, "conflict");
+    }
+    const title = w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 60);
+    const merged = await landCommit({
+      repo: ws.repo,
+      branch: ws.baseBranch,
+      commit,
+      message: `Merge ${ws.branch}: ${title}`,
+      onConflict: (files) => `To go on: continue the worker on the new base — run its task again from the current HEAD naming ${files.join(", ") || "the conflicting files"} (ocw retry ${workerId} once it is discarded, or a new task), then discard ${workerId}; or merge ${ws.branch} by hand.`,
+    });
+    this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     // Merged, the work lives in the user's branch: the workspace, the engine's repository and ocw/<id> go.
     await this.tidy(workerId, "merged");
-    return { commit, into: ws.baseBranch! };
+    return { commit: merged, into: ws.baseBranch };
+  }
+
+  /** A batch's integration commit landed: each worker it combines counts as merged there. */
+  async recordLanded(workerId: string, into: string, commit: string): Promise<void> {
+    const w = this.reg.get(workerId);
+    if (w.merged) return;
+    this.reg.record(workerId, { type: "merged", into, commit });
+    await this.tidy(workerId, "merged");
+  }
+
+  /** Undoes a merge the engine made, as a new commit on the branch it landed on; refuses cleanly on conflict. */
+  async revert(workerId: string): Promise<{ commit: string; into: string }> {
+    const w = this.reg.get(workerId);
+    if (!w.merged) throw new InputError(`worker ${workerId} was not merged by the engine: nothing to revert`, "conflict");
+    if (w.reverted) throw new InputError(`worker ${workerId}'s merge was already reverted (${w.reverted.commit.slice(0, 12)})`, "conflict");
+    const commit = await revertCommit(w.repo, w.merged.into, w.merged.commit, `Revert ${w.merged.commit.slice(0, 12)}: ocw/${workerId}`);
+    this.reg.record(workerId, { type: "reverted", into: w.merged.into, commit });
+    return { commit, into: w.merged.into };
+  }
+
+  /** Records a revert made for several workers at once (a batch's integration commit). */
+  recordReverted(workerId: string, into: string, commit: string): void {
+    if (!this.reg.get(workerId).reverted) this.reg.record(workerId, { type: "reverted", into, commit });
   }
 
   async diff(workerId: string): Promise<string> {

@@ -1,0 +1,298 @@
+import path from "node:path";
+import type { Command } from "commander";
+import type { EngineEvent } from "../../shared/events";
+import { terminalSafe } from "../../shared/permission";
+import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
+import { isFinal, WorkerState, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
+import { connect, type EngineClient } from "../api/client";
+import { ensureEngine } from "../api/launcher";
+import { stateDir } from "../store/paths";
+import { CliError, fail } from "./errors";
+
+/**
+ * The CLI for every day: list workers, show one, read (and follow) its transcript, discard it, stop it; revert a merge
+ * the engine made, prune merged ocw/ branches, push a graded commit and open a pull request.
+ */
+const client = async (name: string): Promise<EngineClient> => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
+const safe = terminalSafe;
+const stateWord = (s: Worker["state"]) => (s === "honest-failure" ? "failed" : s);
+const age = (ts: number) => {
+  const s = Math.max(0, Math.round((Date.now() - ts) / 1000));
+  return s < 90 ? `${s}s` : s < 5400 ? `${Math.round(s / 60)}m` : s < 172800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
+};
+const titleOf = (w: Worker) => w.spec.title ?? w.spec.task.split("\n")[0]!;
+
+export function registerWorkerCommands(program: Command): void {
+  program
+    .command("list")
+    .description("list workers (newest last): state, verdict, repository, batch; filter with --state, --repo, --batch")
+    .option("--state <states>", "only these states, comma-separated (queued, running, waiting-approval, built, honest-failure, stopped, …; 'failed' = honest-failure)")
+    .option("--repo <dir>", "only workers on this repository (or a folder inside it)")
+    .option("--batch <batchId>", "only this batch's workers")
+    .option("--json", "print JSON")
+    .action(async (o: { state?: string; repo?: string; batch?: string; json?: boolean }) => {
+      try {
+        const states = o.state
+          ?.split(",")
+          .map((s) => s.trim())
+          .filter(Boolean)
+          .map((s) => (s === "failed" ? "honest-failure" : s));
+        for (const s of states ?? []) if (!WorkerState.safeParse(s).success) throw new CliError(`unknown state "${s}": one of ${WorkerState.options.join(", ")} (or failed)`);
+        const c = await client("list");
+        const ws = await c.workers.list.query({ ...(o.batch ? { batchId: o.batch } : {}), ...(states ? { states: states as Worker["state"][] } : {}), ...(o.repo ? { repo: path.resolve(o.repo) } : {}) });
+        if (o.json) return console.log(JSON.stringify(ws, null, 2));
+        if (!ws.length) return console.log("no workers" + (o.state || o.repo || o.batch ? " match" : " yet: start one with `ocw run`"));
+        for (const w of ws) {
+          const v = w.verdict ? verdictLine(w.verdict) : stateWord(w.state);
+          const extra = [w.merged ? `merged into ${w.merged.into}` : null, w.reverted ? "reverted" : null, w.discarded ? "discarded" : null, w.batchId ? `batch ${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null].filter(Boolean).join(", ");
+          console.log(`${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(titleOf(w)).slice(0, 60)}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`);
+        }
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("show")
+    .description("one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next")
+    .argument("<workerId>")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      try {
+        const c = await client("show");
+        const w = await c.workers.get.query({ workerId: id });
+        if (o.json) return console.log(JSON.stringify(w, null, 2));
+        console.log(showText(w));
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("logs")
+    .description("a worker's transcript as text: model text (marked untrusted), tool calls, asks and decisions, steers, states, the verdict; --follow keeps printing until it ends")
+    .argument("<workerId>")
+    .option("-f, --follow", "keep printing new events until the worker ends")
+    .action(async (id: string, o: { follow?: boolean }) => {
+      try {
+        const c = await client("logs");
+        const cursor = (await c.health.query()).cursor;
+        const events = await c.workers.events.query({ workerId: id });
+        const printer = new LogPrinter((l) => process.stdout.write(l + "\n"));
+        for (const e of events) printer.event(e);
+        printer.flushParts();
+        const w = await c.workers.get.query({ workerId: id });
+        if (!o.follow || isFinal(w.state)) return;
+        const last = events.at(-1)?.seq ?? -1;
+        await new Promise<void>((resolve, reject) => {
+          const sub = c.events.subscribe(
+            { lastEventId: cursor },
+            {
+              onData: (t) => {
+                const e = t.data as EngineEvent;
+                if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return;
+                printer.event(e as WorkerEvent, true);
+                if (e.type === "worker.state" && isFinal(e.state)) {
+                  sub.unsubscribe();
+                  resolve();
+                }
+              },
+              onError: (err) => reject(err),
+            },
+          );
+        });
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("cancel")
+    .description("stop a worker (it can be resumed later; its pending asks are cancelled)")
+    .argument("<workerId>")
+    .action(async (id: string) => {
+      try {
+        const w = await (await client("cancel")).workers.stop.mutate({ workerId: id, reason: "cancelled with ocw cancel" });
+        console.log(`${w.id} is ${stateWord(w.state)}${isFinal(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("discard")
+    .description("remove a finished worker's workspace and branch, unmerged work included (its record and log stay)")
+    .argument("<workerId>")
+    .action(async (id: string) => {
+      try {
+        const w = await (await client("discard")).workers.discard.mutate({ workerId: id });
+        console.log(`discarded ${w.id}: its workspace and branch are gone${w.merged ? `; its work stays merged in ${w.merged.into}` : ""}`);
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("revert")
+    .description("revert a merge the engine made (a worker's, or --batch ID's integration commit) as a new commit; refuses cleanly on conflict")
+    .argument("[workerId]")
+    .option("--batch <batchId>", "revert this batch's landed integration commit")
+    .option("--json", "print JSON")
+    .action(async (id: string | undefined, o: { batch?: string; json?: boolean }) => {
+      try {
+        if (!id === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+        const r = await (await client("revert")).workers.revert.mutate(id ? { workerId: id } : { batchId: o.batch! });
+        console.log(o.json ? JSON.stringify(r) : `reverted ${r.reverted} on ${r.into} (${r.commit.slice(0, 12)})`);
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("prune")
+    .description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)")
+    .option("--dir <dir>", "the repository (default: the current folder)")
+    .option("--json", "print JSON")
+    .action(async (o: { dir?: string; json?: boolean }) => {
+      try {
+        const r = await (await client("prune")).workers.prune.mutate({ directory: path.resolve(o.dir ?? ".") });
+        if (o.json) return console.log(JSON.stringify(r, null, 2));
+        for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
+        for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
+        if (!r.deleted.length && !r.kept.length) console.log("no ocw/ branches");
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("push")
+    .description("push a built worker's graded commit (or --batch ID's integration commit) to a branch on a remote; never forced, never the default branch; --pr opens a pull request with gh")
+    .argument("[workerId]")
+    .option("--batch <batchId>", "push this batch's passed integration commit")
+    .requiredOption("--remote <remote>", "a remote's name (see `git remote`) or its URL")
+    .option("--branch <branch>", "the branch on the remote (default ocw/<id>)")
+    .option("--pr", "open a pull request with gh (when installed and signed in), the verdict card as its body")
+    .option("--title <title>", "the pull request's title")
+    .option("--json", "print JSON")
+    .action(async (id: string | undefined, o: { batch?: string; remote: string; branch?: string; pr?: boolean; title?: string; json?: boolean }) => {
+      try {
+        if (!id === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+        const r = await (await client("push")).workers.push.mutate({ ...(id ? { workerId: id } : { batchId: o.batch! }), remote: o.remote, ...(o.branch ? { branch: o.branch } : {}), pr: !!o.pr, ...(o.title ? { title: o.title } : {}) });
+        if (o.json) return console.log(JSON.stringify(r, null, 2));
+        console.log(`pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`);
+        if (r.pr) console.log(`pull request: ${r.pr.url}`);
+        if (r.prProblem) console.log(`no pull request: ${r.prProblem}`);
+      } catch (err) {
+        fail(err);
+      }
+    });
+}
+
+export function showText(w: Worker): string {
+  const v = w.verdict;
+  const lines = [
+    `${w.id}  ${stateWord(w.state)}${w.stateReason ? ` — ${safe(w.stateReason)}` : ""}`,
+    `task: ${safe(titleOf(w))}`,
+    `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`,
+  ];
+  if (w.batchId) lines.push(`batch: ${w.batchId}${w.taskId ? ` (task ${w.taskId})` : ""}${w.startFrom ? `, started from ${w.startFrom.slice(0, 12)}` : ""}`);
+  if (w.asks.some((a) => a.status === "pending")) lines.push(`waiting for: ${w.asks.filter((a) => a.status === "pending").map((a) => `${a.tool} ${safe(a.what).slice(0, 80)}`).join("; ")}`);
+  if (v) {
+    lines.push(`verdict: ${outcomeWord(v.verdict)} (held-back checks) · ${claimWords(v)}`);
+    for (const c of v.checks) lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
+    lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
+    if (v.flags?.length) lines.push(`flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${safe(f.path)} (${f.detail})`).join("; ")}`);
+    if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
+    if (v.commit) lines.push(`graded commit: ${v.commit}`);
+  }
+  if (w.merged) lines.push(`merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
+  const next =
+    w.state === "built" && !w.merged && !w.discarded
+      ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw discard ${w.id}`
+      : w.state === "honest-failure"
+        ? `next: ocw logs ${w.id} · ocw continue ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
+        : ["stopped", "interrupted", "error"].includes(w.state)
+          ? `next: resume it (GUI or MCP) · ocw retry ${w.id} · ocw discard ${w.id}`
+          : !isFinal(w.state)
+            ? `next: ocw logs ${w.id} --follow · ocw cancel ${w.id}`
+            : w.merged && !w.reverted
+              ? `next: ocw revert ${w.id} undoes the merge`
+              : null;
+  if (next) lines.push(next);
+  return lines.join("\n");
+}
+
+/** Worker events as lines: parts in the order they began, each printed once in its latest form. */
+export class LogPrinter {
+  private readonly parts = new Map<string, { ts: number; part: TranscriptPart }>();
+  private readonly printed = new Set<string>();
+
+  constructor(private readonly out: (line: string) => void) {}
+
+  event(e: WorkerEvent, live = false): void {
+    const at = new Date(e.ts).toISOString().slice(11, 19);
+    if (e.type === "part") {
+      const had = this.parts.get(e.part.partId);
+      this.parts.set(e.part.partId, { ts: had?.ts ?? e.ts, part: e.part });
+      // Live: a tool part once it finished, a text part once (its latest text when the next event comes).
+      if (live && e.part.kind === "tool" && (e.part.status === "completed" || e.part.status === "error")) this.printPart(e.part.partId);
+      return;
+    }
+    if (live) this.flushParts();
+    switch (e.type) {
+      case "worker.created":
+        return this.out(`[${at}] created: ${safe(e.spec.title ?? e.spec.task.split("\n")[0]!)}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`);
+      case "worker.state":
+        if (!live) this.flushParts();
+        return this.out(`[${at}] state ${stateWord(e.state)}${e.reason ? ` — ${safe(e.reason)}` : ""}`);
+      case "ask.opened":
+        return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(e.ask.what)}`);
+      case "ask.resolved":
+        return this.out(`[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : (e.decision ?? "decided")}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` — ${safe(e.message)}` : ""}`);
+      case "steer.sent":
+        return this.out(`[${at}] steer by ${e.by.kind}: ${safe(e.text)}`);
+      case "verdict":
+        return this.out(`[${at}] verdict ${verdictLine(e.verdict)}`);
+      case "merged":
+        return this.out(`[${at}] merged into ${e.into} (${e.commit.slice(0, 12)})`);
+      case "reverted":
+        return this.out(`[${at}] merge reverted on ${e.into} (${e.commit.slice(0, 12)})`);
+      case "discarded":
+        return this.out(`[${at}] discarded`);
+      case "stalled":
+        return this.out(`[${at}] no activity for ${e.idleSec}s`);
+      default:
+        return;
+    }
+  }
+
+  flushParts(): void {
+    for (const id of this.parts.keys()) this.printPart(id);
+  }
+
+  private printPart(id: string): void {
+    if (this.printed.has(id)) return;
+    const p = this.parts.get(id);
+    if (!p) return;
+    this.printed.add(id);
+    const at = new Date(p.ts).toISOString().slice(11, 19);
+    const { part } = p;
+    const block = (text: string, max = 40) => {
+      const ls = text.split("\n");
+      return ls
+        .slice(0, max)
+        .map((l) => `  │ ${safe(l)}`)
+        .concat(ls.length > max ? [`  │ … ${ls.length - max} more lines`] : []);
+    };
+    if (part.kind === "text" && part.text?.trim()) this.out([`[${at}] worker says (untrusted text):`, ...block(part.text)].join("\n"));
+    else if (part.kind === "reasoning" && part.text?.trim()) this.out([`[${at}] worker thinks (untrusted text):`, ...block(part.text, 8)].join("\n"));
+    else if (part.kind === "tool") {
+      const input = part.input === undefined ? "" : safe(JSON.stringify(part.input)).slice(0, 300);
+      const lines = [`[${at}] tool ${safe(part.tool ?? "?")} ${part.status ?? ""} ${input}`];
+      if (part.error) lines.push(...block(`error: ${part.error}`, 5));
+      else if (part.output) lines.push(...block(part.output, 10));
+      this.out(lines.join("\n"));
+    } else if (part.kind === "user" && part.text?.trim()) this.out([`[${at}] prompt:`, ...block(part.text, 6)].join("\n"));
+  }
+}

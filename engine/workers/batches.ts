@@ -1,0 +1,299 @@
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import path from "node:path";
+import type { BatchSummary, BatchTaskStatus, IntegrationResult, IntegrationSpec, SkippedTask } from "../../shared/batch";
+import type { CheckSpec } from "../../shared/check";
+import { InputError } from "../../shared/errors";
+import { isFinal, type Worker, type WorkerSpec } from "../../shared/worker";
+import { runChecks } from "../grading/checks";
+import { discard } from "../grading/folders";
+import type { SandboxKind } from "../sandbox/sandbox";
+import { readJson, writeJsonAtomic } from "../store/json-file";
+import { git, gitScript, userGitEnv } from "../workspace/git";
+import { combineCommits } from "../workspace/land";
+import type { RepoInfo } from "../workspace/workspace";
+
+/**
+ * A batch's plan beside its workers: the tasks with their names and the tasks each comes `after`, the workers started
+ * for them, the tasks skipped (one they come after was not built), and the integration: once every task has ended, the
+ * built workers' graded commits combined in task order on the base and checked together. Kept in
+ * `<state>/batches/<id>.json`, so an engine restart carries on where it was.
+ */
+interface TaskRecord {
+  id: string;
+  after: string[];
+  spec: WorkerSpec;
+  workerId: string | null;
+  skipped: string | null;
+}
+
+export interface BatchRecord {
+  id: string;
+  createdAt: number;
+  /** The repository every task works on (dependencies and integration need one), its HEAD and branch at the start. */
+  repo: string | null;
+  base: string | null;
+  branch: string | null;
+  subdir: string;
+  tasks: TaskRecord[];
+  integration: { checks: CheckSpec[]; state: "waiting" | "running" | "done"; result: IntegrationResult | null } | null;
+}
+
+export interface BatchesOptions {
+  stateDir: string;
+  sandbox: { kind: SandboxKind };
+  get: (workerId: string) => Worker | undefined;
+  /** Creates and queues a worker for a task (from `repo.head`); throws when its target is gone. */
+  create: (spec: WorkerSpec, repo: RepoInfo, batchId: string, taskId: string) => string;
+  changed: (batchId: string) => void;
+  log: (line: string) => void;
+}
+
+export class Batches {
+  private readonly records = new Map<string, BatchRecord>();
+  private readonly chains = new Map<string, Promise<void>>();
+  private readonly dir: string;
+
+  constructor(private readonly opts: BatchesOptions) {
+    this.dir = path.join(opts.stateDir, "batches");
+    if (existsSync(this.dir)) {
+      for (const f of readdirSync(this.dir)) {
+        if (!f.endsWith(".json")) continue;
+        try {
+          const r = readJson<BatchRecord | null>(path.join(this.dir, f), null);
+          if (r?.id) this.records.set(r.id, r.integration?.state === "running" ? { ...r, integration: { ...r.integration, state: "waiting" } } : r);
+        } catch (err) {
+          opts.log(`[warn] batch record ${f}: ${(err as Error).message}`);
+        }
+      }
+    }
+  }
+
+  get(batchId: string): BatchRecord | undefined {
+    return this.records.get(batchId);
+  }
+
+  /** Every batch not done yet is moved on (after a restart, once the workers are recovered). */
+  resumeAll(): void {
+    for (const id of this.records.keys()) this.advance(id);
+  }
+
+  /**
+   * Checks a batch's tasks: unique names, `after` naming tasks of the batch, no cycle, one repository when tasks depend
+   * on others or the batch has integration checks. Returns the names (default: the position, "1", "2", …).
+   */
+  static validate(tasks: { id?: string; after?: string[]; directory: string }[], repos: RepoInfo[], integration: IntegrationSpec | undefined): string[] {
+    const ids = tasks.map((t, i) => t.id ?? String(i + 1));
+    const seen = new Set<string>();
+    for (const [i, id] of ids.entries()) {
+      if (seen.has(id)) throw new InputError(`task ${i + 1}: the id "${id}" is used twice: give each task its own id`);
+      seen.add(id);
+    }
+    for (const [i, t] of tasks.entries()) {
+      for (const a of t.after ?? []) {
+        if (!seen.has(a)) throw new InputError(`task ${i + 1} (${ids[i]}): after "${a}", which is no task of this batch (ids: ${ids.join(", ")})`);
+        if (a === ids[i]) throw new InputError(`task ${i + 1} (${ids[i]}) cannot come after itself`);
+      }
+    }
+    // A cycle: no order starts every task after the ones it names.
+    const done = new Set<string>();
+    while (done.size < ids.length) {
+      const ready = ids.filter((id, i) => !done.has(id) && (tasks[i]!.after ?? []).every((a) => done.has(a)));
+      if (!ready.length) throw new InputError(`the tasks ${ids.filter((id) => !done.has(id)).join(", ")} come after each other in a cycle: none of them could ever start`);
+      for (const id of ready) done.add(id);
+    }
+    const needsOne = integration || tasks.some((t) => t.after?.length);
+    if (needsOne && new Set(repos.map((r) => r.root)).size > 1) {
+      throw new InputError(`tasks that come after others, and integration checks, need every task of the batch in one repository (got ${[...new Set(repos.map((r) => r.root))].join(", ")})`);
+    }
+    return ids;
+  }
+
+  /** Records a new batch; the tasks without `after` are started by the caller (their workers named in `started`). */
+  add(record: BatchRecord): void {
+    this.records.set(record.id, record);
+    this.save(record);
+  }
+
+  private save(r: BatchRecord): void {
+    writeJsonAtomic(path.join(this.dir, `${r.id}.json`), r);
+  }
+
+  /** A worker ended: its batch may start the tasks that come after it, skip some, or run its integration. */
+  onFinal(workerId: string): void {
+    const w = this.opts.get(workerId);
+    if (w?.batchId && this.records.has(w.batchId)) this.advance(w.batchId);
+  }
+
+  /** One step of a batch at a time (combining and checks are async). */
+  private advance(batchId: string): void {
+    const prev = this.chains.get(batchId) ?? Promise.resolve();
+    const next = prev
+      .then(() => this.step(batchId))
+      .catch((err) => this.opts.log(`[warn] batch ${batchId}: ${(err as Error).stack ?? err}`));
+    this.chains.set(batchId, next);
+    void next.then(() => this.chains.get(batchId) === next && this.chains.delete(batchId));
+  }
+
+  /** Waits for what the batch is doing now (tests, merge). */
+  settled(batchId: string): Promise<void> {
+    return this.chains.get(batchId) ?? Promise.resolve();
+  }
+
+  private async step(batchId: string): Promise<void> {
+    const r = this.records.get(batchId);
+    if (!r) return;
+    let moved = false;
+    for (let progress = true; progress; ) {
+      progress = false;
+      for (const t of r.tasks) {
+        if (t.workerId || t.skipped) continue;
+        const deps = t.after.map((a) => r.tasks.find((x) => x.id === a)!);
+        const skippedDep = deps.find((d) => d.skipped);
+        if (skippedDep) {
+          t.skipped = `it comes after ${skippedDep.id}, which never started`;
+          progress = moved = true;
+          continue;
+        }
+        const workers = deps.map((d) => (d.workerId ? this.opts.get(d.workerId) : undefined));
+        if (workers.some((w) => !w || !isFinal(w.state))) continue; // still running
+        const failed = deps.find((d, i) => workers[i]!.state !== "built" || !workers[i]!.verdict?.commit);
+        if (failed) {
+          const w = this.opts.get(failed.workerId!)!;
+          t.skipped = `it comes after ${failed.id}, which was not built (${w.state === "honest-failure" ? "failed" : w.state})`;
+          progress = moved = true;
+          continue;
+        }
+        // Every task it comes after is built: it starts from the base plus their graded commits.
+        let from: string;
+        if (deps.length === 1) from = workers[0]!.verdict!.commit!;
+        else {
+          const c = await combineCommits(r.repo!, r.base!, deps.map((d, i) => ({ id: d.id, commit: workers[i]!.verdict!.commit! })), `ocw: base of ${t.id} (after ${t.after.join(", ")})`);
+          if ("conflict" in c) {
+            t.skipped = `the tasks it comes after do not combine: ${c.conflict.id} conflicts in ${c.conflict.files.join(", ") || "(git named none)"}`;
+            progress = moved = true;
+            continue;
+          }
+          from = c.commit;
+        }
+        try {
+          t.workerId = this.opts.create(t.spec, { root: r.repo!, subdir: subdirOf(r.repo!, t.spec.directory), head: from, branch: r.branch }, batchId, t.id);
+        } catch (err) {
+          t.skipped = `it could not start: ${(err as Error).message}`;
+        }
+        progress = moved = true;
+      }
+    }
+    if (moved) {
+      this.save(r);
+      this.opts.changed(batchId);
+    }
+    const ended = r.tasks.every((t) => t.skipped || (t.workerId && isFinal(this.opts.get(t.workerId)?.state ?? "error")));
+    if (ended && r.integration?.state === "waiting") await this.integrate(r);
+  }
+
+  /** The built workers' graded commits combined in task order on the base, checked together in a fresh checkout. */
+  private async integrate(r: BatchRecord): Promise<void> {
+    const spec = r.integration!;
+    spec.state = "running";
+    this.save(r);
+    this.opts.changed(r.id);
+    const built = r.tasks.flatMap((t) => {
+      const w = t.workerId ? this.opts.get(t.workerId) : undefined;
+      return w && w.state === "built" && w.verdict?.commit && !w.discarded ? [{ id: w.id, commit: w.verdict.commit }] : [];
+    });
+    const result: IntegrationResult = { passed: false, commit: null, base: r.base ?? "", workers: built.map((b) => b.id), checks: [], conflict: null, reason: null, at: Date.now(), landed: null };
+    try {
+      if (!built.length) result.reason = "no task was built: nothing to integrate";
+      else {
+        const c = await combineCommits(r.repo!, r.base!, built, `ocw: integration of batch ${r.id} (${built.length} worker${built.length === 1 ? "" : "s"})\n\n${built.map((b) => `- ${b.id}`).join("\n")}`);
+        if ("conflict" in c) {
+          result.conflict = { workerId: c.conflict.id, files: c.conflict.files };
+          result.reason = `${c.conflict.id} does not combine with the workers before it: conflicts in ${c.conflict.files.join(", ") || "(git named none)"}`;
+        } else {
+          result.commit = c.commit;
+          result.checks = await this.runIntegrationChecks(r, c.commit, spec.checks);
+          const failed = result.checks.filter((x) => !x.passed);
+          result.passed = !failed.length;
+          if (failed.length) result.reason = `integration check failed: ${failed.map((x) => x.name).join(", ")}`;
+        }
+      }
+    } catch (err) {
+      result.reason = `integration could not run: ${(err as Error).message}`;
+    }
+    result.at = Date.now();
+    spec.result = result;
+    spec.state = "done";
+    this.save(r);
+    this.opts.changed(r.id);
+  }
+
+  /** A fresh checkout of the combined commit (no filter, no hook, no config of anyone's), the checks run in the sandbox. */
+  private async runIntegrationChecks(r: BatchRecord, commit: string, checks: CheckSpec[]) {
+    const root = path.join(this.opts.stateDir, "grading", `${r.id}.integration`);
+    const tmpDir = `${root}.tmp`;
+    discard(root);
+    discard(tmpDir);
+    mkdirSync(root, { recursive: true });
+    mkdirSync(tmpDir, { recursive: true });
+    try {
+      const objects = path.resolve(r.repo!, await git(r.repo!, ["rev-parse", "--git-path", "objects"]));
+      const gitDir = path.join(this.opts.stateDir, "batches", `${r.id}.git`);
+      await gitScript(CHECK_OUT, {
+        cwd: this.opts.stateDir,
+        env: { PATH: userGitEnv().PATH, HOME: tmpDir, LC_ALL: "C", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", OCW_GIT_DIR: gitDir, OCW_OBJECTS: objects, OCW_COMMIT: commit, OCW_CHECKOUT: root, OCW_INDEX: `${root}.index` },
+      });
+      const cwd = path.join(root, r.subdir);
+      mkdirSync(cwd, { recursive: true });
+      const sandbox = this.opts.sandbox.kind === "none" ? undefined : { kind: this.opts.sandbox.kind, stateDir: this.opts.stateDir, tmpDir, root };
+      return await runChecks(checks, cwd, sandbox);
+    } finally {
+      discard(root);
+      discard(tmpDir);
+    }
+  }
+
+  /** What a batch summary adds from the plan. */
+  extend(batchId: string, base: BatchSummary): BatchSummary {
+    const r = this.records.get(batchId);
+    if (!r) return { ...base, done: base.settled };
+    const tasks: BatchTaskStatus[] = r.tasks.map((t) => ({ id: t.id, after: t.after, title: t.spec.title ?? t.spec.task.split("\n")[0]!.slice(0, 80), workerId: t.workerId, skipped: t.skipped }));
+    const skipped: SkippedTask[] = r.tasks.filter((t) => t.skipped).map((t) => ({ id: t.id, reason: t.skipped! }));
+    const pending = r.tasks.some((t) => !t.workerId && !t.skipped);
+    const settled = base.settled && !pending;
+    const integration = r.integration ? { state: r.integration.state, checks: r.integration.checks.length, result: r.integration.result } : null;
+    const n = r.tasks.length;
+    return {
+      ...base,
+      tasks,
+      skipped,
+      settled,
+      builtRate: settled ? base.built / n : null,
+      verdict: settled ? (base.built === n ? "built" : "honest-failure") : null,
+      integration,
+      done: settled && (!integration || integration.state === "done"),
+    };
+  }
+
+  landed(batchId: string, into: string, commit: string): void {
+    const r = this.records.get(batchId);
+    if (!r?.integration?.result) return;
+    r.integration.result.landed = { into, commit };
+    this.save(r);
+    this.opts.changed(batchId);
+  }
+}
+
+function subdirOf(root: string, dir: string): string {
+  const rel = path.relative(root, dir);
+  return rel.startsWith("..") ? "" : rel;
+}
+
+/** A checkout of the integration commit into a folder of the engine's: its own bare git dir borrowing the person's objects. */
+const CHECK_OUT = `set -eu
+if [ ! -f "$OCW_GIT_DIR/HEAD" ]; then git init -q --bare --template= "$OCW_GIT_DIR"; fi
+mkdir -p "$OCW_GIT_DIR/objects/info"
+printf '%s\\n' "$OCW_OBJECTS" > "$OCW_GIT_DIR/objects/info/alternates"
+GIT_DIR="$OCW_GIT_DIR" GIT_INDEX_FILE="$OCW_INDEX" git -c core.hooksPath=/dev/null -c core.symlinks=true --work-tree "$OCW_CHECKOUT" checkout -q -f "$OCW_COMMIT" -- .
+rm -f "$OCW_INDEX"
+`;
+

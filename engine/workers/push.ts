@@ -1,0 +1,133 @@
+import { accessSync, constants } from "node:fs";
+import path from "node:path";
+import type { PushResult } from "../../shared/api";
+import type { IntegrationResult } from "../../shared/batch";
+import { InputError } from "../../shared/errors";
+import { outcomeWord, claimWords } from "../../shared/vocabulary";
+import type { Worker } from "../../shared/worker";
+import { runCommand } from "../process/run";
+import { git, gitComplaint, userGitEnv } from "../workspace/git";
+import type { Engine } from "./engine";
+
+/**
+ * Push a built worker's graded commit (or a batch's passed integration commit) to a branch on a remote the person
+ * names, and open a pull request with `gh` when it is installed and signed in. Run by the engine with the person's
+ * git and gh (their credentials stay in the engine's process; no worker runs here): never forced (a plain refspec, no
+ * `+`), never to the remote's default branch, with hooks off (a pre-push hook would run the project's scripts, the
+ * worker's among them).
+ */
+export async function pushWork(engine: Engine, input: { workerId?: string; batchId?: string; remote: string; branch?: string; pr?: boolean; title?: string }): Promise<PushResult> {
+  const what = input.workerId ? workerPush(engine, input.workerId) : batchPush(engine, input.batchId!);
+  const { repo, commit, id, body, title } = what;
+  const remote = input.remote.trim();
+  if (!remote || remote.startsWith("-") || /[\s\0]/.test(remote)) throw new InputError(`"${input.remote}" is not a remote: name one of \`git remote\`, or give its URL`);
+  const remotes = (await git(repo, ["remote"], { allowFail: true })).split("\n").filter(Boolean);
+  if (!remotes.includes(remote) && !/[:/]/.test(remote)) throw new InputError(`${repo} has no remote "${remote}"${remotes.length ? ` (it has: ${remotes.join(", ")})` : ""}: name one, or give a URL`);
+  const branch = (input.branch ?? `ocw/${id}`).replace(/^refs\/heads\//, "");
+  const valid = await runCommand("git", ["check-ref-format", "--branch", branch], { cwd: repo, env: userGitEnv() });
+  if (valid.exitCode !== 0 || branch.startsWith("-")) throw new InputError(`"${branch}" is not a valid branch name`);
+  const head = await runCommand("git", ["ls-remote", "--symref", remote, "HEAD"], { cwd: repo, env: userGitEnv() });
+  if (head.exitCode !== 0) throw new InputError(`cannot reach the remote ${remote}: ${gitComplaint(head)}`, "unavailable");
+  const def = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(head.stdout)?.[1] ?? null;
+  if (branch === def || (!def && ["main", "master", "trunk"].includes(branch))) {
+    throw new InputError(`${branch} is ${remote}'s default branch: the engine never pushes there. Push to a branch of its own (--branch), then merge through a pull request`, "conflict");
+  }
+  const push = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], { cwd: repo, env: userGitEnv() });
+  if (push.exitCode !== 0) {
+    const why = gitComplaint(push);
+    if (/rejected|non-fast-forward|fetch first/.test(push.stdout + push.stderr)) {
+      throw new InputError(`${remote} already has a branch ${branch} with other commits: the engine never forces a push; name another --branch`, "conflict");
+    }
+    throw new InputError(`the push to ${remote} failed: ${why}`, "unavailable");
+  }
+  let pr: PushResult["pr"] = null;
+  let prProblem: string | null = null;
+  if (input.pr) {
+    const gh = findOnPath("gh");
+    if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
+    else {
+      const auth = await runCommand(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
+      if (auth.exitCode !== 0) prProblem = "gh is not signed in (run `gh auth login`): open the pull request on the remote's site (the branch is pushed)";
+      else {
+        const args = ["pr", "create", "--head", branch, "--title", input.title ?? title, "--body", body];
+        if (def) args.push("--base", def);
+        const r = await runCommand(gh, args, { cwd: repo, env: { ...process.env } });
+        if (r.exitCode !== 0) prProblem = `gh could not open the pull request: ${(r.stderr || r.stdout).trim().split("\n").slice(-2).join(" ")}`;
+        else pr = { url: r.stdout.trim().split("\n").filter(Boolean).at(-1) ?? "" };
+      }
+    }
+  }
+  return { remote, branch, commit, pr, prProblem };
+}
+
+function findOnPath(name: string): string | null {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (!dir) continue;
+    const f = path.join(dir, name);
+    try {
+      accessSync(f, constants.X_OK);
+      return f;
+    } catch {
+      /* next */
+    }
+  }
+  return null;
+}
+
+function workerPush(engine: Engine, workerId: string) {
+  const w = engine.get(workerId);
+  if (w.state !== "built" || !w.verdict?.commit) throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
+  if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
+  const title = w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72);
+  return { repo: w.repo, commit: w.verdict.commit, id: workerId, title, body: verdictCard(w) };
+}
+
+function batchPush(engine: Engine, batchId: string) {
+  const s = engine.batch(batchId);
+  const rec = engine.batches.get(batchId);
+  const res = s.integration?.result;
+  if (!rec || !res) throw new InputError(`batch ${batchId} has no integration checks: push its workers one by one (ocw push WORKER_ID)`, "conflict");
+  if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing to push`, "conflict");
+  const workers = res.workers.map((id) => engine.get(id));
+  return { repo: rec.repo!, commit: res.commit, id: batchId, title: `Batch ${batchId}: ${workers.length} task${workers.length === 1 ? "" : "s"}`, body: batchCard(batchId, res, workers) };
+}
+
+/** Markdown-safe one line of text (a title a person wrote). */
+const md = (s: string) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])/g, "\\$1");
+
+/** The verdict card as a pull request body: checks and their result, claim, honesty, diffstat, flagged files. */
+export function verdictCard(w: Worker): string {
+  const v = w.verdict!;
+  const lines = [
+    `**${md(w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 100))}**`,
+    "",
+    `Verdict: **${outcomeWord(v.verdict)}** (held-back checks the worker never saw) · ${claimWords(v)}`,
+    `Graded commit: \`${v.commit}\` · worker \`${w.id}\``,
+    "",
+    "| check | result |",
+    "|---|---|",
+    ...v.checks.map((c) => `| ${md(c.name)} | ${c.passed ? "passed" : "failed"}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""} |`),
+    `| scope | ${v.scope.passed ? "passed" : `failed: ${md(v.scope.violations.join(", "))}`} |`,
+  ];
+  const rounds = (v as { rounds?: unknown[] }).rounds;
+  if (Array.isArray(rounds)) lines.push("", `Rounds: ${rounds.length}`);
+  if (v.flags?.length) lines.push("", "Flagged files (accepted before landing):", ...v.flags.map((f) => `- \`${md(f.path)}\`: ${f.detail}`));
+  if (v.diffStat) lines.push("", "```", v.diffStat.replace(/```/g, "ʼʼʼ"), "```");
+  lines.push("", "_Opened by opencode-worker. The worker's own words are not part of this card._");
+  return lines.join("\n");
+}
+
+function batchCard(batchId: string, res: IntegrationResult, workers: Worker[]): string {
+  const lines = [
+    `**Batch ${batchId}**: integration commit \`${res.commit}\` on \`${res.base.slice(0, 12)}\``,
+    "",
+    `Integration: **${res.passed ? "passed" : "failed"}**`,
+    "",
+    "| integration check | result |",
+    "|---|---|",
+    ...res.checks.map((c) => `| ${md(c.name)} | ${c.passed ? "passed" : "failed"}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""} |`),
+    "",
+    ...workers.flatMap((w) => ["---", "", verdictCard(w), ""]),
+  ];
+  return lines.join("\n");
+}

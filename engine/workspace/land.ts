@@ -1,0 +1,315 @@
+import { createHash, randomBytes } from "node:crypto";
+import { lstatSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import type { ChangeFlag } from "../../shared/verdict";
+import { InputError } from "../../shared/errors";
+import { runCommand } from "../process/run";
+import { git, gitComplaint, GitError, OCW_IDENTITY, userGitEnv } from "./git";
+
+/**
+ * Landing work in the person's repository: exactly the graded commit (or a batch's integration commit), with nothing of
+ * the worker's able to run on the way.
+ *
+ * - The merge is computed from objects only (`git merge-tree --write-tree`): a conflict refuses before the checkout is
+ *   touched, naming the files.
+ * - The checkout is updated only when every file the merge changes is clean there ("commit or stash FILE" otherwise),
+ *   with every filter disabled (git-lfs included: a worker's `.gitattributes` + `.lfsconfig` + pointer would otherwise
+ *   fetch and write another server's bytes), hooks off, and then verified: each changed file must hold exactly the
+ *   blob of the merged tree (mode, symlink target included). A mismatch puts the checkout back and refuses.
+ * - Only then is the branch moved (compare-and-swap on its old tip), so a refused merge leaves the branch and the
+ *   checkout as they were.
+ */
+
+/** git flags that switch off what could run or convert while the engine writes files of a worker's into a checkout. */
+async function quietFlags(repo: string): Promise<string[]> {
+  const names = new Set(["lfs"]);
+  const drivers = new Set<string>();
+  const listed = await git(repo, ["config", "--name-only", "--get-regexp", "^(filter|merge)\\."], { allowFail: true });
+  for (const line of listed.split("\n")) {
+    const f = /^filter\.(.+)\.(clean|smudge|process|required)$/.exec(line);
+    if (f) names.add(f[1]!);
+    const m = /^merge\.(.+)\.driver$/.exec(line);
+    if (m) drivers.add(m[1]!);
+  }
+  const flags = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "merge.renormalize=false", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false"];
+  for (const n of names) flags.push("-c", `filter.${n}.smudge=`, "-c", `filter.${n}.clean=`, "-c", `filter.${n}.process=`, "-c", `filter.${n}.required=false`);
+  // A merge driver the tree's .gitattributes names would run a command: "false" makes such a file a conflict instead.
+  for (const d of drivers) flags.push("-c", `merge.${d}.driver=false`);
+  return flags;
+}
+
+const quietEnv = () => ({ ...userGitEnv(), GIT_LFS_SKIP_SMUDGE: "1" });
+
+async function q(repo: string, flags: string[], args: string[], opts: { allowFail?: boolean } = {}): Promise<{ code: number | null; out: string; err: string }> {
+  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv() });
+  if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
+  return { code: r.exitCode, out: r.stdout, err: r.stderr };
+}
+
+/** `git merge-tree --write-tree A B` (merge base found by git): the tree, or the conflicting files. */
+export async function mergeTrees(repo: string, a: string, b: string, flags?: string[]): Promise<{ tree: string } | { conflict: string[] }> {
+  const f = flags ?? (await quietFlags(repo));
+  const r = await q(repo, f, ["merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", a, b], { allowFail: true });
+  const parts = r.out.split("\0");
+  if (r.code === 0) return { tree: parts[0]!.trim() };
+  if (r.code === 1) {
+    const files: string[] = [];
+    for (const p of parts.slice(1)) {
+      if (!p) break;
+      if (!files.includes(p)) files.push(p);
+    }
+    return { conflict: files };
+  }
+  throw new GitError(`git merge-tree failed in ${repo}: ${(r.err || r.out).trim().split("\n").slice(-2).join(" ")}`);
+}
+
+export async function commitTree(repo: string, tree: string, parents: string[], message: string): Promise<string> {
+  const r = await q(repo, OCW_IDENTITY, ["commit-tree", tree, ...parents.flatMap((p) => ["-p", p]), "-m", message]);
+  return r.out.trim();
+}
+
+/**
+ * Combines commits in order on `base`: each merged into the result so far (git's merge base decides, so a commit made on
+ * top of another of the list adds only its own change). The result is one commit whose parent is `base`, holding the
+ * combined tree. Done in the person's object store from objects only: no checkout, no ref, no filter.
+ */
+export async function combineCommits(repo: string, base: string, commits: { id: string; commit: string }[], message: string): Promise<{ commit: string; tree: string } | { conflict: { id: string; files: string[] } }> {
+  const flags = await quietFlags(repo);
+  let at = base;
+  let tree = (await q(repo, [], ["rev-parse", `${base}^{tree}`])).out.trim();
+  for (const c of commits) {
+    const m = await mergeTrees(repo, at, c.commit, flags);
+    if ("conflict" in m) return { conflict: { id: c.id, files: m.conflict } };
+    tree = m.tree;
+    at = await commitTree(repo, tree, [at, c.commit], `ocw: combine ${c.id}`);
+  }
+  if (at === base) return { commit: base, tree };
+  return { commit: await commitTree(repo, tree, [base], message), tree };
+}
+
+interface TreeChange {
+  path: string;
+  /** The new mode and blob, or null when the path is deleted. */
+  mode: string | null;
+  oid: string | null;
+  oldMode: string | null;
+}
+
+/** What differs between two commits, NUL-separated, names exactly as they are. */
+export async function treeChanges(repo: string, from: string, to: string): Promise<TreeChange[]> {
+  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to])).out;
+  const parts = out.split("\0");
+  const changes: TreeChange[] = [];
+  for (let i = 0; i + 1 < parts.length; i += 2) {
+    const meta = parts[i]!;
+    const p = parts[i + 1]!;
+    if (!meta.startsWith(":")) break;
+    const [oldMode, newMode, , newOid, status] = meta.slice(1).split(" ");
+    const deleted = status === "D";
+    changes.push({ path: p, mode: deleted ? null : newMode!, oid: deleted ? null : newOid!, oldMode: oldMode === "000000" ? null : oldMode! });
+  }
+  return changes;
+}
+
+const TOOL_CONFIG: [RegExp, string][] = [
+  [/(^|\/)\.npmrc$/, "npm configuration (can set script-shell, registries, lifecycle scripts)"],
+  [/(^|\/)\.yarnrc(\.yml)?$/, "yarn configuration"],
+  [/(^|\/)\.pnpmfile\.cjs$/, "pnpm hook file (runs at install)"],
+  [/(^|\/)\.envrc$/, "direnv file (runs on cd)"],
+  [/(^|\/)\.pre-commit-config\.ya?ml$/, "pre-commit hooks"],
+  [/(^|\/)(\.husky|\.githooks|hooks)\//, "a hooks folder"],
+  [/^\.github\/workflows\//, "a CI workflow"],
+  [/^\.gitlab-ci\.yml$|^\.circleci\/|^azure-pipelines\.yml$|^Jenkinsfile$/, "CI configuration"],
+  [/(^|\/)\.vscode\/(tasks|settings|launch)\.json$/, "editor tasks/settings (can run commands)"],
+  [/(^|\/)\.idea\//, "editor configuration"],
+  [/(^|\/)\.devcontainer\//, "dev container configuration"],
+];
+
+/**
+ * The changes from `base` to `commit` that do more than their diff shows (see ChangeFlag). Read from the person's
+ * repository (the graded commit is published there).
+ */
+export async function flaggedChanges(repo: string, base: string, commit: string): Promise<ChangeFlag[]> {
+  if (base === commit) return [];
+  const flags: ChangeFlag[] = [];
+  for (const c of await treeChanges(repo, base, commit)) {
+    const name = path.posix.basename(c.path);
+    if (name === ".gitattributes") flags.push({ path: c.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
+    else if (name === ".lfsconfig") flags.push({ path: c.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
+    else if (name === ".gitmodules") flags.push({ path: c.path, kind: "git-config", detail: "submodule configuration" });
+    if (!c.mode) continue;
+    if (c.mode === "120000") {
+      const target = (await q(repo, [], ["cat-file", "blob", c.oid!], { allowFail: true })).out;
+      flags.push({ path: c.path, kind: "symlink", detail: `a symlink to ${JSON.stringify(target.slice(0, 200))}` });
+    } else if (c.mode === "160000") flags.push({ path: c.path, kind: "submodule", detail: `a submodule at ${c.oid!.slice(0, 12)}` });
+    else if (c.mode === "100755" && c.oldMode !== "100755") flags.push({ path: c.path, kind: "executable", detail: c.oldMode ? "made executable" : "a new executable file" });
+    const tool = TOOL_CONFIG.find(([re]) => re.test(c.path));
+    if (tool) flags.push({ path: c.path, kind: "tool-config", detail: tool[1] });
+    if (name === "package.json") {
+      const before = await scriptsOf(repo, `${base}:${c.path}`);
+      const after = await scriptsOf(repo, `${commit}:${c.path}`);
+      if (before !== after) flags.push({ path: c.path, kind: "tool-config", detail: "package.json scripts changed (npm runs them)" });
+    }
+  }
+  return flags;
+}
+
+async function scriptsOf(repo: string, spec: string): Promise<string> {
+  const r = await q(repo, [], ["cat-file", "blob", spec], { allowFail: true });
+  if (r.code !== 0) return "";
+  try {
+    const j = JSON.parse(r.out) as { scripts?: unknown; config?: unknown };
+    return JSON.stringify([j.scripts ?? null, j.config ?? null]);
+  } catch {
+    return r.out; // not JSON: any change counts
+  }
+}
+
+export function describeFlags(flags: ChangeFlag[]): string {
+  return flags.map((f) => `${f.path} (${f.detail})`).join("; ");
+}
+
+/** git's blob id of some bytes (sha1 or sha256, by the length of the id it is compared with). */
+function blobId(bytes: Buffer, like: string): string {
+  return createHash(like.length === 64 ? "sha256" : "sha1")
+    .update(`blob ${bytes.length}\0`)
+    .update(bytes)
+    .digest("hex");
+}
+
+/** Each changed path of the checkout against the tree's entry: the same bytes, mode and symlink target, or why not. */
+function verifyCheckout(repo: string, changes: TreeChange[]): string[] {
+  const wrong: string[] = [];
+  for (const c of changes) {
+    const file = path.join(repo, c.path);
+    const st = lstatSync(file, { throwIfNoEntry: false });
+    if (!c.mode) {
+      if (st && !st.isDirectory()) wrong.push(`${c.path} (should be gone)`);
+      continue;
+    }
+    if (c.mode === "160000") continue; // a submodule's folder: git leaves it empty
+    if (!st) {
+      wrong.push(`${c.path} (missing)`);
+      continue;
+    }
+    if (c.mode === "120000") {
+      if (!st.isSymbolicLink() || blobId(Buffer.from(readlinkSync(file, { encoding: "buffer" })), c.oid!) !== c.oid) wrong.push(`${c.path} (symlink differs)`);
+      continue;
+    }
+    if (!st.isFile()) {
+      wrong.push(`${c.path} (not a file)`);
+      continue;
+    }
+    if (blobId(readFileSync(file), c.oid!) !== c.oid) wrong.push(`${c.path} (content differs from the graded blob)`);
+    else if ((c.mode === "100755") !== !!(st.mode & 0o100)) wrong.push(`${c.path} (mode differs)`);
+  }
+  return wrong;
+}
+
+/** The files of the checkout, among `paths`, that are not clean (modified, staged, untracked or ignored in the way). */
+async function dirtyAmong(repo: string, paths: string[]): Promise<string[]> {
+  if (!paths.length) return [];
+  const list = path.join(await gitDirOf(repo), `ocw-pathspec-${process.pid}-${randomBytes(4).toString("hex")}`);
+  writeFileSync(list, paths.join("\0") + "\0");
+  try {
+    const r = await runCommand("git", ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", `--pathspec-from-file=${list}`, "--pathspec-file-nul"], { cwd: repo, env: userGitEnv() });
+    if (r.exitCode !== 0) throw new GitError(`git status failed in ${repo}: ${gitComplaint(r)}`);
+    return r.stdout
+      .split("\0")
+      .filter((x) => x.length > 3)
+      .map((x) => x.slice(3));
+  } finally {
+    await rm(list, { force: true });
+  }
+}
+
+async function gitDirOf(repo: string): Promise<string> {
+  return path.resolve(repo, await git(repo, ["rev-parse", "--git-dir"]));
+}
+
+export interface LandOptions {
+  repo: string;
+  /** The branch that must be checked out, and is moved. */
+  branch: string;
+  /** What lands: merged (--no-ff) into the branch, or fast-forwarded when `fastForward` and the branch is its parent. */
+  commit: string;
+  message: string;
+  fastForward?: boolean;
+  /** What the conflict message offers as the way on. */
+  onConflict?: (files: string[]) => string;
+}
+
+/**
+ * Lands `commit` on `branch` in the person's checkout (see the top of this file); returns the branch's new tip. Every
+ * refusal leaves the branch, the index and the checkout as they were.
+ */
+export async function landCommit(o: LandOptions): Promise<string> {
+  const { repo, branch } = o;
+  const current = (await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
+  if (current !== branch) throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
+  const flags = await quietFlags(repo);
+  let next: string;
+  const parent = (await q(repo, [], ["rev-parse", "-q", "--verify", `${o.commit}^1`], { allowFail: true })).out.trim();
+  if (o.fastForward && parent === head) next = o.commit;
+  else {
+    const m = await mergeTrees(repo, head, o.commit, flags);
+    if ("conflict" in m) {
+      const files = m.conflict.length ? m.conflict.join(", ") : "(git named none)";
+      throw new InputError(`merging into ${branch} conflicts in ${files}; nothing was changed.${o.onConflict ? " " + o.onConflict(m.conflict) : ""}`, "conflict");
+    }
+    next = await commitTree(repo, m.tree, [head, o.commit], o.message);
+  }
+  await applyToCheckout(repo, branch, head, next, flags, o.message);
+  return next;
+}
+
+/** Moves the checkout and `branch` from `head` to `next` safely (dirty check, filters off, verification, CAS update). */
+export async function applyToCheckout(repo: string, branch: string, head: string, next: string, flags: string[] | null, reflog: string): Promise<void> {
+  const f = flags ?? (await quietFlags(repo));
+  const changes = await treeChanges(repo, head, next);
+  const dirty = await dirtyAmong(repo, changes.map((c) => c.path));
+  if (dirty.length) {
+    const shown = dirty.slice(0, 5).join(", ") + (dirty.length > 5 ? ` and ${dirty.length - 5} more` : "");
+    throw new InputError(`your checkout has local changes to files this merge changes: commit or stash ${shown} first, then merge again (nothing was changed)`, "conflict");
+  }
+  // Index and files to `next`, with HEAD still at `head`: read-tree refuses, changing nothing, when a file is in the way.
+  const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true });
+  if (r.code !== 0) {
+    const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
+    throw new InputError(`the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`, "conflict");
+  }
+  const wrong = verifyCheckout(repo, changes);
+  if (wrong.length) {
+    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
+    throw new InputError(`the files written to your checkout are not the graded ones (${wrong.slice(0, 5).join(", ")}): the merge was undone and refused`, "conflict");
+  }
+  const u = await q(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0]!.slice(0, 100)}`, `refs/heads/${branch}`, next, head], { allowFail: true });
+  if (u.code !== 0) {
+    await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
+    throw new InputError(`${branch} moved while merging; nothing was changed: merge again`, "conflict");
+  }
+}
+
+/**
+ * The commit that undoes `merge` (a merge the engine made: its first parent is where the branch was) on top of the
+ * branch's tip as it is now: a three-way merge whose base is `merge` and whose other side is its first parent's tree.
+ */
+export async function revertCommit(repo: string, branch: string, merge: string, message: string): Promise<string> {
+  const current = (await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
+  if (current !== branch) throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+  const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
+  const isAncestor = await runCommand("git", ["merge-base", "--is-ancestor", merge, head], { cwd: repo, env: userGitEnv() });
+  if (isAncestor.exitCode !== 0) throw new InputError(`${merge.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
+  const flags = await quietFlags(repo);
+  const firstParentTree = (await q(repo, [], ["rev-parse", `${merge}^1^{tree}`])).out.trim();
+  // "theirs": the tree before the merge, as a child of the merge, so git's merge base is the merge itself.
+  const undo = await commitTree(repo, firstParentTree, [merge], "ocw: undo");
+  const m = await mergeTrees(repo, head, undo, flags);
+  if ("conflict" in m) throw new InputError(`reverting ${merge.slice(0, 12)} conflicts with later changes in ${m.conflict.join(", ") || "(git named none)"}; nothing was changed: revert it by hand (git revert -m 1 ${merge.slice(0, 12)})`, "conflict");
+  const next = await commitTree(repo, m.tree, [head], message);
+  await applyToCheckout(repo, branch, head, next, flags, message);
+  return next;
+}
+

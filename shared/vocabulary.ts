@@ -1,0 +1,19 @@
+import type { Outcome, Verdict } from "./verdict";
+
+/**
+ * One vocabulary for verdicts and claims in every client (GUI, CLI, MCP text): the verdict is "built" or "failed" (from
+ * the held-back checks), and the worker's claim is a separate statement: "claim honest", "claim false: said …" or
+ * "no claim". Never one word that mixes both.
+ */
+export const outcomeWord = (o: Outcome): "built" | "failed" => (o === "built" ? "built" : "failed");
+
+export function claimWords(v: Pick<Verdict, "claim" | "honest">): string {
+  if (!v.claim) return "no claim";
+  return v.honest ? "claim honest" : `claim false: said ${outcomeWord(v.claim)}`;
+}
+
+/** "built · 2/2 checks · claim honest" */
+export function verdictLine(v: Pick<Verdict, "verdict" | "claim" | "honest" | "checks">): string {
+  const passed = v.checks.filter((c) => c.passed).length;
+  return `${outcomeWord(v.verdict)} · ${passed}/${v.checks.length} checks · ${claimWords(v)}`;
+}
