@@ -1,6 +1,5 @@
-import { createHash, randomBytes } from "node:crypto";
-import { lstatSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { lstatSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import type { ChangeFlag } from "../../shared/verdict";
 import { InputError } from "../../shared/errors";
@@ -209,23 +208,15 @@ function verifyCheckout(repo: string, changes: TreeChange[]): string[] {
 
 /** The files of the checkout, among `paths`, that are not clean (modified, staged, untracked or ignored in the way). */
 async function dirtyAmong(repo: string, paths: string[]): Promise<string[]> {
-  if (!paths.length) return [];
-  const list = path.join(await gitDirOf(repo), `ocw-pathspec-${process.pid}-${randomBytes(4).toString("hex")}`);
-  writeFileSync(list, paths.join("\0") + "\0");
-  try {
-    const r = await runCommand("git", ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", `--pathspec-from-file=${list}`, "--pathspec-file-nul"], { cwd: repo, env: userGitEnv() });
+  const dirty: string[] = [];
+  // In chunks: git 2.39's status takes no --pathspec-from-file, and a command line has a limit.
+  for (let i = 0; i < paths.length; i += 200) {
+    const chunk = paths.slice(i, i + 200);
+    const r = await runCommand("git", ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", ...chunk], { cwd: repo, env: userGitEnv() });
     if (r.exitCode !== 0) throw new GitError(`git status failed in ${repo}: ${gitComplaint(r)}`);
-    return r.stdout
-      .split("\0")
-      .filter((x) => x.length > 3)
-      .map((x) => x.slice(3));
-  } finally {
-    await rm(list, { force: true });
+    for (const x of r.stdout.split("\0")) if (x.length > 3) dirty.push(x.slice(3));
   }
-}
-
-async function gitDirOf(repo: string): Promise<string> {
-  return path.resolve(repo, await git(repo, ["rev-parse", "--git-dir"]));
+  return dirty;
 }
 
 export interface LandOptions {
