@@ -224,7 +224,8 @@ async function followBatch(client: EngineClient, batchId: string, onEvent: (e: E
           if ((e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId)) changed = true;
           onEvent(e, ws);
         },
-        until: () => changed,
+        // Called on the first picture too: asks already open when this follow began are answered.
+        until: (ws) => (onAsks(ws), changed),
       });
       onAsks(r.workers);
       for (const [k, v] of r.workers) all.set(k, v);

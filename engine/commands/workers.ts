@@ -79,8 +79,7 @@ export function registerWorkerCommands(program: Command): void {
         const cursor = (await c.health.query()).cursor;
         const events = await c.workers.events.query({ workerId: id });
         const printer = new LogPrinter((l) => process.stdout.write(l + "\n"));
-        for (const e of events) printer.event(e);
-        printer.flushParts();
+        printer.replay(events);
         const w = await c.workers.get.query({ workerId: id });
         if (!o.follow || isFinal(w.state)) return;
         const last = events.at(-1)?.seq ?? -1;
@@ -230,6 +229,21 @@ export class LogPrinter {
 
   constructor(private readonly out: (line: string) => void) {}
 
+  /** A log read whole: each part where it began, in its final form. */
+  replay(events: WorkerEvent[]): void {
+    const finals = new Map<string, TranscriptPart>();
+    for (const e of events) if (e.type === "part") finals.set(e.part.partId, e.part);
+    for (const e of events) {
+      if (e.type !== "part") {
+        this.event(e, false);
+        continue;
+      }
+      if (this.parts.has(e.part.partId)) continue;
+      this.parts.set(e.part.partId, { ts: e.ts, part: finals.get(e.part.partId)! });
+      this.printPart(e.part.partId);
+    }
+  }
+
   event(e: WorkerEvent, live = false): void {
     const at = new Date(e.ts).toISOString().slice(11, 19);
     if (e.type === "part") {
@@ -244,7 +258,6 @@ export class LogPrinter {
       case "worker.created":
         return this.out(`[${at}] created: ${safe(e.spec.title ?? e.spec.task.split("\n")[0]!)}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`);
       case "worker.state":
-        if (!live) this.flushParts();
         return this.out(`[${at}] state ${stateWord(e.state)}${e.reason ? ` — ${safe(e.reason)}` : ""}`);
       case "ask.opened":
         return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(e.ask.what)}`);

@@ -2,7 +2,8 @@
 // decisions everywhere); outputs are what the model reads, so their field names are part of the contract too.
 import { z } from "zod";
 import { WorkerSpec, WorkerState } from "../../shared/worker";
-import { Outcome } from "../../shared/verdict";
+import { ChangeFlag, Outcome } from "../../shared/verdict";
+import { IntegrationSpec, TaskId } from "../../shared/batch";
 import { DecisionKind } from "../../shared/permission";
 
 /**
@@ -44,13 +45,25 @@ export const DelegateInput = z
   })
   .strict();
 
+export const DelegateBatchTask = DelegateInput.extend({
+  id: TaskId.optional().describe('Its name in the batch, for `after` (default: its position, "1", "2", …).'),
+  after: z
+    .array(TaskId)
+    .max(64)
+    .optional()
+    .describe("Tasks it comes after: it starts only once they are built, from the base plus their graded commits (it sees their files). When one is not built it never starts and is reported skipped."),
+}).strict();
+
 export const DelegateBatchInput = z
   .object({
     tasks: z
-      .array(DelegateInput)
+      .array(DelegateBatchTask)
       .min(1, "give at least one task")
       .max(64, "at most 64 tasks per batch")
-      .describe("Independent tasks, each with its own disjoint `scope`; they run concurrently up to the target's free slots."),
+      .describe("Tasks, each with its own disjoint `scope`; those without `after` run concurrently up to the target's free slots."),
+    integration: IntegrationSpec.optional().describe(
+      'Checks of the batch as a whole, {"checks": [CHECK…]}: once every task has ended, the engine combines the built workers\' graded commits in task order on the base and runs these on that commit (a combining conflict fails it, naming the files). merge {"batchId"} then lands that one commit, only when it passed.',
+    ),
   })
   .strict();
 
@@ -231,6 +244,8 @@ export const DelegateOutput = z.object({
 export const DelegateBatchOutput = z.object({
   batchId: z.string(),
   workerIds: z.array(z.string()),
+  /** Each task with its worker (null until it starts: it comes after others). */
+  tasks: z.array(z.object({ id: z.string(), workerId: z.string().nullable(), after: z.array(z.string()) })).optional(),
   slots: Slots,
   warnings: z.array(z.string()),
   next: z.string(),
@@ -246,6 +261,13 @@ export const BatchStats = z.object({
   builtRate: z.number().nullable(),
   honestRate: z.number().nullable(),
   verdict: Outcome.nullable(),
+  /** Every task ended or skipped, and the integration (when given) done. */
+  done: z.boolean().optional(),
+  skipped: z.array(z.object({ id: z.string(), reason: z.string() })).optional(),
+  integration: z
+    .object({ state: z.string(), passed: z.boolean().nullable(), commit: z.string().nullable(), reason: z.string().nullable(), checks: z.array(z.object({ name: z.string(), passed: z.boolean(), exitCode: z.number().nullable().optional(), output: z.string() })) })
+    .nullable()
+    .optional(),
 });
 
 export const WorkersOutput = z.object({
@@ -349,6 +371,8 @@ export const ResultOutput = z.object({
   baseBranch: z.string().nullable(),
   mergeHint: z.string().nullable(),
   merged: z.object({ into: z.string(), commit: z.string() }).nullable(),
+  /** Changes that need the person's explicit acceptance before a merge (merge acceptFlagged). */
+  flags: z.array(ChangeFlag).optional(),
   discarded: z.boolean(),
   approvals: z.array(z.object({ askId: z.string(), tool: z.string(), what: z.string(), status: z.string(), decision: z.string().nullable(), by: z.string().nullable() })),
   batchId: z.string().nullable(),
@@ -369,6 +393,30 @@ export const DiffOutput = z.object({
   nextOffset: z.number().nullable(),
   next: z.string(),
 });
+
+export const MergeInput = z
+  .object({
+    workerId: id().optional().describe("The built worker to merge."),
+    batchId: id().optional().describe("Or a batch with integration checks: lands its one integration commit, only when the integration passed."),
+    acceptFlagged: z
+      .boolean()
+      .optional()
+      .describe("The person reviewed and accepted the flagged files (result's `flags`: symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration); without it such a merge is refused. Never set it on your own."),
+  })
+  .strict();
+
+export const PushInput = z
+  .object({
+    workerId: id().optional().describe("A built worker: its graded commit is pushed."),
+    batchId: id().optional().describe("Or a batch whose integration passed: its integration commit is pushed."),
+    remote: z.string().min(1).max(2000).describe("A remote's name in the person's repository (git remote) or its URL, as the person named it."),
+    branch: z.string().max(255).optional().describe("The branch on the remote (default ocw/<id>); never the remote's default branch; never forced."),
+    pr: z.boolean().optional().describe("Open a pull request with gh (when installed and signed in), the verdict card as its body."),
+    title: z.string().max(200).optional().describe("The pull request's title."),
+  })
+  .strict();
+
+export const PushOutput = z.object({ remote: z.string(), branch: z.string(), commit: z.string(), pr: z.object({ url: z.string() }).nullable(), prProblem: z.string().nullable(), next: z.string() });
 
 export const MergeOutput = z.object({
   workerId: z.string(),

@@ -216,7 +216,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
     async (args) => {
       const before = await slotsNow();
-      const { batchId, workerIds } = await call((c) => c.workers.startBatch.mutate({ tasks: args.tasks }));
+      const { batchId, workerIds, tasks } = await call((c) => c.workers.startBatch.mutate({ tasks: args.tasks, ...(args.integration ? { integration: args.integration } : {}) }));
       for (const id of workerIds) mine.add(id);
       const { slots } = await slotsNow();
       const warnings: string[] = [];
@@ -238,7 +238,15 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       if (noScope.length && !overlaps.length) warnings.push(`task(s) ${noScope.join(", ")} have no scope: they may change any file — give each task \`scope\` globs`);
       if (args.tasks.length > before.slots.free)
         warnings.push(`${args.tasks.length} tasks for ${before.slots.free} free slot(s): ${args.tasks.length - before.slots.free} queue until slots free`);
-      return { batchId, workerIds, slots, warnings, next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals; then result for each worker` };
+      const later = tasks.filter((t) => !t.workerId).map((t) => t.id);
+      return {
+        batchId,
+        workerIds,
+        tasks,
+        slots,
+        warnings,
+        next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals${later.length ? ` (tasks ${later.join(", ")} start once the tasks they come after are built)` : ""}; then result for each worker${args.integration ? `; the integration verdict comes in wait's batch.integration, and merge {"batchId":"${batchId}"} lands it` : ""}`,
+      };
     },
   );
 
@@ -431,7 +439,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         extra.signal.aborted ? ids.map((id) => workers!.get(id)!).filter(Boolean) : pictures(),
         args.batchId ? batchStats(args.batchId) : null,
       ]);
-      const settled = list.every((w) => isFinal(w.state));
+      // A batch goes on after its workers end: tasks that come after others start, the integration checks run.
+      const settled = list.every((w) => isFinal(w.state)) && (!batch || batch.done !== false);
+      if (batch && batch.done === false && reason! === "settled") reason = "worker-settled";
       const pending = list.flatMap((w) => pendingAsks(w)).map(pendingItem);
       return {
         state: aggregateState(list),
@@ -451,7 +461,23 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 
   async function batchStats(batchId: string): Promise<z.infer<typeof S.BatchStats>> {
     const b = await call((c) => c.workers.batch.query({ batchId }));
-    return { batchId, settled: b.settled, built: b.built, honest: b.honest, graded: b.graded, total: b.workerIds.length, builtRate: b.builtRate, honestRate: b.honestRate, verdict: b.verdict };
+    const r = b.integration?.result ?? null;
+    return {
+      batchId,
+      settled: b.settled,
+      built: b.built,
+      honest: b.honest,
+      graded: b.graded,
+      total: b.tasks.length || b.workerIds.length,
+      builtRate: b.builtRate,
+      honestRate: b.honestRate,
+      verdict: b.verdict,
+      done: b.done,
+      skipped: b.skipped,
+      integration: b.integration
+        ? { state: b.integration.state, passed: r ? r.passed : null, commit: r?.commit ?? null, reason: r?.reason ?? null, checks: (r?.checks ?? []).map((c) => ({ name: c.name, passed: c.passed, exitCode: c.exitCode, output: clip(c.output, 1500) })) }
+        : null,
+    };
   }
 
   // ---------------- pending_approvals ----------------
@@ -610,6 +636,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         baseBranch: w.baseBranch,
         mergeHint: v?.mergeHint ?? null,
         merged: w.merged,
+        flags: v?.flags ?? [],
         discarded: isDiscarded(w),
         approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, what: clip(a.what, 300), status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
         batchId: w.batchId,
@@ -617,7 +644,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         next: w.merged
           ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
           : verdict === "built"
-            ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)`
+            ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)${v?.flags?.length ? `. FLAGGED files need the person's explicit acceptance before merge (show them the flags; merge with acceptFlagged only if they accept): ${v.flags.map((f) => `${f.path} (${f.detail})`).join("; ")}` : ""}`
             : `not built${w.stateReason ? ` (${clip(w.stateReason, 200)})` : ""}: read the failing checks, then re-delegate a targeted fix or resume {"workerId":"${w.id}","message":"…"}; discard {"workerId":"${w.id}"} removes what is left`,
       };
     },
@@ -678,17 +705,26 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       title: "Merge a built worker",
       description:
         "Merge a built worker's graded commit into the branch it started from, in the person's repository (git merge --no-ff, done by the engine). Refuses without changing anything when the checkout is on another branch, has conflicting local changes, or the merge conflicts — the message says what to do. Merge one worker at a time and run the project's tests between merges.",
-      input: S.WorkerRefInput,
+      input: S.MergeInput,
       output: S.MergeOutput,
       destructive: true,
     },
-    async ({ workerId }) => {
-      const w = await call((c) => c.workers.get.query({ workerId }));
+    async ({ workerId, batchId, acceptFlagged }) => {
+      if (!workerId === !batchId) throw new ToolError('give workerId, or batchId (a batch with integration checks), not both');
+      if (batchId) {
+        const r = await call((c) => c.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged }));
+        const into = r.integration?.into ?? r.merged[0]?.into ?? "";
+        const commit = r.integration?.merge ?? r.merged.at(-1)?.commit ?? "";
+        if (r.stopped) throw new ToolError(`merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId}: ${r.stopped.reason}`);
+        return { workerId: batchId, into, commit, repo: "", next: r.integration ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests` : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}` };
+      }
+      const w = await call((c) => c.workers.get.query({ workerId: workerId! }));
       let merged: { commit: string; into: string };
       try {
-        merged = await call((c) => c.workers.merge.mutate({ workerId }));
+        merged = await call((c) => c.workers.merge.mutate({ workerId: workerId!, acceptFlagged: !!acceptFlagged }));
       } catch (err) {
         const msg = (err as Error).message ?? String(err);
+        if (/flagged files/.test(msg)) throw new ToolError(`${msg} Show the person the flagged files and ask them; only with their explicit yes call merge {"workerId":"${w.id}","acceptFlagged":true}`);
         if (/conflict/i.test(msg))
           throw new ToolError(
             `${msg} To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or let the person merge ${w.branch} by hand`,
@@ -702,6 +738,24 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         repo: w.repo,
         next: `merged into ${merged.into} at ${merged.commit.slice(0, 12)}: run the project's tests; discard {"workerId":"${w.id}"} removes its workspace when you no longer need it`,
       };
+    },
+  );
+
+  // ---------------- push ----------------
+  register(
+    "push",
+    {
+      title: "Push graded work and open a pull request",
+      description:
+        "Push a built worker's graded commit (or a batch's passed integration commit) to a branch on a remote the person named — never forced, never to the remote's default branch — and, with pr, open a pull request with gh (when installed and signed in) whose body is the verdict card. Run by the engine with the person's git and gh; no credential reaches a worker. Only when the person asked for a push.",
+      input: S.PushInput,
+      output: S.PushOutput,
+      destructive: true,
+    },
+    async (args) => {
+      if (!args.workerId === !args.batchId) throw new ToolError("give workerId, or batchId, not both");
+      const r = await call((c) => c.workers.push.mutate({ ...args, pr: !!args.pr }));
+      return { ...r, next: r.pr ? `pull request opened: ${r.pr.url}` : r.prProblem ? `pushed ${r.branch}; no pull request: ${r.prProblem}` : `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}` };
     },
   );
 

@@ -297,6 +297,13 @@ function isWorkerEvent(e: EngineEvent): e is WorkerEvent {
   return "seq" in e && "workerId" in e;
 }
 
+/** Listeners of a batch's own events (a task started after others, one skipped, the integration ran). */
+const batchListeners = new Set<(batchId: string) => void>();
+export function onBatchEvent(fn: (batchId: string) => void): () => void {
+  batchListeners.add(fn);
+  return () => batchListeners.delete(fn);
+}
+
 function flush() {
   flushTimer = null;
   const events = queue.splice(0);
@@ -335,6 +342,10 @@ function flush() {
     }
     if (e.type === "notice") {
       pushNotice(e.level, e.message);
+      continue;
+    }
+    if (e.type === "batch") {
+      for (const l of batchListeners) l(e.batchId);
       continue;
     }
     if (e.type === "retry") {

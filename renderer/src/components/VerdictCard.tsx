@@ -66,6 +66,18 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
         </div>
         {verdict.diffStat && <pre className="diffstat">{verdict.diffStat}</pre>}
       </div>
+      {verdict.flags?.length ? (
+        <div className="flags" role="group" aria-label="Flagged files">
+          <div className="io-label">flagged: merged only after you accept them</div>
+          <ul>
+            {verdict.flags.map((f) => (
+              <li key={`${f.path}:${f.kind}`}>
+                <span className="chip chip-warn">{f.kind}</span> <code>{f.path}</code> <span className="muted small">{f.detail}</span>
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
     </section>
   );
 }

@@ -5,7 +5,8 @@ import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
 import { duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { go, href } from "../router";
-import { pushNotice, sortedWorkers, useStore } from "../store";
+import { onBatchEvent, pushNotice, sortedWorkers, useStore } from "../store";
+import type { BatchSummary } from "../../../shared/batch";
 
 /** A worker interrupted because its model endpoint stopped answering (the engine's reason says so). */
 const MODEL_GONE = /model endpoint .* stopped answering/;
@@ -165,6 +166,7 @@ function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }
         </span>
         {batchId && <MergeAll batchId={batchId} workers={workers} />}
       </header>
+      {batchId && <BatchPlan batchId={batchId} workers={workers} />}
       {batchId && (
         <div className="batch-bar" role="img" aria-label={`progress: ${bar.map((b) => `${b.n} ${b.label}`).join(", ")}`}>
           {bar.map((b) => (b.n ? <span key={b.key} className={`bb-${b.key}`} style={{ flexGrow: b.n }} title={`${b.n} ${b.label}`} /> : null))}
@@ -452,3 +454,74 @@ function MergeAll({ batchId, workers }: { batchId: string; workers: Worker[] }) 
     </div>
   );
 }
+
+/**
+ * The batch's plan as the engine keeps it: each task with the tasks it comes after (drawn as "a → b"), the tasks
+ * skipped with why, and the integration verdict beside the workers' own. Refetched on the batch's own events and when
+ * its workers change.
+ */
+function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] }) {
+  const [plan, setPlan] = useState<BatchSummary | null>(null);
+  const sig = workers.map((w) => `${w.id}:${w.state}:${w.merged ? 1 : 0}`).join(",");
+  useEffect(() => {
+    let live = true;
+    const load = () => void api.workers.batch.query({ batchId }).then((b) => live && setPlan(b), () => undefined);
+    load();
+    const off = onBatchEvent((id) => id === batchId && load());
+    return () => {
+      live = false;
+      off();
+    };
+  }, [batchId, sig]);
+  if (!plan || (!plan.tasks.some((t) => t.after.length) && !plan.integration && !plan.skipped.length)) return null;
+  const byId = new Map(workers.map((w) => [w.id, w]));
+  const stateOf = (t: BatchSummary["tasks"][number]) => (t.skipped ? "skipped" : t.workerId ? (byId.get(t.workerId)?.state ?? "queued") : "waiting");
+  const integ = plan.integration;
+  const res = integ?.result ?? null;
+  return (
+    <div className="batch-plan" aria-label={`plan of batch ${batchId}`}>
+      {plan.tasks.some((t) => t.after.length) && (
+        <ol className="deps" aria-label="task dependencies">
+          {plan.tasks.map((t) => (
+            <li key={t.id} className={`dep dep-${stateOf(t)}`} aria-label={`task ${t.id}${t.after.length ? ` after ${t.after.join(", ")}` : ""}: ${stateWord(stateOf(t))}`}>
+              {t.after.length > 0 && <span className="dep-after">{t.after.join(" + ")} →</span>}
+              <strong>{t.id}</strong> <span className={`chip chip-${toneOf(stateOf(t))}`}>{stateWord(stateOf(t))}</span>
+              {t.workerId ? (
+                <a className="small" href={href({ name: "worker", id: t.workerId })}>
+                  {t.workerId}
+                </a>
+              ) : null}
+              {t.skipped && <span className="small muted"> skipped: {t.skipped}</span>}
+              {!t.workerId && !t.skipped && <span className="small muted"> starts once {t.after.join(", ")} {t.after.length === 1 ? "is" : "are"} built</span>}
+            </li>
+          ))}
+        </ol>
+      )}
+      {integ && (
+        <div className={`integration integration-${res ? (res.passed ? "passed" : "failed") : integ.state}`} role="group" aria-label="integration verdict">
+          <span className="io-label">integration</span>{" "}
+          <span className={`chip chip-${res ? (res.passed ? "ok" : "bad") : "idle"}`} aria-label={`integration: ${res ? (res.passed ? "passed" : "failed") : integ.state}`}>
+            {res ? (res.passed ? "passed" : "failed") : integ.state === "running" ? "checks running" : "waiting for the tasks"}
+          </span>
+          {res && (
+            <span className="small">
+              {" "}
+              {res.checks.filter((c) => c.passed).length}/{res.checks.length} checks · {res.workers.length} worker{res.workers.length === 1 ? "" : "s"} combined
+              {res.commit ? <> · <code>{res.commit.slice(0, 8)}</code></> : null}
+              {res.landed ? ` · landed on ${res.landed.into}` : ""}
+            </span>
+          )}
+          {res?.reason && <div className="small field-error">{res.reason}</div>}
+          {res?.checks.map((c, i) => (
+            <div key={i} className="small">
+              <span className={`chip chip-${c.passed ? "ok" : "bad"}`}>{c.passed ? "pass" : "fail"}</span> <code>{c.name}</code>
+            </div>
+          ))}
+        </div>
+      )}
+    </div>
+  );
+}
+
+const stateWord = (s: string) => (s === "honest-failure" ? "failed" : s);
+const toneOf = (s: string) => (s === "built" ? "ok" : s === "honest-failure" || s === "error" || s === "skipped" ? "bad" : s === "waiting" || s === "queued" ? "idle" : "busy");

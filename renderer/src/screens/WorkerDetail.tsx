@@ -33,6 +33,7 @@ export function WorkerDetail({ id }: { id: string }) {
   const [confirmStop, setConfirmStop] = useState(false);
   const [confirmDiscard, setConfirmDiscard] = useState(false);
   const [mergeError, setMergeError] = useState<string | null>(null);
+  const [acceptFlagged, setAcceptFlagged] = useState(false);
 
   useEffect(() => {
     void loadTranscript(id);
@@ -191,15 +192,33 @@ export function WorkerDetail({ id }: { id: string }) {
               A merge commit is made in <code>{w.repo}</code>. If the base branch moved and the changes conflict, nothing is changed and you get the conflicting files.
             </p>
             {w.verdict?.diffStat && <pre className="diffstat">{w.verdict.diffStat}</pre>}
+            {w.verdict?.flags?.length ? (
+              <div className="flags" role="group" aria-label="Flagged files to accept">
+                <p className="small">
+                  <strong>This change holds files that do more than their diff shows.</strong> They are merged exactly as graded (no filter runs), but they act once in your checkout:
+                </p>
+                <ul>
+                  {w.verdict.flags.map((f) => (
+                    <li key={`${f.path}:${f.kind}`}>
+                      <code>{f.path}</code> <span className="muted small">{f.detail}</span>
+                    </li>
+                  ))}
+                </ul>
+                <label className="small">
+                  <input type="checkbox" aria-label="accept flagged files" checked={acceptFlagged} onChange={(e) => setAcceptFlagged(e.target.checked)} /> I reviewed these files and accept them
+                </label>
+              </div>
+            ) : null}
             <div className="actions">
               <button
                 type="button"
                 className="btn primary"
+                disabled={!!w.verdict?.flags?.length && !acceptFlagged}
                 onClick={() => {
                   setConfirmMerge(false);
                   void (async () => {
                     try {
-                      const r = await api.workers.merge.mutate({ workerId: id });
+                      const r = await api.workers.merge.mutate({ workerId: id, acceptFlagged });
                       pushNotice("info", `merged ${id} into ${r.into} (${r.commit.slice(0, 8)})`);
                     } catch (err) {
                       setMergeError(errorText(err));
