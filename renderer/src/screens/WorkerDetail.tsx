@@ -34,6 +34,10 @@ export function WorkerDetail({ id }: { id: string }) {
   const [confirmDiscard, setConfirmDiscard] = useState(false);
   const [mergeError, setMergeError] = useState<string | null>(null);
   const [acceptFlagged, setAcceptFlagged] = useState(false);
+  const [pushOpen, setPushOpen] = useState(false);
+  const [pushRemote, setPushRemote] = useState("origin");
+  const [pushBranch, setPushBranch] = useState("");
+  const [pushPr, setPushPr] = useState(true);
 
   useEffect(() => {
     void loadTranscript(id);
@@ -138,6 +142,25 @@ export function WorkerDetail({ id }: { id: string }) {
               Merge…
             </button>
           )}
+          {w.merged && !w.reverted && (
+            <button
+              type="button"
+              className="btn"
+              disabled={!!busy}
+              title="undo the merge as a new commit on the branch (refused, changing nothing, when later work conflicts)"
+              onClick={() => void run("revert", async () => {
+                const r = await api.workers.revert.mutate({ workerId: id });
+                pushNotice("info", `reverted ${id}'s merge on ${r.into} (${r.commit.slice(0, 8)})`);
+              })}
+            >
+              Revert merge
+            </button>
+          )}
+          {canMerge && (
+            <button type="button" className="btn" disabled={!!busy} onClick={() => setPushOpen((x) => !x)}>
+              Push…
+            </button>
+          )}
           {canRetry && (
             <button
               type="button"
@@ -181,6 +204,34 @@ export function WorkerDetail({ id }: { id: string }) {
           <div className="field-error merge-error" role="alert">
             Merge refused: {mergeError}
           </div>
+        )}
+        {pushOpen && canMerge && (
+          <form
+            className="push-form"
+            aria-label="Push"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void run("push", async () => {
+                const r = await api.workers.push.mutate({ workerId: id, remote: pushRemote, ...(pushBranch ? { branch: pushBranch } : {}), pr: pushPr });
+                pushNotice("info", `pushed ${r.commit.slice(0, 8)} to ${r.remote} ${r.branch}${r.pr ? ` · pull request ${r.pr.url}` : r.prProblem ? ` · no pull request: ${r.prProblem}` : ""}`);
+                setPushOpen(false);
+              });
+            }}
+          >
+            <label className="small">
+              remote <input aria-label="remote" value={pushRemote} onChange={(e) => setPushRemote(e.target.value)} placeholder="origin" required />
+            </label>{" "}
+            <label className="small">
+              branch <input aria-label="branch" value={pushBranch} onChange={(e) => setPushBranch(e.target.value)} placeholder={`ocw/${id}`} />
+            </label>{" "}
+            <label className="small">
+              <input type="checkbox" aria-label="open a pull request" checked={pushPr} onChange={(e) => setPushPr(e.target.checked)} /> open a pull request (gh)
+            </label>{" "}
+            <button type="submit" className="btn primary small" disabled={!!busy || !pushRemote}>
+              Push graded commit
+            </button>
+            <span className="small muted"> never forced, never to the default branch</span>
+          </form>
         )}
       </section>
 
