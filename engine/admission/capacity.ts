@@ -103,6 +103,7 @@ const CODE_WORDS: Record<string, string> = {
   UND_ERR_CONNECT_TIMEOUT: "connect timed out",
   UND_ERR_HEADERS_TIMEOUT: "no answer in time",
   UND_ERR_SOCKET: "the connection broke",
+  ERR_INVALID_URL: "not a valid URL",
 };
 
 /** Why a probe failed, in words a person can act on (never an internal error class name such as "TypeError"). */
