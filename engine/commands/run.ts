@@ -325,6 +325,7 @@ export class TerminalAsker {
     input: NodeJS.ReadableStream = process.stdin,
     private readonly out: NodeJS.WritableStream = process.stderr,
   ) {
+    this.echoes = (input as { isTTY?: boolean }).isTTY === true;
     this.rl = readline.createInterface({ input, output: out, terminal: false });
     this.rl.on("line", (l) => {
       const w = this.waiting;
@@ -344,6 +345,7 @@ export class TerminalAsker {
   /** True while a question is on the terminal and its answer is awaited. */
   private prompting = false;
   private readonly held: string[] = [];
+  private readonly echoes: boolean;
 
   /** A status line: printed now, or, while a prompt waits for its answer, right after the answer (never onto its line). */
   status(line: string): void {
@@ -352,7 +354,10 @@ export class TerminalAsker {
   }
 
   private flushHeld(): void {
+    const was = this.prompting;
     this.prompting = false;
+    // A terminal echoes the answer and its newline; piped input does not, and the prompt's line is still open.
+    if (was && this.held.length && !this.echoes) this.out.write("\n");
     for (const l of this.held.splice(0)) this.out.write(l + "\n");
   }
 

@@ -59282,7 +59282,8 @@ var CODE_WORDS = {
   ENETUNREACH: "network unreachable",
   UND_ERR_CONNECT_TIMEOUT: "connect timed out",
   UND_ERR_HEADERS_TIMEOUT: "no answer in time",
-  UND_ERR_SOCKET: "the connection broke"
+  UND_ERR_SOCKET: "the connection broke",
+  ERR_INVALID_URL: "not a valid URL"
 };
 function probeProblem(err, timeoutMs) {
   const e = err;
@@ -75521,6 +75522,7 @@ var TerminalAsker = class {
   constructor(client3, input = process.stdin, out = process.stderr) {
     this.client = client3;
     this.out = out;
+    this.echoes = input.isTTY === true;
     this.rl = readline.createInterface({ input, output: out, terminal: false });
     this.rl.on("line", (l) => {
       const w = this.waiting;
@@ -75550,13 +75552,16 @@ var TerminalAsker = class {
   /** True while a question is on the terminal and its answer is awaited. */
   prompting = false;
   held = [];
+  echoes;
   /** A status line: printed now, or, while a prompt waits for its answer, right after the answer (never onto its line). */
   status(line) {
     if (this.prompting) this.held.push(line);
     else this.out.write(line + "\n");
   }
   flushHeld() {
+    const was = this.prompting;
     this.prompting = false;
+    if (was && this.held.length && !this.echoes) this.out.write("\n");
     for (const l of this.held.splice(0)) this.out.write(l + "\n");
   }
   enqueue(ask) {
