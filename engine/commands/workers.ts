@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { Command } from "commander";
+import type { BatchSummary } from "../../shared/batch";
 import type { EngineEvent } from "../../shared/events";
 import { terminalSafe } from "../../shared/permission";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
@@ -54,12 +55,17 @@ export function registerWorkerCommands(program: Command): void {
 
   program
     .command("show")
-    .description("one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next")
-    .argument("<workerId>")
+    .description("one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict)")
+    .argument("<id>", "a worker id (w-…) or a batch id (b-…)")
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       try {
         const c = await client("show");
+        if (id.startsWith("b-")) {
+          const b = await c.workers.batch.query({ batchId: id });
+          if (o.json) return console.log(JSON.stringify(b, null, 2));
+          return console.log(batchText(b));
+        }
         const w = await c.workers.get.query({ workerId: id });
         if (o.json) return console.log(JSON.stringify(w, null, 2));
         console.log(showText(w));
@@ -186,6 +192,21 @@ export function registerWorkerCommands(program: Command): void {
         fail(err);
       }
     });
+}
+
+export function batchText(b: BatchSummary): string {
+  const lines = [`batch ${b.id}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " · done" : ""}`];
+  if (b.tasks.length)
+    for (const t of b.tasks) lines.push(`  ${t.id}${t.after.length ? ` (after ${t.after.join(", ")})` : ""}: ${t.workerId ? `${t.workerId} ${stateWord(b.states[t.workerId] ?? "queued")}` : t.skipped ? `skipped — ${safe(t.skipped)}` : "waiting"}`);
+  else for (const id of b.workerIds) lines.push(`  ${id} ${stateWord(b.states[id]!)}`);
+  const i = b.integration;
+  if (i) {
+    const r = i.result;
+    lines.push(`integration: ${r ? (r.passed ? "passed" : "failed") : i.state}${r?.commit ? ` (${r.commit.slice(0, 12)})` : ""}${r?.reason ? ` — ${safe(r.reason)}` : ""}${r?.landed ? ` · landed on ${r.landed.into}` : ""}`);
+    for (const c of r?.checks ?? []) lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
+    if (r?.passed && !r.landed) lines.push(`next: ocw merge --batch ${b.id} · ocw push --batch ${b.id} --remote R --pr`);
+  }
+  return lines.join("\n");
 }
 
 export function showText(w: Worker): string {

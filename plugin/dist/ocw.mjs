@@ -86977,9 +86977,14 @@ function registerWorkerCommands(program3) {
       fail(err);
     }
   });
-  program3.command("show").description("one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next").argument("<workerId>").option("--json", "print JSON").action(async (id2, o2) => {
+  program3.command("show").description("one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict)").argument("<id>", "a worker id (w-\u2026) or a batch id (b-\u2026)").option("--json", "print JSON").action(async (id2, o2) => {
     try {
       const c3 = await client2("show");
+      if (id2.startsWith("b-")) {
+        const b = await c3.workers.batch.query({ batchId: id2 });
+        if (o2.json) return console.log(JSON.stringify(b, null, 2));
+        return console.log(batchText(b));
+      }
       const w = await c3.workers.get.query({ workerId: id2 });
       if (o2.json) return console.log(JSON.stringify(w, null, 2));
       console.log(showText(w));
@@ -87066,6 +87071,20 @@ function registerWorkerCommands(program3) {
       fail(err);
     }
   });
+}
+function batchText(b) {
+  const lines = [`batch ${b.id}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " \xB7 done" : ""}`];
+  if (b.tasks.length)
+    for (const t2 of b.tasks) lines.push(`  ${t2.id}${t2.after.length ? ` (after ${t2.after.join(", ")})` : ""}: ${t2.workerId ? `${t2.workerId} ${stateWord(b.states[t2.workerId] ?? "queued")}` : t2.skipped ? `skipped \u2014 ${safe(t2.skipped)}` : "waiting"}`);
+  else for (const id2 of b.workerIds) lines.push(`  ${id2} ${stateWord(b.states[id2])}`);
+  const i2 = b.integration;
+  if (i2) {
+    const r = i2.result;
+    lines.push(`integration: ${r ? r.passed ? "passed" : "failed" : i2.state}${r?.commit ? ` (${r.commit.slice(0, 12)})` : ""}${r?.reason ? ` \u2014 ${safe(r.reason)}` : ""}${r?.landed ? ` \xB7 landed on ${r.landed.into}` : ""}`);
+    for (const c3 of r?.checks ?? []) lines.push(`  ${c3.passed ? "pass" : "fail"} ${safe(c3.name)}${c3.exitCode !== void 0 && c3.exitCode !== null ? ` (exit ${c3.exitCode})` : ""}`);
+    if (r?.passed && !r.landed) lines.push(`next: ocw merge --batch ${b.id} \xB7 ocw push --batch ${b.id} --remote R --pr`);
+  }
+  return lines.join("\n");
 }
 function showText(w) {
   const v = w.verdict;

@@ -104,6 +104,9 @@ describe("dependent tasks and integration checks", () => {
     expect(wb.startFrom).toBe(wa.verdict!.commit);
     expect(wb.taskId).toBe("b");
     expect(r.stderr).toMatch(new RegExp(`task b \\(after a\\) started as ${b}`));
+    const sb = await ocw(["show", out.batchId]);
+    expect(sb.stdout).toMatch(new RegExp(`b \\(after a\\): ${b} built`));
+    expect(sb.stdout).toMatch(/integration: passed .*\n {2}pass both files \(exit 0\)\nnext: ocw merge --batch/);
     // The integration commit's parent is the base; it holds both files.
     expect(git(dir, "rev-parse", `${out.integration.commit}^`)).toBe(base);
 
@@ -316,5 +319,42 @@ describe("the daily CLI against a running engine", () => {
     const unknown = await ocw(["show", "w_nope"]);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).not.toMatch(/Error\b/);
+  });
+});
+
+describe("over MCP", () => {
+  it("delegate_batch takes after and integration; wait reports the batch until it is done; merge {batchId} lands the integration commit", async () => {
+    const { startMcp, waitUntil } = await import("./mcp-helpers");
+    const dir = makeRepo();
+    dirs.push(dir);
+    const base = git(dir, "rev-parse", "HEAD");
+    await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
+    const mcp = await startMcp(engine.stateDir, "landing-mcp");
+    try {
+      const d = await mcp.call("delegate_batch", {
+        tasks: [
+          { id: "a", task: "LD-WRITE file=a.txt text=ALPHA-9", directory: dir, checks: [{ run: "grep -q ALPHA-9 a.txt" }], scope: ["a.txt"] },
+          { id: "b", after: ["a"], task: "LD-READ from=a.txt to=b.txt", directory: dir, checks: [{ run: "grep -q 'copy of ALPHA-9' b.txt" }], scope: ["b.txt"] },
+        ],
+        integration: { checks: [{ name: "together", run: "grep -q ALPHA-9 b.txt" }] },
+      });
+      expect(d.workerIds).toHaveLength(1);
+      expect(d.tasks).toEqual([
+        { id: "a", workerId: d.workerIds[0], after: [] },
+        { id: "b", workerId: null, after: ["a"] },
+      ]);
+      expect(d.next).toMatch(/tasks b start once the tasks they come after are built/);
+      const w = await waitUntil(mcp, { batchId: d.batchId }, (r) => r.batch?.done === true, 10);
+      expect(w.settled).toBe(true);
+      expect(w.batch).toMatchObject({ total: 2, built: 2, skipped: [], integration: { state: "done", passed: true, checks: [{ name: "together", passed: true }] } });
+      const m = await mcp.call("merge", { batchId: d.batchId });
+      expect(m).toMatchObject({ into: "main" });
+      expect(git(dir, "rev-list", "--count", `${base}..main`)).toBe("1");
+      expect(readFileSync(path.join(dir, "b.txt"), "utf8")).toBe("copy of ALPHA-9\n");
+      expect(await mcp.fail("merge", {})).toMatch(/give workerId, or batchId/);
+    } finally {
+      await mcp.close();
+      await engine.client.policies.set.mutate({ rules: [] });
+    }
   });
 });
