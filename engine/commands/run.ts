@@ -3,7 +3,7 @@ import path from "node:path";
 import readline from "node:readline";
 import type { Command } from "commander";
 import { z } from "zod";
-import { BatchFile, type BatchSummary, type IntegrationSpec } from "../../shared/batch";
+import { BatchFile, type BatchSummary, type IntegrationResult, type IntegrationSpec } from "../../shared/batch";
 import type { BatchTaskInput } from "../../shared/api";
 import { claimWords, outcomeWord } from "../../shared/vocabulary";
 import type { CheckSpec } from "../../shared/check";
@@ -168,7 +168,7 @@ async function runCommand(o: RunOptions): Promise<void> {
       tasks: summary.tasks,
       skipped: summary.skipped,
       ...(summary.integration
-        ? { integration: integ ? { passed: integ.passed, commit: integ.commit, checks: integ.checks.map((c) => ({ name: c.name, passed: c.passed, ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}), output: c.output })), conflict: integ.conflict, reason: integ.reason } : { passed: false, commit: null, checks: [], conflict: null, reason: "the integration did not run" } }
+        ? { integration: integrationJson(integ) }
         : {}),
       builtRate: summary.builtRate,
       honestRate: summary.honestRate,
@@ -195,6 +195,17 @@ async function runCommand(o: RunOptions): Promise<void> {
     process.exit(2);
   }
   process.exit(built ? 0 : 1);
+}
+
+/**
+ * The contract's `integration: {passed, commit, checks: [{name, passed, exitCode?, output}]}`. When the commits did not
+ * combine (or nothing was built) no check ran: one failed "combine" entry says why, naming the conflicting files.
+ */
+function integrationJson(integ: IntegrationResult | null) {
+  if (!integ) return { passed: false, commit: null, checks: [{ name: "combine", passed: false, output: "the integration did not run" }] };
+  const checks = integ.checks.map((c) => ({ name: c.name, passed: c.passed, ...(c.exitCode !== undefined && c.exitCode !== null ? { exitCode: c.exitCode } : {}), output: c.output }));
+  if (!integ.commit) checks.unshift({ name: "combine", passed: false, output: integ.reason ?? "the built workers' commits did not combine" });
+  return { passed: integ.passed, commit: integ.commit, checks };
 }
 
 /**

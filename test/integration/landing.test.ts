@@ -172,7 +172,7 @@ describe("dependent tasks and integration checks", () => {
     expect(failing.code, failing.stderr).toBe(1);
     const f = JSON.parse(failing.stdout);
     expect(f.workers.map((w: { verdict: string }) => w.verdict)).toEqual(["built", "built"]);
-    expect(f.integration).toMatchObject({ passed: false, checks: [{ name: "needs a third file", passed: false, exitCode: 1 }] });
+    expect(f.integration).toEqual({ passed: false, commit: expect.stringMatching(/^[0-9a-f]{40}$/), checks: [{ name: "needs a third file", passed: false, exitCode: 1, output: expect.any(String) }] });
     expect(f.integration.commit).toMatch(/^[0-9a-f]{40}$/);
     // A failed integration lands nothing.
     const before = git(d2, "rev-parse", "main");
@@ -184,8 +184,9 @@ describe("dependent tasks and integration checks", () => {
     expect(conflict.code, conflict.stderr).toBe(1);
     const c = JSON.parse(conflict.stdout);
     expect(c.workers.map((w: { verdict: string }) => w.verdict)).toEqual(["built", "built"]);
-    expect(c.integration).toMatchObject({ passed: false, commit: null, checks: [], conflict: { files: ["same.txt"] } });
-    expect(c.integration.reason).toMatch(/conflicts in same\.txt/);
+    expect(c.integration).toEqual({ passed: false, commit: null, checks: [{ name: "combine", passed: false, output: expect.stringMatching(/conflicts in same\.txt/) }] });
+    // The engine's record names the files too.
+    expect((await engine.client.workers.batch.query({ batchId: c.batchId })).integration!.result!.conflict).toMatchObject({ files: ["same.txt"] });
   });
 
   it("bad batch files say what is wrong, and nothing starts", async () => {
