@@ -18,7 +18,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "engine/**/*.test.ts"],
+          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts"],
           testTimeout: 20_000,
         },
       },
@@ -26,7 +26,7 @@ export default defineConfig({
         // The same files as `unit` minus the ones above: no git, bubblewrap or opencode; meant to run in seconds.
         test: {
           name: "pure",
-          include: ["shared/**/*.test.ts", "engine/**/*.test.ts"],
+          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts"],
           exclude: ["**/node_modules/**", ...NEEDS_TOOLS],
           testTimeout: 20_000,
         },
