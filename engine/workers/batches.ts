@@ -24,6 +24,8 @@ interface TaskRecord {
   spec: WorkerSpec;
   workerId: string | null;
   skipped: string | null;
+  /** Skipped because a task it comes after was not built (or never started): looked at again when that changes. */
+  waitsOnDependency?: boolean;
 }
 
 export interface BatchRecord {
@@ -146,20 +148,29 @@ export class Batches {
     for (let progress = true; progress; ) {
       progress = false;
       for (const t of r.tasks) {
-        if (t.workerId || t.skipped) continue;
+        if (t.workerId) continue;
         const deps = t.after.map((a) => r.tasks.find((x) => x.id === a)!);
+        const workers = deps.map((d) => (d.workerId ? this.opts.get(d.workerId) : undefined));
+        if (t.skipped) {
+          // A task skipped for a dependency starts after all once every dependency is built (one was resumed).
+          if (!t.waitsOnDependency || !workers.every((w) => w?.state === "built" && w.verdict?.commit && !w.discarded)) continue;
+          t.skipped = null;
+          t.waitsOnDependency = false;
+          if (r.integration?.state === "done" && !r.integration.result?.landed) r.integration = { ...r.integration, state: "waiting", result: null };
+        }
         const skippedDep = deps.find((d) => d.skipped);
         if (skippedDep) {
           t.skipped = `it comes after ${skippedDep.id}, which never started`;
+          t.waitsOnDependency = true;
           progress = moved = true;
           continue;
         }
-        const workers = deps.map((d) => (d.workerId ? this.opts.get(d.workerId) : undefined));
         if (workers.some((w) => !w || !isFinal(w.state))) continue; // still running
         const failed = deps.find((d, i) => workers[i]!.state !== "built" || !workers[i]!.verdict?.commit);
         if (failed) {
           const w = this.opts.get(failed.workerId!)!;
           t.skipped = `it comes after ${failed.id}, which was not built (${w.state === "honest-failure" ? "failed" : w.state})`;
+          t.waitsOnDependency = true;
           progress = moved = true;
           continue;
         }
@@ -240,7 +251,7 @@ export class Batches {
       const gitDir = path.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
-        env: { PATH: userGitEnv().PATH, HOME: tmpDir, LC_ALL: "C", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", OCW_GIT_DIR: gitDir, OCW_OBJECTS: objects, OCW_COMMIT: commit, OCW_CHECKOUT: root, OCW_INDEX: `${root}.index` },
+        env: { PATH: userGitEnv().PATH, HOME: tmpDir, LC_ALL: "C", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", OCW_GIT_DIR: gitDir, OCW_OBJECT_FORMAT: commit.length === 64 ? "sha256" : "sha1", OCW_OBJECTS: objects, OCW_COMMIT: commit, OCW_CHECKOUT: root, OCW_INDEX: `${root}.index` },
       });
       const cwd = path.join(root, r.subdir);
       mkdirSync(cwd, { recursive: true });
@@ -290,7 +301,7 @@ function subdirOf(root: string, dir: string): string {
 
 /** A checkout of the integration commit into a folder of the engine's: its own bare git dir borrowing the person's objects. */
 const CHECK_OUT = `set -eu
-if [ ! -f "$OCW_GIT_DIR/HEAD" ]; then git init -q --bare --template= "$OCW_GIT_DIR"; fi
+if [ ! -f "$OCW_GIT_DIR/HEAD" ]; then git init -q --bare --template= --object-format="$OCW_OBJECT_FORMAT" "$OCW_GIT_DIR"; fi
 mkdir -p "$OCW_GIT_DIR/objects/info"
 printf '%s\\n' "$OCW_OBJECTS" > "$OCW_GIT_DIR/objects/info/alternates"
 GIT_DIR="$OCW_GIT_DIR" GIT_INDEX_FILE="$OCW_INDEX" git -c core.hooksPath=/dev/null -c core.symlinks=true --work-tree "$OCW_CHECKOUT" checkout -q -f "$OCW_COMMIT" -- .

@@ -68052,20 +68052,28 @@ var Batches = class {
     for (let progress2 = true; progress2; ) {
       progress2 = false;
       for (const t2 of r.tasks) {
-        if (t2.workerId || t2.skipped) continue;
+        if (t2.workerId) continue;
         const deps = t2.after.map((a2) => r.tasks.find((x) => x.id === a2));
+        const workers = deps.map((d) => d.workerId ? this.opts.get(d.workerId) : void 0);
+        if (t2.skipped) {
+          if (!t2.waitsOnDependency || !workers.every((w) => w?.state === "built" && w.verdict?.commit && !w.discarded)) continue;
+          t2.skipped = null;
+          t2.waitsOnDependency = false;
+          if (r.integration?.state === "done" && !r.integration.result?.landed) r.integration = { ...r.integration, state: "waiting", result: null };
+        }
         const skippedDep = deps.find((d) => d.skipped);
         if (skippedDep) {
           t2.skipped = `it comes after ${skippedDep.id}, which never started`;
+          t2.waitsOnDependency = true;
           progress2 = moved = true;
           continue;
         }
-        const workers = deps.map((d) => d.workerId ? this.opts.get(d.workerId) : void 0);
         if (workers.some((w) => !w || !isFinal(w.state))) continue;
         const failed = deps.find((d, i2) => workers[i2].state !== "built" || !workers[i2].verdict?.commit);
         if (failed) {
           const w = this.opts.get(failed.workerId);
           t2.skipped = `it comes after ${failed.id}, which was not built (${w.state === "honest-failure" ? "failed" : w.state})`;
+          t2.waitsOnDependency = true;
           progress2 = moved = true;
           continue;
         }
@@ -68145,7 +68153,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`);
       const gitDir = path30.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
-        env: { PATH: userGitEnv().PATH, HOME: tmpDir, LC_ALL: "C", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", OCW_GIT_DIR: gitDir, OCW_OBJECTS: objects, OCW_COMMIT: commit, OCW_CHECKOUT: root2, OCW_INDEX: `${root2}.index` }
+        env: { PATH: userGitEnv().PATH, HOME: tmpDir, LC_ALL: "C", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", OCW_GIT_DIR: gitDir, OCW_OBJECT_FORMAT: commit.length === 64 ? "sha256" : "sha1", OCW_OBJECTS: objects, OCW_COMMIT: commit, OCW_CHECKOUT: root2, OCW_INDEX: `${root2}.index` }
       });
       const cwd = path30.join(root2, r.subdir);
       mkdirSync10(cwd, { recursive: true });
@@ -68190,7 +68198,7 @@ function subdirOf(root2, dir) {
   return rel.startsWith("..") ? "" : rel;
 }
 var CHECK_OUT = `set -eu
-if [ ! -f "$OCW_GIT_DIR/HEAD" ]; then git init -q --bare --template= "$OCW_GIT_DIR"; fi
+if [ ! -f "$OCW_GIT_DIR/HEAD" ]; then git init -q --bare --template= --object-format="$OCW_OBJECT_FORMAT" "$OCW_GIT_DIR"; fi
 mkdir -p "$OCW_GIT_DIR/objects/info"
 printf '%s\\n' "$OCW_OBJECTS" > "$OCW_GIT_DIR/objects/info/alternates"
 GIT_DIR="$OCW_GIT_DIR" GIT_INDEX_FILE="$OCW_INDEX" git -c core.hooksPath=/dev/null -c core.symlinks=true --work-tree "$OCW_CHECKOUT" checkout -q -f "$OCW_COMMIT" -- .
@@ -75388,7 +75396,7 @@ async function runCommand3(o2) {
       workers: outputs.map((r) => r.json),
       tasks: summary.tasks,
       skipped: summary.skipped,
-      ...summary.integration ? { integration: integ ? { passed: integ.passed, commit: integ.commit, checks: integ.checks.map((c3) => ({ name: c3.name, passed: c3.passed, ...c3.exitCode !== void 0 ? { exitCode: c3.exitCode } : {}, output: c3.output })), conflict: integ.conflict, reason: integ.reason } : { passed: false, commit: null, checks: [], conflict: null, reason: "the integration did not run" } } : {},
+      ...summary.integration ? { integration: integrationJson(integ) } : {},
       builtRate: summary.builtRate,
       honestRate: summary.honestRate,
       verdict: summary.verdict
@@ -75419,6 +75427,12 @@ async function runCommand3(o2) {
     process.exit(2);
   }
   process.exit(built ? 0 : 1);
+}
+function integrationJson(integ) {
+  if (!integ) return { passed: false, commit: null, checks: [{ name: "combine", passed: false, output: "the integration did not run" }] };
+  const checks = integ.checks.map((c3) => ({ name: c3.name, passed: c3.passed, ...c3.exitCode !== void 0 && c3.exitCode !== null ? { exitCode: c3.exitCode } : {}, output: c3.output }));
+  if (!integ.commit) checks.unshift({ name: "combine", passed: false, output: integ.reason ?? "the built workers' commits did not combine" });
+  return { passed: integ.passed, commit: integ.commit, checks };
 }
 async function followBatch(client3, batchId, onEvent, onAsks, say) {
   const all = /* @__PURE__ */ new Map();

@@ -359,3 +359,45 @@ describe("over MCP", () => {
     }
   });
 });
+
+describe("a batch across an engine restart", () => {
+  it("the plan survives; a dependency interrupted by the restart skips b, and once resumed and built, b starts after all and the integration runs", async () => {
+    const dir = makeRepo();
+    dirs.push(dir);
+    const own = await startEngine();
+    const stateDir = own.stateDir;
+    let second: TestEngine | null = null;
+    try {
+      await own.client.targets.save.mutate({ target: scriptedTarget(model.url, 4), activate: true });
+      const { batchId, workerIds } = await own.client.workers.startBatch.mutate({
+        tasks: [
+          { id: "a", task: "LD-WRITE file=a.txt text=ALPHA-3", directory: dir, checks: [{ run: "grep -q ALPHA-3 a.txt" }] },
+          { id: "b", after: ["a"], task: "LD-READ from=a.txt to=b.txt", directory: dir, checks: [{ run: "grep -q 'copy of ALPHA-3' b.txt" }] },
+        ],
+        integration: { checks: [{ run: "test -f a.txt && test -f b.txt" }] },
+      });
+      const a = workerIds[0]!;
+      await untilState(own.client, a, (w) => w.state === "waiting-approval", 90_000);
+      await own.kill();
+      second = await startEngine(stateDir);
+      const c = second.client;
+      await untilState(c, a, (w) => w.state === "interrupted", 30_000);
+      await expect.poll(async () => (await c.workers.batch.query({ batchId })).skipped, { timeout: 30_000 }).toEqual([{ id: "b", reason: "it comes after a, which was not built (interrupted)" }]);
+      await expect.poll(async () => (await c.workers.batch.query({ batchId })).integration?.result?.reason ?? null, { timeout: 30_000 }).toBe("no task was built: nothing to integrate");
+      await c.workers.resume.mutate({ workerId: a });
+      await settle(c, [a], () => "once");
+      await expect.poll(async () => (await c.workers.batch.query({ batchId })).tasks.find((t) => t.id === "b")!.workerId, { timeout: 30_000 }).not.toBeNull();
+      const b = (await c.workers.batch.query({ batchId })).tasks.find((t) => t.id === "b")!.workerId!;
+      await settle(c, [b], () => "once");
+      await expect.poll(async () => (await c.workers.batch.query({ batchId })).done, { timeout: 60_000 }).toBe(true);
+      const s = await c.workers.batch.query({ batchId });
+      expect(s.skipped).toEqual([]);
+      expect(s.integration).toMatchObject({ state: "done", result: { passed: true, workers: [a, b] } });
+      expect((await c.workers.get.query({ workerId: b })).state).toBe("built");
+    } finally {
+      await second?.kill();
+      await own.kill();
+      dirs.push(stateDir);
+    }
+  });
+});

@@ -512,6 +512,7 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
             </span>
           )}
           {res?.reason && <div className="small field-error">{res.reason}</div>}
+          {res?.passed && res.commit && <BatchPush batchId={batchId} />}
           {res?.checks.map((c, i) => (
             <div key={i} className="small">
               <span className={`chip chip-${c.passed ? "ok" : "bad"}`}>{c.passed ? "pass" : "fail"}</span> <code>{c.name}</code>
@@ -525,3 +526,44 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
 
 const stateWord = (s: string) => (s === "honest-failure" ? "failed" : s);
 const toneOf = (s: string) => (s === "built" ? "ok" : s === "honest-failure" || s === "error" || s === "skipped" ? "bad" : s === "waiting" || s === "queued" ? "idle" : "busy");
+
+/** Push a batch's passed integration commit to a branch on a remote, and open a pull request with gh. */
+function BatchPush({ batchId }: { batchId: string }) {
+  const [open, setOpen] = useState(false);
+  const [remote, setRemote] = useState("origin");
+  const [branch, setBranch] = useState("");
+  const [pr, setPr] = useState(true);
+  const [busy, setBusy] = useState(false);
+  if (!open)
+    return (
+      <button type="button" className="btn small" onClick={() => setOpen(true)}>
+        Push integration commit…
+      </button>
+    );
+  return (
+    <form
+      className="push-form"
+      aria-label={`push batch ${batchId}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        setBusy(true);
+        void api.workers.push
+          .mutate({ batchId, remote, ...(branch ? { branch } : {}), pr })
+          .then(
+            (r) => (pushNotice("info", `pushed ${r.commit.slice(0, 8)} to ${r.remote} ${r.branch}${r.pr ? ` · pull request ${r.pr.url}` : r.prProblem ? ` · no pull request: ${r.prProblem}` : ""}`), setOpen(false)),
+            (err) => pushNotice("error", `push of ${batchId}: ${errorText(err)}`),
+          )
+          .finally(() => setBusy(false));
+      }}
+    >
+      <input aria-label="remote" value={remote} onChange={(e) => setRemote(e.target.value)} placeholder="origin" required />{" "}
+      <input aria-label="branch" value={branch} onChange={(e) => setBranch(e.target.value)} placeholder={`ocw/${batchId}`} />{" "}
+      <label className="small">
+        <input type="checkbox" checked={pr} onChange={(e) => setPr(e.target.checked)} /> pull request
+      </label>{" "}
+      <button type="submit" className="btn primary small" disabled={busy || !remote}>
+        Push
+      </button>
+    </form>
+  );
+}
