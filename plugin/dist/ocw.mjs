@@ -86083,7 +86083,7 @@ function createMcpServer(opts) {
     "delegate_batch",
     {
       title: "Delegate several independent tasks",
-      description: "Start several workers at once (one batchId). Each task is {task, directory, checks, scope, protect, budget?, title?} as in delegate. Split the work into INDEPENDENT tasks with DISJOINT file ownership: give each task its own `scope` and no two tasks the same file, or their branches conflict when merged; put shared interfaces in the task texts. Size the fan-out to the free slots from setup_status (extra tasks queue). Then wait {batchId}; the batch's builtRate and honestRate come back when it settles.",
+      description: "Start several workers at once (one batchId). Each task is {task, directory, checks, scope, protect, budget?, title?} as in delegate. Split the work into INDEPENDENT tasks with DISJOINT file ownership: give each task its own `scope` and no two tasks the same file, or their branches conflict when merged; put shared interfaces in the task texts. Size the fan-out to the free slots from setup_status (extra tasks queue). Then wait {batchId}; the batch's builtRate and honestRate come back when it settles. A task that needs another's output names it in `after` (it starts from that task's graded commit once it is built, or is skipped); `integration: {checks}` checks the built pieces together on their combined commit before anything lands (merge {batchId} lands that one commit).",
       input: DelegateBatchInput,
       output: DelegateBatchOutput,
       pre: (raw) => {
