@@ -30,7 +30,7 @@ import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
 import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
-import { mergeBatch, pruneBranches, retryWorker, revertLanded } from "../workers/housekeeping";
+import { continueOnNewBase, mergeBatch, pruneBranches, retryWorker, revertLanded } from "../workers/housekeeping";
 import { pushWork } from "../workers/push";
 import { listWorkers } from "../workers/listing";
 import { FitInput } from "../../shared/fit";
@@ -155,6 +155,8 @@ export const appRouter = t.router({
     stop: proc.input(StopInput).mutation(({ ctx, input }) => ctx.engine.stop(input.workerId, input.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
     resume: proc.input(ResumeInput).mutation(({ ctx, input }) => ctx.engine.resume(input.workerId, input.message)),
     merge: proc.input(MergeInput).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId, { acceptFlagged: input.acceptFlagged })),
+    /** A built worker whose merge conflicts: its task again as a new worker from the current HEAD, told the files. */
+    onNewBase: proc.input(WorkerRef).mutation(({ ctx, input }) => continueOnNewBase(ctx.engine, input.workerId)),
     /** Undoes a merge the engine made (a worker's, or a batch's integration commit) as a new commit; refuses on conflict. */
     revert: proc.input(RevertInput).mutation(({ ctx, input }) => revertLanded(ctx.engine, input)),
     /** Deletes merged ocw/* branches of a repository; keeps unmerged built work and running workers' branches. */

@@ -29,7 +29,7 @@ export function registerHousekeepingCommands(program: Command): void {
 
   program
     .command("merge")
-    .description("merge a built worker into its base branch, or every built worker of a batch (--batch ID), stopping at a conflict")
+    .description("land a built worker's graded commit on its base branch (flagged files need --accept-flagged), or a batch (--batch ID): its integration commit when it has integration checks, else each built worker, stopping at a conflict")
     .argument("[workerId]", "the built worker to merge")
     .option("--batch <batchId>", "merge a batch: its integration commit when it has integration checks (only once they passed), else each built worker one by one in submission order, stopping at the first conflict")
     .option("--accept-flagged", "merge even though the change holds flagged files (symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration): review them first")

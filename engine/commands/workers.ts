@@ -138,6 +138,20 @@ export function registerWorkerCommands(program: Command): void {
     });
 
   program
+    .command("rebase")
+    .description("continue a built worker whose merge conflicts on the new base: its task again as a new worker from the current HEAD, told which files conflicted")
+    .argument("<workerId>")
+    .option("--json", "print JSON")
+    .action(async (id: string, o: { json?: boolean }) => {
+      try {
+        const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id });
+        console.log(o.json ? JSON.stringify(r) : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${r.files.map(safe).join(", ")})` : ""}; discard ${id} once you no longer need it`);
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
     .command("revert")
     .description("revert a merge the engine made (a worker's, or --batch ID's integration commit) as a new commit; refuses cleanly on conflict")
     .argument("[workerId]")

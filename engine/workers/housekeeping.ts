@@ -5,7 +5,7 @@ import { codeOf, InputError } from "../../shared/errors";
 import type { MergeBatchResult, PruneResult, RetryResult, RevertResult } from "../../shared/api";
 import { isFinal } from "../../shared/worker";
 import { git } from "../workspace/git";
-import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
+import { describeFlags, flaggedChanges, landCommit, mergeTrees, revertCommit } from "../workspace/land";
 import { inspectRepo } from "../workspace/workspace";
 import type { Engine } from "./engine";
 
@@ -141,4 +141,25 @@ export async function pruneBranches(engine: Engine, directory: string): Promise<
     out.deleted.push({ branch, commit: oid });
   }
   return out;
+}
+
+/**
+ * "Continue the worker on the new base": a built worker whose merge conflicts with its base branch as it is now runs its
+ * task again as a new worker from the current HEAD, told which files conflicted and where its earlier change is (the
+ * graded commit, on branch ocw/<id>). The old worker stays until it is discarded.
+ */
+export async function continueOnNewBase(engine: Engine, workerId: string): Promise<RetryResult & { files: string[] }> {
+  const w = engine.get(workerId);
+  if (w.state !== "built" || !w.verdict?.commit) throw new InputError(`worker ${workerId} is ${w.state}: only a built worker is continued on a new base (retry the others)`, "conflict");
+  if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into}`, "conflict");
+  if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue`, "conflict");
+  const head = w.baseBranch ? await git(w.repo, ["rev-parse", "-q", "--verify", `refs/heads/${w.baseBranch}`], { allowFail: true }) : "";
+  if (!head) throw new InputError(`worker ${workerId}'s base branch ${w.baseBranch ?? "(detached)"} is gone: delegate the task again by hand`, "conflict");
+  const m = await mergeTrees(w.repo, head, w.verdict.commit);
+  const files = "conflict" in m ? m.conflict : [];
+  const note = files.length
+    ? `\n\nNote from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${files.join(", ")}, which changed since. Do the task on the code as it is now.`
+    : `\n\nNote from the engine: ${w.baseBranch} moved since an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}). Do the task on the code as it is now.`;
+  const { workerId: id } = await engine.start({ ...w.spec, task: w.spec.task + note, ...(w.targetId ? { targetId: w.targetId } : {}) });
+  return { workerId: id, retryOf: workerId, files };
 }

@@ -49,7 +49,7 @@ export class WorkspaceLifecycle {
       branch: ws.baseBranch,
       commit,
       message: `Merge ${ws.branch}: ${title}`,
-      onConflict: (files) => `To go on: continue the worker on the new base — run its task again from the current HEAD naming ${files.join(", ") || "the conflicting files"} (ocw retry ${workerId} once it is discarded, or a new task), then discard ${workerId}; or merge ${ws.branch} by hand.`,
+      onConflict: (files) => `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge ${ws.branch} by hand.`,
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     // Merged, the work lives in the user's branch: the workspace, the engine's repository and ocw/<id> go.

@@ -67268,7 +67268,7 @@ var WorkspaceLifecycle = class {
       branch: ws.baseBranch,
       commit,
       message: `Merge ${ws.branch}: ${title}`,
-      onConflict: (files) => `To go on: continue the worker on the new base \u2014 run its task again from the current HEAD naming ${files.join(", ") || "the conflicting files"} (ocw retry ${workerId} once it is discarded, or a new task), then discard ${workerId}; or merge ${ws.branch} by hand.`
+      onConflict: (files) => `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge ${ws.branch} by hand.`
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     await this.tidy(workerId, "merged");
@@ -72475,6 +72475,23 @@ async function pruneBranches(engine, directory) {
   }
   return out;
 }
+async function continueOnNewBase(engine, workerId) {
+  const w = engine.get(workerId);
+  if (w.state !== "built" || !w.verdict?.commit) throw new InputError(`worker ${workerId} is ${w.state}: only a built worker is continued on a new base (retry the others)`, "conflict");
+  if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into}`, "conflict");
+  if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue`, "conflict");
+  const head = w.baseBranch ? await git(w.repo, ["rev-parse", "-q", "--verify", `refs/heads/${w.baseBranch}`], { allowFail: true }) : "";
+  if (!head) throw new InputError(`worker ${workerId}'s base branch ${w.baseBranch ?? "(detached)"} is gone: delegate the task again by hand`, "conflict");
+  const m = await mergeTrees(w.repo, head, w.verdict.commit);
+  const files = "conflict" in m ? m.conflict : [];
+  const note = files.length ? `
+
+Note from the engine: an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}) no longer merges into ${w.baseBranch}: it conflicts in ${files.join(", ")}, which changed since. Do the task on the code as it is now.` : `
+
+Note from the engine: ${w.baseBranch} moved since an earlier attempt at this task (commit ${w.verdict.commit.slice(0, 12)}). Do the task on the code as it is now.`;
+  const { workerId: id2 } = await engine.start({ ...w.spec, task: w.spec.task + note, ...w.targetId ? { targetId: w.targetId } : {} });
+  return { workerId: id2, retryOf: workerId, files };
+}
 
 // engine/workers/push.ts
 import { accessSync, constants as constants4 } from "node:fs";
@@ -72600,9 +72617,16 @@ function batchCard(batchId, res, workers) {
 }
 
 // engine/workers/listing.ts
+import { realpathSync as realpathSync5 } from "node:fs";
 import path35 from "node:path";
 function listWorkers(all, f) {
-  const repo = f.repo ? path35.resolve(f.repo) : null;
+  let repo = f.repo ? path35.resolve(f.repo) : null;
+  if (repo) {
+    try {
+      repo = realpathSync5(repo);
+    } catch {
+    }
+  }
   return all.filter(
     (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path35.sep) || w.spec.directory === repo)
   );
@@ -72841,6 +72865,8 @@ var appRouter = t.router({
     stop: proc.input(StopInput).mutation(({ ctx, input }) => ctx.engine.stop(input.workerId, input.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
     resume: proc.input(ResumeInput).mutation(({ ctx, input }) => ctx.engine.resume(input.workerId, input.message)),
     merge: proc.input(MergeInput).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId, { acceptFlagged: input.acceptFlagged })),
+    /** A built worker whose merge conflicts: its task again as a new worker from the current HEAD, told the files. */
+    onNewBase: proc.input(WorkerRef).mutation(({ ctx, input }) => continueOnNewBase(ctx.engine, input.workerId)),
     /** Undoes a merge the engine made (a worker's, or a batch's integration commit) as a new commit; refuses on conflict. */
     revert: proc.input(RevertInput).mutation(({ ctx, input }) => revertLanded(ctx.engine, input)),
     /** Deletes merged ocw/* branches of a repository; keeps unmerged built work and running workers' branches. */
@@ -86933,7 +86959,7 @@ function registerHousekeepingCommands(program3) {
       fail(err);
     }
   });
-  program3.command("merge").description("merge a built worker into its base branch, or every built worker of a batch (--batch ID), stopping at a conflict").argument("[workerId]", "the built worker to merge").option("--batch <batchId>", "merge a batch: its integration commit when it has integration checks (only once they passed), else each built worker one by one in submission order, stopping at the first conflict").option("--accept-flagged", "merge even though the change holds flagged files (symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration): review them first").option("--json", "print JSON").action(async (workerId, o2) => {
+  program3.command("merge").description("land a built worker's graded commit on its base branch (flagged files need --accept-flagged), or a batch (--batch ID): its integration commit when it has integration checks, else each built worker, stopping at a conflict").argument("[workerId]", "the built worker to merge").option("--batch <batchId>", "merge a batch: its integration commit when it has integration checks (only once they passed), else each built worker one by one in submission order, stopping at the first conflict").option("--accept-flagged", "merge even though the change holds flagged files (symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration): review them first").option("--json", "print JSON").action(async (workerId, o2) => {
     try {
       if (!workerId === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
       const client3 = connect(await ensureEngine(stateDir()), "cli:ocw merge");
@@ -87049,6 +87075,14 @@ function registerWorkerCommands(program3) {
     try {
       const w = await (await client2("discard")).workers.discard.mutate({ workerId: id2 });
       console.log(`discarded ${w.id}: its workspace and branch are gone${w.merged ? `; its work stays merged in ${w.merged.into}` : ""}`);
+    } catch (err) {
+      fail(err);
+    }
+  });
+  program3.command("rebase").description("continue a built worker whose merge conflicts on the new base: its task again as a new worker from the current HEAD, told which files conflicted").argument("<workerId>").option("--json", "print JSON").action(async (id2, o2) => {
+    try {
+      const r = await (await client2("rebase")).workers.onNewBase.mutate({ workerId: id2 });
+      console.log(o2.json ? JSON.stringify(r) : `${id2} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${r.files.map(safe).join(", ")})` : ""}; discard ${id2} once you no longer need it`);
     } catch (err) {
       fail(err);
     }

@@ -323,6 +323,34 @@ describe("the daily CLI against a running engine", () => {
   });
 });
 
+describe("a merge conflict", () => {
+  it("names the files and offers continuing the worker on the new base (ocw rebase): a new worker from the current HEAD, told the files", async () => {
+    const dir = makeRepo({ "same.txt": "base\n" });
+    dirs.push(dir);
+    const start = (text: string) => engine.client.workers.start.mutate({ task: `LD-WRITE file=same.txt text=${text}`, directory: dir, checks: [{ run: `grep -q ${text} same.txt` }] });
+    const [p, q] = [(await start("P")).workerId, (await start("Q")).workerId];
+    await settle(engine.client, [p, q], () => "once");
+    expect((await ocw(["merge", p])).code).toBe(0);
+    const before = git(dir, "rev-parse", "main");
+    const refused = await ocw(["merge", q]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(new RegExp(`conflicts in same\\.txt; nothing was changed\\. To go on: continue the worker on the new base \\(ocw rebase ${q}`));
+    expect(git(dir, "rev-parse", "main")).toBe(before);
+    expect(git(dir, "status", "--porcelain")).toBe("");
+    const r = await ocw(["rebase", q, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { workerId: string; retryOf: string; files: string[] };
+    expect(out).toMatchObject({ retryOf: q, files: ["same.txt"] });
+    const again = await engine.client.workers.get.query({ workerId: out.workerId });
+    expect(again.spec.task).toMatch(/conflicts in same\.txt, which changed since/);
+    await settle(engine.client, [out.workerId], () => "once");
+    // It started from the branch as it is now (p's merge included).
+    expect((await engine.client.workers.get.query({ workerId: out.workerId })).baseCommit).toBe(before);
+    expect((await ocw(["merge", out.workerId])).code).toBe(0);
+    expect(readFileSync(path.join(dir, "same.txt"), "utf8")).toBe("Q\n");
+  });
+});
+
 describe("over MCP", () => {
   it("delegate_batch takes after and integration; wait reports the batch until it is done; merge {batchId} lands the integration commit", async () => {
     const { startMcp, waitUntil } = await import("./mcp-helpers");

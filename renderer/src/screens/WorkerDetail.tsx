@@ -203,6 +203,26 @@ export function WorkerDetail({ id }: { id: string }) {
         {mergeError && (
           <div className="field-error merge-error" role="alert">
             Merge refused: {mergeError}
+            {/conflicts in /.test(mergeError) && canMerge && (
+              <>
+                {" "}
+                <button
+                  type="button"
+                  className="btn small"
+                  disabled={!!busy}
+                  title="its task again as a new worker from the current HEAD, told which files conflicted"
+                  onClick={() =>
+                    void run("continue on the new base", async () => {
+                      const r = await api.workers.onNewBase.mutate({ workerId: id });
+                      pushNotice("info", `${id} continues on the new base as ${r.workerId}`);
+                      go({ name: "worker", id: r.workerId });
+                    })
+                  }
+                >
+                  Continue on the new base
+                </button>
+              </>
+            )}
           </div>
         )}
         {pushOpen && canMerge && (
