@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { z } from "zod";
+import { z } from "zod";
 import type { EngineEvent } from "../../shared/events";
 import { isFinal, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
@@ -86,7 +86,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         title: def.title,
         description: def.description,
         inputSchema: S.advertised(def.input, def.shape),
-        outputSchema: def.output,
+        // Every result may carry the one-line label of worker-written text (added below).
+        outputSchema: def.output.extend({ untrustedNote: z.string().optional() }),
         annotations: { title: def.title, readOnlyHint: !!def.readOnly, destructiveHint: !!def.destructive, idempotentHint: !!def.idempotent, openWorldHint: false },
       },
       (async (raw: Record<string, unknown>, extra: Extra) => {
@@ -796,7 +797,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         merged = await call((c) => c.workers.merge.mutate({ workerId }));
       } catch (err) {
         const msg = (err as Error).message ?? String(err);
-        const dirty = blockingLocalFiles(msg);
+        const dirty = await blockingFiles(msg, w.repo, w.verdict?.scope.changedFiles ?? []);
         if (dirty)
           throw new ToolError(
             `${dirty.kind === "untracked" ? "move or remove" : "commit or stash"} ${dirty.files.join(", ")} in ${w.repo}: ${dirty.kind === "untracked" ? "untracked files there" : "your uncommitted changes to them"} would be overwritten by the merge (nothing was changed). Then merge {"workerId":"${w.id}"} again`,
@@ -849,6 +850,25 @@ function hasUntrusted(v: unknown): boolean {
   if (Array.isArray(v)) return v.some(hasUntrusted);
   if (!v || typeof v !== "object") return false;
   return Object.entries(v).some(([k, x]) => k === "untrusted" || hasUntrusted(x));
+}
+
+/**
+ * The files of the person's checkout that stopped a merge: named by git's message when it carries them, else the
+ * checkout's uncommitted (or untracked) files that the worker's change also touches.
+ */
+async function blockingFiles(message: string, repo: string, changed: string[]): Promise<{ kind: "changed" | "untracked"; files: string[] } | null> {
+  const named = blockingLocalFiles(message);
+  if (named) return named;
+  const kind = /commit your changes or stash them/i.test(message) ? "changed" : /move or remove them before you merge/i.test(message) ? "untracked" : null;
+  if (!kind) return null;
+  const status = (await gitOut(repo, ["status", "--porcelain", "--untracked-files=all"])) ?? "";
+  const local = status
+    .split("\n")
+    .filter((l) => l && (kind === "untracked" ? l.startsWith("??") : !l.startsWith("??")))
+    .map((l) => l.slice(3).replace(/^.* -> /, ""));
+  const touched = local.filter((f) => changed.includes(f));
+  const files = (touched.length ? touched : local).slice(0, 10);
+  return files.length ? { kind, files } : null;
 }
 
 /**
