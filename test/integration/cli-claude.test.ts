@@ -1,4 +1,4 @@
-// The CLI made for Claude Code, run on the real bundle, against
+// The CLI made for Claude Code, run on the real bundle (against
 // the real engine, opencode and the scripted model): `ocw wait --until-ask-or-settled` (a push channel: one line when
 // a worker asks or settles), `ocw gui --url` (the dashboard URL, non-blocking) and the plugin's hooks.
 import { execFile } from "node:child_process";
