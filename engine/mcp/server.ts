@@ -936,6 +936,9 @@ function messageOf(err: unknown, log: (l: string) => void, tool: string): string
   if (/^no active target/.test((err as Error)?.message ?? ""))
     return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) — or pass `targetId` of a saved target; call setup_status to see where things stand";
   const e = err as { message?: string; data?: { code?: string } };
+  // An engine started by an older install (engines outlive bridges) lacks the route this tool needs.
+  if (/No procedure found/i.test(e?.message ?? ""))
+    return `${tool}: the running engine is older than this bridge (it has no such route): restart it with \`ocw stop\` (the next tool call starts the current one; running workers become interrupted and can be resumed)`;
   if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
   if (e?.data?.code) {
     if (e.data.code === "BAD_REQUEST" || e.data.code === "NOT_FOUND") return e.message ?? "bad request";

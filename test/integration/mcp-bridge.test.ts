@@ -222,7 +222,13 @@ describe("ocw mcp", () => {
   });
 
   it("a declined form (or a client without elicitation) leaves the ask pending and wait returns with it", async () => {
-    const e = await open(engine.stateDir, "mcp-test-decline", { elicit: () => ({ action: "decline" }) });
+    let forms = 0;
+    const e = await open(engine.stateDir, "mcp-test-decline", {
+      elicit: () => {
+        forms++;
+        return { action: "decline" };
+      },
+    });
     const d = await e.call("delegate", { task: "MCP-WRITE file=decl.txt text=decl", directory: repo(), checks: [{ file: "decl.txt", equals: "decl" }] });
     const w = await waitUntil(e, { workerId: d.workerId }, (r) => r.reason === "approval-pending");
     expect(w.pending).toHaveLength(1);
@@ -232,6 +238,9 @@ describe("ocw mcp", () => {
     const again = await e.call("wait", { workerId: d.workerId, elicit: false, timeoutSec: 3 });
     expect(again).toMatchObject({ reason: "timeout", pending: [], unanswered: 1 });
     expect(again.next).toMatch(/1 ask\(s\) shown before are still unanswered/);
+    // A declined form is not offered again by a later wait of the same session.
+    await e.call("wait", { workerId: d.workerId, timeoutSec: 2 });
+    expect(forms).toBe(1);
     await e.call("approve", { askId: w.pending[0].askId, decision: "reject", message: "not needed" });
     const done = await waitUntil(e, { workerId: d.workerId }, (r) => r.settled);
     expect(done.state).toBe("honest-failure");
