@@ -106,6 +106,10 @@ describe("ocw mcp", () => {
     expect(s).toMatchObject({ ready: true, problem: null, warnings: [], activeTarget: { id: "scripted", model: "scripted-1", slots: 4, reachable: true }, slots: { total: 4 } });
     expect(s.engine.pid).toBe(engine.proc.pid);
     expect(s.hardware.cores).toBeGreaterThan(0);
+    // The dashboard's URL for the person, with its token; it answers.
+    const lock = JSON.parse(readFileSync(path.join(engine.stateDir, "engine.json"), "utf8"));
+    expect(s.gui).toBe(`http://127.0.0.1:${lock.port}/?token=${lock.token}`);
+    expect((await fetch(s.gui)).status).toBe(200);
   });
 
   it("delegate → the pending ask is visible → approve → wait → result built and honest, with the branch to merge", async () => {
