@@ -416,7 +416,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             server: server.server,
             client,
             decider: () => link.client(`person:${clientName()} (form)`),
-            ask,
+            // The person reads repository-relative paths, not the engine's private workspace.
+            ask: { ...ask, what: askWhat(ask, workers.get(ask.workerId)?.worktree), ...(ask.diff ? { diff: askWhat({ what: ask.diff }, workers.get(ask.workerId)?.worktree) } : {}) },
             title: titleOf(workers.get(ask.workerId)!),
             timeoutMs: deadline - Date.now(),
             signal: extra.signal,
@@ -527,7 +528,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             ageSec: a.ageSec,
             untrusted: {
               what: item.untrusted.what,
-              diff: a.diff ? u(a.diff, 3000) : null,
+              diff: a.diff ? u(askWhat({ what: a.diff }, w?.worktree), 3000) : null,
               patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
               always: a.always.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
               questions: a.questions ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple })) : null,

@@ -142,6 +142,8 @@ describe("ocw mcp", () => {
     expect(pa.pending[0]).toMatchObject({ askId: w1.pending[0].askId, kind: "permission", tool: "edit" });
     expect(pa.pending[0].untrusted.diff).toContain("+hello");
     expect(pa.pending[0].untrusted.what).toBe("hello.txt");
+    // Nothing of the engine's private workspace path reaches the client.
+    expect(JSON.stringify([w1, pa])).not.toContain(engine.stateDir);
     const st = await mcp.call("worker_status", { workerId: d.workerId });
     expect(st.pending[0].askId).toBe(w1.pending[0].askId);
 
@@ -219,6 +221,7 @@ describe("ocw mcp", () => {
     expect(done.answeredInForm).toEqual([{ askId: expect.any(String), decision: "once" }]);
     expect(forms).toHaveLength(1);
     expect(forms[0].message).toContain("form.txt");
+    expect(forms[0].message).not.toContain(engine.stateDir);
     expect(forms[0].requestedSchema.properties.decision.enum).toEqual(["once", "always", "reject"]);
     const w = await engine.client.workers.get.query({ workerId: d.workerId });
     // The person answered in the client's form.
