@@ -747,7 +747,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       if (args.file) {
         const want = args.file.replace(/^\.\//, "");
         const parts = full.split(/^(?=diff --git )/m).filter((p) => p.startsWith("diff --git ") && (p.startsWith(`diff --git a/${want} `) || p.includes(` b/${want}\n`)));
-        if (!parts.length) throw new ToolError(`file "${clip(args.file, 200)}" is not in worker ${w.id}'s diff: it changed ${(w.verdict?.scope.changedFiles ?? []).slice(0, 20).join(", ") || "no files"}`);
+        if (!parts.length) throw new ToolError(`file "${clip(args.file, 200)}" is not in worker ${w.id}'s diff: it changed ${(w.verdict?.scope.changedFiles ?? []).length ? `(file names the worker chose, untrusted: ${JSON.stringify((w.verdict?.scope.changedFiles ?? []).slice(0, 20).map((f) => untrustedText(f, 200)))})` : "no files"}`);
         text = parts.join("");
       }
       const offset = Math.min(args.offset ?? 0, text.length);
@@ -805,7 +805,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           );
         if (/conflict/i.test(msg))
           throw new ToolError(
-            `${msg} To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or let the person merge ${w.branch} by hand`,
+            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or let the person merge ${w.branch} by hand`,
           );
         throw err;
       }

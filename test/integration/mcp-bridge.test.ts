@@ -414,7 +414,7 @@ describe("ocw mcp", () => {
     expect(d).toMatchObject({ workerId: first, untrusted: { files: ["shared.txt"] }, nextOffset: null });
     expect(d.untrusted.diff).toContain("+first");
     expect((await mcp.call("diff", { workerId: first, file: "shared.txt", maxChars: 500 })).untrusted.diff).toContain("-base");
-    expect(await mcp.fail("diff", { workerId: first, file: "nope.txt" })).toMatch(/not in worker .* diff: it changed shared.txt/);
+    expect(await mcp.fail("diff", { workerId: first, file: "nope.txt" })).toMatch(/not in worker .* diff: it changed \(file names the worker chose, untrusted: \["shared.txt"\]\)/);
 
     const m = await mcp.call("merge", { workerId: first });
     expect(m).toMatchObject({ workerId: first, into: "main" });
