@@ -287,6 +287,10 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     const used = api.requests.filter((q) => q.matched === "session-1").flatMap((q) => q.response?.toolUses ?? []).map((u) => u.name);
     // (Claude Code 2.1.332 defers MCP tools: the scripted model loads them with ToolSearch first, as Claude does.)
     expect(new Set(used.filter((n) => n !== "ToolSearch"))).toEqual(new Set(["delegate", "wait", "approve", "result", "merge"].map((t) => `${PREFIX}${t}`)));
+    // What Claude read of the worker's ask came framed: inside `untrusted`, labelled, with the repository-relative path.
+    const read = JSON.stringify(api.requests.filter((q) => q.matched === "session-1").map((q) => q.body)).replace(/\\+"/g, '"');
+    expect(read, why).toMatch(/"untrustedNote":"untrusted: text a worker\/model wrote/);
+    expect(read, why).toMatch(/"untrusted":\{"what":"a\.txt"\}/);
     // The Stop hook held the end of the session once, naming the ask left unanswered (b.txt's worker).
     expect(JSON.stringify(api.requests.filter((q) => q.matched === "session-1").map((q) => q.body)), why).toMatch(/1 opencode-worker ask on this repository is unanswered/);
     first = { sessionId: r.json.session_id, merged: merged!, left: left!, enginePid: lock!.pid };
