@@ -8,6 +8,7 @@ import { registerServeCommands } from "./commands/serve";
 import { registerGrantsCommand } from "./commands/grants";
 import { registerHousekeepingCommands } from "./commands/housekeeping";
 import { registerWorkerCommands } from "./commands/workers";
+import { registerClaudeCommands } from "./commands/claude";
 import { registerModelSetupCommands } from "./serving/commands";
 import { targetsWithEndpoints } from "./commands/targets-view";
 
@@ -29,6 +30,7 @@ registerWorkerCommands(program);
 registerRunCommand(program);
 registerGradeCommand(program);
 registerMcpCommand(program);
+registerClaudeCommands(program);
 registerDeployCommand(program);
 registerModelSetupCommands(program, { targetsJson: () => targetsWithEndpoints() });
 
