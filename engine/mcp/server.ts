@@ -932,6 +932,9 @@ async function blockingFiles(message: string, repo: string, changed: string[]): 
  * files would be overwritten by merge"). Null when git refused for another reason (a real conflict).
  */
 export function blockingLocalFiles(message: string): { kind: "changed" | "untracked"; files: string[] } | null {
+  // The engine's own refusal (engine/workspace/land.ts), before git is asked to write anything.
+  const own = /(commit or stash|move or remove) (.+?) first, then merge again/.exec(message);
+  if (own) return { kind: own[1] === "move or remove" ? "untracked" : "changed", files: own[2]!.replace(/ and \d+ more$/, "").split(", ").slice(0, 10) };
   const m = /(local changes to the following files|untracked working tree files) would be (?:overwritten|removed) by merge:\s*\n((?:[ \t]+\S[^\n]*\n?)+)/.exec(message);
   if (!m) return null;
   const files = m[2]!

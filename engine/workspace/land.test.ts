@@ -110,7 +110,7 @@ describe("landing a graded commit", () => {
     // An untracked file where the worker adds one: the same answer.
     g(r, "checkout", "--", "f.txt");
     writeFileSync(path.join(r, "evil.js"), "mine\n");
-    await expect(landCommit({ repo: r, branch: "main", commit, message: "m" })).rejects.toThrow(/commit or stash evil\.js/);
+    await expect(landCommit({ repo: r, branch: "main", commit, message: "m" })).rejects.toThrow(/move or remove evil\.js first/);
     expect(readFileSync(path.join(r, "evil.js"), "utf8")).toBe("mine\n");
   });
 

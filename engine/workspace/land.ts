@@ -207,17 +207,23 @@ function verifyCheckout(repo: string, changes: TreeChange[]): string[] {
 }
 
 /** The files of the checkout, among `paths`, that are not clean (modified, staged, untracked or ignored in the way). */
-async function dirtyAmong(repo: string, paths: string[]): Promise<string[]> {
-  const dirty: string[] = [];
+async function dirtyAmong(repo: string, paths: string[]): Promise<{ changed: string[]; untracked: string[] }> {
+  const changed: string[] = [];
+  const untracked: string[] = [];
   // In chunks: git 2.39's status takes no --pathspec-from-file, and a command line has a limit.
   for (let i = 0; i < paths.length; i += 200) {
     const chunk = paths.slice(i, i + 200);
     const r = await runCommand("git", ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", ...chunk], { cwd: repo, env: userGitEnv() });
     if (r.exitCode !== 0) throw new GitError(`git status failed in ${repo}: ${gitComplaint(r)}`);
-    for (const x of r.stdout.split("\0")) if (x.length > 3) dirty.push(x.slice(3));
+    for (const x of r.stdout.split("\0")) {
+      if (x.length <= 3) continue;
+      (x.startsWith("??") || x.startsWith("!!") ? untracked : changed).push(x.slice(3));
+    }
   }
-  return dirty;
+  return { changed, untracked };
 }
+
+const listed = (files: string[]) => files.slice(0, 5).join(", ") + (files.length > 5 ? ` and ${files.length - 5} more` : "");
 
 export interface LandOptions {
   repo: string;
@@ -261,10 +267,8 @@ export async function applyToCheckout(repo: string, branch: string, head: string
   const f = flags ?? (await quietFlags(repo));
   const changes = await treeChanges(repo, head, next);
   const dirty = await dirtyAmong(repo, changes.map((c) => c.path));
-  if (dirty.length) {
-    const shown = dirty.slice(0, 5).join(", ") + (dirty.length > 5 ? ` and ${dirty.length - 5} more` : "");
-    throw new InputError(`your checkout has local changes to files this merge changes: commit or stash ${shown} first, then merge again (nothing was changed)`, "conflict");
-  }
+  if (dirty.changed.length) throw new InputError(`your checkout has local changes to files this merge changes: commit or stash ${listed(dirty.changed)} first, then merge again (nothing was changed)`, "conflict");
+  if (dirty.untracked.length) throw new InputError(`your checkout has untracked files where this merge writes: move or remove ${listed(dirty.untracked)} first, then merge again (nothing was changed)`, "conflict");
   // Index and files to `next`, with HEAD still at `head`: read-tree refuses, changing nothing, when a file is in the way.
   const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true });
   if (r.code !== 0) {
