@@ -2,7 +2,7 @@
 // decisions everywhere); outputs are what the model reads, so their field names are part of the contract too.
 import { z } from "zod";
 import { WorkerSpec, WorkerState } from "../../shared/worker";
-import { ChangeFlag, Outcome } from "../../shared/verdict";
+import { Outcome } from "../../shared/verdict";
 import { IntegrationSpec, TaskId } from "../../shared/batch";
 import { DecisionKind } from "../../shared/permission";
 
@@ -318,7 +318,14 @@ export const BatchStats = z.object({
   done: z.boolean().optional(),
   skipped: z.array(z.object({ id: z.string(), reason: z.string() })).optional(),
   integration: z
-    .object({ state: z.string(), passed: z.boolean().nullable(), commit: z.string().nullable(), reason: z.string().nullable(), checks: z.array(z.object({ name: z.string(), passed: z.boolean(), exitCode: z.number().nullable().optional(), output: z.string() })) })
+    .object({
+      state: z.string(),
+      passed: z.boolean().nullable(),
+      commit: z.string().nullable(),
+      checks: z.array(z.object({ name: z.string(), passed: z.boolean(), exitCode: z.number().nullable().optional() })),
+      /** Why it failed (may name the workers' files) and each check's output, in order. */
+      untrusted: untrusted({ reason: z.string().nullable(), outputs: z.array(z.string()) }),
+    })
     .nullable()
     .optional(),
 });
@@ -446,6 +453,7 @@ export const ResultOutput = z.object({
     changedFiles: z.array(z.string()),
     diffStat: z.string(),
     asks: z.array(z.object({ askId: z.string(), what: z.string() })),
+    flags: z.array(z.object({ kind: z.string(), path: z.string(), detail: z.string() })).optional(),
   }),
   totals: Totals,
   branch: z.string().nullable(),
@@ -453,8 +461,8 @@ export const ResultOutput = z.object({
   baseBranch: z.string().nullable(),
   mergeHint: z.string().nullable(),
   merged: z.object({ into: z.string(), commit: z.string() }).nullable(),
-  /** Changes that need the person's explicit acceptance before a merge (merge acceptFlagged). */
-  flags: z.array(ChangeFlag).optional(),
+  /** How many changes need the person's explicit acceptance before a merge (merge acceptFlagged); untrusted.flags names them. */
+  flagged: z.number().optional(),
   discarded: z.boolean(),
   approvals: z.array(z.object({ askId: z.string(), tool: z.string(), status: z.string(), decision: z.string().nullable(), by: z.string().nullable() })),
   batchId: z.string().nullable(),

@@ -516,7 +516,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       done: b.done,
       skipped: b.skipped,
       integration: b.integration
-        ? { state: b.integration.state, passed: r ? r.passed : null, commit: r?.commit ?? null, reason: r?.reason ?? null, checks: (r?.checks ?? []).map((c) => ({ name: c.name, passed: c.passed, exitCode: c.exitCode, output: clip(c.output, 1500) })) }
+        ? {
+            state: b.integration.state,
+            passed: r ? r.passed : null,
+            commit: r?.commit ?? null,
+            checks: (r?.checks ?? []).map((c) => ({ name: c.name, passed: c.passed, exitCode: c.exitCode })),
+            untrusted: { reason: r?.reason ? untrustedText(r.reason, 800) : null, outputs: (r?.checks ?? []).map((c) => untrustedText(c.output, 1500)) },
+          }
         : null,
     };
   }
@@ -736,6 +742,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u(x, 300)),
           diffStat: u(v?.diffStat ?? "", 4000),
           asks: w.asks.slice(-50).map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
+          // File names (and a symlink's target) the worker chose.
+          flags: (v?.flags ?? []).slice(0, 50).map((f) => ({ kind: f.kind, path: u(f.path, 300), detail: u(f.detail, 300) })),
         },
         totals: totalsOf([w]),
         branch: w.branch,
@@ -743,7 +751,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         baseBranch: w.baseBranch,
         mergeHint: v?.mergeHint ?? null,
         merged: w.merged,
-        flags: v?.flags ?? [],
+        flagged: v?.flags?.length ?? 0,
         discarded: isDiscarded(w),
         approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
         batchId: w.batchId,
@@ -751,7 +759,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         next: w.merged
           ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
           : verdict === "built"
-            ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)${v?.flags?.length ? `. FLAGGED files need the person's explicit acceptance before merge (show them the flags; merge with acceptFlagged only if they accept): ${v.flags.map((f) => `${f.path} (${f.detail})`).join("; ")}` : ""}`
+            ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}`
             : `not built: read the failing checks (untrusted.reason says why it ended), then re-delegate a targeted fix; discard {"workerId":"${w.id}"} removes what is left`,
       };
     },
@@ -821,10 +829,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async ({ workerId, batchId, acceptFlagged }) => {
       if (!workerId === !batchId) throw new ToolError('give workerId, or batchId (a batch with integration checks), not both');
       if (batchId) {
-        const r = await call((c) => c.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged }));
+        const r = await call((c) => c.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch((err: Error) => {
+          // The engine's refusal names files the workers chose (a conflict, flagged files): framed as untrusted.
+          throw new ToolError(`batch ${batchId} was not merged (the engine's words, naming the workers' files, untrusted: ${JSON.stringify(untrustedText(err.message ?? String(err), 800))})`);
+        });
         const into = r.integration?.into ?? r.merged[0]?.into ?? "";
         const commit = r.integration?.merge ?? r.merged.at(-1)?.commit ?? "";
-        if (r.stopped) throw new ToolError(`merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId}: ${r.stopped.reason}`);
+        if (r.stopped) throw new ToolError(`merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId} (the engine's words, untrusted: ${JSON.stringify(untrustedText(r.stopped.reason, 800))})`);
         return { workerId: batchId, into, commit, repo: "", next: r.integration ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests` : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}` };
       }
       const w = await call((c) => c.workers.get.query({ workerId: workerId! }));
@@ -833,7 +844,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         merged = await call((c) => c.workers.merge.mutate({ workerId: workerId!, acceptFlagged: !!acceptFlagged }));
       } catch (err) {
         const msg = (err as Error).message ?? String(err);
-        if (/flagged files/.test(msg)) throw new ToolError(`${msg} Show the person the flagged files and ask them; only with their explicit yes call merge {"workerId":"${w.id}","acceptFlagged":true}`);
+        if (/flagged files/.test(msg))
+          throw new ToolError(
+            `the change holds flagged files that act once merged; nothing was changed (the engine's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). Show the person the flagged files (result's untrusted.flags) and ask them; only on their explicit yes call merge {"workerId":"${w.id}","acceptFlagged":true}`,
+          );
         const dirty = await blockingFiles(msg, w.repo, w.verdict?.scope.changedFiles ?? []);
         if (dirty)
           throw new ToolError(

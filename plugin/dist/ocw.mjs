@@ -85901,7 +85901,14 @@ var BatchStats = external_exports.object({
   /** Every task ended or skipped, and the integration (when given) done. */
   done: external_exports.boolean().optional(),
   skipped: external_exports.array(external_exports.object({ id: external_exports.string(), reason: external_exports.string() })).optional(),
-  integration: external_exports.object({ state: external_exports.string(), passed: external_exports.boolean().nullable(), commit: external_exports.string().nullable(), reason: external_exports.string().nullable(), checks: external_exports.array(external_exports.object({ name: external_exports.string(), passed: external_exports.boolean(), exitCode: external_exports.number().nullable().optional(), output: external_exports.string() })) }).nullable().optional()
+  integration: external_exports.object({
+    state: external_exports.string(),
+    passed: external_exports.boolean().nullable(),
+    commit: external_exports.string().nullable(),
+    checks: external_exports.array(external_exports.object({ name: external_exports.string(), passed: external_exports.boolean(), exitCode: external_exports.number().nullable().optional() })),
+    /** Why it failed (may name the workers' files) and each check's output, in order. */
+    untrusted: untrusted({ reason: external_exports.string().nullable(), outputs: external_exports.array(external_exports.string()) })
+  }).nullable().optional()
 });
 var WorkersOutput = external_exports.object({
   workers: external_exports.array(WorkerSummary),
@@ -86012,7 +86019,8 @@ var ResultOutput = external_exports.object({
     violations: external_exports.array(external_exports.string()),
     changedFiles: external_exports.array(external_exports.string()),
     diffStat: external_exports.string(),
-    asks: external_exports.array(external_exports.object({ askId: external_exports.string(), what: external_exports.string() }))
+    asks: external_exports.array(external_exports.object({ askId: external_exports.string(), what: external_exports.string() })),
+    flags: external_exports.array(external_exports.object({ kind: external_exports.string(), path: external_exports.string(), detail: external_exports.string() })).optional()
   }),
   totals: Totals,
   branch: external_exports.string().nullable(),
@@ -86020,8 +86028,8 @@ var ResultOutput = external_exports.object({
   baseBranch: external_exports.string().nullable(),
   mergeHint: external_exports.string().nullable(),
   merged: external_exports.object({ into: external_exports.string(), commit: external_exports.string() }).nullable(),
-  /** Changes that need the person's explicit acceptance before a merge (merge acceptFlagged). */
-  flags: external_exports.array(ChangeFlag).optional(),
+  /** How many changes need the person's explicit acceptance before a merge (merge acceptFlagged); untrusted.flags names them. */
+  flagged: external_exports.number().optional(),
   discarded: external_exports.boolean(),
   approvals: external_exports.array(external_exports.object({ askId: external_exports.string(), tool: external_exports.string(), status: external_exports.string(), decision: external_exports.string().nullable(), by: external_exports.string().nullable() })),
   batchId: external_exports.string().nullable(),
@@ -86468,7 +86476,13 @@ function createMcpServer(opts) {
       verdict: b.verdict,
       done: b.done,
       skipped: b.skipped,
-      integration: b.integration ? { state: b.integration.state, passed: r ? r.passed : null, commit: r?.commit ?? null, reason: r?.reason ?? null, checks: (r?.checks ?? []).map((c3) => ({ name: c3.name, passed: c3.passed, exitCode: c3.exitCode, output: clip(c3.output, 1500) })) } : null
+      integration: b.integration ? {
+        state: b.integration.state,
+        passed: r ? r.passed : null,
+        commit: r?.commit ?? null,
+        checks: (r?.checks ?? []).map((c3) => ({ name: c3.name, passed: c3.passed, exitCode: c3.exitCode })),
+        untrusted: { reason: r?.reason ? untrustedText(r.reason, 800) : null, outputs: (r?.checks ?? []).map((c3) => untrustedText(c3.output, 1500)) }
+      } : null
     };
   }
   register(
@@ -86656,7 +86670,9 @@ function createMcpServer(opts) {
           violations: (v?.scope.violations ?? []).slice(0, 50).map((x) => u2(x, 300)),
           changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u2(x, 300)),
           diffStat: u2(v?.diffStat ?? "", 4e3),
-          asks: w.asks.slice(-50).map((a2) => ({ askId: a2.id, what: u2(askWhat(a2, w.worktree), 300) }))
+          asks: w.asks.slice(-50).map((a2) => ({ askId: a2.id, what: u2(askWhat(a2, w.worktree), 300) })),
+          // File names (and a symlink's target) the worker chose.
+          flags: (v?.flags ?? []).slice(0, 50).map((f) => ({ kind: f.kind, path: u2(f.path, 300), detail: u2(f.detail, 300) }))
         },
         totals: totalsOf([w]),
         branch: w.branch,
@@ -86664,12 +86680,12 @@ function createMcpServer(opts) {
         baseBranch: w.baseBranch,
         mergeHint: v?.mergeHint ?? null,
         merged: w.merged,
-        flags: v?.flags ?? [],
+        flagged: v?.flags?.length ?? 0,
         discarded: isDiscarded(w),
         approvals: w.asks.slice(-50).map((a2) => ({ askId: a2.id, tool: a2.tool, status: a2.status, decision: a2.decision ?? null, by: byText(a2.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
-        next: w.merged ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})` : verdict === "built" ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)${v?.flags?.length ? `. FLAGGED files need the person's explicit acceptance before merge (show them the flags; merge with acceptFlagged only if they accept): ${v.flags.map((f) => `${f.path} (${f.detail})`).join("; ")}` : ""}` : `not built: read the failing checks (untrusted.reason says why it ended), then re-delegate a targeted fix; discard {"workerId":"${w.id}"} removes what is left`
+        next: w.merged ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})` : verdict === "built" ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}` : `not built: read the failing checks (untrusted.reason says why it ended), then re-delegate a targeted fix; discard {"workerId":"${w.id}"} removes what is left`
       };
     }
   );
@@ -86726,10 +86742,12 @@ function createMcpServer(opts) {
     async ({ workerId, batchId, acceptFlagged }) => {
       if (!workerId === !batchId) throw new ToolError("give workerId, or batchId (a batch with integration checks), not both");
       if (batchId) {
-        const r = await call((c3) => c3.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged }));
+        const r = await call((c3) => c3.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch((err) => {
+          throw new ToolError(`batch ${batchId} was not merged (the engine's words, naming the workers' files, untrusted: ${JSON.stringify(untrustedText(err.message ?? String(err), 800))})`);
+        });
         const into = r.integration?.into ?? r.merged[0]?.into ?? "";
         const commit = r.integration?.merge ?? r.merged.at(-1)?.commit ?? "";
-        if (r.stopped) throw new ToolError(`merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId}: ${r.stopped.reason}`);
+        if (r.stopped) throw new ToolError(`merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId} (the engine's words, untrusted: ${JSON.stringify(untrustedText(r.stopped.reason, 800))})`);
         return { workerId: batchId, into, commit, repo: "", next: r.integration ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests` : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}` };
       }
       const w = await call((c3) => c3.workers.get.query({ workerId }));
@@ -86738,7 +86756,10 @@ function createMcpServer(opts) {
         merged = await call((c3) => c3.workers.merge.mutate({ workerId, acceptFlagged: !!acceptFlagged }));
       } catch (err) {
         const msg = err.message ?? String(err);
-        if (/flagged files/.test(msg)) throw new ToolError(`${msg} Show the person the flagged files and ask them; only with their explicit yes call merge {"workerId":"${w.id}","acceptFlagged":true}`);
+        if (/flagged files/.test(msg))
+          throw new ToolError(
+            `the change holds flagged files that act once merged; nothing was changed (the engine's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). Show the person the flagged files (result's untrusted.flags) and ask them; only on their explicit yes call merge {"workerId":"${w.id}","acceptFlagged":true}`
+          );
         const dirty = await blockingFiles(msg, w.repo, w.verdict?.scope.changedFiles ?? []);
         if (dirty)
           throw new ToolError(
