@@ -373,6 +373,17 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const newAsk = (w: Worker) => pendingAsks(w).some((a) => !shown.asks.has(a.id));
       const newlyFinal = (w: Worker) => isFinal(w.state) && !shown.finished.has(w.id);
       const client = await link.client();
+      // A batch goes on after its workers end (tasks that come after others start, integration checks run): while every
+      // worker it has is finished but the batch is not done, wait for the batch's own next event.
+      if (args.batchId) {
+        for (;;) {
+          const cursor = (await client.health.query()).cursor;
+          const b = await call((c) => c.workers.batch.query({ batchId: args.batchId! }));
+          ids = b.workerIds;
+          if (b.done || !b.workerIds.every((id) => isFinal(b.states[id]!)) || Date.now() >= deadline || extra.signal.aborted) break;
+          if (!(await nextBatchEvent(client, cursor, args.batchId, deadline - Date.now(), extra.signal))) break;
+        }
+      }
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
       let lastProgress = 0;
@@ -488,7 +499,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         counts,
         finished: finished.map((w) => ({ workerId: w.id, state: w.state, verdict: w.verdict?.verdict ?? null, honest: w.verdict?.honest ?? null, totals: totalsOf([w], now) })),
         ...(stalled.length ? { stalled } : {}),
-        ...(batch && (settled || finished.length) ? { batch } : {}),
+        ...(batch && (settled || finished.length || batch.done === false) ? { batch } : {}),
         ...(answeredInForm.length ? { answeredInForm } : {}),
         totals: totalsOf(list, now),
         ...(session ? { session } : {}),
@@ -913,6 +924,36 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 }
 
 // ---------- helpers ----------
+
+/** Resolves true at the batch's next event after `cursor` (a task started or skipped, the integration ran), false at the deadline or on abort. */
+function nextBatchEvent(client: EngineClient, cursor: string, batchId: string, ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    let sub: { unsubscribe(): void } | null = null;
+    let ended = false;
+    const end = (v: boolean) => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      sub?.unsubscribe();
+      resolve(v);
+    };
+    const onAbort = () => end(false);
+    const timer = setTimeout(() => end(false), Math.max(1, ms));
+    signal.addEventListener("abort", onAbort, { once: true });
+    sub = client.events.subscribe(
+      { lastEventId: cursor },
+      {
+        onData: (t) => {
+          const e = t.data as EngineEvent;
+          if (e.type === "reset" || (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId)) end(true);
+        },
+        onError: () => end(false),
+      },
+    );
+    if (ended) sub.unsubscribe();
+  });
+}
 
 /** Whether a result holds worker-written text (an `untrusted` object anywhere in it). */
 function hasUntrusted(v: unknown): boolean {

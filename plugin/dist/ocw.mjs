@@ -86359,6 +86359,15 @@ function createMcpServer(opts) {
       const newAsk = (w) => pendingAsks(w).some((a2) => !shown.asks.has(a2.id));
       const newlyFinal = (w) => isFinal(w.state) && !shown.finished.has(w.id);
       const client3 = await link2.client();
+      if (args.batchId) {
+        for (; ; ) {
+          const cursor = (await client3.health.query()).cursor;
+          const b = await call((c3) => c3.workers.batch.query({ batchId: args.batchId }));
+          ids = b.workerIds;
+          if (b.done || !b.workerIds.every((id2) => isFinal(b.states[id2])) || Date.now() >= deadline || extra.signal.aborted) break;
+          if (!await nextBatchEvent(client3, cursor, args.batchId, deadline - Date.now(), extra.signal)) break;
+        }
+      }
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
       let lastProgress = 0;
@@ -86450,7 +86459,7 @@ function createMcpServer(opts) {
         counts,
         finished: finished7.map((w) => ({ workerId: w.id, state: w.state, verdict: w.verdict?.verdict ?? null, honest: w.verdict?.honest ?? null, totals: totalsOf([w], now) })),
         ...stalled.length ? { stalled } : {},
-        ...batch && (settled || finished7.length) ? { batch } : {},
+        ...batch && (settled || finished7.length || batch.done === false) ? { batch } : {},
         ...answeredInForm.length ? { answeredInForm } : {},
         totals: totalsOf(list, now),
         ...session ? { session } : {},
@@ -86814,6 +86823,34 @@ function createMcpServer(opts) {
     }
   );
   return server;
+}
+function nextBatchEvent(client3, cursor, batchId, ms, signal) {
+  return new Promise((resolve) => {
+    let sub = null;
+    let ended = false;
+    const end = (v) => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      sub?.unsubscribe();
+      resolve(v);
+    };
+    const onAbort = () => end(false);
+    const timer = setTimeout(() => end(false), Math.max(1, ms));
+    signal.addEventListener("abort", onAbort, { once: true });
+    sub = client3.events.subscribe(
+      { lastEventId: cursor },
+      {
+        onData: (t2) => {
+          const e = t2.data;
+          if (e.type === "reset" || e.type === "batch" && e.batchId === batchId || e.type === "worker.created" && e.batchId === batchId) end(true);
+        },
+        onError: () => end(false)
+      }
+    );
+    if (ended) sub.unsubscribe();
+  });
 }
 function hasUntrusted(v) {
   if (Array.isArray(v)) return v.some(hasUntrusted);
