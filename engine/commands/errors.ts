@@ -1,5 +1,6 @@
 import { ERROR_MAP, OcwError, type ErrorCode } from "../../shared/errors";
 import { config } from "../config";
+import { grantOffer, type PermissionAsk } from "../../shared/permission";
 
 /** A user error: printed as one line, exit code 2. */
 export class CliError extends Error {}
@@ -19,7 +20,9 @@ export function fail(err: unknown): never {
  * How an unattended run (`--approve once|always|reject`, `ocw grade`) answers an ask. A question cannot be answered
  * for the person, so it is dismissed with a note; the worker then reports its outcome.
  */
-export function unattendedDecision(ask: { id: string; kind: string }, mode: "once" | "always" | "reject") {
+export function unattendedDecision(ask: Pick<PermissionAsk, "id" | "kind" | "tool" | "what" | "flags">, mode: "once" | "always" | "reject"): { askId: string; decision: "once" | "always" | "reject"; message?: string } {
   if (ask.kind === "question") return { askId: ask.id, decision: "reject" as const, message: "unattended run: questions are dismissed" };
+  // "always" only where a grant is offered (the exact simple commands); elsewhere the ask is approved once.
+  if (mode === "always" && !grantOffer(ask).ok) return { askId: ask.id, decision: "once" };
   return { askId: ask.id, decision: mode };
 }

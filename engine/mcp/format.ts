@@ -1,4 +1,5 @@
 // Pure shaping of engine objects into what the model reads: short, bounded, with the contract's field names.
+import { askView } from "../../shared/ask-view";
 import type { CheckResult } from "../../shared/check";
 import type { PermissionAsk } from "../../shared/permission";
 import { isFinal, pendingAsks, type Worker } from "../../shared/worker";
@@ -11,8 +12,10 @@ export function titleOf(w: Pick<Worker, "spec">): string {
   return w.spec.title ?? clip(w.spec.task.split("\n").find((l) => l.trim())?.trim() ?? "", 100);
 }
 
+/** An ask as Claude reads it: the asked text made safe and cut head and tail past SHOW_MAX (shared/ask-view.ts), with the engine's flags. */
 export function pendingItem(a: PermissionAsk): PendingItem {
-  return { askId: a.id, workerId: a.workerId, tool: a.tool, what: clip(a.what, 500) };
+  const v = askView(a);
+  return { askId: a.id, workerId: a.workerId, tool: a.tool, what: v.what, whatCut: v.cut, flags: v.flags };
 }
 
 export function elapsedSec(w: Worker, now = Date.now()): number {

@@ -153,7 +153,12 @@ export const PendingItem = z.object({
   askId: z.string(),
   workerId: z.string(),
   tool: z.string(),
+  /** Worker-written: line breaks shown as ⏎, bidi / zero-width / control characters as ⟪U+XXXX⟫, long text cut head and tail (shared/untrusted.ts). */
   what: z.string(),
+  /** Characters cut from the middle of `what` (0: whole). */
+  whatCut: z.number(),
+  /** The engine's flags on the ask (outside the workspace, protected, out of scope, symlink, …), "kind: detail". */
+  flags: z.array(z.string()),
 });
 export type PendingItem = z.infer<typeof PendingItem>;
 
@@ -291,7 +296,10 @@ export const PendingApprovalsOutput = z.object({
       ageSec: z.number(),
       diff: z.string().nullable(),
       patterns: z.array(z.string()),
+      /** Exactly what "always" grants: one simple command each (or the path / URL), matched exactly; empty when not offered. */
       always: z.array(z.string()),
+      /** Why "always" is not offered (a command that cannot be split, a cut or flagged ask, a question); null when it is. */
+      alwaysWhy: z.string().nullable(),
       questions: z.array(z.object({ question: z.string(), options: z.array(z.string()), multiple: z.boolean() })).nullable(),
     }),
   ),

@@ -14,6 +14,8 @@ import { VERSION } from "../api/host";
 import { canElicit, offerAsk } from "./elicit";
 import { aggregateState, asText, byText, checkOut, clip, elapsedSec, pendingItem, scopesOverlap, slotsOf, summarize, titleOf } from "./format";
 import { INSTRUCTIONS } from "./instructions";
+import { askView } from "../../shared/ask-view";
+import { showUntrusted } from "../../shared/untrusted";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
@@ -481,10 +483,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           kind: a.kind,
           title: titles.get(a.workerId) ?? "",
           ageSec: a.ageSec,
-          diff: a.diff ? clip(a.diff, 3000) : null,
-          patterns: a.patterns.slice(0, 20),
-          always: a.always.slice(0, 20),
-          questions: a.questions ? a.questions.map((q) => ({ question: q.question, options: q.options.map((o) => o.label), multiple: !!q.multiple })) : null,
+          diff: a.diff ? showUntrusted(a.diff, { max: 3000 }) : null,
+          patterns: a.patterns.slice(0, 20).map((p) => showUntrusted(p, { max: 500, lines: false })),
+          always: askView(a).always ?? [],
+          alwaysWhy: askView(a).alwaysWhy,
+          questions: a.questions
+            ? a.questions.map((q) => ({ question: showUntrusted(q.question, { max: 2000 }), options: q.options.map((o) => showUntrusted(o.label, { max: 200, lines: false })), multiple: !!q.multiple }))
+            : null,
         })),
         count: asks.length,
         next: asks.length
@@ -500,7 +505,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Answer an approval",
       description:
-        'Answer a pending ask by askId: decision "once" (allow this request), "always" (allow this pattern for the rest of this worker\'s run) or "reject" (refuse; the worker is told to continue without it — add a message saying why or what to do instead). For a question ask, pass answers. Decide deliberately: allow what the task needs, reject anything outside its scope.',
+        'Answer a pending ask by askId: decision "once" (allow this request), "always" (the engine answers this worker\'s later asks for exactly the simple commands listed in the ask\'s always field, each matched exactly and on its own; not offered where alwaysWhy says why) or "reject" (refuse; the worker is told to continue without it — add a message saying why or what to do instead). For a question ask, pass answers. Decide deliberately: allow what the task needs, reject anything outside its scope.',
       input: S.ApproveInput,
       output: S.ApproveOutput,
     },
@@ -611,7 +616,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         mergeHint: v?.mergeHint ?? null,
         merged: w.merged,
         discarded: isDiscarded(w),
-        approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, what: clip(a.what, 300), status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
+        approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, what: showUntrusted(a.what, { max: 300, lines: false }), status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         next: w.merged
