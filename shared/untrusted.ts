@@ -18,6 +18,8 @@ export interface ShowOptions {
   max?: number;
   /** A line break shows as ⏎ followed by a real line break (default), or as ⏎ alone (`lines: false`, one line). */
   lines?: boolean;
+  /** Keep tabs as they are (a diff of a tab-indented file); marked ␉ by default. */
+  keepTabs?: boolean;
 }
 
 export interface UntrustedView {
@@ -65,13 +67,13 @@ export function hasHidden(text: string): boolean {
   return false;
 }
 
-function mark(text: string, lines: boolean): { text: string; marked: number } {
+function mark(text: string, lines: boolean, keepTabs = false): { text: string; marked: number } {
   let out = "";
   let marked = 0;
   // Iterating a string by code points keeps pairs together and yields a lone surrogate on its own.
   for (const ch of text) {
     const cp = ch.codePointAt(0)!;
-    if (!isHiddenCodePoint(cp)) {
+    if (!isHiddenCodePoint(cp) || (keepTabs && cp === 0x09)) {
       out += ch;
       continue;
     }
@@ -100,19 +102,27 @@ export function untrustedView(text: string, opts: ShowOptions = {}): UntrustedVi
   const lines = opts.lines ?? true;
   const max = opts.max;
   if (max === undefined || s.length <= max) {
-    const m = mark(s, lines);
+    const m = mark(s, lines, opts.keepTabs);
     return { text: m.text, cut: 0, marked: m.marked };
   }
   const keep = Math.max(0, max);
   const headEnd = safeEnd(s, Math.ceil(keep * 0.6));
   const tailStart = safeStart(s, s.length - (keep - headEnd));
   const cut = tailStart - headEnd;
-  const head = mark(s.slice(0, headEnd), lines);
-  const tail = mark(s.slice(tailStart), lines);
+  const head = mark(s.slice(0, headEnd), lines, opts.keepTabs);
+  const tail = mark(s.slice(tailStart), lines, opts.keepTabs);
   return { text: `${head.text} …[${cut} characters cut]… ${tail.text}`, cut, marked: head.marked + tail.marked };
 }
 
 /** Untrusted text made safe to show (see the top of this file): the one function every client uses. */
 export function showUntrusted(text: string, opts: ShowOptions = {}): string {
   return untrustedView(text, opts).text;
+}
+
+/** A diff (or any line-oriented text) made safe line by line: its line breaks stay real, tabs stay tabs, all else is marked. */
+export function showUntrustedLines(text: string): string {
+  return String(text ?? "")
+    .split("\n")
+    .map((l) => showUntrusted(l, { lines: false, keepTabs: true }))
+    .join("\n");
 }
