@@ -4087,8 +4087,8 @@ function base64urlToUint8Array(base64url3) {
 function uint8ArrayToBase64url(bytes) {
   return uint8ArrayToBase64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=/g, "");
 }
-function hexToUint8Array(hex3) {
-  const cleanHex = hex3.replace(/^0x/, "");
+function hexToUint8Array(hex4) {
+  const cleanHex = hex4.replace(/^0x/, "");
   if (cleanHex.length % 2 !== 0) {
     throw new Error("Invalid hex string length");
   }
@@ -16671,6 +16671,28 @@ var init_keys = __esm({
   }
 });
 
+// engine/store/json-file.ts
+import { mkdirSync as mkdirSync3, readFileSync as readFileSync2, renameSync, writeFileSync as writeFileSync2 } from "node:fs";
+import path4 from "node:path";
+function readJson(file2, fallback) {
+  try {
+    return JSON.parse(readFileSync2(file2, "utf8"));
+  } catch (err) {
+    if (err.code === "ENOENT") return fallback;
+    throw new Error(`cannot read ${file2}: ${err.message}. Fix or remove the file.`);
+  }
+}
+function writeJsonAtomic(file2, value, mode = 384) {
+  mkdirSync3(path4.dirname(file2), { recursive: true, mode: 448 });
+  const tmp = `${file2}.${process.pid}.tmp`;
+  writeFileSync2(tmp, JSON.stringify(value, null, 2) + "\n", { mode });
+  renameSync(tmp, file2);
+}
+var init_json_file = __esm({
+  "engine/store/json-file.ts"() {
+  }
+});
+
 // node_modules/picomatch/lib/constants.js
 var require_constants = __commonJS({
   "node_modules/picomatch/lib/constants.js"(exports, module) {
@@ -18041,9 +18063,9 @@ var require_picomatch = __commonJS({
     var utils = require_utils();
     var constants4 = require_constants();
     var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
-    var picomatch4 = (glob, options, returnState = false) => {
+    var picomatch3 = (glob, options, returnState = false) => {
       if (Array.isArray(glob)) {
-        const fns = glob.map((input) => picomatch4(input, options, returnState));
+        const fns = glob.map((input) => picomatch3(input, options, returnState));
         const arrayMatcher = (str3) => {
           for (const isMatch of fns) {
             const state2 = isMatch(str3);
@@ -18059,16 +18081,16 @@ var require_picomatch = __commonJS({
       }
       const opts = options || {};
       const posix = opts.windows;
-      const regex = isState ? picomatch4.compileRe(glob, options) : picomatch4.makeRe(glob, options, false, true);
+      const regex = isState ? picomatch3.compileRe(glob, options) : picomatch3.makeRe(glob, options, false, true);
       const state = regex.state;
       delete regex.state;
       let isIgnored = () => false;
       if (opts.ignore) {
         const ignoreOpts = { ...options, ignore: null, onMatch: null, onResult: null };
-        isIgnored = picomatch4(opts.ignore, ignoreOpts, returnState);
+        isIgnored = picomatch3(opts.ignore, ignoreOpts, returnState);
       }
       const matcher = (input, returnObject = false) => {
-        const { isMatch, match, output } = picomatch4.test(input, regex, options, { glob, posix });
+        const { isMatch, match, output } = picomatch3.test(input, regex, options, { glob, posix });
         const result = { glob, state, regex, posix, input, output, match, isMatch };
         if (typeof opts.onResult === "function") {
           opts.onResult(result);
@@ -18094,7 +18116,7 @@ var require_picomatch = __commonJS({
       }
       return matcher;
     };
-    picomatch4.test = (input, regex, options, { glob, posix } = {}) => {
+    picomatch3.test = (input, regex, options, { glob, posix } = {}) => {
       if (typeof input !== "string") {
         throw new TypeError("Expected input to be a string");
       }
@@ -18111,24 +18133,24 @@ var require_picomatch = __commonJS({
       }
       if (match === false || opts.capture === true) {
         if (opts.matchBase === true || opts.basename === true) {
-          match = picomatch4.matchBase(input, regex, options, posix);
+          match = picomatch3.matchBase(input, regex, options, posix);
         } else {
           match = regex.exec(output);
         }
       }
       return { isMatch: Boolean(match), match, output };
     };
-    picomatch4.matchBase = (input, glob, options) => {
-      const regex = glob instanceof RegExp ? glob : picomatch4.makeRe(glob, options);
+    picomatch3.matchBase = (input, glob, options) => {
+      const regex = glob instanceof RegExp ? glob : picomatch3.makeRe(glob, options);
       return regex.test(utils.basename(input));
     };
-    picomatch4.isMatch = (str3, patterns, options) => picomatch4(patterns, options)(str3);
-    picomatch4.parse = (pattern, options) => {
-      if (Array.isArray(pattern)) return pattern.map((p) => picomatch4.parse(p, options));
+    picomatch3.isMatch = (str3, patterns, options) => picomatch3(patterns, options)(str3);
+    picomatch3.parse = (pattern, options) => {
+      if (Array.isArray(pattern)) return pattern.map((p) => picomatch3.parse(p, options));
       return parse3(pattern, { ...options, fastpaths: false });
     };
-    picomatch4.scan = (input, options) => scan(input, options);
-    picomatch4.compileRe = (state, options, returnOutput = false, returnState = false) => {
+    picomatch3.scan = (input, options) => scan(input, options);
+    picomatch3.compileRe = (state, options, returnOutput = false, returnState = false) => {
       if (returnOutput === true) {
         return state.output;
       }
@@ -18139,13 +18161,13 @@ var require_picomatch = __commonJS({
       if (state && state.negated === true) {
         source = `^(?!${source}).*$`;
       }
-      const regex = picomatch4.toRegex(source, options);
+      const regex = picomatch3.toRegex(source, options);
       if (returnState === true) {
         regex.state = state;
       }
       return regex;
     };
-    picomatch4.makeRe = (input, options = {}, returnOutput = false, returnState = false) => {
+    picomatch3.makeRe = (input, options = {}, returnOutput = false, returnState = false) => {
       if (!input || typeof input !== "string") {
         throw new TypeError("Expected a non-empty string");
       }
@@ -18156,9 +18178,9 @@ var require_picomatch = __commonJS({
       if (!parsed.output) {
         parsed = parse3(input, options);
       }
-      return picomatch4.compileRe(parsed, options, returnOutput, returnState);
+      return picomatch3.compileRe(parsed, options, returnOutput, returnState);
     };
-    picomatch4.toRegex = (source, options) => {
+    picomatch3.toRegex = (source, options) => {
       try {
         const opts = options || {};
         return new RegExp(source, opts.flags || (opts.nocase ? "i" : ""));
@@ -18167,8 +18189,8 @@ var require_picomatch = __commonJS({
         return /$^/;
       }
     };
-    picomatch4.constants = constants4;
-    module.exports = picomatch4;
+    picomatch3.constants = constants4;
+    module.exports = picomatch3;
   }
 });
 
@@ -18178,36 +18200,14 @@ var require_picomatch2 = __commonJS({
     "use strict";
     var pico = require_picomatch();
     var utils = require_utils();
-    function picomatch4(glob, options, returnState = false) {
+    function picomatch3(glob, options, returnState = false) {
       if (options && (options.windows === null || options.windows === void 0)) {
         options = { ...options, windows: utils.isWindows() };
       }
       return pico(glob, options, returnState);
     }
-    Object.assign(picomatch4, pico);
-    module.exports = picomatch4;
-  }
-});
-
-// engine/store/json-file.ts
-import { mkdirSync as mkdirSync3, readFileSync as readFileSync2, renameSync, writeFileSync as writeFileSync2 } from "node:fs";
-import path4 from "node:path";
-function readJson(file2, fallback) {
-  try {
-    return JSON.parse(readFileSync2(file2, "utf8"));
-  } catch (err) {
-    if (err.code === "ENOENT") return fallback;
-    throw new Error(`cannot read ${file2}: ${err.message}. Fix or remove the file.`);
-  }
-}
-function writeJsonAtomic(file2, value, mode = 384) {
-  mkdirSync3(path4.dirname(file2), { recursive: true, mode: 448 });
-  const tmp = `${file2}.${process.pid}.tmp`;
-  writeFileSync2(tmp, JSON.stringify(value, null, 2) + "\n", { mode });
-  renameSync(tmp, file2);
-}
-var init_json_file = __esm({
-  "engine/store/json-file.ts"() {
+    Object.assign(picomatch3, pico);
+    module.exports = picomatch3;
   }
 });
 
@@ -28037,8 +28037,8 @@ var require_util = __commonJS({
       }
       return result;
     }
-    function hex2bin(hex3) {
-      return ("00000000" + parseInt(hex3, 16).toString(2)).substr(-8);
+    function hex2bin(hex4) {
+      return ("00000000" + parseInt(hex4, 16).toString(2)).substr(-8);
     }
     function getFilesInPath(source) {
       const lstatSync3 = fs.lstatSync;
@@ -54872,9 +54872,9 @@ var require_utils2 = __commonJS({
       let output = "";
       for (let i2 = 0; i2 < input.length; i2++) {
         if (input[i2] === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex3)) {
-            const normalizedHex = hex3.toUpperCase();
+          const hex4 = input.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex4)) {
+            const normalizedHex = hex4.toUpperCase();
             const decoded = String.fromCharCode(parseInt(normalizedHex, 16));
             if (decodeUnreserved && isUnreserved(decoded)) {
               output += decoded;
@@ -54894,9 +54894,9 @@ var require_utils2 = __commonJS({
       for (let i2 = 0; i2 < input.length; i2++) {
         const ch = input[i2];
         if (ch === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex3)) {
-            const normalizedHex = hex3.toUpperCase();
+          const hex4 = input.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex4)) {
+            const normalizedHex = hex4.toUpperCase();
             const decoded = String.fromCharCode(parseInt(normalizedHex, 16));
             if (decoded !== "." && isUnreserved(decoded)) {
               output += decoded;
@@ -54936,9 +54936,9 @@ var require_utils2 = __commonJS({
       for (let i2 = 0; i2 < input.length; i2++) {
         const ch = input[i2];
         if (ch === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex3)) {
-            output += "%" + hex3.toUpperCase();
+          const hex4 = input.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex4)) {
+            output += "%" + hex4.toUpperCase();
             i2 += 2;
             continue;
           }
@@ -54974,9 +54974,9 @@ var require_utils2 = __commonJS({
       for (let i2 = 0; i2 < input.length; i2++) {
         const ch = input[i2];
         if (ch === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex3)) {
-            output += "%" + hex3.toUpperCase();
+          const hex4 = input.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex4)) {
+            output += "%" + hex4.toUpperCase();
             i2 += 2;
             continue;
           }
@@ -55021,9 +55021,9 @@ var require_utils2 = __commonJS({
       for (let i2 = 0; i2 < input.length; i2++) {
         const ch = input[i2];
         if (ch === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex3)) {
-            const normalizedHex = hex3.toUpperCase();
+          const hex4 = input.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex4)) {
+            const normalizedHex = hex4.toUpperCase();
             const decoded = String.fromCharCode(parseInt(normalizedHex, 16));
             if (isUnreserved(decoded)) {
               output += decoded;
@@ -55061,9 +55061,9 @@ var require_utils2 = __commonJS({
       let output = "";
       for (let i2 = 0; i2 < input.length; i2++) {
         if (input[i2] === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
-          if (isHexPair(hex3)) {
-            output += "%" + hex3.toUpperCase();
+          const hex4 = input.slice(i2 + 1, i2 + 3);
+          if (isHexPair(hex4)) {
+            output += "%" + hex4.toUpperCase();
             i2 += 2;
             continue;
           }
@@ -58821,6 +58821,157 @@ var CheckResult = external_exports.object({
 
 // shared/permission.ts
 init_zod();
+
+// shared/untrusted.ts
+var SHOW_MAX = 1e3;
+var hex3 = (cp) => `\u27EAU+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27EB`;
+function isHiddenCodePoint(cp) {
+  return cp < 32 || cp >= 127 && cp <= 159 || cp === 173 || cp === 847 || cp === 1564 || cp === 4447 || cp === 4448 || cp === 6068 || cp === 6069 || cp === 6158 || cp >= 8203 && cp <= 8207 || cp >= 8232 && cp <= 8238 || cp >= 8288 && cp <= 8303 || cp === 12644 || cp >= 55296 && cp <= 57343 || cp >= 65024 && cp <= 65039 || cp === 65279 || cp === 65440 || cp >= 65529 && cp <= 65531 || cp >= 119155 && cp <= 119162 || cp >= 917504 && cp <= 917631 || cp >= 917760 && cp <= 917999;
+}
+function hasHidden(text) {
+  for (const ch of text) if (isHiddenCodePoint(ch.codePointAt(0))) return true;
+  return false;
+}
+function mark(text, lines, keepTabs = false) {
+  let out = "";
+  let marked = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0);
+    if (!isHiddenCodePoint(cp) || keepTabs && cp === 9) {
+      out += ch;
+      continue;
+    }
+    marked++;
+    if (cp === 10) out += lines ? "\u23CE\n" : "\u23CE";
+    else if (cp === 13) out += "\u240D";
+    else if (cp === 9) out += "\u2409";
+    else out += hex3(cp);
+  }
+  return { text: out, marked };
+}
+function safeEnd(text, n2) {
+  const c3 = text.charCodeAt(n2 - 1);
+  return n2 > 0 && c3 >= 55296 && c3 <= 56319 ? n2 - 1 : n2;
+}
+function safeStart(text, n2) {
+  const c3 = text.charCodeAt(n2);
+  return n2 < text.length && c3 >= 56320 && c3 <= 57343 ? n2 + 1 : n2;
+}
+function untrustedView(text, opts = {}) {
+  const s = String(text ?? "");
+  const lines = opts.lines ?? true;
+  const max = opts.max;
+  if (max === void 0 || s.length <= max) {
+    const m = mark(s, lines, opts.keepTabs);
+    return { text: m.text, cut: 0, marked: m.marked };
+  }
+  const keep = Math.max(0, max);
+  const headEnd = safeEnd(s, Math.ceil(keep * 0.6));
+  const tailStart = safeStart(s, s.length - (keep - headEnd));
+  const cut = tailStart - headEnd;
+  const head = mark(s.slice(0, headEnd), lines, opts.keepTabs);
+  const tail = mark(s.slice(tailStart), lines, opts.keepTabs);
+  return { text: `${head.text} \u2026[${cut} characters cut]\u2026 ${tail.text}`, cut, marked: head.marked + tail.marked };
+}
+function showUntrusted(text, opts = {}) {
+  return untrustedView(text, opts).text;
+}
+
+// shared/shell.ts
+var KEYWORDS = /* @__PURE__ */ new Set(["if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "select", "function", "time", "coproc", "!", "[[", "]]", "{", "}"]);
+function splitCommand(command) {
+  const s = String(command ?? "");
+  for (const ch of s) {
+    const cp = ch.codePointAt(0);
+    if (cp === 10 || cp === 9) continue;
+    if (isHiddenCodePoint(cp)) return { ok: false, why: `it holds an invisible or control character (U+${cp.toString(16).toUpperCase().padStart(4, "0")})` };
+  }
+  const commands = [];
+  let words = [];
+  let word = "";
+  let inWord = false;
+  const endWord = () => {
+    if (inWord) words.push(word);
+    word = "";
+    inWord = false;
+  };
+  const endCommand = (op) => {
+    endWord();
+    if (!words.length) {
+      return op === "\n" || op === "end" ? null : `an operator (${op}) with no command before it`;
+    }
+    if (KEYWORDS.has(words[0])) return `it uses the shell keyword "${words[0]}"`;
+    commands.push(words.join(" "));
+    words = [];
+    return null;
+  };
+  for (let i2 = 0; i2 < s.length; i2++) {
+    const c3 = s[i2];
+    if (c3 === "'") {
+      const end = s.indexOf("'", i2 + 1);
+      if (end < 0) return { ok: false, why: "it has an unterminated quote" };
+      word += s.slice(i2, end + 1);
+      inWord = true;
+      i2 = end;
+    } else if (c3 === '"') {
+      let j = i2 + 1;
+      for (; j < s.length && s[j] !== '"'; j++) {
+        if (s[j] === "\\") j++;
+        else if (s[j] === "`" || s[j] === "$" && s[j + 1] === "(") return { ok: false, why: "it uses command substitution ($(\u2026) or backticks)" };
+      }
+      if (j >= s.length) return { ok: false, why: "it has an unterminated quote" };
+      word += s.slice(i2, j + 1);
+      inWord = true;
+      i2 = j;
+    } else if (c3 === "\\") {
+      if (i2 + 1 >= s.length) return { ok: false, why: "it ends with a backslash" };
+      if (s[i2 + 1] === "\n") return { ok: false, why: "it continues a line with a backslash" };
+      word += s.slice(i2, i2 + 2);
+      inWord = true;
+      i2++;
+    } else if (c3 === "`") return { ok: false, why: "it uses command substitution ($(\u2026) or backticks)" };
+    else if (c3 === "$" && s[i2 + 1] === "(") return { ok: false, why: "it uses command substitution ($(\u2026) or backticks)" };
+    else if ((c3 === "<" || c3 === ">") && s[i2 + 1] === "(") return { ok: false, why: "it uses process substitution (<(\u2026) or >(\u2026))" };
+    else if (c3 === "(" || c3 === ")") return { ok: false, why: "it uses a subshell, a function or parentheses outside quotes" };
+    else if (c3 === "#" && !inWord) return { ok: false, why: "it holds a comment (#), which can hide text after it" };
+    else if (c3 === "<" && s[i2 + 1] === "<") return { ok: false, why: "it uses a here-document or here-string (<<)" };
+    else if (c3 === " " || c3 === "	") endWord();
+    else if (c3 === "\n" || c3 === ";" || c3 === "|" || c3 === "&") {
+      let op = c3;
+      if (c3 === "&" && (word.endsWith(">") || word.endsWith("<"))) {
+        word += c3;
+        inWord = true;
+        continue;
+      }
+      if (c3 === "|" && word.endsWith(">")) {
+        word += c3;
+        inWord = true;
+        continue;
+      }
+      if (c3 === "&" && s[i2 + 1] === ">") {
+        endWord();
+        word = "&";
+        inWord = true;
+        continue;
+      }
+      if ((c3 === "&" || c3 === "|") && s[i2 + 1] === c3) op = s.slice(i2, ++i2 + 1);
+      else if (c3 === "|" && s[i2 + 1] === "&") op = s.slice(i2, ++i2 + 1);
+      else if (c3 === ";" && s[i2 + 1] === ";") return { ok: false, why: "it uses ;; (a case statement)" };
+      const problem2 = endCommand(op);
+      if (problem2) return { ok: false, why: problem2 };
+      if (op !== ";" && op !== "&" && op !== "\n" && !s.slice(i2 + 1).trim()) return { ok: false, why: `it ends with ${op}` };
+    } else {
+      word += c3;
+      inWord = true;
+    }
+  }
+  const problem = endCommand("end");
+  if (problem) return { ok: false, why: problem };
+  if (!commands.length) return { ok: false, why: "it is empty" };
+  return { ok: true, commands };
+}
+
+// shared/permission.ts
 var DecidedBy = external_exports.object({
   kind: external_exports.enum(["person", "mcp", "policy", "cli", "engine"]),
   /** e.g. "gui", "claude-code", the policy rule's text, "--approve once". */
@@ -58877,17 +59028,36 @@ var Grant = external_exports.object({
   id: external_exports.string(),
   workerId: external_exports.string(),
   tool: external_exports.string(),
-  /** A glob over what is asked (the command, path or URL), from opencode's suggestion for the ask. */
+  /** One simple command (or the path / URL) matched exactly, as written: never a glob (see grantOffer). */
   pattern: external_exports.string(),
   askId: external_exports.string(),
   by: DecidedBy,
   createdAt: external_exports.number()
 });
-function terminalSafe(text) {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c3) => c3 === "\n" ? "\\n" : c3 === "	" ? "\\t" : `\\x${c3.charCodeAt(0).toString(16).padStart(2, "0")}`);
+function grantOffer(ask) {
+  if (ask.kind !== "permission") return { ok: false, why: "a question is answered each time" };
+  const flag2 = ask.flags?.find((f) => f.kind !== "symlink");
+  if (flag2) return { ok: false, why: `the engine flagged it (${flag2.kind}): a flagged ask is decided each time` };
+  if (ask.what.length > SHOW_MAX) return { ok: false, why: `it is ${ask.what.length} characters long, over the ${SHOW_MAX} shown whole` };
+  if (ask.tool === "bash") {
+    const split = splitCommand(ask.what);
+    if (!split.ok) return { ok: false, why: `the command cannot be split into simple commands with certainty: ${split.why}` };
+    return { ok: true, patterns: [...new Set(split.commands)] };
+  }
+  if (!ask.what.trim()) return { ok: false, why: "it names nothing" };
+  if (hasHidden(ask.what)) return { ok: false, why: "it holds invisible or control characters" };
+  return { ok: true, patterns: [ask.what] };
 }
-function grantPattern(ask) {
-  return ask.always.find((a2) => a2 && a2 !== "*") ?? ask.what;
+function grantsFor(ask, grants) {
+  const offer = grantOffer(ask);
+  if (!offer.ok) return void 0;
+  const found = [];
+  for (const p of offer.patterns) {
+    const g = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p);
+    if (!g) return void 0;
+    found.push(g);
+  }
+  return found;
 }
 
 // shared/verdict.ts
@@ -59455,7 +59625,6 @@ var Pools = class {
 };
 
 // engine/approvals/queue.ts
-var import_picomatch3 = __toESM(require_picomatch2());
 init_zod();
 import path7 from "node:path";
 
@@ -59803,8 +59972,14 @@ function inspectAsk(ask, ws, spec2) {
   return flags;
 }
 function grantFor(ask, grants) {
-  if (ask.kind !== "permission" || ask.flags?.some((f) => f.kind !== "symlink")) return void 0;
-  return grants.find((g) => g.tool === ask.tool && import_picomatch2.default.isMatch(ask.what, g.pattern, { dot: true, bash: true }));
+  return grantsFor(ask, grants);
+}
+function ruleMatches(ask, rule) {
+  const isMatch = (text) => import_picomatch2.default.isMatch(text, rule.pattern, { dot: true, bash: true });
+  if (ask.tool !== "bash") return isMatch(ask.what);
+  const split = splitCommand(ask.what);
+  if (rule.decision === "reject") return isMatch(ask.what) || split.ok && split.commands.some(isMatch);
+  return split.ok && split.commands.every(isMatch);
 }
 
 // engine/approvals/worktree-guard.ts
@@ -59977,6 +60152,7 @@ var Approvals = class {
     if (!c3) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
     const { client: client2, directory } = c3;
     let message;
+    let offer;
     let sent = decision.decision === "reject" ? "reject" : "once";
     let call;
     const limit = { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) };
@@ -60000,6 +60176,10 @@ var Approvals = class {
           decision.message = swapped ? `${swapped.detail} (a symlink changed since the ask); write only inside your working directory` : refused.decision.message;
           by = refused.by;
         }
+      }
+      if (decision.decision === "always") {
+        offer = grantOffer(ask);
+        if (!offer.ok) throw new InputError(`"always" is not offered for ask ${ask.id}: ${offer.why}; answer once or reject`);
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       sent = decision.decision === "reject" ? "reject" : "once";
@@ -60032,9 +60212,13 @@ var Approvals = class {
     if (current.status === "pending") {
       try {
         this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...message ? { message } : {} });
-        if (decision.decision === "always" && ask.kind === "permission") {
-          const grant = { id: newId("g"), workerId: w.id, tool: ask.tool, pattern: grantPattern(ask), askId: ask.id, by, createdAt: Date.now() };
-          this.reg.record(w.id, { type: "grant.added", grant });
+        if (decision.decision === "always" && ask.kind === "permission" && offer?.ok) {
+          const held = new Set(this.reg.get(w.id).grants.filter((g) => g.tool === ask.tool).map((g) => g.pattern));
+          for (const pattern of offer.patterns) {
+            if (held.has(pattern)) continue;
+            const grant = { id: newId("g"), workerId: w.id, tool: ask.tool, pattern, askId: ask.id, by, createdAt: Date.now() };
+            this.reg.record(w.id, { type: "grant.added", grant });
+          }
         }
       } catch (err) {
         throw new Error(`the worker got the answer to ${ask.id} (${decision.decision}), but it could not be recorded: ${err.message}`);
@@ -60101,13 +60285,17 @@ var Approvals = class {
     if (ask.kind === "question") return null;
     const refused = this.refusal(w, ask);
     if (refused) return refused;
-    const grant = grantFor(ask, w.grants);
-    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${byWhom(grant.by)})` } };
+    const granted = grantFor(ask, w.grants);
+    if (granted?.length) {
+      const name = granted.map((g) => `grant ${g.tool} ${g.pattern} (always, by ${byWhom(g.by)})`).join("; ");
+      return { decision: { decision: "once" }, by: { kind: "policy", name: name.length > 200 ? name.slice(0, 199) + "\u2026" : name } };
+    }
     const rule = this.policyFor(ask);
     return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} \u2192 ${rule.decision}` } } : null;
   }
   policyFor(ask) {
-    return this.policies().find((r) => (r.tool === "*" || r.tool === ask.tool) && import_picomatch3.default.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
+    const rules = this.policies().filter((r) => (r.tool === "*" || r.tool === ask.tool) && ruleMatches(ask, r));
+    return rules.find((r) => r.decision === "reject") ?? rules[0];
   }
 };
 var byWhom = (by) => `${by.kind}${by.name ? " " + by.name : ""}`;
@@ -72550,6 +72738,7 @@ function fail(err) {
 }
 function unattendedDecision(ask, mode) {
   if (ask.kind === "question") return { askId: ask.id, decision: "reject", message: "unattended run: questions are dismissed" };
+  if (mode === "always" && !grantOffer(ask).ok) return { askId: ask.id, decision: "once" };
   return { askId: ask.id, decision: mode };
 }
 
@@ -74390,6 +74579,26 @@ var BatchSummary = external_exports.object({
   verdict: external_exports.enum(["built", "honest-failure"]).nullable()
 });
 
+// shared/ask-view.ts
+var FLAG_LABEL = {
+  "outside-workspace": "outside the workspace",
+  protected: "protected",
+  "out-of-scope": "out of scope",
+  symlink: "symlink",
+  workdir: "working directory"
+};
+function askView(ask, opts = {}) {
+  const v = untrustedView(ask.what, { max: SHOW_MAX, lines: opts.lines });
+  const offer = grantOffer(ask);
+  return {
+    what: v.text,
+    cut: v.cut,
+    flags: (ask.flags ?? []).map((f) => `${FLAG_LABEL[f.kind] ?? f.kind}: ${showUntrusted(f.detail, { max: 500, lines: false })}`),
+    always: offer.ok ? offer.patterns.map((p) => showUntrusted(p, { lines: false })) : null,
+    alwaysWhy: offer.ok ? null : offer.why
+  };
+}
+
 // engine/commands/run.ts
 var collect = (v, prev) => [...prev, v];
 function registerRunCommand(program3) {
@@ -74454,9 +74663,14 @@ async function runCommand3(o2) {
         answered.add(ask.id);
         if (asker) asker.enqueue(ask);
         else {
-          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${terminalSafe(ask.what)} \u2192 ${o2.approve} (--approve)
+          const d = unattendedDecision(ask, o2.approve);
+          const v = askView(ask);
+          const note = o2.approve === "always" && d.decision === "once" ? ` \u2192 once ("always" is not offered: ${v.alwaysWhy})` : ` \u2192 ${d.decision} (--approve)`;
+          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.flags.map((f) => `
+  \u2691 ${f}`).join("")}
+ ${note}
 `);
-          void client2.approvals.decide.mutate(unattendedDecision(ask, o2.approve)).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${err.message}
+          void client2.approvals.decide.mutate(d).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${err.message}
 `));
         }
       }
@@ -74498,17 +74712,17 @@ function progress(event) {
   const w = "workerId" in event ? event.workerId : "";
   switch (event.type) {
     case "worker.state":
-      process.stderr.write(`ocw: ${w} ${event.state}${event.reason ? ` \u2014 ${event.reason}` : ""}
+      process.stderr.write(`ocw: ${w} ${event.state}${event.reason ? ` \u2014 ${showUntrusted(event.reason, { max: 500, lines: false })}` : ""}
 `);
       break;
     case "part":
       if (event.part.kind === "tool" && event.part.status !== "running") process.stderr.write(`ocw: ${w} ${event.part.tool} ${event.part.status}
 `);
-      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) process.stderr.write(`ocw: ${w} ${line.trim()}
+      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) process.stderr.write(`ocw: ${w} ${showUntrusted(line.trim(), { max: 500 })}
 `);
       break;
     case "retry":
-      process.stderr.write(`ocw: ${w} model retry ${event.attempt}: ${event.message}
+      process.stderr.write(`ocw: ${w} model retry ${event.attempt}: ${showUntrusted(event.message, { max: 500, lines: false })}
 `);
       break;
     case "verdict":
@@ -74535,11 +74749,27 @@ function workerResult(w, events) {
     mergeHint: v?.mergeHint ?? null,
     events
   };
-  const summary = `${w.id}: ${json2.verdict} (state ${w.state}${w.stateReason ? `: ${w.stateReason}` : ""}; claim ${json2.claim ?? "none"}, ${json2.honest ? "honest" : "not honest"})${v?.mergeHint ? `
+  const summary = `${w.id}: ${json2.verdict} (state ${w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; claim ${json2.claim ?? "none"}, ${json2.honest ? "honest" : "not honest"})${v?.mergeHint ? `
   merge: ${v.mergeHint}` : ""}`;
   return { json: json2, summary, timedOutChecks: (v?.checks ?? []).filter((c3) => c3.timedOut).map((c3) => c3.name) };
 }
 var CANCELLED = /* @__PURE__ */ Symbol("answered elsewhere");
+function askText(ask) {
+  const v = askView(ask);
+  const indent = (s) => s.split("\n").join("\n    ");
+  let out = `
+ocw: ${ask.workerId} asks ${ask.tool}: ${indent(v.what)}
+`;
+  if (v.cut) out += `  (${v.cut} characters cut from the middle: "always" is not offered)
+`;
+  for (const f of v.flags) out += `  \u2691 ${f}
+`;
+  if (ask.kind === "permission") out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}
+` : `  "always" is not offered: ${v.alwaysWhy}
+`;
+  if (ask.diff) out += ask.diff.split("\n").slice(0, 40).map((l) => showUntrusted(l, { max: 400, lines: false })).join("\n") + "\n";
+  return out;
+}
 var TerminalAsker = class {
   constructor(client2, input = process.stdin, out = process.stderr) {
     this.client = client2;
@@ -74574,7 +74804,7 @@ var TerminalAsker = class {
     if (this.settled.has(ask.id)) return;
     this.queue.push(ask);
     if (this.busy) this.out.write(`
-ocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)
+ocw: ${ask.workerId} asks ${ask.tool}: ${askView(ask, { lines: false }).what} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)
 `);
     void this.drain();
   }
@@ -74612,11 +74842,8 @@ ocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer need
       const ask = this.queue.shift();
       if (this.settled.has(ask.id)) continue;
       this.current = ask;
-      this.out.write(`
-ocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)}
-`);
-      if (ask.diff) this.out.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
-      const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
+      this.out.write(askText(ask));
+      const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission(ask);
       if (answer === CANCELLED) continue;
       this.current = null;
       if (answer === null) {
@@ -74633,21 +74860,25 @@ ocw: no terminal input; ${open2.length === 1 ? "the ask stays" : `${open2.length
     }
     this.busy = false;
   }
-  async askPermission() {
+  async askPermission(ask) {
+    const always = askView(ask).always !== null;
     for (; ; ) {
-      this.out.write(`allow? [y]es once / [a]lways / [n]o: `);
+      this.out.write(always ? `allow? [y]es once / [a]lways / [n]o: ` : `allow? [y]es once / [n]o: `);
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
-      const decision = { y: "once", a: "always", n: "reject" }[line.trim().toLowerCase()[0]];
+      const decision = { y: "once", a: always ? "always" : void 0, n: "reject" }[line.trim().toLowerCase()[0]];
       if (decision) return { decision };
+      if (!always && line.trim().toLowerCase().startsWith("a")) this.out.write(`"always" is not offered for this ask
+`);
     }
   }
   /** One line per question: an option's number, or free text; an empty line dismisses the question. */
   async askQuestion(ask) {
     const answers = [];
     for (const q of ask.questions ?? []) {
-      this.out.write(`${q.question}
-${q.options.map((o2, i2) => `  ${i2 + 1}) ${o2.label}${o2.description ? ` \u2014 ${o2.description}` : ""}`).join("\n")}
+      const t2 = (x, max = 2e3) => showUntrusted(x, { max });
+      this.out.write(`${t2(q.question)}
+${q.options.map((o2, i2) => `  ${i2 + 1}) ${t2(o2.label, 200)}${o2.description ? ` \u2014 ${t2(o2.description, 500)}` : ""}`).join("\n")}
 answer (number or text; empty dismisses): `);
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
@@ -76321,7 +76552,8 @@ function titleOf(w) {
   return w.spec.title ?? clip(w.spec.task.split("\n").find((l) => l.trim())?.trim() ?? "", 100);
 }
 function pendingItem(a2) {
-  return { askId: a2.id, workerId: a2.workerId, tool: a2.tool, what: clip(a2.what, 500) };
+  const v = askView(a2);
+  return { askId: a2.id, workerId: a2.workerId, tool: a2.tool, what: v.what, whatCut: v.cut, flags: v.flags };
 }
 function elapsedSec(w, now = Date.now()) {
   if (w.startedAt === null) return 0;
@@ -84521,33 +84753,47 @@ function canElicit(server) {
   return !!e && (!!e.form || Object.keys(e).length === 0);
 }
 function formFor(ask, title) {
-  const head = `opencode-worker: worker ${ask.workerId} (${clip(title, 80)})`;
+  const t2 = (x, max) => showUntrusted(x, { max, lines: false });
+  const head = `opencode-worker: worker ${ask.workerId} (${t2(title, 80)})`;
   if (ask.kind === "question" && ask.questions?.length) {
     const qs = ask.questions.slice(0, 5);
     const properties = {};
+    const shownToLabel = qs.map(() => /* @__PURE__ */ new Map());
     qs.forEach((q, i2) => {
       const labels2 = q.options.map((o2) => o2.label).filter(Boolean);
-      properties[`q${i2}`] = labels2.length && !q.multiple ? { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question, 400), enum: labels2 } : { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question + (labels2.length ? ` (options: ${labels2.join(", ")})` : ""), 400) };
+      const shown = labels2.map((l) => t2(l, 200));
+      shown.forEach((s, j) => shownToLabel[i2].set(s, labels2[j]));
+      properties[`q${i2}`] = labels2.length && !q.multiple && new Set(shown).size === shown.length ? { type: "string", title: t2(q.header ?? q.question, 80), description: t2(q.question, 400), enum: shown } : { type: "string", title: t2(q.header ?? q.question, 80), description: t2(q.question + (labels2.length ? ` (options: ${labels2.join(", ")})` : ""), 400) };
     });
     return {
       message: `${head} asks:
-${qs.map((q) => `\u2022 ${q.question}`).join("\n")}
+${qs.map((q) => `\u2022 ${showUntrusted(q.question, { max: 1e3 })}`).join("\n")}
 Decline to leave it for Claude to answer.`,
       requestedSchema: { type: "object", properties, required: qs.map((_, i2) => `q${i2}`) },
-      answers: (content) => qs.map((_, i2) => [String(content[`q${i2}`] ?? "")])
+      answers: (content) => qs.map((_, i2) => {
+        const a2 = String(content[`q${i2}`] ?? "");
+        return [shownToLabel[i2].get(a2) ?? a2];
+      })
     };
   }
   const diff = ask.diff ? `
 
-${clip(ask.diff, 1500)}` : "";
+${showUntrusted(ask.diff, { max: 1500 })}` : "";
+  const v = askView(ask);
+  const flags = v.flags.length ? `
+${v.flags.map((f) => `\u2691 ${f}`).join("\n")}` : "";
+  const cut = v.cut ? `
+(${v.cut} characters cut from the middle)` : "";
+  const always = v.always ? `always = also allow exactly ${v.always.map((p) => `[${p}]`).join(" ")} for the rest of this worker's run, each simple command on its own` : `"always" is not offered: ${v.alwaysWhy}`;
   return {
-    message: `${head} asks permission: ${ask.tool} \u2014 ${clip(ask.what, 300)}${diff}
+    message: `${head} asks permission: ${ask.tool} \u2014
+${v.what}${cut}${flags}${diff}
 
-once = allow this request, always = allow this pattern for the rest of the run, reject = refuse it. Decline to leave it for Claude.`,
+once = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
     requestedSchema: {
       type: "object",
       properties: {
-        decision: { type: "string", title: "Decision", description: "once | always | reject", enum: ["once", "always", "reject"] },
+        decision: { type: "string", title: "Decision", description: v.always ? "once | always | reject" : "once | reject", enum: v.always ? ["once", "always", "reject"] : ["once", "reject"] },
         message: { type: "string", title: "Note to the worker (optional)", description: "Sent with the answer; with a rejection, say why." }
       },
       required: ["decision"]
@@ -84578,7 +84824,7 @@ async function offerAsk(opts) {
     if (res.action !== "accept" || !res.content) return { kind: "declined" };
     const content = res.content;
     const decision = form.answers ? "once" : String(content.decision ?? "");
-    if (!["once", "always", "reject"].includes(decision)) return { kind: "declined" };
+    if (!["once", "always", "reject"].includes(decision) || decision === "always" && !askView(ask).always) return { kind: "declined" };
     const message = typeof content.message === "string" && content.message.trim() ? content.message.trim() : void 0;
     try {
       const decider = await opts.decider();
@@ -84695,7 +84941,12 @@ var PendingItem = external_exports.object({
   askId: external_exports.string(),
   workerId: external_exports.string(),
   tool: external_exports.string(),
-  what: external_exports.string()
+  /** Worker-written: line breaks shown as ⏎, bidi / zero-width / control characters as ⟪U+XXXX⟫, long text cut head and tail (shared/untrusted.ts). */
+  what: external_exports.string(),
+  /** Characters cut from the middle of `what` (0: whole). */
+  whatCut: external_exports.number(),
+  /** The engine's flags on the ask (outside the workspace, protected, out of scope, symlink, …), "kind: detail". */
+  flags: external_exports.array(external_exports.string())
 });
 var WorkerSummary = external_exports.object({
   workerId: external_exports.string(),
@@ -84816,7 +85067,10 @@ var PendingApprovalsOutput = external_exports.object({
       ageSec: external_exports.number(),
       diff: external_exports.string().nullable(),
       patterns: external_exports.array(external_exports.string()),
+      /** Exactly what "always" grants: one simple command each (or the path / URL), matched exactly; empty when not offered. */
       always: external_exports.array(external_exports.string()),
+      /** Why "always" is not offered (a command that cannot be split, a cut or flagged ask, a question); null when it is. */
+      alwaysWhy: external_exports.string().nullable(),
       questions: external_exports.array(external_exports.object({ question: external_exports.string(), options: external_exports.array(external_exports.string()), multiple: external_exports.boolean() })).nullable()
     })
   ),
@@ -85286,10 +85540,11 @@ function createMcpServer(opts) {
           kind: a2.kind,
           title: titles.get(a2.workerId) ?? "",
           ageSec: a2.ageSec,
-          diff: a2.diff ? clip(a2.diff, 3e3) : null,
-          patterns: a2.patterns.slice(0, 20),
-          always: a2.always.slice(0, 20),
-          questions: a2.questions ? a2.questions.map((q) => ({ question: q.question, options: q.options.map((o2) => o2.label), multiple: !!q.multiple })) : null
+          diff: a2.diff ? showUntrusted(a2.diff, { max: 3e3 }) : null,
+          patterns: a2.patterns.slice(0, 20).map((p) => showUntrusted(p, { max: 500, lines: false })),
+          always: askView(a2).always ?? [],
+          alwaysWhy: askView(a2).alwaysWhy,
+          questions: a2.questions ? a2.questions.map((q) => ({ question: showUntrusted(q.question, { max: 2e3 }), options: q.options.map((o2) => showUntrusted(o2.label, { max: 200, lines: false })), multiple: !!q.multiple })) : null
         })),
         count: asks.length,
         next: asks.length ? 'answer each with approve {"askId", "decision": "once"|"always"|"reject", "message"?}: allow what the task needs, reject (with a reason) what it does not' : "nothing is waiting for an answer"
@@ -85300,7 +85555,7 @@ function createMcpServer(opts) {
     "approve",
     {
       title: "Answer an approval",
-      description: `Answer a pending ask by askId: decision "once" (allow this request), "always" (allow this pattern for the rest of this worker's run) or "reject" (refuse; the worker is told to continue without it \u2014 add a message saying why or what to do instead). For a question ask, pass answers. Decide deliberately: allow what the task needs, reject anything outside its scope.`,
+      description: `Answer a pending ask by askId: decision "once" (allow this request), "always" (the engine answers this worker's later asks for exactly the simple commands listed in the ask's always field, each matched exactly and on its own; not offered where alwaysWhy says why) or "reject" (refuse; the worker is told to continue without it \u2014 add a message saying why or what to do instead). For a question ask, pass answers. Decide deliberately: allow what the task needs, reject anything outside its scope.`,
       input: ApproveInput,
       output: ApproveOutput
     },
@@ -85406,7 +85661,7 @@ function createMcpServer(opts) {
         mergeHint: v?.mergeHint ?? null,
         merged: w.merged,
         discarded: isDiscarded(w),
-        approvals: w.asks.slice(-50).map((a2) => ({ askId: a2.id, tool: a2.tool, what: clip(a2.what, 300), status: a2.status, decision: a2.decision ?? null, by: byText(a2.by) })),
+        approvals: w.asks.slice(-50).map((a2) => ({ askId: a2.id, tool: a2.tool, what: showUntrusted(a2.what, { max: 300, lines: false }), status: a2.status, decision: a2.decision ?? null, by: byText(a2.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         next: w.merged ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})` : verdict === "built" ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)` : `not built${w.stateReason ? ` (${clip(w.stateReason, 200)})` : ""}: read the failing checks, then re-delegate a targeted fix or resume {"workerId":"${w.id}","message":"\u2026"}; discard {"workerId":"${w.id}"} removes what is left`
@@ -85811,6 +86066,7 @@ function registerServeCommands(program3) {
 
 // engine/commands/grants.ts
 init_paths();
+var terminalSafe = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
 function registerGrantsCommand(program3) {
   program3.command("grants").description('list the "always" answers the engine holds, or revoke one (--revoke ID)').option("--revoke <grantId>", "revoke this grant: later matching asks of its worker go to a person again").option("--json", "print JSON").action(async (o2) => {
     try {
@@ -85832,6 +86088,7 @@ function registerGrantsCommand(program3) {
 
 // engine/commands/housekeeping.ts
 init_paths();
+var terminalSafe2 = (t2) => showUntrusted(t2, { lines: false, max: 1e3 });
 function registerHousekeepingCommands(program3) {
   program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
     try {
@@ -85856,7 +86113,7 @@ function registerHousekeepingCommands(program3) {
       else {
         for (const m of r.merged) console.log(`merged ${m.workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
         if (r.stopped) {
-          console.log(`stopped at ${r.stopped.workerId}: ${terminalSafe(r.stopped.reason)}`);
+          console.log(`stopped at ${r.stopped.workerId}: ${terminalSafe2(r.stopped.reason)}`);
           if (r.notTried.length) console.log(`not tried: ${r.notTried.join(", ")}`);
         }
         for (const s of r.skipped) console.log(`skipped ${s.workerId}: ${s.reason}`);
