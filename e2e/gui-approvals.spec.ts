@@ -37,7 +37,7 @@ test.beforeAll(async ({ browser }) => {
       {
         name: "twice",
         match: /TASK-BULK-WORKER/,
-        script: (c) => (c.turnStep === 0 ? { toolCalls: [{ name: "bash", args: { command: "echo first" } }, { name: "bash", args: { command: "echo second" } }] } : { text: "Ran both.\nOUTCOME: built" }),
+        script: (c) => (c.turnStep === 0 ? { toolCalls: [{ name: "bash", args: { command: "echo twice" } }, { name: "bash", args: { command: "echo twice" } }] } : { text: "Ran both.\nOUTCOME: built" }),
       },
       {
         name: "grant",
@@ -167,7 +167,7 @@ test("bulk: one click approves the same command in every worker of a batch; the 
   await shot(page, "04-cards-progress");
 });
 
-test("bulk per worker: two parallel commands of one worker decided with one click", async () => {
+test("bulk per worker: the same command asked twice in parallel by one worker decided with one click (bulk groups exactly the same command, never a pattern)", async () => {
   const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-BULK-WORKER: run two commands", directory: repo, checks: [{ run: "true" }] });
   await page.goto(engine.origin + "/#/approvals");
   await expect.poll(pendingCount, { timeout: 120_000 }).toBe(2);

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
@@ -108,6 +108,14 @@ function runFile(check: FileCheck, name: string, cwd: string, realCwd: string): 
 export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: CheckSandbox, protectedFiles: string[] = []): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   const realCwd = realpathSync(cwd);
+  // Held-back files come in now, over the worker's, and are guarded like protected files while the checks run.
+  let heldBack: string[];
+  try {
+    heldBack = copyHeldBack(checks, realCwd);
+  } catch (err) {
+    return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `held-back files could not be brought in: ${(err as Error).message}` }));
+  }
+  protectedFiles = [...protectedFiles, ...heldBack];
   const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
   for (const [i, check] of checks.entries()) {
     const name = checkName(check, i);
@@ -125,6 +133,54 @@ export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: Chec
   }
   return results;
 }
+
+/**
+ * Copies every command check's held-back folder (`files`) into `root`, never through a link: an entry of the checkout in
+ * the way (a symlink, a file where a folder goes, a folder where a file goes) is removed first, so a worker's committed
+ * symlink cannot send a held-back file (or its write) elsewhere. Returns the absolute paths written.
+ */
+export function copyHeldBack(checks: CheckSpec[], root: string): string[] {
+  const written: string[] = [];
+  for (const check of checks) {
+    if (!("run" in check) || !check.files) continue;
+    const src = check.files;
+    let st;
+    try {
+      st = statSync(src);
+    } catch {
+      throw new Error(`${src} (a check's \`files\`) does not exist`);
+    }
+    if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
+    const walk = (from: string, rel: string) => {
+      for (const e of readdirSync(from, { withFileTypes: true })) {
+        const f = path.join(from, e.name);
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        const dest = path.join(root, r);
+        const there = lstatOrNull(dest);
+        if (e.isDirectory()) {
+          if (there && !there.isDirectory()) rmSync(dest, { force: true, recursive: true });
+          if (!there || !there.isDirectory()) mkdirSync(dest);
+          walk(f, r);
+        } else if (e.isFile()) {
+          if (there) rmSync(dest, { force: true, recursive: true });
+          writeFileSync(dest, readFileSync(f), { mode: statSync(f).mode & 0o777 });
+          written.push(dest);
+        }
+        // Links and special files in the held-back folder are not brought in.
+      }
+    };
+    walk(src, "");
+  }
+  return written;
+}
+
+const lstatOrNull = (p: string) => {
+  try {
+    return lstatSync(p);
+  } catch {
+    return null;
+  }
+};
 
 /** What a protected file is now: its content's hash, or that it is gone or not a regular file. */
 function fingerprint(file: string): string {

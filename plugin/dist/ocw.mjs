@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path54 = __require("node:path");
+    var path55 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path54.resolve(baseDir, baseName);
+          const localBin = path55.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path54.extname(baseName))) return void 0;
+          if (sourceExt.includes(path55.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path54.resolve(
-            path54.dirname(resolvedScriptPath),
+          executableDir = path55.resolve(
+            path55.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path54.basename(
+            const legacyName = path55.basename(
               this._scriptPath,
-              path54.extname(this._scriptPath)
+              path55.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path54.extname(executableFile));
+        launchWithNode = sourceExt.includes(path55.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path54.basename(filename, path54.extname(filename));
+        this._name = path55.basename(filename, path55.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path55) {
-        if (path55 === void 0) return this._executableDir;
-        this._executableDir = path55;
+      executableDir(path56) {
+        if (path56 === void 0) return this._executableDir;
+        this._executableDir = path56;
         return this;
       }
       /**
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path54) {
-  if (!path54)
+function getElementAtPath(obj2, path55) {
+  if (!path55)
     return obj2;
-  return path54.reduce((acc, key) => acc?.[key], obj2);
+  return path55.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path54, issues) {
+function prefixIssues(path55, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path54);
+    iss.path.unshift(path55);
     return iss;
   });
 }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path54 = []) => {
+  const processError = (error47, path55 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path54, ...issue2.path];
+        const fullpath = [...path55, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path54 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path54) {
+  const path55 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path55) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -16945,8 +16945,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path54, { windows: windows2 } = {}) => {
-      const segs = path54.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path55, { windows: windows2 } = {}) => {
+      const segs = path55.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -18269,7 +18269,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path54, options) {
+    function checkPathExt(path55, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18280,25 +18280,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path54.substr(-p.length).toLowerCase() === p) {
+        if (p && path55.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path54, options) {
+    function checkStat(stat, path55, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path54, options);
+      return checkPathExt(path55, options);
     }
-    function isexe(path54, options, cb) {
-      fs.stat(path54, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path54, options));
+    function isexe(path55, options, cb) {
+      fs.stat(path55, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path55, options));
       });
     }
-    function sync(path54, options) {
-      return checkStat(fs.statSync(path54), path54, options);
+    function sync(path55, options) {
+      return checkStat(fs.statSync(path55), path55, options);
     }
   }
 });
@@ -18309,13 +18309,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path54, options, cb) {
-      fs.stat(path54, function(er, stat) {
+    function isexe(path55, options, cb) {
+      fs.stat(path55, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path54, options) {
-      return checkStat(fs.statSync(path54), options);
+    function sync(path55, options) {
+      return checkStat(fs.statSync(path55), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18348,7 +18348,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path54, options, cb) {
+    function isexe(path55, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18358,7 +18358,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path54, options || {}, function(er, is) {
+          isexe(path55, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18367,7 +18367,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path54, options || {}, function(er, is) {
+      core(path55, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18377,9 +18377,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path54, options) {
+    function sync(path55, options) {
       try {
-        return core.sync(path54, options || {});
+        return core.sync(path55, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18395,7 +18395,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path54 = __require("path");
+    var path55 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18433,7 +18433,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path54.join(pathPart, cmd);
+        const pCmd = path55.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18460,7 +18460,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path54.join(pathPart, cmd);
+        const pCmd = path55.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18508,7 +18508,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path54 = __require("path");
+    var path55 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18526,7 +18526,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path54.delimiter : void 0
+          pathExt: withoutPathExt ? path55.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18535,7 +18535,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path54.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path55.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18589,8 +18589,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path54, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path54.split("/").pop();
+      const [path55, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path55.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18625,7 +18625,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path54 = __require("path");
+    var path55 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18650,7 +18650,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path54.normalize(parsed.command);
+        parsed.command = path55.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -19934,7 +19934,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path54 = __require("path");
+    var path55 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -19956,7 +19956,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path54.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path55.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -19965,7 +19965,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path54.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path55.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20066,7 +20066,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path54 = __require("path");
+    var path55 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20100,9 +20100,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path54.normalize(parsed.command);
+        parsed.command = path55.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path54.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path55.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -24236,13 +24236,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path54, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path54 === "string" ? path54 : path54.toString();
+      for (const { path: path55, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path55 === "string" ? path55 : path55.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path54, serializedResult);
+          appendFileSync(path55, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync7(path54, serializedResult);
+          writeFileSync7(path55, serializedResult);
         }
       }
     };
@@ -27287,7 +27287,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path54 = __require("path");
+    var path55 = __require("path");
     var spawn8 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28042,8 +28042,8 @@ var require_util = __commonJS({
     }
     function getFilesInPath(source) {
       const lstatSync3 = fs.lstatSync;
-      const readdirSync10 = fs.readdirSync;
-      const join = path54.join;
+      const readdirSync11 = fs.readdirSync;
+      const join = path55.join;
       function isDirectory(source2) {
         return lstatSync3(source2).isDirectory();
       }
@@ -28051,12 +28051,12 @@ var require_util = __commonJS({
         return lstatSync3(source2).isFile();
       }
       function getDirectories(source2) {
-        return readdirSync10(source2).map((name) => {
+        return readdirSync11(source2).map((name) => {
           return join(source2, name);
         }).filter(isDirectory);
       }
       function getFiles(source2) {
-        return readdirSync10(source2).map((name) => {
+        return readdirSync11(source2).map((name) => {
           return join(source2, name);
         }).filter(isFile);
       }
@@ -28322,7 +28322,7 @@ var require_util = __commonJS({
         };
       });
     }
-    function promisify4(nodeStyleFunction) {
+    function promisify5(nodeStyleFunction) {
       return function() {
         const args = Array.prototype.slice.call(arguments);
         return new Promise((resolve, reject) => {
@@ -29964,7 +29964,7 @@ var require_util = __commonJS({
     exports.decodePiCpuinfo = decodePiCpuinfo;
     exports.getRpiGpu = getRpiGpu;
     exports.promiseAll = promiseAll;
-    exports.promisify = promisify4;
+    exports.promisify = promisify5;
     exports.promisifySave = promisifySave;
     exports.smartMonToolsInstalled = smartMonToolsInstalled;
     exports.linuxVersion = linuxVersion;
@@ -30779,7 +30779,7 @@ var require_network = __commonJS({
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
-    var readFileSync18 = __require("fs").readFileSync;
+    var readFileSync19 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util();
     var _platform = process.platform;
@@ -31269,7 +31269,7 @@ var require_network = __commonJS({
         return result;
       }
       try {
-        const content = readFileSync18(file2, { encoding: "utf8" });
+        const content = readFileSync19(file2, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -32568,7 +32568,7 @@ var require_osinfo = __commonJS({
     var util2 = require_util();
     var exec = util2.execCwd;
     var execSync = __require("child_process").execSync;
-    var execFile2 = __require("child_process").execFile;
+    var execFile3 = __require("child_process").execFile;
     var _platform = process.platform;
     var _linux = _platform === "linux" || _platform === "android";
     var _darwin = _platform === "darwin";
@@ -33778,7 +33778,7 @@ echo -n "hardware: "; cat /sys/class/dmi/id/product_uuid 2> /dev/null; echo;`;
             util2.powerShell("Get-CimInstance Win32_ComputerSystemProduct | select UUID | fl").then((stdout) => {
               let lines = stdout.split("\r\n");
               result.hardware = util2.getValue(lines, "uuid", ":").toLowerCase();
-              execFile2(util2.WINDIR + "\\" + sysdir + "\\reg.exe", ["query", "HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Cryptography", "/v", "MachineGuid"], util2.execOptsWin, (error46, stdout2) => {
+              execFile3(util2.WINDIR + "\\" + sysdir + "\\reg.exe", ["query", "HKEY_LOCAL_MACHINE\\SOFTWARE\\Microsoft\\Cryptography", "/v", "MachineGuid"], util2.execOptsWin, (error46, stdout2) => {
                 parts = stdout2.toString().split("\n\r")[0].split("REG_SZ");
                 result.os = parts.length > 1 ? parts[1].replace(/\r+|\n+|\s+/gi, "").toLowerCase() : "";
                 if (callback) {
@@ -36796,7 +36796,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path54 = __require("path");
+    var path55 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
@@ -37176,13 +37176,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path54.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path55.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path54.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path55.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path54.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path55.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -40457,7 +40457,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path54 = __require("path");
+    var path55 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41085,7 +41085,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path54.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path55.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42356,7 +42356,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path54, callback) {
+    function fetchJson(path55, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42372,7 +42372,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path54} HTTP/1.0\r
+          socket.write(`GET ${path55} HTTP/1.0\r
 \r
 `);
         });
@@ -45142,7 +45142,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path54 = __require("path");
+    var path55 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45275,7 +45275,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path54.basename(element);
+              const filename = path55.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -45806,7 +45806,7 @@ var require_lib = __commonJS({
 // engine/hardware/detect.ts
 import { readdir as readdir4, readFile } from "node:fs/promises";
 import os4 from "node:os";
-import path31 from "node:path";
+import path32 from "node:path";
 async function cpuRamDefault() {
   try {
     const si = await Promise.resolve().then(() => __toESM(require_lib()));
@@ -45822,14 +45822,14 @@ async function cpuRamDefault() {
   }
 }
 async function readSysfs(root2) {
-  const base2 = path31.join(root2, "class/drm");
+  const base2 = path32.join(root2, "class/drm");
   let names;
   try {
     names = (await readdir4(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
-  const rd = (card, f) => readFile(path31.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
+  const rd = (card, f) => readFile(path32.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
   return Promise.all(
     names.map(async (card) => ({
       card,
@@ -45845,13 +45845,13 @@ async function readSysfs(root2) {
 async function detectHardware(opts = {}) {
   const t0 = performance.now();
   const platform2 = opts.platform ?? process.platform;
-  const run3 = opts.run ?? defaultRunner;
+  const run4 = opts.run ?? defaultRunner;
   const probes = [];
   const problems = [];
   const gpus = [];
   const probe = async (name, cmd, args, timeout = 8e3) => {
     const t2 = performance.now();
-    const r = await run3(cmd, args, timeout);
+    const r = await run4(cmd, args, timeout);
     probes.push({ name, ok: r.ok, ms: Math.round(performance.now() - t2), note: r.missing ? "not installed" : r.ok ? "ok" : `exit ${r.code}: ${r.stderr.trim().split("\n")[0] ?? ""}`.slice(0, 200) });
     return r;
   };
@@ -46459,7 +46459,7 @@ var init_catalog = __esm({
 import { createHash as createHash3 } from "node:crypto";
 import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync11, mkdirSync as mkdirSync11, renameSync as renameSync3, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
-import path32 from "node:path";
+import path33 from "node:path";
 async function sha256File(file2) {
   const h3 = createHash3("sha256");
   for await (const chunk of createReadStream2(file2)) h3.update(chunk);
@@ -46467,7 +46467,7 @@ async function sha256File(file2) {
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync11(path32.dirname(o2.dest), { recursive: true });
+  mkdirSync11(path33.dirname(o2.dest), { recursive: true });
   if (existsSync11(o2.dest) && o2.expectedSize && statSync6(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase()) return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
@@ -46478,11 +46478,11 @@ async function downloadFile(o2) {
     start = 0;
   }
   if (o2.expectedSize) {
-    const fs = statfsSync(path32.dirname(o2.dest));
+    const fs = statfsSync(path33.dirname(o2.dest));
     const free = Number(fs.bavail) * Number(fs.bsize);
     const need = o2.expectedSize - start;
     if (need > free) {
-      throw new DownloadError(`${path32.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path32.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
+      throw new DownloadError(`${path33.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path33.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
     }
   }
   const headers = { ...o2.headers };
@@ -46535,7 +46535,7 @@ async function downloadFile(o2) {
     const got = await sha256File(part);
     if (got !== o2.sha256.toLowerCase()) {
       unlinkSync(part);
-      throw new DownloadError(`checksum mismatch for ${path32.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`);
+      throw new DownloadError(`checksum mismatch for ${path33.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`);
     }
     verified = "sha256";
   }
@@ -46613,12 +46613,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path54) {
+function fileSource(path55) {
   let fh;
   return {
-    describe: path54,
+    describe: path55,
     async read(offset, length) {
-      fh ??= await open(path54, "r");
+      fh ??= await open(path55, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -46853,8 +46853,8 @@ var init_gguf = __esm({
 });
 
 // engine/models/source.ts
-import { existsSync as existsSync12, readFileSync as readFileSync11, statSync as statSync7 } from "node:fs";
-import path33 from "node:path";
+import { existsSync as existsSync12, readFileSync as readFileSync12, statSync as statSync7 } from "node:fs";
+import path34 from "node:path";
 function quantFromName(name) {
   const m = /[-_.](I?Q\d_[A-Z0-9_]+?|I?Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(name);
   return m ? m[1].toUpperCase() : null;
@@ -46882,7 +46882,7 @@ function loadMetadataFile(file2) {
   if (!existsSync12(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
-    j = JSON.parse(readFileSync11(file2, "utf8"));
+    j = JSON.parse(readFileSync12(file2, "utf8"));
   } catch (e) {
     throw new ModelSourceError(`${file2} is not valid JSON: ${e.message}`);
   }
@@ -46919,7 +46919,7 @@ async function loadGguf(ref, headers = {}) {
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
   if (!existsSync12(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
-  const names = shardNames(path33.basename(ref)).map((n2) => path33.join(path33.dirname(ref), n2));
+  const names = shardNames(path34.basename(ref)).map((n2) => path34.join(path34.dirname(ref), n2));
   for (const n2 of names) if (!existsSync12(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
@@ -48266,7 +48266,7 @@ var init_plan = __esm({
 });
 
 // engine/models/resolve.ts
-import path34 from "node:path";
+import path35 from "node:path";
 function quantBits(quant) {
   const q = quant.toUpperCase();
   if (/BF16|F16/.test(q)) return 16;
@@ -48313,7 +48313,7 @@ async function planRepo(ref, want, env2 = process.env) {
   return { problem: `no quant of ${p.repo} fits ${want.slots} slot(s) \xD7 ${want.minCtx} tokens here (tried ${[...new Set(considered.map((c3) => c3.quant))].join(", ")})`, considered };
 }
 function localPathFor(stateDir2, repo, file2) {
-  return path34.join(stateDir2, "models", repo.replace("/", "__"), file2);
+  return path35.join(stateDir2, "models", repo.replace("/", "__"), file2);
 }
 var init_resolve = __esm({
   "engine/models/resolve.ts"() {
@@ -48441,27 +48441,27 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync12 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync7, readFileSync as readFileSync13 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
-import path35 from "node:path";
+import path36 from "node:path";
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
     if (!existsSync13(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path35.resolve(explicit);
+    return path36.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path35.delimiter)) if (dir) cands.push(path35.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = env2.OCW_LLAMA_CACHE ?? path35.join(os5.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path36.delimiter)) if (dir) cands.push(path36.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = env2.OCW_LLAMA_CACHE ?? path36.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync6(cache).sort().reverse()) cands.push(path35.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync7(cache).sort().reverse()) cands.push(path36.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed2 = path35.join(stateDir(env2), "llama");
+  const installed2 = path36.join(stateDir(env2), "llama");
   try {
-    for (const d of readdirSync6(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path35.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+    for (const d of readdirSync7(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
+      const f = findFile(path36.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
@@ -48470,12 +48470,12 @@ function findLlamaServer(explicit, env2 = process.env) {
 }
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
-  for (const e of readdirSync6(dir, { withFileTypes: true })) {
-    if (e.isFile() && e.name === name) return path35.join(dir, e.name);
+  for (const e of readdirSync7(dir, { withFileTypes: true })) {
+    if (e.isFile() && e.name === name) return path36.join(dir, e.name);
   }
-  for (const e of readdirSync6(dir, { withFileTypes: true })) {
+  for (const e of readdirSync7(dir, { withFileTypes: true })) {
     if (e.isDirectory()) {
-      const f = findFile(path35.join(dir, e.name), name, depth + 1);
+      const f = findFile(path36.join(dir, e.name), name, depth + 1);
       if (f) return f;
     }
   }
@@ -48524,7 +48524,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync13(logFile) ? readFileSync12(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync13(logFile) ? readFileSync13(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -48537,11 +48537,11 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync12(path35.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync12(path36.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
-  env2.LD_LIBRARY_PATH = [path35.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path35.delimiter);
+  env2.LD_LIBRARY_PATH = [path36.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path36.delimiter);
   const child = spawn3(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync2(fd);
@@ -49085,7 +49085,7 @@ var init_verify = __esm({
 });
 
 // engine/serving/setup.ts
-import path36 from "node:path";
+import path37 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
 import { closeSync as closeSync3, mkdirSync as mkdirSync13, openSync as openSync3 } from "node:fs";
 function listServing() {
@@ -49155,11 +49155,11 @@ function supervisorCommand(env2 = process.env) {
   if (env2.OCW_SUPERVISE === "0") return null;
   if (env2.OCW_SUPERVISOR_CMD) return JSON.parse(env2.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path36.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path37.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync13(path36.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync13(path37.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -49235,7 +49235,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path36.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path37.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -49335,7 +49335,7 @@ var init_setup3 = __esm({
     init_verify();
     SetupInputError = class extends Error {
     };
-    servingFile = () => path36.join(stateDir(), "serving.json");
+    servingFile = () => path37.join(stateDir(), "serving.json");
     recordedStart = (t2) => typeof t2 === "string" ? t2 : null;
   }
 });
@@ -49377,12 +49377,12 @@ __export(start_runtimes_exports, {
   runOtherRuntime: () => runOtherRuntime
 });
 import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync9 } from "node:fs";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync14, statSync as statSync8, writeFileSync as writeFileSync10 } from "node:fs";
 import os6 from "node:os";
-import path37 from "node:path";
+import path38 from "node:path";
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path37.delimiter)) {
-    const p = dir && path37.join(dir, name);
+  for (const dir of (env2.PATH ?? "").split(path38.delimiter)) {
+    const p = dir && path38.join(dir, name);
     if (p && existsSync14(p)) return p;
   }
   return null;
@@ -49423,17 +49423,17 @@ function buildLaunch(o2) {
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
     mkdirSync14(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path37.join(o2.configDir, "sglang.yaml");
-    writeFileSync9(configFile, `api-key: ${JSON.stringify(o2.key)}
+    configFile = path38.join(o2.configDir, "sglang.yaml");
+    writeFileSync10(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
     set2("--config", o2.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = o2.runtime === "vllm" ? env2.OCW_VLLM_IMAGE || VLLM_IMAGE : env2.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
-  const hfCache = env2.HF_HOME || path37.join(os6.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path38.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
-  const run3 = [
+  const run4 = [
     "run",
     "--rm",
     "--name",
@@ -49452,7 +49452,7 @@ function buildLaunch(o2) {
     image,
     ...o2.runtime === "vllm" ? args.slice(1) : ["python3", ...args]
   ];
-  return { how: "container", cmd: o2.found.bin, args: run3, env: extraEnv, port: o2.port, configFile };
+  return { how: "container", cmd: o2.found.bin, args: run4, env: extraEnv, port: o2.port, configFile };
 }
 async function waitReady(port, key, child, logFile, timeoutMs) {
   const t0 = performance.now();
@@ -49522,16 +49522,16 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path37.join(stateDir(), "runtime", id2) });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path38.join(stateDir(), "runtime", id2) });
   const { parallelDevices: parallelDevices2 } = await Promise.resolve().then(() => (init_parallel(), parallel_exports));
   const indexOf = new Map(parallelDevices2(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path37.join(stateDir(), "logs", `${id2}.log`);
+  const logFile = path38.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync14(path37.dirname(logFile), { recursive: true, mode: 448 });
+  mkdirSync14(path38.dirname(logFile), { recursive: true, mode: 448 });
   const logStart = existsSync14(logFile) ? statSync8(logFile).size : 0;
-  const readLog = () => existsSync14(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
+  const readLog = () => existsSync14(logFile) ? readFileSync14(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
   const env2 = { ...process.env, ...launch2.env };
   delete env2.LLAMA_API_KEY;
@@ -50031,8 +50031,8 @@ __export(parallel_exports, {
   resolveParallelModel: () => resolveParallelModel,
   toParallelPick: () => toParallelPick
 });
-import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync14, statSync as statSync9 } from "node:fs";
-import path38 from "node:path";
+import { existsSync as existsSync15, readdirSync as readdirSync8, readFileSync as readFileSync15, statSync as statSync9 } from "node:fs";
+import path39 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
   const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
@@ -50098,20 +50098,20 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
   }
   if (existsSync15(name)) {
     if (!statSync9(name).isDirectory()) throw new ParallelInputError(`${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`);
-    const st = readdirSync7(name).filter((f) => /\.safetensors$/i.test(f));
+    const st = readdirSync8(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path38.join(name, f)).size, 0);
-    const cfgFile = path38.join(name, "config.json");
-    const cfg2 = existsSync15(cfgFile) ? JSON.parse(readFileSync14(cfgFile, "utf8")) : {};
+    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path39.join(name, f)).size, 0);
+    const cfgFile = path39.join(name, "config.json");
+    const cfg2 = existsSync15(cfgFile) ? JSON.parse(readFileSync15(cfgFile, "utf8")) : {};
     return [{
       model: name,
-      source: path38.resolve(name),
+      source: path39.resolve(name),
       dtype: null,
       weightsBytes: bytes2,
       weightsSource: "folder",
-      ...modelFromConfig(path38.basename(name), cfg2),
+      ...modelFromConfig(path39.basename(name), cfg2),
       toolParser: toolParser(runtime, void 0, name),
-      servedName: targetSlug({ model: path38.basename(path38.resolve(name)), quant: null })
+      servedName: targetSlug({ model: path39.basename(path39.resolve(name)), quant: null })
     }];
   }
   const repo = name.replace(/^hf:/, "");
@@ -50262,24 +50262,24 @@ var pool_exports = {};
 __export(pool_exports, {
   setupCapturePool: () => setupCapturePool
 });
-import { mkdtempSync, rmSync as rmSync4 } from "node:fs";
+import { mkdtempSync, rmSync as rmSync5 } from "node:fs";
 import os7 from "node:os";
-import path39 from "node:path";
+import path40 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync(path39.join(os7.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync(path40.join(os7.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path39.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path40.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
     }
   } finally {
-    rmSync4(scratch, { recursive: true, force: true });
+    rmSync5(scratch, { recursive: true, force: true });
   }
   const models = [...new Set(each.map((r) => r.target.model))];
   if (models.length > 1) throw new SetupInputError(`a pool serves one model, but these endpoints serve ${models.join(", ")}: pass --model to pick one every endpoint serves`);
@@ -50290,7 +50290,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path39.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path40.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -50325,7 +50325,7 @@ var init_pool = __esm({
 
 // engine/serving/commands.ts
 import { existsSync as existsSync16 } from "node:fs";
-import path40 from "node:path";
+import path41 from "node:path";
 function int2(v, flag2, min = 1) {
   if (v === void 0) return void 0;
   const n2 = Number(v);
@@ -50479,7 +50479,7 @@ async function runFitPlan(o2) {
             result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           } else {
             const info = await loadGguf(o2.model);
-            const m = modelFromInfo(info, o2.model, existsSync16(o2.model) ? ["-m", path40.resolve(o2.model)] : ["-hf", o2.model]);
+            const m = modelFromInfo(info, o2.model, existsSync16(o2.model) ? ["-m", path41.resolve(o2.model)] : ["-hf", o2.model]);
             const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? o2.model), void 0, exact);
             result = pick3 ? { pick: pick3, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain ? `${o2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${o2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           }
@@ -50543,7 +50543,7 @@ function installedRuntime(rt, find) {
 async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path40.join(path40.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  const bin = path41.join(path41.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
   if (!existsSync16(bin)) return null;
   const args = ["-m", file2, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
   if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
@@ -50767,8 +50767,8 @@ var init_commands = __esm({
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync10 } from "node:fs";
-import path41 from "node:path";
+import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync10 } from "node:fs";
+import path42 from "node:path";
 async function latestRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
   const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
@@ -50815,12 +50815,12 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new Error(`cannot unpack ${path41.basename(archive)} (${errors.join("; ")})`);
+  throw new Error(`cannot unpack ${path42.basename(archive)} (${errors.join("; ")})`);
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
-  for (const e of readdirSync8(dir)) {
-    const p = path41.join(dir, e);
+  for (const e of readdirSync9(dir)) {
+    const p = path42.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
     if (statSync10(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
@@ -50840,17 +50840,17 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path41.join(o2.root, `${rel.tag}-${variant}`);
+    const dir = path42.join(o2.root, `${rel.tag}-${variant}`);
     let bin = existsSync17(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "none";
     if (!bin) {
-      const archive = path41.join(o2.root, "downloads", asset.name);
+      const archive = path42.join(o2.root, "downloads", asset.name);
       const d = await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       verified = d.verified;
       const tmp = `${dir}.tmp.${process.pid}`;
-      rmSync5(tmp, { recursive: true, force: true });
+      rmSync6(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
-      rmSync5(dir, { recursive: true, force: true });
+      rmSync6(dir, { recursive: true, force: true });
       renameSync4(tmp, dir);
       bin = findBinary(dir, "llama-server");
       if (!bin) {
@@ -50858,7 +50858,7 @@ async function installPrebuilt(o2) {
         continue;
       }
     }
-    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path41.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
+    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path42.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
   }
@@ -50889,8 +50889,8 @@ __export(start_exports, {
   withFreed: () => withFreed
 });
 import { randomBytes as randomBytes8 } from "node:crypto";
-import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
-import path42 from "node:path";
+import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync16, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
+import path43 from "node:path";
 function classifyLog(log, bin = null) {
   const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
   for (const r of LOG_RULES) {
@@ -50926,7 +50926,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     if (m) {
       const n2 = Number(m[2]);
       const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync18(f));
-      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path42.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path42.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
+      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path43.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path43.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
     }
     return { local: value, downloads: [] };
   }
@@ -50947,8 +50947,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path42.basename(new URL(url2).pathname);
-      return { url: url2, dest: path42.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path43.basename(new URL(url2).pathname);
+      return { url: url2, dest: path43.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -50966,10 +50966,10 @@ async function modelFiles(modelArg, env2 = process.env) {
     if (m) {
       const stem = first.path.replace(SHARD, "");
       files = files.filter((f) => f.path.replace(SHARD, "") === stem).sort((a2, b) => a2.path.localeCompare(b.path));
-      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path42.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
+      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path43.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
     } else files = [first];
   }
-  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path42.basename(f.path) }));
+  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path43.basename(f.path) }));
   return { local: downloads[0].dest, downloads };
 }
 function checkPlacement(pick3, logText, smi) {
@@ -51124,7 +51124,7 @@ async function runStartJob(o2) {
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path42.join(stateDir(), "llama"),
+          root: path43.join(stateDir(), "llama"),
           gpus: hw.gpus,
           onProgress: (asset, p) => {
             phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
@@ -51144,12 +51144,12 @@ async function runStartJob(o2) {
       });
       if (!files.downloads.length) skip("download", `local file ${files.local}`);
       else {
-        begin("download", `${files.downloads.length} file(s) to ${path42.dirname(files.downloads[0].dest)}`);
+        begin("download", `${files.downloads.length} file(s) to ${path43.dirname(files.downloads[0].dest)}`);
         const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
         const onDisk = (d) => existsSync18(d.dest) ? statSync11(d.dest).size : existsSync18(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
         if (total2 !== null) {
           const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-          const dir = path42.dirname(files.downloads[0].dest);
+          const dir = path43.dirname(files.downloads[0].dest);
           mkdirSync16(dir, { recursive: true });
           const fs = statfsSync2(dir);
           const free = Number(fs.bavail) * Number(fs.bsize);
@@ -51200,7 +51200,7 @@ async function runStartJob(o2) {
         end(`${files.downloads.length} file(s), ${(doneBefore / GiB3).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB3 / Math.max(secs2, 1e-3)).toFixed(1)} MiB/s` : ", already on disk"}`);
       }
       cancelled();
-      const alias = targetSlug({ model: entry?.name ?? path42.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
+      const alias = targetSlug({ model: entry?.name ?? path43.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
       const id2 = input.id ?? `llamacpp-${alias}`;
       const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
       const pooled = replicas.length > 1;
@@ -51216,13 +51216,13 @@ async function runStartJob(o2) {
       const logs = [];
       const readLog = (k = 0) => {
         const l = logs[k];
-        return l && existsSync18(l.file) ? readFileSync15(l.file, "utf8").slice(l.start) : "";
+        return l && existsSync18(l.file) ? readFileSync16(l.file, "utf8").slice(l.start) : "";
       };
       const startOne = async (r) => {
         const port = await freePort();
         const args = [...r.words.args];
         const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-        args.splice(ri, 2, "-m", path42.resolve(files.local));
+        args.splice(ri, 2, "-m", path43.resolve(files.local));
         const pi = args.indexOf("--port");
         if (pi >= 0) args[pi + 1] = String(port);
         else args.push("--port", String(port));
@@ -51233,8 +51233,8 @@ async function runStartJob(o2) {
         launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
         job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-        const file2 = path42.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync16(path42.dirname(file2), { recursive: true });
+        const file2 = path43.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync16(path43.dirname(file2), { recursive: true });
         logs[r.i] = { file: file2, start: existsSync18(file2) ? statSync11(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = { targetId: recId, ...pooled ? { replicaOf: id2 } : {}, pid: 0, supervisorPid: null, port, bin, args, env: env2, logFile: file2, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
@@ -51334,7 +51334,7 @@ async function runStartJob(o2) {
         }).filter((g) => g.bytes > 0);
         const recId = pooled ? `${id2}@${k + 1}` : id2;
         if (gpuBytes.length) saveServing(listServing().map((r) => r.targetId === recId ? { ...r, gpuBytes } : r));
-        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path42.basename(props.body.model_path)}` : ""}`);
+        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path43.basename(props.body.model_path)}` : ""}`);
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
       const placement = { passed: placements.every((p) => p.passed), devices: placements.flatMap((p) => p.devices), evidence: placements.flatMap((p) => p.evidence) };
@@ -51423,10 +51423,10 @@ function replaces(pick3, g, inputId) {
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path42.resolve(value) === path42.resolve(file2);
+  if (w[mi] === "-m") return path43.resolve(value) === path43.resolve(file2);
   const [repo, quant] = value.split(":");
-  const dir = path42.join(stateDir(), "models", repo.replace("/", "__"));
-  return file2.startsWith(dir + path42.sep) && (!quant || pathHasQuant(path42.relative(dir, file2), quant));
+  const dir = path43.join(stateDir(), "models", repo.replace("/", "__"));
+  return file2.startsWith(dir + path43.sep) && (!quant || pathHasQuant(path43.relative(dir, file2), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -54751,8 +54751,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path54) {
-      let input = path54;
+    function removeDotSegments(path55) {
+      let input = path55;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -54826,11 +54826,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path54) {
-      if (path54 === "" || path54[0] === "/") {
-        return removeDotSegments(path54);
+    function removeDotSegmentsRelative(path55) {
+      if (path55 === "" || path55[0] === "/") {
+        return removeDotSegments(path55);
       }
-      const segments = path54.split("/");
+      const segments = path55.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -55193,8 +55193,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path54 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path54 && path54 !== "/" ? path54 : void 0;
+        const path55 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path55 && path55 !== "/" ? path55 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -58762,11 +58762,11 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path45 from "node:path";
+import path46 from "node:path";
 
 // engine/workers/engine.ts
 import { existsSync as existsSync10 } from "node:fs";
-import path29 from "node:path";
+import path30 from "node:path";
 
 // shared/ids.ts
 var random = globalThis.crypto;
@@ -58792,7 +58792,13 @@ var CommandCheck = external_exports.object({
   name: external_exports.string().min(1).max(200).optional(),
   run: external_exports.string().min(1, "a check's `run` must be a non-empty shell command").max(1e4),
   expectExit: external_exports.number().int().min(0).max(255).optional(),
-  timeoutSec: external_exports.number().positive().max(3600).optional()
+  timeoutSec: external_exports.number().positive().max(3600).optional(),
+  /**
+   * Held-back files: an absolute path to a folder no worker can see (keep it outside the repository). Its files are
+   * copied into the check's folder of the graded checkout just before the checks run (over the worker's files of the
+   * same name; read-only while checks run), and never reach a worker's workspace.
+   */
+  files: external_exports.string().min(1).max(4096).refine((p) => p.startsWith("/") && !p.split("/").includes(".."), { message: "a check's `files` must be an absolute path to a folder, without `..`" }).optional()
 }).strict();
 var FileCheck = external_exports.object({
   name: external_exports.string().min(1).max(200).optional(),
@@ -59066,7 +59072,9 @@ var Outcome = external_exports.enum(["built", "honest-failure"]);
 var ScopeResult = external_exports.object({
   passed: external_exports.boolean(),
   violations: external_exports.array(external_exports.string()),
-  changedFiles: external_exports.array(external_exports.string())
+  changedFiles: external_exports.array(external_exports.string()),
+  /** Changed files that decide what a check runs (test runner configuration, scripts, tool shadowing): each also a violation. */
+  checkConfig: external_exports.array(external_exports.string()).optional()
 });
 var Verdict = external_exports.object({
   verdict: Outcome,
@@ -59082,7 +59090,9 @@ var Verdict = external_exports.object({
   /** The commit the checks ran on (made by the engine from the worker's files); merge takes exactly this one. */
   commit: external_exports.string().nullable().default(null),
   diffStat: external_exports.string(),
-  mergeHint: external_exports.string().nullable()
+  mergeHint: external_exports.string().nullable(),
+  /** What the checks cannot rule out (e.g. code that behaves differently when graded): said with every verdict. */
+  caveats: external_exports.array(external_exports.string()).optional()
 });
 var OUTCOME_LINE = /^\s*\**\s*OUTCOME:\s*\**\s*(built|honest-failure)\b\s*(?:[—–-]+\s*(.*))?$/i;
 function parseClaim(text) {
@@ -60666,6 +60676,9 @@ var KeyGateway = class {
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: `opencode-worker gateway: ${message}` } }));
     };
+    if (req.rawHeaders.filter((h3, i2) => i2 % 2 === 0 && h3.toLowerCase() === "host").length !== 1 || !this.hostAllowed(String(req.headers.host ?? ""))) {
+      return fail2(421, "foreign Host header: the gateway answers only 127.0.0.1, localhost or [::1] on its own port");
+    }
     const [, slug = "", ...rest] = (req.url ?? "/").split("/");
     const entry = this.routes.get(slug);
     const given = Buffer.from(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
@@ -60696,6 +60709,10 @@ var KeyGateway = class {
     upstream.on("error", (err) => fail2(err.message.startsWith("the model server") ? 504 : 502, `upstream: ${err.message}`));
     res.on("close", () => res.writableFinished || upstream.destroy());
     req.pipe(upstream);
+  }
+  hostAllowed(host) {
+    const h3 = host.toLowerCase();
+    return [`127.0.0.1:${this.port}`, `localhost:${this.port}`, `[::1]:${this.port}`].includes(h3);
   }
   close() {
     this.server?.close();
@@ -61125,7 +61142,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path54, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path55, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -61144,7 +61161,7 @@ var defaultPathSerializer = ({ path: path54, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path54[name];
+      const value = path55[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -61175,11 +61192,11 @@ var defaultPathSerializer = ({ path: path54, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path54, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path55, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path54) {
-    url2 = defaultPathSerializer({ path: path54, url: url2 });
+  if (path55) {
+    url2 = defaultPathSerializer({ path: path55, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -67015,11 +67032,11 @@ git $C diff "$OCW_BASE" "$OCW_TO" | head -c "$OCW_MAX"
 `;
 var scriptsOf = /* @__PURE__ */ new Map();
 function trustedScript(ws, script, inputs, opts = {}) {
-  const run3 = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
-  const done = run3.catch(() => void 0);
+  const run4 = (scriptsOf.get(ws.gitDir) ?? Promise.resolve()).then(() => runTrustedScript(ws, script, inputs, opts));
+  const done = run4.catch(() => void 0);
   scriptsOf.set(ws.gitDir, done);
   void done.then(() => scriptsOf.get(ws.gitDir) === done && scriptsOf.delete(ws.gitDir));
-  return run3;
+  return run4;
 }
 async function runTrustedScript(ws, script, inputs, opts) {
   const format2 = objectFormat(ws.baseCommit);
@@ -67575,16 +67592,16 @@ var ReplyTrack = class {
 };
 
 // engine/workers/settle.ts
-import path28 from "node:path";
+import path29 from "node:path";
 
 // engine/grading/grade.ts
 import { lstat as lstat2, mkdir as mkdir2, readdir as readdir3 } from "node:fs/promises";
-import path27 from "node:path";
+import path28 from "node:path";
 
 // engine/grading/checks.ts
 init_execa();
 import { createHash as createHash2 } from "node:crypto";
-import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readFileSync as readFileSync9, realpathSync as realpathSync4, statSync as statSync5 } from "node:fs";
+import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readdirSync as readdirSync5, readFileSync as readFileSync9, realpathSync as realpathSync4, rmSync as rmSync3, statSync as statSync5, writeFileSync as writeFileSync8 } from "node:fs";
 import path26 from "node:path";
 init_process();
 var DEFAULT_CHECK_TIMEOUT_SEC = 300;
@@ -67663,6 +67680,13 @@ function runFile(check2, name, cwd, realCwd) {
 async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
   const results = [];
   const realCwd = realpathSync4(cwd);
+  let heldBack;
+  try {
+    heldBack = copyHeldBack(checks, realCwd);
+  } catch (err) {
+    return checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: `held-back files could not be brought in: ${err.message}` }));
+  }
+  protectedFiles = [...protectedFiles, ...heldBack];
   const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
   for (const [i2, check2] of checks.entries()) {
     const name = checkName(check2, i2);
@@ -67681,6 +67705,46 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
   }
   return results;
 }
+function copyHeldBack(checks, root2) {
+  const written = [];
+  for (const check2 of checks) {
+    if (!("run" in check2) || !check2.files) continue;
+    const src = check2.files;
+    let st;
+    try {
+      st = statSync5(src);
+    } catch {
+      throw new Error(`${src} (a check's \`files\`) does not exist`);
+    }
+    if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
+    const walk = (from, rel) => {
+      for (const e of readdirSync5(from, { withFileTypes: true })) {
+        const f = path26.join(from, e.name);
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        const dest = path26.join(root2, r);
+        const there = lstatOrNull(dest);
+        if (e.isDirectory()) {
+          if (there && !there.isDirectory()) rmSync3(dest, { force: true, recursive: true });
+          if (!there || !there.isDirectory()) mkdirSync9(dest);
+          walk(f, r);
+        } else if (e.isFile()) {
+          if (there) rmSync3(dest, { force: true, recursive: true });
+          writeFileSync8(dest, readFileSync9(f), { mode: statSync5(f).mode & 511 });
+          written.push(dest);
+        }
+      }
+    };
+    walk(src, "");
+  }
+  return written;
+}
+var lstatOrNull = (p) => {
+  try {
+    return lstatSync2(p);
+  } catch {
+    return null;
+  }
+};
 function fingerprint(file2) {
   try {
     const st = lstatSync2(file2);
@@ -67690,16 +67754,116 @@ function fingerprint(file2) {
   }
 }
 
+// engine/grading/runner-config.ts
+import { execFile } from "node:child_process";
+import { readFileSync as readFileSync10 } from "node:fs";
+import path27 from "node:path";
+import { promisify as promisify3 } from "node:util";
+var run = promisify3(execFile);
+var RUNNER_FILES = /* @__PURE__ */ new Set([
+  "conftest.py",
+  "pytest.ini",
+  ".pytest.ini",
+  "tox.ini",
+  "noxfile.py",
+  ".npmrc",
+  ".yarnrc",
+  ".yarnrc.yml",
+  ".pnpmfile.cjs",
+  ".mocharc",
+  ".mocharc.js",
+  ".mocharc.cjs",
+  ".mocharc.json",
+  ".mocharc.yml",
+  ".mocharc.yaml",
+  ".babelrc",
+  ".babelrc.js",
+  ".nycrc",
+  ".coveragerc",
+  "sitecustomize.py",
+  "usercustomize.py",
+  "Makefile",
+  "makefile",
+  "GNUmakefile"
+]);
+var SHADOW_TOP = /^(pytest|_pytest|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
+var SECTIONED = /* @__PURE__ */ new Set(["package.json", "pyproject.toml", "setup.cfg"]);
+function runnerConfigReason(file2) {
+  const parts = file2.split("/");
+  const base2 = parts[parts.length - 1];
+  if (parts.includes("node_modules")) return "node_modules/ (installed code a check runs)";
+  if (parts.includes("__pycache__") && base2.endsWith(".pyc")) return "compiled Python a check may import";
+  if (RUNNER_FILES.has(base2)) return `${base2} (test runner configuration or hook)`;
+  if (/\.config\.[^/]+$/.test(base2) || /^\.?[\w-]+rc\.(js|cjs|mjs|json|ya?ml)$/.test(base2)) return `${base2} (tool configuration)`;
+  if (base2.endsWith(".pth")) return `${base2} (Python path hook)`;
+  if (parts.length === 1 && SHADOW_TOP.test(base2)) return `${base2} (named like a tool a check may run: it shadows it)`;
+  if (parts.length === 2 && SHADOW_TOP.test(parts[0]) && base2 === "__init__.py") return `${parts[0]}/ (a package named like a tool a check may run)`;
+  return null;
+}
+function runnerPart(file2, text) {
+  if (text === null) return "";
+  const base2 = path27.posix.basename(file2);
+  if (base2 === "package.json") {
+    try {
+      const j = JSON.parse(text);
+      return JSON.stringify(["scripts", "jest", "mocha", "ava", "c8", "nyc", "vitest"].map((k) => [k, j[k] ?? null]));
+    } catch {
+      return `unparsable:${text}`;
+    }
+  }
+  const keep = [];
+  let on6 = false;
+  for (const line of text.split(/\r?\n/)) {
+    const head = /^\s*\[+\s*([^\]]+?)\s*\]+\s*$/.exec(line);
+    if (head) on6 = /^(tool[.:])?(pytest|tox|coverage|testenv|nox)\b/i.test(head[1]);
+    if (on6) keep.push(line);
+  }
+  return keep.join("\n");
+}
+async function baseText(repo, commit, file2) {
+  try {
+    const { stdout } = await run("git", ["-C", repo, "cat-file", "blob", `${commit}:${file2}`], { maxBuffer: 16 * 1024 * 1024, env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" } });
+    return stdout;
+  } catch {
+    return null;
+  }
+}
+function newText(checkout, file2) {
+  try {
+    return readFileSync10(path27.join(checkout, file2), "utf8");
+  } catch {
+    return null;
+  }
+}
+async function runnerConfigChanges(opts) {
+  const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
+  const out = [];
+  for (const file2 of opts.changed) {
+    const rel = opts.sub ? file2.startsWith(opts.sub + "/") ? file2.slice(opts.sub.length + 1) : `../${file2}` : file2;
+    if (named.has(rel)) continue;
+    const base2 = path27.posix.basename(file2);
+    if (SECTIONED.has(base2)) {
+      const before = runnerPart(file2, await baseText(opts.repo, opts.baseCommit, file2));
+      const after = runnerPart(file2, newText(opts.checkout, file2));
+      if (before !== after) out.push(`check configuration changed: ${file2} (${base2 === "package.json" ? "its scripts or test runner settings" : "its test runner sections"})`);
+      continue;
+    }
+    const why = runnerConfigReason(file2) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
+    if (why) out.push(`check configuration changed: ${file2} \u2014 ${why}`);
+  }
+  return out;
+}
+
 // engine/grading/grade.ts
 async function folderIn(checkout, sub) {
   let at = checkout;
-  for (const part of sub.split(path27.sep).filter(Boolean)) {
-    at = path27.join(at, part);
+  for (const part of sub.split(path28.sep).filter(Boolean)) {
+    at = path28.join(at, part);
     const st = await lstat2(at).catch(() => null);
     if (!st) await mkdir2(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
-      return { problem: `${path27.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
+      return { problem: `${path28.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
     }
   }
   return at;
@@ -67708,7 +67872,7 @@ async function protectedIn(checkout, sub, protect) {
   if (!protect.length) return [];
   const isProtected = globsMatcher(protect);
   const entries = await readdir3(checkout, { recursive: true, withFileTypes: true });
-  return entries.filter((e) => !e.isDirectory()).map((e) => path27.relative(checkout, path27.join(e.parentPath ?? e.path, e.name)).split(path27.sep).join("/")).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path27.join(checkout, f));
+  return entries.filter((e) => !e.isDirectory()).map((e) => path28.relative(checkout, path28.join(e.parentPath ?? e.path, e.name)).split(path28.sep).join("/")).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path28.join(checkout, f));
 }
 async function grade(input) {
   const { workspace: ws } = input;
@@ -67716,13 +67880,17 @@ async function grade(input) {
   let checks;
   let scope;
   let graded;
-  const sub = path27.relative(ws.worktree, ws.cwd);
+  const sub = path28.relative(ws.worktree, ws.cwd);
   discard(checkout);
   if (input.sandbox) discard(input.sandbox.tmpDir);
   try {
     graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
     const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
+    if (input.checks.some((c3) => "run" in c3)) {
+      const config3 = await runnerConfigChanges({ changed: graded.changed, sub: sub.split(path28.sep).join("/"), scope: input.scope, repo: ws.repo, baseCommit: ws.baseCommit, checkout });
+      if (config3.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config3], checkConfig: config3 };
+    }
     const cwd = await folderIn(checkout, sub);
     const guarded = typeof cwd === "string" && input.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input.protect) : [];
     checks = typeof cwd === "string" ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0, guarded) : input.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
@@ -67746,8 +67914,23 @@ async function grade(input) {
     worktree: ws.worktree,
     commit: graded.commit,
     diffStat: graded.diffStat,
-    mergeHint: built ? mergeHint(ws) : null
+    mergeHint: built ? mergeHint(ws) : null,
+    caveats: caveatsOf(input.checks)
   };
+}
+function caveatsOf(checks) {
+  const out = [];
+  const commands = checks.filter((c3) => "run" in c3);
+  if (!checks.length) out.push("no checks: nothing was verified but the scope");
+  if (commands.length) {
+    out.push(
+      "a command check runs the worker's code: code that behaves differently when it is checked (its environment, the time, a missing network) or that special-cases the checked inputs is not ruled out",
+      "test runner configuration, scripts and modules named like tools are protected by default, but a check that runs the project's own tests trusts the project's other code to run them as written"
+    );
+    if (!commands.some((c3) => c3.files)) out.push("no held-back files: every test the checks run was visible to the worker (and could be fitted to)");
+  }
+  if (checks.some((c3) => !("run" in c3))) out.push("a file check looks only at a file's content, not at whether the code that wrote it works");
+  return out;
 }
 
 // engine/workers/settle.ts
@@ -67823,8 +68006,8 @@ var Settler = class {
         protect: w.spec.protect,
         finalText: await this.finalText(workerId, turn),
         title: w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 72),
-        checkoutDir: path28.join(stateDir2, "grading", workerId),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path28.join(stateDir2, "grading", `${workerId}.tmp`) }
+        checkoutDir: path29.join(stateDir2, "grading", workerId),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path29.join(stateDir2, "grading", `${workerId}.tmp`) }
       });
       if (reg.get(workerId).state !== "grading") return;
       reg.record(workerId, { type: "verdict", verdict });
@@ -67854,8 +68037,8 @@ function summarizeFailure(v) {
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path29.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path29.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path30.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path30.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
@@ -67915,7 +68098,7 @@ var Engine = class {
     setImmediate(() => this.pump());
     setTimeout(() => {
       void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`));
-      void sweepDiscarded(path29.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path30.join(opts.stateDir, "grading"));
     }, 5e3).unref();
   }
   opts;
@@ -68335,8 +68518,8 @@ function parseInput(schema, input) {
 // engine/api/lock.ts
 init_zod();
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync10, rmSync as rmSync3, writeFileSync as writeFileSync8 } from "node:fs";
-import path30 from "node:path";
+import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync6, readFileSync as readFileSync11, rmSync as rmSync4, writeFileSync as writeFileSync9 } from "node:fs";
+import path31 from "node:path";
 
 // shared/api.ts
 init_zod();
@@ -68387,11 +68570,11 @@ var EngineLock = external_exports.object({
 init_json_file();
 init_process();
 init_process();
-var lockFile = (stateDir2) => path30.join(stateDir2, "engine.json");
-var ownerDir = (stateDir2) => path30.join(stateDir2, "engine.owner");
+var lockFile = (stateDir2) => path31.join(stateDir2, "engine.json");
+var ownerDir = (stateDir2) => path31.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
   try {
-    return EngineLock.parse(JSON.parse(readFileSync10(lockFile(stateDir2), "utf8")));
+    return EngineLock.parse(JSON.parse(readFileSync11(lockFile(stateDir2), "utf8")));
   } catch {
     return null;
   }
@@ -68409,8 +68592,8 @@ function writeLock(stateDir2, lock) {
 function removeLock(stateDir2, pid = process.pid) {
   const file2 = lockFile(stateDir2);
   try {
-    const lock = JSON.parse(readFileSync10(file2, "utf8"));
-    if (lock.pid === pid) rmSync3(file2, { force: true });
+    const lock = JSON.parse(readFileSync11(file2, "utf8"));
+    if (lock.pid === pid) rmSync4(file2, { force: true });
   } catch {
   }
 }
@@ -68424,14 +68607,14 @@ var OwnerRecord = external_exports.object({
 });
 function generations(stateDir2) {
   try {
-    return readdirSync5(ownerDir(stateDir2)).filter((n2) => /^\d+$/.test(n2)).map(Number).sort((a2, b) => b - a2);
+    return readdirSync6(ownerDir(stateDir2)).filter((n2) => /^\d+$/.test(n2)).map(Number).sort((a2, b) => b - a2);
   } catch {
     return [];
   }
 }
 function readOwner(stateDir2, generation) {
   try {
-    return OwnerRecord.parse(JSON.parse(readFileSync10(path30.join(ownerDir(stateDir2), String(generation)), "utf8")));
+    return OwnerRecord.parse(JSON.parse(readFileSync11(path31.join(ownerDir(stateDir2), String(generation)), "utf8")));
   } catch (err) {
     return err.code === "ENOENT" ? "gone" : "unreadable";
   }
@@ -68443,8 +68626,8 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
   mkdirSync10(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
-  const tmp = path30.join(dir, `.claim-${me.pid}-${instanceId}`);
-  writeFileSync8(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
+  const tmp = path31.join(dir, `.claim-${me.pid}-${instanceId}`);
+  writeFileSync9(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
   try {
     for (let attempt = 0; attempt < 1e3; attempt++) {
       const newest = generations(stateDir2)[0] ?? 0;
@@ -68456,35 +68639,35 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
       }
       const mine = newest + 1;
       try {
-        linkSync(tmp, path30.join(dir, String(mine)));
+        linkSync(tmp, path31.join(dir, String(mine)));
       } catch (err) {
         if (err.code === "EEXIST") continue;
         throw err;
       }
       const all = generations(stateDir2);
       if ((all[0] ?? 0) > mine) {
-        rmSync3(path30.join(dir, String(mine)), { force: true });
+        rmSync4(path31.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g of all) if (g < mine) rmSync3(path30.join(dir, String(g)), { force: true });
+      for (const g of all) if (g < mine) rmSync4(path31.join(dir, String(g)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
   } finally {
-    rmSync3(tmp, { force: true });
+    rmSync4(tmp, { force: true });
   }
 }
 function releaseOwnership(stateDir2, claim) {
   const dir = ownerDir(stateDir2);
   if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
-  const tmp = path30.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  const tmp = path31.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
   try {
-    writeFileSync8(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
-    linkSync(tmp, path30.join(dir, String(claim.generation + 1)));
-    rmSync3(path30.join(dir, String(claim.generation)), { force: true });
+    writeFileSync9(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
+    linkSync(tmp, path31.join(dir, String(claim.generation + 1)));
+    rmSync4(path31.join(dir, String(claim.generation)), { force: true });
   } catch {
   } finally {
-    rmSync3(tmp, { force: true });
+    rmSync4(tmp, { force: true });
   }
 }
 function currentOwner(stateDir2) {
@@ -68500,7 +68683,7 @@ function currentOwner(stateDir2) {
 import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
 import { createReadStream as createReadStream3, existsSync as existsSync20, statSync as statSync12 } from "node:fs";
 import http2 from "node:http";
-import path44 from "node:path";
+import path45 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -68524,7 +68707,7 @@ var asyncIteratorsSupported = typeof Symbol === "function" && !!Symbol.asyncIter
 function isAsyncIterable(value) {
   return asyncIteratorsSupported && isObject3(value) && Symbol.asyncIterator in value;
 }
-var run = (fn) => fn();
+var run2 = (fn) => fn();
 function identity3(it) {
   return it;
 }
@@ -68606,28 +68789,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path54, memo2) {
+function createInnerProxy(callback, path55, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path54.join(".");
+  const cacheKey = path55.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path54, key], memo2);
+      return createInnerProxy(callback, [...path55, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path54[path54.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path54.slice(0, -1).join(".")})`;
+      const lastOfPath = path55[path55.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path55.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path54
+        path: path55
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path54.slice(0, -1)
+        path: path55.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path54.slice(0, -1)
+        path: path55.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -68770,12 +68953,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path54, error: error46, config: config3 } = opts;
+  const { path: path55, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path54,
+    path: path55,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -68945,13 +69128,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path54 = []) {
+    function step(from, path55 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path54, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path55, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path54, key].join(".")] = createLazyLoader({
-            path: path54,
+          lazy3[[...path55, key].join(".")] = createLazyLoader({
+            path: path55,
             ref: item,
             key,
             aggregate
@@ -68959,14 +69142,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path54, key]);
+          aggregate[key] = step(getRouterInput(item), [...path55, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path54, key]);
+          aggregate[key] = step(item, [...path55, key]);
           continue;
         }
-        const newPath = [...path54, key].join(".");
+        const newPath = [...path55, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -68990,14 +69173,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path54) {
+async function getProcedureAtPath(router, path55) {
   const { _def } = router;
-  let procedure = _def.procedures[path54];
+  let procedure = _def.procedures[path55];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path54 === key2 || path54.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path55 === key2 || path55.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path54];
+    procedure = _def.procedures[path55];
   }
   return procedure;
 }
@@ -69006,15 +69189,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path54, args } = innerOpts;
-        const fullPath = path54.join(".");
-        if (path54.length === 1 && path54[0] === "_def") return _def;
+        const { path: path55, args } = innerOpts;
+        const fullPath = path55.join(".");
+        if (path55.length === 1 && path55[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path54}"`
+            message: `No procedure found on path "${path55}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -69074,13 +69257,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path54, separator) {
-  if (separator === ".") return path54;
-  return path54.split(".").join(separator);
+function procedurePathToURLPath(path55, separator) {
+  if (separator === ".") return path55;
+  return path55.split(".").join(separator);
 }
-function urlPathToProcedurePath(path54, separator) {
-  if (separator === ".") return path54;
-  return path54.split(separator).join(".");
+function urlPathToProcedurePath(path55, separator) {
+  if (separator === ".") return path55;
+  return path55.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -69535,11 +69718,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path54, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path54);
+    const calls = await Promise.all(paths.map(async (path55, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path55);
       return {
         batchIndex: index,
-        path: path54,
+        path: path55,
         procedure,
         getRawInput: async () => {
           let input = (await getInputs.read())[index];
@@ -70190,9 +70373,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path54) {
-    super("Max depth reached at path: " + path54.join("."));
-    this.path = path54;
+  constructor(path55) {
+    super("Max depth reached at path: " + path55.join("."));
+    this.path = path55;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -70210,16 +70393,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path54) {
+    function encodePromise(promise2, path55) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path54);
+          const error46 = checkMaxDepth(path55);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path54
+                path: path55
               });
             });
             promise2 = Promise.reject(error46);
@@ -70229,20 +70412,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path54)
+              encode3(next, path55)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path54
+              path: path55
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path54
+                path: path55
               })
             ];
           }
@@ -70252,12 +70435,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path54) {
+    function encodeAsyncIterable(iterable2, path55) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path54);
+            const error46 = checkMaxDepth(path55);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -70267,28 +70450,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path54)
+                    encode3(next.value, path55)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path54)
+                  encode3(next.value, path55)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path54
+                path: path55
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path54
+                  path: path55
                 })
               ];
             }
@@ -70303,27 +70486,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path54) {
-      if (opts.maxDepth && path54.length > opts.maxDepth) return new MaxDepthError(path54);
+    function checkMaxDepth(path55) {
+      if (opts.maxDepth && path55.length > opts.maxDepth) return new MaxDepthError(path55);
       return null;
     }
-    function encodeAsync3(value, path54) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path54)];
+    function encodeAsync3(value, path55) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path55)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path54.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path54)];
+        if (opts.maxDepth && path55.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path55)];
       }
       return null;
     }
-    function encode3(value, path54) {
+    function encode3(value, path55) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path54);
+      const reg = encodeAsync3(value, path55);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path54, key]);
+        const transformed = encodeAsync3(item, [...path55, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -70597,7 +70780,7 @@ function sseStreamConsumer(opts) {
       }
     }, dispose);
   };
-  return run(_wrapAsyncGenerator(function* () {
+  return run2(_wrapAsyncGenerator(function* () {
     try {
       var _usingCtx3 = _usingCtx();
       const stream = _usingCtx3.a(getStreamResource());
@@ -70637,19 +70820,19 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path54) {
+function decodePath(path55) {
   try {
-    return decodeURIComponent(path54);
+    return decodeURIComponent(path55);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path54}"`,
+      message: `Invalid URL-encoding in path "${path55}"`,
       cause
     });
   }
 }
 function errorToAsyncIterable(err) {
-  return run(_wrapAsyncGenerator(function* () {
+  return run2(_wrapAsyncGenerator(function* () {
     throw err;
   }));
 }
@@ -70752,7 +70935,7 @@ async function resolveResponse(opts) {
   if (req.method === "HEAD") return new Response(null, { status: 204 });
   const allowBatching = (_ref = (_opts$allowBatching = opts.allowBatching) !== null && _opts$allowBatching !== void 0 ? _opts$allowBatching : (_opts$batching = opts.batching) === null || _opts$batching === void 0 ? void 0 : _opts$batching.enabled) !== null && _ref !== void 0 ? _ref : true;
   const allowMethodOverride = ((_opts$allowMethodOver = opts.allowMethodOverride) !== null && _opts$allowMethodOver !== void 0 ? _opts$allowMethodOver : false) && req.method === "POST";
-  const infoTuple = await run(async () => {
+  const infoTuple = await run2(async () => {
     try {
       return [void 0, await getRequestInfo({
         req,
@@ -70767,7 +70950,7 @@ async function resolveResponse(opts) {
       return [getTRPCErrorFromUnknown(cause), void 0];
     }
   });
-  const ctxManager = run(() => {
+  const ctxManager = run2(() => {
     let result = void 0;
     return {
       valueOrUndefined: () => {
@@ -70889,7 +71072,7 @@ async function resolveResponse(opts) {
           });
         }
         case "subscription": {
-          const iterable = run(() => {
+          const iterable = run2(() => {
             if (error46) return errorToAsyncIterable(error46);
             if (!experimentalSSE) return errorToAsyncIterable(new TRPCError({
               code: "METHOD_NOT_SUPPORTED",
@@ -70912,11 +71095,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input = call === null || call === void 0 ? void 0 : call.result();
-              const path54 = call === null || call === void 0 ? void 0 : call.path;
+              const path55 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path54,
+                path: path55,
                 input,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -70927,7 +71110,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input,
-                path: path54,
+                path: path55,
                 type
               });
             }
@@ -71043,14 +71226,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input = call === null || call === void 0 ? void 0 : call.result();
-          const path54 = call === null || call === void 0 ? void 0 : call.path;
+          const path55 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input,
-            path: path54,
+            path: path55,
             type
           });
         }
@@ -71290,7 +71473,7 @@ function internal_exceptionHandler(opts) {
     const { res, req } = opts;
     const error46 = getTRPCErrorFromUnknown(cause);
     const config3 = opts.router._def._config;
-    const shape = run(() => {
+    const shape = run2(() => {
       try {
         return getErrorShape({
           config: config3,
@@ -71329,7 +71512,7 @@ async function nodeHTTPRequestHandler(opts) {
       resolve();
     });
     return handleViaMiddleware(opts.req, opts.res, (err) => {
-      run(async () => {
+      run2(async () => {
         var _opts$maxBodySize;
         const request = incomingMessageToRequest(opts.req, opts.res, { maxBodySize: (_opts$maxBodySize = opts.maxBodySize) !== null && _opts$maxBodySize !== void 0 ? _opts$maxBodySize : null });
         const createContext = async (innerOpts) => {
@@ -71355,28 +71538,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path54) => {
-  path54 = path54.startsWith("/") ? path54.slice(1) : path54;
-  path54 = path54.endsWith("/") ? path54.slice(0, -1) : path54;
-  return path54;
+var trimSlashes = (path55) => {
+  path55 = path55.startsWith("/") ? path55.slice(1) : path55;
+  path55 = path55.endsWith("/") ? path55.slice(0, -1) : path55;
+  return path55;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path54 = "";
-    run(async () => {
+    let path55 = "";
+    run2(async () => {
       const url2 = createURL(req);
-      path54 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path55 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path54
+        path: path55
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path54
+      path: path55
     }, opts)));
   };
 }
@@ -71789,8 +71972,8 @@ var initTRPC = new class TRPCBuilder {
 
 // engine/api/router.ts
 init_zod();
-import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync16 } from "node:fs";
-import path43 from "node:path";
+import { existsSync as existsSync19, readdirSync as readdirSync10, readFileSync as readFileSync17 } from "node:fs";
+import path44 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -72012,12 +72195,12 @@ function setupCancelApi(jobId) {
 init_setup2();
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path43.join(projectRoot(), "packs");
+  const dir = config2().OCW_PACKS_DIR ?? path44.join(projectRoot(), "packs");
   if (!existsSync19(dir)) return [];
-  return readdirSync9(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path43.join(dir, d.name, "grade.json");
+  return readdirSync10(dir, { withFileTypes: true }).flatMap((d) => {
+    const file2 = path44.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync19(file2)) return [];
-    const g = Grade.safeParse(JSON.parse(readFileSync16(file2, "utf8")));
+    const g = Grade.safeParse(JSON.parse(readFileSync17(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
 }
@@ -72291,16 +72474,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync20(path44.join(dir, "index.html"))) {
+  if (!dir || !existsSync20(path45.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path44.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path44.join(dir, rel);
-  if (!file2.startsWith(dir + path44.sep) || !existsSync20(file2) || statSync12(file2).isDirectory()) file2 = path44.join(dir, "index.html");
+  const rel = path45.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path45.join(dir, rel);
+  if (!file2.startsWith(dir + path45.sep) || !existsSync20(file2) || statSync12(file2).isDirectory()) file2 = path45.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path44.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path45.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -72340,7 +72523,7 @@ async function hostEngine(opts) {
     await engine.close();
     releaseOwnership(opts.stateDir, claim);
   })();
-  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path45.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
+  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path46.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) : null;
   const api = await (dead ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token })) : startApiServer({ ...serverOpts, port: opts.port })).catch(async (err) => {
     await engine.close();
@@ -72363,19 +72546,19 @@ async function hostEngine(opts) {
 // engine/commands/deploy.ts
 init_detect();
 init_hf();
-import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync10 } from "node:fs";
+import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync11 } from "node:fs";
 import os8 from "node:os";
-import path47 from "node:path";
+import path48 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
 init_k8s();
 import { spawnSync as spawnSync3 } from "node:child_process";
 import { existsSync as existsSync21 } from "node:fs";
-import path46 from "node:path";
+import path47 from "node:path";
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path46.delimiter)) {
-    const p = dir && path46.join(dir, "kubectl");
+  for (const dir of (env2.PATH ?? "").split(path47.delimiter)) {
+    const p = dir && path47.join(dir, "kubectl");
     if (p && existsSync21(p)) return p;
   }
   return null;
@@ -72389,29 +72572,29 @@ function applyManifests(file2, o2, env2 = process.env) {
   const bin = findKubectl(env2);
   if (!bin) throw new K8sInputError("--apply needs kubectl on PATH (https://kubernetes.io/docs/tasks/tools/); or leave out --apply and apply the files yourself");
   const runs = [];
-  const run3 = (args, input) => {
+  const run4 = (args, input) => {
     const r = kubectl(bin, args, env2, input);
     runs.push(r);
     return r;
   };
-  const ctx = run3(["config", "current-context"]);
+  const ctx = run4(["config", "current-context"]);
   const context = ctx.stdout.trim();
   if (ctx.code !== 0 || !context) {
     throw new K8sInputError(`kubectl has no current context (${ctx.stderr.trim().split("\n")[0] || "none set"}); pick one with \`kubectl config use-context NAME\`, or leave out --apply`);
   }
   if (o2.kind === "kserve") {
-    const crd = run3(["get", "crd", "llminferenceservices.serving.kserve.io", "-o", "name"]);
+    const crd = run4(["get", "crd", "llminferenceservices.serving.kserve.io", "-o", "name"]);
     if (crd.code !== 0) throw new K8sInputError(`the cluster of context ${context} has no LLMInferenceService CRD (KServe v0.20+ with llm-d is not installed there); install KServe's LLMInferenceService, or use --kind deployment`);
   }
   let secret = "exists";
-  const has = run3(["-n", o2.namespace, "get", "secret", o2.apiKeySecret, "-o", "name"]);
+  const has = run4(["-n", o2.namespace, "get", "secret", o2.apiKeySecret, "-o", "name"]);
   if (has.code !== 0) {
     if (!/not ?found/i.test(has.stderr)) throw new K8sInputError(`kubectl could not read secret ${o2.apiKeySecret} in ${o2.namespace}: ${has.stderr.trim().split("\n")[0]}`);
-    const made = run3(["apply", "-f", "-"], JSON.stringify(secretManifest(o2.apiKeySecret, o2.namespace, generateKey())));
+    const made = run4(["apply", "-f", "-"], JSON.stringify(secretManifest(o2.apiKeySecret, o2.namespace, generateKey())));
     if (made.code !== 0) throw new K8sInputError(`kubectl could not create secret ${o2.apiKeySecret}: ${made.stderr.trim().split("\n")[0]}`);
     secret = "created";
   }
-  const applied = run3(["apply", "-f", file2]);
+  const applied = run4(["apply", "-f", file2]);
   if (applied.code !== 0) throw new K8sInputError(`kubectl apply -f ${file2} failed: ${applied.stderr.trim().split("\n")[0]}`);
   return { context, secret, runs };
 }
@@ -72471,10 +72654,10 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path47.resolve(o2.output) : mkdtempSync2(path47.join(os8.tmpdir(), "ocw-k8s-"));
+      const dir = o2.output ? path48.resolve(o2.output) : mkdtempSync2(path48.join(os8.tmpdir(), "ocw-k8s-"));
       mkdirSync17(dir, { recursive: true });
-      file2 = path47.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
-      writeFileSync10(file2, yaml);
+      file2 = path48.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      writeFileSync11(file2, yaml);
     }
     let applied = null;
     if (o2.apply) applied = applyManifests(file2, mo, env2);
@@ -72514,7 +72697,7 @@ function registerDeployCommand(program3) {
 // engine/commands/grade.ts
 init_target();
 import { mkdirSync as mkdirSync19 } from "node:fs";
-import path50 from "node:path";
+import path51 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client2, workerIds, opts = {}) {
@@ -72591,8 +72774,8 @@ async function follow(client2, workerIds, opts = {}) {
 
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { mkdirSync as mkdirSync18, writeFileSync as writeFileSync11 } from "node:fs";
-import path48 from "node:path";
+import { mkdirSync as mkdirSync18, writeFileSync as writeFileSync12 } from "node:fs";
+import path49 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -72692,8 +72875,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync18(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync18(path48.dirname(path48.join(dir, name)), { recursive: true });
-    writeFileSync11(path48.join(dir, name), content);
+    mkdirSync18(path49.dirname(path49.join(dir, name)), { recursive: true });
+    writeFileSync12(path49.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -73267,21 +73450,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path54 = batchOps.map((op) => op.path).join(",");
+          const path55 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path54,
+            path: path55,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path54 = batchOps.map((op) => op.path).join(",");
+          const path55 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path54,
+            path: path55,
             inputs,
             type,
             headers() {
@@ -73527,30 +73710,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path54, input, opts) {
+  query(path55, input, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path54,
+      path: path55,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path54, input, opts) {
+  mutation(path55, input, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path54,
+      path: path55,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path54, input, opts = {}) {
+  subscription(path55, input, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path54,
+      path: path55,
       input,
       context: opts.context,
       signal: opts.signal
@@ -73615,8 +73798,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path54, args }) => {
-    const pathCopy = [...path54];
+  const proxy = createRecursiveProxy(({ path: path55, args }) => {
+    const pathCopy = [...path55];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -73691,7 +73874,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path54, input } = op;
+        const { type, path: path55, input } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -73701,7 +73884,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input, lastEventId),
-            path: path54,
+            path: path55,
             pathSeparator,
             type,
             signal: null
@@ -73719,7 +73902,7 @@ function httpSubscriptionLink(opts) {
         const connectionSub = connectionState.subscribe({ next(state) {
           observer.next({ result: state });
         } });
-        run(async () => {
+        run2(async () => {
           var _iteratorAbruptCompletion = false;
           var _didIteratorError = false;
           var _iteratorError;
@@ -74398,10 +74581,10 @@ async function healthy(lock, timeoutMs = 2e3) {
 
 // engine/api/launcher.ts
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync22, rmSync as rmSync6, statSync as statSync13, writeFileSync as writeFileSync12 } from "node:fs";
-import path49 from "node:path";
+import { existsSync as existsSync22, rmSync as rmSync7, statSync as statSync13, writeFileSync as writeFileSync13 } from "node:fs";
+import path50 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path49.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path50.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -74428,15 +74611,15 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path49.join(stateDir2, "engine.starting");
+  const marker = path50.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
-    writeFileSync12(marker, String(process.pid), { flag: "wx", mode: 384 });
+    writeFileSync13(marker, String(process.pid), { flag: "wx", mode: 384 });
     spawned = true;
   } catch {
     const age = Date.now() - (statSync13(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age > 3e4) {
-      rmSync6(marker, { force: true });
+      rmSync7(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
     }
   }
@@ -74445,7 +74628,7 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
     const lock = await waitForEngine(stateDir2, timeoutMs);
     return lock ? { lock, spawned } : null;
   } finally {
-    if (spawned) rmSync6(marker, { force: true });
+    if (spawned) rmSync7(marker, { force: true });
   }
 }
 async function waitForEngine(stateDir2, timeoutMs) {
@@ -74497,11 +74680,11 @@ async function gradeCommand(o2) {
   const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client2.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client2.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path50.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path51.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path50.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path51.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -74535,9 +74718,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path50.join(projectRoot(), "packs");
-  const file2 = path50.join(packs, targetSlug(target), "grade.json");
-  mkdirSync19(path50.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path51.join(projectRoot(), "packs");
+  const file2 = path51.join(packs, targetSlug(target), "grade.json");
+  mkdirSync19(path51.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -74550,8 +74733,8 @@ async function gradeCommand(o2) {
 
 // engine/commands/run.ts
 init_zod();
-import { readFileSync as readFileSync17 } from "node:fs";
-import path51 from "node:path";
+import { readFileSync as readFileSync18 } from "node:fs";
+import path52 from "node:path";
 import readline from "node:readline";
 
 // shared/batch.ts
@@ -74607,7 +74790,7 @@ function registerRunCommand(program3) {
 function parseBatch(file2) {
   let raw;
   try {
-    raw = JSON.parse(readFileSync17(file2, "utf8"));
+    raw = JSON.parse(readFileSync18(file2, "utf8"));
   } catch (err) {
     throw new CliError(`cannot read the batch file ${file2}: ${err.message}`);
   }
@@ -74616,8 +74799,8 @@ function parseBatch(file2) {
     const i2 = parsed.error.issues[0];
     throw new CliError(`batch file ${file2}: ${i2.path.length ? `task ${Number(i2.path[0]) + 1}${i2.path.length > 1 ? "." + i2.path.slice(1).join(".") : ""}: ` : ""}${i2.message}`);
   }
-  const base2 = path51.dirname(path51.resolve(file2));
-  return parsed.data.map((t2) => ({ ...t2, directory: path51.resolve(base2, t2.dir ?? t2.directory) }));
+  const base2 = path52.dirname(path52.resolve(file2));
+  return parsed.data.map((t2) => ({ ...t2, directory: path52.resolve(base2, t2.dir ?? t2.directory) }));
 }
 async function runCommand3(o2) {
   if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
@@ -74629,8 +74812,8 @@ async function runCommand3(o2) {
   } else {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
-    const checks = o2.check.map((run3) => ({ run: run3 }));
-    specs = [{ task: o2.task, directory: path51.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    const checks = o2.check.map((run4) => ({ run: run4 }));
+    specs = [{ task: o2.task, directory: path52.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -76718,9 +76901,9 @@ var EngineLink = class {
 };
 
 // engine/mcp/server.ts
-import { execFile } from "node:child_process";
-import path52 from "node:path";
-import { promisify as promisify3 } from "node:util";
+import { execFile as execFile2 } from "node:child_process";
+import path53 from "node:path";
+import { promisify as promisify4 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
 var util;
@@ -77081,8 +77264,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path54, errorMaps, issueData } = params;
-  const fullPath = [...path54, ...issueData.path || []];
+  const { data, path: path55, errorMaps, issueData } = params;
+  const fullPath = [...path55, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -77197,11 +77380,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path54, key) {
+  constructor(parent, value, path55, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path54;
+    this._path = path55;
     this._key = key;
   }
   get path() {
@@ -80747,11 +80930,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path54) {
-  if (path54.length === 0) {
+function getDotPath(path55) {
+  if (path55.length === 0) {
     return "object root";
   }
-  return path54.reduce((acc, seg, index) => {
+  return path55.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -85312,14 +85495,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path52.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path53.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path52.resolve(a2.directory) === path52.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path53.resolve(a2.directory) === path53.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -85761,10 +85944,10 @@ function createMcpServer(opts) {
 function isDiscarded(w) {
   return !!w.discarded;
 }
-var run2 = promisify3(execFile);
+var run3 = promisify4(execFile2);
 async function gitOut(cwd, args) {
   try {
-    return (await run2("git", ["-C", cwd, ...args], { timeout: 1e4, maxBuffer: 4 * 1024 * 1024 })).stdout;
+    return (await run3("git", ["-C", cwd, ...args], { timeout: 1e4, maxBuffer: 4 * 1024 * 1024 })).stdout;
   } catch {
     return null;
   }
@@ -85776,21 +85959,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path52.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path53.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path52.resolve(top || dir);
+  return path53.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path52.resolve(w.repo);
-  return r === root2 || path52.resolve(w.spec.directory) === root2 || path52.resolve(w.spec.directory).startsWith(root2 + path52.sep);
+  const r = path53.resolve(w.repo);
+  return r === root2 || path53.resolve(w.spec.directory) === root2 || path53.resolve(w.spec.directory).startsWith(root2 + path53.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path52.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path52.resolve(baseDir, dir)}"`;
+  if (path53.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path53.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -85931,7 +86114,7 @@ function answerInvalidLines(input, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path53 from "node:path";
+import path54 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -86023,7 +86206,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path53.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path54.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
