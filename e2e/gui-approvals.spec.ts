@@ -227,7 +227,7 @@ test("the command shown is the command run: bidi controls and line breaks made v
   await expect(card).toContainText("“Always allow” is not offered");
   await expect(card.getByRole("button", { name: "Always allow" })).toBeDisabled();
   await expect(page.getByRole("status", { name: "keys off until a click" })).toBeVisible();
-  await shot(page, "07-bidi-link", false);
+  await shot(page, "09-bidi-link", false);
   await page.keyboard.press("a");
   await page.keyboard.press("Shift+A");
   // Nothing was decided by the keys.
@@ -246,7 +246,7 @@ test("the command shown is the command run: bidi controls and line breaks made v
   const lineHeight = await multiWhat.evaluate((el) => parseFloat((globalThis as unknown as { getComputedStyle: (e: unknown) => { lineHeight: string } }).getComputedStyle(el).lineHeight) || 16);
   expect(box!.height).toBeGreaterThan(lineHeight * 1.5);
   await expect(page.locator(`[data-ask-id="${multi.id}"]`)).toContainText("exactly echo harmless and rm -rf src, each on its own");
-  await shot(page, "08-multiline", false);
+  await shot(page, "10-multiline", false);
   await page.locator(`[data-ask-id="${multi.id}"]`).getByRole("button", { name: "Reject" }).click();
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 60_000 }).not.toBe("waiting-approval");
 });
