@@ -1,6 +1,7 @@
 import { ERROR_MAP, OcwError, type ErrorCode } from "../../shared/errors";
 import { config } from "../config";
 import { grantOffer, type PermissionAsk } from "../../shared/permission";
+import { showUntrusted } from "../../shared/untrusted";
 
 /** A user error: printed as one line, exit code 2. */
 export class CliError extends Error {}
@@ -10,7 +11,8 @@ export function fail(err: unknown): never {
   const msg = (e?.message ?? String(err)).split("\n")[0];
   // Anything not anticipated is still one line, but keeps its stack for OCW_DEBUG=1.
   if (config().OCW_DEBUG) console.error(e?.stack);
-  console.error(`ocw: ${msg}`);
+  // An error may quote worker-written text (a command, a path): no escape sequence reaches the terminal.
+  console.error(`ocw: ${showUntrusted(msg ?? "", { lines: false, max: 2000 })}`);
   // The engine's error code decides the exit status (shared/errors.ts); anything else is a usage error.
   const code = (e as { data?: { ocwCode?: string } })?.data?.ocwCode ?? (e instanceof OcwError ? e.code : undefined);
   process.exit(code && code in ERROR_MAP ? ERROR_MAP[code as ErrorCode].exit : 2);

@@ -119,7 +119,7 @@ async function runCommand(o: RunOptions): Promise<void> {
           const v = askView(ask);
           const note = o.approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
           process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}\n`);
-          void client.approvals.decide.mutate(d).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${(err as Error).message}\n`));
+          void client.approvals.decide.mutate(d).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
         }
       }
     }
@@ -306,7 +306,7 @@ export class TerminalAsker {
         break;
       }
       this.settled.add(ask.id);
-      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${(err as Error).message}\n`));
+      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
     }
     this.busy = false;
   }
