@@ -72915,7 +72915,7 @@ function fail(err) {
   const e = err;
   const msg = (e?.message ?? String(err)).split("\n")[0];
   if (config2().OCW_DEBUG) console.error(e?.stack);
-  console.error(`ocw: ${msg}`);
+  console.error(`ocw: ${showUntrusted(msg ?? "", { lines: false, max: 2e3 })}`);
   const code = e?.data?.ocwCode ?? (e instanceof OcwError ? e.code : void 0);
   process.exit(code && code in ERROR_MAP ? ERROR_MAP[code].exit : 2);
 }
@@ -74853,7 +74853,7 @@ async function runCommand3(o2) {
   \u2691 ${f}`).join("")}
  ${note}
 `);
-          void client2.approvals.decide.mutate(d).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${err.message}
+          void client2.approvals.decide.mutate(d).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${showUntrusted(err.message, { lines: false, max: 2e3 })}
 `));
         }
       }
@@ -75038,7 +75038,7 @@ ocw: no terminal input; ${open2.length === 1 ? "the ask stays" : `${open2.length
         break;
       }
       this.settled.add(ask.id);
-      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${err.message}
+      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${showUntrusted(err.message, { lines: false, max: 2e3 })}
 `));
     }
     this.busy = false;

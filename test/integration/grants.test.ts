@@ -6,6 +6,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bash, startScriptedModel, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
 import { cleanup, makeRepo, scriptedTarget, settle, startEngine, type TestEngine } from "../helpers";
+import { startMcp, waitUntil } from "./mcp-helpers";
 
 let model: ScriptedModel;
 let engine: TestEngine;
@@ -53,5 +54,28 @@ describe('"always" on a real worker', () => {
     const files = readdirSync(w.worktree!);
     for (const f of ["pwned", "pwned2", "pwned3", "pwned4", "pwned5"]) expect(files, f).not.toContain(f);
     expect(existsSync(path.join(w.worktree!, "pwned"))).toBe(false);
+  }, 200_000);
+
+  it("over MCP (a real client, the bundle's bridge): a bidi command is shown with visible markers, a two-line one as two lines, and neither is offered 'always' wrongly", async () => {
+    const BIDI = "npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069";
+    model.addScript(/TASK-MCP-HIDDEN/, steps(bash(BIDI), bash("echo harmless\nrm -rf src")), "mcp-hidden");
+    const mcp = await startMcp(engine.stateDir, "asks-test");
+    try {
+      const d = await mcp.call("delegate", { task: "TASK-MCP-HIDDEN: run the tests", directory: repo, checks: [{ run: "true" }] });
+      await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length === 1);
+      const first = (await mcp.call("pending_approvals", { workerId: d.workerId })).pending[0];
+      expect(first.what).toBe("npm test ⟪U+2067⟫⟪U+2066⟫ ; rm -rf src ⟪U+2069⟫⟪U+2066⟫ #⟪U+2069⟫⟪U+2069⟫");
+      expect(first.always).toEqual([]);
+      expect(first.alwaysWhy).toMatch(/invisible or control character/);
+      expect(await mcp.fail("approve", { askId: first.askId, decision: "always" })).toMatch(/"always" is not offered/);
+      await mcp.call("approve", { askId: first.askId, decision: "reject", message: "no hidden characters" });
+      await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length === 1);
+      const second = (await mcp.call("pending_approvals", { workerId: d.workerId })).pending[0];
+      expect(second.what).toBe("echo harmless⏎\nrm -rf src");
+      expect(second.always).toEqual(["echo harmless", "rm -rf src"]);
+      await mcp.call("approve", { askId: second.askId, decision: "reject" });
+    } finally {
+      await mcp.close();
+    }
   }, 200_000);
 });
