@@ -351,6 +351,8 @@ export const ResultOutput = z.object({
   page: z.number(),
   pages: z.number(),
   scope: z.object({ passed: z.boolean(), violations: z.array(z.string()), changedFiles: z.array(z.string()) }),
+  /** What the checks cannot rule out (said with every verdict). */
+  caveats: z.array(z.string()).optional(),
   diffStat: z.string(),
   branch: z.string().nullable(),
   worktree: z.string().nullable(),

@@ -609,6 +609,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         page,
         pages,
         scope: { passed: v?.scope.passed ?? false, violations: v?.scope.violations ?? [], changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200) },
+        caveats: v?.caveats ?? [],
         diffStat: clip(v?.diffStat ?? "", 4000),
         branch: w.branch,
         worktree: w.worktree,

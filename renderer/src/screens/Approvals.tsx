@@ -1,4 +1,5 @@
 import { useEffect, useMemo, useRef, useState } from "react";
+import { askView } from "../../../shared/ask-view";
 import { showUntrusted } from "../../../shared/untrusted";
 import { errorText } from "../api";
 import { AskCard, decide } from "../components/AskCard";
@@ -44,6 +45,8 @@ export function Approvals({ focus }: { focus?: string }) {
       const act = (d: "once" | "always" | "reject") => {
         if (!selected) return;
         if (d === "always" && selected.kind !== "permission") return;
+        const offer = askView(selected);
+        if (d === "always" && !offer.always) return pushNotice("info", `“Always allow” is not offered for ${selected.id}: ${offer.alwaysWhy}`);
         // Select the next one right away so a run of keypresses walks the list.
         const next = pending[index + 1] ?? pending[index - 1];
         setSelectedId(next?.id ?? null);
