@@ -15,6 +15,12 @@ export interface CheckSandbox {
   root?: string;
   /** Read-only inside the sandbox although under `root` (the protected files). */
   readOnly?: string[];
+  /**
+   * Grade at the layout the worker saw (bubblewrap only): the checkout (`root`) is mounted at the worker's workspace
+   * path and the checks' tmp at the worker's tmp, and nothing is mounted at the grading folders' own paths, so code
+   * cannot tell grading from the worker's own runs by its path (no `/grading/` in it).
+   */
+  mountAs?: { root: string; tmp?: string };
 }
 
 export const DEFAULT_CHECK_TIMEOUT_SEC = 300;
@@ -26,6 +32,27 @@ function cap(text: string): string {
   return `… ${text.length - OUTPUT_CAP} earlier characters cut …\n` + text.slice(-OUTPUT_CAP);
 }
 
+/**
+ * The check's command line with the checkout mounted where the worker's workspace was (and its tmp where the worker's
+ * tmp was): the sandbox's own policy with nothing writable at the grading paths, then the checkout, the tmp and the
+ * protected files (read-only) bound at the worker's paths.
+ */
+function atWorkerLayout(argv: string[], cwd: string, sandbox: CheckSandbox, at: { root: string; tmp?: string }): { file: string; args: string[]; env: Record<string, string> } {
+  const root = sandbox.root ?? cwd;
+  const inside = (p: string, r: string) => p === r || p.startsWith(r + path.sep);
+  const map = (p: string) => path.join(at.root, path.relative(root, p));
+  // The worker's tmp path can be a mount point only where bubblewrap can make it: under the hidden state dir, or existing.
+  const tmp = at.tmp && (inside(at.tmp, sandbox.stateDir) || existsSync(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env = allowListedEnv({ CI: "1", HOME: path.join(tmp, "home"), TMPDIR: tmp });
+  const cmd = sandboxed(argv, { hidden: [...homeSecrets(), sandbox.stateDir], writable: [], readOnly: [], network: "none", env, cwd: map(cwd) }, "bwrap");
+  const binds = ["--bind", root, at.root, "--bind", sandbox.tmpDir, tmp];
+  for (const f of sandbox.readOnly ?? []) if (inside(f, root) && existsSync(f)) binds.push("--ro-bind", f, map(f));
+  // The separator before the command: the policy's options end there.
+  const sep = cmd.args.length - argv.length - 1;
+  return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
+}
+
 /** Runs a shell check in its own process group, so a timeout kills everything it started. */
 async function runCommand(check: CommandCheck, name: string, cwd: string, sandbox?: CheckSandbox): Promise<CheckResult> {
   const timeoutSec = check.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
@@ -33,7 +60,9 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   const started = Date.now();
   const shell = existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check.run], env: allowListedEnv({ CI: "1" }) };
-  if (sandbox) {
+  if (sandbox?.mountAs && sandbox.kind === "bwrap") {
+    cmd = atWorkerLayout([shell, "-c", check.run], cwd, sandbox, sandbox.mountAs);
+  } else if (sandbox) {
     mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
     const env = allowListedEnv({ CI: "1", HOME: path.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     cmd = sandboxed([shell, "-c", check.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env, cwd }, sandbox.kind);

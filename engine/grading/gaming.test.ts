@@ -79,6 +79,23 @@ describe("checks that cannot be gamed from the workspace", () => {
     expect(() => readFileSync(path.join(outside, "check.sh"))).toThrow();
   }, 90_000);
 
+  it("grading runs at the paths the worker saw: no `/grading/` in the check's folder, HOME or TMPDIR, and the grading folders are not there", async (ctx) => {
+    const { sandboxStatus } = await import("../sandbox/sandbox");
+    if (sandboxStatus().kind !== "bwrap") return ctx.skip(`no bubblewrap sandbox here: ${sandboxStatus().reason}`);
+    const id = `w-${++n}`;
+    const repo = committedRepo(path.join(tmp, `repo-${n}`), { "a.txt": "a\n", "test/check.sh": "exit 0\n" });
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), id, path.join(tmp, "objects", `${id}.git`));
+    const stateDir = path.join(tmp, `state-${n}`);
+    const workerTmp = path.join(stateDir, "tmp", id);
+    // Code that is right only where its path has no `/grading/` in it, and that looks for the grading folders.
+    const check = `case "$(pwd -P)$HOME$TMPDIR" in *grading*) echo "GRADING SEEN: $(pwd -P) $HOME $TMPDIR"; exit 1;; esac; test "$(pwd -P)" = "${ws.cwd}" && test "$HOME" = "${workerTmp}/home" && test ! -e "${path.join(stateDir, "grading")}" && test -f test/check.sh && touch left-here && sh test/check.sh`;
+    const v = await grade({ workspace: ws, checks: [{ run: check }], scope: [], protect: ["test/**"], finalText: "OUTCOME: built", title: "t", checkoutDir: path.join(stateDir, "grading", id), sandbox: { kind: "bwrap", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`), mountAs: { root: ws.worktree, tmp: workerTmp } } });
+    expect(v.checks[0]!.output).toBe("");
+    expect(v.checks[0]).toMatchObject({ passed: true });
+    // The check wrote into the checkout (mounted at the workspace's path), not into the worker's own workspace.
+    expect(() => readFileSync(path.join(ws.worktree, "left-here"))).toThrow();
+  }, 60_000);
+
   it("the CheckSpec shape: `files` is additive, absolute, no `..`", () => {
     expect(CheckSpec.safeParse({ run: "x" }).success).toBe(true);
     expect(CheckSpec.safeParse({ run: "x", files: "/srv/held" }).success).toBe(true);

@@ -83,7 +83,7 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     const guarded = typeof cwd === "string" && input.checks.some((c) => "run" in c) ? await protectedIn(checkout, sub, input.protect) : [];
     checks =
       typeof cwd === "string"
-        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined, guarded)
+        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined, guarded)
         : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
   } finally {
     discard(checkout);
