@@ -40,7 +40,7 @@ export const FileCheck = z
 export type FileCheck = z.infer<typeof FileCheck>;
 
 export const CheckSpec = z.union([CommandCheck, FileCheck], {
-  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?} or {"file": "relative/path", exists?, equals?, matches?}',
+  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?, files?} or {"file": "relative/path", exists?, equals?, matches?}',
 });
 export type CheckSpec = z.infer<typeof CheckSpec>;
 

@@ -34,7 +34,7 @@ export const DelegateInput = z
     ),
     directory: spec.directory.describe("Absolute path of the git repository to work on (the worker gets its own worktree and branch; your checkout is not touched)."),
     checks: spec.checks.describe(
-      'Held-back checks the worker never sees; they decide the verdict. Each is {"run": "shell command", expectExit?, timeoutSec?} (run in the worktree) or {"file": "relative/path", exists?, equals?, matches?}.',
+      'Held-back checks the worker never sees; they decide the verdict. Each is {"run": "shell command", expectExit?, timeoutSec?, files?} (run in the worktree; files: an absolute folder of held-back tests kept outside the repository, copied in only at grading) or {"file": "relative/path", exists?, equals?, matches?}.',
     ),
     scope: spec.scope.describe('Globs of the files the worker may change, e.g. ["src/parser/**"]. A change outside them fails the verdict.'),
     protect: spec.protect.describe('Globs the worker must not change, e.g. ["test/**"]. A change to them fails the verdict.'),

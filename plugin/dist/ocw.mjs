@@ -67612,13 +67612,28 @@ function cap(text) {
   return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
 ` + text.slice(-OUTPUT_CAP);
 }
+function atWorkerLayout(argv, cwd, sandbox, at) {
+  const root2 = sandbox.root ?? cwd;
+  const inside2 = (p, r) => p === r || p.startsWith(r + path26.sep);
+  const map3 = (p) => path26.join(at.root, path26.relative(root2, p));
+  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync9(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync9(path26.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path26.join(tmp, "home"), TMPDIR: tmp });
+  const cmd = sandboxed(argv, { hidden: [...homeSecrets(), sandbox.stateDir], writable: [], readOnly: [], network: "none", env: env2, cwd: map3(cwd) }, "bwrap");
+  const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
+  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync9(f)) binds.push("--ro-bind", f, map3(f));
+  const sep = cmd.args.length - argv.length - 1;
+  return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
+}
 async function runCommand2(check2, name, cwd, sandbox) {
   const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check2.expectExit ?? 0;
   const started = Date.now();
   const shell = existsSync9("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
-  if (sandbox) {
+  if (sandbox?.mountAs && sandbox.kind === "bwrap") {
+    cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs);
+  } else if (sandbox) {
     mkdirSync9(path26.join(sandbox.tmpDir, "home"), { recursive: true });
     const env2 = allowListedEnv({ CI: "1", HOME: path26.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd }, sandbox.kind);
@@ -67893,7 +67908,7 @@ async function grade(input) {
     }
     const cwd = await folderIn(checkout, sub);
     const guarded = typeof cwd === "string" && input.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input.protect) : [];
-    checks = typeof cwd === "string" ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0, guarded) : input.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
+    checks = typeof cwd === "string" ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : void 0, guarded) : input.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
   } finally {
     discard(checkout);
     if (input.sandbox) discard(input.sandbox.tmpDir);
@@ -68007,7 +68022,8 @@ var Settler = class {
         finalText: await this.finalText(workerId, turn),
         title: w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 72),
         checkoutDir: path29.join(stateDir2, "grading", workerId),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path29.join(stateDir2, "grading", `${workerId}.tmp`) }
+        // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path29.join(stateDir2, "grading", `${workerId}.tmp`), mountAs: { root: ws.worktree, tmp: path29.join(reg.workerTmpRoot, workerId) } }
       });
       if (reg.get(workerId).state !== "grading") return;
       reg.record(workerId, { type: "verdict", verdict });
@@ -85301,6 +85317,8 @@ var ResultOutput = external_exports.object({
   page: external_exports.number(),
   pages: external_exports.number(),
   scope: external_exports.object({ passed: external_exports.boolean(), violations: external_exports.array(external_exports.string()), changedFiles: external_exports.array(external_exports.string()) }),
+  /** What the checks cannot rule out (said with every verdict). */
+  caveats: external_exports.array(external_exports.string()).optional(),
   diffStat: external_exports.string(),
   branch: external_exports.string().nullable(),
   worktree: external_exports.string().nullable(),
@@ -85837,6 +85855,7 @@ function createMcpServer(opts) {
         page,
         pages,
         scope: { passed: v?.scope.passed ?? false, violations: v?.scope.violations ?? [], changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200) },
+        caveats: v?.caveats ?? [],
         diffStat: clip(v?.diffStat ?? "", 4e3),
         branch: w.branch,
         worktree: w.worktree,
