@@ -20,6 +20,7 @@ interface RunOptions {
   dir?: string;
   task?: string;
   check: string[];
+  heldBack?: string;
   scope: string[];
   protect: string[];
   endpoint?: string;
@@ -40,6 +41,7 @@ export function registerRunCommand(program: Command): void {
     .option("--dir <dir>", "the git repository the task works on")
     .option("--task <text>", "what the worker should do")
     .option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, [])
+    .option("--held-back <dir>", "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only")
     .option("--scope <glob>", "files the worker may change (repeatable)", collect, [])
     .option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, [])
     .option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target")
@@ -78,7 +80,9 @@ async function runCommand(o: RunOptions): Promise<void> {
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
-    const checks: CheckSpec[] = o.check.map((run) => ({ run }));
+    if (o.heldBack && !o.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
+    const files = o.heldBack ? path.resolve(o.heldBack) : undefined;
+    const checks: CheckSpec[] = o.check.map((run) => (files ? { run, files } : { run }));
     specs = [{ task: o.task, directory: path.resolve(o.dir), checks, scope: o.scope, protect: o.protect }];
   }
   // Validate every directory here, before an engine is started or anything is created.
