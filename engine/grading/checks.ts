@@ -203,6 +203,34 @@ export function copyHeldBack(checks: CheckSpec[], root: string): string[] {
   return written;
 }
 
+/**
+ * Why a task's held-back folders cannot be used, or null: each must be an existing folder outside the repository (a
+ * folder inside it would be in the worker's workspace once committed, and looks held back when it is not).
+ */
+export function heldBackProblem(checks: CheckSpec[], repoRoot: string): string | null {
+  const root = realpathOr(repoRoot);
+  for (const c of checks) {
+    if (!("run" in c) || !c.files) continue;
+    let real: string;
+    try {
+      real = realpathSync(c.files);
+      if (!statSync(real).isDirectory()) return `a check's files ${c.files} is not a folder`;
+    } catch {
+      return `a check's files ${c.files} does not exist: give the absolute path of a folder of held-back tests`;
+    }
+    if (real === root || real.startsWith(root + path.sep)) return `a check's files ${c.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
+  }
+  return null;
+}
+
+const realpathOr = (p: string) => {
+  try {
+    return realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+};
+
 const lstatOrNull = (p: string) => {
   try {
     return lstatSync(p);

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { CheckSpec } from "../../shared/check";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { createWorkspace, inspectRepo } from "../workspace/workspace";
+import { heldBackProblem } from "./checks";
 import { grade, type GradeInput } from "./grade";
 import { runnerConfigReason, runnerPart } from "./runner-config";
 
@@ -95,6 +96,14 @@ describe("checks that cannot be gamed from the workspace", () => {
     // The check wrote into the checkout (mounted at the workspace's path), not into the worker's own workspace.
     expect(() => readFileSync(path.join(ws.worktree, "left-here"))).toThrow();
   }, 60_000);
+
+  it("held-back folders must exist and be outside the repository", () => {
+    const repo = committedRepo(path.join(tmp, `repo-hb`), { "a.txt": "a\n" });
+    mkdirSync(path.join(repo, "held"));
+    expect(heldBackProblem([{ run: "x", files: path.join(repo, "held") }], repo)).toMatch(/inside the repository/);
+    expect(heldBackProblem([{ run: "x", files: path.join(tmp, "nope") }], repo)).toMatch(/does not exist/);
+    expect(heldBackProblem([{ run: "x", files: tmp }, { run: "y" }], repo)).toBeNull();
+  });
 
   it("the CheckSpec shape: `files` is additive, absolute, no `..`", () => {
     expect(CheckSpec.safeParse({ run: "x" }).success).toBe(true);
