@@ -29,6 +29,8 @@ describe("showing untrusted text", () => {
   it("zero-width and other invisible characters are marked; ordinary Unicode is not", () => {
     expect(showUntrusted("np\u200bm t\u200dest\ufeff\u00ad")).toBe("np⟪U+200B⟫m t⟪U+200D⟫est⟪U+FEFF⟫⟪U+00AD⟫");
     expect(showUntrusted("tag\u{E0041}")).toBe("tag⟪U+E0041⟫");
+    // A space a shell does not split on looks like one: `rm -rf build\u00a0/` is one word.
+    expect(showUntrusted("rm -rf build\u00a0/ x\u3000y")).toBe("rm -rf build⟪U+00A0⟫/ x⟪U+3000⟫y");
     expect(showUntrusted("plain ünïcode ✓ 日本 😀")).toBe("plain ünïcode ✓ 日本 😀");
     expect(showUntrusted("lone \ud800 half")).toBe("lone ⟪U+D800⟫ half");
   });

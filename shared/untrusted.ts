@@ -7,7 +7,8 @@
 // - every other C0/C1 control character (ESC included: no terminal escape — OSC 52 clipboard writes, CSI cursor moves —
 //   ever reaches a terminal), bidi controls (U+202A–202E, U+2066–2069, U+200E/F, U+061C), zero-width and other
 //   invisible characters (U+200B–200D, U+2060–2064, U+FEFF, U+00AD, U+034F, U+180E, Hangul fillers, variation
-//   selectors, Unicode tags), line/paragraph separators and lone surrogates as ⟪U+XXXX⟫;
+//   selectors, Unicode tags), spaces other than U+0020 (no-break, en, em, ideographic… — a shell does not split words
+//   on them), line/paragraph separators and lone surrogates as ⟪U+XXXX⟫;
 // - text over `max` characters is shown as its head and its tail with the number of characters cut between them.
 
 /** The longest command (or other untrusted line) every client shows whole; longer ones are cut, and never granted "always". */
@@ -38,7 +39,13 @@ export function isHiddenCodePoint(cp: number): boolean {
   return (
     cp < 0x20 ||
     (cp >= 0x7f && cp <= 0x9f) ||
+    cp === 0x00a0 ||
     cp === 0x00ad ||
+    cp === 0x1680 ||
+    (cp >= 0x2000 && cp <= 0x200a) ||
+    cp === 0x202f ||
+    cp === 0x205f ||
+    cp === 0x3000 ||
     cp === 0x034f ||
     cp === 0x061c ||
     cp === 0x115f ||
