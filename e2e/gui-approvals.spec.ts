@@ -212,7 +212,7 @@ test("grants: “Always allow” answers the next matching ask, is listed on the
   releaseGrant();
   await expect.poll(pendingCount, { timeout: 60_000 }).toBe(1);
   await engine.client.approvals.decide.mutate({ askId: (await engine.client.approvals.list.query())[0]!.id, decision: "once" });
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 60_000 }).toBe("built");
+  await expect.poll(async () => { const x = await engine.client.workers.get.query({ workerId }); return `${x.state} ${x.stateReason ?? ""}`; }, { timeout: 60_000 }).toBe("built ");
 });
 
 test("the command shown is the command run: bidi controls and line breaks made visible; a link focuses an ask but its keys decide nothing until a click", async () => {

@@ -20240,7 +20240,7 @@ var init_default2 = __esm({
 // node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
-import path21 from "node:path";
+import path19 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function toPath(urlOrPath) {
   return urlOrPath instanceof URL ? fileURLToPath3(urlOrPath) : urlOrPath;
@@ -20248,12 +20248,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = path21.resolve(toPath(startPath));
+      let currentPath = path19.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = path21.resolve(currentPath, "..");
+        currentPath = path19.resolve(currentPath, "..");
       }
     }
   };
@@ -20269,7 +20269,7 @@ var init_node = __esm({
 
 // node_modules/npm-run-path/index.js
 import process5 from "node:process";
-import path22 from "node:path";
+import path20 from "node:path";
 var npmRunPath, applyPreferLocal, applyExecPath, npmRunPathEnv;
 var init_npm_run_path = __esm({
   "node_modules/npm-run-path/index.js"() {
@@ -20282,27 +20282,27 @@ var init_npm_run_path = __esm({
       execPath: execPath2 = process5.execPath,
       addExecPath = true
     } = {}) => {
-      const cwdPath = path22.resolve(toPath(cwd));
+      const cwdPath = path20.resolve(toPath(cwd));
       const result = [];
-      const pathParts = pathOption.split(path22.delimiter);
+      const pathParts = pathOption.split(path20.delimiter);
       if (preferLocal) {
         applyPreferLocal(result, pathParts, cwdPath);
       }
       if (addExecPath) {
         applyExecPath(result, pathParts, execPath2, cwdPath);
       }
-      return pathOption === "" || pathOption === path22.delimiter ? `${result.join(path22.delimiter)}${pathOption}` : [...result, pathOption].join(path22.delimiter);
+      return pathOption === "" || pathOption === path20.delimiter ? `${result.join(path20.delimiter)}${pathOption}` : [...result, pathOption].join(path20.delimiter);
     };
     applyPreferLocal = (result, pathParts, cwdPath) => {
       for (const directory of traversePathUp(cwdPath)) {
-        const pathPart = path22.join(directory, "node_modules/.bin");
+        const pathPart = path20.join(directory, "node_modules/.bin");
         if (!pathParts.includes(pathPart)) {
           result.push(pathPart);
         }
       }
     };
     applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-      const pathPart = path22.resolve(cwdPath, toPath(execPath2), "..");
+      const pathPart = path20.resolve(cwdPath, toPath(execPath2), "..");
       if (!pathParts.includes(pathPart)) {
         result.push(pathPart);
       }
@@ -21586,7 +21586,7 @@ var init_timeout = __esm({
 
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
-import path23 from "node:path";
+import path21 from "node:path";
 var mapNode, handleNodeOption;
 var init_node2 = __esm({
   "node_modules/execa/lib/methods/node.js"() {
@@ -21609,7 +21609,7 @@ var init_node2 = __esm({
         throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
       }
       const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-      const resolvedNodePath = path23.resolve(cwd, normalizedNodePath);
+      const resolvedNodePath = path21.resolve(cwd, normalizedNodePath);
       const newOptions = {
         ...options,
         nodePath: resolvedNodePath,
@@ -21619,7 +21619,7 @@ var init_node2 = __esm({
       if (!shouldHandleNode) {
         return [file2, commandArguments, newOptions];
       }
-      if (path23.basename(file2, ".exe") === "node") {
+      if (path21.basename(file2, ".exe") === "node") {
         throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
       }
       return [
@@ -21721,7 +21721,7 @@ Please rename it to one of: ${correctEncodings}.`);
 
 // node_modules/execa/lib/arguments/cwd.js
 import { statSync as statSync4 } from "node:fs";
-import path24 from "node:path";
+import path22 from "node:path";
 import process6 from "node:process";
 var normalizeCwd, getDefaultCwd, fixCwdError;
 var init_cwd = __esm({
@@ -21729,7 +21729,7 @@ var init_cwd = __esm({
     init_file_url();
     normalizeCwd = (cwd = getDefaultCwd()) => {
       const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-      return path24.resolve(cwdString);
+      return path22.resolve(cwdString);
     };
     getDefaultCwd = () => {
       try {
@@ -21762,7 +21762,7 @@ ${originalMessage}`;
 });
 
 // node_modules/execa/lib/arguments/options.js
-import path25 from "node:path";
+import path23 from "node:path";
 import process7 from "node:process";
 var import_cross_spawn2, normalizeOptions, addDefaultOptions, getEnv;
 var init_options = __esm({
@@ -21796,7 +21796,7 @@ var init_options = __esm({
       options.killSignal = normalizeKillSignal(options.killSignal);
       options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
       options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-      if (process7.platform === "win32" && path25.basename(file2, ".exe") === "cmd") {
+      if (process7.platform === "win32" && path23.basename(file2, ".exe") === "cmd") {
         commandArguments.unshift("/q");
       }
       return { file: file2, commandArguments, options };
@@ -58810,7 +58810,7 @@ var FileCheck = external_exports.object({
   matches: external_exports.string().max(1e4).optional()
 }).strict();
 var CheckSpec = external_exports.union([CommandCheck, FileCheck], {
-  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?} or {"file": "relative/path", exists?, equals?, matches?}'
+  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?, files?} or {"file": "relative/path", exists?, equals?, matches?}'
 });
 function checkName(check2, index) {
   if (check2.name) return check2.name;
@@ -58832,7 +58832,7 @@ init_zod();
 var SHOW_MAX = 1e3;
 var hex3 = (cp) => `\u27EAU+${cp.toString(16).toUpperCase().padStart(4, "0")}\u27EB`;
 function isHiddenCodePoint(cp) {
-  return cp < 32 || cp >= 127 && cp <= 159 || cp === 173 || cp === 847 || cp === 1564 || cp === 4447 || cp === 4448 || cp === 6068 || cp === 6069 || cp === 6158 || cp >= 8203 && cp <= 8207 || cp >= 8232 && cp <= 8238 || cp >= 8288 && cp <= 8303 || cp === 12644 || cp >= 55296 && cp <= 57343 || cp >= 65024 && cp <= 65039 || cp === 65279 || cp === 65440 || cp >= 65529 && cp <= 65531 || cp >= 119155 && cp <= 119162 || cp >= 917504 && cp <= 917631 || cp >= 917760 && cp <= 917999;
+  return cp < 32 || cp >= 127 && cp <= 159 || cp === 160 || cp === 173 || cp === 5760 || cp >= 8192 && cp <= 8202 || cp === 8239 || cp === 8287 || cp === 12288 || cp === 847 || cp === 1564 || cp === 4447 || cp === 4448 || cp === 6068 || cp === 6069 || cp === 6158 || cp >= 8203 && cp <= 8207 || cp >= 8232 && cp <= 8238 || cp >= 8288 && cp <= 8303 || cp === 12644 || cp >= 55296 && cp <= 57343 || cp >= 65024 && cp <= 65039 || cp === 65279 || cp === 65440 || cp >= 65529 && cp <= 65531 || cp >= 119155 && cp <= 119162 || cp >= 917504 && cp <= 917631 || cp >= 917760 && cp <= 917999;
 }
 function hasHidden(text) {
   for (const ch of text) if (isHiddenCodePoint(ch.codePointAt(0))) return true;
@@ -67180,9 +67180,202 @@ async function removeWorkspace(ws, opts = {}) {
   if (tip) await git(ws.repo, ["branch", "-D", ws.branch], { allowFail: true });
 }
 
+// engine/grading/checks.ts
+init_execa();
+import { createHash as createHash2 } from "node:crypto";
+import { existsSync as existsSync8, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readdirSync as readdirSync5, readFileSync as readFileSync9, realpathSync as realpathSync4, rmSync as rmSync3, statSync as statSync5, writeFileSync as writeFileSync8 } from "node:fs";
+import path24 from "node:path";
+init_process();
+var DEFAULT_CHECK_TIMEOUT_SEC = 300;
+var OUTPUT_CAP = 64 * 1024;
+var MAX_COMPARED_BYTES = 64 * 1024 * 1024;
+function cap(text) {
+  if (text.length <= OUTPUT_CAP) return text;
+  return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
+` + text.slice(-OUTPUT_CAP);
+}
+function atWorkerLayout(argv, cwd, sandbox, at) {
+  const root2 = sandbox.root ?? cwd;
+  const inside2 = (p, r) => p === r || p.startsWith(r + path24.sep);
+  const map3 = (p) => path24.join(at.root, path24.relative(root2, p));
+  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync8(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync9(path24.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path24.join(tmp, "home"), TMPDIR: tmp });
+  const cmd = sandboxed(argv, { hidden: [...homeSecrets(), sandbox.stateDir], writable: [], readOnly: [], network: "none", env: env2, cwd: map3(cwd) }, "bwrap");
+  const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
+  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync8(f)) binds.push("--ro-bind", f, map3(f));
+  const sep = cmd.args.length - argv.length - 1;
+  return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
+}
+async function runCommand2(check2, name, cwd, sandbox) {
+  const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
+  const expect = check2.expectExit ?? 0;
+  const started = Date.now();
+  const shell = existsSync8("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
+  if (sandbox?.mountAs && sandbox.kind === "bwrap") {
+    cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs);
+  } else if (sandbox) {
+    mkdirSync9(path24.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path24.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd }, sandbox.kind);
+  }
+  const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    if (child.pid) killGroup(child.pid);
+    else child.kill("SIGKILL");
+  }, timeoutSec * 1e3);
+  const r = await child;
+  clearTimeout(timer);
+  const output = cap(String(r.all ?? ""));
+  if (timedOut) {
+    return {
+      name,
+      passed: false,
+      exitCode: null,
+      timedOut: true,
+      durationMs: Date.now() - started,
+      output: `${output}
+[check timed out after ${timeoutSec}s and was killed: fix the command or give it a larger timeoutSec]`
+    };
+  }
+  const exitCode = r.exitCode ?? null;
+  return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
+}
+function runFile(check2, name, cwd, realCwd) {
+  const file2 = path24.join(cwd, check2.file);
+  const wantExists = check2.exists ?? true;
+  const exists = existsSync8(file2);
+  if (exists && !realpathSync4(file2).startsWith(realCwd + path24.sep)) {
+    return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
+  }
+  if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
+  if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
+  const problems = [];
+  if (check2.equals !== void 0 || check2.matches !== void 0) {
+    const st = statSync5(file2);
+    if (!st.isFile()) return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
+    if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
+    const content = readFileSync9(file2, "utf8");
+    if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
+      problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
+    }
+    if (check2.matches !== void 0) {
+      let re;
+      try {
+        re = new RegExp(check2.matches, "m");
+      } catch (err) {
+        return { name, passed: false, output: `invalid regex ${check2.matches}: ${err.message}` };
+      }
+      if (!re.test(content)) problems.push(`content does not match /${check2.matches}/`);
+    }
+  }
+  return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
+}
+async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
+  const results = [];
+  const realCwd = realpathSync4(cwd);
+  let heldBack;
+  try {
+    heldBack = copyHeldBack(checks, realCwd);
+  } catch (err) {
+    return checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: `held-back files could not be brought in: ${err.message}` }));
+  }
+  protectedFiles = [...protectedFiles, ...heldBack];
+  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
+  for (const [i2, check2] of checks.entries()) {
+    const name = checkName(check2, i2);
+    if (realpathSync4(cwd) !== realCwd) {
+      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync4(cwd)}): not run` });
+      continue;
+    }
+    if (!("run" in check2)) {
+      results.push(runFile(check2, name, cwd, realCwd));
+      continue;
+    }
+    const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path24.relative(realCwd, f)) : [];
+    results.push(changed.length ? { ...r, passed: false, output: `${r.output}
+[this check changed protected file(s): ${changed.join(", ")}]` } : r);
+  }
+  return results;
+}
+function copyHeldBack(checks, root2) {
+  const written = [];
+  for (const check2 of checks) {
+    if (!("run" in check2) || !check2.files) continue;
+    const src = check2.files;
+    let st;
+    try {
+      st = statSync5(src);
+    } catch {
+      throw new Error(`${src} (a check's \`files\`) does not exist`);
+    }
+    if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
+    const walk = (from, rel) => {
+      for (const e of readdirSync5(from, { withFileTypes: true })) {
+        const f = path24.join(from, e.name);
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        const dest = path24.join(root2, r);
+        const there = lstatOrNull(dest);
+        if (e.isDirectory()) {
+          if (there && !there.isDirectory()) rmSync3(dest, { force: true, recursive: true });
+          if (!there || !there.isDirectory()) mkdirSync9(dest);
+          walk(f, r);
+        } else if (e.isFile()) {
+          if (there) rmSync3(dest, { force: true, recursive: true });
+          writeFileSync8(dest, readFileSync9(f), { mode: statSync5(f).mode & 511 });
+          written.push(dest);
+        }
+      }
+    };
+    walk(src, "");
+  }
+  return written;
+}
+function heldBackProblem(checks, repoRoot2) {
+  const root2 = realpathOr(repoRoot2);
+  for (const c3 of checks) {
+    if (!("run" in c3) || !c3.files) continue;
+    let real2;
+    try {
+      real2 = realpathSync4(c3.files);
+      if (!statSync5(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
+    } catch {
+      return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
+    }
+    if (real2 === root2 || real2.startsWith(root2 + path24.sep)) return `a check's files ${c3.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
+  }
+  return null;
+}
+var realpathOr = (p) => {
+  try {
+    return realpathSync4(p);
+  } catch {
+    return path24.resolve(p);
+  }
+};
+var lstatOrNull = (p) => {
+  try {
+    return lstatSync2(p);
+  } catch {
+    return null;
+  }
+};
+function fingerprint(file2) {
+  try {
+    const st = lstatSync2(file2);
+    return st.isFile() ? createHash2("sha256").update(readFileSync9(file2)).digest("hex") : `not a file (${st.mode})`;
+  } catch {
+    return "absent";
+  }
+}
+
 // engine/workers/lifecycle.ts
-import { existsSync as existsSync8 } from "node:fs";
-import path19 from "node:path";
+import { existsSync as existsSync9 } from "node:fs";
+import path25 from "node:path";
 var WorkspaceLifecycle = class {
   constructor(reg, retentionDays) {
     this.reg = reg;
@@ -67205,7 +67398,7 @@ var WorkspaceLifecycle = class {
   async diff(workerId) {
     const w = this.reg.get(workerId);
     const ws = this.reg.workspaceOf(w);
-    if (!ws || w.discarded || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) return "";
+    if (!ws || w.discarded || !existsSync9(ws.worktree) && !existsSync9(ws.gitDir)) return "";
     return fullDiff(ws, w.verdict?.commit ?? void 0);
   }
   /**
@@ -67217,7 +67410,7 @@ var WorkspaceLifecycle = class {
     if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
     if (w.discarded) return w;
     const ws = this.reg.workspaceOf(w);
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path19.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path25.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).workspace = void 0;
     this.reg.record(workerId, { type: "discarded", by });
     return this.reg.get(workerId);
@@ -67231,7 +67424,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isFinal(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path19.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path25.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).workspace = void 0;
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${err.message}`);
@@ -67249,7 +67442,7 @@ var WorkspaceLifecycle = class {
       if (!isFinal(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
       const ws = this.reg.workspaceOf(w);
-      if (!ws || !existsSync8(ws.worktree) && !existsSync8(ws.gitDir)) continue;
+      if (!ws || !existsSync9(ws.worktree) && !existsSync9(ws.gitDir)) continue;
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
@@ -67314,7 +67507,7 @@ ${message.trim()}` : base2;
 }
 
 // engine/workers/registry.ts
-import path20 from "node:path";
+import path26 from "node:path";
 
 // shared/worker-machine.ts
 init_zod();
@@ -67458,10 +67651,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path20.relative(w.repo, w.spec.directory);
+    const sub = path26.relative(w.repo, w.spec.directory);
     rt.workspace = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path20.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path26.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -67472,14 +67665,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path20.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path26.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path20.join(this.opts.stateDir, "workspaces");
+    return path26.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path20.join(this.opts.stateDir, "tmp");
+    return path26.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
   clientOf(workerId) {
@@ -67597,177 +67790,6 @@ import path29 from "node:path";
 // engine/grading/grade.ts
 import { lstat as lstat2, mkdir as mkdir2, readdir as readdir3 } from "node:fs/promises";
 import path28 from "node:path";
-
-// engine/grading/checks.ts
-init_execa();
-import { createHash as createHash2 } from "node:crypto";
-import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readdirSync as readdirSync5, readFileSync as readFileSync9, realpathSync as realpathSync4, rmSync as rmSync3, statSync as statSync5, writeFileSync as writeFileSync8 } from "node:fs";
-import path26 from "node:path";
-init_process();
-var DEFAULT_CHECK_TIMEOUT_SEC = 300;
-var OUTPUT_CAP = 64 * 1024;
-var MAX_COMPARED_BYTES = 64 * 1024 * 1024;
-function cap(text) {
-  if (text.length <= OUTPUT_CAP) return text;
-  return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
-` + text.slice(-OUTPUT_CAP);
-}
-function atWorkerLayout(argv, cwd, sandbox, at) {
-  const root2 = sandbox.root ?? cwd;
-  const inside2 = (p, r) => p === r || p.startsWith(r + path26.sep);
-  const map3 = (p) => path26.join(at.root, path26.relative(root2, p));
-  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync9(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync9(path26.join(sandbox.tmpDir, "home"), { recursive: true });
-  const env2 = allowListedEnv({ CI: "1", HOME: path26.join(tmp, "home"), TMPDIR: tmp });
-  const cmd = sandboxed(argv, { hidden: [...homeSecrets(), sandbox.stateDir], writable: [], readOnly: [], network: "none", env: env2, cwd: map3(cwd) }, "bwrap");
-  const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
-  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync9(f)) binds.push("--ro-bind", f, map3(f));
-  const sep = cmd.args.length - argv.length - 1;
-  return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
-}
-async function runCommand2(check2, name, cwd, sandbox) {
-  const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
-  const expect = check2.expectExit ?? 0;
-  const started = Date.now();
-  const shell = existsSync9("/bin/bash") ? "/bin/bash" : "/bin/sh";
-  let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
-  if (sandbox?.mountAs && sandbox.kind === "bwrap") {
-    cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs);
-  } else if (sandbox) {
-    mkdirSync9(path26.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path26.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
-    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd }, sandbox.kind);
-  }
-  const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    if (child.pid) killGroup(child.pid);
-    else child.kill("SIGKILL");
-  }, timeoutSec * 1e3);
-  const r = await child;
-  clearTimeout(timer);
-  const output = cap(String(r.all ?? ""));
-  if (timedOut) {
-    return {
-      name,
-      passed: false,
-      exitCode: null,
-      timedOut: true,
-      durationMs: Date.now() - started,
-      output: `${output}
-[check timed out after ${timeoutSec}s and was killed: fix the command or give it a larger timeoutSec]`
-    };
-  }
-  const exitCode = r.exitCode ?? null;
-  return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
-}
-function runFile(check2, name, cwd, realCwd) {
-  const file2 = path26.join(cwd, check2.file);
-  const wantExists = check2.exists ?? true;
-  const exists = existsSync9(file2);
-  if (exists && !realpathSync4(file2).startsWith(realCwd + path26.sep)) {
-    return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
-  }
-  if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
-  if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
-  const problems = [];
-  if (check2.equals !== void 0 || check2.matches !== void 0) {
-    const st = statSync5(file2);
-    if (!st.isFile()) return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
-    if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync9(file2, "utf8");
-    if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
-      problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
-    }
-    if (check2.matches !== void 0) {
-      let re;
-      try {
-        re = new RegExp(check2.matches, "m");
-      } catch (err) {
-        return { name, passed: false, output: `invalid regex ${check2.matches}: ${err.message}` };
-      }
-      if (!re.test(content)) problems.push(`content does not match /${check2.matches}/`);
-    }
-  }
-  return { name, passed: problems.length === 0, output: problems.length ? problems.join("; ") : `${check2.file} ok` };
-}
-async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
-  const results = [];
-  const realCwd = realpathSync4(cwd);
-  let heldBack;
-  try {
-    heldBack = copyHeldBack(checks, realCwd);
-  } catch (err) {
-    return checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: `held-back files could not be brought in: ${err.message}` }));
-  }
-  protectedFiles = [...protectedFiles, ...heldBack];
-  const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
-  for (const [i2, check2] of checks.entries()) {
-    const name = checkName(check2, i2);
-    if (realpathSync4(cwd) !== realCwd) {
-      results.push({ name, passed: false, output: `the checks' folder was moved by an earlier check (it now leads to ${realpathSync4(cwd)}): not run` });
-      continue;
-    }
-    if (!("run" in check2)) {
-      results.push(runFile(check2, name, cwd, realCwd));
-      continue;
-    }
-    const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path26.relative(realCwd, f)) : [];
-    results.push(changed.length ? { ...r, passed: false, output: `${r.output}
-[this check changed protected file(s): ${changed.join(", ")}]` } : r);
-  }
-  return results;
-}
-function copyHeldBack(checks, root2) {
-  const written = [];
-  for (const check2 of checks) {
-    if (!("run" in check2) || !check2.files) continue;
-    const src = check2.files;
-    let st;
-    try {
-      st = statSync5(src);
-    } catch {
-      throw new Error(`${src} (a check's \`files\`) does not exist`);
-    }
-    if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
-    const walk = (from, rel) => {
-      for (const e of readdirSync5(from, { withFileTypes: true })) {
-        const f = path26.join(from, e.name);
-        const r = rel ? `${rel}/${e.name}` : e.name;
-        const dest = path26.join(root2, r);
-        const there = lstatOrNull(dest);
-        if (e.isDirectory()) {
-          if (there && !there.isDirectory()) rmSync3(dest, { force: true, recursive: true });
-          if (!there || !there.isDirectory()) mkdirSync9(dest);
-          walk(f, r);
-        } else if (e.isFile()) {
-          if (there) rmSync3(dest, { force: true, recursive: true });
-          writeFileSync8(dest, readFileSync9(f), { mode: statSync5(f).mode & 511 });
-          written.push(dest);
-        }
-      }
-    };
-    walk(src, "");
-  }
-  return written;
-}
-var lstatOrNull = (p) => {
-  try {
-    return lstatSync2(p);
-  } catch {
-    return null;
-  }
-};
-function fingerprint(file2) {
-  try {
-    const st = lstatSync2(file2);
-    return st.isFile() ? createHash2("sha256").update(readFileSync9(file2)).digest("hex") : `not a file (${st.mode})`;
-  } catch {
-    return "absent";
-  }
-}
 
 // engine/grading/runner-config.ts
 import { execFile } from "node:child_process";
@@ -68176,6 +68198,8 @@ var Engine = class {
     this.requireSandbox();
     const spec2 = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec2.directory);
+    const heldBack = heldBackProblem(spec2.checks, repo.root);
+    if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec2.targetId);
     await preflightTarget(target);
     return this.create(spec2, repo, target, opts.batchId ?? null);
@@ -68207,6 +68231,8 @@ var Engine = class {
       const repo = await repos.get(spec2.directory).catch((err) => {
         throw new InputError(`task ${n2 + 1}: ${err.message}`);
       });
+      const heldBack = heldBackProblem(spec2.checks, repo.root);
+      if (heldBack) throw new InputError(`task ${n2 + 1}: ${heldBack}`);
       const target = this.resolveTarget(spec2.targetId);
       if (!reached.has(target.id)) reached.set(target.id, preflightTarget(target));
       await reached.get(target.id);
@@ -74801,7 +74827,7 @@ function askView(ask, opts = {}) {
 // engine/commands/run.ts
 var collect = (v, prev) => [...prev, v];
 function registerRunCommand(program3) {
-  program3.command("run").description("run one task (or a batch) on a worker, grade it with held-back checks, exit 0 only if built").option("--dir <dir>", "the git repository the task works on").option("--task <text>", "what the worker should do").option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, []).option("--scope <glob>", "files the worker may change (repeatable)", collect, []).option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, []).option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v)).option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect}, \u2026]").option("--json", "print the final result as JSON on stdout").action((o2) => runCommand3(o2).catch(fail));
+  program3.command("run").description("run one task (or a batch) on a worker, grade it with held-back checks, exit 0 only if built").option("--dir <dir>", "the git repository the task works on").option("--task <text>", "what the worker should do").option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, []).option("--held-back <dir>", "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only").option("--scope <glob>", "files the worker may change (repeatable)", collect, []).option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, []).option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target").option("--model <id>", "the model id at --endpoint").option("--api-key-env <var>", "environment variable holding the endpoint's key").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v)).option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect}, \u2026]").option("--json", "print the final result as JSON on stdout").action((o2) => runCommand3(o2).catch(fail));
 }
 function parseBatch(file2) {
   let raw;
@@ -74828,7 +74854,9 @@ async function runCommand3(o2) {
   } else {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
-    const checks = o2.check.map((run4) => ({ run: run4 }));
+    if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
+    const files = o2.heldBack ? path52.resolve(o2.heldBack) : void 0;
+    const checks = o2.check.map((run4) => files ? { run: run4, files } : { run: run4 });
     specs = [{ task: o2.task, directory: path52.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
@@ -85073,7 +85101,7 @@ var DelegateInput = external_exports.object({
   ),
   directory: spec.directory.describe("Absolute path of the git repository to work on (the worker gets its own worktree and branch; your checkout is not touched)."),
   checks: spec.checks.describe(
-    'Held-back checks the worker never sees; they decide the verdict. Each is {"run": "shell command", expectExit?, timeoutSec?} (run in the worktree) or {"file": "relative/path", exists?, equals?, matches?}.'
+    'Held-back checks the worker never sees; they decide the verdict. Each is {"run": "shell command", expectExit?, timeoutSec?, files?} (run in the worktree; files: an absolute folder of held-back tests kept outside the repository, copied in only at grading) or {"file": "relative/path", exists?, equals?, matches?}.'
   ),
   scope: spec.scope.describe('Globs of the files the worker may change, e.g. ["src/parser/**"]. A change outside them fails the verdict.'),
   protect: spec.protect.describe('Globs the worker must not change, e.g. ["test/**"]. A change to them fails the verdict.'),
