@@ -92,7 +92,7 @@ export interface FaultSuite {
 export function runFaultSuite(root: string): FaultSuite {
   const out = path.join(root, "bench", "tmp", "faults.json");
   rmSync(out, { force: true });
-  const args = ["vitest", "run", "--project", "integration", ...FAULT_FILES, "--reporter=json", `--outputFile=${out}`];
+  const args = ["vitest", "run", "--project", "integration", "--project", "unit", ...FAULT_FILES, "--reporter=json", `--outputFile=${out}`];
   const t0 = Date.now();
   // The llama-server the other parts found (the build cache, PATH): the model-server faults need it named.
   const llama = process.env.LLAMA_SERVER ? null : findLlamaServer();
