@@ -90,9 +90,12 @@ describe("checks that cannot be gamed from the workspace", () => {
     const workerTmp = path.join(stateDir, "tmp", id);
     // Code that is right only where its path has no `/grading/` in it, and that looks for the grading folders.
     const check = `case "$(pwd -P)$HOME$TMPDIR" in *grading*) echo "GRADING SEEN: $(pwd -P) $HOME $TMPDIR"; exit 1;; esac; test "$(pwd -P)" = "${ws.cwd}" && test "$HOME" = "${workerTmp}/home" && test ! -e "${path.join(stateDir, "grading")}" && test -f test/check.sh && touch left-here && sh test/check.sh`;
-    const v = await grade({ workspace: ws, checks: [{ run: check }], scope: [], protect: ["test/**"], finalText: "OUTCOME: built", title: "t", checkoutDir: path.join(stateDir, "grading", id), sandbox: { kind: "bwrap", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`), mountAs: { root: ws.worktree, tmp: workerTmp } } });
+    const v = await grade({ workspace: ws, checks: [{ run: check }, { run: "printf 'exit 1\\n' > test/check.sh" }], scope: [], protect: ["test/**"], finalText: "OUTCOME: built", title: "t", checkoutDir: path.join(stateDir, "grading", id), sandbox: { kind: "bwrap", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`), mountAs: { root: ws.worktree, tmp: workerTmp } } });
     expect(v.checks[0]!.output).toBe("");
     expect(v.checks[0]).toMatchObject({ passed: true });
+    // Protected files stay read-only at the worker's paths too.
+    expect(v.checks[1]).toMatchObject({ passed: false });
+    expect(v.checks[1]!.output).toMatch(/Read-only file system/);
     // The check wrote into the checkout (mounted at the workspace's path), not into the worker's own workspace.
     expect(() => readFileSync(path.join(ws.worktree, "left-here"))).toThrow();
   }, 60_000);
