@@ -170,8 +170,9 @@ export class Approvals {
       }
       if (decision.decision === "always") {
         // "always" grants exactly what the clients showed (grantOffer); where nothing can be granted it is refused, so
-        // nobody believes a grant was made.
-        offer = grantOffer(ask);
+        // nobody believes a grant was made. The flags looked at again now count too.
+        const ws = this.reg.workspaceOf(w);
+        offer = grantOffer({ ...ask, flags: [...(ask.flags ?? []), ...(ws ? inspectAsk(ask, ws, w.spec) : [])] });
         if (!offer.ok) throw new InputError(`"always" is not offered for ask ${ask.id}: ${offer.why}; answer once or reject`);
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
