@@ -5,7 +5,7 @@ Loop: setup_status (a target must be ready; slots.free = how many run at once) â
 
 Write tasks self-contained: goal, exact files, interfaces/signatures, constraints, what done means. Always give checks (commands that exit 0 only when the work is right, e.g. the tests); without checks the verdict proves little. Protect the tests you check with.
 
-Approvals: workers ask before editing files or running commands. wait returns early with pending:[{askId, tool, what}]; read the ask (pending_approvals shows diffs) and answer with approve {askId, decision: once|always|reject, message?}. Reject with a reason rather than approving something outside the task. An ask answered in the GUI or elsewhere resolves here too. Never leave asks unanswered: the worker is blocked.
+Approvals: workers ask before editing files or running commands. wait returns early with pending:[{askId, tool, what}]; read the ask (pending_approvals shows diffs) and answer with approve {askId, decision: once|always|reject, message?}. always grants only the exact commands in the ask's always list. Reject with a reason rather than approving something outside the task. An ask answered in the GUI or elsewhere resolves here too. Never leave asks unanswered: the worker is blocked.
 
 steer {workerId, text} corrects a running worker; stop ends one; resume {workerId, message} continues a stopped/interrupted one.
 

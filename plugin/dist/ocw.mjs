@@ -60192,7 +60192,8 @@ var Approvals = class {
         }
       }
       if (decision.decision === "always") {
-        offer = grantOffer(ask);
+        const ws = this.reg.workspaceOf(w);
+        offer = grantOffer({ ...ask, flags: [...ask.flags ?? [], ...ws ? inspectAsk(ask, ws, w.spec) : []] });
         if (!offer.ok) throw new InputError(`"always" is not offered for ask ${ask.id}: ${offer.why}; answer once or reject`);
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
