@@ -15,6 +15,8 @@ describe("showing untrusted text", () => {
     expect(showUntrusted("echo hi\nrm -rf src")).toBe("echo hi⏎\nrm -rf src");
     expect(showUntrusted("echo hi\nrm -rf src", { lines: false })).toBe("echo hi⏎rm -rf src");
     expect(showUntrusted("a\tb\rc")).toBe("a␉b␍c");
+    // A block (a diff, check output): line breaks and tabs stay, everything else is still marked.
+    expect(showUntrusted("a\tb\nc\u001b[2J\u202e", { block: true })).toBe("a\tb\nc⟪U+001B⟫[2J⟪U+202E⟫");
   });
 
   it("terminal escapes never survive: OSC 52, CSI cursor moves, C1 controls", () => {

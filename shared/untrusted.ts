@@ -21,6 +21,8 @@ export interface ShowOptions {
   lines?: boolean;
   /** Keep tabs as they are (a diff of a tab-indented file); marked ␉ by default. */
   keepTabs?: boolean;
+  /** A block of lines (a diff, check output): line breaks stay plain line breaks and tabs stay tabs; all else is marked. */
+  block?: boolean;
 }
 
 export interface UntrustedView {
@@ -74,13 +76,13 @@ export function hasHidden(text: string): boolean {
   return false;
 }
 
-function mark(text: string, lines: boolean, keepTabs = false): { text: string; marked: number } {
+function mark(text: string, lines: boolean, keepTabs = false, block = false): { text: string; marked: number } {
   let out = "";
   let marked = 0;
   // Iterating a string by code points keeps pairs together and yields a lone surrogate on its own.
   for (const ch of text) {
     const cp = ch.codePointAt(0)!;
-    if (!isHiddenCodePoint(cp) || (keepTabs && cp === 0x09)) {
+    if (!isHiddenCodePoint(cp) || ((keepTabs || block) && cp === 0x09) || (block && cp === 0x0a)) {
       out += ch;
       continue;
     }
@@ -109,15 +111,15 @@ export function untrustedView(text: string, opts: ShowOptions = {}): UntrustedVi
   const lines = opts.lines ?? true;
   const max = opts.max;
   if (max === undefined || s.length <= max) {
-    const m = mark(s, lines, opts.keepTabs);
+    const m = mark(s, lines, opts.keepTabs, opts.block);
     return { text: m.text, cut: 0, marked: m.marked };
   }
   const keep = Math.max(0, max);
   const headEnd = safeEnd(s, Math.ceil(keep * 0.6));
   const tailStart = safeStart(s, s.length - (keep - headEnd));
   const cut = tailStart - headEnd;
-  const head = mark(s.slice(0, headEnd), lines, opts.keepTabs);
-  const tail = mark(s.slice(tailStart), lines, opts.keepTabs);
+  const head = mark(s.slice(0, headEnd), lines, opts.keepTabs, opts.block);
+  const tail = mark(s.slice(tailStart), lines, opts.keepTabs, opts.block);
   return { text: `${head.text} …[${cut} characters cut]… ${tail.text}`, cut, marked: head.marked + tail.marked };
 }
 

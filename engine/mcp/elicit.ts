@@ -40,7 +40,7 @@ export function formFor(ask: PermissionAsk, title: string) {
       }),
     };
   }
-  const diff = ask.diff ? `\n\n${showUntrusted(ask.diff, { max: 1500 })}` : "";
+  const diff = ask.diff ? `\n\n${showUntrusted(ask.diff, { max: 1500, block: true })}` : "";
   // The asked text made visible (line breaks, bidi and zero-width characters, escapes), head and tail when long; the
   // engine's flags; exactly what "always" grants, and no "always" where nothing can be granted.
   const v = askView(ask);

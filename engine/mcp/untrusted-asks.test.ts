@@ -14,12 +14,12 @@ const BIDI = "npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069";
 describe("an ask over MCP", () => {
   it("pending_approvals shows bidi controls as visible markers", () => {
     const item = pendingItem(ask(BIDI));
-    expect(item.what).toBe("npm test ⟪U+2067⟫⟪U+2066⟫ ; rm -rf src ⟪U+2069⟫⟪U+2066⟫ #⟪U+2069⟫⟪U+2069⟫");
-    expect(item.what).not.toMatch(RAW);
+    expect(item.untrusted.what).toBe("npm test ⟪U+2067⟫⟪U+2066⟫ ; rm -rf src ⟪U+2069⟫⟪U+2066⟫ #⟪U+2069⟫⟪U+2069⟫");
+    expect(item.untrusted.what).not.toMatch(RAW);
   });
 
   it("a multi-line command reads as several visible lines, in the list and in the form", () => {
-    expect(pendingItem(ask("echo hi\nrm -rf src")).what).toBe("echo hi⏎\nrm -rf src");
+    expect(pendingItem(ask("echo hi\nrm -rf src")).untrusted.what).toBe("echo hi⏎\nrm -rf src");
     const form = formFor(ask("echo hi\nrm -rf src"), "t");
     expect(form.message).toContain("echo hi⏎\nrm -rf src");
     expect(form.message).toContain("always = also allow exactly [echo hi] [rm -rf src]");
@@ -29,7 +29,7 @@ describe("an ask over MCP", () => {
     const long = "echo start " + "x".repeat(3000) + " ; rm -rf src";
     const item = pendingItem(ask(long));
     expect(item.whatCut).toBeGreaterThan(0);
-    expect(item.what).toMatch(/^echo start x+ …\[\d+ characters cut\]… x+ ; rm -rf src$/);
+    expect(item.untrusted.what).toMatch(/^echo start x+ …\[\d+ characters cut\]… x+ ; rm -rf src$/);
     const form = formFor(ask(long), "t");
     expect(form.message).toContain("; rm -rf src");
     expect(form.message).toContain("characters cut");
@@ -38,7 +38,8 @@ describe("an ask over MCP", () => {
 
   it("the engine's flags are in the list and the form; escapes in the form never pass", () => {
     const a = ask("src/../../x", { tool: "edit", flags: [{ kind: "protected", detail: "tests/a.test.ts is protected" }], diff: "+\u001b]52;c;eA==\u0007" });
-    expect(pendingItem(a).flags).toEqual(["protected: tests/a.test.ts is protected"]);
+    expect(pendingItem(a).flags).toEqual(["protected"]);
+    expect(pendingItem(a).untrusted.flags).toEqual(["protected: tests/a.test.ts is protected"]);
     const form = formFor(a, "t\u001b[2J");
     expect(form.message).toContain("⚑ protected: tests/a.test.ts is protected");
     expect(form.message.replace(/\n/g, "")).not.toMatch(RAW);

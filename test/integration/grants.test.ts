@@ -64,15 +64,16 @@ describe('"always" on a real worker', () => {
       const d = await mcp.call("delegate", { task: "TASK-MCP-HIDDEN: run the tests", directory: repo, checks: [{ run: "true" }] });
       await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length === 1);
       const first = (await mcp.call("pending_approvals", { workerId: d.workerId })).pending[0];
-      expect(first.what).toBe("npm test ⟪U+2067⟫⟪U+2066⟫ ; rm -rf src ⟪U+2069⟫⟪U+2066⟫ #⟪U+2069⟫⟪U+2069⟫");
-      expect(first.always).toEqual([]);
+      expect(first.untrusted.what).toBe("npm test ⟪U+2067⟫⟪U+2066⟫ ; rm -rf src ⟪U+2069⟫⟪U+2066⟫ #⟪U+2069⟫⟪U+2069⟫");
+      expect(first.untrusted.always).toEqual([]);
       expect(first.alwaysWhy).toMatch(/invisible or control character/);
       expect(await mcp.fail("approve", { askId: first.askId, decision: "always" })).toMatch(/"always" is not offered/);
       await mcp.call("approve", { askId: first.askId, decision: "reject", message: "no hidden characters" });
       await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length === 1);
       const second = (await mcp.call("pending_approvals", { workerId: d.workerId })).pending[0];
-      expect(second.what).toBe("echo harmless⏎\nrm -rf src");
-      expect(second.always).toEqual(["echo harmless", "rm -rf src"]);
+      expect(second.untrusted.what).toBe("echo harmless⏎\nrm -rf src");
+      expect(second.untrusted.always).toEqual(["echo harmless", "rm -rf src"]);
+      expect(second.alwaysWhy).toBeUndefined();
       await mcp.call("approve", { askId: second.askId, decision: "reject" });
     } finally {
       await mcp.close();
