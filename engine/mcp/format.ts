@@ -31,9 +31,12 @@ export function untrustedText(s: string, max: number, opts: { block?: boolean } 
   return showUntrusted(s, { max: max >= Number.MAX_SAFE_INTEGER ? undefined : max, block: opts.block });
 }
 
+/** What stands for the worker's private workspace path inside a command shown to Claude. */
+export const WORKSPACE_MARK = "⟨workspace⟩";
+
 /**
- * What an ask names, as the person sees it: a path inside the worker's private workspace becomes repository-relative
- * (`src/a.ts`, not `/…/workspaces/w-…/src/a.ts`).
+ * What an ask names, as the person sees it: a path that is the ask (an edit, a read) inside the worker's private
+ * workspace becomes repository-relative (`src/a.ts`, not `/…/workspaces/w-…/src/a.ts`).
  */
 export function askWhat(a: Pick<PermissionAsk, "what">, worktree: string | null | undefined): string {
   if (!worktree) return a.what;
@@ -43,8 +46,9 @@ export function askWhat(a: Pick<PermissionAsk, "what">, worktree: string | null 
     return abs === root ? "." : abs.startsWith(root + path.sep) ? path.relative(root, abs).split(path.sep).join("/") : p;
   };
   if (path.isAbsolute(a.what)) return swap(a.what);
-  // A command or text naming the workspace: its path written relative to the repository root.
-  return a.what.split(root + path.sep).join("").split(root).join(".");
+  // A command naming the workspace: the private path is written as the marker WORKSPACE_MARK, never rewritten to a
+  // relative path (`cd /tmp && cat <ws>/x` would read `cat x`, which is not the command that runs).
+  return a.what.split(root).join(WORKSPACE_MARK);
 }
 
 /**
