@@ -8,7 +8,9 @@ import type { BatchTaskInput } from "../../shared/api";
 import { claimWords, outcomeWord } from "../../shared/vocabulary";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
-import { terminalSafe, type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
+import { askView } from "../../shared/ask-view";
+import { type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
+import { showUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
@@ -20,6 +22,7 @@ interface RunOptions {
   dir?: string;
   task?: string;
   check: string[];
+  heldBack?: string;
   scope: string[];
   protect: string[];
   endpoint?: string;
@@ -40,6 +43,7 @@ export function registerRunCommand(program: Command): void {
     .option("--dir <dir>", "the git repository the task works on")
     .option("--task <text>", "what the worker should do")
     .option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, [])
+    .option("--held-back <dir>", "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only")
     .option("--scope <glob>", "files the worker may change (repeatable)", collect, [])
     .option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, [])
     .option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target")
@@ -88,7 +92,9 @@ async function runCommand(o: RunOptions): Promise<void> {
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
-    const checks: CheckSpec[] = o.check.map((run) => ({ run }));
+    if (o.heldBack && !o.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
+    const files = o.heldBack ? path.resolve(o.heldBack) : undefined;
+    const checks: CheckSpec[] = o.check.map((run) => (files ? { run, files } : { run }));
     specs = [{ task: o.task, directory: path.resolve(o.dir), checks, scope: o.scope, protect: o.protect }];
   }
   // Validate every directory here, before an engine is started or anything is created.
@@ -126,8 +132,11 @@ async function runCommand(o: RunOptions): Promise<void> {
         answered.add(ask.id);
         if (asker) asker.enqueue(ask);
         else {
-          say(`ocw: ${w.id} asks ${ask.tool}: ${terminalSafe(ask.what)} → ${o.approve} (--approve)`);
-          void client.approvals.decide.mutate(unattendedDecision(ask, o.approve as DecisionKind)).catch((err) => say(`ocw: could not answer ${ask.id}: ${(err as Error).message}`));
+          const d = unattendedDecision(ask, o.approve as DecisionKind);
+          const v = askView(ask);
+          const note = o.approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
+          say(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}`);
+          void client.approvals.decide.mutate(d).catch((err) => say(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}`));
         }
       }
     }
@@ -185,8 +194,8 @@ async function runCommand(o: RunOptions): Promise<void> {
     for (const s of summary?.skipped ?? []) process.stderr.write(`task ${s.id}: skipped — ${s.reason}\n`);
     const integ = summary?.integration?.result;
     if (integ) {
-      process.stderr.write(`integration: ${integ.passed ? "passed" : "failed"}${integ.commit ? ` (${integ.commit.slice(0, 12)})` : ""}${integ.reason ? ` — ${integ.reason}` : ""}\n`);
-      for (const c of integ.checks) process.stderr.write(`  ${c.passed ? "pass" : "fail"} ${terminalSafe(c.name)}\n`);
+      process.stderr.write(`integration: ${integ.passed ? "passed" : "failed"}${integ.commit ? ` (${integ.commit.slice(0, 12)})` : ""}${integ.reason ? ` — ${showUntrusted(integ.reason, { max: 800, lines: false })}` : ""}\n`);
+      for (const c of integ.checks) process.stderr.write(`  ${c.passed ? "pass" : "fail"} ${showUntrusted(c.name, { max: 200, lines: false })}\n`);
       if (integ.passed) process.stderr.write(`  land it: ocw merge --batch ${batchId}\n`);
     }
   }
@@ -275,14 +284,14 @@ function progress(event: EngineEvent, say: (line: string) => void): void {
   const w = "workerId" in event ? event.workerId : "";
   switch (event.type) {
     case "worker.state":
-      say(`ocw: ${w} ${event.state === "honest-failure" ? "failed" : event.state}${event.reason ? ` — ${terminalSafe(event.reason)}` : ""}`);
+      say(`ocw: ${w} ${event.state === "honest-failure" ? "failed" : event.state}${event.reason ? ` — ${showUntrusted(event.reason, { max: 500, lines: false })}` : ""}`);
       break;
     case "part":
-      if (event.part.kind === "tool" && event.part.status !== "running") say(`ocw: ${w} ${terminalSafe(event.part.tool ?? "tool")} ${event.part.status}`);
-      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) say(`ocw: ${w} says (worker text, untrusted): ${terminalSafe(line.trim())}`);
+      if (event.part.kind === "tool" && event.part.status !== "running") say(`ocw: ${w} ${showUntrusted(event.part.tool ?? "tool", { max: 100, lines: false })} ${event.part.status}`);
+      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) say(`ocw: ${w} says (worker text, untrusted): ${showUntrusted(line.trim(), { max: 500 })}`);
       break;
     case "retry":
-      say(`ocw: ${w} model retry ${event.attempt}: ${terminalSafe(event.message)}`);
+      say(`ocw: ${w} model retry ${event.attempt}: ${showUntrusted(event.message, { max: 500, lines: false })}`);
       break;
     case "verdict":
       say(`ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)} (${claimWords(event.verdict)})`);
@@ -309,12 +318,28 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
     mergeHint: v?.mergeHint ?? null,
     events,
   };
-  const flagged = v?.flags?.length ? `\n  flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${terminalSafe(f.path)} (${f.detail})`).join("; ")}` : "";
-  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${terminalSafe(w.stateReason)}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
+  const flagged = v?.flags?.length ? `\n  flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}` : "";
+  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
 
 const CANCELLED = Symbol("answered elsewhere");
+
+/**
+ * An ask as the terminal shows it: the asked text made visible (shared/untrusted.ts: no escape sequence reaches the
+ * terminal, a line break shows as ⏎ and a new line, bidi and zero-width characters as ⟪U+XXXX⟫, a long command as head
+ * and tail with the cut length), the engine's flags, what "always" would grant, and the diff's first 40 lines, made safe.
+ */
+export function askText(ask: PermissionAsk): string {
+  const v = askView(ask);
+  const indent = (s: string) => s.split("\n").join("\n    ");
+  let out = `\nocw: ${ask.workerId} asks ${ask.tool}: ${indent(v.what)}\n`;
+  if (v.cut) out += `  (${v.cut} characters cut from the middle: "always" is not offered)\n`;
+  for (const f of v.flags) out += `  ⚑ ${f}\n`;
+  if (ask.kind === "permission") out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;
+  if (ask.diff) out += ask.diff.split("\n").slice(0, 40).map((l) => showUntrusted(l, { max: 400, lines: false })).join("\n") + "\n";
+  return out;
+}
 
 /**
  * `--approve ask`: one question at a time on the terminal; y = once, a = always, n = reject. Every ask is announced
@@ -375,7 +400,7 @@ export class TerminalAsker {
   enqueue(ask: PermissionAsk): void {
     if (this.settled.has(ask.id)) return;
     this.queue.push(ask);
-    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
+    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${askView(ask, { lines: false }).what} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
     void this.drain();
   }
 
@@ -416,9 +441,8 @@ export class TerminalAsker {
       const ask = this.queue.shift()!;
       if (this.settled.has(ask.id)) continue;
       this.current = ask;
-      this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)}\n`);
-      if (ask.diff) this.out.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
-      const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
+      this.out.write(askText(ask));
+      const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission(ask);
       if (answer === CANCELLED) continue;
       this.current = null;
       if (answer === null) {
@@ -429,18 +453,20 @@ export class TerminalAsker {
         break;
       }
       this.settled.add(ask.id);
-      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${(err as Error).message}\n`));
+      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
     }
     this.busy = false;
   }
 
-  private async askPermission(): Promise<{ decision: DecisionKind } | null | typeof CANCELLED> {
+  private async askPermission(ask: PermissionAsk): Promise<{ decision: DecisionKind } | null | typeof CANCELLED> {
+    const always = askView(ask).always !== null;
     for (;;) {
-      this.out.write(`allow? [y]es once / [a]lways / [n]o: `);
+      this.out.write(always ? `allow? [y]es once / [a]lways / [n]o: ` : `allow? [y]es once / [n]o: `);
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
-      const decision = ({ y: "once", a: "always", n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"];
+      const decision = ({ y: "once", a: always ? "always" : undefined, n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"];
       if (decision) return { decision };
+      if (!always && line.trim().toLowerCase().startsWith("a")) this.out.write(`"always" is not offered for this ask\n`);
     }
   }
 
@@ -448,7 +474,8 @@ export class TerminalAsker {
   private async askQuestion(ask: PermissionAsk): Promise<{ decision: DecisionKind; answers?: string[][] } | null | typeof CANCELLED> {
     const answers: string[][] = [];
     for (const q of ask.questions ?? []) {
-      this.out.write(`${q.question}\n${q.options.map((o, i) => `  ${i + 1}) ${o.label}${o.description ? ` — ${o.description}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
+      const t = (x: string, max = 2000) => showUntrusted(x, { max });
+      this.out.write(`${t(q.question)}\n${q.options.map((o, i) => `  ${i + 1}) ${t(o.label, 200)}${o.description ? ` — ${t(o.description, 500)}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
       const text = line.trim();

@@ -2,7 +2,7 @@ import path from "node:path";
 import type { Command } from "commander";
 import type { BatchSummary } from "../../shared/batch";
 import type { EngineEvent } from "../../shared/events";
-import { terminalSafe } from "../../shared/permission";
+import { showUntrusted } from "../../shared/untrusted";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
 import { isFinal, WorkerState, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
 import { connect, type EngineClient } from "../api/client";
@@ -15,7 +15,8 @@ import { CliError, fail } from "./errors";
  * the engine made, prune merged ocw/ branches, push a graded commit and open a pull request.
  */
 const client = async (name: string): Promise<EngineClient> => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
-const safe = terminalSafe;
+/** Text a worker may have written (or named): control characters, bidi and zero-width marks made visible. */
+const safe = (t: string) => showUntrusted(t, { lines: false, max: 4000 });
 const stateWord = (s: Worker["state"]) => (s === "honest-failure" ? "failed" : s);
 const age = (ts: number) => {
   const s = Math.max(0, Math.round((Date.now() - ts) / 1000));

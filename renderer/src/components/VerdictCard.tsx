@@ -1,3 +1,4 @@
+import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import type { Verdict } from "../../../shared/verdict";
 
 export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId: string }) {
@@ -46,7 +47,7 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
                   {c.durationMs !== undefined ? ` · ${Math.round(c.durationMs)} ms` : ""}
                 </span>
               </summary>
-              <pre className="check-out">{c.output || "(no output)"}</pre>
+              <pre className="check-out">{c.output ? showUntrustedLines(c.output) : "(no output)"}</pre>
             </details>
           </li>
         ))}
@@ -56,15 +57,15 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
         <div className="io-label">scope</div>
         {verdict.scope.passed ? <span className="chip chip-ok">in scope</span> : <span className="chip chip-bad">out of scope</span>}
         {verdict.scope.violations.map((v) => (
-          <div key={v} className="violation">
-            {v}
+          <div key={v} className="violation untrusted">
+            {showUntrusted(v, { max: 1000, lines: false })}
           </div>
         ))}
         <div className="small muted">
-          changed: {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.join(", ") : "nothing"}
+          changed: {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}
           {verdict.branch ? ` · branch ${verdict.branch}` : ""}
         </div>
-        {verdict.diffStat && <pre className="diffstat">{verdict.diffStat}</pre>}
+        {verdict.diffStat && <pre className="diffstat">{showUntrustedLines(verdict.diffStat)}</pre>}
       </div>
       {verdict.flags?.length ? (
         <div className="flags" role="group" aria-label="Flagged files">
@@ -72,12 +73,22 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
           <ul>
             {verdict.flags.map((f) => (
               <li key={`${f.path}:${f.kind}`}>
-                <span className="chip chip-warn">{f.kind}</span> <code>{f.path}</code> <span className="muted small">{f.detail}</span>
+                <span className="chip chip-warn">{f.kind}</span> <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code> <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
               </li>
             ))}
           </ul>
         </div>
       ) : null}
+      {!!verdict.caveats?.length && (
+        <details className="caveats small" aria-label="what these checks cannot rule out">
+          <summary className="muted">What these checks cannot rule out</summary>
+          <ul>
+            {verdict.caveats.map((c) => (
+              <li key={c}>{c}</li>
+            ))}
+          </ul>
+        </details>
+      )}
     </section>
   );
 }

@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from "react";
 import { isActive, isFinal, pendingAsks, type Worker } from "../../../shared/worker";
+import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
@@ -273,8 +274,8 @@ function WorkerCard({ w }: { w: Worker }) {
       )}
       {pending > 0 && (
         <div className="card-ask small">
-          <span className="mono ellipsis" title={asks[0]!.what}>
-            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}: {w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what}
+          <span className="mono ellipsis" title={showUntrusted(asks[0]!.what, { max: 1000, lines: false })}>
+            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}: {showUntrusted(w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what, { max: 300, lines: false })}
           </span>
           {asks[0]!.kind === "permission" && (
             <>
@@ -491,7 +492,7 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
                   {t.workerId}
                 </a>
               ) : null}
-              {t.skipped && <span className="small muted"> skipped: {t.skipped}</span>}
+              {t.skipped && <span className="small muted"> skipped: {showUntrusted(t.skipped, { lines: false, max: 500 })}</span>}
               {!t.workerId && !t.skipped && <span className="small muted"> starts once {t.after.join(", ")} {t.after.length === 1 ? "is" : "are"} built</span>}
             </li>
           ))}
@@ -511,7 +512,7 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
               {res.landed ? ` · landed on ${res.landed.into}` : ""}
             </span>
           )}
-          {res?.reason && <div className="small field-error">{res.reason}</div>}
+          {res?.reason && <div className="small field-error">{showUntrusted(res.reason, { lines: false, max: 800 })}</div>}
           {res?.passed && res.commit && <BatchPush batchId={batchId} />}
           {res?.checks.map((c, i) => (
             <div key={i} className="small">

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from "react";
 import { isActive, isFinal, pendingAsks } from "../../../shared/worker";
+import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
@@ -202,7 +203,7 @@ export function WorkerDetail({ id }: { id: string }) {
         )}
         {mergeError && (
           <div className="field-error merge-error" role="alert">
-            Merge refused: {mergeError}
+            Merge refused: {showUntrusted(mergeError, { lines: false, max: 2000 })}
             {/conflicts in /.test(mergeError) && canMerge && (
               <>
                 {" "}
@@ -271,7 +272,7 @@ export function WorkerDetail({ id }: { id: string }) {
                 <ul>
                   {w.verdict.flags.map((f) => (
                     <li key={`${f.path}:${f.kind}`}>
-                      <code>{f.path}</code> <span className="muted small">{f.detail}</span>
+                      <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code> <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
                     </li>
                   ))}
                 </ul>
@@ -515,7 +516,7 @@ function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").
         <div key={a.id} className="ask" data-ask-id={a.id}>
           <div className="ask-head">
             <span className="chip chip-bad">{a.decision === "reject" ? "refused" : (a.decision ?? a.status)}</span>
-            <code className="ellipsis">{a.tool}: {a.what}</code>
+            <code className="ellipsis">{a.tool}: {showUntrusted(a.what, { max: 300, lines: false })}</code>
             <span className="small muted">{a.by?.name ?? "engine"}</span>
           </div>
           <AskFlags ask={a} />
