@@ -79,7 +79,7 @@ test("a batch with a dependency draws a → b and shows the integration verdict 
 });
 
 test("a flagged file is on the verdict card, and the merge needs an explicit acceptance", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "GL-WRITE file=.npmrc text=script-shell=/tmp/x", title: "npm config", directory: repo, checks: [{ run: "test -f .npmrc" }] });
+  const { workerId } = await engine.client.workers.start.mutate({ task: "GL-WRITE file=.npmrc text=script-shell=/tmp/x", title: "npm config", directory: repo, checks: [{ run: "test -f .npmrc" }], scope: [".npmrc"] });
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 120_000 }).toBe("built");
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
   const flags = page.getByRole("group", { name: "Flagged files" });

@@ -214,7 +214,7 @@ describe("flagged changes, push and pull request", () => {
     git(remote, "init", "-q", "--bare", "-b", "main");
     git(dir, "remote", "add", "origin", remote);
     git(dir, "push", "-q", "origin", "main");
-    const { workerId } = await engine.client.workers.start.mutate({ task: "LD-WRITE file=.npmrc text=script-shell=/tmp/evil", title: "Add npm config", directory: dir, checks: [{ name: "npmrc written", run: "test -f .npmrc" }] });
+    const { workerId } = await engine.client.workers.start.mutate({ task: "LD-WRITE file=.npmrc text=script-shell=/tmp/evil", title: "Add npm config", directory: dir, checks: [{ name: "npmrc written", run: "test -f .npmrc" }], scope: [".npmrc"] });
     const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
     expect(w.state).toBe("built");
     expect(w.verdict!.flags).toEqual([{ path: ".npmrc", kind: "tool-config", detail: expect.stringMatching(/npm configuration/) }]);
