@@ -196,7 +196,8 @@ async function runCommand(o: RunOptions): Promise<void> {
     if (integ) {
       process.stderr.write(`integration: ${integ.passed ? "passed" : "failed"}${integ.commit ? ` (${integ.commit.slice(0, 12)})` : ""}${integ.reason ? ` — ${showUntrusted(integ.reason, { max: 800, lines: false })}` : ""}\n`);
       for (const c of integ.checks) process.stderr.write(`  ${c.passed ? "pass" : "fail"} ${showUntrusted(c.name, { max: 200, lines: false })}\n`);
-      if (integ.passed) process.stderr.write(`  land it: ocw merge --batch ${batchId}\n`);
+      if (integ.passed) process.stderr.write(`  land it: ocw merge --batch ${batchId}  (or push it: ocw push --batch ${batchId} --remote R --pr)\n`);
+      else process.stderr.write(`  follow up: a targeted fix — ocw continue WORKER_ID with the failing output, or a new task (a batch file's task can come "after" the built ones); ocw show ${batchId}\n`);
     }
   }
   if (hung.length) {
