@@ -376,9 +376,10 @@ export function devicesFromHardware(hw: {
   gpus: { index: number; vendor: string; name: string; totalBytes: number; freeBytes: number | null; unified?: boolean }[];
   ram: { freeBytes: number };
   llamaDevices: { id: string; name: string }[] | null;
-}, runtimePath: string | null): { dev: PlanDevices; notes: string[]; runtimeDevices: string[] | null } {
+}, runtimePath: string | null, assume?: { prefix: Record<string, string> }): { dev: PlanDevices; notes: string[]; runtimeDevices: string[] | null } {
   const notes: string[] = [];
-  const prefix: Record<string, string> = { nvidia: "CUDA", amd: "ROCm", apple: "MTL" };
+  // with no runtime yet: the device names of the build setup will install (Vulkan on Linux + NVIDIA without nvcc)
+  const prefix: Record<string, string> = { nvidia: "CUDA", amd: "ROCm", apple: "MTL", ...assume?.prefix };
   const counters: Record<string, number> = {};
   const gpus: PlanDevices["gpus"] = [];
   for (const g of hw.gpus) {
@@ -456,6 +457,8 @@ export interface ParallelModel {
   hparams: ModelHparams | null;
   contextLength: number;
   toolParser: string;
+  /** The family's reasoning parser (its thinking out of `content`), or null. */
+  reasoningParser?: string | null;
   servedName: string;
 }
 

@@ -17,23 +17,16 @@ import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort, stopPid } from "./llama-server";
 import { finish, listServing, saveServing, stopServing } from "./setup";
-import { classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartJobOptions, StartError, withFreed } from "./start";
+import { classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartJobOptions, StartError, withFreed } from "./start-common";
+import { findRuntime, imageFor, installedVersion, SGLANG_IMAGE, versionProblem, VLLM_IMAGE } from "./runtime-adapters";
 import { commandWords, shellQuote } from "../models/plan";
-import { type FitPick, FitResult } from "../../shared/fit";
-import { runFitPlan } from "./commands";
+import type { FitPick } from "../../shared/fit";
+import { planFit } from "./fit-service";
+import { isSetupError } from "../models/errors";
+import { parallelDevices } from "./parallel";
 import { verifyEndpoint } from "./verify";
 
-/** Container images, pinned; OCW_VLLM_IMAGE / OCW_SGLANG_IMAGE override them. */
-export const VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0";
-export const SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.3-cu129";
-
-function onPath(name: string, env: NodeJS.ProcessEnv): string | null {
-  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
-    const p = dir && path.join(dir, name);
-    if (p && existsSync(p)) return p;
-  }
-  return null;
-}
+export { findRuntime, SGLANG_IMAGE, VLLM_IMAGE } from "./runtime-adapters";
 
 export interface RuntimeLaunch {
   how: "binary" | "container";
@@ -46,28 +39,6 @@ export interface RuntimeLaunch {
   port: number;
   /** The file holding the key for SGLang (0600), if any. */
   configFile: string | null;
-}
-
-/** How this machine can run the runtime: its binary / Python package, else a container engine; null with why not. */
-export function findRuntime(runtime: "vllm" | "sglang", env: NodeJS.ProcessEnv = process.env, o: { binaryOnly?: boolean } = {}): { how: "binary" | "container"; bin: string } | { how: null; why: string } {
-  if (runtime === "vllm") {
-    const bin = env.OCW_VLLM_BIN || onPath("vllm", env);
-    if (bin) return { how: "binary", bin };
-  } else {
-    const py = env.OCW_PYTHON || onPath("python3", env) || onPath("python", env);
-    if (py) {
-      const r = spawnSync(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env, timeout: 20_000, stdio: "ignore" });
-      if (r.status === 0) return { how: "binary", bin: py };
-    }
-  }
-  const ce = o.binaryOnly ? null : env.OCW_CONTAINER_ENGINE || onPath("podman", env) || onPath("docker", env);
-  if (ce) return { how: "container", bin: ce };
-  return {
-    how: null,
-    why: runtime === "vllm"
-      ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp"
-      : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp",
-  };
 }
 
 /**
@@ -141,11 +112,10 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o.hardware ?? (await detectHardware({}));
   // the same planner as `ocw fit --runtime vllm|sglang`: safetensors weights, tensor × data parallel over the GPUs
-  const planOn = async (h: typeof hw) => {
-    const fr = await runFitPlan({ json: true, runtime, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: h, store: o.store });
-    if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
-    return FitResult.parse(JSON.parse(fr.stdout));
-  };
+  const planOn = (h: typeof hw) => planFit({ runtime, model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx }, h, { store: o.store }).catch((e) => {
+    if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+    throw e;
+  });
   const idOf = (p: FitPick) => {
     const w = commandWords(p.command).args;
     return input.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
@@ -197,8 +167,6 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   const before = replacing ? ((await detectHardware({}).catch(() => null)) ?? hw) : hw;
   const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id) });
   // vLLM / SGLang claim their share of each GPU up front (--gpu-memory-utilization): that is what a replacement frees
-  // (imported here: parallel.ts → k8s.ts → this module would be a cycle at load)
-  const { parallelDevices } = await import("./parallel");
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index!]));
   const held = pick.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]!), bytes: d.budgetBytes })).filter((x): x is { index: number; bytes: number } => x.index !== undefined);
   job.launchedCommand = `${[...Object.entries(launch.env).map(([k, v]) => (k === "VLLM_API_KEY" ? `${k}=…` : `${k}=${shellQuote(v)}`))].join(" ")}${Object.keys(launch.env).length ? " " : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;

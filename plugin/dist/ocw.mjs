@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path54 = __require("node:path");
+    var path56 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path54.resolve(baseDir, baseName);
+          const localBin = path56.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path54.extname(baseName))) return void 0;
+          if (sourceExt.includes(path56.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path54.resolve(
-            path54.dirname(resolvedScriptPath),
+          executableDir = path56.resolve(
+            path56.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path54.basename(
+            const legacyName = path56.basename(
               this._scriptPath,
-              path54.extname(this._scriptPath)
+              path56.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path54.extname(executableFile));
+        launchWithNode = sourceExt.includes(path56.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path54.basename(filename, path54.extname(filename));
+        this._name = path56.basename(filename, path56.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path55) {
-        if (path55 === void 0) return this._executableDir;
-        this._executableDir = path55;
+      executableDir(path57) {
+        if (path57 === void 0) return this._executableDir;
+        this._executableDir = path57;
         return this;
       }
       /**
@@ -3647,8 +3647,8 @@ function cached(getter) {
     }
   };
 }
-function nullish(input) {
-  return input === null || input === void 0;
+function nullish(input2) {
+  return input2 === null || input2 === void 0;
 }
 function cleanRegex(source) {
   const start = source.startsWith("^") ? 1 : 0;
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path54) {
-  if (!path54)
+function getElementAtPath(obj2, path56) {
+  if (!path56)
     return obj2;
-  return path54.reduce((acc, key) => acc?.[key], obj2);
+  return path56.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path54, issues) {
+function prefixIssues(path56, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path54);
+    iss.path.unshift(path56);
     return iss;
   });
 }
@@ -4031,29 +4031,29 @@ function finalizeIssue(iss, ctx, config3) {
   }
   return full;
 }
-function getSizableOrigin(input) {
-  if (input instanceof Set)
+function getSizableOrigin(input2) {
+  if (input2 instanceof Set)
     return "set";
-  if (input instanceof Map)
+  if (input2 instanceof Map)
     return "map";
-  if (input instanceof File)
+  if (input2 instanceof File)
     return "file";
   return "unknown";
 }
-function getLengthableOrigin(input) {
-  if (Array.isArray(input))
+function getLengthableOrigin(input2) {
+  if (Array.isArray(input2))
     return "array";
-  if (typeof input === "string")
+  if (typeof input2 === "string")
     return "string";
   return "unknown";
 }
 function issue(...args) {
-  const [iss, input, inst] = args;
+  const [iss, input2, inst] = args;
   if (typeof iss === "string") {
     return {
       message: iss,
       code: "custom",
-      input,
+      input: input2,
       inst
     };
   }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path54 = []) => {
+  const processError = (error47, path56 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path54, ...issue2.path];
+        const fullpath = [...path56, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path54 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path54) {
+  const path56 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path56) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -4695,23 +4695,23 @@ var init_checks = __esm({
           bag.pattern = integer;
       });
       inst._zod.check = (payload) => {
-        const input = payload.value;
+        const input2 = payload.value;
         if (isInt) {
-          if (!Number.isInteger(input)) {
+          if (!Number.isInteger(input2)) {
             payload.issues.push({
               expected: origin,
               format: def.format,
               code: "invalid_type",
               continue: false,
-              input,
+              input: input2,
               inst
             });
             return;
           }
-          if (!Number.isSafeInteger(input)) {
-            if (input > 0) {
+          if (!Number.isSafeInteger(input2)) {
+            if (input2 > 0) {
               payload.issues.push({
-                input,
+                input: input2,
                 code: "too_big",
                 maximum: Number.MAX_SAFE_INTEGER,
                 note: "Integers must be within the safe integer range.",
@@ -4721,7 +4721,7 @@ var init_checks = __esm({
               });
             } else {
               payload.issues.push({
-                input,
+                input: input2,
                 code: "too_small",
                 minimum: Number.MIN_SAFE_INTEGER,
                 note: "Integers must be within the safe integer range.",
@@ -4733,10 +4733,10 @@ var init_checks = __esm({
             return;
           }
         }
-        if (input < minimum) {
+        if (input2 < minimum) {
           payload.issues.push({
             origin: "number",
-            input,
+            input: input2,
             code: "too_small",
             minimum,
             inclusive: true,
@@ -4744,10 +4744,10 @@ var init_checks = __esm({
             continue: !def.abort
           });
         }
-        if (input > maximum) {
+        if (input2 > maximum) {
           payload.issues.push({
             origin: "number",
-            input,
+            input: input2,
             code: "too_big",
             maximum,
             inst
@@ -4765,11 +4765,11 @@ var init_checks = __esm({
         bag.maximum = maximum;
       });
       inst._zod.check = (payload) => {
-        const input = payload.value;
-        if (input < minimum) {
+        const input2 = payload.value;
+        if (input2 < minimum) {
           payload.issues.push({
             origin: "bigint",
-            input,
+            input: input2,
             code: "too_small",
             minimum,
             inclusive: true,
@@ -4777,10 +4777,10 @@ var init_checks = __esm({
             continue: !def.abort
           });
         }
-        if (input > maximum) {
+        if (input2 > maximum) {
           payload.issues.push({
             origin: "bigint",
-            input,
+            input: input2,
             code: "too_big",
             maximum,
             inst
@@ -4801,16 +4801,16 @@ var init_checks = __esm({
           inst2._zod.bag.maximum = def.maximum;
       });
       inst._zod.check = (payload) => {
-        const input = payload.value;
-        const size = input.size;
+        const input2 = payload.value;
+        const size = input2.size;
         if (size <= def.maximum)
           return;
         payload.issues.push({
-          origin: getSizableOrigin(input),
+          origin: getSizableOrigin(input2),
           code: "too_big",
           maximum: def.maximum,
           inclusive: true,
-          input,
+          input: input2,
           inst,
           continue: !def.abort
         });
@@ -4829,16 +4829,16 @@ var init_checks = __esm({
           inst2._zod.bag.minimum = def.minimum;
       });
       inst._zod.check = (payload) => {
-        const input = payload.value;
-        const size = input.size;
+        const input2 = payload.value;
+        const size = input2.size;
         if (size >= def.minimum)
           return;
         payload.issues.push({
-          origin: getSizableOrigin(input),
+          origin: getSizableOrigin(input2),
           code: "too_small",
           minimum: def.minimum,
           inclusive: true,
-          input,
+          input: input2,
           inst,
           continue: !def.abort
         });
@@ -4858,13 +4858,13 @@ var init_checks = __esm({
         bag.size = def.size;
       });
       inst._zod.check = (payload) => {
-        const input = payload.value;
-        const size = input.size;
+        const input2 = payload.value;
+        const size = input2.size;
         if (size === def.size)
           return;
         const tooBig = size > def.size;
         payload.issues.push({
-          origin: getSizableOrigin(input),
+          origin: getSizableOrigin(input2),
           ...tooBig ? { code: "too_big", maximum: def.size } : { code: "too_small", minimum: def.size },
           inclusive: true,
           exact: true,
@@ -4887,17 +4887,17 @@ var init_checks = __esm({
           inst2._zod.bag.maximum = def.maximum;
       });
       inst._zod.check = (payload) => {
-        const input = payload.value;
-        const length = input.length;
+        const input2 = payload.value;
+        const length = input2.length;
         if (length <= def.maximum)
           return;
-        const origin = getLengthableOrigin(input);
+        const origin = getLengthableOrigin(input2);
         payload.issues.push({
           origin,
           code: "too_big",
           maximum: def.maximum,
           inclusive: true,
-          input,
+          input: input2,
           inst,
           continue: !def.abort
         });
@@ -4916,17 +4916,17 @@ var init_checks = __esm({
           inst2._zod.bag.minimum = def.minimum;
       });
       inst._zod.check = (payload) => {
-        const input = payload.value;
-        const length = input.length;
+        const input2 = payload.value;
+        const length = input2.length;
         if (length >= def.minimum)
           return;
-        const origin = getLengthableOrigin(input);
+        const origin = getLengthableOrigin(input2);
         payload.issues.push({
           origin,
           code: "too_small",
           minimum: def.minimum,
           inclusive: true,
-          input,
+          input: input2,
           inst,
           continue: !def.abort
         });
@@ -4946,11 +4946,11 @@ var init_checks = __esm({
         bag.length = def.length;
       });
       inst._zod.check = (payload) => {
-        const input = payload.value;
-        const length = input.length;
+        const input2 = payload.value;
+        const length = input2.length;
         if (length === def.length)
           return;
-        const origin = getLengthableOrigin(input);
+        const origin = getLengthableOrigin(input2);
         const tooBig = length > def.length;
         payload.issues.push({
           origin,
@@ -5228,12 +5228,12 @@ function handleArrayResult(result, final, index) {
   }
   final.value[index] = result.value;
 }
-function handlePropertyResult(result, final, key, input) {
+function handlePropertyResult(result, final, key, input2) {
   if (result.issues.length) {
     final.issues.push(...prefixIssues(key, result.issues));
   }
   if (result.value === void 0) {
-    if (key in input) {
+    if (key in input2) {
       final.value[key] = void 0;
     }
   } else {
@@ -5256,30 +5256,30 @@ function normalizeDef(def) {
     optionalKeys: new Set(okeys)
   };
 }
-function handleCatchall(proms, input, payload, ctx, def, inst) {
+function handleCatchall(proms, input2, payload, ctx, def, inst) {
   const unrecognized = [];
   const keySet = def.keySet;
   const _catchall = def.catchall._zod;
   const t2 = _catchall.def.type;
-  for (const key of Object.keys(input)) {
+  for (const key of Object.keys(input2)) {
     if (keySet.has(key))
       continue;
     if (t2 === "never") {
       unrecognized.push(key);
       continue;
     }
-    const r = _catchall.run({ value: input[key], issues: [] }, ctx);
+    const r = _catchall.run({ value: input2[key], issues: [] }, ctx);
     if (r instanceof Promise) {
-      proms.push(r.then((r2) => handlePropertyResult(r2, payload, key, input)));
+      proms.push(r.then((r2) => handlePropertyResult(r2, payload, key, input2)));
     } else {
-      handlePropertyResult(r, payload, key, input);
+      handlePropertyResult(r, payload, key, input2);
     }
   }
   if (unrecognized.length) {
     payload.issues.push({
       code: "unrecognized_keys",
       keys: unrecognized,
-      input,
+      input: input2,
       inst
     });
   }
@@ -5375,7 +5375,7 @@ function handleTupleResult(result, final, index) {
   }
   final.value[index] = result.value;
 }
-function handleMapResult(keyResult, valueResult, final, key, input, inst, ctx) {
+function handleMapResult(keyResult, valueResult, final, key, input2, inst, ctx) {
   if (keyResult.issues.length) {
     if (propertyKeyTypes.has(typeof key)) {
       final.issues.push(...prefixIssues(key, keyResult.issues));
@@ -5383,7 +5383,7 @@ function handleMapResult(keyResult, valueResult, final, key, input, inst, ctx) {
       final.issues.push({
         code: "invalid_key",
         origin: "map",
-        input,
+        input: input2,
         inst,
         issues: keyResult.issues.map((iss) => finalizeIssue(iss, ctx, config()))
       });
@@ -5396,7 +5396,7 @@ function handleMapResult(keyResult, valueResult, final, key, input, inst, ctx) {
       final.issues.push({
         origin: "map",
         code: "invalid_element",
-        input,
+        input: input2,
         inst,
         key,
         issues: valueResult.issues.map((iss) => finalizeIssue(iss, ctx, config()))
@@ -5411,8 +5411,8 @@ function handleSetResult(result, final) {
   }
   final.value.add(result.value);
 }
-function handleOptionalResult(result, input) {
-  if (result.issues.length && input === void 0) {
+function handleOptionalResult(result, input2) {
+  if (result.issues.length && input2 === void 0) {
     return { issues: [], value: void 0 };
   }
   return result;
@@ -5472,11 +5472,11 @@ function handleReadonlyResult(payload) {
   payload.value = Object.freeze(payload.value);
   return payload;
 }
-function handleRefineResult(result, payload, input, inst) {
+function handleRefineResult(result, payload, input2, inst) {
   if (!result) {
     const _iss = {
       code: "custom",
-      input,
+      input: input2,
       inst,
       // incorporates params.error into issue reporting
       path: [...inst._zod.def.path ?? []],
@@ -5894,15 +5894,15 @@ var init_schemas = __esm({
             payload.value = Number(payload.value);
           } catch (_) {
           }
-        const input = payload.value;
-        if (typeof input === "number" && !Number.isNaN(input) && Number.isFinite(input)) {
+        const input2 = payload.value;
+        if (typeof input2 === "number" && !Number.isNaN(input2) && Number.isFinite(input2)) {
           return payload;
         }
-        const received = typeof input === "number" ? Number.isNaN(input) ? "NaN" : !Number.isFinite(input) ? "Infinity" : void 0 : void 0;
+        const received = typeof input2 === "number" ? Number.isNaN(input2) ? "NaN" : !Number.isFinite(input2) ? "Infinity" : void 0 : void 0;
         payload.issues.push({
           expected: "number",
           code: "invalid_type",
-          input,
+          input: input2,
           inst,
           ...received ? { received } : {}
         });
@@ -5922,13 +5922,13 @@ var init_schemas = __esm({
             payload.value = Boolean(payload.value);
           } catch (_) {
           }
-        const input = payload.value;
-        if (typeof input === "boolean")
+        const input2 = payload.value;
+        if (typeof input2 === "boolean")
           return payload;
         payload.issues.push({
           expected: "boolean",
           code: "invalid_type",
-          input,
+          input: input2,
           inst
         });
         return payload;
@@ -5961,13 +5961,13 @@ var init_schemas = __esm({
     $ZodSymbol = /* @__PURE__ */ $constructor("$ZodSymbol", (inst, def) => {
       $ZodType.init(inst, def);
       inst._zod.parse = (payload, _ctx) => {
-        const input = payload.value;
-        if (typeof input === "symbol")
+        const input2 = payload.value;
+        if (typeof input2 === "symbol")
           return payload;
         payload.issues.push({
           expected: "symbol",
           code: "invalid_type",
-          input,
+          input: input2,
           inst
         });
         return payload;
@@ -5980,13 +5980,13 @@ var init_schemas = __esm({
       inst._zod.optin = "optional";
       inst._zod.optout = "optional";
       inst._zod.parse = (payload, _ctx) => {
-        const input = payload.value;
-        if (typeof input === "undefined")
+        const input2 = payload.value;
+        if (typeof input2 === "undefined")
           return payload;
         payload.issues.push({
           expected: "undefined",
           code: "invalid_type",
-          input,
+          input: input2,
           inst
         });
         return payload;
@@ -5997,13 +5997,13 @@ var init_schemas = __esm({
       inst._zod.pattern = _null;
       inst._zod.values = /* @__PURE__ */ new Set([null]);
       inst._zod.parse = (payload, _ctx) => {
-        const input = payload.value;
-        if (input === null)
+        const input2 = payload.value;
+        if (input2 === null)
           return payload;
         payload.issues.push({
           expected: "null",
           code: "invalid_type",
-          input,
+          input: input2,
           inst
         });
         return payload;
@@ -6032,13 +6032,13 @@ var init_schemas = __esm({
     $ZodVoid = /* @__PURE__ */ $constructor("$ZodVoid", (inst, def) => {
       $ZodType.init(inst, def);
       inst._zod.parse = (payload, _ctx) => {
-        const input = payload.value;
-        if (typeof input === "undefined")
+        const input2 = payload.value;
+        if (typeof input2 === "undefined")
           return payload;
         payload.issues.push({
           expected: "void",
           code: "invalid_type",
-          input,
+          input: input2,
           inst
         });
         return payload;
@@ -6053,15 +6053,15 @@ var init_schemas = __esm({
           } catch (_err) {
           }
         }
-        const input = payload.value;
-        const isDate = input instanceof Date;
-        const isValidDate = isDate && !Number.isNaN(input.getTime());
+        const input2 = payload.value;
+        const isDate = input2 instanceof Date;
+        const isValidDate = isDate && !Number.isNaN(input2.getTime());
         if (isValidDate)
           return payload;
         payload.issues.push({
           expected: "date",
           code: "invalid_type",
-          input,
+          input: input2,
           ...isDate ? { received: "Invalid Date" } : {},
           inst
         });
@@ -6071,20 +6071,20 @@ var init_schemas = __esm({
     $ZodArray = /* @__PURE__ */ $constructor("$ZodArray", (inst, def) => {
       $ZodType.init(inst, def);
       inst._zod.parse = (payload, ctx) => {
-        const input = payload.value;
-        if (!Array.isArray(input)) {
+        const input2 = payload.value;
+        if (!Array.isArray(input2)) {
           payload.issues.push({
             expected: "array",
             code: "invalid_type",
-            input,
+            input: input2,
             inst
           });
           return payload;
         }
-        payload.value = Array(input.length);
+        payload.value = Array(input2.length);
         const proms = [];
-        for (let i2 = 0; i2 < input.length; i2++) {
-          const item = input[i2];
+        for (let i2 = 0; i2 < input2.length; i2++) {
+          const item = input2[i2];
           const result = def.element._zod.run({
             value: item,
             issues: []
@@ -6135,12 +6135,12 @@ var init_schemas = __esm({
       let value;
       inst._zod.parse = (payload, ctx) => {
         value ?? (value = _normalized.value);
-        const input = payload.value;
-        if (!isObject5(input)) {
+        const input2 = payload.value;
+        if (!isObject5(input2)) {
           payload.issues.push({
             expected: "object",
             code: "invalid_type",
-            input,
+            input: input2,
             inst
           });
           return payload;
@@ -6150,17 +6150,17 @@ var init_schemas = __esm({
         const shape = value.shape;
         for (const key of value.keys) {
           const el = shape[key];
-          const r = el._zod.run({ value: input[key], issues: [] }, ctx);
+          const r = el._zod.run({ value: input2[key], issues: [] }, ctx);
           if (r instanceof Promise) {
-            proms.push(r.then((r2) => handlePropertyResult(r2, payload, key, input)));
+            proms.push(r.then((r2) => handlePropertyResult(r2, payload, key, input2)));
           } else {
-            handlePropertyResult(r, payload, key, input);
+            handlePropertyResult(r, payload, key, input2);
           }
         }
         if (!catchall) {
           return proms.length ? Promise.all(proms).then(() => payload) : payload;
         }
-        return handleCatchall(proms, input, payload, ctx, _normalized.value, inst);
+        return handleCatchall(proms, input2, payload, ctx, _normalized.value, inst);
       };
     });
     $ZodObjectJIT = /* @__PURE__ */ $constructor("$ZodObjectJIT", (inst, def) => {
@@ -6218,12 +6218,12 @@ var init_schemas = __esm({
       let value;
       inst._zod.parse = (payload, ctx) => {
         value ?? (value = _normalized.value);
-        const input = payload.value;
-        if (!isObject5(input)) {
+        const input2 = payload.value;
+        if (!isObject5(input2)) {
           payload.issues.push({
             expected: "object",
             code: "invalid_type",
-            input,
+            input: input2,
             inst
           });
           return payload;
@@ -6234,7 +6234,7 @@ var init_schemas = __esm({
           payload = fastpass(payload, ctx);
           if (!catchall)
             return payload;
-          return handleCatchall([], input, payload, ctx, value, inst);
+          return handleCatchall([], input2, payload, ctx, value, inst);
         }
         return superParse(payload, ctx);
       };
@@ -6321,17 +6321,17 @@ var init_schemas = __esm({
         return map3;
       });
       inst._zod.parse = (payload, ctx) => {
-        const input = payload.value;
-        if (!isObject(input)) {
+        const input2 = payload.value;
+        if (!isObject(input2)) {
           payload.issues.push({
             code: "invalid_type",
             expected: "object",
-            input,
+            input: input2,
             inst
           });
           return payload;
         }
-        const opt = disc.value.get(input?.[def.discriminator]);
+        const opt = disc.value.get(input2?.[def.discriminator]);
         if (opt) {
           return opt._zod.run(payload, ctx);
         }
@@ -6343,7 +6343,7 @@ var init_schemas = __esm({
           errors: [],
           note: "No matching discriminator",
           discriminator: def.discriminator,
-          input,
+          input: input2,
           path: [def.discriminator],
           inst
         });
@@ -6353,9 +6353,9 @@ var init_schemas = __esm({
     $ZodIntersection = /* @__PURE__ */ $constructor("$ZodIntersection", (inst, def) => {
       $ZodType.init(inst, def);
       inst._zod.parse = (payload, ctx) => {
-        const input = payload.value;
-        const left = def.left._zod.run({ value: input, issues: [] }, ctx);
-        const right = def.right._zod.run({ value: input, issues: [] }, ctx);
+        const input2 = payload.value;
+        const left = def.left._zod.run({ value: input2, issues: [] }, ctx);
+        const right = def.right._zod.run({ value: input2, issues: [] }, ctx);
         const async = left instanceof Promise || right instanceof Promise;
         if (async) {
           return Promise.all([left, right]).then(([left2, right2]) => {
@@ -6370,10 +6370,10 @@ var init_schemas = __esm({
       const items = def.items;
       const optStart = items.length - [...items].reverse().findIndex((item) => item._zod.optin !== "optional");
       inst._zod.parse = (payload, ctx) => {
-        const input = payload.value;
-        if (!Array.isArray(input)) {
+        const input2 = payload.value;
+        if (!Array.isArray(input2)) {
           payload.issues.push({
-            input,
+            input: input2,
             inst,
             expected: "tuple",
             code: "invalid_type"
@@ -6383,12 +6383,12 @@ var init_schemas = __esm({
         payload.value = [];
         const proms = [];
         if (!def.rest) {
-          const tooBig = input.length > items.length;
-          const tooSmall = input.length < optStart - 1;
+          const tooBig = input2.length > items.length;
+          const tooSmall = input2.length < optStart - 1;
           if (tooBig || tooSmall) {
             payload.issues.push({
               ...tooBig ? { code: "too_big", maximum: items.length } : { code: "too_small", minimum: items.length },
-              input,
+              input: input2,
               inst,
               origin: "array"
             });
@@ -6398,12 +6398,12 @@ var init_schemas = __esm({
         let i2 = -1;
         for (const item of items) {
           i2++;
-          if (i2 >= input.length) {
+          if (i2 >= input2.length) {
             if (i2 >= optStart)
               continue;
           }
           const result = item._zod.run({
-            value: input[i2],
+            value: input2[i2],
             issues: []
           }, ctx);
           if (result instanceof Promise) {
@@ -6413,7 +6413,7 @@ var init_schemas = __esm({
           }
         }
         if (def.rest) {
-          const rest = input.slice(items.length);
+          const rest = input2.slice(items.length);
           for (const el of rest) {
             i2++;
             const result = def.rest._zod.run({
@@ -6435,12 +6435,12 @@ var init_schemas = __esm({
     $ZodRecord = /* @__PURE__ */ $constructor("$ZodRecord", (inst, def) => {
       $ZodType.init(inst, def);
       inst._zod.parse = (payload, ctx) => {
-        const input = payload.value;
-        if (!isPlainObject(input)) {
+        const input2 = payload.value;
+        if (!isPlainObject(input2)) {
           payload.issues.push({
             expected: "record",
             code: "invalid_type",
-            input,
+            input: input2,
             inst
           });
           return payload;
@@ -6451,7 +6451,7 @@ var init_schemas = __esm({
           payload.value = {};
           for (const key of values) {
             if (typeof key === "string" || typeof key === "number" || typeof key === "symbol") {
-              const result = def.valueType._zod.run({ value: input[key], issues: [] }, ctx);
+              const result = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
               if (result instanceof Promise) {
                 proms.push(result.then((result2) => {
                   if (result2.issues.length) {
@@ -6468,7 +6468,7 @@ var init_schemas = __esm({
             }
           }
           let unrecognized;
-          for (const key in input) {
+          for (const key in input2) {
             if (!values.has(key)) {
               unrecognized = unrecognized ?? [];
               unrecognized.push(key);
@@ -6477,14 +6477,14 @@ var init_schemas = __esm({
           if (unrecognized && unrecognized.length > 0) {
             payload.issues.push({
               code: "unrecognized_keys",
-              input,
+              input: input2,
               inst,
               keys: unrecognized
             });
           }
         } else {
           payload.value = {};
-          for (const key of Reflect.ownKeys(input)) {
+          for (const key of Reflect.ownKeys(input2)) {
             if (key === "__proto__")
               continue;
             const keyResult = def.keyType._zod.run({ value: key, issues: [] }, ctx);
@@ -6503,7 +6503,7 @@ var init_schemas = __esm({
               payload.value[keyResult.value] = keyResult.value;
               continue;
             }
-            const result = def.valueType._zod.run({ value: input[key], issues: [] }, ctx);
+            const result = def.valueType._zod.run({ value: input2[key], issues: [] }, ctx);
             if (result instanceof Promise) {
               proms.push(result.then((result2) => {
                 if (result2.issues.length) {
@@ -6528,27 +6528,27 @@ var init_schemas = __esm({
     $ZodMap = /* @__PURE__ */ $constructor("$ZodMap", (inst, def) => {
       $ZodType.init(inst, def);
       inst._zod.parse = (payload, ctx) => {
-        const input = payload.value;
-        if (!(input instanceof Map)) {
+        const input2 = payload.value;
+        if (!(input2 instanceof Map)) {
           payload.issues.push({
             expected: "map",
             code: "invalid_type",
-            input,
+            input: input2,
             inst
           });
           return payload;
         }
         const proms = [];
         payload.value = /* @__PURE__ */ new Map();
-        for (const [key, value] of input) {
+        for (const [key, value] of input2) {
           const keyResult = def.keyType._zod.run({ value: key, issues: [] }, ctx);
           const valueResult = def.valueType._zod.run({ value, issues: [] }, ctx);
           if (keyResult instanceof Promise || valueResult instanceof Promise) {
             proms.push(Promise.all([keyResult, valueResult]).then(([keyResult2, valueResult2]) => {
-              handleMapResult(keyResult2, valueResult2, payload, key, input, inst, ctx);
+              handleMapResult(keyResult2, valueResult2, payload, key, input2, inst, ctx);
             }));
           } else {
-            handleMapResult(keyResult, valueResult, payload, key, input, inst, ctx);
+            handleMapResult(keyResult, valueResult, payload, key, input2, inst, ctx);
           }
         }
         if (proms.length)
@@ -6559,10 +6559,10 @@ var init_schemas = __esm({
     $ZodSet = /* @__PURE__ */ $constructor("$ZodSet", (inst, def) => {
       $ZodType.init(inst, def);
       inst._zod.parse = (payload, ctx) => {
-        const input = payload.value;
-        if (!(input instanceof Set)) {
+        const input2 = payload.value;
+        if (!(input2 instanceof Set)) {
           payload.issues.push({
-            input,
+            input: input2,
             inst,
             expected: "set",
             code: "invalid_type"
@@ -6571,7 +6571,7 @@ var init_schemas = __esm({
         }
         const proms = [];
         payload.value = /* @__PURE__ */ new Set();
-        for (const item of input) {
+        for (const item of input2) {
           const result = def.valueType._zod.run({ value: item, issues: [] }, ctx);
           if (result instanceof Promise) {
             proms.push(result.then((result2) => handleSetResult(result2, payload)));
@@ -6590,14 +6590,14 @@ var init_schemas = __esm({
       inst._zod.values = valuesSet;
       inst._zod.pattern = new RegExp(`^(${values.filter((k) => propertyKeyTypes.has(typeof k)).map((o2) => typeof o2 === "string" ? escapeRegex(o2) : o2.toString()).join("|")})$`);
       inst._zod.parse = (payload, _ctx) => {
-        const input = payload.value;
-        if (valuesSet.has(input)) {
+        const input2 = payload.value;
+        if (valuesSet.has(input2)) {
           return payload;
         }
         payload.issues.push({
           code: "invalid_value",
           values,
-          input,
+          input: input2,
           inst
         });
         return payload;
@@ -6611,14 +6611,14 @@ var init_schemas = __esm({
       inst._zod.values = new Set(def.values);
       inst._zod.pattern = new RegExp(`^(${def.values.map((o2) => typeof o2 === "string" ? escapeRegex(o2) : o2 ? escapeRegex(o2.toString()) : String(o2)).join("|")})$`);
       inst._zod.parse = (payload, _ctx) => {
-        const input = payload.value;
-        if (inst._zod.values.has(input)) {
+        const input2 = payload.value;
+        if (inst._zod.values.has(input2)) {
           return payload;
         }
         payload.issues.push({
           code: "invalid_value",
           values: def.values,
-          input,
+          input: input2,
           inst
         });
         return payload;
@@ -6627,13 +6627,13 @@ var init_schemas = __esm({
     $ZodFile = /* @__PURE__ */ $constructor("$ZodFile", (inst, def) => {
       $ZodType.init(inst, def);
       inst._zod.parse = (payload, _ctx) => {
-        const input = payload.value;
-        if (input instanceof File)
+        const input2 = payload.value;
+        if (input2 instanceof File)
           return payload;
         payload.issues.push({
           expected: "file",
           code: "invalid_type",
-          input,
+          input: input2,
           inst
         });
         return payload;
@@ -7028,12 +7028,12 @@ var init_schemas = __esm({
         return payload;
       };
       inst._zod.check = (payload) => {
-        const input = payload.value;
-        const r = def.fn(input);
+        const input2 = payload.value;
+        const r = def.fn(input2);
         if (r instanceof Promise) {
-          return r.then((r2) => handleRefineResult(r2, payload, input, inst));
+          return r.then((r2) => handleRefineResult(r2, payload, input2, inst));
         }
-        handleRefineResult(r, payload, input, inst);
+        handleRefineResult(r, payload, input2, inst);
         return;
       };
     });
@@ -13670,16 +13670,16 @@ function _overwrite(tx) {
   });
 }
 function _normalize(form) {
-  return _overwrite((input) => input.normalize(form));
+  return _overwrite((input2) => input2.normalize(form));
 }
 function _trim() {
-  return _overwrite((input) => input.trim());
+  return _overwrite((input2) => input2.trim());
 }
 function _toLowerCase() {
-  return _overwrite((input) => input.toLowerCase());
+  return _overwrite((input2) => input2.toLowerCase());
 }
 function _toUpperCase() {
-  return _overwrite((input) => input.toUpperCase());
+  return _overwrite((input2) => input2.toUpperCase());
 }
 function _array(Class2, element, params) {
   return new Class2({
@@ -13921,8 +13921,8 @@ function _stringbool(Classes, _params) {
     type: "pipe",
     in: stringSchema,
     out: booleanSchema,
-    transform: ((input, payload) => {
-      let data = input;
+    transform: ((input2, payload) => {
+      let data = input2;
       if (params.case !== "sensitive")
         data = data.toLowerCase();
       if (truthySet.has(data)) {
@@ -13941,8 +13941,8 @@ function _stringbool(Classes, _params) {
         return {};
       }
     }),
-    reverseTransform: ((input, _payload) => {
-      if (input === true) {
+    reverseTransform: ((input2, _payload) => {
+      if (input2 === true) {
         return truthyArray[0] || "true";
       } else {
         return falsyArray[0] || "false";
@@ -13985,21 +13985,21 @@ var init_api = __esm({
 });
 
 // node_modules/zod/v4/core/to-json-schema.js
-function toJSONSchema(input, _params) {
-  if (input instanceof $ZodRegistry) {
+function toJSONSchema(input2, _params) {
+  if (input2 instanceof $ZodRegistry) {
     const gen2 = new JSONSchemaGenerator(_params);
     const defs = {};
-    for (const entry of input._idmap.entries()) {
+    for (const entry of input2._idmap.entries()) {
       const [_, schema] = entry;
       gen2.process(schema);
     }
     const schemas = {};
     const external = {
-      registry: input,
+      registry: input2,
       uri: _params?.uri,
       defs
     };
-    for (const entry of input._idmap.entries()) {
+    for (const entry of input2._idmap.entries()) {
       const [key, schema] = entry;
       schemas[key] = gen2.emit(schema, {
         ..._params,
@@ -14015,8 +14015,8 @@ function toJSONSchema(input, _params) {
     return { schemas };
   }
   const gen = new JSONSchemaGenerator(_params);
-  gen.process(input);
-  return gen.emit(input, _params);
+  gen.process(input2);
+  return gen.emit(input2, _params);
 }
 function isTransforming(_schema, _ctx) {
   const ctx = _ctx ?? { seen: /* @__PURE__ */ new Set() };
@@ -16900,31 +16900,31 @@ var require_utils = __commonJS({
         return match === "\\" ? "" : match;
       });
     };
-    exports.escapeLast = (input, char, lastIdx) => {
-      const idx = input.lastIndexOf(char, lastIdx);
-      if (idx === -1) return input;
-      if (input[idx - 1] === "\\") return exports.escapeLast(input, char, idx - 1);
-      return `${input.slice(0, idx)}\\${input.slice(idx)}`;
+    exports.escapeLast = (input2, char, lastIdx) => {
+      const idx = input2.lastIndexOf(char, lastIdx);
+      if (idx === -1) return input2;
+      if (input2[idx - 1] === "\\") return exports.escapeLast(input2, char, idx - 1);
+      return `${input2.slice(0, idx)}\\${input2.slice(idx)}`;
     };
-    exports.removePrefix = (input, state = {}) => {
-      let output = input;
+    exports.removePrefix = (input2, state = {}) => {
+      let output = input2;
       if (output.startsWith("./")) {
         output = output.slice(2);
         state.prefix = "./";
       }
       return output;
     };
-    exports.wrapOutput = (input, state = {}, options = {}) => {
+    exports.wrapOutput = (input2, state = {}, options = {}) => {
       const prepend = options.contains ? "" : "^";
       const append = options.contains ? "" : "$";
-      let output = `${prepend}(?:${input})${append}`;
+      let output = `${prepend}(?:${input2})${append}`;
       if (state.negated === true) {
         output = `(?:^(?!${output}).*$)`;
       }
       return output;
     };
-    exports.basename = (path54, { windows: windows2 } = {}) => {
-      const segs = path54.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path56, { windows: windows2 } = {}) => {
+      const segs = path56.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -16979,14 +16979,14 @@ var require_scan = __commonJS({
         token.depth = token.isGlobstar ? Infinity : 1;
       }
     };
-    var scan = (input, options) => {
+    var scan = (input2, options) => {
       const opts = options || {};
-      const length = input.length - 1;
+      const length = input2.length - 1;
       const scanToEnd = opts.parts === true || opts.scanToEnd === true;
       const slashes = [];
       const tokens = [];
       const parts = [];
-      let str3 = input;
+      let str3 = input2;
       let index = -1;
       let start = 0;
       let lastIndex = 0;
@@ -17206,7 +17206,7 @@ var require_scan = __commonJS({
       }
       const state = {
         prefix,
-        input,
+        input: input2,
         start,
         base: base2,
         glob,
@@ -17230,7 +17230,7 @@ var require_scan = __commonJS({
         for (let idx = 0; idx < slashes.length; idx++) {
           const n2 = prevIndex ? prevIndex + 1 : start;
           const i2 = slashes[idx];
-          const value = input.slice(n2, i2);
+          const value = input2.slice(n2, i2);
           if (opts.tokens) {
             if (idx === 0 && start !== 0) {
               tokens[idx].isPrefix = true;
@@ -17246,8 +17246,8 @@ var require_scan = __commonJS({
           }
           prevIndex = i2;
         }
-        if (prevIndex && prevIndex + 1 < input.length) {
-          const value = input.slice(prevIndex + 1);
+        if (prevIndex && prevIndex + 1 < input2.length) {
+          const value = input2.slice(prevIndex + 1);
           parts.push(value);
           if (opts.tokens) {
             tokens[tokens.length - 1].value = value;
@@ -17293,14 +17293,14 @@ var require_parse = __commonJS({
     var syntaxError2 = (type, char) => {
       return `Missing ${type}: "${char}" - use "\\\\${char}" to match literal characters`;
     };
-    var parse3 = (input, options) => {
-      if (typeof input !== "string") {
+    var parse3 = (input2, options) => {
+      if (typeof input2 !== "string") {
         throw new TypeError("Expected a string");
       }
-      input = REPLACEMENTS[input] || input;
+      input2 = REPLACEMENTS[input2] || input2;
       const opts = { ...options };
       const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
-      let len = input.length;
+      let len = input2.length;
       if (len > max) {
         throw new SyntaxError(`Input length: ${len}, exceeds maximum allowed length: ${max}`);
       }
@@ -17336,7 +17336,7 @@ var require_parse = __commonJS({
         opts.noextglob = opts.noext;
       }
       const state = {
-        input,
+        input: input2,
         index: -1,
         start: 0,
         dot: opts.dot === true,
@@ -17352,17 +17352,17 @@ var require_parse = __commonJS({
         globstar: false,
         tokens
       };
-      input = utils.removePrefix(input, state);
-      len = input.length;
+      input2 = utils.removePrefix(input2, state);
+      len = input2.length;
       const extglobs = [];
       const braces = [];
       const stack = [];
       let prev = bos;
       let value;
       const eos = () => state.index === len - 1;
-      const peek = state.peek = (n2 = 1) => input[state.index + n2];
-      const advance = state.advance = () => input[++state.index] || "";
-      const remaining = () => input.slice(state.index + 1);
+      const peek = state.peek = (n2 = 1) => input2[state.index + n2];
+      const advance = state.advance = () => input2[++state.index] || "";
+      const remaining = () => input2.slice(state.index + 1);
       const consume = (value2 = "", num4 = 0) => {
         state.consumed += value2;
         state.index += num4;
@@ -17451,9 +17451,9 @@ var require_parse = __commonJS({
         push({ type: "paren", extglob: true, value, output });
         decrement("parens");
       };
-      if (opts.fastpaths !== false && !/(^[*!]|[/()[\]{}"])/.test(input)) {
+      if (opts.fastpaths !== false && !/(^[*!]|[/()[\]{}"])/.test(input2)) {
         let backslashes = false;
-        let output = input.replace(REGEX_SPECIAL_CHARS_BACKREF, (m, esc2, chars, first, rest, index) => {
+        let output = input2.replace(REGEX_SPECIAL_CHARS_BACKREF, (m, esc2, chars, first, rest, index) => {
           if (first === "\\") {
             backslashes = true;
             return m;
@@ -17487,8 +17487,8 @@ var require_parse = __commonJS({
             });
           }
         }
-        if (output === input && opts.contains === true) {
-          state.output = input;
+        if (output === input2 && opts.contains === true) {
+          state.output = input2;
           return state;
         }
         state.output = utils.wrapOutput(output, state, options);
@@ -17843,7 +17843,7 @@ var require_parse = __commonJS({
             continue;
           }
           while (rest.slice(0, 3) === "/**") {
-            const after = input[state.index + 4];
+            const after = input2[state.index + 4];
             if (after && after !== "/") {
               break;
             }
@@ -17963,14 +17963,14 @@ var require_parse = __commonJS({
       }
       return state;
     };
-    parse3.fastpaths = (input, options) => {
+    parse3.fastpaths = (input2, options) => {
       const opts = { ...options };
       const max = typeof opts.maxLength === "number" ? Math.min(MAX_LENGTH, opts.maxLength) : MAX_LENGTH;
-      const len = input.length;
+      const len = input2.length;
       if (len > max) {
         throw new SyntaxError(`Input length: ${len}, exceeds maximum allowed length: ${max}`);
       }
-      input = REPLACEMENTS[input] || input;
+      input2 = REPLACEMENTS[input2] || input2;
       const {
         DOT_LITERAL,
         SLASH_LITERAL,
@@ -18021,7 +18021,7 @@ var require_parse = __commonJS({
           }
         }
       };
-      const output = utils.removePrefix(input, state);
+      const output = utils.removePrefix(input2, state);
       let source = create(output);
       if (source && opts.strictSlashes !== true) {
         source += `${SLASH_LITERAL}?`;
@@ -18043,7 +18043,7 @@ var require_picomatch = __commonJS({
     var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
     var picomatch4 = (glob, options, returnState = false) => {
       if (Array.isArray(glob)) {
-        const fns = glob.map((input) => picomatch4(input, options, returnState));
+        const fns = glob.map((input2) => picomatch4(input2, options, returnState));
         const arrayMatcher = (str3) => {
           for (const isMatch of fns) {
             const state2 = isMatch(str3);
@@ -18067,9 +18067,9 @@ var require_picomatch = __commonJS({
         const ignoreOpts = { ...options, ignore: null, onMatch: null, onResult: null };
         isIgnored = picomatch4(opts.ignore, ignoreOpts, returnState);
       }
-      const matcher = (input, returnObject = false) => {
-        const { isMatch, match, output } = picomatch4.test(input, regex, options, { glob, posix });
-        const result = { glob, state, regex, posix, input, output, match, isMatch };
+      const matcher = (input2, returnObject = false) => {
+        const { isMatch, match, output } = picomatch4.test(input2, regex, options, { glob, posix });
+        const result = { glob, state, regex, posix, input: input2, output, match, isMatch };
         if (typeof opts.onResult === "function") {
           opts.onResult(result);
         }
@@ -18077,7 +18077,7 @@ var require_picomatch = __commonJS({
           result.isMatch = false;
           return returnObject ? result : false;
         }
-        if (isIgnored(input)) {
+        if (isIgnored(input2)) {
           if (typeof opts.onIgnore === "function") {
             opts.onIgnore(result);
           }
@@ -18094,40 +18094,40 @@ var require_picomatch = __commonJS({
       }
       return matcher;
     };
-    picomatch4.test = (input, regex, options, { glob, posix } = {}) => {
-      if (typeof input !== "string") {
+    picomatch4.test = (input2, regex, options, { glob, posix } = {}) => {
+      if (typeof input2 !== "string") {
         throw new TypeError("Expected input to be a string");
       }
-      if (input === "") {
+      if (input2 === "") {
         return { isMatch: false, output: "" };
       }
       const opts = options || {};
       const format2 = opts.format || (posix ? utils.toPosixSlashes : null);
-      let match = input === glob;
-      let output = match && format2 ? format2(input) : input;
+      let match = input2 === glob;
+      let output = match && format2 ? format2(input2) : input2;
       if (match === false) {
-        output = format2 ? format2(input) : input;
+        output = format2 ? format2(input2) : input2;
         match = output === glob;
       }
       if (match === false || opts.capture === true) {
         if (opts.matchBase === true || opts.basename === true) {
-          match = picomatch4.matchBase(input, regex, options, posix);
+          match = picomatch4.matchBase(input2, regex, options, posix);
         } else {
           match = regex.exec(output);
         }
       }
       return { isMatch: Boolean(match), match, output };
     };
-    picomatch4.matchBase = (input, glob, options) => {
+    picomatch4.matchBase = (input2, glob, options) => {
       const regex = glob instanceof RegExp ? glob : picomatch4.makeRe(glob, options);
-      return regex.test(utils.basename(input));
+      return regex.test(utils.basename(input2));
     };
     picomatch4.isMatch = (str3, patterns, options) => picomatch4(patterns, options)(str3);
     picomatch4.parse = (pattern, options) => {
       if (Array.isArray(pattern)) return pattern.map((p) => picomatch4.parse(p, options));
       return parse3(pattern, { ...options, fastpaths: false });
     };
-    picomatch4.scan = (input, options) => scan(input, options);
+    picomatch4.scan = (input2, options) => scan(input2, options);
     picomatch4.compileRe = (state, options, returnOutput = false, returnState = false) => {
       if (returnOutput === true) {
         return state.output;
@@ -18145,16 +18145,16 @@ var require_picomatch = __commonJS({
       }
       return regex;
     };
-    picomatch4.makeRe = (input, options = {}, returnOutput = false, returnState = false) => {
-      if (!input || typeof input !== "string") {
+    picomatch4.makeRe = (input2, options = {}, returnOutput = false, returnState = false) => {
+      if (!input2 || typeof input2 !== "string") {
         throw new TypeError("Expected a non-empty string");
       }
       let parsed = { negated: false, fastpaths: true };
-      if (options.fastpaths !== false && (input[0] === "." || input[0] === "*")) {
-        parsed.output = parse3.fastpaths(input, options);
+      if (options.fastpaths !== false && (input2[0] === "." || input2[0] === "*")) {
+        parsed.output = parse3.fastpaths(input2, options);
       }
       if (!parsed.output) {
-        parsed = parse3(input, options);
+        parsed = parse3(input2, options);
       }
       return picomatch4.compileRe(parsed, options, returnOutput, returnState);
     };
@@ -18186,6 +18186,50 @@ var require_picomatch2 = __commonJS({
     }
     Object.assign(picomatch4, pico);
     module.exports = picomatch4;
+  }
+});
+
+// shared/errors.ts
+function codeOf(err) {
+  return err instanceof OcwError ? err.code : "internal";
+}
+var ErrorCode, ERROR_MAP, OcwError, InputError;
+var init_errors3 = __esm({
+  "shared/errors.ts"() {
+    init_zod();
+    ErrorCode = external_exports.enum([
+      "bad-input",
+      // the request is wrong: fix it as the message says
+      "not-found",
+      // an unknown worker, ask, grant, target or batch id
+      "conflict",
+      // the state forbids it now (merge conflict, not pending, not finished)
+      "unavailable",
+      // something the engine needs is down (a model server, opencode, the sandbox)
+      "internal"
+      // a bug: the message and the engine log say more
+    ]);
+    ERROR_MAP = {
+      "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
+      "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
+      conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
+      unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
+      internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
+    };
+    OcwError = class extends Error {
+      constructor(code, message) {
+        super(message);
+        this.code = code;
+        this.name = "OcwError";
+      }
+      code;
+    };
+    InputError = class extends OcwError {
+      constructor(message, code = "bad-input") {
+        super(code, message);
+        this.name = "InputError";
+      }
+    };
   }
 });
 
@@ -18263,13 +18307,33 @@ var init_target = __esm({
   }
 });
 
+// engine/paths.ts
+import { existsSync } from "node:fs";
+import path9 from "node:path";
+import { fileURLToPath } from "node:url";
+function projectRoot() {
+  const configured = config2().OCW_ROOT;
+  if (configured) return configured;
+  let dir = path9.dirname(fileURLToPath(import.meta.url));
+  for (let i2 = 0; i2 < 6; i2++) {
+    if (existsSync(path9.join(dir, "protocol")) && existsSync(path9.join(dir, "package.json"))) return dir;
+    dir = path9.dirname(dir);
+  }
+  throw new Error("cannot find the opencode-worker root (protocol/ and package.json); set OCW_ROOT");
+}
+var init_paths2 = __esm({
+  "engine/paths.ts"() {
+    init_config();
+  }
+});
+
 // node_modules/isexe/windows.js
 var require_windows = __commonJS({
   "node_modules/isexe/windows.js"(exports, module) {
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path54, options) {
+    function checkPathExt(path56, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18280,25 +18344,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path54.substr(-p.length).toLowerCase() === p) {
+        if (p && path56.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path54, options) {
+    function checkStat(stat, path56, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path54, options);
+      return checkPathExt(path56, options);
     }
-    function isexe(path54, options, cb) {
-      fs.stat(path54, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path54, options));
+    function isexe(path56, options, cb) {
+      fs.stat(path56, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path56, options));
       });
     }
-    function sync(path54, options) {
-      return checkStat(fs.statSync(path54), path54, options);
+    function sync(path56, options) {
+      return checkStat(fs.statSync(path56), path56, options);
     }
   }
 });
@@ -18309,13 +18373,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path54, options, cb) {
-      fs.stat(path54, function(er, stat) {
+    function isexe(path56, options, cb) {
+      fs.stat(path56, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path54, options) {
-      return checkStat(fs.statSync(path54), options);
+    function sync(path56, options) {
+      return checkStat(fs.statSync(path56), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18348,7 +18412,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path54, options, cb) {
+    function isexe(path56, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18358,7 +18422,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path54, options || {}, function(er, is) {
+          isexe(path56, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18367,7 +18431,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path54, options || {}, function(er, is) {
+      core(path56, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18377,9 +18441,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path54, options) {
+    function sync(path56, options) {
       try {
-        return core.sync(path54, options || {});
+        return core.sync(path56, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18395,7 +18459,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path54 = __require("path");
+    var path56 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18433,7 +18497,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path54.join(pathPart, cmd);
+        const pCmd = path56.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18460,7 +18524,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path54.join(pathPart, cmd);
+        const pCmd = path56.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18508,7 +18572,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path54 = __require("path");
+    var path56 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18526,7 +18590,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path54.delimiter : void 0
+          pathExt: withoutPathExt ? path56.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18535,7 +18599,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path54.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path56.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18589,8 +18653,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path54, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path54.split("/").pop();
+      const [path56, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path56.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18625,7 +18689,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path54 = __require("path");
+    var path56 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18650,7 +18714,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path54.normalize(parsed.command);
+        parsed.command = path56.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -18746,7 +18810,7 @@ var require_cross_spawn = __commonJS({
       enoent.hookChildProcess(spawned, parsed);
       return spawned;
     }
-    function spawnSync4(command, args, options) {
+    function spawnSync5(command, args, options) {
       const parsed = parse3(command, args, options);
       const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
@@ -18754,7 +18818,7 @@ var require_cross_spawn = __commonJS({
     }
     module.exports = spawn8;
     module.exports.spawn = spawn8;
-    module.exports.sync = spawnSync4;
+    module.exports.sync = spawnSync5;
     module.exports._parse = parse3;
     module.exports._enoent = enoent;
   }
@@ -19635,12 +19699,12 @@ var init_base = __esm({
     hasColors = tty?.WriteStream?.prototype?.hasColors?.() ?? false;
     format = (open2, close) => {
       if (!hasColors) {
-        return (input) => input;
+        return (input2) => input2;
       }
       const openCode = `\x1B[${open2}m`;
       const closeCode = `\x1B[${close}m`;
-      return (input) => {
-        const string4 = input + "";
+      return (input2) => {
+        const string4 = input2 + "";
         let index = string4.indexOf(closeCode);
         if (index === -1) {
           return openCode + string4 + closeCode;
@@ -19934,7 +19998,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path54 = __require("path");
+    var path56 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -19956,7 +20020,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path54.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path56.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -19965,7 +20029,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path54.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path56.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20066,7 +20130,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path54 = __require("path");
+    var path56 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20100,9 +20164,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path54.normalize(parsed.command);
+        parsed.command = path56.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path54.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path56.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -20201,7 +20265,7 @@ var require_cross_spawn2 = __commonJS({
       enoent.hookChildProcess(spawned, parsed);
       return spawned;
     }
-    function spawnSync4(command, args, options) {
+    function spawnSync5(command, args, options) {
       const parsed = parse3(command, args, options);
       const result = cp.spawnSync(parsed.command, parsed.args, parsed.options);
       result.error = result.error || enoent.verifyENOENTSync(result.status, parsed);
@@ -20209,7 +20273,7 @@ var require_cross_spawn2 = __commonJS({
     }
     module.exports = spawn8;
     module.exports.spawn = spawn8;
-    module.exports.sync = spawnSync4;
+    module.exports.sync = spawnSync5;
     module.exports._parse = parse3;
     module.exports._enoent = enoent;
   }
@@ -21861,20 +21925,20 @@ var init_shell = __esm({
 });
 
 // node_modules/strip-final-newline/index.js
-function stripFinalNewline(input) {
-  if (typeof input === "string") {
-    return stripFinalNewlineString(input);
+function stripFinalNewline(input2) {
+  if (typeof input2 === "string") {
+    return stripFinalNewlineString(input2);
   }
-  if (!(ArrayBuffer.isView(input) && input.BYTES_PER_ELEMENT === 1)) {
+  if (!(ArrayBuffer.isView(input2) && input2.BYTES_PER_ELEMENT === 1)) {
     throw new Error("Input must be a string or a Uint8Array");
   }
-  return stripFinalNewlineBinary(input);
+  return stripFinalNewlineBinary(input2);
 }
 var stripFinalNewlineString, stripFinalNewlineBinary, LF, LF_BINARY, CR, CR_BINARY;
 var init_strip_final_newline = __esm({
   "node_modules/strip-final-newline/index.js"() {
-    stripFinalNewlineString = (input) => input.at(-1) === LF ? input.slice(0, input.at(-2) === CR ? -2 : -1) : input;
-    stripFinalNewlineBinary = (input) => input.at(-1) === LF_BINARY ? input.subarray(0, input.at(-2) === CR_BINARY ? -2 : -1) : input;
+    stripFinalNewlineString = (input2) => input2.at(-1) === LF ? input2.slice(0, input2.at(-2) === CR ? -2 : -1) : input2;
+    stripFinalNewlineBinary = (input2) => input2.at(-1) === LF_BINARY ? input2.subarray(0, input2.at(-2) === CR_BINARY ? -2 : -1) : input2;
     LF = "\n";
     LF_BINARY = LF.codePointAt(0);
     CR = "\r";
@@ -23373,23 +23437,23 @@ var init_input_option = __esm({
     init_is_stream();
     init_uint_array();
     init_type();
-    handleInputOptions = ({ input, inputFile }, fdNumber) => fdNumber === 0 ? [
-      ...handleInputOption(input),
+    handleInputOptions = ({ input: input2, inputFile }, fdNumber) => fdNumber === 0 ? [
+      ...handleInputOption(input2),
       ...handleInputFileOption(inputFile)
     ] : [];
-    handleInputOption = (input) => input === void 0 ? [] : [{
-      type: getInputType(input),
-      value: input,
+    handleInputOption = (input2) => input2 === void 0 ? [] : [{
+      type: getInputType(input2),
+      value: input2,
       optionName: "input"
     }];
-    getInputType = (input) => {
-      if (isReadableStream(input, { checkOpen: false })) {
+    getInputType = (input2) => {
+      if (isReadableStream(input2, { checkOpen: false })) {
         return "nodeStream";
       }
-      if (typeof input === "string") {
+      if (typeof input2 === "string") {
         return "string";
       }
-      if (isUint8Array(input)) {
+      if (isUint8Array(input2)) {
         return "uint8Array";
       }
       throw new Error("The `input` option must be a string, a Uint8Array or a Node.js Readable stream.");
@@ -24236,13 +24300,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path54, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path54 === "string" ? path54 : path54.toString();
+      for (const { path: path56, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path56 === "string" ? path56 : path56.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path54, serializedResult);
+          appendFileSync(path56, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync7(path54, serializedResult);
+          writeFileSync7(path56, serializedResult);
         }
       }
     };
@@ -26963,7 +27027,7 @@ var init_script = __esm({
     mapScriptAsync = ({ options }) => getScriptOptions(options);
     mapScriptSync = ({ options }) => ({ ...getScriptOptions(options), isSync: true });
     getScriptOptions = (options) => ({ options: { ...getScriptStdinOption(options), ...options } });
-    getScriptStdinOption = ({ input, inputFile, stdio }) => input === void 0 && inputFile === void 0 && stdio === void 0 ? { stdin: "inherit" } : {};
+    getScriptStdinOption = ({ input: input2, inputFile, stdio }) => input2 === void 0 && inputFile === void 0 && stdio === void 0 ? { stdin: "inherit" } : {};
     deepScriptOptions = { preferLocal: true };
   }
 });
@@ -27287,7 +27351,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path54 = __require("path");
+    var path56 = __require("path");
     var spawn8 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28043,7 +28107,7 @@ var require_util = __commonJS({
     function getFilesInPath(source) {
       const lstatSync3 = fs.lstatSync;
       const readdirSync10 = fs.readdirSync;
-      const join = path54.join;
+      const join = path56.join;
       function isDirectory(source2) {
         return lstatSync3(source2).isDirectory();
       }
@@ -36796,7 +36860,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path54 = __require("path");
+    var path56 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
@@ -37176,13 +37240,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path54.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path56.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path54.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path56.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path54.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path56.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -40457,7 +40521,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path54 = __require("path");
+    var path56 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41085,7 +41149,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path54.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path56.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42356,7 +42420,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path54, callback) {
+    function fetchJson(path56, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42372,7 +42436,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path54} HTTP/1.0\r
+          socket.write(`GET ${path56} HTTP/1.0\r
 \r
 `);
         });
@@ -43708,7 +43772,7 @@ var require_audio = __commonJS({
     var _openbsd = _platform === "openbsd";
     var _netbsd = _platform === "netbsd";
     var _sunos = _platform === "sunos";
-    function parseAudioType(str3, input, output) {
+    function parseAudioType(str3, input2, output) {
       str3 = str3.toLowerCase();
       let result = "";
       if (str3.indexOf("input") >= 0) {
@@ -43755,7 +43819,7 @@ var require_audio = __commonJS({
       }
       if (!result && output) {
         result = "Speaker";
-      } else if (!result && input) {
+      } else if (!result && input2) {
         result = "Microphone";
       }
       return result;
@@ -45142,7 +45206,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path54 = __require("path");
+    var path56 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45275,7 +45339,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path54.basename(element);
+              const filename = path56.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -45953,6 +46017,12 @@ function budgetsFromReport(r) {
   }));
   return { gpus, hostFreeBytes: r.ram.freeBytes };
 }
+async function listLlamaDevices(bin) {
+  const r = await execa(bin, ["--list-devices"], { reject: false, timeout: 15e3, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path31.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } }).catch(() => null);
+  if (!r || r.exitCode !== 0 && !r.stdout) return null;
+  return parseListDevices(`${r.stdout}
+${r.stderr}`).items;
+}
 var defaultRunner;
 var init_detect = __esm({
   "engine/hardware/detect.ts"() {
@@ -46256,7 +46326,10 @@ function catalogTensors(e, q) {
   }
   return out;
 }
-var GB, CATALOG;
+function runtimeFamily(idOrRepo) {
+  return FAMILIES.find((x) => x.re.test(idOrRepo))?.f ?? { family: "other", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: null, sglang: null } };
+}
+var GB, CATALOG, DEFAULT_IMAGES, FAMILIES;
 var init_catalog = __esm({
   "engine/models/catalog.ts"() {
     GB = 1e9;
@@ -46452,6 +46525,37 @@ var init_catalog = __esm({
         notes: "listed for choice only: its context length and shape could not be confirmed"
       }
     ];
+    DEFAULT_IMAGES = { vllm: "docker.io/vllm/vllm-openai:v0.19.0", sglang: "docker.io/lmsysorg/sglang:v0.5.10.post1" };
+    FAMILIES = [
+      // thinking models: <think>…</think> goes to reasoning_content only with the qwen3 parser
+      { re: /qwen3[._-]?[56]/i, f: { family: "qwen3.5/3.6", minVersion: { vllm: "0.19.0", sglang: "0.5.10" }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "qwen3", sglang: "qwen3" } } },
+      // Qwen3-Coder(-Next) does not think: no reasoning parser (one would take its answer for unfinished thinking)
+      { re: /qwen3-coder/i, f: { family: "qwen3-coder", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: null, sglang: null } } },
+      { re: /gpt-oss/i, f: { family: "gpt-oss", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "openai_gptoss", sglang: "gpt-oss" } } },
+      { re: /glm-4\.[5-7]/i, f: { family: "glm-4.x", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "glm45", sglang: "glm45" } } },
+      { re: /qwen3/i, f: { family: "qwen3", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "qwen3", sglang: "qwen3" } } }
+    ];
+  }
+});
+
+// engine/models/errors.ts
+function isSetupError(e, ...kinds) {
+  return e instanceof SetupError && (!kinds.length || kinds.includes(e.kind));
+}
+var SetupError;
+var init_errors4 = __esm({
+  "engine/models/errors.ts"() {
+    init_errors3();
+    SetupError = class extends OcwError {
+      constructor(kind, message, data = {}, code = "bad-input") {
+        super(code, message);
+        this.kind = kind;
+        this.data = data;
+        this.name = "SetupError";
+      }
+      kind;
+      data;
+    };
   }
 });
 
@@ -46545,7 +46649,12 @@ async function downloadFile(o2) {
 var DownloadError;
 var init_download = __esm({
   "engine/models/download.ts"() {
-    DownloadError = class extends Error {
+    init_errors4();
+    DownloadError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("download", message, data, "unavailable");
+        this.name = "DownloadError";
+      }
     };
   }
 });
@@ -46613,12 +46722,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path54) {
+function fileSource(path56) {
   let fh;
   return {
-    describe: path54,
+    describe: path56,
     async read(offset, length) {
-      fh ??= await open(path54, "r");
+      fh ??= await open(path56, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -46789,7 +46898,12 @@ var GgufError, T, FIXED, Cursor;
 var init_gguf = __esm({
   "engine/models/gguf.ts"() {
     init_ggml_types();
-    GgufError = class extends Error {
+    init_errors4();
+    GgufError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("gguf", message, data);
+        this.name = "GgufError";
+      }
     };
     T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
     FIXED = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
@@ -46939,7 +47053,12 @@ var init_source2 = __esm({
   "engine/models/source.ts"() {
     init_ggml_types();
     init_gguf();
-    ModelSourceError = class extends Error {
+    init_errors4();
+    ModelSourceError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("model-source", message, data);
+        this.name = "ModelSourceError";
+      }
     };
     hfBase = () => (process.env.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
     FTYPE = {
@@ -47577,6 +47696,7 @@ function nEmbdVGqa(h3, il) {
 var RECURRENT, HYBRID, NO_MEMORY, UNMODELED, MetadataError;
 var init_hparams = __esm({
   "engine/models/hparams.ts"() {
+    init_errors4();
     RECURRENT = /* @__PURE__ */ new Set(["mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"]);
     HYBRID = /* @__PURE__ */ new Set([
       "jamba",
@@ -47614,7 +47734,11 @@ var init_hparams = __esm({
       "rnd1"
     ]);
     UNMODELED = /* @__PURE__ */ new Set(["minimax-m3", "glm-dsa", "deepseek32", "dots3note", "deepseek4", "qwen4exp", "dflash"]);
-    MetadataError = class extends Error {
+    MetadataError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("metadata", message, data);
+        this.name = "MetadataError";
+      }
     };
   }
 });
@@ -47856,10 +47980,15 @@ var init_estimate = __esm({
     init_compute_graph();
     init_ggml_types();
     init_hparams();
+    init_errors4();
     MiB2 = 1024 * 1024;
     GiB2 = 1024 * MiB2;
     pad = (x, n2) => Math.ceil(x / n2) * n2;
-    EstimateError = class extends Error {
+    EstimateError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("estimate", message, data);
+        this.name = "EstimateError";
+      }
     };
   }
 });
@@ -48167,9 +48296,9 @@ function noFitProblem(dev, slots, minCtx, verified, catalog) {
   hints.push("or use an API provider: ocw setup --provider URL --model ID --api-key-env VAR");
   return `no catalog model fits ${slots} slot(s) \xD7 ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
 }
-function devicesFromHardware(hw, runtimePath) {
+function devicesFromHardware(hw, runtimePath, assume) {
   const notes = [];
-  const prefix = { nvidia: "CUDA", amd: "ROCm", apple: "MTL" };
+  const prefix = { nvidia: "CUDA", amd: "ROCm", apple: "MTL", ...assume?.prefix };
   const counters = {};
   const gpus = [];
   for (const g of hw.gpus) {
@@ -48323,6 +48452,191 @@ var init_resolve = __esm({
   }
 });
 
+// engine/serving/get-llama.ts
+import { existsSync as existsSync13, mkdirSync as mkdirSync12, readdirSync as readdirSync6, renameSync as renameSync4, rmSync as rmSync4, statSync as statSync8 } from "node:fs";
+import path35 from "node:path";
+async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
+  const tag = env2.OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
+  const pins = tag === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
+  const url2 = env2.OCW_LLAMA_RELEASES_URL ?? (tag === LLAMA_CPP_PIN.tag ? null : `https://api.github.com/repos/ggml-org/llama.cpp/releases/tags/${tag}`);
+  if (!url2) return { tag, assets: Object.entries(pins).map(([name, sha256]) => ({ name, url: `${DOWNLOAD}/${tag}/${name}`, size: null, sha256 })) };
+  const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
+  if (!res.ok) throw new Error(`cannot list llama.cpp release ${tag} (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
+  const j = await res.json();
+  const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
+  return {
+    tag: j.tag_name,
+    assets: j.assets.map((a2) => ({ name: a2.name, url: a2.browser_download_url, size: a2.size ?? null, sha256: relPins[a2.name] ?? (a2.digest?.startsWith("sha256:") ? a2.digest.slice(7) : null) }))
+  };
+}
+function findNvcc(env2 = process.env) {
+  if (env2.OCW_NVCC !== void 0) return env2.OCW_NVCC && existsSync13(env2.OCW_NVCC) ? env2.OCW_NVCC : null;
+  const cands = [...(env2.PATH ?? "").split(path35.delimiter).filter(Boolean).map((d) => path35.join(d, "nvcc")), ...env2.CUDA_HOME ? [path35.join(env2.CUDA_HOME, "bin", "nvcc")] : [], "/usr/local/cuda/bin/nvcc"];
+  return cands.find((c3) => existsSync13(c3)) ?? null;
+}
+function variantsFor(platform2, arch, gpus, o2 = {}) {
+  const v = [];
+  if (platform2 === "darwin") return arch === "arm64" ? ["metal", "cpu"] : ["cpu"];
+  if (gpus.some((g) => g.vendor === "nvidia")) v.push(...platform2 === "win32" || o2.nvcc ? ["cuda"] : [], "vulkan");
+  if (gpus.some((g) => g.vendor === "amd")) v.push(platform2 === "win32" ? "rocm" : "vulkan", "vulkan");
+  if (gpus.some((g) => g.vendor === "intel" || g.vendor === "other")) v.push("vulkan");
+  v.push("cpu");
+  return [...new Set(v)];
+}
+function expectedLlamaBackend(platform2, gpus, nvcc) {
+  const first = variantsFor(platform2, process.arch, gpus, { nvcc: nvcc ?? !!findNvcc() })[0];
+  if (first === "vulkan") {
+    const nv = gpus.some((g) => g.vendor === "nvidia");
+    return {
+      prefix: { nvidia: "Vulkan", amd: "Vulkan", intel: "Vulkan", other: "Vulkan" },
+      variant: first,
+      note: nv ? "no llama-server here yet: llama.cpp publishes no Linux CUDA build and nvcc is not installed, so setup installs the Vulkan build and plans its devices (Vulkan0 \u2026); install the CUDA toolkit (nvcc) for a CUDA source build, or pass --llama-server" : null
+    };
+  }
+  return { prefix: {}, variant: first, note: null };
+}
+function pickAsset(rel, platform2, arch, variant) {
+  const os9 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
+  const a2 = arch === "arm64" ? "arm64" : "x64";
+  const bins = rel.assets.filter((x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os9}-`) && x.name.includes(a2));
+  const has = (x, k) => x.name.includes(`-${k}`);
+  const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
+  switch (variant) {
+    case "cuda":
+      return bins.filter((x) => has(x, "cuda")).sort((x, y) => y.name.localeCompare(x.name))[0] ?? null;
+    case "vulkan":
+      return bins.find((x) => has(x, "vulkan")) ?? null;
+    case "rocm":
+      return bins.find((x) => has(x, "hip") || has(x, "rocm")) ?? null;
+    case "metal":
+    case "cpu":
+      return bins.find((x) => !special.some((k) => x.name.includes(`-${k}`))) ?? null;
+  }
+}
+async function extract(archive, dest) {
+  mkdirSync12(dest, { recursive: true });
+  const tries = archive.endsWith(".zip") ? [["unzip", ["-q", "-o", archive, "-d", dest]], ["bsdtar", ["-xf", archive, "-C", dest]], ["python3", ["-m", "zipfile", "-e", archive, dest]], ["tar", ["-xf", archive, "-C", dest]]] : [["tar", ["-xzf", archive, "-C", dest]]];
+  const errors = [];
+  for (const [cmd, args] of tries) {
+    const r = await execa(cmd, args, { reject: false, stdin: "ignore" });
+    if (r.exitCode === 0) return;
+    errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
+  }
+  throw new Error(`cannot unpack ${path35.basename(archive)} (${errors.join("; ")})`);
+}
+function findBinary(dir, name, depth = 0) {
+  if (depth > 4) return null;
+  for (const e of readdirSync6(dir)) {
+    const p = path35.join(dir, e);
+    if (e === name || e === `${name}.exe`) return p;
+    if (statSync8(p).isDirectory()) {
+      const f = findBinary(p, name, depth + 1);
+      if (f) return f;
+    }
+  }
+  return null;
+}
+function buildScript(env2 = process.env) {
+  if (env2.OCW_LLAMA_BUILD_SCRIPT) return existsSync13(env2.OCW_LLAMA_BUILD_SCRIPT) ? env2.OCW_LLAMA_BUILD_SCRIPT : null;
+  try {
+    const f = path35.join(projectRoot(), "scripts", "build-llama-server.sh");
+    return existsSync13(f) ? f : null;
+  } catch {
+    return null;
+  }
+}
+async function buildCuda(env2, onLine) {
+  const script = buildScript(env2);
+  if (!script) throw new Error("scripts/build-llama-server.sh is not part of this install");
+  const p = execa("bash", [script], { reject: false, stdin: "ignore", env: { ...env2, GGML_CUDA: "1" }, timeout: 3 * 36e5 });
+  p.stderr?.on("data", (d) => {
+    for (const l of String(d).split("\n")) if (l.trim()) onLine?.(l.trim());
+  });
+  const r = await p;
+  const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
+  if (r.exitCode !== 0 || !bin || !existsSync13(bin)) throw new Error(`the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`);
+  return bin;
+}
+async function installPrebuilt(o2) {
+  const env2 = o2.env ?? process.env;
+  const platform2 = o2.platform ?? process.platform;
+  const arch = o2.arch ?? process.arch;
+  const nvcc = o2.nvcc ?? !!findNvcc(env2);
+  let rel = o2.release ?? null;
+  const problems = [];
+  for (const variant of variantsFor(platform2, arch, o2.gpus, { nvcc })) {
+    rel ??= await pinnedRelease(env2);
+    const asset = pickAsset(rel, platform2, arch, variant);
+    if (!asset) {
+      if (variant === "cuda" && platform2 === "linux" && nvcc) {
+        try {
+          const bin2 = await buildCuda(env2, o2.onBuildLine);
+          return { bin: bin2, variant, tag: "source", asset: "scripts/build-llama-server.sh (GGML_CUDA=1)", verified: "source" };
+        } catch (e) {
+          problems.push(`cuda: ${e.message}`);
+          continue;
+        }
+      }
+      problems.push(`${variant}: no asset`);
+      continue;
+    }
+    const dir = path35.join(o2.root, `${rel.tag}-${variant}`);
+    let bin = existsSync13(dir) ? findBinary(dir, "llama-server") : null;
+    let verified = "installed";
+    if (!bin) {
+      if (!asset.sha256) {
+        problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
+        continue;
+      }
+      const archive = path35.join(o2.root, "downloads", asset.name);
+      try {
+        await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
+      } catch (e) {
+        problems.push(`${variant}: ${asset.name}: ${e.message}`);
+        continue;
+      }
+      verified = "sha256";
+      const tmp = `${dir}.tmp.${process.pid}`;
+      rmSync4(tmp, { recursive: true, force: true });
+      await extract(archive, tmp);
+      rmSync4(dir, { recursive: true, force: true });
+      renameSync4(tmp, dir);
+      bin = findBinary(dir, "llama-server");
+      if (!bin) {
+        problems.push(`${variant}: ${asset.name} holds no llama-server`);
+        continue;
+      }
+    }
+    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path35.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
+    if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
+    problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
+  }
+  throw new Error(`no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
+}
+var LLAMA_CPP_PIN, DOWNLOAD;
+var init_get_llama = __esm({
+  "engine/serving/get-llama.ts"() {
+    init_execa();
+    init_download();
+    init_paths2();
+    LLAMA_CPP_PIN = {
+      tag: "b9631",
+      sha256: {
+        "llama-b9631-bin-ubuntu-x64.tar.gz": "50310eb22203feea9555a397c7a4cdf8a5e56992fced78fb42f4e01998a10e9a",
+        "llama-b9631-bin-ubuntu-vulkan-x64.tar.gz": "1231ece844b6244a7c5d0848351829e0e498c04a7c9d76f2320673b745bb601a",
+        "llama-b9631-bin-ubuntu-arm64.tar.gz": "75375d17ad786b8fec6e3174addae1bbbe38146c516a84edb935d705232d8a29",
+        "llama-b9631-bin-ubuntu-vulkan-arm64.tar.gz": "22f07bbc77ac644375bd624387bb7de2f5f2a3064f473948c4dbc403d2ce3a4e",
+        "llama-b9631-bin-macos-arm64.tar.gz": "b7854a7b018ead1ced816f5b14c03fe01ccdab92165a979d7aa62060a0bdb33c",
+        "llama-b9631-bin-macos-x64.tar.gz": "a36772608ce75ff836a1a0f383ee5a5226c1fb822ff73aa5babf4ee08f2a67d0",
+        "llama-b9631-bin-win-cpu-x64.zip": "e9e8207067fda14779cc2fb93b247ebc6b957ae9e91a93ac0e3d02327ad9041f",
+        "llama-b9631-bin-win-vulkan-x64.zip": "1a83d4a49dfdefa7dff73abfead4f2f8971525722bb175936e6957c5a5f44bcd",
+        "llama-b9631-bin-win-cuda-12.4-x64.zip": "7e87a20889f0a6988b7c6d566264d5dc88bdce031bbc62dff57b6792838100af"
+      }
+    };
+    DOWNLOAD = "https://github.com/ggml-org/llama.cpp/releases/download";
+  }
+});
+
 // engine/net/sse.ts
 async function* sseData(body) {
   const decoder = new TextDecoder();
@@ -48441,41 +48755,41 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync12 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync14, mkdirSync as mkdirSync13, openSync as openSync2, readdirSync as readdirSync7, readFileSync as readFileSync12 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
-import path35 from "node:path";
+import path36 from "node:path";
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
-    if (!existsSync13(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path35.resolve(explicit);
+    if (!existsSync14(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
+    return path36.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path35.delimiter)) if (dir) cands.push(path35.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = env2.OCW_LLAMA_CACHE ?? path35.join(os5.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path36.delimiter)) if (dir) cands.push(path36.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = env2.OCW_LLAMA_CACHE ?? path36.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync6(cache).sort().reverse()) cands.push(path35.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync7(cache).sort().reverse()) cands.push(path36.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed2 = path35.join(stateDir(env2), "llama");
+  const installed2 = path36.join(stateDir(env2), "llama");
   try {
-    for (const d of readdirSync6(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path35.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+    for (const d of readdirSync7(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
+      const f = findFile(path36.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
   }
-  return cands.find((c3) => existsSync13(c3)) ?? null;
+  return cands.find((c3) => existsSync14(c3)) ?? null;
 }
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
-  for (const e of readdirSync6(dir, { withFileTypes: true })) {
-    if (e.isFile() && e.name === name) return path35.join(dir, e.name);
+  for (const e of readdirSync7(dir, { withFileTypes: true })) {
+    if (e.isFile() && e.name === name) return path36.join(dir, e.name);
   }
-  for (const e of readdirSync6(dir, { withFileTypes: true })) {
+  for (const e of readdirSync7(dir, { withFileTypes: true })) {
     if (e.isDirectory()) {
-      const f = findFile(path35.join(dir, e.name), name, depth + 1);
+      const f = findFile(path36.join(dir, e.name), name, depth + 1);
       if (f) return f;
     }
   }
@@ -48524,7 +48838,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync13(logFile) ? readFileSync12(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync14(logFile) ? readFileSync12(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -48537,11 +48851,11 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync12(path35.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync13(path36.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
-  env2.LD_LIBRARY_PATH = [path35.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path35.delimiter);
+  env2.LD_LIBRARY_PATH = [path36.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path36.delimiter);
   const child = spawn3(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync2(fd);
@@ -48561,8 +48875,13 @@ var init_llama_server = __esm({
     init_paths();
     init_process();
     init_http();
+    init_errors4();
     init_process();
-    LlamaServerError = class extends Error {
+    LlamaServerError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("runtime", message, data);
+        this.name = "LlamaServerError";
+      }
     };
     LlamaSupervisor = class {
       constructor(o2, ev = {}) {
@@ -48614,6 +48933,833 @@ var init_llama_server = __esm({
         if (this.pid) await stopPid(this.pid, graceMs);
       }
     };
+  }
+});
+
+// engine/serving/runtimes.ts
+function buildVllmArgs(p) {
+  const a2 = ["serve", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port), "--max-model-len", String(p.maxModelLen), "--max-num-seqs", String(p.maxNumSeqs)];
+  a2.push("--gpu-memory-utilization", String(p.gpuMemoryUtilization ?? 0.9));
+  if (p.servedName) a2.push("--served-model-name", p.servedName);
+  if ((p.tensorParallel ?? 1) > 1) a2.push("--tensor-parallel-size", String(p.tensorParallel));
+  if ((p.dataParallel ?? 1) > 1) a2.push("--data-parallel-size", String(p.dataParallel));
+  if ((p.pipelineParallel ?? 1) > 1) a2.push("--pipeline-parallel-size", String(p.pipelineParallel));
+  if (p.kvCacheDtype && p.kvCacheDtype !== "auto") a2.push("--kv-cache-dtype", p.kvCacheDtype);
+  if (p.toolCallParser) a2.push("--enable-auto-tool-choice", "--tool-call-parser", p.toolCallParser);
+  if (p.reasoningParser) a2.push("--reasoning-parser", p.reasoningParser);
+  return { cmd: "vllm", args: a2, keyEnv: "VLLM_API_KEY" };
+}
+function buildSglangArgs(p) {
+  const a2 = ["-m", "sglang.launch_server", "--model-path", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port)];
+  a2.push("--context-length", String(p.contextLength), "--max-running-requests", String(p.maxRunningRequests));
+  if (p.memFractionStatic) a2.push("--mem-fraction-static", String(p.memFractionStatic));
+  if ((p.tensorParallel ?? 1) > 1) a2.push("--tp-size", String(p.tensorParallel));
+  if ((p.dataParallel ?? 1) > 1) a2.push("--dp-size", String(p.dataParallel));
+  if (p.servedName) a2.push("--served-model-name", p.servedName);
+  a2.push("--api-key", p.apiKey);
+  return { cmd: "python3", args: a2 };
+}
+var init_runtimes = __esm({
+  "engine/serving/runtimes.ts"() {
+  }
+});
+
+// engine/serving/runtime-adapters.ts
+import { spawnSync as spawnSync2 } from "node:child_process";
+import { existsSync as existsSync15 } from "node:fs";
+import path37 from "node:path";
+function onPath(name, env2) {
+  for (const dir of (env2.PATH ?? "").split(path37.delimiter)) {
+    const p = dir && path37.join(dir, name);
+    if (p && existsSync15(p)) return p;
+  }
+  return null;
+}
+function findRuntime(runtime, env2 = process.env, o2 = {}) {
+  if (runtime === "vllm") {
+    const bin = env2.OCW_VLLM_BIN || onPath("vllm", env2);
+    if (bin) return { how: "binary", bin };
+  } else {
+    const py = env2.OCW_PYTHON || onPath("python3", env2) || onPath("python", env2);
+    if (py) {
+      const r = spawnSync2(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env: env2, timeout: 2e4, stdio: "ignore" });
+      if (r.status === 0) return { how: "binary", bin: py };
+    }
+  }
+  const ce = o2.binaryOnly ? null : env2.OCW_CONTAINER_ENGINE || onPath("podman", env2) || onPath("docker", env2);
+  if (ce) return { how: "container", bin: ce };
+  return {
+    how: null,
+    why: runtime === "vllm" ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp" : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp"
+  };
+}
+function toolParser(runtime, e, repo) {
+  const t2 = `${e?.toolCalling.template ?? ""} ${e?.id ?? ""} ${repo}`.toLowerCase();
+  if (/harmony|gpt-oss/.test(t2)) return runtime === "vllm" ? "openai" : "gpt-oss";
+  if (/mistral|devstral/.test(t2)) return "mistral";
+  if (/glm/.test(t2)) return "glm45";
+  if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t2)) return "qwen3_coder";
+  return runtime === "vllm" ? "hermes" : "qwen25";
+}
+function reasoningParser(runtime, e, repo) {
+  return runtimeFamily(`${e?.id ?? ""} ${repo}`).reasoningParser[runtime];
+}
+function parseVersion(s) {
+  const named = /(?:vllm|sglang)[_-]v?(\d+\.\d+(?:\.\d+)?)/i.exec(s)?.[1];
+  if (named) return named;
+  return /(?:^|[^\d.])v?(\d+\.\d+(?:\.\d+)?)/.exec(s)?.[1] ?? null;
+}
+function compareVersions(a2, b) {
+  const x = a2.split(".").map(Number);
+  const y = b.split(".").map(Number);
+  for (let i2 = 0; i2 < Math.max(x.length, y.length); i2++) {
+    const d = (x[i2] ?? 0) - (y[i2] ?? 0);
+    if (d) return d;
+  }
+  return 0;
+}
+function versionProblem(runtime, model, installed2) {
+  const fam = runtimeFamily(model);
+  const min = fam.minVersion[runtime];
+  if (!min) return null;
+  const name = runtime === "vllm" ? "vLLM" : "SGLang";
+  const remedy = runtime === "vllm" ? `upgrade it (pip install -U 'vllm>=${min}'), or unset OCW_VLLM_IMAGE to use ${fam.image.vllm}` : `upgrade it (pip install -U 'sglang>=${min}'), or unset OCW_SGLANG_IMAGE to use ${fam.image.sglang}`;
+  if (!installed2.version) return { cause: `cannot tell which ${name} this is (${installed2.from} named no version); ${model} (${fam.family}) needs ${name} \u2265 ${min}`, remedy };
+  if (compareVersions(installed2.version, min) >= 0) return null;
+  return { cause: `${name} ${installed2.version} (${installed2.from}) is older than ${min}, the first release that loads ${model} (${fam.family})`, remedy };
+}
+var VLLM_IMAGE, SGLANG_IMAGE;
+var init_runtime_adapters = __esm({
+  "engine/serving/runtime-adapters.ts"() {
+    init_catalog();
+    VLLM_IMAGE = DEFAULT_IMAGES.vllm;
+    SGLANG_IMAGE = DEFAULT_IMAGES.sglang;
+  }
+});
+
+// engine/serving/k8s.ts
+function safetensorsRepo(e) {
+  const m = /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source);
+  if (!m) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
+  return m[1];
+}
+function sizeTp(need, node, dp, nHead, fixedTp) {
+  const options = fixedTp ? [fixedTp] : [1, 2, 4, 8, 16].filter((tp) => tp * dp <= node.gpus);
+  for (const tp of options) {
+    if (nHead && nHead % tp !== 0) continue;
+    const perGpu = need / tp + GPU_OVERHEAD;
+    if (perGpu <= node.gpuBytes * UTILIZATION || fixedTp) return { tp, perGpu };
+  }
+  return null;
+}
+async function planK8s(o2) {
+  const slots = o2.slots ?? 4;
+  const ctx = o2.ctxPerSlot ?? DEFAULT_MIN_CTX;
+  const dp = o2.dataParallel ?? 1;
+  const replicas = o2.replicas ?? 1;
+  for (const [v, flag2] of [[slots, "--slots"], [ctx, "--ctx"], [dp, "--data-parallel"], [replicas, "--replicas"]]) {
+    if (!Number.isInteger(v) || v < 1) throw new K8sInputError(`${flag2} must be an integer \u2265 1 (got ${v})`);
+  }
+  if (o2.tensorParallel !== void 0 && (!Number.isInteger(o2.tensorParallel) || o2.tensorParallel < 1)) throw new K8sInputError(`--tp must be an integer \u2265 1 (got ${o2.tensorParallel})`);
+  if (!(o2.node.gpus >= 1) || !(o2.node.gpuBytes > 0)) throw new K8sInputError("the node needs at least one GPU with memory: pass --gpus like 4x80G");
+  if (dp > o2.node.gpus) throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o2.node.gpus} (use --replicas for more pods instead)`);
+  if (o2.tensorParallel && o2.tensorParallel * dp > o2.node.gpus) throw new K8sInputError(`--tp ${o2.tensorParallel} \xD7 --data-parallel ${dp} needs ${o2.tensorParallel * dp} GPUs on one node; it has ${o2.node.gpus}`);
+  let offline = false;
+  const weightsOf = async (repo, e) => {
+    const hub = offline || !o2.sizeOf ? null : await o2.sizeOf(repo).catch(() => null);
+    if (hub === null) offline = true;
+    if (hub) return { bytes: hub, source: "hub" };
+    return e ? { bytes: e.totalParamsB * 1e9 * 2, source: "estimate" } : null;
+  };
+  const kvOf = (e) => {
+    const est = estimate(catalogHparams(e), null, { ctx: slots * ctx, parallel: slots, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
+    return est.kvBytes + est.recurrentBytes;
+  };
+  const finish2 = (repo, e, w, kv, s, kvNote) => {
+    const vendor = o2.node.vendor;
+    const parser = o2.toolCallParser ?? toolParser(o2.runtime, e, repo);
+    const servedName = targetSlug({ model: repo.split("/").pop(), quant: null });
+    const fits2 = s.perGpu <= o2.node.gpuBytes * UTILIZATION;
+    return {
+      runtime: o2.runtime,
+      model: repo,
+      catalogId: e?.id ?? null,
+      servedName,
+      slots,
+      ctxPerSlot: ctx,
+      tensorParallel: s.tp,
+      dataParallel: dp,
+      replicas,
+      gpusPerPod: s.tp * dp,
+      vendor,
+      gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu",
+      weightsBytes: Math.round(w.bytes),
+      weightsSource: w.source,
+      kvBytes: Math.round(kv),
+      perGpuBytes: Math.round(s.perGpu),
+      gpuBytes: o2.node.gpuBytes,
+      toolCallParser: parser,
+      reasoningParser: reasoningParser(o2.runtime, e, repo),
+      reason: `${repo} (${gib2(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib2(kv)} for ${slots} sequence(s) \xD7 ${ctx} tokens over tensor parallel ${s.tp}: ${gib2(s.perGpu)} per GPU of ${gib2(o2.node.gpuBytes)} (${o2.node.gpuName})${fits2 ? "" : " \u2014 MORE than 90 % of a GPU: it will not load"}${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`
+    };
+  };
+  if (o2.model) {
+    const e = findCatalog(o2.model) ?? CATALOG.find((c3) => {
+      try {
+        return safetensorsRepo(c3).toLowerCase() === o2.model.toLowerCase();
+      } catch {
+        return false;
+      }
+    });
+    const repo = e ? safetensorsRepo(e) : o2.model;
+    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new K8sInputError(`--model ${o2.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
+    if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
+    const w = await weightsOf(repo, e);
+    if (!w) throw new K8sInputError(`cannot size ${repo}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`);
+    const kv = e ? kvOf(e) : w.bytes * 0.25;
+    const s = sizeTp(w.bytes + kv, o2.node, dp, e?.spec.nHead ?? null, o2.tensorParallel);
+    if (!s) {
+      throw new K8sInputError(`${repo} needs ${gib2(w.bytes + kv)} (weights + KV for ${slots} \xD7 ${ctx}) and does not fit ${Math.floor(o2.node.gpus / dp)} GPU(s) of ${gib2(o2.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`);
+    }
+    return finish2(repo, e, w, kv, s, e ? "KV cache" : "a KV allowance of 25 % of the weights");
+  }
+  const tried = [];
+  for (const e of CATALOG.filter((c3) => c3.autoPick)) {
+    if (ctx > e.contextLength) continue;
+    const repo = safetensorsRepo(e);
+    const w = await weightsOf(repo, e);
+    const kv = kvOf(e);
+    const s = sizeTp(w.bytes + kv, o2.node, dp, e.spec.nHead, o2.tensorParallel);
+    if (s && s.perGpu <= o2.node.gpuBytes * UTILIZATION) return finish2(repo, e, w, kv, s, "KV cache");
+    tried.push(`${e.id} ${gib2(w.bytes + kv)}`);
+  }
+  throw new K8sInputError(`no catalog model fits ${slots} sequence(s) \xD7 ${ctx} tokens on ${o2.node.gpus} \xD7 ${gib2(o2.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`);
+}
+function k8sName(raw) {
+  const n2 = raw.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^[^a-z]+/, "").replace(/-+$/, "").slice(0, 63).replace(/-+$/, "");
+  return n2 || "ocw-model";
+}
+function defaultName(plan) {
+  return k8sName(`ocw-${plan.servedName}`.slice(0, 52));
+}
+function serverArgs(plan) {
+  const perRank = Math.ceil(plan.slots / plan.dataParallel);
+  if (plan.runtime === "vllm") {
+    const b2 = buildVllmArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, maxModelLen: plan.ctxPerSlot, maxNumSeqs: perRank, tensorParallel: plan.tensorParallel, toolCallParser: plan.toolCallParser, reasoningParser: plan.reasoningParser });
+    return { command: ["vllm"], args: [...b2.args, ...plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : []] };
+  }
+  const b = buildSglangArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, contextLength: plan.ctxPerSlot, maxRunningRequests: plan.slots, tensorParallel: plan.tensorParallel, apiKey: "-" });
+  const ki = b.args.indexOf("--api-key");
+  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), ...plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : [], "--tool-call-parser", plan.toolCallParser, ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : [], "--enable-metrics"];
+  const script = [
+    `case "$${KEY_ENV}" in ""|*[!A-Za-z0-9._~+/=-]*) echo "ocw: the ${API_KEY_ENTRY} in the Secret must be non-empty and use only A-Z a-z 0-9 . _ ~ + / = -" >&2; exit 1;; esac`,
+    "umask 077",
+    `printf 'api-key: "%s"\\n' "$${KEY_ENV}" > /tmp/ocw-sglang.yaml`,
+    'exec python3 "$@" --config /tmp/ocw-sglang.yaml'
+  ].join("\n");
+  return { command: ["/bin/sh", "-c", script, "sglang"], args };
+}
+function labels(plan, name) {
+  return { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "model-server", "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": plan.runtime };
+}
+function keyEnv(plan, o2) {
+  const secretRef = (name, key, optional2) => ({ secretKeyRef: { name, key, ...optional2 ? { optional: optional2 } : {} } });
+  return [
+    { name: plan.runtime === "vllm" ? "VLLM_API_KEY" : KEY_ENV, valueFrom: secretRef(o2.apiKeySecret, API_KEY_ENTRY) },
+    ...o2.hfTokenSecret ? [{ name: "HF_TOKEN", valueFrom: secretRef(o2.hfTokenSecret, "token", true) }] : []
+  ];
+}
+function podResources(plan) {
+  const memGi = Math.max(16, Math.ceil(plan.weightsBytes / plan.gpusPerPod / GiB2) + 8);
+  const gpus = String(plan.gpusPerPod);
+  return {
+    requests: { cpu: String(Math.max(2, 2 * plan.gpusPerPod)), memory: `${memGi}Gi`, [plan.gpuResource]: gpus },
+    limits: { memory: `${memGi * 2}Gi`, [plan.gpuResource]: gpus }
+  };
+}
+function imageLoadsModel(plan, image) {
+  const p = versionProblem(plan.runtime, `${plan.catalogId ?? ""} ${plan.model}`, { version: parseVersion(image.split(":").pop() ?? ""), from: `image ${image}` });
+  if (p) throw new K8sInputError(`${p.cause}; pass --image with a newer ${plan.runtime === "vllm" ? "vLLM" : "SGLang"} build`);
+}
+function deploymentManifests(plan, o2) {
+  const image = o2.image ?? IMAGES[plan.runtime][plan.vendor];
+  if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
+  imageLoadsModel(plan, image);
+  const lab = labels(plan, o2.name);
+  const { command, args } = serverArgs(plan);
+  const probe = (extra) => ({ httpGet: { path: "/health", port: "http" }, ...extra });
+  const deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
+    spec: {
+      replicas: plan.replicas,
+      selector: { matchLabels: { "app.kubernetes.io/name": o2.name } },
+      // a model server holds whole GPUs: replace pods one at a time without a surge pod that cannot be scheduled
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
+      template: {
+        metadata: {
+          labels: lab,
+          annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(PORT), "prometheus.io/path": "/metrics" }
+        },
+        spec: {
+          containers: [{
+            name: plan.runtime,
+            image,
+            command,
+            args,
+            env: [...keyEnv(plan, o2), { name: "HF_HOME", value: "/models" }],
+            ports: [{ name: "http", containerPort: PORT, protocol: "TCP" }],
+            resources: podResources(plan),
+            // the weights download on first start: allow up to an hour before liveness counts
+            startupProbe: probe({ periodSeconds: 10, failureThreshold: 360 }),
+            readinessProbe: probe({ periodSeconds: 5, failureThreshold: 3 }),
+            livenessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 }),
+            volumeMounts: [{ name: "models", mountPath: "/models" }, { name: "dshm", mountPath: "/dev/shm" }]
+          }],
+          tolerations: tolerations(plan),
+          terminationGracePeriodSeconds: 60,
+          volumes: [
+            { name: "models", emptyDir: {} },
+            // tensor/data parallel ranks exchange tensors through shared memory
+            { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: `${Math.max(2, 4 * plan.gpusPerPod)}Gi` } }
+          ]
+        }
+      }
+    }
+  };
+  const service = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
+    spec: {
+      type: "ClusterIP",
+      selector: { "app.kubernetes.io/name": o2.name },
+      ports: [{ name: "http", port: PORT, targetPort: "http", protocol: "TCP" }]
+    }
+  };
+  return [deployment, service];
+}
+function kserveManifest(plan, o2) {
+  if (plan.runtime !== "vllm") throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
+  const image = o2.image ?? IMAGES.kserve[plan.vendor];
+  const perRank = plan.slots;
+  return {
+    apiVersion: KSERVE_API_VERSION,
+    kind: "LLMInferenceService",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: { "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": "vllm" } },
+    spec: {
+      model: { uri: `hf://${plan.model}`, name: plan.servedName },
+      // data parallel becomes replicas: each is a whole vLLM, and llm-d's scheduler spreads requests over them
+      replicas: plan.replicas * plan.dataParallel,
+      parallelism: { tensor: plan.tensorParallel },
+      router: { scheduler: {}, route: {}, gateway: {} },
+      template: {
+        containers: [{
+          name: "main",
+          ...image ? { image } : {},
+          // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
+          args: [
+            "--max-model-len",
+            String(plan.ctxPerSlot),
+            "--max-num-seqs",
+            String(perRank),
+            "--gpu-memory-utilization",
+            String(UTILIZATION),
+            "--enable-auto-tool-choice",
+            "--tool-call-parser",
+            plan.toolCallParser,
+            ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []
+          ],
+          env: keyEnv(plan, o2),
+          resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel })
+        }],
+        tolerations: tolerations(plan)
+      }
+    }
+  };
+}
+function manifests(plan, o2) {
+  return o2.kind === "kserve" ? [kserveManifest(plan, o2)] : deploymentManifests(plan, o2);
+}
+function secretManifest(name, namespace, key) {
+  return { apiVersion: "v1", kind: "Secret", metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } }, type: "Opaque", stringData: { [API_KEY_ENTRY]: key } };
+}
+function captureSteps(plan, o2) {
+  const ns = o2.namespace;
+  const keyVar = "OCW_K8S_API_KEY";
+  const key = `export ${keyVar}="$(kubectl -n ${ns} get secret ${o2.apiKeySecret} -o jsonpath='{.data.${API_KEY_ENTRY}}' | base64 -d)"`;
+  const slots = plan.slots;
+  if (o2.kind === "kserve") {
+    const total2 = slots * plan.replicas * plan.dataParallel;
+    return [
+      `kubectl -n ${ns} wait llminferenceservice/${o2.name} --for=condition=Ready --timeout=60m`,
+      key,
+      `URL="$(kubectl -n ${ns} get llminferenceservice ${o2.name} -o jsonpath='{.status.url}')"`,
+      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total2}    # a router target: llm-d's scheduler spreads the ${total2} sequences over ${plan.replicas * plan.dataParallel} replica(s)`
+    ];
+  }
+  const steps = [
+    `kubectl -n ${ns} rollout status deployment/${o2.name} --timeout=60m`,
+    key
+  ];
+  if (plan.replicas === 1) {
+    steps.push(
+      `kubectl -n ${ns} port-forward service/${o2.name} ${PORT}:${PORT} &    # or, with ocw inside the cluster: http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1`,
+      `ocw setup --capture http://127.0.0.1:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots}`
+    );
+  } else {
+    steps.push(
+      `# each pod as one endpoint of a pool (ocw admits by each one's /metrics and keeps a worker on its pod):`,
+      `i=0; caps=""; for p in $(kubectl -n ${ns} get pods -l app.kubernetes.io/name=${o2.name} -o name); do kubectl -n ${ns} port-forward "$p" $((${PORT + 1}+i)):${PORT} & caps="$caps --capture http://127.0.0.1:$((${PORT + 1}+i))/v1"; i=$((i+1)); done`,
+      `ocw setup $caps --api-key-env ${keyVar} --slots ${slots}`,
+      `# or the Service as one router target (kube-proxy spreads connections, no cache locality): ocw setup --capture http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots * plan.replicas}`
+    );
+  }
+  return steps;
+}
+function scalar(v) {
+  if (v === null) return "null";
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  const s = String(v);
+  return /^[A-Za-z_/][A-Za-z0-9_./-]*$/.test(s) && !RESERVED.test(s) ? s : JSON.stringify(s);
+}
+function emit(v, indent, out) {
+  if (Array.isArray(v)) {
+    for (const item of v) {
+      if (isObj(item) && !empty(item)) {
+        const inner = [];
+        emit(item, indent + "  ", inner);
+        out.push(indent + "- " + inner[0].slice(indent.length + 2), ...inner.slice(1));
+      } else if (Array.isArray(item) && item.length) {
+        out.push(indent + "-");
+        emit(item, indent + "  ", out);
+      } else out.push(indent + "- " + (empty(item) ? Array.isArray(item) ? "[]" : "{}" : scalar(item)));
+    }
+    return;
+  }
+  for (const [k, val] of Object.entries(v)) {
+    if (val === void 0) continue;
+    const key = scalar(k);
+    if (empty(val)) out.push(`${indent}${key}: ${Array.isArray(val) ? "[]" : "{}"}`);
+    else if (Array.isArray(val)) {
+      out.push(`${indent}${key}:`);
+      emit(val, indent, out);
+    } else if (isObj(val)) {
+      out.push(`${indent}${key}:`);
+      emit(val, indent + "  ", out);
+    } else out.push(`${indent}${key}: ${scalar(val)}`);
+  }
+}
+function toYaml(docs) {
+  return docs.map((d) => {
+    const out = [];
+    emit(d, "", out);
+    return out.join("\n") + "\n";
+  }).join("---\n");
+}
+function parseNodeSpec(spec2, vendor) {
+  const unit = (n2, u2) => Number(n2) * ({ B: 1, K: 1024, M: 1024 ** 2, G: GiB2, T: 1024 * GiB2 }[(u2 ?? "G").toUpperCase()[0]] ?? GiB2);
+  const m = /^\s*(\d+)\s*[x×]\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(spec2);
+  if (m) {
+    const n2 = Number(m[1]);
+    if (n2 < 1) throw new K8sInputError(`--gpus ${spec2}: a node needs at least one GPU`);
+    return { gpus: n2, gpuBytes: unit(m[3], m[4]), gpuName: m[2]?.trim() || `${unit(m[3], m[4]) / GiB2} GiB GPU`, vendor };
+  }
+  const parts = spec2.split(",").map((p) => /^\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(p));
+  if (!spec2.trim() || parts.some((p) => !p)) throw new K8sInputError(`cannot read --gpus "${spec2}"; describe one node's GPUs like 4x80G, 8xH100=80GiB or 80G,80G`);
+  const sizes = parts.map((p) => unit(p[2], p[3]));
+  const min = Math.min(...sizes);
+  return { gpus: sizes.length, gpuBytes: min, gpuName: parts[sizes.indexOf(min)][1]?.trim() || `${(min / GiB2).toFixed(0)} GiB GPU`, vendor };
+}
+var K8sInputError, GPU_OVERHEAD, UTILIZATION, PORT, IMAGES, KSERVE_API_VERSION, gib2, API_KEY_ENTRY, KEY_ENV, tolerations, RESERVED, isObj, empty;
+var init_k8s = __esm({
+  "engine/serving/k8s.ts"() {
+    init_target();
+    init_catalog();
+    init_estimate();
+    init_plan();
+    init_runtimes();
+    init_runtime_adapters();
+    init_errors4();
+    K8sInputError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("k8s", message, data);
+        this.name = "K8sInputError";
+      }
+    };
+    GPU_OVERHEAD = 2 * GiB2;
+    UTILIZATION = 0.9;
+    PORT = 8e3;
+    IMAGES = {
+      vllm: { nvidia: VLLM_IMAGE, amd: "docker.io/rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103" },
+      sglang: { nvidia: SGLANG_IMAGE, amd: null },
+      kserve: { nvidia: null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" }
+    };
+    KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
+    gib2 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+    API_KEY_ENTRY = "api-key";
+    KEY_ENV = "OCW_API_KEY";
+    tolerations = (plan) => [{ key: plan.gpuResource, operator: "Exists", effect: "NoSchedule" }];
+    RESERVED = /^(y|yes|n|no|true|false|on|off|null|~)$/i;
+    isObj = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+    empty = (v) => Array.isArray(v) && !v.length || isObj(v) && !Object.keys(v).length;
+  }
+});
+
+// engine/serving/parallel.ts
+import { existsSync as existsSync16, readdirSync as readdirSync8, readFileSync as readFileSync13, statSync as statSync9 } from "node:fs";
+import path38 from "node:path";
+function parallelDevices(hw) {
+  const notes = [];
+  const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
+  const nv = by("nvidia");
+  const amd = by("amd");
+  const use = nv.length >= amd.length ? nv : amd;
+  const prefix = use === nv ? "CUDA" : "ROCm";
+  const other = hw.gpus.filter((g) => !use.includes(g));
+  if (other.length) notes.push(`vLLM / SGLang run on NVIDIA (CUDA) or AMD (ROCm) GPUs of one kind: not planning on ${other.map((g) => g.name).join(", ")}`);
+  const gpus = use.map((g, i2) => ({
+    id: `${g.vendor}${g.index}`,
+    name: g.name,
+    kind: "gpu",
+    freeBytes: g.freeBytes ?? Math.floor(g.totalBytes * 0.9),
+    totalBytes: g.totalBytes,
+    runtimeId: `${prefix}${i2}`,
+    index: g.index,
+    vendor: g.vendor
+  }));
+  return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes };
+}
+function modelFromConfig(name, cfg) {
+  const c3 = cfg.text_config ?? cfg;
+  const nHead = c3.num_attention_heads ?? null;
+  const nHeadKv = c3.num_key_value_heads ?? nHead;
+  const ctx = c3.max_position_embeddings ?? 32768;
+  if (!nHead || !c3.num_hidden_layers || !c3.hidden_size) return { nHead, nHeadKv, hparams: null, contextLength: ctx };
+  const fake = {
+    name,
+    contextLength: ctx,
+    spec: { arch: "llama", nLayer: c3.num_hidden_layers, nEmbd: c3.hidden_size, nVocab: c3.vocab_size ?? 32e3, attnInterval: 1, nHead, nHeadKv: nHeadKv ?? nHead, headDim: c3.head_dim ?? Math.floor(c3.hidden_size / nHead) }
+  };
+  return { nHead, nHeadKv, hparams: catalogHparams(fake), contextLength: ctx };
+}
+async function catalogModels(e, runtime, hub) {
+  const variants = e.weights ?? [{ repo: safetensorsRepo(e), dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters \xD7 2 bytes" }];
+  const out = [];
+  for (const w of variants) {
+    const listed = await hub.size(w.repo);
+    out.push({
+      model: e.id,
+      source: w.repo,
+      dtype: w.dtype,
+      weightsBytes: listed ?? w.bytes,
+      weightsSource: listed ? "hub" : "catalog",
+      nHead: e.spec.nHead,
+      nHeadKv: e.spec.mla ? 1 : e.spec.nHeadKv,
+      hparams: catalogHparams(e),
+      contextLength: e.contextLength,
+      toolParser: toolParser(runtime, e, w.repo),
+      reasoningParser: reasoningParser(runtime, e, w.repo),
+      servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null })
+    });
+  }
+  return out;
+}
+async function resolveParallelModel(name, runtime, env2 = process.env, hubEnabled = true) {
+  const entry = findCatalog(name) ?? CATALOG.find((c3) => c3.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
+  const hub = new HubSizer(env2, hubEnabled);
+  if (entry) {
+    const all = await catalogModels(entry, runtime, hub);
+    const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
+    return exact.length ? exact : all;
+  }
+  if (existsSync16(name)) {
+    if (!statSync9(name).isDirectory()) throw new ParallelInputError(`${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`);
+    const st = readdirSync8(name).filter((f) => /\.safetensors$/i.test(f));
+    if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
+    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path38.join(name, f)).size, 0);
+    const cfgFile = path38.join(name, "config.json");
+    const cfg2 = existsSync16(cfgFile) ? JSON.parse(readFileSync13(cfgFile, "utf8")) : {};
+    return [{
+      model: name,
+      source: path38.resolve(name),
+      dtype: null,
+      weightsBytes: bytes2,
+      weightsSource: "folder",
+      ...modelFromConfig(path38.basename(name), cfg2),
+      toolParser: toolParser(runtime, void 0, name),
+      reasoningParser: reasoningParser(runtime, void 0, name),
+      servedName: targetSlug({ model: path38.basename(path38.resolve(name)), quant: null })
+    }];
+  }
+  const repo = name.replace(/^hf:/, "");
+  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new ParallelInputError(`--model ${name} is neither a catalog id, a Hugging Face repo (owner/name) with safetensors weights, nor a local folder`);
+  if (/gguf/i.test(repo)) throw new ParallelInputError(`${repo} looks like a GGUF repo: vLLM / SGLang load the maker's safetensors weights (e.g. Qwen/Qwen3.6-27B); use --runtime llama.cpp for GGUF`);
+  const files = await listRepoFiles(repo, "main", timedFetch, env2).catch((e) => {
+    throw new ParallelInputError(`cannot size ${repo}: ${e.message.split("\n")[0]} (the Hub's listing gives the weights' size; offline, use a catalog id or a local folder)`);
+  });
+  const bytes = files.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a2, f) => a2 + f.size, 0);
+  if (!bytes) throw new ParallelInputError(`${repo} lists no *.safetensors files: vLLM / SGLang need the safetensors weights (a GGUF repo goes with --runtime llama.cpp)`);
+  let cfg = {};
+  if (files.some((f) => f.path === "config.json")) {
+    const r = await timedFetch(resolveUrl(repo, "config.json", "main", env2), { headers: hubHeaders(env2) }).catch(() => null);
+    if (r?.ok) cfg = await r.json().catch(() => ({}));
+  }
+  return [{
+    model: repo,
+    source: repo,
+    dtype: null,
+    weightsBytes: bytes,
+    weightsSource: "hub",
+    ...modelFromConfig(repo, cfg),
+    toolParser: toolParser(runtime, void 0, repo),
+    reasoningParser: reasoningParser(runtime, void 0, repo),
+    servedName: targetSlug({ model: repo.split("/").pop(), quant: null })
+  }];
+}
+async function proposeParallel(o2) {
+  const name = o2.runtime === "vllm" ? "vLLM" : "SGLang";
+  const named = o2.model ? await resolveParallelModel(o2.model, o2.runtime, o2.env ?? process.env, o2.hub !== false) : null;
+  if (!o2.dev.gpus.length) {
+    return { pick: null, alternatives: [], problem: `${name} needs NVIDIA (CUDA) or AMD (ROCm) GPUs and none is usable here; use --runtime llama.cpp (it runs on the CPU too) or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+  }
+  const env2 = o2.env ?? process.env;
+  const hub = new HubSizer(env2, o2.hub !== false);
+  const found = [];
+  const tried = [];
+  const first = (ms) => {
+    for (const m of ms) {
+      const p = sizeParallel(m, o2.dev.gpus, o2.slots, o2.minCtx, o2.maxCtxPerSlot);
+      if (p) return toParallelPick(m, p, o2.runtime, o2.dev, o2.slots, o2.verified(m.model));
+      tried.push(`${m.source} ${(m.weightsBytes / 1024 ** 3).toFixed(0)} GiB`);
+    }
+    return null;
+  };
+  if (o2.model) {
+    const pick3 = first(named);
+    if (pick3) return { pick: pick3, alternatives: [], problem: null };
+  } else {
+    for (const e of CATALOG.filter((c3) => c3.autoPick)) {
+      if (found.length >= (o2.max ?? 3)) break;
+      const pick3 = first(await catalogModels(e, o2.runtime, hub));
+      if (pick3) found.push(pick3);
+    }
+    if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
+  }
+  const gpus = o2.dev.gpus;
+  const mem = `${gpus.length} GPU(s) of ${(Math.min(...gpus.map((g) => g.totalBytes)) / 1024 ** 3).toFixed(0)} GiB`;
+  return {
+    pick: null,
+    alternatives: [],
+    problem: `${o2.model ?? "no catalog model"} does not fit ${o2.slots} sequence(s) \xD7 ${o2.minCtx} tokens with ${name} on ${mem} (every layer must be on the GPUs; tried ${tried.slice(0, 6).join(", ")}); try fewer slots (--slots ${Math.max(1, Math.floor(o2.slots / 2))}), a shorter context, --runtime llama.cpp (it can keep experts or layers in RAM), or an API provider`
+  };
+}
+function parallelCommand(m, p, runtime, allGpus) {
+  const w = gpuWords(p.gpus, p.gpus.length < allGpus);
+  if (runtime === "vllm") {
+    const b2 = buildVllmArgs({ model: m.source, servedName: m.servedName, port: 8e3, maxModelLen: p.ctxPerSlot, maxNumSeqs: p.perRank, gpuMemoryUtilization: p.utilization, tensorParallel: p.tp, dataParallel: p.dp, toolCallParser: m.toolParser, reasoningParser: m.reasoningParser });
+    return `${[...w.env, "VLLM_API_KEY=\u2026"].join(" ")} vllm ${b2.args.map(shellQuote).join(" ")}`;
+  }
+  const g = p.gpus[0];
+  const frac = Math.max(0.1, Math.floor((p.utilization - PARALLEL_OVERHEAD / (g.totalBytes || g.freeBytes)) * 100) / 100);
+  const b = buildSglangArgs({ model: m.source, servedName: m.servedName, port: 3e4, contextLength: p.ctxPerSlot, maxRunningRequests: p.perRank, memFractionStatic: frac, tensorParallel: p.tp, dataParallel: p.dp, apiKey: "" });
+  const ki = b.args.indexOf("--api-key");
+  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), "--tool-call-parser", m.toolParser, ...m.reasoningParser ? ["--reasoning-parser", m.reasoningParser] : [], "--config", "\u2026"];
+  return `${w.env.length ? `${w.env.join(" ")} ` : ""}python3 ${args.map(shellQuote).join(" ")}`;
+}
+function toParallelPick(m, p, runtime, dev, slots, toolVerified) {
+  const name = runtime === "vllm" ? "vLLM" : "SGLang";
+  const devices = p.gpus.map((g) => {
+    const budget = Math.round(p.utilization * (g.totalBytes || g.freeBytes));
+    return {
+      name: `${g.runtimeId} ${g.name}`,
+      budgetBytes: budget,
+      plannedBytes: Math.round(p.needPerGpu),
+      breakdown: { weightsBytes: Math.round(p.weightsPerGpu), kvBytes: Math.round(p.kvPerGpu), computeBytes: PARALLEL_OVERHEAD, overheadBytes: 0, marginBytes: Math.max(0, Math.round(g.freeBytes - budget)) }
+    };
+  });
+  const size = `${gib3(m.weightsBytes)} of ${m.dtype ?? "safetensors"} weights, size from ${m.weightsSource === "hub" ? "the Hub's listing" : m.weightsSource === "folder" ? "the folder" : "the catalog"}`;
+  const why = p.tp === 1 ? "it fits one GPU whole" : `the fewest GPUs${m.nHead ? ` (a power of two dividing its ${m.nHead} attention heads)` : ""} that hold its weights and KV`;
+  return {
+    model: m.model,
+    quant: m.dtype,
+    runtime,
+    slots,
+    ctxPerSlot: p.ctxPerSlot,
+    toolCalling: toolVerified ? "verified" : "unverified",
+    devices,
+    command: parallelCommand(m, p, runtime, dev.gpus.length),
+    placement: "gpu",
+    reason: `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} \u2014 ${why} \u2014 \xD7 data parallel ${p.dp} (${p.dp} engine(s) of ${p.perRank} sequence(s) \xD7 ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${dev.gpus.length} GPU(s); ${gib3(p.needPerGpu)} per GPU (weights ${gib3(p.weightsPerGpu)}, KV ${gib3(p.kvPerGpu)}, overhead ${gib3(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` + (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : ""),
+    parallel: { tensor: p.tp, data: p.dp }
+  };
+}
+var ParallelInputError, timedFetch, hubSizes, HubSizer, gib3;
+var init_parallel = __esm({
+  "engine/serving/parallel.ts"() {
+    init_target();
+    init_catalog();
+    init_hf();
+    init_estimate();
+    init_plan();
+    init_runtimes();
+    init_k8s();
+    init_runtime_adapters();
+    init_errors4();
+    ParallelInputError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("parallel", message, data);
+        this.name = "ParallelInputError";
+      }
+    };
+    timedFetch = (input2, init) => fetch(input2, { ...init, signal: AbortSignal.timeout(8e3) });
+    hubSizes = /* @__PURE__ */ new Map();
+    HubSizer = class {
+      constructor(env2, enabled) {
+        this.env = env2;
+        this.enabled = enabled;
+      }
+      env;
+      enabled;
+      offline = false;
+      cache = /* @__PURE__ */ new Map();
+      async size(repo) {
+        if (!this.enabled || this.offline) return null;
+        if (this.cache.has(repo)) return this.cache.get(repo);
+        const kept = hubSizes.get(`${hubEndpoint(this.env)} ${repo}`);
+        if (kept && Date.now() - kept.at < 6e5) return kept.bytes;
+        const files = await listRepoFiles(repo, "main", timedFetch, this.env).catch((e) => {
+          if (!/no Hugging Face repo|gated/.test(e.message)) this.offline = true;
+          return null;
+        });
+        const bytes = files?.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a2, f) => a2 + f.size, 0) || null;
+        this.cache.set(repo, bytes);
+        if (files) hubSizes.set(`${hubEndpoint(this.env)} ${repo}`, { at: Date.now(), bytes });
+        return bytes;
+      }
+    };
+    gib3 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+  }
+});
+
+// engine/serving/fit-service.ts
+import { existsSync as existsSync17 } from "node:fs";
+import path39 from "node:path";
+function input(message, field) {
+  throw new SetupError("input", message, { field });
+}
+function toolVerifiedModels(store = new TargetStore()) {
+  let targets = [];
+  try {
+    targets = store.list().targets;
+  } catch {
+  }
+  return (id2) => targets.some((t2) => t2.outcome === "built" && t2.checks.some((c3) => c3.name === "tools" && c3.passed) && t2.model.toLowerCase().includes(id2.toLowerCase()));
+}
+function safeFindLlamaServer() {
+  try {
+    return findLlamaServer();
+  } catch {
+    return null;
+  }
+}
+function installedRuntime(rt) {
+  const k = installed.get(rt);
+  if (k && Date.now() - k.at < 6e4 && k.path === (process.env.PATH ?? "")) return k;
+  const f = findRuntime(rt, process.env, { binaryOnly: true });
+  const v = { at: Date.now(), how: f.how, path: process.env.PATH ?? "" };
+  installed.set(rt, v);
+  return v;
+}
+async function planFit(i2, hw, o2 = {}) {
+  if (i2.slots !== void 0 && !(Number.isInteger(i2.slots) && i2.slots >= 1)) input(`--slots must be an integer \u2265 1 (got "${i2.slots}")`, "slots");
+  if (i2.ctxPerSlot !== void 0 && !(Number.isInteger(i2.ctxPerSlot) && i2.ctxPerSlot >= 1024)) input(`--ctx must be an integer \u2265 1024 (got "${i2.ctxPerSlot}")`, "ctxPerSlot");
+  if (i2.minCtx !== void 0 && !(Number.isInteger(i2.minCtx) && i2.minCtx >= 1024)) input(`--min-ctx must be an integer \u2265 1024 (got "${i2.minCtx}")`, "minCtx");
+  const exact = i2.ctxPerSlot === void 0 ? void 0 : Math.ceil(i2.ctxPerSlot / 256) * 256;
+  const minCtx = exact ?? i2.minCtx ?? DEFAULT_MIN_CTX;
+  const runtime = i2.runtime ?? "llama.cpp";
+  if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) input(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`, "runtime");
+  const parallel = runtime === "vllm" || runtime === "sglang";
+  const bin = parallel ? null : o2.llamaServer === void 0 ? safeFindLlamaServer() : o2.llamaServer;
+  const assume = !parallel && !bin ? expectedLlamaBackend(hw.platform, hw.gpus, o2.nvcc) : null;
+  const ld = devicesFromHardware(parallel ? { ...hw, llamaDevices: null } : hw, bin, assume ? { prefix: assume.prefix } : void 0);
+  const pd = parallel ? parallelDevices(hw) : null;
+  const dev = pd ? pd.dev : ld.dev;
+  const notes = pd ? pd.notes : ld.notes;
+  if (assume?.note) notes.push(assume.note);
+  const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
+  const slots = i2.slots ?? (dev.gpus.length ? 4 : 1);
+  if (i2.slots === void 0 && !dev.gpus.length && !parallel) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
+  const verified = toolVerifiedModels(o2.store);
+  let result;
+  if (parallel) {
+    try {
+      result = await proposeParallel({ runtime, dev, slots, minCtx, maxCtxPerSlot: exact, model: i2.model, verified });
+    } catch (e) {
+      if (e instanceof ParallelInputError) input(e.message, "model");
+      throw e;
+    }
+  } else if (!i2.model) {
+    result = propose(dev, slots, minCtx, verified, void 0, exact);
+  } else {
+    const entry = findCatalog(i2.model);
+    const repoQuant = /:([\w.-]+)$/.exec(i2.model)?.[1]?.toUpperCase() ?? null;
+    if (entry) {
+      const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
+      if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`, "model");
+      result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
+    } else {
+      const verifiedOk = verified(i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, ""));
+      try {
+        if (!existsSync17(i2.model) && parseRepoRef(i2.model)) {
+          const r = await planRepo(i2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
+          result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+        } else {
+          const info = await loadGguf(i2.model);
+          const m = modelFromInfo(info, i2.model, existsSync17(i2.model) ? ["-m", path39.resolve(i2.model)] : ["-hf", i2.model]);
+          const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
+          result = pick3 ? { pick: pick3, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain ? `${i2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${i2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+        }
+      } catch (e) {
+        input(`${i2.model}: ${e.message.split("\n")[0]}`, "model");
+      }
+    }
+  }
+  if (!parallel && (!i2.model || findCatalog(i2.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
+    for (const rt of ["vllm", "sglang"]) {
+      if (installedRuntime(rt).how !== "binary") continue;
+      const p = await proposeParallel({ runtime: rt, dev: parallelDevices(hw).dev, slots, minCtx, maxCtxPerSlot: exact, model: i2.model?.replace(/:.*$/, ""), verified, max: 1 }).catch(() => null);
+      if (p?.pick) result.alternatives.push(p.pick);
+    }
+  }
+  return FitResult.parse({
+    hardware: {
+      gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
+      ramTotalBytes: hw.ram.totalBytes,
+      ramFreeBytes: hw.ram.freeBytes,
+      cpu: hw.cpu.model,
+      runtimeDevices,
+      notes: [...notes, ...hw.problems]
+    },
+    ...result
+  });
+}
+var installed;
+var init_fit_service = __esm({
+  "engine/serving/fit-service.ts"() {
+    init_fit();
+    init_catalog();
+    init_errors4();
+    init_plan();
+    init_resolve();
+    init_source2();
+    init_targets();
+    init_get_llama();
+    init_llama_server();
+    init_parallel();
+    init_runtime_adapters();
+    installed = /* @__PURE__ */ new Map();
   }
 });
 
@@ -49085,9 +50231,9 @@ var init_verify = __esm({
 });
 
 // engine/serving/setup.ts
-import path36 from "node:path";
+import path40 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
-import { closeSync as closeSync3, mkdirSync as mkdirSync13, openSync as openSync3 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync14, openSync as openSync3 } from "node:fs";
 function listServing() {
   return readJson(servingFile(), []);
 }
@@ -49155,11 +50301,11 @@ function supervisorCommand(env2 = process.env) {
   if (env2.OCW_SUPERVISE === "0") return null;
   if (env2.OCW_SUPERVISOR_CMD) return JSON.parse(env2.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path36.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path40.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync13(path36.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync14(path40.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -49235,7 +50381,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path36.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path40.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -49333,78 +50479,117 @@ var init_setup3 = __esm({
     init_process();
     init_llama_server();
     init_verify();
-    SetupInputError = class extends Error {
+    init_errors4();
+    SetupInputError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("serving", message, data);
+        this.name = "SetupInputError";
+      }
     };
-    servingFile = () => path36.join(stateDir(), "serving.json");
+    servingFile = () => path40.join(stateDir(), "serving.json");
     recordedStart = (t2) => typeof t2 === "string" ? t2 : null;
   }
 });
 
-// engine/serving/runtimes.ts
-function buildVllmArgs(p) {
-  const a2 = ["serve", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port), "--max-model-len", String(p.maxModelLen), "--max-num-seqs", String(p.maxNumSeqs)];
-  a2.push("--gpu-memory-utilization", String(p.gpuMemoryUtilization ?? 0.9));
-  if (p.servedName) a2.push("--served-model-name", p.servedName);
-  if ((p.tensorParallel ?? 1) > 1) a2.push("--tensor-parallel-size", String(p.tensorParallel));
-  if ((p.dataParallel ?? 1) > 1) a2.push("--data-parallel-size", String(p.dataParallel));
-  if ((p.pipelineParallel ?? 1) > 1) a2.push("--pipeline-parallel-size", String(p.pipelineParallel));
-  if (p.kvCacheDtype && p.kvCacheDtype !== "auto") a2.push("--kv-cache-dtype", p.kvCacheDtype);
-  if (p.toolCallParser) a2.push("--enable-auto-tool-choice", "--tool-call-parser", p.toolCallParser);
-  return { cmd: "vllm", args: a2, keyEnv: "VLLM_API_KEY" };
+// engine/serving/start-common.ts
+function classifyLog(log, bin = null) {
+  const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  for (const r of LOG_RULES) {
+    const line = lines.find((l) => r.re.test(l));
+    if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
+  }
+  const err = [...lines].reverse().find((l) => /\b(error|failed|fatal|abort|exception)\b/i.test(l) && !/Loading model/.test(l));
+  return err ? { kind: "other", logLine: err.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" } : null;
 }
-function buildSglangArgs(p) {
-  const a2 = ["-m", "sglang.launch_server", "--model-path", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port)];
-  a2.push("--context-length", String(p.contextLength), "--max-running-requests", String(p.maxRunningRequests));
-  if (p.memFractionStatic) a2.push("--mem-fraction-static", String(p.memFractionStatic));
-  if ((p.tensorParallel ?? 1) > 1) a2.push("--tp-size", String(p.tensorParallel));
-  if ((p.dataParallel ?? 1) > 1) a2.push("--dp-size", String(p.dataParallel));
-  if (p.servedName) a2.push("--served-model-name", p.servedName);
-  a2.push("--api-key", p.apiKey);
-  return { cmd: "python3", args: a2 };
+function classifyDownload(message) {
+  if (/GiB free|needs .* GiB/.test(message)) return { kind: "disk", remedy: "free disk space, or set OCW_STATE_DIR to a larger disk (models are stored under <state>/models)" };
+  if (/HTTP 40[13]|gated|private/.test(message)) return { kind: "auth", remedy: "the repository is gated or private: accept its license on huggingface.co and set HF_TOKEN where the engine starts" };
+  if (/HTTP 404|no Hugging Face repo|has no /.test(message)) return { kind: "not-found", remedy: "check the repository and quant names (`ocw fit --model REPO` lists the quants it has)" };
+  if (/checksum|sha256/.test(message)) return { kind: "checksum", remedy: "the file did not match the Hub's checksum and was removed: start again (a proxy or a broken mirror can cause this)" };
+  if (/cancel/.test(message)) return { kind: "cancelled", remedy: "start again to resume from the bytes already on disk" };
+  if (/broke at|size mismatch/.test(message)) return { kind: "network", remedy: "the connection broke: start again, the download resumes where it stopped" };
+  return { kind: "network", remedy: "the Hub (or OCW_HF_ENDPOINT) cannot be reached from the engine's machine: check the network, or download the file yourself and pass its path" };
 }
-var init_runtimes = __esm({
-  "engine/serving/runtimes.ts"() {
+function runningGroups(recs = listServing()) {
+  const m = /* @__PURE__ */ new Map();
+  for (const r of recs) {
+    if (!servingAlive(r) || !r.gpuBytes?.length) continue;
+    const id2 = r.replicaOf ?? r.targetId;
+    const g = m.get(id2) ?? { id: id2, recs: [], bytes: /* @__PURE__ */ new Map() };
+    g.recs.push(r);
+    for (const x of r.gpuBytes) g.bytes.set(x.index, (g.bytes.get(x.index) ?? 0) + x.bytes);
+    m.set(id2, g);
+  }
+  return [...m.values()];
+}
+function withFreed(hw, bytes) {
+  return {
+    ...hw,
+    gpus: hw.gpus.map((g) => {
+      const b = bytes.get(g.index) ?? 0;
+      if (!b || g.freeBytes === null) return g;
+      return { ...g, freeBytes: Math.min(g.totalBytes, g.freeBytes + b), usedBytes: g.usedBytes === null ? null : Math.max(0, g.usedBytes - b) };
+    })
+  };
+}
+var StartError, LOG_RULES;
+var init_start_common = __esm({
+  "engine/serving/start-common.ts"() {
+    init_errors3();
+    init_setup3();
+    StartError = class extends OcwError {
+      constructor(failure2) {
+        super(["input", "no-fit", "not-found", "not-confirmed"].includes(failure2.kind) ? "bad-input" : "unavailable", failure2.cause);
+        this.failure = failure2;
+        this.name = "StartError";
+      }
+      failure;
+    };
+    LOG_RULES = [
+      {
+        kind: "out-of-memory",
+        re: /out of memory|cudaMalloc failed|hipMalloc failed|ErrorOutOfDeviceMemory|failed to allocate .*buffer|unable to allocate|CUDA error: out of memory|torch\.OutOfMemoryError|not enough memory|No available memory for the cache blocks/i,
+        remedy: () => "the plan did not fit the memory that was free at start (another process may hold GPU memory: check nvidia-smi); choose fewer slots, a shorter context per slot or a smaller quant, or stop what uses the GPU"
+      },
+      {
+        kind: "unsupported-arch",
+        re: /unknown model architecture|unknown architecture|architecture .* not supported|model type .* not supported|does not support the model/i,
+        remedy: ({ bin }) => `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)`
+      },
+      {
+        kind: "bad-flag",
+        re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:/i,
+        remedy: ({ bin }) => `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which`
+      },
+      {
+        kind: "driver",
+        re: /CUDA driver version is insufficient|no CUDA-capable device|cuInit|ggml_cuda_init: failed|ggml_vulkan: No devices found|hipErrorNoDevice|NVIDIA driver on your system is too old/i,
+        remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)"
+      },
+      {
+        kind: "library",
+        re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
+        remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads"
+      },
+      {
+        kind: "model-load",
+        re: /error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
+        remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew"
+      },
+      {
+        kind: "port",
+        re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
+        remedy: () => "the port was taken between choosing and binding it: start again"
+      }
+    ];
   }
 });
 
 // engine/serving/start-runtimes.ts
-var start_runtimes_exports = {};
-__export(start_runtimes_exports, {
-  SGLANG_IMAGE: () => SGLANG_IMAGE,
-  VLLM_IMAGE: () => VLLM_IMAGE,
-  buildLaunch: () => buildLaunch,
-  findRuntime: () => findRuntime,
-  runOtherRuntime: () => runOtherRuntime
-});
-import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync9 } from "node:fs";
+import { spawn as spawn5 } from "node:child_process";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync18, mkdirSync as mkdirSync15, openSync as openSync4, readFileSync as readFileSync14, statSync as statSync10, writeFileSync as writeFileSync9 } from "node:fs";
 import os6 from "node:os";
-import path37 from "node:path";
-function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path37.delimiter)) {
-    const p = dir && path37.join(dir, name);
-    if (p && existsSync14(p)) return p;
-  }
-  return null;
-}
-function findRuntime(runtime, env2 = process.env, o2 = {}) {
-  if (runtime === "vllm") {
-    const bin = env2.OCW_VLLM_BIN || onPath("vllm", env2);
-    if (bin) return { how: "binary", bin };
-  } else {
-    const py = env2.OCW_PYTHON || onPath("python3", env2) || onPath("python", env2);
-    if (py) {
-      const r = spawnSync2(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env: env2, timeout: 2e4, stdio: "ignore" });
-      if (r.status === 0) return { how: "binary", bin: py };
-    }
-  }
-  const ce = o2.binaryOnly ? null : env2.OCW_CONTAINER_ENGINE || onPath("podman", env2) || onPath("docker", env2);
-  if (ce) return { how: "container", bin: ce };
-  return {
-    how: null,
-    why: runtime === "vllm" ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp" : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp"
-  };
-}
+import path41 from "node:path";
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
   const words = commandWords(o2.command);
@@ -49422,8 +50607,8 @@ function buildLaunch(o2) {
   let configFile = null;
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
-    mkdirSync14(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path37.join(o2.configDir, "sglang.yaml");
+    mkdirSync15(o2.configDir, { recursive: true, mode: 448 });
+    configFile = path41.join(o2.configDir, "sglang.yaml");
     writeFileSync9(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
@@ -49431,7 +50616,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = o2.runtime === "vllm" ? env2.OCW_VLLM_IMAGE || VLLM_IMAGE : env2.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
-  const hfCache = env2.HF_HOME || path37.join(os6.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path41.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run3 = [
     "run",
@@ -49468,23 +50653,22 @@ async function waitReady(port, key, child, logFile, timeoutMs) {
   }
   throw new Error(`did not become ready within ${Math.round(timeoutMs / 1e3)} s (see ${logFile})`);
 }
-async function runOtherRuntime(o2, input, job, ops, setLog) {
-  const runtime = input.runtime;
+async function runOtherRuntime(o2, input2, job, ops, setLog) {
+  const runtime = input2.runtime;
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o2.hardware ?? await detectHardware({});
-  const planOn = async (h3) => {
-    const fr = await runFitPlan({ json: true, runtime, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: h3, store: o2.store });
-    if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
-    return FitResult.parse(JSON.parse(fr.stdout));
-  };
+  const planOn = (h3) => planFit({ runtime, model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx }, h3, { store: o2.store }).catch((e) => {
+    if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+    throw e;
+  });
   const idOf = (p) => {
     const w2 = commandWords(p.command).args;
-    return input.id ?? `${runtime}-${w2[w2.indexOf("--served-model-name") + 1]}`;
+    return input2.id ?? `${runtime}-${w2[w2.indexOf("--served-model-name") + 1]}`;
   };
   let fit = await planOn(hw);
   let replacing = null;
   for (const g of runningGroups()) {
-    if (input.id && g.id !== input.id) continue;
+    if (input2.id && g.id !== input2.id) continue;
     const freed = await planOn(withFreed(hw, g.bytes));
     if (freed.pick && idOf(freed.pick) === g.id) {
       fit = freed;
@@ -49492,7 +50676,7 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
       break;
     }
   }
-  if (!fit.pick) throw new StartError({ kind: "no-fit", cause: fit.problem ?? `${input.model ?? "nothing in the catalog"} does not fit this machine with ${name}`, logLine: null, remedy: "fewer slots, a shorter context, --runtime llama.cpp, or an API provider" });
+  if (!fit.pick) throw new StartError({ kind: "no-fit", cause: fit.problem ?? `${input2.model ?? "nothing in the catalog"} does not fit this machine with ${name}`, logLine: null, remedy: "fewer slots, a shorter context, --runtime llama.cpp, or an API provider" });
   const pick3 = fit.pick;
   const slots = pick3.slots;
   const ctx = pick3.ctxPerSlot;
@@ -49522,16 +50706,15 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path37.join(stateDir(), "runtime", id2) });
-  const { parallelDevices: parallelDevices2 } = await Promise.resolve().then(() => (init_parallel(), parallel_exports));
-  const indexOf = new Map(parallelDevices2(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path41.join(stateDir(), "runtime", id2) });
+  const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path37.join(stateDir(), "logs", `${id2}.log`);
+  const logFile = path41.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync14(path37.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync14(logFile) ? statSync8(logFile).size : 0;
-  const readLog = () => existsSync14(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
+  mkdirSync15(path41.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync18(logFile) ? statSync10(logFile).size : 0;
+  const readLog = () => existsSync18(logFile) ? readFileSync14(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
   const env2 = { ...process.env, ...launch2.env };
   delete env2.LLAMA_API_KEY;
@@ -49611,7 +50794,7 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
     serving: { engine: runtime, endpoints: [{ url: url2, slots }], slots, perSlotCtx: ctx },
     checks: []
   };
-  const saved = finish(o2.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
+  const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
   job.result = {
     outcome: v.outcome,
     saved: saved.saved,
@@ -49633,7 +50816,6 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
     };
   }
 }
-var VLLM_IMAGE, SGLANG_IMAGE;
 var init_start_runtimes = __esm({
   "engine/serving/start-runtimes.ts"() {
     init_setup2();
@@ -49645,1231 +50827,14 @@ var init_start_runtimes = __esm({
     init_keys();
     init_llama_server();
     init_setup3();
-    init_start2();
+    init_start_common();
+    init_runtime_adapters();
     init_plan();
-    init_fit();
-    init_commands();
+    init_fit_service();
+    init_errors4();
+    init_parallel();
     init_verify();
-    VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0";
-    SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.3-cu129";
-  }
-});
-
-// engine/serving/k8s.ts
-function safetensorsRepo(e) {
-  const m = /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source);
-  if (!m) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
-  return m[1];
-}
-function toolParser(runtime, e, repo) {
-  const t2 = `${e?.toolCalling.template ?? ""} ${e?.id ?? ""} ${repo}`.toLowerCase();
-  if (/harmony|gpt-oss/.test(t2)) return runtime === "vllm" ? "openai" : "gpt-oss";
-  if (/mistral|devstral/.test(t2)) return "mistral";
-  if (/glm/.test(t2)) return "glm45";
-  if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t2)) return "qwen3_coder";
-  return runtime === "vllm" ? "hermes" : "qwen25";
-}
-function sizeTp(need, node, dp, nHead, fixedTp) {
-  const options = fixedTp ? [fixedTp] : [1, 2, 4, 8, 16].filter((tp) => tp * dp <= node.gpus);
-  for (const tp of options) {
-    if (nHead && nHead % tp !== 0) continue;
-    const perGpu = need / tp + GPU_OVERHEAD;
-    if (perGpu <= node.gpuBytes * UTILIZATION || fixedTp) return { tp, perGpu };
-  }
-  return null;
-}
-async function planK8s(o2) {
-  const slots = o2.slots ?? 4;
-  const ctx = o2.ctxPerSlot ?? DEFAULT_MIN_CTX;
-  const dp = o2.dataParallel ?? 1;
-  const replicas = o2.replicas ?? 1;
-  for (const [v, flag2] of [[slots, "--slots"], [ctx, "--ctx"], [dp, "--data-parallel"], [replicas, "--replicas"]]) {
-    if (!Number.isInteger(v) || v < 1) throw new K8sInputError(`${flag2} must be an integer \u2265 1 (got ${v})`);
-  }
-  if (o2.tensorParallel !== void 0 && (!Number.isInteger(o2.tensorParallel) || o2.tensorParallel < 1)) throw new K8sInputError(`--tp must be an integer \u2265 1 (got ${o2.tensorParallel})`);
-  if (!(o2.node.gpus >= 1) || !(o2.node.gpuBytes > 0)) throw new K8sInputError("the node needs at least one GPU with memory: pass --gpus like 4x80G");
-  if (dp > o2.node.gpus) throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o2.node.gpus} (use --replicas for more pods instead)`);
-  if (o2.tensorParallel && o2.tensorParallel * dp > o2.node.gpus) throw new K8sInputError(`--tp ${o2.tensorParallel} \xD7 --data-parallel ${dp} needs ${o2.tensorParallel * dp} GPUs on one node; it has ${o2.node.gpus}`);
-  let offline = false;
-  const weightsOf = async (repo, e) => {
-    const hub = offline || !o2.sizeOf ? null : await o2.sizeOf(repo).catch(() => null);
-    if (hub === null) offline = true;
-    if (hub) return { bytes: hub, source: "hub" };
-    return e ? { bytes: e.totalParamsB * 1e9 * 2, source: "estimate" } : null;
-  };
-  const kvOf = (e) => {
-    const est = estimate(catalogHparams(e), null, { ctx: slots * ctx, parallel: slots, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
-    return est.kvBytes + est.recurrentBytes;
-  };
-  const finish2 = (repo, e, w, kv, s, kvNote) => {
-    const vendor = o2.node.vendor;
-    const parser = o2.toolCallParser ?? toolParser(o2.runtime, e, repo);
-    const servedName = targetSlug({ model: repo.split("/").pop(), quant: null });
-    const fits2 = s.perGpu <= o2.node.gpuBytes * UTILIZATION;
-    return {
-      runtime: o2.runtime,
-      model: repo,
-      catalogId: e?.id ?? null,
-      servedName,
-      slots,
-      ctxPerSlot: ctx,
-      tensorParallel: s.tp,
-      dataParallel: dp,
-      replicas,
-      gpusPerPod: s.tp * dp,
-      vendor,
-      gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu",
-      weightsBytes: Math.round(w.bytes),
-      weightsSource: w.source,
-      kvBytes: Math.round(kv),
-      perGpuBytes: Math.round(s.perGpu),
-      gpuBytes: o2.node.gpuBytes,
-      toolCallParser: parser,
-      reason: `${repo} (${gib2(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib2(kv)} for ${slots} sequence(s) \xD7 ${ctx} tokens over tensor parallel ${s.tp}: ${gib2(s.perGpu)} per GPU of ${gib2(o2.node.gpuBytes)} (${o2.node.gpuName})${fits2 ? "" : " \u2014 MORE than 90 % of a GPU: it will not load"}${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`
-    };
-  };
-  if (o2.model) {
-    const e = findCatalog(o2.model) ?? CATALOG.find((c3) => {
-      try {
-        return safetensorsRepo(c3).toLowerCase() === o2.model.toLowerCase();
-      } catch {
-        return false;
-      }
-    });
-    const repo = e ? safetensorsRepo(e) : o2.model;
-    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new K8sInputError(`--model ${o2.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
-    if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
-    const w = await weightsOf(repo, e);
-    if (!w) throw new K8sInputError(`cannot size ${repo}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`);
-    const kv = e ? kvOf(e) : w.bytes * 0.25;
-    const s = sizeTp(w.bytes + kv, o2.node, dp, e?.spec.nHead ?? null, o2.tensorParallel);
-    if (!s) {
-      throw new K8sInputError(`${repo} needs ${gib2(w.bytes + kv)} (weights + KV for ${slots} \xD7 ${ctx}) and does not fit ${Math.floor(o2.node.gpus / dp)} GPU(s) of ${gib2(o2.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`);
-    }
-    return finish2(repo, e, w, kv, s, e ? "KV cache" : "a KV allowance of 25 % of the weights");
-  }
-  const tried = [];
-  for (const e of CATALOG.filter((c3) => c3.autoPick)) {
-    if (ctx > e.contextLength) continue;
-    const repo = safetensorsRepo(e);
-    const w = await weightsOf(repo, e);
-    const kv = kvOf(e);
-    const s = sizeTp(w.bytes + kv, o2.node, dp, e.spec.nHead, o2.tensorParallel);
-    if (s && s.perGpu <= o2.node.gpuBytes * UTILIZATION) return finish2(repo, e, w, kv, s, "KV cache");
-    tried.push(`${e.id} ${gib2(w.bytes + kv)}`);
-  }
-  throw new K8sInputError(`no catalog model fits ${slots} sequence(s) \xD7 ${ctx} tokens on ${o2.node.gpus} \xD7 ${gib2(o2.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`);
-}
-function k8sName(raw) {
-  const n2 = raw.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^[^a-z]+/, "").replace(/-+$/, "").slice(0, 63).replace(/-+$/, "");
-  return n2 || "ocw-model";
-}
-function defaultName(plan) {
-  return k8sName(`ocw-${plan.servedName}`.slice(0, 52));
-}
-function serverArgs(plan) {
-  const perRank = Math.ceil(plan.slots / plan.dataParallel);
-  if (plan.runtime === "vllm") {
-    const b2 = buildVllmArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, maxModelLen: plan.ctxPerSlot, maxNumSeqs: perRank, tensorParallel: plan.tensorParallel, toolCallParser: plan.toolCallParser });
-    return { command: ["vllm"], args: [...b2.args, ...plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : []] };
-  }
-  const b = buildSglangArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, contextLength: plan.ctxPerSlot, maxRunningRequests: plan.slots, tensorParallel: plan.tensorParallel, apiKey: "-" });
-  const ki = b.args.indexOf("--api-key");
-  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), ...plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : [], "--tool-call-parser", plan.toolCallParser, "--enable-metrics"];
-  const script = [
-    `case "$${KEY_ENV}" in ""|*[!A-Za-z0-9._~+/=-]*) echo "ocw: the ${API_KEY_ENTRY} in the Secret must be non-empty and use only A-Z a-z 0-9 . _ ~ + / = -" >&2; exit 1;; esac`,
-    "umask 077",
-    `printf 'api-key: "%s"\\n' "$${KEY_ENV}" > /tmp/ocw-sglang.yaml`,
-    'exec python3 "$@" --config /tmp/ocw-sglang.yaml'
-  ].join("\n");
-  return { command: ["/bin/sh", "-c", script, "sglang"], args };
-}
-function labels(plan, name) {
-  return { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "model-server", "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": plan.runtime };
-}
-function keyEnv(plan, o2) {
-  const secretRef = (name, key, optional2) => ({ secretKeyRef: { name, key, ...optional2 ? { optional: optional2 } : {} } });
-  return [
-    { name: plan.runtime === "vllm" ? "VLLM_API_KEY" : KEY_ENV, valueFrom: secretRef(o2.apiKeySecret, API_KEY_ENTRY) },
-    ...o2.hfTokenSecret ? [{ name: "HF_TOKEN", valueFrom: secretRef(o2.hfTokenSecret, "token", true) }] : []
-  ];
-}
-function podResources(plan) {
-  const memGi = Math.max(16, Math.ceil(plan.weightsBytes / plan.gpusPerPod / GiB2) + 8);
-  const gpus = String(plan.gpusPerPod);
-  return {
-    requests: { cpu: String(Math.max(2, 2 * plan.gpusPerPod)), memory: `${memGi}Gi`, [plan.gpuResource]: gpus },
-    limits: { memory: `${memGi * 2}Gi`, [plan.gpuResource]: gpus }
-  };
-}
-function deploymentManifests(plan, o2) {
-  const image = o2.image ?? IMAGES[plan.runtime][plan.vendor];
-  if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
-  const lab = labels(plan, o2.name);
-  const { command, args } = serverArgs(plan);
-  const probe = (extra) => ({ httpGet: { path: "/health", port: "http" }, ...extra });
-  const deployment = {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
-    spec: {
-      replicas: plan.replicas,
-      selector: { matchLabels: { "app.kubernetes.io/name": o2.name } },
-      // a model server holds whole GPUs: replace pods one at a time without a surge pod that cannot be scheduled
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
-      template: {
-        metadata: {
-          labels: lab,
-          annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(PORT), "prometheus.io/path": "/metrics" }
-        },
-        spec: {
-          containers: [{
-            name: plan.runtime,
-            image,
-            command,
-            args,
-            env: [...keyEnv(plan, o2), { name: "HF_HOME", value: "/models" }],
-            ports: [{ name: "http", containerPort: PORT, protocol: "TCP" }],
-            resources: podResources(plan),
-            // the weights download on first start: allow up to an hour before liveness counts
-            startupProbe: probe({ periodSeconds: 10, failureThreshold: 360 }),
-            readinessProbe: probe({ periodSeconds: 5, failureThreshold: 3 }),
-            livenessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 }),
-            volumeMounts: [{ name: "models", mountPath: "/models" }, { name: "dshm", mountPath: "/dev/shm" }]
-          }],
-          tolerations: tolerations(plan),
-          terminationGracePeriodSeconds: 60,
-          volumes: [
-            { name: "models", emptyDir: {} },
-            // tensor/data parallel ranks exchange tensors through shared memory
-            { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: `${Math.max(2, 4 * plan.gpusPerPod)}Gi` } }
-          ]
-        }
-      }
-    }
-  };
-  const service = {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
-    spec: {
-      type: "ClusterIP",
-      selector: { "app.kubernetes.io/name": o2.name },
-      ports: [{ name: "http", port: PORT, targetPort: "http", protocol: "TCP" }]
-    }
-  };
-  return [deployment, service];
-}
-function kserveManifest(plan, o2) {
-  if (plan.runtime !== "vllm") throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
-  const image = o2.image ?? IMAGES.kserve[plan.vendor];
-  const perRank = plan.slots;
-  return {
-    apiVersion: KSERVE_API_VERSION,
-    kind: "LLMInferenceService",
-    metadata: { name: o2.name, namespace: o2.namespace, labels: { "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": "vllm" } },
-    spec: {
-      model: { uri: `hf://${plan.model}`, name: plan.servedName },
-      // data parallel becomes replicas: each is a whole vLLM, and llm-d's scheduler spreads requests over them
-      replicas: plan.replicas * plan.dataParallel,
-      parallelism: { tensor: plan.tensorParallel },
-      router: { scheduler: {}, route: {}, gateway: {} },
-      template: {
-        containers: [{
-          name: "main",
-          ...image ? { image } : {},
-          // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
-          args: [
-            "--max-model-len",
-            String(plan.ctxPerSlot),
-            "--max-num-seqs",
-            String(perRank),
-            "--gpu-memory-utilization",
-            String(UTILIZATION),
-            "--enable-auto-tool-choice",
-            "--tool-call-parser",
-            plan.toolCallParser
-          ],
-          env: keyEnv(plan, o2),
-          resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel })
-        }],
-        tolerations: tolerations(plan)
-      }
-    }
-  };
-}
-function manifests(plan, o2) {
-  return o2.kind === "kserve" ? [kserveManifest(plan, o2)] : deploymentManifests(plan, o2);
-}
-function secretManifest(name, namespace, key) {
-  return { apiVersion: "v1", kind: "Secret", metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } }, type: "Opaque", stringData: { [API_KEY_ENTRY]: key } };
-}
-function captureSteps(plan, o2) {
-  const ns = o2.namespace;
-  const keyVar = "OCW_K8S_API_KEY";
-  const key = `export ${keyVar}="$(kubectl -n ${ns} get secret ${o2.apiKeySecret} -o jsonpath='{.data.${API_KEY_ENTRY}}' | base64 -d)"`;
-  const slots = plan.slots;
-  if (o2.kind === "kserve") {
-    const total2 = slots * plan.replicas * plan.dataParallel;
-    return [
-      `kubectl -n ${ns} wait llminferenceservice/${o2.name} --for=condition=Ready --timeout=60m`,
-      key,
-      `URL="$(kubectl -n ${ns} get llminferenceservice ${o2.name} -o jsonpath='{.status.url}')"`,
-      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total2}    # a router target: llm-d's scheduler spreads the ${total2} sequences over ${plan.replicas * plan.dataParallel} replica(s)`
-    ];
-  }
-  const steps = [
-    `kubectl -n ${ns} rollout status deployment/${o2.name} --timeout=60m`,
-    key
-  ];
-  if (plan.replicas === 1) {
-    steps.push(
-      `kubectl -n ${ns} port-forward service/${o2.name} ${PORT}:${PORT} &    # or, with ocw inside the cluster: http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1`,
-      `ocw setup --capture http://127.0.0.1:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots}`
-    );
-  } else {
-    steps.push(
-      `# each pod as one endpoint of a pool (ocw admits by each one's /metrics and keeps a worker on its pod):`,
-      `i=0; caps=""; for p in $(kubectl -n ${ns} get pods -l app.kubernetes.io/name=${o2.name} -o name); do kubectl -n ${ns} port-forward "$p" $((${PORT + 1}+i)):${PORT} & caps="$caps --capture http://127.0.0.1:$((${PORT + 1}+i))/v1"; i=$((i+1)); done`,
-      `ocw setup $caps --api-key-env ${keyVar} --slots ${slots}`,
-      `# or the Service as one router target (kube-proxy spreads connections, no cache locality): ocw setup --capture http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots * plan.replicas}`
-    );
-  }
-  return steps;
-}
-function scalar(v) {
-  if (v === null) return "null";
-  if (typeof v === "number" || typeof v === "boolean") return String(v);
-  const s = String(v);
-  return /^[A-Za-z_/][A-Za-z0-9_./-]*$/.test(s) && !RESERVED.test(s) ? s : JSON.stringify(s);
-}
-function emit(v, indent, out) {
-  if (Array.isArray(v)) {
-    for (const item of v) {
-      if (isObj(item) && !empty(item)) {
-        const inner = [];
-        emit(item, indent + "  ", inner);
-        out.push(indent + "- " + inner[0].slice(indent.length + 2), ...inner.slice(1));
-      } else if (Array.isArray(item) && item.length) {
-        out.push(indent + "-");
-        emit(item, indent + "  ", out);
-      } else out.push(indent + "- " + (empty(item) ? Array.isArray(item) ? "[]" : "{}" : scalar(item)));
-    }
-    return;
-  }
-  for (const [k, val] of Object.entries(v)) {
-    if (val === void 0) continue;
-    const key = scalar(k);
-    if (empty(val)) out.push(`${indent}${key}: ${Array.isArray(val) ? "[]" : "{}"}`);
-    else if (Array.isArray(val)) {
-      out.push(`${indent}${key}:`);
-      emit(val, indent, out);
-    } else if (isObj(val)) {
-      out.push(`${indent}${key}:`);
-      emit(val, indent + "  ", out);
-    } else out.push(`${indent}${key}: ${scalar(val)}`);
-  }
-}
-function toYaml(docs) {
-  return docs.map((d) => {
-    const out = [];
-    emit(d, "", out);
-    return out.join("\n") + "\n";
-  }).join("---\n");
-}
-function parseNodeSpec(spec2, vendor) {
-  const unit = (n2, u2) => Number(n2) * ({ B: 1, K: 1024, M: 1024 ** 2, G: GiB2, T: 1024 * GiB2 }[(u2 ?? "G").toUpperCase()[0]] ?? GiB2);
-  const m = /^\s*(\d+)\s*[x×]\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(spec2);
-  if (m) {
-    const n2 = Number(m[1]);
-    if (n2 < 1) throw new K8sInputError(`--gpus ${spec2}: a node needs at least one GPU`);
-    return { gpus: n2, gpuBytes: unit(m[3], m[4]), gpuName: m[2]?.trim() || `${unit(m[3], m[4]) / GiB2} GiB GPU`, vendor };
-  }
-  const parts = spec2.split(",").map((p) => /^\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(p));
-  if (!spec2.trim() || parts.some((p) => !p)) throw new K8sInputError(`cannot read --gpus "${spec2}"; describe one node's GPUs like 4x80G, 8xH100=80GiB or 80G,80G`);
-  const sizes = parts.map((p) => unit(p[2], p[3]));
-  const min = Math.min(...sizes);
-  return { gpus: sizes.length, gpuBytes: min, gpuName: parts[sizes.indexOf(min)][1]?.trim() || `${(min / GiB2).toFixed(0)} GiB GPU`, vendor };
-}
-var K8sInputError, GPU_OVERHEAD, UTILIZATION, PORT, IMAGES, KSERVE_API_VERSION, gib2, API_KEY_ENTRY, KEY_ENV, tolerations, RESERVED, isObj, empty;
-var init_k8s = __esm({
-  "engine/serving/k8s.ts"() {
-    init_target();
-    init_catalog();
-    init_estimate();
-    init_plan();
-    init_runtimes();
-    init_start_runtimes();
-    K8sInputError = class extends Error {
-    };
-    GPU_OVERHEAD = 2 * GiB2;
-    UTILIZATION = 0.9;
-    PORT = 8e3;
-    IMAGES = {
-      vllm: { nvidia: VLLM_IMAGE, amd: "docker.io/rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103" },
-      sglang: { nvidia: SGLANG_IMAGE, amd: null },
-      kserve: { nvidia: null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" }
-    };
-    KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
-    gib2 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
-    API_KEY_ENTRY = "api-key";
-    KEY_ENV = "OCW_API_KEY";
-    tolerations = (plan) => [{ key: plan.gpuResource, operator: "Exists", effect: "NoSchedule" }];
-    RESERVED = /^(y|yes|n|no|true|false|on|off|null|~)$/i;
-    isObj = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
-    empty = (v) => Array.isArray(v) && !v.length || isObj(v) && !Object.keys(v).length;
-  }
-});
-
-// engine/serving/parallel.ts
-var parallel_exports = {};
-__export(parallel_exports, {
-  ParallelInputError: () => ParallelInputError,
-  parallelCommand: () => parallelCommand,
-  parallelDevices: () => parallelDevices,
-  proposeParallel: () => proposeParallel,
-  resolveParallelModel: () => resolveParallelModel,
-  toParallelPick: () => toParallelPick
-});
-import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync14, statSync as statSync9 } from "node:fs";
-import path38 from "node:path";
-function parallelDevices(hw) {
-  const notes = [];
-  const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
-  const nv = by("nvidia");
-  const amd = by("amd");
-  const use = nv.length >= amd.length ? nv : amd;
-  const prefix = use === nv ? "CUDA" : "ROCm";
-  const other = hw.gpus.filter((g) => !use.includes(g));
-  if (other.length) notes.push(`vLLM / SGLang run on NVIDIA (CUDA) or AMD (ROCm) GPUs of one kind: not planning on ${other.map((g) => g.name).join(", ")}`);
-  const gpus = use.map((g, i2) => ({
-    id: `${g.vendor}${g.index}`,
-    name: g.name,
-    kind: "gpu",
-    freeBytes: g.freeBytes ?? Math.floor(g.totalBytes * 0.9),
-    totalBytes: g.totalBytes,
-    runtimeId: `${prefix}${i2}`,
-    index: g.index,
-    vendor: g.vendor
-  }));
-  return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes };
-}
-function modelFromConfig(name, cfg) {
-  const c3 = cfg.text_config ?? cfg;
-  const nHead = c3.num_attention_heads ?? null;
-  const nHeadKv = c3.num_key_value_heads ?? nHead;
-  const ctx = c3.max_position_embeddings ?? 32768;
-  if (!nHead || !c3.num_hidden_layers || !c3.hidden_size) return { nHead, nHeadKv, hparams: null, contextLength: ctx };
-  const fake = {
-    name,
-    contextLength: ctx,
-    spec: { arch: "llama", nLayer: c3.num_hidden_layers, nEmbd: c3.hidden_size, nVocab: c3.vocab_size ?? 32e3, attnInterval: 1, nHead, nHeadKv: nHeadKv ?? nHead, headDim: c3.head_dim ?? Math.floor(c3.hidden_size / nHead) }
-  };
-  return { nHead, nHeadKv, hparams: catalogHparams(fake), contextLength: ctx };
-}
-async function catalogModels(e, runtime, hub) {
-  const variants = e.weights ?? [{ repo: safetensorsRepo(e), dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters \xD7 2 bytes" }];
-  const out = [];
-  for (const w of variants) {
-    const listed = await hub.size(w.repo);
-    out.push({
-      model: e.id,
-      source: w.repo,
-      dtype: w.dtype,
-      weightsBytes: listed ?? w.bytes,
-      weightsSource: listed ? "hub" : "catalog",
-      nHead: e.spec.nHead,
-      nHeadKv: e.spec.mla ? 1 : e.spec.nHeadKv,
-      hparams: catalogHparams(e),
-      contextLength: e.contextLength,
-      toolParser: toolParser(runtime, e, w.repo),
-      servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null })
-    });
-  }
-  return out;
-}
-async function resolveParallelModel(name, runtime, env2 = process.env, hubEnabled = true) {
-  const entry = findCatalog(name) ?? CATALOG.find((c3) => c3.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
-  const hub = new HubSizer(env2, hubEnabled);
-  if (entry) {
-    const all = await catalogModels(entry, runtime, hub);
-    const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
-    return exact.length ? exact : all;
-  }
-  if (existsSync15(name)) {
-    if (!statSync9(name).isDirectory()) throw new ParallelInputError(`${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`);
-    const st = readdirSync7(name).filter((f) => /\.safetensors$/i.test(f));
-    if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path38.join(name, f)).size, 0);
-    const cfgFile = path38.join(name, "config.json");
-    const cfg2 = existsSync15(cfgFile) ? JSON.parse(readFileSync14(cfgFile, "utf8")) : {};
-    return [{
-      model: name,
-      source: path38.resolve(name),
-      dtype: null,
-      weightsBytes: bytes2,
-      weightsSource: "folder",
-      ...modelFromConfig(path38.basename(name), cfg2),
-      toolParser: toolParser(runtime, void 0, name),
-      servedName: targetSlug({ model: path38.basename(path38.resolve(name)), quant: null })
-    }];
-  }
-  const repo = name.replace(/^hf:/, "");
-  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new ParallelInputError(`--model ${name} is neither a catalog id, a Hugging Face repo (owner/name) with safetensors weights, nor a local folder`);
-  if (/gguf/i.test(repo)) throw new ParallelInputError(`${repo} looks like a GGUF repo: vLLM / SGLang load the maker's safetensors weights (e.g. Qwen/Qwen3.6-27B); use --runtime llama.cpp for GGUF`);
-  const files = await listRepoFiles(repo, "main", timedFetch, env2).catch((e) => {
-    throw new ParallelInputError(`cannot size ${repo}: ${e.message.split("\n")[0]} (the Hub's listing gives the weights' size; offline, use a catalog id or a local folder)`);
-  });
-  const bytes = files.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a2, f) => a2 + f.size, 0);
-  if (!bytes) throw new ParallelInputError(`${repo} lists no *.safetensors files: vLLM / SGLang need the safetensors weights (a GGUF repo goes with --runtime llama.cpp)`);
-  let cfg = {};
-  if (files.some((f) => f.path === "config.json")) {
-    const r = await timedFetch(resolveUrl(repo, "config.json", "main", env2), { headers: hubHeaders(env2) }).catch(() => null);
-    if (r?.ok) cfg = await r.json().catch(() => ({}));
-  }
-  return [{
-    model: repo,
-    source: repo,
-    dtype: null,
-    weightsBytes: bytes,
-    weightsSource: "hub",
-    ...modelFromConfig(repo, cfg),
-    toolParser: toolParser(runtime, void 0, repo),
-    servedName: targetSlug({ model: repo.split("/").pop(), quant: null })
-  }];
-}
-async function proposeParallel(o2) {
-  const name = o2.runtime === "vllm" ? "vLLM" : "SGLang";
-  const named = o2.model ? await resolveParallelModel(o2.model, o2.runtime, o2.env ?? process.env, o2.hub !== false) : null;
-  if (!o2.dev.gpus.length) {
-    return { pick: null, alternatives: [], problem: `${name} needs NVIDIA (CUDA) or AMD (ROCm) GPUs and none is usable here; use --runtime llama.cpp (it runs on the CPU too) or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
-  }
-  const env2 = o2.env ?? process.env;
-  const hub = new HubSizer(env2, o2.hub !== false);
-  const found = [];
-  const tried = [];
-  const first = (ms) => {
-    for (const m of ms) {
-      const p = sizeParallel(m, o2.dev.gpus, o2.slots, o2.minCtx, o2.maxCtxPerSlot);
-      if (p) return toParallelPick(m, p, o2.runtime, o2.dev, o2.slots, o2.verified(m.model));
-      tried.push(`${m.source} ${(m.weightsBytes / 1024 ** 3).toFixed(0)} GiB`);
-    }
-    return null;
-  };
-  if (o2.model) {
-    const pick3 = first(named);
-    if (pick3) return { pick: pick3, alternatives: [], problem: null };
-  } else {
-    for (const e of CATALOG.filter((c3) => c3.autoPick)) {
-      if (found.length >= (o2.max ?? 3)) break;
-      const pick3 = first(await catalogModels(e, o2.runtime, hub));
-      if (pick3) found.push(pick3);
-    }
-    if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
-  }
-  const gpus = o2.dev.gpus;
-  const mem = `${gpus.length} GPU(s) of ${(Math.min(...gpus.map((g) => g.totalBytes)) / 1024 ** 3).toFixed(0)} GiB`;
-  return {
-    pick: null,
-    alternatives: [],
-    problem: `${o2.model ?? "no catalog model"} does not fit ${o2.slots} sequence(s) \xD7 ${o2.minCtx} tokens with ${name} on ${mem} (every layer must be on the GPUs; tried ${tried.slice(0, 6).join(", ")}); try fewer slots (--slots ${Math.max(1, Math.floor(o2.slots / 2))}), a shorter context, --runtime llama.cpp (it can keep experts or layers in RAM), or an API provider`
-  };
-}
-function parallelCommand(m, p, runtime, allGpus) {
-  const w = gpuWords(p.gpus, p.gpus.length < allGpus);
-  if (runtime === "vllm") {
-    const b2 = buildVllmArgs({ model: m.source, servedName: m.servedName, port: 8e3, maxModelLen: p.ctxPerSlot, maxNumSeqs: p.perRank, gpuMemoryUtilization: p.utilization, tensorParallel: p.tp, dataParallel: p.dp, toolCallParser: m.toolParser });
-    return `${[...w.env, "VLLM_API_KEY=\u2026"].join(" ")} vllm ${b2.args.map(shellQuote).join(" ")}`;
-  }
-  const g = p.gpus[0];
-  const frac = Math.max(0.1, Math.floor((p.utilization - PARALLEL_OVERHEAD / (g.totalBytes || g.freeBytes)) * 100) / 100);
-  const b = buildSglangArgs({ model: m.source, servedName: m.servedName, port: 3e4, contextLength: p.ctxPerSlot, maxRunningRequests: p.perRank, memFractionStatic: frac, tensorParallel: p.tp, dataParallel: p.dp, apiKey: "" });
-  const ki = b.args.indexOf("--api-key");
-  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), "--tool-call-parser", m.toolParser, "--config", "\u2026"];
-  return `${w.env.length ? `${w.env.join(" ")} ` : ""}python3 ${args.map(shellQuote).join(" ")}`;
-}
-function toParallelPick(m, p, runtime, dev, slots, toolVerified) {
-  const name = runtime === "vllm" ? "vLLM" : "SGLang";
-  const devices = p.gpus.map((g) => {
-    const budget = Math.round(p.utilization * (g.totalBytes || g.freeBytes));
-    return {
-      name: `${g.runtimeId} ${g.name}`,
-      budgetBytes: budget,
-      plannedBytes: Math.round(p.needPerGpu),
-      breakdown: { weightsBytes: Math.round(p.weightsPerGpu), kvBytes: Math.round(p.kvPerGpu), computeBytes: PARALLEL_OVERHEAD, overheadBytes: 0, marginBytes: Math.max(0, Math.round(g.freeBytes - budget)) }
-    };
-  });
-  const size = `${gib3(m.weightsBytes)} of ${m.dtype ?? "safetensors"} weights, size from ${m.weightsSource === "hub" ? "the Hub's listing" : m.weightsSource === "folder" ? "the folder" : "the catalog"}`;
-  const why = p.tp === 1 ? "it fits one GPU whole" : `the fewest GPUs${m.nHead ? ` (a power of two dividing its ${m.nHead} attention heads)` : ""} that hold its weights and KV`;
-  return {
-    model: m.model,
-    quant: m.dtype,
-    runtime,
-    slots,
-    ctxPerSlot: p.ctxPerSlot,
-    toolCalling: toolVerified ? "verified" : "unverified",
-    devices,
-    command: parallelCommand(m, p, runtime, dev.gpus.length),
-    placement: "gpu",
-    reason: `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} \u2014 ${why} \u2014 \xD7 data parallel ${p.dp} (${p.dp} engine(s) of ${p.perRank} sequence(s) \xD7 ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${dev.gpus.length} GPU(s); ${gib3(p.needPerGpu)} per GPU (weights ${gib3(p.weightsPerGpu)}, KV ${gib3(p.kvPerGpu)}, overhead ${gib3(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` + (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : ""),
-    parallel: { tensor: p.tp, data: p.dp }
-  };
-}
-var ParallelInputError, timedFetch, hubSizes, HubSizer, gib3;
-var init_parallel = __esm({
-  "engine/serving/parallel.ts"() {
-    init_target();
-    init_catalog();
-    init_hf();
-    init_estimate();
-    init_plan();
-    init_runtimes();
-    init_k8s();
-    ParallelInputError = class extends Error {
-    };
-    timedFetch = (input, init) => fetch(input, { ...init, signal: AbortSignal.timeout(8e3) });
-    hubSizes = /* @__PURE__ */ new Map();
-    HubSizer = class {
-      constructor(env2, enabled) {
-        this.env = env2;
-        this.enabled = enabled;
-      }
-      env;
-      enabled;
-      offline = false;
-      cache = /* @__PURE__ */ new Map();
-      async size(repo) {
-        if (!this.enabled || this.offline) return null;
-        if (this.cache.has(repo)) return this.cache.get(repo);
-        const kept = hubSizes.get(`${hubEndpoint(this.env)} ${repo}`);
-        if (kept && Date.now() - kept.at < 6e5) return kept.bytes;
-        const files = await listRepoFiles(repo, "main", timedFetch, this.env).catch((e) => {
-          if (!/no Hugging Face repo|gated/.test(e.message)) this.offline = true;
-          return null;
-        });
-        const bytes = files?.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a2, f) => a2 + f.size, 0) || null;
-        this.cache.set(repo, bytes);
-        if (files) hubSizes.set(`${hubEndpoint(this.env)} ${repo}`, { at: Date.now(), bytes });
-        return bytes;
-      }
-    };
-    gib3 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
-  }
-});
-
-// engine/serving/pool.ts
-var pool_exports = {};
-__export(pool_exports, {
-  setupCapturePool: () => setupCapturePool
-});
-import { mkdtempSync, rmSync as rmSync4 } from "node:fs";
-import os7 from "node:os";
-import path39 from "node:path";
-async function setupCapturePool(urls, o2) {
-  const t0 = performance.now();
-  if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync(path39.join(os7.tmpdir(), "ocw-pool-"));
-  let each;
-  try {
-    each = [];
-    for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path39.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
-        throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
-      });
-      each.push(r);
-    }
-  } finally {
-    rmSync4(scratch, { recursive: true, force: true });
-  }
-  const models = [...new Set(each.map((r) => r.target.model))];
-  if (models.length > 1) throw new SetupInputError(`a pool serves one model, but these endpoints serve ${models.join(", ")}: pass --model to pick one every endpoint serves`);
-  const worst = each.reduce((a2, r) => RANK[r.outcome] > RANK[a2.outcome] ? r : a2);
-  const first = each[0].target;
-  const endpoints = each.map((r) => ({ url: r.target.endpoint, slots: r.target.serving.slots }));
-  const ctxs = each.map((r) => r.target.serving.perSlotCtx).filter((c3) => typeof c3 === "number");
-  const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
-  const target = {
-    ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path39.basename(first.model), quant: null })}-${endpoints.length}`,
-    contextLimit: perSlotCtx ?? first.contextLimit,
-    serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
-    outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
-    verifiedAt: (/* @__PURE__ */ new Date()).toISOString(),
-    // Each check, per endpoint, so the evidence says which endpoint it is about.
-    checks: each.flatMap((r) => r.checks.map((c3) => ({ ...c3, evidence: `${r.target.endpoint}: ${c3.evidence}` })))
-  };
-  const store = o2.store ?? new TargetStore();
-  const activate = worst.outcome === "built" || worst.outcome === "underpowered" && !!o2.acceptUnderpowered;
-  const unsaved = worst.outcome === "cannot-build" && o2.saveCannotBuild === false;
-  const saved = unsaved ? target : store.save(target, activate);
-  return {
-    outcome: worst.outcome,
-    saved: !unsaved,
-    target: saved,
-    checks: target.checks,
-    summary: `pool of ${endpoints.length} endpoints serving ${first.model} (${target.serving.slots} slots in all): ${each.map((r) => `${r.target.endpoint} ${r.outcome}`).join("; ")}`,
-    active: !unsaved && activate,
-    observed: { engine: first.serving.engine, totalSlots: target.serving.slots, perSlotCtx },
-    timings: { totalMs: performance.now() - t0, verifyMs: each.reduce((a2, r) => a2 + r.timings.verifyMs, 0) }
-  };
-}
-var RANK;
-var init_pool = __esm({
-  "engine/serving/pool.ts"() {
-    init_target();
-    init_targets();
-    init_setup3();
-    RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 };
-  }
-});
-
-// engine/serving/commands.ts
-import { existsSync as existsSync16 } from "node:fs";
-import path40 from "node:path";
-function int2(v, flag2, min = 1) {
-  if (v === void 0) return void 0;
-  const n2 = Number(v);
-  if (!Number.isInteger(n2) || n2 < min) throw new InputError2(`${flag2} must be an integer \u2265 ${min} (got "${v}")`);
-  return n2;
-}
-function cacheType(v, flag2) {
-  if (v === void 0) return void 0;
-  if (!isKvCacheType(v)) throw new InputError2(`${flag2} must be one of f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (got "${v}")`);
-  return v;
-}
-async function runFit(o2) {
-  if (!o2.metadata && !o2.gguf) return runFitPlan(o2);
-  try {
-    if (o2.model) throw new InputError2("--model goes without --metadata/--gguf (those print the detailed estimate of one file)");
-    if (o2.runtime && o2.runtime !== "llama.cpp") throw new InputError2("--runtime goes without --metadata/--gguf (those estimate one GGUF file for llama.cpp)");
-    if (!!o2.metadata === !!o2.gguf) throw new InputError2("pass exactly one of --metadata FILE.json or --gguf PATH_OR_URL");
-    const parallelRaw = o2.parallel === void 0 ? void 0 : Number(o2.parallel);
-    if (parallelRaw !== void 0 && !(Number.isInteger(parallelRaw) && (parallelRaw >= 1 || parallelRaw === -1))) {
-      throw new InputError2(`--parallel must be a positive integer or -1 for auto (got "${o2.parallel}")`);
-    }
-    const ctx = o2.ctx === void 0 ? void 0 : int2(o2.ctx, "--ctx", 0);
-    const ubatch = int2(o2.ubatch, "--ubatch");
-    const cacheTypeK = cacheType(o2.cacheTypeK, "--cache-type-k");
-    const cacheTypeV = cacheType(o2.cacheTypeV, "--cache-type-v");
-    if (o2.flashAttn !== void 0 && !["on", "off", "auto"].includes(o2.flashAttn)) throw new InputError2(`--flash-attn must be on, off or auto (got "${o2.flashAttn}")`);
-    let gpus;
-    let hostFree;
-    let hwNote;
-    if (o2.gpus && o2.gpus !== "auto") {
-      let spec2;
-      try {
-        spec2 = parseGpuSpec(o2.gpus);
-      } catch (e2) {
-        throw new InputError2(e2.message);
-      }
-      gpus = budgetsFromReport({ gpus: spec2, ram: { totalBytes: 0, freeBytes: 0 } }).gpus;
-      const hw = o2.hardware ?? await detectHardware();
-      hostFree = hw.ram.freeBytes;
-      hwNote = `--gpus ${o2.gpus}`;
-    } else {
-      const hw = o2.hardware ?? await detectHardware({ llamaServer: safeFind() });
-      const b = budgetsFromReport(hw);
-      gpus = b.gpus;
-      hostFree = b.hostFreeBytes;
-      hwNote = gpus.length ? gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : `CPU only, ${fmt(hostFree)} RAM free`;
-    }
-    let info;
-    try {
-      info = o2.metadata ? loadMetadataFile(o2.metadata) : await loadGguf(o2.gguf);
-    } catch (e2) {
-      throw new InputError2(e2.message);
-    }
-    const h3 = hparamsFromMetadata(info.metadata);
-    const e = estimate(h3, info.tensors, {
-      ctx,
-      parallel: parallelRaw,
-      kvUnified: o2.kvUnified,
-      cacheTypeK,
-      cacheTypeV,
-      ubatch,
-      flashAttn: o2.flashAttn,
-      gpus
-    });
-    const slots = e.slots;
-    const minCtx = int2(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
-    const dev = { gpus: gpus.map((g, i2) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i2}` })), hostFreeBytes: hostFree };
-    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync16(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
-    const pick3 = planModel(m, dev, slots, minCtx, false);
-    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync16(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
-    const out = {
-      model: { source: info.source, arch: h3.arch, name: h3.name, quant: info.quant, kind: h3.kind, nLayer: h3.nLayerAll, nCtxTrain: h3.nCtxTrain, fileBytes: info.fileBytes },
-      ...e,
-      hardware: hwNote,
-      llamaCpp,
-      recommendation: pick3,
-      recommendationProblem: pick3 ? null : minCtx > h3.nCtxTrain ? `the model was trained for ${h3.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
-    };
-    if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
-    const lines = [
-      `${h3.name ?? info.source} (${h3.arch}, ${h3.kind}${info.quant ? `, ${info.quant}` : ""})`,
-      `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) \xD7 ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
-      `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
-      `weights ${fmt(e.weightsBytes)}, compute \u2248 ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
-      ...e.perDevice.filter((d) => d.totalBytes > 0).map((d) => `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`),
-      ...llamaCpp?.devices.length ? [`llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} \u2014 ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`] : [],
-      `hardware: ${hwNote}`,
-      pick3 ? `recommended: ${pick3.command}  (${pick3.reason})` : `does not fit: ${out.recommendationProblem}`,
-      ...e.warnings.map((w) => `note: ${w}`)
-    ];
-    return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
-  } catch (err) {
-    if (err instanceof InputError2 || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
-      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
-` };
-    }
-    throw err;
-  }
-}
-function toolVerifiedModels(store = new TargetStore()) {
-  let targets = [];
-  try {
-    targets = store.list().targets;
-  } catch {
-  }
-  return (id2) => targets.some((t2) => t2.outcome === "built" && t2.checks.some((c3) => c3.name === "tools" && c3.passed) && t2.model.toLowerCase().includes(id2.toLowerCase()));
-}
-async function runFitPlan(o2) {
-  try {
-    const slotsOpt = int2(o2.slots ?? (o2.parallel !== void 0 && o2.parallel !== "-1" ? o2.parallel : void 0), "--slots");
-    const exactRaw = int2(o2.ctxPerSlot, "--ctx", 1024);
-    const exact = exactRaw === void 0 ? void 0 : Math.ceil(exactRaw / 256) * 256;
-    const minCtx = exact ?? int2(o2.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
-    if (o2.gpus && o2.gpus !== "auto") throw new InputError2("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
-    const runtime = o2.runtime ?? "llama.cpp";
-    if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError2(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
-    const parallel = runtime === "vllm" || runtime === "sglang";
-    const bin = parallel ? null : safeFind();
-    const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-    const { proposeParallel: proposeParallel2, parallelDevices: parallelDevices2, ParallelInputError: ParallelInputError2 } = await Promise.resolve().then(() => (init_parallel(), parallel_exports));
-    const ld = devicesFromHardware(parallel ? { ...hw, llamaDevices: null } : hw, bin);
-    const pd = parallel ? parallelDevices2(hw) : null;
-    const dev = pd ? pd.dev : ld.dev;
-    const notes = pd ? pd.notes : ld.notes;
-    const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
-    const slots = slotsOpt ?? (dev.gpus.length ? 4 : 1);
-    if (slotsOpt === void 0 && !dev.gpus.length && !parallel) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
-    const verified = toolVerifiedModels(o2.store);
-    let result;
-    if (parallel) {
-      try {
-        result = await proposeParallel2({ runtime, dev, slots, minCtx, maxCtxPerSlot: exact, model: o2.model, verified });
-      } catch (e) {
-        if (e instanceof ParallelInputError2) throw new InputError2(e.message);
-        throw e;
-      }
-    } else if (!o2.model) {
-      result = propose(dev, slots, minCtx, verified, void 0, exact);
-    } else {
-      const entry = findCatalog(o2.model);
-      const repoQuant = /:([\w.-]+)$/.exec(o2.model)?.[1]?.toUpperCase() ?? null;
-      if (entry) {
-        const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
-        if (!only.quants.length) throw new InputError2(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`);
-        result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
-      } else {
-        const verifiedOk = verified(o2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, ""));
-        try {
-          if (!existsSync16(o2.model) && parseRepoRef(o2.model)) {
-            const r = await planRepo(o2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
-            result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
-          } else {
-            const info = await loadGguf(o2.model);
-            const m = modelFromInfo(info, o2.model, existsSync16(o2.model) ? ["-m", path40.resolve(o2.model)] : ["-hf", o2.model]);
-            const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? o2.model), void 0, exact);
-            result = pick3 ? { pick: pick3, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain ? `${o2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${o2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
-          }
-        } catch (e) {
-          throw new InputError2(`${o2.model}: ${e.message.split("\n")[0]}`);
-        }
-      }
-    }
-    if (!parallel && (!o2.model || findCatalog(o2.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
-      const { findRuntime: findRuntime2 } = await Promise.resolve().then(() => (init_start_runtimes(), start_runtimes_exports));
-      for (const rt of ["vllm", "sglang"]) {
-        const f = installedRuntime(rt, findRuntime2);
-        if (f.how !== "binary") continue;
-        const p2 = await proposeParallel2({ runtime: rt, dev: parallelDevices2(hw).dev, slots, minCtx, maxCtxPerSlot: exact, model: o2.model?.replace(/:.*$/, ""), verified, max: 1 }).catch(() => null);
-        if (p2?.pick) result.alternatives.push(p2.pick);
-      }
-    }
-    const out = {
-      hardware: {
-        gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
-        ramTotalBytes: hw.ram.totalBytes,
-        ramFreeBytes: hw.ram.freeBytes,
-        cpu: hw.cpu.model,
-        runtimeDevices,
-        notes: [...notes, ...hw.problems]
-      },
-      ...result
-    };
-    FitResult.parse(out);
-    const code = out.pick ? 0 : 3;
-    if (o2.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
-    const p = out.pick;
-    const lines = [
-      `hardware: ${out.hardware.gpus.length ? out.hardware.gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : "no GPU"}; RAM ${fmt(out.hardware.ramFreeBytes)} free`,
-      ...out.hardware.notes.map((n2) => `note: ${n2}`),
-      ...p ? [
-        `pick: ${p.model} ${p.quant ?? ""} \u2014 ${p.slots} slot(s) \xD7 ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
-        `  ${p.reason}`,
-        ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
-        `  ${p.command}`,
-        ...out.alternatives.map((a2) => `alternative: ${a2.model} ${a2.quant ?? ""} (${a2.runtime !== "llama.cpp" ? `${a2.runtime}, tensor parallel ${a2.parallel?.tensor} \xD7 data parallel ${a2.parallel?.data}` : a2.pool ? `${a2.pool.replicas} replicas` : a2.placement}, ${a2.slots} \xD7 ${a2.ctxPerSlot})`)
-      ] : [`no fit: ${out.problem}`]
-    ];
-    return { code, stdout: lines.join("\n") + "\n", stderr: "" };
-  } catch (err) {
-    if (err instanceof InputError2 || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
-      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
-` };
-    }
-    throw err;
-  }
-}
-function installedRuntime(rt, find) {
-  const k = installed.get(rt);
-  if (k && Date.now() - k.at < 6e4 && k.path === (process.env.PATH ?? "")) return k;
-  const f = find(rt, process.env, { binaryOnly: true });
-  const v = { at: Date.now(), how: f.how, path: process.env.PATH ?? "" };
-  installed.set(rt, v);
-  return v;
-}
-async function llamaFitParams(file2, e, llamaServer) {
-  const server = llamaServer ?? safeFind();
-  if (!server) return null;
-  const bin = path40.join(path40.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync16(bin)) return null;
-  const args = ["-m", file2, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
-  if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
-  if (e.cacheTypeV !== "f16") args.push("-ctv", e.cacheTypeV);
-  const r = await execa(bin, args, { reject: false, timeout: 6e4, stdin: "ignore" });
-  const devices = String(r.stdout ?? "").split("\n").map((l) => /^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(l.trim())).filter((m) => !!m).map((m) => ({ device: m[1], modelMiB: Number(m[2]), contextMiB: Number(m[3]), computeMiB: Number(m[4]) }));
-  return { bin, args, devices, note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null, error: r.exitCode === 0 ? null : String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}` };
-}
-function safeFind() {
-  try {
-    return findLlamaServer();
-  } catch {
-    return null;
-  }
-}
-async function runStartCommand(o2, slots, ctx, log) {
-  const minCtx = int2(o2.minCtx, "--min-ctx", 1024);
-  if (ctx !== void 0 && ctx < 1024) throw new SetupInputError(`--ctx must be \u2265 1024 tokens per slot (got ${ctx})`);
-  if (ctx !== void 0 && minCtx !== void 0) throw new SetupInputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
-  const confirm = async (j) => {
-    if (o2.yes) return true;
-    if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to download and start without a question");
-    const { createInterface } = await import("node:readline/promises");
-    const rl = createInterface({ input: process.stdin, output: process.stderr });
-    const what = `${j.model}${j.quant ? ` ${j.quant}` : ""}${j.slots ? ` (${j.slots} slot(s) \xD7 ${j.ctxPerSlot} tokens)` : ""} with ${o2.runtime}`;
-    try {
-      return /^y(es)?$/i.test((await rl.question(`Download (when not on disk) and start ${what}? [y/N] `)).trim());
-    } finally {
-      rl.close();
-    }
-  };
-  const { runStartJob: runStartJob2 } = await Promise.resolve().then(() => (init_start2(), start_exports));
-  const seen = /* @__PURE__ */ new Map();
-  let lastPct = -1;
-  const job = await runStartJob2({
-    input: { runtime: o2.runtime, model: o2.model, slots, ctx, minCtx, acceptUnderpowered: o2.acceptUnderpowered },
-    store: o2.store ?? new TargetStore(),
-    hardware: o2.hardware,
-    llamaServer: o2.llamaServer,
-    confirm,
-    onUpdate: (j) => {
-      for (const p of j.phases) {
-        const key = `${p.status}:${p.detail}`;
-        const quiet = p.status === "pending" || p.status === "failed" || p.name === "plan" && p.status === "running" || p.status === "skipped" && !p.detail;
-        if (seen.get(p.name) !== key && !quiet) {
-          seen.set(p.name, key);
-          log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` \u2014 ${p.detail}` : ""}`);
-        }
-        const pr = p.progress;
-        if (p.status === "running" && pr?.total) {
-          const pct = Math.floor(pr.done / pr.total * 20) * 5;
-          if (pct !== lastPct) {
-            lastPct = pct;
-            log(`${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB2).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`);
-          }
-        }
-      }
-    }
-  });
-  if (job.plannedCommand) log(`command: ${job.launchedCommand ?? job.plannedCommand}`);
-  const r = job.result;
-  if (!r) {
-    const f = job.failure;
-    if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}
-` };
-    if (f.kind === "not-confirmed") throw new SetupInputError(f.cause);
-    return { code: 2, stdout: o2.json ? JSON.stringify({ job }, null, 2) + "\n" : "", stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} \u2014 ${f.remedy}
-` };
-  }
-  const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
-  const text = o2.json ? JSON.stringify({ outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job.servers?.[0] ?? null, job }, null, 2) + "\n" : [
-    `${r.outcome.toUpperCase()}: ${r.summary}`,
-    ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
-    ...job.placement ? [`placement: ${job.placement.passed ? "as planned" : "NOT as planned"} \u2014 ${job.placement.evidence.join("; ")}`] : [],
-    ...job.failure ? [`warning: ${job.failure.cause} \u2014 ${job.failure.remedy}`] : [],
-    `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
-  ].join("\n") + "\n";
-  return { code, stdout: text, stderr: "" };
-}
-async function runSetup(o2) {
-  const logs = [];
-  const log = (l) => {
-    logs.push(l);
-    if (!o2.json) process.stderr.write(`${l}
-`);
-  };
-  try {
-    const modes = [o2.runtime ? "runtime" : null, o2.capture ? "capture" : null, o2.provider ? "provider" : null].filter(Boolean);
-    if (modes.length !== 1) throw new SetupInputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
-    const slots = int2(o2.slots, "--slots");
-    const ctx = int2(o2.ctx, "--ctx");
-    let r;
-    if (o2.runtime) {
-      if (!["llama.cpp", "vllm", "sglang"].includes(o2.runtime)) throw new SetupInputError(`--runtime ${o2.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
-      return await runStartCommand(o2, slots, ctx, log);
-    } else if (Array.isArray(o2.capture) && o2.capture.length > 1) {
-      const { setupCapturePool: setupCapturePool2 } = await Promise.resolve().then(() => (init_pool(), pool_exports));
-      r = await setupCapturePool2(o2.capture, { model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
-    } else if (o2.capture) {
-      r = await setupCapture({ url: Array.isArray(o2.capture) ? o2.capture[0] : o2.capture, model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
-    } else {
-      r = await setupProvider({ url: o2.provider, model: o2.model ?? "", apiKeyEnv: o2.apiKeyEnv ?? "", slots, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
-    }
-    const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
-    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: r.server, timings: r.timings };
-    const text = o2.json ? JSON.stringify(body, null, 2) + "\n" : [
-      `${r.outcome.toUpperCase()}: ${r.summary}`,
-      ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
-      `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
-    ].join("\n") + "\n";
-    return { code, stdout: text, stderr: "", result: r };
-  } catch (err) {
-    if (err instanceof SetupInputError || err instanceof InputError2) return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
-` };
-    const e = err;
-    return { code: 2, stdout: "", stderr: `ocw: setup failed: ${e.message.split("\n")[0]}
-` };
-  }
-}
-function runTargets(o2) {
-  const store = o2.store ?? new TargetStore();
-  const { active, targets } = store.list();
-  if (o2.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
-  if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
-  const lines = targets.map((t2) => `${t2.id === active ? "*" : " "} ${t2.id.padEnd(40)} ${(t2.outcome ?? "?").padEnd(12)} ${t2.serving.engine.padEnd(9)} ${t2.serving.slots} slot(s)${t2.serving.perSlotCtx ? ` \xD7 ${t2.serving.perSlotCtx}` : ""}  ${t2.endpoint}`);
-  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
-}
-function runTargetUse(id2, o2 = {}) {
-  const store = o2.store ?? new TargetStore();
-  try {
-    const t2 = store.use(id2);
-    const warn = t2.outcome && t2.outcome !== "built" ? ` (warning: its last verification was ${t2.outcome})` : "";
-    return { code: 0, stdout: `active target: ${t2.id}${warn}
-`, stderr: "" };
-  } catch (e) {
-    return { code: 2, stdout: "", stderr: `ocw: ${e.message}
-` };
-  }
-}
-async function runServingStop(o2 = {}) {
-  const r = await stopServing(o2.target);
-  const lines = [
-    ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
-    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${r.reused.includes(s) ? " (that pid is another process now: left alone)" : ""}`)
-  ];
-  return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
-}
-async function runDoctor(o2) {
-  let bin = null;
-  let binNote = "";
-  try {
-    bin = findLlamaServer(o2.llamaServer);
-  } catch (e) {
-    binNote = e.message;
-  }
-  const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-  const serving = listServing();
-  const out = { hardware: hw, llamaServer: bin, llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"), serving };
-  if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
-  const lines = [
-    `platform   ${hw.platform}/${hw.arch}`,
-    `cpu        ${hw.cpu.model} (${hw.cpu.cores} threads${hw.cpu.physicalCores ? `, ${hw.cpu.physicalCores} cores` : ""})`,
-    `ram        ${fmt(hw.ram.freeBytes)} free of ${fmt(hw.ram.totalBytes)}`,
-    ...hw.gpus.length ? hw.gpus.map((g) => `gpu ${g.index}      ${g.name}: ${g.freeBytes === null ? "free ?" : `${fmt(g.freeBytes)} free`} of ${fmt(g.totalBytes)}${g.unified ? " (unified)" : ""} [${g.source}]`) : ["gpu        none detected (CPU only)"],
-    ...hw.llamaDevices ? [`llama.cpp  sees ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => `${d.id} ${d.name} ${fmt(d.freeBytes)} free`).join(", ") : "no GPU devices (CPU backend)"}`] : [],
-    `llama-server ${bin ?? out.llamaServerNote}`,
-    ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
-    ...hw.problems.map((p) => `problem    ${p}`),
-    `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
-    `detected in ${hw.ms} ms`
-  ];
-  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
-}
-function emit2(r) {
-  if (r.stdout) process.stdout.write(r.stdout);
-  if (r.stderr) process.stderr.write(r.stderr);
-  process.exitCode = r.code;
-}
-function registerModelSetupCommands(program3, { targetsJson } = {}) {
-  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor \xD7 data parallel GPUs").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--json", "print JSON").action(async (opts) => emit2(await runFit(opts)));
-  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "exactly this context per slot (the server is sized for slots \xD7 ctx, unified KV)").option("--min-ctx <n>", "at least this context per slot (default 32768; the planner gives more when it fits)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v, prev = []) => [...prev, v]).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
-  program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => {
-    if (!o2.json || !targetsJson) return emit2(runTargets(o2));
-    emit2({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
-  });
-  program3.command("target").description("manage targets").command("use <id>").description("make a target active").action((id2) => emit2(runTargetUse(id2)));
-  const serving = program3.command("serving").description("model servers started by ocw");
-  serving.command("stop").description("stop the model servers ocw started").option("--target <id>", "only this target's server").action(async (opts) => emit2(await runServingStop(opts)));
-  serving.command("supervise", { hidden: true }).requiredOption("--target <id>", "target whose recorded server to run").action(async (opts) => {
-    try {
-      process.exitCode = await superviseServing(opts.target);
-    } catch (e) {
-      emit2({ code: 2, stdout: "", stderr: `ocw: ${e.message.split("\n")[0]}
-` });
-    }
-  });
-  program3.command("doctor").description("hardware, llama-server and running servers").option("--json", "print JSON").option("--llama-server <path>", "llama-server binary to confirm devices with").action(async (opts) => emit2(await runDoctor(opts)));
-}
-var InputError2, fmt, installed;
-var init_commands = __esm({
-  "engine/serving/commands.ts"() {
-    init_execa();
-    init_detect();
-    init_parse3();
-    init_estimate();
-    init_ggml_types();
-    init_hparams();
-    init_source2();
-    init_targets();
-    init_llama_server();
-    init_fit();
-    init_catalog();
-    init_plan();
-    init_resolve();
-    init_setup3();
-    InputError2 = class extends Error {
-    };
-    fmt = (b) => b === null ? "?" : b >= GiB2 ? `${(b / GiB2).toFixed(2)} GiB` : `${(b / MiB2).toFixed(2)} MiB`;
-    installed = /* @__PURE__ */ new Map();
-  }
-});
-
-// engine/serving/get-llama.ts
-import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync10 } from "node:fs";
-import path41 from "node:path";
-async function latestRelease(env2 = process.env, fetchImpl = fetch) {
-  const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
-  const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
-  if (!res.ok) throw new Error(`cannot list llama.cpp releases (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
-  const j = await res.json();
-  return {
-    tag: j.tag_name,
-    assets: j.assets.map((a2) => ({ name: a2.name, url: a2.browser_download_url, size: a2.size ?? null, sha256: a2.digest?.startsWith("sha256:") ? a2.digest.slice(7) : null }))
-  };
-}
-function variantsFor(platform2, arch, gpus) {
-  const v = [];
-  if (platform2 === "darwin") return arch === "arm64" ? ["metal", "cpu"] : ["cpu"];
-  if (gpus.some((g) => g.vendor === "nvidia")) v.push("cuda", "vulkan");
-  if (gpus.some((g) => g.vendor === "amd")) v.push(platform2 === "win32" ? "rocm" : "vulkan", "vulkan");
-  if (gpus.some((g) => g.vendor === "intel" || g.vendor === "other")) v.push("vulkan");
-  v.push("cpu");
-  return [...new Set(v)];
-}
-function pickAsset(rel, platform2, arch, variant) {
-  const os9 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
-  const a2 = arch === "arm64" ? "arm64" : "x64";
-  const bins = rel.assets.filter((x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os9}-`) && x.name.includes(a2));
-  const has = (x, k) => x.name.includes(`-${k}`);
-  const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
-  switch (variant) {
-    case "cuda":
-      return bins.filter((x) => has(x, "cuda")).sort((x, y) => y.name.localeCompare(x.name))[0] ?? null;
-    case "vulkan":
-      return bins.find((x) => has(x, "vulkan")) ?? null;
-    case "rocm":
-      return bins.find((x) => has(x, "hip") || has(x, "rocm")) ?? null;
-    case "metal":
-    case "cpu":
-      return bins.find((x) => !special.some((k) => x.name.includes(`-${k}`))) ?? null;
-  }
-}
-async function extract(archive, dest) {
-  mkdirSync15(dest, { recursive: true });
-  const tries = archive.endsWith(".zip") ? [["unzip", ["-q", "-o", archive, "-d", dest]], ["bsdtar", ["-xf", archive, "-C", dest]], ["python3", ["-m", "zipfile", "-e", archive, dest]], ["tar", ["-xf", archive, "-C", dest]]] : [["tar", ["-xzf", archive, "-C", dest]]];
-  const errors = [];
-  for (const [cmd, args] of tries) {
-    const r = await execa(cmd, args, { reject: false, stdin: "ignore" });
-    if (r.exitCode === 0) return;
-    errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
-  }
-  throw new Error(`cannot unpack ${path41.basename(archive)} (${errors.join("; ")})`);
-}
-function findBinary(dir, name, depth = 0) {
-  if (depth > 4) return null;
-  for (const e of readdirSync8(dir)) {
-    const p = path41.join(dir, e);
-    if (e === name || e === `${name}.exe`) return p;
-    if (statSync10(p).isDirectory()) {
-      const f = findBinary(p, name, depth + 1);
-      if (f) return f;
-    }
-  }
-  return null;
-}
-async function installPrebuilt(o2) {
-  const platform2 = o2.platform ?? process.platform;
-  const arch = o2.arch ?? process.arch;
-  const rel = o2.release ?? await latestRelease(o2.env);
-  const problems = [];
-  for (const variant of variantsFor(platform2, arch, o2.gpus)) {
-    const asset = pickAsset(rel, platform2, arch, variant);
-    if (!asset) {
-      problems.push(`${variant}: no asset`);
-      continue;
-    }
-    const dir = path41.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync17(dir) ? findBinary(dir, "llama-server") : null;
-    let verified = "none";
-    if (!bin) {
-      const archive = path41.join(o2.root, "downloads", asset.name);
-      const d = await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
-      verified = d.verified;
-      const tmp = `${dir}.tmp.${process.pid}`;
-      rmSync5(tmp, { recursive: true, force: true });
-      await extract(archive, tmp);
-      rmSync5(dir, { recursive: true, force: true });
-      renameSync4(tmp, dir);
-      bin = findBinary(dir, "llama-server");
-      if (!bin) {
-        problems.push(`${variant}: ${asset.name} holds no llama-server`);
-        continue;
-      }
-    }
-    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path41.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
-    if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
-    problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
-  }
-  throw new Error(`no prebuilt llama-server works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
-}
-var RELEASES;
-var init_get_llama = __esm({
-  "engine/serving/get-llama.ts"() {
-    init_execa();
-    init_download();
-    RELEASES = "https://api.github.com/repos/ggml-org/llama.cpp/releases/latest";
+    init_runtime_adapters();
   }
 });
 
@@ -50889,26 +50854,8 @@ __export(start_exports, {
   withFreed: () => withFreed
 });
 import { randomBytes as randomBytes8 } from "node:crypto";
-import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
+import { existsSync as existsSync19, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
 import path42 from "node:path";
-function classifyLog(log, bin = null) {
-  const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
-  for (const r of LOG_RULES) {
-    const line = lines.find((l) => r.re.test(l));
-    if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
-  }
-  const err = [...lines].reverse().find((l) => /\b(error|failed|fatal|abort|exception)\b/i.test(l) && !/Loading model/.test(l));
-  return err ? { kind: "other", logLine: err.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" } : null;
-}
-function classifyDownload(message) {
-  if (/GiB free|needs .* GiB/.test(message)) return { kind: "disk", remedy: "free disk space, or set OCW_STATE_DIR to a larger disk (models are stored under <state>/models)" };
-  if (/HTTP 40[13]|gated|private/.test(message)) return { kind: "auth", remedy: "the repository is gated or private: accept its license on huggingface.co and set HF_TOKEN where the engine starts" };
-  if (/HTTP 404|no Hugging Face repo|has no /.test(message)) return { kind: "not-found", remedy: "check the repository and quant names (`ocw fit --model REPO` lists the quants it has)" };
-  if (/checksum|sha256/.test(message)) return { kind: "checksum", remedy: "the file did not match the Hub's checksum and was removed: start again (a proxy or a broken mirror can cause this)" };
-  if (/cancel/.test(message)) return { kind: "cancelled", remedy: "start again to resume from the bytes already on disk" };
-  if (/broke at|size mismatch/.test(message)) return { kind: "network", remedy: "the connection broke: start again, the download resumes where it stopped" };
-  return { kind: "network", remedy: "the Hub (or OCW_HF_ENDPOINT) cannot be reached from the engine's machine: check the network, or download the file yourself and pass its path" };
-}
 function pathHasQuant(p, quant) {
   const q = quant.toUpperCase();
   const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
@@ -50921,11 +50868,11 @@ async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
   const root2 = stateDir();
   if (flag2 === "-m") {
-    if (!existsSync18(value)) throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
+    if (!existsSync19(value)) throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n2 = Number(m[2]);
-      const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync18(f));
+      const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync19(f));
       if (missing.length) throw new StartError({ kind: "not-found", cause: `${path42.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path42.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
     }
     return { local: value, downloads: [] };
@@ -51038,8 +50985,8 @@ function newJob(jobId, runtime) {
   };
 }
 async function runStartJob(o2) {
-  const input = SetupStartInput.parse(o2.input);
-  const job = newJob(o2.jobId ?? randomBytes8(6).toString("hex"), input.runtime);
+  const input2 = SetupStartInput.parse(o2.input);
+  const job = newJob(o2.jobId ?? randomBytes8(6).toString("hex"), input2.runtime);
   const t0 = performance.now();
   let lastEmit = 0;
   const emit3 = (force = true) => {
@@ -51079,8 +51026,8 @@ async function runStartJob(o2) {
   let replacing = null;
   try {
     begin("plan", "detecting the hardware and planning");
-    if (input.runtime !== "llama.cpp") {
-      await runOtherRuntime(o2, input, job, { begin, end, skip, emit: emit3, cancelled, phase }, (f) => logFile = f);
+    if (input2.runtime !== "llama.cpp") {
+      await runOtherRuntime(o2, input2, job, { begin, end, skip, emit: emit3, cancelled, phase }, (f) => logFile = f);
     } else {
       try {
         bin = findLlamaServer(o2.llamaServer);
@@ -51088,27 +51035,26 @@ async function runStartJob(o2) {
         throw new StartError({ kind: "not-found", cause: e.message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-      const planOn = async (h3) => {
-        const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: h3, store: o2.store });
-        if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
-        return FitResult.parse(JSON.parse(fr.stdout));
-      };
+      const planOn = (h3, llamaServer = bin) => planFit({ model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx }, h3, { llamaServer, store: o2.store }).catch((e) => {
+        if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+        throw e;
+      });
       let fit = await planOn(hw);
       for (const g of runningGroups()) {
-        if (input.id && g.id !== input.id) continue;
+        if (input2.id && g.id !== input2.id) continue;
         const freed = await planOn(withFreed(hw, g.bytes));
-        if (freed.pick && replaces(freed.pick, g, input.id)) {
+        if (freed.pick && replaces(freed.pick, g, input2.id)) {
           fit = freed;
           replacing = g;
           break;
         }
       }
-      if (!fit.pick) throw new StartError({ kind: "no-fit", cause: input.model ? fit.problem ?? `${input.model} does not fit this machine` : `nothing in the catalog fits this machine: ${fit.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
-      const pick3 = fit.pick;
-      const entry = findCatalog(pick3.model);
+      if (!fit.pick) throw new StartError({ kind: "no-fit", cause: input2.model ? fit.problem ?? `${input2.model} does not fit this machine` : `nothing in the catalog fits this machine: ${fit.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
+      let pick3 = fit.pick;
+      let entry = findCatalog(pick3.model);
       Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
-      const words = commandWords(pick3.command);
-      const mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
+      let words = commandWords(pick3.command);
+      let mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
       if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick3.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
       const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / GiB3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
       end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}`);
@@ -51134,7 +51080,21 @@ async function runStartJob(o2) {
           throw new StartError({ kind: "runtime", cause: e.message, logLine: null, remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh" });
         });
         bin = got.bin;
-        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}`);
+        const listed = await listLlamaDevices(bin);
+        const base2 = replacing ? withFreed(hw, replacing.bytes) : hw;
+        const again = await planOn({ ...base2, llamaDevices: listed }, bin);
+        if (!again.pick) throw new StartError({ kind: "no-fit", cause: `the installed llama.cpp ${got.variant} build lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`, logLine: null, remedy: "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context" });
+        const changed = again.pick.command !== pick3.command;
+        if (changed) {
+          pick3 = again.pick;
+          entry = findCatalog(pick3.model);
+          words = commandWords(pick3.command);
+          mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
+          if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick3.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
+          Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
+        }
+        hw.llamaDevices = listed;
+        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}; it lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}${changed ? `; planned again for it: ${pick3.command}` : ""}`);
       }
       cancelled();
       const files = await modelFiles({ flag: words.args[mi], value: words.args[mi + 1] }).catch((e) => {
@@ -51146,7 +51106,7 @@ async function runStartJob(o2) {
       else {
         begin("download", `${files.downloads.length} file(s) to ${path42.dirname(files.downloads[0].dest)}`);
         const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-        const onDisk = (d) => existsSync18(d.dest) ? statSync11(d.dest).size : existsSync18(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
+        const onDisk = (d) => existsSync19(d.dest) ? statSync11(d.dest).size : existsSync19(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
         if (total2 !== null) {
           const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
           const dir = path42.dirname(files.downloads[0].dest);
@@ -51201,7 +51161,7 @@ async function runStartJob(o2) {
       }
       cancelled();
       const alias = targetSlug({ model: entry?.name ?? path42.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
-      const id2 = input.id ?? `llamacpp-${alias}`;
+      const id2 = input2.id ?? `llamacpp-${alias}`;
       const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
       const pooled = replicas.length > 1;
       begin("load", pooled ? `starting ${replicas.length} llama-servers (one per GPU group)` : "starting llama-server");
@@ -51216,7 +51176,7 @@ async function runStartJob(o2) {
       const logs = [];
       const readLog = (k = 0) => {
         const l = logs[k];
-        return l && existsSync18(l.file) ? readFileSync15(l.file, "utf8").slice(l.start) : "";
+        return l && existsSync19(l.file) ? readFileSync15(l.file, "utf8").slice(l.start) : "";
       };
       const startOne = async (r) => {
         const port = await freePort();
@@ -51235,7 +51195,7 @@ async function runStartJob(o2) {
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
         const file2 = path42.join(stateDir(), "logs", `${recId}.log`);
         mkdirSync16(path42.dirname(file2), { recursive: true });
-        logs[r.i] = { file: file2, start: existsSync18(file2) ? statSync11(file2).size : 0 };
+        logs[r.i] = { file: file2, start: existsSync19(file2) ? statSync11(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = { targetId: recId, ...pooled ? { replicaOf: id2 } : {}, pid: 0, supervisorPid: null, port, bin, args, env: env2, logFile: file2, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
         let started;
@@ -51352,7 +51312,7 @@ async function runStartJob(o2) {
         serving: { engine: "llama.cpp", endpoints, slots: pick3.slots, perSlotCtx: pick3.ctxPerSlot },
         checks: []
       };
-      const saved = finish(o2.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
+      const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
       job.result = {
         outcome: v.outcome,
         saved: saved.saved,
@@ -51388,28 +51348,6 @@ async function runStartJob(o2) {
   if (job.result) job.result.ms = job.ms;
   emit3();
   return job;
-}
-function runningGroups(recs = listServing()) {
-  const m = /* @__PURE__ */ new Map();
-  for (const r of recs) {
-    if (!servingAlive(r) || !r.gpuBytes?.length) continue;
-    const id2 = r.replicaOf ?? r.targetId;
-    const g = m.get(id2) ?? { id: id2, recs: [], bytes: /* @__PURE__ */ new Map() };
-    g.recs.push(r);
-    for (const x of r.gpuBytes) g.bytes.set(x.index, (g.bytes.get(x.index) ?? 0) + x.bytes);
-    m.set(id2, g);
-  }
-  return [...m.values()];
-}
-function withFreed(hw, bytes) {
-  return {
-    ...hw,
-    gpus: hw.gpus.map((g) => {
-      const b = bytes.get(g.index) ?? 0;
-      if (!b || g.freeBytes === null) return g;
-      return { ...g, freeBytes: Math.min(g.totalBytes, g.freeBytes + b), usedBytes: g.usedBytes === null ? null : Math.max(0, g.usedBytes - b) };
-    })
-  };
 }
 function replaces(pick3, g, inputId) {
   if (inputId) return g.id === inputId;
@@ -51449,10 +51387,9 @@ function replicaDevices(pick3, ids, isolated) {
     return isolated ? { ...d, name: `${id2.replace(/\d+$/, "")}${k} ${d.name.split(" ").slice(1).join(" ")}` } : d;
   });
 }
-var PHASES, MiB3, GiB3, StartError, LOG_RULES, SHARD;
+var PHASES, MiB3, GiB3, SHARD;
 var init_start2 = __esm({
   "engine/serving/start.ts"() {
-    init_fit();
     init_setup2();
     init_target();
     init_detect();
@@ -51462,7 +51399,8 @@ var init_start2 = __esm({
     init_plan();
     init_resolve();
     init_paths();
-    init_commands();
+    init_fit_service();
+    init_errors4();
     init_get_llama();
     init_http();
     init_keys();
@@ -51471,53 +51409,10 @@ var init_start2 = __esm({
     init_setup3();
     init_verify();
     init_start_runtimes();
+    init_start_common();
     PHASES = ["plan", "runtime", "download", "load", "warmup", "verify", "placement"];
     MiB3 = 1024 ** 2;
     GiB3 = 1024 ** 3;
-    StartError = class extends Error {
-      constructor(failure2) {
-        super(failure2.cause);
-        this.failure = failure2;
-      }
-      failure;
-    };
-    LOG_RULES = [
-      {
-        kind: "out-of-memory",
-        re: /out of memory|cudaMalloc failed|hipMalloc failed|ErrorOutOfDeviceMemory|failed to allocate .*buffer|unable to allocate|CUDA error: out of memory|torch\.OutOfMemoryError|not enough memory|No available memory for the cache blocks/i,
-        remedy: () => "the plan did not fit the memory that was free at start (another process may hold GPU memory: check nvidia-smi); choose fewer slots, a shorter context per slot or a smaller quant, or stop what uses the GPU"
-      },
-      {
-        kind: "unsupported-arch",
-        re: /unknown model architecture|unknown architecture|architecture .* not supported|model type .* not supported|does not support the model/i,
-        remedy: ({ bin }) => `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)`
-      },
-      {
-        kind: "bad-flag",
-        re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:/i,
-        remedy: ({ bin }) => `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which`
-      },
-      {
-        kind: "driver",
-        re: /CUDA driver version is insufficient|no CUDA-capable device|cuInit|ggml_cuda_init: failed|ggml_vulkan: No devices found|hipErrorNoDevice|NVIDIA driver on your system is too old/i,
-        remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)"
-      },
-      {
-        kind: "library",
-        re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
-        remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads"
-      },
-      {
-        kind: "model-load",
-        re: /error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
-        remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew"
-      },
-      {
-        kind: "port",
-        re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
-        remedy: () => "the port was taken between choosing and binding it: start again"
-      }
-    ];
     SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
   }
 });
@@ -54620,27 +54515,27 @@ var require_utils2 = __commonJS({
       }
       return BYTE_HEX[240 | cp >> 18] + BYTE_HEX[128 | cp >> 12 & 63] + BYTE_HEX[128 | cp >> 6 & 63] + BYTE_HEX[128 | cp & 63];
     }
-    function stringArrayToHexStripped(input) {
+    function stringArrayToHexStripped(input2) {
       let acc = "";
       let code = 0;
       let i2 = 0;
-      for (i2 = 0; i2 < input.length; i2++) {
-        code = input[i2].charCodeAt(0);
+      for (i2 = 0; i2 < input2.length; i2++) {
+        code = input2[i2].charCodeAt(0);
         if (code === 48) {
           continue;
         }
         if (!(code >= 48 && code <= 57 || code >= 65 && code <= 70 || code >= 97 && code <= 102)) {
           return "";
         }
-        acc += input[i2];
+        acc += input2[i2];
         break;
       }
-      for (i2 += 1; i2 < input.length; i2++) {
-        code = input[i2].charCodeAt(0);
+      for (i2 += 1; i2 < input2.length; i2++) {
+        code = input2[i2].charCodeAt(0);
         if (!(code >= 48 && code <= 57 || code >= 65 && code <= 70 || code >= 97 && code <= 102)) {
           return "";
         }
-        acc += input[i2];
+        acc += input2[i2];
       }
       return acc;
     }
@@ -54683,11 +54578,11 @@ var require_utils2 = __commonJS({
       const tail = hextets.slice(bestStart + bestLength).join(":");
       return head + "::" + tail;
     }
-    function normalizeIPv6Address(input) {
-      const compression = input.indexOf("::");
-      if (compression !== -1 && input.indexOf("::", compression + 1) !== -1) return void 0;
-      const left = compression === -1 ? input.split(":") : input.slice(0, compression).split(":");
-      const right = compression === -1 ? [] : input.slice(compression + 2).split(":");
+    function normalizeIPv6Address(input2) {
+      const compression = input2.indexOf("::");
+      if (compression !== -1 && input2.indexOf("::", compression + 1) !== -1) return void 0;
+      const left = compression === -1 ? input2.split(":") : input2.slice(0, compression).split(":");
+      const right = compression === -1 ? [] : input2.slice(compression + 2).split(":");
       if (compression !== -1) {
         if (left.length === 1 && left[0] === "") left.length = 0;
         if (right.length === 1 && right[0] === "") right.length = 0;
@@ -54720,23 +54615,23 @@ var require_utils2 = __commonJS({
       const bracketed = host[0] === "[" && host[host.length - 1] === "]";
       const hasBracket = host[0] === "[" || host[host.length - 1] === "]";
       if (hasBracket && !bracketed) return { host, isIPV6: false, error: true };
-      let input = bracketed ? host.slice(1, -1) : host;
-      if (bracketed && isIPvFuture(input)) {
-        input = input.toLowerCase();
-        return { host: `[${input}]`, escapedHost: input, isIPV6: false, isIPVFuture: true };
+      let input2 = bracketed ? host.slice(1, -1) : host;
+      if (bracketed && isIPvFuture(input2)) {
+        input2 = input2.toLowerCase();
+        return { host: `[${input2}]`, escapedHost: input2, isIPV6: false, isIPVFuture: true };
       }
-      if (findToken(input, ":") < 2) {
+      if (findToken(input2, ":") < 2) {
         return { host, isIPV6: false, error: bracketed };
       }
       let zoneIdentifier = "";
-      const zoneSeparator = input.indexOf("%");
+      const zoneSeparator = input2.indexOf("%");
       if (zoneSeparator !== -1) {
-        const separatorLength = input.slice(zoneSeparator, zoneSeparator + 3).toLowerCase() === "%25" ? 3 : 1;
-        zoneIdentifier = input.slice(zoneSeparator + separatorLength);
+        const separatorLength = input2.slice(zoneSeparator, zoneSeparator + 3).toLowerCase() === "%25" ? 3 : 1;
+        zoneIdentifier = input2.slice(zoneSeparator + separatorLength);
         if (!isZoneIdentifier(zoneIdentifier)) return { host, isIPV6: false, error: true };
-        input = input.slice(0, zoneSeparator);
+        input2 = input2.slice(0, zoneSeparator);
       }
-      const address = normalizeIPv6Address(input);
+      const address = normalizeIPv6Address(input2);
       if (address === void 0) return { host, isIPV6: false, error: true };
       return {
         host: address + (zoneIdentifier ? "%" + zoneIdentifier : ""),
@@ -54751,38 +54646,38 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path54) {
-      let input = path54;
+    function removeDotSegments(path56) {
+      let input2 = path56;
       const output = [];
       let nextSlash = -1;
       let len = 0;
-      while (len = input.length) {
+      while (len = input2.length) {
         if (len === 1) {
-          if (input === ".") {
+          if (input2 === ".") {
             break;
-          } else if (input === "/") {
+          } else if (input2 === "/") {
             output.push("/");
             break;
           } else {
-            output.push(input);
+            output.push(input2);
             break;
           }
         } else if (len === 2) {
-          if (input[0] === ".") {
-            if (input[1] === ".") {
+          if (input2[0] === ".") {
+            if (input2[1] === ".") {
               break;
-            } else if (input[1] === "/") {
-              input = input.slice(2);
+            } else if (input2[1] === "/") {
+              input2 = input2.slice(2);
               continue;
             }
-          } else if (input[0] === "/") {
-            if (input[1] === "." || input[1] === "/") {
+          } else if (input2[0] === "/") {
+            if (input2[1] === "." || input2[1] === "/") {
               output.push("/");
               break;
             }
           }
         } else if (len === 3) {
-          if (input === "/..") {
+          if (input2 === "/..") {
             if (output.length !== 0) {
               output.pop();
             }
@@ -54790,24 +54685,24 @@ var require_utils2 = __commonJS({
             break;
           }
         }
-        if (input[0] === ".") {
-          if (input[1] === ".") {
-            if (input[2] === "/") {
-              input = input.slice(3);
+        if (input2[0] === ".") {
+          if (input2[1] === ".") {
+            if (input2[2] === "/") {
+              input2 = input2.slice(3);
               continue;
             }
-          } else if (input[1] === "/") {
-            input = input.slice(2);
+          } else if (input2[1] === "/") {
+            input2 = input2.slice(2);
             continue;
           }
-        } else if (input[0] === "/") {
-          if (input[1] === ".") {
-            if (input[2] === "/") {
-              input = input.slice(2);
+        } else if (input2[0] === "/") {
+          if (input2[1] === ".") {
+            if (input2[2] === "/") {
+              input2 = input2.slice(2);
               continue;
-            } else if (input[2] === ".") {
-              if (input[3] === "/") {
-                input = input.slice(3);
+            } else if (input2[2] === ".") {
+              if (input2[3] === "/") {
+                input2 = input2.slice(3);
                 if (output.length !== 0) {
                   output.pop();
                 }
@@ -54816,21 +54711,21 @@ var require_utils2 = __commonJS({
             }
           }
         }
-        if ((nextSlash = input.indexOf("/", 1)) === -1) {
-          output.push(input);
+        if ((nextSlash = input2.indexOf("/", 1)) === -1) {
+          output.push(input2);
           break;
         } else {
-          output.push(input.slice(0, nextSlash));
-          input = input.slice(nextSlash);
+          output.push(input2.slice(0, nextSlash));
+          input2 = input2.slice(nextSlash);
         }
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path54) {
-      if (path54 === "" || path54[0] === "/") {
-        return removeDotSegments(path54);
+    function removeDotSegmentsRelative(path56) {
+      if (path56 === "" || path56[0] === "/") {
+        return removeDotSegments(path56);
       }
-      const segments = path54.split("/");
+      const segments = path56.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -54865,14 +54760,14 @@ var require_utils2 = __commonJS({
       re.lastIndex = 0;
       return host.replace(re, (ch) => HOST_DELIMS[ch]);
     }
-    function normalizePercentEncoding(input, decodeUnreserved = false) {
-      if (input.indexOf("%") === -1) {
-        return input;
+    function normalizePercentEncoding(input2, decodeUnreserved = false) {
+      if (input2.indexOf("%") === -1) {
+        return input2;
       }
       let output = "";
-      for (let i2 = 0; i2 < input.length; i2++) {
-        if (input[i2] === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
+      for (let i2 = 0; i2 < input2.length; i2++) {
+        if (input2[i2] === "%" && i2 + 2 < input2.length) {
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
           if (isHexPair(hex3)) {
             const normalizedHex = hex3.toUpperCase();
             const decoded = String.fromCharCode(parseInt(normalizedHex, 16));
@@ -54885,16 +54780,16 @@ var require_utils2 = __commonJS({
             continue;
           }
         }
-        output += input[i2];
+        output += input2[i2];
       }
       return output;
     }
-    function normalizePathEncoding(input) {
+    function normalizePathEncoding(input2) {
       let output = "";
-      for (let i2 = 0; i2 < input.length; i2++) {
-        const ch = input[i2];
-        if (ch === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
+      for (let i2 = 0; i2 < input2.length; i2++) {
+        const ch = input2[i2];
+        if (ch === "%" && i2 + 2 < input2.length) {
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
           if (isHexPair(hex3)) {
             const normalizedHex = hex3.toUpperCase();
             const decoded = String.fromCharCode(parseInt(normalizedHex, 16));
@@ -54910,13 +54805,13 @@ var require_utils2 = __commonJS({
         if (isPathCharacter(ch)) {
           output += ch;
         } else {
-          const code = input.charCodeAt(i2);
+          const code = input2.charCodeAt(i2);
           if (code < 128) {
             output += isEscapeSafe(code) ? ch : BYTE_HEX[code];
           } else if (code < 55296 || code > 57343) {
             output += percentEncodeNonAscii(code);
-          } else if (code <= 56319 && i2 + 1 < input.length) {
-            const low = input.charCodeAt(i2 + 1);
+          } else if (code <= 56319 && i2 + 1 < input2.length) {
+            const low = input2.charCodeAt(i2 + 1);
             if (low >= 56320 && low <= 57343) {
               output += percentEncodeNonAscii(65536 + (code - 55296 << 10) + (low - 56320));
               i2++;
@@ -54930,13 +54825,13 @@ var require_utils2 = __commonJS({
       }
       return output;
     }
-    function serializePathEncoding(input, pathNoScheme = false) {
+    function serializePathEncoding(input2, pathNoScheme = false) {
       let output = "";
-      let firstSegment = pathNoScheme && input[0] !== "/";
-      for (let i2 = 0; i2 < input.length; i2++) {
-        const ch = input[i2];
-        if (ch === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
+      let firstSegment = pathNoScheme && input2[0] !== "/";
+      for (let i2 = 0; i2 < input2.length; i2++) {
+        const ch = input2[i2];
+        if (ch === "%" && i2 + 2 < input2.length) {
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
           if (isHexPair(hex3)) {
             output += "%" + hex3.toUpperCase();
             i2 += 2;
@@ -54949,13 +54844,13 @@ var require_utils2 = __commonJS({
         if (isPathCharacter(ch) && (ch !== ":" || !firstSegment)) {
           output += ch;
         } else {
-          const code = input.charCodeAt(i2);
+          const code = input2.charCodeAt(i2);
           if (code < 128) {
             output += BYTE_HEX[code];
           } else if (code < 55296 || code > 57343) {
             output += percentEncodeNonAscii(code);
-          } else if (code <= 56319 && i2 + 1 < input.length) {
-            const low = input.charCodeAt(i2 + 1);
+          } else if (code <= 56319 && i2 + 1 < input2.length) {
+            const low = input2.charCodeAt(i2 + 1);
             if (low >= 56320 && low <= 57343) {
               output += percentEncodeNonAscii(65536 + (code - 55296 << 10) + (low - 56320));
               i2++;
@@ -54969,12 +54864,12 @@ var require_utils2 = __commonJS({
       }
       return output;
     }
-    function encodeComponent(input, isAllowed) {
+    function encodeComponent(input2, isAllowed) {
       let output = "";
-      for (let i2 = 0; i2 < input.length; i2++) {
-        const ch = input[i2];
-        if (ch === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
+      for (let i2 = 0; i2 < input2.length; i2++) {
+        const ch = input2[i2];
+        if (ch === "%" && i2 + 2 < input2.length) {
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
           if (isHexPair(hex3)) {
             output += "%" + hex3.toUpperCase();
             i2 += 2;
@@ -54984,13 +54879,13 @@ var require_utils2 = __commonJS({
         if (isAllowed(ch)) {
           output += ch;
         } else {
-          const code = input.charCodeAt(i2);
+          const code = input2.charCodeAt(i2);
           if (code < 128) {
             output += BYTE_HEX[code];
           } else if (code < 55296 || code > 57343) {
             output += percentEncodeNonAscii(code);
-          } else if (code <= 56319 && i2 + 1 < input.length) {
-            const low = input.charCodeAt(i2 + 1);
+          } else if (code <= 56319 && i2 + 1 < input2.length) {
+            const low = input2.charCodeAt(i2 + 1);
             if (low >= 56320 && low <= 57343) {
               output += percentEncodeNonAscii(65536 + (code - 55296 << 10) + (low - 56320));
               i2++;
@@ -55004,24 +54899,24 @@ var require_utils2 = __commonJS({
       }
       return output;
     }
-    function encodeUserinfo(input) {
-      return encodeComponent(input, isUserinfoCharacter);
+    function encodeUserinfo(input2) {
+      return encodeComponent(input2, isUserinfoCharacter);
     }
-    function encodeQuery(input) {
-      return encodeComponent(input, isQueryFragmentCharacter);
+    function encodeQuery(input2) {
+      return encodeComponent(input2, isQueryFragmentCharacter);
     }
-    function encodeFragment(input) {
-      return encodeComponent(input, isQueryFragmentCharacter);
+    function encodeFragment(input2) {
+      return encodeComponent(input2, isQueryFragmentCharacter);
     }
     function isEscapeSafe(cp) {
       return cp >= 48 && cp <= 57 || cp >= 65 && cp <= 90 || cp >= 97 && cp <= 122 || cp === 42 || cp === 43 || cp === 45 || cp === 46 || cp === 47 || cp === 64 || cp === 95;
     }
-    function normalizeQueryFragmentEncoding(input) {
+    function normalizeQueryFragmentEncoding(input2) {
       let output = "";
-      for (let i2 = 0; i2 < input.length; i2++) {
-        const ch = input[i2];
-        if (ch === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
+      for (let i2 = 0; i2 < input2.length; i2++) {
+        const ch = input2[i2];
+        if (ch === "%" && i2 + 2 < input2.length) {
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
           if (isHexPair(hex3)) {
             const normalizedHex = hex3.toUpperCase();
             const decoded = String.fromCharCode(parseInt(normalizedHex, 16));
@@ -55037,13 +54932,13 @@ var require_utils2 = __commonJS({
         if (isQueryFragmentCharacter(ch)) {
           output += ch;
         } else {
-          const code = input.charCodeAt(i2);
+          const code = input2.charCodeAt(i2);
           if (code < 128) {
             output += isEscapeSafe(code) ? ch : BYTE_HEX[code];
           } else if (code < 55296 || code > 57343) {
             output += percentEncodeNonAscii(code);
-          } else if (code <= 56319 && i2 + 1 < input.length) {
-            const low = input.charCodeAt(i2 + 1);
+          } else if (code <= 56319 && i2 + 1 < input2.length) {
+            const low = input2.charCodeAt(i2 + 1);
             if (low >= 56320 && low <= 57343) {
               output += percentEncodeNonAscii(65536 + (code - 55296 << 10) + (low - 56320));
               i2++;
@@ -55057,18 +54952,18 @@ var require_utils2 = __commonJS({
       }
       return output;
     }
-    function escapePreservingEscapes(input) {
+    function escapePreservingEscapes(input2) {
       let output = "";
-      for (let i2 = 0; i2 < input.length; i2++) {
-        if (input[i2] === "%" && i2 + 2 < input.length) {
-          const hex3 = input.slice(i2 + 1, i2 + 3);
+      for (let i2 = 0; i2 < input2.length; i2++) {
+        if (input2[i2] === "%" && i2 + 2 < input2.length) {
+          const hex3 = input2.slice(i2 + 1, i2 + 3);
           if (isHexPair(hex3)) {
             output += "%" + hex3.toUpperCase();
             i2 += 2;
             continue;
           }
         }
-        output += escape(input[i2]);
+        output += escape(input2[i2]);
       }
       return output;
     }
@@ -55193,8 +55088,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path54 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path54 && path54 !== "/" ? path54 : void 0;
+        const path56 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path56 && path56 !== "/" ? path56 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -58744,6 +58639,72 @@ var require_dist = __commonJS({
   }
 });
 
+// engine/serving/pool.ts
+var pool_exports = {};
+__export(pool_exports, {
+  setupCapturePool: () => setupCapturePool
+});
+import { mkdtempSync as mkdtempSync2, rmSync as rmSync6 } from "node:fs";
+import os8 from "node:os";
+import path54 from "node:path";
+async function setupCapturePool(urls, o2) {
+  const t0 = performance.now();
+  if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
+  const scratch = mkdtempSync2(path54.join(os8.tmpdir(), "ocw-pool-"));
+  let each;
+  try {
+    each = [];
+    for (const url2 of urls) {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path54.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+        throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
+      });
+      each.push(r);
+    }
+  } finally {
+    rmSync6(scratch, { recursive: true, force: true });
+  }
+  const models = [...new Set(each.map((r) => r.target.model))];
+  if (models.length > 1) throw new SetupInputError(`a pool serves one model, but these endpoints serve ${models.join(", ")}: pass --model to pick one every endpoint serves`);
+  const worst = each.reduce((a2, r) => RANK[r.outcome] > RANK[a2.outcome] ? r : a2);
+  const first = each[0].target;
+  const endpoints = each.map((r) => ({ url: r.target.endpoint, slots: r.target.serving.slots }));
+  const ctxs = each.map((r) => r.target.serving.perSlotCtx).filter((c3) => typeof c3 === "number");
+  const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
+  const target = {
+    ...first,
+    id: o2.id ?? `pool-${targetSlug({ model: path54.basename(first.model), quant: null })}-${endpoints.length}`,
+    contextLimit: perSlotCtx ?? first.contextLimit,
+    serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
+    outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
+    verifiedAt: (/* @__PURE__ */ new Date()).toISOString(),
+    // Each check, per endpoint, so the evidence says which endpoint it is about.
+    checks: each.flatMap((r) => r.checks.map((c3) => ({ ...c3, evidence: `${r.target.endpoint}: ${c3.evidence}` })))
+  };
+  const store = o2.store ?? new TargetStore();
+  const activate = worst.outcome === "built" || worst.outcome === "underpowered" && !!o2.acceptUnderpowered;
+  const unsaved = worst.outcome === "cannot-build" && o2.saveCannotBuild === false;
+  const saved = unsaved ? target : store.save(target, activate);
+  return {
+    outcome: worst.outcome,
+    saved: !unsaved,
+    target: saved,
+    checks: target.checks,
+    summary: `pool of ${endpoints.length} endpoints serving ${first.model} (${target.serving.slots} slots in all): ${each.map((r) => `${r.target.endpoint} ${r.outcome}`).join("; ")}`,
+    active: !unsaved && activate,
+    observed: { engine: first.serving.engine, totalSlots: target.serving.slots, perSlotCtx },
+    timings: { totalMs: performance.now() - t0, verifyMs: each.reduce((a2, r) => a2 + r.timings.verifyMs, 0) }
+  };
+}
+var RANK;
+var init_pool = __esm({
+  "engine/serving/pool.ts"() {
+    init_target();
+    init_targets();
+    init_setup3();
+    RANK = { built: 0, underpowered: 1, "cannot-build": 2, unverified: 3 };
+  }
+});
+
 // node_modules/commander/esm.mjs
 var import_index = __toESM(require_commander(), 1);
 var {
@@ -59457,46 +59418,8 @@ var Pools = class {
 // engine/approvals/queue.ts
 var import_picomatch3 = __toESM(require_picomatch2());
 init_zod();
+init_errors3();
 import path7 from "node:path";
-
-// shared/errors.ts
-init_zod();
-var ErrorCode = external_exports.enum([
-  "bad-input",
-  // the request is wrong: fix it as the message says
-  "not-found",
-  // an unknown worker, ask, grant, target or batch id
-  "conflict",
-  // the state forbids it now (merge conflict, not pending, not finished)
-  "unavailable",
-  // something the engine needs is down (a model server, opencode, the sandbox)
-  "internal"
-  // a bug: the message and the engine log say more
-]);
-var ERROR_MAP = {
-  "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
-  "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
-  conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
-  unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
-  internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
-};
-var OcwError = class extends Error {
-  constructor(code, message) {
-    super(message);
-    this.code = code;
-    this.name = "OcwError";
-  }
-  code;
-};
-var InputError = class extends OcwError {
-  constructor(message, code = "bad-input") {
-    super(code, message);
-    this.name = "InputError";
-  }
-};
-function codeOf(err) {
-  return err instanceof OcwError ? err.code : "internal";
-}
 
 // engine/harness/translate.ts
 var HANDLED = [
@@ -60258,26 +60181,9 @@ var seqOf = (cursor) => Number(cursor.slice(cursor.indexOf(":") + 1));
 
 // engine/harness/config.ts
 init_target();
+init_paths2();
 import { readFileSync as readFileSync3, existsSync as existsSync2, mkdirSync as mkdirSync4, writeFileSync as writeFileSync3 } from "node:fs";
 import path10 from "node:path";
-
-// engine/paths.ts
-init_config();
-import { existsSync } from "node:fs";
-import path9 from "node:path";
-import { fileURLToPath } from "node:url";
-function projectRoot() {
-  const configured = config2().OCW_ROOT;
-  if (configured) return configured;
-  let dir = path9.dirname(fileURLToPath(import.meta.url));
-  for (let i2 = 0; i2 < 6; i2++) {
-    if (existsSync(path9.join(dir, "protocol")) && existsSync(path9.join(dir, "package.json"))) return dir;
-    dir = path9.dirname(dir);
-  }
-  throw new Error("cannot find the opencode-worker root (protocol/ and package.json); set OCW_ROOT");
-}
-
-// engine/harness/config.ts
 var WORKER_AGENT = "ocw-worker";
 var PROVIDER_ID = "ocw";
 var OFFLINE_ENV = {
@@ -60937,7 +60843,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path54, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path56, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -60956,7 +60862,7 @@ var defaultPathSerializer = ({ path: path54, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path54[name];
+      const value = path56[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -60987,11 +60893,11 @@ var defaultPathSerializer = ({ path: path54, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path54, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path56, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path54) {
-    url2 = defaultPathSerializer({ path: path54, url: url2 });
+  if (path56) {
+    url2 = defaultPathSerializer({ path: path56, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -66694,6 +66600,7 @@ function trimFinalNewline(text) {
 }
 
 // engine/workspace/git.ts
+init_errors3();
 var GitError = class extends OcwError {
   constructor(message) {
     super("conflict", message);
@@ -66722,6 +66629,8 @@ function gitComplaint(r) {
 var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
 
 // engine/workspace/workspace.ts
+init_errors3();
+init_errors3();
 async function inspectRepo(dir) {
   if (!path18.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
   if (!existsSync7(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
@@ -66976,6 +66885,7 @@ async function removeWorkspace(ws, opts = {}) {
 }
 
 // engine/workers/lifecycle.ts
+init_errors3();
 import { existsSync as existsSync8 } from "node:fs";
 import path19 from "node:path";
 var WorkspaceLifecycle = class {
@@ -67158,6 +67068,7 @@ function nextState(from, t2) {
 }
 
 // engine/workers/registry.ts
+init_errors3();
 var WorkerRegistry = class {
   constructor(opts) {
     this.opts = opts;
@@ -67522,29 +67433,29 @@ async function protectedIn(checkout, sub, protect) {
   const entries = await readdir3(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map((e) => path27.relative(checkout, path27.join(e.parentPath ?? e.path, e.name)).split(path27.sep).join("/")).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path27.join(checkout, f));
 }
-async function grade(input) {
-  const { workspace: ws } = input;
-  const checkout = input.checkoutDir;
+async function grade(input2) {
+  const { workspace: ws } = input2;
+  const checkout = input2.checkoutDir;
   let checks;
   let scope;
   let graded;
   const sub = path27.relative(ws.worktree, ws.cwd);
   discard(checkout);
-  if (input.sandbox) discard(input.sandbox.tmpDir);
+  if (input2.sandbox) discard(input2.sandbox.tmpDir);
   try {
-    graded = await commitAndCheckOut(ws, `ocw: ${input.title}`, checkout);
+    graded = await commitAndCheckOut(ws, `ocw: ${input2.title}`, checkout);
     const rel = sub ? graded.changed.map((f) => f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : graded.changed;
-    scope = checkScope(rel, input.scope, input.protect);
+    scope = checkScope(rel, input2.scope, input2.protect);
     const cwd = await folderIn(checkout, sub);
-    const guarded = typeof cwd === "string" && input.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input.protect) : [];
-    checks = typeof cwd === "string" ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : void 0, guarded) : input.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
+    const guarded = typeof cwd === "string" && input2.checks.some((c3) => "run" in c3) ? await protectedIn(checkout, sub, input2.protect) : [];
+    checks = typeof cwd === "string" ? await runChecks(input2.checks, cwd, input2.sandbox ? { ...input2.sandbox, root: checkout } : void 0, guarded) : input2.checks.map((c3, i2) => ({ name: checkName(c3, i2), passed: false, output: cwd.problem }));
   } finally {
     discard(checkout);
-    if (input.sandbox) discard(input.sandbox.tmpDir);
+    if (input2.sandbox) discard(input2.sandbox.tmpDir);
   }
   const built = scope.passed && checks.every((c3) => c3.passed);
   const verdict = built ? "built" : "honest-failure";
-  const { claim, reason } = parseClaim(input.finalText);
+  const { claim, reason } = parseClaim(input2.finalText);
   if (built) await publishBranch(ws, graded.commit);
   return {
     verdict,
@@ -67785,9 +67696,9 @@ var Engine = class {
     }
   }
   /** Validates, creates the worker (queued) and returns its id at once; the work happens in the background. */
-  async start(input, opts = {}) {
+  async start(input2, opts = {}) {
     this.requireSandbox();
-    const spec2 = parseInput(WorkerSpec, input);
+    const spec2 = parseInput(WorkerSpec, input2);
     const repo = await inspectRepo(spec2.directory);
     const target = this.resolveTarget(spec2.targetId);
     await preflightTarget(target);
@@ -68138,11 +68049,14 @@ var Engine = class {
     this.reg.fire(workerId, "interrupt", `the model endpoint ${target.endpoint} stopped answering (${problem}; opencode: ${message}): resume the worker once the model server is back`);
   }
 };
-function parseInput(schema, input) {
-  const r = schema.safeParse(input);
+function parseInput(schema, input2) {
+  const r = schema.safeParse(input2);
   if (r.success) return r.data;
   throw new InputError(firstIssue(r.error));
 }
+
+// engine/api/host.ts
+init_paths2();
 
 // engine/api/lock.ts
 init_zod();
@@ -68152,6 +68066,7 @@ import path30 from "node:path";
 
 // shared/api.ts
 init_zod();
+init_errors3();
 var WorkerRef = external_exports.object({ workerId: external_exports.string().min(1, "workerId is required") });
 var BatchRef = external_exports.object({ batchId: external_exports.string().min(1, "batchId is required") });
 var StartInput = WorkerSpec;
@@ -68310,7 +68225,7 @@ function currentOwner(stateDir2) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync20, statSync as statSync12 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync21, statSync as statSync12 } from "node:fs";
 import http2 from "node:http";
 import path44 from "node:path";
 
@@ -68418,28 +68333,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path54, memo2) {
+function createInnerProxy(callback, path56, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path54.join(".");
+  const cacheKey = path56.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path54, key], memo2);
+      return createInnerProxy(callback, [...path56, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path54[path54.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path54.slice(0, -1).join(".")})`;
+      const lastOfPath = path56[path56.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path56.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path54
+        path: path56
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path54.slice(0, -1)
+        path: path56.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path54.slice(0, -1)
+        path: path56.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -68582,12 +68497,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path54, error: error46, config: config3 } = opts;
+  const { path: path56, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path54,
+    path: path56,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -68706,8 +68621,8 @@ function once9(fn) {
     return result;
   };
 }
-function isLazy(input) {
-  return typeof input === "function" && lazyMarker in input;
+function isLazy(input2) {
+  return typeof input2 === "function" && lazyMarker in input2;
 }
 function isRouter(value) {
   return isObject3(value) && isObject3(value["_def"]) && "router" in value["_def"];
@@ -68728,17 +68643,17 @@ var reservedWords = [
   "apply"
 ];
 function getRouterInput(router) {
-  const input = Object.assign(emptyObject(), router._def.record);
+  const input2 = Object.assign(emptyObject(), router._def.record);
   for (const loader of Object.values(router._def.lazy)) {
-    let record2 = input;
+    let record2 = input2;
     for (const key of loader.path) record2 = record2[key] = Object.assign(emptyObject(), record2[key]);
     record2[loader.key] = loader.ref;
   }
-  return input;
+  return input2;
 }
 function createRouterFactory(config3) {
-  function createRouterInner(input) {
-    const reservedWordsUsed = new Set(Object.keys(input).filter((v) => reservedWords.includes(v)));
+  function createRouterInner(input2) {
+    const reservedWordsUsed = new Set(Object.keys(input2).filter((v) => reservedWords.includes(v)));
     if (reservedWordsUsed.size > 0) throw new Error("Reserved words used in `router({})` call: " + Array.from(reservedWordsUsed).join(", "));
     const procedures = emptyObject();
     const lazy3 = emptyObject();
@@ -68757,13 +68672,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path54 = []) {
+    function step(from, path56 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path54, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path56, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path54, key].join(".")] = createLazyLoader({
-            path: path54,
+          lazy3[[...path56, key].join(".")] = createLazyLoader({
+            path: path56,
             ref: item,
             key,
             aggregate
@@ -68771,21 +68686,21 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path54, key]);
+          aggregate[key] = step(getRouterInput(item), [...path56, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path54, key]);
+          aggregate[key] = step(item, [...path56, key]);
           continue;
         }
-        const newPath = [...path54, key].join(".");
+        const newPath = [...path56, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
       }
       return aggregate;
     }
-    const record2 = step(input);
+    const record2 = step(input2);
     const _def = _objectSpread2(_objectSpread2({
       _config: config3,
       router: true,
@@ -68802,14 +68717,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path54) {
+async function getProcedureAtPath(router, path56) {
   const { _def } = router;
-  let procedure = _def.procedures[path54];
+  let procedure = _def.procedures[path56];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path54 === key2 || path54.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path56 === key2 || path56.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path54];
+    procedure = _def.procedures[path56];
   }
   return procedure;
 }
@@ -68818,15 +68733,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path54, args } = innerOpts;
-        const fullPath = path54.join(".");
-        if (path54.length === 1 && path54[0] === "_def") return _def;
+        const { path: path56, args } = innerOpts;
+        const fullPath = path56.join(".");
+        if (path56.length === 1 && path56[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path54}"`
+            message: `No procedure found on path "${path56}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -68886,13 +68801,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path54, separator) {
-  if (separator === ".") return path54;
-  return path54.split(".").join(separator);
+function procedurePathToURLPath(path56, separator) {
+  if (separator === ".") return path56;
+  return path56.split(".").join(separator);
 }
-function urlPathToProcedurePath(path54, separator) {
-  if (separator === ".") return path54;
-  return path54.split(separator).join(".");
+function urlPathToProcedurePath(path56, separator) {
+  if (separator === ".") return path56;
+  return path56.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -69342,30 +69257,30 @@ var jsonContentTypeHandler = {
       });
       const acc = emptyObject();
       for (const index of paths.keys()) {
-        const input = inputs[index];
-        if (input !== void 0) acc[index] = opts.router._def._config.transformer.input.deserialize(input);
+        const input2 = inputs[index];
+        if (input2 !== void 0) acc[index] = opts.router._def._config.transformer.input.deserialize(input2);
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path54, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path54);
+    const calls = await Promise.all(paths.map(async (path56, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path56);
       return {
         batchIndex: index,
-        path: path54,
+        path: path56,
         procedure,
         getRawInput: async () => {
-          let input = (await getInputs.read())[index];
+          let input2 = (await getInputs.read())[index];
           if ((procedure === null || procedure === void 0 ? void 0 : procedure._def.type) === "subscription") {
             const lastEventId = getLastEventId(opts);
             if (lastEventId) {
-              if (isObject3(input)) input = _objectSpread2(_objectSpread2({}, input), {}, { lastEventId });
+              if (isObject3(input2)) input2 = _objectSpread2(_objectSpread2({}, input2), {}, { lastEventId });
               else {
                 var _input;
-                (_input = input) !== null && _input !== void 0 || (input = { lastEventId });
+                (_input = input2) !== null && _input !== void 0 || (input2 = { lastEventId });
               }
             }
           }
-          return input;
+          return input2;
         },
         result: () => {
           var _getInputs$result;
@@ -70002,9 +69917,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path54) {
-    super("Max depth reached at path: " + path54.join("."));
-    this.path = path54;
+  constructor(path56) {
+    super("Max depth reached at path: " + path56.join("."));
+    this.path = path56;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -70022,16 +69937,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path54) {
+    function encodePromise(promise2, path56) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path54);
+          const error46 = checkMaxDepth(path56);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path54
+                path: path56
               });
             });
             promise2 = Promise.reject(error46);
@@ -70041,20 +69956,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path54)
+              encode3(next, path56)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path54
+              path: path56
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path54
+                path: path56
               })
             ];
           }
@@ -70064,12 +69979,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path54) {
+    function encodeAsyncIterable(iterable2, path56) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path54);
+            const error46 = checkMaxDepth(path56);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -70079,28 +69994,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path54)
+                    encode3(next.value, path56)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path54)
+                  encode3(next.value, path56)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path54
+                path: path56
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path54
+                  path: path56
                 })
               ];
             }
@@ -70115,27 +70030,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path54) {
-      if (opts.maxDepth && path54.length > opts.maxDepth) return new MaxDepthError(path54);
+    function checkMaxDepth(path56) {
+      if (opts.maxDepth && path56.length > opts.maxDepth) return new MaxDepthError(path56);
       return null;
     }
-    function encodeAsync3(value, path54) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path54)];
+    function encodeAsync3(value, path56) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path56)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path54.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path54)];
+        if (opts.maxDepth && path56.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path56)];
       }
       return null;
     }
-    function encode3(value, path54) {
+    function encode3(value, path56) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path54);
+      const reg = encodeAsync3(value, path56);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path54, key]);
+        const transformed = encodeAsync3(item, [...path56, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -70449,13 +70364,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path54) {
+function decodePath(path56) {
   try {
-    return decodeURIComponent(path54);
+    return decodeURIComponent(path56);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path54}"`,
+      message: `Invalid URL-encoding in path "${path56}"`,
       cause
     });
   }
@@ -70655,11 +70570,11 @@ async function resolveResponse(opts) {
       } catch (cause) {
         var _opts$onError, _call$procedure$_def$, _call$procedure2;
         const error46 = getTRPCErrorFromUnknown(cause);
-        const input = call.result();
+        const input2 = call.result();
         (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
           error: error46,
           path: call.path,
-          input,
+          input: input2,
           ctx: ctxManager.valueOrUndefined(),
           type: (_call$procedure$_def$ = (_call$procedure2 = call.procedure) === null || _call$procedure2 === void 0 ? void 0 : _call$procedure2._def.type) !== null && _call$procedure$_def$ !== void 0 ? _call$procedure$_def$ : "unknown",
           req: opts.req
@@ -70723,13 +70638,13 @@ async function resolveResponse(opts) {
             formatError(errorOpts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
-              const input = call === null || call === void 0 ? void 0 : call.result();
-              const path54 = call === null || call === void 0 ? void 0 : call.path;
+              const input2 = call === null || call === void 0 ? void 0 : call.result();
+              const path56 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path54,
-                input,
+                path: path56,
+                input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
                 type
@@ -70738,8 +70653,8 @@ async function resolveResponse(opts) {
                 config: config3,
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
-                input,
-                path: path54,
+                input: input2,
+                path: path56,
                 type
               });
             }
@@ -70854,15 +70769,15 @@ async function resolveResponse(opts) {
           var _call$procedure$_def$3, _call$procedure4;
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
-          const input = call === null || call === void 0 ? void 0 : call.result();
-          const path54 = call === null || call === void 0 ? void 0 : call.path;
+          const input2 = call === null || call === void 0 ? void 0 : call.result();
+          const path56 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
-            input,
-            path: path54,
+            input: input2,
+            path: path56,
             type
           });
         }
@@ -71167,28 +71082,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path54) => {
-  path54 = path54.startsWith("/") ? path54.slice(1) : path54;
-  path54 = path54.endsWith("/") ? path54.slice(0, -1) : path54;
-  return path54;
+var trimSlashes = (path56) => {
+  path56 = path56.startsWith("/") ? path56.slice(1) : path56;
+  path56 = path56.endsWith("/") ? path56.slice(0, -1) : path56;
+  return path56;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path54 = "";
+    let path56 = "";
     run(async () => {
       const url2 = createURL(req);
-      path54 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path56 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path54
+        path: path56
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path54
+      path: path56
     }, opts)));
   };
 }
@@ -71402,10 +71317,10 @@ function createBuilder(initDef = {}) {
   }, initDef);
   return {
     _def,
-    input(input) {
-      const parser = getParseFn(input);
+    input(input2) {
+      const parser = getParseFn(input2);
       return createNewBuilder(_def, {
-        inputs: [input],
+        inputs: [input2],
         middlewares: [createInputMiddleware(parser)]
       });
     },
@@ -71600,8 +71515,9 @@ var initTRPC = new class TRPCBuilder {
 }();
 
 // engine/api/router.ts
+init_errors3();
 init_zod();
-import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync16 } from "node:fs";
+import { existsSync as existsSync20, readdirSync as readdirSync9, readFileSync as readFileSync16 } from "node:fs";
 import path43 from "node:path";
 
 // shared/grade.ts
@@ -71648,9 +71564,11 @@ function hardwareSummary() {
 }
 
 // engine/api/router.ts
+init_paths2();
 init_target();
 
 // engine/workers/housekeeping.ts
+init_errors3();
 async function retryWorker(engine, workerId) {
   const w = engine.get(workerId);
   if (w.state === "built") throw new InputError(`worker ${workerId} is built: there is nothing to retry (merge it or discard it)`, "conflict");
@@ -71695,6 +71613,7 @@ async function mergeBatch(engine, batchId) {
 init_fit();
 
 // engine/serving/setup-api.ts
+init_errors3();
 init_fit();
 init_setup2();
 init_start2();
@@ -71702,7 +71621,8 @@ init_setup3();
 init_detect();
 init_catalog();
 init_plan();
-init_commands();
+init_fit_service();
+init_errors4();
 init_llama_server();
 import { randomBytes as randomBytes9 } from "node:crypto";
 var SetupApiInputError = class extends InputError {
@@ -71720,21 +71640,24 @@ function hardware() {
   }
   return cached4;
 }
-async function setupFit(input) {
-  const i2 = FitInput.parse(input ?? {});
-  const { hw } = hardware();
-  const r = await runFitPlan({ json: true, model: i2.model, slots: i2.slots?.toString(), minCtx: i2.minCtx?.toString(), hardware: await hw });
-  if (r.code === 2) throw new SetupApiInputError(r.stderr.replace(/^ocw: /, "").trim());
-  return FitResult.parse(JSON.parse(r.stdout));
+async function setupFit(input2) {
+  const i2 = FitInput.parse(input2 ?? {});
+  const { hw, bin } = hardware();
+  try {
+    return await planFit({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx }, await hw, { llamaServer: bin });
+  } catch (e) {
+    if (isSetupError(e, "input")) throw new SetupApiInputError(e.message);
+    throw e;
+  }
 }
 async function setupHardware() {
   return (await setupFit({})).hardware;
 }
-async function setupCatalog(input) {
+async function setupCatalog(input2) {
   const { hw, bin } = hardware();
   const { dev } = devicesFromHardware(await hw, bin);
-  const slots = input.slots ?? (dev.gpus.length ? 4 : 1);
-  const minCtx = input.minCtx ?? DEFAULT_MIN_CTX;
+  const slots = input2.slots ?? (dev.gpus.length ? 4 : 1);
+  const minCtx = input2.minCtx ?? DEFAULT_MIN_CTX;
   const verified = toolVerifiedModels();
   return CATALOG.map((e) => {
     const p = propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]);
@@ -71767,16 +71690,16 @@ function inputError(e) {
 function outcome(r) {
   return { outcome: r.outcome, saved: r.saved ?? true, active: r.active, target: r.target, checks: r.checks, summary: r.summary, observed: r.observed ?? null, ms: Math.round(r.timings.totalMs) };
 }
-async function setupCaptureApi(input, store) {
-  const i2 = SetupCaptureInput.parse(input);
+async function setupCaptureApi(input2, store) {
+  const i2 = SetupCaptureInput.parse(input2);
   try {
     return outcome(await setupCapture({ url: i2.url, model: i2.model, apiKeyEnv: i2.apiKeyEnv, slots: i2.slots, ctx: i2.ctx, id: i2.id, acceptUnderpowered: i2.acceptUnderpowered, unverified: i2.unverified, saveCannotBuild: false, yes: true, store, env: process.env }));
   } catch (e) {
     inputError(e);
   }
 }
-async function setupProviderApi(input, store) {
-  const i2 = SetupProviderInput.parse(input);
+async function setupProviderApi(input2, store) {
+  const i2 = SetupProviderInput.parse(input2);
   try {
     return outcome(await setupProvider({ url: i2.url, model: i2.model, apiKeyEnv: i2.apiKeyEnv, slots: i2.slots, id: i2.id, acceptUnderpowered: i2.acceptUnderpowered, unverified: i2.unverified, saveCannotBuild: false, yes: true, store, env: process.env }));
   } catch (e) {
@@ -71784,8 +71707,8 @@ async function setupProviderApi(input, store) {
   }
 }
 var jobs = /* @__PURE__ */ new Map();
-function setupStartApi(input, store, publish, opts = {}) {
-  const i2 = SetupStartInput.parse(input ?? {});
+function setupStartApi(input2, store, publish, opts = {}) {
+  const i2 = SetupStartInput.parse(input2 ?? {});
   const running = [...jobs.values()].find((j) => j.job.state === "running");
   if (running) throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
   const jobId = randomBytes9(6).toString("hex");
@@ -71794,6 +71717,7 @@ function setupStartApi(input, store, publish, opts = {}) {
   const entry = { job: null, abort };
   const update = (job) => {
     entry.job = job;
+    if (job.state !== "running") cached4 = null;
     first ??= job;
     publish(job);
   };
@@ -71825,10 +71749,10 @@ init_setup2();
 init_config();
 function readGrades() {
   const dir = config2().OCW_PACKS_DIR ?? path43.join(projectRoot(), "packs");
-  if (!existsSync19(dir)) return [];
+  if (!existsSync20(dir)) return [];
   return readdirSync9(dir, { withFileTypes: true }).flatMap((d) => {
     const file2 = path43.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync19(file2)) return [];
+    if (!d.isDirectory() || !existsSync20(file2)) return [];
     const g = Grade.safeParse(JSON.parse(readFileSync16(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
@@ -71912,84 +71836,84 @@ var appRouter = t.router({
     };
   }),
   workers: t.router({
-    list: proc.input(ListInput).query(({ ctx, input }) => ctx.engine.list().filter((w) => !input?.batchId || w.batchId === input.batchId)),
-    get: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.get(input.workerId)),
-    start: proc.input(StartInput).mutation(({ ctx, input }) => ctx.engine.start(input)),
-    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks)),
-    batch: proc.input(BatchRef).query(({ ctx, input }) => ctx.engine.batch(input.batchId)),
-    steer: proc.input(SteerInput).mutation(async ({ ctx, input }) => {
-      await ctx.engine.steer(input.workerId, input.text, ctx.by);
-      return ctx.engine.get(input.workerId);
+    list: proc.input(ListInput).query(({ ctx, input: input2 }) => ctx.engine.list().filter((w) => !input2?.batchId || w.batchId === input2.batchId)),
+    get: proc.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.get(input2.workerId)),
+    start: proc.input(StartInput).mutation(({ ctx, input: input2 }) => ctx.engine.start(input2)),
+    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input: input2 }) => ctx.engine.startBatch(input2.tasks)),
+    batch: proc.input(BatchRef).query(({ ctx, input: input2 }) => ctx.engine.batch(input2.batchId)),
+    steer: proc.input(SteerInput).mutation(async ({ ctx, input: input2 }) => {
+      await ctx.engine.steer(input2.workerId, input2.text, ctx.by);
+      return ctx.engine.get(input2.workerId);
     }),
-    stop: proc.input(StopInput).mutation(({ ctx, input }) => ctx.engine.stop(input.workerId, input.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
-    resume: proc.input(ResumeInput).mutation(({ ctx, input }) => ctx.engine.resume(input.workerId, input.message)),
-    merge: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId)),
+    stop: proc.input(StopInput).mutation(({ ctx, input: input2 }) => ctx.engine.stop(input2.workerId, input2.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
+    resume: proc.input(ResumeInput).mutation(({ ctx, input: input2 }) => ctx.engine.resume(input2.workerId, input2.message)),
+    merge: proc.input(WorkerRef).mutation(({ ctx, input: input2 }) => ctx.engine.merge(input2.workerId)),
     /** Removes a finished worker's workspace and branch, unmerged work included (the person asked for it). */
-    discard: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.discard(input.workerId, ctx.by)),
+    discard: proc.input(WorkerRef).mutation(({ ctx, input: input2 }) => ctx.engine.discard(input2.workerId, ctx.by)),
     /** The same task again as a new worker in a fresh workspace, on the same target (not part of the old batch). */
-    retry: proc.input(RetryInput).mutation(({ ctx, input }) => retryWorker(ctx.engine, input.workerId)),
+    retry: proc.input(RetryInput).mutation(({ ctx, input: input2 }) => retryWorker(ctx.engine, input2.workerId)),
     /** "Merge all built" of a batch: one by one in submission order, stopping at the first refused merge. */
-    mergeBatch: proc.input(MergeBatchInput).mutation(({ ctx, input }) => mergeBatch(ctx.engine, input.batchId)),
-    diff: proc.input(WorkerRef).query(async ({ ctx, input }) => ({ diff: await ctx.engine.diff(input.workerId) })),
-    transcript: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.transcript(input.workerId)),
-    events: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.events(input.workerId))
+    mergeBatch: proc.input(MergeBatchInput).mutation(({ ctx, input: input2 }) => mergeBatch(ctx.engine, input2.batchId)),
+    diff: proc.input(WorkerRef).query(async ({ ctx, input: input2 }) => ({ diff: await ctx.engine.diff(input2.workerId) })),
+    transcript: proc.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.transcript(input2.workerId)),
+    events: proc.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.events(input2.workerId))
   }),
   approvals: t.router({
     list: proc.query(({ ctx }) => ctx.engine.pendingAsks()),
-    decide: proc.input(DecideInput).mutation(({ ctx, input }) => ctx.engine.decide(input, ctx.by)),
+    decide: proc.input(DecideInput).mutation(({ ctx, input: input2 }) => ctx.engine.decide(input2, ctx.by)),
     /** "always" answers the engine holds (opencode only ever hears "once"); each is revocable. */
     grants: proc.query(({ ctx }) => ctx.engine.grants()),
-    revokeGrant: proc.input(external_exports.object({ grantId: external_exports.string().min(1, "grantId is required (see the grants list)") })).mutation(({ ctx, input }) => ctx.engine.revokeGrant(input.grantId, ctx.by))
+    revokeGrant: proc.input(external_exports.object({ grantId: external_exports.string().min(1, "grantId is required (see the grants list)") })).mutation(({ ctx, input: input2 }) => ctx.engine.revokeGrant(input2.grantId, ctx.by))
   }),
   grades: proc.query(() => readGrades()),
   policies: t.router({
     get: proc.query(({ ctx }) => ctx.engine.policies()),
-    set: proc.input(external_exports.object({ rules: external_exports.array(PolicyRule).max(200) })).mutation(({ ctx, input }) => ctx.engine.setPolicies(input.rules))
+    set: proc.input(external_exports.object({ rules: external_exports.array(PolicyRule).max(200) })).mutation(({ ctx, input: input2 }) => ctx.engine.setPolicies(input2.rules))
   }),
   /** Model setup (issue 13): hardware as the planner sees it, the catalog with this machine's fit, the fit itself. */
   setup: t.router({
     hardware: proc.query(() => setupHardware()),
-    catalog: proc.input(external_exports.object({ slots: external_exports.number().int().min(1).max(256).optional(), minCtx: external_exports.number().int().min(1024).optional() }).optional()).query(({ input }) => setupCatalog(input ?? {})),
-    fit: proc.input(FitInput.optional()).query(async ({ input }) => {
-      return await setupFit(input ?? {});
+    catalog: proc.input(external_exports.object({ slots: external_exports.number().int().min(1).max(256).optional(), minCtx: external_exports.number().int().min(1024).optional() }).optional()).query(({ input: input2 }) => setupCatalog(input2 ?? {})),
+    fit: proc.input(FitInput.optional()).query(async ({ input: input2 }) => {
+      return await setupFit(input2 ?? {});
     }),
     /** Verify a running server, then save it as a target (cannot-build saves nothing); `unverified: true` saves without checks. */
-    capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input }) => {
-      return await setupCaptureApi(input, ctx.engine.targets);
+    capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input: input2 }) => {
+      return await setupCaptureApi(input2, ctx.engine.targets);
     }),
     /**
      * Run a model on the engine's machine: plan → runtime → download → load → warm-up → verify → placement, in the
      * background. Returns the job as it begins; each change arrives as a `setup` event (and from setup.job).
      */
-    start: proc.input(SetupStartInput).mutation(({ ctx, input }) => {
-      return setupStartApi(input, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
+    start: proc.input(SetupStartInput).mutation(({ ctx, input: input2 }) => {
+      return setupStartApi(input2, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
     }),
     /** A model start by id, or the latest (null when none ran since the engine started). */
-    job: proc.input(external_exports.object({ jobId: external_exports.string().optional() }).optional()).query(({ input }) => {
-      return setupJobApi(input?.jobId);
+    job: proc.input(external_exports.object({ jobId: external_exports.string().optional() }).optional()).query(({ input: input2 }) => {
+      return setupJobApi(input2?.jobId);
     }),
-    cancel: proc.input(external_exports.object({ jobId: external_exports.string().min(1, "jobId is required") })).mutation(({ input }) => {
-      return setupCancelApi(input.jobId);
+    cancel: proc.input(external_exports.object({ jobId: external_exports.string().min(1, "jobId is required") })).mutation(({ input: input2 }) => {
+      return setupCancelApi(input2.jobId);
     }),
     /** Verify an API provider with the key the named variable holds, then save it; `unverified: true` saves without checks. */
-    provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input }) => {
-      return await setupProviderApi(input, ctx.engine.targets);
+    provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input: input2 }) => {
+      return await setupProviderApi(input2, ctx.engine.targets);
     })
   }),
   targets: t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
     endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
-    save: proc.input(external_exports.object({ target: Target, activate: external_exports.boolean().default(false) })).mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),
-    use: proc.input(external_exports.object({ id: external_exports.string() })).mutation(({ ctx, input }) => {
+    save: proc.input(external_exports.object({ target: Target, activate: external_exports.boolean().default(false) })).mutation(({ ctx, input: input2 }) => ctx.engine.targets.save(input2.target, input2.activate)),
+    use: proc.input(external_exports.object({ id: external_exports.string() })).mutation(({ ctx, input: input2 }) => {
       try {
-        return ctx.engine.targets.use(input.id);
+        return ctx.engine.targets.use(input2.id);
       } catch (err) {
         throw new InputError(err.message);
       }
     })
   }),
-  events: proc.input(EventsInput).subscription(({ ctx, input, signal }) => eventStream(ctx.engine, input.lastEventId, signal)),
+  events: proc.input(EventsInput).subscription(({ ctx, input: input2, signal }) => eventStream(ctx.engine, input2.lastEventId, signal)),
   shutdown: proc.mutation(({ ctx }) => {
     setImmediate(ctx.shutdown);
     return { stopping: true };
@@ -72103,14 +72027,14 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync20(path44.join(dir, "index.html"))) {
+  if (!dir || !existsSync21(path44.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
   const rel = path44.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
   let file2 = path44.join(dir, rel);
-  if (!file2.startsWith(dir + path44.sep) || !existsSync20(file2) || statSync12(file2).isDirectory()) file2 = path44.join(dir, "index.html");
+  if (!file2.startsWith(dir + path44.sep) || !existsSync21(file2) || statSync12(file2).isDirectory()) file2 = path44.join(dir, "index.html");
   res.writeHead(200, {
     "content-type": MIME[path44.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
@@ -72175,25 +72099,25 @@ async function hostEngine(opts) {
 // engine/commands/deploy.ts
 init_detect();
 init_hf();
-import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync10 } from "node:fs";
-import os8 from "node:os";
+import { mkdirSync as mkdirSync17, mkdtempSync, writeFileSync as writeFileSync10 } from "node:fs";
+import os7 from "node:os";
 import path47 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
 init_k8s();
-import { spawnSync as spawnSync3 } from "node:child_process";
-import { existsSync as existsSync21 } from "node:fs";
+import { spawnSync as spawnSync4 } from "node:child_process";
+import { existsSync as existsSync22 } from "node:fs";
 import path46 from "node:path";
 function findKubectl(env2 = process.env) {
   for (const dir of (env2.PATH ?? "").split(path46.delimiter)) {
     const p = dir && path46.join(dir, "kubectl");
-    if (p && existsSync21(p)) return p;
+    if (p && existsSync22(p)) return p;
   }
   return null;
 }
-function kubectl(bin, args, env2, input) {
-  const r = spawnSync3(bin, args, { env: env2, input, encoding: "utf8", timeout: 12e4 });
+function kubectl(bin, args, env2, input2) {
+  const r = spawnSync4(bin, args, { env: env2, input: input2, encoding: "utf8", timeout: 12e4 });
   if (r.error) throw new K8sInputError(`cannot run ${bin}: ${r.error.message}`);
   return { args, code: r.status ?? 1, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
 }
@@ -72201,8 +72125,8 @@ function applyManifests(file2, o2, env2 = process.env) {
   const bin = findKubectl(env2);
   if (!bin) throw new K8sInputError("--apply needs kubectl on PATH (https://kubernetes.io/docs/tasks/tools/); or leave out --apply and apply the files yourself");
   const runs = [];
-  const run3 = (args, input) => {
-    const r = kubectl(bin, args, env2, input);
+  const run3 = (args, input2) => {
+    const r = kubectl(bin, args, env2, input2);
     runs.push(r);
     return r;
   };
@@ -72230,7 +72154,7 @@ function applyManifests(file2, o2, env2 = process.env) {
 
 // engine/commands/deploy.ts
 init_k8s();
-function int3(v, flag2) {
+function int2(v, flag2) {
   if (v === void 0) return void 0;
   const n2 = Number(v);
   if (!Number.isInteger(n2) || n2 < 1) throw new K8sInputError(`${flag2} must be an integer \u2265 1 (got "${v}")`);
@@ -72265,12 +72189,12 @@ async function runDeployK8s(o2, env2 = process.env) {
     const plan = await planK8s({
       runtime,
       model: o2.model,
-      slots: int3(o2.slots, "--slots"),
-      ctxPerSlot: int3(o2.ctx, "--ctx"),
+      slots: int2(o2.slots, "--slots"),
+      ctxPerSlot: int2(o2.ctx, "--ctx"),
       node,
-      tensorParallel: int3(o2.tp, "--tp"),
-      dataParallel: int3(o2.dataParallel, "--data-parallel"),
-      replicas: int3(o2.replicas, "--replicas"),
+      tensorParallel: int2(o2.tp, "--tp"),
+      dataParallel: int2(o2.dataParallel, "--data-parallel"),
+      replicas: int2(o2.replicas, "--replicas"),
       toolCallParser: o2.toolCallParser,
       sizeOf: hubWeights
     });
@@ -72283,7 +72207,7 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path47.resolve(o2.output) : mkdtempSync2(path47.join(os8.tmpdir(), "ocw-k8s-"));
+      const dir = o2.output ? path47.resolve(o2.output) : mkdtempSync(path47.join(os7.tmpdir(), "ocw-k8s-"));
       mkdirSync17(dir, { recursive: true });
       file2 = path47.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync10(file2, yaml);
@@ -72533,10 +72457,12 @@ function summarizeLadder(target, samples, byRung) {
 }
 
 // engine/commands/grade.ts
+init_paths2();
 init_json_file();
 init_paths();
 
 // engine/commands/errors.ts
+init_errors3();
 init_config();
 var CliError = class extends Error {
 };
@@ -72896,16 +72822,16 @@ var getUrl2 = (opts) => {
   if (parts[1]) queryParts.push(parts[1]);
   if ("inputs" in opts) queryParts.push("batch=1");
   if (opts.type === "query" || opts.type === "subscription") {
-    const input = getInput(opts);
-    if (input !== void 0 && opts.methodOverride !== "POST") queryParts.push(`input=${encodeURIComponent(JSON.stringify(input))}`);
+    const input2 = getInput(opts);
+    if (input2 !== void 0 && opts.methodOverride !== "POST") queryParts.push(`input=${encodeURIComponent(JSON.stringify(input2))}`);
   }
   if (queryParts.length) url2 += "?" + queryParts.join("&");
   return url2;
 };
 var getBody = (opts) => {
   if (opts.type === "query" && opts.methodOverride !== "POST") return;
-  const input = getInput(opts);
-  return input !== void 0 ? JSON.stringify(input) : void 0;
+  const input2 = getInput(opts);
+  return input2 !== void 0 ? JSON.stringify(input2) : void 0;
 };
 var jsonHttpRequester = (opts) => {
   return httpRequest(_objectSpread22(_objectSpread22({}, opts), {}, {
@@ -73078,21 +73004,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path54 = batchOps.map((op) => op.path).join(",");
+          const path56 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path54,
+            path: path56,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path54 = batchOps.map((op) => op.path).join(",");
+          const path56 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path54,
+            path: path56,
             inputs,
             type,
             headers() {
@@ -73338,31 +73264,31 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path54, input, opts) {
+  query(path56, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path54,
-      input,
+      path: path56,
+      input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path54, input, opts) {
+  mutation(path56, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path54,
-      input,
+      path: path56,
+      input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path54, input, opts = {}) {
+  subscription(path56, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path54,
-      input,
+      path: path56,
+      input: input2,
       context: opts.context,
       signal: opts.signal
     });
@@ -73426,8 +73352,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path54, args }) => {
-    const pathCopy = [...path54];
+  const proxy = createRecursiveProxy(({ path: path56, args }) => {
+    const pathCopy = [...path56];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -73440,10 +73366,10 @@ function createTRPCClientProxy(client2) {
 function createTRPCClient(opts) {
   return createTRPCClientProxy(new TRPCUntypedClient(opts));
 }
-function inputWithTrackedEventId(input, lastEventId) {
-  if (!lastEventId) return input;
-  if (input != null && typeof input !== "object") return input;
-  return _objectSpread22(_objectSpread22({}, input !== null && input !== void 0 ? input : {}), {}, { lastEventId });
+function inputWithTrackedEventId(input2, lastEventId) {
+  if (!lastEventId) return input2;
+  if (input2 != null && typeof input2 !== "object") return input2;
+  return _objectSpread22(_objectSpread22({}, input2 !== null && input2 !== void 0 ? input2 : {}), {}, { lastEventId });
 }
 function _asyncIterator2(r) {
   var n2, t2, o2, e = 2;
@@ -73502,7 +73428,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path54, input } = op;
+        const { type, path: path56, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -73511,8 +73437,8 @@ function httpSubscriptionLink(opts) {
           url: async () => getUrl2({
             transformer,
             url: await urlWithConnectionParams(opts),
-            input: inputWithTrackedEventId(input, lastEventId),
-            path: path54,
+            input: inputWithTrackedEventId(input2, lastEventId),
+            path: path56,
             pathSeparator,
             type,
             signal: null
@@ -73724,9 +73650,9 @@ function createParser(config3) {
       return;
     }
     pendingFragments.push(chunk);
-    const input = pendingFragments.join("");
+    const input2 = pendingFragments.join("");
     pendingFragments.length = 0, pendingFragmentsLength = 0;
-    const trailing = processLines(input);
+    const trailing = processLines(input2);
     trailing !== "" && (pendingFragments.push(trailing), pendingFragmentsLength = trailing.length), checkBufferSize();
   }
   function checkBufferSize() {
@@ -74174,11 +74100,11 @@ function addressOf(lock) {
   return { origin: `http://127.0.0.1:${lock.port}`, token: lock.token };
 }
 function authedFetch(address, client2, base2 = (i2, init) => globalThis.fetch(i2, init)) {
-  return (input, init) => {
+  return (input2, init) => {
     const headers = new Headers(init?.headers);
     headers.set("authorization", `Bearer ${address.token}`);
     if (client2) headers.set(CLIENT_HEADER, client2);
-    return base2(input, { ...init, headers });
+    return base2(input2, { ...init, headers });
   };
 }
 function connect(target, client2 = "cli") {
@@ -74209,7 +74135,7 @@ async function healthy(lock, timeoutMs = 2e3) {
 
 // engine/api/launcher.ts
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync22, rmSync as rmSync6, statSync as statSync13, writeFileSync as writeFileSync12 } from "node:fs";
+import { existsSync as existsSync23, rmSync as rmSync5, statSync as statSync13, writeFileSync as writeFileSync12 } from "node:fs";
 import path49 from "node:path";
 function selfCommand() {
   return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path49.resolve(process.argv[1] ?? "ocw.mjs") };
@@ -74224,7 +74150,7 @@ async function ensureEngine(stateDir2, opts = {}) {
     if (lock) return lock;
   }
   const command = opts.command ?? selfCommand();
-  if (!existsSync22(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
+  if (!existsSync23(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
   const started = await startExclusive(stateDir2, timeoutMs, () => {
     const child = spawn6(command.node, [command.bundle, "serve", "--background"], {
       detached: true,
@@ -74247,7 +74173,7 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
   } catch {
     const age = Date.now() - (statSync13(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age > 3e4) {
-      rmSync6(marker, { force: true });
+      rmSync5(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
     }
   }
@@ -74256,7 +74182,7 @@ async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
     const lock = await waitForEngine(stateDir2, timeoutMs);
     return lock ? { lock, spawned } : null;
   } finally {
-    if (spawned) rmSync6(marker, { force: true });
+    if (spawned) rmSync5(marker, { force: true });
   }
 }
 async function waitForEngine(stateDir2, timeoutMs) {
@@ -74541,10 +74467,10 @@ function workerResult(w, events) {
 }
 var CANCELLED = /* @__PURE__ */ Symbol("answered elsewhere");
 var TerminalAsker = class {
-  constructor(client2, input = process.stdin, out = process.stderr) {
+  constructor(client2, input2 = process.stdin, out = process.stderr) {
     this.client = client2;
     this.out = out;
-    this.rl = readline.createInterface({ input, output: out, terminal: false });
+    this.rl = readline.createInterface({ input: input2, output: out, terminal: false });
     this.rl.on("line", (l) => {
       const w = this.waiting;
       if (w) {
@@ -76849,8 +76775,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path54, errorMaps, issueData } = params;
-  const fullPath = [...path54, ...issueData.path || []];
+  const { data, path: path56, errorMaps, issueData } = params;
+  const fullPath = [...path56, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -76965,11 +76891,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path54, key) {
+  constructor(parent, value, path56, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path54;
+    this._path = path56;
     this._key = key;
   }
   get path() {
@@ -77029,41 +76955,41 @@ var ZodType2 = class {
   get description() {
     return this._def.description;
   }
-  _getType(input) {
-    return getParsedType2(input.data);
+  _getType(input2) {
+    return getParsedType2(input2.data);
   }
-  _getOrReturnCtx(input, ctx) {
+  _getOrReturnCtx(input2, ctx) {
     return ctx || {
-      common: input.parent.common,
-      data: input.data,
-      parsedType: getParsedType2(input.data),
+      common: input2.parent.common,
+      data: input2.data,
+      parsedType: getParsedType2(input2.data),
       schemaErrorMap: this._def.errorMap,
-      path: input.path,
-      parent: input.parent
+      path: input2.path,
+      parent: input2.parent
     };
   }
-  _processInputParams(input) {
+  _processInputParams(input2) {
     return {
       status: new ParseStatus(),
       ctx: {
-        common: input.parent.common,
-        data: input.data,
-        parsedType: getParsedType2(input.data),
+        common: input2.parent.common,
+        data: input2.data,
+        parsedType: getParsedType2(input2.data),
         schemaErrorMap: this._def.errorMap,
-        path: input.path,
-        parent: input.parent
+        path: input2.path,
+        parent: input2.parent
       }
     };
   }
-  _parseSync(input) {
-    const result = this._parse(input);
+  _parseSync(input2) {
+    const result = this._parse(input2);
     if (isAsync(result)) {
       throw new Error("Synchronous parse encountered promise.");
     }
     return result;
   }
-  _parseAsync(input) {
-    const result = this._parse(input);
+  _parseAsync(input2) {
+    const result = this._parse(input2);
     return Promise.resolve(result);
   }
   parse(data, params) {
@@ -77389,13 +77315,13 @@ function isValidCidr(ip, version2) {
   return false;
 }
 var ZodString2 = class _ZodString2 extends ZodType2 {
-  _parse(input) {
+  _parse(input2) {
     if (this._def.coerce) {
-      input.data = String(input.data);
+      input2.data = String(input2.data);
     }
-    const parsedType8 = this._getType(input);
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.string) {
-      const ctx2 = this._getOrReturnCtx(input);
+      const ctx2 = this._getOrReturnCtx(input2);
       addIssueToContext(ctx2, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.string,
@@ -77407,8 +77333,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
     let ctx = void 0;
     for (const check2 of this._def.checks) {
       if (check2.kind === "min") {
-        if (input.data.length < check2.value) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (input2.data.length < check2.value) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.too_small,
             minimum: check2.value,
@@ -77420,8 +77346,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "max") {
-        if (input.data.length > check2.value) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (input2.data.length > check2.value) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.too_big,
             maximum: check2.value,
@@ -77433,10 +77359,10 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "length") {
-        const tooBig = input.data.length > check2.value;
-        const tooSmall = input.data.length < check2.value;
+        const tooBig = input2.data.length > check2.value;
+        const tooSmall = input2.data.length < check2.value;
         if (tooBig || tooSmall) {
-          ctx = this._getOrReturnCtx(input, ctx);
+          ctx = this._getOrReturnCtx(input2, ctx);
           if (tooBig) {
             addIssueToContext(ctx, {
               code: ZodIssueCode2.too_big,
@@ -77459,8 +77385,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "email") {
-        if (!emailRegex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!emailRegex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "email",
             code: ZodIssueCode2.invalid_string,
@@ -77472,8 +77398,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
         if (!emojiRegex) {
           emojiRegex = new RegExp(_emojiRegex, "u");
         }
-        if (!emojiRegex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!emojiRegex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "emoji",
             code: ZodIssueCode2.invalid_string,
@@ -77482,8 +77408,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "uuid") {
-        if (!uuidRegex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!uuidRegex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "uuid",
             code: ZodIssueCode2.invalid_string,
@@ -77492,8 +77418,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "nanoid") {
-        if (!nanoidRegex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!nanoidRegex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "nanoid",
             code: ZodIssueCode2.invalid_string,
@@ -77502,8 +77428,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "cuid") {
-        if (!cuidRegex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!cuidRegex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "cuid",
             code: ZodIssueCode2.invalid_string,
@@ -77512,8 +77438,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "cuid2") {
-        if (!cuid2Regex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!cuid2Regex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "cuid2",
             code: ZodIssueCode2.invalid_string,
@@ -77522,8 +77448,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "ulid") {
-        if (!ulidRegex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!ulidRegex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "ulid",
             code: ZodIssueCode2.invalid_string,
@@ -77533,9 +77459,9 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
         }
       } else if (check2.kind === "url") {
         try {
-          new URL(input.data);
+          new URL(input2.data);
         } catch {
-          ctx = this._getOrReturnCtx(input, ctx);
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "url",
             code: ZodIssueCode2.invalid_string,
@@ -77545,9 +77471,9 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
         }
       } else if (check2.kind === "regex") {
         check2.regex.lastIndex = 0;
-        const testResult = check2.regex.test(input.data);
+        const testResult = check2.regex.test(input2.data);
         if (!testResult) {
-          ctx = this._getOrReturnCtx(input, ctx);
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "regex",
             code: ZodIssueCode2.invalid_string,
@@ -77556,10 +77482,10 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "trim") {
-        input.data = input.data.trim();
+        input2.data = input2.data.trim();
       } else if (check2.kind === "includes") {
-        if (!input.data.includes(check2.value, check2.position)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!input2.data.includes(check2.value, check2.position)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.invalid_string,
             validation: { includes: check2.value, position: check2.position },
@@ -77568,12 +77494,12 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "toLowerCase") {
-        input.data = input.data.toLowerCase();
+        input2.data = input2.data.toLowerCase();
       } else if (check2.kind === "toUpperCase") {
-        input.data = input.data.toUpperCase();
+        input2.data = input2.data.toUpperCase();
       } else if (check2.kind === "startsWith") {
-        if (!input.data.startsWith(check2.value)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!input2.data.startsWith(check2.value)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.invalid_string,
             validation: { startsWith: check2.value },
@@ -77582,8 +77508,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "endsWith") {
-        if (!input.data.endsWith(check2.value)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!input2.data.endsWith(check2.value)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.invalid_string,
             validation: { endsWith: check2.value },
@@ -77593,8 +77519,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
         }
       } else if (check2.kind === "datetime") {
         const regex = datetimeRegex(check2);
-        if (!regex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!regex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.invalid_string,
             validation: "datetime",
@@ -77604,8 +77530,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
         }
       } else if (check2.kind === "date") {
         const regex = dateRegex;
-        if (!regex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!regex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.invalid_string,
             validation: "date",
@@ -77615,8 +77541,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
         }
       } else if (check2.kind === "time") {
         const regex = timeRegex(check2);
-        if (!regex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!regex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.invalid_string,
             validation: "time",
@@ -77625,8 +77551,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "duration") {
-        if (!durationRegex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!durationRegex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "duration",
             code: ZodIssueCode2.invalid_string,
@@ -77635,8 +77561,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "ip") {
-        if (!isValidIP(input.data, check2.version)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!isValidIP(input2.data, check2.version)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "ip",
             code: ZodIssueCode2.invalid_string,
@@ -77645,8 +77571,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "jwt") {
-        if (!isValidJWT2(input.data, check2.alg)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!isValidJWT2(input2.data, check2.alg)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "jwt",
             code: ZodIssueCode2.invalid_string,
@@ -77655,8 +77581,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "cidr") {
-        if (!isValidCidr(input.data, check2.version)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!isValidCidr(input2.data, check2.version)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "cidr",
             code: ZodIssueCode2.invalid_string,
@@ -77665,8 +77591,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "base64") {
-        if (!base64Regex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!base64Regex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "base64",
             code: ZodIssueCode2.invalid_string,
@@ -77675,8 +77601,8 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "base64url") {
-        if (!base64urlRegex.test(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!base64urlRegex.test(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             validation: "base64url",
             code: ZodIssueCode2.invalid_string,
@@ -77688,7 +77614,7 @@ var ZodString2 = class _ZodString2 extends ZodType2 {
         util.assertNever(check2);
       }
     }
-    return { status: status.value, value: input.data };
+    return { status: status.value, value: input2.data };
   }
   _regex(regex, validation, message) {
     return this.refinement((data) => regex.test(data), {
@@ -77949,13 +77875,13 @@ var ZodNumber2 = class _ZodNumber extends ZodType2 {
     this.max = this.lte;
     this.step = this.multipleOf;
   }
-  _parse(input) {
+  _parse(input2) {
     if (this._def.coerce) {
-      input.data = Number(input.data);
+      input2.data = Number(input2.data);
     }
-    const parsedType8 = this._getType(input);
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.number) {
-      const ctx2 = this._getOrReturnCtx(input);
+      const ctx2 = this._getOrReturnCtx(input2);
       addIssueToContext(ctx2, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.number,
@@ -77967,8 +77893,8 @@ var ZodNumber2 = class _ZodNumber extends ZodType2 {
     const status = new ParseStatus();
     for (const check2 of this._def.checks) {
       if (check2.kind === "int") {
-        if (!util.isInteger(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!util.isInteger(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.invalid_type,
             expected: "integer",
@@ -77978,9 +77904,9 @@ var ZodNumber2 = class _ZodNumber extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "min") {
-        const tooSmall = check2.inclusive ? input.data < check2.value : input.data <= check2.value;
+        const tooSmall = check2.inclusive ? input2.data < check2.value : input2.data <= check2.value;
         if (tooSmall) {
-          ctx = this._getOrReturnCtx(input, ctx);
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.too_small,
             minimum: check2.value,
@@ -77992,9 +77918,9 @@ var ZodNumber2 = class _ZodNumber extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "max") {
-        const tooBig = check2.inclusive ? input.data > check2.value : input.data >= check2.value;
+        const tooBig = check2.inclusive ? input2.data > check2.value : input2.data >= check2.value;
         if (tooBig) {
-          ctx = this._getOrReturnCtx(input, ctx);
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.too_big,
             maximum: check2.value,
@@ -78006,8 +77932,8 @@ var ZodNumber2 = class _ZodNumber extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "multipleOf") {
-        if (floatSafeRemainder2(input.data, check2.value) !== 0) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (floatSafeRemainder2(input2.data, check2.value) !== 0) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.not_multiple_of,
             multipleOf: check2.value,
@@ -78016,8 +77942,8 @@ var ZodNumber2 = class _ZodNumber extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "finite") {
-        if (!Number.isFinite(input.data)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (!Number.isFinite(input2.data)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.not_finite,
             message: check2.message
@@ -78028,7 +77954,7 @@ var ZodNumber2 = class _ZodNumber extends ZodType2 {
         util.assertNever(check2);
       }
     }
-    return { status: status.value, value: input.data };
+    return { status: status.value, value: input2.data };
   }
   gte(value, message) {
     return this.setLimit("min", value, true, errorUtil.toString(message));
@@ -78180,25 +78106,25 @@ var ZodBigInt2 = class _ZodBigInt extends ZodType2 {
     this.min = this.gte;
     this.max = this.lte;
   }
-  _parse(input) {
+  _parse(input2) {
     if (this._def.coerce) {
       try {
-        input.data = BigInt(input.data);
+        input2.data = BigInt(input2.data);
       } catch {
-        return this._getInvalidInput(input);
+        return this._getInvalidInput(input2);
       }
     }
-    const parsedType8 = this._getType(input);
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.bigint) {
-      return this._getInvalidInput(input);
+      return this._getInvalidInput(input2);
     }
     let ctx = void 0;
     const status = new ParseStatus();
     for (const check2 of this._def.checks) {
       if (check2.kind === "min") {
-        const tooSmall = check2.inclusive ? input.data < check2.value : input.data <= check2.value;
+        const tooSmall = check2.inclusive ? input2.data < check2.value : input2.data <= check2.value;
         if (tooSmall) {
-          ctx = this._getOrReturnCtx(input, ctx);
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.too_small,
             type: "bigint",
@@ -78209,9 +78135,9 @@ var ZodBigInt2 = class _ZodBigInt extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "max") {
-        const tooBig = check2.inclusive ? input.data > check2.value : input.data >= check2.value;
+        const tooBig = check2.inclusive ? input2.data > check2.value : input2.data >= check2.value;
         if (tooBig) {
-          ctx = this._getOrReturnCtx(input, ctx);
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.too_big,
             type: "bigint",
@@ -78222,8 +78148,8 @@ var ZodBigInt2 = class _ZodBigInt extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "multipleOf") {
-        if (input.data % check2.value !== BigInt(0)) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (input2.data % check2.value !== BigInt(0)) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.not_multiple_of,
             multipleOf: check2.value,
@@ -78235,10 +78161,10 @@ var ZodBigInt2 = class _ZodBigInt extends ZodType2 {
         util.assertNever(check2);
       }
     }
-    return { status: status.value, value: input.data };
+    return { status: status.value, value: input2.data };
   }
-  _getInvalidInput(input) {
-    const ctx = this._getOrReturnCtx(input);
+  _getInvalidInput(input2) {
+    const ctx = this._getOrReturnCtx(input2);
     addIssueToContext(ctx, {
       code: ZodIssueCode2.invalid_type,
       expected: ZodParsedType.bigint,
@@ -78347,13 +78273,13 @@ ZodBigInt2.create = (params) => {
   });
 };
 var ZodBoolean2 = class extends ZodType2 {
-  _parse(input) {
+  _parse(input2) {
     if (this._def.coerce) {
-      input.data = Boolean(input.data);
+      input2.data = Boolean(input2.data);
     }
-    const parsedType8 = this._getType(input);
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.boolean) {
-      const ctx = this._getOrReturnCtx(input);
+      const ctx = this._getOrReturnCtx(input2);
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.boolean,
@@ -78361,7 +78287,7 @@ var ZodBoolean2 = class extends ZodType2 {
       });
       return INVALID;
     }
-    return OK(input.data);
+    return OK(input2.data);
   }
 };
 ZodBoolean2.create = (params) => {
@@ -78372,13 +78298,13 @@ ZodBoolean2.create = (params) => {
   });
 };
 var ZodDate2 = class _ZodDate extends ZodType2 {
-  _parse(input) {
+  _parse(input2) {
     if (this._def.coerce) {
-      input.data = new Date(input.data);
+      input2.data = new Date(input2.data);
     }
-    const parsedType8 = this._getType(input);
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.date) {
-      const ctx2 = this._getOrReturnCtx(input);
+      const ctx2 = this._getOrReturnCtx(input2);
       addIssueToContext(ctx2, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.date,
@@ -78386,8 +78312,8 @@ var ZodDate2 = class _ZodDate extends ZodType2 {
       });
       return INVALID;
     }
-    if (Number.isNaN(input.data.getTime())) {
-      const ctx2 = this._getOrReturnCtx(input);
+    if (Number.isNaN(input2.data.getTime())) {
+      const ctx2 = this._getOrReturnCtx(input2);
       addIssueToContext(ctx2, {
         code: ZodIssueCode2.invalid_date
       });
@@ -78397,8 +78323,8 @@ var ZodDate2 = class _ZodDate extends ZodType2 {
     let ctx = void 0;
     for (const check2 of this._def.checks) {
       if (check2.kind === "min") {
-        if (input.data.getTime() < check2.value) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (input2.data.getTime() < check2.value) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.too_small,
             message: check2.message,
@@ -78410,8 +78336,8 @@ var ZodDate2 = class _ZodDate extends ZodType2 {
           status.dirty();
         }
       } else if (check2.kind === "max") {
-        if (input.data.getTime() > check2.value) {
-          ctx = this._getOrReturnCtx(input, ctx);
+        if (input2.data.getTime() > check2.value) {
+          ctx = this._getOrReturnCtx(input2, ctx);
           addIssueToContext(ctx, {
             code: ZodIssueCode2.too_big,
             message: check2.message,
@@ -78428,7 +78354,7 @@ var ZodDate2 = class _ZodDate extends ZodType2 {
     }
     return {
       status: status.value,
-      value: new Date(input.data.getTime())
+      value: new Date(input2.data.getTime())
     };
   }
   _addCheck(check2) {
@@ -78481,10 +78407,10 @@ ZodDate2.create = (params) => {
   });
 };
 var ZodSymbol2 = class extends ZodType2 {
-  _parse(input) {
-    const parsedType8 = this._getType(input);
+  _parse(input2) {
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.symbol) {
-      const ctx = this._getOrReturnCtx(input);
+      const ctx = this._getOrReturnCtx(input2);
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.symbol,
@@ -78492,7 +78418,7 @@ var ZodSymbol2 = class extends ZodType2 {
       });
       return INVALID;
     }
-    return OK(input.data);
+    return OK(input2.data);
   }
 };
 ZodSymbol2.create = (params) => {
@@ -78502,10 +78428,10 @@ ZodSymbol2.create = (params) => {
   });
 };
 var ZodUndefined2 = class extends ZodType2 {
-  _parse(input) {
-    const parsedType8 = this._getType(input);
+  _parse(input2) {
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.undefined) {
-      const ctx = this._getOrReturnCtx(input);
+      const ctx = this._getOrReturnCtx(input2);
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.undefined,
@@ -78513,7 +78439,7 @@ var ZodUndefined2 = class extends ZodType2 {
       });
       return INVALID;
     }
-    return OK(input.data);
+    return OK(input2.data);
   }
 };
 ZodUndefined2.create = (params) => {
@@ -78523,10 +78449,10 @@ ZodUndefined2.create = (params) => {
   });
 };
 var ZodNull2 = class extends ZodType2 {
-  _parse(input) {
-    const parsedType8 = this._getType(input);
+  _parse(input2) {
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.null) {
-      const ctx = this._getOrReturnCtx(input);
+      const ctx = this._getOrReturnCtx(input2);
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.null,
@@ -78534,7 +78460,7 @@ var ZodNull2 = class extends ZodType2 {
       });
       return INVALID;
     }
-    return OK(input.data);
+    return OK(input2.data);
   }
 };
 ZodNull2.create = (params) => {
@@ -78548,8 +78474,8 @@ var ZodAny2 = class extends ZodType2 {
     super(...arguments);
     this._any = true;
   }
-  _parse(input) {
-    return OK(input.data);
+  _parse(input2) {
+    return OK(input2.data);
   }
 };
 ZodAny2.create = (params) => {
@@ -78563,8 +78489,8 @@ var ZodUnknown2 = class extends ZodType2 {
     super(...arguments);
     this._unknown = true;
   }
-  _parse(input) {
-    return OK(input.data);
+  _parse(input2) {
+    return OK(input2.data);
   }
 };
 ZodUnknown2.create = (params) => {
@@ -78574,8 +78500,8 @@ ZodUnknown2.create = (params) => {
   });
 };
 var ZodNever2 = class extends ZodType2 {
-  _parse(input) {
-    const ctx = this._getOrReturnCtx(input);
+  _parse(input2) {
+    const ctx = this._getOrReturnCtx(input2);
     addIssueToContext(ctx, {
       code: ZodIssueCode2.invalid_type,
       expected: ZodParsedType.never,
@@ -78591,10 +78517,10 @@ ZodNever2.create = (params) => {
   });
 };
 var ZodVoid2 = class extends ZodType2 {
-  _parse(input) {
-    const parsedType8 = this._getType(input);
+  _parse(input2) {
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.undefined) {
-      const ctx = this._getOrReturnCtx(input);
+      const ctx = this._getOrReturnCtx(input2);
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.void,
@@ -78602,7 +78528,7 @@ var ZodVoid2 = class extends ZodType2 {
       });
       return INVALID;
     }
-    return OK(input.data);
+    return OK(input2.data);
   }
 };
 ZodVoid2.create = (params) => {
@@ -78612,8 +78538,8 @@ ZodVoid2.create = (params) => {
   });
 };
 var ZodArray2 = class _ZodArray extends ZodType2 {
-  _parse(input) {
-    const { ctx, status } = this._processInputParams(input);
+  _parse(input2) {
+    const { ctx, status } = this._processInputParams(input2);
     const def = this._def;
     if (ctx.parsedType !== ZodParsedType.array) {
       addIssueToContext(ctx, {
@@ -78753,10 +78679,10 @@ var ZodObject2 = class _ZodObject extends ZodType2 {
     this._cached = { shape, keys };
     return this._cached;
   }
-  _parse(input) {
-    const parsedType8 = this._getType(input);
+  _parse(input2) {
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.object) {
-      const ctx2 = this._getOrReturnCtx(input);
+      const ctx2 = this._getOrReturnCtx(input2);
       addIssueToContext(ctx2, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.object,
@@ -78764,7 +78690,7 @@ var ZodObject2 = class _ZodObject extends ZodType2 {
       });
       return INVALID;
     }
-    const { status, ctx } = this._processInputParams(input);
+    const { status, ctx } = this._processInputParams(input2);
     const { shape, keys: shapeKeys } = this._getCached();
     const extraKeys = [];
     if (!(this._def.catchall instanceof ZodNever2 && this._def.unknownKeys === "strip")) {
@@ -79077,8 +79003,8 @@ ZodObject2.lazycreate = (shape, params) => {
   });
 };
 var ZodUnion2 = class extends ZodType2 {
-  _parse(input) {
-    const { ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { ctx } = this._processInputParams(input2);
     const options = this._def.options;
     function handleResults(results) {
       for (const result of results) {
@@ -79199,8 +79125,8 @@ var getDiscriminator = (type) => {
   }
 };
 var ZodDiscriminatedUnion2 = class _ZodDiscriminatedUnion extends ZodType2 {
-  _parse(input) {
-    const { ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { ctx } = this._processInputParams(input2);
     if (ctx.parsedType !== ZodParsedType.object) {
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
@@ -79313,8 +79239,8 @@ function mergeValues2(a2, b) {
   }
 }
 var ZodIntersection2 = class extends ZodType2 {
-  _parse(input) {
-    const { status, ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { status, ctx } = this._processInputParams(input2);
     const handleParsed = (parsedLeft, parsedRight) => {
       if (isAborted(parsedLeft) || isAborted(parsedRight)) {
         return INVALID;
@@ -79366,8 +79292,8 @@ ZodIntersection2.create = (left, right, params) => {
   });
 };
 var ZodTuple2 = class _ZodTuple extends ZodType2 {
-  _parse(input) {
-    const { status, ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { status, ctx } = this._processInputParams(input2);
     if (ctx.parsedType !== ZodParsedType.array) {
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
@@ -79439,8 +79365,8 @@ var ZodRecord2 = class _ZodRecord extends ZodType2 {
   get valueSchema() {
     return this._def.valueType;
   }
-  _parse(input) {
-    const { status, ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { status, ctx } = this._processInputParams(input2);
     if (ctx.parsedType !== ZodParsedType.object) {
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
@@ -79492,8 +79418,8 @@ var ZodMap2 = class extends ZodType2 {
   get valueSchema() {
     return this._def.valueType;
   }
-  _parse(input) {
-    const { status, ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { status, ctx } = this._processInputParams(input2);
     if (ctx.parsedType !== ZodParsedType.map) {
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
@@ -79552,8 +79478,8 @@ ZodMap2.create = (keyType, valueType, params) => {
   });
 };
 var ZodSet2 = class _ZodSet extends ZodType2 {
-  _parse(input) {
-    const { status, ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { status, ctx } = this._processInputParams(input2);
     if (ctx.parsedType !== ZodParsedType.set) {
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
@@ -79641,8 +79567,8 @@ var ZodFunction2 = class _ZodFunction extends ZodType2 {
     super(...arguments);
     this.validate = this.implement;
   }
-  _parse(input) {
-    const { ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { ctx } = this._processInputParams(input2);
     if (ctx.parsedType !== ZodParsedType.function) {
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
@@ -79745,8 +79671,8 @@ var ZodLazy2 = class extends ZodType2 {
   get schema() {
     return this._def.getter();
   }
-  _parse(input) {
-    const { ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { ctx } = this._processInputParams(input2);
     const lazySchema = this._def.getter();
     return lazySchema._parse({ data: ctx.data, path: ctx.path, parent: ctx });
   }
@@ -79759,9 +79685,9 @@ ZodLazy2.create = (getter, params) => {
   });
 };
 var ZodLiteral2 = class extends ZodType2 {
-  _parse(input) {
-    if (input.data !== this._def.value) {
-      const ctx = this._getOrReturnCtx(input);
+  _parse(input2) {
+    if (input2.data !== this._def.value) {
+      const ctx = this._getOrReturnCtx(input2);
       addIssueToContext(ctx, {
         received: ctx.data,
         code: ZodIssueCode2.invalid_literal,
@@ -79769,7 +79695,7 @@ var ZodLiteral2 = class extends ZodType2 {
       });
       return INVALID;
     }
-    return { status: "valid", value: input.data };
+    return { status: "valid", value: input2.data };
   }
   get value() {
     return this._def.value;
@@ -79790,9 +79716,9 @@ function createZodEnum(values, params) {
   });
 }
 var ZodEnum2 = class _ZodEnum extends ZodType2 {
-  _parse(input) {
-    if (typeof input.data !== "string") {
-      const ctx = this._getOrReturnCtx(input);
+  _parse(input2) {
+    if (typeof input2.data !== "string") {
+      const ctx = this._getOrReturnCtx(input2);
       const expectedValues = this._def.values;
       addIssueToContext(ctx, {
         expected: util.joinValues(expectedValues),
@@ -79804,8 +79730,8 @@ var ZodEnum2 = class _ZodEnum extends ZodType2 {
     if (!this._cache) {
       this._cache = new Set(this._def.values);
     }
-    if (!this._cache.has(input.data)) {
-      const ctx = this._getOrReturnCtx(input);
+    if (!this._cache.has(input2.data)) {
+      const ctx = this._getOrReturnCtx(input2);
       const expectedValues = this._def.values;
       addIssueToContext(ctx, {
         received: ctx.data,
@@ -79814,7 +79740,7 @@ var ZodEnum2 = class _ZodEnum extends ZodType2 {
       });
       return INVALID;
     }
-    return OK(input.data);
+    return OK(input2.data);
   }
   get options() {
     return this._def.values;
@@ -79855,9 +79781,9 @@ var ZodEnum2 = class _ZodEnum extends ZodType2 {
 };
 ZodEnum2.create = createZodEnum;
 var ZodNativeEnum = class extends ZodType2 {
-  _parse(input) {
+  _parse(input2) {
     const nativeEnumValues = util.getValidEnumValues(this._def.values);
-    const ctx = this._getOrReturnCtx(input);
+    const ctx = this._getOrReturnCtx(input2);
     if (ctx.parsedType !== ZodParsedType.string && ctx.parsedType !== ZodParsedType.number) {
       const expectedValues = util.objectValues(nativeEnumValues);
       addIssueToContext(ctx, {
@@ -79870,7 +79796,7 @@ var ZodNativeEnum = class extends ZodType2 {
     if (!this._cache) {
       this._cache = new Set(util.getValidEnumValues(this._def.values));
     }
-    if (!this._cache.has(input.data)) {
+    if (!this._cache.has(input2.data)) {
       const expectedValues = util.objectValues(nativeEnumValues);
       addIssueToContext(ctx, {
         received: ctx.data,
@@ -79879,7 +79805,7 @@ var ZodNativeEnum = class extends ZodType2 {
       });
       return INVALID;
     }
-    return OK(input.data);
+    return OK(input2.data);
   }
   get enum() {
     return this._def.values;
@@ -79896,8 +79822,8 @@ var ZodPromise2 = class extends ZodType2 {
   unwrap() {
     return this._def.type;
   }
-  _parse(input) {
-    const { ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { ctx } = this._processInputParams(input2);
     if (ctx.parsedType !== ZodParsedType.promise && ctx.common.async === false) {
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
@@ -79929,8 +79855,8 @@ var ZodEffects = class extends ZodType2 {
   sourceType() {
     return this._def.schema._def.typeName === ZodFirstPartyTypeKind2.ZodEffects ? this._def.schema.sourceType() : this._def.schema;
   }
-  _parse(input) {
-    const { status, ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { status, ctx } = this._processInputParams(input2);
     const effect = this._def.effect || null;
     const checkCtx = {
       addIssue: (arg) => {
@@ -80062,12 +79988,12 @@ ZodEffects.createWithPreprocess = (preprocess2, schema, params) => {
   });
 };
 var ZodOptional2 = class extends ZodType2 {
-  _parse(input) {
-    const parsedType8 = this._getType(input);
+  _parse(input2) {
+    const parsedType8 = this._getType(input2);
     if (parsedType8 === ZodParsedType.undefined) {
       return OK(void 0);
     }
-    return this._def.innerType._parse(input);
+    return this._def.innerType._parse(input2);
   }
   unwrap() {
     return this._def.innerType;
@@ -80081,12 +80007,12 @@ ZodOptional2.create = (type, params) => {
   });
 };
 var ZodNullable2 = class extends ZodType2 {
-  _parse(input) {
-    const parsedType8 = this._getType(input);
+  _parse(input2) {
+    const parsedType8 = this._getType(input2);
     if (parsedType8 === ZodParsedType.null) {
       return OK(null);
     }
-    return this._def.innerType._parse(input);
+    return this._def.innerType._parse(input2);
   }
   unwrap() {
     return this._def.innerType;
@@ -80100,8 +80026,8 @@ ZodNullable2.create = (type, params) => {
   });
 };
 var ZodDefault2 = class extends ZodType2 {
-  _parse(input) {
-    const { ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { ctx } = this._processInputParams(input2);
     let data = ctx.data;
     if (ctx.parsedType === ZodParsedType.undefined) {
       data = this._def.defaultValue();
@@ -80125,8 +80051,8 @@ ZodDefault2.create = (type, params) => {
   });
 };
 var ZodCatch2 = class extends ZodType2 {
-  _parse(input) {
-    const { ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { ctx } = this._processInputParams(input2);
     const newCtx = {
       ...ctx,
       common: {
@@ -80178,10 +80104,10 @@ ZodCatch2.create = (type, params) => {
   });
 };
 var ZodNaN2 = class extends ZodType2 {
-  _parse(input) {
-    const parsedType8 = this._getType(input);
+  _parse(input2) {
+    const parsedType8 = this._getType(input2);
     if (parsedType8 !== ZodParsedType.nan) {
-      const ctx = this._getOrReturnCtx(input);
+      const ctx = this._getOrReturnCtx(input2);
       addIssueToContext(ctx, {
         code: ZodIssueCode2.invalid_type,
         expected: ZodParsedType.nan,
@@ -80189,7 +80115,7 @@ var ZodNaN2 = class extends ZodType2 {
       });
       return INVALID;
     }
-    return { status: "valid", value: input.data };
+    return { status: "valid", value: input2.data };
   }
 };
 ZodNaN2.create = (params) => {
@@ -80199,8 +80125,8 @@ ZodNaN2.create = (params) => {
   });
 };
 var ZodBranded = class extends ZodType2 {
-  _parse(input) {
-    const { ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { ctx } = this._processInputParams(input2);
     const data = ctx.data;
     return this._def.type._parse({
       data,
@@ -80213,8 +80139,8 @@ var ZodBranded = class extends ZodType2 {
   }
 };
 var ZodPipeline = class _ZodPipeline extends ZodType2 {
-  _parse(input) {
-    const { status, ctx } = this._processInputParams(input);
+  _parse(input2) {
+    const { status, ctx } = this._processInputParams(input2);
     if (ctx.common.async) {
       const handleAsync = async () => {
         const inResult = await this._def.in._parseAsync({
@@ -80268,8 +80194,8 @@ var ZodPipeline = class _ZodPipeline extends ZodType2 {
   }
 };
 var ZodReadonly2 = class extends ZodType2 {
-  _parse(input) {
-    const result = this._def.innerType._parse(input);
+  _parse(input2) {
+    const result = this._def.innerType._parse(input2);
     const freeze = (data) => {
       if (isValid(data)) {
         data.value = Object.freeze(data.value);
@@ -80515,11 +80441,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path54) {
-  if (path54.length === 0) {
+function getDotPath(path56) {
+  if (path56.length === 0) {
     return "object root";
   }
-  return path54.reduce((acc, seg, index) => {
+  return path56.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -82948,12 +82874,12 @@ var AjvJsonSchemaValidator = class {
    */
   getValidator(schema) {
     const ajvValidator = "$id" in schema && typeof schema.$id === "string" ? this._ajv.getSchema(schema.$id) ?? this._ajv.compile(schema) : this._ajv.compile(schema);
-    return (input) => {
-      const valid = ajvValidator(input);
+    return (input2) => {
+      const valid = ajvValidator(input2);
       if (valid) {
         return {
           valid: true,
-          data: input,
+          data: input2,
           errorMessage: void 0
         };
       } else {
@@ -85632,7 +85558,7 @@ async function runMcpBridge() {
   };
   await server.connect(transport);
 }
-function answerInvalidLines(input, write, log = () => {
+function answerInvalidLines(input2, write, log = () => {
 }) {
   const valid = new PassThrough2();
   const onLine = (line) => {
@@ -85657,7 +85583,7 @@ function answerInvalidLines(input, write, log = () => {
   };
   const decoder = new StringDecoder3("utf8");
   let pending = "";
-  input.on("data", (chunk) => {
+  input2.on("data", (chunk) => {
     let from = pending.length;
     pending += decoder.write(chunk);
     for (let nl = pending.indexOf("\n", from); nl >= 0; nl = pending.indexOf("\n", from)) {
@@ -85670,7 +85596,7 @@ function answerInvalidLines(input, write, log = () => {
       pending = "";
     }
   });
-  input.on("end", () => valid.end());
+  input2.on("end", () => valid.end());
   return valid;
 }
 
@@ -85831,6 +85757,7 @@ function registerGrantsCommand(program3) {
 }
 
 // engine/commands/housekeeping.ts
+init_errors3();
 init_paths();
 function registerHousekeepingCommands(program3) {
   program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
@@ -85869,8 +85796,355 @@ function registerHousekeepingCommands(program3) {
   });
 }
 
-// engine/cli.ts
-init_commands();
+// engine/serving/commands.ts
+init_execa();
+init_detect();
+init_parse3();
+init_estimate();
+init_ggml_types();
+init_hparams();
+init_source2();
+init_targets();
+init_llama_server();
+init_plan();
+init_setup3();
+init_fit_service();
+init_errors4();
+import { existsSync as existsSync24 } from "node:fs";
+import path55 from "node:path";
+var InputError2 = class extends Error {
+};
+function int3(v, flag2, min = 1) {
+  if (v === void 0) return void 0;
+  const n2 = Number(v);
+  if (!Number.isInteger(n2) || n2 < min) throw new InputError2(`${flag2} must be an integer \u2265 ${min} (got "${v}")`);
+  return n2;
+}
+function cacheType(v, flag2) {
+  if (v === void 0) return void 0;
+  if (!isKvCacheType(v)) throw new InputError2(`${flag2} must be one of f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (got "${v}")`);
+  return v;
+}
+var fmt = (b) => b === null ? "?" : b >= GiB2 ? `${(b / GiB2).toFixed(2)} GiB` : `${(b / MiB2).toFixed(2)} MiB`;
+async function runFit(o2) {
+  if (!o2.metadata && !o2.gguf) return runFitPlan(o2);
+  try {
+    if (o2.model) throw new InputError2("--model goes without --metadata/--gguf (those print the detailed estimate of one file)");
+    if (o2.runtime && o2.runtime !== "llama.cpp") throw new InputError2("--runtime goes without --metadata/--gguf (those estimate one GGUF file for llama.cpp)");
+    if (!!o2.metadata === !!o2.gguf) throw new InputError2("pass exactly one of --metadata FILE.json or --gguf PATH_OR_URL");
+    const parallelRaw = o2.parallel === void 0 ? void 0 : Number(o2.parallel);
+    if (parallelRaw !== void 0 && !(Number.isInteger(parallelRaw) && (parallelRaw >= 1 || parallelRaw === -1))) {
+      throw new InputError2(`--parallel must be a positive integer or -1 for auto (got "${o2.parallel}")`);
+    }
+    const ctx = o2.ctx === void 0 ? void 0 : int3(o2.ctx, "--ctx", 0);
+    const ubatch = int3(o2.ubatch, "--ubatch");
+    const cacheTypeK = cacheType(o2.cacheTypeK, "--cache-type-k");
+    const cacheTypeV = cacheType(o2.cacheTypeV, "--cache-type-v");
+    if (o2.flashAttn !== void 0 && !["on", "off", "auto"].includes(o2.flashAttn)) throw new InputError2(`--flash-attn must be on, off or auto (got "${o2.flashAttn}")`);
+    let gpus;
+    let hostFree;
+    let hwNote;
+    if (o2.gpus && o2.gpus !== "auto") {
+      let spec2;
+      try {
+        spec2 = parseGpuSpec(o2.gpus);
+      } catch (e2) {
+        throw new InputError2(e2.message);
+      }
+      gpus = budgetsFromReport({ gpus: spec2, ram: { totalBytes: 0, freeBytes: 0 } }).gpus;
+      const hw = o2.hardware ?? await detectHardware();
+      hostFree = hw.ram.freeBytes;
+      hwNote = `--gpus ${o2.gpus}`;
+    } else {
+      const hw = o2.hardware ?? await detectHardware({ llamaServer: safeFind() });
+      const b = budgetsFromReport(hw);
+      gpus = b.gpus;
+      hostFree = b.hostFreeBytes;
+      hwNote = gpus.length ? gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : `CPU only, ${fmt(hostFree)} RAM free`;
+    }
+    let info;
+    try {
+      info = o2.metadata ? loadMetadataFile(o2.metadata) : await loadGguf(o2.gguf);
+    } catch (e2) {
+      throw new InputError2(e2.message);
+    }
+    const h3 = hparamsFromMetadata(info.metadata);
+    const e = estimate(h3, info.tensors, {
+      ctx,
+      parallel: parallelRaw,
+      kvUnified: o2.kvUnified,
+      cacheTypeK,
+      cacheTypeV,
+      ubatch,
+      flashAttn: o2.flashAttn,
+      gpus
+    });
+    const slots = e.slots;
+    const minCtx = int3(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
+    const dev = { gpus: gpus.map((g, i2) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i2}` })), hostFreeBytes: hostFree };
+    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync24(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
+    const pick3 = planModel(m, dev, slots, minCtx, false);
+    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync24(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
+    const out = {
+      model: { source: info.source, arch: h3.arch, name: h3.name, quant: info.quant, kind: h3.kind, nLayer: h3.nLayerAll, nCtxTrain: h3.nCtxTrain, fileBytes: info.fileBytes },
+      ...e,
+      hardware: hwNote,
+      llamaCpp,
+      recommendation: pick3,
+      recommendationProblem: pick3 ? null : minCtx > h3.nCtxTrain ? `the model was trained for ${h3.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
+    };
+    if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+    const lines = [
+      `${h3.name ?? info.source} (${h3.arch}, ${h3.kind}${info.quant ? `, ${info.quant}` : ""})`,
+      `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) \xD7 ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
+      `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
+      `weights ${fmt(e.weightsBytes)}, compute \u2248 ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
+      ...e.perDevice.filter((d) => d.totalBytes > 0).map((d) => `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`),
+      ...llamaCpp?.devices.length ? [`llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} \u2014 ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`] : [],
+      `hardware: ${hwNote}`,
+      pick3 ? `recommended: ${pick3.command}  (${pick3.reason})` : `does not fit: ${out.recommendationProblem}`,
+      ...e.warnings.map((w) => `note: ${w}`)
+    ];
+    return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+  } catch (err) {
+    if (err instanceof InputError2 || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
+      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
+` };
+    }
+    throw err;
+  }
+}
+async function runFitPlan(o2) {
+  try {
+    const slots = int3(o2.slots ?? (o2.parallel !== void 0 && o2.parallel !== "-1" ? o2.parallel : void 0), "--slots");
+    const ctxPerSlot = int3(o2.ctxPerSlot, "--ctx", 1024);
+    const minCtx = int3(o2.minCtx, "--min-ctx", 1024);
+    if (o2.gpus && o2.gpus !== "auto") throw new InputError2("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
+    const runtime = o2.runtime ?? "llama.cpp";
+    if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError2(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
+    const parallel = runtime === "vllm" || runtime === "sglang";
+    const bin = parallel ? null : safeFind();
+    const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
+    const out = await planFit({ model: o2.model, slots, minCtx, ctxPerSlot, runtime }, hw, { llamaServer: bin, store: o2.store });
+    const code = out.pick ? 0 : 3;
+    if (o2.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+    const p = out.pick;
+    const lines = [
+      `hardware: ${out.hardware.gpus.length ? out.hardware.gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : "no GPU"}; RAM ${fmt(out.hardware.ramFreeBytes)} free`,
+      ...out.hardware.notes.map((n2) => `note: ${n2}`),
+      ...p ? [
+        `pick: ${p.model} ${p.quant ?? ""} \u2014 ${p.slots} slot(s) \xD7 ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
+        `  ${p.reason}`,
+        ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
+        `  ${p.command}`,
+        ...out.alternatives.map((a2) => `alternative: ${a2.model} ${a2.quant ?? ""} (${a2.runtime !== "llama.cpp" ? `${a2.runtime}, tensor parallel ${a2.parallel?.tensor} \xD7 data parallel ${a2.parallel?.data}` : a2.pool ? `${a2.pool.replicas} replicas` : a2.placement}, ${a2.slots} \xD7 ${a2.ctxPerSlot})`)
+      ] : [`no fit: ${out.problem}`]
+    ];
+    return { code, stdout: lines.join("\n") + "\n", stderr: "" };
+  } catch (err) {
+    if (err instanceof InputError2 || isSetupError(err)) {
+      return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
+` };
+    }
+    throw err;
+  }
+}
+async function llamaFitParams(file2, e, llamaServer) {
+  const server = llamaServer ?? safeFind();
+  if (!server) return null;
+  const bin = path55.join(path55.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  if (!existsSync24(bin)) return null;
+  const args = ["-m", file2, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
+  if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
+  if (e.cacheTypeV !== "f16") args.push("-ctv", e.cacheTypeV);
+  const r = await execa(bin, args, { reject: false, timeout: 6e4, stdin: "ignore" });
+  const devices = String(r.stdout ?? "").split("\n").map((l) => /^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(l.trim())).filter((m) => !!m).map((m) => ({ device: m[1], modelMiB: Number(m[2]), contextMiB: Number(m[3]), computeMiB: Number(m[4]) }));
+  return { bin, args, devices, note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null, error: r.exitCode === 0 ? null : String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}` };
+}
+var safeFind = safeFindLlamaServer;
+async function runStartCommand(o2, slots, ctx, log) {
+  const minCtx = int3(o2.minCtx, "--min-ctx", 1024);
+  if (ctx !== void 0 && ctx < 1024) throw new SetupInputError(`--ctx must be \u2265 1024 tokens per slot (got ${ctx})`);
+  if (ctx !== void 0 && minCtx !== void 0) throw new SetupInputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
+  const confirm = async (j) => {
+    if (o2.yes) return true;
+    if (!process.stdin.isTTY) throw new SetupInputError("not a terminal: pass --yes to download and start without a question");
+    const { createInterface } = await import("node:readline/promises");
+    const rl = createInterface({ input: process.stdin, output: process.stderr });
+    const what = `${j.model}${j.quant ? ` ${j.quant}` : ""}${j.slots ? ` (${j.slots} slot(s) \xD7 ${j.ctxPerSlot} tokens)` : ""} with ${o2.runtime}`;
+    try {
+      return /^y(es)?$/i.test((await rl.question(`Download (when not on disk) and start ${what}? [y/N] `)).trim());
+    } finally {
+      rl.close();
+    }
+  };
+  const { runStartJob: runStartJob2 } = await Promise.resolve().then(() => (init_start2(), start_exports));
+  const seen = /* @__PURE__ */ new Map();
+  let lastPct = -1;
+  const job = await runStartJob2({
+    input: { runtime: o2.runtime, model: o2.model, slots, ctx, minCtx, acceptUnderpowered: o2.acceptUnderpowered },
+    store: o2.store ?? new TargetStore(),
+    hardware: o2.hardware,
+    llamaServer: o2.llamaServer,
+    confirm,
+    onUpdate: (j) => {
+      for (const p of j.phases) {
+        const key = `${p.status}:${p.detail}`;
+        const quiet = p.status === "pending" || p.status === "failed" || p.name === "plan" && p.status === "running" || p.status === "skipped" && !p.detail;
+        if (seen.get(p.name) !== key && !quiet) {
+          seen.set(p.name, key);
+          log(`${p.name}: ${p.status}${p.ms !== null ? ` (${p.ms} ms)` : ""}${p.detail ? ` \u2014 ${p.detail}` : ""}`);
+        }
+        const pr = p.progress;
+        if (p.status === "running" && pr?.total) {
+          const pct = Math.floor(pr.done / pr.total * 20) * 5;
+          if (pct !== lastPct) {
+            lastPct = pct;
+            log(`${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB2).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`);
+          }
+        }
+      }
+    }
+  });
+  if (job.plannedCommand) log(`command: ${job.launchedCommand ?? job.plannedCommand}`);
+  const r = job.result;
+  if (!r) {
+    const f = job.failure;
+    if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}
+` };
+    if (f.kind === "not-confirmed") throw new SetupInputError(f.cause);
+    return { code: 2, stdout: o2.json ? JSON.stringify({ job }, null, 2) + "\n" : "", stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} \u2014 ${f.remedy}
+` };
+  }
+  const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
+  const text = o2.json ? JSON.stringify({ outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job.servers?.[0] ?? null, job }, null, 2) + "\n" : [
+    `${r.outcome.toUpperCase()}: ${r.summary}`,
+    ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
+    ...job.placement ? [`placement: ${job.placement.passed ? "as planned" : "NOT as planned"} \u2014 ${job.placement.evidence.join("; ")}`] : [],
+    ...job.failure ? [`warning: ${job.failure.cause} \u2014 ${job.failure.remedy}`] : [],
+    `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
+  ].join("\n") + "\n";
+  return { code, stdout: text, stderr: "" };
+}
+async function runSetup(o2) {
+  const logs = [];
+  const log = (l) => {
+    logs.push(l);
+    if (!o2.json) process.stderr.write(`${l}
+`);
+  };
+  try {
+    const modes = [o2.runtime ? "runtime" : null, o2.capture ? "capture" : null, o2.provider ? "provider" : null].filter(Boolean);
+    if (modes.length !== 1) throw new SetupInputError("pass exactly one of --runtime llama.cpp, --capture URL or --provider URL");
+    const slots = int3(o2.slots, "--slots");
+    const ctx = int3(o2.ctx, "--ctx");
+    let r;
+    if (o2.runtime) {
+      if (!["llama.cpp", "vllm", "sglang"].includes(o2.runtime)) throw new SetupInputError(`--runtime ${o2.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
+      return await runStartCommand(o2, slots, ctx, log);
+    } else if (Array.isArray(o2.capture) && o2.capture.length > 1) {
+      const { setupCapturePool: setupCapturePool2 } = await Promise.resolve().then(() => (init_pool(), pool_exports));
+      r = await setupCapturePool2(o2.capture, { model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
+    } else if (o2.capture) {
+      r = await setupCapture({ url: Array.isArray(o2.capture) ? o2.capture[0] : o2.capture, model: o2.model, apiKeyEnv: o2.apiKeyEnv, slots, ctx, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
+    } else {
+      r = await setupProvider({ url: o2.provider, model: o2.model ?? "", apiKeyEnv: o2.apiKeyEnv ?? "", slots, yes: o2.yes, acceptUnderpowered: o2.acceptUnderpowered, store: o2.store, env: o2.env, log });
+    }
+    const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
+    const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: r.server, timings: r.timings };
+    const text = o2.json ? JSON.stringify(body, null, 2) + "\n" : [
+      `${r.outcome.toUpperCase()}: ${r.summary}`,
+      ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
+      `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
+    ].join("\n") + "\n";
+    return { code, stdout: text, stderr: "", result: r };
+  } catch (err) {
+    if (err instanceof SetupInputError || err instanceof InputError2) return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}
+` };
+    const e = err;
+    return { code: 2, stdout: "", stderr: `ocw: setup failed: ${e.message.split("\n")[0]}
+` };
+  }
+}
+function runTargets(o2) {
+  const store = o2.store ?? new TargetStore();
+  const { active, targets } = store.list();
+  if (o2.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
+  if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
+  const lines = targets.map((t2) => `${t2.id === active ? "*" : " "} ${t2.id.padEnd(40)} ${(t2.outcome ?? "?").padEnd(12)} ${t2.serving.engine.padEnd(9)} ${t2.serving.slots} slot(s)${t2.serving.perSlotCtx ? ` \xD7 ${t2.serving.perSlotCtx}` : ""}  ${t2.endpoint}`);
+  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+}
+function runTargetUse(id2, o2 = {}) {
+  const store = o2.store ?? new TargetStore();
+  try {
+    const t2 = store.use(id2);
+    const warn = t2.outcome && t2.outcome !== "built" ? ` (warning: its last verification was ${t2.outcome})` : "";
+    return { code: 0, stdout: `active target: ${t2.id}${warn}
+`, stderr: "" };
+  } catch (e) {
+    return { code: 2, stdout: "", stderr: `ocw: ${e.message}
+` };
+  }
+}
+async function runServingStop(o2 = {}) {
+  const r = await stopServing(o2.target);
+  const lines = [
+    ...r.stopped.map((s) => `stopped llama-server pid ${s.pid} (${s.targetId}, port ${s.port})`),
+    ...r.alreadyGone.map((s) => `pid ${s.pid} (${s.targetId}) was not running${r.reused.includes(s) ? " (that pid is another process now: left alone)" : ""}`)
+  ];
+  return { code: 0, stdout: (lines.length ? lines.join("\n") : "no model servers started by ocw are running") + "\n", stderr: "" };
+}
+async function runDoctor(o2) {
+  let bin = null;
+  let binNote = "";
+  try {
+    bin = findLlamaServer(o2.llamaServer);
+  } catch (e) {
+    binNote = e.message;
+  }
+  const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
+  const serving = listServing();
+  const out = { hardware: hw, llamaServer: bin, llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"), serving };
+  if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
+  const lines = [
+    `platform   ${hw.platform}/${hw.arch}`,
+    `cpu        ${hw.cpu.model} (${hw.cpu.cores} threads${hw.cpu.physicalCores ? `, ${hw.cpu.physicalCores} cores` : ""})`,
+    `ram        ${fmt(hw.ram.freeBytes)} free of ${fmt(hw.ram.totalBytes)}`,
+    ...hw.gpus.length ? hw.gpus.map((g) => `gpu ${g.index}      ${g.name}: ${g.freeBytes === null ? "free ?" : `${fmt(g.freeBytes)} free`} of ${fmt(g.totalBytes)}${g.unified ? " (unified)" : ""} [${g.source}]`) : ["gpu        none detected (CPU only)"],
+    ...hw.llamaDevices ? [`llama.cpp  sees ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => `${d.id} ${d.name} ${fmt(d.freeBytes)} free`).join(", ") : "no GPU devices (CPU backend)"}`] : [],
+    `llama-server ${bin ?? out.llamaServerNote}`,
+    ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
+    ...hw.problems.map((p) => `problem    ${p}`),
+    `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
+    `detected in ${hw.ms} ms`
+  ];
+  return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
+}
+function emit2(r) {
+  if (r.stdout) process.stdout.write(r.stdout);
+  if (r.stderr) process.stderr.write(r.stderr);
+  process.exitCode = r.code;
+}
+function registerModelSetupCommands(program3, { targetsJson } = {}) {
+  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor \xD7 data parallel GPUs").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--json", "print JSON").action(async (opts) => emit2(await runFit(opts)));
+  program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)").option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id").option("--slots <n>", "how many workers run at once").option("--ctx <n>", "exactly this context per slot (the server is sized for slots \xD7 ctx, unified KV)").option("--min-ctx <n>", "at least this context per slot (default 32768; the planner gives more when it fits)").option("--llama-server <path>", "llama-server binary").option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v, prev = []) => [...prev, v]).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
+  program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => {
+    if (!o2.json || !targetsJson) return emit2(runTargets(o2));
+    emit2({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
+  });
+  program3.command("target").description("manage targets").command("use <id>").description("make a target active").action((id2) => emit2(runTargetUse(id2)));
+  const serving = program3.command("serving").description("model servers started by ocw");
+  serving.command("stop").description("stop the model servers ocw started").option("--target <id>", "only this target's server").action(async (opts) => emit2(await runServingStop(opts)));
+  serving.command("supervise", { hidden: true }).requiredOption("--target <id>", "target whose recorded server to run").action(async (opts) => {
+    try {
+      process.exitCode = await superviseServing(opts.target);
+    } catch (e) {
+      emit2({ code: 2, stdout: "", stderr: `ocw: ${e.message.split("\n")[0]}
+` });
+    }
+  });
+  program3.command("doctor").description("hardware, llama-server and running servers").option("--json", "print JSON").option("--llama-server <path>", "llama-server binary to confirm devices with").action(async (opts) => emit2(await runDoctor(opts)));
+}
 
 // engine/commands/targets-view.ts
 init_keys();
