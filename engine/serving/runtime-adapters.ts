@@ -102,7 +102,7 @@ export function installedVersion(runtime: ParallelRuntime, found: { how: "binary
 
 /**
  * Whether the installed runtime loads this model: its version against the family's minimum (catalog). Null when it
- * does (or nothing is known); else what is wrong and what to do.
+ * does, or when its version cannot be read or no minimum is known; else what is wrong and what to do.
  */
 export function versionProblem(runtime: ParallelRuntime, model: string, installed: { version: string | null; from: string }): { cause: string; remedy: string } | null {
   const fam = runtimeFamily(model);
@@ -112,7 +112,8 @@ export function versionProblem(runtime: ParallelRuntime, model: string, installe
   const remedy = runtime === "vllm"
     ? `upgrade it (pip install -U 'vllm>=${min}'), or unset OCW_VLLM_IMAGE to use ${fam.image.vllm}`
     : `upgrade it (pip install -U 'sglang>=${min}'), or unset OCW_SGLANG_IMAGE to use ${fam.image.sglang}`;
-  if (!installed.version) return { cause: `cannot tell which ${name} this is (${installed.from} named no version); ${model} (${fam.family}) needs ${name} ≥ ${min}`, remedy };
+  // a version we cannot read is not refused (a dev build, a vendor fork): the load phase will say if it cannot load it
+  if (!installed.version) return null;
   if (compareVersions(installed.version, min) >= 0) return null;
   return { cause: `${name} ${installed.version} (${installed.from}) is older than ${min}, the first release that loads ${model} (${fam.family})`, remedy };
 }

@@ -18,7 +18,7 @@ import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort, stopPid } from "./llama-server";
 import { finish, listServing, saveServing, stopServing } from "./setup";
 import { classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartJobOptions, StartError, withFreed } from "./start-common";
-import { findRuntime, imageFor, installedVersion, SGLANG_IMAGE, versionProblem, VLLM_IMAGE } from "./runtime-adapters";
+import { findRuntime, imageFor, installedVersion, versionProblem } from "./runtime-adapters";
 import { commandWords, shellQuote } from "../models/plan";
 import type { FitPick } from "../../shared/fit";
 import { planFit } from "./fit-service";
@@ -49,6 +49,8 @@ export interface RuntimeLaunch {
 export function buildLaunch(o: {
   runtime: "vllm" | "sglang"; found: { how: "binary" | "container"; bin: string }; command: string; port: number;
   key: string; configDir: string; env?: NodeJS.ProcessEnv;
+  /** The model (catalog id / repo) whose family picks the pinned image. */
+  family?: string;
 }): RuntimeLaunch {
   const env = o.env ?? process.env;
   const words = commandWords(o.command);
@@ -74,7 +76,7 @@ export function buildLaunch(o: {
     set("--config", o.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
   }
   if (o.found.how === "binary") return { how: "binary", cmd: o.found.bin, args, env: extraEnv, port: o.port, configFile };
-  const image = o.runtime === "vllm" ? env.OCW_VLLM_IMAGE || VLLM_IMAGE : env.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
+  const image = imageFor(o.runtime, o.family ?? o.command, env);
   const hfCache = env.HF_HOME || path.join(os.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o.runtime;
   const run = [
@@ -150,7 +152,12 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
 
   ops.begin("runtime", `looking for ${name}`);
-  ops.end(found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${runtime === "vllm" ? process.env.OCW_VLLM_IMAGE || VLLM_IMAGE : process.env.OCW_SGLANG_IMAGE || SGLANG_IMAGE})`);
+  // the family's minimum version (catalog), checked before anything is launched: an old runtime fails late and obscurely
+  const familyOf = `${pick.model} ${model}`;
+  const version = installedVersion(runtime, found, familyOf);
+  const tooOld = versionProblem(runtime, familyOf, version);
+  if (tooOld) throw new StartError({ phase: "runtime", kind: "runtime-version", cause: tooOld.cause, logLine: null, remedy: tooOld.remedy });
+  ops.end(`${found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${imageFor(runtime, familyOf)})`}${version.version ? `, version ${version.version}` : ", version not reported"}`);
   ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
   ops.cancelled();
 
@@ -165,7 +172,7 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   await stopServing(id);
   // the vendor tool's figures before this start (a replaced server's memory is free again)
   const before = replacing ? ((await detectHardware({}).catch(() => null)) ?? hw) : hw;
-  const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id) });
+  const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id), family: familyOf });
   // vLLM / SGLang claim their share of each GPU up front (--gpu-memory-utilization): that is what a replacement frees
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index!]));
   const held = pick.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]!), bytes: d.budgetBytes })).filter((x): x is { index: number; bytes: number } => x.index !== undefined);

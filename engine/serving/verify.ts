@@ -6,6 +6,8 @@
  *               other engines: what they expose
  *  concurrency— N simultaneous streamed requests overlap in wall time (overlap factor = N·t1 / t_N)
  *  capability — a small coding task, executed and checked (a model that answers "hello" cannot pass)
+ *  reasoning  — the model's thinking stays out of `content` (no `<think>…</think>` in the answers): a server without
+ *               the family's reasoning parser is cannot-build, with the flag to add
  *  tools      — a tool-call round trip with OpenCode's tool schemas (tool-probe.ts): a server that refuses `tools`
  *               (llama-server --no-jinja) or returns calls as text fails with cannot-build; a model that does not call
  *               the tool or ignores its result makes the target underpowered
@@ -62,6 +64,9 @@ export interface VerifyResult {
 }
 
 type Chat = { choices?: { message?: { content?: string; reasoning_content?: string } }[]; error?: { message?: string } };
+
+/** Thinking markers that must never reach `content`: <think>…</think> (Qwen3, GLM, DeepSeek) and harmony's analysis channel. */
+const THINKING_IN_CONTENT = /<\/?think>|<\|channel\|>\s*analysis/;
 
 const CAPABILITY_TASK = [
   "Write a JavaScript function named sumOfSquares(n) that returns 1*1 + 2*2 + ... + n*n for a non-negative integer n",
@@ -332,6 +337,17 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
   add({ name: "capability", ...capCheck });
 
+  // reasoning: a thinking model's thoughts belong in reasoning_content; in `content` OpenCode takes them for the answer
+  const answers = [r.body?.choices?.[0]?.message?.content ?? "", cap.status === 200 ? (cap.body?.choices?.[0]?.message?.content ?? "") : ""];
+  const leak = answers.map((a) => THINKING_IN_CONTENT.exec(a)?.[0]).find(Boolean);
+  const hadReasoning = [r.body, cap.body].some((b) => !!(b?.choices?.[0]?.message?.reasoning_content || (b?.choices?.[0]?.message as { reasoning?: string } | undefined)?.reasoning));
+  add({
+    name: "reasoning", passed: !leak,
+    evidence: leak
+      ? `the answer's content holds the model's thinking (${JSON.stringify(leak)} …): the server has no reasoning parser for this model — ${v.engine === "llama.cpp" ? "start llama-server with --jinja (and --reasoning-format auto)" : `start ${v.engine} with the family's --reasoning-parser (qwen3 for Qwen3.x, ${v.engine === "vllm" ? "openai_gptoss" : "gpt-oss"} for gpt-oss, glm45 for GLM-4.x)`}`
+      : hadReasoning ? "thinking returned apart from the answer (reasoning_content)" : "no thinking in the answers' content",
+  });
+
   // tools: the round trip every worker turn makes
   let toolsBlocking = false;
   if (v.tools !== false) {
@@ -350,6 +366,9 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   } else if (!authOk) {
     outcome = "cannot-build";
     summary = `auth check failed: ${by("auth").evidence}`;
+  } else if (!by("reasoning").passed) {
+    outcome = "cannot-build";
+    summary = `the model's thinking lands in its answers: ${by("reasoning").evidence}`;
   } else if (toolsBlocking) {
     outcome = "cannot-build";
     summary = `tool calls do not work: ${by("tools").evidence}`;

@@ -18271,8 +18271,12 @@ var init_target = __esm({
       slots: external_exports.number().int().positive()
     });
     TargetCheck = external_exports.object({
-      /** `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). */
-      name: external_exports.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools"]),
+      /**
+       * `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). `reasoning`: the
+       * model's thinking stays out of `content` (a server without the family's reasoning parser returns `<think>…</think>`
+       * as the answer).
+       */
+      name: external_exports.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools", "reasoning"]),
       passed: external_exports.boolean(),
       evidence: external_exports.string()
     });
@@ -49004,6 +49008,10 @@ function toolParser(runtime, e, repo) {
 function reasoningParser(runtime, e, repo) {
   return runtimeFamily(`${e?.id ?? ""} ${repo}`).reasoningParser[runtime];
 }
+function imageFor(runtime, model, env2 = process.env) {
+  const o2 = runtime === "vllm" ? env2.OCW_VLLM_IMAGE : env2.OCW_SGLANG_IMAGE;
+  return o2 || runtimeFamily(model).image[runtime];
+}
 function parseVersion(s) {
   const named = /(?:vllm|sglang)[_-]v?(\d+\.\d+(?:\.\d+)?)/i.exec(s)?.[1];
   if (named) return named;
@@ -49018,13 +49026,24 @@ function compareVersions(a2, b) {
   }
   return 0;
 }
+function installedVersion(runtime, found, model, env2 = process.env) {
+  if (found.how === "container") {
+    const image = imageFor(runtime, model, env2);
+    return { version: parseVersion(image.split(":").pop() ?? ""), from: `image ${image}` };
+  }
+  const r = runtime === "vllm" ? spawnSync2(found.bin, ["--version"], { env: env2, timeout: 6e4, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }) : spawnSync2(found.bin, ["-c", "import sglang; print(sglang.__version__)"], { env: env2, timeout: 6e4, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const out = `${r.stdout ?? ""}
+${r.stderr ?? ""}`.split("\n").map((l) => l.trim()).filter(Boolean);
+  const line = [...out].reverse().find((l) => parseVersion(l));
+  return { version: line ? parseVersion(line) : null, from: runtime === "vllm" ? `${found.bin} --version` : `${found.bin} -c 'import sglang'` };
+}
 function versionProblem(runtime, model, installed2) {
   const fam = runtimeFamily(model);
   const min = fam.minVersion[runtime];
   if (!min) return null;
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const remedy = runtime === "vllm" ? `upgrade it (pip install -U 'vllm>=${min}'), or unset OCW_VLLM_IMAGE to use ${fam.image.vllm}` : `upgrade it (pip install -U 'sglang>=${min}'), or unset OCW_SGLANG_IMAGE to use ${fam.image.sglang}`;
-  if (!installed2.version) return { cause: `cannot tell which ${name} this is (${installed2.from} named no version); ${model} (${fam.family}) needs ${name} \u2265 ${min}`, remedy };
+  if (!installed2.version) return null;
   if (compareVersions(installed2.version, min) >= 0) return null;
   return { cause: `${name} ${installed2.version} (${installed2.from}) is older than ${min}, the first release that loads ${model} (${fam.family})`, remedy };
 }
@@ -50187,6 +50206,14 @@ async function verifyEndpoint(v) {
   if (cap2.status !== 200) capCheck = { passed: false, evidence: `capability request \u2192 ${cap2.status || cap2.error}: ${cap2.text.slice(0, 160)}` };
   else capCheck = checkCapabilityAnswer(cap2.body?.choices?.[0]?.message?.content ?? "");
   add({ name: "capability", ...capCheck });
+  const answers = [r.body?.choices?.[0]?.message?.content ?? "", cap2.status === 200 ? cap2.body?.choices?.[0]?.message?.content ?? "" : ""];
+  const leak = answers.map((a2) => THINKING_IN_CONTENT.exec(a2)?.[0]).find(Boolean);
+  const hadReasoning = [r.body, cap2.body].some((b) => !!(b?.choices?.[0]?.message?.reasoning_content || b?.choices?.[0]?.message?.reasoning));
+  add({
+    name: "reasoning",
+    passed: !leak,
+    evidence: leak ? `the answer's content holds the model's thinking (${JSON.stringify(leak)} \u2026): the server has no reasoning parser for this model \u2014 ${v.engine === "llama.cpp" ? "start llama-server with --jinja (and --reasoning-format auto)" : `start ${v.engine} with the family's --reasoning-parser (qwen3 for Qwen3.x, ${v.engine === "vllm" ? "openai_gptoss" : "gpt-oss"} for gpt-oss, glm45 for GLM-4.x)`}` : hadReasoning ? "thinking returned apart from the answer (reasoning_content)" : "no thinking in the answers' content"
+  });
   let toolsBlocking = false;
   if (v.tools !== false) {
     const t2 = await toolRoundTrip({ chatUrl, model: v.model, key: v.key, llamaExtensions: ext, timeoutMs, maxTokens: ext ? 256 : 1024 });
@@ -50203,6 +50230,9 @@ async function verifyEndpoint(v) {
   } else if (!authOk) {
     outcome2 = "cannot-build";
     summary = `auth check failed: ${by("auth").evidence}`;
+  } else if (!by("reasoning").passed) {
+    outcome2 = "cannot-build";
+    summary = `the model's thinking lands in its answers: ${by("reasoning").evidence}`;
   } else if (toolsBlocking) {
     outcome2 = "cannot-build";
     summary = `tool calls do not work: ${by("tools").evidence}`;
@@ -50215,12 +50245,13 @@ async function verifyEndpoint(v) {
   }
   return { outcome: outcome2, checks, observed, summary };
 }
-var WORKER_MIN_CTX, CAPABILITY_TASK, POOL_CHECK_MAX_TOKENS, POOL_UNIT;
+var WORKER_MIN_CTX, THINKING_IN_CONTENT, CAPABILITY_TASK, POOL_CHECK_MAX_TOKENS, POOL_UNIT;
 var init_verify = __esm({
   "engine/serving/verify.ts"() {
     init_http();
     init_tool_probe();
     WORKER_MIN_CTX = 16384;
+    THINKING_IN_CONTENT = /<\/?think>|<\|channel\|>\s*analysis/;
     CAPABILITY_TASK = [
       "Write a JavaScript function named sumOfSquares(n) that returns 1*1 + 2*2 + ... + n*n for a non-negative integer n",
       "(0 for n = 0). Reply with only the code in one ```js code block, no explanation."
@@ -50615,7 +50646,7 @@ function buildLaunch(o2) {
     set2("--config", o2.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
-  const image = o2.runtime === "vllm" ? env2.OCW_VLLM_IMAGE || VLLM_IMAGE : env2.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
+  const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
   const hfCache = env2.HF_HOME || path41.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run3 = [
@@ -50693,7 +50724,11 @@ async function runOtherRuntime(o2, input2, job, ops, setLog) {
   }
   if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
   ops.begin("runtime", `looking for ${name}`);
-  ops.end(found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${runtime === "vllm" ? process.env.OCW_VLLM_IMAGE || VLLM_IMAGE : process.env.OCW_SGLANG_IMAGE || SGLANG_IMAGE})`);
+  const familyOf = `${pick3.model} ${model}`;
+  const version2 = installedVersion(runtime, found, familyOf);
+  const tooOld = versionProblem(runtime, familyOf, version2);
+  if (tooOld) throw new StartError({ phase: "runtime", kind: "runtime-version", cause: tooOld.cause, logLine: null, remedy: tooOld.remedy });
+  ops.end(`${found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${imageFor(runtime, familyOf)})`}${version2.version ? `, version ${version2.version}` : ", version not reported"}`);
   ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
   ops.cancelled();
   ops.begin("load", `starting ${name}`);
@@ -50706,7 +50741,7 @@ async function runOtherRuntime(o2, input2, job, ops, setLog) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path41.join(stateDir(), "runtime", id2) });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path41.join(stateDir(), "runtime", id2), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
