@@ -50010,7 +50010,7 @@ async function poolCheck(o2) {
   const perUnit = Array.isArray(tok.body?.tokens) ? tok.body.tokens.length : 0;
   if (!perUnit) return { passed: null, evidence: `not checked: /tokenize \u2192 ${tok.status || tok.error}` };
   const maxTokens = 8;
-  const fill = Math.min(o2.ctx, POOL_CHECK_MAX_TOKENS) - maxTokens - 160;
+  const fill = o2.ctx - maxTokens - 160;
   const units = Math.max(1, Math.floor(fill / perUnit));
   const t0 = performance.now();
   const runs = await Promise.all(Array.from({ length: o2.n }, (_, i2) => httpJson(o2.chatUrl, {
@@ -50030,13 +50030,16 @@ ${POOL_UNIT.repeat(units)}` }],
   const secs2 = ((performance.now() - t0) / 1e3).toFixed(1);
   const prompt = Math.max(...runs.map((r) => r.body?.usage?.prompt_tokens ?? 0)) || units * perUnit;
   const failed = runs.filter((r) => r.status !== 200);
-  const capped = o2.ctx > POOL_CHECK_MAX_TOKENS ? ` (exercised up to ${POOL_CHECK_MAX_TOKENS} of the ${o2.ctx} per slot)` : "";
-  if (!failed.length) return { passed: true, evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once (${o2.n * prompt} cells) all answered in ${secs2} s${capped}` };
+  if (!failed.length) return { passed: true, evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once (${o2.n * prompt} cells) all answered in ${secs2} s` };
   const why = failed[0].body?.error?.message ?? (failed[0].text.slice(0, 120) || failed[0].error || `HTTP ${failed[0].status}`);
   return {
     passed: false,
     evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once: ${failed.length} of ${o2.n} failed (${failed[0].status || "no answer"}: ${why}) in ${secs2} s \u2014 the server's KV pool holds fewer than ${o2.n} \xD7 ${o2.ctx} tokens at once (with --kv-unified, -c is one pool shared by all slots): start it with -c ${o2.n * o2.ctx} -np ${o2.n} --kv-unified, or use fewer slots`
   };
+}
+function minSlotProblem(ctx) {
+  if (ctx === null || ctx >= MIN_SLOT_CTX) return null;
+  return `${ctx} tokens per slot is less than OpenCode's first request needs (\u2248 ${OPENCODE_FIRST_REQUEST_TOKENS} tokens with our agent, plus ${FIRST_ANSWER_TOKENS} for its answer): no worker can start \u2014 give each slot at least 32768 (llama-server -c <slots \xD7 32768> -np <slots> --kv-unified)`;
 }
 function overlapFactor(singleMs, wallMs, n2) {
   return wallMs > 0 ? n2 * singleMs / wallMs : 0;
@@ -50076,12 +50079,10 @@ async function verifyEndpoint(v) {
     const refused = (s) => s === 401 || s === 403;
     const ok2 = refused(noKey.status) && refused(wrong.status);
     add({ name: "auth", passed: ok2, evidence: `without key \u2192 ${noKey.status}, wrong key \u2192 ${wrong.status}, with key \u2192 200` });
+  } else if (isLoopback(root2)) {
+    add({ name: "auth", passed: true, evidence: "no key (loopback only): the endpoint listens on this machine only and takes requests without a key" });
   } else {
-    add({
-      name: "auth",
-      passed: false,
-      evidence: `no key configured: the endpoint accepts unauthenticated requests${isLoopback(root2) ? " (loopback only)" : ""}`
-    });
+    add({ name: "auth", passed: false, evidence: "no key configured: the endpoint accepts unauthenticated requests from the network \u2014 start it with an API key and name its variable" });
   }
   if (v.engine === "llama.cpp") {
     const props = await httpJson(`${root2}/props`, { headers: authHeaders(v.key), timeoutMs: 1e4 });
@@ -50106,11 +50107,18 @@ async function verifyEndpoint(v) {
           pool = { passed: true, evidence: `${again.evidence}; at the reported ${perSlot} per slot: ${pool.evidence.replace(/ — .*$/, "")} \u2014 one KV pool of ${perSlot} shared by ${v.slots} slots: each worker is given ${share2}` };
         }
       }
+      if (pool.passed === null && v.perSlotCtx === null) {
+        const share2 = Math.floor(perSlot / v.slots / 256) * 256;
+        observed.perSlotCtx = share2;
+        pool = { passed: null, evidence: `${pool.evidence}; one KV pool may be shared by the ${v.slots} slots: each worker is given ${perSlot} \xF7 ${v.slots} = ${share2}` };
+      }
       okPool = pool.passed !== false;
       if (pool.passed && v.perSlotCtx !== null && perSlot > v.perSlotCtx) observed.perSlotCtx = v.perSlotCtx;
       evidence += `; pool: ${pool.evidence}`;
     }
-    add({ name: "slots", passed: okSlots && okCtx && okPool, evidence });
+    const floor = minSlotProblem(observed.perSlotCtx ?? perSlot);
+    if (floor) evidence += `; ${floor}`;
+    add({ name: "slots", passed: okSlots && okCtx && okPool && !floor, evidence });
   } else if (v.engine === "ollama" || v.engine === "lmstudio") {
     let ctx = null;
     let where;
@@ -50140,10 +50148,11 @@ async function verifyEndpoint(v) {
     const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
     observed.perSlotCtx = ctx;
     const okCtx = v.perSlotCtx === null || ctx === null || ctx >= v.perSlotCtx;
+    const floor = minSlotProblem(ctx);
     add({
       name: "slots",
-      passed: okCtx,
-      evidence: ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want \u2265 ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`
+      passed: okCtx && !floor,
+      evidence: (ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want \u2265 ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`) + (floor ? `; ${floor}` : "")
     });
   }
   if (v.slots <= 1) {
@@ -50245,18 +50254,20 @@ async function verifyEndpoint(v) {
   }
   return { outcome: outcome2, checks, observed, summary };
 }
-var WORKER_MIN_CTX, THINKING_IN_CONTENT, CAPABILITY_TASK, POOL_CHECK_MAX_TOKENS, POOL_UNIT;
+var WORKER_MIN_CTX, OPENCODE_FIRST_REQUEST_TOKENS, FIRST_ANSWER_TOKENS, MIN_SLOT_CTX, THINKING_IN_CONTENT, CAPABILITY_TASK, POOL_UNIT;
 var init_verify = __esm({
   "engine/serving/verify.ts"() {
     init_http();
     init_tool_probe();
     WORKER_MIN_CTX = 16384;
+    OPENCODE_FIRST_REQUEST_TOKENS = 5120;
+    FIRST_ANSWER_TOKENS = 1024;
+    MIN_SLOT_CTX = OPENCODE_FIRST_REQUEST_TOKENS + FIRST_ANSWER_TOKENS;
     THINKING_IN_CONTENT = /<\/?think>|<\|channel\|>\s*analysis/;
     CAPABILITY_TASK = [
       "Write a JavaScript function named sumOfSquares(n) that returns 1*1 + 2*2 + ... + n*n for a non-negative integer n",
       "(0 for n = 0). Reply with only the code in one ```js code block, no explanation."
     ].join(" ");
-    POOL_CHECK_MAX_TOKENS = WORKER_MIN_CTX;
     POOL_UNIT = "The build runs every test in the repository and reports each failure with its file and line. ";
   }
 });

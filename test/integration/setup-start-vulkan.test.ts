@@ -103,7 +103,7 @@ describe("Linux + NVIDIA, no llama-server, no nvcc: the Vulkan build is installe
   });
 
   it("the start uses the device names the installed build lists and succeeds", async () => {
-    const j = await finished((await eng.client.setup.start.mutate({ model, slots: 2, ctx: 4096, id: "vk", acceptUnderpowered: true })).jobId);
+    const j = await finished((await eng.client.setup.start.mutate({ model, slots: 2, ctx: 8192, id: "vk", acceptUnderpowered: true })).jobId);
     const refused = records().filter((r) => r.refused).map((r) => r.refused);
     expect(refused).toEqual([]);
     expect(j.failure).toBeNull();
