@@ -30,11 +30,11 @@ export const WORKER_MIN_CTX = 16384;
 
 /**
  * OpenCode's first request with our agent, in tokens: measured by test/integration/setup-first-request.test.ts (a real
- * opencode worker against the scripted model; the request's messages + tool schemas, at 3.5 characters per token —
- * what BPE tokenizers give for English and JSON, rounded up). A slot with less context than this plus room for the
+ * opencode worker against the scripted model: 9 tools, messages 2,869 + tool schemas 17,840 characters ≈ 5,917 tokens
+ * at 3.5 characters per token — what BPE tokenizers give for English and JSON, the safe end), rounded up to 6,144. A slot with less context than this plus room for the
  * first answer (FIRST_ANSWER_TOKENS) cannot take a worker's first turn at all: cannot-build, whatever was asked.
  */
-export const OPENCODE_FIRST_REQUEST_TOKENS = 5120;
+export const OPENCODE_FIRST_REQUEST_TOKENS = 6144;
 export const FIRST_ANSWER_TOKENS = 1024;
 export const MIN_SLOT_CTX = OPENCODE_FIRST_REQUEST_TOKENS + FIRST_ANSWER_TOKENS;
 

@@ -50260,7 +50260,7 @@ var init_verify = __esm({
     init_http();
     init_tool_probe();
     WORKER_MIN_CTX = 16384;
-    OPENCODE_FIRST_REQUEST_TOKENS = 5120;
+    OPENCODE_FIRST_REQUEST_TOKENS = 6144;
     FIRST_ANSWER_TOKENS = 1024;
     MIN_SLOT_CTX = OPENCODE_FIRST_REQUEST_TOKENS + FIRST_ANSWER_TOKENS;
     THINKING_IN_CONTENT = /<\/?think>|<\|channel\|>\s*analysis/;

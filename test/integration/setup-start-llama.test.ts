@@ -42,7 +42,7 @@ describe.skipIf(!!SKIP)(`setup.start with a real llama-server${SKIP ? ` (skipped
 
   it("a local GGUF: the planner's command on the CPU, verified, the weights in RAM as planned", async () => {
     // exactly 8192 per slot (the planner would otherwise give the tiny model its whole 32k, and verify fills the pool;
-    // less than MIN_SLOT_CTX, 6144, could not take OpenCode's first request)
+    // less than MIN_SLOT_CTX, 7168, could not take OpenCode's first request)
     const j = await finished((await eng.client.setup.start.mutate({ model: models.llama, slots: 2, ctx: 8192, id: "tiny", acceptUnderpowered: true })).jobId);
     expect(j.failure).toBeNull();
     expect(j.phases.map((p) => [p.name, p.status])).toEqual([["plan", "done"], ["runtime", "done"], ["download", "skipped"], ["load", "done"], ["warmup", "done"], ["verify", "done"], ["placement", "done"]]);
