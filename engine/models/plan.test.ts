@@ -116,3 +116,18 @@ describe("replicas from setup (issue 16): one llama-server per GPU as a pool", (
     expect(p.pick!.quant).not.toBe("Q8_0");
   });
 });
+
+describe("issue 27: planner cases from the review", () => {
+  const rtx4090 = (host: number) => devs([gpu(23.5 * GiB, 0, "NVIDIA GeForce RTX 4090")], host);
+  it("MoE expert offload is searched over every split: Qwen3-Coder-Next on a 24 GB card with 32 GB of RAM fits (RAM cannot hold all experts)", () => {
+    const e = findCatalog("qwen3-coder-next")!;
+    const r = propose(rtx4090(32 * GiB), 1, 32768, () => false, [{ ...e, autoPick: true }]);
+    expect(r.pick, r.problem ?? "").not.toBeNull();
+    expect(r.pick!.placement).toBe("moe-offload");
+    const ram = r.pick!.devices.find((d) => d.name === "cpu")!;
+    expect(ram.plannedBytes + 1024 * MiB).toBeLessThanOrEqual(32 * GiB);
+    const n = Number(/--n-cpu-moe (\d+)/.exec(r.pick!.command)![1]);
+    expect(n).toBeGreaterThan(0);
+    expect(n).toBeLessThan(e.spec.nLayer);
+  });
+});

@@ -98,32 +98,42 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
         if (r) return mk("gpu", g, all, 0, r);
       }
     }
+    // Every split is searched (issue 27): the GPUs need at least some layers' experts in RAM (more in RAM → less on the
+    // GPUs), the host at most some (more → more RAM). The fewest expert layers that let the GPUs fit is the split that
+    // needs the least RAM: if the host cannot hold that, no split fits. (The old search asked first whether RAM could
+    // hold every expert, and gave up when it could not: Qwen3-Coder-Next on a 24 GB card with 32 GB of RAM.)
+    const gpuFits = (e: Estimate) => fits(e, gpus, Infinity);
     if (allow.includes("moe-offload") && m.isMoe) {
-      // fewest expert layers in RAM that still fit the minimum context (monotonic: binary search)
-      let lo = 1;
-      let hi = h.nLayer;
-      minCt = fitsMin(gpus, all, hi) ? "q8_0" : "q4_0";
-      if (fitsMin(gpus, all, hi)) {
+      for (const ct of ["q8_0", "q4_0"] as const) {
+        minCt = ct;
+        const gpuOk = (n: number) => gpuFits(est(ladder.at(-1)!, ct, gpus, all, n));
+        if (!gpuOk(h.nLayer)) continue;
+        let lo = 1;
+        let hi = h.nLayer;
         while (lo < hi) {
           const mid = (lo + hi) >> 1;
-          if (fitsMin(gpus, all, mid)) hi = mid;
+          if (gpuOk(mid)) hi = mid;
           else lo = mid + 1;
         }
+        if (!fitsMin(gpus, all, lo)) continue;
         const r = bestCtx(gpus, all, lo);
         if (r) return mk("moe-offload", gpus, all, lo, r);
       }
     }
     if (allow.includes("partial")) {
-      let lo = 1;
-      let hi = all - 1;
-      minCt = "q8_0";
-      if (!fitsMin(gpus, lo, 0)) minCt = "q4_0";
-      if (hi >= 1 && fitsMin(gpus, lo, 0)) {
+      // the most layers the GPUs hold (fewer → less on the GPUs), then whether the host holds the rest
+      for (const ct of ["q8_0", "q4_0"] as const) {
+        minCt = ct;
+        const gpuOk = (ngl: number) => gpuFits(est(ladder.at(-1)!, ct, gpus, ngl, 0));
+        if (all - 1 < 1 || !gpuOk(1)) continue;
+        let lo = 1;
+        let hi = all - 1;
         while (lo < hi) {
           const mid = (lo + hi + 1) >> 1;
-          if (fitsMin(gpus, mid, 0)) lo = mid;
+          if (gpuOk(mid)) lo = mid;
           else hi = mid - 1;
         }
+        if (!fitsMin(gpus, lo, 0)) continue;
         const r = bestCtx(gpus, lo, 0);
         if (r) return mk("partial", gpus, lo, 0, r);
       }

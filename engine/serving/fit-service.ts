@@ -116,8 +116,14 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
     if (entry) {
       const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
       if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`, "model");
-      // a named model may use any quant, small ones included
-      result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
+      // never below 4 bits when a ≥ 4-bit quant fits (issue 27); a quant named explicitly, or a smaller one when no
+      // ≥ 4-bit quant fits, may be used (the person asked for this model)
+      result = repoQuant ? { pick: null, alternatives: [], problem: null } : propose(dev, slots, minCtx, verified, [only], exact);
+      if (!result.pick) {
+        const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
+        if (small.pick && !repoQuant) small.pick.reason = `${small.pick.reason}; no ≥ 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
+        result = small;
+      }
     } else {
       const verifiedOk = verified(i.model.split(":")[0]!.split("/").pop()!.replace(/-GGUF$/i, ""));
       try {
