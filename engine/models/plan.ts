@@ -410,7 +410,12 @@ export function devicesFromHardware(hw: {
     gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId, index: g.index, vendor: g.vendor });
   }
   if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
-  return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
+  // unified memory (Apple, AMD APUs) is one pool: what the GPU may take is not also free for the host (issue 27: a
+  // 48 GB Mac was planned 46 GiB, its Metal budget counted again as RAM)
+  const unifiedBudget = gpus.filter((g) => g.unified).reduce((a, g) => a + g.freeBytes, 0);
+  const hostFreeBytes = Math.max(0, hw.ram.freeBytes - unifiedBudget);
+  if (unifiedBudget) notes.push(`unified memory: the GPU's ${(unifiedBudget / GiB).toFixed(1)} GiB come out of the same ${(hw.ram.freeBytes / GiB).toFixed(1)} GiB of RAM, so the host keeps ${(hostFreeBytes / GiB).toFixed(1)} GiB`);
+  return { dev: { gpus, hostFreeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
 }
 
 /** A word as a POSIX shell reads it back (the pick's command is copied into terminals). */

@@ -38,4 +38,16 @@ describe("planFit", () => {
     const cuda = await planFit({ slots: 1 }, hw([nv(0, "NVIDIA GeForce RTX 4090", 24)], 64), { llamaServer: null, nvcc: true });
     expect(cuda.pick!.command).toMatch(/--device CUDA0/);
   });
+
+  it("unified memory is budgeted once: on a 48 GB Mac the plan's GPU and host parts together stay within the 48 GB", async () => {
+    const mac: HardwareReport = { ...hw([{ index: 0, vendor: "apple", name: "Apple M4 Pro", totalBytes: 36 * GiB, freeBytes: 36 * GiB, usedBytes: 0, unified: true, source: "sysctl" }], 48), platform: "darwin", arch: "arm64" };
+    const notes: string[] = [];
+    for (const model of [undefined, "qwen3-coder-next", "qwen3.6-35b-a3b:Q8_0"]) {
+      const r = await planFit({ slots: 1, model }, mac, { llamaServer: null });
+      const total = r.pick ? r.pick.devices.reduce((a, d) => a + d.plannedBytes, 0) : 0;
+      expect(total, `${model}: ${r.pick?.placement} ${r.pick?.devices.map((d) => `${d.name} ${(d.plannedBytes / GiB).toFixed(1)}`).join(", ")}`).toBeLessThanOrEqual(48 * GiB - 2 * GiB);
+      notes.push(...r.hardware.notes);
+    }
+    expect(notes.join(" ")).toMatch(/unified memory/);
+  });
 });
