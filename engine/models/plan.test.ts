@@ -130,4 +130,26 @@ describe("issue 27: planner cases from the review", () => {
     expect(n).toBeGreaterThan(0);
     expect(n).toBeLessThan(e.spec.nLayer);
   });
+
+  it("llama-server's host caches are set and budgeted: --cache-ram and --ctx-checkpoints from the RAM the plan leaves", () => {
+    const flag = (cmd: string, f: string) => {
+      const a = commandWords(cmd).args;
+      return a.includes(f) ? Number(a[a.indexOf(f) + 1]) : null;
+    };
+    // hybrid Qwen3.6-27B whole on a 24 GB card, 32 GiB of RAM: both set, within the RAM
+    const e = findCatalog("qwen3.6-27b")!;
+    const p = propose(rtx4090(32 * GiB), 4, 32768, () => false, [{ ...e, autoPick: true }]).pick!;
+    const ram = flag(p.command, "--cache-ram")!;
+    const ck = flag(p.command, "--ctx-checkpoints")!;
+    expect(ram).toBeGreaterThan(0);
+    expect(ram).toBeLessThanOrEqual(8192);
+    expect(ck).toBeGreaterThanOrEqual(1);
+    expect(ck).toBeLessThanOrEqual(8);
+    expect(p.reason).toMatch(/prompt cache \d+ MiB \(--cache-ram\), \d+ context checkpoint\(s\) per slot .* left for the OS, opencode and the engine/);
+    // CPU only, 32 GiB, 4 slots: the plan itself takes most of the RAM — the 8 GiB default cache would not fit
+    const cpu = propose(devs([], 32 * GiB), 4, 32768).pick!;
+    const used = cpu.devices.find((d) => d.name === "cpu")!.plannedBytes;
+    const cacheRam = flag(cpu.command, "--cache-ram")! * MiB;
+    expect(used + cacheRam + 1024 * MiB).toBeLessThanOrEqual(32 * GiB);
+  });
 });

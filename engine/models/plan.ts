@@ -45,6 +45,45 @@ export interface LayoutPlan {
   nGpuLayers: number;
   nCpuMoe: number;
   estimate: Estimate;
+  /** llama-server's host-side caches, set and budgeted from the RAM the plan leaves (issue 27). */
+  host: HostCaches;
+}
+
+/**
+ * llama-server keeps two caches in host RAM that the estimate does not hold: the prompt cache (`--cache-ram`, 8 GiB by
+ * default) and, for hybrid / sliding-window models, context checkpoints (`--ctx-checkpoints`, 32 per slot by default;
+ * each holds a slot's recurrent state and SWA cells — ≈ 150 MiB for Qwen3.6-27B: llama.cpp#21690's OOM). Both are set
+ * from what the plan leaves of the host's RAM after its own part, the 1 GiB margin and HOST_HEADROOM for the OS,
+ * opencode and the engine.
+ */
+export interface HostCaches {
+  cacheRamMiB: number;
+  /** null: the model keeps no recurrent / SWA state (checkpoints unused). */
+  ctxCheckpoints: number | null;
+  checkpointBytes: number;
+  /** What the plan leaves for the OS, opencode and the engine (at least HOST_HEADROOM when the RAM allows). */
+  headroomBytes: number;
+}
+
+/** RAM kept for the OS, opencode and the engine before any host cache is given. */
+export const HOST_HEADROOM = 2 * GiB;
+const MAX_CACHE_RAM_MIB = 8192;
+const MAX_CHECKPOINTS = 8;
+
+export function hostCaches(e: Estimate, slots: number, hostFreeBytes: number): HostCaches {
+  const used = e.perDevice.find((d) => d.kind === "cpu")?.totalBytes ?? 0;
+  let left = hostFreeBytes - used - MARGIN - HOST_HEADROOM;
+  const perCheckpoint = (e.recurrentBytes + e.kvBytesSwa) / Math.max(1, slots);
+  let ctxCheckpoints: number | null = null;
+  let checkpointBytes = 0;
+  if (perCheckpoint > 0) {
+    // a quarter of what is left, at most 8 per slot (llama.cpp's 32 would hold ≈ 19 GiB for 4 slots of Qwen3.6-27B)
+    ctxCheckpoints = Math.max(0, Math.min(MAX_CHECKPOINTS, Math.floor(Math.max(0, left) / 4 / (slots * perCheckpoint))));
+    checkpointBytes = ctxCheckpoints * slots * perCheckpoint;
+    left -= checkpointBytes;
+  }
+  const cacheRamMiB = Math.max(0, Math.min(MAX_CACHE_RAM_MIB, Math.floor(Math.max(0, left) / 2 / MiB / 256) * 256));
+  return { cacheRamMiB, ctxCheckpoints, checkpointBytes: Math.round(checkpointBytes), headroomBytes: Math.round(Math.max(0, hostFreeBytes - used - MARGIN - checkpointBytes - cacheRamMiB * MiB)) };
 }
 
 function ctxLadder(min: number, max: number): number[] {
@@ -88,7 +127,7 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
   let minCt: KvCacheType = "q8_0";
   const fitsMin = (g: DeviceBudget[], ngl: number, nCpuMoe: number) => fits(est(ladder.at(-1)!, minCt, g, ngl, nCpuMoe), g, dev.hostFreeBytes);
   const mk = (placement: FitPick["placement"], g: DeviceBudget[], ngl: number, nCpuMoe: number, r: { ctx: number; ct: KvCacheType; e: Estimate }): LayoutPlan =>
-    ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e });
+    ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e, host: hostCaches(r.e, slots, dev.hostFreeBytes) });
 
   if (gpus.length) {
     if (allow.includes("gpu")) {
@@ -168,6 +207,7 @@ function commandFor(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slot
     ...(gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", w.device] : ["-ngl", "0"]),
     ...(p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : []),
     ...(gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB))).join(",")] : []),
+    "--cache-ram", String(p.host.cacheRamMiB), ...(p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : []),
     "--jinja", "--no-mmproj",
   ];
   return `${[...w.env, "LLAMA_API_KEY=…"].join(" ")} llama-server ${args.map(shellQuote).join(" ")}`;
@@ -205,12 +245,17 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
     model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
     devices, command: commandFor(m, p, gpus, slots), placement: p.placement,
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
-      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
+      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}`,
     ...(replicas ? { replicas } : {}),
   };
 }
 
 const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
+
+function hostNote(c: HostCaches): string {
+  return `host RAM: prompt cache ${c.cacheRamMiB} MiB (--cache-ram)` + (c.ctxCheckpoints !== null ? `, ${c.ctxCheckpoints} context checkpoint(s) per slot (${gib(c.checkpointBytes)})` : "") +
+    `, ${gib(c.headroomBytes)} left for the OS, opencode and the engine`;
+}
 
 export interface ReplicaPlan {
   gpus: PlanDevices["gpus"];

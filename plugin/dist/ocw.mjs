@@ -47998,6 +47998,20 @@ var init_estimate = __esm({
 });
 
 // engine/models/plan.ts
+function hostCaches(e, slots, hostFreeBytes) {
+  const used = e.perDevice.find((d) => d.kind === "cpu")?.totalBytes ?? 0;
+  let left = hostFreeBytes - used - MARGIN - HOST_HEADROOM;
+  const perCheckpoint = (e.recurrentBytes + e.kvBytesSwa) / Math.max(1, slots);
+  let ctxCheckpoints = null;
+  let checkpointBytes = 0;
+  if (perCheckpoint > 0) {
+    ctxCheckpoints = Math.max(0, Math.min(MAX_CHECKPOINTS, Math.floor(Math.max(0, left) / 4 / (slots * perCheckpoint))));
+    checkpointBytes = ctxCheckpoints * slots * perCheckpoint;
+    left -= checkpointBytes;
+  }
+  const cacheRamMiB = Math.max(0, Math.min(MAX_CACHE_RAM_MIB, Math.floor(Math.max(0, left) / 2 / MiB2 / 256) * 256));
+  return { cacheRamMiB, ctxCheckpoints, checkpointBytes: Math.round(checkpointBytes), headroomBytes: Math.round(Math.max(0, hostFreeBytes - used - MARGIN - checkpointBytes - cacheRamMiB * MiB2)) };
+}
 function ctxLadder(min, max) {
   const out = /* @__PURE__ */ new Set([pad(min, 256)]);
   for (let c3 = 1024; c3 <= max; c3 *= 2) if (c3 >= min) out.add(c3);
@@ -48040,7 +48054,7 @@ function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial",
   };
   let minCt = "q8_0";
   const fitsMin = (g, ngl, nCpuMoe) => fits(est(ladder.at(-1), minCt, g, ngl, nCpuMoe), g, dev.hostFreeBytes);
-  const mk = (placement, g, ngl, nCpuMoe, r) => ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e });
+  const mk = (placement, g, ngl, nCpuMoe, r) => ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e, host: hostCaches(r.e, slots, dev.hostFreeBytes) });
   if (gpus.length) {
     if (allow.includes("gpu")) {
       for (let k = 1; k <= gpus.length; k++) {
@@ -48049,31 +48063,37 @@ function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial",
         if (r) return mk("gpu", g, all, 0, r);
       }
     }
+    const gpuFits = (e) => fits(e, gpus, Infinity);
     if (allow.includes("moe-offload") && m.isMoe) {
-      let lo = 1;
-      let hi = h3.nLayer;
-      minCt = fitsMin(gpus, all, hi) ? "q8_0" : "q4_0";
-      if (fitsMin(gpus, all, hi)) {
+      for (const ct of ["q8_0", "q4_0"]) {
+        minCt = ct;
+        const gpuOk = (n2) => gpuFits(est(ladder.at(-1), ct, gpus, all, n2));
+        if (!gpuOk(h3.nLayer)) continue;
+        let lo = 1;
+        let hi = h3.nLayer;
         while (lo < hi) {
           const mid = lo + hi >> 1;
-          if (fitsMin(gpus, all, mid)) hi = mid;
+          if (gpuOk(mid)) hi = mid;
           else lo = mid + 1;
         }
+        if (!fitsMin(gpus, all, lo)) continue;
         const r = bestCtx(gpus, all, lo);
         if (r) return mk("moe-offload", gpus, all, lo, r);
       }
     }
     if (allow.includes("partial")) {
-      let lo = 1;
-      let hi = all - 1;
-      minCt = "q8_0";
-      if (!fitsMin(gpus, lo, 0)) minCt = "q4_0";
-      if (hi >= 1 && fitsMin(gpus, lo, 0)) {
+      for (const ct of ["q8_0", "q4_0"]) {
+        minCt = ct;
+        const gpuOk = (ngl) => gpuFits(est(ladder.at(-1), ct, gpus, ngl, 0));
+        if (all - 1 < 1 || !gpuOk(1)) continue;
+        let lo = 1;
+        let hi = all - 1;
         while (lo < hi) {
           const mid = lo + hi + 1 >> 1;
-          if (fitsMin(gpus, mid, 0)) lo = mid;
+          if (gpuOk(mid)) lo = mid;
           else hi = mid - 1;
         }
+        if (!fitsMin(gpus, lo, 0)) continue;
         const r = bestCtx(gpus, lo, 0);
         if (r) return mk("partial", gpus, lo, 0, r);
       }
@@ -48115,6 +48135,9 @@ function commandFor(m, p, gpus, slots, isolate = false) {
     ...gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", w.device] : ["-ngl", "0"],
     ...p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : [],
     ...gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB2))).join(",")] : [],
+    "--cache-ram",
+    String(p.host.cacheRamMiB),
+    ...p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : [],
     "--jinja",
     "--no-mmproj"
   ];
@@ -48157,9 +48180,12 @@ function toPick(m, p, dev, slots, toolVerified) {
     devices,
     command: commandFor(m, p, gpus, slots),
     placement: p.placement,
-    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}`,
     ...replicas ? { replicas } : {}
   };
+}
+function hostNote(c3) {
+  return `host RAM: prompt cache ${c3.cacheRamMiB} MiB (--cache-ram)` + (c3.ctxCheckpoints !== null ? `, ${c3.ctxCheckpoints} context checkpoint(s) per slot (${gib(c3.checkpointBytes)})` : "") + `, ${gib(c3.headroomBytes)} left for the OS, opencode and the engine`;
 }
 function replicate(m, dev, slots, minCtx, maxCtxPerSlot) {
   const n2 = dev.gpus.length;
@@ -48323,7 +48349,10 @@ function devicesFromHardware(hw, runtimePath, assume) {
     gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId, index: g.index, vendor: g.vendor });
   }
   if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
-  return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
+  const unifiedBudget = gpus.filter((g) => g.unified).reduce((a2, g) => a2 + g.freeBytes, 0);
+  const hostFreeBytes = Math.max(0, hw.ram.freeBytes - unifiedBudget);
+  if (unifiedBudget) notes.push(`unified memory: the GPU's ${(unifiedBudget / GiB2).toFixed(1)} GiB come out of the same ${(hw.ram.freeBytes / GiB2).toFixed(1)} GiB of RAM, so the host keeps ${(hostFreeBytes / GiB2).toFixed(1)} GiB`);
+  return { dev: { gpus, hostFreeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
 }
 function shellQuote(w) {
   return /^[\w@%+=:,./…-]+$/u.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
@@ -48383,7 +48412,7 @@ function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot) {
   }
   return null;
 }
-var DEFAULT_MIN_CTX, MARGIN, gib, h2, PARALLEL_OVERHEAD, PARALLEL_MAX_UTIL;
+var DEFAULT_MIN_CTX, MARGIN, HOST_HEADROOM, MAX_CACHE_RAM_MIB, MAX_CHECKPOINTS, gib, h2, PARALLEL_OVERHEAD, PARALLEL_MAX_UTIL;
 var init_plan = __esm({
   "engine/models/plan.ts"() {
     init_catalog();
@@ -48391,6 +48420,9 @@ var init_plan = __esm({
     init_hparams();
     DEFAULT_MIN_CTX = 32768;
     MARGIN = 1024 * MiB2;
+    HOST_HEADROOM = 2 * GiB2;
+    MAX_CACHE_RAM_MIB = 8192;
+    MAX_CHECKPOINTS = 8;
     gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
     h2 = (m) => m.hparams;
     PARALLEL_OVERHEAD = 2 * GiB2;
@@ -49727,7 +49759,12 @@ async function planFit(i2, hw, o2 = {}) {
     if (entry) {
       const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
       if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`, "model");
-      result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
+      result = repoQuant ? { pick: null, alternatives: [], problem: null } : propose(dev, slots, minCtx, verified, [only], exact);
+      if (!result.pick) {
+        const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
+        if (small.pick && !repoQuant) small.pick.reason = `${small.pick.reason}; no \u2265 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
+        result = small;
+      }
     } else {
       const verifiedOk = verified(i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, ""));
       try {
