@@ -152,4 +152,11 @@ describe("issue 27: planner cases from the review", () => {
     const cacheRam = flag(cpu.command, "--cache-ram")! * MiB;
     expect(used + cacheRam + 1024 * MiB).toBeLessThanOrEqual(32 * GiB);
   });
+
+  it("context and KV precision before a larger quant: a 32 GB card × 4 slots gets ≥ 64k per slot with an f16/q8_0 cache, not Q8_0 with q4_0 at 32k", () => {
+    const e = findCatalog("qwen3.6-27b")!;
+    const p = propose(devs([gpu(31.5 * GiB, 0, "NVIDIA GeForce RTX 5090")], 64 * GiB), 4, 32768, () => false, [{ ...e, autoPick: true }]).pick!;
+    expect(p.reason).not.toMatch(/unified KV \(q4_0\)/);
+    expect(p.ctxPerSlot).toBeGreaterThanOrEqual(65536);
+  });
 });

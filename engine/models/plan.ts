@@ -317,6 +317,19 @@ export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
   };
 }
 
+/** Per-slot context that agents need for long sessions before a larger quant is worth having (issue 27). */
+export const LONG_CTX = 65536;
+
+/**
+ * How good a GPU plan is apart from its quant: 2 = ≥ 64k per slot (or all the model / the asked context allows) with
+ * an f16/q8_0 cache, 1 = an f16/q8_0 cache at a shorter context, 0 = a q4_0 cache.
+ */
+function planScore(p: LayoutPlan, m: PlanModel, maxCtxPerSlot?: number): number {
+  if (p.cacheType === "q4_0") return 0;
+  const want = Math.min(LONG_CTX, m.hparams.nCtxTrain, maxCtxPerSlot ?? Infinity);
+  return p.ctxPerSlot >= want ? 2 : 1;
+}
+
 export interface Proposal {
   pick: FitPick | null;
   alternatives: FitPick[];
@@ -345,27 +358,32 @@ export function propose(dev: PlanDevices, slots: number, minCtx: number, verifie
           continue;
         }
       }
+      // on the GPUs the largest quant is not bought with context or KV precision (issue 27): ≥ 64k per slot (or all
+      // the model / the person allows) first, then an f16/q8_0 cache, then the larger quant
+      let best: { m: PlanModel; p: LayoutPlan; score: number } | null = null;
       for (const q of qs) {
         const m = catalogModel(e, q.quant);
         const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
-        if (p) {
-          found.push(toPick(m, p, dev, slots, verified(e.id)));
-          break;
-        }
+        if (!p) continue;
+        const score = phase === "gpu" ? planScore(p, m, maxCtxPerSlot) : 0;
+        if (!best || score > best.score) best = { m, p, score };
+        if (phase !== "gpu" || score === 2) break;
       }
+      if (best) found.push(toPick(best.m, best.p, dev, slots, verified(e.id)));
     }
   };
   // the largest quant whose replicas keep an f16/q8_0 cache; a q4_0 cache only when no quant fits otherwise
   const firstPool = (e: CatalogEntry, qs: CatalogEntry["quants"]): FitPick | null => {
-    let fallback: FitPick | null = null;
+    let best: { pick: FitPick; score: number } | null = null;
     for (const q of qs) {
       const m = catalogModel(e, q.quant);
       const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
       if (!reps) continue;
-      if (reps.every((r) => r.plan.cacheType !== "q4_0")) return toPoolPick(m, reps, dev, verified(e.id));
-      fallback ??= toPoolPick(m, reps, dev, verified(e.id));
+      const score = Math.min(...reps.map((r) => planScore(r.plan, m, maxCtxPerSlot)));
+      if (!best || score > best.score) best = { pick: toPoolPick(m, reps, dev, verified(e.id)), score };
+      if (score === 2) break;
     }
-    return fallback;
+    return best?.pick ?? null;
   };
   if (dev.gpus.length) {
     tryPhase("gpu", entries, "largest", 3);

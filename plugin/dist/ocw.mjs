@@ -48239,6 +48239,11 @@ function catalogModel(e, quant) {
     modelArgs: ["-hf", `${e.repo}:${q.quant}`]
   };
 }
+function planScore(p, m, maxCtxPerSlot) {
+  if (p.cacheType === "q4_0") return 0;
+  const want = Math.min(LONG_CTX, m.hparams.nCtxTrain, maxCtxPerSlot ?? Infinity);
+  return p.ctxPerSlot >= want ? 2 : 1;
+}
 function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, maxCtxPerSlot) {
   const entries = catalog.filter((e) => e.autoPick);
   const good = (e) => e.quants.filter((q) => q.bits >= 4);
@@ -48257,26 +48262,29 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
           continue;
         }
       }
+      let best = null;
       for (const q of qs) {
         const m = catalogModel(e, q.quant);
         const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
-        if (p) {
-          found.push(toPick(m, p, dev, slots, verified(e.id)));
-          break;
-        }
+        if (!p) continue;
+        const score = phase === "gpu" ? planScore(p, m, maxCtxPerSlot) : 0;
+        if (!best || score > best.score) best = { m, p, score };
+        if (phase !== "gpu" || score === 2) break;
       }
+      if (best) found.push(toPick(best.m, best.p, dev, slots, verified(e.id)));
     }
   };
   const firstPool = (e, qs) => {
-    let fallback = null;
+    let best = null;
     for (const q of qs) {
       const m = catalogModel(e, q.quant);
       const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
       if (!reps) continue;
-      if (reps.every((r) => r.plan.cacheType !== "q4_0")) return toPoolPick(m, reps, dev, verified(e.id));
-      fallback ??= toPoolPick(m, reps, dev, verified(e.id));
+      const score = Math.min(...reps.map((r) => planScore(r.plan, m, maxCtxPerSlot)));
+      if (!best || score > best.score) best = { pick: toPoolPick(m, reps, dev, verified(e.id)), score };
+      if (score === 2) break;
     }
-    return fallback;
+    return best?.pick ?? null;
   };
   if (dev.gpus.length) {
     tryPhase("gpu", entries, "largest", 3);
@@ -48412,7 +48420,7 @@ function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot) {
   }
   return null;
 }
-var DEFAULT_MIN_CTX, MARGIN, HOST_HEADROOM, MAX_CACHE_RAM_MIB, MAX_CHECKPOINTS, gib, h2, PARALLEL_OVERHEAD, PARALLEL_MAX_UTIL;
+var DEFAULT_MIN_CTX, MARGIN, HOST_HEADROOM, MAX_CACHE_RAM_MIB, MAX_CHECKPOINTS, gib, h2, LONG_CTX, PARALLEL_OVERHEAD, PARALLEL_MAX_UTIL;
 var init_plan = __esm({
   "engine/models/plan.ts"() {
     init_catalog();
@@ -48425,6 +48433,7 @@ var init_plan = __esm({
     MAX_CHECKPOINTS = 8;
     gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
     h2 = (m) => m.hparams;
+    LONG_CTX = 65536;
     PARALLEL_OVERHEAD = 2 * GiB2;
     PARALLEL_MAX_UTIL = 0.9;
   }
