@@ -46,6 +46,17 @@ export const FitPick = z.object({
   /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
   replicas: z.number().int().positive().optional(),
   /**
+   * The expected speed (issue 27): decode tokens/s per slot with every slot busy, from memory bandwidth ÷ the bytes
+   * read per token (the active weights on each device, one after the other); an estimate, `basis` says from what.
+   * `warning` when it is too slow for an agent (below 8 tokens/s per slot).
+   */
+  speed: z.object({
+    decodeTokPerSecPerSlot: z.number(),
+    decodeTokPerSecTotal: z.number(),
+    basis: z.string(),
+    warning: z.string().nullable(),
+  }).optional(),
+  /**
    * A pool of replicas (issue 16): one llama-server per GPU or GPU group, each with its share of the slots; setup
    * starts every one and saves one target whose `serving.endpoints` lists them. `command` is then their commands,
    * one per line.

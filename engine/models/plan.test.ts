@@ -159,4 +159,23 @@ describe("issue 27: planner cases from the review", () => {
     expect(p.reason).not.toMatch(/unified KV \(q4_0\)/);
     expect(p.ctxPerSlot).toBeGreaterThanOrEqual(65536);
   });
+
+  it("every plan carries a throughput estimate from bandwidth ÷ bytes per token, with a warning when too slow for an agent", () => {
+    const e = findCatalog("qwen3.6-27b")!;
+    const p = propose(rtx4090(32 * GiB), 4, 32768, () => false, [{ ...e, autoPick: true }]).pick!;
+    // a 4090 (1008 GB/s) reading ≈ 16-23 GB per token: tens of tokens/s per slot, no warning
+    expect(p.speed!.decodeTokPerSecPerSlot).toBeGreaterThan(15);
+    expect(p.speed!.decodeTokPerSecPerSlot).toBeLessThan(60);
+    expect(p.speed!.warning).toBeNull();
+    expect(p.speed!.basis).toMatch(/CUDA0 .* at 1008 GB\/s/);
+    expect(p.reason).toMatch(/tokens\/s per slot/);
+    // a dense 7B on the CPU (RAM assumed 60 GB/s) with 4 slots: single digits per slot, and it says so
+    const cpu = planModel(bigModel(), devs([], 64 * GiB), 4, 8192, false)!;
+    expect(cpu.speed!.decodeTokPerSecPerSlot).toBeLessThan(8);
+    expect(cpu.speed!.warning).toMatch(/slow for an agent/);
+    expect(cpu.speed!.basis).toMatch(/RAM .* \(assumed\)/);
+    // MoE: only the active experts are read — a 3B-active model is far faster than its size suggests
+    const moe = propose(devs([], 64 * GiB), 1, 32768).pick!;
+    expect(moe.speed!.decodeTokPerSecPerSlot).toBeGreaterThan(cpu.speed!.decodeTokPerSecPerSlot);
+  });
 });

@@ -15,6 +15,7 @@ import type { KvCacheType } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";
 import { hparamsFromMetadata, type ModelHparams } from "./hparams";
 import type { ModelInfo } from "./source";
+import { estimateSpeed, gpuBandwidth, ramBandwidth, type SpeedEstimate } from "./speed";
 
 export const DEFAULT_MIN_CTX = 32768;
 const MARGIN = 1024 * MiB;
@@ -29,6 +30,8 @@ export interface PlanModel {
   isMoe: boolean;
   /** llama-server's model argument(s): ["-hf", "repo:QUANT"] or ["-m", path]. */
   modelArgs: string[];
+  /** The share of the weights a token reads (active ÷ total parameters; 1 for a dense model). */
+  activeShare?: number;
 }
 
 export interface PlanDevices {
@@ -241,16 +244,40 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
       : p.placement === "partial" ? `${p.nGpuLayers}/${h(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)`
         : "CPU only";
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : undefined;
+  const speed = planSpeed(m, p, gpus, slots);
   return {
     model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
     devices, command: commandFor(m, p, gpus, slots), placement: p.placement,
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
-      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}`,
+      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}` + speedNote(speed),
     ...(replicas ? { replicas } : {}),
+    ...(speed ? { speed } : {}),
   };
 }
 
 const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
+
+/** Decode speed of one server: each device's weights at its bandwidth (GPUs by name, RAM assumed unless set). */
+function planSpeed(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slots: number): SpeedEstimate | null {
+  const share = m.activeShare ?? 1;
+  const parts = p.estimate.perDevice.map((d) => {
+    const g = gpus.find((x) => x.id === d.device);
+    const bw = g ? gpuBandwidth(g.name) : ramBandwidth();
+    return { name: g ? g.runtimeId : "RAM", bytes: d.weightsBytes ?? 0, activeShare: share, gbps: bw.gbps, known: bw.known };
+  });
+  return estimateSpeed(parts, slots);
+}
+
+function poolSpeed(m: PlanModel, reps: ReplicaPlan[]): { speed?: SpeedEstimate } {
+  const each = reps.map((r) => planSpeed(m, r.plan, r.gpus, r.slots));
+  if (each.some((x) => !x)) return {};
+  const slowest = each.reduce((a, x) => (x!.decodeTokPerSecPerSlot < a!.decodeTokPerSecPerSlot ? x : a))!;
+  return { speed: { ...slowest, decodeTokPerSecTotal: Math.round(each.reduce((a, x) => a + x!.decodeTokPerSecTotal, 0)), basis: `per replica: ${slowest.basis}` } };
+}
+
+function speedNote(s: SpeedEstimate | null): string {
+  return s ? `; ≈ ${s.decodeTokPerSecPerSlot} tokens/s per slot (${s.decodeTokPerSecTotal} in all), estimated${s.warning ? ` — ${s.warning}` : ""}` : "";
+}
 
 function hostNote(c: HostCaches): string {
   return `host RAM: prompt cache ${c.cacheRamMiB} MiB (--cache-ram)` + (c.ctxCheckpoints !== null ? `, ${c.ctxCheckpoints} context checkpoint(s) per slot (${gib(c.checkpointBytes)})` : "") +
@@ -303,6 +330,7 @@ export function toPoolPick(m: PlanModel, reps: ReplicaPlan[], dev: PlanDevices, 
       `one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}× the tokens at once — ocw admits each worker to a replica with a free slot`,
     replicas: reps.length,
     pool: { replicas: reps.length, endpoints },
+    ...poolSpeed(m, reps),
   };
 }
 
@@ -312,7 +340,7 @@ export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
   const q = e.quants.find((x) => x.quant === quant);
   if (!q) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
   return {
-    model: e.id, quant: q.quant, hparams: catalogHparams(e), tensors: catalogTensors(e, q), fileBytes: q.bytes, isMoe: !!e.spec.moe,
+    model: e.id, quant: q.quant, hparams: catalogHparams(e), tensors: catalogTensors(e, q), fileBytes: q.bytes, isMoe: !!e.spec.moe, activeShare: e.activeParamsB / e.totalParamsB,
     modelArgs: ["-hf", `${e.repo}:${q.quant}`],
   };
 }
@@ -422,7 +450,15 @@ export function modelFromInfo(info: ModelInfo, name: string, modelArgs: string[]
     const per = fileBytes / (hp.nLayer + 2);
     tensors = [t("token_embd.weight", per), t("output.weight", per), ...Array.from({ length: hp.nLayer }, (_, il) => t(`blk.${il}.attn_shared.weight`, per))];
   }
-  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: (info.tensors ?? []).some((x) => /_exps\./.test(x.name)), modelArgs };
+  const meta = info.metadata as Record<string, unknown>;
+  const arch = String(meta["general.architecture"] ?? "");
+  const nExp = Number(meta[`${arch}.expert_count`] ?? 0);
+  const nUsed = Number(meta[`${arch}.expert_used_count`] ?? 0);
+  const all = (info.tensors ?? []).reduce((a, x) => a + x.bytes, 0);
+  const exps = (info.tensors ?? []).filter((x) => /_exps\./.test(x.name)).reduce((a, x) => a + x.bytes, 0);
+  // a token reads the shared weights and used ÷ count of the routed experts
+  const activeShare = all && exps && nExp > 0 && nUsed > 0 ? (all - exps + (exps * nUsed) / nExp) / all : 1;
+  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: exps > 0, modelArgs, activeShare };
 }
 
 function noFitProblem(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean, catalog: readonly CatalogEntry[]): string {

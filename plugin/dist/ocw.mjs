@@ -46085,6 +46085,17 @@ var init_fit = __esm({
       /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
       replicas: external_exports.number().int().positive().optional(),
       /**
+       * The expected speed (issue 27): decode tokens/s per slot with every slot busy, from memory bandwidth ÷ the bytes
+       * read per token (the active weights on each device, one after the other); an estimate, `basis` says from what.
+       * `warning` when it is too slow for an agent (below 8 tokens/s per slot).
+       */
+      speed: external_exports.object({
+        decodeTokPerSecPerSlot: external_exports.number(),
+        decodeTokPerSecTotal: external_exports.number(),
+        basis: external_exports.string(),
+        warning: external_exports.string().nullable()
+      }).optional(),
+      /**
        * A pool of replicas (issue 16): one llama-server per GPU or GPU group, each with its share of the slots; setup
        * starts every one and saves one target whose `serving.endpoints` lists them. `command` is then their commands,
        * one per line.
@@ -47997,6 +48008,87 @@ var init_estimate = __esm({
   }
 });
 
+// engine/models/speed.ts
+function gpuBandwidth(name) {
+  const hit = GPU_BW.find(([re]) => re.test(name));
+  return hit ? { gbps: hit[1], known: true } : { gbps: ASSUMED_GPU_BW, known: false };
+}
+function ramBandwidth(env2 = process.env) {
+  const v = Number(env2.OCW_RAM_BANDWIDTH_GBPS);
+  return Number.isFinite(v) && v > 0 ? { gbps: v, known: true } : { gbps: ASSUMED_RAM_BW, known: false };
+}
+function estimateSpeed(parts, slots) {
+  const used = parts.filter((p) => p.bytes > 0);
+  if (!used.length) return null;
+  const secPerToken = used.reduce((a2, p) => a2 + p.bytes * p.activeShare / (p.gbps * 1e9), 0) / EFFICIENCY;
+  const single = 1 / secPerToken;
+  const perSlot = slots > 1 ? single * BATCH_SHARE : single;
+  const round2 = (x) => x >= 100 ? Math.round(x) : Math.round(x * 10) / 10;
+  const basis = `decode \u2248 ${Math.round(EFFICIENCY * 100)} % of bandwidth \xF7 bytes read per token: ` + used.map((p) => `${p.name} ${(p.bytes * p.activeShare / 1024 ** 3).toFixed(1)} GiB at ${p.gbps} GB/s${p.known ? "" : " (assumed)"}`).join(" + ");
+  return {
+    decodeTokPerSecPerSlot: round2(perSlot),
+    decodeTokPerSecTotal: round2(perSlot * slots),
+    basis,
+    warning: perSlot < MIN_AGENT_TOK_PER_SEC ? `\u2248 ${round2(perSlot)} tokens/s per slot is slow for an agent (a worker's turn writes hundreds of tokens): fewer slots, a smaller or MoE model, or a GPU` : null
+  };
+}
+var GPU_BW, ASSUMED_GPU_BW, ASSUMED_RAM_BW, EFFICIENCY, BATCH_SHARE, MIN_AGENT_TOK_PER_SEC;
+var init_speed = __esm({
+  "engine/models/speed.ts"() {
+    GPU_BW = [
+      [/H200/i, 4800],
+      [/H100.*(SXM|HBM3)/i, 3350],
+      [/H100/i, 2e3],
+      [/B200/i, 8e3],
+      [/MI300X/i, 5300],
+      [/MI250/i, 3277],
+      [/A100.*80/i, 2039],
+      [/A100/i, 1555],
+      [/L40S/i, 864],
+      [/L40\b/i, 864],
+      [/L4\b/i, 300],
+      [/A10\b/i, 600],
+      [/T4\b/i, 320],
+      [/RTX PRO 6000/i, 1792],
+      [/RTX 6000 Ada/i, 960],
+      [/A6000/i, 768],
+      [/5090/, 1792],
+      [/5080/, 960],
+      [/5070 Ti/i, 896],
+      [/5070/, 672],
+      [/5060 Ti/i, 448],
+      [/5060/, 448],
+      [/4090/, 1008],
+      [/4080/, 717],
+      [/4070 Ti/i, 504],
+      [/4070/, 504],
+      [/4060 Ti/i, 288],
+      [/4060/, 272],
+      [/3090/, 936],
+      [/3080/, 760],
+      [/3070/, 448],
+      [/3060/, 360],
+      [/7900 XTX/i, 960],
+      [/7900 XT/i, 800],
+      [/7800 XT/i, 624],
+      [/6900 XT/i, 512],
+      [/M\d Ultra/i, 800],
+      [/M4 Max/i, 546],
+      [/M\d Max/i, 400],
+      [/M4 Pro/i, 273],
+      [/M3 Pro/i, 150],
+      [/M\d Pro/i, 200],
+      [/M4/i, 120],
+      [/M\d/i, 100]
+    ];
+    ASSUMED_GPU_BW = 300;
+    ASSUMED_RAM_BW = 60;
+    EFFICIENCY = 0.6;
+    BATCH_SHARE = 0.8;
+    MIN_AGENT_TOK_PER_SEC = 8;
+  }
+});
+
 // engine/models/plan.ts
 function hostCaches(e, slots, hostFreeBytes) {
   const used = e.perDevice.find((d) => d.kind === "cpu")?.totalBytes ?? 0;
@@ -48170,6 +48262,7 @@ function toPick(m, p, dev, slots, toolVerified) {
   const ctxPerSlot = p.ctxPerSlot;
   const where = p.placement === "gpu" ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)` : p.placement === "moe-offload" ? `attention and ${h2(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)` : p.placement === "partial" ? `${p.nGpuLayers}/${h2(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)` : "CPU only";
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : void 0;
+  const speed = planSpeed(m, p, gpus, slots);
   return {
     model: m.model,
     quant: m.quant,
@@ -48180,9 +48273,28 @@ function toPick(m, p, dev, slots, toolVerified) {
     devices,
     command: commandFor(m, p, gpus, slots),
     placement: p.placement,
-    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}`,
-    ...replicas ? { replicas } : {}
+    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}` + speedNote(speed),
+    ...replicas ? { replicas } : {},
+    ...speed ? { speed } : {}
   };
+}
+function planSpeed(m, p, gpus, slots) {
+  const share2 = m.activeShare ?? 1;
+  const parts = p.estimate.perDevice.map((d) => {
+    const g = gpus.find((x) => x.id === d.device);
+    const bw = g ? gpuBandwidth(g.name) : ramBandwidth();
+    return { name: g ? g.runtimeId : "RAM", bytes: d.weightsBytes ?? 0, activeShare: share2, gbps: bw.gbps, known: bw.known };
+  });
+  return estimateSpeed(parts, slots);
+}
+function poolSpeed(m, reps) {
+  const each = reps.map((r) => planSpeed(m, r.plan, r.gpus, r.slots));
+  if (each.some((x) => !x)) return {};
+  const slowest = each.reduce((a2, x) => x.decodeTokPerSecPerSlot < a2.decodeTokPerSecPerSlot ? x : a2);
+  return { speed: { ...slowest, decodeTokPerSecTotal: Math.round(each.reduce((a2, x) => a2 + x.decodeTokPerSecTotal, 0)), basis: `per replica: ${slowest.basis}` } };
+}
+function speedNote(s) {
+  return s ? `; \u2248 ${s.decodeTokPerSecPerSlot} tokens/s per slot (${s.decodeTokPerSecTotal} in all), estimated${s.warning ? ` \u2014 ${s.warning}` : ""}` : "";
 }
 function hostNote(c3) {
   return `host RAM: prompt cache ${c3.cacheRamMiB} MiB (--cache-ram)` + (c3.ctxCheckpoints !== null ? `, ${c3.ctxCheckpoints} context checkpoint(s) per slot (${gib(c3.checkpointBytes)})` : "") + `, ${gib(c3.headroomBytes)} left for the OS, opencode and the engine`;
@@ -48223,7 +48335,8 @@ function toPoolPick(m, reps, dev, toolVerified) {
     placement: "gpu",
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} (${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) \xD7 ${ctxPerSlot} tokens, unified KV (${caches}); one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}\xD7 the tokens at once \u2014 ocw admits each worker to a replica with a free slot`,
     replicas: reps.length,
-    pool: { replicas: reps.length, endpoints }
+    pool: { replicas: reps.length, endpoints },
+    ...poolSpeed(m, reps)
   };
 }
 function catalogModel(e, quant) {
@@ -48236,6 +48349,7 @@ function catalogModel(e, quant) {
     tensors: catalogTensors(e, q),
     fileBytes: q.bytes,
     isMoe: !!e.spec.moe,
+    activeShare: e.activeParamsB / e.totalParamsB,
     modelArgs: ["-hf", `${e.repo}:${q.quant}`]
   };
 }
@@ -48314,7 +48428,14 @@ function modelFromInfo(info, name, modelArgs, quant = info.quant) {
     const per = fileBytes / (hp.nLayer + 2);
     tensors = [t2("token_embd.weight", per), t2("output.weight", per), ...Array.from({ length: hp.nLayer }, (_, il) => t2(`blk.${il}.attn_shared.weight`, per))];
   }
-  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: (info.tensors ?? []).some((x) => /_exps\./.test(x.name)), modelArgs };
+  const meta = info.metadata;
+  const arch = String(meta["general.architecture"] ?? "");
+  const nExp = Number(meta[`${arch}.expert_count`] ?? 0);
+  const nUsed = Number(meta[`${arch}.expert_used_count`] ?? 0);
+  const all = (info.tensors ?? []).reduce((a2, x) => a2 + x.bytes, 0);
+  const exps = (info.tensors ?? []).filter((x) => /_exps\./.test(x.name)).reduce((a2, x) => a2 + x.bytes, 0);
+  const activeShare = all && exps && nExp > 0 && nUsed > 0 ? (all - exps + exps * nUsed / nExp) / all : 1;
+  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: exps > 0, modelArgs, activeShare };
 }
 function noFitProblem(dev, slots, minCtx, verified, catalog) {
   const mem = dev.gpus.length ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a2, g) => a2 + g.freeBytes, 0) / GiB2).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free`;
@@ -48426,6 +48547,7 @@ var init_plan = __esm({
     init_catalog();
     init_estimate();
     init_hparams();
+    init_speed();
     DEFAULT_MIN_CTX = 32768;
     MARGIN = 1024 * MiB2;
     HOST_HEADROOM = 2 * GiB2;
