@@ -211,7 +211,8 @@ function commandFor(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slot
     ...(p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : []),
     ...(gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB))).join(",")] : []),
     "--cache-ram", String(p.host.cacheRamMiB), ...(p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : []),
-    "--jinja", "--no-mmproj",
+    // Prometheus /metrics (501 without it): tokens/s and KV use as the server counts them
+    "--metrics", "--jinja", "--no-mmproj",
   ];
   return `${[...w.env, "LLAMA_API_KEY=…"].join(" ")} llama-server ${args.map(shellQuote).join(" ")}`;
 }

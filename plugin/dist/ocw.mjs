@@ -48230,6 +48230,8 @@ function commandFor(m, p, gpus, slots, isolate = false) {
     "--cache-ram",
     String(p.host.cacheRamMiB),
     ...p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : [],
+    // Prometheus /metrics (501 without it): tokens/s and KV use as the server counts them
+    "--metrics",
     "--jinja",
     "--no-mmproj"
   ];
@@ -59336,6 +59338,10 @@ function reduceWorker(w, e) {
   }
   return next;
 }
+function workerTitle(spec2, max = 100) {
+  const t2 = spec2.title?.trim() || spec2.task.split("\n").find((l) => l.trim())?.trim() || "(untitled task)";
+  return t2.length <= max ? t2 : `${t2.slice(0, Math.max(0, max - 1))}\u2026`;
+}
 var pendingAsks = (w) => w.asks.filter((a2) => a2.status === "pending");
 
 // engine/admission/pools.ts
@@ -67116,7 +67122,7 @@ var WorkspaceLifecycle = class {
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`);
-    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 60)}`, w.verdict?.commit ?? void 0);
+    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${workerTitle(w.spec)}`, w.verdict?.commit ?? void 0);
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit });
     await this.tidy(workerId, "merged");
     return { commit, into: ws.baseBranch };
@@ -67759,7 +67765,7 @@ var Settler = class {
         scope: w.spec.scope,
         protect: w.spec.protect,
         finalText: await this.finalText(workerId, turn),
-        title: w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 72),
+        title: workerTitle(w.spec),
         checkoutDir: path28.join(stateDir2, "grading", workerId),
         sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path28.join(stateDir2, "grading", `${workerId}.tmp`) }
       });
@@ -68208,7 +68214,7 @@ var Engine = class {
     let text;
     w = this.get(workerId);
     if (!w.sessionId) {
-      const title = (w.spec.title ?? w.spec.task.split("\n")[0]).slice(0, 80);
+      const title = workerTitle(w.spec);
       const create = () => client2.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
       let res2 = await create();
       for (let i2 = 1; i2 <= 3 && !res2.response && current() && this.get(workerId).state === "starting"; i2++) {
@@ -76458,7 +76464,7 @@ init_paths();
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
-  return w.spec.title ?? clip(w.spec.task.split("\n").find((l) => l.trim())?.trim() ?? "", 100);
+  return workerTitle(w.spec);
 }
 function pendingItem(a2) {
   return { askId: a2.id, workerId: a2.workerId, tool: a2.tool, what: clip(a2.what, 500) };
