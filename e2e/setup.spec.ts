@@ -158,7 +158,7 @@ test("capture: a dead URL says so and saves nothing; a working server is verifie
   const result = page.getByRole("region", { name: "Verify result" });
   await expect(result.getByRole("status")).toContainText("Saved as scripted-good and made active", { timeout: 60_000 });
   const list = result.getByRole("list", { name: "Verify checklist" });
-  for (const name of ["Reachable", "Key required", "Slots and context", "Requests overlap", "Coding task", "Tool-call round trip"]) await expect(list.getByLabel(`${name}: pass`)).toBeVisible();
+  for (const name of ["Reachable", "Key required", "Slots and context", "Requests overlap", "Coding task", "Thinking kept out of answers", "Tool-call round trip"]) await expect(list.getByLabel(`${name}: pass`)).toBeVisible();
   await expect(page.getByLabel("Active target")).toContainText("scripted-good");
   await shot(page, "06-capture-verified", list);
   expect((await cpu.client.targets.list.query()).active).toBe("scripted-good");

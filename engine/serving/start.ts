@@ -228,8 +228,8 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         throw new StartError({ kind: "not-found", cause: (e as Error).message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-      const planOn = (h: HardwareReport, llamaServer: string | null = bin) =>
-        planFit({ model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx }, h, { llamaServer, store: o.store }).catch((e) => {
+      const planOn = (h: HardwareReport, llamaServer: string | null = bin, nvcc?: boolean) =>
+        planFit({ model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx }, h, { llamaServer, store: o.store, nvcc }).catch((e) => {
           if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
           throw e;
         });
@@ -268,6 +268,10 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
           root: path.join(stateDir(), "llama"), gpus: hw.gpus,
+          onBuildLine: (line) => {
+            phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
+            emit(false);
+          },
           onProgress: (asset, p) => {
             phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
             emit(false);
@@ -280,7 +284,8 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         // not CUDA0, and a build that sees no GPU gets a CPU plan — never a flag the binary refuses
         const listed = await listLlamaDevices(bin);
         const base = replacing ? withFreed(hw, replacing.bytes) : hw;
-        const again = await planOn({ ...base, llamaDevices: listed }, bin);
+        // a build that cannot list its devices is planned by what it is (a Vulkan build names Vulkan0 …)
+        const again = listed ? await planOn({ ...base, llamaDevices: listed }, bin) : await planOn({ ...base, llamaDevices: null }, null, got.variant === "cuda");
         if (!again.pick) throw new StartError({ kind: "no-fit", cause: `the installed llama.cpp ${got.variant} build lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`, logLine: null, remedy: "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context" });
         const changed = again.pick.command !== pick.command;
         if (changed) {
@@ -292,7 +297,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
           Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
         }
         hw.llamaDevices = listed;
-        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}; it lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}${changed ? `; planned again for it: ${pick.command}` : ""}`);
+        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}; ${listed === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed.length ? listed.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick.command}` : ""}`);
       }
       cancelled();
 

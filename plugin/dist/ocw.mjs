@@ -51251,7 +51251,7 @@ async function runStartJob(o2) {
         throw new StartError({ kind: "not-found", cause: e.message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-      const planOn = (h3, llamaServer = bin) => planFit({ model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx }, h3, { llamaServer, store: o2.store }).catch((e) => {
+      const planOn = (h3, llamaServer = bin, nvcc) => planFit({ model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx }, h3, { llamaServer, store: o2.store, nvcc }).catch((e) => {
         if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
         throw e;
       });
@@ -51288,6 +51288,10 @@ async function runStartJob(o2) {
         const got = await installPrebuilt({
           root: path42.join(stateDir(), "llama"),
           gpus: hw.gpus,
+          onBuildLine: (line) => {
+            phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
+            emit3(false);
+          },
           onProgress: (asset, p) => {
             phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
             emit3(false);
@@ -51298,7 +51302,7 @@ async function runStartJob(o2) {
         bin = got.bin;
         const listed = await listLlamaDevices(bin);
         const base2 = replacing ? withFreed(hw, replacing.bytes) : hw;
-        const again = await planOn({ ...base2, llamaDevices: listed }, bin);
+        const again = listed ? await planOn({ ...base2, llamaDevices: listed }, bin) : await planOn({ ...base2, llamaDevices: null }, null, got.variant === "cuda");
         if (!again.pick) throw new StartError({ kind: "no-fit", cause: `the installed llama.cpp ${got.variant} build lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`, logLine: null, remedy: "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context" });
         const changed = again.pick.command !== pick3.command;
         if (changed) {
@@ -51310,7 +51314,7 @@ async function runStartJob(o2) {
           Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
         }
         hw.llamaDevices = listed;
-        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}; it lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}${changed ? `; planned again for it: ${pick3.command}` : ""}`);
+        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) \u2192 ${got.bin}; ${listed === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed.length ? listed.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick3.command}` : ""}`);
       }
       cancelled();
       const files = await modelFiles({ flag: words.args[mi], value: words.args[mi + 1] }).catch((e) => {
