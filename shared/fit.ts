@@ -43,6 +43,8 @@ export const FitPick = z.object({
   reason: z.string(),
   /** vLLM / SGLang: GPUs per engine (tensor parallel) and engines (data parallel); tensor × data GPUs are used. */
   parallel: z.object({ tensor: z.number().int().positive(), data: z.number().int().positive() }).optional(),
+  /** llama.cpp: the KV cache type of the plan (-ctk/-ctv); a start given it keeps it (one KV type from plan to start). */
+  cacheType: z.enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]).optional(),
   /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
   replicas: z.number().int().positive().optional(),
   /**

@@ -38,6 +38,8 @@ export interface PlanDevices {
   /** GPUs the runtime can use, with their llama.cpp device ids (CUDA0, ROCm1, Vulkan0, MTL0) and the vendor tool's index. */
   gpus: (DeviceBudget & { runtimeId: string; index?: number; vendor?: string })[];
   hostFreeBytes: number;
+  /** The KV cache type the plan must keep (a start of a plan the person saw: one KV type from plan to start). */
+  cacheType?: KvCacheType;
 }
 
 export interface LayoutPlan {
@@ -118,11 +120,13 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
       nGpuLayers: g.length ? ngl : 0, gpus: g, nCpuMoe, tensorSplit: g.length > 1 ? g.map((x) => x.freeBytes / MiB) : undefined,
     });
   // largest context with an f16/q8_0 cache; a q4_0 cache only when nothing else fits the minimum
+  const fixed = dev.cacheType;
   const bestCtx = (g: DeviceBudget[], ngl: number, nCpuMoe: number): { ctx: number; ct: KvCacheType; e: Estimate } | null => {
-    for (const ctx of ladder) for (const ct of ["f16", "q8_0"] as const) {
+    for (const ctx of ladder) for (const ct of fixed ? [fixed] : (["f16", "q8_0"] as const)) {
       const e = est(ctx, ct, g, ngl, nCpuMoe);
       if (fits(e, g, dev.hostFreeBytes)) return { ctx, ct, e };
     }
+    if (fixed) return null;
     const e = est(ladder.at(-1)!, "q4_0", g, ngl, nCpuMoe);
     return fits(e, g, dev.hostFreeBytes) ? { ctx: ladder.at(-1)!, ct: "q4_0", e } : null;
   };
@@ -146,7 +150,7 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
     // hold every expert, and gave up when it could not: Qwen3-Coder-Next on a 24 GB card with 32 GB of RAM.)
     const gpuFits = (e: Estimate) => fits(e, gpus, Infinity);
     if (allow.includes("moe-offload") && m.isMoe) {
-      for (const ct of ["q8_0", "q4_0"] as const) {
+      for (const ct of fixed ? [fixed] : (["q8_0", "q4_0"] as const)) {
         minCt = ct;
         const gpuOk = (n: number) => gpuFits(est(ladder.at(-1)!, ct, gpus, all, n));
         if (!gpuOk(h.nLayer)) continue;
@@ -164,7 +168,7 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
     }
     if (allow.includes("partial")) {
       // the most layers the GPUs hold (fewer → less on the GPUs), then whether the host holds the rest
-      for (const ct of ["q8_0", "q4_0"] as const) {
+      for (const ct of fixed ? [fixed] : (["q8_0", "q4_0"] as const)) {
         minCt = ct;
         const gpuOk = (ngl: number) => gpuFits(est(ladder.at(-1)!, ct, gpus, ngl, 0));
         if (all - 1 < 1 || !gpuOk(1)) continue;
@@ -248,7 +252,7 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
   const speed = planSpeed(m, p, gpus, slots);
   return {
     model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
-    devices, command: commandFor(m, p, gpus, slots), placement: p.placement,
+    devices, command: commandFor(m, p, gpus, slots), placement: p.placement, cacheType: p.cacheType,
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
       (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}` + speedNote(speed),
     ...(replicas ? { replicas } : {}),
@@ -307,7 +311,7 @@ export function replicate(m: PlanModel, dev: PlanDevices, slots: number, minCtx:
     for (let i = 0; i < r; i++) {
       const group = gpus.slice(i * g, (i + 1) * g);
       const s = Math.floor(slots / r) + (i < slots % r ? 1 : 0);
-      const p = layout(m, { gpus: group, hostFreeBytes: dev.hostFreeBytes / r }, s, minCtx, ["gpu"], maxCtxPerSlot);
+      const p = layout(m, { gpus: group, hostFreeBytes: dev.hostFreeBytes / r, cacheType: dev.cacheType }, s, minCtx, ["gpu"], maxCtxPerSlot);
       if (!p || p.gpusUsed !== group.length) break;
       out.push({ gpus: group, slots: s, plan: p });
     }
@@ -326,6 +330,8 @@ export function toPoolPick(m: PlanModel, reps: ReplicaPlan[], dev: PlanDevices, 
   return {
     model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
     devices: reps.flatMap((r) => gpuDevices(r.plan, r.gpus)), command: endpoints.map((e) => e.command).join("\n"), placement: "gpu",
+    // one type for the pool when its replicas agree (a start pins it); mixed pools name none
+    ...(new Set(reps.map((r) => r.plan.cacheType)).size === 1 ? { cacheType: reps[0]!.plan.cacheType } : {}),
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} ` +
       `(${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) × ${ctxPerSlot} tokens, unified KV (${caches}); ` +
       `one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}× the tokens at once — ocw admits each worker to a replica with a free slot`,

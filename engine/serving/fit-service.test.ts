@@ -50,4 +50,15 @@ describe("planFit", () => {
     }
     expect(notes.join(" ")).toMatch(/unified memory/);
   });
+
+  it("one KV type from plan to start: a cacheType given is kept; the pick names its own", async () => {
+    const m = hw([nv(0, "NVIDIA GeForce RTX 4090", 24)], 64);
+    const free = await planFit({ model: "qwen3.6-27b", slots: 2 }, m, { llamaServer: null, nvcc: true });
+    expect(free.pick!.cacheType).toMatch(/^(f16|q8_0)$/);
+    const other = free.pick!.cacheType === "f16" ? "q8_0" : "f16";
+    const kept = await planFit({ model: "qwen3.6-27b", slots: 2, cacheType: other }, m, { llamaServer: null, nvcc: true });
+    expect(kept.pick!.cacheType).toBe(other);
+    if (other === "q8_0") expect(kept.pick!.command).toMatch(/-ctk q8_0 -ctv q8_0/);
+    else expect(kept.pick!.command).not.toMatch(/-ctk/);
+  });
 });

@@ -8,6 +8,7 @@ import path from "node:path";
 import { FitResult } from "../../shared/fit";
 import type { HardwareReport } from "../hardware/detect";
 import { findCatalog } from "../models/catalog";
+import type { KvCacheType } from "../models/ggml-types";
 import { SetupError } from "../models/errors";
 import { DEFAULT_MIN_CTX, devicesFromHardware, modelFromInfo, planModel, propose } from "../models/plan";
 import { parseRepoRef, planRepo } from "../models/resolve";
@@ -29,6 +30,8 @@ export interface PlanFitInput {
   /** Exactly this context per slot (rounded up to 256); the planner still chooses quant, cache and placement. */
   ctxPerSlot?: number;
   runtime?: FitRuntime;
+  /** llama.cpp: keep this KV cache type (the plan a person saw); absent = the planner's choice. */
+  cacheType?: KvCacheType;
 }
 
 export interface PlanFitOptions {
@@ -93,7 +96,7 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   const assume = !parallel && !bin ? expectedLlamaBackend(hw.platform, hw.gpus, o.nvcc) : null;
   const ld = devicesFromHardware(parallel ? { ...hw, llamaDevices: null } : hw, bin, assume ? { prefix: assume.prefix } : undefined);
   const pd = parallel ? parallelDevices(hw) : null;
-  const dev = pd ? pd.dev : ld.dev;
+  const dev = pd ? pd.dev : { ...ld.dev, ...(i.cacheType ? { cacheType: i.cacheType } : {}) };
   const notes = pd ? pd.notes : ld.notes;
   if (assume?.note) notes.push(assume.note);
   const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;

@@ -228,11 +228,25 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         throw new StartError({ kind: "not-found", cause: (e as Error).message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-      const planOn = (h: HardwareReport, llamaServer: string | null = bin, nvcc?: boolean) =>
-        planFit({ model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx }, h, { llamaServer, store: o.store, nvcc }).catch((e) => {
+      // the KV cache type of the plan the person saw is kept (one KV type from plan to start); when it no longer fits
+      // (free memory changed) the start plans freely and says so
+      let keepCache = input.cacheType;
+      let cacheNote = "";
+      const planOnce = (h: HardwareReport, llamaServer: string | null, nvcc: boolean | undefined, cacheType: SetupStartInput["cacheType"]) =>
+        planFit({ model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, cacheType }, h, { llamaServer, store: o.store, nvcc }).catch((e) => {
           if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
           throw e;
         });
+      const planOn = async (h: HardwareReport, llamaServer: string | null = bin, nvcc?: boolean) => {
+        const r = await planOnce(h, llamaServer, nvcc, keepCache);
+        if (r.pick || !keepCache) return r;
+        const free = await planOnce(h, llamaServer, nvcc, undefined);
+        if (free.pick) {
+          cacheNote = `; the ${keepCache} KV cache of the plan shown no longer fits (free memory changed): ${free.pick.cacheType ?? "another"} instead`;
+          keepCache = undefined;
+        }
+        return free;
+      };
       let fit = await planOn(hw);
       // a running server of the target this setup replaces is stopped before the load: plan with its memory free
       for (const g of runningGroups()) {
@@ -252,7 +266,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       let mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
       if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
       const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / GiB).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
-      end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}${held}`);
+      end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}${held}${cacheNote}`);
       cancelled();
       if (o.confirm) {
         const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {

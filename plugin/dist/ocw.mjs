@@ -46082,6 +46082,8 @@ var init_fit = __esm({
       reason: external_exports.string(),
       /** vLLM / SGLang: GPUs per engine (tensor parallel) and engines (data parallel); tensor × data GPUs are used. */
       parallel: external_exports.object({ tensor: external_exports.number().int().positive(), data: external_exports.number().int().positive() }).optional(),
+      /** llama.cpp: the KV cache type of the plan (-ctk/-ctv); a start given it keeps it (one KV type from plan to start). */
+      cacheType: external_exports.enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]).optional(),
       /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
       replicas: external_exports.number().int().positive().optional(),
       /**
@@ -46216,7 +46218,12 @@ var init_setup2 = __esm({
       ctx: external_exports.number().int().min(1024, "the context per slot must be \u2265 1024 tokens").max(1048576).optional(),
       runtime: SetupRuntime.default("llama.cpp"),
       id: TargetId.optional(),
-      acceptUnderpowered: external_exports.boolean().default(false)
+      acceptUnderpowered: external_exports.boolean().default(false),
+      /**
+       * llama.cpp: the KV cache type of the plan the person saw (its pick's `cacheType`): the start plans with it, so the
+       * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.
+       */
+      cacheType: external_exports.enum(["f16", "q8_0", "q4_0"]).optional()
     });
     SetupPhaseName = external_exports.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement"]);
     SetupProgress = external_exports.object({
@@ -48136,11 +48143,13 @@ function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial",
     nCpuMoe,
     tensorSplit: g.length > 1 ? g.map((x) => x.freeBytes / MiB2) : void 0
   });
+  const fixed = dev.cacheType;
   const bestCtx = (g, ngl, nCpuMoe) => {
-    for (const ctx of ladder) for (const ct of ["f16", "q8_0"]) {
+    for (const ctx of ladder) for (const ct of fixed ? [fixed] : ["f16", "q8_0"]) {
       const e2 = est(ctx, ct, g, ngl, nCpuMoe);
       if (fits(e2, g, dev.hostFreeBytes)) return { ctx, ct, e: e2 };
     }
+    if (fixed) return null;
     const e = est(ladder.at(-1), "q4_0", g, ngl, nCpuMoe);
     return fits(e, g, dev.hostFreeBytes) ? { ctx: ladder.at(-1), ct: "q4_0", e } : null;
   };
@@ -48157,7 +48166,7 @@ function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial",
     }
     const gpuFits = (e) => fits(e, gpus, Infinity);
     if (allow.includes("moe-offload") && m.isMoe) {
-      for (const ct of ["q8_0", "q4_0"]) {
+      for (const ct of fixed ? [fixed] : ["q8_0", "q4_0"]) {
         minCt = ct;
         const gpuOk = (n2) => gpuFits(est(ladder.at(-1), ct, gpus, all, n2));
         if (!gpuOk(h3.nLayer)) continue;
@@ -48174,7 +48183,7 @@ function layout(m, dev, slots, minCtx, allow = ["gpu", "moe-offload", "partial",
       }
     }
     if (allow.includes("partial")) {
-      for (const ct of ["q8_0", "q4_0"]) {
+      for (const ct of fixed ? [fixed] : ["q8_0", "q4_0"]) {
         minCt = ct;
         const gpuOk = (ngl) => gpuFits(est(ladder.at(-1), ct, gpus, ngl, 0));
         if (all - 1 < 1 || !gpuOk(1)) continue;
@@ -48275,6 +48284,7 @@ function toPick(m, p, dev, slots, toolVerified) {
     devices,
     command: commandFor(m, p, gpus, slots),
     placement: p.placement,
+    cacheType: p.cacheType,
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) \xD7 ${ctxPerSlot} tokens, unified KV (${p.cacheType})` + (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}` + speedNote(speed),
     ...replicas ? { replicas } : {},
     ...speed ? { speed } : {}
@@ -48311,7 +48321,7 @@ function replicate(m, dev, slots, minCtx, maxCtxPerSlot) {
     for (let i2 = 0; i2 < r; i2++) {
       const group = gpus.slice(i2 * g, (i2 + 1) * g);
       const s = Math.floor(slots / r) + (i2 < slots % r ? 1 : 0);
-      const p = layout(m, { gpus: group, hostFreeBytes: dev.hostFreeBytes / r }, s, minCtx, ["gpu"], maxCtxPerSlot);
+      const p = layout(m, { gpus: group, hostFreeBytes: dev.hostFreeBytes / r, cacheType: dev.cacheType }, s, minCtx, ["gpu"], maxCtxPerSlot);
       if (!p || p.gpusUsed !== group.length) break;
       out.push({ gpus: group, slots: s, plan: p });
     }
@@ -48335,6 +48345,8 @@ function toPoolPick(m, reps, dev, toolVerified) {
     devices: reps.flatMap((r) => gpuDevices(r.plan, r.gpus)),
     command: endpoints.map((e) => e.command).join("\n"),
     placement: "gpu",
+    // one type for the pool when its replicas agree (a start pins it); mixed pools name none
+    ...new Set(reps.map((r) => r.plan.cacheType)).size === 1 ? { cacheType: reps[0].plan.cacheType } : {},
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} (${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) \xD7 ${ctxPerSlot} tokens, unified KV (${caches}); one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}\xD7 the tokens at once \u2014 ocw admits each worker to a replica with a free slot`,
     replicas: reps.length,
     pool: { replicas: reps.length, endpoints },
@@ -49869,7 +49881,7 @@ async function planFit(i2, hw, o2 = {}) {
   const assume = !parallel && !bin ? expectedLlamaBackend(hw.platform, hw.gpus, o2.nvcc) : null;
   const ld = devicesFromHardware(parallel ? { ...hw, llamaDevices: null } : hw, bin, assume ? { prefix: assume.prefix } : void 0);
   const pd = parallel ? parallelDevices(hw) : null;
-  const dev = pd ? pd.dev : ld.dev;
+  const dev = pd ? pd.dev : { ...ld.dev, ...i2.cacheType ? { cacheType: i2.cacheType } : {} };
   const notes = pd ? pd.notes : ld.notes;
   if (assume?.note) notes.push(assume.note);
   const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
@@ -51251,10 +51263,22 @@ async function runStartJob(o2) {
         throw new StartError({ kind: "not-found", cause: e.message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-      const planOn = (h3, llamaServer = bin, nvcc) => planFit({ model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx }, h3, { llamaServer, store: o2.store, nvcc }).catch((e) => {
+      let keepCache = input2.cacheType;
+      let cacheNote = "";
+      const planOnce = (h3, llamaServer, nvcc, cacheType2) => planFit({ model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx, cacheType: cacheType2 }, h3, { llamaServer, store: o2.store, nvcc }).catch((e) => {
         if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
         throw e;
       });
+      const planOn = async (h3, llamaServer = bin, nvcc) => {
+        const r = await planOnce(h3, llamaServer, nvcc, keepCache);
+        if (r.pick || !keepCache) return r;
+        const free = await planOnce(h3, llamaServer, nvcc, void 0);
+        if (free.pick) {
+          cacheNote = `; the ${keepCache} KV cache of the plan shown no longer fits (free memory changed): ${free.pick.cacheType ?? "another"} instead`;
+          keepCache = void 0;
+        }
+        return free;
+      };
       let fit = await planOn(hw);
       for (const g of runningGroups()) {
         if (input2.id && g.id !== input2.id) continue;
@@ -51273,7 +51297,7 @@ async function runStartJob(o2) {
       let mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
       if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick3.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
       const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / GiB3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
-      end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}`);
+      end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}${cacheNote}`);
       cancelled();
       if (o2.confirm) {
         const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {

@@ -117,6 +117,14 @@ describe("Linux + NVIDIA, no llama-server, no nvcc: the Vulkan build is installe
     expect(j.placement?.passed).toBe(true);
   }, 150_000);
 
+  it("the KV cache type of the plan shown is the one started (setup.start cacheType)", async () => {
+    const j = await finished((await eng.client.setup.start.mutate({ model, slots: 2, ctx: 8192, id: "vk", acceptUnderpowered: true, cacheType: "q8_0" })).jobId);
+    expect(j.failure).toBeNull();
+    expect(j.pick?.cacheType).toBe("q8_0");
+    const launched = records().filter((r) => !r.argv.includes("--list-devices") && !r.argv.includes("--version")).at(-1)!;
+    expect(launched.argv.join(" ")).toMatch(/-ctk q8_0 -ctv q8_0/);
+  }, 150_000);
+
   it("after the install, ocw fit plans on the installed build's own device list", async () => {
     const fit = await eng.client.setup.fit.query({ model, slots: 1, minCtx: 2048 });
     // a runtime is installed now (<state>/llama): its own --list-devices names the device
