@@ -175,6 +175,62 @@ function newJob(jobId: string, runtime: SetupJob["runtime"]): SetupJob {
   };
 }
 
+/** The download phase: every file of the model (all shards), the disk checked first, progress, resume, checksums. */
+async function downloadPhase(modelArg: { flag: string; value: string }, ops: PhaseOps, signal?: AbortSignal): Promise<ModelFiles> {
+  const files = await modelFiles(modelArg).catch((e) => {
+    if (e instanceof StartError) throw new StartError({ ...e.failure, phase: "download" });
+    const c = classifyDownload((e as Error).message);
+    throw new StartError({ phase: "download", kind: c.kind, cause: (e as Error).message, logLine: null, remedy: c.remedy });
+  });
+  if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
+  else {
+    ops.begin("download", `${files.downloads.length} file(s) to ${path.dirname(files.downloads[0]!.dest)}`);
+    const total = files.downloads.every((d) => d.size) ? files.downloads.reduce((a, d) => a + d.size!, 0) : null;
+    const onDisk = (d: ModelFiles["downloads"][number]) => (existsSync(d.dest) ? statSync(d.dest).size : existsSync(`${d.dest}.part`) ? statSync(`${d.dest}.part`).size : 0);
+    if (total !== null) {
+      const need = files.downloads.reduce((a, d) => a + Math.max(0, d.size! - onDisk(d)), 0);
+      const dir = path.dirname(files.downloads[0]!.dest);
+      mkdirSync(dir, { recursive: true });
+      const fs = statfsSync(dir);
+      const free = Number(fs.bavail) * Number(fs.bsize);
+      if (need > free) {
+        throw new StartError({ kind: "disk", cause: `the model needs ${(need / GiB).toFixed(1)} GiB more on disk (${files.downloads.length} file(s)) but ${dir} has ${(free / GiB).toFixed(1)} GiB free`, logLine: null, remedy: classifyDownload("GiB free").remedy });
+      }
+    }
+    let doneBefore = 0;
+    let resumed = 0;
+    const tStart = performance.now();
+    const verified: string[] = [];
+    for (const [i, d] of files.downloads.entries()) {
+      ops.cancelled();
+      const r = await downloadFile({
+        url: d.url, dest: d.dest, expectedSize: d.size, sha256: d.sha256, headers: hubHeaders(), signal,
+        onProgress: (p) => {
+          const done = doneBefore + p.received;
+          const rate = (done - resumed - (i === 0 ? p.resumedFrom : 0)) / Math.max(0.001, (performance.now() - tStart) / 1000);
+          ops.phase("download").progress = {
+            done, total, bytesPerSec: Math.max(0, rate), etaSec: total !== null && rate > 0 ? Math.max(0, (total - done) / rate) : null,
+            file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed + p.resumedFrom,
+          };
+          ops.emit(false);
+        },
+      }).catch((e) => {
+        const msg = (e as Error).message;
+        const c = e instanceof DownloadError ? classifyDownload(msg) : classifyDownload(msg);
+        throw new StartError({ kind: c.kind, cause: msg, logLine: null, remedy: c.remedy });
+      });
+      resumed += r.resumedFrom;
+      doneBefore += r.bytes;
+      verified.push(`${d.name} ${r.verified}${r.resumedFrom ? ` (resumed at ${(r.resumedFrom / MiB).toFixed(0)} MiB)` : ""}`);
+      ops.phase("download").progress = { done: doneBefore, total, bytesPerSec: null, etaSec: total !== null ? 0 : null, file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed };
+      ops.emit();
+    }
+    const secs = (performance.now() - tStart) / 1000;
+    ops.end(`${files.downloads.length} file(s), ${(doneBefore / GiB).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB / Math.max(secs, 0.001)).toFixed(1)} MiB/s` : ", already on disk"}`);
+  }
+  return files;
+}
+
 /** Runs a whole start; never throws: a failure is the job's `failure` (state "failed"). */
 export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
   const input = SetupStartInput.parse(o.input);
@@ -316,57 +372,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       cancelled();
 
       // ── download: every file of the model (all shards), disk space first
-      const files = await modelFiles({ flag: words.args[mi]!, value: words.args[mi + 1]! }).catch((e) => {
-        if (e instanceof StartError) throw new StartError({ ...e.failure, phase: "download" });
-        const c = classifyDownload((e as Error).message);
-        throw new StartError({ phase: "download", kind: c.kind, cause: (e as Error).message, logLine: null, remedy: c.remedy });
-      });
-      if (!files.downloads.length) skip("download", `local file ${files.local}`);
-      else {
-        begin("download", `${files.downloads.length} file(s) to ${path.dirname(files.downloads[0]!.dest)}`);
-        const total = files.downloads.every((d) => d.size) ? files.downloads.reduce((a, d) => a + d.size!, 0) : null;
-        const onDisk = (d: ModelFiles["downloads"][number]) => (existsSync(d.dest) ? statSync(d.dest).size : existsSync(`${d.dest}.part`) ? statSync(`${d.dest}.part`).size : 0);
-        if (total !== null) {
-          const need = files.downloads.reduce((a, d) => a + Math.max(0, d.size! - onDisk(d)), 0);
-          const dir = path.dirname(files.downloads[0]!.dest);
-          mkdirSync(dir, { recursive: true });
-          const fs = statfsSync(dir);
-          const free = Number(fs.bavail) * Number(fs.bsize);
-          if (need > free) {
-            throw new StartError({ kind: "disk", cause: `the model needs ${(need / GiB).toFixed(1)} GiB more on disk (${files.downloads.length} file(s)) but ${dir} has ${(free / GiB).toFixed(1)} GiB free`, logLine: null, remedy: classifyDownload("GiB free").remedy });
-          }
-        }
-        let doneBefore = 0;
-        let resumed = 0;
-        const tStart = performance.now();
-        const verified: string[] = [];
-        for (const [i, d] of files.downloads.entries()) {
-          cancelled();
-          const r = await downloadFile({
-            url: d.url, dest: d.dest, expectedSize: d.size, sha256: d.sha256, headers: hubHeaders(), signal: o.signal,
-            onProgress: (p) => {
-              const done = doneBefore + p.received;
-              const rate = (done - resumed - (i === 0 ? p.resumedFrom : 0)) / Math.max(0.001, (performance.now() - tStart) / 1000);
-              phase("download").progress = {
-                done, total, bytesPerSec: Math.max(0, rate), etaSec: total !== null && rate > 0 ? Math.max(0, (total - done) / rate) : null,
-                file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed + p.resumedFrom,
-              };
-              emit(false);
-            },
-          }).catch((e) => {
-            const msg = (e as Error).message;
-            const c = e instanceof DownloadError ? classifyDownload(msg) : classifyDownload(msg);
-            throw new StartError({ kind: c.kind, cause: msg, logLine: null, remedy: c.remedy });
-          });
-          resumed += r.resumedFrom;
-          doneBefore += r.bytes;
-          verified.push(`${d.name} ${r.verified}${r.resumedFrom ? ` (resumed at ${(r.resumedFrom / MiB).toFixed(0)} MiB)` : ""}`);
-          phase("download").progress = { done: doneBefore, total, bytesPerSec: null, etaSec: total !== null ? 0 : null, file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed };
-          emit();
-        }
-        const secs = (performance.now() - tStart) / 1000;
-        end(`${files.downloads.length} file(s), ${(doneBefore / GiB).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB / Math.max(secs, 0.001)).toFixed(1)} MiB/s` : ", already on disk"}`);
-      }
+      const files = await downloadPhase({ flag: words.args[mi]!, value: words.args[mi + 1]! }, { begin, end, skip, emit, cancelled, phase }, o.signal);
       cancelled();
 
       // ── load: the planner's command(s) — one per replica of a pool — with the local file, a free port and the alias
