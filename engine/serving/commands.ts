@@ -24,7 +24,7 @@ import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
 import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "./setup";
 import type { SetupJob } from "../../shared/setup";
 import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "./fit-service";
-import { isSetupError } from "../models/errors";
+import { isSetupError, SetupError } from "../models/errors";
 
 export interface CommandOutput {
   code: number;
@@ -32,7 +32,13 @@ export interface CommandOutput {
   stderr: string;
 }
 
-class InputError extends Error {}
+/** A flag the CLI cannot use: a setup error of kind "input" (exit 2). */
+class InputError extends SetupError {
+  constructor(message: string) {
+    super("input", message);
+    this.name = "InputError";
+  }
+}
 
 function int(v: string | undefined, flag: string, min = 1): number | undefined {
   if (v === undefined) return undefined;

@@ -86929,7 +86929,11 @@ init_fit_service();
 init_errors4();
 import { existsSync as existsSync25 } from "node:fs";
 import path58 from "node:path";
-var InputError2 = class extends Error {
+var InputError2 = class extends SetupError {
+  constructor(message) {
+    super("input", message);
+    this.name = "InputError";
+  }
 };
 function int3(v, flag2, min = 1) {
   if (v === void 0) return void 0;
