@@ -168,6 +168,9 @@ describe("issue 27: planner cases from the review", () => {
     expect(p.speed!.decodeTokPerSecPerSlot).toBeLessThan(60);
     expect(p.speed!.warning).toBeNull();
     expect(p.speed!.basis).toMatch(/CUDA0 .* at 1008 GB\/s/);
+    // whole on the GPU: the embeddings left in RAM are a lookup, not read per token
+    expect(p.speed!.basis).not.toMatch(/RAM/);
+    expect(p.speed!.decodeTokPerSecPerSlot).toBeGreaterThan(20);
     expect(p.reason).toMatch(/tokens\/s per slot/);
     // a dense 7B on the CPU (RAM assumed 60 GB/s) with 4 slots: single digits per slot, and it says so
     const cpu = planModel(bigModel(), devs([], 64 * GiB), 4, 8192, false)!;

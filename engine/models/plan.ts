@@ -265,10 +265,13 @@ const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
 /** Decode speed of one server: each device's weights at its bandwidth (GPUs by name, RAM assumed unless set). */
 function planSpeed(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slots: number): SpeedEstimate | null {
   const share = m.activeShare ?? 1;
+  // the input embeddings stay in RAM but a token reads one row of them, not the table
+  const embd = m.tensors?.find((t) => t.name === "token_embd.weight")?.bytes ?? 0;
   const parts = p.estimate.perDevice.map((d) => {
     const g = gpus.find((x) => x.id === d.device);
     const bw = g ? gpuBandwidth(g.name) : ramBandwidth();
-    return { name: g ? g.runtimeId : "RAM", bytes: d.weightsBytes ?? 0, activeShare: share, gbps: bw.gbps, known: bw.known };
+    const bytes = Math.max(0, (d.weightsBytes ?? 0) - (g ? 0 : embd));
+    return { name: g ? g.runtimeId : "RAM", bytes, activeShare: share, gbps: bw.gbps, known: bw.known };
   });
   return estimateSpeed(parts, slots);
 }

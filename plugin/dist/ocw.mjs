@@ -48292,10 +48292,12 @@ function toPick(m, p, dev, slots, toolVerified) {
 }
 function planSpeed(m, p, gpus, slots) {
   const share2 = m.activeShare ?? 1;
+  const embd = m.tensors?.find((t2) => t2.name === "token_embd.weight")?.bytes ?? 0;
   const parts = p.estimate.perDevice.map((d) => {
     const g = gpus.find((x) => x.id === d.device);
     const bw = g ? gpuBandwidth(g.name) : ramBandwidth();
-    return { name: g ? g.runtimeId : "RAM", bytes: d.weightsBytes ?? 0, activeShare: share2, gbps: bw.gbps, known: bw.known };
+    const bytes = Math.max(0, (d.weightsBytes ?? 0) - (g ? 0 : embd));
+    return { name: g ? g.runtimeId : "RAM", bytes, activeShare: share2, gbps: bw.gbps, known: bw.known };
   });
   return estimateSpeed(parts, slots);
 }
