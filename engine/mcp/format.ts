@@ -35,6 +35,8 @@ export function summarize(w: Worker, now = Date.now()): WorkerSummary {
     elapsedSec: elapsedSec(w, now),
     verdict: w.verdict?.verdict ?? null,
     honest: w.verdict?.honest ?? null,
+    weakEvidence: w.verdict?.weakEvidence ?? false,
+    rounds: w.rounds?.length || 1,
   };
 }
 

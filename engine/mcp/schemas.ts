@@ -41,6 +41,7 @@ export const DelegateInput = z
     budget: spec.budget.describe("Limits: {wallSec?, tokens?}."),
     title: spec.title.describe("A short label shown in the dashboard."),
     targetId: spec.targetId.describe("Run on this saved target instead of the active one (setup_status shows the active target)."),
+    fixRounds: spec.fixRounds.describe("Opt-in fix rounds: on honest-failure the engine sends the failing checks' names and output (never their source) back to the worker, at most this many times (0-10)."),
   })
   .strict();
 
@@ -122,6 +123,41 @@ export const ResumeToolInput = z
   })
   .strict();
 
+export const ContinueToolInput = z
+  .object({
+    workerId: id("workerId is required"),
+    message: z.string().min(1, "message is required: say what the worker should do next").max(20_000).describe("The follow-up: what to change, add or fix next. The worker continues in its same session and files."),
+  })
+  .strict();
+
+export const ReviewToolInput = z
+  .object({
+    workerId: id("workerId is required"),
+    comments: z
+      .array(
+        z
+          .object({
+            file: z.string().min(1, "a comment needs `file`").max(1000).describe("The file, as in the diff (relative to the repository root)."),
+            line: z.number().int().positive().optional().describe("The line in the new version of the file; omit for a comment on the whole file."),
+            body: z.string().min(1, "a comment's `body` is empty").max(10_000).describe("What should change there."),
+          })
+          .strict(),
+      )
+      .min(1, "give at least one comment")
+      .max(200, "at most 200 comments per review"),
+    message: z.string().max(20_000).optional().describe("An overall remark sent before the comments."),
+  })
+  .strict();
+
+export const RetryToolInput = z.object({ workerId: id("workerId is required") }).strict();
+
+export const RetryOutput = z.object({
+  workerId: z.string(),
+  retryOf: z.string(),
+  state: WorkerState,
+  next: z.string(),
+});
+
 export const RESULT_TOTAL_CHARS = 40_000;
 
 export const DIFF_DEFAULT_CHARS = 20_000;
@@ -171,6 +207,10 @@ export const WorkerSummary = z.object({
   elapsedSec: z.number(),
   verdict: Outcome.nullable(),
   honest: z.boolean().nullable(),
+  /** Built, but every check already passed before any change: the checks prove nothing about it. */
+  weakEvidence: z.boolean(),
+  /** Rounds so far (1 + follow-ups, reviews and fix rounds). */
+  rounds: z.number(),
 });
 export type WorkerSummary = z.infer<typeof WorkerSummary>;
 
@@ -223,6 +263,8 @@ export const DelegateOutput = z.object({
   state: WorkerState,
   directory: z.string(),
   checks: z.number(),
+  /** Which checks already pass on the base commit, when their run there finished before this answer (else null). */
+  baseline: z.object({ passedOnBase: z.array(z.string()) }).nullable(),
   slots: Slots,
   warnings: z.array(z.string()),
   next: z.string(),
@@ -313,6 +355,8 @@ export const ControlOutput = z.object({
   workerId: z.string(),
   state: WorkerState,
   reason: z.string().nullable(),
+  /** The round the worker is on (continue and review start a new one). */
+  round: z.number().optional(),
   next: z.string(),
 });
 
@@ -337,6 +381,25 @@ export const ResultOutput = z.object({
   claim: Outcome.nullable(),
   claimReason: z.string().nullable(),
   honest: z.boolean(),
+  /** Why the verdict is what it is when the checks alone do not say it (e.g. no change: nothing was shown). */
+  verdictReason: z.string().nullable(),
+  /** Built, but every check already passed on the base commit before any change: weak evidence. */
+  weakEvidence: z.boolean(),
+  /** Which checks already passed on the base commit (null until they ran there). */
+  baseline: z.object({ passedOnBase: z.array(z.string()) }).nullable(),
+  warnings: z.array(z.string()),
+  rounds: z.array(
+    z.object({
+      round: z.number(),
+      kind: z.string(),
+      verdict: Outcome.nullable(),
+      claim: Outcome.nullable(),
+      honest: z.boolean().nullable(),
+      commit: z.string().nullable(),
+      weakEvidence: z.boolean(),
+      changed: z.array(z.string()).nullable(),
+    }),
+  ),
   checks: z.array(CheckOut),
   checksTotal: z.number(),
   checksPassed: z.number(),

@@ -17,6 +17,10 @@ import { INSTRUCTIONS } from "./instructions";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
+import { baselineWarning } from "../../shared/verdict";
+
+/** How long delegate looks for the checks' run on the base commit before it answers (it never delays the worker). */
+const BASELINE_WAIT_MS = 8000;
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -178,8 +182,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const { workerId } = await call((c) => c.workers.start.mutate(args));
       mine.add(workerId);
+      // The checks run once on the base commit beside the worker's start: a short look, so a check that already passes
+      // is said at once (it proves nothing). The worker is never held back by it; result and wait say it later too.
+      const baseline = args.checks.length ? await baselineOf(workerId, BASELINE_WAIT_MS) : { passedOnBase: [] };
       const [{ slots }, w, dirty] = await Promise.all([slotsNow(), call((c) => c.workers.get.query({ workerId })), uncommitted(args.directory)]);
       const warnings: string[] = [];
+      const weak = baselineWarning(baseline);
+      if (weak) warnings.push(weak);
+      else if (!baseline) warnings.push("the checks are still running on the base commit: result says later whether any already passed before the change (such a check proves nothing)");
       if (!args.checks.length) warnings.push("no checks: the verdict then rests on the scope alone and proves little — next time give checks that fail unless the work is right");
       if (!args.scope.length) warnings.push("no scope: the worker may change any file and the verdict cannot catch a stray edit — next time give `scope` globs of the files it may change");
       if (dirty) warnings.push(dirty);
@@ -189,12 +199,21 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         state: w.state,
         directory: args.directory,
         checks: args.checks.length,
+        baseline,
         slots,
         warnings,
         next: `call wait {"workerId":"${workerId}"} and answer its approvals; then result {"workerId":"${workerId}"}`,
       };
     },
   );
+
+  /** The worker's base-commit check run, waiting up to `ms` for it (null when it has not finished by then). */
+  async function baselineOf(workerId: string, ms: number): Promise<{ passedOnBase: string[] } | null> {
+    const client = await link.client();
+    const r = await follow(client, [workerId], { until: (ws) => !!ws.get(workerId)?.baseline, timeoutMs: ms }).catch(() => null);
+    const b = r?.workers.get(workerId)?.baseline;
+    return b ? { passedOnBase: b.passedOnBase } : null;
+  }
 
   // ---------------- delegate_batch ----------------
   register(
@@ -521,12 +540,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   );
 
   // ---------------- steer / stop / resume ----------------
-  const control = (w: Worker) => ({ workerId: w.id, state: w.state, reason: w.stateReason, next: nextFor([w]) });
+  const control = (w: Worker) => ({ workerId: w.id, state: w.state, reason: w.stateReason, round: w.rounds?.length || 1, next: nextFor([w]) });
   register(
     "steer",
     {
       title: "Steer a running worker",
-      description: "Send a correction to a running worker (e.g. 'use the existing parseDate helper, do not add a dependency'); it reaches the worker at its next step. Only for running / waiting-approval workers; a stopped one is continued with resume.",
+      description: "Send a correction to a running worker (e.g. 'use the existing parseDate helper, do not add a dependency'); it reaches the worker at its next step. Only for running / waiting-approval workers; a stopped one is continued with resume, a graded one with continue.",
       input: S.SteerToolInput,
       output: S.ControlOutput,
     },
@@ -553,6 +572,52 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       output: S.ControlOutput,
     },
     async (args) => control(await call((c) => c.workers.resume.mutate(args))),
+  );
+  register(
+    "continue",
+    {
+      title: "Continue a graded worker",
+      description:
+        "Send a follow-up to a graded worker (built or honest-failure) in its same session and files: a new round, graded again from a fresh checkout when it settles (result lists every round). Use it to ask for more, or to fix what result showed failing. Then wait {workerId}. For stopped/interrupted/errored workers use resume.",
+      input: S.ContinueToolInput,
+      output: S.ControlOutput,
+    },
+    async (args) => {
+      const w = await call((c) => c.workers.continue.mutate(args));
+      mine.add(w.id);
+      return control(w);
+    },
+  );
+  register(
+    "review",
+    {
+      title: "Review a graded worker's change",
+      description:
+        "Comment on files and lines of a graded worker's diff (read it with diff first) and send the comments as one review: one follow-up that quotes each file:line with its comment, a new round graded again. comments: [{file, line?, body}], message? an overall remark. Then wait {workerId}.",
+      input: S.ReviewToolInput,
+      output: S.ControlOutput,
+    },
+    async (args) => {
+      const w = await call((c) => c.workers.review.mutate(args));
+      mine.add(w.id);
+      return control(w);
+    },
+  );
+  register(
+    "retry",
+    {
+      title: "Retry a worker's task from scratch",
+      description:
+        "Run a failed, stopped or errored worker's task again as a NEW worker in a fresh workspace on the same target (the old one is left as it is; discard it when done). Use continue instead to keep the worker's session and files.",
+      input: S.RetryToolInput,
+      output: S.RetryOutput,
+    },
+    async ({ workerId }) => {
+      const r = await call((c) => c.workers.retry.mutate({ workerId }));
+      mine.add(r.workerId);
+      const w = await call((c) => c.workers.get.query({ workerId: r.workerId }));
+      return { workerId: r.workerId, retryOf: r.retryOf, state: w.state, next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}` };
+    },
   );
 
   // ---------------- result ----------------
@@ -589,6 +654,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         checks = all.slice((page - 1) * pageSize, page * pageSize).map((c, i) => checkOut(c, (page - 1) * pageSize + i, max));
       }
       const verdict = v?.verdict ?? (w.state === "built" ? "built" : "honest-failure");
+      const baseline = w.baseline ? { passedOnBase: w.baseline.passedOnBase } : null;
+      const warnings = [baselineWarning(baseline), v?.weakEvidence ? "weak evidence: built, but every check already passed on the base commit before any change — the checks do not tell this change from none; review the diff yourself" : null].filter((x): x is string => !!x);
+      const rounds = (w.rounds ?? []).slice(-20).map((r) => ({ round: r.round, kind: r.kind, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit, weakEvidence: r.weakEvidence ?? false, changed: r.changed ? r.changed.slice(0, 50) : null }));
       return {
         workerId: w.id,
         state: w.state,
@@ -598,6 +666,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         claim: v?.claim ?? null,
         claimReason: v?.claimReason ?? null,
         honest: v?.honest ?? false,
+        verdictReason: v?.reason ?? null,
+        weakEvidence: v?.weakEvidence ?? false,
+        baseline,
+        warnings,
+        rounds,
         checks,
         checksTotal: all.length,
         checksPassed: all.filter((c) => c.passed).length,
@@ -617,8 +690,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         next: w.merged
           ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
           : verdict === "built"
-            ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)`
-            : `not built${w.stateReason ? ` (${clip(w.stateReason, 200)})` : ""}: read the failing checks, then re-delegate a targeted fix or resume {"workerId":"${w.id}","message":"…"}; discard {"workerId":"${w.id}"} removes what is left`,
+            ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round`
+            : nextAfterFailure(w),
       };
     },
   );
@@ -818,6 +891,16 @@ function describe(e: EngineEvent, ws: Map<string, Worker>): string | null {
     default:
       return null;
   }
+}
+
+/** What to do with a worker that is not built: verbs that work in its state. */
+function nextAfterFailure(w: Worker): string {
+  const why = w.stateReason ? ` (${clip(w.stateReason, 200)})` : "";
+  if (w.state === "honest-failure")
+    return `not built${why}: read the failing checks, then continue {"workerId":"${w.id}","message":"…what to fix…"} (same session and files, a new round), or retry {"workerId":"${w.id}"} (a fresh start); discard {"workerId":"${w.id}"} removes what is left`;
+  if (["stopped", "interrupted", "error"].includes(w.state))
+    return `not built${why}: resume {"workerId":"${w.id}","message":"…"} continues it in its session, or retry {"workerId":"${w.id}"} starts the task again; discard {"workerId":"${w.id}"} removes what is left`;
+  return `not built${why}: wait {"workerId":"${w.id}"} until it settles`;
 }
 
 function nextFor(ws: Worker[], batch?: z.infer<typeof S.BatchStats> | null): string {
