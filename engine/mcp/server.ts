@@ -189,7 +189,6 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const warnings: string[] = [];
       const weak = baselineWarning(baseline);
       if (weak) warnings.push(weak);
-      else if (!baseline) warnings.push("the checks are still running on the base commit: result says later whether any already passed before the change (such a check proves nothing)");
       if (!args.checks.length) warnings.push("no checks: the verdict then rests on the scope alone and proves little — next time give checks that fail unless the work is right");
       if (!args.scope.length) warnings.push("no scope: the worker may change any file and the verdict cannot catch a stray edit — next time give `scope` globs of the files it may change");
       if (dirty) warnings.push(dirty);
