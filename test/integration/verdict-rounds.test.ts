@@ -40,6 +40,7 @@ beforeAll(async () => {
           return followUps(ctx).length ? writeFile("src/a.txt", "one\nTWO\nthree\n") : writeFile("src/a.txt", "one\ntwo\nthree\n");
         },
       },
+      { name: "hang", match: /TASK-HANG/, script: () => ({ hang: true, textBeforeHang: "holding" }) },
       {
         name: "fix",
         match: /TASK-FIX/,
@@ -239,6 +240,52 @@ describe("rounds", () => {
     expect(states.filter((s) => s === "honest-failure")).toHaveLength(1);
     const log = readFileSync(path.join(engine.stateDir, "workers", workerId, "events.jsonl"), "utf8");
     expect(log.match(/"round\.started"/g)).toHaveLength(2);
+  });
+});
+
+describe("rounds across a restart, and the CLI's --fix-rounds", () => {
+  it("ocw run --fix-rounds 1: one fix round, then honest-failure, exit 1", async () => {
+    const dir = repo();
+    const r = await ocw(["run", "--dir", dir, "--task", "TASK-FIX: write out.txt", "--check", "grep -q never out.txt", "--fix-rounds", "1", "--approve", "once", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    const out = JSON.parse(r.stdout);
+    expect(out.verdict).toBe("honest-failure");
+    const w = await engine.client.workers.get.query({ workerId: out.workerId });
+    expect(w.rounds.map((x) => x.kind)).toEqual(["task", "fix"]);
+    expect(r.stderr).toMatch(/round 2 \(fix\)/);
+    const bad = await ocw(["run", "--dir", dir, "--task", "x", "--fix-rounds", "11"], 30_000);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--fix-rounds must be a whole number from 0 to 10/);
+  });
+
+  it("a follow-up queued when the engine is killed reaches the session after the restart (not a bare resume)", async () => {
+    // One slot, taken by a worker that hangs: the follow-up waits in the queue when the engine dies.
+    const solo = await startEngine();
+    try {
+      await solo.client.targets.save.mutate({ target: scriptedTarget(model.url, 1), activate: true });
+      const dir = repo();
+      const { workerId } = await solo.client.workers.start.mutate({ task: "TASK-CONT: write v.txt", directory: dir, checks: [{ file: "v.txt", equals: "v2" }] });
+      expect((await settle(solo.client, [workerId], once)).get(workerId)!.state).toBe("honest-failure");
+      const hog = await solo.client.workers.start.mutate({ task: "TASK-HANG: hold the slot", directory: dir, checks: [] });
+      await untilState(solo.client, hog.workerId, (w) => w.state === "running");
+      await solo.client.workers.continue.mutate({ workerId, message: "Queued follow-up: make it v2." });
+      expect((await solo.client.workers.get.query({ workerId })).state).toBe("queued");
+      await solo.kill("SIGKILL");
+      const again = await startEngine(solo.stateDir);
+      solo.kill = again.kill;
+      const w = (await settle(again.client, [workerId], once)).get(workerId)!;
+      expect(w.state).toBe("built");
+      expect(w.rounds.map((r) => [r.kind, r.verdict, r.ran])).toEqual([
+        ["task", "honest-failure", true],
+        ["continue", "built", true],
+      ]);
+      const sent = followUpsSent("Queued follow-up: make it v2.");
+      expect(sent.at(-1)).toContain("Queued follow-up: make it v2.");
+      expect(sent.at(-1)).not.toContain("[Resume]");
+    } finally {
+      await solo.kill();
+      cleanup(solo.stateDir);
+    }
   });
 });
 
