@@ -115,3 +115,19 @@ test("comment two diff lines, send them as one review: round 2 is graded built, 
   await expect(rounds.getByRole("listitem", { name: "round 3" })).toContainText("Add delta at the end.");
   await shot(page, "3-round-3");
 });
+
+test("a check that already passes on the base is called out on the worker page; the built verdict is flagged weak evidence", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-GUI-REVIEW: write src/list.txt",
+    title: "Weak checks",
+    directory: repo,
+    checks: [{ run: "test -f README.md", name: "readme exists" }],
+  });
+  await page.goto(`${engine.origin}/#/workers/${workerId}`);
+  await expect(page.getByRole("alert", { name: "Checks that prove nothing" })).toContainText("these checks already pass before any change: they prove nothing (readme exists)");
+  const verdict = page.getByRole("region", { name: `Verdict of ${workerId}` });
+  await expect(verdict).toContainText("built", { timeout: 60_000 });
+  await expect(verdict).toContainText("weak evidence");
+  await expect(verdict.getByRole("note")).toContainText("every check already passed before any change");
+  await shot(page, "4-weak-evidence");
+});
