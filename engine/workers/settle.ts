@@ -1,6 +1,6 @@
 import path from "node:path";
 import type { Target } from "../../shared/target";
-import { pendingAsks, type TranscriptPart } from "../../shared/worker";
+import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/worker";
 import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
 import { baselineChecks, grade } from "../grading/grade";
@@ -173,7 +173,7 @@ export class Settler {
         finalText,
         baseline,
         previousCommit,
-        title: w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72),
+        title: workerTitle(w.spec),
         checkoutDir: path.join(stateDir, "grading", workerId),
         sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`) },
       });
