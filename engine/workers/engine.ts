@@ -291,7 +291,7 @@ export class Engine {
     if (!body) throw new InputError("the steer is empty: say what the worker should do differently");
     if (body.length > 20_000) throw new InputError("the steer is over 20,000 characters: shorten it");
     if (w.state !== "running" && w.state !== "waiting-approval") {
-      throw new InputError(`worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : "a steer reaches running workers only"}`);
+      throw new InputError(`worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : w.state === "built" || w.state === "honest-failure" ? "it was graded: continue it with a message (a new round) instead" : "a steer reaches running workers only"}`);
     }
     const c = this.reg.clientOf(workerId);
     if (!c || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
@@ -339,7 +339,8 @@ export class Engine {
   async resume(workerId: string, message?: string): Promise<Worker> {
     const w = this.get(workerId);
     if (!["stopped", "interrupted", "error"].includes(w.state)) {
-      throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed`);
+      const graded = w.state === "built" || w.state === "honest-failure";
+      throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`);
     }
     const target = this.resolveTarget(w.targetId ?? undefined);
     await preflightTarget(target);

@@ -177,6 +177,9 @@ describe("rounds", () => {
     expect(w.rounds[1]).toMatchObject({ kind: "continue", message: "Make v.txt say v2 instead.", changed: ["v.txt"] });
     expect(execFileSync("git", ["-C", dir, "show", `ocw/${workerId}:v.txt`]).toString()).toBe("v2\n");
 
+    // resume stays for stopped / interrupted / error: refused here, naming the verb that works.
+    await expect(engine.client.workers.resume.mutate({ workerId })).rejects.toThrow(/continue it with a message/);
+
     const unknown = await ocw(["continue", "w-nosuchworker", "--message", "x", "--approve", "once"], 60_000);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
