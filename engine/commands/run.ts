@@ -58,7 +58,7 @@ export function registerRunCommand(program: Command): void {
     .argument("<workerId>", "the worker (see `ocw ps`)")
     .requiredOption("--message <text>", "what the worker should do next")
     .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
-    .option("--timeout <seconds>", "give up waiting after this many seconds (the worker keeps running)", (v) => Number(v))
+    .option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v))
     .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)")
     .action((workerId: string, o: ContinueOptions) => continueCommand(workerId, o).catch(fail));
 }
@@ -83,7 +83,11 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
   }
   process.stderr.write(`ocw: ${workerId} continues (a new round)\n`);
   const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
-  const w = result.workers.get(workerId)!;
+  let w = result.workers.get(workerId)!;
+  if (result.reason === "timeout") {
+    // As `ocw run --timeout` does with its wall-clock budget: the round is stopped, not left running unattended.
+    w = await client.workers.stop.mutate({ workerId, reason: `ocw continue --timeout ${o.timeout}s passed` }).catch(() => w);
+  }
   const out = workerResult(w, await client.workers.events.query({ workerId }));
   const rounds = (w.rounds ?? []).map((r) => ({ round: r.round, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit }));
   const latest = rounds.at(-1);
@@ -91,7 +95,7 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
   if (o.json) process.stdout.write(JSON.stringify(json, null, 2) + "\n");
   else process.stderr.write(out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n");
   if (result.reason === "timeout") {
-    process.stderr.write(`ocw: ${workerId} is still ${w.state} after --timeout ${o.timeout}s: it keeps running; follow it with \`ocw ps\` or the GUI\n`);
+    process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: resume it (the GUI, or MCP resume) to go on\n`);
     process.exit(1);
   }
   process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);

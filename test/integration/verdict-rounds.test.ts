@@ -42,6 +42,11 @@ beforeAll(async () => {
       },
       { name: "hang", match: /TASK-HANG/, script: () => ({ hang: true, textBeforeHang: "holding" }) },
       {
+        name: "slow-second",
+        match: /TASK-SLOW-SECOND/,
+        script: (ctx) => (followUps(ctx).length ? { hang: true, textBeforeHang: "thinking" } : ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }),
+      },
+      {
         name: "fix",
         match: /TASK-FIX/,
         script: (ctx) => (ctx.turnStep === 0 ? writeFile("out.txt", `attempt ${followUps(ctx).length + 1}\n`) : { text: "OUTCOME: built" }),
@@ -184,6 +189,18 @@ describe("rounds", () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
     expect(unknown.stderr).toMatch(/unknown worker/);
+  });
+
+  it("ocw continue --timeout: the round is stopped when it passes (as ocw run's budget), exit 1", async () => {
+    const dir = repo();
+    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-SLOW-SECOND: write s.txt", directory: dir, checks: [{ file: "s.txt" }] });
+    expect((await settle(engine.client, [workerId], once)).get(workerId)!.state).toBe("built");
+    const r = await ocw(["continue", workerId, "--message", "now take forever", "--approve", "once", "--timeout", "3", "--json"]);
+    expect(r.code, r.stderr).toBe(1);
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({ state: "stopped", verdict: "honest-failure" });
+    expect(out.rounds.map((x: { verdict: string | null }) => x.verdict)).toEqual(["built", null]);
+    expect(r.stderr).toMatch(/was stopped at --timeout 3s/);
   });
 
   it("a worker still running cannot be continued (exit 2, one line); the verb for a stopped one is resume", async () => {
