@@ -60,7 +60,7 @@ export const DelegateInput = z
     budget: spec.budget.describe("Limits."),
     title: spec.title.describe("Short label."),
     targetId: spec.targetId.describe("A saved target instead of the active one."),
-    fixRounds: spec.fixRounds.describe("Opt-in: on honest-failure the failing checks' names and output (never their source) go back to the worker, at most this many times."),
+    fixRounds: spec.fixRounds.describe("On honest-failure, send the failing checks back up to this many times."),
   })
   .strict();
 
@@ -160,7 +160,7 @@ export const ResumeToolInput = z
 export const ContinueToolInput = z
   .object({
     workerId: id("workerId is required"),
-    message: z.string().min(1, "message is required: say what the worker should do next").max(20_000).describe("The follow-up: what to change, add or fix next. The worker continues in its same session and files."),
+    message: z.string().min(1, "message is required: say what the worker should do next").max(20_000).describe("What to do next."),
   })
   .strict();
 
@@ -171,15 +171,16 @@ export const ReviewToolInput = z
       .array(
         z
           .object({
-            file: z.string().min(1, "a comment needs `file`").max(1000).describe("The file, as in the diff (relative to the repository root)."),
-            line: z.number().int().positive().optional().describe("The line in the new version of the file; omit for a comment on the whole file."),
-            body: z.string().min(1, "a comment's `body` is empty").max(10_000).describe("What should change there."),
+            file: z.string().min(1, "a comment needs `file`").max(1000),
+            line: z.number().int().positive().optional(),
+            body: z.string().min(1, "a comment's `body` is empty").max(10_000),
           })
           .strict(),
       )
       .min(1, "give at least one comment")
-      .max(200, "at most 200 comments per review"),
-    message: z.string().max(20_000).optional().describe("An overall remark sent before the comments."),
+      .max(200, "at most 200 comments per review")
+      .describe("line: of the new version; none for the whole file."),
+    message: z.string().max(20_000).optional(),
   })
   .strict();
 

@@ -644,7 +644,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "steer",
     {
       title: "Steer a running worker",
-      description: "Send a correction to a running or waiting worker; it arrives at its next step (a graded one takes continue).",
+      description: "Send a correction to a running or waiting worker; it arrives at its next step.",
       input: S.SteerToolInput,
       output: S.ControlOutput,
     },
@@ -666,7 +666,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "resume",
     {
       title: "Resume a worker",
-      description: "Continue a stopped, interrupted or errored worker in its session and worktree, optionally with a message; graded again when it settles.",
+      description: "Continue a stopped or interrupted worker in its session and worktree, optionally with a message; graded again when it settles.",
       input: S.ResumeToolInput,
       output: S.ControlOutput,
     },
@@ -676,7 +676,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "continue",
     {
       title: "Continue a graded worker",
-      description: "A follow-up to a graded worker (built or honest-failure) in its session and files: a new round, graded again (result lists the rounds). Then wait.",
+      description: "A follow-up to a graded worker in its session: a new round, graded again.",
       input: S.ContinueToolInput,
       output: S.ControlOutput,
     },
@@ -690,7 +690,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "review",
     {
       title: "Review a graded worker's change",
-      description: "Comments on files and lines of a graded worker's diff, sent as one follow-up quoting each file:line: a new round, graded again. Then wait.",
+      description: "Comments on a graded worker's diff, sent as one follow-up: a new round, graded again.",
       input: S.ReviewToolInput,
       output: S.ControlOutput,
     },
@@ -704,7 +704,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "retry",
     {
       title: "Retry a worker's task from scratch",
-      description: "The task of a failed, stopped or errored worker again, as a new worker in a fresh workspace (continue keeps the session and files).",
+      description: "A failed worker's task again, as a new worker.",
       input: S.RetryToolInput,
       output: S.RetryOutput,
     },

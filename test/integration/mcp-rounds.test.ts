@@ -73,7 +73,7 @@ describe("after the verdict, over MCP", () => {
       [1, "task", "built", false],
       [2, "review", "built", true],
     ]);
-    expect(r2.rounds[1].changed).toEqual(["r.txt"]);
+    expect(r2.rounds[1].changedSincePrevious).toBe(1); // the names are the worker's: untrusted, not listed here
     const sent = JSON.stringify(model.requests.filter((q) => q.kind === "chat").at(-1)!.body.messages);
     expect(sent).toContain("- r.txt:1 — Say which round this is.");
 
