@@ -8,6 +8,8 @@ export const ScopeResult = z.object({
   passed: z.boolean(),
   violations: z.array(z.string()),
   changedFiles: z.array(z.string()),
+  /** Changed files that decide what a check runs (test runner configuration, scripts, tool shadowing): each also a violation. */
+  checkConfig: z.array(z.string()).optional(),
 });
 export type ScopeResult = z.infer<typeof ScopeResult>;
 
@@ -36,6 +38,8 @@ export const Verdict = z.object({
   weakEvidence: z.boolean().default(false),
   /** The files changed since the previous round's graded commit (rounds after the first); null for round 1. */
   sincePrevious: z.array(z.string()).nullable().default(null),
+  /** What the checks cannot rule out (e.g. code that behaves differently when graded): said with every verdict. */
+  caveats: z.array(z.string()).optional(),
 });
 export type Verdict = z.infer<typeof Verdict>;
 

@@ -23,6 +23,7 @@ import { sandboxStatus, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
 import { createWorkspace, InputError, inspectRepo, worktreePath, type RepoInfo } from "../workspace/workspace";
+import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "./preflight";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
@@ -192,6 +193,8 @@ export class Engine {
     this.requireSandbox();
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
+    const heldBack = heldBackProblem(spec.checks, repo.root);
+    if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec.targetId);
     await preflightTarget(target);
     return this.create(spec, repo, target, opts.batchId ?? null);
@@ -233,6 +236,8 @@ export class Engine {
       const repo = await repos.get(spec.directory)!.catch((err: Error) => {
         throw new InputError(`task ${n + 1}: ${err.message}`);
       });
+      const heldBack = heldBackProblem(spec.checks, repo.root);
+      if (heldBack) throw new InputError(`task ${n + 1}: ${heldBack}`);
       const target = this.resolveTarget(spec.targetId);
       if (!reached.has(target.id)) reached.set(target.id, preflightTarget(target));
       await reached.get(target.id);

@@ -1,3 +1,4 @@
+import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import type { Round, Verdict } from "../../../shared/verdict";
 
 export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId: string }) {
@@ -61,7 +62,7 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
                   {c.durationMs !== undefined ? ` · ${Math.round(c.durationMs)} ms` : ""}
                 </span>
               </summary>
-              <pre className="check-out">{c.output || "(no output)"}</pre>
+              <pre className="check-out">{c.output ? showUntrustedLines(c.output) : "(no output)"}</pre>
             </details>
           </li>
         ))}
@@ -71,16 +72,26 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
         <div className="io-label">scope</div>
         {verdict.scope.passed ? <span className="chip chip-ok">in scope</span> : <span className="chip chip-bad">out of scope</span>}
         {verdict.scope.violations.map((v) => (
-          <div key={v} className="violation">
-            {v}
+          <div key={v} className="violation untrusted">
+            {showUntrusted(v, { max: 1000, lines: false })}
           </div>
         ))}
         <div className="small muted">
-          changed: {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.join(", ") : "nothing"}
+          changed: {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}
           {verdict.branch ? ` · branch ${verdict.branch}` : ""}
         </div>
-        {verdict.diffStat && <pre className="diffstat">{verdict.diffStat}</pre>}
+        {verdict.diffStat && <pre className="diffstat">{showUntrustedLines(verdict.diffStat)}</pre>}
       </div>
+      {!!verdict.caveats?.length && (
+        <details className="caveats small" aria-label="what these checks cannot rule out">
+          <summary className="muted">What these checks cannot rule out</summary>
+          <ul>
+            {verdict.caveats.map((c) => (
+              <li key={c}>{c}</li>
+            ))}
+          </ul>
+        </details>
+      )}
     </section>
   );
 }
@@ -110,11 +121,12 @@ export function RoundHistory({ rounds, workerId }: { rounds: Round[]; workerId: 
                   {" "}
                   claimed {r.claim ?? "nothing"} · {r.honest ? "honest" : "claim did not match"}
                   {r.commit ? ` · ${r.commit.slice(0, 8)}` : ""}
-                  {r.changed ? ` · changed since round ${r.round - 1}: ${r.changed.length ? r.changed.join(", ") : "nothing"}` : ""}
+                  {r.changed ? ` · changed since round ${r.round - 1}: ${r.changed.length ? r.changed.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}` : ""}
                 </span>
               )}
             </div>
-            {r.message && r.kind !== "review" && <div className="round-message small">{r.message.length > 400 ? `${r.message.slice(0, 400)}…` : r.message}</div>}
+            {/* A fix round's message carries check output (the worker's code wrote it): shown made safe, like any such text. */}
+            {r.message && r.kind !== "review" && <div className="round-message small">{showUntrustedLines(r.message.length > 400 ? `${r.message.slice(0, 400)}…` : r.message)}</div>}
             {r.comments.length > 0 && (
               <ul className="round-comments small" aria-label={`review comments of round ${r.round}`}>
                 {r.comments.map((c, k) => (
