@@ -44,6 +44,10 @@ export function Dashboard() {
   const [showArchived, setShowArchived] = useState(false);
   const groups = useMemo(() => dashboardGroups(list, filter, archived, showArchived), [list, filter, archived, showArchived]);
   const archivedCount = useMemo(() => new Set(list.filter((w) => w.batchId && archived.has(w.batchId)).map((w) => w.batchId)).size, [list, archived]);
+  // The last archived batch taken back: back to the live view.
+  useEffect(() => {
+    if (showArchived && archivedCount === 0) setShowArchived(false);
+  }, [showArchived, archivedCount]);
   const archive = (batchId: string, on: boolean) => {
     const next = new Set(archived);
     if (on) next.add(batchId);
@@ -158,7 +162,7 @@ export function Dashboard() {
 }
 
 const ARCHIVE_KEY = "ocw.dashboard.archived";
-const COLLAPSE_KEY = "ocw.dashboard.expanded";
+const COLLAPSE_KEY = "ocw.dashboard.collapsed";
 function readSet(key: string): Set<string> {
   try {
     const v = JSON.parse(localStorage.getItem(key) ?? "[]") as unknown;
@@ -243,16 +247,16 @@ function FilterBar(p: {
 
 function BatchGroup({ group, archived, onArchive }: { group: DashboardGroup; archived: boolean; onArchive: (on: boolean) => void }) {
   const { batchId, workers } = group;
-  // Settled batches start collapsed (what needs you stays above the fold); a person's choice is remembered.
-  const [expandedSet, setExpandedSet] = useState(() => readSet(COLLAPSE_KEY));
+  // A settled batch can be folded to its header line (remembered in this browser); it sinks below what needs you anyway.
+  const [collapsedSet, setCollapsedSet] = useState(() => readSet(COLLAPSE_KEY));
   const collapsible = !!batchId && group.settled;
-  const collapsed = collapsible && !expandedSet.has(batchId);
+  const collapsed = collapsible && collapsedSet.has(batchId);
   const toggle = () => {
     const next = readSet(COLLAPSE_KEY);
-    if (collapsed) next.add(batchId);
-    else next.delete(batchId);
+    if (collapsed) next.delete(batchId);
+    else next.add(batchId);
     writeSet(COLLAPSE_KEY, next);
-    setExpandedSet(next);
+    setCollapsedSet(next);
   };
   const graded = workers.filter((w) => w.verdict);
   const built = graded.filter((w) => w.verdict!.verdict === "built").length;
