@@ -3,6 +3,7 @@ import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "rea
 import type { DecidedBy } from "../../../shared/permission";
 import type { TranscriptPart } from "../../../shared/worker";
 import type { TranscriptMark } from "../store";
+import { Markdown, Truncated } from "./Markdown";
 
 function show(v: unknown): string {
   if (v === undefined || v === null) return "";
@@ -44,7 +45,7 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
           {(part.output || part.error) && (
             <>
               <div className="io-label">{part.error ? "error" : "output"}</div>
-              <pre className={part.error ? "err" : ""}>{part.error ?? part.output}</pre>
+              <Truncated className={part.error ? "err" : ""} text={part.error ?? part.output ?? ""} />
             </>
           )}
         </div>
@@ -55,12 +56,12 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
     return (
       <div className="part user">
         <div className="who">you / task</div>
-        <div className="part-text">{part.text}</div>
+        <Markdown className="part-text" text={part.text ?? ""} />
       </div>
     );
   return (
     <div className="part text">
-      <div className="part-text">{part.text}</div>
+      <Markdown className="part-text" text={part.text ?? ""} />
     </div>
   );
 });
@@ -103,7 +104,7 @@ const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark
         <div className="who">
           {who} <span className="muted">· {when}</span>
         </div>
-        <div className="part-text">{mark.text}</div>
+        <Markdown className="part-text" text={mark.text} />
       </div>
     );
   }
@@ -169,8 +170,19 @@ function toRows(parts: TranscriptPart[], marks: TranscriptMark[], partSeq: Recor
       rows.push({ key: p.partId, part: p });
       continue;
     }
+    // Blocks end only outside a code fence, so each renders as markdown on its own.
     const lines = p.text.split("\n");
-    for (let i = 0, b = 0; i < lines.length; i += BLOCK_LINES, b++) rows.push({ key: `${p.partId}#${b}`, part: p, block: lines.slice(i, i + BLOCK_LINES).join("\n"), cont: b > 0 });
+    let start = 0;
+    let fence = false;
+    let b = 0;
+    for (let i = 0; i < lines.length; i++) {
+      if (/^\s*(```|~~~)/.test(lines[i]!)) fence = !fence;
+      if ((i + 1 - start >= BLOCK_LINES && !fence) || i === lines.length - 1) {
+        rows.push({ key: `${p.partId}#${b}`, part: p, block: lines.slice(start, i + 1).join("\n"), cont: b > 0 });
+        start = i + 1;
+        b++;
+      }
+    }
   }
   marksBefore(Number.POSITIVE_INFINITY);
   return rows;
@@ -179,7 +191,7 @@ function toRows(parts: TranscriptPart[], marks: TranscriptMark[], partSeq: Recor
 const Block = memo(function Block({ text, cont }: { text: string; cont: boolean }) {
   return (
     <div className={`part text ${cont ? "cont" : ""}`}>
-      <div className="part-text">{text}</div>
+      <Markdown className="part-text" text={text} />
     </div>
   );
 });
