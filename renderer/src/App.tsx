@@ -5,7 +5,7 @@ import { Shortcuts } from "./components/Shortcuts";
 import { href, useRoute, type Route } from "./router";
 import { Dashboard } from "./screens/Dashboard";
 import { desktop } from "./desktop";
-import { ago, useNow } from "./format";
+import { ago, taskTitle, useNow } from "./format";
 import { dismissNotice, usePending, useStore } from "./store";
 
 // The dashboard is in the app's first chunk; every other screen is a chunk of its own, so the first paint of the
@@ -48,6 +48,11 @@ export function App() {
   const unreachable = connection !== "live" && connection !== "connecting";
   const status = useStore((s) => s.status);
   const notices = useStore((s) => s.notices);
+  // The page (and Electron window) title names the task being looked at.
+  const subject = useStore((s) => {
+    const w = route.name === "worker" ? s.workers[route.id] : undefined;
+    return w ? taskTitle(w.spec) : null;
+  });
   const [navOpen, setNavOpen] = useState(false);
   // A narrow window shows the navigation as a drawer: close it once a screen is picked.
   useEffect(() => setNavOpen(false), [route.name]);
@@ -55,8 +60,8 @@ export function App() {
 
   useEffect(() => {
     // Electron's window title follows the page's.
-    document.title = windowTitle(pending.length);
-  }, [pending.length]);
+    document.title = windowTitle(pending.length, subject);
+  }, [pending.length, subject]);
 
   const active = route.name === "worker" ? "dashboard" : route.name;
   return (

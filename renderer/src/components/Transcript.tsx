@@ -30,7 +30,8 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
       </details>
     );
   if (part.kind === "tool") {
-    // A tool still "running" in a worker that has ended was cut off (stop, crash, engine restart): it never finished.
+    // A tool still "running" in a worker that has ended, or before a later model message, was cut off (stop, crash,
+    // engine restart, then Resume): it never finished.
     const cut = ended && (part.status === "running" || part.status === "pending");
     const status = cut ? "not finished" : (part.status ?? "…");
     return (
@@ -221,6 +222,12 @@ export function Transcript({
   const [follow, setFollow] = useState(true);
   const followRef = useRef(true);
   const rows = useMemo(() => toRows(parts, marks, partSeq), [parts, marks, partSeq]);
+  // A tool of an earlier model message that still says running was cut off (a stop, then Resume): the model has
+  // answered since, so it never finished. Only the latest message's tools can still run.
+  const lastMessageId = useMemo(() => {
+    for (let i = parts.length - 1; i >= 0; i--) if (parts[i]!.kind !== "user") return parts[i]!.messageId;
+    return null;
+  }, [parts]);
   const v = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
@@ -259,7 +266,7 @@ export function Transcript({
             const row = rows[item.index]!;
             return (
               <div key={item.key} className="vrow" data-index={item.index} ref={v.measureElement} style={{ transform: `translateY(${item.start}px)` }}>
-                {row.mark ? <Mark mark={row.mark} answered={row.answered} root={root} /> : row.block !== undefined ? <Block text={row.block} cont={!!row.cont} /> : <Part part={row.part} ended={ended} />}
+                {row.mark ? <Mark mark={row.mark} answered={row.answered} root={root} /> : row.block !== undefined ? <Block text={row.block} cont={!!row.cont} /> : <Part part={row.part} ended={ended || (!!lastMessageId && row.part.kind === "tool" && row.part.messageId !== lastMessageId)} />}
               </div>
             );
           })}

@@ -31,8 +31,17 @@ export function WorkerDetail({ id }: { id: string }) {
   const [error, setError] = useState<string | null>(null);
   const [confirmMerge, setConfirmMerge] = useState(false);
   const [confirmStop, setConfirmStop] = useState(false);
+  // After Stop, focus goes to Resume once it can be used (never to a destructive button such as Discard…).
+  const resumeRef = useRef<HTMLButtonElement>(null);
+  const [focusResume, setFocusResume] = useState(false);
   const [confirmDiscard, setConfirmDiscard] = useState(false);
   const [mergeError, setMergeError] = useState<string | null>(null);
+  const resumable = !!w && (w.state === "stopped" || w.state === "interrupted" || w.state === "error");
+  useEffect(() => {
+    if (!focusResume || !resumable || busy) return;
+    resumeRef.current?.focus();
+    setFocusResume(false);
+  }, [focusResume, resumable, busy]);
 
   useEffect(() => {
     void loadTranscript(id);
@@ -117,10 +126,10 @@ export function WorkerDetail({ id }: { id: string }) {
           {confirmStop && canStop ? (
             <span className="confirm-inline" role="group" aria-label="Confirm stop">
               <span className="small">Stop this worker? Its session can be resumed later.</span>
-              <button type="button" className="btn bad" disabled={!!busy} onClick={() => (setConfirmStop(false), void run("stop", () => api.workers.stop.mutate({ workerId: id })))}>
+              <button type="button" className="btn bad" disabled={!!busy} onClick={() => (setConfirmStop(false), setFocusResume(true), void run("stop", () => api.workers.stop.mutate({ workerId: id })))}>
                 Stop now
               </button>
-              <button type="button" className="btn" onClick={() => setConfirmStop(false)}>
+              <button type="button" className="btn" autoFocus onClick={() => setConfirmStop(false)}>
                 Cancel
               </button>
             </span>
@@ -129,7 +138,7 @@ export function WorkerDetail({ id }: { id: string }) {
               Stop
             </button>
           )}
-          <button type="button" className="btn" disabled={!canResume || !!busy} onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}>
+          <button ref={resumeRef} type="button" className="btn" disabled={!canResume || !!busy} onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}>
             Resume
           </button>
           {canMerge && (
@@ -289,7 +298,7 @@ export function WorkerDetail({ id }: { id: string }) {
           ))}
         </div>
         {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isFinal(w.state)} />}
-        {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} />}
+        {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} merged={w.merged} />}
         {tab === "task" && (
           <div className="task-view">
             <pre className="task-text">{w.spec.task}</pre>
@@ -390,7 +399,7 @@ function TaskRules({ spec }: { spec: import("../../../shared/worker").WorkerSpec
   );
 }
 
-function WorktreeDiff({ id, lastSeq }: { id: string; lastSeq: number }) {
+function WorktreeDiff({ id, lastSeq, merged }: { id: string; lastSeq: number; merged: { into: string; commit: string } | null }) {
   const [diff, setDiff] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const last = useRef(0);
@@ -408,7 +417,14 @@ function WorktreeDiff({ id, lastSeq }: { id: string; lastSeq: number }) {
   }, [id, lastSeq]);
   if (error) return <div className="field-error">{error}</div>;
   if (diff === null) return <div className="muted pad">Loading diff…</div>;
-  if (!diff.trim()) return <div className="muted pad">No changes in the worktree yet.</div>;
+  if (!diff.trim())
+    return merged ? (
+      <div className="muted pad" role="status">
+        Merged into <code>{merged.into}</code> as <code>{merged.commit.slice(0, 12)}</code>: its changes are in that branch now (<code>git show {merged.commit.slice(0, 12)}</code>).
+      </div>
+    ) : (
+      <div className="muted pad">No changes in the worktree yet.</div>
+    );
   return <Diff text={diff} label="Worktree diff" />;
 }
 
