@@ -92,8 +92,8 @@ test("model text renders as sanitized markdown with highlighted code; a long too
   expect(await md.locator("script, img, iframe, [onerror]").count()).toBe(0);
   const link = md.getByText("click me");
   await expect(link).toBeVisible();
-  expect(await link.evaluate((el) => (el as HTMLAnchorElement).getAttribute?.("href") ?? "")).not.toMatch(/^javascript:/i);
-  expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned ?? null)).toBeNull();
+  expect((await link.getAttribute("href")) ?? "").not.toMatch(/^javascript:/i);
+  expect(await page.evaluate("globalThis.__pwned ?? null")).toBeNull();
   await shot(page, "1440-answer");
 
   // The tool's 300 lines: the first 40, then Show all.

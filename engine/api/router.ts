@@ -24,6 +24,7 @@ import { PolicyRule, type DecidedBy } from "../../shared/permission";
 import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
+import { isActive } from "../../shared/worker";
 import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
 import { mergeBatch, retryWorker } from "../workers/housekeeping";
@@ -209,6 +210,16 @@ export const appRouter = t.router({
     use: proc.input(z.object({ id: z.string() })).mutation(({ ctx, input }) => {
       try {
         return ctx.engine.targets.use(input.id);
+      } catch (err) {
+        throw new InputError((err as Error).message);
+      }
+    }),
+    /** Deletes a target; refused while a worker of it is queued or live (stop those first). Workers keep their records. */
+    remove: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ ctx, input }) => {
+      const busy = ctx.engine.list().filter((w) => w.targetId === input.id && (w.state === "queued" || isActive(w.state) || w.state === "settled" || w.state === "grading"));
+      if (busy.length) throw new InputError(`target "${input.id}" has ${busy.length} worker(s) queued or running (${busy.slice(0, 3).map((w) => w.id).join(", ")}${busy.length > 3 ? ", …" : ""}): stop them before deleting it`);
+      try {
+        return ctx.engine.targets.remove(input.id);
       } catch (err) {
         throw new InputError((err as Error).message);
       }

@@ -21,6 +21,9 @@ function toolHeadline(p: TranscriptPart): string {
   return typeof key === "string" ? key : "";
 }
 
+/** What opencode's bash tool appends to the output of a command it aborted (a stop, an abort of the session). */
+const KILLED = /<shell_metadata>[\s\S]*\b(User aborted the command|aborted)\b[\s\S]*<\/shell_metadata>/i;
+
 const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?: boolean }) {
   if (part.kind === "reasoning")
     return (
@@ -33,12 +36,14 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
     // A tool still "running" in a worker that has ended, or before a later model message, was cut off (stop, crash,
     // engine restart, then Resume): it never finished.
     const cut = ended && (part.status === "running" || part.status === "pending");
-    const status = cut ? "not finished" : (part.status ?? "…");
+    // opencode reports a shell command killed by a stop as "completed", saying so only in its output's metadata.
+    const killed = part.status === "completed" && KILLED.test(part.output ?? "");
+    const status = cut ? "not finished" : killed ? "killed" : (part.status ?? "…");
     return (
       <details className={`part tool tool-${part.status ?? "unknown"}`}>
         <summary>
           <span className="tool-name">{part.tool ?? "tool"}</span> <span className="mono small ellipsis">{toolHeadline(part)}</span>
-          <span className={`chip chip-${cut ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>{status}</span>
+          <span className={`chip chip-${cut || killed ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>{status}</span>
         </summary>
         <div className="tool-io">
           <div className="io-label">input</div>
@@ -225,7 +230,7 @@ export function Transcript({
   // A tool of an earlier model message that still says running was cut off (a stop, then Resume): the model has
   // answered since, so it never finished. Only the latest message's tools can still run.
   const lastMessageId = useMemo(() => {
-    for (let i = parts.length - 1; i >= 0; i--) if (parts[i]!.kind !== "user") return parts[i]!.messageId;
+    for (let i = parts.length - 1; i >= 0; i--) if (parts[i]!.kind !== "user" && parts[i]!.messageId) return parts[i]!.messageId;
     return null;
   }, [parts]);
   const v = useVirtualizer({

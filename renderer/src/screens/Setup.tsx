@@ -278,6 +278,9 @@ export function Setup() {
                       </button>
                     )}
                   </td>
+                  <td>
+                    <DeleteTarget id={t.id} />
+                  </td>
                 </tr>
               );
             })}
@@ -285,5 +288,40 @@ export function Setup() {
         </table>
       </section>
     </div>
+  );
+}
+
+/** Delete a target, after an inline confirmation whose focus starts on Cancel. The engine refuses while workers of it run. */
+function DeleteTarget({ id }: { id: string }) {
+  const [confirm, setConfirm] = useState(false);
+  const [busy, setBusy] = useState(false);
+  if (!confirm)
+    return (
+      <button type="button" className="btn small ghost" aria-label={`Delete target ${id}`} onClick={() => setConfirm(true)}>
+        Delete…
+      </button>
+    );
+  return (
+    <span className="confirm-inline" role="group" aria-label={`Confirm deleting target ${id}`}>
+      <span className="small">Delete {id}? Its workers keep their records.</span>
+      <button
+        type="button"
+        className="btn small bad"
+        disabled={busy}
+        onClick={() => {
+          setBusy(true);
+          void api.targets.remove
+            .mutate({ id })
+            .then(() => refreshTargets())
+            .catch((err) => pushNotice("error", errorText(err)))
+            .finally(() => (setBusy(false), setConfirm(false)));
+        }}
+      >
+        Delete
+      </button>
+      <button type="button" className="btn small" autoFocus onClick={() => setConfirm(false)}>
+        Cancel
+      </button>
+    </span>
   );
 }
