@@ -2,6 +2,7 @@
 // real git and the scripted model: the page title names the task; after Stop the focus is on Resume; after Resume a
 // tool cut off by the stop no longer says "running"; the Diff tab of a merged worker says where it went; a target can
 // be deleted (refused while a worker of it runs).
+import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
 import { bash, startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
@@ -91,6 +92,24 @@ test("title from the task; targets deletable (not while in use); Stop puts focus
   await expect(oldTool.locator(".chip")).toHaveText(/^(killed|not finished)$/);
   await shot(page, "resumed-old-tool");
   await engine.client.workers.stop.mutate({ workerId });
+});
+
+test("an API key typed in Setup is kept out of targets.json, the page and the API: the OS keychain, else a 0600 file", async () => {
+  await page.goto(`${engine.origin}/#/setup`);
+  await page.getByRole("button", { name: "Set API key of scripted" }).click();
+  const field = page.getByLabel("API key for scripted");
+  await expect(field).toBeFocused();
+  await field.fill("sk-e2e-secret-123");
+  await page.getByRole("form", { name: "API key of scripted" }).getByRole("button", { name: "Save" }).click();
+  await expect(page.getByText(/key of scripted stored in the (OS keychain|state dir \(0600 file)/)).toBeVisible();
+  await expect(page.getByText(/key in (keychain|0600 file)/)).toBeVisible();
+  expect(readFileSync(path.join(engine.stateDir, "targets.json"), "utf8")).not.toContain("sk-e2e-secret-123");
+  const t = (await engine.client.targets.list.query()).targets.find((x) => x.id === "scripted")!;
+  expect(JSON.stringify(t)).not.toContain("sk-e2e-secret-123");
+  if (t.keyFile) expect(statSync(t.keyFile).mode & 0o777).toBe(0o600);
+  else expect(t.keyStore).toBe("keychain");
+  expect(await page.content()).not.toContain("sk-e2e-secret-123");
+  await shot(page, "key-stored");
 });
 
 test("the Diff tab of a merged worker says where its changes went", async () => {
