@@ -132,6 +132,13 @@ async function fetchElectron(pkg) {
   return bin;
 }
 
+// @electron/get joins the mirror and `v<version>/<file>` with no separator of its own (its docs ask for a trailing
+// slash): a mirror URL without one would fetch from ".../mirrorv45.5.0/…". Add it where it is missing.
+for (const k of ["npm_config_electron_mirror", "NPM_CONFIG_ELECTRON_MIRROR", "npm_package_config_electron_mirror", "ELECTRON_MIRROR"]) {
+  const v = process.env[k];
+  if (v && /^https?:\/\//i.test(v) && !v.endsWith("/")) process.env[k] = `${v}/`;
+}
+
 /** The mirror Electron's downloader will use, when one is configured (artifact-utils.js `mirrorVar('mirror')`). */
 function mirrorConfigured() {
   const e = process.env;
