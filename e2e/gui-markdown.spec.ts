@@ -15,6 +15,8 @@ const ANSWER = [
   "",
   "I added a **verbose** flag and kept `--quiet`:",
   "",
+  "Hidden: a\u202Ebidi\u202C override and a zero\u200Bwidth space.",
+  "",
   "- parses `--verbose`",
   "- prints one line per step",
   "",
@@ -81,6 +83,8 @@ test("model text renders as sanitized markdown with highlighted code; a long too
   await expect(md.getByRole("heading", { name: "What I did" })).toBeVisible();
   await expect(md.locator("strong")).toHaveText("verbose");
   await expect(md.locator("li")).toHaveCount(2);
+  // Bidi and zero-width characters the model wrote are shown, not obeyed (shared/untrusted.ts).
+  await expect(md).toContainText("a⟪U+202E⟫bidi⟪U+202C⟫ override and a zero⟪U+200B⟫width space");
   await expect(md.locator("code.inline-code").first()).toHaveText("--quiet");
   // The fenced block, highlighted: tokens with their own colours.
   const code = md.locator("pre.code-block");

@@ -7,6 +7,24 @@
 import { memo, useEffect, useState, type ReactNode } from "react";
 import ReactMarkdown, { type Components } from "react-markdown";
 import rehypeSanitize, { defaultSchema } from "rehype-sanitize";
+import { isHiddenCodePoint, showUntrustedLines } from "../../../shared/untrusted";
+
+/**
+ * Model text with what could hide or reorder it (bidi controls, zero-width and other invisible characters, control
+ * characters) shown as ⟪U+XXXX⟫, as everywhere worker-written text reaches a person (shared/untrusted.ts); line breaks
+ * and tabs stay, since markdown needs them.
+ */
+// Line breaks, tabs, and the spaces prose uses (no-break, thin, ideographic…): nothing runs this text, so a space
+// other than U+0020 cannot split a command here; bidi, zero-width and control characters are still shown.
+const PROSE_OK = (cp: number) => cp === 0x0a || cp === 0x0d || cp === 0x09 || cp === 0x00a0 || cp === 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp === 0x202f || cp === 0x205f || cp === 0x3000;
+function visible(text: string): string {
+  let out = "";
+  for (const ch of text) {
+    const cp = ch.codePointAt(0)!;
+    out += !PROSE_OK(cp) && isHiddenCodePoint(cp) ? `⟪U+${cp.toString(16).toUpperCase().padStart(4, "0")}⟫` : ch;
+  }
+  return out;
+}
 
 const schema = { ...defaultSchema, tagNames: (defaultSchema.tagNames ?? []).filter((t) => t !== "img" && t !== "input") };
 
@@ -121,7 +139,7 @@ export const Markdown = memo(function Markdown({ text, className }: { text: stri
   return (
     <div className={`md ${className ?? ""}`}>
       <ReactMarkdown rehypePlugins={[[rehypeSanitize, schema]]} components={components} skipHtml>
-        {text}
+        {visible(text)}
       </ReactMarkdown>
     </div>
   );
@@ -130,6 +148,7 @@ export const Markdown = memo(function Markdown({ text, className }: { text: stri
 /** Long tool output: the first `lines` lines, with "Show all" for the rest. */
 export function Truncated({ text, lines = 40, className }: { text: string; lines?: number; className?: string }) {
   const [all, setAll] = useState(false);
+  text = showUntrustedLines(text);
   const rows = text.split("\n");
   const long = rows.length > lines || text.length > lines * 200;
   const shown = all || !long ? text : rows.slice(0, lines).join("\n").slice(0, lines * 200);
