@@ -134,8 +134,18 @@ const components: Components = {
   },
 };
 
+/** The bench's switch (localStorage `ocw.markdown` = "off"): model text as plain text, to measure what markdown costs. */
+const PLAIN = (() => {
+  try {
+    return localStorage.getItem("ocw.markdown") === "off";
+  } catch {
+    return false;
+  }
+})();
+
 /** Untrusted markdown, sanitized. `text` may be a prefix of what is still streaming. */
 export const Markdown = memo(function Markdown({ text, className }: { text: string; className?: string }): ReactNode {
+  if (PLAIN) return <div className={`plain ${className ?? ""}`}>{visible(text)}</div>;
   return (
     <div className={`md ${className ?? ""}`}>
       <ReactMarkdown rehypePlugins={[[rehypeSanitize, schema]]} components={components} skipHtml>
