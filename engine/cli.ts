@@ -9,7 +9,7 @@ import { registerGrantsCommand } from "./commands/grants";
 import { registerHousekeepingCommands } from "./commands/housekeeping";
 import { registerWorkerCommands } from "./commands/workers";
 import { registerClaudeCommands } from "./commands/claude";
-import { registerModelSetupCommands } from "./serving/commands";
+import { registerModelSetupCommands } from "./commands/model-setup";
 import { targetsWithEndpoints } from "./commands/targets-view";
 
 const program = new Command();

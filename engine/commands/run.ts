@@ -8,6 +8,7 @@ import type { BatchTaskInput } from "../../shared/api";
 import { claimWords, outcomeWord } from "../../shared/vocabulary";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
+import { baselineWarning } from "../../shared/verdict";
 import { askView } from "../../shared/ask-view";
 import { type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
@@ -32,6 +33,7 @@ interface RunOptions {
   timeout?: number;
   batch?: string;
   json?: boolean;
+  fixRounds?: number;
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -51,9 +53,100 @@ export function registerRunCommand(program: Command): void {
     .option("--api-key-env <var>", "environment variable holding the endpoint's key")
     .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
     .option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v))
-    .option("--batch <file>", 'a JSON file: [{task, dir, checks, scope, protect}, …] or {"tasks": [{id, after, …}], "integration": {"checks": […]}}')
+    .option("--batch <file>", 'a JSON file: [{task, dir, checks, scope, protect, fixRounds?}, …] or {"tasks": [{id, after, …}], "integration": {"checks": […]}}')
+    .option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v))
     .option("--json", "print the final result as JSON on stdout")
     .action((o: RunOptions) => runCommand(o).catch(fail));
+
+  program
+    .command("continue")
+    .description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built")
+    .argument("<workerId>", "the worker (see `ocw ps`)")
+    .requiredOption("--message <text>", "what the worker should do next")
+    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v))
+    .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)")
+    .action((workerId: string, o: ContinueOptions) => continueCommand(workerId, o).catch(fail));
+}
+
+interface ContinueOptions {
+  message: string;
+  approve: string;
+  timeout?: number;
+  json?: boolean;
+}
+
+async function continueCommand(workerId: string, o: ContinueOptions): Promise<void> {
+  if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
+  if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  if (!o.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
+  const { client } = await connectWithTarget({}, "cli:ocw continue");
+  try {
+    await client.workers.continue.mutate({ workerId, message: o.message });
+  } catch (err) {
+    // Bad input (an unknown id, a worker still running or not graded): one line, exit 2.
+    throw new CliError((err as Error).message);
+  }
+  process.stderr.write(`ocw: ${workerId} continues (a new round)\n`);
+  const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
+  let w = result.workers.get(workerId)!;
+  if (result.reason === "timeout") {
+    // As `ocw run --timeout` does with its wall-clock budget: the round is stopped, not left running unattended.
+    w = await client.workers.stop.mutate({ workerId, reason: `ocw continue --timeout ${o.timeout}s passed` }).catch(() => w);
+  }
+  const out = workerResult(w, await client.workers.events.query({ workerId }));
+  const rounds = (w.rounds ?? []).map((r) => ({ round: r.round, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit }));
+  const latest = rounds.at(-1);
+  const json = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
+  if (o.json) process.stdout.write(JSON.stringify(json, null, 2) + "\n");
+  else process.stderr.write(out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n");
+  if (result.reason === "timeout") {
+    process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: resume it (the GUI, or MCP resume) to go on\n`);
+    process.exit(1);
+  }
+  process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);
+}
+
+/** Follows workers until they are final (or the timeout), answering their asks as `--approve` says. */
+async function followAndAnswer(client: EngineClient, ids: string[], approve: string, timeoutSec?: number, batchId?: string): Promise<{ workers: Map<string, Worker>; summary: BatchSummary | null; reason: string }> {
+  const asker = approve === "ask" ? new TerminalAsker(client) : null;
+  // Status lines never land on a prompt's line: while the person is being asked, they wait and follow the answer.
+  const say = (line: string) => (asker ? asker.status(line) : process.stderr.write(line + "\n"));
+  const answered = new Set<string>();
+  const onAsks = (workers: Map<string, Worker>) => {
+    for (const w of workers.values()) {
+      for (const ask of pendingAsks(w)) {
+        if (answered.has(ask.id)) continue;
+        answered.add(ask.id);
+        if (asker) asker.enqueue(ask);
+        else {
+          const d = unattendedDecision(ask, approve as DecisionKind);
+          const v = askView(ask);
+          const note = approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
+          say(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}`);
+          void client.approvals.decide.mutate(d).catch((err) => say(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}`));
+        }
+      }
+    }
+  };
+  const mine = new Set(ids);
+  const onEvent = (event: EngineEvent, workers: Map<string, Worker>) => {
+    // Only this run's workers: the engine's stream carries every client's workers.
+    if (event.type === "worker.created" && batchId && event.batchId === batchId) mine.add(event.workerId);
+    if (!("workerId" in event) || !mine.has(event.workerId)) return;
+    progress(event, say);
+    // An ask answered elsewhere (the GUI, Claude over MCP, a policy) leaves the terminal prompt at once.
+    if (event.type === "ask.resolved") asker?.resolved(event.askId, event.status, event.decision, event.by);
+    onAsks(workers);
+  };
+  try {
+    if (batchId) return { ...(await followBatch(client, batchId, onEvent, onAsks, say)), reason: "settled" };
+    const result = await follow(client, ids, { ...(timeoutSec ? { timeoutMs: timeoutSec * 1000 } : {}), onEvent });
+    onAsks(result.workers);
+    return { workers: result.workers, summary: null, reason: result.reason };
+  } finally {
+    asker?.close();
+  }
 }
 
 function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: IntegrationSpec } {
@@ -84,6 +177,7 @@ function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: Inte
 async function runCommand(o: RunOptions): Promise<void> {
   if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
   if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  if (o.fixRounds !== undefined && !(Number.isInteger(o.fixRounds) && o.fixRounds >= 0 && o.fixRounds <= 10)) throw new CliError("--fix-rounds must be a whole number from 0 to 10");
   let specs: (WorkerSpecInput & { id?: string; after?: string[] })[];
   let integration: IntegrationSpec | undefined;
   if (o.batch) {
@@ -104,6 +198,7 @@ async function runCommand(o: RunOptions): Promise<void> {
     });
   }
   if (o.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o.timeout } }));
+  if (o.fixRounds !== undefined) specs = specs.map((s) => ({ ...s, fixRounds: o.fixRounds }));
 
   const { client, targetId } = await connectWithTarget(o, "cli:ocw run");
   if (targetId) specs = specs.map((s) => ({ ...s, targetId }));
@@ -120,50 +215,12 @@ async function runCommand(o: RunOptions): Promise<void> {
   } catch (err) {
     throw new CliError((err as Error).message);
   }
-  const asker = o.approve === "ask" ? new TerminalAsker(client) : null;
-  // Status lines never land on a prompt's line: while the person is being asked, they wait and follow the answer.
-  const say = (line: string) => (asker ? asker.status(line) : process.stderr.write(line + "\n"));
-  say(`ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}`);
-  const answered = new Set<string>();
-  const onAsks = (workers: Map<string, Worker>) => {
-    for (const w of workers.values()) {
-      for (const ask of pendingAsks(w)) {
-        if (answered.has(ask.id)) continue;
-        answered.add(ask.id);
-        if (asker) asker.enqueue(ask);
-        else {
-          const d = unattendedDecision(ask, o.approve as DecisionKind);
-          const v = askView(ask);
-          const note = o.approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
-          say(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}`);
-          void client.approvals.decide.mutate(d).catch((err) => say(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}`));
-        }
-      }
-    }
-  };
-  const mine = new Set(ids);
-  const onEvent = (event: EngineEvent, workers: Map<string, Worker>) => {
-    // Only this run's workers: the engine's stream carries every client's workers.
-    if (event.type === "worker.created" && batchId && event.batchId === batchId) mine.add(event.workerId);
-    if (!("workerId" in event) || !mine.has(event.workerId)) return;
-    progress(event, say);
-    // An ask answered elsewhere (the GUI, Claude over MCP, a policy) leaves the terminal prompt at once.
-    if (event.type === "ask.resolved") asker?.resolved(event.askId, event.status, event.decision, event.by);
-    onAsks(workers);
-  };
-  let finalWorkers: Map<string, Worker>;
-  let summary: BatchSummary | null = null;
-  if (batchId) {
-    const r = await followBatch(client, batchId, onEvent, onAsks, say);
-    finalWorkers = r.workers;
-    summary = r.summary;
-    ids = summary.workerIds;
-  } else {
-    const result = await follow(client, ids, { onEvent });
-    onAsks(result.workers);
-    finalWorkers = result.workers;
-  }
-  asker?.close();
+  process.stderr.write(`ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}\n`);
+
+  const result = await followAndAnswer(client, ids, o.approve, undefined, batchId ?? undefined);
+  const finalWorkers = result.workers;
+  const summary = result.summary;
+  if (summary) ids = summary.workerIds;
 
   const outputs = await Promise.all(ids.map(async (id) => workerResult(finalWorkers.get(id) ?? (await client.workers.get.query({ workerId: id })), await client.workers.events.query({ workerId: id }))));
   const hung = outputs.flatMap((r) => r.timedOutChecks);
@@ -205,6 +262,33 @@ async function runCommand(o: RunOptions): Promise<void> {
     process.exit(2);
   }
   process.exit(built ? 0 : 1);
+}
+
+function progress(event: EngineEvent, say: (line: string) => void = (l) => process.stderr.write(l + "\n")): void {
+  const w = "workerId" in event ? event.workerId : "";
+  switch (event.type) {
+    case "worker.state":
+      say(`ocw: ${w} ${event.state === "honest-failure" ? "failed" : event.state}${event.reason ? ` — ${showUntrusted(event.reason, { max: 500, lines: false })}` : ""}`);
+      break;
+    case "part":
+      if (event.part.kind === "tool" && event.part.status !== "running") say(`ocw: ${w} ${showUntrusted(event.part.tool ?? "tool", { max: 100, lines: false })} ${event.part.status}`);
+      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) say(`ocw: ${w} says (worker text, untrusted): ${showUntrusted(line.trim(), { max: 500 })}`);
+      break;
+    case "retry":
+      say(`ocw: ${w} model retry ${event.attempt}: ${showUntrusted(event.message, { max: 500, lines: false })}`);
+      break;
+    case "verdict":
+      say(`ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)}${event.verdict.weakEvidence ? " (weak evidence: every check already passed before any change)" : ""} (${claimWords(event.verdict)})${event.verdict.reason ? ` — ${event.verdict.reason}` : ""}`);
+      break;
+    case "worker.baseline": {
+      const warning = baselineWarning(event.baseline);
+      if (warning) say(`ocw: ${w} warning: ${warning}`);
+      break;
+    }
+    case "round.started":
+      say(`ocw: ${w} round ${event.round} (${event.kind})`);
+      break;
+  }
 }
 
 /**
@@ -281,25 +365,6 @@ function nextEvent(client: EngineClient, cursor: string, pred: (e: EngineEvent) 
   });
 }
 
-function progress(event: EngineEvent, say: (line: string) => void): void {
-  const w = "workerId" in event ? event.workerId : "";
-  switch (event.type) {
-    case "worker.state":
-      say(`ocw: ${w} ${event.state === "honest-failure" ? "failed" : event.state}${event.reason ? ` — ${showUntrusted(event.reason, { max: 500, lines: false })}` : ""}`);
-      break;
-    case "part":
-      if (event.part.kind === "tool" && event.part.status !== "running") say(`ocw: ${w} ${showUntrusted(event.part.tool ?? "tool", { max: 100, lines: false })} ${event.part.status}`);
-      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) say(`ocw: ${w} says (worker text, untrusted): ${showUntrusted(line.trim(), { max: 500 })}`);
-      break;
-    case "retry":
-      say(`ocw: ${w} model retry ${event.attempt}: ${showUntrusted(event.message, { max: 500, lines: false })}`);
-      break;
-    case "verdict":
-      say(`ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)} (${claimWords(event.verdict)})`);
-      break;
-  }
-}
-
 /** The `--json` result of one worker (the CLI contract). */
 export function workerResult(w: Worker, events: WorkerEvent[]) {
   const v = w.verdict;
@@ -307,7 +372,7 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
     workerId: w.id,
     sessionId: w.sessionId,
     state: w.state,
-    reason: w.stateReason,
+    reason: v?.reason ?? w.stateReason,
     verdict: v?.verdict ?? (w.state === "built" ? "built" : "honest-failure"),
     claim: v?.claim ?? null,
     honest: v?.honest ?? false,
@@ -317,10 +382,15 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
     branch: w.branch,
     worktree: w.worktree,
     mergeHint: v?.mergeHint ?? null,
+    /** Which checks already passed on the base commit before any change (null until they ran there). */
+    baseline: w.baseline ? { passedOnBase: w.baseline.passedOnBase } : null,
+    /** Built, but every check already passed on the base: the checks prove nothing about this change. */
+    weakEvidence: v?.weakEvidence ?? false,
+    warnings: [baselineWarning(w.baseline)].filter((x): x is string => !!x),
     events,
   };
   const flagged = v?.flags?.length ? `\n  flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}` : "";
-  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
+  const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
 
