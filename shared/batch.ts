@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AttemptOptions } from "./attempts";
 import { CheckSpec } from "./check";
 import { Budget, WorkerState } from "./worker";
 
@@ -13,6 +14,8 @@ export const BatchTask = z
     protect: z.array(z.string()).default([]),
     budget: Budget.default({}),
     title: z.string().optional(),
+    /** Attempts of this task (shared/attempts.ts): `attempts` workers over `targets` in turn; the checks pick the winner. */
+    ...AttemptOptions.shape,
   })
   .refine((t) => t.dir || t.directory, { message: "each task needs `dir` (absolute path to a git repository)" });
 export type BatchTask = z.infer<typeof BatchTask>;

@@ -30,6 +30,8 @@ import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
 import { ReplyTrack } from "./replies";
 import { Settler } from "./settle";
+import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
+import type { AttemptGroup, AttemptRef } from "../../shared/attempts";
 
 export { InputError } from "../workspace/workspace";
 
@@ -72,6 +74,8 @@ export class Engine {
   private readonly releaser: InstanceReleaser;
   private readonly translator: Translator;
   private readonly servers: OpencodeServers;
+  /** Best-of-N: attempt groups, their winner, and stopping the rest once one is built. */
+  private readonly attempts: Attempts;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
   private readonly queue: string[] = [];
   private closed = false;
@@ -105,6 +109,7 @@ export class Engine {
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
     this.budgets = new Budgets({ registry: reg, stop: (id, reason) => this.stop(id, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config().OCW_STALL_SEC) * 1000, clock: opts.clock });
     this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id) => this.transcript(id), server: (t) => this.servers.for(t) });
+    this.attempts = new Attempts({ list: () => this.list(), get: (id) => this.get(id), stop: (id, reason, by) => this.stop(id, reason, by), log: (l) => this.log(l) });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config().OCW_RETENTION_DAYS);
     this.releaser = new InstanceReleaser(reg);
     this.translator = new Translator({
@@ -152,6 +157,7 @@ export class Engine {
     if (isFinal(state) || state === "settled") this.pump();
     if (isFinal(state)) this.releaser.finished(workerId);
     else this.releaser.moved(workerId);
+    if (state === "built") this.attempts.onBuilt(workerId);
   }
 
   // ---------- public API ----------
@@ -196,9 +202,9 @@ export class Engine {
     return this.create(spec, repo, target, opts.batchId ?? null);
   }
 
-  private create(spec: WorkerSpec, repo: RepoInfo, target: Target, batchId: string | null): { workerId: string } {
+  private create(spec: WorkerSpec, repo: RepoInfo, target: Target, batchId: string | null, attempt?: AttemptRef): { workerId: string } {
     const workerId = newId("w");
-    this.reg.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id, sandbox: this.sandbox.kind });
+    this.reg.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id, sandbox: this.sandbox.kind, ...(attempt ? { attempt } : {}) });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
     this.reg.rt(workerId).repo = repo;
     this.queue.push(workerId);
@@ -206,43 +212,86 @@ export class Engine {
     return { workerId };
   }
 
+  /**
+   * N attempts of one task (over `targets` in turn, else its own target): one attempt group, validated whole before any
+   * worker is created. The engine picks the winner and stops the rest once one is built (engine/workers/attempts.ts).
+   */
+  async startAttempts(input: AttemptInput): Promise<{ groupId: string | null; workerIds: string[] }> {
+    const r = await this.createTasks([input], false);
+    return { groupId: r.groups[0]?.groupId ?? null, workerIds: r.workerIds };
+  }
+
+  /** An attempt group: its attempts side by side and the winner the checks picked. */
+  attemptGroup(groupId: string): AttemptGroup {
+    return this.attempts.group(groupId);
+  }
+
+  attemptGroups(): AttemptGroup[] {
+    return this.attempts.groups();
+  }
+
   /** Starts several independent tasks as one batch. All inputs are validated before any worker is created. */
-  async startBatch(inputs: WorkerSpecInput[]): Promise<{ batchId: string; workerIds: string[] }> {
+  async startBatch(inputs: AttemptInput[]): Promise<{ batchId: string; workerIds: string[]; groups: { groupId: string; workerIds: string[] }[] }> {
     if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
+    const r = await this.createTasks(inputs, true);
+    return { batchId: r.batchId!, workerIds: r.workerIds, groups: r.groups };
+  }
+
+  private async createTasks(inputs: AttemptInput[], asBatch: boolean): Promise<{ batchId: string | null; workerIds: string[]; groups: { groupId: string; workerIds: string[] }[] }> {
     this.requireSandbox();
-    const specs = inputs.map((i, n) => {
+    const where = (n: number, msg: string) => (asBatch ? `task ${n + 1}: ${msg}` : msg);
+    // A task with attempts is several workers of one group (each carrying its attempt); each is validated like a task.
+    const expanded = inputs.flatMap((input, n) => {
       try {
-        return parseInput(WorkerSpec, i);
+        return expandAttempts(input).map((x) => ({ ...x, n }));
       } catch (err) {
-        throw new InputError(`task ${n + 1}: ${(err as Error).message}`);
+        throw new InputError(where(n, (err as Error).message));
+      }
+    });
+    const specs = expanded.map((x) => {
+      try {
+        return parseInput(WorkerSpec, x.spec);
+      } catch (err) {
+        throw new InputError(where(x.n, (err as Error).message));
       }
     });
     // Tasks of a batch mostly share a repository and a target: inspect and reach each once.
     const repos = new Map<string, Promise<RepoInfo>>();
     const reached = new Map<string, Promise<void>>();
     const checked: { spec: WorkerSpec; repo: RepoInfo; target: Target }[] = [];
-    for (const [n, spec] of specs.entries()) {
+    for (const [i, spec] of specs.entries()) {
+      const n = expanded[i]!.n;
       if (!repos.has(spec.directory)) repos.set(spec.directory, inspectRepo(spec.directory));
       const repo = await repos.get(spec.directory)!.catch((err: Error) => {
-        throw new InputError(`task ${n + 1}: ${err.message}`);
+        throw new InputError(where(n, err.message));
       });
-      const target = this.resolveTarget(spec.targetId);
+      let target: Target;
+      try {
+        target = this.resolveTarget(spec.targetId);
+      } catch (err) {
+        throw new InputError(where(n, (err as Error).message));
+      }
       if (!reached.has(target.id)) reached.set(target.id, preflightTarget(target));
       await reached.get(target.id);
       checked.push({ spec, repo, target });
     }
-    const batchId = newId("b");
-    const workerIds = checked.map((c) => this.create(c.spec, c.repo, c.target, batchId).workerId);
-    return { batchId, workerIds };
+    const batchId = asBatch ? newId("b") : null;
+    const workerIds = checked.map((c, i) => this.create(c.spec, c.repo, c.target, batchId, expanded[i]!.attempt).workerId);
+    const groups = new Map<string, string[]>();
+    expanded.forEach((x, i) => x.attempt && groups.set(x.attempt.groupId, [...(groups.get(x.attempt.groupId) ?? []), workerIds[i]!]));
+    return { batchId, workerIds, groups: [...groups].map(([groupId, ids]) => ({ groupId, workerIds: ids })) };
   }
 
   batch(batchId: string): BatchSummary {
     const ws = this.list().filter((w) => w.batchId === batchId);
     if (!ws.length) throw new InputError(`unknown batch "${batchId}"`);
     const graded = ws.filter((w) => w.verdict);
-    const built = graded.filter((w) => w.verdict!.verdict === "built").length;
     const honest = graded.filter((w) => w.verdict!.honest).length;
     const settled = ws.every((w) => isFinal(w.state));
+    // A task with attempts counts once: built when its group has a winner (its losers are not failures of the batch).
+    const tasks = new Map<string, Worker[]>();
+    for (const w of ws) tasks.set(w.attempt?.groupId ?? w.id, [...(tasks.get(w.attempt?.groupId ?? w.id) ?? []), w]);
+    const built = [...tasks.entries()].filter(([key, t]) => (t[0]!.attempt ? this.attempts.group(key).winner !== null : t[0]!.verdict?.verdict === "built")).length;
     return {
       id: batchId,
       workerIds: ws.map((w) => w.id),
@@ -251,9 +300,9 @@ export class Engine {
       built,
       honest,
       graded: graded.length,
-      builtRate: settled ? built / ws.length : null,
+      builtRate: settled ? built / tasks.size : null,
       honestRate: graded.length ? honest / graded.length : null,
-      verdict: settled ? (built === ws.length ? "built" : "honest-failure") : null,
+      verdict: settled ? (built === tasks.size ? "built" : "honest-failure") : null,
     };
   }
 
