@@ -4,6 +4,7 @@ import { z } from "zod";
 import { WorkerSpec, WorkerState } from "../../shared/worker";
 import { Outcome } from "../../shared/verdict";
 import { DecisionKind } from "../../shared/permission";
+import { AttemptOptions, MAX_ATTEMPTS } from "../../shared/attempts";
 
 /**
  * The schema the SDK sees for a tool's input: it advertises `strict`'s JSON Schema to the model, but accepts any
@@ -41,6 +42,11 @@ export const DelegateInput = z
     budget: spec.budget.describe("Limits: {wallSec?, tokens?}."),
     title: spec.title.describe("A short label shown in the dashboard."),
     targetId: spec.targetId.describe("Run on this saved target instead of the active one (setup_status shows the active target)."),
+    attempts: AttemptOptions.shape.attempts.describe(
+      `Best-of-N: run this many workers on the same task (default: the number of \`targets\`, else 1; at most ${MAX_ATTEMPTS}). The held-back checks pick the winner (built and honest; fewest changed lines, then earliest verdict) and the attempts still running are stopped once one is built. Give checks that fail on the untouched repository, or the winner proves nothing.`,
+    ),
+    targets: AttemptOptions.shape.targets.describe("Saved target ids the attempts use in turn (e.g. a local model and an API one); instead of targetId."),
+    allAttempts: AttemptOptions.shape.allAttempts.describe("Let every attempt run to its verdict instead of stopping the rest once one is built."),
   })
   .strict();
 
@@ -218,8 +224,33 @@ export const SetupStatusOutput = z.object({
   next: z.string(),
 });
 
+/** The attempts of a task side by side, and the winner the checks picked (null while none is built and honest). */
+export const AttemptsOut = z.object({
+  groupId: z.string(),
+  winner: z.string().nullable(),
+  settled: z.boolean(),
+  attempts: z.array(
+    z.object({
+      workerId: z.string(),
+      target: z.string().nullable(),
+      state: WorkerState,
+      verdict: Outcome.nullable(),
+      claim: Outcome.nullable(),
+      honest: z.boolean().nullable(),
+      changedLines: z.number().nullable(),
+      tokens: z.number(),
+      durationSec: z.number().nullable(),
+      stoppedForWinner: z.boolean(),
+    }),
+  ),
+});
+
 export const DelegateOutput = z.object({
+  /** The first attempt's id when `attempts` were asked for (all of them are in workerIds). */
   workerId: z.string(),
+  /** With attempts: the attempt group and every attempt's worker. */
+  groupId: z.string().nullable().optional(),
+  workerIds: z.array(z.string()).optional(),
   state: WorkerState,
   directory: z.string(),
   checks: z.number(),
@@ -353,6 +384,8 @@ export const ResultOutput = z.object({
   approvals: z.array(z.object({ askId: z.string(), tool: z.string(), what: z.string(), status: z.string(), decision: z.string().nullable(), by: z.string().nullable() })),
   batchId: z.string().nullable(),
   elapsedSec: z.number(),
+  /** When the worker is one of several attempts at its task: all of them, and the winner. */
+  attempts: AttemptsOut.nullable().optional(),
   next: z.string(),
 });
 

@@ -7,6 +7,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { z } from "zod";
+import type { AttemptGroup } from "../../shared/attempts";
 import type { EngineEvent } from "../../shared/events";
 import { isFinal, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
@@ -99,6 +100,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 
   const call = <T>(fn: (c: EngineClient) => Promise<T>) => link.call(fn);
 
+  /** The `next` of a losing or unfinished attempt: point at the winner (or at the attempts still running). */
+  async function attemptsNext(w: Worker): Promise<string> {
+    const g = await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }));
+    if (g.winner) return `this attempt was not built${w.stateReason ? ` (${clip(w.stateReason, 200)})` : ""}; attempt ${g.winner} won: result {"workerId":"${g.winner}"}, then merge {"workerId":"${g.winner}"}`;
+    if (!g.settled) return `not built; other attempts of this task are still running: wait {"workerIds":${JSON.stringify(g.attempts.map((a) => a.workerId))}}`;
+    return `no attempt of this task was built and honest: read the failing checks, then delegate a targeted fix (the checks on each attempt say what failed)`;
+  }
+
   async function slotsNow(targetId?: string | null) {
     const st = await call((c) => c.status.query());
     return { slots: slotsOf(st.slots, targetId ?? st.activeTarget?.id ?? null), status: st };
@@ -176,14 +185,30 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       pre: (raw) => directoryProblem(raw.directory, baseDir),
     },
     async (args) => {
-      const { workerId } = await call((c) => c.workers.start.mutate(args));
-      mine.add(workerId);
+      const group = args.attempts !== undefined || (args.targets?.length ?? 0) > 0;
+      const started = group ? await call((c) => c.workers.startAttempts.mutate(args)) : { groupId: null, workerIds: [(await call((c) => c.workers.start.mutate(args))).workerId] };
+      const workerId = started.workerIds[0]!;
+      for (const id of started.workerIds) mine.add(id);
       const [{ slots }, w, dirty] = await Promise.all([slotsNow(), call((c) => c.workers.get.query({ workerId })), uncommitted(args.directory)]);
       const warnings: string[] = [];
       if (!args.checks.length) warnings.push("no checks: the verdict then rests on the scope alone and proves little — next time give checks that fail unless the work is right");
       if (!args.scope.length) warnings.push("no scope: the worker may change any file and the verdict cannot catch a stray edit — next time give `scope` globs of the files it may change");
       if (dirty) warnings.push(dirty);
       if (slots.queued > 0 && w.state === "queued") warnings.push(`all ${slots.total} slots are busy: this worker is queued until one frees`);
+      if (started.groupId) {
+        if (!args.checks.length) warnings.push("attempts without checks: every attempt that changes something in scope is built, so the winner is only the smallest change — give checks that fail unless the work is right");
+        return {
+          workerId,
+          groupId: started.groupId,
+          workerIds: started.workerIds,
+          state: w.state,
+          directory: args.directory,
+          checks: args.checks.length,
+          slots,
+          warnings,
+          next: `call wait {"workerIds":${JSON.stringify(started.workerIds)}} and answer their approvals (the engine stops the rest once one is built); then result {"workerId":"${workerId}"} shows every attempt and the winner — merge the winner`,
+        };
+      }
       return {
         workerId,
         state: w.state,
@@ -614,7 +639,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, what: clip(a.what, 300), status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
-        next: w.merged
+        attempts: w.attempt ? attemptsOut(await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }))) : null,
+        next: w.attempt && !w.merged && verdict !== "built" ? await attemptsNext(w) : w.merged
           ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
           : verdict === "built"
             ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)`
@@ -733,6 +759,15 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 // ---------- helpers ----------
 
 /** The engine marks a discarded worker (workspace and branch removed). */
+function attemptsOut(g: AttemptGroup): z.infer<typeof S.AttemptsOut> {
+  return {
+    groupId: g.groupId,
+    winner: g.winner,
+    settled: g.settled,
+    attempts: g.attempts.map((a) => ({ workerId: a.workerId, target: a.target, state: a.state, verdict: a.verdict, claim: a.claim, honest: a.honest, changedLines: a.changedLines, tokens: a.tokens, durationSec: a.durationSec, stoppedForWinner: a.stoppedForWinner })),
+  };
+}
+
 function isDiscarded(w: Worker): boolean {
   return !!w.discarded;
 }

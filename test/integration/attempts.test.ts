@@ -8,6 +8,7 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
+import { startMcp, waitUntil } from "./mcp-helpers";
 import { BUNDLE, cleanup, makeRepo, scriptedTarget, startEngine, tempDir, type TestEngine } from "../helpers";
 
 let engine: TestEngine;
@@ -53,6 +54,8 @@ const onA = (c: ScriptContext): Step | Promise<Step> => {
   // Built by the checks, but the worker claims failure: dishonest, so never a winner.
   if (/ATT-NONE/.test(t)) return c.turnStep === 0 ? writeFile("out.txt", "good\n") : { text: "OUTCOME: honest-failure — unsure" };
   if (/ATT-BATCH/.test(t)) return c.turnStep === 0 ? writeFile("out.txt", "bad\n") : { text: "OUTCOME: honest-failure — wrong" };
+  // Over MCP: A never finishes, so it must be stopped once B's attempt is built.
+  if (/ATT-MCP/.test(t)) return { hang: true };
   return { text: "OUTCOME: honest-failure — no script" };
 };
 const onB = async (c: ScriptContext): Promise<Step> => {
@@ -75,6 +78,7 @@ const onB = async (c: ScriptContext): Promise<Step> => {
   }
   if (/ATT-NONE/.test(t)) return c.turnStep === 0 ? writeFile("out.txt", "bad\n") : { text: "OUTCOME: honest-failure — wrong" };
   if (/ATT-BATCH/.test(t)) return c.turnStep === 0 ? writeFile("out.txt", "good\n") : { text: "OUTCOME: built" };
+  if (/ATT-MCP/.test(t)) return c.turnStep === 0 ? writeFile("out.txt", "good\n") : { text: "OUTCOME: built" };
   return { text: "OUTCOME: honest-failure — no script" };
 };
 
@@ -172,14 +176,47 @@ describe("ocw run --attempts", () => {
     expect(out.groups[0].winner).toBe(out.workers[1].workerId);
   });
 
+  it("MCP delegate takes attempts and targets; result shows every attempt and the winner; the loser was stopped", async () => {
+    const dir = repo();
+    const mcp = await startMcp(engine.stateDir, "claude-code");
+    try {
+      const d = await mcp.call("delegate", { task: "ATT-MCP: write good to out.txt", directory: dir, checks: [{ run: "grep -qx good out.txt" }], scope: ["out.txt"], targets: ["target-a", "target-b"] });
+      expect(d.groupId).toMatch(/^a-/);
+      expect(d.workerIds).toHaveLength(2);
+      expect(d.next).toContain("wait");
+      const answered = new Set<string>();
+      const done = await waitUntil(mcp, { workerIds: d.workerIds }, (r) => {
+        for (const p of r.pending ?? []) {
+          if (answered.has(p.askId)) continue;
+          answered.add(p.askId);
+          void mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined);
+        }
+        return r.reason === "settled";
+      }, 10);
+      expect(done.reason).toBe("settled");
+      const [onA, onB] = d.workerIds as string[];
+      const won = await mcp.call("result", { workerId: onB });
+      expect(won.verdict).toBe("built");
+      expect(won.attempts).toMatchObject({ groupId: d.groupId, winner: onB, settled: true });
+      const lost = await mcp.call("result", { workerId: onA });
+      expect(lost.state).toBe("stopped");
+      expect(lost.attempts.attempts[0]).toMatchObject({ workerId: onA, target: "target-a", stoppedForWinner: true, verdict: null });
+      expect(lost.next).toContain(`attempt ${onB} won`);
+      expect((await mcp.fail("delegate", { task: "x", directory: dir, attempts: 99 }))).toMatch(/at most 16 attempts/);
+    } finally {
+      await mcp.close();
+    }
+  });
+
   it("the ledger per target counts what ran: pass@1, pass@k, honest rate; the stopped attempt has no verdict and is not graded", async () => {
     const rows = await engine.client.ledger.query();
     const ra = rows.find((x) => x.target === "target-a")!;
     const rb = rows.find((x) => x.target === "target-b")!;
     // A: STOP (1 failed + 1 stopped), ALL (built), NONE (built, dishonest), BATCH (failed): 4 graded, 2 built.
     expect(ra).toMatchObject({ graded: 4, tasks: 4, passAt1: 0.5, honestRate: 0.75, built: 2, k: 2 });
-    expect(rb).toMatchObject({ graded: 4, tasks: 4, passAt1: 0.75, honestRate: 1, built: 3, k: 1 });
-    expect(ra.workerIds).toHaveLength(5);
+    expect(rb).toMatchObject({ graded: 5, tasks: 5, passAt1: 0.8, honestRate: 1, built: 4, k: 1 });
+    // A's workers include the two stopped for a winner (no verdict, not graded, but their tokens and time count).
+    expect(ra.workerIds).toHaveLength(6);
   });
 
   it.each([
