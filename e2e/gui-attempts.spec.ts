@@ -19,6 +19,7 @@ let b: ScriptedModel;
 let engine: E2EEngine;
 let page: Page;
 let repo: string;
+const extraRepos: string[] = [];
 let aStarts = 0;
 let aFailed: () => void = () => {};
 const aFailedP = new Promise<void>((r) => (aFailed = r));
@@ -57,7 +58,7 @@ test.afterAll(async () => {
   await engine?.kill();
   await a?.close();
   await b?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "");
+  cleanup(engine?.stateDir ?? "", repo ?? "", ...extraRepos);
 });
 
 test("three attempts side by side: B's built attempt wins, the hanging one is stopped, Merge the winner merges its commit; the ledger opens its workers", async () => {
@@ -138,4 +139,26 @@ test("three attempts side by side: B's built attempt wins, the hanging one is st
   await expect(page.getByRole("link", { name: /attempt [13] of 3: all attempts/ })).toBeVisible();
   await expect(page.getByText(/another attempt of this task was built/).first()).toBeVisible();
   await shot(page, "05-stopped-attempt");
+});
+
+test("New task takes attempts: two attempts on one target start as a group and open side by side", async () => {
+  // A repository of its own: in the first test's, the winner's "hi" is merged already, and a no-op never wins.
+  const fresh = makeRepo({ "README.md": "# attempts repo 2\n" });
+  extraRepos.push(fresh);
+  await page.goto(`${engine.origin}/#/new`);
+  const form = page.getByRole("form", { name: "New task" });
+  await form.getByLabel("Directory (git repository)").fill(fresh);
+  await form.getByRole("textbox", { name: "Task", exact: true }).fill("Make greeting.txt say hi again");
+  await form.getByLabel("Target").selectOption("local-b");
+  await form.getByLabel("Attempts").fill("2");
+  await form.getByRole("button", { name: "Start 2 attempts" }).click();
+  await expect(page).toHaveURL(/#\/attempts\/a-/);
+  const groupId = decodeURIComponent(page.url().split("#/attempts/")[1]!);
+  const side = page.getByRole("region", { name: "Attempts side by side" });
+  await expect(side.getByRole("article")).toHaveCount(2);
+  const g = await engine.client.workers.attempts.query({ groupId });
+  expect(g.attempts.map((x) => x.target)).toEqual(["local-b", "local-b"]);
+  await expect.poll(async () => (await engine.client.workers.attempts.query({ groupId })).winner, { timeout: 170_000 }).not.toBeNull();
+  await expect(side.getByText("winner")).toBeVisible();
+  await shot(page, "06-from-new-task");
 });
