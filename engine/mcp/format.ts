@@ -1,14 +1,14 @@
 // Pure shaping of engine objects into what the model reads: short, bounded, with the contract's field names.
 import type { CheckResult } from "../../shared/check";
 import type { PermissionAsk } from "../../shared/permission";
-import { isFinal, pendingAsks, type Worker } from "../../shared/worker";
+import { isFinal, pendingAsks, type Worker, workerTitle } from "../../shared/worker";
 import type { PendingItem, Slots, WorkerSummary } from "./schemas";
 
 export const clip = (s: string, n: number) => (s.length <= n ? s : s.slice(0, Math.max(0, n - 1)) + "…");
 const secs = (ms: number) => Math.max(0, Math.round(ms / 100) / 10);
 
 export function titleOf(w: Pick<Worker, "spec">): string {
-  return w.spec.title ?? clip(w.spec.task.split("\n").find((l) => l.trim())?.trim() ?? "", 100);
+  return workerTitle(w.spec);
 }
 
 export function pendingItem(a: PermissionAsk): PendingItem {

@@ -6,7 +6,7 @@ import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
 import type { Target } from "../../shared/target";
-import { isActive, isFinal, WorkerSpec, type TranscriptPart, type Worker, type WorkerEvent, type WorkerSpecInput, type WorkerState } from "../../shared/worker";
+import { isActive, isFinal, WorkerSpec, workerTitle, type TranscriptPart, type Worker, type WorkerEvent, type WorkerSpecInput, type WorkerState } from "../../shared/worker";
 import { Pools } from "../admission/pools";
 import { endpointsOf, isPool, type EndpointStatus } from "../admission/capacity";
 import { Approvals } from "../approvals/queue";
@@ -575,7 +575,7 @@ export class Engine {
     let text: string;
     w = this.get(workerId);
     if (!w.sessionId) {
-      const title = (w.spec.title ?? w.spec.task.split("\n")[0]!).slice(0, 80);
+      const title = workerTitle(w.spec);
       const create = () => client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
       // A request that got no HTTP answer at all (seen under load: several at once, "HTTP undefined") is tried again;
       // a wrong answer is not. An unused session left by a lost answer (or a superseded run) is harmless.
