@@ -8,6 +8,7 @@ const NEEDS_TOOLS = [
   "engine/grading/checks.test.ts",
   "engine/grading/grade.test.ts",
   "engine/workers/engine.test.ts",
+  "engine/workers/attempts.test.ts",
   "engine/harness/opencode-config-seed.test.ts",
   "engine/process/run.test.ts",
 ];

@@ -154,10 +154,11 @@ export class Engine {
 
   /** After every state change: a settled or finished worker frees its slot; a finished one releases its opencode instance. */
   private moved(workerId: string, state: WorkerState): void {
+    // First: the attempts of a winner's group still queued leave the queue before its freed slot admits one of them.
+    if (state === "built") this.attempts.onBuilt(workerId);
     if (isFinal(state) || state === "settled") this.pump();
     if (isFinal(state)) this.releaser.finished(workerId);
     else this.releaser.moved(workerId);
-    if (state === "built") this.attempts.onBuilt(workerId);
   }
 
   // ---------- public API ----------
