@@ -31,7 +31,7 @@ import { InstanceReleaser } from "./release";
 import { ReplyTrack } from "./replies";
 import { Settler } from "./settle";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
-import type { AttemptGroup, AttemptRef } from "../../shared/attempts";
+import { countsAsBuilt, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
 
 export { InputError } from "../workspace/workspace";
 
@@ -292,7 +292,8 @@ export class Engine {
     // A task with attempts counts once: built when its group has a winner (its losers are not failures of the batch).
     const tasks = new Map<string, Worker[]>();
     for (const w of ws) tasks.set(w.attempt?.groupId ?? w.id, [...(tasks.get(w.attempt?.groupId ?? w.id) ?? []), w]);
-    const built = [...tasks.entries()].filter(([key, t]) => (t[0]!.attempt ? this.attempts.group(key).winner !== null : t[0]!.verdict?.verdict === "built")).length;
+    // A no-op is never built (old logs may say otherwise): it does not count toward the built rate.
+    const built = [...tasks.entries()].filter(([key, t]) => (t[0]!.attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t[0]!.verdict))).length;
     return {
       id: batchId,
       workerIds: ws.map((w) => w.id),
