@@ -70,6 +70,9 @@ describe("attempts", () => {
     expect(g.attempts[6]).toMatchObject({ verdict: null, honest: null, stoppedForWinner: true, state: "stopped" });
     expect(g.settled).toBe(true);
     expect(pickWinner(ws.filter((w) => ["w4", "w5", "w6"].includes(w.id)))).toBeNull();
+    // Once merged, an attempt stays the winner.
+    const merged = ws.map((w) => (w.id === "w1" ? { ...w, merged: { into: "main", commit: "c" } } : w));
+    expect(pickWinner(merged)?.id).toBe("w1");
   });
 });
 

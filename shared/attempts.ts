@@ -122,9 +122,14 @@ export function canWin(w: Worker): boolean {
   return w.state === "built" && !!w.verdict && w.verdict.honest && countsAsBuilt(w.verdict);
 }
 
-/** The winner among attempts: built and honest; fewest changed lines, then earliest verdict, then lowest index. */
+/**
+ * The winner among attempts: built and honest; fewest changed lines, then earliest verdict, then lowest index. One
+ * already merged stays the winner (a loser resumed later and built smaller does not take its place).
+ */
 export function pickWinner(workers: Worker[]): Worker | null {
   const cands = workers.filter(canWin);
+  const merged = cands.find((w) => w.merged);
+  if (merged) return merged;
   cands.sort(
     (a, b) =>
       (changedLines(a.verdict) ?? Number.MAX_SAFE_INTEGER) - (changedLines(b.verdict) ?? Number.MAX_SAFE_INTEGER) ||
