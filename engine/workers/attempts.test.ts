@@ -2,7 +2,7 @@
 // one attempt group; once one is built and honest, the attempts still queued or running are stopped (unless all were
 // asked for), and the group's winner is the one the checks picked. The real boundary: test/integration/attempts.test.ts.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
@@ -42,12 +42,11 @@ function inTurn(plays: ReturnType<FakeScript>[]): FakeScript {
   return (_prompt, turn) => (turn === 0 ? plays[Math.min(started++, plays.length - 1)]! : [{ text: "OUTCOME: honest-failure — resumed" }]);
 }
 
-function engineIn(s: FakeScript, slots = 2) {
-  const stateDir = mkdtempSync(path.join(tmp, "s-"));
+function engineIn(s: FakeScript, slots = 2, stateDir = mkdtempSync(path.join(tmp, "s-"))) {
   const store = new TargetStore(path.join(stateDir, "targets.json"));
   store.save({ id: "fake", model: "fake", endpoint, keyRef: null, serving: { engine: "scripted", endpoints: [], slots }, checks: [] }, true);
   store.save({ id: "fake-2", model: "fake", endpoint, keyRef: null, serving: { engine: "scripted", endpoints: [], slots }, checks: [] });
-  return new Engine({ stateDir, targets: store, harness: fakeHarness(s).harness, noSandbox: true, stallSec: 3600 });
+  return Object.assign(new Engine({ stateDir, targets: store, harness: fakeHarness(s).harness, noSandbox: true, stallSec: 3600 }), { stateDir });
 }
 
 async function until(engine: Engine, pred: () => boolean, what: () => string, ms = 30_000): Promise<void> {
@@ -103,6 +102,24 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
     expect(winner).toMatchObject({ honest: true, changedLines: 1 });
     expect(g.attempts.filter((a) => a.stoppedForWinner)).toHaveLength(0);
     await engine.close();
+  });
+
+  it("after a restart, an attempt still queued since its creation whose group already has a winner is stopped, not started", async () => {
+    const play = inTurn([[{ write: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }]]);
+    const a = engineIn(play);
+    const { groupId, workerIds } = await a.startAttempts({ task: "TASK-RESTART", directory: repo(), checks: [{ file: "a.txt", equals: "a" }], attempts: 1 });
+    await until(a, () => a.get(workerIds[0]!).state === "built", () => picture(a, workerIds));
+    await a.close();
+    // The engine died between the winner's verdict and the stop of the rest: a second attempt is still queued in its log.
+    const created = JSON.parse(readFileSync(path.join(a.stateDir, "workers", workerIds[0]!, "events.jsonl"), "utf8").split("\n")[0]!);
+    const id = "w-queued2";
+    mkdirSync(path.join(a.stateDir, "workers", id));
+    writeFileSync(path.join(a.stateDir, "workers", id, "events.jsonl"), JSON.stringify({ ...created, workerId: id, attempt: { groupId, index: 2, of: 2, all: false } }) + "\n");
+    const b = engineIn(play, 2, a.stateDir);
+    await until(b, () => b.get(id).state !== "queued", () => picture(b, [id]));
+    expect(b.get(id)).toMatchObject({ state: "stopped", startedAt: null, stateReason: expect.stringContaining(`another attempt of this task was built (${workerIds[0]})`) });
+    expect(b.attemptGroup(groupId!)).toMatchObject({ winner: workerIds[0], settled: true });
+    await b.close();
   });
 
   it("bad input is refused before any worker is created", async () => {

@@ -52,6 +52,15 @@ export class Attempts {
     return ids.reverse().map((id) => attemptGroup(id, this.deps.list()));
   }
 
+  /**
+   * The winner of a queued attempt's group when the attempt has waited in the queue since its creation (never started,
+   * never stopped and resumed by a person: its state has no reason yet), so it may be stopped for it; else null.
+   */
+  winnerBeforeStart(w: Worker): string | null {
+    if (!w.attempt || w.attempt.all || w.startedAt !== null || w.stateReason !== null) return null;
+    return attemptGroup(w.attempt.groupId, this.deps.list()).winner;
+  }
+
   /** A worker reached `built`: when it can win, the attempts of its group still queued or running are stopped. */
   onBuilt(workerId: string): void {
     const w = this.deps.get(workerId);

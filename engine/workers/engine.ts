@@ -31,7 +31,7 @@ import { InstanceReleaser } from "./release";
 import { ReplyTrack } from "./replies";
 import { Settler } from "./settle";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
-import { countsAsBuilt, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
+import { countsAsBuilt, stoppedForWinnerReason, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
 
 export { InputError } from "../workspace/workspace";
 
@@ -517,6 +517,14 @@ export class Engine {
       } catch (err) {
         this.queue.splice(i, 1);
         this.reg.fire(id, "fail-run", (err as Error).message);
+        continue;
+      }
+      // An attempt that never started, of a group that already has its winner (a restart between the winner's verdict
+      // and the stop of the rest): stopped here instead of started.
+      const winner = this.attempts.winnerBeforeStart(w);
+      if (winner) {
+        this.queue.splice(i, 1);
+        this.reg.fire(id, "stop", stoppedForWinnerReason(winner));
         continue;
       }
       const admitted = this.pools.admit(w, target);
