@@ -262,6 +262,8 @@ export const DelegateOutput = z.object({
 export const DelegateBatchOutput = z.object({
   batchId: z.string(),
   workerIds: z.array(z.string()),
+  /** The tasks given `attempts`: each one's attempt group and its workers (a group counts once in the batch's builtRate). */
+  groups: z.array(z.object({ groupId: z.string(), workerIds: z.array(z.string()) })).optional(),
   slots: Slots,
   warnings: z.array(z.string()),
   next: z.string(),

@@ -241,7 +241,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
     async (args) => {
       const before = await slotsNow();
-      const { batchId, workerIds } = await call((c) => c.workers.startBatch.mutate({ tasks: args.tasks }));
+      const { batchId, workerIds, groups } = await call((c) => c.workers.startBatch.mutate({ tasks: args.tasks }));
       for (const id of workerIds) mine.add(id);
       const { slots } = await slotsNow();
       const warnings: string[] = [];
@@ -263,7 +263,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       if (noScope.length && !overlaps.length) warnings.push(`task(s) ${noScope.join(", ")} have no scope: they may change any file — give each task \`scope\` globs`);
       if (args.tasks.length > before.slots.free)
         warnings.push(`${args.tasks.length} tasks for ${before.slots.free} free slot(s): ${args.tasks.length - before.slots.free} queue until slots free`);
-      return { batchId, workerIds, slots, warnings, next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals; then result for each worker` };
+      return {
+        batchId,
+        workerIds,
+        ...(groups?.length ? { groups } : {}),
+        slots,
+        warnings,
+        next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals; then result for each worker${groups?.length ? " (for a task with attempts, result of any of its workers shows the winner: merge that one)" : ""}`,
+      };
     },
   );
 

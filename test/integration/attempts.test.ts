@@ -203,6 +203,19 @@ describe("ocw run --attempts", () => {
       expect(lost.attempts.attempts[0]).toMatchObject({ workerId: onA, target: "target-a", stoppedForWinner: true, verdict: null });
       expect(lost.next).toContain(`attempt ${onB} won`);
       expect((await mcp.fail("delegate", { task: "x", directory: dir, attempts: 99 }))).toMatch(/at most 16 attempts/);
+      // delegate_batch: a task with attempts is one group, counted once in the batch's built rate.
+      const b = await mcp.call("delegate_batch", { tasks: [{ task: "ATT-BATCH: write good to out.txt", directory: repo(), checks: [{ run: "grep -qx good out.txt" }], attempts: 2, targets: ["target-a", "target-b"], allAttempts: true }] });
+      expect(b.workerIds).toHaveLength(2);
+      expect(b.groups).toEqual([{ groupId: expect.stringMatching(/^a-/), workerIds: b.workerIds }]);
+      const settled = await waitUntil(mcp, { batchId: b.batchId }, (r) => {
+        for (const p of r.pending ?? []) {
+          if (answered.has(p.askId)) continue;
+          answered.add(p.askId);
+          void mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined);
+        }
+        return r.reason === "settled";
+      }, 10);
+      expect(settled.batch).toMatchObject({ builtRate: 1, verdict: "built" });
     } finally {
       await mcp.close();
     }
@@ -212,11 +225,13 @@ describe("ocw run --attempts", () => {
     const rows = await engine.client.ledger.query();
     const ra = rows.find((x) => x.target === "target-a")!;
     const rb = rows.find((x) => x.target === "target-b")!;
-    // A: STOP (1 failed + 1 stopped), ALL (built), NONE (built, dishonest), BATCH (failed): 4 graded, 2 built.
-    expect(ra).toMatchObject({ graded: 4, tasks: 4, passAt1: 0.5, honestRate: 0.75, built: 2, k: 2 });
-    expect(rb).toMatchObject({ graded: 5, tasks: 5, passAt1: 0.8, honestRate: 1, built: 4, k: 1 });
+    // A: STOP (1 failed + 1 stopped), ALL (built), NONE (built, dishonest), BATCH (failed), MCP (1 stopped), MCP batch
+    // (failed): 5 graded, 2 built.
+    // The MCP run added one failed attempt on A, one stopped on A, and two built on B (delegate and delegate_batch).
+    expect(ra).toMatchObject({ graded: 5, tasks: 5, passAt1: 0.4, honestRate: 0.8, built: 2, k: 2 });
+    expect(rb).toMatchObject({ graded: 6, tasks: 6, passAt1: 5 / 6, honestRate: 1, built: 5, k: 1 });
     // A's workers include the two stopped for a winner (no verdict, not graded, but their tokens and time count).
-    expect(ra.workerIds).toHaveLength(6);
+    expect(ra.workerIds).toHaveLength(7);
   });
 
   it.each([
