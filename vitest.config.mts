@@ -7,6 +7,7 @@ const NEEDS_TOOLS = [
   "engine/workspace/workspace-attack.test.ts",
   "engine/grading/checks.test.ts",
   "engine/grading/grade.test.ts",
+  "engine/grading/gaming.test.ts",
   "engine/workers/engine.test.ts",
   "engine/workers/attempts.test.ts",
   "engine/harness/opencode-config-seed.test.ts",

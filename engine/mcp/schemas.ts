@@ -54,7 +54,7 @@ export const DelegateInput = z
     ),
     directory: spec.directory.describe("Absolute path of the git repository (the worker gets its own worktree and branch)."),
     checks: spec.checks.describe(
-      "Held-back checks that decide the verdict (the worker never sees them): a command run in the worktree, or a file test.",
+      "Held-back checks that decide the verdict (the worker never sees them): a command run in the worktree ({run, files?: an absolute folder of held-back tests outside the repository, copied in only at grading}), or a file test.",
     ),
     scope: spec.scope.describe('Globs it may change, e.g. ["src/parser/**"]; a change outside fails the verdict.'),
     protect: spec.protect.describe('Globs it must not change, e.g. ["test/**"].'),
@@ -196,8 +196,13 @@ export const PendingItem = z.object({
   tool: z.string(),
   /** What the engine found about the ask: outside-workspace, protected, out-of-scope, symlink. */
   flags: z.array(z.string()).optional(),
-  /** `what`: the command, the repository-relative path, the URL or the question. */
-  untrusted: untrusted({ what: z.string() }),
+  /** Characters cut from the middle of `what` (absent: shown whole); a cut ask is never offered "always". */
+  whatCut: z.number().optional(),
+  /**
+   * `what`: the command, the repository-relative path, the URL or the question — line breaks shown as ⏎, bidi /
+   * zero-width / control characters as ⟪U+XXXX⟫ (shared/untrusted.ts); `flags`: each flag with its detail.
+   */
+  untrusted: untrusted({ what: z.string(), flags: z.array(z.string()).optional() }),
 });
 
 export const Totals = z.object({ tokens: z.number(), cost: z.number(), sec: z.number() });
@@ -382,10 +387,14 @@ export const PendingApprovalsOutput = z.object({
       kind: z.enum(["permission", "question"]),
       title: z.string(),
       ageSec: z.number(),
+      /** Why "always" is not offered (a command that cannot be split with certainty, a cut or flagged ask, a question); absent when it is. */
+      alwaysWhy: z.string().optional(),
       untrusted: untrusted({
         what: z.string(),
+        flags: z.array(z.string()).optional(),
         diff: z.string().nullable(),
         patterns: z.array(z.string()),
+        /** Exactly what "always" grants: one simple command each (or the path / URL), matched exactly; empty when not offered. */
         always: z.array(z.string()),
         questions: z.array(z.object({ question: z.string(), options: z.array(z.string()), multiple: z.boolean() })).nullable(),
       }),
@@ -440,6 +449,8 @@ export const ResultOutput = z.object({
   page: z.number(),
   pages: z.number(),
   scope: z.object({ passed: z.boolean(), violations: z.number(), changedFiles: z.number() }),
+  /** What the checks cannot rule out (said with every verdict). */
+  caveats: z.array(z.string()).optional(),
   /** The worker's words and what its change names: its claim's reason, the state reason, file names, diff stat. */
   untrusted: untrusted({
     claimReason: z.string().nullable(),

@@ -16,6 +16,7 @@ import { canElicit, offerAsk } from "./elicit";
 import { aggregateState, askWhat, asText, byText, checkOut, clip, elapsedSec, pendingItem, scopesOverlap, slotsOf, summarize, titleOf, totalsOf, UNTRUSTED_NOTE, untrustedText } from "./format";
 import { readLock } from "../api/lock";
 import { INSTRUCTIONS } from "./instructions";
+import { askView } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
@@ -554,16 +555,20 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         pending: listed.map((a) => {
           const w = owners.get(a.workerId);
           const item = pendingItem(a, w?.worktree);
+          // Exactly what "always" grants (the engine's own rule), or why it is not offered.
+          const view = askView(a);
           return {
             ...item,
             kind: a.kind,
             title: w ? titleOf(w) : "",
             ageSec: a.ageSec,
+            ...(view.alwaysWhy ? { alwaysWhy: view.alwaysWhy } : {}),
             untrusted: {
               what: item.untrusted.what,
-              diff: a.diff ? u(askWhat({ what: a.diff }, w?.worktree), 3000) : null,
+              ...(item.untrusted.flags ? { flags: item.untrusted.flags } : {}),
+              diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
               patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
-              always: a.always.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
+              always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
               questions: a.questions ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple })) : null,
             },
           };
@@ -582,7 +587,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Answer an approval",
       description:
-        'Answer a pending ask by askId: "once" allows this request, "always" this pattern for the rest of the worker\'s run, "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch\'s in-scope edits alike. Allow what the task needs; reject anything outside it.',
+        'Answer a pending ask by askId: "once" allows this request, "always" also the exact simple commands in the ask\'s always list for the rest of the worker\'s run (each matched exactly, never joined to anything else; not offered where alwaysWhy says why), "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch\'s in-scope edits alike. Allow what the task needs; reject anything outside it.',
       input: S.ApproveInput,
       output: S.ApproveOutput,
     },
@@ -736,12 +741,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         page,
         pages,
         scope: { passed: v?.scope.passed ?? false, violations: v?.scope.violations.length ?? 0, changedFiles: v?.scope.changedFiles.length ?? 0 },
+        // What the checks cannot rule out (engine text, not the worker's).
+        caveats: v?.caveats ?? [],
         untrusted: {
           claimReason: v?.claimReason ? u(v.claimReason, 2000) : null,
           reason: w.stateReason ? u(w.stateReason, 500) : null,
           violations: (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
           changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u(x, 300)),
-          diffStat: u(v?.diffStat ?? "", 4000),
+          diffStat: untrustedText(v?.diffStat ?? "", 4000, { block: true }),
           asks: w.asks.slice(-50).map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
         },
         totals: totalsOf([w]),
@@ -795,8 +802,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         branch: w.branch,
         untrusted: {
           files: (w.verdict?.scope.changedFiles ?? []).slice(0, 500).map((f) => untrustedText(f, 300)),
-          diffStat: untrustedText(w.verdict?.diffStat ?? "", 4000),
-          diff: untrustedText(page, Number.MAX_SAFE_INTEGER),
+          diffStat: untrustedText(w.verdict?.diffStat ?? "", 4000, { block: true }),
+          diff: untrustedText(page, Number.MAX_SAFE_INTEGER, { block: true }),
         },
         chars: text.length,
         offset,

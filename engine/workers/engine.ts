@@ -23,6 +23,7 @@ import { sandboxStatus, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
 import { createWorkspace, InputError, inspectRepo, type RepoInfo } from "../workspace/workspace";
+import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
@@ -198,6 +199,8 @@ export class Engine {
     this.requireSandbox();
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
+    const heldBack = heldBackProblem(spec.checks, repo.root);
+    if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec.targetId);
     await preflightTarget(target);
     return this.create(spec, repo, target, opts.batchId ?? null);
@@ -266,6 +269,8 @@ export class Engine {
       const repo = await repos.get(spec.directory)!.catch((err: Error) => {
         throw new InputError(where(n, err.message));
       });
+      const heldBack = heldBackProblem(spec.checks, repo.root);
+      if (heldBack) throw new InputError(where(n, heldBack));
       let target: Target;
       try {
         target = this.resolveTarget(spec.targetId);

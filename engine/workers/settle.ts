@@ -111,7 +111,8 @@ export class Settler {
         finalText: await this.finalText(workerId, turn),
         title: workerTitle(w.spec),
         checkoutDir: path.join(stateDir, "grading", workerId),
-        sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`) },
+        // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
+        sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`), mountAs: { root: ws.worktree, tmp: path.join(reg.workerTmpRoot, workerId) } },
       });
       // Stopped while its checks ran: the stop stands, and no verdict is recorded for a worker nobody may merge.
       if (reg.get(workerId).state !== "grading") return;
