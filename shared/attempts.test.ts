@@ -109,8 +109,8 @@ describe("ledger", () => {
   });
 
   it("rounds to built reads the worker's rounds when it has them", () => {
-    const w = worker("r1", { v: verdict({}) }) as Worker & { rounds: unknown[] };
-    w.rounds = [{ round: 1, verdict: "honest-failure" }, { round: 2, verdict: "honest-failure" }, { round: 3, verdict: "built" }];
+    const w = worker("r1", { v: verdict({}) });
+    w.rounds = [1, 2, 3].map((round) => ({ ...w.rounds[0]!, round, verdict: round === 3 ? "built" : "honest-failure" }));
     expect(ledger([w])[0]!.roundsToBuilt).toBe(3);
   });
 });

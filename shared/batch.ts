@@ -14,6 +14,8 @@ export const BatchTask = z
     protect: z.array(z.string()).default([]),
     budget: Budget.default({}),
     title: z.string().optional(),
+    /** Fix rounds (opt-in): on honest-failure the engine sends the failing checks back, at most this many times. */
+    fixRounds: z.number().int().min(0).max(10).optional(),
     /** Attempts of this task (shared/attempts.ts): `attempts` workers over `targets` in turn; the checks pick the winner. */
     ...AttemptOptions.shape,
   })

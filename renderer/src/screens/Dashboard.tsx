@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from "react";
 import { isActive, isFinal, pendingAsks, type Worker } from "../../../shared/worker";
+import { countsAsBuilt } from "../../../shared/verdict";
 import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
@@ -144,7 +145,8 @@ export function Dashboard() {
 
 function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }) {
   const graded = workers.filter((w) => w.verdict);
-  const built = graded.filter((w) => w.verdict!.verdict === "built").length;
+  // A no-op is never built (an older engine's log may say otherwise): it does not count.
+  const built = graded.filter((w) => countsAsBuilt(w.verdict)).length;
   const honest = graded.filter((w) => w.verdict!.honest).length;
   const settled = workers.every((w) => isFinal(w.state));
   const count = (f: (w: Worker) => boolean) => workers.filter(f).length;

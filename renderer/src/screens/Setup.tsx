@@ -47,6 +47,8 @@ export function Setup() {
       runtime: pick.runtime,
       slots: pick.slots,
       minCtx: Math.min(minCtx, pick.ctxPerSlot),
+      // the KV cache the card shows is the one started (the engine says so when it no longer fits)
+      ...(pick.runtime === "llama.cpp" && (pick.cacheType === "f16" || pick.cacheType === "q8_0" || pick.cacheType === "q4_0") ? { cacheType: pick.cacheType } : {}),
     });
   const active = useStore((s) => s.status?.activeTarget ?? null);
 
