@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Verdict } from "./verdict";
+import { countsAsBuilt as verdictCounts, type Verdict } from "./verdict";
 import { MAX_ATTEMPTS } from "./attempt-ref";
 import { WorkerState, type Worker } from "./worker";
 
@@ -99,8 +99,8 @@ export function isWeakEvidence(v: Verdict | null | undefined): boolean {
   return flagsOf(lv).some((f) => /^weak[-_ ]?evidence$/i.test(f) || f === "weak");
 }
 
-/** A verdict that counts as built: built, and not a no-op. */
-export const countsAsBuilt = (v: Verdict | null | undefined): boolean => !!v && v.verdict === "built" && !isNoop(v);
+/** A verdict that counts as built: built, and not a no-op (the verdict's own rule, plus a no-op flag however it is named). */
+export const countsAsBuilt = (v: Verdict | null | undefined): boolean => verdictCounts(v) && !isNoop(v);
 
 /** Lines added + removed, from the verdict's diff stat ("N files changed, X insertions(+), Y deletions(-)"). */
 export function changedLines(v: Verdict | null | undefined): number | null {
