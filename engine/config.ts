@@ -41,6 +41,7 @@ export const ConfigSchema = z.object({
   OCW_CONTAINER_ENGINE: str().describe("podman or docker for runtime images; default: whichever is on PATH"),
   OCW_VLLM_IMAGE: str().describe("the vLLM image; default: the pinned one (newest family minimum in the catalog)"),
   OCW_SGLANG_IMAGE: str().describe("the SGLang image; default: the pinned one"),
+  OCW_KEYCHAIN: str().describe("off: API keys set from the GUI go to a 0600 file under the state dir, never the OS keychain"),
   OCW_SUPERVISE: str().describe("0: model servers the engine starts run unsupervised (detached)"),
   OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
 });
