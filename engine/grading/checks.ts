@@ -3,7 +3,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync 
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
-import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
+import { allowListedEnv, commandLimits, deniedRoots, revealed, sandboxed, type SandboxKind } from "../sandbox/sandbox";
 import { killGroup } from "../process/process";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
@@ -36,7 +36,14 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   if (sandbox) {
     mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
     const env = allowListedEnv({ CI: "1", HOME: path.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
-    cmd = sandboxed([shell, "-c", check.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env, cwd }, sandbox.kind);
+    // Deny by default: $HOME, /tmp, /run … and the whole state dir are empty; the toolchain allow-list comes back
+    // read-only, the checkout and the check's tmp writable; the per-process limits and the output cap apply.
+    const limits = { ...commandLimits(), wallSec: timeoutSec };
+    cmd = sandboxed(
+      [shell, "-c", check.run],
+      { tmpfs: deniedRoots(), hidden: [sandbox.stateDir], reveal: revealed(), writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env, cwd, limits },
+      sandbox.kind,
+    );
   }
   const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
   let timedOut = false;

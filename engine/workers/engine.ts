@@ -19,10 +19,10 @@ import { modelFor, OpencodeServers } from "../harness/servers";
 import { noAnswer, Translator, type OpencodeEvent } from "../harness/translate";
 import { sweepDiscarded } from "../grading/folders";
 import { Recovery } from "../recovery/recovery";
-import { sandboxStatus, type SandboxKind } from "../sandbox/sandbox";
+import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
-import { createWorkspace, InputError, inspectRepo, type RepoInfo } from "../workspace/workspace";
+import { createWorkspace, InputError, inspectRepo, objectsOf, type RepoInfo } from "../workspace/workspace";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
@@ -513,6 +513,8 @@ export class Engine {
       this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
       if (!current()) return;
     }
+    // The worker shell's trusted view of this repository: the user's checkout hidden, its objects read-only.
+    if (this.sandbox.kind !== "none") writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
     // A resume right after a stop must not have its new turn land in the instance being disposed.
     this.releaser.cancel(workerId);
     await rt.releasing;
