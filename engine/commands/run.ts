@@ -274,6 +274,7 @@ export class TerminalAsker {
       if (this.settled.has(ask.id)) continue;
       this.current = ask;
       this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)}\n`);
+      if (ask.workdir) this.out.write(`  in folder: ${terminalSafe(ask.workdir)}\n`);
       if (ask.diff) this.out.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
       const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
       if (answer === CANCELLED) continue;

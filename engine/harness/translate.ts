@@ -204,6 +204,9 @@ export class Translator {
    */
   readonly streaming = new Map<string, Map<string, { part: TranscriptPart; length: number }>>();
 
+  /** The `workdir` of bash calls in flight, by call id (an ask names its call, not its arguments). */
+  private readonly workdirs = new Map<string, string>();
+
   constructor(private readonly sinks: TranslateSinks) {
     // The text so far grows as pieces are published (not as they arrive), so it and the stream never overlap.
     this.deltas = new DeltaCoalescer((d) => {
@@ -214,6 +217,16 @@ export class Translator {
       sp.part.text = text.length > STREAMING_CAP ? "…" + text.slice(text.length - STREAMING_CAP) : text;
       sinks.registry.transient({ type: "delta", ...d, at, ts: Date.now() });
     });
+  }
+
+  /** Remembers a bash call's workdir while the call is pending or running (a bounded map). */
+  private noteWorkdir(part: Extract<Part, { type: "tool" }>): void {
+    const st = part.state as { status?: string; input?: Record<string, unknown> };
+    if (st.status === "completed" || st.status === "error") return void this.workdirs.delete(part.callID);
+    const wd = st.input?.workdir;
+    if (typeof wd !== "string" || !wd) return;
+    if (this.workdirs.size >= 1000) this.workdirs.delete(this.workdirs.keys().next().value!);
+    this.workdirs.set(part.callID, wd);
   }
 
   private streamingPart(workerId: string, partId: string, messageId: string | undefined, kind: "text" | "reasoning", text: string) {
@@ -238,8 +251,11 @@ export class Translator {
     const isRoot = sid === w.sessionId;
     reg.rt(workerId).lastEventAt = Date.now();
     switch (e.type) {
-      case "permission.asked":
-        return this.sinks.ask(workerId, permissionAsk(workerId, e.properties));
+      case "permission.asked": {
+        const ask = permissionAsk(workerId, e.properties);
+        const workdir = e.properties.tool?.callID ? this.workdirs.get(e.properties.tool.callID) : undefined;
+        return this.sinks.ask(workerId, workdir !== undefined ? { ...ask, workdir } : ask);
+      }
       case "question.asked":
         return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
       case "permission.replied":
@@ -250,6 +266,7 @@ export class Translator {
         return this.sinks.askGone(workerId, e.properties.requestID, "reject");
       case "message.part.updated": {
         const part = e.properties.part;
+        if (part?.type === "tool") this.noteWorkdir(part);
         if (this.deltas.size && (part as { time?: { end?: number } })?.time?.end) this.deltas.flush();
         const { part: t, toolFailed } = translatePart(part);
         if (t) this.streaming.get(workerId)?.delete(t.partId);

@@ -33,7 +33,7 @@ function formFor(ask: PermissionAsk, title: string) {
   }
   const diff = ask.diff ? `\n\n${clip(ask.diff, 1500)}` : "";
   return {
-    message: `${head} asks permission: ${ask.tool} — ${clip(ask.what, 300)}${diff}\n\nonce = allow this request, always = allow this pattern for the rest of the run, reject = refuse it. Decline to leave it for Claude.`,
+    message: `${head} asks permission: ${ask.tool} — ${clip(ask.what, 300)}${ask.workdir ? ` (in folder ${clip(ask.workdir, 300)})` : ""}${diff}\n\nonce = allow this request, always = allow this pattern for the rest of the run, reject = refuse it. Decline to leave it for Claude.`,
     requestedSchema: {
       type: "object" as const,
       properties: {

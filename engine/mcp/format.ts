@@ -12,7 +12,7 @@ export function titleOf(w: Pick<Worker, "spec">): string {
 }
 
 export function pendingItem(a: PermissionAsk): PendingItem {
-  return { askId: a.id, workerId: a.workerId, tool: a.tool, what: clip(a.what, 500) };
+  return { askId: a.id, workerId: a.workerId, tool: a.tool, what: clip(a.what, 500), ...(a.workdir ? { workdir: clip(a.workdir, 500) } : {}) };
 }
 
 export function elapsedSec(w: Worker, now = Date.now()): number {

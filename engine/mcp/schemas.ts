@@ -154,6 +154,8 @@ export const PendingItem = z.object({
   workerId: z.string(),
   tool: z.string(),
   what: z.string(),
+  /** A bash command's folder as the worker gave it (absent: the worker's own folder). */
+  workdir: z.string().optional(),
 });
 export type PendingItem = z.infer<typeof PendingItem>;
 

@@ -143,6 +143,11 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
       <div className="ask-what mono" title={ask.what}>
         {rel(ask.what)}
       </div>
+      {ask.workdir && (
+        <div className="ask-workdir mono small" title={ask.workdir}>
+          in folder: {rel(ask.workdir)}
+        </div>
+      )}
       <AskFlags ask={ask} />
       {ask.diff && <Diff text={ask.diff} root={worker?.worktree} compact label={`diff of ${ask.id}`} />}
       {ask.kind === "question" &&
