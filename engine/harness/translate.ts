@@ -204,8 +204,13 @@ export class Translator {
    */
   readonly streaming = new Map<string, Map<string, { part: TranscriptPart; length: number }>>();
 
-  /** The `workdir` of bash calls in flight, by call id (an ask names its call, not its arguments). */
+  /** The `workdir` of bash calls in flight, by call id (an ask names its call, not its arguments; "" when none). */
   private readonly workdirs = new Map<string, string>();
+  /**
+   * Bash asks that came before their call's arguments (opencode publishes the running part and the ask concurrently):
+   * held until the arguments arrive, so the ask shows the command's folder, 500 ms at most.
+   */
+  private readonly held = new Map<string, { workerId: string; ask: PermissionAsk; callID: string; timer: NodeJS.Timeout }>();
 
   constructor(private readonly sinks: TranslateSinks) {
     // The text so far grows as pieces are published (not as they arrive), so it and the stream never overlap.
@@ -219,14 +224,29 @@ export class Translator {
     });
   }
 
-  /** Remembers a bash call's workdir while the call is pending or running (a bounded map). */
+  /** Remembers a running bash call's workdir (a bounded map), and lets its held ask go with it. */
   private noteWorkdir(part: Extract<Part, { type: "tool" }>): void {
     const st = part.state as { status?: string; input?: Record<string, unknown> };
-    if (st.status === "completed" || st.status === "error") return void this.workdirs.delete(part.callID);
+    if (st.status === "completed" || st.status === "error") {
+      this.workdirs.delete(part.callID);
+      for (const [id, h] of this.held) if (h.callID === part.callID) this.release(id);
+      return;
+    }
+    if (part.tool !== "bash" || st.status !== "running") return;
     const wd = st.input?.workdir;
-    if (typeof wd !== "string" || !wd) return;
     if (this.workdirs.size >= 1000) this.workdirs.delete(this.workdirs.keys().next().value!);
-    this.workdirs.set(part.callID, wd);
+    this.workdirs.set(part.callID, typeof wd === "string" ? wd : "");
+    for (const [id, h] of this.held) if (h.callID === part.callID) this.release(id);
+  }
+
+  /** A held ask goes to the approvals queue, with its command's folder when known by now. */
+  private release(askId: string): void {
+    const h = this.held.get(askId);
+    if (!h) return;
+    this.held.delete(askId);
+    clearTimeout(h.timer);
+    const workdir = this.workdirs.get(h.callID);
+    this.sinks.ask(h.workerId, workdir ? { ...h.ask, workdir } : h.ask);
   }
 
   private streamingPart(workerId: string, partId: string, messageId: string | undefined, kind: "text" | "reasoning", text: string) {
@@ -253,12 +273,19 @@ export class Translator {
     switch (e.type) {
       case "permission.asked": {
         const ask = permissionAsk(workerId, e.properties);
-        const workdir = e.properties.tool?.callID ? this.workdirs.get(e.properties.tool.callID) : undefined;
-        return this.sinks.ask(workerId, workdir !== undefined ? { ...ask, workdir } : ask);
+        const callID = e.properties.tool?.callID;
+        if (!callID || ask.tool !== "bash") return this.sinks.ask(workerId, ask);
+        const workdir = this.workdirs.get(callID);
+        if (workdir !== undefined) return this.sinks.ask(workerId, workdir ? { ...ask, workdir } : ask);
+        const timer = setTimeout(() => this.release(ask.id), 500);
+        timer.unref?.();
+        this.held.set(ask.id, { workerId, ask, callID, timer });
+        return;
       }
       case "question.asked":
         return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
       case "permission.replied":
+        this.release(e.properties.requestID);
         return this.sinks.askGone(workerId, e.properties.requestID, e.properties.reply);
       case "question.replied":
         return this.sinks.askGone(workerId, e.properties.requestID, "once");

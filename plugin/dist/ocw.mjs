@@ -16606,6 +16606,14 @@ var init_config = __esm({
       OCW_BWRAP: str().describe("the bubblewrap binary; default: bwrap on PATH"),
       // behaviour
       OCW_NO_SANDBOX: flag().describe("1: run workers without the OS sandbox (the person's explicit opt-out)"),
+      OCW_SANDBOX_READONLY: str().describe('extra folders (":"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list'),
+      OCW_COMMAND_TIMEOUT_SEC: num(600).describe("wall-clock seconds one worker command may run, whatever timeout the model asked for"),
+      OCW_COMMAND_MAX_PROCS: num(1024).describe("processes a worker command or check may have (RLIMIT_NPROC; root is exempt by the kernel)"),
+      OCW_COMMAND_MAX_MEM_MB: num(8192).describe("data memory per process of a worker command or check, MiB (RLIMIT_DATA)"),
+      OCW_COMMAND_CPU_SEC: num(1800).describe("CPU seconds per process of a worker command or check (RLIMIT_CPU)"),
+      OCW_COMMAND_MAX_FILE_MB: num(4096).describe("largest file a worker command or check may write, MiB (RLIMIT_FSIZE)"),
+      OCW_COMMAND_OUTPUT_MB: num(8).describe("output kept of one worker command or check, MiB; the rest is dropped"),
+      OCW_SANDBOX_TMPFS_MB: num(256).describe("size of each in-memory folder of a sandbox ($HOME, /tmp, /run, /dev/shm \u2026), MiB"),
       OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
       OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
       OCW_POOL_PROBE_MS: num(2e3).describe("how often the endpoints of pool targets with work are read (health, live load)"),
@@ -18762,7 +18770,7 @@ var require_cross_spawn = __commonJS({
 
 // engine/process/process.ts
 import { execFileSync as execFileSync2 } from "node:child_process";
-import { readdirSync as readdirSync2, readFileSync as readFileSync4, writeFileSync as writeFileSync5 } from "node:fs";
+import { readdirSync as readdirSync2, readFileSync as readFileSync5, writeFileSync as writeFileSync5 } from "node:fs";
 function signalablePid(pid) {
   return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
 }
@@ -18770,7 +18778,7 @@ function processStartTime(pid) {
   if (!Number.isInteger(pid) || pid <= 0) return null;
   if (process.platform === "linux") {
     try {
-      const stat = readFileSync4(`/proc/${pid}/stat`, "utf8");
+      const stat = readFileSync5(`/proc/${pid}/stat`, "utf8");
       const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       return rest[19] ?? null;
     } catch {
@@ -18815,7 +18823,7 @@ function childPids(pid) {
     for (const d of readdirSync2("/proc")) {
       if (!/^\d+$/.test(d)) continue;
       try {
-        const stat = readFileSync4(`/proc/${d}/stat`, "utf8");
+        const stat = readFileSync5(`/proc/${d}/stat`, "utf8");
         const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
         if (ppid === pid) out.push(Number(d));
       } catch {
@@ -18863,7 +18871,7 @@ function writePidFile(file2, pid) {
 function readPidFile(file2) {
   let text;
   try {
-    text = readFileSync4(file2, "utf8").trim();
+    text = readFileSync5(file2, "utf8").trim();
   } catch {
     return null;
   }
@@ -23289,7 +23297,7 @@ var init_stdio_option = __esm({
 });
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync7 } from "node:fs";
+import { readFileSync as readFileSync8 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream, handleNativeStreamSync, getTargetFd, getTargetFdNumber, handleNativeStreamAsync, getStandardStream;
 var init_native = __esm({
@@ -23330,7 +23338,7 @@ var init_native = __esm({
       if (tty2.isatty(targetFdNumber)) {
         throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
       }
-      return { type: "uint8Array", value: bufferToUint8Array(readFileSync7(targetFdNumber)), optionName };
+      return { type: "uint8Array", value: bufferToUint8Array(readFileSync8(targetFdNumber)), optionName };
     };
     getTargetFdNumber = (value, fdNumber) => {
       if (value === "inherit") {
@@ -23666,7 +23674,7 @@ For example, you can use the \`pathToFileURL()\` method of the \`url\` core modu
 });
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync8 } from "node:fs";
+import { readFileSync as readFileSync9 } from "node:fs";
 var handleStdioSync, forbiddenIfSync, forbiddenNativeIfSync, throwInvalidSyncValue, addProperties, addPropertiesSync;
 var init_handle_sync = __esm({
   "node_modules/execa/lib/stdio/handle-sync.js"() {
@@ -23700,8 +23708,8 @@ var init_handle_sync = __esm({
     addPropertiesSync = {
       input: {
         ...addProperties,
-        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync8(value))] }),
-        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync8(file2))] }),
+        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync9(value))] }),
+        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync9(file2))] }),
         fileNumber: forbiddenIfSync,
         iterable: ({ value }) => ({ contents: [...value] }),
         string: ({ value }) => ({ contents: [value] }),
@@ -30779,7 +30787,7 @@ var require_network = __commonJS({
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync4 = __require("child_process").execFileSync;
-    var readFileSync18 = __require("fs").readFileSync;
+    var readFileSync19 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util();
     var _platform = process.platform;
@@ -31269,7 +31277,7 @@ var require_network = __commonJS({
         return result;
       }
       try {
-        const content = readFileSync18(file2, { encoding: "utf8" });
+        const content = readFileSync19(file2, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -46853,7 +46861,7 @@ var init_gguf = __esm({
 });
 
 // engine/models/source.ts
-import { existsSync as existsSync12, readFileSync as readFileSync11, statSync as statSync7 } from "node:fs";
+import { existsSync as existsSync12, readFileSync as readFileSync12, statSync as statSync7 } from "node:fs";
 import path33 from "node:path";
 function quantFromName(name) {
   const m = /[-_.](I?Q\d_[A-Z0-9_]+?|I?Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(name);
@@ -46882,7 +46890,7 @@ function loadMetadataFile(file2) {
   if (!existsSync12(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
-    j = JSON.parse(readFileSync11(file2, "utf8"));
+    j = JSON.parse(readFileSync12(file2, "utf8"));
   } catch (e) {
     throw new ModelSourceError(`${file2} is not valid JSON: ${e.message}`);
   }
@@ -48441,7 +48449,7 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync12 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync13, mkdirSync as mkdirSync12, openSync as openSync2, readdirSync as readdirSync6, readFileSync as readFileSync13 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
 import path35 from "node:path";
@@ -48524,7 +48532,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync13(logFile) ? readFileSync12(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync13(logFile) ? readFileSync13(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -49377,7 +49385,7 @@ __export(start_runtimes_exports, {
   runOtherRuntime: () => runOtherRuntime
 });
 import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync9 } from "node:fs";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync14, statSync as statSync8, writeFileSync as writeFileSync9 } from "node:fs";
 import os6 from "node:os";
 import path37 from "node:path";
 function onPath(name, env2) {
@@ -49531,7 +49539,7 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
   setLog(logFile);
   mkdirSync14(path37.dirname(logFile), { recursive: true, mode: 448 });
   const logStart = existsSync14(logFile) ? statSync8(logFile).size : 0;
-  const readLog = () => existsSync14(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
+  const readLog = () => existsSync14(logFile) ? readFileSync14(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
   const env2 = { ...process.env, ...launch2.env };
   delete env2.LLAMA_API_KEY;
@@ -50031,7 +50039,7 @@ __export(parallel_exports, {
   resolveParallelModel: () => resolveParallelModel,
   toParallelPick: () => toParallelPick
 });
-import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync14, statSync as statSync9 } from "node:fs";
+import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync15, statSync as statSync9 } from "node:fs";
 import path38 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
@@ -50102,7 +50110,7 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
     const bytes2 = st.reduce((a2, f) => a2 + statSync9(path38.join(name, f)).size, 0);
     const cfgFile = path38.join(name, "config.json");
-    const cfg2 = existsSync15(cfgFile) ? JSON.parse(readFileSync14(cfgFile, "utf8")) : {};
+    const cfg2 = existsSync15(cfgFile) ? JSON.parse(readFileSync15(cfgFile, "utf8")) : {};
     return [{
       model: name,
       source: path38.resolve(name),
@@ -50889,7 +50897,7 @@ __export(start_exports, {
   withFreed: () => withFreed
 });
 import { randomBytes as randomBytes8 } from "node:crypto";
-import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
+import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync16, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
 import path42 from "node:path";
 function classifyLog(log, bin = null) {
   const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
@@ -51216,7 +51224,7 @@ async function runStartJob(o2) {
       const logs = [];
       const readLog = (k = 0) => {
         const l = logs[k];
-        return l && existsSync18(l.file) ? readFileSync15(l.file, "utf8").slice(l.start) : "";
+        return l && existsSync18(l.file) ? readFileSync16(l.file, "utf8").slice(l.start) : "";
       };
       const startOne = async (r) => {
         const port = await freePort();
@@ -58844,6 +58852,8 @@ var PermissionAsk = external_exports.object({
   tool: external_exports.string(),
   /** What is asked, in one line: the command, the path, the URL, or the question. */
   what: external_exports.string(),
+  /** A bash command's folder (opencode's `workdir`) as the worker gave it; absent: the worker's own folder. */
+  workdir: external_exports.string().optional(),
   diff: external_exports.string().optional(),
   patterns: external_exports.array(external_exports.string()).default([]),
   always: external_exports.array(external_exports.string()).default([]),
@@ -59649,6 +59659,36 @@ var Translator = class {
    * The tail of a part is kept past STREAMING_CAP characters.
    */
   streaming = /* @__PURE__ */ new Map();
+  /** The `workdir` of bash calls in flight, by call id (an ask names its call, not its arguments; "" when none). */
+  workdirs = /* @__PURE__ */ new Map();
+  /**
+   * Bash asks that came before their call's arguments (opencode publishes the running part and the ask concurrently):
+   * held until the arguments arrive, so the ask shows the command's folder, 500 ms at most.
+   */
+  held = /* @__PURE__ */ new Map();
+  /** Remembers a running bash call's workdir (a bounded map), and lets its held ask go with it. */
+  noteWorkdir(part) {
+    const st = part.state;
+    if (st.status === "completed" || st.status === "error") {
+      this.workdirs.delete(part.callID);
+      for (const [id2, h3] of this.held) if (h3.callID === part.callID) this.release(id2);
+      return;
+    }
+    if (part.tool !== "bash" || st.status !== "running") return;
+    const wd = st.input?.workdir;
+    if (this.workdirs.size >= 1e3) this.workdirs.delete(this.workdirs.keys().next().value);
+    this.workdirs.set(part.callID, typeof wd === "string" ? wd : "");
+    for (const [id2, h3] of this.held) if (h3.callID === part.callID) this.release(id2);
+  }
+  /** A held ask goes to the approvals queue, with its command's folder when known by now. */
+  release(askId) {
+    const h3 = this.held.get(askId);
+    if (!h3) return;
+    this.held.delete(askId);
+    clearTimeout(h3.timer);
+    const workdir = this.workdirs.get(h3.callID);
+    this.sinks.ask(h3.workerId, workdir ? { ...h3.ask, workdir } : h3.ask);
+  }
   streamingPart(workerId, partId, messageId, kind, text) {
     let parts = this.streaming.get(workerId);
     if (!parts) this.streaming.set(workerId, parts = /* @__PURE__ */ new Map());
@@ -59670,11 +59710,21 @@ var Translator = class {
     const isRoot = sid === w.sessionId;
     reg.rt(workerId).lastEventAt = Date.now();
     switch (e.type) {
-      case "permission.asked":
-        return this.sinks.ask(workerId, permissionAsk(workerId, e.properties));
+      case "permission.asked": {
+        const ask = permissionAsk(workerId, e.properties);
+        const callID = e.properties.tool?.callID;
+        if (!callID || ask.tool !== "bash") return this.sinks.ask(workerId, ask);
+        const workdir = this.workdirs.get(callID);
+        if (workdir !== void 0) return this.sinks.ask(workerId, workdir ? { ...ask, workdir } : ask);
+        const timer = setTimeout(() => this.release(ask.id), 500);
+        timer.unref?.();
+        this.held.set(ask.id, { workerId, ask, callID, timer });
+        return;
+      }
       case "question.asked":
         return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
       case "permission.replied":
+        this.release(e.properties.requestID);
         return this.sinks.askGone(workerId, e.properties.requestID, e.properties.reply);
       case "question.replied":
         return this.sinks.askGone(workerId, e.properties.requestID, "once");
@@ -59682,6 +59732,7 @@ var Translator = class {
         return this.sinks.askGone(workerId, e.properties.requestID, "reject");
       case "message.part.updated": {
         const part = e.properties.part;
+        if (part?.type === "tool") this.noteWorkdir(part);
         if (this.deltas.size && part?.time?.end) this.deltas.flush();
         const { part: t2, toolFailed } = translatePart(part);
         if (t2) this.streaming.get(workerId)?.delete(t2.partId);
@@ -59786,6 +59837,7 @@ function viaSymlink(p, root2) {
 }
 var inside = (p, root2) => p === root2 || p.startsWith(root2 + path5.sep);
 function inspectAsk(ask, ws, spec2) {
+  if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
   const asked = path5.resolve(ws.cwd, ask.what);
   const root2 = realLocation(ws.worktree);
@@ -59800,6 +59852,15 @@ function inspectAsk(ask, ws, spec2) {
   const rel = path5.relative(realLocation(ws.cwd), real2).split(path5.sep).join("/");
   if (globsMatcher(spec2.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec2.protect.join(", ")})` });
   else if (spec2.scope.length && !globsMatcher(spec2.scope)(rel)) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec2.scope.join(", ")})` });
+  return flags;
+}
+function inspectWorkdir(workdir, ws) {
+  const asked = path5.resolve(ws.cwd, workdir);
+  const real2 = realLocation(asked);
+  const flags = [];
+  const link2 = viaSymlink(asked, path5.resolve(ws.worktree));
+  if (link2) flags.push({ kind: "symlink", detail: `the command's folder ${path5.relative(ws.worktree, link2)} is a symlink to ${real2}` });
+  if (!inside(real2, realLocation(ws.worktree))) flags.push({ kind: "outside-workspace", detail: `the command's folder ${real2} is outside the worker's workspace` });
   return flags;
 }
 function grantFor(ask, grants) {
@@ -60519,7 +60580,7 @@ var KeyGateway = class {
 init_zod();
 init_config();
 import { execFileSync } from "node:child_process";
-import { chmodSync as chmodSync2, existsSync as existsSync3, mkdirSync as mkdirSync5, readdirSync, realpathSync as realpathSync2, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
+import { chmodSync as chmodSync2, existsSync as existsSync3, mkdirSync as mkdirSync5, readdirSync, readFileSync as readFileSync4, realpathSync as realpathSync2, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
 import os3 from "node:os";
 import path11 from "node:path";
 var SandboxPolicy = external_exports.object({
@@ -60529,6 +60590,12 @@ var SandboxPolicy = external_exports.object({
   hidden: external_exports.array(external_exports.string()),
   /** Folders bound read-only again after `writable` (a writable parent with a read-only child). */
   readOnly: external_exports.array(external_exports.string()).default([]),
+  /** Folders replaced by an empty tmpfs first (deny by default: deniedRoots), before `reveal` and `writable`. */
+  tmpfs: external_exports.array(external_exports.string()).optional(),
+  /** Folders bound back read-only inside `tmpfs` (the toolchain allow-list), before `writable`. */
+  reveal: external_exports.array(external_exports.string()).optional(),
+  /** Per-process limits, tmpfs sizes and the output cap (CommandLimits); absent: none. */
+  limits: external_exports.object({ wallSec: external_exports.number(), procs: external_exports.number(), memMb: external_exports.number(), cpuSec: external_exports.number(), fileMb: external_exports.number(), outputBytes: external_exports.number(), tmpfsMb: external_exports.number() }).optional(),
   /** Network: "none" gives the process its own empty network namespace (no loopback servers, no internet). */
   network: external_exports.enum(["none", "host"]),
   /** The process's environment, exactly (nothing is inherited). */
@@ -60638,14 +60705,68 @@ function real(p) {
     return path11.resolve(p);
   }
 }
+function commandLimits() {
+  const c3 = config2();
+  const pos = (n2, def) => Number.isFinite(n2) && n2 > 0 ? Math.floor(n2) : def;
+  return {
+    wallSec: pos(c3.OCW_COMMAND_TIMEOUT_SEC, 600),
+    procs: pos(c3.OCW_COMMAND_MAX_PROCS, 1024),
+    memMb: pos(c3.OCW_COMMAND_MAX_MEM_MB, 8192),
+    cpuSec: pos(c3.OCW_COMMAND_CPU_SEC, 1800),
+    fileMb: pos(c3.OCW_COMMAND_MAX_FILE_MB, 4096),
+    outputBytes: pos(c3.OCW_COMMAND_OUTPUT_MB, 8) * 1024 * 1024,
+    tmpfsMb: pos(c3.OCW_SANDBOX_TMPFS_MB, 256)
+  };
+}
+function deniedRoots(home = os3.homedir()) {
+  const list = [home, "/tmp", "/var/tmp", "/run", "/var/run", "/media", "/mnt"];
+  const out = [];
+  for (const p of list.map(real)) {
+    if (p === "/" || out.includes(p)) continue;
+    try {
+      if (statSync2(p).isDirectory()) out.push(p);
+    } catch {
+    }
+  }
+  return out.sort((a2, b) => a2.length - b.length);
+}
+var TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
+function revealed(home = os3.homedir()) {
+  const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path11.isAbsolute(p));
+  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path11.join(home, p)), ...extra].filter((p) => existsSync3(p)).map(real))];
+}
+function serveHidden(home = os3.homedir()) {
+  const keep = new Set(TOOLCHAIN_DIRS.map((p) => p.split("/")[0]).concat([".local"]));
+  let dots = [];
+  try {
+    dots = readdirSync(home).filter((n2) => n2.startsWith(".") && !keep.has(n2)).map((n2) => path11.join(home, n2));
+  } catch {
+  }
+  return [.../* @__PURE__ */ new Set([...dots, ...homeSecrets(home), ...socketsIn(["/tmp", "/var/tmp", home])])];
+}
+function socketsIn(dirs) {
+  const out = [];
+  for (const d of dirs) {
+    try {
+      for (const e of readdirSync(d, { withFileTypes: true })) if (e.isSocket()) out.push(path11.join(d, e.name));
+    } catch {
+    }
+  }
+  return out;
+}
 function bwrapArgs(policy) {
-  const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"];
+  const args = ["--ro-bind", "/", "/", "--dev", "/dev"];
+  const size = policy.limits ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
+  if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
+  args.push("--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
   if (policy.network === "none") args.push("--unshare-net");
+  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync3(p)) args.push(...size, "--tmpfs", p);
   for (const p of policy.hidden.map(real)) {
     if (!existsSync3(p)) continue;
-    if (statSync2(p).isDirectory()) args.push("--tmpfs", p);
+    if (statSync2(p).isDirectory()) args.push(...size, "--tmpfs", p);
     else args.push("--ro-bind", "/dev/null", p);
   }
+  for (const p of (policy.reveal ?? []).map(real)) if (existsSync3(p)) args.push("--ro-bind", p, p);
   for (const p of policy.writable.map(real)) {
     mkdirSync5(p, { recursive: true });
     args.push("--bind", p, p);
@@ -60656,44 +60777,138 @@ function bwrapArgs(policy) {
   args.push("--chdir", policy.cwd);
   return args;
 }
-function sandboxed(argv, policy, kind = sandboxStatus().kind) {
-  if (kind === "none") return { file: argv[0], args: argv.slice(1), env: policy.env };
-  const bwrap = sandboxStatus().bwrap;
-  return { file: bwrap, args: [...bwrapArgs(policy), "--", ...argv], env: {} };
-}
 var shq = (s) => `'${s.replace(/'/g, `'\\''`)}'`;
+function limitsPrelude(l, bash) {
+  const procs = bash ? `ulimit -u ${l.procs}; ` : "";
+  return `${procs}ulimit -t ${l.cpuSec}; ulimit -d ${l.memMb * 1024}; ulimit -f ${l.fileMb * 1024}; ulimit -c 0; exec "$0" "$@"`;
+}
+function capFilter(outputBytes) {
+  return `{ head -c ${outputBytes}; n=$(wc -c); [ "$n" -gt 0 ] && printf '\\n[opencode-worker: output cut at ${outputBytes} bytes; %s more bytes were dropped]\\n' "$n"; }`;
+}
+function sandboxed(argv, policy, kind = sandboxStatus().kind) {
+  const l = policy.limits;
+  const shell = existsSync3("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash")), ...argv] : argv;
+  const base2 = kind === "none" ? { file: inner[0], args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap, args: [...bwrapArgs(policy), "--", ...inner], env: {} };
+  if (!l) return base2;
+  const script = `exec 3>&1; rc=$( { { "$@" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 ); exit \${rc:-1}`;
+  return { file: "/bin/sh", args: ["-c", script, "sh", base2.file, ...base2.args], env: base2.env };
+}
+var WORKSPACE_PLUGIN = `// Generated by opencode-worker. opencode runs one instance per directory, and every worker's session has its own
+// directory (its workspace, or the subfolder the person named): each bash command of that session is told it here,
+// in the environment opencode gives the worker shell, which no command text can change. A bash call whose workdir
+// resolves (symlinks followed) outside the workspace is refused before anyone is asked; the worker shell checks again.
+import { realpathSync } from "node:fs";
+import path from "node:path";
+const real = (p) => {
+  try {
+    return realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+};
+export const OcwWorkspace = async ({ directory, worktree }) => {
+  const root = real(worktree && worktree !== "/" ? worktree : directory);
+  return {
+    "tool.execute.before": async (input, output) => {
+      if (input.tool !== "bash" || !output.args || typeof output.args.workdir !== "string" || !output.args.workdir) return;
+      const where = real(path.resolve(directory, output.args.workdir));
+      if (where !== root && !where.startsWith(root + path.sep)) {
+        throw new Error("opencode-worker refused this command: its workdir " + output.args.workdir + " is " + where + ", outside your workspace. Run commands only inside your own workspace.");
+      }
+    },
+    "shell.env": async (_input, output) => {
+      output.env.OCW_WORKSPACE = directory;
+    },
+  };
+};
+`;
+function writeWorkspacePlugin(file2) {
+  mkdirSync5(path11.dirname(file2), { recursive: true });
+  writeFileSync4(file2, WORKSPACE_PLUGIN);
+  return file2;
+}
+function writeRepoBinds(bindsDir, worktree, repoRoot2, objects) {
+  const dirs = [real(objects)];
+  try {
+    for (const line of readFileSync4(path11.join(objects, "info", "alternates"), "utf8").split("\n")) {
+      const p = line.trim();
+      if (p && !p.startsWith("#")) dirs.push(real(path11.resolve(objects, p)));
+    }
+  } catch {
+  }
+  const args = [];
+  const root2 = real(repoRoot2);
+  if (root2 !== "/" && existsSync3(root2)) args.push("--tmpfs", root2);
+  for (const d of dirs) if (existsSync3(d)) args.push("--ro-bind", d, d);
+  mkdirSync5(bindsDir, { recursive: true });
+  writeFileSync4(path11.join(bindsDir, path11.basename(path11.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
+}
 function writeWorkerShell(file2, opts) {
   const root2 = real(opts.workspacesRoot);
+  const named = path11.resolve(opts.workspacesRoot);
   const tmpRoot = real(opts.tmpRoot);
+  const binds = real(opts.bindsDir ?? path11.join(path11.dirname(file2), "binds"));
   const bash = opts.bash ?? (existsSync3("/bin/bash") ? "/bin/bash" : "/bin/sh");
+  const l = opts.limits ?? commandLimits();
   const env2 = allowListedEnv({ TERM: "dumb", CI: "1", GIT_TERMINAL_PROMPT: "0", GIT_AUTHOR_NAME: "opencode-worker", GIT_AUTHOR_EMAIL: "opencode-worker@localhost", GIT_COMMITTER_NAME: "opencode-worker", GIT_COMMITTER_EMAIL: "opencode-worker@localhost" });
   delete env2.SHELL;
   const setenv = Object.entries(env2).map(([k, v]) => `--setenv ${k} ${shq(v)}`).join(" ");
+  const refuse = (why) => `{ echo "opencode-worker: refused: ${why}" >&2; exit 126; }`;
   const lines = [
     "#!/bin/sh",
     "# Generated by opencode-worker: the worker's shell. Each command runs in its own sandbox (see engine/sandbox).",
     `root=${shq(root2)}`,
+    `named=${shq(named)}`,
     `tmproot=${shq(tmpRoot)}`,
-    "here=$(pwd -P)",
-    'case "$here" in "$root"/*) ;; *) echo "opencode-worker: commands run only inside a workspace (cwd $here)" >&2; exit 126;; esac',
-    'rel=${here#"$root"/}',
-    // A workspace is exactly <root>/<repository>/<worker id>: a cwd that resolves to the repository folder (through a
-    // symlink to "..") names no workspace and is refused, rather than opening every workspace of the repository.
-    'case "$rel" in */*) ;; *) echo "opencode-worker: not inside a workspace: $here" >&2; exit 126;; esac',
-    'ws="$root/$(printf %s "$rel" | cut -d/ -f1-2)"',
-    'id=$(basename "$ws")',
-    'case "$id" in w-*) ;; *) echo "opencode-worker: not a workspace: $ws" >&2; exit 126;; esac',
+    `binds=${shq(binds)}`,
+    // The workspace comes from opencode (its plugin, per session), never from the command's folder.
+    "ws_named=${OCW_WORKSPACE-}",
+    'case "$ws_named" in',
+    '  "$root"/*) rel=${ws_named#"$root"/} ;;',
+    '  "$named"/*) rel=${ws_named#"$named"/} ;;',
+    `  *) ${refuse("no worker workspace is named for this command (opencode-worker's plugin did not run)")} ;;`,
+    "esac",
+    // A workspace is exactly <root>/<repository>/<worker id>, taken from the named path as written (its subfolder may
+    // be anything the worker made of it, a symlink included: only the two fixed components count).
+    "repo=${rel%%/*}",
+    "rest=${rel#*/}",
+    "id=${rest%%/*}",
+    `if [ "$rest" = "$rel" ] || [ -z "$repo" ] || [ "$repo" = . ] || [ "$repo" = .. ]; then ${refuse("not a workspace: $ws_named")}; fi`,
+    `case "$id" in w-*) ;; *) ${refuse("not a workspace: $ws_named")} ;; esac`,
+    'ws="$root/$repo/$id"',
+    `if [ -L "$ws" ] || [ ! -d "$ws" ]; then ${refuse("no such workspace: $ws")}; fi`,
+    `here=$(pwd -P) || ${refuse("the command's folder cannot be read")}`,
+    `case "$here" in "$ws"|"$ws"/*) ;; *) ${refuse("the command's folder $here is outside this worker's workspace $ws (a workdir must be inside it)")} ;; esac`,
     'tmp="$tmproot/$id"',
-    'mkdir -p "$tmp/home" 2>/dev/null'
+    'mkdir -p "$tmp/home" 2>/dev/null',
+    "extra=/dev/null",
+    '[ -f "$binds/$repo" ] && extra="$binds/$repo"'
   ];
   if (opts.kind === "none") {
     lines.push(`exec env -i ${Object.entries(env2).map(([k, v]) => `${k}=${shq(v)}`).join(" ")} HOME="$tmp/home" TMPDIR="$tmp" ${bash} "$@"`);
   } else {
     const bwrap = sandboxStatus().bwrap;
+    const home = opts.home ?? os3.homedir();
+    const size = `--size ${l.tmpfsMb * 1024 * 1024}`;
+    const hide = [...deniedRoots(home), ...opts.stateDir ? [real(opts.stateDir)] : [], root2, tmpRoot].filter((p, i2, a2) => a2.indexOf(p) === i2);
+    const hideArgs = hide.map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
+    const reveal = revealed(home);
+    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path11.sep)));
+    const revealArgs = [...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`), ...secretsInside.map((s) => statSync2(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)].join(" ");
+    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync3(t2));
     lines.push(
-      `exec ${shq(bwrap)} --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\`,
-      '  --tmpfs "$root" --tmpfs "$tmproot" --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',
-      `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" -- ${bash} "$@"`
+      "exec 3>&1",
+      // The command's status comes back on fd 4; its output (stdout and stderr) goes through the cap to fd 3.
+      `rc=$( { { ${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} --ro-bind / / --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc \\`,
+      "  --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\",
+      `  ${hideArgs} \\`,
+      `  ${revealArgs} --args 5 \\`,
+      '  --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',
+      `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" \\`,
+      `  -- ${bash} -c ${shq(limitsPrelude(l, bash.endsWith("bash")))} ${bash} "$@" 5<"$extra" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 )`,
+      timeout ? `[ "$rc" = 124 ] && echo "[opencode-worker: the command was stopped after its wall-clock budget of ${l.wallSec} s]"` : ":",
+      "exit ${rc:-1}"
     );
   }
   mkdirSync5(path11.dirname(file2), { recursive: true });
@@ -60709,9 +60924,10 @@ init_keys();
 import { spawn } from "node:child_process";
 import { randomBytes as randomBytes4 } from "node:crypto";
 import { EventEmitter as EventEmitter2 } from "node:events";
-import { existsSync as existsSync4, mkdirSync as mkdirSync6, readFileSync as readFileSync5, realpathSync as realpathSync3 } from "node:fs";
+import { existsSync as existsSync4, mkdirSync as mkdirSync6, readFileSync as readFileSync6, realpathSync as realpathSync3 } from "node:fs";
 import { createRequire } from "node:module";
 import path12 from "node:path";
+import { pathToFileURL } from "node:url";
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/serverSentEvents.gen.js
 var createSseClient = ({ onRequest, onSseError, onSseEvent, responseTransformer, responseValidator, sseDefaultRetryDelay, sseMaxRetryAttempts, sseMaxRetryDelay, sseSleepFn, url: url2, ...options }) => {
@@ -66172,9 +66388,13 @@ var OpencodeServer = class extends EventEmitter2 {
     for (const d of Object.values(xdg)) mkdirSync6(d, { recursive: true, mode: 448 });
     seedOpencodeConfigDir(path12.join(xdg.XDG_CONFIG_HOME, "opencode"));
     const config3 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
+    const plugin = this.opts.confine?.plugin;
+    if (plugin) config3.plugin = [pathToFileURL(plugin).href];
+    const offline = { ...OFFLINE_ENV };
+    if (plugin) delete offline.OPENCODE_PURE;
     return allowListedEnv({
       ...xdg,
-      ...OFFLINE_ENV,
+      ...offline,
       ...this.opts.confine ? { SHELL: this.opts.confine.shell } : {},
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
@@ -66193,11 +66413,11 @@ var OpencodeServer = class extends EventEmitter2 {
     return sandboxed(argv, {
       // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
       // home and the workspaces stay writable; the worker shell is read-only.
-      hidden: [...homeSecrets(), c3.stateDir],
+      hidden: [...serveHidden(), c3.stateDir],
       writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot],
       // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
       // installed under ~/.claude/plugins, whose credentials are hidden).
-      readOnly: [path12.dirname(c3.shell), path12.dirname(path12.dirname(realpathSync3(argv[0])))],
+      readOnly: [path12.dirname(c3.shell), ...c3.plugin ? [path12.dirname(c3.plugin)] : [], path12.dirname(path12.dirname(realpathSync3(argv[0])))],
       network: "host",
       env: env2,
       cwd: this.opts.home
@@ -66344,7 +66564,7 @@ function endStaleServer(home, log) {
   const pid = who.pid;
   if (who.startTime === null) {
     try {
-      if (!readFileSync5(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
+      if (!readFileSync6(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
     } catch {
       if (process.platform === "linux") return;
     }
@@ -66382,7 +66602,8 @@ var OpencodeServers = class {
       endpointsOf(target).map((e, i2) => key ? this.gateway.add(`${target.id}-${i2}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS }) : { baseURL: e.url, apiKey: "none" })
     );
     const { stateDir: stateDir2, workspacesRoot, tmpRoot, sandbox } = this.opts;
-    const shell = writeWorkerShell(path13.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind });
+    const shell = writeWorkerShell(path13.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
+    const plugin = writeWorkspacePlugin(path13.join(stateDir2, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
     s = (this.opts.harness ?? opencodeHarness)({
@@ -66390,7 +66611,7 @@ var OpencodeServers = class {
       home: path13.join(stateDir2, "opencode", target.id),
       log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
       provider,
-      confine: { kind: sandbox.kind, stateDir: stateDir2, workspacesRoot, tmpRoot, shell }
+      confine: { kind: sandbox.kind, stateDir: stateDir2, workspacesRoot, tmpRoot, shell, plugin }
     });
     this.opts.wire(target.id, s);
     this.servers.set(target.id, s);
@@ -66530,7 +66751,7 @@ var Recovery = class {
 init_targets();
 
 // engine/store/worker-log.ts
-import { closeSync, existsSync as existsSync6, fstatSync, ftruncateSync, mkdirSync as mkdirSync7, openSync, readdirSync as readdirSync4, readFileSync as readFileSync6, rmSync, writeSync } from "node:fs";
+import { closeSync, existsSync as existsSync6, fstatSync, ftruncateSync, mkdirSync as mkdirSync7, openSync, readdirSync as readdirSync4, readFileSync as readFileSync7, rmSync, writeSync } from "node:fs";
 import path17 from "node:path";
 var WorkerLogStore = class {
   constructor(root2) {
@@ -66584,7 +66805,7 @@ var WorkerLogStore = class {
     if (!existsSync6(file2)) return { workerId, events: [], skipped: 0 };
     const events = [];
     let skipped = 0;
-    for (const line of readFileSync6(file2, "utf8").split("\n")) {
+    for (const line of readFileSync7(file2, "utf8").split("\n")) {
       if (!line.trim()) continue;
       try {
         const parsed = WorkerEvent.safeParse(JSON.parse(line));
@@ -67396,7 +67617,7 @@ import path27 from "node:path";
 // engine/grading/checks.ts
 init_execa();
 import { createHash as createHash2 } from "node:crypto";
-import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readFileSync as readFileSync9, realpathSync as realpathSync4, statSync as statSync5 } from "node:fs";
+import { existsSync as existsSync9, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readFileSync as readFileSync10, realpathSync as realpathSync4, statSync as statSync5 } from "node:fs";
 import path26 from "node:path";
 init_process();
 var DEFAULT_CHECK_TIMEOUT_SEC = 300;
@@ -67416,7 +67637,12 @@ async function runCommand2(check2, name, cwd, sandbox) {
   if (sandbox) {
     mkdirSync9(path26.join(sandbox.tmpDir, "home"), { recursive: true });
     const env2 = allowListedEnv({ CI: "1", HOME: path26.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
-    cmd = sandboxed([shell, "-c", check2.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd }, sandbox.kind);
+    const limits = { ...commandLimits(), wallSec: timeoutSec };
+    cmd = sandboxed(
+      [shell, "-c", check2.run],
+      { tmpfs: deniedRoots(), hidden: [sandbox.stateDir], reveal: revealed(), writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env: env2, cwd, limits },
+      sandbox.kind
+    );
   }
   const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
   let timedOut = false;
@@ -67456,7 +67682,7 @@ function runFile(check2, name, cwd, realCwd) {
     const st = statSync5(file2);
     if (!st.isFile()) return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync9(file2, "utf8");
+    const content = readFileSync10(file2, "utf8");
     if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
       problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
     }
@@ -67496,7 +67722,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
 function fingerprint(file2) {
   try {
     const st = lstatSync2(file2);
-    return st.isFile() ? createHash2("sha256").update(readFileSync9(file2)).digest("hex") : `not a file (${st.mode})`;
+    return st.isFile() ? createHash2("sha256").update(readFileSync10(file2)).digest("hex") : `not a file (${st.mode})`;
   } catch {
     return "absent";
   }
@@ -68071,6 +68297,7 @@ var Engine = class {
       this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
       if (!current()) return;
     }
+    if (this.sandbox.kind !== "none") writeRepoBinds(path29.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
     this.releaser.cancel(workerId);
     await rt.releasing;
     if (!current()) return;
@@ -68147,7 +68374,7 @@ function parseInput(schema, input) {
 // engine/api/lock.ts
 init_zod();
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync10, rmSync as rmSync3, writeFileSync as writeFileSync8 } from "node:fs";
+import { linkSync, mkdirSync as mkdirSync10, readdirSync as readdirSync5, readFileSync as readFileSync11, rmSync as rmSync3, writeFileSync as writeFileSync8 } from "node:fs";
 import path30 from "node:path";
 
 // shared/api.ts
@@ -68203,7 +68430,7 @@ var lockFile = (stateDir2) => path30.join(stateDir2, "engine.json");
 var ownerDir = (stateDir2) => path30.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
   try {
-    return EngineLock.parse(JSON.parse(readFileSync10(lockFile(stateDir2), "utf8")));
+    return EngineLock.parse(JSON.parse(readFileSync11(lockFile(stateDir2), "utf8")));
   } catch {
     return null;
   }
@@ -68221,7 +68448,7 @@ function writeLock(stateDir2, lock) {
 function removeLock(stateDir2, pid = process.pid) {
   const file2 = lockFile(stateDir2);
   try {
-    const lock = JSON.parse(readFileSync10(file2, "utf8"));
+    const lock = JSON.parse(readFileSync11(file2, "utf8"));
     if (lock.pid === pid) rmSync3(file2, { force: true });
   } catch {
   }
@@ -68243,7 +68470,7 @@ function generations(stateDir2) {
 }
 function readOwner(stateDir2, generation) {
   try {
-    return OwnerRecord.parse(JSON.parse(readFileSync10(path30.join(ownerDir(stateDir2), String(generation)), "utf8")));
+    return OwnerRecord.parse(JSON.parse(readFileSync11(path30.join(ownerDir(stateDir2), String(generation)), "utf8")));
   } catch (err) {
     return err.code === "ENOENT" ? "gone" : "unreadable";
   }
@@ -71601,7 +71828,7 @@ var initTRPC = new class TRPCBuilder {
 
 // engine/api/router.ts
 init_zod();
-import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync16 } from "node:fs";
+import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync17 } from "node:fs";
 import path43 from "node:path";
 
 // shared/grade.ts
@@ -71829,7 +72056,7 @@ function readGrades() {
   return readdirSync9(dir, { withFileTypes: true }).flatMap((d) => {
     const file2 = path43.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync19(file2)) return [];
-    const g = Grade.safeParse(JSON.parse(readFileSync16(file2, "utf8")));
+    const g = Grade.safeParse(JSON.parse(readFileSync17(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
 }
@@ -74361,7 +74588,7 @@ async function gradeCommand(o2) {
 
 // engine/commands/run.ts
 init_zod();
-import { readFileSync as readFileSync17 } from "node:fs";
+import { readFileSync as readFileSync18 } from "node:fs";
 import path51 from "node:path";
 import readline from "node:readline";
 
@@ -74398,7 +74625,7 @@ function registerRunCommand(program3) {
 function parseBatch(file2) {
   let raw;
   try {
-    raw = JSON.parse(readFileSync17(file2, "utf8"));
+    raw = JSON.parse(readFileSync18(file2, "utf8"));
   } catch (err) {
     throw new CliError(`cannot read the batch file ${file2}: ${err.message}`);
   }
@@ -74614,6 +74841,8 @@ ocw: ${this.current.workerId}'s ${this.current.tool} ask ${what}; no answer need
       this.current = ask;
       this.out.write(`
 ocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)}
+`);
+      if (ask.workdir) this.out.write(`  in folder: ${terminalSafe(ask.workdir)}
 `);
       if (ask.diff) this.out.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
       const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
@@ -76321,7 +76550,7 @@ function titleOf(w) {
   return w.spec.title ?? clip(w.spec.task.split("\n").find((l) => l.trim())?.trim() ?? "", 100);
 }
 function pendingItem(a2) {
-  return { askId: a2.id, workerId: a2.workerId, tool: a2.tool, what: clip(a2.what, 500) };
+  return { askId: a2.id, workerId: a2.workerId, tool: a2.tool, what: clip(a2.what, 500), ...a2.workdir ? { workdir: clip(a2.workdir, 500) } : {} };
 }
 function elapsedSec(w, now = Date.now()) {
   if (w.startedAt === null) return 0;
@@ -84541,7 +84770,7 @@ Decline to leave it for Claude to answer.`,
 
 ${clip(ask.diff, 1500)}` : "";
   return {
-    message: `${head} asks permission: ${ask.tool} \u2014 ${clip(ask.what, 300)}${diff}
+    message: `${head} asks permission: ${ask.tool} \u2014 ${clip(ask.what, 300)}${ask.workdir ? ` (in folder ${clip(ask.workdir, 300)})` : ""}${diff}
 
 once = allow this request, always = allow this pattern for the rest of the run, reject = refuse it. Decline to leave it for Claude.`,
     requestedSchema: {
@@ -84695,7 +84924,9 @@ var PendingItem = external_exports.object({
   askId: external_exports.string(),
   workerId: external_exports.string(),
   tool: external_exports.string(),
-  what: external_exports.string()
+  what: external_exports.string(),
+  /** A bash command's folder as the worker gave it (absent: the worker's own folder). */
+  workdir: external_exports.string().optional()
 });
 var WorkerSummary = external_exports.object({
   workerId: external_exports.string(),
