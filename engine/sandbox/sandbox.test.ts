@@ -4,7 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { allowListedEnv, sandboxed, sandboxStatus, writeWorkerShell } from "./sandbox";
+import { allowListedEnv, sandboxed, sandboxStatus, writeRepoBinds, writeWorkerShell } from "./sandbox";
 
 const status = sandboxStatus();
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-sandbox-"));
@@ -114,6 +114,30 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     } finally {
       await Promise.all(servers.map((s) => new Promise((res) => s.close(res))));
     }
+  });
+
+  it("the user's checkout is hidden from worker commands; its objects are there, read-only, so the workspace's git works", () => {
+    const state = path.join(tmp, "repo-state");
+    const user = path.join(tmp, "user-repo");
+    mkdirSync(user, { recursive: true });
+    const git = (cwd: string, ...args: string[]) => execFileSync("git", ["-C", cwd, "-c", "user.name=t", "-c", "user.email=t@t", ...args], { encoding: "utf8" });
+    git(user, "init", "-q");
+    writeFileSync(path.join(user, "README.md"), "USER-CHECKOUT\n");
+    git(user, "add", "-A");
+    git(user, "commit", "-qm", "init");
+    const root = path.join(state, "workspaces");
+    const ws = path.join(root, "user-repo-1", "w-1");
+    mkdirSync(path.dirname(ws), { recursive: true });
+    git(path.dirname(ws), "init", "-q", "w-1");
+    writeFileSync(path.join(ws, ".git", "objects", "info", "alternates"), path.join(user, ".git", "objects") + "\n");
+    git(ws, "checkout", "-q", git(user, "rev-parse", "HEAD").trim());
+    const sandboxDir = path.join(state, "sandbox");
+    writeRepoBinds(path.join(sandboxDir, "binds"), ws, user, path.join(user, ".git", "objects"));
+    const shell = writeWorkerShell(path.join(sandboxDir, "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(state, "tmp"), kind: "bwrap", stateDir: state });
+    const sh = (cmd: string) => spawnSync(shell, ["-c", cmd], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
+    expect(sh("git log --oneline | wc -l").stdout.trim()).toBe("1");
+    expect(sh(`cat ${user}/README.md 2>&1`).stdout).not.toContain("USER-CHECKOUT");
+    expect(sh(`touch ${user}/.git/objects/x 2>&1 || echo RO`).stdout).toContain("RO");
   });
 
   it("limits: output is capped and the rest dropped, the exit status kept, a command past its wall-clock budget is stopped, a file past its size cut", () => {

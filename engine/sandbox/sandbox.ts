@@ -260,10 +260,32 @@ function socketsIn(dirs: string[]): string[] {
   return out;
 }
 
+let sizeOption: boolean | null = null;
+/** Whether this bubblewrap has `--size` (0.6 and later): without it the in-memory folders have the kernel's default size. */
+function bwrapHasSize(): boolean {
+  if (sizeOption !== null) return sizeOption;
+  const bwrap = sandboxStatus().bwrap;
+  try {
+    sizeOption = !!bwrap && execFileSync(bwrap, ["--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 5000 }).includes("--size");
+  } catch (err) {
+    sizeOption = String((err as { stdout?: string }).stdout ?? "").includes("--size");
+  }
+  return sizeOption;
+}
+
+/**
+ * Whether RLIMIT_NPROC counts per user namespace (Linux 5.14 and later): then a sandbox's limit counts only its own
+ * processes. Before, it counts every process of the user, so a limit would fail a busy user's commands: not set there.
+ */
+function nprocPerNamespace(): boolean {
+  const [major, minor] = os.release().split(".").map((n) => parseInt(n, 10));
+  return (major ?? 0) > 5 || ((major ?? 0) === 5 && (minor ?? 0) >= 14);
+}
+
 /** bubblewrap's arguments for a policy (the command follows `--`). */
 export function bwrapArgs(policy: SandboxPolicy): string[] {
   const args = ["--ro-bind", "/", "/", "--dev", "/dev"];
-  const size = policy.limits ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
+  const size = policy.limits && bwrapHasSize() ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
   // /dev is bubblewrap's own tmpfs: read-only, with a size-limited /dev/shm (shared memory counts as memory).
   if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   args.push("--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
@@ -289,9 +311,10 @@ export function bwrapArgs(policy: SandboxPolicy): string[] {
 const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
 /** The shell that applies the per-process limits inside the sandbox, then runs the command (`$0` is the shell). */
-function limitsPrelude(l: CommandLimits, bash: boolean): string {
-  // bash sets soft and hard limits together: nothing inside can raise them again. dash names processes -p (pipes).
-  const procs = bash ? `ulimit -u ${l.procs}; ` : "";
+function limitsPrelude(l: CommandLimits, bash: boolean, sandbox = true): string {
+  // bash sets soft and hard limits together: nothing inside can raise them again. dash has no -u. Outside a sandbox
+  // (its own user namespace) the process limit would count every process of the user: not set there.
+  const procs = bash && sandbox && nprocPerNamespace() ? `ulimit -u ${l.procs}; ` : "";
   return `${procs}ulimit -t ${l.cpuSec}; ulimit -d ${l.memMb * 1024}; ulimit -f ${l.fileMb * 1024}; ulimit -c 0; exec "$0" "$@"`;
 }
 
@@ -310,7 +333,7 @@ function capFilter(outputBytes: number): string {
 export function sandboxed(argv: string[], policy: SandboxPolicy, kind: SandboxKind = sandboxStatus().kind): { file: string; args: string[]; env: Record<string, string> } {
   const l = policy.limits;
   const shell = existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
-  const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash")), ...argv] : argv;
+  const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash"), kind !== "none"), ...argv] : argv;
   const base = kind === "none" ? { file: inner[0]!, args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap!, args: [...bwrapArgs(policy), "--", ...inner], env: {} as Record<string, string> };
   if (!l) return base;
   // sh -c '"$@" 2>&1 | cap; exit the command's status' sh <file> <args…>
@@ -372,8 +395,12 @@ export function writeRepoBinds(bindsDir: string, worktree: string, repoRoot: str
   }
   const args: string[] = [];
   const root = real(repoRoot);
-  if (root !== "/" && existsSync(root)) args.push("--tmpfs", root);
-  for (const d of dirs) if (existsSync(d)) args.push("--ro-bind", d, d);
+  // What opencode serve cannot see (a repository inside a hidden folder of $HOME), its commands cannot either: then the
+  // workspace's git has no history, and nothing is named here (a bind of a missing folder would fail every command).
+  const unseen = serveHidden().map(real);
+  const visible = (p: string) => !unseen.some((h) => p === h || p.startsWith(h + path.sep));
+  if (root !== "/" && existsSync(root) && visible(root)) args.push("--tmpfs", root);
+  for (const d of dirs) if (existsSync(d) && visible(d)) args.push("--ro-bind-try", d, d);
   mkdirSync(bindsDir, { recursive: true });
   writeFileSync(path.join(bindsDir, path.basename(path.dirname(worktree))), args.map((a) => a + "\0").join(""));
 }
@@ -447,7 +474,7 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
   } else {
     const bwrap = sandboxStatus().bwrap!;
     const home = opts.home ?? os.homedir();
-    const size = `--size ${l.tmpfsMb * 1024 * 1024}`;
+    const size = bwrapHasSize() ? `--size ${l.tmpfsMb * 1024 * 1024}` : "";
     const hide = [...deniedRoots(home), ...(opts.stateDir ? [real(opts.stateDir)] : []), root, tmpRoot].filter((p, i, a) => a.indexOf(p) === i);
     const hideArgs = hide.map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
     // Secrets inside the revealed toolchain folders stay hidden (a file bound over with /dev/null).
@@ -460,8 +487,10 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
       // The command's status comes back on fd 4; its output (stdout and stderr) goes through the cap to fd 3.
       `rc=$( { { ${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} --ro-bind / / --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc \\`,
       "  --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\",
-      `  ${hideArgs} \\`,
-      `  ${revealArgs} --args 5 \\`,
+      // The repository's part (its checkout hidden, its objects back) before the allow-list: a repository that is an
+      // ancestor of a toolchain folder ($HOME itself) must not hide it again.
+      `  ${hideArgs} --args 5 \\`,
+      `  ${revealArgs} \\`,
       '  --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',
       `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" \\`,
       `  -- ${bash} -c ${shq(limitsPrelude(l, bash.endsWith("bash")))} ${bash} "$@" 5<"$extra" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 )`,
