@@ -16679,6 +16679,46 @@ var init_keys = __esm({
   }
 });
 
+// engine/net/bounded.ts
+async function readBounded(res, url2, maxBytes = ENDPOINT_MAX_BYTES) {
+  const declared = Number(res.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await res.body?.cancel().catch(() => void 0);
+    throw new BodyTooLarge(url2, maxBytes);
+  }
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks = [];
+  let size = 0;
+  for (; ; ) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => void 0);
+      throw new BodyTooLarge(url2, maxBytes);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+var ENDPOINT_MAX_BYTES, BodyTooLarge;
+var init_bounded = __esm({
+  "engine/net/bounded.ts"() {
+    ENDPOINT_MAX_BYTES = 4 * 1024 * 1024;
+    BodyTooLarge = class extends Error {
+      constructor(url2, maxBytes) {
+        super(`the answer of ${url2} is larger than ${Math.round(maxBytes / 1024)} KiB: not read (a server answering this much is not one the engine can read safely)`);
+        this.url = url2;
+        this.maxBytes = maxBytes;
+      }
+      url;
+      maxBytes;
+      code = "BODY_TOO_LARGE";
+    };
+  }
+});
+
 // node_modules/picomatch/lib/constants.js
 var require_constants = __commonJS({
   "node_modules/picomatch/lib/constants.js"(exports, module) {
@@ -48376,7 +48416,13 @@ async function httpJsonOnce(url2, init) {
       body: init.body === void 0 ? void 0 : JSON.stringify(init.body),
       signal: ctl.signal
     });
-    const text = await res.text();
+    let text;
+    try {
+      text = await readBounded(res, url2, init.maxBytes ?? ENDPOINT_MAX_BYTES);
+    } catch (e) {
+      if (e instanceof BodyTooLarge) return { ok: false, status: res.status, body: null, text: "", ms: performance.now() - t0, error: e.message };
+      throw e;
+    }
     let body = null;
     try {
       body = JSON.parse(text);
@@ -48443,6 +48489,7 @@ var STALE_CONNECTION;
 var init_http = __esm({
   "engine/serving/http.ts"() {
     init_sse();
+    init_bounded();
     STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
   }
 });
@@ -59178,6 +59225,7 @@ init_keys();
 
 // engine/admission/capacity.ts
 init_zod();
+init_bounded();
 var EndpointStatus = external_exports.object({
   url: external_exports.string(),
   /** Answered its last probe. */
@@ -59210,15 +59258,24 @@ function endpointsOf(target) {
 var isPool = (target) => target.serving.endpoints.length > 1;
 var KV_FULL = 0.9;
 var root = (url2) => url2.replace(/\/+$/, "").replace(/\/v1$/, "");
+function parseJson(text) {
+  try {
+    return text === null ? null : JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
 async function readLive(url2, key, timeoutMs = 1500) {
   const headers = key ? { authorization: `Bearer ${key}` } : {};
   const get = async (p) => {
     const res = await fetch(root(url2) + p, { headers, signal: AbortSignal.timeout(timeoutMs) }).catch(() => null);
     return res?.ok ? res : null;
   };
+  const text = (res, p) => readBounded(res, root(url2) + p).catch(() => null);
   const slots = await get("/slots");
   if (slots) {
-    const list = await slots.json().catch(() => null);
+    const body = await text(slots, "/slots");
+    const list = parseJson(body);
     if (Array.isArray(list) && list.length) {
       const busy = list.filter((s) => s.is_processing ?? s.state === 1).length;
       return { source: "llama.cpp /slots", totalSlots: list.length, busy, waiting: null, kvUsage: null };
@@ -59226,12 +59283,13 @@ async function readLive(url2, key, timeoutMs = 1500) {
   }
   const metrics = await get("/metrics");
   if (!metrics) return null;
-  const text = await metrics.text();
+  const metricsText = await text(metrics, "/metrics");
+  if (metricsText === null) return null;
   const metric = (name) => {
-    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(text);
+    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(metricsText);
     return m ? Number(m[1]) : null;
   };
-  if (/^vllm:/m.test(text)) {
+  if (/^vllm:/m.test(metricsText)) {
     return {
       source: "vllm /metrics",
       totalSlots: null,
@@ -59240,7 +59298,7 @@ async function readLive(url2, key, timeoutMs = 1500) {
       kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc")
     };
   }
-  if (/^sglang:/m.test(text)) {
+  if (/^sglang:/m.test(metricsText)) {
     return { source: "sglang /metrics", totalSlots: null, busy: metric("sglang:num_running_reqs") ?? 0, waiting: metric("sglang:num_queue_reqs"), kvUsage: metric("sglang:token_usage") };
   }
   return null;
@@ -60754,9 +60812,24 @@ function socketsIn(dirs) {
   }
   return out;
 }
+var sizeOption = null;
+function bwrapHasSize() {
+  if (sizeOption !== null) return sizeOption;
+  const bwrap = sandboxStatus().bwrap;
+  try {
+    sizeOption = !!bwrap && execFileSync(bwrap, ["--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 5e3 }).includes("--size");
+  } catch (err) {
+    sizeOption = String(err.stdout ?? "").includes("--size");
+  }
+  return sizeOption;
+}
+function nprocPerNamespace() {
+  const [major, minor] = os3.release().split(".").map((n2) => parseInt(n2, 10));
+  return (major ?? 0) > 5 || (major ?? 0) === 5 && (minor ?? 0) >= 14;
+}
 function bwrapArgs(policy) {
   const args = ["--ro-bind", "/", "/", "--dev", "/dev"];
-  const size = policy.limits ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
+  const size = policy.limits && bwrapHasSize() ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
   if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   args.push("--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
   if (policy.network === "none") args.push("--unshare-net");
@@ -60778,8 +60851,8 @@ function bwrapArgs(policy) {
   return args;
 }
 var shq = (s) => `'${s.replace(/'/g, `'\\''`)}'`;
-function limitsPrelude(l, bash) {
-  const procs = bash ? `ulimit -u ${l.procs}; ` : "";
+function limitsPrelude(l, bash, sandbox = true) {
+  const procs = bash && sandbox && nprocPerNamespace() ? `ulimit -u ${l.procs}; ` : "";
   return `${procs}ulimit -t ${l.cpuSec}; ulimit -d ${l.memMb * 1024}; ulimit -f ${l.fileMb * 1024}; ulimit -c 0; exec "$0" "$@"`;
 }
 function capFilter(outputBytes) {
@@ -60788,7 +60861,7 @@ function capFilter(outputBytes) {
 function sandboxed(argv, policy, kind = sandboxStatus().kind) {
   const l = policy.limits;
   const shell = existsSync3("/bin/bash") ? "/bin/bash" : "/bin/sh";
-  const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash")), ...argv] : argv;
+  const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash"), kind !== "none"), ...argv] : argv;
   const base2 = kind === "none" ? { file: inner[0], args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap, args: [...bwrapArgs(policy), "--", ...inner], env: {} };
   if (!l) return base2;
   const script = `exec 3>&1; rc=$( { { "$@" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 ); exit \${rc:-1}`;
@@ -60798,23 +60871,37 @@ var WORKSPACE_PLUGIN = `// Generated by opencode-worker. opencode runs one insta
 // directory (its workspace, or the subfolder the person named): each bash command of that session is told it here,
 // in the environment opencode gives the worker shell, which no command text can change. A bash call whose workdir
 // resolves (symlinks followed) outside the workspace is refused before anyone is asked; the worker shell checks again.
+// The folder of \`list\` (which asks nobody) is checked the same way.
 import { realpathSync } from "node:fs";
 import path from "node:path";
+// A path that may not exist yet: its deepest existing ancestor resolved, the rest appended.
 const real = (p) => {
-  try {
-    return realpathSync(p);
-  } catch {
-    return path.resolve(p);
+  let dir = path.resolve(p);
+  const rest = [];
+  for (;;) {
+    try {
+      return path.join(realpathSync(dir), ...rest);
+    } catch {
+      const parent = path.dirname(dir);
+      if (parent === dir) return path.join(dir, ...rest);
+      rest.unshift(path.basename(dir));
+      dir = parent;
+    }
   }
 };
+// \`list\` asks nobody (opencode-worker's rules allow it): its folder is checked here, symlinks resolved. The other file
+// tools ask, and the engine checks their real path on the record before anyone decides.
+const PATH_ARGS = { list: "path" };
 export const OcwWorkspace = async ({ directory, worktree }) => {
   const root = real(worktree && worktree !== "/" ? worktree : directory);
   return {
     "tool.execute.before": async (input, output) => {
-      if (input.tool !== "bash" || !output.args || typeof output.args.workdir !== "string" || !output.args.workdir) return;
-      const where = real(path.resolve(directory, output.args.workdir));
+      const args = output.args ?? {};
+      const key = input.tool === "bash" ? "workdir" : PATH_ARGS[input.tool];
+      if (!key || typeof args[key] !== "string" || !args[key]) return;
+      const where = real(path.resolve(directory, args[key]));
       if (where !== root && !where.startsWith(root + path.sep)) {
-        throw new Error("opencode-worker refused this command: its workdir " + output.args.workdir + " is " + where + ", outside your workspace. Run commands only inside your own workspace.");
+        throw new Error("opencode-worker refused this " + input.tool + " call: " + args[key] + " is " + where + ", outside your workspace. Work only inside your own workspace.");
       }
     },
     "shell.env": async (_input, output) => {
@@ -60839,8 +60926,10 @@ function writeRepoBinds(bindsDir, worktree, repoRoot2, objects) {
   }
   const args = [];
   const root2 = real(repoRoot2);
-  if (root2 !== "/" && existsSync3(root2)) args.push("--tmpfs", root2);
-  for (const d of dirs) if (existsSync3(d)) args.push("--ro-bind", d, d);
+  const unseen = serveHidden().map(real);
+  const visible = (p) => !unseen.some((h3) => p === h3 || p.startsWith(h3 + path11.sep));
+  if (root2 !== "/" && existsSync3(root2) && visible(root2)) args.push("--tmpfs", root2);
+  for (const d of dirs) if (existsSync3(d) && visible(d)) args.push("--ro-bind-try", d, d);
   mkdirSync5(bindsDir, { recursive: true });
   writeFileSync4(path11.join(bindsDir, path11.basename(path11.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
 }
@@ -60890,7 +60979,7 @@ function writeWorkerShell(file2, opts) {
   } else {
     const bwrap = sandboxStatus().bwrap;
     const home = opts.home ?? os3.homedir();
-    const size = `--size ${l.tmpfsMb * 1024 * 1024}`;
+    const size = bwrapHasSize() ? `--size ${l.tmpfsMb * 1024 * 1024}` : "";
     const hide = [...deniedRoots(home), ...opts.stateDir ? [real(opts.stateDir)] : [], root2, tmpRoot].filter((p, i2, a2) => a2.indexOf(p) === i2);
     const hideArgs = hide.map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
     const reveal = revealed(home);
@@ -60902,8 +60991,10 @@ function writeWorkerShell(file2, opts) {
       // The command's status comes back on fd 4; its output (stdout and stderr) goes through the cap to fd 3.
       `rc=$( { { ${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} --ro-bind / / --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc \\`,
       "  --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\",
-      `  ${hideArgs} \\`,
-      `  ${revealArgs} --args 5 \\`,
+      // The repository's part (its checkout hidden, its objects back) before the allow-list: a repository that is an
+      // ancestor of a toolchain folder ($HOME itself) must not hide it again.
+      `  ${hideArgs} --args 5 \\`,
+      `  ${revealArgs} \\`,
       '  --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',
       `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" \\`,
       `  -- ${bash} -c ${shq(limitsPrelude(l, bash.endsWith("bash")))} ${bash} "$@" 5<"$extra" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 )`,

@@ -209,7 +209,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     expect([...w.verdict!.scope.violations].sort()).toEqual(names.map((f) => `protected file changed: ${f}`));
   }, 180_000);
   it("one worker cannot write into another's workspace: a workdir that is a symlink to it is refused, every ask approved", async () => {
-    const rb = repo({ "README.md": "# b\n", "B-ONLY-FILE.md": "B-ONLY-CONTENT\n" });
+    const rb = repo({ "README.md": "B-README-CONTENT\n", "B-ONLY-FILE.md": "B-ONLY-CONTENT\n" });
     const ra = repo({ "README.md": "# a\n" });
     // B waits on its first ask (not answered until A is done), with its workspace made.
     model.addScript(/VICTIM-B/, steps(bash("echo b > b.txt")), "victim");
@@ -227,7 +227,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
         bash("echo pwned > backdoor-abs.txt", { workdir: `${theirs}` }),
         toolCall("list", { path: "bdir" }),
         toolCall("glob", { pattern: "*", path: "bdir" }),
-        readFile("bdir/B-ONLY-FILE.md"),
+        readFile("bdir/README.md"),
         writeFile("bdir/backdoor-write.txt", "pwned\n"),
         bash("mkdir -p sub && echo made"),
         bash("echo ok > in-sub.txt", { workdir: "sub" }),
@@ -244,6 +244,7 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     // opencode's own file tools: nothing of B's was listed or read through the link.
     expect(seen).not.toContain("B-ONLY-FILE");
     expect(seen).not.toContain("B-ONLY-CONTENT");
+    expect(seen).not.toContain("B-README-CONTENT");
     for (const x of wa.asks.filter((x) => x.tool === "bash" && x.workdir === "bdir")) expect(x).toMatchObject({ decision: "reject", by: { kind: "engine" } });
     // The ask shows a command's folder: a workdir inside the workspace runs there.
     expect(wa.asks.find((x) => x.tool === "bash" && x.what.startsWith("echo ok"))).toMatchObject({ workdir: "sub", decision: "once" });
