@@ -1,12 +1,34 @@
 import { defineConfig } from "vitest/config";
 
+/** Unit files that need git, bubblewrap or a real opencode (the rest of `unit` is the `pure` tier: `npm run test:pure`). */
+const NEEDS_TOOLS = [
+  "engine/sandbox/sandbox.test.ts",
+  "engine/workspace/workspace.test.ts",
+  "engine/workspace/workspace-attack.test.ts",
+  "engine/grading/checks.test.ts",
+  "engine/grading/grade.test.ts",
+  "engine/grading/gaming.test.ts",
+  "engine/workers/engine.test.ts",
+  "engine/harness/opencode-config-seed.test.ts",
+  "engine/process/run.test.ts",
+];
+
 export default defineConfig({
   test: {
     projects: [
       {
         test: {
           name: "unit",
-          include: ["shared/**/*.test.ts", "engine/**/*.test.ts"],
+          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts"],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        // The same files as `unit` minus the ones above: no git, bubblewrap or opencode; meant to run in seconds.
+        test: {
+          name: "pure",
+          include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts"],
+          exclude: ["**/node_modules/**", ...NEEDS_TOOLS],
           testTimeout: 20_000,
         },
       },

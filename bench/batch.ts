@@ -37,6 +37,8 @@ export interface EngineBatch {
   /** CPU seconds of the `ocw mcp` bridge process during the batch. */
   bridgeCpuSec: number;
   toolCalls: number;
+  /** Characters of tool-result text the client received (delegate_batch, every wait and approve): the context it costs. */
+  resultChars: number;
   /** The workers that did not end built, with their state and reason (none in a clean run). */
   misses: BatchMiss[];
   /** The engine's `opencode serve` (the process itself, inside its sandbox when there is one): RSS before and peak. */
@@ -71,20 +73,25 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   const ocPeak = samplePeak(oc);
   const ocCpu = cpuWithChildren(oc);
   let calls = 0;
+  let resultChars = 0;
   const callMs: Record<string, number[]> = {};
   const call = async <T = any>(tool: string, args: Record<string, unknown>) => {
     calls++;
     const t = Date.now();
     try {
-      return await mcp.call<T>(tool, args);
+      const out = await mcp.call<T>(tool, args);
+      // The bridge's text content is this JSON (what a client that reads structuredContent sees too).
+      resultChars += JSON.stringify(out).length;
+      return out;
     } finally {
       (callMs[tool] ??= []).push(Date.now() - t);
     }
   };
   const t0 = Date.now();
-  const b = await call<{ batchId: string }>("delegate_batch", { tasks: tasks(dir, n, tag) });
+  const b = await call<{ batchId: string; workerIds: string[] }>("delegate_batch", { tasks: tasks(dir, n, tag) });
   const deadline = t0 + 15 * 60_000;
-  let r: { settled: boolean; pending: { askId: string }[]; batch: { built: number }; workers: BatchMiss[] & { workerId: string }[] };
+  // wait returns what changed since the last wait: new asks, workers finished since, and the batch's rates once settled.
+  let r: { settled: boolean; pending: { askId: string }[]; batch?: { built: number } };
   for (;;) {
     r = await call("wait", { batchId: b.batchId, timeoutSec: 100, elicit: false });
     (callMs.waitReturnedAt ??= []).push(Date.now() - t0);
@@ -100,14 +107,15 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   const ocCpuAfter = cpuWithChildren(oc);
   const after = procStat(enginePid);
   const kidsAfter = cpuWithChildren(enginePid);
-  const ids = r.workers.map((w) => w.workerId);
+  const ids = b.workerIds;
   const starts = await workerStarts(engine.client, model, ids);
-  const sandbox = [...new Set(await Promise.all(ids.map(async (id) => (await engine.client.workers.get.query({ workerId: id })).sandbox ?? "unrecorded")))];
+  const final = await Promise.all(ids.map((id) => engine.client.workers.get.query({ workerId: id })));
+  const sandbox = [...new Set(final.map((w) => w.sandbox ?? "unrecorded"))];
   cleanup(dir);
   return {
     callMs,
-    wallMs, startedAt: t0, built: r.batch.built, cpuSec: round(after.cpuSec - before.cpuSec, 2), childrenCpuSec: round((kidsAfter?.children ?? 0) - (kidsBefore?.children ?? 0), 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls,
-    misses: r.workers.filter((w) => w.state !== "built").map(({ workerId, state, reason }) => ({ workerId, state, reason })),
+    wallMs, startedAt: t0, built: r.batch?.built ?? final.filter((w) => w.state === "built").length, cpuSec: round(after.cpuSec - before.cpuSec, 2), childrenCpuSec: round((kidsAfter?.children ?? 0) - (kidsBefore?.children ?? 0), 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls, resultChars,
+    misses: final.filter((w) => w.state !== "built").map((w) => ({ workerId: w.id, state: w.state, reason: w.stateReason })),
     opencodeRssMbBefore: ocBefore, opencodeRssMbPeak: ocPeakMb, starts, sandbox,
     opencodeCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.self - ocCpu.self, 2) : null,
     opencodeChildrenCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.children - ocCpu.children, 2) : null,

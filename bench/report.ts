@@ -145,6 +145,8 @@ export interface Report {
   };
   hardware: { detectMs: number; gpus: number; probes: string };
   startupMs: Record<string, number>;
+  /** The context a supervising Claude pays: tool definitions (sent on every request) and a batch's tool results. */
+  mcpContext?: { tools?: number; definitionChars?: number; instructionsChars?: number; batchTasks?: number; batchResultChars?: number; batchToolCalls?: number };
   /** Per repeated figure (dotted path into this report): min, max and every run. */
   range: Record<string, Spread>;
   totalSeconds: number;
@@ -287,6 +289,18 @@ export function renderMarkdown(r: Report): string {
     `| the same, no engine running | ${R("startupMs.mcpToolsListCold")} |`,
     `| \`ocw mcp\` spawned, no engine → first tool call answered (the bridge starts the engine) | ${R("startupMs.mcpFirstCallCold")} |`,
     "",
+    ...(r.mcpContext
+      ? [
+          "## Context a supervising Claude pays",
+          "",
+          "| what | characters |",
+          "|---|---|",
+          `| tool definitions (name + description + input schema, ${r.mcpContext.tools ?? "?"} tools), sent on every request | ${r.mcpContext.definitionChars ?? "not measured"} (peer: opencode-subagent-mcp's 5 tools, 3.5 KB) |`,
+          `| server instructions | ${r.mcpContext.instructionsChars ?? "not measured"} |`,
+          `| a ${r.mcpContext.batchTasks ?? 32}-task batch driven to settled over MCP (delegate_batch, every wait and approve) | ${r.mcpContext.batchResultChars ?? "not measured"} in ${r.mcpContext.batchToolCalls ?? "?"} calls (contract: ≤ 60,000) |`,
+          "",
+        ]
+      : []),
     ...faultSection(r),
     ...(r.reruns?.length ? ["## Measured again", ...r.reruns.map((x) => `- ${x}`), ""] : []),
     ...(r.partLoad && Object.keys(r.partLoad).length

@@ -20,7 +20,7 @@ import { manyWorkers } from "./memory";
 import { poolBench } from "./pool";
 import { setupBench } from "./setup";
 import { renderMarkdown, type Report, type UiResult } from "./report";
-import { engineStartup, mcpCold, mcpToolsListWarm } from "./startup";
+import { engineStartup, mcpCold, mcpDefinitions, mcpToolsListWarm } from "./startup";
 import { log, median, round, spread, type Spread } from "./stats";
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
@@ -205,6 +205,8 @@ async function measure() {
       coldList.push(c.toolsListMs);
       coldCall.push(c.firstCallMs);
     }
+    report.mcpContext = { ...report.mcpContext, ...(await mcpDefinitions(attachTo.stateDir)) };
+    log(`ocw mcp tool definitions: ${report.mcpContext.tools} tools, ${report.mcpContext.definitionChars} characters; instructions ${report.mcpContext.instructionsChars}`);
     await attachTo.kill();
     cleanup(attachTo.stateDir);
     startupMs.mcpToolsList = put("startupMs.mcpToolsList", warmMcp, 0);
@@ -468,9 +470,12 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
           const eng = side === "engine" || side === "enginePaced" ? sb : side === "keyed" ? keyed : nosb;
           const r = await batchThroughMcp(eng.mcp, eng.e, model, n, `r${rep}${side}${paced ? ` ${PACED}` : ""}`);
           add(side, n, r);
+          // The context a supervising Claude pays for the largest batch (the first run of it; the engine side).
+          if (side === "engine" && n === batchSizes.at(-1) && !report.mcpContext?.batchResultChars)
+            report.mcpContext = { ...report.mcpContext, batchTasks: n, batchResultChars: r.resultChars, batchToolCalls: r.toolCalls };
           const tail = [...r.starts].sort((a, b) => (b.verdictMs ?? 0) - (a.verdictMs ?? 0))[0];
           if (tail) log(`  the last verdict's worker: ${(["workspaceMs", "sessionMs", "firstRequestMs", "askMs", "answeredMs", "lastRequestMs", "settledMs", "verdictMs"] as const).map((k) => `${k.replace("Ms", "")} ${tail[k] ?? "–"}`).join(" → ")}`);
-          log(`batch ${n} ${side === "engine" ? "engine + MCP" : side === "enginePaced" ? `engine + MCP, model paced ${PACED_MODEL_MS} ms a turn` : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; ${stall()}; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+          log(`batch ${n} ${side === "engine" ? "engine + MCP" : side === "enginePaced" ? `engine + MCP, model paced ${PACED_MODEL_MS} ms a turn` : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls, ${r.resultChars} chars of tool results); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; ${stall()}; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
           for (const m of r.misses) {
             log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
             batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : side === "keyed" ? { side: "keyed target" } : side === "enginePaced" ? { side: "paced model" } : {}), ...m });

@@ -22,6 +22,18 @@ export async function mcpToolsListWarm(stateDir: string): Promise<number> {
   return ms;
 }
 
+/** What Claude Code sends the model of the bridge on every request: each tool's name, description and input schema. */
+export async function mcpDefinitions(stateDir: string): Promise<{ tools: number; definitionChars: number; instructionsChars: number }> {
+  const mcp = await startMcp(stateDir, "bench-definitions");
+  try {
+    const { tools } = await mcp.client.listTools();
+    const sent = tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
+    return { tools: tools.length, definitionChars: JSON.stringify(sent).length, instructionsChars: (mcp.client.getInstructions() ?? "").length };
+  } finally {
+    await mcp.close();
+  }
+}
+
 /**
  * The same with no engine on the state dir. The bridge starts the engine on its first tool call, not for the tool
  * list, so this also times the first call (setup_status) from the spawn, which includes that engine start.

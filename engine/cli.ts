@@ -7,6 +7,7 @@ import { registerMcpCommand } from "./mcp/command";
 import { registerServeCommands } from "./commands/serve";
 import { registerGrantsCommand } from "./commands/grants";
 import { registerHousekeepingCommands } from "./commands/housekeeping";
+import { registerClaudeCommands } from "./commands/claude";
 import { registerModelSetupCommands } from "./serving/commands";
 import { targetsWithEndpoints } from "./commands/targets-view";
 
@@ -27,6 +28,7 @@ registerHousekeepingCommands(program);
 registerRunCommand(program);
 registerGradeCommand(program);
 registerMcpCommand(program);
+registerClaudeCommands(program);
 registerDeployCommand(program);
 registerModelSetupCommands(program, { targetsJson: () => targetsWithEndpoints() });
 

@@ -3,7 +3,8 @@
 // and only the bundle's runtime needs: the worker protocol, packs, skills, and a package.json whose one dependency is
 // opencode-ai (the bundle's only external). No Electron, no Playwright.
 //
-// Hand-written in plugin/: .claude-plugin/plugin.json, bin/ocw (the launcher), README.md.
+// Hand-written in plugin/: .claude-plugin/plugin.json, .mcp.json, bin/ocw (the launcher), agents/, commands/, hooks/,
+// README.md, and the release record (release.json, CHANGELOG.md: scripts/plugin-release.mjs).
 // Generated here from the sources (scripts/build.mjs calls syncPlugin after bundling): everything in GENERATED.
 // test/integration/plugin-sync.test.ts rebuilds and compares with the committed folder, so it cannot drift.
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

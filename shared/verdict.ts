@@ -8,6 +8,8 @@ export const ScopeResult = z.object({
   passed: z.boolean(),
   violations: z.array(z.string()),
   changedFiles: z.array(z.string()),
+  /** Changed files that decide what a check runs (test runner configuration, scripts, tool shadowing): each also a violation. */
+  checkConfig: z.array(z.string()).optional(),
 });
 export type ScopeResult = z.infer<typeof ScopeResult>;
 
@@ -27,6 +29,8 @@ export const Verdict = z.object({
   commit: z.string().nullable().default(null),
   diffStat: z.string(),
   mergeHint: z.string().nullable(),
+  /** What the checks cannot rule out (e.g. code that behaves differently when graded): said with every verdict. */
+  caveats: z.array(z.string()).optional(),
 });
 export type Verdict = z.infer<typeof Verdict>;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { reduceWorker, WorkerSpec, type WorkerEvent } from "./worker";
+import { reduceWorker, WorkerSpec, workerTitle, type WorkerEvent } from "./worker";
 
 const spec = WorkerSpec.parse({ task: "t", directory: "/repo" });
 const ev = (seq: number, body: Record<string, unknown>) => ({ workerId: "w1", seq, ts: 1000 + seq, ...body }) as WorkerEvent;
@@ -32,5 +32,16 @@ describe("WorkerSpec", () => {
     expect(WorkerSpec.safeParse({ task: "x", directory: "rel" }).error?.issues[0]?.message).toMatch(/absolute/);
     expect(WorkerSpec.safeParse({ task: "x", directory: "/r", checks: [{ file: "/etc/passwd" }] }).success).toBe(false);
     expect(WorkerSpec.safeParse({ task: "x".repeat(100_001), directory: "/r" }).error?.issues[0]?.message).toMatch(/100,000/);
+  });
+});
+
+describe("workerTitle", () => {
+  it("is the title, else the first non-blank line, cut with an ellipsis at max", () => {
+    expect(workerTitle({ title: " Fix it ", task: "x" })).toBe("Fix it");
+    expect(workerTitle({ task: "\n  \n  Add a flag\nmore" })).toBe("Add a flag");
+    expect(workerTitle({ task: "   " })).toBe("(untitled task)");
+    const long = workerTitle({ task: "a".repeat(200) }, 50);
+    expect(long).toHaveLength(50);
+    expect(long.endsWith("…")).toBe(true);
   });
 });

@@ -274,4 +274,13 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
   return next;
 }
 
+/**
+ * A worker's title, the one way every client and the engine derive it: the spec's title, else the task's first
+ * non-blank line, cut at `max` characters (with "…" when cut).
+ */
+export function workerTitle(spec: { title?: string; task: string }, max = 100): string {
+  const t = spec.title?.trim() || spec.task.split("\n").find((l) => l.trim())?.trim() || "(untitled task)";
+  return t.length <= max ? t : `${t.slice(0, Math.max(0, max - 1))}…`;
+}
+
 export const pendingAsks = (w: Worker) => w.asks.filter((a) => a.status === "pending");

@@ -6,7 +6,9 @@ import { z } from "zod";
 import { BatchTask } from "../../shared/batch";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
-import { terminalSafe, type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
+import { askView } from "../../shared/ask-view";
+import { type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
+import { showUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
@@ -18,6 +20,7 @@ interface RunOptions {
   dir?: string;
   task?: string;
   check: string[];
+  heldBack?: string;
   scope: string[];
   protect: string[];
   endpoint?: string;
@@ -38,6 +41,7 @@ export function registerRunCommand(program: Command): void {
     .option("--dir <dir>", "the git repository the task works on")
     .option("--task <text>", "what the worker should do")
     .option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, [])
+    .option("--held-back <dir>", "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only")
     .option("--scope <glob>", "files the worker may change (repeatable)", collect, [])
     .option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, [])
     .option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target")
@@ -76,7 +80,9 @@ async function runCommand(o: RunOptions): Promise<void> {
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
-    const checks: CheckSpec[] = o.check.map((run) => ({ run }));
+    if (o.heldBack && !o.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
+    const files = o.heldBack ? path.resolve(o.heldBack) : undefined;
+    const checks: CheckSpec[] = o.check.map((run) => (files ? { run, files } : { run }));
     specs = [{ task: o.task, directory: path.resolve(o.dir), checks, scope: o.scope, protect: o.protect }];
   }
   // Validate every directory here, before an engine is started or anything is created.
@@ -113,8 +119,11 @@ async function runCommand(o: RunOptions): Promise<void> {
         answered.add(ask.id);
         if (asker) asker.enqueue(ask);
         else {
-          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${terminalSafe(ask.what)} → ${o.approve} (--approve)\n`);
-          void client.approvals.decide.mutate(unattendedDecision(ask, o.approve as DecisionKind)).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${(err as Error).message}\n`));
+          const d = unattendedDecision(ask, o.approve as DecisionKind);
+          const v = askView(ask);
+          const note = o.approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
+          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}\n`);
+          void client.approvals.decide.mutate(d).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
         }
       }
     }
@@ -158,14 +167,14 @@ function progress(event: EngineEvent): void {
   const w = "workerId" in event ? event.workerId : "";
   switch (event.type) {
     case "worker.state":
-      process.stderr.write(`ocw: ${w} ${event.state}${event.reason ? ` — ${event.reason}` : ""}\n`);
+      process.stderr.write(`ocw: ${w} ${event.state}${event.reason ? ` — ${showUntrusted(event.reason, { max: 500, lines: false })}` : ""}\n`);
       break;
     case "part":
       if (event.part.kind === "tool" && event.part.status !== "running") process.stderr.write(`ocw: ${w} ${event.part.tool} ${event.part.status}\n`);
-      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) process.stderr.write(`ocw: ${w} ${line.trim()}\n`);
+      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) process.stderr.write(`ocw: ${w} ${showUntrusted(line.trim(), { max: 500 })}\n`);
       break;
     case "retry":
-      process.stderr.write(`ocw: ${w} model retry ${event.attempt}: ${event.message}\n`);
+      process.stderr.write(`ocw: ${w} model retry ${event.attempt}: ${showUntrusted(event.message, { max: 500, lines: false })}\n`);
       break;
     case "verdict":
       process.stderr.write(`ocw: ${w} verdict ${event.verdict.verdict} (claim ${event.verdict.claim ?? "none"}, ${event.verdict.honest ? "honest" : "DISHONEST"})\n`);
@@ -192,11 +201,28 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
     mergeHint: v?.mergeHint ?? null,
     events,
   };
-  const summary = `${w.id}: ${json.verdict} (state ${w.state}${w.stateReason ? `: ${w.stateReason}` : ""}; claim ${json.claim ?? "none"}, ${json.honest ? "honest" : "not honest"})${v?.mergeHint ? `\n  merge: ${v.mergeHint}` : ""}`;
+  const summary = `${w.id}: ${json.verdict} (state ${w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; claim ${json.claim ?? "none"}, ${json.honest ? "honest" : "not honest"})${v?.mergeHint ? `\n  merge: ${v.mergeHint}` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
 
 const CANCELLED = Symbol("answered elsewhere");
+
+/**
+ * An ask as the terminal shows it: the asked text made visible (shared/untrusted.ts: no escape sequence reaches the
+ * terminal, a line break shows as ⏎ and a new line, bidi and zero-width characters as ⟪U+XXXX⟫, a long command as head
+ * and tail with the cut length), the engine's flags, what "always" would grant, and the diff's first 40 lines, made safe.
+ */
+export function askText(ask: PermissionAsk): string {
+  const v = askView(ask);
+  const indent = (s: string) => s.split("\n").join("\n    ");
+  let out = `\nocw: ${ask.workerId} asks ${ask.tool}: ${indent(v.what)}\n`;
+  if (v.workdir) out += `  in folder: ${v.workdir}\n`;
+  if (v.cut) out += `  (${v.cut} characters cut from the middle: "always" is not offered)\n`;
+  for (const f of v.flags) out += `  ⚑ ${f}\n`;
+  if (ask.kind === "permission") out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;
+  if (ask.diff) out += ask.diff.split("\n").slice(0, 40).map((l) => showUntrusted(l, { max: 400, lines: false })).join("\n") + "\n";
+  return out;
+}
 
 /**
  * `--approve ask`: one question at a time on the terminal; y = once, a = always, n = reject. Every ask is announced
@@ -237,7 +263,7 @@ export class TerminalAsker {
   enqueue(ask: PermissionAsk): void {
     if (this.settled.has(ask.id)) return;
     this.queue.push(ask);
-    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
+    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${askView(ask, { lines: false }).what} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
     void this.drain();
   }
 
@@ -273,10 +299,8 @@ export class TerminalAsker {
       const ask = this.queue.shift()!;
       if (this.settled.has(ask.id)) continue;
       this.current = ask;
-      this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)}\n`);
-      if (ask.workdir) this.out.write(`  in folder: ${terminalSafe(ask.workdir)}\n`);
-      if (ask.diff) this.out.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
-      const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
+      this.out.write(askText(ask));
+      const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission(ask);
       if (answer === CANCELLED) continue;
       this.current = null;
       if (answer === null) {
@@ -287,18 +311,20 @@ export class TerminalAsker {
         break;
       }
       this.settled.add(ask.id);
-      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${(err as Error).message}\n`));
+      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
     }
     this.busy = false;
   }
 
-  private async askPermission(): Promise<{ decision: DecisionKind } | null | typeof CANCELLED> {
+  private async askPermission(ask: PermissionAsk): Promise<{ decision: DecisionKind } | null | typeof CANCELLED> {
+    const always = askView(ask).always !== null;
     for (;;) {
-      this.out.write(`allow? [y]es once / [a]lways / [n]o: `);
+      this.out.write(always ? `allow? [y]es once / [a]lways / [n]o: ` : `allow? [y]es once / [n]o: `);
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
-      const decision = ({ y: "once", a: "always", n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"];
+      const decision = ({ y: "once", a: always ? "always" : undefined, n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"];
       if (decision) return { decision };
+      if (!always && line.trim().toLowerCase().startsWith("a")) this.out.write(`"always" is not offered for this ask\n`);
     }
   }
 
@@ -306,7 +332,8 @@ export class TerminalAsker {
   private async askQuestion(ask: PermissionAsk): Promise<{ decision: DecisionKind; answers?: string[][] } | null | typeof CANCELLED> {
     const answers: string[][] = [];
     for (const q of ask.questions ?? []) {
-      this.out.write(`${q.question}\n${q.options.map((o, i) => `  ${i + 1}) ${o.label}${o.description ? ` — ${o.description}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
+      const t = (x: string, max = 2000) => showUntrusted(x, { max });
+      this.out.write(`${t(q.question)}\n${q.options.map((o, i) => `  ${i + 1}) ${t(o.label, 200)}${o.description ? ` — ${t(o.description, 500)}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
       const text = line.trim();

@@ -5,6 +5,7 @@ import { checkName, type CheckSpec } from "../../shared/check";
 import { commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard } from "./folders";
+import { runnerConfigChanges } from "./runner-config";
 import { checkScope, globsMatcher } from "./scope";
 
 export interface GradeInput {
@@ -73,11 +74,16 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
     const rel = sub ? graded.changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
+    // With command checks, the files that decide what a check runs are protected by default (runner-config.ts).
+    if (input.checks.some((c) => "run" in c)) {
+      const config = await runnerConfigChanges({ changed: graded.changed, sub: sub.split(path.sep).join("/"), scope: input.scope, repo: ws.repo, baseCommit: ws.baseCommit, checkout });
+      if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
+    }
     const cwd = await folderIn(checkout, sub);
     const guarded = typeof cwd === "string" && input.checks.some((c) => "run" in c) ? await protectedIn(checkout, sub, input.protect) : [];
     checks =
       typeof cwd === "string"
-        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined, guarded)
+        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined, guarded)
         : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
   } finally {
     discard(checkout);
@@ -100,5 +106,22 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     commit: graded.commit,
     diffStat: graded.diffStat,
     mergeHint: built ? mergeHint(ws) : null,
+    caveats: caveatsOf(input.checks),
   };
+}
+
+/** What the checks cannot rule out, said with the verdict so that "built" is not read as more than it is. */
+export function caveatsOf(checks: CheckSpec[]): string[] {
+  const out: string[] = [];
+  const commands = checks.filter((c): c is Extract<CheckSpec, { run: string }> => "run" in c);
+  if (!checks.length) out.push("no checks: nothing was verified but the scope");
+  if (commands.length) {
+    out.push(
+      "a command check runs the worker's code: code that behaves differently when it is checked (its environment, the time, a missing network) or that special-cases the checked inputs is not ruled out",
+      "test runner configuration, scripts and modules named like tools are protected by default, but a check that runs the project's own tests trusts the project's other code to run them as written",
+    );
+    if (!commands.some((c) => c.files)) out.push("no held-back files: every test the checks run was visible to the worker (and could be fitted to)");
+  }
+  if (checks.some((c) => !("run" in c))) out.push("a file check looks only at a file's content, not at whether the code that wrote it works");
+  return out;
 }

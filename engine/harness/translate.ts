@@ -3,8 +3,8 @@
 // hands on goes through `opencodeEvent` first, so the engine only ever sees the typed union.
 import type { Event, Message, Part, PermissionRequest, QuestionRequest } from "@opencode-ai/sdk/v2";
 import type { PermissionAsk } from "../../shared/permission";
-import type { TranscriptPart } from "../../shared/worker";
-import type { WorkerRegistry } from "../workers/registry";
+import type { EngineEvent } from "../../shared/events";
+import type { TranscriptPart, Worker, WorkerEventBody } from "../../shared/worker";
 
 /** The event types the engine acts on; every other type is dropped at the boundary. */
 const HANDLED = [
@@ -178,9 +178,21 @@ export class DeltaCoalescer {
 
 const STREAMING_CAP = 256 * 1024;
 
+/**
+ * What the translator needs of the worker registry (`engine/workers/registry.ts` satisfies it structurally, so the
+ * harness never imports the workers' module: workers → harness, one way).
+ */
+export interface TranslateRegistry {
+  readonly workers: ReadonlyMap<string, Worker>;
+  readonly sessions: Map<string, string>;
+  rt(id: string): { lastEventAt: number; turn: { error?: string }; replies?: { part(part: Part): void; message(info: Message): void } };
+  transient(event: EngineEvent): void;
+  safeRecord(workerId: string, body: WorkerEventBody): void;
+}
+
 /** Where translated events go: the worker registry and the services that act on them. */
 export interface TranslateSinks {
-  registry: WorkerRegistry;
+  registry: TranslateRegistry;
   ask: (workerId: string, ask: PermissionAsk) => void;
   askGone: (workerId: string, askId: string, reply: string) => void;
   usage: (workerId: string, messageId: string, usage: { input: number; output: number; reasoning: number; cost: number }) => void;

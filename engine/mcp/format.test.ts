@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { pageOutput, scopesOverlap } from "./format";
-import { advertised, DelegateInput, firstIssue } from "./schemas";
+import { askWhat, pageOutput, scopesOverlap, totalsOf } from "./format";
+import { advertised, batchItemsByReference, DelegateBatchInput, DelegateInput, firstIssue } from "./schemas";
+import { blockingLocalFiles } from "./server";
 
 describe("mcp format", () => {
   it("pages a long output: start and end by default, windows with an offset", () => {
@@ -35,5 +36,38 @@ describe("mcp format", () => {
     expect(firstIssue(r.error!)).toMatch(/^directory is required/);
     const bad = DelegateInput.safeParse({ task: "x", directory: "rel" });
     expect(firstIssue(bad.error!)).toBe("directory: directory must be an absolute path to a git repository");
+  });
+
+  it("an ask's path inside the worker's private workspace reads repository-relative", () => {
+    const wt = "/state/workspaces/w-1/repo";
+    expect(askWhat({ what: `${wt}/src/a.ts` }, wt)).toBe("src/a.ts");
+    // Inside a command the path is marked, not made relative: `cd /tmp && cat src/a.ts` would not be what runs.
+    expect(askWhat({ what: `cd /tmp && cat ${wt}/src/a.ts && ls ${wt}` }, wt)).toBe("cd /tmp && cat ⟨workspace⟩/src/a.ts && ls ⟨workspace⟩");
+    expect(askWhat({ what: "/etc/passwd" }, wt)).toBe("/etc/passwd");
+    expect(askWhat({ what: "npm test" }, null)).toBe("npm test");
+  });
+
+  it("finds the files of the person's checkout that block a merge, from git's message", () => {
+    const changed = "git merge failed: error: Your local changes to the following files would be overwritten by merge:\n\tnotes.txt\n\tsrc/a.ts\nPlease commit your changes or stash them before you merge.\nAborting";
+    expect(blockingLocalFiles(changed)).toEqual({ kind: "changed", files: ["notes.txt", "src/a.ts"] });
+    const untracked = "error: The following untracked working tree files would be overwritten by merge:\n\tnew.txt\nPlease move or remove them before you merge.";
+    expect(blockingLocalFiles(untracked)).toEqual({ kind: "untracked", files: ["new.txt"] });
+    expect(blockingLocalFiles("CONFLICT (content): Merge conflict in shared.txt")).toBeNull();
+  });
+
+  it("advertises lean schemas: no limits or defaults (the handler enforces them), delegate_batch's items by reference", () => {
+    const json = JSON.stringify(z.toJSONSchema(advertised(DelegateInput)));
+    for (const k of ["maxLength", "minLength", "maxItems", '"default"', "exclusiveMinimum", '"additionalProperties":false']) expect(json).not.toContain(k);
+    expect(json).toContain('"required":["task","directory"]');
+    const batch = z.toJSONSchema(advertised(DelegateBatchInput, batchItemsByReference)) as any;
+    expect(batch.properties.tasks.items).toMatchObject({ type: "object", required: ["task", "directory"] });
+    expect(JSON.stringify(batch)).not.toContain('"checks"');
+    // The strict parse still refuses what the lean schema no longer says.
+    expect(DelegateInput.safeParse({ task: "x".repeat(100_001), directory: "/r" }).success).toBe(false);
+  });
+
+  it("totals add tokens, cost and time over workers", () => {
+    const w = (input: number, output: number, reasoning: number, cost: number, ms: number) => ({ usage: { input, output, reasoning, cost }, startedAt: 0, endedAt: ms }) as any;
+    expect(totalsOf([w(100, 20, 5, 0.01, 2000), w(10, 2, 0, 0.0025, 500)])).toEqual({ tokens: 137, cost: 0.0125, sec: 2.5 });
   });
 });

@@ -10,9 +10,28 @@ import { DecisionKind } from "../../shared/permission";
  * object, so that the handler validates with `strict` and answers with a message that says what to fix (the SDK's
  * own validation error reads "Invalid arguments for tool …: … at path").
  */
-export function advertised(strict: z.ZodObject) {
+export function advertised(strict: z.ZodObject, shape?: (json: Record<string, unknown>) => Record<string, unknown>) {
   const { $schema: _drop, ...json } = z.toJSONSchema(strict, { target: "draft-7", io: "input", unrepresentable: "any" }) as Record<string, unknown>;
-  return z.looseObject({}).meta(json);
+  const lean = lean_(json) as Record<string, unknown>;
+  return z.looseObject({}).meta(shape ? shape(lean) : lean);
+}
+
+/**
+ * The advertised schema without what only the handler needs: length and count limits, defaults and
+ * additionalProperties:false cost the model's context on every request and are enforced (with a message that says
+ * what to fix) by the strict parse anyway. Types, enums, required fields and descriptions stay.
+ */
+const NOT_ADVERTISED = new Set(["minLength", "maxLength", "minItems", "maxItems", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "default", "additionalProperties"]);
+function lean_(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(lean_);
+  if (!node || typeof node !== "object") return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (NOT_ADVERTISED.has(k) && !(k === "additionalProperties" && v !== false)) continue;
+    // Inside `properties` every key is a field name, never a keyword.
+    out[k] = k === "properties" && v && typeof v === "object" ? Object.fromEntries(Object.entries(v).map(([f, s]) => [f, lean_(s)])) : lean_(v);
+  }
+  return out;
 }
 
 export { firstIssue } from "../../shared/issues";
@@ -30,17 +49,17 @@ const spec = WorkerSpec.shape;
 export const DelegateInput = z
   .object({
     task: spec.task.describe(
-      "Self-contained instructions: the goal, the exact files to create or change, the interfaces/signatures to honour, and what 'done' means. The worker sees only this text and the repository.",
+      "Self-contained: goal, exact files, interfaces, constraints, what done means. The worker sees only this and the repository.",
     ),
-    directory: spec.directory.describe("Absolute path of the git repository to work on (the worker gets its own worktree and branch; your checkout is not touched)."),
+    directory: spec.directory.describe("Absolute path of the git repository (the worker gets its own worktree and branch)."),
     checks: spec.checks.describe(
-      'Held-back checks the worker never sees; they decide the verdict. Each is {"run": "shell command", expectExit?, timeoutSec?} (run in the worktree) or {"file": "relative/path", exists?, equals?, matches?}.',
+      "Held-back checks that decide the verdict (the worker never sees them): a command run in the worktree ({run, files?: an absolute folder of held-back tests outside the repository, copied in only at grading}), or a file test.",
     ),
-    scope: spec.scope.describe('Globs of the files the worker may change, e.g. ["src/parser/**"]. A change outside them fails the verdict.'),
-    protect: spec.protect.describe('Globs the worker must not change, e.g. ["test/**"]. A change to them fails the verdict.'),
-    budget: spec.budget.describe("Limits: {wallSec?, tokens?}."),
-    title: spec.title.describe("A short label shown in the dashboard."),
-    targetId: spec.targetId.describe("Run on this saved target instead of the active one (setup_status shows the active target)."),
+    scope: spec.scope.describe('Globs it may change, e.g. ["src/parser/**"]; a change outside fails the verdict.'),
+    protect: spec.protect.describe('Globs it must not change, e.g. ["test/**"].'),
+    budget: spec.budget.describe("Limits."),
+    title: spec.title.describe("Short label."),
+    targetId: spec.targetId.describe("A saved target instead of the active one."),
   })
   .strict();
 
@@ -50,9 +69,19 @@ export const DelegateBatchInput = z
       .array(DelegateInput)
       .min(1, "give at least one task")
       .max(64, "at most 64 tasks per batch")
-      .describe("Independent tasks, each with its own disjoint `scope`; they run concurrently up to the target's free slots."),
+      .describe("Independent tasks with disjoint scopes."),
   })
   .strict();
+
+/** delegate_batch's task items, advertised once: each item is delegate's input (described there), not a second copy. */
+export function batchItemsByReference(json: Record<string, unknown>): Record<string, unknown> {
+  const props = json.properties as Record<string, { items?: unknown }>;
+  props.tasks = {
+    ...props.tasks,
+    items: { type: "object", description: "One task: delegate's fields (task, directory, checks, scope, protect, budget, title, targetId).", required: ["task", "directory"] },
+  };
+  return json;
+}
 
 export const WorkersInput = z
   .object({
@@ -61,13 +90,13 @@ export const WorkersInput = z
       .string()
       .max(4096)
       .optional()
-      .describe("Only workers on this repository (absolute path; any folder of it): finds workers delegated in earlier sessions."),
-    active: z.boolean().optional().describe("Only workers that have not finished (default: all)."),
+      .describe("Only workers on this repository (absolute path), earlier sessions' included."),
+    active: z.boolean().optional().describe("Only unfinished workers."),
     limit: z.number().int().min(1).max(200).optional().describe("At most this many, newest first (default 30)."),
   })
   .strict();
 
-export const WorkerRefInput = z.object({ workerId: id("workerId is required (see the workers tool)").describe("The worker's id, e.g. w-…") }).strict();
+export const WorkerRefInput = z.object({ workerId: id("workerId is required (see the workers tool)").describe("w-…") }).strict();
 
 export const WAIT_MAX_SEC = 100;
 export const WAIT_DEFAULT_SEC = 50;
@@ -75,15 +104,15 @@ export const WAIT_DEFAULT_SEC = 50;
 export const WaitInput = z
   .object({
     workerId: id().optional().describe("Wait on this worker…"),
-    workerIds: z.array(id()).min(1, "workerIds is empty: give at least one id, or leave it out").max(200).optional().describe("…or on several workers (returns on the first ask or the first that finishes)…"),
-    batchId: id().optional().describe("…or on every worker of this batch. Give none of the three to wait on the unfinished workers this session delegated."),
+    workerIds: z.array(id()).min(1, "workerIds is empty: give at least one id, or leave it out").max(200).optional().describe("…or several…"),
+    batchId: id().optional().describe("…or a batch's workers."),
     timeoutSec: z
       .number()
       .positive("timeoutSec must be a positive number of seconds")
       .meta({ maximum: WAIT_MAX_SEC })
       .optional()
-      .describe(`Longest wait in seconds (default ${WAIT_DEFAULT_SEC}, at most ${WAIT_MAX_SEC}; larger values are capped). Returns earlier when an approval is pending or everything settled.`),
-    elicit: z.boolean().optional().describe("When the client supports forms, show the person a form for a pending approval before returning (default true)."),
+      .describe(`Seconds (default ${WAIT_DEFAULT_SEC}, at most ${WAIT_MAX_SEC}).`),
+    elicit: z.boolean().optional().describe("Show the person a form for a new ask when the client supports forms (default true)."),
   })
   .strict();
 
@@ -96,20 +125,25 @@ export const PendingInput = z
 
 export const ApproveInput = z
   .object({
-    askId: id("askId is required (see pending_approvals)").describe("The ask's id from wait / pending_approvals."),
+    askId: id().optional().describe("The ask's id from wait / pending_approvals…"),
+    batchId: id()
+      .optional()
+      .describe(
+        '…or a batch: its unflagged in-scope edits, answered alike ("once"); commands, questions and flagged asks are left.',
+      ),
     decision: z
       .string()
       .meta({ enum: DecisionKind.options })
-      .describe('"once" allows this request, "always" allows this pattern for the rest of the worker\'s run, "reject" refuses it (the worker is told to carry on without it).'),
-    message: z.string().max(4000).optional().describe("A note to the worker, sent with the answer (with a rejection: why, and what to do instead)."),
-    answers: z.array(z.array(z.string())).optional().describe("For a question ask: the chosen option labels (or free text), one array per question."),
+      .describe("once | always | reject."),
+    message: z.string().max(4000).optional().describe("A note to the worker (with a rejection: why, what instead)."),
+    answers: z.array(z.array(z.string())).optional().describe("A question's chosen labels (or free text), one array per question."),
   })
   .strict();
 
 export const SteerToolInput = z
   .object({
     workerId: id("workerId is required"),
-    text: z.string().describe("What the worker should do differently; it reaches the worker at its next step."),
+    text: z.string().describe("What to do differently."),
   })
   .strict();
 
@@ -118,7 +152,7 @@ export const StopToolInput = z.object({ workerId: id("workerId is required"), re
 export const ResumeToolInput = z
   .object({
     workerId: id("workerId is required"),
-    message: z.string().max(20_000).optional().describe("Extra instructions for the continued run (e.g. what to fix)."),
+    message: z.string().max(20_000).optional().describe("What to do next (e.g. what to fix)."),
   })
   .strict();
 
@@ -130,49 +164,62 @@ export const DIFF_MAX_CHARS = 40_000;
 export const DiffInput = z
   .object({
     workerId: id("workerId is required (see the workers tool)"),
-    file: z.string().max(4096).optional().describe("Only this file's part of the diff (a path relative to the repository)."),
-    offset: z.number().int().min(0).optional().describe("Character offset to read from (see nextOffset)."),
-    maxChars: z.number().int().min(500).max(DIFF_MAX_CHARS).optional().describe(`Characters per page (default ${DIFF_DEFAULT_CHARS}, at most ${DIFF_MAX_CHARS}).`),
+    file: z.string().max(4096).optional().describe("Only this file (repository-relative)."),
+    offset: z.number().int().min(0).optional().describe("From nextOffset."),
+    maxChars: z.number().int().min(500).max(DIFF_MAX_CHARS).optional().describe(`Page size (default ${DIFF_DEFAULT_CHARS}).`),
   })
   .strict();
 
 export const ResultInput = z
   .object({
     workerId: id("workerId is required (see the workers tool)"),
-    page: z.number().int().min(1).optional().describe("Page of checks, from 1 (default 1)."),
+    page: z.number().int().min(1).optional().describe("Page of checks (from 1)."),
     pageSize: z.number().int().min(1).max(50).optional().describe("Checks per page (default 20)."),
-    maxChars: z.number().int().min(200).max(20_000).optional().describe("Characters of each check's output (default 1500: its start and end)."),
-    check: z.number().int().min(0).optional().describe("Show only this check (0-based index), with `offset` paging through its whole output."),
-    offset: z.number().int().min(0).optional().describe("With `check`: the character offset to read its output from."),
+    maxChars: z.number().int().min(200).max(20_000).optional().describe("Output characters per check (default 1500)."),
+    check: z.number().int().min(0).optional().describe("Only this check (0-based), paged by offset."),
+    offset: z.number().int().min(0).optional().describe("With check: output offset."),
   })
   .strict();
 
 // ---------- outputs ----------
 
+/** Text a worker or its model wrote (or printed through the checks): always inside this envelope. */
+export const untrusted = <T extends z.ZodRawShape>(shape: T) => z.object(shape);
+
 export const PendingItem = z.object({
   askId: z.string(),
   workerId: z.string(),
   tool: z.string(),
-  what: z.string(),
-  /** A bash command's folder as the worker gave it (absent: the worker's own folder). */
-  workdir: z.string().optional(),
+  /** What the engine found about the ask: outside-workspace, protected, out-of-scope, symlink. */
+  flags: z.array(z.string()).optional(),
+  /** Characters cut from the middle of `what` (absent: shown whole); a cut ask is never offered "always". */
+  whatCut: z.number().optional(),
+  /**
+   * `what`: the command, the repository-relative path, the URL or the question — line breaks shown as ⏎, bidi /
+   * zero-width / control characters as ⟪U+XXXX⟫ (shared/untrusted.ts); `flags`: each flag with its detail.
+   */
+  untrusted: untrusted({ what: z.string(), /** A bash command's folder (its workdir), absent: the worker's own. */ workdir: z.string().optional(), flags: z.array(z.string()).optional() }),
 });
+
+export const Totals = z.object({ tokens: z.number(), cost: z.number(), sec: z.number() });
+export type Totals = z.infer<typeof Totals>;
 export type PendingItem = z.infer<typeof PendingItem>;
 
 export const WorkerSummary = z.object({
   workerId: z.string(),
   title: z.string(),
   state: WorkerState,
-  reason: z.string().nullable(),
   batchId: z.string().nullable(),
   directory: z.string(),
   pending: z.array(PendingItem),
-  lastActivity: z.object({ summary: z.string(), agoSec: z.number() }).nullable(),
+  lastActivityAgoSec: z.number().nullable(),
   currentTool: z.string().nullable(),
   stalled: z.boolean(),
   elapsedSec: z.number(),
   verdict: Outcome.nullable(),
   honest: z.boolean().nullable(),
+  totals: Totals,
+  untrusted: untrusted({ reason: z.string().optional(), lastActivity: z.string().optional() }).optional(),
 });
 export type WorkerSummary = z.infer<typeof WorkerSummary>;
 
@@ -188,6 +235,8 @@ export const SetupStatusOutput = z.object({
   ready: z.boolean(),
   problem: z.string().nullable(),
   engine: z.object({ version: z.string(), pid: z.number(), stateDir: z.string() }),
+  /** The dashboard's URL (with its token), for the person: open it in a browser. */
+  gui: z.string().nullable(),
   activeTarget: z
     .object({
       id: z.string(),
@@ -253,6 +302,7 @@ export const BatchStats = z.object({
 export const WorkersOutput = z.object({
   workers: z.array(WorkerSummary),
   total: z.number(),
+  totals: Totals,
   counts: z.record(z.string(), z.number()),
   pendingApprovals: z.number(),
   slots: Slots,
@@ -266,22 +316,37 @@ export const WorkerStatusOutput = WorkerSummary.extend({
   steers: z.number(),
   toolFailures: z.number(),
   usage: z.object({ input: z.number(), output: z.number(), reasoning: z.number(), cost: z.number() }),
-  recent: z.array(z.string()),
+  untrusted: untrusted({ reason: z.string().optional(), lastActivity: z.string().optional(), recent: z.array(z.string()) }),
   next: z.string(),
 });
 
+/** A worker that finished since the caller's last wait. */
+export const Finished = z.object({ workerId: z.string(), state: WorkerState, verdict: Outcome.nullable(), honest: z.boolean().nullable(), totals: Totals });
+
+/**
+ * What changed since this caller's last wait (per MCP session): asks not yet shown, workers settled since, counts by
+ * state — never every worker again.
+ */
 export const WaitOutput = z.object({
   state: z.string(),
   settled: z.boolean(),
   reason: z.enum(["settled", "approval-pending", "worker-settled", "timeout", "cancelled"]),
+  /** Asks this caller has not been shown by an earlier wait. */
   pending: z.array(PendingItem),
-  workers: z.array(WorkerSummary),
-  batch: BatchStats.nullable(),
-  answeredInForm: z.array(z.object({ askId: z.string(), decision: z.string() })),
+  /** Every unanswered ask of these workers, the ones shown before included. */
+  unanswered: z.number(),
+  counts: z.record(z.string(), z.number()),
+  finished: z.array(Finished),
+  stalled: z.array(z.string()).optional(),
+  batch: BatchStats.optional(),
+  answeredInForm: z.array(z.object({ askId: z.string(), decision: z.string() })).optional(),
+  /** These workers' totals; `session`: every worker this session delegated. */
+  totals: Totals,
+  session: Totals.optional(),
   waitedSec: z.number(),
   timeoutSec: z.number(),
   /** Set when timeoutSec was lowered (the cap, or the client's own tool timeout). */
-  note: z.string().nullable(),
+  note: z.string().optional(),
   next: z.string(),
 });
 
@@ -291,10 +356,17 @@ export const PendingApprovalsOutput = z.object({
       kind: z.enum(["permission", "question"]),
       title: z.string(),
       ageSec: z.number(),
-      diff: z.string().nullable(),
-      patterns: z.array(z.string()),
-      always: z.array(z.string()),
-      questions: z.array(z.object({ question: z.string(), options: z.array(z.string()), multiple: z.boolean() })).nullable(),
+      /** Why "always" is not offered (a command that cannot be split with certainty, a cut or flagged ask, a question); absent when it is. */
+      alwaysWhy: z.string().optional(),
+      untrusted: untrusted({
+        what: z.string(),
+        flags: z.array(z.string()).optional(),
+        diff: z.string().nullable(),
+        patterns: z.array(z.string()),
+        /** Exactly what "always" grants: one simple command each (or the path / URL), matched exactly; empty when not offered. */
+        always: z.array(z.string()),
+        questions: z.array(z.object({ question: z.string(), options: z.array(z.string()), multiple: z.boolean() })).nullable(),
+      }),
     }),
   ),
   count: z.number(),
@@ -302,19 +374,22 @@ export const PendingApprovalsOutput = z.object({
 });
 
 export const ApproveOutput = z.object({
-  askId: z.string(),
-  workerId: z.string(),
-  status: z.string(),
-  decision: z.string().nullable(),
+  askId: z.string().optional(),
+  workerId: z.string().optional(),
+  status: z.string().optional(),
+  decision: z.string().nullable().optional(),
   by: z.string().nullable(),
-  workerState: WorkerState,
+  workerState: WorkerState.optional(),
+  /** A batch answer: the asks it answered, and those left for one-by-one answers (and why). */
+  answered: z.array(z.string()).optional(),
+  left: z.array(z.object({ askId: z.string(), why: z.string() })).optional(),
   next: z.string(),
 });
 
 export const ControlOutput = z.object({
   workerId: z.string(),
   state: WorkerState,
-  reason: z.string().nullable(),
+  untrusted: untrusted({ reason: z.string() }).optional(),
   next: z.string(),
 });
 
@@ -324,35 +399,44 @@ export const CheckOut = z.object({
   passed: z.boolean(),
   exitCode: z.number().nullable(),
   timedOut: z.boolean(),
-  output: z.string(),
   outputChars: z.number(),
   truncated: z.boolean(),
   nextOffset: z.number().nullable(),
+  untrusted: untrusted({ output: z.string() }),
 });
 
 export const ResultOutput = z.object({
   workerId: z.string(),
   state: WorkerState,
-  reason: z.string().nullable(),
   graded: z.boolean(),
   verdict: Outcome,
   claim: Outcome.nullable(),
-  claimReason: z.string().nullable(),
   honest: z.boolean(),
   checks: z.array(CheckOut),
   checksTotal: z.number(),
   checksPassed: z.number(),
   page: z.number(),
   pages: z.number(),
-  scope: z.object({ passed: z.boolean(), violations: z.array(z.string()), changedFiles: z.array(z.string()) }),
-  diffStat: z.string(),
+  scope: z.object({ passed: z.boolean(), violations: z.number(), changedFiles: z.number() }),
+  /** What the checks cannot rule out (said with every verdict). */
+  caveats: z.array(z.string()).optional(),
+  /** The worker's words and what its change names: its claim's reason, the state reason, file names, diff stat. */
+  untrusted: untrusted({
+    claimReason: z.string().nullable(),
+    reason: z.string().nullable(),
+    violations: z.array(z.string()),
+    changedFiles: z.array(z.string()),
+    diffStat: z.string(),
+    asks: z.array(z.object({ askId: z.string(), what: z.string() })),
+  }),
+  totals: Totals,
   branch: z.string().nullable(),
   worktree: z.string().nullable(),
   baseBranch: z.string().nullable(),
   mergeHint: z.string().nullable(),
   merged: z.object({ into: z.string(), commit: z.string() }).nullable(),
   discarded: z.boolean(),
-  approvals: z.array(z.object({ askId: z.string(), tool: z.string(), what: z.string(), status: z.string(), decision: z.string().nullable(), by: z.string().nullable() })),
+  approvals: z.array(z.object({ askId: z.string(), tool: z.string(), status: z.string(), decision: z.string().nullable(), by: z.string().nullable() })),
   batchId: z.string().nullable(),
   elapsedSec: z.number(),
   next: z.string(),
@@ -363,9 +447,7 @@ export const DiffOutput = z.object({
   state: WorkerState,
   base: z.string().nullable(),
   branch: z.string().nullable(),
-  files: z.array(z.string()),
-  diffStat: z.string(),
-  diff: z.string(),
+  untrusted: untrusted({ files: z.array(z.string()), diffStat: z.string(), diff: z.string() }),
   chars: z.number(),
   offset: z.number(),
   nextOffset: z.number().nullable(),

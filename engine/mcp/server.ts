@@ -6,14 +6,16 @@ import { promisify } from "node:util";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
-import type { z } from "zod";
+import { z } from "zod";
 import type { EngineEvent } from "../../shared/events";
 import { isFinal, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { VERSION } from "../api/host";
 import { canElicit, offerAsk } from "./elicit";
-import { aggregateState, asText, byText, checkOut, clip, elapsedSec, pendingItem, scopesOverlap, slotsOf, summarize, titleOf } from "./format";
+import { aggregateState, askWhat, asText, byText, checkOut, clip, elapsedSec, pendingItem, scopesOverlap, slotsOf, summarize, titleOf, totalsOf, UNTRUSTED_NOTE, untrustedText } from "./format";
+import { readLock } from "../api/lock";
 import { INSTRUCTIONS } from "./instructions";
+import { askView } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
@@ -57,6 +59,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   const waitCap = waitCapSec(toolTimeoutMs);
   /** Workers this session delegated: what a wait with no ids waits on. */
   const mine = new Set<string>();
+  /** What this session's waits have shown already, so that each wait reports only what changed since the last. */
+  const shown = { asks: new Set<string>(), finished: new Set<string>() };
+  /** Asks this session offered as a form: a declined form is not offered again. */
+  const offered = new Set<string>();
 
   function register<I extends z.ZodObject, O extends z.ZodObject>(
     name: string,
@@ -70,6 +76,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       idempotent?: boolean;
       /** Runs on the raw arguments before the strict parse, for a better message than the schema's. */
       pre?: (raw: Record<string, unknown>) => string | null;
+      /** Reshapes the advertised JSON schema (e.g. a shape described once, by reference). */
+      shape?: (json: Record<string, unknown>) => Record<string, unknown>;
     },
     fn: (args: z.infer<I>, extra: Extra, raw: Record<string, unknown>) => Promise<z.infer<O>>,
   ) {
@@ -78,8 +86,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       {
         title: def.title,
         description: def.description,
-        inputSchema: S.advertised(def.input),
-        outputSchema: def.output,
+        inputSchema: S.advertised(def.input, def.shape),
+        // Every result may carry the one-line label of worker-written text (added below).
+        outputSchema: def.output.extend({ untrustedNote: z.string().optional() }),
         annotations: { title: def.title, readOnlyHint: !!def.readOnly, destructiveHint: !!def.destructive, idempotentHint: !!def.idempotent, openWorldHint: false },
       },
       (async (raw: Record<string, unknown>, extra: Extra) => {
@@ -88,8 +97,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         const parsed = def.input.safeParse(raw ?? {});
         if (!parsed.success) return failure(S.firstIssue(parsed.error));
         try {
-          const out = await fn(parsed.data, extra, raw ?? {});
-          return { content: [{ type: "text" as const, text: asText(out) }], structuredContent: out as Record<string, unknown> };
+          let out = (await fn(parsed.data, extra, raw ?? {})) as Record<string, unknown>;
+          // Worker-written text travels only inside `untrusted` objects; a result holding any is labelled once, first.
+          if (hasUntrusted(out)) out = { untrustedNote: UNTRUSTED_NOTE, ...out };
+          return { content: [{ type: "text" as const, text: asText(out) }], structuredContent: out };
         } catch (err) {
           return failure(messageOf(err, log, name));
         }
@@ -110,7 +121,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Setup status",
       description:
-        "Is opencode-worker ready to take tasks? Returns the active target (model, endpoint, slots, per-slot context), whether its endpoint answers, the workers' serving health, slots in use/free, pending approvals and a hardware summary. Call it first; if ready is false, follow `next` (the model-setup skill walks a person through setup).",
+        "Is opencode-worker ready? The active target (model, endpoint, slots), whether it answers, slots free, pending approvals, hardware, and gui (the dashboard URL). Call it first; if not ready, follow next (the model-setup skill walks a person through setup).",
       input: S.EmptyInput,
       output: S.SetupStatusOutput,
       readOnly: true,
@@ -146,10 +157,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           warnings.push(`target ${t.id} was verified as underpowered and accepted anyway: expect mostly honest-failure verdicts; keep tasks small, and tell the person when a stronger model (\`ocw fit\`, \`ocw setup\`) would help`);
       } else problem = "no active target: set one up with `ocw setup` in a terminal (the model-setup skill walks through it; or the GUI's setup wizard), then call setup_status again";
       const slots = slotsOf(st.slots, t?.id ?? null);
+      const lock = readLock(link.stateDir);
       return {
         ready: !problem,
         problem,
         engine: { version: health.version, pid: health.pid, stateDir: link.stateDir },
+        gui: lock ? `http://127.0.0.1:${lock.port}/?token=${lock.token}` : null,
         activeTarget,
         serving: st.serving.map((s) => ({ targetId: s.targetId, ready: s.ready, url: s.url })),
         slots,
@@ -170,7 +183,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Delegate a task to a worker",
       description:
-        "Start one OpenCode worker on a task in its own git worktree; returns {workerId} at once (the work runs in the background). Give a self-contained task (goal, exact files, interfaces, constraints, definition of done), the repository's ABSOLUTE path, held-back `checks` that decide the verdict (the worker never sees them), `scope` globs it may change and `protect` globs it must not. Then call wait {workerId} and answer its approvals. For several independent tasks use delegate_batch.",
+        "Start one worker on a task in its own git worktree; returns {workerId} at once. Give a self-contained task, the repository's ABSOLUTE path, held-back checks ({run} commands or {file} tests) that decide the verdict, scope globs it may change and protect globs it must not. Then wait and answer its asks. Several independent tasks: delegate_batch.",
       input: S.DelegateInput,
       output: S.DelegateOutput,
       pre: (raw) => directoryProblem(raw.directory, baseDir),
@@ -202,9 +215,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Delegate several independent tasks",
       description:
-        "Start several workers at once (one batchId). Each task is {task, directory, checks, scope, protect, budget?, title?} as in delegate. Split the work into INDEPENDENT tasks with DISJOINT file ownership: give each task its own `scope` and no two tasks the same file, or their branches conflict when merged; put shared interfaces in the task texts. Size the fan-out to the free slots from setup_status (extra tasks queue). Then wait {batchId}; the batch's builtRate and honestRate come back when it settles.",
+        "Start several workers at once (one batchId); each task has delegate's fields. Split the work into INDEPENDENT tasks with DISJOINT `scope`s (no two tasks the same file, or their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots (extra tasks queue). Then wait {batchId}; builtRate and honestRate come back when it settles.",
       input: S.DelegateBatchInput,
       output: S.DelegateBatchOutput,
+      shape: S.batchItemsByReference,
       pre: (raw) => {
         const tasks = Array.isArray(raw.tasks) ? raw.tasks : [];
         for (const [i, t] of tasks.entries()) {
@@ -248,7 +262,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "List workers",
       description:
-        "All workers the engine knows (from any client: this session, an earlier session, the GUI, the CLI — they survive restarts), newest first: state, pending asks, last activity, elapsed time, verdict. `directory` finds the workers of one repository, e.g. to pick up work delegated before a restart.",
+        "Workers the engine knows (any client, any session; they survive restarts), newest first: state, asks, verdict, totals. directory finds a repository's workers, e.g. from an earlier session.",
       input: S.WorkersInput,
       output: S.WorkersOutput,
       readOnly: true,
@@ -262,6 +276,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const counts: Record<string, number> = {};
       for (const w of filtered) counts[w.state] = (counts[w.state] ?? 0) + 1;
       return {
+        totals: totalsOf(filtered, now),
         workers: filtered
           .slice()
           .reverse()
@@ -280,7 +295,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "worker_status",
     {
       title: "Worker status",
-      description: "One worker in detail: state, pending asks (what they ask), last activity and recent steps, elapsed, usage, branch/worktree.",
+      description: "One worker in detail: state, asks, recent steps, usage, branch.",
       input: S.WorkerRefInput,
       output: S.WorkerStatusOutput,
       readOnly: true,
@@ -288,8 +303,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
     async ({ workerId }) => {
       const [w, parts] = await Promise.all([call((c) => c.workers.get.query({ workerId })), call((c) => c.workers.transcript.query({ workerId }))]);
+      const sum = summarize(w);
       return {
-        ...summarize(w),
+        ...sum,
         task: clip(w.spec.task, 2000),
         targetId: w.targetId,
         branch: w.branch,
@@ -297,7 +313,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         steers: w.steers.length,
         toolFailures: w.toolFailures,
         usage: w.usage,
-        recent: parts.slice(-8).map((p) => clip(summarizePart(p), 200)),
+        untrusted: { ...sum.untrusted, recent: parts.slice(-8).map((p) => untrustedText(summarizePart(p), 200)) },
         next: nextFor([w]),
       };
     },
@@ -308,7 +324,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "wait",
     {
       title: "Wait for workers",
-      description: `Block up to timeoutSec (default ${Math.min(S.WAIT_DEFAULT_SEC, waitCap)}, max ${waitCap}) on {workerId}, {workerIds: [...]}, {batchId}, or {} (the unfinished workers this session delegated). Returns as soon as an approval is pending (pending:[{askId, tool, what}] — answer with approve, then wait again), everything settled, one of several workers finished (reason worker-settled), or the time is up (then call wait again). Sends progress while waiting.`,
+      description: `Block up to timeoutSec (default ${Math.min(S.WAIT_DEFAULT_SEC, waitCap)}, max ${waitCap}) on {workerId}, {workerIds}, {batchId} or {} (this session's unfinished workers). Returns what changed since your last wait: new asks (pending: answer with approve), workers finished since (with verdicts), counts by state. Returns early on a new ask or a finished worker; call again until settled.`,
       input: S.WaitInput,
       output: S.WaitOutput,
       readOnly: true,
@@ -346,10 +362,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         const byId = new Map((await batchList()).map((w) => [w.id, w]));
         return ids.map((id) => byId.get(id)).filter((w): w is Worker => !!w);
       };
-      const several = ids.length > 1 && !args.batchId;
-      const finalAtStart = new Set<string>();
-      if (several) for (const w of await Promise.all(ids.map((id) => call((c) => c.workers.get.query({ workerId: id }))))) if (isFinal(w.state)) finalAtStart.add(w.id);
-      const newlyFinal = (ws: Map<string, Worker>) => [...ws.values()].some((w) => isFinal(w.state) && !finalAtStart.has(w.id));
+      // News for this caller: an ask no wait of this session has shown, or a worker finished since its last wait.
+      const newAsk = (w: Worker) => pendingAsks(w).some((a) => !shown.asks.has(a.id));
+      const newlyFinal = (w: Worker) => isFinal(w.state) && !shown.finished.has(w.id);
       const client = await link.client();
       const token = extra._meta?.progressToken;
       let lastNote = "waiting";
@@ -365,7 +380,6 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       };
       const heartbeat = token !== undefined ? setInterval(() => progress(lastNote), 10_000) : undefined;
       const answeredInForm: { askId: string; decision: string }[] = [];
-      const offered = new Set<string>();
       const useForms = args.elicit !== false && canElicit(server.server);
       let reason: z.infer<typeof S.WaitOutput>["reason"];
       let workers: Map<string, Worker>;
@@ -374,7 +388,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         for (;;) {
           const r = await follow(client, ids, {
             load: batchList,
-            until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0) || (several && newlyFinal(ws)),
+            until: (ws) => [...ws.values()].some((w) => newAsk(w) || newlyFinal(w)),
             timeoutMs: Math.max(1, deadline - Date.now()),
             signal: extra.signal,
             onEvent: (e, ws) => {
@@ -387,22 +401,24 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             r.reason === "settled"
               ? "settled"
               : r.reason === "until"
-                ? [...r.workers.values()].some((w) => pendingAsks(w).length > 0)
+                ? [...r.workers.values()].some(newAsk)
                   ? "approval-pending"
                   : "worker-settled"
                 : r.reason === "timeout"
                   ? "timeout"
                   : "cancelled";
           if (reason !== "approval-pending" || !useForms) break;
+          // A form is offered once per session: a declined one is not shown again on the next wait.
           const ask = [...workers.values()].flatMap((w) => pendingAsks(w)).find((a) => !offered.has(a.id));
           if (!ask) break;
           offered.add(ask.id);
-          progress(`asking the person about ${ask.workerId}'s ${ask.tool}: ${ask.what}`);
+          progress(`asking the person about ${ask.workerId}'s ${ask.tool}`);
           const outcome = await offerAsk({
             server: server.server,
             client,
             decider: () => link.client(`person:${clientName()} (form)`),
-            ask,
+            // The person reads repository-relative paths, not the engine's private workspace.
+            ask: { ...ask, what: askWhat(ask, workers.get(ask.workerId)?.worktree), ...(ask.diff ? { diff: askWhat({ what: ask.diff }, workers.get(ask.workerId)?.worktree) } : {}) },
             title: titleOf(workers.get(ask.workerId)!),
             timeoutMs: deadline - Date.now(),
             signal: extra.signal,
@@ -418,7 +434,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             // Out of time: report the picture as it is now.
             const fresh = await follow(client, ids, { load: batchList, timeoutMs: 1, until: () => true });
             workers = fresh.workers;
-            reason = [...workers.values()].every((w) => isFinal(w.state)) ? "settled" : [...workers.values()].some((w) => pendingAsks(w).length) ? "approval-pending" : "timeout";
+            reason = [...workers.values()].every((w) => isFinal(w.state)) ? "settled" : [...workers.values()].some(newAsk) ? "approval-pending" : "timeout";
             break;
           }
           // answered / resolved elsewhere / declined: keep waiting (a declined ask ends the next round at once).
@@ -432,19 +448,45 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         args.batchId ? batchStats(args.batchId) : null,
       ]);
       const settled = list.every((w) => isFinal(w.state));
-      const pending = list.flatMap((w) => pendingAsks(w)).map(pendingItem);
+      const unanswered = list.flatMap((w) => pendingAsks(w).map((a) => ({ a, w })));
+      const fresh = unanswered.filter(({ a }) => !shown.asks.has(a.id));
+      const finished = list.filter(newlyFinal);
+      // A cancelled call's result never reaches the caller: what it held stays news.
+      if (!extra.signal.aborted) {
+        for (const { a } of fresh) shown.asks.add(a.id);
+        for (const w of finished) shown.finished.add(w.id);
+      }
+      const counts: Record<string, number> = {};
+      for (const w of list) counts[w.state] = (counts[w.state] ?? 0) + 1;
+      const stalled = list.filter((w) => w.stalled && !isFinal(w.state)).map((w) => w.id);
+      const now = Date.now();
+      // When this wait settles and the session delegated other workers too: the whole session's totals.
+      const others = [...mine].filter((id) => !ids.includes(id));
+      const session = settled && others.length ? totalsOf([...list, ...(await Promise.all(others.map((id) => call((c) => c.workers.get.query({ workerId: id })))))], now) : null;
+      const older = unanswered.length - fresh.length;
+      const next =
+        (fresh.length
+          ? `answer the ${fresh.length} new ask(s) with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again`
+          : finished.length && !settled
+            ? `read result for ${finished.length === 1 ? finished[0]!.id : "the finished workers"}; wait again for the others`
+            : nextFor(list, batch)) + (older ? `; ${older} ask(s) shown before are still unanswered (pending_approvals lists them)` : "");
       return {
         state: aggregateState(list),
         settled,
         reason: reason!,
-        pending,
-        workers: list.map((w) => summarize(w)),
-        batch,
-        answeredInForm,
+        pending: fresh.map(({ a, w }) => pendingItem(a, w.worktree)),
+        unanswered: unanswered.length,
+        counts,
+        finished: finished.map((w) => ({ workerId: w.id, state: w.state, verdict: w.verdict?.verdict ?? null, honest: w.verdict?.honest ?? null, totals: totalsOf([w], now) })),
+        ...(stalled.length ? { stalled } : {}),
+        ...(batch && (settled || finished.length) ? { batch } : {}),
+        ...(answeredInForm.length ? { answeredInForm } : {}),
+        totals: totalsOf(list, now),
+        ...(session ? { session } : {}),
         waitedSec: Math.round((Date.now() - t0) / 100) / 10,
         timeoutSec,
-        note,
-        next: reason! === "worker-settled" ? `${list.filter((w) => isFinal(w.state) && !finalAtStart.has(w.id)).map((w) => w.id).join(", ")} finished: read result for it, and wait again for the others` : nextFor(list, batch),
+        ...(note ? { note } : {}),
+        next,
       };
     },
   );
@@ -459,7 +501,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "pending_approvals",
     {
       title: "Pending approvals",
-      description: "Every ask that waits for an answer (from any worker, whichever client started it): what tool, what exactly (command, path, URL, question), the diff for edits. Answer each with approve.",
+      description: "Every unanswered ask (any worker, any client): tool, what (command, path, URL, question), the diff for edits. Answer with approve.",
       input: S.PendingInput,
       output: S.PendingApprovalsOutput,
       readOnly: true,
@@ -472,20 +514,32 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         const ids = new Set((await call((c) => c.workers.batch.query({ batchId: args.batchId! }))).workerIds);
         asks = asks.filter((a) => ids.has(a.workerId));
       }
-      const titles = new Map<string, string>();
-      for (const id of new Set(asks.map((a) => a.workerId))) titles.set(id, titleOf(await call((c) => c.workers.get.query({ workerId: id }))));
-      const shown = asks.slice(0, 50);
+      const owners = new Map<string, Worker>();
+      for (const id of new Set(asks.map((a) => a.workerId))) owners.set(id, await call((c) => c.workers.get.query({ workerId: id })));
+      const listed = asks.slice(0, 50);
+      const u = (t: string, n: number) => untrustedText(t, n);
       return {
-        pending: shown.map((a) => ({
-          ...pendingItem(a),
-          kind: a.kind,
-          title: titles.get(a.workerId) ?? "",
-          ageSec: a.ageSec,
-          diff: a.diff ? clip(a.diff, 3000) : null,
-          patterns: a.patterns.slice(0, 20),
-          always: a.always.slice(0, 20),
-          questions: a.questions ? a.questions.map((q) => ({ question: q.question, options: q.options.map((o) => o.label), multiple: !!q.multiple })) : null,
-        })),
+        pending: listed.map((a) => {
+          const w = owners.get(a.workerId);
+          const item = pendingItem(a, w?.worktree);
+          // Exactly what "always" grants (the engine's own rule), or why it is not offered.
+          const view = askView(a);
+          return {
+            ...item,
+            kind: a.kind,
+            title: w ? titleOf(w) : "",
+            ageSec: a.ageSec,
+            ...(view.alwaysWhy ? { alwaysWhy: view.alwaysWhy } : {}),
+            untrusted: {
+              what: item.untrusted.what,
+              ...(item.untrusted.flags ? { flags: item.untrusted.flags } : {}),
+              diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
+              patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
+              always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
+              questions: a.questions ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple })) : null,
+            },
+          };
+        }),
         count: asks.length,
         next: asks.length
           ? 'answer each with approve {"askId", "decision": "once"|"always"|"reject", "message"?}: allow what the task needs, reject (with a reason) what it does not'
@@ -500,13 +554,17 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Answer an approval",
       description:
-        'Answer a pending ask by askId: decision "once" (allow this request), "always" (allow this pattern for the rest of this worker\'s run) or "reject" (refuse; the worker is told to continue without it — add a message saying why or what to do instead). For a question ask, pass answers. Decide deliberately: allow what the task needs, reject anything outside its scope.',
+        'Answer a pending ask by askId: "once" allows this request, "always" also the exact simple commands in the ask\'s always list for the rest of the worker\'s run (each matched exactly, never joined to anything else; not offered where alwaysWhy says why), "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch\'s in-scope edits alike. Allow what the task needs; reject anything outside it.',
       input: S.ApproveInput,
       output: S.ApproveOutput,
     },
     async (args) => {
       if (!["once", "always", "reject"].includes(args.decision)) throw new ToolError(`decision must be "once", "always" or "reject" (got "${clip(args.decision, 40)}")`);
-      const ask = await call((c) => c.approvals.decide.mutate({ askId: args.askId, decision: args.decision as "once", ...(args.message ? { message: args.message } : {}), ...(args.answers ? { answers: args.answers } : {}) }));
+      if (args.askId && args.batchId) throw new ToolError("give askId (one ask) or batchId (the batch's in-scope edits), not both");
+      if (args.batchId) return approveBatch(args.batchId, args.decision, args.message);
+      if (!args.askId) throw new ToolError("askId is required (see wait / pending_approvals), or batchId to answer a batch's in-scope edits alike");
+      const askId = args.askId;
+      const ask = await call((c) => c.approvals.decide.mutate({ askId, decision: args.decision as "once", ...(args.message ? { message: args.message } : {}), ...(args.answers ? { answers: args.answers } : {}) }));
       const w = await call((c) => c.workers.get.query({ workerId: ask.workerId }));
       return {
         askId: ask.id,
@@ -520,13 +578,60 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
   );
 
+  /**
+   * One answer for the asks a person would answer alike: a batch's pending edits inside their worker's scope, that the
+   * engine flagged for nothing (outside the workspace, protected, out of scope, symlink). Anything else — commands,
+   * questions, flagged edits, workers without a scope — is left for one-by-one answers. Recorded as this client's
+   * decision, named as a batch answer.
+   */
+  async function approveBatch(batchId: string, decision: string, message?: string): Promise<z.infer<typeof S.ApproveOutput>> {
+    if (decision !== "once") throw new ToolError('a batch answer allows each in-scope edit once: decision must be "once" (answer other asks one by one with askId)');
+    const ws = await call((c) => c.workers.list.query({ batchId }));
+    if (!ws.length) throw new ToolError(`batch ${clip(batchId, 60)} has no workers: use a batchId from delegate_batch or workers`);
+    const by = `mcp:${clientName()} (batch answer)`;
+    const answered: string[] = [];
+    const left: { askId: string; why: string }[] = [];
+    for (const w of ws)
+      for (const a of pendingAsks(w)) {
+        const flags = (a.flags ?? []).map((f) => f.kind);
+        const why =
+          a.kind !== "permission"
+            ? "a question"
+            : a.tool !== "edit"
+              ? `a ${a.tool} ask`
+              : flags.length
+                ? `flagged: ${flags.join(", ")}`
+                : !w.spec.scope.length
+                  ? "its worker has no scope"
+                  : null;
+        if (why) {
+          left.push({ askId: a.id, why });
+          continue;
+        }
+        try {
+          await link.call((c) => c.approvals.decide.mutate({ askId: a.id, decision: "once", ...(message ? { message } : {}) }), by);
+          answered.push(a.id);
+        } catch (err) {
+          left.push({ askId: a.id, why: clip((err as Error).message ?? String(err), 200) });
+        }
+      }
+    return {
+      by,
+      answered,
+      left,
+      next: left.length
+        ? `answered ${answered.length}; answer the ${left.length} left one by one with approve {askId, decision} (pending_approvals shows them), then wait {"batchId":"${batchId}"}`
+        : `answered ${answered.length} in-scope edit(s); wait {"batchId":"${batchId}"}`,
+    };
+  }
+
   // ---------------- steer / stop / resume ----------------
-  const control = (w: Worker) => ({ workerId: w.id, state: w.state, reason: w.stateReason, next: nextFor([w]) });
+  const control = (w: Worker) => ({ workerId: w.id, state: w.state, ...(w.stateReason ? { untrusted: { reason: untrustedText(w.stateReason, 500) } } : {}), next: nextFor([w]) });
   register(
     "steer",
     {
       title: "Steer a running worker",
-      description: "Send a correction to a running worker (e.g. 'use the existing parseDate helper, do not add a dependency'); it reaches the worker at its next step. Only for running / waiting-approval workers; a stopped one is continued with resume.",
+      description: "Send a correction to a running or waiting worker; it arrives at its next step.",
       input: S.SteerToolInput,
       output: S.ControlOutput,
     },
@@ -536,7 +641,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "stop",
     {
       title: "Stop a worker",
-      description: "Stop a worker now (its pending asks are cancelled; its worktree stays). It can be continued later with resume.",
+      description: "Stop a worker now (its asks are cancelled; its worktree stays).",
       input: S.StopToolInput,
       output: S.ControlOutput,
       destructive: true,
@@ -548,7 +653,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "resume",
     {
       title: "Resume a worker",
-      description: "Continue a stopped, interrupted or errored worker in its same session and worktree, optionally with a message (e.g. what to fix). It is graded again when it settles.",
+      description: "Continue a stopped or interrupted worker in its session and worktree, optionally with a message; graded again when it settles.",
       input: S.ResumeToolInput,
       output: S.ControlOutput,
     },
@@ -561,7 +666,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Graded result of a worker",
       description:
-        "The graded result of a finished worker: verdict (built | honest-failure, from the held-back checks and the scope — not from the worker), the worker's claim and whether it was honest, each check with its output (paged: page/pageSize over checks, maxChars per output; check+offset reads one output in full), the scope result and changed files, the diff summary, the branch, and whether it was merged. Review with diff, then merge a built worker with merge.",
+        "A finished worker's graded result: verdict (built | honest-failure, from the held-back checks and scope, not from the worker), its claim and whether it was honest, each check (paged: page/pageSize; check+offset reads one output), changed files, diff stat, totals, branch, merged. Then diff, then merge.",
       input: S.ResultInput,
       output: S.ResultOutput,
       readOnly: true,
@@ -589,36 +694,45 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         checks = all.slice((page - 1) * pageSize, page * pageSize).map((c, i) => checkOut(c, (page - 1) * pageSize + i, max));
       }
       const verdict = v?.verdict ?? (w.state === "built" ? "built" : "honest-failure");
+      const u = (t: string, n: number) => untrustedText(t, n);
       return {
         workerId: w.id,
         state: w.state,
-        reason: w.stateReason,
         graded: !!v,
         verdict,
         claim: v?.claim ?? null,
-        claimReason: v?.claimReason ?? null,
         honest: v?.honest ?? false,
         checks,
         checksTotal: all.length,
         checksPassed: all.filter((c) => c.passed).length,
         page,
         pages,
-        scope: { passed: v?.scope.passed ?? false, violations: v?.scope.violations ?? [], changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200) },
-        diffStat: clip(v?.diffStat ?? "", 4000),
+        scope: { passed: v?.scope.passed ?? false, violations: v?.scope.violations.length ?? 0, changedFiles: v?.scope.changedFiles.length ?? 0 },
+        // What the checks cannot rule out (engine text, not the worker's).
+        caveats: v?.caveats ?? [],
+        untrusted: {
+          claimReason: v?.claimReason ? u(v.claimReason, 2000) : null,
+          reason: w.stateReason ? u(w.stateReason, 500) : null,
+          violations: (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
+          changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u(x, 300)),
+          diffStat: untrustedText(v?.diffStat ?? "", 4000, { block: true }),
+          asks: w.asks.slice(-50).map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
+        },
+        totals: totalsOf([w]),
         branch: w.branch,
         worktree: w.worktree,
         baseBranch: w.baseBranch,
         mergeHint: v?.mergeHint ?? null,
         merged: w.merged,
         discarded: isDiscarded(w),
-        approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, what: clip(a.what, 300), status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
+        approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         next: w.merged
           ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
           : verdict === "built"
             ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)`
-            : `not built${w.stateReason ? ` (${clip(w.stateReason, 200)})` : ""}: read the failing checks, then re-delegate a targeted fix or resume {"workerId":"${w.id}","message":"…"}; discard {"workerId":"${w.id}"} removes what is left`,
+            : `not built: read the failing checks (untrusted.reason says why it ended), then re-delegate a targeted fix; discard {"workerId":"${w.id}"} removes what is left`,
       };
     },
   );
@@ -628,7 +742,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "diff",
     {
       title: "Diff of a worker",
-      description: `The worker's change against the commit it started from, as a unified diff (read-only): the changed files and stat, then the diff paged by offset/maxChars (default ${S.DIFF_DEFAULT_CHARS} characters); file narrows it to one file. Review before merge.`,
+      description: `The worker's change as a unified diff, paged by offset/maxChars (default ${S.DIFF_DEFAULT_CHARS}); file narrows it. Review before merge.`,
       input: S.DiffInput,
       output: S.DiffOutput,
       readOnly: true,
@@ -640,7 +754,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       if (args.file) {
         const want = args.file.replace(/^\.\//, "");
         const parts = full.split(/^(?=diff --git )/m).filter((p) => p.startsWith("diff --git ") && (p.startsWith(`diff --git a/${want} `) || p.includes(` b/${want}\n`)));
-        if (!parts.length) throw new ToolError(`file "${clip(args.file, 200)}" is not in worker ${w.id}'s diff: it changed ${(w.verdict?.scope.changedFiles ?? []).slice(0, 20).join(", ") || "no files"}`);
+        if (!parts.length) throw new ToolError(`file "${clip(args.file, 200)}" is not in worker ${w.id}'s diff: it changed ${(w.verdict?.scope.changedFiles ?? []).length ? `(file names the worker chose, untrusted: ${JSON.stringify((w.verdict?.scope.changedFiles ?? []).slice(0, 20).map((f) => untrustedText(f, 200)))})` : "no files"}`);
         text = parts.join("");
       }
       const offset = Math.min(args.offset ?? 0, text.length);
@@ -652,9 +766,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         state: w.state,
         base: w.baseCommit,
         branch: w.branch,
-        files: (w.verdict?.scope.changedFiles ?? []).slice(0, 500),
-        diffStat: clip(w.verdict?.diffStat ?? "", 4000),
-        diff: page,
+        untrusted: {
+          files: (w.verdict?.scope.changedFiles ?? []).slice(0, 500).map((f) => untrustedText(f, 300)),
+          diffStat: untrustedText(w.verdict?.diffStat ?? "", 4000, { block: true }),
+          diff: untrustedText(page, Number.MAX_SAFE_INTEGER, { block: true }),
+        },
         chars: text.length,
         offset,
         nextOffset,
@@ -677,7 +793,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Merge a built worker",
       description:
-        "Merge a built worker's graded commit into the branch it started from, in the person's repository (git merge --no-ff, done by the engine). Refuses without changing anything when the checkout is on another branch, has conflicting local changes, or the merge conflicts — the message says what to do. Merge one worker at a time and run the project's tests between merges.",
+        "Merge a built worker's graded commit into the branch it started from (git merge --no-ff by the engine). Refuses, changing nothing, on another branch, local changes in the way, or a conflict, and says what to do. One at a time; run the tests between merges.",
       input: S.WorkerRefInput,
       output: S.MergeOutput,
       destructive: true,
@@ -689,9 +805,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         merged = await call((c) => c.workers.merge.mutate({ workerId }));
       } catch (err) {
         const msg = (err as Error).message ?? String(err);
+        const dirty = await blockingFiles(msg, w.repo, w.verdict?.scope.changedFiles ?? []);
+        if (dirty)
+          throw new ToolError(
+            `${dirty.kind === "untracked" ? "move or remove" : "commit or stash"} ${dirty.files.join(", ")} in ${w.repo}: ${dirty.kind === "untracked" ? "untracked files there" : "your uncommitted changes to them"} would be overwritten by the merge (nothing was changed). Then merge {"workerId":"${w.id}"} again`,
+          );
         if (/conflict/i.test(msg))
           throw new ToolError(
-            `${msg} To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or let the person merge ${w.branch} by hand`,
+            `the merge of ${w.branch} into ${w.baseBranch ?? "its base branch"} conflicts; nothing was changed (git's words, naming the worker's files, untrusted: ${JSON.stringify(untrustedText(msg, 800))}). To go on: delegate the task again from the current HEAD (the new worker sees the commits it conflicts with; name the conflicting files in the task), then discard {"workerId":"${w.id}"}; or let the person merge ${w.branch} by hand`,
           );
         throw err;
       }
@@ -711,7 +832,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Discard a worker's work",
       description:
-        "Remove a finished worker's workspace and branch, unmerged work included (its record, verdict and log stay). A running worker must be stopped first. Use it for failed or superseded attempts, or after merge.",
+        "Remove a finished worker's workspace and branch (its record and verdict stay). Stop a running one first.",
       input: S.WorkerRefInput,
       output: S.DiscardOutput,
       destructive: true,
@@ -731,6 +852,48 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 }
 
 // ---------- helpers ----------
+
+/** Whether a result holds worker-written text (an `untrusted` object anywhere in it). */
+function hasUntrusted(v: unknown): boolean {
+  if (Array.isArray(v)) return v.some(hasUntrusted);
+  if (!v || typeof v !== "object") return false;
+  return Object.entries(v).some(([k, x]) => k === "untrusted" || hasUntrusted(x));
+}
+
+/**
+ * The files of the person's checkout that stopped a merge: named by git's message when it carries them, else the
+ * checkout's uncommitted (or untracked) files that the worker's change also touches.
+ */
+async function blockingFiles(message: string, repo: string, changed: string[]): Promise<{ kind: "changed" | "untracked"; files: string[] } | null> {
+  const named = blockingLocalFiles(message);
+  if (named) return named;
+  const kind = /commit your changes or stash them/i.test(message) ? "changed" : /move or remove them before you merge/i.test(message) ? "untracked" : null;
+  if (!kind) return null;
+  const status = (await gitOut(repo, ["status", "--porcelain", "--untracked-files=all"])) ?? "";
+  const local = status
+    .split("\n")
+    .filter((l) => l && (kind === "untracked" ? l.startsWith("??") : !l.startsWith("??")))
+    .map((l) => l.slice(3).replace(/^.* -> /, ""));
+  const touched = local.filter((f) => changed.includes(f));
+  const files = (touched.length ? touched : local).slice(0, 10);
+  return files.length ? { kind, files } : null;
+}
+
+/**
+ * The files of the person's checkout that stopped a merge, from git's own message: local changes ("Your local changes
+ * to the following files would be overwritten by merge") or untracked files ("The following untracked working tree
+ * files would be overwritten by merge"). Null when git refused for another reason (a real conflict).
+ */
+export function blockingLocalFiles(message: string): { kind: "changed" | "untracked"; files: string[] } | null {
+  const m = /(local changes to the following files|untracked working tree files) would be (?:overwritten|removed) by merge:\s*\n((?:[ \t]+\S[^\n]*\n?)+)/.exec(message);
+  if (!m) return null;
+  const files = m[2]!
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(0, 10);
+  return files.length ? { kind: m[1]!.startsWith("untracked") ? "untracked" : "changed", files } : null;
+}
 
 /** The engine marks a discarded worker (workspace and branch removed). */
 function isDiscarded(w: Worker): boolean {
@@ -781,6 +944,9 @@ function messageOf(err: unknown, log: (l: string) => void, tool: string): string
   if (/^no active target/.test((err as Error)?.message ?? ""))
     return "no active target: the person sets one up (the model-setup skill; `ocw setup` in a terminal, or the GUI wizard) — or pass `targetId` of a saved target; call setup_status to see where things stand";
   const e = err as { message?: string; data?: { code?: string } };
+  // An engine started by an older install (engines outlive bridges) lacks the route this tool needs.
+  if (/No procedure found/i.test(e?.message ?? ""))
+    return `${tool}: the running engine is older than this bridge (it has no such route): restart it with \`ocw stop\` (the next tool call starts the current one; running workers become interrupted and can be resumed)`;
   if (isConnectionError(err)) return `the opencode-worker engine is unreachable (${e.message}): check \`ocw serve\` in a terminal, then retry`;
   if (e?.data?.code) {
     if (e.data.code === "BAD_REQUEST" || e.data.code === "NOT_FOUND") return e.message ?? "bad request";

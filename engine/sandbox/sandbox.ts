@@ -310,6 +310,9 @@ export function bwrapArgs(policy: SandboxPolicy): string[] {
 
 const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
+/** How many words the limits put before a sandboxed command (`<shell> -c <prelude>`). */
+export const LIMITS_WORDS = 3;
+
 /** The shell that applies the per-process limits inside the sandbox, then runs the command (`$0` is the shell). */
 function limitsPrelude(l: CommandLimits, bash: boolean, sandbox = true): string {
   // bash sets soft and hard limits together: nothing inside can raise them again. dash has no -u. Outside a sandbox

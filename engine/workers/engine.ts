@@ -6,7 +6,7 @@ import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
 import type { Target } from "../../shared/target";
-import { isActive, isFinal, WorkerSpec, type TranscriptPart, type Worker, type WorkerEvent, type WorkerSpecInput, type WorkerState } from "../../shared/worker";
+import { isActive, isFinal, WorkerSpec, workerTitle, type TranscriptPart, type Worker, type WorkerEvent, type WorkerSpecInput, type WorkerState } from "../../shared/worker";
 import { Pools } from "../admission/pools";
 import { endpointsOf, isPool, type EndpointStatus } from "../admission/capacity";
 import { Approvals } from "../approvals/queue";
@@ -23,6 +23,7 @@ import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sand
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
 import { createWorkspace, InputError, inspectRepo, objectsOf, type RepoInfo } from "../workspace/workspace";
+import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "./preflight";
 import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
@@ -191,6 +192,8 @@ export class Engine {
     this.requireSandbox();
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
+    const heldBack = heldBackProblem(spec.checks, repo.root);
+    if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec.targetId);
     await preflightTarget(target);
     return this.create(spec, repo, target, opts.batchId ?? null);
@@ -226,6 +229,8 @@ export class Engine {
       const repo = await repos.get(spec.directory)!.catch((err: Error) => {
         throw new InputError(`task ${n + 1}: ${err.message}`);
       });
+      const heldBack = heldBackProblem(spec.checks, repo.root);
+      if (heldBack) throw new InputError(`task ${n + 1}: ${heldBack}`);
       const target = this.resolveTarget(spec.targetId);
       if (!reached.has(target.id)) reached.set(target.id, preflightTarget(target));
       await reached.get(target.id);
@@ -528,7 +533,7 @@ export class Engine {
     let text: string;
     w = this.get(workerId);
     if (!w.sessionId) {
-      const title = (w.spec.title ?? w.spec.task.split("\n")[0]!).slice(0, 80);
+      const title = workerTitle(w.spec);
       const create = () => client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
       // A request that got no HTTP answer at all (seen under load: several at once, "HTTP undefined") is tried again;
       // a wrong answer is not. An unused session left by a lost answer (or a superseded run) is harmless.

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
-import { isFinal, type Worker } from "../../shared/worker";
+import { isFinal, type Worker, workerTitle } from "../../shared/worker";
 import { fullDiff, mergeBranch, removeWorkspace } from "../workspace/workspace";
 import type { WorkerRegistry } from "./registry";
 
@@ -25,7 +25,7 @@ export class WorkspaceLifecycle {
     const ws = this.reg.workspaceOf(w);
     if (!ws) throw new InputError(`worker ${workerId} has no workspace`);
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to merge`);
-    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 60)}`, w.verdict?.commit ?? undefined);
+    const commit = await mergeBranch(ws, `Merge ${ws.branch}: ${workerTitle(w.spec)}`, w.verdict?.commit ?? undefined);
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch!, commit });
     // Merged, the work lives in the user's branch: the workspace, the engine's repository and ocw/<id> go.
     await this.tidy(workerId, "merged");

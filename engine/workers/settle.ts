@@ -1,6 +1,6 @@
 import path from "node:path";
 import type { Target } from "../../shared/target";
-import { pendingAsks, type TranscriptPart } from "../../shared/worker";
+import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/worker";
 import { grade } from "../grading/grade";
 import type { HarnessServer } from "../harness/harness";
 import { describeError } from "../harness/translate";
@@ -109,9 +109,10 @@ export class Settler {
         scope: w.spec.scope,
         protect: w.spec.protect,
         finalText: await this.finalText(workerId, turn),
-        title: w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72),
+        title: workerTitle(w.spec),
         checkoutDir: path.join(stateDir, "grading", workerId),
-        sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`) },
+        // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
+        sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`), mountAs: { root: ws.worktree, tmp: path.join(reg.workerTmpRoot, workerId) } },
       });
       // Stopped while its checks ran: the stop stands, and no verdict is recorded for a worker nobody may merge.
       if (reg.get(workerId).state !== "grading") return;

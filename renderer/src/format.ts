@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import type { WorkerState } from "../../shared/worker";
+import { type WorkerState, workerTitle } from "../../shared/worker";
 
 export function duration(ms: number): string {
   if (ms < 0) ms = 0;
@@ -67,9 +67,7 @@ export function stateTone(s: WorkerState): "ok" | "warn" | "bad" | "busy" | "idl
   return "idle";
 }
 
-export function taskTitle(spec: { title?: string; task: string }): string {
-  return spec.title?.trim() || spec.task.split("\n").find((l) => l.trim())?.trim().slice(0, 120) || "(untitled task)";
-}
+export const taskTitle = (spec: { title?: string; task: string }): string => workerTitle(spec);
 
 /** What a worker is doing now, in words (its state, refined by the tool it runs and a stall). */
 export function phaseOf(w: { state: WorkerState; currentTool: string | null; stalled: boolean; startedAt: number | null; discarded?: boolean; merged?: unknown }): string {

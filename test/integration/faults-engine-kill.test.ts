@@ -32,11 +32,19 @@ afterAll(async () => {
   cleanup(stateDir, repo);
 });
 
-/** Calls the bridge's `wait` until `pred` holds, approving nothing (wait returns at once while an ask is pending). */
+/**
+ * Calls the bridge's `wait` until `pred` holds, approving nothing. A wait reports only what changed since the last
+ * one, so `pending` here is every ask the waits of this batch have shown so far (none of them answered).
+ */
+const shownAsks = new Map<string, any[]>();
 async function waitFor(batchId: string, pred: (r: any) => boolean): Promise<any> {
   const deadline = Date.now() + 120_000;
+  const shown = shownAsks.get(batchId) ?? [];
+  shownAsks.set(batchId, shown);
   while (Date.now() < deadline) {
     const r = await mcp.call("wait", { batchId, timeoutSec: 10, elicit: false });
+    shown.push(...r.pending);
+    r.pending = [...shown];
     if (pred(r)) return r;
     await new Promise((res) => setTimeout(res, 200));
   }
@@ -101,7 +109,7 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
     let r = await waitFor(batch.batchId, (x) => x.pending.length === 4);
     for (const p of r.pending.slice(0, 2)) await mcp.call("approve", { askId: p.askId, decision: "once" });
     const pendingIds: string[] = r.pending.slice(2).map((p: any) => p.workerId);
-    r = await waitFor(batch.batchId, (x) => x.workers.filter((w: any) => w.state === "built").length === 2);
+    r = await waitFor(batch.batchId, (x) => x.counts.built === 2);
     const before = await api.workers.list.query();
     expect(before.filter((w) => w.verdict?.verdict === "built")).toHaveLength(2);
 
@@ -150,12 +158,12 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
     let r = await waitFor(batch.batchId, (x) => x.pending.length === 3);
     await mcp.call("approve", { askId: r.pending[0].askId, decision: "once" });
     const pendingIds: string[] = r.pending.slice(1).map((p: any) => p.workerId);
-    await waitFor(batch.batchId, (x) => x.workers.some((w: any) => w.state === "built"));
+    await waitFor(batch.batchId, (x) => (x.counts.built ?? 0) >= 1);
     const before = await api.workers.list.query();
     const serve = (await api.status.query()).serving[0]!;
     process.kill(serve.pid!, "SIGKILL");
-    const interrupted = await waitFor(batch.batchId, (x) => pendingIds.every((id) => x.workers.find((w: any) => w.workerId === id)?.state === "interrupted"));
-    expect(interrupted.workers.filter((w: any) => w.state === "built")).toHaveLength(1);
+    const interrupted = await waitFor(batch.batchId, (x) => x.counts.interrupted === pendingIds.length);
+    expect(interrupted.counts.built).toBe(1);
     const after = await api.workers.list.query();
     for (const b of before.filter((w) => batch.workerIds.includes(w.id))) {
       const a = after.find((w) => w.id === b.id)!;

@@ -66,7 +66,9 @@ describe("keys", () => {
     expect(strict.w.stateReason).toMatch(/budget: wall clock/);
     const attempts = strict.requests.filter((r) => r.clientAborted);
     expect(attempts.length).toBeGreaterThanOrEqual(2);
-    for (const r of attempts) expect(r.abortedAt! - r.at).toBeGreaterThanOrEqual(1900);
+    // Each attempt was given up by opencode (the client aborted) before the model would have answered. No lower bound
+    // in ms: the model records a request when it arrives, after the gateway's hop, which a loaded machine stretches
+    // (a fresh clone at load 12 saw 1249 ms against a 2 s limit).
     expect(attempts[0]!.abortedAt! - attempts[0]!.at).toBeLessThan(SILENT_MS);
   }, 120_000);
 });

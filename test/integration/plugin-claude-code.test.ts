@@ -2,7 +2,7 @@
 // add <http git URL>` (this checkout's marketplace and plugin/ folder, committed to a repository served by
 // `git http-backend`), `claude plugin install`, then `claude mcp list` shows the plugin's `ocw` server connected.
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { appendFileSync, cpSync, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanup, ROOT, tempDir } from "../helpers";
@@ -27,11 +27,13 @@ let project: string;
 let gitRoot: string;
 let stateDir: string;
 let env: NodeJS.ProcessEnv;
+/** The marketplace's working copy: later commits are pushed to the served repository, as a maintainer's would be. */
+let work: string;
 const claude = (args: string[], o: { cwd?: string; timeoutMs?: number } = {}) => runClaude((cc as { bin: string }).bin, args, { env, cwd: o.cwd ?? project, timeoutMs: o.timeoutMs });
 
 /** A repository with what a push of this checkout would carry for the plugin: the marketplace and plugin/. */
 function marketplaceRepo(): string {
-  const work = tempDir("marketplace");
+  work = tempDir("marketplace");
   // With the root's ignore rules, so that the commit below holds what a real commit of this checkout would.
   cpSync(path.join(ROOT, ".gitignore"), path.join(work, ".gitignore"));
   cpSync(path.join(ROOT, ".claude-plugin"), path.join(work, ".claude-plugin"), { recursive: true });
@@ -41,8 +43,15 @@ function marketplaceRepo(): string {
   git("add", "-A");
   git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "marketplace");
   execFileSync("git", ["clone", "-q", "--bare", work, path.join(gitRoot, "opencode-worker.git")], { stdio: "pipe" });
-  cleanup(work);
   return path.join(gitRoot, "opencode-worker.git");
+}
+
+/** Commits what changed in the marketplace's working copy and pushes it to the served repository. */
+function publish(message: string): void {
+  const git = (...a: string[]) => execFileSync("git", a, { cwd: work, stdio: "pipe" });
+  git("add", "-A");
+  git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message);
+  git("push", "-q", path.join(gitRoot, "opencode-worker.git"), "main");
 }
 
 describe.skipIf(!!skip)(`Claude Code installs the plugin from git${skip ? ` (skipped: ${skip})` : ""}`, () => {
@@ -75,7 +84,7 @@ describe.skipIf(!!skip)(`Claude Code installs the plugin from git${skip ? ` (ski
         process.kill(JSON.parse(readFileSync(lock, "utf8")).pid, "SIGTERM");
       } catch {}
     }
-    cleanup(home, project, gitRoot, stateDir);
+    cleanup(home, project, gitRoot, stateDir, work);
   });
 
   it("marketplace add from an http .git URL, install, and `claude mcp list` shows the ocw server connected", async () => {
@@ -110,6 +119,40 @@ describe.skipIf(!!skip)(`Claude Code installs the plugin from git${skip ? ` (ski
     const opencode = path.join(pluginRoot, "node_modules", "opencode-ai", "bin", "opencode.exe");
     if (modules.includes("opencode-ai")) expect(statSync(opencode).size).toBeGreaterThan(1_000_000);
     console.log(`claude plugin install: ${installSec.toFixed(1)} s; node_modules: ${modules.join(", ") || "(none: the launcher installs on first run)"}`);
+  });
+
+  it("`claude plugin details` counts the MCP server (.mcp.json), the supervisor subagent, the slash commands and both hooks", async () => {
+    const d = await claude(["plugin", "details", "opencode-worker@opencode-worker"]);
+    const out = `${d.stdout}\n${d.stderr}`;
+    expect(d.code, out).toBe(0);
+    expect(out).toMatch(/MCP servers \(1\)\s+ocw/);
+    expect(out).toMatch(/Agents \(1\)\s+opencode-worker-supervisor/);
+    expect(out).toMatch(/Hooks \(2\)\s+SessionStart, Stop/);
+    // Slash commands are listed among the skills.
+    for (const c of ["gui", "setup", "status", "opencode-worker", "model-setup"]) expect(out).toMatch(new RegExp(`Skills \\(5\\)[^\\n]*\\b${c}\\b`));
+  });
+
+  it("a release reaches users: a change under the same version is not delivered; after `npm run plugin:release` it is", async () => {
+    const version = () => JSON.parse(readFileSync(path.join(findPluginRoots(path.join(home, ".claude", "plugins", "cache")).sort().at(-1)!, ".claude-plugin", "plugin.json"), "utf8")).version as string;
+    const before = JSON.parse(readFileSync(path.join(work, "plugin", ".claude-plugin", "plugin.json"), "utf8")).version as string;
+    expect(version()).toBe(before);
+    appendFileSync(path.join(work, "plugin", "README.md"), "\nA change that ships.\n");
+    publish("a change without a release");
+    expect((await claude(["plugin", "marketplace", "update", "opencode-worker"])).code).toBe(0);
+    const same = await claude(["plugin", "update", "opencode-worker@opencode-worker"], { timeoutMs: 300_000 });
+    expect(`${same.stdout}${same.stderr}`).toMatch(new RegExp(`already at the latest version \\(${before.replace(/\./g, "\\.")}\\)`));
+
+    const rel = execFileSync(process.execPath, [path.join(ROOT, "scripts", "plugin-release.mjs"), "--root", work, "README note"], { encoding: "utf8" });
+    const [maj, min, patch] = before.split(".").map(Number);
+    const next = `${maj}.${min}.${patch! + 1}`;
+    expect(rel).toContain(`released ${next}`);
+    publish(`release ${next}`);
+    expect((await claude(["plugin", "marketplace", "update", "opencode-worker"])).code).toBe(0);
+    const up = await claude(["plugin", "update", "opencode-worker@opencode-worker"], { timeoutMs: 300_000 });
+    const out = `${up.stdout}${up.stderr}`;
+    expect(up.code, out).toBe(0);
+    expect(out).toMatch(new RegExp(`updated from ${before.replace(/\./g, "\\.")} to ${next.replace(/\./g, "\\.")}`));
+    expect(version()).toBe(next);
   });
 });
 

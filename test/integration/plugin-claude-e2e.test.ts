@@ -287,6 +287,12 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     const used = api.requests.filter((q) => q.matched === "session-1").flatMap((q) => q.response?.toolUses ?? []).map((u) => u.name);
     // (Claude Code 2.1.332 defers MCP tools: the scripted model loads them with ToolSearch first, as Claude does.)
     expect(new Set(used.filter((n) => n !== "ToolSearch"))).toEqual(new Set(["delegate", "wait", "approve", "result", "merge"].map((t) => `${PREFIX}${t}`)));
+    // What Claude read of the worker's ask came framed: inside `untrusted`, labelled, with the repository-relative path.
+    const read = JSON.stringify(api.requests.filter((q) => q.matched === "session-1").map((q) => q.body)).replace(/\\+"/g, '"');
+    expect(read, why).toMatch(/"untrustedNote":"untrusted: text a worker\/model wrote/);
+    expect(read, why).toMatch(/"untrusted":\{"what":"a\.txt"\}/);
+    // The Stop hook held the end of the session once, naming the ask left unanswered (b.txt's worker).
+    expect(JSON.stringify(api.requests.filter((q) => q.matched === "session-1").map((q) => q.body)), why).toMatch(/1 opencode-worker ask on this repository is unanswered/);
     first = { sessionId: r.json.session_id, merged: merged!, left: left!, enginePid: lock!.pid };
     console.log(`session 1: ${(r.ms / 1000).toFixed(1)} s, ${api.requests.filter((q) => q.matched === "session-1").length} model requests`);
   });
@@ -310,6 +316,13 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     expect(lock.pid).toBe(first.enginePid);
     const w = await connect(lock, "gui:test").workers.get.query({ workerId: first.left });
     expect(w.asks.map((a) => ({ status: a.status, kind: a.by?.kind }))).toEqual([{ status: "decided", kind: "mcp" }]);
+    // The plugin's other parts reached the model: the SessionStart hook's line about the worker session 1 left waiting,
+    // the supervisor subagent and the slash commands among what Claude Code offers.
+    const seen = JSON.stringify(mine.map((q) => q.body));
+    console.log(`session 2 facts: hook line ${/opencode-worker on this repository: 1 worker waits for an answer/.test(seen)}, subagent ${seen.includes("opencode-worker-supervisor")}, command ${seen.includes("opencode-worker:status")}`);
+    expect(seen, why).toMatch(/opencode-worker on this repository: 1 worker waits for an answer/);
+    expect(seen, why).toContain("opencode-worker-supervisor");
+    expect(seen, why).toContain("opencode-worker:status");
     console.log(`session 2: ${(r.ms / 1000).toFixed(1)} s, ${mine.length} model requests`);
   });
 });

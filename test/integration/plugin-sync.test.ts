@@ -47,12 +47,14 @@ describe.skipIf(!isRepo)(`plugin/ is in sync with the sources${isRepo ? "" : " (
   });
 
   it("the hand-written parts agree: version, server name, launcher on the Bash PATH", () => {
-    const pkg = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8"));
     const manifest = JSON.parse(readFileSync(path.join(ROOT, "plugin", ".claude-plugin", "plugin.json"), "utf8"));
     const market = JSON.parse(readFileSync(path.join(ROOT, ".claude-plugin", "marketplace.json"), "utf8"));
-    expect(manifest.version).toBe(pkg.version);
-    expect(market.plugins[0]).toMatchObject({ name: manifest.name, source: "./plugin", version: pkg.version });
-    expect(manifest.mcpServers).toEqual({ ocw: { command: "node", args: ["${CLAUDE_PLUGIN_ROOT}/bin/ocw", "mcp"] } });
+    // The plugin's own release version (npm run plugin:release; plugin-release.test.ts checks it moves with the content).
+    expect(market.plugins[0]).toMatchObject({ name: manifest.name, source: "./plugin", version: manifest.version });
+    // The server is declared in .mcp.json (what `claude plugin details` counts), not inline.
+    expect(manifest.mcpServers).toBeUndefined();
+    const mcp = JSON.parse(readFileSync(path.join(ROOT, "plugin", ".mcp.json"), "utf8"));
+    expect(mcp.mcpServers).toEqual({ ocw: { command: "node", args: ["${CLAUDE_PLUGIN_ROOT}/bin/ocw", "mcp"] } });
     // Committed executable, so a git install keeps the mode.
     expect(git("ls-files", "-s", "plugin/bin/ocw").split(" ")[0]).toBe("100755");
     const lock = JSON.parse(readFileSync(path.join(ROOT, "plugin", "package-lock.json"), "utf8"));

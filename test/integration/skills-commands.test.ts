@@ -81,7 +81,7 @@ describe("skills name only commands, flags and tools that exist", () => {
 
   it("every allowed-tools entry is a tool of the plugin's `ocw` server", async () => {
     const manifest = JSON.parse(readFileSync(path.join(ROOT, "plugin", ".claude-plugin", "plugin.json"), "utf8"));
-    const server = Object.keys(manifest.mcpServers)[0]!;
+    const server = Object.keys(JSON.parse(readFileSync(path.join(ROOT, "plugin", ".mcp.json"), "utf8")).mcpServers)[0]!;
     const prefix = `mcp__plugin_${manifest.name}_${server}__`;
     mcp = await startMcp(state, "skills-test");
     const tools = new Set((await mcp.client.listTools()).tools.map((t) => t.name));
@@ -95,6 +95,16 @@ describe("skills name only commands, flags and tools that exist", () => {
       }
       // Tools that change the person's repository or end work stay behind Claude Code's own prompt.
       expect(allowed.filter((n) => /__(approve|merge|discard|stop|resume)$/.test(n)), skill.name).toEqual([]);
+    }
+    // The plugin's slash commands and subagent name real tools too (and never merge or discard).
+    for (const dir of ["commands", "agents"]) {
+      for (const f of readdirSync(path.join(ROOT, "plugin", dir))) {
+        const text = readFileSync(path.join(ROOT, "plugin", dir, f), "utf8");
+        const line = /^(?:allowed-tools|tools):\s*(.+)$/m.exec(text)?.[1] ?? "";
+        const named = line.split(",").map((x) => x.trim()).filter((x) => x.startsWith("mcp__"));
+        for (const name of named) expect(name.startsWith(prefix) && tools.has(name.slice(prefix.length)), `${dir}/${f}: ${name} is not a tool`).toBe(true);
+        expect(named.filter((n) => /__(merge|discard)$/.test(n)), `${dir}/${f}`).toEqual([]);
+      }
     }
   });
 });

@@ -2,6 +2,7 @@
 // file, with a file list and per-file collapse. A large file is virtualised: cut into pieces of PIECE lines (each a
 // valid diff with the file's own line numbers) in a @tanstack/react-virtual list, so only the pieces in view (and a
 // few around them) are in the page, whatever the file's size.
+import { showUntrustedLines } from "../../../shared/untrusted";
 import { DiffModeEnum, DiffView } from "@git-diff-view/react";
 import "@git-diff-view/react/styles/diff-view-pure.css";
 import { useVirtualizer } from "@tanstack/react-virtual";
@@ -64,7 +65,8 @@ export function Diff({ text: given, label = "diff", root, compact = false }: { t
   // The engine cuts a diff past its size limit and says so on a last line: that line is not diff text (the parser would
   // throw on it), so it is shown apart.
   const cut = /\n… diff truncated at (\d+) bytes\s*$/.exec(given);
-  const text = cut ? given.slice(0, cut.index) + "\n" : given;
+  // Worker-written: every line made safe (bidi, zero-width and control characters shown as ⟪U+XXXX⟫; shared/untrusted.ts).
+  const text = useMemo(() => showUntrustedLines(cut ? given.slice(0, cut.index) + "\n" : given), [given, cut?.index]);
   const files = useMemo(() => splitDiff(text), [text]);
   const [mode, setMode] = useMode("unified");
   const dark = useDarkTheme();

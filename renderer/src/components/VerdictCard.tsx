@@ -1,3 +1,4 @@
+import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
 import type { Verdict } from "../../../shared/verdict";
 
 export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId: string }) {
@@ -46,7 +47,7 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
                   {c.durationMs !== undefined ? ` · ${Math.round(c.durationMs)} ms` : ""}
                 </span>
               </summary>
-              <pre className="check-out">{c.output || "(no output)"}</pre>
+              <pre className="check-out">{c.output ? showUntrustedLines(c.output) : "(no output)"}</pre>
             </details>
           </li>
         ))}
@@ -56,16 +57,26 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
         <div className="io-label">scope</div>
         {verdict.scope.passed ? <span className="chip chip-ok">in scope</span> : <span className="chip chip-bad">out of scope</span>}
         {verdict.scope.violations.map((v) => (
-          <div key={v} className="violation">
-            {v}
+          <div key={v} className="violation untrusted">
+            {showUntrusted(v, { max: 1000, lines: false })}
           </div>
         ))}
         <div className="small muted">
-          changed: {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.join(", ") : "nothing"}
+          changed: {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}
           {verdict.branch ? ` · branch ${verdict.branch}` : ""}
         </div>
-        {verdict.diffStat && <pre className="diffstat">{verdict.diffStat}</pre>}
+        {verdict.diffStat && <pre className="diffstat">{showUntrustedLines(verdict.diffStat)}</pre>}
       </div>
+      {!!verdict.caveats?.length && (
+        <details className="caveats small" aria-label="what these checks cannot rule out">
+          <summary className="muted">What these checks cannot rule out</summary>
+          <ul>
+            {verdict.caveats.map((c) => (
+              <li key={c}>{c}</li>
+            ))}
+          </ul>
+        </details>
+      )}
     </section>
   );
 }

@@ -1,5 +1,6 @@
 import { useEffect, useMemo, useState } from "react";
 import { isActive, isFinal, pendingAsks, type Worker } from "../../../shared/worker";
+import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
@@ -271,8 +272,8 @@ function WorkerCard({ w }: { w: Worker }) {
       )}
       {pending > 0 && (
         <div className="card-ask small">
-          <span className="mono ellipsis" title={asks[0]!.what}>
-            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}: {w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what}
+          <span className="mono ellipsis" title={showUntrusted(asks[0]!.what, { max: 1000, lines: false })}>
+            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}: {showUntrusted(w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what, { max: 300, lines: false })}
           </span>
           {asks[0]!.kind === "permission" && (
             <>

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from "react";
 import { isActive, isFinal, pendingAsks } from "../../../shared/worker";
+import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
@@ -425,7 +426,7 @@ function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").
         <div key={a.id} className="ask" data-ask-id={a.id}>
           <div className="ask-head">
             <span className="chip chip-bad">{a.decision === "reject" ? "refused" : (a.decision ?? a.status)}</span>
-            <code className="ellipsis">{a.tool}: {a.what}</code>
+            <code className="ellipsis">{a.tool}: {showUntrusted(a.what, { max: 300, lines: false })}</code>
             <span className="small muted">{a.by?.name ?? "engine"}</span>
           </div>
           <AskFlags ask={a} />

@@ -1,0 +1,237 @@
+// CLI commands made for Claude Code (and anyone at a terminal):
+//   `ocw wait --until-ask-or-settled [--batch ID | --worker ID]`: blocks until a worker asks or a verdict arrives, prints
+//     ONE compact line and exits. Run in the background from Claude Code's Bash tool, its end wakes Claude: a push
+//     channel without polling.
+//   `ocw gui [--url]`: the dashboard's URL (starting the engine when none runs), without blocking; opens a browser
+//     unless --url.
+//   `ocw hook session-start|stop`: the plugin's hooks (a one-line summary at session start; unanswered asks before
+//     stopping). They never start an engine and stay silent when none runs.
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import type { Command } from "commander";
+import type { EngineLock } from "../../shared/api";
+import { terminalSafe } from "../../shared/permission";
+import { isFinal, pendingAsks, type Worker } from "../../shared/worker";
+import { connect, healthy, type EngineClient } from "../api/client";
+import { follow } from "../api/follow";
+import { ensureEngine } from "../api/launcher";
+import { readLock } from "../api/lock";
+import { stateDir } from "../store/paths";
+import { CliError, fail } from "./errors";
+
+/** The dashboard's address for a running engine (the token in it lets the browser in). */
+export const guiUrl = (lock: Pick<EngineLock, "port" | "token">) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
+
+/** The repository root of `dir` (resolved), or `dir` itself when git cannot say. */
+function repoRootOf(dir: string): string {
+  try {
+    return path.resolve(execFileSync("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5000 }).trim() || dir);
+  } catch {
+    return path.resolve(dir);
+  }
+}
+
+const inRepo = (w: Worker, root: string) => {
+  const d = path.resolve(w.spec.directory);
+  return path.resolve(w.repo) === root || d === root || d.startsWith(root + path.sep);
+};
+
+/** The running engine, or null (never starts one). */
+async function runningEngine(): Promise<EngineLock | null> {
+  const lock = readLock(stateDir());
+  return lock && (await healthy(lock)) ? lock : null;
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** Worker-written text on one line, control characters made visible, bounded, and marked as such. */
+const quoted = (s: string, n = 120) => {
+  const one = terminalSafe(s);
+  return JSON.stringify(one.length > n ? one.slice(0, n - 1) + "…" : one);
+};
+
+/** The one line `ocw wait` prints. */
+export function waitLine(event: string, ws: Worker[], batchId?: string): string {
+  const asks = ws.flatMap((w) => pendingAsks(w));
+  const final = ws.filter((w) => isFinal(w.state));
+  const built = final.filter((w) => w.state === "built").length;
+  const of = batchId ? `batch ${batchId}` : ws.length === 1 ? `worker ${ws[0]!.id}` : `${ws.length} workers`;
+  return `ocw: ${event} — ${of}: ${plural(asks.length, "ask")} waiting, ${final.length}/${ws.length} settled (${built} built)`;
+}
+
+export function registerClaudeCommands(program: Command): void {
+  program
+    .command("wait")
+    .description("block until a worker asks or a verdict arrives, print one line and exit (run it in the background from Claude Code)")
+    .option("--until-ask-or-settled", "return on the first ask or the first worker that settles (the default, and only, mode)")
+    .option("--batch <batchId>", "watch this batch's workers")
+    .option("--worker <workerId>", "watch this worker")
+    .option("--timeout <sec>", "give up after this many seconds (default 3600)", (v) => Number(v))
+    .action(async (o: { batch?: string; worker?: string; timeout?: number }) => {
+      try {
+        if (o.batch && o.worker) throw new CliError("give --batch or --worker, not both");
+        const lock = await runningEngine();
+        if (!lock) throw new CliError("no engine is running, so no worker can ask or settle (`ocw gui --url` starts one)");
+        const client = connect(lock, "cli:ocw wait");
+        let ids: string[];
+        let load: (() => Promise<Worker[]>) | undefined;
+        if (o.worker) ids = [(await client.workers.get.query({ workerId: o.worker })).id];
+        else if (o.batch) {
+          ids = (await client.workers.batch.query({ batchId: o.batch })).workerIds;
+          load = () => client.workers.list.query({ batchId: o.batch! });
+        } else {
+          const root = repoRootOf(process.cwd());
+          ids = (await client.workers.list.query()).filter((w) => !isFinal(w.state) && inRepo(w, root)).map((w) => w.id);
+          if (!ids.length) {
+            console.log(`ocw: nothing to wait for — no unfinished worker on ${root}`);
+            return;
+          }
+        }
+        const timeoutSec = o.timeout && o.timeout > 0 ? o.timeout : 3600;
+        const start = await snapshot(client, ids, load);
+        const finalAtStart = new Set(start.filter((w) => isFinal(w.state)).map((w) => w.id));
+        const r = await follow(client, ids, {
+          load,
+          timeoutMs: timeoutSec * 1000,
+          until: (ws) => [...ws.values()].some((w) => pendingAsks(w).length > 0 || (isFinal(w.state) && !finalAtStart.has(w.id))),
+        });
+        const ws = [...r.workers.values()];
+        const ask = ws.flatMap((w) => pendingAsks(w))[0];
+        const done = ws.find((w) => isFinal(w.state) && !finalAtStart.has(w.id));
+        const event =
+          r.reason === "settled"
+            ? "all settled"
+            : ask
+              ? `${ask.workerId} asks ${ask.tool} (untrusted: ${quoted(askPath(ask.what, r.workers.get(ask.workerId)?.worktree))}); answer with approve {"askId":"${ask.id}"}`
+              : done
+                ? `${done.id} settled ${done.verdict?.verdict ?? done.state}`
+                : `nothing after ${timeoutSec} s`;
+        console.log(waitLine(event, ws, o.batch));
+        if (r.reason === "timeout") process.exitCode = 2;
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("gui")
+    .description("the dashboard's URL (starts the engine when none runs); opens it in a browser unless --url")
+    .option("--url", "only print the URL (does not block, opens nothing)")
+    .action(async (o: { url?: boolean }) => {
+      try {
+        const url = guiUrl(await ensureEngine(stateDir()));
+        console.log(url);
+        if (!o.url) openBrowser(url);
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
+    .command("hook")
+    .description("Claude Code plugin hooks: session-start (one-line summary of this repository's workers) and stop (unanswered asks)")
+    .argument("<event>", "session-start | stop")
+    .action(async (event: string) => {
+      // A hook must never break the session: any failure is silence.
+      try {
+        const input = readHookInput();
+        const lock = await runningEngine();
+        if (!lock) return;
+        const root = repoRootOf(typeof input.cwd === "string" && input.cwd ? input.cwd : process.cwd());
+        const ws = (await connect(lock, "cli:ocw hook").workers.list.query()).filter((w) => inRepo(w, root));
+        if (!ws.length) return;
+        if (event === "session-start") {
+          const line = sessionSummary(ws, lastSeen(root));
+          markSeen(root);
+          if (line) console.log(line);
+        } else if (event === "stop") {
+          const asks = ws.flatMap((w) => pendingAsks(w));
+          // Claude Code sets stop_hook_active when it is already continuing because of this hook: never loop.
+          if (!asks.length || input.stop_hook_active) return;
+          console.log(
+            JSON.stringify({
+              decision: "block",
+              reason: `${plural(asks.length, "opencode-worker ask")} on this repository ${asks.length === 1 ? "is" : "are"} unanswered (${asks
+                .slice(0, 5)
+                .map((a) => `${a.workerId} ${a.tool}`)
+                .join(", ")}): the workers are blocked. Answer them (pending_approvals, then approve), or tell the person they wait.`,
+            }),
+          );
+        } else throw new CliError(`unknown hook "${event}": session-start or stop`);
+      } catch (err) {
+        if (err instanceof CliError) fail(err);
+      }
+    });
+}
+
+async function snapshot(client: EngineClient, ids: string[], load?: () => Promise<Worker[]>): Promise<Worker[]> {
+  if (load) return (await load()).filter((w) => ids.includes(w.id));
+  return Promise.all(ids.map((id) => client.workers.get.query({ workerId: id })));
+}
+
+/** A path in a worker's private workspace, written relative to the repository. */
+function askPath(what: string, worktree: string | null | undefined): string {
+  if (!worktree || !path.isAbsolute(what)) return what;
+  const root = path.resolve(worktree);
+  const abs = path.resolve(what);
+  return abs.startsWith(root + path.sep) ? path.relative(root, abs).split(path.sep).join("/") : what;
+}
+
+/** "opencode-worker: on this repository, 2 workers wait for an answer, 1 running; since the last session 3 finished (2 built, 1 honest-failure)". */
+export function sessionSummary(ws: Worker[], since: number): string | null {
+  const waiting = ws.filter((w) => pendingAsks(w).length > 0);
+  const running = ws.filter((w) => !isFinal(w.state) && !pendingAsks(w).length);
+  const finished = ws.filter((w) => isFinal(w.state) && (w.endedAt ?? 0) > since);
+  if (!waiting.length && !running.length && !finished.length) return null;
+  const parts: string[] = [];
+  if (waiting.length) parts.push(`${plural(waiting.length, "worker")} ${waiting.length === 1 ? "waits" : "wait"} for an answer`);
+  if (running.length) parts.push(`${running.length} running`);
+  if (finished.length) {
+    const by: Record<string, number> = {};
+    for (const w of finished) by[w.verdict?.verdict ?? w.state] = (by[w.verdict?.verdict ?? w.state] ?? 0) + 1;
+    parts.push(`${finished.length} finished since the last session (${Object.entries(by).map(([k, n]) => `${n} ${k}`).join(", ")})`);
+  }
+  return `opencode-worker on this repository: ${parts.join("; ")} — the workers tool {directory} lists them.`;
+}
+
+const seenFile = () => path.join(stateDir(), "claude-sessions.json");
+function lastSeen(root: string): number {
+  try {
+    return (JSON.parse(readFileSync(seenFile(), "utf8")) as Record<string, number>)[root] ?? 0;
+  } catch {
+    return 0;
+  }
+}
+function markSeen(root: string): void {
+  let all: Record<string, number> = {};
+  try {
+    if (existsSync(seenFile())) all = JSON.parse(readFileSync(seenFile(), "utf8"));
+  } catch {}
+  all[root] = Date.now();
+  try {
+    writeFileSync(seenFile(), JSON.stringify(all));
+  } catch {}
+}
+
+/** The JSON Claude Code writes to a hook's stdin ({} when there is none, e.g. run by hand). */
+function readHookInput(): Record<string, unknown> {
+  if (process.stdin.isTTY) return {};
+  try {
+    const text = readFileSync(0, "utf8");
+    return text.trim() ? (JSON.parse(text) as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function openBrowser(url: string): void {
+  const [cmd, args] = process.platform === "darwin" ? ["open", [url]] : process.platform === "win32" ? ["cmd", ["/c", "start", "", url]] : ["xdg-open", [url]];
+  try {
+    const child = spawn(cmd, args as string[], { detached: true, stdio: "ignore" });
+    child.on("error", () => console.error("ocw: could not open a browser: open the URL above"));
+    child.unref();
+  } catch {
+    console.error("ocw: could not open a browser: open the URL above");
+  }
+}
