@@ -42,6 +42,9 @@ export default defineConfig({
           // Real opencode servers are heavy (≈400–800 MB each); two files at a time fit on 2 cores / 24 GiB.
           maxWorkers: 2,
           fileParallelism: true,
+          // Its own group: vitest runs projects with a different maxWorkers in separate groups (one command may name
+          // files of several projects).
+          sequence: { groupOrder: 1 },
         },
       },
     ],

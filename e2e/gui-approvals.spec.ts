@@ -168,7 +168,8 @@ test("bulk: one click approves the same command in every worker of a batch; the 
   await approveAll.click();
   await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
   await expect(page).toHaveTitle("opencode-worker");
-  for (const id of workerIds) await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("built");
+  // Their commands change no file: graded honest-failure (a no-op is never built), which is not what this test is about.
+  for (const id of workerIds) await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("honest-failure");
   // Each was answered by a person through the GUI, once.
   for (const id of workerIds) expect((await engine.client.workers.get.query({ workerId: id })).asks.map((a) => [a.decision, a.by?.kind])).toEqual([["once", "person"]]);
 
@@ -226,7 +227,9 @@ test("grants: “Always allow” answers the next matching ask, is listed on the
   releaseGrant();
   await expect.poll(pendingCount, { timeout: 60_000 }).toBe(1);
   await engine.client.approvals.decide.mutate({ askId: (await engine.client.approvals.list.query())[0]!.id, decision: "once" });
-  await expect.poll(async () => { const x = await engine.client.workers.get.query({ workerId }); return `${x.state} ${x.stateReason ?? ""}`; }, { timeout: 60_000 }).toBe("built ");
+  // Echoes change no file: a no-op is graded honest-failure, never built.
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 60_000 }).toBe("honest-failure");
+  expect((await engine.client.workers.get.query({ workerId })).stateReason).toMatch(/^no change: /);
 });
 
 test("the command shown is the command run: bidi controls and line breaks made visible; a link focuses an ask but its keys decide nothing until a click", async () => {
@@ -296,7 +299,8 @@ test("notifications: permission shown, then a new ask, a verdict and a stalled w
   await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
   await expect.poll(native, { timeout: 10_000 }).toContain("Approval waiting: bash");
   await engine.client.approvals.decide.mutate({ askId: (await engine.client.approvals.list.query())[0]!.id, decision: "once" });
-  await expect.poll(native, { timeout: 120_000 }).toContain("Built: Notify me");
+  // Its command changes no file: the verdict (a no-op is never built) is a failure, and it notifies as one.
+  await expect.poll(native, { timeout: 120_000 }).toContain("Failed: Notify me");
 
   const stall = await engine.client.workers.start.mutate({ task: "TASK-STALL: think", title: "Stuck", directory: repo, checks: [{ run: "true" }] });
   await expect.poll(native, { timeout: 60_000 }).toContain("Stalled: Stuck");

@@ -78,6 +78,11 @@ export const SetupStartInput = z.object({
   runtime: SetupRuntime.default("llama.cpp"),
   id: TargetId.optional(),
   acceptUnderpowered: z.boolean().default(false),
+  /**
+   * llama.cpp: the KV cache type of the plan the person saw (its pick's `cacheType`): the start plans with it, so the
+   * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.
+   */
+  cacheType: z.enum(["f16", "q8_0", "q4_0"]).optional(),
 });
 export type SetupStartInput = z.input<typeof SetupStartInput>;
 

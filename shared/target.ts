@@ -15,8 +15,12 @@ export const ServingEndpoint = z.object({
 export type ServingEndpoint = z.infer<typeof ServingEndpoint>;
 
 export const TargetCheck = z.object({
-  /** `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). */
-  name: z.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools"]),
+  /**
+   * `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). `reasoning`: the
+   * model's thinking stays out of `content` (a server without the family's reasoning parser returns `<think>…</think>`
+   * as the answer).
+   */
+  name: z.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools", "reasoning"]),
   passed: z.boolean(),
   evidence: z.string(),
 });
@@ -33,6 +37,8 @@ export const Target = z.object({
   keyRef: EnvVarName.nullable().optional(),
   /** Managed servers: path of the 0600 file in the state dir that holds the generated key (handed out via `keyRef`). */
   keyFile: z.string().nullable().optional(),
+  /** "keychain": the key a person typed in is in the OS keychain (engine/serving/keys.ts), under this target's id. */
+  keyStore: z.enum(["keychain"]).nullable().optional(),
   contextLimit: z.number().int().positive().optional(),
   outputLimit: z.number().int().positive().optional(),
   serving: z.object({

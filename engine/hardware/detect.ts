@@ -2,13 +2,14 @@
  * Hardware detection: GPUs (NVIDIA, AMD, Apple, Windows registry), CPU and RAM, and — when a llama.cpp binary
  * is present — `llama-server --list-devices` as confirmation of what llama.cpp itself will see.
  */
+import { config } from "../config";
 import { readdir, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
-import type { DeviceBudget } from "../models/estimate";
 import {
-  appleGpuBudget, type Gpu, type ListedDevice, NVIDIA_SMI_ARGS, parseAmdSysfs, parseListDevices, parseNvidiaSmi,
+  appleGpuBudget,
+  type DeviceBudget, type Gpu, type ListedDevice, NVIDIA_SMI_ARGS, parseAmdSysfs, parseListDevices, parseNvidiaSmi,
   parseRocmSmi, parseWindowsRegistry, type SysfsCard,
 } from "./parse";
 
@@ -181,7 +182,7 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
   const cr = await cpuRamP;
   // OCW_RAM_BYTES sets the host memory ocw plans with (a container's limit, a machine shared with other work,
   // or planning for another machine); a problem line says it is in force
-  const ramOverride = Number(process.env.OCW_RAM_BYTES);
+  const ramOverride = Number(config().OCW_RAM_BYTES);
   if (Number.isFinite(ramOverride) && ramOverride > 0) {
     cr.ram = { totalBytes: ramOverride, freeBytes: ramOverride };
     problems.push(`host RAM taken as ${(ramOverride / 1024 ** 3).toFixed(1)} GiB from OCW_RAM_BYTES`);
@@ -203,4 +204,14 @@ export function budgetsFromReport(r: Pick<HardwareReport, "gpus" | "ram">): { gp
     unified: g.unified,
   }));
   return { gpus, hostFreeBytes: r.ram.freeBytes };
+}
+
+/**
+ * What one llama-server build lists (`--list-devices`): the device names its --device flag accepts. Null when the
+ * binary did not answer. Run after setup installs a build, to plan on that build's devices.
+ */
+export async function listLlamaDevices(bin: string): Promise<ListedDevice[] | null> {
+  const r = await execa(bin, ["--list-devices"], { reject: false, timeout: 15_000, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } }).catch(() => null);
+  if (!r || (r.exitCode !== 0 && !r.stdout)) return null;
+  return parseListDevices(`${r.stdout}\n${r.stderr}`).items;
 }

@@ -102,6 +102,8 @@ export function summarize(w: Worker, now = Date.now()): WorkerSummary {
     elapsedSec: elapsedSec(w, now),
     verdict: w.verdict?.verdict ?? null,
     honest: w.verdict?.honest ?? null,
+    weakEvidence: w.verdict?.weakEvidence ?? false,
+    rounds: w.rounds?.length || 1,
     totals: totalsOf([w], now),
     ...(activity || reason ? { untrusted: { ...(reason ? { reason } : {}), ...(activity ? { lastActivity: activity } : {}) } } : {}),
   };

@@ -60,6 +60,7 @@ export const DelegateInput = z
     budget: spec.budget.describe("Limits."),
     title: spec.title.describe("Short label."),
     targetId: spec.targetId.describe("A saved target instead of the active one."),
+    fixRounds: spec.fixRounds.describe("On honest-failure, send the failing checks back up to this many times."),
   })
   .strict();
 
@@ -156,6 +157,42 @@ export const ResumeToolInput = z
   })
   .strict();
 
+export const ContinueToolInput = z
+  .object({
+    workerId: id("workerId is required"),
+    message: z.string().min(1, "message is required: say what the worker should do next").max(20_000).describe("What to do next."),
+  })
+  .strict();
+
+export const ReviewToolInput = z
+  .object({
+    workerId: id("workerId is required"),
+    comments: z
+      .array(
+        z
+          .object({
+            file: z.string().min(1, "a comment needs `file`").max(1000),
+            line: z.number().int().positive().optional(),
+            body: z.string().min(1, "a comment's `body` is empty").max(10_000),
+          })
+          .strict(),
+      )
+      .min(1, "give at least one comment")
+      .max(200, "at most 200 comments per review")
+      .describe("line: of the new version; none for the whole file."),
+    message: z.string().max(20_000).optional(),
+  })
+  .strict();
+
+export const RetryToolInput = z.object({ workerId: id("workerId is required") }).strict();
+
+export const RetryOutput = z.object({
+  workerId: z.string(),
+  retryOf: z.string(),
+  state: WorkerState,
+  next: z.string(),
+});
+
 export const RESULT_TOTAL_CHARS = 40_000;
 
 export const DIFF_DEFAULT_CHARS = 20_000;
@@ -218,6 +255,10 @@ export const WorkerSummary = z.object({
   elapsedSec: z.number(),
   verdict: Outcome.nullable(),
   honest: z.boolean().nullable(),
+  /** Built, but every check already passed before any change: the checks prove nothing about it. */
+  weakEvidence: z.boolean(),
+  /** Rounds so far (1 + follow-ups, reviews and fix rounds). */
+  rounds: z.number(),
   totals: Totals,
   untrusted: untrusted({ reason: z.string().optional(), lastActivity: z.string().optional() }).optional(),
 });
@@ -274,6 +315,8 @@ export const DelegateOutput = z.object({
   state: WorkerState,
   directory: z.string(),
   checks: z.number(),
+  /** Which checks already pass on the base commit, when their run there finished before this answer (else null). */
+  baseline: z.object({ passedOnBase: z.array(z.string()) }).nullable(),
   slots: Slots,
   warnings: z.array(z.string()),
   next: z.string(),
@@ -389,6 +432,8 @@ export const ApproveOutput = z.object({
 export const ControlOutput = z.object({
   workerId: z.string(),
   state: WorkerState,
+  /** The round the worker is on (continue and review start a new one). */
+  round: z.number().optional(),
   untrusted: untrusted({ reason: z.string() }).optional(),
   next: z.string(),
 });
@@ -412,6 +457,26 @@ export const ResultOutput = z.object({
   verdict: Outcome,
   claim: Outcome.nullable(),
   honest: z.boolean(),
+  /** Why the verdict is what it is when the checks alone do not say it (e.g. no change: nothing was shown). */
+  verdictReason: z.string().nullable(),
+  /** Built, but every check already passed on the base commit before any change: weak evidence. */
+  weakEvidence: z.boolean(),
+  /** Which checks already passed on the base commit (null until they ran there). */
+  baseline: z.object({ passedOnBase: z.array(z.string()) }).nullable(),
+  warnings: z.array(z.string()),
+  rounds: z.array(
+    z.object({
+      round: z.number(),
+      kind: z.string(),
+      verdict: Outcome.nullable(),
+      claim: Outcome.nullable(),
+      honest: z.boolean().nullable(),
+      commit: z.string().nullable(),
+      weakEvidence: z.boolean(),
+      /** How many files changed since the previous round's commit (null for round 1). */
+      changedSincePrevious: z.number().nullable(),
+    }),
+  ),
   checks: z.array(CheckOut),
   checksTotal: z.number(),
   checksPassed: z.number(),

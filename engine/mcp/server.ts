@@ -19,6 +19,10 @@ import { askView } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
+import { baselineWarning } from "../../shared/verdict";
+
+/** How long delegate looks for the checks' run on the base commit before it answers (it never delays the worker). */
+const BASELINE_WAIT_MS = 8000;
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -191,8 +195,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const { workerId } = await call((c) => c.workers.start.mutate(args));
       mine.add(workerId);
+      // The checks run once on the base commit beside the worker's start: a short look, so a check that already passes
+      // is said at once (it proves nothing). The worker is never held back by it; result and wait say it later too.
+      const baseline = args.checks.length ? await baselineOf(workerId, BASELINE_WAIT_MS) : { passedOnBase: [] };
       const [{ slots }, w, dirty] = await Promise.all([slotsNow(), call((c) => c.workers.get.query({ workerId })), uncommitted(args.directory)]);
       const warnings: string[] = [];
+      const weak = baselineWarning(baseline);
+      if (weak) warnings.push(weak);
       if (!args.checks.length) warnings.push("no checks: the verdict then rests on the scope alone and proves little — next time give checks that fail unless the work is right");
       if (!args.scope.length) warnings.push("no scope: the worker may change any file and the verdict cannot catch a stray edit — next time give `scope` globs of the files it may change");
       if (dirty) warnings.push(dirty);
@@ -202,12 +211,21 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         state: w.state,
         directory: args.directory,
         checks: args.checks.length,
+        baseline,
         slots,
         warnings,
         next: `call wait {"workerId":"${workerId}"} and answer its approvals; then result {"workerId":"${workerId}"}`,
       };
     },
   );
+
+  /** The worker's base-commit check run, waiting up to `ms` for it (null when it has not finished by then). */
+  async function baselineOf(workerId: string, ms: number): Promise<{ passedOnBase: string[] } | null> {
+    const client = await link.client();
+    const r = await follow(client, [workerId], { until: (ws) => !!ws.get(workerId)?.baseline, timeoutMs: ms }).catch(() => null);
+    const b = r?.workers.get(workerId)?.baseline;
+    return b ? { passedOnBase: b.passedOnBase } : null;
+  }
 
   // ---------------- delegate_batch ----------------
   register(
@@ -626,7 +644,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   }
 
   // ---------------- steer / stop / resume ----------------
-  const control = (w: Worker) => ({ workerId: w.id, state: w.state, ...(w.stateReason ? { untrusted: { reason: untrustedText(w.stateReason, 500) } } : {}), next: nextFor([w]) });
+  const control = (w: Worker) => ({ workerId: w.id, state: w.state, round: w.rounds?.length || 1, ...(w.stateReason ? { untrusted: { reason: untrustedText(w.stateReason, 500) } } : {}), next: nextFor([w]) });
   register(
     "steer",
     {
@@ -658,6 +676,49 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       output: S.ControlOutput,
     },
     async (args) => control(await call((c) => c.workers.resume.mutate(args))),
+  );
+  register(
+    "continue",
+    {
+      title: "Continue a graded worker",
+      description: "A follow-up to a graded worker in its session: a new round, graded again.",
+      input: S.ContinueToolInput,
+      output: S.ControlOutput,
+    },
+    async (args) => {
+      const w = await call((c) => c.workers.continue.mutate(args));
+      mine.add(w.id);
+      return control(w);
+    },
+  );
+  register(
+    "review",
+    {
+      title: "Review a graded worker's change",
+      description: "Comments on a graded worker's diff, sent as one follow-up: a new round, graded again.",
+      input: S.ReviewToolInput,
+      output: S.ControlOutput,
+    },
+    async (args) => {
+      const w = await call((c) => c.workers.review.mutate(args));
+      mine.add(w.id);
+      return control(w);
+    },
+  );
+  register(
+    "retry",
+    {
+      title: "Retry a worker's task from scratch",
+      description: "A failed worker's task again, as a new worker.",
+      input: S.RetryToolInput,
+      output: S.RetryOutput,
+    },
+    async ({ workerId }) => {
+      const r = await call((c) => c.workers.retry.mutate({ workerId }));
+      mine.add(r.workerId);
+      const w = await call((c) => c.workers.get.query({ workerId: r.workerId }));
+      return { workerId: r.workerId, retryOf: r.retryOf, state: w.state, next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}` };
+    },
   );
 
   // ---------------- result ----------------
@@ -695,6 +756,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       }
       const verdict = v?.verdict ?? (w.state === "built" ? "built" : "honest-failure");
       const u = (t: string, n: number) => untrustedText(t, n);
+      const baseline = w.baseline ? { passedOnBase: w.baseline.passedOnBase } : null;
+      const warnings = [baselineWarning(baseline), v?.weakEvidence ? "weak evidence: built, but every check already passed on the base commit before any change — the checks do not tell this change from none; review the diff yourself" : null].filter((x): x is string => !!x);
+      const rounds = (w.rounds ?? []).slice(-20).map((r) => ({ round: r.round, kind: r.kind, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit, weakEvidence: r.weakEvidence ?? false, changedSincePrevious: r.changed ? r.changed.length : null }));
       return {
         workerId: w.id,
         state: w.state,
@@ -702,6 +766,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         verdict,
         claim: v?.claim ?? null,
         honest: v?.honest ?? false,
+        verdictReason: v?.reason ?? null,
+        weakEvidence: v?.weakEvidence ?? false,
+        baseline,
+        warnings,
+        rounds,
         checks,
         checksTotal: all.length,
         checksPassed: all.filter((c) => c.passed).length,
@@ -731,8 +800,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         next: w.merged
           ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
           : verdict === "built"
-            ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)`
-            : `not built: read the failing checks (untrusted.reason says why it ended), then re-delegate a targeted fix; discard {"workerId":"${w.id}"} removes what is left`,
+            ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round`
+            : nextAfterFailure(w),
       };
     },
   );
@@ -984,6 +1053,17 @@ function describe(e: EngineEvent, ws: Map<string, Worker>): string | null {
     default:
       return null;
   }
+}
+
+/** What to do with a worker that is not built: verbs that work in its state. */
+function nextAfterFailure(w: Worker): string {
+  // The reason itself is the worker's to shape (file names, check output): it stays in untrusted.reason.
+  const why = w.stateReason ? " (untrusted.reason says why it ended)" : "";
+  if (w.state === "honest-failure")
+    return `not built${why}: read the failing checks, then continue {"workerId":"${w.id}","message":"…what to fix…"} (same session and files, a new round), or retry {"workerId":"${w.id}"} (a fresh start); discard {"workerId":"${w.id}"} removes what is left`;
+  if (["stopped", "interrupted", "error"].includes(w.state))
+    return `not built${why}: resume {"workerId":"${w.id}","message":"…"} continues it in its session, or retry {"workerId":"${w.id}"} starts the task again; discard {"workerId":"${w.id}"} removes what is left`;
+  return `not built${why}: wait {"workerId":"${w.id}"} until it settles`;
 }
 
 function nextFor(ws: Worker[], batch?: z.infer<typeof S.BatchStats> | null): string {

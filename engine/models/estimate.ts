@@ -9,26 +9,19 @@
  * reserve and ggml-alloc on the decoder block (compute-graph.ts); driver overhead is a documented estimate
  * (see docs/model-setup.md).
  */
+import type { DeviceBudget } from "../hardware/parse";
 import { computeBufferBytes } from "./compute-graph";
 import { ggmlTypeId, type KvCacheType, rowBytes } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";
 import { type ModelHparams, nEmbdKGqa, nEmbdVGqa } from "./hparams";
+import { SetupError, type SetupErrorData } from "./errors";
 
 export const MiB = 1024 * 1024;
 export const GiB = 1024 * MiB;
 
 export const pad = (x: number, n: number): number => Math.ceil(x / n) * n;
 
-/** A memory pool a model can be placed on. `kind: "cpu"` is host RAM. */
-export interface DeviceBudget {
-  id: string;
-  name: string;
-  kind: "gpu" | "cpu";
-  freeBytes: number;
-  totalBytes: number;
-  /** Unified memory (Apple, APU): the GPU budget is host RAM. */
-  unified?: boolean;
-}
+export type { DeviceBudget };
 
 export interface EstimateOptions {
   /** -c (total cache); 0 or undefined → n_ctx_train. */
@@ -101,7 +94,12 @@ export interface Estimate {
   warnings: string[];
 }
 
-export class EstimateError extends Error {}
+export class EstimateError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("estimate", message, data);
+    this.name = "EstimateError";
+  }
+}
 
 export interface ResolvedContext {
   nCtx: number;

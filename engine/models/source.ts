@@ -2,10 +2,12 @@
  * Where model metadata comes from: a metadata JSON file, a local GGUF (and its shards), an http(s) URL, or a
  * Hugging Face reference (`hf:owner/repo/path/file.gguf[@rev]`, or `owner/repo:QUANT` via the Hub tree API).
  */
+import { config } from "../config";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { ggmlTypeId, tensorBytes } from "./ggml-types";
 import { type GgufFile, type GgufTensorInfo, isMmproj, mergeShards, readGgufFrom, shardNames } from "./gguf";
+import { SetupError, type SetupErrorData } from "./errors";
 
 export interface ModelInfo {
   source: string;
@@ -18,9 +20,14 @@ export interface ModelInfo {
   shards: number;
 }
 
-export class ModelSourceError extends Error {}
+export class ModelSourceError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("model-source", message, data);
+    this.name = "ModelSourceError";
+  }
+}
 
-const hfBase = () => (process.env.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
+const hfBase = () => (config().OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
 
 /** general.file_type → label (llama.h llama_ftype). */
 const FTYPE: Record<number, string> = {

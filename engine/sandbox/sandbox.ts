@@ -370,6 +370,8 @@ const real = (p) => {
 // \`list\` asks nobody (opencode-worker's rules allow it): its folder is checked here, symlinks resolved. The other file
 // tools ask, and the engine checks their real path on the record before anyone decides.
 const PATH_ARGS = { list: "path" };
+// The variable the worker shell reads its workspace from.
+const WORKSPACE_VAR = "OCW_WORKSPACE";
 export const OcwWorkspace = async ({ directory, worktree }) => {
   const root = real(worktree && worktree !== "/" ? worktree : directory);
   return {
@@ -383,7 +385,7 @@ export const OcwWorkspace = async ({ directory, worktree }) => {
       }
     },
     "shell.env": async (_input, output) => {
-      output.env.OCW_WORKSPACE = directory;
+      output.env[WORKSPACE_VAR] = directory;
     },
   };
 };

@@ -7,6 +7,7 @@ const ORDER: { name: TargetCheck["name"]; label: string; remedy: string }[] = [
   { name: "slots", label: "Slots and context", remedy: "Give the server as many parallel slots as asked, each with the full context per slot." },
   { name: "concurrency", label: "Requests overlap", remedy: "Requests ran one after another: enable parallel slots / continuous batching, or ask for fewer slots." },
   { name: "capability", label: "Coding task", remedy: "The model could not solve a small coding task: a larger model, a higher quant, or an API provider." },
+  { name: "reasoning", label: "Thinking kept out of answers", remedy: "The model's thinking came back as its answer: start the server with the model family's reasoning parser (vLLM / SGLang --reasoning-parser qwen3, llama-server --jinja)." },
   { name: "tools", label: "Tool-call round trip", remedy: "Workers act only through tool calls: turn tool calling on in the server (llama-server --jinja), or use a model whose tool calling works." },
 ];
 
@@ -15,12 +16,14 @@ export function VerifyChecklist({ checks, running }: { checks: TargetCheck[]; ru
     <ul className="checklist" aria-label="Verify checklist" aria-busy={running || undefined}>
       {ORDER.map(({ name, label, remedy }) => {
         const c = checks.find((x) => x.name === name);
-        const state = c ? (c.passed ? "pass" : "fail") : running ? "running" : "not run";
+        // A keyless server that only listens on this machine is not a failure: nothing else can reach it.
+        const loopbackNoKey = !!c && name === "auth" && !c.passed && /^no key configured/.test(c.evidence) && /\(loopback only\)/.test(c.evidence);
+        const state = loopbackNoKey ? "no key (loopback only)" : c ? (c.passed ? "pass" : "fail") : running ? "running" : "not run";
         return (
-          <li key={name} className={c ? (c.passed ? "pass" : "fail") : "pending"} aria-label={`${label}: ${state}`}>
-            <span className={`chip chip-${c ? (c.passed ? "ok" : "bad") : running ? "busy" : "idle"}`}>{state}</span> <strong>{label}</strong>
+          <li key={name} className={loopbackNoKey ? "info" : c ? (c.passed ? "pass" : "fail") : "pending"} aria-label={`${label}: ${state}`}>
+            <span className={`chip chip-${loopbackNoKey ? "idle" : c ? (c.passed ? "ok" : "bad") : running ? "busy" : "idle"}`}>{state}</span> <strong>{label}</strong>
             {c && <div className="small muted">{c.evidence}</div>}
-            {c && !c.passed && <div className="remedy small">{remedy}</div>}
+            {c && !c.passed && !loopbackNoKey && <div className="remedy small">{remedy}</div>}
           </li>
         );
       })}
