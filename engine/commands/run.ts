@@ -126,7 +126,7 @@ async function followAndAnswer(client: EngineClient, ids: string[], approve: str
           const d = unattendedDecision(ask, approve as DecisionKind);
           const v = askView(ask);
           const note = approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
-          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}\n`);
+          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}\n`);
           void client.approvals.decide.mutate(d).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
         }
       }
@@ -341,6 +341,7 @@ export function askText(ask: PermissionAsk): string {
   const v = askView(ask);
   const indent = (s: string) => s.split("\n").join("\n    ");
   let out = `\nocw: ${ask.workerId} asks ${ask.tool}: ${indent(v.what)}\n`;
+  if (v.workdir) out += `  in folder: ${v.workdir}\n`;
   if (v.cut) out += `  (${v.cut} characters cut from the middle: "always" is not offered)\n`;
   for (const f of v.flags) out += `  ⚑ ${f}\n`;
   if (ask.kind === "permission") out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;

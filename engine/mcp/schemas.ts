@@ -239,7 +239,7 @@ export const PendingItem = z.object({
    * `what`: the command, the repository-relative path, the URL or the question — line breaks shown as ⏎, bidi /
    * zero-width / control characters as ⟪U+XXXX⟫ (shared/untrusted.ts); `flags`: each flag with its detail.
    */
-  untrusted: untrusted({ what: z.string(), flags: z.array(z.string()).optional() }),
+  untrusted: untrusted({ what: z.string(), /** A bash command's folder (its workdir), absent: the worker's own. */ workdir: z.string().optional(), flags: z.array(z.string()).optional() }),
 });
 
 export const Totals = z.object({ tokens: z.number(), cost: z.number(), sec: z.number() });

@@ -19,10 +19,10 @@ import { modelFor, OpencodeServers } from "../harness/servers";
 import { noAnswer, Translator, type OpencodeEvent } from "../harness/translate";
 import { sweepDiscarded } from "../grading/folders";
 import { Recovery } from "../recovery/recovery";
-import { sandboxStatus, type SandboxKind } from "../sandbox/sandbox";
+import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
-import { createWorkspace, InputError, inspectRepo, worktreePath, type RepoInfo } from "../workspace/workspace";
+import { createWorkspace, InputError, inspectRepo, objectsOf, worktreePath, type RepoInfo } from "../workspace/workspace";
 import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "./preflight";
@@ -648,6 +648,8 @@ export class Engine {
       this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
       if (!current()) return;
     }
+    // The worker shell's trusted view of this repository: the user's checkout hidden, its objects read-only.
+    if (this.sandbox.kind !== "none") writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
     // The held-back checks run once on the base commit, beside the worker's start (never awaited here).
     if (!w.baseline) void this.settler.baseline(workerId);
     // A resume right after a stop must not have its new turn land in the instance being disposed.
