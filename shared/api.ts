@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { IntegrationSpec, TaskId } from "./batch";
+import { AttemptOptions } from "./attempts";
 import { ErrorCode } from "./errors";
 import { Decision } from "./permission";
 import { ReviewComment } from "./verdict";
@@ -9,8 +10,11 @@ import { WorkerSpec, WorkerState } from "./worker";
 export const WorkerRef = z.object({ workerId: z.string().min(1, "workerId is required") });
 export const BatchRef = z.object({ batchId: z.string().min(1, "batchId is required") });
 export const StartInput = WorkerSpec;
-/** A task of a batch: a worker's spec, its name in the batch and the tasks it comes after. */
-export const BatchTaskInput = WorkerSpec.extend({ id: TaskId.optional(), after: z.array(TaskId).max(64).optional() });
+/** A task with its attempt options: `attempts` workers over `targets` in turn (shared/attempts.ts). */
+export const TaskInput = WorkerSpec.extend(AttemptOptions.shape);
+export const StartAttemptsInput = TaskInput;
+/** A task of a batch: a task with its name in the batch and the tasks it comes after. */
+export const BatchTaskInput = TaskInput.extend({ id: TaskId.optional(), after: z.array(TaskId).max(64).optional() });
 export type BatchTaskInput = z.input<typeof BatchTaskInput>;
 export const StartBatchInput = z.object({
   tasks: z.array(BatchTaskInput).min(1, "give at least one task").max(64, "at most 64 tasks per batch"),
@@ -20,6 +24,8 @@ export const StartBatchResult = z.object({
   batchId: z.string(),
   /** The workers started now (tasks that come after others start later). */
   workerIds: z.array(z.string()),
+  /** Attempt groups (tasks with several attempts). */
+  groups: z.array(z.object({ groupId: z.string(), workerIds: z.array(z.string()) })).default([]),
   tasks: z.array(z.object({ id: z.string(), workerId: z.string().nullable(), after: z.array(z.string()) })),
 });
 export type StartBatchResult = z.infer<typeof StartBatchResult>;

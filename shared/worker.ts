@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AttemptRef } from "./attempt-ref";
 import { CheckSpec } from "./check";
 import { DecidedBy, DecisionKind, Grant, PermissionAsk } from "./permission";
 import { Baseline, ReviewComment, Round, RoundKind, Verdict } from "./verdict";
@@ -97,6 +98,8 @@ export const WorkerEvent = z.discriminatedUnion("type", [
     startFrom: z.string().optional(),
     /** Its task's name in its batch. */
     taskId: z.string().optional(),
+    /** One attempt of several at the same task (shared/attempts.ts). */
+    attempt: AttemptRef.optional(),
   }),
   z.object({ ...base, type: z.literal("worker.state"), state: WorkerState, reason: z.string().optional() }),
   z.object({
@@ -198,6 +201,8 @@ export const Worker = z.object({
   taskId: z.string().nullable().default(null),
   /** Its workspace and branch were removed on request. */
   discarded: z.boolean().default(false),
+  /** Its attempt group when it is one of several attempts at one task (shared/attempts.ts); null otherwise. */
+  attempt: AttemptRef.nullable().default(null),
   lastSeq: z.number(),
 });
 export type Worker = z.infer<typeof Worker>;
@@ -246,6 +251,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       endpoint: null,
       grants: [],
       discarded: false,
+      attempt: e.attempt ?? null,
       lastSeq: e.seq,
     };
   }

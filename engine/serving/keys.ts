@@ -1,4 +1,5 @@
 /** API keys for servers we start: generated, kept in the state dir with mode 0600, never in argv or targets.json. */
+import { config } from "../config";
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -54,7 +55,7 @@ function osKeychain(): SecretBackend | null {
   if (backendOverride !== undefined) return backendOverride;
   if (keychain !== undefined) return keychain;
   keychain = null;
-  if (process.env.OCW_KEYCHAIN === "off") return null;
+  if (config().OCW_KEYCHAIN === "off") return null;
   try {
     const { Entry } = createRequire(import.meta.url)("@napi-rs/keyring") as typeof import("@napi-rs/keyring");
     // Linux: the Secret Service only; the kernel keyring would lose the key at logout.
