@@ -30,6 +30,9 @@ import { mergeBatch, retryWorker } from "../workers/housekeeping";
 import { FitInput } from "../../shared/fit";
 import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
+import { ProviderModelsInput } from "../../shared/servers";
+import { providerModelsApi } from "../serving/providers-api";
+import { serverDeleteApi, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "../serving/servers-api";
 import { config } from "../config";
 
 export interface ApiContext {
@@ -200,6 +203,16 @@ export const appRouter = t.router({
     provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input }) => {
       return await setupProviderApi(input, ctx.engine.targets);
     }),
+    /** The models an OpenAI-compatible provider lists (GET {url}/models), with the key the named variable holds. */
+    models: proc.input(ProviderModelsInput).query(({ input }) => providerModelsApi(input)),
+  }),
+  /** Model servers the engine started: list, stop, restart, delete; keep one running after `ocw stop`. */
+  servers: t.router({
+    list: proc.query(() => serversListApi()),
+    stop: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverStopApi(input.id)),
+    restart: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverRestartApi(input.id)),
+    delete: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverDeleteApi(input.id)),
+    keep: proc.input(z.object({ id: z.string().min(1).max(200), keep: z.boolean() })).mutation(({ input }) => serverKeepApi(input.id, input.keep)),
   }),
   targets: t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
@@ -216,7 +229,8 @@ export const appRouter = t.router({
   }),
   events: proc.input(EventsInput).subscription(({ ctx, input, signal }) => eventStream(ctx.engine, input.lastEventId, signal)),
   shutdown: proc.mutation(({ ctx }) => {
-    setImmediate(ctx.shutdown);
+    // `ocw stop`: the model servers the engine started stop with it, unless the person chose to keep one
+    setImmediate(() => void stopUnkeptServing().catch(() => []).finally(ctx.shutdown));
     return { stopping: true };
   }),
 });
