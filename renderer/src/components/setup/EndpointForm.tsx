@@ -2,6 +2,7 @@
 // the target only after that verify; saving without verify is the person's explicit, confirmed choice.
 import { useState, type FormEvent } from "react";
 import type { SetupOutcome } from "../../../../shared/setup";
+import { PROVIDER_PRESETS } from "../../../../shared/servers";
 import { api, errorText } from "../../api";
 import { refreshTargets } from "../../store";
 import { CopyField } from "../common";
@@ -34,6 +35,35 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   const [error, setError] = useState<string | null>(null);
   const [result, setResult] = useState<SetupOutcome | null>(null);
   const [confirmUnverified, setConfirmUnverified] = useState(false);
+  const [preset, setPreset] = useState("");
+  const [models, setModels] = useState<{ id: string; contextLength: number | null }[] | null>(null);
+  const [modelsState, setModelsState] = useState<{ busy: boolean; error: string | null }>({ busy: false, error: null });
+
+  /** A preset fills the base URL and the usual key variable; the model list is fetched from the provider. */
+  function choosePreset(id: string) {
+    setPreset(id);
+    setModels(null);
+    setModelsState({ busy: false, error: null });
+    const p = PROVIDER_PRESETS.find((x) => x.id === id);
+    if (p) {
+      setUrl(p.url);
+      setKeyEnv(p.keyEnv);
+    } else {
+      setUrl("https://");
+    }
+  }
+
+  async function listModels() {
+    setModelsState({ busy: true, error: null });
+    try {
+      const r = await api.setup.models.query({ url: url.trim(), ...(keyEnv.trim() ? { apiKeyEnv: keyEnv.trim() } : {}) });
+      setModels(r.models);
+      setModelsState({ busy: false, error: r.models.length ? null : "the provider listed no models: type the model id" });
+    } catch (err) {
+      setModels(null);
+      setModelsState({ busy: false, error: errorText(err) });
+    }
+  }
 
   const input = (unverified: boolean) => ({
     url: url.trim(),
@@ -75,18 +105,54 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   return (
     <>
       <form className="capture" onSubmit={submit} aria-label={formName}>
+        {!capture && (
+          <label className="field">
+            <span>Provider</span>
+            <select name="preset" value={preset} onChange={(e) => choosePreset(e.target.value)}>
+              <option value="">Any OpenAI-compatible API (type its base URL)</option>
+              {PROVIDER_PRESETS.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name} — {p.url}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         <div className="grid2">
           <label className="field">
             <span>{capture ? "Server URL" : "Base URL"}</span>
             <input name="url" value={url} placeholder={capture ? "http://127.0.0.1:8080/v1" : "https://api.example.com/v1"} onChange={(e) => setUrl(e.target.value)} spellCheck={false} />
           </label>
-          <label className="field">
-            <span>{capture ? "Model (optional: the first one it serves)" : "Model id"}</span>
-            <input name="model" value={model} onChange={(e) => setModel(e.target.value)} spellCheck={false} />
-          </label>
+          <div className="field">
+            <label htmlFor={`${mode}-model`}>{capture ? "Model (optional: the first one it serves)" : "Model id"}</label>
+            <div style={{ display: "flex", gap: 6, alignItems: "center" }}>
+              <input id={`${mode}-model`} name="model" value={model} onChange={(e) => setModel(e.target.value)} spellCheck={false} style={{ flex: 1, minWidth: 0 }} />
+              {!capture && (
+                <button type="button" className="btn small" disabled={modelsState.busy || !/^https?:\/\/[^/]+/.test(url.trim())} onClick={() => void listModels()}>
+                  {modelsState.busy ? "Listing…" : "List models"}
+                </button>
+              )}
+            </div>
+            {!capture && models && models.length > 0 && (
+              <select aria-label="Models the provider lists" value={models.some((m) => m.id === model) ? model : ""} onChange={(e) => setModel(e.target.value)}>
+                <option value="">{models.length} model(s) listed by the provider: pick one</option>
+                {models.map((m) => (
+                  <option key={m.id} value={m.id}>
+                    {m.id}
+                    {m.contextLength ? ` (${Math.round(m.contextLength / 1024)}k context)` : ""}
+                  </option>
+                ))}
+              </select>
+            )}
+            {!capture && modelsState.error && (
+              <div className="field-error small" role="alert" aria-label="Model list error">
+                {modelsState.error}
+              </div>
+            )}
+          </div>
           <label className="field">
             <span>{capture ? "Key environment variable (empty if the server has no key)" : "Key environment variable"}</span>
-            <input name="keyEnv" value={keyEnv} placeholder={capture ? "LLAMA_API_KEY" : "OPENROUTER_API_KEY"} onChange={(e) => setKeyEnv(e.target.value)} spellCheck={false} />
+            <input name="keyEnv" value={keyEnv} placeholder={capture ? "LLAMA_API_KEY" : (PROVIDER_PRESETS.find((p) => p.id === preset)?.keyEnv ?? "OPENROUTER_API_KEY")} onChange={(e) => setKeyEnv(e.target.value)} spellCheck={false} />
           </label>
           <label className="field">
             <span>{capture ? "Slots (optional: what the server reports)" : "Slots (requests at once)"}</span>
