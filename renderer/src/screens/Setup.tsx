@@ -34,6 +34,7 @@ export function Setup() {
   const [chosenFit, setChosenFit] = useState<FitResult | null>(null);
   const [chosenError, setChosenError] = useState<string | null>(null);
   const [custom, setCustom] = useState("");
+  const [llamaPath, setLlamaPath] = useState("");
   const [loading, setLoading] = useState(true);
   const targets = useStore((s) => s.targets);
   const starter = useSetupJob();
@@ -57,6 +58,7 @@ export function Setup() {
       runtime: pick.runtime,
       slots: pick.slots,
       minCtx: Math.min(minCtx, pick.ctxPerSlot),
+      ...(pick.runtime === "llama.cpp" && llamaPath.trim() ? { llamaServer: llamaPath.trim() } : {}),
     }));
   const active = useStore((s) => s.status?.activeTarget ?? null);
 
@@ -156,6 +158,10 @@ export function Setup() {
                   </option>
                 ))}
               </select>
+            </label>
+            <label className="field">
+              <span>llama-server binary (optional: an absolute path on the engine's machine; empty: the one found, else the prebuilt release)</span>
+              <input name="llamaServer" value={llamaPath} placeholder="/opt/llama.cpp/build/bin/llama-server" onChange={(e) => setLlamaPath(e.target.value)} spellCheck={false} />
             </label>
           </div>
           {loading && <p role="status">Planning with the engine…</p>}

@@ -14,20 +14,24 @@ export function ServersPanel() {
   const [busy, setBusy] = useState<Busy>(null);
   const [rowError, setRowError] = useState<{ id: string; text: string } | null>(null);
   const [confirmDelete, setConfirmDelete] = useState<string | null>(null);
+  /** The checkbox follows the click at once; the list read after the engine answered confirms it. */
+  const [keepShown, setKeepShown] = useState<Record<string, boolean>>({});
 
-  const load = useCallback(() => {
-    void api.servers.list.query().then(
+  const load = useCallback(
+    () =>
+      api.servers.list.query().then(
       (s) => (setServers(s), setLoadError(null)),
-      (err) => setLoadError(errorText(err)),
-    );
-  }, []);
+        (err) => setLoadError(errorText(err)),
+      ),
+    [],
+  );
   useEffect(() => {
-    load();
+    void load();
     // a model start that ends adds (or replaces) a server: read the list again then, not on a timer
     const sub = api.events.subscribe({ lastEventId: null }, {
       onData: (d) => {
         const e = d.data as { type: string; job?: { state: string } };
-        if (e.type === "setup" && e.job && e.job.state !== "running") load();
+        if (e.type === "setup" && e.job && e.job.state !== "running") void load();
       },
     });
     return () => sub.unsubscribe();
@@ -39,7 +43,11 @@ export function ServersPanel() {
     setConfirmDelete(null);
     void call()
       .catch((err) => setRowError({ id, text: errorText(err) }))
-      .finally(() => (setBusy(null), load()));
+      .finally(() => {
+        setBusy(null);
+        // the shown checkbox state holds until the list read back replaces it
+        void load().then(() => setKeepShown({}));
+      });
   };
 
   // one row per target (a pool's replicas together)
@@ -63,7 +71,7 @@ export function ServersPanel() {
           <tbody>
             {[...groups].map(([id, reps]) => {
               const running = reps.filter((r) => r.running).length;
-              const keep = reps.every((r) => r.keep);
+              const keep = keepShown[id] ?? reps.every((r) => r.keep);
               const mine = busy?.id === id;
               return (
                 <tr key={id} aria-label={`Server ${id}`}>
@@ -77,7 +85,11 @@ export function ServersPanel() {
                   </td>
                   <td>
                     <label className="small" style={{ display: "inline-flex", gap: 4, alignItems: "center" }}>
-                      <input type="checkbox" checked={keep} disabled={!!busy} onChange={(e) => act(id, "keep", () => api.servers.keep.mutate({ id, keep: e.target.checked }))} />
+                      <input type="checkbox" checked={keep} disabled={!!busy} onChange={(e) => {
+                          const on = e.target.checked;
+                          setKeepShown({ ...keepShown, [id]: on });
+                          act(id, "keep", () => api.servers.keep.mutate({ id, keep: on }));
+                        }} />
                       keep running after <code className="mono">ocw stop</code>
                     </label>
                   </td>
