@@ -141,7 +141,7 @@ test("servers the engine started: stop, start again, keep after ocw stop, delete
   await expect(rec.getByRole("status", { name: "Start status" })).toContainText(/built.*saved and active/, { timeout: 90_000 });
 
   const panel = page.getByRole("region", { name: "Model servers" });
-  const row = panel.getByRole("row", { name: /^Server llamacpp-/ });
+  const row = panel.getByRole("listitem", { name: /^Server llamacpp-/ });
   await expect(row).toContainText("running");
   const [srv] = await e.client.servers.list.query();
   expect(srv!.running).toBe(true);

@@ -67,33 +67,28 @@ export function ServersPanel() {
       )}
       {servers && groups.size === 0 && <p className="muted small">None: "Start … here" above runs one.</p>}
       {groups.size > 0 && (
-        <table className="table" aria-label="Servers">
-          <tbody>
+        <ul aria-label="Servers" style={{ listStyle: "none", padding: 0, margin: 0 }}>
             {[...groups].map(([id, reps]) => {
               const running = reps.filter((r) => r.running).length;
               const keep = keepShown[id] ?? reps.every((r) => r.keep);
               const mine = busy?.id === id;
               return (
-                <tr key={id} aria-label={`Server ${id}`}>
-                  <td className="mono">{id}</td>
-                  <td>
+                <li key={id} aria-label={`Server ${id}`} style={{ display: "flex", flexWrap: "wrap", gap: "6px 16px", alignItems: "center", padding: "8px 0", borderTop: "1px solid var(--border, #e5e7eb)" }}>
+                  <strong className="mono">{id}</strong>
+                  <span>
                     <span className={`chip chip-${running === reps.length ? "ok" : running ? "warn" : "idle"}`}>{running === reps.length ? "running" : running ? `${running} of ${reps.length} running` : "stopped"}</span>
                     {reps.some((r) => r.supervised) && <span className="small muted"> supervised</span>}
-                  </td>
-                  <td className="mono small">
-                    {reps.map((r) => `127.0.0.1:${r.port}${r.running ? ` pid ${r.pid}` : ""}`).join(", ")}
-                  </td>
-                  <td>
-                    <label className="small" style={{ display: "inline-flex", gap: 4, alignItems: "center" }}>
+                  </span>
+                  <span className="mono small">{reps.map((r) => `127.0.0.1:${r.port}${r.running ? ` pid ${r.pid}` : ""}`).join(", ")}</span>
+                  <label className="small" style={{ display: "inline-flex", gap: 4, alignItems: "center", whiteSpace: "nowrap" }}>
                       <input type="checkbox" checked={keep} disabled={!!busy} onChange={(e) => {
                           const on = e.target.checked;
                           setKeepShown({ ...keepShown, [id]: on });
                           act(id, "keep", () => api.servers.keep.mutate({ id, keep: on }));
                         }} />
-                      keep running after <code className="mono">ocw stop</code>
-                    </label>
-                  </td>
-                  <td style={{ whiteSpace: "nowrap" }}>
+                    keep running after <code className="mono">ocw stop</code>
+                  </label>
+                  <span style={{ display: "inline-flex", flexWrap: "wrap", gap: 6, alignItems: "center" }}>
                     {running > 0 ? (
                       <button type="button" className="btn small" disabled={!!busy} onClick={() => act(id, "stop", () => api.servers.stop.mutate({ id }))}>
                         Stop
@@ -103,8 +98,8 @@ export function ServersPanel() {
                       {running ? "Restart" : "Start again"}
                     </button>{" "}
                     {confirmDelete === id ? (
-                      <span className="confirm-inline" role="group" aria-label={`Confirm deleting server ${id}`}>
-                        <span className="small">Stop {id} and forget it (its target stays, unreachable)?</span>{" "}
+                      <span className="confirm-inline" role="group" aria-label={`Confirm deleting server ${id}`} style={{ display: "inline-flex", flexWrap: "wrap", gap: 6, alignItems: "center" }}>
+                        <span className="small">Stop it and forget it? Its target stays (unreachable).</span>
                         <button type="button" className="btn small bad" onClick={() => act(id, "delete", () => api.servers.delete.mutate({ id }))}>
                           Delete
                         </button>{" "}
@@ -117,22 +112,21 @@ export function ServersPanel() {
                         Delete…
                       </button>
                     )}
-                    {mine && (
-                      <div className="small" role="status">
-                        {DOING[busy!.what]}
-                      </div>
-                    )}
-                    {rowError?.id === id && (
-                      <div className="field-error" role="alert">
-                        {rowError.text}
-                      </div>
-                    )}
-                  </td>
-                </tr>
+                  </span>
+                  {mine && (
+                    <div className="small" role="status" style={{ flexBasis: "100%" }}>
+                      {DOING[busy!.what]}
+                    </div>
+                  )}
+                  {rowError?.id === id && (
+                    <div className="field-error" role="alert" style={{ flexBasis: "100%" }}>
+                      {rowError.text}
+                    </div>
+                  )}
+                </li>
               );
             })}
-          </tbody>
-        </table>
+        </ul>
       )}
     </section>
   );
