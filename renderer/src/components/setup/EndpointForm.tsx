@@ -8,6 +8,7 @@ import { refreshTargets } from "../../store";
 import { CopyField } from "../common";
 import { sh } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
+import { Clip } from "./StartProgress";
 
 type Mode = "capture" | "provider";
 
@@ -213,7 +214,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
           {result && (
             <p role="status" className={result.outcome === "built" ? "ok-text" : result.outcome === "unverified" ? "" : "bad-text"}>
               <span className={`chip chip-${result.outcome === "built" ? "ok" : result.outcome === "underpowered" ? "warn" : result.outcome === "unverified" ? "idle" : "bad"}`}>{result.outcome}</span>{" "}
-              {OUTCOME_TEXT[result.outcome]} {result.summary}{" "}
+              {OUTCOME_TEXT[result.outcome]} <Clip text={result.summary} />{" "}
               {result.saved ? (
                 <strong>{result.active ? `Saved as ${result.target.id} and made active.` : `Saved as ${result.target.id}, not active.`}</strong>
               ) : (
