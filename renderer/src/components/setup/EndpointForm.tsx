@@ -107,9 +107,9 @@ export function EndpointForm({ mode }: { mode: Mode }) {
     <>
       <form className="capture" onSubmit={submit} aria-label={formName}>
         {!capture && (
-          <label className="field">
-            <span>Provider</span>
-            <select name="preset" value={preset} onChange={(e) => choosePreset(e.target.value)}>
+          <div className="field">
+            <label htmlFor="provider-preset">Provider</label>
+            <select id="provider-preset" name="preset" value={preset} onChange={(e) => choosePreset(e.target.value)}>
               <option value="">Any OpenAI-compatible API (type its base URL)</option>
               {PROVIDER_PRESETS.map((p) => (
                 <option key={p.id} value={p.id}>
@@ -117,7 +117,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
                 </option>
               ))}
             </select>
-          </label>
+          </div>
         )}
         <div className="grid2">
           <label className="field">
