@@ -208,4 +208,13 @@ test("API provider: presets fill the URL and key variable; the model list comes 
   await expect(form.getByRole("textbox", { name: "Model id" })).toHaveValue("qwen/qwen3-coder");
   await expect(form.getByRole("alert")).toHaveCount(0);
   await shots(page, "provider-models", () => form);
+
+  // a running server to capture lists what it serves the same way
+  await page.getByRole("radio", { name: /Capture a running server/ }).check();
+  const cap = page.getByRole("form", { name: "Capture a running server" });
+  await cap.getByRole("textbox", { name: "Server URL" }).fill(`${prov}/v1`);
+  await cap.getByLabel(/^Key environment variable/).fill("WIZARD_PROV_KEY");
+  await cap.getByRole("button", { name: "List models" }).click();
+  await cap.getByRole("combobox", { name: "Models the server lists" }).selectOption("deepseek/deepseek-chat-v3");
+  await expect(cap.getByRole("textbox", { name: /^Model/ })).toHaveValue("deepseek/deepseek-chat-v3");
 });

@@ -128,15 +128,13 @@ export function EndpointForm({ mode }: { mode: Mode }) {
             <label htmlFor={`${mode}-model`}>{capture ? "Model (optional: the first one it serves)" : "Model id"}</label>
             <div style={{ display: "flex", gap: 6, alignItems: "center" }}>
               <input id={`${mode}-model`} name="model" value={model} onChange={(e) => setModel(e.target.value)} spellCheck={false} style={{ flex: 1, minWidth: 0 }} />
-              {!capture && (
-                <button type="button" className="btn small" disabled={modelsState.busy || !/^https?:\/\/[^/]+/.test(url.trim())} onClick={() => void listModels()}>
-                  {modelsState.busy ? "Listing…" : "List models"}
-                </button>
-              )}
+              <button type="button" className="btn small" disabled={modelsState.busy || !/^https?:\/\/[^/]+/.test(url.trim())} onClick={() => void listModels()}>
+                {modelsState.busy ? "Listing…" : "List models"}
+              </button>
             </div>
-            {!capture && models && models.length > 0 && (
-              <select aria-label="Models the provider lists" value={models.some((m) => m.id === model) ? model : ""} onChange={(e) => setModel(e.target.value)}>
-                <option value="">{models.length} model(s) listed by the provider: pick one</option>
+            {models && models.length > 0 && (
+              <select aria-label={capture ? "Models the server lists" : "Models the provider lists"} value={models.some((m) => m.id === model) ? model : ""} onChange={(e) => setModel(e.target.value)}>
+                <option value="">{models.length} model(s) listed by the {capture ? "server" : "provider"}: pick one</option>
                 {models.map((m) => (
                   <option key={m.id} value={m.id}>
                     {m.id}
@@ -145,7 +143,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
                 ))}
               </select>
             )}
-            {!capture && modelsState.error && (
+            {modelsState.error && (
               <div className="field-error small" role="alert" aria-label="Model list error">
                 {modelsState.error}
               </div>
