@@ -101,6 +101,10 @@ describe("servers the engine started", () => {
     expect(await models(a.port, a.key)).toBe(0);
     expect(serversListApi()).toEqual([]);
     expect(existsSync(keyFile)).toBe(false);
+    // a vLLM server (recorded by start-runtimes.ts) is not restarted as a llama-server would be
+    saveServing([{ targetId: "vllm-x", pid: 0, port: 1, bin: "/usr/bin/vllm", args: [], logFile: "/dev/null", keyFile: null, startedAt: "" }]);
+    await expect(serverRestartApi("vllm-x")).rejects.toThrow(/runs vllm, not llama-server: start it again/);
+    saveServing([]);
     const err = await serverStopApi("gone").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OcwError);
     expect((err as OcwError).code).toBe("not-found");

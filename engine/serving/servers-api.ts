@@ -4,6 +4,7 @@
  * `ocw stop`". `ocw stop` stops every server not marked kept (stopUnkeptServing, called by the engine's shutdown).
  */
 import { rmSync } from "node:fs";
+import path from "node:path";
 import { OcwError } from "../../shared/errors";
 import type { ServerView } from "../../shared/servers";
 import { readKey } from "./keys";
@@ -42,6 +43,9 @@ export async function serverStopApi(id: string): Promise<ServerView[]> {
 /** Stops the server(s) and starts them again exactly as recorded: same binary, arguments, environment, port and key. */
 export async function serverRestartApi(id: string, o: { readyTimeoutMs?: number } = {}): Promise<ServerView[]> {
   const recs = recordsOf(id);
+  // vLLM / SGLang take their key and launch differently (start-runtimes.ts): those are started again by a new start
+  const other = recs.find((r) => !path.basename(r.bin).startsWith("llama-server"));
+  if (other) throw new OcwError("bad-input", `${id} runs ${path.basename(other.bin)}, not llama-server: start it again from "Start … here" (or \`ocw setup\`); Stop and Delete work for it`);
   await stopServing(id);
   const sup = supervisorCommand();
   const out: ServingRecord[] = [];
