@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path57 = __require("node:path");
+    var path58 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path57.resolve(baseDir, baseName);
+          const localBin = path58.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path57.extname(baseName))) return void 0;
+          if (sourceExt.includes(path58.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path57.resolve(
-            path57.dirname(resolvedScriptPath),
+          executableDir = path58.resolve(
+            path58.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path57.basename(
+            const legacyName = path58.basename(
               this._scriptPath,
-              path57.extname(this._scriptPath)
+              path58.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path57.extname(executableFile));
+        launchWithNode = sourceExt.includes(path58.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path57.basename(filename, path57.extname(filename));
+        this._name = path58.basename(filename, path58.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path58) {
-        if (path58 === void 0) return this._executableDir;
-        this._executableDir = path58;
+      executableDir(path59) {
+        if (path59 === void 0) return this._executableDir;
+        this._executableDir = path59;
         return this;
       }
       /**
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path57) {
-  if (!path57)
+function getElementAtPath(obj2, path58) {
+  if (!path58)
     return obj2;
-  return path57.reduce((acc, key) => acc?.[key], obj2);
+  return path58.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path57, issues) {
+function prefixIssues(path58, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path57);
+    iss.path.unshift(path58);
     return iss;
   });
 }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path57 = []) => {
+  const processError = (error47, path58 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path57, ...issue2.path];
+        const fullpath = [...path58, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path57 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path57) {
+  const path58 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path58) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -16923,8 +16923,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path57, { windows: windows2 } = {}) => {
-      const segs = path57.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path58, { windows: windows2 } = {}) => {
+      const segs = path58.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -18189,6 +18189,50 @@ var require_picomatch2 = __commonJS({
   }
 });
 
+// shared/errors.ts
+function codeOf(err) {
+  return err instanceof OcwError ? err.code : "internal";
+}
+var ErrorCode, ERROR_MAP, OcwError, InputError;
+var init_errors3 = __esm({
+  "shared/errors.ts"() {
+    init_zod();
+    ErrorCode = external_exports.enum([
+      "bad-input",
+      // the request is wrong: fix it as the message says
+      "not-found",
+      // an unknown worker, ask, grant, target or batch id
+      "conflict",
+      // the state forbids it now (merge conflict, not pending, not finished)
+      "unavailable",
+      // something the engine needs is down (a model server, opencode, the sandbox)
+      "internal"
+      // a bug: the message and the engine log say more
+    ]);
+    ERROR_MAP = {
+      "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
+      "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
+      conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
+      unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
+      internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
+    };
+    OcwError = class extends Error {
+      constructor(code, message) {
+        super(message);
+        this.code = code;
+        this.name = "OcwError";
+      }
+      code;
+    };
+    InputError = class extends OcwError {
+      constructor(message, code = "bad-input") {
+        super(code, message);
+        this.name = "InputError";
+      }
+    };
+  }
+});
+
 // engine/store/json-file.ts
 import { mkdirSync as mkdirSync3, readFileSync as readFileSync2, renameSync, writeFileSync as writeFileSync2 } from "node:fs";
 import path4 from "node:path";
@@ -18269,7 +18313,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path57, options) {
+    function checkPathExt(path58, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18280,25 +18324,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path57.substr(-p.length).toLowerCase() === p) {
+        if (p && path58.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path57, options) {
+    function checkStat(stat, path58, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path57, options);
+      return checkPathExt(path58, options);
     }
-    function isexe(path57, options, cb) {
-      fs.stat(path57, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path57, options));
+    function isexe(path58, options, cb) {
+      fs.stat(path58, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path58, options));
       });
     }
-    function sync(path57, options) {
-      return checkStat(fs.statSync(path57), path57, options);
+    function sync(path58, options) {
+      return checkStat(fs.statSync(path58), path58, options);
     }
   }
 });
@@ -18309,13 +18353,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path57, options, cb) {
-      fs.stat(path57, function(er, stat) {
+    function isexe(path58, options, cb) {
+      fs.stat(path58, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path57, options) {
-      return checkStat(fs.statSync(path57), options);
+    function sync(path58, options) {
+      return checkStat(fs.statSync(path58), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18348,7 +18392,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path57, options, cb) {
+    function isexe(path58, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18358,7 +18402,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path57, options || {}, function(er, is) {
+          isexe(path58, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18367,7 +18411,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path57, options || {}, function(er, is) {
+      core(path58, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18377,9 +18421,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path57, options) {
+    function sync(path58, options) {
       try {
-        return core.sync(path57, options || {});
+        return core.sync(path58, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18395,7 +18439,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path57 = __require("path");
+    var path58 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18433,7 +18477,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path57.join(pathPart, cmd);
+        const pCmd = path58.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18460,7 +18504,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path57.join(pathPart, cmd);
+        const pCmd = path58.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18508,7 +18552,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path57 = __require("path");
+    var path58 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18526,7 +18570,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path57.delimiter : void 0
+          pathExt: withoutPathExt ? path58.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18535,7 +18579,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path57.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path58.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18589,8 +18633,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path57, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path57.split("/").pop();
+      const [path58, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path58.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18625,7 +18669,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path57 = __require("path");
+    var path58 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18650,7 +18694,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path57.normalize(parsed.command);
+        parsed.command = path58.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -19934,7 +19978,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path57 = __require("path");
+    var path58 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -19956,7 +20000,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path57.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path58.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -19965,7 +20009,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path57.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path58.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20066,7 +20110,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path57 = __require("path");
+    var path58 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20100,9 +20144,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path57.normalize(parsed.command);
+        parsed.command = path58.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path57.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path58.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -24236,13 +24280,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path57, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path57 === "string" ? path57 : path57.toString();
+      for (const { path: path58, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path58 === "string" ? path58 : path58.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path57, serializedResult);
+          appendFileSync(path58, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync7(path57, serializedResult);
+          writeFileSync7(path58, serializedResult);
         }
       }
     };
@@ -27287,7 +27331,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path57 = __require("path");
+    var path58 = __require("path");
     var spawn9 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28043,7 +28087,7 @@ var require_util = __commonJS({
     function getFilesInPath(source) {
       const lstatSync3 = fs.lstatSync;
       const readdirSync10 = fs.readdirSync;
-      const join = path57.join;
+      const join = path58.join;
       function isDirectory(source2) {
         return lstatSync3(source2).isDirectory();
       }
@@ -36796,7 +36840,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path57 = __require("path");
+    var path58 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync5 = __require("child_process").execFileSync;
@@ -37176,13 +37220,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path57.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path58.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path57.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path58.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path57.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path58.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -40457,7 +40501,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path57 = __require("path");
+    var path58 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41085,7 +41129,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path57.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path58.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42356,7 +42400,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path57, callback) {
+    function fetchJson(path58, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42372,7 +42416,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path57} HTTP/1.0\r
+          socket.write(`GET ${path58} HTTP/1.0\r
 \r
 `);
         });
@@ -45142,7 +45186,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path57 = __require("path");
+    var path58 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45275,7 +45319,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path57.basename(element);
+              const filename = path58.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -46615,12 +46659,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path57) {
+function fileSource(path58) {
   let fh;
   return {
-    describe: path57,
+    describe: path58,
     async read(offset, length) {
-      fh ??= await open(path57, "r");
+      fh ??= await open(path58, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -49396,6 +49440,97 @@ var init_setup3 = __esm({
   }
 });
 
+// engine/serving/servers-api.ts
+import { rmSync as rmSync4 } from "node:fs";
+import path37 from "node:path";
+function view(r) {
+  return {
+    targetId: r.targetId,
+    replicaOf: r.replicaOf ?? null,
+    pid: r.pid,
+    port: r.port,
+    running: servingAlive(r),
+    supervised: !!r.supervisorPid,
+    restarts: r.restarts ?? 0,
+    keep: !!r.keep,
+    startedAt: r.startedAt,
+    logFile: r.logFile,
+    bin: r.bin
+  };
+}
+function recordsOf(id2) {
+  const recs = listServing().filter((r) => r.targetId === id2 || r.replicaOf === id2);
+  if (!recs.length) throw new OcwError("not-found", `no model server started by the engine for "${id2}" (servers you started yourself are stopped where you started them)`);
+  return recs;
+}
+function serversListApi() {
+  return listServing().map(view);
+}
+async function serverStopApi(id2) {
+  const recs = recordsOf(id2);
+  await stopServing(id2);
+  const keep = recs.map((r) => ({ ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null }));
+  saveServing([...listServing().filter((r) => !keep.some((k) => k.targetId === r.targetId)), ...keep]);
+  return keep.map(view);
+}
+async function serverRestartApi(id2, o2 = {}) {
+  const recs = recordsOf(id2);
+  const other = recs.find((r) => !path37.basename(r.bin).startsWith("llama-server"));
+  if (other) throw new OcwError("bad-input", `${id2} runs ${path37.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`);
+  await stopServing(id2);
+  const sup = supervisorCommand();
+  const out = [];
+  for (const r of recs) {
+    const base2 = { ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
+    saveServing([...listServing().filter((x) => x.targetId !== r.targetId), base2]);
+    try {
+      if (sup) {
+        await startSupervised(sup, base2, o2.readyTimeoutMs ?? 6e5);
+        out.push(listServing().find((x) => x.targetId === r.targetId) ?? base2);
+      } else {
+        const apiKey = r.keyFile ? readKey(r.keyFile) : null;
+        const s = await startLlamaServer({ bin: r.bin, args: r.args, env: r.env, apiKey, logFile: r.logFile, port: r.port, detached: true, readyTimeoutMs: o2.readyTimeoutMs ?? 6e5 });
+        const rec = { ...base2, pid: s.pid, startTime: processStartTime(s.pid) };
+        saveServing([...listServing().filter((x) => x.targetId !== r.targetId), rec]);
+        out.push(rec);
+      }
+    } catch (e) {
+      throw new OcwError("unavailable", `${r.targetId} did not start again: ${e.message.split("\n")[0]} (log: ${r.logFile})`);
+    }
+  }
+  return out.map(view);
+}
+async function serverDeleteApi(id2) {
+  const recs = recordsOf(id2);
+  await stopServing(id2);
+  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync4(r.keyFile, { force: true });
+  return { deleted: recs.map((r) => r.targetId) };
+}
+function serverKeepApi(id2, keep) {
+  const ids = new Set(recordsOf(id2).map((r) => r.targetId));
+  const recs = listServing().map((r) => ids.has(r.targetId) ? { ...r, keep } : r);
+  saveServing(recs);
+  return recs.filter((r) => ids.has(r.targetId)).map(view);
+}
+async function stopUnkeptServing() {
+  const ids = [...new Set(listServing().filter((r) => !r.keep).map((r) => r.replicaOf ?? r.targetId))];
+  const stopped = [];
+  for (const id2 of ids) {
+    const r = await stopServing(id2).catch(() => null);
+    if (r?.stopped.length) stopped.push(id2);
+  }
+  return stopped;
+}
+var init_servers_api = __esm({
+  "engine/serving/servers-api.ts"() {
+    init_errors3();
+    init_keys();
+    init_llama_server();
+    init_process();
+    init_setup3();
+  }
+});
+
 // engine/serving/runtimes.ts
 function buildVllmArgs(p) {
   const a2 = ["serve", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port), "--max-model-len", String(p.maxModelLen), "--max-num-seqs", String(p.maxNumSeqs)];
@@ -49435,10 +49570,10 @@ __export(start_runtimes_exports, {
 import { spawn as spawn5, spawnSync as spawnSync2 } from "node:child_process";
 import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync14, mkdirSync as mkdirSync14, openSync as openSync4, readFileSync as readFileSync13, statSync as statSync8, writeFileSync as writeFileSync9 } from "node:fs";
 import os6 from "node:os";
-import path37 from "node:path";
+import path38 from "node:path";
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path37.delimiter)) {
-    const p = dir && path37.join(dir, name);
+  for (const dir of (env2.PATH ?? "").split(path38.delimiter)) {
+    const p = dir && path38.join(dir, name);
     if (p && existsSync14(p)) return p;
   }
   return null;
@@ -49479,7 +49614,7 @@ function buildLaunch(o2) {
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
     mkdirSync14(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path37.join(o2.configDir, "sglang.yaml");
+    configFile = path38.join(o2.configDir, "sglang.yaml");
     writeFileSync9(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
@@ -49487,7 +49622,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = o2.runtime === "vllm" ? env2.OCW_VLLM_IMAGE || VLLM_IMAGE : env2.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
-  const hfCache = env2.HF_HOME || path37.join(os6.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path38.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run3 = [
     "run",
@@ -49578,14 +49713,14 @@ async function runOtherRuntime(o2, input, job, ops, setLog) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path37.join(stateDir(), "runtime", id2) });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path38.join(stateDir(), "runtime", id2) });
   const { parallelDevices: parallelDevices2 } = await Promise.resolve().then(() => (init_parallel(), parallel_exports));
   const indexOf = new Map(parallelDevices2(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path37.join(stateDir(), "logs", `${id2}.log`);
+  const logFile = path38.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync14(path37.dirname(logFile), { recursive: true, mode: 448 });
+  mkdirSync14(path38.dirname(logFile), { recursive: true, mode: 448 });
   const logStart = existsSync14(logFile) ? statSync8(logFile).size : 0;
   const readLog = () => existsSync14(logFile) ? readFileSync13(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
@@ -50088,7 +50223,7 @@ __export(parallel_exports, {
   toParallelPick: () => toParallelPick
 });
 import { existsSync as existsSync15, readdirSync as readdirSync7, readFileSync as readFileSync14, statSync as statSync9 } from "node:fs";
-import path38 from "node:path";
+import path39 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
   const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
@@ -50156,18 +50291,18 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     if (!statSync9(name).isDirectory()) throw new ParallelInputError(`${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`);
     const st = readdirSync7(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path38.join(name, f)).size, 0);
-    const cfgFile = path38.join(name, "config.json");
+    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path39.join(name, f)).size, 0);
+    const cfgFile = path39.join(name, "config.json");
     const cfg2 = existsSync15(cfgFile) ? JSON.parse(readFileSync14(cfgFile, "utf8")) : {};
     return [{
       model: name,
-      source: path38.resolve(name),
+      source: path39.resolve(name),
       dtype: null,
       weightsBytes: bytes2,
       weightsSource: "folder",
-      ...modelFromConfig(path38.basename(name), cfg2),
+      ...modelFromConfig(path39.basename(name), cfg2),
       toolParser: toolParser(runtime, void 0, name),
-      servedName: targetSlug({ model: path38.basename(path38.resolve(name)), quant: null })
+      servedName: targetSlug({ model: path39.basename(path39.resolve(name)), quant: null })
     }];
   }
   const repo = name.replace(/^hf:/, "");
@@ -50318,24 +50453,24 @@ var pool_exports = {};
 __export(pool_exports, {
   setupCapturePool: () => setupCapturePool
 });
-import { mkdtempSync, rmSync as rmSync4 } from "node:fs";
+import { mkdtempSync, rmSync as rmSync5 } from "node:fs";
 import os7 from "node:os";
-import path39 from "node:path";
+import path40 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync(path39.join(os7.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync(path40.join(os7.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path39.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path40.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
     }
   } finally {
-    rmSync4(scratch, { recursive: true, force: true });
+    rmSync5(scratch, { recursive: true, force: true });
   }
   const models = [...new Set(each.map((r) => r.target.model))];
   if (models.length > 1) throw new SetupInputError(`a pool serves one model, but these endpoints serve ${models.join(", ")}: pass --model to pick one every endpoint serves`);
@@ -50346,7 +50481,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path39.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path40.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -50381,7 +50516,7 @@ var init_pool = __esm({
 
 // engine/serving/commands.ts
 import { existsSync as existsSync16 } from "node:fs";
-import path40 from "node:path";
+import path41 from "node:path";
 function int2(v, flag2, min = 1) {
   if (v === void 0) return void 0;
   const n2 = Number(v);
@@ -50535,7 +50670,7 @@ async function runFitPlan(o2) {
             result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           } else {
             const info = await loadGguf(o2.model);
-            const m = modelFromInfo(info, o2.model, existsSync16(o2.model) ? ["-m", path40.resolve(o2.model)] : ["-hf", o2.model]);
+            const m = modelFromInfo(info, o2.model, existsSync16(o2.model) ? ["-m", path41.resolve(o2.model)] : ["-hf", o2.model]);
             const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? o2.model), void 0, exact);
             result = pick3 ? { pick: pick3, alternatives: [], problem: null } : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain ? `${o2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${o2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
           }
@@ -50599,7 +50734,7 @@ function installedRuntime(rt, find) {
 async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path40.join(path40.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  const bin = path41.join(path41.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
   if (!existsSync16(bin)) return null;
   const args = ["-m", file2, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
   if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
@@ -50796,6 +50931,24 @@ function registerModelSetupCommands(program3, { targetsJson } = {}) {
 ` });
     }
   });
+  const servingCli = async (f) => {
+    try {
+      emit2({ code: 0, stdout: `${await f()}
+`, stderr: "" });
+    } catch (e) {
+      emit2({ code: 2, stdout: "", stderr: `ocw: ${e.message.split("\n")[0]}
+` });
+    }
+  };
+  serving.command("list").description("the model servers ocw started: running or stopped, port, and whether `ocw stop` stops them").action(() => servingCli(async () => {
+    const list = serversListApi();
+    return list.length ? list.map((v) => `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}`).join("\n") : "no model servers started by ocw";
+  }));
+  serving.command("restart <target>").description("stop a server ocw started and start it again as recorded (same port and key)").action((target) => servingCli(async () => (await serverRestartApi(target)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n")));
+  serving.command("keep <target>").description("keep a server running when the engine stops (`ocw stop`); --off: stop it with the engine again (the default)").option("--off", "stop it with the engine").action((target, o2) => servingCli(async () => {
+    serverKeepApi(target, !o2.off);
+    return `${target}: ${o2.off ? "stops with ocw stop" : "kept running after ocw stop"}`;
+  }));
   program3.command("doctor").description("hardware, llama-server and running servers").option("--json", "print JSON").option("--llama-server <path>", "llama-server binary to confirm devices with").action(async (opts) => emit2(await runDoctor(opts)));
 }
 var InputError2, fmt, installed;
@@ -50815,6 +50968,7 @@ var init_commands = __esm({
     init_plan();
     init_resolve();
     init_setup3();
+    init_servers_api();
     InputError2 = class extends Error {
     };
     fmt = (b) => b === null ? "?" : b >= GiB2 ? `${(b / GiB2).toFixed(2)} GiB` : `${(b / MiB2).toFixed(2)} MiB`;
@@ -50823,8 +50977,8 @@ var init_commands = __esm({
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync5, statSync as statSync10 } from "node:fs";
-import path41 from "node:path";
+import { existsSync as existsSync17, mkdirSync as mkdirSync15, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync10 } from "node:fs";
+import path42 from "node:path";
 async function latestRelease(env2 = process.env, fetchImpl = fetch) {
   const url2 = env2.OCW_LLAMA_RELEASES_URL ?? RELEASES;
   const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
@@ -50871,12 +51025,12 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new Error(`cannot unpack ${path41.basename(archive)} (${errors.join("; ")})`);
+  throw new Error(`cannot unpack ${path42.basename(archive)} (${errors.join("; ")})`);
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
   for (const e of readdirSync8(dir)) {
-    const p = path41.join(dir, e);
+    const p = path42.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
     if (statSync10(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
@@ -50896,17 +51050,17 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path41.join(o2.root, `${rel.tag}-${variant}`);
+    const dir = path42.join(o2.root, `${rel.tag}-${variant}`);
     let bin = existsSync17(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "none";
     if (!bin) {
-      const archive = path41.join(o2.root, "downloads", asset.name);
+      const archive = path42.join(o2.root, "downloads", asset.name);
       const d = await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       verified = d.verified;
       const tmp = `${dir}.tmp.${process.pid}`;
-      rmSync5(tmp, { recursive: true, force: true });
+      rmSync6(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
-      rmSync5(dir, { recursive: true, force: true });
+      rmSync6(dir, { recursive: true, force: true });
       renameSync4(tmp, dir);
       bin = findBinary(dir, "llama-server");
       if (!bin) {
@@ -50914,7 +51068,7 @@ async function installPrebuilt(o2) {
         continue;
       }
     }
-    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path41.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
+    const v = await execa(bin, ["--version"], { reject: false, timeout: 2e4, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path42.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
   }
@@ -50946,7 +51100,7 @@ __export(start_exports, {
 });
 import { randomBytes as randomBytes8 } from "node:crypto";
 import { existsSync as existsSync18, mkdirSync as mkdirSync16, readFileSync as readFileSync15, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
-import path42 from "node:path";
+import path43 from "node:path";
 function classifyLog(log, bin = null) {
   const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
   for (const r of LOG_RULES) {
@@ -50982,7 +51136,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     if (m) {
       const n2 = Number(m[2]);
       const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync18(f));
-      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path42.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path42.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
+      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path43.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path43.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
     }
     return { local: value, downloads: [] };
   }
@@ -51003,8 +51157,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path42.basename(new URL(url2).pathname);
-      return { url: url2, dest: path42.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path43.basename(new URL(url2).pathname);
+      return { url: url2, dest: path43.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -51022,10 +51176,10 @@ async function modelFiles(modelArg, env2 = process.env) {
     if (m) {
       const stem = first.path.replace(SHARD, "");
       files = files.filter((f) => f.path.replace(SHARD, "") === stem).sort((a2, b) => a2.path.localeCompare(b.path));
-      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path42.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
+      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path43.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
     } else files = [first];
   }
-  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path42.basename(f.path) }));
+  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env2), dest: localPathFor(root2, repo, f.path), size: f.size || null, sha256: f.sha256, name: path43.basename(f.path) }));
   return { local: downloads[0].dest, downloads };
 }
 function checkPlacement(pick3, logText, smi) {
@@ -51180,7 +51334,7 @@ async function runStartJob(o2) {
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path42.join(stateDir(), "llama"),
+          root: path43.join(stateDir(), "llama"),
           gpus: hw.gpus,
           onProgress: (asset, p) => {
             phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
@@ -51200,12 +51354,12 @@ async function runStartJob(o2) {
       });
       if (!files.downloads.length) skip("download", `local file ${files.local}`);
       else {
-        begin("download", `${files.downloads.length} file(s) to ${path42.dirname(files.downloads[0].dest)}`);
+        begin("download", `${files.downloads.length} file(s) to ${path43.dirname(files.downloads[0].dest)}`);
         const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
         const onDisk = (d) => existsSync18(d.dest) ? statSync11(d.dest).size : existsSync18(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
         if (total2 !== null) {
           const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-          const dir = path42.dirname(files.downloads[0].dest);
+          const dir = path43.dirname(files.downloads[0].dest);
           mkdirSync16(dir, { recursive: true });
           const fs = statfsSync2(dir);
           const free = Number(fs.bavail) * Number(fs.bsize);
@@ -51256,7 +51410,7 @@ async function runStartJob(o2) {
         end(`${files.downloads.length} file(s), ${(doneBefore / GiB3).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB3 / Math.max(secs2, 1e-3)).toFixed(1)} MiB/s` : ", already on disk"}`);
       }
       cancelled();
-      const alias = targetSlug({ model: entry?.name ?? path42.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
+      const alias = targetSlug({ model: entry?.name ?? path43.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick3.quant });
       const id2 = input.id ?? `llamacpp-${alias}`;
       const replicas = pick3.pool ? pick3.pool.endpoints.map((e, i2) => ({ i: i2, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices })) : [{ i: 0, words, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, devices: null }];
       const pooled = replicas.length > 1;
@@ -51278,7 +51432,7 @@ async function runStartJob(o2) {
         const port = await freePort();
         const args = [...r.words.args];
         const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-        args.splice(ri, 2, "-m", path42.resolve(files.local));
+        args.splice(ri, 2, "-m", path43.resolve(files.local));
         const pi = args.indexOf("--port");
         if (pi >= 0) args[pi + 1] = String(port);
         else args.push("--port", String(port));
@@ -51289,8 +51443,8 @@ async function runStartJob(o2) {
         launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
         job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-        const file2 = path42.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync16(path42.dirname(file2), { recursive: true });
+        const file2 = path43.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync16(path43.dirname(file2), { recursive: true });
         logs[r.i] = { file: file2, start: existsSync18(file2) ? statSync11(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = { targetId: recId, ...pooled ? { replicaOf: id2 } : {}, pid: 0, supervisorPid: null, port, bin, args, env: env2, logFile: file2, keyFile, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
@@ -51390,7 +51544,7 @@ async function runStartJob(o2) {
         }).filter((g) => g.bytes > 0);
         const recId = pooled ? `${id2}@${k + 1}` : id2;
         if (gpuBytes.length) saveServing(listServing().map((r) => r.targetId === recId ? { ...r, gpuBytes } : r));
-        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path42.basename(props.body.model_path)}` : ""}`);
+        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path43.basename(props.body.model_path)}` : ""}`);
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
       const placement = { passed: placements.every((p) => p.passed), devices: placements.flatMap((p) => p.devices), evidence: placements.flatMap((p) => p.evidence) };
@@ -51479,10 +51633,10 @@ function replaces(pick3, g, inputId) {
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path42.resolve(value) === path42.resolve(file2);
+  if (w[mi] === "-m") return path43.resolve(value) === path43.resolve(file2);
   const [repo, quant] = value.split(":");
-  const dir = path42.join(stateDir(), "models", repo.replace("/", "__"));
-  return file2.startsWith(dir + path42.sep) && (!quant || pathHasQuant(path42.relative(dir, file2), quant));
+  const dir = path43.join(stateDir(), "models", repo.replace("/", "__"));
+  return file2.startsWith(dir + path43.sep) && (!quant || pathHasQuant(path43.relative(dir, file2), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -54808,8 +54962,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path57) {
-      let input = path57;
+    function removeDotSegments(path58) {
+      let input = path58;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -54883,11 +55037,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path57) {
-      if (path57 === "" || path57[0] === "/") {
-        return removeDotSegments(path57);
+    function removeDotSegmentsRelative(path58) {
+      if (path58 === "" || path58[0] === "/") {
+        return removeDotSegments(path58);
       }
-      const segments = path57.split("/");
+      const segments = path58.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -55250,8 +55404,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path57 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path57 && path57 !== "/" ? path57 : void 0;
+        const path58 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path58 && path58 !== "/" ? path58 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -58819,7 +58973,7 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path46 from "node:path";
+import path47 from "node:path";
 
 // engine/workers/engine.ts
 import { existsSync as existsSync10 } from "node:fs";
@@ -59518,46 +59672,8 @@ var Pools = class {
 // engine/approvals/queue.ts
 var import_picomatch3 = __toESM(require_picomatch2());
 init_zod();
+init_errors3();
 import path7 from "node:path";
-
-// shared/errors.ts
-init_zod();
-var ErrorCode = external_exports.enum([
-  "bad-input",
-  // the request is wrong: fix it as the message says
-  "not-found",
-  // an unknown worker, ask, grant, target or batch id
-  "conflict",
-  // the state forbids it now (merge conflict, not pending, not finished)
-  "unavailable",
-  // something the engine needs is down (a model server, opencode, the sandbox)
-  "internal"
-  // a bug: the message and the engine log say more
-]);
-var ERROR_MAP = {
-  "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
-  "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
-  conflict: { trpc: "CONFLICT", http: 409, exit: 1 },
-  unavailable: { trpc: "PRECONDITION_FAILED", http: 412, exit: 3 },
-  internal: { trpc: "INTERNAL_SERVER_ERROR", http: 500, exit: 1 }
-};
-var OcwError = class extends Error {
-  constructor(code, message) {
-    super(message);
-    this.code = code;
-    this.name = "OcwError";
-  }
-  code;
-};
-var InputError = class extends OcwError {
-  constructor(message, code = "bad-input") {
-    super(code, message);
-    this.name = "InputError";
-  }
-};
-function codeOf(err) {
-  return err instanceof OcwError ? err.code : "internal";
-}
 
 // engine/harness/translate.ts
 var HANDLED = [
@@ -60998,7 +61114,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path57, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path58, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -61017,7 +61133,7 @@ var defaultPathSerializer = ({ path: path57, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path57[name];
+      const value = path58[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -61048,11 +61164,11 @@ var defaultPathSerializer = ({ path: path57, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path57, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path58, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path57) {
-    url2 = defaultPathSerializer({ path: path57, url: url2 });
+  if (path58) {
+    url2 = defaultPathSerializer({ path: path58, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -66755,6 +66871,7 @@ function trimFinalNewline(text) {
 }
 
 // engine/workspace/git.ts
+init_errors3();
 var GitError = class extends OcwError {
   constructor(message) {
     super("conflict", message);
@@ -66783,6 +66900,8 @@ function gitComplaint(r) {
 var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "-c", "commit.gpgsign=false"];
 
 // engine/workspace/workspace.ts
+init_errors3();
+init_errors3();
 async function inspectRepo(dir) {
   if (!path18.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
   if (!existsSync7(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
@@ -67037,6 +67156,7 @@ async function removeWorkspace(ws, opts = {}) {
 }
 
 // engine/workers/lifecycle.ts
+init_errors3();
 import { existsSync as existsSync8 } from "node:fs";
 import path19 from "node:path";
 var WorkspaceLifecycle = class {
@@ -67219,6 +67339,7 @@ function nextState(from, t2) {
 }
 
 // engine/workers/registry.ts
+init_errors3();
 var WorkerRegistry = class {
   constructor(opts) {
     this.opts = opts;
@@ -68213,6 +68334,7 @@ import path30 from "node:path";
 
 // shared/api.ts
 init_zod();
+init_errors3();
 var WorkerRef = external_exports.object({ workerId: external_exports.string().min(1, "workerId is required") });
 var BatchRef = external_exports.object({ batchId: external_exports.string().min(1, "batchId is required") });
 var StartInput = WorkerSpec;
@@ -68373,7 +68495,7 @@ function currentOwner(stateDir2) {
 import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
 import { createReadStream as createReadStream3, existsSync as existsSync20, statSync as statSync13 } from "node:fs";
 import http2 from "node:http";
-import path45 from "node:path";
+import path46 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -68479,28 +68601,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path57, memo2) {
+function createInnerProxy(callback, path58, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path57.join(".");
+  const cacheKey = path58.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path57, key], memo2);
+      return createInnerProxy(callback, [...path58, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path57[path57.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path57.slice(0, -1).join(".")})`;
+      const lastOfPath = path58[path58.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path58.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path57
+        path: path58
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path57.slice(0, -1)
+        path: path58.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path57.slice(0, -1)
+        path: path58.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -68643,12 +68765,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path57, error: error46, config: config3 } = opts;
+  const { path: path58, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path57,
+    path: path58,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -68818,13 +68940,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path57 = []) {
+    function step(from, path58 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path57, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path58, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path57, key].join(".")] = createLazyLoader({
-            path: path57,
+          lazy3[[...path58, key].join(".")] = createLazyLoader({
+            path: path58,
             ref: item,
             key,
             aggregate
@@ -68832,14 +68954,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path57, key]);
+          aggregate[key] = step(getRouterInput(item), [...path58, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path57, key]);
+          aggregate[key] = step(item, [...path58, key]);
           continue;
         }
-        const newPath = [...path57, key].join(".");
+        const newPath = [...path58, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -68863,14 +68985,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path57) {
+async function getProcedureAtPath(router, path58) {
   const { _def } = router;
-  let procedure = _def.procedures[path57];
+  let procedure = _def.procedures[path58];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path57 === key2 || path57.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path58 === key2 || path58.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path57];
+    procedure = _def.procedures[path58];
   }
   return procedure;
 }
@@ -68879,15 +69001,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path57, args } = innerOpts;
-        const fullPath = path57.join(".");
-        if (path57.length === 1 && path57[0] === "_def") return _def;
+        const { path: path58, args } = innerOpts;
+        const fullPath = path58.join(".");
+        if (path58.length === 1 && path58[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path57}"`
+            message: `No procedure found on path "${path58}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -68947,13 +69069,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path57, separator) {
-  if (separator === ".") return path57;
-  return path57.split(".").join(separator);
+function procedurePathToURLPath(path58, separator) {
+  if (separator === ".") return path58;
+  return path58.split(".").join(separator);
 }
-function urlPathToProcedurePath(path57, separator) {
-  if (separator === ".") return path57;
-  return path57.split(separator).join(".");
+function urlPathToProcedurePath(path58, separator) {
+  if (separator === ".") return path58;
+  return path58.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -69408,11 +69530,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path57, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path57);
+    const calls = await Promise.all(paths.map(async (path58, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path58);
       return {
         batchIndex: index,
-        path: path57,
+        path: path58,
         procedure,
         getRawInput: async () => {
           let input = (await getInputs.read())[index];
@@ -70063,9 +70185,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path57) {
-    super("Max depth reached at path: " + path57.join("."));
-    this.path = path57;
+  constructor(path58) {
+    super("Max depth reached at path: " + path58.join("."));
+    this.path = path58;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -70083,16 +70205,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path57) {
+    function encodePromise(promise2, path58) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path57);
+          const error46 = checkMaxDepth(path58);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path57
+                path: path58
               });
             });
             promise2 = Promise.reject(error46);
@@ -70102,20 +70224,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path57)
+              encode3(next, path58)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path57
+              path: path58
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path57
+                path: path58
               })
             ];
           }
@@ -70125,12 +70247,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path57) {
+    function encodeAsyncIterable(iterable2, path58) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path57);
+            const error46 = checkMaxDepth(path58);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -70140,28 +70262,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path57)
+                    encode3(next.value, path58)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path57)
+                  encode3(next.value, path58)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path57
+                path: path58
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path57
+                  path: path58
                 })
               ];
             }
@@ -70176,27 +70298,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path57) {
-      if (opts.maxDepth && path57.length > opts.maxDepth) return new MaxDepthError(path57);
+    function checkMaxDepth(path58) {
+      if (opts.maxDepth && path58.length > opts.maxDepth) return new MaxDepthError(path58);
       return null;
     }
-    function encodeAsync3(value, path57) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path57)];
+    function encodeAsync3(value, path58) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path58)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path57.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path57)];
+        if (opts.maxDepth && path58.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path58)];
       }
       return null;
     }
-    function encode3(value, path57) {
+    function encode3(value, path58) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path57);
+      const reg = encodeAsync3(value, path58);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path57, key]);
+        const transformed = encodeAsync3(item, [...path58, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -70510,13 +70632,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path57) {
+function decodePath(path58) {
   try {
-    return decodeURIComponent(path57);
+    return decodeURIComponent(path58);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path57}"`,
+      message: `Invalid URL-encoding in path "${path58}"`,
       cause
     });
   }
@@ -70785,11 +70907,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input = call === null || call === void 0 ? void 0 : call.result();
-              const path57 = call === null || call === void 0 ? void 0 : call.path;
+              const path58 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path57,
+                path: path58,
                 input,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -70800,7 +70922,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input,
-                path: path57,
+                path: path58,
                 type
               });
             }
@@ -70916,14 +71038,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input = call === null || call === void 0 ? void 0 : call.result();
-          const path57 = call === null || call === void 0 ? void 0 : call.path;
+          const path58 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input,
-            path: path57,
+            path: path58,
             type
           });
         }
@@ -71228,28 +71350,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path57) => {
-  path57 = path57.startsWith("/") ? path57.slice(1) : path57;
-  path57 = path57.endsWith("/") ? path57.slice(0, -1) : path57;
-  return path57;
+var trimSlashes = (path58) => {
+  path58 = path58.startsWith("/") ? path58.slice(1) : path58;
+  path58 = path58.endsWith("/") ? path58.slice(0, -1) : path58;
+  return path58;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path57 = "";
+    let path58 = "";
     run(async () => {
       const url2 = createURL(req);
-      path57 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path58 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path57
+        path: path58
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path57
+      path: path58
     }, opts)));
   };
 }
@@ -71661,9 +71783,10 @@ var initTRPC = new class TRPCBuilder {
 }();
 
 // engine/api/router.ts
+init_errors3();
 init_zod();
 import { existsSync as existsSync19, readdirSync as readdirSync9, readFileSync as readFileSync16 } from "node:fs";
-import path44 from "node:path";
+import path45 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -71712,6 +71835,7 @@ function hardwareSummary() {
 init_target();
 
 // engine/workers/housekeeping.ts
+init_errors3();
 async function retryWorker(engine, workerId) {
   const w = engine.get(workerId);
   if (w.state === "built") throw new InputError(`worker ${workerId} is built: there is nothing to retry (merge it or discard it)`, "conflict");
@@ -71756,6 +71880,7 @@ async function mergeBatch(engine, batchId) {
 init_fit();
 
 // engine/serving/setup-api.ts
+init_errors3();
 init_fit();
 init_setup2();
 init_start2();
@@ -71767,7 +71892,7 @@ init_commands();
 init_llama_server();
 import { randomBytes as randomBytes9 } from "node:crypto";
 import { accessSync, constants as constants4, statSync as statSync12 } from "node:fs";
-import path43 from "node:path";
+import path44 from "node:path";
 var SetupApiInputError = class extends InputError {
 };
 var cached4 = null;
@@ -71869,7 +71994,7 @@ function setupStartApi(input, store, publish, opts = {}) {
   return SetupJob.parse(first ?? entry.job);
 }
 function checkLlamaServerPath(p) {
-  if (!path43.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
+  if (!path44.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
     st = statSync12(p);
@@ -71926,6 +72051,7 @@ var ProviderModelsInput = external_exports.object({
 });
 
 // engine/serving/providers-api.ts
+init_errors3();
 init_cause();
 async function providerModelsApi(input, env2 = process.env, timeoutMs = 15e3) {
   const i2 = ProviderModelsInput.parse(input);
@@ -71966,96 +72092,14 @@ async function providerModelsApi(input, env2 = process.env, timeoutMs = 15e3) {
   return { url: base2, models };
 }
 
-// engine/serving/servers-api.ts
-import { rmSync as rmSync6 } from "node:fs";
-init_keys();
-init_llama_server();
-init_process();
-init_setup3();
-function view(r) {
-  return {
-    targetId: r.targetId,
-    replicaOf: r.replicaOf ?? null,
-    pid: r.pid,
-    port: r.port,
-    running: servingAlive(r),
-    supervised: !!r.supervisorPid,
-    restarts: r.restarts ?? 0,
-    keep: !!r.keep,
-    startedAt: r.startedAt,
-    logFile: r.logFile,
-    bin: r.bin
-  };
-}
-function recordsOf(id2) {
-  const recs = listServing().filter((r) => r.targetId === id2 || r.replicaOf === id2);
-  if (!recs.length) throw new OcwError("not-found", `no model server started by the engine for "${id2}" (servers you started yourself are stopped where you started them)`);
-  return recs;
-}
-function serversListApi() {
-  return listServing().map(view);
-}
-async function serverStopApi(id2) {
-  const recs = recordsOf(id2);
-  await stopServing(id2);
-  const keep = recs.map((r) => ({ ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null }));
-  saveServing([...listServing().filter((r) => !keep.some((k) => k.targetId === r.targetId)), ...keep]);
-  return keep.map(view);
-}
-async function serverRestartApi(id2, o2 = {}) {
-  const recs = recordsOf(id2);
-  await stopServing(id2);
-  const sup = supervisorCommand();
-  const out = [];
-  for (const r of recs) {
-    const base2 = { ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null, startedAt: (/* @__PURE__ */ new Date()).toISOString() };
-    saveServing([...listServing().filter((x) => x.targetId !== r.targetId), base2]);
-    try {
-      if (sup) {
-        await startSupervised(sup, base2, o2.readyTimeoutMs ?? 6e5);
-        out.push(listServing().find((x) => x.targetId === r.targetId) ?? base2);
-      } else {
-        const apiKey = r.keyFile ? readKey(r.keyFile) : null;
-        const s = await startLlamaServer({ bin: r.bin, args: r.args, env: r.env, apiKey, logFile: r.logFile, port: r.port, detached: true, readyTimeoutMs: o2.readyTimeoutMs ?? 6e5 });
-        const rec = { ...base2, pid: s.pid, startTime: processStartTime(s.pid) };
-        saveServing([...listServing().filter((x) => x.targetId !== r.targetId), rec]);
-        out.push(rec);
-      }
-    } catch (e) {
-      throw new OcwError("unavailable", `${r.targetId} did not start again: ${e.message.split("\n")[0]} (log: ${r.logFile})`);
-    }
-  }
-  return out.map(view);
-}
-async function serverDeleteApi(id2) {
-  const recs = recordsOf(id2);
-  await stopServing(id2);
-  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync6(r.keyFile, { force: true });
-  return { deleted: recs.map((r) => r.targetId) };
-}
-function serverKeepApi(id2, keep) {
-  const ids = new Set(recordsOf(id2).map((r) => r.targetId));
-  const recs = listServing().map((r) => ids.has(r.targetId) ? { ...r, keep } : r);
-  saveServing(recs);
-  return recs.filter((r) => ids.has(r.targetId)).map(view);
-}
-async function stopUnkeptServing() {
-  const ids = [...new Set(listServing().filter((r) => !r.keep).map((r) => r.replicaOf ?? r.targetId))];
-  const stopped = [];
-  for (const id2 of ids) {
-    const r = await stopServing(id2).catch(() => null);
-    if (r?.stopped.length) stopped.push(id2);
-  }
-  return stopped;
-}
-
 // engine/api/router.ts
+init_servers_api();
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path44.join(projectRoot(), "packs");
+  const dir = config2().OCW_PACKS_DIR ?? path45.join(projectRoot(), "packs");
   if (!existsSync19(dir)) return [];
   return readdirSync9(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path44.join(dir, d.name, "grade.json");
+    const file2 = path45.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync19(file2)) return [];
     const g = Grade.safeParse(JSON.parse(readFileSync16(file2, "utf8")));
     return g.success ? [g.data] : [];
@@ -72341,16 +72385,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync20(path45.join(dir, "index.html"))) {
+  if (!dir || !existsSync20(path46.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path45.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path45.join(dir, rel);
-  if (!file2.startsWith(dir + path45.sep) || !existsSync20(file2) || statSync13(file2).isDirectory()) file2 = path45.join(dir, "index.html");
+  const rel = path46.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path46.join(dir, rel);
+  if (!file2.startsWith(dir + path46.sep) || !existsSync20(file2) || statSync13(file2).isDirectory()) file2 = path46.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path45.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path46.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -72390,7 +72434,7 @@ async function hostEngine(opts) {
     await engine.close();
     releaseOwnership(opts.stateDir, claim);
   })();
-  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path46.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
+  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path47.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) : null;
   const api = await (dead ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token })) : startApiServer({ ...serverOpts, port: opts.port })).catch(async (err) => {
     await engine.close();
@@ -72415,17 +72459,17 @@ init_detect();
 init_hf();
 import { mkdirSync as mkdirSync17, mkdtempSync as mkdtempSync2, writeFileSync as writeFileSync10 } from "node:fs";
 import os8 from "node:os";
-import path48 from "node:path";
+import path49 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
 init_k8s();
 import { spawnSync as spawnSync3 } from "node:child_process";
 import { existsSync as existsSync21 } from "node:fs";
-import path47 from "node:path";
+import path48 from "node:path";
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path47.delimiter)) {
-    const p = dir && path47.join(dir, "kubectl");
+  for (const dir of (env2.PATH ?? "").split(path48.delimiter)) {
+    const p = dir && path48.join(dir, "kubectl");
     if (p && existsSync21(p)) return p;
   }
   return null;
@@ -72521,9 +72565,9 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path48.resolve(o2.output) : mkdtempSync2(path48.join(os8.tmpdir(), "ocw-k8s-"));
+      const dir = o2.output ? path49.resolve(o2.output) : mkdtempSync2(path49.join(os8.tmpdir(), "ocw-k8s-"));
       mkdirSync17(dir, { recursive: true });
-      file2 = path48.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      file2 = path49.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync10(file2, yaml);
     }
     let applied = null;
@@ -72564,7 +72608,7 @@ function registerDeployCommand(program3) {
 // engine/commands/grade.ts
 init_target();
 import { mkdirSync as mkdirSync19 } from "node:fs";
-import path51 from "node:path";
+import path52 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client2, workerIds, opts = {}) {
@@ -72642,7 +72686,7 @@ async function follow(client2, workerIds, opts = {}) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
 import { mkdirSync as mkdirSync18, writeFileSync as writeFileSync11 } from "node:fs";
-import path49 from "node:path";
+import path50 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -72742,8 +72786,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync18(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync18(path49.dirname(path49.join(dir, name)), { recursive: true });
-    writeFileSync11(path49.join(dir, name), content);
+    mkdirSync18(path50.dirname(path50.join(dir, name)), { recursive: true });
+    writeFileSync11(path50.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -72775,6 +72819,7 @@ init_json_file();
 init_paths();
 
 // engine/commands/errors.ts
+init_errors3();
 init_config();
 var CliError = class extends Error {
 };
@@ -73316,21 +73361,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path57 = batchOps.map((op) => op.path).join(",");
+          const path58 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path57,
+            path: path58,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path57 = batchOps.map((op) => op.path).join(",");
+          const path58 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path57,
+            path: path58,
             inputs,
             type,
             headers() {
@@ -73576,30 +73621,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path57, input, opts) {
+  query(path58, input, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path57,
+      path: path58,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path57, input, opts) {
+  mutation(path58, input, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path57,
+      path: path58,
       input,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path57, input, opts = {}) {
+  subscription(path58, input, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path57,
+      path: path58,
       input,
       context: opts.context,
       signal: opts.signal
@@ -73664,8 +73709,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client2) {
-  const proxy = createRecursiveProxy(({ path: path57, args }) => {
-    const pathCopy = [...path57];
+  const proxy = createRecursiveProxy(({ path: path58, args }) => {
+    const pathCopy = [...path58];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client2[procedureType](fullPath, ...args);
@@ -73740,7 +73785,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path57, input } = op;
+        const { type, path: path58, input } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -73750,7 +73795,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input, lastEventId),
-            path: path57,
+            path: path58,
             pathSeparator,
             type,
             signal: null
@@ -74448,9 +74493,9 @@ async function healthy(lock, timeoutMs = 2e3) {
 // engine/api/launcher.ts
 import { spawn as spawn6 } from "node:child_process";
 import { existsSync as existsSync22, rmSync as rmSync7, statSync as statSync14, writeFileSync as writeFileSync12 } from "node:fs";
-import path50 from "node:path";
+import path51 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path50.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path51.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -74477,7 +74522,7 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path50.join(stateDir2, "engine.starting");
+  const marker = path51.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
     writeFileSync12(marker, String(process.pid), { flag: "wx", mode: 384 });
@@ -74546,11 +74591,11 @@ async function gradeCommand(o2) {
   const { client: client2, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client2.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client2.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path51.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path52.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path51.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path52.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -74584,9 +74629,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path51.join(projectRoot(), "packs");
-  const file2 = path51.join(packs, targetSlug(target), "grade.json");
-  mkdirSync19(path51.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path52.join(projectRoot(), "packs");
+  const file2 = path52.join(packs, targetSlug(target), "grade.json");
+  mkdirSync19(path52.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -74600,7 +74645,7 @@ async function gradeCommand(o2) {
 // engine/commands/run.ts
 init_zod();
 import { readFileSync as readFileSync17 } from "node:fs";
-import path52 from "node:path";
+import path53 from "node:path";
 import readline from "node:readline";
 
 // shared/batch.ts
@@ -74645,8 +74690,8 @@ function parseBatch(file2) {
     const i2 = parsed.error.issues[0];
     throw new CliError(`batch file ${file2}: ${i2.path.length ? `task ${Number(i2.path[0]) + 1}${i2.path.length > 1 ? "." + i2.path.slice(1).join(".") : ""}: ` : ""}${i2.message}`);
   }
-  const base2 = path52.dirname(path52.resolve(file2));
-  return parsed.data.map((t2) => ({ ...t2, directory: path52.resolve(base2, t2.dir ?? t2.directory) }));
+  const base2 = path53.dirname(path53.resolve(file2));
+  return parsed.data.map((t2) => ({ ...t2, directory: path53.resolve(base2, t2.dir ?? t2.directory) }));
 }
 async function runCommand3(o2) {
   if (!["ask", "once", "always", "reject"].includes(o2.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o2.approve}")`);
@@ -74659,7 +74704,7 @@ async function runCommand3(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     const checks = o2.check.map((run3) => ({ run: run3 }));
-    specs = [{ task: o2.task, directory: path52.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path53.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -76553,7 +76598,7 @@ var StdioServerTransport = class {
 init_paths();
 
 // engine/mcp/format.ts
-import path53 from "node:path";
+import path54 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
@@ -76565,13 +76610,13 @@ function untrustedText(s, max) {
 }
 function askWhat(a2, worktree) {
   if (!worktree) return a2.what;
-  const root2 = path53.resolve(worktree);
+  const root2 = path54.resolve(worktree);
   const swap = (p) => {
-    const abs = path53.resolve(p);
-    return abs === root2 ? "." : abs.startsWith(root2 + path53.sep) ? path53.relative(root2, abs).split(path53.sep).join("/") : p;
+    const abs = path54.resolve(p);
+    return abs === root2 ? "." : abs.startsWith(root2 + path54.sep) ? path54.relative(root2, abs).split(path54.sep).join("/") : p;
   };
-  if (path53.isAbsolute(a2.what)) return swap(a2.what);
-  return a2.what.split(root2 + path53.sep).join("").split(root2).join(".");
+  if (path54.isAbsolute(a2.what)) return swap(a2.what);
+  return a2.what.split(root2 + path54.sep).join("").split(root2).join(".");
 }
 function pendingItem(a2, worktree) {
   const flags = (a2.flags ?? []).map((f) => f.kind);
@@ -76756,7 +76801,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile } from "node:child_process";
-import path54 from "node:path";
+import path55 from "node:path";
 import { promisify as promisify3 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -77118,8 +77163,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path57, errorMaps, issueData } = params;
-  const fullPath = [...path57, ...issueData.path || []];
+  const { data, path: path58, errorMaps, issueData } = params;
+  const fullPath = [...path58, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -77234,11 +77279,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path57, key) {
+  constructor(parent, value, path58, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path57;
+    this._path = path58;
     this._key = key;
   }
   get path() {
@@ -80784,11 +80829,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path57) {
-  if (path57.length === 0) {
+function getDotPath(path58) {
+  if (path58.length === 0) {
     return "object root";
   }
-  return path57.reduce((acc, seg, index) => {
+  return path58.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -85389,14 +85434,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path54.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path55.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path54.resolve(a2.directory) === path54.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path55.resolve(a2.directory) === path55.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -85946,21 +85991,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path54.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path55.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path54.resolve(top || dir);
+  return path55.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path54.resolve(w.repo);
-  return r === root2 || path54.resolve(w.spec.directory) === root2 || path54.resolve(w.spec.directory).startsWith(root2 + path54.sep);
+  const r = path55.resolve(w.repo);
+  return r === root2 || path55.resolve(w.spec.directory) === root2 || path55.resolve(w.spec.directory).startsWith(root2 + path55.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path54.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path54.resolve(baseDir, dir)}"`;
+  if (path55.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path55.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -86103,7 +86148,7 @@ function answerInvalidLines(input, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path55 from "node:path";
+import path56 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -86195,7 +86240,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path55.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path56.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -86258,6 +86303,7 @@ function registerGrantsCommand(program3) {
 }
 
 // engine/commands/housekeeping.ts
+init_errors3();
 init_paths();
 function registerHousekeepingCommands(program3) {
   program3.command("retry").description("run a failed, stopped or errored worker's task again as a new worker (fresh workspace, same target)").argument("<workerId>", "the worker to retry (see `ocw run` output or the dashboard)").option("--json", "print JSON").action(async (workerId, o2) => {
@@ -86299,19 +86345,19 @@ function registerHousekeepingCommands(program3) {
 // engine/commands/claude.ts
 import { execFileSync as execFileSync4, spawn as spawn8 } from "node:child_process";
 import { existsSync as existsSync23, readFileSync as readFileSync18, writeFileSync as writeFileSync13 } from "node:fs";
-import path56 from "node:path";
+import path57 from "node:path";
 init_paths();
 var guiUrl = (lock) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
 function repoRootOf(dir) {
   try {
-    return path56.resolve(execFileSync4("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir);
+    return path57.resolve(execFileSync4("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir);
   } catch {
-    return path56.resolve(dir);
+    return path57.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path56.resolve(w.spec.directory);
-  return path56.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path56.sep);
+  const d = path57.resolve(w.spec.directory);
+  return path57.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path57.sep);
 };
 async function runningEngine() {
   const lock = readLock(stateDir());
@@ -86409,10 +86455,10 @@ async function snapshot(client2, ids, load2) {
   return Promise.all(ids.map((id2) => client2.workers.get.query({ workerId: id2 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path56.isAbsolute(what)) return what;
-  const root2 = path56.resolve(worktree);
-  const abs = path56.resolve(what);
-  return abs.startsWith(root2 + path56.sep) ? path56.relative(root2, abs).split(path56.sep).join("/") : what;
+  if (!worktree || !path57.isAbsolute(what)) return what;
+  const root2 = path57.resolve(worktree);
+  const abs = path57.resolve(what);
+  return abs.startsWith(root2 + path57.sep) ? path57.relative(root2, abs).split(path57.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -86429,7 +86475,7 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path56.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path57.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
     return JSON.parse(readFileSync18(seenFile(), "utf8"))[root2] ?? 0;
