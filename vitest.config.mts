@@ -7,6 +7,7 @@ const NEEDS_TOOLS = [
   "engine/workspace/workspace-attack.test.ts",
   "engine/grading/checks.test.ts",
   "engine/grading/grade.test.ts",
+  "engine/grading/gaming.test.ts",
   "engine/workers/engine.test.ts",
   "engine/harness/opencode-config-seed.test.ts",
   "engine/process/run.test.ts",
@@ -41,6 +42,9 @@ export default defineConfig({
           // Real opencode servers are heavy (≈400–800 MB each); two files at a time fit on 2 cores / 24 GiB.
           maxWorkers: 2,
           fileParallelism: true,
+          // Its own group: vitest runs projects with a different maxWorkers in separate groups (one command may name
+          // files of several projects).
+          sequence: { groupOrder: 1 },
         },
       },
     ],

@@ -16,6 +16,8 @@ export const FAULT_FILES = [
   "test/integration/faults-model-server.test.ts",
   "test/integration/recovery.test.ts",
   "test/integration/containment.test.ts",
+  "test/integration/grants.test.ts",
+  "engine/grading/gaming.test.ts",
 ];
 
 interface Entry {
@@ -53,6 +55,13 @@ const CATALOG: Entry[] = [
   { match: /"always" is the engine's grant/, injected: "an \"always\" on `echo hi`, then `echo pwned > outside`", times: "3 asks", held: "later asks still reach the engine; the outside write is contained; the grant is revocable", escapes: true },
   { match: /\.git pointing at the user's repository/, injected: ".git file pointing at the user's .git", times: "1", held: "the engine's commit never lands on the user's branch; the published branch is the graded commit", escapes: true },
   { match: /--skip-worktree on a protected test/, injected: "--skip-worktree on a protected test + an ignored build artifact", times: "2 tamperings", held: "not graded built; both found", escapes: true },
+  { match: /`npm test` granted always/, injected: "\"always\" on `npm test`, then `npm test; touch pwned`, `&& touch`, `$(touch …)`, `|| true; touch`, a second line", times: "5 chained commands", held: "each went to a person (none answered by the grant); nothing written; the grant is the exact command, not opencode's `npm test *`", escapes: true },
+  { match: /over MCP \(a real client/, injected: "a bidi-isolate command (`npm test ⁧⁦ ; rm -rf src ⁩⁦ #⁩⁩`) and a two-line command, read over MCP", times: "2 asks", held: "shown with ⟪U+XXXX⟫ and ⏎ markers; \"always\" refused where it cannot mean what it says", escapes: true },
+  { match: /pytest\.py that shadows the runner/, injected: "a top-level pytest.py that exits 0", times: "1 worker", held: "a check-configuration violation: not built", escapes: true },
+  { match: /conftest\.py hook/, injected: "a conftest.py hook in the tests folder", times: "1 worker", held: "a check-configuration violation: not built", escapes: true },
+  { match: /package\.json test script rewritten/, injected: "package.json's test script rewritten to exit 0", times: "1 worker", held: "a check-configuration violation: not built (a new dependency is not one)", escapes: true },
+  { match: /held-back files: copied in only at grading/, injected: "the worker's own copy of a held-back test, and a symlink where held-back files go", times: "2 tamperings", held: "the held-back test replaces the worker's; the symlink is removed, never followed", escapes: true },
+  { match: /paths the worker saw/, injected: "code that passes only where its path, HOME or TMPDIR says `grading`", times: "1 check", held: "the checks run at the worker's own paths; no grading folder is visible", escapes: true },
 ];
 
 export interface FaultRow {
@@ -83,7 +92,7 @@ export interface FaultSuite {
 export function runFaultSuite(root: string): FaultSuite {
   const out = path.join(root, "bench", "tmp", "faults.json");
   rmSync(out, { force: true });
-  const args = ["vitest", "run", "--project", "integration", ...FAULT_FILES, "--reporter=json", `--outputFile=${out}`];
+  const args = ["vitest", "run", "--project", "integration", "--project", "unit", ...FAULT_FILES, "--reporter=json", `--outputFile=${out}`];
   const t0 = Date.now();
   // The llama-server the other parts found (the build cache, PATH): the model-server faults need it named.
   const llama = process.env.LLAMA_SERVER ? null : findLlamaServer();

@@ -37,20 +37,27 @@ test.beforeAll(async ({ browser }) => {
       {
         name: "twice",
         match: /TASK-BULK-WORKER/,
-        script: (c) => (c.turnStep === 0 ? { toolCalls: [{ name: "bash", args: { command: "echo first" } }, { name: "bash", args: { command: "echo second" } }] } : { text: "Ran both.\nOUTCOME: built" }),
+        script: (c) => (c.turnStep === 0 ? { toolCalls: [{ name: "bash", args: { command: "echo twice" } }, { name: "bash", args: { command: "echo twice" } }] } : { text: "Ran both.\nOUTCOME: built" }),
       },
       {
         name: "grant",
         match: /TASK-GRANT/,
         script: async (c) => {
+          // The same command three times: a grant answers exactly that command (never `echo *`).
           if (c.turnStep === 0) return bash("echo grant-one");
-          if (c.turnStep === 1) return bash("echo grant-two");
+          if (c.turnStep === 1) return bash("echo grant-one");
           if (c.turnStep === 2) {
             await grantGate;
-            return bash("echo grant-three");
+            return bash("echo grant-one");
           }
           return { text: "Ran three echoes.\nOUTCOME: built" };
         },
+      },
+      {
+        name: "hidden",
+        match: /TASK-HIDDEN/,
+        script: (c) =>
+          c.turnStep === 0 ? bash("npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069") : c.turnStep === 1 ? bash("echo harmless\nrm -rf src") : { text: "OUTCOME: honest-failure — refused" },
       },
       { name: "stall", match: /TASK-STALL/, script: () => ({ hang: true, textBeforeHang: "Thinking very hard…" }) },
     ],
@@ -147,7 +154,8 @@ test("bulk: one click approves the same command in every worker of a batch; the 
   await approveAll.click();
   await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
   await expect(page).toHaveTitle("opencode-worker");
-  for (const id of workerIds) await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("built");
+  // Their commands change no file: graded honest-failure (a no-op is never built), which is not what this test is about.
+  for (const id of workerIds) await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("honest-failure");
   // Each was answered by a person through the GUI, once.
   for (const id of workerIds) expect((await engine.client.workers.get.query({ workerId: id })).asks.map((a) => [a.decision, a.by?.kind])).toEqual([["once", "person"]]);
 
@@ -160,7 +168,7 @@ test("bulk: one click approves the same command in every worker of a batch; the 
   await shot(page, "04-cards-progress");
 });
 
-test("bulk per worker: two parallel commands of one worker decided with one click", async () => {
+test("bulk per worker: the same command asked twice in parallel by one worker decided with one click (bulk groups exactly the same command, never a pattern)", async () => {
   const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-BULK-WORKER: run two commands", directory: repo, checks: [{ run: "true" }] });
   await page.goto(engine.origin + "/#/approvals");
   await expect.poll(pendingCount, { timeout: 120_000 }).toBe(2);
@@ -184,18 +192,18 @@ test("grants: “Always allow” answers the next matching ask, is listed on the
   await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
   const ask = (await engine.client.approvals.list.query())[0]!;
   const card = page.locator(`[data-ask-id="${ask.id}"]`);
-  await expect(card).toContainText("“Always allow” grants echo *");
+  await expect(card).toContainText("“Always allow” grants this worker exactly echo grant-one:");
   await card.getByRole("button", { name: "Always allow" }).click();
   // The second echo is answered by the grant, not by a person.
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks.length, { timeout: 60_000 }).toBe(2);
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks[1]?.by?.kind, { timeout: 30_000 }).toBe("policy");
   const grants = page.getByRole("table", { name: "All grants" });
-  await expect(grants.getByRole("row", { name: `grant bash echo * for ${workerId}` })).toBeVisible();
+  await expect(grants.getByRole("row", { name: `grant bash echo grant-one for ${workerId}` })).toBeVisible();
   await shot(page, "06-grants");
 
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
   const mine = page.getByRole("table", { name: `grants of ${workerId}` });
-  await expect(mine).toContainText("echo *");
+  await expect(mine).toContainText("echo grant-one");
   await mine.getByRole("button", { name: "Revoke" }).click();
   await expect(page.getByRole("region", { name: "Grants of this worker" })).toHaveCount(0);
   expect(await engine.client.approvals.grants.query()).toEqual([]);
@@ -205,7 +213,45 @@ test("grants: “Always allow” answers the next matching ask, is listed on the
   releaseGrant();
   await expect.poll(pendingCount, { timeout: 60_000 }).toBe(1);
   await engine.client.approvals.decide.mutate({ askId: (await engine.client.approvals.list.query())[0]!.id, decision: "once" });
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 60_000 }).toBe("built");
+  // Echoes change no file: a no-op is graded honest-failure, never built.
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 60_000 }).toBe("honest-failure");
+  expect((await engine.client.workers.get.query({ workerId })).stateReason).toMatch(/^no change: /);
+});
+
+test("the command shown is the command run: bidi controls and line breaks made visible; a link focuses an ask but its keys decide nothing until a click", async () => {
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-HIDDEN: run the tests", title: "Hidden", directory: repo, checks: [{ run: "true" }] });
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks.filter((a) => a.status === "pending").length, { timeout: 120_000 }).toBe(1);
+  const bidi = (await engine.client.workers.get.query({ workerId })).asks[0]!;
+  // Opened the way an ocw://ask/ID link opens it.
+  await page.goto(`${engine.origin}/#/approvals/${bidi.id}`);
+  const card = page.locator(`[data-ask-id="${bidi.id}"]`);
+  const what = page.getByLabel(`what ${bidi.id} asks`);
+  await expect(what).toHaveText("npm test ⟪U+2067⟫⟪U+2066⟫ ; rm -rf src ⟪U+2069⟫⟪U+2066⟫ #⟪U+2069⟫⟪U+2069⟫");
+  await expect(card).toContainText("“Always allow” is not offered");
+  await expect(card.getByRole("button", { name: "Always allow" })).toBeDisabled();
+  await expect(page.getByRole("status", { name: "keys off until a click" })).toBeVisible();
+  await shot(page, "09-bidi-link", false);
+  await page.keyboard.press("a");
+  await page.keyboard.press("Shift+A");
+  // Nothing was decided by the keys.
+  expect((await engine.client.workers.get.query({ workerId })).asks[0]!.status).toBe("pending");
+  await what.click();
+  await expect(page.getByRole("status", { name: "keys off until a click" })).toHaveCount(0);
+  await page.keyboard.press("r");
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks[0]!.decision, { timeout: 30_000 }).toBe("reject");
+
+  // A two-line command shows as two visible lines, the break marked.
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks.filter((a) => a.status === "pending").length, { timeout: 120_000 }).toBe(1);
+  const multi = (await engine.client.workers.get.query({ workerId })).asks[1]!;
+  const multiWhat = page.getByLabel(`what ${multi.id} asks`);
+  await expect(multiWhat).toHaveText("echo harmless⏎\nrm -rf src");
+  const box = await multiWhat.boundingBox();
+  const lineHeight = await multiWhat.evaluate((el) => parseFloat((globalThis as unknown as { getComputedStyle: (e: unknown) => { lineHeight: string } }).getComputedStyle(el).lineHeight) || 16);
+  expect(box!.height).toBeGreaterThan(lineHeight * 1.5);
+  await expect(page.locator(`[data-ask-id="${multi.id}"]`)).toContainText("exactly echo harmless and rm -rf src, each on its own");
+  await shot(page, "10-multiline", false);
+  await page.locator(`[data-ask-id="${multi.id}"]`).getByRole("button", { name: "Reject" }).click();
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 60_000 }).not.toBe("waiting-approval");
 });
 
 test("notifications: permission shown, then a new ask, a verdict and a stalled worker each notify (with a sound)", async () => {
@@ -239,7 +285,8 @@ test("notifications: permission shown, then a new ask, a verdict and a stalled w
   await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
   await expect.poll(native, { timeout: 10_000 }).toContain("Approval waiting: bash");
   await engine.client.approvals.decide.mutate({ askId: (await engine.client.approvals.list.query())[0]!.id, decision: "once" });
-  await expect.poll(native, { timeout: 120_000 }).toContain("Built: Notify me");
+  // Its command changes no file: the verdict (a no-op is never built) is a failure, and it notifies as one.
+  await expect.poll(native, { timeout: 120_000 }).toContain("Failed: Notify me");
 
   const stall = await engine.client.workers.start.mutate({ task: "TASK-STALL: think", title: "Stuck", directory: repo, checks: [{ run: "true" }] });
   await expect.poll(native, { timeout: 60_000 }).toContain("Stalled: Stuck");

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ErrorCode } from "./errors";
 import { Decision } from "./permission";
+import { ReviewComment } from "./verdict";
 import { WorkerSpec } from "./worker";
 
 /** Inputs of the engine's control API, shared by every client (GUI, CLI, MCP bridge). */
@@ -11,6 +12,13 @@ export const StartBatchInput = z.object({ tasks: z.array(WorkerSpec).min(1, "giv
 export const SteerInput = WorkerRef.extend({ text: z.string().min(1, "the steer text is empty").max(20_000) });
 export const StopInput = WorkerRef.extend({ reason: z.string().max(500).optional() });
 export const ResumeInput = WorkerRef.extend({ message: z.string().max(20_000).optional() });
+/** A follow-up to a settled worker (built or honest-failure): a new round in the same session. */
+export const ContinueInput = WorkerRef.extend({ message: z.string().trim().min(1, "the message is empty: say what the worker should do next").max(20_000, "the message is over 20,000 characters: shorten it") });
+/** A review: comments on files and lines of the worker's change, sent as one follow-up. */
+export const ReviewInput = WorkerRef.extend({
+  comments: z.array(ReviewComment).min(1, "a review needs at least one comment").max(200, "at most 200 comments per review"),
+  message: z.string().max(20_000).optional(),
+});
 export const DecideInput = Decision;
 export const EventsInput = z.object({ lastEventId: z.string().nullish() });
 export const ListInput = z.object({ batchId: z.string().optional() }).optional();

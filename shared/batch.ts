@@ -13,6 +13,8 @@ export const BatchTask = z
     protect: z.array(z.string()).default([]),
     budget: Budget.default({}),
     title: z.string().optional(),
+    /** Fix rounds (opt-in): on honest-failure the engine sends the failing checks back, at most this many times. */
+    fixRounds: z.number().int().min(0).max(10).optional(),
   })
   .refine((t) => t.dir || t.directory, { message: "each task needs `dir` (absolute path to a git repository)" });
 export type BatchTask = z.infer<typeof BatchTask>;

@@ -7,6 +7,17 @@ export const CommandCheck = z
     run: z.string().min(1, "a check's `run` must be a non-empty shell command").max(10_000),
     expectExit: z.number().int().min(0).max(255).optional(),
     timeoutSec: z.number().positive().max(3600).optional(),
+    /**
+     * Held-back files: an absolute path to a folder no worker can see (keep it outside the repository). Its files are
+     * copied into the check's folder of the graded checkout just before the checks run (over the worker's files of the
+     * same name; read-only while checks run), and never reach a worker's workspace.
+     */
+    files: z
+      .string()
+      .min(1)
+      .max(4096)
+      .refine((p) => p.startsWith("/") && !p.split("/").includes(".."), { message: "a check's `files` must be an absolute path to a folder, without `..`" })
+      .optional(),
   })
   .strict();
 export type CommandCheck = z.infer<typeof CommandCheck>;
@@ -29,7 +40,7 @@ export const FileCheck = z
 export type FileCheck = z.infer<typeof FileCheck>;
 
 export const CheckSpec = z.union([CommandCheck, FileCheck], {
-  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?} or {"file": "relative/path", exists?, equals?, matches?}',
+  error: 'a check is {"run": "shell command", expectExit?, timeoutSec?, files?} or {"file": "relative/path", exists?, equals?, matches?}',
 });
 export type CheckSpec = z.infer<typeof CheckSpec>;
 

@@ -1,6 +1,7 @@
 // The desktop shell's pure parts, shared by Electron's main process and the renderer (and unit-tested without an
 // Electron binary): the pending-approval count in the window title and on the tray, the notifications for a new ask,
 // a verdict and a stalled worker, and deep links to an ask or a worker (`ocw://ask/ID`, or `--ask ID` on the command line).
+import { showUntrusted } from "./untrusted";
 import type { EngineEvent } from "./events";
 import { FINAL_STATES, type WorkerState } from "./worker";
 
@@ -80,7 +81,7 @@ const enc = encodeURIComponent;
 export function noteFor(e: EngineEvent, ctx: { title: string; wasStalled?: boolean }): DesktopNote | null {
   if (e.type === "ask.opened" && e.ask.status === "pending") {
     const what = e.ask.kind === "question" ? "question" : e.ask.tool;
-    return { kind: "ask", title: `Approval waiting: ${what}`, body: `${ctx.title}\n${e.ask.what}`.slice(0, 240), hash: `#/approvals/${enc(e.ask.id)}` };
+    return { kind: "ask", title: `Approval waiting: ${what}`, body: `${showUntrusted(ctx.title, { lines: false, max: 120 })}\n${showUntrusted(e.ask.what.slice(0, 600), { lines: false })}`.slice(0, 240), hash: `#/approvals/${enc(e.ask.id)}` };
   }
   if (e.type === "verdict") {
     const v = e.verdict;

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { splitCommand } from "./shell";
+import { hasHidden, SHOW_MAX } from "./untrusted";
 
 /** Who answered an ask. Nothing is answered automatically unless the user set a policy rule. */
 export const DecidedBy = z.object({
@@ -77,7 +79,7 @@ export const Grant = z.object({
   id: z.string(),
   workerId: z.string(),
   tool: z.string(),
-  /** A glob over what is asked (the command, path or URL), from opencode's suggestion for the ask. */
+  /** One simple command (or the path / URL) matched exactly, as written: never a glob (see grantOffer). */
   pattern: z.string(),
   askId: z.string(),
   by: DecidedBy,
@@ -94,7 +96,46 @@ export function terminalSafe(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`));
 }
 
-/** The pattern an "always" answer grants: opencode's own suggestion for the ask, else exactly what was asked. */
-export function grantPattern(ask: Pick<PermissionAsk, "always" | "what">): string {
-  return ask.always.find((a) => a && a !== "*") ?? ask.what;
+/**
+ * What an "always" answer would grant, or why it is not offered. A grant answers one simple command (or one path, one
+ * URL) exactly as written, never a pattern and never across shell operators: "always" on `npm test && npm run lint`
+ * grants `npm test` and `npm run lint`, each on its own, and a later `npm test; touch pwned` still asks for
+ * `touch pwned`. Not offered: a question, a flagged ask (outside the workspace, protected, out of scope…; a symlink
+ * inside the workspace aside), text longer than clients show whole (SHOW_MAX), a command that cannot be split with
+ * certainty (shared/shell.ts), text with invisible or control characters.
+ */
+export type GrantOffer = { ok: true; patterns: string[] } | { ok: false; why: string };
+
+export function grantOffer(ask: Pick<PermissionAsk, "kind" | "tool" | "what"> & { flags?: PermissionAsk["flags"] }): GrantOffer {
+  if (ask.kind !== "permission") return { ok: false, why: "a question is answered each time" };
+  const flag = ask.flags?.find((f) => f.kind !== "symlink");
+  if (flag) return { ok: false, why: `the engine flagged it (${flag.kind}): a flagged ask is decided each time` };
+  if (ask.what.length > SHOW_MAX) return { ok: false, why: `it is ${ask.what.length} characters long, over the ${SHOW_MAX} shown whole` };
+  if (ask.tool === "bash") {
+    const split = splitCommand(ask.what);
+    if (!split.ok) return { ok: false, why: `the command cannot be split into simple commands with certainty: ${split.why}` };
+    return { ok: true, patterns: [...new Set(split.commands)] };
+  }
+  if (!ask.what.trim()) return { ok: false, why: "it names nothing" };
+  if (hasHidden(ask.what)) return { ok: false, why: "it holds invisible or control characters" };
+  return { ok: true, patterns: [ask.what] };
+}
+
+/** The grants that answer an ask: one per simple command (or the path / URL), each matched exactly; none unless all are covered. */
+export function grantsFor(ask: PermissionAsk, grants: Grant[]): Grant[] | undefined {
+  const offer = grantOffer(ask);
+  if (!offer.ok) return undefined;
+  const found: Grant[] = [];
+  for (const p of offer.patterns) {
+    const g = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p);
+    if (!g) return undefined;
+    found.push(g);
+  }
+  return found;
+}
+
+/** What an "always" answer grants, as one line for display (simple commands joined by " ⟂ "), or "" when none is offered. */
+export function grantPattern(ask: Pick<PermissionAsk, "kind" | "tool" | "what"> & { flags?: PermissionAsk["flags"] }): string {
+  const offer = grantOffer(ask);
+  return offer.ok ? offer.patterns.join(" ⟂ ") : "";
 }

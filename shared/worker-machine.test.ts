@@ -17,11 +17,18 @@ describe("the worker state machine", () => {
     expect(to).toBe(WORKER_TRANSITIONS[from][t] ?? null);
   });
 
-  it("built and honest-failure are terminal; stopped, interrupted and error leave only by resume, to the queue", () => {
+  it("built and honest-failure leave only by continue (a new round), to the queue; stopped, interrupted and error only by resume", () => {
     for (const t of transitions) {
-      expect(nextState("built", t)).toBeNull();
-      expect(nextState("honest-failure", t)).toBeNull();
+      expect(nextState("built", t)).toBe(t === "continue" ? "queued" : null);
+      expect(nextState("honest-failure", t)).toBe(t === "continue" ? "queued" : null);
       for (const s of ["stopped", "interrupted", "error"] as const) expect(nextState(s, t)).toBe(t === "resume" ? "queued" : null);
+    }
+  });
+
+  it("continue is legal only from a verdict, fix only from grading: a running, stopped or errored worker takes no follow-up", () => {
+    for (const s of states) {
+      expect(nextState(s, "continue")).toBe(s === "built" || s === "honest-failure" ? "queued" : null);
+      expect(nextState(s, "fix")).toBe(s === "grading" ? "queued" : null);
     }
   });
 
@@ -32,7 +39,7 @@ describe("the worker state machine", () => {
     expect(nextState("stopped", "pass")).toBeNull();
   });
 
-  it("any sequence of events: a verdict (built/honest-failure) is reached only through settle then grade, after the last stop or interrupt a resume came first", () => {
+  it("any sequence of events: a verdict (built/honest-failure) is reached only through settle then grade (of its own round), after the last stop or interrupt a resume came first", () => {
     fc.assert(
       fc.property(fc.array(fc.constantFrom(...transitions), { maxLength: 60 }), (events) => {
         let s: WorkerState = "queued";
@@ -43,6 +50,8 @@ describe("the worker state machine", () => {
           if (!to) continue; // illegal: not applied
           if (t === "stop" || t === "interrupt" || t === "fail-run") (haltedWithoutResume = true), (settledSinceHalt = false);
           if (t === "resume") haltedWithoutResume = false;
+          // A new round (a follow-up, a fix round) is graded only after its own settle.
+          if (t === "continue" || t === "fix") settledSinceHalt = false;
           if (t === "settle") settledSinceHalt = true;
           if (to === "built" || to === "honest-failure") {
             expect(haltedWithoutResume).toBe(false);

@@ -15,6 +15,8 @@ export const WorkerTransition = z.enum([
   "interrupt", // the engine, opencode or the model server went away under it
   "fail-run", // the session or the engine failed (an error worth reading)
   "resume", // continue a stopped, interrupted or errored worker in its session
+  "continue", // a settled worker (built or honest-failure) takes a follow-up in its session: a new round
+  "fix", // graded honest-failure with a fix round due: the engine sends the failing checks back at once (a new round)
 ]);
 export type WorkerTransition = z.infer<typeof WorkerTransition>;
 
@@ -22,7 +24,8 @@ type Table = Record<WorkerState, Partial<Record<WorkerTransition, WorkerState>>>
 
 /**
  * Every legal move, and nothing else. A stopped or interrupted worker is never graded: only `resume` leaves those
- * states, and grading is reachable only from `settled`, which only a live session reaches.
+ * states, and grading is reachable only from `settled`, which only a live session reaches. A graded worker leaves
+ * built / honest-failure only by `continue` (a new round in the same session), never by `resume`.
  */
 export const WORKER_TRANSITIONS: Table = {
   queued: { admit: "starting", stop: "stopped", "fail-run": "error" },
@@ -31,9 +34,10 @@ export const WORKER_TRANSITIONS: Table = {
   "waiting-approval": { answered: "running", settle: "settled", stop: "stopped", interrupt: "interrupted", "fail-run": "error" },
   settled: { grade: "grading", stop: "stopped", "fail-run": "error" },
   // A restart during grading grades again (the verdict is recomputed from the same files).
-  grading: { grade: "grading", pass: "built", fail: "honest-failure", stop: "stopped", "fail-run": "error" },
-  built: {},
-  "honest-failure": {},
+  grading: { grade: "grading", pass: "built", fail: "honest-failure", fix: "queued", stop: "stopped", "fail-run": "error" },
+  // A verdict is the end of a round, not of the worker: a follow-up (continue, review) starts the next round.
+  built: { continue: "queued" },
+  "honest-failure": { continue: "queued" },
   stopped: { resume: "queued" },
   interrupted: { resume: "queued" },
   error: { resume: "queued" },

@@ -21,6 +21,31 @@ describe("reduceWorker", () => {
     w = reduceWorker(w, ev(7, { type: "worker.state", state: "honest-failure", reason: "check failed" }));
     expect(w).toMatchObject({ state: "honest-failure", stateReason: "check failed", endedAt: 1007, currentTool: null, lastSeq: 7 });
   });
+  it("keeps rounds: a verdict grades the latest round (a regrade replaces it), a follow-up starts the next and clears the worker's verdict", () => {
+    const verdict = (v: "built" | "honest-failure", commit: string, extra: Record<string, unknown> = {}) => ({
+      verdict: v, claim: "built", claimReason: null, honest: v === "built", checks: [], scope: { passed: true, violations: [], changedFiles: ["a"] }, gradedAt: 5, branch: null, worktree: null, commit, diffStat: "", mergeHint: null, ...extra,
+    });
+    let w = reduceWorker(null, ev(1, { type: "worker.created", spec, batchId: null, targetId: "t" }));
+    expect(w.rounds).toEqual([expect.objectContaining({ round: 1, kind: "task", verdict: null, ran: false })]);
+    w = reduceWorker(w, ev(2, { type: "worker.state", state: "running" }));
+    w = reduceWorker(w, ev(3, { type: "verdict", verdict: verdict("honest-failure", "c1") }));
+    w = reduceWorker(w, ev(4, { type: "verdict", verdict: verdict("honest-failure", "c1b") })); // a regrade after a restart
+    expect(w.rounds).toHaveLength(1);
+    expect(w.rounds[0]).toMatchObject({ verdict: "honest-failure", commit: "c1b", ran: true, weakEvidence: false, reason: null });
+    w = reduceWorker(w, ev(5, { type: "worker.baseline", baseline: { passedOnBase: ["x"] } }));
+    expect(w.baseline).toEqual({ passedOnBase: ["x"] });
+    const comments = [{ file: "a.ts", line: 3, body: "rename" }];
+    w = reduceWorker(w, ev(6, { type: "round.started", round: 2, kind: "review", message: "- a.ts:3 — rename", comments, by: { kind: "person" } }));
+    expect(w.verdict).toBeNull();
+    expect(w.rounds[1]).toMatchObject({ round: 2, kind: "review", comments, verdict: null, ran: false });
+    w = reduceWorker(w, ev(7, { type: "worker.state", state: "running" }));
+    w = reduceWorker(w, ev(8, { type: "verdict", verdict: verdict("built", "c2", { weakEvidence: true, sincePrevious: ["a"] }) }));
+    expect(w.rounds.map((r) => [r.round, r.verdict, r.commit, r.ran, r.weakEvidence, r.changed])).toEqual([
+      [1, "honest-failure", "c1b", true, false, null],
+      [2, "built", "c2", true, true, ["a"]],
+    ]);
+    expect(w.verdict?.commit).toBe("c2");
+  });
   it("refuses events for a worker it never saw created", () => {
     expect(() => reduceWorker(null, ev(1, { type: "worker.state", state: "running" }))).toThrow(/unknown worker/);
   });

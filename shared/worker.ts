@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { CheckSpec } from "./check";
 import { DecidedBy, DecisionKind, Grant, PermissionAsk } from "./permission";
-import { Verdict } from "./verdict";
+import { Baseline, ReviewComment, Round, RoundKind, Verdict } from "./verdict";
 
 export const WorkerState = z.enum([
   "queued",
@@ -50,6 +50,11 @@ export const WorkerSpec = z.object({
   budget: Budget.default({}),
   targetId: z.string().optional(),
   title: z.string().max(200).optional(),
+  /**
+   * Fix rounds (opt-in): on honest-failure the engine continues the worker with the failing checks' names and trimmed
+   * output (never a check's source), at most this many times.
+   */
+  fixRounds: z.number().int().min(0).max(10, "at most 10 fix rounds").optional(),
 });
 export type WorkerSpec = z.infer<typeof WorkerSpec>;
 export type WorkerSpecInput = z.input<typeof WorkerSpec>;
@@ -118,6 +123,18 @@ export const WorkerEvent = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("stalled"), idleSec: z.number() }),
   z.object({ ...base, type: z.literal("tool.failed"), tool: z.string(), error: z.string() }),
   z.object({ ...base, type: z.literal("verdict"), verdict: Verdict }),
+  /** The held-back checks ran on the base commit (beside the worker's start): which already pass there. */
+  z.object({ ...base, type: z.literal("worker.baseline"), baseline: Baseline }),
+  /** A settled worker took a follow-up (continue, review, fix round): a new round begins in the same session. */
+  z.object({
+    ...base,
+    type: z.literal("round.started"),
+    round: z.number().int().positive(),
+    kind: RoundKind,
+    message: z.string(),
+    comments: z.array(ReviewComment).default([]),
+    by: DecidedBy,
+  }),
   z.object({ ...base, type: z.literal("merged"), into: z.string(), commit: z.string() }),
   z.object({ ...base, type: z.literal("grant.added"), grant: Grant }),
   z.object({ ...base, type: z.literal("grant.revoked"), grantId: z.string(), by: DecidedBy }),
@@ -155,7 +172,12 @@ export const Worker = z.object({
   currentTool: z.string().nullable(),
   stalled: z.boolean(),
   toolFailures: z.number(),
+  /** The latest round's verdict (null while a round runs); every round's is in `rounds`. */
   verdict: Verdict.nullable(),
+  /** Which held-back checks already pass on the base commit; null until they ran there. */
+  baseline: Baseline.nullable().default(null),
+  /** Round 1 is the task; each follow-up (continue, review, fix round) adds one, graded again from a fresh checkout. */
+  rounds: z.array(Round).default([]),
   merged: z.object({ into: z.string(), commit: z.string() }).nullable(),
   /** "bwrap" when the worker runs in the OS sandbox; "none" when the person opted out; null for workers from before. */
   sandbox: z.enum(["bwrap", "none"]).nullable().default(null),
@@ -202,6 +224,8 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       stalled: false,
       toolFailures: 0,
       verdict: null,
+      baseline: null,
+      rounds: [{ round: 1, kind: "task", message: null, comments: [], startedAt: e.ts, ran: false, verdict: null, claim: null, honest: null, commit: null, reason: null, weakEvidence: false, changed: null, gradedAt: null }],
       merged: null,
       sandbox: e.sandbox ?? null,
       endpoint: null,
@@ -220,6 +244,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.endedAt = isFinal(e.state) ? e.ts : null;
       if (!isActive(e.state)) next.currentTool = null;
       if (e.state === "running") next.stalled = false;
+      if (e.state === "running" && w.rounds.length && !w.rounds.at(-1)!.ran) next.rounds = [...w.rounds.slice(0, -1), { ...w.rounds.at(-1)!, ran: true }];
       break;
     case "worker.workspace":
       Object.assign(next, { worktree: e.worktree, branch: e.branch, baseCommit: e.baseCommit, baseBranch: e.baseBranch, repo: e.repo });
@@ -255,8 +280,27 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
     case "tool.failed":
       next.toolFailures = w.toolFailures + 1;
       break;
-    case "verdict":
+    case "verdict": {
       next.verdict = e.verdict;
+      const v = e.verdict;
+      const rounds = w.rounds ?? [];
+      const graded = { verdict: v.verdict, claim: v.claim, honest: v.honest, commit: v.commit, reason: v.reason ?? null, weakEvidence: v.weakEvidence ?? false, changed: v.sincePrevious ?? null, gradedAt: v.gradedAt };
+      // A regrade (after a restart) replaces the round's verdict; it never adds a round.
+      next.rounds = rounds.length
+        ? [...rounds.slice(0, -1), { ...rounds.at(-1)!, ...graded }]
+        : [{ round: 1, kind: "task", message: null, comments: [], startedAt: e.ts, ran: true, ...graded }];
+      break;
+    }
+    case "worker.baseline":
+      next.baseline = e.baseline;
+      break;
+    case "round.started":
+      // The latest round's verdict is the worker's: none until this round is graded (earlier ones stay in rounds).
+      next.verdict = null;
+      next.rounds = [
+        ...(w.rounds ?? []),
+        { round: e.round, kind: e.kind, message: e.message, comments: e.comments ?? [], startedAt: e.ts, ran: false, verdict: null, claim: null, honest: null, commit: null, reason: null, weakEvidence: false, changed: null, gradedAt: null },
+      ];
       break;
     case "merged":
       next.merged = { into: e.into, commit: e.commit };

@@ -3,12 +3,14 @@ import { codeOf, ERROR_MAP, OcwError } from "../../shared/errors";
 import { z } from "zod";
 import {
   BatchRef,
+  ContinueInput,
   DecideInput,
   EventsInput,
   ListInput,
   MergeBatchInput,
   RetryInput,
   ResumeInput,
+  ReviewInput,
   StartBatchInput,
   StartInput,
   SteerInput,
@@ -151,6 +153,10 @@ export const appRouter = t.router({
     }),
     stop: proc.input(StopInput).mutation(({ ctx, input }) => ctx.engine.stop(input.workerId, input.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
     resume: proc.input(ResumeInput).mutation(({ ctx, input }) => ctx.engine.resume(input.workerId, input.message)),
+    /** A follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again. */
+    continue: proc.input(ContinueInput).mutation(({ ctx, input }) => ctx.engine.continue(input.workerId, input.message, ctx.by)),
+    /** A review of a graded worker's change: its comments sent as one follow-up that quotes each file:line (a new round). */
+    review: proc.input(ReviewInput).mutation(({ ctx, input }) => ctx.engine.review(input.workerId, input.comments, input.message, ctx.by)),
     merge: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.merge(input.workerId)),
     /** Removes a finished worker's workspace and branch, unmerged work included (the person asked for it). */
     discard: proc.input(WorkerRef).mutation(({ ctx, input }) => ctx.engine.discard(input.workerId, ctx.by)),

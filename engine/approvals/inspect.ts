@@ -2,7 +2,8 @@ import { lstatSync, realpathSync } from "node:fs";
 import path from "node:path";
 import picomatch from "picomatch";
 import { globsMatcher } from "../grading/scope";
-import type { Grant, PermissionAsk } from "../../shared/permission";
+import { grantsFor, type Grant, type PermissionAsk } from "../../shared/permission";
+import { splitCommand } from "../../shared/shell";
 
 type Flag = NonNullable<PermissionAsk["flags"]>[number];
 
@@ -60,10 +61,26 @@ export function inspectAsk(ask: Pick<PermissionAsk, "tool" | "what">, ws: { work
   return flags;
 }
 
-export { grantPattern } from "../../shared/permission";
+export { grantOffer, grantPattern } from "../../shared/permission";
 
-/** The worker's grant that answers an ask, if any. A flagged ask (outside, protected, out of scope) is never granted. */
-export function grantFor(ask: PermissionAsk, grants: Grant[]): Grant | undefined {
-  if (ask.kind !== "permission" || ask.flags?.some((f) => f.kind !== "symlink")) return undefined;
-  return grants.find((g) => g.tool === ask.tool && picomatch.isMatch(ask.what, g.pattern, { dot: true, bash: true }));
+/**
+ * The worker's grants that answer an ask, if any: every simple command of a shell command (every part of `;`, `&&`,
+ * `||`, `|`, `&`, line breaks) needs a grant of its own, matched exactly; a command that cannot be split with
+ * certainty, and a flagged ask (outside, protected, out of scope), is never granted.
+ */
+export function grantFor(ask: PermissionAsk, grants: Grant[]): Grant[] | undefined {
+  return grantsFor(ask, grants);
+}
+
+/**
+ * Whether a user's policy rule (a glob) answers an ask. For a shell command the rule is matched per simple command: an
+ * approving rule answers only when every simple command matches it (and the command splits with certainty); a
+ * rejecting rule answers when the whole command or any simple command matches.
+ */
+export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what">, rule: { pattern: string; decision: string }): boolean {
+  const isMatch = (text: string) => picomatch.isMatch(text, rule.pattern, { dot: true, bash: true });
+  if (ask.tool !== "bash") return isMatch(ask.what);
+  const split = splitCommand(ask.what);
+  if (rule.decision === "reject") return isMatch(ask.what) || (split.ok && split.commands.some(isMatch));
+  return split.ok && split.commands.every(isMatch);
 }

@@ -61,7 +61,7 @@ describe("the approvals queue", () => {
     expect(registry.get(w.id).state).toBe("running");
   });
 
-  it("an ask for a person: waiting-approval until decided; 'always' reaches opencode as 'once' and becomes the engine's grant, which answers the next one", async () => {
+  it("an ask for a person: waiting-approval until decided; 'always' reaches opencode as 'once' and becomes the engine's grant of that exact command, which answers the same command again", async () => {
     const { approvals, w, calls, registry } = setup();
     const first = ask(w.id, "bash", "echo one", { always: ["echo *"] });
     approvals.onAsk(w.id, first);
@@ -70,15 +70,47 @@ describe("the approvals queue", () => {
     await approvals.decide({ askId: first.id, decision: "always" }, { kind: "person", name: "t" });
     expect(registry.get(w.id).state).toBe("running");
     expect(calls.map((c) => c.args.reply)).toEqual(["once"]);
-    expect(approvals.grants()).toMatchObject([{ tool: "bash", pattern: "echo *" }]);
-    approvals.onAsk(w.id, ask(w.id, "bash", "echo two"));
+    // The exact command, not opencode's suggestion `echo *`.
+    expect(approvals.grants()).toMatchObject([{ tool: "bash", pattern: "echo one" }]);
+    approvals.onAsk(w.id, ask(w.id, "bash", "echo one", { always: ["echo *"] }));
     await settled();
     expect(registry.get(w.id).state).toBe("running");
     expect(registry.get(w.id).asks[1]).toMatchObject({ status: "decided", decision: "once", by: { kind: "policy" } });
+    approvals.onAsk(w.id, ask(w.id, "bash", "echo two"));
+    await settled();
+    expect(registry.get(w.id).asks[2]).toMatchObject({ status: "pending" });
+    await approvals.decide({ askId: registry.get(w.id).asks[2]!.id, decision: "once" }, { kind: "person" });
     approvals.revokeGrant(approvals.grants()[0]!.id);
     expect(approvals.grants()).toEqual([]);
-    approvals.onAsk(w.id, ask(w.id, "bash", "echo three"));
+    approvals.onAsk(w.id, ask(w.id, "bash", "echo one"));
     expect(registry.get(w.id).state).toBe("waiting-approval");
+  });
+
+  it('a grant never crosses a shell operator: "always" on `npm test` leaves every chained command to a person', async () => {
+    const { approvals, w, registry } = setup();
+    const first = ask(w.id, "bash", "npm test", { always: ["npm *"] });
+    approvals.onAsk(w.id, first);
+    await approvals.decide({ askId: first.id, decision: "always" }, { kind: "person", name: "p" });
+    const chained = ["npm test ; touch pwned", "npm test && node -e 'require(1)'", "npm test $(touch pwned)", "npm test || true; rm -rf src", "npm test\ntouch pwned", "npm run build"];
+    for (const c of chained) approvals.onAsk(w.id, ask(w.id, "bash", c, { always: ["npm *"] }));
+    await settled();
+    const later = registry.get(w.id).asks.slice(1);
+    expect(later.map((a) => [a.what, a.status])).toEqual(chained.map((c) => [c, "pending"]));
+    // "always" on a compound command grants each simple command; a substitution is never granted.
+    await approvals.decide({ askId: later[1]!.id, decision: "always" }, { kind: "person", name: "p" });
+    expect(approvals.grants().map((g) => g.pattern)).toEqual(["npm test", "node -e 'require(1)'"]);
+    await expect(approvals.decide({ askId: later[2]!.id, decision: "always" }, { kind: "person" })).rejects.toThrow(/"always" is not offered .*substitution.*answer once or reject/);
+    expect(registry.get(w.id).asks[3]).toMatchObject({ status: "pending" });
+  });
+
+  it("a policy rule that approves is matched per simple command: `npm test*` does not approve `npm test; rm -rf src`", async () => {
+    const { approvals, w, registry } = setup();
+    approvals.setPolicies([{ tool: "bash", pattern: "npm test*", decision: "once" }]);
+    approvals.onAsk(w.id, ask(w.id, "bash", "npm test -- --grep x"));
+    approvals.onAsk(w.id, ask(w.id, "bash", "npm test; rm -rf src"));
+    approvals.onAsk(w.id, ask(w.id, "bash", "npm test $(rm -rf src)"));
+    await settled();
+    expect(registry.get(w.id).asks.map((a) => a.status)).toEqual(["decided", "pending", "pending"]);
   });
 
   it("a policy rule answers matching asks and is named as the decider; a bash write outside the worktree is refused first", async () => {

@@ -1,5 +1,4 @@
 import path from "node:path";
-import picomatch from "picomatch";
 import { z } from "zod";
 import { InputError } from "../../shared/errors";
 import { noAnswer } from "../harness/translate";
@@ -9,7 +8,7 @@ import { Decision, rejectionMessage, type DecidedBy, type Grant, type Permission
 import { pendingAsks, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../workers/registry";
 import { readJson, writeJsonAtomic } from "../store/json-file";
-import { grantFor, grantPattern, inspectAsk, realLocation } from "./inspect";
+import { grantFor, grantOffer, inspectAsk, realLocation, ruleMatches } from "./inspect";
 import { writesOutside } from "./worktree-guard";
 
 /**
@@ -138,6 +137,7 @@ export class Approvals {
     if (!c) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
     const { client, directory } = c;
     let message: string | undefined;
+    let offer: ReturnType<typeof grantOffer> | undefined;
     // What opencode hears: "always" is the engine's grant, and opencode hears "once" (so every later ask still reaches
     // the engine's checks); an answered question is announced as "once".
     let sent: string = decision.decision === "reject" ? "reject" : "once";
@@ -167,6 +167,13 @@ export class Approvals {
           decision.message = swapped ? `${swapped.detail} (a symlink changed since the ask); write only inside your working directory` : refused.decision.message;
           by = refused.by;
         }
+      }
+      if (decision.decision === "always") {
+        // "always" grants exactly what the clients showed (grantOffer); where nothing can be granted it is refused, so
+        // nobody believes a grant was made. The flags looked at again now count too.
+        const ws = this.reg.workspaceOf(w);
+        offer = grantOffer({ ...ask, flags: [...(ask.flags ?? []), ...(ws ? inspectAsk(ask, ws, w.spec) : [])] });
+        if (!offer.ok) throw new InputError(`"always" is not offered for ask ${ask.id}: ${offer.why}; answer once or reject`);
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       sent = decision.decision === "reject" ? "reject" : "once";
@@ -204,9 +211,14 @@ export class Approvals {
     if (current.status === "pending") {
       try {
         this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...(message ? { message } : {}) });
-        if (decision.decision === "always" && ask.kind === "permission") {
-          const grant: Grant = { id: newId("g"), workerId: w.id, tool: ask.tool, pattern: grantPattern(ask), askId: ask.id, by, createdAt: Date.now() };
-          this.reg.record(w.id, { type: "grant.added", grant });
+        if (decision.decision === "always" && ask.kind === "permission" && offer?.ok) {
+          // One grant per simple command, each matched exactly; one already held is not added twice.
+          const held = new Set(this.reg.get(w.id).grants.filter((g) => g.tool === ask.tool).map((g) => g.pattern));
+          for (const pattern of offer.patterns) {
+            if (held.has(pattern)) continue;
+            const grant: Grant = { id: newId("g"), workerId: w.id, tool: ask.tool, pattern, askId: ask.id, by, createdAt: Date.now() };
+            this.reg.record(w.id, { type: "grant.added", grant });
+          }
         }
       } catch (err) {
         // The worker already has the answer: a bare append error would read as "not approved" and invite a retry.
@@ -283,14 +295,20 @@ export class Approvals {
     if (ask.kind === "question") return null;
     const refused = this.refusal(w, ask);
     if (refused) return refused;
-    const grant = grantFor(ask, w.grants);
-    if (grant) return { decision: { decision: "once" }, by: { kind: "policy", name: `grant ${grant.tool} ${grant.pattern} (always, by ${byWhom(grant.by)})` } };
+    const granted = grantFor(ask, w.grants);
+    if (granted?.length) {
+      const name = granted.map((g) => `grant ${g.tool} ${g.pattern} (always, by ${byWhom(g.by)})`).join("; ");
+      return { decision: { decision: "once" }, by: { kind: "policy", name: name.length > 200 ? name.slice(0, 199) + "…" : name } };
+    }
     const rule = this.policyFor(ask);
     return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} → ${rule.decision}` } } : null;
   }
 
   private policyFor(ask: PermissionAsk): PolicyRule | undefined {
-    return this.policies().find((r) => (r.tool === "*" || r.tool === ask.tool) && picomatch.isMatch(ask.what, r.pattern, { dot: true, bash: true }));
+    // A rejecting rule wins over an approving one; an approving rule answers a shell command only when it matches
+    // every simple command of it (inspect.ts ruleMatches).
+    const rules = this.policies().filter((r) => (r.tool === "*" || r.tool === ask.tool) && ruleMatches(ask, r));
+    return rules.find((r) => r.decision === "reject") ?? rules[0];
   }
 }
 

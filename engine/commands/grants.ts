@@ -1,5 +1,7 @@
 import type { Command } from "commander";
-import { terminalSafe } from "../../shared/permission";
+import { showUntrusted } from "../../shared/untrusted";
+
+const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
 import { connect } from "../api/client";
 import { ensureEngine } from "../api/launcher";
 import { stateDir } from "../store/paths";

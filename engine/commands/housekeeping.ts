@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import { ERROR_MAP } from "../../shared/errors";
-import { terminalSafe } from "../../shared/permission";
+import { showUntrusted } from "../../shared/untrusted";
+
+const terminalSafe = (t: string) => showUntrusted(t, { lines: false, max: 1000 });
 import { connect } from "../api/client";
 import { ensureEngine } from "../api/launcher";
 import { stateDir } from "../store/paths";

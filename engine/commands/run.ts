@@ -6,7 +6,10 @@ import { z } from "zod";
 import { BatchTask } from "../../shared/batch";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
-import { terminalSafe, type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
+import { baselineWarning } from "../../shared/verdict";
+import { askView } from "../../shared/ask-view";
+import { type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
+import { showUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
@@ -18,6 +21,7 @@ interface RunOptions {
   dir?: string;
   task?: string;
   check: string[];
+  heldBack?: string;
   scope: string[];
   protect: string[];
   endpoint?: string;
@@ -27,6 +31,7 @@ interface RunOptions {
   timeout?: number;
   batch?: string;
   json?: boolean;
+  fixRounds?: number;
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -38,6 +43,7 @@ export function registerRunCommand(program: Command): void {
     .option("--dir <dir>", "the git repository the task works on")
     .option("--task <text>", "what the worker should do")
     .option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, [])
+    .option("--held-back <dir>", "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only")
     .option("--scope <glob>", "files the worker may change (repeatable)", collect, [])
     .option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, [])
     .option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target")
@@ -45,9 +51,93 @@ export function registerRunCommand(program: Command): void {
     .option("--api-key-env <var>", "environment variable holding the endpoint's key")
     .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
     .option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v))
-    .option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect}, …]")
+    .option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect, fixRounds?}, …]")
+    .option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v))
     .option("--json", "print the final result as JSON on stdout")
     .action((o: RunOptions) => runCommand(o).catch(fail));
+
+  program
+    .command("continue")
+    .description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built")
+    .argument("<workerId>", "the worker (see `ocw ps`)")
+    .requiredOption("--message <text>", "what the worker should do next")
+    .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
+    .option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v))
+    .option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)")
+    .action((workerId: string, o: ContinueOptions) => continueCommand(workerId, o).catch(fail));
+}
+
+interface ContinueOptions {
+  message: string;
+  approve: string;
+  timeout?: number;
+  json?: boolean;
+}
+
+async function continueCommand(workerId: string, o: ContinueOptions): Promise<void> {
+  if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
+  if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  if (!o.message?.trim()) throw new CliError("--message is empty: say what the worker should do next");
+  const { client } = await connectWithTarget({}, "cli:ocw continue");
+  try {
+    await client.workers.continue.mutate({ workerId, message: o.message });
+  } catch (err) {
+    // Bad input (an unknown id, a worker still running or not graded): one line, exit 2.
+    throw new CliError((err as Error).message);
+  }
+  process.stderr.write(`ocw: ${workerId} continues (a new round)\n`);
+  const result = await followAndAnswer(client, [workerId], o.approve, o.timeout);
+  let w = result.workers.get(workerId)!;
+  if (result.reason === "timeout") {
+    // As `ocw run --timeout` does with its wall-clock budget: the round is stopped, not left running unattended.
+    w = await client.workers.stop.mutate({ workerId, reason: `ocw continue --timeout ${o.timeout}s passed` }).catch(() => w);
+  }
+  const out = workerResult(w, await client.workers.events.query({ workerId }));
+  const rounds = (w.rounds ?? []).map((r) => ({ round: r.round, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit }));
+  const latest = rounds.at(-1);
+  const json = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
+  if (o.json) process.stdout.write(JSON.stringify(json, null, 2) + "\n");
+  else process.stderr.write(out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n");
+  if (result.reason === "timeout") {
+    process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: resume it (the GUI, or MCP resume) to go on\n`);
+    process.exit(1);
+  }
+  process.exit(json.verdict === "built" && w.state === "built" ? 0 : 1);
+}
+
+/** Follows workers until they are final (or the timeout), answering their asks as `--approve` says. */
+async function followAndAnswer(client: EngineClient, ids: string[], approve: string, timeoutSec?: number) {
+  const asker = approve === "ask" ? new TerminalAsker(client) : null;
+  const answered = new Set<string>();
+  const onAsks = (workers: Map<string, Worker>) => {
+    for (const w of workers.values()) {
+      for (const ask of pendingAsks(w)) {
+        if (answered.has(ask.id)) continue;
+        answered.add(ask.id);
+        if (asker) asker.enqueue(ask);
+        else {
+          const d = unattendedDecision(ask, approve as DecisionKind);
+          const v = askView(ask);
+          const note = approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
+          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}\n`);
+          void client.approvals.decide.mutate(d).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
+        }
+      }
+    }
+  };
+  const mine = new Set(ids);
+  const result = await follow(client, ids, {
+    ...(timeoutSec ? { timeoutMs: timeoutSec * 1000 } : {}),
+    onEvent: (event, workers) => {
+      if (!("workerId" in event) || !mine.has(event.workerId)) return;
+      progress(event);
+      if (event.type === "ask.resolved") asker?.resolved(event.askId, event.status, event.decision, event.by);
+      onAsks(workers);
+    },
+  });
+  onAsks(result.workers);
+  asker?.close();
+  return result;
 }
 
 function parseBatch(file: string): WorkerSpecInput[] {
@@ -69,6 +159,7 @@ function parseBatch(file: string): WorkerSpecInput[] {
 async function runCommand(o: RunOptions): Promise<void> {
   if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
   if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  if (o.fixRounds !== undefined && !(Number.isInteger(o.fixRounds) && o.fixRounds >= 0 && o.fixRounds <= 10)) throw new CliError("--fix-rounds must be a whole number from 0 to 10");
   let specs: WorkerSpecInput[];
   if (o.batch) {
     if (o.task || o.dir) throw new CliError("--batch cannot be combined with --task/--dir");
@@ -76,7 +167,9 @@ async function runCommand(o: RunOptions): Promise<void> {
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
-    const checks: CheckSpec[] = o.check.map((run) => ({ run }));
+    if (o.heldBack && !o.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
+    const files = o.heldBack ? path.resolve(o.heldBack) : undefined;
+    const checks: CheckSpec[] = o.check.map((run) => (files ? { run, files } : { run }));
     specs = [{ task: o.task, directory: path.resolve(o.dir), checks, scope: o.scope, protect: o.protect }];
   }
   // Validate every directory here, before an engine is started or anything is created.
@@ -86,6 +179,7 @@ async function runCommand(o: RunOptions): Promise<void> {
     });
   }
   if (o.timeout) specs = specs.map((s) => ({ ...s, budget: { ...s.budget, wallSec: o.timeout } }));
+  if (o.fixRounds !== undefined) specs = specs.map((s) => ({ ...s, fixRounds: o.fixRounds }));
 
   const { client, targetId } = await connectWithTarget(o, "cli:ocw run");
   if (targetId) specs = specs.map((s) => ({ ...s, targetId }));
@@ -104,34 +198,7 @@ async function runCommand(o: RunOptions): Promise<void> {
   }
   process.stderr.write(`ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}\n`);
 
-  const asker = o.approve === "ask" ? new TerminalAsker(client) : null;
-  const answered = new Set<string>();
-  const onAsks = (workers: Map<string, Worker>) => {
-    for (const w of workers.values()) {
-      for (const ask of pendingAsks(w)) {
-        if (answered.has(ask.id)) continue;
-        answered.add(ask.id);
-        if (asker) asker.enqueue(ask);
-        else {
-          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${terminalSafe(ask.what)} → ${o.approve} (--approve)\n`);
-          void client.approvals.decide.mutate(unattendedDecision(ask, o.approve as DecisionKind)).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${(err as Error).message}\n`));
-        }
-      }
-    }
-  };
-  const mine = new Set(ids);
-  const result = await follow(client, ids, {
-    onEvent: (event, workers) => {
-      // Only this run's workers: the engine's stream carries every client's workers.
-      if (!("workerId" in event) || !mine.has(event.workerId)) return;
-      progress(event);
-      // An ask answered elsewhere (the GUI, Claude over MCP, a policy) leaves the terminal prompt at once.
-      if (event.type === "ask.resolved") asker?.resolved(event.askId, event.status, event.decision, event.by);
-      onAsks(workers);
-    },
-  });
-  onAsks(result.workers);
-  asker?.close();
+  const result = await followAndAnswer(client, ids, o.approve);
 
   const outputs = await Promise.all(ids.map(async (id) => workerResult(result.workers.get(id)!, await client.workers.events.query({ workerId: id }))));
   const hung = outputs.flatMap((r) => r.timedOutChecks);
@@ -158,17 +225,25 @@ function progress(event: EngineEvent): void {
   const w = "workerId" in event ? event.workerId : "";
   switch (event.type) {
     case "worker.state":
-      process.stderr.write(`ocw: ${w} ${event.state}${event.reason ? ` — ${event.reason}` : ""}\n`);
+      process.stderr.write(`ocw: ${w} ${event.state}${event.reason ? ` — ${showUntrusted(event.reason, { max: 500, lines: false })}` : ""}\n`);
       break;
     case "part":
       if (event.part.kind === "tool" && event.part.status !== "running") process.stderr.write(`ocw: ${w} ${event.part.tool} ${event.part.status}\n`);
-      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) process.stderr.write(`ocw: ${w} ${line.trim()}\n`);
+      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) process.stderr.write(`ocw: ${w} ${showUntrusted(line.trim(), { max: 500 })}\n`);
       break;
     case "retry":
-      process.stderr.write(`ocw: ${w} model retry ${event.attempt}: ${event.message}\n`);
+      process.stderr.write(`ocw: ${w} model retry ${event.attempt}: ${showUntrusted(event.message, { max: 500, lines: false })}\n`);
       break;
     case "verdict":
-      process.stderr.write(`ocw: ${w} verdict ${event.verdict.verdict} (claim ${event.verdict.claim ?? "none"}, ${event.verdict.honest ? "honest" : "DISHONEST"})\n`);
+      process.stderr.write(`ocw: ${w} verdict ${event.verdict.verdict}${event.verdict.weakEvidence ? " (weak evidence: every check already passed before any change)" : ""} (claim ${event.verdict.claim ?? "none"}, ${event.verdict.honest ? "honest" : "DISHONEST"})${event.verdict.reason ? ` — ${event.verdict.reason}` : ""}\n`);
+      break;
+    case "worker.baseline": {
+      const warning = baselineWarning(event.baseline);
+      if (warning) process.stderr.write(`ocw: ${w} warning: ${warning}\n`);
+      break;
+    }
+    case "round.started":
+      process.stderr.write(`ocw: ${w} round ${event.round} (${event.kind})\n`);
       break;
   }
 }
@@ -180,7 +255,7 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
     workerId: w.id,
     sessionId: w.sessionId,
     state: w.state,
-    reason: w.stateReason,
+    reason: v?.reason ?? w.stateReason,
     verdict: v?.verdict ?? (w.state === "built" ? "built" : "honest-failure"),
     claim: v?.claim ?? null,
     honest: v?.honest ?? false,
@@ -190,13 +265,34 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
     branch: w.branch,
     worktree: w.worktree,
     mergeHint: v?.mergeHint ?? null,
+    /** Which checks already passed on the base commit before any change (null until they ran there). */
+    baseline: w.baseline ? { passedOnBase: w.baseline.passedOnBase } : null,
+    /** Built, but every check already passed on the base: the checks prove nothing about this change. */
+    weakEvidence: v?.weakEvidence ?? false,
+    warnings: [baselineWarning(w.baseline)].filter((x): x is string => !!x),
     events,
   };
-  const summary = `${w.id}: ${json.verdict} (state ${w.state}${w.stateReason ? `: ${w.stateReason}` : ""}; claim ${json.claim ?? "none"}, ${json.honest ? "honest" : "not honest"})${v?.mergeHint ? `\n  merge: ${v.mergeHint}` : ""}`;
+  const summary = `${w.id}: ${json.verdict}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; claim ${json.claim ?? "none"}, ${json.honest ? "honest" : "not honest"})${v?.mergeHint ? `\n  merge: ${v.mergeHint}` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
 
 const CANCELLED = Symbol("answered elsewhere");
+
+/**
+ * An ask as the terminal shows it: the asked text made visible (shared/untrusted.ts: no escape sequence reaches the
+ * terminal, a line break shows as ⏎ and a new line, bidi and zero-width characters as ⟪U+XXXX⟫, a long command as head
+ * and tail with the cut length), the engine's flags, what "always" would grant, and the diff's first 40 lines, made safe.
+ */
+export function askText(ask: PermissionAsk): string {
+  const v = askView(ask);
+  const indent = (s: string) => s.split("\n").join("\n    ");
+  let out = `\nocw: ${ask.workerId} asks ${ask.tool}: ${indent(v.what)}\n`;
+  if (v.cut) out += `  (${v.cut} characters cut from the middle: "always" is not offered)\n`;
+  for (const f of v.flags) out += `  ⚑ ${f}\n`;
+  if (ask.kind === "permission") out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;
+  if (ask.diff) out += ask.diff.split("\n").slice(0, 40).map((l) => showUntrusted(l, { max: 400, lines: false })).join("\n") + "\n";
+  return out;
+}
 
 /**
  * `--approve ask`: one question at a time on the terminal; y = once, a = always, n = reject. Every ask is announced
@@ -237,7 +333,7 @@ export class TerminalAsker {
   enqueue(ask: PermissionAsk): void {
     if (this.settled.has(ask.id)) return;
     this.queue.push(ask);
-    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
+    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${askView(ask, { lines: false }).what} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
     void this.drain();
   }
 
@@ -273,9 +369,8 @@ export class TerminalAsker {
       const ask = this.queue.shift()!;
       if (this.settled.has(ask.id)) continue;
       this.current = ask;
-      this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${terminalSafe(ask.what)}\n`);
-      if (ask.diff) this.out.write(ask.diff.split("\n").slice(0, 40).join("\n") + "\n");
-      const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission();
+      this.out.write(askText(ask));
+      const answer = ask.kind === "question" ? await this.askQuestion(ask) : await this.askPermission(ask);
       if (answer === CANCELLED) continue;
       this.current = null;
       if (answer === null) {
@@ -286,18 +381,20 @@ export class TerminalAsker {
         break;
       }
       this.settled.add(ask.id);
-      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${(err as Error).message}\n`));
+      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
     }
     this.busy = false;
   }
 
-  private async askPermission(): Promise<{ decision: DecisionKind } | null | typeof CANCELLED> {
+  private async askPermission(ask: PermissionAsk): Promise<{ decision: DecisionKind } | null | typeof CANCELLED> {
+    const always = askView(ask).always !== null;
     for (;;) {
-      this.out.write(`allow? [y]es once / [a]lways / [n]o: `);
+      this.out.write(always ? `allow? [y]es once / [a]lways / [n]o: ` : `allow? [y]es once / [n]o: `);
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
-      const decision = ({ y: "once", a: "always", n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"];
+      const decision = ({ y: "once", a: always ? "always" : undefined, n: "reject" } as const)[line.trim().toLowerCase()[0] as "y" | "a" | "n"];
       if (decision) return { decision };
+      if (!always && line.trim().toLowerCase().startsWith("a")) this.out.write(`"always" is not offered for this ask\n`);
     }
   }
 
@@ -305,7 +402,8 @@ export class TerminalAsker {
   private async askQuestion(ask: PermissionAsk): Promise<{ decision: DecisionKind; answers?: string[][] } | null | typeof CANCELLED> {
     const answers: string[][] = [];
     for (const q of ask.questions ?? []) {
-      this.out.write(`${q.question}\n${q.options.map((o, i) => `  ${i + 1}) ${o.label}${o.description ? ` — ${o.description}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
+      const t = (x: string, max = 2000) => showUntrusted(x, { max });
+      this.out.write(`${t(q.question)}\n${q.options.map((o, i) => `  ${i + 1}) ${t(o.label, 200)}${o.description ? ` — ${t(o.description, 500)}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
       const text = line.trim();

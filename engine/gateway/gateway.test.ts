@@ -69,6 +69,20 @@ describe("key gateway", () => {
     expect(JSON.stringify(up.seen[0]!.headers)).not.toContain(apiKey);
   });
 
+  it("answers only a loopback Host on its own port (no DNS rebinding), before looking at the key", async () => {
+    const up = await upstream((_q, res) => res.end("{}"));
+    const { baseURL, apiKey } = await gatewayTo(up.url);
+    const port = new URL(baseURL).port;
+    const auth = { authorization: `Bearer ${apiKey}` };
+    for (const host of ["evil.example", `evil.example:${port}`, "127.0.0.1", `127.0.0.1:1`, `127.0.0.2:${port}`, `localhost.evil.example:${port}`]) {
+      const r = await raw(baseURL, "models", { ...auth, host });
+      expect([host, r.status]).toEqual([host, 421]);
+      expect(r.body).toContain("foreign Host header");
+    }
+    expect(up.seen).toHaveLength(0);
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`]) expect((await raw(baseURL, "models", { ...auth, host })).status).toBe(200);
+  });
+
   it("refuses a wrong or missing gateway key without reaching the upstream", async () => {
     const up = await upstream((_req, res) => res.end("{}"));
     const { baseURL, apiKey } = await gatewayTo(up.url);

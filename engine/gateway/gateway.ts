@@ -79,6 +79,11 @@ export class KeyGateway {
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify({ error: { message: `opencode-worker gateway: ${message}` } }));
     };
+    // Only loopback names on the gateway's own port (a web page rebinding its name to 127.0.0.1 sends its own Host), and
+    // only one Host header.
+    if (req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === "host").length !== 1 || !this.hostAllowed(String(req.headers.host ?? ""))) {
+      return fail(421, "foreign Host header: the gateway answers only 127.0.0.1, localhost or [::1] on its own port");
+    }
     const [, slug = "", ...rest] = (req.url ?? "/").split("/");
     const entry = this.routes.get(slug);
     const given = Buffer.from(String(req.headers.authorization ?? "").replace(/^Bearer\s+/i, ""));
@@ -111,6 +116,11 @@ export class KeyGateway {
     // The client (opencode) gave up: so does the request upstream, which frees the server's slot.
     res.on("close", () => res.writableFinished || upstream.destroy());
     req.pipe(upstream);
+  }
+
+  private hostAllowed(host: string): boolean {
+    const h = host.toLowerCase();
+    return [`127.0.0.1:${this.port}`, `localhost:${this.port}`, `[::1]:${this.port}`].includes(h);
   }
 
   close(): void {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
@@ -15,6 +15,12 @@ export interface CheckSandbox {
   root?: string;
   /** Read-only inside the sandbox although under `root` (the protected files). */
   readOnly?: string[];
+  /**
+   * Grade at the layout the worker saw (bubblewrap only): the checkout (`root`) is mounted at the worker's workspace
+   * path and the checks' tmp at the worker's tmp, and nothing is mounted at the grading folders' own paths, so code
+   * cannot tell grading from the worker's own runs by its path (no `/grading/` in it).
+   */
+  mountAs?: { root: string; tmp?: string };
 }
 
 export const DEFAULT_CHECK_TIMEOUT_SEC = 300;
@@ -26,6 +32,27 @@ function cap(text: string): string {
   return `… ${text.length - OUTPUT_CAP} earlier characters cut …\n` + text.slice(-OUTPUT_CAP);
 }
 
+/**
+ * The check's command line with the checkout mounted where the worker's workspace was (and its tmp where the worker's
+ * tmp was): the sandbox's own policy with nothing writable at the grading paths, then the checkout, the tmp and the
+ * protected files (read-only) bound at the worker's paths.
+ */
+function atWorkerLayout(argv: string[], cwd: string, sandbox: CheckSandbox, at: { root: string; tmp?: string }): { file: string; args: string[]; env: Record<string, string> } {
+  const root = sandbox.root ?? cwd;
+  const inside = (p: string, r: string) => p === r || p.startsWith(r + path.sep);
+  const map = (p: string) => path.join(at.root, path.relative(root, p));
+  // The worker's tmp path can be a mount point only where bubblewrap can make it: under the hidden state dir, or existing.
+  const tmp = at.tmp && (inside(at.tmp, sandbox.stateDir) || existsSync(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env = allowListedEnv({ CI: "1", HOME: path.join(tmp, "home"), TMPDIR: tmp });
+  const cmd = sandboxed(argv, { hidden: [...homeSecrets(), sandbox.stateDir], writable: [], readOnly: [], network: "none", env, cwd: map(cwd) }, "bwrap");
+  const binds = ["--bind", root, at.root, "--bind", sandbox.tmpDir, tmp];
+  for (const f of sandbox.readOnly ?? []) if (inside(f, root) && existsSync(f)) binds.push("--ro-bind", f, map(f));
+  // The separator before the command: the policy's options end there.
+  const sep = cmd.args.length - argv.length - 1;
+  return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
+}
+
 /** Runs a shell check in its own process group, so a timeout kills everything it started. */
 async function runCommand(check: CommandCheck, name: string, cwd: string, sandbox?: CheckSandbox): Promise<CheckResult> {
   const timeoutSec = check.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
@@ -33,7 +60,9 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   const started = Date.now();
   const shell = existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check.run], env: allowListedEnv({ CI: "1" }) };
-  if (sandbox) {
+  if (sandbox?.mountAs && sandbox.kind === "bwrap") {
+    cmd = atWorkerLayout([shell, "-c", check.run], cwd, sandbox, sandbox.mountAs);
+  } else if (sandbox) {
     mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
     const env = allowListedEnv({ CI: "1", HOME: path.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     cmd = sandboxed([shell, "-c", check.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env, cwd }, sandbox.kind);
@@ -108,6 +137,14 @@ function runFile(check: FileCheck, name: string, cwd: string, realCwd: string): 
 export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: CheckSandbox, protectedFiles: string[] = []): Promise<CheckResult[]> {
   const results: CheckResult[] = [];
   const realCwd = realpathSync(cwd);
+  // Held-back files come in now, over the worker's, and are guarded like protected files while the checks run.
+  let heldBack: string[];
+  try {
+    heldBack = copyHeldBack(checks, realCwd);
+  } catch (err) {
+    return checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `held-back files could not be brought in: ${(err as Error).message}` }));
+  }
+  protectedFiles = [...protectedFiles, ...heldBack];
   const guarded = protectedFiles.length ? new Map(protectedFiles.map((f) => [f, fingerprint(f)])) : null;
   for (const [i, check] of checks.entries()) {
     const name = checkName(check, i);
@@ -125,6 +162,82 @@ export async function runChecks(checks: CheckSpec[], cwd: string, sandbox?: Chec
   }
   return results;
 }
+
+/**
+ * Copies every command check's held-back folder (`files`) into `root`, never through a link: an entry of the checkout in
+ * the way (a symlink, a file where a folder goes, a folder where a file goes) is removed first, so a worker's committed
+ * symlink cannot send a held-back file (or its write) elsewhere. Returns the absolute paths written.
+ */
+export function copyHeldBack(checks: CheckSpec[], root: string): string[] {
+  const written: string[] = [];
+  for (const check of checks) {
+    if (!("run" in check) || !check.files) continue;
+    const src = check.files;
+    let st;
+    try {
+      st = statSync(src);
+    } catch {
+      throw new Error(`${src} (a check's \`files\`) does not exist`);
+    }
+    if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
+    const walk = (from: string, rel: string) => {
+      for (const e of readdirSync(from, { withFileTypes: true })) {
+        const f = path.join(from, e.name);
+        const r = rel ? `${rel}/${e.name}` : e.name;
+        const dest = path.join(root, r);
+        const there = lstatOrNull(dest);
+        if (e.isDirectory()) {
+          if (there && !there.isDirectory()) rmSync(dest, { force: true, recursive: true });
+          if (!there || !there.isDirectory()) mkdirSync(dest);
+          walk(f, r);
+        } else if (e.isFile()) {
+          if (there) rmSync(dest, { force: true, recursive: true });
+          writeFileSync(dest, readFileSync(f), { mode: statSync(f).mode & 0o777 });
+          written.push(dest);
+        }
+        // Links and special files in the held-back folder are not brought in.
+      }
+    };
+    walk(src, "");
+  }
+  return written;
+}
+
+/**
+ * Why a task's held-back folders cannot be used, or null: each must be an existing folder outside the repository (a
+ * folder inside it would be in the worker's workspace once committed, and looks held back when it is not).
+ */
+export function heldBackProblem(checks: CheckSpec[], repoRoot: string): string | null {
+  const root = realpathOr(repoRoot);
+  for (const c of checks) {
+    if (!("run" in c) || !c.files) continue;
+    let real: string;
+    try {
+      real = realpathSync(c.files);
+      if (!statSync(real).isDirectory()) return `a check's files ${c.files} is not a folder`;
+    } catch {
+      return `a check's files ${c.files} does not exist: give the absolute path of a folder of held-back tests`;
+    }
+    if (real === root || real.startsWith(root + path.sep)) return `a check's files ${c.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
+  }
+  return null;
+}
+
+const realpathOr = (p: string) => {
+  try {
+    return realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+};
+
+const lstatOrNull = (p: string) => {
+  try {
+    return lstatSync(p);
+  } catch {
+    return null;
+  }
+};
 
 /** What a protected file is now: its content's hash, or that it is gone or not a regular file. */
 function fingerprint(file: string): string {

@@ -1,14 +1,14 @@
 // Grading's own folders: the fresh checkout and the checks' private HOME/TMPDIR. A check can leave anything there (a
 // cache, a marker that makes the next run pass); a regrade must start from nothing, and nothing may pile up per worker.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import { createWorkspace, inspectRepo } from "../workspace/workspace";
 import { sweepDiscarded } from "./folders";
-import { grade, type GradeInput } from "./grade";
+import { baselineChecks, grade, type GradeInput } from "./grade";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-grade-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -17,6 +17,7 @@ describe("grading's folders", () => {
   it("a check's HOME and TMPDIR start empty at every grading, and no folder of a grading is left after it", async () => {
     const repo = committedRepo(path.join(tmp, "repo"), { "README.md": "# r\n" });
     const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), "w-1", path.join(tmp, "objects", "w-1.git"));
+    writeFileSync(path.join(ws.worktree, "change.txt"), "a change\n"); // a no-op is never built
     const stateDir = path.join(tmp, "state");
     const gradingDir = path.join(stateDir, "grading");
     mkdirSync(gradingDir, { recursive: true });
@@ -76,6 +77,38 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     expect(r.left).toEqual([]);
     expect(r.outsideMode).toBe("500");
   }, 60_000);
+
+  it("a no-op is never built: no change → honest-failure with the reason, whatever the checks say", async () => {
+    const repo = committedRepo(path.join(tmp, "repo-noop"), { "README.md": "# r\n" });
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), "w-noop", path.join(tmp, "objects", "w-noop.git"));
+    const base: GradeInput = { workspace: ws, checks: [{ run: "true", name: "passes" }], scope: [], protect: [], finalText: "OUTCOME: honest-failure — nothing to do", title: "t", checkoutDir: path.join(tmp, "grading", "w-noop") };
+    const v = await grade({ ...base, baseline: { passedOnBase: ["passes"] } });
+    expect(v).toMatchObject({ verdict: "honest-failure", claim: "honest-failure", honest: true, weakEvidence: false, commit: ws.baseCommit });
+    expect(v.reason).toMatch(/no change: the worker changed no file, so nothing was shown/);
+    // With no checks at all, the same.
+    expect((await grade({ ...base, checks: [] })).verdict).toBe("honest-failure");
+    // A change whose every check already passed on the base: built, weak evidence; a check that failed there: evidence.
+    writeFileSync(path.join(ws.worktree, "x.txt"), "x\n");
+    expect(await grade({ ...base, baseline: { passedOnBase: ["passes"] } })).toMatchObject({ verdict: "built", weakEvidence: true, reason: null });
+    expect(await grade({ ...base, baseline: { passedOnBase: [] } })).toMatchObject({ verdict: "built", weakEvidence: false });
+    // No baseline (the base run failed): not flagged, since nothing is known.
+    expect(await grade({ ...base, baseline: null })).toMatchObject({ verdict: "built", weakEvidence: false });
+  }, 30_000);
+
+  it("the checks on the base commit: which already pass there; an empty base tree (git commit --allow-empty) checks out", async () => {
+    const empty = path.join(tmp, "repo-empty");
+    execFileSync("git", ["init", "-q", "-b", "main", empty]);
+    execFileSync("git", ["-C", empty, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"]);
+    const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(empty), "w-empty", path.join(tmp, "objects", "w-empty.git"));
+    const checks = [{ run: "true", name: "always" }, { file: "a.txt" }, { run: "test -z \"$(ls -A)\"", name: "empty checkout" }];
+    expect(await baselineChecks({ workspace: ws, checks, checkoutDir: path.join(tmp, "grading", "w-empty.base") })).toEqual({ passedOnBase: ["always", "empty checkout"] });
+    // Grading the untouched empty tree does not fail (it did: "pathspec '.' did not match any file(s)").
+    const v = await grade({ workspace: ws, checks, scope: [], protect: [], finalText: "OUTCOME: honest-failure — nothing", title: "t", checkoutDir: path.join(tmp, "grading", "w-empty") });
+    expect(v).toMatchObject({ verdict: "honest-failure", claim: "honest-failure", honest: true });
+    writeFileSync(path.join(ws.worktree, "a.txt"), "a\n");
+    const built = await grade({ workspace: ws, checks: [{ file: "a.txt" }], scope: [], protect: [], finalText: "OUTCOME: built", title: "t", checkoutDir: path.join(tmp, "grading", "w-empty"), previousCommit: v.commit });
+    expect(built).toMatchObject({ verdict: "built", sincePrevious: ["a.txt"] });
+  }, 30_000);
 
   it("what an engine stopped mid-deletion left is swept; other folders are not touched", async () => {
     const gradingDir = path.join(tmp, "sweep");

@@ -1,10 +1,11 @@
 import { lstat, mkdir, readdir } from "node:fs/promises";
 import path from "node:path";
-import { parseClaim, type Verdict } from "../../shared/verdict";
+import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
-import { commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
+import { changedBetween, checkOutBase, commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard } from "./folders";
+import { runnerConfigChanges } from "./runner-config";
 import { checkScope, globsMatcher } from "./scope";
 
 export interface GradeInput {
@@ -18,6 +19,10 @@ export interface GradeInput {
   checkoutDir: string;
   /** How checks are confined; absent: unconfined (the person opted out of the sandbox). */
   sandbox?: CheckSandbox;
+  /** Which checks already passed on the base commit (null when they could not run there). */
+  baseline?: Baseline | null;
+  /** The previous round's graded commit: the verdict lists the files changed since (rounds after the first). */
+  previousCommit?: string | null;
 }
 
 /**
@@ -73,19 +78,37 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     // scope/protect globs are relative to the folder the user named; git paths are relative to the repo root.
     const rel = sub ? graded.changed.map((f) => (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`)) : graded.changed;
     scope = checkScope(rel, input.scope, input.protect);
+    // With command checks, the files that decide what a check runs are protected by default (runner-config.ts).
+    if (input.checks.some((c) => "run" in c)) {
+      const config = await runnerConfigChanges({ changed: graded.changed, sub: sub.split(path.sep).join("/"), scope: input.scope, repo: ws.repo, baseCommit: ws.baseCommit, checkout });
+      if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
+    }
     const cwd = await folderIn(checkout, sub);
     const guarded = typeof cwd === "string" && input.checks.some((c) => "run" in c) ? await protectedIn(checkout, sub, input.protect) : [];
     checks =
       typeof cwd === "string"
-        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout } : undefined, guarded)
+        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined, guarded)
         : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
   } finally {
     discard(checkout);
     if (input.sandbox) discard(input.sandbox.tmpDir);
   }
-  const built = scope.passed && checks.every((c) => c.passed);
+  const checksPassed = scope.passed && checks.every((c) => c.passed);
+  // Evidence, not absence: a worker that changed nothing showed nothing, whatever its checks say (they ran on the
+  // untouched base, so they would have passed without it). A no-op is never built.
+  const noChange = graded.changed.length === 0;
+  const built = checksPassed && !noChange;
   const verdict = built ? "built" : "honest-failure";
+  const passedOnBase = new Set(input.baseline?.passedOnBase ?? []);
+  const why = noChange
+    ? checksPassed
+      ? `no change: the worker changed no file, so nothing was shown${checks.length ? ` (its checks pass on the untouched base too: ${checks.length === 1 ? "it proves" : "they prove"} nothing)` : ""}`
+      : "no change: the worker changed no file"
+    : null;
+  // Built, but every check passed on the base before any change: the checks do not tell this change from none.
+  const weakEvidence = built && !!input.baseline && checks.every((c) => passedOnBase.has(c.name));
   const { claim, reason } = parseClaim(input.finalText);
+  const sincePrevious = input.previousCommit ? await changedBetween(ws, input.previousCommit, graded.commit).catch(() => null) : null;
   if (built) await publishBranch(ws, graded.commit);
   return {
     verdict,
@@ -100,5 +123,57 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     commit: graded.commit,
     diffStat: graded.diffStat,
     mergeHint: built ? mergeHint(ws) : null,
+    reason: why,
+    weakEvidence,
+    sincePrevious,
+    caveats: caveatsOf(input.checks),
   };
+}
+
+export interface BaselineInput {
+  workspace: Workspace;
+  checks: CheckSpec[];
+  /** A folder of the engine's for the checkout of the base commit (emptied first, removed after). */
+  checkoutDir: string;
+  sandbox?: CheckSandbox;
+}
+
+/**
+ * The held-back checks on the untouched base commit, in a fresh checkout of it, confined as at grading: the names of
+ * those that already pass there. A check that passes before any change proves nothing about the change.
+ */
+export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
+  if (!input.checks.length) return { passedOnBase: [] };
+  const { workspace: ws, checkoutDir } = input;
+  const sub = path.relative(ws.worktree, ws.cwd);
+  discard(checkoutDir);
+  if (input.sandbox) discard(input.sandbox.tmpDir);
+  try {
+    await checkOutBase(ws, checkoutDir);
+    const cwd = await folderIn(checkoutDir, sub);
+    if (typeof cwd !== "string") return { passedOnBase: [] };
+    // Confined and laid out as at grading (the checkout seen at the worker's path), so a check passes here only if it
+    // would pass on the untouched workspace at grading.
+    const results = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkoutDir, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined);
+    return { passedOnBase: results.filter((r) => r.passed).map((r) => r.name) };
+  } finally {
+    discard(checkoutDir);
+    if (input.sandbox) discard(input.sandbox.tmpDir);
+  }
+}
+
+/** What the checks cannot rule out, said with the verdict so that "built" is not read as more than it is. */
+export function caveatsOf(checks: CheckSpec[]): string[] {
+  const out: string[] = [];
+  const commands = checks.filter((c): c is Extract<CheckSpec, { run: string }> => "run" in c);
+  if (!checks.length) out.push("no checks: nothing was verified but the scope");
+  if (commands.length) {
+    out.push(
+      "a command check runs the worker's code: code that behaves differently when it is checked (its environment, the time, a missing network) or that special-cases the checked inputs is not ruled out",
+      "test runner configuration, scripts and modules named like tools are protected by default, but a check that runs the project's own tests trusts the project's other code to run them as written",
+    );
+    if (!commands.some((c) => c.files)) out.push("no held-back files: every test the checks run was visible to the worker (and could be fitted to)");
+  }
+  if (checks.some((c) => !("run" in c))) out.push("a file check looks only at a file's content, not at whether the code that wrote it works");
+  return out;
 }

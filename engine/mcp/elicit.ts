@@ -4,7 +4,8 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { PermissionAsk } from "../../shared/permission";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
-import { clip } from "./format";
+import { askView } from "../../shared/ask-view";
+import { showUntrusted } from "../../shared/untrusted";
 
 export type OfferOutcome = { kind: "answered"; decision: string } | { kind: "resolved-elsewhere" } | { kind: "declined" } | { kind: "unavailable"; why: string };
 
@@ -14,30 +15,46 @@ export function canElicit(server: Server): boolean {
   return !!e && (!!e.form || Object.keys(e).length === 0);
 }
 
-function formFor(ask: PermissionAsk, title: string) {
-  const head = `opencode-worker: worker ${ask.workerId} (${clip(title, 80)})`;
+export function formFor(ask: PermissionAsk, title: string) {
+  const t = (x: string, max: number) => showUntrusted(x, { max, lines: false });
+  const head = `opencode-worker: worker ${ask.workerId} (${t(title, 80)})`;
   if (ask.kind === "question" && ask.questions?.length) {
     const qs = ask.questions.slice(0, 5);
     const properties: Record<string, unknown> = {};
+    // Option labels are shown made safe; the answer maps a shown label back to the worker's own.
+    const shownToLabel = qs.map(() => new Map<string, string>());
     qs.forEach((q, i) => {
       const labels = q.options.map((o) => o.label).filter(Boolean);
-      properties[`q${i}`] = labels.length && !q.multiple
-        ? { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question, 400), enum: labels }
-        : { type: "string", title: clip(q.header ?? q.question, 80), description: clip(q.question + (labels.length ? ` (options: ${labels.join(", ")})` : ""), 400) };
+      const shown = labels.map((l) => t(l, 200));
+      shown.forEach((s, j) => shownToLabel[i]!.set(s, labels[j]!));
+      properties[`q${i}`] = labels.length && !q.multiple && new Set(shown).size === shown.length
+        ? { type: "string", title: t(q.header ?? q.question, 80), description: t(q.question, 400), enum: shown }
+        : { type: "string", title: t(q.header ?? q.question, 80), description: t(q.question + (labels.length ? ` (options: ${labels.join(", ")})` : ""), 400) };
     });
     return {
-      message: `${head} asks:\n${qs.map((q) => `• ${q.question}`).join("\n")}\nDecline to leave it for Claude to answer.`,
+      message: `${head} asks:\n${qs.map((q) => `• ${showUntrusted(q.question, { max: 1000 })}`).join("\n")}\nDecline to leave it for Claude to answer.`,
       requestedSchema: { type: "object" as const, properties, required: qs.map((_, i) => `q${i}`) },
-      answers: (content: Record<string, unknown>) => qs.map((_, i) => [String(content[`q${i}`] ?? "")]),
+      answers: (content: Record<string, unknown>) => qs.map((_, i) => {
+        const a = String(content[`q${i}`] ?? "");
+        return [shownToLabel[i]!.get(a) ?? a];
+      }),
     };
   }
-  const diff = ask.diff ? `\n\n${clip(ask.diff, 1500)}` : "";
+  const diff = ask.diff ? `\n\n${showUntrusted(ask.diff, { max: 1500, block: true })}` : "";
+  // The asked text made visible (line breaks, bidi and zero-width characters, escapes), head and tail when long; the
+  // engine's flags; exactly what "always" grants, and no "always" where nothing can be granted.
+  const v = askView(ask);
+  const flags = v.flags.length ? `\n${v.flags.map((f) => `⚑ ${f}`).join("\n")}` : "";
+  const cut = v.cut ? `\n(${v.cut} characters cut from the middle)` : "";
+  const always = v.always
+    ? `always = also allow exactly ${v.always.map((p) => `[${p}]`).join(" ")} for the rest of this worker's run, each simple command on its own`
+    : `"always" is not offered: ${v.alwaysWhy}`;
   return {
-    message: `${head} asks permission: ${ask.tool} — ${clip(ask.what, 300)}${diff}\n\nonce = allow this request, always = allow this pattern for the rest of the run, reject = refuse it. Decline to leave it for Claude.`,
+    message: `${head} asks permission: ${ask.tool} —\n${v.what}${cut}${flags}${diff}\n\nonce = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
     requestedSchema: {
       type: "object" as const,
       properties: {
-        decision: { type: "string", title: "Decision", description: "once | always | reject", enum: ["once", "always", "reject"] },
+        decision: { type: "string", title: "Decision", description: v.always ? "once | always | reject" : "once | reject", enum: v.always ? ["once", "always", "reject"] : ["once", "reject"] },
         message: { type: "string", title: "Note to the worker (optional)", description: "Sent with the answer; with a rejection, say why." },
       },
       required: ["decision"],
@@ -85,7 +102,7 @@ export async function offerAsk(opts: {
     if (res.action !== "accept" || !res.content) return { kind: "declined" };
     const content = res.content as Record<string, unknown>;
     const decision = form.answers ? "once" : String(content.decision ?? "");
-    if (!["once", "always", "reject"].includes(decision)) return { kind: "declined" };
+    if (!["once", "always", "reject"].includes(decision) || (decision === "always" && !askView(ask).always)) return { kind: "declined" };
     const message = typeof content.message === "string" && content.message.trim() ? content.message.trim() : undefined;
     try {
       const decider = await opts.decider();

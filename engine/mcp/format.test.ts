@@ -41,7 +41,8 @@ describe("mcp format", () => {
   it("an ask's path inside the worker's private workspace reads repository-relative", () => {
     const wt = "/state/workspaces/w-1/repo";
     expect(askWhat({ what: `${wt}/src/a.ts` }, wt)).toBe("src/a.ts");
-    expect(askWhat({ what: `cat ${wt}/src/a.ts && ls ${wt}` }, wt)).toBe("cat src/a.ts && ls .");
+    // Inside a command the path is marked, not made relative: `cd /tmp && cat src/a.ts` would not be what runs.
+    expect(askWhat({ what: `cd /tmp && cat ${wt}/src/a.ts && ls ${wt}` }, wt)).toBe("cd /tmp && cat ⟨workspace⟩/src/a.ts && ls ⟨workspace⟩");
     expect(askWhat({ what: "/etc/passwd" }, wt)).toBe("/etc/passwd");
     expect(askWhat({ what: "npm test" }, null)).toBe("npm test");
   });

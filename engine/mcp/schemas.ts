@@ -53,13 +53,14 @@ export const DelegateInput = z
     ),
     directory: spec.directory.describe("Absolute path of the git repository (the worker gets its own worktree and branch)."),
     checks: spec.checks.describe(
-      "Held-back checks that decide the verdict (the worker never sees them): a command run in the worktree, or a file test.",
+      "Held-back checks that decide the verdict (the worker never sees them): a command run in the worktree ({run, files?: an absolute folder of held-back tests outside the repository, copied in only at grading}), or a file test.",
     ),
     scope: spec.scope.describe('Globs it may change, e.g. ["src/parser/**"]; a change outside fails the verdict.'),
     protect: spec.protect.describe('Globs it must not change, e.g. ["test/**"].'),
     budget: spec.budget.describe("Limits."),
     title: spec.title.describe("Short label."),
     targetId: spec.targetId.describe("A saved target instead of the active one."),
+    fixRounds: spec.fixRounds.describe("On honest-failure, send the failing checks back up to this many times."),
   })
   .strict();
 
@@ -156,6 +157,42 @@ export const ResumeToolInput = z
   })
   .strict();
 
+export const ContinueToolInput = z
+  .object({
+    workerId: id("workerId is required"),
+    message: z.string().min(1, "message is required: say what the worker should do next").max(20_000).describe("What to do next."),
+  })
+  .strict();
+
+export const ReviewToolInput = z
+  .object({
+    workerId: id("workerId is required"),
+    comments: z
+      .array(
+        z
+          .object({
+            file: z.string().min(1, "a comment needs `file`").max(1000),
+            line: z.number().int().positive().optional(),
+            body: z.string().min(1, "a comment's `body` is empty").max(10_000),
+          })
+          .strict(),
+      )
+      .min(1, "give at least one comment")
+      .max(200, "at most 200 comments per review")
+      .describe("line: of the new version; none for the whole file."),
+    message: z.string().max(20_000).optional(),
+  })
+  .strict();
+
+export const RetryToolInput = z.object({ workerId: id("workerId is required") }).strict();
+
+export const RetryOutput = z.object({
+  workerId: z.string(),
+  retryOf: z.string(),
+  state: WorkerState,
+  next: z.string(),
+});
+
 export const RESULT_TOTAL_CHARS = 40_000;
 
 export const DIFF_DEFAULT_CHARS = 20_000;
@@ -192,8 +229,13 @@ export const PendingItem = z.object({
   tool: z.string(),
   /** What the engine found about the ask: outside-workspace, protected, out-of-scope, symlink. */
   flags: z.array(z.string()).optional(),
-  /** `what`: the command, the repository-relative path, the URL or the question. */
-  untrusted: untrusted({ what: z.string() }),
+  /** Characters cut from the middle of `what` (absent: shown whole); a cut ask is never offered "always". */
+  whatCut: z.number().optional(),
+  /**
+   * `what`: the command, the repository-relative path, the URL or the question — line breaks shown as ⏎, bidi /
+   * zero-width / control characters as ⟪U+XXXX⟫ (shared/untrusted.ts); `flags`: each flag with its detail.
+   */
+  untrusted: untrusted({ what: z.string(), flags: z.array(z.string()).optional() }),
 });
 
 export const Totals = z.object({ tokens: z.number(), cost: z.number(), sec: z.number() });
@@ -213,6 +255,10 @@ export const WorkerSummary = z.object({
   elapsedSec: z.number(),
   verdict: Outcome.nullable(),
   honest: z.boolean().nullable(),
+  /** Built, but every check already passed before any change: the checks prove nothing about it. */
+  weakEvidence: z.boolean(),
+  /** Rounds so far (1 + follow-ups, reviews and fix rounds). */
+  rounds: z.number(),
   totals: Totals,
   untrusted: untrusted({ reason: z.string().optional(), lastActivity: z.string().optional() }).optional(),
 });
@@ -269,6 +315,8 @@ export const DelegateOutput = z.object({
   state: WorkerState,
   directory: z.string(),
   checks: z.number(),
+  /** Which checks already pass on the base commit, when their run there finished before this answer (else null). */
+  baseline: z.object({ passedOnBase: z.array(z.string()) }).nullable(),
   slots: Slots,
   warnings: z.array(z.string()),
   next: z.string(),
@@ -351,10 +399,14 @@ export const PendingApprovalsOutput = z.object({
       kind: z.enum(["permission", "question"]),
       title: z.string(),
       ageSec: z.number(),
+      /** Why "always" is not offered (a command that cannot be split with certainty, a cut or flagged ask, a question); absent when it is. */
+      alwaysWhy: z.string().optional(),
       untrusted: untrusted({
         what: z.string(),
+        flags: z.array(z.string()).optional(),
         diff: z.string().nullable(),
         patterns: z.array(z.string()),
+        /** Exactly what "always" grants: one simple command each (or the path / URL), matched exactly; empty when not offered. */
         always: z.array(z.string()),
         questions: z.array(z.object({ question: z.string(), options: z.array(z.string()), multiple: z.boolean() })).nullable(),
       }),
@@ -380,6 +432,8 @@ export const ApproveOutput = z.object({
 export const ControlOutput = z.object({
   workerId: z.string(),
   state: WorkerState,
+  /** The round the worker is on (continue and review start a new one). */
+  round: z.number().optional(),
   untrusted: untrusted({ reason: z.string() }).optional(),
   next: z.string(),
 });
@@ -403,12 +457,34 @@ export const ResultOutput = z.object({
   verdict: Outcome,
   claim: Outcome.nullable(),
   honest: z.boolean(),
+  /** Why the verdict is what it is when the checks alone do not say it (e.g. no change: nothing was shown). */
+  verdictReason: z.string().nullable(),
+  /** Built, but every check already passed on the base commit before any change: weak evidence. */
+  weakEvidence: z.boolean(),
+  /** Which checks already passed on the base commit (null until they ran there). */
+  baseline: z.object({ passedOnBase: z.array(z.string()) }).nullable(),
+  warnings: z.array(z.string()),
+  rounds: z.array(
+    z.object({
+      round: z.number(),
+      kind: z.string(),
+      verdict: Outcome.nullable(),
+      claim: Outcome.nullable(),
+      honest: z.boolean().nullable(),
+      commit: z.string().nullable(),
+      weakEvidence: z.boolean(),
+      /** How many files changed since the previous round's commit (null for round 1). */
+      changedSincePrevious: z.number().nullable(),
+    }),
+  ),
   checks: z.array(CheckOut),
   checksTotal: z.number(),
   checksPassed: z.number(),
   page: z.number(),
   pages: z.number(),
   scope: z.object({ passed: z.boolean(), violations: z.number(), changedFiles: z.number() }),
+  /** What the checks cannot rule out (said with every verdict). */
+  caveats: z.array(z.string()).optional(),
   /** The worker's words and what its change names: its claim's reason, the state reason, file names, diff stat. */
   untrusted: untrusted({
     claimReason: z.string().nullable(),

@@ -15,9 +15,14 @@ import { canElicit, offerAsk } from "./elicit";
 import { aggregateState, askWhat, asText, byText, checkOut, clip, elapsedSec, pendingItem, scopesOverlap, slotsOf, summarize, titleOf, totalsOf, UNTRUSTED_NOTE, untrustedText } from "./format";
 import { readLock } from "../api/lock";
 import { INSTRUCTIONS } from "./instructions";
+import { askView } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
 import { follow } from "../api/follow";
+import { baselineWarning } from "../../shared/verdict";
+
+/** How long delegate looks for the checks' run on the base commit before it answers (it never delays the worker). */
+const BASELINE_WAIT_MS = 8000;
 
 type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
@@ -190,8 +195,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const { workerId } = await call((c) => c.workers.start.mutate(args));
       mine.add(workerId);
+      // The checks run once on the base commit beside the worker's start: a short look, so a check that already passes
+      // is said at once (it proves nothing). The worker is never held back by it; result and wait say it later too.
+      const baseline = args.checks.length ? await baselineOf(workerId, BASELINE_WAIT_MS) : { passedOnBase: [] };
       const [{ slots }, w, dirty] = await Promise.all([slotsNow(), call((c) => c.workers.get.query({ workerId })), uncommitted(args.directory)]);
       const warnings: string[] = [];
+      const weak = baselineWarning(baseline);
+      if (weak) warnings.push(weak);
       if (!args.checks.length) warnings.push("no checks: the verdict then rests on the scope alone and proves little — next time give checks that fail unless the work is right");
       if (!args.scope.length) warnings.push("no scope: the worker may change any file and the verdict cannot catch a stray edit — next time give `scope` globs of the files it may change");
       if (dirty) warnings.push(dirty);
@@ -201,12 +211,21 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         state: w.state,
         directory: args.directory,
         checks: args.checks.length,
+        baseline,
         slots,
         warnings,
         next: `call wait {"workerId":"${workerId}"} and answer its approvals; then result {"workerId":"${workerId}"}`,
       };
     },
   );
+
+  /** The worker's base-commit check run, waiting up to `ms` for it (null when it has not finished by then). */
+  async function baselineOf(workerId: string, ms: number): Promise<{ passedOnBase: string[] } | null> {
+    const client = await link.client();
+    const r = await follow(client, [workerId], { until: (ws) => !!ws.get(workerId)?.baseline, timeoutMs: ms }).catch(() => null);
+    const b = r?.workers.get(workerId)?.baseline;
+    return b ? { passedOnBase: b.passedOnBase } : null;
+  }
 
   // ---------------- delegate_batch ----------------
   register(
@@ -521,16 +540,20 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         pending: listed.map((a) => {
           const w = owners.get(a.workerId);
           const item = pendingItem(a, w?.worktree);
+          // Exactly what "always" grants (the engine's own rule), or why it is not offered.
+          const view = askView(a);
           return {
             ...item,
             kind: a.kind,
             title: w ? titleOf(w) : "",
             ageSec: a.ageSec,
+            ...(view.alwaysWhy ? { alwaysWhy: view.alwaysWhy } : {}),
             untrusted: {
               what: item.untrusted.what,
-              diff: a.diff ? u(askWhat({ what: a.diff }, w?.worktree), 3000) : null,
+              ...(item.untrusted.flags ? { flags: item.untrusted.flags } : {}),
+              diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
               patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
-              always: a.always.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
+              always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
               questions: a.questions ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple })) : null,
             },
           };
@@ -549,7 +572,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Answer an approval",
       description:
-        'Answer a pending ask by askId: "once" allows this request, "always" this pattern for the rest of the worker\'s run, "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch\'s in-scope edits alike. Allow what the task needs; reject anything outside it.',
+        'Answer a pending ask by askId: "once" allows this request, "always" also the exact simple commands in the ask\'s always list for the rest of the worker\'s run (each matched exactly, never joined to anything else; not offered where alwaysWhy says why), "reject" refuses it (add a message: why, what to do instead). A question ask takes answers. {batchId, decision:"once"} answers a batch\'s in-scope edits alike. Allow what the task needs; reject anything outside it.',
       input: S.ApproveInput,
       output: S.ApproveOutput,
     },
@@ -621,7 +644,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   }
 
   // ---------------- steer / stop / resume ----------------
-  const control = (w: Worker) => ({ workerId: w.id, state: w.state, ...(w.stateReason ? { untrusted: { reason: untrustedText(w.stateReason, 500) } } : {}), next: nextFor([w]) });
+  const control = (w: Worker) => ({ workerId: w.id, state: w.state, round: w.rounds?.length || 1, ...(w.stateReason ? { untrusted: { reason: untrustedText(w.stateReason, 500) } } : {}), next: nextFor([w]) });
   register(
     "steer",
     {
@@ -653,6 +676,49 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       output: S.ControlOutput,
     },
     async (args) => control(await call((c) => c.workers.resume.mutate(args))),
+  );
+  register(
+    "continue",
+    {
+      title: "Continue a graded worker",
+      description: "A follow-up to a graded worker in its session: a new round, graded again.",
+      input: S.ContinueToolInput,
+      output: S.ControlOutput,
+    },
+    async (args) => {
+      const w = await call((c) => c.workers.continue.mutate(args));
+      mine.add(w.id);
+      return control(w);
+    },
+  );
+  register(
+    "review",
+    {
+      title: "Review a graded worker's change",
+      description: "Comments on a graded worker's diff, sent as one follow-up: a new round, graded again.",
+      input: S.ReviewToolInput,
+      output: S.ControlOutput,
+    },
+    async (args) => {
+      const w = await call((c) => c.workers.review.mutate(args));
+      mine.add(w.id);
+      return control(w);
+    },
+  );
+  register(
+    "retry",
+    {
+      title: "Retry a worker's task from scratch",
+      description: "A failed worker's task again, as a new worker.",
+      input: S.RetryToolInput,
+      output: S.RetryOutput,
+    },
+    async ({ workerId }) => {
+      const r = await call((c) => c.workers.retry.mutate({ workerId }));
+      mine.add(r.workerId);
+      const w = await call((c) => c.workers.get.query({ workerId: r.workerId }));
+      return { workerId: r.workerId, retryOf: r.retryOf, state: w.state, next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}` };
+    },
   );
 
   // ---------------- result ----------------
@@ -690,6 +756,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       }
       const verdict = v?.verdict ?? (w.state === "built" ? "built" : "honest-failure");
       const u = (t: string, n: number) => untrustedText(t, n);
+      const baseline = w.baseline ? { passedOnBase: w.baseline.passedOnBase } : null;
+      const warnings = [baselineWarning(baseline), v?.weakEvidence ? "weak evidence: built, but every check already passed on the base commit before any change — the checks do not tell this change from none; review the diff yourself" : null].filter((x): x is string => !!x);
+      const rounds = (w.rounds ?? []).slice(-20).map((r) => ({ round: r.round, kind: r.kind, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit, weakEvidence: r.weakEvidence ?? false, changedSincePrevious: r.changed ? r.changed.length : null }));
       return {
         workerId: w.id,
         state: w.state,
@@ -697,18 +766,25 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         verdict,
         claim: v?.claim ?? null,
         honest: v?.honest ?? false,
+        verdictReason: v?.reason ?? null,
+        weakEvidence: v?.weakEvidence ?? false,
+        baseline,
+        warnings,
+        rounds,
         checks,
         checksTotal: all.length,
         checksPassed: all.filter((c) => c.passed).length,
         page,
         pages,
         scope: { passed: v?.scope.passed ?? false, violations: v?.scope.violations.length ?? 0, changedFiles: v?.scope.changedFiles.length ?? 0 },
+        // What the checks cannot rule out (engine text, not the worker's).
+        caveats: v?.caveats ?? [],
         untrusted: {
           claimReason: v?.claimReason ? u(v.claimReason, 2000) : null,
           reason: w.stateReason ? u(w.stateReason, 500) : null,
           violations: (v?.scope.violations ?? []).slice(0, 50).map((x) => u(x, 300)),
           changedFiles: (v?.scope.changedFiles ?? []).slice(0, 200).map((x) => u(x, 300)),
-          diffStat: u(v?.diffStat ?? "", 4000),
+          diffStat: untrustedText(v?.diffStat ?? "", 4000, { block: true }),
           asks: w.asks.slice(-50).map((a) => ({ askId: a.id, what: u(askWhat(a, w.worktree), 300) })),
         },
         totals: totalsOf([w]),
@@ -724,8 +800,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         next: w.merged
           ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
           : verdict === "built"
-            ? `built: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict)`
-            : `not built: read the failing checks (untrusted.reason says why it ended), then re-delegate a targeted fix; discard {"workerId":"${w.id}"} removes what is left`,
+            ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round`
+            : nextAfterFailure(w),
       };
     },
   );
@@ -761,8 +837,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         branch: w.branch,
         untrusted: {
           files: (w.verdict?.scope.changedFiles ?? []).slice(0, 500).map((f) => untrustedText(f, 300)),
-          diffStat: untrustedText(w.verdict?.diffStat ?? "", 4000),
-          diff: untrustedText(page, Number.MAX_SAFE_INTEGER),
+          diffStat: untrustedText(w.verdict?.diffStat ?? "", 4000, { block: true }),
+          diff: untrustedText(page, Number.MAX_SAFE_INTEGER, { block: true }),
         },
         chars: text.length,
         offset,
@@ -977,6 +1053,17 @@ function describe(e: EngineEvent, ws: Map<string, Worker>): string | null {
     default:
       return null;
   }
+}
+
+/** What to do with a worker that is not built: verbs that work in its state. */
+function nextAfterFailure(w: Worker): string {
+  // The reason itself is the worker's to shape (file names, check output): it stays in untrusted.reason.
+  const why = w.stateReason ? " (untrusted.reason says why it ended)" : "";
+  if (w.state === "honest-failure")
+    return `not built${why}: read the failing checks, then continue {"workerId":"${w.id}","message":"…what to fix…"} (same session and files, a new round), or retry {"workerId":"${w.id}"} (a fresh start); discard {"workerId":"${w.id}"} removes what is left`;
+  if (["stopped", "interrupted", "error"].includes(w.state))
+    return `not built${why}: resume {"workerId":"${w.id}","message":"…"} continues it in its session, or retry {"workerId":"${w.id}"} starts the task again; discard {"workerId":"${w.id}"} removes what is left`;
+  return `not built${why}: wait {"workerId":"${w.id}"} until it settles`;
 }
 
 function nextFor(ws: Worker[], batch?: z.infer<typeof S.BatchStats> | null): string {

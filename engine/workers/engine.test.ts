@@ -42,7 +42,7 @@ function repo(): string {
 const script: FakeScript = (prompt, turn) => {
   if (/TASK-TWO/.test(prompt)) return [{ ask: "edit", file: "a.txt", content: "a\n" }, { ask: "edit", file: "b.txt", content: "b\n" }, { text: "OUTCOME: built" }];
   if (/TASK-HANG/.test(prompt) && turn === 0) return [{ hang: true }];
-  if (/TASK-BASH/.test(prompt)) return [{ ask: "bash", command: "echo one" }, { ask: "bash", command: "echo two" }, { write: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
+  if (/TASK-BASH/.test(prompt)) return [{ ask: "bash", command: "echo one" }, { ask: "bash", command: "echo one" }, { write: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
   if (/TASK-FAIL/.test(prompt)) return [{ fail: "model exploded" }];
   return [{ ask: "edit", file: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
 };
@@ -125,8 +125,8 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.decide({ askId: pending(asked)[0]!.id, decision: "always" }, { kind: "person", name: "t" });
     const w = await until(engine, workerId, (x) => x.state === "built");
     expect(fake.servers[0]!.calls.filter((c) => c.method === "permission.reply").map((c) => c.args.reply)).toEqual(["once", "once"]);
-    expect(w.grants.map((g) => [g.tool, g.pattern])).toEqual([["bash", "echo *"]]);
-    expect(w.asks[1]!.by).toMatchObject({ kind: "policy", name: expect.stringContaining("grant bash echo *") });
+    expect(w.grants.map((g) => [g.tool, g.pattern])).toEqual([["bash", "echo one"]]);
+    expect(w.asks[1]!.by).toMatchObject({ kind: "policy", name: expect.stringContaining("grant bash echo one") });
     engine.revokeGrant(w.grants[0]!.id);
     expect(engine.get(workerId).grants).toEqual([]);
     await engine.close();

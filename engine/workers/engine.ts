@@ -22,10 +22,12 @@ import { Recovery } from "../recovery/recovery";
 import { sandboxStatus, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
-import { createWorkspace, InputError, inspectRepo, type RepoInfo } from "../workspace/workspace";
+import { createWorkspace, InputError, inspectRepo, worktreePath, type RepoInfo } from "../workspace/workspace";
+import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "./preflight";
-import { resumePrompt, steerPrompt, taskPrompt } from "./prompts";
+import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
+import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
 import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
 import { ReplyTrack } from "./replies";
@@ -104,7 +106,7 @@ export class Engine {
     });
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
     this.budgets = new Budgets({ registry: reg, stop: (id, reason) => this.stop(id, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config().OCW_STALL_SEC) * 1000, clock: opts.clock });
-    this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id) => this.transcript(id), server: (t) => this.servers.for(t) });
+    this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id) => this.transcript(id), server: (t) => this.servers.for(t), fixRound: (id, v) => this.fixRound(id, v) });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config().OCW_RETENTION_DAYS);
     this.releaser = new InstanceReleaser(reg);
     this.translator = new Translator({
@@ -191,6 +193,8 @@ export class Engine {
     this.requireSandbox();
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
+    const heldBack = heldBackProblem(spec.checks, repo.root);
+    if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec.targetId);
     await preflightTarget(target);
     return this.create(spec, repo, target, opts.batchId ?? null);
@@ -201,6 +205,12 @@ export class Engine {
     this.reg.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id, sandbox: this.sandbox.kind });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
     this.reg.rt(workerId).repo = repo;
+    // The held-back checks run once on the base commit now, beside the worker's start (never awaited by it): a check
+    // that already passes there proves nothing. The engine's own repository for the worker is all it needs.
+    if (spec.checks.length) {
+      const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
+      void this.settler.baseline(workerId, { worktree, cwd: path.join(worktree, repo.subdir), branch: `ocw/${workerId}`, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir: this.reg.engineGitDir(workerId) });
+    } else this.reg.safeRecord(workerId, { type: "worker.baseline", baseline: { passedOnBase: [] } });
     this.queue.push(workerId);
     this.pump();
     return { workerId };
@@ -226,6 +236,8 @@ export class Engine {
       const repo = await repos.get(spec.directory)!.catch((err: Error) => {
         throw new InputError(`task ${n + 1}: ${err.message}`);
       });
+      const heldBack = heldBackProblem(spec.checks, repo.root);
+      if (heldBack) throw new InputError(`task ${n + 1}: ${heldBack}`);
       const target = this.resolveTarget(spec.targetId);
       if (!reached.has(target.id)) reached.set(target.id, preflightTarget(target));
       await reached.get(target.id);
@@ -240,7 +252,8 @@ export class Engine {
     const ws = this.list().filter((w) => w.batchId === batchId);
     if (!ws.length) throw new InputError(`unknown batch "${batchId}"`);
     const graded = ws.filter((w) => w.verdict);
-    const built = graded.filter((w) => w.verdict!.verdict === "built").length;
+    // A no-op is never built (old logs may say otherwise): it does not count toward the built rate.
+    const built = graded.filter((w) => countsAsBuilt(w.verdict)).length;
     const honest = graded.filter((w) => w.verdict!.honest).length;
     const settled = ws.every((w) => isFinal(w.state));
     return {
@@ -283,7 +296,7 @@ export class Engine {
     if (!body) throw new InputError("the steer is empty: say what the worker should do differently");
     if (body.length > 20_000) throw new InputError("the steer is over 20,000 characters: shorten it");
     if (w.state !== "running" && w.state !== "waiting-approval") {
-      throw new InputError(`worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : "a steer reaches running workers only"}`);
+      throw new InputError(`worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : w.state === "built" || w.state === "honest-failure" ? "it was graded: continue it with a message (a new round) instead" : "a steer reaches running workers only"}`);
     }
     const c = this.reg.clientOf(workerId);
     if (!c || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
@@ -331,12 +344,74 @@ export class Engine {
   async resume(workerId: string, message?: string): Promise<Worker> {
     const w = this.get(workerId);
     if (!["stopped", "interrupted", "error"].includes(w.state)) {
-      throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed`);
+      const graded = w.state === "built" || w.state === "honest-failure";
+      throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`);
     }
     const target = this.resolveTarget(w.targetId ?? undefined);
     await preflightTarget(target);
     this.requeue(workerId, "resumed", message);
     return this.get(workerId);
+  }
+
+  /**
+   * A follow-up to a settled worker (built or honest-failure) in its same session: a new round, admitted in its turn
+   * and graded again from a fresh checkout when it settles. `resume` stays for stopped / interrupted / error.
+   */
+  async continue(workerId: string, message: string, by: DecidedBy = { kind: "person" }, opts: { kind?: RoundKind; comments?: ReviewComment[] } = {}): Promise<Worker> {
+    const w = this.get(workerId);
+    const body = message.trim();
+    if (!body) throw new InputError("the message is empty: say what the worker should do next");
+    if (body.length > 60_000) throw new InputError("the follow-up is over 60,000 characters: shorten it");
+    if (w.state !== "built" && w.state !== "honest-failure") {
+      const hint = ["stopped", "interrupted", "error"].includes(w.state) ? "resume it (with a message) instead" : isFinal(w.state) ? "" : "wait until it is graded, or steer it while it runs";
+      throw new InputError(`worker ${workerId} is ${w.state}: only a graded worker (built or honest-failure) takes a follow-up${hint ? `; ${hint}` : ""}`);
+    }
+    if (w.merged) throw new InputError(`worker ${workerId} was merged into ${w.merged.into} and its workspace removed: delegate a new task from the merged code`, "conflict");
+    if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
+    if (!w.sessionId) throw new InputError(`worker ${workerId} never got a session: retry it to start the task again`, "conflict");
+    this.requireSandbox();
+    const target = this.resolveTarget(w.targetId ?? undefined);
+    await preflightTarget(target);
+    this.startRound(workerId, opts.kind ?? "continue", body, opts.comments ?? [], by);
+    return this.get(workerId);
+  }
+
+  /** A review: its comments become one follow-up that quotes each `file:line` with its comment. */
+  review(workerId: string, comments: ReviewComment[], message: string | undefined, by: DecidedBy = { kind: "person" }): Promise<Worker> {
+    if (!comments.length) throw new InputError("a review needs at least one comment");
+    return this.continue(workerId, reviewText(comments, message), by, { kind: "review", comments });
+  }
+
+  /** Records the new round and moves the worker back to the queue (continue from a verdict, or fix from grading). */
+  private startRound(workerId: string, kind: RoundKind, message: string, comments: ReviewComment[], by: DecidedBy): boolean {
+    const w = this.get(workerId);
+    const from = w.state;
+    this.reg.record(workerId, { type: "round.started", round: (w.rounds?.length ?? 1) + 1, kind, message, comments, by });
+    const rt = this.reg.rt(workerId);
+    rt.activity = { kind: "none" };
+    rt.turn = { followUp: message, followUpKind: kind };
+    if (!this.reg.fire(workerId, from === "grading" ? "fix" : "continue", kind === "fix" ? "fix round: the failing checks were sent back" : `round ${(w.rounds?.length ?? 1) + 1}: ${kind}`)) return false;
+    this.queue.push(workerId);
+    this.pump();
+    return true;
+  }
+
+  /**
+   * Fix rounds (opt-in, `fixRounds` in the spec): an honest-failure goes back to the worker with the failing checks'
+   * names and trimmed output, never their source, at most `fixRounds` times. Called while the worker is still grading,
+   * so it never rests in honest-failure in between.
+   */
+  private fixRound(workerId: string, v: Verdict): boolean {
+    const w = this.get(workerId);
+    const allowed = w.spec.fixRounds ?? 0;
+    const used = (w.rounds ?? []).filter((r) => r.kind === "fix").length;
+    if (this.closed || used >= allowed || !w.sessionId || w.discarded) return false;
+    try {
+      return this.startRound(workerId, "fix", fixPrompt(w.spec.checks, v, used + 1, allowed), [], { kind: "engine", name: "fix-rounds" });
+    } catch (err) {
+      this.reg.notice("warn", `worker ${workerId}: the fix round could not start (${(err as Error).message})`);
+      return false;
+    }
   }
 
   /** resume → queued, with a new turn that carries the message; admitted in its turn. */
@@ -513,6 +588,8 @@ export class Engine {
       this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
       if (!current()) return;
     }
+    // The held-back checks run once on the base commit, beside the worker's start (never awaited here).
+    if (!w.baseline) void this.settler.baseline(workerId);
     // A resume right after a stop must not have its new turn land in the instance being disposed.
     this.releaser.cancel(workerId);
     await rt.releasing;
@@ -542,8 +619,12 @@ export class Engine {
       text = taskPrompt(w.spec);
     } else {
       this.reg.sessions.set(w.sessionId, workerId);
-      text = resumePrompt(rt.turn.resumeMessage);
+      // A round's follow-up that never reached the session (the engine restarted while it was queued) is sent now.
+      const round = w.rounds?.at(-1);
+      if (!rt.turn.followUp && !rt.turn.resumeMessage && round && round.kind !== "task" && !round.ran && round.message) rt.turn = { followUp: round.message, followUpKind: round.kind };
+      text = rt.turn.followUp ? followUpPrompt(rt.turn.followUp, rt.turn.followUpKind) : resumePrompt(rt.turn.resumeMessage);
       rt.turn.resumeMessage = undefined;
+      rt.turn.followUp = undefined;
     }
     const sessionId = this.get(workerId).sessionId!;
     if (!this.reg.fire(workerId, "start")) return; // stopped meanwhile

@@ -22,6 +22,9 @@ export type Activity = { kind: "none" } | { kind: "stopping" } | { kind: "probin
 export interface Turn {
   /** The person's message for a resumed worker's first prompt. */
   resumeMessage?: string;
+  /** The follow-up that starts a new round (continue, review, fix round) of a graded worker. */
+  followUp?: string;
+  followUpKind?: "task" | "continue" | "review" | "fix";
   /** The session's error (not an abort) seen on the event stream during this turn. */
   error?: string;
 }

@@ -1,10 +1,13 @@
 import path from "node:path";
 import type { Target } from "../../shared/target";
 import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/worker";
-import { grade } from "../grading/grade";
+import type { Baseline, Verdict } from "../../shared/verdict";
+import { parseClaim } from "../../shared/verdict";
+import { baselineChecks, grade } from "../grading/grade";
 import type { HarnessServer } from "../harness/harness";
 import { describeError } from "../harness/translate";
 import type { SandboxKind } from "../sandbox/sandbox";
+import type { Workspace } from "../workspace/workspace";
 import type { TargetStore } from "../store/targets";
 import type { WorkerRegistry } from "./registry";
 import type { Replies, TurnMessage } from "./replies";
@@ -16,6 +19,8 @@ import type { Replies, TurnMessage } from "./replies";
  * worker stopped while its checks ran keeps its stop and gets no verdict.
  */
 
+const BASELINES_AT_ONCE = 2;
+
 export interface SettleOptions {
   stateDir: string;
   registry: WorkerRegistry;
@@ -25,10 +30,17 @@ export interface SettleOptions {
   transcript: (workerId: string) => TranscriptPart[];
   /** The opencode server of a target, started when needed. */
   server: (target: Target) => Promise<HarnessServer>;
+  /**
+   * Called with an honest-failure verdict before it becomes the worker's state: true when the engine started a fix
+   * round instead (the worker then goes back to the queue without ever resting in honest-failure).
+   */
+  fixRound?: (workerId: string, verdict: Verdict) => boolean;
 }
 
 export class Settler {
   private readonly reg: WorkerRegistry;
+  /** The checks' run on the base commit of each worker, while it runs. */
+  private readonly baselines = new Map<string, Promise<Baseline | null>>();
 
   constructor(private readonly opts: SettleOptions) {
     this.reg = opts.registry;
@@ -95,6 +107,51 @@ export class Settler {
     return this.opts.transcript(workerId).filter((p) => p.kind === "text").map((p) => p.text ?? "").join("\n");
   }
 
+  /**
+   * Runs the held-back checks on the worker's base commit, beside its start (never awaited by it), and records which
+   * already pass. Once per worker; a worker recovered without a recorded baseline gets it at grading.
+   */
+  baseline(workerId: string, workspace?: Workspace): Promise<Baseline | null> {
+    const w = this.reg.get(workerId);
+    if (w.baseline) return Promise.resolve(w.baseline);
+    let p = this.baselines.get(workerId);
+    if (p) return p;
+    const ws = workspace ?? this.reg.workspaceOf(w);
+    if (!ws) return Promise.resolve(null);
+    const { stateDir, sandbox } = this.opts;
+    p = this.limit(() => baselineChecks({
+      workspace: ws,
+      checks: w.spec.checks,
+      checkoutDir: path.join(stateDir, "grading", `${workerId}.base`),
+      sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.base.tmp`) },
+    }))
+      .then((baseline) => {
+        this.reg.safeRecord(workerId, { type: "worker.baseline", baseline });
+        return baseline;
+      })
+      .catch((err) => {
+        this.reg.notice("warn", `worker ${workerId}: its checks could not run on the base commit (${(err as Error).message}): its verdict cannot say whether they already passed before any change`);
+        return null;
+      });
+    this.baselines.set(workerId, p);
+    void p.finally(() => this.baselines.delete(workerId));
+    return p;
+  }
+
+  /** Base-commit check runs at once: a batch of 32 must not start 32 check runs beside 32 workers' starts. */
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+  private async limit<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.running >= BASELINES_AT_ONCE) await new Promise<void>((r) => this.waiting.push(r));
+    this.running++;
+    try {
+      return await fn();
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+
   private async gradeWorker(workerId: string, turn?: Replies | null): Promise<void> {
     const reg = this.reg;
     const w = reg.get(workerId);
@@ -102,23 +159,44 @@ export class Settler {
     if (!ws) return void reg.fire(workerId, "fail-run", "no workspace to grade");
     if (!reg.fire(workerId, "grade") && reg.get(workerId).state !== "grading") return;
     const { stateDir, sandbox } = this.opts;
+    let finalText = "";
     try {
+      finalText = await this.finalText(workerId, turn);
+      const baseline = await this.baseline(workerId);
+      const rounds = w.rounds ?? [];
+      const previousCommit = rounds.length > 1 ? (rounds.slice(0, -1).findLast((r) => r.commit)?.commit ?? null) : null;
       const verdict = await grade({
         workspace: ws,
         checks: w.spec.checks,
         scope: w.spec.scope,
         protect: w.spec.protect,
-        finalText: await this.finalText(workerId, turn),
+        finalText,
+        baseline,
+        previousCommit,
         title: workerTitle(w.spec),
         checkoutDir: path.join(stateDir, "grading", workerId),
-        sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`) },
+        // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
+        sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`), mountAs: { root: ws.worktree, tmp: path.join(reg.workerTmpRoot, workerId) } },
       });
       // Stopped while its checks ran: the stop stands, and no verdict is recorded for a worker nobody may merge.
       if (reg.get(workerId).state !== "grading") return;
       reg.record(workerId, { type: "verdict", verdict });
+      if (verdict.verdict !== "built" && this.opts.fixRound?.(workerId, verdict)) return;
       reg.fire(workerId, verdict.verdict === "built" ? "pass" : "fail", verdict.verdict === "built" ? undefined : summarizeFailure(verdict));
     } catch (err) {
-      reg.fire(workerId, "fail-run", `grading failed: ${(err as Error).message}`);
+      if (reg.get(workerId).state !== "grading") return;
+      // The claim is kept whatever went wrong: a verdict that says grading failed, and the worker's own words.
+      const why = `grading failed: ${(err as Error).message}`;
+      const { claim, reason } = parseClaim(finalText);
+      try {
+        reg.record(workerId, {
+          type: "verdict",
+          verdict: { verdict: "honest-failure", claim, claimReason: reason, honest: claim === "honest-failure", checks: [], scope: { passed: false, violations: [], changedFiles: [] }, gradedAt: Date.now(), branch: ws.branch, worktree: ws.worktree, commit: null, diffStat: "", mergeHint: null, reason: why, weakEvidence: false, sincePrevious: null },
+        });
+      } catch {
+        // the log cannot take it: the state below says why
+      }
+      reg.fire(workerId, "fail-run", why);
     }
   }
 
@@ -135,7 +213,8 @@ export class Settler {
   }
 }
 
-function summarizeFailure(v: { checks: { name: string; passed: boolean }[]; scope: { violations: string[] } }): string {
+function summarizeFailure(v: { checks: { name: string; passed: boolean }[]; scope: { violations: string[] }; reason?: string | null }): string {
+  if (v.reason) return v.reason;
   const failed = v.checks.filter((c) => !c.passed).map((c) => `check failed: ${c.name}`);
   return [...failed, ...v.scope.violations].slice(0, 5).join("; ");
 }

@@ -152,7 +152,21 @@ const COMMIT_AND_CHECK_OUT = `${TRUSTED}export GIT_OBJECT_DIRECTORY="$OCW_GRADE_
 ${SNAPSHOT}commit=$(git $C commit-tree "$tree" -p "$OCW_BASE" -m "$OCW_MESSAGE")
 printf '%s\n' "$commit"
 git $C diff --numstat --stat -z --no-renames "$OCW_BASE" "$commit"
-GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout -q -f "$commit" -- .
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$commit"
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+`;
+
+/**
+ * A fresh checkout of the base commit (the held-back checks run there once, to find the ones that already pass).
+ * read-tree + checkout-index, not `checkout -- .`: an empty tree (a first `git commit --allow-empty`) has no path for
+ * "." to match, and git then fails with "pathspec '.' did not match any file(s)".
+ */
+const CHECK_OUT_BASE = `${TRUSTED}GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" read-tree "$OCW_BASE"
+GIT_INDEX_FILE="$OCW_CHECKOUT_INDEX" git $C --work-tree "$OCW_CHECKOUT" checkout-index -a -f -q
+`;
+
+/** The files that differ between two commits (NUL-separated numstat records). */
+const CHANGED_BETWEEN = `${TRUSTED}git $C diff --numstat -z --no-renames "$OCW_FROM" "$OCW_TO"
 `;
 
 /** The environment of the engine's own git: no system or global config, no repository of the worker's, a fixed identity. */
@@ -242,7 +256,12 @@ async function runTrustedScript(ws: Workspace, script: string, inputs: Record<st
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format), objectsOf(ws.repo)]);
   const objects = path.join(ws.gitDir, "objects");
   const gradeObjects = path.join(ws.gitDir, GRADE_OBJECTS);
-  if (opts.freshGradeObjects) await rm(gradeObjects, { recursive: true, force: true });
+  if (opts.freshGradeObjects) {
+    // The previous grading's objects move to the worker's own folder first: a later round is compared with the commit
+    // of the round before (what changed since), which an honest-failure never published to the user's repository.
+    if (existsSync(gradeObjects)) await copyObjects(gradeObjects, objects).catch(() => undefined);
+    await rm(gradeObjects, { recursive: true, force: true });
+  }
   for (const dir of [objects, gradeObjects]) mkdirSync(path.join(dir, "info"), { recursive: true });
   writeFileSync(path.join(objects, "info", "alternates"), `${userObjects}\n${gradeObjects}\n`);
   writeFileSync(path.join(gradeObjects, "info", "alternates"), `${userObjects}\n`);
@@ -306,6 +325,24 @@ export async function commitAndCheckOut(ws: Workspace, message: string, checkout
   } finally {
     await rm(checkoutIndex, { force: true });
   }
+}
+
+/** A fresh checkout of the worker's base commit in `checkoutDir` (emptied first), for the checks' run on the base. */
+export async function checkOutBase(ws: Workspace, checkoutDir: string): Promise<void> {
+  await rm(checkoutDir, { recursive: true, force: true });
+  mkdirSync(checkoutDir, { recursive: true });
+  const checkoutIndex = `${checkoutDir}.index`;
+  try {
+    await trustedScript(ws, CHECK_OUT_BASE, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
+  } finally {
+    await rm(checkoutIndex, { force: true });
+  }
+}
+
+/** The files that differ between two of the worker's graded commits (a round and the one before). */
+export async function changedBetween(ws: Workspace, from: string, to: string): Promise<string[]> {
+  if (from === to) return [];
+  return parseNumstatAndStat(await trustedScript(ws, CHANGED_BETWEEN, { OCW_FROM: from, OCW_TO: to })).changed;
 }
 
 /**

@@ -129,17 +129,20 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
 
   it('"always" is the engine\'s grant: a later ask still reaches the engine, and the sandbox holds', async () => {
     const r = repo();
-    model.addScript(/ATTACK-ALWAYS/, steps(bash("echo hi > inside.txt"), bash(`echo pwned > ${outside}/always.txt`), bash("echo again > inside2.txt")), "always");
+    model.addScript(/ATTACK-ALWAYS/, steps(bash("echo hi > inside.txt"), bash(`echo pwned > ${outside}/always.txt`), bash("echo hi > inside.txt")), "always");
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-ALWAYS", directory: r });
-    const ws = await settle(engine.client, [workerId], (a) => (a.what.startsWith("echo hi") ? "always" : null), 120_000);
+    let first = true;
+    const ws = await settle(engine.client, [workerId], (a) => (first && a.what.startsWith("echo hi") ? ((first = false), "always") : null), 120_000);
     const w = ws.get(workerId)!;
     expect(existsSync(path.join(outside, "always.txt"))).toBe(false);
-    expect(w.grants.map((g) => [g.tool, g.pattern])).toEqual([["bash", "echo *"]]);
+    // The grant is the exact command (grants never widen to opencode's `echo *`).
+    expect(w.grants.map((g) => [g.tool, g.pattern])).toEqual([["bash", "echo hi > inside.txt"]]);
     // Every later bash ask was opened in the engine and answered by it (the guard or the grant), none by opencode.
-    const later = w.asks.filter((a) => !a.what.startsWith("echo hi"));
+    const later = w.asks.slice(1);
     expect(later.length).toBe(2);
     for (const a of later) expect(["engine", "policy"]).toContain(a.by?.kind);
-    expect(readFileSync(path.join(w.worktree!, "inside2.txt"), "utf8")).toBe("again\n");
+    expect(later.at(-1)!.by?.kind).toBe("policy");
+    expect(readFileSync(path.join(w.worktree!, "inside.txt"), "utf8")).toBe("hi\n");
     // Listed and revoked from the CLI; revoked, it answers nothing more.
     const cli = (...args: string[]) => execFileSync(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: engine.stateDir }, encoding: "utf8" });
     expect(JSON.parse(cli("grants", "--json")).map((g: { id: string }) => g.id)).toEqual([w.grants[0]!.id]);

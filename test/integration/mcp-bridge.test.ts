@@ -81,7 +81,7 @@ describe("ocw mcp", () => {
     const { tools } = await mcp.client.listTools();
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual(
-      ["approve", "delegate", "delegate_batch", "diff", "discard", "merge", "pending_approvals", "result", "resume", "setup_status", "steer", "stop", "wait", "worker_status", "workers"].sort(),
+      ["approve", "continue", "delegate", "delegate_batch", "diff", "discard", "merge", "pending_approvals", "result", "resume", "retry", "review", "setup_status", "steer", "stop", "wait", "worker_status", "workers"].sort(),
     );
     expect(mcp.client.getServerVersion()?.name).toBe("ocw");
     for (const t of tools) {

@@ -1,5 +1,7 @@
 import { useState } from "react";
+import { askView, FLAG_LABEL } from "../../../shared/ask-view";
 import { grantPattern, type DecisionKind, type PermissionAsk } from "../../../shared/permission";
+import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
 import { ago, taskTitle, useNow } from "../format";
 import { href } from "../router";
@@ -10,18 +12,14 @@ export async function decide(ask: PermissionAsk, decision: DecisionKind, extra: 
   await api.approvals.decide.mutate({ askId: ask.id, decision, ...(extra.message ? { message: extra.message } : {}), ...(extra.answers ? { answers: extra.answers } : {}) });
 }
 
-/** The pattern an "always" answer would grant (the engine's own rule, from shared/). */
+/** What an "always" answer would grant (the engine's own rule, from shared/): the exact simple commands; "" when none. */
 export const askPattern = grantPattern;
+/** Asks that a bulk decision treats as the same: the same exact grant, or (where none is offered) the same exact text. */
+const sameKey = (a: PermissionAsk) => `${a.tool}\u0000${askPattern(a) || "\u0000" + a.what}`;
 
 /** A flag that stops "approve all like this": only a symlink inside the workspace is not a reason to look twice. */
 export const isRisky = (a: PermissionAsk) => !!a.flags?.some((f) => f.kind !== "symlink");
 
-const FLAG_LABEL: Record<NonNullable<PermissionAsk["flags"]>[number]["kind"], string> = {
-  "outside-workspace": "outside the workspace",
-  protected: "protected",
-  "out-of-scope": "out of scope",
-  symlink: "symlink",
-};
 
 /** What the engine found about the asked path before anyone decides: each flag with its detail (real paths). */
 export function AskFlags({ ask }: { ask: PermissionAsk }) {
@@ -30,7 +28,7 @@ export function AskFlags({ ask }: { ask: PermissionAsk }) {
     <ul className="ask-flags" aria-label={`flags of ${ask.id}`}>
       {ask.flags.map((f, i) => (
         <li key={i} className={`ask-flag flag-${f.kind}`}>
-          <span className={`chip chip-${f.kind === "symlink" ? "warn" : "bad"}`}>{FLAG_LABEL[f.kind]}</span> <span className="small">{f.detail}</span>
+          <span className={`chip chip-${f.kind === "symlink" ? "warn" : "bad"}`}>{FLAG_LABEL[f.kind] ?? f.kind}</span> <span className="small">{showUntrusted(f.detail, { max: 500, lines: false })}</span>
         </li>
       ))}
     </ul>
@@ -40,8 +38,8 @@ export function AskFlags({ ask }: { ask: PermissionAsk }) {
 /** The other pending asks a decision can be applied to at once: same tool and pattern, from this worker or this batch. */
 export function similarAsks(ask: PermissionAsk, pending: PermissionAsk[], workers: Record<string, { batchId: string | null }>): { worker: PermissionAsk[]; batch: PermissionAsk[] } {
   if (ask.kind !== "permission") return { worker: [], batch: [] };
-  const key = askPattern(ask);
-  const same = pending.filter((a) => a.kind === "permission" && a.tool === ask.tool && askPattern(a) === key);
+  const key = sameKey(ask);
+  const same = pending.filter((a) => a.kind === "permission" && sameKey(a) === key);
   const batchId = workers[ask.workerId]?.batchId ?? null;
   return { worker: same.filter((a) => a.workerId === ask.workerId), batch: batchId ? same.filter((a) => workers[a.workerId]?.batchId === batchId) : [] };
 }
@@ -85,7 +83,7 @@ function BulkBar({ ask }: { ask: PermissionAsk }) {
   return (
     <div className="bulk" role="group" aria-label={`bulk decisions like ${ask.id}`} onClick={(e) => e.stopPropagation()}>
       <span className="small muted">
-        Same <code>{ask.tool}</code> <code>{askPattern(ask)}</code>:
+        Same <code>{ask.tool}</code> <code className="untrusted">{showUntrusted(askPattern(ask) || ask.what, { max: 300, lines: false })}</code>:
       </span>
       {groups.map((g) => {
         const risky = g.asks.filter(isRisky).length;
@@ -113,8 +111,11 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
   const [message, setMessage] = useState("");
   const [answers, setAnswers] = useState<string[][]>(() => (ask.questions ?? []).map((q) => (q.options[0] ? [q.options[0].label] : [])));
 
-  // Paths inside the worker's own worktree read better relative to it.
+  // Paths inside the worker's own worktree read better relative to it (shown only: the grant is the exact text).
   const rel = (text: string) => (worker?.worktree ? text.split(worker.worktree + "/").join("") : text);
+  // A command is shown exactly as it runs; a path may be shown relative to the worktree.
+  const view = askView(ask.tool === "bash" ? ask : { ...ask, what: rel(ask.what) });
+  const offered = askView(ask).always !== null;
 
   const act = async (d: DecisionKind) => {
     setBusy(d);
@@ -140,9 +141,11 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
         <span className="grow" />
         <span className="small muted">{ago(ask.createdAt, now)}</span>
       </div>
-      <div className="ask-what mono" title={ask.what}>
-        {rel(ask.what)}
+      {/* Worker-written: line breaks as ⏎ and a new line, bidi / zero-width / control characters as ⟪U+XXXX⟫, long text head and tail (shared/untrusted.ts). */}
+      <div className="ask-what mono untrusted" aria-label={`what ${ask.id} asks`}>
+        {view.what}
       </div>
+      {view.cut > 0 && <div className="small muted">{view.cut} characters cut from the middle: “Always allow” is not offered.</div>}
       <AskFlags ask={ask} />
       {ask.diff && <Diff text={ask.diff} root={worker?.worktree} compact label={`diff of ${ask.id}`} />}
       {ask.kind === "question" &&
@@ -166,18 +169,27 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
             ))}
           </fieldset>
         ))}
-      {ask.kind === "permission" && (
-        <div className="small muted">
-          “Always allow” grants <code>{rel(askPattern(ask))}</code> to this worker: the engine answers its later {ask.tool} asks that match (never a flagged one), until you revoke the grant.
-        </div>
-      )}
+      {ask.kind === "permission" &&
+        (view.always ? (
+          <div className="small muted ask-grant">
+            “Always allow” grants this worker exactly{" "}
+            {view.always.map((p, i) => (
+              <code key={i} className="untrusted">
+                {p}
+              </code>
+            )).reduce<React.ReactNode[]>((acc, el, i) => (i ? [...acc, " and ", el] : [el]), [])}
+            {view.always.length > 1 ? ", each on its own" : ""}: the engine answers its later {ask.tool} asks made only of these (never a flagged one, never one joined to anything else), until you revoke the grant.
+          </div>
+        ) : (
+          <div className="small muted ask-grant">“Always allow” is not offered: {view.alwaysWhy}.</div>
+        ))}
       {ask.status === "pending" && <BulkBar ask={ask} />}
       <div className="ask-actions">
         <button type="button" className="btn ok" disabled={!!busy} onClick={(e) => (e.stopPropagation(), void act("once"))} title="a">
           Approve once
         </button>
         {ask.kind === "permission" && (
-          <button type="button" className="btn" disabled={!!busy} onClick={(e) => (e.stopPropagation(), void act("always"))} title="A (shift+a)">
+          <button type="button" className="btn" disabled={!!busy || !offered} onClick={(e) => (e.stopPropagation(), void act("always"))} title={offered ? "A (shift+a)" : `not offered: ${view.alwaysWhy}`}>
             Always allow
           </button>
         )}

@@ -2,10 +2,11 @@
 // file, with a file list and per-file collapse. A large file is virtualised: cut into pieces of PIECE lines (each a
 // valid diff with the file's own line numbers) in a @tanstack/react-virtual list, so only the pieces in view (and a
 // few around them) are in the page, whatever the file's size.
-import { DiffModeEnum, DiffView } from "@git-diff-view/react";
+import { showUntrustedLines } from "../../../shared/untrusted";
+import { DiffModeEnum, DiffView, SplitSide } from "@git-diff-view/react";
 import "@git-diff-view/react/styles/diff-view-pure.css";
 import { useVirtualizer } from "@tanstack/react-virtual";
-import { memo, useMemo, useRef, useState, useSyncExternalStore } from "react";
+import { memo, useMemo, useRef, useState, useSyncExternalStore, type ReactNode } from "react";
 import { chunkFileDiff, relativeTo, splitDiff, type FileDiff } from "./diffParse";
 
 /** Files with more hunk lines than this are virtualised; highlighting a whole file stops being cheap above HIGHLIGHT_MAX. */
@@ -56,15 +57,67 @@ export function useDarkTheme(): boolean {
 
 const STATUS_MARK: Record<FileDiff["status"], string> = { added: "A", deleted: "D", modified: "M", renamed: "R", binary: "B" };
 
+/** A comment a person is writing on the diff: a file, optionally a line of its new version, and the text. */
+export interface DraftComment {
+  file: string;
+  line?: number;
+  body: string;
+}
+
+/** Review mode: line and file comments are collected here until the person sends them as one review. */
+export interface ReviewDraft {
+  comments: DraftComment[];
+  add: (c: DraftComment) => void;
+  remove: (c: DraftComment) => void;
+}
+
+/** The little editor for one comment (a line's or a file's). */
+function CommentEditor({ label, onSave, onCancel }: { label: string; onSave: (body: string) => void; onCancel: () => void }) {
+  const [body, setBody] = useState("");
+  return (
+    <form
+      className="review-editor"
+      aria-label={label}
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (body.trim()) onSave(body.trim());
+      }}
+    >
+      <textarea aria-label="Comment" rows={2} autoFocus value={body} placeholder="What should change here?" onChange={(e) => setBody(e.target.value)} />
+      <div className="actions">
+        <button type="submit" className="btn primary small" disabled={!body.trim()}>
+          Add comment
+        </button>
+        <button type="button" className="btn small" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function CommentShown({ c, review, children }: { c: DraftComment; review: ReviewDraft; children?: ReactNode }) {
+  return (
+    <div className="review-comment" role="note" aria-label={`comment on ${c.file}${c.line ? `:${c.line}` : ""}`}>
+      <span className="mono small">{c.file}{c.line ? `:${c.line}` : ""}</span> <span>{c.body}</span>
+      {children}
+      <button type="button" className="linklike small" onClick={() => review.remove(c)} title="remove this comment">
+        remove
+      </button>
+    </div>
+  );
+}
+
 /**
  * A unified diff of one or more files. `root` makes absolute paths inside a worktree relative. `compact` is for
  * approval cards: unified by default, no file list for a single file, bounded height.
  */
-export function Diff({ text: given, label = "diff", root, compact = false }: { text: string; label?: string; root?: string | null; compact?: boolean }) {
+export function Diff({ text: given, label = "diff", root, compact = false, review }: { text: string; label?: string; root?: string | null; compact?: boolean; review?: ReviewDraft }) {
   // The engine cuts a diff past its size limit and says so on a last line: that line is not diff text (the parser would
   // throw on it), so it is shown apart.
   const cut = /\n… diff truncated at (\d+) bytes\s*$/.exec(given);
-  const text = cut ? given.slice(0, cut.index) + "\n" : given;
+  // Worker-written: every line made safe (bidi, zero-width and control characters shown as ⟪U+XXXX⟫; shared/untrusted.ts).
+  const text = useMemo(() => showUntrustedLines(cut ? given.slice(0, cut.index) + "\n" : given), [given, cut?.index]);
   const files = useMemo(() => splitDiff(text), [text]);
   const [mode, setMode] = useMode("unified");
   const dark = useDarkTheme();
@@ -110,15 +163,23 @@ export function Diff({ text: given, label = "diff", root, compact = false }: { t
         </div>
       )}
       {files.map((f, i) => (
-        <FileBlock key={ids[i]} id={ids[i]!} file={f} root={root} mode={mode} dark={dark} startOpen={i < OPEN_FILES} compact={compact} />
+        <FileBlock key={ids[i]} id={ids[i]!} file={f} root={root} mode={mode} dark={dark} startOpen={i < OPEN_FILES} compact={compact} review={review} />
       ))}
     </div>
   );
 }
 
-const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpen, compact }: { id: string; file: FileDiff; root?: string | null; mode: Mode; dark: boolean; startOpen: boolean; compact: boolean }) {
+const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpen, compact, review }: { id: string; file: FileDiff; root?: string | null; mode: Mode; dark: boolean; startOpen: boolean; compact: boolean; review?: ReviewDraft }) {
   const [open, setOpen] = useState(startOpen);
+  const [fileEditor, setFileEditor] = useState(false);
   const name = relativeTo(root, file.name);
+  // Comments on this file: the file's own (no line), and per line of its new version (shown under the line).
+  const mine = review?.comments.filter((c) => c.file === name) ?? [];
+  const extendData = useMemo(() => {
+    const newFile: Record<string, { data: DraftComment[] }> = {};
+    for (const c of mine) if (c.line) (newFile[String(c.line)] ??= { data: [] }).data.push(c);
+    return { newFile };
+  }, [mine]);
   const oldName = file.oldName && relativeTo(root, file.oldName);
   const data = useMemo(
     () => ({ oldFile: { fileName: file.oldName ?? file.newName ?? name }, newFile: { fileName: file.newName ?? file.oldName ?? name }, hunks: [file.text] }),
@@ -138,7 +199,22 @@ const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpe
         <span className="grow" />
         <span className="small ok-text">+{file.added}</span>
         <span className="small bad-text">−{file.removed}</span>
+        {review && (
+          <button type="button" className="btn small" onClick={() => setFileEditor(true)} aria-label={`Comment on ${name}`}>
+            Comment on file
+          </button>
+        )}
       </header>
+      {review && (
+        <div className="review-file">
+          {mine
+            .filter((c) => !c.line)
+            .map((c, k) => (
+              <CommentShown key={k} c={c} review={review} />
+            ))}
+          {fileEditor && <CommentEditor label={`comment on ${name}`} onCancel={() => setFileEditor(false)} onSave={(body) => (review.add({ file: name, body }), setFileEditor(false))} />}
+        </div>
+      )}
       {!open ? (
         <button type="button" className="btn small dv-unfold" onClick={() => setOpen(true)}>
           Show {file.lines.toLocaleString()} diff lines
@@ -156,6 +232,30 @@ const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpe
             diffViewHighlight={file.lines <= HIGHLIGHT_MAX}
             diffViewTheme={dark ? "dark" : "light"}
             diffViewFontSize={12}
+            {...(review
+              ? {
+                  diffViewAddWidget: true,
+                  extendData,
+                  renderExtendLine: ({ data }: { data: DraftComment[] }) => (
+                    <div className="review-line">
+                      {data.map((c, k) => (
+                        <CommentShown key={k} c={c} review={review} />
+                      ))}
+                    </div>
+                  ),
+                  renderWidgetLine: ({ lineNumber, side, onClose }: { lineNumber: number; side: SplitSide; onClose: () => void }) => (
+                    <CommentEditor
+                      label={`comment on ${name}:${lineNumber}`}
+                      onCancel={onClose}
+                      onSave={(body) => {
+                        // A line of the new version is named by its number; a removed line by its old number, in words.
+                        review.add(side === SplitSide.new ? { file: name, line: lineNumber, body } : { file: name, body: `(on removed line ${lineNumber}) ${body}` });
+                        onClose();
+                      }}
+                    />
+                  ),
+                }
+              : {})}
           />
         </div>
       )}

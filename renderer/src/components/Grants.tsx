@@ -1,5 +1,6 @@
 import { useState } from "react";
 import type { Grant } from "../../../shared/permission";
+import { showUntrusted } from "../../../shared/untrusted";
 import { api, errorText } from "../api";
 import { ago, useNow } from "../format";
 import { href } from "../router";
@@ -17,7 +18,7 @@ export function GrantList({ grants, showWorker = true, label }: { grants: Grant[
     setBusy(g.id);
     try {
       await api.approvals.revokeGrant.mutate({ grantId: g.id });
-      pushNotice("info", `revoked: ${g.tool} ${g.pattern} for ${g.workerId}`);
+      pushNotice("info", `revoked: ${g.tool} ${showUntrusted(g.pattern, { max: 300, lines: false })} for ${g.workerId}`);
     } catch (err) {
       pushNotice("error", `revoke ${g.id}: ${errorText(err)}`);
     } finally {
@@ -48,7 +49,7 @@ export function GrantList({ grants, showWorker = true, label }: { grants: Grant[
             <td>
               <code>{g.tool}</code>
             </td>
-            <td className="mono">{g.pattern}</td>
+            <td className="mono untrusted">{showUntrusted(g.pattern, { max: 300, lines: false })}</td>
             <td className="small muted">
               {ago(g.createdAt, now)} by {g.by.kind}
               {g.by.name ? ` (${g.by.name})` : ""}

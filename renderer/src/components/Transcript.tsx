@@ -1,6 +1,7 @@
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { memo, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import type { DecidedBy } from "../../../shared/permission";
+import { showUntrusted } from "../../../shared/untrusted";
 import type { TranscriptPart } from "../../../shared/worker";
 import type { TranscriptMark } from "../store";
 
@@ -17,7 +18,7 @@ function show(v: unknown): string {
 function toolHeadline(p: TranscriptPart): string {
   const input = p.input as Record<string, unknown> | undefined;
   const key = input && (input.command ?? input.filePath ?? input.path ?? input.url ?? input.pattern);
-  return typeof key === "string" ? key : "";
+  return typeof key === "string" ? showUntrusted(key, { max: 1000, lines: false }) : "";
 }
 
 const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?: boolean }) {
@@ -95,7 +96,7 @@ function verb(m: Extract<TranscriptMark, { type: "decision" }>): string {
 const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark; answered: boolean; root?: string | null }) {
   const when = new Date(mark.ts).toLocaleTimeString();
   // A path in the worker's own workspace reads as the repository's path (the full one is in the tooltip).
-  const short = (what: string) => (root && what.startsWith(root + "/") ? what.slice(root.length + 1) : what);
+  const short = (what: string) => showUntrusted(root && what.startsWith(root + "/") ? what.slice(root.length + 1) : what, { max: 300, lines: false });
   if (mark.type === "steer") {
     const who = mark.by.kind === "mcp" ? `Claude${mark.by.name ? ` (${mark.by.name})` : ""} steered` : mark.by.kind === "person" ? "You steered" : `Steered by ${byText(mark.by)}`;
     return (
@@ -112,7 +113,7 @@ const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark
     return (
       <div className="part mark mark-ask" role="note" aria-label={`${what}${answered ? "" : " (waiting for a decision)"}`} data-seq={mark.seq}>
         <span className="chip chip-warn">ask</span>{" "}
-        <span className="mono small ellipsis" title={mark.ask.what}>
+        <span className="mono small ellipsis" title={short(mark.ask.what)}>
           {what}
         </span>
         {!answered && <span className="small muted"> · waiting for a decision</span>}
@@ -127,7 +128,7 @@ const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark
   return (
     <div className={`part mark mark-decision mark-${tone}`} role="note" aria-label={label} data-seq={mark.seq}>
       <span className={`chip chip-${tone}`}>{v}</span> {mark.status === "decided" && <span className="small">by {byText(mark.by)}</span>}{" "}
-      <span className="mono small ellipsis" title={mark.ask?.what}>
+      <span className="mono small ellipsis" title={mark.ask ? short(mark.ask.what) : undefined}>
         — {subject}
       </span> <span className="small muted">· {when}</span>
       {mark.message && <div className="small muted">told the worker: {mark.message}</div>}

@@ -1,4 +1,5 @@
-import type { Verdict } from "../../../shared/verdict";
+import { showUntrusted, showUntrustedLines } from "../../../shared/untrusted";
+import type { Round, Verdict } from "../../../shared/verdict";
 
 export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId: string }) {
   const passed = verdict.checks.filter((c) => c.passed).length;
@@ -7,10 +8,25 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
       <header className="verdict-head">
         <h2>Verdict</h2>
         <span className={`chip big chip-${verdict.verdict === "built" ? "ok" : "bad"}`}>{verdict.verdict === "built" ? "built" : "failed"}</span>
+        {verdict.weakEvidence && (
+          <span className="chip chip-warn" title="every check already passed on the base commit before any change: they do not tell this change from none">
+            weak evidence
+          </span>
+        )}
         <span className="muted small">
           {passed}/{verdict.checks.length} checks · scope {verdict.scope.passed ? "ok" : "violated"} · graded {new Date(verdict.gradedAt).toLocaleTimeString()}
         </span>
       </header>
+      {verdict.reason && (
+        <div className="verdict-reason" role="note">
+          {verdict.reason}
+        </div>
+      )}
+      {verdict.weakEvidence && (
+        <div className="verdict-reason" role="note">
+          Weak evidence: every check already passed before any change. Review the diff yourself before you merge.
+        </div>
+      )}
       <div className="claim-row">
         <div>
           <div className="io-label">worker claimed</div>
@@ -46,7 +62,7 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
                   {c.durationMs !== undefined ? ` · ${Math.round(c.durationMs)} ms` : ""}
                 </span>
               </summary>
-              <pre className="check-out">{c.output || "(no output)"}</pre>
+              <pre className="check-out">{c.output ? showUntrustedLines(c.output) : "(no output)"}</pre>
             </details>
           </li>
         ))}
@@ -56,16 +72,77 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
         <div className="io-label">scope</div>
         {verdict.scope.passed ? <span className="chip chip-ok">in scope</span> : <span className="chip chip-bad">out of scope</span>}
         {verdict.scope.violations.map((v) => (
-          <div key={v} className="violation">
-            {v}
+          <div key={v} className="violation untrusted">
+            {showUntrusted(v, { max: 1000, lines: false })}
           </div>
         ))}
         <div className="small muted">
-          changed: {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.join(", ") : "nothing"}
+          changed: {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}
           {verdict.branch ? ` · branch ${verdict.branch}` : ""}
         </div>
-        {verdict.diffStat && <pre className="diffstat">{verdict.diffStat}</pre>}
+        {verdict.diffStat && <pre className="diffstat">{showUntrustedLines(verdict.diffStat)}</pre>}
       </div>
+      {!!verdict.caveats?.length && (
+        <details className="caveats small" aria-label="what these checks cannot rule out">
+          <summary className="muted">What these checks cannot rule out</summary>
+          <ul>
+            {verdict.caveats.map((c) => (
+              <li key={c}>{c}</li>
+            ))}
+          </ul>
+        </details>
+      )}
+    </section>
+  );
+}
+
+const KIND: Record<Round["kind"], string> = { task: "the task", continue: "follow-up", review: "review", fix: "fix round" };
+
+/** Every round of a worker, oldest first: what started it, its verdict and claim, its commit, what changed since. */
+export function RoundHistory({ rounds, workerId }: { rounds: Round[]; workerId: string }) {
+  return (
+    <section className="panel" aria-label={`Rounds of ${workerId}`}>
+      <h2>
+        Rounds <span className="muted small">· each graded from a fresh checkout</span>
+      </h2>
+      <ol className="rounds">
+        {rounds.map((r) => (
+          <li key={r.round} className="round" aria-label={`round ${r.round}`}>
+            <div className="round-head">
+              <strong>Round {r.round}</strong> <span className="muted small">{r.kind === "review" ? `review of round ${r.round - 1}` : KIND[r.kind]}</span>{" "}
+              {r.verdict ? (
+                <span className={`chip chip-${r.verdict === "built" ? "ok" : "bad"}`}>{r.verdict === "built" ? "built" : "failed"}</span>
+              ) : (
+                <span className="chip chip-idle">{r.gradedAt ? "not graded" : "running"}</span>
+              )}
+              {r.weakEvidence && <span className="chip chip-warn">weak evidence</span>}
+              {r.verdict && (
+                <span className="small muted">
+                  {" "}
+                  claimed {r.claim ?? "nothing"} · {r.honest ? "honest" : "claim did not match"}
+                  {r.commit ? ` · ${r.commit.slice(0, 8)}` : ""}
+                  {r.changed ? ` · changed since round ${r.round - 1}: ${r.changed.length ? r.changed.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}` : ""}
+                </span>
+              )}
+            </div>
+            {/* A fix round's message carries check output (the worker's code wrote it): shown made safe, like any such text. */}
+            {r.message && r.kind !== "review" && <div className="round-message small">{showUntrustedLines(r.message.length > 400 ? `${r.message.slice(0, 400)}…` : r.message)}</div>}
+            {r.comments.length > 0 && (
+              <ul className="round-comments small" aria-label={`review comments of round ${r.round}`}>
+                {r.comments.map((c, k) => (
+                  <li key={k}>
+                    <code>
+                      {c.file}
+                      {c.line ? `:${c.line}` : ""}
+                    </code>{" "}
+                    {c.body}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </li>
+        ))}
+      </ol>
     </section>
   );
 }

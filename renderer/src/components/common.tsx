@@ -73,6 +73,11 @@ export function VerdictChips({ verdict, checks = true }: { verdict: Verdict; che
         {built ? "built" : "failed"}
         {checks ? ` · ${passed}/${verdict.checks.length} checks` : ""}
       </span>
+      {verdict.weakEvidence && (
+        <span className="chip chip-warn" title="every check already passed on the base commit before any change">
+          weak evidence
+        </span>
+      )}
       <ClaimChip verdict={verdict} />
     </>
   );

@@ -1,4 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from "react";
+import { askView } from "../../../shared/ask-view";
+import { showUntrusted } from "../../../shared/untrusted";
 import { errorText } from "../api";
 import { AskCard, decide } from "../components/AskCard";
 import { Empty } from "../components/common";
@@ -12,9 +14,13 @@ export function Approvals({ focus }: { focus?: string }) {
   const grants = useMemo(() => Object.values(workers).flatMap((w) => w.grants).sort((a, b) => b.createdAt - a.createdAt), [workers]);
   const [selectedId, setSelectedId] = useState<string | null>(focus ?? null);
   const listRef = useRef<HTMLUListElement>(null);
+  // A deep link (ocw://ask/ID, a card's ask badge) only focuses an ask: the single-key decisions (a, A, r) stay off until
+  // a click on this screen, so keys typed meant for another window, or a link opened by someone else, approve nothing.
+  const [armed, setArmed] = useState(!focus);
   // A deep link (a card's ask badge) selects that ask and brings it into view.
   useEffect(() => {
     if (!focus) return;
+    setArmed(false);
     setSelectedId(focus);
     requestAnimationFrame(() => listRef.current?.querySelector(`[data-ask-id="${CSS.escape(focus)}"]`)?.scrollIntoView({ block: "start" }));
   }, [focus]);
@@ -39,11 +45,18 @@ export function Approvals({ focus }: { focus?: string }) {
       const act = (d: "once" | "always" | "reject") => {
         if (!selected) return;
         if (d === "always" && selected.kind !== "permission") return;
+        const offer = askView(selected);
+        if (d === "always" && !offer.always) return pushNotice("info", `“Always allow” is not offered for ${selected.id}: ${offer.alwaysWhy}`);
         // Select the next one right away so a run of keypresses walks the list.
         const next = pending[index + 1] ?? pending[index - 1];
         setSelectedId(next?.id ?? null);
         decide(selected, d).catch((err) => pushNotice("error", `${selected.id}: ${errorText(err)}`));
       };
+      if ((e.key === "a" || e.key === "A" || e.key === "r") && !armed) {
+        e.preventDefault();
+        pushNotice("info", "Opened from a link: click the ask (or anywhere on this screen) before deciding with a key");
+        return;
+      }
       if (e.key === "j" || e.key === "ArrowDown") move(1);
       else if (e.key === "k" || e.key === "ArrowUp") move(-1);
       else if (e.key === "a") act("once");
@@ -54,18 +67,23 @@ export function Approvals({ focus }: { focus?: string }) {
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [pending, index, selected]);
+  }, [pending, index, selected, armed]);
 
   return (
-    <div className="approvals">
+    <div className="approvals" data-keys={armed ? "on" : "off-until-click"} onPointerDown={(e) => e.isTrusted && setArmed(true)}>
       <p className="muted small keys">
         <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve once · <kbd>A</kbd> always allow · <kbd>r</kbd> reject. Oldest first. Nothing is approved automatically unless you
         set a policy.
       </p>
+      {!armed && (
+        <p className="small field-error" role="status" aria-label="keys off until a click">
+          Opened from a link: the <kbd>a</kbd> / <kbd>A</kbd> / <kbd>r</kbd> keys decide nothing until you click on this screen.
+        </p>
+      )}
       {pending.length === 0 && <Empty title="Nothing is waiting for you">Permission asks and questions from every worker show up here.</Empty>}
       <ul className="ask-list" aria-label="Pending approvals" ref={listRef}>
         {pending.map((a) => (
-          <li key={a.id} aria-current={a.id === selected?.id ? "true" : undefined} aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${a.what}`}>
+          <li key={a.id} aria-current={a.id === selected?.id ? "true" : undefined} aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(a.what, { max: 300, lines: false })}`}>
             <AskCard ask={a} selected={a.id === selected?.id} onSelect={() => setSelectedId(a.id)} />
           </li>
         ))}

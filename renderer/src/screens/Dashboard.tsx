@@ -1,5 +1,7 @@
 import { useEffect, useMemo, useState } from "react";
 import { isActive, isFinal, pendingAsks, type Worker } from "../../../shared/worker";
+import { countsAsBuilt } from "../../../shared/verdict";
+import { showUntrusted } from "../../../shared/untrusted";
 import { mergeable, mergeAll, retryWorker, type MergeAllResult } from "../actions";
 import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
@@ -143,7 +145,8 @@ export function Dashboard() {
 
 function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }) {
   const graded = workers.filter((w) => w.verdict);
-  const built = graded.filter((w) => w.verdict!.verdict === "built").length;
+  // A no-op is never built (an older engine's log may say otherwise): it does not count.
+  const built = graded.filter((w) => countsAsBuilt(w.verdict)).length;
   const honest = graded.filter((w) => w.verdict!.honest).length;
   const settled = workers.every((w) => isFinal(w.state));
   const count = (f: (w: Worker) => boolean) => workers.filter(f).length;
@@ -271,8 +274,8 @@ function WorkerCard({ w }: { w: Worker }) {
       )}
       {pending > 0 && (
         <div className="card-ask small">
-          <span className="mono ellipsis" title={asks[0]!.what}>
-            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}: {w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what}
+          <span className="mono ellipsis" title={showUntrusted(asks[0]!.what, { max: 1000, lines: false })}>
+            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}: {showUntrusted(w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what, { max: 300, lines: false })}
           </span>
           {asks[0]!.kind === "permission" && (
             <>

@@ -27,6 +27,7 @@ interface TaskRow {
   protect: string;
   wallSec: string;
   tokens: string;
+  fixRounds: string;
 }
 
 let keySeq = 0;
@@ -42,6 +43,7 @@ const blankTask = (directory = localStorage.getItem(LAST_DIR) ?? ""): TaskRow =>
   protect: "",
   wallSec: "",
   tokens: "",
+  fixRounds: "",
 });
 
 const globs = (s: string) =>
@@ -76,6 +78,7 @@ function toSpec(t: TaskRow, targetId: string | undefined): WorkerSpecInput {
     scope: globs(t.scope),
     protect: globs(t.protect),
     budget,
+    ...(t.fixRounds.trim() ? { fixRounds: Number(t.fixRounds) } : {}),
     ...(targetId ? { targetId } : {}),
   };
 }
@@ -254,6 +257,11 @@ export function NewTask() {
               <span>Token budget</span>
               <input name="tokens" inputMode="numeric" value={t.tokens} placeholder="none" onChange={(e) => update(i, { tokens: e.target.value })} />
               {fieldError(i, "budget")}
+            </label>
+            <label className="field" title="on honest-failure, the engine sends the failing checks' names and output back to the worker, at most this many times">
+              <span>Fix rounds (0–10)</span>
+              <input name="fixRounds" inputMode="numeric" value={t.fixRounds} placeholder="none" onChange={(e) => update(i, { fixRounds: e.target.value })} />
+              {fieldError(i, "fixRounds")}
             </label>
           </div>
           {many && (

@@ -69,7 +69,7 @@ export function Settings() {
         <h2>Approval policies</h2>
         <p className="small">
           Off by default: every permission ask waits for a person (or Claude). Rules live in <code>policies.json</code> in the engine's state directory, e.g.{" "}
-          <code>{`[{"tool":"bash","pattern":"npm test*","decision":"once"}]`}</code> (decision: <code>once</code>, <code>always</code> or <code>reject</code>; the first matching rule answers, and its text is recorded as who decided).
+          <code>{`[{"tool":"bash","pattern":"npm test*","decision":"once"}]`}</code> (decision: <code>once</code>, <code>always</code> or <code>reject</code>; a rejecting rule wins over approving ones, otherwise the first matching rule answers, and its text is recorded as who decided). A shell command is matched per simple command: an approving rule answers only when it matches every part of <code>;</code>, <code>&amp;&amp;</code>, <code>||</code>, <code>|</code>, <code>&amp;</code> and line breaks, and never a command it cannot split with certainty (<code>$(…)</code>, backticks, subshells, comments, invisible characters).
         </p>
         <label className="field">
           <span>Rules (JSON)</span>

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from "react";
 import { isActive, isFinal, pendingAsks } from "../../../shared/worker";
+import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
 import { AskCard, AskFlags } from "../components/AskCard";
@@ -7,7 +8,9 @@ import { Empty, StateChip } from "../components/common";
 import { GrantList } from "../components/Grants";
 import { Diff } from "../components/LazyDiff";
 import { Transcript } from "../components/Transcript";
-import { VerdictCard } from "../components/VerdictCard";
+import { RoundHistory, VerdictCard } from "../components/VerdictCard";
+import type { DraftComment } from "../components/Diff";
+import { baselineWarning } from "../../../shared/verdict";
 import { desktop } from "../desktop";
 import { duration, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { go } from "../router";
@@ -33,6 +36,8 @@ export function WorkerDetail({ id }: { id: string }) {
   const [confirmStop, setConfirmStop] = useState(false);
   const [confirmDiscard, setConfirmDiscard] = useState(false);
   const [mergeError, setMergeError] = useState<string | null>(null);
+  const [continueOpen, setContinueOpen] = useState(false);
+  const [followUp, setFollowUp] = useState("");
 
   useEffect(() => {
     void loadTranscript(id);
@@ -57,6 +62,9 @@ export function WorkerDetail({ id }: { id: string }) {
   const canMerge = w.state === "built" && !w.merged && !w.discarded;
   const canDiscard = discardable(w);
   const canRetry = retryable(w);
+  // A graded worker takes a follow-up in its session (a new round); a merged or discarded one has no workspace left.
+  const canContinue = (w.state === "built" || w.state === "honest-failure") && !w.merged && !w.discarded && !!w.sessionId;
+  const weak = baselineWarning(w.baseline);
   const asks = pendingAsks(w);
   const elapsed = (w.endedAt ?? now) - (w.startedAt ?? w.createdAt);
 
@@ -132,6 +140,11 @@ export function WorkerDetail({ id }: { id: string }) {
           <button type="button" className="btn" disabled={!canResume || !!busy} onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}>
             Resume
           </button>
+          {canContinue && (
+            <button type="button" className="btn" disabled={!!busy} title="a follow-up in the same session: a new round, graded again" onClick={() => setContinueOpen(true)}>
+              Continue…
+            </button>
+          )}
           {canMerge && (
             <button type="button" className="btn primary" disabled={!!busy} onClick={() => (setMergeError(null), setConfirmMerge(true))}>
               Merge…
@@ -217,6 +230,42 @@ export function WorkerDetail({ id }: { id: string }) {
         </div>
       )}
 
+      {continueOpen && (
+        <div className="modal-back">
+          <form
+            className="modal"
+            role="dialog"
+            aria-modal="true"
+            aria-label="Continue the worker"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const message = followUp.trim();
+              if (!message) return;
+              setContinueOpen(false);
+              void run("continue", async () => {
+                await api.workers.continue.mutate({ workerId: id, message });
+                setFollowUp("");
+                pushNotice("info", `${id}: round ${(w.rounds?.length ?? 1) + 1} started`);
+              });
+            }}
+          >
+            <h3>Continue {w.id}</h3>
+            <p className="small">
+              The worker goes on in its same session and files; when it settles, the new round is graded again from a fresh checkout. Say what to change, add or fix.
+            </p>
+            <textarea aria-label="Follow-up message" rows={5} autoFocus value={followUp} onChange={(e) => setFollowUp(e.target.value)} />
+            <div className="actions">
+              <button type="submit" className="btn primary" disabled={!followUp.trim()}>
+                Send follow-up
+              </button>
+              <button type="button" className="btn" onClick={() => setContinueOpen(false)}>
+                Cancel
+              </button>
+            </div>
+          </form>
+        </div>
+      )}
+
       {confirmDiscard && (
         <div className="modal-back">
           <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm discard">
@@ -267,7 +316,15 @@ export function WorkerDetail({ id }: { id: string }) {
         </section>
       )}
 
+      {weak && (
+        <div className="field-error" role="alert" aria-label="Checks that prove nothing">
+          Warning: {weak}
+        </div>
+      )}
+
       {w.verdict && <VerdictCard verdict={w.verdict} workerId={w.id} />}
+
+      {(w.rounds?.length ?? 0) > 1 && <RoundHistory rounds={w.rounds} workerId={w.id} />}
 
       <RefusedByEngine asks={w.asks} />
 
@@ -289,7 +346,7 @@ export function WorkerDetail({ id }: { id: string }) {
           ))}
         </div>
         {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isFinal(w.state)} />}
-        {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} />}
+        {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} />}
         {tab === "task" && (
           <div className="task-view">
             <pre className="task-text">{w.spec.task}</pre>
@@ -390,10 +447,21 @@ function TaskRules({ spec }: { spec: import("../../../shared/worker").WorkerSpec
   );
 }
 
-function WorktreeDiff({ id, lastSeq }: { id: string; lastSeq: number }) {
+function WorktreeDiff({ id, lastSeq, reviewable, round }: { id: string; lastSeq: number; reviewable: boolean; round: number }) {
   const [diff, setDiff] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const last = useRef(0);
+  // A review in progress: comments collected on lines and files, sent together ("start a review → submit").
+  const [reviewing, setReviewing] = useState(false);
+  const [comments, setComments] = useState<DraftComment[]>([]);
+  const [message, setMessage] = useState("");
+  const [sending, setSending] = useState(false);
+  const [reviewError, setReviewError] = useState<string | null>(null);
+  useEffect(() => {
+    // A new round: the comments of the last one were sent with it (its round keeps them).
+    setReviewing(false);
+    setComments([]);
+  }, [round]);
   useEffect(() => {
     // Refetch as the worker changes, at most every 2 s.
     const wait = Math.max(0, last.current + 2000 - Date.now());
@@ -409,7 +477,57 @@ function WorktreeDiff({ id, lastSeq }: { id: string; lastSeq: number }) {
   if (error) return <div className="field-error">{error}</div>;
   if (diff === null) return <div className="muted pad">Loading diff…</div>;
   if (!diff.trim()) return <div className="muted pad">No changes in the worktree yet.</div>;
-  return <Diff text={diff} label="Worktree diff" />;
+  const review = reviewing ? { comments, add: (c: DraftComment) => setComments((cs) => [...cs, c]), remove: (c: DraftComment) => setComments((cs) => cs.filter((x) => x !== c)) } : undefined;
+  return (
+    <>
+      {reviewable && (
+        <div className="review-bar" role="group" aria-label="Review">
+          {!reviewing ? (
+            <>
+              <span className="small muted grow">Comment on lines (the + beside a line number) and files, then send them together: the worker gets one follow-up quoting each file:line.</span>
+              <button type="button" className="btn" onClick={() => setReviewing(true)}>
+                Start a review
+              </button>
+            </>
+          ) : (
+            <>
+              <span className="small" role="status">
+                {comments.length} comment{comments.length === 1 ? "" : "s"} pending
+              </span>
+              <input aria-label="Review message" className="grow" placeholder="An overall remark (optional)" value={message} onChange={(e) => setMessage(e.target.value)} />
+              <button
+                type="button"
+                className="btn primary"
+                disabled={!comments.length || sending}
+                onClick={() => {
+                  setSending(true);
+                  setReviewError(null);
+                  api.workers.review
+                    .mutate({ workerId: id, comments, ...(message.trim() ? { message: message.trim() } : {}) })
+                    .then(
+                      () => (pushNotice("info", `review of ${id} sent: round ${round + 1} started`), setMessage("")),
+                      (err) => setReviewError(errorText(err)),
+                    )
+                    .finally(() => setSending(false));
+                }}
+              >
+                Submit review
+              </button>
+              <button type="button" className="btn" onClick={() => (setReviewing(false), setComments([]))}>
+                Discard review
+              </button>
+            </>
+          )}
+        </div>
+      )}
+      {reviewError && (
+        <div className="field-error" role="alert">
+          {reviewError}
+        </div>
+      )}
+      <Diff text={diff} label="Worktree diff" review={review} />
+    </>
+  );
 }
 
 /** Flagged asks the engine answered itself (a write outside the workspace is refused before anyone sees it): what and why. */
@@ -425,7 +543,7 @@ function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").
         <div key={a.id} className="ask" data-ask-id={a.id}>
           <div className="ask-head">
             <span className="chip chip-bad">{a.decision === "reject" ? "refused" : (a.decision ?? a.status)}</span>
-            <code className="ellipsis">{a.tool}: {a.what}</code>
+            <code className="ellipsis">{a.tool}: {showUntrusted(a.what, { max: 300, lines: false })}</code>
             <span className="small muted">{a.by?.name ?? "engine"}</span>
           </div>
           <AskFlags ask={a} />

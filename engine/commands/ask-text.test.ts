@@ -1,0 +1,58 @@
+// What `ocw run` shows on a terminal for an ask: the command that runs, made visible, never an escape sequence; the
+// engine's flags; exactly what "always" grants; "always" not offered where it cannot be granted.
+import { PassThrough } from "node:stream";
+import { describe, expect, it } from "vitest";
+import type { PermissionAsk } from "../../shared/permission";
+import { askText, TerminalAsker } from "./run";
+
+const ask = (what: string, extra: Partial<PermissionAsk> = {}): PermissionAsk => ({
+  id: "per_1", workerId: "w1", sessionId: "s", kind: "permission", tool: "bash", what, patterns: [what], always: [], createdAt: 0, status: "pending", ...extra,
+});
+// Any control character but the line breaks the text itself prints (ESC, BEL, CSI, OSC…), or a bidi / zero-width one.
+const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
+
+describe("an ask on the terminal", () => {
+  it("a bidi command is shown with visible markers, and its parts are what 'always' would not grant", () => {
+    const t = askText(ask("npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069", { always: ["npm *"] }));
+    expect(t).toContain("npm test ⟪U+2067⟫⟪U+2066⟫ ; rm -rf src ⟪U+2069⟫⟪U+2066⟫ #⟪U+2069⟫⟪U+2069⟫");
+    expect(t).not.toMatch(RAW);
+    expect(t).toContain('"always" is not offered');
+  });
+
+  it("a multi-line command is several visible lines; the grant is each simple command", () => {
+    const t = askText(ask("echo hi\nrm -rf src"));
+    expect(t).toContain("asks bash: echo hi⏎\n    rm -rf src\n");
+    expect(t).toContain('"always" grants exactly: [echo hi] [rm -rf src]');
+  });
+
+  it("escape sequences in the command, the diff and the flags never reach the terminal", () => {
+    const osc = "\u001b]52;c;cm0gLXJmIH4=\u0007\u001b[2K\u001b[1A";
+    const t = askText(ask(`echo ok${osc}`, { tool: "edit", diff: `+line ${osc}\n+second\u009b2J`, flags: [{ kind: "protected", detail: `x${osc} is protected` }] }));
+    expect(t).not.toMatch(RAW);
+    expect(t).toContain("⟪U+001B⟫]52;c;");
+    expect(t).toContain("⚑ protected: x⟪U+001B⟫");
+  });
+
+  it("a long command is cut head and tail with the cut length, and never offered 'always'", () => {
+    const t = askText(ask("echo " + "a".repeat(3000) + " ; rm -rf src"));
+    expect(t).toMatch(/…\[\d+ characters cut\]… a+ ; rm -rf src/);
+    expect(t).toContain('"always" is not offered');
+  });
+
+  it("the prompt does not offer [a]lways where nothing can be granted, and ignores 'a' there", async () => {
+    const input = new PassThrough();
+    const out = new PassThrough();
+    let text = "";
+    out.on("data", (b) => (text += b));
+    const decided: unknown[] = [];
+    const asker = new TerminalAsker({ approvals: { decide: { mutate: async (d: unknown) => (decided.push(d), {}) } } } as never, input, out);
+    asker.enqueue(ask("npm test $(touch pwned)"));
+    input.write("a\n");
+    input.write("n\n");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(text).toContain("allow? [y]es once / [n]o: ");
+    expect(text).not.toContain("[a]lways");
+    expect(decided).toEqual([{ askId: "per_1", decision: "reject" }]);
+    asker.close();
+  });
+});

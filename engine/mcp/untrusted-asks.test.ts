@@ -1,0 +1,55 @@
+// What Claude and the person behind an MCP client read of an ask: the command that runs made visible, head and tail
+// with the cut length instead of a silent cut at 300/500 characters, the engine's flags, exactly what "always" grants.
+import { describe, expect, it } from "vitest";
+import type { PermissionAsk } from "../../shared/permission";
+import { formFor } from "./elicit";
+import { pendingItem } from "./format";
+
+const ask = (what: string, extra: Partial<PermissionAsk> = {}): PermissionAsk => ({
+  id: "per_1", workerId: "w1", sessionId: "s", kind: "permission", tool: "bash", what, patterns: [what], always: [], createdAt: 0, status: "pending", ...extra,
+});
+const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
+const BIDI = "npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069";
+
+describe("an ask over MCP", () => {
+  it("pending_approvals shows bidi controls as visible markers", () => {
+    const item = pendingItem(ask(BIDI));
+    expect(item.untrusted.what).toBe("npm test ⟪U+2067⟫⟪U+2066⟫ ; rm -rf src ⟪U+2069⟫⟪U+2066⟫ #⟪U+2069⟫⟪U+2069⟫");
+    expect(item.untrusted.what).not.toMatch(RAW);
+  });
+
+  it("a multi-line command reads as several visible lines, in the list and in the form", () => {
+    expect(pendingItem(ask("echo hi\nrm -rf src")).untrusted.what).toBe("echo hi⏎\nrm -rf src");
+    const form = formFor(ask("echo hi\nrm -rf src"), "t");
+    expect(form.message).toContain("echo hi⏎\nrm -rf src");
+    expect(form.message).toContain("always = also allow exactly [echo hi] [rm -rf src]");
+  });
+
+  it("a long command is shown head and tail with the cut length (not cut at 300/500), and the form offers no 'always'", () => {
+    const long = "echo start " + "x".repeat(3000) + " ; rm -rf src";
+    const item = pendingItem(ask(long));
+    expect(item.whatCut).toBeGreaterThan(0);
+    expect(item.untrusted.what).toMatch(/^echo start x+ …\[\d+ characters cut\]… x+ ; rm -rf src$/);
+    const form = formFor(ask(long), "t");
+    expect(form.message).toContain("; rm -rf src");
+    expect(form.message).toContain("characters cut");
+    expect((form.requestedSchema.properties.decision as { enum: string[] }).enum).toEqual(["once", "reject"]);
+  });
+
+  it("the engine's flags are in the list and the form; escapes in the form never pass", () => {
+    const a = ask("src/../../x", { tool: "edit", flags: [{ kind: "protected", detail: "tests/a.test.ts is protected" }], diff: "+\u001b]52;c;eA==\u0007" });
+    expect(pendingItem(a).flags).toEqual(["protected"]);
+    expect(pendingItem(a).untrusted.flags).toEqual(["protected: tests/a.test.ts is protected"]);
+    const form = formFor(a, "t\u001b[2J");
+    expect(form.message).toContain("⚑ protected: tests/a.test.ts is protected");
+    expect(form.message.replace(/\n/g, "")).not.toMatch(RAW);
+    expect((form.requestedSchema.properties.decision as { enum: string[] }).enum).toEqual(["once", "reject"]);
+  });
+
+  it("a question's option labels are shown made safe and answered with the worker's own label", () => {
+    const q: PermissionAsk = { ...ask("which?"), kind: "question", tool: "question", questions: [{ question: "which\u202e?", options: [{ label: "a\u200bb" }, { label: "c" }] }] };
+    const form = formFor(q, "t");
+    expect(((form.requestedSchema.properties as Record<string, unknown>).q0 as { enum: string[] }).enum).toEqual(["a⟪U+200B⟫b", "c"]);
+    expect(form.answers!({ q0: "a⟪U+200B⟫b" })).toEqual([["a\u200bb"]]);
+  });
+});

@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { showUntrusted, untrustedView } from "./untrusted";
+
+describe("showing untrusted text", () => {
+  it("bidi controls are made visible: the commented-out look of a bidi command is gone", () => {
+    const cmd = "npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069";
+    const shown = showUntrusted(cmd);
+    expect(shown).toBe("npm test ⟪U+2067⟫⟪U+2066⟫ ; rm -rf src ⟪U+2069⟫⟪U+2066⟫ #⟪U+2069⟫⟪U+2069⟫");
+    for (const cp of [0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0x200e, 0x200f, 0x061c]) {
+      expect(showUntrusted(`a${String.fromCodePoint(cp)}b`)).toBe(`a⟪U+${cp.toString(16).toUpperCase().padStart(4, "0")}⟫b`);
+    }
+  });
+
+  it("a multi-line command reads as several visible lines; tabs and CR are marked", () => {
+    expect(showUntrusted("echo hi\nrm -rf src")).toBe("echo hi⏎\nrm -rf src");
+    expect(showUntrusted("echo hi\nrm -rf src", { lines: false })).toBe("echo hi⏎rm -rf src");
+    expect(showUntrusted("a\tb\rc")).toBe("a␉b␍c");
+    // A block (a diff, check output): line breaks and tabs stay, everything else is still marked.
+    expect(showUntrusted("a\tb\nc\u001b[2J\u202e", { block: true })).toBe("a\tb\nc⟪U+001B⟫[2J⟪U+202E⟫");
+  });
+
+  it("terminal escapes never survive: OSC 52, CSI cursor moves, C1 controls", () => {
+    const osc52 = "\u001b]52;c;cm0gLXJmIH4=\u0007";
+    const csi = "rm -rf x\u001b[2K\u001b[1Aecho harmless";
+    const out = showUntrusted(osc52 + csi + "\u009b2J");
+    expect(out).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/);
+    expect(out).toContain("⟪U+001B⟫]52;c;");
+    expect(out).toContain("⟪U+009B⟫2J");
+  });
+
+  it("zero-width and other invisible characters are marked; ordinary Unicode is not", () => {
+    expect(showUntrusted("np\u200bm t\u200dest\ufeff\u00ad")).toBe("np⟪U+200B⟫m t⟪U+200D⟫est⟪U+FEFF⟫⟪U+00AD⟫");
+    expect(showUntrusted("tag\u{E0041}")).toBe("tag⟪U+E0041⟫");
+    // A space a shell does not split on looks like one: `rm -rf build\u00a0/` is one word.
+    expect(showUntrusted("rm -rf build\u00a0/ x\u3000y")).toBe("rm -rf build⟪U+00A0⟫/ x⟪U+3000⟫y");
+    expect(showUntrusted("plain ünïcode ✓ 日本 😀")).toBe("plain ünïcode ✓ 日本 😀");
+    expect(showUntrusted("lone \ud800 half")).toBe("lone ⟪U+D800⟫ half");
+  });
+
+  it("long text is shown as head and tail with the cut length, never splitting a surrogate pair", () => {
+    const long = "H".repeat(700) + "M".repeat(1000) + "T".repeat(300);
+    const v = untrustedView(long, { max: 1000 });
+    expect(v.cut).toBe(1000);
+    expect(v.text).toBe("H".repeat(600) + " …[1000 characters cut]… " + "M".repeat(100) + "T".repeat(300));
+    expect(untrustedView("short", { max: 1000 })).toEqual({ text: "short", cut: 0, marked: 0 });
+    const emoji = "😀".repeat(10);
+    expect(showUntrusted(emoji, { max: 5 })).not.toMatch(/\p{Cs}/u);
+    expect(showUntrusted("a" + emoji, { max: 6 })).not.toMatch(/\p{Cs}/u);
+  });
+});

@@ -1,0 +1,137 @@
+// One way to show text a worker or a model wrote (a command, a path, a question, a diff line, check output) to a
+// person or to Claude, in every client (GUI, `ocw` on a terminal, MCP). Pure: no Node, no DOM.
+//
+// What could make the text shown differ from the text that runs is made visible:
+// - a line break shows as ⏎ (followed by a real line break, so a two-line command reads as two lines), a carriage
+//   return as ␍, a tab as ␉;
+// - every other C0/C1 control character (ESC included: no terminal escape — OSC 52 clipboard writes, CSI cursor moves —
+//   ever reaches a terminal), bidi controls (U+202A–202E, U+2066–2069, U+200E/F, U+061C), zero-width and other
+//   invisible characters (U+200B–200D, U+2060–2064, U+FEFF, U+00AD, U+034F, U+180E, Hangul fillers, variation
+//   selectors, Unicode tags), spaces other than U+0020 (no-break, en, em, ideographic… — a shell does not split words
+//   on them), line/paragraph separators and lone surrogates as ⟪U+XXXX⟫;
+// - text over `max` characters is shown as its head and its tail with the number of characters cut between them.
+
+/** The longest command (or other untrusted line) every client shows whole; longer ones are cut, and never granted "always". */
+export const SHOW_MAX = 1000;
+
+export interface ShowOptions {
+  /** Show at most this many characters of the original text (head and tail, with the cut length between). */
+  max?: number;
+  /** A line break shows as ⏎ followed by a real line break (default), or as ⏎ alone (`lines: false`, one line). */
+  lines?: boolean;
+  /** Keep tabs as they are (a diff of a tab-indented file); marked ␉ by default. */
+  keepTabs?: boolean;
+  /** A block of lines (a diff, check output): line breaks stay plain line breaks and tabs stay tabs; all else is marked. */
+  block?: boolean;
+}
+
+export interface UntrustedView {
+  /** The text to show. */
+  text: string;
+  /** How many characters of the original were cut from the middle (0: shown whole). */
+  cut: number;
+  /** How many characters were replaced by a visible marker. */
+  marked: number;
+}
+
+const hex = (cp: number) => `⟪U+${cp.toString(16).toUpperCase().padStart(4, "0")}⟫`;
+
+/** Whether a code point is invisible, reorders text or controls a terminal (a line break and a tab are handled apart). */
+export function isHiddenCodePoint(cp: number): boolean {
+  return (
+    cp < 0x20 ||
+    (cp >= 0x7f && cp <= 0x9f) ||
+    cp === 0x00a0 ||
+    cp === 0x00ad ||
+    cp === 0x1680 ||
+    (cp >= 0x2000 && cp <= 0x200a) ||
+    cp === 0x202f ||
+    cp === 0x205f ||
+    cp === 0x3000 ||
+    cp === 0x034f ||
+    cp === 0x061c ||
+    cp === 0x115f ||
+    cp === 0x1160 ||
+    cp === 0x17b4 ||
+    cp === 0x17b5 ||
+    cp === 0x180e ||
+    (cp >= 0x200b && cp <= 0x200f) ||
+    (cp >= 0x2028 && cp <= 0x202e) ||
+    (cp >= 0x2060 && cp <= 0x206f) ||
+    cp === 0x3164 ||
+    (cp >= 0xd800 && cp <= 0xdfff) ||
+    (cp >= 0xfe00 && cp <= 0xfe0f) ||
+    cp === 0xfeff ||
+    cp === 0xffa0 ||
+    (cp >= 0xfff9 && cp <= 0xfffb) ||
+    (cp >= 0x1d173 && cp <= 0x1d17a) ||
+    (cp >= 0xe0000 && cp <= 0xe007f) ||
+    (cp >= 0xe0100 && cp <= 0xe01ef)
+  );
+}
+
+/** Whether the text holds anything `showUntrusted` would mark (a line break and a tab count). */
+export function hasHidden(text: string): boolean {
+  for (const ch of text) if (isHiddenCodePoint(ch.codePointAt(0)!)) return true;
+  return false;
+}
+
+function mark(text: string, lines: boolean, keepTabs = false, block = false): { text: string; marked: number } {
+  let out = "";
+  let marked = 0;
+  // Iterating a string by code points keeps pairs together and yields a lone surrogate on its own.
+  for (const ch of text) {
+    const cp = ch.codePointAt(0)!;
+    if (!isHiddenCodePoint(cp) || ((keepTabs || block) && cp === 0x09) || (block && cp === 0x0a)) {
+      out += ch;
+      continue;
+    }
+    marked++;
+    if (cp === 0x0a) out += lines ? "⏎\n" : "⏎";
+    else if (cp === 0x0d) out += "␍";
+    else if (cp === 0x09) out += "␉";
+    else out += hex(cp);
+  }
+  return { text: out, marked };
+}
+
+/** Cuts at a code point boundary (never half a surrogate pair). */
+function safeEnd(text: string, n: number): number {
+  const c = text.charCodeAt(n - 1);
+  return n > 0 && c >= 0xd800 && c <= 0xdbff ? n - 1 : n;
+}
+function safeStart(text: string, n: number): number {
+  const c = text.charCodeAt(n);
+  return n < text.length && c >= 0xdc00 && c <= 0xdfff ? n + 1 : n;
+}
+
+/** The view of untrusted text: what to show, how much was cut, how many characters were marked. */
+export function untrustedView(text: string, opts: ShowOptions = {}): UntrustedView {
+  const s = String(text ?? "");
+  const lines = opts.lines ?? true;
+  const max = opts.max;
+  if (max === undefined || s.length <= max) {
+    const m = mark(s, lines, opts.keepTabs, opts.block);
+    return { text: m.text, cut: 0, marked: m.marked };
+  }
+  const keep = Math.max(0, max);
+  const headEnd = safeEnd(s, Math.ceil(keep * 0.6));
+  const tailStart = safeStart(s, s.length - (keep - headEnd));
+  const cut = tailStart - headEnd;
+  const head = mark(s.slice(0, headEnd), lines, opts.keepTabs, opts.block);
+  const tail = mark(s.slice(tailStart), lines, opts.keepTabs, opts.block);
+  return { text: `${head.text} …[${cut} characters cut]… ${tail.text}`, cut, marked: head.marked + tail.marked };
+}
+
+/** Untrusted text made safe to show (see the top of this file): the one function every client uses. */
+export function showUntrusted(text: string, opts: ShowOptions = {}): string {
+  return untrustedView(text, opts).text;
+}
+
+/** A diff (or any line-oriented text) made safe line by line: its line breaks stay real, tabs stay tabs, all else is marked. */
+export function showUntrustedLines(text: string): string {
+  return String(text ?? "")
+    .split("\n")
+    .map((l) => showUntrusted(l, { lines: false, keepTabs: true }))
+    .join("\n");
+}
