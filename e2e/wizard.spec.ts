@@ -207,6 +207,13 @@ test("API provider: presets fill the URL and key variable; the model list comes 
   await list.selectOption("qwen/qwen3-coder");
   await expect(form.getByRole("textbox", { name: "Model id" })).toHaveValue("qwen/qwen3-coder");
   await expect(form.getByRole("alert")).toHaveCount(0);
+  // a key typed in the form (an app started from a dock has no variable): the list is read with it, the variable unused
+  await form.getByRole("textbox", { name: "Key environment variable" }).fill("NOT_SET_ANYWHERE");
+  await form.getByLabel(/^API key \(typed here/).fill("sk-wizard-prov");
+  await expect(form.getByText("Key environment variable (not used: a key is typed above)")).toBeVisible();
+  await form.getByRole("button", { name: "List models" }).click();
+  await expect(list).toContainText("2 model(s) listed by the provider");
+  await expect(form.getByRole("alert")).toHaveCount(0);
   await shots(page, "provider-models", () => form);
 
   // a running server to capture lists what it serves the same way

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { SetupProviderInput } from "./setup";
 
 /** A model server the engine started (serving.json), as the wizard shows it: never its key nor its environment. */
 export const ServerView = z.object({
@@ -41,5 +42,16 @@ export const PROVIDER_PRESETS: readonly ProviderPreset[] = [
 export const ProviderModelsInput = z.object({
   url: z.string().trim().url("the URL must be an http(s) URL such as https://api.example.com/v1"),
   apiKeyEnv: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _)").optional(),
+  /** A key typed in the wizard, used for this one request only (never stored by this call). */
+  key: z.string().trim().min(1).max(4096).optional(),
 });
 export type ProviderModelsInput = z.input<typeof ProviderModelsInput>;
+
+/**
+ * setup.providerKey: an API provider verified with a key typed in the wizard (not an environment variable). The engine
+ * stores it (0600 file in its state dir, or the OS keychain) and the target refers to it; it never comes back.
+ */
+export const SetupProviderKeyInput = SetupProviderInput.omit({ apiKeyEnv: true }).extend({
+  key: z.string().trim().min(1, "type the provider's API key").max(4096).refine((k) => !/[\r\n]/.test(k), "the key must be one line"),
+});
+export type SetupProviderKeyInput = z.input<typeof SetupProviderKeyInput>;

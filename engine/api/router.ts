@@ -30,9 +30,9 @@ import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
 import { mergeBatch, retryWorker } from "../workers/housekeeping";
 import { FitInput } from "../../shared/fit";
-import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
+import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupProviderKeyApi, setupStartApi } from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
-import { ProviderModelsInput } from "../../shared/servers";
+import { ProviderModelsInput, SetupProviderKeyInput } from "../../shared/servers";
 import { providerModelsApi } from "../serving/providers-api";
 import { serverDeleteApi, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "../serving/servers-api";
 import { config } from "../config";
@@ -208,6 +208,10 @@ export const appRouter = t.router({
     /** Verify an API provider with the key the named variable holds, then save it; `unverified: true` saves without checks. */
     provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input }) => {
       return await setupProviderApi(input, ctx.engine.targets);
+    }),
+    /** Verify an API provider with a key typed in the wizard, then save it with the key stored by the engine (never returned). */
+    providerKey: proc.input(SetupProviderKeyInput).mutation(async ({ ctx, input }) => {
+      return await setupProviderKeyApi(input, ctx.engine.targets);
     }),
     /** The models an OpenAI-compatible provider lists (GET {url}/models), with the key the named variable holds. */
     models: proc.input(ProviderModelsInput).query(({ input }) => providerModelsApi(input)),

@@ -12,6 +12,11 @@ export function keyFilePath(targetId: string, dir = stateDir()): string {
   return path.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
 }
 
+/** Where a key a person typed for a target is kept (0600; the `.api-key` suffix tells it from a generated server key). */
+export function typedKeyFilePath(targetId: string, dir = stateDir()): string {
+  return path.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.api-key`);
+}
+
 export function storeKey(file: string, key: string): void {
   mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
   writeFileSync(file, key + "\n", { mode: 0o600 });

@@ -8,6 +8,8 @@ import { randomBytes } from "node:crypto";
 import { accessSync, constants, statSync } from "node:fs";
 import path from "node:path";
 import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, SetupStartInput } from "../../shared/setup";
+import { SetupProviderKeyInput } from "../../shared/servers";
+import { storeKey, typedKeyFilePath } from "./keys";
 import { runStartJob } from "./start";
 import type { TargetStore } from "../store/targets";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "./setup";
@@ -103,6 +105,31 @@ export async function setupProviderApi(input: SetupProviderInput, store: TargetS
   } catch (e) {
     inputError(e);
   }
+}
+
+/** The variable a typed key is handed to verify under: the engine's own environment is not changed. */
+const TYPED_KEY_VAR = "OCW_WIZARD_TYPED_KEY";
+
+/**
+ * setup.providerKey: an API provider verified with a key the person typed; once saved, the key is stored (a 0600 file
+ * in the state dir; engine/serving/keys.ts) and the target refers to it by `keyFile` — no environment variable needed,
+ * the key never in targets.json, argv, a log or an event. A cannot-build result saves nothing, the key included.
+ */
+export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: TargetStore): Promise<SetupOutcome> {
+  const i = SetupProviderKeyInput.parse(input);
+  let r: SetupResult;
+  try {
+    r = await setupProvider({ url: i.url, model: i.model, apiKeyEnv: TYPED_KEY_VAR, slots: i.slots, id: i.id, acceptUnderpowered: i.acceptUnderpowered, unverified: i.unverified, saveCannotBuild: false, yes: true, store, env: { ...process.env, [TYPED_KEY_VAR]: i.key } });
+  } catch (e) {
+    if (e instanceof SetupInputError) throw new SetupApiInputError(e.message.replaceAll(TYPED_KEY_VAR, "the key typed"));
+    throw e;
+  }
+  if (r.saved) {
+    const keyFile = typedKeyFilePath(r.target.id);
+    storeKey(keyFile, i.key);
+    r = { ...r, target: store.save({ ...r.target, keyRef: null, keyFile }, r.active) };
+  }
+  return outcome(r);
 }
 
 /** The model starts the engine runs (setup.start): the latest few, one running at a time. */

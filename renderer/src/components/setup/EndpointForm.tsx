@@ -29,6 +29,8 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   const [url, setUrl] = useState(capture ? "" : "https://");
   const [model, setModel] = useState("");
   const [keyEnv, setKeyEnv] = useState("");
+  /** Provider: a key typed here (sent once to the engine, which stores it; never shown again). Wins over the variable. */
+  const [typedKey, setTypedKey] = useState("");
   const [slots, setSlots] = useState(capture ? "" : "4");
   const [ctx, setCtx] = useState("");
   const [id, setId] = useState("");
@@ -57,7 +59,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   async function listModels() {
     setModelsState({ busy: true, error: null });
     try {
-      const r = await api.setup.models.query({ url: url.trim(), ...(keyEnv.trim() ? { apiKeyEnv: keyEnv.trim() } : {}) });
+      const r = await api.setup.models.query({ url: url.trim(), ...(!capture && typedKey.trim() ? { key: typedKey.trim() } : keyEnv.trim() ? { apiKeyEnv: keyEnv.trim() } : {}) });
       setModels(r.models);
       setModelsState({ busy: false, error: r.models.length ? null : "the provider listed no models: type the model id" });
     } catch (err) {
@@ -83,7 +85,13 @@ export function EndpointForm({ mode }: { mode: Mode }) {
     setBusy(unverified ? "unverified" : "verify");
     try {
       const i = input(unverified);
-      const r = capture ? await api.setup.capture.mutate(i) : await api.setup.provider.mutate({ ...i, model: i.model ?? "", apiKeyEnv: i.apiKeyEnv ?? "" });
+      const { apiKeyEnv, ...rest } = i;
+      const r = capture
+        ? await api.setup.capture.mutate(i)
+        : typedKey.trim()
+          ? await api.setup.providerKey.mutate({ ...rest, model: i.model ?? "", key: typedKey.trim() })
+          : await api.setup.provider.mutate({ ...rest, model: i.model ?? "", apiKeyEnv: apiKeyEnv ?? "" });
+      if (r.saved && typedKey) setTypedKey("");
       setResult(r);
       await refreshTargets();
     } catch (err) {
@@ -149,8 +157,14 @@ export function EndpointForm({ mode }: { mode: Mode }) {
               </div>
             )}
           </div>
+          {!capture && (
+            <label className="field">
+              <span>API key (typed here: the engine stores it, 0600 in its state dir; never shown again)</span>
+              <input name="apiKey" type="password" autoComplete="off" spellCheck={false} value={typedKey} placeholder="paste the key, or name a variable below" onChange={(e) => setTypedKey(e.target.value)} />
+            </label>
+          )}
           <label className="field">
-            <span>{capture ? "Key environment variable (empty if the server has no key)" : "Key environment variable"}</span>
+            <span>{capture ? "Key environment variable (empty if the server has no key)" : typedKey.trim() ? "Key environment variable (not used: a key is typed above)" : "Key environment variable (or type the key above)"}</span>
             <input name="keyEnv" value={keyEnv} placeholder={capture ? "LLAMA_API_KEY" : (PROVIDER_PRESETS.find((p) => p.id === preset)?.keyEnv ?? "OPENROUTER_API_KEY")} onChange={(e) => setKeyEnv(e.target.value)} spellCheck={false} />
           </label>
           <label className="field">
@@ -169,7 +183,10 @@ export function EndpointForm({ mode }: { mode: Mode }) {
           </label>
         </div>
         <p className="muted small">
-          The key itself is never stored or typed here: the engine reads it from the named variable in its own environment. Verify sends real requests: a chat, the same without
+          {capture
+            ? "The key itself is never stored or typed here: the engine reads it from the named variable in its own environment."
+            : "A typed key goes to the engine once and is kept there (never in targets.json, a log or a worker's reach); a variable is read from the engine's own environment."}{" "}
+          Verify sends real requests: a chat, the same without
           the key, {capture ? "the server's slot and context figures, " : ""}overlapping requests, a small coding task and a tool call with OpenCode's tools.
         </p>
         {error && (
