@@ -1,5 +1,6 @@
 // Playwright: the browser UI served by a real `ocw serve` (real engine + real opencode + the scripted model), in Debian
 // Chromium; plus the Electron shell where a binary exists, and static checks of the shell's security settings.
+import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -7,7 +8,9 @@ import { defineConfig } from "@playwright/test";
 
 // Chromium and Playwright write caches and profiles under $HOME and /tmp unless told otherwise: keep them in the run.
 // Outside the checkout: test repos made under TMPDIR must not sit inside this project's own git work tree.
-const runDir = (process.env.OCW_E2E_RUN_DIR ??= path.join(os.tmpdir(), `ocw-e2e-${process.getuid?.() ?? "run"}`));
+// One folder per checkout (two checkouts' runs at once would sweep each other's engines at global setup).
+const checkout = createHash("sha256").update(path.resolve(__dirname)).digest("hex").slice(0, 8);
+const runDir = (process.env.OCW_E2E_RUN_DIR ??= path.join(os.tmpdir(), `ocw-e2e-${process.getuid?.() ?? "run"}-${checkout}`));
 for (const d of ["xdg-cache", "xdg-config", "xdg-data", "tmp"]) mkdirSync(path.join(runDir, d), { recursive: true });
 process.env.XDG_CACHE_HOME = path.join(runDir, "xdg-cache");
 process.env.XDG_CONFIG_HOME = path.join(runDir, "xdg-config");

@@ -45,7 +45,8 @@ export async function setupBench(o: { reps?: number; slots?: number; ctx?: numbe
   if (!bin || !vocab) return null;
   const reps = o.reps ?? 3;
   const slots = o.slots ?? 2;
-  const ctx = o.ctx ?? 2048;
+  // at least MIN_SLOT_CTX (7168): a smaller slot cannot take OpenCode's first request and verify fails it
+  const ctx = o.ctx ?? 8192;
   const log = o.log ?? (() => {});
   const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-bench-setup-"));
   const prevState = process.env.OCW_STATE_DIR;

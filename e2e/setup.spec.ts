@@ -35,8 +35,10 @@ async function engineOn(gpus: { name: string; totalMiB: number }[], ramGiB: numb
     writeFileSync(csv, gpus.map((g, i) => `${i}, GPU-${i}0000000-0000-0000-0000-000000000000, ${g.name}, 00000000:${String(i + 1).padStart(2, "0")}:00.0, ${g.totalMiB}, 500, ${g.totalMiB - 500}, 580.65.06, 8.9`).join("\n") + "\n");
     nv = { OCW_FAKE_NVIDIA_SMI: csv };
   }
+  // a CUDA toolkit is here: with no llama-server yet, NVIDIA GPUs are planned for the CUDA source build (CUDA0 …)
+  writeFileSync(path.join(dir, "nvcc"), "#!/bin/sh\n", { mode: 0o755 });
   const e = await startEngine(path.join(dir, "state"), {
-    PATH: [FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter),
+    PATH: [FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter), OCW_NVCC: path.join(dir, "nvcc"),
     OCW_RAM_BYTES: String(ramGiB * GiB), LLAMA_SERVER: "", OCW_LLAMA_CACHE: path.join(dir, "no-llama"), OCW_FAKE_NVIDIA_SMI: "", OCW_FAKE_ROCM_SMI: "",
     ...nv, ...env,
   });
@@ -156,7 +158,7 @@ test("capture: a dead URL says so and saves nothing; a working server is verifie
   const result = page.getByRole("region", { name: "Verify result" });
   await expect(result.getByRole("status")).toContainText("Saved as scripted-good and made active", { timeout: 60_000 });
   const list = result.getByRole("list", { name: "Verify checklist" });
-  for (const name of ["Reachable", "Key required", "Slots and context", "Requests overlap", "Coding task", "Tool-call round trip"]) await expect(list.getByLabel(`${name}: pass`)).toBeVisible();
+  for (const name of ["Reachable", "Key required", "Slots and context", "Requests overlap", "Coding task", "Thinking kept out of answers", "Tool-call round trip"]) await expect(list.getByLabel(`${name}: pass`)).toBeVisible();
   await expect(page.getByLabel("Active target")).toContainText("scripted-good");
   await shot(page, "06-capture-verified", list);
   expect((await cpu.client.targets.list.query()).active).toBe("scripted-good");

@@ -8,7 +8,8 @@
 #
 # Needs: git, cmake, ninja-build (or make), g++, npm (only on a cache miss to fetch the package tarball).
 # Env: OCW_LLAMA_CACHE (cache root), NODE_LLAMA_CPP_VERSION (pinned below), NODE_LLAMA_CPP_DIR (an unpacked
-#      node-llama-cpp package to take the bundle from instead of `npm pack`), JOBS (default: nproc).
+#      node-llama-cpp package to take the bundle from instead of `npm pack`), JOBS (default: nproc),
+#      GGML_CUDA=1 (a CUDA build: needs nvcc; llama.cpp publishes no Linux CUDA binaries, so setup builds one here).
 set -euo pipefail
 
 PKG_VERSION="${NODE_LLAMA_CPP_VERSION:-3.21.1}"
@@ -17,6 +18,12 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 TARGETS=(llama-server llama-fit-params)
 CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF)
+if [[ "${GGML_CUDA:-0}" == "1" ]]; then
+  command -v nvcc >/dev/null || [[ -x /usr/local/cuda/bin/nvcc ]] || { echo "build-llama-server: error: GGML_CUDA=1 needs nvcc (the CUDA toolkit)" >&2; exit 1; }
+  command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+  # the CUDA runtime links dynamically; the compute capabilities of the GPUs here only (faster, smaller)
+  CMAKE_ARGS+=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=native)
+fi
 
 log() { echo "build-llama-server: $*" >&2; }
 die() { log "error: $*"; exit 1; }

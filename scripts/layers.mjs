@@ -103,6 +103,23 @@ export async function checkLayers() {
     stack.pop();
   };
   for (const n of folderEdges.keys()) visit(n);
+  // No import cycle between the engine's files (issue 27): a cycle makes load order decide what is defined.
+  const fileEdges = new Map();
+  for (const [file, info] of Object.entries(r.metafile.inputs)) {
+    if (file.startsWith("engine/")) fileEdges.set(file, info.imports.filter((i) => !i.external && i.path.startsWith("engine/")).map((i) => i.path));
+  }
+  const done = new Set();
+  const path2 = [];
+  const walk = (n) => {
+    const at = path2.indexOf(n);
+    if (at >= 0) return problems.push(`import cycle: ${[...path2.slice(at), n].join(" → ")}`);
+    if (done.has(n)) return;
+    path2.push(n);
+    for (const m of fileEdges.get(n) ?? []) walk(m);
+    path2.pop();
+    done.add(n);
+  };
+  for (const n of fileEdges.keys()) walk(n);
   return { problems, files: entries.length };
 }
 

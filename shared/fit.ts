@@ -43,8 +43,21 @@ export const FitPick = z.object({
   reason: z.string(),
   /** vLLM / SGLang: GPUs per engine (tensor parallel) and engines (data parallel); tensor × data GPUs are used. */
   parallel: z.object({ tensor: z.number().int().positive(), data: z.number().int().positive() }).optional(),
+  /** llama.cpp: the KV cache type of the plan (-ctk/-ctv); a start given it keeps it (one KV type from plan to start). */
+  cacheType: z.enum(["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"]).optional(),
   /** When fewer GPUs than present are used: how many independent replicas the machine could run. */
   replicas: z.number().int().positive().optional(),
+  /**
+   * The expected speed (issue 27): decode tokens/s per slot with every slot busy, from memory bandwidth ÷ the bytes
+   * read per token (the active weights on each device, one after the other); an estimate, `basis` says from what.
+   * `warning` when it is too slow for an agent (below 8 tokens/s per slot).
+   */
+  speed: z.object({
+    decodeTokPerSecPerSlot: z.number(),
+    decodeTokPerSecTotal: z.number(),
+    basis: z.string(),
+    warning: z.string().nullable(),
+  }).optional(),
   /**
    * A pool of replicas (issue 16): one llama-server per GPU or GPU group, each with its share of the slots; setup
    * starts every one and saves one target whose `serving.endpoints` lists them. `command` is then their commands,

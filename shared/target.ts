@@ -15,8 +15,12 @@ export const ServingEndpoint = z.object({
 export type ServingEndpoint = z.infer<typeof ServingEndpoint>;
 
 export const TargetCheck = z.object({
-  /** `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). */
-  name: z.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools"]),
+  /**
+   * `tools`: a tool-call round trip with OpenCode-like tool schemas (what every worker turn needs). `reasoning`: the
+   * model's thinking stays out of `content` (a server without the family's reasoning parser returns `<think>…</think>`
+   * as the answer).
+   */
+  name: z.enum(["reachable", "auth", "slots", "concurrency", "capability", "tools", "reasoning"]),
   passed: z.boolean(),
   evidence: z.string(),
 });

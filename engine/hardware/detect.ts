@@ -204,3 +204,13 @@ export function budgetsFromReport(r: Pick<HardwareReport, "gpus" | "ram">): { gp
   }));
   return { gpus, hostFreeBytes: r.ram.freeBytes };
 }
+
+/**
+ * What one llama-server build lists (`--list-devices`): the device names its --device flag accepts. Null when the
+ * binary did not answer. Run after setup installs a build, to plan on that build's devices.
+ */
+export async function listLlamaDevices(bin: string): Promise<ListedDevice[] | null> {
+  const r = await execa(bin, ["--list-devices"], { reject: false, timeout: 15_000, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } }).catch(() => null);
+  if (!r || (r.exitCode !== 0 && !r.stdout)) return null;
+  return parseListDevices(`${r.stdout}\n${r.stderr}`).items;
+}

@@ -252,3 +252,35 @@ export function catalogTensors(e: CatalogEntry, q: CatalogQuant): GgufTensorInfo
   }
   return out;
 }
+
+/**
+ * What each model family needs from vLLM / SGLang (issue 27): the oldest release that loads it (from the model cards:
+ * Qwen3.5 / 3.6 name vLLM ≥ 0.19 and SGLang ≥ 0.5.10), the container image pinned for it, and the parsers that keep
+ * its thinking out of `content` and turn its tool calls into OpenAI tool calls. null: the family needs none / no
+ * minimum is known. Reasoning parser names: docs.vllm.ai "Reasoning Outputs" (qwen3, glm45, openai_gptoss) and
+ * docs.sglang.io "Reasoning Parser" (qwen3, glm45, gpt-oss).
+ */
+export interface RuntimeFamily {
+  family: string;
+  minVersion: { vllm: string | null; sglang: string | null };
+  image: { vllm: string; sglang: string };
+  reasoningParser: { vllm: string | null; sglang: string | null };
+}
+
+/** The images ocw runs when the model's family names no newer one (OCW_VLLM_IMAGE / OCW_SGLANG_IMAGE override). */
+export const DEFAULT_IMAGES = { vllm: "docker.io/vllm/vllm-openai:v0.19.0", sglang: "docker.io/lmsysorg/sglang:v0.5.10.post1" } as const;
+
+const FAMILIES: { re: RegExp; f: RuntimeFamily }[] = [
+  // thinking models: <think>…</think> goes to reasoning_content only with the qwen3 parser
+  { re: /qwen3[._-]?[56]/i, f: { family: "qwen3.5/3.6", minVersion: { vllm: "0.19.0", sglang: "0.5.10" }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "qwen3", sglang: "qwen3" } } },
+  // Qwen3-Coder(-Next) does not think: no reasoning parser (one would take its answer for unfinished thinking)
+  { re: /qwen3-coder/i, f: { family: "qwen3-coder", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: null, sglang: null } } },
+  { re: /gpt-oss/i, f: { family: "gpt-oss", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "openai_gptoss", sglang: "gpt-oss" } } },
+  { re: /glm-4\.[5-7]/i, f: { family: "glm-4.x", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "glm45", sglang: "glm45" } } },
+  { re: /qwen3/i, f: { family: "qwen3", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "qwen3", sglang: "qwen3" } } },
+];
+
+/** The runtime needs of a catalog entry or a repo name (matched by family); a family-less model needs nothing special. */
+export function runtimeFamily(idOrRepo: string): RuntimeFamily {
+  return FAMILIES.find((x) => x.re.test(idOrRepo))?.f ?? { family: "other", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: null, sglang: null } };
+}

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, statfsSync, statSync, unlinkSync } from "node:fs";
 import { once } from "node:events";
 import path from "node:path";
+import { SetupError, type SetupErrorData } from "./errors";
 
 export interface DownloadProgress {
   received: number;
@@ -26,7 +27,12 @@ export interface DownloadOptions {
   fetchImpl?: typeof fetch;
 }
 
-export class DownloadError extends Error {}
+export class DownloadError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("download", message, data, "unavailable");
+    this.name = "DownloadError";
+  }
+}
 
 export async function sha256File(file: string): Promise<string> {
   const h = createHash("sha256");

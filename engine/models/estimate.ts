@@ -13,6 +13,7 @@ import { computeBufferBytes } from "./compute-graph";
 import { ggmlTypeId, type KvCacheType, rowBytes } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";
 import { type ModelHparams, nEmbdKGqa, nEmbdVGqa } from "./hparams";
+import { SetupError, type SetupErrorData } from "./errors";
 
 export const MiB = 1024 * 1024;
 export const GiB = 1024 * MiB;
@@ -101,7 +102,12 @@ export interface Estimate {
   warnings: string[];
 }
 
-export class EstimateError extends Error {}
+export class EstimateError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("estimate", message, data);
+    this.name = "EstimateError";
+  }
+}
 
 export interface ResolvedContext {
   nCtx: number;

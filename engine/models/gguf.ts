@@ -4,6 +4,7 @@
  */
 import { open } from "node:fs/promises";
 import { tensorBytes } from "./ggml-types";
+import { SetupError, type SetupErrorData } from "./errors";
 
 export type GgufValue = number | bigint | boolean | string | GgufValue[] | GgufArraySummary;
 
@@ -42,7 +43,12 @@ export interface ByteSource {
   describe: string;
 }
 
-export class GgufError extends Error {}
+export class GgufError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("gguf", message, data);
+    this.name = "GgufError";
+  }
+}
 
 const T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 } as const;
 const FIXED: Record<number, number> = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };

@@ -3,6 +3,7 @@
  * (src/llama-model.cpp load_hparams + src/models/<arch>.cpp load_arch_hparams, llama.cpp 80fb11a).
  */
 import type { GgufValue } from "./gguf";
+import { SetupError, type SetupErrorData } from "./errors";
 
 export type Metadata = Record<string, GgufValue | unknown>;
 
@@ -77,7 +78,12 @@ function perLayer(v: unknown, n: number, fallback: number[] | number, key: strin
   return Array.isArray(fallback) ? [...fallback] : new Array<number>(n).fill(fallback);
 }
 
-export class MetadataError extends Error {}
+export class MetadataError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("metadata", message, data);
+    this.name = "MetadataError";
+  }
+}
 
 /** set_swa_pattern(n_pattern, dense_first) */
 function swaPattern(nLayer: number, nLayerAll: number, p: number, denseFirst = false): boolean[] {

@@ -116,3 +116,69 @@ describe("replicas from setup (issue 16): one llama-server per GPU as a pool", (
     expect(p.pick!.quant).not.toBe("Q8_0");
   });
 });
+
+describe("issue 27: planner cases from the review", () => {
+  const rtx4090 = (host: number) => devs([gpu(23.5 * GiB, 0, "NVIDIA GeForce RTX 4090")], host);
+  it("MoE expert offload is searched over every split: Qwen3-Coder-Next on a 24 GB card with 32 GB of RAM fits (RAM cannot hold all experts)", () => {
+    const e = findCatalog("qwen3-coder-next")!;
+    const r = propose(rtx4090(32 * GiB), 1, 32768, () => false, [{ ...e, autoPick: true }]);
+    expect(r.pick, r.problem ?? "").not.toBeNull();
+    expect(r.pick!.placement).toBe("moe-offload");
+    const ram = r.pick!.devices.find((d) => d.name === "cpu")!;
+    expect(ram.plannedBytes + 1024 * MiB).toBeLessThanOrEqual(32 * GiB);
+    const n = Number(/--n-cpu-moe (\d+)/.exec(r.pick!.command)![1]);
+    expect(n).toBeGreaterThan(0);
+    expect(n).toBeLessThan(e.spec.nLayer);
+  });
+
+  it("llama-server's host caches are set and budgeted: --cache-ram and --ctx-checkpoints from the RAM the plan leaves", () => {
+    const flag = (cmd: string, f: string) => {
+      const a = commandWords(cmd).args;
+      return a.includes(f) ? Number(a[a.indexOf(f) + 1]) : null;
+    };
+    // hybrid Qwen3.6-27B whole on a 24 GB card, 32 GiB of RAM: both set, within the RAM
+    const e = findCatalog("qwen3.6-27b")!;
+    const p = propose(rtx4090(32 * GiB), 4, 32768, () => false, [{ ...e, autoPick: true }]).pick!;
+    const ram = flag(p.command, "--cache-ram")!;
+    const ck = flag(p.command, "--ctx-checkpoints")!;
+    expect(ram).toBeGreaterThan(0);
+    expect(ram).toBeLessThanOrEqual(8192);
+    expect(ck).toBeGreaterThanOrEqual(1);
+    expect(ck).toBeLessThanOrEqual(8);
+    expect(p.reason).toMatch(/prompt cache \d+ MiB \(--cache-ram\), \d+ context checkpoint\(s\) per slot .* left for the OS, opencode and the engine/);
+    // CPU only, 32 GiB, 4 slots: the plan itself takes most of the RAM — the 8 GiB default cache would not fit
+    const cpu = propose(devs([], 32 * GiB), 4, 32768).pick!;
+    const used = cpu.devices.find((d) => d.name === "cpu")!.plannedBytes;
+    const cacheRam = flag(cpu.command, "--cache-ram")! * MiB;
+    expect(used + cacheRam + 1024 * MiB).toBeLessThanOrEqual(32 * GiB);
+  });
+
+  it("context and KV precision before a larger quant: a 32 GB card × 4 slots gets ≥ 64k per slot with an f16/q8_0 cache, not Q8_0 with q4_0 at 32k", () => {
+    const e = findCatalog("qwen3.6-27b")!;
+    const p = propose(devs([gpu(31.5 * GiB, 0, "NVIDIA GeForce RTX 5090")], 64 * GiB), 4, 32768, () => false, [{ ...e, autoPick: true }]).pick!;
+    expect(p.reason).not.toMatch(/unified KV \(q4_0\)/);
+    expect(p.ctxPerSlot).toBeGreaterThanOrEqual(65536);
+  });
+
+  it("every plan carries a throughput estimate from bandwidth ÷ bytes per token, with a warning when too slow for an agent", () => {
+    const e = findCatalog("qwen3.6-27b")!;
+    const p = propose(rtx4090(32 * GiB), 4, 32768, () => false, [{ ...e, autoPick: true }]).pick!;
+    // a 4090 (1008 GB/s) reading ≈ 16-23 GB per token: tens of tokens/s per slot, no warning
+    expect(p.speed!.decodeTokPerSecPerSlot).toBeGreaterThan(15);
+    expect(p.speed!.decodeTokPerSecPerSlot).toBeLessThan(60);
+    expect(p.speed!.warning).toBeNull();
+    expect(p.speed!.basis).toMatch(/CUDA0 .* at 1008 GB\/s/);
+    // whole on the GPU: the embeddings left in RAM are a lookup, not read per token
+    expect(p.speed!.basis).not.toMatch(/RAM/);
+    expect(p.speed!.decodeTokPerSecPerSlot).toBeGreaterThan(20);
+    expect(p.reason).toMatch(/tokens\/s per slot/);
+    // a dense 7B on the CPU (RAM assumed 60 GB/s) with 4 slots: single digits per slot, and it says so
+    const cpu = planModel(bigModel(), devs([], 64 * GiB), 4, 8192, false)!;
+    expect(cpu.speed!.decodeTokPerSecPerSlot).toBeLessThan(8);
+    expect(cpu.speed!.warning).toMatch(/slow for an agent/);
+    expect(cpu.speed!.basis).toMatch(/RAM .* \(assumed\)/);
+    // MoE: only the active experts are read — a 3B-active model is far faster than its size suggests
+    const moe = propose(devs([], 64 * GiB), 1, 32768).pick!;
+    expect(moe.speed!.decodeTokPerSecPerSlot).toBeGreaterThan(cpu.speed!.decodeTokPerSecPerSlot);
+  });
+});

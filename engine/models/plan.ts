@@ -15,6 +15,7 @@ import type { KvCacheType } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";
 import { hparamsFromMetadata, type ModelHparams } from "./hparams";
 import type { ModelInfo } from "./source";
+import { estimateSpeed, gpuBandwidth, ramBandwidth, type SpeedEstimate } from "./speed";
 
 export const DEFAULT_MIN_CTX = 32768;
 const MARGIN = 1024 * MiB;
@@ -29,12 +30,16 @@ export interface PlanModel {
   isMoe: boolean;
   /** llama-server's model argument(s): ["-hf", "repo:QUANT"] or ["-m", path]. */
   modelArgs: string[];
+  /** The share of the weights a token reads (active ÷ total parameters; 1 for a dense model). */
+  activeShare?: number;
 }
 
 export interface PlanDevices {
   /** GPUs the runtime can use, with their llama.cpp device ids (CUDA0, ROCm1, Vulkan0, MTL0) and the vendor tool's index. */
   gpus: (DeviceBudget & { runtimeId: string; index?: number; vendor?: string })[];
   hostFreeBytes: number;
+  /** The KV cache type the plan must keep (a start of a plan the person saw: one KV type from plan to start). */
+  cacheType?: KvCacheType;
 }
 
 export interface LayoutPlan {
@@ -45,6 +50,45 @@ export interface LayoutPlan {
   nGpuLayers: number;
   nCpuMoe: number;
   estimate: Estimate;
+  /** llama-server's host-side caches, set and budgeted from the RAM the plan leaves (issue 27). */
+  host: HostCaches;
+}
+
+/**
+ * llama-server keeps two caches in host RAM that the estimate does not hold: the prompt cache (`--cache-ram`, 8 GiB by
+ * default) and, for hybrid / sliding-window models, context checkpoints (`--ctx-checkpoints`, 32 per slot by default;
+ * each holds a slot's recurrent state and SWA cells — ≈ 150 MiB for Qwen3.6-27B: llama.cpp#21690's OOM). Both are set
+ * from what the plan leaves of the host's RAM after its own part, the 1 GiB margin and HOST_HEADROOM for the OS,
+ * opencode and the engine.
+ */
+export interface HostCaches {
+  cacheRamMiB: number;
+  /** null: the model keeps no recurrent / SWA state (checkpoints unused). */
+  ctxCheckpoints: number | null;
+  checkpointBytes: number;
+  /** What the plan leaves for the OS, opencode and the engine (at least HOST_HEADROOM when the RAM allows). */
+  headroomBytes: number;
+}
+
+/** RAM kept for the OS, opencode and the engine before any host cache is given. */
+export const HOST_HEADROOM = 2 * GiB;
+const MAX_CACHE_RAM_MIB = 8192;
+const MAX_CHECKPOINTS = 8;
+
+export function hostCaches(e: Estimate, slots: number, hostFreeBytes: number): HostCaches {
+  const used = e.perDevice.find((d) => d.kind === "cpu")?.totalBytes ?? 0;
+  let left = hostFreeBytes - used - MARGIN - HOST_HEADROOM;
+  const perCheckpoint = (e.recurrentBytes + e.kvBytesSwa) / Math.max(1, slots);
+  let ctxCheckpoints: number | null = null;
+  let checkpointBytes = 0;
+  if (perCheckpoint > 0) {
+    // a quarter of what is left, at most 8 per slot (llama.cpp's 32 would hold ≈ 19 GiB for 4 slots of Qwen3.6-27B)
+    ctxCheckpoints = Math.max(0, Math.min(MAX_CHECKPOINTS, Math.floor(Math.max(0, left) / 4 / (slots * perCheckpoint))));
+    checkpointBytes = ctxCheckpoints * slots * perCheckpoint;
+    left -= checkpointBytes;
+  }
+  const cacheRamMiB = Math.max(0, Math.min(MAX_CACHE_RAM_MIB, Math.floor(Math.max(0, left) / 2 / MiB / 256) * 256));
+  return { cacheRamMiB, ctxCheckpoints, checkpointBytes: Math.round(checkpointBytes), headroomBytes: Math.round(Math.max(0, hostFreeBytes - used - MARGIN - checkpointBytes - cacheRamMiB * MiB)) };
 }
 
 function ctxLadder(min: number, max: number): number[] {
@@ -76,11 +120,13 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
       nGpuLayers: g.length ? ngl : 0, gpus: g, nCpuMoe, tensorSplit: g.length > 1 ? g.map((x) => x.freeBytes / MiB) : undefined,
     });
   // largest context with an f16/q8_0 cache; a q4_0 cache only when nothing else fits the minimum
+  const fixed = dev.cacheType;
   const bestCtx = (g: DeviceBudget[], ngl: number, nCpuMoe: number): { ctx: number; ct: KvCacheType; e: Estimate } | null => {
-    for (const ctx of ladder) for (const ct of ["f16", "q8_0"] as const) {
+    for (const ctx of ladder) for (const ct of fixed ? [fixed] : (["f16", "q8_0"] as const)) {
       const e = est(ctx, ct, g, ngl, nCpuMoe);
       if (fits(e, g, dev.hostFreeBytes)) return { ctx, ct, e };
     }
+    if (fixed) return null;
     const e = est(ladder.at(-1)!, "q4_0", g, ngl, nCpuMoe);
     return fits(e, g, dev.hostFreeBytes) ? { ctx: ladder.at(-1)!, ct: "q4_0", e } : null;
   };
@@ -88,7 +134,7 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
   let minCt: KvCacheType = "q8_0";
   const fitsMin = (g: DeviceBudget[], ngl: number, nCpuMoe: number) => fits(est(ladder.at(-1)!, minCt, g, ngl, nCpuMoe), g, dev.hostFreeBytes);
   const mk = (placement: FitPick["placement"], g: DeviceBudget[], ngl: number, nCpuMoe: number, r: { ctx: number; ct: KvCacheType; e: Estimate }): LayoutPlan =>
-    ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e });
+    ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e, host: hostCaches(r.e, slots, dev.hostFreeBytes) });
 
   if (gpus.length) {
     if (allow.includes("gpu")) {
@@ -98,32 +144,42 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
         if (r) return mk("gpu", g, all, 0, r);
       }
     }
+    // Every split is searched (issue 27): the GPUs need at least some layers' experts in RAM (more in RAM → less on the
+    // GPUs), the host at most some (more → more RAM). The fewest expert layers that let the GPUs fit is the split that
+    // needs the least RAM: if the host cannot hold that, no split fits. (The old search asked first whether RAM could
+    // hold every expert, and gave up when it could not: Qwen3-Coder-Next on a 24 GB card with 32 GB of RAM.)
+    const gpuFits = (e: Estimate) => fits(e, gpus, Infinity);
     if (allow.includes("moe-offload") && m.isMoe) {
-      // fewest expert layers in RAM that still fit the minimum context (monotonic: binary search)
-      let lo = 1;
-      let hi = h.nLayer;
-      minCt = fitsMin(gpus, all, hi) ? "q8_0" : "q4_0";
-      if (fitsMin(gpus, all, hi)) {
+      for (const ct of fixed ? [fixed] : (["q8_0", "q4_0"] as const)) {
+        minCt = ct;
+        const gpuOk = (n: number) => gpuFits(est(ladder.at(-1)!, ct, gpus, all, n));
+        if (!gpuOk(h.nLayer)) continue;
+        let lo = 1;
+        let hi = h.nLayer;
         while (lo < hi) {
           const mid = (lo + hi) >> 1;
-          if (fitsMin(gpus, all, mid)) hi = mid;
+          if (gpuOk(mid)) hi = mid;
           else lo = mid + 1;
         }
+        if (!fitsMin(gpus, all, lo)) continue;
         const r = bestCtx(gpus, all, lo);
         if (r) return mk("moe-offload", gpus, all, lo, r);
       }
     }
     if (allow.includes("partial")) {
-      let lo = 1;
-      let hi = all - 1;
-      minCt = "q8_0";
-      if (!fitsMin(gpus, lo, 0)) minCt = "q4_0";
-      if (hi >= 1 && fitsMin(gpus, lo, 0)) {
+      // the most layers the GPUs hold (fewer → less on the GPUs), then whether the host holds the rest
+      for (const ct of fixed ? [fixed] : (["q8_0", "q4_0"] as const)) {
+        minCt = ct;
+        const gpuOk = (ngl: number) => gpuFits(est(ladder.at(-1)!, ct, gpus, ngl, 0));
+        if (all - 1 < 1 || !gpuOk(1)) continue;
+        let lo = 1;
+        let hi = all - 1;
         while (lo < hi) {
           const mid = (lo + hi + 1) >> 1;
-          if (fitsMin(gpus, mid, 0)) lo = mid;
+          if (gpuOk(mid)) lo = mid;
           else hi = mid - 1;
         }
+        if (!fitsMin(gpus, lo, 0)) continue;
         const r = bestCtx(gpus, lo, 0);
         if (r) return mk("partial", gpus, lo, 0, r);
       }
@@ -158,7 +214,9 @@ function commandFor(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slot
     ...(gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", w.device] : ["-ngl", "0"]),
     ...(p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : []),
     ...(gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB))).join(",")] : []),
-    "--jinja", "--no-mmproj",
+    "--cache-ram", String(p.host.cacheRamMiB), ...(p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : []),
+    // Prometheus /metrics (501 without it): tokens/s and KV use as the server counts them
+    "--metrics", "--jinja", "--no-mmproj",
   ];
   return `${[...w.env, "LLAMA_API_KEY=…"].join(" ")} llama-server ${args.map(shellQuote).join(" ")}`;
 }
@@ -191,16 +249,48 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
       : p.placement === "partial" ? `${p.nGpuLayers}/${h(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)`
         : "CPU only";
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : undefined;
+  const speed = planSpeed(m, p, gpus, slots);
   return {
     model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
-    devices, command: commandFor(m, p, gpus, slots), placement: p.placement,
+    devices, command: commandFor(m, p, gpus, slots), placement: p.placement, cacheType: p.cacheType,
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
-      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : ""),
+      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}` + speedNote(speed),
     ...(replicas ? { replicas } : {}),
+    ...(speed ? { speed } : {}),
   };
 }
 
 const gib = (b: number) => `${(b / GiB).toFixed(1)} GiB`;
+
+/** Decode speed of one server: each device's weights at its bandwidth (GPUs by name, RAM assumed unless set). */
+function planSpeed(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slots: number): SpeedEstimate | null {
+  const share = m.activeShare ?? 1;
+  // the input embeddings stay in RAM but a token reads one row of them, not the table
+  const embd = m.tensors?.find((t) => t.name === "token_embd.weight")?.bytes ?? 0;
+  const parts = p.estimate.perDevice.map((d) => {
+    const g = gpus.find((x) => x.id === d.device);
+    const bw = g ? gpuBandwidth(g.name) : ramBandwidth();
+    const bytes = Math.max(0, (d.weightsBytes ?? 0) - (g ? 0 : embd));
+    return { name: g ? g.runtimeId : "RAM", bytes, activeShare: share, gbps: bw.gbps, known: bw.known };
+  });
+  return estimateSpeed(parts, slots);
+}
+
+function poolSpeed(m: PlanModel, reps: ReplicaPlan[]): { speed?: SpeedEstimate } {
+  const each = reps.map((r) => planSpeed(m, r.plan, r.gpus, r.slots));
+  if (each.some((x) => !x)) return {};
+  const slowest = each.reduce((a, x) => (x!.decodeTokPerSecPerSlot < a!.decodeTokPerSecPerSlot ? x : a))!;
+  return { speed: { ...slowest, decodeTokPerSecTotal: Math.round(each.reduce((a, x) => a + x!.decodeTokPerSecTotal, 0)), basis: `per replica: ${slowest.basis}` } };
+}
+
+function speedNote(s: SpeedEstimate | null): string {
+  return s ? `; ≈ ${s.decodeTokPerSecPerSlot} tokens/s per slot (${s.decodeTokPerSecTotal} in all), estimated${s.warning ? ` — ${s.warning}` : ""}` : "";
+}
+
+function hostNote(c: HostCaches): string {
+  return `host RAM: prompt cache ${c.cacheRamMiB} MiB (--cache-ram)` + (c.ctxCheckpoints !== null ? `, ${c.ctxCheckpoints} context checkpoint(s) per slot (${gib(c.checkpointBytes)})` : "") +
+    `, ${gib(c.headroomBytes)} left for the OS, opencode and the engine`;
+}
 
 export interface ReplicaPlan {
   gpus: PlanDevices["gpus"];
@@ -224,7 +314,7 @@ export function replicate(m: PlanModel, dev: PlanDevices, slots: number, minCtx:
     for (let i = 0; i < r; i++) {
       const group = gpus.slice(i * g, (i + 1) * g);
       const s = Math.floor(slots / r) + (i < slots % r ? 1 : 0);
-      const p = layout(m, { gpus: group, hostFreeBytes: dev.hostFreeBytes / r }, s, minCtx, ["gpu"], maxCtxPerSlot);
+      const p = layout(m, { gpus: group, hostFreeBytes: dev.hostFreeBytes / r, cacheType: dev.cacheType }, s, minCtx, ["gpu"], maxCtxPerSlot);
       if (!p || p.gpusUsed !== group.length) break;
       out.push({ gpus: group, slots: s, plan: p });
     }
@@ -243,11 +333,14 @@ export function toPoolPick(m: PlanModel, reps: ReplicaPlan[], dev: PlanDevices, 
   return {
     model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
     devices: reps.flatMap((r) => gpuDevices(r.plan, r.gpus)), command: endpoints.map((e) => e.command).join("\n"), placement: "gpu",
+    // one type for the pool when its replicas agree (a start pins it); mixed pools name none
+    ...(new Set(reps.map((r) => r.plan.cacheType)).size === 1 ? { cacheType: reps[0]!.plan.cacheType } : {}),
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} ` +
       `(${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) × ${ctxPerSlot} tokens, unified KV (${caches}); ` +
       `one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}× the tokens at once — ocw admits each worker to a replica with a free slot`,
     replicas: reps.length,
     pool: { replicas: reps.length, endpoints },
+    ...poolSpeed(m, reps),
   };
 }
 
@@ -257,9 +350,22 @@ export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
   const q = e.quants.find((x) => x.quant === quant);
   if (!q) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
   return {
-    model: e.id, quant: q.quant, hparams: catalogHparams(e), tensors: catalogTensors(e, q), fileBytes: q.bytes, isMoe: !!e.spec.moe,
+    model: e.id, quant: q.quant, hparams: catalogHparams(e), tensors: catalogTensors(e, q), fileBytes: q.bytes, isMoe: !!e.spec.moe, activeShare: e.activeParamsB / e.totalParamsB,
     modelArgs: ["-hf", `${e.repo}:${q.quant}`],
   };
+}
+
+/** Per-slot context that agents need for long sessions before a larger quant is worth having (issue 27). */
+export const LONG_CTX = 65536;
+
+/**
+ * How good a GPU plan is apart from its quant: 2 = ≥ 64k per slot (or all the model / the asked context allows) with
+ * an f16/q8_0 cache, 1 = an f16/q8_0 cache at a shorter context, 0 = a q4_0 cache.
+ */
+function planScore(p: LayoutPlan, m: PlanModel, maxCtxPerSlot?: number): number {
+  if (p.cacheType === "q4_0") return 0;
+  const want = Math.min(LONG_CTX, m.hparams.nCtxTrain, maxCtxPerSlot ?? Infinity);
+  return p.ctxPerSlot >= want ? 2 : 1;
 }
 
 export interface Proposal {
@@ -290,27 +396,32 @@ export function propose(dev: PlanDevices, slots: number, minCtx: number, verifie
           continue;
         }
       }
+      // on the GPUs the largest quant is not bought with context or KV precision (issue 27): ≥ 64k per slot (or all
+      // the model / the person allows) first, then an f16/q8_0 cache, then the larger quant
+      let best: { m: PlanModel; p: LayoutPlan; score: number } | null = null;
       for (const q of qs) {
         const m = catalogModel(e, q.quant);
         const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
-        if (p) {
-          found.push(toPick(m, p, dev, slots, verified(e.id)));
-          break;
-        }
+        if (!p) continue;
+        const score = phase === "gpu" ? planScore(p, m, maxCtxPerSlot) : 0;
+        if (!best || score > best.score) best = { m, p, score };
+        if (phase !== "gpu" || score === 2) break;
       }
+      if (best) found.push(toPick(best.m, best.p, dev, slots, verified(e.id)));
     }
   };
   // the largest quant whose replicas keep an f16/q8_0 cache; a q4_0 cache only when no quant fits otherwise
   const firstPool = (e: CatalogEntry, qs: CatalogEntry["quants"]): FitPick | null => {
-    let fallback: FitPick | null = null;
+    let best: { pick: FitPick; score: number } | null = null;
     for (const q of qs) {
       const m = catalogModel(e, q.quant);
       const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
       if (!reps) continue;
-      if (reps.every((r) => r.plan.cacheType !== "q4_0")) return toPoolPick(m, reps, dev, verified(e.id));
-      fallback ??= toPoolPick(m, reps, dev, verified(e.id));
+      const score = Math.min(...reps.map((r) => planScore(r.plan, m, maxCtxPerSlot)));
+      if (!best || score > best.score) best = { pick: toPoolPick(m, reps, dev, verified(e.id)), score };
+      if (score === 2) break;
     }
-    return fallback;
+    return best?.pick ?? null;
   };
   if (dev.gpus.length) {
     tryPhase("gpu", entries, "largest", 3);
@@ -349,7 +460,15 @@ export function modelFromInfo(info: ModelInfo, name: string, modelArgs: string[]
     const per = fileBytes / (hp.nLayer + 2);
     tensors = [t("token_embd.weight", per), t("output.weight", per), ...Array.from({ length: hp.nLayer }, (_, il) => t(`blk.${il}.attn_shared.weight`, per))];
   }
-  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: (info.tensors ?? []).some((x) => /_exps\./.test(x.name)), modelArgs };
+  const meta = info.metadata as Record<string, unknown>;
+  const arch = String(meta["general.architecture"] ?? "");
+  const nExp = Number(meta[`${arch}.expert_count`] ?? 0);
+  const nUsed = Number(meta[`${arch}.expert_used_count`] ?? 0);
+  const all = (info.tensors ?? []).reduce((a, x) => a + x.bytes, 0);
+  const exps = (info.tensors ?? []).filter((x) => /_exps\./.test(x.name)).reduce((a, x) => a + x.bytes, 0);
+  // a token reads the shared weights and used ÷ count of the routed experts
+  const activeShare = all && exps && nExp > 0 && nUsed > 0 ? (all - exps + (exps * nUsed) / nExp) / all : 1;
+  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: exps > 0, modelArgs, activeShare };
 }
 
 function noFitProblem(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean, catalog: readonly CatalogEntry[]): string {
@@ -376,9 +495,10 @@ export function devicesFromHardware(hw: {
   gpus: { index: number; vendor: string; name: string; totalBytes: number; freeBytes: number | null; unified?: boolean }[];
   ram: { freeBytes: number };
   llamaDevices: { id: string; name: string }[] | null;
-}, runtimePath: string | null): { dev: PlanDevices; notes: string[]; runtimeDevices: string[] | null } {
+}, runtimePath: string | null, assume?: { prefix: Record<string, string> }): { dev: PlanDevices; notes: string[]; runtimeDevices: string[] | null } {
   const notes: string[] = [];
-  const prefix: Record<string, string> = { nvidia: "CUDA", amd: "ROCm", apple: "MTL" };
+  // with no runtime yet: the device names of the build setup will install (Vulkan on Linux + NVIDIA without nvcc)
+  const prefix: Record<string, string> = { nvidia: "CUDA", amd: "ROCm", apple: "MTL", ...assume?.prefix };
   const counters: Record<string, number> = {};
   const gpus: PlanDevices["gpus"] = [];
   for (const g of hw.gpus) {
@@ -399,7 +519,12 @@ export function devicesFromHardware(hw: {
     gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId, index: g.index, vendor: g.vendor });
   }
   if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
-  return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
+  // unified memory (Apple, AMD APUs) is one pool: what the GPU may take is not also free for the host (issue 27: a
+  // 48 GB Mac was planned 46 GiB, its Metal budget counted again as RAM)
+  const unifiedBudget = gpus.filter((g) => g.unified).reduce((a, g) => a + g.freeBytes, 0);
+  const hostFreeBytes = Math.max(0, hw.ram.freeBytes - unifiedBudget);
+  if (unifiedBudget) notes.push(`unified memory: the GPU's ${(unifiedBudget / GiB).toFixed(1)} GiB come out of the same ${(hw.ram.freeBytes / GiB).toFixed(1)} GiB of RAM, so the host keeps ${(hostFreeBytes / GiB).toFixed(1)} GiB`);
+  return { dev: { gpus, hostFreeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
 }
 
 /** A word as a POSIX shell reads it back (the pick's command is copied into terminals). */
@@ -456,6 +581,8 @@ export interface ParallelModel {
   hparams: ModelHparams | null;
   contextLength: number;
   toolParser: string;
+  /** The family's reasoning parser (its thinking out of `content`), or null. */
+  reasoningParser?: string | null;
   servedName: string;
 }
 

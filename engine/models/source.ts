@@ -6,6 +6,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { ggmlTypeId, tensorBytes } from "./ggml-types";
 import { type GgufFile, type GgufTensorInfo, isMmproj, mergeShards, readGgufFrom, shardNames } from "./gguf";
+import { SetupError, type SetupErrorData } from "./errors";
 
 export interface ModelInfo {
   source: string;
@@ -18,7 +19,12 @@ export interface ModelInfo {
   shards: number;
 }
 
-export class ModelSourceError extends Error {}
+export class ModelSourceError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("model-source", message, data);
+    this.name = "ModelSourceError";
+  }
+}
 
 const hfBase = () => (process.env.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
 

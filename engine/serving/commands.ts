@@ -20,13 +20,12 @@ import { hparamsFromMetadata, MetadataError } from "../models/hparams";
 import { loadGguf, loadMetadataFile, type ModelInfo, ModelSourceError } from "../models/source";
 import { TargetStore } from "../store/targets";
 import { findLlamaServer } from "./llama-server";
-import { FitResult } from "../../shared/fit";
-import { findCatalog } from "../models/catalog";
-import { DEFAULT_MIN_CTX, devicesFromHardware, modelFromInfo, type PlanDevices, planModel, propose } from "../models/plan";
-import { parseRepoRef, planRepo } from "../models/resolve";
+import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
 import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "./setup";
 import { serverKeepApi, serverRestartApi, serversListApi } from "./servers-api";
 import type { SetupJob } from "../../shared/setup";
+import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "./fit-service";
+import { isSetupError, SetupError } from "../models/errors";
 
 export interface CommandOutput {
   code: number;
@@ -34,7 +33,13 @@ export interface CommandOutput {
   stderr: string;
 }
 
-class InputError extends Error {}
+/** A flag the CLI cannot use: a setup error of kind "input" (exit 2). */
+class InputError extends SetupError {
+  constructor(message: string) {
+    super("input", message);
+    this.name = "InputError";
+  }
+}
 
 function int(v: string | undefined, flag: string, min = 1): number | undefined {
   if (v === undefined) return undefined;
@@ -163,101 +168,25 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
   }
 }
 
-/** Model ids whose target passed the tool-call round trip (built, with a passed "tools" check). */
-export function toolVerifiedModels(store: TargetStore = new TargetStore()): (id: string) => boolean {
-  let targets: { model: string; outcome?: string; checks: { name: string; passed: boolean }[] }[] = [];
-  try {
-    targets = store.list().targets;
-  } catch {
-    /* no store yet */
-  }
-  return (id) => targets.some((t) => t.outcome === "built" && t.checks.some((c) => c.name === "tools" && c.passed) && t.model.toLowerCase().includes(id.toLowerCase()));
-}
+export { toolVerifiedModels };
 
 /**
  * `ocw fit [--model REPO|FILE] [--slots N] [--min-ctx TOKENS] --json` → {hardware, pick, alternatives, problem};
- * exit 0 with a pick, 3 with none (problem says what to change), 2 on bad input.
+ * exit 0 with a pick, 3 with none (problem says what to change), 2 on bad input. The plan is the engine's
+ * `planFit` (fit-service.ts); this only reads the flags and prints.
  */
 export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
   try {
-    const slotsOpt = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
-    // setup's --ctx: exactly this context per slot (llama.cpp pads the cache to 256 cells)
-    const exactRaw = int(o.ctxPerSlot, "--ctx", 1024);
-    const exact = exactRaw === undefined ? undefined : Math.ceil(exactRaw / 256) * 256;
-    const minCtx = exact ?? int(o.minCtx, "--min-ctx", 1024) ?? DEFAULT_MIN_CTX;
+    const slots = int(o.slots ?? (o.parallel !== undefined && o.parallel !== "-1" ? o.parallel : undefined), "--slots");
+    const ctxPerSlot = int(o.ctxPerSlot, "--ctx", 1024);
+    const minCtx = int(o.minCtx, "--min-ctx", 1024);
     if (o.gpus && o.gpus !== "auto") throw new InputError("--gpus goes with --metadata/--gguf; the planner uses the detected hardware");
     const runtime = o.runtime ?? "llama.cpp";
     if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) throw new InputError(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`);
     const parallel = runtime === "vllm" || runtime === "sglang";
     const bin = parallel ? null : safeFind();
     const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-    const { proposeParallel, parallelDevices, ParallelInputError } = await import("./parallel");
-    const ld = devicesFromHardware(parallel ? { ...hw, llamaDevices: null } : hw, bin);
-    const pd = parallel ? parallelDevices(hw) : null;
-    const dev = pd ? pd.dev : ld.dev;
-    const notes = pd ? pd.notes : ld.notes;
-    const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
-    const slots = slotsOpt ?? (dev.gpus.length ? 4 : 1);
-    if (slotsOpt === undefined && !dev.gpus.length && !parallel) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
-    const verified = toolVerifiedModels(o.store);
-    let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null };
-    if (parallel) {
-      try {
-        result = await proposeParallel({ runtime: runtime as "vllm" | "sglang", dev, slots, minCtx, maxCtxPerSlot: exact, model: o.model, verified });
-      } catch (e) {
-        if (e instanceof ParallelInputError) throw new InputError(e.message);
-        throw e;
-      }
-    } else if (!o.model) {
-      result = propose(dev, slots, minCtx, verified, undefined, exact);
-    } else {
-      const entry = findCatalog(o.model);
-      const repoQuant = /:([\w.-]+)$/.exec(o.model)?.[1]?.toUpperCase() ?? null;
-      if (entry) {
-        const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
-        if (!only.quants.length) throw new InputError(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`);
-        // a named model may use any quant, small ones included
-        result = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
-      } else {
-        const verifiedOk = verified(o.model.split(":")[0]!.split("/").pop()!.replace(/-GGUF$/i, ""));
-        try {
-          if (!existsSync(o.model) && parseRepoRef(o.model)) {
-            const r = await planRepo(o.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
-            result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null }
-              : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
-          } else {
-            const info = await loadGguf(o.model);
-            const m = modelFromInfo(info, o.model, existsSync(o.model) ? ["-m", path.resolve(o.model)] : ["-hf", o.model]);
-            const pick = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? o.model), undefined, exact);
-            result = pick
-              ? { pick, alternatives: [], problem: null }
-              : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain
-                ? `${o.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
-                : `${o.model} does not fit ${slots} slot(s) × ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
-          }
-        } catch (e) {
-          throw new InputError(`${o.model}: ${(e as Error).message.split("\n")[0]}`);
-        }
-      }
-    }
-    // on several GPUs, where vLLM or SGLang is installed: its tensor × data parallel plan of the catalog's best fit
-    if (!parallel && (!o.model || findCatalog(o.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
-      const { findRuntime } = await import("./start-runtimes");
-      for (const rt of ["vllm", "sglang"] as const) {
-        const f = installedRuntime(rt, findRuntime);
-        if (f.how !== "binary") continue;
-        const p = await proposeParallel({ runtime: rt, dev: parallelDevices(hw).dev, slots, minCtx, maxCtxPerSlot: exact, model: o.model?.replace(/:.*$/, ""), verified, max: 1 }).catch(() => null);
-        if (p?.pick) result.alternatives.push(p.pick);
-      }
-    }
-    const out: FitResult = {
-      hardware: {
-        gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
-        ramTotalBytes: hw.ram.totalBytes, ramFreeBytes: hw.ram.freeBytes, cpu: hw.cpu.model, runtimeDevices, notes: [...notes, ...hw.problems],
-      },
-      ...result,
-    };
-    FitResult.parse(out);
+    const out = await planFit({ model: o.model, slots, minCtx, ctxPerSlot, runtime: runtime as FitRuntime }, hw, { llamaServer: bin, store: o.store });
     const code = out.pick ? 0 : 3;
     if (o.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const p = out.pick;
@@ -276,22 +205,11 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
     ];
     return { code, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
-    if (err instanceof InputError || err instanceof ModelSourceError || err instanceof MetadataError || err instanceof EstimateError) {
+    if (err instanceof InputError || isSetupError(err)) {
       return { code: 2, stdout: "", stderr: `ocw: ${err.message.split("\n")[0]}\n` };
     }
     throw err;
   }
-}
-
-/** Whether vLLM / SGLang is installed (a binary, not a container), asked at most once a minute (SGLang spawns python). */
-const installed = new Map<string, { at: number; how: "binary" | "container" | null; path: string }>();
-function installedRuntime(rt: "vllm" | "sglang", find: typeof import("./start-runtimes").findRuntime): { how: "binary" | "container" | null } {
-  const k = installed.get(rt);
-  if (k && Date.now() - k.at < 60_000 && k.path === (process.env.PATH ?? "")) return k;
-  const f = find(rt, process.env, { binaryOnly: true });
-  const v = { at: Date.now(), how: f.how, path: process.env.PATH ?? "" };
-  installed.set(rt, v);
-  return v;
 }
 
 export interface LlamaFitParams {
@@ -318,13 +236,7 @@ export async function llamaFitParams(file: string, e: Estimate, llamaServer?: st
   return { bin, args, devices, note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null, error: r.exitCode === 0 ? null : String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}` };
 }
 
-function safeFind(): string | null {
-  try {
-    return findLlamaServer();
-  } catch {
-    return null;
-  }
-}
+const safeFind = safeFindLlamaServer;
 
 export interface SetupCommandOptions {
   runtime?: string;

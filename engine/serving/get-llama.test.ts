@@ -1,12 +1,12 @@
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installPrebuilt, latestRelease, pickAsset, type Release, variantsFor } from "./get-llama";
+import { expectedLlamaBackend, installPrebuilt, LLAMA_CPP_PIN, pickAsset, pinnedRelease, type Release, variantsFor } from "./get-llama";
 import { findLlamaServer } from "./llama-server";
 
 const names = ["llama-b7000-bin-ubuntu-x64.tar.gz", "llama-b7000-bin-ubuntu-vulkan-x64.tar.gz", "llama-b7000-bin-win-cuda-12.4-x64.zip",
@@ -15,7 +15,10 @@ const rel = (base = "http://x"): Release => ({ tag: "b7000", assets: names.map((
 
 describe("release asset choice", () => {
   it("variants follow the hardware, CPU last", () => {
-    expect(variantsFor("linux", "x64", [{ vendor: "nvidia" }])).toEqual(["cuda", "vulkan", "cpu"]);
+    // llama.cpp publishes no Linux CUDA build: CUDA only as a source build where nvcc is, else Vulkan
+    expect(variantsFor("linux", "x64", [{ vendor: "nvidia" }])).toEqual(["vulkan", "cpu"]);
+    expect(variantsFor("linux", "x64", [{ vendor: "nvidia" }], { nvcc: true })).toEqual(["cuda", "vulkan", "cpu"]);
+    expect(variantsFor("win32", "x64", [{ vendor: "nvidia" }])).toEqual(["cuda", "vulkan", "cpu"]);
     expect(variantsFor("linux", "x64", [{ vendor: "amd" }])).toEqual(["vulkan", "cpu"]);
     expect(variantsFor("darwin", "arm64", [])).toEqual(["metal", "cpu"]);
     expect(variantsFor("linux", "x64", [])).toEqual(["cpu"]);
@@ -62,22 +65,61 @@ describe("installPrebuilt against a local release server", () => {
 
   it("lists the release, verifies the checksum, falls back from a CUDA build that cannot run to the CPU build", async () => {
     const env = { OCW_LLAMA_RELEASES_URL: `${base}/releases/latest` };
-    const r = await latestRelease(env);
+    const r = await pinnedRelease(env);
     expect(r.assets[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
     const progress: string[] = [];
-    const out = await installPrebuilt({ root: path.join(dir, "install"), platform: "linux", arch: "x64", gpus: [{ vendor: "nvidia" }], release: r, onProgress: (a) => progress.push(a) });
+    const out = await installPrebuilt({ root: path.join(dir, "install"), platform: "linux", arch: "x64", gpus: [{ vendor: "nvidia" }], release: r, onProgress: (a) => progress.push(a), nvcc: true });
     expect(out).toMatchObject({ variant: "cpu", tag: "b7000", asset: "llama-b7000-bin-ubuntu-x64.tar.gz", verified: "sha256" });
     expect(execFileSync(out.bin, ["--version"]).toString()).toMatch(/7000/);
     expect(progress).toContain("llama-b7000-bin-ubuntu-cuda-x64.tar.gz");
   });
   it("an installed prebuilt is found again, offline and without PATH (<state>/llama/<tag>-<variant>/)", async () => {
     const state = path.join(dir, "state");
-    const r = await latestRelease({ OCW_LLAMA_RELEASES_URL: `${base}/releases/latest` });
+    const r = await pinnedRelease({ OCW_LLAMA_RELEASES_URL: `${base}/releases/latest` });
     const out = await installPrebuilt({ root: path.join(state, "llama"), platform: "linux", arch: "x64", gpus: [], release: r });
     expect(findLlamaServer(undefined, { PATH: "", OCW_LLAMA_CACHE: path.join(dir, "no-cache"), OCW_STATE_DIR: state })).toBe(out.bin);
     expect(findLlamaServer(undefined, { PATH: "", OCW_LLAMA_CACHE: path.join(dir, "no-cache"), OCW_STATE_DIR: path.join(dir, "empty-state") })).toBeNull();
   });
   it("says what to do when nothing fits the platform", async () => {
     await expect(installPrebuilt({ root: path.join(dir, "i2"), platform: "linux", arch: "arm64", gpus: [], release: rel(base) })).rejects.toThrow(/build from source/);
+  });
+  it("an asset with no pinned or published sha256 is refused, not installed unverified", async () => {
+    await expect(installPrebuilt({ root: path.join(dir, "i3"), platform: "linux", arch: "x64", gpus: [], release: rel(base) })).rejects.toThrow(/no pinned or published sha256/);
+  });
+  it("the pinned tag's hash wins over a listing's digest: a tampered asset is refused and deleted", async () => {
+    // a mirror listing the pinned tag with other bytes (and a digest that matches those bytes)
+    const name = `llama-${LLAMA_CPP_PIN.tag}-bin-ubuntu-x64.tar.gz`;
+    const bad = files["llama-b7000-bin-ubuntu-x64.tar.gz"]!;
+    const listing = { tag: LLAMA_CPP_PIN.tag, assets: [{ name, url: `${base}/llama-b7000-bin-ubuntu-x64.tar.gz`, size: bad.length, sha256: createHash("sha256").update(bad).digest("hex") }] };
+    const pinnedListing = await pinnedRelease({ OCW_LLAMA_RELEASES_URL: "data:," }, (async () => new Response(JSON.stringify({ tag_name: listing.tag, assets: listing.assets.map((a) => ({ name: a.name, browser_download_url: a.url, size: a.size, digest: `sha256:${a.sha256}` })) }))) as unknown as typeof fetch);
+    expect(pinnedListing.assets[0]!.sha256).toBe(LLAMA_CPP_PIN.sha256[name]);
+    const root = path.join(dir, "i4");
+    await expect(installPrebuilt({ root, platform: "linux", arch: "x64", gpus: [], release: pinnedListing })).rejects.toThrow(/sha256|checksum/i);
+    expect(existsSync(path.join(root, `${LLAMA_CPP_PIN.tag}-cpu`))).toBe(false);
+  });
+  it("without a mirror the pinned release needs no API call: GitHub's download URLs with the pinned hashes", async () => {
+    let called = 0;
+    const r = await pinnedRelease({}, (async () => { called++; return new Response("{}"); }) as unknown as typeof fetch);
+    expect(called).toBe(0);
+    expect(r.tag).toBe(LLAMA_CPP_PIN.tag);
+    expect(pickAsset(r, "linux", "x64", "vulkan")).toMatchObject({ url: `https://github.com/ggml-org/llama.cpp/releases/download/${LLAMA_CPP_PIN.tag}/llama-${LLAMA_CPP_PIN.tag}-bin-ubuntu-vulkan-x64.tar.gz`, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(pickAsset(r, "linux", "x64", "cuda")).toBeNull();
+  });
+  it("Linux + NVIDIA with nvcc: a CUDA source build (GGML_CUDA=1), not the Vulkan download", async () => {
+    const script = path.join(dir, "fake-build.sh");
+    const built = path.join(dir, "built", "llama-server");
+    mkdirSync(path.dirname(built), { recursive: true });
+    writeFileSync(built, "#!/bin/sh\necho 'version: 1 (cuda)'\n");
+    chmodSync(built, 0o755);
+    writeFileSync(script, `#!/bin/sh\necho "GGML_CUDA=$GGML_CUDA" > ${path.join(dir, "build-env.txt")}\necho building >&2\necho ${built}\n`);
+    const lines: string[] = [];
+    const out = await installPrebuilt({ root: path.join(dir, "i5"), platform: "linux", arch: "x64", gpus: [{ vendor: "nvidia" }], release: { ...rel(base), assets: rel(base).assets.filter((a) => !a.name.includes("ubuntu-cuda")) }, nvcc: true, env: { ...process.env, OCW_LLAMA_BUILD_SCRIPT: script }, onBuildLine: (l) => lines.push(l) });
+    expect(out).toMatchObject({ variant: "cuda", verified: "source", bin: built });
+    expect(readFileSync(path.join(dir, "build-env.txt"), "utf8")).toMatch(/GGML_CUDA=1/);
+    expect(lines).toContain("building");
+  });
+  it("before any runtime is installed, Linux + NVIDIA without nvcc is planned as Vulkan", () => {
+    expect(expectedLlamaBackend("linux", [{ vendor: "nvidia" }], false)).toMatchObject({ variant: "vulkan", prefix: { nvidia: "Vulkan" } });
+    expect(expectedLlamaBackend("linux", [{ vendor: "nvidia" }], true)).toMatchObject({ variant: "cuda", prefix: {} });
   });
 });

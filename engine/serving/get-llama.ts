@@ -1,14 +1,15 @@
 /**
- * Getting llama-server when none is found: the official prebuilt release for the platform (CUDA / Vulkan / Metal /
- * CPU variant chosen from the hardware, with fallback), downloaded with progress and checksum, unpacked into
- * `<state>/llama/<tag>-<variant>/`. The release list comes from GitHub's API (`OCW_LLAMA_RELEASES_URL` overrides it,
- * e.g. a mirror or a test server). The source build is scripts/build-llama-server.sh.
+ * Getting llama-server when none is found: the pinned llama.cpp release for the platform (CUDA / Vulkan / Metal /
+ * CPU variant chosen from the hardware, with fallback), downloaded with progress and checked against its pinned
+ * sha256, unpacked into `<state>/llama/<tag>-<variant>/`; on Linux + NVIDIA a CUDA source build when nvcc is here
+ * (scripts/build-llama-server.sh, GGML_CUDA=1). `OCW_LLAMA_RELEASES_URL` lists a mirror's (or a test's) release.
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
 import type { Gpu } from "../hardware/parse";
 import { downloadFile, type DownloadProgress } from "../models/download";
+import { projectRoot } from "../paths";
 
 export interface ReleaseAsset {
   name: string;
@@ -24,28 +25,86 @@ export interface Release {
 
 export type Variant = "cuda" | "vulkan" | "metal" | "rocm" | "cpu";
 
-const RELEASES = "https://api.github.com/repos/ggml-org/llama.cpp/releases/latest";
+/**
+ * The llama.cpp release setup installs: pinned, never `latest` (an auto-updated build changed behaviour under Jan's
+ * users). Every asset's sha256 is pinned here; a download that does not match is deleted and refused. Source of the
+ * hashes: the GitHub release API's per-asset digests of b9631 as recorded (and re-hashed after download) in
+ * SubtitleEdit/subtitleedit#11615 (2026-06-14) — re-check them when bumping the tag. llama.cpp publishes no Linux
+ * CUDA build: Linux + NVIDIA gets a CUDA source build (scripts/build-llama-server.sh, GGML_CUDA=1) when `nvcc` is
+ * here, else the Vulkan build, planned as Vulkan. OCW_LLAMA_TAG installs another tag (its assets must carry the
+ * release's own sha256 digests); OCW_LLAMA_RELEASES_URL lists a mirror's (or a test's) release JSON.
+ */
+export const LLAMA_CPP_PIN = {
+  tag: "b9631",
+  sha256: {
+    "llama-b9631-bin-ubuntu-x64.tar.gz": "50310eb22203feea9555a397c7a4cdf8a5e56992fced78fb42f4e01998a10e9a",
+    "llama-b9631-bin-ubuntu-vulkan-x64.tar.gz": "1231ece844b6244a7c5d0848351829e0e498c04a7c9d76f2320673b745bb601a",
+    "llama-b9631-bin-ubuntu-arm64.tar.gz": "75375d17ad786b8fec6e3174addae1bbbe38146c516a84edb935d705232d8a29",
+    "llama-b9631-bin-ubuntu-vulkan-arm64.tar.gz": "22f07bbc77ac644375bd624387bb7de2f5f2a3064f473948c4dbc403d2ce3a4e",
+    "llama-b9631-bin-macos-arm64.tar.gz": "b7854a7b018ead1ced816f5b14c03fe01ccdab92165a979d7aa62060a0bdb33c",
+    "llama-b9631-bin-macos-x64.tar.gz": "a36772608ce75ff836a1a0f383ee5a5226c1fb822ff73aa5babf4ee08f2a67d0",
+    "llama-b9631-bin-win-cpu-x64.zip": "e9e8207067fda14779cc2fb93b247ebc6b957ae9e91a93ac0e3d02327ad9041f",
+    "llama-b9631-bin-win-vulkan-x64.zip": "1a83d4a49dfdefa7dff73abfead4f2f8971525722bb175936e6957c5a5f44bcd",
+    "llama-b9631-bin-win-cuda-12.4-x64.zip": "7e87a20889f0a6988b7c6d566264d5dc88bdce031bbc62dff57b6792838100af",
+  } as Record<string, string>,
+};
 
-export async function latestRelease(env: NodeJS.ProcessEnv = process.env, fetchImpl: typeof fetch = fetch): Promise<Release> {
-  const url = env.OCW_LLAMA_RELEASES_URL ?? RELEASES;
+const DOWNLOAD = "https://github.com/ggml-org/llama.cpp/releases/download";
+
+/**
+ * The release to install: the pinned tag's assets with their pinned sha256 (no API call), or — with
+ * OCW_LLAMA_RELEASES_URL — that listing, each pinned asset's hash still the pin's (a listing's digest that
+ * disagrees with the pin loses), others with the listing's own digest.
+ */
+export async function pinnedRelease(env: NodeJS.ProcessEnv = process.env, fetchImpl: typeof fetch = fetch): Promise<Release> {
+  const tag = env.OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
+  const pins = tag === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
+  const url = env.OCW_LLAMA_RELEASES_URL ?? (tag === LLAMA_CPP_PIN.tag ? null : `https://api.github.com/repos/ggml-org/llama.cpp/releases/tags/${tag}`);
+  if (!url) return { tag, assets: Object.entries(pins).map(([name, sha256]) => ({ name, url: `${DOWNLOAD}/${tag}/${name}`, size: null, sha256 })) };
   const res = await fetchImpl(url, { headers: { accept: "application/vnd.github+json" } });
-  if (!res.ok) throw new Error(`cannot list llama.cpp releases (${url} → HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
+  if (!res.ok) throw new Error(`cannot list llama.cpp release ${tag} (${url} → HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
   const j = (await res.json()) as { tag_name: string; assets: { name: string; browser_download_url: string; size?: number; digest?: string }[] };
+  const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
   return {
     tag: j.tag_name,
-    assets: j.assets.map((a) => ({ name: a.name, url: a.browser_download_url, size: a.size ?? null, sha256: a.digest?.startsWith("sha256:") ? a.digest.slice(7) : null })),
+    assets: j.assets.map((a) => ({ name: a.name, url: a.browser_download_url, size: a.size ?? null, sha256: relPins[a.name] ?? (a.digest?.startsWith("sha256:") ? a.digest.slice(7) : null) })),
   };
 }
 
+/** Where nvcc is (OCW_NVCC, PATH, CUDA_HOME, /usr/local/cuda), or null: a CUDA source build needs it. OCW_NVCC="" = none. */
+export function findNvcc(env: NodeJS.ProcessEnv = process.env): string | null {
+  if (env.OCW_NVCC !== undefined) return env.OCW_NVCC && existsSync(env.OCW_NVCC) ? env.OCW_NVCC : null;
+  const cands = [...(env.PATH ?? "").split(path.delimiter).filter(Boolean).map((d) => path.join(d, "nvcc")), ...(env.CUDA_HOME ? [path.join(env.CUDA_HOME, "bin", "nvcc")] : []), "/usr/local/cuda/bin/nvcc"];
+  return cands.find((c) => existsSync(c)) ?? null;
+}
+
 /** Variants to try, best first, for this platform and these GPUs. */
-export function variantsFor(platform: NodeJS.Platform, arch: string, gpus: Pick<Gpu, "vendor">[]): Variant[] {
+export function variantsFor(platform: NodeJS.Platform, arch: string, gpus: Pick<Gpu, "vendor">[], o: { nvcc?: boolean } = {}): Variant[] {
   const v: Variant[] = [];
   if (platform === "darwin") return arch === "arm64" ? ["metal", "cpu"] : ["cpu"];
-  if (gpus.some((g) => g.vendor === "nvidia")) v.push("cuda", "vulkan");
+  // Linux has no prebuilt CUDA build: CUDA only as a source build, and only where nvcc can compile it
+  if (gpus.some((g) => g.vendor === "nvidia")) v.push(...(platform === "win32" || o.nvcc ? ["cuda" as const] : []), "vulkan");
   if (gpus.some((g) => g.vendor === "amd")) v.push(platform === "win32" ? "rocm" : "vulkan", "vulkan");
   if (gpus.some((g) => g.vendor === "intel" || g.vendor === "other")) v.push("vulkan");
   v.push("cpu");
   return [...new Set(v)];
+}
+
+/**
+ * The llama.cpp device names a plan should use before any llama-server is installed: those of the build setup will
+ * install first (variantsFor), with a note when that is not the GPU's own API. After the runtime phase the installed
+ * build's `--list-devices` replaces this guess (the start job plans again).
+ */
+export function expectedLlamaBackend(platform: string, gpus: Pick<Gpu, "vendor">[], nvcc?: boolean): { prefix: Record<string, string>; variant: Variant; note: string | null } {
+  const first = variantsFor(platform as NodeJS.Platform, process.arch, gpus, { nvcc: nvcc ?? !!findNvcc() })[0]!;
+  if (first === "vulkan") {
+    const nv = gpus.some((g) => g.vendor === "nvidia");
+    return {
+      prefix: { nvidia: "Vulkan", amd: "Vulkan", intel: "Vulkan", other: "Vulkan" }, variant: first,
+      note: nv ? "no llama-server here yet: llama.cpp publishes no Linux CUDA build and nvcc is not installed, so setup installs the Vulkan build and plans its devices (Vulkan0 …); install the CUDA toolkit (nvcc) for a CUDA source build, or pass --llama-server" : null,
+    };
+  }
+  return { prefix: {}, variant: first, note: null };
 }
 
 /**
@@ -99,12 +158,37 @@ export interface InstallResult {
   variant: Variant;
   tag: string;
   asset: string;
-  verified: "sha256" | "size" | "none";
+  /** sha256: the download matched its pinned hash; installed: found from an earlier verified install; source: built here. */
+  verified: "sha256" | "installed" | "source";
+}
+
+/** scripts/build-llama-server.sh of this install (OCW_LLAMA_BUILD_SCRIPT overrides it), or null. */
+export function buildScript(env: NodeJS.ProcessEnv = process.env): string | null {
+  if (env.OCW_LLAMA_BUILD_SCRIPT) return existsSync(env.OCW_LLAMA_BUILD_SCRIPT) ? env.OCW_LLAMA_BUILD_SCRIPT : null;
+  try {
+    const f = path.join(projectRoot(), "scripts", "build-llama-server.sh");
+    return existsSync(f) ? f : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A CUDA llama-server built here from source (nvcc present): the script's last stdout line is its path. */
+async function buildCuda(env: NodeJS.ProcessEnv, onLine?: (line: string) => void): Promise<string> {
+  const script = buildScript(env);
+  if (!script) throw new Error("scripts/build-llama-server.sh is not part of this install");
+  const p = execa("bash", [script], { reject: false, stdin: "ignore", env: { ...env, GGML_CUDA: "1" }, timeout: 3 * 3600_000 });
+  p.stderr?.on("data", (d: Buffer) => { for (const l of String(d).split("\n")) if (l.trim()) onLine?.(l.trim()); });
+  const r = await p;
+  const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
+  if (r.exitCode !== 0 || !bin || !existsSync(bin)) throw new Error(`the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`);
+  return bin;
 }
 
 /**
- * Downloads and unpacks the best variant that exists in the release and whose `llama-server --version` runs here
- * (a CUDA build without a driver fails that check and the next variant is tried).
+ * Installs the best variant for this machine whose `llama-server --version` runs here (a CUDA build without a driver
+ * fails that check and the next variant is tried): the pinned release's asset, its sha256 checked against the pin
+ * (an asset with no pinned or published hash is refused), or on Linux + NVIDIA with nvcc a CUDA source build.
  */
 export async function installPrebuilt(o: {
   root: string;
@@ -113,25 +197,50 @@ export async function installPrebuilt(o: {
   gpus: Pick<Gpu, "vendor">[];
   release?: Release;
   onProgress?: (asset: string, p: DownloadProgress) => void;
+  /** A line of the source build's log (it takes minutes). */
+  onBuildLine?: (line: string) => void;
   env?: NodeJS.ProcessEnv;
+  /** Test seam: whether nvcc is here (default: looked up). */
+  nvcc?: boolean;
 }): Promise<InstallResult> {
+  const env = o.env ?? process.env;
   const platform = o.platform ?? process.platform;
   const arch = o.arch ?? process.arch;
-  const rel = o.release ?? (await latestRelease(o.env));
+  const nvcc = o.nvcc ?? !!findNvcc(env);
+  let rel: Release | null = o.release ?? null;
   const problems: string[] = [];
-  for (const variant of variantsFor(platform, arch, o.gpus)) {
+  for (const variant of variantsFor(platform, arch, o.gpus, { nvcc })) {
+    rel ??= await pinnedRelease(env);
     const asset = pickAsset(rel, platform, arch, variant);
     if (!asset) {
+      if (variant === "cuda" && platform === "linux" && nvcc) {
+        try {
+          const bin = await buildCuda(env, o.onBuildLine);
+          return { bin, variant, tag: "source", asset: "scripts/build-llama-server.sh (GGML_CUDA=1)", verified: "source" };
+        } catch (e) {
+          problems.push(`cuda: ${(e as Error).message}`);
+          continue;
+        }
+      }
       problems.push(`${variant}: no asset`);
       continue;
     }
     const dir = path.join(o.root, `${rel.tag}-${variant}`);
     let bin = existsSync(dir) ? findBinary(dir, "llama-server") : null;
-    let verified: InstallResult["verified"] = "none";
+    let verified: InstallResult["verified"] = "installed";
     if (!bin) {
+      if (!asset.sha256) {
+        problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
+        continue;
+      }
       const archive = path.join(o.root, "downloads", asset.name);
-      const d = await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o.onProgress?.(asset.name, p) });
-      verified = d.verified;
+      try {
+        await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o.onProgress?.(asset.name, p) });
+      } catch (e) {
+        problems.push(`${variant}: ${asset.name}: ${(e as Error).message}`);
+        continue;
+      }
+      verified = "sha256";
       const tmp = `${dir}.tmp.${process.pid}`;
       rmSync(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
@@ -147,5 +256,5 @@ export async function installPrebuilt(o: {
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
   }
-  throw new Error(`no prebuilt llama-server works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
+  throw new Error(`no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
 }

@@ -68,7 +68,9 @@ describe("manifests against the schemas", () => {
     expect(c.resources.limits["nvidia.com/gpu"]).toBe("4");
     expect(c.resources.requests["nvidia.com/gpu"]).toBe("4");
     expect(c.args.slice(0, 2)).toEqual(["serve", "Qwen/Qwen3.6-27B"]);
-    expect(c.args).toEqual(expect.arrayContaining(["--tensor-parallel-size", "4", "--max-model-len", "32768", "--max-num-seqs", "4"]));
+    expect(c.args).toEqual(expect.arrayContaining(["--tensor-parallel-size", "4", "--max-model-len", "32768", "--max-num-seqs", "4", "--reasoning-parser", "qwen3"]));
+    // the pinned image is new enough for Qwen3.6 (vLLM ≥ 0.19)
+    expect(c.image).toBe("docker.io/vllm/vllm-openai:v0.19.0");
     expect(c.env).toContainEqual({ name: "VLLM_API_KEY", valueFrom: { secretKeyRef: { name: "ocw-test-api-key", key: "api-key" } } });
     expect(c.env).toContainEqual({ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "hf", key: "token", optional: true } } });
     expect(JSON.stringify([c.args, c.command])).not.toMatch(/api-key|API_KEY/);
@@ -90,6 +92,16 @@ describe("manifests against the schemas", () => {
     const sg = await planK8s({ runtime: "sglang", model: "gpt-oss-20b", node: node("2x64G", "amd") });
     expect(() => deploymentManifests(sg, opts("deployment"))).toThrow(/pass --image/);
     expect(validateManifest(deploymentManifests(sg, opts("deployment", { image: "example.com/sglang:rocm" }))[0])).toEqual([]);
+  });
+
+  it("an image older than the model family's minimum is refused before any manifest (Qwen3.6 needs vLLM ≥ 0.19, SGLang ≥ 0.5.10)", async () => {
+    const amd = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("2x192G", "amd") });
+    // the pinned ROCm vLLM build is 0.11.1
+    expect(() => deploymentManifests(amd, opts("deployment"))).toThrow(/vLLM 0\.11\.1 .*older than 0\.19\.0.*pass --image/);
+    const sg = await planK8s({ runtime: "sglang", model: "qwen3.6-27b", node: node("8x80G") });
+    expect(() => deploymentManifests(sg, opts("deployment", { image: "docker.io/lmsysorg/sglang:v0.5.3-cu129" }))).toThrow(/SGLang 0\.5\.3 .*older than 0\.5\.10/);
+    const [dep] = deploymentManifests(sg, opts("deployment")) as [any];
+    expect(dep.spec.template.spec.containers[0].image).toBe("docker.io/lmsysorg/sglang:v0.5.10.post1");
   });
 
   it("KServe LLMInferenceService (serving.kserve.io/v1alpha2, KServe v0.20.0 CRD): valid, tensor parallel in spec.parallelism, data parallel as replicas", async () => {

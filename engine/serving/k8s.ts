@@ -15,9 +15,17 @@ import { CATALOG, type CatalogEntry, catalogHparams, findCatalog } from "../mode
 import { estimate, GiB } from "../models/estimate";
 import { DEFAULT_MIN_CTX } from "../models/plan";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
-import { SGLANG_IMAGE, VLLM_IMAGE } from "./start-runtimes";
+import { parseVersion, reasoningParser, SGLANG_IMAGE, toolParser, versionProblem, VLLM_IMAGE } from "./runtime-adapters";
+import { SetupError, type SetupErrorData } from "../models/errors";
 
-export class K8sInputError extends Error {}
+export { toolParser };
+
+export class K8sInputError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("k8s", message, data);
+    this.name = "K8sInputError";
+  }
+}
 
 export type GpuVendor = "nvidia" | "amd";
 export type ManifestKind = "deployment" | "kserve";
@@ -68,6 +76,8 @@ export interface K8sPlan {
   perGpuBytes: number;
   gpuBytes: number;
   toolCallParser: string;
+  /** The family's reasoning parser (thinking out of `content`), or null. */
+  reasoningParser: string | null;
   reason: string;
 }
 
@@ -88,16 +98,6 @@ export function safetensorsRepo(e: CatalogEntry): string {
   const m = /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source);
   if (!m) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
   return m[1]!;
-}
-
-/** The tool-call parser each runtime needs for the model's chat format (OpenCode works through tool calls). */
-export function toolParser(runtime: "vllm" | "sglang", e: CatalogEntry | undefined, repo: string): string {
-  const t = `${e?.toolCalling.template ?? ""} ${e?.id ?? ""} ${repo}`.toLowerCase();
-  if (/harmony|gpt-oss/.test(t)) return runtime === "vllm" ? "openai" : "gpt-oss";
-  if (/mistral|devstral/.test(t)) return "mistral";
-  if (/glm/.test(t)) return "glm45";
-  if (/qwen3[.-]?(5|6)|qwen3-coder|xml tool/.test(t)) return "qwen3_coder";
-  return runtime === "vllm" ? "hermes" : "qwen25";
 }
 
 interface Sized {
@@ -154,6 +154,7 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
       runtime: o.runtime, model: repo, catalogId: e?.id ?? null, servedName, slots, ctxPerSlot: ctx, tensorParallel: s.tp, dataParallel: dp, replicas,
       gpusPerPod: s.tp * dp, vendor, gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu", weightsBytes: Math.round(w.bytes), weightsSource: w.source,
       kvBytes: Math.round(kv), perGpuBytes: Math.round(s.perGpu), gpuBytes: o.node.gpuBytes, toolCallParser: parser,
+      reasoningParser: reasoningParser(o.runtime, e, repo),
       reason: `${repo} (${gib(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib(kv)} for ${slots} sequence(s) × ${ctx} tokens` +
         ` over tensor parallel ${s.tp}: ${gib(s.perGpu)} per GPU of ${gib(o.node.gpuBytes)} (${o.node.gpuName})${fits ? "" : " — MORE than 90 % of a GPU: it will not load"}` +
         `${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`,
@@ -215,12 +216,12 @@ export function defaultName(plan: K8sPlan): string {
 export function serverArgs(plan: K8sPlan): { command: string[]; args: string[] } {
   const perRank = Math.ceil(plan.slots / plan.dataParallel);
   if (plan.runtime === "vllm") {
-    const b = buildVllmArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, maxModelLen: plan.ctxPerSlot, maxNumSeqs: perRank, tensorParallel: plan.tensorParallel, toolCallParser: plan.toolCallParser });
+    const b = buildVllmArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, maxModelLen: plan.ctxPerSlot, maxNumSeqs: perRank, tensorParallel: plan.tensorParallel, toolCallParser: plan.toolCallParser, reasoningParser: plan.reasoningParser });
     return { command: ["vllm"], args: [...b.args, ...(plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : [])] };
   }
   const b = buildSglangArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, contextLength: plan.ctxPerSlot, maxRunningRequests: plan.slots, tensorParallel: plan.tensorParallel, apiKey: "-" });
   const ki = b.args.indexOf("--api-key");
-  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), ...(plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : []), "--tool-call-parser", plan.toolCallParser, "--enable-metrics"];
+  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), ...(plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : []), "--tool-call-parser", plan.toolCallParser, ...(plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []), "--enable-metrics"];
   // SGLang reads a key only from --api-key or a --config file: the key goes from the environment into a private file
   // (printf is a shell builtin: the key is in no process's argv), then SGLang replaces the shell.
   const script = [
@@ -258,10 +259,17 @@ function podResources(plan: K8sPlan): Obj {
 
 const tolerations = (plan: K8sPlan): Obj[] => [{ key: plan.gpuResource, operator: "Exists", effect: "NoSchedule" }];
 
+/** An image older than the first runtime release that loads the model's family is refused before anything is applied. */
+function imageLoadsModel(plan: K8sPlan, image: string): void {
+  const p = versionProblem(plan.runtime, `${plan.catalogId ?? ""} ${plan.model}`, { version: parseVersion(image.split(":").pop() ?? ""), from: `image ${image}` });
+  if (p) throw new K8sInputError(`${p.cause}; pass --image with a newer ${plan.runtime === "vllm" ? "vLLM" : "SGLang"} build`);
+}
+
 /** Deployment + Service: one pod per replica, each a complete server on `gpusPerPod` GPUs. */
 export function deploymentManifests(plan: K8sPlan, o: ManifestOptions): Obj[] {
   const image = o.image ?? IMAGES[plan.runtime][plan.vendor];
   if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
+  imageLoadsModel(plan, image);
   const lab = labels(plan, o.name);
   const { command, args } = serverArgs(plan);
   const probe = (extra: Obj) => ({ httpGet: { path: "/health", port: "http" }, ...extra });
@@ -340,7 +348,7 @@ export function kserveManifest(plan: K8sPlan, o: ManifestOptions): Obj {
           // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
           args: [
             "--max-model-len", String(plan.ctxPerSlot), "--max-num-seqs", String(perRank), "--gpu-memory-utilization", String(UTILIZATION),
-            "--enable-auto-tool-choice", "--tool-call-parser", plan.toolCallParser,
+            "--enable-auto-tool-choice", "--tool-call-parser", plan.toolCallParser, ...(plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []),
           ],
           env: keyEnv(plan, o),
           resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel }),

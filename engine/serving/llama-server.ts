@@ -11,6 +11,7 @@ import path from "node:path";
 import { stateDir } from "../store/paths";
 import { Backoff, stopPid } from "../process/process";
 import { httpJson } from "./http";
+import { SetupError, type SetupErrorData } from "../models/errors";
 
 export interface LlamaPlan {
   /** Local GGUF path, or `-hf` repo[:quant]. */
@@ -55,7 +56,12 @@ export function buildLlamaArgs(p: LlamaPlan): string[] {
   return a;
 }
 
-export class LlamaServerError extends Error {}
+export class LlamaServerError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("runtime", message, data);
+    this.name = "LlamaServerError";
+  }
+}
 
 /** llama-server: explicit path, $LLAMA_SERVER, PATH, or the build script's cache. */
 export function findLlamaServer(explicit?: string | null, env: NodeJS.ProcessEnv = process.env): string | null {

@@ -36,9 +36,12 @@ describe("vLLM / SGLang: tensor × data parallel", () => {
     expect(commandWords(p.command).args.slice(0, 2)).toEqual(["serve", "Qwen/Qwen3.6-27B-FP8"]);
     expect([flag(p.command, "--tensor-parallel-size"), flag(p.command, "--data-parallel-size"), flag(p.command, "--max-num-seqs")]).toEqual(["2", null, "4"]);
     expect(commandWords(p.command).env).toEqual(["VLLM_API_KEY=…"]);
+    // Qwen3.6 thinks: its reasoning parser keeps <think>…</think> out of `content`
+    expect(flag(p.command, "--reasoning-parser")).toBe("qwen3");
     // a smaller model that fits one card runs as two engines instead (gpt-oss-20b: 13.8 GB)
     const small = r.alternatives.find((a) => a.model === "gpt-oss-20b")!;
     expect([small.parallel, flag(small.command, "--data-parallel-size"), flag(small.command, "--max-num-seqs")]).toEqual([{ tensor: 1, data: 2 }, "2", "2"]);
+    expect(flag(small.command, "--reasoning-parser")).toBe("openai_gptoss");
   });
   it("8×141 GB (H200), 16 slots → a 27B model as 8 data-parallel engines of 2 sequences × 128k, never an 8-way tensor split", async () => {
     const p = (await plan(machine(8, "NVIDIA H200", 143771), 16)).pick!;
@@ -62,6 +65,7 @@ describe("vLLM / SGLang: tensor × data parallel", () => {
     expect([w.bin, w.args[0], w.args[1]]).toEqual(["python3", "-m", "sglang.launch_server"]);
     expect([flag(p.command, "--dp-size"), flag(p.command, "--tp-size"), flag(p.command, "--max-running-requests"), flag(p.command, "--config")]).toEqual(["8", null, "2", "…"]);
     expect(w.args).not.toContain("--api-key");
+    expect(flag(p.command, "--reasoning-parser")).toBe(p.model.startsWith("gpt-oss") ? "gpt-oss" : "qwen3");
   });
   it("fewer GPUs than the machine has: the others are hidden (CUDA_VISIBLE_DEVICES), one engine per slot at most", async () => {
     const p = (await plan(machine(8, "NVIDIA H200", 143771), 2)).pick!;

@@ -15,9 +15,16 @@ import type { FitPick as FitPickT, PlannedDevice } from "../../shared/fit";
 import { GiB } from "../models/estimate";
 import { gpuWords, PARALLEL_OVERHEAD, type ParallelModel, type ParallelPlan, type PlanDevices, shellQuote, sizeParallel } from "../models/plan";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
-import { safetensorsRepo, toolParser } from "./k8s";
+import { safetensorsRepo } from "./k8s";
+import { reasoningParser, toolParser } from "./runtime-adapters";
+import { SetupError, type SetupErrorData } from "../models/errors";
 
-export class ParallelInputError extends Error {}
+export class ParallelInputError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("parallel", message, data);
+    this.name = "ParallelInputError";
+  }
+}
 
 export interface HardwareGpus {
   gpus: { index: number; vendor: string; name: string; totalBytes: number; freeBytes: number | null; unified?: boolean }[];
@@ -79,7 +86,7 @@ async function catalogModels(e: CatalogEntry, runtime: "vllm" | "sglang", hub: H
     out.push({
       model: e.id, source: w.repo, dtype: w.dtype, weightsBytes: listed ?? w.bytes, weightsSource: listed ? "hub" : "catalog",
       nHead: e.spec.nHead, nHeadKv: e.spec.mla ? 1 : e.spec.nHeadKv, hparams: catalogHparams(e), contextLength: e.contextLength,
-      toolParser: toolParser(runtime, e, w.repo), servedName: targetSlug({ model: w.repo.split("/").pop()!, quant: null }),
+      toolParser: toolParser(runtime, e, w.repo), reasoningParser: reasoningParser(runtime, e, w.repo), servedName: targetSlug({ model: w.repo.split("/").pop()!, quant: null }),
     });
   }
   return out;
@@ -127,7 +134,7 @@ export async function resolveParallelModel(name: string, runtime: "vllm" | "sgla
     const cfg = existsSync(cfgFile) ? (JSON.parse(readFileSync(cfgFile, "utf8")) as HfConfig) : {};
     return [{
       model: name, source: path.resolve(name), dtype: null, weightsBytes: bytes, weightsSource: "folder", ...modelFromConfig(path.basename(name), cfg),
-      toolParser: toolParser(runtime, undefined, name), servedName: targetSlug({ model: path.basename(path.resolve(name)), quant: null }),
+      toolParser: toolParser(runtime, undefined, name), reasoningParser: reasoningParser(runtime, undefined, name), servedName: targetSlug({ model: path.basename(path.resolve(name)), quant: null }),
     }];
   }
   const repo = name.replace(/^hf:/, "");
@@ -145,7 +152,7 @@ export async function resolveParallelModel(name: string, runtime: "vllm" | "sgla
   }
   return [{
     model: repo, source: repo, dtype: null, weightsBytes: bytes, weightsSource: "hub", ...modelFromConfig(repo, cfg),
-    toolParser: toolParser(runtime, undefined, repo), servedName: targetSlug({ model: repo.split("/").pop()!, quant: null }),
+    toolParser: toolParser(runtime, undefined, repo), reasoningParser: reasoningParser(runtime, undefined, repo), servedName: targetSlug({ model: repo.split("/").pop()!, quant: null }),
   }];
 }
 
@@ -205,7 +212,7 @@ export async function proposeParallel(o: {
 export function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vllm" | "sglang", allGpus: number): string {
   const w = gpuWords(p.gpus, p.gpus.length < allGpus);
   if (runtime === "vllm") {
-    const b = buildVllmArgs({ model: m.source, servedName: m.servedName, port: 8000, maxModelLen: p.ctxPerSlot, maxNumSeqs: p.perRank, gpuMemoryUtilization: p.utilization, tensorParallel: p.tp, dataParallel: p.dp, toolCallParser: m.toolParser });
+    const b = buildVllmArgs({ model: m.source, servedName: m.servedName, port: 8000, maxModelLen: p.ctxPerSlot, maxNumSeqs: p.perRank, gpuMemoryUtilization: p.utilization, tensorParallel: p.tp, dataParallel: p.dp, toolCallParser: m.toolParser, reasoningParser: m.reasoningParser });
     return `${[...w.env, "VLLM_API_KEY=…"].join(" ")} vllm ${b.args.map(shellQuote).join(" ")}`;
   }
   // SGLang's static pool (weights + KV) leaves the overhead for activations and CUDA graphs
@@ -213,7 +220,7 @@ export function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vll
   const frac = Math.max(0.1, Math.floor((p.utilization - PARALLEL_OVERHEAD / (g.totalBytes || g.freeBytes)) * 100) / 100);
   const b = buildSglangArgs({ model: m.source, servedName: m.servedName, port: 30000, contextLength: p.ctxPerSlot, maxRunningRequests: p.perRank, memFractionStatic: frac, tensorParallel: p.tp, dataParallel: p.dp, apiKey: "" });
   const ki = b.args.indexOf("--api-key");
-  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), "--tool-call-parser", m.toolParser, "--config", "…"];
+  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), "--tool-call-parser", m.toolParser, ...(m.reasoningParser ? ["--reasoning-parser", m.reasoningParser] : []), "--config", "…"];
   return `${w.env.length ? `${w.env.join(" ")} ` : ""}python3 ${args.map(shellQuote).join(" ")}`;
 }
 

@@ -17,6 +17,8 @@ export interface VllmPlan {
   pipelineParallel?: number;
   kvCacheDtype?: "auto" | "fp8" | "fp8_e5m2" | "fp8_e4m3";
   toolCallParser?: string;
+  /** The family's reasoning parser (`--reasoning-parser qwen3` …): without it the thinking lands in `content`. */
+  reasoningParser?: string | null;
 }
 
 /** `vllm serve MODEL …`; the key goes in VLLM_API_KEY. */
@@ -29,6 +31,7 @@ export function buildVllmArgs(p: VllmPlan): { cmd: string; args: string[]; keyEn
   if ((p.pipelineParallel ?? 1) > 1) a.push("--pipeline-parallel-size", String(p.pipelineParallel));
   if (p.kvCacheDtype && p.kvCacheDtype !== "auto") a.push("--kv-cache-dtype", p.kvCacheDtype);
   if (p.toolCallParser) a.push("--enable-auto-tool-choice", "--tool-call-parser", p.toolCallParser);
+  if (p.reasoningParser) a.push("--reasoning-parser", p.reasoningParser);
   return { cmd: "vllm", args: a, keyEnv: "VLLM_API_KEY" };
 }
 

@@ -3,7 +3,7 @@
  * with this machine's fit per entry, and the fit itself — the same code paths as `ocw fit --json`.
  */
 import { InputError } from "../../shared/errors";
-import { type CatalogView, FitInput, FitResult } from "../../shared/fit";
+import { type CatalogView, FitInput, type FitResult } from "../../shared/fit";
 import { randomBytes } from "node:crypto";
 import { accessSync, constants, statSync } from "node:fs";
 import path from "node:path";
@@ -16,7 +16,8 @@ import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "
 import { detectHardware, type HardwareReport } from "../hardware/detect";
 import { CATALOG } from "../models/catalog";
 import { DEFAULT_MIN_CTX, devicesFromHardware, propose } from "../models/plan";
-import { runFitPlan, toolVerifiedModels } from "./commands";
+import { planFit, toolVerifiedModels } from "./fit-service";
+import { isSetupError } from "../models/errors";
 import { findLlamaServer } from "./llama-server";
 
 /** Bad input to a setup route: an InputError, so the API maps it to a 400 with its message (shared/errors.ts). */
@@ -40,10 +41,13 @@ function hardware(): { hw: Promise<HardwareReport>; bin: string | null } {
 
 export async function setupFit(input: FitInput): Promise<FitResult> {
   const i = FitInput.parse(input ?? {});
-  const { hw } = hardware();
-  const r = await runFitPlan({ json: true, model: i.model, slots: i.slots?.toString(), minCtx: i.minCtx?.toString(), hardware: await hw });
-  if (r.code === 2) throw new SetupApiInputError(r.stderr.replace(/^ocw: /, "").trim());
-  return FitResult.parse(JSON.parse(r.stdout));
+  const { hw, bin } = hardware();
+  try {
+    return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx }, await hw, { llamaServer: bin });
+  } catch (e) {
+    if (isSetupError(e, "input")) throw new SetupApiInputError(e.message);
+    throw e;
+  }
 }
 
 export async function setupHardware(): Promise<FitResult["hardware"]> {
@@ -150,6 +154,8 @@ export function setupStartApi(input: SetupStartInput, store: TargetStore, publis
   const entry = { job: null as unknown as SetupJob, abort };
   const update = (job: SetupJob) => {
     entry.job = job;
+    // a start may have installed a runtime (or loaded GPUs): the next plan detects afresh
+    if (job.state !== "running") cached = null;
     first ??= job;
     publish(job);
   };

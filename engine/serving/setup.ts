@@ -15,9 +15,15 @@ import { readKey } from "./keys";
 import { alive, processStartTime, type ProcessIdentity } from "../process/process";
 import { LlamaSupervisor, type LoggedSizes, signalablePid, stopPid, waitHealthy } from "./llama-server";
 import { type VerifyResult, verifyEndpoint } from "./verify";
+import { SetupError, type SetupErrorData } from "../models/errors";
 
 /** Bad input: one line saying what to do; exit code 2. */
-export class SetupInputError extends Error {}
+export class SetupInputError extends SetupError {
+  constructor(message: string, data: SetupErrorData = {}) {
+    super("serving", message, data);
+    this.name = "SetupInputError";
+  }
+}
 
 export interface ServingRecord {
   /** The target's id, or `ID@N` for replica N of a pool target (then `replicaOf` is the target's id). */

@@ -17,23 +17,16 @@ import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { freePort, stopPid } from "./llama-server";
 import { finish, listServing, saveServing, stopServing } from "./setup";
-import { classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartJobOptions, StartError, withFreed } from "./start";
+import { classifyLog, type PhaseOps, type RunningGroup, runningGroups, type StartJobOptions, StartError, withFreed } from "./start-common";
+import { findRuntime, imageFor, installedVersion, versionProblem } from "./runtime-adapters";
 import { commandWords, shellQuote } from "../models/plan";
-import { type FitPick, FitResult } from "../../shared/fit";
-import { runFitPlan } from "./commands";
+import type { FitPick } from "../../shared/fit";
+import { planFit } from "./fit-service";
+import { isSetupError } from "../models/errors";
+import { parallelDevices } from "./parallel";
 import { verifyEndpoint } from "./verify";
 
-/** Container images, pinned; OCW_VLLM_IMAGE / OCW_SGLANG_IMAGE override them. */
-export const VLLM_IMAGE = "docker.io/vllm/vllm-openai:v0.11.0";
-export const SGLANG_IMAGE = "docker.io/lmsysorg/sglang:v0.5.3-cu129";
-
-function onPath(name: string, env: NodeJS.ProcessEnv): string | null {
-  for (const dir of (env.PATH ?? "").split(path.delimiter)) {
-    const p = dir && path.join(dir, name);
-    if (p && existsSync(p)) return p;
-  }
-  return null;
-}
+export { findRuntime, SGLANG_IMAGE, VLLM_IMAGE } from "./runtime-adapters";
 
 export interface RuntimeLaunch {
   how: "binary" | "container";
@@ -48,28 +41,6 @@ export interface RuntimeLaunch {
   configFile: string | null;
 }
 
-/** How this machine can run the runtime: its binary / Python package, else a container engine; null with why not. */
-export function findRuntime(runtime: "vllm" | "sglang", env: NodeJS.ProcessEnv = process.env, o: { binaryOnly?: boolean } = {}): { how: "binary" | "container"; bin: string } | { how: null; why: string } {
-  if (runtime === "vllm") {
-    const bin = env.OCW_VLLM_BIN || onPath("vllm", env);
-    if (bin) return { how: "binary", bin };
-  } else {
-    const py = env.OCW_PYTHON || onPath("python3", env) || onPath("python", env);
-    if (py) {
-      const r = spawnSync(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env, timeout: 20_000, stdio: "ignore" });
-      if (r.status === 0) return { how: "binary", bin: py };
-    }
-  }
-  const ce = o.binaryOnly ? null : env.OCW_CONTAINER_ENGINE || onPath("podman", env) || onPath("docker", env);
-  if (ce) return { how: "container", bin: ce };
-  return {
-    how: null,
-    why: runtime === "vllm"
-      ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp"
-      : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp",
-  };
-}
-
 /**
  * The launch of the planner's vLLM / SGLang command (`ocw fit --runtime … --json`'s pick): its words with only the
  * port, the host (0.0.0.0 inside a container) and SGLang's key file filled in; its environment (CUDA_VISIBLE_DEVICES
@@ -78,6 +49,8 @@ export function findRuntime(runtime: "vllm" | "sglang", env: NodeJS.ProcessEnv =
 export function buildLaunch(o: {
   runtime: "vllm" | "sglang"; found: { how: "binary" | "container"; bin: string }; command: string; port: number;
   key: string; configDir: string; env?: NodeJS.ProcessEnv;
+  /** The model (catalog id / repo) whose family picks the pinned image. */
+  family?: string;
 }): RuntimeLaunch {
   const env = o.env ?? process.env;
   const words = commandWords(o.command);
@@ -103,7 +76,7 @@ export function buildLaunch(o: {
     set("--config", o.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
   }
   if (o.found.how === "binary") return { how: "binary", cmd: o.found.bin, args, env: extraEnv, port: o.port, configFile };
-  const image = o.runtime === "vllm" ? env.OCW_VLLM_IMAGE || VLLM_IMAGE : env.OCW_SGLANG_IMAGE || SGLANG_IMAGE;
+  const image = imageFor(o.runtime, o.family ?? o.command, env);
   const hfCache = env.HF_HOME || path.join(os.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o.runtime;
   const run = [
@@ -141,11 +114,10 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o.hardware ?? (await detectHardware({}));
   // the same planner as `ocw fit --runtime vllm|sglang`: safetensors weights, tensor × data parallel over the GPUs
-  const planOn = async (h: typeof hw) => {
-    const fr = await runFitPlan({ json: true, runtime, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: h, store: o.store });
-    if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
-    return FitResult.parse(JSON.parse(fr.stdout));
-  };
+  const planOn = (h: typeof hw) => planFit({ runtime, model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx }, h, { store: o.store }).catch((e) => {
+    if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+    throw e;
+  });
   const idOf = (p: FitPick) => {
     const w = commandWords(p.command).args;
     return input.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
@@ -180,7 +152,12 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
 
   ops.begin("runtime", `looking for ${name}`);
-  ops.end(found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${runtime === "vllm" ? process.env.OCW_VLLM_IMAGE || VLLM_IMAGE : process.env.OCW_SGLANG_IMAGE || SGLANG_IMAGE})`);
+  // the family's minimum version (catalog), checked before anything is launched: an old runtime fails late and obscurely
+  const familyOf = `${pick.model} ${model}`;
+  const version = installedVersion(runtime, found, familyOf);
+  const tooOld = versionProblem(runtime, familyOf, version);
+  if (tooOld) throw new StartError({ phase: "runtime", kind: "runtime-version", cause: tooOld.cause, logLine: null, remedy: tooOld.remedy });
+  ops.end(`${found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${imageFor(runtime, familyOf)})`}${version.version ? `, version ${version.version}` : ", version not reported"}`);
   ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
   ops.cancelled();
 
@@ -195,10 +172,8 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   await stopServing(id);
   // the vendor tool's figures before this start (a replaced server's memory is free again)
   const before = replacing ? ((await detectHardware({}).catch(() => null)) ?? hw) : hw;
-  const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id) });
+  const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id), family: familyOf });
   // vLLM / SGLang claim their share of each GPU up front (--gpu-memory-utilization): that is what a replacement frees
-  // (imported here: parallel.ts → k8s.ts → this module would be a cycle at load)
-  const { parallelDevices } = await import("./parallel");
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index!]));
   const held = pick.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]!), bytes: d.budgetBytes })).filter((x): x is { index: number; bytes: number } => x.index !== undefined);
   job.launchedCommand = `${[...Object.entries(launch.env).map(([k, v]) => (k === "VLLM_API_KEY" ? `${k}=…` : `${k}=${shellQuote(v)}`))].join(" ")}${Object.keys(launch.env).length ? " " : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;

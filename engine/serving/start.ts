@@ -9,10 +9,10 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statfsSync, statSync } from "node:fs";
 import path from "node:path";
-import { FitResult, type FitPick } from "../../shared/fit";
+import type { FitPick } from "../../shared/fit";
 import { SetupJob, type SetupFailure, type SetupPhase, type SetupPhaseName, type SetupPlacement, SetupStartInput } from "../../shared/setup";
 import { type Target, type TargetCheck, targetSlug } from "../../shared/target";
-import { detectHardware, type HardwareReport } from "../hardware/detect";
+import { detectHardware, type HardwareReport, listLlamaDevices } from "../hardware/detect";
 import { findCatalog } from "../models/catalog";
 import { DownloadError, downloadFile } from "../models/download";
 import { hubEndpoint, hubHeaders, listRepoFiles, resolveUrl, type HubFile } from "../models/hf";
@@ -21,7 +21,8 @@ import { commandWords, devicesFromHardware, shellQuote } from "../models/plan";
 import { localPathFor, parseRepoRef } from "../models/resolve";
 import { stateDir } from "../store/paths";
 import type { TargetStore } from "../store/targets";
-import { runFitPlan } from "./commands";
+import { planFit } from "./fit-service";
+import { isSetupError } from "../models/errors";
 import { installPrebuilt } from "./get-llama";
 import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
@@ -30,77 +31,13 @@ import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./l
 import { finish, listServing, saveServing, type ServingRecord, servingAlive, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 import { runOtherRuntime } from "./start-runtimes";
+import { classifyDownload, classifyLog, type PhaseOps, type RunningGroup, runningGroups, StartError, type StartJobOptions, withFreed } from "./start-common";
+
+export { classifyDownload, classifyLog, type PhaseOps, type RunningGroup, runningGroups, StartError, type StartJobOptions, withFreed };
 
 const PHASES: SetupPhaseName[] = ["plan", "runtime", "download", "load", "warmup", "verify", "placement"];
 const MiB = 1024 ** 2;
 const GiB = 1024 ** 3;
-
-export interface StartJobOptions {
-  input: SetupStartInput;
-  store: TargetStore;
-  /** Every change of the job (throttled for download progress). */
-  onUpdate?: (job: SetupJob) => void;
-  signal?: AbortSignal;
-  hardware?: HardwareReport;
-  llamaServer?: string;
-  readyTimeoutMs?: number;
-  jobId?: string;
-  /** Asked once the plan is known, before any download or start (the CLI's question); false or a throw stops the job. */
-  confirm?: (job: SetupJob) => Promise<boolean>;
-}
-
-/** A start failure already classified. */
-export class StartError extends Error {
-  constructor(readonly failure: Omit<SetupFailure, "phase" | "logFile"> & { phase?: SetupPhaseName; logFile?: string | null }) {
-    super(failure.cause);
-  }
-}
-
-interface Rule {
-  kind: string;
-  re: RegExp;
-  remedy: (ctx: { bin: string | null }) => string;
-}
-
-/** Root causes llama-server (and vLLM/SGLang) print, most specific first. */
-const LOG_RULES: Rule[] = [
-  { kind: "out-of-memory", re: /out of memory|cudaMalloc failed|hipMalloc failed|ErrorOutOfDeviceMemory|failed to allocate .*buffer|unable to allocate|CUDA error: out of memory|torch\.OutOfMemoryError|not enough memory|No available memory for the cache blocks/i,
-    remedy: () => "the plan did not fit the memory that was free at start (another process may hold GPU memory: check nvidia-smi); choose fewer slots, a shorter context per slot or a smaller quant, or stop what uses the GPU" },
-  { kind: "unsupported-arch", re: /unknown model architecture|unknown architecture|architecture .* not supported|model type .* not supported|does not support the model/i,
-    remedy: ({ bin }) => `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)` },
-  { kind: "bad-flag", re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:/i,
-    remedy: ({ bin }) => `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which` },
-  { kind: "driver", re: /CUDA driver version is insufficient|no CUDA-capable device|cuInit|ggml_cuda_init: failed|ggml_vulkan: No devices found|hipErrorNoDevice|NVIDIA driver on your system is too old/i,
-    remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)" },
-  { kind: "library", re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
-    remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads" },
-  { kind: "model-load", re: /error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
-    remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew" },
-  { kind: "port", re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
-    remedy: () => "the port was taken between choosing and binding it: start again" },
-];
-
-/** The most telling line of a server log for a failed start, classified, with what to do. */
-export function classifyLog(log: string, bin: string | null = null): { kind: string; logLine: string | null; remedy: string } | null {
-  const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
-  for (const r of LOG_RULES) {
-    const line = lines.find((l) => r.re.test(l));
-    if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
-  }
-  const err = [...lines].reverse().find((l) => /\b(error|failed|fatal|abort|exception)\b/i.test(l) && !/Loading model/.test(l));
-  return err ? { kind: "other", logLine: err.slice(0, 400), remedy: "read the line above and the log file; `ocw doctor` checks the runtime" } : null;
-}
-
-/** A download error, classified. */
-export function classifyDownload(message: string): { kind: string; remedy: string } {
-  if (/GiB free|needs .* GiB/.test(message)) return { kind: "disk", remedy: "free disk space, or set OCW_STATE_DIR to a larger disk (models are stored under <state>/models)" };
-  if (/HTTP 40[13]|gated|private/.test(message)) return { kind: "auth", remedy: "the repository is gated or private: accept its license on huggingface.co and set HF_TOKEN where the engine starts" };
-  if (/HTTP 404|no Hugging Face repo|has no /.test(message)) return { kind: "not-found", remedy: "check the repository and quant names (`ocw fit --model REPO` lists the quants it has)" };
-  if (/checksum|sha256/.test(message)) return { kind: "checksum", remedy: "the file did not match the Hub's checksum and was removed: start again (a proxy or a broken mirror can cause this)" };
-  if (/cancel/.test(message)) return { kind: "cancelled", remedy: "start again to resume from the bytes already on disk" };
-  if (/broke at|size mismatch/.test(message)) return { kind: "network", remedy: "the connection broke: start again, the download resumes where it stopped" };
-  return { kind: "network", remedy: "the Hub (or OCW_HF_ENDPOINT) cannot be reached from the engine's machine: check the network, or download the file yourself and pass its path" };
-}
 
 export interface ModelFiles {
   /** What to launch with -m (the first shard of a split model). */
@@ -239,6 +176,62 @@ function newJob(jobId: string, runtime: SetupJob["runtime"]): SetupJob {
   };
 }
 
+/** The download phase: every file of the model (all shards), the disk checked first, progress, resume, checksums. */
+async function downloadPhase(modelArg: { flag: string; value: string }, ops: PhaseOps, signal?: AbortSignal): Promise<ModelFiles> {
+  const files = await modelFiles(modelArg).catch((e) => {
+    if (e instanceof StartError) throw new StartError({ ...e.failure, phase: "download" });
+    const c = classifyDownload((e as Error).message);
+    throw new StartError({ phase: "download", kind: c.kind, cause: describeFetchError(e, hubEndpoint()), logLine: null, remedy: c.remedy });
+  });
+  if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
+  else {
+    ops.begin("download", `${files.downloads.length} file(s) to ${path.dirname(files.downloads[0]!.dest)}`);
+    const total = files.downloads.every((d) => d.size) ? files.downloads.reduce((a, d) => a + d.size!, 0) : null;
+    const onDisk = (d: ModelFiles["downloads"][number]) => (existsSync(d.dest) ? statSync(d.dest).size : existsSync(`${d.dest}.part`) ? statSync(`${d.dest}.part`).size : 0);
+    if (total !== null) {
+      const need = files.downloads.reduce((a, d) => a + Math.max(0, d.size! - onDisk(d)), 0);
+      const dir = path.dirname(files.downloads[0]!.dest);
+      mkdirSync(dir, { recursive: true });
+      const fs = statfsSync(dir);
+      const free = Number(fs.bavail) * Number(fs.bsize);
+      if (need > free) {
+        throw new StartError({ kind: "disk", cause: `the model needs ${(need / GiB).toFixed(1)} GiB more on disk (${files.downloads.length} file(s)) but ${dir} has ${(free / GiB).toFixed(1)} GiB free`, logLine: null, remedy: classifyDownload("GiB free").remedy });
+      }
+    }
+    let doneBefore = 0;
+    let resumed = 0;
+    const tStart = performance.now();
+    const verified: string[] = [];
+    for (const [i, d] of files.downloads.entries()) {
+      ops.cancelled();
+      const r = await downloadFile({
+        url: d.url, dest: d.dest, expectedSize: d.size, sha256: d.sha256, headers: hubHeaders(), signal,
+        onProgress: (p) => {
+          const done = doneBefore + p.received;
+          const rate = (done - resumed - (i === 0 ? p.resumedFrom : 0)) / Math.max(0.001, (performance.now() - tStart) / 1000);
+          ops.phase("download").progress = {
+            done, total, bytesPerSec: Math.max(0, rate), etaSec: total !== null && rate > 0 ? Math.max(0, (total - done) / rate) : null,
+            file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed + p.resumedFrom,
+          };
+          ops.emit(false);
+        },
+      }).catch((e) => {
+        const msg = (e as Error).message;
+        const c = e instanceof DownloadError ? classifyDownload(msg) : classifyDownload(msg);
+        throw new StartError({ kind: c.kind, cause: describeFetchError(e, d.url), logLine: null, remedy: c.remedy });
+      });
+      resumed += r.resumedFrom;
+      doneBefore += r.bytes;
+      verified.push(`${d.name} ${r.verified}${r.resumedFrom ? ` (resumed at ${(r.resumedFrom / MiB).toFixed(0)} MiB)` : ""}`);
+      ops.phase("download").progress = { done: doneBefore, total, bytesPerSec: null, etaSec: total !== null ? 0 : null, file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed };
+      ops.emit();
+    }
+    const secs = (performance.now() - tStart) / 1000;
+    ops.end(`${files.downloads.length} file(s), ${(doneBefore / GiB).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB / Math.max(secs, 0.001)).toFixed(1)} MiB/s` : ", already on disk"}`);
+  }
+  return files;
+}
+
 /** Runs a whole start; never throws: a failure is the job's `failure` (state "failed"). */
 export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
   const input = SetupStartInput.parse(o.input);
@@ -292,10 +285,24 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         throw new StartError({ kind: "not-found", cause: (e as Error).message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
       }
       const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
-      const planOn = async (h: HardwareReport) => {
-        const fr = await runFitPlan({ json: true, model: input.model, slots: input.slots?.toString(), minCtx: input.minCtx?.toString(), ctxPerSlot: input.ctx?.toString(), hardware: h, store: o.store });
-        if (fr.code === 2) throw new StartError({ kind: "input", cause: fr.stderr.replace(/^ocw: /, "").trim(), logLine: null, remedy: "fix the model, slots or context and start again" });
-        return FitResult.parse(JSON.parse(fr.stdout));
+      // the KV cache type of the plan the person saw is kept (one KV type from plan to start); when it no longer fits
+      // (free memory changed) the start plans freely and says so
+      let keepCache = input.cacheType;
+      let cacheNote = "";
+      const planOnce = (h: HardwareReport, llamaServer: string | null, nvcc: boolean | undefined, cacheType: SetupStartInput["cacheType"]) =>
+        planFit({ model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, cacheType }, h, { llamaServer, store: o.store, nvcc }).catch((e) => {
+          if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+          throw e;
+        });
+      const planOn = async (h: HardwareReport, llamaServer: string | null = bin, nvcc?: boolean) => {
+        const r = await planOnce(h, llamaServer, nvcc, keepCache);
+        if (r.pick || !keepCache) return r;
+        const free = await planOnce(h, llamaServer, nvcc, undefined);
+        if (free.pick) {
+          cacheNote = `; the ${keepCache} KV cache of the plan shown no longer fits (free memory changed): ${free.pick.cacheType ?? "another"} instead`;
+          keepCache = undefined;
+        }
+        return free;
       };
       let fit = await planOn(hw);
       // a running server of the target this setup replaces is stopped before the load: plan with its memory free
@@ -309,14 +316,14 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         }
       }
       if (!fit.pick) throw new StartError({ kind: "no-fit", cause: input.model ? (fit.problem ?? `${input.model} does not fit this machine`) : `nothing in the catalog fits this machine: ${fit.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
-      const pick = fit.pick;
-      const entry = findCatalog(pick.model);
+      let pick = fit.pick;
+      let entry = findCatalog(pick.model);
       Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
-      const words = commandWords(pick.command);
-      const mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
+      let words = commandWords(pick.command);
+      let mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
       if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
       const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / GiB).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
-      end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}${held}`);
+      end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}${held}${cacheNote}`);
       cancelled();
       if (o.confirm) {
         const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
@@ -332,6 +339,10 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
           root: path.join(stateDir(), "llama"), gpus: hw.gpus,
+          onBuildLine: (line) => {
+            phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
+            emit(false);
+          },
           onProgress: (asset, p) => {
             phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
             emit(false);
@@ -340,62 +351,29 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
           throw new StartError({ kind: "runtime", cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, process.env.OCW_LLAMA_RELEASES_URL ?? "https://api.github.com")}`, logLine: null, remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh" });
         });
         bin = got.bin;
-        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}`);
+        // plan again on what the installed build itself lists (its --list-devices): a Vulkan build names Vulkan0,
+        // not CUDA0, and a build that sees no GPU gets a CPU plan — never a flag the binary refuses
+        const listed = await listLlamaDevices(bin);
+        const base = replacing ? withFreed(hw, replacing.bytes) : hw;
+        // a build that cannot list its devices is planned by what it is (a Vulkan build names Vulkan0 …)
+        const again = listed ? await planOn({ ...base, llamaDevices: listed }, bin) : await planOn({ ...base, llamaDevices: null }, null, got.variant === "cuda");
+        if (!again.pick) throw new StartError({ kind: "no-fit", cause: `the installed llama.cpp ${got.variant} build lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`, logLine: null, remedy: "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context" });
+        const changed = again.pick.command !== pick.command;
+        if (changed) {
+          pick = again.pick;
+          entry = findCatalog(pick.model);
+          words = commandWords(pick.command);
+          mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
+          if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
+          Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
+        }
+        hw.llamaDevices = listed;
+        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}; ${listed === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed.length ? listed.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick.command}` : ""}`);
       }
       cancelled();
 
       // ── download: every file of the model (all shards), disk space first
-      const files = await modelFiles({ flag: words.args[mi]!, value: words.args[mi + 1]! }).catch((e) => {
-        if (e instanceof StartError) throw new StartError({ ...e.failure, phase: "download" });
-        const c = classifyDownload((e as Error).message);
-        throw new StartError({ phase: "download", kind: c.kind, cause: describeFetchError(e, hubEndpoint()), logLine: null, remedy: c.remedy });
-      });
-      if (!files.downloads.length) skip("download", `local file ${files.local}`);
-      else {
-        begin("download", `${files.downloads.length} file(s) to ${path.dirname(files.downloads[0]!.dest)}`);
-        const total = files.downloads.every((d) => d.size) ? files.downloads.reduce((a, d) => a + d.size!, 0) : null;
-        const onDisk = (d: ModelFiles["downloads"][number]) => (existsSync(d.dest) ? statSync(d.dest).size : existsSync(`${d.dest}.part`) ? statSync(`${d.dest}.part`).size : 0);
-        if (total !== null) {
-          const need = files.downloads.reduce((a, d) => a + Math.max(0, d.size! - onDisk(d)), 0);
-          const dir = path.dirname(files.downloads[0]!.dest);
-          mkdirSync(dir, { recursive: true });
-          const fs = statfsSync(dir);
-          const free = Number(fs.bavail) * Number(fs.bsize);
-          if (need > free) {
-            throw new StartError({ kind: "disk", cause: `the model needs ${(need / GiB).toFixed(1)} GiB more on disk (${files.downloads.length} file(s)) but ${dir} has ${(free / GiB).toFixed(1)} GiB free`, logLine: null, remedy: classifyDownload("GiB free").remedy });
-          }
-        }
-        let doneBefore = 0;
-        let resumed = 0;
-        const tStart = performance.now();
-        const verified: string[] = [];
-        for (const [i, d] of files.downloads.entries()) {
-          cancelled();
-          const r = await downloadFile({
-            url: d.url, dest: d.dest, expectedSize: d.size, sha256: d.sha256, headers: hubHeaders(), signal: o.signal,
-            onProgress: (p) => {
-              const done = doneBefore + p.received;
-              const rate = (done - resumed - (i === 0 ? p.resumedFrom : 0)) / Math.max(0.001, (performance.now() - tStart) / 1000);
-              phase("download").progress = {
-                done, total, bytesPerSec: Math.max(0, rate), etaSec: total !== null && rate > 0 ? Math.max(0, (total - done) / rate) : null,
-                file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed + p.resumedFrom,
-              };
-              emit(false);
-            },
-          }).catch((e) => {
-            const msg = (e as Error).message;
-            const c = e instanceof DownloadError ? classifyDownload(msg) : classifyDownload(msg);
-            throw new StartError({ kind: c.kind, cause: describeFetchError(e, d.url), logLine: null, remedy: c.remedy });
-          });
-          resumed += r.resumedFrom;
-          doneBefore += r.bytes;
-          verified.push(`${d.name} ${r.verified}${r.resumedFrom ? ` (resumed at ${(r.resumedFrom / MiB).toFixed(0)} MiB)` : ""}`);
-          phase("download").progress = { done: doneBefore, total, bytesPerSec: null, etaSec: total !== null ? 0 : null, file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed };
-          emit();
-        }
-        const secs = (performance.now() - tStart) / 1000;
-        end(`${files.downloads.length} file(s), ${(doneBefore / GiB).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB / Math.max(secs, 0.001)).toFixed(1)} MiB/s` : ", already on disk"}`);
-      }
+      const files = await downloadPhase({ flag: words.args[mi]!, value: words.args[mi + 1]! }, { begin, end, skip, emit, cancelled, phase }, o.signal);
       cancelled();
 
       // ── load: the planner's command(s) — one per replica of a pool — with the local file, a free port and the alias
@@ -586,39 +564,6 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
   return job;
 }
 
-/** The live servers of one target (all replicas of a pool) and the GPU memory they hold, by the vendor tool's index. */
-export interface RunningGroup {
-  id: string;
-  recs: ServingRecord[];
-  bytes: Map<number, number>;
-}
-
-export function runningGroups(recs: ServingRecord[] = listServing()): RunningGroup[] {
-  const m = new Map<string, RunningGroup>();
-  for (const r of recs) {
-    // alive as recorded: a pid another process holds now is not our server, its GPU memory not ours to replace
-    if (!servingAlive(r) || !r.gpuBytes?.length) continue;
-    const id = r.replicaOf ?? r.targetId;
-    const g = m.get(id) ?? { id, recs: [], bytes: new Map<number, number>() };
-    g.recs.push(r);
-    for (const x of r.gpuBytes) g.bytes.set(x.index, (g.bytes.get(x.index) ?? 0) + x.bytes);
-    m.set(id, g);
-  }
-  return [...m.values()];
-}
-
-/** The hardware as it will be once those servers are stopped: their memory free again. */
-export function withFreed(hw: HardwareReport, bytes: Map<number, number>): HardwareReport {
-  return {
-    ...hw,
-    gpus: hw.gpus.map((g) => {
-      const b = bytes.get(g.index) ?? 0;
-      if (!b || g.freeBytes === null) return g;
-      return { ...g, freeBytes: Math.min(g.totalBytes, g.freeBytes + b), usedBytes: g.usedBytes === null ? null : Math.max(0, g.usedBytes - b) };
-    }),
-  };
-}
-
 /**
  * Whether starting this pick stops that running target (setup stops the target it saves before loading): the same
  * id — the one asked, or the one setup derives from the model (catalog name + quant, else the model file's alias).
@@ -639,16 +584,6 @@ export function replaces(pick: FitPick, g: RunningGroup, inputId?: string): bool
   const [repo, quant] = value.split(":");
   const dir = path.join(stateDir(), "models", repo!.replace("/", "__"));
   return file.startsWith(dir + path.sep) && (!quant || pathHasQuant(path.relative(dir, file), quant));
-}
-
-/** The helpers the other runtimes' phases use (start-runtimes.ts). */
-export interface PhaseOps {
-  begin: (name: SetupPhaseName, detail: string) => void;
-  end: (detail?: string, status?: SetupPhase["status"]) => void;
-  skip: (name: SetupPhaseName, detail: string) => void;
-  emit: (force?: boolean) => void;
-  cancelled: () => void;
-  phase: (name: SetupPhaseName) => SetupPhase;
 }
 
 /** A pool's verdict: its weakest replica's outcome, every replica's checks (named), slots summed. */

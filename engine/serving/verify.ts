@@ -6,6 +6,8 @@
  *               other engines: what they expose
  *  concurrency— N simultaneous streamed requests overlap in wall time (overlap factor = N·t1 / t_N)
  *  capability — a small coding task, executed and checked (a model that answers "hello" cannot pass)
+ *  reasoning  — the model's thinking stays out of `content` (no `<think>…</think>` in the answers): a server without
+ *               the family's reasoning parser is cannot-build, with the flag to add
  *  tools      — a tool-call round trip with OpenCode's tool schemas (tool-probe.ts): a server that refuses `tools`
  *               (llama-server --no-jinja) or returns calls as text fails with cannot-build; a model that does not call
  *               the tool or ignores its result makes the target underpowered
@@ -25,6 +27,16 @@ import { toolRoundTrip } from "./tool-probe";
  * limit is 8,192. Checked for servers whose default is below it without the person choosing (ollama, LM Studio).
  */
 export const WORKER_MIN_CTX = 16384;
+
+/**
+ * OpenCode's first request with our agent, in tokens: measured by test/integration/setup-first-request.test.ts (a real
+ * opencode worker against the scripted model: 9 tools, messages 2,869 + tool schemas 17,840 characters ≈ 5,917 tokens
+ * at 3.5 characters per token — what BPE tokenizers give for English and JSON, the safe end), rounded up to 6,144. A slot with less context than this plus room for the
+ * first answer (FIRST_ANSWER_TOKENS) cannot take a worker's first turn at all: cannot-build, whatever was asked.
+ */
+export const OPENCODE_FIRST_REQUEST_TOKENS = 6144;
+export const FIRST_ANSWER_TOKENS = 1024;
+export const MIN_SLOT_CTX = OPENCODE_FIRST_REQUEST_TOKENS + FIRST_ANSWER_TOKENS;
 
 export type Outcome = "built" | "underpowered" | "cannot-build";
 
@@ -63,6 +75,9 @@ export interface VerifyResult {
 
 type Chat = { choices?: { message?: { content?: string; reasoning_content?: string } }[]; error?: { message?: string } };
 
+/** Thinking markers that must never reach `content`: <think>…</think> (Qwen3, GLM, DeepSeek) and harmony's analysis channel. */
+const THINKING_IN_CONTENT = /<\/?think>|<\|channel\|>\s*analysis/;
+
 const CAPABILITY_TASK = [
   "Write a JavaScript function named sumOfSquares(n) that returns 1*1 + 2*2 + ... + n*n for a non-negative integer n",
   "(0 for n = 0). Reply with only the code in one ```js code block, no explanation.",
@@ -95,11 +110,10 @@ export function checkCapabilityAnswer(text: string): { passed: boolean; evidence
 }
 
 /**
- * The most prompt tokens each request of the pool check sends: what an OpenCode worker needs at least (its ≈ 4.9k
- * first request plus 8k of output). Beyond it the context per slot is taken from /props: proving 4 × 128k would mean
- * half a million tokens of prefill in verify, and a pool sized for one slot (the usual mistake) fails long before.
+ * The pool check fills every slot to its whole context at once (N × ctx tokens of prefill): a pool that holds less
+ * fails, whatever /props says. (It used to stop at 16k per request, which passed a 65,536-token pool asked for
+ * 4 × 32,768.) It costs N × ctx tokens of prompt processing once per setup.
  */
-export const POOL_CHECK_MAX_TOKENS = WORKER_MIN_CTX;
 const POOL_UNIT = "The build runs every test in the repository and reports each failure with its file and line. ";
 
 /**
@@ -112,7 +126,7 @@ export async function poolCheck(o: { root: string; chatUrl: string; key: string 
   const perUnit = Array.isArray(tok.body?.tokens) ? tok.body.tokens.length : 0;
   if (!perUnit) return { passed: null, evidence: `not checked: /tokenize → ${tok.status || tok.error}` };
   const maxTokens = 8;
-  const fill = Math.min(o.ctx, POOL_CHECK_MAX_TOKENS) - maxTokens - 160;
+  const fill = o.ctx - maxTokens - 160;
   const units = Math.max(1, Math.floor(fill / perUnit));
   const t0 = performance.now();
   const runs = await Promise.all(Array.from({ length: o.n }, (_, i) => httpJson<{ usage?: { prompt_tokens?: number }; error?: { message?: string } }>(o.chatUrl, {
@@ -124,14 +138,19 @@ export async function poolCheck(o: { root: string; chatUrl: string; key: string 
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
   const prompt = Math.max(...runs.map((r) => r.body?.usage?.prompt_tokens ?? 0)) || units * perUnit;
   const failed = runs.filter((r) => r.status !== 200);
-  const capped = o.ctx > POOL_CHECK_MAX_TOKENS ? ` (exercised up to ${POOL_CHECK_MAX_TOKENS} of the ${o.ctx} per slot)` : "";
-  if (!failed.length) return { passed: true, evidence: `${o.n} requests × ${prompt} prompt tokens at once (${o.n * prompt} cells) all answered in ${secs} s${capped}` };
+  if (!failed.length) return { passed: true, evidence: `${o.n} requests × ${prompt} prompt tokens at once (${o.n * prompt} cells) all answered in ${secs} s` };
   const why = failed[0]!.body?.error?.message ?? (failed[0]!.text.slice(0, 120) || failed[0]!.error || `HTTP ${failed[0]!.status}`);
   return {
     passed: false,
     evidence: `${o.n} requests × ${prompt} prompt tokens at once: ${failed.length} of ${o.n} failed (${failed[0]!.status || "no answer"}: ${why}) in ${secs} s — the server's KV pool holds fewer than ${o.n} × ${o.ctx} tokens at once ` +
       `(with --kv-unified, -c is one pool shared by all slots): start it with -c ${o.n * o.ctx} -np ${o.n} --kv-unified, or use fewer slots`,
   };
+}
+
+/** Why a slot of this context cannot take a worker at all (below OpenCode's first request + its answer), or null. */
+export function minSlotProblem(ctx: number | null): string | null {
+  if (ctx === null || ctx >= MIN_SLOT_CTX) return null;
+  return `${ctx} tokens per slot is less than OpenCode's first request needs (≈ ${OPENCODE_FIRST_REQUEST_TOKENS} tokens with our agent, plus ${FIRST_ANSWER_TOKENS} for its answer): no worker can start — give each slot at least 32768 (llama-server -c <slots × 32768> -np <slots> --kv-unified)`;
 }
 
 export function overlapFactor(singleMs: number, wallMs: number, n: number): number {
@@ -177,11 +196,11 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const refused = (s: number) => s === 401 || s === 403;
     const ok = refused(noKey.status) && refused(wrong.status);
     add({ name: "auth", passed: ok, evidence: `without key → ${noKey.status}, wrong key → ${wrong.status}, with key → 200` });
+  } else if (isLoopback(root)) {
+    // a server only this machine can reach, without a key: nothing to refuse — not a failed check
+    add({ name: "auth", passed: true, evidence: "no key (loopback only): the endpoint listens on this machine only and takes requests without a key" });
   } else {
-    add({
-      name: "auth", passed: false,
-      evidence: `no key configured: the endpoint accepts unauthenticated requests${isLoopback(root) ? " (loopback only)" : ""}`,
-    });
+    add({ name: "auth", passed: false, evidence: "no key configured: the endpoint accepts unauthenticated requests from the network — start it with an API key and name its variable" });
   }
 
   // slots
@@ -212,12 +231,20 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
           pool = { passed: true, evidence: `${again.evidence}; at the reported ${perSlot} per slot: ${pool.evidence.replace(/ — .*$/, "")} — one KV pool of ${perSlot} shared by ${v.slots} slots: each worker is given ${share}` };
         }
       }
+      if (pool.passed === null && v.perSlotCtx === null) {
+        // the pool could not be exercised: a unified pool is shared, so each slot counts on pool ÷ N
+        const share = Math.floor(perSlot / v.slots / 256) * 256;
+        observed.perSlotCtx = share;
+        pool = { passed: null, evidence: `${pool.evidence}; one KV pool may be shared by the ${v.slots} slots: each worker is given ${perSlot} ÷ ${v.slots} = ${share}` };
+      }
       okPool = pool.passed !== false;
       // what was proven for N slots at once: the asked context (a unified pool reports its whole size per slot)
       if (pool.passed && v.perSlotCtx !== null && perSlot > v.perSlotCtx) observed.perSlotCtx = v.perSlotCtx;
       evidence += `; pool: ${pool.evidence}`;
     }
-    add({ name: "slots", passed: okSlots && okCtx && okPool, evidence });
+    const floor = minSlotProblem(observed.perSlotCtx ?? perSlot);
+    if (floor) evidence += `; ${floor}`;
+    add({ name: "slots", passed: okSlots && okCtx && okPool && !floor, evidence });
   } else if (v.engine === "ollama" || v.engine === "lmstudio") {
     // the context the loaded model really has (the reachable request above loaded it)
     let ctx: number | null = null;
@@ -249,9 +276,10 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
     observed.perSlotCtx = ctx;
     const okCtx = v.perSlotCtx === null || ctx === null || ctx >= v.perSlotCtx;
+    const floor = minSlotProblem(ctx);
     add({
-      name: "slots", passed: okCtx,
-      evidence: ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`,
+      name: "slots", passed: okCtx && !floor,
+      evidence: (ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`) + (floor ? `; ${floor}` : ""),
     });
   }
 
@@ -332,6 +360,17 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   else capCheck = checkCapabilityAnswer(cap.body?.choices?.[0]?.message?.content ?? "");
   add({ name: "capability", ...capCheck });
 
+  // reasoning: a thinking model's thoughts belong in reasoning_content; in `content` OpenCode takes them for the answer
+  const answers = [r.body?.choices?.[0]?.message?.content ?? "", cap.status === 200 ? (cap.body?.choices?.[0]?.message?.content ?? "") : ""];
+  const leak = answers.map((a) => THINKING_IN_CONTENT.exec(a)?.[0]).find(Boolean);
+  const hadReasoning = [r.body, cap.body].some((b) => !!(b?.choices?.[0]?.message?.reasoning_content || (b?.choices?.[0]?.message as { reasoning?: string } | undefined)?.reasoning));
+  add({
+    name: "reasoning", passed: !leak,
+    evidence: leak
+      ? `the answer's content holds the model's thinking (${JSON.stringify(leak)} …): the server has no reasoning parser for this model — ${v.engine === "llama.cpp" ? "start llama-server with --jinja (and --reasoning-format auto)" : `start ${v.engine} with the family's --reasoning-parser (qwen3 for Qwen3.x, ${v.engine === "vllm" ? "openai_gptoss" : "gpt-oss"} for gpt-oss, glm45 for GLM-4.x)`}`
+      : hadReasoning ? "thinking returned apart from the answer (reasoning_content)" : "no thinking in the answers' content",
+  });
+
   // tools: the round trip every worker turn makes
   let toolsBlocking = false;
   if (v.tools !== false) {
@@ -350,6 +389,9 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   } else if (!authOk) {
     outcome = "cannot-build";
     summary = `auth check failed: ${by("auth").evidence}`;
+  } else if (!by("reasoning").passed) {
+    outcome = "cannot-build";
+    summary = `the model's thinking lands in its answers: ${by("reasoning").evidence}`;
   } else if (toolsBlocking) {
     outcome = "cannot-build";
     summary = `tool calls do not work: ${by("tools").evidence}`;

@@ -75,7 +75,7 @@ describe("setup.capture / setup.provider: saved only after a real verify", () =>
     expect(r.outcome).toBe("built");
     expect(r.saved).toBe(true);
     expect(r.active).toBe(true);
-    expect(r.checks.map((c) => c.name)).toEqual(["reachable", "auth", "slots", "concurrency", "capability", "tools"]);
+    expect(r.checks.map((c) => c.name)).toEqual(["reachable", "auth", "slots", "concurrency", "capability", "reasoning", "tools"]);
     const list = await eng.client.targets.list.query();
     expect(list.active).toBe("scripted");
     expect(list.targets.find((t) => t.id === "scripted")).toMatchObject({ outcome: "built", keyRef: "OCW_TEST_SCRIPTED_KEY" });

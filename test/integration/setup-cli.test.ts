@@ -51,7 +51,7 @@ describe("ocw (model setup commands) as a process", () => {
   it("setup → underpowered (exit 3); kill -9 of the server → the supervisor restarts it; serving stop", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const models = await writeTinyModels(tmp, VOCAB!);
-    const r = await ocw(["setup", "--runtime", "llama.cpp", "--model", models.lfm2, "--slots", "2", "--ctx", "2048", "--llama-server", BIN!, "--yes", "--json"], { OCW_SUPERVISOR_CMD: JSON.stringify([process.execPath, bundle]) }, 170_000);
+    const r = await ocw(["setup", "--runtime", "llama.cpp", "--model", models.lfm2, "--slots", "2", "--ctx", "8192", "--llama-server", BIN!, "--yes", "--json"], { OCW_SUPERVISOR_CMD: JSON.stringify([process.execPath, bundle]) }, 170_000);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(3);
     const j = JSON.parse(r.stdout);

@@ -15,6 +15,8 @@ import { BUNDLE } from "../helpers";
 const run = promisify(execFile);
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-fit-scen-"));
 const FAKE_BIN = path.join(__dirname, "../fixtures/hardware/bin");
+const FAKE_NVCC = path.join(tmp, "nvcc");
+writeFileSync(FAKE_NVCC, "#!/bin/sh\necho 'Cuda compilation tools, release 12.8'\n", { mode: 0o755 });
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;
 
@@ -35,6 +37,8 @@ async function fit(args: string[], hw: { nvidia?: string; rocm?: string; ramGiB:
   const env: NodeJS.ProcessEnv = {
     HOME: process.env.HOME, PATH: [FAKE_BIN, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
     OCW_STATE_DIR: path.join(tmp, "state"), OCW_LLAMA_CACHE: path.join(tmp, "no-llama"), OCW_RAM_BYTES: String(hw.ramGiB * GiB),
+    // a CUDA toolkit is here: with no llama-server yet, NVIDIA GPUs are planned for the CUDA source build (CUDA0 …)
+    OCW_NVCC: FAKE_NVCC,
     ...(hw.nvidia ? { OCW_FAKE_NVIDIA_SMI: hw.nvidia } : {}), ...(hw.rocm ? { OCW_FAKE_ROCM_SMI: hw.rocm } : {}), ...extraEnv,
   };
   try {
@@ -102,12 +106,12 @@ describe("ocw fit --json on simulated machines", () => {
     expect(j.pick!.ctxPerSlot).toBeGreaterThanOrEqual(32768);
     expect(j.hardware.gpus).toHaveLength(8);
   });
-  it("AMD 24 GB and 192 GB → ROCm device ids", async () => {
+  it("AMD 24 GB and 192 GB on Linux, no llama-server yet → the Vulkan build setup installs (llama.cpp has no Linux ROCm prebuilt in the pin), its device ids", async () => {
     const a = FitResult.parse(JSON.parse((await fit(["--json"], { rocm: rocm("Radeon RX 7900 XTX", 25753026560, 1102827520), ramGiB: 64 })).stdout));
-    expect(a.pick!.devices[0]!.name).toBe("ROCm0 Radeon RX 7900 XTX");
+    expect(a.pick!.devices[0]!.name).toBe("Vulkan0 Radeon RX 7900 XTX");
     expect(a.pick!.placement).toBe("gpu");
     const b = FitResult.parse(JSON.parse((await fit(["--json"], { rocm: rocm("AMD Instinct MI300X", 192 * GiB, 300 * MiB), ramGiB: 512 })).stdout));
-    expect([b.pick!.quant, b.pick!.devices[0]!.name]).toEqual(["Q8_0", "ROCm0 AMD Instinct MI300X"]);
+    expect([b.pick!.quant, b.pick!.devices[0]!.name]).toEqual(["Q8_0", "Vulkan0 AMD Instinct MI300X"]);
   });
   it("CPU only, 16 GiB → gpt-oss-20b on the CPU, 1 slot; 8 GiB → exit 3 with what to change", async () => {
     const r = await fit(["--json"], { ramGiB: 16 });

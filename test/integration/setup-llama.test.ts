@@ -50,7 +50,7 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
   it("starts a key-protected server, verifies it and honestly reports underpowered", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const t0 = performance.now();
-    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "2048", llamaServer: BIN, yes: true, json: true });
+    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: BIN, yes: true, json: true });
     const ms = performance.now() - t0;
     code = r.code;
     expect(r.stderr).toBe("");
@@ -83,8 +83,8 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     expect((await httpJson(`${root}/v1/models`, { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
     const props: any = (await httpJson(`${root}/props`, { headers: { authorization: `Bearer ${key}` } })).body;
     expect(props.total_slots).toBe(4);
-    // unified KV: each of the 4 slots may use the whole 4 × 2048 context — the full per-slot context, not c/N
-    expect(props.default_generation_settings.n_ctx).toBe(8192);
+    // unified KV: each of the 4 slots may use the whole 4 × 8192 context — the full per-slot context, not c/N
+    expect(props.default_generation_settings.n_ctx).toBe(32768);
     expect(new URL(root).hostname).toBe("127.0.0.1");
   });
 
@@ -92,8 +92,8 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     if (SKIP || !json) return ctx.skip(SKIP ?? "setup did not run");
     const store = new TargetStore();
     const t = store.get(json.target.id)!;
-    expect(t).toMatchObject({ outcome: "underpowered", serving: { engine: "llama.cpp", slots: 4, perSlotCtx: 2048 } });
-    expect(t.checks).toHaveLength(6);
+    expect(t).toMatchObject({ outcome: "underpowered", serving: { engine: "llama.cpp", slots: 4, perSlotCtx: 8192 } });
+    expect(t.checks).toHaveLength(7);
     // a random-weight model never calls a tool: the server takes the tools, the model does not use them
     expect(t.checks.find((c: { name: string }) => c.name === "tools")).toMatchObject({ passed: false });
     expect(store.list().active).toBeNull();
@@ -105,21 +105,21 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     const { readFileSync } = await import("node:fs");
     const { parseServerLog } = await import("../../engine/serving/llama-server");
     const logged = parseServerLog(readFileSync(json.server.logFile, "utf8"));
-    expect(logged.kv[0]!.cells).toBe(8192);
+    expect(logged.kv[0]!.cells).toBe(32768);
     expect(logged.kv[0]!.streams).toBe(1);
     const planned = json.job.pick.devices.reduce((a: number, d: any) => a + d.breakdown.kvBytes, 0);
     expect(logged.kv[0]!.MiB.toFixed(2)).toBe((planned / 2 ** 20).toFixed(2));
-    // the launch is the plan's command: 4 slots × 2048 in one unified pool
-    expect(json.server.args.join(" ")).toMatch(/-c 8192 -np 4 --kv-unified/);
+    // the launch is the plan's command: 4 slots × 8192 in one unified pool
+    expect(json.server.args.join(" ")).toMatch(/-c 32768 -np 4 --kv-unified/);
   });
 
   it("captures the running llama-server (key by env-var name)", async (ctx) => {
     if (SKIP || !json) return ctx.skip(SKIP ?? "setup did not run");
     const key = readKey(json.target.keyFile);
-    const r = await setupCapture({ url: json.target.endpoint, apiKeyEnv: "OCW_TEST_LLAMA_KEY", env: { OCW_TEST_LLAMA_KEY: key }, ctx: 2048 });
-    // /props says 8192 per slot, but that is one pool of 8192 for the 4: what is recorded is what the 4 long requests
-    // at once proved (2048 each); with no --ctx the pool is found by itself (setup-verify-pool.test.ts)
-    expect(r.target.serving).toMatchObject({ engine: "llama.cpp", slots: 4, perSlotCtx: 2048 });
+    const r = await setupCapture({ url: json.target.endpoint, apiKeyEnv: "OCW_TEST_LLAMA_KEY", env: { OCW_TEST_LLAMA_KEY: key }, ctx: 8192 });
+    // /props says 32768 per slot, but that is one pool of 32768 for the 4: what is recorded is what the 4 long requests
+    // at once proved (8192 each); with no --ctx the pool is found by itself (setup-verify-pool.test.ts)
+    expect(r.target.serving).toMatchObject({ engine: "llama.cpp", slots: 4, perSlotCtx: 8192 });
     expect(r.checks.find((c) => c.name === "slots")!.evidence).toMatch(/pool: 4 requests × \d+ prompt tokens at once .* all answered/);
     expect(r.target.keyRef).toBe("OCW_TEST_LLAMA_KEY");
     expect(JSON.stringify(r.target)).not.toContain(key);
@@ -171,7 +171,7 @@ describe("concurrency is measured, not assumed", () => {
   it("a one-slot server fails the overlap check for 4 concurrent requests", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const port = await freePort();
-    const args = buildLlamaArgs({ model: models.llama, ctx: 4096, parallel: 1, kvUnified: false, port });
+    const args = buildLlamaArgs({ model: models.llama, ctx: 8192, parallel: 1, kvUnified: false, port });
     const s = await startLlamaServer({ bin: BIN!, args, apiKey: null, logFile: path.join(state, "logs", "serial.log"), port });
     started.push(s.pid);
     const v = await verifyEndpoint({ url: `http://127.0.0.1:${port}/v1`, model: "m", key: null, engine: "llama.cpp", slots: 4, perSlotCtx: null, concurrencyTokens: 64 });

@@ -41,11 +41,12 @@ describe.skipIf(!!SKIP)(`setup.start with a real llama-server${SKIP ? ` (skipped
   });
 
   it("a local GGUF: the planner's command on the CPU, verified, the weights in RAM as planned", async () => {
-    // exactly 4096 per slot (the planner would otherwise give the tiny model its whole 32k, and verify fills the pool)
-    const j = await finished((await eng.client.setup.start.mutate({ model: models.llama, slots: 2, ctx: 4096, id: "tiny", acceptUnderpowered: true })).jobId);
+    // exactly 8192 per slot (the planner would otherwise give the tiny model its whole 32k, and verify fills the pool;
+    // less than MIN_SLOT_CTX, 7168, could not take OpenCode's first request)
+    const j = await finished((await eng.client.setup.start.mutate({ model: models.llama, slots: 2, ctx: 8192, id: "tiny", acceptUnderpowered: true })).jobId);
     expect(j.failure).toBeNull();
     expect(j.phases.map((p) => [p.name, p.status])).toEqual([["plan", "done"], ["runtime", "done"], ["download", "skipped"], ["load", "done"], ["warmup", "done"], ["verify", "done"], ["placement", "done"]]);
-    expect(j.plannedCommand).toMatch(/-c 8192 -np 2 --kv-unified .*-ngl 0/);
+    expect(j.plannedCommand).toMatch(/-c 16384 -np 2 --kv-unified .*-ngl 0/);
     expect(j.launchedCommand).toContain(`-m ${models.llama}`);
     expect(j.placement?.evidence.join(" ")).toMatch(/model buffers CPU/);
     expect(j.checks.find((c) => c.name === "slots")?.passed).toBe(true);

@@ -198,7 +198,7 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
     // verify streamed its checks one by one
     const counts = events.filter((e) => e.jobId === job.jobId).map((e) => e.checks.length);
     expect(new Set(counts).size).toBeGreaterThanOrEqual(4);
-    expect(job.checks.map((c) => c.name)).toEqual(["reachable", "auth", "slots", "concurrency", "capability", "tools"]);
+    expect(job.checks.map((c) => c.name)).toEqual(["reachable", "auth", "slots", "concurrency", "capability", "reasoning", "tools"]);
     // placement: the log's buffers and the device memory the (fake) nvidia-smi reports
     expect(job.placement?.passed).toBe(true);
     expect(job.placement?.evidence.join(" ")).toMatch(/CUDA0 \d+ MiB/);
@@ -343,6 +343,8 @@ describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
     expect(a).toMatch(/--max-model-len 32768 --max-num-seqs 2 /);
     expect(a).toMatch(/--tensor-parallel-size 2 --data-parallel-size 2 /);
     expect(a).toMatch(/--tool-call-parser qwen3_coder/);
+    // Qwen3.6 thinks: without the family's reasoning parser its <think>…</think> would land in `content`
+    expect(a).toMatch(/--reasoning-parser qwen3/);
     // again, with the GPUs showing what the running vLLM holds (0.9 of each): the plan counts it free and replaces it
     const recs = JSON.parse(readFileSync(path.join(tmp, "cli-state", "serving.json"), "utf8")) as { targetId: string; pid: number; gpuBytes?: { index: number; bytes: number }[] }[];
     const old = recs.find((x) => x.targetId === "vllm-qwen3.6-27b-fp8")!;
@@ -357,6 +359,19 @@ describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
     expect(again.stderr).toMatch(/placement: done .*the weights are where the plan put them/);
     await ocw(["serving", "stop"], env());
   }, 150_000);
+  it("a vLLM older than the model family's minimum (Qwen3.6: ≥ 0.19) is refused before launch, naming the upgrade", async () => {
+    const smi4 = path.join(tmp, "nv4-old.csv");
+    writeFileSync(smi4, Array.from({ length: 4 }, (_, i) => `${i}, GPU-${i}, NVIDIA GeForce RTX 4090, 00000000:0${i + 1}:00.0, 24564, 500, 24064, 580.65.06, 8.9`).join("\n") + "\n");
+    const launchesBefore = records().filter((x) => x.mode === "vllm" && x.argv[0] === "serve").length;
+    const r = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes", "--json"], {
+      ...env(), OCW_STATE_DIR: path.join(tmp, "cli-state-old"), OCW_FAKE_NVIDIA_SMI: smi4, OCW_FAKE_VLLM_VERSION: "0.11.0",
+      PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
+    });
+    expect(r.exitCode, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/runtime failed \(runtime-version\): vLLM 0\.11\.0 .*older than 0\.19\.0.*Qwen3\.5\/3\.6|runtime failed \(runtime-version\): vLLM 0\.11\.0 .*older than 0\.19\.0/);
+    expect(r.stderr).toMatch(/pip install -U 'vllm>=0\.19\.0'/);
+    expect(records().filter((x) => x.mode === "vllm" && x.argv[0] === "serve").length).toBe(launchesBefore);
+  }, 60_000);
   it("an unknown runtime, or vLLM without a model, is exit 2 with one line", async () => {
     const a = await ocw(["setup", "--runtime", "ollama", "--yes"], env());
     expect([a.exitCode, a.stderr.trim()]).toEqual([2, expect.stringMatching(/^ocw: --runtime ollama is not supported; use llama.cpp, vllm or sglang/)]);

@@ -38,38 +38,39 @@ const verify = (url: string, perSlotCtx: number | null) =>
   verifyEndpoint({ url, model: "m", key: "pool-key", engine: "llama.cpp", slots: 4, perSlotCtx, tools: false, concurrencyTokens: 32 });
 
 describe("verify: N long requests at once in a unified KV pool (real llama-server)", () => {
-  it("-c 1024 -np 4 --kv-unified for 4 slots × 1024: every slot says 1024, but the pool holds one → cannot-build with the reason", async (ctx) => {
+  // (per-slot sizes of 8192: below MIN_SLOT_CTX, 7168, a slot cannot take OpenCode's first request at all)
+  it("-c 8192 -np 4 --kv-unified for 4 slots × 8192: every slot says 8192, but the pool holds one → cannot-build with the reason", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
-    const v = await verify(await serve(1024, 4), 1024);
+    const v = await verify(await serve(8192, 4), 8192);
     const slots = v.checks.find((c) => c.name === "slots")!;
     console.log(`too small: ${slots.evidence}`);
-    expect(slots.evidence).toMatch(/per-slot n_ctx=1024/);
+    expect(slots.evidence).toMatch(/per-slot n_ctx=8192/);
     expect(slots.passed).toBe(false);
-    expect(slots.evidence).toMatch(/4 of 4 failed .*Context size has been exceeded/);
-    expect(slots.evidence).toMatch(/KV pool holds fewer than 4 × 1024 tokens .*-c 4096 -np 4 --kv-unified/);
+    expect(slots.evidence).toMatch(/of 4 failed .*Context size has been exceeded/);
+    expect(slots.evidence).toMatch(/KV pool holds fewer than 4 × 8192 tokens .*-c 32768 -np 4 --kv-unified/);
     expect(v.outcome).toBe("cannot-build");
   });
 
-  it("-c 4096 -np 4 --kv-unified for 4 slots × 1024: the 4 long requests all answer", async (ctx) => {
+  it("-c 32768 -np 4 --kv-unified for 4 slots × 8192: the 4 long requests all answer", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
-    const v = await verify(await serve(4096, 4), 1024);
+    const v = await verify(await serve(32768, 4), 8192);
     const slots = v.checks.find((c) => c.name === "slots")!;
     console.log(`sized: ${slots.evidence}`);
     expect(slots.passed).toBe(true);
     const m = /pool: 4 requests × (\d+) prompt tokens at once .* all answered/.exec(slots.evidence);
     expect(m).not.toBeNull();
-    // each request filled most of its slot: a pool of 2 × 1024 could not have held the 4
-    expect(Number(m![1])).toBeGreaterThan(768);
+    // each request filled most of its slot: a pool of 2 × 8192 could not have held the 4
+    expect(Number(m![1])).toBeGreaterThan(6144);
     expect(v.outcome).not.toBe("cannot-build");
   });
 
-  it("nothing asked (a capture): a pool of 4096 shown as 4 × 4096 is recorded as 4 × 1024", async (ctx) => {
+  it("nothing asked (a capture): a pool of 32768 shown as 4 × 32768 is recorded as 4 × 8192", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
-    const v = await verify(await serve(4096, 4), null);
+    const v = await verify(await serve(32768, 4), null);
     const slots = v.checks.find((c) => c.name === "slots")!;
     console.log(`capture: ${slots.evidence}`);
     expect(slots.passed).toBe(true);
-    expect(slots.evidence).toMatch(/one KV pool of 4096 shared by 4 slots: each worker is given 1024/);
-    expect(v.observed.perSlotCtx).toBe(1024);
+    expect(slots.evidence).toMatch(/one KV pool of 32768 shared by 4 slots: each worker is given 8192/);
+    expect(v.observed.perSlotCtx).toBe(8192);
   });
 });

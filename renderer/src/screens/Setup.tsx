@@ -59,6 +59,8 @@ export function Setup() {
       slots: pick.slots,
       minCtx: Math.min(minCtx, pick.ctxPerSlot),
       ...(pick.runtime === "llama.cpp" && llamaPath.trim() ? { llamaServer: llamaPath.trim() } : {}),
+      // the KV cache the card shows is the one started (the engine says so when it no longer fits)
+      ...(pick.runtime === "llama.cpp" && (pick.cacheType === "f16" || pick.cacheType === "q8_0" || pick.cacheType === "q4_0") ? { cacheType: pick.cacheType } : {}),
     }));
   const active = useStore((s) => s.status?.activeTarget ?? null);
 

@@ -7,6 +7,7 @@ const ORDER: { name: TargetCheck["name"]; label: string; remedy: string }[] = [
   { name: "slots", label: "Slots and context", remedy: "Give the server as many parallel slots as asked, each with the full context per slot." },
   { name: "concurrency", label: "Requests overlap", remedy: "Requests ran one after another: enable parallel slots / continuous batching, or ask for fewer slots." },
   { name: "capability", label: "Coding task", remedy: "The model could not solve a small coding task: a larger model, a higher quant, or an API provider." },
+  { name: "reasoning", label: "Thinking kept out of answers", remedy: "The model's thinking came back as its answer: start the server with the model family's reasoning parser (vLLM / SGLang --reasoning-parser qwen3, llama-server --jinja)." },
   { name: "tools", label: "Tool-call round trip", remedy: "Workers act only through tool calls: turn tool calling on in the server (llama-server --jinja), or use a model whose tool calling works." },
 ];
 

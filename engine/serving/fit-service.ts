@@ -1,0 +1,168 @@
+/**
+ * The planner as one engine service (issue 27): `planFit(input, hardware) → FitResult`, called directly by the CLI
+ * (`ocw fit`), the API (setup.fit / setup.hardware) and the start job (plan, and again after the runtime phase) — no
+ * path parses printed CLI output. Bad input is a SetupError (kind "input") with the field named in its data.
+ */
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { FitResult } from "../../shared/fit";
+import type { HardwareReport } from "../hardware/detect";
+import { findCatalog } from "../models/catalog";
+import type { KvCacheType } from "../models/ggml-types";
+import { SetupError } from "../models/errors";
+import { DEFAULT_MIN_CTX, devicesFromHardware, modelFromInfo, planModel, propose } from "../models/plan";
+import { parseRepoRef, planRepo } from "../models/resolve";
+import { loadGguf } from "../models/source";
+import { TargetStore } from "../store/targets";
+import { expectedLlamaBackend } from "./get-llama";
+import { findLlamaServer } from "./llama-server";
+import { ParallelInputError, parallelDevices, proposeParallel } from "./parallel";
+import { findRuntime } from "./runtime-adapters";
+
+export type FitRuntime = "llama.cpp" | "vllm" | "sglang";
+
+export interface PlanFitInput {
+  /** A catalog id, Hub repo[:QUANT], hf:/URL or local .gguf; absent = the planner proposes one. */
+  model?: string;
+  slots?: number;
+  /** Minimum context per slot (default 32,768). */
+  minCtx?: number;
+  /** Exactly this context per slot (rounded up to 256); the planner still chooses quant, cache and placement. */
+  ctxPerSlot?: number;
+  runtime?: FitRuntime;
+  /** llama.cpp: keep this KV cache type (the plan a person saw); absent = the planner's choice. */
+  cacheType?: KvCacheType;
+}
+
+export interface PlanFitOptions {
+  /** The llama-server the hardware's `llamaDevices` came from; undefined = look it up, null = none installed. */
+  llamaServer?: string | null;
+  /** The targets whose tool-call round trip passed. */
+  store?: TargetStore;
+  /** Test seam: whether nvcc is here (a CUDA source build is possible); default: looked up on PATH. */
+  nvcc?: boolean;
+}
+
+function input(message: string, field: string): never {
+  throw new SetupError("input", message, { field });
+}
+
+/** Model ids whose target passed the tool-call round trip (built, with a passed "tools" check). */
+export function toolVerifiedModels(store: TargetStore = new TargetStore()): (id: string) => boolean {
+  let targets: { model: string; outcome?: string; checks: { name: string; passed: boolean }[] }[] = [];
+  try {
+    targets = store.list().targets;
+  } catch {
+    /* no store yet */
+  }
+  return (id) => targets.some((t) => t.outcome === "built" && t.checks.some((c) => c.name === "tools" && c.passed) && t.model.toLowerCase().includes(id.toLowerCase()));
+}
+
+export function safeFindLlamaServer(): string | null {
+  try {
+    return findLlamaServer();
+  } catch {
+    return null;
+  }
+}
+
+/** Whether vLLM / SGLang is installed (a binary, not a container), asked at most once a minute (SGLang spawns python). */
+const installed = new Map<string, { at: number; how: "binary" | "container" | null; path: string }>();
+function installedRuntime(rt: "vllm" | "sglang"): { how: "binary" | "container" | null } {
+  const k = installed.get(rt);
+  if (k && Date.now() - k.at < 60_000 && k.path === (process.env.PATH ?? "")) return k;
+  const f = findRuntime(rt, process.env, { binaryOnly: true });
+  const v = { at: Date.now(), how: f.how, path: process.env.PATH ?? "" };
+  installed.set(rt, v);
+  return v;
+}
+
+/**
+ * The plan for this machine: {hardware, pick, alternatives, problem} (shared/fit.ts). With no llama-server
+ * installed the GPUs are planned for the build setup will install (on Linux + NVIDIA: CUDA when nvcc can build it,
+ * else Vulkan); once a runtime is installed its own `--list-devices` (in `hw.llamaDevices`) names the devices.
+ */
+export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOptions = {}): Promise<FitResult> {
+  if (i.slots !== undefined && !(Number.isInteger(i.slots) && i.slots >= 1)) input(`--slots must be an integer ≥ 1 (got "${i.slots}")`, "slots");
+  if (i.ctxPerSlot !== undefined && !(Number.isInteger(i.ctxPerSlot) && i.ctxPerSlot >= 1024)) input(`--ctx must be an integer ≥ 1024 (got "${i.ctxPerSlot}")`, "ctxPerSlot");
+  if (i.minCtx !== undefined && !(Number.isInteger(i.minCtx) && i.minCtx >= 1024)) input(`--min-ctx must be an integer ≥ 1024 (got "${i.minCtx}")`, "minCtx");
+  // setup's --ctx: exactly this context per slot (llama.cpp pads the cache to 256 cells)
+  const exact = i.ctxPerSlot === undefined ? undefined : Math.ceil(i.ctxPerSlot / 256) * 256;
+  const minCtx = exact ?? i.minCtx ?? DEFAULT_MIN_CTX;
+  const runtime = i.runtime ?? "llama.cpp";
+  if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) input(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`, "runtime");
+  const parallel = runtime === "vllm" || runtime === "sglang";
+  const bin = parallel ? null : o.llamaServer === undefined ? safeFindLlamaServer() : o.llamaServer;
+  const assume = !parallel && !bin ? expectedLlamaBackend(hw.platform, hw.gpus, o.nvcc) : null;
+  const ld = devicesFromHardware(parallel ? { ...hw, llamaDevices: null } : hw, bin, assume ? { prefix: assume.prefix } : undefined);
+  const pd = parallel ? parallelDevices(hw) : null;
+  const dev = pd ? pd.dev : { ...ld.dev, ...(i.cacheType ? { cacheType: i.cacheType } : {}) };
+  const notes = pd ? pd.notes : ld.notes;
+  if (assume?.note) notes.push(assume.note);
+  const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
+  const slots = i.slots ?? (dev.gpus.length ? 4 : 1);
+  if (i.slots === undefined && !dev.gpus.length && !parallel) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
+  const verified = toolVerifiedModels(o.store);
+  let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null };
+  if (parallel) {
+    try {
+      result = await proposeParallel({ runtime: runtime as "vllm" | "sglang", dev, slots, minCtx, maxCtxPerSlot: exact, model: i.model, verified });
+    } catch (e) {
+      if (e instanceof ParallelInputError) input(e.message, "model");
+      throw e;
+    }
+  } else if (!i.model) {
+    result = propose(dev, slots, minCtx, verified, undefined, exact);
+  } else {
+    const entry = findCatalog(i.model);
+    const repoQuant = /:([\w.-]+)$/.exec(i.model)?.[1]?.toUpperCase() ?? null;
+    if (entry) {
+      const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
+      if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`, "model");
+      // never below 4 bits when a ≥ 4-bit quant fits (issue 27); a quant named explicitly, or a smaller one when no
+      // ≥ 4-bit quant fits, may be used (the person asked for this model)
+      result = repoQuant ? { pick: null, alternatives: [], problem: null } : propose(dev, slots, minCtx, verified, [only], exact);
+      if (!result.pick) {
+        const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
+        if (small.pick && !repoQuant) small.pick.reason = `${small.pick.reason}; no ≥ 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
+        result = small;
+      }
+    } else {
+      const verifiedOk = verified(i.model.split(":")[0]!.split("/").pop()!.replace(/-GGUF$/i, ""));
+      try {
+        if (!existsSync(i.model) && parseRepoRef(i.model)) {
+          const r = await planRepo(i.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
+          result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null }
+            : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+        } else {
+          const info = await loadGguf(i.model);
+          const m = modelFromInfo(info, i.model, existsSync(i.model) ? ["-m", path.resolve(i.model)] : ["-hf", i.model]);
+          const pick = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i.model), undefined, exact);
+          result = pick
+            ? { pick, alternatives: [], problem: null }
+            : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain
+              ? `${i.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
+              : `${i.model} does not fit ${slots} slot(s) × ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+        }
+      } catch (e) {
+        // a file, repo or URL that cannot be read or sized (ModelSourceError, MetadataError, EstimateError, the Hub …)
+        input(`${i.model}: ${(e as Error).message.split("\n")[0]}`, "model");
+      }
+    }
+  }
+  // on several GPUs, where vLLM or SGLang is installed: its tensor × data parallel plan of the catalog's best fit
+  if (!parallel && (!i.model || findCatalog(i.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
+    for (const rt of ["vllm", "sglang"] as const) {
+      if (installedRuntime(rt).how !== "binary") continue;
+      const p = await proposeParallel({ runtime: rt, dev: parallelDevices(hw).dev, slots, minCtx, maxCtxPerSlot: exact, model: i.model?.replace(/:.*$/, ""), verified, max: 1 }).catch(() => null);
+      if (p?.pick) result.alternatives.push(p.pick);
+    }
+  }
+  return FitResult.parse({
+    hardware: {
+      gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
+      ramTotalBytes: hw.ram.totalBytes, ramFreeBytes: hw.ram.freeBytes, cpu: hw.cpu.model, runtimeDevices, notes: [...notes, ...hw.problems],
+    },
+    ...result,
+  } satisfies FitResult);
+}

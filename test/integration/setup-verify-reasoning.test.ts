@@ -1,0 +1,49 @@
+/**
+ * Verify fails a server whose thinking leaks into `content` (issue 27): vLLM / SGLang started without the family's
+ * `--reasoning-parser` return a Qwen3.x answer as `<think>…</think>` + the answer, all in `content` — OpenCode then
+ * takes the thinking for the reply. The stub is the scripted model playing such a server (the thinking as text), and
+ * the same model behind a parser (the thinking in reasoning_content), which must pass.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { verifyEndpoint } from "../../engine/serving/verify";
+import { type ScriptedModel, startScriptedModel, toolCall } from "../fixtures/scripted-model";
+
+const GOOD = "```js\nfunction sumOfSquares(n) {\n  let s = 0;\n  for (let i = 1; i <= n; i++) s += i * i;\n  return s;\n}\n```";
+const THOUGHT = "The user wants a function. I will loop from 1 to n and add squares.";
+const models: ScriptedModel[] = [];
+afterAll(async () => {
+  for (const m of models) await m.close();
+});
+
+/** A Qwen3.x server, with (parser) or without (leak) its reasoning parser. */
+async function qwenServer(parser: boolean): Promise<string> {
+  const answer = (text: string) => (parser ? { text, reasoning: THOUGHT } : { text: `<think>\n${THOUGHT}\n</think>\n\n${text}` });
+  const m = await startScriptedModel({
+    modelId: "qwen3.6-27b", apiKey: "k",
+    scripts: [
+      { name: "tools", match: (c) => c.hasTools, script: (c) => (c.toolResults.length ? answer(`It says ${c.lastToolResult!.trim()}.`) : toolCall("read", { filePath: "notes/token.txt" })) },
+      { match: /sumOfSquares/, script: () => answer(GOOD) },
+    ],
+    fallback: () => answer("OK."),
+  });
+  models.push(m);
+  return `${m.url.replace(/\/v1\/?$/, "")}/v1`;
+}
+
+describe("verify: thinking must not reach content", () => {
+  it("a vLLM server without --reasoning-parser (<think>…</think> in content) is cannot-build, naming the flag", async () => {
+    const v = await verifyEndpoint({ url: await qwenServer(false), model: "qwen3.6-27b", key: "k", engine: "vllm", slots: 1, perSlotCtx: null });
+    const r = v.checks.find((c) => c.name === "reasoning");
+    expect(r?.passed, r?.evidence).toBe(false);
+    expect(r!.evidence).toMatch(/<think>.*--reasoning-parser \(qwen3 for Qwen3\.x/);
+    expect(v.outcome).toBe("cannot-build");
+    expect(v.summary).toMatch(/thinking lands in its answers/);
+  }, 60_000);
+
+  it("the same model with its parser (thinking in reasoning_content) passes", async () => {
+    const v = await verifyEndpoint({ url: await qwenServer(true), model: "qwen3.6-27b", key: "k", engine: "vllm", slots: 1, perSlotCtx: null });
+    const r = v.checks.find((c) => c.name === "reasoning");
+    expect(r?.passed, r?.evidence).toBe(true);
+    expect(v.outcome, v.summary).toBe("built");
+  }, 60_000);
+});
