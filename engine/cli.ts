@@ -8,7 +8,7 @@ import { registerServeCommands } from "./commands/serve";
 import { registerGrantsCommand } from "./commands/grants";
 import { registerHousekeepingCommands } from "./commands/housekeeping";
 import { registerClaudeCommands } from "./commands/claude";
-import { registerModelSetupCommands } from "./serving/commands";
+import { registerModelSetupCommands } from "./commands/model-setup";
 import { targetsWithEndpoints } from "./commands/targets-view";
 
 const program = new Command();

@@ -7,6 +7,8 @@ import { z } from "zod";
  */
 const num = (def: number) => z.coerce.number().finite().catch(def).default(def);
 const str = () => z.string().min(1).optional().catch(undefined);
+/** A value kept as written, an empty one included (where "" means "none"). */
+const raw = () => z.string().optional().catch(undefined);
 const flag = () => z.enum(["1", "0", "true", "false"]).optional().catch(undefined).transform((v) => v === "1" || v === "true");
 
 export const ConfigSchema = z.object({
@@ -25,6 +27,23 @@ export const ConfigSchema = z.object({
   OCW_POOL_PROBE_MS: num(2000).describe("how often the endpoints of pool targets with work are read (health, live load)"),
   OCW_MODEL_PROBE_MS: num(5000).describe("how often the engine checks that the active target's model server answers"),
   OCW_DEBUG: flag().describe("1: print stacks of unexpected CLI errors"),
+  OCW_KEYCHAIN: str().describe("off: never use the OS keychain for typed-in API keys (a 0600 file in the state dir instead)"),
+  // model setup
+  OCW_RAM_BYTES: str().describe("host memory ocw plans with, in bytes (a container's limit, a shared machine); default: what the OS reports"),
+  OCW_RAM_BANDWIDTH_GBPS: str().describe("host memory bandwidth in GB/s for speed estimates; default: an assumed 60"),
+  OCW_HF_ENDPOINT: str().describe("the Hugging Face Hub endpoint (a mirror, tests); default: https://huggingface.co"),
+  OCW_LLAMA_TAG: str().describe("the llama.cpp release tag to install; default: the pinned one (its assets need sha256 digests)"),
+  OCW_LLAMA_RELEASES_URL: raw().describe("a release listing (JSON) to install llama.cpp from (a mirror, tests)"),
+  OCW_LLAMA_CACHE: raw().describe("where llama-server builds and downloads are cached; default: ~/.cache/opencode-worker/llama"),
+  OCW_LLAMA_BUILD_SCRIPT: str().describe("the llama-server build script; default: scripts/build-llama-server.sh of this install"),
+  OCW_NVCC: raw().describe("the nvcc a CUDA source build uses; \"\" = none; default: PATH, CUDA_HOME, /usr/local/cuda"),
+  OCW_VLLM_BIN: str().describe("the vllm binary; default: vllm on PATH"),
+  OCW_PYTHON: str().describe("the Python that runs SGLang/vLLM modules; default: python3 on PATH"),
+  OCW_CONTAINER_ENGINE: str().describe("podman or docker for runtime images; default: whichever is on PATH"),
+  OCW_VLLM_IMAGE: str().describe("the vLLM image; default: the pinned one (newest family minimum in the catalog)"),
+  OCW_SGLANG_IMAGE: str().describe("the SGLang image; default: the pinned one"),
+  OCW_SUPERVISE: str().describe("0: model servers the engine starts run unsupervised (detached)"),
+  OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 

@@ -16,7 +16,7 @@ await build({
   legalComments: "none",
   logLevel: "warning",
   // opencode-ai ships a native binary; it is located at run time, never bundled.
-  external: ["opencode-ai"],
+  external: ["opencode-ai", "@napi-rs/keyring"],
   banner: {
     js: "import { createRequire as __ocwCreateRequire } from 'node:module'; const require = __ocwCreateRequire(import.meta.url);",
   },

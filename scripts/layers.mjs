@@ -1,11 +1,14 @@
 // The layering rule, enforced in `npm test`: code lives where it may run, and each layer imports only the layers
 // below it. The import graph comes from esbuild's own resolution (its metafile), so it is exactly what gets bundled;
-// type-only imports are erased and do not count (the renderer may use the API's types).
+// type-only imports are erased there, so a second pass reads every file's import statements itself (type imports and
+// re-exports included): the same layer rule holds for types (an app may take only the router's type from the API),
+// no file imports itself back through any chain (no file cycle of any kind), `commander` stays in the clients, and
+// `OCW_*` variables are read only in engine/config.ts.
 //
 //   shared ← platform ← core ← api ← clients (cli, mcp)
 //                                  ↖ apps (electron: shared, platform, api; renderer: shared + the pure API client)
 import { build } from "esbuild";
-import { readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { builtinModules } from "node:module";
 import path from "node:path";
 
@@ -103,24 +106,72 @@ export async function checkLayers() {
     stack.pop();
   };
   for (const n of folderEdges.keys()) visit(n);
-  // No import cycle between the engine's files (issue 27): a cycle makes load order decide what is defined.
-  const fileEdges = new Map();
-  for (const [file, info] of Object.entries(r.metafile.inputs)) {
-    if (file.startsWith("engine/")) fileEdges.set(file, info.imports.filter((i) => !i.external && i.path.startsWith("engine/")).map((i) => i.path));
-  }
-  const done = new Set();
-  const path2 = [];
-  const walk = (n) => {
-    const at = path2.indexOf(n);
-    if (at >= 0) return problems.push(`import cycle: ${[...path2.slice(at), n].join(" → ")}`);
-    if (done.has(n)) return;
-    path2.push(n);
-    for (const m of fileEdges.get(n) ?? []) walk(m);
-    path2.pop();
-    done.add(n);
-  };
-  for (const n of fileEdges.keys()) walk(n);
+  // Type imports, file cycles of any kind (the whole tree, types included), commander and OCW_* reads: statementProblems.
+  problems.push(...statementProblems(entries));
   return { problems, files: entries.length };
+}
+
+const IMPORT_RE = /(?:^|[\n;}])\s*(?:import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s*)?["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/g;
+/** Where this file's imports go, type-only ones included: `[{to, type, external}]` (`to` relative to the root). */
+function importsOf(abs) {
+  const src = readFileSync(abs, "utf8").replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  const out = [];
+  for (const m of src.matchAll(IMPORT_RE)) {
+    const spec = m[2] ?? m[3];
+    if (!spec.startsWith(".")) {
+      out.push({ to: spec, type: Boolean(m[1]), external: true });
+      continue;
+    }
+    const base = path.resolve(path.dirname(abs), spec);
+    const hit = [base, base.replace(/\.js$/, ".ts"), `${base}.ts`, `${base}.tsx`, path.join(base, "index.ts"), path.join(base, "index.tsx")].find((c) => existsSync(c) && statSync(c).isFile());
+    if (hit && /\.(ts|tsx)$/.test(hit)) out.push({ to: path.relative(root, hit), type: Boolean(m[1]), external: false });
+  }
+  return out;
+}
+
+function statementProblems(entries) {
+  const problems = [];
+  const graph = new Map();
+  for (const abs of entries) {
+    const file = path.relative(root, abs);
+    const from = layerOf(file);
+    const edges = importsOf(abs);
+    graph.set(file, edges.filter((e) => !e.external).map((e) => e.to));
+    if (!from) continue;
+    for (const { to, type, external } of edges) {
+      if (external) {
+        if (to === "commander" && from[2] < 4) problems.push(`${file} imports commander: only the clients parse arguments`);
+        continue;
+      }
+      const target = layerOf(to);
+      if (!target || !type) continue; // value imports: checked on esbuild's graph above
+      if (from[1] === "electron" || from[1] === "renderer") {
+        if (target[1] !== "shared" && target[1] !== from[1] && to !== "engine/api/router.ts" && !APP_ALLOW[from[1]].includes(to)) problems.push(`${file} → ${to} (type): ${from[1]}/ may import only shared/, the router's type and ${APP_ALLOW[from[1]].join(", ")}`);
+      } else if (target[1] === "electron" || target[1] === "renderer") problems.push(`${file} → ${to} (type): the engine never imports an app`);
+      else if (target[2] > from[2]) problems.push(`${file} (${from[1]}) → ${to} (${target[1]}) (type): a layer imports only the layers below it, types included`);
+    }
+    if (file.startsWith("engine/") && file !== "engine/config.ts" && from[2] < 4) {
+      const src = readFileSync(abs, "utf8");
+      for (const m of src.matchAll(/\benv(?:\.|\[["'])(OCW_[A-Z0-9_]+)(?!\s*=[^=])/g)) problems.push(`${file} reads ${m[1]}: every OCW_* variable is read in engine/config.ts`);
+    }
+  }
+  // File cycles (Tarjan's strongly connected components): any component of two or more files is a cycle.
+  let next = 0;
+  const index = new Map(), low = new Map(), stack = [], on = new Set();
+  const connect = (v) => {
+    index.set(v, next); low.set(v, next++); stack.push(v); on.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) { connect(w); low.set(v, Math.min(low.get(v), low.get(w))); }
+      else if (on.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component = [];
+    let w;
+    do { w = stack.pop(); on.delete(w); component.push(w); } while (w !== v);
+    if (component.length > 1) problems.push(`file cycle: ${component.sort().join(" ↔ ")}`);
+  };
+  for (const v of graph.keys()) if (!index.has(v)) connect(v);
+  return problems;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -32,6 +32,8 @@ describe("desktop: pending count in the title and on the tray", () => {
   it("puts the count first in the title, and says it in words on the tray", () => {
     expect(windowTitle(0)).toBe("opencode-worker");
     expect(windowTitle(3)).toBe("(3) opencode-worker");
+    expect(windowTitle(2, "Add a --verbose flag")).toBe("(2) Add a --verbose flag — opencode-worker");
+    expect(windowTitle(0, "x".repeat(100))).toBe(`${"x".repeat(79)}… — opencode-worker`);
     expect(trayText(0)).toEqual({ tooltip: "opencode-worker — nothing waiting for you", menuLabel: "No pending approvals", badge: "" });
     expect(trayText(1)).toEqual({ tooltip: "opencode-worker — 1 pending approval", menuLabel: "1 pending approval…", badge: "1" });
     expect(trayText(250).badge).toBe("99+");

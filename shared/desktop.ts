@@ -12,8 +12,9 @@ export const DEEP_LINK_SCHEME = "ocw";
 const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
 
 /** The window (and browser tab) title: the pending count first, so it shows in a task bar. */
-export function windowTitle(pending: number): string {
-  return pending > 0 ? `(${pending}) ${APP_NAME}` : APP_NAME;
+export function windowTitle(pending: number, subject?: string | null): string {
+  const name = subject ? `${subject.length > 80 ? `${subject.slice(0, 79)}…` : subject} — ${APP_NAME}` : APP_NAME;
+  return pending > 0 ? `(${pending}) ${name}` : name;
 }
 
 /** The tray: tooltip, the menu's first line, and the short text beside the icon (macOS) or on the badge. */

@@ -37,6 +37,8 @@ export const Target = z.object({
   keyRef: EnvVarName.nullable().optional(),
   /** Managed servers: path of the 0600 file in the state dir that holds the generated key (handed out via `keyRef`). */
   keyFile: z.string().nullable().optional(),
+  /** "keychain": the key a person typed in is in the OS keychain (engine/serving/keys.ts), under this target's id. */
+  keyStore: z.enum(["keychain"]).nullable().optional(),
   contextLimit: z.number().int().positive().optional(),
   outputLimit: z.number().int().positive().optional(),
   serving: z.object({

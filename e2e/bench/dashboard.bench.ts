@@ -213,6 +213,12 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
     const silentWorkers = WORKERS - engineChars.size;
     const rows = (await page.evaluate("document.querySelectorAll('.vrow').length")) as number;
     await page.screenshot({ path: path.join(SHOTS, "bench-worker-detail.png") });
+    // The same transcript with markdown rendering off (plain text), to see what markdown costs while it streams.
+    await page.evaluate("localStorage.setItem('ocw.markdown', 'off')");
+    await page.reload();
+    await expect(page.locator(".vrow").first()).toBeVisible({ timeout: 120_000 });
+    const detailPlain = (await page.evaluate(fpsOver(Math.min(5_000, SECONDS * 200)))) as { fps: number; worstFrameMs: number };
+    await page.evaluate("localStorage.removeItem('ocw.markdown')");
 
     // The dashboard for SECONDS: frames, long tasks and the heap at both ends of the same document.
     await page.goto(`${engine.origin}/#/`);
@@ -255,6 +261,10 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
       worstFrameMs: round(dash.worstFrameMs),
       blankPageFps: round(blank.fps),
       workerDetailFps: round(detail.fps),
+      // workerDetailFps is with markdown rendering on (the default); this one with it off.
+      workerDetailFpsPlain: round(detailPlain.fps),
+      workerDetailWorstFrameMs: round(detail.worstFrameMs),
+      workerDetailPlainWorstFrameMs: round(detailPlain.worstFrameMs),
       transcriptCharsPerSec,
       engineCharsPerSec,
       silentWorkers,

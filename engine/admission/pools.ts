@@ -31,6 +31,9 @@ export interface PoolsOptions {
 /** Where a queued worker may start now: `wait` (no room, or the pool not read yet), or go (on `url` for a pool). */
 export type Admission = { go: false } | { go: true; url?: string };
 
+/** A worker that uses its target's model now (see Pools.activeCount). */
+export const holdsSlot = (w: Pick<Worker, "state">): boolean => w.state === "starting" || w.state === "running";
+
 export class Pools {
   private readonly endpointState = new Map<string, Map<string, EndpointStatus>>();
   private readonly refreshing = new Set<string>();
@@ -58,10 +61,21 @@ export class Pools {
     clearInterval(this.modelTimer);
   }
 
-  /** Workers live on a target (on one endpoint of it, for a pool). */
+  /**
+   * Workers holding a model slot of a target: starting or running. A worker waiting for a person does not use the
+   * model, so it gives its slot to the next queued worker; answered, it goes on at once, ahead of every queued worker
+   * (none is admitted while the target is full), so the target can run over its slots until that many end or ask.
+   */
   activeCount(targetId: string): number {
     let n = 0;
-    for (const w of this.reg.workers.values()) if (w.targetId === targetId && isActive(w.state)) n++;
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && holdsSlot(w)) n++;
+    return n;
+  }
+
+  /** Workers of a target waiting for a person (their slot handed over). */
+  waitingCount(targetId: string): number {
+    let n = 0;
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && w.state === "waiting-approval") n++;
     return n;
   }
 
@@ -96,7 +110,7 @@ export class Pools {
 
   private workersOn(targetId: string, url: string, single: boolean): number {
     let n = 0;
-    for (const w of this.reg.workers.values()) if (w.targetId === targetId && isActive(w.state) && (single || w.endpoint === url)) n++;
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && holdsSlot(w) && (single || w.endpoint === url)) n++;
     return n;
   }
 

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { Engine } from "../workers/engine";
 import { projectRoot } from "../paths";
-import { claimOwnership, lastLock, newInstanceId, processStartTime, readLock, releaseOwnership, removeLock, selfIdentity, writeLock, type OwnerRecord } from "./lock";
+import { claimOwnership, lastEndpoint, lastLock, newInstanceId, processStartTime, readLock, releaseOwnership, removeLock, selfIdentity, writeEndpoint, writeLock, type OwnerRecord } from "./lock";
 import { startApiServer } from "./server";
 
 export const VERSION = "0.1.0";
@@ -51,7 +51,9 @@ export async function hostEngine(opts: { stateDir: string; port?: number; log?: 
     })());
   const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
   // After a crash, take back the dead engine's port and token: its clients (event streams included) reconnect unchanged.
-  const dead = opts.port === undefined && !readLock(opts.stateDir) ? lastLock(opts.stateDir) : null;
+  // After a clean stop (engine.json removed) the same from engine.endpoint.json, so `ocw stop` + `npm start` (or a
+  // reboot) keeps open tabs working too. An explicit --port is a new address, with a new token.
+  const dead = opts.port === undefined && !readLock(opts.stateDir) ? (lastLock(opts.stateDir) ?? lastEndpoint(opts.stateDir)) : null;
   const api = await (dead
     ? startApiServer({ ...serverOpts, port: dead.port, token: dead.token }).catch(() => startApiServer({ ...serverOpts, token: dead.token }))
     : startApiServer({ ...serverOpts, port: opts.port })
@@ -60,6 +62,7 @@ export async function hostEngine(opts: { stateDir: string; port?: number; log?: 
     releaseOwnership(opts.stateDir, claim);
     throw err;
   });
+  writeEndpoint(opts.stateDir, { port: api.port, token: api.token });
   writeLock(opts.stateDir, {
     pid: me.pid,
     startTime: me.startTime,

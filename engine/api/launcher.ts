@@ -1,5 +1,6 @@
 // Finding the user's engine, or starting one: what every client does before it connects (client.ts). The CLI and the
 // MCP bridge start the bundle they run from; Electron's main process gives its own Node (itself, as Node) and bundle.
+import { config } from "../config";
 import { spawn } from "node:child_process";
 import { existsSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -19,7 +20,7 @@ export interface EngineCommand {
  * (No import.meta here: this module is also loaded by CommonJS hosts, Electron's main process and Playwright.)
  */
 export function selfCommand(): EngineCommand {
-  return { node: process.execPath, bundle: process.env.OCW_BUNDLE ?? path.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: config().OCW_BUNDLE ?? path.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 
 export interface EnsureOptions {

@@ -50,6 +50,22 @@ export function supervisorOf(lock: EngineLock | null): ProcessIdentity | null {
   return lock?.supervisorPid ? { pid: lock.supervisorPid, startTime: lock.supervisorStartTime ?? null } : null;
 }
 
+const endpointFile = (stateDir: string) => path.join(stateDir, "engine.endpoint.json");
+const Endpoint = z.object({ port: z.number().int().min(1).max(65535), token: z.string().min(16) });
+
+/** The last engine's port and token, kept across clean stops (engine.json goes with its engine; this file stays). */
+export function lastEndpoint(stateDir: string): { port: number; token: string } | null {
+  try {
+    return Endpoint.parse(JSON.parse(readFileSync(endpointFile(stateDir), "utf8")));
+  } catch {
+    return null;
+  }
+}
+
+export function writeEndpoint(stateDir: string, e: { port: number; token: string }): void {
+  writeJsonAtomic(endpointFile(stateDir), e, 0o600);
+}
+
 export function writeLock(stateDir: string, lock: EngineLock): void {
   writeJsonAtomic(lockFile(stateDir), lock, 0o600);
 }

@@ -26,6 +26,8 @@ import { PolicyRule, type DecidedBy } from "../../shared/permission";
 import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
+import { isActive } from "../../shared/worker";
+import { apiKeyFilePath, forgetApiKey, storeApiKey } from "../serving/keys";
 import { seqOf } from "../events";
 import { InputError, type Engine } from "../workers/engine";
 import { mergeBatch, retryWorker } from "../workers/housekeeping";
@@ -232,6 +234,39 @@ export const appRouter = t.router({
     use: proc.input(z.object({ id: z.string() })).mutation(({ ctx, input }) => {
       try {
         return ctx.engine.targets.use(input.id);
+      } catch (err) {
+        throw new InputError((err as Error).message);
+      }
+    }),
+    /**
+     * Stores the API key a person typed in for a target: the OS keychain, else a 0600 file in the state dir. The key
+     * is never returned, logged, put in targets.json or an event; opencode reaches the endpoint through the engine's
+     * key gateway, so no worker sees it either. An empty key forgets it.
+     */
+    setKey: proc.input(z.object({ id: z.string().min(1).max(200), key: z.string().max(4096) })).mutation(({ ctx, input }) => {
+      const t = ctx.engine.targets.get(input.id);
+      if (!t) throw new InputError(`no target "${input.id}". Run \`ocw targets\` to list them.`);
+      if (t.keyFile && t.keyFile !== apiKeyFilePath(t.id)) throw new InputError(`target "${t.id}" is a server the engine started with its own generated key: no key to set`);
+      const key = input.key.trim();
+      if (/[\r\n]/.test(key)) throw new InputError("the key must be one line");
+      if (!key) {
+        forgetApiKey(t.id);
+        const typed = t.keyFile && t.keyFile === apiKeyFilePath(t.id);
+        ctx.engine.targets.save({ ...t, keyStore: null, ...(typed ? { keyFile: null } : {}) });
+        return { stored: "none" as const };
+      }
+      const where = storeApiKey(t.id, key);
+      ctx.engine.targets.save({ ...t, ...where });
+      return { stored: where.keyStore === "keychain" ? ("keychain" as const) : ("file" as const) };
+    }),
+    /** Deletes a target; refused while a worker of it is queued or live (stop those first). Workers keep their records. */
+    remove: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ ctx, input }) => {
+      const busy = ctx.engine.list().filter((w) => w.targetId === input.id && (w.state === "queued" || isActive(w.state) || w.state === "settled" || w.state === "grading"));
+      if (busy.length) throw new InputError(`target "${input.id}" has ${busy.length} worker(s) queued or running (${busy.slice(0, 3).map((w) => w.id).join(", ")}${busy.length > 3 ? ", …" : ""}): stop them before deleting it`);
+      try {
+        const r = ctx.engine.targets.remove(input.id);
+        forgetApiKey(input.id);
+        return r;
       } catch (err) {
         throw new InputError((err as Error).message);
       }

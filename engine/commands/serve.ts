@@ -4,8 +4,8 @@ import { Option, type Command } from "commander";
 import type { EngineLock } from "../../shared/api";
 import { connect, healthy } from "../api/client";
 import { hostEngine, StateDirTaken, type HostedEngine } from "../api/host";
-import { waitForEngine } from "../api/launcher";
-import { readLock } from "../api/lock";
+import { ensureEngine, waitForEngine } from "../api/launcher";
+import { alive, readLock, supervisorOf } from "../api/lock";
 import { ACTIVATE, superviseEngine } from "../api/supervisor";
 import { stateDir } from "../store/paths";
 
@@ -15,10 +15,11 @@ export function registerServeCommands(program: Command): void {
     .description("start the engine (or attach to the running one) and print the browser UI's URL; stays in the foreground")
     .option("--port <n>", "port for the control API and UI (default: a free one)", (v) => Number(v))
     .option("--background", "run without printing, restarted when it dies (how clients start the engine)")
+    .option("--supervise", "start the engine as a client does (detached, under its supervisor) or attach to it; print its URL; Ctrl-C detaches")
     .option("--no-sandbox", "run workers without the OS sandbox: they can then read your files and secrets (only where no sandbox is available)")
     .addOption(new Option("--supervised", "the engine process under a --background supervisor").hideHelp())
     .addOption(new Option("--standby", "load, then wait for the supervisor to make this the engine").hideHelp())
-    .action(async (o: { port?: number; background?: boolean; supervised?: boolean; standby?: boolean; sandbox?: boolean }) => {
+    .action(async (o: { port?: number; background?: boolean; supervise?: boolean; supervised?: boolean; standby?: boolean; sandbox?: boolean }) => {
       // The engine (and a supervised restart of it) reads the opt-out from its environment.
       if (o.sandbox === false) process.env.OCW_NO_SANDBOX = "1";
       const dir = stateDir();
@@ -35,6 +36,7 @@ export function registerServeCommands(program: Command): void {
           process.once("SIGINT", () => (clearInterval(t), resolve()));
         });
       };
+      if (o.supervise && !o.background) return superviseAndFollow(dir, o.port);
       const running = readLock(dir);
       if (running && !o.supervised && (await healthy(running))) {
         if (o.background) return; // a client started a supervisor, but the engine is up already
@@ -83,4 +85,43 @@ export function registerServeCommands(program: Command): void {
       while (Date.now() < deadline && readLock(dir)) await new Promise((r) => setTimeout(r, 100));
       console.error(readLock(dir) ? `ocw: the engine (pid ${lock.pid}) did not stop in 15 s` : "ocw: engine stopped");
     });
+}
+
+/**
+ * `ocw serve --supervise` (what `npm start` runs where the desktop app cannot start): the engine as every client
+ * starts it — detached, under its supervisor, so kill -9 brings it back on the same port and token — and this
+ * process only prints its URL and follows it: a restart is reported, Ctrl-C detaches, `ocw stop` ends both.
+ */
+async function superviseAndFollow(dir: string, port?: number): Promise<void> {
+  if (port !== undefined) console.error("ocw: --port is ignored with --supervise: the engine takes back the port it had");
+  let lock: EngineLock;
+  try {
+    lock = await ensureEngine(dir, { timeoutMs: 30_000 });
+  } catch (err) {
+    console.error(`ocw: ${(err as Error).message}`);
+    process.exit(1);
+  }
+  console.log(`http://127.0.0.1:${lock.port}/?token=${lock.token}`);
+  console.error(`ocw: engine running under its supervisor (pid ${lock.pid}, state ${dir}); open the URL above in a browser. Ctrl-C detaches (the engine keeps running), \`ocw stop\` stops it.`);
+  let current = lock;
+  let goneSince: number | null = null;
+  await new Promise<void>((resolve) => {
+    const t = setInterval(() => {
+      const now = readLock(dir);
+      if (now && now.instanceId !== current.instanceId) {
+        console.error(`ocw: the engine was restarted by its supervisor (pid ${now.pid}); ${now.port === current.port && now.token === current.token ? "same URL, open tabs reconnect" : `new URL: http://127.0.0.1:${now.port}/?token=${now.token}`}`);
+        current = now;
+      }
+      const sup = supervisorOf(current);
+      if (now || (sup && alive(sup))) goneSince = null;
+      // Neither an engine nor its supervisor for 2 s (a restart takes half a second): stopped for good.
+      else if ((goneSince ??= Date.now()) < Date.now() - 2_000) {
+        console.error("ocw: the engine stopped");
+        clearInterval(t);
+        resolve();
+      }
+    }, 500);
+    process.once("SIGINT", () => (clearInterval(t), resolve()));
+    process.once("SIGTERM", () => (clearInterval(t), resolve()));
+  });
 }

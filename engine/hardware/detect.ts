@@ -2,13 +2,14 @@
  * Hardware detection: GPUs (NVIDIA, AMD, Apple, Windows registry), CPU and RAM, and — when a llama.cpp binary
  * is present — `llama-server --list-devices` as confirmation of what llama.cpp itself will see.
  */
+import { config } from "../config";
 import { readdir, readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { execa } from "execa";
-import type { DeviceBudget } from "../models/estimate";
 import {
-  appleGpuBudget, type Gpu, type ListedDevice, NVIDIA_SMI_ARGS, parseAmdSysfs, parseListDevices, parseNvidiaSmi,
+  appleGpuBudget,
+  type DeviceBudget, type Gpu, type ListedDevice, NVIDIA_SMI_ARGS, parseAmdSysfs, parseListDevices, parseNvidiaSmi,
   parseRocmSmi, parseWindowsRegistry, type SysfsCard,
 } from "./parse";
 
@@ -181,7 +182,7 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
   const cr = await cpuRamP;
   // OCW_RAM_BYTES sets the host memory ocw plans with (a container's limit, a machine shared with other work,
   // or planning for another machine); a problem line says it is in force
-  const ramOverride = Number(process.env.OCW_RAM_BYTES);
+  const ramOverride = Number(config().OCW_RAM_BYTES);
   if (Number.isFinite(ramOverride) && ramOverride > 0) {
     cr.ram = { totalBytes: ramOverride, freeBytes: ramOverride };
     problems.push(`host RAM taken as ${(ramOverride / 1024 ** 3).toFixed(1)} GiB from OCW_RAM_BYTES`);

@@ -225,3 +225,14 @@ export function parseGpuSpec(spec: string): Gpu[] {
     return { index, vendor: "other" as const, name: m[1]?.trim() || `GPU${index}`, totalBytes: bytes, freeBytes: bytes, usedBytes: 0, unified: false, source: "--gpus" };
   });
 }
+
+/** A memory pool a model can be placed on. `kind: "cpu"` is host RAM. */
+export interface DeviceBudget {
+  id: string;
+  name: string;
+  kind: "gpu" | "cpu";
+  freeBytes: number;
+  totalBytes: number;
+  /** Unified memory (Apple, APU): the GPU budget is host RAM. */
+  unified?: boolean;
+}

@@ -42,7 +42,7 @@ export class OpencodeServers {
     let s = this.servers.get(target.id);
     if (s) return s;
     // Resolved once, as when it was handed to opencode's environment (a key file is not read on every request).
-    const key = target.keyRef || target.keyFile ? resolveKey(target) : null;
+    const key = target.keyRef || target.keyFile || target.keyStore ? resolveKey(target) : null;
     if ((target.keyRef || target.keyFile) && !key) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
     // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
     const provider = await Promise.all(

@@ -9,6 +9,7 @@
  * reserve and ggml-alloc on the decoder block (compute-graph.ts); driver overhead is a documented estimate
  * (see docs/model-setup.md).
  */
+import type { DeviceBudget } from "../hardware/parse";
 import { computeBufferBytes } from "./compute-graph";
 import { ggmlTypeId, type KvCacheType, rowBytes } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";
@@ -20,16 +21,7 @@ export const GiB = 1024 * MiB;
 
 export const pad = (x: number, n: number): number => Math.ceil(x / n) * n;
 
-/** A memory pool a model can be placed on. `kind: "cpu"` is host RAM. */
-export interface DeviceBudget {
-  id: string;
-  name: string;
-  kind: "gpu" | "cpu";
-  freeBytes: number;
-  totalBytes: number;
-  /** Unified memory (Apple, APU): the GPU budget is host RAM. */
-  unified?: boolean;
-}
+export type { DeviceBudget };
 
 export interface EstimateOptions {
   /** -c (total cache); 0 or undefined → n_ctx_train. */

@@ -3,6 +3,7 @@
  * `GET /api/models/{repo}/tree/{rev}?recursive=true` (paginated by the Link header), group shards and mmproj
  * files, and build resolve URLs. The endpoint can be pointed elsewhere with OCW_HF_ENDPOINT (tests, mirrors).
  */
+import { config } from "../config";
 import { quantFromName } from "./source";
 
 export interface HubFile {
@@ -25,7 +26,7 @@ export interface RepoGgufs {
   mmproj: HubFile[];
 }
 
-export const hubEndpoint = (env: NodeJS.ProcessEnv = process.env) => (env.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
+export const hubEndpoint = (env: NodeJS.ProcessEnv = process.env) => (config(env).OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
 
 export function hubHeaders(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const t = env.HF_TOKEN ?? env.HUGGING_FACE_HUB_TOKEN;

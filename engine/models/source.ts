@@ -2,6 +2,7 @@
  * Where model metadata comes from: a metadata JSON file, a local GGUF (and its shards), an http(s) URL, or a
  * Hugging Face reference (`hf:owner/repo/path/file.gguf[@rev]`, or `owner/repo:QUANT` via the Hub tree API).
  */
+import { config } from "../config";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { ggmlTypeId, tensorBytes } from "./ggml-types";
@@ -26,7 +27,7 @@ export class ModelSourceError extends SetupError {
   }
 }
 
-const hfBase = () => (process.env.OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
+const hfBase = () => (config().OCW_HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
 
 /** general.file_type → label (llama.h llama_ftype). */
 const FTYPE: Record<number, string> = {

@@ -6,6 +6,7 @@
  * rate (the KV reads grow with the batch). Bandwidths: the makers' figures by GPU name; unknown GPUs and host RAM are
  * assumed (OCW_RAM_BANDWIDTH_GBPS sets the host's), and the basis says so.
  */
+import { config } from "../config";
 
 /** GB/s by a GPU name fragment (most specific first). */
 const GPU_BW: [RegExp, number][] = [
@@ -32,7 +33,7 @@ export function gpuBandwidth(name: string): { gbps: number; known: boolean } {
 }
 
 export function ramBandwidth(env: NodeJS.ProcessEnv = process.env): { gbps: number; known: boolean } {
-  const v = Number(env.OCW_RAM_BANDWIDTH_GBPS);
+  const v = Number(config(env).OCW_RAM_BANDWIDTH_GBPS);
   return Number.isFinite(v) && v > 0 ? { gbps: v, known: true } : { gbps: ASSUMED_RAM_BW, known: false };
 }
 

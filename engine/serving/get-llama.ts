@@ -4,6 +4,7 @@
  * sha256, unpacked into `<state>/llama/<tag>-<variant>/`; on Linux + NVIDIA a CUDA source build when nvcc is here
  * (scripts/build-llama-server.sh, GGML_CUDA=1). `OCW_LLAMA_RELEASES_URL` lists a mirror's (or a test's) release.
  */
+import { config } from "../config";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import path from "node:path";
 import { execa } from "execa";
@@ -57,9 +58,9 @@ const DOWNLOAD = "https://github.com/ggml-org/llama.cpp/releases/download";
  * disagrees with the pin loses), others with the listing's own digest.
  */
 export async function pinnedRelease(env: NodeJS.ProcessEnv = process.env, fetchImpl: typeof fetch = fetch): Promise<Release> {
-  const tag = env.OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
+  const tag = config(env).OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
   const pins = tag === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
-  const url = env.OCW_LLAMA_RELEASES_URL ?? (tag === LLAMA_CPP_PIN.tag ? null : `https://api.github.com/repos/ggml-org/llama.cpp/releases/tags/${tag}`);
+  const url = config(env).OCW_LLAMA_RELEASES_URL ?? (tag === LLAMA_CPP_PIN.tag ? null : `https://api.github.com/repos/ggml-org/llama.cpp/releases/tags/${tag}`);
   if (!url) return { tag, assets: Object.entries(pins).map(([name, sha256]) => ({ name, url: `${DOWNLOAD}/${tag}/${name}`, size: null, sha256 })) };
   const res = await fetchImpl(url, { headers: { accept: "application/vnd.github+json" } });
   if (!res.ok) throw new Error(`cannot list llama.cpp release ${tag} (${url} → HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
@@ -73,7 +74,8 @@ export async function pinnedRelease(env: NodeJS.ProcessEnv = process.env, fetchI
 
 /** Where nvcc is (OCW_NVCC, PATH, CUDA_HOME, /usr/local/cuda), or null: a CUDA source build needs it. OCW_NVCC="" = none. */
 export function findNvcc(env: NodeJS.ProcessEnv = process.env): string | null {
-  if (env.OCW_NVCC !== undefined) return env.OCW_NVCC && existsSync(env.OCW_NVCC) ? env.OCW_NVCC : null;
+  const given = config(env).OCW_NVCC;
+  if (given !== undefined) return given && existsSync(given) ? given : null;
   const cands = [...(env.PATH ?? "").split(path.delimiter).filter(Boolean).map((d) => path.join(d, "nvcc")), ...(env.CUDA_HOME ? [path.join(env.CUDA_HOME, "bin", "nvcc")] : []), "/usr/local/cuda/bin/nvcc"];
   return cands.find((c) => existsSync(c)) ?? null;
 }
@@ -164,7 +166,8 @@ export interface InstallResult {
 
 /** scripts/build-llama-server.sh of this install (OCW_LLAMA_BUILD_SCRIPT overrides it), or null. */
 export function buildScript(env: NodeJS.ProcessEnv = process.env): string | null {
-  if (env.OCW_LLAMA_BUILD_SCRIPT) return existsSync(env.OCW_LLAMA_BUILD_SCRIPT) ? env.OCW_LLAMA_BUILD_SCRIPT : null;
+  const given = config(env).OCW_LLAMA_BUILD_SCRIPT;
+  if (given) return existsSync(given) ? given : null;
   try {
     const f = path.join(projectRoot(), "scripts", "build-llama-server.sh");
     return existsSync(f) ? f : null;

@@ -3,6 +3,7 @@
  * LLAMA_API_KEY environment variable, so it never shows in `ps`), readiness via /health while watching the
  * process, log capture and parsing of buffer sizes, crash restart with backoff, clean stop.
  */
+import { config } from "../config";
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -72,7 +73,7 @@ export function findLlamaServer(explicit?: string | null, env: NodeJS.ProcessEnv
   }
   if (env.LLAMA_SERVER) cands.push(env.LLAMA_SERVER);
   for (const dir of (env.PATH ?? "").split(path.delimiter)) if (dir) cands.push(path.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = env.OCW_LLAMA_CACHE ?? path.join(os.homedir(), ".cache/opencode-worker/llama");
+  const cache = config(env).OCW_LLAMA_CACHE ?? path.join(os.homedir(), ".cache/opencode-worker/llama");
   try {
     for (const d of readdirSync(cache).sort().reverse()) cands.push(path.join(cache, d, "bin", "llama-server"));
   } catch {

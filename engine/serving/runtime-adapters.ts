@@ -4,6 +4,7 @@
  * installed version loads the model at all — checked before launch. A leaf of engine/serving/: it imports no start,
  * CLI or planning module, so the planner, the start job and the k8s sizer can all use it.
  */
+import { config } from "../config";
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
@@ -26,16 +27,16 @@ export function onPath(name: string, env: NodeJS.ProcessEnv): string | null {
 /** How this machine can run the runtime: its binary / Python package, else a container engine; null with why not. */
 export function findRuntime(runtime: ParallelRuntime, env: NodeJS.ProcessEnv = process.env, o: { binaryOnly?: boolean } = {}): { how: "binary" | "container"; bin: string } | { how: null; why: string } {
   if (runtime === "vllm") {
-    const bin = env.OCW_VLLM_BIN || onPath("vllm", env);
+    const bin = config(env).OCW_VLLM_BIN || onPath("vllm", env);
     if (bin) return { how: "binary", bin };
   } else {
-    const py = env.OCW_PYTHON || onPath("python3", env) || onPath("python", env);
+    const py = config(env).OCW_PYTHON || onPath("python3", env) || onPath("python", env);
     if (py) {
       const r = spawnSync(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env, timeout: 20_000, stdio: "ignore" });
       if (r.status === 0) return { how: "binary", bin: py };
     }
   }
-  const ce = o.binaryOnly ? null : env.OCW_CONTAINER_ENGINE || onPath("podman", env) || onPath("docker", env);
+  const ce = o.binaryOnly ? null : config(env).OCW_CONTAINER_ENGINE || onPath("podman", env) || onPath("docker", env);
   if (ce) return { how: "container", bin: ce };
   return {
     how: null,
@@ -62,7 +63,7 @@ export function reasoningParser(runtime: ParallelRuntime, e: CatalogEntry | unde
 
 /** The image for this model on this runtime: the override, else the family's pinned image. */
 export function imageFor(runtime: ParallelRuntime, model: string, env: NodeJS.ProcessEnv = process.env): string {
-  const o = runtime === "vllm" ? env.OCW_VLLM_IMAGE : env.OCW_SGLANG_IMAGE;
+  const o = runtime === "vllm" ? config(env).OCW_VLLM_IMAGE : config(env).OCW_SGLANG_IMAGE;
   return o || runtimeFamily(model).image[runtime];
 }
 

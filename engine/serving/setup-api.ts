@@ -9,7 +9,7 @@ import { accessSync, constants, statSync } from "node:fs";
 import path from "node:path";
 import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, SetupStartInput } from "../../shared/setup";
 import { SetupProviderKeyInput } from "../../shared/servers";
-import { storeKey, typedKeyFilePath } from "./keys";
+import { storeApiKey } from "./keys";
 import { runStartJob } from "./start";
 import type { TargetStore } from "../store/targets";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "./setup";
@@ -115,8 +115,9 @@ export async function setupProviderApi(input: SetupProviderInput, store: TargetS
 const TYPED_KEY_VAR = "OCW_WIZARD_TYPED_KEY";
 
 /**
- * setup.providerKey: an API provider verified with a key the person typed; once saved, the key is stored (a 0600 file
- * in the state dir; engine/serving/keys.ts) and the target refers to it by `keyFile` — no environment variable needed,
+ * setup.providerKey: an API provider verified with a key the person typed; once saved, the key is stored (the OS
+ * keychain, else a 0600 file in the state dir; engine/serving/keys.ts) and the target refers to it (`keyStore` /
+ * `keyFile`) — no environment variable needed,
  * the key never in targets.json, argv, a log or an event. A cannot-build result saves nothing, the key included.
  */
 export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: TargetStore): Promise<SetupOutcome> {
@@ -129,9 +130,9 @@ export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: T
     throw e;
   }
   if (r.saved) {
-    const keyFile = typedKeyFilePath(r.target.id);
-    storeKey(keyFile, i.key);
-    r = { ...r, target: store.save({ ...r.target, keyRef: null, keyFile }, r.active) };
+    // the OS keychain where one answers, else a 0600 file in the state dir (the same store as targets.setKey)
+    const where = storeApiKey(r.target.id, i.key);
+    r = { ...r, target: store.save({ ...r.target, keyRef: null, ...where }, r.active) };
   }
   return outcome(r);
 }

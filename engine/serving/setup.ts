@@ -3,6 +3,7 @@
  * ocw starts (start.ts runs a model by phases). Modes: a llama.cpp server we start (start.ts),
  * a captured endpoint already serving, an API provider.
  */
+import { config } from "../config";
 import path from "node:path";
 import { spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync } from "node:fs";
@@ -183,8 +184,9 @@ function saveUnverified(store: TargetStore, target: Target, t0: number): SetupRe
  * from the ocw bundle; null (unsupervised, detached server) otherwise or when OCW_SUPERVISE=0.
  */
 export function supervisorCommand(env: NodeJS.ProcessEnv = process.env): string[] | null {
-  if (env.OCW_SUPERVISE === "0") return null;
-  if (env.OCW_SUPERVISOR_CMD) return JSON.parse(env.OCW_SUPERVISOR_CMD) as string[];
+  const c = config(env);
+  if (c.OCW_SUPERVISE === "0") return null;
+  if (c.OCW_SUPERVISOR_CMD) return JSON.parse(c.OCW_SUPERVISOR_CMD) as string[];
   const entry = process.argv[1] ?? "";
   return /ocw(\.mjs)?$/.test(path.basename(entry)) ? [process.execPath, entry] : null;
 }

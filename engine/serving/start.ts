@@ -17,6 +17,7 @@ import { findCatalog } from "../models/catalog";
 import { DownloadError, downloadFile } from "../models/download";
 import { hubEndpoint, hubHeaders, listRepoFiles, resolveUrl, type HubFile } from "../models/hf";
 import { describeFetchError } from "../net/cause";
+import { config } from "../config";
 import { commandWords, devicesFromHardware, shellQuote } from "../models/plan";
 import { localPathFor, parseRepoRef } from "../models/resolve";
 import { stateDir } from "../store/paths";
@@ -348,7 +349,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
             emit(false);
           },
         }).catch((e) => {
-          throw new StartError({ kind: "runtime", cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, process.env.OCW_LLAMA_RELEASES_URL ?? "https://api.github.com")}`, logLine: null, remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh" });
+          throw new StartError({ kind: "runtime", cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`, logLine: null, remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh" });
         });
         bin = got.bin;
         // plan again on what the installed build itself lists (its --list-devices): a Vulkan build names Vulkan0,

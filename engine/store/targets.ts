@@ -40,6 +40,16 @@ export class TargetStore {
     return parsed;
   }
 
+  /** Deletes a target (no longer active if it was). Throws when there is none by that id. */
+  remove(id: string): { active: string | null } {
+    const f = this.load();
+    if (!f.targets.some((t) => t.id === id)) throw new Error(`no target "${id}". Run \`ocw targets\` to list them.`);
+    f.targets = f.targets.filter((t) => t.id !== id);
+    if (f.active === id) f.active = null;
+    writeJsonAtomic(this.file, f);
+    return { active: f.active };
+  }
+
   use(id: string): Target {
     const f = this.load();
     const t = f.targets.find((x) => x.id === id);

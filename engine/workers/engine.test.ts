@@ -231,19 +231,49 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     for (const id of workerIds) await until(engine, id, (w) => w.state === "built");
     // From the logs, in stream order: how many ran at once, and in which order they were admitted.
     const all = workerIds.flatMap((id) => engine.events(id)).sort((a, b) => (a.busSeq ?? 0) - (b.busSeq ?? 0));
-    const live = new Set<string>();
-    let maxActive = 0;
+    // Holding a slot: starting or running (a worker waiting for a person hands its slot over). No worker is admitted
+    // from the queue unless fewer than `slots` hold one.
+    const onModel = new Set<string>();
+    let maxAtAdmission = 0;
     const startedOrder: string[] = [];
     for (const e of all) {
       if (e.type !== "worker.state") continue;
-      if (e.state === "starting") startedOrder.push(e.workerId);
-      if ((["starting", "running", "waiting-approval"] as WorkerState[]).includes(e.state)) live.add(e.workerId);
-      else live.delete(e.workerId);
-      maxActive = Math.max(maxActive, live.size);
+      if (e.state === "starting") {
+        startedOrder.push(e.workerId);
+        maxAtAdmission = Math.max(maxAtAdmission, onModel.size + 1);
+      }
+      if ((["starting", "running"] as WorkerState[]).includes(e.state)) onModel.add(e.workerId);
+      else onModel.delete(e.workerId);
     }
-    expect(maxActive).toBe(2);
+    expect(maxAtAdmission).toBeLessThanOrEqual(2);
     expect(startedOrder).toEqual(workerIds);
     expect(engine.list().map((w) => w.id)).toEqual(workerIds);
+    await engine.close();
+  });
+
+  it("slots follow the model's work: workers waiting for a person hand their slots to queued ones; answered, they go on first", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    const r = repo();
+    // 2 slots, 4 workers that each ask before they write; nobody answers.
+    const { workerIds } = await engine.startBatch(Array.from({ length: 4 }, (_, i) => ({ task: `TASK-EDIT ${i}`, directory: r })));
+    for (const id of workerIds) await until(engine, id, (w) => pending(w).length === 1 && w.state === "waiting-approval");
+    expect(engine.slots()).toEqual([{ targetId: "fake", slots: 2, inUse: 0, queued: 0, waiting: 4 }]);
+    // A fifth is admitted at once though four wait for a person.
+    const { workerId: fifth } = await engine.start({ task: "TASK-HANG", directory: r });
+    await until(engine, fifth, (w) => w.state === "running");
+    const sixth = (await engine.start({ task: "TASK-HANG", directory: r })).workerId;
+    await until(engine, sixth, (w) => w.state === "running");
+    // Both slots hold model work now: the seventh queues, and an answered worker goes on ahead of it.
+    const seventh = (await engine.start({ task: "TASK-HANG", directory: r })).workerId;
+    await new Promise((res) => setTimeout(res, 50));
+    expect(engine.get(seventh).state).toBe("queued");
+    expect(engine.slots()[0]).toMatchObject({ inUse: 2, queued: 1, waiting: 4 });
+    const first = engine.get(workerIds[0]!);
+    await engine.decide({ askId: pending(first)[0]!.id, decision: "once" }, { kind: "person" });
+    await until(engine, workerIds[0]!, (w) => w.state === "built");
+    expect(engine.get(seventh).state).toBe("queued");
+    await engine.stop(fifth);
+    await until(engine, seventh, (w) => w.state === "running");
     await engine.close();
   });
 

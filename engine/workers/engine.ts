@@ -151,7 +151,8 @@ export class Engine {
 
   /** After every state change: a settled or finished worker frees its slot; a finished one releases its opencode instance. */
   private moved(workerId: string, state: WorkerState): void {
-    if (isFinal(state) || state === "settled") this.pump();
+    // A worker waiting for a person hands its model slot to the next queued one (admission/pools.ts).
+    if (isFinal(state) || state === "settled" || state === "waiting-approval") this.pump();
     if (isFinal(state)) this.releaser.finished(workerId);
     else this.releaser.moved(workerId);
   }
@@ -492,14 +493,15 @@ export class Engine {
     return this.servers.list();
   }
 
-  slots(): { targetId: string; slots: number; inUse: number; queued: number }[] {
+  /** Per target: its slots, those in use by workers on the model, workers waiting for a person (slot handed over), queued. */
+  slots(): { targetId: string; slots: number; inUse: number; queued: number; waiting: number }[] {
     const ids = new Set(this.list().map((w) => w.targetId).filter((x): x is string => !!x));
     const active = this.targets.active();
     if (active) ids.add(active.id);
     return [...ids].flatMap((id) => {
       const t = this.targets.get(id);
       if (!t) return [];
-      return [{ targetId: id, slots: t.serving.slots, inUse: this.pools.activeCount(id), queued: this.queue.filter((q) => this.reg.workers.get(q)?.targetId === id).length }];
+      return [{ targetId: id, slots: t.serving.slots, inUse: this.pools.activeCount(id), queued: this.queue.filter((q) => this.reg.workers.get(q)?.targetId === id).length, waiting: this.pools.waitingCount(id) }];
     });
   }
 

@@ -5,7 +5,7 @@ import { Shortcuts } from "./components/Shortcuts";
 import { href, useRoute, type Route } from "./router";
 import { Dashboard } from "./screens/Dashboard";
 import { desktop } from "./desktop";
-import { ago, useNow } from "./format";
+import { ago, taskTitle, useNow } from "./format";
 import { dismissNotice, usePending, useStore } from "./store";
 
 // The dashboard is in the app's first chunk; every other screen is a chunk of its own, so the first paint of the
@@ -45,8 +45,14 @@ export function App() {
   const pending = usePending();
   const connection = useStore((s) => s.connection);
   const connectionError = useStore((s) => s.connectionError);
+  const unreachable = connection !== "live" && connection !== "connecting";
   const status = useStore((s) => s.status);
   const notices = useStore((s) => s.notices);
+  // The page (and Electron window) title names the task being looked at.
+  const subject = useStore((s) => {
+    const w = route.name === "worker" ? s.workers[route.id] : undefined;
+    return w ? taskTitle(w.spec) : null;
+  });
   const [navOpen, setNavOpen] = useState(false);
   // A narrow window shows the navigation as a drawer: close it once a screen is picked.
   useEffect(() => setNavOpen(false), [route.name]);
@@ -54,8 +60,8 @@ export function App() {
 
   useEffect(() => {
     // Electron's window title follows the page's.
-    document.title = windowTitle(pending.length);
-  }, [pending.length]);
+    document.title = windowTitle(pending.length, subject);
+  }, [pending.length, subject]);
 
   const active = route.name === "worker" ? "dashboard" : route.name;
   return (
@@ -100,9 +106,12 @@ export function App() {
             </a>
           </div>
         </header>
-        {connection !== "live" && connection !== "connecting" && <EngineLost />}
+        {unreachable && <EngineLost />}
         {status?.sandbox?.kind === "none" && <Unsandboxed sandbox={status.sandbox} />}
         <main className="content">
+          {/* While the engine is unreachable every control below is disabled (a disabled fieldset: buttons, inputs and
+              the forms they submit), so no click is lost to a "Failed to fetch"; links still navigate. */}
+          <fieldset className="freeze" disabled={unreachable} aria-disabled={unreachable || undefined}>
           <Suspense fallback={<div className="muted pad">Loading…</div>}>
             {route.name === "dashboard" && <Dashboard />}
             {route.name === "new" && <NewTask />}
@@ -112,6 +121,7 @@ export function App() {
             {route.name === "grades" && <Grades />}
             {route.name === "settings" && <Settings />}
           </Suspense>
+          </fieldset>
         </main>
       </div>
       <Shortcuts />
@@ -150,20 +160,20 @@ function titleOf(r: Route): string {
 
 /** The engine stopped answering: say so above every screen, with what to do; what is shown is the last known state. */
 function EngineLost() {
-  const now = useNow();
+  const now = useNow(true);
   const since = useStore((s) => s.offlineSince);
   const loss = useStore((s) => s.engineLoss);
   const error = useStore((s) => s.connectionError);
   return (
     <div className="engine-lost" role="alert" aria-label="Engine not reachable">
       <strong>{loss === "refused" ? "This tab's login no longer works." : "The engine is not reachable."}</strong>{" "}
-      {since ? `Lost ${ago(since, now)}. ` : ""}Everything below is the last known state, not live.
+      {since ? `Lost ${ago(since, now)}. ` : ""}Everything below is the last known state, not live: actions are disabled and timers paused until it answers.
       <div className="small">
         {loss === "refused"
           ? "A different engine now answers at this address (it was restarted with a new token). Open the URL that `ocw serve` printed."
           : desktop
-            ? "Retrying every 3 s. If the engine was stopped (`ocw stop`), start it again (`ocw serve`); the app reconnects when it answers at its address, otherwise restart the app."
-            : "Retrying every 3 s. If the engine was stopped (`ocw stop`), start it again with `ocw serve` and open the URL it prints: a restarted engine may listen on a new port, which this tab cannot follow."}
+            ? "Retrying every 3 s. A crashed engine is restarted by its supervisor; if it was stopped (`ocw stop`), start it again (`npm start` or `ocw serve`): it comes back on the same port and token and the app reconnects."
+            : "Retrying every 3 s. A crashed engine is restarted by its supervisor; if it was stopped (`ocw stop`), start it again (`npm start` or `ocw serve`): it comes back on the same port and token and this tab reconnects (if that port was taken meanwhile, open the new URL it prints)."}
         {error ? <span className="muted"> ({error})</span> : null}
       </div>
     </div>

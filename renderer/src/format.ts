@@ -26,22 +26,37 @@ export function gib(bytes: number): string {
 /** A clock that re-renders its users once a second (one timer for all). */
 const clockSubs = new Set<(n: number) => void>();
 let clockTimer: ReturnType<typeof setInterval> | null = null;
-export function useNow(): number {
-  const [now, setNow] = useState(Date.now());
+/**
+ * What the clock shows while the engine is unreachable: the moment it was lost (set by the store), so durations and
+ * "ago" stop counting instead of running on from a picture that is no longer live. Null while live.
+ */
+let frozenAt: number | null = null;
+export function freezeClock(at: number | null): void {
+  if (frozenAt === at) return;
+  frozenAt = at;
+  const n = at ?? Date.now();
+  for (const [f, keepRunning] of clockKinds) f(keepRunning ? Date.now() : n);
+}
+const clockKinds = new Map<(n: number) => void, boolean>();
+/** Now, once a second; frozen while the engine is unreachable unless `keepRunning` (the "lost … ago" banner). */
+export function useNow(keepRunning = false): number {
+  const [now, setNow] = useState(() => (keepRunning ? Date.now() : (frozenAt ?? Date.now())));
   useEffect(() => {
     clockSubs.add(setNow);
+    clockKinds.set(setNow, keepRunning);
     clockTimer ??= setInterval(() => {
       const n = Date.now();
-      for (const f of clockSubs) f(n);
+      for (const f of clockSubs) f(clockKinds.get(f) ? n : (frozenAt ?? n));
     }, 1000);
     return () => {
       clockSubs.delete(setNow);
+      clockKinds.delete(setNow);
       if (!clockSubs.size && clockTimer) {
         clearInterval(clockTimer);
         clockTimer = null;
       }
     };
-  }, []);
+  }, [keepRunning]);
   return now;
 }
 

@@ -6,6 +6,7 @@ import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permis
 import type { Target } from "../../shared/target";
 import { isFinal, reduceWorker, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
 import { api, errorText } from "./api";
+import { freezeClock } from "./format";
 
 export type Status = Awaited<ReturnType<typeof api.status.query>>;
 /** A row of the transcript that is not the model's: a steer sent, an ask opened, an ask answered (or cancelled). */
@@ -425,6 +426,7 @@ async function resync() {
 
 function live() {
   set({ connection: "live", connectionError: null, offlineSince: null, engineLoss: null, lastContact: Date.now() });
+  freezeClock(null);
   stopProbe();
 }
 
@@ -432,6 +434,7 @@ function live() {
 function lost(message: string, state: Connection = "offline") {
   const s = get();
   set({ connection: state, connectionError: message, offlineSince: s.offlineSince ?? Date.now() });
+  freezeClock(get().offlineSince);
   startProbe();
 }
 

@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { startScriptedModel, toolCall, type Script, type ScriptedModel, type ScriptContext } from "../fixtures/scripted-model";
 
 process.env.OCW_STATE_DIR = mkdtempSync(path.join(os.tmpdir(), "ocw-capture-state-"));
-const { runSetup } = await import("../../engine/serving/commands");
+const { runSetup } = await import("../../engine/commands/model-setup");
 const { TargetStore } = await import("../../engine/store/targets");
 const { discoverEndpoints } = await import("../../engine/serving/capture");
 

@@ -43,7 +43,7 @@ afterAll(() => {
 describe("ocw fit --gguf shows llama.cpp's own figures next to ours", () => {
   it("llama-fit-params model/context MiB agree with the estimate", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
-    const { runFit } = await import("../../engine/serving/commands");
+    const { runFit } = await import("../../engine/commands/model-setup");
     const r = await runFit({ gguf: models.gemma3, ctx: "8192", parallel: "2", json: true });
     const j = JSON.parse(r.stdout);
     expect(j.llamaCpp.devices).toHaveLength(1);

@@ -16,7 +16,7 @@ const state = mkdtempSync(path.join(os.tmpdir(), "ocw-setup-state-"));
 process.env.OCW_STATE_DIR = state;
 
 // imported after OCW_STATE_DIR is set (stateDir() is read at call time, but keep it obvious)
-const { runSetup, runServingStop, runTargets } = await import("../../engine/serving/commands");
+const { runSetup, runServingStop, runTargets } = await import("../../engine/commands/model-setup");
 const { TargetStore } = await import("../../engine/store/targets");
 const { setupCapture } = await import("../../engine/serving/setup");
 const { verifyEndpoint } = await import("../../engine/serving/verify");

@@ -21,6 +21,8 @@ let prev: string | undefined;
 
 beforeAll(async () => {
   prev = process.env.OCW_STATE_DIR;
+  // no desktop keychain on this machine (and none in CI): the 0600 file; the keychain path is keys.test.ts's
+  process.env.OCW_KEYCHAIN = "off";
   state = mkdtempSync(path.join(os.tmpdir(), "ocw-provider-key-"));
   process.env.OCW_STATE_DIR = state;
   model = await startScriptedModel({
@@ -55,6 +57,7 @@ describe("setup.providerKey", () => {
     expect([r.outcome, r.saved, r.active]).toEqual(["built", true, true]);
     const t = store.get("typed")!;
     expect(t.keyRef ?? null).toBeNull();
+    expect(t.keyStore ?? null).toBeNull();
     expect(t.keyFile).toBe(path.join(state, "keys", "typed.api-key"));
     expect(statSync(t.keyFile!).mode & 0o777).toBe(0o600);
     expect(resolveKey(t, {})).toBe(KEY);

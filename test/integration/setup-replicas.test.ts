@@ -26,7 +26,7 @@ process.env.OCW_STATE_DIR = state;
 process.env.PATH = `${path.join(FIX, "bin")}${path.delimiter}${process.env.PATH}`;
 process.env.OCW_FAKE_NVIDIA_SMI = path.join(FIX, "nvidia-smi-2gpu.csv"); // RTX 4090 (22.0 GiB free) + RTX 3090 (23.3 GiB free)
 
-const { runSetup, runServingStop } = await import("../../engine/serving/commands");
+const { runSetup, runServingStop } = await import("../../engine/commands/model-setup");
 const { pidAlive } = await import("../../engine/serving/llama-server");
 const { readKey } = await import("../../engine/serving/keys");
 

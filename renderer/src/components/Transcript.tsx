@@ -4,6 +4,7 @@ import type { DecidedBy } from "../../../shared/permission";
 import { showUntrusted } from "../../../shared/untrusted";
 import type { TranscriptPart } from "../../../shared/worker";
 import type { TranscriptMark } from "../store";
+import { Markdown, Truncated } from "./Markdown";
 
 function show(v: unknown): string {
   if (v === undefined || v === null) return "";
@@ -21,6 +22,9 @@ function toolHeadline(p: TranscriptPart): string {
   return typeof key === "string" ? showUntrusted(key, { max: 1000, lines: false }) : "";
 }
 
+/** What opencode's bash tool appends to the output of a command it aborted (a stop, an abort of the session). */
+const KILLED = /<shell_metadata>[\s\S]*\b(User aborted the command|aborted)\b[\s\S]*<\/shell_metadata>/i;
+
 const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?: boolean }) {
   if (part.kind === "reasoning")
     return (
@@ -30,14 +34,17 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
       </details>
     );
   if (part.kind === "tool") {
-    // A tool still "running" in a worker that has ended was cut off (stop, crash, engine restart): it never finished.
+    // A tool still "running" in a worker that has ended, or before a later model message, was cut off (stop, crash,
+    // engine restart, then Resume): it never finished.
     const cut = ended && (part.status === "running" || part.status === "pending");
-    const status = cut ? "not finished" : (part.status ?? "…");
+    // opencode reports a shell command killed by a stop as "completed", saying so only in its output's metadata.
+    const killed = part.status === "completed" && KILLED.test(part.output ?? "");
+    const status = cut ? "not finished" : killed ? "killed" : (part.status ?? "…");
     return (
       <details className={`part tool tool-${part.status ?? "unknown"}`}>
         <summary>
           <span className="tool-name">{part.tool ?? "tool"}</span> <span className="mono small ellipsis">{toolHeadline(part)}</span>
-          <span className={`chip chip-${cut ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>{status}</span>
+          <span className={`chip chip-${cut || killed ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>{status}</span>
         </summary>
         <div className="tool-io">
           <div className="io-label">input</div>
@@ -45,7 +52,7 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
           {(part.output || part.error) && (
             <>
               <div className="io-label">{part.error ? "error" : "output"}</div>
-              <pre className={part.error ? "err" : ""}>{part.error ?? part.output}</pre>
+              <Truncated className={part.error ? "err" : ""} text={part.error ?? part.output ?? ""} />
             </>
           )}
         </div>
@@ -56,12 +63,12 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
     return (
       <div className="part user">
         <div className="who">you / task</div>
-        <div className="part-text">{part.text}</div>
+        <Markdown className="part-text" text={part.text ?? ""} />
       </div>
     );
   return (
     <div className="part text">
-      <div className="part-text">{part.text}</div>
+      <Markdown className="part-text" text={part.text ?? ""} />
     </div>
   );
 });
@@ -104,7 +111,7 @@ const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark
         <div className="who">
           {who} <span className="muted">· {when}</span>
         </div>
-        <div className="part-text">{mark.text}</div>
+        <Markdown className="part-text" text={mark.text} />
       </div>
     );
   }
@@ -170,8 +177,19 @@ function toRows(parts: TranscriptPart[], marks: TranscriptMark[], partSeq: Recor
       rows.push({ key: p.partId, part: p });
       continue;
     }
+    // Blocks end only outside a code fence, so each renders as markdown on its own.
     const lines = p.text.split("\n");
-    for (let i = 0, b = 0; i < lines.length; i += BLOCK_LINES, b++) rows.push({ key: `${p.partId}#${b}`, part: p, block: lines.slice(i, i + BLOCK_LINES).join("\n"), cont: b > 0 });
+    let start = 0;
+    let fence = false;
+    let b = 0;
+    for (let i = 0; i < lines.length; i++) {
+      if (/^\s*(```|~~~)/.test(lines[i]!)) fence = !fence;
+      if ((i + 1 - start >= BLOCK_LINES && !fence) || i === lines.length - 1) {
+        rows.push({ key: `${p.partId}#${b}`, part: p, block: lines.slice(start, i + 1).join("\n"), cont: b > 0 });
+        start = i + 1;
+        b++;
+      }
+    }
   }
   marksBefore(Number.POSITIVE_INFINITY);
   return rows;
@@ -180,7 +198,7 @@ function toRows(parts: TranscriptPart[], marks: TranscriptMark[], partSeq: Recor
 const Block = memo(function Block({ text, cont }: { text: string; cont: boolean }) {
   return (
     <div className={`part text ${cont ? "cont" : ""}`}>
-      <div className="part-text">{text}</div>
+      <Markdown className="part-text" text={text} />
     </div>
   );
 });
@@ -210,6 +228,12 @@ export function Transcript({
   const [follow, setFollow] = useState(true);
   const followRef = useRef(true);
   const rows = useMemo(() => toRows(parts, marks, partSeq), [parts, marks, partSeq]);
+  // A tool of an earlier model message that still says running was cut off (a stop, then Resume): the model has
+  // answered since, so it never finished. Only the latest message's tools can still run.
+  const lastMessageId = useMemo(() => {
+    for (let i = parts.length - 1; i >= 0; i--) if (parts[i]!.kind !== "user" && parts[i]!.messageId) return parts[i]!.messageId;
+    return null;
+  }, [parts]);
   const v = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
@@ -248,7 +272,7 @@ export function Transcript({
             const row = rows[item.index]!;
             return (
               <div key={item.key} className="vrow" data-index={item.index} ref={v.measureElement} style={{ transform: `translateY(${item.start}px)` }}>
-                {row.mark ? <Mark mark={row.mark} answered={row.answered} root={root} /> : row.block !== undefined ? <Block text={row.block} cont={!!row.cont} /> : <Part part={row.part} ended={ended} />}
+                {row.mark ? <Mark mark={row.mark} answered={row.answered} root={root} /> : row.block !== undefined ? <Block text={row.block} cont={!!row.cont} /> : <Part part={row.part} ended={ended || (!!lastMessageId && row.part.kind === "tool" && row.part.messageId !== lastMessageId)} />}
               </div>
             );
           })}

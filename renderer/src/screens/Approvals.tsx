@@ -37,6 +37,9 @@ export function Approvals({ focus }: { focus?: string }) {
       if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
       if (e.ctrlKey || e.metaKey || e.altKey) return;
       if (!pending.length) return;
+      const conn = useStore.getState().connection;
+      // While the engine is unreachable, keys decide nothing (the buttons are disabled too).
+      if (conn !== "live" && conn !== "connecting" && (e.key === "a" || e.key === "A" || e.key === "r")) return;
       const move = (d: number) => {
         const next = pending[Math.max(0, Math.min(pending.length - 1, index + d))]!;
         setSelectedId(next.id);

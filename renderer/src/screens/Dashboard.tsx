@@ -7,6 +7,7 @@ import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
 import { duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { go, href } from "../router";
+import { dashboardGroups, NO_FILTER, STATE_FILTERS, urgencyCounts, type DashboardFilter, type DashboardGroup, type StateFilter } from "../../../shared/dashboard";
 import { pushNotice, sortedWorkers, useStore } from "../store";
 
 /** A worker interrupted because its model endpoint stopped answering (the engine's reason says so). */
@@ -40,16 +41,22 @@ export function Dashboard() {
   // Until the engine's list has been read once, an empty list means "not known yet", not "no workers".
   const loaded = useStore((s) => s.lastContact !== null);
   const list = useMemo(() => sortedWorkers(workers, order), [workers, order]);
-  const groups = useMemo(() => {
-    const m = new Map<string, Worker[]>();
-    for (const w of list) {
-      const k = w.batchId ?? "";
-      if (!m.has(k)) m.set(k, []);
-      m.get(k)!.push(w);
-    }
-    // Newest group first; single tasks last.
-    return [...m.entries()].sort((a, b) => (a[0] === "" ? 1 : b[0] === "" ? -1 : b[1][0]!.createdAt - a[1][0]!.createdAt));
-  }, [list]);
+  const [filter, setFilter] = useState<DashboardFilter>(NO_FILTER);
+  const [archived, setArchived] = useState<Set<string>>(readSet(ARCHIVE_KEY));
+  const [showArchived, setShowArchived] = useState(false);
+  const groups = useMemo(() => dashboardGroups(list, filter, archived, showArchived), [list, filter, archived, showArchived]);
+  const archivedCount = useMemo(() => new Set(list.filter((w) => w.batchId && archived.has(w.batchId)).map((w) => w.batchId)).size, [list, archived]);
+  // The last archived batch taken back: back to the live view.
+  useEffect(() => {
+    if (showArchived && archivedCount === 0) setShowArchived(false);
+  }, [showArchived, archivedCount]);
+  const archive = (batchId: string, on: boolean) => {
+    const next = new Set(archived);
+    if (on) next.add(batchId);
+    else next.delete(batchId);
+    writeSet(ARCHIVE_KEY, next);
+    setArchived(next);
+  };
   const queued = list.filter((w) => w.state === "queued");
 
   return (
@@ -94,7 +101,9 @@ export function Dashboard() {
                 </div>
                 <div className="muted small">
                   {offline ? "last known: " : ""}
-                  {s.inUse}/{s.slots} slots in use{s.queued ? ` · ${s.queued} queued` : ""}
+                  {s.inUse}/{s.slots} slots on the model
+                  {s.waiting ? ` · ${s.waiting} waiting for you (slot handed over)` : ""}
+                  {s.queued ? ` · ${s.queued} queued` : ""}
                   {!offline && live?.message ? ` · ${live.message}` : ""}
                 </div>
                 {down && !offline && <ModelDown targetId={s.targetId} down={down} />}
@@ -136,14 +145,121 @@ export function Dashboard() {
         </Empty>
       )}
 
-      {groups.map(([batchId, ws]) => (
-        <BatchGroup key={batchId || "single"} batchId={batchId} workers={ws} />
+      {list.length > 0 && <FilterBar list={list} filter={filter} setFilter={setFilter} archivedCount={archivedCount} showArchived={showArchived} setShowArchived={setShowArchived} />}
+
+      {list.length > 0 && groups.length === 0 && (
+        <p className="muted pad" role="status">
+          {showArchived ? "No archived batch matches." : "No worker matches these filters."}{" "}
+          <button type="button" className="btn ghost small" onClick={() => setFilter(NO_FILTER)}>
+            Clear filters
+          </button>
+        </p>
+      )}
+
+      {groups.map((g) => (
+        <BatchGroup key={g.batchId || "single"} group={g} archived={archived.has(g.batchId)} onArchive={(on) => archive(g.batchId, on)} />
       ))}
     </div>
   );
 }
 
-function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }) {
+const ARCHIVE_KEY = "ocw.dashboard.archived";
+const COLLAPSE_KEY = "ocw.dashboard.collapsed";
+function readSet(key: string): Set<string> {
+  try {
+    const v = JSON.parse(localStorage.getItem(key) ?? "[]") as unknown;
+    return new Set(Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+  } catch {
+    return new Set();
+  }
+}
+function writeSet(key: string, v: Set<string>): void {
+  try {
+    localStorage.setItem(key, JSON.stringify([...v]));
+  } catch {
+    /* storage full or off: the choice lasts for this page only */
+  }
+}
+
+/** State, repository, target and batch filters and a search over task text and id; counts per state. */
+function FilterBar(p: {
+  list: Worker[];
+  filter: DashboardFilter;
+  setFilter: (f: DashboardFilter) => void;
+  archivedCount: number;
+  showArchived: boolean;
+  setShowArchived: (v: boolean) => void;
+}) {
+  const { list, filter, setFilter } = p;
+  const counts = useMemo(() => urgencyCounts(list), [list]);
+  const repos = useMemo(() => [...new Set(list.map((w) => w.spec.directory))].sort(), [list]);
+  const targets = useMemo(() => [...new Set(list.map((w) => w.targetId ?? ""))].filter(Boolean).sort(), [list]);
+  const batches = useMemo(() => [...new Set(list.map((w) => w.batchId ?? ""))].filter(Boolean), [list]);
+  const set = (patch: Partial<DashboardFilter>) => setFilter({ ...filter, ...patch });
+  const labels: Record<StateFilter, string> = { all: "All", "needs-you": "Needs you", running: "Running", queued: "Queued", settled: "Settled" };
+  return (
+    <div className="filter-bar" role="search" aria-label="Filter workers">
+      <div className="seg" role="radiogroup" aria-label="State">
+        {STATE_FILTERS.map((s) => (
+          <button key={s} type="button" role="radio" aria-checked={filter.state === s} className={`seg-btn ${filter.state === s ? "on" : ""} ${s === "needs-you" && counts[s] ? "attn" : ""}`} onClick={() => set({ state: s })}>
+            {labels[s]} <span className="count">{counts[s]}</span>
+          </button>
+        ))}
+      </div>
+      <input type="search" className="filter-search" placeholder="Search task or id" aria-label="Search task or id" value={filter.search} onChange={(e) => set({ search: e.target.value })} />
+      {repos.length > 1 && (
+        <select aria-label="Repository" value={filter.repo} onChange={(e) => set({ repo: e.target.value })}>
+          <option value="">All repositories</option>
+          {repos.map((r) => (
+            <option key={r} value={r}>
+              {r.split("/").filter(Boolean).pop() ?? r}
+            </option>
+          ))}
+        </select>
+      )}
+      {targets.length > 1 && (
+        <select aria-label="Target" value={filter.target} onChange={(e) => set({ target: e.target.value })}>
+          <option value="">All targets</option>
+          {targets.map((t) => (
+            <option key={t} value={t}>
+              {t}
+            </option>
+          ))}
+        </select>
+      )}
+      {batches.length > 0 && (
+        <select aria-label="Batch" value={filter.batch} onChange={(e) => set({ batch: e.target.value })}>
+          <option value="">All batches</option>
+          <option value="single">Single tasks</option>
+          {batches.map((b) => (
+            <option key={b} value={b}>
+              {b}
+            </option>
+          ))}
+        </select>
+      )}
+      {(p.archivedCount > 0 || p.showArchived) && (
+        <label className="small archived-toggle">
+          <input type="checkbox" checked={p.showArchived} onChange={(e) => p.setShowArchived(e.target.checked)} /> Archived ({p.archivedCount})
+        </label>
+      )}
+    </div>
+  );
+}
+
+function BatchGroup({ group, archived, onArchive }: { group: DashboardGroup; archived: boolean; onArchive: (on: boolean) => void }) {
+  const { batchId, workers } = group;
+  // A settled batch can be folded to its header line (remembered in this browser); it sinks below what needs you anyway.
+  const [collapsedSet, setCollapsedSet] = useState(() => readSet(COLLAPSE_KEY));
+  const collapsible = !!batchId && group.settled;
+  const collapsed = collapsible && collapsedSet.has(batchId);
+  const toggle = () => {
+    const next = readSet(COLLAPSE_KEY);
+    if (collapsed) next.delete(batchId);
+    else next.add(batchId);
+    writeSet(COLLAPSE_KEY, next);
+    setCollapsedSet(next);
+  };
   const graded = workers.filter((w) => w.verdict);
   // A no-op is never built (an older engine's log may say otherwise): it does not count.
   const built = graded.filter((w) => countsAsBuilt(w.verdict)).length;
@@ -158,26 +274,41 @@ function BatchGroup({ batchId, workers }: { batchId: string; workers: Worker[] }
     { key: "queued", n: count((w) => w.state === "queued"), label: "queued" },
   ];
   return (
-    <section className="batch" aria-label={batchId ? `batch ${batchId}` : "single tasks"}>
+    <section className={`batch ${collapsed ? "collapsed" : ""}`} aria-label={batchId ? `batch ${batchId}` : "single tasks"}>
       <header className="batch-head">
-        <h2>{batchId ? `Batch ${batchId}` : "Single tasks"}</h2>
+        {collapsible ? (
+          <h2>
+            <button type="button" className="btn ghost collapse-btn" aria-expanded={!collapsed} onClick={toggle}>
+              <span aria-hidden="true">{collapsed ? "▸" : "▾"}</span> Batch {batchId}
+            </button>
+          </h2>
+        ) : (
+          <h2>{batchId ? `Batch ${batchId}` : "Single tasks"}</h2>
+        )}
         <span className="muted small">
           {workers.length} worker{workers.length === 1 ? "" : "s"} · built {built}/{graded.length} ({pct(graded.length ? built / graded.length : null)}) · honest{" "}
           {pct(graded.length ? honest / graded.length : null)}
           {settled ? " · settled" : ""}
         </span>
-        {batchId && <MergeAll batchId={batchId} workers={workers} />}
+        {batchId && !collapsed && <MergeAll batchId={batchId} workers={workers} />}
+        {collapsible && (
+          <button type="button" className="btn ghost small" onClick={() => onArchive(!archived)} title={archived ? "show it with the other batches again" : "hide this settled batch (Archived shows it)"}>
+            {archived ? "Unarchive" : "Archive"}
+          </button>
+        )}
       </header>
       {batchId && (
         <div className="batch-bar" role="img" aria-label={`progress: ${bar.map((b) => `${b.n} ${b.label}`).join(", ")}`}>
           {bar.map((b) => (b.n ? <span key={b.key} className={`bb-${b.key}`} style={{ flexGrow: b.n }} title={`${b.n} ${b.label}`} /> : null))}
         </div>
       )}
-      <div className="cards">
-        {workers.map((w) => (
-          <WorkerCard key={w.id} w={w} />
-        ))}
-      </div>
+      {!collapsed && (
+        <div className="cards">
+          {workers.map((w) => (
+            <WorkerCard key={w.id} w={w} />
+          ))}
+        </div>
+      )}
     </section>
   );
 }

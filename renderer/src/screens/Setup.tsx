@@ -301,6 +301,12 @@ export function Setup() {
                       </button>
                     )}
                   </td>
+                  <td>
+                    <KeyField target={t} />
+                  </td>
+                  <td>
+                    <DeleteTarget id={t.id} />
+                  </td>
                 </tr>
               );
             })}
@@ -308,5 +314,98 @@ export function Setup() {
         </table>
       </section>
     </div>
+  );
+}
+
+/** Delete a target, after an inline confirmation whose focus starts on Cancel. The engine refuses while workers of it run. */
+function DeleteTarget({ id }: { id: string }) {
+  const [confirm, setConfirm] = useState(false);
+  const [busy, setBusy] = useState(false);
+  if (!confirm)
+    return (
+      <button type="button" className="btn small ghost" aria-label={`Delete target ${id}`} onClick={() => setConfirm(true)}>
+        Delete…
+      </button>
+    );
+  return (
+    <span className="confirm-inline" role="group" aria-label={`Confirm deleting target ${id}`}>
+      <span className="small">Delete {id}? Its workers keep their records.</span>
+      <button
+        type="button"
+        className="btn small bad"
+        disabled={busy}
+        onClick={() => {
+          setBusy(true);
+          void api.targets.remove
+            .mutate({ id })
+            .then(() => refreshTargets())
+            .catch((err) => pushNotice("error", errorText(err)))
+            .finally(() => (setBusy(false), setConfirm(false)));
+        }}
+      >
+        Delete
+      </button>
+      <button type="button" className="btn small" autoFocus onClick={() => setConfirm(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}
+
+/**
+ * The target's API key: where it comes from, and a field to type one in. The engine keeps it in the OS keychain (a
+ * 0600 file in its state dir where none runs); it never comes back to this page. Servers the engine started have
+ * their own generated key.
+ */
+function KeyField({ target }: { target: { id: string; keyRef?: string | null; keyFile?: string | null; keyStore?: string | null } }) {
+  const [open, setOpen] = useState(false);
+  const [value, setValue] = useState("");
+  const [busy, setBusy] = useState(false);
+  const managed = !!target.keyFile && !target.keyFile.endsWith(".api-key");
+  const source = target.keyStore === "keychain" ? "key in keychain" : target.keyFile ? (managed ? "generated key" : "key in 0600 file") : target.keyRef ? `key from $${target.keyRef}` : "no key";
+  if (managed) return <span className="small muted">{source}</span>;
+  if (!open)
+    return (
+      <span className="small">
+        <span className="muted">{source}</span>{" "}
+        <button type="button" className="btn small ghost" aria-label={`Set API key of ${target.id}`} onClick={() => setOpen(true)}>
+          Set key…
+        </button>
+      </span>
+    );
+  const save = (key: string) => {
+    setBusy(true);
+    void api.targets.setKey
+      .mutate({ id: target.id, key })
+      .then((r) => {
+        pushNotice("info", r.stored === "none" ? `key of ${target.id} forgotten` : `key of ${target.id} stored in the ${r.stored === "keychain" ? "OS keychain" : "state dir (0600 file: no keychain here)"}`);
+        setOpen(false);
+        return refreshTargets();
+      })
+      .catch((err) => pushNotice("error", errorText(err)))
+      .finally(() => (setBusy(false), setValue("")));
+  };
+  return (
+    <form
+      className="confirm-inline"
+      aria-label={`API key of ${target.id}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        save(value);
+      }}
+    >
+      <input type="password" autoComplete="off" spellCheck={false} aria-label={`API key for ${target.id}`} placeholder="paste the key" value={value} onChange={(e) => setValue(e.target.value)} autoFocus />
+      <button type="submit" className="btn small primary" disabled={busy || !value.trim()}>
+        Save
+      </button>
+      {(target.keyStore || target.keyFile) && (
+        <button type="button" className="btn small ghost" disabled={busy} onClick={() => save("")}>
+          Forget
+        </button>
+      )}
+      <button type="button" className="btn small" onClick={() => (setOpen(false), setValue(""))}>
+        Cancel
+      </button>
+    </form>
   );
 }

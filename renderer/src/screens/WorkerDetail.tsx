@@ -34,10 +34,19 @@ export function WorkerDetail({ id }: { id: string }) {
   const [error, setError] = useState<string | null>(null);
   const [confirmMerge, setConfirmMerge] = useState(false);
   const [confirmStop, setConfirmStop] = useState(false);
+  // After Stop, focus goes to Resume once it can be used (never to a destructive button such as Discard…).
+  const resumeRef = useRef<HTMLButtonElement>(null);
+  const [focusResume, setFocusResume] = useState(false);
   const [confirmDiscard, setConfirmDiscard] = useState(false);
   const [mergeError, setMergeError] = useState<string | null>(null);
   const [continueOpen, setContinueOpen] = useState(false);
   const [followUp, setFollowUp] = useState("");
+  const resumable = !!w && (w.state === "stopped" || w.state === "interrupted" || w.state === "error");
+  useEffect(() => {
+    if (!focusResume || !resumable || busy) return;
+    resumeRef.current?.focus();
+    setFocusResume(false);
+  }, [focusResume, resumable, busy]);
 
   useEffect(() => {
     void loadTranscript(id);
@@ -125,10 +134,10 @@ export function WorkerDetail({ id }: { id: string }) {
           {confirmStop && canStop ? (
             <span className="confirm-inline" role="group" aria-label="Confirm stop">
               <span className="small">Stop this worker? Its session can be resumed later.</span>
-              <button type="button" className="btn bad" disabled={!!busy} onClick={() => (setConfirmStop(false), void run("stop", () => api.workers.stop.mutate({ workerId: id })))}>
+              <button type="button" className="btn bad" disabled={!!busy} onClick={() => (setConfirmStop(false), setFocusResume(true), void run("stop", () => api.workers.stop.mutate({ workerId: id })))}>
                 Stop now
               </button>
-              <button type="button" className="btn" onClick={() => setConfirmStop(false)}>
+              <button type="button" className="btn" autoFocus onClick={() => setConfirmStop(false)}>
                 Cancel
               </button>
             </span>
@@ -137,7 +146,7 @@ export function WorkerDetail({ id }: { id: string }) {
               Stop
             </button>
           )}
-          <button type="button" className="btn" disabled={!canResume || !!busy} onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}>
+          <button ref={resumeRef} type="button" className="btn" disabled={!canResume || !!busy} onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}>
             Resume
           </button>
           {canContinue && (
@@ -346,7 +355,7 @@ export function WorkerDetail({ id }: { id: string }) {
           ))}
         </div>
         {tab === "transcript" && <Transcript parts={parts} marks={marks} partSeq={partSeq} root={w.worktree} ended={isFinal(w.state)} />}
-        {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} />}
+        {tab === "diff" && <WorktreeDiff id={id} lastSeq={w.lastSeq} reviewable={canContinue} round={w.rounds?.length ?? 1} merged={w.merged} />}
         {tab === "task" && (
           <div className="task-view">
             <pre className="task-text">{w.spec.task}</pre>
@@ -447,7 +456,7 @@ function TaskRules({ spec }: { spec: import("../../../shared/worker").WorkerSpec
   );
 }
 
-function WorktreeDiff({ id, lastSeq, reviewable, round }: { id: string; lastSeq: number; reviewable: boolean; round: number }) {
+function WorktreeDiff({ id, lastSeq, reviewable, round, merged }: { id: string; lastSeq: number; reviewable: boolean; round: number; merged: { into: string; commit: string } | null }) {
   const [diff, setDiff] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const last = useRef(0);
@@ -476,7 +485,14 @@ function WorktreeDiff({ id, lastSeq, reviewable, round }: { id: string; lastSeq:
   }, [id, lastSeq]);
   if (error) return <div className="field-error">{error}</div>;
   if (diff === null) return <div className="muted pad">Loading diff…</div>;
-  if (!diff.trim()) return <div className="muted pad">No changes in the worktree yet.</div>;
+  if (!diff.trim())
+    return merged ? (
+      <div className="muted pad" role="status">
+        Merged into <code>{merged.into}</code> as <code>{merged.commit.slice(0, 12)}</code>: its changes are in that branch now (<code>git show {merged.commit.slice(0, 12)}</code>).
+      </div>
+    ) : (
+      <div className="muted pad">No changes in the worktree yet.</div>
+    );
   const review = reviewing ? { comments, add: (c: DraftComment) => setComments((cs) => [...cs, c]), remove: (c: DraftComment) => setComments((cs) => cs.filter((x) => x !== c)) } : undefined;
   return (
     <>

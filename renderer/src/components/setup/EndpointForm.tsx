@@ -159,7 +159,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
           </div>
           {!capture && (
             <label className="field">
-              <span>API key (typed here: the engine stores it, 0600 in its state dir; never shown again)</span>
+              <span>API key (typed here: the engine keeps it in the OS keychain, else a 0600 file; never shown again)</span>
               <input name="apiKey" type="password" autoComplete="off" spellCheck={false} value={typedKey} placeholder="paste the key, or name a variable below" onChange={(e) => setTypedKey(e.target.value)} />
             </label>
           )}

@@ -19,12 +19,12 @@ import { isKvCacheType, type KvCacheType } from "../models/ggml-types";
 import { hparamsFromMetadata, MetadataError } from "../models/hparams";
 import { loadGguf, loadMetadataFile, type ModelInfo, ModelSourceError } from "../models/source";
 import { TargetStore } from "../store/targets";
-import { findLlamaServer } from "./llama-server";
+import { findLlamaServer } from "../serving/llama-server";
 import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
-import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "./setup";
-import { serverKeepApi, serverRestartApi, serversListApi } from "./servers-api";
+import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "../serving/setup";
+import { serverKeepApi, serverRestartApi, serversListApi } from "../serving/servers-api";
 import type { SetupJob } from "../../shared/setup";
-import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "./fit-service";
+import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "../serving/fit-service";
 import { isSetupError, SetupError } from "../models/errors";
 
 export interface CommandOutput {
@@ -280,7 +280,7 @@ async function runStartCommand(o: SetupCommandOptions, slots: number | undefined
       rl.close();
     }
   };
-  const { runStartJob } = await import("./start");
+  const { runStartJob } = await import("../serving/start");
   const seen = new Map<string, string>();
   let lastPct = -1;
   const job = await runStartJob({
@@ -346,7 +346,7 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
       // every runtime starts by phases: the planner's pick or the named model, planned by the same planner as ocw fit
       return await runStartCommand(o, slots, ctx, log);
     } else if (Array.isArray(o.capture) && o.capture.length > 1) {
-      const { setupCapturePool } = await import("./pool");
+      const { setupCapturePool } = await import("../serving/pool");
       r = await setupCapturePool(o.capture, { model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
     } else if (o.capture) {
       r = await setupCapture({ url: Array.isArray(o.capture) ? o.capture[0]! : o.capture, model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { modelMetadata, writeModel } from "../../test/fixtures/gguf/writer";
 import type { HardwareReport } from "../hardware/detect";
 import { TargetStore } from "../store/targets";
-import { runDoctor, runFit, runSetup, runTargets, runTargetUse } from "./commands";
+import { runDoctor, runFit, runSetup, runTargets, runTargetUse } from "./model-setup";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-cmd-"));
 const GiB = 1024 ** 3;

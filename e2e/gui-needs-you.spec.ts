@@ -1,0 +1,165 @@
+// The dashboard people keep open all day, against a real engine (`ocw serve`), real opencode and git, and the scripted
+// model: what needs you comes first (asks, then running, then queued, then settled batches), filters and search,
+// folding and archiving a settled batch, the slot a worker waiting for a person hands to the next queued one (the
+// serving panel shows both counts), and an engine that goes away: every control disabled, timers frozen, a banner;
+// started again it is back on the same port and token and this tab reconnects by itself. At 1440×900 and 900×700.
+import path from "node:path";
+import { expect, test, type Page } from "@playwright/test";
+import { bash, startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
+import { cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
+
+const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
+const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `needs-you-${name}.png`), fullPage: false });
+
+let model: ScriptedModel;
+let engine: E2EEngine;
+let page: Page;
+let repo: string;
+let otherRepo: string;
+const ids: Record<string, string> = {};
+
+test.describe.configure({ mode: "serial" });
+
+test.beforeAll(async ({ browser }) => {
+  model = await startScriptedModel({
+    chunkDelayMs: 2,
+    scripts: [
+      { name: "done", match: /TASK-NY-DONE/, script: (c) => (c.turnStep === 0 ? writeFile("done.txt", "done\n") : { text: "Done.\nOUTCOME: built" }) },
+      { name: "ask", match: /TASK-NY-ASK/, script: (c) => (c.turnStep === 0 ? bash("echo needs-you") : { text: "Ran it.\nOUTCOME: built" }) },
+      { name: "hang", match: /TASK-NY-HANG/, script: () => ({ hang: true, textBeforeHang: "Working on it…" }) },
+    ],
+  });
+  engine = await startEngine();
+  // One slot: the worker that asks gives it to the next one.
+  await engine.client.targets.save.mutate({
+    target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 1 }, checks: [] },
+    activate: true,
+  });
+  repo = makeRepo({ "README.md": "# needs-you repo\n" });
+  otherRepo = makeRepo({ "README.md": "# other repo\n" });
+  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+  page.on("pageerror", (err) => console.error("[page error]", err.message));
+  await page.goto(engine.url);
+});
+
+test.afterAll(async () => {
+  await page?.context().close();
+  await engine?.kill();
+  await model?.close();
+  cleanup(engine?.stateDir ?? "", repo ?? "", otherRepo ?? "");
+});
+
+test("needs you first: the ask, then running, then queued, then the settled batch; the slot of the ask went to the next worker", async () => {
+  const done = await engine.client.workers.startBatch.mutate({
+    tasks: [1, 2].map((i) => ({ task: `TASK-NY-DONE ${i}: write done.txt`, title: `Done ${i}`, directory: otherRepo, checks: [{ file: "done.txt" }] })),
+  });
+  ids.batch = done.batchId;
+  // Their edits are approved here (through the API), one by one as they ask.
+  for (const id of done.workerIds)
+    await expect
+      .poll(
+        async () => {
+          const w = await engine.client.workers.get.query({ workerId: id });
+          for (const a of w.asks.filter((x) => x.status === "pending")) await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
+          return w.state;
+        },
+        { timeout: 120_000 },
+      )
+      .toBe("built");
+  ids.ask = (await engine.client.workers.start.mutate({ task: "TASK-NY-ASK: run a command", title: "Asks a person", directory: repo, checks: [{ run: "true" }] })).workerId;
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId: ids.ask! })).state, { timeout: 90_000 }).toBe("waiting-approval");
+  // Slots = 1 and nobody answers: the next worker still starts.
+  ids.run = (await engine.client.workers.start.mutate({ task: "TASK-NY-HANG: a long job", title: "Runs long", directory: repo, checks: [{ run: "true" }] })).workerId;
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId: ids.run! })).state, { timeout: 90_000 }).toBe("running");
+  ids.queued = (await engine.client.workers.start.mutate({ task: "TASK-NY-HANG: waits its turn", title: "Waits its turn", directory: repo, checks: [{ run: "true" }] })).workerId;
+
+  await page.goto(engine.origin + "/#/");
+  const sections = page.locator("section.batch");
+  await expect(sections).toHaveCount(2);
+  await expect(sections.nth(0)).toHaveAttribute("aria-label", "single tasks");
+  await expect(sections.nth(1)).toHaveAttribute("aria-label", `batch ${ids.batch}`);
+  await expect(sections.nth(0).locator(".card-title")).toHaveText(["Asks a person", "Runs long", "Waits its turn"]);
+  const slots = page.getByRole("group", { name: "target scripted" });
+  await expect(slots).toContainText("1/1 slots on the model · 1 waiting for you (slot handed over) · 1 queued");
+  await expect(page.getByRole("radio", { name: /Needs you 1/ })).toBeVisible();
+  await shot(page, "1440-order");
+  await page.setViewportSize({ width: 900, height: 700 });
+  await expect(sections.nth(0).locator(".card-title").first()).toBeInViewport();
+  expect(await page.locator("html").evaluate((el) => el.scrollWidth)).toBeLessThanOrEqual(900);
+  await shot(page, "900-order");
+  await page.setViewportSize({ width: 1440, height: 900 });
+});
+
+test("filters by state, repository and batch, search by task text and id, and fold and archive the settled batch", async () => {
+  await page.goto(engine.origin + "/#/");
+  const cards = page.locator(".worker-card .card-title");
+  await page.getByRole("radio", { name: /Needs you/ }).click();
+  await expect(cards).toHaveText(["Asks a person"]);
+  await page.getByRole("radio", { name: /Settled/ }).click();
+  await expect(cards).toHaveText(["Done 1", "Done 2"]);
+  await page.getByRole("radio", { name: /^All/ }).click();
+  await page.getByRole("searchbox", { name: "Search task or id" }).fill("long job");
+  await expect(cards).toHaveText(["Runs long"]);
+  await page.getByRole("searchbox", { name: "Search task or id" }).fill(ids.queued!);
+  await expect(cards).toHaveText(["Waits its turn"]);
+  await page.getByRole("searchbox", { name: "Search task or id" }).fill("");
+  await page.getByRole("combobox", { name: "Repository" }).selectOption(otherRepo);
+  await expect(cards).toHaveText(["Done 1", "Done 2"]);
+  await page.getByRole("combobox", { name: "Repository" }).selectOption("");
+  await page.getByRole("combobox", { name: "Batch" }).selectOption("single");
+  await expect(cards).toHaveCount(3);
+  await page.getByRole("combobox", { name: "Batch" }).selectOption("");
+  await shot(page, "1440-filters");
+
+  const batch = page.getByRole("region", { name: `batch ${ids.batch}` });
+  await batch.getByRole("button", { name: `Batch ${ids.batch}` }).click();
+  await expect(batch.getByRole("button", { name: `Batch ${ids.batch}` })).toHaveAttribute("aria-expanded", "false");
+  await expect(batch.locator(".worker-card")).toHaveCount(0);
+  await page.reload();
+  await expect(page.getByRole("region", { name: `batch ${ids.batch}` }).locator(".worker-card")).toHaveCount(0);
+  await page.getByRole("region", { name: `batch ${ids.batch}` }).getByRole("button", { name: "Archive" }).click();
+  await expect(page.getByRole("region", { name: `batch ${ids.batch}` })).toHaveCount(0);
+  await page.getByRole("checkbox", { name: "Archived (1)" }).check();
+  await expect(page.getByRole("region", { name: `batch ${ids.batch}` })).toBeVisible();
+  await expect(page.getByRole("region", { name: "single tasks" })).toHaveCount(0);
+  await shot(page, "1440-archived");
+  await page.getByRole("region", { name: `batch ${ids.batch}` }).getByRole("button", { name: "Unarchive" }).click();
+  // The last archived batch taken back: the live view again, with it.
+  await expect(page.getByRole("region", { name: "single tasks" })).toBeVisible();
+  await expect(page.getByRole("region", { name: `batch ${ids.batch}` })).toBeVisible();
+  await expect(page.getByRole("checkbox", { name: /Archived/ })).toHaveCount(0);
+});
+
+test("the engine goes away: a banner, every control disabled, timers frozen; started again on the same port and token, the tab reconnects", async () => {
+  await page.goto(engine.origin + "/#/");
+  const askCard = page.getByRole("region", { name: ids.ask!, exact: true });
+  await expect(askCard.getByRole("button", { name: "Approve" })).toBeEnabled();
+  const stateDir = engine.stateDir;
+  const origin = engine.origin;
+  await engine.kill();
+  const lost = page.getByRole("alert", { name: "Engine not reachable" });
+  await expect(lost).toBeVisible({ timeout: 20_000 });
+  await expect(lost).toContainText("actions are disabled and timers paused");
+  await expect(askCard.getByRole("button", { name: "Approve" })).toBeDisabled();
+  await expect(page.getByRole("searchbox", { name: "Search task or id" })).toBeDisabled();
+  const elapsed = page.getByRole("region", { name: ids.run!, exact: true }).getByTitle("elapsed");
+  const before = await elapsed.textContent();
+  await page.waitForTimeout(2500);
+  expect(await elapsed.textContent()).toBe(before);
+  await page.keyboard.press("a"); // the approvals shortcut does nothing either
+  await shot(page, "1440-engine-lost");
+  await page.setViewportSize({ width: 900, height: 700 });
+  await expect(page.getByRole("button", { name: "Menu" })).toBeVisible();
+  await page.waitForTimeout(500); // the navigation's slide-out transition
+  await shot(page, "900-engine-lost");
+  await page.setViewportSize({ width: 1440, height: 900 });
+
+  engine = await startEngine(stateDir);
+  expect(engine.origin).toBe(origin);
+  await expect(lost).toBeHidden({ timeout: 30_000 });
+  await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
+  // A clean stop interrupts the workers it ran: they offer Resume, enabled again.
+  await expect(page.getByRole("region", { name: ids.run!, exact: true }).getByRole("button", { name: "Resume" })).toBeEnabled({ timeout: 30_000 });
+  await expect(page.getByRole("searchbox", { name: "Search task or id" })).toBeEnabled();
+  await shot(page, "1440-reconnected");
+});
