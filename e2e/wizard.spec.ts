@@ -120,7 +120,8 @@ test("Start … here: a bad llama-server path and an unreachable Hub are said ne
   await shots(page, "start-failed", () => rec.getByRole("button", { name: /^Start .* here$/ }));
 });
 
-test("servers the engine started: stop, start again, keep after ocw stop, delete (Cancel focused); ocw stop ends them", async ({ page }) => {
+/** An engine with the stand-in Hub and the "CUDA llama-server" found on its PATH: "Start … here" runs to the end. */
+async function engineWithHub(): Promise<E2EEngine> {
   const body = Buffer.alloc(512 * 1024, 7);
   const QUANTS = ["Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "UD-Q4_K_M", "MXFP4"];
   const hub = await listen(
@@ -135,6 +136,11 @@ test("servers the engine started: stop, start again, keep after ocw stop, delete
     }),
   );
   const e = await engineWith({ OCW_HF_ENDPOINT: hub, LLAMA_SERVER: llama, PATH: [path.join(dir, "bin"), FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter) });
+  return e;
+}
+
+test("servers the engine started: stop, start again, keep after ocw stop, delete (Cancel focused); ocw stop ends them", async ({ page }) => {
+  const e = await engineWithHub();
   await openSetup(page, e);
   const rec = page.getByRole("region", { name: "Recommended setup" });
   await rec.getByRole("button", { name: /^Start .* here$/ }).click();
@@ -224,4 +230,19 @@ test("API provider: presets fill the URL and key variable; the model list comes 
   await cap.getByRole("button", { name: "List models" }).click();
   await cap.getByRole("combobox", { name: "Models the server lists" }).selectOption("deepseek/deepseek-chat-v3");
   await expect(cap.getByRole("textbox", { name: /^Model/ })).toHaveValue("deepseek/deepseek-chat-v3");
+});
+
+test("deleting a target stops and forgets the server the engine started for it", async ({ page }) => {
+  const e = await engineWithHub();
+  await openSetup(page, e);
+  const rec = page.getByRole("region", { name: "Recommended setup" });
+  await rec.getByRole("button", { name: /^Start .* here$/ }).click();
+  await expect(rec.getByRole("status", { name: "Start status" })).toContainText(/built.*saved and active/, { timeout: 90_000 });
+  const [srv] = await e.client.servers.list.query();
+  const targets = page.getByRole("region", { name: "Saved targets" });
+  await targets.getByRole("button", { name: /^Delete target/ }).click();
+  await targets.getByRole("group", { name: /Confirm deleting target/ }).getByRole("button", { name: "Delete", exact: true }).click();
+  await expect(page.getByRole("region", { name: "Model servers" })).toContainText("None");
+  expect(await e.client.servers.list.query()).toEqual([]);
+  await expect.poll(() => { try { process.kill(srv!.pid, 0); return "alive"; } catch { return "gone"; } }, { timeout: 20_000 }).toBe("gone");
 });

@@ -36,7 +36,7 @@ import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware,
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
 import { ProviderModelsInput, SetupProviderKeyInput } from "../../shared/servers";
 import { providerModelsApi } from "../serving/providers-api";
-import { serverDeleteApi, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "../serving/servers-api";
+import { serverDeleteApi, serverDeleteOf, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "../serving/servers-api";
 import { config } from "../config";
 
 export interface ApiContext {
@@ -260,12 +260,14 @@ export const appRouter = t.router({
       return { stored: where.keyStore === "keychain" ? ("keychain" as const) : ("file" as const) };
     }),
     /** Deletes a target; refused while a worker of it is queued or live (stop those first). Workers keep their records. */
-    remove: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ ctx, input }) => {
+    remove: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(async ({ ctx, input }) => {
       const busy = ctx.engine.list().filter((w) => w.targetId === input.id && (w.state === "queued" || isActive(w.state) || w.state === "settled" || w.state === "grading"));
       if (busy.length) throw new InputError(`target "${input.id}" has ${busy.length} worker(s) queued or running (${busy.slice(0, 3).map((w) => w.id).join(", ")}${busy.length > 3 ? ", …" : ""}): stop them before deleting it`);
       try {
         const r = ctx.engine.targets.remove(input.id);
         forgetApiKey(input.id);
+        // a server the engine started for it serves nothing now: stopped and forgotten with it
+        await serverDeleteOf(input.id);
         return r;
       } catch (err) {
         throw new InputError((err as Error).message);

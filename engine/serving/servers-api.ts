@@ -78,6 +78,12 @@ export async function serverDeleteApi(id: string): Promise<{ deleted: string[] }
   return { deleted: recs.map((r) => r.targetId) };
 }
 
+/** The server(s) of a target being deleted, stopped and forgotten; nothing when the engine started none for it. */
+export async function serverDeleteOf(targetId: string): Promise<string[]> {
+  if (!listServing().some((r) => r.targetId === targetId || r.replicaOf === targetId)) return [];
+  return (await serverDeleteApi(targetId)).deleted;
+}
+
 /** Keep (or no longer keep) the server(s) running when the engine is stopped with `ocw stop`. */
 export function serverKeepApi(id: string, keep: boolean): ServerView[] {
   const ids = new Set(recordsOf(id).map((r) => r.targetId));

@@ -3,6 +3,7 @@
 import { useCallback, useEffect, useState } from "react";
 import type { ServerView } from "../../../../shared/servers";
 import { api, errorText } from "../../api";
+import { useStore } from "../../store";
 
 type Busy = { id: string; what: "stop" | "restart" | "delete" | "keep" } | null;
 
@@ -25,8 +26,12 @@ export function ServersPanel() {
       ),
     [],
   );
+  // a target saved or deleted (its server deleted with it) changes the list: read it again then
+  const targets = useStore((s) => s.targets);
   useEffect(() => {
     void load();
+  }, [targets, load]);
+  useEffect(() => {
     // a model start that ends adds (or replaces) a server: read the list again then, not on a timer
     const sub = api.events.subscribe({ lastEventId: null }, {
       onData: (d) => {
