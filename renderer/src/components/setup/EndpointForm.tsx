@@ -8,7 +8,7 @@ import { refreshTargets } from "../../store";
 import { CopyField } from "../common";
 import { sh } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
-import { Clip } from "./StartProgress";
+import { Clip } from "./Clip";
 
 type Mode = "capture" | "provider";
 

@@ -8,6 +8,7 @@ import { api, errorText } from "../../api";
 import { refreshTargets } from "../../store";
 import { gib } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
+import { Clip } from "./Clip";
 
 const LABEL: Record<SetupPhase["name"], string> = {
   plan: "Plan",
@@ -77,23 +78,6 @@ export function useSetupJob(): { job: SetupJob | null; error: string | null; sta
     if (job) void api.setup.cancel.mutate({ jobId: job.jobId }).catch((err) => setError(errorText(err)));
   }, [job]);
   return { job, error, start, cancel };
-}
-
-/**
- * Text a model or a server wrote (a failed completion's body, a log line), quoted once and cut to `max` characters
- * with "show all": never pasted whole, several times over.
- */
-export function Clip({ text, max = 240 }: { text: string; max?: number }) {
-  const [all, setAll] = useState(false);
-  if (text.length <= max) return <>{text}</>;
-  return (
-    <>
-      {all ? text : `${text.slice(0, max).trimEnd()}…`}{" "}
-      <button type="button" className="btn ghost small" aria-expanded={all} onClick={() => setAll(!all)}>
-        {all ? "show less" : `show all (${text.length.toLocaleString()} characters)`}
-      </button>
-    </>
-  );
 }
 
 /** One line next to the Start button: the phase running (with its progress), or what failed and why, or the outcome. */
