@@ -9,6 +9,7 @@ const NEEDS_TOOLS = [
   "engine/grading/grade.test.ts",
   "engine/grading/gaming.test.ts",
   "engine/workers/engine.test.ts",
+  "engine/workers/attempts.test.ts",
   "engine/harness/opencode-config-seed.test.ts",
   "engine/process/run.test.ts",
 ];

@@ -5,6 +5,7 @@ import type { FitResult } from "./fit";
 import type { Latency } from "./gate";
 import type { ManyWorkers } from "./memory";
 import type { PoolBench } from "./pool";
+import type { AttemptsBench } from "./attempts";
 import type { SetupBench } from "./setup";
 import type { EnvComparison } from "./procs";
 import type { RepoCost, startMedians } from "./sandbox";
@@ -125,6 +126,8 @@ export interface Report {
   faults?: FaultSuite;
   /** A batch on a pool of endpoints vs one endpoint with the same total slots; an endpoint's death → out of admission. */
   pool?: PoolBench;
+  /** A batch run once per task against the same batch with 3 attempts per task, on a paced model (best-of-N). */
+  attempts?: AttemptsBench;
   /** Time to a verified target with the model on disk vs llama-server's own load time, same model and args. */
   setup?: SetupBench;
   engine: Record<string, number | string>;
@@ -255,6 +258,7 @@ export function renderMarkdown(r: Report): string {
     ...(m ? manySection(m) : ["The many-workers run has not run yet.", ""]),
     ...scaleSection(r),
     ...poolSection(r),
+    ...attemptsSection(r),
     ...setupSection(r),
     "",
     `## Dashboard in Chromium with ${ui?.workers ?? 32} streaming workers`,
@@ -422,6 +426,25 @@ function poolSection(r: Report): string[] {
     "",
     `Most of the engine's workers at once on one endpoint of the pool: ${p.maxOnEndpoint} (its slots: ${p.slotsPerEndpoint}).`,
     `An endpoint killed under its workers → the engine shows it down, out of admission: **${fmt(p.removalMidCallMs, " ms")}** while a worker's model call was open on it (the failed call triggers a probe at once); **${fmt(p.removalIdleMs, " ms")}** while its workers were between calls, waiting on a person (only the periodic probe sees it: at most one period plus the probe's timeout). Its workers moved and ended on another endpoint: ${p.moved.endedElsewhere} of ${p.moved.on}.`,
+  ];
+}
+
+function attemptsSection(r: Report): string[] {
+  const a = r.attempts;
+  if (!a) return [];
+  const pctOf = (s: Spread) => (s.runs.length > 1 ? `${Math.round(s.median * 100)} % [${Math.round(s.min * 100)}–${Math.round(s.max * 100)}]` : `${Math.round(s.median * 100)} %`);
+  return [
+    "",
+    "## Attempts (best-of-N)",
+    `${a.tasks} tasks, each once, against the same ${a.tasks} tasks with 3 attempts each (\`attempts: 3\`: the held-back check picks the winner; the attempts still running are stopped once one is built), on one target with ${a.slots} slots and a paced scripted model: ${a.pacedMs} ms of silence before each turn, and an attempt solves its task with probability ${a.solveP} (seeded draws). ${a.reps} repetition${a.reps > 1 ? "s" : ""}, each on a fresh engine, the sides taking turns going first.`,
+    "",
+    "| | one attempt | 3 attempts | 3 ÷ 1 |",
+    "|---|---|---|---|",
+    `| batch wall time, ms | ${fmt(a.one.wallMs)} | ${fmt(a.three.wallMs)} | **${fmt(a.wallRatio)}** |`,
+    `| built rate (tasks) | ${pctOf(a.one.builtRate)} | **${pctOf(a.three.builtRate)}** | |`,
+    `| tokens | ${fmt(a.one.tokens)} | ${fmt(a.three.tokens)} | |`,
+    "",
+    `Attempts stopped because another attempt of their task was built: ${a.three.stoppedForWinner} over all repetitions.`,
   ];
 }
 

@@ -18,10 +18,11 @@ import { fitLive, fitRecorded, timeDetection, type FitResult } from "./fit";
 import { gateLatency, gateRig, type Latency } from "./gate";
 import { manyWorkers } from "./memory";
 import { poolBench } from "./pool";
+import { attemptsBench } from "./attempts";
 import { setupBench } from "./setup";
 import { renderMarkdown, type Report, type UiResult } from "./report";
 import { engineStartup, mcpCold, mcpDefinitions, mcpToolsListWarm } from "./startup";
-import { log, median, round, spread, type Spread } from "./stats";
+import { fmt, log, median, round, spread, type Spread } from "./stats";
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
 const REPORT_JSON = path.join(ROOT, "bench", "report.json");
@@ -37,7 +38,7 @@ const manyCount = Number(flag("--workers") ?? (quick ? 32 : 1000));
 const scaleCount = Number(flag("--scale") ?? (quick ? 16 : 64));
 const loneCount = Number(flag("--lone") ?? (quick ? 3 : 5));
 const repoFiles = Number(flag("--repo-files") ?? (quick ? 500 : 3000));
-const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "pool", "setup", "faults"] as const;
+const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "pool", "attempts", "setup", "faults"] as const;
 type Part = (typeof PARTS)[number];
 /** `--only a,b`: measure just those parts; the rest of the report is the committed one, written to bench/tmp/. */
 const only = flag("--only")?.split(",").map((x) => x.trim()) as Part[] | undefined;
@@ -60,6 +61,7 @@ const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N] [-
   --only / --skip measure only / all but these parts; the report then goes to bench/tmp/report.{md,json}, the
                   parts not measured copied from bench/report.json
   --out FILE      where a partial run writes its report (and FILE's .md); --into-report: into bench/report.*
+  --attempt-tasks N  tasks per side of the attempts part (default 8, --quick 4): each once vs 3 attempts each
   --many-minutes M  stop the many-workers run after M minutes (it says how many finished)
   --merge-many FILE  only put FILE's many-workers figures into the report (bench/report.* with --into-report)
   --many-from FILE  take the many-workers figures from an earlier run's report JSON (e.g. --only many --out FILE)
@@ -337,6 +339,19 @@ async function measure() {
     for (const k of ["poolMs", "singleMs", "ratio", "removalMidCallMs", "removalIdleMs"] as const) range[`pool.${k}`] = p[k];
     report.pool = p;
     log(`  pool ÷ one endpoint ${p.ratio.median} [${p.ratio.min}–${p.ratio.max}]; out of admission ${p.removalMidCallMs.median} ms mid-call, ${p.removalIdleMs.median} ms between calls`);
+  });
+
+  if (runs("attempts")) await guard("attempts", async () => {
+    const tasks = Number(flag("--attempt-tasks") ?? (quick ? 4 : 8));
+    log(`attempts: ${tasks} tasks once each vs 3 attempts each, on a paced model that solves a task 40 % of the time (${reps} runs)…`);
+    const a = await attemptsBench({ reps, tasks });
+    for (const k of ["wallMs", "builtRate", "tokens"] as const) {
+      range[`attempts.one.${k}`] = a.one[k];
+      range[`attempts.three.${k}`] = a.three[k];
+    }
+    range["attempts.wallRatio"] = a.wallRatio;
+    report.attempts = a;
+    log(`  built rate ${fmt(a.one.builtRate)} → ${fmt(a.three.builtRate)}; wall time × ${fmt(a.wallRatio)}`);
   });
 
   if (runs("setup")) await guard("setup", async () => {

@@ -53,6 +53,7 @@ test.beforeAll(async ({ browser }) => {
           return { text: "Ran three echoes.\nOUTCOME: built" };
         },
       },
+      { name: "workdir", match: /TASK-WORKDIR/, script: (c) => (c.turnStep === 0 ? bash("ls", { workdir: "src" }) : { text: "Listed.\nOUTCOME: built" }) },
       {
         name: "hidden",
         match: /TASK-HIDDEN/,
@@ -135,6 +136,19 @@ test("every ask card shows its flags before the decision: protected, out of scop
 
   for (const id of [p, s]) await engine.client.approvals.decide.mutate({ askId: askOf(id).id, decision: "reject" });
   await engine.client.approvals.decide.mutate({ askId: askOf(l).id, decision: "once" });
+  await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
+});
+
+test("a bash ask shows the folder it runs in (its workdir)", async () => {
+  await page.goto(engine.origin + "/#/approvals");
+  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-WORKDIR: list src", directory: repo, checks: [{ run: "true" }] });
+  await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
+  const ask = (await engine.client.approvals.list.query()).find((a) => a.workerId === workerId)!;
+  expect(ask.workdir).toBe("src");
+  const card = page.locator(`[data-ask-id="${ask.id}"]`);
+  await expect(card.locator(".ask-workdir")).toHaveText("in folder: src");
+  await shot(page, "00-workdir", false);
+  await engine.client.approvals.decide.mutate({ askId: ask.id, decision: "reject" });
   await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
 });
 

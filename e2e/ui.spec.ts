@@ -333,7 +333,7 @@ test("the desktop shell's event reader (tray count, notifications) sees the same
 test("grades and settings screens", async () => {
   await page.getByRole("link", { name: "Grades" }).click();
   await expect(page.getByText("No ladder results yet")).toBeVisible();
-  await expect(page.getByRole("region", { name: "Verdicts by target" })).toContainText("scripted");
+  await expect(page.getByRole("region", { name: "Ledger by target" })).toContainText("scripted");
   await shot(page, "21-grades");
   await page.getByRole("link", { name: "Settings" }).click();
   await expect(page.getByLabel("claude mcp add command")).toHaveText(/^claude mcp add opencode-worker -- node \/.*\/dist\/ocw\.mjs mcp$/);

@@ -22,6 +22,14 @@ export const ConfigSchema = z.object({
   OCW_BWRAP: str().describe("the bubblewrap binary; default: bwrap on PATH"),
   // behaviour
   OCW_NO_SANDBOX: flag().describe("1: run workers without the OS sandbox (the person's explicit opt-out)"),
+  OCW_SANDBOX_READONLY: str().describe("extra folders (\":\"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list"),
+  OCW_COMMAND_TIMEOUT_SEC: num(600).describe("wall-clock seconds one worker command may run, whatever timeout the model asked for"),
+  OCW_COMMAND_MAX_PROCS: num(1024).describe("processes a worker command or check may have (RLIMIT_NPROC; root is exempt by the kernel)"),
+  OCW_COMMAND_MAX_MEM_MB: num(8192).describe("data memory per process of a worker command or check, MiB (RLIMIT_DATA)"),
+  OCW_COMMAND_CPU_SEC: num(1800).describe("CPU seconds per process of a worker command or check (RLIMIT_CPU)"),
+  OCW_COMMAND_MAX_FILE_MB: num(4096).describe("largest file a worker command or check may write, MiB (RLIMIT_FSIZE)"),
+  OCW_COMMAND_OUTPUT_MB: num(8).describe("output kept of one worker command or check, MiB; the rest is dropped"),
+  OCW_SANDBOX_TMPFS_MB: num(256).describe("size of each in-memory folder of a sandbox ($HOME, /tmp, /run, /dev/shm …), MiB"),
   OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
   OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
   OCW_POOL_PROBE_MS: num(2000).describe("how often the endpoints of pool targets with work are read (health, live load)"),
@@ -42,6 +50,7 @@ export const ConfigSchema = z.object({
   OCW_CONTAINER_ENGINE: str().describe("podman or docker for runtime images; default: whichever is on PATH"),
   OCW_VLLM_IMAGE: str().describe("the vLLM image; default: the pinned one (newest family minimum in the catalog)"),
   OCW_SGLANG_IMAGE: str().describe("the SGLang image; default: the pinned one"),
+  OCW_KEYCHAIN: str().describe("off: API keys set from the GUI go to a 0600 file under the state dir, never the OS keychain"),
   OCW_SUPERVISE: str().describe("0: model servers the engine starts run unsupervised (detached)"),
   OCW_SUPERVISOR_CMD: str().describe("how to run `ocw serving supervise`, as a JSON array (tests); default: this CLI"),
 });

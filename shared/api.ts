@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AttemptOptions } from "./attempts";
 import { ErrorCode } from "./errors";
 import { Decision } from "./permission";
 import { ReviewComment } from "./verdict";
@@ -8,7 +9,10 @@ import { WorkerSpec } from "./worker";
 export const WorkerRef = z.object({ workerId: z.string().min(1, "workerId is required") });
 export const BatchRef = z.object({ batchId: z.string().min(1, "batchId is required") });
 export const StartInput = WorkerSpec;
-export const StartBatchInput = z.object({ tasks: z.array(WorkerSpec).min(1, "give at least one task").max(64, "at most 64 tasks per batch") });
+/** A task with its attempt options: `attempts` workers over `targets` in turn (shared/attempts.ts). */
+export const TaskInput = WorkerSpec.extend(AttemptOptions.shape);
+export const StartAttemptsInput = TaskInput;
+export const StartBatchInput = z.object({ tasks: z.array(TaskInput).min(1, "give at least one task").max(64, "at most 64 tasks per batch") });
 export const SteerInput = WorkerRef.extend({ text: z.string().min(1, "the steer text is empty").max(20_000) });
 export const StopInput = WorkerRef.extend({ reason: z.string().max(500).optional() });
 export const ResumeInput = WorkerRef.extend({ message: z.string().max(20_000).optional() });

@@ -14,6 +14,8 @@ export interface AskView {
   /** What "always" grants, each simple command made safe; or null with `alwaysWhy`. */
   always: string[] | null;
   alwaysWhy: string | null;
+  /** A bash command's folder (its `workdir`) as the worker gave it, made safe; null: the worker's own folder. */
+  workdir: string | null;
 }
 
 export const FLAG_LABEL: Record<string, string> = {
@@ -24,7 +26,7 @@ export const FLAG_LABEL: Record<string, string> = {
   workdir: "working directory",
 };
 
-export function askView(ask: Pick<PermissionAsk, "kind" | "tool" | "what"> & { flags?: PermissionAsk["flags"] }, opts: { lines?: boolean } = {}): AskView {
+export function askView(ask: Pick<PermissionAsk, "kind" | "tool" | "what"> & { flags?: PermissionAsk["flags"]; workdir?: string }, opts: { lines?: boolean } = {}): AskView {
   const v = untrustedView(ask.what, { max: SHOW_MAX, lines: opts.lines });
   const offer = grantOffer(ask);
   return {
@@ -33,5 +35,6 @@ export function askView(ask: Pick<PermissionAsk, "kind" | "tool" | "what"> & { f
     flags: (ask.flags ?? []).map((f) => `${FLAG_LABEL[f.kind] ?? f.kind}: ${showUntrusted(f.detail, { max: 500, lines: false })}`),
     always: offer.ok ? offer.patterns.map((p) => showUntrusted(p, { lines: false })) : null,
     alwaysWhy: offer.ok ? null : offer.why,
+    workdir: ask.workdir ? showUntrusted(ask.workdir, { max: 500, lines: false }) : null,
   };
 }

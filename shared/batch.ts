@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AttemptOptions } from "./attempts";
 import { CheckSpec } from "./check";
 import { Budget, WorkerState } from "./worker";
 
@@ -15,6 +16,8 @@ export const BatchTask = z
     title: z.string().optional(),
     /** Fix rounds (opt-in): on honest-failure the engine sends the failing checks back, at most this many times. */
     fixRounds: z.number().int().min(0).max(10).optional(),
+    /** Attempts of this task (shared/attempts.ts): `attempts` workers over `targets` in turn; the checks pick the winner. */
+    ...AttemptOptions.shape,
   })
   .refine((t) => t.dir || t.directory, { message: "each task needs `dir` (absolute path to a git repository)" });
 export type BatchTask = z.infer<typeof BatchTask>;

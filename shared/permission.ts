@@ -32,6 +32,8 @@ export const PermissionAsk = z.object({
   tool: z.string(),
   /** What is asked, in one line: the command, the path, the URL, or the question. */
   what: z.string(),
+  /** A bash command's folder (opencode's `workdir`) as the worker gave it; absent: the worker's own folder. */
+  workdir: z.string().optional(),
   diff: z.string().optional(),
   patterns: z.array(z.string()).default([]),
   always: z.array(z.string()).default([]),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AttemptRef } from "./attempt-ref";
 import { CheckSpec } from "./check";
 import { DecidedBy, DecisionKind, Grant, PermissionAsk } from "./permission";
 import { Baseline, ReviewComment, Round, RoundKind, Verdict } from "./verdict";
@@ -93,6 +94,8 @@ export const WorkerEvent = z.discriminatedUnion("type", [
     targetId: z.string().nullable(),
     /** How the worker is contained: "bwrap", or "none" when the person opted out of the sandbox. */
     sandbox: z.enum(["bwrap", "none"]).optional(),
+    /** One attempt of several at the same task (shared/attempts.ts). */
+    attempt: AttemptRef.optional(),
   }),
   z.object({ ...base, type: z.literal("worker.state"), state: WorkerState, reason: z.string().optional() }),
   z.object({
@@ -186,6 +189,8 @@ export const Worker = z.object({
   grants: z.array(Grant).default([]),
   /** Its workspace and branch were removed on request. */
   discarded: z.boolean().default(false),
+  /** Its attempt group when it is one of several attempts at one task (shared/attempts.ts); null otherwise. */
+  attempt: AttemptRef.nullable().default(null),
   lastSeq: z.number(),
 });
 export type Worker = z.infer<typeof Worker>;
@@ -231,6 +236,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       endpoint: null,
       grants: [],
       discarded: false,
+      attempt: e.attempt ?? null,
       lastSeq: e.seq,
     };
   }

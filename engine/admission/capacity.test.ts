@@ -156,8 +156,9 @@ describe("admission by live capacity", () => {
     for (const u of urls) {
       const port = new URL(u).port;
       const models = hits.get(`${port} /v1/models`) ?? 0;
-      // Both checks ran about `periods` times each; one probe per period (and the first at once) reached the server.
-      expect(models, `${u}: ${JSON.stringify([...hits])}`).toBeGreaterThan(2);
+      // Both checks ran about `periods` times each; at most one probe per period (and the first at once) reached the
+      // server. (A loaded machine runs fewer periods: no lower bound past the first probe.)
+      expect(models, `${u}: ${JSON.stringify([...hits])}`).toBeGreaterThanOrEqual(1);
       expect(models, `${u}: ${JSON.stringify([...hits])}`).toBeLessThanOrEqual(Math.ceil(periods) + 2);
       expect(hits.get(`${port} /slots`) ?? 0).toBeLessThanOrEqual(Math.ceil(periods) + 2);
     }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ServingEndpoint, Target } from "../../shared/target";
+import { readBounded } from "../net/bounded";
 
 /** What an endpoint of a target looks like right now, from its own server's reports. */
 export const EndpointStatus = z.object({
@@ -45,6 +46,14 @@ const KV_FULL = 0.9;
 
 const root = (url: string) => url.replace(/\/+$/, "").replace(/\/v1$/, "");
 
+function parseJson(text: string | null): unknown {
+  try {
+    return text === null ? null : JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
 /** Reads what the server reports about its load; null when it reports nothing we understand. */
 export async function readLive(url: string, key: string | null, timeoutMs = 1500): Promise<LiveReading | null> {
   const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
@@ -52,9 +61,12 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
     const res = await fetch(root(url) + p, { headers, signal: AbortSignal.timeout(timeoutMs) }).catch(() => null);
     return res?.ok ? res : null;
   };
+  // Bounded reads: an endpoint answering megabytes must not hold the engine's thread (it reports nothing then).
+  const text = (res: Response, p: string) => readBounded(res, root(url) + p).catch(() => null);
   const slots = await get("/slots");
   if (slots) {
-    const list = (await slots.json().catch(() => null)) as { is_processing?: boolean; state?: number }[] | null;
+    const body = await text(slots, "/slots");
+    const list = parseJson(body) as { is_processing?: boolean; state?: number }[] | null;
     if (Array.isArray(list) && list.length) {
       const busy = list.filter((s) => s.is_processing ?? s.state === 1).length;
       return { source: "llama.cpp /slots", totalSlots: list.length, busy, waiting: null, kvUsage: null };
@@ -62,12 +74,13 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
   }
   const metrics = await get("/metrics");
   if (!metrics) return null;
-  const text = await metrics.text();
+  const metricsText = await text(metrics, "/metrics");
+  if (metricsText === null) return null;
   const metric = (name: string): number | null => {
-    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(text);
+    const m = new RegExp(`^${name.replace(/[:]/g, "\\:")}(?:\\{[^}]*\\})?\\s+([0-9.eE+-]+)`, "m").exec(metricsText);
     return m ? Number(m[1]) : null;
   };
-  if (/^vllm:/m.test(text)) {
+  if (/^vllm:/m.test(metricsText)) {
     return {
       source: "vllm /metrics",
       totalSlots: null,
@@ -76,7 +89,7 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
       kvUsage: metric("vllm:kv_cache_usage_perc") ?? metric("vllm:gpu_cache_usage_perc"),
     };
   }
-  if (/^sglang:/m.test(text)) {
+  if (/^sglang:/m.test(metricsText)) {
     return { source: "sglang /metrics", totalSlots: null, busy: metric("sglang:num_running_reqs") ?? 0, waiting: metric("sglang:num_queue_reqs"), kvUsage: metric("sglang:token_usage") };
   }
   return null;

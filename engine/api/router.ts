@@ -10,6 +10,7 @@ import {
   MergeBatchInput,
   RetryInput,
   ResumeInput,
+  StartAttemptsInput,
   ReviewInput,
   StartBatchInput,
   StartInput,
@@ -21,6 +22,8 @@ import type { Delivered, EngineEvent } from "../../shared/events";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { Grade } from "../../shared/grade";
+import { AttemptGroupRef } from "../../shared/attempts";
+import { ledger } from "../../shared/ledger";
 import { firstIssue } from "../../shared/issues";
 import { PolicyRule, type DecidedBy } from "../../shared/permission";
 import { hardwareSummary } from "../hardware/summary";
@@ -148,6 +151,11 @@ export const appRouter = t.router({
     get: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.get(input.workerId)),
     start: proc.input(StartInput).mutation(({ ctx, input }) => ctx.engine.start(input)),
     startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks)),
+    /** N attempts of one task over `targets` in turn: one attempt group; the engine picks the winner and stops the rest. */
+    startAttempts: proc.input(StartAttemptsInput).mutation(({ ctx, input }) => ctx.engine.startAttempts(input)),
+    /** An attempt group: its attempts side by side (verdict, claim, tokens, time, changed lines) and the winner. */
+    attempts: proc.input(AttemptGroupRef).query(({ ctx, input }) => ctx.engine.attemptGroup(input.groupId)),
+    attemptGroups: proc.query(({ ctx }) => ctx.engine.attemptGroups()),
     batch: proc.input(BatchRef).query(({ ctx, input }) => ctx.engine.batch(input.batchId)),
     steer: proc.input(SteerInput).mutation(async ({ ctx, input }) => {
       await ctx.engine.steer(input.workerId, input.text, ctx.by);
@@ -178,6 +186,8 @@ export const appRouter = t.router({
     revokeGrant: proc.input(z.object({ grantId: z.string().min(1, "grantId is required (see the grants list)") })).mutation(({ ctx, input }) => ctx.engine.revokeGrant(input.grantId, ctx.by)),
   }),
   grades: proc.query(() => readGrades()),
+  /** The ledger per target from this engine's real runs: pass@1, pass@k, rounds to built, honest rate, cost per built task. */
+  ledger: proc.query(({ ctx }) => ledger(ctx.engine.list())),
   policies: t.router({
     get: proc.query(({ ctx }) => ctx.engine.policies()),
     set: proc.input(z.object({ rules: z.array(PolicyRule).max(200) })).mutation(({ ctx, input }) => ctx.engine.setPolicies(input.rules)),

@@ -3,6 +3,7 @@ import path from "node:path";
 import readline from "node:readline";
 import type { Command } from "commander";
 import { z } from "zod";
+import { attemptGroup, MAX_ATTEMPTS, type AttemptGroup } from "../../shared/attempts";
 import { BatchTask } from "../../shared/batch";
 import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
@@ -31,6 +32,9 @@ interface RunOptions {
   timeout?: number;
   batch?: string;
   json?: boolean;
+  attempts?: number;
+  target: string[];
+  allAttempts?: boolean;
   fixRounds?: number;
 }
 
@@ -51,7 +55,10 @@ export function registerRunCommand(program: Command): void {
     .option("--api-key-env <var>", "environment variable holding the endpoint's key")
     .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
     .option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v))
-    .option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect, fixRounds?}, …]")
+    .option("--attempts <n>", `N attempts of the task (default: the number of --target flags); the checks pick the winner, the rest are stopped once one is built (at most ${MAX_ATTEMPTS})`, (v) => Number(v))
+    .option("--target <id>", "a saved target (repeatable): the attempts use them in turn", collect, [])
+    .option("--all-attempts", "let every attempt run to its verdict (nothing is stopped when one is built)")
+    .option("--batch <file>", "a JSON file: [{task, dir, checks, scope, protect, fixRounds?, attempts?, targets?}, …]")
     .option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v))
     .option("--json", "print the final result as JSON on stdout")
     .action((o: RunOptions) => runCommand(o).catch(fail));
@@ -119,7 +126,7 @@ async function followAndAnswer(client: EngineClient, ids: string[], approve: str
           const d = unattendedDecision(ask, approve as DecisionKind);
           const v = askView(ask);
           const note = approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
-          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}\n`);
+          process.stderr.write(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}\n`);
           void client.approvals.decide.mutate(d).catch((err) => process.stderr.write(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
         }
       }
@@ -159,10 +166,16 @@ function parseBatch(file: string): WorkerSpecInput[] {
 async function runCommand(o: RunOptions): Promise<void> {
   if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
   if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
+  if (o.attempts !== undefined && !(Number.isInteger(o.attempts) && o.attempts >= 1 && o.attempts <= MAX_ATTEMPTS)) throw new CliError(`--attempts must be a whole number from 1 to ${MAX_ATTEMPTS}`);
+  if (o.target.length && o.endpoint) throw new CliError("--target names a saved target; --endpoint/--model make one: give one or the other");
+  if (o.allAttempts && o.attempts === undefined && o.target.length < 2) throw new CliError("--all-attempts goes with --attempts N (or several --target flags)");
+  // Attempts: --attempts N, or several --target flags (N defaults to their number); one --target alone is a plain run on it.
+  const attemptsMode = o.attempts !== undefined || o.target.length > 1;
   if (o.fixRounds !== undefined && !(Number.isInteger(o.fixRounds) && o.fixRounds >= 0 && o.fixRounds <= 10)) throw new CliError("--fix-rounds must be a whole number from 0 to 10");
-  let specs: WorkerSpecInput[];
+  let specs: (WorkerSpecInput & { attempts?: number; targets?: string[]; allAttempts?: boolean })[];
   if (o.batch) {
     if (o.task || o.dir) throw new CliError("--batch cannot be combined with --task/--dir");
+    if (o.attempts !== undefined || o.target.length || o.allAttempts) throw new CliError("in a batch file, give `attempts` (and `targets`, `allAttempts`) per task instead of --attempts/--target");
     specs = parseBatch(o.batch);
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
@@ -182,12 +195,18 @@ async function runCommand(o: RunOptions): Promise<void> {
   if (o.fixRounds !== undefined) specs = specs.map((s) => ({ ...s, fixRounds: o.fixRounds }));
 
   const { client, targetId } = await connectWithTarget(o, "cli:ocw run");
-  if (targetId) specs = specs.map((s) => ({ ...s, targetId }));
+  if (targetId) specs = specs.map((s) => (s.targets?.length ? s : { ...s, targetId }));
+  if (!o.batch && o.target.length === 1 && !attemptsMode) specs = [{ ...specs[0]!, targetId: o.target[0] }];
 
   let ids: string[];
   let batchId: string | null = null;
+  let groupId: string | null = null;
   try {
-    if (specs.length === 1 && !o.batch) ids = [(await client.workers.start.mutate(specs[0]!)).workerId];
+    if (attemptsMode) {
+      const r = await client.workers.startAttempts.mutate({ ...specs[0]!, attempts: o.attempts, ...(o.target.length ? { targets: o.target } : {}), allAttempts: !!o.allAttempts } as never);
+      ids = r.workerIds;
+      groupId = r.groupId;
+    } else if (specs.length === 1 && !o.batch) ids = [(await client.workers.start.mutate(specs[0]! as never)).workerId];
     else {
       const r = await client.workers.startBatch.mutate({ tasks: specs as never });
       ids = r.workerIds;
@@ -196,7 +215,7 @@ async function runCommand(o: RunOptions): Promise<void> {
   } catch (err) {
     throw new CliError((err as Error).message);
   }
-  process.stderr.write(`ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}\n`);
+  process.stderr.write(`ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}\n`);
 
   const result = await followAndAnswer(client, ids, o.approve);
 
@@ -204,9 +223,18 @@ async function runCommand(o: RunOptions): Promise<void> {
   const hung = outputs.flatMap((r) => r.timedOutChecks);
   let payload: unknown;
   let built: boolean;
-  if (batchId) {
+  const finalWorkers = ids.map((id) => result.workers.get(id)!);
+  const groupsOf = () => [...new Set(finalWorkers.map((w) => w.attempt?.groupId).filter((g): g is string => !!g))].map((g) => attemptGroup(g, finalWorkers));
+  if (groupId) {
+    const g = attemptGroup(groupId, finalWorkers);
+    const winner = g.winner ? outputs[ids.indexOf(g.winner)]!.json : null;
+    payload = { groupId, ...attemptsJson(g), mergeHint: winner?.mergeHint ?? null, workers: outputs.map((r) => r.json) };
+    built = g.winner !== null;
+    if (!o.json) process.stderr.write(attemptsSummary(g) + "\n");
+  } else if (batchId) {
     const summary = await client.workers.batch.query({ batchId });
-    payload = { batchId, workers: outputs.map((r) => r.json), builtRate: summary.builtRate, honestRate: summary.honestRate, verdict: summary.verdict };
+    const groups = groupsOf();
+    payload = { batchId, workers: outputs.map((r) => r.json), builtRate: summary.builtRate, honestRate: summary.honestRate, verdict: summary.verdict, ...(groups.length ? { groups: groups.map((g) => ({ groupId: g.groupId, ...attemptsJson(g) })) } : {}) };
     built = summary.verdict === "built";
   } else {
     payload = outputs[0]!.json;
@@ -248,6 +276,32 @@ function progress(event: EngineEvent): void {
   }
 }
 
+/** The attempts part of `ocw run --json` (the contract: `{attempts: [{workerId, target, verdict, honest}], winner}`). */
+export function attemptsJson(g: AttemptGroup) {
+  return {
+    attempts: g.attempts.map((a) => ({
+      workerId: a.workerId,
+      target: a.target,
+      verdict: a.verdict,
+      honest: a.honest,
+      claim: a.claim,
+      state: a.state,
+      changedLines: a.changedLines,
+      tokens: a.tokens,
+      durationSec: a.durationSec,
+      noop: a.noop,
+      weakEvidence: a.weakEvidence,
+      stoppedForWinner: a.stoppedForWinner,
+    })),
+    winner: g.winner,
+  };
+}
+
+function attemptsSummary(g: AttemptGroup): string {
+  const rows = g.attempts.map((a) => `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${a.changedLines} changed line(s)` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`);
+  return [`attempts (${g.groupId}): ${g.winner ? `winner ${g.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
+}
+
 /** The `--json` result of one worker (the CLI contract). */
 export function workerResult(w: Worker, events: WorkerEvent[]) {
   const v = w.verdict;
@@ -287,6 +341,7 @@ export function askText(ask: PermissionAsk): string {
   const v = askView(ask);
   const indent = (s: string) => s.split("\n").join("\n    ");
   let out = `\nocw: ${ask.workerId} asks ${ask.tool}: ${indent(v.what)}\n`;
+  if (v.workdir) out += `  in folder: ${v.workdir}\n`;
   if (v.cut) out += `  (${v.cut} characters cut from the middle: "always" is not offered)\n`;
   for (const f of v.flags) out += `  ⚑ ${f}\n`;
   if (ask.kind === "permission") out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;

@@ -3,7 +3,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSy
 import path from "node:path";
 import { execa } from "execa";
 import { checkName, type CheckResult, type CheckSpec, type CommandCheck, type FileCheck } from "../../shared/check";
-import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
+import { allowListedEnv, commandLimits, deniedRoots, LIMITS_WORDS, revealed, sandboxed, type SandboxKind } from "../sandbox/sandbox";
 import { killGroup } from "../process/process";
 
 /** How checks are confined: the checkout (`root`) and a private tmp are writable, the engine's state is hidden, no network. */
@@ -45,11 +45,12 @@ function atWorkerLayout(argv: string[], cwd: string, sandbox: CheckSandbox, at: 
   const tmp = at.tmp && (inside(at.tmp, sandbox.stateDir) || existsSync(at.tmp)) ? at.tmp : sandbox.tmpDir;
   mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
   const env = allowListedEnv({ CI: "1", HOME: path.join(tmp, "home"), TMPDIR: tmp });
-  const cmd = sandboxed(argv, { hidden: [...homeSecrets(), sandbox.stateDir], writable: [], readOnly: [], network: "none", env, cwd: map(cwd) }, "bwrap");
+  // Deny by default ($HOME, /tmp, /run … and the state dir empty; the toolchain allow-list read-only), with the limits.
+  const cmd = sandboxed(argv, { tmpfs: deniedRoots(), hidden: [sandbox.stateDir], reveal: revealed(), writable: [], readOnly: [], network: "none", env, cwd: map(cwd), limits: commandLimits() }, "bwrap");
   const binds = ["--bind", root, at.root, "--bind", sandbox.tmpDir, tmp];
   for (const f of sandbox.readOnly ?? []) if (inside(f, root) && existsSync(f)) binds.push("--ro-bind", f, map(f));
-  // The separator before the command: the policy's options end there.
-  const sep = cmd.args.length - argv.length - 1;
+  // The separator before the command: the policy's options end there (the limits' shell adds 3 words before argv).
+  const sep = cmd.args.length - argv.length - LIMITS_WORDS - 1;
   return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
 }
 
@@ -65,7 +66,14 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
   } else if (sandbox) {
     mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
     const env = allowListedEnv({ CI: "1", HOME: path.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
-    cmd = sandboxed([shell, "-c", check.run], { hidden: [...homeSecrets(), sandbox.stateDir], writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env, cwd }, sandbox.kind);
+    // Deny by default: $HOME, /tmp, /run … and the whole state dir are empty; the toolchain allow-list comes back
+    // read-only, the checkout and the check's tmp writable; the per-process limits and the output cap apply.
+    const limits = { ...commandLimits(), wallSec: timeoutSec };
+    cmd = sandboxed(
+      [shell, "-c", check.run],
+      { tmpfs: deniedRoots(), hidden: [sandbox.stateDir], reveal: revealed(), writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env, cwd, limits },
+      sandbox.kind,
+    );
   }
   const child = execa(cmd.file, cmd.args, { cwd, reject: false, all: true, detached: true, stdin: "ignore", extendEnv: false, env: cmd.env });
   let timedOut = false;

@@ -4,10 +4,11 @@ import { EventEmitter } from "node:events";
 import { existsSync, mkdirSync, readFileSync, realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedModelsCatalog, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
-import { allowListedEnv, homeSecrets, sandboxed, type SandboxKind } from "../sandbox/sandbox";
+import { allowListedEnv, sandboxed, serveHidden, type SandboxKind } from "../sandbox/sandbox";
 import { opencodeEvent } from "./translate";
 import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process/process";
 import { config as ocwConfig } from "../config";
@@ -38,7 +39,7 @@ export interface OpencodeServerOptions {
    * secrets are hidden) and the shell each bash command gets (its own sandbox per command). Absent: unconfined, for
    * the bare-SDK baseline of the bench.
    */
-  confine?: { kind: SandboxKind; stateDir: string; workspacesRoot: string; tmpRoot: string; shell: string };
+  confine?: { kind: SandboxKind; stateDir: string; workspacesRoot: string; tmpRoot: string; shell: string; plugin?: string };
 }
 
 /**
@@ -94,9 +95,16 @@ export class OpencodeServer extends EventEmitter {
     // opencode would otherwise try to npm-install its plugin SDK there on every instance boot (see the function)
     seedOpencodeConfigDir(path.join(xdg.XDG_CONFIG_HOME, "opencode"));
     const config = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
+    const plugin = this.opts.confine?.plugin;
+    // Our one plugin names each session's workspace to the worker shell. External plugins load only from the config
+    // (OPENCODE_PURE would skip ours too): the project's own .opencode/ is off (OPENCODE_DISABLE_PROJECT_CONFIG), and
+    // opencode's global config folder is the engine's, under the state dir no worker command can see.
+    if (plugin) config.plugin = [pathToFileURL(plugin).href];
+    const offline: Record<string, string> = { ...OFFLINE_ENV };
+    if (plugin) delete offline.OPENCODE_PURE;
     return allowListedEnv({
       ...xdg,
-      ...OFFLINE_ENV,
+      ...offline,
       ...(this.opts.confine ? { SHELL: this.opts.confine.shell } : {}),
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
@@ -116,11 +124,11 @@ export class OpencodeServer extends EventEmitter {
     return sandboxed(argv, {
       // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
       // home and the workspaces stay writable; the worker shell is read-only.
-      hidden: [...homeSecrets(), c.stateDir],
+      hidden: [...serveHidden(), c.stateDir],
       writable: [this.opts.home, c.workspacesRoot, c.tmpRoot],
       // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
       // installed under ~/.claude/plugins, whose credentials are hidden).
-      readOnly: [path.dirname(c.shell), path.dirname(path.dirname(realpathSync(argv[0]!)))],
+      readOnly: [path.dirname(c.shell), ...(c.plugin ? [path.dirname(c.plugin)] : []), path.dirname(path.dirname(realpathSync(argv[0]!)))],
       network: "host",
       env,
       cwd: this.opts.home,

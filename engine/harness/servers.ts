@@ -3,7 +3,7 @@ import type { Target } from "../../shared/target";
 import { endpointsOf, isPool } from "../admission/capacity";
 import { modelSilenceMs, providerIdFor } from "./config";
 import { KeyGateway } from "../gateway/gateway";
-import { writeWorkerShell, type SandboxKind } from "../sandbox/sandbox";
+import { writeWorkerShell, writeWorkspacePlugin, type SandboxKind } from "../sandbox/sandbox";
 import { resolveKey } from "../serving/keys";
 import { opencodeHarness, type Harness, type HarnessServer } from "./harness";
 
@@ -49,7 +49,9 @@ export class OpencodeServers {
       endpointsOf(target).map((e, i) => (key ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS }) : { baseURL: e.url, apiKey: "none" })),
     );
     const { stateDir, workspacesRoot, tmpRoot, sandbox } = this.opts;
-    const shell = writeWorkerShell(path.join(stateDir, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind });
+    const shell = writeWorkerShell(path.join(stateDir, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir });
+    // Names each session's workspace to the worker shell (the shell refuses a command without it).
+    const plugin = writeWorkspacePlugin(path.join(stateDir, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
     s = (this.opts.harness ?? opencodeHarness)({
@@ -57,7 +59,7 @@ export class OpencodeServers {
       home: path.join(stateDir, "opencode", target.id),
       log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
       provider,
-      confine: { kind: sandbox.kind, stateDir, workspacesRoot, tmpRoot, shell },
+      confine: { kind: sandbox.kind, stateDir, workspacesRoot, tmpRoot, shell, plugin },
     });
     this.opts.wire(target.id, s);
     this.servers.set(target.id, s);

@@ -57,6 +57,44 @@ describe("the translator", () => {
     return { ...r, w, got, t };
   }
 
+  it("a bash ask shows its command's folder (workdir), whether the call's arguments come before or after the ask", () => {
+    vi.useFakeTimers();
+    try {
+      const { w, got, t } = setup();
+      const part = (callID: string, status: string, input: Record<string, unknown>) =>
+        ev("message.part.updated", { sessionID: "ses_root", part: { id: `prt_${callID}`, sessionID: "ses_root", messageID: "m1", type: "tool", callID, tool: "bash", state: { status, input, time: { start: 1 } } } });
+      const ask = (id: string, callID: string) => ev("permission.asked", { id, sessionID: "ses_root", permission: "bash", patterns: ["echo x"], metadata: { command: "echo x" }, always: [], tool: { messageID: "m1", callID } });
+      // arguments first
+      t.handle(part("c1", "running", { command: "echo x", workdir: "bdir" }));
+      t.handle(ask("per_1", "c1"));
+      // the ask first: held until the arguments arrive
+      t.handle(ask("per_2", "c2"));
+      expect(got.length).toBe(1);
+      t.handle(part("c2", "pending", {}));
+      expect(got.length).toBe(1);
+      t.handle(part("c2", "running", { command: "echo x", workdir: "../../other" }));
+      // no workdir: no folder shown; an ask whose arguments never come goes after 500 ms, without one
+      t.handle(part("c3", "running", { command: "echo x" }));
+      t.handle(ask("per_3", "c3"));
+      t.handle(ask("per_4", "c4"));
+      vi.advanceTimersByTime(500);
+      // answered by opencode while held: the ask goes first, then its answer
+      t.handle(ask("per_5", "c5"));
+      t.handle(ev("permission.replied", { sessionID: "ses_root", requestID: "per_5", reply: "reject" }));
+      expect(got.map((g) => [g[0], (g[2] as { id?: string }).id ?? g[2], (g[2] as { workdir?: string }).workdir])).toEqual([
+        ["ask", "per_1", "bdir"],
+        ["ask", "per_2", "../../other"],
+        ["ask", "per_3", undefined],
+        ["ask", "per_4", undefined],
+        ["ask", "per_5", undefined],
+        ["askGone", "per_5", undefined],
+      ]);
+      expect(got.every((g) => g[1] === w.id)).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("routes asks, answers, usage, retries and the root's idle; a sub-agent session counts as its parent's worker", () => {
     const { w, got, t, registry } = setup();
     t.handle(ev("session.created", { sessionID: "ses_child", info: { id: "ses_child", parentID: "ses_root" } }));

@@ -216,6 +216,14 @@ export class Translator {
    */
   readonly streaming = new Map<string, Map<string, { part: TranscriptPart; length: number }>>();
 
+  /** The `workdir` of bash calls in flight, by call id (an ask names its call, not its arguments; "" when none). */
+  private readonly workdirs = new Map<string, string>();
+  /**
+   * Bash asks that came before their call's arguments (opencode publishes the running part and the ask concurrently):
+   * held until the arguments arrive, so the ask shows the command's folder, 500 ms at most.
+   */
+  private readonly held = new Map<string, { workerId: string; ask: PermissionAsk; callID: string; timer: NodeJS.Timeout }>();
+
   constructor(private readonly sinks: TranslateSinks) {
     // The text so far grows as pieces are published (not as they arrive), so it and the stream never overlap.
     this.deltas = new DeltaCoalescer((d) => {
@@ -226,6 +234,31 @@ export class Translator {
       sp.part.text = text.length > STREAMING_CAP ? "…" + text.slice(text.length - STREAMING_CAP) : text;
       sinks.registry.transient({ type: "delta", ...d, at, ts: Date.now() });
     });
+  }
+
+  /** Remembers a running bash call's workdir (a bounded map), and lets its held ask go with it. */
+  private noteWorkdir(part: Extract<Part, { type: "tool" }>): void {
+    const st = part.state as { status?: string; input?: Record<string, unknown> };
+    if (st.status === "completed" || st.status === "error") {
+      this.workdirs.delete(part.callID);
+      for (const [id, h] of this.held) if (h.callID === part.callID) this.release(id);
+      return;
+    }
+    if (part.tool !== "bash" || st.status !== "running") return;
+    const wd = st.input?.workdir;
+    if (this.workdirs.size >= 1000) this.workdirs.delete(this.workdirs.keys().next().value!);
+    this.workdirs.set(part.callID, typeof wd === "string" ? wd : "");
+    for (const [id, h] of this.held) if (h.callID === part.callID) this.release(id);
+  }
+
+  /** A held ask goes to the approvals queue, with its command's folder when known by now. */
+  private release(askId: string): void {
+    const h = this.held.get(askId);
+    if (!h) return;
+    this.held.delete(askId);
+    clearTimeout(h.timer);
+    const workdir = this.workdirs.get(h.callID);
+    this.sinks.ask(h.workerId, workdir ? { ...h.ask, workdir } : h.ask);
   }
 
   private streamingPart(workerId: string, partId: string, messageId: string | undefined, kind: "text" | "reasoning", text: string) {
@@ -250,11 +283,21 @@ export class Translator {
     const isRoot = sid === w.sessionId;
     reg.rt(workerId).lastEventAt = Date.now();
     switch (e.type) {
-      case "permission.asked":
-        return this.sinks.ask(workerId, permissionAsk(workerId, e.properties));
+      case "permission.asked": {
+        const ask = permissionAsk(workerId, e.properties);
+        const callID = e.properties.tool?.callID;
+        if (!callID || ask.tool !== "bash") return this.sinks.ask(workerId, ask);
+        const workdir = this.workdirs.get(callID);
+        if (workdir !== undefined) return this.sinks.ask(workerId, workdir ? { ...ask, workdir } : ask);
+        const timer = setTimeout(() => this.release(ask.id), 500);
+        timer.unref?.();
+        this.held.set(ask.id, { workerId, ask, callID, timer });
+        return;
+      }
       case "question.asked":
         return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
       case "permission.replied":
+        this.release(e.properties.requestID);
         return this.sinks.askGone(workerId, e.properties.requestID, e.properties.reply);
       case "question.replied":
         return this.sinks.askGone(workerId, e.properties.requestID, "once");
@@ -262,6 +305,7 @@ export class Translator {
         return this.sinks.askGone(workerId, e.properties.requestID, "reject");
       case "message.part.updated": {
         const part = e.properties.part;
+        if (part?.type === "tool") this.noteWorkdir(part);
         if (this.deltas.size && (part as { time?: { end?: number } })?.time?.end) this.deltas.flush();
         const { part: t, toolFailed } = translatePart(part);
         if (t) this.streaming.get(workerId)?.delete(t.partId);

@@ -50,7 +50,7 @@ export function formFor(ask: PermissionAsk, title: string) {
     ? `always = also allow exactly ${v.always.map((p) => `[${p}]`).join(" ")} for the rest of this worker's run, each simple command on its own`
     : `"always" is not offered: ${v.alwaysWhy}`;
   return {
-    message: `${head} asks permission: ${ask.tool} —\n${v.what}${cut}${flags}${diff}\n\nonce = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
+    message: `${head} asks permission: ${ask.tool} —\n${v.what}${v.workdir ? `\n(in folder ${v.workdir})` : ""}${cut}${flags}${diff}\n\nonce = allow this request; ${always}; reject = refuse it. Decline to leave it for Claude.`,
     requestedSchema: {
       type: "object" as const,
       properties: {

@@ -64,7 +64,7 @@ export function pendingItem(a: PermissionAsk, worktree?: string | null): Pending
     tool: a.tool,
     ...(flags.length ? { flags } : {}),
     ...(v.cut ? { whatCut: v.cut } : {}),
-    untrusted: { what: v.what, ...(v.flags.length ? { flags: v.flags } : {}) },
+    untrusted: { what: v.what, ...(v.workdir ? { workdir: v.workdir } : {}), ...(v.flags.length ? { flags: v.flags } : {}) },
   };
 }
 

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { WorkerSpec, WorkerState } from "../../shared/worker";
 import { Outcome } from "../../shared/verdict";
 import { DecisionKind } from "../../shared/permission";
+import { AttemptOptions, MAX_ATTEMPTS } from "../../shared/attempts";
 
 /**
  * The schema the SDK sees for a tool's input: it advertises `strict`'s JSON Schema to the model, but accepts any
@@ -61,6 +62,9 @@ export const DelegateInput = z
     title: spec.title.describe("Short label."),
     targetId: spec.targetId.describe("A saved target instead of the active one."),
     fixRounds: spec.fixRounds.describe("On honest-failure, send the failing checks back up to this many times."),
+    attempts: AttemptOptions.shape.attempts.describe(`Best-of-N: this many workers on the task (default: the number of targets; ≤ ${MAX_ATTEMPTS}); the checks pick the winner, the rest stop once one is built.`),
+    targets: AttemptOptions.shape.targets.describe("Saved targets the attempts use in turn; instead of targetId."),
+    allAttempts: AttemptOptions.shape.allAttempts.describe("Every attempt runs to its verdict."),
   })
   .strict();
 
@@ -235,7 +239,7 @@ export const PendingItem = z.object({
    * `what`: the command, the repository-relative path, the URL or the question — line breaks shown as ⏎, bidi /
    * zero-width / control characters as ⟪U+XXXX⟫ (shared/untrusted.ts); `flags`: each flag with its detail.
    */
-  untrusted: untrusted({ what: z.string(), flags: z.array(z.string()).optional() }),
+  untrusted: untrusted({ what: z.string(), /** A bash command's folder (its workdir), absent: the worker's own. */ workdir: z.string().optional(), flags: z.array(z.string()).optional() }),
 });
 
 export const Totals = z.object({ tokens: z.number(), cost: z.number(), sec: z.number() });
@@ -310,8 +314,33 @@ export const SetupStatusOutput = z.object({
   next: z.string(),
 });
 
+/** The attempts of a task side by side, and the winner the checks picked (null while none is built and honest). */
+export const AttemptsOut = z.object({
+  groupId: z.string(),
+  winner: z.string().nullable(),
+  settled: z.boolean(),
+  attempts: z.array(
+    z.object({
+      workerId: z.string(),
+      target: z.string().nullable(),
+      state: WorkerState,
+      verdict: Outcome.nullable(),
+      claim: Outcome.nullable(),
+      honest: z.boolean().nullable(),
+      changedLines: z.number().nullable(),
+      tokens: z.number(),
+      durationSec: z.number().nullable(),
+      stoppedForWinner: z.boolean(),
+    }),
+  ),
+});
+
 export const DelegateOutput = z.object({
+  /** The first attempt's id when `attempts` were asked for (all of them are in workerIds). */
   workerId: z.string(),
+  /** With attempts: the attempt group and every attempt's worker. */
+  groupId: z.string().nullable().optional(),
+  workerIds: z.array(z.string()).optional(),
   state: WorkerState,
   directory: z.string(),
   checks: z.number(),
@@ -325,6 +354,8 @@ export const DelegateOutput = z.object({
 export const DelegateBatchOutput = z.object({
   batchId: z.string(),
   workerIds: z.array(z.string()),
+  /** The tasks given `attempts`: each one's attempt group and its workers (a group counts once in the batch's builtRate). */
+  groups: z.array(z.object({ groupId: z.string(), workerIds: z.array(z.string()) })).optional(),
   slots: Slots,
   warnings: z.array(z.string()),
   next: z.string(),
@@ -504,6 +535,8 @@ export const ResultOutput = z.object({
   approvals: z.array(z.object({ askId: z.string(), tool: z.string(), status: z.string(), decision: z.string().nullable(), by: z.string().nullable() })),
   batchId: z.string().nullable(),
   elapsedSec: z.number(),
+  /** When the worker is one of several attempts at its task: all of them, and the winner. */
+  attempts: AttemptsOut.nullable().optional(),
   next: z.string(),
 });
 

@@ -7,6 +7,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
+import type { AttemptGroup } from "../../shared/attempts";
 import type { EngineEvent } from "../../shared/events";
 import { isFinal, pendingAsks, summarizePart, type Worker } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
@@ -114,6 +115,15 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 
   const call = <T>(fn: (c: EngineClient) => Promise<T>) => link.call(fn);
 
+  /** The `next` of a losing or unfinished attempt: point at the winner (or at the attempts still running). */
+  async function attemptsNext(w: Worker): Promise<string> {
+    const g = await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }));
+    // No state reason here: it may carry text a worker or model wrote, and `next` is read as the engine's own words.
+    if (g.winner) return `this attempt was not the winner (${w.state}); attempt ${g.winner} won: result {"workerId":"${g.winner}"}, then merge {"workerId":"${g.winner}"}`;
+    if (!g.settled) return `not built; other attempts of this task are still running: wait {"workerIds":${JSON.stringify(g.attempts.map((a) => a.workerId))}}`;
+    return `no attempt of this task was built and honest: read the failing checks, then delegate a targeted fix (the checks on each attempt say what failed)`;
+  }
+
   async function slotsNow(targetId?: string | null) {
     const st = await call((c) => c.status.query());
     return { slots: slotsOf(st.slots, targetId ?? st.activeTarget?.id ?? null), status: st };
@@ -193,8 +203,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       pre: (raw) => directoryProblem(raw.directory, baseDir),
     },
     async (args) => {
-      const { workerId } = await call((c) => c.workers.start.mutate(args));
-      mine.add(workerId);
+      const group = args.attempts !== undefined || (args.targets?.length ?? 0) > 0;
+      const started = group ? await call((c) => c.workers.startAttempts.mutate(args)) : { groupId: null, workerIds: [(await call((c) => c.workers.start.mutate(args))).workerId] };
+      const workerId = started.workerIds[0]!;
+      for (const id of started.workerIds) mine.add(id);
       // The checks run once on the base commit beside the worker's start: a short look, so a check that already passes
       // is said at once (it proves nothing). The worker is never held back by it; result and wait say it later too.
       const baseline = args.checks.length ? await baselineOf(workerId, BASELINE_WAIT_MS) : { passedOnBase: [] };
@@ -206,6 +218,21 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       if (!args.scope.length) warnings.push("no scope: the worker may change any file and the verdict cannot catch a stray edit — next time give `scope` globs of the files it may change");
       if (dirty) warnings.push(dirty);
       if (slots.queued > 0 && w.state === "queued") warnings.push(`all ${slots.total} slots are busy: this worker is queued until one frees`);
+      if (started.groupId) {
+        if (!args.checks.length) warnings.push("attempts without checks: every attempt that changes something in scope is built, so the winner is only the smallest change — give checks that fail unless the work is right");
+        return {
+          workerId,
+          groupId: started.groupId,
+          workerIds: started.workerIds,
+          state: w.state,
+          directory: args.directory,
+          checks: args.checks.length,
+          baseline,
+          slots,
+          warnings,
+          next: `call wait {"workerIds":${JSON.stringify(started.workerIds)}} and answer their approvals (the engine stops the rest once one is built); then result {"workerId":"${workerId}"} shows every attempt and the winner — merge the winner`,
+        };
+      }
       return {
         workerId,
         state: w.state,
@@ -248,7 +275,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
     async (args) => {
       const before = await slotsNow();
-      const { batchId, workerIds } = await call((c) => c.workers.startBatch.mutate({ tasks: args.tasks }));
+      const { batchId, workerIds, groups } = await call((c) => c.workers.startBatch.mutate({ tasks: args.tasks }));
       for (const id of workerIds) mine.add(id);
       const { slots } = await slotsNow();
       const warnings: string[] = [];
@@ -270,7 +297,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       if (noScope.length && !overlaps.length) warnings.push(`task(s) ${noScope.join(", ")} have no scope: they may change any file — give each task \`scope\` globs`);
       if (args.tasks.length > before.slots.free)
         warnings.push(`${args.tasks.length} tasks for ${before.slots.free} free slot(s): ${args.tasks.length - before.slots.free} queue until slots free`);
-      return { batchId, workerIds, slots, warnings, next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals; then result for each worker` };
+      return {
+        batchId,
+        workerIds,
+        ...(groups?.length ? { groups } : {}),
+        slots,
+        warnings,
+        next: `call wait {"batchId":"${batchId}"} repeatedly and answer approvals; then result for each worker${groups?.length ? " (for a task with attempts, result of any of its workers shows the winner: merge that one)" : ""}`,
+      };
     },
   );
 
@@ -797,7 +831,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         approvals: w.asks.slice(-50).map((a) => ({ askId: a.id, tool: a.tool, status: a.status, decision: a.decision ?? null, by: byText(a.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
-        next: w.merged
+        attempts: w.attempt ? attemptsOut(await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }))) : null,
+        next: w.attempt && !w.merged && verdict !== "built" ? await attemptsNext(w) : w.merged
           ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
           : verdict === "built"
             ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round`
@@ -965,6 +1000,15 @@ export function blockingLocalFiles(message: string): { kind: "changed" | "untrac
 }
 
 /** The engine marks a discarded worker (workspace and branch removed). */
+function attemptsOut(g: AttemptGroup): z.infer<typeof S.AttemptsOut> {
+  return {
+    groupId: g.groupId,
+    winner: g.winner,
+    settled: g.settled,
+    attempts: g.attempts.map((a) => ({ workerId: a.workerId, target: a.target, state: a.state, verdict: a.verdict, claim: a.claim, honest: a.honest, changedLines: a.changedLines, tokens: a.tokens, durationSec: a.durationSec, stoppedForWinner: a.stoppedForWinner })),
+  };
+}
+
 function isDiscarded(w: Worker): boolean {
   return !!w.discarded;
 }

@@ -1,9 +1,10 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { allowListedEnv, sandboxed, sandboxStatus, writeWorkerShell } from "./sandbox";
+import { allowListedEnv, sandboxed, sandboxStatus, writeRepoBinds, writeWorkerShell } from "./sandbox";
 
 const status = sandboxStatus();
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-sandbox-"));
@@ -37,19 +38,155 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     expect(env).not.toMatch(/ANTHROPIC|OCW_|OPENCODE|npm_/);
   });
 
-  it("the worker shell runs a command only inside a workspace, writes only there, and nothing it starts outlives it", () => {
+  it("the worker shell runs a command only in the workspace opencode names, writes only there, and nothing it starts outlives it", () => {
     const root = path.join(tmp, "workspaces");
     const ws = path.join(root, "repo-1234", "w-1");
+    const theirs = path.join(root, "repo-1234", "w-2");
     mkdirSync(ws, { recursive: true });
-    mkdirSync(path.join(root, "repo-1234", "w-2"), { recursive: true });
+    mkdirSync(theirs, { recursive: true });
     const shell = writeWorkerShell(path.join(tmp, "sandbox", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(tmp, "wtmp"), kind: "bwrap" });
-    const sh = (cwd: string, cmd: string) => spawnSync(shell, ["-c", cmd], { cwd, encoding: "utf8" });
+    const sh = (cwd: string, cmd: string, named: string | null = ws) => spawnSync(shell, ["-c", cmd], { cwd, encoding: "utf8", env: { PATH: process.env.PATH!, ...(named ? { OCW_WORKSPACE: named } : {}) } });
+    expect(sh(ws, "true", null).status).toBe(126); // no workspace named (opencode's plugin did not run): refused
     expect(sh(tmp, "true").status).toBe(126);
-    expect(sh(path.join(root, "repo-1234"), "echo x > w-2/theirs.txt").status).toBe(126); // the repository folder (reached through "..") is no workspace
+    expect(sh(path.join(root, "repo-1234"), "echo x > w-2/theirs.txt").status).toBe(126); // the repository folder is no workspace
     expect(sh(ws, "echo ok > mine.txt && cat mine.txt").stdout).toBe("ok\n");
     expect(sh(ws, "ls ../w-2 2>&1; echo x > ../w-2/theirs.txt").status).not.toBe(0);
     expect(sh(ws, "(sleep 1.5; echo late > late.txt) > /dev/null 2>&1 & echo started").stdout).toBe("started\n");
     execFileSync("sleep", ["3"]);
     expect(existsSync(path.join(ws, "late.txt"))).toBe(false); // the background job died with its command
   });
+
+  it("a workdir that is a symlink to another worker's workspace is refused: the workspace is the one opencode named, never the command's folder", () => {
+    const root = path.join(tmp, "ws-link");
+    const mine = path.join(root, "repo-1", "w-a");
+    const theirs = path.join(root, "repo-1", "w-b");
+    mkdirSync(mine, { recursive: true });
+    mkdirSync(theirs, { recursive: true });
+    symlinkSync(theirs, path.join(mine, "b"));
+    // A subfolder the worker swapped for a symlink: the named folder still means its own workspace, nothing else.
+    symlinkSync(theirs, path.join(mine, "sub"));
+    const shell = writeWorkerShell(path.join(tmp, "sandbox-link", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(tmp, "wtmp-link"), kind: "bwrap" });
+    const sh = (cwd: string, named: string) => spawnSync(shell, ["-c", "echo pwned > backdoor.txt"], { cwd, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: named } });
+    const r = sh(path.join(mine, "b"), mine);
+    expect(r.status).toBe(126);
+    expect(r.stderr).toContain("outside this worker's workspace");
+    expect(sh(path.join(mine, "sub"), path.join(mine, "sub")).status).toBe(126);
+    expect(readdirSync(theirs)).toEqual([]);
+  });
+
+  it("deny by default: decoy credentials in $HOME, another project's .env, opencode's database, sockets in /tmp and $HOME are not there", async () => {
+    const state = path.join(tmp, "deny-state");
+    const root = path.join(state, "workspaces");
+    const ws = path.join(root, "repo-1", "w-1");
+    mkdirSync(ws, { recursive: true });
+    const home = path.join(tmp, "deny-home");
+    const decoys = [
+      ".cache/huggingface/token",
+      ".codex/auth.json",
+      ".gemini/oauth_creds.json",
+      ".config/github-copilot/hosts.json",
+      ".ollama/id_ed25519",
+      ".config/sops/age/keys.txt",
+      ".kaggle/kaggle.json",
+      ".bash_history",
+      "other-project/.env",
+    ].map((f) => path.join(home, f));
+    for (const f of decoys) {
+      mkdirSync(path.dirname(f), { recursive: true });
+      writeFileSync(f, "DECOY-SECRET\n");
+    }
+    mkdirSync(path.join(home, ".cargo", "bin"), { recursive: true });
+    writeFileSync(path.join(home, ".cargo", "bin", "tool"), "TOOLCHAIN\n");
+    const db = path.join(state, "opencode", "t1", ".local", "share", "opencode", "opencode.db");
+    mkdirSync(path.dirname(db), { recursive: true });
+    writeFileSync(db, "OTHER-WORKERS-TRANSCRIPTS\n");
+    const sockets = [path.join(home, "agent.sock"), path.join(os.tmpdir(), `ocw-decoy-${process.pid}.sock`)];
+    const servers = await Promise.all(sockets.map((s) => new Promise<net.Server>((res) => { const srv = net.createServer((c) => c.end("SOCKET-REACHED")); srv.listen(s, () => res(srv)); })));
+    try {
+      const shell = writeWorkerShell(path.join(state, "sandbox", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(state, "tmp"), kind: "bwrap", stateDir: state, home });
+      const paths = [...decoys, db, ...sockets].map((p) => `'${p}'`).join(" ");
+      const r = spawnSync(shell, ["-c", `for f in ${paths}; do cat "$f" 2>/dev/null; [ -e "$f" ] && echo "VISIBLE $f"; done; cat '${home}/.cargo/bin/tool'; ls -A /run /var/run '${home}' | grep -v -e '^$' -e ':$' -e '^.cargo$' -e '^other-project$' -e '^.cache$' -e '^.config$' -e '^.codex$' -e '^.gemini$' -e '^.ollama$' -e '^.kaggle$' | head -20`], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
+      expect(r.stdout).not.toContain("DECOY-SECRET");
+      expect(r.stdout).not.toContain("OTHER-WORKERS");
+      expect(r.stdout).not.toContain("SOCKET-REACHED");
+      expect(r.stdout).not.toContain("VISIBLE");
+      expect(r.stdout).toContain("TOOLCHAIN"); // the allow-list comes back, read-only
+    } finally {
+      await Promise.all(servers.map((s) => new Promise((res) => s.close(res))));
+    }
+  });
+
+  it("the user's checkout is hidden from worker commands; its objects are there, read-only, so the workspace's git works", () => {
+    const state = path.join(tmp, "repo-state");
+    const user = path.join(tmp, "user-repo");
+    mkdirSync(user, { recursive: true });
+    const git = (cwd: string, ...args: string[]) => execFileSync("git", ["-C", cwd, "-c", "user.name=t", "-c", "user.email=t@t", ...args], { encoding: "utf8" });
+    git(user, "init", "-q");
+    writeFileSync(path.join(user, "README.md"), "USER-CHECKOUT\n");
+    git(user, "add", "-A");
+    git(user, "commit", "-qm", "init");
+    const root = path.join(state, "workspaces");
+    const ws = path.join(root, "user-repo-1", "w-1");
+    mkdirSync(path.dirname(ws), { recursive: true });
+    git(path.dirname(ws), "init", "-q", "w-1");
+    writeFileSync(path.join(ws, ".git", "objects", "info", "alternates"), path.join(user, ".git", "objects") + "\n");
+    git(ws, "checkout", "-q", git(user, "rev-parse", "HEAD").trim());
+    const sandboxDir = path.join(state, "sandbox");
+    writeRepoBinds(path.join(sandboxDir, "binds"), ws, user, path.join(user, ".git", "objects"));
+    const shell = writeWorkerShell(path.join(sandboxDir, "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(state, "tmp"), kind: "bwrap", stateDir: state });
+    const sh = (cmd: string) => spawnSync(shell, ["-c", cmd], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
+    expect(sh("git log --oneline | wc -l").stdout.trim()).toBe("1");
+    expect(sh(`cat ${user}/README.md 2>&1`).stdout).not.toContain("USER-CHECKOUT");
+    expect(sh(`touch ${user}/.git/objects/x 2>&1 || echo RO`).stdout).toContain("RO");
+  });
+
+  it("limits: output is capped and the rest dropped, the exit status kept, a command past its wall-clock budget is stopped, a file past its size cut", () => {
+    const root = path.join(tmp, "lim-ws");
+    const ws = path.join(root, "repo-1", "w-1");
+    mkdirSync(ws, { recursive: true });
+    const limits = { wallSec: 2, procs: 64, memMb: 1024, cpuSec: 30, fileMb: 4, outputBytes: 64 * 1024, tmpfsMb: 8 };
+    const shell = writeWorkerShell(path.join(tmp, "lim", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(tmp, "lim-tmp"), kind: "bwrap", limits });
+    const sh = (cmd: string) => spawnSync(shell, ["-c", cmd], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws }, maxBuffer: 1 << 30 });
+    const big = sh("head -c 50000000 /dev/zero | tr '\\0' x; exit 3");
+    expect(big.status).toBe(3);
+    expect(big.stdout.length).toBeLessThan(limits.outputBytes + 200);
+    expect(big.stdout).toContain(`output cut at ${limits.outputBytes} bytes; ${50_000_000 - limits.outputBytes} more bytes were dropped`);
+    const slow = sh("sleep 60");
+    expect(slow.status).toBe(124);
+    expect(slow.stdout).toContain("wall-clock budget of 2 s");
+    expect(sh("head -c 10000000 /dev/zero > big.bin; ls -l big.bin | awk '{print $5}'").stdout.trim().split("\n").pop()).toBe(String(4 * 1024 * 1024));
+    // Each in-memory folder is size-limited (files of 3 MB, under the 4 MB file limit, into an 8 MB /dev/shm and /tmp).
+    for (const dir of ["/dev/shm", "/tmp"]) expect(sh(`for i in 1 2 3 4; do head -c 3000000 /dev/zero > ${dir}/f$i; done`).stdout).toContain("No space left");
+  });
+
+  // RLIMIT_NPROC does not apply to root (the kernel exempts uid 0): this runs the worker shell as a real user.
+  it.skipIf(process.getuid?.() !== 0 || !existsSync("/usr/bin/setpriv"))("a fork bomb in a worker command stays under its process limit and dies with its command", () => {
+    const base = mkdtempSync(path.join(os.tmpdir(), "ocw-nproc-"));
+    try {
+      chmodSync(base, 0o755);
+      const root = path.join(base, "workspaces");
+      const ws = path.join(root, "repo-1", "w-1");
+      mkdirSync(ws, { recursive: true });
+      mkdirSync(path.join(base, "tmp", "w-1", "home"), { recursive: true });
+      execFileSync("chown", ["-R", "65534:65534", ws, path.join(base, "tmp")]);
+      const limits = { wallSec: 4, procs: 64, memMb: 512, cpuSec: 30, fileMb: 16, outputBytes: 64 * 1024, tmpfsMb: 8 };
+      const shell = writeWorkerShell(path.join(base, "sandbox", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(base, "tmp"), kind: "bwrap", limits, home: path.join(base, "home") });
+      const r = spawnSync("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", shell, "-c", "sh -c 'i=0; while [ $i -lt 300 ]; do sleep 30 & i=$((i+1)); echo $i > n; done' 2>/dev/null; read n < n; echo \"started $n\"; bomb() { bomb | bomb & }; bomb"], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
+      // 300 background processes asked for: the process limit stops them short (the shells count too).
+      const started = Number(/started (\d+)/.exec(r.stdout)?.[1]);
+      expect(started).toBeGreaterThan(10);
+      expect(started).toBeLessThan(limits.procs);
+      expect(r.stdout).toContain("wall-clock budget of 4 s"); // the bomb ran until the budget ended the command
+      // Nothing of it is left: every process of the command died with its sandbox.
+      // (the kernel tears a pid namespace down after its first process died: wait for it, a few seconds at most).
+      let left = "?";
+      for (let i = 0; i < 50 && left; i++) {
+        left = spawnSync("ps", ["-u", "65534", "-o", "pid="], { encoding: "utf8" }).stdout.trim();
+        if (left) execFileSync("sleep", ["0.1"]);
+      }
+      expect(left).toBe("");
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

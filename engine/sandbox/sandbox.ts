@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
@@ -16,6 +16,12 @@ export const SandboxPolicy = z.object({
   hidden: z.array(z.string()),
   /** Folders bound read-only again after `writable` (a writable parent with a read-only child). */
   readOnly: z.array(z.string()).default([]),
+  /** Folders replaced by an empty tmpfs first (deny by default: deniedRoots), before `reveal` and `writable`. */
+  tmpfs: z.array(z.string()).optional(),
+  /** Folders bound back read-only inside `tmpfs` (the toolchain allow-list), before `writable`. */
+  reveal: z.array(z.string()).optional(),
+  /** Per-process limits, tmpfs sizes and the output cap (CommandLimits); absent: none. */
+  limits: z.object({ wallSec: z.number(), procs: z.number(), memMb: z.number(), cpuSec: z.number(), fileMb: z.number(), outputBytes: z.number(), tmpfsMb: z.number() }).optional(),
   /** Network: "none" gives the process its own empty network namespace (no loopback servers, no internet). */
   network: z.enum(["none", "host"]),
   /** The process's environment, exactly (nothing is inherited). */
@@ -156,15 +162,141 @@ function real(p: string): string {
   }
 }
 
+/**
+ * What a worker command or a check may use, at most (per command; each process of it for the per-process ones). The
+ * wall-clock budget ends the whole command (its sandbox and everything in it); output past `outputBytes` is dropped
+ * (the command goes on, its tail is not kept), so a 300 MB listing is never stored in full.
+ */
+export interface CommandLimits {
+  /** Wall-clock seconds of one command, whatever timeout the model asked for. */
+  wallSec: number;
+  /** Processes (RLIMIT_NPROC, counted per user: effective for every user but root, which the kernel exempts). */
+  procs: number;
+  /** Data memory per process, MiB (RLIMIT_DATA: heap and private writable maps). */
+  memMb: number;
+  /** CPU seconds per process (RLIMIT_CPU). */
+  cpuSec: number;
+  /** Largest file a process may write, MiB (RLIMIT_FSIZE). */
+  fileMb: number;
+  /** Output kept of one command, bytes (stdout and stderr together). */
+  outputBytes: number;
+  /** Size of each in-memory folder of the sandbox (the tmpfs over $HOME, /tmp, /run …, and /dev/shm), MiB. */
+  tmpfsMb: number;
+}
+
+/** The limits from the engine's configuration (OCW_COMMAND_*; docs/architecture.md, Containment). */
+export function commandLimits(): CommandLimits {
+  const c = config();
+  const pos = (n: number, def: number) => (Number.isFinite(n) && n > 0 ? Math.floor(n) : def);
+  return {
+    wallSec: pos(c.OCW_COMMAND_TIMEOUT_SEC, 600),
+    procs: pos(c.OCW_COMMAND_MAX_PROCS, 1024),
+    memMb: pos(c.OCW_COMMAND_MAX_MEM_MB, 8192),
+    cpuSec: pos(c.OCW_COMMAND_CPU_SEC, 1800),
+    fileMb: pos(c.OCW_COMMAND_MAX_FILE_MB, 4096),
+    outputBytes: pos(c.OCW_COMMAND_OUTPUT_MB, 8) * 1024 * 1024,
+    tmpfsMb: pos(c.OCW_SANDBOX_TMPFS_MB, 256),
+  };
+}
+
+/**
+ * Folders a worker command and a check never see (each replaced by an empty, size-limited tmpfs): the user's home,
+ * the machine's temporary folders (other programs' files and Unix sockets), /run and /var/run (every daemon's socket:
+ * docker, dbus, the user's session), removable and mounted drives. Only what `revealed` lists comes back, read-only.
+ */
+export function deniedRoots(home = os.homedir()): string[] {
+  const list = [home, "/tmp", "/var/tmp", "/run", "/var/run", "/media", "/mnt"];
+  const out: string[] = [];
+  for (const p of list.map(real)) {
+    if (p === "/" || out.includes(p)) continue;
+    try {
+      if (statSync(p).isDirectory()) out.push(p);
+    } catch {
+      /* absent here */
+    }
+  }
+  return out.sort((a, b) => a.length - b.length);
+}
+
+/**
+ * What toolchains need from the user's home, read-only (the allow-list; nothing else of $HOME is visible to worker
+ * commands and checks): version managers and the binaries language installers put there. None of them holds a
+ * credential by convention; the known credential files inside them (`.cargo/credentials*`) stay hidden.
+ * `OCW_SANDBOX_READONLY` (":"-separated absolute paths) adds folders of the person's choice.
+ */
+export const TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
+
+export function revealed(home = os.homedir()): string[] {
+  const extra = (config().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path.isAbsolute(p));
+  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path.join(home, p)), ...extra].filter((p) => existsSync(p)).map(real))];
+}
+
+/**
+ * For opencode serve (long-lived, one per target, serving workspaces of any repository, so it keeps the user's
+ * repositories readable): every hidden entry of $HOME (dot-files and dot-folders: tokens, caches, histories, other
+ * tools' configuration) except the toolchain folders, plus the known secrets and every host socket.
+ */
+export function serveHidden(home = os.homedir()): string[] {
+  const keep = new Set(TOOLCHAIN_DIRS.map((p) => p.split("/")[0]!).concat([".local"]));
+  let dots: string[] = [];
+  try {
+    dots = readdirSync(home).filter((n) => n.startsWith(".") && !keep.has(n)).map((n) => path.join(home, n));
+  } catch {
+    /* no home */
+  }
+  return [...new Set([...dots, ...homeSecrets(home), ...socketsIn(["/tmp", "/var/tmp", home])])];
+}
+
+/** Unix sockets directly in these folders (a program's socket left in /tmp or $HOME). */
+function socketsIn(dirs: string[]): string[] {
+  const out: string[] = [];
+  for (const d of dirs) {
+    try {
+      for (const e of readdirSync(d, { withFileTypes: true })) if (e.isSocket()) out.push(path.join(d, e.name));
+    } catch {
+      /* absent */
+    }
+  }
+  return out;
+}
+
+let sizeOption: boolean | null = null;
+/** Whether this bubblewrap has `--size` (0.6 and later): without it the in-memory folders have the kernel's default size. */
+function bwrapHasSize(): boolean {
+  if (sizeOption !== null) return sizeOption;
+  const bwrap = sandboxStatus().bwrap;
+  try {
+    sizeOption = !!bwrap && execFileSync(bwrap, ["--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 5000 }).includes("--size");
+  } catch (err) {
+    sizeOption = String((err as { stdout?: string }).stdout ?? "").includes("--size");
+  }
+  return sizeOption;
+}
+
+/**
+ * Whether RLIMIT_NPROC counts per user namespace (Linux 5.14 and later): then a sandbox's limit counts only its own
+ * processes. Before, it counts every process of the user, so a limit would fail a busy user's commands: not set there.
+ */
+function nprocPerNamespace(): boolean {
+  const [major, minor] = os.release().split(".").map((n) => parseInt(n, 10));
+  return (major ?? 0) > 5 || ((major ?? 0) === 5 && (minor ?? 0) >= 14);
+}
+
 /** bubblewrap's arguments for a policy (the command follows `--`). */
 export function bwrapArgs(policy: SandboxPolicy): string[] {
-  const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session"];
+  const args = ["--ro-bind", "/", "/", "--dev", "/dev"];
+  const size = policy.limits && bwrapHasSize() ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
+  // /dev is bubblewrap's own tmpfs: read-only, with a size-limited /dev/shm (shared memory counts as memory).
+  if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
+  args.push("--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
   if (policy.network === "none") args.push("--unshare-net");
+  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync(p)) args.push(...size, "--tmpfs", p);
   for (const p of policy.hidden.map(real)) {
     if (!existsSync(p)) continue;
-    if (statSync(p).isDirectory()) args.push("--tmpfs", p);
+    if (statSync(p).isDirectory()) args.push(...size, "--tmpfs", p);
     else args.push("--ro-bind", "/dev/null", p);
   }
+  for (const p of (policy.reveal ?? []).map(real)) if (existsSync(p)) args.push("--ro-bind", p, p);
   for (const p of policy.writable.map(real)) {
     mkdirSync(p, { recursive: true });
     args.push("--bind", p, p);
@@ -176,53 +308,213 @@ export function bwrapArgs(policy: SandboxPolicy): string[] {
   return args;
 }
 
-/** The command line that runs `argv` inside the policy's sandbox (or unconfined when `kind` is "none"). */
-export function sandboxed(argv: string[], policy: SandboxPolicy, kind: SandboxKind = sandboxStatus().kind): { file: string; args: string[]; env: Record<string, string> } {
-  if (kind === "none") return { file: argv[0]!, args: argv.slice(1), env: policy.env };
-  const bwrap = sandboxStatus().bwrap!;
-  return { file: bwrap, args: [...bwrapArgs(policy), "--", ...argv], env: {} };
-}
-
 const shq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
+/** How many words the limits put before a sandboxed command (`<shell> -c <prelude>`). */
+export const LIMITS_WORDS = 3;
+
+/** The shell that applies the per-process limits inside the sandbox, then runs the command (`$0` is the shell). */
+function limitsPrelude(l: CommandLimits, bash: boolean, sandbox = true): string {
+  // bash sets soft and hard limits together: nothing inside can raise them again. dash has no -u. Outside a sandbox
+  // (its own user namespace) the process limit would count every process of the user: not set there.
+  const procs = bash && sandbox && nprocPerNamespace() ? `ulimit -u ${l.procs}; ` : "";
+  return `${procs}ulimit -t ${l.cpuSec}; ulimit -d ${l.memMb * 1024}; ulimit -f ${l.fileMb * 1024}; ulimit -c 0; exec "$0" "$@"`;
+}
+
 /**
- * The shell opencode runs a worker's bash commands with (its SHELL). Each command gets its own sandbox: only its own
- * workspace and private tmp are writable, every other workspace is hidden, there is no network (so no engine API, no
- * opencode API, no model, no internet), and its environment is rebuilt from scratch. When the command ends, every
- * process it left behind ends with it (its own pid namespace).
+ * The shell text that keeps at most `outputBytes` of its input and drops the rest (draining it, so the command is not
+ * killed by a closed pipe), then says how much was dropped.
  */
-export function writeWorkerShell(file: string, opts: { workspacesRoot: string; tmpRoot: string; kind: SandboxKind; bash?: string }): string {
+function capFilter(outputBytes: number): string {
+  return `{ head -c ${outputBytes}; n=$(wc -c); [ "$n" -gt 0 ] && printf '\\n[opencode-worker: output cut at ${outputBytes} bytes; %s more bytes were dropped]\\n' "$n"; }`;
+}
+
+/**
+ * The command line that runs `argv` inside the policy's sandbox (or unconfined when `kind` is "none"). With `limits`,
+ * the per-process limits apply inside and the output is capped (stdout and stderr together, on stdout).
+ */
+export function sandboxed(argv: string[], policy: SandboxPolicy, kind: SandboxKind = sandboxStatus().kind): { file: string; args: string[]; env: Record<string, string> } {
+  const l = policy.limits;
+  const shell = existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash"), kind !== "none"), ...argv] : argv;
+  const base = kind === "none" ? { file: inner[0]!, args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap!, args: [...bwrapArgs(policy), "--", ...inner], env: {} as Record<string, string> };
+  if (!l) return base;
+  // sh -c '"$@" 2>&1 | cap; exit the command's status' sh <file> <args…>
+  const script = `exec 3>&1; rc=$( { { "$@" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 ); exit \${rc:-1}`;
+  return { file: "/bin/sh", args: ["-c", script, "sh", base.file, ...base.args], env: base.env };
+}
+
+/** The file opencode loads as its one plugin: it names, per instance, the workspace a bash command may write. */
+export const WORKSPACE_PLUGIN = `// Generated by opencode-worker. opencode runs one instance per directory, and every worker's session has its own
+// directory (its workspace, or the subfolder the person named): each bash command of that session is told it here,
+// in the environment opencode gives the worker shell, which no command text can change. A bash call whose workdir
+// resolves (symlinks followed) outside the workspace is refused before anyone is asked; the worker shell checks again.
+// The folder of \`list\` (which asks nobody) is checked the same way.
+import { realpathSync } from "node:fs";
+import path from "node:path";
+// A path that may not exist yet: its deepest existing ancestor resolved, the rest appended.
+const real = (p) => {
+  let dir = path.resolve(p);
+  const rest = [];
+  for (;;) {
+    try {
+      return path.join(realpathSync(dir), ...rest);
+    } catch {
+      const parent = path.dirname(dir);
+      if (parent === dir) return path.join(dir, ...rest);
+      rest.unshift(path.basename(dir));
+      dir = parent;
+    }
+  }
+};
+// \`list\` asks nobody (opencode-worker's rules allow it): its folder is checked here, symlinks resolved. The other file
+// tools ask, and the engine checks their real path on the record before anyone decides.
+const PATH_ARGS = { list: "path" };
+// The variable the worker shell reads its workspace from.
+const WORKSPACE_VAR = "OCW_WORKSPACE";
+export const OcwWorkspace = async ({ directory, worktree }) => {
+  const root = real(worktree && worktree !== "/" ? worktree : directory);
+  return {
+    "tool.execute.before": async (input, output) => {
+      const args = output.args ?? {};
+      const key = input.tool === "bash" ? "workdir" : PATH_ARGS[input.tool];
+      if (!key || typeof args[key] !== "string" || !args[key]) return;
+      const where = real(path.resolve(directory, args[key]));
+      if (where !== root && !where.startsWith(root + path.sep)) {
+        throw new Error("opencode-worker refused this " + input.tool + " call: " + args[key] + " is " + where + ", outside your workspace. Work only inside your own workspace.");
+      }
+    },
+    "shell.env": async (_input, output) => {
+      output.env[WORKSPACE_VAR] = directory;
+    },
+  };
+};
+`;
+
+export function writeWorkspacePlugin(file: string): string {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, WORKSPACE_PLUGIN);
+  return file;
+}
+
+/**
+ * The trusted per-repository part of the command sandbox, read by the worker shell (NUL-separated bubblewrap
+ * arguments, in the engine's sandbox folder, which no worker can write): the user's checkout hidden, its object store
+ * (and that store's alternates) bound back read-only, so the workspace's `git` works without the checkout.
+ */
+export function writeRepoBinds(bindsDir: string, worktree: string, repoRoot: string, objects: string): void {
+  const dirs = [real(objects)];
+  try {
+    for (const line of readFileSync(path.join(objects, "info", "alternates"), "utf8").split("\n")) {
+      const p = line.trim();
+      if (p && !p.startsWith("#")) dirs.push(real(path.resolve(objects, p)));
+    }
+  } catch {
+    /* no alternates */
+  }
+  const args: string[] = [];
+  const root = real(repoRoot);
+  // What opencode serve cannot see (a repository inside a hidden folder of $HOME), its commands cannot either: then the
+  // workspace's git has no history, and nothing is named here (a bind of a missing folder would fail every command).
+  const unseen = serveHidden().map(real);
+  const visible = (p: string) => !unseen.some((h) => p === h || p.startsWith(h + path.sep));
+  if (root !== "/" && existsSync(root) && visible(root)) args.push("--tmpfs", root);
+  for (const d of dirs) if (existsSync(d) && visible(d)) args.push("--ro-bind-try", d, d);
+  mkdirSync(bindsDir, { recursive: true });
+  writeFileSync(path.join(bindsDir, path.basename(path.dirname(worktree))), args.map((a) => a + "\0").join(""));
+}
+
+export interface WorkerShellOptions {
+  workspacesRoot: string;
+  tmpRoot: string;
+  kind: SandboxKind;
+  /** The engine's state dir: hidden whole from commands (opencode's database and log, other workers, the engine's). */
+  stateDir?: string;
+  /** Where the per-repository binds are (writeRepoBinds); default `<dirname(file)>/binds`. */
+  bindsDir?: string;
+  limits?: CommandLimits;
+  home?: string;
+  bash?: string;
+}
+
+/**
+ * The shell opencode runs a worker's bash commands with (its SHELL). Each command gets its own sandbox, for the
+ * workspace the engine fixed for the command's session — never the command's folder: opencode's plugin
+ * (WORKSPACE_PLUGIN) names it in OCW_WORKSPACE, and a command whose folder (its `workdir`, symlinks resolved) is not
+ * inside that workspace is refused. Inside: only that workspace and the worker's private tmp are writable; the whole
+ * state dir (other workspaces, opencode's database and log), $HOME, /tmp, /run, /var/run, /media and /mnt are empty
+ * size-limited tmpfs, with the toolchain allow-list and the repository's objects bound back read-only; no network;
+ * an environment rebuilt from scratch; its own pid namespace (whatever it leaves running dies with it); the
+ * per-process limits, a wall-clock budget and an output cap (CommandLimits).
+ */
+export function writeWorkerShell(file: string, opts: WorkerShellOptions): string {
   const root = real(opts.workspacesRoot);
+  const named = path.resolve(opts.workspacesRoot);
   const tmpRoot = real(opts.tmpRoot);
+  const binds = real(opts.bindsDir ?? path.join(path.dirname(file), "binds"));
   const bash = opts.bash ?? (existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh");
+  const l = opts.limits ?? commandLimits();
   const env = allowListedEnv({ TERM: "dumb", CI: "1", GIT_TERMINAL_PROMPT: "0", GIT_AUTHOR_NAME: "opencode-worker", GIT_AUTHOR_EMAIL: "opencode-worker@localhost", GIT_COMMITTER_NAME: "opencode-worker", GIT_COMMITTER_EMAIL: "opencode-worker@localhost" });
   delete env.SHELL;
   const setenv = Object.entries(env).map(([k, v]) => `--setenv ${k} ${shq(v)}`).join(" ");
+  const refuse = (why: string) => `{ echo "opencode-worker: refused: ${why}" >&2; exit 126; }`;
   const lines = [
     "#!/bin/sh",
     "# Generated by opencode-worker: the worker's shell. Each command runs in its own sandbox (see engine/sandbox).",
     `root=${shq(root)}`,
+    `named=${shq(named)}`,
     `tmproot=${shq(tmpRoot)}`,
-    'here=$(pwd -P)',
-    'case "$here" in "$root"/*) ;; *) echo "opencode-worker: commands run only inside a workspace (cwd $here)" >&2; exit 126;; esac',
-    'rel=${here#"$root"/}',
-    // A workspace is exactly <root>/<repository>/<worker id>: a cwd that resolves to the repository folder (through a
-    // symlink to "..") names no workspace and is refused, rather than opening every workspace of the repository.
-    'case "$rel" in */*) ;; *) echo "opencode-worker: not inside a workspace: $here" >&2; exit 126;; esac',
-    'ws="$root/$(printf %s "$rel" | cut -d/ -f1-2)"',
-    'id=$(basename "$ws")',
-    'case "$id" in w-*) ;; *) echo "opencode-worker: not a workspace: $ws" >&2; exit 126;; esac',
+    `binds=${shq(binds)}`,
+    // The workspace comes from opencode (its plugin, per session), never from the command's folder.
+    'ws_named=${OCW_WORKSPACE-}',
+    'case "$ws_named" in',
+    '  "$root"/*) rel=${ws_named#"$root"/} ;;',
+    '  "$named"/*) rel=${ws_named#"$named"/} ;;',
+    `  *) ${refuse("no worker workspace is named for this command (opencode-worker's plugin did not run)")} ;;`,
+    "esac",
+    // A workspace is exactly <root>/<repository>/<worker id>, taken from the named path as written (its subfolder may
+    // be anything the worker made of it, a symlink included: only the two fixed components count).
+    'repo=${rel%%/*}',
+    'rest=${rel#*/}',
+    'id=${rest%%/*}',
+    `if [ "$rest" = "$rel" ] || [ -z "$repo" ] || [ "$repo" = . ] || [ "$repo" = .. ]; then ${refuse("not a workspace: $ws_named")}; fi`,
+    `case "$id" in w-*) ;; *) ${refuse("not a workspace: $ws_named")} ;; esac`,
+    'ws="$root/$repo/$id"',
+    `if [ -L "$ws" ] || [ ! -d "$ws" ]; then ${refuse("no such workspace: $ws")}; fi`,
+    `here=$(pwd -P) || ${refuse("the command's folder cannot be read")}`,
+    `case "$here" in "$ws"|"$ws"/*) ;; *) ${refuse("the command's folder $here is outside this worker's workspace $ws (a workdir must be inside it)")} ;; esac`,
     'tmp="$tmproot/$id"',
     'mkdir -p "$tmp/home" 2>/dev/null',
+    'extra=/dev/null',
+    '[ -f "$binds/$repo" ] && extra="$binds/$repo"',
   ];
   if (opts.kind === "none") {
     lines.push(`exec env -i ${Object.entries(env).map(([k, v]) => `${k}=${shq(v)}`).join(" ")} HOME="$tmp/home" TMPDIR="$tmp" ${bash} "$@"`);
   } else {
     const bwrap = sandboxStatus().bwrap!;
+    const home = opts.home ?? os.homedir();
+    const size = bwrapHasSize() ? `--size ${l.tmpfsMb * 1024 * 1024}` : "";
+    const hide = [...deniedRoots(home), ...(opts.stateDir ? [real(opts.stateDir)] : []), root, tmpRoot].filter((p, i, a) => a.indexOf(p) === i);
+    const hideArgs = hide.map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
+    // Secrets inside the revealed toolchain folders stay hidden (a file bound over with /dev/null).
+    const reveal = revealed(home);
+    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path.sep)));
+    const revealArgs = [...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`), ...secretsInside.map((s) => (statSync(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`))].join(" ");
+    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t) => existsSync(t));
     lines.push(
-      `exec ${shq(bwrap)} --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\`,
-      '  --tmpfs "$root" --tmpfs "$tmproot" --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',
-      `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" -- ${bash} "$@"`,
+      'exec 3>&1',
+      // The command's status comes back on fd 4; its output (stdout and stderr) goes through the cap to fd 3.
+      `rc=$( { { ${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} --ro-bind / / --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc \\`,
+      "  --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\",
+      // The repository's part (its checkout hidden, its objects back) before the allow-list: a repository that is an
+      // ancestor of a toolchain folder ($HOME itself) must not hide it again.
+      `  ${hideArgs} --args 5 \\`,
+      `  ${revealArgs} \\`,
+      '  --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',
+      `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" \\`,
+      `  -- ${bash} -c ${shq(limitsPrelude(l, bash.endsWith("bash")))} ${bash} "$@" 5<"$extra" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 )`,
+      timeout ? `[ "$rc" = 124 ] && echo "[opencode-worker: the command was stopped after its wall-clock budget of ${l.wallSec} s]"` : ":",
+      'exit ${rc:-1}',
     );
   }
   mkdirSync(path.dirname(file), { recursive: true });

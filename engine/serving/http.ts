@@ -1,5 +1,6 @@
 /** Small HTTP helpers for probing OpenAI-compatible servers (loopback or user-given URLs). */
 import { sseData } from "../net/sse";
+import { BodyTooLarge, ENDPOINT_MAX_BYTES, readBounded } from "../net/bounded";
 
 export interface HttpResult<T = unknown> {
   ok: boolean;
@@ -10,7 +11,8 @@ export interface HttpResult<T = unknown> {
   error?: string;
 }
 
-type HttpInit = { method?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number; signal?: AbortSignal };
+/** `maxBytes`: the most of the answer read (ENDPOINT_MAX_BYTES by default); a larger one is an error, not read. */
+type HttpInit = { method?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number; signal?: AbortSignal; maxBytes?: number };
 
 /** A kept-alive connection the server closed while idle fails the next request sent on it at once; a GET is safe to send again on a fresh one. */
 const STALE_CONNECTION = /^(UND_ERR_SOCKET|ECONNRESET|EPIPE)$/;
@@ -35,7 +37,13 @@ async function httpJsonOnce<T>(url: string, init: HttpInit & { method: string })
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
       signal: ctl.signal,
     });
-    const text = await res.text();
+    let text: string;
+    try {
+      text = await readBounded(res, url, init.maxBytes ?? ENDPOINT_MAX_BYTES);
+    } catch (e) {
+      if (e instanceof BodyTooLarge) return { ok: false, status: res.status, body: null, text: "", ms: performance.now() - t0, error: e.message };
+      throw e;
+    }
     let body: T | null = null;
     try {
       body = JSON.parse(text) as T;

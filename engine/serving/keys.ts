@@ -1,4 +1,5 @@
 /** API keys for servers we start: generated, kept in the state dir with mode 0600, never in argv or targets.json. */
+import { config } from "../config";
 import { randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";

@@ -19,10 +19,10 @@ import { modelFor, OpencodeServers } from "../harness/servers";
 import { noAnswer, Translator, type OpencodeEvent } from "../harness/translate";
 import { sweepDiscarded } from "../grading/folders";
 import { Recovery } from "../recovery/recovery";
-import { sandboxStatus, type SandboxKind } from "../sandbox/sandbox";
+import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
 import { TargetStore } from "../store/targets";
 import { WorkerLogStore } from "../store/worker-log";
-import { createWorkspace, InputError, inspectRepo, worktreePath, type RepoInfo } from "../workspace/workspace";
+import { createWorkspace, InputError, inspectRepo, objectsOf, worktreePath, type RepoInfo } from "../workspace/workspace";
 import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "./preflight";
@@ -32,6 +32,8 @@ import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
 import { ReplyTrack } from "./replies";
 import { Settler } from "./settle";
+import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
+import { stoppedForWinnerReason, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
 
 export { InputError } from "../workspace/workspace";
 
@@ -74,6 +76,8 @@ export class Engine {
   private readonly releaser: InstanceReleaser;
   private readonly translator: Translator;
   private readonly servers: OpencodeServers;
+  /** Best-of-N: attempt groups, their winner, and stopping the rest once one is built. */
+  private readonly attempts: Attempts;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
   private readonly queue: string[] = [];
   private closed = false;
@@ -107,6 +111,7 @@ export class Engine {
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
     this.budgets = new Budgets({ registry: reg, stop: (id, reason) => this.stop(id, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config().OCW_STALL_SEC) * 1000, clock: opts.clock });
     this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id) => this.transcript(id), server: (t) => this.servers.for(t), fixRound: (id, v) => this.fixRound(id, v) });
+    this.attempts = new Attempts({ list: () => this.list(), get: (id) => this.get(id), stop: (id, reason, by) => this.stop(id, reason, by), log: (l) => this.log(l) });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config().OCW_RETENTION_DAYS);
     this.releaser = new InstanceReleaser(reg);
     this.translator = new Translator({
@@ -151,6 +156,8 @@ export class Engine {
 
   /** After every state change: a settled or finished worker frees its slot; a finished one releases its opencode instance. */
   private moved(workerId: string, state: WorkerState): void {
+    // First: the attempts of a winner's group still queued leave the queue before its freed slot admits one of them.
+    if (state === "built") this.attempts.onBuilt(workerId);
     // A worker waiting for a person hands its model slot to the next queued one (admission/pools.ts).
     if (isFinal(state) || state === "settled" || state === "waiting-approval") this.pump();
     if (isFinal(state)) this.releaser.finished(workerId);
@@ -201,9 +208,9 @@ export class Engine {
     return this.create(spec, repo, target, opts.batchId ?? null);
   }
 
-  private create(spec: WorkerSpec, repo: RepoInfo, target: Target, batchId: string | null): { workerId: string } {
+  private create(spec: WorkerSpec, repo: RepoInfo, target: Target, batchId: string | null, attempt?: AttemptRef): { workerId: string } {
     const workerId = newId("w");
-    this.reg.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id, sandbox: this.sandbox.kind });
+    this.reg.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id, sandbox: this.sandbox.kind, ...(attempt ? { attempt } : {}) });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
     this.reg.rt(workerId).repo = repo;
     // The held-back checks run once on the base commit now, beside the worker's start (never awaited by it): a check
@@ -217,46 +224,89 @@ export class Engine {
     return { workerId };
   }
 
+  /**
+   * N attempts of one task (over `targets` in turn, else its own target): one attempt group, validated whole before any
+   * worker is created. The engine picks the winner and stops the rest once one is built (engine/workers/attempts.ts).
+   */
+  async startAttempts(input: AttemptInput): Promise<{ groupId: string | null; workerIds: string[] }> {
+    const r = await this.createTasks([input], false);
+    return { groupId: r.groups[0]?.groupId ?? null, workerIds: r.workerIds };
+  }
+
+  /** An attempt group: its attempts side by side and the winner the checks picked. */
+  attemptGroup(groupId: string): AttemptGroup {
+    return this.attempts.group(groupId);
+  }
+
+  attemptGroups(): AttemptGroup[] {
+    return this.attempts.groups();
+  }
+
   /** Starts several independent tasks as one batch. All inputs are validated before any worker is created. */
-  async startBatch(inputs: WorkerSpecInput[]): Promise<{ batchId: string; workerIds: string[] }> {
+  async startBatch(inputs: AttemptInput[]): Promise<{ batchId: string; workerIds: string[]; groups: { groupId: string; workerIds: string[] }[] }> {
     if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
+    const r = await this.createTasks(inputs, true);
+    return { batchId: r.batchId!, workerIds: r.workerIds, groups: r.groups };
+  }
+
+  private async createTasks(inputs: AttemptInput[], asBatch: boolean): Promise<{ batchId: string | null; workerIds: string[]; groups: { groupId: string; workerIds: string[] }[] }> {
     this.requireSandbox();
-    const specs = inputs.map((i, n) => {
+    const where = (n: number, msg: string) => (asBatch ? `task ${n + 1}: ${msg}` : msg);
+    // A task with attempts is several workers of one group (each carrying its attempt); each is validated like a task.
+    const expanded = inputs.flatMap((input, n) => {
       try {
-        return parseInput(WorkerSpec, i);
+        return expandAttempts(input).map((x) => ({ ...x, n }));
       } catch (err) {
-        throw new InputError(`task ${n + 1}: ${(err as Error).message}`);
+        throw new InputError(where(n, (err as Error).message));
+      }
+    });
+    const specs = expanded.map((x) => {
+      try {
+        return parseInput(WorkerSpec, x.spec);
+      } catch (err) {
+        throw new InputError(where(x.n, (err as Error).message));
       }
     });
     // Tasks of a batch mostly share a repository and a target: inspect and reach each once.
     const repos = new Map<string, Promise<RepoInfo>>();
     const reached = new Map<string, Promise<void>>();
     const checked: { spec: WorkerSpec; repo: RepoInfo; target: Target }[] = [];
-    for (const [n, spec] of specs.entries()) {
+    for (const [i, spec] of specs.entries()) {
+      const n = expanded[i]!.n;
       if (!repos.has(spec.directory)) repos.set(spec.directory, inspectRepo(spec.directory));
       const repo = await repos.get(spec.directory)!.catch((err: Error) => {
-        throw new InputError(`task ${n + 1}: ${err.message}`);
+        throw new InputError(where(n, err.message));
       });
       const heldBack = heldBackProblem(spec.checks, repo.root);
-      if (heldBack) throw new InputError(`task ${n + 1}: ${heldBack}`);
-      const target = this.resolveTarget(spec.targetId);
+      if (heldBack) throw new InputError(where(n, heldBack));
+      let target: Target;
+      try {
+        target = this.resolveTarget(spec.targetId);
+      } catch (err) {
+        throw new InputError(where(n, (err as Error).message));
+      }
       if (!reached.has(target.id)) reached.set(target.id, preflightTarget(target));
       await reached.get(target.id);
       checked.push({ spec, repo, target });
     }
-    const batchId = newId("b");
-    const workerIds = checked.map((c) => this.create(c.spec, c.repo, c.target, batchId).workerId);
-    return { batchId, workerIds };
+    const batchId = asBatch ? newId("b") : null;
+    const workerIds = checked.map((c, i) => this.create(c.spec, c.repo, c.target, batchId, expanded[i]!.attempt).workerId);
+    const groups = new Map<string, string[]>();
+    expanded.forEach((x, i) => x.attempt && groups.set(x.attempt.groupId, [...(groups.get(x.attempt.groupId) ?? []), workerIds[i]!]));
+    return { batchId, workerIds, groups: [...groups].map(([groupId, ids]) => ({ groupId, workerIds: ids })) };
   }
 
   batch(batchId: string): BatchSummary {
     const ws = this.list().filter((w) => w.batchId === batchId);
     if (!ws.length) throw new InputError(`unknown batch "${batchId}"`);
     const graded = ws.filter((w) => w.verdict);
-    // A no-op is never built (old logs may say otherwise): it does not count toward the built rate.
-    const built = graded.filter((w) => countsAsBuilt(w.verdict)).length;
     const honest = graded.filter((w) => w.verdict!.honest).length;
     const settled = ws.every((w) => isFinal(w.state));
+    // A task with attempts counts once: built when its group has a winner (its losers are not failures of the batch).
+    const tasks = new Map<string, Worker[]>();
+    for (const w of ws) tasks.set(w.attempt?.groupId ?? w.id, [...(tasks.get(w.attempt?.groupId ?? w.id) ?? []), w]);
+    // A no-op is never built (old logs may say otherwise): it does not count toward the built rate.
+    const built = [...tasks.entries()].filter(([key, t]) => (t[0]!.attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t[0]!.verdict))).length;
     return {
       id: batchId,
       workerIds: ws.map((w) => w.id),
@@ -265,9 +315,9 @@ export class Engine {
       built,
       honest,
       graded: graded.length,
-      builtRate: settled ? built / ws.length : null,
+      builtRate: settled ? built / tasks.size : null,
       honestRate: graded.length ? honest / graded.length : null,
-      verdict: settled ? (built === ws.length ? "built" : "honest-failure") : null,
+      verdict: settled ? (built === tasks.size ? "built" : "honest-failure") : null,
     };
   }
 
@@ -545,6 +595,14 @@ export class Engine {
         this.reg.fire(id, "fail-run", (err as Error).message);
         continue;
       }
+      // An attempt that never started, of a group that already has its winner (a restart between the winner's verdict
+      // and the stop of the rest): stopped here instead of started.
+      const winner = this.attempts.winnerBeforeStart(w);
+      if (winner) {
+        this.queue.splice(i, 1);
+        this.reg.fire(id, "stop", stoppedForWinnerReason(winner));
+        continue;
+      }
       const admitted = this.pools.admit(w, target);
       if (!admitted.go) {
         i++;
@@ -590,6 +648,8 @@ export class Engine {
       this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
       if (!current()) return;
     }
+    // The worker shell's trusted view of this repository: the user's checkout hidden, its objects read-only.
+    if (this.sandbox.kind !== "none") writeRepoBinds(path.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
     // The held-back checks run once on the base commit, beside the worker's start (never awaited here).
     if (!w.baseline) void this.settler.baseline(workerId);
     // A resume right after a stop must not have its new turn land in the instance being disposed.

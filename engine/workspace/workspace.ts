@@ -288,7 +288,7 @@ const objectFormat = (commit: string): ObjectFormat => (commit.length === 64 ? "
 
 // Asked once per repository, not per worker.
 const objectDirs = new Map<string, Promise<string>>();
-function objectsOf(repo: string): Promise<string> {
+export function objectsOf(repo: string): Promise<string> {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value!);

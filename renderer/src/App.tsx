@@ -18,6 +18,7 @@ const screens = {
   settings: () => import("./screens/Settings").then((m) => ({ default: m.Settings })),
   setup: () => import("./screens/Setup").then((m) => ({ default: m.Setup })),
   worker: () => import("./screens/WorkerDetail").then((m) => ({ default: m.WorkerDetail })),
+  attempts: () => import("./screens/Attempts").then((m) => ({ default: m.Attempts })),
 };
 const Approvals = lazy(screens.approvals);
 const Grades = lazy(screens.grades);
@@ -25,6 +26,7 @@ const NewTask = lazy(screens.new);
 const Settings = lazy(screens.settings);
 const Setup = lazy(screens.setup);
 const WorkerDetail = lazy(screens.worker);
+const Attempts = lazy(screens.attempts);
 
 function prefetchScreens() {
   const idle = window.requestIdleCallback ?? ((f: () => void) => setTimeout(f, 200));
@@ -63,7 +65,7 @@ export function App() {
     document.title = windowTitle(pending.length, subject);
   }, [pending.length, subject]);
 
-  const active = route.name === "worker" ? "dashboard" : route.name;
+  const active = route.name === "worker" || route.name === "attempts" ? "dashboard" : route.name;
   return (
     <div className={`shell ${navOpen ? "nav-open" : ""}`}>
       {navOpen && <div className="nav-scrim" onClick={() => setNavOpen(false)} aria-hidden="true" />}
@@ -117,6 +119,7 @@ export function App() {
             {route.name === "new" && <NewTask />}
             {route.name === "approvals" && <Approvals focus={route.ask} />}
             {route.name === "worker" && <WorkerDetail key={route.id} id={route.id} />}
+            {route.name === "attempts" && <Attempts key={route.id} groupId={route.id} />}
             {route.name === "setup" && <Setup />}
             {route.name === "grades" && <Grades />}
             {route.name === "settings" && <Settings />}
@@ -149,6 +152,8 @@ function titleOf(r: Route): string {
       return "Approvals";
     case "worker":
       return `Worker ${r.id}`;
+    case "attempts":
+      return `Attempts ${r.id}`;
     case "setup":
       return "Model setup";
     case "grades":

@@ -6,6 +6,7 @@ export type Route =
   | { name: "new" }
   | { name: "approvals"; ask?: string }
   | { name: "worker"; id: string }
+  | { name: "attempts"; id: string }
   | { name: "setup" }
   | { name: "grades" }
   | { name: "settings" };
@@ -19,6 +20,8 @@ export function parse(hash: string): Route {
       return parts[1] ? { name: "approvals", ask: parts[1] } : { name: "approvals" };
     case "workers":
       return parts[1] ? { name: "worker", id: parts[1] } : { name: "dashboard" };
+    case "attempts":
+      return parts[1] ? { name: "attempts", id: parts[1] } : { name: "dashboard" };
     case "setup":
       return { name: "setup" };
     case "grades":
@@ -32,6 +35,7 @@ export function parse(hash: string): Route {
 
 export function href(r: Route): string {
   if (r.name === "worker") return `#/workers/${encodeURIComponent(r.id)}`;
+  if (r.name === "attempts") return `#/attempts/${encodeURIComponent(r.id)}`;
   if (r.name === "approvals" && r.ask) return `#/approvals/${encodeURIComponent(r.ask)}`;
   return r.name === "dashboard" ? "#/" : `#/${r.name}`;
 }

@@ -4,12 +4,14 @@
 // reaches the model, nothing the worker started outlives it, and tampered results are not graded built.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readLock } from "../../engine/api/lock";
 import { sandboxStatus } from "../../engine/sandbox/sandbox";
 import { bash, readFile, startScriptedModel, toolCall, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../fixtures/scripted-model";
-import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, type TestEngine } from "../helpers";
+import { BUNDLE, cleanup, makeRepo, scriptedTarget, settle, startEngine, tempDir, untilAsk, type TestEngine } from "../helpers";
 
 const sandbox = sandboxStatus();
 const KEY = "sk-ocw-target-" + Math.random().toString(36).slice(2);
@@ -18,6 +20,19 @@ const SSH = "ssh-private-" + Math.random().toString(36).slice(2);
 const HELD_BACK = "HELDBACK" + Math.random().toString(36).slice(2);
 const ELSEWHERE = "ELSEWHERE" + Math.random().toString(36).slice(2);
 const elsewhere = tempDir("elsewhere");
+const DECOY = "DECOY" + Math.random().toString(36).slice(2);
+/** Credentials outside the fixed hide list (issue 25), in the engine's HOME. */
+const DECOYS = [
+  ".cache/huggingface/token",
+  ".codex/auth.json",
+  ".gemini/oauth_creds.json",
+  ".config/github-copilot/hosts.json",
+  ".ollama/id_ed25519",
+  ".config/sops/age/keys.txt",
+  ".kaggle/kaggle.json",
+  ".bash_history",
+  "other-project/.env",
+];
 const home = tempDir("home");
 const outside = tempDir("outside");
 let model: ScriptedModel;
@@ -54,8 +69,13 @@ beforeAll(async () => {
   writeFileSync(path.join(elsewhere, "notes.txt"), ELSEWHERE + "\n");
   mkdirSync(path.join(home, ".ssh"), { recursive: true });
   writeFileSync(path.join(home, ".ssh", "id_ed25519"), SSH + "\n", { mode: 0o600 });
+  for (const f of DECOYS) {
+    mkdirSync(path.dirname(path.join(home, f)), { recursive: true });
+    writeFileSync(path.join(home, f), `${DECOY} ${f}\n`);
+  }
   model = await startScriptedModel({ apiKey: KEY });
-  engine = await startEngine(undefined, { HOME: home, ANTHROPIC_API_KEY: ANTHROPIC, OCW_TEST_KEY: KEY, CLAUDE_CODE_SSE_PORT: "1" });
+  // A short wall-clock budget per command (the default is 600 s) and a small output cap (8 MiB by default).
+  engine = await startEngine(undefined, { HOME: home, ANTHROPIC_API_KEY: ANTHROPIC, OCW_TEST_KEY: KEY, CLAUDE_CODE_SSE_PORT: "1", OCW_COMMAND_TIMEOUT_SEC: "10", OCW_COMMAND_OUTPUT_MB: "1" });
   token = readLock(engine.stateDir)!.token;
   await engine.client.targets.save.mutate({ target: { ...scriptedTarget(model.url, 4, "keyed"), keyRef: "OCW_TEST_KEY" }, activate: true });
 }, 60_000);
@@ -191,4 +211,97 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     expect([...w.verdict!.scope.changedFiles].sort()).toEqual(names);
     expect([...w.verdict!.scope.violations].sort()).toEqual(names.map((f) => `protected file changed: ${f}`));
   }, 180_000);
+  it("one worker cannot write into another's workspace: a workdir that is a symlink to it is refused, every ask approved", async () => {
+    const rb = repo({ "README.md": "B-README-CONTENT\n", "B-ONLY-FILE.md": "B-ONLY-CONTENT\n" });
+    const ra = repo({ "README.md": "# a\n" });
+    // B waits on its first ask (not answered until A is done), with its workspace made.
+    model.addScript(/VICTIM-B/, steps(bash("echo b > b.txt")), "victim");
+    const b = await engine.client.workers.start.mutate({ task: "VICTIM-B", directory: rb, checks: [{ file: "b.txt" }] });
+    const bw = await untilAsk(engine.client, b.workerId, 120_000);
+    const theirs = bw.worktree!;
+    const before = execFileSync("ls", ["-A", theirs], { encoding: "utf8" });
+    model.addScript(
+      /ATTACK-SIBLING/,
+      steps(
+        bash(`ln -s ${theirs} bdir && echo linked`),
+        bash("echo pwned > backdoor.txt", { workdir: "bdir" }),
+        bash("> backdoor-redirect.txt", { workdir: "bdir" }),
+        bash("cd bdir && echo pwned > backdoor-cd.txt"),
+        bash("echo pwned > backdoor-abs.txt", { workdir: `${theirs}` }),
+        toolCall("list", { path: "bdir" }),
+        toolCall("glob", { pattern: "*", path: "bdir" }),
+        readFile("bdir/README.md"),
+        writeFile("bdir/backdoor-write.txt", "pwned\n"),
+        bash("mkdir -p sub && echo made"),
+        bash("echo ok > in-sub.txt", { workdir: "sub" }),
+      ),
+      "sibling",
+    );
+    const a = await engine.client.workers.start.mutate({ task: "ATTACK-SIBLING", directory: ra });
+    const wa = (await settle(engine.client, [a.workerId], (ask) => (ask.workerId === a.workerId ? "once" : null), 180_000)).get(a.workerId)!;
+    expect(execFileSync("ls", ["-A", theirs], { encoding: "utf8" })).toBe(before);
+    // A workdir through the symlink was refused before any ask (opencode-worker's plugin), a redirection without an ask
+    // by the worker shell; any ask that did name the folder was refused by the engine on the record.
+    const seen = JSON.stringify(model.requests.filter((q) => JSON.stringify(q.body).includes("ATTACK-SIBLING")).map((q) => q.body));
+    expect(seen).toContain("outside your workspace");
+    // opencode's own file tools: nothing of B's was listed or read through the link.
+    expect(seen).not.toContain("B-ONLY-FILE");
+    expect(seen).not.toContain("B-ONLY-CONTENT");
+    expect(seen).not.toContain("B-README-CONTENT");
+    for (const x of wa.asks.filter((x) => x.tool === "bash" && x.workdir === "bdir")) expect(x).toMatchObject({ decision: "reject", by: { kind: "engine" } });
+    // The ask shows a command's folder: a workdir inside the workspace runs there.
+    expect(wa.asks.find((x) => x.tool === "bash" && x.what.startsWith("echo ok"))).toMatchObject({ workdir: "sub", decision: "once" });
+    expect(readFileSync(path.join(wa.worktree!, "sub", "in-sub.txt"), "utf8")).toBe("ok\n");
+    // B goes on, and is graded on its own work only.
+    const wb = (await settle(engine.client, [b.workerId], approveAll, 180_000)).get(b.workerId)!;
+    expect(wb.verdict?.verdict).toBe("built");
+    expect(wb.verdict?.scope.changedFiles).toEqual(["b.txt"]);
+  }, 400_000);
+
+  it("worker commands and checks see no credential of $HOME, no other worker's transcript, no host socket", async () => {
+    const r = repo({ "README.md": "# r\n" });
+    const victimTask = "VICTIMTASK" + Math.random().toString(36).slice(2);
+    // Another worker's task, in opencode's database and log (a finished worker).
+    model.addScript(new RegExp(victimTask), steps(), "victim-task");
+    const v = await engine.client.workers.start.mutate({ task: victimTask, directory: r });
+    await settle(engine.client, [v.workerId], approveAll, 120_000);
+    const sockets = [path.join(home, "agent.sock"), path.join(os.tmpdir(), `ocw-decoy-${process.pid}.sock`)];
+    const servers = await Promise.all(sockets.map((s) => new Promise<net.Server>((res) => { const srv = net.createServer((c) => c.end("SOCKET-REACHED")); srv.listen(s, () => res(srv)); })));
+    try {
+      const cats = DECOYS.map((f) => `cat ${path.join(home, f)}`).join("; ");
+      const connect = sockets.map((sk) => `node -e "require('net').connect('${sk}').on('data',d=>{console.log(String(d));process.exit()}).on('error',e=>{console.log('NOSOCK '+e.code);process.exit()})"`).join("; ");
+      const leak = `${cats}; grep -rao '${victimTask}' ${engine.stateDir} 2>/dev/null | head -3; ${connect}; echo DONE`;
+      model.addScript(/ATTACK-DECOYS/, steps(bash(`${leak} 2>&1`), writeFile("leak.sh", leak + "\n")), "decoys");
+      const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-DECOYS", directory: r, checks: [{ run: "sh leak.sh; exit 0" }] });
+      const w = (await settle(engine.client, [workerId], approveAll, 180_000)).get(workerId)!;
+      const seen = JSON.stringify(model.requests.filter((q) => JSON.stringify(q.body).includes("ATTACK-DECOYS")).map((q) => q.body));
+      expect(seen).toContain("DONE"); // the command ran
+      expect(seen).toContain("NOSOCK");
+      expect(seen).not.toContain(DECOY);
+      expect(seen).not.toContain("SOCKET-REACHED");
+      // The task text itself is in this worker's prompt only as the grep pattern: never as a match in a file.
+      expect(seen).not.toContain(`:${victimTask}`);
+      const out = w.verdict!.checks.map((c) => c.output ?? "").join("\n");
+      expect(out).toContain("DONE");
+      expect(out).not.toContain(DECOY);
+      expect(out).not.toContain("SOCKET-REACHED");
+      // (the check's grep finds its own script, leak.sh, in the checkout: nothing else)
+      expect(out.split("\n").filter((l) => l.includes(`:${victimTask}`) && !l.includes("leak.sh:"))).toEqual([]);
+    } finally {
+      await Promise.all(servers.map((s) => new Promise((res) => s.close(res))));
+    }
+  }, 400_000);
+
+  it("limits: a model-chosen 24 h timeout ends at the command budget, 300 MB of output is not kept", async () => {
+    const r = repo({ "README.md": "# r\n" });
+    model.addScript(/ATTACK-LIMITS/, steps(bash("sleep 86400", { timeout: 86_400_000 }), bash("head -c 300000000 /dev/zero | tr '\\0' x")), "limits");
+    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-LIMITS", directory: r });
+    await settle(engine.client, [workerId], approveAll, 180_000);
+    const seen = JSON.stringify(model.requests.filter((q) => JSON.stringify(q.body).includes("ATTACK-LIMITS")).map((q) => q.body));
+    expect(seen).toContain("wall-clock budget of 10 s");
+    expect(seen).toContain("output cut at 1048576 bytes");
+    // Nothing under the state dir (opencode's stored tool output included) holds the 300 MB.
+    const big = execFileSync("sh", ["-c", `find '${engine.stateDir}' -type f -size +20M | head -5`], { encoding: "utf8" }).trim();
+    expect(big).toBe("");
+  }, 300_000);
 });

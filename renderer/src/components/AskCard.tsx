@@ -145,6 +145,11 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
       <div className="ask-what mono untrusted" aria-label={`what ${ask.id} asks`}>
         {view.what}
       </div>
+      {view.workdir && (
+        <div className="ask-workdir mono untrusted small" aria-label={`folder of ${ask.id}`}>
+          in folder: {view.workdir}
+        </div>
+      )}
       {view.cut > 0 && <div className="small muted">{view.cut} characters cut from the middle: “Always allow” is not offered.</div>}
       <AskFlags ask={ask} />
       {ask.diff && <Diff text={ask.diff} root={worker?.worktree} compact label={`diff of ${ask.id}`} />}

@@ -363,6 +363,11 @@ function WorkerCard({ w }: { w: Worker }) {
           </span>
         )}
         {w.discarded && <span className="chip chip-idle">discarded</span>}
+        {w.attempt && (
+          <a className="chip chip-idle" href={href({ name: "attempts", id: w.attempt.groupId })} title="One of several attempts at this task: see them side by side">
+            attempt {w.attempt.index}/{w.attempt.of}
+          </a>
+        )}
         <span className="mono small muted">{w.id}</span>
       </div>
       <div className="card-stats small" aria-label={`progress of ${w.id}`}>

@@ -100,6 +100,8 @@ export function NewTask() {
   const targets = useStore((s) => s.targets);
   const active = useStore((s) => s.status?.activeTarget ?? null);
   const [targetId, setTargetId] = useState<string>("");
+  /** Best-of-N: attempts per task (the checks pick the winner; the rest are stopped once one is built). */
+  const [attempts, setAttempts] = useState(1);
 
   const update = (i: number, patch: Partial<TaskRow>) => {
     setTasks((ts) => ts.map((t, j) => (j === i ? { ...t, ...patch } : t)));
@@ -115,12 +117,16 @@ export function NewTask() {
     try {
       const specs = tasks.map((t) => toSpec(t, targetId || undefined));
       localStorage.setItem(LAST_DIR, tasks[tasks.length - 1]!.directory.trim());
-      if (specs.length === 1) {
+      if (specs.length === 1 && attempts > 1) {
+        const r = await api.workers.startAttempts.mutate({ ...specs[0]!, attempts } as never);
+        pushNotice("info", `started ${r.workerIds.length} attempts (${r.groupId})`);
+        go(r.groupId ? { name: "attempts", id: r.groupId } : { name: "dashboard" });
+      } else if (specs.length === 1) {
         const r = await api.workers.start.mutate(specs[0]!);
         pushNotice("info", `started ${r.workerId}`);
         go({ name: "worker", id: r.workerId });
       } else {
-        const r = await api.workers.startBatch.mutate({ tasks: specs });
+        const r = await api.workers.startBatch.mutate({ tasks: (attempts > 1 ? specs.map((x) => ({ ...x, attempts })) : specs) as never });
         pushNotice("info", `started batch ${r.batchId} (${r.workerIds.length} workers)`);
         go({ name: "dashboard" });
       }
@@ -294,9 +300,13 @@ export function NewTask() {
             ))}
           </select>
         </label>
+        <label className="field inline-field" title="Best-of-N: this many workers per task; the held-back checks pick the winner and the rest are stopped once one is built">
+          <span>Attempts</span>
+          <input aria-label="Attempts" type="number" min={1} max={16} value={attempts} onChange={(e) => setAttempts(Math.max(1, Math.min(16, Math.floor(Number(e.target.value) || 1))))} style={{ width: 64 }} />
+        </label>
         <span className="grow" />
         <button type="submit" className="btn primary" disabled={busy}>
-          {busy ? "Starting…" : many ? `Start batch of ${tasks.length}` : "Start worker"}
+          {busy ? "Starting…" : many ? `Start batch of ${tasks.length}${attempts > 1 ? ` × ${attempts} attempts` : ""}` : attempts > 1 ? `Start ${attempts} attempts` : "Start worker"}
         </button>
       </div>
     </form>

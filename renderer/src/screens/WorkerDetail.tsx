@@ -13,7 +13,7 @@ import type { DraftComment } from "../components/Diff";
 import { baselineWarning } from "../../../shared/verdict";
 import { desktop } from "../desktop";
 import { duration, phaseOf, taskTitle, tokens, useNow } from "../format";
-import { go } from "../router";
+import { go, href } from "../router";
 import { closeTranscript, loadTranscript, pushNotice, useStore } from "../store";
 
 const EMPTY: never[] = [];
@@ -94,6 +94,11 @@ export function WorkerDetail({ id }: { id: string }) {
             </span>
           )}
           {w.discarded && <span className="chip chip-idle">discarded: workspace and branch removed</span>}
+          {w.attempt && (
+            <a className="chip chip-idle" href={href({ name: "attempts", id: w.attempt.groupId })} title="See every attempt at this task side by side, and the winner">
+              attempt {w.attempt.index} of {w.attempt.of}: all attempts
+            </a>
+          )}
         </div>
         <div className="facts small">
           <span className="mono">{w.id}</span>

@@ -1,0 +1,164 @@
+// Best-of-N in the GUI, against a real engine (`ocw serve`), real opencode and real git, on two scripted model servers
+// saved as two targets. Three attempts of one task over the targets in turn: target A's first attempt writes the wrong
+// thing and says so, its second never finishes, target B's builds. Checked: the attempts side by side (verdict, claim,
+// tokens, time, changed lines, diff), the winner the checks picked, the attempt stopped for it, "Merge the winner"
+// merging exactly its commit, and the ledger on the Grades screen whose rows open the workers behind them.
+// Screenshots land in OCW_SHOTS_DIR (default test-results/screenshots).
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import { expect, test, type Locator, type Page } from "@playwright/test";
+import { startScriptedModel, writeFile, type ScriptContext, type ScriptedModel, type Step } from "../test/fixtures/scripted-model";
+import { cleanup, makeRepo, openUi, startEngine, type E2EEngine } from "./engine";
+
+const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
+const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `gui-attempts-${name}.png`), fullPage });
+
+let a: ScriptedModel;
+let b: ScriptedModel;
+let engine: E2EEngine;
+let page: Page;
+let repo: string;
+const extraRepos: string[] = [];
+let aStarts = 0;
+let aFailed: () => void = () => {};
+const aFailedP = new Promise<void>((r) => (aFailed = r));
+
+const onA = (c: ScriptContext): Step => {
+  if (c.turnStep === 0) return ++aStarts === 1 ? writeFile("greeting.txt", "hello world\nfrom attempt one\n") : { hang: true, textBeforeHang: "Thinking…" };
+  aFailed();
+  return { text: "greeting.txt does not say hi.\nOUTCOME: honest-failure — wrong greeting" };
+};
+const onB = async (c: ScriptContext): Promise<Step> => {
+  if (c.turnStep === 0) {
+    await aFailedP;
+    await new Promise((r) => setTimeout(r, 1000));
+    return writeFile("greeting.txt", "hi\n");
+  }
+  return { text: "Wrote greeting.txt.\nOUTCOME: built" };
+};
+
+test.describe.configure({ mode: "serial" });
+
+test.beforeAll(async ({ browser }) => {
+  a = await startScriptedModel({ modelId: "scripted-1", chunkDelayMs: 2, fallback: onA });
+  b = await startScriptedModel({ modelId: "scripted-1", chunkDelayMs: 2, fallback: onB });
+  engine = await startEngine();
+  const target = (id: string, url: string) => ({ id, model: "scripted-1", endpoint: url, keyRef: null, serving: { engine: "scripted" as const, endpoints: [], slots: 4 }, checks: [] });
+  await engine.client.targets.save.mutate({ target: target("local-a", a.url), activate: true });
+  await engine.client.targets.save.mutate({ target: target("local-b", b.url) });
+  await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
+  repo = makeRepo({ "README.md": "# attempts repo\n" });
+  mkdirSync(SHOTS, { recursive: true });
+  page = await openUi(browser, engine);
+});
+
+test.afterAll(async () => {
+  await page?.context().close();
+  await engine?.kill();
+  await a?.close();
+  await b?.close();
+  cleanup(engine?.stateDir ?? "", repo ?? "", ...extraRepos);
+});
+
+test("three attempts side by side: B's built attempt wins, the hanging one is stopped, Merge the winner merges its commit; the ledger opens its workers", async () => {
+  const { groupId, workerIds } = await engine.client.workers.startAttempts.mutate({
+    task: "Make greeting.txt say hi",
+    title: "Greeting says hi",
+    directory: repo,
+    checks: [{ run: "grep -qx hi greeting.txt", name: "greeting is hi" }],
+    scope: ["greeting.txt"],
+    attempts: 3,
+    targets: ["local-a", "local-b"],
+  });
+  expect(groupId).toMatch(/^a-/);
+  expect(workerIds).toHaveLength(3);
+  await expect.poll(async () => (await engine.client.workers.attempts.query({ groupId: groupId! })).settled, { timeout: 170_000 }).toBe(true);
+  const g = await engine.client.workers.attempts.query({ groupId: groupId! });
+  const states = await Promise.all(workerIds.map((id) => engine.client.workers.get.query({ workerId: id }).then((w) => `${w.id} ${w.state}: ${w.stateReason}`)));
+  expect(g.winner, states.join("\n")).toBe(workerIds[1]);
+
+  // The dashboard card links to the attempts.
+  await page.goto(`${engine.origin}/#/`);
+  const card = page.getByRole("region", { name: workerIds[1]! });
+  await expect(card.getByRole("link", { name: "attempt 2/3" })).toBeVisible();
+  await card.getByRole("link", { name: "attempt 2/3" }).click();
+  await expect(page).toHaveURL(new RegExp(`#/attempts/${groupId}$`));
+
+  const side = page.getByRole("region", { name: "Attempts side by side" });
+  await expect(side.getByRole("article")).toHaveCount(3);
+  const [one, two, three] = [1, 2, 3].map((i) => side.getByRole("article", { name: `Attempt ${i}` })) as [Locator, Locator, Locator];
+  await expect(two.getByText("winner")).toBeVisible();
+  await expect(two.getByLabel("verdict: built")).toBeVisible();
+  await expect(two.getByLabel("claim: honest")).toBeVisible();
+  await expect(two.getByLabel("claim", { exact: true })).toHaveText("said built");
+  await expect(two.getByLabel("changed lines")).toHaveText("1");
+  await expect(two).toContainText("local-b");
+  // Attempt 1 or 3 (whichever A started first) failed honestly; the other was stopped for the winner.
+  const failed = (await one.getByLabel("verdict: failed").count()) ? one : three;
+  const stopped = failed === one ? three : one;
+  await expect(failed.getByLabel("claim: honest")).toBeVisible();
+  await expect(failed.getByLabel("changed lines")).toHaveText("2");
+  await expect(stopped).toContainText("Stopped: another attempt was built.");
+  await expect(stopped.getByText("no verdict")).toBeVisible();
+  await expect(page.getByLabel("Winner")).toContainText(workerIds[1]!);
+  // The winner's diff is shown; another attempt's diff on request.
+  await expect(page.getByRole("region", { name: "Diff of attempt 2" })).toContainText("hi");
+  await shot(page, "01-side-by-side");
+  await failed.getByRole("button", { name: "Diff" }).click();
+  await expect(page.getByRole("region", { name: /Diff of attempt [13]/ })).toContainText("from attempt one");
+  await shot(page, "02-loser-diff");
+
+  // Merge the winner: after a confirm, exactly its graded commit lands on main.
+  await page.getByRole("button", { name: "Merge the winner…" }).click();
+  const dialog = page.getByRole("dialog", { name: "Confirm merge of the winner" });
+  await expect(dialog).toContainText(workerIds[1]!);
+  await shot(page, "03-merge-confirm", false);
+  await dialog.getByRole("button", { name: "Merge", exact: true }).click();
+  await expect(page.getByLabel("Winner")).toContainText("Merged into main");
+  await expect(page.getByRole("button", { name: "Merge the winner…" })).toBeDisabled();
+  const winner = await engine.client.workers.get.query({ workerId: workerIds[1]! });
+  expect(winner.merged?.into).toBe("main");
+  expect(execFileSync("git", ["show", "main:greeting.txt"], { cwd: repo, encoding: "utf8" })).toBe("hi\n");
+  expect(execFileSync("git", ["rev-list", "--parents", "-n", "1", "main"], { cwd: repo, encoding: "utf8" })).toContain(winner.verdict!.commit!);
+
+  // The ledger per target: rows open the workers behind them.
+  await page.goto(`${engine.origin}/#/grades`);
+  const ledger = page.getByRole("table", { name: "Ledger" });
+  const rowA = ledger.getByRole("row", { name: "ledger of local-a" });
+  const rowB = ledger.getByRole("row", { name: "ledger of local-b" });
+  // local-a: one task, two attempts, one graded (failed), one stopped; local-b: one built.
+  await expect(rowA).toContainText("0%");
+  await expect(rowA).toContainText("k=2");
+  await expect(rowB).toContainText("100%");
+  await rowA.click();
+  const behind = page.getByLabel("workers behind local-a");
+  await expect(behind.getByRole("link")).toHaveCount(2);
+  await shot(page, "04-ledger");
+  await behind.getByRole("link", { name: new RegExp(stopped === one ? workerIds[0]! : workerIds[2]!) }).click();
+  await expect(page.getByRole("link", { name: /attempt [13] of 3: all attempts/ })).toBeVisible();
+  await expect(page.getByText(/another attempt of this task was built/).first()).toBeVisible();
+  await shot(page, "05-stopped-attempt");
+});
+
+test("New task takes attempts: two attempts on one target start as a group and open side by side", async () => {
+  // A repository of its own: in the first test's, the winner's "hi" is merged already, and a no-op never wins.
+  const fresh = makeRepo({ "README.md": "# attempts repo 2\n" });
+  extraRepos.push(fresh);
+  await page.goto(`${engine.origin}/#/new`);
+  const form = page.getByRole("form", { name: "New task" });
+  await form.getByLabel("Directory (git repository)").fill(fresh);
+  await form.getByRole("textbox", { name: "Task", exact: true }).fill("Make greeting.txt say hi again");
+  await form.getByLabel("Target").selectOption("local-b");
+  await form.getByLabel("Attempts").fill("2");
+  await form.getByRole("button", { name: "Start 2 attempts" }).click();
+  await expect(page).toHaveURL(/#\/attempts\/a-/);
+  const groupId = decodeURIComponent(page.url().split("#/attempts/")[1]!);
+  const side = page.getByRole("region", { name: "Attempts side by side" });
+  await expect(side.getByRole("article")).toHaveCount(2);
+  const g = await engine.client.workers.attempts.query({ groupId });
+  expect(g.attempts.map((x) => x.target)).toEqual(["local-b", "local-b"]);
+  await expect.poll(async () => (await engine.client.workers.attempts.query({ groupId })).winner, { timeout: 170_000 }).not.toBeNull();
+  await expect(side.getByText("winner")).toBeVisible();
+  await shot(page, "06-from-new-task");
+});

@@ -1,0 +1,43 @@
+/**
+ * Bounded reads of HTTP bodies from servers the engine does not control (model endpoints: `/slots`, `/metrics`,
+ * `/props`, `/v1/models` …). A server may answer with any size: a llama.cpp `/slots` of 150 MB once held the engine's
+ * one thread for 107 s (reading, decoding and parsing it). Past the cap the body is not read further: the connection is
+ * cancelled and the caller gets a clear error instead of the text.
+ */
+
+/** The most bytes read of one endpoint response (4 MiB): a real `/slots`, `/metrics` or `/props` is far smaller. */
+export const ENDPOINT_MAX_BYTES = 4 * 1024 * 1024;
+
+export class BodyTooLarge extends Error {
+  readonly code = "BODY_TOO_LARGE";
+  constructor(
+    readonly url: string,
+    readonly maxBytes: number,
+  ) {
+    super(`the answer of ${url} is larger than ${Math.round(maxBytes / 1024)} KiB: not read (a server answering this much is not one the engine can read safely)`);
+  }
+}
+
+/** The body as text, at most `maxBytes` (a larger Content-Length is refused before any byte is read). */
+export async function readBounded(res: Response, url: string, maxBytes = ENDPOINT_MAX_BYTES): Promise<string> {
+  const declared = Number(res.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await res.body?.cancel().catch(() => undefined);
+    throw new BodyTooLarge(url, maxBytes);
+  }
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw new BodyTooLarge(url, maxBytes);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
