@@ -35,7 +35,6 @@ export const ConfigSchema = z.object({
   OCW_POOL_PROBE_MS: num(2000).describe("how often the endpoints of pool targets with work are read (health, live load)"),
   OCW_MODEL_PROBE_MS: num(5000).describe("how often the engine checks that the active target's model server answers"),
   OCW_DEBUG: flag().describe("1: print stacks of unexpected CLI errors"),
-  OCW_KEYCHAIN: str().describe("off: never use the OS keychain for typed-in API keys (a 0600 file in the state dir instead)"),
   // model setup
   OCW_RAM_BYTES: str().describe("host memory ocw plans with, in bytes (a container's limit, a shared machine); default: what the OS reports"),
   OCW_RAM_BANDWIDTH_GBPS: str().describe("host memory bandwidth in GB/s for speed estimates; default: an assumed 60"),

@@ -5,7 +5,6 @@ import { chmodSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } f
 import { createRequire } from "node:module";
 import path from "node:path";
 import { stateDir } from "../store/paths";
-import { config } from "../config";
 
 export function generateKey(): string {
   return `ocw-${randomBytes(24).toString("base64url")}`;
