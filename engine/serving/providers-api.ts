@@ -28,7 +28,11 @@ export async function providerModelsApi(input: ProviderModelsInput, env: NodeJS.
   } catch (e) {
     throw new OcwError("unavailable", `${describeFetchError(e, url)}; check the URL (it usually ends in /v1)`);
   }
+  // a model list is kilobytes to a few MB (OpenRouter ≈ 1 MB): a larger answer is not one
+  const MAX = 16 * 1024 * 1024;
+  if (Number(res.headers.get("content-length") ?? 0) > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
   const text = await res.text().catch(() => "");
+  if (text.length > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
   if (res.status === 401 || res.status === 403) throw new OcwError("bad-input", `${new URL(url).host} refused the key (HTTP ${res.status})${i.key ? ": check the key typed" : i.apiKeyEnv ? `: check the value of ${i.apiKeyEnv}` : ": this provider needs a key — type it or name the variable that holds it"}`);
   if (res.status === 404) throw new OcwError("bad-input", `${url} → HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1), or type the model id yourself`);
   if (!res.ok) throw new OcwError("unavailable", `${url} → HTTP ${res.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 160)}` : ""}`);
