@@ -34,6 +34,7 @@ export const ConfigSchema = z.object({
   OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
   OCW_POOL_PROBE_MS: num(2000).describe("how often the endpoints of pool targets with work are read (health, live load)"),
   OCW_MODEL_PROBE_MS: num(5000).describe("how often the engine checks that the active target's model server answers"),
+  OCW_HANDOVER_SEC: num(30).describe("seconds a worker waits for a person before its model slot goes to the next queued worker"),
   OCW_DEBUG: flag().describe("1: print stacks of unexpected CLI errors"),
   // model setup
   OCW_RAM_BYTES: str().describe("host memory ocw plans with, in bytes (a container's limit, a shared machine); default: what the OS reports"),

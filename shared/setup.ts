@@ -78,6 +78,8 @@ export const SetupStartInput = z.object({
   runtime: SetupRuntime.default("llama.cpp"),
   id: TargetId.optional(),
   acceptUnderpowered: z.boolean().default(false),
+  /** llama.cpp: this llama-server binary (an absolute path on the engine's machine) instead of the one found or fetched. */
+  llamaServer: z.string().trim().min(1).max(4096).optional(),
   /**
    * llama.cpp: the KV cache type of the plan the person saw (its pick's `cacheType`): the start plans with it, so the
    * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.

@@ -26,13 +26,27 @@ export interface PoolsOptions {
   endpointDown: (target: Target, url: string, problem: string) => void;
   /** Something changed that may let queued workers in. */
   changed: () => void;
+  /** How long a worker waiting for a person keeps its model slot (see holdsSlot); default 30 s. */
+  handoverMs?: number;
 }
 
 /** Where a queued worker may start now: `wait` (no room, or the pool not read yet), or go (on `url` for a pool). */
 export type Admission = { go: false } | { go: true; url?: string };
 
-/** A worker that uses its target's model now (see Pools.activeCount). */
-export const holdsSlot = (w: Pick<Worker, "state">): boolean => w.state === "starting" || w.state === "running";
+/**
+ * Whether a worker holds a model slot of its target now: starting or running; waiting for a person, until its oldest
+ * open ask has waited `handoverMs` (a person who answers within it never loses the slot, so quick answers — Claude,
+ * a policy, a person at the screen — never let the target run over its slots). Past it, the slot goes to the next
+ * queued worker; answered, the worker goes on at once, ahead of every queued one, so a target can run over its slots
+ * until that many end or ask (the engine answers opencode at once, never holding an answer back for a slot).
+ */
+export function holdsSlot(w: Pick<Worker, "state" | "asks">, now: number, handoverMs: number): boolean {
+  if (w.state === "starting" || w.state === "running") return true;
+  if (w.state !== "waiting-approval") return false;
+  let oldest = Number.POSITIVE_INFINITY;
+  for (const a of w.asks) if (a.status === "pending" && a.createdAt < oldest) oldest = a.createdAt;
+  return now - oldest < handoverMs;
+}
 
 export class Pools {
   private readonly endpointState = new Map<string, Map<string, EndpointStatus>>();
@@ -61,21 +75,24 @@ export class Pools {
     clearInterval(this.modelTimer);
   }
 
-  /**
-   * Workers holding a model slot of a target: starting or running. A worker waiting for a person does not use the
-   * model, so it gives its slot to the next queued worker; answered, it goes on at once, ahead of every queued worker
-   * (none is admitted while the target is full), so the target can run over its slots until that many end or ask.
-   */
+  /** How long a worker waiting for a person keeps its model slot. */
+  get handoverMs(): number {
+    return this.opts.handoverMs ?? 30_000;
+  }
+
+  /** Workers holding a model slot of a target (see holdsSlot). */
   activeCount(targetId: string): number {
     let n = 0;
-    for (const w of this.reg.workers.values()) if (w.targetId === targetId && holdsSlot(w)) n++;
+    const now = Date.now();
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && holdsSlot(w, now, this.handoverMs)) n++;
     return n;
   }
 
-  /** Workers of a target waiting for a person (their slot handed over). */
+  /** Workers of a target waiting for a person whose slot went to another worker. */
   waitingCount(targetId: string): number {
     let n = 0;
-    for (const w of this.reg.workers.values()) if (w.targetId === targetId && w.state === "waiting-approval") n++;
+    const now = Date.now();
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && w.state === "waiting-approval" && !holdsSlot(w, now, this.handoverMs)) n++;
     return n;
   }
 
@@ -110,7 +127,8 @@ export class Pools {
 
   private workersOn(targetId: string, url: string, single: boolean): number {
     let n = 0;
-    for (const w of this.reg.workers.values()) if (w.targetId === targetId && holdsSlot(w) && (single || w.endpoint === url)) n++;
+    const now = Date.now();
+    for (const w of this.reg.workers.values()) if (w.targetId === targetId && holdsSlot(w, now, this.handoverMs) && (single || w.endpoint === url)) n++;
     return n;
   }
 

@@ -41,8 +41,11 @@ import { continueOnNewBase, mergeBatch, pruneBranches, retryWorker, revertLanded
 import { pushWork } from "../workers/push";
 import { listWorkers } from "../workers/listing";
 import { FitInput } from "../../shared/fit";
-import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupStartApi } from "../serving/setup-api";
+import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupProviderKeyApi, setupStartApi } from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
+import { ProviderModelsInput, SetupProviderKeyInput } from "../../shared/servers";
+import { providerModelsApi } from "../serving/providers-api";
+import { serverDeleteApi, serverDeleteOf, serverKeepApi, serverRestartApi, serversListApi, serverStopApi, stopUnkeptServing } from "../serving/servers-api";
 import { config } from "../config";
 
 export interface ApiContext {
@@ -232,6 +235,20 @@ export const appRouter = t.router({
     provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input }) => {
       return await setupProviderApi(input, ctx.engine.targets);
     }),
+    /** Verify an API provider with a key typed in the wizard, then save it with the key stored by the engine (never returned). */
+    providerKey: proc.input(SetupProviderKeyInput).mutation(async ({ ctx, input }) => {
+      return await setupProviderKeyApi(input, ctx.engine.targets);
+    }),
+    /** The models an OpenAI-compatible provider lists (GET {url}/models), with the key the named variable holds. */
+    models: proc.input(ProviderModelsInput).query(({ input }) => providerModelsApi(input)),
+  }),
+  /** Model servers the engine started: list, stop, restart, delete; keep one running after `ocw stop`. */
+  servers: t.router({
+    list: proc.query(() => serversListApi()),
+    stop: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverStopApi(input.id)),
+    restart: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverRestartApi(input.id)),
+    delete: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ input }) => serverDeleteApi(input.id)),
+    keep: proc.input(z.object({ id: z.string().min(1).max(200), keep: z.boolean() })).mutation(({ input }) => serverKeepApi(input.id, input.keep)),
   }),
   targets: t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
@@ -267,12 +284,14 @@ export const appRouter = t.router({
       return { stored: where.keyStore === "keychain" ? ("keychain" as const) : ("file" as const) };
     }),
     /** Deletes a target; refused while a worker of it is queued or live (stop those first). Workers keep their records. */
-    remove: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(({ ctx, input }) => {
+    remove: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(async ({ ctx, input }) => {
       const busy = ctx.engine.list().filter((w) => w.targetId === input.id && (w.state === "queued" || isActive(w.state) || w.state === "settled" || w.state === "grading"));
       if (busy.length) throw new InputError(`target "${input.id}" has ${busy.length} worker(s) queued or running (${busy.slice(0, 3).map((w) => w.id).join(", ")}${busy.length > 3 ? ", …" : ""}): stop them before deleting it`);
       try {
         const r = ctx.engine.targets.remove(input.id);
         forgetApiKey(input.id);
+        // a server the engine started for it serves nothing now: stopped and forgotten with it
+        await serverDeleteOf(input.id);
         return r;
       } catch (err) {
         throw new InputError((err as Error).message);
@@ -281,7 +300,8 @@ export const appRouter = t.router({
   }),
   events: proc.input(EventsInput).subscription(({ ctx, input, signal }) => eventStream(ctx.engine, input.lastEventId, signal)),
   shutdown: proc.mutation(({ ctx }) => {
-    setImmediate(ctx.shutdown);
+    // `ocw stop`: the model servers the engine started stop with it, unless the person chose to keep one
+    setImmediate(() => void stopUnkeptServing().catch(() => []).finally(ctx.shutdown));
     return { stopping: true };
   }),
 });

@@ -22,6 +22,7 @@ import { TargetStore } from "../store/targets";
 import { findLlamaServer } from "../serving/llama-server";
 import { modelFromInfo, type PlanDevices, planModel } from "../models/plan";
 import { listServing, type SetupResult, SetupInputError, setupCapture, setupProvider, stopServing, superviseServing } from "../serving/setup";
+import { serverKeepApi, serverRestartApi, serversListApi } from "../serving/servers-api";
 import type { SetupJob } from "../../shared/setup";
 import { type FitRuntime, planFit, safeFindLlamaServer, toolVerifiedModels } from "../serving/fit-service";
 import { isSetupError, SetupError } from "../models/errors";
@@ -509,6 +510,33 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
         emit({ code: 2, stdout: "", stderr: `ocw: ${(e as Error).message.split("\n")[0]}\n` });
       }
     });
+  // the wizard's servers panel, on the command line (engine/serving/servers-api.ts)
+  const servingCli = async (f: () => Promise<string>) => {
+    try {
+      emit({ code: 0, stdout: `${await f()}\n`, stderr: "" });
+    } catch (e) {
+      emit({ code: 2, stdout: "", stderr: `ocw: ${(e as Error).message.split("\n")[0]}\n` });
+    }
+  };
+  serving
+    .command("list")
+    .description("the model servers ocw started: running or stopped, port, and whether `ocw stop` stops them")
+    .action(() => servingCli(async () => {
+      const list = serversListApi();
+      return list.length ? list.map((v) => `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}`).join("\n") : "no model servers started by ocw";
+    }));
+  serving
+    .command("restart <target>")
+    .description("stop a server ocw started and start it again as recorded (same port and key)")
+    .action((target: string) => servingCli(async () => (await serverRestartApi(target)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n")));
+  serving
+    .command("keep <target>")
+    .description("keep a server running when the engine stops (`ocw stop`); --off: stop it with the engine again (the default)")
+    .option("--off", "stop it with the engine")
+    .action((target: string, o: { off?: boolean }) => servingCli(async () => {
+      serverKeepApi(target, !o.off);
+      return `${target}: ${o.off ? "stops with ocw stop" : "kept running after ocw stop"}`;
+    }));
 
   program
     .command("doctor")

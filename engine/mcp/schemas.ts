@@ -63,9 +63,9 @@ export const DelegateInput = z
     title: spec.title.describe("Short label."),
     targetId: spec.targetId.describe("A saved target instead of the active one."),
     fixRounds: spec.fixRounds.describe("On honest-failure, send the failing checks back up to this many times."),
-    attempts: AttemptOptions.shape.attempts.describe(`Best-of-N: this many workers on the task (default: the number of targets; ≤ ${MAX_ATTEMPTS}); the checks pick the winner, the rest stop once one is built.`),
-    targets: AttemptOptions.shape.targets.describe("Saved targets the attempts use in turn; instead of targetId."),
-    allAttempts: AttemptOptions.shape.allAttempts.describe("Every attempt runs to its verdict."),
+    attempts: AttemptOptions.shape.attempts.describe(`Best-of-N (≤ ${MAX_ATTEMPTS}): the checks pick the winner; the rest stop once one is built.`),
+    targets: AttemptOptions.shape.targets.describe("Targets the attempts use in turn."),
+    allAttempts: AttemptOptions.shape.allAttempts.describe("Run every attempt to its verdict."),
   })
   .strict();
 

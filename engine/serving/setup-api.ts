@@ -5,7 +5,11 @@
 import { InputError } from "../../shared/errors";
 import { type CatalogView, FitInput, type FitResult } from "../../shared/fit";
 import { randomBytes } from "node:crypto";
+import { accessSync, constants, statSync } from "node:fs";
+import path from "node:path";
 import { SetupCaptureInput, SetupJob, type SetupOutcome, SetupProviderInput, SetupStartInput } from "../../shared/setup";
+import { SetupProviderKeyInput } from "../../shared/servers";
+import { storeApiKey } from "./keys";
 import { runStartJob } from "./start";
 import type { TargetStore } from "../store/targets";
 import { type SetupResult, SetupInputError, setupCapture, setupProvider } from "./setup";
@@ -107,6 +111,32 @@ export async function setupProviderApi(input: SetupProviderInput, store: TargetS
   }
 }
 
+/** The variable a typed key is handed to verify under: the engine's own environment is not changed. */
+const TYPED_KEY_VAR = "OCW_WIZARD_TYPED_KEY";
+
+/**
+ * setup.providerKey: an API provider verified with a key the person typed; once saved, the key is stored (the OS
+ * keychain, else a 0600 file in the state dir; engine/serving/keys.ts) and the target refers to it (`keyStore` /
+ * `keyFile`) — no environment variable needed,
+ * the key never in targets.json, argv, a log or an event. A cannot-build result saves nothing, the key included.
+ */
+export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: TargetStore): Promise<SetupOutcome> {
+  const i = SetupProviderKeyInput.parse(input);
+  let r: SetupResult;
+  try {
+    r = await setupProvider({ url: i.url, model: i.model, apiKeyEnv: TYPED_KEY_VAR, slots: i.slots, id: i.id, acceptUnderpowered: i.acceptUnderpowered, unverified: i.unverified, saveCannotBuild: false, yes: true, store, env: { ...process.env, [TYPED_KEY_VAR]: i.key } });
+  } catch (e) {
+    if (e instanceof SetupInputError) throw new SetupApiInputError(e.message.replaceAll(TYPED_KEY_VAR, "the key typed"));
+    throw e;
+  }
+  if (r.saved) {
+    // the OS keychain where one answers, else a 0600 file in the state dir (the same store as targets.setKey)
+    const where = storeApiKey(r.target.id, i.key);
+    r = { ...r, target: store.save({ ...r.target, keyRef: null, ...where }, r.active) };
+  }
+  return outcome(r);
+}
+
 /** The model starts the engine runs (setup.start): the latest few, one running at a time. */
 const jobs = new Map<string, { job: SetupJob; abort: AbortController }>();
 
@@ -116,6 +146,7 @@ const jobs = new Map<string, { job: SetupJob; abort: AbortController }>();
  */
 export function setupStartApi(input: SetupStartInput, store: TargetStore, publish: (job: SetupJob) => void, opts: { readyTimeoutMs?: number } = {}): SetupJob {
   const i = SetupStartInput.parse(input ?? {});
+  if (i.llamaServer) checkLlamaServerPath(i.llamaServer);
   const running = [...jobs.values()].find((j) => j.job.state === "running");
   if (running) throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
   const jobId = randomBytes(6).toString("hex");
@@ -130,12 +161,29 @@ export function setupStartApi(input: SetupStartInput, store: TargetStore, publis
     publish(job);
   };
   // the first update is synchronous (the plan phase begins before any await)
-  void runStartJob({ input: i, store, onUpdate: update, signal: abort.signal, jobId, readyTimeoutMs: opts.readyTimeoutMs }).then(update, (e) => {
+  void runStartJob({ input: i, store, ...(i.llamaServer ? { llamaServer: i.llamaServer } : {}), onUpdate: update, signal: abort.signal, jobId, readyTimeoutMs: opts.readyTimeoutMs }).then(update, (e) => {
     update({ ...entry.job, state: "failed", failure: { phase: "plan", kind: "other", cause: (e as Error).message, logLine: null, remedy: "report this with the engine's log", logFile: null } });
   });
   jobs.set(jobId, entry);
   for (const k of [...jobs.keys()].slice(0, -10)) jobs.delete(k);
   return SetupJob.parse(first ?? entry.job);
+}
+
+/** A llama-server path the person typed: an absolute path to an executable file on the engine's machine, or a clear error. */
+export function checkLlamaServerPath(p: string): void {
+  if (!path.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
+  let st;
+  try {
+    st = statSync(p);
+  } catch {
+    throw new SetupApiInputError(`no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`);
+  }
+  if (!st.isFile()) throw new SetupApiInputError(`${p} is ${st.isDirectory() ? "a folder" : "not a file"}: give the llama-server binary itself (e.g. …/build/bin/llama-server)`);
+  try {
+    accessSync(p, constants.X_OK);
+  } catch {
+    throw new SetupApiInputError(`${p} is not executable: chmod +x it, or give the llama-server binary`);
+  }
 }
 
 /** setup.job: one job (by id) or the latest; null when none ran since the engine started. */

@@ -44,6 +44,8 @@ export interface ServingRecord {
   /** The start time of `supervisorPid`, as `startTime` is of `pid` (absent/null: judged by the pid alone). */
   supervisorStartTime?: string | null;
   restarts?: number;
+  /** The person chose to keep it running when the engine stops (`ocw stop`); by default it stops with the engine. */
+  keep?: boolean;
   port: number;
   bin: string;
   args: string[];

@@ -15,7 +15,9 @@ import { type Target, type TargetCheck, targetSlug } from "../../shared/target";
 import { detectHardware, type HardwareReport, listLlamaDevices } from "../hardware/detect";
 import { findCatalog } from "../models/catalog";
 import { DownloadError, downloadFile } from "../models/download";
-import { hubHeaders, listRepoFiles, resolveUrl, type HubFile } from "../models/hf";
+import { hubEndpoint, hubHeaders, listRepoFiles, resolveUrl, type HubFile } from "../models/hf";
+import { describeFetchError } from "../net/cause";
+import { config } from "../config";
 import { commandWords, devicesFromHardware, shellQuote } from "../models/plan";
 import { localPathFor, parseRepoRef } from "../models/resolve";
 import { stateDir } from "../store/paths";
@@ -180,7 +182,7 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
   const files = await modelFiles(modelArg).catch((e) => {
     if (e instanceof StartError) throw new StartError({ ...e.failure, phase: "download" });
     const c = classifyDownload((e as Error).message);
-    throw new StartError({ phase: "download", kind: c.kind, cause: (e as Error).message, logLine: null, remedy: c.remedy });
+    throw new StartError({ phase: "download", kind: c.kind, cause: describeFetchError(e, hubEndpoint()), logLine: null, remedy: c.remedy });
   });
   if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
   else {
@@ -217,7 +219,7 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
       }).catch((e) => {
         const msg = (e as Error).message;
         const c = e instanceof DownloadError ? classifyDownload(msg) : classifyDownload(msg);
-        throw new StartError({ kind: c.kind, cause: msg, logLine: null, remedy: c.remedy });
+        throw new StartError({ kind: c.kind, cause: describeFetchError(e, d.url), logLine: null, remedy: c.remedy });
       });
       resumed += r.resumedFrom;
       doneBefore += r.bytes;
@@ -347,7 +349,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
             emit(false);
           },
         }).catch((e) => {
-          throw new StartError({ kind: "runtime", cause: (e as Error).message, logLine: null, remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh" });
+          throw new StartError({ kind: "runtime", cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`, logLine: null, remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh" });
         });
         bin = got.bin;
         // plan again on what the installed build itself lists (its --list-devices): a Vulkan build names Vulkan0,
@@ -549,7 +551,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
     }
     job.state = "done";
   } catch (e) {
-    const f = e instanceof StartError ? e.failure : { kind: "other", cause: (e as Error).message, logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
+    const f = e instanceof StartError ? e.failure : { kind: "other", cause: describeFetchError(e), logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
     const failedPhase = f.phase ?? (current as { p: SetupPhase } | null)?.p.name ?? "plan";
     if (current) end(f.cause, "failed");
     else if (f.kind !== "not-confirmed") phase(failedPhase).status = "failed";

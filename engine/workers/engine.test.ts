@@ -47,11 +47,11 @@ const script: FakeScript = (prompt, turn) => {
   return [{ ask: "edit", file: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
 };
 
-function engineIn(stateDir: string, s: FakeScript = script, sessions?: Map<string, Session>) {
+function engineIn(stateDir: string, s: FakeScript = script, sessions?: Map<string, Session>, extra: { handoverSec?: number } = {}) {
   const store = new TargetStore(path.join(stateDir, "targets.json"));
   store.save({ id: "fake", model: "fake", endpoint, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] }, true);
   const fake = fakeHarness(s, sessions);
-  const engine = new Engine({ stateDir, targets: store, harness: fake.harness, noSandbox: true, stallSec: 3600 });
+  const engine = new Engine({ stateDir, targets: store, harness: fake.harness, noSandbox: true, stallSec: 3600, ...extra });
   return { engine, fake };
 }
 
@@ -231,8 +231,8 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     for (const id of workerIds) await until(engine, id, (w) => w.state === "built");
     // From the logs, in stream order: how many ran at once, and in which order they were admitted.
     const all = workerIds.flatMap((id) => engine.events(id)).sort((a, b) => (a.busSeq ?? 0) - (b.busSeq ?? 0));
-    // Holding a slot: starting or running (a worker waiting for a person hands its slot over). No worker is admitted
-    // from the queue unless fewer than `slots` hold one.
+    // Answered within the hand-over time, a worker waiting for a person keeps its slot: never more than `slots` live
+    // (starting, running or waiting) at once.
     const onModel = new Set<string>();
     let maxAtAdmission = 0;
     const startedOrder: string[] = [];
@@ -242,7 +242,7 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
         startedOrder.push(e.workerId);
         maxAtAdmission = Math.max(maxAtAdmission, onModel.size + 1);
       }
-      if ((["starting", "running"] as WorkerState[]).includes(e.state)) onModel.add(e.workerId);
+      if ((["starting", "running", "waiting-approval"] as WorkerState[]).includes(e.state)) onModel.add(e.workerId);
       else onModel.delete(e.workerId);
     }
     expect(maxAtAdmission).toBeLessThanOrEqual(2);
@@ -251,8 +251,25 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.close();
   });
 
+  it("within the hand-over time a worker waiting for a person keeps its slot: the queue waits, and the panel says so", async () => {
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")), script, undefined, { handoverSec: 3600 });
+    const r = repo();
+    const { workerIds } = await engine.startBatch(Array.from({ length: 2 }, (_, i) => ({ task: `TASK-EDIT ${i}`, directory: r })));
+    for (const id of workerIds) await until(engine, id, (w) => pending(w).length === 1 && w.state === "waiting-approval");
+    const third = (await engine.start({ task: "TASK-HANG", directory: r })).workerId;
+    await new Promise((res) => setTimeout(res, 50));
+    expect(engine.get(third).state).toBe("queued");
+    expect(engine.slots()[0]).toMatchObject({ inUse: 2, queued: 1, waiting: 0 });
+    const first = engine.get(workerIds[0]!);
+    await engine.decide({ askId: pending(first)[0]!.id, decision: "once" }, { kind: "person" });
+    await until(engine, workerIds[0]!, (w) => w.state === "built");
+    await until(engine, third, (w) => w.state === "running");
+    await engine.close();
+  });
+
   it("slots follow the model's work: workers waiting for a person hand their slots to queued ones; answered, they go on first", async () => {
-    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")));
+    // A hand-over time of 0: a worker hands its slot over as soon as it waits for a person.
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")), script, undefined, { handoverSec: 0 });
     const r = repo();
     // 2 slots, 4 workers that each ask before they write; nobody answers.
     const { workerIds } = await engine.startBatch(Array.from({ length: 4 }, (_, i) => ({ task: `TASK-EDIT ${i}`, directory: r })));

@@ -45,6 +45,8 @@ export interface EngineOptions {
   log?: (line: string) => void;
   /** Seconds without any event before a running worker is flagged stalled. */
   stallSec?: number;
+  /** Seconds a worker waiting for a person keeps its model slot (default OCW_HANDOVER_SEC, 30). */
+  handoverSec?: number;
   /**
    * The person's explicit opt-out of the OS sandbox (`--no-sandbox`, OCW_NO_SANDBOX=1). Without it, an engine that
    * finds no sandbox refuses to start workers and says why.
@@ -155,6 +157,7 @@ export class Engine {
       modelProbeMs: config().OCW_MODEL_PROBE_MS,
       endpointDown: (target, url, problem) => this.onEndpointDown(target, url, problem),
       changed: () => this.pump(),
+      handoverMs: (opts.handoverSec ?? config().OCW_HANDOVER_SEC) * 1000,
     });
     this.recovery.endStaleServers();
     this.recovery.recover();
@@ -176,8 +179,9 @@ export class Engine {
   private moved(workerId: string, state: WorkerState): void {
     // First: the attempts of a winner's group still queued leave the queue before its freed slot admits one of them.
     if (state === "built") this.attempts.onBuilt(workerId);
-    // A worker waiting for a person hands its model slot to the next queued one (admission/pools.ts).
-    if (isFinal(state) || state === "settled" || state === "waiting-approval") this.pump();
+    if (isFinal(state) || state === "settled") this.pump();
+    // A worker still waiting for a person after the hand-over time gives its model slot to the next queued one.
+    if (state === "waiting-approval") setTimeout(() => this.pump(), this.pools.handoverMs + 20).unref();
     if (isFinal(state)) this.releaser.finished(workerId);
     else this.releaser.moved(workerId);
     if (isFinal(state)) this.batches?.onFinal(workerId);

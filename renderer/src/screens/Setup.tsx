@@ -8,7 +8,8 @@ import { EndpointForm } from "../components/setup/EndpointForm";
 import { ctxText } from "../components/setup/format";
 import { HardwareList } from "../components/setup/HardwareList";
 import { PlanCard } from "../components/setup/PlanCard";
-import { StartProgress, useSetupJob } from "../components/setup/StartProgress";
+import { StartProgress, StartStatus, useSetupJob } from "../components/setup/StartProgress";
+import { ServersPanel } from "../components/setup/ServersPanel";
 import { go } from "../router";
 import { pushNotice, refreshTargets, useStore } from "../store";
 
@@ -33,6 +34,7 @@ export function Setup() {
   const [chosenFit, setChosenFit] = useState<FitResult | null>(null);
   const [chosenError, setChosenError] = useState<string | null>(null);
   const [custom, setCustom] = useState("");
+  const [llamaPath, setLlamaPath] = useState("");
   const [loading, setLoading] = useState(true);
   const targets = useStore((s) => s.targets);
   const starter = useSetupJob();
@@ -41,15 +43,25 @@ export function Setup() {
    * setup.start with a plan, on the pick's runtime: a llama.cpp catalog pick as id:QUANT, any other model as given (vLLM /
    * SGLang re-plan the same precision from the catalog id), at the slots and context asked.
    */
-  const startPick = (pick: NonNullable<FitResult["pick"]>, model: string) =>
-    void starter.start({
+  /** Which card's Start began the job on screen: its progress and failure show there, under the button clicked. */
+  const [startedFrom, setStartedFrom] = useState<"recommended" | "chosen">("recommended");
+  const startHere = (where: "recommended" | "chosen") =>
+    startedFrom === where && (starter.job || starter.error)
+      ? {
+          status: <StartStatus job={starter.job} error={starter.error} />,
+          children: starter.job ? <StartProgress job={starter.job} onCancel={starter.cancel} /> : null,
+        }
+      : {};
+  const startPick = (pick: NonNullable<FitResult["pick"]>, model: string, where: "recommended" | "chosen") =>
+    void (setStartedFrom(where), starter.start({
       model: pick.runtime === "llama.cpp" && catalog?.some((c) => c.id === model) && pick.quant ? `${model}:${pick.quant}` : model,
       runtime: pick.runtime,
       slots: pick.slots,
       minCtx: Math.min(minCtx, pick.ctxPerSlot),
+      ...(pick.runtime === "llama.cpp" && llamaPath.trim() ? { llamaServer: llamaPath.trim() } : {}),
       // the KV cache the card shows is the one started (the engine says so when it no longer fits)
       ...(pick.runtime === "llama.cpp" && (pick.cacheType === "f16" || pick.cacheType === "q8_0" || pick.cacheType === "q4_0") ? { cacheType: pick.cacheType } : {}),
-    });
+    }));
   const active = useStore((s) => s.status?.activeTarget ?? null);
 
   const slotsN = slots.trim() ? Number(slots) : undefined;
@@ -149,10 +161,14 @@ export function Setup() {
                 ))}
               </select>
             </label>
+            <label className="field">
+              <span>llama-server binary (optional: an absolute path on the engine's machine; empty: the one found, else the prebuilt release)</span>
+              <input name="llamaServer" value={llamaPath} placeholder="/opt/llama.cpp/build/bin/llama-server" onChange={(e) => setLlamaPath(e.target.value)} spellCheck={false} />
+            </label>
           </div>
           {loading && <p role="status">Planning with the engine…</p>}
           {!loading && fit && fit.pick && (
-            <PlanCard title="Recommended setup" pick={fit.pick} name={nameOf(fit.pick.model)} repoOf={repoOf} busy={running} onStart={() => startPick(fit.pick!, fit.pick!.model)} />
+            <PlanCard title="Recommended setup" pick={fit.pick} name={nameOf(fit.pick.model)} repoOf={repoOf} busy={running} onStart={() => startPick(fit.pick!, fit.pick!.model, "recommended")} {...startHere("recommended")} />
           )}
           {!loading && fit && !fit.pick && (
             <section className="panel" aria-label="Recommended setup">
@@ -182,7 +198,7 @@ export function Setup() {
           {chosen && (chosenFit?.pick || chosenError) && (
             <>
               {chosenFit?.pick && (
-                <PlanCard title="Your choice" pick={chosenFit.pick} name={nameOf(chosenFit.pick.model)} repoOf={repoOf} busy={running} onStart={() => startPick(chosenFit.pick!, chosen)} />
+                <PlanCard title="Your choice" pick={chosenFit.pick} name={nameOf(chosenFit.pick.model)} repoOf={repoOf} busy={running} onStart={() => startPick(chosenFit.pick!, chosen, "chosen")} {...startHere("chosen")} />
               )}
               {chosenError && (
                 <div className="field-error" role="alert">
@@ -191,12 +207,15 @@ export function Setup() {
               )}
             </>
           )}
-          {starter.error && (
-            <div className="field-error" role="alert">
-              The engine did not start it: {starter.error}
-            </div>
+          {/* a start whose card is gone (re-planned, or begun before a reload with no plan on screen) shows here */}
+          {(starter.job || starter.error) && !(startedFrom === "recommended" ? fit?.pick : chosenFit?.pick) && (
+            <section className="panel" aria-label="Model start here">
+              <p>
+                <StartStatus job={starter.job} error={starter.error} />
+              </p>
+              {starter.job && <StartProgress job={starter.job} onCancel={starter.cancel} />}
+            </section>
           )}
-          {starter.job && <StartProgress job={starter.job} onCancel={starter.cancel} />}
           <h3>Catalog</h3>
           <p className="small muted">Badges are the engine's fit for this machine at the slots and context above (same planner as `ocw fit`).</p>
           {catalog && <CatalogTable entries={catalog} chosen={chosen} onPlan={plan} />}
@@ -234,6 +253,8 @@ export function Setup() {
           <EndpointForm mode="provider" />
         </section>
       )}
+
+      <ServersPanel />
 
       <section className="panel" aria-label="Saved targets">
         <h2>Saved targets</h2>

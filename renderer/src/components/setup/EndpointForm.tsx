@@ -2,11 +2,13 @@
 // the target only after that verify; saving without verify is the person's explicit, confirmed choice.
 import { useState, type FormEvent } from "react";
 import type { SetupOutcome } from "../../../../shared/setup";
+import { PROVIDER_PRESETS } from "../../../../shared/servers";
 import { api, errorText } from "../../api";
 import { refreshTargets } from "../../store";
 import { CopyField } from "../common";
 import { sh } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
+import { Clip } from "./Clip";
 
 type Mode = "capture" | "provider";
 
@@ -27,6 +29,8 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   const [url, setUrl] = useState(capture ? "" : "https://");
   const [model, setModel] = useState("");
   const [keyEnv, setKeyEnv] = useState("");
+  /** Provider: a key typed here (sent once to the engine, which stores it; never shown again). Wins over the variable. */
+  const [typedKey, setTypedKey] = useState("");
   const [slots, setSlots] = useState(capture ? "" : "4");
   const [ctx, setCtx] = useState("");
   const [id, setId] = useState("");
@@ -34,6 +38,35 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   const [error, setError] = useState<string | null>(null);
   const [result, setResult] = useState<SetupOutcome | null>(null);
   const [confirmUnverified, setConfirmUnverified] = useState(false);
+  const [preset, setPreset] = useState("");
+  const [models, setModels] = useState<{ id: string; contextLength: number | null }[] | null>(null);
+  const [modelsState, setModelsState] = useState<{ busy: boolean; error: string | null }>({ busy: false, error: null });
+
+  /** A preset fills the base URL and the usual key variable; the model list is fetched from the provider. */
+  function choosePreset(id: string) {
+    setPreset(id);
+    setModels(null);
+    setModelsState({ busy: false, error: null });
+    const p = PROVIDER_PRESETS.find((x) => x.id === id);
+    if (p) {
+      setUrl(p.url);
+      setKeyEnv(p.keyEnv);
+    } else {
+      setUrl("https://");
+    }
+  }
+
+  async function listModels() {
+    setModelsState({ busy: true, error: null });
+    try {
+      const r = await api.setup.models.query({ url: url.trim(), ...(!capture && typedKey.trim() ? { key: typedKey.trim() } : keyEnv.trim() ? { apiKeyEnv: keyEnv.trim() } : {}) });
+      setModels(r.models);
+      setModelsState({ busy: false, error: r.models.length ? null : "the provider listed no models: type the model id" });
+    } catch (err) {
+      setModels(null);
+      setModelsState({ busy: false, error: errorText(err) });
+    }
+  }
 
   const input = (unverified: boolean) => ({
     url: url.trim(),
@@ -52,7 +85,13 @@ export function EndpointForm({ mode }: { mode: Mode }) {
     setBusy(unverified ? "unverified" : "verify");
     try {
       const i = input(unverified);
-      const r = capture ? await api.setup.capture.mutate(i) : await api.setup.provider.mutate({ ...i, model: i.model ?? "", apiKeyEnv: i.apiKeyEnv ?? "" });
+      const { apiKeyEnv, ...rest } = i;
+      const r = capture
+        ? await api.setup.capture.mutate(i)
+        : typedKey.trim()
+          ? await api.setup.providerKey.mutate({ ...rest, model: i.model ?? "", key: typedKey.trim() })
+          : await api.setup.provider.mutate({ ...rest, model: i.model ?? "", apiKeyEnv: apiKeyEnv ?? "" });
+      if (r.saved && typedKey) setTypedKey("");
       setResult(r);
       await refreshTargets();
     } catch (err) {
@@ -75,18 +114,58 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   return (
     <>
       <form className="capture" onSubmit={submit} aria-label={formName}>
+        {!capture && (
+          <div className="field">
+            <label htmlFor="provider-preset">Provider</label>
+            <select id="provider-preset" name="preset" value={preset} onChange={(e) => choosePreset(e.target.value)}>
+              <option value="">Any OpenAI-compatible API (type its base URL)</option>
+              {PROVIDER_PRESETS.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.name} — {p.url}
+                </option>
+              ))}
+            </select>
+          </div>
+        )}
         <div className="grid2">
           <label className="field">
             <span>{capture ? "Server URL" : "Base URL"}</span>
             <input name="url" value={url} placeholder={capture ? "http://127.0.0.1:8080/v1" : "https://api.example.com/v1"} onChange={(e) => setUrl(e.target.value)} spellCheck={false} />
           </label>
+          <div className="field">
+            <label htmlFor={`${mode}-model`}>{capture ? "Model (optional: the first one it serves)" : "Model id"}</label>
+            <div style={{ display: "flex", gap: 6, alignItems: "center" }}>
+              <input id={`${mode}-model`} name="model" value={model} onChange={(e) => setModel(e.target.value)} spellCheck={false} style={{ flex: 1, minWidth: 0 }} />
+              <button type="button" className="btn small" disabled={modelsState.busy || !/^https?:\/\/[^/]+/.test(url.trim())} onClick={() => void listModels()}>
+                {modelsState.busy ? "Listing…" : "List models"}
+              </button>
+            </div>
+            {models && models.length > 0 && (
+              <select aria-label={capture ? "Models the server lists" : "Models the provider lists"} value={models.some((m) => m.id === model) ? model : ""} onChange={(e) => setModel(e.target.value)}>
+                <option value="">{models.length} model(s) listed by the {capture ? "server" : "provider"}: pick one</option>
+                {models.map((m) => (
+                  <option key={m.id} value={m.id}>
+                    {m.id}
+                    {m.contextLength ? ` (${Math.round(m.contextLength / 1024)}k context)` : ""}
+                  </option>
+                ))}
+              </select>
+            )}
+            {modelsState.error && (
+              <div className="field-error small" role="alert" aria-label="Model list error">
+                {modelsState.error}
+              </div>
+            )}
+          </div>
+          {!capture && (
+            <label className="field">
+              <span>API key (typed here: the engine keeps it in the OS keychain, else a 0600 file; never shown again)</span>
+              <input name="apiKey" type="password" autoComplete="off" spellCheck={false} value={typedKey} placeholder="paste the key, or name a variable below" onChange={(e) => setTypedKey(e.target.value)} />
+            </label>
+          )}
           <label className="field">
-            <span>{capture ? "Model (optional: the first one it serves)" : "Model id"}</span>
-            <input name="model" value={model} onChange={(e) => setModel(e.target.value)} spellCheck={false} />
-          </label>
-          <label className="field">
-            <span>{capture ? "Key environment variable (empty if the server has no key)" : "Key environment variable"}</span>
-            <input name="keyEnv" value={keyEnv} placeholder={capture ? "LLAMA_API_KEY" : "OPENROUTER_API_KEY"} onChange={(e) => setKeyEnv(e.target.value)} spellCheck={false} />
+            <span>{capture ? "Key environment variable (empty if the server has no key)" : typedKey.trim() ? "Key environment variable (not used: a key is typed above)" : "Key environment variable (or type the key above)"}</span>
+            <input name="keyEnv" value={keyEnv} placeholder={capture ? "LLAMA_API_KEY" : (PROVIDER_PRESETS.find((p) => p.id === preset)?.keyEnv ?? "OPENROUTER_API_KEY")} onChange={(e) => setKeyEnv(e.target.value)} spellCheck={false} />
           </label>
           <label className="field">
             <span>{capture ? "Slots (optional: what the server reports)" : "Slots (requests at once)"}</span>
@@ -104,7 +183,10 @@ export function EndpointForm({ mode }: { mode: Mode }) {
           </label>
         </div>
         <p className="muted small">
-          The key itself is never stored or typed here: the engine reads it from the named variable in its own environment. Verify sends real requests: a chat, the same without
+          {capture
+            ? "The key itself is never stored or typed here: the engine reads it from the named variable in its own environment."
+            : "A typed key goes to the engine once and is kept there (never in targets.json, a log or a worker's reach); a variable is read from the engine's own environment."}{" "}
+          Verify sends real requests: a chat, the same without
           the key, {capture ? "the server's slot and context figures, " : ""}overlapping requests, a small coding task and a tool call with OpenCode's tools.
         </p>
         {error && (
@@ -147,7 +229,7 @@ export function EndpointForm({ mode }: { mode: Mode }) {
           {result && (
             <p role="status" className={result.outcome === "built" ? "ok-text" : result.outcome === "unverified" ? "" : "bad-text"}>
               <span className={`chip chip-${result.outcome === "built" ? "ok" : result.outcome === "underpowered" ? "warn" : result.outcome === "unverified" ? "idle" : "bad"}`}>{result.outcome}</span>{" "}
-              {OUTCOME_TEXT[result.outcome]} {result.summary}{" "}
+              {OUTCOME_TEXT[result.outcome]} <Clip text={result.summary} />{" "}
               {result.saved ? (
                 <strong>{result.active ? `Saved as ${result.target.id} and made active.` : `Saved as ${result.target.id}, not active.`}</strong>
               ) : (

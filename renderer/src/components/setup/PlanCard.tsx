@@ -1,5 +1,6 @@
 // One plan from the engine's planner (the recommendation, or the person's choice): what runs where, the memory it
 // takes per device, and the commands that do it.
+import type { ReactNode } from "react";
 import type { FitPick } from "../../../../shared/fit";
 import { CopyField } from "../common";
 import { ctxText, PLACEMENT, sh } from "./format";
@@ -12,12 +13,16 @@ export function setupCommand(pick: FitPick, repoOf: (id: string) => string | und
   return `ocw setup --runtime llama.cpp --model ${sh(model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}`;
 }
 
-export function PlanCard({ title, pick, name, repoOf, onStart, busy }: {
+export function PlanCard({ title, pick, name, repoOf, onStart, busy, status, children }: {
   title: string; pick: FitPick; name: string; repoOf: (id: string) => string | undefined;
   /** Starts this plan on the engine's machine (setup.start); absent: no button. */
   onStart?: () => void;
   /** A start is running: the button waits for it. */
   busy?: boolean;
+  /** The start begun from this card: one line next to the button (phase, progress, or what failed and why). */
+  status?: ReactNode;
+  /** …and its full progress, right under the button. */
+  children?: ReactNode;
 }) {
   const badge = PLACEMENT[pick.placement];
   return (
@@ -75,11 +80,14 @@ export function PlanCard({ title, pick, name, repoOf, onStart, busy }: {
           <button type="button" className="btn primary" onClick={onStart} disabled={busy}>
             Start {name} here
           </button>{" "}
-          <span className="small muted">
-            {busy ? "a start is running: wait for it or cancel it" : "the engine downloads, starts, verifies and checks where the weights landed, then saves the target"}
-          </span>
+          {status ?? (
+            <span className="small muted">
+              {busy ? "a start is running: wait for it or cancel it" : "the engine downloads, starts, verifies and checks where the weights landed, then saves the target"}
+            </span>
+          )}
         </p>
       )}
+      {children}
     </section>
   );
 }

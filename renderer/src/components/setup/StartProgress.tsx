@@ -8,6 +8,7 @@ import { api, errorText } from "../../api";
 import { refreshTargets } from "../../store";
 import { gib } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
+import { Clip } from "./Clip";
 
 const LABEL: Record<SetupPhase["name"], string> = {
   plan: "Plan",
@@ -79,13 +80,53 @@ export function useSetupJob(): { job: SetupJob | null; error: string | null; sta
   return { job, error, start, cancel };
 }
 
-function PhaseRow({ p }: { p: SetupPhase }) {
+/** One line next to the Start button: the phase running (with its progress), or what failed and why, or the outcome. */
+export function StartStatus({ job, error }: { job: SetupJob | null; error: string | null }) {
+  if (error)
+    return (
+      <span className="bad-text small" role="alert" aria-label="Start status">
+        The engine did not start it: <Clip text={error} max={200} />
+      </span>
+    );
+  if (!job) return null;
+  if (job.state === "running") {
+    const p = job.phases.find((x) => x.status === "running");
+    const pr = p?.progress;
+    const pct = pr && pr.total ? ` ${Math.floor((pr.done / Math.max(1, pr.total)) * 100)} %` : "";
+    return (
+      <span className="small" role="status" aria-label="Start status">
+        <span className="chip chip-busy">running</span> {p ? `${LABEL[p.name]}${pct}` : "starting"}
+        {pr?.etaSec != null ? ` · ${eta(pr.etaSec)}` : ""} — details below
+      </span>
+    );
+  }
+  if (job.failure && job.state !== "done")
+    return (
+      <span className="bad-text small" role="status" aria-label="Start status">
+        <span className="chip chip-bad">{job.state}</span> {LABEL[job.failure.phase]}: <Clip text={job.failure.cause} max={160} />
+      </span>
+    );
+  const r = job.result;
+  return (
+    <span className="small" role="status" aria-label="Start status">
+      <span className={`chip chip-${r?.outcome === "built" ? "ok" : r ? "warn" : "idle"}`}>{r?.outcome ?? job.state}</span>{" "}
+      {r ? (r.saved ? `target ${r.target.id} saved${r.active ? " and active" : ""}` : "nothing saved") : ""}
+    </span>
+  );
+}
+
+function PhaseRow({ p, failureCause }: { p: SetupPhase; failureCause?: string }) {
   const tone = p.status === "done" ? "ok" : p.status === "failed" ? "bad" : p.status === "running" ? "busy" : "idle";
   const pr = p.progress;
   return (
     <li className={`phase phase-${p.status}`} aria-label={`${LABEL[p.name]}: ${p.status}`}>
       <span className={`chip chip-${tone}`}>{p.status}</span> <strong>{LABEL[p.name]}</strong> {p.ms !== null && <span className="small muted">{secs(p.ms)}</span>}
-      {p.detail && <div className="small muted">{p.detail}</div>}
+      {/* a failed phase's detail is the failure's cause, said once below */}
+      {p.detail && !(p.status === "failed" && p.detail === failureCause) && (
+        <div className="small muted">
+          <Clip text={p.detail} />
+        </div>
+      )}
       {pr && (p.status === "running" || p.name === "download") && (
         <div className="small">
           <progress aria-label={`${LABEL[p.name]} progress`} value={pr.done} max={pr.total ?? undefined} style={{ width: "100%" }} />
@@ -122,7 +163,7 @@ export function StartProgress({ job, onCancel }: { job: SetupJob; onCancel: () =
       )}
       <ol className="phases" aria-label="Start phases">
         {job.phases.map((p) => (
-          <PhaseRow key={p.name} p={p} />
+          <PhaseRow key={p.name} p={p} failureCause={job.failure?.cause} />
         ))}
       </ol>
       {job.state === "running" && (
@@ -153,10 +194,13 @@ export function StartProgress({ job, onCancel }: { job: SetupJob; onCancel: () =
           <strong>
             {LABEL[job.failure.phase]} failed ({job.failure.kind}):
           </strong>{" "}
-          {job.failure.cause}
-          {job.failure.logLine && (
+          <Clip text={job.failure.cause} />
+          {job.failure.logLine && !job.failure.cause.includes(job.failure.logLine) && (
             <div>
-              Log line: <code className="mono">{job.failure.logLine}</code>
+              Log line:{" "}
+              <code className="mono">
+                <Clip text={job.failure.logLine} max={200} />
+              </code>
             </div>
           )}
           <div className="remedy">What to do: {job.failure.remedy}</div>
@@ -165,7 +209,7 @@ export function StartProgress({ job, onCancel }: { job: SetupJob; onCancel: () =
       )}
       {r && (
         <p role="status">
-          <span className={`chip chip-${r.outcome === "built" ? "ok" : r.outcome === "underpowered" ? "warn" : "bad"}`}>{r.outcome}</span> {r.summary}.{" "}
+          <span className={`chip chip-${r.outcome === "built" ? "ok" : r.outcome === "underpowered" ? "warn" : "bad"}`}>{r.outcome}</span> <Clip text={r.summary} />.{" "}
           {r.saved ? <>Target <strong>{r.target.id}</strong> saved{r.active ? " and active" : " (not active)"}.</> : "Nothing saved."}
           {r.saved && !r.active && r.outcome === "underpowered" && (
             <>

@@ -1,4 +1,5 @@
 // The verify checklist: each check the engine ran, with its evidence and, when it failed, what to do.
+import { Clip } from "./Clip";
 import type { TargetCheck } from "../../../../shared/target";
 
 const ORDER: { name: TargetCheck["name"]; label: string; remedy: string }[] = [
@@ -22,7 +23,11 @@ export function VerifyChecklist({ checks, running }: { checks: TargetCheck[]; ru
         return (
           <li key={name} className={loopbackNoKey ? "info" : c ? (c.passed ? "pass" : "fail") : "pending"} aria-label={`${label}: ${state}`}>
             <span className={`chip chip-${loopbackNoKey ? "idle" : c ? (c.passed ? "ok" : "bad") : running ? "busy" : "idle"}`}>{state}</span> <strong>{label}</strong>
-            {c && <div className="small muted">{c.evidence}</div>}
+            {c && (
+              <div className="small muted">
+                <Clip text={c.evidence} />
+              </div>
+            )}
             {c && !c.passed && !loopbackNoKey && <div className="remedy small">{remedy}</div>}
           </li>
         );

@@ -1,0 +1,57 @@
+/**
+ * setup.models: the models an OpenAI-compatible provider lists (GET {url}/models), for the wizard's model picker.
+ * The key comes from the engine's environment variable named (never from the request); failures say their root cause.
+ */
+import { OcwError } from "../../shared/errors";
+import { ProviderModelsInput } from "../../shared/servers";
+import { describeFetchError } from "../net/cause";
+
+export interface ProviderModel {
+  id: string;
+  /** The context window the provider reports (OpenRouter `context_length`, Together `context_length`), when it does. */
+  contextLength: number | null;
+  name: string | null;
+}
+
+export async function providerModelsApi(input: ProviderModelsInput, env: NodeJS.ProcessEnv = process.env, timeoutMs = 15_000): Promise<{ url: string; models: ProviderModel[] }> {
+  const i = ProviderModelsInput.parse(input);
+  const base = i.url.replace(/\/+$/, "");
+  let key: string | null = i.key ?? null;
+  if (!key && i.apiKeyEnv) {
+    key = env[i.apiKeyEnv] ?? null;
+    if (!key) throw new OcwError("bad-input", `environment variable ${i.apiKeyEnv} is not set in the engine's environment: export it where the engine starts (then \`ocw stop\` and start it again), or leave the key field empty for a server without a key`);
+  }
+  const url = `${base}/models`;
+  let res: Response;
+  try {
+    res = await fetch(url, { headers: { accept: "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) }, signal: AbortSignal.timeout(timeoutMs), redirect: "follow" });
+  } catch (e) {
+    throw new OcwError("unavailable", `${describeFetchError(e, url)}; check the URL (it usually ends in /v1)`);
+  }
+  // a model list is kilobytes to a few MB (OpenRouter ≈ 1 MB): a larger answer is not one
+  const MAX = 16 * 1024 * 1024;
+  if (Number(res.headers.get("content-length") ?? 0) > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
+  const text = await res.text().catch(() => "");
+  if (text.length > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
+  if (res.status === 401 || res.status === 403) throw new OcwError("bad-input", `${new URL(url).host} refused the key (HTTP ${res.status})${i.key ? ": check the key typed" : i.apiKeyEnv ? `: check the value of ${i.apiKeyEnv}` : ": this provider needs a key — type it or name the variable that holds it"}`);
+  if (res.status === 404) throw new OcwError("bad-input", `${url} → HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1), or type the model id yourself`);
+  if (!res.ok) throw new OcwError("unavailable", `${url} → HTTP ${res.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 160)}` : ""}`);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new OcwError("bad-input", `${url} did not answer JSON (${JSON.stringify(text.slice(0, 60))}…): is this an OpenAI-compatible API base URL?`);
+  }
+  const b = body as { data?: unknown; models?: unknown };
+  const list = Array.isArray(b.data) ? b.data : Array.isArray(b.models) ? b.models : Array.isArray(body) ? (body as unknown[]) : null;
+  if (!list) throw new OcwError("bad-input", `${url} answered JSON without a "data" list of models: is this an OpenAI-compatible API base URL?`);
+  const models: ProviderModel[] = [];
+  for (const m of list.slice(0, 5000)) {
+    const o = m as { id?: unknown; name?: unknown; context_length?: unknown; context_window?: unknown; max_model_len?: unknown };
+    if (typeof o.id !== "string" || !o.id || o.id.length > 300) continue;
+    const ctx = [o.context_length, o.context_window, o.max_model_len].find((x) => typeof x === "number" && Number.isFinite(x) && x > 0) as number | undefined;
+    models.push({ id: o.id, contextLength: ctx ?? null, name: typeof o.name === "string" ? o.name.slice(0, 200) : null });
+  }
+  models.sort((a, b) => a.id.localeCompare(b.id));
+  return { url: base, models };
+}

@@ -1,0 +1,104 @@
+/**
+ * The model servers the engine started (serving.json), on the typed API: list them with whether they run, stop,
+ * restart (same binary, arguments, port and generated key), delete (stop and forget), and "keep running after
+ * `ocw stop`". `ocw stop` stops every server not marked kept (stopUnkeptServing, called by the engine's shutdown).
+ */
+import { rmSync } from "node:fs";
+import path from "node:path";
+import { OcwError } from "../../shared/errors";
+import type { ServerView } from "../../shared/servers";
+import { readKey } from "./keys";
+import { startLlamaServer } from "./llama-server";
+import { processStartTime } from "../process/process";
+import { listServing, saveServing, type ServingRecord, servingAlive, startSupervised, stopServing, supervisorCommand } from "./setup";
+
+/** A server record as a person sees it (no key, no environment values). */
+function view(r: ServingRecord): ServerView {
+  return {
+    targetId: r.targetId, replicaOf: r.replicaOf ?? null, pid: r.pid, port: r.port, running: servingAlive(r), supervised: !!r.supervisorPid,
+    restarts: r.restarts ?? 0, keep: !!r.keep, startedAt: r.startedAt, logFile: r.logFile, bin: r.bin,
+  };
+}
+
+/** Records of a target: itself, or the replicas of a pool. */
+function recordsOf(id: string): ServingRecord[] {
+  const recs = listServing().filter((r) => r.targetId === id || r.replicaOf === id);
+  if (!recs.length) throw new OcwError("not-found", `no model server started by the engine for "${id}" (servers you started yourself are stopped where you started them)`);
+  return recs;
+}
+
+export function serversListApi(): ServerView[] {
+  return listServing().map(view);
+}
+
+export async function serverStopApi(id: string): Promise<ServerView[]> {
+  const recs = recordsOf(id);
+  await stopServing(id);
+  // stopped, but remembered (so it can be restarted): the record stays with no live pid
+  const keep = recs.map((r) => ({ ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null }));
+  saveServing([...listServing().filter((r) => !keep.some((k) => k.targetId === r.targetId)), ...keep]);
+  return keep.map(view);
+}
+
+/** Stops the server(s) and starts them again exactly as recorded: same binary, arguments, environment, port and key. */
+export async function serverRestartApi(id: string, o: { readyTimeoutMs?: number } = {}): Promise<ServerView[]> {
+  const recs = recordsOf(id);
+  // vLLM / SGLang take their key and launch differently (start-runtimes.ts): those are started again by a new start
+  const other = recs.find((r) => !path.basename(r.bin).startsWith("llama-server"));
+  if (other) throw new OcwError("bad-input", `${id} runs ${path.basename(other.bin)}, not llama-server: start it again from "Start … here" (or \`ocw setup\`); Stop and Delete work for it`);
+  await stopServing(id);
+  const sup = supervisorCommand();
+  const out: ServingRecord[] = [];
+  for (const r of recs) {
+    const base: ServingRecord = { ...r, pid: 0, startTime: null, supervisorPid: null, supervisorStartTime: null, startedAt: new Date().toISOString() };
+    saveServing([...listServing().filter((x) => x.targetId !== r.targetId), base]);
+    try {
+      if (sup) {
+        await startSupervised(sup, base, o.readyTimeoutMs ?? 600_000);
+        out.push(listServing().find((x) => x.targetId === r.targetId) ?? base);
+      } else {
+        const apiKey = r.keyFile ? readKey(r.keyFile) : null;
+        const s = await startLlamaServer({ bin: r.bin, args: r.args, env: r.env, apiKey, logFile: r.logFile, port: r.port, detached: true, readyTimeoutMs: o.readyTimeoutMs ?? 600_000 });
+        const rec = { ...base, pid: s.pid, startTime: processStartTime(s.pid) };
+        saveServing([...listServing().filter((x) => x.targetId !== r.targetId), rec]);
+        out.push(rec);
+      }
+    } catch (e) {
+      throw new OcwError("unavailable", `${r.targetId} did not start again: ${(e as Error).message.split("\n")[0]} (log: ${r.logFile})`);
+    }
+  }
+  return out.map(view);
+}
+
+/** Stops the server(s) and forgets them, with their generated key. The target stays (delete it on its own). */
+export async function serverDeleteApi(id: string): Promise<{ deleted: string[] }> {
+  const recs = recordsOf(id);
+  await stopServing(id);
+  for (const r of recs) if (r.keyFile && !listServing().some((x) => x.keyFile === r.keyFile)) rmSync(r.keyFile, { force: true });
+  return { deleted: recs.map((r) => r.targetId) };
+}
+
+/** The server(s) of a target being deleted, stopped and forgotten; nothing when the engine started none for it. */
+export async function serverDeleteOf(targetId: string): Promise<string[]> {
+  if (!listServing().some((r) => r.targetId === targetId || r.replicaOf === targetId)) return [];
+  return (await serverDeleteApi(targetId)).deleted;
+}
+
+/** Keep (or no longer keep) the server(s) running when the engine is stopped with `ocw stop`. */
+export function serverKeepApi(id: string, keep: boolean): ServerView[] {
+  const ids = new Set(recordsOf(id).map((r) => r.targetId));
+  const recs = listServing().map((r) => (ids.has(r.targetId) ? { ...r, keep } : r));
+  saveServing(recs);
+  return recs.filter((r) => ids.has(r.targetId)).map(view);
+}
+
+/** `ocw stop`: every server the engine started stops with it, unless the person chose to keep it. */
+export async function stopUnkeptServing(): Promise<string[]> {
+  const ids = [...new Set(listServing().filter((r) => !r.keep).map((r) => r.replicaOf ?? r.targetId))];
+  const stopped: string[] = [];
+  for (const id of ids) {
+    const r = await stopServing(id).catch(() => null);
+    if (r?.stopped.length) stopped.push(id);
+  }
+  return stopped;
+}
