@@ -70,12 +70,12 @@ export const DelegateInput = z
   .strict();
 
 export const DelegateBatchTask = DelegateInput.extend({
-  id: TaskId.optional().describe('Name for `after` (default "1", "2", …).'),
+  id: TaskId.optional(),
   after: z
     .array(TaskId)
     .max(64)
     .optional()
-    .describe("Starts once these are built, from their graded commits; skipped when one is not built."),
+    .describe("Task ids it starts after, from their graded commits; skipped if one is not built."),
 }).strict();
 
 export const DelegateBatchInput = z
@@ -85,9 +85,7 @@ export const DelegateBatchInput = z
       .min(1, "give at least one task")
       .max(64, "at most 64 tasks per batch")
       .describe("Tasks with disjoint scopes; those without `after` run at once."),
-    integration: IntegrationSpec.optional().describe(
-      '{checks: [as delegate\'s checks]} run on the built workers\' commits combined in task order once every task ended; merge {batchId} lands that one commit when they passed.',
-    ),
+    integration: IntegrationSpec.optional().describe("Checks run on the built commits combined; merge {batchId} lands that commit."),
   })
   .strict();
 
@@ -593,23 +591,20 @@ export const DiffOutput = z.object({
 
 export const MergeInput = z
   .object({
-    workerId: id().optional().describe("The built worker to merge."),
-    batchId: id().optional().describe("Or a batch with integration checks: lands its one integration commit, only when the integration passed."),
-    acceptFlagged: z
-      .boolean()
-      .optional()
-      .describe("The person reviewed and accepted the flagged files (result's `flags`: symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration); without it such a merge is refused. Never set it on your own."),
+    workerId: id().optional(),
+    batchId: id().optional().describe("A batch with integration checks: lands its integration commit."),
+    acceptFlagged: z.boolean().optional().describe("Only on the person's explicit yes to result's flagged files."),
   })
   .strict();
 
 export const PushInput = z
   .object({
-    workerId: id().optional().describe("A built worker: its graded commit is pushed."),
-    batchId: id().optional().describe("Or a batch whose integration passed: its integration commit is pushed."),
-    remote: z.string().min(1).max(2000).describe("A remote's name in the person's repository (git remote) or its URL, as the person named it."),
-    branch: z.string().max(255).optional().describe("The branch on the remote (default ocw/<id>); never the remote's default branch; never forced."),
-    pr: z.boolean().optional().describe("Open a pull request with gh (when installed and signed in), the verdict card as its body."),
-    title: z.string().max(200).optional().describe("The pull request's title."),
+    workerId: id().optional(),
+    batchId: id().optional(),
+    remote: z.string().min(1).max(2000).describe("A remote name or URL the person gave."),
+    branch: z.string().max(255).optional(),
+    pr: z.boolean().optional(),
+    title: z.string().max(200).optional(),
   })
   .strict();
 

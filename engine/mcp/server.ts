@@ -260,7 +260,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Delegate several independent tasks",
       description:
-        "Start several workers at once (one batchId); each task has delegate's fields. Split the work into INDEPENDENT tasks with DISJOINT `scope`s (no two tasks the same file, or their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots (extra tasks queue). Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after` (it starts from that task's graded commit once built, or is skipped); `integration: {checks}` checks the built pieces together before anything lands (merge {batchId} lands that one commit).",
+        "Start several workers at once (one batchId); each task has delegate's fields. Split the work into INDEPENDENT tasks with DISJOINT `scope`s (no two tasks the same file, or their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots (extra tasks queue). Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
       input: S.DelegateBatchInput,
       output: S.DelegateBatchOutput,
       shape: S.batchItemsByReference,
@@ -937,7 +937,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Merge a built worker",
       description:
-        "Merge a built worker's graded commit into the branch it started from (by the engine, every filter off, the files verified against the graded ones), or with batchId a batch's integration commit. Refuses, changing nothing, on another branch, local changes in the way, a conflict, or flagged files without the person's acceptance, and says what to do. One at a time; run the tests between merges.",
+        "Merge a built worker's graded commit (or batchId's integration commit) into the branch it started from. Refuses, changing nothing, on another branch, local changes in the way, a conflict, or unaccepted flagged files, and says what to do. One at a time; run the tests between merges.",
       input: S.MergeInput,
       output: S.MergeOutput,
       destructive: true,
@@ -991,7 +991,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Push graded work and open a pull request",
       description:
-        "Push a built worker's graded commit (or a batch's passed integration commit) to a branch on a remote the person named — never forced, never to the remote's default branch — and, with pr, open a pull request with gh (when installed and signed in) whose body is the verdict card. Run by the engine with the person's git and gh; no credential reaches a worker. Only when the person asked for a push.",
+        "Push a built worker's graded commit (or batchId's integration commit) to a branch on a remote the person named: never forced, never the default branch; pr opens a pull request with gh, the verdict card as its body. Only when the person asks.",
       input: S.PushInput,
       output: S.PushOutput,
       destructive: true,
