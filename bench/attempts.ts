@@ -58,7 +58,13 @@ export async function attemptsBench(o: { reps: number; tasks: number; pacedMs?: 
         const dir = makeRepo();
         dirs.push(dir);
         const t0 = performance.now();
-        const tasks = Array.from({ length: o.tasks }, (_, i) => ({ task: `BENCH-ATT ${i}: make answer.txt right`, directory: dir, checks: [{ run: "grep -qx right answer.txt" }], scope: ["answer.txt"], ...(attempts > 1 ? { attempts } : {}) }));
+        const tasks = Array.from({ length: o.tasks }, (_, i) => ({
+          task: `BENCH-ATT ${i}: make answer.txt right`,
+          directory: dir,
+          checks: [{ run: "grep -qx right answer.txt" }],
+          scope: ["answer.txt"],
+          ...(attempts > 1 ? { attempts } : {}),
+        }));
         const { batchId, workerIds } = await engine.client.workers.startBatch.mutate({ tasks });
         const ws = await settle(engine.client, workerIds, undefined, 600_000);
         const wallMs = performance.now() - t0;
@@ -79,7 +85,9 @@ export async function attemptsBench(o: { reps: number; tasks: number; pacedMs?: 
       three[2]!.push(got[3]!.tokens);
       stoppedForWinner += got[3]!.stopped;
       ratio.push(got[3]!.wallMs / got[1]!.wallMs);
-      log(`  attempts run ${rep + 1}/${o.reps}: one attempt ${round(got[1]!.wallMs / 1000)} s, built ${round(got[1]!.builtRate * 100, 0)} % | 3 attempts ${round(got[3]!.wallMs / 1000)} s, built ${round(got[3]!.builtRate * 100, 0)} %, ${got[3]!.stopped} stopped for a winner`);
+      log(
+        `  attempts run ${rep + 1}/${o.reps}: one attempt ${round(got[1]!.wallMs / 1000)} s, built ${round(got[1]!.builtRate * 100, 0)} % | 3 attempts ${round(got[3]!.wallMs / 1000)} s, built ${round(got[3]!.builtRate * 100, 0)} %, ${got[3]!.stopped} stopped for a winner`,
+      );
     } finally {
       await engine.kill();
       await model.close();

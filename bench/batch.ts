@@ -114,9 +114,20 @@ export async function batchThroughMcp(mcp: McpHandle, engine: TestEngine, model:
   cleanup(dir);
   return {
     callMs,
-    wallMs, startedAt: t0, built: r.batch?.built ?? final.filter((w) => w.state === "built").length, cpuSec: round(after.cpuSec - before.cpuSec, 2), childrenCpuSec: round((kidsAfter?.children ?? 0) - (kidsBefore?.children ?? 0), 2), rssMb: round(rssMb), bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2), toolCalls: calls, resultChars,
+    wallMs,
+    startedAt: t0,
+    built: r.batch?.built ?? final.filter((w) => w.state === "built").length,
+    cpuSec: round(after.cpuSec - before.cpuSec, 2),
+    childrenCpuSec: round((kidsAfter?.children ?? 0) - (kidsBefore?.children ?? 0), 2),
+    rssMb: round(rssMb),
+    bridgeCpuSec: round(procStat(bridgePid).cpuSec - bridgeBefore.cpuSec, 2),
+    toolCalls: calls,
+    resultChars,
     misses: final.filter((w) => w.state !== "built").map((w) => ({ workerId: w.id, state: w.state, reason: w.stateReason })),
-    opencodeRssMbBefore: ocBefore, opencodeRssMbPeak: ocPeakMb, starts, sandbox,
+    opencodeRssMbBefore: ocBefore,
+    opencodeRssMbPeak: ocPeakMb,
+    starts,
+    sandbox,
     opencodeCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.self - ocCpu.self, 2) : null,
     opencodeChildrenCpuSec: ocCpu && ocCpuAfter ? round(ocCpuAfter.children - ocCpu.children, 2) : null,
   };
@@ -214,7 +225,12 @@ export async function bareRig(model: ScriptedModel, workspaces: BareWorkspaces =
       const cpu1 = cpuWithChildren(pid);
       cleanup(dir);
       return {
-        wallMs, startMs: [...firstRequest], phaseMs: { workspace: [...phaseMs.workspace], session: [...phaseMs.session] }, built: built.filter(Boolean).length, opencodeRssMbBefore: before, opencodeRssMbPeak: p,
+        wallMs,
+        startMs: [...firstRequest],
+        phaseMs: { workspace: [...phaseMs.workspace], session: [...phaseMs.session] },
+        built: built.filter(Boolean).length,
+        opencodeRssMbBefore: before,
+        opencodeRssMbPeak: p,
         opencodeCpuSec: cpu0 && cpu1 ? round(cpu1.self - cpu0.self, 2) : null,
         opencodeChildrenCpuSec: cpu0 && cpu1 ? round(cpu1.children - cpu0.children, 2) : null,
       };

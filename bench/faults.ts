@@ -32,36 +32,205 @@ interface Entry {
 }
 
 const CATALOG: Entry[] = [
-  { match: /endpoint answering 500/, injected: "model endpoint answers HTTP 500", times: "every call of 1 worker", held: "worker ends in error with the reason; nothing hangs" },
-  { match: /hangs mid-response/, injected: "model hangs mid-response", times: "1 worker", held: "the 6 s wall-clock budget stops it with its reason; engine healthy" },
+  {
+    match: /endpoint answering 500/,
+    injected: "model endpoint answers HTTP 500",
+    times: "every call of 1 worker",
+    held: "worker ends in error with the reason; nothing hangs",
+  },
+  {
+    match: /hangs mid-response/,
+    injected: "model hangs mid-response",
+    times: "1 worker",
+    held: "the 6 s wall-clock budget stops it with its reason; engine healthy",
+  },
   { match: /stream closed mid-response/, injected: "model closes the stream mid-response", times: "1 worker", held: "clear error state" },
-  { match: /malformed tool call is counted/, injected: "malformed tool call from the model", times: "1 worker", held: "counted per worker; the worker goes on to built" },
-  { match: /write outside its worktree is denied/, injected: "write tool outside the workspace", times: "1 worker", held: "denied by the agent's rules, never asked; nothing written", escapes: true },
-  { match: /shell commands that write outside/, injected: "shell writes outside (path argument, redirect), every ask approved", times: "2 routes", held: "nothing written; the redirect refused by the engine on the record", escapes: true },
-  { match: /protected file rewritten/, injected: "protected check rewritten by an approved shell command", times: "1 worker", held: "scope failure; the built claim recorded as dishonest", escapes: true },
-  { match: /1,000 malformed or hostile API requests/, injected: "malformed / hostile / unauthenticated API requests", times: "1,000", held: "each a 4xx with a message; engine up; RSS growth < 150 MB" },
-  { match: /full disk.*while a worker waits|while a worker waits on an ask/, injected: "state dir on a full tmpfs while an ask waits", times: "every recording call", held: "each fails saying the disk is full; nothing half-done; engine up", lost: true },
-  { match: /once space is freed/, injected: "(after the full disk) space freed", times: "1 stuck + 1 new worker", held: "stuck worker stops and resumes to built; a new one is built", lost: true },
-  { match: /after a restart on the same state dir/, injected: "(after the full disk) engine restart", times: "1", held: "every worker listed with the state its log holds", lost: true },
-  { match: /of the engine: back within 2 s/, injected: "kill -9 of the engine mid-batch (MCP client and event subscriber attached)", times: "1 kill, 4-worker batch", held: "back < 2 s on the same address; no event missed; no verdict or approval lost; interrupted workers resume to built", lost: true },
-  { match: /of opencode serve: the waiting workers/, injected: "kill -9 of opencode serve mid-batch", times: "1 kill, 4-worker batch", held: "waiting workers interrupted, their asks cancelled and recorded; verdicts kept; all resume to built", lost: true },
-  { match: /malformed or hostile tool calls/, injected: "malformed / hostile MCP tool calls", times: "1,000+", held: "each a result or an error with a message; bridge and engine up; memory bounded" },
-  { match: /raw junk on stdin/, injected: "raw junk on the bridge's stdin", times: "a stream of junk lines", held: "JSON-RPC errors where due; the bridge still initializes and lists tools" },
-  { match: /kill -9 of the model server|interrupted at once with the reason/, injected: "kill -9 of llama-server mid-batch", times: "1", held: "its workers interrupted with the reason; another's approval survives; resume after restart", lost: true },
-  { match: /8 workers in 8 worktrees/, injected: "8 workers on 4 slots", times: "8", held: "never more than 4 at once; all graded; no file outside its own workspace", escapes: true },
-  { match: /kill -9 of opencode serve mid-run/, injected: "kill -9 of opencode serve mid-run", times: "1", held: "interrupted within 2 s; serve restarted; resume completes in the same session", lost: true },
-  { match: /kill -9 of the engine → a new engine/, injected: "kill -9 of the engine", times: "1", held: "a new engine lists every worker with state, verdict and approval history; the interrupted one resumes", lost: true },
-  { match: /every escape route/, injected: "escape attacks (computed ../ to the token, ~/.ssh, /proc environ, env dump, python/sh -c/1<>/>& writes, git -C on the user's repo, curl to the API, other workers' logs, symlink write, background job), every ask approved", times: "13 attack steps", held: "user repo byte-for-byte unchanged; nothing written outside; no key, token, secret or held-back check reaches the model; the background job dies with its command", escapes: true },
-  { match: /"always" is the engine's grant/, injected: "an \"always\" on `echo hi`, then `echo pwned > outside`", times: "3 asks", held: "later asks still reach the engine; the outside write is contained; the grant is revocable", escapes: true },
-  { match: /\.git pointing at the user's repository/, injected: ".git file pointing at the user's .git", times: "1", held: "the engine's commit never lands on the user's branch; the published branch is the graded commit", escapes: true },
-  { match: /--skip-worktree on a protected test/, injected: "--skip-worktree on a protected test + an ignored build artifact", times: "2 tamperings", held: "not graded built; both found", escapes: true },
-  { match: /`npm test` granted always/, injected: "\"always\" on `npm test`, then `npm test; touch pwned`, `&& touch`, `$(touch …)`, `|| true; touch`, a second line", times: "5 chained commands", held: "each went to a person (none answered by the grant); nothing written; the grant is the exact command, not opencode's `npm test *`", escapes: true },
-  { match: /over MCP \(a real client/, injected: "a bidi-isolate command (`npm test ⁧⁦ ; rm -rf src ⁩⁦ #⁩⁩`) and a two-line command, read over MCP", times: "2 asks", held: "shown with ⟪U+XXXX⟫ and ⏎ markers; \"always\" refused where it cannot mean what it says", escapes: true },
-  { match: /pytest\.py that shadows the runner/, injected: "a top-level pytest.py that exits 0", times: "1 worker", held: "a check-configuration violation: not built", escapes: true },
-  { match: /conftest\.py hook/, injected: "a conftest.py hook in the tests folder", times: "1 worker", held: "a check-configuration violation: not built", escapes: true },
-  { match: /package\.json test script rewritten/, injected: "package.json's test script rewritten to exit 0", times: "1 worker", held: "a check-configuration violation: not built (a new dependency is not one)", escapes: true },
-  { match: /held-back files: copied in only at grading/, injected: "the worker's own copy of a held-back test, and a symlink where held-back files go", times: "2 tamperings", held: "the held-back test replaces the worker's; the symlink is removed, never followed", escapes: true },
-  { match: /paths the worker saw/, injected: "code that passes only where its path, HOME or TMPDIR says `grading`", times: "1 check", held: "the checks run at the worker's own paths; no grading folder is visible", escapes: true },
+  {
+    match: /malformed tool call is counted/,
+    injected: "malformed tool call from the model",
+    times: "1 worker",
+    held: "counted per worker; the worker goes on to built",
+  },
+  {
+    match: /write outside its worktree is denied/,
+    injected: "write tool outside the workspace",
+    times: "1 worker",
+    held: "denied by the agent's rules, never asked; nothing written",
+    escapes: true,
+  },
+  {
+    match: /shell commands that write outside/,
+    injected: "shell writes outside (path argument, redirect), every ask approved",
+    times: "2 routes",
+    held: "nothing written; the redirect refused by the engine on the record",
+    escapes: true,
+  },
+  {
+    match: /protected file rewritten/,
+    injected: "protected check rewritten by an approved shell command",
+    times: "1 worker",
+    held: "scope failure; the built claim recorded as dishonest",
+    escapes: true,
+  },
+  {
+    match: /1,000 malformed or hostile API requests/,
+    injected: "malformed / hostile / unauthenticated API requests",
+    times: "1,000",
+    held: "each a 4xx with a message; engine up; RSS growth < 150 MB",
+  },
+  {
+    match: /full disk.*while a worker waits|while a worker waits on an ask/,
+    injected: "state dir on a full tmpfs while an ask waits",
+    times: "every recording call",
+    held: "each fails saying the disk is full; nothing half-done; engine up",
+    lost: true,
+  },
+  {
+    match: /once space is freed/,
+    injected: "(after the full disk) space freed",
+    times: "1 stuck + 1 new worker",
+    held: "stuck worker stops and resumes to built; a new one is built",
+    lost: true,
+  },
+  {
+    match: /after a restart on the same state dir/,
+    injected: "(after the full disk) engine restart",
+    times: "1",
+    held: "every worker listed with the state its log holds",
+    lost: true,
+  },
+  {
+    match: /of the engine: back within 2 s/,
+    injected: "kill -9 of the engine mid-batch (MCP client and event subscriber attached)",
+    times: "1 kill, 4-worker batch",
+    held: "back < 2 s on the same address; no event missed; no verdict or approval lost; interrupted workers resume to built",
+    lost: true,
+  },
+  {
+    match: /of opencode serve: the waiting workers/,
+    injected: "kill -9 of opencode serve mid-batch",
+    times: "1 kill, 4-worker batch",
+    held: "waiting workers interrupted, their asks cancelled and recorded; verdicts kept; all resume to built",
+    lost: true,
+  },
+  {
+    match: /malformed or hostile tool calls/,
+    injected: "malformed / hostile MCP tool calls",
+    times: "1,000+",
+    held: "each a result or an error with a message; bridge and engine up; memory bounded",
+  },
+  {
+    match: /raw junk on stdin/,
+    injected: "raw junk on the bridge's stdin",
+    times: "a stream of junk lines",
+    held: "JSON-RPC errors where due; the bridge still initializes and lists tools",
+  },
+  {
+    match: /kill -9 of the model server|interrupted at once with the reason/,
+    injected: "kill -9 of llama-server mid-batch",
+    times: "1",
+    held: "its workers interrupted with the reason; another's approval survives; resume after restart",
+    lost: true,
+  },
+  {
+    match: /8 workers in 8 worktrees/,
+    injected: "8 workers on 4 slots",
+    times: "8",
+    held: "never more than 4 at once; all graded; no file outside its own workspace",
+    escapes: true,
+  },
+  {
+    match: /kill -9 of opencode serve mid-run/,
+    injected: "kill -9 of opencode serve mid-run",
+    times: "1",
+    held: "interrupted within 2 s; serve restarted; resume completes in the same session",
+    lost: true,
+  },
+  {
+    match: /kill -9 of the engine → a new engine/,
+    injected: "kill -9 of the engine",
+    times: "1",
+    held: "a new engine lists every worker with state, verdict and approval history; the interrupted one resumes",
+    lost: true,
+  },
+  {
+    match: /every escape route/,
+    injected:
+      "escape attacks (computed ../ to the token, ~/.ssh, /proc environ, env dump, python/sh -c/1<>/>& writes, git -C on the user's repo, curl to the API, other workers' logs, symlink write, background job), every ask approved",
+    times: "13 attack steps",
+    held: "user repo byte-for-byte unchanged; nothing written outside; no key, token, secret or held-back check reaches the model; the background job dies with its command",
+    escapes: true,
+  },
+  {
+    match: /"always" is the engine's grant/,
+    injected: 'an "always" on `echo hi`, then `echo pwned > outside`',
+    times: "3 asks",
+    held: "later asks still reach the engine; the outside write is contained; the grant is revocable",
+    escapes: true,
+  },
+  {
+    match: /\.git pointing at the user's repository/,
+    injected: ".git file pointing at the user's .git",
+    times: "1",
+    held: "the engine's commit never lands on the user's branch; the published branch is the graded commit",
+    escapes: true,
+  },
+  {
+    match: /--skip-worktree on a protected test/,
+    injected: "--skip-worktree on a protected test + an ignored build artifact",
+    times: "2 tamperings",
+    held: "not graded built; both found",
+    escapes: true,
+  },
+  {
+    match: /`npm test` granted always/,
+    injected: '"always" on `npm test`, then `npm test; touch pwned`, `&& touch`, `$(touch …)`, `|| true; touch`, a second line',
+    times: "5 chained commands",
+    held: "each went to a person (none answered by the grant); nothing written; the grant is the exact command, not opencode's `npm test *`",
+    escapes: true,
+  },
+  {
+    match: /over MCP \(a real client/,
+    injected: "a bidi-isolate command (`npm test ⁧⁦ ; rm -rf src ⁩⁦ #⁩⁩`) and a two-line command, read over MCP",
+    times: "2 asks",
+    held: 'shown with ⟪U+XXXX⟫ and ⏎ markers; "always" refused where it cannot mean what it says',
+    escapes: true,
+  },
+  {
+    match: /pytest\.py that shadows the runner/,
+    injected: "a top-level pytest.py that exits 0",
+    times: "1 worker",
+    held: "a check-configuration violation: not built",
+    escapes: true,
+  },
+  {
+    match: /conftest\.py hook/,
+    injected: "a conftest.py hook in the tests folder",
+    times: "1 worker",
+    held: "a check-configuration violation: not built",
+    escapes: true,
+  },
+  {
+    match: /package\.json test script rewritten/,
+    injected: "package.json's test script rewritten to exit 0",
+    times: "1 worker",
+    held: "a check-configuration violation: not built (a new dependency is not one)",
+    escapes: true,
+  },
+  {
+    match: /held-back files: copied in only at grading/,
+    injected: "the worker's own copy of a held-back test, and a symlink where held-back files go",
+    times: "2 tamperings",
+    held: "the held-back test replaces the worker's; the symlink is removed, never followed",
+    escapes: true,
+  },
+  {
+    match: /paths the worker saw/,
+    injected: "code that passes only where its path, HOME or TMPDIR says `grading`",
+    times: "1 check",
+    held: "the checks run at the worker's own paths; no grading folder is visible",
+    escapes: true,
+  },
 ];
 
 export interface FaultRow {
@@ -96,12 +265,30 @@ export function runFaultSuite(root: string): FaultSuite {
   const t0 = Date.now();
   // The llama-server the other parts found (the build cache, PATH): the model-server faults need it named.
   const llama = process.env.LLAMA_SERVER ? null : findLlamaServer();
-  const r = spawnSync("npx", args, { cwd: root, encoding: "utf8", maxBuffer: 64 * 2 ** 20, env: { ...process.env, ...(llama ? { LLAMA_SERVER: llama } : {}) } });
+  const r = spawnSync("npx", args, {
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 64 * 2 ** 20,
+    env: { ...process.env, ...(llama ? { LLAMA_SERVER: llama } : {}) },
+  });
   const wallSec = round((Date.now() - t0) / 1000);
   const command = `npx ${args.slice(0, -2).join(" ")}`;
-  if (!existsSync(out)) return { command, wallSec, passed: 0, failed: 0, skipped: 0, rows: [], error: `vitest wrote no result (exit ${r.status}): ${(r.stderr || r.stdout).trim().split("\n").slice(-5).join(" ")}` };
+  if (!existsSync(out))
+    return {
+      command,
+      wallSec,
+      passed: 0,
+      failed: 0,
+      skipped: 0,
+      rows: [],
+      error: `vitest wrote no result (exit ${r.status}): ${(r.stderr || r.stdout).trim().split("\n").slice(-5).join(" ")}`,
+    };
   const json = JSON.parse(readFileSync(out, "utf8")) as {
-    testResults: { name: string; message?: string; assertionResults: { fullName: string; title: string; status: string; duration?: number; failureMessages?: string[] }[] }[];
+    testResults: {
+      name: string;
+      message?: string;
+      assertionResults: { fullName: string; title: string; status: string; duration?: number; failureMessages?: string[] }[];
+    }[];
   };
   const rows: FaultRow[] = [];
   for (const f of json.testResults) {
@@ -112,13 +299,34 @@ export function runFaultSuite(root: string): FaultSuite {
       const col = (asserted: boolean | undefined) => (!asserted ? "–" : status === "passed" ? "0" : status === "failed" ? "test failed" : "not run");
       const msg = t.failureMessages?.[0] ?? "";
       const where = /test\/integration\/[\w.-]+\.test\.ts:\d+/.exec(msg)?.[0];
-      const note = status === "failed" ? `${msg.split("\n")[0]!.slice(0, 300)}${where ? ` (${where})` : ""}` : status === "skipped" ? skipReason(file) : undefined;
+      const note =
+        status === "failed" ? `${msg.split("\n")[0]!.slice(0, 300)}${where ? ` (${where})` : ""}` : status === "skipped" ? skipReason(file) : undefined;
       rows.push({
-        file, test: t.title, injected: e?.injected ?? t.title, times: e?.times ?? "–", held: e?.held ?? "(see the test)", status,
-        durationSec: round((t.duration ?? 0) / 1000), recordsLost: col(e?.lost), escapes: col(e?.escapes), ...(note ? { note } : {}),
+        file,
+        test: t.title,
+        injected: e?.injected ?? t.title,
+        times: e?.times ?? "–",
+        held: e?.held ?? "(see the test)",
+        status,
+        durationSec: round((t.duration ?? 0) / 1000),
+        recordsLost: col(e?.lost),
+        escapes: col(e?.escapes),
+        ...(note ? { note } : {}),
       });
     }
-    if (!f.assertionResults.length && f.message) rows.push({ file, test: "(file)", injected: "–", times: "–", held: "–", status: "failed", durationSec: 0, recordsLost: "–", escapes: "–", note: f.message.split("\n")[0] });
+    if (!f.assertionResults.length && f.message)
+      rows.push({
+        file,
+        test: "(file)",
+        injected: "–",
+        times: "–",
+        held: "–",
+        status: "failed",
+        durationSec: 0,
+        recordsLost: "–",
+        escapes: "–",
+        note: f.message.split("\n")[0],
+      });
   }
   const count = (s: FaultRow["status"]) => rows.filter((x) => x.status === s).length;
   return { command, wallSec, passed: count("passed"), failed: count("failed"), skipped: count("skipped"), rows };

@@ -23,7 +23,17 @@ const FILE_MODEL: Record<string, MatrixModel> = { "llama-gqa": "llama", "gemma3-
 /** The H200 as engine/hardware/detect.ts sees it (test/fixtures/hardware/nvidia-smi-h200-recorded.csv). */
 export const H200: DeviceBudget = { id: "nvidia0", name: "NVIDIA H200", kind: "gpu", freeBytes: 143156 * MiB, totalBytes: 143771 * MiB };
 
-export const BUFFERS = ["gpu.weights", "gpu.kv", "gpu.recurrent", "gpu.compute", "host.weights", "host.kv", "host.recurrent", "host.compute", "host.output"] as const;
+export const BUFFERS = [
+  "gpu.weights",
+  "gpu.kv",
+  "gpu.recurrent",
+  "gpu.compute",
+  "host.weights",
+  "host.kv",
+  "host.recurrent",
+  "host.compute",
+  "host.output",
+] as const;
 export type Buffer = (typeof BUFFERS)[number];
 
 /** A CUDA llama-server log (-v) with the recorder's `#` lines (flags, nvidia-smi samples). */
@@ -108,8 +118,14 @@ function perBuffer(e: Estimate): Record<Buffer, number> {
   const g = e.perDevice.find((d) => d.kind === "gpu")!;
   const h = e.perDevice.find((d) => d.kind === "cpu")!;
   return {
-    "gpu.weights": (g.weightsBytes ?? 0) / MiB, "gpu.kv": g.kvBytes / MiB, "gpu.recurrent": g.recurrentBytes / MiB, "gpu.compute": g.computeBytes / MiB,
-    "host.weights": (h.weightsBytes ?? 0) / MiB, "host.kv": h.kvBytes / MiB, "host.recurrent": h.recurrentBytes / MiB, "host.compute": h.computeBytes / MiB,
+    "gpu.weights": (g.weightsBytes ?? 0) / MiB,
+    "gpu.kv": g.kvBytes / MiB,
+    "gpu.recurrent": g.recurrentBytes / MiB,
+    "gpu.compute": g.computeBytes / MiB,
+    "host.weights": (h.weightsBytes ?? 0) / MiB,
+    "host.kv": h.kvBytes / MiB,
+    "host.recurrent": h.recurrentBytes / MiB,
+    "host.compute": h.computeBytes / MiB,
     "host.output": h.outputBytes / MiB,
   };
 }
@@ -138,7 +154,9 @@ export const errPct = (est: number, logged: number) => (logged > 0 ? ((est - log
 export async function fitCuda(root: string): Promise<CudaFitResult> {
   const dir = path.join(root, "test", "fixtures", "llama-logs", "cuda-h200");
   const cases: CudaFitCase[] = [];
-  for (const name of readdirSync(dir).filter((n) => /^\d+-.*\.log$/.test(n)).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((n) => /^\d+-.*\.log$/.test(n))
+    .sort()) {
     const log = parseCudaLog(readFileSync(path.join(dir, name), "utf8"));
     const o = optionsFor(log.flags);
     const e = await estimateFor(log.model, o);
@@ -146,18 +164,33 @@ export async function fitCuda(root: string): Promise<CudaFitResult> {
     const gpuLogged = log.mib["gpu.weights"] + log.mib["gpu.kv"] + log.mib["gpu.recurrent"] + log.mib["gpu.compute"];
     const usedDelta = log.smiReady !== null && log.smiBefore !== null ? log.smiReady - log.smiBefore : null;
     cases.push({
-      log, est: perBuffer(e), estFa: perBuffer(eFa),
-      estGpuTotal: e.perDevice[0]!.totalBytes / MiB, estGpuTotalFa: eFa.perDevice[0]!.totalBytes / MiB,
-      usedDelta, overhead: usedDelta === null ? null : round(usedDelta - gpuLogged, 2),
+      log,
+      est: perBuffer(e),
+      estFa: perBuffer(eFa),
+      estGpuTotal: e.perDevice[0]!.totalBytes / MiB,
+      estGpuTotalFa: eFa.perDevice[0]!.totalBytes / MiB,
+      usedDelta,
+      overhead: usedDelta === null ? null : round(usedDelta - gpuLogged, 2),
     });
   }
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
-  const byBuffer = Object.fromEntries(BUFFERS.map((b) => {
-    const with_ = cases.filter((c) => c.log.mib[b] > 0);
-    const e1 = with_.map((c) => Math.abs(errPct(c.est[b], c.log.mib[b])));
-    const e2 = with_.map((c) => Math.abs(errPct(c.estFa[b], c.log.mib[b])));
-    return [b, { n: with_.length, maxErrPct: round(Math.max(0, ...e1), 2), meanErrPct: round(mean(e1), 2), maxErrPctFa: round(Math.max(0, ...e2), 2), meanErrPctFa: round(mean(e2), 2) }];
-  })) as CudaFitResult["byBuffer"];
+  const byBuffer = Object.fromEntries(
+    BUFFERS.map((b) => {
+      const with_ = cases.filter((c) => c.log.mib[b] > 0);
+      const e1 = with_.map((c) => Math.abs(errPct(c.est[b], c.log.mib[b])));
+      const e2 = with_.map((c) => Math.abs(errPct(c.estFa[b], c.log.mib[b])));
+      return [
+        b,
+        {
+          n: with_.length,
+          maxErrPct: round(Math.max(0, ...e1), 2),
+          meanErrPct: round(mean(e1), 2),
+          maxErrPctFa: round(Math.max(0, ...e2), 2),
+          meanErrPctFa: round(mean(e2), 2),
+        },
+      ];
+    }),
+  ) as CudaFitResult["byBuffer"];
   const ov = cases.map((c) => c.overhead).filter((x): x is number => x !== null);
   return { cases, byBuffer, overheadMiB: { min: Math.min(...ov), max: Math.max(...ov), mean: round(mean(ov), 1) } };
 }
@@ -168,33 +201,50 @@ const pct = (x: number) => (Number.isFinite(x) ? `${x >= 0 ? "+" : ""}${x.toFixe
 /** Markdown tables: per case and buffer, the summary by buffer, and memory.used against the logged CUDA0 buffers. */
 export function formatCudaFit(r: CudaFitResult): string {
   const out: string[] = [];
-  out.push("| case | flags | FA | buffer | logged MiB | est (-fa auto) | err % | est (FA as resolved) | err % |", "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |");
+  out.push(
+    "| case | flags | FA | buffer | logged MiB | est (-fa auto) | err % | est (FA as resolved) | err % |",
+    "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+  );
   for (const c of r.cases) {
     for (const b of BUFFERS) {
       const l = c.log.mib[b];
       if (l === 0 && c.est[b] < 0.005 && c.estFa[b] < 0.005) continue;
-      out.push(`| ${c.log.id} | ${c.log.flags.join(" ")} | ${c.log.flashAttn} | ${b} | ${f2(l)} | ${f2(c.est[b])} | ${pct(errPct(c.est[b], l))} | ${f2(c.estFa[b])} | ${pct(errPct(c.estFa[b], l))} |`);
+      out.push(
+        `| ${c.log.id} | ${c.log.flags.join(" ")} | ${c.log.flashAttn} | ${b} | ${f2(l)} | ${f2(c.est[b])} | ${pct(errPct(c.est[b], l))} | ${f2(c.estFa[b])} | ${pct(errPct(c.estFa[b], l))} |`,
+      );
     }
   }
-  out.push("", "| buffer | cases | max err % (-fa auto) | mean err % | max err % (FA as resolved) | mean err % |", "| --- | ---: | ---: | ---: | ---: | ---: |");
+  out.push(
+    "",
+    "| buffer | cases | max err % (-fa auto) | mean err % | max err % (FA as resolved) | mean err % |",
+    "| --- | ---: | ---: | ---: | ---: | ---: |",
+  );
   for (const b of BUFFERS) {
     const s = r.byBuffer[b];
     out.push(`| ${b} | ${s.n} | ${s.maxErrPct} | ${s.meanErrPct} | ${s.maxErrPctFa} | ${s.meanErrPctFa} |`);
   }
-  out.push("", "| case | flags | memory.used before → loaded | Δ MiB | process MiB | logged CUDA0 MiB | Δ − logged (context etc.) | llama.cpp 'unaccounted' | est GPU total (-fa auto) | err % | est GPU total (FA as resolved) | err % |");
+  out.push(
+    "",
+    "| case | flags | memory.used before → loaded | Δ MiB | process MiB | logged CUDA0 MiB | Δ − logged (context etc.) | llama.cpp 'unaccounted' | est GPU total (-fa auto) | err % | est GPU total (FA as resolved) | err % |",
+  );
   out.push("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const c of r.cases) {
     const g = c.log.mib["gpu.weights"] + c.log.mib["gpu.kv"] + c.log.mib["gpu.recurrent"] + c.log.mib["gpu.compute"];
     const d = c.usedDelta;
-    out.push(`| ${c.log.id} | ${c.log.flags.join(" ")} | ${c.log.smiBefore} → ${c.log.smiReady} | ${d ?? "n/a"} | ${c.log.smiProcess ?? "n/a"} | ${f2(g)} | ${c.overhead ?? "n/a"} | ${c.log.breakdown?.unaccounted ?? "n/a"} | ${f2(c.estGpuTotal)} | ${d ? pct(errPct(c.estGpuTotal, d)) : "n/a"} | ${f2(c.estGpuTotalFa)} | ${d ? pct(errPct(c.estGpuTotalFa, d)) : "n/a"} |`);
+    out.push(
+      `| ${c.log.id} | ${c.log.flags.join(" ")} | ${c.log.smiBefore} → ${c.log.smiReady} | ${d ?? "n/a"} | ${c.log.smiProcess ?? "n/a"} | ${f2(g)} | ${c.overhead ?? "n/a"} | ${c.log.breakdown?.unaccounted ?? "n/a"} | ${f2(c.estGpuTotal)} | ${d ? pct(errPct(c.estGpuTotal, d)) : "n/a"} | ${f2(c.estGpuTotalFa)} | ${d ? pct(errPct(c.estGpuTotalFa, d)) : "n/a"} |`,
+    );
   }
   out.push("", `memory.used − logged CUDA0 buffers: min ${r.overheadMiB.min}, max ${r.overheadMiB.max}, mean ${r.overheadMiB.mean} MiB`);
   return out.join("\n");
 }
 
 if (process.argv[1] && /fit-cuda\.ts$/.test(process.argv[1])) {
-  fitCuda(path.resolve(__dirname, "..")).then((r) => console.log(formatCudaFit(r)), (e) => {
-    console.error(e);
-    process.exit(1);
-  });
+  fitCuda(path.resolve(__dirname, "..")).then(
+    (r) => console.log(formatCudaFit(r)),
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
 }

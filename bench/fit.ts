@@ -23,7 +23,6 @@ const SPECS: Record<ModelName, ModelSpec> = {
 };
 const LOG_MODEL: Record<string, ModelName> = { "llama-gqa": "llama", "gemma3-swa": "gemma3", "lfm2-hybrid": "lfm2" };
 
-
 const BUFFERS = ["kv", "recurrent", "weights", "output", "compute"] as const;
 type Buffer = (typeof BUFFERS)[number];
 
@@ -60,8 +59,20 @@ function compare(model: ModelName, flags: string[], logText: string, e: Awaited<
   // The log prints MiB with two decimals: compare at that precision.
   const m2 = (bytes: number) => round(bytes / MiB, 2);
   const mib: FitCase["mib"] = {
-    kv: [round(log.kv.reduce((a, k) => a + k.MiB, 0), 2), m2(e.kvBytes)],
-    recurrent: [round(log.recurrent.reduce((a, r) => a + r.MiB, 0), 2), m2(e.recurrentBytes)],
+    kv: [
+      round(
+        log.kv.reduce((a, k) => a + k.MiB, 0),
+        2,
+      ),
+      m2(e.kvBytes),
+    ],
+    recurrent: [
+      round(
+        log.recurrent.reduce((a, r) => a + r.MiB, 0),
+        2,
+      ),
+      m2(e.recurrentBytes),
+    ],
     weights: [round(sum(log.modelMiB), 2), m2(e.weightsBytes ?? 0)],
     output: [round(sum(log.outputMiB), 2), m2(e.outputBytes)],
     compute: [round(sum(log.computeMiB), 2), m2(e.computeBytes)],
@@ -83,7 +94,9 @@ function summarize(source: string, cases: FitCase[]): FitResult {
     meanErrPct: round(mean(all), 2),
     totalMaxErrPct: round(Math.max(...totals), 2),
     totalMeanErrPct: round(mean(totals), 2),
-    byBuffer: Object.fromEntries(BUFFERS.map((b) => [b, { maxErrPct: round(Math.max(0, ...errs(b)), 2), meanErrPct: round(mean(errs(b)), 2), n: errs(b).length }])) as FitResult["byBuffer"],
+    byBuffer: Object.fromEntries(
+      BUFFERS.map((b) => [b, { maxErrPct: round(Math.max(0, ...errs(b)), 2), meanErrPct: round(mean(errs(b)), 2), n: errs(b).length }]),
+    ) as FitResult["byBuffer"],
   };
 }
 
@@ -91,7 +104,9 @@ function summarize(source: string, cases: FitCase[]): FitResult {
 export async function fitRecorded(root: string): Promise<FitResult> {
   const dir = path.join(root, "test", "fixtures", "llama-logs");
   const cases: FitCase[] = [];
-  for (const name of readdirSync(dir).filter((n) => n.endsWith(".log")).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((n) => n.endsWith(".log"))
+    .sort()) {
     const key = Object.keys(LOG_MODEL).find((k) => name.startsWith(`${k}-`));
     if (!key) continue;
     const model = LOG_MODEL[key]!;
@@ -113,7 +128,13 @@ export async function fitLive(): Promise<FitResult | null> {
     for (const { model, flags } of FIT_MATRIX) {
       const port = await freePort();
       const logFile = path.join(tmp, `${model}-${flags.join("_")}.log`);
-      const s = await startLlamaServer({ bin, args: ["-m", files[model], "--host", "127.0.0.1", "--port", String(port), "-fit", "off", "-lv", "4", ...flags], apiKey: null, logFile, port });
+      const s = await startLlamaServer({
+        bin,
+        args: ["-m", files[model], "--host", "127.0.0.1", "--port", String(port), "-fit", "off", "-lv", "4", ...flags],
+        apiKey: null,
+        logFile,
+        port,
+      });
       await stopPid(s.pid);
       cases.push(compare(model, flags, readFileSync(logFile, "utf8"), await estimateFor(model, flags)));
     }

@@ -46,7 +46,7 @@ export async function gateRig(model: ScriptedModel): Promise<GateRig> {
       } catch {
         // reopened below
       }
-      if (!abort.signal.aborted) (reconnects++, await sleep(50));
+      if (!abort.signal.aborted) reconnects++, await sleep(50);
     }
   })();
   return {
@@ -74,7 +74,15 @@ export async function gateLatency(gate: GateRig, n: number, rounds: number): Pro
     const seenEvent = new Map<string, number>();
     const seenPoll = new Map<string, number>();
     const cursor = (await gate.client.health.query()).cursor;
-    const sub = gate.client.events.subscribe({ lastEventId: cursor }, { onData: ({ data }) => { const e = data as EngineEvent; if (e.type === "ask.opened") seenEvent.set(e.ask.id, Date.now()); } });
+    const sub = gate.client.events.subscribe(
+      { lastEventId: cursor },
+      {
+        onData: ({ data }) => {
+          const e = data as EngineEvent;
+          if (e.type === "ask.opened") seenEvent.set(e.ask.id, Date.now());
+        },
+      },
+    );
     let polling = true;
     const poller = (async () => {
       while (polling) {
@@ -86,7 +94,9 @@ export async function gateLatency(gate: GateRig, n: number, rounds: number): Pro
         await sleep(1000);
       }
     })();
-    const { workerIds } = await gate.client.workers.startBatch.mutate({ tasks: Array.from({ length: n }, (_, i) => ({ task: `BENCH-GATE ${r}-${i}`, directory: dir })) });
+    const { workerIds } = await gate.client.workers.startBatch.mutate({
+      tasks: Array.from({ length: n }, (_, i) => ({ task: `BENCH-GATE ${r}-${i}`, directory: dir })),
+    });
     await settle(gate.client, workerIds, undefined, 300_000);
     polling = false;
     await poller;

@@ -79,7 +79,9 @@ export async function manyWorkers(engine: TestEngine, count: number, deadlineMs 
     // process can miss that: try again rather than lose the run.
     for (let attempt = 1; ; attempt++) {
       try {
-        const r = await engine.client.workers.startBatch.mutate({ tasks: Array.from({ length: n }, (_, j) => ({ task: `BENCH-TINY ${i + j}`, directory: dir })) });
+        const r = await engine.client.workers.startBatch.mutate({
+          tasks: Array.from({ length: n }, (_, j) => ({ task: `BENCH-TINY ${i + j}`, directory: dir })),
+        });
         ids.push(...r.workerIds);
         break;
       } catch (err) {
@@ -110,28 +112,34 @@ export async function manyWorkers(engine: TestEngine, count: number, deadlineMs 
           ? `stopped after ${finishedIn(current)} workers: asked to stop (${STOP_FILE} appeared) to leave the machine to the rest of the bench`
           : `stopped after ${finishedIn(current)} workers: the run's time limit (${((deadlineMs - t0) / 60_000).toFixed(0)} min) was reached`;
     log(stopped);
-    for (const w of current.values()) if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
+    for (const w of current.values())
+      if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
   }, 2000);
   let r!: Awaited<ReturnType<typeof follow>>;
   try {
     // A dropped connection (ECONNRESET under load) is followed again from a fresh snapshot; a dead engine ends the run.
     for (let attempt = 0; ; attempt++) {
       try {
-    r = await follow(engine.client, ids, {
-      timeoutMs: 3 * 60 * 60_000,
-      onEvent: (_e, ws) => {
-        current = ws;
-        const finished = finishedIn(ws);
-        if (finished >= nextSample) {
-          sample(finished);
-          nextSample = finished + every;
-        }
-      },
-    });
+        r = await follow(engine.client, ids, {
+          timeoutMs: 3 * 60 * 60_000,
+          onEvent: (_e, ws) => {
+            current = ws;
+            const finished = finishedIn(ws);
+            if (finished >= nextSample) {
+              sample(finished);
+              nextSample = finished + every;
+            }
+          },
+        });
         break;
       } catch (err) {
-        if (engine.proc.exitCode !== null || engine.proc.signalCode || attempt >= 20) throw new Error(`the engine ended during the many-workers run (${engine.proc.exitCode ?? engine.proc.signalCode}): ${(err as Error).message}; its log: ${engine.stderr().slice(-2000)}`);
-        log(`  following the workers failed (${(err as Error).message}: ${String((err as { cause?: Error }).cause?.message ?? "")}); the engine is up: following again`);
+        if (engine.proc.exitCode !== null || engine.proc.signalCode || attempt >= 20)
+          throw new Error(
+            `the engine ended during the many-workers run (${engine.proc.exitCode ?? engine.proc.signalCode}): ${(err as Error).message}; its log: ${engine.stderr().slice(-2000)}`,
+          );
+        log(
+          `  following the workers failed (${(err as Error).message}: ${String((err as { cause?: Error }).cause?.message ?? "")}); the engine is up: following again`,
+        );
         await sleep(2000);
       }
     }
@@ -151,7 +159,18 @@ export async function manyWorkers(engine: TestEngine, count: number, deadlineMs 
   samples.push({ finished, sec: round(wallMs / 1000), rssMb: rssMbAfter, opencodeRssMb: rssOf(oc) });
   cleanup(dir);
   return {
-    workers: count, finished, wallMs, rssMbBefore, rssMbAfter, rssMbPeak, opencodeRssMbBefore, opencodeRssMbAfter: rssOf(oc),
-    logBytes, logBytesOfRun: logBytes - logsBefore, samples, finalStates, ...(stopped ? { stopped } : {}),
+    workers: count,
+    finished,
+    wallMs,
+    rssMbBefore,
+    rssMbAfter,
+    rssMbPeak,
+    opencodeRssMbBefore,
+    opencodeRssMbAfter: rssOf(oc),
+    logBytes,
+    logBytesOfRun: logBytes - logsBefore,
+    samples,
+    finalStates,
+    ...(stopped ? { stopped } : {}),
   };
 }

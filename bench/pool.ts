@@ -33,9 +33,19 @@ export interface PoolBench {
 }
 
 const SCRIPTS = (m: { hang: boolean }) => [
-  { name: "pool", match: /BENCH-POOL (\d+)/, script: (c: { turnStep: number; firstUserText: string }) => (c.turnStep === 0 ? writeFile(`p${/BENCH-POOL (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n") : { text: "OUTCOME: built" }) },
+  {
+    name: "pool",
+    match: /BENCH-POOL (\d+)/,
+    script: (c: { turnStep: number; firstUserText: string }) =>
+      c.turnStep === 0 ? writeFile(`p${/BENCH-POOL (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n") : { text: "OUTCOME: built" },
+  },
   { name: "hang", match: /BENCH-HANG/, script: () => (m.hang ? { hang: true as const } : { text: "OUTCOME: honest-failure — bench" }) },
-  { name: "ask", match: /BENCH-ASK (\d+)/, script: (c: { turnStep: number; firstUserText: string }) => (c.turnStep === 0 ? writeFile(`a${/BENCH-ASK (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n") : { text: "OUTCOME: built" }) },
+  {
+    name: "ask",
+    match: /BENCH-ASK (\d+)/,
+    script: (c: { turnStep: number; firstUserText: string }) =>
+      c.turnStep === 0 ? writeFile(`a${/BENCH-ASK (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n") : { text: "OUTCOME: built" },
+  },
 ];
 
 async function endpoints(n: number, slots: number, hang: { hang: boolean }): Promise<ScriptedModel[]> {
@@ -66,7 +76,9 @@ async function batch(engine: TestEngine, targetId: string, n: number, tag: strin
     }
   })();
   try {
-    const { workerIds } = await engine.client.workers.startBatch.mutate({ tasks: Array.from({ length: n }, (_, i) => ({ task: `BENCH-POOL ${i} ${tag}`, directory: dir, targetId, checks: [{ file: `p${i}.txt` }] })) });
+    const { workerIds } = await engine.client.workers.startBatch.mutate({
+      tasks: Array.from({ length: n }, (_, i) => ({ task: `BENCH-POOL ${i} ${tag}`, directory: dir, targetId, checks: [{ file: `p${i}.txt` }] })),
+    });
     const done = await settle(engine.client, workerIds, () => "once", 600_000);
     return { wallMs: performance.now() - t0, built: [...done.values()].filter((w) => w.state === "built").length, maxOn };
   } finally {
@@ -77,7 +89,13 @@ async function batch(engine: TestEngine, targetId: string, n: number, tag: strin
 }
 
 /** Kills (closes) one endpoint of the pool under its workers and times until the engine shows it down. */
-async function removal(engine: TestEngine, ms: ScriptedModel[], targetId: string, how: "mid-call" | "idle", hang: { hang: boolean }): Promise<{ ms: number; on: number; endedElsewhere: number }> {
+async function removal(
+  engine: TestEngine,
+  ms: ScriptedModel[],
+  targetId: string,
+  how: "mid-call" | "idle",
+  hang: { hang: boolean },
+): Promise<{ ms: number; on: number; endedElsewhere: number }> {
   const dir = makeRepo();
   const victim = ms.at(-1)!;
   hang.hang = true;
@@ -85,12 +103,16 @@ async function removal(engine: TestEngine, ms: ScriptedModel[], targetId: string
     // One worker per slot of the pool, so the victim has workers; mid-call they hang in a model call, idle they wait on an ask.
     const slots = ms.length * 2;
     const task = (i: number) => (how === "mid-call" ? `BENCH-HANG ${i}` : `BENCH-ASK ${i}`);
-    const { workerIds } = await engine.client.workers.startBatch.mutate({ tasks: Array.from({ length: slots }, (_, i) => ({ task: task(i), directory: dir, targetId })) });
+    const { workerIds } = await engine.client.workers.startBatch.mutate({
+      tasks: Array.from({ length: slots }, (_, i) => ({ task: task(i), directory: dir, targetId })),
+    });
     const deadline = Date.now() + 120_000;
     let onVictim: string[] = [];
     for (; Date.now() < deadline; await sleep(50)) {
       const ws = (await engine.client.workers.list.query()).filter((w) => workerIds.includes(w.id));
-      onVictim = ws.filter((w) => w.endpoint === victim.url && (how === "mid-call" ? w.state === "running" && victim.inFlight() > 0 : w.state === "waiting-approval")).map((w) => w.id);
+      onVictim = ws
+        .filter((w) => w.endpoint === victim.url && (how === "mid-call" ? w.state === "running" && victim.inFlight() > 0 : w.state === "waiting-approval"))
+        .map((w) => w.id);
       if (onVictim.length) break;
     }
     if (!onVictim.length) throw new Error(`no worker reached the victim endpoint ${how} within 120 s`);
@@ -161,7 +183,9 @@ export async function poolBench(o: { reps: number; tasks?: number; endpoints?: n
           singleRuns.push(r.wallMs);
           builtSingle = Math.min(builtSingle, r.built);
         }
-        log(`pool bench (run ${rep + 1}/${o.reps}): ${tasks} tasks on ${side === "pool" ? `${n} endpoints × ${slots} slots` : `1 endpoint × ${slots * n} slots`}: ${Math.round(r.wallMs)} ms, ${r.built} built`);
+        log(
+          `pool bench (run ${rep + 1}/${o.reps}): ${tasks} tasks on ${side === "pool" ? `${n} endpoints × ${slots} slots` : `1 endpoint × ${slots * n} slots`}: ${Math.round(r.wallMs)} ms, ${r.built} built`,
+        );
       }
       for (const how of ["mid-call", "idle"] as const) {
         // A fresh pool for each death (the victim does not come back in this bench; the test covers its return).
@@ -172,7 +196,9 @@ export async function poolBench(o: { reps: number; tasks?: number; endpoints?: n
           (how === "mid-call" ? midCall : idle).push(r.ms);
           moved.on += r.on;
           moved.endedElsewhere += r.endedElsewhere;
-          log(`pool bench (run ${rep + 1}/${o.reps}): endpoint killed ${how}: out of admission after ${Math.round(r.ms)} ms; ${r.endedElsewhere} of its ${r.on} workers ended on another endpoint`);
+          log(
+            `pool bench (run ${rep + 1}/${o.reps}): endpoint killed ${how}: out of admission after ${Math.round(r.ms)} ms; ${r.endedElsewhere} of its ${r.on} workers ended on another endpoint`,
+          );
         } finally {
           for (const m of ms) await m.close().catch(() => undefined);
         }
@@ -191,7 +217,10 @@ export async function poolBench(o: { reps: number; tasks?: number; endpoints?: n
     reps: o.reps,
     poolMs: spread(poolRuns, 0),
     singleMs: spread(singleRuns, 0),
-    ratio: spread(poolRuns.map((p, i) => p / singleRuns[i]!), 2),
+    ratio: spread(
+      poolRuns.map((p, i) => p / singleRuns[i]!),
+      2,
+    ),
     builtPool,
     builtSingle,
     maxOnEndpoint,

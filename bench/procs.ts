@@ -31,7 +31,7 @@ export function descendants(pid: number): number[] {
   }
   const out: number[] = [];
   const walk = (p: number) => {
-    for (const c of children.get(p) ?? []) (out.push(c), walk(c));
+    for (const c of children.get(p) ?? []) out.push(c), walk(c);
   };
   walk(pid);
   return out;

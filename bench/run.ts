@@ -26,7 +26,7 @@ import { fmt, log, median, round, spread, type Spread } from "./stats";
 
 const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..", "..");
 const REPORT_JSON = path.join(ROOT, "bench", "report.json");
-const REPORT_MD = path.join(ROOT, "bench", "report.md");
+const _REPORT_MD = path.join(ROOT, "bench", "report.md");
 
 function flag(name: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -41,7 +41,9 @@ const repoFiles = Number(flag("--repo-files") ?? (quick ? 500 : 3000));
 const PARTS = ["startup", "fit", "gate", "batch", "repo", "scale", "many", "pool", "attempts", "setup", "faults"] as const;
 type Part = (typeof PARTS)[number];
 /** `--only a,b`: measure just those parts; the rest of the report is the committed one, written to bench/tmp/. */
-const only = flag("--only")?.split(",").map((x) => x.trim()) as Part[] | undefined;
+const only = flag("--only")
+  ?.split(",")
+  .map((x) => x.trim()) as Part[] | undefined;
 const skip = new Set((flag("--skip")?.split(",") ?? []).map((x) => x.trim()));
 if (process.argv.includes("--no-faults")) skip.add("faults");
 const runs = (p: Part) => (!only || only.includes(p)) && !skip.has(p);
@@ -71,7 +73,15 @@ const HELP = `npm run bench -- [--quick] [--reps N] [--workers N] [--scale N] [-
 
 /** The fit's headline figures: the live matrix where it ran (the fuller comparison), else the recorded logs. */
 function headline(f: FitResult) {
-  return { maxErrPct: f.maxErrPct, meanErrPct: f.meanErrPct, totalMaxErrPct: f.totalMaxErrPct, totalMeanErrPct: f.totalMeanErrPct, source: f.source, n: f.cases.length, byBuffer: f.byBuffer };
+  return {
+    maxErrPct: f.maxErrPct,
+    meanErrPct: f.meanErrPct,
+    totalMaxErrPct: f.totalMaxErrPct,
+    totalMeanErrPct: f.totalMeanErrPct,
+    source: f.source,
+    n: f.cases.length,
+    byBuffer: f.byBuffer,
+  };
 }
 
 const OUT_JSON = () => (outFlag ? path.resolve(outFlag) : partial && !intoReport ? path.join(ROOT, "bench", "tmp", "report.json") : REPORT_JSON);
@@ -114,7 +124,19 @@ async function measure() {
         partErrors: { ...Object.fromEntries(Object.entries(base.partErrors ?? {}).filter(([p]) => !now.includes(p as Part))), ...partErrors },
         partLoad: { ...(base.partLoad ?? {}), ...partLoad },
         // An earlier rerun whose parts were all measured again now says nothing of what the report holds.
-        reruns: [...(base.reruns ?? []).filter((x) => !x.split(" measured again")[0]!.split(", ").every((p) => now.includes(p as Part))), `${now.join(", ")} measured again at ${new Date().toISOString()}, ${reps} repetition${reps > 1 ? "s" : ""}, code ${gitState()} (load ${loadAtStart.join(", ")} → ${os.loadavg().map((x) => round(x, 2)).join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`],
+        reruns: [
+          ...(base.reruns ?? []).filter(
+            (x) =>
+              !x
+                .split(" measured again")[0]!
+                .split(", ")
+                .every((p) => now.includes(p as Part)),
+          ),
+          `${now.join(", ")} measured again at ${new Date().toISOString()}, ${reps} repetition${reps > 1 ? "s" : ""}, code ${gitState()} (load ${loadAtStart.join(", ")} → ${os
+            .loadavg()
+            .map((x) => round(x, 2))
+            .join(", ")}, ${round((Date.now() - started) / 1000)} s) and put into this report`,
+        ],
         range,
       });
       write(report);
@@ -123,7 +145,11 @@ async function measure() {
     const opencodePkg = path.join(ROOT, "node_modules", "opencode-ai", "package.json");
     Object.assign(report, {
       machine: {
-        cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memGb: round(os.totalmem() / 2 ** 30), node: process.version, platform: `${os.platform()} ${os.release()}`,
+        cpus: os.cpus().length,
+        cpu: os.cpus()[0]?.model,
+        memGb: round(os.totalmem() / 2 ** 30),
+        node: process.version,
+        platform: `${os.platform()} ${os.release()}`,
         opencode: existsSync(opencodePkg) ? (JSON.parse(readFileSync(opencodePkg, "utf8")) as { version: string }).version : "unknown",
         loadBefore: loadAtStart,
         commit: gitState(),
@@ -176,7 +202,9 @@ async function measure() {
         script: (c) => {
           // A paced batch's model takes PACED_MODEL_MS before each turn's first token, as a fast API model does.
           const silentMs = c.firstUserText.includes(PACED) ? PACED_MODEL_MS : 0;
-          return c.turnStep === 0 ? { ...writeFile(`f${/BENCH-BATCH (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n"), silentMs } : { text: "OUTCOME: built", silentMs };
+          return c.turnStep === 0
+            ? { ...writeFile(`f${/BENCH-BATCH (\d+)/.exec(c.firstUserText)![1]}.txt`, "x\n"), silentMs }
+            : { text: "OUTCOME: built", silentMs };
         },
       },
       { name: "tiny", match: /BENCH-TINY/, script: () => ({ text: "OUTCOME: honest-failure — bench" }) },
@@ -194,7 +222,15 @@ async function measure() {
       detect.push(await timeDetection());
     }
     startupMs.engine = put("startupMs.engine", engineRuns, 0);
-    report.hardware = { detectMs: put("hardware.detectMs", detect.map((d) => d.ms), 0), gpus: detect[0]!.gpus, probes: detect[0]!.probes };
+    report.hardware = {
+      detectMs: put(
+        "hardware.detectMs",
+        detect.map((d) => d.ms),
+        0,
+      ),
+      gpus: detect[0]!.gpus,
+      probes: detect[0]!.probes,
+    };
     log(`engine start-up ${startupMs.engine} ms; hardware detection ${report.hardware.detectMs} ms`);
 
     const attachTo = await startEngine();
@@ -208,7 +244,9 @@ async function measure() {
       coldCall.push(c.firstCallMs);
     }
     report.mcpContext = { ...report.mcpContext, ...(await mcpDefinitions(attachTo.stateDir)) };
-    log(`ocw mcp tool definitions: ${report.mcpContext.tools} tools, ${report.mcpContext.definitionChars} characters; instructions ${report.mcpContext.instructionsChars}`);
+    log(
+      `ocw mcp tool definitions: ${report.mcpContext.tools} tools, ${report.mcpContext.definitionChars} characters; instructions ${report.mcpContext.instructionsChars}`,
+    );
     await attachTo.kill();
     cleanup(attachTo.stateDir);
     startupMs.mcpToolsList = put("startupMs.mcpToolsList", warmMcp, 0);
@@ -250,7 +288,9 @@ async function measure() {
       for (const n of sizes) {
         const r = await gateLatency(rig, n, n === 1 ? (quick ? 3 : 5) : n <= 4 ? 2 : 1);
         gateRuns.set(n, [...(gateRuns.get(n) ?? []), r]);
-        log(`gate w${n} (run ${rep + 1}/${reps}): event p50 ${r.event.p50} ms p99 ${r.event.p99} ms | 1 s poll p50 ${r.poll.p50} p99 ${r.poll.p99} (stream reopened ${rig.reconnects()}×)`);
+        log(
+          `gate w${n} (run ${rep + 1}/${reps}): event p50 ${r.event.p50} ms p99 ${r.event.p99} ms | 1 s poll p50 ${r.poll.p50} p99 ${r.poll.p99} (stream reopened ${rig.reconnects()}×)`,
+        );
       }
     }
     report.gateStreamReconnects = rig.reconnects();
@@ -261,7 +301,17 @@ async function measure() {
       // A repetition whose observer saw no ask has no figure: it is left out of the median (its n shows it), not counted as 0.
       const sum = (which: "event" | "poll", into: Record<string, Latency>, key: string) => {
         const runs = all.filter((r) => r[which].n > 0);
-        into[`w${n}`] = { p50: put(`${key}.w${n}.p50`, runs.map((r) => r[which].p50)), p99: put(`${key}.w${n}.p99`, runs.map((r) => r[which].p99)), n: runs.reduce((a, r) => a + r[which].n, 0) };
+        into[`w${n}`] = {
+          p50: put(
+            `${key}.w${n}.p50`,
+            runs.map((r) => r[which].p50),
+          ),
+          p99: put(
+            `${key}.w${n}.p99`,
+            runs.map((r) => r[which].p99),
+          ),
+          n: runs.reduce((a, r) => a + r[which].n, 0),
+        };
       };
       sum("event", gateLatencyMs, "gateLatencyMs");
       sum("poll", pollMs, "pollMs");
@@ -275,100 +325,115 @@ async function measure() {
 
   if (runs("batch")) await guard("batch", () => batches(model, report, put));
 
-  if (runs("repo")) await guard("repo", async () => {
-    log(`private repository vs worktree on a ${repoFiles}-file repository (${Math.max(3, reps * 2)} each)…`);
-    const c = await repoCost(repoFiles, Math.max(3, reps * 2));
-    const priv = put("privateRepo.privateRepo.medianMs", c.privateRepo.ms, 0);
-    const wt = put("privateRepo.worktree.medianMs", c.worktree.ms, 0);
-    report.privateRepo = { ...c, privateRepoMs: priv, worktreeMs: wt, timeRatio: round(priv / wt, 2) };
-    log(`  private repo ${priv} ms, ${c.privateRepo.kb} KB (${c.privateRepo.metaKb} KB git) | worktree ${wt} ms, ${c.worktree.kb} KB (${c.worktree.metaKb} KB git)`);
-  });
+  if (runs("repo"))
+    await guard("repo", async () => {
+      log(`private repository vs worktree on a ${repoFiles}-file repository (${Math.max(3, reps * 2)} each)…`);
+      const c = await repoCost(repoFiles, Math.max(3, reps * 2));
+      const priv = put("privateRepo.privateRepo.medianMs", c.privateRepo.ms, 0);
+      const wt = put("privateRepo.worktree.medianMs", c.worktree.ms, 0);
+      report.privateRepo = { ...c, privateRepoMs: priv, worktreeMs: wt, timeRatio: round(priv / wt, 2) };
+      log(
+        `  private repo ${priv} ms, ${c.privateRepo.kb} KB (${c.privateRepo.metaKb} KB git) | worktree ${wt} ms, ${c.worktree.kb} KB (${c.worktree.metaKb} KB git)`,
+      );
+    });
 
-  if (runs("scale")) await guard("scale", async () => {
-    const engine = await startEngine();
-    try {
-      log(`${scaleCount} workers at once (${scaleCount} slots, sandbox on)…`);
-      const c = await concurrent(engine, model, scaleCount);
-      log(`  ${c.built}/${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} at once; opencode serve peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker); ${c.errors.length} errors`);
-      for (const e of c.errors) log(`  ${e}`);
-      report.scale = { ...(report.scale ?? {}), concurrent: c } as Report["scale"];
-    } finally {
-      await engine.kill();
-      cleanup(engine.stateDir);
-    }
-  });
+  if (runs("scale"))
+    await guard("scale", async () => {
+      const engine = await startEngine();
+      try {
+        log(`${scaleCount} workers at once (${scaleCount} slots, sandbox on)…`);
+        const c = await concurrent(engine, model, scaleCount);
+        log(
+          `  ${c.built}/${c.workers} built in ${(c.wallMs / 1000).toFixed(1)} s, at most ${c.maxActive} at once; opencode serve peak ${c.opencodeRssMbPeak} MB (${c.opencodeRssMbPerWorker} MB per worker); ${c.errors.length} errors`,
+        );
+        for (const e of c.errors) log(`  ${e}`);
+        report.scale = { ...(report.scale ?? {}), concurrent: c } as Report["scale"];
+      } finally {
+        await engine.kill();
+        cleanup(engine.stateDir);
+      }
+    });
 
-  if (runs("many")) await guard("many", async () => {
-    // Many finished workers on a fresh engine, so its "before" holds nothing but one warm-up worker.
-    const fresh = await startEngine();
-    await fresh.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
-    const warmDir = makeRepo();
-    const { workerId } = await fresh.client.workers.start.mutate({ task: "BENCH-TINY warm-up", directory: warmDir });
-    await settle(fresh.client, [workerId], undefined, 120_000);
-    log(`${manyCount} tiny workers through the engine (32 slots)…`);
-    let many: Awaited<ReturnType<typeof manyWorkers>>;
-    try {
-      many = await manyWorkers(fresh, manyCount, Date.now() + manyDeadlineMin * 60_000);
-    } catch (err) {
+  if (runs("many"))
+    await guard("many", async () => {
+      // Many finished workers on a fresh engine, so its "before" holds nothing but one warm-up worker.
+      const fresh = await startEngine();
+      await fresh.client.targets.save.mutate({ target: scriptedTarget(model.url, 32), activate: true });
+      const warmDir = makeRepo();
+      const { workerId } = await fresh.client.workers.start.mutate({ task: "BENCH-TINY warm-up", directory: warmDir });
+      await settle(fresh.client, [workerId], undefined, 120_000);
+      log(`${manyCount} tiny workers through the engine (32 slots)…`);
+      let many: Awaited<ReturnType<typeof manyWorkers>>;
+      try {
+        many = await manyWorkers(fresh, manyCount, Date.now() + manyDeadlineMin * 60_000);
+      } catch (err) {
+        await fresh.kill();
+        throw err;
+      }
+      log(
+        `${manyCount} workers in ${(many.wallMs / 1000).toFixed(1)} s: RSS ${many.rssMbBefore} → ${many.rssMbAfter} MB (peak ${many.rssMbPeak}); logs ${(many.logBytesOfRun / 2 ** 20).toFixed(1)} MB`,
+      );
+      const engineFigures = { ...(report.engine ?? {}) };
+      for (const k of Object.keys(engineFigures)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) delete engineFigures[k];
+      engineFigures[`rssMbBefore${manyCount}`] = many.rssMbBefore;
+      engineFigures[`rssMbAfter${manyCount}`] = many.rssMbAfter;
+      engineFigures[`rssMbPeak${manyCount}`] = many.rssMbPeak;
+      engineFigures[`logBytes${manyCount}`] = many.logBytesOfRun;
+      engineFigures[`finished${manyCount}`] = many.finished;
+      report.engine = engineFigures;
+      // The engine's shutdown after the run (SIGTERM → exit): it aborts what still runs and stops opencode serve.
+      const stopAt = Date.now();
       await fresh.kill();
-      throw err;
-    }
-    log(`${manyCount} workers in ${(many.wallMs / 1000).toFixed(1)} s: RSS ${many.rssMbBefore} → ${many.rssMbAfter} MB (peak ${many.rssMbPeak}); logs ${(many.logBytesOfRun / 2 ** 20).toFixed(1)} MB`);
-    const engineFigures = { ...(report.engine ?? {}) };
-    for (const k of Object.keys(engineFigures)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) delete engineFigures[k];
-    engineFigures[`rssMbBefore${manyCount}`] = many.rssMbBefore;
-    engineFigures[`rssMbAfter${manyCount}`] = many.rssMbAfter;
-    engineFigures[`rssMbPeak${manyCount}`] = many.rssMbPeak;
-    engineFigures[`logBytes${manyCount}`] = many.logBytesOfRun;
-    engineFigures[`finished${manyCount}`] = many.finished;
-    report.engine = engineFigures;
-    // The engine's shutdown after the run (SIGTERM → exit): it aborts what still runs and stops opencode serve.
-    const stopAt = Date.now();
-    await fresh.kill();
-    many.shutdownMs = Date.now() - stopAt;
-    log(`engine shut down in ${many.shutdownMs} ms`);
-    report.manyWorkers = many;
-    cleanup(fresh.stateDir, warmDir);
-  });
+      many.shutdownMs = Date.now() - stopAt;
+      log(`engine shut down in ${many.shutdownMs} ms`);
+      report.manyWorkers = many;
+      cleanup(fresh.stateDir, warmDir);
+    });
   if (manyFrom) takeMany(report, manyFrom);
   await model.close();
 
-  if (runs("pool")) await guard("pool", async () => {
-    log(`pools: ${quick ? 8 : 32} tasks on 3 endpoints vs one, and an endpoint's death → out of admission (${reps} runs)…`);
-    const p = await poolBench({ reps, tasks: quick ? 8 : 32 });
-    for (const k of ["poolMs", "singleMs", "ratio", "removalMidCallMs", "removalIdleMs"] as const) range[`pool.${k}`] = p[k];
-    report.pool = p;
-    log(`  pool ÷ one endpoint ${p.ratio.median} [${p.ratio.min}–${p.ratio.max}]; out of admission ${p.removalMidCallMs.median} ms mid-call, ${p.removalIdleMs.median} ms between calls`);
-  });
+  if (runs("pool"))
+    await guard("pool", async () => {
+      log(`pools: ${quick ? 8 : 32} tasks on 3 endpoints vs one, and an endpoint's death → out of admission (${reps} runs)…`);
+      const p = await poolBench({ reps, tasks: quick ? 8 : 32 });
+      for (const k of ["poolMs", "singleMs", "ratio", "removalMidCallMs", "removalIdleMs"] as const) range[`pool.${k}`] = p[k];
+      report.pool = p;
+      log(
+        `  pool ÷ one endpoint ${p.ratio.median} [${p.ratio.min}–${p.ratio.max}]; out of admission ${p.removalMidCallMs.median} ms mid-call, ${p.removalIdleMs.median} ms between calls`,
+      );
+    });
 
-  if (runs("attempts")) await guard("attempts", async () => {
-    const tasks = Number(flag("--attempt-tasks") ?? (quick ? 4 : 8));
-    log(`attempts: ${tasks} tasks once each vs 3 attempts each, on a paced model that solves a task 40 % of the time (${reps} runs)…`);
-    const a = await attemptsBench({ reps, tasks });
-    for (const k of ["wallMs", "builtRate", "tokens"] as const) {
-      range[`attempts.one.${k}`] = a.one[k];
-      range[`attempts.three.${k}`] = a.three[k];
-    }
-    range["attempts.wallRatio"] = a.wallRatio;
-    report.attempts = a;
-    log(`  built rate ${fmt(a.one.builtRate)} → ${fmt(a.three.builtRate)}; wall time × ${fmt(a.wallRatio)}`);
-  });
+  if (runs("attempts"))
+    await guard("attempts", async () => {
+      const tasks = Number(flag("--attempt-tasks") ?? (quick ? 4 : 8));
+      log(`attempts: ${tasks} tasks once each vs 3 attempts each, on a paced model that solves a task 40 % of the time (${reps} runs)…`);
+      const a = await attemptsBench({ reps, tasks });
+      for (const k of ["wallMs", "builtRate", "tokens"] as const) {
+        range[`attempts.one.${k}`] = a.one[k];
+        range[`attempts.three.${k}`] = a.three[k];
+      }
+      range["attempts.wallRatio"] = a.wallRatio;
+      report.attempts = a;
+      log(`  built rate ${fmt(a.one.builtRate)} → ${fmt(a.three.builtRate)}; wall time × ${fmt(a.wallRatio)}`);
+    });
 
-  if (runs("setup")) await guard("setup", async () => {
-    log(`setup: time to a verified target with the model on disk vs llama-server's own load (${quick ? 1 : 3} runs)…`);
-    const s = await setupBench({ reps: quick ? 1 : 3, log });
-    if (s) {
-      report.setup = s;
-      log(`  setup ÷ llama-server load ${s.ratio} (without verify ${s.ratioWithoutVerify}): ${s.outcome}`);
-    }
-  });
+  if (runs("setup"))
+    await guard("setup", async () => {
+      log(`setup: time to a verified target with the model on disk vs llama-server's own load (${quick ? 1 : 3} runs)…`);
+      const s = await setupBench({ reps: quick ? 1 : 3, log });
+      if (s) {
+        report.setup = s;
+        log(`  setup ÷ llama-server load ${s.ratio} (without verify ${s.ratioWithoutVerify}): ${s.outcome}`);
+      }
+    });
 
-  if (runs("faults")) await guard("faults", async () => {
-    log(`the fault and attack suite (${FAULT_FILES_COUNT} files, vitest)…`);
-    const f = runFaultSuite(ROOT);
-    log(`  ${f.passed} passed, ${f.failed} failed, ${f.skipped} skipped in ${f.wallSec} s${f.error ? `: ${f.error}` : ""}`);
-    report.faults = f;
-  });
+  if (runs("faults"))
+    await guard("faults", async () => {
+      log(`the fault and attack suite (${FAULT_FILES_COUNT} files, vitest)…`);
+      const f = runFaultSuite(ROOT);
+      log(`  ${f.passed} passed, ${f.failed} failed, ${f.skipped} skipped in ${f.wallSec} s${f.error ? `: ${f.error}` : ""}`);
+      report.faults = f;
+    });
 
   flush();
   log(`wrote ${path.relative(ROOT, OUT_JSON())} and its .md (${report.totalSeconds} s)`);
@@ -378,8 +443,13 @@ async function measure() {
 function gitState(): string {
   try {
     const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no", "--", "engine", "shared", "renderer", "bench"], { cwd: ROOT, encoding: "utf8" }).trimEnd(); // not trim(): each line starts with its two status columns
-    return dirty ? `${head} + uncommitted changes in ${[...new Set(dirty.split("\n").map((l) => l.slice(3).split("/").slice(0, 2).join("/")))].join(", ")}` : head;
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no", "--", "engine", "shared", "renderer", "bench"], {
+      cwd: ROOT,
+      encoding: "utf8",
+    }).trimEnd(); // not trim(): each line starts with its two status columns
+    return dirty
+      ? `${head} + uncommitted changes in ${[...new Set(dirty.split("\n").map((l) => l.slice(3).split("/").slice(0, 2).join("/")))].join(", ")}`
+      : head;
   } catch {
     return "unknown";
   }
@@ -392,7 +462,10 @@ function takeMany(report: Report, file: string) {
   for (const k of Object.keys(engineFigures)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) delete engineFigures[k];
   for (const [k, v] of Object.entries(other.engine)) if (/^(rssMbBefore|rssMbAfter|rssMbPeak|logBytes|finished)\d+$/.test(k)) engineFigures[k] = v;
   report.engine = engineFigures;
-  report.manyWorkers = { ...other.manyWorkers, ranSeparately: `measured by a separate run (${other.date}, load average ${other.machine.loadBefore?.join(", ")} at its start → ${other.machine.loadAfter?.join(", ")} at its end), not in this run's sequence` };
+  report.manyWorkers = {
+    ...other.manyWorkers,
+    ranSeparately: `measured by a separate run (${other.date}, load average ${other.machine.loadBefore?.join(", ")} at its start → ${other.machine.loadAfter?.join(", ")} at its end), not in this run's sequence`,
+  };
 }
 
 /** `--merge-many FILE`: put an earlier run's many-workers figures into the report this run writes to (no measuring). */
@@ -435,7 +508,10 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   let env: ReturnType<typeof compareEnv> | null = null;
   let envNoSandbox: ReturnType<typeof compareEnv> | null = null;
   const up = async (kind: "sandbox" | "noSandbox" | "keyed") => {
-    const e = await startEngine(tempDir("state"), kind === "noSandbox" ? { OCW_NO_SANDBOX: "1" } : kind === "keyed" ? { [keyVar]: randomBytes(16).toString("hex") } : {});
+    const e = await startEngine(
+      tempDir("state"),
+      kind === "noSandbox" ? { OCW_NO_SANDBOX: "1" } : kind === "keyed" ? { [keyVar]: randomBytes(16).toString("hex") } : {},
+    );
     const target = benchTarget(model.url);
     await e.client.targets.save.mutate({ target: kind === "keyed" ? { ...target, keyRef: keyVar } : target, activate: true });
     const mcp = await startMcp(e.stateDir, "claude-code");
@@ -452,16 +528,28 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     const nosb = await up("noSandbox").catch(async (err) => (await down(sb), Promise.reject(err)));
     const keyed = await up("keyed").catch(async (err) => (await down(nosb), await down(sb), Promise.reject(err)));
     const bare = await bareRig(model).catch(async (err) => (await down(keyed), await down(nosb), await down(sb), Promise.reject(err)));
-    const bareClone = await bareRig(model, "private-clone").catch(async (err) => (await bare.close(), await down(keyed), await down(nosb), await down(sb), Promise.reject(err)));
+    const bareClone = await bareRig(model, "private-clone").catch(
+      async (err) => (await bare.close(), await down(keyed), await down(nosb), await down(sb), Promise.reject(err)),
+    );
     try {
       if (!env) {
         const bareEnv = environOf(bare.pid);
         env = compareEnv(environOf(opencodeServeUnder(sb.e.proc.pid!)!), bareEnv);
         envNoSandbox = compareEnv(environOf(opencodeServeUnder(nosb.e.proc.pid!)!), bareEnv);
-        log(`opencode serve environments: engine vs bare ${env.identical ? "the same" : "DIFFER"} (${env.same.length} variables equal; per instance: ${Object.keys(env.perInstance).join(", ")}${env.identical ? "" : `; unexpected: ${JSON.stringify(env.unexpected)}`})`);
+        log(
+          `opencode serve environments: engine vs bare ${env.identical ? "the same" : "DIFFER"} (${env.same.length} variables equal; per instance: ${Object.keys(env.perInstance).join(", ")}${env.identical ? "" : `; unexpected: ${JSON.stringify(env.unexpected)}`})`,
+        );
       }
       // Lone workers: the start of one worker on an idle engine, sandbox on and off, alternating.
-      for (const [which, eng] of (rep % 2 ? [["off", nosb], ["on", sb]] : [["on", sb], ["off", nosb]]) as ["on" | "off", typeof sb][]) {
+      for (const [which, eng] of (rep % 2
+        ? [
+            ["off", nosb],
+            ["on", sb],
+          ]
+        : [
+            ["on", sb],
+            ["off", nosb],
+          ]) as ["on" | "off", typeof sb][]) {
         const s = await loneStarts(eng.e.client, model, loneCount);
         lone[which].push(s);
         log(`lone worker start, sandbox ${which} (run ${rep + 1}/${reps}): queued → first model request ${startMedians(s).firstRequestMs} ms`);
@@ -469,7 +557,11 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
       for (const size of [...batchSizes, -pacedSize]) {
         const paced = size < 0;
         const n = Math.abs(size);
-        const sides: Side[] = paced ? ["enginePaced", "bareClonePaced"] : n === sandboxSize ? ["bare", "engine", "bareClone", "noSandbox", "keyed"] : ["bare", "engine", "bareClone"];
+        const sides: Side[] = paced
+          ? ["enginePaced", "bareClonePaced"]
+          : n === sandboxSize
+            ? ["bare", "engine", "bareClone", "noSandbox", "keyed"]
+            : ["bare", "engine", "bareClone"];
         // Odd repetitions run the sides in reverse: each pair (engine/bare, sandbox on/off) takes turns going first.
         const order = rep % 2 ? [...sides].reverse() : sides;
         for (const side of order) {
@@ -479,7 +571,12 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
           if (side === "bare" || side === "bareClone" || side === "bareClonePaced") {
             const b = await (side === "bare" ? bare : bareClone).run(n, `r${rep}n${n}${paced ? ` ${PACED}` : ""}`);
             add(side, n, b);
-            log(`batch ${n} bare SDK${side === "bare" ? "" : " on private clones"}${paced ? `, model paced ${PACED_MODEL_MS} ms a turn` : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; workspace ${round(median(b.phaseMs.workspace), 0)}/${Math.max(...b.phaseMs.workspace)}, session ${round(median(b.phaseMs.session), 0)}/${Math.max(...b.phaseMs.session)}, firstRequest ${round(median(b.startMs), 0)}/${Math.max(...b.startMs)}; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; ${stall()}; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+            log(
+              `batch ${n} bare SDK${side === "bare" ? "" : " on private clones"}${paced ? `, model paced ${PACED_MODEL_MS} ms a turn` : ""} (run ${rep + 1}/${reps}): ${b.wallMs} ms, ${b.built} built; start median ${round(median(b.startMs), 0)} ms; workspace ${round(median(b.phaseMs.workspace), 0)}/${Math.max(...b.phaseMs.workspace)}, session ${round(median(b.phaseMs.session), 0)}/${Math.max(...b.phaseMs.session)}, firstRequest ${round(median(b.startMs), 0)}/${Math.max(...b.startMs)}; opencode serve ${b.opencodeRssMbBefore} → peak ${b.opencodeRssMbPeak} MB, CPU ${b.opencodeCpuSec} s + ${b.opencodeChildrenCpuSec} s of its children; ${stall()}; load ${os
+                .loadavg()
+                .map((x) => round(x, 2))
+                .join(", ")}`,
+            );
             continue;
           }
           const eng = side === "engine" || side === "enginePaced" ? sb : side === "keyed" ? keyed : nosb;
@@ -489,11 +586,36 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
           if (side === "engine" && n === batchSizes.at(-1) && !report.mcpContext?.batchResultChars)
             report.mcpContext = { ...report.mcpContext, batchTasks: n, batchResultChars: r.resultChars, batchToolCalls: r.toolCalls };
           const tail = [...r.starts].sort((a, b) => (b.verdictMs ?? 0) - (a.verdictMs ?? 0))[0];
-          if (tail) log(`  the last verdict's worker: ${(["workspaceMs", "sessionMs", "firstRequestMs", "askMs", "answeredMs", "lastRequestMs", "settledMs", "verdictMs"] as const).map((k) => `${k.replace("Ms", "")} ${tail[k] ?? "–"}`).join(" → ")}`);
-          log(`batch ${n} ${side === "engine" ? "engine + MCP" : side === "enginePaced" ? `engine + MCP, model paced ${PACED_MODEL_MS} ms a turn` : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls, ${r.resultChars} chars of tool results); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(r.callMs).map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`).join(", ")}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; ${stall()}; load ${os.loadavg().map((x) => round(x, 2)).join(", ")}`);
+          if (tail)
+            log(
+              `  the last verdict's worker: ${(["workspaceMs", "sessionMs", "firstRequestMs", "askMs", "answeredMs", "lastRequestMs", "settledMs", "verdictMs"] as const).map((k) => `${k.replace("Ms", "")} ${tail[k] ?? "–"}`).join(" → ")}`,
+            );
+          log(
+            `batch ${n} ${side === "engine" ? "engine + MCP" : side === "enginePaced" ? `engine + MCP, model paced ${PACED_MODEL_MS} ms a turn` : side === "keyed" ? "engine + MCP, keyed target (key gateway)" : "engine + MCP, no sandbox"} (run ${rep + 1}/${reps}): ${r.wallMs} ms (${r.built} built, sandbox ${r.sandbox.join("/")}, ${r.toolCalls} tool calls, ${r.resultChars} chars of tool results); start median ${startMedians(r.starts).firstRequestMs} ms; ${phases(r.starts)}; engine CPU ${r.cpuSec} s + ${r.childrenCpuSec} s of its git; MCP ${Object.entries(
+              r.callMs,
+            )
+              .map(([k, xs]) => `${k} ${xs.length}× ${k === "waitReturnedAt" ? xs.join("/") : `${round(median(xs), 0)}/${Math.max(...xs)}`}`)
+              .join(
+                ", ",
+              )}; opencode serve ${r.opencodeRssMbBefore} → peak ${r.opencodeRssMbPeak} MB, CPU ${r.opencodeCpuSec} s + ${r.opencodeChildrenCpuSec} s of its children; ${stall()}; load ${os
+              .loadavg()
+              .map((x) => round(x, 2))
+              .join(", ")}`,
+          );
           for (const m of r.misses) {
             log(`  not built: ${m.workerId} ${m.state}: ${m.reason ?? "(no reason)"}`);
-            batchMisses.push({ tasks: n, run: rep + 1, ...(side === "noSandbox" ? { side: "no sandbox" } : side === "keyed" ? { side: "keyed target" } : side === "enginePaced" ? { side: "paced model" } : {}), ...m });
+            batchMisses.push({
+              tasks: n,
+              run: rep + 1,
+              ...(side === "noSandbox"
+                ? { side: "no sandbox" }
+                : side === "keyed"
+                  ? { side: "keyed target" }
+                  : side === "enginePaced"
+                    ? { side: "paced model" }
+                    : {}),
+              ...m,
+            });
           }
         }
       }
@@ -514,46 +636,106 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const batchSplit: NonNullable<Report["batchSplit"]> = {};
   const opencodeCpu: Record<string, number> = {};
   const engineFigures: Record<string, number | string> = { ...(report.engine ?? {}) };
-  const get = <T,>(side: Side, n: number) => runsOf.get(`${side}${n}`) as T[];
+  const get = <T>(side: Side, n: number) => runsOf.get(`${side}${n}`) as T[];
   for (const n of batchSizes) {
     const w = `w${n}`;
     const W = `W${n}`;
     const eng = get<EngineBatch>("engine", n);
     const bare = get<BareBatch>("bare", n);
     // Ratio per repetition (engine and bare of the same repetition, on the same machine minutes apart).
-    batchRatio[w] = put(`batchRatio.${w}`, eng.map((r, i) => r.wallMs / bare[i]!.wallMs), 2);
-    batchMs[`engine${W}`] = put(`batchMs.engine${W}`, eng.map((r) => r.wallMs), 0);
-    batchMs[`bare${W}`] = put(`batchMs.bare${W}`, bare.map((r) => r.wallMs), 0);
+    batchRatio[w] = put(
+      `batchRatio.${w}`,
+      eng.map((r, i) => r.wallMs / bare[i]!.wallMs),
+      2,
+    );
+    batchMs[`engine${W}`] = put(
+      `batchMs.engine${W}`,
+      eng.map((r) => r.wallMs),
+      0,
+    );
+    batchMs[`bare${W}`] = put(
+      `batchMs.bare${W}`,
+      bare.map((r) => r.wallMs),
+      0,
+    );
     const bareClone = get<BareBatch>("bareClone", n);
-    batchRatioSameWorkspaces[w] = put(`batchRatioSameWorkspaces.${w}`, eng.map((r, i) => r.wallMs / bareClone[i]!.wallMs), 2);
-    batchMs[`bareClone${W}`] = put(`batchMs.bareClone${W}`, bareClone.map((r) => r.wallMs), 0);
+    batchRatioSameWorkspaces[w] = put(
+      `batchRatioSameWorkspaces.${w}`,
+      eng.map((r, i) => r.wallMs / bareClone[i]!.wallMs),
+      2,
+    );
+    batchMs[`bareClone${W}`] = put(
+      `batchMs.bareClone${W}`,
+      bareClone.map((r) => r.wallMs),
+      0,
+    );
     batchMs[`bareCloneBuilt${W}`] = Math.min(...bareClone.map((r) => r.built));
     batchMs[`built${W}`] = Math.min(...eng.map((r) => r.built));
     batchMs[`bareBuilt${W}`] = Math.min(...bare.map((r) => r.built));
-    startMs[`engine${W}`] = put(`batchStartMs.engine${W}`, eng.map((r) => median(r.starts.map((x) => x.firstRequestMs).filter((x): x is number => x !== null))), 0);
-    startMs[`bare${W}`] = put(`batchStartMs.bare${W}`, bare.map((r) => median(r.startMs)), 0);
+    startMs[`engine${W}`] = put(
+      `batchStartMs.engine${W}`,
+      eng.map((r) => median(r.starts.map((x) => x.firstRequestMs).filter((x): x is number => x !== null))),
+      0,
+    );
+    startMs[`bare${W}`] = put(
+      `batchStartMs.bare${W}`,
+      bare.map((r) => median(r.startMs)),
+      0,
+    );
     startPhases[`engine${W}`] = startMedians(eng.flatMap((r) => r.starts));
     // The batch split at its last worker's first model request: what comes before is start-up under load (workspaces,
     // sessions, opencode's prompts), what comes after is the tail (the last asks, the last turns, grading, the answer).
     const lastFirst = (r: EngineBatch) => Math.max(...r.starts.map((x) => x.firstRequestAt ?? 0)) - r.startedAt;
     batchSplit[w] = {
       engineToLastFirstRequestMs: put(`batchSplit.${w}.engineToLastFirstRequestMs`, eng.map(lastFirst), 0),
-      engineAfterMs: put(`batchSplit.${w}.engineAfterMs`, eng.map((r) => r.wallMs - lastFirst(r)), 0),
-      bareCloneToLastFirstRequestMs: put(`batchSplit.${w}.bareCloneToLastFirstRequestMs`, bareClone.map((r) => Math.max(...r.startMs)), 0),
-      bareCloneAfterMs: put(`batchSplit.${w}.bareCloneAfterMs`, bareClone.map((r) => r.wallMs - Math.max(...r.startMs)), 0),
+      engineAfterMs: put(
+        `batchSplit.${w}.engineAfterMs`,
+        eng.map((r) => r.wallMs - lastFirst(r)),
+        0,
+      ),
+      bareCloneToLastFirstRequestMs: put(
+        `batchSplit.${w}.bareCloneToLastFirstRequestMs`,
+        bareClone.map((r) => Math.max(...r.startMs)),
+        0,
+      ),
+      bareCloneAfterMs: put(
+        `batchSplit.${w}.bareCloneAfterMs`,
+        bareClone.map((r) => r.wallMs - Math.max(...r.startMs)),
+        0,
+      ),
     };
     // opencode serve's own CPU and that of what it ran (git, shells): the same work on both sides should cost the same.
-    const cpuOf = (xs: (EngineBatch | BareBatch)[], k: "opencodeCpuSec" | "opencodeChildrenCpuSec") => xs.map((r) => r[k]).filter((x): x is number => x !== null);
-    for (const [side, xs] of [["engine", eng], ["bare", bare], ["bareClone", bareClone]] as const) {
+    const cpuOf = (xs: (EngineBatch | BareBatch)[], k: "opencodeCpuSec" | "opencodeChildrenCpuSec") =>
+      xs.map((r) => r[k]).filter((x): x is number => x !== null);
+    for (const [side, xs] of [
+      ["engine", eng],
+      ["bare", bare],
+      ["bareClone", bareClone],
+    ] as const) {
       const self = cpuOf(xs, "opencodeCpuSec");
       const kids = cpuOf(xs, "opencodeChildrenCpuSec");
       if (self.length) opencodeCpu[`${side}${W}`] = put(`batchOpencodeCpuSec.${side}${W}`, self, 1);
       if (kids.length) opencodeCpu[`${side}Children${W}`] = put(`batchOpencodeCpuSec.${side}Children${W}`, kids, 1);
     }
-    engineFigures[`cpuSeconds${W}`] = put(`engine.cpuSeconds${W}`, eng.map((r) => r.cpuSec), 2);
-    engineFigures[`rssMb${W}`] = put(`engine.rssMb${W}`, eng.map((r) => r.rssMb));
-    engineFigures[`bridgeCpuSeconds${W}`] = put(`engine.bridgeCpuSeconds${W}`, eng.map((r) => r.bridgeCpuSec), 2);
-    engineFigures[`childrenCpuSeconds${W}`] = put(`engine.childrenCpuSeconds${W}`, eng.map((r) => r.childrenCpuSec), 2);
+    engineFigures[`cpuSeconds${W}`] = put(
+      `engine.cpuSeconds${W}`,
+      eng.map((r) => r.cpuSec),
+      2,
+    );
+    engineFigures[`rssMb${W}`] = put(
+      `engine.rssMb${W}`,
+      eng.map((r) => r.rssMb),
+    );
+    engineFigures[`bridgeCpuSeconds${W}`] = put(
+      `engine.bridgeCpuSeconds${W}`,
+      eng.map((r) => r.bridgeCpuSec),
+      2,
+    );
+    engineFigures[`childrenCpuSeconds${W}`] = put(
+      `engine.childrenCpuSeconds${W}`,
+      eng.map((r) => r.childrenCpuSec),
+      2,
+    );
   }
   report.batchRatio = batchRatio;
   report.batchRatioSameWorkspaces = batchRatioSameWorkspaces;
@@ -568,9 +750,21 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     report.batchPaced = {
       tasks: pacedSize,
       modelMs: PACED_MODEL_MS,
-      engineMs: put("batchPaced.engineMs", pacedEng.map((r) => r.wallMs), 0),
-      bareCloneMs: put("batchPaced.bareCloneMs", pacedBare.map((r) => r.wallMs), 0),
-      ratio: put("batchPaced.ratio", pacedEng.map((r, i) => r.wallMs / pacedBare[i]!.wallMs), 2),
+      engineMs: put(
+        "batchPaced.engineMs",
+        pacedEng.map((r) => r.wallMs),
+        0,
+      ),
+      bareCloneMs: put(
+        "batchPaced.bareCloneMs",
+        pacedBare.map((r) => r.wallMs),
+        0,
+      ),
+      ratio: put(
+        "batchPaced.ratio",
+        pacedEng.map((r, i) => r.wallMs / pacedBare[i]!.wallMs),
+        2,
+      ),
       built: Math.min(...pacedEng.map((r) => r.built)),
       bareBuilt: Math.min(...pacedBare.map((r) => r.built)),
     };
@@ -587,9 +781,21 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const sk = `sandbox`;
   const sandbox = {
     tasks: sandboxSize,
-    batchMsOn: put(`${sk}.batchMsOn`, on.map((r) => r.wallMs), 0),
-    batchMsOff: put(`${sk}.batchMsOff`, off.map((r) => r.wallMs), 0),
-    batchRatio: put(`${sk}.batchRatio`, on.map((r, i) => r.wallMs / off[i]!.wallMs), 2),
+    batchMsOn: put(
+      `${sk}.batchMsOn`,
+      on.map((r) => r.wallMs),
+      0,
+    ),
+    batchMsOff: put(
+      `${sk}.batchMsOff`,
+      off.map((r) => r.wallMs),
+      0,
+    ),
+    batchRatio: put(
+      `${sk}.batchRatio`,
+      on.map((r, i) => r.wallMs / off[i]!.wallMs),
+      2,
+    ),
     builtOn: Math.min(...on.map((r) => r.built)),
     builtOff: Math.min(...off.map((r) => r.built)),
     containedOn: [...new Set(on.flatMap((r) => r.sandbox))],
@@ -597,11 +803,23 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
     loneWorkers: loneCount,
     loneStartMsOn: put(`${sk}.loneStartMsOn`, loneOn, 0),
     loneStartMsOff: put(`${sk}.loneStartMsOff`, loneOff, 0),
-    loneStartOverheadMs: put(`${sk}.loneStartOverheadMs`, loneOn.map((x, i) => x - loneOff[i]!), 0),
+    loneStartOverheadMs: put(
+      `${sk}.loneStartOverheadMs`,
+      loneOn.map((x, i) => x - loneOff[i]!),
+      0,
+    ),
     lonePhasesOn: startMedians(lone.on.flat()),
     lonePhasesOff: startMedians(lone.off.flat()),
-    batchStartMsOn: put(`${sk}.batchStartMsOn`, on.map((r) => median(firsts(r.starts))), 0),
-    batchStartMsOff: put(`${sk}.batchStartMsOff`, off.map((r) => median(firsts(r.starts))), 0),
+    batchStartMsOn: put(
+      `${sk}.batchStartMsOn`,
+      on.map((r) => median(firsts(r.starts))),
+      0,
+    ),
+    batchStartMsOff: put(
+      `${sk}.batchStartMsOff`,
+      off.map((r) => median(firsts(r.starts))),
+      0,
+    ),
     batchPhasesOn: startMedians(on.flatMap((r) => r.starts)),
     batchPhasesOff: startMedians(off.flatMap((r) => r.starts)),
     goals: { batchRatio: 1.05, startOverheadMs: 100 },
@@ -610,15 +828,39 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   const viaGateway = get<EngineBatch>("keyed", sandboxSize);
   report.gateway = {
     tasks: sandboxSize,
-    batchMsKeyed: put("gateway.batchMsKeyed", viaGateway.map((r) => r.wallMs), 0),
-    batchMsOpen: put("gateway.batchMsOpen", on.map((r) => r.wallMs), 0),
-    batchRatio: put("gateway.batchRatio", viaGateway.map((r, i) => r.wallMs / on[i]!.wallMs), 2),
+    batchMsKeyed: put(
+      "gateway.batchMsKeyed",
+      viaGateway.map((r) => r.wallMs),
+      0,
+    ),
+    batchMsOpen: put(
+      "gateway.batchMsOpen",
+      on.map((r) => r.wallMs),
+      0,
+    ),
+    batchRatio: put(
+      "gateway.batchRatio",
+      viaGateway.map((r, i) => r.wallMs / on[i]!.wallMs),
+      2,
+    ),
     builtKeyed: Math.min(...viaGateway.map((r) => r.built)),
-    engineCpuSecKeyed: put("gateway.engineCpuSecKeyed", viaGateway.map((r) => r.cpuSec), 2),
-    engineCpuSecOpen: put("gateway.engineCpuSecOpen", on.map((r) => r.cpuSec), 2),
+    engineCpuSecKeyed: put(
+      "gateway.engineCpuSecKeyed",
+      viaGateway.map((r) => r.cpuSec),
+      2,
+    ),
+    engineCpuSecOpen: put(
+      "gateway.engineCpuSecOpen",
+      on.map((r) => r.cpuSec),
+      2,
+    ),
   };
-  log(`key gateway: batch ${report.gateway.batchMsKeyed} vs ${report.gateway.batchMsOpen} ms without a key (ratio ${report.gateway.batchRatio}); engine CPU ${report.gateway.engineCpuSecKeyed} vs ${report.gateway.engineCpuSecOpen} s`);
-  log(`sandbox: batch ${sandbox.batchMsOn} vs ${sandbox.batchMsOff} ms (ratio ${sandbox.batchRatio}); lone start ${sandbox.loneStartMsOn} vs ${sandbox.loneStartMsOff} ms (+${sandbox.loneStartOverheadMs} ms)`);
+  log(
+    `key gateway: batch ${report.gateway.batchMsKeyed} vs ${report.gateway.batchMsOpen} ms without a key (ratio ${report.gateway.batchRatio}); engine CPU ${report.gateway.engineCpuSecKeyed} vs ${report.gateway.engineCpuSecOpen} s`,
+  );
+  log(
+    `sandbox: batch ${sandbox.batchMsOn} vs ${sandbox.batchMsOff} ms (ratio ${sandbox.batchRatio}); lone start ${sandbox.loneStartMsOn} vs ${sandbox.loneStartMsOff} ms (+${sandbox.loneStartOverheadMs} ms)`,
+  );
 
   const big = batchSizes.at(-1)!;
   const e32 = get<EngineBatch>("engine", big);
@@ -627,11 +869,26 @@ async function batches(model: Awaited<ReturnType<typeof startScriptedModel>>, re
   report.scale = {
     ...(report.scale ?? {}),
     tasks: big,
-    opencodeRssMbPeak: put(`scale.opencodeRssMbPeak`, e32.map((r) => r.opencodeRssMbPeak ?? NaN)),
-    opencodeRssMbIdle: put(`scale.opencodeRssMbIdle`, e32.map((r) => r.opencodeRssMbBefore ?? NaN)),
-    opencodeRssMbPerWorker: put(`scale.opencodeRssMbPerWorker`, e32.map((r) => perWorker(r.opencodeRssMbPeak, big) ?? NaN)),
-    opencodeRssMbPerWorkerAboveIdle: put(`scale.opencodeRssMbPerWorkerAboveIdle`, e32.map((r) => ((r.opencodeRssMbPeak ?? NaN) - (r.opencodeRssMbBefore ?? NaN)) / big)),
-    bareOpencodeRssMbPeak: put(`scale.bareOpencodeRssMbPeak`, b32.map((r) => r.opencodeRssMbPeak ?? NaN)),
+    opencodeRssMbPeak: put(
+      `scale.opencodeRssMbPeak`,
+      e32.map((r) => r.opencodeRssMbPeak ?? NaN),
+    ),
+    opencodeRssMbIdle: put(
+      `scale.opencodeRssMbIdle`,
+      e32.map((r) => r.opencodeRssMbBefore ?? NaN),
+    ),
+    opencodeRssMbPerWorker: put(
+      `scale.opencodeRssMbPerWorker`,
+      e32.map((r) => perWorker(r.opencodeRssMbPeak, big) ?? NaN),
+    ),
+    opencodeRssMbPerWorkerAboveIdle: put(
+      `scale.opencodeRssMbPerWorkerAboveIdle`,
+      e32.map((r) => ((r.opencodeRssMbPeak ?? NaN) - (r.opencodeRssMbBefore ?? NaN)) / big),
+    ),
+    bareOpencodeRssMbPeak: put(
+      `scale.bareOpencodeRssMbPeak`,
+      b32.map((r) => r.opencodeRssMbPeak ?? NaN),
+    ),
     goalMbPerWorker: 120,
   } as Report["scale"];
   report.baseline = {
@@ -662,7 +919,12 @@ function mergeUi(file: string, error: string | undefined) {
 
 const merge = flag("--merge-ui");
 const mergeManyFile = flag("--merge-many");
-(merge ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined)) : mergeManyFile ? Promise.resolve(mergeMany(mergeManyFile)) : measure()).then(
+(merge
+  ? Promise.resolve(mergeUi(merge, process.env.OCW_BENCH_UI_ERROR || undefined))
+  : mergeManyFile
+    ? Promise.resolve(mergeMany(mergeManyFile))
+    : measure()
+).then(
   () => process.exit(0),
   (err) => {
     console.error(err);

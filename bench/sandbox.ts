@@ -71,8 +71,14 @@ export function startMedians(starts: WorkerStart[]) {
     return xs.length ? round(median(xs), 0) : null;
   };
   return {
-    firstRequestMs: m("firstRequestMs"), admitMs: m("admitMs"), workspaceMs: m("workspaceMs"), sessionMs: m("sessionMs"),
-    askMs: m("askMs"), answeredMs: m("answeredMs"), settledMs: m("settledMs"), verdictMs: m("verdictMs"),
+    firstRequestMs: m("firstRequestMs"),
+    admitMs: m("admitMs"),
+    workspaceMs: m("workspaceMs"),
+    sessionMs: m("sessionMs"),
+    askMs: m("askMs"),
+    answeredMs: m("answeredMs"),
+    settledMs: m("settledMs"),
+    verdictMs: m("verdictMs"),
     n: starts.filter((s) => s.firstRequestMs !== null).length,
   };
 }

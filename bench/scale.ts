@@ -72,7 +72,8 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
     if (stopped || free >= MIN_FREE_MB) return;
     stopped = `stopped: ${Math.round(free)} MB of memory left (opencode serve at ${rssMbOf(oc)} MB)`;
     log(stopped);
-    for (const w of current.values()) if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
+    for (const w of current.values())
+      if (!isFinal(w.state)) void engine.client.workers.stop.mutate({ workerId: w.id, reason: "bench: memory low" }).catch(() => undefined);
   }, 1000);
   let r!: Awaited<ReturnType<typeof follow>>;
   let dropped = 0;
@@ -80,23 +81,28 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
     // A dropped connection (fetch failed / ECONNRESET under load) is followed again from a fresh snapshot, and counted.
     for (;;) {
       try {
-    r = await follow(engine.client, workerIds, {
-      timeoutMs: 20 * 60_000,
-      onEvent: (_e, ws) => {
-        current = ws;
-        maxActive = Math.max(maxActive, [...ws.values()].filter((w) => isActive(w.state)).length);
-        for (const w of ws.values())
-          for (const a of pendingAsks(w))
-            if (!answered.has(a.id)) {
-              answered.add(a.id);
-              void engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => answered.delete(a.id));
-            }
-      },
-    });
+        r = await follow(engine.client, workerIds, {
+          timeoutMs: 20 * 60_000,
+          onEvent: (_e, ws) => {
+            current = ws;
+            maxActive = Math.max(maxActive, [...ws.values()].filter((w) => isActive(w.state)).length);
+            for (const w of ws.values())
+              for (const a of pendingAsks(w))
+                if (!answered.has(a.id)) {
+                  answered.add(a.id);
+                  void engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => answered.delete(a.id));
+                }
+          },
+        });
         break;
       } catch (err) {
-        if (engine.proc.exitCode !== null || engine.proc.signalCode || ++dropped > 20) throw new Error(`following ${n} workers failed (${(err as Error).message}); engine ${engine.proc.exitCode ?? engine.proc.signalCode ?? "up"}; its log: ${engine.stderr().slice(-1500)}`);
-        log(`  following the workers failed (${(err as Error).message}: ${String((err as { cause?: Error }).cause?.message ?? "")}); the engine is up: following again`);
+        if (engine.proc.exitCode !== null || engine.proc.signalCode || ++dropped > 20)
+          throw new Error(
+            `following ${n} workers failed (${(err as Error).message}); engine ${engine.proc.exitCode ?? engine.proc.signalCode ?? "up"}; its log: ${engine.stderr().slice(-1500)}`,
+          );
+        log(
+          `  following the workers failed (${(err as Error).message}: ${String((err as { cause?: Error }).cause?.message ?? "")}); the engine is up: following again`,
+        );
       }
     }
   } finally {
@@ -112,11 +118,27 @@ export async function concurrent(engine: TestEngine, model: ScriptedModel, n: nu
     if (w.state !== "built") errors.push(`${w.id} ${w.state}: ${w.stateReason ?? "(no reason)"}`);
   }
   if (r.reason !== "settled") errors.push(`the run did not settle: ${r.reason}`);
-  errors.push(...engine.stderr().slice(errLen).split("\n").filter((l) => /\[error\]|Error:/.test(l)).slice(0, 20));
+  errors.push(
+    ...engine
+      .stderr()
+      .slice(errLen)
+      .split("\n")
+      .filter((l) => /\[error\]|Error:/.test(l))
+      .slice(0, 20),
+  );
   cleanup(dir);
   return {
-    workers: n, wallMs, built: finalStates.built ?? 0, maxActive, connectionDrops: dropped, finalStates, errors, engineRssMbPeak,
-    opencodeRssMbBefore: ocBefore, opencodeRssMbPeak: ocPeakMb, opencodeRssMbPerWorker: ocPeakMb === null || !maxActive ? null : round(ocPeakMb / maxActive),
+    workers: n,
+    wallMs,
+    built: finalStates.built ?? 0,
+    maxActive,
+    connectionDrops: dropped,
+    finalStates,
+    errors,
+    engineRssMbPeak,
+    opencodeRssMbBefore: ocBefore,
+    opencodeRssMbPeak: ocPeakMb,
+    opencodeRssMbPerWorker: ocPeakMb === null || !maxActive ? null : round(ocPeakMb / maxActive),
     ...(stopped ? { stopped } : {}),
   };
 }

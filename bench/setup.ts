@@ -107,8 +107,16 @@ export async function setupBench(o: { reps?: number; slots?: number; ctx?: numbe
   const load = median(llamaLoadMs);
   const total = median(setupMs);
   return {
-    model: "tiny llama-gqa (random weights, generated)", slots, ctxPerSlot: ctx, reps, llamaLoadMs: llamaLoadMs.map((x) => round(x, 0)), setupMs,
-    phases, ratio: round(total / load, 2), ratioWithoutVerify: round((total - (phases.verify ?? 0)) / load, 2), outcome,
+    model: "tiny llama-gqa (random weights, generated)",
+    slots,
+    ctxPerSlot: ctx,
+    reps,
+    llamaLoadMs: llamaLoadMs.map((x) => round(x, 0)),
+    setupMs,
+    phases,
+    ratio: round(total / load, 2),
+    ratioWithoutVerify: round((total - (phases.verify ?? 0)) / load, 2),
+    outcome,
     note: "verify sends real requests (coding task, tool-call round trip, concurrency burst, KV-pool fill); on a tiny model they dominate, on a real model the load does",
   };
 }

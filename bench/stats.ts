@@ -63,7 +63,11 @@ export function cpuWithChildren(pid: number | null): { self: number; children: n
  * opencode instances right after it settles, and the next side measured must not share the machine with that.
  */
 export async function untilQuiet(pids: (number | null)[], quietMs = 300, maxMs = 15_000): Promise<void> {
-  const total = () => pids.reduce<number>((a, pid) => { const c = cpuWithChildren(pid); return a + (c ? c.self + c.children : 0); }, 0);
+  const total = () =>
+    pids.reduce<number>((a, pid) => {
+      const c = cpuWithChildren(pid);
+      return a + (c ? c.self + c.children : 0);
+    }, 0);
   const end = Date.now() + maxMs;
   let before = total();
   while (Date.now() < end) {

@@ -22,7 +22,11 @@ test.beforeAll(async ({ browser }) => {
   model = await startScriptedModel({
     chunkDelayMs: 2,
     scripts: [
-      { name: "cli", match: /TASK-CLI-(\w+)/, script: (ctx) => (ctx.turnStep === 0 ? writeFile(`${/TASK-CLI-(\w+)/.exec(ctx.firstUserText)![1]}.txt`, "x\n") : { text: "Done.\nOUTCOME: built" }) },
+      {
+        name: "cli",
+        match: /TASK-CLI-(\w+)/,
+        script: (ctx) => (ctx.turnStep === 0 ? writeFile(`${/TASK-CLI-(\w+)/.exec(ctx.firstUserText)![1]}.txt`, "x\n") : { text: "Done.\nOUTCOME: built" }),
+      },
       { name: "other", match: /TASK-OTHER/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("other.txt", "o\n") : { text: "Done.\nOUTCOME: built" }) },
     ],
   });

@@ -18,7 +18,11 @@ function electronBinary(): { path: string | null; reason: string } {
     path: null,
     reason:
       `no Electron binary: ${file} does not exist` +
-      (override ? " (from ELECTRON_OVERRIDE_DIST_PATH)" : existsSync(pathTxt) ? "" : " and node_modules/electron/path.txt is missing (the npm package ships no binary; its download is blocked here)") +
+      (override
+        ? " (from ELECTRON_OVERRIDE_DIST_PATH)"
+        : existsSync(pathTxt)
+          ? ""
+          : " and node_modules/electron/path.txt is missing (the npm package ships no binary; its download is blocked here)") +
       ". Set ELECTRON_OVERRIDE_DIST_PATH to a folder holding an Electron 45 binary to run this test.",
   };
 }
@@ -43,7 +47,10 @@ test("Electron shell: one hardened window on the engine's UI, preload exposes on
     const prefs = await app.evaluate(({ BrowserWindow }) => {
       const w = BrowserWindow.getAllWindows()[0]!;
       // Not in the public typings, but present in Electron's main process.
-      const p = ((w.webContents as unknown as { getLastWebPreferences?: () => Record<string, unknown> }).getLastWebPreferences?.() ?? {}) as Record<string, unknown>;
+      const p = ((w.webContents as unknown as { getLastWebPreferences?: () => Record<string, unknown> }).getLastWebPreferences?.() ?? {}) as Record<
+        string,
+        unknown
+      >;
       return { contextIsolation: p.contextIsolation, sandbox: p.sandbox, nodeIntegration: p.nodeIntegration, count: BrowserWindow.getAllWindows().length };
     });
     expect(prefs).toEqual({ contextIsolation: true, sandbox: true, nodeIntegration: false, count: 1 });

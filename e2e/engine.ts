@@ -43,7 +43,10 @@ export interface E2EEngine {
 }
 
 export async function startEngine(stateDir = tempDir("state"), env: NodeJS.ProcessEnv = {}): Promise<E2EEngine> {
-  const proc = spawn(process.execPath, [BUNDLE, "serve"], { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [BUNDLE, "serve"], {
+    env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let err = "";
   proc.stderr!.on("data", (b) => (err += b.toString()));
   const url = await new Promise<string>((resolve, reject) => {

@@ -29,15 +29,39 @@ test.beforeAll(async ({ browser }) => {
   model = await startScriptedModel({
     chunkDelayMs: 2,
     scripts: [
-      { name: "protected", match: /TASK-FLAG-PROTECTED/, script: (c) => (c.turnStep === 0 ? writeFile("secret.env", "TOKEN=x\n") : { text: "OUTCOME: honest-failure — refused" }) },
-      { name: "scope", match: /TASK-FLAG-SCOPE/, script: (c) => (c.turnStep === 0 ? writeFile("README.md", "# changed\n") : { text: "OUTCOME: honest-failure — refused" }) },
-      { name: "symlink", match: /TASK-FLAG-LINK/, script: (c) => (c.turnStep === 0 ? writeFile("docs-link/note.md", "a note\n") : { text: "Wrote the note.\nOUTCOME: built" }) },
-      { name: "outside", match: /TASK-FLAG-OUTSIDE/, script: (c) => (c.turnStep === 0 ? writeFile("out-link/escape.txt", "x\n") : { text: "OUTCOME: honest-failure — refused" }) },
+      {
+        name: "protected",
+        match: /TASK-FLAG-PROTECTED/,
+        script: (c) => (c.turnStep === 0 ? writeFile("secret.env", "TOKEN=x\n") : { text: "OUTCOME: honest-failure — refused" }),
+      },
+      {
+        name: "scope",
+        match: /TASK-FLAG-SCOPE/,
+        script: (c) => (c.turnStep === 0 ? writeFile("README.md", "# changed\n") : { text: "OUTCOME: honest-failure — refused" }),
+      },
+      {
+        name: "symlink",
+        match: /TASK-FLAG-LINK/,
+        script: (c) => (c.turnStep === 0 ? writeFile("docs-link/note.md", "a note\n") : { text: "Wrote the note.\nOUTCOME: built" }),
+      },
+      {
+        name: "outside",
+        match: /TASK-FLAG-OUTSIDE/,
+        script: (c) => (c.turnStep === 0 ? writeFile("out-link/escape.txt", "x\n") : { text: "OUTCOME: honest-failure — refused" }),
+      },
       { name: "bulk", match: /TASK-BULK-BATCH/, script: (c) => (c.turnStep === 0 ? bash("echo bulk-check") : { text: "Ran it.\nOUTCOME: built" }) },
       {
         name: "twice",
         match: /TASK-BULK-WORKER/,
-        script: (c) => (c.turnStep === 0 ? { toolCalls: [{ name: "bash", args: { command: "echo twice" } }, { name: "bash", args: { command: "echo twice" } }] } : { text: "Ran both.\nOUTCOME: built" }),
+        script: (c) =>
+          c.turnStep === 0
+            ? {
+                toolCalls: [
+                  { name: "bash", args: { command: "echo twice" } },
+                  { name: "bash", args: { command: "echo twice" } },
+                ],
+              }
+            : { text: "Ran both.\nOUTCOME: built" },
       },
       {
         name: "grant",
@@ -58,7 +82,11 @@ test.beforeAll(async ({ browser }) => {
         name: "hidden",
         match: /TASK-HIDDEN/,
         script: (c) =>
-          c.turnStep === 0 ? bash("npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069") : c.turnStep === 1 ? bash("echo harmless\nrm -rf src") : { text: "OUTCOME: honest-failure — refused" },
+          c.turnStep === 0
+            ? bash("npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069")
+            : c.turnStep === 1
+              ? bash("echo harmless\nrm -rf src")
+              : { text: "OUTCOME: honest-failure — refused" },
       },
       { name: "stall", match: /TASK-STALL/, script: () => ({ hang: true, textBeforeHang: "Thinking very hard…" }) },
     ],
@@ -97,7 +125,8 @@ const pendingCount = async () => (await engine.client.approvals.list.query()).le
 test("every ask card shows its flags before the decision: protected, out of scope, symlink with its real path; an outside write is refused with the flag", async () => {
   await page.goto(engine.url);
   await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
-  const start = (task: string, extra: { scope?: string[]; protect?: string[] } = {}) => engine.client.workers.start.mutate({ task, directory: repo, checks: [{ run: "true" }], ...extra });
+  const start = (task: string, extra: { scope?: string[]; protect?: string[] } = {}) =>
+    engine.client.workers.start.mutate({ task, directory: repo, checks: [{ run: "true" }], ...extra });
   const p = (await start("TASK-FLAG-PROTECTED: put a token in secret.env", { protect: ["secret.env"] })).workerId;
   const s = (await start("TASK-FLAG-SCOPE: touch the readme", { scope: ["src/**"] })).workerId;
   const l = (await start("TASK-FLAG-LINK: write a note through docs-link")).workerId;
@@ -120,12 +149,19 @@ test("every ask card shows its flags before the decision: protected, out of scop
   await expect(lFlags).toContainText("/docs/note.md");
   // The flags sit before the decision buttons in the card.
   const card = page.locator(`[data-ask-id="${askOf(p).id}"]`);
-  const [flagsBox, buttonBox] = await Promise.all([card.getByRole("list", { name: /^flags of/ }).boundingBox(), card.getByRole("button", { name: "Approve once" }).boundingBox()]);
+  const [flagsBox, buttonBox] = await Promise.all([
+    card.getByRole("list", { name: /^flags of/ }).boundingBox(),
+    card.getByRole("button", { name: "Approve once" }).boundingBox(),
+  ]);
   expect(flagsBox!.y).toBeLessThan(buttonBox!.y);
   await shot(page, "01-flags");
 
   // The outside write never waited for anyone: the engine refused it, and the worker page shows why.
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId: o })).asks.some((a) => a.decision === "reject" && a.by?.kind === "engine"), { timeout: 60_000 }).toBe(true);
+  await expect
+    .poll(async () => (await engine.client.workers.get.query({ workerId: o })).asks.some((a) => a.decision === "reject" && a.by?.kind === "engine"), {
+      timeout: 60_000,
+    })
+    .toBe(true);
   await page.goto(`${engine.origin}/#/workers/${o}`);
   const refused = page.getByRole("region", { name: "Answered by the engine" });
   await expect(refused).toContainText("outside the workspace");
@@ -169,9 +205,11 @@ test("bulk: one click approves the same command in every worker of a batch; the 
   await expect.poll(pendingCount, { timeout: 30_000 }).toBe(0);
   await expect(page).toHaveTitle("opencode-worker");
   // Their commands change no file: graded honest-failure (a no-op is never built), which is not what this test is about.
-  for (const id of workerIds) await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("honest-failure");
+  for (const id of workerIds)
+    await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("honest-failure");
   // Each was answered by a person through the GUI, once.
-  for (const id of workerIds) expect((await engine.client.workers.get.query({ workerId: id })).asks.map((a) => [a.decision, a.by?.kind])).toEqual([["once", "person"]]);
+  for (const id of workerIds)
+    expect((await engine.client.workers.get.query({ workerId: id })).asks.map((a) => [a.decision, a.by?.kind])).toEqual([["once", "person"]]);
 
   // Cards: phase, elapsed, tokens and tokens/s as the target reported them.
   await page.goto(engine.origin + "/#/");
@@ -201,7 +239,12 @@ test("bulk per worker: the same command asked twice in parallel by one worker de
 });
 
 test("grants: “Always allow” answers the next matching ask, is listed on the approvals screen and the worker page, and is revoked there", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-GRANT: three echoes", title: "Grant", directory: repo, checks: [{ run: "true" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-GRANT: three echoes",
+    title: "Grant",
+    directory: repo,
+    checks: [{ run: "true" }],
+  });
   await page.goto(engine.origin + "/#/approvals");
   await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
   const ask = (await engine.client.approvals.list.query())[0]!;
@@ -233,8 +276,15 @@ test("grants: “Always allow” answers the next matching ask, is listed on the
 });
 
 test("the command shown is the command run: bidi controls and line breaks made visible; a link focuses an ask but its keys decide nothing until a click", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-HIDDEN: run the tests", title: "Hidden", directory: repo, checks: [{ run: "true" }] });
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks.filter((a) => a.status === "pending").length, { timeout: 120_000 }).toBe(1);
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-HIDDEN: run the tests",
+    title: "Hidden",
+    directory: repo,
+    checks: [{ run: "true" }],
+  });
+  await expect
+    .poll(async () => (await engine.client.workers.get.query({ workerId })).asks.filter((a) => a.status === "pending").length, { timeout: 120_000 })
+    .toBe(1);
   const bidi = (await engine.client.workers.get.query({ workerId })).asks[0]!;
   // Opened the way an ocw://ask/ID link opens it.
   await page.goto(`${engine.origin}/#/approvals/${bidi.id}`);
@@ -255,12 +305,16 @@ test("the command shown is the command run: bidi controls and line breaks made v
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks[0]!.decision, { timeout: 30_000 }).toBe("reject");
 
   // A two-line command shows as two visible lines, the break marked.
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).asks.filter((a) => a.status === "pending").length, { timeout: 120_000 }).toBe(1);
+  await expect
+    .poll(async () => (await engine.client.workers.get.query({ workerId })).asks.filter((a) => a.status === "pending").length, { timeout: 120_000 })
+    .toBe(1);
   const multi = (await engine.client.workers.get.query({ workerId })).asks[1]!;
   const multiWhat = page.getByLabel(`what ${multi.id} asks`);
   await expect(multiWhat).toHaveText("echo harmless⏎\nrm -rf src");
   const box = await multiWhat.boundingBox();
-  const lineHeight = await multiWhat.evaluate((el) => parseFloat((globalThis as unknown as { getComputedStyle: (e: unknown) => { lineHeight: string } }).getComputedStyle(el).lineHeight) || 16);
+  const lineHeight = await multiWhat.evaluate(
+    (el) => parseFloat((globalThis as unknown as { getComputedStyle: (e: unknown) => { lineHeight: string } }).getComputedStyle(el).lineHeight) || 16,
+  );
   expect(box!.height).toBeGreaterThan(lineHeight * 1.5);
   await expect(page.locator(`[data-ask-id="${multi.id}"]`)).toContainText("exactly echo harmless and rm -rf src, each on its own");
   await shot(page, "10-multiline", false);
@@ -271,7 +325,11 @@ test("the command shown is the command run: bidi controls and line breaks made v
 test("notifications: permission shown, then a new ask, a verdict and a stalled worker each notify (with a sound)", async () => {
   // Record what reaches the browser's Notification API (the real one still shows them).
   // The page's globals, typed loosely: this suite compiles without the DOM library.
-  type Win = { Notification: new (title: string, opts?: { body?: string }) => object; __native?: { title: string; body?: string }[]; __ocwNotifications?: { tones: () => number } };
+  type Win = {
+    Notification: new (title: string, opts?: { body?: string }) => object;
+    __native?: { title: string; body?: string }[];
+    __ocwNotifications?: { tones: () => number };
+  };
   await page.addInitScript(() => {
     const win = globalThis as unknown as Win;
     const Native = win.Notification;
@@ -294,7 +352,12 @@ test("notifications: permission shown, then a new ask, a verdict and a stalled w
   await panel.getByLabel("play a sound").check();
   await shot(page, "07-notification-settings");
 
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-BULK-BATCH 9: run the check", title: "Notify me", directory: repo, checks: [{ run: "true" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-BULK-BATCH 9: run the check",
+    title: "Notify me",
+    directory: repo,
+    checks: [{ run: "true" }],
+  });
   const native = () => page.evaluate(() => ((globalThis as unknown as Win).__native ?? []).map((n) => n.title));
   await expect.poll(pendingCount, { timeout: 120_000 }).toBe(1);
   await expect.poll(native, { timeout: 10_000 }).toContain("Approval waiting: bash");

@@ -44,7 +44,14 @@ test.beforeAll(async ({ browser }) => {
   a = await startScriptedModel({ modelId: "scripted-1", chunkDelayMs: 2, fallback: onA });
   b = await startScriptedModel({ modelId: "scripted-1", chunkDelayMs: 2, fallback: onB });
   engine = await startEngine();
-  const target = (id: string, url: string) => ({ id, model: "scripted-1", endpoint: url, keyRef: null, serving: { engine: "scripted" as const, endpoints: [], slots: 4 }, checks: [] });
+  const target = (id: string, url: string) => ({
+    id,
+    model: "scripted-1",
+    endpoint: url,
+    keyRef: null,
+    serving: { engine: "scripted" as const, endpoints: [], slots: 4 },
+    checks: [],
+  });
   await engine.client.targets.save.mutate({ target: target("local-a", a.url), activate: true });
   await engine.client.targets.save.mutate({ target: target("local-b", b.url) });
   await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
@@ -75,7 +82,9 @@ test("three attempts side by side: B's built attempt wins, the hanging one is st
   expect(workerIds).toHaveLength(3);
   await expect.poll(async () => (await engine.client.workers.attempts.query({ groupId: groupId! })).settled, { timeout: 170_000 }).toBe(true);
   const g = await engine.client.workers.attempts.query({ groupId: groupId! });
-  const states = await Promise.all(workerIds.map((id) => engine.client.workers.get.query({ workerId: id }).then((w) => `${w.id} ${w.state}: ${w.stateReason}`)));
+  const states = await Promise.all(
+    workerIds.map((id) => engine.client.workers.get.query({ workerId: id }).then((w) => `${w.id} ${w.state}: ${w.stateReason}`)),
+  );
   expect(g.winner, states.join("\n")).toBe(workerIds[1]);
 
   // The dashboard card links to the attempts.

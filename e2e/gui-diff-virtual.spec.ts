@@ -24,9 +24,14 @@ let page: Page;
 let repo: string;
 
 test.beforeAll(async ({ browser }) => {
-  model = await startScriptedModel({ scripts: [{ name: "huge", match: /TASK-HUGE/, script: (c) => (c.turnStep === 0 ? bash(MAKE) : { text: "Wrote huge.ts.\nOUTCOME: built" }) }] });
+  model = await startScriptedModel({
+    scripts: [{ name: "huge", match: /TASK-HUGE/, script: (c) => (c.turnStep === 0 ? bash(MAKE) : { text: "Wrote huge.ts.\nOUTCOME: built" }) }],
+  });
   engine = await startEngine();
-  await engine.client.targets.save.mutate({ target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] }, activate: true });
+  await engine.client.targets.save.mutate({
+    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
+    activate: true,
+  });
   await engine.client.policies.set.mutate({ rules: [{ tool: "bash", pattern: "for i in *", decision: "once" }] });
   repo = makeRepo();
   mkdirSync(SHOTS, { recursive: true });
@@ -41,7 +46,12 @@ test.afterAll(async () => {
 });
 
 test("a 5,000-line diff opens at once, virtualised: only the rows in view are in the page, scrolling brings the end in", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-HUGE: write huge.ts", title: "Huge file", directory: repo, checks: [{ run: "test -f huge.ts" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-HUGE: write huge.ts",
+    title: "Huge file",
+    directory: repo,
+    checks: [{ run: "test -f huge.ts" }],
+  });
   await expect.poll(async () => isFinal((await engine.client.workers.get.query({ workerId })).state), { timeout: 150_000 }).toBe(true);
   const w = await engine.client.workers.get.query({ workerId });
   expect(w.state, w.stateReason ?? "").toBe("built");
@@ -56,7 +66,11 @@ test("a 5,000-line diff opens at once, virtualised: only the rows in view are in
   const firstPaintMs = Date.now() - opened;
   const body = file.getByLabel("5,000 diff lines, shown as you scroll");
   await expect(body).toBeVisible();
-  const rows = () => file.locator("tr").filter({ hasText: /row \d{4}: const v\d/ }).count();
+  const rows = () =>
+    file
+      .locator("tr")
+      .filter({ hasText: /row \d{4}: const v\d/ })
+      .count();
   const inPage = await rows();
   expect(inPage).toBeGreaterThan(20);
   expect(inPage).toBeLessThan(600);
@@ -68,10 +82,13 @@ test("a 5,000-line diff opens at once, virtualised: only the rows in view are in
   // To the end: the last line, numbered 5000, is in; the first is out. (Pieces are measured as they come into view, so
   // the height the box reports settles after a scroll or two, as it does when a person drags to the bottom.)
   await expect
-    .poll(async () => {
-      await body.evaluate((el) => (el.scrollTop = el.scrollHeight));
-      return file.getByText(line(N)).isVisible();
-    }, { timeout: 30_000 })
+    .poll(
+      async () => {
+        await body.evaluate((el) => (el.scrollTop = el.scrollHeight));
+        return file.getByText(line(N)).isVisible();
+      },
+      { timeout: 30_000 },
+    )
     .toBe(true);
   await expect(file.locator("tr").filter({ hasText: line(N) })).toContainText(String(N));
   await expect(file.getByText(line(1))).toHaveCount(0);
@@ -81,9 +98,19 @@ test("a 5,000-line diff opens at once, virtualised: only the rows in view are in
   // The middle, in split layout: still a few hundred rows at most, numbered as in the file.
   await page.getByRole("group", { name: "Worktree diff" }).getByRole("radio", { name: "Split" }).click();
   await body.evaluate((el) => (el.scrollTop = el.scrollHeight / 2));
-  await expect(file.locator("tr").filter({ hasText: /row 2[45]\d\d: const v/ }).first()).toBeVisible();
+  await expect(
+    file
+      .locator("tr")
+      .filter({ hasText: /row 2[45]\d\d: const v/ })
+      .first(),
+  ).toBeVisible();
   expect(await rows()).toBeLessThan(600);
   await shot(body, "03-middle-split");
   await page.getByRole("group", { name: "Worktree diff" }).getByRole("radio", { name: "Unified" }).click();
-  test.info().annotations.push({ type: "first paint of the diff tab (ms)", description: String(firstPaintMs) }, { type: "rows in the page at the top", description: String(inPage) });
+  test
+    .info()
+    .annotations.push(
+      { type: "first paint of the diff tab (ms)", description: String(firstPaintMs) },
+      { type: "rows in the page at the top", description: String(inPage) },
+    );
 });

@@ -18,7 +18,11 @@ const SCRIPTS: ScriptedModelOptions["scripts"] = [
   { name: "one", match: /TASK-HK-ONE/, script: (c) => (c.turnStep === 0 ? writeFile("x.txt", "one\n") : { text: "Wrote x.txt.\nOUTCOME: built" }) },
   { name: "two", match: /TASK-HK-TWO/, script: (c) => (c.turnStep === 0 ? writeFile("x.txt", "two\n") : { text: "Wrote x.txt.\nOUTCOME: built" }) },
   { name: "three", match: /TASK-HK-THREE/, script: (c) => (c.turnStep === 0 ? writeFile("y.txt", "three\n") : { text: "Wrote y.txt.\nOUTCOME: built" }) },
-  { name: "fail", match: /TASK-HK-FAIL/, script: (c) => (c.turnStep === 0 ? writeFile("z.txt", "no\n") : { text: "Could not make it say yes.\nOUTCOME: honest-failure — no yes" }) },
+  {
+    name: "fail",
+    match: /TASK-HK-FAIL/,
+    script: (c) => (c.turnStep === 0 ? writeFile("z.txt", "no\n") : { text: "Could not make it say yes.\nOUTCOME: honest-failure — no yes" }),
+  },
   { name: "hang", match: /TASK-HK-HANG/, script: () => ({ hang: true, textBeforeHang: "Working…" }) },
 ];
 
@@ -30,10 +34,20 @@ let repo: string;
 test.describe.configure({ mode: "serial" });
 
 test.beforeAll(async ({ browser }) => {
-  models = [await startScriptedModel({ modelId: "pool-coder", chunkDelayMs: 2, slots: 2, scripts: SCRIPTS }), await startScriptedModel({ modelId: "pool-coder", chunkDelayMs: 2, slots: 2, scripts: SCRIPTS })];
+  models = [
+    await startScriptedModel({ modelId: "pool-coder", chunkDelayMs: 2, slots: 2, scripts: SCRIPTS }),
+    await startScriptedModel({ modelId: "pool-coder", chunkDelayMs: 2, slots: 2, scripts: SCRIPTS }),
+  ];
   engine = await startEngine(undefined, { OCW_NO_SANDBOX: "1", OCW_POOL_PROBE_MS: "500" });
   await engine.client.targets.save.mutate({
-    target: { id: "pool", model: "pool-coder", endpoint: models[0]!.url, keyRef: null, serving: { engine: "capture", endpoints: models.map((m) => ({ url: m.url, slots: 2 })), slots: 4 }, checks: [] },
+    target: {
+      id: "pool",
+      model: "pool-coder",
+      endpoint: models[0]!.url,
+      keyRef: null,
+      serving: { engine: "capture", endpoints: models.map((m) => ({ url: m.url, slots: 2 })), slots: 4 },
+      checks: [],
+    },
     activate: true,
   });
   // Writes are approved by a policy rule: these tests are about what happens after the work is done.
@@ -54,7 +68,12 @@ const state = async (workerId: string) => (await engine.client.workers.get.query
 
 test("an unsandboxed engine says so on every screen, each worker carries the badge; the pool's endpoints show health, slots and load", async () => {
   await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-HK-HANG: a long job", title: "Long job", directory: repo, checks: [{ run: "true" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-HK-HANG: a long job",
+    title: "Long job",
+    directory: repo,
+    checks: [{ run: "true" }],
+  });
   const warning = page.getByRole("alert", { name: "Workers are not sandboxed" });
   await expect(warning).toContainText("--no-sandbox");
   await expect(warning).toContainText("can read your files and secrets");
@@ -113,7 +132,12 @@ test("merge all built: merged one by one in submission order, stopping at the co
 });
 
 test("retry: a failed worker's task runs again as a new worker; discard: after a confirm, its workspace and branch are gone", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-HK-FAIL: make z.txt say yes", title: "Say yes", directory: repo, checks: [{ run: "grep -q yes z.txt" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-HK-FAIL: make z.txt say yes",
+    title: "Say yes",
+    directory: repo,
+    checks: [{ run: "grep -q yes z.txt" }],
+  });
   await expect.poll(() => state(workerId), { timeout: 180_000 }).toBe("honest-failure");
   const failed = await engine.client.workers.get.query({ workerId });
   expect(failed.worktree && existsSync(failed.worktree)).toBeTruthy();

@@ -36,7 +36,10 @@ test.beforeAll(async ({ browser }) => {
     ],
   });
   engine = await startEngine();
-  await engine.client.targets.save.mutate({ target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 4 }, checks: [] }, activate: true });
+  await engine.client.targets.save.mutate({
+    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 4 }, checks: [] },
+    activate: true,
+  });
   // Writes are approved by a policy rule: this is about what happens after the work is done.
   await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
   repo = makeRepo({ "README.md": "# landing repo\n" });
@@ -55,7 +58,14 @@ test("a batch with a dependency draws a → b and shows the integration verdict 
   const { batchId } = await engine.client.workers.startBatch.mutate({
     tasks: [
       { id: "a", task: "GL-WRITE file=a.txt text=ALPHA-7", title: "Write a", directory: repo, checks: [{ run: "grep -q ALPHA-7 a.txt" }] },
-      { id: "b", after: ["a"], task: "GL-READ from=a.txt to=b.txt", title: "Copy a into b", directory: repo, checks: [{ run: "grep -q 'copy of ALPHA-7' b.txt" }] },
+      {
+        id: "b",
+        after: ["a"],
+        task: "GL-READ from=a.txt to=b.txt",
+        title: "Copy a into b",
+        directory: repo,
+        checks: [{ run: "grep -q 'copy of ALPHA-7' b.txt" }],
+      },
     ],
     integration: { checks: [{ name: "a and b together", run: "grep -q ALPHA-7 a.txt && grep -q 'copy of ALPHA-7' b.txt" }] },
   });
@@ -72,14 +82,23 @@ test("a batch with a dependency draws a → b and shows the integration verdict 
   await shot(page, "01-batch-dependency-integration");
   // Landing through "Merge all built": the integration commit, once.
   await page.getByRole("button", { name: /Merge all built/ }).click();
-  await page.getByRole("group", { name: "Merge all built" }).getByRole("button", { name: /^Merge \d/ }).click();
+  await page
+    .getByRole("group", { name: "Merge all built" })
+    .getByRole("button", { name: /^Merge \d/ })
+    .click();
   await expect(verdict).toContainText("landed on main", { timeout: 30_000 });
   expect(readFileSync(path.join(repo, "b.txt"), "utf8")).toBe("copy of ALPHA-7\n");
   await shot(page, "02-batch-landed");
 });
 
 test("a flagged file is on the verdict card, and the merge needs an explicit acceptance", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "GL-WRITE file=.npmrc text=script-shell=/tmp/x", title: "npm config", directory: repo, checks: [{ run: "test -f .npmrc" }], scope: [".npmrc"] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "GL-WRITE file=.npmrc text=script-shell=/tmp/x",
+    title: "npm config",
+    directory: repo,
+    checks: [{ run: "test -f .npmrc" }],
+    scope: [".npmrc"],
+  });
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 120_000 }).toBe("built");
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
   const flags = page.getByRole("group", { name: "Flagged files" });

@@ -26,7 +26,7 @@ const ANSWER = [
   "}",
   "```",
   "",
-  '<script>window.__pwned = 1</script>',
+  "<script>window.__pwned = 1</script>",
   "",
   'Inline <img src="http://127.0.0.1:1/beacon.png" onerror="window.__pwned = 2"> html and ![a beacon](http://127.0.0.1:1/b.png) and [click me](javascript:window.__pwned=3).',
   "",
@@ -67,12 +67,18 @@ test.afterAll(async () => {
 });
 
 test("model text renders as sanitized markdown with highlighted code; a long tool output is cut with Show all", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-MD-DONE: add a verbose flag", title: "Markdown answer", directory: repo, checks: [{ run: "true" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-MD-DONE: add a verbose flag",
+    title: "Markdown answer",
+    directory: repo,
+    checks: [{ run: "true" }],
+  });
   await expect
     .poll(
       async () => {
         const w = await engine.client.workers.get.query({ workerId });
-        for (const a of w.asks.filter((x) => x.status === "pending")) await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
+        for (const a of w.asks.filter((x) => x.status === "pending"))
+          await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
         return w.verdict !== null;
       },
       { timeout: 120_000 },
@@ -118,7 +124,12 @@ test("model text renders as sanitized markdown with highlighted code; a long too
 });
 
 test("a half-streamed answer renders as markdown while the worker runs", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-MD-STREAM: a long job", title: "Streaming", directory: repo, checks: [{ run: "true" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-MD-STREAM: a long job",
+    title: "Streaming",
+    directory: repo,
+    checks: [{ run: "true" }],
+  });
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
   const md = page.locator(".part.text .md").filter({ hasText: "half way" });
   await expect(md.locator("strong")).toHaveText("half way", { timeout: 90_000 });

@@ -60,18 +60,25 @@ test("needs you first: the ask, then running, then queued, then the settled batc
       .poll(
         async () => {
           const w = await engine.client.workers.get.query({ workerId: id });
-          for (const a of w.asks.filter((x) => x.status === "pending")) await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
+          for (const a of w.asks.filter((x) => x.status === "pending"))
+            await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
           return w.state;
         },
         { timeout: 120_000 },
       )
       .toBe("built");
-  ids.ask = (await engine.client.workers.start.mutate({ task: "TASK-NY-ASK: run a command", title: "Asks a person", directory: repo, checks: [{ run: "true" }] })).workerId;
+  ids.ask = (
+    await engine.client.workers.start.mutate({ task: "TASK-NY-ASK: run a command", title: "Asks a person", directory: repo, checks: [{ run: "true" }] })
+  ).workerId;
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId: ids.ask! })).state, { timeout: 90_000 }).toBe("waiting-approval");
   // Slots = 1 and nobody answers: the next worker still starts.
-  ids.run = (await engine.client.workers.start.mutate({ task: "TASK-NY-HANG: a long job", title: "Runs long", directory: repo, checks: [{ run: "true" }] })).workerId;
+  ids.run = (
+    await engine.client.workers.start.mutate({ task: "TASK-NY-HANG: a long job", title: "Runs long", directory: repo, checks: [{ run: "true" }] })
+  ).workerId;
   await expect.poll(async () => (await engine.client.workers.get.query({ workerId: ids.run! })).state, { timeout: 90_000 }).toBe("running");
-  ids.queued = (await engine.client.workers.start.mutate({ task: "TASK-NY-HANG: waits its turn", title: "Waits its turn", directory: repo, checks: [{ run: "true" }] })).workerId;
+  ids.queued = (
+    await engine.client.workers.start.mutate({ task: "TASK-NY-HANG: waits its turn", title: "Waits its turn", directory: repo, checks: [{ run: "true" }] })
+  ).workerId;
 
   await page.goto(engine.origin + "/#/");
   const sections = page.locator("section.batch");
@@ -117,13 +124,19 @@ test("filters by state, repository and batch, search by task text and id, and fo
   await expect(batch.locator(".worker-card")).toHaveCount(0);
   await page.reload();
   await expect(page.getByRole("region", { name: `batch ${ids.batch}` }).locator(".worker-card")).toHaveCount(0);
-  await page.getByRole("region", { name: `batch ${ids.batch}` }).getByRole("button", { name: "Archive" }).click();
+  await page
+    .getByRole("region", { name: `batch ${ids.batch}` })
+    .getByRole("button", { name: "Archive" })
+    .click();
   await expect(page.getByRole("region", { name: `batch ${ids.batch}` })).toHaveCount(0);
   await page.getByRole("checkbox", { name: "Archived (1)" }).check();
   await expect(page.getByRole("region", { name: `batch ${ids.batch}` })).toBeVisible();
   await expect(page.getByRole("region", { name: "single tasks" })).toHaveCount(0);
   await shot(page, "1440-archived");
-  await page.getByRole("region", { name: `batch ${ids.batch}` }).getByRole("button", { name: "Unarchive" }).click();
+  await page
+    .getByRole("region", { name: `batch ${ids.batch}` })
+    .getByRole("button", { name: "Unarchive" })
+    .click();
   // The last archived batch taken back: the live view again, with it.
   await expect(page.getByRole("region", { name: "single tasks" })).toBeVisible();
   await expect(page.getByRole("region", { name: `batch ${ids.batch}` })).toBeVisible();

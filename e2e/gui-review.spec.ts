@@ -37,7 +37,10 @@ test.beforeAll(async ({ browser }) => {
     ],
   });
   engine = await startEngine();
-  await engine.client.targets.save.mutate({ target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] }, activate: true });
+  await engine.client.targets.save.mutate({
+    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
+    activate: true,
+  });
   // Writes are approved by a policy rule: this test is about what happens after the verdict.
   await engine.client.policies.set.mutate({ rules: [{ tool: "edit", pattern: "*", decision: "once" }] });
   repo = makeRepo({ "README.md": "# review repo\n" });
@@ -68,7 +71,10 @@ test("comment two diff lines, send them as one review: round 2 is graded built, 
     task: "TASK-GUI-REVIEW: write src/list.txt",
     title: "List in capitals",
     directory: repo,
-    checks: [{ file: "src/list.txt", matches: "^BETA$", name: "beta in capitals" }, { file: "src/list.txt", matches: "^GAMMA$", name: "gamma in capitals" }],
+    checks: [
+      { file: "src/list.txt", matches: "^BETA$", name: "beta in capitals" },
+      { file: "src/list.txt", matches: "^GAMMA$", name: "gamma in capitals" },
+    ],
     scope: ["src/**"],
   });
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
@@ -124,7 +130,9 @@ test("a check that already passes on the base is called out on the worker page; 
     checks: [{ run: "test -f README.md", name: "readme exists" }],
   });
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
-  await expect(page.getByRole("alert", { name: "Checks that prove nothing" })).toContainText("these checks already pass before any change: they prove nothing (readme exists)");
+  await expect(page.getByRole("alert", { name: "Checks that prove nothing" })).toContainText(
+    "these checks already pass before any change: they prove nothing (readme exists)",
+  );
   const verdict = page.getByRole("region", { name: `Verdict of ${workerId}` });
   await expect(verdict).toContainText("built", { timeout: 60_000 });
   await expect(verdict).toContainText("weak evidence");

@@ -21,9 +21,15 @@ let page: Page;
 let repo: string;
 
 test.beforeAll(async () => {
-  model = await startScriptedModel({ chunkDelayMs: 20, scripts: [{ name: "stream", match: /TASK-STREAM/, script: () => ({ text: `${TEXT}\nOUTCOME: honest-failure — test` }) }] });
+  model = await startScriptedModel({
+    chunkDelayMs: 20,
+    scripts: [{ name: "stream", match: /TASK-STREAM/, script: () => ({ text: `${TEXT}\nOUTCOME: honest-failure — test` }) }],
+  });
   engine = await startEngine();
-  await engine.client.targets.save.mutate({ target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] }, activate: true });
+  await engine.client.targets.save.mutate({
+    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
+    activate: true,
+  });
   repo = makeRepo();
   mkdirSync(SHOTS, { recursive: true });
 });
@@ -49,8 +55,17 @@ function wordIndices(text: string): number[] {
 }
 
 test("a transcript opened mid-stream shows the text so far, then grows word by word while the worker streams", async ({ browser }) => {
-  const checks = [{ run: "test -f out.txt", timeoutSec: 30 }, { name: "greeting", file: "out.txt", matches: "^ok" }];
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-STREAM: say the words", title: "Streamer", directory: repo, checks, scope: ["out.txt"] });
+  const checks = [
+    { run: "test -f out.txt", timeoutSec: 30 },
+    { name: "greeting", file: "out.txt", matches: "^ok" },
+  ];
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-STREAM: say the words",
+    title: "Streamer",
+    directory: repo,
+    checks,
+    scope: ["out.txt"],
+  });
   // Let it write a while before anyone looks: 4 s, about 200 words at 20 ms each.
   await expect.poll(() => model.inFlight(), { timeout: 120_000 }).toBe(1);
   await new Promise((r) => setTimeout(r, 4_000));

@@ -37,7 +37,10 @@ test.beforeAll(async () => {
     ],
   });
   engine = await startEngine();
-  await engine.client.targets.save.mutate({ target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] }, activate: true });
+  await engine.client.targets.save.mutate({
+    target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
+    activate: true,
+  });
   repo = makeRepo();
   mkdirSync(SHOTS, { recursive: true });
 });
@@ -60,7 +63,12 @@ async function rows(p: Page): Promise<string[]> {
 const at = (all: string[], re: RegExp) => all.findIndex((r) => re.test(r));
 
 test("steers and approval decisions are rows of the transcript, in the order they happened", async ({ browser }) => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-INLINE: write cli.js", title: "Inline", directory: repo, checks: [{ run: "test -f cli.js" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-INLINE: write cli.js",
+    title: "Inline",
+    directory: repo,
+    checks: [{ run: "test -f cli.js" }],
+  });
   page = await openUi(browser, engine);
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
   const transcript = page.getByRole("log", { name: "Transcript" });
@@ -89,7 +97,8 @@ test("steers and approval decisions are rows of the transcript, in the order the
   const approved = at(all, /^Approved once by you \(gui\)/);
   const steered = at(all, /^You steered: STEER-INLINE/);
   const followed = at(all, /Followed the steer/);
-  for (const [name, i] of Object.entries({ plan, asked, approved, steered, followed })) expect(i, `${name} row in ${JSON.stringify(all, null, 1)}`).toBeGreaterThanOrEqual(0);
+  for (const [name, i] of Object.entries({ plan, asked, approved, steered, followed }))
+    expect(i, `${name} row in ${JSON.stringify(all, null, 1)}`).toBeGreaterThanOrEqual(0);
   expect(plan).toBeLessThan(asked);
   expect(asked).toBeLessThan(approved);
   expect(approved).toBeLessThan(steered);

@@ -24,11 +24,21 @@ test.beforeAll(async ({ browser }) => {
     scripts: [
       // A long shell command; resumed, the model works on (and hangs) so the worker is running again.
       { name: "toolhang", match: /TASK-TR-TOOL/, script: (c) => (c.userTexts.length === 1 ? bash("sleep 600") : { hang: true, textBeforeHang: "Resumed." }) },
-      { name: "merge", match: /TASK-TR-MERGE/, script: (c) => (c.turnStep === 0 ? writeFile("merged.txt", "merged\n") : { text: "Wrote it.\nOUTCOME: built" }) },
+      {
+        name: "merge",
+        match: /TASK-TR-MERGE/,
+        script: (c) => (c.turnStep === 0 ? writeFile("merged.txt", "merged\n") : { text: "Wrote it.\nOUTCOME: built" }),
+      },
     ],
   });
   engine = await startEngine();
-  const target = (id: string) => ({ id, model: "scripted-1", endpoint: model.url, serving: { engine: "capture" as const, endpoints: [], slots: 2 }, checks: [] });
+  const target = (id: string) => ({
+    id,
+    model: "scripted-1",
+    endpoint: model.url,
+    serving: { engine: "capture" as const, endpoints: [], slots: 2 },
+    checks: [],
+  });
   await engine.client.targets.save.mutate({ target: target("spare"), activate: false });
   await engine.client.targets.save.mutate({ target: target("scripted"), activate: true });
   repo = makeRepo({ "README.md": "# truthful repo\n" });
@@ -49,7 +59,8 @@ async function approveAll(workerId: string, until: (w: Awaited<ReturnType<E2EEng
     .poll(
       async () => {
         const w = await engine.client.workers.get.query({ workerId });
-        for (const a of w.asks.filter((x) => x.status === "pending")) await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
+        for (const a of w.asks.filter((x) => x.status === "pending"))
+          await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
         return until(w);
       },
       { timeout: 120_000 },
@@ -58,7 +69,12 @@ async function approveAll(workerId: string, until: (w: Awaited<ReturnType<E2EEng
 }
 
 test("title from the task; targets deletable (not while in use); Stop puts focus on Resume; a tool cut off by the stop is not 'running' after Resume", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-TR-TOOL: a long command", title: "Long shell command", directory: repo, checks: [{ run: "true" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-TR-TOOL: a long command",
+    title: "Long shell command",
+    directory: repo,
+    checks: [{ run: "true" }],
+  });
   await approveAll(workerId, (w) => w.asks.some((a) => a.status === "decided") && w.currentTool === "bash" && w.state === "running");
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
   await expect(page).toHaveTitle("Long shell command — opencode-worker");
@@ -113,7 +129,12 @@ test("an API key typed in Setup is kept out of targets.json, the page and the AP
 });
 
 test("the Diff tab of a merged worker says where its changes went", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-TR-MERGE: write merged.txt", title: "To be merged", directory: repo, checks: [{ file: "merged.txt" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-TR-MERGE: write merged.txt",
+    title: "To be merged",
+    directory: repo,
+    checks: [{ file: "merged.txt" }],
+  });
   await approveAll(workerId, (w) => w.state === "built");
   const merged = await engine.client.workers.merge.mutate({ workerId });
   await page.goto(`${engine.origin}/#/workers/${workerId}`);

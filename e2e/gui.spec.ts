@@ -11,7 +11,9 @@ import { cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
 const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
 const shot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SHOTS, `gui-${name}.png`), fullPage });
 
-const BIG = Array.from({ length: 80 }, (_, i) => `line ${String(i + 1).padStart(2, "0")} of the generated file, long enough to need some room on screen`).join("\n") + "\n";
+const BIG =
+  Array.from({ length: 80 }, (_, i) => `line ${String(i + 1).padStart(2, "0")} of the generated file, long enough to need some room on screen`).join("\n") +
+  "\n";
 
 let model: ScriptedModel;
 let engine: E2EEngine;
@@ -35,7 +37,11 @@ test.beforeAll(async ({ browser }) => {
         name: "edit",
         match: /TASK-GUI-EDIT/,
         script: (ctx) =>
-          ctx.turnStep === 0 ? readFile("cli.js") : ctx.turnStep === 1 ? editFile("cli.js", 'console.log("hello");', 'console.log("hello, world");') : { text: "Edited cli.js.\nOUTCOME: built" },
+          ctx.turnStep === 0
+            ? readFile("cli.js")
+            : ctx.turnStep === 1
+              ? editFile("cli.js", 'console.log("hello");', 'console.log("hello, world");')
+              : { text: "Edited cli.js.\nOUTCOME: built" },
       },
       {
         name: "liar",
@@ -62,7 +68,10 @@ test.beforeAll(async ({ browser }) => {
     target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 3 }, checks: [] },
     activate: true,
   });
-  repo = makeRepo({ "README.md": "# gui repo\n", "cli.js": '#!/usr/bin/env node\nconst args = process.argv.slice(2);\nconsole.log("hello");\nprocess.exit(0);\n' });
+  repo = makeRepo({
+    "README.md": "# gui repo\n",
+    "cli.js": '#!/usr/bin/env node\nconst args = process.argv.slice(2);\nconsole.log("hello");\nprocess.exit(0);\n',
+  });
   page = await (await browser.newContext()).newPage();
   page.on("pageerror", (err) => console.error("[page error]", err.message));
   page.on("console", (m) => {
@@ -95,7 +104,12 @@ test("approval cards show the whole diff: all 80 added lines of a new file, and 
   await page.goto(engine.url);
   await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
   await engine.client.workers.start.mutate({ task: "TASK-GUI-NEW: write big.txt", title: "New file", directory: repo, checks: [{ file: "big.txt" }] });
-  await engine.client.workers.start.mutate({ task: "TASK-GUI-EDIT: greet the world in cli.js", title: "Edit cli.js", directory: repo, checks: [{ run: "grep -q world cli.js" }] });
+  await engine.client.workers.start.mutate({
+    task: "TASK-GUI-EDIT: greet the world in cli.js",
+    title: "Edit cli.js",
+    directory: repo,
+    checks: [{ run: "grep -q world cli.js" }],
+  });
   await expect.poll(async () => (await engine.client.approvals.list.query()).length, { timeout: 90_000 }).toBe(2);
   const asks = await engine.client.approvals.list.query();
   const bigAsk = asks.find((a) => a.what.includes("big.txt"))!;
@@ -158,7 +172,12 @@ test("the diff tab lists the changed files with line numbers, and shows both sid
 });
 
 test("verdict chips: a worker that claimed built and failed shows “failed” and, separately, “claim false”; approved inline on its card", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-GUI-LIAR: put beta in b.txt", title: "Liar", directory: repo, checks: [{ run: "grep -q beta b.txt" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-GUI-LIAR: put beta in b.txt",
+    title: "Liar",
+    directory: repo,
+    checks: [{ run: "grep -q beta b.txt" }],
+  });
   await page.goto(engine.origin + "/#/");
   const card = page.getByRole("region", { name: workerId, exact: true });
   // Its write ask can be approved right on the dashboard card.
@@ -186,7 +205,12 @@ test("verdict chips: a worker that claimed built and failed shows “failed” a
 
 test("cards and queue follow submission order (a batch of 8 on 3 slots)", async () => {
   await page.goto(engine.origin + "/#/");
-  const tasks = Array.from({ length: 8 }, (_, i) => ({ task: `TASK-GUI-ORDER T${i + 1}: wait`, title: `Order T${i + 1}`, directory: repo, checks: [{ run: "true" }] }));
+  const tasks = Array.from({ length: 8 }, (_, i) => ({
+    task: `TASK-GUI-ORDER T${i + 1}: wait`,
+    title: `Order T${i + 1}`,
+    directory: repo,
+    checks: [{ run: "true" }],
+  }));
   const { batchId, workerIds } = await engine.client.workers.startBatch.mutate({ tasks });
   const batch = page.getByRole("region", { name: `batch ${batchId}` });
   await expect(batch.locator(".worker-card")).toHaveCount(8);
@@ -197,7 +221,8 @@ test("cards and queue follow submission order (a batch of 8 on 3 slots)", async 
   await expect(batch.getByRole("img", { name: /^progress:/ })).toBeVisible();
   await shot(page, "08-dashboard-order-queue");
   releaseOrder();
-  for (const id of workerIds) await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).verdict !== null, { timeout: 120_000 }).toBe(true);
+  for (const id of workerIds)
+    await expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).verdict !== null, { timeout: 120_000 }).toBe(true);
   await expect(batch.locator(".card-title")).toHaveText(tasks.map((t) => t.title));
 });
 
@@ -228,9 +253,16 @@ test("below 1000 px the navigation folds behind a menu button (down to 800 px)",
 });
 
 test("a dead model server is not shown as ready: its interrupted worker says why and offers Resume", async () => {
-  const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-GUI-HANG: a long job", title: "Long job", directory: repo, checks: [{ run: "true" }] });
+  const { workerId } = await engine.client.workers.start.mutate({
+    task: "TASK-GUI-HANG: a long job",
+    title: "Long job",
+    directory: repo,
+    checks: [{ run: "true" }],
+  });
   await page.goto(engine.origin + "/#/");
-  await expect.poll(() => model.requests.some((r) => r.kind === "chat" && JSON.stringify(r.body.messages).includes("TASK-GUI-HANG")), { timeout: 60_000 }).toBe(true);
+  await expect
+    .poll(() => model.requests.some((r) => r.kind === "chat" && JSON.stringify(r.body.messages).includes("TASK-GUI-HANG")), { timeout: 60_000 })
+    .toBe(true);
   await expect(page.getByLabel("health of scripted: ready")).toBeVisible();
   await model.close();
   modelClosed = true;

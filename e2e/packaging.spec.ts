@@ -53,7 +53,8 @@ test("everything it packs exists after the build: the main process it starts, th
     expect(existsSync(path.join(ROOT, f)), `${f} (packed by electron-builder.yml) is missing: run npm run build`).toBe(true);
   }
   // Each included folder of `files` is one of those.
-  for (const glob of c.files as string[]) if (!glob.startsWith("!") && glob.endsWith("/**")) expect(existsSync(path.join(ROOT, glob.slice(0, -3))), glob).toBe(true);
+  for (const glob of c.files as string[])
+    if (!glob.startsWith("!") && glob.endsWith("/**")) expect(existsSync(path.join(ROOT, glob.slice(0, -3))), glob).toBe(true);
   // The icon: a PNG of at least 512×512 (macOS needs that size; Linux and Windows are made from it).
   const icon = readFileSync(path.join(ROOT, c.linux.icon));
   expect(icon.subarray(1, 4).toString()).toBe("PNG");
@@ -63,14 +64,22 @@ test("everything it packs exists after the build: the main process it starts, th
 
 test("a Linux --dir build lays the app out as configured (needs an Electron 45 binary: OCW_ELECTRON_DIST)", () => {
   const dist = process.env.OCW_ELECTRON_DIST;
-  test.skip(!dist || !existsSync(path.join(dist, "electron")), "no Electron binary: npm's electron package ships none and its download host is unreachable here. Set OCW_ELECTRON_DIST to a folder holding an Electron 45 Linux build to run this test.");
+  test.skip(
+    !dist || !existsSync(path.join(dist, "electron")),
+    "no Electron binary: npm's electron package ships none and its download host is unreachable here. Set OCW_ELECTRON_DIST to a folder holding an Electron 45 Linux build to run this test.",
+  );
   test.setTimeout(600_000);
   const out = mkdtempSync(path.join(os.tmpdir(), "ocw-pack-"));
   try {
-    execFileSync(process.execPath, [require_.resolve("electron-builder/cli.js"), "--linux", "--dir", `-c.electronDist=${dist}`, `-c.directories.output=${out}`], { cwd: ROOT, stdio: "pipe", timeout: 540_000 });
+    execFileSync(
+      process.execPath,
+      [require_.resolve("electron-builder/cli.js"), "--linux", "--dir", `-c.electronDist=${dist}`, `-c.directories.output=${out}`],
+      { cwd: ROOT, stdio: "pipe", timeout: 540_000 },
+    );
     const app = path.join(out, "linux-unpacked");
     expect(existsSync(path.join(app, "opencode-worker"))).toBe(true);
-    for (const f of ["out/main/main.js", "out/preload/preload.js", "out/renderer/index.html", "dist/ocw.mjs", "protocol", "packs", "package.json"]) expect(existsSync(path.join(app, "resources", "app", f)), f).toBe(true);
+    for (const f of ["out/main/main.js", "out/preload/preload.js", "out/renderer/index.html", "dist/ocw.mjs", "protocol", "packs", "package.json"])
+      expect(existsSync(path.join(app, "resources", "app", f)), f).toBe(true);
     expect(JSON.parse(readFileSync(path.join(app, "resources", "app", "package.json"), "utf8")).main).toBe("out/main/main.js");
   } finally {
     rmSync(out, { recursive: true, force: true });

@@ -28,7 +28,13 @@ function cspOf(source: string): string {
 }
 
 function directives(csp: string): Map<string, string[]> {
-  return new Map(csp.split(";").map((d) => d.trim().split(/\s+/)).filter((d) => d[0]).map((d) => [d[0]!, d.slice(1)]));
+  return new Map(
+    csp
+      .split(";")
+      .map((d) => d.trim().split(/\s+/))
+      .filter((d) => d[0])
+      .map((d) => [d[0]!, d.slice(1)]),
+  );
 }
 
 test("BrowserWindow: contextIsolation, sandbox, no Node integration, web security on, no webview", () => {
@@ -54,7 +60,9 @@ test("navigation and new windows are blocked; IPC answers only the engine's own 
   expect(main).toMatch(/requestSingleInstanceLock\(\)/);
   expect(main).toMatch(/setPermissionRequestHandler/);
   const handlers = [...main.matchAll(/ipcMain\.(?:on|handle)\("([^"]+)"/g)].map((m) => m[1]);
-  const guarded = [...main.matchAll(/ipcMain\.(?:on|handle)\("([^"]+)",\s*(?:async\s*)?\(e(?:,[^)]*)?\)\s*=>\s*\{\s*if \(!isOurs\(e\.senderFrame\?\.url\)/g)].map((m) => m[1]);
+  const guarded = [
+    ...main.matchAll(/ipcMain\.(?:on|handle)\("([^"]+)",\s*(?:async\s*)?\(e(?:,[^)]*)?\)\s*=>\s*\{\s*if \(!isOurs\(e\.senderFrame\?\.url\)/g),
+  ].map((m) => m[1]);
   expect(handlers.length).toBeGreaterThan(0);
   for (const h of handlers) expect(h).toMatch(/^ocw:/);
   expect(guarded).toEqual(handlers);

@@ -32,15 +32,29 @@ async function engineOn(gpus: { name: string; totalMiB: number }[], ramGiB: numb
   let nv: Record<string, string> = {};
   if (gpus.length) {
     const csv = path.join(dir, "nvidia.csv");
-    writeFileSync(csv, gpus.map((g, i) => `${i}, GPU-${i}0000000-0000-0000-0000-000000000000, ${g.name}, 00000000:${String(i + 1).padStart(2, "0")}:00.0, ${g.totalMiB}, 500, ${g.totalMiB - 500}, 580.65.06, 8.9`).join("\n") + "\n");
+    writeFileSync(
+      csv,
+      gpus
+        .map(
+          (g, i) =>
+            `${i}, GPU-${i}0000000-0000-0000-0000-000000000000, ${g.name}, 00000000:${String(i + 1).padStart(2, "0")}:00.0, ${g.totalMiB}, 500, ${g.totalMiB - 500}, 580.65.06, 8.9`,
+        )
+        .join("\n") + "\n",
+    );
     nv = { OCW_FAKE_NVIDIA_SMI: csv };
   }
   // a CUDA toolkit is here: with no llama-server yet, NVIDIA GPUs are planned for the CUDA source build (CUDA0 …)
   writeFileSync(path.join(dir, "nvcc"), "#!/bin/sh\n", { mode: 0o755 });
   const e = await startEngine(path.join(dir, "state"), {
-    PATH: [FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter), OCW_NVCC: path.join(dir, "nvcc"),
-    OCW_RAM_BYTES: String(ramGiB * GiB), LLAMA_SERVER: "", OCW_LLAMA_CACHE: path.join(dir, "no-llama"), OCW_FAKE_NVIDIA_SMI: "", OCW_FAKE_ROCM_SMI: "",
-    ...nv, ...env,
+    PATH: [FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter),
+    OCW_NVCC: path.join(dir, "nvcc"),
+    OCW_RAM_BYTES: String(ramGiB * GiB),
+    LLAMA_SERVER: "",
+    OCW_LLAMA_CACHE: path.join(dir, "no-llama"),
+    OCW_FAKE_NVIDIA_SMI: "",
+    OCW_FAKE_ROCM_SMI: "",
+    ...nv,
+    ...env,
   });
   engines.push(e);
   return e;
@@ -58,15 +72,22 @@ let noTools: ScriptedModel;
 
 test.beforeAll(async () => {
   good = await startScriptedModel({
-    modelId: "scripted-coder", apiKey: "sk-e2e-setup", chunkDelayMs: 10,
+    modelId: "scripted-coder",
+    apiKey: "sk-e2e-setup",
+    chunkDelayMs: 10,
     scripts: [
-      { name: "tools", match: (c) => c.hasTools, script: (c) => (c.toolResults.length ? { text: `The word is ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })) },
+      {
+        name: "tools",
+        match: (c) => c.hasTools,
+        script: (c) => (c.toolResults.length ? { text: `The word is ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })),
+      },
       { match: /sumOfSquares/, script: () => ({ text: GOOD }) },
     ],
     fallback: () => ({ text: "one two three four five six seven eight nine ten eleven twelve" }),
   });
   noTools = await startScriptedModel({
-    modelId: "no-jinja", chunkDelayMs: 10,
+    modelId: "no-jinja",
+    chunkDelayMs: 10,
     scripts: [
       { name: "refuse", match: (c) => c.hasTools, script: () => ({ error: { status: 500, message: "tools param requires --jinja flag" } }) },
       { match: /sumOfSquares/, script: () => ({ text: GOOD }) },
@@ -114,7 +135,13 @@ test("CPU-only machine: no invented GPU; the engine's pick for the CPU, its memo
 });
 
 test("2×24 GB machine: both GPUs listed, one replica per GPU (a pool), a chart per GPU; another catalog model planned on request", async ({ page }) => {
-  const two = await engineOn([{ name: "NVIDIA GeForce RTX 4090", totalMiB: 24564 }, { name: "NVIDIA GeForce RTX 4090", totalMiB: 24564 }], 64);
+  const two = await engineOn(
+    [
+      { name: "NVIDIA GeForce RTX 4090", totalMiB: 24564 },
+      { name: "NVIDIA GeForce RTX 4090", totalMiB: 24564 },
+    ],
+    64,
+  );
   await open(page, two);
   await expect(page.getByRole("list", { name: "Detected hardware" }).getByRole("listitem").filter({ hasText: "RTX 4090" })).toHaveCount(2);
   const fit = await two.client.setup.fit.query({});
@@ -158,7 +185,16 @@ test("capture: a dead URL says so and saves nothing; a working server is verifie
   const result = page.getByRole("region", { name: "Verify result" });
   await expect(result.getByRole("status")).toContainText("Saved as scripted-good and made active", { timeout: 60_000 });
   const list = result.getByRole("list", { name: "Verify checklist" });
-  for (const name of ["Reachable", "Key required", "Slots and context", "Requests overlap", "Coding task", "Thinking kept out of answers", "Tool-call round trip"]) await expect(list.getByLabel(`${name}: pass`)).toBeVisible();
+  for (const name of [
+    "Reachable",
+    "Key required",
+    "Slots and context",
+    "Requests overlap",
+    "Coding task",
+    "Thinking kept out of answers",
+    "Tool-call round trip",
+  ])
+    await expect(list.getByLabel(`${name}: pass`)).toBeVisible();
   await expect(page.getByLabel("Active target")).toContainText("scripted-good");
   await shot(page, "06-capture-verified", list);
   expect((await cpu.client.targets.list.query()).active).toBe("scripted-good");
@@ -224,7 +260,14 @@ test("run a model here: Start downloads, loads, warms up, verifies live and chec
   const { buildSync } = await import("esbuild");
   const { chmodSync, mkdirSync } = await import("node:fs");
   const http = await import("node:http");
-  buildSync({ entryPoints: [path.join(ROOT, "test/fixtures/hardware/fake-runtime.ts")], bundle: true, platform: "node", format: "esm", outfile: path.join(dir, "fake-runtime.mjs"), logLevel: "error" });
+  buildSync({
+    entryPoints: [path.join(ROOT, "test/fixtures/hardware/fake-runtime.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: path.join(dir, "fake-runtime.mjs"),
+    logLevel: "error",
+  });
   mkdirSync(path.join(dir, "bin"));
   const llama = path.join(dir, "bin", "llama-server");
   writeFileSync(llama, `#!/bin/sh\nOCW_FAKE_MODE=llama exec "${process.execPath}" "${path.join(dir, "fake-runtime.mjs")}" "$@"\n`);
@@ -258,8 +301,13 @@ test("run a model here: Start downloads, loads, warms up, verifies live and chec
   await new Promise<void>((r) => hub.listen(0, "127.0.0.1", () => r()));
   try {
     const e = await engineOn([], 64, {
-      PATH: [path.join(dir, "bin"), FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter), LLAMA_SERVER: llama, OCW_FAKE_NVIDIA_SMI: csv, OCW_FAKE_GPU_USE: "1",
-      OCW_FAKE_LLAMA_DEVICES: path.join(dir, "devices.txt"), OCW_FAKE_LLAMA_BUFFERS: "CUDA0=16000,CPU_Mapped=400", OCW_HF_ENDPOINT: `http://127.0.0.1:${(hub.address() as { port: number }).port}`,
+      PATH: [path.join(dir, "bin"), FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter),
+      LLAMA_SERVER: llama,
+      OCW_FAKE_NVIDIA_SMI: csv,
+      OCW_FAKE_GPU_USE: "1",
+      OCW_FAKE_LLAMA_DEVICES: path.join(dir, "devices.txt"),
+      OCW_FAKE_LLAMA_BUFFERS: "CUDA0=16000,CPU_Mapped=400",
+      OCW_HF_ENDPOINT: `http://127.0.0.1:${(hub.address() as { port: number }).port}`,
     });
     await open(page, e);
     const rec = page.getByRole("region", { name: "Recommended setup" });
@@ -273,7 +321,8 @@ test("run a model here: Start downloads, loads, warms up, verifies live and chec
     await expect(start.getByRole("listitem", { name: "Download: running" })).toBeVisible({ timeout: 30_000 });
     await shot(page, "start-download", start);
     await expect(start.getByRole("listitem", { name: "Weights placement: done" })).toBeVisible({ timeout: 60_000 });
-    for (const phase of ["Plan", "Runtime", "Download", "Load", "Warm-up", "Verify"]) await expect(start.getByRole("listitem", { name: `${phase}: done`, exact: true })).toBeVisible();
+    for (const phase of ["Plan", "Runtime", "Download", "Load", "Warm-up", "Verify"])
+      await expect(start.getByRole("listitem", { name: `${phase}: done`, exact: true })).toBeVisible();
     await expect(start.getByRole("list", { name: "Verify checklist" }).getByRole("listitem", { name: "Tool-call round trip: pass" })).toBeVisible();
     await expect(start.getByRole("group", { name: "Where the weights are" })).toContainText("as planned");
     await expect(start.getByRole("status")).toContainText(/built.*saved and active/);

@@ -34,7 +34,10 @@ test.beforeAll(async ({ browser }) => {
       {
         name: "alpha",
         match: /TASK-E2E-A/,
-        script: (ctx) => (ctx.turnStep === 0 ? writeFile("a.txt", "alpha\n") : { text: "Wrote a.txt with alpha.\nOUTCOME: built", reasoning: "The file is written; the task is done." }),
+        script: (ctx) =>
+          ctx.turnStep === 0
+            ? writeFile("a.txt", "alpha\n")
+            : { text: "Wrote a.txt with alpha.\nOUTCOME: built", reasoning: "The file is written; the task is done." },
       },
       {
         name: "liar",
@@ -167,13 +170,15 @@ test("new task: start 4 workers as a batch, with held-back checks", async () => 
 
   const workers = await engine.client.workers.list.query();
   expect(workers).toHaveLength(4);
-  for (const w of workers) ids[(/TASK-E2E-([A-D])/.exec(w.spec.task)![1] as "A" | "B" | "C" | "D")] = w.id;
+  for (const w of workers) ids[/TASK-E2E-([A-D])/.exec(w.spec.task)![1] as "A" | "B" | "C" | "D"] = w.id;
   expect(new Set(workers.map((w) => w.batchId)).size).toBe(1);
   for (const key of ["A", "B", "C", "D"] as const) await expect(page.getByRole("region", { name: ids[key], exact: true })).toBeVisible();
   await expect(page.getByRole("region", { name: ids.A, exact: true })).toContainText("Worker A");
 
   // A fifth task (from the API, as Claude would send it) waits in the queue: all 4 slots are taken.
-  ids.E = (await engine.client.workers.start.mutate({ task: "TASK-E2E-E: write a.txt", title: "Worker E", directory: repo, checks: [{ file: "a.txt" }] })).workerId;
+  ids.E = (
+    await engine.client.workers.start.mutate({ task: "TASK-E2E-E: write a.txt", title: "Worker E", directory: repo, checks: [{ file: "a.txt" }] })
+  ).workerId;
   const queue = page.getByRole("region", { name: "Queue" });
   await expect(queue).toContainText(ids.E);
   await expect(page.getByRole("region", { name: ids.E, exact: true })).toContainText("queued");
@@ -216,7 +221,9 @@ test("approvals inbox: both pending asks, oldest first, approved by keyboard", a
 test("worker detail: steer one worker with “Send steer”; the model follows it", async () => {
   await page.goto(`${engine.origin}/#/workers/${ids.C}`);
   await expect(page.getByRole("heading", { name: "Worker C", exact: true })).toBeVisible();
-  await expect.poll(() => model.requests.some((r) => r.kind === "chat" && JSON.stringify(r.body.messages).includes("TASK-E2E-C")), { timeout: 60_000 }).toBe(true);
+  await expect
+    .poll(() => model.requests.some((r) => r.kind === "chat" && JSON.stringify(r.body.messages).includes("TASK-E2E-C")), { timeout: 60_000 })
+    .toBe(true);
   await expect(page.getByText("running", { exact: true })).toBeVisible();
   await page.getByLabel("Steering message").fill("Change of plan: use blue, not red.");
   await page.getByRole("button", { name: "Send steer" }).click();
@@ -229,7 +236,9 @@ test("worker detail: steer one worker with “Send steer”; the model follows i
     if (i === 0) await shot(page, "12-worker-ask");
     await ask.getByRole("button", { name: "Approve once" }).click();
     // The next ask can arrive before this one's card is gone: count decided asks instead of waiting for an empty region.
-    await expect.poll(async () => (await engine.client.workers.get.query({ workerId: ids.C })).asks.filter((a) => a.status === "decided").length, { timeout: 30_000 }).toBe(i + 1);
+    await expect
+      .poll(async () => (await engine.client.workers.get.query({ workerId: ids.C })).asks.filter((a) => a.status === "decided").length, { timeout: 30_000 })
+      .toBe(i + 1);
   }
   const verdict = page.getByRole("region", { name: `Verdict of ${ids.C}` });
   await expect(verdict).toBeVisible({ timeout: 90_000 });
@@ -281,12 +290,17 @@ test("verdict cards: built and honest for A; B failed and its claim is flagged f
   await expect(va.getByText("honest", { exact: true })).toBeVisible();
   await expect(va).toContainText("in scope");
   await expect(page.getByRole("button", { name: "Merge…" })).toBeVisible();
-  await page.getByRole("log", { name: "Transcript" }).getByText(/^Reasoning/).first().click();
+  await page
+    .getByRole("log", { name: "Transcript" })
+    .getByText(/^Reasoning/)
+    .first()
+    .click();
   await expect(page.getByRole("log", { name: "Transcript" })).toContainText("The file is written; the task is done.");
   await shot(page, "17-verdict-built");
 
   await page.getByRole("link", { name: "Dashboard" }).click();
-  for (const key of ["A", "B", "C"] as const) await expect(page.getByRole("region", { name: ids[key], exact: true }).locator(".chip").first()).not.toHaveText(/running|needs approval|grading/);
+  for (const key of ["A", "B", "C"] as const)
+    await expect(page.getByRole("region", { name: ids[key], exact: true }).locator(".chip").first()).not.toHaveText(/running|needs approval|grading/);
   await expect(page.getByRole("region", { name: /^batch / })).toContainText("built 2/3");
   await shot(page, "18-dashboard-settled");
 });
@@ -326,7 +340,9 @@ test("the desktop shell's event reader (tray count, notifications) sees the same
   expect(opened).toEqual(expect.arrayContaining([ids.A, ids.B, ids.C, ids.E]));
   const resolved = desktopFeed.filter((e) => e.type === "ask.resolved").length;
   expect(resolved).toBe(desktopFeed.filter((e) => e.type === "ask.opened").length);
-  const finals = desktopFeed.filter((e) => e.type === "worker.state" && ["built", "honest-failure", "stopped"].includes(String(e.state))).map((e) => `${e.workerId}=${e.state}`);
+  const finals = desktopFeed
+    .filter((e) => e.type === "worker.state" && ["built", "honest-failure", "stopped"].includes(String(e.state)))
+    .map((e) => `${e.workerId}=${e.state}`);
   expect(finals).toEqual(expect.arrayContaining([`${ids.A}=built`, `${ids.B}=honest-failure`, `${ids.C}=built`, `${ids.D}=stopped`, `${ids.E}=built`]));
 });
 

@@ -44,9 +44,16 @@ async function closedPort(): Promise<number> {
 
 async function engineWith(env: NodeJS.ProcessEnv): Promise<E2EEngine> {
   const e = await startEngine(path.join(dir, `state-${engines.length}`), {
-    PATH: [FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter), OCW_RAM_BYTES: String(64 * 1024 ** 3), OCW_LLAMA_CACHE: path.join(dir, "no-llama"),
-    OCW_FAKE_NVIDIA_SMI: csv, OCW_FAKE_ROCM_SMI: "", OCW_FAKE_GPU_USE: "1", OCW_FAKE_LLAMA_DEVICES: path.join(dir, "devices.txt"),
-    OCW_FAKE_LLAMA_BUFFERS: "CUDA0=16000,CPU_Mapped=400", LLAMA_SERVER: "", ...env,
+    PATH: [FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter),
+    OCW_RAM_BYTES: String(64 * 1024 ** 3),
+    OCW_LLAMA_CACHE: path.join(dir, "no-llama"),
+    OCW_FAKE_NVIDIA_SMI: csv,
+    OCW_FAKE_ROCM_SMI: "",
+    OCW_FAKE_GPU_USE: "1",
+    OCW_FAKE_LLAMA_DEVICES: path.join(dir, "devices.txt"),
+    OCW_FAKE_LLAMA_BUFFERS: "CUDA0=16000,CPU_Mapped=400",
+    LLAMA_SERVER: "",
+    ...env,
   });
   engines.push(e);
   return e;
@@ -72,7 +79,14 @@ test.beforeAll(async () => {
   dir = tempDir("wizard-e2e");
   dirs.push(dir);
   const { buildSync } = await import("esbuild");
-  buildSync({ entryPoints: [path.join(ROOT, "test/fixtures/hardware/fake-runtime.ts")], bundle: true, platform: "node", format: "esm", outfile: path.join(dir, "fake-runtime.mjs"), logLevel: "error" });
+  buildSync({
+    entryPoints: [path.join(ROOT, "test/fixtures/hardware/fake-runtime.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: path.join(dir, "fake-runtime.mjs"),
+    logLevel: "error",
+  });
   mkdirSync(path.join(dir, "bin"));
   llama = path.join(dir, "bin", "llama-server");
   writeFileSync(llama, `#!/bin/sh\nOCW_FAKE_MODE=llama exec "${process.execPath}" "${path.join(dir, "fake-runtime.mjs")}" "$@"\n`);
@@ -135,7 +149,11 @@ async function engineWithHub(): Promise<E2EEngine> {
       res.writeHead(200, { "content-length": String(body.length) }).end(body);
     }),
   );
-  const e = await engineWith({ OCW_HF_ENDPOINT: hub, LLAMA_SERVER: llama, PATH: [path.join(dir, "bin"), FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter) });
+  const e = await engineWith({
+    OCW_HF_ENDPOINT: hub,
+    LLAMA_SERVER: llama,
+    PATH: [path.join(dir, "bin"), FAKE_BIN, process.env.PATH ?? ""].join(path.delimiter),
+  });
   return e;
 }
 
@@ -176,7 +194,19 @@ test("servers the engine started: stop, start again, keep after ocw stop, delete
   const [again] = await e.client.servers.list.query();
   process.kill(again!.pid, 0);
   await e.client.shutdown.mutate();
-  await expect.poll(() => { try { process.kill(again!.pid, 0); return "alive"; } catch { return "gone"; } }, { timeout: 20_000 }).toBe("gone");
+  await expect
+    .poll(
+      () => {
+        try {
+          process.kill(again!.pid, 0);
+          return "alive";
+        } catch {
+          return "gone";
+        }
+      },
+      { timeout: 20_000 },
+    )
+    .toBe("gone");
 });
 
 test("API provider: presets fill the URL and key variable; the model list comes from the provider", async ({ page }) => {
@@ -184,7 +214,9 @@ test("API provider: presets fill the URL and key variable; the model list comes 
     http.createServer((req, res) => {
       if (req.url !== "/v1/models") return res.writeHead(404).end();
       if (req.headers.authorization !== "Bearer sk-wizard-prov") return res.writeHead(401).end('{"error":"bad key"}');
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ data: [{ id: "qwen/qwen3-coder", context_length: 262144 }, { id: "deepseek/deepseek-chat-v3" }] }));
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ data: [{ id: "qwen/qwen3-coder", context_length: 262144 }, { id: "deepseek/deepseek-chat-v3" }] }));
     }),
   );
   const e = await engineWith({ WIZARD_PROV_KEY: "sk-wizard-prov", OCW_HF_ENDPOINT: "http://127.0.0.1:9" });
@@ -205,7 +237,9 @@ test("API provider: presets fill the URL and key variable; the model list comes 
   await form.getByRole("textbox", { name: "Base URL" }).fill(`${prov}/v1`);
   await form.getByRole("textbox", { name: "Key environment variable" }).fill("NOT_SET_ANYWHERE");
   await form.getByRole("button", { name: "List models" }).click();
-  await expect(form.getByRole("alert", { name: "Model list error" })).toContainText("environment variable NOT_SET_ANYWHERE is not set in the engine's environment");
+  await expect(form.getByRole("alert", { name: "Model list error" })).toContainText(
+    "environment variable NOT_SET_ANYWHERE is not set in the engine's environment",
+  );
   await form.getByRole("textbox", { name: "Key environment variable" }).fill("WIZARD_PROV_KEY");
   await form.getByRole("button", { name: "List models" }).click();
   const list = form.getByRole("combobox", { name: "Models the provider lists" });
@@ -241,8 +275,23 @@ test("deleting a target stops and forgets the server the engine started for it",
   const [srv] = await e.client.servers.list.query();
   const targets = page.getByRole("region", { name: "Saved targets" });
   await targets.getByRole("button", { name: /^Delete target/ }).click();
-  await targets.getByRole("group", { name: /Confirm deleting target/ }).getByRole("button", { name: "Delete", exact: true }).click();
+  await targets
+    .getByRole("group", { name: /Confirm deleting target/ })
+    .getByRole("button", { name: "Delete", exact: true })
+    .click();
   await expect(page.getByRole("region", { name: "Model servers" })).toContainText("None");
   expect(await e.client.servers.list.query()).toEqual([]);
-  await expect.poll(() => { try { process.kill(srv!.pid, 0); return "alive"; } catch { return "gone"; } }, { timeout: 20_000 }).toBe("gone");
+  await expect
+    .poll(
+      () => {
+        try {
+          process.kill(srv!.pid, 0);
+          return "alive";
+        } catch {
+          return "gone";
+        }
+      },
+      { timeout: 20_000 },
+    )
+    .toBe("gone");
 });

@@ -34,7 +34,11 @@ export function desktopClient(e: Pick<EngineInfo, "port" | "token">): EngineClie
  * Follows the engine's event stream until `signal` aborts. The client reconnects by itself after a dropped stream,
  * resuming from the last event it saw; a stream the engine ended (or an error) is opened again 2 s later from there.
  */
-export function followEvents(e: Pick<EngineInfo, "port" | "token"> & Partial<EngineInfo>, onEvent: (ev: EngineEvent) => void, signal: AbortSignal): Promise<void> {
+export function followEvents(
+  e: Pick<EngineInfo, "port" | "token"> & Partial<EngineInfo>,
+  onEvent: (ev: EngineEvent) => void,
+  signal: AbortSignal,
+): Promise<void> {
   const client = desktopClient(e);
   let lastEventId: string | null = null;
   let sub: { unsubscribe(): void } | null = null;

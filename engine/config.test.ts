@@ -5,7 +5,11 @@ describe("config: every OCW_* variable in one place", () => {
   it("defaults, values, and a malformed value falls back instead of crashing", () => {
     expect(config({})).toMatchObject({ OCW_STALL_SEC: 300, OCW_RETENTION_DAYS: 14, OCW_NO_SANDBOX: false });
     expect(config({}).OCW_STATE_DIR).toBeUndefined();
-    expect(config({ OCW_STALL_SEC: "12", OCW_NO_SANDBOX: "1", OCW_STATE_DIR: "/x" })).toMatchObject({ OCW_STALL_SEC: 12, OCW_NO_SANDBOX: true, OCW_STATE_DIR: "/x" });
+    expect(config({ OCW_STALL_SEC: "12", OCW_NO_SANDBOX: "1", OCW_STATE_DIR: "/x" })).toMatchObject({
+      OCW_STALL_SEC: 12,
+      OCW_NO_SANDBOX: true,
+      OCW_STATE_DIR: "/x",
+    });
     expect(config({ OCW_STALL_SEC: "soon", OCW_NO_SANDBOX: "yes please" })).toMatchObject({ OCW_STALL_SEC: 300, OCW_NO_SANDBOX: false });
   });
 

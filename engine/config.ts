@@ -9,7 +9,12 @@ const num = (def: number) => z.coerce.number().finite().catch(def).default(def);
 const str = () => z.string().min(1).optional().catch(undefined);
 /** A value kept as written, an empty one included (where "" means "none"). */
 const raw = () => z.string().optional().catch(undefined);
-const flag = () => z.enum(["1", "0", "true", "false"]).optional().catch(undefined).transform((v) => v === "1" || v === "true");
+const flag = () =>
+  z
+    .enum(["1", "0", "true", "false"])
+    .optional()
+    .catch(undefined)
+    .transform((v) => v === "1" || v === "true");
 
 export const ConfigSchema = z.object({
   // where things are
@@ -22,7 +27,9 @@ export const ConfigSchema = z.object({
   OCW_BWRAP: str().describe("the bubblewrap binary; default: bwrap on PATH"),
   // behaviour
   OCW_NO_SANDBOX: flag().describe("1: run workers without the OS sandbox (the person's explicit opt-out)"),
-  OCW_SANDBOX_READONLY: str().describe("extra folders (\":\"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list"),
+  OCW_SANDBOX_READONLY: str().describe(
+    'extra folders (":"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list',
+  ),
   OCW_COMMAND_TIMEOUT_SEC: num(600).describe("wall-clock seconds one worker command may run, whatever timeout the model asked for"),
   OCW_COMMAND_MAX_PROCS: num(1024).describe("processes a worker command or check may have (RLIMIT_NPROC; root is exempt by the kernel)"),
   OCW_COMMAND_MAX_MEM_MB: num(8192).describe("data memory per process of a worker command or check, MiB (RLIMIT_DATA)"),
@@ -44,7 +51,7 @@ export const ConfigSchema = z.object({
   OCW_LLAMA_RELEASES_URL: raw().describe("a release listing (JSON) to install llama.cpp from (a mirror, tests)"),
   OCW_LLAMA_CACHE: raw().describe("where llama-server builds and downloads are cached; default: ~/.cache/opencode-worker/llama"),
   OCW_LLAMA_BUILD_SCRIPT: str().describe("the llama-server build script; default: scripts/build-llama-server.sh of this install"),
-  OCW_NVCC: raw().describe("the nvcc a CUDA source build uses; \"\" = none; default: PATH, CUDA_HOME, /usr/local/cuda"),
+  OCW_NVCC: raw().describe('the nvcc a CUDA source build uses; "" = none; default: PATH, CUDA_HOME, /usr/local/cuda'),
   OCW_VLLM_BIN: str().describe("the vllm binary; default: vllm on PATH"),
   OCW_PYTHON: str().describe("the Python that runs SGLang/vLLM modules; default: python3 on PATH"),
   OCW_CONTAINER_ENGINE: str().describe("podman or docker for runtime images; default: whichever is on PATH"),

@@ -24,7 +24,9 @@ await build({
   format: "esm",
   target: "node20",
   external: ["opencode-ai"],
-  banner: { js: "import { createRequire as __r } from 'node:module'; const require = __r(import.meta.url); const __dirname = new URL('.', import.meta.url).pathname;" },
+  banner: {
+    js: "import { createRequire as __r } from 'node:module'; const require = __r(import.meta.url); const __dirname = new URL('.', import.meta.url).pathname;",
+  },
   logLevel: "warning",
 });
 const node = spawnSync(process.execPath, [out, ...args.filter((a) => a !== "--no-ui")], { stdio: "inherit", cwd: root });
@@ -49,6 +51,10 @@ const ui = spawnSync("npx", ["playwright", "test", "-c", "playwright.bench.confi
 const merged = spawnSync(process.execPath, [out, ...args.filter((a) => a !== "--no-ui"), "--merge-ui", uiOut], {
   stdio: "inherit",
   cwd: root,
-  env: { ...process.env, OCW_BENCH_UI_SECONDS: String((Date.now() - t0) / 1000), OCW_BENCH_UI_ERROR: ui.status === 0 ? "" : `the Playwright bench exited ${ui.status ?? ui.signal}` },
+  env: {
+    ...process.env,
+    OCW_BENCH_UI_SECONDS: String((Date.now() - t0) / 1000),
+    OCW_BENCH_UI_ERROR: ui.status === 0 ? "" : `the Playwright bench exited ${ui.status ?? ui.signal}`,
+  },
 });
-process.exit(ui.status !== 0 ? ui.status ?? 1 : merged.status ?? 1);
+process.exit(ui.status !== 0 ? (ui.status ?? 1) : (merged.status ?? 1));

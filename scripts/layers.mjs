@@ -64,8 +64,16 @@ function sources(dir) {
 export async function checkLayers() {
   const entries = ["shared", "engine", "renderer/src", "electron"].flatMap((d) => sources(path.join(root, d)));
   const r = await build({
-    entryPoints: entries, bundle: true, write: false, metafile: true, packages: "external", platform: "node", format: "esm",
-    outdir: path.join(root, "node_modules/.cache/ocw-layers"), logLevel: "silent", absWorkingDir: root,
+    entryPoints: entries,
+    bundle: true,
+    write: false,
+    metafile: true,
+    packages: "external",
+    platform: "node",
+    format: "esm",
+    outdir: path.join(root, "node_modules/.cache/ocw-layers"),
+    logLevel: "silent",
+    absWorkingDir: root,
     loader: { ".css": "empty", ".svg": "empty", ".png": "empty", ".woff2": "empty" },
   });
   const problems = [];
@@ -73,18 +81,21 @@ export async function checkLayers() {
   for (const [file, info] of Object.entries(r.metafile.inputs)) {
     const from = layerOf(file);
     // Every source file of ours has a layer: a new folder is placed deliberately, never skipped by the rule.
-    if (!from && !file.startsWith("node_modules/") && /\.(ts|tsx)$/.test(file)) problems.push(`${file} has no layer: add its folder to LAYERS in scripts/layers.mjs`);
+    if (!from && !file.startsWith("node_modules/") && /\.(ts|tsx)$/.test(file))
+      problems.push(`${file} has no layer: add its folder to LAYERS in scripts/layers.mjs`);
     if (!from) continue;
     for (const { path: to, external } of info.imports) {
       if (external) {
         if (to === "electron" && from[1] !== "electron") problems.push(`${file} imports electron: only electron/ may`);
-        if (builtins.has(to) && (from[1] === "shared" || from[1] === "renderer")) problems.push(`${file} imports the Node module ${to}: ${from[1]}/ must run without Node`);
+        if (builtins.has(to) && (from[1] === "shared" || from[1] === "renderer"))
+          problems.push(`${file} imports the Node module ${to}: ${from[1]}/ must run without Node`);
         continue;
       }
       const target = layerOf(to);
       if (!target) continue;
       if (from[1] === "electron" || from[1] === "renderer") {
-        if (target[1] !== "shared" && target[1] !== from[1] && !APP_ALLOW[from[1]].includes(to)) problems.push(`${file} → ${to}: ${from[1]}/ may import only shared/ and ${APP_ALLOW[from[1]].join(", ")}`);
+        if (target[1] !== "shared" && target[1] !== from[1] && !APP_ALLOW[from[1]].includes(to))
+          problems.push(`${file} → ${to}: ${from[1]}/ may import only shared/ and ${APP_ALLOW[from[1]].join(", ")}`);
         continue;
       }
       if (target[1] === "electron" || target[1] === "renderer") problems.push(`${file} → ${to}: the engine never imports an app`);
@@ -114,7 +125,9 @@ export async function checkLayers() {
 const IMPORT_RE = /(?:^|[\n;}])\s*(?:import|export)\s+(type\s+)?(?:[^'";]*?\sfrom\s*)?["']([^"']+)["']|\bimport\(\s*["']([^"']+)["']\s*\)/g;
 /** Where this file's imports go, type-only ones included: `[{to, type, external}]` (`to` relative to the root). */
 function importsOf(abs) {
-  const src = readFileSync(abs, "utf8").replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  const src = readFileSync(abs, "utf8")
+    .replace(/\/\*[\s\S]*?\*\//g, "")
+    .replace(/^\s*\/\/.*$/gm, "");
   const out = [];
   for (const m of src.matchAll(IMPORT_RE)) {
     const spec = m[2] ?? m[3];
@@ -123,7 +136,9 @@ function importsOf(abs) {
       continue;
     }
     const base = path.resolve(path.dirname(abs), spec);
-    const hit = [base, base.replace(/\.js$/, ".ts"), `${base}.ts`, `${base}.tsx`, path.join(base, "index.ts"), path.join(base, "index.tsx")].find((c) => existsSync(c) && statSync(c).isFile());
+    const hit = [base, base.replace(/\.js$/, ".ts"), `${base}.ts`, `${base}.tsx`, path.join(base, "index.ts"), path.join(base, "index.tsx")].find(
+      (c) => existsSync(c) && statSync(c).isFile(),
+    );
     if (hit && /\.(ts|tsx)$/.test(hit)) out.push({ to: path.relative(root, hit), type: Boolean(m[1]), external: false });
   }
   return out;
@@ -136,7 +151,10 @@ function statementProblems(entries) {
     const file = path.relative(root, abs);
     const from = layerOf(file);
     const edges = importsOf(abs);
-    graph.set(file, edges.filter((e) => !e.external).map((e) => e.to));
+    graph.set(
+      file,
+      edges.filter((e) => !e.external).map((e) => e.to),
+    );
     if (!from) continue;
     for (const { to, type, external } of edges) {
       if (external) {
@@ -146,28 +164,43 @@ function statementProblems(entries) {
       const target = layerOf(to);
       if (!target || !type) continue; // value imports: checked on esbuild's graph above
       if (from[1] === "electron" || from[1] === "renderer") {
-        if (target[1] !== "shared" && target[1] !== from[1] && to !== "engine/api/router.ts" && !APP_ALLOW[from[1]].includes(to)) problems.push(`${file} → ${to} (type): ${from[1]}/ may import only shared/, the router's type and ${APP_ALLOW[from[1]].join(", ")}`);
+        if (target[1] !== "shared" && target[1] !== from[1] && to !== "engine/api/router.ts" && !APP_ALLOW[from[1]].includes(to))
+          problems.push(`${file} → ${to} (type): ${from[1]}/ may import only shared/, the router's type and ${APP_ALLOW[from[1]].join(", ")}`);
       } else if (target[1] === "electron" || target[1] === "renderer") problems.push(`${file} → ${to} (type): the engine never imports an app`);
-      else if (target[2] > from[2]) problems.push(`${file} (${from[1]}) → ${to} (${target[1]}) (type): a layer imports only the layers below it, types included`);
+      else if (target[2] > from[2])
+        problems.push(`${file} (${from[1]}) → ${to} (${target[1]}) (type): a layer imports only the layers below it, types included`);
     }
     if (file.startsWith("engine/") && file !== "engine/config.ts" && from[2] < 4) {
       const src = readFileSync(abs, "utf8");
-      for (const m of src.matchAll(/\benv(?:\.|\[["'])(OCW_[A-Z0-9_]+)(?!\s*=[^=])/g)) problems.push(`${file} reads ${m[1]}: every OCW_* variable is read in engine/config.ts`);
+      for (const m of src.matchAll(/\benv(?:\.|\[["'])(OCW_[A-Z0-9_]+)(?!\s*=[^=])/g))
+        problems.push(`${file} reads ${m[1]}: every OCW_* variable is read in engine/config.ts`);
     }
   }
   // File cycles (Tarjan's strongly connected components): any component of two or more files is a cycle.
   let next = 0;
-  const index = new Map(), low = new Map(), stack = [], on = new Set();
+  const index = new Map(),
+    low = new Map(),
+    stack = [],
+    on = new Set();
   const connect = (v) => {
-    index.set(v, next); low.set(v, next++); stack.push(v); on.add(v);
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    on.add(v);
     for (const w of graph.get(v) ?? []) {
-      if (!index.has(w)) { connect(w); low.set(v, Math.min(low.get(v), low.get(w))); }
-      else if (on.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
+      if (!index.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
     }
     if (low.get(v) !== index.get(v)) return;
     const component = [];
     let w;
-    do { w = stack.pop(); on.delete(w); component.push(w); } while (w !== v);
+    do {
+      w = stack.pop();
+      on.delete(w);
+      component.push(w);
+    } while (w !== v);
     if (component.length > 1) problems.push(`file cycle: ${component.sort().join(" ↔ ")}`);
   };
   for (const v of graph.keys()) if (!index.has(v)) connect(v);

@@ -31,8 +31,12 @@ function walk(dir, rel = "") {
 /** The shipped files of a plugin folder, path → sha256, sorted by path. */
 export function pluginFiles(pluginDir) {
   const files = {};
-  for (const rel of walk(pluginDir).filter((f) => !NOT_CONTENT.has(f)).sort()) {
-    files[rel] = createHash("sha256").update(readFileSync(path.join(pluginDir, rel))).digest("hex");
+  for (const rel of walk(pluginDir)
+    .filter((f) => !NOT_CONTENT.has(f))
+    .sort()) {
+    files[rel] = createHash("sha256")
+      .update(readFileSync(path.join(pluginDir, rel)))
+      .digest("hex");
   }
   return files;
 }
@@ -107,14 +111,18 @@ export function release(root = ROOT, { note, today = new Date().toISOString().sl
   const plugins = text.indexOf('"plugins"');
   const at = text.indexOf(`"${name}"`, plugins < 0 ? 0 : plugins);
   setVersion(marketPath(root), version, at < 0 ? 0 : at);
-  if (manifestVersions(root).marketplace !== version) throw new Error(`could not set the version of ${name} in .claude-plugin/marketplace.json: set it to ${version} by hand`);
+  if (manifestVersions(root).marketplace !== version)
+    throw new Error(`could not set the version of ${name} in .claude-plugin/marketplace.json: set it to ${version} by hand`);
   const after = pluginFiles(pluginDir);
   const record = { version, contentHash: contentHash(pluginDir), files: after };
   writeFileSync(path.join(pluginDir, "release.json"), JSON.stringify(record, null, 2) + "\n");
   const log = path.join(pluginDir, "CHANGELOG.md");
-  const head = "# Changelog of the opencode-worker Claude Code plugin\n\nOne line per release (written by `npm run plugin:release`); Claude Code updates an installed plugin when its version changes.\n\n";
+  const head =
+    "# Changelog of the opencode-worker Claude Code plugin\n\nOne line per release (written by `npm run plugin:release`); Claude Code updates an installed plugin when its version changes.\n\n";
   const old = existsSync(log) ? readFileSync(log, "utf8").replace(/^# [^\n]*\n\n(?:[^\n#-][^\n]*\n)*\n?/, "") : "";
-  const what = note?.trim() || (changed.length ? `changed: ${changed.slice(0, 12).join(", ")}${changed.length > 12 ? `, and ${changed.length - 12} more` : ""}` : "first release");
+  const what =
+    note?.trim() ||
+    (changed.length ? `changed: ${changed.slice(0, 12).join(", ")}${changed.length > 12 ? `, and ${changed.length - 12} more` : ""}` : "first release");
   writeFileSync(log, `${head}- ${version} (${today}): ${what.replace(/\s+/g, " ")}\n${old}`);
   return { released: true, version, changed };
 }

@@ -92,7 +92,9 @@ async function fetchElectron(pkg) {
     /* an electron package without checksums.json: the remote SHASUMS256.txt is the only check */
   }
   const zipName = `electron-v${version}-${platform}-${arch}.zip`;
-  say(`no Electron binary yet: fetching Electron ${version} (${platform}-${arch}) through @electron/get${mirrorConfigured() ? ` from the mirror ${mirrorConfigured()}` : ""}`);
+  say(
+    `no Electron binary yet: fetching Electron ${version} (${platform}-${arch}) through @electron/get${mirrorConfigured() ? ` from the mirror ${mirrorConfigured()}` : ""}`,
+  );
   if (remoteChecksums) say(`checking it against the ${mirrorConfigured() ? "mirror's" : "release's"} SHASUMS256.txt`);
   let shown = -1;
   const zip = await downloadArtifact({
@@ -117,7 +119,10 @@ async function fetchElectron(pkg) {
   if (bundled?.[zipName] && remoteChecksums) {
     const { createHash } = await import("node:crypto");
     const sum = createHash("sha256").update(readFileSync(zip)).digest("hex");
-    if (sum !== bundled[zipName]) say(`note: ${zipName} from the mirror matches the mirror's SHASUMS256.txt but not the checksum the electron package ships: it is not the official Electron ${version} build`);
+    if (sum !== bundled[zipName])
+      say(
+        `note: ${zipName} from the mirror matches the mirror's SHASUMS256.txt but not the checksum the electron package ships: it is not the official Electron ${version} build`,
+      );
   }
   say(`unpacking ${zip}`);
   const { extract } = await load("@electron-internal/extract-zip");
@@ -175,6 +180,8 @@ else {
     // undici's "fetch failed" says nothing by itself: its cause does (ECONNREFUSED, ENOTFOUND, a TLS error, …).
     const cause = err?.cause ? ` (${err.cause.message ?? err.cause.code ?? err.cause})` : "";
     const reason = String(err?.message ?? err).split("\n")[0] + cause;
-    browserUi(`fetching Electron failed: ${reason}${mirrorConfigured() ? "" : " (set ELECTRON_MIRROR to a reachable Electron mirror, or ELECTRON_OVERRIDE_DIST_PATH to a folder holding an Electron binary)"}`);
+    browserUi(
+      `fetching Electron failed: ${reason}${mirrorConfigured() ? "" : " (set ELECTRON_MIRROR to a reachable Electron mirror, or ELECTRON_OVERRIDE_DIST_PATH to a folder holding an Electron binary)"}`,
+    );
   }
 }

@@ -32,11 +32,21 @@ if (want("typecheck") || want("layers")) {
   code === 0 ? totals.passed++ : totals.failed++;
 }
 
+// 1c. Formatting and lint (Biome, biome.json): the formatter's output and the linter's rules, checked, never written.
+if (want("typecheck") || want("lint")) {
+  const code = run("format + lint", "npx", ["biome", "check", "."]);
+  code === 0 ? totals.passed++ : totals.failed++;
+}
+
 // 2. vitest (unit + integration) with a JSON report we can count.
 function vitestTotals(file) {
   if (!existsSync(file)) return null;
   const r = JSON.parse(readFileSync(file, "utf8"));
-  return { passed: r.numPassedTests ?? 0, failed: (r.numFailedTests ?? 0) + (r.numRuntimeErrorTestSuites ?? 0), skipped: (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0) };
+  return {
+    passed: r.numPassedTests ?? 0,
+    failed: (r.numFailedTests ?? 0) + (r.numRuntimeErrorTestSuites ?? 0),
+    skipped: (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0),
+  };
 }
 for (const project of ["unit", "integration"]) {
   if (!want(project)) continue;

@@ -33,7 +33,13 @@ export const SteerInput = WorkerRef.extend({ text: z.string().min(1, "the steer 
 export const StopInput = WorkerRef.extend({ reason: z.string().max(500).optional() });
 export const ResumeInput = WorkerRef.extend({ message: z.string().max(20_000).optional() });
 /** A follow-up to a settled worker (built or honest-failure): a new round in the same session. */
-export const ContinueInput = WorkerRef.extend({ message: z.string().trim().min(1, "the message is empty: say what the worker should do next").max(20_000, "the message is over 20,000 characters: shorten it") });
+export const ContinueInput = WorkerRef.extend({
+  message: z
+    .string()
+    .trim()
+    .min(1, "the message is empty: say what the worker should do next")
+    .max(20_000, "the message is over 20,000 characters: shorten it"),
+});
 /** A review: comments on files and lines of the worker's change, sent as one follow-up. */
 export const ReviewInput = WorkerRef.extend({
   comments: z.array(ReviewComment).min(1, "a review needs at least one comment").max(200, "at most 200 comments per review"),
@@ -74,7 +80,9 @@ export const MergeBatchResult = z.object({
 export type MergeBatchResult = z.infer<typeof MergeBatchResult>;
 
 /** Landing beyond a local merge: revert a merge the engine made, prune merged branches, push and open a pull request. */
-export const RevertInput = z.object({ workerId: z.string().optional(), batchId: z.string().optional() }).refine((x) => !x.workerId !== !x.batchId, { message: "give a workerId or a batchId (not both)" });
+export const RevertInput = z
+  .object({ workerId: z.string().optional(), batchId: z.string().optional() })
+  .refine((x) => !x.workerId !== !x.batchId, { message: "give a workerId or a batchId (not both)" });
 export const RevertResult = z.object({ reverted: z.string(), into: z.string(), commit: z.string() });
 export type RevertResult = z.infer<typeof RevertResult>;
 export const PruneInput = z.object({ directory: z.string().min(1, "directory is required").max(4096) });

@@ -26,7 +26,10 @@ export const FLAG_LABEL: Record<string, string> = {
   workdir: "working directory",
 };
 
-export function askView(ask: Pick<PermissionAsk, "kind" | "tool" | "what"> & { flags?: PermissionAsk["flags"]; workdir?: string }, opts: { lines?: boolean } = {}): AskView {
+export function askView(
+  ask: Pick<PermissionAsk, "kind" | "tool" | "what"> & { flags?: PermissionAsk["flags"]; workdir?: string },
+  opts: { lines?: boolean } = {},
+): AskView {
   const v = untrustedView(ask.what, { max: SHOW_MAX, lines: opts.lines });
   const offer = grantOffer(ask);
   return {

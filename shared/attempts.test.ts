@@ -29,12 +29,42 @@ function verdict(v: Partial<Verdict> & { lines?: number; files?: string[] }): Ve
 }
 
 /** A finished worker: created (optionally as an attempt), started, ended in `state` with `v`. */
-function worker(id: string, o: { target?: string; group?: string; index?: number; all?: boolean; state?: Worker["state"]; reason?: string; v?: Verdict; tokens?: number; start?: number; end?: number }): Worker {
-  let w = reduceWorker(null, ev(id, { type: "worker.created", spec, batchId: null, targetId: o.target ?? "t1", ...(o.group ? { attempt: { groupId: o.group, index: o.index ?? 1, of: 3, all: !!o.all } } : {}) }, 100));
+function worker(
+  id: string,
+  o: {
+    target?: string;
+    group?: string;
+    index?: number;
+    all?: boolean;
+    state?: Worker["state"];
+    reason?: string;
+    v?: Verdict;
+    tokens?: number;
+    start?: number;
+    end?: number;
+  },
+): Worker {
+  let w = reduceWorker(
+    null,
+    ev(
+      id,
+      {
+        type: "worker.created",
+        spec,
+        batchId: null,
+        targetId: o.target ?? "t1",
+        ...(o.group ? { attempt: { groupId: o.group, index: o.index ?? 1, of: 3, all: !!o.all } } : {}),
+      },
+      100,
+    ),
+  );
   w = reduceWorker(w, ev(id, { type: "worker.state", state: "starting" }, o.start ?? 1000));
   if (o.tokens) w = reduceWorker(w, ev(id, { type: "usage", usage: { input: o.tokens, output: 0, reasoning: 0, cost: 0 } }, o.start ?? 1000));
   if (o.v) w = reduceWorker(w, ev(id, { type: "verdict", verdict: o.v }, o.end ?? 3000));
-  return reduceWorker(w, ev(id, { type: "worker.state", state: o.state ?? (o.v?.verdict ?? "stopped"), ...(o.reason ? { reason: o.reason } : {}) }, o.end ?? 3000));
+  return reduceWorker(
+    w,
+    ev(id, { type: "worker.state", state: o.state ?? o.v?.verdict ?? "stopped", ...(o.reason ? { reason: o.reason } : {}) }, o.end ?? 3000),
+  );
 }
 
 describe("attempts", () => {
@@ -81,7 +111,16 @@ describe("ledger", () => {
     const ws = [
       // target t1: one task of three attempts (one built, one failed, one stopped for the winner) …
       worker("a1", { target: "t1", group: "g1", index: 1, v: verdict({}), tokens: 100, start: 1000, end: 3000 }),
-      worker("a2", { target: "t1", group: "g1", index: 2, state: "honest-failure", v: verdict({ verdict: "honest-failure", claim: "honest-failure" }), tokens: 50, start: 1000, end: 2000 }),
+      worker("a2", {
+        target: "t1",
+        group: "g1",
+        index: 2,
+        state: "honest-failure",
+        v: verdict({ verdict: "honest-failure", claim: "honest-failure" }),
+        tokens: 50,
+        start: 1000,
+        end: 2000,
+      }),
       worker("a3", { target: "t1", group: "g1", index: 3, state: "stopped", reason: stoppedForWinnerReason("a1"), tokens: 50, start: 1000, end: 2000 }),
       // … one single task that built nothing but was called built (a no-op): not counted as built …
       worker("s1", { target: "t1", v: verdict({ files: [] }), tokens: 100, start: 1000, end: 2000 }),

@@ -75,7 +75,10 @@ type LooseVerdict = Omit<Verdict, "flags"> & { noop?: unknown; noOp?: unknown; w
 function flagsOf(v: LooseVerdict): string[] {
   const f = v.flags;
   if (Array.isArray(f)) return f.filter((x): x is string => typeof x === "string");
-  if (f && typeof f === "object") return Object.entries(f).filter(([, on]) => on === true).map(([k]) => k);
+  if (f && typeof f === "object")
+    return Object.entries(f)
+      .filter(([, on]) => on === true)
+      .map(([k]) => k);
   return [];
 }
 

@@ -34,9 +34,7 @@ export const BatchTask = z
 export type BatchTask = z.infer<typeof BatchTask>;
 
 /** Checks of the batch as a whole, run on the built workers' graded commits combined (the integration commit). */
-export const IntegrationSpec = z
-  .object({ checks: z.array(CheckSpec).min(1, "integration needs at least one check").max(100) })
-  .strict();
+export const IntegrationSpec = z.object({ checks: z.array(CheckSpec).min(1, "integration needs at least one check").max(100) }).strict();
 export type IntegrationSpec = z.infer<typeof IntegrationSpec>;
 
 /** A batch file: the array of tasks, or `{tasks, integration?}`. */

@@ -44,7 +44,7 @@ export const CheckSpec = z.union([CommandCheck, FileCheck], {
 });
 export type CheckSpec = z.infer<typeof CheckSpec>;
 
-export function checkName(check: CheckSpec, index: number): string {
+export function checkName(check: CheckSpec, _index: number): string {
   if (check.name) return check.name;
   return "run" in check ? check.run.slice(0, 80) : `file ${check.file}`;
 }

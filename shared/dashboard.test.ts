@@ -5,8 +5,34 @@ import { reduceWorker, WorkerSpec, type Worker, type WorkerEvent, type WorkerSta
 let seq = 0;
 function worker(id: string, state: WorkerState, o: { batch?: string; task?: string; dir?: string; target?: string; ask?: boolean; at?: number } = {}): Worker {
   const ev = (body: Record<string, unknown>) => ({ workerId: id, seq: ++seq, ts: o.at ?? seq, ...body }) as WorkerEvent;
-  let w = reduceWorker(null, ev({ type: "worker.created", spec: WorkerSpec.parse({ task: o.task ?? `task ${id}`, directory: o.dir ?? "/repo" }), batchId: o.batch ?? null, targetId: o.target ?? "t" }));
-  if (o.ask) w = reduceWorker(w, ev({ type: "ask.opened", ask: { id: `a-${id}`, workerId: id, sessionId: "s", kind: "permission", tool: "bash", what: "ls", patterns: [], always: [], createdAt: 1, status: "pending" } }));
+  let w = reduceWorker(
+    null,
+    ev({
+      type: "worker.created",
+      spec: WorkerSpec.parse({ task: o.task ?? `task ${id}`, directory: o.dir ?? "/repo" }),
+      batchId: o.batch ?? null,
+      targetId: o.target ?? "t",
+    }),
+  );
+  if (o.ask)
+    w = reduceWorker(
+      w,
+      ev({
+        type: "ask.opened",
+        ask: {
+          id: `a-${id}`,
+          workerId: id,
+          sessionId: "s",
+          kind: "permission",
+          tool: "bash",
+          what: "ls",
+          patterns: [],
+          always: [],
+          createdAt: 1,
+          status: "pending",
+        },
+      }),
+    );
   if (state !== "queued") w = reduceWorker(w, ev({ type: "worker.state", state }));
   return w;
 }

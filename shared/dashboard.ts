@@ -60,7 +60,12 @@ export interface DashboardGroup {
  * urgent worker, then newest first; inside a group, by urgency, keeping submission order among equals. `archived`
  * batches are left out unless `showArchived`. Filters apply to workers; a group with none left is dropped.
  */
-export function dashboardGroups(workers: Worker[], filter: DashboardFilter = NO_FILTER, archived: ReadonlySet<string> = new Set(), showArchived = false): DashboardGroup[] {
+export function dashboardGroups(
+  workers: Worker[],
+  filter: DashboardFilter = NO_FILTER,
+  archived: ReadonlySet<string> = new Set(),
+  showArchived = false,
+): DashboardGroup[] {
   const m = new Map<string, Worker[]>();
   for (const w of workers) {
     const k = w.batchId ?? "";

@@ -25,7 +25,24 @@ const verdict = (w: string, over: Partial<Verdict>) =>
   ({
     ...base(w),
     type: "verdict",
-    verdict: { verdict: "built", claim: "built", claimReason: null, honest: true, checks: [{ name: "npm test", passed: true, exitCode: 0, output: "" }, { name: "lint", passed: false, exitCode: 1, output: "" }], scope: { passed: true, violations: [], changedFiles: [] }, gradedAt: 1, branch: null, worktree: null, commit: null, diffStat: "", mergeHint: null, ...over },
+    verdict: {
+      verdict: "built",
+      claim: "built",
+      claimReason: null,
+      honest: true,
+      checks: [
+        { name: "npm test", passed: true, exitCode: 0, output: "" },
+        { name: "lint", passed: false, exitCode: 1, output: "" },
+      ],
+      scope: { passed: true, violations: [], changedFiles: [] },
+      gradedAt: 1,
+      branch: null,
+      worktree: null,
+      commit: null,
+      diffStat: "",
+      mergeHint: null,
+      ...over,
+    },
   }) as unknown as EngineEvent;
 
 describe("desktop: pending count in the title and on the tray", () => {
@@ -64,15 +81,30 @@ describe("desktop: pending count in the title and on the tray", () => {
 
 describe("desktop: notifications", () => {
   it("a new pending ask opens that ask; a question says so", () => {
-    expect(noteFor(opened("a1", "w1"), { title: "Fix the parser" })).toEqual({ kind: "ask", title: "Approval waiting: bash", body: "Fix the parser\nnpm test", hash: "#/approvals/a1" });
-    expect(noteFor(opened("a2", "w1", { kind: "question", tool: "question", what: "Which colour?" }), { title: "T" })!.title).toBe("Approval waiting: question");
+    expect(noteFor(opened("a1", "w1"), { title: "Fix the parser" })).toEqual({
+      kind: "ask",
+      title: "Approval waiting: bash",
+      body: "Fix the parser\nnpm test",
+      hash: "#/approvals/a1",
+    });
+    expect(noteFor(opened("a2", "w1", { kind: "question", tool: "question", what: "Which colour?" }), { title: "T" })!.title).toBe(
+      "Approval waiting: question",
+    );
     expect(noteFor(opened("a3", "w1", { status: "decided" }), { title: "T" })).toBeNull();
     expect(noteFor(opened("a4", "w1", { what: "x".repeat(1000) }), { title: "T" })!.body.length).toBe(240);
   });
 
   it("a verdict says built or failed and, apart from it, whether the claim was honest; it opens the worker", () => {
-    expect(noteFor(verdict("w1", {}), { title: "Fix" })).toEqual({ kind: "verdict", title: "Built: Fix", body: "1/2 checks · claim honest", hash: "#/workers/w1" });
-    expect(noteFor(verdict("w1", { verdict: "honest-failure", claim: "built", honest: false }), { title: "Fix" })).toMatchObject({ title: "Failed: Fix", body: "1/2 checks · claim false" });
+    expect(noteFor(verdict("w1", {}), { title: "Fix" })).toEqual({
+      kind: "verdict",
+      title: "Built: Fix",
+      body: "1/2 checks · claim honest",
+      hash: "#/workers/w1",
+    });
+    expect(noteFor(verdict("w1", { verdict: "honest-failure", claim: "built", honest: false }), { title: "Fix" })).toMatchObject({
+      title: "Failed: Fix",
+      body: "1/2 checks · claim false",
+    });
     expect(noteFor(verdict("w1", { verdict: "honest-failure", claim: null, honest: false }), { title: "Fix" })!.body).toBe("1/2 checks · no claim");
   });
 
@@ -93,7 +125,18 @@ describe("desktop: deep links", () => {
     expect(deepLinkHash("ocw://approvals")).toBe("#/approvals");
     expect(deepLinkHash("ocw://new/")).toBe("#/new");
     expect(deepLinkHash("ocw://dashboard")).toBe("#/");
-    for (const bad of ["https://ask/a1", "ocw://ask/", "ocw://ask/a1/extra", "ocw://ask/..%2F..%2Fx", "ocw://ask/%E0%A4%A", "ocw://ask/a b", "ocw://settings/x", "ocw://ask/javascript:alert(1)", "not a url", ""]) {
+    for (const bad of [
+      "https://ask/a1",
+      "ocw://ask/",
+      "ocw://ask/a1/extra",
+      "ocw://ask/..%2F..%2Fx",
+      "ocw://ask/%E0%A4%A",
+      "ocw://ask/a b",
+      "ocw://settings/x",
+      "ocw://ask/javascript:alert(1)",
+      "not a url",
+      "",
+    ]) {
       expect(deepLinkHash(bad), bad).toBeNull();
     }
   });

@@ -82,7 +82,12 @@ const enc = encodeURIComponent;
 export function noteFor(e: EngineEvent, ctx: { title: string; wasStalled?: boolean }): DesktopNote | null {
   if (e.type === "ask.opened" && e.ask.status === "pending") {
     const what = e.ask.kind === "question" ? "question" : e.ask.tool;
-    return { kind: "ask", title: `Approval waiting: ${what}`, body: `${showUntrusted(ctx.title, { lines: false, max: 120 })}\n${showUntrusted(e.ask.what.slice(0, 600), { lines: false })}`.slice(0, 240), hash: `#/approvals/${enc(e.ask.id)}` };
+    return {
+      kind: "ask",
+      title: `Approval waiting: ${what}`,
+      body: `${showUntrusted(ctx.title, { lines: false, max: 120 })}\n${showUntrusted(e.ask.what.slice(0, 600), { lines: false })}`.slice(0, 240),
+      hash: `#/approvals/${enc(e.ask.id)}`,
+    };
   }
   if (e.type === "verdict") {
     const v = e.verdict;
@@ -111,13 +116,16 @@ export function deepLinkHash(link: string): string | null {
   // Parsed by hand: shared/ runs where there is no URL class (no DOM, no Node).
   const m = new RegExp(`^${DEEP_LINK_SCHEME}://?/?([^?#]*)(?:[?#].*)?$`, "i").exec(link.trim());
   if (!m) return null;
-  const parts = m[1]!.split("/").filter(Boolean).map((p) => {
-    try {
-      return decodeURIComponent(p);
-    } catch {
-      return "\0";
-    }
-  });
+  const parts = m[1]!
+    .split("/")
+    .filter(Boolean)
+    .map((p) => {
+      try {
+        return decodeURIComponent(p);
+      } catch {
+        return "\0";
+      }
+    });
   const [what, id, ...rest] = parts;
   if (rest.length) return null;
   if ((what === "ask" || what === "worker") && id && ID.test(id)) return what === "ask" ? `#/approvals/${enc(id)}` : `#/workers/${enc(id)}`;

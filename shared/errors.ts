@@ -13,7 +13,10 @@ export const ErrorCode = z.enum([
 ]);
 export type ErrorCode = z.infer<typeof ErrorCode>;
 
-export const ERROR_MAP: Record<ErrorCode, { trpc: "BAD_REQUEST" | "NOT_FOUND" | "CONFLICT" | "PRECONDITION_FAILED" | "INTERNAL_SERVER_ERROR"; http: number; exit: number }> = {
+export const ERROR_MAP: Record<
+  ErrorCode,
+  { trpc: "BAD_REQUEST" | "NOT_FOUND" | "CONFLICT" | "PRECONDITION_FAILED" | "INTERNAL_SERVER_ERROR"; http: number; exit: number }
+> = {
   "bad-input": { trpc: "BAD_REQUEST", http: 400, exit: 2 },
   "not-found": { trpc: "NOT_FOUND", http: 404, exit: 2 },
   conflict: { trpc: "CONFLICT", http: 409, exit: 1 },

@@ -6,7 +6,15 @@ import { WorkerEvent } from "./worker";
 export const TransientEvent = z.discriminatedUnion("type", [
   // `at`: where this piece starts in the part's streamed text, so a client that also read the transcript (which holds
   // the text streamed so far) applies each piece once.
-  z.object({ type: z.literal("delta"), workerId: z.string(), partId: z.string(), field: z.string(), delta: z.string(), at: z.number().int().nonnegative().optional(), ts: z.number() }),
+  z.object({
+    type: z.literal("delta"),
+    workerId: z.string(),
+    partId: z.string(),
+    field: z.string(),
+    delta: z.string(),
+    at: z.number().int().nonnegative().optional(),
+    ts: z.number(),
+  }),
   z.object({ type: z.literal("retry"), workerId: z.string(), attempt: z.number(), message: z.string(), ts: z.number() }),
   z.object({
     type: z.literal("serving"),

@@ -13,13 +13,15 @@ export const PlannedDevice = z.object({
   /** Weights + KV/recurrent state + compute buffers + driver overhead placed there. */
   plannedBytes: z.number().int().nonnegative(),
   /** The parts of plannedBytes (for the wizard's memory chart). */
-  breakdown: z.object({
-    weightsBytes: z.number().int().nonnegative(),
-    kvBytes: z.number().int().nonnegative(),
-    computeBytes: z.number().int().nonnegative(),
-    overheadBytes: z.number().int().nonnegative(),
-    marginBytes: z.number().int().nonnegative(),
-  }).optional(),
+  breakdown: z
+    .object({
+      weightsBytes: z.number().int().nonnegative(),
+      kvBytes: z.number().int().nonnegative(),
+      computeBytes: z.number().int().nonnegative(),
+      overheadBytes: z.number().int().nonnegative(),
+      marginBytes: z.number().int().nonnegative(),
+    })
+    .optional(),
 });
 export type PlannedDevice = z.infer<typeof PlannedDevice>;
 
@@ -52,28 +54,36 @@ export const FitPick = z.object({
    * read per token (the active weights on each device, one after the other); an estimate, `basis` says from what.
    * `warning` when it is too slow for an agent (below 8 tokens/s per slot).
    */
-  speed: z.object({
-    decodeTokPerSecPerSlot: z.number(),
-    decodeTokPerSecTotal: z.number(),
-    basis: z.string(),
-    warning: z.string().nullable(),
-  }).optional(),
+  speed: z
+    .object({
+      decodeTokPerSecPerSlot: z.number(),
+      decodeTokPerSecTotal: z.number(),
+      basis: z.string(),
+      warning: z.string().nullable(),
+    })
+    .optional(),
   /**
    * A pool of replicas (issue 16): one llama-server per GPU or GPU group, each with its share of the slots; setup
    * starts every one and saves one target whose `serving.endpoints` lists them. `command` is then their commands,
    * one per line.
    */
-  pool: z.object({
-    replicas: z.number().int().min(2),
-    endpoints: z.array(z.object({
-      /** The llama.cpp device ids (as the machine names them) this replica runs on. */
-      devices: z.array(z.string()).min(1),
-      slots: z.number().int().positive(),
-      ctxPerSlot: z.number().int().positive(),
-      /** Its launch command, key elided, other GPUs hidden (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES). */
-      command: z.string(),
-    })).min(2),
-  }).optional(),
+  pool: z
+    .object({
+      replicas: z.number().int().min(2),
+      endpoints: z
+        .array(
+          z.object({
+            /** The llama.cpp device ids (as the machine names them) this replica runs on. */
+            devices: z.array(z.string()).min(1),
+            slots: z.number().int().positive(),
+            ctxPerSlot: z.number().int().positive(),
+            /** Its launch command, key elided, other GPUs hidden (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES). */
+            command: z.string(),
+          }),
+        )
+        .min(2),
+    })
+    .optional(),
 });
 export type FitPick = z.infer<typeof FitPick>;
 

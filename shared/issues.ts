@@ -4,6 +4,7 @@ import type { z } from "zod";
 export function firstIssue(error: z.ZodError, prefix = ""): string {
   const i = error.issues[0]!;
   const field = i.path.join(".");
-  if (i.code === "invalid_type" && /received undefined$/.test(i.message) && field) return `${prefix}${field} is required (${i.message.replace(/^Invalid input: /, "")})`;
+  if (i.code === "invalid_type" && /received undefined$/.test(i.message) && field)
+    return `${prefix}${field} is required (${i.message.replace(/^Invalid input: /, "")})`;
   return `${prefix}${field ? `${field}: ` : ""}${i.message}`;
 }

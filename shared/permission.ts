@@ -95,7 +95,9 @@ export type Grant = z.infer<typeof Grant>;
  */
 export function terminalSafe(text: string): string {
   // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`));
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) =>
+    c === "\n" ? "\\n" : c === "\t" ? "\\t" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  );
 }
 
 /**

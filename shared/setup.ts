@@ -8,8 +8,15 @@ import { EnvVarName, Target, TargetCheck } from "./target";
  * chooses it explicitly, saves it as unverified (no checks run, shown as such everywhere).
  */
 
-const Url = z.string().trim().min(1, "a server URL is required, like http://127.0.0.1:8080/v1").url("a server URL like http://127.0.0.1:8080/v1 (http or https)");
-const TargetId = z.string().trim().regex(/^[a-z0-9][a-z0-9._-]{0,79}$/, "a target id of lowercase letters, digits, '.', '_' or '-' (at most 80)");
+const Url = z
+  .string()
+  .trim()
+  .min(1, "a server URL is required, like http://127.0.0.1:8080/v1")
+  .url("a server URL like http://127.0.0.1:8080/v1 (http or https)");
+const TargetId = z
+  .string()
+  .trim()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,79}$/, "a target id of lowercase letters, digits, '.', '_' or '-' (at most 80)");
 
 const Common = {
   /** Name of the environment variable (in the engine's environment) that holds the key; never the key itself. */
@@ -160,7 +167,19 @@ export const SetupJob = z.object({
   /** The planner's pick being started (with `pool` when it is a pool of replicas). */
   pick: FitPick.nullable().optional(),
   /** The llama-server(s) started: one per replica of a pool (pid, port, how long until healthy, argv without the key). */
-  servers: z.array(z.object({ pid: z.number(), port: z.number(), url: z.string(), readyMs: z.number(), args: z.array(z.string()), logFile: z.string(), env: z.array(z.string()) })).optional(),
+  servers: z
+    .array(
+      z.object({
+        pid: z.number(),
+        port: z.number(),
+        url: z.string(),
+        readyMs: z.number(),
+        args: z.array(z.string()),
+        logFile: z.string(),
+        env: z.array(z.string()),
+      }),
+    )
+    .optional(),
   startedAt: z.string(),
   ms: z.number().nullable(),
 });

@@ -3,10 +3,32 @@ import { grantOffer, grantsFor, type Grant, type PermissionAsk } from "./permiss
 import { splitCommand } from "./shell";
 
 const bash = (what: string, extra: Partial<PermissionAsk> = {}): PermissionAsk => ({
-  id: "per_1", workerId: "w1", sessionId: "s", kind: "permission", tool: "bash", what, patterns: [what], always: [], createdAt: 0, status: "pending", ...extra,
+  id: "per_1",
+  workerId: "w1",
+  sessionId: "s",
+  kind: "permission",
+  tool: "bash",
+  what,
+  patterns: [what],
+  always: [],
+  createdAt: 0,
+  status: "pending",
+  ...extra,
 });
-const grant = (pattern: string, tool = "bash"): Grant => ({ id: "g_" + pattern, workerId: "w1", tool, pattern, askId: "per_0", by: { kind: "person" }, createdAt: 0 });
-const granted = (what: string, ...patterns: string[]) => !!grantsFor(bash(what), patterns.map((p) => grant(p)));
+const grant = (pattern: string, tool = "bash"): Grant => ({
+  id: "g_" + pattern,
+  workerId: "w1",
+  tool,
+  pattern,
+  askId: "per_0",
+  by: { kind: "person" },
+  createdAt: 0,
+});
+const granted = (what: string, ...patterns: string[]) =>
+  !!grantsFor(
+    bash(what),
+    patterns.map((p) => grant(p)),
+  );
 
 describe("splitting a shell command into simple commands", () => {
   it("splits on ; && || | |& & and line breaks, keeping quotes and redirections with their command", () => {
@@ -15,7 +37,7 @@ describe("splitting a shell command into simple commands", () => {
     expect(splitCommand("a ; b && c || d | e |& f & g\nh")).toEqual({ ok: true, commands: ["a", "b", "c", "d", "e", "f", "g", "h"] });
     expect(splitCommand("npm test 2>&1 | tail -n 5")).toEqual({ ok: true, commands: ["npm test 2>&1", "tail -n 5"] });
     expect(splitCommand("npm test > out.txt; cat out.txt")).toEqual({ ok: true, commands: ["npm test > out.txt", "cat out.txt"] });
-    expect(splitCommand('echo "a;b && c" \'|\' x\\;y')).toEqual({ ok: true, commands: ['echo "a;b && c" \'|\' x\\;y'] });
+    expect(splitCommand("echo \"a;b && c\" '|' x\\;y")).toEqual({ ok: true, commands: ["echo \"a;b && c\" '|' x\\;y"] });
     expect(splitCommand("sleep 1 &")).toEqual({ ok: true, commands: ["sleep 1"] });
     expect(splitCommand("echo x &>log")).toEqual({ ok: true, commands: ["echo x &>log"] });
   });
@@ -42,15 +64,28 @@ describe("splitting a shell command into simple commands", () => {
       "; rm -rf src",
       "npm test &&",
       "",
-    ]) expect(splitCommand(c).ok, JSON.stringify(c)).toBe(false);
+    ])
+      expect(splitCommand(c).ok, JSON.stringify(c)).toBe(false);
   });
 });
 
 describe('"always" means what it says', () => {
-  it('a grant on `npm test` answers `npm test` and nothing chained to it', () => {
+  it("a grant on `npm test` answers `npm test` and nothing chained to it", () => {
     expect(granted("npm test", "npm test")).toBe(true);
     expect(granted("npm  test", "npm test")).toBe(true);
-    for (const c of ["npm test ; touch pwned", "npm test; touch pwned", "npm test && node -e 'x'", "npm test $(touch pwned)", "npm test || true; rm -rf src", "npm test\ntouch pwned", "npm test & rm -rf src", "npm test | sh", "npm test > ~/.bashrc", "npm test -- x", "npm testx"]) {
+    for (const c of [
+      "npm test ; touch pwned",
+      "npm test; touch pwned",
+      "npm test && node -e 'x'",
+      "npm test $(touch pwned)",
+      "npm test || true; rm -rf src",
+      "npm test\ntouch pwned",
+      "npm test & rm -rf src",
+      "npm test | sh",
+      "npm test > ~/.bashrc",
+      "npm test -- x",
+      "npm testx",
+    ]) {
       expect(granted(c, "npm test"), c).toBe(false);
     }
   });

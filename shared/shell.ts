@@ -11,7 +11,29 @@ import { isHiddenCodePoint } from "./untrusted";
 
 export type Split = { ok: true; commands: string[] } | { ok: false; why: string };
 
-const KEYWORDS = new Set(["if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "select", "function", "time", "coproc", "!", "[[", "]]", "{", "}"]);
+const KEYWORDS = new Set([
+  "if",
+  "then",
+  "else",
+  "elif",
+  "fi",
+  "for",
+  "while",
+  "until",
+  "do",
+  "done",
+  "case",
+  "esac",
+  "select",
+  "function",
+  "time",
+  "coproc",
+  "!",
+  "[[",
+  "]]",
+  "{",
+  "}",
+]);
 
 /**
  * The simple commands of a shell command line, each with its words as written (quotes kept) joined by one space; or

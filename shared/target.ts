@@ -1,9 +1,7 @@
 import { z } from "zod";
 
 /** Name of an environment variable that holds a key. The key itself is never stored. */
-export const EnvVarName = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
+export const EnvVarName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
 
 export const ServingEngine = z.enum(["llama.cpp", "vllm", "sglang", "ollama", "capture", "api", "scripted"]);
 export type ServingEngine = z.infer<typeof ServingEngine>;
@@ -51,7 +49,12 @@ export const Target = z.object({
      * of one's own sends nothing while it processes a long prompt, minutes on a CPU. Default: 1800 s for one's own
      * server, 300 s (opencode's own) for an API provider.
      */
-    silenceSec: z.number().int().positive().max(24 * 3600).optional(),
+    silenceSec: z
+      .number()
+      .int()
+      .positive()
+      .max(24 * 3600)
+      .optional(),
   }),
   outcome: z.enum(["built", "underpowered", "cannot-build"]).optional(),
   verifiedAt: z.string().nullable().optional(),
@@ -62,5 +65,11 @@ export type Target = z.infer<typeof Target>;
 /** A filesystem- and URL-safe slug of a target, used to key its pack in packs/<slug>/. */
 export function targetSlug(target: Pick<Target, "model" | "quant">): string {
   const raw = [target.model, target.quant].filter(Boolean).join("-");
-  return raw.toLowerCase().replace(/[^a-z0-9.]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "target";
+  return (
+    raw
+      .toLowerCase()
+      .replace(/[^a-z0-9.]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 80) || "target"
+  );
 }

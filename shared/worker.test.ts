@@ -10,7 +10,18 @@ describe("reduceWorker", () => {
     expect(w.state).toBe("queued");
     w = reduceWorker(w, ev(2, { type: "worker.state", state: "starting" }));
     expect(w.startedAt).toBe(1002);
-    const ask = { id: "per_1", workerId: "w1", sessionId: "s", kind: "permission", tool: "bash", what: "ls", patterns: [], always: [], createdAt: 1, status: "pending" };
+    const ask = {
+      id: "per_1",
+      workerId: "w1",
+      sessionId: "s",
+      kind: "permission",
+      tool: "bash",
+      what: "ls",
+      patterns: [],
+      always: [],
+      createdAt: 1,
+      status: "pending",
+    };
     w = reduceWorker(w, ev(3, { type: "ask.opened", ask }));
     w = reduceWorker(w, ev(4, { type: "worker.state", state: "waiting-approval" }));
     expect(w.asks).toHaveLength(1);
@@ -23,7 +34,19 @@ describe("reduceWorker", () => {
   });
   it("keeps rounds: a verdict grades the latest round (a regrade replaces it), a follow-up starts the next and clears the worker's verdict", () => {
     const verdict = (v: "built" | "honest-failure", commit: string, extra: Record<string, unknown> = {}) => ({
-      verdict: v, claim: "built", claimReason: null, honest: v === "built", checks: [], scope: { passed: true, violations: [], changedFiles: ["a"] }, gradedAt: 5, branch: null, worktree: null, commit, diffStat: "", mergeHint: null, ...extra,
+      verdict: v,
+      claim: "built",
+      claimReason: null,
+      honest: v === "built",
+      checks: [],
+      scope: { passed: true, violations: [], changedFiles: ["a"] },
+      gradedAt: 5,
+      branch: null,
+      worktree: null,
+      commit,
+      diffStat: "",
+      mergeHint: null,
+      ...extra,
     });
     let w = reduceWorker(null, ev(1, { type: "worker.created", spec, batchId: null, targetId: "t" }));
     expect(w.rounds).toEqual([expect.objectContaining({ round: 1, kind: "task", verdict: null, ran: false })]);

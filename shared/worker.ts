@@ -29,7 +29,11 @@ const Glob = z.string().min(1).max(500);
 
 export const Budget = z
   .object({
-    wallSec: z.number().positive().max(7 * 24 * 3600).optional(),
+    wallSec: z
+      .number()
+      .positive()
+      .max(7 * 24 * 3600)
+      .optional(),
     tokens: z.number().int().positive().optional(),
   })
   .strict();
@@ -37,7 +41,11 @@ export type Budget = z.infer<typeof Budget>;
 
 /** What `start` takes. `directory` must be an absolute path to a git repository. */
 export const WorkerSpec = z.object({
-  task: z.string().trim().min(1, "the task is empty: say what the worker should do").max(100_000, "the task is over 100,000 characters: shorten it or point at a file"),
+  task: z
+    .string()
+    .trim()
+    .min(1, "the task is empty: say what the worker should do")
+    .max(100_000, "the task is over 100,000 characters: shorten it or point at a file"),
   directory: z
     .string()
     .min(1, "directory is required")
@@ -209,7 +217,12 @@ export type Worker = z.infer<typeof Worker>;
 
 export function summarizePart(part: TranscriptPart): string {
   if (part.kind === "tool") return `${part.tool ?? "tool"} ${part.status ?? ""}`.trim();
-  return (part.text ?? "").split("\n").find((l) => l.trim())?.slice(0, 160) ?? part.kind;
+  return (
+    (part.text ?? "")
+      .split("\n")
+      .find((l) => l.trim())
+      ?.slice(0, 160) ?? part.kind
+  );
 }
 
 /** Folds one event into a worker picture. Pure: used by the engine on recovery and by clients. */
@@ -242,7 +255,24 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       toolFailures: 0,
       verdict: null,
       baseline: null,
-      rounds: [{ round: 1, kind: "task", message: null, comments: [], startedAt: e.ts, ran: false, verdict: null, claim: null, honest: null, commit: null, reason: null, weakEvidence: false, changed: null, gradedAt: null }],
+      rounds: [
+        {
+          round: 1,
+          kind: "task",
+          message: null,
+          comments: [],
+          startedAt: e.ts,
+          ran: false,
+          verdict: null,
+          claim: null,
+          honest: null,
+          commit: null,
+          reason: null,
+          weakEvidence: false,
+          changed: null,
+          gradedAt: null,
+        },
+      ],
       merged: null,
       reverted: null,
       startFrom: e.startFrom ?? null,
@@ -280,9 +310,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.asks = [...w.asks.filter((a) => a.id !== e.ask.id), e.ask];
       break;
     case "ask.resolved":
-      next.asks = w.asks.map((a) =>
-        a.id === e.askId ? { ...a, status: e.status, decision: e.decision, by: e.by, message: e.message, decidedAt: e.ts } : a,
-      );
+      next.asks = w.asks.map((a) => (a.id === e.askId ? { ...a, status: e.status, decision: e.decision, by: e.by, message: e.message, decidedAt: e.ts } : a));
       break;
     case "steer.sent":
       next.steers = [...w.steers, { text: e.text, ts: e.ts, by: e.by }];
@@ -305,7 +333,16 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.verdict = e.verdict;
       const v = e.verdict;
       const rounds = w.rounds ?? [];
-      const graded = { verdict: v.verdict, claim: v.claim, honest: v.honest, commit: v.commit, reason: v.reason ?? null, weakEvidence: v.weakEvidence ?? false, changed: v.sincePrevious ?? null, gradedAt: v.gradedAt };
+      const graded = {
+        verdict: v.verdict,
+        claim: v.claim,
+        honest: v.honest,
+        commit: v.commit,
+        reason: v.reason ?? null,
+        weakEvidence: v.weakEvidence ?? false,
+        changed: v.sincePrevious ?? null,
+        gradedAt: v.gradedAt,
+      };
       // A regrade (after a restart) replaces the round's verdict; it never adds a round.
       next.rounds = rounds.length
         ? [...rounds.slice(0, -1), { ...rounds.at(-1)!, ...graded }]
@@ -320,7 +357,22 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.verdict = null;
       next.rounds = [
         ...(w.rounds ?? []),
-        { round: e.round, kind: e.kind, message: e.message, comments: e.comments ?? [], startedAt: e.ts, ran: false, verdict: null, claim: null, honest: null, commit: null, reason: null, weakEvidence: false, changed: null, gradedAt: null },
+        {
+          round: e.round,
+          kind: e.kind,
+          message: e.message,
+          comments: e.comments ?? [],
+          startedAt: e.ts,
+          ran: false,
+          verdict: null,
+          claim: null,
+          honest: null,
+          commit: null,
+          reason: null,
+          weakEvidence: false,
+          changed: null,
+          gradedAt: null,
+        },
       ];
       break;
     case "merged":
@@ -347,7 +399,13 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
  * non-blank line, cut at `max` characters (with "…" when cut).
  */
 export function workerTitle(spec: { title?: string; task: string }, max = 100): string {
-  const t = spec.title?.trim() || spec.task.split("\n").find((l) => l.trim())?.trim() || "(untitled task)";
+  const t =
+    spec.title?.trim() ||
+    spec.task
+      .split("\n")
+      .find((l) => l.trim())
+      ?.trim() ||
+    "(untitled task)";
   return t.length <= max ? t : `${t.slice(0, Math.max(0, max - 1))}…`;
 }
 

@@ -43,7 +43,10 @@ export interface TestEngine {
 /** Starts `ocw serve` (the real bundle) in its own state dir and connects to it. */
 export async function startEngine(stateDir = tempDir("state"), env: NodeJS.ProcessEnv = {}): Promise<TestEngine> {
   const prof = process.env.OCW_ENGINE_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.OCW_ENGINE_CPU_PROF}`] : [];
-  const proc = spawn(process.execPath, [...prof, BUNDLE, "serve"], { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [...prof, BUNDLE, "serve"], {
+    env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let err = "";
   proc.stderr!.on("data", (b) => (err += b.toString()));
   const url = await new Promise<string>((resolve, reject) => {
@@ -77,7 +80,12 @@ export function scriptedTarget(url: string, slots = 4, id = "scripted"): Target 
 }
 
 /** Waits until every worker is final; answers each ask with `decide` when given. */
-export async function settle(client: EngineClient, ids: string[], decide?: (ask: Worker["asks"][number]) => "once" | "always" | "reject" | null, timeoutMs = 150_000) {
+export async function settle(
+  client: EngineClient,
+  ids: string[],
+  decide?: (ask: Worker["asks"][number]) => "once" | "always" | "reject" | null,
+  timeoutMs = 150_000,
+) {
   const answered = new Set<string>();
   const answer = (workers: Map<string, Worker>) => {
     if (!decide) return;
@@ -103,7 +111,7 @@ export async function untilAsk(client: EngineClient, id: string, timeoutMs = 60_
 
 export async function untilState(client: EngineClient, id: string, pred: (w: Worker) => boolean, timeoutMs = 60_000): Promise<Worker> {
   const r = await follow(client, [id], { until: (ws) => pred(ws.get(id)!), timeoutMs });
-  if (!pred(r.workers.get(id)!) ) throw new Error(`worker ${id} is ${r.workers.get(id)!.state} after ${r.reason}`);
+  if (!pred(r.workers.get(id)!)) throw new Error(`worker ${id} is ${r.workers.get(id)!.state} after ${r.reason}`);
   return r.workers.get(id)!;
 }
 
@@ -126,7 +134,9 @@ export async function stopDetachedEngine(stateDir: string): Promise<void> {
   const lock = readLock(stateDir);
   if (!lock) return;
   const procs = [{ pid: lock.pid, startTime: lock.startTime }, supervisorOf(lock)].filter((p): p is NonNullable<typeof p> => !!p);
-  await connect(lock).shutdown.mutate().catch(() => undefined);
+  await connect(lock)
+    .shutdown.mutate()
+    .catch(() => undefined);
   const deadline = Date.now() + 15_000;
   while (procs.some((p) => alive(p)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   for (const p of procs) if (alive(p)) process.kill(p.pid, "SIGKILL");

@@ -9,5 +9,7 @@ export function optOutWhereNoSandbox(): void {
   const s = sandboxStatus();
   if (s.kind !== "none" || process.env.OCW_NO_SANDBOX) return;
   process.env.OCW_NO_SANDBOX = "1";
-  console.warn(`\n[tests] the OS sandbox cannot run here (${s.reason}): engines in these tests run workers unsandboxed; the containment tests report themselves skipped\n`);
+  console.warn(
+    `\n[tests] the OS sandbox cannot run here (${s.reason}): engines in these tests run workers unsandboxed; the containment tests report themselves skipped\n`,
+  );
 }

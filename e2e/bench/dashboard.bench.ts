@@ -50,7 +50,12 @@ function profileSummary(p: CpuProfile): string {
     self.set(key, (self.get(key) ?? 0) + dt);
   });
   const rows = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40);
-  return [`${Math.round(total)} ms sampled`, ...rows.map(([k, ms]) => `${ms.toFixed(1).padStart(9)} ms  ${((ms / total) * 100).toFixed(1).padStart(5)} %  ${k}`)].join("\n") + "\n";
+  return (
+    [
+      `${Math.round(total)} ms sampled`,
+      ...rows.map(([k, ms]) => `${ms.toFixed(1).padStart(9)} ms  ${((ms / total) * 100).toFixed(1).padStart(5)} %  ${k}`),
+    ].join("\n") + "\n"
+  );
 }
 
 const round = (x: number, d = 1) => Math.round(x * 10 ** d) / 10 ** d;
@@ -78,7 +83,12 @@ test("ocw serve → rendered dashboard", async ({ browser }) => {
       cleanup(engine.stateDir);
     }
   }
-  result.dashboardStartupMs = { median: round(median(runs), 0), min: round(Math.min(...runs), 0), max: round(Math.max(...runs), 0), runs: runs.map((x) => round(x, 0)) };
+  result.dashboardStartupMs = {
+    median: round(median(runs), 0),
+    min: round(Math.min(...runs), 0),
+    max: round(Math.max(...runs), 0),
+    runs: runs.map((x) => round(x, 0)),
+  };
   save();
 });
 
@@ -151,7 +161,14 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
     engine = await startEngine();
     repo = makeRepo();
     await engine.client.targets.save.mutate({
-      target: { id: "bench", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: WORKERS }, checks: [] },
+      target: {
+        id: "bench",
+        model: "scripted-1",
+        endpoint: model.url,
+        keyRef: null,
+        serving: { engine: "scripted", endpoints: [], slots: WORKERS },
+        checks: [],
+      },
       activate: true,
     });
   });
@@ -201,7 +218,12 @@ test.describe(`dashboard with ${WORKERS} streaming workers`, () => {
     const engineChars = new Map<string, number>();
     const sub = engine.client.events.subscribe(
       { lastEventId: (await engine.client.health.query()).cursor },
-      { onData: (t) => { const e = t.data as { type: string; workerId?: string; delta?: string }; if (e.type === "delta" && e.workerId) engineChars.set(e.workerId, (engineChars.get(e.workerId) ?? 0) + (e.delta?.length ?? 0)); } },
+      {
+        onData: (t) => {
+          const e = t.data as { type: string; workerId?: string; delta?: string };
+          if (e.type === "delta" && e.workerId) engineChars.set(e.workerId, (engineChars.get(e.workerId) ?? 0) + (e.delta?.length ?? 0));
+        },
+      },
     );
     const chars0 = await chars();
     const d0 = Date.now();

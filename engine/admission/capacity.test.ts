@@ -8,8 +8,24 @@ import type { WorkerRegistry } from "../workers/registry";
 import { Pools } from "./pools";
 import { chooseEndpoint, EndpointProbes, freeSlots, hasRoom, readEndpoint, readLive, type EndpointStatus } from "./capacity";
 
-const ep = (url: string, o: Partial<EndpointStatus> = {}): EndpointStatus => ({ url, healthy: true, slots: 4, inUse: 0, live: null, problem: null, checkedAt: 0, ...o });
-const live = (o: Partial<NonNullable<EndpointStatus["live"]>>) => ({ source: "llama.cpp /slots" as const, totalSlots: 4, busy: 0, waiting: null, kvUsage: null, ...o });
+const ep = (url: string, o: Partial<EndpointStatus> = {}): EndpointStatus => ({
+  url,
+  healthy: true,
+  slots: 4,
+  inUse: 0,
+  live: null,
+  problem: null,
+  checkedAt: 0,
+  ...o,
+});
+const live = (o: Partial<NonNullable<EndpointStatus["live"]>>) => ({
+  source: "llama.cpp /slots" as const,
+  totalSlots: 4,
+  busy: 0,
+  waiting: null,
+  kvUsage: null,
+  ...o,
+});
 
 describe("admission by live capacity", () => {
   it("an endpoint has room while it is healthy, under its slots, and its own report shows a free slot, no queue, KV not full", () => {
@@ -84,7 +100,11 @@ describe("admission by live capacity", () => {
   it("one timed-out probe after a healthy reading keeps the endpoint in admission; a second one, or a refused connection, takes it out", async () => {
     let t = 0;
     const answers: (string | null)[] = [null, "TimeoutError", null, "TimeoutError", "TimeoutError", null, "ECONNREFUSED"];
-    const probes = new EndpointProbes(1000, async (e) => ep(e.url, { healthy: !answers[0], problem: answers.shift() ?? null, checkedAt: t }), () => t);
+    const probes = new EndpointProbes(
+      1000,
+      async (e) => ep(e.url, { healthy: !answers[0], problem: answers.shift() ?? null, checkedAt: t }),
+      () => t,
+    );
     const next = async () => ((t += 1000), probes.read({ url: "a", slots: 4 }, null));
     const seen: boolean[] = [];
     for (let i = 0; i < 7; i++) seen.push((await next()).healthy);
@@ -102,21 +122,47 @@ describe("admission by live capacity", () => {
     afterAll(() => server.close());
 
     it("llama.cpp /slots", async () => {
-      body = [{ path: "/slots", status: 200, text: JSON.stringify([{ id: 0, is_processing: true }, { id: 1, is_processing: false }, { id: 2, is_processing: true }]) }];
+      body = [
+        {
+          path: "/slots",
+          status: 200,
+          text: JSON.stringify([
+            { id: 0, is_processing: true },
+            { id: 1, is_processing: false },
+            { id: 2, is_processing: true },
+          ]),
+        },
+      ];
       expect(await readLive(await url, null)).toEqual({ source: "llama.cpp /slots", totalSlots: 3, busy: 2, waiting: null, kvUsage: null });
       // Read for admission: says how many were ours then; a server that does not answer has no reading.
       body.push({ path: "/v1/models", status: 200, text: "{}" });
       expect((await readEndpoint({ url: await url, slots: 3 }, null, 1)).live).toMatchObject({ busy: 2, ours: 1 });
-      expect(await readEndpoint({ url: "http://127.0.0.1:1/v1", slots: 3 }, null, 1)).toMatchObject({ healthy: false, live: null, problem: expect.any(String) });
+      expect(await readEndpoint({ url: "http://127.0.0.1:1/v1", slots: 3 }, null, 1)).toMatchObject({
+        healthy: false,
+        live: null,
+        problem: expect.any(String),
+      });
     });
 
     it("vLLM /metrics (current and older KV metric names)", async () => {
-      body = [{ path: "/metrics", status: 200, text: '# HELP x\nvllm:num_requests_running{model_name="m"} 5.0\nvllm:num_requests_waiting{model_name="m"} 1.0\nvllm:gpu_cache_usage_perc{model_name="m"} 0.42\n' }];
+      body = [
+        {
+          path: "/metrics",
+          status: 200,
+          text: '# HELP x\nvllm:num_requests_running{model_name="m"} 5.0\nvllm:num_requests_waiting{model_name="m"} 1.0\nvllm:gpu_cache_usage_perc{model_name="m"} 0.42\n',
+        },
+      ];
       expect(await readLive(await url, null)).toEqual({ source: "vllm /metrics", totalSlots: null, busy: 5, waiting: 1, kvUsage: 0.42 });
     });
 
     it("SGLang /metrics; nothing known → null", async () => {
-      body = [{ path: "/metrics", status: 200, text: 'sglang:num_running_reqs{model_name="m"} 2\nsglang:num_queue_reqs{model_name="m"} 0\nsglang:token_usage{model_name="m"} 0.3\n' }];
+      body = [
+        {
+          path: "/metrics",
+          status: 200,
+          text: 'sglang:num_running_reqs{model_name="m"} 2\nsglang:num_queue_reqs{model_name="m"} 0\nsglang:token_usage{model_name="m"} 0.3\n',
+        },
+      ];
       expect(await readLive(await url, null)).toMatchObject({ source: "sglang /metrics", busy: 2, waiting: 0, kvUsage: 0.3 });
       body = [];
       expect(await readLive(await url, null)).toBeNull();
@@ -134,17 +180,40 @@ describe("admission by live capacity", () => {
               const port = (srv.address() as AddressInfo).port;
               hits.set(`${port} ${req.url}`, (hits.get(`${port} ${req.url}`) ?? 0) + 1);
               res.writeHead(200, { "content-type": "application/json" });
-              res.end(req.url === "/slots" ? JSON.stringify([{ id: 0, is_processing: false }, { id: 1, is_processing: false }]) : "{}");
+              res.end(
+                req.url === "/slots"
+                  ? JSON.stringify([
+                      { id: 0, is_processing: false },
+                      { id: 1, is_processing: false },
+                    ])
+                  : "{}",
+              );
             });
             srv.listen(0, "127.0.0.1", () => resolve(srv));
           }),
       ),
     );
     const urls = servers.map((s) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/v1`);
-    const target: Target = { id: "p", model: "m", endpoint: urls[0]!, keyRef: null, serving: { engine: "llama.cpp", endpoints: urls.map((url) => ({ url, slots: 2 })), slots: 4 }, checks: [] };
+    const target: Target = {
+      id: "p",
+      model: "m",
+      endpoint: urls[0]!,
+      keyRef: null,
+      serving: { engine: "llama.cpp", endpoints: urls.map((url) => ({ url, slots: 2 })), slots: 4 },
+      checks: [],
+    };
     const worker = { id: "w1", targetId: "p", state: "queued", endpoint: null } as unknown as Worker;
-    const registry = { workers: new Map([["w1", worker]]), list: () => [worker], notice: () => undefined, transient: () => undefined } as unknown as WorkerRegistry;
-    const targets = { get: (id: string) => (id === "p" ? target : undefined), list: () => ({ active: "p", targets: [target] }), active: () => target } as unknown as TargetStore;
+    const registry = {
+      workers: new Map([["w1", worker]]),
+      list: () => [worker],
+      notice: () => undefined,
+      transient: () => undefined,
+    } as unknown as WorkerRegistry;
+    const targets = {
+      get: (id: string) => (id === "p" ? target : undefined),
+      list: () => ({ active: "p", targets: [target] }),
+      active: () => target,
+    } as unknown as TargetStore;
     const period = 250;
     const pools = new Pools({ registry, targets, poolProbeMs: period, modelProbeMs: period, endpointDown: () => undefined, changed: () => undefined });
     const t0 = performance.now();

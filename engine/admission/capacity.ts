@@ -90,7 +90,13 @@ export async function readLive(url: string, key: string | null, timeoutMs = 1500
     };
   }
   if (/^sglang:/m.test(metricsText)) {
-    return { source: "sglang /metrics", totalSlots: null, busy: metric("sglang:num_running_reqs") ?? 0, waiting: metric("sglang:num_queue_reqs"), kvUsage: metric("sglang:token_usage") };
+    return {
+      source: "sglang /metrics",
+      totalSlots: null,
+      busy: metric("sglang:num_running_reqs") ?? 0,
+      waiting: metric("sglang:num_queue_reqs"),
+      kvUsage: metric("sglang:token_usage"),
+    };
   }
   return null;
 }

@@ -137,13 +137,26 @@ export class Pools {
     const single = !isPool(target);
     return endpointsOf(target).map((e) => {
       const s = known?.get(e.url);
-      return { url: e.url, healthy: s?.healthy ?? true, slots: e.slots, inUse: this.workersOn(target.id, e.url, single), live: s?.live ?? null, problem: s?.problem ?? null, checkedAt: s?.checkedAt ?? null };
+      return {
+        url: e.url,
+        healthy: s?.healthy ?? true,
+        slots: e.slots,
+        inUse: this.workersOn(target.id, e.url, single),
+        live: s?.live ?? null,
+        problem: s?.problem ?? null,
+        checkedAt: s?.checkedAt ?? null,
+      };
     });
   }
 
   /** Targets with work (queued or live). */
   private busyTargets(): Set<string> {
-    return new Set(this.reg.list().filter((w) => w.targetId && (w.state === "queued" || isActive(w.state))).map((w) => w.targetId!));
+    return new Set(
+      this.reg
+        .list()
+        .filter((w) => w.targetId && (w.state === "queued" || isActive(w.state)))
+        .map((w) => w.targetId!),
+    );
   }
 
   /** Pools with work are read every couple of seconds: health and live load of each endpoint. */
@@ -196,11 +209,21 @@ export class Pools {
         const key = keyForProbe(t);
         const problems = await Promise.all(endpointsOf(t).map((e) => this.probes.health(e.url, key)));
         const healthy = problems.some((p) => !p);
-        const problem = healthy ? null : `${endpointsOf(t).map((e) => e.url).join(", ")}: ${problems.join(", ")}`;
+        const problem = healthy
+          ? null
+          : `${endpointsOf(t)
+              .map((e) => e.url)
+              .join(", ")}: ${problems.join(", ")}`;
         const was = this.modelHealth.get(id);
         this.modelHealth.set(id, { healthy, problem, checkedAt: Date.now() });
         if (was?.healthy !== healthy) {
-          this.reg.transient({ type: "model", targetId: id, healthy, ...(problem ? { message: `the model server does not answer (${problem}): start it, or pick another target` } : {}), ts: Date.now() });
+          this.reg.transient({
+            type: "model",
+            targetId: id,
+            healthy,
+            ...(problem ? { message: `the model server does not answer (${problem}): start it, or pick another target` } : {}),
+            ts: Date.now(),
+          });
         }
       }),
     );

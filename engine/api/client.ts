@@ -58,7 +58,10 @@ export function connect(target: Pick<EngineLock, "port" | "token"> | EngineAddre
  */
 export async function healthy(lock: Pick<EngineLock, "port" | "token" | "pid" | "instanceId">, timeoutMs = 2000): Promise<boolean> {
   try {
-    const res = await fetch(`${addressOf(lock).origin}${HEALTH_PATH}`, { headers: { authorization: `Bearer ${lock.token}` }, signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(`${addressOf(lock).origin}${HEALTH_PATH}`, {
+      headers: { authorization: `Bearer ${lock.token}` },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     if (!res.ok) return false;
     const h = EngineHealth.safeParse(await res.json());
     return h.success && h.data.pid === lock.pid && h.data.instanceId === lock.instanceId;

@@ -64,10 +64,13 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
           if (finished) return;
           const event = tracked.data as EngineEvent;
           if (event.type === "reset") {
-            void snapshot().then(() => {
-              const r = done();
-              if (r) finish(r);
-            }, () => undefined);
+            void snapshot().then(
+              () => {
+                const r = done();
+                if (r) finish(r);
+              },
+              () => undefined,
+            );
             return;
           }
           if ("workerId" in event && ids.has(event.workerId) && "seq" in event) {

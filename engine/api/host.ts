@@ -1,7 +1,20 @@
 import path from "node:path";
 import { Engine } from "../workers/engine";
 import { projectRoot } from "../paths";
-import { claimOwnership, lastEndpoint, lastLock, newInstanceId, processStartTime, readLock, releaseOwnership, removeLock, selfIdentity, writeEndpoint, writeLock, type OwnerRecord } from "./lock";
+import {
+  claimOwnership,
+  lastEndpoint,
+  lastLock,
+  newInstanceId,
+  processStartTime,
+  readLock,
+  releaseOwnership,
+  removeLock,
+  selfIdentity,
+  writeEndpoint,
+  writeLock,
+  type OwnerRecord,
+} from "./lock";
 import { startApiServer } from "./server";
 
 export const VERSION = "0.1.0";
@@ -49,7 +62,13 @@ export async function hostEngine(opts: { stateDir: string; port?: number; log?: 
       await engine.close();
       releaseOwnership(opts.stateDir, claim);
     })());
-  const serverOpts = { engine, version: VERSION, instanceId, rendererDir: path.join(projectRoot(), "out", "renderer"), shutdown: () => void close().then(() => process.exit(0)) };
+  const serverOpts = {
+    engine,
+    version: VERSION,
+    instanceId,
+    rendererDir: path.join(projectRoot(), "out", "renderer"),
+    shutdown: () => void close().then(() => process.exit(0)),
+  };
   // After a crash, take back the dead engine's port and token: its clients (event streams included) reconnect unchanged.
   // After a clean stop (engine.json removed) the same from engine.endpoint.json, so `ocw stop` + `npm start` (or a
   // reboot) keeps open tabs working too. An explicit --port is a new address, with a new token.

@@ -41,7 +41,17 @@ import { continueOnNewBase, mergeBatch, pruneBranches, retryWorker, revertLanded
 import { pushWork } from "../workers/push";
 import { listWorkers } from "../workers/listing";
 import { FitInput } from "../../shared/fit";
-import { setupCancelApi, setupCaptureApi, setupCatalog, setupFit, setupHardware, setupJobApi, setupProviderApi, setupProviderKeyApi, setupStartApi } from "../serving/setup-api";
+import {
+  setupCancelApi,
+  setupCaptureApi,
+  setupCatalog,
+  setupFit,
+  setupHardware,
+  setupJobApi,
+  setupProviderApi,
+  setupProviderKeyApi,
+  setupStartApi,
+} from "../serving/setup-api";
 import { SetupCaptureInput, SetupProviderInput, SetupStartInput } from "../../shared/setup";
 import { ProviderModelsInput, SetupProviderKeyInput } from "../../shared/servers";
 import { providerModelsApi } from "../serving/providers-api";
@@ -81,7 +91,11 @@ const t = initTRPC.context<ApiContext>().create({
   errorFormatter: ({ shape, error }) => ({
     ...shape,
     message: humanMessage(error),
-    data: { code: shape.data.code, httpStatus: shape.data.httpStatus, ocwCode: error.cause instanceof z.ZodError || shape.data.code === "BAD_REQUEST" ? "bad-input" : codeOf(error.cause) },
+    data: {
+      code: shape.data.code,
+      httpStatus: shape.data.httpStatus,
+      ocwCode: error.cause instanceof z.ZodError || shape.data.code === "BAD_REQUEST" ? "bad-input" : codeOf(error.cause),
+    },
   }),
 });
 
@@ -130,7 +144,14 @@ async function* eventStream(engine: Engine, lastEventId: string | null | undefin
 }
 
 export const appRouter = t.router({
-  health: proc.query(({ ctx }) => ({ ok: true, version: ctx.version, pid: process.pid, epoch: ctx.engine.bus.epoch, cursor: ctx.engine.bus.cursor, root: projectRoot() })),
+  health: proc.query(({ ctx }) => ({
+    ok: true,
+    version: ctx.version,
+    pid: process.pid,
+    epoch: ctx.engine.bus.epoch,
+    cursor: ctx.engine.bus.cursor,
+    root: projectRoot(),
+  })),
   /** GPUs, CPU and RAM as the engine's machine sees them (the wizard's first step). */
   hardware: proc.query(() => hardwareSummary()),
   /** Clients that called the API recently (GUI tabs, CLI runs, MCP bridges), newest first. */
@@ -167,7 +188,9 @@ export const appRouter = t.router({
       await ctx.engine.steer(input.workerId, input.text, ctx.by);
       return ctx.engine.get(input.workerId);
     }),
-    stop: proc.input(StopInput).mutation(({ ctx, input }) => ctx.engine.stop(input.workerId, input.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
+    stop: proc
+      .input(StopInput)
+      .mutation(({ ctx, input }) => ctx.engine.stop(input.workerId, input.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
     resume: proc.input(ResumeInput).mutation(({ ctx, input }) => ctx.engine.resume(input.workerId, input.message)),
     /** A follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again. */
     continue: proc.input(ContinueInput).mutation(({ ctx, input }) => ctx.engine.continue(input.workerId, input.message, ctx.by)),
@@ -197,7 +220,9 @@ export const appRouter = t.router({
     decide: proc.input(DecideInput).mutation(({ ctx, input }) => ctx.engine.decide(input, ctx.by)),
     /** "always" answers the engine holds (opencode only ever hears "once"); each is revocable. */
     grants: proc.query(({ ctx }) => ctx.engine.grants()),
-    revokeGrant: proc.input(z.object({ grantId: z.string().min(1, "grantId is required (see the grants list)") })).mutation(({ ctx, input }) => ctx.engine.revokeGrant(input.grantId, ctx.by)),
+    revokeGrant: proc
+      .input(z.object({ grantId: z.string().min(1, "grantId is required (see the grants list)") }))
+      .mutation(({ ctx, input }) => ctx.engine.revokeGrant(input.grantId, ctx.by)),
   }),
   grades: proc.query(() => readGrades()),
   /** The ledger per target from this engine's real runs: pass@1, pass@k, rounds to built, honest rate, cost per built task. */
@@ -209,7 +234,9 @@ export const appRouter = t.router({
   /** Model setup (issue 13): hardware as the planner sees it, the catalog with this machine's fit, the fit itself. */
   setup: t.router({
     hardware: proc.query(() => setupHardware()),
-    catalog: proc.input(z.object({ slots: z.number().int().min(1).max(256).optional(), minCtx: z.number().int().min(1024).optional() }).optional()).query(({ input }) => setupCatalog(input ?? {})),
+    catalog: proc
+      .input(z.object({ slots: z.number().int().min(1).max(256).optional(), minCtx: z.number().int().min(1024).optional() }).optional())
+      .query(({ input }) => setupCatalog(input ?? {})),
     fit: proc.input(FitInput.optional()).query(async ({ input }) => {
       return await setupFit(input ?? {});
     }),
@@ -254,7 +281,9 @@ export const appRouter = t.router({
     list: proc.query(({ ctx }) => ctx.engine.targets.list()),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
     endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
-    save: proc.input(z.object({ target: Target, activate: z.boolean().default(false) })).mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),
+    save: proc
+      .input(z.object({ target: Target, activate: z.boolean().default(false) }))
+      .mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),
     use: proc.input(z.object({ id: z.string() })).mutation(({ ctx, input }) => {
       try {
         return ctx.engine.targets.use(input.id);
@@ -270,7 +299,8 @@ export const appRouter = t.router({
     setKey: proc.input(z.object({ id: z.string().min(1).max(200), key: z.string().max(4096) })).mutation(({ ctx, input }) => {
       const t = ctx.engine.targets.get(input.id);
       if (!t) throw new InputError(`no target "${input.id}". Run \`ocw targets\` to list them.`);
-      if (t.keyFile && t.keyFile !== apiKeyFilePath(t.id)) throw new InputError(`target "${t.id}" is a server the engine started with its own generated key: no key to set`);
+      if (t.keyFile && t.keyFile !== apiKeyFilePath(t.id))
+        throw new InputError(`target "${t.id}" is a server the engine started with its own generated key: no key to set`);
       const key = input.key.trim();
       if (/[\r\n]/.test(key)) throw new InputError("the key must be one line");
       if (!key) {
@@ -285,8 +315,16 @@ export const appRouter = t.router({
     }),
     /** Deletes a target; refused while a worker of it is queued or live (stop those first). Workers keep their records. */
     remove: proc.input(z.object({ id: z.string().min(1).max(200) })).mutation(async ({ ctx, input }) => {
-      const busy = ctx.engine.list().filter((w) => w.targetId === input.id && (w.state === "queued" || isActive(w.state) || w.state === "settled" || w.state === "grading"));
-      if (busy.length) throw new InputError(`target "${input.id}" has ${busy.length} worker(s) queued or running (${busy.slice(0, 3).map((w) => w.id).join(", ")}${busy.length > 3 ? ", …" : ""}): stop them before deleting it`);
+      const busy = ctx.engine
+        .list()
+        .filter((w) => w.targetId === input.id && (w.state === "queued" || isActive(w.state) || w.state === "settled" || w.state === "grading"));
+      if (busy.length)
+        throw new InputError(
+          `target "${input.id}" has ${busy.length} worker(s) queued or running (${busy
+            .slice(0, 3)
+            .map((w) => w.id)
+            .join(", ")}${busy.length > 3 ? ", …" : ""}): stop them before deleting it`,
+        );
       try {
         const r = ctx.engine.targets.remove(input.id);
         forgetApiKey(input.id);
@@ -301,7 +339,12 @@ export const appRouter = t.router({
   events: proc.input(EventsInput).subscription(({ ctx, input, signal }) => eventStream(ctx.engine, input.lastEventId, signal)),
   shutdown: proc.mutation(({ ctx }) => {
     // `ocw stop`: the model servers the engine started stop with it, unless the person chose to keep one
-    setImmediate(() => void stopUnkeptServing().catch(() => []).finally(ctx.shutdown));
+    setImmediate(
+      () =>
+        void stopUnkeptServing()
+          .catch(() => [])
+          .finally(ctx.shutdown),
+    );
     return { stopping: true };
   }),
 });

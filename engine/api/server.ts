@@ -28,9 +28,19 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
-const MIME: Record<string, string> = { ".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".png": "image/png", ".json": "application/json", ".ico": "image/x-icon", ".woff2": "font/woff2" };
+const MIME: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript",
+  ".css": "text/css",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+  ".json": "application/json",
+  ".ico": "image/x-icon",
+  ".woff2": "font/woff2",
+};
 
-export const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
+export const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
 
 function sameToken(given: string | undefined, token: string): boolean {
   if (!given) return false;
@@ -69,7 +79,13 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
       const key = `${by.kind}:${by.name ?? ""}`;
       const seen = clients.get(key) ?? { kind: by.kind, name: by.name ?? by.kind, lastSeen: 0, requests: 0 };
       clients.set(key, { ...seen, lastSeen: Date.now(), requests: seen.requests + 1 });
-      return { engine: opts.engine, by, version: opts.version, shutdown: opts.shutdown, clients: () => [...clients.values()].sort((a, b) => b.lastSeen - a.lastSeen) };
+      return {
+        engine: opts.engine,
+        by,
+        version: opts.version,
+        shutdown: opts.shutdown,
+        clients: () => [...clients.values()].sort((a, b) => b.lastSeen - a.lastSeen),
+      };
     },
     maxBodySize: 2 * 1024 * 1024,
   });
@@ -83,7 +99,8 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     // RFC 9112: more than one Host is a 400 (Node would keep the first and drop the rest silently).
     if (req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === "host").length > 1) return deny(400, "more than one Host header");
     // DNS rebinding: a page on evil.com resolving to 127.0.0.1 sends its own Host; browsers send a foreign Origin.
-    if (!allowedHosts().has(String(req.headers.host ?? ""))) return deny(421, "foreign Host header: the engine answers only 127.0.0.1/localhost on its own port");
+    if (!allowedHosts().has(String(req.headers.host ?? "")))
+      return deny(421, "foreign Host header: the engine answers only 127.0.0.1/localhost on its own port");
     const origin = req.headers.origin;
     if (origin && !allowedHosts().has(origin.replace(/^http:\/\//, ""))) return deny(403, "foreign Origin: cross-site requests are refused");
     const raw = req.url ?? "/";
@@ -100,7 +117,11 @@ export async function startApiServer(opts: ApiServerOptions): Promise<ApiServer>
     const authed = sameToken(bearer, token);
 
     if (url.pathname.startsWith(API_PATH + "/") || url.pathname === HEALTH_PATH) {
-      if (!authed) return deny(401, "missing or wrong token: send `authorization: Bearer <token>` with the token from the engine lock file (ocw serve prints a URL with it)");
+      if (!authed)
+        return deny(
+          401,
+          "missing or wrong token: send `authorization: Bearer <token>` with the token from the engine lock file (ocw serve prints a URL with it)",
+        );
       if (url.pathname === HEALTH_PATH) {
         const body: EngineHealth = { ok: true, pid: process.pid, instanceId: opts.instanceId };
         res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" });

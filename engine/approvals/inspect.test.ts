@@ -12,7 +12,10 @@ describe("an ask's flags", () => {
   it("a write under a protected folder is flagged whatever the file's name holds (line breaks, U+2028)", () => {
     for (const name of ["plain.txt", "new\nline.txt", "cr\rname", "ls\u2028sep"]) {
       const flags = inspectAsk({ tool: "edit", what: path.join(ws, "secrets", name) }, { worktree: ws, cwd: ws }, { scope: [], protect: ["secrets/**"] });
-      expect(flags.map((f) => f.kind), JSON.stringify(name)).toEqual(["protected"]);
+      expect(
+        flags.map((f) => f.kind),
+        JSON.stringify(name),
+      ).toEqual(["protected"]);
     }
   });
 

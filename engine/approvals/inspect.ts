@@ -43,7 +43,11 @@ const inside = (p: string, root: string) => p === root || p.startsWith(root + pa
  * whether it is outside the worker's workspace, protected, or out of scope. Computed from the path opencode gives
  * (its `filepath`), never by parsing shell text.
  */
-export function inspectAsk(ask: Pick<PermissionAsk, "tool" | "what" | "workdir">, ws: { worktree: string; cwd: string }, spec: { scope: string[]; protect: string[] }): Flag[] {
+export function inspectAsk(
+  ask: Pick<PermissionAsk, "tool" | "what" | "workdir">,
+  ws: { worktree: string; cwd: string },
+  spec: { scope: string[]; protect: string[] },
+): Flag[] {
   if (ask.tool === "bash" && ask.workdir) return inspectWorkdir(ask.workdir, ws);
   if (ask.tool !== "edit" && ask.tool !== "external_directory") return [];
   const asked = path.resolve(ws.cwd, ask.what);
@@ -58,7 +62,8 @@ export function inspectAsk(ask: Pick<PermissionAsk, "tool" | "what" | "workdir">
   }
   const rel = path.relative(realLocation(ws.cwd), real).split(path.sep).join("/");
   if (globsMatcher(spec.protect)(rel)) flags.push({ kind: "protected", detail: `${rel} is protected (${spec.protect.join(", ")})` });
-  else if (spec.scope.length && !globsMatcher(spec.scope)(rel)) flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec.scope.join(", ")})` });
+  else if (spec.scope.length && !globsMatcher(spec.scope)(rel))
+    flags.push({ kind: "out-of-scope", detail: `${rel} is outside the task's scope (${spec.scope.join(", ")})` });
   return flags;
 }
 
@@ -72,7 +77,8 @@ function inspectWorkdir(workdir: string, ws: { worktree: string; cwd: string }):
   const flags: Flag[] = [];
   const link = viaSymlink(asked, path.resolve(ws.worktree));
   if (link) flags.push({ kind: "symlink", detail: `the command's folder ${path.relative(ws.worktree, link)} is a symlink to ${real}` });
-  if (!inside(real, realLocation(ws.worktree))) flags.push({ kind: "outside-workspace", detail: `the command's folder ${real} is outside the worker's workspace` });
+  if (!inside(real, realLocation(ws.worktree)))
+    flags.push({ kind: "outside-workspace", detail: `the command's folder ${real} is outside the worker's workspace` });
   return flags;
 }
 

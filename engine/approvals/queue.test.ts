@@ -91,7 +91,14 @@ describe("the approvals queue", () => {
     const first = ask(w.id, "bash", "npm test", { always: ["npm *"] });
     approvals.onAsk(w.id, first);
     await approvals.decide({ askId: first.id, decision: "always" }, { kind: "person", name: "p" });
-    const chained = ["npm test ; touch pwned", "npm test && node -e 'require(1)'", "npm test $(touch pwned)", "npm test || true; rm -rf src", "npm test\ntouch pwned", "npm run build"];
+    const chained = [
+      "npm test ; touch pwned",
+      "npm test && node -e 'require(1)'",
+      "npm test $(touch pwned)",
+      "npm test || true; rm -rf src",
+      "npm test\ntouch pwned",
+      "npm run build",
+    ];
     for (const c of chained) approvals.onAsk(w.id, ask(w.id, "bash", c, { always: ["npm *"] }));
     await settled();
     const later = registry.get(w.id).asks.slice(1);
@@ -99,7 +106,9 @@ describe("the approvals queue", () => {
     // "always" on a compound command grants each simple command; a substitution is never granted.
     await approvals.decide({ askId: later[1]!.id, decision: "always" }, { kind: "person", name: "p" });
     expect(approvals.grants().map((g) => g.pattern)).toEqual(["npm test", "node -e 'require(1)'"]);
-    await expect(approvals.decide({ askId: later[2]!.id, decision: "always" }, { kind: "person" })).rejects.toThrow(/"always" is not offered .*substitution.*answer once or reject/);
+    await expect(approvals.decide({ askId: later[2]!.id, decision: "always" }, { kind: "person" })).rejects.toThrow(
+      /"always" is not offered .*substitution.*answer once or reject/,
+    );
     expect(registry.get(w.id).asks[3]).toMatchObject({ status: "pending" });
   });
 
@@ -190,7 +199,9 @@ describe("the approvals queue", () => {
 
   it("an answer opencode never took is not recorded: the ask stays open to be answered again, and a refusal that failed still cannot become an approval", async () => {
     const { approvals, w, ws, calls, registry } = setup();
-    const permission = (registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>, o?: { signal?: AbortSignal }) => Promise<unknown> } }).permission;
+    const permission = (
+      registry.rt(w.id).server!.client as unknown as { permission: { reply: (a: Record<string, unknown>, o?: { signal?: AbortSignal }) => Promise<unknown> } }
+    ).permission;
     const answer = permission.reply;
     const signals: (AbortSignal | undefined)[] = [];
     let down = true;
@@ -198,7 +209,9 @@ describe("the approvals queue", () => {
     permission.reply = async (args, opts) => (signals.push(opts?.signal), down ? { error: new TypeError("fetch failed"), response: undefined } : answer(args));
     const edit = ask(w.id, "edit", "a.txt");
     approvals.onAsk(w.id, edit);
-    await expect(approvals.decide({ askId: edit.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(/did not take the answer .*fetch failed.* still pending; answer it again/);
+    await expect(approvals.decide({ askId: edit.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(
+      /did not take the answer .*fetch failed.* still pending; answer it again/,
+    );
     expect(registry.get(w.id).asks[0]).toMatchObject({ status: "pending" });
     expect(registry.get(w.id).state).toBe("waiting-approval");
     expect(signals[0]).toBeInstanceOf(AbortSignal); // every answer has a time limit: a hung opencode cannot hold the ask for good
@@ -219,7 +232,9 @@ describe("the approvals queue", () => {
     // opencode took an answer but its HTTP answer was lost: its stream announced the ask answered, so the answer stands.
     const late = ask(w.id, "edit", "c.txt");
     approvals.onAsk(w.id, late);
-    permission.reply = async (args) => (approvals.onAskGone(w.id, String(args.requestID), String(args.reply)), { error: new TypeError("socket hang up"), response: undefined });
+    permission.reply = async (args) => (
+      approvals.onAskGone(w.id, String(args.requestID), String(args.reply)), { error: new TypeError("socket hang up"), response: undefined }
+    );
     await approvals.decide({ askId: late.id, decision: "reject" }, { kind: "person", name: "p" });
     expect(registry.get(w.id).asks[2]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "person", name: "p" } });
   });
@@ -230,8 +245,12 @@ describe("the approvals queue", () => {
     // "always" sent, but opencode's stream says it rejected the ask, and the HTTP answer was lost.
     const a = ask(w.id, "edit", "a.txt", { always: ["*"] });
     approvals.onAsk(w.id, a);
-    permission.reply = async (args) => (approvals.onAskGone(w.id, String(args.requestID), "reject"), { error: new TypeError("socket hang up"), response: undefined });
-    await expect(approvals.decide({ askId: a.id, decision: "always" }, { kind: "person", name: "p" })).rejects.toThrow(/opencode answered .* "reject" on its own, not "always"/);
+    permission.reply = async (args) => (
+      approvals.onAskGone(w.id, String(args.requestID), "reject"), { error: new TypeError("socket hang up"), response: undefined }
+    );
+    await expect(approvals.decide({ askId: a.id, decision: "always" }, { kind: "person", name: "p" })).rejects.toThrow(
+      /opencode answered .* "reject" on its own, not "always"/,
+    );
     expect(registry.get(w.id).asks[0]).toMatchObject({ status: "decided", decision: "reject", by: { kind: "engine", name: "opencode" } });
     expect(approvals.grants()).toEqual([]);
     // The answer came but its body could not be read (the SDK throws then): announced, it stands; not announced, it is an answer not taken.
@@ -248,11 +267,16 @@ describe("the approvals queue", () => {
     permission.reply = async () => {
       throw new SyntaxError("Unexpected end of JSON input");
     };
-    await expect(approvals.decide({ askId: c.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(/did not take the answer .*Unexpected end of JSON input/);
+    await expect(approvals.decide({ askId: c.id, decision: "once" }, { kind: "person", name: "p" })).rejects.toThrow(
+      /did not take the answer .*Unexpected end of JSON input/,
+    );
     await approvals.decide({ askId: c.id, decision: "reject" }, { kind: "person", name: "p" }).catch(() => undefined);
     // The engine's own refusal of a search outside fails: the ask waits for a person, and the worker shows it.
     const { approvals: a2, w: w2, ws: ws2, registry: r2 } = setup();
-    (r2.rt(w2.id).server!.client as unknown as { permission: { reply: () => Promise<unknown> } }).permission.reply = async () => ({ error: new TypeError("fetch failed"), response: undefined });
+    (r2.rt(w2.id).server!.client as unknown as { permission: { reply: () => Promise<unknown> } }).permission.reply = async () => ({
+      error: new TypeError("fetch failed"),
+      response: undefined,
+    });
     symlinkSync("/", path.join(ws2, "root"));
     a2.onAsk(w2.id, ask(w2.id, "grep", `root${os.tmpdir()}`, { patterns: ["x"] }));
     await settled();
@@ -294,7 +318,9 @@ describe("the approvals queue", () => {
     approvals.onAsk(w.id, ask(w.id, "edit", "a.txt"));
     approvals.onAsk(w.id, ask(w.id, "edit", "b.txt"));
     registry.rt(w.id).server = undefined;
-    await expect(approvals.decide({ askId: registry.get(w.id).asks[0]!.id, decision: "once" }, { kind: "person" })).rejects.toThrow(/not running \(the ask was lost\): resume the worker/);
+    await expect(approvals.decide({ askId: registry.get(w.id).asks[0]!.id, decision: "once" }, { kind: "person" })).rejects.toThrow(
+      /not running \(the ask was lost\): resume the worker/,
+    );
     approvals.cancelAll(w.id, { kind: "engine", name: "test" }, "gone");
     expect(registry.get(w.id).asks.map((a) => a.status)).toEqual(["cancelled", "cancelled"]);
   });

@@ -131,7 +131,10 @@ export class Approvals {
     const ask = w?.asks.find((a) => a.id === decision.askId);
     if (!w || !ask) throw new InputError(`unknown askId "${decision.askId}": see the pending approvals list for valid ids`, "not-found");
     if (ask.status !== "pending") {
-      throw new InputError(`ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${byWhom(ask.by)}` : ""})`, "conflict");
+      throw new InputError(
+        `ask ${ask.id} is no longer pending (${ask.status}${ask.decision ? `: ${ask.decision}` : ""}${ask.by ? ` by ${byWhom(ask.by)}` : ""})`,
+        "conflict",
+      );
     }
     const c = this.reg.clientOf(w.id);
     if (!c) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
@@ -149,7 +152,9 @@ export class Approvals {
         // Never answer a question on the person's behalf: an approval without answers is refused.
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
-          throw new InputError(`ask ${ask.id} is a question (${ask.what}): pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`);
+          throw new InputError(
+            `ask ${ask.id} is a question (${ask.what}): pass answers — ${want} array(s) of chosen option labels or free text, one per question — or reject to dismiss it`,
+          );
         }
         call = client.question.reply({ requestID: ask.id, directory, answers: decision.answers }, limit);
       }
@@ -164,7 +169,9 @@ export class Approvals {
         if (refused) {
           const swapped = !ask.flags?.some((f) => f.kind === "outside-workspace") && flags.find((f) => f.kind === "outside-workspace");
           decision.decision = "reject";
-          decision.message = swapped ? `${swapped.detail} (a symlink changed since the ask); write only inside your working directory` : refused.decision.message;
+          decision.message = swapped
+            ? `${swapped.detail} (a symlink changed since the ask); write only inside your working directory`
+            : refused.decision.message;
           by = refused.by;
         }
       }
@@ -194,7 +201,9 @@ export class Approvals {
       // nothing announced it may not have the answer: none is recorded, and the ask stays open to be answered again.
       const heard = this.echoed.get(ask.id);
       if (heard === undefined) {
-        throw new Error(`opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`);
+        throw new Error(
+          `opencode did not take the answer to ${ask.id} (${noAnswer(res.error)}): the ask is still pending; answer it again, or stop the worker if this goes on`,
+        );
       }
       if (heard !== sent) {
         if (current.status === "pending") this.recordOpencodeAnswer(w.id, ask.id, heard);
@@ -203,7 +212,13 @@ export class Approvals {
     }
     if (res.response && !res.response.ok) {
       if (current.status === "pending") {
-        this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine", name: "opencode" }, message: `opencode no longer has this ask (HTTP ${res.response.status})` });
+        this.reg.record(w.id, {
+          type: "ask.resolved",
+          askId: ask.id,
+          status: "cancelled",
+          by: { kind: "engine", name: "opencode" },
+          message: `opencode no longer has this ask (HTTP ${res.response.status})`,
+        });
         this.afterAsk(w.id);
       }
       throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.response.status}): the ask is gone, probably answered elsewhere or cancelled`);
@@ -213,7 +228,12 @@ export class Approvals {
         this.reg.record(w.id, { type: "ask.resolved", askId: ask.id, status: "decided", decision: decision.decision, by, ...(message ? { message } : {}) });
         if (decision.decision === "always" && ask.kind === "permission" && offer?.ok) {
           // One grant per simple command, each matched exactly; one already held is not added twice.
-          const held = new Set(this.reg.get(w.id).grants.filter((g) => g.tool === ask.tool).map((g) => g.pattern));
+          const held = new Set(
+            this.reg
+              .get(w.id)
+              .grants.filter((g) => g.tool === ask.tool)
+              .map((g) => g.pattern),
+          );
           for (const pattern of offer.patterns) {
             if (held.has(pattern)) continue;
             const grant: Grant = { id: newId("g"), workerId: w.id, tool: ask.tool, pattern, askId: ask.id, by, createdAt: Date.now() };
@@ -244,7 +264,10 @@ export class Approvals {
 
   /** The user's approval rules (policies.json in the state dir); none by default. */
   policies(): PolicyRule[] {
-    return z.array(PolicyRule).catch([]).parse(readJson(path.join(this.opts.stateDir, "policies.json"), []));
+    return z
+      .array(PolicyRule)
+      .catch([])
+      .parse(readJson(path.join(this.opts.stateDir, "policies.json"), []));
   }
 
   setPolicies(rules: PolicyRule[]): PolicyRule[] {
@@ -275,11 +298,17 @@ export class Approvals {
     if (ask.kind !== "permission") return null;
     if (LOOKS.has(ask.tool)) {
       if (this.looksInside(w, ask)) return null;
-      return { decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` }, by: { kind: "engine", name: "workspace guard" } };
+      return {
+        decision: { decision: "reject", message: `${this.lookTarget(w, ask) ?? ask.what} is outside your workspace; read only your own files` },
+        by: { kind: "engine", name: "workspace guard" },
+      };
     }
     const outside = ask.flags?.find((f) => f.kind === "outside-workspace");
     if (outside) {
-      return { decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` }, by: { kind: "engine", name: "workspace guard" } };
+      return {
+        decision: { decision: "reject", message: `${outside.detail}; write only inside your working directory` },
+        by: { kind: "engine", name: "workspace guard" },
+      };
     }
     const escapes = ask.tool === "bash" && w.worktree ? writesOutside(ask.what, w.worktree, this.reg.workspaceOf(w)?.cwd) : [];
     if (escapes.length) {

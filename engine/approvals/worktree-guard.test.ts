@@ -28,7 +28,7 @@ describe("writesOutside", () => {
     "grep -r 'a > /b' src",
     "echo x > src/../in.txt",
     `echo x > ${wt}/abs.txt`,
-    "echo x > \"$OUT\"",
+    'echo x > "$OUT"',
     "cat > index.html <<'EOF'\n<p>a > /etc/passwd</p>\nEOF\necho done",
     "tee out.log < input",
     "true && false; echo > ok",

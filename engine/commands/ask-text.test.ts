@@ -6,7 +6,17 @@ import type { PermissionAsk } from "../../shared/permission";
 import { askText, TerminalAsker } from "./run";
 
 const ask = (what: string, extra: Partial<PermissionAsk> = {}): PermissionAsk => ({
-  id: "per_1", workerId: "w1", sessionId: "s", kind: "permission", tool: "bash", what, patterns: [what], always: [], createdAt: 0, status: "pending", ...extra,
+  id: "per_1",
+  workerId: "w1",
+  sessionId: "s",
+  kind: "permission",
+  tool: "bash",
+  what,
+  patterns: [what],
+  always: [],
+  createdAt: 0,
+  status: "pending",
+  ...extra,
 });
 // Any control character but the line breaks the text itself prints (ESC, BEL, CSI, OSC…), or a bidi / zero-width one.
 const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
@@ -27,7 +37,9 @@ describe("an ask on the terminal", () => {
 
   it("escape sequences in the command, the diff and the flags never reach the terminal", () => {
     const osc = "\u001b]52;c;cm0gLXJmIH4=\u0007\u001b[2K\u001b[1A";
-    const t = askText(ask(`echo ok${osc}`, { tool: "edit", diff: `+line ${osc}\n+second\u009b2J`, flags: [{ kind: "protected", detail: `x${osc} is protected` }] }));
+    const t = askText(
+      ask(`echo ok${osc}`, { tool: "edit", diff: `+line ${osc}\n+second\u009b2J`, flags: [{ kind: "protected", detail: `x${osc} is protected` }] }),
+    );
     expect(t).not.toMatch(RAW);
     expect(t).toContain("⟪U+001B⟫]52;c;");
     expect(t).toContain("⚑ protected: x⟪U+001B⟫");

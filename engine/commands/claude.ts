@@ -26,7 +26,9 @@ export const guiUrl = (lock: Pick<EngineLock, "port" | "token">) => `http://127.
 /** The repository root of `dir` (resolved), or `dir` itself when git cannot say. */
 function repoRootOf(dir: string): string {
   try {
-    return path.resolve(execFileSync("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5000 }).trim() || dir);
+    return path.resolve(
+      execFileSync("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5000 }).trim() || dir,
+    );
   } catch {
     return path.resolve(dir);
   }
@@ -190,7 +192,11 @@ export function sessionSummary(ws: Worker[], since: number): string | null {
   if (finished.length) {
     const by: Record<string, number> = {};
     for (const w of finished) by[w.verdict?.verdict ?? w.state] = (by[w.verdict?.verdict ?? w.state] ?? 0) + 1;
-    parts.push(`${finished.length} finished since the last session (${Object.entries(by).map(([k, n]) => `${n} ${k}`).join(", ")})`);
+    parts.push(
+      `${finished.length} finished since the last session (${Object.entries(by)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(", ")})`,
+    );
   }
   return `opencode-worker on this repository: ${parts.join("; ")} — the workers tool {directory} lists them.`;
 }

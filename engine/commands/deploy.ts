@@ -17,8 +17,19 @@ import { detectHardware } from "../hardware/detect";
 import { listRepoFiles } from "../models/hf";
 import { applyManifests, type ApplyResult } from "../serving/k8s-apply";
 import {
-  captureSteps, defaultName, type GpuVendor, K8sInputError, k8sName, type K8sNode, KSERVE_API_VERSION, type ManifestKind, manifests, type ManifestOptions,
-  parseNodeSpec, planK8s, toYaml,
+  captureSteps,
+  defaultName,
+  type GpuVendor,
+  K8sInputError,
+  k8sName,
+  type K8sNode,
+  KSERVE_API_VERSION,
+  type ManifestKind,
+  manifests,
+  type ManifestOptions,
+  parseNodeSpec,
+  planK8s,
+  toYaml,
 } from "../serving/k8s";
 
 export interface DeployK8sOptions {
@@ -69,7 +80,10 @@ async function nodeFrom(o: DeployK8sOptions): Promise<K8sNode> {
   if (o.gpus) return parseNodeSpec(o.gpus, (o.vendor as GpuVendor | undefined) ?? "nvidia");
   const hw = await detectHardware({});
   const gpus = hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd");
-  if (!gpus.length) throw new K8sInputError("this machine has no NVIDIA or AMD GPU to size the deployment by; describe a cluster node's GPUs with --gpus, e.g. --gpus 4x80G (and --vendor amd for amd.com/gpu)");
+  if (!gpus.length)
+    throw new K8sInputError(
+      "this machine has no NVIDIA or AMD GPU to size the deployment by; describe a cluster node's GPUs with --gpus, e.g. --gpus 4x80G (and --vendor amd for amd.com/gpu)",
+    );
   const min = gpus.reduce((a, g) => (g.totalBytes < a.totalBytes ? g : a));
   return { gpus: gpus.length, gpuBytes: min.totalBytes, gpuName: min.name, vendor: (o.vendor as GpuVendor | undefined) ?? (min.vendor as GpuVendor) };
 }
@@ -77,17 +91,29 @@ async function nodeFrom(o: DeployK8sOptions): Promise<K8sNode> {
 export async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv = process.env): Promise<DeployOutput> {
   try {
     const runtime = o.runtime ?? "vllm";
-    if (runtime !== "vllm" && runtime !== "sglang") throw new K8sInputError(`--runtime must be vllm or sglang (got "${runtime}"); llama.cpp targets are made with \`ocw setup\``);
+    if (runtime !== "vllm" && runtime !== "sglang")
+      throw new K8sInputError(`--runtime must be vllm or sglang (got "${runtime}"); llama.cpp targets are made with \`ocw setup\``);
     const kind = (o.kind ?? "deployment") as ManifestKind;
     if (kind !== "deployment" && kind !== "kserve") throw new K8sInputError(`--kind must be deployment or kserve (got "${o.kind}")`);
-    if (kind === "kserve" && runtime !== "vllm") throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
+    if (kind === "kserve" && runtime !== "vllm")
+      throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
     const namespace = o.namespace ?? "default";
-    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) throw new K8sInputError(`--namespace ${namespace} is not a Kubernetes namespace name (lower case letters, digits, '-')`);
-    if (o.name !== undefined && k8sName(o.name) !== o.name) throw new K8sInputError(`--name ${o.name} is not a valid name; use lower case letters, digits and '-', starting with a letter (e.g. ${k8sName(o.name)})`);
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace))
+      throw new K8sInputError(`--namespace ${namespace} is not a Kubernetes namespace name (lower case letters, digits, '-')`);
+    if (o.name !== undefined && k8sName(o.name) !== o.name)
+      throw new K8sInputError(`--name ${o.name} is not a valid name; use lower case letters, digits and '-', starting with a letter (e.g. ${k8sName(o.name)})`);
     const node = await nodeFrom(o);
     const plan = await planK8s({
-      runtime, model: o.model, slots: int(o.slots, "--slots"), ctxPerSlot: int(o.ctx, "--ctx"), node, tensorParallel: int(o.tp, "--tp"),
-      dataParallel: int(o.dataParallel, "--data-parallel"), replicas: int(o.replicas, "--replicas"), toolCallParser: o.toolCallParser, sizeOf: hubWeights,
+      runtime,
+      model: o.model,
+      slots: int(o.slots, "--slots"),
+      ctxPerSlot: int(o.ctx, "--ctx"),
+      node,
+      tensorParallel: int(o.tp, "--tp"),
+      dataParallel: int(o.dataParallel, "--data-parallel"),
+      replicas: int(o.replicas, "--replicas"),
+      toolCallParser: o.toolCallParser,
+      sizeOf: hubWeights,
     });
     const name = o.name ?? defaultName(plan);
     const apiKeySecret = o.apiKeySecret ?? `${name}-api-key`;
@@ -108,18 +134,42 @@ export async function runDeployK8s(o: DeployK8sOptions, env: NodeJS.ProcessEnv =
     const steps = [...(applied ? [] : [secretStep, `kubectl apply -f ${file ?? `${name}.yaml`}`]), ...captureSteps(plan, mo)];
     const what = kind === "kserve" ? `LLMInferenceService ${name} (${KSERVE_API_VERSION})` : `Deployment + Service ${name} (apps/v1, v1)`;
     if (o.json) {
-      return { code: 0, stdout: JSON.stringify({ plan, kind, name, namespace, apiKeySecret, file, manifests: docs, applied: applied && { context: applied.context, secret: applied.secret, commands: applied.runs.map((r) => ["kubectl", ...r.args].join(" ")) }, next: steps }, null, 2) + "\n", stderr: "" };
+      return {
+        code: 0,
+        stdout:
+          JSON.stringify(
+            {
+              plan,
+              kind,
+              name,
+              namespace,
+              apiKeySecret,
+              file,
+              manifests: docs,
+              applied: applied && { context: applied.context, secret: applied.secret, commands: applied.runs.map((r) => ["kubectl", ...r.args].join(" ")) },
+              next: steps,
+            },
+            null,
+            2,
+          ) + "\n",
+        stderr: "",
+      };
     }
-    const summary = [
-      `${what}: ${plan.runtime} serving ${plan.model} as "${plan.servedName}", ${plan.slots} sequence(s) × ${plan.ctxPerSlot} tokens, tensor parallel ${plan.tensorParallel}` +
-        `${plan.dataParallel > 1 ? `, data parallel ${plan.dataParallel}` : ""}, ${plan.replicas} replica(s), ${plan.gpusPerPod} ${plan.gpuResource} per pod`,
-      `  ${plan.reason}`,
-      `  the API key comes from Secret ${apiKeySecret} (key api-key) through the environment; readiness /health; Prometheus /metrics on port 8000`,
-      ...(file ? [`wrote ${file}`] : []),
-      ...(applied ? [`applied with kubectl (context ${applied.context}); Secret ${apiKeySecret} ${applied.secret === "created" ? "created with a new key" : "already there, kept"}`] : []),
-      "next:",
-      ...steps.map((s) => `  ${s}`),
-    ].join("\n") + "\n";
+    const summary =
+      [
+        `${what}: ${plan.runtime} serving ${plan.model} as "${plan.servedName}", ${plan.slots} sequence(s) × ${plan.ctxPerSlot} tokens, tensor parallel ${plan.tensorParallel}` +
+          `${plan.dataParallel > 1 ? `, data parallel ${plan.dataParallel}` : ""}, ${plan.replicas} replica(s), ${plan.gpusPerPod} ${plan.gpuResource} per pod`,
+        `  ${plan.reason}`,
+        `  the API key comes from Secret ${apiKeySecret} (key api-key) through the environment; readiness /health; Prometheus /metrics on port 8000`,
+        ...(file ? [`wrote ${file}`] : []),
+        ...(applied
+          ? [
+              `applied with kubectl (context ${applied.context}); Secret ${apiKeySecret} ${applied.secret === "created" ? "created with a new key" : "already there, kept"}`,
+            ]
+          : []),
+        "next:",
+        ...steps.map((s) => `  ${s}`),
+      ].join("\n") + "\n";
     // Without -o the manifests are stdout (pipe them to kubectl) and the plan goes to stderr.
     if (!o.output && !o.apply) return { code: 0, stdout: yaml, stderr: summary };
     return { code: 0, stdout: summary, stderr: "" };
@@ -133,9 +183,15 @@ export function registerDeployCommand(program: Command): void {
   const deploy = program.command("deploy").description("deploy the model server elsewhere (Kubernetes)");
   deploy
     .command("k8s")
-    .description("Kubernetes manifests for vLLM or SGLang sized for a node's GPUs (Deployment + Service, or KServe LLMInferenceService); --apply applies them with kubectl")
+    .description(
+      "Kubernetes manifests for vLLM or SGLang sized for a node's GPUs (Deployment + Service, or KServe LLMInferenceService); --apply applies them with kubectl",
+    )
     .option("--runtime <name>", "vllm or sglang", "vllm")
-    .option("--kind <kind>", `deployment (apps/v1 Deployment + v1 Service) or kserve (${KSERVE_API_VERSION} LLMInferenceService, vLLM with llm-d's scheduler)`, "deployment")
+    .option(
+      "--kind <kind>",
+      `deployment (apps/v1 Deployment + v1 Service) or kserve (${KSERVE_API_VERSION} LLMInferenceService, vLLM with llm-d's scheduler)`,
+      "deployment",
+    )
     .option("--model <idOrRepo>", "catalog id or Hugging Face repo with safetensors weights (default: the best catalog model that fits the node)")
     .option("--slots <n>", "sequences served at once per pod (default 4)")
     .option("--ctx <n>", "context each sequence gets (default 32768)")

@@ -22,7 +22,10 @@ export function fail(err: unknown): never {
  * How an unattended run (`--approve once|always|reject`, `ocw grade`) answers an ask. A question cannot be answered
  * for the person, so it is dismissed with a note; the worker then reports its outcome.
  */
-export function unattendedDecision(ask: Pick<PermissionAsk, "id" | "kind" | "tool" | "what" | "flags">, mode: "once" | "always" | "reject"): { askId: string; decision: "once" | "always" | "reject"; message?: string } {
+export function unattendedDecision(
+  ask: Pick<PermissionAsk, "id" | "kind" | "tool" | "what" | "flags">,
+  mode: "once" | "always" | "reject",
+): { askId: string; decision: "once" | "always" | "reject"; message?: string } {
   if (ask.kind === "question") return { askId: ask.id, decision: "reject" as const, message: "unattended run: questions are dismissed" };
   // "always" only where a grant is offered (the exact simple commands); elsewhere the ask is approved once.
   if (mode === "always" && !grantOffer(ask).ok) return { askId: ask.id, decision: "once" };

@@ -20,7 +20,9 @@ interface GradeOptions extends TargetFlags {
 export function registerGradeCommand(program: Command): void {
   program
     .command("grade")
-    .description("run the five-rung ladder against a target and write packs/<target-slug>/grade.json (asks are approved once: the ladder's repos are throwaway)")
+    .description(
+      "run the five-rung ladder against a target and write packs/<target-slug>/grade.json (asks are approved once: the ladder's repos are throwaway)",
+    )
     .option("--endpoint <url>", "an OpenAI-compatible endpoint instead of the active target")
     .option("--model <id>", "the model id at --endpoint")
     .option("--api-key-env <var>", "environment variable holding the endpoint's key")
@@ -77,7 +79,10 @@ async function gradeCommand(o: GradeOptions): Promise<void> {
   writeJsonAtomic(file, grade, 0o644);
   if (o.json) process.stdout.write(JSON.stringify({ ...grade, file }, null, 2) + "\n");
   else {
-    for (const r of grade.rungs) process.stderr.write(`rung ${r.rung} ${r.name.padEnd(30)} built ${(r.builtRate * 100).toFixed(0)}%  honest ${(r.honestRate * 100).toFixed(0)}%  (n=${r.samples})\n`);
+    for (const r of grade.rungs)
+      process.stderr.write(
+        `rung ${r.rung} ${r.name.padEnd(30)} built ${(r.builtRate * 100).toFixed(0)}%  honest ${(r.honestRate * 100).toFixed(0)}%  (n=${r.samples})\n`,
+      );
     process.stderr.write(`ocw: grade written to ${file}\n`);
   }
 }

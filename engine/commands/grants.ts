@@ -28,7 +28,8 @@ export function registerGrantsCommand(program: Command): void {
         const grants = await client.approvals.grants.query();
         if (o.json) return console.log(JSON.stringify(grants, null, 2));
         if (!grants.length) return console.log('no grants: nothing is answered "always"');
-        for (const g of grants) console.log(`${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})`);
+        for (const g of grants)
+          console.log(`${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})`);
       } catch (err) {
         fail(err);
       }

@@ -31,10 +31,18 @@ export function registerHousekeepingCommands(program: Command): void {
 
   program
     .command("merge")
-    .description("land a built worker's graded commit on its base branch (flagged files need --accept-flagged), or a batch (--batch ID): its integration commit when it has integration checks, else each built worker, stopping at a conflict")
+    .description(
+      "land a built worker's graded commit on its base branch (flagged files need --accept-flagged), or a batch (--batch ID): its integration commit when it has integration checks, else each built worker, stopping at a conflict",
+    )
     .argument("[workerId]", "the built worker to merge")
-    .option("--batch <batchId>", "merge a batch: its integration commit when it has integration checks (only once they passed), else each built worker one by one in submission order, stopping at the first conflict")
-    .option("--accept-flagged", "merge even though the change holds flagged files (symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration): review them first")
+    .option(
+      "--batch <batchId>",
+      "merge a batch: its integration commit when it has integration checks (only once they passed), else each built worker one by one in submission order, stopping at the first conflict",
+    )
+    .option(
+      "--accept-flagged",
+      "merge even though the change holds flagged files (symlinks, executables, .gitattributes/.lfsconfig/.gitmodules, tool configuration): review them first",
+    )
     .option("--json", "print JSON")
     .action(async (workerId: string | undefined, o: { batch?: string; json?: boolean; acceptFlagged?: boolean }) => {
       try {
@@ -47,7 +55,10 @@ export function registerHousekeepingCommands(program: Command): void {
         }
         const r = await client.workers.mergeBatch.mutate({ batchId: o.batch!, acceptFlagged: !!o.acceptFlagged });
         if (o.json) console.log(JSON.stringify(r, null, 2));
-        else if (r.integration) console.log(`merged batch ${r.batchId}'s integration commit ${r.integration.commit.slice(0, 12)} into ${r.integration.into} (${r.integration.merge.slice(0, 12)}): ${r.merged.map((m) => m.workerId).join(", ")}`);
+        else if (r.integration)
+          console.log(
+            `merged batch ${r.batchId}'s integration commit ${r.integration.commit.slice(0, 12)} into ${r.integration.into} (${r.integration.merge.slice(0, 12)}): ${r.merged.map((m) => m.workerId).join(", ")}`,
+          );
         else {
           for (const m of r.merged) console.log(`merged ${m.workerId} into ${m.into} (${m.commit.slice(0, 12)})`);
           if (r.stopped) {

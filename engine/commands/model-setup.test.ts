@@ -10,8 +10,15 @@ import { runDoctor, runFit, runSetup, runTargets, runTargetUse } from "./model-s
 const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-cmd-"));
 const GiB = 1024 ** 3;
 const hw = (gpus: HardwareReport["gpus"] = []): HardwareReport => ({
-  platform: "linux", arch: "x64", cpu: { model: "t", cores: 2, physicalCores: 2 }, ram: { totalBytes: 24 * GiB, freeBytes: 20 * GiB },
-  gpus, llamaDevices: null, probes: [], problems: [], ms: 1,
+  platform: "linux",
+  arch: "x64",
+  cpu: { model: "t", cores: 2, physicalCores: 2 },
+  ram: { totalBytes: 24 * GiB, freeBytes: 20 * GiB },
+  gpus,
+  llamaDevices: null,
+  probes: [],
+  problems: [],
+  ms: 1,
 });
 
 async function metaFile(name: string, meta: Record<string, unknown>): Promise<string> {
@@ -34,7 +41,17 @@ describe("ocw fit", () => {
   });
   it("flags map to llama-server's", async () => {
     const f = await metaFile("llama2.json", await modelMetadata({ arch: "llama" }));
-    const r = await runFit({ metadata: f, json: true, ctx: "5000", parallel: "3", kvUnified: false, cacheTypeK: "q8_0", cacheTypeV: "q8_0", hardware: hw(), llamaFit: false });
+    const r = await runFit({
+      metadata: f,
+      json: true,
+      ctx: "5000",
+      parallel: "3",
+      kvUnified: false,
+      cacheTypeK: "q8_0",
+      cacheTypeV: "q8_0",
+      hardware: hw(),
+      llamaFit: false,
+    });
     expect(JSON.parse(r.stdout)).toMatchObject({ nCtx: 5376, nCtxPerSlot: 1792, slots: 3, kvUnified: false, kvBytes: 2_924_544 });
   });
   it("--gguf reads a local file's tensors for weightsBytes", async () => {
@@ -113,7 +130,18 @@ describe("ocw setup bad inputs (no server needed)", () => {
 
 describe("ocw setup --runtime llama.cpp without --model takes the planner's pick", () => {
   const store = new TargetStore(path.join(dir, "plan-targets.json"));
-  const rtx = hw([{ index: 0, vendor: "nvidia", name: "NVIDIA GeForce RTX 4090", totalBytes: 24 * GiB, freeBytes: 23.5 * GiB, usedBytes: 0.5 * GiB, unified: false, source: "nvidia-smi" }]);
+  const rtx = hw([
+    {
+      index: 0,
+      vendor: "nvidia",
+      name: "NVIDIA GeForce RTX 4090",
+      totalBytes: 24 * GiB,
+      freeBytes: 23.5 * GiB,
+      usedBytes: 0.5 * GiB,
+      unified: false,
+      source: "nvidia-smi",
+    },
+  ]);
   it("nothing fits (CPU only, 8 GiB): exit 2 with what to change, before any download", async () => {
     const small: HardwareReport = { ...hw(), ram: { totalBytes: 8 * GiB, freeBytes: 8 * GiB } };
     const r = await runSetup({ runtime: "llama.cpp", yes: true, store, env: {}, hardware: small, llamaServer: process.execPath });
@@ -131,7 +159,14 @@ describe("targets / target use / doctor", () => {
   it("lists and activates", () => {
     const store = new TargetStore(path.join(dir, "t2.json"));
     expect(runTargets({ store }).stdout).toMatch(/no targets/);
-    store.save({ id: "a", model: "m", endpoint: "http://127.0.0.1:1/v1", serving: { engine: "capture", endpoints: [], slots: 2 }, checks: [], outcome: "underpowered" });
+    store.save({
+      id: "a",
+      model: "m",
+      endpoint: "http://127.0.0.1:1/v1",
+      serving: { engine: "capture", endpoints: [], slots: 2 },
+      checks: [],
+      outcome: "underpowered",
+    });
     expect(runTargetUse("nope", { store }).code).toBe(2);
     const u = runTargetUse("a", { store });
     expect(u.code).toBe(0);
@@ -139,7 +174,12 @@ describe("targets / target use / doctor", () => {
     expect(JSON.parse(runTargets({ store, json: true }).stdout).active).toBe("a");
   });
   it("doctor --json", async () => {
-    const r = await runDoctor({ json: true, hardware: hw([{ index: 0, vendor: "nvidia", name: "RTX", totalBytes: 24 * GiB, freeBytes: 20 * GiB, usedBytes: 4 * GiB, unified: false, source: "nvidia-smi" }]) });
+    const r = await runDoctor({
+      json: true,
+      hardware: hw([
+        { index: 0, vendor: "nvidia", name: "RTX", totalBytes: 24 * GiB, freeBytes: 20 * GiB, usedBytes: 4 * GiB, unified: false, source: "nvidia-smi" },
+      ]),
+    });
     expect(JSON.parse(r.stdout).hardware.gpus[0].name).toBe("RTX");
     const t = await runDoctor({ hardware: hw() });
     expect(t.stdout).toMatch(/none detected \(CPU only\)/);

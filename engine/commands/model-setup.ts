@@ -98,7 +98,8 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
     const ubatch = int(o.ubatch, "--ubatch");
     const cacheTypeK = cacheType(o.cacheTypeK, "--cache-type-k");
     const cacheTypeV = cacheType(o.cacheTypeV, "--cache-type-v");
-    if (o.flashAttn !== undefined && !["on", "off", "auto"].includes(o.flashAttn)) throw new InputError(`--flash-attn must be on, off or auto (got "${o.flashAttn}")`);
+    if (o.flashAttn !== undefined && !["on", "off", "auto"].includes(o.flashAttn))
+      throw new InputError(`--flash-attn must be on, off or auto (got "${o.flashAttn}")`);
     let gpus: DeviceBudget[];
     let hostFree: number;
     let hwNote: string;
@@ -128,8 +129,14 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
     }
     const h = hparamsFromMetadata(info.metadata);
     const e: Estimate = estimate(h, info.tensors, {
-      ctx, parallel: parallelRaw, kvUnified: o.kvUnified, cacheTypeK, cacheTypeV, ubatch,
-      flashAttn: o.flashAttn as "on" | "off" | "auto" | undefined, gpus,
+      ctx,
+      parallel: parallelRaw,
+      kvUnified: o.kvUnified,
+      cacheTypeK,
+      cacheTypeV,
+      ubatch,
+      flashAttn: o.flashAttn as "on" | "off" | "auto" | undefined,
+      gpus,
     });
     const slots = e.slots;
     const minCtx = int(o.minCtx, "--min-ctx") ?? Math.min(4096, h.nCtxTrain);
@@ -139,13 +146,25 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
     const pick = planModel(m, dev, slots, minCtx, false);
     const llamaCpp = o.llamaFit !== false && o.gguf && existsSync(o.gguf) ? await llamaFitParams(o.gguf, e) : null;
     const out = {
-      model: { source: info.source, arch: h.arch, name: h.name, quant: info.quant, kind: h.kind, nLayer: h.nLayerAll, nCtxTrain: h.nCtxTrain, fileBytes: info.fileBytes },
+      model: {
+        source: info.source,
+        arch: h.arch,
+        name: h.name,
+        quant: info.quant,
+        kind: h.kind,
+        nLayer: h.nLayerAll,
+        nCtxTrain: h.nCtxTrain,
+        fileBytes: info.fileBytes,
+      },
       ...e,
       hardware: hwNote,
       llamaCpp,
       recommendation: pick,
-      recommendationProblem: pick ? null : minCtx > h.nCtxTrain ? `the model was trained for ${h.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
-        : `does not fit ${slots} slot(s) × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
+      recommendationProblem: pick
+        ? null
+        : minCtx > h.nCtxTrain
+          ? `the model was trained for ${h.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
+          : `does not fit ${slots} slot(s) × ${minCtx} tokens here even with layers in RAM and a q4_0 cache: a smaller quant, fewer slots (--parallel ${Math.max(1, Math.floor(slots / 2))}), more memory, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
     };
     if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const lines = [
@@ -153,8 +172,17 @@ export async function runFit(o: FitCommandOptions): Promise<CommandOutput> {
       `context: n_ctx ${e.nCtx}, ${e.slots} slot(s) × ${e.nCtxPerSlot} per slot, KV ${e.kvUnified ? "unified" : "split"}${e.swaCells ? `, SWA window ${e.swaCells} cells` : ""}`,
       `KV cache ${fmt(e.kvBytes)} (K ${e.cacheTypeK} ${fmt(e.kvBytesK)}, V ${e.cacheTypeV} ${fmt(e.kvBytesV)}), recurrent state ${fmt(e.recurrentBytes)}`,
       `weights ${fmt(e.weightsBytes)}, compute ≈ ${fmt(e.computeBytes)} (estimate), output ${fmt(e.outputBytes)}`,
-      ...e.perDevice.filter((d) => d.totalBytes > 0).map((d) => `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`),
-      ...(llamaCpp?.devices.length ? [`llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} — ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`] : []),
+      ...e.perDevice
+        .filter((d) => d.totalBytes > 0)
+        .map(
+          (d) =>
+            `  ${d.device.padEnd(8)} ${String(d.layers).padStart(3)} layers${d.hasOutput ? " +out" : "     "}  ${fmt(d.totalBytes).padStart(11)}${d.freeBytes !== null ? ` of ${fmt(d.freeBytes)} free` : ""}`,
+        ),
+      ...(llamaCpp?.devices.length
+        ? [
+            `llama.cpp's own fit (llama-fit-params${llamaCpp.note ? `, ${llamaCpp.note}` : ""}): ${llamaCpp.devices.map((d) => `${d.device} model ${d.modelMiB} + context ${d.contextMiB} + compute ${d.computeMiB} MiB`).join("; ")} — ours: model ${fmt(e.weightsBytes)}, context ${fmt(e.kvBytes + e.recurrentBytes)}, compute ${fmt(e.computeBytes)} (llama-fit-params reserves compute for a full ubatch of logits, an upper bound)`,
+          ]
+        : []),
       `hardware: ${hwNote}`,
       pick ? `recommended: ${pick.command}  (${pick.reason})` : `does not fit: ${out.recommendationProblem}`,
       ...e.warnings.map((w) => `note: ${w}`),
@@ -199,7 +227,10 @@ export async function runFitPlan(o: FitCommandOptions): Promise<CommandOutput> {
             `  ${p.reason}`,
             ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
             `  ${p.command}`,
-            ...out.alternatives.map((a) => `alternative: ${a.model} ${a.quant ?? ""} (${a.runtime !== "llama.cpp" ? `${a.runtime}, tensor parallel ${a.parallel?.tensor} × data parallel ${a.parallel?.data}` : a.pool ? `${a.pool.replicas} replicas` : a.placement}, ${a.slots} × ${a.ctxPerSlot})`),
+            ...out.alternatives.map(
+              (a) =>
+                `alternative: ${a.model} ${a.quant ?? ""} (${a.runtime !== "llama.cpp" ? `${a.runtime}, tensor parallel ${a.parallel?.tensor} × data parallel ${a.parallel?.data}` : a.pool ? `${a.pool.replicas} replicas` : a.placement}, ${a.slots} × ${a.ctxPerSlot})`,
+            ),
           ]
         : [`no fit: ${out.problem}`]),
     ];
@@ -227,13 +258,41 @@ export async function llamaFitParams(file: string, e: Estimate, llamaServer?: st
   const bin = path.join(path.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
   if (!existsSync(bin)) return null;
   // llama-fit-params has no --kv-unified: a unified pool of n_ctx cells is sized like one sequence of n_ctx
-  const args = ["-m", file, "-c", String(e.nCtx), "-np", String(e.kvUnified ? 1 : e.slots), "-ub", String(e.ubatch), "-fa", e.flashAttn ? "on" : "off", "-fitp", "on"];
+  const args = [
+    "-m",
+    file,
+    "-c",
+    String(e.nCtx),
+    "-np",
+    String(e.kvUnified ? 1 : e.slots),
+    "-ub",
+    String(e.ubatch),
+    "-fa",
+    e.flashAttn ? "on" : "off",
+    "-fitp",
+    "on",
+  ];
   if (e.cacheTypeK !== "f16") args.push("-ctk", e.cacheTypeK);
   if (e.cacheTypeV !== "f16") args.push("-ctv", e.cacheTypeV);
   const r = await execa(bin, args, { reject: false, timeout: 60_000, stdin: "ignore" });
-  const devices = String(r.stdout ?? "").split("\n").map((l) => /^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(l.trim())).filter((m): m is RegExpExecArray => !!m)
+  const devices = String(r.stdout ?? "")
+    .split("\n")
+    .map((l) => /^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$/.exec(l.trim()))
+    .filter((m): m is RegExpExecArray => !!m)
     .map((m) => ({ device: m[1]!, modelMiB: Number(m[2]), contextMiB: Number(m[3]), computeMiB: Number(m[4]) }));
-  return { bin, args, devices, note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null, error: r.exitCode === 0 ? null : String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}` };
+  return {
+    bin,
+    args,
+    devices,
+    note: e.kvUnified && e.slots > 1 ? "unified KV checked as one sequence" : null,
+    error:
+      r.exitCode === 0
+        ? null
+        : (String(r.stderr ?? "")
+            .trim()
+            .split("\n")
+            .at(-1) ?? `exit ${r.exitCode}`),
+  };
 }
 
 const safeFind = safeFindLlamaServer;
@@ -263,10 +322,16 @@ export interface SetupCommandOptions {
  * `ocw setup --runtime llama.cpp` without --model, and `--runtime vllm|sglang --model REPO`: the engine's start by
  * phases (engine/serving/start.ts), logged as it goes; the exit code as for setup (0 built, 3 underpowered, 2 otherwise).
  */
-async function runStartCommand(o: SetupCommandOptions, slots: number | undefined, ctx: number | undefined, log: (l: string) => void): Promise<CommandOutput & { result?: SetupResult }> {
+async function runStartCommand(
+  o: SetupCommandOptions,
+  slots: number | undefined,
+  ctx: number | undefined,
+  log: (l: string) => void,
+): Promise<CommandOutput & { result?: SetupResult }> {
   const minCtx = int(o.minCtx, "--min-ctx", 1024);
   if (ctx !== undefined && ctx < 1024) throw new SetupInputError(`--ctx must be ≥ 1024 tokens per slot (got ${ctx})`);
-  if (ctx !== undefined && minCtx !== undefined) throw new SetupInputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
+  if (ctx !== undefined && minCtx !== undefined)
+    throw new SetupInputError("pass --ctx (exactly this per slot) or --min-ctx (at least this per slot), not both");
   // asked once the plan is known (what will be downloaded and started), before any download
   const confirm = async (j: SetupJob): Promise<boolean> => {
     if (o.yes) return true;
@@ -285,7 +350,10 @@ async function runStartCommand(o: SetupCommandOptions, slots: number | undefined
   let lastPct = -1;
   const job = await runStartJob({
     input: { runtime: o.runtime as "llama.cpp" | "vllm" | "sglang", model: o.model, slots, ctx, minCtx, acceptUnderpowered: o.acceptUnderpowered },
-    store: o.store ?? new TargetStore(), hardware: o.hardware, llamaServer: o.llamaServer, confirm,
+    store: o.store ?? new TargetStore(),
+    hardware: o.hardware,
+    llamaServer: o.llamaServer,
+    confirm,
     onUpdate: (j) => {
       for (const p of j.phases) {
         const key = `${p.status}:${p.detail}`;
@@ -301,7 +369,9 @@ async function runStartCommand(o: SetupCommandOptions, slots: number | undefined
           const pct = Math.floor((pr.done / pr.total) * 20) * 5;
           if (pct !== lastPct) {
             lastPct = pct;
-            log(`${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`);
+            log(
+              `${p.name} ${pct} %${pr.file ? ` ${pr.file}${pr.files && pr.files > 1 ? ` (${(pr.fileIndex ?? 0) + 1}/${pr.files})` : ""}` : ""}${pr.bytesPerSec ? `, ${(pr.bytesPerSec / MiB).toFixed(1)} MiB/s` : ""}${pr.etaSec !== null ? `, ${Math.ceil(pr.etaSec)} s left` : ""}`,
+            );
           }
         }
       }
@@ -314,11 +384,19 @@ async function runStartCommand(o: SetupCommandOptions, slots: number | undefined
     // nothing fits: the planner's problem says what to change, as `ocw fit` does
     if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}\n` };
     if (f.kind === "not-confirmed") throw new SetupInputError(f.cause);
-    return { code: 2, stdout: o.json ? JSON.stringify({ job }, null, 2) + "\n" : "", stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} — ${f.remedy}\n` };
+    return {
+      code: 2,
+      stdout: o.json ? JSON.stringify({ job }, null, 2) + "\n" : "",
+      stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} — ${f.remedy}\n`,
+    };
   }
   const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
   const text = o.json
-    ? JSON.stringify({ outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job.servers?.[0] ?? null, job }, null, 2) + "\n"
+    ? JSON.stringify(
+        { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job.servers?.[0] ?? null, job },
+        null,
+        2,
+      ) + "\n"
     : [
         `${r.outcome.toUpperCase()}: ${r.summary}`,
         ...r.checks.map((c) => `  [${c.passed ? "x" : " "}] ${c.name.padEnd(11)} ${c.evidence}`),
@@ -342,16 +420,48 @@ export async function runSetup(o: SetupCommandOptions): Promise<CommandOutput & 
     const ctx = int(o.ctx, "--ctx");
     let r: SetupResult;
     if (o.runtime) {
-      if (!["llama.cpp", "vllm", "sglang"].includes(o.runtime)) throw new SetupInputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
+      if (!["llama.cpp", "vllm", "sglang"].includes(o.runtime))
+        throw new SetupInputError(`--runtime ${o.runtime} is not supported; use llama.cpp, vllm or sglang (or start another server yourself and --capture it)`);
       // every runtime starts by phases: the planner's pick or the named model, planned by the same planner as ocw fit
       return await runStartCommand(o, slots, ctx, log);
     } else if (Array.isArray(o.capture) && o.capture.length > 1) {
       const { setupCapturePool } = await import("../serving/pool");
-      r = await setupCapturePool(o.capture, { model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
+      r = await setupCapturePool(o.capture, {
+        model: o.model,
+        apiKeyEnv: o.apiKeyEnv,
+        slots,
+        ctx,
+        yes: o.yes,
+        acceptUnderpowered: o.acceptUnderpowered,
+        store: o.store,
+        env: o.env,
+        log,
+      });
     } else if (o.capture) {
-      r = await setupCapture({ url: Array.isArray(o.capture) ? o.capture[0]! : o.capture, model: o.model, apiKeyEnv: o.apiKeyEnv, slots, ctx, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
+      r = await setupCapture({
+        url: Array.isArray(o.capture) ? o.capture[0]! : o.capture,
+        model: o.model,
+        apiKeyEnv: o.apiKeyEnv,
+        slots,
+        ctx,
+        yes: o.yes,
+        acceptUnderpowered: o.acceptUnderpowered,
+        store: o.store,
+        env: o.env,
+        log,
+      });
     } else {
-      r = await setupProvider({ url: o.provider!, model: o.model ?? "", apiKeyEnv: o.apiKeyEnv ?? "", slots, yes: o.yes, acceptUnderpowered: o.acceptUnderpowered, store: o.store, env: o.env, log });
+      r = await setupProvider({
+        url: o.provider!,
+        model: o.model ?? "",
+        apiKeyEnv: o.apiKeyEnv ?? "",
+        slots,
+        yes: o.yes,
+        acceptUnderpowered: o.acceptUnderpowered,
+        store: o.store,
+        env: o.env,
+        log,
+      });
     }
     const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
     const body = { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: r.server, timings: r.timings };
@@ -375,7 +485,10 @@ export function runTargets(o: { json?: boolean; store?: TargetStore }): CommandO
   const { active, targets } = store.list();
   if (o.json) return { code: 0, stdout: JSON.stringify({ active, targets }, null, 2) + "\n", stderr: "" };
   if (!targets.length) return { code: 0, stdout: "no targets yet; run `ocw setup`\n", stderr: "" };
-  const lines = targets.map((t) => `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${t.serving.slots} slot(s)${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`);
+  const lines = targets.map(
+    (t) =>
+      `${t.id === active ? "*" : " "} ${t.id.padEnd(40)} ${(t.outcome ?? "?").padEnd(12)} ${t.serving.engine.padEnd(9)} ${t.serving.slots} slot(s)${t.serving.perSlotCtx ? ` × ${t.serving.perSlotCtx}` : ""}  ${t.endpoint}`,
+  );
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
 }
 
@@ -409,16 +522,28 @@ export async function runDoctor(o: { json?: boolean; llamaServer?: string; hardw
   }
   const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
   const serving = listServing();
-  const out = { hardware: hw, llamaServer: bin, llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"), serving };
+  const out = {
+    hardware: hw,
+    llamaServer: bin,
+    llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"),
+    serving,
+  };
   if (o.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
   const lines = [
     `platform   ${hw.platform}/${hw.arch}`,
     `cpu        ${hw.cpu.model} (${hw.cpu.cores} threads${hw.cpu.physicalCores ? `, ${hw.cpu.physicalCores} cores` : ""})`,
     `ram        ${fmt(hw.ram.freeBytes)} free of ${fmt(hw.ram.totalBytes)}`,
     ...(hw.gpus.length
-      ? hw.gpus.map((g) => `gpu ${g.index}      ${g.name}: ${g.freeBytes === null ? "free ?" : `${fmt(g.freeBytes)} free`} of ${fmt(g.totalBytes)}${g.unified ? " (unified)" : ""} [${g.source}]`)
+      ? hw.gpus.map(
+          (g) =>
+            `gpu ${g.index}      ${g.name}: ${g.freeBytes === null ? "free ?" : `${fmt(g.freeBytes)} free`} of ${fmt(g.totalBytes)}${g.unified ? " (unified)" : ""} [${g.source}]`,
+        )
       : ["gpu        none detected (CPU only)"]),
-    ...(hw.llamaDevices ? [`llama.cpp  sees ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => `${d.id} ${d.name} ${fmt(d.freeBytes)} free`).join(", ") : "no GPU devices (CPU backend)"}`] : []),
+    ...(hw.llamaDevices
+      ? [
+          `llama.cpp  sees ${hw.llamaDevices.length ? hw.llamaDevices.map((d) => `${d.id} ${d.name} ${fmt(d.freeBytes)} free`).join(", ") : "no GPU devices (CPU backend)"}`,
+        ]
+      : []),
     `llama-server ${bin ?? out.llamaServerNote}`,
     ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
     ...hw.problems.map((p) => `problem    ${p}`),
@@ -463,13 +588,23 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
   program
     .command("setup")
     .description("fit, start (or capture) and verify a model server; persist it as a target")
-    .option("--runtime <name>", "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)")
-    .option("--model <fileOrHfOrId>", "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id")
+    .option(
+      "--runtime <name>",
+      "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)",
+    )
+    .option(
+      "--model <fileOrHfOrId>",
+      "GGUF path / hf:owner/repo/file.gguf / owner/repo[:QUANT] (runtime; default: the planner's pick for this machine), or the provider's model id",
+    )
     .option("--slots <n>", "how many workers run at once")
     .option("--ctx <n>", "exactly this context per slot (the server is sized for slots × ctx, unified KV)")
     .option("--min-ctx <n>", "at least this context per slot (default 32768; the planner gives more when it fits)")
     .option("--llama-server <path>", "llama-server binary")
-    .option("--capture <url>", "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model", (v: string, prev: string[] = []) => [...prev, v])
+    .option(
+      "--capture <url>",
+      "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model",
+      (v: string, prev: string[] = []) => [...prev, v],
+    )
     .option("--provider <url>", "an API provider base URL (OpenAI-compatible)")
     .option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)")
     .option("--yes", "do not ask before starting a server")
@@ -521,22 +656,35 @@ export function registerModelSetupCommands(program: Command, { targetsJson }: { 
   serving
     .command("list")
     .description("the model servers ocw started: running or stopped, port, and whether `ocw stop` stops them")
-    .action(() => servingCli(async () => {
-      const list = serversListApi();
-      return list.length ? list.map((v) => `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}`).join("\n") : "no model servers started by ocw";
-    }));
+    .action(() =>
+      servingCli(async () => {
+        const list = serversListApi();
+        return list.length
+          ? list
+              .map(
+                (v) =>
+                  `${v.targetId.padEnd(40)} ${(v.running ? `running pid ${v.pid}` : "stopped").padEnd(20)} :${v.port}  ${v.keep ? "kept after ocw stop" : "stops with ocw stop"}`,
+              )
+              .join("\n")
+          : "no model servers started by ocw";
+      }),
+    );
   serving
     .command("restart <target>")
     .description("stop a server ocw started and start it again as recorded (same port and key)")
-    .action((target: string) => servingCli(async () => (await serverRestartApi(target)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n")));
+    .action((target: string) =>
+      servingCli(async () => (await serverRestartApi(target)).map((v) => `${v.targetId} running, pid ${v.pid} on :${v.port}`).join("\n")),
+    );
   serving
     .command("keep <target>")
     .description("keep a server running when the engine stops (`ocw stop`); --off: stop it with the engine again (the default)")
     .option("--off", "stop it with the engine")
-    .action((target: string, o: { off?: boolean }) => servingCli(async () => {
-      serverKeepApi(target, !o.off);
-      return `${target}: ${o.off ? "stops with ocw stop" : "kept running after ocw stop"}`;
-    }));
+    .action((target: string, o: { off?: boolean }) =>
+      servingCli(async () => {
+        serverKeepApi(target, !o.off);
+        return `${target}: ${o.off ? "stops with ocw stop" : "kept running after ocw stop"}`;
+      }),
+    );
 
   program
     .command("doctor")

@@ -2,7 +2,6 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
 import type { Command } from "commander";
-import { z } from "zod";
 import { BatchFile, type BatchSummary, type IntegrationResult, type IntegrationSpec } from "../../shared/batch";
 import type { BatchTaskInput } from "../../shared/api";
 import { claimWords, outcomeWord } from "../../shared/vocabulary";
@@ -11,7 +10,7 @@ import type { CheckSpec } from "../../shared/check";
 import type { EngineEvent } from "../../shared/events";
 import { baselineWarning } from "../../shared/verdict";
 import { askView } from "../../shared/ask-view";
-import { type DecidedBy, type DecisionKind, type PermissionAsk } from "../../shared/permission";
+import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
 import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
@@ -49,7 +48,10 @@ export function registerRunCommand(program: Command): void {
     .option("--dir <dir>", "the git repository the task works on")
     .option("--task <text>", "what the worker should do")
     .option("--check <cmd>", "a held-back check command (repeatable); the worker never sees it", collect, [])
-    .option("--held-back <dir>", "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only")
+    .option(
+      "--held-back <dir>",
+      "a folder of held-back files (keep it outside the repository): copied into the checkout for the --check commands at grading only",
+    )
     .option("--scope <glob>", "files the worker may change (repeatable)", collect, [])
     .option("--protect <glob>", "files the worker must not change, e.g. tests (repeatable)", collect, [])
     .option("--endpoint <url>", "an OpenAI-compatible endpoint to use instead of the active target")
@@ -57,10 +59,17 @@ export function registerRunCommand(program: Command): void {
     .option("--api-key-env <var>", "environment variable holding the endpoint's key")
     .option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask")
     .option("--timeout <seconds>", "wall-clock budget per worker", (v) => Number(v))
-    .option("--attempts <n>", `N attempts of the task (default: the number of --target flags); the checks pick the winner, the rest are stopped once one is built (at most ${MAX_ATTEMPTS})`, (v) => Number(v))
+    .option(
+      "--attempts <n>",
+      `N attempts of the task (default: the number of --target flags); the checks pick the winner, the rest are stopped once one is built (at most ${MAX_ATTEMPTS})`,
+      (v) => Number(v),
+    )
     .option("--target <id>", "a saved target (repeatable): the attempts use them in turn", collect, [])
     .option("--all-attempts", "let every attempt run to its verdict (nothing is stopped when one is built)")
-    .option("--batch <file>", 'a JSON file: [{task, dir, checks, scope, protect, fixRounds?}, …] or {"tasks": [{id, after, …}], "integration": {"checks": […]}}')
+    .option(
+      "--batch <file>",
+      'a JSON file: [{task, dir, checks, scope, protect, fixRounds?}, …] or {"tasks": [{id, after, …}], "integration": {"checks": […]}}',
+    )
     .option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v))
     .option("--json", "print the final result as JSON on stdout")
     .action((o: RunOptions) => runCommand(o).catch(fail));
@@ -106,7 +115,10 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
   const latest = rounds.at(-1);
   const json = { ...out.json, verdict: latest?.verdict ?? "honest-failure", rounds };
   if (o.json) process.stdout.write(JSON.stringify(json, null, 2) + "\n");
-  else process.stderr.write(out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n");
+  else
+    process.stderr.write(
+      out.summary + "\n" + rounds.map((r) => `  round ${r.round}: ${r.verdict ?? "not graded"} (claim ${r.claim ?? "none"})`).join("\n") + "\n",
+    );
   if (result.reason === "timeout") {
     process.stderr.write(`ocw: ${workerId} was stopped at --timeout ${o.timeout}s: resume it (the GUI, or MCP resume) to go on\n`);
     process.exit(1);
@@ -115,7 +127,13 @@ async function continueCommand(workerId: string, o: ContinueOptions): Promise<vo
 }
 
 /** Follows workers until they are final (or the timeout), answering their asks as `--approve` says. */
-async function followAndAnswer(client: EngineClient, ids: string[], approve: string, timeoutSec?: number, batchId?: string): Promise<{ workers: Map<string, Worker>; summary: BatchSummary | null; reason: string }> {
+async function followAndAnswer(
+  client: EngineClient,
+  ids: string[],
+  approve: string,
+  timeoutSec?: number,
+  batchId?: string,
+): Promise<{ workers: Map<string, Worker>; summary: BatchSummary | null; reason: string }> {
   const asker = approve === "ask" ? new TerminalAsker(client) : null;
   // Status lines never land on a prompt's line: while the person is being asked, they wait and follow the answer.
   const say = (line: string) => (asker ? asker.status(line) : process.stderr.write(line + "\n"));
@@ -131,7 +149,9 @@ async function followAndAnswer(client: EngineClient, ids: string[], approve: str
           const v = askView(ask);
           const note = approve === "always" && d.decision === "once" ? ` → once ("always" is not offered: ${v.alwaysWhy})` : ` → ${d.decision} (--approve)`;
           say(`ocw: ${w.id} asks ${ask.tool}: ${v.what}${v.workdir ? ` (in folder ${v.workdir})` : ""}${v.flags.map((f) => `\n  ⚑ ${f}`).join("")}\n ${note}`);
-          void client.approvals.decide.mutate(d).catch((err) => say(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}`));
+          void client.approvals.decide
+            .mutate(d)
+            .catch((err) => say(`ocw: could not answer ${ask.id}: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}`));
         }
       }
     }
@@ -170,13 +190,25 @@ function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: Inte
     const again = asObject ? BatchFile.options[1].safeParse(raw) : BatchFile.options[0].safeParse(raw);
     const i = (again.success ? parsed.error : again.error).issues[0]!;
     const at = asObject && i.path[0] === "tasks" ? i.path.slice(1) : asObject ? null : i.path;
-    const where = at === null ? (i.path.length ? `${i.path.join(".")}: ` : "") : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
+    const where =
+      at === null
+        ? i.path.length
+          ? `${i.path.join(".")}: `
+          : ""
+        : at.length
+          ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: `
+          : "";
     throw new CliError(`batch file ${file}: ${where}${i.message}`);
   }
   const base = path.dirname(path.resolve(file));
   const { tasks, integration } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: undefined } : parsed.data;
   return {
-    tasks: tasks.map(({ dir, after, id, ...t }) => ({ ...t, ...(id ? { id } : {}), ...(after.length ? { after } : {}), directory: path.resolve(base, (dir ?? t.directory)!) })),
+    tasks: tasks.map(({ dir, after, id, ...t }) => ({
+      ...t,
+      ...(id ? { id } : {}),
+      ...(after.length ? { after } : {}),
+      directory: path.resolve(base, (dir ?? t.directory)!),
+    })),
     integration,
   };
 }
@@ -184,17 +216,20 @@ function parseBatch(file: string): { tasks: BatchTaskInput[]; integration?: Inte
 async function runCommand(o: RunOptions): Promise<void> {
   if (!["ask", "once", "always", "reject"].includes(o.approve)) throw new CliError(`--approve must be ask, once, always or reject (got "${o.approve}")`);
   if (o.timeout !== undefined && !(o.timeout > 0)) throw new CliError("--timeout must be a positive number of seconds");
-  if (o.attempts !== undefined && !(Number.isInteger(o.attempts) && o.attempts >= 1 && o.attempts <= MAX_ATTEMPTS)) throw new CliError(`--attempts must be a whole number from 1 to ${MAX_ATTEMPTS}`);
+  if (o.attempts !== undefined && !(Number.isInteger(o.attempts) && o.attempts >= 1 && o.attempts <= MAX_ATTEMPTS))
+    throw new CliError(`--attempts must be a whole number from 1 to ${MAX_ATTEMPTS}`);
   if (o.target.length && o.endpoint) throw new CliError("--target names a saved target; --endpoint/--model make one: give one or the other");
   if (o.allAttempts && o.attempts === undefined && o.target.length < 2) throw new CliError("--all-attempts goes with --attempts N (or several --target flags)");
   // Attempts: --attempts N, or several --target flags (N defaults to their number); one --target alone is a plain run on it.
   const attemptsMode = o.attempts !== undefined || o.target.length > 1;
-  if (o.fixRounds !== undefined && !(Number.isInteger(o.fixRounds) && o.fixRounds >= 0 && o.fixRounds <= 10)) throw new CliError("--fix-rounds must be a whole number from 0 to 10");
+  if (o.fixRounds !== undefined && !(Number.isInteger(o.fixRounds) && o.fixRounds >= 0 && o.fixRounds <= 10))
+    throw new CliError("--fix-rounds must be a whole number from 0 to 10");
   let specs: (WorkerSpecInput & { id?: string; after?: string[]; attempts?: number; targets?: string[]; allAttempts?: boolean })[];
   let integration: IntegrationSpec | undefined;
   if (o.batch) {
     if (o.task || o.dir) throw new CliError("--batch cannot be combined with --task/--dir");
-    if (o.attempts !== undefined || o.target.length || o.allAttempts) throw new CliError("in a batch file, give `attempts` (and `targets`, `allAttempts`) per task instead of --attempts/--target");
+    if (o.attempts !== undefined || o.target.length || o.allAttempts)
+      throw new CliError("in a batch file, give `attempts` (and `targets`, `allAttempts`) per task instead of --attempts/--target");
     ({ tasks: specs, integration } = parseBatch(o.batch));
   } else {
     if (!o.dir) throw new CliError("--dir is required: the git repository the task works on");
@@ -222,7 +257,12 @@ async function runCommand(o: RunOptions): Promise<void> {
   let groupId: string | null = null;
   try {
     if (attemptsMode) {
-      const r = await client.workers.startAttempts.mutate({ ...specs[0]!, attempts: o.attempts, ...(o.target.length ? { targets: o.target } : {}), allAttempts: !!o.allAttempts } as never);
+      const r = await client.workers.startAttempts.mutate({
+        ...specs[0]!,
+        attempts: o.attempts,
+        ...(o.target.length ? { targets: o.target } : {}),
+        allAttempts: !!o.allAttempts,
+      } as never);
       ids = r.workerIds;
       groupId = r.groupId;
     } else if (specs.length === 1 && !o.batch) ids = [(await client.workers.start.mutate(specs[0]! as never)).workerId];
@@ -234,14 +274,20 @@ async function runCommand(o: RunOptions): Promise<void> {
   } catch (err) {
     throw new CliError((err as Error).message);
   }
-  process.stderr.write(`ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}\n`);
+  process.stderr.write(
+    `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}\n`,
+  );
 
   const result = await followAndAnswer(client, ids, o.approve, undefined, batchId ?? undefined);
   const finalWorkers = result.workers;
   const summary = result.summary;
   if (summary) ids = summary.workerIds;
 
-  const outputs = await Promise.all(ids.map(async (id) => workerResult(finalWorkers.get(id) ?? (await client.workers.get.query({ workerId: id })), await client.workers.events.query({ workerId: id }))));
+  const outputs = await Promise.all(
+    ids.map(async (id) =>
+      workerResult(finalWorkers.get(id) ?? (await client.workers.get.query({ workerId: id })), await client.workers.events.query({ workerId: id })),
+    ),
+  );
   const hung = outputs.flatMap((r) => r.timedOutChecks);
   let payload: unknown;
   let built: boolean;
@@ -262,9 +308,7 @@ async function runCommand(o: RunOptions): Promise<void> {
       workers: outputs.map((r) => r.json),
       tasks: summary.tasks,
       skipped: summary.skipped,
-      ...(summary.integration
-        ? { integration: integrationJson(integ) }
-        : {}),
+      ...(summary.integration ? { integration: integrationJson(integ) } : {}),
       builtRate: summary.builtRate,
       honestRate: summary.honestRate,
       verdict: summary.verdict,
@@ -281,10 +325,15 @@ async function runCommand(o: RunOptions): Promise<void> {
     for (const s of summary?.skipped ?? []) process.stderr.write(`task ${s.id}: skipped — ${s.reason}\n`);
     const integ = summary?.integration?.result;
     if (integ) {
-      process.stderr.write(`integration: ${integ.passed ? "passed" : "failed"}${integ.commit ? ` (${integ.commit.slice(0, 12)})` : ""}${integ.reason ? ` — ${showUntrusted(integ.reason, { max: 800, lines: false })}` : ""}\n`);
+      process.stderr.write(
+        `integration: ${integ.passed ? "passed" : "failed"}${integ.commit ? ` (${integ.commit.slice(0, 12)})` : ""}${integ.reason ? ` — ${showUntrusted(integ.reason, { max: 800, lines: false })}` : ""}\n`,
+      );
       for (const c of integ.checks) process.stderr.write(`  ${c.passed ? "pass" : "fail"} ${showUntrusted(c.name, { max: 200, lines: false })}\n`);
       if (integ.passed) process.stderr.write(`  land it: ocw merge --batch ${batchId}  (or push it: ocw push --batch ${batchId} --remote R --pr)\n`);
-      else process.stderr.write(`  follow up: a targeted fix — ocw continue WORKER_ID with the failing output, or a new task (a batch file's task can come "after" the built ones); ocw show ${batchId}\n`);
+      else
+        process.stderr.write(
+          `  follow up: a targeted fix — ocw continue WORKER_ID with the failing output, or a new task (a batch file's task can come "after" the built ones); ocw show ${batchId}\n`,
+        );
     }
   }
   if (hung.length) {
@@ -298,17 +347,24 @@ function progress(event: EngineEvent, say: (line: string) => void = (l) => proce
   const w = "workerId" in event ? event.workerId : "";
   switch (event.type) {
     case "worker.state":
-      say(`ocw: ${w} ${event.state === "honest-failure" ? "failed" : event.state}${event.reason ? ` — ${showUntrusted(event.reason, { max: 500, lines: false })}` : ""}`);
+      say(
+        `ocw: ${w} ${event.state === "honest-failure" ? "failed" : event.state}${event.reason ? ` — ${showUntrusted(event.reason, { max: 500, lines: false })}` : ""}`,
+      );
       break;
     case "part":
-      if (event.part.kind === "tool" && event.part.status !== "running") say(`ocw: ${w} ${showUntrusted(event.part.tool ?? "tool", { max: 100, lines: false })} ${event.part.status}`);
-      else if (event.part.kind === "text" && event.part.text) for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim()))) say(`ocw: ${w} says (worker text, untrusted): ${showUntrusted(line.trim(), { max: 500 })}`);
+      if (event.part.kind === "tool" && event.part.status !== "running")
+        say(`ocw: ${w} ${showUntrusted(event.part.tool ?? "tool", { max: 100, lines: false })} ${event.part.status}`);
+      else if (event.part.kind === "text" && event.part.text)
+        for (const line of event.part.text.split("\n").filter((l) => /^(MILESTONE|OUTCOME):/.test(l.trim())))
+          say(`ocw: ${w} says (worker text, untrusted): ${showUntrusted(line.trim(), { max: 500 })}`);
       break;
     case "retry":
       say(`ocw: ${w} model retry ${event.attempt}: ${showUntrusted(event.message, { max: 500, lines: false })}`);
       break;
     case "verdict":
-      say(`ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)}${event.verdict.weakEvidence ? " (weak evidence: every check already passed before any change)" : ""} (${claimWords(event.verdict)})${event.verdict.reason ? ` — ${event.verdict.reason}` : ""}`);
+      say(
+        `ocw: ${w} verdict ${outcomeWord(event.verdict.verdict)}${event.verdict.weakEvidence ? " (weak evidence: every check already passed before any change)" : ""} (${claimWords(event.verdict)})${event.verdict.reason ? ` — ${event.verdict.reason}` : ""}`,
+      );
       break;
     case "worker.baseline": {
       const warning = baselineWarning(event.baseline);
@@ -327,7 +383,12 @@ function progress(event: EngineEvent, say: (line: string) => void = (l) => proce
  */
 function integrationJson(integ: IntegrationResult | null) {
   if (!integ) return { passed: false, commit: null, checks: [{ name: "combine", passed: false, output: "the integration did not run" }] };
-  const checks = integ.checks.map((c) => ({ name: c.name, passed: c.passed, ...(c.exitCode !== undefined && c.exitCode !== null ? { exitCode: c.exitCode } : {}), output: c.output }));
+  const checks = integ.checks.map((c) => ({
+    name: c.name,
+    passed: c.passed,
+    ...(c.exitCode !== undefined && c.exitCode !== null ? { exitCode: c.exitCode } : {}),
+    output: c.output,
+  }));
   if (!integ.commit) checks.unshift({ name: "combine", passed: false, output: integ.reason ?? "the built workers' commits did not combine" });
   return { passed: integ.passed, commit: integ.commit, checks };
 }
@@ -336,7 +397,13 @@ function integrationJson(integ: IntegrationResult | null) {
  * Follows a batch to its end: its workers (tasks that come after others appear as they start), the tasks skipped, and
  * the integration. Event driven: between workers' ends, the batch's own events say when to look again.
  */
-async function followBatch(client: EngineClient, batchId: string, onEvent: (e: EngineEvent, w: Map<string, Worker>) => void, onAsks: (w: Map<string, Worker>) => void, say: (l: string) => void): Promise<{ workers: Map<string, Worker>; summary: BatchSummary }> {
+async function followBatch(
+  client: EngineClient,
+  batchId: string,
+  onEvent: (e: EngineEvent, w: Map<string, Worker>) => void,
+  onAsks: (w: Map<string, Worker>) => void,
+  say: (l: string) => void,
+): Promise<{ workers: Map<string, Worker>; summary: BatchSummary }> {
   const all = new Map<string, Worker>();
   const announced = new Set<string>();
   for (;;) {
@@ -417,7 +484,10 @@ export function attemptsJson(g: AttemptGroup) {
 }
 
 function attemptsSummary(g: AttemptGroup): string {
-  const rows = g.attempts.map((a) => `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${a.changedLines} changed line(s)` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`);
+  const rows = g.attempts.map(
+    (a) =>
+      `  ${a.workerId === g.winner ? "*" : " "} ${a.index}. ${a.workerId} on ${a.target ?? "?"}: ${a.verdict ?? a.state}${a.changedLines !== null ? `, ${a.changedLines} changed line(s)` : ""}${a.stoppedForWinner ? " (stopped: another attempt was built)" : ""}`,
+  );
   return [`attempts (${g.groupId}): ${g.winner ? `winner ${g.winner}` : "no built, honest attempt"}`, ...rows].join("\n");
 }
 
@@ -445,7 +515,9 @@ export function workerResult(w: Worker, events: WorkerEvent[]) {
     warnings: [baselineWarning(w.baseline)].filter((x): x is string => !!x),
     events,
   };
-  const flagged = v?.flags?.length ? `\n  flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}` : "";
+  const flagged = v?.flags?.length
+    ? `\n  flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${showUntrusted(f.path, { max: 300, lines: false })} (${showUntrusted(f.detail, { max: 300, lines: false })})`).join("; ")}`
+    : "";
   const summary = `${w.id}: ${v ? outcomeWord(v.verdict) : w.state === "built" ? "built" : "failed"}${json.weakEvidence ? " — weak evidence: every check already passed before any change" : ""} (state ${w.state === "honest-failure" ? "failed" : w.state}${w.stateReason ? `: ${showUntrusted(w.stateReason, { max: 500, lines: false })}` : ""}; ${v ? claimWords(v) : "no claim"})${flagged}${v?.mergeHint ? `\n  merge: ocw merge ${w.id}${v.flags?.length ? " --accept-flagged" : ""}   (or by hand: ${v.mergeHint})` : ""}`;
   return { json, summary, timedOutChecks: (v?.checks ?? []).filter((c) => c.timedOut).map((c) => c.name) };
 }
@@ -464,8 +536,15 @@ export function askText(ask: PermissionAsk): string {
   if (v.workdir) out += `  in folder: ${v.workdir}\n`;
   if (v.cut) out += `  (${v.cut} characters cut from the middle: "always" is not offered)\n`;
   for (const f of v.flags) out += `  ⚑ ${f}\n`;
-  if (ask.kind === "permission") out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;
-  if (ask.diff) out += ask.diff.split("\n").slice(0, 40).map((l) => showUntrusted(l, { max: 400, lines: false })).join("\n") + "\n";
+  if (ask.kind === "permission")
+    out += v.always ? `  "always" grants exactly: ${v.always.map((p) => `[${p}]`).join(" ")}\n` : `  "always" is not offered: ${v.alwaysWhy}\n`;
+  if (ask.diff)
+    out +=
+      ask.diff
+        .split("\n")
+        .slice(0, 40)
+        .map((l) => showUntrusted(l, { max: 400, lines: false }))
+        .join("\n") + "\n";
   return out;
 }
 
@@ -528,7 +607,10 @@ export class TerminalAsker {
   enqueue(ask: PermissionAsk): void {
     if (this.settled.has(ask.id)) return;
     this.queue.push(ask);
-    if (this.busy) this.out.write(`\nocw: ${ask.workerId} asks ${ask.tool}: ${askView(ask, { lines: false }).what} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`);
+    if (this.busy)
+      this.out.write(
+        `\nocw: ${ask.workerId} asks ${ask.tool}: ${askView(ask, { lines: false }).what} (waiting: ${this.queue.length} ahead of it at this prompt; or answer it in the GUI)\n`,
+      );
     void this.drain();
   }
 
@@ -576,12 +658,17 @@ export class TerminalAsker {
       if (answer === null) {
         // stdin ended: the asks not answered here stay with the GUI / MCP (said once, and only if still open).
         const open = [ask, ...this.queue].filter((a) => !this.settled.has(a.id));
-        if (open.length && !this.ending) this.out.write(`\nocw: no terminal input; ${open.length === 1 ? "the ask stays" : `${open.length} asks stay`} pending (answer in the GUI or run with --approve)\n`);
+        if (open.length && !this.ending)
+          this.out.write(
+            `\nocw: no terminal input; ${open.length === 1 ? "the ask stays" : `${open.length} asks stay`} pending (answer in the GUI or run with --approve)\n`,
+          );
         this.queue.length = 0;
         break;
       }
       this.settled.add(ask.id);
-      await this.client.approvals.decide.mutate({ askId: ask.id, ...answer }).catch((err) => this.out.write(`ocw: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
+      await this.client.approvals.decide
+        .mutate({ askId: ask.id, ...answer })
+        .catch((err) => this.out.write(`ocw: ${showUntrusted((err as Error).message, { lines: false, max: 2000 })}\n`));
     }
     this.busy = false;
   }
@@ -603,7 +690,9 @@ export class TerminalAsker {
     const answers: string[][] = [];
     for (const q of ask.questions ?? []) {
       const t = (x: string, max = 2000) => showUntrusted(x, { max });
-      this.out.write(`${t(q.question)}\n${q.options.map((o, i) => `  ${i + 1}) ${t(o.label, 200)}${o.description ? ` — ${t(o.description, 500)}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `);
+      this.out.write(
+        `${t(q.question)}\n${q.options.map((o, i) => `  ${i + 1}) ${t(o.label, 200)}${o.description ? ` — ${t(o.description, 500)}` : ""}`).join("\n")}\nanswer (number or text; empty dismisses): `,
+      );
       const line = await this.readLine();
       if (line === null || line === CANCELLED) return line;
       const text = line.trim();

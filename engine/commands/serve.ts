@@ -80,7 +80,9 @@ export function registerServeCommands(program: Command): void {
         console.error("ocw: no engine is running");
         return;
       }
-      await connect(lock).shutdown.mutate().catch(() => undefined);
+      await connect(lock)
+        .shutdown.mutate()
+        .catch(() => undefined);
       const deadline = Date.now() + 15_000;
       while (Date.now() < deadline && readLock(dir)) await new Promise((r) => setTimeout(r, 100));
       console.error(readLock(dir) ? `ocw: the engine (pid ${lock.pid}) did not stop in 15 s` : "ocw: engine stopped");
@@ -102,14 +104,18 @@ async function superviseAndFollow(dir: string, port?: number): Promise<void> {
     process.exit(1);
   }
   console.log(`http://127.0.0.1:${lock.port}/?token=${lock.token}`);
-  console.error(`ocw: engine running under its supervisor (pid ${lock.pid}, state ${dir}); open the URL above in a browser. Ctrl-C detaches (the engine keeps running), \`ocw stop\` stops it.`);
+  console.error(
+    `ocw: engine running under its supervisor (pid ${lock.pid}, state ${dir}); open the URL above in a browser. Ctrl-C detaches (the engine keeps running), \`ocw stop\` stops it.`,
+  );
   let current = lock;
   let goneSince: number | null = null;
   await new Promise<void>((resolve) => {
     const t = setInterval(() => {
       const now = readLock(dir);
       if (now && now.instanceId !== current.instanceId) {
-        console.error(`ocw: the engine was restarted by its supervisor (pid ${now.pid}); ${now.port === current.port && now.token === current.token ? "same URL, open tabs reconnect" : `new URL: http://127.0.0.1:${now.port}/?token=${now.token}`}`);
+        console.error(
+          `ocw: the engine was restarted by its supervisor (pid ${now.pid}); ${now.port === current.port && now.token === current.token ? "same URL, open tabs reconnect" : `new URL: http://127.0.0.1:${now.port}/?token=${now.token}`}`,
+        );
         current = now;
       }
       const sup = supervisorOf(current);

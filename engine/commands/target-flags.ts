@@ -15,8 +15,20 @@ export function adhocTarget(endpoint: string, model: string, keyRef?: string): T
     throw new CliError(`--endpoint ${endpoint} is not a URL: give e.g. http://127.0.0.1:8080/v1`);
   }
   const base = url.href.replace(/\/+$/, "");
-  const id = "adhoc-" + createHash("sha256").update(`${base} ${model} ${keyRef ?? ""}`).digest("hex").slice(0, 10);
-  return { id, model, endpoint: /\/v1$/.test(base) ? base : `${base}/v1`, keyRef: keyRef ?? null, serving: { engine: "api", endpoints: [], slots: 4 }, checks: [] };
+  const id =
+    "adhoc-" +
+    createHash("sha256")
+      .update(`${base} ${model} ${keyRef ?? ""}`)
+      .digest("hex")
+      .slice(0, 10);
+  return {
+    id,
+    model,
+    endpoint: /\/v1$/.test(base) ? base : `${base}/v1`,
+    keyRef: keyRef ?? null,
+    serving: { engine: "api", endpoints: [], slots: 4 },
+    checks: [],
+  };
 }
 
 export interface TargetFlags {

@@ -14,7 +14,9 @@ export async function targetsWithEndpoints(store = new TargetStore()): Promise<{
   let live: Map<string, EndpointStatus[]> | null = null;
   const lock = readLock(stateDir());
   if (lock && (await healthy(lock).catch(() => false))) {
-    const rows = await connect(lock, "cli").targets.endpoints.query().catch(() => null);
+    const rows = await connect(lock, "cli")
+      .targets.endpoints.query()
+      .catch(() => null);
     if (rows) live = new Map(rows.map((r) => [r.targetId, r.endpoints]));
   }
   const out = await Promise.all(

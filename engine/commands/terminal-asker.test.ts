@@ -5,7 +5,18 @@ import { describe, expect, it } from "vitest";
 import type { PermissionAsk } from "../../shared/permission";
 import { TerminalAsker } from "./run";
 
-const ask = (id: string): PermissionAsk => ({ id, workerId: "w-1", sessionId: "s", kind: "permission", tool: "bash", what: "npm test", patterns: [], always: [], createdAt: 0, status: "pending" });
+const ask = (id: string): PermissionAsk => ({
+  id,
+  workerId: "w-1",
+  sessionId: "s",
+  kind: "permission",
+  tool: "bash",
+  what: "npm test",
+  patterns: [],
+  always: [],
+  createdAt: 0,
+  status: "pending",
+});
 
 describe("TerminalAsker", () => {
   it("holds status lines while a prompt waits, and prints them on their own lines after the answer", async () => {

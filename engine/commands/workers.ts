@@ -28,7 +28,10 @@ export function registerWorkerCommands(program: Command): void {
   program
     .command("list")
     .description("list workers (newest last): state, verdict, repository, batch; filter with --state, --repo, --batch")
-    .option("--state <states>", "only these states, comma-separated (queued, running, waiting-approval, built, honest-failure, stopped, …; 'failed' = honest-failure)")
+    .option(
+      "--state <states>",
+      "only these states, comma-separated (queued, running, waiting-approval, built, honest-failure, stopped, …; 'failed' = honest-failure)",
+    )
     .option("--repo <dir>", "only workers on this repository (or a folder inside it)")
     .option("--batch <batchId>", "only this batch's workers")
     .option("--json", "print JSON")
@@ -39,15 +42,29 @@ export function registerWorkerCommands(program: Command): void {
           .map((s) => s.trim())
           .filter(Boolean)
           .map((s) => (s === "failed" ? "honest-failure" : s));
-        for (const s of states ?? []) if (!WorkerState.safeParse(s).success) throw new CliError(`unknown state "${s}": one of ${WorkerState.options.join(", ")} (or failed)`);
+        for (const s of states ?? [])
+          if (!WorkerState.safeParse(s).success) throw new CliError(`unknown state "${s}": one of ${WorkerState.options.join(", ")} (or failed)`);
         const c = await client("list");
-        const ws = await c.workers.list.query({ ...(o.batch ? { batchId: o.batch } : {}), ...(states ? { states: states as Worker["state"][] } : {}), ...(o.repo ? { repo: path.resolve(o.repo) } : {}) });
+        const ws = await c.workers.list.query({
+          ...(o.batch ? { batchId: o.batch } : {}),
+          ...(states ? { states: states as Worker["state"][] } : {}),
+          ...(o.repo ? { repo: path.resolve(o.repo) } : {}),
+        });
         if (o.json) return console.log(JSON.stringify(ws, null, 2));
         if (!ws.length) return console.log("no workers" + (o.state || o.repo || o.batch ? " match" : " yet: start one with `ocw run`"));
         for (const w of ws) {
           const v = w.verdict ? verdictLine(w.verdict) : stateWord(w.state);
-          const extra = [w.merged ? `merged into ${w.merged.into}` : null, w.reverted ? "reverted" : null, w.discarded ? "discarded" : null, w.batchId ? `batch ${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null].filter(Boolean).join(", ");
-          console.log(`${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(titleOf(w)).slice(0, 60)}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`);
+          const extra = [
+            w.merged ? `merged into ${w.merged.into}` : null,
+            w.reverted ? "reverted" : null,
+            w.discarded ? "discarded" : null,
+            w.batchId ? `batch ${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null,
+          ]
+            .filter(Boolean)
+            .join(", ");
+          console.log(
+            `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(titleOf(w)).slice(0, 60)}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`,
+          );
         }
       } catch (err) {
         fail(err);
@@ -56,7 +73,9 @@ export function registerWorkerCommands(program: Command): void {
 
   program
     .command("show")
-    .description("one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict)")
+    .description(
+      "one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict)",
+    )
     .argument("<id>", "a worker id (w-…) or a batch id (b-…)")
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
@@ -77,7 +96,9 @@ export function registerWorkerCommands(program: Command): void {
 
   program
     .command("logs")
-    .description("a worker's transcript as text: model text (marked untrusted), tool calls, asks and decisions, steers, states, the verdict; --follow keeps printing until it ends")
+    .description(
+      "a worker's transcript as text: model text (marked untrusted), tool calls, asks and decisions, steers, states, the verdict; --follow keeps printing until it ends",
+    )
     .argument("<workerId>")
     .option("-f, --follow", "keep printing new events until the worker ends")
     .action(async (id: string, o: { follow?: boolean }) => {
@@ -140,13 +161,19 @@ export function registerWorkerCommands(program: Command): void {
 
   program
     .command("rebase")
-    .description("continue a built worker whose merge conflicts on the new base: its task again as a new worker from the current HEAD, told which files conflicted")
+    .description(
+      "continue a built worker whose merge conflicts on the new base: its task again as a new worker from the current HEAD, told which files conflicted",
+    )
     .argument("<workerId>")
     .option("--json", "print JSON")
     .action(async (id: string, o: { json?: boolean }) => {
       try {
         const r = await (await client("rebase")).workers.onNewBase.mutate({ workerId: id });
-        console.log(o.json ? JSON.stringify(r) : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${r.files.map(safe).join(", ")})` : ""}; discard ${id} once you no longer need it`);
+        console.log(
+          o.json
+            ? JSON.stringify(r)
+            : `${id} continues on the new base as ${r.workerId}${r.files.length ? ` (told about ${r.files.map(safe).join(", ")})` : ""}; discard ${id} once you no longer need it`,
+        );
       } catch (err) {
         fail(err);
       }
@@ -187,7 +214,9 @@ export function registerWorkerCommands(program: Command): void {
 
   program
     .command("push")
-    .description("push a built worker's graded commit (or --batch ID's integration commit) to a branch on a remote; never forced, never the default branch; --pr opens a pull request with gh")
+    .description(
+      "push a built worker's graded commit (or --batch ID's integration commit) to a branch on a remote; never forced, never the default branch; --pr opens a pull request with gh",
+    )
     .argument("[workerId]")
     .option("--batch <batchId>", "push this batch's passed integration commit")
     .requiredOption("--remote <remote>", "a remote's name (see `git remote`) or its URL")
@@ -198,7 +227,13 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (id: string | undefined, o: { batch?: string; remote: string; branch?: string; pr?: boolean; title?: string; json?: boolean }) => {
       try {
         if (!id === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
-        const r = await (await client("push")).workers.push.mutate({ ...(id ? { workerId: id } : { batchId: o.batch! }), remote: o.remote, ...(o.branch ? { branch: o.branch } : {}), pr: !!o.pr, ...(o.title ? { title: o.title } : {}) });
+        const r = await (await client("push")).workers.push.mutate({
+          ...(id ? { workerId: id } : { batchId: o.batch! }),
+          remote: o.remote,
+          ...(o.branch ? { branch: o.branch } : {}),
+          pr: !!o.pr,
+          ...(o.title ? { title: o.title } : {}),
+        });
         if (o.json) return console.log(JSON.stringify(r, null, 2));
         console.log(`pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`);
         if (r.pr) console.log(`pull request: ${r.pr.url}`);
@@ -212,13 +247,19 @@ export function registerWorkerCommands(program: Command): void {
 export function batchText(b: BatchSummary): string {
   const lines = [`batch ${b.id}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " · done" : ""}`];
   if (b.tasks.length)
-    for (const t of b.tasks) lines.push(`  ${t.id}${t.after.length ? ` (after ${t.after.join(", ")})` : ""}: ${t.workerId ? `${t.workerId} ${stateWord(b.states[t.workerId] ?? "queued")}` : t.skipped ? `skipped — ${safe(t.skipped)}` : "waiting"}`);
+    for (const t of b.tasks)
+      lines.push(
+        `  ${t.id}${t.after.length ? ` (after ${t.after.join(", ")})` : ""}: ${t.workerId ? `${t.workerId} ${stateWord(b.states[t.workerId] ?? "queued")}` : t.skipped ? `skipped — ${safe(t.skipped)}` : "waiting"}`,
+      );
   else for (const id of b.workerIds) lines.push(`  ${id} ${stateWord(b.states[id]!)}`);
   const i = b.integration;
   if (i) {
     const r = i.result;
-    lines.push(`integration: ${r ? (r.passed ? "passed" : "failed") : i.state}${r?.commit ? ` (${r.commit.slice(0, 12)})` : ""}${r?.reason ? ` — ${safe(r.reason)}` : ""}${r?.landed ? ` · landed on ${r.landed.into}` : ""}`);
-    for (const c of r?.checks ?? []) lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
+    lines.push(
+      `integration: ${r ? (r.passed ? "passed" : "failed") : i.state}${r?.commit ? ` (${r.commit.slice(0, 12)})` : ""}${r?.reason ? ` — ${safe(r.reason)}` : ""}${r?.landed ? ` · landed on ${r.landed.into}` : ""}`,
+    );
+    for (const c of r?.checks ?? [])
+      lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
     if (r?.passed && !r.landed) lines.push(`next: ocw merge --batch ${b.id} · ocw push --batch ${b.id} --remote R --pr`);
   }
   return lines.join("\n");
@@ -232,16 +273,24 @@ export function showText(w: Worker): string {
     `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`,
   ];
   if (w.batchId) lines.push(`batch: ${w.batchId}${w.taskId ? ` (task ${w.taskId})` : ""}${w.startFrom ? `, started from ${w.startFrom.slice(0, 12)}` : ""}`);
-  if (w.asks.some((a) => a.status === "pending")) lines.push(`waiting for: ${w.asks.filter((a) => a.status === "pending").map((a) => `${a.tool} ${safe(a.what).slice(0, 80)}`).join("; ")}`);
+  if (w.asks.some((a) => a.status === "pending"))
+    lines.push(
+      `waiting for: ${w.asks
+        .filter((a) => a.status === "pending")
+        .map((a) => `${a.tool} ${safe(a.what).slice(0, 80)}`)
+        .join("; ")}`,
+    );
   if (v) {
     lines.push(`verdict: ${outcomeWord(v.verdict)} (held-back checks) · ${claimWords(v)}`);
-    for (const c of v.checks) lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
+    for (const c of v.checks)
+      lines.push(`  ${c.passed ? "pass" : "fail"} ${safe(c.name)}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}`);
     lines.push(`  scope ${v.scope.passed ? "ok" : `violated: ${v.scope.violations.map(safe).join(", ")}`}`);
     if (v.flags?.length) lines.push(`flagged (merge needs --accept-flagged): ${v.flags.map((f) => `${safe(f.path)} (${f.detail})`).join("; ")}`);
     if (v.diffStat) lines.push(...v.diffStat.split("\n").map((l) => `  ${safe(l)}`));
     if (v.commit) lines.push(`graded commit: ${v.commit}`);
   }
-  if (w.merged) lines.push(`merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
+  if (w.merged)
+    lines.push(`merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})${w.reverted ? `; reverted (${w.reverted.commit.slice(0, 12)})` : ""}`);
   const next =
     w.state === "built" && !w.merged && !w.discarded
       ? `next: ocw merge ${w.id}${v?.flags?.length ? " --accept-flagged" : ""} · ocw push ${w.id} --remote R --pr · ocw discard ${w.id}`
@@ -292,13 +341,17 @@ export class LogPrinter {
     if (live) this.flushParts();
     switch (e.type) {
       case "worker.created":
-        return this.out(`[${at}] created: ${safe(e.spec.title ?? e.spec.task.split("\n")[0]!)}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`);
+        return this.out(
+          `[${at}] created: ${safe(e.spec.title ?? e.spec.task.split("\n")[0]!)}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`,
+        );
       case "worker.state":
         return this.out(`[${at}] state ${stateWord(e.state)}${e.reason ? ` — ${safe(e.reason)}` : ""}`);
       case "ask.opened":
         return this.out(`[${at}] ask ${e.ask.id}: ${e.ask.tool} ${safe(e.ask.what)}`);
       case "ask.resolved":
-        return this.out(`[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : (e.decision ?? "decided")}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` — ${safe(e.message)}` : ""}`);
+        return this.out(
+          `[${at}] decision on ${e.askId}: ${e.status === "cancelled" ? "cancelled" : (e.decision ?? "decided")}${e.by ? ` by ${e.by.kind}${e.by.name ? ` ${e.by.name}` : ""}` : ""}${e.message ? ` — ${safe(e.message)}` : ""}`,
+        );
       case "steer.sent":
         return this.out(`[${at}] steer by ${e.by.kind}: ${safe(e.text)}`);
       case "verdict":

@@ -54,7 +54,11 @@ describe("key gateway", () => {
       setTimeout(() => res.end("data: [DONE]\n\n"), 300);
     });
     const { baseURL, apiKey } = await gatewayTo(up.url);
-    const res = await fetch(`${baseURL}/chat/completions?x=1`, { method: "POST", headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" }, body: JSON.stringify({ model: "m" }) });
+    const res = await fetch(`${baseURL}/chat/completions?x=1`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "m" }),
+    });
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
@@ -80,7 +84,8 @@ describe("key gateway", () => {
       expect(r.body).toContain("foreign Host header");
     }
     expect(up.seen).toHaveLength(0);
-    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`]) expect((await raw(baseURL, "models", { ...auth, host })).status).toBe(200);
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `LOCALHOST:${port}`])
+      expect((await raw(baseURL, "models", { ...auth, host })).status).toBe(200);
   });
 
   it("refuses a wrong or missing gateway key without reaching the upstream", async () => {
@@ -140,7 +145,8 @@ describe("key gateway", () => {
     };
     expect(ok("http://127.0.0.1:8080/v1", "chat/completions?x=1")).toBe("http://127.0.0.1:8080/v1/chat/completions?x=1");
     expect(ok("http://127.0.0.1:8080/v1/", "models")).toBe("http://127.0.0.1:8080/v1/models");
-    for (const rest of ["../admin", "%2e%2e/admin", "x/../../admin", "%2E%2E/%2E%2E/slots"]) expect(ok("http://127.0.0.1:8080/v1", rest)).toMatch(/^400 .*leaves/);
+    for (const rest of ["../admin", "%2e%2e/admin", "x/../../admin", "%2E%2E/%2E%2E/slots"])
+      expect(ok("http://127.0.0.1:8080/v1", rest)).toMatch(/^400 .*leaves/);
     expect(ok("localhost:8080/v1", "models")).toMatch(/^502 .*not an http\(s\) URL/);
     expect(ok("not a url", "models")).toMatch(/^502 .*not a URL/);
   });
@@ -163,7 +169,13 @@ describe("key gateway", () => {
   it("headers for the hop are not forwarded: those the client's Connection names, proxy credentials, Expect", async () => {
     const up = await upstream((_req, res) => res.end("{}"));
     const { baseURL, apiKey } = await gatewayTo(up.url);
-    await raw(baseURL, "models", { authorization: `Bearer ${apiKey}`, connection: "keep-alive, x-hop", "x-hop": "1", "proxy-authorization": "Basic eA==", "x-kept": "1" });
+    await raw(baseURL, "models", {
+      authorization: `Bearer ${apiKey}`,
+      connection: "keep-alive, x-hop",
+      "x-hop": "1",
+      "proxy-authorization": "Basic eA==",
+      "x-kept": "1",
+    });
     expect(up.seen[0]!.headers["x-kept"]).toBe("1");
     for (const h of ["x-hop", "proxy-authorization", "expect"]) expect(up.seen[0]!.headers[h]).toBeUndefined();
   });

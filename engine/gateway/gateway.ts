@@ -32,7 +32,8 @@ export function upstreamUrl(base: string, rest: string): { url: URL } | { status
     return { status: 502, message: `the target's endpoint ${base} is not a URL` };
   }
   if (root.protocol !== "http:" && root.protocol !== "https:") return { status: 502, message: `the target's endpoint ${base} is not an http(s) URL` };
-  if (url.origin !== root.origin || !url.pathname.startsWith(root.pathname)) return { status: 400, message: `the request's path leaves the target's endpoint ${base}` };
+  if (url.origin !== root.origin || !url.pathname.startsWith(root.pathname))
+    return { status: 400, message: `the request's path leaves the target's endpoint ${base}` };
   return { url };
 }
 
@@ -92,7 +93,12 @@ export class KeyGateway {
     if ("message" in target) return fail(target.status, target.message);
     const { url } = target;
     const headers: http.OutgoingHttpHeaders = {};
-    const named = new Set(String(req.headers.connection ?? "").toLowerCase().split(",").map((h) => h.trim()));
+    const named = new Set(
+      String(req.headers.connection ?? "")
+        .toLowerCase()
+        .split(",")
+        .map((h) => h.trim()),
+    );
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k) && !named.has(k)) headers[k] = v;
     headers.authorization = `Bearer ${entry.route.key}`;
     headers["x-api-key"] = entry.route.key;

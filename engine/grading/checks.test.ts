@@ -26,7 +26,14 @@ describe("runChecks", () => {
     const d = dir();
     writeFileSync(path.join(d, "f.txt"), "hello 42\n");
     const rs = await runChecks(
-      [{ file: "f.txt" }, { file: "f.txt", equals: "hello 42" }, { file: "f.txt", equals: "hello" }, { file: "f.txt", matches: "\\d+$" }, { file: "nope.txt", exists: false }, { file: "nope.txt" }],
+      [
+        { file: "f.txt" },
+        { file: "f.txt", equals: "hello 42" },
+        { file: "f.txt", equals: "hello" },
+        { file: "f.txt", matches: "\\d+$" },
+        { file: "nope.txt", exists: false },
+        { file: "nope.txt" },
+      ],
       d,
     );
     expect(rs.map((r) => r.passed)).toEqual([true, true, false, true, true, false]);
@@ -43,7 +50,12 @@ describe("protected files while the checks run", () => {
     mkdirSync(path.join(root, "test"));
     writeFileSync(path.join(root, "test", "check.sh"), "exit 1\n");
     const guard = [path.join(root, "test", "check.sh")];
-    const [rewrite, check] = await runChecks([{ run: "printf 'exit 0\\n' > test/check.sh" }, { run: "sh test/check.sh" }], root, { kind: "bwrap", stateDir: state, tmpDir: path.join(state, "tmp"), root }, guard);
+    const [rewrite, check] = await runChecks(
+      [{ run: "printf 'exit 0\\n' > test/check.sh" }, { run: "sh test/check.sh" }],
+      root,
+      { kind: "bwrap", stateDir: state, tmpDir: path.join(state, "tmp"), root },
+      guard,
+    );
     expect(rewrite!.passed).toBe(false);
     expect(check!.passed).toBe(false);
     expect(readFileSync(guard[0]!, "utf8")).toBe("exit 1\n");

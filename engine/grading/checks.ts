@@ -37,7 +37,12 @@ function cap(text: string): string {
  * tmp was): the sandbox's own policy with nothing writable at the grading paths, then the checkout, the tmp and the
  * protected files (read-only) bound at the worker's paths.
  */
-function atWorkerLayout(argv: string[], cwd: string, sandbox: CheckSandbox, at: { root: string; tmp?: string }): { file: string; args: string[]; env: Record<string, string> } {
+function atWorkerLayout(
+  argv: string[],
+  cwd: string,
+  sandbox: CheckSandbox,
+  at: { root: string; tmp?: string },
+): { file: string; args: string[]; env: Record<string, string> } {
   const root = sandbox.root ?? cwd;
   const inside = (p: string, r: string) => p === r || p.startsWith(r + path.sep);
   const map = (p: string) => path.join(at.root, path.relative(root, p));
@@ -46,7 +51,21 @@ function atWorkerLayout(argv: string[], cwd: string, sandbox: CheckSandbox, at: 
   mkdirSync(path.join(sandbox.tmpDir, "home"), { recursive: true });
   const env = allowListedEnv({ CI: "1", HOME: path.join(tmp, "home"), TMPDIR: tmp });
   // Deny by default ($HOME, /tmp, /run … and the state dir empty; the toolchain allow-list read-only), with the limits.
-  const cmd = sandboxed(argv, { tmpfs: deniedRoots(), hidden: [sandbox.stateDir], reveal: revealed(), writable: [], readOnly: [], network: "none", env, cwd: map(cwd), limits: commandLimits() }, "bwrap");
+  const cmd = sandboxed(
+    argv,
+    {
+      tmpfs: deniedRoots(),
+      hidden: [sandbox.stateDir],
+      reveal: revealed(),
+      writable: [],
+      readOnly: [],
+      network: "none",
+      env,
+      cwd: map(cwd),
+      limits: commandLimits(),
+    },
+    "bwrap",
+  );
   const binds = ["--bind", root, at.root, "--bind", sandbox.tmpDir, tmp];
   for (const f of sandbox.readOnly ?? []) if (inside(f, root) && existsSync(f)) binds.push("--ro-bind", f, map(f));
   // The separator before the command: the policy's options end there (the limits' shell adds 3 words before argv).
@@ -71,7 +90,17 @@ async function runCommand(check: CommandCheck, name: string, cwd: string, sandbo
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
       [shell, "-c", check.run],
-      { tmpfs: deniedRoots(), hidden: [sandbox.stateDir], reveal: revealed(), writable: [sandbox.root ?? cwd, sandbox.tmpDir], readOnly: sandbox.readOnly ?? [], network: "none", env, cwd, limits },
+      {
+        tmpfs: deniedRoots(),
+        hidden: [sandbox.stateDir],
+        reveal: revealed(),
+        writable: [sandbox.root ?? cwd, sandbox.tmpDir],
+        readOnly: sandbox.readOnly ?? [],
+        network: "none",
+        env,
+        cwd,
+        limits,
+      },
       sandbox.kind,
     );
   }
@@ -114,8 +143,10 @@ function runFile(check: FileCheck, name: string, cwd: string, realCwd: string): 
     // Read only a regular file of a sane size: a FIFO the checked code left would block the engine's thread for good,
     // a huge file would exhaust its memory.
     const st = statSync(file);
-    if (!st.isFile()) return { name, passed: false, output: `${check.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
-    if (st.size > MAX_COMPARED_BYTES) return { name, passed: false, output: `${check.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
+    if (!st.isFile())
+      return { name, passed: false, output: `${check.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
+    if (st.size > MAX_COMPARED_BYTES)
+      return { name, passed: false, output: `${check.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
     const content = readFileSync(file, "utf8");
     // "equals" ignores only trailing whitespace at the end of the file (editors and models add a final newline).
     if (check.equals !== undefined && content.trimEnd() !== check.equals.trimEnd()) {
@@ -226,7 +257,8 @@ export function heldBackProblem(checks: CheckSpec[], repoRoot: string): string |
     } catch {
       return `a check's files ${c.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
-    if (real === root || real.startsWith(root + path.sep)) return `a check's files ${c.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
+    if (real === root || real.startsWith(root + path.sep))
+      return `a check's files ${c.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
   }
   return null;
 }

@@ -23,7 +23,16 @@ async function graded(base: Record<string, string>, worker: (ws: string) => void
   const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), id, path.join(tmp, "objects", `${id}.git`));
   worker(ws.worktree);
   const stateDir = path.join(tmp, "state");
-  const input: GradeInput = { workspace: ws, checks, scope, protect: [], finalText: "OUTCOME: built", title: "t", checkoutDir: path.join(stateDir, "grading", id), sandbox: { kind: "none", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`) } };
+  const input: GradeInput = {
+    workspace: ws,
+    checks,
+    scope,
+    protect: [],
+    finalText: "OUTCOME: built",
+    title: "t",
+    checkoutDir: path.join(stateDir, "grading", id),
+    sandbox: { kind: "none", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`) },
+  };
   return grade(input);
 }
 
@@ -31,7 +40,11 @@ const PKG = (test: string, extra: Record<string, unknown> = {}) => JSON.stringif
 
 describe("checks that cannot be gamed from the workspace", () => {
   it("a top-level pytest.py that shadows the runner passes the check, and is a check-configuration violation: not built", async () => {
-    const v = await graded({ "calc.py": "def add(a, b):\n    return a - b\n" }, (ws) => writeFileSync(path.join(ws, "pytest.py"), "import sys\nsys.exit(0)\n"), [{ run: "python3 -m pytest -q" }]);
+    const v = await graded(
+      { "calc.py": "def add(a, b):\n    return a - b\n" },
+      (ws) => writeFileSync(path.join(ws, "pytest.py"), "import sys\nsys.exit(0)\n"),
+      [{ run: "python3 -m pytest -q" }],
+    );
     // The shadow works: the check itself passed without any test running.
     expect(v.checks[0]).toMatchObject({ passed: true });
     expect(v.scope.checkConfig).toEqual([expect.stringMatching(/^check configuration changed: pytest\.py — .*shadows/)]);
@@ -39,7 +52,11 @@ describe("checks that cannot be gamed from the workspace", () => {
   }, 60_000);
 
   it("a conftest.py hook is a check-configuration violation wherever it is", async () => {
-    const v = await graded({ "tests/test_a.py": "def test_a():\n    assert False\n" }, (ws) => writeFileSync(path.join(ws, "tests", "conftest.py"), "def pytest_runtest_call(item):\n    pass\n"), [{ run: "true" }]);
+    const v = await graded(
+      { "tests/test_a.py": "def test_a():\n    assert False\n" },
+      (ws) => writeFileSync(path.join(ws, "tests", "conftest.py"), "def pytest_runtest_call(item):\n    pass\n"),
+      [{ run: "true" }],
+    );
     expect(v.scope.violations).toContainEqual(expect.stringContaining("check configuration changed: tests/conftest.py"));
     expect(v.verdict).toBe("honest-failure");
   }, 60_000);
@@ -49,13 +66,20 @@ describe("checks that cannot be gamed from the workspace", () => {
     const rewritten = await graded(base, (ws) => writeFileSync(path.join(ws, "package.json"), PKG("exit 0")), [{ run: "sh -c 'exit 0'" }]);
     expect(rewritten.scope.checkConfig).toEqual(["check configuration changed: package.json (its scripts or test runner settings)"]);
     expect(rewritten.verdict).toBe("honest-failure");
-    const dep = await graded(base, (ws) => writeFileSync(path.join(ws, "package.json"), PKG("node test.js", { dependencies: { left: "1.0.0" } })), [{ run: "true" }]);
+    const dep = await graded(base, (ws) => writeFileSync(path.join(ws, "package.json"), PKG("node test.js", { dependencies: { left: "1.0.0" } })), [
+      { run: "true" },
+    ]);
     expect(dep.scope.checkConfig).toBeUndefined();
     expect(dep.verdict).toBe("built");
   }, 60_000);
 
   it("a task that must change one names it exactly in its scope", async () => {
-    const v = await graded({ "package.json": PKG("node test.js") }, (ws) => writeFileSync(path.join(ws, "package.json"), PKG("node test2.js")), [{ run: "true" }], ["package.json"]);
+    const v = await graded(
+      { "package.json": PKG("node test.js") },
+      (ws) => writeFileSync(path.join(ws, "package.json"), PKG("node test2.js")),
+      [{ run: "true" }],
+      ["package.json"],
+    );
     expect(v.verdict).toBe("built");
   }, 60_000);
 
@@ -64,18 +88,28 @@ describe("checks that cannot be gamed from the workspace", () => {
     mkdirSync(path.join(held, "tests"), { recursive: true });
     writeFileSync(path.join(held, "tests", "check.sh"), 'grep -q "return a + b" calc.py\n');
     const outside = mkdtempSync(path.join(tmp, "outside-"));
-    const fixed = await graded({ "calc.py": "def add(a, b):\n    return a - b\n" }, (ws) => {
-      writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n");
-    }, [{ run: "sh tests/check.sh", files: held }]);
+    const fixed = await graded(
+      { "calc.py": "def add(a, b):\n    return a - b\n" },
+      (ws) => {
+        writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a + b\n");
+      },
+      [{ run: "sh tests/check.sh", files: held }],
+    );
     expect(fixed.checks[0]).toMatchObject({ passed: true });
     // The worker's own tests/check.sh (exit 0) is replaced by the held-back one, which fails on unfixed code.
-    const faked = await graded({ "calc.py": "def add(a, b):\n    return a - b\n" }, (ws) => {
-      mkdirSync(path.join(ws, "tests"));
-      writeFileSync(path.join(ws, "tests", "check.sh"), "exit 0\n");
-    }, [{ run: "sh tests/check.sh", files: held }]);
+    const faked = await graded(
+      { "calc.py": "def add(a, b):\n    return a - b\n" },
+      (ws) => {
+        mkdirSync(path.join(ws, "tests"));
+        writeFileSync(path.join(ws, "tests", "check.sh"), "exit 0\n");
+      },
+      [{ run: "sh tests/check.sh", files: held }],
+    );
     expect(faked.checks[0]).toMatchObject({ passed: false });
     // A committed symlink where the held-back folder goes is removed, not followed.
-    const linked = await graded({ "calc.py": "x\n" }, (ws) => symlinkSync(outside, path.join(ws, "tests")), [{ run: "test -f tests/check.sh && test ! -L tests", files: held }]);
+    const linked = await graded({ "calc.py": "x\n" }, (ws) => symlinkSync(outside, path.join(ws, "tests")), [
+      { run: "test -f tests/check.sh && test ! -L tests", files: held },
+    ]);
     expect(linked.checks[0]).toMatchObject({ passed: true });
     expect(() => readFileSync(path.join(outside, "check.sh"))).toThrow();
   }, 90_000);
@@ -90,7 +124,16 @@ describe("checks that cannot be gamed from the workspace", () => {
     const workerTmp = path.join(stateDir, "tmp", id);
     // Code that is right only where its path has no `/grading/` in it, and that looks for the grading folders.
     const check = `case "$(pwd -P)$HOME$TMPDIR" in *grading*) echo "GRADING SEEN: $(pwd -P) $HOME $TMPDIR"; exit 1;; esac; test "$(pwd -P)" = "${ws.cwd}" && test "$HOME" = "${workerTmp}/home" && test ! -e "${path.join(stateDir, "grading")}" && test -f test/check.sh && touch left-here && sh test/check.sh`;
-    const v = await grade({ workspace: ws, checks: [{ run: check }, { run: "printf 'exit 1\\n' > test/check.sh" }], scope: [], protect: ["test/**"], finalText: "OUTCOME: built", title: "t", checkoutDir: path.join(stateDir, "grading", id), sandbox: { kind: "bwrap", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`), mountAs: { root: ws.worktree, tmp: workerTmp } } });
+    const v = await grade({
+      workspace: ws,
+      checks: [{ run: check }, { run: "printf 'exit 1\\n' > test/check.sh" }],
+      scope: [],
+      protect: ["test/**"],
+      finalText: "OUTCOME: built",
+      title: "t",
+      checkoutDir: path.join(stateDir, "grading", id),
+      sandbox: { kind: "bwrap", stateDir, tmpDir: path.join(stateDir, "grading", `${id}.tmp`), mountAs: { root: ws.worktree, tmp: workerTmp } },
+    });
     expect(v.checks[0]!.output).toBe("");
     expect(v.checks[0]).toMatchObject({ passed: true });
     // Protected files stay read-only at the worker's paths too.
@@ -122,7 +165,23 @@ describe("checks that cannot be gamed from the workspace", () => {
   }, 60_000);
 
   it("which files count", () => {
-    for (const f of ["conftest.py", "a/b/conftest.py", "pytest.ini", "tox.ini", ".npmrc", "vitest.config.ts", "jest.config.js", "node_modules/x/index.js", "pytest.py", "unittest.py", "sitecustomize.py", "x.pth", ".mocharc.yml", "Makefile"]) expect(runnerConfigReason(f), f).not.toBeNull();
+    for (const f of [
+      "conftest.py",
+      "a/b/conftest.py",
+      "pytest.ini",
+      "tox.ini",
+      ".npmrc",
+      "vitest.config.ts",
+      "jest.config.js",
+      "node_modules/x/index.js",
+      "pytest.py",
+      "unittest.py",
+      "sitecustomize.py",
+      "x.pth",
+      ".mocharc.yml",
+      "Makefile",
+    ])
+      expect(runnerConfigReason(f), f).not.toBeNull();
     for (const f of ["src/pytest_helpers.py", "src/app.ts", "README.md", "lib/pytest.py", "docs/config.md"]) expect(runnerConfigReason(f), f).toBeNull();
     expect(runnerPart("pyproject.toml", "[project]\nname='x'\n[tool.pytest.ini_options]\naddopts='--collect-only'\n")).toContain("--collect-only");
     expect(runnerPart("pyproject.toml", "[project]\nname='y'\n")).toBe("");

@@ -81,7 +81,15 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
   it("a no-op is never built: no change → honest-failure with the reason, whatever the checks say", async () => {
     const repo = committedRepo(path.join(tmp, "repo-noop"), { "README.md": "# r\n" });
     const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(repo), "w-noop", path.join(tmp, "objects", "w-noop.git"));
-    const base: GradeInput = { workspace: ws, checks: [{ run: "true", name: "passes" }], scope: [], protect: [], finalText: "OUTCOME: honest-failure — nothing to do", title: "t", checkoutDir: path.join(tmp, "grading", "w-noop") };
+    const base: GradeInput = {
+      workspace: ws,
+      checks: [{ run: "true", name: "passes" }],
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: honest-failure — nothing to do",
+      title: "t",
+      checkoutDir: path.join(tmp, "grading", "w-noop"),
+    };
     const v = await grade({ ...base, baseline: { passedOnBase: ["passes"] } });
     expect(v).toMatchObject({ verdict: "honest-failure", claim: "honest-failure", honest: true, weakEvidence: false, commit: ws.baseCommit });
     expect(v.reason).toMatch(/no change: the worker changed no file, so nothing was shown/);
@@ -100,19 +108,39 @@ jiti.import(${JSON.stringify(path.join(process.cwd(), "engine/grading/folders.ts
     execFileSync("git", ["init", "-q", "-b", "main", empty]);
     execFileSync("git", ["-C", empty, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "init"]);
     const ws = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(empty), "w-empty", path.join(tmp, "objects", "w-empty.git"));
-    const checks = [{ run: "true", name: "always" }, { file: "a.txt" }, { run: "test -z \"$(ls -A)\"", name: "empty checkout" }];
-    expect(await baselineChecks({ workspace: ws, checks, checkoutDir: path.join(tmp, "grading", "w-empty.base") })).toEqual({ passedOnBase: ["always", "empty checkout"] });
+    const checks = [{ run: "true", name: "always" }, { file: "a.txt" }, { run: 'test -z "$(ls -A)"', name: "empty checkout" }];
+    expect(await baselineChecks({ workspace: ws, checks, checkoutDir: path.join(tmp, "grading", "w-empty.base") })).toEqual({
+      passedOnBase: ["always", "empty checkout"],
+    });
     // Grading the untouched empty tree does not fail (it did: "pathspec '.' did not match any file(s)").
-    const v = await grade({ workspace: ws, checks, scope: [], protect: [], finalText: "OUTCOME: honest-failure — nothing", title: "t", checkoutDir: path.join(tmp, "grading", "w-empty") });
+    const v = await grade({
+      workspace: ws,
+      checks,
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: honest-failure — nothing",
+      title: "t",
+      checkoutDir: path.join(tmp, "grading", "w-empty"),
+    });
     expect(v).toMatchObject({ verdict: "honest-failure", claim: "honest-failure", honest: true });
     writeFileSync(path.join(ws.worktree, "a.txt"), "a\n");
-    const built = await grade({ workspace: ws, checks: [{ file: "a.txt" }], scope: [], protect: [], finalText: "OUTCOME: built", title: "t", checkoutDir: path.join(tmp, "grading", "w-empty"), previousCommit: v.commit });
+    const built = await grade({
+      workspace: ws,
+      checks: [{ file: "a.txt" }],
+      scope: [],
+      protect: [],
+      finalText: "OUTCOME: built",
+      title: "t",
+      checkoutDir: path.join(tmp, "grading", "w-empty"),
+      previousCommit: v.commit,
+    });
     expect(built).toMatchObject({ verdict: "built", sincePrevious: ["a.txt"] });
   }, 30_000);
 
   it("what an engine stopped mid-deletion left is swept; other folders are not touched", async () => {
     const gradingDir = path.join(tmp, "sweep");
-    for (const d of ["w-2.discarded-0a1b2c3d/deep/er", "w-3.tmp.discarded-0011aabb", "w-4", "w-4.tmp"]) mkdirSync(path.join(gradingDir, d), { recursive: true });
+    for (const d of ["w-2.discarded-0a1b2c3d/deep/er", "w-3.tmp.discarded-0011aabb", "w-4", "w-4.tmp"])
+      mkdirSync(path.join(gradingDir, d), { recursive: true });
     await sweepDiscarded(gradingDir);
     expect(readdirSync(gradingDir).sort()).toEqual(["w-4", "w-4.tmp"]);
     await sweepDiscarded(path.join(tmp, "never-made"));

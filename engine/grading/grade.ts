@@ -39,7 +39,9 @@ async function folderIn(checkout: string, sub: string): Promise<string | { probl
     if (!st) await mkdir(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
-      return { problem: `${path.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository` };
+      return {
+        problem: `${path.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`,
+      };
     }
   }
   return at;
@@ -52,7 +54,12 @@ async function protectedIn(checkout: string, sub: string, protect: string[]): Pr
   const entries = await readdir(checkout, { recursive: true, withFileTypes: true });
   return entries
     .filter((e) => !e.isDirectory())
-    .map((e) => path.relative(checkout, path.join(e.parentPath ?? (e as unknown as { path: string }).path, e.name)).split(path.sep).join("/"))
+    .map((e) =>
+      path
+        .relative(checkout, path.join(e.parentPath ?? (e as unknown as { path: string }).path, e.name))
+        .split(path.sep)
+        .join("/"),
+    )
     .filter((f) => isProtected(sub ? (f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}`) : f))
     .map((f) => path.join(checkout, f));
 }
@@ -81,14 +88,26 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     scope = checkScope(rel, input.scope, input.protect);
     // With command checks, the files that decide what a check runs are protected by default (runner-config.ts).
     if (input.checks.some((c) => "run" in c)) {
-      const config = await runnerConfigChanges({ changed: graded.changed, sub: sub.split(path.sep).join("/"), scope: input.scope, repo: ws.repo, baseCommit: ws.baseCommit, checkout });
+      const config = await runnerConfigChanges({
+        changed: graded.changed,
+        sub: sub.split(path.sep).join("/"),
+        scope: input.scope,
+        repo: ws.repo,
+        baseCommit: ws.baseCommit,
+        checkout,
+      });
       if (config.length) scope = { ...scope, passed: false, violations: [...scope.violations, ...config], checkConfig: config };
     }
     const cwd = await folderIn(checkout, sub);
     const guarded = typeof cwd === "string" && input.checks.some((c) => "run" in c) ? await protectedIn(checkout, sub, input.protect) : [];
     checks =
       typeof cwd === "string"
-        ? await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined, guarded)
+        ? await runChecks(
+            input.checks,
+            cwd,
+            input.sandbox ? { ...input.sandbox, root: checkout, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined,
+            guarded,
+          )
         : input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: cwd.problem }));
   } finally {
     discard(checkout);
@@ -158,7 +177,11 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
     if (typeof cwd !== "string") return { passedOnBase: [] };
     // Confined and laid out as at grading (the checkout seen at the worker's path), so a check passes here only if it
     // would pass on the untouched workspace at grading.
-    const results = await runChecks(input.checks, cwd, input.sandbox ? { ...input.sandbox, root: checkoutDir, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined);
+    const results = await runChecks(
+      input.checks,
+      cwd,
+      input.sandbox ? { ...input.sandbox, root: checkoutDir, mountAs: { root: ws.worktree, ...input.sandbox.mountAs } } : undefined,
+    );
     return { passedOnBase: results.filter((r) => r.passed).map((r) => r.name) };
   } finally {
     discard(checkoutDir);

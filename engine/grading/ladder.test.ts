@@ -10,10 +10,12 @@ const SOLUTIONS: Record<number, Record<string, string>> = {
   1: { "greeting.txt": "Hello, ladder!\n" },
   2: {
     "math.js": "function clamp(v,min,max){if(min>max)throw new RangeError('min>max');return Math.min(max,Math.max(min,v));}\nmodule.exports={clamp};\n",
-    "math.test.js": "const test=require('node:test');const a=require('node:assert');const {clamp}=require('./math.js');test('clamps',()=>a.strictEqual(clamp(9,0,3),3));\n",
+    "math.test.js":
+      "const test=require('node:test');const a=require('node:assert');const {clamp}=require('./math.js');test('clamps',()=>a.strictEqual(clamp(9,0,3),3));\n",
   },
   3: {
-    "lru.js": "class LRUCache{constructor(c){if(c<1)throw new RangeError('capacity');this.c=c;this.m=new Map();}get(k){if(!this.m.has(k))return undefined;const v=this.m.get(k);this.m.delete(k);this.m.set(k,v);return v;}set(k,v){this.m.delete(k);this.m.set(k,v);if(this.m.size>this.c)this.m.delete(this.m.keys().next().value);}get size(){return this.m.size;}}\nmodule.exports={LRUCache};\n",
+    "lru.js":
+      "class LRUCache{constructor(c){if(c<1)throw new RangeError('capacity');this.c=c;this.m=new Map();}get(k){if(!this.m.has(k))return undefined;const v=this.m.get(k);this.m.delete(k);this.m.set(k,v);return v;}set(k,v){this.m.delete(k);this.m.set(k,v);if(this.m.size>this.c)this.m.delete(this.m.keys().next().value);}get size(){return this.m.size;}}\nmodule.exports={LRUCache};\n",
   },
   4: { "slugify.js": "function slugify(t){return t.toLowerCase().replace(/[^a-z0-9]+/g,'-').replace(/^-+|-+$/g,'');}\nmodule.exports={slugify};\n" },
   5: {
@@ -28,12 +30,15 @@ module.exports={count};
 };
 
 describe("ladder", () => {
-  it.each(LADDER.map((r) => [r.rung, r.name, r] as const))("rung %i (%s): its checks fail on the fresh repo and pass with a reference solution", async (_n, _name, rung) => {
-    const dir = materializeRung(rung, mkdtempSync(path.join(os.tmpdir(), `ocw-rung${rung.rung}-`)));
-    const fresh = await runChecks(rung.checks, dir);
-    expect(fresh.some((c) => !c.passed)).toBe(true);
-    for (const [f, content] of Object.entries(SOLUTIONS[rung.rung]!)) writeFileSync(path.join(dir, f), content);
-    const solved = await runChecks(rung.checks, dir);
-    expect(solved.map((c) => [c.name, c.passed, c.passed ? "" : c.output])).toEqual(solved.map((c) => [c.name, true, ""]));
-  });
+  it.each(LADDER.map((r) => [r.rung, r.name, r] as const))(
+    "rung %i (%s): its checks fail on the fresh repo and pass with a reference solution",
+    async (_n, _name, rung) => {
+      const dir = materializeRung(rung, mkdtempSync(path.join(os.tmpdir(), `ocw-rung${rung.rung}-`)));
+      const fresh = await runChecks(rung.checks, dir);
+      expect(fresh.some((c) => !c.passed)).toBe(true);
+      for (const [f, content] of Object.entries(SOLUTIONS[rung.rung]!)) writeFileSync(path.join(dir, f), content);
+      const solved = await runChecks(rung.checks, dir);
+      expect(solved.map((c) => [c.name, c.passed, c.passed ? "" : c.output])).toEqual(solved.map((c) => [c.name, true, ""]));
+    },
+  );
 });

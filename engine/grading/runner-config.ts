@@ -38,7 +38,8 @@ const RUNNER_FILES = new Set([
 ]);
 
 /** Top-level files named like a tool or a module a check may run: they shadow it (`python -m pytest` imports ./pytest.py first). */
-const SHADOW_TOP = /^(pytest|_pytest|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
+const SHADOW_TOP =
+  /^(pytest|_pytest|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
 
 /** Files whose runner-related part only counts (the rest may change freely): compared between the base and the commit. */
 const SECTIONED = new Set(["package.json", "pyproject.toml", "setup.cfg"]);
@@ -83,7 +84,10 @@ export function runnerPart(file: string, text: string | null): string {
 async function baseText(repo: string, commit: string, file: string): Promise<string | null> {
   try {
     // Read from the user's repository's objects (no filter, no hook runs for cat-file).
-    const { stdout } = await run("git", ["-C", repo, "cat-file", "blob", `${commit}:${file}`], { maxBuffer: 16 * 1024 * 1024, env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" } });
+    const { stdout } = await run("git", ["-C", repo, "cat-file", "blob", `${commit}:${file}`], {
+      maxBuffer: 16 * 1024 * 1024,
+      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
+    });
     return stdout;
   } catch {
     return null;
@@ -102,7 +106,14 @@ function newText(checkout: string, file: string): string | null {
  * The changed files (relative to the repository root) that change what a check runs, each with why; those the task's
  * scope names exactly are allowed. Sectioned files count only when their runner part differs from the base's.
  */
-export async function runnerConfigChanges(opts: { changed: string[]; sub: string; scope: string[]; repo: string; baseCommit: string; checkout: string }): Promise<string[]> {
+export async function runnerConfigChanges(opts: {
+  changed: string[];
+  sub: string;
+  scope: string[];
+  repo: string;
+  baseCommit: string;
+  checkout: string;
+}): Promise<string[]> {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const out: string[] = [];
   for (const file of opts.changed) {
@@ -113,7 +124,8 @@ export async function runnerConfigChanges(opts: { changed: string[]; sub: string
     if (SECTIONED.has(base)) {
       const before = runnerPart(file, await baseText(opts.repo, opts.baseCommit, file));
       const after = runnerPart(file, newText(opts.checkout, file));
-      if (before !== after) out.push(`check configuration changed: ${file} (${base === "package.json" ? "its scripts or test runner settings" : "its test runner sections"})`);
+      if (before !== after)
+        out.push(`check configuration changed: ${file} (${base === "package.json" ? "its scripts or test runner settings" : "its test runner sections"})`);
       continue;
     }
     const why = runnerConfigReason(file) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));

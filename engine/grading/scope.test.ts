@@ -3,7 +3,11 @@ import { checkScope } from "./scope";
 
 describe("checkScope", () => {
   it("passes files inside scope and outside protect", () => {
-    expect(checkScope(["src/a.ts", "src/deep/b.ts"], ["src/**"], ["test/**"])).toEqual({ passed: true, violations: [], changedFiles: ["src/a.ts", "src/deep/b.ts"] });
+    expect(checkScope(["src/a.ts", "src/deep/b.ts"], ["src/**"], ["test/**"])).toEqual({
+      passed: true,
+      violations: [],
+      changedFiles: ["src/a.ts", "src/deep/b.ts"],
+    });
   });
   it("names every violation: protected first, then out of scope", () => {
     const r = checkScope(["test/a.test.ts", "README.md", "src/x.ts"], ["src/**"], ["test/**"]);

@@ -9,8 +9,16 @@ import path from "node:path";
 import { execa } from "execa";
 import {
   appleGpuBudget,
-  type DeviceBudget, type Gpu, type ListedDevice, NVIDIA_SMI_ARGS, parseAmdSysfs, parseListDevices, parseNvidiaSmi,
-  parseRocmSmi, parseWindowsRegistry, type SysfsCard,
+  type DeviceBudget,
+  type Gpu,
+  type ListedDevice,
+  NVIDIA_SMI_ARGS,
+  parseAmdSysfs,
+  parseListDevices,
+  parseNvidiaSmi,
+  parseRocmSmi,
+  parseWindowsRegistry,
+  type SysfsCard,
 } from "./parse";
 
 export interface RunResult {
@@ -74,7 +82,12 @@ async function cpuRamDefault(): Promise<HardwareReport["cpu"] & { ram: HardwareR
       ram: { totalBytes: mem.total, freeBytes: mem.available || os.freemem() },
     };
   } catch {
-    return { model: os.cpus()[0]?.model ?? "unknown", cores: os.cpus().length, physicalCores: null, ram: { totalBytes: os.totalmem(), freeBytes: os.freemem() } };
+    return {
+      model: os.cpus()[0]?.model ?? "unknown",
+      cores: os.cpus().length,
+      physicalCores: null,
+      ram: { totalBytes: os.totalmem(), freeBytes: os.freemem() },
+    };
   }
 }
 
@@ -86,11 +99,19 @@ async function readSysfs(root: string): Promise<SysfsCard[]> {
   } catch {
     return [];
   }
-  const rd = (card: string, f: string) => readFile(path.join(base, card, "device", f), "utf8").then((s) => s.trim()).catch(() => undefined);
+  const rd = (card: string, f: string) =>
+    readFile(path.join(base, card, "device", f), "utf8")
+      .then((s) => s.trim())
+      .catch(() => undefined);
   return Promise.all(
     names.map(async (card) => ({
-      card, vendor: await rd(card, "vendor"), vramTotal: await rd(card, "mem_info_vram_total"), vramUsed: await rd(card, "mem_info_vram_used"),
-      gttTotal: await rd(card, "mem_info_gtt_total"), gttUsed: await rd(card, "mem_info_gtt_used"), name: await rd(card, "product_name"),
+      card,
+      vendor: await rd(card, "vendor"),
+      vramTotal: await rd(card, "mem_info_vram_total"),
+      vramUsed: await rd(card, "mem_info_vram_used"),
+      gttTotal: await rd(card, "mem_info_gtt_total"),
+      gttUsed: await rd(card, "mem_info_gtt_used"),
+      name: await rd(card, "product_name"),
     })),
   );
 }
@@ -105,7 +126,12 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
   const probe = async (name: string, cmd: string, args: string[], timeout = 8000): Promise<RunResult> => {
     const t = performance.now();
     const r = await run(cmd, args, timeout);
-    probes.push({ name, ok: r.ok, ms: Math.round(performance.now() - t), note: r.missing ? "not installed" : r.ok ? "ok" : `exit ${r.code}: ${r.stderr.trim().split("\n")[0] ?? ""}`.slice(0, 200) });
+    probes.push({
+      name,
+      ok: r.ok,
+      ms: Math.round(performance.now() - t),
+      note: r.missing ? "not installed" : r.ok ? "ok" : `exit ${r.code}: ${r.stderr.trim().split("\n")[0] ?? ""}`.slice(0, 200),
+    });
     return r;
   };
   const cpuRamP = (opts.cpuRam ?? cpuRamDefault)();
@@ -131,7 +157,12 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
       const cards = await readSysfs(opts.sysfsRoot ?? "/sys");
       const p = parseAmdSysfs(cards);
       amd = p.items;
-      probes.push({ name: "sysfs amdgpu", ok: amd.length > 0, ms: Math.round(performance.now() - t), note: amd.length ? `${amd.length} card(s)` : "no AMD cards" });
+      probes.push({
+        name: "sysfs amdgpu",
+        ok: amd.length > 0,
+        ms: Math.round(performance.now() - t),
+        note: amd.length ? `${amd.length} card(s)` : "no AMD cards",
+      });
     }
     gpus.push(...amd);
   } else if (platform === "darwin") {
@@ -144,7 +175,12 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
       problems.push(...p.problems);
     }
   } else if (platform === "win32") {
-    const reg = await probe("registry", "reg", ["query", "HKLM\\SYSTEM\\CurrentControlSet\\Control\\Class\\{4d36e968-e325-11ce-bfc1-08002be10318}", "/s"], 10000);
+    const reg = await probe(
+      "registry",
+      "reg",
+      ["query", "HKLM\\SYSTEM\\CurrentControlSet\\Control\\Class\\{4d36e968-e325-11ce-bfc1-08002be10318}", "/s"],
+      10000,
+    );
     if (reg.ok) {
       const p = parseWindowsRegistry(reg.stdout);
       // nvidia-smi already gave NVIDIA cards with free memory; keep registry entries for the others.
@@ -171,10 +207,18 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
         if (g && g.freeBytes === null) g.freeBytes = d.freeBytes;
       }
       if (!gpus.length) {
-        p.items.forEach((d, i) => gpus.push({
-          index: i, vendor: /^CUDA/.test(d.id) ? "nvidia" : /^ROCm|^HIP/.test(d.id) ? "amd" : /^Metal|^MTL/.test(d.id) ? "apple" : "other",
-          name: d.name, totalBytes: d.totalBytes, freeBytes: d.freeBytes, usedBytes: d.totalBytes - d.freeBytes, unified: /^Metal|^MTL/.test(d.id), source: "llama-server",
-        }));
+        p.items.forEach((d, i) =>
+          gpus.push({
+            index: i,
+            vendor: /^CUDA/.test(d.id) ? "nvidia" : /^ROCm|^HIP/.test(d.id) ? "amd" : /^Metal|^MTL/.test(d.id) ? "apple" : "other",
+            name: d.name,
+            totalBytes: d.totalBytes,
+            freeBytes: d.freeBytes,
+            usedBytes: d.totalBytes - d.freeBytes,
+            unified: /^Metal|^MTL/.test(d.id),
+            source: "llama-server",
+          }),
+        );
       }
     }
   }
@@ -188,8 +232,15 @@ export async function detectHardware(opts: DetectOptions = {}): Promise<Hardware
     problems.push(`host RAM taken as ${(ramOverride / 1024 ** 3).toFixed(1)} GiB from OCW_RAM_BYTES`);
   }
   return {
-    platform, arch: os.arch(), cpu: { model: cr.model, cores: cr.cores, physicalCores: cr.physicalCores }, ram: cr.ram,
-    gpus, llamaDevices, probes, problems, ms: Math.round(performance.now() - t0),
+    platform,
+    arch: os.arch(),
+    cpu: { model: cr.model, cores: cr.cores, physicalCores: cr.physicalCores },
+    ram: cr.ram,
+    gpus,
+    llamaDevices,
+    probes,
+    problems,
+    ms: Math.round(performance.now() - t0),
   };
 }
 
@@ -211,7 +262,12 @@ export function budgetsFromReport(r: Pick<HardwareReport, "gpus" | "ram">): { gp
  * binary did not answer. Run after setup installs a build, to plan on that build's devices.
  */
 export async function listLlamaDevices(bin: string): Promise<ListedDevice[] | null> {
-  const r = await execa(bin, ["--list-devices"], { reject: false, timeout: 15_000, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } }).catch(() => null);
+  const r = await execa(bin, ["--list-devices"], {
+    reject: false,
+    timeout: 15_000,
+    stdin: "ignore",
+    env: { ...process.env, LD_LIBRARY_PATH: [path.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") },
+  }).catch(() => null);
   if (!r || (r.exitCode !== 0 && !r.stdout)) return null;
   return parseListDevices(`${r.stdout}\n${r.stderr}`).items;
 }

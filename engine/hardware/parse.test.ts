@@ -2,9 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { detectHardware, budgetsFromReport, type Runner } from "./detect";
-import {
-  appleGpuBudget, parseAmdSysfs, parseGpuSpec, parseListDevices, parseNvidiaSmi, parseRocmSmi, parseWindowsRegistry,
-} from "./parse";
+import { appleGpuBudget, parseAmdSysfs, parseGpuSpec, parseListDevices, parseNvidiaSmi, parseRocmSmi, parseWindowsRegistry } from "./parse";
 
 const FIX = path.join(__dirname, "../../test/fixtures/hardware");
 const fx = (f: string) => readFileSync(path.join(FIX, f), "utf8");
@@ -30,10 +28,22 @@ describe("nvidia-smi", () => {
     // 616 MiB); `nvidia-smi -L` of the same machine beside it
     const { items, problems } = parseNvidiaSmi(fx("nvidia-smi-h200-recorded.csv"));
     expect(problems).toEqual([]);
-    expect(items).toEqual([{
-      index: 0, vendor: "nvidia", name: "NVIDIA H200", uuid: "GPU-cfa28a2a-3890-e0d7-5440-347748ee7367", busId: "00000000:00:06.0",
-      totalBytes: 143771 * MiB, usedBytes: 0, freeBytes: 143156 * MiB, driver: "580.159.04", computeCap: "9.0", unified: false, source: "nvidia-smi",
-    }]);
+    expect(items).toEqual([
+      {
+        index: 0,
+        vendor: "nvidia",
+        name: "NVIDIA H200",
+        uuid: "GPU-cfa28a2a-3890-e0d7-5440-347748ee7367",
+        busId: "00000000:00:06.0",
+        totalBytes: 143771 * MiB,
+        usedBytes: 0,
+        freeBytes: 143156 * MiB,
+        driver: "580.159.04",
+        computeCap: "9.0",
+        unified: false,
+        source: "nvidia-smi",
+      },
+    ]);
     expect(fx("nvidia-smi-h200-recorded-L.txt")).toContain(`GPU 0: NVIDIA H200 (UUID: ${items[0]!.uuid})`);
   });
   it("garbage gives no GPUs and a problem, never a throw", () => {
@@ -75,7 +85,10 @@ describe("other sources", () => {
   });
   it("Windows registry QWORD (not the 4 GiB-capped WMI field)", () => {
     const { items } = parseWindowsRegistry(fx("reg-query-windows.txt"));
-    expect(items.map((g) => [g.vendor, g.totalBytes])).toEqual([["nvidia", 16 * 1024 * MiB], ["amd", 512 * MiB]]);
+    expect(items.map((g) => [g.vendor, g.totalBytes])).toEqual([
+      ["nvidia", 16 * 1024 * MiB],
+      ["amd", 512 * MiB],
+    ]);
   });
   it("Apple unified memory budget", () => {
     expect(appleGpuBudget(String(32 * 1024 * MiB)).items[0]!.totalBytes).toBe(Math.floor(32 * 1024 * MiB * (2 / 3)));
@@ -84,18 +97,23 @@ describe("other sources", () => {
   });
   it("--gpus spec", () => {
     expect(parseGpuSpec("cpu")).toEqual([]);
-    expect(parseGpuSpec("24G,CUDA1=16GiB").map((g) => [g.name, g.freeBytes])).toEqual([["GPU0", 24 * 1024 * MiB], ["CUDA1", 16 * 1024 * MiB]]);
+    expect(parseGpuSpec("24G,CUDA1=16GiB").map((g) => [g.name, g.freeBytes])).toEqual([
+      ["GPU0", 24 * 1024 * MiB],
+      ["CUDA1", 16 * 1024 * MiB],
+    ]);
     expect(() => parseGpuSpec("lots")).toThrow(/GPU spec/);
   });
 });
 
 describe("detectHardware with recorded tool outputs", () => {
   const cpuRam = async () => ({ model: "Test CPU", cores: 8, physicalCores: 4, ram: { totalBytes: 64 * 1024 * MiB, freeBytes: 60 * 1024 * MiB } });
-  const runner = (outputs: Record<string, string | null>): Runner => async (cmd) => {
-    const out = outputs[cmd];
-    if (out === undefined || out === null) return { ok: false, missing: true, stdout: "", stderr: `spawn ${cmd} ENOENT`, code: null };
-    return { ok: true, missing: false, stdout: out, stderr: "", code: 0 };
-  };
+  const runner =
+    (outputs: Record<string, string | null>): Runner =>
+    async (cmd) => {
+      const out = outputs[cmd];
+      if (out === undefined || out === null) return { ok: false, missing: true, stdout: "", stderr: `spawn ${cmd} ENOENT`, code: null };
+      return { ok: true, missing: false, stdout: out, stderr: "", code: 0 };
+    };
   it("linux with two NVIDIA GPUs; missing rocm-smi is not an error", async () => {
     const r = await detectHardware({ platform: "linux", run: runner({ "nvidia-smi": fx("nvidia-smi-2gpu.csv") }), sysfsRoot: "/nonexistent", cpuRam });
     expect(r.gpus).toHaveLength(2);
@@ -114,15 +132,23 @@ describe("detectHardware with recorded tool outputs", () => {
   });
   it("llama-server --list-devices fills unknown free memory", async () => {
     const r = await detectHardware({
-      platform: "linux", sysfsRoot: "/nonexistent", cpuRam, llamaServer: "/x/llama-server",
-      run: runner({ "nvidia-smi": "0, GPU-x, NVIDIA GeForce RTX 4090, 0:1:0, 24564, [N/A], [N/A], 550, 8.9\n", "/x/llama-server": fx("list-devices-cuda2.txt") }),
+      platform: "linux",
+      sysfsRoot: "/nonexistent",
+      cpuRam,
+      llamaServer: "/x/llama-server",
+      run: runner({
+        "nvidia-smi": "0, GPU-x, NVIDIA GeForce RTX 4090, 0:1:0, 24564, [N/A], [N/A], 550, 8.9\n",
+        "/x/llama-server": fx("list-devices-cuda2.txt"),
+      }),
     });
     expect(r.gpus[0]!.freeBytes).toBe(22476 * MiB);
     expect(r.llamaDevices).toHaveLength(2);
   });
   it("Apple: Metal's working-set size from llama-server replaces the documented fraction", async () => {
     const r = await detectHardware({
-      platform: "darwin", cpuRam, llamaServer: "/x/llama-server",
+      platform: "darwin",
+      cpuRam,
+      llamaServer: "/x/llama-server",
       run: runner({ sysctl: String(64 * 1024 * MiB), "/x/llama-server": fx("list-devices-metal.txt") }),
     });
     expect(r.gpus).toEqual([expect.objectContaining({ vendor: "apple", unified: true, totalBytes: 49152 * MiB, source: "llama-server (Metal)" })]);

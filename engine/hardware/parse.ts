@@ -68,11 +68,18 @@ export function parseNvidiaSmi(out: string): ParseResult<Gpu> {
     let free = numOrNull(f[6]);
     if (free === null && used !== null) free = total - used;
     items.push({
-      index, vendor: "nvidia", name: f[2] || "NVIDIA GPU", uuid: f[1] || undefined, busId: f[3] || undefined,
-      totalBytes: total * MiB, freeBytes: free === null ? null : free * MiB, usedBytes: used === null ? null : used * MiB,
+      index,
+      vendor: "nvidia",
+      name: f[2] || "NVIDIA GPU",
+      uuid: f[1] || undefined,
+      busId: f[3] || undefined,
+      totalBytes: total * MiB,
+      freeBytes: free === null ? null : free * MiB,
+      usedBytes: used === null ? null : used * MiB,
       driver: f[7] && !/n\/a/i.test(f[7]) ? f[7] : undefined,
       computeCap: f[8] && !/n\/a/i.test(f[8]) ? f[8] : undefined,
-      unified: false, source: "nvidia-smi",
+      unified: false,
+      source: "nvidia-smi",
     });
   }
   return { items, problems };
@@ -106,8 +113,15 @@ export function parseRocmSmi(out: string): ParseResult<Gpu> {
     }
     const name = o["Card series"] ?? o["Card Series"] ?? o["Card model"] ?? o["Device Name"] ?? "AMD GPU";
     items.push({
-      index: Number(m[1]), vendor: "amd", name, totalBytes: total, usedBytes: used, freeBytes: used === null ? null : total - used,
-      unified: false, source: "rocm-smi", busId: o["PCI Bus"] ?? undefined,
+      index: Number(m[1]),
+      vendor: "amd",
+      name,
+      totalBytes: total,
+      usedBytes: used,
+      freeBytes: used === null ? null : total - used,
+      unified: false,
+      source: "rocm-smi",
+      busId: o["PCI Bus"] ?? undefined,
     });
   }
   if (!items.length && !problems.length) problems.push("rocm-smi: no cards in output");
@@ -146,8 +160,14 @@ export function parseAmdSysfs(cards: SysfsCard[]): ParseResult<Gpu> {
     const used = apu ? gu : vu;
     const idx = Number(/(\d+)$/.exec(c.card)?.[1] ?? items.length);
     items.push({
-      index: idx, vendor: "amd", name: c.name?.trim() || (apu ? "AMD APU" : "AMD GPU"), totalBytes: total,
-      usedBytes: used, freeBytes: used === null ? null : total - used, unified: apu, source: apu ? "sysfs (GTT)" : "sysfs",
+      index: idx,
+      vendor: "amd",
+      name: c.name?.trim() || (apu ? "AMD APU" : "AMD GPU"),
+      totalBytes: total,
+      usedBytes: used,
+      freeBytes: used === null ? null : total - used,
+      unified: apu,
+      source: apu ? "sysfs (GTT)" : "sysfs",
     });
   }
   return { items, problems };
@@ -189,8 +209,14 @@ export function parseWindowsRegistry(out: string): ParseResult<Gpu> {
     const name = desc?.[1]?.trim() ?? "GPU";
     const vendor: GpuVendor = /nvidia/i.test(name) ? "nvidia" : /amd|radeon/i.test(name) ? "amd" : /intel/i.test(name) ? "intel" : "other";
     items.push({
-      index: Number(/(\d{4})$/.exec(key)![1]), vendor, name, totalBytes: Number(BigInt(`0x${mem[1]}`)),
-      freeBytes: null, usedBytes: null, unified: false, source: "registry",
+      index: Number(/(\d{4})$/.exec(key)![1]),
+      vendor,
+      name,
+      totalBytes: Number(BigInt(`0x${mem[1]}`)),
+      freeBytes: null,
+      usedBytes: null,
+      unified: false,
+      source: "registry",
     });
   }
   if (!items.length) problems.push("registry: no adapter with HardwareInformation.qwMemorySize");
@@ -207,7 +233,18 @@ export function appleGpuBudget(memsize: string, wiredLimitMb?: string, chip = "A
   const wired = numOrNull(wiredLimitMb);
   const budget = wired && wired > 0 ? wired * MiB : Math.floor(ram * (ram <= 36 * 1024 * MiB ? 2 / 3 : 3 / 4));
   return {
-    items: [{ index: 0, vendor: "apple", name: chip, totalBytes: budget, freeBytes: null, usedBytes: null, unified: true, source: wired ? "sysctl iogpu.wired_limit_mb" : "sysctl (default Metal working set)" }],
+    items: [
+      {
+        index: 0,
+        vendor: "apple",
+        name: chip,
+        totalBytes: budget,
+        freeBytes: null,
+        usedBytes: null,
+        unified: true,
+        source: wired ? "sysctl iogpu.wired_limit_mb" : "sysctl (default Metal working set)",
+      },
+    ],
     problems: [],
   };
 }
@@ -222,7 +259,16 @@ export function parseGpuSpec(spec: string): Gpu[] {
     const unit = (m[3] ?? "B").toUpperCase()[0]!;
     const mult = { B: 1, K: 1024, M: MiB, G: 1024 * MiB, T: 1024 * 1024 * MiB }[unit] ?? 1;
     const bytes = Math.round(Number(m[2]) * mult);
-    return { index, vendor: "other" as const, name: m[1]?.trim() || `GPU${index}`, totalBytes: bytes, freeBytes: bytes, usedBytes: 0, unified: false, source: "--gpus" };
+    return {
+      index,
+      vendor: "other" as const,
+      name: m[1]?.trim() || `GPU${index}`,
+      totalBytes: bytes,
+      freeBytes: bytes,
+      usedBytes: 0,
+      unified: false,
+      source: "--gpus",
+    };
   });
 }
 

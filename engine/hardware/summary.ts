@@ -12,7 +12,13 @@ async function detect() {
     cpu: hw.cpu.model,
     cores: hw.cpu.cores,
     ramGiB: round(hw.ram.totalBytes / GiB),
-    gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), vramGiB: round(g.totalBytes / GiB), freeGiB: g.freeBytes === null ? null : round(g.freeBytes / GiB), unified: g.unified })),
+    gpus: hw.gpus.map((g) => ({
+      name: g.name,
+      vendor: String(g.vendor),
+      vramGiB: round(g.totalBytes / GiB),
+      freeGiB: g.freeBytes === null ? null : round(g.freeBytes / GiB),
+      unified: g.unified,
+    })),
     problems: hw.problems.slice(0, 10),
   };
 }

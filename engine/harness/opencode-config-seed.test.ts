@@ -41,7 +41,17 @@ describe("opencode serve with its own home", () => {
     const root = tmp();
     const home = path.join(root, "oc-home");
     const { OpencodeServer } = await import("./opencode-server");
-    const server = new OpencodeServer({ target: { id: "seed", model: "m", endpoint: "http://127.0.0.1:9/v1", keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 1 }, checks: [] } as never, home });
+    const server = new OpencodeServer({
+      target: {
+        id: "seed",
+        model: "m",
+        endpoint: "http://127.0.0.1:9/v1",
+        keyRef: null,
+        serving: { engine: "scripted", endpoints: [], slots: 1 },
+        checks: [],
+      } as never,
+      home,
+    });
     try {
       await server.start();
       const dirs = [1, 2, 3].map((i) => {
@@ -75,7 +85,17 @@ describe("seedModelsCatalog", () => {
     expect(readFileSync(file, "utf8")).toBe(OPENCODE_MODELS_CATALOG);
     const { OpencodeServer } = await import("./opencode-server");
     const home = tmp();
-    const server = new OpencodeServer({ target: { id: "seed", model: "m", endpoint: "http://127.0.0.1:9/v1", keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 1 }, checks: [] } as never, home });
+    const server = new OpencodeServer({
+      target: {
+        id: "seed",
+        model: "m",
+        endpoint: "http://127.0.0.1:9/v1",
+        keyRef: null,
+        serving: { engine: "scripted", endpoints: [], slots: 1 },
+        checks: [],
+      } as never,
+      home,
+    });
     const env = (server as unknown as { env(): Record<string, string> }).env();
     expect(env.OPENCODE_MODELS_PATH).toBe(path.join(home, "models-catalog.json"));
     expect(JSON.parse(readFileSync(env.OPENCODE_MODELS_PATH!, "utf8"))).toEqual({});

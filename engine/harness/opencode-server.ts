@@ -121,18 +121,22 @@ export class OpencodeServer extends EventEmitter {
     const env = this.env();
     const c = this.opts.confine;
     if (!c) return { file: argv[0]!, args: argv.slice(1), env };
-    return sandboxed(argv, {
-      // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
-      // home and the workspaces stay writable; the worker shell is read-only.
-      hidden: [...serveHidden(), c.stateDir],
-      writable: [this.opts.home, c.workspacesRoot, c.tmpRoot],
-      // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
-      // installed under ~/.claude/plugins, whose credentials are hidden).
-      readOnly: [path.dirname(c.shell), ...(c.plugin ? [path.dirname(c.plugin)] : []), path.dirname(path.dirname(realpathSync(argv[0]!)))],
-      network: "host",
-      env,
-      cwd: this.opts.home,
-    }, c.kind);
+    return sandboxed(
+      argv,
+      {
+        // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
+        // home and the workspaces stay writable; the worker shell is read-only.
+        hidden: [...serveHidden(), c.stateDir],
+        writable: [this.opts.home, c.workspacesRoot, c.tmpRoot],
+        // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
+        // installed under ~/.claude/plugins, whose credentials are hidden).
+        readOnly: [path.dirname(c.shell), ...(c.plugin ? [path.dirname(c.plugin)] : []), path.dirname(path.dirname(realpathSync(argv[0]!)))],
+        network: "host",
+        env,
+        cwd: this.opts.home,
+      },
+      c.kind,
+    );
   }
 
   private get pidFile(): string {
@@ -209,7 +213,11 @@ export class OpencodeServer extends EventEmitter {
       while (!abort.signal.aborted && this.client) {
         let dropped = "the stream ended";
         try {
-          const { stream } = await this.client.global.event({ signal: abort.signal, sseMaxRetryAttempts: 1, onSseError: (err) => (dropped = (err as Error).message) });
+          const { stream } = await this.client.global.event({
+            signal: abort.signal,
+            sseMaxRetryAttempts: 1,
+            onSseError: (err) => (dropped = (err as Error).message),
+          });
           for await (const env of stream) {
             if (typeof env !== "object" || env === null) continue; // a keep-alive or comment carries nothing for us
             const p = env.payload;

@@ -43,10 +43,15 @@ export class OpencodeServers {
     if (s) return s;
     // Resolved once, as when it was handed to opencode's environment (a key file is not read on every request).
     const key = target.keyRef || target.keyFile || target.keyStore ? resolveKey(target) : null;
-    if ((target.keyRef || target.keyFile) && !key) throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
+    if ((target.keyRef || target.keyFile) && !key)
+      throw new Error(`the target's key variable ${target.keyRef} is not set: export ${target.keyRef}=… in the engine's environment`);
     // One provider per endpoint of a pool (a worker's prompts name its endpoint's); keyed ones through the gateway.
     const provider = await Promise.all(
-      endpointsOf(target).map((e, i) => (key ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS }) : { baseURL: e.url, apiKey: "none" })),
+      endpointsOf(target).map((e, i) =>
+        key
+          ? this.gateway.add(`${target.id}-${i}`, { upstream: e.url, key, silenceMs: modelSilenceMs(target) + GATEWAY_GRACE_MS })
+          : { baseURL: e.url, apiKey: "none" },
+      ),
     );
     const { stateDir, workspacesRoot, tmpRoot, sandbox } = this.opts;
     const shell = writeWorkerShell(path.join(stateDir, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir });

@@ -10,8 +10,13 @@ const ev = (type: string, properties: Record<string, unknown>) => opencodeEvent(
 
 describe("the typed adapter", () => {
   it("passes the event types the engine handles, with their directory; drops the rest and malformed payloads", () => {
-    expect(opencodeEvent({ type: "session.idle", properties: { sessionID: "s" } }, "/d")).toEqual({ type: "session.idle", properties: { sessionID: "s" }, directory: "/d" });
-    for (const raw of [{ type: "server.heartbeat", properties: {} }, { type: "session.idle" }, { properties: {} }, null, "x", { type: 3, properties: {} }]) expect(opencodeEvent(raw)).toBeNull();
+    expect(opencodeEvent({ type: "session.idle", properties: { sessionID: "s" } }, "/d")).toEqual({
+      type: "session.idle",
+      properties: { sessionID: "s" },
+      directory: "/d",
+    });
+    for (const raw of [{ type: "server.heartbeat", properties: {} }, { type: "session.idle" }, { properties: {} }, null, "x", { type: 3, properties: {} }])
+      expect(opencodeEvent(raw)).toBeNull();
   });
 });
 
@@ -19,12 +24,24 @@ describe("parts", () => {
   const base = { id: "p1", sessionID: "s", messageID: "m" };
   it("text and reasoning are persisted once finished; tool calls once past pending; a failed call is counted", () => {
     expect(translatePart({ ...base, type: "text", text: "hal", time: { start: 1 } }).part).toBeNull();
-    expect(translatePart({ ...base, type: "text", text: "hello", time: { start: 1, end: 2 } }).part).toEqual({ partId: "p1", messageId: "m", kind: "text", text: "hello" });
+    expect(translatePart({ ...base, type: "text", text: "hello", time: { start: 1, end: 2 } }).part).toEqual({
+      partId: "p1",
+      messageId: "m",
+      kind: "text",
+      text: "hello",
+    });
     const tool = (state: Record<string, unknown>, name = "bash") => translatePart({ ...base, type: "tool", callID: "c", tool: name, state } as never);
     expect(tool({ status: "pending", input: {} }).part).toBeNull();
-    expect(tool({ status: "completed", input: { command: "ls" }, output: "a".repeat(30_000) }).part).toMatchObject({ kind: "tool", status: "completed", output: "a".repeat(20_000) });
+    expect(tool({ status: "completed", input: { command: "ls" }, output: "a".repeat(30_000) }).part).toMatchObject({
+      kind: "tool",
+      status: "completed",
+      output: "a".repeat(20_000),
+    });
     expect(tool({ status: "error", input: {}, error: "boom" }).toolFailed).toEqual({ tool: "bash", error: "boom" });
-    expect(tool({ status: "completed", input: { tool: "nosuch" }, output: "unknown tool" }, "invalid").toolFailed).toEqual({ tool: "nosuch", error: "unknown tool" });
+    expect(tool({ status: "completed", input: { tool: "nosuch" }, output: "unknown tool" }, "invalid").toolFailed).toEqual({
+      tool: "nosuch",
+      error: "unknown tool",
+    });
     expect(translatePart({ ...base, type: "step-start" } as never).part).toBeNull();
   });
 });
@@ -52,8 +69,18 @@ describe("the translator", () => {
     const r = testRegistry();
     const w = r.worker("running", { sessionId: "ses_root" });
     const got: unknown[][] = [];
-    const sink = (name: string) => (...args: unknown[]) => void got.push([name, ...args]);
-    const t = new Translator({ registry: r.registry, ask: sink("ask"), askGone: sink("askGone"), usage: sink("usage"), retry: sink("retry"), idle: sink("idle") });
+    const sink =
+      (name: string) =>
+      (...args: unknown[]) =>
+        void got.push([name, ...args]);
+    const t = new Translator({
+      registry: r.registry,
+      ask: sink("ask"),
+      askGone: sink("askGone"),
+      usage: sink("usage"),
+      retry: sink("retry"),
+      idle: sink("idle"),
+    });
     return { ...r, w, got, t };
   }
 
@@ -62,8 +89,28 @@ describe("the translator", () => {
     try {
       const { w, got, t } = setup();
       const part = (callID: string, status: string, input: Record<string, unknown>) =>
-        ev("message.part.updated", { sessionID: "ses_root", part: { id: `prt_${callID}`, sessionID: "ses_root", messageID: "m1", type: "tool", callID, tool: "bash", state: { status, input, time: { start: 1 } } } });
-      const ask = (id: string, callID: string) => ev("permission.asked", { id, sessionID: "ses_root", permission: "bash", patterns: ["echo x"], metadata: { command: "echo x" }, always: [], tool: { messageID: "m1", callID } });
+        ev("message.part.updated", {
+          sessionID: "ses_root",
+          part: {
+            id: `prt_${callID}`,
+            sessionID: "ses_root",
+            messageID: "m1",
+            type: "tool",
+            callID,
+            tool: "bash",
+            state: { status, input, time: { start: 1 } },
+          },
+        });
+      const ask = (id: string, callID: string) =>
+        ev("permission.asked", {
+          id,
+          sessionID: "ses_root",
+          permission: "bash",
+          patterns: ["echo x"],
+          metadata: { command: "echo x" },
+          always: [],
+          tool: { messageID: "m1", callID },
+        });
       // arguments first
       t.handle(part("c1", "running", { command: "echo x", workdir: "bdir" }));
       t.handle(ask("per_1", "c1"));
@@ -98,7 +145,9 @@ describe("the translator", () => {
   it("routes asks, answers, usage, retries and the root's idle; a sub-agent session counts as its parent's worker", () => {
     const { w, got, t, registry } = setup();
     t.handle(ev("session.created", { sessionID: "ses_child", info: { id: "ses_child", parentID: "ses_root" } }));
-    t.handle(ev("permission.asked", { id: "per_1", sessionID: "ses_child", permission: "bash", patterns: ["ls"], metadata: { command: "ls" }, always: ["ls *"] }));
+    t.handle(
+      ev("permission.asked", { id: "per_1", sessionID: "ses_child", permission: "bash", patterns: ["ls"], metadata: { command: "ls" }, always: ["ls *"] }),
+    );
     t.handle(ev("question.rejected", { sessionID: "ses_root", requestID: "que_1" }));
     t.handle(ev("message.updated", { sessionID: "ses_root", info: { id: "m1", role: "assistant", tokens: { input: 3, output: 2, reasoning: 0 }, cost: 0 } }));
     t.handle(ev("message.updated", { sessionID: "ses_root", info: { id: "m0", role: "user" } }));
@@ -129,7 +178,12 @@ describe("the translator", () => {
     const seen: string[] = [];
     bus.subscribe((d) => seen.push(d.event.type));
     t.handle(ev("message.part.delta", { sessionID: "ses_root", messageID: "m", partID: "p", field: "text", delta: "hi" }));
-    t.handle(ev("message.part.updated", { sessionID: "ses_root", part: { id: "p", sessionID: "ses_root", messageID: "m", type: "text", text: "hi", time: { start: 1, end: 2 } } }));
+    t.handle(
+      ev("message.part.updated", {
+        sessionID: "ses_root",
+        part: { id: "p", sessionID: "ses_root", messageID: "m", type: "text", text: "hi", time: { start: 1, end: 2 } },
+      }),
+    );
     expect(seen).toEqual(["delta", "part"]);
     expect(registry.get(w.id).lastSeq).toBeGreaterThan(0);
   });
@@ -139,9 +193,15 @@ describe("the translator", () => {
     const { w, t, bus } = setup();
     const deltas: { delta: string; at?: number }[] = [];
     bus.subscribe((d) => d.event.type === "delta" && deltas.push({ delta: d.event.delta, at: d.event.at }));
-    const delta = (partID: string, text: string) => t.handle(ev("message.part.delta", { sessionID: "ses_root", messageID: "m", partID, field: "text", delta: text }));
+    const delta = (partID: string, text: string) =>
+      t.handle(ev("message.part.delta", { sessionID: "ses_root", messageID: "m", partID, field: "text", delta: text }));
     t.handle(ev("message.part.updated", { sessionID: "ses_root", part: { id: "u", sessionID: "ses_root", messageID: "m0", type: "text", text: "the task" } }));
-    t.handle(ev("message.part.updated", { sessionID: "ses_root", part: { id: "r", sessionID: "ses_root", messageID: "m", type: "reasoning", text: "", time: { start: 1 } } }));
+    t.handle(
+      ev("message.part.updated", {
+        sessionID: "ses_root",
+        part: { id: "r", sessionID: "ses_root", messageID: "m", type: "reasoning", text: "", time: { start: 1 } },
+      }),
+    );
     delta("p", "hel");
     delta("p", "lo");
     // Not yet published: not in the text so far either (a reader would get it twice, once from each).
@@ -150,14 +210,23 @@ describe("the translator", () => {
     delta("p", " world");
     delta("r", "hmm");
     vi.advanceTimersByTime(50);
-    expect(deltas).toEqual([{ delta: "hello", at: 0 }, { delta: " world", at: 5 }, { delta: "hmm", at: 0 }]);
+    expect(deltas).toEqual([
+      { delta: "hello", at: 0 },
+      { delta: " world", at: 5 },
+      { delta: "hmm", at: 0 },
+    ]);
     const parts = () => [...(t.streaming.get(w.id)?.values() ?? [])].map((s) => s.part);
     // The user's text part (never streamed) is not there; the reasoning part keeps its kind.
     expect(parts()).toEqual([
       { partId: "r", messageId: "m", kind: "reasoning", text: "hmm" },
       { partId: "p", messageId: "", kind: "text", text: "hello world" },
     ]);
-    t.handle(ev("message.part.updated", { sessionID: "ses_root", part: { id: "p", sessionID: "ses_root", messageID: "m", type: "text", text: "hello world", time: { start: 1, end: 2 } } }));
+    t.handle(
+      ev("message.part.updated", {
+        sessionID: "ses_root",
+        part: { id: "p", sessionID: "ses_root", messageID: "m", type: "text", text: "hello world", time: { start: 1, end: 2 } },
+      }),
+    );
     expect(parts().map((p) => p.partId)).toEqual(["r"]);
     t.handle(ev("session.idle", { sessionID: "ses_root" }));
     expect(t.streaming.has(w.id)).toBe(false);

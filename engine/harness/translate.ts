@@ -120,13 +120,18 @@ export function translatePart(part: Part): { part: TranscriptPart | null; toolFa
     ...(st.error !== undefined ? { error: String(st.error).slice(0, 4000) } : {}),
   };
   const failed = st.status === "error" || (part.tool === "invalid" && st.status === "completed");
-  return failed ? { part: t, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1000) } } : { part: t };
+  return failed
+    ? { part: t, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1000) } }
+    : { part: t };
 }
 
 /** An assistant message's usage, or null for a user message or one without token counts yet. */
 export function usageOf(info: Message): { id: string; usage: { input: number; output: number; reasoning: number; cost: number } } | null {
   if (info?.role !== "assistant" || !info.tokens) return null;
-  return { id: info.id, usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 } };
+  return {
+    id: info.id,
+    usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 },
+  };
 }
 
 export function describeError(err: { name?: string; data?: { message?: string } } | undefined): string {

@@ -91,11 +91,16 @@ export function answerInvalidLines(input: Readable, write: (line: string) => voi
       return reply(null, ErrorCode.ParseError, `Parse error: the line is not JSON (${clip((err as Error).message, 100)})`);
     }
     if (JSONRPCMessageSchema.safeParse(msg).success) return void valid.write(`${line}\n`);
-    if (typeof msg !== "object" || msg === null || Array.isArray(msg)) return reply(null, ErrorCode.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
+    if (typeof msg !== "object" || msg === null || Array.isArray(msg))
+      return reply(null, ErrorCode.InvalidRequest, "Invalid Request: a message is one JSON object (batches are not supported)");
     const m = msg as Record<string, unknown>;
     // A malformed response to one of our own requests: there is nobody to answer.
     if (!("method" in m) && ("result" in m || "error" in m)) return log(`dropped an invalid JSON-RPC response: ${clip(line, 120)}`);
-    reply(m.id, ErrorCode.InvalidRequest, `Invalid Request: ${m.jsonrpc !== "2.0" ? '"jsonrpc" must be "2.0"' : 'expected {"jsonrpc": "2.0", "method": string, "id"?: string | number, "params"?: object}'}`);
+    reply(
+      m.id,
+      ErrorCode.InvalidRequest,
+      `Invalid Request: ${m.jsonrpc !== "2.0" ? '"jsonrpc" must be "2.0"' : 'expected {"jsonrpc": "2.0", "method": string, "id"?: string | number, "params"?: object}'}`,
+    );
   };
   // Lines end at "\n" (a trailing "\r" dropped), as the SDK reads them.
   const decoder = new StringDecoder("utf8");

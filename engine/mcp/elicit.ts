@@ -7,7 +7,11 @@ import { follow } from "../api/follow";
 import { askView } from "../../shared/ask-view";
 import { showUntrusted } from "../../shared/untrusted";
 
-export type OfferOutcome = { kind: "answered"; decision: string } | { kind: "resolved-elsewhere" } | { kind: "declined" } | { kind: "unavailable"; why: string };
+export type OfferOutcome =
+  | { kind: "answered"; decision: string }
+  | { kind: "resolved-elsewhere" }
+  | { kind: "declined" }
+  | { kind: "unavailable"; why: string };
 
 /** Whether the connected client declared form elicitation (an empty `elicitation: {}` means forms). */
 export function canElicit(server: Server): boolean {
@@ -27,17 +31,23 @@ export function formFor(ask: PermissionAsk, title: string) {
       const labels = q.options.map((o) => o.label).filter(Boolean);
       const shown = labels.map((l) => t(l, 200));
       shown.forEach((s, j) => shownToLabel[i]!.set(s, labels[j]!));
-      properties[`q${i}`] = labels.length && !q.multiple && new Set(shown).size === shown.length
-        ? { type: "string", title: t(q.header ?? q.question, 80), description: t(q.question, 400), enum: shown }
-        : { type: "string", title: t(q.header ?? q.question, 80), description: t(q.question + (labels.length ? ` (options: ${labels.join(", ")})` : ""), 400) };
+      properties[`q${i}`] =
+        labels.length && !q.multiple && new Set(shown).size === shown.length
+          ? { type: "string", title: t(q.header ?? q.question, 80), description: t(q.question, 400), enum: shown }
+          : {
+              type: "string",
+              title: t(q.header ?? q.question, 80),
+              description: t(q.question + (labels.length ? ` (options: ${labels.join(", ")})` : ""), 400),
+            };
     });
     return {
       message: `${head} asks:\n${qs.map((q) => `• ${showUntrusted(q.question, { max: 1000 })}`).join("\n")}\nDecline to leave it for Claude to answer.`,
       requestedSchema: { type: "object" as const, properties, required: qs.map((_, i) => `q${i}`) },
-      answers: (content: Record<string, unknown>) => qs.map((_, i) => {
-        const a = String(content[`q${i}`] ?? "");
-        return [shownToLabel[i]!.get(a) ?? a];
-      }),
+      answers: (content: Record<string, unknown>) =>
+        qs.map((_, i) => {
+          const a = String(content[`q${i}`] ?? "");
+          return [shownToLabel[i]!.get(a) ?? a];
+        }),
     };
   }
   const diff = ask.diff ? `\n\n${showUntrusted(ask.diff, { max: 1500, block: true })}` : "";
@@ -54,7 +64,12 @@ export function formFor(ask: PermissionAsk, title: string) {
     requestedSchema: {
       type: "object" as const,
       properties: {
-        decision: { type: "string", title: "Decision", description: v.always ? "once | always | reject" : "once | reject", enum: v.always ? ["once", "always", "reject"] : ["once", "reject"] },
+        decision: {
+          type: "string",
+          title: "Decision",
+          description: v.always ? "once | always | reject" : "once | reject",
+          enum: v.always ? ["once", "always", "reject"] : ["once", "reject"],
+        },
         message: { type: "string", title: "Note to the worker (optional)", description: "Sent with the answer; with a rejection, say why." },
       },
       required: ["decision"],
@@ -97,7 +112,10 @@ export async function offerAsk(opts: {
     .catch(() => undefined);
   const form = formFor(ask, opts.title);
   try {
-    const res = await opts.server.elicitInput({ mode: "form", message: form.message, requestedSchema: form.requestedSchema as never }, { signal: ac.signal, timeout: opts.timeoutMs });
+    const res = await opts.server.elicitInput(
+      { mode: "form", message: form.message, requestedSchema: form.requestedSchema as never },
+      { signal: ac.signal, timeout: opts.timeoutMs },
+    );
     if (resolvedElsewhere) return { kind: "resolved-elsewhere" };
     if (res.action !== "accept" || !res.content) return { kind: "declined" };
     const content = res.content as Record<string, unknown>;
@@ -106,7 +124,12 @@ export async function offerAsk(opts: {
     const message = typeof content.message === "string" && content.message.trim() ? content.message.trim() : undefined;
     try {
       const decider = await opts.decider();
-      await decider.approvals.decide.mutate({ askId: ask.id, decision: decision as "once", ...(message ? { message } : {}), ...(form.answers ? { answers: form.answers(content) } : {}) });
+      await decider.approvals.decide.mutate({
+        askId: ask.id,
+        decision: decision as "once",
+        ...(message ? { message } : {}),
+        ...(form.answers ? { answers: form.answers(content) } : {}),
+      });
     } catch (err) {
       if (/no longer pending|already being answered|refused the answer/.test((err as Error).message)) return { kind: "resolved-elsewhere" };
       opts.log(`could not apply the form's answer to ${ask.id}: ${(err as Error).message}`);

@@ -48,9 +48,11 @@ describe("mcp format", () => {
   });
 
   it("finds the files of the person's checkout that block a merge, from git's message", () => {
-    const changed = "git merge failed: error: Your local changes to the following files would be overwritten by merge:\n\tnotes.txt\n\tsrc/a.ts\nPlease commit your changes or stash them before you merge.\nAborting";
+    const changed =
+      "git merge failed: error: Your local changes to the following files would be overwritten by merge:\n\tnotes.txt\n\tsrc/a.ts\nPlease commit your changes or stash them before you merge.\nAborting";
     expect(blockingLocalFiles(changed)).toEqual({ kind: "changed", files: ["notes.txt", "src/a.ts"] });
-    const untracked = "error: The following untracked working tree files would be overwritten by merge:\n\tnew.txt\nPlease move or remove them before you merge.";
+    const untracked =
+      "error: The following untracked working tree files would be overwritten by merge:\n\tnew.txt\nPlease move or remove them before you merge.";
     expect(blockingLocalFiles(untracked)).toEqual({ kind: "untracked", files: ["new.txt"] });
     expect(blockingLocalFiles("CONFLICT (content): Merge conflict in shared.txt")).toBeNull();
   });
@@ -67,7 +69,8 @@ describe("mcp format", () => {
   });
 
   it("totals add tokens, cost and time over workers", () => {
-    const w = (input: number, output: number, reasoning: number, cost: number, ms: number) => ({ usage: { input, output, reasoning, cost }, startedAt: 0, endedAt: ms }) as any;
+    const w = (input: number, output: number, reasoning: number, cost: number, ms: number) =>
+      ({ usage: { input, output, reasoning, cost }, startedAt: 0, endedAt: ms }) as any;
     expect(totalsOf([w(100, 20, 5, 0.01, 2000), w(10, 2, 0, 0.0025, 500)])).toEqual({ tokens: 137, cost: 0.0125, sec: 2.5 });
   });
 });

@@ -17,8 +17,25 @@ describe("wait under the client's tool timeout", () => {
 
 describe("the bridge keeps Claude Code's variables from the engine", () => {
   it("drops ANTHROPIC_*, CLAUDE_*, CLAUDECODE and MCP_TOOL_TIMEOUT, and nothing else", () => {
-    const env: NodeJS.ProcessEnv = { ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: "u", CLAUDE_CODE_OAUTH_TOKEN: "t", CLAUDECODE: "1", CLAUDE_PROJECT_DIR: "/p", MCP_TOOL_TIMEOUT: "9", PATH: "/bin", OCW_STATE_DIR: "/s", OPENROUTER_API_KEY: "o" };
-    expect(dropClientSecrets(env)).toEqual(["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDECODE", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_PROJECT_DIR", "MCP_TOOL_TIMEOUT"]);
+    const env: NodeJS.ProcessEnv = {
+      ANTHROPIC_API_KEY: "k",
+      ANTHROPIC_BASE_URL: "u",
+      CLAUDE_CODE_OAUTH_TOKEN: "t",
+      CLAUDECODE: "1",
+      CLAUDE_PROJECT_DIR: "/p",
+      MCP_TOOL_TIMEOUT: "9",
+      PATH: "/bin",
+      OCW_STATE_DIR: "/s",
+      OPENROUTER_API_KEY: "o",
+    };
+    expect(dropClientSecrets(env)).toEqual([
+      "ANTHROPIC_API_KEY",
+      "ANTHROPIC_BASE_URL",
+      "CLAUDECODE",
+      "CLAUDE_CODE_OAUTH_TOKEN",
+      "CLAUDE_PROJECT_DIR",
+      "MCP_TOOL_TIMEOUT",
+    ]);
     expect(env).toEqual({ PATH: "/bin", OCW_STATE_DIR: "/s", OPENROUTER_API_KEY: "o" });
   });
 });

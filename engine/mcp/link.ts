@@ -18,7 +18,9 @@ export function isConnectionError(err: unknown): boolean {
 export function isRefused(err: unknown): boolean {
   const e = err as { data?: unknown; message?: string; cause?: { code?: string; message?: string; cause?: { code?: string; message?: string } } };
   if (e && e.data) return false;
-  return /ECONNREFUSED/.test(`${e?.message ?? ""} ${e?.cause?.code ?? ""} ${e?.cause?.message ?? ""} ${e?.cause?.cause?.code ?? ""} ${e?.cause?.cause?.message ?? ""}`);
+  return /ECONNREFUSED/.test(
+    `${e?.message ?? ""} ${e?.cause?.code ?? ""} ${e?.cause?.message ?? ""} ${e?.cause?.cause?.code ?? ""} ${e?.cause?.cause?.message ?? ""}`,
+  );
 }
 
 /**

@@ -23,7 +23,18 @@ export function advertised(strict: z.ZodObject, shape?: (json: Record<string, un
  * additionalProperties:false cost the model's context on every request and are enforced (with a message that says
  * what to fix) by the strict parse anyway. Types, enums, required fields and descriptions stay.
  */
-const NOT_ADVERTISED = new Set(["minLength", "maxLength", "minItems", "maxItems", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "default", "additionalProperties"]);
+const NOT_ADVERTISED = new Set([
+  "minLength",
+  "maxLength",
+  "minItems",
+  "maxItems",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "default",
+  "additionalProperties",
+]);
 function lean_(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(lean_);
   if (!node || typeof node !== "object") return node;
@@ -44,15 +55,14 @@ export const EmptyInput = z.object({}).strict();
 
 /** Engine ids (w-…, b-…, a-…) are short: a long one is refused here with a message that says where real ids are. */
 const ID_MAX = 200;
-const id = (required?: string) => z.string().min(1, required).max(ID_MAX, `too long for an id (over ${ID_MAX} characters): use an id from workers or pending_approvals`);
+const id = (required?: string) =>
+  z.string().min(1, required).max(ID_MAX, `too long for an id (over ${ID_MAX} characters): use an id from workers or pending_approvals`);
 
 const spec = WorkerSpec.shape;
 
 export const DelegateInput = z
   .object({
-    task: spec.task.describe(
-      "Self-contained: goal, exact files, interfaces, constraints, what done means. The worker sees only this and the repository.",
-    ),
+    task: spec.task.describe("Self-contained: goal, exact files, interfaces, constraints, what done means. The worker sees only this and the repository."),
     directory: spec.directory.describe("Absolute path of the git repository (the worker gets its own worktree and branch)."),
     checks: spec.checks.describe(
       "Held-back checks that decide the verdict (the worker never sees them): a command run in the worktree ({run, files?: an absolute folder of held-back tests outside the repository, copied in only at grading}), or a file test.",
@@ -71,11 +81,7 @@ export const DelegateInput = z
 
 export const DelegateBatchTask = DelegateInput.extend({
   id: TaskId.optional(),
-  after: z
-    .array(TaskId)
-    .max(64)
-    .optional()
-    .describe("Task ids it starts after, from their graded commits; skipped if one is not built."),
+  after: z.array(TaskId).max(64).optional().describe("Task ids it starts after, from their graded commits; skipped if one is not built."),
 }).strict();
 
 export const DelegateBatchInput = z
@@ -96,7 +102,8 @@ export function batchItemsByReference(json: Record<string, unknown>): Record<str
     ...props.tasks,
     items: {
       type: "object",
-      description: "One task: delegate's fields (task, directory, checks, scope, protect, budget, title, targetId), plus id (its name in the batch) and after (ids it starts after, once they are built).",
+      description:
+        "One task: delegate's fields (task, directory, checks, scope, protect, budget, title, targetId), plus id (its name in the batch) and after (ids it starts after, once they are built).",
       properties: { id: { type: "string" }, after: { type: "array", items: { type: "string" } } },
       required: ["task", "directory"],
     },
@@ -109,11 +116,7 @@ export function batchItemsByReference(json: Record<string, unknown>): Record<str
 export const WorkersInput = z
   .object({
     batchId: id().optional().describe("Only the workers of this batch."),
-    directory: z
-      .string()
-      .max(4096)
-      .optional()
-      .describe("Only workers on this repository (absolute path), earlier sessions' included."),
+    directory: z.string().max(4096).optional().describe("Only workers on this repository (absolute path), earlier sessions' included."),
     active: z.boolean().optional().describe("Only unfinished workers."),
     limit: z.number().int().min(1).max(200).optional().describe("At most this many, newest first (default 30)."),
   })
@@ -149,15 +152,8 @@ export const PendingInput = z
 export const ApproveInput = z
   .object({
     askId: id().optional().describe("The ask's id from wait / pending_approvals…"),
-    batchId: id()
-      .optional()
-      .describe(
-        '…or a batch: its unflagged in-scope edits, answered alike ("once"); commands, questions and flagged asks are left.',
-      ),
-    decision: z
-      .string()
-      .meta({ enum: DecisionKind.options })
-      .describe("once | always | reject."),
+    batchId: id().optional().describe('…or a batch: its unflagged in-scope edits, answered alike ("once"); commands, questions and flagged asks are left.'),
+    decision: z.string().meta({ enum: DecisionKind.options }).describe("once | always | reject."),
     message: z.string().max(4000).optional().describe("A note to the worker (with a rejection: why, what instead)."),
     answers: z.array(z.array(z.string())).optional().describe("A question's chosen labels (or free text), one array per question."),
   })
@@ -257,7 +253,11 @@ export const PendingItem = z.object({
    * `what`: the command, the repository-relative path, the URL or the question — line breaks shown as ⏎, bidi /
    * zero-width / control characters as ⟪U+XXXX⟫ (shared/untrusted.ts); `flags`: each flag with its detail.
    */
-  untrusted: untrusted({ what: z.string(), /** A bash command's folder (its workdir), absent: the worker's own. */ workdir: z.string().optional(), flags: z.array(z.string()).optional() }),
+  untrusted: untrusted({
+    what: z.string(),
+    /** A bash command's folder (its workdir), absent: the worker's own. */ workdir: z.string().optional(),
+    flags: z.array(z.string()).optional(),
+  }),
 });
 
 export const Totals = z.object({ tokens: z.number(), cost: z.number(), sec: z.number() });
@@ -608,7 +608,14 @@ export const PushInput = z
   })
   .strict();
 
-export const PushOutput = z.object({ remote: z.string(), branch: z.string(), commit: z.string(), pr: z.object({ url: z.string() }).nullable(), prProblem: z.string().nullable(), next: z.string() });
+export const PushOutput = z.object({
+  remote: z.string(),
+  branch: z.string(),
+  commit: z.string(),
+  pr: z.object({ url: z.string() }).nullable(),
+  prProblem: z.string().nullable(),
+  next: z.string(),
+});
 
 export const MergeOutput = z.object({
   workerId: z.string(),

@@ -13,7 +13,23 @@ import { isFinal, pendingAsks, summarizePart, type Worker } from "../../shared/w
 import type { EngineClient } from "../api/client";
 import { VERSION } from "../api/host";
 import { canElicit, offerAsk } from "./elicit";
-import { aggregateState, askWhat, asText, byText, checkOut, clip, elapsedSec, pendingItem, scopesOverlap, slotsOf, summarize, titleOf, totalsOf, UNTRUSTED_NOTE, untrustedText } from "./format";
+import {
+  aggregateState,
+  askWhat,
+  asText,
+  byText,
+  checkOut,
+  clip,
+  elapsedSec,
+  pendingItem,
+  scopesOverlap,
+  slotsOf,
+  summarize,
+  titleOf,
+  totalsOf,
+  UNTRUSTED_NOTE,
+  untrustedText,
+} from "./format";
 import { readLock } from "../api/lock";
 import { INSTRUCTIONS } from "./instructions";
 import { askView } from "../../shared/ask-view";
@@ -94,7 +110,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         inputSchema: S.advertised(def.input, def.shape),
         // Every result may carry the one-line label of worker-written text (added below).
         outputSchema: def.output.extend({ untrustedNote: z.string().optional() }),
-        annotations: { title: def.title, readOnlyHint: !!def.readOnly, destructiveHint: !!def.destructive, idempotentHint: !!def.idempotent, openWorldHint: false },
+        annotations: {
+          title: def.title,
+          readOnlyHint: !!def.readOnly,
+          destructiveHint: !!def.destructive,
+          idempotentHint: !!def.idempotent,
+          openWorldHint: false,
+        },
       },
       (async (raw: Record<string, unknown>, extra: Extra) => {
         const problem = def.pre?.(raw ?? {});
@@ -119,7 +141,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   async function attemptsNext(w: Worker): Promise<string> {
     const g = await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }));
     // No state reason here: it may carry text a worker or model wrote, and `next` is read as the engine's own words.
-    if (g.winner) return `this attempt was not the winner (${w.state}); attempt ${g.winner} won: result {"workerId":"${g.winner}"}, then merge {"workerId":"${g.winner}"}`;
+    if (g.winner)
+      return `this attempt was not the winner (${w.state}); attempt ${g.winner} won: result {"workerId":"${g.winner}"}, then merge {"workerId":"${g.winner}"}`;
     if (!g.settled) return `not built; other attempts of this task are still running: wait {"workerIds":${JSON.stringify(g.attempts.map((a) => a.workerId))}}`;
     return `no attempt of this task was built and honest: read the failing checks, then delegate a targeted fix (the checks on each attempt say what failed)`;
   }
@@ -163,13 +186,18 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
           reachable: reach.ok,
           reachDetail: reach.detail,
         };
-        if (!reach.ok) problem = `the model endpoint ${t.endpoint} does not answer (${reach.detail}): start the model server (\`ocw setup\` manages one) or fix the target`;
+        if (!reach.ok)
+          problem = `the model endpoint ${t.endpoint} does not answer (${reach.detail}): start the model server (\`ocw setup\` manages one) or fix the target`;
         else if (t.outcome === "cannot-build")
           problem = `target ${t.id} was verified as cannot-build: a piece it needs is missing (see \`ocw targets\`); fix it or set up another model (\`ocw setup\`)`;
         // The person made an underpowered target active on purpose (--accept-underpowered): work goes ahead, with the warning.
         else if (t.outcome === "underpowered")
-          warnings.push(`target ${t.id} was verified as underpowered and accepted anyway: expect mostly honest-failure verdicts; keep tasks small, and tell the person when a stronger model (\`ocw fit\`, \`ocw setup\`) would help`);
-      } else problem = "no active target: set one up with `ocw setup` in a terminal (the model-setup skill walks through it; or the GUI's setup wizard), then call setup_status again";
+          warnings.push(
+            `target ${t.id} was verified as underpowered and accepted anyway: expect mostly honest-failure verdicts; keep tasks small, and tell the person when a stronger model (\`ocw fit\`, \`ocw setup\`) would help`,
+          );
+      } else
+        problem =
+          "no active target: set one up with `ocw setup` in a terminal (the model-setup skill walks through it; or the GUI's setup wizard), then call setup_status again";
       const slots = slotsOf(st.slots, t?.id ?? null);
       const lock = readLock(link.stateDir);
       return {
@@ -204,7 +232,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
     async (args) => {
       const group = args.attempts !== undefined || (args.targets?.length ?? 0) > 0;
-      const started = group ? await call((c) => c.workers.startAttempts.mutate(args)) : { groupId: null, workerIds: [(await call((c) => c.workers.start.mutate(args))).workerId] };
+      const started = group
+        ? await call((c) => c.workers.startAttempts.mutate(args))
+        : { groupId: null, workerIds: [(await call((c) => c.workers.start.mutate(args))).workerId] };
       const workerId = started.workerIds[0]!;
       for (const id of started.workerIds) mine.add(id);
       // The checks run once on the base commit beside the worker's start: a short look, so a check that already passes
@@ -214,12 +244,19 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const warnings: string[] = [];
       const weak = baselineWarning(baseline);
       if (weak) warnings.push(weak);
-      if (!args.checks.length) warnings.push("no checks: the verdict then rests on the scope alone and proves little — next time give checks that fail unless the work is right");
-      if (!args.scope.length) warnings.push("no scope: the worker may change any file and the verdict cannot catch a stray edit — next time give `scope` globs of the files it may change");
+      if (!args.checks.length)
+        warnings.push("no checks: the verdict then rests on the scope alone and proves little — next time give checks that fail unless the work is right");
+      if (!args.scope.length)
+        warnings.push(
+          "no scope: the worker may change any file and the verdict cannot catch a stray edit — next time give `scope` globs of the files it may change",
+        );
       if (dirty) warnings.push(dirty);
       if (slots.queued > 0 && w.state === "queued") warnings.push(`all ${slots.total} slots are busy: this worker is queued until one frees`);
       if (started.groupId) {
-        if (!args.checks.length) warnings.push("attempts without checks: every attempt that changes something in scope is built, so the winner is only the smallest change — give checks that fail unless the work is right");
+        if (!args.checks.length)
+          warnings.push(
+            "attempts without checks: every attempt that changes something in scope is built, so the winner is only the smallest change — give checks that fail unless the work is right",
+          );
         return {
           workerId,
           groupId: started.groupId,
@@ -275,7 +312,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     },
     async (args) => {
       const before = await slotsNow();
-      const { batchId, workerIds, tasks, groups } = await call((c) => c.workers.startBatch.mutate({ tasks: args.tasks, ...(args.integration ? { integration: args.integration } : {}) }));
+      const { batchId, workerIds, tasks, groups } = await call((c) =>
+        c.workers.startBatch.mutate({ tasks: args.tasks, ...(args.integration ? { integration: args.integration } : {}) }),
+      );
       for (const id of workerIds) mine.add(id);
       const { slots } = await slotsNow();
       const warnings: string[] = [];
@@ -290,11 +329,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         }),
       );
       if (overlaps.length)
-        warnings.push(`tasks ${overlaps.slice(0, 6).join(", ")} work on the same repository with overlapping (or missing) scopes: their branches may conflict — give each task a disjoint scope`);
+        warnings.push(
+          `tasks ${overlaps.slice(0, 6).join(", ")} work on the same repository with overlapping (or missing) scopes: their branches may conflict — give each task a disjoint scope`,
+        );
       const noChecks = args.tasks.map((t, i) => (t.checks.length ? 0 : i + 1)).filter(Boolean);
       if (noChecks.length) warnings.push(`task(s) ${noChecks.join(", ")} have no checks: their verdicts prove little`);
       const noScope = args.tasks.map((t, i) => (t.scope.length ? 0 : i + 1)).filter(Boolean);
-      if (noScope.length && !overlaps.length) warnings.push(`task(s) ${noScope.join(", ")} have no scope: they may change any file — give each task \`scope\` globs`);
+      if (noScope.length && !overlaps.length)
+        warnings.push(`task(s) ${noScope.join(", ")} have no scope: they may change any file — give each task \`scope\` globs`);
       if (args.tasks.length > before.slots.free)
         warnings.push(`${args.tasks.length} tasks for ${before.slots.free} free slot(s): ${args.tasks.length - before.slots.free} queue until slots free`);
       const later = tasks.filter((t) => !t.workerId).map((t) => t.id);
@@ -323,7 +365,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       idempotent: true,
     },
     async (args) => {
-      const [list, st] = await Promise.all([call((c) => c.workers.list.query(args.batchId ? { batchId: args.batchId } : undefined)), call((c) => c.status.query())]);
+      const [list, st] = await Promise.all([
+        call((c) => c.workers.list.query(args.batchId ? { batchId: args.batchId } : undefined)),
+        call((c) => c.status.query()),
+      ]);
       const repo = args.directory ? await repoRoot(args.directory) : null;
       const filtered = list.filter((w) => (!args.active || !isFinal(w.state)) && (!repo || sameRepo(w, repo)));
       const now = Date.now();
@@ -399,7 +444,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       let ids: string[];
       if (args.workerId) ids = [(await call((c) => c.workers.get.query({ workerId: args.workerId! }))).id];
       else if (args.batchId) ids = (await call((c) => c.workers.batch.query({ batchId: args.batchId! }))).workerIds;
-      else if (args.workerIds) ids = [...new Set(await Promise.all(args.workerIds.map((id) => call((c) => c.workers.get.query({ workerId: id })).then((w) => w.id))))];
+      else if (args.workerIds)
+        ids = [...new Set(await Promise.all(args.workerIds.map((id) => call((c) => c.workers.get.query({ workerId: id })).then((w) => w.id))))];
       else {
         if (!mine.size)
           throw new ToolError(
@@ -440,7 +486,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         // Seconds waited; strictly increasing, as the spec asks of progress values.
         lastProgress = Math.max(lastProgress + 0.001, Math.round((Date.now() - t0) / 10) / 100);
         void extra
-          .sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: lastProgress, total: timeoutSec, message: clip(message, 200) } })
+          .sendNotification({
+            method: "notifications/progress",
+            params: { progressToken: token, progress: lastProgress, total: timeoutSec, message: clip(message, 200) },
+          })
           .catch(() => undefined);
       };
       const heartbeat = token !== undefined ? setInterval(() => progress(lastNote), 10_000) : undefined;
@@ -483,7 +532,11 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
             client,
             decider: () => link.client(`person:${clientName()} (form)`),
             // The person reads repository-relative paths, not the engine's private workspace.
-            ask: { ...ask, what: askWhat(ask, workers.get(ask.workerId)?.worktree), ...(ask.diff ? { diff: askWhat({ what: ask.diff }, workers.get(ask.workerId)?.worktree) } : {}) },
+            ask: {
+              ...ask,
+              what: askWhat(ask, workers.get(ask.workerId)?.worktree),
+              ...(ask.diff ? { diff: askWhat({ what: ask.diff }, workers.get(ask.workerId)?.worktree) } : {}),
+            },
             title: titleOf(workers.get(ask.workerId)!),
             timeoutMs: deadline - Date.now(),
             signal: extra.signal,
@@ -529,7 +582,10 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const now = Date.now();
       // When this wait settles and the session delegated other workers too: the whole session's totals.
       const others = [...mine].filter((id) => !ids.includes(id));
-      const session = settled && others.length ? totalsOf([...list, ...(await Promise.all(others.map((id) => call((c) => c.workers.get.query({ workerId: id })))))], now) : null;
+      const session =
+        settled && others.length
+          ? totalsOf([...list, ...(await Promise.all(others.map((id) => call((c) => c.workers.get.query({ workerId: id })))))], now)
+          : null;
       const older = unanswered.length - fresh.length;
       const next =
         (fresh.length
@@ -544,7 +600,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         pending: fresh.map(({ a, w }) => pendingItem(a, w.worktree)),
         unanswered: unanswered.length,
         counts,
-        finished: finished.map((w) => ({ workerId: w.id, state: w.state, verdict: w.verdict?.verdict ?? null, honest: w.verdict?.honest ?? null, totals: totalsOf([w], now) })),
+        finished: finished.map((w) => ({
+          workerId: w.id,
+          state: w.state,
+          verdict: w.verdict?.verdict ?? null,
+          honest: w.verdict?.honest ?? null,
+          totals: totalsOf([w], now),
+        })),
         ...(stalled.length ? { stalled } : {}),
         ...(batch && (settled || finished.length || batch.done === false) ? { batch } : {}),
         ...(answeredInForm.length ? { answeredInForm } : {}),
@@ -625,7 +687,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
               diff: a.diff ? untrustedText(askWhat({ what: a.diff }, w?.worktree), 3000, { block: true }) : null,
               patterns: a.patterns.slice(0, 20).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
               always: (view.always ?? []).map((x) => u(askWhat({ what: x }, w?.worktree), 300)),
-              questions: a.questions ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple })) : null,
+              questions: a.questions
+                ? a.questions.map((q) => ({ question: u(q.question, 1000), options: q.options.map((o) => u(o.label, 200)), multiple: !!q.multiple }))
+                : null,
             },
           };
         }),
@@ -648,12 +712,20 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       output: S.ApproveOutput,
     },
     async (args) => {
-      if (!["once", "always", "reject"].includes(args.decision)) throw new ToolError(`decision must be "once", "always" or "reject" (got "${clip(args.decision, 40)}")`);
+      if (!["once", "always", "reject"].includes(args.decision))
+        throw new ToolError(`decision must be "once", "always" or "reject" (got "${clip(args.decision, 40)}")`);
       if (args.askId && args.batchId) throw new ToolError("give askId (one ask) or batchId (the batch's in-scope edits), not both");
       if (args.batchId) return approveBatch(args.batchId, args.decision, args.message);
       if (!args.askId) throw new ToolError("askId is required (see wait / pending_approvals), or batchId to answer a batch's in-scope edits alike");
       const askId = args.askId;
-      const ask = await call((c) => c.approvals.decide.mutate({ askId, decision: args.decision as "once", ...(args.message ? { message: args.message } : {}), ...(args.answers ? { answers: args.answers } : {}) }));
+      const ask = await call((c) =>
+        c.approvals.decide.mutate({
+          askId,
+          decision: args.decision as "once",
+          ...(args.message ? { message: args.message } : {}),
+          ...(args.answers ? { answers: args.answers } : {}),
+        }),
+      );
       const w = await call((c) => c.workers.get.query({ workerId: ask.workerId }));
       return {
         askId: ask.id,
@@ -674,7 +746,8 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
    * decision, named as a batch answer.
    */
   async function approveBatch(batchId: string, decision: string, message?: string): Promise<z.infer<typeof S.ApproveOutput>> {
-    if (decision !== "once") throw new ToolError('a batch answer allows each in-scope edit once: decision must be "once" (answer other asks one by one with askId)');
+    if (decision !== "once")
+      throw new ToolError('a batch answer allows each in-scope edit once: decision must be "once" (answer other asks one by one with askId)');
     const ws = await call((c) => c.workers.list.query({ batchId }));
     if (!ws.length) throw new ToolError(`batch ${clip(batchId, 60)} has no workers: use a batchId from delegate_batch or workers`);
     const by = `mcp:${clientName()} (batch answer)`;
@@ -715,7 +788,13 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
   }
 
   // ---------------- steer / stop / resume ----------------
-  const control = (w: Worker) => ({ workerId: w.id, state: w.state, round: w.rounds?.length || 1, ...(w.stateReason ? { untrusted: { reason: untrustedText(w.stateReason, 500) } } : {}), next: nextFor([w]) });
+  const control = (w: Worker) => ({
+    workerId: w.id,
+    state: w.state,
+    round: w.rounds?.length || 1,
+    ...(w.stateReason ? { untrusted: { reason: untrustedText(w.stateReason, 500) } } : {}),
+    next: nextFor([w]),
+  });
   register(
     "steer",
     {
@@ -788,7 +867,12 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const r = await call((c) => c.workers.retry.mutate({ workerId }));
       mine.add(r.workerId);
       const w = await call((c) => c.workers.get.query({ workerId: r.workerId }));
-      return { workerId: r.workerId, retryOf: r.retryOf, state: w.state, next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}` };
+      return {
+        workerId: r.workerId,
+        retryOf: r.retryOf,
+        state: w.state,
+        next: `call wait {"workerId":"${r.workerId}"} and answer its approvals; then result {"workerId":"${r.workerId}"}`,
+      };
     },
   );
 
@@ -807,7 +891,9 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       const w = await call((c) => c.workers.get.query({ workerId: args.workerId }));
       if (!isFinal(w.state)) {
-        throw new ToolError(`worker ${w.id} is ${w.state}, not finished: call wait {"workerId":"${w.id}"} until it settles${pendingAsks(w).length ? ` (it is blocked on ${pendingAsks(w).length} pending approval(s))` : ""}`);
+        throw new ToolError(
+          `worker ${w.id} is ${w.state}, not finished: call wait {"workerId":"${w.id}"} until it settles${pendingAsks(w).length ? ` (it is blocked on ${pendingAsks(w).length} pending approval(s))` : ""}`,
+        );
       }
       const v = w.verdict;
       const all = v?.checks ?? [];
@@ -828,8 +914,22 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       const verdict = v?.verdict ?? (w.state === "built" ? "built" : "honest-failure");
       const u = (t: string, n: number) => untrustedText(t, n);
       const baseline = w.baseline ? { passedOnBase: w.baseline.passedOnBase } : null;
-      const warnings = [baselineWarning(baseline), v?.weakEvidence ? "weak evidence: built, but every check already passed on the base commit before any change — the checks do not tell this change from none; review the diff yourself" : null].filter((x): x is string => !!x);
-      const rounds = (w.rounds ?? []).slice(-20).map((r) => ({ round: r.round, kind: r.kind, verdict: r.verdict, claim: r.claim, honest: r.honest, commit: r.commit, weakEvidence: r.weakEvidence ?? false, changedSincePrevious: r.changed ? r.changed.length : null }));
+      const warnings = [
+        baselineWarning(baseline),
+        v?.weakEvidence
+          ? "weak evidence: built, but every check already passed on the base commit before any change — the checks do not tell this change from none; review the diff yourself"
+          : null,
+      ].filter((x): x is string => !!x);
+      const rounds = (w.rounds ?? []).slice(-20).map((r) => ({
+        round: r.round,
+        kind: r.kind,
+        verdict: r.verdict,
+        claim: r.claim,
+        honest: r.honest,
+        commit: r.commit,
+        weakEvidence: r.weakEvidence ?? false,
+        changedSincePrevious: r.changed ? r.changed.length : null,
+      }));
       return {
         workerId: w.id,
         state: w.state,
@@ -872,11 +972,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
         attempts: w.attempt ? attemptsOut(await call((c) => c.workers.attempts.query({ groupId: w.attempt!.groupId }))) : null,
-        next: w.attempt && !w.merged && verdict !== "built" ? await attemptsNext(w) : w.merged
-          ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
-          : verdict === "built"
-            ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}`
-            : nextAfterFailure(w),
+        next:
+          w.attempt && !w.merged && verdict !== "built"
+            ? await attemptsNext(w)
+            : w.merged
+              ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})`
+              : verdict === "built"
+                ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}`
+                : nextAfterFailure(w),
       };
     },
   );
@@ -893,12 +996,20 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       idempotent: true,
     },
     async (args) => {
-      const [w, { diff: full }] = await Promise.all([call((c) => c.workers.get.query({ workerId: args.workerId })), call((c) => c.workers.diff.query({ workerId: args.workerId }))]);
+      const [w, { diff: full }] = await Promise.all([
+        call((c) => c.workers.get.query({ workerId: args.workerId })),
+        call((c) => c.workers.diff.query({ workerId: args.workerId })),
+      ]);
       let text = full;
       if (args.file) {
         const want = args.file.replace(/^\.\//, "");
-        const parts = full.split(/^(?=diff --git )/m).filter((p) => p.startsWith("diff --git ") && (p.startsWith(`diff --git a/${want} `) || p.includes(` b/${want}\n`)));
-        if (!parts.length) throw new ToolError(`file "${clip(args.file, 200)}" is not in worker ${w.id}'s diff: it changed ${(w.verdict?.scope.changedFiles ?? []).length ? `(file names the worker chose, untrusted: ${JSON.stringify((w.verdict?.scope.changedFiles ?? []).slice(0, 20).map((f) => untrustedText(f, 200)))})` : "no files"}`);
+        const parts = full
+          .split(/^(?=diff --git )/m)
+          .filter((p) => p.startsWith("diff --git ") && (p.startsWith(`diff --git a/${want} `) || p.includes(` b/${want}\n`)));
+        if (!parts.length)
+          throw new ToolError(
+            `file "${clip(args.file, 200)}" is not in worker ${w.id}'s diff: it changed ${(w.verdict?.scope.changedFiles ?? []).length ? `(file names the worker chose, untrusted: ${JSON.stringify((w.verdict?.scope.changedFiles ?? []).slice(0, 20).map((f) => untrustedText(f, 200)))})` : "no files"}`,
+          );
         text = parts.join("");
       }
       const offset = Math.min(args.offset ?? 0, text.length);
@@ -943,16 +1054,29 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
       destructive: true,
     },
     async ({ workerId, batchId, acceptFlagged }) => {
-      if (!workerId === !batchId) throw new ToolError('give workerId, or batchId (a batch with integration checks), not both');
+      if (!workerId === !batchId) throw new ToolError("give workerId, or batchId (a batch with integration checks), not both");
       if (batchId) {
         const r = await call((c) => c.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch((err: Error) => {
           // The engine's refusal names files the workers chose (a conflict, flagged files): framed as untrusted.
-          throw new ToolError(`batch ${batchId} was not merged (the engine's words, naming the workers' files, untrusted: ${JSON.stringify(untrustedText(err.message ?? String(err), 800))})`);
+          throw new ToolError(
+            `batch ${batchId} was not merged (the engine's words, naming the workers' files, untrusted: ${JSON.stringify(untrustedText(err.message ?? String(err), 800))})`,
+          );
         });
         const into = r.integration?.into ?? r.merged[0]?.into ?? "";
         const commit = r.integration?.merge ?? r.merged.at(-1)?.commit ?? "";
-        if (r.stopped) throw new ToolError(`merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId} (the engine's words, untrusted: ${JSON.stringify(untrustedText(r.stopped.reason, 800))})`);
-        return { workerId: batchId, into, commit, repo: "", next: r.integration ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests` : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}` };
+        if (r.stopped)
+          throw new ToolError(
+            `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}; stopped at ${r.stopped.workerId} (the engine's words, untrusted: ${JSON.stringify(untrustedText(r.stopped.reason, 800))})`,
+          );
+        return {
+          workerId: batchId,
+          into,
+          commit,
+          repo: "",
+          next: r.integration
+            ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests`
+            : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}`,
+        };
       }
       const w = await call((c) => c.workers.get.query({ workerId: workerId! }));
       let merged: { commit: string; into: string };
@@ -999,7 +1123,14 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async (args) => {
       if (!args.workerId === !args.batchId) throw new ToolError("give workerId, or batchId, not both");
       const r = await call((c) => c.workers.push.mutate({ ...args, pr: !!args.pr }));
-      return { ...r, next: r.pr ? `pull request opened: ${r.pr.url}` : r.prProblem ? `pushed ${r.branch}; no pull request: ${r.prProblem}` : `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}` };
+      return {
+        ...r,
+        next: r.pr
+          ? `pull request opened: ${r.pr.url}`
+          : r.prProblem
+            ? `pushed ${r.branch}; no pull request: ${r.prProblem}`
+            : `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`,
+      };
     },
   );
 
@@ -1008,8 +1139,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     "discard",
     {
       title: "Discard a worker's work",
-      description:
-        "Remove a finished worker's workspace and branch (its record and verdict stay). Stop a running one first.",
+      description: "Remove a finished worker's workspace and branch (its record and verdict stay). Stop a running one first.",
       input: S.WorkerRefInput,
       output: S.DiscardOutput,
       destructive: true,
@@ -1018,10 +1148,18 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     async ({ workerId }) => {
       // An engine started by an older install (it outlives bridges) has no such route.
       const w = await call((c) => c.workers.discard.mutate({ workerId })).catch((err: Error) => {
-        if (/No procedure found|no procedure/i.test(err.message ?? "")) throw new ToolError(`this engine has no discard (it is older than this bridge): restart it with \`ocw stop\`, or remove the worker's branch ocw/${workerId} by hand`);
+        if (/No procedure found|no procedure/i.test(err.message ?? ""))
+          throw new ToolError(
+            `this engine has no discard (it is older than this bridge): restart it with \`ocw stop\`, or remove the worker's branch ocw/${workerId} by hand`,
+          );
         throw err;
       });
-      return { workerId: w.id, state: w.state, discarded: isDiscarded(w), next: w.merged ? `its work stays merged in ${w.merged.into}` : "its branch and workspace are gone; the verdict and log stay in workers/result" };
+      return {
+        workerId: w.id,
+        state: w.state,
+        discarded: isDiscarded(w),
+        next: w.merged ? `its work stays merged in ${w.merged.into}` : "its branch and workspace are gone; the verdict and log stay in workers/result",
+      };
     },
   );
 
@@ -1094,8 +1232,17 @@ async function blockingFiles(message: string, repo: string, changed: string[]): 
 export function blockingLocalFiles(message: string): { kind: "changed" | "untracked"; files: string[] } | null {
   // The engine's own refusal (engine/workspace/land.ts), before git is asked to write anything.
   const own = /(commit or stash|move or remove) (.+?) first, then merge again/.exec(message);
-  if (own) return { kind: own[1] === "move or remove" ? "untracked" : "changed", files: own[2]!.replace(/ and \d+ more$/, "").split(", ").slice(0, 10) };
-  const m = /(local changes to the following files|untracked working tree files) would be (?:overwritten|removed) by merge:\s*\n((?:[ \t]+\S[^\n]*\n?)+)/.exec(message);
+  if (own)
+    return {
+      kind: own[1] === "move or remove" ? "untracked" : "changed",
+      files: own[2]!
+        .replace(/ and \d+ more$/, "")
+        .split(", ")
+        .slice(0, 10),
+    };
+  const m = /(local changes to the following files|untracked working tree files) would be (?:overwritten|removed) by merge:\s*\n((?:[ \t]+\S[^\n]*\n?)+)/.exec(
+    message,
+  );
   if (!m) return null;
   const files = m[2]!
     .split("\n")
@@ -1111,7 +1258,18 @@ function attemptsOut(g: AttemptGroup): z.infer<typeof S.AttemptsOut> {
     groupId: g.groupId,
     winner: g.winner,
     settled: g.settled,
-    attempts: g.attempts.map((a) => ({ workerId: a.workerId, target: a.target, state: a.state, verdict: a.verdict, claim: a.claim, honest: a.honest, changedLines: a.changedLines, tokens: a.tokens, durationSec: a.durationSec, stoppedForWinner: a.stoppedForWinner })),
+    attempts: g.attempts.map((a) => ({
+      workerId: a.workerId,
+      target: a.target,
+      state: a.state,
+      verdict: a.verdict,
+      claim: a.claim,
+      honest: a.honest,
+      changedLines: a.changedLines,
+      tokens: a.tokens,
+      durationSec: a.durationSec,
+      stoppedForWinner: a.stoppedForWinner,
+    })),
   };
 }
 
@@ -1131,7 +1289,10 @@ async function gitOut(cwd: string, args: string[]): Promise<string | null> {
 /** A warning when the checkout has uncommitted changes: the worker starts from HEAD and never sees them. */
 async function uncommitted(dir: string): Promise<string | null> {
   const out = await gitOut(dir, ["status", "--porcelain", "--untracked-files=normal"]);
-  const files = (out ?? "").split("\n").filter(Boolean).map((l) => l.slice(3));
+  const files = (out ?? "")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => l.slice(3));
   if (!files.length) return null;
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", …" : ""}): the worker starts from the last commit and does not see them — commit what it needs before delegating`;
 }
@@ -1220,7 +1381,10 @@ function nextFor(ws: Worker[], batch?: z.infer<typeof S.BatchStats> | null): str
   const pending = ws.flatMap((w) => pendingAsks(w));
   if (pending.length) return `answer ${pending.length} pending approval(s) with approve {"askId", "decision"} (pending_approvals shows diffs), then wait again`;
   if (ws.every((w) => isFinal(w.state))) {
-    const rates = batch && batch.builtRate !== null ? ` Batch: built ${batch.built}/${batch.total} (builtRate ${batch.builtRate.toFixed(2)}), honestRate ${batch.honestRate === null ? "n/a" : batch.honestRate.toFixed(2)}.` : "";
+    const rates =
+      batch && batch.builtRate !== null
+        ? ` Batch: built ${batch.built}/${batch.total} (builtRate ${batch.builtRate.toFixed(2)}), honestRate ${batch.honestRate === null ? "n/a" : batch.honestRate.toFixed(2)}.`
+        : "";
     return `settled: read result {"workerId"} for ${ws.length === 1 ? ws[0]!.id : "each worker"} before trusting anything.${rates}`;
   }
   return `still working: call wait again${ws.length === 1 ? ` {"workerId":"${ws[0]!.id}"}` : ""}`;

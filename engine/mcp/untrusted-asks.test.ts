@@ -6,7 +6,17 @@ import { formFor } from "./elicit";
 import { pendingItem } from "./format";
 
 const ask = (what: string, extra: Partial<PermissionAsk> = {}): PermissionAsk => ({
-  id: "per_1", workerId: "w1", sessionId: "s", kind: "permission", tool: "bash", what, patterns: [what], always: [], createdAt: 0, status: "pending", ...extra,
+  id: "per_1",
+  workerId: "w1",
+  sessionId: "s",
+  kind: "permission",
+  tool: "bash",
+  what,
+  patterns: [what],
+  always: [],
+  createdAt: 0,
+  status: "pending",
+  ...extra,
 });
 const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/;
 const BIDI = "npm test \u2067\u2066 ; rm -rf src \u2069\u2066 #\u2069\u2069";
@@ -47,7 +57,12 @@ describe("an ask over MCP", () => {
   });
 
   it("a question's option labels are shown made safe and answered with the worker's own label", () => {
-    const q: PermissionAsk = { ...ask("which?"), kind: "question", tool: "question", questions: [{ question: "which\u202e?", options: [{ label: "a\u200bb" }, { label: "c" }] }] };
+    const q: PermissionAsk = {
+      ...ask("which?"),
+      kind: "question",
+      tool: "question",
+      questions: [{ question: "which\u202e?", options: [{ label: "a\u200bb" }, { label: "c" }] }],
+    };
     const form = formFor(q, "t");
     expect(((form.requestedSchema.properties as Record<string, unknown>).q0 as { enum: string[] }).enum).toEqual(["a⟪U+200B⟫b", "c"]);
     expect(form.answers!({ q0: "a⟪U+200B⟫b" })).toEqual([["a\u200bb"]]);

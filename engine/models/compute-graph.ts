@@ -165,7 +165,24 @@ export class ComputeGraph {
 
 /** What the compute graph depends on: the model's shape per layer (as the hyperparameters give it), and the reserve's batch. */
 export interface ComputeShape
-  extends Pick<ModelHparams, "arch" | "nEmbd" | "nVocab" | "nHead" | "nHeadKv" | "nFf" | "headK" | "headV" | "headKSwa" | "headVSwa" | "isSwa" | "kvLayer" | "rsLayer" | "nLayer" | "nEmbdR"> {
+  extends Pick<
+    ModelHparams,
+    | "arch"
+    | "nEmbd"
+    | "nVocab"
+    | "nHead"
+    | "nHeadKv"
+    | "nFf"
+    | "headK"
+    | "headV"
+    | "headKSwa"
+    | "headVSwa"
+    | "isSwa"
+    | "kvLayer"
+    | "rsLayer"
+    | "nLayer"
+    | "nEmbdR"
+  > {
   /** Reserve batch: tokens (already a multiple of nSeqs), sequences, outputs. */
   nTokens: number;
   nSeqs: number;
@@ -182,7 +199,8 @@ export interface ComputeShape
 
 const F32 = 4;
 // Archs whose attention normalises Q and K per head before RoPE (an RMS_NORM and a MUL on each, both in place).
-const QK_NORM = /^(qwen3|qwen35|qwen3next|qwen3moe|gemma3|gemma3n|gemma4|lfm2|olmo2|olmoe|chameleon|cohere2|exaone4|smollm3|granite|hunyuan|ernie|seed_oss|apertus)/;
+const QK_NORM =
+  /^(qwen3|qwen35|qwen3next|qwen3moe|gemma3|gemma3n|gemma4|lfm2|olmo2|olmoe|chameleon|cohere2|exaone4|smollm3|granite|hunyuan|ernie|seed_oss|apertus)/;
 // Gemma: the input embedding is scaled (SCALE) and attention / FFN outputs get a post-norm.
 const GEMMA = /^gemma/;
 const LFM2 = /^lfm2/;
@@ -209,7 +227,12 @@ export function computeBufferBytes(s: ComputeShape): number {
   // ggml_build_forward_select() keeps it in the graph, so it is allocated too
   g.input(E * T * F32);
   const pos = g.input(4 * T);
-  let kIdx = -1, vIdx = -1, mask = -1, kIdxSwa = -1, vIdxSwa = -1, maskSwa = -1;
+  let kIdx = -1,
+    vIdx = -1,
+    mask = -1,
+    kIdxSwa = -1,
+    vIdxSwa = -1,
+    maskSwa = -1;
   // each cache's Hadamard matrices (quantized caches), row indices and mask, in the order ggml first meets them (the
   // cache of the first attention layer first)
   const first = s.kvLayer.findIndex(Boolean);
@@ -286,7 +309,8 @@ export function computeBufferBytes(s: ComputeShape): number {
       g.sink([g.view(v), swa ? vIdxSwa : vIdx]); // SET_ROWS into the V cache
       const m = swa ? maskSwa : mask;
       let o: number;
-      if (s.flashAttn) o = g.op(dv * h * n * F32, [g.view(q), m]); // FLASH_ATTN_EXT
+      if (s.flashAttn)
+        o = g.op(dv * h * n * F32, [g.view(q), m]); // FLASH_ATTN_EXT
       else {
         const kq = g.op(nKv * n * h * F32, [g.view(q)]); // MUL_MAT K·Q
         const sm = g.op(nKv * n * h * F32, [kq, m], { inplace: true }); // SOFT_MAX_EXT

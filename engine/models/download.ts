@@ -44,7 +44,8 @@ export async function downloadFile(o: DownloadOptions): Promise<{ path: string; 
   const f = o.fetchImpl ?? fetch;
   mkdirSync(path.dirname(o.dest), { recursive: true });
   if (existsSync(o.dest) && o.expectedSize && statSync(o.dest).size === o.expectedSize) {
-    if (!o.sha256 || (await sha256File(o.dest)) === o.sha256.toLowerCase()) return { path: o.dest, bytes: o.expectedSize, resumedFrom: o.expectedSize, verified: o.sha256 ? "sha256" : "size" };
+    if (!o.sha256 || (await sha256File(o.dest)) === o.sha256.toLowerCase())
+      return { path: o.dest, bytes: o.expectedSize, resumedFrom: o.expectedSize, verified: o.sha256 ? "sha256" : "size" };
   }
   const part = `${o.dest}.part`;
   let start = existsSync(part) ? statSync(part).size : 0;
@@ -58,7 +59,9 @@ export async function downloadFile(o: DownloadOptions): Promise<{ path: string; 
     const free = Number(fs.bavail) * Number(fs.bsize);
     const need = o.expectedSize - start;
     if (need > free) {
-      throw new DownloadError(`${path.basename(o.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path.dirname(o.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`);
+      throw new DownloadError(
+        `${path.basename(o.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path.dirname(o.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`,
+      );
     }
   }
   const headers: Record<string, string> = { ...o.headers };
@@ -111,7 +114,9 @@ export async function downloadFile(o: DownloadOptions): Promise<{ path: string; 
     const got = await sha256File(part);
     if (got !== o.sha256.toLowerCase()) {
       unlinkSync(part);
-      throw new DownloadError(`checksum mismatch for ${path.basename(o.dest)}: sha256 ${got.slice(0, 12)}… ≠ ${o.sha256.slice(0, 12)}…; the partial file was removed`);
+      throw new DownloadError(
+        `checksum mismatch for ${path.basename(o.dest)}: sha256 ${got.slice(0, 12)}… ≠ ${o.sha256.slice(0, 12)}…; the partial file was removed`,
+      );
     }
     verified = "sha256";
   }

@@ -30,7 +30,15 @@ const qwen35 = (): Record<string, unknown> => ({
   "qwen35.vocab_size": 151936,
 });
 
-type Row = [name: string, meta: () => Promise<Record<string, unknown>> | Record<string, unknown>, opts: Parameters<typeof estimate>[2], cells: number, streams: number, kv: number, rs?: number];
+type Row = [
+  name: string,
+  meta: () => Promise<Record<string, unknown>> | Record<string, unknown>,
+  opts: Parameters<typeof estimate>[2],
+  cells: number,
+  streams: number,
+  kv: number,
+  rs?: number,
+];
 // Every figure below is what llama-server 80fb11a logged (llama_kv_cache: size / llama_memory_recurrent: size).
 const matrix: Row[] = [
   ["llama -c 4096 -np 1", llamaGqa, { ctx: 4096, parallel: 1 }, 4096, 1, 4_194_304],
@@ -102,10 +110,16 @@ describe("other rules", () => {
   });
   it("MLA caches K only (DeepSeek-V3 shape: 576 per token per layer)", () => {
     const h = hparamsFromMetadata({
-      "general.architecture": "deepseek2", "deepseek2.block_count": 61, "deepseek2.context_length": 163840,
-      "deepseek2.embedding_length": 7168, "deepseek2.attention.head_count": 128, "deepseek2.attention.head_count_kv": 1,
-      "deepseek2.attention.key_length": 576, "deepseek2.attention.value_length": 512,
-      "deepseek2.attention.key_length_mla": 192, "deepseek2.attention.value_length_mla": 128,
+      "general.architecture": "deepseek2",
+      "deepseek2.block_count": 61,
+      "deepseek2.context_length": 163840,
+      "deepseek2.embedding_length": 7168,
+      "deepseek2.attention.head_count": 128,
+      "deepseek2.attention.head_count_kv": 1,
+      "deepseek2.attention.key_length": 576,
+      "deepseek2.attention.value_length": 512,
+      "deepseek2.attention.key_length_mla": 192,
+      "deepseek2.attention.value_length_mla": 128,
     });
     const e = estimate(h, null, { ctx: 4096, parallel: 1 });
     expect(e.kvBytesV).toBe(0);
@@ -113,8 +127,12 @@ describe("other rules", () => {
   });
   it("per-layer head_count_kv arrays with zeros skip those layers (GQA, Gemma-style)", () => {
     const h = hparamsFromMetadata({
-      "general.architecture": "llama", "llama.block_count": 3, "llama.context_length": 4096, "llama.embedding_length": 512,
-      "llama.attention.head_count": 8, "llama.attention.head_count_kv": [8, 0, 2],
+      "general.architecture": "llama",
+      "llama.block_count": 3,
+      "llama.context_length": 4096,
+      "llama.embedding_length": 512,
+      "llama.attention.head_count": 8,
+      "llama.attention.head_count_kv": [8, 0, 2],
     });
     expect(estimate(h, null, { ctx: 1024, parallel: 1 }).kvBytes).toBe((8 + 2) * 64 * 2 * 2 * 1024);
   });
@@ -158,12 +176,22 @@ describe("layer split across devices", () => {
 describe("compute buffer against recorded llama-server logs (test/fixtures/llama-logs)", () => {
   const dir = path.join(__dirname, "../../test/fixtures/llama-logs");
   const SPECS = { "llama-gqa": llamaGqa, "gemma3-swa": gemma3Swa, "lfm2-hybrid": lfm2 } as const;
-  const logs = readdirSync(dir).filter((n) => n.endsWith(".log")).sort();
+  const logs = readdirSync(dir)
+    .filter((n) => n.endsWith(".log"))
+    .sort();
   it("has the cases that pin each term", () => {
     // n_outputs = slots (not the vocabulary × ubatch), n_tokens rounded to a multiple of the slots, FA off (KQ matrix),
     // in-place ROPE after a per-head norm (gemma3), short-conv state reads (lfm2), -ub, the Hadamard rotations of a
     // quantized cache (head size 64)
-    for (const n of ["llama-gqa-c4096-np1.log", "llama-gqa-c5000-np3-kvu.log", "llama-gqa-c4096-np1-faoff.log", "gemma3-swa-c4096-np2-faoff.log", "gemma3-swa-c8192-np4-kvu-ub256.log", "lfm2-hybrid-c2048-np8-kvu.log", "gemma3-swa-c4096-np4-kvu-q8_0.log"]) {
+    for (const n of [
+      "llama-gqa-c4096-np1.log",
+      "llama-gqa-c5000-np3-kvu.log",
+      "llama-gqa-c4096-np1-faoff.log",
+      "gemma3-swa-c4096-np2-faoff.log",
+      "gemma3-swa-c8192-np4-kvu-ub256.log",
+      "lfm2-hybrid-c2048-np8-kvu.log",
+      "gemma3-swa-c4096-np4-kvu-q8_0.log",
+    ]) {
       expect(logs).toContain(n);
     }
   });
@@ -196,7 +224,9 @@ describe("GPU placement against recorded CUDA llama-server logs (test/fixtures/l
     "lfm2-hybrid": { arch: "lfm2", nLayer: 6, nHead: 8, nHeadKv: [0, 0, 2, 0, 0, 2] },
   };
   const h200 = { id: "nvidia0", name: "NVIDIA H200", kind: "gpu" as const, freeBytes: 143156 * MiB, totalBytes: 143771 * MiB };
-  const logs = readdirSync(dir).filter((n) => /^\d+-.*\.log$/.test(n)).sort();
+  const logs = readdirSync(dir)
+    .filter((n) => /^\d+-.*\.log$/.test(n))
+    .sort();
   const sum = (text: string, re: RegExp) => [...text.matchAll(re)].reduce((a, m) => a + Number(m[1]), 0);
   it("has the full-offload matrix, partial offload and -ngl 0", () => {
     expect(logs.length).toBeGreaterThanOrEqual(24);

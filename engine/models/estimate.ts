@@ -171,7 +171,10 @@ export function assignLayers(nLayerAll: number, nGpuLayers: number, gpus: Device
  * layers kept on the CPU are offloaded to the GPU at this batch size, so partial offload adds nothing here. Matches the
  * 4-decimal figure of every H200 log (test/fixtures/llama-logs/cuda-h200) where flash attention ran on the KV's device.
  */
-function hostInputBytes(h: ModelHparams, s: { nTokens: number; nSeqs: number; cells: number; swaCells: number | null; fa: boolean; quantK: boolean; quantV: boolean }): number {
+function hostInputBytes(
+  h: ModelHparams,
+  s: { nTokens: number; nSeqs: number; cells: number; swaCells: number | null; fa: boolean; quantK: boolean; quantV: boolean },
+): number {
   const al = (n: number) => pad(n, 32);
   const T = s.nTokens;
   let vWidthMax = 0;
@@ -303,27 +306,47 @@ export function estimate(h: ModelHparams, tensors: GgufTensorInfo[] | null, o: E
   const usedGpus = new Set(layerDev.filter((d) => d >= 0));
   gpus.forEach((g, i) => {
     const used = usedGpus.has(i);
-    const w = weights === null ? null : devW.get(i) ?? 0;
+    const w = weights === null ? null : (devW.get(i) ?? 0);
     const kv = devKv.get(i) ?? 0;
     const r = devRs.get(i) ?? 0;
     const comp = used ? compute : 0;
     const ov = used ? overhead : 0;
     perDevice.push({
-      device: g.id, name: g.name, kind: g.kind, layers: count(i), hasOutput: layerDev[nLayerAll] === i,
-      weightsBytes: w, kvBytes: kv, recurrentBytes: r, computeBytes: comp, outputBytes: 0, overheadBytes: ov,
-      totalBytes: (w ?? 0) + kv + r + comp + ov, freeBytes: g.freeBytes,
+      device: g.id,
+      name: g.name,
+      kind: g.kind,
+      layers: count(i),
+      hasOutput: layerDev[nLayerAll] === i,
+      weightsBytes: w,
+      kvBytes: kv,
+      recurrentBytes: r,
+      computeBytes: comp,
+      outputBytes: 0,
+      overheadBytes: ov,
+      totalBytes: (w ?? 0) + kv + r + comp + ov,
+      freeBytes: g.freeBytes,
     });
   });
   {
-    const w = weights === null ? null : devW.get(-1) ?? 0;
+    const w = weights === null ? null : (devW.get(-1) ?? 0);
     const kv = devKv.get(-1) ?? 0;
     const r = devRs.get(-1) ?? 0;
     // with layers on GPUs, the host's compute buffer (CUDA_Host) holds the graph's inputs and the input layer's GET_ROWS
     const comp = usedGpus.size ? hostInputBytes(h, { nTokens, nSeqs, cells, swaCells, fa, quantK: !["f32", "f16", "bf16"].includes(ctk), quantV }) : compute;
     perDevice.push({
-      device: "CPU", name: "host", kind: "cpu", layers: count(-1), hasOutput: layerDev[nLayerAll] === -1,
-      weightsBytes: w, kvBytes: kv, recurrentBytes: r, computeBytes: comp, outputBytes, overheadBytes: 0,
-      totalBytes: (w ?? 0) + kv + r + comp + outputBytes, freeBytes: null,
+      device: "CPU",
+      name: "host",
+      kind: "cpu",
+      layers: count(-1),
+      hasOutput: layerDev[nLayerAll] === -1,
+      weightsBytes: w,
+      kvBytes: kv,
+      recurrentBytes: r,
+      computeBytes: comp,
+      outputBytes,
+      overheadBytes: 0,
+      totalBytes: (w ?? 0) + kv + r + comp + outputBytes,
+      freeBytes: null,
     });
   }
   const kvBytes = kvK + kvV;

@@ -51,7 +51,7 @@ export function ggmlTypeName(id: number): string {
 export function rowBytes(type: number, n: number): number {
   const t = GGML_TYPES[type];
   if (!t) throw new Error(`unknown ggml type id ${type}`);
-  return (Math.ceil(n / t[1]) * t[2]);
+  return Math.ceil(n / t[1]) * t[2];
 }
 
 /** Bytes of a whole tensor: ceil(ne0/blck)*size*ne1*ne2*ne3. */

@@ -83,9 +83,12 @@ export function urlSource(url: string, headers: Record<string, string> = {}, fet
         });
       } catch (e) {
         const cause = (e as { cause?: { code?: string } }).cause?.code ?? (e as Error).message;
-        throw new GgufError(`cannot reach ${new URL(url).host} (${cause}): offline, or a proxy/firewall blocks it; download the file by hand and pass its path`);
+        throw new GgufError(
+          `cannot reach ${new URL(url).host} (${cause}): offline, or a proxy/firewall blocks it; download the file by hand and pass its path`,
+        );
       }
-      if (res.status === 401 || res.status === 403) throw new GgufError(`GET ${url} answered HTTP ${res.status}: the repo is gated or private; accept its license on the Hub and set HF_TOKEN`);
+      if (res.status === 401 || res.status === 403)
+        throw new GgufError(`GET ${url} answered HTTP ${res.status}: the repo is gated or private; accept its license on the Hub and set HF_TOKEN`);
       if (res.status === 404) throw new GgufError(`GET ${url} answered HTTP 404: no such file or repo (check the name and the quant)`);
       if (res.status !== 206 && res.status !== 200) {
         throw new GgufError(`GET ${url} (range ${offset}+${length}) answered HTTP ${res.status}`);
@@ -169,15 +172,24 @@ export const GGUF_VALUE_TYPE = T;
 
 async function readScalar(c: Cursor, type: number): Promise<number | bigint | boolean | string> {
   switch (type) {
-    case T.U8: return (await c.view(1)).getUint8(0);
-    case T.I8: return (await c.view(1)).getInt8(0);
-    case T.U16: return (await c.view(2)).getUint16(0, true);
-    case T.I16: return (await c.view(2)).getInt16(0, true);
-    case T.U32: return (await c.view(4)).getUint32(0, true);
-    case T.I32: return (await c.view(4)).getInt32(0, true);
-    case T.F32: return (await c.view(4)).getFloat32(0, true);
-    case T.BOOL: return (await c.view(1)).getUint8(0) !== 0;
-    case T.STRING: return c.str();
+    case T.U8:
+      return (await c.view(1)).getUint8(0);
+    case T.I8:
+      return (await c.view(1)).getInt8(0);
+    case T.U16:
+      return (await c.view(2)).getUint16(0, true);
+    case T.I16:
+      return (await c.view(2)).getInt16(0, true);
+    case T.U32:
+      return (await c.view(4)).getUint32(0, true);
+    case T.I32:
+      return (await c.view(4)).getInt32(0, true);
+    case T.F32:
+      return (await c.view(4)).getFloat32(0, true);
+    case T.BOOL:
+      return (await c.view(1)).getUint8(0) !== 0;
+    case T.STRING:
+      return c.str();
     case T.U64: {
       const v = (await c.view(8)).getBigUint64(0, true);
       return v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
@@ -186,8 +198,10 @@ async function readScalar(c: Cursor, type: number): Promise<number | bigint | bo
       const v = (await c.view(8)).getBigInt64(0, true);
       return v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v;
     }
-    case T.F64: return (await c.view(8)).getFloat64(0, true);
-    default: throw new GgufError(`unknown GGUF value type ${type}: corrupt GGUF`);
+    case T.F64:
+      return (await c.view(8)).getFloat64(0, true);
+    default:
+      throw new GgufError(`unknown GGUF value type ${type}: corrupt GGUF`);
   }
 }
 
@@ -228,10 +242,12 @@ export async function readGguf(src: ByteSource, opts: ReadGgufOptions = {}): Pro
   const c = new Cursor(src, opts.chunk ?? 1 << 20, opts.maxHeaderBytes ?? 256 * 1024 * 1024);
   try {
     // a read error (offline, 401, 404) is its own message, never "not a GGUF"; only a short file reads as empty
-    const magic = new TextDecoder().decode(await c.bytes(4).catch((e: unknown) => {
-      if (e instanceof GgufError && /truncated/.test(e.message)) return new Uint8Array();
-      throw e;
-    }));
+    const magic = new TextDecoder().decode(
+      await c.bytes(4).catch((e: unknown) => {
+        if (e instanceof GgufError && /truncated/.test(e.message)) return new Uint8Array();
+        throw e;
+      }),
+    );
     if (magic !== "GGUF") throw new GgufError(`${src.describe} is not a GGUF file (magic ${JSON.stringify(magic)})`);
     const version = await c.u32();
     if (version < 2 || version > 3) throw new GgufError(`${src.describe}: unsupported GGUF version ${version}`);

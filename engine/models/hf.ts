@@ -66,10 +66,16 @@ export function groupGgufs(repo: string, rev: string, files: HubFile[]): RepoGgu
     const m = /-(\d{5})-of-(\d{5})\.gguf$/i.exec(f.path);
     if (m && m[1] !== "00001") continue; // collected through the first shard below
     const q = quantFromName(f.path.split("/").pop()!) ?? f.path;
-    const shards = m ? ggufs.filter((g) => g.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "") === f.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "")).sort((a, b) => a.path.localeCompare(b.path)) : [f];
+    const shards = m
+      ? ggufs
+          .filter((g) => g.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, "") === f.path.replace(/-\d{5}-of-\d{5}\.gguf$/i, ""))
+          .sort((a, b) => a.path.localeCompare(b.path))
+      : [f];
     byQuant.set(q, shards);
   }
-  const quants = [...byQuant.entries()].map(([quant, fs]) => ({ quant, files: fs, totalBytes: fs.reduce((a, x) => a + x.size, 0) })).sort((a, b) => b.totalBytes - a.totalBytes);
+  const quants = [...byQuant.entries()]
+    .map(([quant, fs]) => ({ quant, files: fs, totalBytes: fs.reduce((a, x) => a + x.size, 0) }))
+    .sort((a, b) => b.totalBytes - a.totalBytes);
   return { repo, rev, quants, mmproj };
 }
 

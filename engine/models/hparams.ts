@@ -44,12 +44,39 @@ export interface ModelHparams {
 
 const RECURRENT = new Set(["mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"]);
 const HYBRID = new Set([
-  "jamba", "falcon-h1", "plamo2", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h", "nemotron_h_moe", "qwen3next",
-  "kimi-linear", "bailingmoe3", "kimi-k3", "qwen35", "qwen35moe", "qwen4exp", "deepseek4", "minimax-01",
+  "jamba",
+  "falcon-h1",
+  "plamo2",
+  "granitehybrid",
+  "lfm2",
+  "lfm2moe",
+  "nemotron_h",
+  "nemotron_h_moe",
+  "qwen3next",
+  "kimi-linear",
+  "bailingmoe3",
+  "kimi-k3",
+  "qwen35",
+  "qwen35moe",
+  "qwen4exp",
+  "deepseek4",
+  "minimax-01",
 ]);
 const NO_MEMORY = new Set([
-  "bert", "jina-bert-v2", "jina-bert-v3", "nomic-bert", "nomic-bert-moe", "neo-bert", "eurobert", "wavtokenizer-dec",
-  "modern-bert", "gemma-embedding", "dream", "llada", "llada-moe", "rnd1",
+  "bert",
+  "jina-bert-v2",
+  "jina-bert-v3",
+  "nomic-bert",
+  "nomic-bert-moe",
+  "neo-bert",
+  "eurobert",
+  "wavtokenizer-dec",
+  "modern-bert",
+  "gemma-embedding",
+  "dream",
+  "llada",
+  "llada-moe",
+  "rnd1",
 ]);
 /** Archs llama.cpp builds with a cache type this estimator does not model (DSA/MSA indexers, DSV4). */
 const UNMODELED = new Set(["minimax-m3", "glm-dsa", "deepseek32", "dots3note", "deepseek4", "qwen4exp", "dflash"]);
@@ -97,7 +124,7 @@ function swaPattern(nLayer: number, nLayerAll: number, p: number, denseFirst = f
 export function hparamsFromMetadata(meta: Metadata): ModelHparams {
   const arch = meta["general.architecture"];
   if (typeof arch !== "string" || !arch) {
-    throw new MetadataError("metadata has no general.architecture (a GGUF metadata object is keyed like \"llama.block_count\")");
+    throw new MetadataError('metadata has no general.architecture (a GGUF metadata object is keyed like "llama.block_count")');
   }
   if (arch === "clip") throw new MetadataError("this is an mmproj (vision tower) file, not a language model; pass the model GGUF");
   const k = (s: string): unknown => meta[`${arch}.${s}`];
@@ -148,7 +175,10 @@ export function hparamsFromMetadata(meta: Metadata): ModelHparams {
       isSwa = pat(2);
       break;
     case "gemma3":
-      if (nSwa > 0) { swaType = "standard"; isSwa = pat(6); }
+      if (nSwa > 0) {
+        swaType = "standard";
+        isSwa = pat(6);
+      }
       break;
     case "gemma3n":
       swaType = "standard";
@@ -167,17 +197,32 @@ export function hparamsFromMetadata(meta: Metadata): ModelHparams {
       isSwa = pat(2);
       break;
     case "llama4":
-      if (!(hasWindowKey && nSwa === 0)) { swaType = "chunked"; nSwa = 8192; isSwa = pat(4); }
+      if (!(hasWindowKey && nSwa === 0)) {
+        swaType = "chunked";
+        nSwa = 8192;
+        isSwa = pat(4);
+      }
       break;
     case "olmo2":
     case "afmoe":
-      if (nSwa > 0) { swaType = "standard"; isSwa = pat(4); }
+      if (nSwa > 0) {
+        swaType = "standard";
+        isSwa = pat(4);
+      }
       break;
     case "smallthinker":
-      if (nSwa > 0) { swaType = "standard"; nSwa = 4096; isSwa = pat(4, true); }
+      if (nSwa > 0) {
+        swaType = "standard";
+        nSwa = 4096;
+        isSwa = pat(4, true);
+      }
       break;
     case "exaone4":
-      if (nSwa > 0 || patRaw !== undefined) { swaType = "standard"; nSwa = nSwa || 4096; isSwa = pat(4); }
+      if (nSwa > 0 || patRaw !== undefined) {
+        swaType = "standard";
+        nSwa = nSwa || 4096;
+        isSwa = pat(4);
+      }
       break;
     default:
       // lfm2 handled below (its attention layers become SWA); other archs: SWA only if the file says so.
@@ -253,8 +298,10 @@ export function hparamsFromMetadata(meta: Metadata): ModelHparams {
   } else if (hybrid) {
     let fa: (il: number) => boolean = (il) => !isRecr[il];
     let fr: (il: number) => boolean = (il) => Boolean(isRecr[il]);
-    if (arch === "falcon-h1") { fa = () => true; fr = () => true; }
-    else if (arch === "nemotron_h" || arch === "nemotron_h_moe") {
+    if (arch === "falcon-h1") {
+      fa = () => true;
+      fr = () => true;
+    } else if (arch === "nemotron_h" || arch === "nemotron_h_moe") {
       fa = (il) => !isRecr[il] && nFf[il] === 0;
       fr = (il) => Boolean(isRecr[il]) && nFf[il] === 0;
     } else if (["qwen3next", "qwen35", "qwen35moe", "qwen4exp", "minimax-01"].includes(arch)) {
@@ -276,8 +323,30 @@ export function hparamsFromMetadata(meta: Metadata): ModelHparams {
   return {
     arch,
     name: typeof meta["general.name"] === "string" ? (meta["general.name"] as string) : null,
-    nLayerAll, nLayerNextn, nLayer, nCtxTrain, nEmbd, nVocab, nHead, nHeadKv, nFf,
-    headK, headV, headKSwa, headVSwa, isMla, swaType, nSwa, isSwa, isRecr, kvLayer, rsLayer, nEmbdR, nEmbdS, kind, caveats,
+    nLayerAll,
+    nLayerNextn,
+    nLayer,
+    nCtxTrain,
+    nEmbd,
+    nVocab,
+    nHead,
+    nHeadKv,
+    nFf,
+    headK,
+    headV,
+    headKSwa,
+    headVSwa,
+    isMla,
+    swaType,
+    nSwa,
+    isSwa,
+    isRecr,
+    kvLayer,
+    rsLayer,
+    nEmbdR,
+    nEmbdS,
+    kind,
+    caveats,
   };
 }
 

@@ -31,12 +31,25 @@ beforeAll(async () => {
       const page2 = url.includes("cursor=2");
       res.setHeader("content-type", "application/json");
       if (!page2) res.setHeader("link", `<${base}/api/models/acme/coder/tree/main?recursive=true&cursor=2>; rel="next"`);
-      return res.end(JSON.stringify(page2
-        ? [{ type: "file", path: "coder-Q8_0-00002-of-00002.gguf", size: 10, lfs: { oid: "b".repeat(64), size: 200 } }, { type: "file", path: "mmproj-F16.gguf", size: 5 }]
-        : [{ type: "file", path: "README.md", size: 1 }, { type: "file", path: "coder-Q4_K_M.gguf", size: 10, lfs: { oid: "a".repeat(64), size: 100 } },
-           { type: "file", path: "coder-Q8_0-00001-of-00002.gguf", size: 10, lfs: { oid: "c".repeat(64), size: 200 } }]));
+      return res.end(
+        JSON.stringify(
+          page2
+            ? [
+                { type: "file", path: "coder-Q8_0-00002-of-00002.gguf", size: 10, lfs: { oid: "b".repeat(64), size: 200 } },
+                { type: "file", path: "mmproj-F16.gguf", size: 5 },
+              ]
+            : [
+                { type: "file", path: "README.md", size: 1 },
+                { type: "file", path: "coder-Q4_K_M.gguf", size: 10, lfs: { oid: "a".repeat(64), size: 100 } },
+                { type: "file", path: "coder-Q8_0-00001-of-00002.gguf", size: 10, lfs: { oid: "c".repeat(64), size: 200 } },
+              ],
+        ),
+      );
     }
-    if (url.startsWith("/api/models/acme/missing")) { res.statusCode = 404; return res.end("{}"); }
+    if (url.startsWith("/api/models/acme/missing")) {
+      res.statusCode = 404;
+      return res.end("{}");
+    }
     const range = req.headers.range;
     if (range) rangeRequests.push(range);
     const m = range ? /bytes=(\d+)-(\d*)/.exec(range) : null;
@@ -97,7 +110,10 @@ describe("GGUF reader", () => {
   });
   it("metadata JSON may carry tensor infos (type by name or id)", () => {
     const f = path.join(dir, "meta.json");
-    writeFileSync(f, JSON.stringify({ metadata: { "general.architecture": "llama" }, tensorInfos: [{ name: "blk.0.attn_q.weight", shape: [4096, 4096], dtype: "Q4_K" }] }));
+    writeFileSync(
+      f,
+      JSON.stringify({ metadata: { "general.architecture": "llama" }, tensorInfos: [{ name: "blk.0.attn_q.weight", shape: [4096, 4096], dtype: "Q4_K" }] }),
+    );
     expect(loadMetadataFile(f).tensors![0]!.bytes).toBe((4096 / 256) * 144 * 4096);
   });
 });
@@ -105,7 +121,10 @@ describe("GGUF reader", () => {
 describe("Hub tree API", () => {
   it("lists quants (shards grouped, mmproj apart) across pages", async () => {
     const r = await repoGgufs("acme/coder", "main", fetch, { OCW_HF_ENDPOINT: base });
-    expect(r.quants.map((q) => [q.quant, q.files.length, q.totalBytes])).toEqual([["Q8_0", 2, 400], ["Q4_K_M", 1, 100]]);
+    expect(r.quants.map((q) => [q.quant, q.files.length, q.totalBytes])).toEqual([
+      ["Q8_0", 2, 400],
+      ["Q4_K_M", 1, 100],
+    ]);
     expect(r.mmproj.map((m) => m.path)).toEqual(["mmproj-F16.gguf"]);
     expect(r.quants[1]!.files[0]!.sha256).toBe("a".repeat(64));
   });
@@ -119,7 +138,13 @@ describe("download", () => {
   const sha = () => createHash("sha256").update(body).digest("hex");
   it("downloads with progress and verifies size and sha256", async () => {
     const seen: number[] = [];
-    const r = await downloadFile({ url: `${base}/blob`, dest: path.join(dir, "dl1.bin"), expectedSize: body.length, sha256: sha(), onProgress: (p) => seen.push(p.received) });
+    const r = await downloadFile({
+      url: `${base}/blob`,
+      dest: path.join(dir, "dl1.bin"),
+      expectedSize: body.length,
+      sha256: sha(),
+      onProgress: (p) => seen.push(p.received),
+    });
     expect(r).toMatchObject({ bytes: body.length, verified: "sha256", resumedFrom: 0 });
     expect(seen.at(-1)).toBe(body.length);
   });
@@ -166,7 +191,7 @@ describe("catalog", () => {
   });
 });
 
-describe("read and download errors are classified (not \"not a GGUF\")", () => {
+describe('read and download errors are classified (not "not a GGUF")', () => {
   let srv: http.Server;
   let url = "";
   beforeAll(async () => {
@@ -186,7 +211,9 @@ describe("read and download errors are classified (not \"not a GGUF\")", () => {
   });
   it("a download larger than the free disk is refused before any byte is fetched", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-dl-space-"));
-    await expect(downloadFile({ url: `${url}/huge.gguf`, dest: path.join(dir, "huge.gguf"), expectedSize: 2 ** 60 })).rejects.toThrow(/needs .* GiB but .* free/);
+    await expect(downloadFile({ url: `${url}/huge.gguf`, dest: path.join(dir, "huge.gguf"), expectedSize: 2 ** 60 })).rejects.toThrow(
+      /needs .* GiB but .* free/,
+    );
     expect(existsSync(path.join(dir, "huge.gguf.part"))).toBe(false);
   });
 });

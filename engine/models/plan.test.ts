@@ -7,30 +7,69 @@ import { findCatalog } from "./catalog";
 import { catalogModel, commandWords, layout, modelFromInfo, type PlanDevices, type PlanModel, planModel, propose, replicate } from "./plan";
 import { quantBits } from "./resolve";
 
-const gpu = (free: number, i = 0, name = "NVIDIA GeForce RTX 3090") => ({ id: `nvidia${i}`, name, kind: "gpu" as const, freeBytes: free, totalBytes: free, runtimeId: `CUDA${i}`, index: i, vendor: "nvidia" });
+const gpu = (free: number, i = 0, name = "NVIDIA GeForce RTX 3090") => ({
+  id: `nvidia${i}`,
+  name,
+  kind: "gpu" as const,
+  freeBytes: free,
+  totalBytes: free,
+  runtimeId: `CUDA${i}`,
+  index: i,
+  vendor: "nvidia",
+});
 const devs = (gpus: ReturnType<typeof gpu>[], host = 64 * GiB): PlanDevices => ({ gpus, hostFreeBytes: host });
 
 /** A 7B-class GQA model (Qwen2.5-Coder-7B shape) with synthetic Q4_K tensor infos. */
 function bigModel(): PlanModel {
-  const L = 28, E = 3584, ff = 18944, H = 28, KV = 4, d = 128, V = 152064;
+  const L = 28,
+    E = 3584,
+    ff = 18944,
+    H = 28,
+    KV = 4,
+    d = 128,
+    V = 152064;
   const meta = {
-    "general.architecture": "qwen2", "qwen2.block_count": L, "qwen2.context_length": 32768, "qwen2.embedding_length": E,
-    "qwen2.feed_forward_length": ff, "qwen2.attention.head_count": H, "qwen2.attention.head_count_kv": KV, "qwen2.vocab_size": V,
+    "general.architecture": "qwen2",
+    "qwen2.block_count": L,
+    "qwen2.context_length": 32768,
+    "qwen2.embedding_length": E,
+    "qwen2.feed_forward_length": ff,
+    "qwen2.attention.head_count": H,
+    "qwen2.attention.head_count_kv": KV,
+    "qwen2.vocab_size": V,
   };
   const t = (name: string, shape: number[], type = 12) => ({ name, shape, type, offset: 0, bytes: tensorBytes(type, shape) });
   const tensors = [t("token_embd.weight", [E, V], 14), t("output.weight", [E, V], 14), t("output_norm.weight", [E], 0)];
   for (let i = 0; i < L; i++) {
-    tensors.push(t(`blk.${i}.attn_q.weight`, [E, H * d]), t(`blk.${i}.attn_k.weight`, [E, KV * d]), t(`blk.${i}.attn_v.weight`, [E, KV * d]),
-      t(`blk.${i}.attn_output.weight`, [H * d, E]), t(`blk.${i}.ffn_gate.weight`, [E, ff]), t(`blk.${i}.ffn_up.weight`, [E, ff]),
-      t(`blk.${i}.ffn_down.weight`, [ff, E], 14));
+    tensors.push(
+      t(`blk.${i}.attn_q.weight`, [E, H * d]),
+      t(`blk.${i}.attn_k.weight`, [E, KV * d]),
+      t(`blk.${i}.attn_v.weight`, [E, KV * d]),
+      t(`blk.${i}.attn_output.weight`, [H * d, E]),
+      t(`blk.${i}.ffn_gate.weight`, [E, ff]),
+      t(`blk.${i}.ffn_up.weight`, [E, ff]),
+      t(`blk.${i}.ffn_down.weight`, [ff, E], 14),
+    );
   }
-  return { model: "coder-7b", quant: "Q4_K_M", hparams: hparamsFromMetadata(meta), tensors, fileBytes: tensors.reduce((a, x) => a + x.bytes, 0), isMoe: false, modelArgs: ["-m", "/m/coder-7b.gguf"] };
+  return {
+    model: "coder-7b",
+    quant: "Q4_K_M",
+    hparams: hparamsFromMetadata(meta),
+    tensors,
+    fileBytes: tensors.reduce((a, x) => a + x.bytes, 0),
+    isMoe: false,
+    modelArgs: ["-m", "/m/coder-7b.gguf"],
+  };
 }
 
 describe("the planner (one estimator, one chooser: ocw fit, ocw setup, the wizard, MCP)", () => {
   it("never proposes the c/N trap: N slots get one unified KV of N × ctx", async () => {
     const h = hparamsFromMetadata(await modelMetadata({ arch: "llama" }));
-    const m = modelFromInfo({ source: "x", metadata: await modelMetadata({ arch: "llama" }), tensors: null, fileBytes: 100 * MiB, quant: null, shards: 1 }, "tiny", ["-m", "/t.gguf"]);
+    const m = modelFromInfo(
+      { source: "x", metadata: await modelMetadata({ arch: "llama" }), tensors: null, fileBytes: 100 * MiB, quant: null, shards: 1 },
+      "tiny",
+      ["-m", "/t.gguf"],
+    );
     expect(m.hparams.nLayer).toBe(h.nLayer);
     const p = planModel(m, devs([], 8 * GiB), 4, 8192, false, undefined, 8192)!;
     expect(p.ctxPerSlot).toBe(8192);
@@ -40,10 +79,11 @@ describe("the planner (one estimator, one chooser: ocw fit, ocw setup, the wizar
   it("for every slot count and budget the per-slot context is at least the minimum", async () => {
     const meta = await modelMetadata({ arch: "gemma3", nLayer: 6, nHead: 4, nHeadKv: 1, headDim: 64, swa: 512, swaPattern: 3 });
     const m = modelFromInfo({ source: "x", metadata: meta, tensors: null, fileBytes: 20 * MiB, quant: null, shards: 1 }, "g", ["-m", "/g.gguf"]);
-    for (const slots of [1, 2, 3, 4, 8]) for (const ram of [64 * MiB, 256 * MiB, 4 * GiB]) {
-      const p = layout(m, devs([], ram + 1024 * MiB), slots, 2048);
-      if (p) expect(p.ctxPerSlot).toBeGreaterThanOrEqual(2048);
-    }
+    for (const slots of [1, 2, 3, 4, 8])
+      for (const ram of [64 * MiB, 256 * MiB, 4 * GiB]) {
+        const p = layout(m, devs([], ram + 1024 * MiB), slots, 2048);
+        if (p) expect(p.ctxPerSlot).toBeGreaterThanOrEqual(2048);
+      }
   });
   it("whole on the GPU first, the longest context that fits; an exact context when asked", () => {
     const m = bigModel();
@@ -61,7 +101,11 @@ describe("the planner (one estimator, one chooser: ocw fit, ocw setup, the wizar
     expect(p.nGpuLayers).toBeLessThan(m.hparams.nLayerAll + 1);
   });
   it("beyond the training context → no plan; nothing fits → null", async () => {
-    const m = modelFromInfo({ source: "x", metadata: await modelMetadata({ arch: "llama", nCtxTrain: 4096 }), tensors: null, fileBytes: 10 * MiB, quant: null, shards: 1 }, "t", ["-m", "/t.gguf"]);
+    const m = modelFromInfo(
+      { source: "x", metadata: await modelMetadata({ arch: "llama", nCtxTrain: 4096 }), tensors: null, fileBytes: 10 * MiB, quant: null, shards: 1 },
+      "t",
+      ["-m", "/t.gguf"],
+    );
     expect(planModel(m, devs([]), 1, 8192, false)).toBeNull();
     expect(planModel(bigModel(), devs([gpu(2 * GiB)], 2 * GiB), 4, 32768, false)).toBeNull();
   });
@@ -74,7 +118,10 @@ describe("replicas from setup (issue 16): one llama-server per GPU as a pool", (
   it("2 × 24 GB, 4 slots: a model that fits one card runs as 2 replicas × 2 slots, each with its GPU alone", () => {
     const m = bigModel();
     const reps = replicate(m, devs([gpu(23.5 * GiB, 0), gpu(23.5 * GiB, 1)]), 4, 32768)!;
-    expect(reps.map((r) => [r.gpus.map((g) => g.runtimeId), r.slots])).toEqual([[["CUDA0"], 2], [["CUDA1"], 2]]);
+    expect(reps.map((r) => [r.gpus.map((g) => g.runtimeId), r.slots])).toEqual([
+      [["CUDA0"], 2],
+      [["CUDA1"], 2],
+    ]);
     const p = planModel(m, devs([gpu(23.5 * GiB, 0), gpu(23.5 * GiB, 1)]), 4, 32768, false)!;
     expect(p.pool!.replicas).toBe(2);
     expect(p.slots).toBe(4);

@@ -88,7 +88,12 @@ export function hostCaches(e: Estimate, slots: number, hostFreeBytes: number): H
     left -= checkpointBytes;
   }
   const cacheRamMiB = Math.max(0, Math.min(MAX_CACHE_RAM_MIB, Math.floor(Math.max(0, left) / 2 / MiB / 256) * 256));
-  return { cacheRamMiB, ctxCheckpoints, checkpointBytes: Math.round(checkpointBytes), headroomBytes: Math.round(Math.max(0, hostFreeBytes - used - MARGIN - checkpointBytes - cacheRamMiB * MiB)) };
+  return {
+    cacheRamMiB,
+    ctxCheckpoints,
+    checkpointBytes: Math.round(checkpointBytes),
+    headroomBytes: Math.round(Math.max(0, hostFreeBytes - used - MARGIN - checkpointBytes - cacheRamMiB * MiB)),
+  };
 }
 
 function ctxLadder(min: number, max: number): number[] {
@@ -107,7 +112,14 @@ function fits(e: Estimate, gpus: DeviceBudget[], hostFree: number): boolean {
 }
 
 /** Lays one model out on the devices; null when it does not fit at minCtx per slot in any allowed placement. */
-export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: number, allow: FitPick["placement"][] = ["gpu", "moe-offload", "partial", "cpu"], maxCtxPerSlot?: number): LayoutPlan | null {
+export function layout(
+  m: PlanModel,
+  dev: PlanDevices,
+  slots: number,
+  minCtx: number,
+  allow: FitPick["placement"][] = ["gpu", "moe-offload", "partial", "cpu"],
+  maxCtxPerSlot?: number,
+): LayoutPlan | null {
   const h = m.hparams;
   if (minCtx > h.nCtxTrain) return null;
   const maxCtx = Math.max(minCtx, Math.min(h.nCtxTrain, 131072, maxCtxPerSlot ?? Infinity));
@@ -116,16 +128,25 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
   const all = h.nLayerAll + 1;
   const est = (ctx: number, ct: KvCacheType, g: DeviceBudget[], ngl: number, nCpuMoe: number) =>
     estimate(h, m.tensors, {
-      ctx: ctx * slots, parallel: slots, kvUnified: slots > 1, cacheTypeK: ct, cacheTypeV: ct, flashAttn: "on",
-      nGpuLayers: g.length ? ngl : 0, gpus: g, nCpuMoe, tensorSplit: g.length > 1 ? g.map((x) => x.freeBytes / MiB) : undefined,
+      ctx: ctx * slots,
+      parallel: slots,
+      kvUnified: slots > 1,
+      cacheTypeK: ct,
+      cacheTypeV: ct,
+      flashAttn: "on",
+      nGpuLayers: g.length ? ngl : 0,
+      gpus: g,
+      nCpuMoe,
+      tensorSplit: g.length > 1 ? g.map((x) => x.freeBytes / MiB) : undefined,
     });
   // largest context with an f16/q8_0 cache; a q4_0 cache only when nothing else fits the minimum
   const fixed = dev.cacheType;
   const bestCtx = (g: DeviceBudget[], ngl: number, nCpuMoe: number): { ctx: number; ct: KvCacheType; e: Estimate } | null => {
-    for (const ctx of ladder) for (const ct of fixed ? [fixed] : (["f16", "q8_0"] as const)) {
-      const e = est(ctx, ct, g, ngl, nCpuMoe);
-      if (fits(e, g, dev.hostFreeBytes)) return { ctx, ct, e };
-    }
+    for (const ctx of ladder)
+      for (const ct of fixed ? [fixed] : (["f16", "q8_0"] as const)) {
+        const e = est(ctx, ct, g, ngl, nCpuMoe);
+        if (fits(e, g, dev.hostFreeBytes)) return { ctx, ct, e };
+      }
     if (fixed) return null;
     const e = est(ladder.at(-1)!, "q4_0", g, ngl, nCpuMoe);
     return fits(e, g, dev.hostFreeBytes) ? { ctx: ladder.at(-1)!, ct: "q4_0", e } : null;
@@ -133,8 +154,22 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
   // the search for how much goes to RAM uses a q8_0 cache; q4_0 only when even the most offloaded layout needs it
   let minCt: KvCacheType = "q8_0";
   const fitsMin = (g: DeviceBudget[], ngl: number, nCpuMoe: number) => fits(est(ladder.at(-1)!, minCt, g, ngl, nCpuMoe), g, dev.hostFreeBytes);
-  const mk = (placement: FitPick["placement"], g: DeviceBudget[], ngl: number, nCpuMoe: number, r: { ctx: number; ct: KvCacheType; e: Estimate }): LayoutPlan =>
-    ({ placement, gpusUsed: g.length, ctxPerSlot: Math.floor(r.e.nCtx / slots), cacheType: r.ct, nGpuLayers: g.length ? ngl : 0, nCpuMoe, estimate: r.e, host: hostCaches(r.e, slots, dev.hostFreeBytes) });
+  const mk = (
+    placement: FitPick["placement"],
+    g: DeviceBudget[],
+    ngl: number,
+    nCpuMoe: number,
+    r: { ctx: number; ct: KvCacheType; e: Estimate },
+  ): LayoutPlan => ({
+    placement,
+    gpusUsed: g.length,
+    ctxPerSlot: Math.floor(r.e.nCtx / slots),
+    cacheType: r.ct,
+    nGpuLayers: g.length ? ngl : 0,
+    nCpuMoe,
+    estimate: r.e,
+    host: hostCaches(r.e, slots, dev.hostFreeBytes),
+  });
 
   if (gpus.length) {
     if (allow.includes("gpu")) {
@@ -195,7 +230,12 @@ export function layout(m: PlanModel, dev: PlanDevices, slots: number, minCtx: nu
 /** Where a plan's GPUs are named: the llama-server words for them, and the environment that hides the others. */
 export function gpuWords(gpus: PlanDevices["gpus"], isolate: boolean): { env: string[]; device: string } {
   // a replica sees only its own GPUs (no CUDA/HIP context, and no memory, on the others); llama.cpp renumbers them
-  const visible = isolate && gpus.length && gpus.every((g) => g.index !== undefined && /^(CUDA|ROCm)\d+$/.test(g.runtimeId) && g.runtimeId.replace(/\d+$/, "") === gpus[0]!.runtimeId.replace(/\d+$/, ""));
+  const visible =
+    isolate &&
+    gpus.length &&
+    gpus.every(
+      (g) => g.index !== undefined && /^(CUDA|ROCm)\d+$/.test(g.runtimeId) && g.runtimeId.replace(/\d+$/, "") === gpus[0]!.runtimeId.replace(/\d+$/, ""),
+    );
   if (!visible) return { env: [], device: gpus.map((g) => g.runtimeId).join(",") };
   const prefix = gpus[0]!.runtimeId.replace(/\d+$/, "");
   const idx = gpus.map((g) => String(g.index)).join(",");
@@ -209,14 +249,29 @@ function commandFor(m: PlanModel, p: LayoutPlan, gpus: PlanDevices["gpus"], slot
   const e = p.estimate;
   const w = gpuWords(gpus, isolate);
   const args = [
-    ...m.modelArgs, "--host", "127.0.0.1", "--port", "8080", "-c", String(e.nCtx), "-np", String(slots), ...(slots > 1 ? ["--kv-unified"] : []),
-    ...(p.cacheType !== "f16" ? ["-ctk", p.cacheType, "-ctv", p.cacheType] : []), "-fa", "on",
+    ...m.modelArgs,
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "8080",
+    "-c",
+    String(e.nCtx),
+    "-np",
+    String(slots),
+    ...(slots > 1 ? ["--kv-unified"] : []),
+    ...(p.cacheType !== "f16" ? ["-ctk", p.cacheType, "-ctv", p.cacheType] : []),
+    "-fa",
+    "on",
     ...(gpus.length ? ["-ngl", String(p.nGpuLayers), "--device", w.device] : ["-ngl", "0"]),
     ...(p.nCpuMoe ? ["--n-cpu-moe", String(p.nCpuMoe)] : []),
     ...(gpus.length > 1 ? ["-ts", gpus.map((g) => String(Math.round(g.freeBytes / MiB))).join(",")] : []),
-    "--cache-ram", String(p.host.cacheRamMiB), ...(p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : []),
+    "--cache-ram",
+    String(p.host.cacheRamMiB),
+    ...(p.host.ctxCheckpoints !== null ? ["--ctx-checkpoints", String(p.host.ctxCheckpoints)] : []),
     // Prometheus /metrics (501 without it): tokens/s and KV use as the server counts them
-    "--metrics", "--jinja", "--no-mmproj",
+    "--metrics",
+    "--jinja",
+    "--no-mmproj",
   ];
   return `${[...w.env, "LLAMA_API_KEY=…"].join(" ")} llama-server ${args.map(shellQuote).join(" ")}`;
 }
@@ -225,8 +280,16 @@ function gpuDevices(p: LayoutPlan, gpus: PlanDevices["gpus"]): PlannedDevice[] {
   return gpus.map((g) => {
     const d = p.estimate.perDevice.find((x) => x.device === g.id)!;
     return {
-      name: `${g.runtimeId} ${g.name}`, budgetBytes: Math.round(g.freeBytes), plannedBytes: Math.round(d.totalBytes),
-      breakdown: { weightsBytes: Math.round(d.weightsBytes ?? 0), kvBytes: Math.round(d.kvBytes + d.recurrentBytes), computeBytes: Math.round(d.computeBytes + d.outputBytes), overheadBytes: Math.round(d.overheadBytes), marginBytes: MARGIN },
+      name: `${g.runtimeId} ${g.name}`,
+      budgetBytes: Math.round(g.freeBytes),
+      plannedBytes: Math.round(d.totalBytes),
+      breakdown: {
+        weightsBytes: Math.round(d.weightsBytes ?? 0),
+        kvBytes: Math.round(d.kvBytes + d.recurrentBytes),
+        computeBytes: Math.round(d.computeBytes + d.outputBytes),
+        overheadBytes: Math.round(d.overheadBytes),
+        marginBytes: MARGIN,
+      },
     };
   });
 }
@@ -239,22 +302,45 @@ export function toPick(m: PlanModel, p: LayoutPlan, dev: PlanDevices, slots: num
   const host = e.perDevice.find((x) => x.kind === "cpu")!;
   if (p.placement !== "gpu") {
     devices.push({
-      name: "cpu", budgetBytes: Math.round(dev.hostFreeBytes), plannedBytes: Math.round(host.totalBytes),
-      breakdown: { weightsBytes: Math.round(host.weightsBytes ?? 0), kvBytes: Math.round(host.kvBytes + host.recurrentBytes), computeBytes: Math.round(host.computeBytes + host.outputBytes), overheadBytes: 0, marginBytes: MARGIN },
+      name: "cpu",
+      budgetBytes: Math.round(dev.hostFreeBytes),
+      plannedBytes: Math.round(host.totalBytes),
+      breakdown: {
+        weightsBytes: Math.round(host.weightsBytes ?? 0),
+        kvBytes: Math.round(host.kvBytes + host.recurrentBytes),
+        computeBytes: Math.round(host.computeBytes + host.outputBytes),
+        overheadBytes: 0,
+        marginBytes: MARGIN,
+      },
     });
   }
   const ctxPerSlot = p.ctxPerSlot;
-  const where = p.placement === "gpu" ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)`
-    : p.placement === "moe-offload" ? `attention and ${h(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)`
-      : p.placement === "partial" ? `${p.nGpuLayers}/${h(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)`
-        : "CPU only";
+  const where =
+    p.placement === "gpu"
+      ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)`
+      : p.placement === "moe-offload"
+        ? `attention and ${h(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)`
+        : p.placement === "partial"
+          ? `${p.nGpuLayers}/${h(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)`
+          : "CPU only";
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : undefined;
   const speed = planSpeed(m, p, gpus, slots);
   return {
-    model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
-    devices, command: commandFor(m, p, gpus, slots), placement: p.placement, cacheType: p.cacheType,
-    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
-      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") + `; ${hostNote(p.host)}` + speedNote(speed),
+    model: m.model,
+    quant: m.quant,
+    runtime: "llama.cpp",
+    slots,
+    ctxPerSlot,
+    toolCalling: toolVerified ? "verified" : "unverified",
+    devices,
+    command: commandFor(m, p, gpus, slots),
+    placement: p.placement,
+    cacheType: p.cacheType,
+    reason:
+      `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) ${where}; ${slots} slot(s) × ${ctxPerSlot} tokens, unified KV (${p.cacheType})` +
+      (replicas ? `; ${replicas} replicas would fit, one per ${p.gpusUsed} GPU(s)` : "") +
+      `; ${hostNote(p.host)}` +
+      speedNote(speed),
     ...(replicas ? { replicas } : {}),
     ...(speed ? { speed } : {}),
   };
@@ -280,7 +366,9 @@ function poolSpeed(m: PlanModel, reps: ReplicaPlan[]): { speed?: SpeedEstimate }
   const each = reps.map((r) => planSpeed(m, r.plan, r.gpus, r.slots));
   if (each.some((x) => !x)) return {};
   const slowest = each.reduce((a, x) => (x!.decodeTokPerSecPerSlot < a!.decodeTokPerSecPerSlot ? x : a))!;
-  return { speed: { ...slowest, decodeTokPerSecTotal: Math.round(each.reduce((a, x) => a + x!.decodeTokPerSecTotal, 0)), basis: `per replica: ${slowest.basis}` } };
+  return {
+    speed: { ...slowest, decodeTokPerSecTotal: Math.round(each.reduce((a, x) => a + x!.decodeTokPerSecTotal, 0)), basis: `per replica: ${slowest.basis}` },
+  };
 }
 
 function speedNote(s: SpeedEstimate | null): string {
@@ -288,8 +376,11 @@ function speedNote(s: SpeedEstimate | null): string {
 }
 
 function hostNote(c: HostCaches): string {
-  return `host RAM: prompt cache ${c.cacheRamMiB} MiB (--cache-ram)` + (c.ctxCheckpoints !== null ? `, ${c.ctxCheckpoints} context checkpoint(s) per slot (${gib(c.checkpointBytes)})` : "") +
-    `, ${gib(c.headroomBytes)} left for the OS, opencode and the engine`;
+  return (
+    `host RAM: prompt cache ${c.cacheRamMiB} MiB (--cache-ram)` +
+    (c.ctxCheckpoints !== null ? `, ${c.ctxCheckpoints} context checkpoint(s) per slot (${gib(c.checkpointBytes)})` : "") +
+    `, ${gib(c.headroomBytes)} left for the OS, opencode and the engine`
+  );
 }
 
 export interface ReplicaPlan {
@@ -324,18 +415,31 @@ export function replicate(m: PlanModel, dev: PlanDevices, slots: number, minCtx:
 }
 
 /** The pick for a pool of replicas: every replica's command (its GPUs isolated), devices and the reason. */
-export function toPoolPick(m: PlanModel, reps: ReplicaPlan[], dev: PlanDevices, toolVerified: boolean): FitPick {
+export function toPoolPick(m: PlanModel, reps: ReplicaPlan[], _dev: PlanDevices, toolVerified: boolean): FitPick {
   const slots = reps.reduce((a, r) => a + r.slots, 0);
   const ctxPerSlot = Math.min(...reps.map((r) => r.plan.ctxPerSlot));
-  const endpoints = reps.map((r) => ({ devices: r.gpus.map((g) => g.runtimeId), slots: r.slots, ctxPerSlot: r.plan.ctxPerSlot, command: commandFor(m, r.plan, r.gpus, r.slots, true) }));
+  const endpoints = reps.map((r) => ({
+    devices: r.gpus.map((g) => g.runtimeId),
+    slots: r.slots,
+    ctxPerSlot: r.plan.ctxPerSlot,
+    command: commandFor(m, r.plan, r.gpus, r.slots, true),
+  }));
   const g = reps[0]!.gpus.length;
   const caches = [...new Set(reps.map((r) => r.plan.cacheType))].join("/");
   return {
-    model: m.model, quant: m.quant, runtime: "llama.cpp", slots, ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
-    devices: reps.flatMap((r) => gpuDevices(r.plan, r.gpus)), command: endpoints.map((e) => e.command).join("\n"), placement: "gpu",
+    model: m.model,
+    quant: m.quant,
+    runtime: "llama.cpp",
+    slots,
+    ctxPerSlot,
+    toolCalling: toolVerified ? "verified" : "unverified",
+    devices: reps.flatMap((r) => gpuDevices(r.plan, r.gpus)),
+    command: endpoints.map((e) => e.command).join("\n"),
+    placement: "gpu",
     // one type for the pool when its replicas agree (a start pins it); mixed pools name none
     ...(new Set(reps.map((r) => r.plan.cacheType)).size === 1 ? { cacheType: reps[0]!.plan.cacheType } : {}),
-    reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} ` +
+    reason:
+      `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} ` +
       `(${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) × ${ctxPerSlot} tokens, unified KV (${caches}); ` +
       `one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}× the tokens at once — ocw admits each worker to a replica with a free slot`,
     replicas: reps.length,
@@ -350,7 +454,13 @@ export function catalogModel(e: CatalogEntry, quant: string): PlanModel {
   const q = e.quants.find((x) => x.quant === quant);
   if (!q) throw new Error(`${e.id} has no quant ${quant} (has ${e.quants.map((x) => x.quant).join(", ")})`);
   return {
-    model: e.id, quant: q.quant, hparams: catalogHparams(e), tensors: catalogTensors(e, q), fileBytes: q.bytes, isMoe: !!e.spec.moe, activeShare: e.activeParamsB / e.totalParamsB,
+    model: e.id,
+    quant: q.quant,
+    hparams: catalogHparams(e),
+    tensors: catalogTensors(e, q),
+    fileBytes: q.bytes,
+    isMoe: !!e.spec.moe,
+    activeShare: e.activeParamsB / e.totalParamsB,
     modelArgs: ["-hf", `${e.repo}:${q.quant}`],
   };
 }
@@ -377,7 +487,14 @@ export interface Proposal {
 /**
  * Chooses from the catalog. `verified(id)` says whether a target of that model passed the tool-call round trip here.
  */
-export function propose(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean = () => false, catalog: readonly CatalogEntry[] = CATALOG, maxCtxPerSlot?: number): Proposal {
+export function propose(
+  dev: PlanDevices,
+  slots: number,
+  minCtx: number,
+  verified: (id: string) => boolean = () => false,
+  catalog: readonly CatalogEntry[] = CATALOG,
+  maxCtxPerSlot?: number,
+): Proposal {
   const entries = catalog.filter((e) => e.autoPick);
   const good = (e: CatalogEntry) => e.quants.filter((q) => q.bits >= 4);
   const found: FitPick[] = [];
@@ -391,7 +508,10 @@ export function propose(dev: PlanDevices, slots: number, minCtx: number, verifie
         const pool = firstPool(e, qs);
         if (pool) {
           found.push(pool);
-          const split = qs.map((q) => catalogModel(e, q.quant)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).find((x) => x.p);
+          const split = qs
+            .map((q) => catalogModel(e, q.quant))
+            .map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) }))
+            .find((x) => x.p);
           if (split && found.length < max) found.push(toPick(split.m, split.p!, dev, slots, verified(e.id)));
           continue;
         }
@@ -425,11 +545,26 @@ export function propose(dev: PlanDevices, slots: number, minCtx: number, verifie
   };
   if (dev.gpus.length) {
     tryPhase("gpu", entries, "largest", 3);
-    tryPhase("moe-offload", entries.filter((e) => e.spec.moe), "smallest", 3);
-    tryPhase("partial", entries.filter((e) => !e.spec.moe), "smallest", 3);
+    tryPhase(
+      "moe-offload",
+      entries.filter((e) => e.spec.moe),
+      "smallest",
+      3,
+    );
+    tryPhase(
+      "partial",
+      entries.filter((e) => !e.spec.moe),
+      "smallest",
+      3,
+    );
   } else {
     // CPU: decode speed follows the active parameters, so only small-active MoE models, smallest ≥4-bit quant
-    tryPhase("cpu", entries.filter((e) => e.activeParamsB <= 5.5), "smallest", 3);
+    tryPhase(
+      "cpu",
+      entries.filter((e) => e.activeParamsB <= 5.5),
+      "smallest",
+      3,
+    );
   }
   if (found.length) return { pick: found[0]!, alternatives: found.slice(1), problem: null };
   return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog) };
@@ -439,7 +574,15 @@ export function propose(dev: PlanDevices, slots: number, minCtx: number, verifie
  * The plan for one named model (a Hub quant or a file), in the planner's order: replicas, whole on the GPUs, experts
  * in RAM, partial offload, CPU. `phases` limits the placements tried (a repo's quants are tried phase by phase).
  */
-export function planModel(m: PlanModel, dev: PlanDevices, slots: number, minCtx: number, verified: boolean, phases: FitPick["placement"][] = ["gpu", "moe-offload", "partial", "cpu"], maxCtxPerSlot?: number): FitPick | null {
+export function planModel(
+  m: PlanModel,
+  dev: PlanDevices,
+  slots: number,
+  minCtx: number,
+  verified: boolean,
+  phases: FitPick["placement"][] = ["gpu", "moe-offload", "partial", "cpu"],
+  maxCtxPerSlot?: number,
+): FitPick | null {
   if (phases.includes("gpu") && dev.gpus.length) {
     const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
     if (reps) return toPoolPick(m, reps, dev, verified);
@@ -472,7 +615,9 @@ export function modelFromInfo(info: ModelInfo, name: string, modelArgs: string[]
 }
 
 function noFitProblem(dev: PlanDevices, slots: number, minCtx: number, verified: (id: string) => boolean, catalog: readonly CatalogEntry[]): string {
-  const mem = dev.gpus.length ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a, g) => a + g.freeBytes, 0) / GiB).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`;
+  const mem = dev.gpus.length
+    ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a, g) => a + g.freeBytes, 0) / GiB).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`
+    : `no usable GPU and ${(dev.hostFreeBytes / GiB).toFixed(1)} GiB RAM free`;
   const hints: string[] = [];
   for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
     const p = propose(dev, s, minCtx, verified, catalog);
@@ -491,11 +636,15 @@ function noFitProblem(dev: PlanDevices, slots: number, minCtx: number, verified:
 }
 
 /** Which detected GPUs the llama.cpp runtime can use, with its device ids; notes for the ones it cannot. */
-export function devicesFromHardware(hw: {
-  gpus: { index: number; vendor: string; name: string; totalBytes: number; freeBytes: number | null; unified?: boolean }[];
-  ram: { freeBytes: number };
-  llamaDevices: { id: string; name: string }[] | null;
-}, runtimePath: string | null, assume?: { prefix: Record<string, string> }): { dev: PlanDevices; notes: string[]; runtimeDevices: string[] | null } {
+export function devicesFromHardware(
+  hw: {
+    gpus: { index: number; vendor: string; name: string; totalBytes: number; freeBytes: number | null; unified?: boolean }[];
+    ram: { freeBytes: number };
+    llamaDevices: { id: string; name: string }[] | null;
+  },
+  runtimePath: string | null,
+  assume?: { prefix: Record<string, string> },
+): { dev: PlanDevices; notes: string[]; runtimeDevices: string[] | null } {
   const notes: string[] = [];
   // with no runtime yet: the device names of the build setup will install (Vulkan on Linux + NVIDIA without nvcc)
   const prefix: Record<string, string> = { nvidia: "CUDA", amd: "ROCm", apple: "MTL", ...assume?.prefix };
@@ -513,17 +662,32 @@ export function devicesFromHardware(hw: {
       counters[p] = (counters[p] ?? 0) + 1;
     }
     if (!runtimeId) {
-      notes.push(`${g.name} is not visible to llama-server at ${runtimePath} (it lists ${hw.llamaDevices!.length ? hw.llamaDevices!.map((d) => d.id).join(", ") : "no GPU: a CPU build"}); install a ${g.vendor === "nvidia" ? "CUDA" : g.vendor === "amd" ? "ROCm or Vulkan" : "GPU"} build to use it — planning without it`);
+      notes.push(
+        `${g.name} is not visible to llama-server at ${runtimePath} (it lists ${hw.llamaDevices!.length ? hw.llamaDevices!.map((d) => d.id).join(", ") : "no GPU: a CPU build"}); install a ${g.vendor === "nvidia" ? "CUDA" : g.vendor === "amd" ? "ROCm or Vulkan" : "GPU"} build to use it — planning without it`,
+      );
       continue;
     }
-    gpus.push({ id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: free, totalBytes: g.totalBytes, unified: g.unified, runtimeId, index: g.index, vendor: g.vendor });
+    gpus.push({
+      id: `${g.vendor}${g.index}`,
+      name: g.name,
+      kind: "gpu",
+      freeBytes: free,
+      totalBytes: g.totalBytes,
+      unified: g.unified,
+      runtimeId,
+      index: g.index,
+      vendor: g.vendor,
+    });
   }
   if (!runtimePath && hw.gpus.length) notes.push("no llama-server found yet: setup installs the prebuilt build for this GPU backend (or pass --llama-server)");
   // unified memory (Apple, AMD APUs) is one pool: what the GPU may take is not also free for the host (issue 27: a
   // 48 GB Mac was planned 46 GiB, its Metal budget counted again as RAM)
   const unifiedBudget = gpus.filter((g) => g.unified).reduce((a, g) => a + g.freeBytes, 0);
   const hostFreeBytes = Math.max(0, hw.ram.freeBytes - unifiedBudget);
-  if (unifiedBudget) notes.push(`unified memory: the GPU's ${(unifiedBudget / GiB).toFixed(1)} GiB come out of the same ${(hw.ram.freeBytes / GiB).toFixed(1)} GiB of RAM, so the host keeps ${(hostFreeBytes / GiB).toFixed(1)} GiB`);
+  if (unifiedBudget)
+    notes.push(
+      `unified memory: the GPU's ${(unifiedBudget / GiB).toFixed(1)} GiB come out of the same ${(hw.ram.freeBytes / GiB).toFixed(1)} GiB of RAM, so the host keeps ${(hostFreeBytes / GiB).toFixed(1)} GiB`,
+    );
   return { dev: { gpus, hostFreeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
 }
 

@@ -42,12 +42,16 @@ export async function planRepo(
   const p = parseRepoRef(ref);
   if (!p) throw new Error(`"${ref}" is not owner/repo[:QUANT]`);
   const g = await repoGgufs(p.repo, p.rev, fetch, env).catch((e: Error & { cause?: { code?: string } }) => {
-    if (e.message === "fetch failed") throw new Error(`cannot reach the Hugging Face Hub at ${hubEndpoint(env)} (${e.cause?.code ?? "no connection"}): check the network (or HTTPS_PROXY), or pass a local .gguf or a catalog id`);
+    if (e.message === "fetch failed")
+      throw new Error(
+        `cannot reach the Hugging Face Hub at ${hubEndpoint(env)} (${e.cause?.code ?? "no connection"}): check the network (or HTTPS_PROXY), or pass a local .gguf or a catalog id`,
+      );
     throw e;
   });
   let quants = g.quants; // largest first
   if (p.quant) quants = quants.filter((q) => q.quant.toUpperCase() === p.quant);
-  if (!quants.length) throw new Error(p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q) => q.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`);
+  if (!quants.length)
+    throw new Error(p.quant ? `${p.repo} has no ${p.quant} GGUF (has ${g.quants.map((q) => q.quant).join(", ") || "none"})` : `${p.repo} has no GGUF files`);
   const infos = new Map<string, ModelInfo>();
   const model = async (q: QuantFile) => {
     let info = infos.get(q.quant);
@@ -61,7 +65,10 @@ export async function planRepo(
   const considered: RepoPlan["considered"] = [];
   const good = p.quant ? quants : quants.filter((q) => (quantBits(q.quant) ?? 4) >= 4);
   const order: [FitPick["placement"][], QuantFile[]][] = want.dev.gpus.length
-    ? [[["gpu"], quants], [["moe-offload", "partial"], [...good].reverse()]]
+    ? [
+        [["gpu"], quants],
+        [["moe-offload", "partial"], [...good].reverse()],
+      ]
     : [[["cpu"], [...good].reverse()]];
   for (const [phases, qs] of order) {
     for (const q of qs) {
@@ -70,7 +77,10 @@ export async function planRepo(
       if (pick) return { repo: p.repo, rev: p.rev, quant: q, pick, considered };
     }
   }
-  return { problem: `no quant of ${p.repo} fits ${want.slots} slot(s) × ${want.minCtx} tokens here (tried ${[...new Set(considered.map((c) => c.quant))].join(", ")})`, considered };
+  return {
+    problem: `no quant of ${p.repo} fits ${want.slots} slot(s) × ${want.minCtx} tokens here (tried ${[...new Set(considered.map((c) => c.quant))].join(", ")})`,
+    considered,
+  };
 }
 
 export function localPathFor(stateDir: string, repo: string, file: string): string {

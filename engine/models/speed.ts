@@ -10,14 +10,50 @@ import { config } from "../config";
 
 /** GB/s by a GPU name fragment (most specific first). */
 const GPU_BW: [RegExp, number][] = [
-  [/H200/i, 4800], [/H100.*(SXM|HBM3)/i, 3350], [/H100/i, 2000], [/B200/i, 8000], [/MI300X/i, 5300], [/MI250/i, 3277],
-  [/A100.*80/i, 2039], [/A100/i, 1555], [/L40S/i, 864], [/L40\b/i, 864], [/L4\b/i, 300], [/A10\b/i, 600], [/T4\b/i, 320],
-  [/RTX PRO 6000/i, 1792], [/RTX 6000 Ada/i, 960], [/A6000/i, 768],
-  [/5090/, 1792], [/5080/, 960], [/5070 Ti/i, 896], [/5070/, 672], [/5060 Ti/i, 448], [/5060/, 448],
-  [/4090/, 1008], [/4080/, 717], [/4070 Ti/i, 504], [/4070/, 504], [/4060 Ti/i, 288], [/4060/, 272],
-  [/3090/, 936], [/3080/, 760], [/3070/, 448], [/3060/, 360],
-  [/7900 XTX/i, 960], [/7900 XT/i, 800], [/7800 XT/i, 624], [/6900 XT/i, 512],
-  [/M\d Ultra/i, 800], [/M4 Max/i, 546], [/M\d Max/i, 400], [/M4 Pro/i, 273], [/M3 Pro/i, 150], [/M\d Pro/i, 200], [/M4/i, 120], [/M\d/i, 100],
+  [/H200/i, 4800],
+  [/H100.*(SXM|HBM3)/i, 3350],
+  [/H100/i, 2000],
+  [/B200/i, 8000],
+  [/MI300X/i, 5300],
+  [/MI250/i, 3277],
+  [/A100.*80/i, 2039],
+  [/A100/i, 1555],
+  [/L40S/i, 864],
+  [/L40\b/i, 864],
+  [/L4\b/i, 300],
+  [/A10\b/i, 600],
+  [/T4\b/i, 320],
+  [/RTX PRO 6000/i, 1792],
+  [/RTX 6000 Ada/i, 960],
+  [/A6000/i, 768],
+  [/5090/, 1792],
+  [/5080/, 960],
+  [/5070 Ti/i, 896],
+  [/5070/, 672],
+  [/5060 Ti/i, 448],
+  [/5060/, 448],
+  [/4090/, 1008],
+  [/4080/, 717],
+  [/4070 Ti/i, 504],
+  [/4070/, 504],
+  [/4060 Ti/i, 288],
+  [/4060/, 272],
+  [/3090/, 936],
+  [/3080/, 760],
+  [/3070/, 448],
+  [/3060/, 360],
+  [/7900 XTX/i, 960],
+  [/7900 XT/i, 800],
+  [/7800 XT/i, 624],
+  [/6900 XT/i, 512],
+  [/M\d Ultra/i, 800],
+  [/M4 Max/i, 546],
+  [/M\d Max/i, 400],
+  [/M4 Pro/i, 273],
+  [/M3 Pro/i, 150],
+  [/M\d Pro/i, 200],
+  [/M4/i, 120],
+  [/M\d/i, 100],
 ];
 
 export const ASSUMED_GPU_BW = 300;
@@ -48,19 +84,26 @@ export interface SpeedEstimate {
  * parts: each device's weight bytes and the share of them a token reads (1 for dense, active ÷ total for MoE experts),
  * with its bandwidth.
  */
-export function estimateSpeed(parts: { name: string; bytes: number; activeShare: number; gbps: number; known: boolean }[], slots: number): SpeedEstimate | null {
+export function estimateSpeed(
+  parts: { name: string; bytes: number; activeShare: number; gbps: number; known: boolean }[],
+  slots: number,
+): SpeedEstimate | null {
   const used = parts.filter((p) => p.bytes > 0);
   if (!used.length) return null;
   const secPerToken = used.reduce((a, p) => a + (p.bytes * p.activeShare) / (p.gbps * 1e9), 0) / EFFICIENCY;
   const single = 1 / secPerToken;
   const perSlot = slots > 1 ? single * BATCH_SHARE : single;
   const round = (x: number) => (x >= 100 ? Math.round(x) : Math.round(x * 10) / 10);
-  const basis = `decode ≈ ${Math.round(EFFICIENCY * 100)} % of bandwidth ÷ bytes read per token: ` +
-    used.map((p) => `${p.name} ${(p.bytes * p.activeShare / 1024 ** 3).toFixed(1)} GiB at ${p.gbps} GB/s${p.known ? "" : " (assumed)"}`).join(" + ");
+  const basis =
+    `decode ≈ ${Math.round(EFFICIENCY * 100)} % of bandwidth ÷ bytes read per token: ` +
+    used.map((p) => `${p.name} ${((p.bytes * p.activeShare) / 1024 ** 3).toFixed(1)} GiB at ${p.gbps} GB/s${p.known ? "" : " (assumed)"}`).join(" + ");
   return {
     decodeTokPerSecPerSlot: round(perSlot),
     decodeTokPerSecTotal: round(perSlot * slots),
     basis,
-    warning: perSlot < MIN_AGENT_TOK_PER_SEC ? `≈ ${round(perSlot)} tokens/s per slot is slow for an agent (a worker's turn writes hundreds of tokens): fewer slots, a smaller or MoE model, or a GPU` : null,
+    warning:
+      perSlot < MIN_AGENT_TOK_PER_SEC
+        ? `≈ ${round(perSlot)} tokens/s per slot is slow for an agent (a worker's turn writes hundreds of tokens): fewer slots, a smaller or MoE model, or a GPU`
+        : null,
   };
 }

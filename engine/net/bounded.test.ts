@@ -16,7 +16,7 @@ const HUGE = 150 * 1024 * 1024;
  */
 async function hugeEndpoint(declare: boolean): Promise<{ url: string; sent: () => number }> {
   let sent = 0;
-  server = http.createServer((req, res) => {
+  server = http.createServer((_req, res) => {
     res.setHeader("content-type", "application/json");
     if (declare) res.setHeader("content-length", String(HUGE));
     const chunk = Buffer.alloc(1024 * 1024, 0x20);

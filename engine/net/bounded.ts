@@ -14,7 +14,9 @@ export class BodyTooLarge extends Error {
     readonly url: string,
     readonly maxBytes: number,
   ) {
-    super(`the answer of ${url} is larger than ${Math.round(maxBytes / 1024)} KiB: not read (a server answering this much is not one the engine can read safely)`);
+    super(
+      `the answer of ${url} is larger than ${Math.round(maxBytes / 1024)} KiB: not read (a server answering this much is not one the engine can read safely)`,
+    );
   }
 }
 

@@ -44,7 +44,7 @@ export function describeFetchError(e: unknown, url?: string): string {
     if (typeof x.hostname === "string" && !url) url = `http://${x.hostname}`;
     c = x.cause ?? (Array.isArray(x.errors) ? x.errors[0] : undefined);
   }
-  const isFetch = msg === "fetch failed" || /^fetch failed/.test(msg) || (err?.name === "AbortError" || err?.name === "TimeoutError");
+  const isFetch = msg === "fetch failed" || /^fetch failed/.test(msg) || err?.name === "AbortError" || err?.name === "TimeoutError";
   // only network failures are re-worded: a file-system error (ENOSPC, EACCES …) keeps its own message
   if (!isFetch && !(code && (CODES[code] || code.startsWith("UND_ERR")))) return msg;
   const host = hostOf(url);

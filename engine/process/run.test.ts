@@ -49,7 +49,10 @@ describe("runCommand (off the engine's thread)", () => {
   it("a short-lived CLI gets its command's output, then exits (the thread neither ends it early nor keeps it alive)", () => {
     // A CLI that awaits one command and nothing else: it must not exit before the answer, nor hang after it.
     const script = path.join(dir, "cli.mjs");
-    writeFileSync(script, `import { runCommand } from ${JSON.stringify(path.resolve(__dirname, "run.ts"))};\nconst r = await runCommand("sh", ["-c", "sleep 0.3; echo done"], { cwd: ".", env: { PATH: process.env.PATH } });\nconsole.log(r.stdout.trim());\n`);
+    writeFileSync(
+      script,
+      `import { runCommand } from ${JSON.stringify(path.resolve(__dirname, "run.ts"))};\nconst r = await runCommand("sh", ["-c", "sleep 0.3; echo done"], { cwd: ".", env: { PATH: process.env.PATH } });\nconsole.log(r.stdout.trim());\n`,
+    );
     const esbuild = path.resolve(__dirname, "../../node_modules/.bin/esbuild");
     const bundle = path.join(dir, "cli.bundle.mjs");
     execFileSync(esbuild, [script, "--bundle", "--platform=node", "--format=esm", `--outfile=${bundle}`, "--log-level=error"]);

@@ -8,7 +8,18 @@ import type { HarnessServer } from "../harness/harness";
 import { testRegistry } from "../../test/fixtures/registry";
 import { Recovery } from "./recovery";
 
-const ask = (workerId: string, id: string): PermissionAsk => ({ id, workerId, sessionId: "ses_1", kind: "permission", tool: "edit", what: "a.txt", patterns: ["a.txt"], always: [], createdAt: 1, status: "pending" });
+const ask = (workerId: string, id: string): PermissionAsk => ({
+  id,
+  workerId,
+  sessionId: "ses_1",
+  kind: "permission",
+  tool: "edit",
+  what: "a.txt",
+  patterns: ["a.txt"],
+  always: [],
+  createdAt: 1,
+  status: "pending",
+});
 
 function setup(stateDir?: string, lists?: { permissions: unknown[] | null; questions: unknown[] | null }) {
   const r = testRegistry(stateDir);
@@ -16,8 +27,12 @@ function setup(stateDir?: string, lists?: { permissions: unknown[] | null; quest
   const queued: string[] = [];
   const regraded: string[] = [];
   const idles: string[] = [];
-  const list = (x: unknown[] | null | undefined) => async () => (x === null ? Promise.reject(new Error("ECONNRESET")) : { data: x ?? [], response: { ok: true, status: 200 } });
-  const client = { permission: { list: list(lists?.permissions), reply: async () => ({ data: true, response: { ok: true, status: 200 } }) }, question: { list: list(lists?.questions) } };
+  const list = (x: unknown[] | null | undefined) => async () =>
+    x === null ? Promise.reject(new Error("ECONNRESET")) : { data: x ?? [], response: { ok: true, status: 200 } };
+  const client = {
+    permission: { list: list(lists?.permissions), reply: async () => ({ data: true, response: { ok: true, status: 200 } }) },
+    question: { list: list(lists?.questions) },
+  };
   const server = { client } as unknown as HarnessServer;
   const recovery = new Recovery({
     stateDir: r.stateDir,
@@ -62,14 +77,20 @@ describe("recovery", () => {
     const other = worker("running", { targetId: "u" });
     const done = worker("built", { targetId: "t" });
     recovery.onServerDown("t", "opencode serve exited unexpectedly");
-    expect(registry.get(a.id)).toMatchObject({ state: "interrupted", stateReason: expect.stringMatching(/opencode serve exited unexpectedly; resume the worker/) });
+    expect(registry.get(a.id)).toMatchObject({
+      state: "interrupted",
+      stateReason: expect.stringMatching(/opencode serve exited unexpectedly; resume the worker/),
+    });
     expect(registry.get(a.id).asks.map((x) => x.status)).toEqual(["cancelled"]);
     expect(registry.get(other.id).state).toBe("running");
     expect(registry.get(done.id).state).toBe("built");
   });
 
   it("resync with an unreadable list keeps every pending ask pending, and still looks for an idle", async () => {
-    for (const lists of [{ permissions: null, questions: [] }, { permissions: [], questions: null }]) {
+    for (const lists of [
+      { permissions: null, questions: [] },
+      { permissions: [], questions: null },
+    ]) {
       const { worker, recovery, registry, approvals, idles, lines } = setup(undefined, lists);
       const w = worker("running", { sessionId: "ses_1" });
       approvals.onAsk(w.id, ask(w.id, "per_1"));
@@ -83,7 +104,10 @@ describe("recovery", () => {
 
   it("resync with readable lists: an ask opencode no longer has is resolved, one it has and we missed is opened", async () => {
     const missed = { id: "per_new", sessionID: "ses_1", permission: "edit", patterns: ["b.txt"], metadata: { filepath: "b.txt" }, always: [] };
-    const { worker, recovery, registry, approvals } = setup(undefined, { permissions: [missed, { ...missed, id: "per_other", sessionID: "ses_x" }], questions: [] });
+    const { worker, recovery, registry, approvals } = setup(undefined, {
+      permissions: [missed, { ...missed, id: "per_other", sessionID: "ses_x" }],
+      questions: [],
+    });
     const w = worker("running", { sessionId: "ses_1" });
     approvals.onAsk(w.id, ask(w.id, "per_old"));
     await recovery.resync("t");

@@ -68,7 +68,11 @@ export class Recovery {
     // Before anything new is published: clients holding a cursor of the last run resume from it.
     this.opts.bus.restore(logged);
     for (const w of this.reg.workers.values()) {
-      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "restart" }, "the engine restarted; opencode forgets pending asks on restart — resume the worker");
+      this.opts.approvals.cancelAll(
+        w.id,
+        { kind: "engine", name: "restart" },
+        "the engine restarted; opencode forgets pending asks on restart — resume the worker",
+      );
       if (w.state === "queued") this.opts.enqueue(w.id);
       else if (isActive(w.state)) this.reg.fire(w.id, "interrupt", "the engine stopped while this worker ran; resume it");
       else if (w.state === "settled" || w.state === "grading") void this.opts.regrade(w.id);
@@ -80,7 +84,9 @@ export class Recovery {
     this.reg.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
     for (const w of this.reg.list()) {
       if (w.targetId !== targetId || !isActive(w.state)) continue;
-      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "opencode-down" }, "opencode serve went down; the ask was lost — resume the worker", { safe: true });
+      this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "opencode-down" }, "opencode serve went down; the ask was lost — resume the worker", {
+        safe: true,
+      });
       this.reg.fire(w.id, "interrupt", `${why}; resume the worker to continue in the same session`);
     }
   }
@@ -102,8 +108,8 @@ export class Recovery {
       }
       const live = new Set<string>();
       const mine = (sessionID: string) => this.reg.sessions.get(sessionID) === w.id;
-      for (const p of permRes.data as PermissionRequest[]) if (mine(p.sessionID)) (live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p)));
-      for (const q of questionRes.data as QuestionRequest[]) if (mine(q.sessionID)) (live.add(q.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q)));
+      for (const p of permRes.data as PermissionRequest[]) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
+      for (const q of questionRes.data as QuestionRequest[]) if (mine(q.sessionID)) live.add(q.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q));
       for (const ask of pendingAsks(this.reg.get(w.id))) if (!live.has(ask.id)) this.opts.approvals.onAskGone(w.id, ask.id, "");
       void this.opts.checkIdle(w.id);
     }

@@ -19,7 +19,14 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
   writeFileSync(path.join(hidden, ".claude", ".credentials.json"), "SECRET");
   writeFileSync(path.join(plugin, "opencode"), "binary");
   const run = (script: string, network: "none" | "host" = "none") => {
-    const c = sandboxed(["/bin/sh", "-c", script], { hidden: [path.join(hidden, ".claude")], writable: [work], readOnly: [plugin], network, env: allowListedEnv({ HOME: work }), cwd: work });
+    const c = sandboxed(["/bin/sh", "-c", script], {
+      hidden: [path.join(hidden, ".claude")],
+      writable: [work],
+      readOnly: [plugin],
+      network,
+      env: allowListedEnv({ HOME: work }),
+      cwd: work,
+    });
     return spawnSync(c.file, c.args, { env: c.env, encoding: "utf8" });
   };
 
@@ -45,7 +52,8 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     mkdirSync(ws, { recursive: true });
     mkdirSync(theirs, { recursive: true });
     const shell = writeWorkerShell(path.join(tmp, "sandbox", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(tmp, "wtmp"), kind: "bwrap" });
-    const sh = (cwd: string, cmd: string, named: string | null = ws) => spawnSync(shell, ["-c", cmd], { cwd, encoding: "utf8", env: { PATH: process.env.PATH!, ...(named ? { OCW_WORKSPACE: named } : {}) } });
+    const sh = (cwd: string, cmd: string, named: string | null = ws) =>
+      spawnSync(shell, ["-c", cmd], { cwd, encoding: "utf8", env: { PATH: process.env.PATH!, ...(named ? { OCW_WORKSPACE: named } : {}) } });
     expect(sh(ws, "true", null).status).toBe(126); // no workspace named (opencode's plugin did not run): refused
     expect(sh(tmp, "true").status).toBe(126);
     expect(sh(path.join(root, "repo-1234"), "echo x > w-2/theirs.txt").status).toBe(126); // the repository folder is no workspace
@@ -65,8 +73,13 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     symlinkSync(theirs, path.join(mine, "b"));
     // A subfolder the worker swapped for a symlink: the named folder still means its own workspace, nothing else.
     symlinkSync(theirs, path.join(mine, "sub"));
-    const shell = writeWorkerShell(path.join(tmp, "sandbox-link", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(tmp, "wtmp-link"), kind: "bwrap" });
-    const sh = (cwd: string, named: string) => spawnSync(shell, ["-c", "echo pwned > backdoor.txt"], { cwd, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: named } });
+    const shell = writeWorkerShell(path.join(tmp, "sandbox-link", "worker-shell"), {
+      workspacesRoot: root,
+      tmpRoot: path.join(tmp, "wtmp-link"),
+      kind: "bwrap",
+    });
+    const sh = (cwd: string, named: string) =>
+      spawnSync(shell, ["-c", "echo pwned > backdoor.txt"], { cwd, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: named } });
     const r = sh(path.join(mine, "b"), mine);
     expect(r.status).toBe(126);
     expect(r.stderr).toContain("outside this worker's workspace");
@@ -101,11 +114,32 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     mkdirSync(path.dirname(db), { recursive: true });
     writeFileSync(db, "OTHER-WORKERS-TRANSCRIPTS\n");
     const sockets = [path.join(home, "agent.sock"), path.join(os.tmpdir(), `ocw-decoy-${process.pid}.sock`)];
-    const servers = await Promise.all(sockets.map((s) => new Promise<net.Server>((res) => { const srv = net.createServer((c) => c.end("SOCKET-REACHED")); srv.listen(s, () => res(srv)); })));
+    const servers = await Promise.all(
+      sockets.map(
+        (s) =>
+          new Promise<net.Server>((res) => {
+            const srv = net.createServer((c) => c.end("SOCKET-REACHED"));
+            srv.listen(s, () => res(srv));
+          }),
+      ),
+    );
     try {
-      const shell = writeWorkerShell(path.join(state, "sandbox", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(state, "tmp"), kind: "bwrap", stateDir: state, home });
+      const shell = writeWorkerShell(path.join(state, "sandbox", "worker-shell"), {
+        workspacesRoot: root,
+        tmpRoot: path.join(state, "tmp"),
+        kind: "bwrap",
+        stateDir: state,
+        home,
+      });
       const paths = [...decoys, db, ...sockets].map((p) => `'${p}'`).join(" ");
-      const r = spawnSync(shell, ["-c", `for f in ${paths}; do cat "$f" 2>/dev/null; [ -e "$f" ] && echo "VISIBLE $f"; done; cat '${home}/.cargo/bin/tool'; ls -A /run /var/run '${home}' | grep -v -e '^$' -e ':$' -e '^.cargo$' -e '^other-project$' -e '^.cache$' -e '^.config$' -e '^.codex$' -e '^.gemini$' -e '^.ollama$' -e '^.kaggle$' | head -20`], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
+      const r = spawnSync(
+        shell,
+        [
+          "-c",
+          `for f in ${paths}; do cat "$f" 2>/dev/null; [ -e "$f" ] && echo "VISIBLE $f"; done; cat '${home}/.cargo/bin/tool'; ls -A /run /var/run '${home}' | grep -v -e '^$' -e ':$' -e '^.cargo$' -e '^other-project$' -e '^.cache$' -e '^.config$' -e '^.codex$' -e '^.gemini$' -e '^.ollama$' -e '^.kaggle$' | head -20`,
+        ],
+        { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } },
+      );
       expect(r.stdout).not.toContain("DECOY-SECRET");
       expect(r.stdout).not.toContain("OTHER-WORKERS");
       expect(r.stdout).not.toContain("SOCKET-REACHED");
@@ -120,7 +154,8 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     const state = path.join(tmp, "repo-state");
     const user = path.join(tmp, "user-repo");
     mkdirSync(user, { recursive: true });
-    const git = (cwd: string, ...args: string[]) => execFileSync("git", ["-C", cwd, "-c", "user.name=t", "-c", "user.email=t@t", ...args], { encoding: "utf8" });
+    const git = (cwd: string, ...args: string[]) =>
+      execFileSync("git", ["-C", cwd, "-c", "user.name=t", "-c", "user.email=t@t", ...args], { encoding: "utf8" });
     git(user, "init", "-q");
     writeFileSync(path.join(user, "README.md"), "USER-CHECKOUT\n");
     git(user, "add", "-A");
@@ -133,7 +168,12 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     git(ws, "checkout", "-q", git(user, "rev-parse", "HEAD").trim());
     const sandboxDir = path.join(state, "sandbox");
     writeRepoBinds(path.join(sandboxDir, "binds"), ws, user, path.join(user, ".git", "objects"));
-    const shell = writeWorkerShell(path.join(sandboxDir, "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(state, "tmp"), kind: "bwrap", stateDir: state });
+    const shell = writeWorkerShell(path.join(sandboxDir, "worker-shell"), {
+      workspacesRoot: root,
+      tmpRoot: path.join(state, "tmp"),
+      kind: "bwrap",
+      stateDir: state,
+    });
     const sh = (cmd: string) => spawnSync(shell, ["-c", cmd], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
     expect(sh("git log --oneline | wc -l").stdout.trim()).toBe("1");
     expect(sh(`cat ${user}/README.md 2>&1`).stdout).not.toContain("USER-CHECKOUT");
@@ -146,7 +186,8 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
     mkdirSync(ws, { recursive: true });
     const limits = { wallSec: 2, procs: 64, memMb: 1024, cpuSec: 30, fileMb: 4, outputBytes: 64 * 1024, tmpfsMb: 8 };
     const shell = writeWorkerShell(path.join(tmp, "lim", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(tmp, "lim-tmp"), kind: "bwrap", limits });
-    const sh = (cmd: string) => spawnSync(shell, ["-c", cmd], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws }, maxBuffer: 1 << 30 });
+    const sh = (cmd: string) =>
+      spawnSync(shell, ["-c", cmd], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws }, maxBuffer: 1 << 30 });
     const big = sh("head -c 50000000 /dev/zero | tr '\\0' x; exit 3");
     expect(big.status).toBe(3);
     expect(big.stdout.length).toBeLessThan(limits.outputBytes + 200);
@@ -160,33 +201,54 @@ describe.skipIf(status.kind === "none")(`the bubblewrap sandbox, for real (${sta
   });
 
   // RLIMIT_NPROC does not apply to root (the kernel exempts uid 0): this runs the worker shell as a real user.
-  it.skipIf(process.getuid?.() !== 0 || !existsSync("/usr/bin/setpriv"))("a fork bomb in a worker command stays under its process limit and dies with its command", () => {
-    const base = mkdtempSync(path.join(os.tmpdir(), "ocw-nproc-"));
-    try {
-      chmodSync(base, 0o755);
-      const root = path.join(base, "workspaces");
-      const ws = path.join(root, "repo-1", "w-1");
-      mkdirSync(ws, { recursive: true });
-      mkdirSync(path.join(base, "tmp", "w-1", "home"), { recursive: true });
-      execFileSync("chown", ["-R", "65534:65534", ws, path.join(base, "tmp")]);
-      const limits = { wallSec: 4, procs: 64, memMb: 512, cpuSec: 30, fileMb: 16, outputBytes: 64 * 1024, tmpfsMb: 8 };
-      const shell = writeWorkerShell(path.join(base, "sandbox", "worker-shell"), { workspacesRoot: root, tmpRoot: path.join(base, "tmp"), kind: "bwrap", limits, home: path.join(base, "home") });
-      const r = spawnSync("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", shell, "-c", "sh -c 'i=0; while [ $i -lt 300 ]; do sleep 30 & i=$((i+1)); echo $i > n; done' 2>/dev/null; read n < n; echo \"started $n\"; bomb() { bomb | bomb & }; bomb"], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
-      // 300 background processes asked for: the process limit stops them short (the shells count too).
-      const started = Number(/started (\d+)/.exec(r.stdout)?.[1]);
-      expect(started).toBeGreaterThan(10);
-      expect(started).toBeLessThan(limits.procs);
-      expect(r.stdout).toContain("wall-clock budget of 4 s"); // the bomb ran until the budget ended the command
-      // Nothing of it is left: every process of the command died with its sandbox.
-      // (the kernel tears a pid namespace down after its first process died: wait for it, a few seconds at most).
-      let left = "?";
-      for (let i = 0; i < 50 && left; i++) {
-        left = spawnSync("ps", ["-u", "65534", "-o", "pid="], { encoding: "utf8" }).stdout.trim();
-        if (left) execFileSync("sleep", ["0.1"]);
+  it.skipIf(process.getuid?.() !== 0 || !existsSync("/usr/bin/setpriv"))(
+    "a fork bomb in a worker command stays under its process limit and dies with its command",
+    () => {
+      const base = mkdtempSync(path.join(os.tmpdir(), "ocw-nproc-"));
+      try {
+        chmodSync(base, 0o755);
+        const root = path.join(base, "workspaces");
+        const ws = path.join(root, "repo-1", "w-1");
+        mkdirSync(ws, { recursive: true });
+        mkdirSync(path.join(base, "tmp", "w-1", "home"), { recursive: true });
+        execFileSync("chown", ["-R", "65534:65534", ws, path.join(base, "tmp")]);
+        const limits = { wallSec: 4, procs: 64, memMb: 512, cpuSec: 30, fileMb: 16, outputBytes: 64 * 1024, tmpfsMb: 8 };
+        const shell = writeWorkerShell(path.join(base, "sandbox", "worker-shell"), {
+          workspacesRoot: root,
+          tmpRoot: path.join(base, "tmp"),
+          kind: "bwrap",
+          limits,
+          home: path.join(base, "home"),
+        });
+        const r = spawnSync(
+          "/usr/bin/setpriv",
+          [
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            shell,
+            "-c",
+            "sh -c 'i=0; while [ $i -lt 300 ]; do sleep 30 & i=$((i+1)); echo $i > n; done' 2>/dev/null; read n < n; echo \"started $n\"; bomb() { bomb | bomb & }; bomb",
+          ],
+          { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } },
+        );
+        // 300 background processes asked for: the process limit stops them short (the shells count too).
+        const started = Number(/started (\d+)/.exec(r.stdout)?.[1]);
+        expect(started).toBeGreaterThan(10);
+        expect(started).toBeLessThan(limits.procs);
+        expect(r.stdout).toContain("wall-clock budget of 4 s"); // the bomb ran until the budget ended the command
+        // Nothing of it is left: every process of the command died with its sandbox.
+        // (the kernel tears a pid namespace down after its first process died: wait for it, a few seconds at most).
+        let left = "?";
+        for (let i = 0; i < 50 && left; i++) {
+          left = spawnSync("ps", ["-u", "65534", "-o", "pid="], { encoding: "utf8" }).stdout.trim();
+          if (left) execFileSync("sleep", ["0.1"]);
+        }
+        expect(left).toBe("");
+      } finally {
+        rmSync(base, { recursive: true, force: true });
       }
-      expect(left).toBe("");
-    } finally {
-      rmSync(base, { recursive: true, force: true });
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

@@ -21,7 +21,9 @@ export const SandboxPolicy = z.object({
   /** Folders bound back read-only inside `tmpfs` (the toolchain allow-list), before `writable`. */
   reveal: z.array(z.string()).optional(),
   /** Per-process limits, tmpfs sizes and the output cap (CommandLimits); absent: none. */
-  limits: z.object({ wallSec: z.number(), procs: z.number(), memMb: z.number(), cpuSec: z.number(), fileMb: z.number(), outputBytes: z.number(), tmpfsMb: z.number() }).optional(),
+  limits: z
+    .object({ wallSec: z.number(), procs: z.number(), memMb: z.number(), cpuSec: z.number(), fileMb: z.number(), outputBytes: z.number(), tmpfsMb: z.number() })
+    .optional(),
   /** Network: "none" gives the process its own empty network namespace (no loopback servers, no internet). */
   network: z.enum(["none", "host"]),
   /** The process's environment, exactly (nothing is inherited). */
@@ -45,20 +47,38 @@ let cached: SandboxStatus | null = null;
 export function sandboxStatus(): SandboxStatus {
   if (cached) return cached;
   if (process.platform !== "linux") {
-    cached = { kind: "none", bwrap: null, reason: `no sandbox on ${process.platform} yet (Linux bubblewrap only): start workers with --no-sandbox to run them unconfined` };
+    cached = {
+      kind: "none",
+      bwrap: null,
+      reason: `no sandbox on ${process.platform} yet (Linux bubblewrap only): start workers with --no-sandbox to run them unconfined`,
+    };
     return cached;
   }
   const bwrap = config().OCW_BWRAP ?? findOnPath("bwrap");
   if (!bwrap) {
-    cached = { kind: "none", bwrap: null, reason: "bubblewrap (bwrap) is not installed: `sudo apt-get install bubblewrap` (Debian/Ubuntu) or `sudo dnf install bubblewrap`, or opt out with --no-sandbox" };
+    cached = {
+      kind: "none",
+      bwrap: null,
+      reason:
+        "bubblewrap (bwrap) is not installed: `sudo apt-get install bubblewrap` (Debian/Ubuntu) or `sudo dnf install bubblewrap`, or opt out with --no-sandbox",
+    };
     return cached;
   }
   try {
-    execFileSync(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "--", "true"], { stdio: "pipe", timeout: 10_000 });
+    execFileSync(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "--", "true"], {
+      stdio: "pipe",
+      timeout: 10_000,
+    });
     cached = { kind: "bwrap", bwrap, reason: null };
   } catch (err) {
-    const why = String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim().split("\n")[0];
-    cached = { kind: "none", bwrap, reason: `bubblewrap cannot create namespaces here (${why}): allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or opt out with --no-sandbox` };
+    const why = String((err as { stderr?: Buffer }).stderr ?? (err as Error).message)
+      .trim()
+      .split("\n")[0];
+    cached = {
+      kind: "none",
+      bwrap,
+      reason: `bubblewrap cannot create namespaces here (${why}): allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or opt out with --no-sandbox`,
+    };
   }
   return cached;
 }
@@ -240,7 +260,9 @@ export function serveHidden(home = os.homedir()): string[] {
   const keep = new Set(TOOLCHAIN_DIRS.map((p) => p.split("/")[0]!).concat([".local"]));
   let dots: string[] = [];
   try {
-    dots = readdirSync(home).filter((n) => n.startsWith(".") && !keep.has(n)).map((n) => path.join(home, n));
+    dots = readdirSync(home)
+      .filter((n) => n.startsWith(".") && !keep.has(n))
+      .map((n) => path.join(home, n));
   } catch {
     /* no home */
   }
@@ -278,7 +300,10 @@ function bwrapHasSize(): boolean {
  * processes. Before, it counts every process of the user, so a limit would fail a busy user's commands: not set there.
  */
 function nprocPerNamespace(): boolean {
-  const [major, minor] = os.release().split(".").map((n) => parseInt(n, 10));
+  const [major, minor] = os
+    .release()
+    .split(".")
+    .map((n) => parseInt(n, 10));
   return (major ?? 0) > 5 || ((major ?? 0) === 5 && (minor ?? 0) >= 14);
 }
 
@@ -333,11 +358,18 @@ function capFilter(outputBytes: number): string {
  * The command line that runs `argv` inside the policy's sandbox (or unconfined when `kind` is "none"). With `limits`,
  * the per-process limits apply inside and the output is capped (stdout and stderr together, on stdout).
  */
-export function sandboxed(argv: string[], policy: SandboxPolicy, kind: SandboxKind = sandboxStatus().kind): { file: string; args: string[]; env: Record<string, string> } {
+export function sandboxed(
+  argv: string[],
+  policy: SandboxPolicy,
+  kind: SandboxKind = sandboxStatus().kind,
+): { file: string; args: string[]; env: Record<string, string> } {
   const l = policy.limits;
   const shell = existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh";
   const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash"), kind !== "none"), ...argv] : argv;
-  const base = kind === "none" ? { file: inner[0]!, args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap!, args: [...bwrapArgs(policy), "--", ...inner], env: {} as Record<string, string> };
+  const base =
+    kind === "none"
+      ? { file: inner[0]!, args: inner.slice(1), env: policy.env }
+      : { file: sandboxStatus().bwrap!, args: [...bwrapArgs(policy), "--", ...inner], env: {} as Record<string, string> };
   if (!l) return base;
   // sh -c '"$@" 2>&1 | cap; exit the command's status' sh <file> <args…>
   const script = `exec 3>&1; rc=$( { { "$@" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 ); exit \${rc:-1}`;
@@ -454,9 +486,19 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
   const binds = real(opts.bindsDir ?? path.join(path.dirname(file), "binds"));
   const bash = opts.bash ?? (existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh");
   const l = opts.limits ?? commandLimits();
-  const env = allowListedEnv({ TERM: "dumb", CI: "1", GIT_TERMINAL_PROMPT: "0", GIT_AUTHOR_NAME: "opencode-worker", GIT_AUTHOR_EMAIL: "opencode-worker@localhost", GIT_COMMITTER_NAME: "opencode-worker", GIT_COMMITTER_EMAIL: "opencode-worker@localhost" });
+  const env = allowListedEnv({
+    TERM: "dumb",
+    CI: "1",
+    GIT_TERMINAL_PROMPT: "0",
+    GIT_AUTHOR_NAME: "opencode-worker",
+    GIT_AUTHOR_EMAIL: "opencode-worker@localhost",
+    GIT_COMMITTER_NAME: "opencode-worker",
+    GIT_COMMITTER_EMAIL: "opencode-worker@localhost",
+  });
   delete env.SHELL;
-  const setenv = Object.entries(env).map(([k, v]) => `--setenv ${k} ${shq(v)}`).join(" ");
+  const setenv = Object.entries(env)
+    .map(([k, v]) => `--setenv ${k} ${shq(v)}`)
+    .join(" ");
   const refuse = (why: string) => `{ echo "opencode-worker: refused: ${why}" >&2; exit 126; }`;
   const lines = [
     "#!/bin/sh",
@@ -466,7 +508,7 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
     `tmproot=${shq(tmpRoot)}`,
     `binds=${shq(binds)}`,
     // The workspace comes from opencode (its plugin, per session), never from the command's folder.
-    'ws_named=${OCW_WORKSPACE-}',
+    "ws_named=${OCW_WORKSPACE-}",
     'case "$ws_named" in',
     '  "$root"/*) rel=${ws_named#"$root"/} ;;',
     '  "$named"/*) rel=${ws_named#"$named"/} ;;',
@@ -474,9 +516,9 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
     "esac",
     // A workspace is exactly <root>/<repository>/<worker id>, taken from the named path as written (its subfolder may
     // be anything the worker made of it, a symlink included: only the two fixed components count).
-    'repo=${rel%%/*}',
-    'rest=${rel#*/}',
-    'id=${rest%%/*}',
+    "repo=${rel%%/*}",
+    "rest=${rel#*/}",
+    "id=${rest%%/*}",
     `if [ "$rest" = "$rel" ] || [ -z "$repo" ] || [ "$repo" = . ] || [ "$repo" = .. ]; then ${refuse("not a workspace: $ws_named")}; fi`,
     `case "$id" in w-*) ;; *) ${refuse("not a workspace: $ws_named")} ;; esac`,
     'ws="$root/$repo/$id"',
@@ -485,11 +527,15 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
     `case "$here" in "$ws"|"$ws"/*) ;; *) ${refuse("the command's folder $here is outside this worker's workspace $ws (a workdir must be inside it)")} ;; esac`,
     'tmp="$tmproot/$id"',
     'mkdir -p "$tmp/home" 2>/dev/null',
-    'extra=/dev/null',
+    "extra=/dev/null",
     '[ -f "$binds/$repo" ] && extra="$binds/$repo"',
   ];
   if (opts.kind === "none") {
-    lines.push(`exec env -i ${Object.entries(env).map(([k, v]) => `${k}=${shq(v)}`).join(" ")} HOME="$tmp/home" TMPDIR="$tmp" ${bash} "$@"`);
+    lines.push(
+      `exec env -i ${Object.entries(env)
+        .map(([k, v]) => `${k}=${shq(v)}`)
+        .join(" ")} HOME="$tmp/home" TMPDIR="$tmp" ${bash} "$@"`,
+    );
   } else {
     const bwrap = sandboxStatus().bwrap!;
     const home = opts.home ?? os.homedir();
@@ -499,10 +545,13 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
     // Secrets inside the revealed toolchain folders stay hidden (a file bound over with /dev/null).
     const reveal = revealed(home);
     const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path.sep)));
-    const revealArgs = [...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`), ...secretsInside.map((s) => (statSync(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`))].join(" ");
+    const revealArgs = [
+      ...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`),
+      ...secretsInside.map((s) => (statSync(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)),
+    ].join(" ");
     const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t) => existsSync(t));
     lines.push(
-      'exec 3>&1',
+      "exec 3>&1",
       // The command's status comes back on fd 4; its output (stdout and stderr) goes through the cap to fd 3.
       `rc=$( { { ${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} --ro-bind / / --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc \\`,
       "  --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\",
@@ -514,7 +563,7 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
       `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" \\`,
       `  -- ${bash} -c ${shq(limitsPrelude(l, bash.endsWith("bash")))} ${bash} "$@" 5<"$extra" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 )`,
       timeout ? `[ "$rc" = 124 ] && echo "[opencode-worker: the command was stopped after its wall-clock budget of ${l.wallSec} s]"` : ":",
-      'exit ${rc:-1}',
+      "exit ${rc:-1}",
     );
   }
   mkdirSync(path.dirname(file), { recursive: true });

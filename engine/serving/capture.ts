@@ -38,7 +38,10 @@ export async function probeEndpoint(url: string, key: string | null = null, time
   let totalSlots: number | null = null;
   let perSlotCtx: number | null = null;
   let build: string | null = null;
-  const props = await httpJson<{ total_slots?: number; build_info?: string; default_generation_settings?: { n_ctx?: number } }>(`${root}/props`, { headers: h, timeoutMs });
+  const props = await httpJson<{ total_slots?: number; build_info?: string; default_generation_settings?: { n_ctx?: number } }>(`${root}/props`, {
+    headers: h,
+    timeoutMs,
+  });
   if (props.ok && typeof props.body?.total_slots === "number") {
     engine = "llama.cpp";
     totalSlots = props.body.total_slots;
@@ -57,7 +60,10 @@ export async function probeEndpoint(url: string, key: string | null = null, time
       build = ol.body.version;
       notes.push("ollama: num_ctx is per request/model and per slot; OLLAMA_NUM_PARALLEL sets slots");
     } else {
-      const sg = await httpJson<{ max_running_requests?: number; context_length?: number; version?: string }>(`${root}/get_server_info`, { headers: h, timeoutMs });
+      const sg = await httpJson<{ max_running_requests?: number; context_length?: number; version?: string }>(`${root}/get_server_info`, {
+        headers: h,
+        timeoutMs,
+      });
       if (sg.ok && sg.body && typeof sg.body === "object") {
         engine = "sglang";
         totalSlots = sg.body.max_running_requests ?? null;

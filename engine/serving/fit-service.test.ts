@@ -7,10 +7,26 @@ import { planFit } from "./fit-service";
 
 const GiB = 1024 ** 3;
 const hw = (gpus: HardwareReport["gpus"], ramGiB: number): HardwareReport => ({
-  platform: "linux", arch: "x64", cpu: { model: "t", cores: 16, physicalCores: 8 }, ram: { totalBytes: ramGiB * GiB, freeBytes: ramGiB * GiB },
-  gpus, llamaDevices: null, probes: [], problems: [], ms: 1,
+  platform: "linux",
+  arch: "x64",
+  cpu: { model: "t", cores: 16, physicalCores: 8 },
+  ram: { totalBytes: ramGiB * GiB, freeBytes: ramGiB * GiB },
+  gpus,
+  llamaDevices: null,
+  probes: [],
+  problems: [],
+  ms: 1,
 });
-const nv = (i: number, name: string, gib: number): HardwareReport["gpus"][number] => ({ index: i, vendor: "nvidia", name, totalBytes: gib * GiB, freeBytes: gib * GiB - 0.5 * GiB, usedBytes: 0.5 * GiB, unified: false, source: "nvidia-smi" });
+const nv = (i: number, name: string, gib: number): HardwareReport["gpus"][number] => ({
+  index: i,
+  vendor: "nvidia",
+  name,
+  totalBytes: gib * GiB,
+  freeBytes: gib * GiB - 0.5 * GiB,
+  usedBytes: 0.5 * GiB,
+  unified: false,
+  source: "nvidia-smi",
+});
 
 describe("planFit", () => {
   it("returns the FitResult contract; bad input is a SetupError naming the field", async () => {
@@ -40,12 +56,22 @@ describe("planFit", () => {
   });
 
   it("unified memory is budgeted once: on a 48 GB Mac the plan's GPU and host parts together stay within the 48 GB", async () => {
-    const mac: HardwareReport = { ...hw([{ index: 0, vendor: "apple", name: "Apple M4 Pro", totalBytes: 36 * GiB, freeBytes: 36 * GiB, usedBytes: 0, unified: true, source: "sysctl" }], 48), platform: "darwin", arch: "arm64" };
+    const mac: HardwareReport = {
+      ...hw(
+        [{ index: 0, vendor: "apple", name: "Apple M4 Pro", totalBytes: 36 * GiB, freeBytes: 36 * GiB, usedBytes: 0, unified: true, source: "sysctl" }],
+        48,
+      ),
+      platform: "darwin",
+      arch: "arm64",
+    };
     const notes: string[] = [];
     for (const model of [undefined, "qwen3-coder-next", "qwen3.6-35b-a3b:Q8_0"]) {
       const r = await planFit({ slots: 1, model }, mac, { llamaServer: null });
       const total = r.pick ? r.pick.devices.reduce((a, d) => a + d.plannedBytes, 0) : 0;
-      expect(total, `${model}: ${r.pick?.placement} ${r.pick?.devices.map((d) => `${d.name} ${(d.plannedBytes / GiB).toFixed(1)}`).join(", ")}`).toBeLessThanOrEqual(48 * GiB - 2 * GiB);
+      expect(
+        total,
+        `${model}: ${r.pick?.placement} ${r.pick?.devices.map((d) => `${d.name} ${(d.plannedBytes / GiB).toFixed(1)}`).join(", ")}`,
+      ).toBeLessThanOrEqual(48 * GiB - 2 * GiB);
       notes.push(...r.hardware.notes);
     }
     expect(notes.join(" ")).toMatch(/unified memory/);

@@ -55,7 +55,8 @@ export function toolVerifiedModels(store: TargetStore = new TargetStore()): (id:
   } catch {
     /* no store yet */
   }
-  return (id) => targets.some((t) => t.outcome === "built" && t.checks.some((c) => c.name === "tools" && c.passed) && t.model.toLowerCase().includes(id.toLowerCase()));
+  return (id) =>
+    targets.some((t) => t.outcome === "built" && t.checks.some((c) => c.name === "tools" && c.passed) && t.model.toLowerCase().includes(id.toLowerCase()));
 }
 
 export function safeFindLlamaServer(): string | null {
@@ -84,7 +85,8 @@ function installedRuntime(rt: "vllm" | "sglang"): { how: "binary" | "container" 
  */
 export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOptions = {}): Promise<FitResult> {
   if (i.slots !== undefined && !(Number.isInteger(i.slots) && i.slots >= 1)) input(`--slots must be an integer ≥ 1 (got "${i.slots}")`, "slots");
-  if (i.ctxPerSlot !== undefined && !(Number.isInteger(i.ctxPerSlot) && i.ctxPerSlot >= 1024)) input(`--ctx must be an integer ≥ 1024 (got "${i.ctxPerSlot}")`, "ctxPerSlot");
+  if (i.ctxPerSlot !== undefined && !(Number.isInteger(i.ctxPerSlot) && i.ctxPerSlot >= 1024))
+    input(`--ctx must be an integer ≥ 1024 (got "${i.ctxPerSlot}")`, "ctxPerSlot");
   if (i.minCtx !== undefined && !(Number.isInteger(i.minCtx) && i.minCtx >= 1024)) input(`--min-ctx must be an integer ≥ 1024 (got "${i.minCtx}")`, "minCtx");
   // setup's --ctx: exactly this context per slot (llama.cpp pads the cache to 256 cells)
   const exact = i.ctxPerSlot === undefined ? undefined : Math.ceil(i.ctxPerSlot / 256) * 256;
@@ -101,7 +103,8 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   if (assume?.note) notes.push(assume.note);
   const runtimeDevices = pd ? pd.dev.gpus.map((g) => g.runtimeId) : ld.runtimeDevices;
   const slots = i.slots ?? (dev.gpus.length ? 4 : 1);
-  if (i.slots === undefined && !dev.gpus.length && !parallel) notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
+  if (i.slots === undefined && !dev.gpus.length && !parallel)
+    notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
   const verified = toolVerifiedModels(o.store);
   let result: { pick: FitResult["pick"]; alternatives: FitResult["alternatives"]; problem: string | null };
   if (parallel) {
@@ -124,25 +127,43 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
       result = repoQuant ? { pick: null, alternatives: [], problem: null } : propose(dev, slots, minCtx, verified, [only], exact);
       if (!result.pick) {
         const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q) => ({ ...q, bits: Math.max(q.bits, 4) })) }], exact);
-        if (small.pick && !repoQuant) small.pick.reason = `${small.pick.reason}; no ≥ 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
+        if (small.pick && !repoQuant)
+          small.pick.reason = `${small.pick.reason}; no ≥ 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
         result = small;
       }
     } else {
-      const verifiedOk = verified(i.model.split(":")[0]!.split("/").pop()!.replace(/-GGUF$/i, ""));
+      const verifiedOk = verified(
+        i.model
+          .split(":")[0]!
+          .split("/")
+          .pop()!
+          .replace(/-GGUF$/i, ""),
+      );
       try {
         if (!existsSync(i.model) && parseRepoRef(i.model)) {
           const r = await planRepo(i.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
-          result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null }
-            : { pick: null, alternatives: [], problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+          result =
+            "pick" in r
+              ? { pick: r.pick, alternatives: [], problem: null }
+              : {
+                  pick: null,
+                  alternatives: [],
+                  problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
+                };
         } else {
           const info = await loadGguf(i.model);
           const m = modelFromInfo(info, i.model, existsSync(i.model) ? ["-m", path.resolve(i.model)] : ["-hf", i.model]);
           const pick = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i.model), undefined, exact);
           result = pick
             ? { pick, alternatives: [], problem: null }
-            : { pick: null, alternatives: [], problem: minCtx > m.hparams.nCtxTrain
-              ? `${i.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
-              : `${i.model} does not fit ${slots} slot(s) × ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+            : {
+                pick: null,
+                alternatives: [],
+                problem:
+                  minCtx > m.hparams.nCtxTrain
+                    ? `${i.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it`
+                    : `${i.model} does not fit ${slots} slot(s) × ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
+              };
         }
       } catch (e) {
         // a file, repo or URL that cannot be read or sized (ModelSourceError, MetadataError, EstimateError, the Hub …)
@@ -154,14 +175,27 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   if (!parallel && (!i.model || findCatalog(i.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
     for (const rt of ["vllm", "sglang"] as const) {
       if (installedRuntime(rt).how !== "binary") continue;
-      const p = await proposeParallel({ runtime: rt, dev: parallelDevices(hw).dev, slots, minCtx, maxCtxPerSlot: exact, model: i.model?.replace(/:.*$/, ""), verified, max: 1 }).catch(() => null);
+      const p = await proposeParallel({
+        runtime: rt,
+        dev: parallelDevices(hw).dev,
+        slots,
+        minCtx,
+        maxCtxPerSlot: exact,
+        model: i.model?.replace(/:.*$/, ""),
+        verified,
+        max: 1,
+      }).catch(() => null);
       if (p?.pick) result.alternatives.push(p.pick);
     }
   }
   return FitResult.parse({
     hardware: {
       gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
-      ramTotalBytes: hw.ram.totalBytes, ramFreeBytes: hw.ram.freeBytes, cpu: hw.cpu.model, runtimeDevices, notes: [...notes, ...hw.problems],
+      ramTotalBytes: hw.ram.totalBytes,
+      ramFreeBytes: hw.ram.freeBytes,
+      cpu: hw.cpu.model,
+      runtimeDevices,
+      notes: [...notes, ...hw.problems],
     },
     ...result,
   } satisfies FitResult);

@@ -9,8 +9,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { expectedLlamaBackend, installPrebuilt, LLAMA_CPP_PIN, pickAsset, pinnedRelease, type Release, variantsFor } from "./get-llama";
 import { findLlamaServer } from "./llama-server";
 
-const names = ["llama-b7000-bin-ubuntu-x64.tar.gz", "llama-b7000-bin-ubuntu-vulkan-x64.tar.gz", "llama-b7000-bin-win-cuda-12.4-x64.zip",
-  "llama-b7000-bin-win-cpu-x64.zip", "llama-b7000-bin-macos-arm64.zip", "cudart-llama-bin-win-cuda-12.4-x64.zip", "llama-b7000-bin-ubuntu-cuda-x64.tar.gz"];
+const names = [
+  "llama-b7000-bin-ubuntu-x64.tar.gz",
+  "llama-b7000-bin-ubuntu-vulkan-x64.tar.gz",
+  "llama-b7000-bin-win-cuda-12.4-x64.zip",
+  "llama-b7000-bin-win-cpu-x64.zip",
+  "llama-b7000-bin-macos-arm64.zip",
+  "cudart-llama-bin-win-cuda-12.4-x64.zip",
+  "llama-b7000-bin-ubuntu-cuda-x64.tar.gz",
+];
 const rel = (base = "http://x"): Release => ({ tag: "b7000", assets: names.map((n) => ({ name: n, url: `${base}/${n}`, size: null, sha256: null })) });
 
 describe("release asset choice", () => {
@@ -39,10 +46,16 @@ describe("installPrebuilt against a local release server", () => {
   let base = "";
   beforeAll(async () => {
     // a release-like tarball per variant: build/bin/llama-server (CUDA's fails like a build without a driver)
-    for (const [name, ok] of [["llama-b7000-bin-ubuntu-cuda-x64.tar.gz", false], ["llama-b7000-bin-ubuntu-x64.tar.gz", true]] as const) {
+    for (const [name, ok] of [
+      ["llama-b7000-bin-ubuntu-cuda-x64.tar.gz", false],
+      ["llama-b7000-bin-ubuntu-x64.tar.gz", true],
+    ] as const) {
       const src = path.join(dir, `src-${ok}`, "build", "bin");
       mkdirSync(src, { recursive: true });
-      writeFileSync(path.join(src, "llama-server"), ok ? "#!/bin/sh\necho 'version: 7000 (fake)'\n" : "#!/bin/sh\necho 'CUDA driver version is insufficient' >&2\nexit 1\n");
+      writeFileSync(
+        path.join(src, "llama-server"),
+        ok ? "#!/bin/sh\necho 'version: 7000 (fake)'\n" : "#!/bin/sh\necho 'CUDA driver version is insufficient' >&2\nexit 1\n",
+      );
       chmodSync(path.join(src, "llama-server"), 0o755);
       execFileSync("tar", ["-czf", path.join(dir, name), "-C", path.join(dir, `src-${ok}`), "build"]);
       files[name] = readFileSync(path.join(dir, name));
@@ -51,10 +64,23 @@ describe("installPrebuilt against a local release server", () => {
       const n = decodeURIComponent((req.url ?? "").slice(1));
       if (n === "releases/latest") {
         res.setHeader("content-type", "application/json");
-        return res.end(JSON.stringify({ tag_name: "b7000", assets: Object.entries(files).map(([name, b]) => ({ name, browser_download_url: `${base}/${name}`, size: b.length, digest: `sha256:${createHash("sha256").update(b).digest("hex")}` })) }));
+        return res.end(
+          JSON.stringify({
+            tag_name: "b7000",
+            assets: Object.entries(files).map(([name, b]) => ({
+              name,
+              browser_download_url: `${base}/${name}`,
+              size: b.length,
+              digest: `sha256:${createHash("sha256").update(b).digest("hex")}`,
+            })),
+          }),
+        );
       }
       const b = files[n];
-      if (!b) { res.statusCode = 404; return res.end(); }
+      if (!b) {
+        res.statusCode = 404;
+        return res.end();
+      }
       res.setHeader("content-length", String(b.length));
       res.end(b);
     });
@@ -68,7 +94,15 @@ describe("installPrebuilt against a local release server", () => {
     const r = await pinnedRelease(env);
     expect(r.assets[0]!.sha256).toMatch(/^[0-9a-f]{64}$/);
     const progress: string[] = [];
-    const out = await installPrebuilt({ root: path.join(dir, "install"), platform: "linux", arch: "x64", gpus: [{ vendor: "nvidia" }], release: r, onProgress: (a) => progress.push(a), nvcc: true });
+    const out = await installPrebuilt({
+      root: path.join(dir, "install"),
+      platform: "linux",
+      arch: "x64",
+      gpus: [{ vendor: "nvidia" }],
+      release: r,
+      onProgress: (a) => progress.push(a),
+      nvcc: true,
+    });
     expect(out).toMatchObject({ variant: "cpu", tag: "b7000", asset: "llama-b7000-bin-ubuntu-x64.tar.gz", verified: "sha256" });
     expect(execFileSync(out.bin, ["--version"]).toString()).toMatch(/7000/);
     expect(progress).toContain("llama-b7000-bin-ubuntu-cuda-x64.tar.gz");
@@ -81,17 +115,33 @@ describe("installPrebuilt against a local release server", () => {
     expect(findLlamaServer(undefined, { PATH: "", OCW_LLAMA_CACHE: path.join(dir, "no-cache"), OCW_STATE_DIR: path.join(dir, "empty-state") })).toBeNull();
   });
   it("says what to do when nothing fits the platform", async () => {
-    await expect(installPrebuilt({ root: path.join(dir, "i2"), platform: "linux", arch: "arm64", gpus: [], release: rel(base) })).rejects.toThrow(/build from source/);
+    await expect(installPrebuilt({ root: path.join(dir, "i2"), platform: "linux", arch: "arm64", gpus: [], release: rel(base) })).rejects.toThrow(
+      /build from source/,
+    );
   });
   it("an asset with no pinned or published sha256 is refused, not installed unverified", async () => {
-    await expect(installPrebuilt({ root: path.join(dir, "i3"), platform: "linux", arch: "x64", gpus: [], release: rel(base) })).rejects.toThrow(/no pinned or published sha256/);
+    await expect(installPrebuilt({ root: path.join(dir, "i3"), platform: "linux", arch: "x64", gpus: [], release: rel(base) })).rejects.toThrow(
+      /no pinned or published sha256/,
+    );
   });
   it("the pinned tag's hash wins over a listing's digest: a tampered asset is refused and deleted", async () => {
     // a mirror listing the pinned tag with other bytes (and a digest that matches those bytes)
     const name = `llama-${LLAMA_CPP_PIN.tag}-bin-ubuntu-x64.tar.gz`;
     const bad = files["llama-b7000-bin-ubuntu-x64.tar.gz"]!;
-    const listing = { tag: LLAMA_CPP_PIN.tag, assets: [{ name, url: `${base}/llama-b7000-bin-ubuntu-x64.tar.gz`, size: bad.length, sha256: createHash("sha256").update(bad).digest("hex") }] };
-    const pinnedListing = await pinnedRelease({ OCW_LLAMA_RELEASES_URL: "data:," }, (async () => new Response(JSON.stringify({ tag_name: listing.tag, assets: listing.assets.map((a) => ({ name: a.name, browser_download_url: a.url, size: a.size, digest: `sha256:${a.sha256}` })) }))) as unknown as typeof fetch);
+    const listing = {
+      tag: LLAMA_CPP_PIN.tag,
+      assets: [{ name, url: `${base}/llama-b7000-bin-ubuntu-x64.tar.gz`, size: bad.length, sha256: createHash("sha256").update(bad).digest("hex") }],
+    };
+    const pinnedListing = await pinnedRelease(
+      { OCW_LLAMA_RELEASES_URL: "data:," },
+      (async () =>
+        new Response(
+          JSON.stringify({
+            tag_name: listing.tag,
+            assets: listing.assets.map((a) => ({ name: a.name, browser_download_url: a.url, size: a.size, digest: `sha256:${a.sha256}` })),
+          }),
+        )) as unknown as typeof fetch,
+    );
     expect(pinnedListing.assets[0]!.sha256).toBe(LLAMA_CPP_PIN.sha256[name]);
     const root = path.join(dir, "i4");
     await expect(installPrebuilt({ root, platform: "linux", arch: "x64", gpus: [], release: pinnedListing })).rejects.toThrow(/sha256|checksum/i);
@@ -99,10 +149,16 @@ describe("installPrebuilt against a local release server", () => {
   });
   it("without a mirror the pinned release needs no API call: GitHub's download URLs with the pinned hashes", async () => {
     let called = 0;
-    const r = await pinnedRelease({}, (async () => { called++; return new Response("{}"); }) as unknown as typeof fetch);
+    const r = await pinnedRelease({}, (async () => {
+      called++;
+      return new Response("{}");
+    }) as unknown as typeof fetch);
     expect(called).toBe(0);
     expect(r.tag).toBe(LLAMA_CPP_PIN.tag);
-    expect(pickAsset(r, "linux", "x64", "vulkan")).toMatchObject({ url: `https://github.com/ggml-org/llama.cpp/releases/download/${LLAMA_CPP_PIN.tag}/llama-${LLAMA_CPP_PIN.tag}-bin-ubuntu-vulkan-x64.tar.gz`, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(pickAsset(r, "linux", "x64", "vulkan")).toMatchObject({
+      url: `https://github.com/ggml-org/llama.cpp/releases/download/${LLAMA_CPP_PIN.tag}/llama-${LLAMA_CPP_PIN.tag}-bin-ubuntu-vulkan-x64.tar.gz`,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(pickAsset(r, "linux", "x64", "cuda")).toBeNull();
   });
   it("Linux + NVIDIA with nvcc: a CUDA source build (GGML_CUDA=1), not the Vulkan download", async () => {
@@ -113,7 +169,16 @@ describe("installPrebuilt against a local release server", () => {
     chmodSync(built, 0o755);
     writeFileSync(script, `#!/bin/sh\necho "GGML_CUDA=$GGML_CUDA" > ${path.join(dir, "build-env.txt")}\necho building >&2\necho ${built}\n`);
     const lines: string[] = [];
-    const out = await installPrebuilt({ root: path.join(dir, "i5"), platform: "linux", arch: "x64", gpus: [{ vendor: "nvidia" }], release: { ...rel(base), assets: rel(base).assets.filter((a) => !a.name.includes("ubuntu-cuda")) }, nvcc: true, env: { ...process.env, OCW_LLAMA_BUILD_SCRIPT: script }, onBuildLine: (l) => lines.push(l) });
+    const out = await installPrebuilt({
+      root: path.join(dir, "i5"),
+      platform: "linux",
+      arch: "x64",
+      gpus: [{ vendor: "nvidia" }],
+      release: { ...rel(base), assets: rel(base).assets.filter((a) => !a.name.includes("ubuntu-cuda")) },
+      nvcc: true,
+      env: { ...process.env, OCW_LLAMA_BUILD_SCRIPT: script },
+      onBuildLine: (l) => lines.push(l),
+    });
     expect(out).toMatchObject({ variant: "cuda", verified: "source", bin: built });
     expect(readFileSync(path.join(dir, "build-env.txt"), "utf8")).toMatch(/GGML_CUDA=1/);
     expect(lines).toContain("building");

@@ -68,7 +68,12 @@ export async function pinnedRelease(env: NodeJS.ProcessEnv = process.env, fetchI
   const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
   return {
     tag: j.tag_name,
-    assets: j.assets.map((a) => ({ name: a.name, url: a.browser_download_url, size: a.size ?? null, sha256: relPins[a.name] ?? (a.digest?.startsWith("sha256:") ? a.digest.slice(7) : null) })),
+    assets: j.assets.map((a) => ({
+      name: a.name,
+      url: a.browser_download_url,
+      size: a.size ?? null,
+      sha256: relPins[a.name] ?? (a.digest?.startsWith("sha256:") ? a.digest.slice(7) : null),
+    })),
   };
 }
 
@@ -76,7 +81,14 @@ export async function pinnedRelease(env: NodeJS.ProcessEnv = process.env, fetchI
 export function findNvcc(env: NodeJS.ProcessEnv = process.env): string | null {
   const given = config(env).OCW_NVCC;
   if (given !== undefined) return given && existsSync(given) ? given : null;
-  const cands = [...(env.PATH ?? "").split(path.delimiter).filter(Boolean).map((d) => path.join(d, "nvcc")), ...(env.CUDA_HOME ? [path.join(env.CUDA_HOME, "bin", "nvcc")] : []), "/usr/local/cuda/bin/nvcc"];
+  const cands = [
+    ...(env.PATH ?? "")
+      .split(path.delimiter)
+      .filter(Boolean)
+      .map((d) => path.join(d, "nvcc")),
+    ...(env.CUDA_HOME ? [path.join(env.CUDA_HOME, "bin", "nvcc")] : []),
+    "/usr/local/cuda/bin/nvcc",
+  ];
   return cands.find((c) => existsSync(c)) ?? null;
 }
 
@@ -97,13 +109,20 @@ export function variantsFor(platform: NodeJS.Platform, arch: string, gpus: Pick<
  * install first (variantsFor), with a note when that is not the GPU's own API. After the runtime phase the installed
  * build's `--list-devices` replaces this guess (the start job plans again).
  */
-export function expectedLlamaBackend(platform: string, gpus: Pick<Gpu, "vendor">[], nvcc?: boolean): { prefix: Record<string, string>; variant: Variant; note: string | null } {
+export function expectedLlamaBackend(
+  platform: string,
+  gpus: Pick<Gpu, "vendor">[],
+  nvcc?: boolean,
+): { prefix: Record<string, string>; variant: Variant; note: string | null } {
   const first = variantsFor(platform as NodeJS.Platform, process.arch, gpus, { nvcc: nvcc ?? !!findNvcc() })[0]!;
   if (first === "vulkan") {
     const nv = gpus.some((g) => g.vendor === "nvidia");
     return {
-      prefix: { nvidia: "Vulkan", amd: "Vulkan", intel: "Vulkan", other: "Vulkan" }, variant: first,
-      note: nv ? "no llama-server here yet: llama.cpp publishes no Linux CUDA build and nvcc is not installed, so setup installs the Vulkan build and plans its devices (Vulkan0 …); install the CUDA toolkit (nvcc) for a CUDA source build, or pass --llama-server" : null,
+      prefix: { nvidia: "Vulkan", amd: "Vulkan", intel: "Vulkan", other: "Vulkan" },
+      variant: first,
+      note: nv
+        ? "no llama-server here yet: llama.cpp publishes no Linux CUDA build and nvcc is not installed, so setup installs the Vulkan build and plans its devices (Vulkan0 …); install the CUDA toolkit (nvcc) for a CUDA source build, or pass --llama-server"
+        : null,
     };
   }
   return { prefix: {}, variant: first, note: null };
@@ -116,22 +135,33 @@ export function expectedLlamaBackend(platform: string, gpus: Pick<Gpu, "vendor">
 export function pickAsset(rel: Release, platform: NodeJS.Platform, arch: string, variant: Variant): ReleaseAsset | null {
   const os = platform === "darwin" ? "macos" : platform === "win32" ? "win" : "ubuntu";
   const a = arch === "arm64" ? "arm64" : "x64";
-  const bins = rel.assets.filter((x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os}-`) && x.name.includes(a));
+  const bins = rel.assets.filter(
+    (x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os}-`) && x.name.includes(a),
+  );
   const has = (x: ReleaseAsset, k: string) => x.name.includes(`-${k}`);
   const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
   switch (variant) {
-    case "cuda": return bins.filter((x) => has(x, "cuda")).sort((x, y) => y.name.localeCompare(x.name))[0] ?? null;
-    case "vulkan": return bins.find((x) => has(x, "vulkan")) ?? null;
-    case "rocm": return bins.find((x) => has(x, "hip") || has(x, "rocm")) ?? null;
+    case "cuda":
+      return bins.filter((x) => has(x, "cuda")).sort((x, y) => y.name.localeCompare(x.name))[0] ?? null;
+    case "vulkan":
+      return bins.find((x) => has(x, "vulkan")) ?? null;
+    case "rocm":
+      return bins.find((x) => has(x, "hip") || has(x, "rocm")) ?? null;
     case "metal":
-    case "cpu": return bins.find((x) => !special.some((k) => x.name.includes(`-${k}`))) ?? null;
+    case "cpu":
+      return bins.find((x) => !special.some((k) => x.name.includes(`-${k}`))) ?? null;
   }
 }
 
 async function extract(archive: string, dest: string): Promise<void> {
   mkdirSync(dest, { recursive: true });
   const tries: [string, string[]][] = archive.endsWith(".zip")
-    ? [["unzip", ["-q", "-o", archive, "-d", dest]], ["bsdtar", ["-xf", archive, "-C", dest]], ["python3", ["-m", "zipfile", "-e", archive, dest]], ["tar", ["-xf", archive, "-C", dest]]]
+    ? [
+        ["unzip", ["-q", "-o", archive, "-d", dest]],
+        ["bsdtar", ["-xf", archive, "-C", dest]],
+        ["python3", ["-m", "zipfile", "-e", archive, dest]],
+        ["tar", ["-xf", archive, "-C", dest]],
+      ]
     : [["tar", ["-xzf", archive, "-C", dest]]];
   const errors: string[] = [];
   for (const [cmd, args] of tries) {
@@ -181,10 +211,24 @@ async function buildCuda(env: NodeJS.ProcessEnv, onLine?: (line: string) => void
   const script = buildScript(env);
   if (!script) throw new Error("scripts/build-llama-server.sh is not part of this install");
   const p = execa("bash", [script], { reject: false, stdin: "ignore", env: { ...env, GGML_CUDA: "1" }, timeout: 3 * 3600_000 });
-  p.stderr?.on("data", (d: Buffer) => { for (const l of String(d).split("\n")) if (l.trim()) onLine?.(l.trim()); });
+  p.stderr?.on("data", (d: Buffer) => {
+    for (const l of String(d).split("\n")) if (l.trim()) onLine?.(l.trim());
+  });
   const r = await p;
-  const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
-  if (r.exitCode !== 0 || !bin || !existsSync(bin)) throw new Error(`the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`);
+  const bin = String(r.stdout ?? "")
+    .trim()
+    .split("\n")
+    .at(-1)
+    ?.trim();
+  if (r.exitCode !== 0 || !bin || !existsSync(bin))
+    throw new Error(
+      `the CUDA source build failed (${
+        String(r.stderr ?? "")
+          .trim()
+          .split("\n")
+          .at(-1) ?? `exit ${r.exitCode}`
+      })`,
+    );
   return bin;
 }
 
@@ -255,7 +299,12 @@ export async function installPrebuilt(o: {
         continue;
       }
     }
-    const v = await execa(bin, ["--version"], { reject: false, timeout: 20_000, stdin: "ignore", env: { ...process.env, LD_LIBRARY_PATH: [path.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") } });
+    const v = await execa(bin, ["--version"], {
+      reject: false,
+      timeout: 20_000,
+      stdin: "ignore",
+      env: { ...process.env, LD_LIBRARY_PATH: [path.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") },
+    });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
   }

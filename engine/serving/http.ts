@@ -99,7 +99,8 @@ export async function streamTimed(url: string, headers: Record<string, string>, 
       body: JSON.stringify({ ...(body as object), stream: true }),
       signal: ctl.signal,
     });
-    if (!res.ok || !res.body) return { status: res.status, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (await res.text()).slice(0, 200) };
+    if (!res.ok || !res.body)
+      return { status: res.status, startMs, firstTokenMs: null, endMs: performance.now() - t0, tokens: 0, error: (await res.text()).slice(0, 200) };
     let first: number | null = null;
     let tokens = 0;
     for await (const data of sseData(res.body)) {

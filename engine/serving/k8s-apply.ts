@@ -39,7 +39,8 @@ export interface ApplyResult {
 /** Checks kubectl and its context, makes the key's Secret if missing, then `kubectl apply -f file`. */
 export function applyManifests(file: string, o: ManifestOptions, env: NodeJS.ProcessEnv = process.env): ApplyResult {
   const bin = findKubectl(env);
-  if (!bin) throw new K8sInputError("--apply needs kubectl on PATH (https://kubernetes.io/docs/tasks/tools/); or leave out --apply and apply the files yourself");
+  if (!bin)
+    throw new K8sInputError("--apply needs kubectl on PATH (https://kubernetes.io/docs/tasks/tools/); or leave out --apply and apply the files yourself");
   const runs: KubectlRun[] = [];
   const run = (args: string[], input?: string) => {
     const r = kubectl(bin, args, env, input);
@@ -49,16 +50,22 @@ export function applyManifests(file: string, o: ManifestOptions, env: NodeJS.Pro
   const ctx = run(["config", "current-context"]);
   const context = ctx.stdout.trim();
   if (ctx.code !== 0 || !context) {
-    throw new K8sInputError(`kubectl has no current context (${(ctx.stderr.trim().split("\n")[0] || "none set")}); pick one with \`kubectl config use-context NAME\`, or leave out --apply`);
+    throw new K8sInputError(
+      `kubectl has no current context (${ctx.stderr.trim().split("\n")[0] || "none set"}); pick one with \`kubectl config use-context NAME\`, or leave out --apply`,
+    );
   }
   if (o.kind === "kserve") {
     const crd = run(["get", "crd", "llminferenceservices.serving.kserve.io", "-o", "name"]);
-    if (crd.code !== 0) throw new K8sInputError(`the cluster of context ${context} has no LLMInferenceService CRD (KServe v0.20+ with llm-d is not installed there); install KServe's LLMInferenceService, or use --kind deployment`);
+    if (crd.code !== 0)
+      throw new K8sInputError(
+        `the cluster of context ${context} has no LLMInferenceService CRD (KServe v0.20+ with llm-d is not installed there); install KServe's LLMInferenceService, or use --kind deployment`,
+      );
   }
   let secret: ApplyResult["secret"] = "exists";
   const has = run(["-n", o.namespace, "get", "secret", o.apiKeySecret, "-o", "name"]);
   if (has.code !== 0) {
-    if (!/not ?found/i.test(has.stderr)) throw new K8sInputError(`kubectl could not read secret ${o.apiKeySecret} in ${o.namespace}: ${has.stderr.trim().split("\n")[0]}`);
+    if (!/not ?found/i.test(has.stderr))
+      throw new K8sInputError(`kubectl could not read secret ${o.apiKeySecret} in ${o.namespace}: ${has.stderr.trim().split("\n")[0]}`);
     const made = run(["apply", "-f", "-"], JSON.stringify(secretManifest(o.apiKeySecret, o.namespace, generateKey())));
     if (made.code !== 0) throw new K8sInputError(`kubectl could not create secret ${o.apiKeySecret}: ${made.stderr.trim().split("\n")[0]}`);
     secret = "created";

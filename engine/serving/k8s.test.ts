@@ -10,19 +10,42 @@ import { afterAll, describe, expect, it } from "vitest";
 import { LLMISVC, validateLlmisvc, validateManifest } from "../../test/fixtures/k8s/validate";
 import { GiB } from "../models/estimate";
 import {
-  captureSteps, deploymentManifests, K8sInputError, k8sName, type K8sPlan, kserveManifest, type ManifestOptions, parseNodeSpec, planK8s,
-  secretManifest, serverArgs, toYaml,
+  captureSteps,
+  deploymentManifests,
+  K8sInputError,
+  k8sName,
+  kserveManifest,
+  type ManifestOptions,
+  parseNodeSpec,
+  planK8s,
+  secretManifest,
+  serverArgs,
+  toYaml,
 } from "./k8s";
 
 const node = (spec: string, vendor: "nvidia" | "amd" = "nvidia") => parseNodeSpec(spec, vendor);
-const opts = (kind: ManifestOptions["kind"], extra: Partial<ManifestOptions> = {}): ManifestOptions => ({ kind, name: "ocw-test", namespace: "models", apiKeySecret: "ocw-test-api-key", ...extra });
+const opts = (kind: ManifestOptions["kind"], extra: Partial<ManifestOptions> = {}): ManifestOptions => ({
+  kind,
+  name: "ocw-test",
+  namespace: "models",
+  apiKeySecret: "ocw-test-api-key",
+  ...extra,
+});
 const tmp: string[] = [];
 afterAll(() => tmp.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 describe("plan", () => {
   it("takes the smallest tensor-parallel size whose share fits 90 % of one GPU, from the catalog's architecture", async () => {
     const big = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("1x80G") });
-    expect(big).toMatchObject({ model: "Qwen/Qwen3.6-27B", catalogId: "qwen3.6-27b", tensorParallel: 1, gpusPerPod: 1, weightsSource: "estimate", gpuResource: "nvidia.com/gpu", toolCallParser: "qwen3_coder" });
+    expect(big).toMatchObject({
+      model: "Qwen/Qwen3.6-27B",
+      catalogId: "qwen3.6-27b",
+      tensorParallel: 1,
+      gpusPerPod: 1,
+      weightsSource: "estimate",
+      gpuResource: "nvidia.com/gpu",
+      toolCallParser: "qwen3_coder",
+    });
     const small = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("8x24G") });
     // 27.8 B × 2 bytes + KV ≈ 60 GiB: 2 × 24 GiB is too little per GPU, 4 fit
     expect(small.tensorParallel).toBe(4);
@@ -32,7 +55,15 @@ describe("plan", () => {
 
   it("uses the Hub's safetensors size when it has one, and data parallel multiplies a pod's GPUs", async () => {
     const p = await planK8s({ runtime: "vllm", model: "gpt-oss-20b", node: node("4xL4=24G"), dataParallel: 2, slots: 8, sizeOf: async () => 13.8e9 });
-    expect(p).toMatchObject({ model: "openai/gpt-oss-20b", weightsSource: "hub", weightsBytes: 13.8e9, tensorParallel: 1, dataParallel: 2, gpusPerPod: 2, toolCallParser: "openai" });
+    expect(p).toMatchObject({
+      model: "openai/gpt-oss-20b",
+      weightsSource: "hub",
+      weightsBytes: 13.8e9,
+      tensorParallel: 1,
+      dataParallel: 2,
+      gpusPerPod: 2,
+      toolCallParser: "openai",
+    });
     const { args } = serverArgs(p);
     expect(args).toEqual(expect.arrayContaining(["--data-parallel-size", "2"]));
     expect(args[args.indexOf("--max-num-seqs") + 1]).toBe("4");
@@ -49,7 +80,9 @@ describe("plan", () => {
     await expect(planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("1x24G") })).rejects.toThrow(/does not fit 1 GPU\(s\) of 24\.0 GiB.*--gpus/);
     await expect(planK8s({ runtime: "vllm", model: "not a repo", node: node("1x80G") })).rejects.toThrow(K8sInputError);
     await expect(planK8s({ runtime: "vllm", model: "someone/private-model", node: node("1x80G"), sizeOf: async () => null })).rejects.toThrow(/pass --tp N/);
-    await expect(planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("2x80G"), dataParallel: 4 })).rejects.toThrow(/--data-parallel 4 needs at least 4 GPUs/);
+    await expect(planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("2x80G"), dataParallel: 4 })).rejects.toThrow(
+      /--data-parallel 4 needs at least 4 GPUs/,
+    );
     await expect(planK8s({ runtime: "vllm", model: "gpt-oss-20b", node: node("1x80G"), ctxPerSlot: 200_000 })).rejects.toThrow(/trained for 131072/);
     expect(() => parseNodeSpec("lots", "nvidia")).toThrow(/4x80G/);
     expect(parseNodeSpec("A100=40G,A100=80G", "amd")).toMatchObject({ gpus: 2, gpuBytes: 40 * GiB, gpuName: "A100", vendor: "amd" });
@@ -68,18 +101,26 @@ describe("manifests against the schemas", () => {
     expect(c.resources.limits["nvidia.com/gpu"]).toBe("4");
     expect(c.resources.requests["nvidia.com/gpu"]).toBe("4");
     expect(c.args.slice(0, 2)).toEqual(["serve", "Qwen/Qwen3.6-27B"]);
-    expect(c.args).toEqual(expect.arrayContaining(["--tensor-parallel-size", "4", "--max-model-len", "32768", "--max-num-seqs", "4", "--reasoning-parser", "qwen3"]));
+    expect(c.args).toEqual(
+      expect.arrayContaining(["--tensor-parallel-size", "4", "--max-model-len", "32768", "--max-num-seqs", "4", "--reasoning-parser", "qwen3"]),
+    );
     // the pinned image is new enough for Qwen3.6 (vLLM ≥ 0.19)
     expect(c.image).toBe("docker.io/vllm/vllm-openai:v0.19.0");
     expect(c.env).toContainEqual({ name: "VLLM_API_KEY", valueFrom: { secretKeyRef: { name: "ocw-test-api-key", key: "api-key" } } });
     expect(c.env).toContainEqual({ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "hf", key: "token", optional: true } } });
     expect(JSON.stringify([c.args, c.command])).not.toMatch(/api-key|API_KEY/);
     expect(c.readinessProbe.httpGet).toEqual({ path: "/health", port: "http" });
-    expect(dep.spec.template.metadata.annotations).toMatchObject({ "prometheus.io/scrape": "true", "prometheus.io/path": "/metrics", "prometheus.io/port": "8000" });
+    expect(dep.spec.template.metadata.annotations).toMatchObject({
+      "prometheus.io/scrape": "true",
+      "prometheus.io/path": "/metrics",
+      "prometheus.io/port": "8000",
+    });
     expect(svc.spec.ports[0]).toMatchObject({ name: "http", port: 8000, targetPort: "http" });
     expect(svc.spec.selector).toEqual(dep.spec.selector.matchLabels);
     // two pods: a pool of port-forwarded pods (ocw admits by each one's /metrics) or the Service as a router target
-    expect(captureSteps(plan, opts("deployment")).join("\n")).toMatch(/ocw setup \$caps --api-key-env OCW_K8S_API_KEY --slots 4[\s\S]*--capture http:\/\/ocw-test\.models\.svc\.cluster\.local:8000\/v1 .*--slots 8/);
+    expect(captureSteps(plan, opts("deployment")).join("\n")).toMatch(
+      /ocw setup \$caps --api-key-env OCW_K8S_API_KEY --slots 4[\s\S]*--capture http:\/\/ocw-test\.models\.svc\.cluster\.local:8000\/v1 .*--slots 8/,
+    );
   });
 
   it("AMD GPUs are requested as amd.com/gpu with a ROCm image; SGLang has no pinned ROCm image and says so", async () => {
@@ -99,7 +140,9 @@ describe("manifests against the schemas", () => {
     // the pinned ROCm vLLM build is 0.11.1
     expect(() => deploymentManifests(amd, opts("deployment"))).toThrow(/vLLM 0\.11\.1 .*older than 0\.19\.0.*pass --image/);
     const sg = await planK8s({ runtime: "sglang", model: "qwen3.6-27b", node: node("8x80G") });
-    expect(() => deploymentManifests(sg, opts("deployment", { image: "docker.io/lmsysorg/sglang:v0.5.3-cu129" }))).toThrow(/SGLang 0\.5\.3 .*older than 0\.5\.10/);
+    expect(() => deploymentManifests(sg, opts("deployment", { image: "docker.io/lmsysorg/sglang:v0.5.3-cu129" }))).toThrow(
+      /SGLang 0\.5\.3 .*older than 0\.5\.10/,
+    );
     const [dep] = deploymentManifests(sg, opts("deployment")) as [any];
     expect(dep.spec.template.spec.containers[0].image).toBe("docker.io/lmsysorg/sglang:v0.5.10.post1");
   });
@@ -109,12 +152,19 @@ describe("manifests against the schemas", () => {
     const plan = await planK8s({ runtime: "vllm", model: "qwen3.6-27b", node: node("8x40G"), dataParallel: 2, replicas: 2 });
     const doc = kserveManifest(plan, opts("kserve")) as any;
     expect(validateManifest(doc)).toEqual([]);
-    expect(doc.spec).toMatchObject({ model: { uri: "hf://Qwen/Qwen3.6-27B", name: "qwen3.6-27b" }, replicas: 4, parallelism: { tensor: plan.tensorParallel }, router: { scheduler: {}, route: {}, gateway: {} } });
+    expect(doc.spec).toMatchObject({
+      model: { uri: "hf://Qwen/Qwen3.6-27B", name: "qwen3.6-27b" },
+      replicas: 4,
+      parallelism: { tensor: plan.tensorParallel },
+      router: { scheduler: {}, route: {}, gateway: {} },
+    });
     const c = doc.spec.template.containers[0];
     expect(c.name).toBe("main");
     expect(c.resources.limits["nvidia.com/gpu"]).toBe(String(plan.tensorParallel));
     expect(c.env[0]).toEqual({ name: "VLLM_API_KEY", valueFrom: { secretKeyRef: { name: "ocw-test-api-key", key: "api-key" } } });
-    expect(captureSteps(plan, opts("kserve")).join("\n")).toMatch(/jsonpath='\{\.status\.url\}'[\s\S]*ocw setup --capture "\$URL\/v1" --api-key-env OCW_K8S_API_KEY --slots 16/);
+    expect(captureSteps(plan, opts("kserve")).join("\n")).toMatch(
+      /jsonpath='\{\.status\.url\}'[\s\S]*ocw setup --capture "\$URL\/v1" --api-key-env OCW_K8S_API_KEY --slots 16/,
+    );
     expect(() => kserveManifest({ ...plan, runtime: "sglang" }, opts("kserve"))).toThrow(/runs vLLM/);
   });
 
@@ -137,14 +187,34 @@ describe("SGLang's key", () => {
   it("goes from the environment into a private --config file in a real shell; argv never holds it; a bad key stops the pod", async () => {
     const plan = await planK8s({ runtime: "sglang", model: "gpt-oss-20b", node: node("2x80G"), tensorParallel: 2 });
     const { command, args } = serverArgs(plan);
-    expect(args).toEqual(expect.arrayContaining(["-m", "sglang.launch_server", "--tp-size", "2", "--enable-metrics", "--tool-call-parser", "gpt-oss", "--context-length", "32768", "--max-running-requests", "4"]));
+    expect(args).toEqual(
+      expect.arrayContaining([
+        "-m",
+        "sglang.launch_server",
+        "--tp-size",
+        "2",
+        "--enable-metrics",
+        "--tool-call-parser",
+        "gpt-oss",
+        "--context-length",
+        "32768",
+        "--max-running-requests",
+        "4",
+      ]),
+    );
     expect(args).not.toContain("--api-key");
     const [dep] = deploymentManifests(plan, opts("deployment")) as [any];
-    expect(dep.spec.template.spec.containers[0].env[0]).toEqual({ name: "OCW_API_KEY", valueFrom: { secretKeyRef: { name: "ocw-test-api-key", key: "api-key" } } });
+    expect(dep.spec.template.spec.containers[0].env[0]).toEqual({
+      name: "OCW_API_KEY",
+      valueFrom: { secretKeyRef: { name: "ocw-test-api-key", key: "api-key" } },
+    });
     // a stand-in python3 records its argv and the config it was given
     const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-k8s-sh-"));
     tmp.push(dir);
-    writeFileSync(path.join(dir, "python3"), `#!/bin/sh\nprintf '%s\\n' "$@" > "${dir}/argv"\nfor a in "$@"; do last="$a"; done\ncat "$last" > "${dir}/config"\nls -l "$last" | cut -c1-10 > "${dir}/mode"\n`);
+    writeFileSync(
+      path.join(dir, "python3"),
+      `#!/bin/sh\nprintf '%s\\n' "$@" > "${dir}/argv"\nfor a in "$@"; do last="$a"; done\ncat "$last" > "${dir}/config"\nls -l "$last" | cut -c1-10 > "${dir}/mode"\n`,
+    );
     chmodSync(path.join(dir, "python3"), 0o755);
     const key = "ocw-Ab_9-x.y~z+/=";
     const env = { PATH: `${dir}:/usr/bin:/bin`, OCW_API_KEY: key };
@@ -164,7 +234,16 @@ describe("SGLang's key", () => {
 describe("YAML", () => {
   it("reads back, by a real YAML parser, as exactly the objects (tricky strings quoted, YAML 1.1 booleans too)", async () => {
     const plan = await planK8s({ runtime: "sglang", model: "gpt-oss-20b", node: node("2x80G") });
-    const docs: any[] = [...deploymentManifests(plan, opts("deployment")), { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "x" }, data: { a: "on", b: "8000", c: "", d: "a: b # c", e: "- x", f: "line1\nline2", g: "yes", h: "1e3", "weird key": "null", i: "~" }, list: [[1, 2], [], {}, { k: [] }] }];
+    const docs: any[] = [
+      ...deploymentManifests(plan, opts("deployment")),
+      {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name: "x" },
+        data: { a: "on", b: "8000", c: "", d: "a: b # c", e: "- x", f: "line1\nline2", g: "yes", h: "1e3", "weird key": "null", i: "~" },
+        list: [[1, 2], [], {}, { k: [] }],
+      },
+    ];
     const text = toYaml(docs);
     for (const version of ["1.1", "1.2"] as const) {
       const back = parseAllDocuments(text, { version }).map((d) => {

@@ -127,13 +127,21 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
   const ctx = o.ctxPerSlot ?? DEFAULT_MIN_CTX;
   const dp = o.dataParallel ?? 1;
   const replicas = o.replicas ?? 1;
-  for (const [v, flag] of [[slots, "--slots"], [ctx, "--ctx"], [dp, "--data-parallel"], [replicas, "--replicas"]] as const) {
+  for (const [v, flag] of [
+    [slots, "--slots"],
+    [ctx, "--ctx"],
+    [dp, "--data-parallel"],
+    [replicas, "--replicas"],
+  ] as const) {
     if (!Number.isInteger(v) || v < 1) throw new K8sInputError(`${flag} must be an integer ≥ 1 (got ${v})`);
   }
-  if (o.tensorParallel !== undefined && (!Number.isInteger(o.tensorParallel) || o.tensorParallel < 1)) throw new K8sInputError(`--tp must be an integer ≥ 1 (got ${o.tensorParallel})`);
+  if (o.tensorParallel !== undefined && (!Number.isInteger(o.tensorParallel) || o.tensorParallel < 1))
+    throw new K8sInputError(`--tp must be an integer ≥ 1 (got ${o.tensorParallel})`);
   if (!(o.node.gpus >= 1) || !(o.node.gpuBytes > 0)) throw new K8sInputError("the node needs at least one GPU with memory: pass --gpus like 4x80G");
-  if (dp > o.node.gpus) throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o.node.gpus} (use --replicas for more pods instead)`);
-  if (o.tensorParallel && o.tensorParallel * dp > o.node.gpus) throw new K8sInputError(`--tp ${o.tensorParallel} × --data-parallel ${dp} needs ${o.tensorParallel * dp} GPUs on one node; it has ${o.node.gpus}`);
+  if (dp > o.node.gpus)
+    throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o.node.gpus} (use --replicas for more pods instead)`);
+  if (o.tensorParallel && o.tensorParallel * dp > o.node.gpus)
+    throw new K8sInputError(`--tp ${o.tensorParallel} × --data-parallel ${dp} needs ${o.tensorParallel * dp} GPUs on one node; it has ${o.node.gpus}`);
   let offline = false;
   const weightsOf = async (repo: string, e: CatalogEntry | undefined): Promise<{ bytes: number; source: "hub" | "estimate" } | null> => {
     const hub = offline || !o.sizeOf ? null : await o.sizeOf(repo).catch(() => null);
@@ -145,33 +153,70 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
     const est = estimate(catalogHparams(e), null, { ctx: slots * ctx, parallel: slots, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
     return est.kvBytes + est.recurrentBytes;
   };
-  const finish = (repo: string, e: CatalogEntry | undefined, w: { bytes: number; source: "hub" | "estimate" }, kv: number, s: Sized, kvNote: string): K8sPlan => {
+  const finish = (
+    repo: string,
+    e: CatalogEntry | undefined,
+    w: { bytes: number; source: "hub" | "estimate" },
+    kv: number,
+    s: Sized,
+    kvNote: string,
+  ): K8sPlan => {
     const vendor = o.node.vendor;
     const parser = o.toolCallParser ?? toolParser(o.runtime, e, repo);
     const servedName = targetSlug({ model: repo.split("/").pop()!, quant: null });
     const fits = s.perGpu <= o.node.gpuBytes * UTILIZATION;
     return {
-      runtime: o.runtime, model: repo, catalogId: e?.id ?? null, servedName, slots, ctxPerSlot: ctx, tensorParallel: s.tp, dataParallel: dp, replicas,
-      gpusPerPod: s.tp * dp, vendor, gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu", weightsBytes: Math.round(w.bytes), weightsSource: w.source,
-      kvBytes: Math.round(kv), perGpuBytes: Math.round(s.perGpu), gpuBytes: o.node.gpuBytes, toolCallParser: parser,
+      runtime: o.runtime,
+      model: repo,
+      catalogId: e?.id ?? null,
+      servedName,
+      slots,
+      ctxPerSlot: ctx,
+      tensorParallel: s.tp,
+      dataParallel: dp,
+      replicas,
+      gpusPerPod: s.tp * dp,
+      vendor,
+      gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu",
+      weightsBytes: Math.round(w.bytes),
+      weightsSource: w.source,
+      kvBytes: Math.round(kv),
+      perGpuBytes: Math.round(s.perGpu),
+      gpuBytes: o.node.gpuBytes,
+      toolCallParser: parser,
       reasoningParser: reasoningParser(o.runtime, e, repo),
-      reason: `${repo} (${gib(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib(kv)} for ${slots} sequence(s) × ${ctx} tokens` +
+      reason:
+        `${repo} (${gib(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib(kv)} for ${slots} sequence(s) × ${ctx} tokens` +
         ` over tensor parallel ${s.tp}: ${gib(s.perGpu)} per GPU of ${gib(o.node.gpuBytes)} (${o.node.gpuName})${fits ? "" : " — MORE than 90 % of a GPU: it will not load"}` +
         `${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`,
     };
   };
 
   if (o.model) {
-    const e = findCatalog(o.model) ?? CATALOG.find((c) => { try { return safetensorsRepo(c).toLowerCase() === o.model!.toLowerCase(); } catch { return false; } });
+    const e =
+      findCatalog(o.model) ??
+      CATALOG.find((c) => {
+        try {
+          return safetensorsRepo(c).toLowerCase() === o.model!.toLowerCase();
+        } catch {
+          return false;
+        }
+      });
     const repo = e ? safetensorsRepo(e) : o.model;
-    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new K8sInputError(`--model ${o.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
+    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(repo))
+      throw new K8sInputError(`--model ${o.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
     if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
     const w = await weightsOf(repo, e);
-    if (!w) throw new K8sInputError(`cannot size ${repo}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`);
+    if (!w)
+      throw new K8sInputError(
+        `cannot size ${repo}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`,
+      );
     const kv = e ? kvOf(e) : w.bytes * 0.25;
     const s = sizeTp(w.bytes + kv, o.node, dp, e?.spec.nHead ?? null, o.tensorParallel);
     if (!s) {
-      throw new K8sInputError(`${repo} needs ${gib(w.bytes + kv)} (weights + KV for ${slots} × ${ctx}) and does not fit ${Math.floor(o.node.gpus / dp)} GPU(s) of ${gib(o.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`);
+      throw new K8sInputError(
+        `${repo} needs ${gib(w.bytes + kv)} (weights + KV for ${slots} × ${ctx}) and does not fit ${Math.floor(o.node.gpus / dp)} GPU(s) of ${gib(o.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`,
+      );
     }
     return finish(repo, e, w, kv, s, e ? "KV cache" : "a KV allowance of 25 % of the weights");
   }
@@ -185,7 +230,9 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
     if (s && s.perGpu <= o.node.gpuBytes * UTILIZATION) return finish(repo, e, w, kv, s, "KV cache");
     tried.push(`${e.id} ${gib(w.bytes + kv)}`);
   }
-  throw new K8sInputError(`no catalog model fits ${slots} sequence(s) × ${ctx} tokens on ${o.node.gpus} × ${gib(o.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`);
+  throw new K8sInputError(
+    `no catalog model fits ${slots} sequence(s) × ${ctx} tokens on ${o.node.gpus} × ${gib(o.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`,
+  );
 }
 
 export interface ManifestOptions {
@@ -204,7 +251,13 @@ const KEY_ENV = "OCW_API_KEY";
 
 /** A DNS-1035 label (Service names): lower case, digits and '-', starting with a letter, at most 63 characters. */
 export function k8sName(raw: string): string {
-  const n = raw.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^[^a-z]+/, "").replace(/-+$/, "").slice(0, 63).replace(/-+$/, "");
+  const n = raw
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, "-")
+    .replace(/^[^a-z]+/, "")
+    .replace(/-+$/, "")
+    .slice(0, 63)
+    .replace(/-+$/, "");
   return n || "ocw-model";
 }
 
@@ -216,12 +269,39 @@ export function defaultName(plan: K8sPlan): string {
 export function serverArgs(plan: K8sPlan): { command: string[]; args: string[] } {
   const perRank = Math.ceil(plan.slots / plan.dataParallel);
   if (plan.runtime === "vllm") {
-    const b = buildVllmArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, maxModelLen: plan.ctxPerSlot, maxNumSeqs: perRank, tensorParallel: plan.tensorParallel, toolCallParser: plan.toolCallParser, reasoningParser: plan.reasoningParser });
+    const b = buildVllmArgs({
+      model: plan.model,
+      servedName: plan.servedName,
+      host: "0.0.0.0",
+      port: PORT,
+      maxModelLen: plan.ctxPerSlot,
+      maxNumSeqs: perRank,
+      tensorParallel: plan.tensorParallel,
+      toolCallParser: plan.toolCallParser,
+      reasoningParser: plan.reasoningParser,
+    });
     return { command: ["vllm"], args: [...b.args, ...(plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : [])] };
   }
-  const b = buildSglangArgs({ model: plan.model, servedName: plan.servedName, host: "0.0.0.0", port: PORT, contextLength: plan.ctxPerSlot, maxRunningRequests: plan.slots, tensorParallel: plan.tensorParallel, apiKey: "-" });
+  const b = buildSglangArgs({
+    model: plan.model,
+    servedName: plan.servedName,
+    host: "0.0.0.0",
+    port: PORT,
+    contextLength: plan.ctxPerSlot,
+    maxRunningRequests: plan.slots,
+    tensorParallel: plan.tensorParallel,
+    apiKey: "-",
+  });
   const ki = b.args.indexOf("--api-key");
-  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), ...(plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : []), "--tool-call-parser", plan.toolCallParser, ...(plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []), "--enable-metrics"];
+  const args = [
+    ...b.args.slice(0, ki),
+    ...b.args.slice(ki + 2),
+    ...(plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : []),
+    "--tool-call-parser",
+    plan.toolCallParser,
+    ...(plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []),
+    "--enable-metrics",
+  ];
   // SGLang reads a key only from --api-key or a --config file: the key goes from the environment into a private file
   // (printf is a shell builtin: the key is in no process's argv), then SGLang replaces the shell.
   const script = [
@@ -236,7 +316,12 @@ export function serverArgs(plan: K8sPlan): { command: string[]; args: string[] }
 type Obj = Record<string, unknown>;
 
 function labels(plan: K8sPlan, name: string): Record<string, string> {
-  return { "app.kubernetes.io/name": name, "app.kubernetes.io/component": "model-server", "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": plan.runtime };
+  return {
+    "app.kubernetes.io/name": name,
+    "app.kubernetes.io/component": "model-server",
+    "app.kubernetes.io/managed-by": "ocw",
+    "ocw.dev/runtime": plan.runtime,
+  };
 }
 
 function keyEnv(plan: K8sPlan, o: ManifestOptions): Obj[] {
@@ -261,7 +346,10 @@ const tolerations = (plan: K8sPlan): Obj[] => [{ key: plan.gpuResource, operator
 
 /** An image older than the first runtime release that loads the model's family is refused before anything is applied. */
 function imageLoadsModel(plan: K8sPlan, image: string): void {
-  const p = versionProblem(plan.runtime, `${plan.catalogId ?? ""} ${plan.model}`, { version: parseVersion(image.split(":").pop() ?? ""), from: `image ${image}` });
+  const p = versionProblem(plan.runtime, `${plan.catalogId ?? ""} ${plan.model}`, {
+    version: parseVersion(image.split(":").pop() ?? ""),
+    from: `image ${image}`,
+  });
   if (p) throw new K8sInputError(`${p.cause}; pass --image with a newer ${plan.runtime === "vllm" ? "vLLM" : "SGLang"} build`);
 }
 
@@ -288,20 +376,25 @@ export function deploymentManifests(plan: K8sPlan, o: ManifestOptions): Obj[] {
           annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(PORT), "prometheus.io/path": "/metrics" },
         },
         spec: {
-          containers: [{
-            name: plan.runtime,
-            image,
-            command,
-            args,
-            env: [...keyEnv(plan, o), { name: "HF_HOME", value: "/models" }],
-            ports: [{ name: "http", containerPort: PORT, protocol: "TCP" }],
-            resources: podResources(plan),
-            // the weights download on first start: allow up to an hour before liveness counts
-            startupProbe: probe({ periodSeconds: 10, failureThreshold: 360 }),
-            readinessProbe: probe({ periodSeconds: 5, failureThreshold: 3 }),
-            livenessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 }),
-            volumeMounts: [{ name: "models", mountPath: "/models" }, { name: "dshm", mountPath: "/dev/shm" }],
-          }],
+          containers: [
+            {
+              name: plan.runtime,
+              image,
+              command,
+              args,
+              env: [...keyEnv(plan, o), { name: "HF_HOME", value: "/models" }],
+              ports: [{ name: "http", containerPort: PORT, protocol: "TCP" }],
+              resources: podResources(plan),
+              // the weights download on first start: allow up to an hour before liveness counts
+              startupProbe: probe({ periodSeconds: 10, failureThreshold: 360 }),
+              readinessProbe: probe({ periodSeconds: 5, failureThreshold: 3 }),
+              livenessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 }),
+              volumeMounts: [
+                { name: "models", mountPath: "/models" },
+                { name: "dshm", mountPath: "/dev/shm" },
+              ],
+            },
+          ],
           tolerations: tolerations(plan),
           terminationGracePeriodSeconds: 60,
           volumes: [
@@ -328,7 +421,8 @@ export function deploymentManifests(plan: K8sPlan, o: ManifestOptions): Obj[] {
 
 /** KServe LLMInferenceService (v1alpha2): vLLM on llm-d's image, llm-d's scheduler in front (prefix-cache aware). */
 export function kserveManifest(plan: K8sPlan, o: ManifestOptions): Obj {
-  if (plan.runtime !== "vllm") throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
+  if (plan.runtime !== "vllm")
+    throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
   const image = o.image ?? IMAGES.kserve[plan.vendor];
   const perRank = plan.slots;
   return {
@@ -342,17 +436,27 @@ export function kserveManifest(plan: K8sPlan, o: ManifestOptions): Obj {
       parallelism: { tensor: plan.tensorParallel },
       router: { scheduler: {}, route: {}, gateway: {} },
       template: {
-        containers: [{
-          name: "main",
-          ...(image ? { image } : {}),
-          // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
-          args: [
-            "--max-model-len", String(plan.ctxPerSlot), "--max-num-seqs", String(perRank), "--gpu-memory-utilization", String(UTILIZATION),
-            "--enable-auto-tool-choice", "--tool-call-parser", plan.toolCallParser, ...(plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []),
-          ],
-          env: keyEnv(plan, o),
-          resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel }),
-        }],
+        containers: [
+          {
+            name: "main",
+            ...(image ? { image } : {}),
+            // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
+            args: [
+              "--max-model-len",
+              String(plan.ctxPerSlot),
+              "--max-num-seqs",
+              String(perRank),
+              "--gpu-memory-utilization",
+              String(UTILIZATION),
+              "--enable-auto-tool-choice",
+              "--tool-call-parser",
+              plan.toolCallParser,
+              ...(plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []),
+            ],
+            env: keyEnv(plan, o),
+            resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel }),
+          },
+        ],
         tolerations: tolerations(plan),
       },
     },
@@ -365,7 +469,13 @@ export function manifests(plan: K8sPlan, o: ManifestOptions): Obj[] {
 
 /** The Secret for the API key (applied from stdin by `--apply`, never written to disk by ocw). */
 export function secretManifest(name: string, namespace: string, key: string): Obj {
-  return { apiVersion: "v1", kind: "Secret", metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } }, type: "Opaque", stringData: { [API_KEY_ENTRY]: key } };
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } },
+    type: "Opaque",
+    stringData: { [API_KEY_ENTRY]: key },
+  };
 }
 
 /** How to turn the deployed service into an ocw target: a router target (the Service / gateway) or a pool of pods. */
@@ -383,10 +493,7 @@ export function captureSteps(plan: K8sPlan, o: ManifestOptions): string[] {
       `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total}    # a router target: llm-d's scheduler spreads the ${total} sequences over ${plan.replicas * plan.dataParallel} replica(s)`,
     ];
   }
-  const steps = [
-    `kubectl -n ${ns} rollout status deployment/${o.name} --timeout=60m`,
-    key,
-  ];
+  const steps = [`kubectl -n ${ns} rollout status deployment/${o.name} --timeout=60m`, key];
   if (plan.replicas === 1) {
     steps.push(
       `kubectl -n ${ns} port-forward service/${o.name} ${PORT}:${PORT} &    # or, with ocw inside the cluster: http://${o.name}.${ns}.svc.cluster.local:${PORT}/v1`,
@@ -447,11 +554,13 @@ function emit(v: unknown, indent: string, out: string[]): void {
 }
 
 export function toYaml(docs: Obj[]): string {
-  return docs.map((d) => {
-    const out: string[] = [];
-    emit(d, "", out);
-    return out.join("\n") + "\n";
-  }).join("---\n");
+  return docs
+    .map((d) => {
+      const out: string[] = [];
+      emit(d, "", out);
+      return out.join("\n") + "\n";
+    })
+    .join("---\n");
 }
 
 /**
@@ -467,7 +576,8 @@ export function parseNodeSpec(spec: string, vendor: GpuVendor): K8sNode {
     return { gpus: n, gpuBytes: unit(m[3]!, m[4]), gpuName: m[2]?.trim() || `${unit(m[3]!, m[4]) / GiB} GiB GPU`, vendor };
   }
   const parts = spec.split(",").map((p) => /^\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(p));
-  if (!spec.trim() || parts.some((p) => !p)) throw new K8sInputError(`cannot read --gpus "${spec}"; describe one node's GPUs like 4x80G, 8xH100=80GiB or 80G,80G`);
+  if (!spec.trim() || parts.some((p) => !p))
+    throw new K8sInputError(`cannot read --gpus "${spec}"; describe one node's GPUs like 4x80G, 8xH100=80GiB or 80G,80G`);
   const sizes = parts.map((p) => unit(p![2]!, p![3]));
   const min = Math.min(...sizes);
   return { gpus: sizes.length, gpuBytes: min, gpuName: parts[sizes.indexOf(min)]![1]?.trim() || `${(min / GiB).toFixed(0)} GiB GPU`, vendor };

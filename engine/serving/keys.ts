@@ -111,7 +111,10 @@ export function forgetApiKey(targetId: string, dir = stateDir()): void {
 }
 
 /** The key for a target: from the keychain, its key file (typed in, or a managed server's), or the env var it names. */
-export function resolveKey(t: { id?: string; keyRef?: string | null; keyFile?: string | null; keyStore?: string | null }, env: NodeJS.ProcessEnv = process.env): string | null {
+export function resolveKey(
+  t: { id?: string; keyRef?: string | null; keyFile?: string | null; keyStore?: string | null },
+  env: NodeJS.ProcessEnv = process.env,
+): string | null {
   if (t.keyStore === "keychain" && t.id) {
     const k = osKeychain();
     let v: string | null = null;

@@ -68,11 +68,13 @@ export class LlamaServerError extends SetupError {
 export function findLlamaServer(explicit?: string | null, env: NodeJS.ProcessEnv = process.env): string | null {
   const cands: string[] = [];
   if (explicit) {
-    if (!existsSync(explicit)) throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
+    if (!existsSync(explicit))
+      throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
     return path.resolve(explicit);
   }
   if (env.LLAMA_SERVER) cands.push(env.LLAMA_SERVER);
-  for (const dir of (env.PATH ?? "").split(path.delimiter)) if (dir) cands.push(path.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  for (const dir of (env.PATH ?? "").split(path.delimiter))
+    if (dir) cands.push(path.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
   const cache = config(env).OCW_LLAMA_CACHE ?? path.join(os.homedir(), ".cache/opencode-worker/llama");
   try {
     for (const d of readdirSync(cache).sort().reverse()) cands.push(path.join(cache, d, "bin", "llama-server"));
@@ -82,7 +84,10 @@ export function findLlamaServer(explicit?: string | null, env: NodeJS.ProcessEnv
   // the prebuilt release setup installed (<state>/llama/<tag>-<variant>/…): found again, also offline
   const installed = path.join(stateDir(env), "llama");
   try {
-    for (const d of readdirSync(installed).filter((x) => !x.includes(".tmp")).sort().reverse()) {
+    for (const d of readdirSync(installed)
+      .filter((x) => !x.includes(".tmp"))
+      .sort()
+      .reverse()) {
       const f = findFile(path.join(installed, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
@@ -136,9 +141,29 @@ export function parseServerLog(log: string): LoggedSizes {
   for (const line of log.split(/\r?\n/)) {
     let m: RegExpExecArray | null;
     if ((m = /load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB/.exec(line))) r.modelMiB[m[1]!] = (r.modelMiB[m[1]!] ?? 0) + Number(m[2]);
-    else if ((m = /llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)\/(\d+) seqs\), K \((\w+)\):\s+([\d.]+) MiB, V \((\w+)\):\s+([\d.]+) MiB/.exec(line))) {
-      r.kv.push({ MiB: Number(m[1]), cells: Number(m[2]), layers: Number(m[3]), seqs: Number(m[4]), streams: Number(m[5]), kType: m[6]!, kMiB: Number(m[7]), vType: m[8]!, vMiB: Number(m[9]) });
-    } else if ((m = /llama_memory_recurrent: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+) seqs.*?R \(\w+\):\s+([\d.]+) MiB, S \(\w+\):\s+([\d.]+) MiB/.exec(line))) {
+    else if (
+      (m =
+        /llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+)\/(\d+) seqs\), K \((\w+)\):\s+([\d.]+) MiB, V \((\w+)\):\s+([\d.]+) MiB/.exec(
+          line,
+        ))
+    ) {
+      r.kv.push({
+        MiB: Number(m[1]),
+        cells: Number(m[2]),
+        layers: Number(m[3]),
+        seqs: Number(m[4]),
+        streams: Number(m[5]),
+        kType: m[6]!,
+        kMiB: Number(m[7]),
+        vType: m[8]!,
+        vMiB: Number(m[9]),
+      });
+    } else if (
+      (m =
+        /llama_memory_recurrent: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers,\s+(\d+) seqs.*?R \(\w+\):\s+([\d.]+) MiB, S \(\w+\):\s+([\d.]+) MiB/.exec(
+          line,
+        ))
+    ) {
       r.recurrent.push({ MiB: Number(m[1]), cells: Number(m[2]), layers: Number(m[3]), seqs: Number(m[4]), rMiB: Number(m[5]), sMiB: Number(m[6]) });
     } else if ((m = /(\S+) compute buffer size =\s+([\d.]+) MiB/.exec(line))) r.computeMiB[m[1]!] = Number(m[2]);
     else if ((m = /(\S+)\s+output buffer size =\s+([\d.]+) MiB/.exec(line))) r.outputMiB[m[1]!] = Number(m[2]);
@@ -186,7 +211,14 @@ export async function waitHealthy(url: string, child: ChildProcess | null, logFi
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || (child && child.exitCode !== null)) {
-        const tail = logFile && existsSync(logFile) ? readFileSync(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail =
+          logFile && existsSync(logFile)
+            ? readFileSync(logFile, "utf8")
+                .split("\n")
+                .filter((l) => /\bE |error|failed/i.test(l))
+                .slice(-3)
+                .join(" | ")
+            : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url}/health`, { timeoutMs: 2000 });
@@ -210,14 +242,16 @@ export async function startLlamaServer(o: StartOptions): Promise<Started> {
   const spawnErr = new Promise<never>((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o.bin}: ${e.message}`))));
   closeSync(fd);
   if (o.detached) child.unref();
-  const readyMs = await Promise.race([waitHealthy(`http://${o.host ?? "127.0.0.1"}:${o.port}`, child, o.logFile, o.readyTimeoutMs ?? 120000), spawnErr]).catch((e) => {
-    try {
-      child.kill("SIGKILL");
-    } catch {
-      /* gone */
-    }
-    throw e;
-  });
+  const readyMs = await Promise.race([waitHealthy(`http://${o.host ?? "127.0.0.1"}:${o.port}`, child, o.logFile, o.readyTimeoutMs ?? 120000), spawnErr]).catch(
+    (e) => {
+      try {
+        child.kill("SIGKILL");
+      } catch {
+        /* gone */
+      }
+      throw e;
+    },
+  );
   return { pid: child.pid!, child, readyMs };
 }
 

@@ -15,7 +15,10 @@ import { parallelDevices, proposeParallel, resolveParallelModel } from "./parall
 
 const MiB = 1024 ** 2;
 const machine = (n: number, name: string, totalMiB: number, usedMiB = 500): PlanDevices =>
-  parallelDevices({ gpus: Array.from({ length: n }, (_, i) => ({ index: i, vendor: "nvidia", name, totalBytes: totalMiB * MiB, freeBytes: (totalMiB - usedMiB) * MiB })), ram: { freeBytes: 256 * GiB } }).dev;
+  parallelDevices({
+    gpus: Array.from({ length: n }, (_, i) => ({ index: i, vendor: "nvidia", name, totalBytes: totalMiB * MiB, freeBytes: (totalMiB - usedMiB) * MiB })),
+    ram: { freeBytes: 256 * GiB },
+  }).dev;
 const plan = (dev: PlanDevices, slots: number, o: { model?: string; runtime?: "vllm" | "sglang"; minCtx?: number } = {}) =>
   proposeParallel({ runtime: o.runtime ?? "vllm", dev, slots, minCtx: o.minCtx ?? 32768, model: o.model, verified: () => false, hub: false });
 const flag = (cmd: string, f: string) => {
@@ -63,7 +66,12 @@ describe("vLLM / SGLang: tensor × data parallel", () => {
     const p = (await plan(machine(8, "NVIDIA H200", 143771), 16, { runtime: "sglang" })).pick!;
     const w = commandWords(p.command);
     expect([w.bin, w.args[0], w.args[1]]).toEqual(["python3", "-m", "sglang.launch_server"]);
-    expect([flag(p.command, "--dp-size"), flag(p.command, "--tp-size"), flag(p.command, "--max-running-requests"), flag(p.command, "--config")]).toEqual(["8", null, "2", "…"]);
+    expect([flag(p.command, "--dp-size"), flag(p.command, "--tp-size"), flag(p.command, "--max-running-requests"), flag(p.command, "--config")]).toEqual([
+      "8",
+      null,
+      "2",
+      "…",
+    ]);
     expect(w.args).not.toContain("--api-key");
     expect(flag(p.command, "--reasoning-parser")).toBe(p.model.startsWith("gpt-oss") ? "gpt-oss" : "qwen3");
   });
@@ -75,18 +83,42 @@ describe("vLLM / SGLang: tensor × data parallel", () => {
   it("a GPU partly in use: the runtime's share drops below 0.9 (vLLM refuses a share larger than what is free)", () => {
     expect(gpuUtilization({ totalBytes: 24 * GiB, freeBytes: 23.5 * GiB })).toBe(0.9);
     expect(gpuUtilization({ totalBytes: 24 * GiB, freeBytes: 12 * GiB })).toBe(0.48);
-    const m: ParallelModel = { model: "m", source: "o/m", dtype: "bf16", weightsBytes: 6 * GiB, weightsSource: "catalog", nHead: 32, nHeadKv: 8, hparams: null, contextLength: 32768, toolParser: "hermes", servedName: "m" };
+    const m: ParallelModel = {
+      model: "m",
+      source: "o/m",
+      dtype: "bf16",
+      weightsBytes: 6 * GiB,
+      weightsSource: "catalog",
+      nHead: 32,
+      nHeadKv: 8,
+      hparams: null,
+      contextLength: 32768,
+      toolParser: "hermes",
+      servedName: "m",
+    };
     const half = machine(1, "NVIDIA GeForce RTX 4090", 24564, 12000).gpus;
     const p = sizeParallel(m, half, 1, 8192)!;
     expect(p.utilization).toBe(0.5);
     expect(p.needPerGpu).toBeLessThanOrEqual(p.utilization * half[0]!.totalBytes);
   });
   it("tensor parallel divides the attention heads (24 heads: 2 and 4 and 8 — not 16); KV is replicated past the KV heads", () => {
-    const m: ParallelModel = { model: "m", source: "o/m", dtype: "bf16", weightsBytes: 300 * GiB, weightsSource: "catalog", nHead: 24, nHeadKv: 4, hparams: null, contextLength: 32768, toolParser: "hermes", servedName: "m" };
+    const m: ParallelModel = {
+      model: "m",
+      source: "o/m",
+      dtype: "bf16",
+      weightsBytes: 300 * GiB,
+      weightsSource: "catalog",
+      nHead: 24,
+      nHeadKv: 4,
+      hparams: null,
+      contextLength: 32768,
+      toolParser: "hermes",
+      servedName: "m",
+    };
     const p = sizeParallel(m, machine(16, "NVIDIA H100 80GB HBM3", 81559).gpus, 4, 8192)!;
     expect(p.tp).toBe(8);
     // 25 % allowance (no config): 75 GiB of KV, 4 KV heads → each of the 8 ranks holds a quarter
-    expect(p.kvPerGpu).toBeCloseTo(75 * GiB / 4, -6);
+    expect(p.kvPerGpu).toBeCloseTo((75 * GiB) / 4, -6);
     expect(sizeParallel({ ...m, weightsBytes: 600 * GiB }, machine(16, "NVIDIA H100 80GB HBM3", 81559).gpus, 4, 8192)).toBeNull();
   });
   it("nothing fits, no GPU, a GGUF or a file → a problem or a clear input error", async () => {
@@ -104,9 +136,26 @@ describe("vLLM / SGLang: tensor × data parallel", () => {
   it("a local folder: sized from its safetensors and config.json", async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-par-"));
     writeFileSync(path.join(dir, "model.safetensors"), Buffer.alloc(1024 * 1024));
-    writeFileSync(path.join(dir, "config.json"), JSON.stringify({ num_attention_heads: 12, num_key_value_heads: 2, num_hidden_layers: 28, hidden_size: 1536, max_position_embeddings: 32768, vocab_size: 151936 }));
+    writeFileSync(
+      path.join(dir, "config.json"),
+      JSON.stringify({
+        num_attention_heads: 12,
+        num_key_value_heads: 2,
+        num_hidden_layers: 28,
+        hidden_size: 1536,
+        max_position_embeddings: 32768,
+        vocab_size: 151936,
+      }),
+    );
     const [m] = await resolveParallelModel(dir, "vllm", {}, false);
-    expect([m!.weightsBytes, m!.weightsSource, m!.nHead, m!.nHeadKv, m!.contextLength, m!.source]).toEqual([1024 * 1024, "folder", 12, 2, 32768, path.resolve(dir)]);
+    expect([m!.weightsBytes, m!.weightsSource, m!.nHead, m!.nHeadKv, m!.contextLength, m!.source]).toEqual([
+      1024 * 1024,
+      "folder",
+      12,
+      2,
+      32768,
+      path.resolve(dir),
+    ]);
     // 28 layers × 2 KV heads × 128 × (K+V) × 2 bytes = 28 KiB a token
     const p = sizeParallel(m!, machine(1, "NVIDIA GeForce RTX 4060", 8188).gpus, 2, 32768)!;
     expect(p.kvPerGpu).toBeGreaterThanOrEqual(2 * 32768 * 28 * 1024);

@@ -42,8 +42,14 @@ export function parallelDevices(hw: HardwareGpus): { dev: PlanDevices; notes: st
   const other = hw.gpus.filter((g) => !use.includes(g));
   if (other.length) notes.push(`vLLM / SGLang run on NVIDIA (CUDA) or AMD (ROCm) GPUs of one kind: not planning on ${other.map((g) => g.name).join(", ")}`);
   const gpus: PlanDevices["gpus"] = use.map((g, i) => ({
-    id: `${g.vendor}${g.index}`, name: g.name, kind: "gpu", freeBytes: g.freeBytes ?? Math.floor(g.totalBytes * 0.9), totalBytes: g.totalBytes,
-    runtimeId: `${prefix}${i}`, index: g.index, vendor: g.vendor,
+    id: `${g.vendor}${g.index}`,
+    name: g.name,
+    kind: "gpu",
+    freeBytes: g.freeBytes ?? Math.floor(g.totalBytes * 0.9),
+    totalBytes: g.totalBytes,
+    runtimeId: `${prefix}${i}`,
+    index: g.index,
+    vendor: g.vendor,
   }));
   return { dev: { gpus, hostFreeBytes: hw.ram.freeBytes }, notes };
 }
@@ -71,22 +77,43 @@ function modelFromConfig(name: string, cfg: HfConfig): Pick<ParallelModel, "nHea
   const ctx = c.max_position_embeddings ?? 32768;
   if (!nHead || !c.num_hidden_layers || !c.hidden_size) return { nHead, nHeadKv, hparams: null, contextLength: ctx };
   const fake = {
-    name, contextLength: ctx,
-    spec: { arch: "llama", nLayer: c.num_hidden_layers, nEmbd: c.hidden_size, nVocab: c.vocab_size ?? 32000, attnInterval: 1, nHead, nHeadKv: nHeadKv ?? nHead, headDim: c.head_dim ?? Math.floor(c.hidden_size / nHead) },
+    name,
+    contextLength: ctx,
+    spec: {
+      arch: "llama",
+      nLayer: c.num_hidden_layers,
+      nEmbd: c.hidden_size,
+      nVocab: c.vocab_size ?? 32000,
+      attnInterval: 1,
+      nHead,
+      nHeadKv: nHeadKv ?? nHead,
+      headDim: c.head_dim ?? Math.floor(c.hidden_size / nHead),
+    },
   } as unknown as CatalogEntry;
   return { nHead, nHeadKv, hparams: catalogHparams(fake), contextLength: ctx };
 }
 
 /** A catalog entry's safetensors variants (highest precision first), sized by the Hub when it answers. */
 async function catalogModels(e: CatalogEntry, runtime: "vllm" | "sglang", hub: HubSizer): Promise<ParallelModel[]> {
-  const variants: CatalogWeights[] = e.weights ?? [{ repo: safetensorsRepo(e), dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters × 2 bytes" }];
+  const variants: CatalogWeights[] = e.weights ?? [
+    { repo: safetensorsRepo(e), dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters × 2 bytes" },
+  ];
   const out: ParallelModel[] = [];
   for (const w of variants) {
     const listed = await hub.size(w.repo);
     out.push({
-      model: e.id, source: w.repo, dtype: w.dtype, weightsBytes: listed ?? w.bytes, weightsSource: listed ? "hub" : "catalog",
-      nHead: e.spec.nHead, nHeadKv: e.spec.mla ? 1 : e.spec.nHeadKv, hparams: catalogHparams(e), contextLength: e.contextLength,
-      toolParser: toolParser(runtime, e, w.repo), reasoningParser: reasoningParser(runtime, e, w.repo), servedName: targetSlug({ model: w.repo.split("/").pop()!, quant: null }),
+      model: e.id,
+      source: w.repo,
+      dtype: w.dtype,
+      weightsBytes: listed ?? w.bytes,
+      weightsSource: listed ? "hub" : "catalog",
+      nHead: e.spec.nHead,
+      nHeadKv: e.spec.mla ? 1 : e.spec.nHeadKv,
+      hparams: catalogHparams(e),
+      contextLength: e.contextLength,
+      toolParser: toolParser(runtime, e, w.repo),
+      reasoningParser: reasoningParser(runtime, e, w.repo),
+      servedName: targetSlug({ model: w.repo.split("/").pop()!, quant: null }),
     });
   }
   return out;
@@ -99,7 +126,10 @@ const hubSizes = new Map<string, { at: number; bytes: number | null }>();
 class HubSizer {
   private offline = false;
   private cache = new Map<string, number | null>();
-  constructor(private env: NodeJS.ProcessEnv, private enabled: boolean) {}
+  constructor(
+    private env: NodeJS.ProcessEnv,
+    private enabled: boolean,
+  ) {}
   async size(repo: string): Promise<number | null> {
     if (!this.enabled || this.offline) return null;
     if (this.cache.has(repo)) return this.cache.get(repo)!;
@@ -117,7 +147,12 @@ class HubSizer {
 }
 
 /** A named model for vLLM / SGLang: a catalog id, a Hub repo with safetensors, or a local folder. */
-export async function resolveParallelModel(name: string, runtime: "vllm" | "sglang", env: NodeJS.ProcessEnv = process.env, hubEnabled = true): Promise<ParallelModel[]> {
+export async function resolveParallelModel(
+  name: string,
+  runtime: "vllm" | "sglang",
+  env: NodeJS.ProcessEnv = process.env,
+  hubEnabled = true,
+): Promise<ParallelModel[]> {
   const entry = findCatalog(name) ?? CATALOG.find((c) => c.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
   const hub = new HubSizer(env, hubEnabled);
   if (entry) {
@@ -126,34 +161,64 @@ export async function resolveParallelModel(name: string, runtime: "vllm" | "sgla
     return exact.length ? exact : all;
   }
   if (existsSync(name)) {
-    if (!statSync(name).isDirectory()) throw new ParallelInputError(`${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF — use --runtime llama.cpp for GGUF files`);
+    if (!statSync(name).isDirectory())
+      throw new ParallelInputError(
+        `${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF — use --runtime llama.cpp for GGUF files`,
+      );
     const st = readdirSync(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
     const bytes = st.reduce((a, f) => a + statSync(path.join(name, f)).size, 0);
     const cfgFile = path.join(name, "config.json");
     const cfg = existsSync(cfgFile) ? (JSON.parse(readFileSync(cfgFile, "utf8")) as HfConfig) : {};
-    return [{
-      model: name, source: path.resolve(name), dtype: null, weightsBytes: bytes, weightsSource: "folder", ...modelFromConfig(path.basename(name), cfg),
-      toolParser: toolParser(runtime, undefined, name), reasoningParser: reasoningParser(runtime, undefined, name), servedName: targetSlug({ model: path.basename(path.resolve(name)), quant: null }),
-    }];
+    return [
+      {
+        model: name,
+        source: path.resolve(name),
+        dtype: null,
+        weightsBytes: bytes,
+        weightsSource: "folder",
+        ...modelFromConfig(path.basename(name), cfg),
+        toolParser: toolParser(runtime, undefined, name),
+        reasoningParser: reasoningParser(runtime, undefined, name),
+        servedName: targetSlug({ model: path.basename(path.resolve(name)), quant: null }),
+      },
+    ];
   }
   const repo = name.replace(/^hf:/, "");
-  if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new ParallelInputError(`--model ${name} is neither a catalog id, a Hugging Face repo (owner/name) with safetensors weights, nor a local folder`);
-  if (/gguf/i.test(repo)) throw new ParallelInputError(`${repo} looks like a GGUF repo: vLLM / SGLang load the maker's safetensors weights (e.g. Qwen/Qwen3.6-27B); use --runtime llama.cpp for GGUF`);
+  if (!/^[\w.-]+\/[\w.-]+$/.test(repo))
+    throw new ParallelInputError(`--model ${name} is neither a catalog id, a Hugging Face repo (owner/name) with safetensors weights, nor a local folder`);
+  if (/gguf/i.test(repo))
+    throw new ParallelInputError(
+      `${repo} looks like a GGUF repo: vLLM / SGLang load the maker's safetensors weights (e.g. Qwen/Qwen3.6-27B); use --runtime llama.cpp for GGUF`,
+    );
   const files = await listRepoFiles(repo, "main", timedFetch, env).catch((e: Error) => {
-    throw new ParallelInputError(`cannot size ${repo}: ${e.message.split("\n")[0]} (the Hub's listing gives the weights' size; offline, use a catalog id or a local folder)`);
+    throw new ParallelInputError(
+      `cannot size ${repo}: ${e.message.split("\n")[0]} (the Hub's listing gives the weights' size; offline, use a catalog id or a local folder)`,
+    );
   });
   const bytes = files.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a, f) => a + f.size, 0);
-  if (!bytes) throw new ParallelInputError(`${repo} lists no *.safetensors files: vLLM / SGLang need the safetensors weights (a GGUF repo goes with --runtime llama.cpp)`);
+  if (!bytes)
+    throw new ParallelInputError(
+      `${repo} lists no *.safetensors files: vLLM / SGLang need the safetensors weights (a GGUF repo goes with --runtime llama.cpp)`,
+    );
   let cfg: HfConfig = {};
   if (files.some((f) => f.path === "config.json")) {
     const r = await timedFetch(resolveUrl(repo, "config.json", "main", env), { headers: hubHeaders(env) }).catch(() => null);
     if (r?.ok) cfg = (await r.json().catch(() => ({}))) as HfConfig;
   }
-  return [{
-    model: repo, source: repo, dtype: null, weightsBytes: bytes, weightsSource: "hub", ...modelFromConfig(repo, cfg),
-    toolParser: toolParser(runtime, undefined, repo), reasoningParser: reasoningParser(runtime, undefined, repo), servedName: targetSlug({ model: repo.split("/").pop()!, quant: null }),
-  }];
+  return [
+    {
+      model: repo,
+      source: repo,
+      dtype: null,
+      weightsBytes: bytes,
+      weightsSource: "hub",
+      ...modelFromConfig(repo, cfg),
+      toolParser: toolParser(runtime, undefined, repo),
+      reasoningParser: reasoningParser(runtime, undefined, repo),
+      servedName: targetSlug({ model: repo.split("/").pop()!, quant: null }),
+    },
+  ];
 }
 
 export interface ParallelProposal {
@@ -167,14 +232,26 @@ export interface ParallelProposal {
  * (each entry's first variant that fits). Null pick with the problem when nothing fits.
  */
 export async function proposeParallel(o: {
-  runtime: "vllm" | "sglang"; dev: PlanDevices; slots: number; minCtx: number; maxCtxPerSlot?: number; model?: string;
-  verified: (id: string) => boolean; env?: NodeJS.ProcessEnv; max?: number; hub?: boolean;
+  runtime: "vllm" | "sglang";
+  dev: PlanDevices;
+  slots: number;
+  minCtx: number;
+  maxCtxPerSlot?: number;
+  model?: string;
+  verified: (id: string) => boolean;
+  env?: NodeJS.ProcessEnv;
+  max?: number;
+  hub?: boolean;
 }): Promise<ParallelProposal> {
   const name = o.runtime === "vllm" ? "vLLM" : "SGLang";
   // bad input first (a GGUF, a missing folder), then whether the machine can run it
   const named = o.model ? await resolveParallelModel(o.model, o.runtime, o.env ?? process.env, o.hub !== false) : null;
   if (!o.dev.gpus.length) {
-    return { pick: null, alternatives: [], problem: `${name} needs NVIDIA (CUDA) or AMD (ROCm) GPUs and none is usable here; use --runtime llama.cpp (it runs on the CPU too) or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)` };
+    return {
+      pick: null,
+      alternatives: [],
+      problem: `${name} needs NVIDIA (CUDA) or AMD (ROCm) GPUs and none is usable here; use --runtime llama.cpp (it runs on the CPU too) or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`,
+    };
   }
   const env = o.env ?? process.env;
   const hub = new HubSizer(env, o.hub !== false);
@@ -202,8 +279,10 @@ export async function proposeParallel(o: {
   const gpus = o.dev.gpus;
   const mem = `${gpus.length} GPU(s) of ${(Math.min(...gpus.map((g) => g.totalBytes)) / 1024 ** 3).toFixed(0)} GiB`;
   return {
-    pick: null, alternatives: [],
-    problem: `${o.model ?? "no catalog model"} does not fit ${o.slots} sequence(s) × ${o.minCtx} tokens with ${name} on ${mem} (every layer must be on the GPUs; tried ${tried.slice(0, 6).join(", ")}); ` +
+    pick: null,
+    alternatives: [],
+    problem:
+      `${o.model ?? "no catalog model"} does not fit ${o.slots} sequence(s) × ${o.minCtx} tokens with ${name} on ${mem} (every layer must be on the GPUs; tried ${tried.slice(0, 6).join(", ")}); ` +
       `try fewer slots (--slots ${Math.max(1, Math.floor(o.slots / 2))}), a shorter context, --runtime llama.cpp (it can keep experts or layers in RAM), or an API provider`,
   };
 }
@@ -212,36 +291,89 @@ export async function proposeParallel(o: {
 export function parallelCommand(m: ParallelModel, p: ParallelPlan, runtime: "vllm" | "sglang", allGpus: number): string {
   const w = gpuWords(p.gpus, p.gpus.length < allGpus);
   if (runtime === "vllm") {
-    const b = buildVllmArgs({ model: m.source, servedName: m.servedName, port: 8000, maxModelLen: p.ctxPerSlot, maxNumSeqs: p.perRank, gpuMemoryUtilization: p.utilization, tensorParallel: p.tp, dataParallel: p.dp, toolCallParser: m.toolParser, reasoningParser: m.reasoningParser });
+    const b = buildVllmArgs({
+      model: m.source,
+      servedName: m.servedName,
+      port: 8000,
+      maxModelLen: p.ctxPerSlot,
+      maxNumSeqs: p.perRank,
+      gpuMemoryUtilization: p.utilization,
+      tensorParallel: p.tp,
+      dataParallel: p.dp,
+      toolCallParser: m.toolParser,
+      reasoningParser: m.reasoningParser,
+    });
     return `${[...w.env, "VLLM_API_KEY=…"].join(" ")} vllm ${b.args.map(shellQuote).join(" ")}`;
   }
   // SGLang's static pool (weights + KV) leaves the overhead for activations and CUDA graphs
   const g = p.gpus[0]!;
   const frac = Math.max(0.1, Math.floor((p.utilization - PARALLEL_OVERHEAD / (g.totalBytes || g.freeBytes)) * 100) / 100);
-  const b = buildSglangArgs({ model: m.source, servedName: m.servedName, port: 30000, contextLength: p.ctxPerSlot, maxRunningRequests: p.perRank, memFractionStatic: frac, tensorParallel: p.tp, dataParallel: p.dp, apiKey: "" });
+  const b = buildSglangArgs({
+    model: m.source,
+    servedName: m.servedName,
+    port: 30000,
+    contextLength: p.ctxPerSlot,
+    maxRunningRequests: p.perRank,
+    memFractionStatic: frac,
+    tensorParallel: p.tp,
+    dataParallel: p.dp,
+    apiKey: "",
+  });
   const ki = b.args.indexOf("--api-key");
-  const args = [...b.args.slice(0, ki), ...b.args.slice(ki + 2), "--tool-call-parser", m.toolParser, ...(m.reasoningParser ? ["--reasoning-parser", m.reasoningParser] : []), "--config", "…"];
+  const args = [
+    ...b.args.slice(0, ki),
+    ...b.args.slice(ki + 2),
+    "--tool-call-parser",
+    m.toolParser,
+    ...(m.reasoningParser ? ["--reasoning-parser", m.reasoningParser] : []),
+    "--config",
+    "…",
+  ];
   return `${w.env.length ? `${w.env.join(" ")} ` : ""}python3 ${args.map(shellQuote).join(" ")}`;
 }
 
 /** The pick for a vLLM / SGLang plan: one device per GPU used, the command, and why this TP × DP. */
-export function toParallelPick(m: ParallelModel, p: ParallelPlan, runtime: "vllm" | "sglang", dev: PlanDevices, slots: number, toolVerified: boolean): FitPickT {
+export function toParallelPick(
+  m: ParallelModel,
+  p: ParallelPlan,
+  runtime: "vllm" | "sglang",
+  dev: PlanDevices,
+  slots: number,
+  toolVerified: boolean,
+): FitPickT {
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const devices: PlannedDevice[] = p.gpus.map((g) => {
     const budget = Math.round(p.utilization * (g.totalBytes || g.freeBytes));
     return {
-      name: `${g.runtimeId} ${g.name}`, budgetBytes: budget, plannedBytes: Math.round(p.needPerGpu),
-      breakdown: { weightsBytes: Math.round(p.weightsPerGpu), kvBytes: Math.round(p.kvPerGpu), computeBytes: PARALLEL_OVERHEAD, overheadBytes: 0, marginBytes: Math.max(0, Math.round(g.freeBytes - budget)) },
+      name: `${g.runtimeId} ${g.name}`,
+      budgetBytes: budget,
+      plannedBytes: Math.round(p.needPerGpu),
+      breakdown: {
+        weightsBytes: Math.round(p.weightsPerGpu),
+        kvBytes: Math.round(p.kvPerGpu),
+        computeBytes: PARALLEL_OVERHEAD,
+        overheadBytes: 0,
+        marginBytes: Math.max(0, Math.round(g.freeBytes - budget)),
+      },
     };
   });
   const size = `${gib(m.weightsBytes)} of ${m.dtype ?? "safetensors"} weights, size from ${m.weightsSource === "hub" ? "the Hub's listing" : m.weightsSource === "folder" ? "the folder" : "the catalog"}`;
-  const why = p.tp === 1
-    ? "it fits one GPU whole"
-    : `the fewest GPUs${m.nHead ? ` (a power of two dividing its ${m.nHead} attention heads)` : ""} that hold its weights and KV`;
+  const why =
+    p.tp === 1
+      ? "it fits one GPU whole"
+      : `the fewest GPUs${m.nHead ? ` (a power of two dividing its ${m.nHead} attention heads)` : ""} that hold its weights and KV`;
   return {
-    model: m.model, quant: m.dtype, runtime, slots, ctxPerSlot: p.ctxPerSlot, toolCalling: toolVerified ? "verified" : "unverified",
-    devices, command: parallelCommand(m, p, runtime, dev.gpus.length), placement: "gpu",
-    reason: `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} — ${why} — × data parallel ${p.dp} (${p.dp} engine(s) of ${p.perRank} sequence(s) × ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${dev.gpus.length} GPU(s); ` +
+    model: m.model,
+    quant: m.dtype,
+    runtime,
+    slots,
+    ctxPerSlot: p.ctxPerSlot,
+    toolCalling: toolVerified ? "verified" : "unverified",
+    devices,
+    command: parallelCommand(m, p, runtime, dev.gpus.length),
+    placement: "gpu",
+    reason:
+      `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} — ${why} — × data parallel ${p.dp} (${p.dp} engine(s) of ${p.perRank} sequence(s) × ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${dev.gpus.length} GPU(s); ` +
       `${gib(p.needPerGpu)} per GPU (weights ${gib(p.weightsPerGpu)}, KV ${gib(p.kvPerGpu)}, overhead ${gib(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` +
       (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : ""),
     parallel: { tensor: p.tp, data: p.dp },

@@ -30,7 +30,8 @@ export async function setupCapturePool(urls: string[], o: Omit<CaptureSetupOptio
     rmSync(scratch, { recursive: true, force: true });
   }
   const models = [...new Set(each.map((r) => r.target.model))];
-  if (models.length > 1) throw new SetupInputError(`a pool serves one model, but these endpoints serve ${models.join(", ")}: pass --model to pick one every endpoint serves`);
+  if (models.length > 1)
+    throw new SetupInputError(`a pool serves one model, but these endpoints serve ${models.join(", ")}: pass --model to pick one every endpoint serves`);
   const worst = each.reduce((a, r) => (RANK[r.outcome] > RANK[a.outcome] ? r : a));
   const first = each[0]!.target;
   const endpoints = each.map((r) => ({ url: r.target.endpoint, slots: r.target.serving.slots }));

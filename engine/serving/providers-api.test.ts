@@ -13,9 +13,13 @@ beforeAll(async () => {
   srv = createServer((req, res) => {
     seen.push(req.headers.authorization);
     if (req.url === "/v1/models") {
-      if (req.headers.authorization !== "Bearer sk-good") return res.writeHead(401, { "content-type": "application/json" }).end('{"error":{"message":"invalid key"}}');
+      if (req.headers.authorization !== "Bearer sk-good")
+        return res.writeHead(401, { "content-type": "application/json" }).end('{"error":{"message":"invalid key"}}');
       return res.writeHead(200, { "content-type": "application/json" }).end(
-        JSON.stringify({ object: "list", data: [{ id: "z-ai/glm-4.6", context_length: 202752, name: "GLM 4.6" }, { id: "deepseek/deepseek-chat" }, { nope: 1 }] }),
+        JSON.stringify({
+          object: "list",
+          data: [{ id: "z-ai/glm-4.6", context_length: 202752, name: "GLM 4.6" }, { id: "deepseek/deepseek-chat" }, { nope: 1 }],
+        }),
       );
     }
     if (req.url === "/html/models") return res.writeHead(200, { "content-type": "text/html" }).end("<html>hi</html>");
@@ -40,8 +44,12 @@ describe("setup.models", () => {
   });
 
   it("a refused key, an unset variable, a wrong path, a non-API page and a dead host are each said plainly", async () => {
-    await expect(providerModelsApi({ url: `${base}/v1`, apiKeyEnv: "PROV_KEY" }, { PROV_KEY: "sk-bad" })).rejects.toThrow(/refused the key \(HTTP 401\): check the value of PROV_KEY/);
-    await expect(providerModelsApi({ url: `${base}/v1`, apiKeyEnv: "PROV_KEY" }, {})).rejects.toThrow(/environment variable PROV_KEY is not set in the engine's environment/);
+    await expect(providerModelsApi({ url: `${base}/v1`, apiKeyEnv: "PROV_KEY" }, { PROV_KEY: "sk-bad" })).rejects.toThrow(
+      /refused the key \(HTTP 401\): check the value of PROV_KEY/,
+    );
+    await expect(providerModelsApi({ url: `${base}/v1`, apiKeyEnv: "PROV_KEY" }, {})).rejects.toThrow(
+      /environment variable PROV_KEY is not set in the engine's environment/,
+    );
     await expect(providerModelsApi({ url: `${base}/v1` }, {})).rejects.toThrow(/this provider needs a key/);
     await expect(providerModelsApi({ url: `${base}/nothing` }, {})).rejects.toThrow(/HTTP 404: .*usually ends in \/v1/);
     await expect(providerModelsApi({ url: `${base}/html` }, {})).rejects.toThrow(/did not answer JSON .*OpenAI-compatible/);

@@ -13,18 +13,30 @@ export interface ProviderModel {
   name: string | null;
 }
 
-export async function providerModelsApi(input: ProviderModelsInput, env: NodeJS.ProcessEnv = process.env, timeoutMs = 15_000): Promise<{ url: string; models: ProviderModel[] }> {
+export async function providerModelsApi(
+  input: ProviderModelsInput,
+  env: NodeJS.ProcessEnv = process.env,
+  timeoutMs = 15_000,
+): Promise<{ url: string; models: ProviderModel[] }> {
   const i = ProviderModelsInput.parse(input);
   const base = i.url.replace(/\/+$/, "");
   let key: string | null = i.key ?? null;
   if (!key && i.apiKeyEnv) {
     key = env[i.apiKeyEnv] ?? null;
-    if (!key) throw new OcwError("bad-input", `environment variable ${i.apiKeyEnv} is not set in the engine's environment: export it where the engine starts (then \`ocw stop\` and start it again), or leave the key field empty for a server without a key`);
+    if (!key)
+      throw new OcwError(
+        "bad-input",
+        `environment variable ${i.apiKeyEnv} is not set in the engine's environment: export it where the engine starts (then \`ocw stop\` and start it again), or leave the key field empty for a server without a key`,
+      );
   }
   const url = `${base}/models`;
   let res: Response;
   try {
-    res = await fetch(url, { headers: { accept: "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) }, signal: AbortSignal.timeout(timeoutMs), redirect: "follow" });
+    res = await fetch(url, {
+      headers: { accept: "application/json", ...(key ? { authorization: `Bearer ${key}` } : {}) },
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: "follow",
+    });
   } catch (e) {
     throw new OcwError("unavailable", `${describeFetchError(e, url)}; check the URL (it usually ends in /v1)`);
   }
@@ -33,8 +45,16 @@ export async function providerModelsApi(input: ProviderModelsInput, env: NodeJS.
   if (Number(res.headers.get("content-length") ?? 0) > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
   const text = await res.text().catch(() => "");
   if (text.length > MAX) throw new OcwError("bad-input", `${url} answered more than 16 MB: not a model list; check the URL`);
-  if (res.status === 401 || res.status === 403) throw new OcwError("bad-input", `${new URL(url).host} refused the key (HTTP ${res.status})${i.key ? ": check the key typed" : i.apiKeyEnv ? `: check the value of ${i.apiKeyEnv}` : ": this provider needs a key — type it or name the variable that holds it"}`);
-  if (res.status === 404) throw new OcwError("bad-input", `${url} → HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1), or type the model id yourself`);
+  if (res.status === 401 || res.status === 403)
+    throw new OcwError(
+      "bad-input",
+      `${new URL(url).host} refused the key (HTTP ${res.status})${i.key ? ": check the key typed" : i.apiKeyEnv ? `: check the value of ${i.apiKeyEnv}` : ": this provider needs a key — type it or name the variable that holds it"}`,
+    );
+  if (res.status === 404)
+    throw new OcwError(
+      "bad-input",
+      `${url} → HTTP 404: this endpoint lists no models there; check the URL (an OpenAI-compatible base URL usually ends in /v1), or type the model id yourself`,
+    );
   if (!res.ok) throw new OcwError("unavailable", `${url} → HTTP ${res.status}${text ? `: ${text.replace(/\s+/g, " ").slice(0, 160)}` : ""}`);
   let body: unknown;
   try {

@@ -25,14 +25,22 @@ export function onPath(name: string, env: NodeJS.ProcessEnv): string | null {
 }
 
 /** How this machine can run the runtime: its binary / Python package, else a container engine; null with why not. */
-export function findRuntime(runtime: ParallelRuntime, env: NodeJS.ProcessEnv = process.env, o: { binaryOnly?: boolean } = {}): { how: "binary" | "container"; bin: string } | { how: null; why: string } {
+export function findRuntime(
+  runtime: ParallelRuntime,
+  env: NodeJS.ProcessEnv = process.env,
+  o: { binaryOnly?: boolean } = {},
+): { how: "binary" | "container"; bin: string } | { how: null; why: string } {
   if (runtime === "vllm") {
     const bin = config(env).OCW_VLLM_BIN || onPath("vllm", env);
     if (bin) return { how: "binary", bin };
   } else {
     const py = config(env).OCW_PYTHON || onPath("python3", env) || onPath("python", env);
     if (py) {
-      const r = spawnSync(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], { env, timeout: 20_000, stdio: "ignore" });
+      const r = spawnSync(py, ["-c", "import importlib.util,sys; sys.exit(0 if importlib.util.find_spec('sglang') else 3)"], {
+        env,
+        timeout: 20_000,
+        stdio: "ignore",
+      });
       if (r.status === 0) return { how: "binary", bin: py };
     }
   }
@@ -40,9 +48,10 @@ export function findRuntime(runtime: ParallelRuntime, env: NodeJS.ProcessEnv = p
   if (ce) return { how: "container", bin: ce };
   return {
     how: null,
-    why: runtime === "vllm"
-      ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp"
-      : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp",
+    why:
+      runtime === "vllm"
+        ? "vLLM is not installed here (no `vllm` on PATH) and there is no docker or podman for its image; `pip install vllm`, or install docker, or use llama.cpp"
+        : "SGLang is not installed here (python3 cannot import sglang) and there is no docker or podman for its image; `pip install sglang`, or install docker, or use llama.cpp",
   };
 }
 
@@ -87,15 +96,24 @@ export function compareVersions(a: string, b: string): number {
 }
 
 /** The installed runtime's version: the image's tag, `vllm --version`, or `import sglang; sglang.__version__`. */
-export function installedVersion(runtime: ParallelRuntime, found: { how: "binary" | "container"; bin: string }, model: string, env: NodeJS.ProcessEnv = process.env): { version: string | null; from: string } {
+export function installedVersion(
+  runtime: ParallelRuntime,
+  found: { how: "binary" | "container"; bin: string },
+  model: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { version: string | null; from: string } {
   if (found.how === "container") {
     const image = imageFor(runtime, model, env);
     return { version: parseVersion(image.split(":").pop() ?? ""), from: `image ${image}` };
   }
-  const r = runtime === "vllm"
-    ? spawnSync(found.bin, ["--version"], { env, timeout: 60_000, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
-    : spawnSync(found.bin, ["-c", "import sglang; print(sglang.__version__)"], { env, timeout: 60_000, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  const out = `${r.stdout ?? ""}\n${r.stderr ?? ""}`.split("\n").map((l) => l.trim()).filter(Boolean);
+  const r =
+    runtime === "vllm"
+      ? spawnSync(found.bin, ["--version"], { env, timeout: 60_000, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+      : spawnSync(found.bin, ["-c", "import sglang; print(sglang.__version__)"], { env, timeout: 60_000, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const out = `${r.stdout ?? ""}\n${r.stderr ?? ""}`
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   // the last line with a version: vLLM prints warnings before it
   const line = [...out].reverse().find((l) => parseVersion(l));
   return { version: line ? parseVersion(line) : null, from: runtime === "vllm" ? `${found.bin} --version` : `${found.bin} -c 'import sglang'` };
@@ -105,14 +123,19 @@ export function installedVersion(runtime: ParallelRuntime, found: { how: "binary
  * Whether the installed runtime loads this model: its version against the family's minimum (catalog). Null when it
  * does, or when its version cannot be read or no minimum is known; else what is wrong and what to do.
  */
-export function versionProblem(runtime: ParallelRuntime, model: string, installed: { version: string | null; from: string }): { cause: string; remedy: string } | null {
+export function versionProblem(
+  runtime: ParallelRuntime,
+  model: string,
+  installed: { version: string | null; from: string },
+): { cause: string; remedy: string } | null {
   const fam = runtimeFamily(model);
   const min = fam.minVersion[runtime];
   if (!min) return null;
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
-  const remedy = runtime === "vllm"
-    ? `upgrade it (pip install -U 'vllm>=${min}'), or unset OCW_VLLM_IMAGE to use ${fam.image.vllm}`
-    : `upgrade it (pip install -U 'sglang>=${min}'), or unset OCW_SGLANG_IMAGE to use ${fam.image.sglang}`;
+  const remedy =
+    runtime === "vllm"
+      ? `upgrade it (pip install -U 'vllm>=${min}'), or unset OCW_VLLM_IMAGE to use ${fam.image.vllm}`
+      : `upgrade it (pip install -U 'sglang>=${min}'), or unset OCW_SGLANG_IMAGE to use ${fam.image.sglang}`;
   // a version we cannot read is not refused (a dev build, a vendor fork): the load phase will say if it cannot load it
   if (!installed.version) return null;
   if (compareVersions(installed.version, min) >= 0) return null;

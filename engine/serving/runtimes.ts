@@ -23,7 +23,18 @@ export interface VllmPlan {
 
 /** `vllm serve MODEL …`; the key goes in VLLM_API_KEY. */
 export function buildVllmArgs(p: VllmPlan): { cmd: string; args: string[]; keyEnv: string } {
-  const a = ["serve", p.model, "--host", p.host ?? "127.0.0.1", "--port", String(p.port), "--max-model-len", String(p.maxModelLen), "--max-num-seqs", String(p.maxNumSeqs)];
+  const a = [
+    "serve",
+    p.model,
+    "--host",
+    p.host ?? "127.0.0.1",
+    "--port",
+    String(p.port),
+    "--max-model-len",
+    String(p.maxModelLen),
+    "--max-num-seqs",
+    String(p.maxNumSeqs),
+  ];
   a.push("--gpu-memory-utilization", String(p.gpuMemoryUtilization ?? 0.9));
   if (p.servedName) a.push("--served-model-name", p.servedName);
   if ((p.tensorParallel ?? 1) > 1) a.push("--tensor-parallel-size", String(p.tensorParallel));

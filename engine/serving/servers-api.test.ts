@@ -42,7 +42,11 @@ async function launch(targetId: string): Promise<{ port: number; key: string }> 
   return { port, key };
 }
 
-const models = (port: number, key: string) => fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status, () => 0);
+const models = (port: number, key: string) =>
+  fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: `Bearer ${key}` } }).then(
+    (r) => r.status,
+    () => 0,
+  );
 
 beforeEach(() => {
   prev = { state: process.env.OCW_STATE_DIR, sup: process.env.OCW_SUPERVISE };

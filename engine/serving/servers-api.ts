@@ -15,15 +15,25 @@ import { listServing, saveServing, type ServingRecord, servingAlive, startSuperv
 /** A server record as a person sees it (no key, no environment values). */
 function view(r: ServingRecord): ServerView {
   return {
-    targetId: r.targetId, replicaOf: r.replicaOf ?? null, pid: r.pid, port: r.port, running: servingAlive(r), supervised: !!r.supervisorPid,
-    restarts: r.restarts ?? 0, keep: !!r.keep, startedAt: r.startedAt, logFile: r.logFile, bin: r.bin,
+    targetId: r.targetId,
+    replicaOf: r.replicaOf ?? null,
+    pid: r.pid,
+    port: r.port,
+    running: servingAlive(r),
+    supervised: !!r.supervisorPid,
+    restarts: r.restarts ?? 0,
+    keep: !!r.keep,
+    startedAt: r.startedAt,
+    logFile: r.logFile,
+    bin: r.bin,
   };
 }
 
 /** Records of a target: itself, or the replicas of a pool. */
 function recordsOf(id: string): ServingRecord[] {
   const recs = listServing().filter((r) => r.targetId === id || r.replicaOf === id);
-  if (!recs.length) throw new OcwError("not-found", `no model server started by the engine for "${id}" (servers you started yourself are stopped where you started them)`);
+  if (!recs.length)
+    throw new OcwError("not-found", `no model server started by the engine for "${id}" (servers you started yourself are stopped where you started them)`);
   return recs;
 }
 
@@ -45,7 +55,11 @@ export async function serverRestartApi(id: string, o: { readyTimeoutMs?: number 
   const recs = recordsOf(id);
   // vLLM / SGLang take their key and launch differently (start-runtimes.ts): those are started again by a new start
   const other = recs.find((r) => !path.basename(r.bin).startsWith("llama-server"));
-  if (other) throw new OcwError("bad-input", `${id} runs ${path.basename(other.bin)}, not llama-server: start it again from "Start … here" (or \`ocw setup\`); Stop and Delete work for it`);
+  if (other)
+    throw new OcwError(
+      "bad-input",
+      `${id} runs ${path.basename(other.bin)}, not llama-server: start it again from "Start … here" (or \`ocw setup\`); Stop and Delete work for it`,
+    );
   await stopServing(id);
   const sup = supervisorCommand();
   const out: ServingRecord[] = [];
@@ -58,7 +72,16 @@ export async function serverRestartApi(id: string, o: { readyTimeoutMs?: number 
         out.push(listServing().find((x) => x.targetId === r.targetId) ?? base);
       } else {
         const apiKey = r.keyFile ? readKey(r.keyFile) : null;
-        const s = await startLlamaServer({ bin: r.bin, args: r.args, env: r.env, apiKey, logFile: r.logFile, port: r.port, detached: true, readyTimeoutMs: o.readyTimeoutMs ?? 600_000 });
+        const s = await startLlamaServer({
+          bin: r.bin,
+          args: r.args,
+          env: r.env,
+          apiKey,
+          logFile: r.logFile,
+          port: r.port,
+          detached: true,
+          readyTimeoutMs: o.readyTimeoutMs ?? 600_000,
+        });
         const rec = { ...base, pid: s.pid, startTime: processStartTime(s.pid) };
         saveServing([...listServing().filter((x) => x.targetId !== r.targetId), rec]);
         out.push(rec);
@@ -94,7 +117,13 @@ export function serverKeepApi(id: string, keep: boolean): ServerView[] {
 
 /** `ocw stop`: every server the engine started stops with it, unless the person chose to keep it. */
 export async function stopUnkeptServing(): Promise<string[]> {
-  const ids = [...new Set(listServing().filter((r) => !r.keep).map((r) => r.replicaOf ?? r.targetId))];
+  const ids = [
+    ...new Set(
+      listServing()
+        .filter((r) => !r.keep)
+        .map((r) => r.replicaOf ?? r.targetId),
+    ),
+  ];
   const stopped: string[] = [];
   for (const id of ids) {
     const r = await stopServing(id).catch(() => null);

@@ -34,8 +34,17 @@ async function stranger(): Promise<number> {
 const otherStart = (pid: number) => String(Number(processStartTime(pid)) - 1);
 
 const rec = (targetId: string, pid: number, extra: Partial<ServingRecord> = {}): ServingRecord => ({
-  targetId, pid, supervisorPid: null, port: 1, bin: "llama-server", args: [], logFile: path.join(state, `${targetId}.log`), keyFile: null,
-  startedAt: new Date().toISOString(), gpuBytes: [{ index: 0, bytes: 2 ** 30 }], ...extra,
+  targetId,
+  pid,
+  supervisorPid: null,
+  port: 1,
+  bin: "llama-server",
+  args: [],
+  logFile: path.join(state, `${targetId}.log`),
+  keyFile: null,
+  startedAt: new Date().toISOString(),
+  gpuBytes: [{ index: 0, bytes: 2 ** 30 }],
+  ...extra,
 });
 
 const write = (recs: ServingRecord[]) => writeFileSync(path.join(state, "serving.json"), JSON.stringify(recs));
@@ -109,7 +118,12 @@ describe.skipIf(!LINUX)("serving records: identity, not a bare pid", () => {
   it("an old serving.json (no start times) still loads and is judged by the pid alone", async () => {
     const pid = await stranger();
     const c = children.at(-1)!;
-    writeFileSync(path.join(state, "serving.json"), JSON.stringify([{ targetId: "llamacpp-v1", pid, supervisorPid: null, port: 1, bin: "llama-server", args: [], logFile: "", keyFile: null, startedAt: "" }]));
+    writeFileSync(
+      path.join(state, "serving.json"),
+      JSON.stringify([
+        { targetId: "llamacpp-v1", pid, supervisorPid: null, port: 1, bin: "llama-server", args: [], logFile: "", keyFile: null, startedAt: "" },
+      ]),
+    );
     expect(listServing()[0]!.startTime).toBeUndefined();
     expect(servingAlive(listServing()[0]!)).toBe(true);
     const r = await stopServing("llamacpp-v1");

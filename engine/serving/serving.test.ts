@@ -19,7 +19,10 @@ describe("llama-server log parsing (recorded -lv 4 lines)", () => {
   });
   it("gemma3 has two caches (full + SWA)", () => {
     const r = parseServerLog(readFileSync(path.join(LOGS, "gemma3-swa-c4096-np4.log"), "utf8"));
-    expect(r.kv.map((k) => [k.cells, k.layers, k.MiB])).toEqual([[1024, 2, 2], [1024, 4, 4]]);
+    expect(r.kv.map((k) => [k.cells, k.layers, k.MiB])).toEqual([
+      [1024, 2, 2],
+      [1024, 4, 4],
+    ]);
   });
   it("lfm2 has recurrent state", () => {
     const r = parseServerLog(readFileSync(path.join(LOGS, "lfm2-hybrid-c4096-np4.log"), "utf8"));
@@ -32,24 +35,51 @@ describe("llama-server log parsing (recorded -lv 4 lines)", () => {
 
 describe("llama-server args", () => {
   it("from a fit: loopback, unified, no key in argv", () => {
-    const a = buildLlamaArgs({ model: "/m.gguf", alias: "m", ctx: 16384, parallel: 4, kvUnified: true, port: 8080, cacheTypeK: "q8_0", cacheTypeV: "q8_0", nGpuLayers: 99, tensorSplit: [24000, 16000], noMmproj: true });
-    expect(a.join(" ")).toBe("-m /m.gguf --alias m --host 127.0.0.1 --port 8080 -c 16384 -np 4 --kv-unified -ctk q8_0 -ctv q8_0 -fa auto -ngl 99 -ts 24000,16000 --jinja --no-mmproj -fit off -lv 4");
+    const a = buildLlamaArgs({
+      model: "/m.gguf",
+      alias: "m",
+      ctx: 16384,
+      parallel: 4,
+      kvUnified: true,
+      port: 8080,
+      cacheTypeK: "q8_0",
+      cacheTypeV: "q8_0",
+      nGpuLayers: 99,
+      tensorSplit: [24000, 16000],
+      noMmproj: true,
+    });
+    expect(a.join(" ")).toBe(
+      "-m /m.gguf --alias m --host 127.0.0.1 --port 8080 -c 16384 -np 4 --kv-unified -ctk q8_0 -ctv q8_0 -fa auto -ngl 99 -ts 24000,16000 --jinja --no-mmproj -fit off -lv 4",
+    );
     expect(a).not.toContain("--api-key");
   });
 });
 
 describe("other runtimes", () => {
   it("vLLM", () => {
-    const v = buildVllmArgs({ model: "Qwen/Qwen3-Coder-30B-A3B-Instruct", port: 8000, maxModelLen: 65536, maxNumSeqs: 4, tensorParallel: 2, toolCallParser: "qwen3_coder" });
+    const v = buildVllmArgs({
+      model: "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+      port: 8000,
+      maxModelLen: 65536,
+      maxNumSeqs: 4,
+      tensorParallel: 2,
+      toolCallParser: "qwen3_coder",
+    });
     expect(v.args).toEqual(expect.arrayContaining(["--max-model-len", "65536", "--max-num-seqs", "4", "--tensor-parallel-size", "2", "--host", "127.0.0.1"]));
     expect(v.keyEnv).toBe("VLLM_API_KEY");
   });
   it("SGLang", () => {
-    expect(buildSglangArgs({ model: "m", port: 30000, contextLength: 32768, maxRunningRequests: 8, apiKey: "k" }).args).toEqual(expect.arrayContaining(["--context-length", "32768", "--max-running-requests", "8"]));
+    expect(buildSglangArgs({ model: "m", port: 30000, contextLength: 32768, maxRunningRequests: 8, apiKey: "k" }).args).toEqual(
+      expect.arrayContaining(["--context-length", "32768", "--max-running-requests", "8"]),
+    );
   });
   it("data parallel: vLLM --data-parallel-size, SGLang --dp-size (tensor × data parallel is planned in parallel.ts)", () => {
-    expect(buildVllmArgs({ model: "m", port: 8000, maxModelLen: 4096, maxNumSeqs: 2, tensorParallel: 2, dataParallel: 4 }).args.join(" ")).toMatch(/--tensor-parallel-size 2 --data-parallel-size 4/);
-    expect(buildSglangArgs({ model: "m", port: 1, contextLength: 4096, maxRunningRequests: 2, tensorParallel: 2, dataParallel: 4, apiKey: "k" }).args.join(" ")).toMatch(/--tp-size 2 --dp-size 4/);
+    expect(buildVllmArgs({ model: "m", port: 8000, maxModelLen: 4096, maxNumSeqs: 2, tensorParallel: 2, dataParallel: 4 }).args.join(" ")).toMatch(
+      /--tensor-parallel-size 2 --data-parallel-size 4/,
+    );
+    expect(
+      buildSglangArgs({ model: "m", port: 1, contextLength: 4096, maxRunningRequests: 2, tensorParallel: 2, dataParallel: 4, apiKey: "k" }).args.join(" "),
+    ).toMatch(/--tp-size 2 --dp-size 4/);
   });
 });
 

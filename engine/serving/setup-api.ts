@@ -63,14 +63,27 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
   return CATALOG.map((e) => {
     const p = propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]);
     return {
-      id: e.id, name: e.name, repo: e.repo, source: e.source, released: e.released, license: e.license, contextLength: e.contextLength,
-      totalParamsB: e.totalParamsB, activeParamsB: e.activeParamsB, quants: e.quants.map((q) => ({ quant: q.quant, bytes: q.bytes, sizeNote: q.sizeNote })),
-      toolCalling: { ...e.toolCalling, status: verified(e.id) ? "verified" : "unverified" }, unverified: e.unverified,
-      fit: p.pick ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason } : null,
+      id: e.id,
+      name: e.name,
+      repo: e.repo,
+      source: e.source,
+      released: e.released,
+      license: e.license,
+      contextLength: e.contextLength,
+      totalParamsB: e.totalParamsB,
+      activeParamsB: e.activeParamsB,
+      quants: e.quants.map((q) => ({ quant: q.quant, bytes: q.bytes, sizeNote: q.sizeNote })),
+      toolCalling: { ...e.toolCalling, status: verified(e.id) ? "verified" : "unverified" },
+      unverified: e.unverified,
+      fit: p.pick
+        ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason }
+        : null,
       // the planner's problem is worded for the whole catalog: say it of this entry
-      fitProblem: p.pick ? null : !dev.gpus.length && e.activeParamsB > 5.5
-        ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider`
-        : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`),
+      fitProblem: p.pick
+        ? null
+        : !dev.gpus.length && e.activeParamsB > 5.5
+          ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider`
+          : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`),
     };
   });
 }
@@ -79,7 +92,10 @@ export async function setupCatalog(input: { slots?: number; minCtx?: number }): 
 function inputError(e: unknown): never {
   if (e instanceof SetupInputError) {
     const m = e.message
-      .replace(/environment variable (\w+) is not set; export it with the endpoint's key, or omit --api-key-env/, "environment variable $1 is not set in the engine's environment: export it where the engine starts (then `ocw stop` and start it again), or leave the key field empty for a server without a key")
+      .replace(
+        /environment variable (\w+) is not set; export it with the endpoint's key, or omit --api-key-env/,
+        "environment variable $1 is not set in the engine's environment: export it where the engine starts (then `ocw stop` and start it again), or leave the key field empty for a server without a key",
+      )
       .replace(/pass --api-key-env VAR with VAR holding it/, "name the environment variable that holds its key")
       .replace(/; pass one of those with --model/, "; pick one of those");
     throw new SetupApiInputError(m);
@@ -88,14 +104,38 @@ function inputError(e: unknown): never {
 }
 
 function outcome(r: SetupResult): SetupOutcome {
-  return { outcome: r.outcome, saved: r.saved ?? true, active: r.active, target: r.target, checks: r.checks, summary: r.summary, observed: r.observed ?? null, ms: Math.round(r.timings.totalMs) };
+  return {
+    outcome: r.outcome,
+    saved: r.saved ?? true,
+    active: r.active,
+    target: r.target,
+    checks: r.checks,
+    summary: r.summary,
+    observed: r.observed ?? null,
+    ms: Math.round(r.timings.totalMs),
+  };
 }
 
 /** setup.capture: verify a running server, then save it (a cannot-build result saves nothing); or save it unverified by choice. */
 export async function setupCaptureApi(input: SetupCaptureInput, store: TargetStore): Promise<SetupOutcome> {
   const i = SetupCaptureInput.parse(input);
   try {
-    return outcome(await setupCapture({ url: i.url, model: i.model, apiKeyEnv: i.apiKeyEnv, slots: i.slots, ctx: i.ctx, id: i.id, acceptUnderpowered: i.acceptUnderpowered, unverified: i.unverified, saveCannotBuild: false, yes: true, store, env: process.env }));
+    return outcome(
+      await setupCapture({
+        url: i.url,
+        model: i.model,
+        apiKeyEnv: i.apiKeyEnv,
+        slots: i.slots,
+        ctx: i.ctx,
+        id: i.id,
+        acceptUnderpowered: i.acceptUnderpowered,
+        unverified: i.unverified,
+        saveCannotBuild: false,
+        yes: true,
+        store,
+        env: process.env,
+      }),
+    );
   } catch (e) {
     inputError(e);
   }
@@ -105,7 +145,21 @@ export async function setupCaptureApi(input: SetupCaptureInput, store: TargetSto
 export async function setupProviderApi(input: SetupProviderInput, store: TargetStore): Promise<SetupOutcome> {
   const i = SetupProviderInput.parse(input);
   try {
-    return outcome(await setupProvider({ url: i.url, model: i.model, apiKeyEnv: i.apiKeyEnv, slots: i.slots, id: i.id, acceptUnderpowered: i.acceptUnderpowered, unverified: i.unverified, saveCannotBuild: false, yes: true, store, env: process.env }));
+    return outcome(
+      await setupProvider({
+        url: i.url,
+        model: i.model,
+        apiKeyEnv: i.apiKeyEnv,
+        slots: i.slots,
+        id: i.id,
+        acceptUnderpowered: i.acceptUnderpowered,
+        unverified: i.unverified,
+        saveCannotBuild: false,
+        yes: true,
+        store,
+        env: process.env,
+      }),
+    );
   } catch (e) {
     inputError(e);
   }
@@ -124,7 +178,19 @@ export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: T
   const i = SetupProviderKeyInput.parse(input);
   let r: SetupResult;
   try {
-    r = await setupProvider({ url: i.url, model: i.model, apiKeyEnv: TYPED_KEY_VAR, slots: i.slots, id: i.id, acceptUnderpowered: i.acceptUnderpowered, unverified: i.unverified, saveCannotBuild: false, yes: true, store, env: { ...process.env, [TYPED_KEY_VAR]: i.key } });
+    r = await setupProvider({
+      url: i.url,
+      model: i.model,
+      apiKeyEnv: TYPED_KEY_VAR,
+      slots: i.slots,
+      id: i.id,
+      acceptUnderpowered: i.acceptUnderpowered,
+      unverified: i.unverified,
+      saveCannotBuild: false,
+      yes: true,
+      store,
+      env: { ...process.env, [TYPED_KEY_VAR]: i.key },
+    });
   } catch (e) {
     if (e instanceof SetupInputError) throw new SetupApiInputError(e.message.replaceAll(TYPED_KEY_VAR, "the key typed"));
     throw e;
@@ -148,7 +214,8 @@ export function setupStartApi(input: SetupStartInput, store: TargetStore, publis
   const i = SetupStartInput.parse(input ?? {});
   if (i.llamaServer) checkLlamaServerPath(i.llamaServer);
   const running = [...jobs.values()].find((j) => j.job.state === "running");
-  if (running) throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
+  if (running)
+    throw new SetupApiInputError(`a model start is already running (job ${running.job.jobId}, ${running.job.model ?? "planning"}); wait for it or cancel it`);
   const jobId = randomBytes(6).toString("hex");
   const abort = new AbortController();
   let first: SetupJob | null = null;
@@ -161,8 +228,20 @@ export function setupStartApi(input: SetupStartInput, store: TargetStore, publis
     publish(job);
   };
   // the first update is synchronous (the plan phase begins before any await)
-  void runStartJob({ input: i, store, ...(i.llamaServer ? { llamaServer: i.llamaServer } : {}), onUpdate: update, signal: abort.signal, jobId, readyTimeoutMs: opts.readyTimeoutMs }).then(update, (e) => {
-    update({ ...entry.job, state: "failed", failure: { phase: "plan", kind: "other", cause: (e as Error).message, logLine: null, remedy: "report this with the engine's log", logFile: null } });
+  void runStartJob({
+    input: i,
+    store,
+    ...(i.llamaServer ? { llamaServer: i.llamaServer } : {}),
+    onUpdate: update,
+    signal: abort.signal,
+    jobId,
+    readyTimeoutMs: opts.readyTimeoutMs,
+  }).then(update, (e) => {
+    update({
+      ...entry.job,
+      state: "failed",
+      failure: { phase: "plan", kind: "other", cause: (e as Error).message, logLine: null, remedy: "report this with the engine's log", logFile: null },
+    });
   });
   jobs.set(jobId, entry);
   for (const k of [...jobs.keys()].slice(0, -10)) jobs.delete(k);
@@ -176,9 +255,14 @@ export function checkLlamaServerPath(p: string): void {
   try {
     st = statSync(p);
   } catch {
-    throw new SetupApiInputError(`no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`);
+    throw new SetupApiInputError(
+      `no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`,
+    );
   }
-  if (!st.isFile()) throw new SetupApiInputError(`${p} is ${st.isDirectory() ? "a folder" : "not a file"}: give the llama-server binary itself (e.g. …/build/bin/llama-server)`);
+  if (!st.isFile())
+    throw new SetupApiInputError(
+      `${p} is ${st.isDirectory() ? "a folder" : "not a file"}: give the llama-server binary itself (e.g. …/build/bin/llama-server)`,
+    );
   try {
     accessSync(p, constants.X_OK);
   } catch {

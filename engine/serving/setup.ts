@@ -159,9 +159,7 @@ function positiveInt(v: unknown, flag: string): number | undefined {
   return n;
 }
 
-export function finish(
-  store: TargetStore, target: Target, v: VerifyResult, o: CommonSetupOptions,
-): { target: Target; active: boolean; saved: boolean } {
+export function finish(store: TargetStore, target: Target, v: VerifyResult, o: CommonSetupOptions): { target: Target; active: boolean; saved: boolean } {
   const t: Target = { ...target, outcome: v.outcome, verifiedAt: new Date().toISOString(), checks: v.checks };
   if (v.outcome === "cannot-build" && o.saveCannotBuild === false) return { target: t, active: false, saved: false };
   const activate = v.outcome === "built" || (v.outcome === "underpowered" && !!o.acceptUnderpowered);
@@ -173,7 +171,12 @@ function saveUnverified(store: TargetStore, target: Target, t0: number): SetupRe
   const t: Target = { ...target, outcome: undefined, verifiedAt: null, checks: [] };
   const saved = store.save(t, true);
   return {
-    outcome: "unverified", saved: true, observed: null, target: saved, checks: [], active: true,
+    outcome: "unverified",
+    saved: true,
+    observed: null,
+    target: saved,
+    checks: [],
+    active: true,
     summary: `saved ${saved.id} without verifying it (your choice): nothing was checked — not the URL, the key, the context, nor tool calls`,
     timings: { totalMs: performance.now() - t0, verifyMs: 0 },
   };
@@ -196,7 +199,9 @@ export async function startSupervised(cmd: string[], rec: ServingRecord, timeout
   mkdirSync(path.dirname(rec.logFile), { recursive: true, mode: 0o700 });
   const logFd = openSync(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 0o600);
   const child = spawn(cmd[0]!, [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
-    detached: true, stdio: ["ignore", logFd, logFd], env: { ...process.env, OCW_STATE_DIR: stateDir() },
+    detached: true,
+    stdio: ["ignore", logFd, logFd],
+    env: { ...process.env, OCW_STATE_DIR: stateDir() },
   });
   closeSync(logFd);
   child.unref();
@@ -227,7 +232,13 @@ export async function superviseServing(targetId: string): Promise<number> {
       { bin: rec.bin, args: rec.args, env: rec.env, apiKey, logFile: rec.logFile, port: rec.port },
       {
         onReady: (pid) =>
-          update({ pid, startTime: processStartTime(pid), supervisorPid: process.pid, supervisorStartTime: processStartTime(process.pid), restarts: sup?.restarts ?? 0 }),
+          update({
+            pid,
+            startTime: processStartTime(pid),
+            supervisorPid: process.pid,
+            supervisorStartTime: processStartTime(process.pid),
+            restarts: sup?.restarts ?? 0,
+          }),
         onRestart: (n, why, delay) => console.error(`supervise ${targetId}: restart #${n} in ${delay} ms (${why})`),
         onGiveUp: (why) => {
           console.error(`supervise ${targetId}: ${why}`);
@@ -260,7 +271,8 @@ export interface CaptureSetupOptions extends CommonSetupOptions {
 
 function keyFromEnv(name: string | undefined, env: NodeJS.ProcessEnv): string | null {
   if (!name) return null;
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new SetupInputError(`--api-key-env takes the NAME of an environment variable (got "${name.slice(0, 4)}…"), not the key itself`);
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+    throw new SetupInputError(`--api-key-env takes the NAME of an environment variable (got "${name.slice(0, 4)}…"), not the key itself`);
   const v = env[name];
   if (!v) throw new SetupInputError(`environment variable ${name} is not set; export it with the endpoint's key, or omit --api-key-env`);
   return v;
@@ -284,15 +296,26 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
   const slotsOpt = positiveInt(o.slots, "--slots");
   const ctx = positiveInt(o.ctx, "--ctx");
   const store = o.store ?? new TargetStore();
-  const idFor = (model: string, endpoint: string) => o.id ?? `capture-${targetSlug({ model: path.basename(model), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model: string, endpoint: string) =>
+    o.id ?? `capture-${targetSlug({ model: path.basename(model), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o.unverified) {
     if (!o.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url) ? url : `${url}/v1`;
     const slots = slotsOpt ?? 1;
-    return saveUnverified(store, {
-      id: idFor(o.model, endpoint), model: o.model, quant: null, endpoint, keyRef: o.apiKeyEnv ?? null, contextLimit: ctx,
-      serving: { engine: "capture", endpoints: [{ url: endpoint, slots }], slots, perSlotCtx: ctx ?? null }, checks: [],
-    }, t0);
+    return saveUnverified(
+      store,
+      {
+        id: idFor(o.model, endpoint),
+        model: o.model,
+        quant: null,
+        endpoint,
+        keyRef: o.apiKeyEnv ?? null,
+        contextLimit: ctx,
+        serving: { engine: "capture", endpoints: [{ url: endpoint, slots }], slots, perSlotCtx: ctx ?? null },
+        checks: [],
+      },
+      t0,
+    );
   }
   const ep = await probeEndpoint(url, key, 5000);
   if (!ep) throw new SetupInputError(`nothing OpenAI-compatible answers at ${url}; start the server or fix the URL`);
@@ -308,14 +331,23 @@ export async function setupCapture(o: CaptureSetupOptions): Promise<SetupResult>
   const v = await verifyEndpoint({ url: ep.url, model, key, engine: ep.engine, slots, perSlotCtx: ctx ?? null });
   const perSlotCtx = v.observed.perSlotCtx ?? ep.perSlotCtx;
   const target: Target = {
-    id: idFor(model, ep.url), model, quant: null, endpoint: ep.url, keyRef: o.apiKeyEnv ?? null,
+    id: idFor(model, ep.url),
+    model,
+    quant: null,
+    endpoint: ep.url,
+    keyRef: o.apiKeyEnv ?? null,
     contextLimit: perSlotCtx ?? undefined,
     serving: { engine, endpoints: [{ url: ep.url, slots }], slots, perSlotCtx },
     checks: [],
   };
   const saved = finish(store, target, v, o);
   return {
-    outcome: v.outcome, saved: saved.saved, target: saved.target, checks: v.checks, summary: `${ep.engine} at ${ep.url}: ${v.summary}`, active: saved.active,
+    outcome: v.outcome,
+    saved: saved.saved,
+    target: saved.target,
+    checks: v.checks,
+    summary: `${ep.engine} at ${ep.url}: ${v.summary}`,
+    active: saved.active,
     observed: { engine: ep.engine, totalSlots: v.observed.totalSlots ?? ep.totalSlots, perSlotCtx },
     timings: { totalMs: performance.now() - t0, verifyMs: performance.now() - tv },
   };
@@ -339,8 +371,13 @@ export async function setupProvider(o: ProviderSetupOptions): Promise<SetupResul
   const base = /\/v1$/.test(url) ? url : `${url}/v1`;
   const store = o.store ?? new TargetStore();
   const target: Target = {
-    id: o.id ?? `api-${targetSlug({ model: o.model, quant: null })}`, model: o.model, quant: null, endpoint: base, keyRef: o.apiKeyEnv,
-    serving: { engine: "api", endpoints: [{ url: base, slots }], slots, perSlotCtx: null }, checks: [],
+    id: o.id ?? `api-${targetSlug({ model: o.model, quant: null })}`,
+    model: o.model,
+    quant: null,
+    endpoint: base,
+    keyRef: o.apiKeyEnv,
+    serving: { engine: "api", endpoints: [{ url: base, slots }], slots, perSlotCtx: null },
+    checks: [],
   };
   if (o.unverified) return saveUnverified(store, target, t0);
   const tv = performance.now();
@@ -348,7 +385,12 @@ export async function setupProvider(o: ProviderSetupOptions): Promise<SetupResul
   if (v.checks[0] && !v.checks[0].passed) throw new SetupInputError(`${url} is not reachable with that key: ${v.checks[0].evidence}`);
   const saved = finish(store, target, v, o);
   return {
-    outcome: v.outcome, saved: saved.saved, target: saved.target, checks: v.checks, summary: v.summary, active: saved.active,
+    outcome: v.outcome,
+    saved: saved.saved,
+    target: saved.target,
+    checks: v.checks,
+    summary: v.summary,
+    active: saved.active,
     observed: { engine: "api", totalSlots: null, perSlotCtx: v.observed.perSlotCtx },
     timings: { totalMs: performance.now() - t0, verifyMs: performance.now() - tv },
   };

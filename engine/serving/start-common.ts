@@ -40,25 +40,52 @@ interface Rule {
 
 /** Root causes llama-server (and vLLM/SGLang) print, most specific first. */
 const LOG_RULES: Rule[] = [
-  { kind: "out-of-memory", re: /out of memory|cudaMalloc failed|hipMalloc failed|ErrorOutOfDeviceMemory|failed to allocate .*buffer|unable to allocate|CUDA error: out of memory|torch\.OutOfMemoryError|not enough memory|No available memory for the cache blocks/i,
-    remedy: () => "the plan did not fit the memory that was free at start (another process may hold GPU memory: check nvidia-smi); choose fewer slots, a shorter context per slot or a smaller quant, or stop what uses the GPU" },
-  { kind: "unsupported-arch", re: /unknown model architecture|unknown architecture|architecture .* not supported|model type .* not supported|does not support the model/i,
-    remedy: ({ bin }) => `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)` },
-  { kind: "bad-flag", re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:/i,
-    remedy: ({ bin }) => `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which` },
-  { kind: "driver", re: /CUDA driver version is insufficient|no CUDA-capable device|cuInit|ggml_cuda_init: failed|ggml_vulkan: No devices found|hipErrorNoDevice|NVIDIA driver on your system is too old/i,
-    remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)" },
-  { kind: "library", re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
-    remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads" },
-  { kind: "model-load", re: /error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
-    remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew" },
-  { kind: "port", re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
-    remedy: () => "the port was taken between choosing and binding it: start again" },
+  {
+    kind: "out-of-memory",
+    re: /out of memory|cudaMalloc failed|hipMalloc failed|ErrorOutOfDeviceMemory|failed to allocate .*buffer|unable to allocate|CUDA error: out of memory|torch\.OutOfMemoryError|not enough memory|No available memory for the cache blocks/i,
+    remedy: () =>
+      "the plan did not fit the memory that was free at start (another process may hold GPU memory: check nvidia-smi); choose fewer slots, a shorter context per slot or a smaller quant, or stop what uses the GPU",
+  },
+  {
+    kind: "unsupported-arch",
+    re: /unknown model architecture|unknown architecture|architecture .* not supported|model type .* not supported|does not support the model/i,
+    remedy: ({ bin }) =>
+      `this runtime is older than the model's architecture: update it (${bin ? `replace ${bin}` : "install a newer build"}; for the prebuilt llama.cpp remove <state>/llama and start again to fetch the latest)`,
+  },
+  {
+    kind: "bad-flag",
+    re: /error: (invalid|unknown) argument|unrecognized (option|arguments?)|invalid value for|error: unknown option|invalid argument:/i,
+    remedy: ({ bin }) =>
+      `${bin ?? "the runtime"} does not accept a flag of the plan (an old build?): update it, or run \`ocw fit --json\` and start the command by hand to see which`,
+  },
+  {
+    kind: "driver",
+    re: /CUDA driver version is insufficient|no CUDA-capable device|cuInit|ggml_cuda_init: failed|ggml_vulkan: No devices found|hipErrorNoDevice|NVIDIA driver on your system is too old/i,
+    remedy: () => "the GPU driver does not work with this build: update the driver, or use a build for what works here (Vulkan or CPU)",
+  },
+  {
+    kind: "library",
+    re: /error while loading shared libraries|cannot open shared object file|Library not loaded|ImportError|ModuleNotFoundError/i,
+    remedy: () => "the runtime is missing a library: install it (the CUDA/ROCm runtime for a GPU build), or use the prebuilt build ocw downloads",
+  },
+  {
+    kind: "model-load",
+    re: /error loading model|gguf_init_from_file|invalid magic|not within the file bounds|failed to read|corrupted|unexpected end of file/i,
+    remedy: () => "the model file is damaged or incomplete (or split and a shard is missing): delete it and start again to download it anew",
+  },
+  {
+    kind: "port",
+    re: /couldn't bind|address already in use|bind\(\) failed|EADDRINUSE/i,
+    remedy: () => "the port was taken between choosing and binding it: start again",
+  },
 ];
 
 /** The most telling line of a server log for a failed start, classified, with what to do. */
 export function classifyLog(log: string, bin: string | null = null): { kind: string; logLine: string | null; remedy: string } | null {
-  const lines = log.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+  const lines = log
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean);
   for (const r of LOG_RULES) {
     const line = lines.find((l) => r.re.test(l));
     if (line) return { kind: r.kind, logLine: line.slice(0, 400), remedy: r.remedy({ bin }) };
@@ -69,15 +96,21 @@ export function classifyLog(log: string, bin: string | null = null): { kind: str
 
 /** A download error, classified. */
 export function classifyDownload(message: string): { kind: string; remedy: string } {
-  if (/GiB free|needs .* GiB/.test(message)) return { kind: "disk", remedy: "free disk space, or set OCW_STATE_DIR to a larger disk (models are stored under <state>/models)" };
-  if (/HTTP 40[13]|gated|private/.test(message)) return { kind: "auth", remedy: "the repository is gated or private: accept its license on huggingface.co and set HF_TOKEN where the engine starts" };
-  if (/HTTP 404|no Hugging Face repo|has no /.test(message)) return { kind: "not-found", remedy: "check the repository and quant names (`ocw fit --model REPO` lists the quants it has)" };
-  if (/checksum|sha256/.test(message)) return { kind: "checksum", remedy: "the file did not match the Hub's checksum and was removed: start again (a proxy or a broken mirror can cause this)" };
+  if (/GiB free|needs .* GiB/.test(message))
+    return { kind: "disk", remedy: "free disk space, or set OCW_STATE_DIR to a larger disk (models are stored under <state>/models)" };
+  if (/HTTP 40[13]|gated|private/.test(message))
+    return { kind: "auth", remedy: "the repository is gated or private: accept its license on huggingface.co and set HF_TOKEN where the engine starts" };
+  if (/HTTP 404|no Hugging Face repo|has no /.test(message))
+    return { kind: "not-found", remedy: "check the repository and quant names (`ocw fit --model REPO` lists the quants it has)" };
+  if (/checksum|sha256/.test(message))
+    return { kind: "checksum", remedy: "the file did not match the Hub's checksum and was removed: start again (a proxy or a broken mirror can cause this)" };
   if (/cancel/.test(message)) return { kind: "cancelled", remedy: "start again to resume from the bytes already on disk" };
   if (/broke at|size mismatch/.test(message)) return { kind: "network", remedy: "the connection broke: start again, the download resumes where it stopped" };
-  return { kind: "network", remedy: "the Hub (or OCW_HF_ENDPOINT) cannot be reached from the engine's machine: check the network, or download the file yourself and pass its path" };
+  return {
+    kind: "network",
+    remedy: "the Hub (or OCW_HF_ENDPOINT) cannot be reached from the engine's machine: check the network, or download the file yourself and pass its path",
+  };
 }
-
 
 /** The live servers of one target (all replicas of a pool) and the GPU memory they hold, by the vendor tool's index. */
 export interface RunningGroup {

@@ -4,7 +4,7 @@
  * it from VLLM_API_KEY, SGLang from a 0600 `--config` YAML file (in a container: `-e VLLM_API_KEY` names the variable,
  * the config file is mounted read-only). Both are detached, recorded in serving.json like llama-server, and verified.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -47,8 +47,13 @@ export interface RuntimeLaunch {
  * when it uses fewer GPUs than the machine has) kept; the key in VLLM_API_KEY or the 0600 config file.
  */
 export function buildLaunch(o: {
-  runtime: "vllm" | "sglang"; found: { how: "binary" | "container"; bin: string }; command: string; port: number;
-  key: string; configDir: string; env?: NodeJS.ProcessEnv;
+  runtime: "vllm" | "sglang";
+  found: { how: "binary" | "container"; bin: string };
+  command: string;
+  port: number;
+  key: string;
+  configDir: string;
+  env?: NodeJS.ProcessEnv;
   /** The model (catalog id / repo) whose family picks the pinned image. */
   family?: string;
 }): RuntimeLaunch {
@@ -64,7 +69,9 @@ export function buildLaunch(o: {
   };
   set("--port", String(inner));
   set("--host", host);
-  const extraEnv: Record<string, string> = Object.fromEntries(words.env.filter((w) => !/^(VLLM_API_KEY|LLAMA_API_KEY)=/.test(w)).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]));
+  const extraEnv: Record<string, string> = Object.fromEntries(
+    words.env.filter((w) => !/^(VLLM_API_KEY|LLAMA_API_KEY)=/.test(w)).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]),
+  );
   let configFile: string | null = null;
   if (o.runtime === "vllm") extraEnv.VLLM_API_KEY = o.key;
   else {
@@ -80,8 +87,17 @@ export function buildLaunch(o: {
   const hfCache = env.HF_HOME || path.join(os.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o.runtime;
   const run = [
-    "run", "--rm", "--name", `ocw-${servedName}`.slice(0, 60), "--gpus", "all", "--ipc=host", "-p", `127.0.0.1:${o.port}:8000`,
-    "-v", `${hfCache}:/root/.cache/huggingface`,
+    "run",
+    "--rm",
+    "--name",
+    `ocw-${servedName}`.slice(0, 60),
+    "--gpus",
+    "all",
+    "--ipc=host",
+    "-p",
+    `127.0.0.1:${o.port}:8000`,
+    "-v",
+    `${hfCache}:/root/.cache/huggingface`,
     // names only: the container engine copies the values from its own environment
     ...Object.keys(extraEnv).flatMap((k) => ["-e", k]),
     ...(env.HF_TOKEN ? ["-e", "HF_TOKEN"] : []),
@@ -114,10 +130,12 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o.hardware ?? (await detectHardware({}));
   // the same planner as `ocw fit --runtime vllm|sglang`: safetensors weights, tensor × data parallel over the GPUs
-  const planOn = (h: typeof hw) => planFit({ runtime, model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx }, h, { store: o.store }).catch((e) => {
-    if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
-    throw e;
-  });
+  const planOn = (h: typeof hw) =>
+    planFit({ runtime, model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx }, h, { store: o.store }).catch((e) => {
+      if (isSetupError(e, "input"))
+        throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+      throw e;
+    });
   const idOf = (p: FitPick) => {
     const w = commandWords(p.command).args;
     return input.id ?? `${runtime}-${w[w.indexOf("--served-model-name") + 1]}`;
@@ -134,20 +152,37 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
       break;
     }
   }
-  if (!fit.pick) throw new StartError({ kind: "no-fit", cause: fit.problem ?? `${input.model ?? "nothing in the catalog"} does not fit this machine with ${name}`, logLine: null, remedy: "fewer slots, a shorter context, --runtime llama.cpp, or an API provider" });
+  if (!fit.pick)
+    throw new StartError({
+      kind: "no-fit",
+      cause: fit.problem ?? `${input.model ?? "nothing in the catalog"} does not fit this machine with ${name}`,
+      logLine: null,
+      remedy: "fewer slots, a shorter context, --runtime llama.cpp, or an API provider",
+    });
   const pick = fit.pick;
   const slots = pick.slots;
   const ctx = pick.ctxPerSlot;
   const model = commandWords(pick.command).args[runtime === "vllm" ? 1 : 3]!;
   Object.assign(job, { model: pick.model, quant: pick.quant, slots, ctxPerSlot: ctx, plannedCommand: pick.command, pick });
   const found = findRuntime(runtime);
-  ops.end(pick.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : ""));
+  ops.end(
+    pick.reason +
+      (replacing
+        ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)`
+        : ""),
+  );
   ops.cancelled();
   if (o.confirm) {
     const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
       throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
     });
-    if (!ok) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
+    if (!ok)
+      throw new StartError({
+        kind: "not-confirmed",
+        cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
+        logLine: null,
+        remedy: "pass --yes to skip the question",
+      });
   }
   if (!found.how) throw new StartError({ phase: "runtime", kind: "runtime", cause: found.why, logLine: null, remedy: found.why.replace(/^.*?; /, "") });
 
@@ -157,7 +192,9 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   const version = installedVersion(runtime, found, familyOf);
   const tooOld = versionProblem(runtime, familyOf, version);
   if (tooOld) throw new StartError({ phase: "runtime", kind: "runtime-version", cause: tooOld.cause, logLine: null, remedy: tooOld.remedy });
-  ops.end(`${found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${imageFor(runtime, familyOf)})`}${version.version ? `, version ${version.version}` : ", version not reported"}`);
+  ops.end(
+    `${found.how === "binary" ? `${name} at ${found.bin}` : `${name} in a container through ${found.bin} (${imageFor(runtime, familyOf)})`}${version.version ? `, version ${version.version}` : ", version not reported"}`,
+  );
   ops.skip("download", `${name} downloads the weights itself while loading (into the Hugging Face cache)`);
   ops.cancelled();
 
@@ -175,7 +212,9 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
   const launch = buildLaunch({ runtime, found, command: pick.command, port, key, configDir: path.join(stateDir(), "runtime", id), family: familyOf });
   // vLLM / SGLang claim their share of each GPU up front (--gpu-memory-utilization): that is what a replacement frees
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index!]));
-  const held = pick.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]!), bytes: d.budgetBytes })).filter((x): x is { index: number; bytes: number } => x.index !== undefined);
+  const held = pick.devices
+    .map((d) => ({ index: indexOf.get(d.name.split(" ")[0]!), bytes: d.budgetBytes }))
+    .filter((x): x is { index: number; bytes: number } => x.index !== undefined);
   job.launchedCommand = `${[...Object.entries(launch.env).map(([k, v]) => (k === "VLLM_API_KEY" ? `${k}=…` : `${k}=${shellQuote(v)}`))].join(" ")}${Object.keys(launch.env).length ? " " : ""}${shellQuote(launch.cmd)} ${launch.args.map(shellQuote).join(" ")}`;
   const logFile = path.join(stateDir(), "logs", `${id}.log`);
   setLog(logFile);
@@ -196,30 +235,71 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     if (child.pid) await stopPid(child.pid, 3000);
     const c = classifyLog(readLog(), launch.cmd);
     throw new StartError({
-      kind: c?.kind ?? "other", cause: c?.logLine ? `${name} failed to start: ${c.logLine}` : `${name} ${(e as Error).message}`, logLine: c?.logLine ?? null,
-      remedy: c?.remedy ?? "read the log file", logFile,
+      kind: c?.kind ?? "other",
+      cause: c?.logLine ? `${name} failed to start: ${c.logLine}` : `${name} ${(e as Error).message}`,
+      logLine: c?.logLine ?? null,
+      remedy: c?.remedy ?? "read the log file",
+      logFile,
     });
   }
-  saveServing([...listServing().filter((r) => r.targetId !== id), { targetId: id, pid: child.pid!, startTime: processStartTime(child.pid!), supervisorPid: null, port, bin: launch.cmd, args: launch.args, env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")), logFile, keyFile, startedAt: new Date().toISOString(), gpuBytes: held }]);
+  saveServing([
+    ...listServing().filter((r) => r.targetId !== id),
+    {
+      targetId: id,
+      pid: child.pid!,
+      startTime: processStartTime(child.pid!),
+      supervisorPid: null,
+      port,
+      bin: launch.cmd,
+      args: launch.args,
+      env: Object.fromEntries(Object.entries(launch.env).filter(([k]) => k !== "VLLM_API_KEY")),
+      logFile,
+      keyFile,
+      startedAt: new Date().toISOString(),
+      gpuBytes: held,
+    },
+  ]);
   ops.end(`${name} pid ${child.pid} on 127.0.0.1:${port}, ready in ${(readyMs / 1000).toFixed(1)} s`);
 
   ops.begin("warmup", "one short completion");
   const url = `http://127.0.0.1:${port}/v1`;
-  const w = await httpJson(`${url}/chat/completions`, { headers: { authorization: `Bearer ${key}` }, body: { model: servedName, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 }, timeoutMs: 300_000 });
+  const w = await httpJson(`${url}/chat/completions`, {
+    headers: { authorization: `Bearer ${key}` },
+    body: { model: servedName, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
+    timeoutMs: 300_000,
+  });
   if (w.status !== 200) {
     const c = classifyLog(readLog(), launch.cmd);
-    throw new StartError({ kind: c?.kind ?? "other", cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c?.logLine ?? null, remedy: c?.remedy ?? "read the log file", logFile });
+    throw new StartError({
+      kind: c?.kind ?? "other",
+      cause: `the first completion failed: ${w.status || w.error} ${w.text.slice(0, 200)}`,
+      logLine: c?.logLine ?? null,
+      remedy: c?.remedy ?? "read the log file",
+      logFile,
+    });
   }
   ops.end(`first completion in ${(w.ms / 1000).toFixed(2)} s`);
 
   ops.begin("verify", "reachable, auth, slots, concurrency, capability, tools");
-  const v = await verifyEndpoint({ url, model: servedName, key, engine: runtime, slots, perSlotCtx: ctx, llamaExtensions: false, onCheck: (_c, done) => {
-    job.checks = done;
-    ops.emit();
-  } });
+  const v = await verifyEndpoint({
+    url,
+    model: servedName,
+    key,
+    engine: runtime,
+    slots,
+    perSlotCtx: ctx,
+    llamaExtensions: false,
+    onCheck: (_c, done) => {
+      job.checks = done;
+      ops.emit();
+    },
+  });
   job.checks = v.checks;
   ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
-  const loaded = readLog().split("\n").filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l)).map((l) => l.trim().slice(0, 200));
+  const loaded = readLog()
+    .split("\n")
+    .filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l))
+    .map((l) => l.trim().slice(0, 200));
   // placement: every GPU of the plan gained at least half its share of the weights (the vendor tool, by index)
   let placementFailed: string | null = null;
   if (before.gpus.some((g) => g.usedBytes !== null)) {
@@ -236,7 +316,9 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
       if (index === undefined || a == null || b == null) continue;
       const delta = a - b;
       devices.push({ name: d.name, plannedBytes: weights, loadedBytes: Math.max(0, delta) });
-      evidence.push(`device memory: ${d.name} ${(a / 1024 ** 3).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / 1024 ** 3).toFixed(1)} GiB since before the start)`);
+      evidence.push(
+        `device memory: ${d.name} ${(a / 1024 ** 3).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / 1024 ** 3).toFixed(1)} GiB since before the start)`,
+      );
       if (delta > 0) measured.push({ index, bytes: delta });
       if (delta < weights * 0.5) {
         placementFailed = `${d.name}: the vendor tool shows ${(delta / 1024 ** 3).toFixed(1)} GiB more in use, less than half of the ${(weights / 1024 ** 3).toFixed(1)} GiB of weights planned there`;
@@ -248,21 +330,43 @@ export async function runOtherRuntime(o: StartJobOptions, input: SetupStartInput
     if (measured.length) saveServing(listServing().map((r) => (r.targetId === id ? { ...r, gpuBytes: measured } : r)));
     ops.end(evidence.join("; ") || "no figures", placementFailed ? "failed" : "done");
   } else {
-    ops.skip("placement", loaded.length ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}` : `${name} keeps every layer on the GPU(s); its log shows no loading figures`);
+    ops.skip(
+      "placement",
+      loaded.length
+        ? `${name} placed the weights itself (all on GPU): ${loaded.join("; ")}`
+        : `${name} keeps every layer on the GPU(s); its log shows no loading figures`,
+    );
   }
 
   const target: Target = {
-    id, model: servedName, quant: null, endpoint: url, keyRef: "OCW_TARGET_API_KEY", keyFile, contextLimit: ctx,
-    serving: { engine: runtime, endpoints: [{ url, slots }], slots, perSlotCtx: ctx }, checks: [],
+    id,
+    model: servedName,
+    quant: null,
+    endpoint: url,
+    keyRef: "OCW_TARGET_API_KEY",
+    keyFile,
+    contextLimit: ctx,
+    serving: { engine: runtime, endpoints: [{ url, slots }], slots, perSlotCtx: ctx },
+    checks: [],
   };
   const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
   job.result = {
-    outcome: v.outcome, saved: saved.saved, active: saved.active, target: saved.target, checks: v.checks, summary: v.summary,
-    observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx }, ms: 0,
+    outcome: v.outcome,
+    saved: saved.saved,
+    active: saved.active,
+    target: saved.target,
+    checks: v.checks,
+    summary: v.summary,
+    observed: { engine: runtime, totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
+    ms: 0,
   };
   if (placementFailed) {
     job.failure = {
-      phase: "placement", kind: "placement", cause: placementFailed, logLine: null, logFile,
+      phase: "placement",
+      kind: "placement",
+      cause: placementFailed,
+      logLine: null,
+      logFile,
       remedy: `${name} did not load onto the GPUs the plan counted on: check CUDA_VISIBLE_DEVICES and nvidia-smi (another process may hold them); the server runs`,
     };
   }

@@ -53,12 +53,25 @@ describe("start: placement against the plan", () => {
   const pick = {
     placement: "moe-offload" as const,
     devices: [
-      { name: "CUDA0 NVIDIA GeForce RTX 4060", budgetBytes: 8 * GiB, plannedBytes: 7 * GiB, breakdown: { weightsBytes: 4 * GiB, kvBytes: GiB, computeBytes: GiB, overheadBytes: 0, marginBytes: GiB } },
-      { name: "cpu", budgetBytes: 32 * GiB, plannedBytes: 16 * GiB, breakdown: { weightsBytes: 15 * GiB, kvBytes: 0, computeBytes: 0, overheadBytes: 0, marginBytes: GiB } },
+      {
+        name: "CUDA0 NVIDIA GeForce RTX 4060",
+        budgetBytes: 8 * GiB,
+        plannedBytes: 7 * GiB,
+        breakdown: { weightsBytes: 4 * GiB, kvBytes: GiB, computeBytes: GiB, overheadBytes: 0, marginBytes: GiB },
+      },
+      {
+        name: "cpu",
+        budgetBytes: 32 * GiB,
+        plannedBytes: 16 * GiB,
+        breakdown: { weightsBytes: 15 * GiB, kvBytes: 0, computeBytes: 0, overheadBytes: 0, marginBytes: GiB },
+      },
     ],
   };
   it("passes when the log shows the weights where planned", () => {
-    const p = checkPlacement(pick, "load_tensors:        CUDA0 model buffer size =  4100.00 MiB\nload_tensors:   CPU_Mapped model buffer size = 15300.00 MiB\n");
+    const p = checkPlacement(
+      pick,
+      "load_tensors:        CUDA0 model buffer size =  4100.00 MiB\nload_tensors:   CPU_Mapped model buffer size = 15300.00 MiB\n",
+    );
     expect(p.passed).toBe(true);
     expect(p.devices[0]!.loadedBytes).toBeCloseTo(4100 * 1024 ** 2);
   });
@@ -75,18 +88,50 @@ describe("start: placement against the plan", () => {
 });
 
 describe("start: replacing a running server of the same target", () => {
-  const hw = (usedMiB: number) => ({
-    platform: "linux", arch: "x64", cpu: { model: "x", cores: 2 }, ram: { totalBytes: 64 * 2 ** 30, freeBytes: 32 * 2 ** 30 }, llamaDevices: null, probes: [], problems: [], ms: 1,
-    gpus: [{ index: 0, vendor: "nvidia", name: "G", totalBytes: 24576 * 2 ** 20, usedBytes: usedMiB * 2 ** 20, freeBytes: (24576 - usedMiB) * 2 ** 20, unified: false, source: "nvidia-smi" }],
-  }) as unknown as import("../hardware/detect").HardwareReport;
-  const rec = (targetId: string, args: string[], bytes: number, extra: Record<string, unknown> = {}) =>
-    ({ targetId, pid: process.pid, supervisorPid: null, port: 1, bin: "llama-server", args, logFile: "", keyFile: null, startedAt: "", gpuBytes: [{ index: 0, bytes }], ...extra });
+  const hw = (usedMiB: number) =>
+    ({
+      platform: "linux",
+      arch: "x64",
+      cpu: { model: "x", cores: 2 },
+      ram: { totalBytes: 64 * 2 ** 30, freeBytes: 32 * 2 ** 30 },
+      llamaDevices: null,
+      probes: [],
+      problems: [],
+      ms: 1,
+      gpus: [
+        {
+          index: 0,
+          vendor: "nvidia",
+          name: "G",
+          totalBytes: 24576 * 2 ** 20,
+          usedBytes: usedMiB * 2 ** 20,
+          freeBytes: (24576 - usedMiB) * 2 ** 20,
+          unified: false,
+          source: "nvidia-smi",
+        },
+      ],
+    }) as unknown as import("../hardware/detect").HardwareReport;
+  const rec = (targetId: string, args: string[], bytes: number, extra: Record<string, unknown> = {}) => ({
+    targetId,
+    pid: process.pid,
+    supervisorPid: null,
+    port: 1,
+    bin: "llama-server",
+    args,
+    logFile: "",
+    keyFile: null,
+    startedAt: "",
+    gpuBytes: [{ index: 0, bytes }],
+    ...extra,
+  });
   const pick = (model: string, quant: string | null, command: string) => ({ model, quant, command }) as unknown as import("../../shared/fit").FitPick;
 
   it("groups live records by target (replicas summed per GPU), skips dead pids and records without figures", () => {
     const gs = runningGroups([
-      rec("a@1", ["-m", "/m.gguf"], 5 * 2 ** 30, { replicaOf: "a" }), rec("a@2", ["-m", "/m.gguf"], 2 ** 30, { replicaOf: "a" }),
-      rec("dead", [], 2 ** 30, { pid: 0 }), { ...rec("old", [], 0), gpuBytes: undefined },
+      rec("a@1", ["-m", "/m.gguf"], 5 * 2 ** 30, { replicaOf: "a" }),
+      rec("a@2", ["-m", "/m.gguf"], 2 ** 30, { replicaOf: "a" }),
+      rec("dead", [], 2 ** 30, { pid: 0 }),
+      { ...rec("old", [], 0), gpuBytes: undefined },
     ]);
     expect(gs.map((g) => [g.id, g.recs.length, g.bytes.get(0)])).toEqual([["a", 2, 6 * 2 ** 30]]);
   });
@@ -96,7 +141,11 @@ describe("start: replacing a running server of the same target", () => {
     expect(withFreed(hw(1000), new Map([[0, 5000 * 2 ** 20]])).gpus[0]!.freeBytes).toBe(24576 * 2 ** 20);
   });
   it("replaces only the target setup will stop: the asked id, or the id derived from the catalog model / the same file", () => {
-    const g = { id: "llamacpp-qwen3.6-27b-q4-k-m", recs: [rec("llamacpp-qwen3.6-27b-q4-k-m", ["-m", "/x.gguf", "--alias", "qwen3.6-27b-q4-k-m"], 1) as never], bytes: new Map() };
+    const g = {
+      id: "llamacpp-qwen3.6-27b-q4-k-m",
+      recs: [rec("llamacpp-qwen3.6-27b-q4-k-m", ["-m", "/x.gguf", "--alias", "qwen3.6-27b-q4-k-m"], 1) as never],
+      bytes: new Map(),
+    };
     expect(replaces(pick("qwen3.6-27b", "Q4_K_M", "LLAMA_API_KEY=… llama-server -hf unsloth/Qwen3.6-27B-GGUF:Q4_K_M"), g)).toBe(true);
     expect(replaces(pick("qwen3.6-27b", "Q8_0", "LLAMA_API_KEY=… llama-server -hf unsloth/Qwen3.6-27B-GGUF:Q8_0"), g)).toBe(false);
     expect(replaces(pick("qwen3.6-27b", "Q8_0", "x"), g, "llamacpp-qwen3.6-27b-q4-k-m")).toBe(true);

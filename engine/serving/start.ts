@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, statfsSync, statSync } from "node:fs";
 import path from "node:path";
 import type { FitPick } from "../../shared/fit";
-import { SetupJob, type SetupFailure, type SetupPhase, type SetupPhaseName, type SetupPlacement, SetupStartInput } from "../../shared/setup";
+import { SetupJob, type SetupPhase, type SetupPhaseName, type SetupPlacement, SetupStartInput } from "../../shared/setup";
 import { type Target, type TargetCheck, targetSlug } from "../../shared/target";
 import { detectHardware, type HardwareReport, listLlamaDevices } from "../hardware/detect";
 import { findCatalog } from "../models/catalog";
@@ -21,7 +21,6 @@ import { config } from "../config";
 import { commandWords, devicesFromHardware, shellQuote } from "../models/plan";
 import { localPathFor, parseRepoRef } from "../models/resolve";
 import { stateDir } from "../store/paths";
-import type { TargetStore } from "../store/targets";
 import { planFit } from "./fit-service";
 import { isSetupError } from "../models/errors";
 import { installPrebuilt } from "./get-llama";
@@ -29,7 +28,7 @@ import { httpJson } from "./http";
 import { generateKey, keyFilePath, storeKey } from "./keys";
 import { processStartTime } from "../process/process";
 import { findLlamaServer, freePort, parseServerLog, startLlamaServer } from "./llama-server";
-import { finish, listServing, saveServing, type ServingRecord, servingAlive, startSupervised, stopServing, supervisorCommand } from "./setup";
+import { finish, listServing, saveServing, type ServingRecord, startSupervised, stopServing, supervisorCommand } from "./setup";
 import { type VerifyResult, verifyEndpoint } from "./verify";
 import { runOtherRuntime } from "./start-runtimes";
 import { classifyDownload, classifyLog, type PhaseOps, type RunningGroup, runningGroups, StartError, type StartJobOptions, withFreed } from "./start-common";
@@ -51,10 +50,15 @@ const SHARD = /-(\d{5})-of-(\d{5})\.gguf$/i;
 /** Whether a Hub path holds the quant (a file or folder named for it; `Q4_K_M` is not `UD-Q4_K_M`). */
 export function pathHasQuant(p: string, quant: string): boolean {
   const q = quant.toUpperCase();
-  const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
+  const segs = p
+    .replace(SHARD, ".gguf")
+    .replace(/\.gguf$/i, "")
+    .toUpperCase()
+    .split("/");
   const base = segs.at(-1)!;
   const dirs = segs.slice(0, -1);
-  const endsWith = (s: string) => s === q || (s.endsWith(q) && /[-_.]$/.test(s.slice(0, -q.length)) && !(!q.startsWith("UD-") && /UD[-_.]$/.test(s.slice(0, -q.length))));
+  const endsWith = (s: string) =>
+    s === q || (s.endsWith(q) && /[-_.]$/.test(s.slice(0, -q.length)) && !(!q.startsWith("UD-") && /UD[-_.]$/.test(s.slice(0, -q.length))));
   return endsWith(base) || dirs.some((d) => d === q);
 }
 
@@ -63,12 +67,21 @@ export async function modelFiles(modelArg: { flag: string; value: string }, env:
   const { flag, value } = modelArg;
   const root = stateDir();
   if (flag === "-m") {
-    if (!existsSync(value)) throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
+    if (!existsSync(value))
+      throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n = Number(m[2]);
-      const missing = Array.from({ length: n }, (_, i) => value.replace(SHARD, `-${String(i + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter((f) => !existsSync(f));
-      if (missing.length) throw new StartError({ kind: "not-found", cause: `${path.basename(value)} is shard 1 of ${n}, but ${missing.map((f) => path.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`, logLine: null, remedy: "put every shard in the same folder (llama-server loads them from the first)" });
+      const missing = Array.from({ length: n }, (_, i) => value.replace(SHARD, `-${String(i + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter(
+        (f) => !existsSync(f),
+      );
+      if (missing.length)
+        throw new StartError({
+          kind: "not-found",
+          cause: `${path.basename(value)} is shard 1 of ${n}, but ${missing.map((f) => path.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
+          logLine: null,
+          remedy: "put every shard in the same folder (llama-server loads them from the first)",
+        });
     }
     return { local: value, downloads: [] };
   }
@@ -87,7 +100,9 @@ export async function modelFiles(modelArg: { flag: string; value: string }, env:
   } else if (/^https?:\/\//i.test(value)) {
     const u = new URL(value);
     const m = SHARD.exec(u.pathname);
-    const urls = m ? Array.from({ length: Number(m[2]) }, (_, i) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
+    const urls = m
+      ? Array.from({ length: Number(m[2]) }, (_, i) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i + 1).padStart(5, "0")}-of-$1.gguf`))
+      : [value];
     const downloads = urls.map((url) => {
       const name = path.basename(new URL(url).pathname);
       return { url, dest: path.join(root, "models", "url", name), size: null, sha256: null, name };
@@ -95,24 +110,48 @@ export async function modelFiles(modelArg: { flag: string; value: string }, env:
     return { local: downloads[0]!.dest, downloads };
   } else {
     const ref = parseRepoRef(value);
-    if (!ref) throw new StartError({ kind: "not-found", cause: `cannot tell which file "${value}" is`, logLine: null, remedy: "pass owner/repo:QUANT, hf:owner/repo/file.gguf, an URL or a local .gguf" });
+    if (!ref)
+      throw new StartError({
+        kind: "not-found",
+        cause: `cannot tell which file "${value}" is`,
+        logLine: null,
+        remedy: "pass owner/repo:QUANT, hf:owner/repo/file.gguf, an URL or a local .gguf",
+      });
     repo = ref.repo;
     rev = ref.rev;
     const listed = await listRepoFiles(repo, rev, fetch, env);
     const ggufs = listed.filter((f) => /\.gguf$/i.test(f.path) && !/mmproj/i.test(f.path));
     const quant = ref.quant ?? (value.includes(":") ? value.split(":").pop()! : null);
     files = quant ? ggufs.filter((f) => pathHasQuant(f.path, quant)) : ggufs.slice(0, 1);
-    if (!files.length) throw new StartError({ kind: "not-found", cause: `${repo} has no ${quant ?? "GGUF"} file`, logLine: null, remedy: `pick one of its quants: ${[...new Set(ggufs.map((f) => f.path.split("/").pop()))].slice(0, 8).join(", ")}` });
+    if (!files.length)
+      throw new StartError({
+        kind: "not-found",
+        cause: `${repo} has no ${quant ?? "GGUF"} file`,
+        logLine: null,
+        remedy: `pick one of its quants: ${[...new Set(ggufs.map((f) => f.path.split("/").pop()))].slice(0, 8).join(", ")}`,
+      });
     // one quant: its shards (a single file, or -00001-of-N … -N-of-N; an incomplete set is an error)
     const first = files.find((f) => SHARD.exec(f.path)?.[1] === "00001") ?? files[0]!;
     const m = SHARD.exec(first.path);
     if (m) {
       const stem = first.path.replace(SHARD, "");
       files = files.filter((f) => f.path.replace(SHARD, "") === stem).sort((a, b) => a.path.localeCompare(b.path));
-      if (files.length !== Number(m[2])) throw new StartError({ kind: "not-found", cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path.basename(stem)}`, logLine: null, remedy: "the repository is incomplete (an upload in progress?): try again later or another quant" });
+      if (files.length !== Number(m[2]))
+        throw new StartError({
+          kind: "not-found",
+          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path.basename(stem)}`,
+          logLine: null,
+          remedy: "the repository is incomplete (an upload in progress?): try again later or another quant",
+        });
     } else files = [first];
   }
-  const downloads = files.map((f) => ({ url: resolveUrl(repo, f.path, rev, env), dest: localPathFor(root, repo, f.path), size: f.size || null, sha256: f.sha256, name: path.basename(f.path) }));
+  const downloads = files.map((f) => ({
+    url: resolveUrl(repo, f.path, rev, env),
+    dest: localPathFor(root, repo, f.path),
+    size: f.size || null,
+    sha256: f.sha256,
+    name: path.basename(f.path),
+  }));
   return { local: downloads[0]!.dest, downloads };
 }
 
@@ -125,7 +164,9 @@ export function checkPlacement(
   const logged = parseServerLog(logText).modelMiB;
   const evidence: string[] = [];
   const names = Object.keys(logged);
-  evidence.push(names.length ? `log: model buffers ${names.map((n) => `${n} ${logged[n]!.toFixed(0)} MiB`).join(", ")}` : "log: no model buffer lines (run with -lv 4)");
+  evidence.push(
+    names.length ? `log: model buffers ${names.map((n) => `${n} ${logged[n]!.toFixed(0)} MiB`).join(", ")}` : "log: no model buffer lines (run with -lv 4)",
+  );
   const cpuLoaded = names.filter((n) => /^CPU/i.test(n)).reduce((a, n) => a + logged[n]!, 0) * MiB;
   const devices: SetupPlacement["devices"] = [];
   let passed = names.length > 0;
@@ -141,7 +182,9 @@ export function checkPlacement(
     // the plan put weights here: at least half of them must be here (catalog sizes are estimates, the log is exact)
     if (planned > 0 && onIt < planned * 0.5) {
       passed = false;
-      evidence.push(`${id}: ${(onIt / GiB).toFixed(2)} GiB of weights loaded where the plan put ${(planned / GiB).toFixed(2)} GiB — the weights went to RAM (a CPU build, or the GPU was not usable)`);
+      evidence.push(
+        `${id}: ${(onIt / GiB).toFixed(2)} GiB of weights loaded where the plan put ${(planned / GiB).toFixed(2)} GiB — the weights went to RAM (a CPU build, or the GPU was not usable)`,
+      );
     }
   }
   if (pick.placement === "gpu" && names.length) {
@@ -157,11 +200,15 @@ export function checkPlacement(
       const b = smi.before.find((x) => x.name === a.name);
       if (a.usedBytes === null || b?.usedBytes == null) continue;
       const delta = a.usedBytes - b.usedBytes;
-      evidence.push(`device memory: ${a.name} ${(a.usedBytes / GiB).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / GiB).toFixed(1)} GiB since before the start)`);
+      evidence.push(
+        `device memory: ${a.name} ${(a.usedBytes / GiB).toFixed(1)} GiB used (${delta >= 0 ? "+" : ""}${(delta / GiB).toFixed(1)} GiB since before the start)`,
+      );
       const planned = pick.devices.find((d) => d.name.endsWith(a.name));
-      if (planned && (planned.breakdown?.weightsBytes ?? 0) > 0 && delta < (planned.breakdown!.weightsBytes) * 0.5) {
+      if (planned && (planned.breakdown?.weightsBytes ?? 0) > 0 && delta < planned.breakdown!.weightsBytes * 0.5) {
         passed = false;
-        evidence.push(`${a.name}: the vendor tool shows ${(delta / GiB).toFixed(1)} GiB more in use, less than half of the ${(planned.breakdown!.weightsBytes / GiB).toFixed(1)} GiB of weights planned there`);
+        evidence.push(
+          `${a.name}: the vendor tool shows ${(delta / GiB).toFixed(1)} GiB more in use, less than half of the ${(planned.breakdown!.weightsBytes / GiB).toFixed(1)} GiB of weights planned there`,
+        );
       }
     }
   }
@@ -171,9 +218,22 @@ export function checkPlacement(
 
 function newJob(jobId: string, runtime: SetupJob["runtime"]): SetupJob {
   return {
-    jobId, state: "running", runtime, model: null, quant: null, slots: null, ctxPerSlot: null, plannedCommand: null, launchedCommand: null,
+    jobId,
+    state: "running",
+    runtime,
+    model: null,
+    quant: null,
+    slots: null,
+    ctxPerSlot: null,
+    plannedCommand: null,
+    launchedCommand: null,
     phases: PHASES.map((name) => ({ name, status: "pending", ms: null, detail: "", progress: null })),
-    checks: [], placement: null, failure: null, result: null, startedAt: new Date().toISOString(), ms: null,
+    checks: [],
+    placement: null,
+    failure: null,
+    result: null,
+    startedAt: new Date().toISOString(),
+    ms: null,
   };
 }
 
@@ -188,7 +248,8 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
   else {
     ops.begin("download", `${files.downloads.length} file(s) to ${path.dirname(files.downloads[0]!.dest)}`);
     const total = files.downloads.every((d) => d.size) ? files.downloads.reduce((a, d) => a + d.size!, 0) : null;
-    const onDisk = (d: ModelFiles["downloads"][number]) => (existsSync(d.dest) ? statSync(d.dest).size : existsSync(`${d.dest}.part`) ? statSync(`${d.dest}.part`).size : 0);
+    const onDisk = (d: ModelFiles["downloads"][number]) =>
+      existsSync(d.dest) ? statSync(d.dest).size : existsSync(`${d.dest}.part`) ? statSync(`${d.dest}.part`).size : 0;
     if (total !== null) {
       const need = files.downloads.reduce((a, d) => a + Math.max(0, d.size! - onDisk(d)), 0);
       const dir = path.dirname(files.downloads[0]!.dest);
@@ -196,7 +257,12 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
       const fs = statfsSync(dir);
       const free = Number(fs.bavail) * Number(fs.bsize);
       if (need > free) {
-        throw new StartError({ kind: "disk", cause: `the model needs ${(need / GiB).toFixed(1)} GiB more on disk (${files.downloads.length} file(s)) but ${dir} has ${(free / GiB).toFixed(1)} GiB free`, logLine: null, remedy: classifyDownload("GiB free").remedy });
+        throw new StartError({
+          kind: "disk",
+          cause: `the model needs ${(need / GiB).toFixed(1)} GiB more on disk (${files.downloads.length} file(s)) but ${dir} has ${(free / GiB).toFixed(1)} GiB free`,
+          logLine: null,
+          remedy: classifyDownload("GiB free").remedy,
+        });
       }
     }
     let doneBefore = 0;
@@ -206,13 +272,24 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
     for (const [i, d] of files.downloads.entries()) {
       ops.cancelled();
       const r = await downloadFile({
-        url: d.url, dest: d.dest, expectedSize: d.size, sha256: d.sha256, headers: hubHeaders(), signal,
+        url: d.url,
+        dest: d.dest,
+        expectedSize: d.size,
+        sha256: d.sha256,
+        headers: hubHeaders(),
+        signal,
         onProgress: (p) => {
           const done = doneBefore + p.received;
           const rate = (done - resumed - (i === 0 ? p.resumedFrom : 0)) / Math.max(0.001, (performance.now() - tStart) / 1000);
           ops.phase("download").progress = {
-            done, total, bytesPerSec: Math.max(0, rate), etaSec: total !== null && rate > 0 ? Math.max(0, (total - done) / rate) : null,
-            file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed + p.resumedFrom,
+            done,
+            total,
+            bytesPerSec: Math.max(0, rate),
+            etaSec: total !== null && rate > 0 ? Math.max(0, (total - done) / rate) : null,
+            file: d.name,
+            fileIndex: i,
+            files: files.downloads.length,
+            resumedBytes: resumed + p.resumedFrom,
           };
           ops.emit(false);
         },
@@ -224,11 +301,22 @@ async function downloadPhase(modelArg: { flag: string; value: string }, ops: Pha
       resumed += r.resumedFrom;
       doneBefore += r.bytes;
       verified.push(`${d.name} ${r.verified}${r.resumedFrom ? ` (resumed at ${(r.resumedFrom / MiB).toFixed(0)} MiB)` : ""}`);
-      ops.phase("download").progress = { done: doneBefore, total, bytesPerSec: null, etaSec: total !== null ? 0 : null, file: d.name, fileIndex: i, files: files.downloads.length, resumedBytes: resumed };
+      ops.phase("download").progress = {
+        done: doneBefore,
+        total,
+        bytesPerSec: null,
+        etaSec: total !== null ? 0 : null,
+        file: d.name,
+        fileIndex: i,
+        files: files.downloads.length,
+        resumedBytes: resumed,
+      };
       ops.emit();
     }
     const secs = (performance.now() - tStart) / 1000;
-    ops.end(`${files.downloads.length} file(s), ${(doneBefore / GiB).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB / Math.max(secs, 0.001)).toFixed(1)} MiB/s` : ", already on disk"}`);
+    ops.end(
+      `${files.downloads.length} file(s), ${(doneBefore / GiB).toFixed(2)} GiB (${verified.join("; ")})${doneBefore > resumed ? `, ${((doneBefore - resumed) / MiB / Math.max(secs, 0.001)).toFixed(1)} MiB/s` : ", already on disk"}`,
+    );
   }
   return files;
 }
@@ -269,7 +357,13 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
     p.ms = 0;
   };
   const cancelled = () => {
-    if (o.signal?.aborted) throw new StartError({ kind: "cancelled", cause: "cancelled by the person", logLine: null, remedy: "start again: a download resumes from the bytes on disk" });
+    if (o.signal?.aborted)
+      throw new StartError({
+        kind: "cancelled",
+        cause: "cancelled by the person",
+        logLine: null,
+        remedy: "start again: a download resumes from the bytes on disk",
+      });
   };
   let bin: string | null = null;
   let logFile: string | null = null;
@@ -283,7 +377,12 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       try {
         bin = findLlamaServer(o.llamaServer);
       } catch (e) {
-        throw new StartError({ kind: "not-found", cause: (e as Error).message, logLine: null, remedy: "pass an existing llama-server, or leave it out to use the prebuilt build" });
+        throw new StartError({
+          kind: "not-found",
+          cause: (e as Error).message,
+          logLine: null,
+          remedy: "pass an existing llama-server, or leave it out to use the prebuilt build",
+        });
       }
       const hw = o.hardware ?? (await detectHardware({ llamaServer: bin }));
       // the KV cache type of the plan the person saw is kept (one KV type from plan to start); when it no longer fits
@@ -291,8 +390,13 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       let keepCache = input.cacheType;
       let cacheNote = "";
       const planOnce = (h: HardwareReport, llamaServer: string | null, nvcc: boolean | undefined, cacheType: SetupStartInput["cacheType"]) =>
-        planFit({ model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, cacheType }, h, { llamaServer, store: o.store, nvcc }).catch((e) => {
-          if (isSetupError(e, "input")) throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
+        planFit({ model: input.model, slots: input.slots, minCtx: input.minCtx, ctxPerSlot: input.ctx, cacheType }, h, {
+          llamaServer,
+          store: o.store,
+          nvcc,
+        }).catch((e) => {
+          if (isSetupError(e, "input"))
+            throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
           throw e;
         });
       const planOn = async (h: HardwareReport, llamaServer: string | null = bin, nvcc?: boolean) => {
@@ -316,21 +420,41 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
           break;
         }
       }
-      if (!fit.pick) throw new StartError({ kind: "no-fit", cause: input.model ? (fit.problem ?? `${input.model} does not fit this machine`) : `nothing in the catalog fits this machine: ${fit.problem}`, logLine: null, remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider" });
+      if (!fit.pick)
+        throw new StartError({
+          kind: "no-fit",
+          cause: input.model ? (fit.problem ?? `${input.model} does not fit this machine`) : `nothing in the catalog fits this machine: ${fit.problem}`,
+          logLine: null,
+          remedy: "fewer slots, a shorter minimum context, a smaller model, or an API provider",
+        });
       let pick = fit.pick;
       let entry = findCatalog(pick.model);
       Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
       let words = commandWords(pick.command);
       let mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
-      if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
-      const held = replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / GiB).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "";
+      if (mi < 0)
+        throw new StartError({
+          kind: "other",
+          cause: `the plan's command has no model argument: ${pick.command}`,
+          logLine: null,
+          remedy: "report this (ocw fit --json shows the command)",
+        });
+      const held = replacing
+        ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a, b) => a + b, 0) / GiB).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)`
+        : "";
       end(`${entry?.name ?? pick.model}${pick.quant ? ` ${pick.quant}` : ""}: ${pick.reason}${held}${cacheNote}`);
       cancelled();
       if (o.confirm) {
         const ok = await o.confirm(SetupJob.parse(structuredClone(job))).catch((e: Error) => {
           throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
         });
-        if (!ok) throw new StartError({ kind: "not-confirmed", cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)", logLine: null, remedy: "pass --yes to skip the question" });
+        if (!ok)
+          throw new StartError({
+            kind: "not-confirmed",
+            cause: "not confirmed; nothing downloaded or started (pass --yes to skip the question)",
+            logLine: null,
+            remedy: "pass --yes to skip the question",
+          });
       }
 
       // ── runtime binary
@@ -339,17 +463,32 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path.join(stateDir(), "llama"), gpus: hw.gpus,
+          root: path.join(stateDir(), "llama"),
+          gpus: hw.gpus,
           onBuildLine: (line) => {
             phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
             emit(false);
           },
           onProgress: (asset, p) => {
-            phase("runtime").progress = { done: p.received, total: p.total, bytesPerSec: p.bytesPerSec, etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null, file: asset, fileIndex: 0, files: 1, resumedBytes: p.resumedFrom };
+            phase("runtime").progress = {
+              done: p.received,
+              total: p.total,
+              bytesPerSec: p.bytesPerSec,
+              etaSec: p.total && p.bytesPerSec ? (p.total - p.received) / p.bytesPerSec : null,
+              file: asset,
+              fileIndex: 0,
+              files: 1,
+              resumedBytes: p.resumedFrom,
+            };
             emit(false);
           },
         }).catch((e) => {
-          throw new StartError({ kind: "runtime", cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`, logLine: null, remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh" });
+          throw new StartError({
+            kind: "runtime",
+            cause: `the prebuilt llama.cpp could not be fetched: ${describeFetchError(e, config().OCW_LLAMA_RELEASES_URL ?? "https://github.com")}`,
+            logLine: null,
+            remedy: "pass a llama-server (LLAMA_SERVER or --llama-server), or build one with scripts/build-llama-server.sh",
+          });
         });
         bin = got.bin;
         // plan again on what the installed build itself lists (its --list-devices): a Vulkan build names Vulkan0,
@@ -357,19 +496,36 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         const listed = await listLlamaDevices(bin);
         const base = replacing ? withFreed(hw, replacing.bytes) : hw;
         // a build that cannot list its devices is planned by what it is (a Vulkan build names Vulkan0 …)
-        const again = listed ? await planOn({ ...base, llamaDevices: listed }, bin) : await planOn({ ...base, llamaDevices: null }, null, got.variant === "cuda");
-        if (!again.pick) throw new StartError({ kind: "no-fit", cause: `the installed llama.cpp ${got.variant} build lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`, logLine: null, remedy: "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context" });
+        const again = listed
+          ? await planOn({ ...base, llamaDevices: listed }, bin)
+          : await planOn({ ...base, llamaDevices: null }, null, got.variant === "cuda");
+        if (!again.pick)
+          throw new StartError({
+            kind: "no-fit",
+            cause: `the installed llama.cpp ${got.variant} build lists ${listed?.length ? listed.map((d) => d.id).join(", ") : "no GPU"}, and on that nothing fits: ${again.problem}`,
+            logLine: null,
+            remedy:
+              "install a build for the GPU (CUDA: the CUDA toolkit's nvcc for a source build), pass --llama-server, or choose fewer slots / a shorter context",
+          });
         const changed = again.pick.command !== pick.command;
         if (changed) {
           pick = again.pick;
           entry = findCatalog(pick.model);
           words = commandWords(pick.command);
           mi = words.args.findIndex((a) => a === "-m" || a === "-hf");
-          if (mi < 0) throw new StartError({ kind: "other", cause: `the plan's command has no model argument: ${pick.command}`, logLine: null, remedy: "report this (ocw fit --json shows the command)" });
+          if (mi < 0)
+            throw new StartError({
+              kind: "other",
+              cause: `the plan's command has no model argument: ${pick.command}`,
+              logLine: null,
+              remedy: "report this (ocw fit --json shows the command)",
+            });
           Object.assign(job, { model: pick.model, quant: pick.quant, slots: pick.slots, ctxPerSlot: pick.ctxPerSlot, plannedCommand: pick.command, pick });
         }
         hw.llamaDevices = listed;
-        end(`installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}; ${listed === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed.length ? listed.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick.command}` : ""}`);
+        end(
+          `installed llama.cpp ${got.tag} (${got.variant}, ${got.verified}) → ${got.bin}; ${listed === null ? `its --list-devices did not answer (planned as a ${got.variant} build)` : `it lists ${listed.length ? listed.map((d) => d.id).join(", ") : "no GPU"}`}${changed ? `; planned again for it: ${pick.command}` : ""}`,
+        );
       }
       cancelled();
 
@@ -378,7 +534,15 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       cancelled();
 
       // ── load: the planner's command(s) — one per replica of a pool — with the local file, a free port and the alias
-      const alias = targetSlug({ model: entry?.name ?? path.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""), quant: pick.quant });
+      const alias = targetSlug({
+        model:
+          entry?.name ??
+          path
+            .basename(files.local)
+            .replace(SHARD, "")
+            .replace(/\.gguf$/i, ""),
+        quant: pick.quant,
+      });
       const id = input.id ?? `llamacpp-${alias}`;
       const replicas = pick.pool
         ? pick.pool.endpoints.map((e, i) => ({ i, words: commandWords(e.command), slots: e.slots, ctxPerSlot: e.ctxPerSlot, devices: e.devices }))
@@ -412,15 +576,30 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
         if (!args.includes("-fit")) args.push("-fit", "off");
         if (!args.includes("-lv")) args.push("-lv", "4");
         // the plan's environment (a replica's CUDA_VISIBLE_DEVICES …), never the key: that goes in LLAMA_API_KEY
-        const env = Object.fromEntries(r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]));
-        launched[r.i] = `${[...Object.entries(env).map(([k, v]) => `${k}=${shellQuote(v)}`), "LLAMA_API_KEY=…"].join(" ")} ${shellQuote(bin!)} ${args.map(shellQuote).join(" ")}`;
+        const env = Object.fromEntries(
+          r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)]),
+        );
+        launched[r.i] =
+          `${[...Object.entries(env).map(([k, v]) => `${k}=${shellQuote(v)}`), "LLAMA_API_KEY=…"].join(" ")} ${shellQuote(bin!)} ${args.map(shellQuote).join(" ")}`;
         job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id}@${r.i + 1}` : id;
         const file = path.join(stateDir(), "logs", `${recId}.log`);
         mkdirSync(path.dirname(file), { recursive: true });
         logs[r.i] = { file, start: existsSync(file) ? statSync(file).size : 0 };
         if (r.i === 0) logFile = file;
-        const record: ServingRecord = { targetId: recId, ...(pooled ? { replicaOf: id } : {}), pid: 0, supervisorPid: null, port, bin: bin!, args, env, logFile: file, keyFile, startedAt: new Date().toISOString() };
+        const record: ServingRecord = {
+          targetId: recId,
+          ...(pooled ? { replicaOf: id } : {}),
+          pid: 0,
+          supervisorPid: null,
+          port,
+          bin: bin!,
+          args,
+          env,
+          logFile: file,
+          keyFile,
+          startedAt: new Date().toISOString(),
+        };
         let started: { pid: number; readyMs: number };
         try {
           if (sup) {
@@ -432,7 +611,16 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
               throw e;
             }
           } else {
-            started = await startLlamaServer({ bin: bin!, args, env, apiKey: key, logFile: file, port, detached: true, readyTimeoutMs: o.readyTimeoutMs ?? 600_000 });
+            started = await startLlamaServer({
+              bin: bin!,
+              args,
+              env,
+              apiKey: key,
+              logFile: file,
+              port,
+              detached: true,
+              readyTimeoutMs: o.readyTimeoutMs ?? 600_000,
+            });
             saveServing([...listServing().filter((x) => x.targetId !== recId), { ...record, pid: started.pid, startTime: processStartTime(started.pid) }]);
           }
         } catch (e) {
@@ -441,11 +629,24 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
           throw new StartError({
             kind: c?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
             cause: `${pooled ? `replica ${r.i + 1} (${r.devices?.join("+")}): ` : ""}${c?.logLine ? `llama-server failed to start: ${c.logLine}` : msg.replace(/: .*$/, "")}`,
-            logLine: c?.logLine ?? null, logFile: file,
-            remedy: c?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime"),
+            logLine: c?.logLine ?? null,
+            logFile: file,
+            remedy:
+              c?.remedy ??
+              (/did not become healthy/.test(msg)
+                ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)"
+                : "read the log file; `ocw doctor` checks the runtime"),
           });
         }
-        servers[r.i] = { pid: started.pid, port, url: `http://127.0.0.1:${port}/v1`, readyMs: Math.round(started.readyMs), args, logFile: file, env: Object.keys(env).map((k) => `${k}=${env[k]}`) };
+        servers[r.i] = {
+          pid: started.pid,
+          port,
+          url: `http://127.0.0.1:${port}/v1`,
+          readyMs: Math.round(started.readyMs),
+          args,
+          logFile: file,
+          env: Object.keys(env).map((k) => `${k}=${env[k]}`),
+        };
       };
       try {
         // replicas load side by side (each on its own GPUs); a failed one stops the others
@@ -456,7 +657,14 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       }
       job.launchedCommand = launched.join("\n");
       job.servers = servers;
-      end(servers.map((x, k) => `${pooled ? `replica ${k + 1} (${replicas[k]!.devices!.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1000).toFixed(1)} s`).join("; ") + (sup ? " (supervised: restarted after a crash)" : ""));
+      end(
+        servers
+          .map(
+            (x, k) =>
+              `${pooled ? `replica ${k + 1} (${replicas[k]!.devices!.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1000).toFixed(1)} s`,
+          )
+          .join("; ") + (sup ? " (supervised: restarted after a crash)" : ""),
+      );
       cancelled();
 
       // ── warm-up: one short completion per server (first-use costs out of verify's timings)
@@ -465,11 +673,17 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       for (const [k, x] of servers.entries()) {
         const w = await httpJson<{ choices?: unknown[] }>(`${x.url}/chat/completions`, {
           headers: { authorization: `Bearer ${key}` },
-          body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 }, timeoutMs: 300_000,
+          body: { model: alias, messages: [{ role: "user", content: "Say OK." }], max_tokens: 4, temperature: 0 },
+          timeoutMs: 300_000,
         });
         if (w.status !== 200) {
           const c = classifyLog(readLog(k), bin);
-          throw new StartError({ kind: c?.kind ?? "other", cause: `the first completion${pooled ? ` of replica ${k + 1}` : ""} failed: ${w.status || w.error} ${w.text.slice(0, 200)}`, logLine: c?.logLine ?? null, remedy: c?.remedy ?? "read the log file" });
+          throw new StartError({
+            kind: c?.kind ?? "other",
+            cause: `the first completion${pooled ? ` of replica ${k + 1}` : ""} failed: ${w.status || w.error} ${w.text.slice(0, 200)}`,
+            logLine: c?.logLine ?? null,
+            remedy: c?.remedy ?? "read the log file",
+          });
         }
         warm.push(`${(w.ms / 1000).toFixed(2)} s`);
       }
@@ -481,9 +695,19 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       const verdicts: VerifyResult[] = [];
       for (const [k, x] of servers.entries()) {
         const v = await verifyEndpoint({
-          url: x.url, model: alias, key, engine: "llama.cpp", slots: replicas[k]!.slots, perSlotCtx: replicas[k]!.ctxPerSlot,
+          url: x.url,
+          model: alias,
+          key,
+          engine: "llama.cpp",
+          slots: replicas[k]!.slots,
+          perSlotCtx: replicas[k]!.ctxPerSlot,
           onCheck: (_c: TargetCheck, done: TargetCheck[]) => {
-            job.checks = pooled ? [...verdicts.flatMap((d, j) => d.checks.map((c) => ({ ...c, evidence: `replica ${j + 1}: ${c.evidence}` }))), ...done.map((c) => ({ ...c, evidence: `replica ${k + 1}: ${c.evidence}` }))] : done;
+            job.checks = pooled
+              ? [
+                  ...verdicts.flatMap((d, j) => d.checks.map((c) => ({ ...c, evidence: `replica ${j + 1}: ${c.evidence}` }))),
+                  ...done.map((c) => ({ ...c, evidence: `replica ${k + 1}: ${c.evidence}` })),
+                ]
+              : done;
             emit();
           },
         });
@@ -500,58 +724,101 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
       // the plan's device ids → the vendor tool's index (llama.cpp's CUDA0 is not always nvidia-smi's 0)
       const indexOf = new Map(devicesFromHardware(hw, bin).dev.gpus.map((g) => [g.runtimeId, g.index!]));
       for (const [k, x] of servers.entries()) {
-        const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(`${x.url.replace(/\/v1$/, "")}/props`, { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 });
+        const props = await httpJson<{ total_slots?: number; model_path?: string; default_generation_settings?: { n_ctx?: number } }>(
+          `${x.url.replace(/\/v1$/, "")}/props`,
+          { headers: { authorization: `Bearer ${key}` }, timeoutMs: 10_000 },
+        );
         // a replica sees its GPUs renumbered from 0 (the others are hidden): its log names them so
         const devices = pooled ? replicaDevices(pick, replicas[k]!.devices!, x.env.length > 0) : pick.devices;
         // this server's GPUs by the vendor tool's index: a replica's from its CUDA_VISIBLE_DEVICES (in its order)
-        const visible = x.env.find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))?.split("=")[1]?.split(",").map(Number);
-        const planned = (pooled ? replicas[k]!.devices! : pick.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0]!))
-          .map((rid, j) => ({ rid, index: visible?.[j] ?? indexOf.get(rid), device: devices.filter((d) => d.name !== "cpu")[j] }));
+        const visible = x.env
+          .find((e) => /^(CUDA|HIP)_VISIBLE_DEVICES=/.test(e))
+          ?.split("=")[1]
+          ?.split(",")
+          .map(Number);
+        const planned = (pooled ? replicas[k]!.devices! : pick.devices.filter((d) => d.name !== "cpu").map((d) => d.name.split(" ")[0]!)).map((rid, j) => ({
+          rid,
+          index: visible?.[j] ?? indexOf.get(rid),
+          device: devices.filter((d) => d.name !== "cpu")[j],
+        }));
         let smi: Parameters<typeof checkPlacement>[2] = null;
         if (after) {
           // named as this server's devices, matched by index (GPUs of one model share a name)
-          const fig = (h: HardwareReport) => planned.filter((p) => p.device && p.index !== undefined).map((p) => ({ name: p.device!.name, usedBytes: h.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
+          const fig = (h: HardwareReport) =>
+            planned
+              .filter((p) => p.device && p.index !== undefined)
+              .map((p) => ({ name: p.device!.name, usedBytes: h.gpus.find((g) => g.index === p.index)?.usedBytes ?? null }));
           smi = { before: fig(before), after: fig(after) };
         }
         const pl = checkPlacement({ devices, placement: pick.placement }, readLog(k), smi);
         // what it holds, for a later setup that replaces it: measured, else planned
-        const gpuBytes = planned.filter((p) => p.index !== undefined).map((p) => {
-          const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
-          const a = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
-          const measured = a != null && b != null ? a - b : null;
-          return { index: p.index!, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : (p.device?.plannedBytes ?? 0))) };
-        }).filter((g) => g.bytes > 0);
+        const gpuBytes = planned
+          .filter((p) => p.index !== undefined)
+          .map((p) => {
+            const b = before.gpus.find((g) => g.index === p.index)?.usedBytes;
+            const a = after?.gpus.find((g) => g.index === p.index)?.usedBytes;
+            const measured = a != null && b != null ? a - b : null;
+            return { index: p.index!, bytes: Math.max(0, Math.round(measured !== null && measured > 0 ? measured : (p.device?.plannedBytes ?? 0))) };
+          })
+          .filter((g) => g.bytes > 0);
         const recId = pooled ? `${id}@${k + 1}` : id;
         if (gpuBytes.length) saveServing(listServing().map((r) => (r.targetId === recId ? { ...r, gpuBytes } : r)));
-        if (props.status === 200) pl.evidence.push(`/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path.basename(props.body.model_path)}` : ""}`);
+        if (props.status === 200)
+          pl.evidence.push(
+            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path.basename(props.body.model_path)}` : ""}`,
+          );
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
-      const placement: SetupPlacement = { passed: placements.every((p) => p.passed), devices: placements.flatMap((p) => p.devices), evidence: placements.flatMap((p) => p.evidence) };
+      const placement: SetupPlacement = {
+        passed: placements.every((p) => p.passed),
+        devices: placements.flatMap((p) => p.devices),
+        evidence: placements.flatMap((p) => p.evidence),
+      };
       job.placement = placement;
       end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
 
       // ── the target: saved as verify decided (the engine is its single writer); a pool is one target of its replicas
       const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k]!.slots }));
       const target: Target = {
-        id, model: alias, quant: pick.quant, endpoint: servers[0]!.url, keyRef: "OCW_TARGET_API_KEY", keyFile, contextLimit: pick.ctxPerSlot,
-        serving: { engine: "llama.cpp", endpoints, slots: pick.slots, perSlotCtx: pick.ctxPerSlot }, checks: [],
+        id,
+        model: alias,
+        quant: pick.quant,
+        endpoint: servers[0]!.url,
+        keyRef: "OCW_TARGET_API_KEY",
+        keyFile,
+        contextLimit: pick.ctxPerSlot,
+        serving: { engine: "llama.cpp", endpoints, slots: pick.slots, perSlotCtx: pick.ctxPerSlot },
+        checks: [],
       };
       const saved = finish(o.store, target, v, { acceptUnderpowered: input.acceptUnderpowered });
       job.result = {
-        outcome: v.outcome, saved: saved.saved, active: saved.active, target: saved.target, checks: v.checks, summary: v.summary,
-        observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx }, ms: Math.round(performance.now() - t0),
+        outcome: v.outcome,
+        saved: saved.saved,
+        active: saved.active,
+        target: saved.target,
+        checks: v.checks,
+        summary: v.summary,
+        observed: { engine: "llama.cpp", totalSlots: v.observed.totalSlots, perSlotCtx: v.observed.perSlotCtx },
+        ms: Math.round(performance.now() - t0),
       };
       if (!placement.passed) {
         job.failure = {
-          phase: "placement", kind: "placement", cause: placement.evidence.filter((e) => /plan put|vendor tool|RAM holds/.test(e)).join("; ") || "the weights are not where the plan put them",
-          logLine: null, logFile,
-          remedy: "the runtime did not use the GPU the plan counted on: install a build for it (CUDA for NVIDIA, ROCm or Vulkan for AMD) or check the driver with nvidia-smi; the server runs, but slowly",
+          phase: "placement",
+          kind: "placement",
+          cause: placement.evidence.filter((e) => /plan put|vendor tool|RAM holds/.test(e)).join("; ") || "the weights are not where the plan put them",
+          logLine: null,
+          logFile,
+          remedy:
+            "the runtime did not use the GPU the plan counted on: install a build for it (CUDA for NVIDIA, ROCm or Vulkan for AMD) or check the driver with nvidia-smi; the server runs, but slowly",
         };
       }
     }
     job.state = "done";
   } catch (e) {
-    const f = e instanceof StartError ? e.failure : { kind: "other", cause: describeFetchError(e), logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
+    const f =
+      e instanceof StartError
+        ? e.failure
+        : { kind: "other", cause: describeFetchError(e), logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
     const failedPhase = f.phase ?? (current as { p: SetupPhase } | null)?.p.name ?? "plan";
     if (current) end(f.cause, "failed");
     else if (f.kind !== "not-confirmed") phase(failedPhase).status = "failed";

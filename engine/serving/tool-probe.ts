@@ -12,7 +12,7 @@
  *               → underpowered (a better model or quant).
  */
 import { sseData } from "../net/sse";
-import { authHeaders, httpJson } from "./http";
+import { authHeaders } from "./http";
 
 export interface ToolProbeResult {
   passed: boolean;
@@ -27,14 +27,99 @@ const obj = (properties: Record<string, unknown>, required: string[]) => ({ type
 
 /** OpenCode's core tool schemas (names and parameters as its tools define them). */
 export const OPENCODE_TOOLS = [
-  ["bash", "Executes a given bash command in a persistent shell session.", obj({ command: str("The command to execute"), timeout: num("Optional timeout in milliseconds"), workdir: str("The working directory to run the command in"), description: str("Clear, concise description of what this command does in 5-10 words") }, ["command", "description"])],
-  ["read", "Reads a file from the local filesystem.", obj({ filePath: str("The path to the file to read"), offset: num("The line number to start reading from (0-based)"), limit: num("The number of lines to read (defaults to 2000)") }, ["filePath"])],
-  ["write", "Writes a file to the local filesystem.", obj({ content: str("The content to write to the file"), filePath: str("The absolute path to the file to write") }, ["content", "filePath"])],
-  ["edit", "Performs exact string replacements in files.", obj({ filePath: str("The absolute path to the file to modify"), oldString: str("The text to replace"), newString: str("The text to replace it with"), replaceAll: { type: "boolean", description: "Replace all occurrences of oldString" } }, ["filePath", "oldString", "newString"])],
-  ["glob", "Fast file pattern matching tool.", obj({ pattern: str("The glob pattern to match files against"), path: str("The directory to search in") }, ["pattern"])],
-  ["grep", "Fast content search tool.", obj({ pattern: str("The regex pattern to search for in file contents"), path: str("The directory to search in"), include: str('File pattern to include in the search (e.g. "*.js")') }, ["pattern"])],
-  ["list", "Lists files and directories in a given path.", obj({ path: str("The absolute path to the directory to list"), ignore: { type: "array", items: { type: "string" }, description: "List of glob patterns to ignore" } }, [])],
-  ["todowrite", "Use this tool to create and manage a structured task list for your current coding session.", obj({ todos: { type: "array", description: "The updated todo list", items: obj({ content: str("Brief description of the task"), status: str("pending, in_progress, completed, cancelled"), priority: str("high, medium, low"), id: str("Unique identifier") }, ["content", "status", "priority", "id"]) } }, ["todos"])],
+  [
+    "bash",
+    "Executes a given bash command in a persistent shell session.",
+    obj(
+      {
+        command: str("The command to execute"),
+        timeout: num("Optional timeout in milliseconds"),
+        workdir: str("The working directory to run the command in"),
+        description: str("Clear, concise description of what this command does in 5-10 words"),
+      },
+      ["command", "description"],
+    ),
+  ],
+  [
+    "read",
+    "Reads a file from the local filesystem.",
+    obj(
+      {
+        filePath: str("The path to the file to read"),
+        offset: num("The line number to start reading from (0-based)"),
+        limit: num("The number of lines to read (defaults to 2000)"),
+      },
+      ["filePath"],
+    ),
+  ],
+  [
+    "write",
+    "Writes a file to the local filesystem.",
+    obj({ content: str("The content to write to the file"), filePath: str("The absolute path to the file to write") }, ["content", "filePath"]),
+  ],
+  [
+    "edit",
+    "Performs exact string replacements in files.",
+    obj(
+      {
+        filePath: str("The absolute path to the file to modify"),
+        oldString: str("The text to replace"),
+        newString: str("The text to replace it with"),
+        replaceAll: { type: "boolean", description: "Replace all occurrences of oldString" },
+      },
+      ["filePath", "oldString", "newString"],
+    ),
+  ],
+  [
+    "glob",
+    "Fast file pattern matching tool.",
+    obj({ pattern: str("The glob pattern to match files against"), path: str("The directory to search in") }, ["pattern"]),
+  ],
+  [
+    "grep",
+    "Fast content search tool.",
+    obj(
+      {
+        pattern: str("The regex pattern to search for in file contents"),
+        path: str("The directory to search in"),
+        include: str('File pattern to include in the search (e.g. "*.js")'),
+      },
+      ["pattern"],
+    ),
+  ],
+  [
+    "list",
+    "Lists files and directories in a given path.",
+    obj(
+      {
+        path: str("The absolute path to the directory to list"),
+        ignore: { type: "array", items: { type: "string" }, description: "List of glob patterns to ignore" },
+      },
+      [],
+    ),
+  ],
+  [
+    "todowrite",
+    "Use this tool to create and manage a structured task list for your current coding session.",
+    obj(
+      {
+        todos: {
+          type: "array",
+          description: "The updated todo list",
+          items: obj(
+            {
+              content: str("Brief description of the task"),
+              status: str("pending, in_progress, completed, cancelled"),
+              priority: str("high, medium, low"),
+              id: str("Unique identifier"),
+            },
+            ["content", "status", "priority", "id"],
+          ),
+        },
+      },
+      ["todos"],
+    ),
+  ],
 ].map(([name, description, parameters]) => ({ type: "function", function: { name, description, parameters } }));
 
 const FILE = "notes/token.txt";
@@ -56,7 +141,12 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), timeoutMs);
   try {
-    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ ...body, stream: true }), signal: ctl.signal });
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ ...body, stream: true }),
+      signal: ctl.signal,
+    });
     out.status = res.status;
     if (!res.ok || !res.body) {
       const text = await res.text();
@@ -73,7 +163,17 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
     const calls: { id: string; name: string; arguments: string }[] = [];
     for await (const data of sseData(res.body)) {
       if (!data || data === "[DONE]") continue;
-      let j: { choices?: { delta?: { content?: string | null; reasoning_content?: string | null; tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[] }; finish_reason?: string | null }[]; error?: { message?: string } };
+      let j: {
+        choices?: {
+          delta?: {
+            content?: string | null;
+            reasoning_content?: string | null;
+            tool_calls?: { index?: number; id?: string; function?: { name?: string; arguments?: string } }[];
+          };
+          finish_reason?: string | null;
+        }[];
+        error?: { message?: string };
+      };
       try {
         j = JSON.parse(data);
       } catch {
@@ -99,7 +199,9 @@ async function streamTurn(url: string, headers: Record<string, string>, body: Re
     out.toolCalls = calls.filter(Boolean);
     return out;
   } catch (e) {
-    out.error = ctl.signal.aborted ? `no answer in ${Math.round(timeoutMs / 1000)} s` : (e as Error & { cause?: { code?: string } }).cause?.code ?? (e as Error).message;
+    out.error = ctl.signal.aborted
+      ? `no answer in ${Math.round(timeoutMs / 1000)} s`
+      : ((e as Error & { cause?: { code?: string } }).cause?.code ?? (e as Error).message);
     return out;
   } finally {
     clearTimeout(timer);
@@ -129,53 +231,101 @@ export async function toolRoundTrip(p: ToolProbeInput): Promise<ToolProbeResult>
   const headers = authHeaders(p.key);
   const token = `PELICAN${Math.floor(1000 + Math.random() * 9000)}`;
   const ext = p.llamaExtensions ? { chat_template_kwargs: { enable_thinking: false } } : {};
-  const messages: Record<string, unknown>[] = [{ role: "system", content: SYSTEM }, { role: "user", content: ASK }];
-  const body = (msgs: Record<string, unknown>[]) => ({ model: p.model, messages: msgs, tools: OPENCODE_TOOLS, tool_choice: "auto", temperature: 0, max_tokens: p.maxTokens ?? 512, ...ext });
+  const messages: Record<string, unknown>[] = [
+    { role: "system", content: SYSTEM },
+    { role: "user", content: ASK },
+  ];
+  const body = (msgs: Record<string, unknown>[]) => ({
+    model: p.model,
+    messages: msgs,
+    tools: OPENCODE_TOOLS,
+    tool_choice: "auto",
+    temperature: 0,
+    max_tokens: p.maxTokens ?? 512,
+    ...ext,
+  });
   const t0 = performance.now();
   const first = await streamTurn(p.chatUrl, headers, body(messages), p.timeoutMs);
   if (first.status === 0) return { passed: false, failure: "unreachable", evidence: `request with tools failed: ${first.error}` };
   if (first.status !== 200) {
     const refused = refusal(first.status, first.error ?? "");
     return {
-      passed: false, failure: refused ? "refused" : "model",
+      passed: false,
+      failure: refused ? "refused" : "model",
       evidence: refused
         ? `the server refuses requests with tools (HTTP ${first.status}: ${first.error}); workers cannot run without tool calls — start it with tool calling on (llama-server: --jinja and a chat template with tools; vLLM: --enable-auto-tool-choice --tool-call-parser …)`
         : `request with ${OPENCODE_TOOLS.length} tools → HTTP ${first.status}: ${first.error}`,
     };
   }
-  if (first.error && !first.toolCalls.length) return { passed: false, failure: "model", evidence: `the answer to a request with tools broke off: ${first.error}` };
+  if (first.error && !first.toolCalls.length)
+    return { passed: false, failure: "model", evidence: `the answer to a request with tools broke off: ${first.error}` };
   const call = first.toolCalls[0];
   if (!call) {
     const text = first.content || first.reasoning;
     if (TEXT_CALL.test(text)) {
-      return { passed: false, failure: "parser", evidence: `the tool call came back as plain text (${JSON.stringify(text.slice(0, 100))}): the server's tool-call parser is off — llama-server needs --jinja and the model's own chat template; vLLM --enable-auto-tool-choice with the model's --tool-call-parser` };
+      return {
+        passed: false,
+        failure: "parser",
+        evidence: `the tool call came back as plain text (${JSON.stringify(text.slice(0, 100))}): the server's tool-call parser is off — llama-server needs --jinja and the model's own chat template; vLLM --enable-auto-tool-choice with the model's --tool-call-parser`,
+      };
     }
-    return { passed: false, failure: "model", evidence: `asked to read ${FILE} with ${OPENCODE_TOOLS.length} OpenCode tools offered, the model answered without a tool call (finish_reason ${first.finishReason}; ${JSON.stringify(text.slice(0, 80))})` };
+    return {
+      passed: false,
+      failure: "model",
+      evidence: `asked to read ${FILE} with ${OPENCODE_TOOLS.length} OpenCode tools offered, the model answered without a tool call (finish_reason ${first.finishReason}; ${JSON.stringify(text.slice(0, 80))})`,
+    };
   }
   let args: Record<string, unknown>;
   try {
     args = JSON.parse(call.arguments || "{}") as Record<string, unknown>;
   } catch {
-    return { passed: false, failure: "model", evidence: `the model called ${call.name} with arguments that are not JSON (${JSON.stringify(call.arguments.slice(0, 80))})` };
+    return {
+      passed: false,
+      failure: "model",
+      evidence: `the model called ${call.name} with arguments that are not JSON (${JSON.stringify(call.arguments.slice(0, 80))})`,
+    };
   }
-  if (!OPENCODE_TOOLS.some((t) => t.function.name === call.name)) return { passed: false, failure: "model", evidence: `the model called an unknown tool ${JSON.stringify(call.name)}` };
+  if (!OPENCODE_TOOLS.some((t) => t.function.name === call.name))
+    return { passed: false, failure: "model", evidence: `the model called an unknown tool ${JSON.stringify(call.name)}` };
   const readsFile = JSON.stringify(args).includes("token.txt");
-  if (!readsFile) return { passed: false, failure: "model", evidence: `the model called ${call.name}(${JSON.stringify(args).slice(0, 100)}), not a read of ${FILE}` };
+  if (!readsFile)
+    return { passed: false, failure: "model", evidence: `the model called ${call.name}(${JSON.stringify(args).slice(0, 100)}), not a read of ${FILE}` };
   // the round trip: the tool result goes back, the answer must use it
   const id = call.id || "call_ocw_verify";
-  const second = await streamTurn(p.chatUrl, headers, body([
-    ...messages,
-    { role: "assistant", content: first.content || null, tool_calls: [{ id, type: "function", function: { name: call.name, arguments: call.arguments || "{}" } }] },
-    { role: "tool", tool_call_id: id, content: `${token}\n` },
-  ]), p.timeoutMs);
+  const second = await streamTurn(
+    p.chatUrl,
+    headers,
+    body([
+      ...messages,
+      {
+        role: "assistant",
+        content: first.content || null,
+        tool_calls: [{ id, type: "function", function: { name: call.name, arguments: call.arguments || "{}" } }],
+      },
+      { role: "tool", tool_call_id: id, content: `${token}\n` },
+    ]),
+    p.timeoutMs,
+  );
   const ms = Math.round(performance.now() - t0);
   if (second.status !== 200) {
     const refused = refusal(second.status, second.error ?? "");
-    return { passed: false, failure: refused ? "refused" : "model", evidence: `${call.name} was called, but the request carrying its result → HTTP ${second.status}: ${second.error}${refused ? " (the server does not accept tool results: check its chat template)" : ""}` };
+    return {
+      passed: false,
+      failure: refused ? "refused" : "model",
+      evidence: `${call.name} was called, but the request carrying its result → HTTP ${second.status}: ${second.error}${refused ? " (the server does not accept tool results: check its chat template)" : ""}`,
+    };
   }
   const answer = `${second.content} ${second.reasoning}`;
   if (!answer.toUpperCase().includes(token)) {
-    return { passed: false, failure: "model", evidence: `${call.name} was called, but the answer did not use its result ${token} (${second.toolCalls.length ? `it called ${second.toolCalls[0]!.name} again` : JSON.stringify(second.content.slice(0, 80))})` };
+    return {
+      passed: false,
+      failure: "model",
+      evidence: `${call.name} was called, but the answer did not use its result ${token} (${second.toolCalls.length ? `it called ${second.toolCalls[0]!.name} again` : JSON.stringify(second.content.slice(0, 80))})`,
+    };
   }
-  return { passed: true, failure: null, evidence: `tool-call round trip with ${OPENCODE_TOOLS.length} OpenCode tools (streamed): ${call.name}(${JSON.stringify(args).slice(0, 60)}) → result used in the answer, ${ms} ms` };
+  return {
+    passed: true,
+    failure: null,
+    evidence: `tool-call round trip with ${OPENCODE_TOOLS.length} OpenCode tools (streamed): ${call.name}(${JSON.stringify(args).slice(0, 60)}) → result used in the answer, ${ms} ms`,
+  };
 }

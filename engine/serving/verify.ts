@@ -93,7 +93,13 @@ export function extractCode(text: string): string {
 export function checkCapabilityAnswer(text: string): { passed: boolean; evidence: string } {
   const code = extractCode(text);
   if (!code) return { passed: false, evidence: "empty answer" };
-  const cases: [number, number][] = [[0, 0], [1, 1], [3, 14], [10, 385], [25, 5525]];
+  const cases: [number, number][] = [
+    [0, 0],
+    [1, 1],
+    [3, 14],
+    [10, 385],
+    [25, 5525],
+  ];
   try {
     const ctx = vm.createContext(Object.create(null));
     vm.runInContext(`${code}\n;globalThis.__f = typeof sumOfSquares === "function" ? sumOfSquares : undefined;`, ctx, { timeout: 1000 });
@@ -120,7 +126,16 @@ const POOL_UNIT = "The build runs every test in the repository and reports each 
  * N requests at once, each with a prompt of about `ctx` tokens (less the answer and a margin for the chat template),
  * measured with the server's /tokenize. passed: null when it could not be run (no /tokenize).
  */
-export async function poolCheck(o: { root: string; chatUrl: string; key: string | null; model: string; n: number; ctx: number; ext: boolean; timeoutMs: number }): Promise<{ passed: boolean | null; evidence: string }> {
+export async function poolCheck(o: {
+  root: string;
+  chatUrl: string;
+  key: string | null;
+  model: string;
+  n: number;
+  ctx: number;
+  ext: boolean;
+  timeoutMs: number;
+}): Promise<{ passed: boolean | null; evidence: string }> {
   const headers = authHeaders(o.key);
   const tok = await httpJson<{ tokens?: unknown[] }>(`${o.root}/tokenize`, { headers, body: { content: POOL_UNIT }, timeoutMs: 10_000 });
   const perUnit = Array.isArray(tok.body?.tokens) ? tok.body.tokens.length : 0;
@@ -129,12 +144,23 @@ export async function poolCheck(o: { root: string; chatUrl: string; key: string 
   const fill = o.ctx - maxTokens - 160;
   const units = Math.max(1, Math.floor(fill / perUnit));
   const t0 = performance.now();
-  const runs = await Promise.all(Array.from({ length: o.n }, (_, i) => httpJson<{ usage?: { prompt_tokens?: number }; error?: { message?: string } }>(o.chatUrl, {
-    headers, timeoutMs: o.timeoutMs,
-    // a different first line per request: no two requests share a cached prefix
-    body: { model: o.model, messages: [{ role: "user", content: `Request ${i + 1} of ${o.n} (${Math.random().toString(36).slice(2)}). Reply OK.\n${POOL_UNIT.repeat(units)}` }], max_tokens: maxTokens, temperature: 0, cache_prompt: false,
-      ...(o.ext ? { grammar: "root ::= [a-zA-Z .,]+", chat_template_kwargs: { enable_thinking: false } } : {}) },
-  })));
+  const runs = await Promise.all(
+    Array.from({ length: o.n }, (_, i) =>
+      httpJson<{ usage?: { prompt_tokens?: number }; error?: { message?: string } }>(o.chatUrl, {
+        headers,
+        timeoutMs: o.timeoutMs,
+        // a different first line per request: no two requests share a cached prefix
+        body: {
+          model: o.model,
+          messages: [{ role: "user", content: `Request ${i + 1} of ${o.n} (${Math.random().toString(36).slice(2)}). Reply OK.\n${POOL_UNIT.repeat(units)}` }],
+          max_tokens: maxTokens,
+          temperature: 0,
+          cache_prompt: false,
+          ...(o.ext ? { grammar: "root ::= [a-zA-Z .,]+", chat_template_kwargs: { enable_thinking: false } } : {}),
+        },
+      }),
+    ),
+  );
   const secs = ((performance.now() - t0) / 1000).toFixed(1);
   const prompt = Math.max(...runs.map((r) => r.body?.usage?.prompt_tokens ?? 0)) || units * perUnit;
   const failed = runs.filter((r) => r.status !== 200);
@@ -142,7 +168,8 @@ export async function poolCheck(o: { root: string; chatUrl: string; key: string 
   const why = failed[0]!.body?.error?.message ?? (failed[0]!.text.slice(0, 120) || failed[0]!.error || `HTTP ${failed[0]!.status}`);
   return {
     passed: false,
-    evidence: `${o.n} requests × ${prompt} prompt tokens at once: ${failed.length} of ${o.n} failed (${failed[0]!.status || "no answer"}: ${why}) in ${secs} s — the server's KV pool holds fewer than ${o.n} × ${o.ctx} tokens at once ` +
+    evidence:
+      `${o.n} requests × ${prompt} prompt tokens at once: ${failed.length} of ${o.n} failed (${failed[0]!.status || "no answer"}: ${why}) in ${secs} s — the server's KV pool holds fewer than ${o.n} × ${o.ctx} tokens at once ` +
       `(with --kv-unified, -c is one pool shared by all slots): start it with -c ${o.n * o.ctx} -np ${o.n} --kv-unified, or use fewer slots`,
   };
 }
@@ -182,8 +209,11 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   const r = await httpJson<Chat>(chatUrl, { headers: authHeaders(v.key), body: base(), timeoutMs });
   const reachable = r.status === 200 && Array.isArray(r.body?.choices);
   add({
-    name: "reachable", passed: reachable,
-    evidence: reachable ? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms` : `POST ${chatUrl} → ${r.status || r.error}${r.text ? `: ${r.text.slice(0, 160)}` : ""}`,
+    name: "reachable",
+    passed: reachable,
+    evidence: reachable
+      ? `POST ${chatUrl} → 200 in ${Math.round(r.ms)} ms`
+      : `POST ${chatUrl} → ${r.status || r.error}${r.text ? `: ${r.text.slice(0, 160)}` : ""}`,
   });
   if (!reachable) {
     return { outcome: "cannot-build", checks, observed, summary: `endpoint not reachable (${r.status || r.error}); start the server or fix the URL/key` };
@@ -200,12 +230,19 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     // a server only this machine can reach, without a key: nothing to refuse — not a failed check
     add({ name: "auth", passed: true, evidence: "no key (loopback only): the endpoint listens on this machine only and takes requests without a key" });
   } else {
-    add({ name: "auth", passed: false, evidence: "no key configured: the endpoint accepts unauthenticated requests from the network — start it with an API key and name its variable" });
+    add({
+      name: "auth",
+      passed: false,
+      evidence: "no key configured: the endpoint accepts unauthenticated requests from the network — start it with an API key and name its variable",
+    });
   }
 
   // slots
   if (v.engine === "llama.cpp") {
-    const props = await httpJson<{ total_slots?: number; default_generation_settings?: { n_ctx?: number } }>(`${root}/props`, { headers: authHeaders(v.key), timeoutMs: 10000 });
+    const props = await httpJson<{ total_slots?: number; default_generation_settings?: { n_ctx?: number } }>(`${root}/props`, {
+      headers: authHeaders(v.key),
+      timeoutMs: 10000,
+    });
     const slotsRes = await httpJson<{ id: number; n_ctx: number }[]>(`${root}/slots`, { headers: authHeaders(v.key), timeoutMs: 10000 });
     const total = props.body?.total_slots ?? null;
     const perSlot = props.body?.default_generation_settings?.n_ctx ?? null;
@@ -214,7 +251,8 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     const slotCtxs = Array.isArray(slotsRes.body) ? slotsRes.body.map((s) => s.n_ctx) : [];
     const okSlots = total !== null && total >= v.slots;
     const okCtx = v.perSlotCtx === null || (perSlot !== null && perSlot >= v.perSlotCtx && slotCtxs.every((c) => c >= v.perSlotCtx!));
-    let evidence = `/props total_slots=${total} (want ≥ ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` +
+    let evidence =
+      `/props total_slots=${total} (want ≥ ${v.slots}), per-slot n_ctx=${perSlot}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; /slots n_ctx=[${slotCtxs.join(",")}]` +
       (!okCtx && perSlot !== null && v.perSlotCtx !== null ? " — each slot gets less than intended (split KV: c/N)" : "");
     let okPool = true;
     // A unified KV pool reports its whole size as every slot's n_ctx: only N long requests at once show whether it
@@ -225,17 +263,26 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
       if (pool.passed === false && v.perSlotCtx === null) {
         // nothing was asked: what each of the N slots can count on is the pool shared N ways
         const share = Math.floor(perSlot / v.slots / 256) * 256;
-        const again = share >= 1024 ? await poolCheck({ root, chatUrl, key: v.key, model: v.model, n: v.slots, ctx: share, ext, timeoutMs: Math.max(timeoutMs, 600_000) }) : null;
+        const again =
+          share >= 1024
+            ? await poolCheck({ root, chatUrl, key: v.key, model: v.model, n: v.slots, ctx: share, ext, timeoutMs: Math.max(timeoutMs, 600_000) })
+            : null;
         if (again?.passed) {
           observed.perSlotCtx = share;
-          pool = { passed: true, evidence: `${again.evidence}; at the reported ${perSlot} per slot: ${pool.evidence.replace(/ — .*$/, "")} — one KV pool of ${perSlot} shared by ${v.slots} slots: each worker is given ${share}` };
+          pool = {
+            passed: true,
+            evidence: `${again.evidence}; at the reported ${perSlot} per slot: ${pool.evidence.replace(/ — .*$/, "")} — one KV pool of ${perSlot} shared by ${v.slots} slots: each worker is given ${share}`,
+          };
         }
       }
       if (pool.passed === null && v.perSlotCtx === null) {
         // the pool could not be exercised: a unified pool is shared, so each slot counts on pool ÷ N
         const share = Math.floor(perSlot / v.slots / 256) * 256;
         observed.perSlotCtx = share;
-        pool = { passed: null, evidence: `${pool.evidence}; one KV pool may be shared by the ${v.slots} slots: each worker is given ${perSlot} ÷ ${v.slots} = ${share}` };
+        pool = {
+          passed: null,
+          evidence: `${pool.evidence}; one KV pool may be shared by the ${v.slots} slots: each worker is given ${perSlot} ÷ ${v.slots} = ${share}`,
+        };
       }
       okPool = pool.passed !== false;
       // what was proven for N slots at once: the asked context (a unified pool reports its whole size per slot)
@@ -251,35 +298,65 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
     let where: string;
     if (v.engine === "ollama") {
       const ps = await httpJson<{ models?: { name?: string; model?: string; context_length?: number }[] }>(`${root}/api/ps`, { timeoutMs: 10000 });
-      const m = ps.body?.models?.find((x) => x.name === v.model || x.model === v.model || x.name === `${v.model}:latest`) ?? (ps.body?.models?.length === 1 ? ps.body.models[0] : undefined);
+      const m =
+        ps.body?.models?.find((x) => x.name === v.model || x.model === v.model || x.name === `${v.model}:latest`) ??
+        (ps.body?.models?.length === 1 ? ps.body.models[0] : undefined);
       ctx = typeof m?.context_length === "number" ? m.context_length : null;
-      where = ps.status !== 200 ? `/api/ps → ${ps.status || ps.error}` : !m ? `/api/ps does not list ${v.model} as loaded` : ctx === null ? "/api/ps lists no context_length (ollama older than 0.12?)" : `/api/ps context_length ${ctx}`;
+      where =
+        ps.status !== 200
+          ? `/api/ps → ${ps.status || ps.error}`
+          : !m
+            ? `/api/ps does not list ${v.model} as loaded`
+            : ctx === null
+              ? "/api/ps lists no context_length (ollama older than 0.12?)"
+              : `/api/ps context_length ${ctx}`;
     } else {
-      const lm = await httpJson<{ data?: { id: string; state?: string; loaded_context_length?: number; max_context_length?: number }[] }>(`${root}/api/v0/models`, { headers: authHeaders(v.key), timeoutMs: 10000 });
+      const lm = await httpJson<{ data?: { id: string; state?: string; loaded_context_length?: number; max_context_length?: number }[] }>(
+        `${root}/api/v0/models`,
+        { headers: authHeaders(v.key), timeoutMs: 10000 },
+      );
       const m = lm.body?.data?.find((x) => x.id === v.model);
       ctx = typeof m?.loaded_context_length === "number" ? m.loaded_context_length : null;
-      where = lm.status !== 200 ? `/api/v0/models → ${lm.status || lm.error}` : !m ? `/api/v0/models does not list ${v.model}` : ctx === null ? `${v.model} is not loaded (no loaded_context_length)` : `/api/v0/models loaded_context_length ${ctx}`;
+      where =
+        lm.status !== 200
+          ? `/api/v0/models → ${lm.status || lm.error}`
+          : !m
+            ? `/api/v0/models does not list ${v.model}`
+            : ctx === null
+              ? `${v.model} is not loaded (no loaded_context_length)`
+              : `/api/v0/models loaded_context_length ${ctx}`;
     }
     observed.perSlotCtx = ctx;
     const want = v.perSlotCtx ?? WORKER_MIN_CTX;
     const ok = ctx !== null && ctx >= want;
-    const fix = v.engine === "ollama"
-      ? "set OLLAMA_CONTEXT_LENGTH (e.g. 32768) in ollama's environment and restart it, or a num_ctx PARAMETER in a Modelfile"
-      : "load the model in LM Studio with a larger context length (lms load MODEL --context-length 32768)";
+    const fix =
+      v.engine === "ollama"
+        ? "set OLLAMA_CONTEXT_LENGTH (e.g. 32768) in ollama's environment and restart it, or a num_ctx PARAMETER in a Modelfile"
+        : "load the model in LM Studio with a larger context length (lms load MODEL --context-length 32768)";
     add({
-      name: "slots", passed: ok,
-      evidence: `${v.engine}: ${where} (want ≥ ${want}${v.perSlotCtx ? "" : ", what an OpenCode worker needs"}); ${v.slots} slot(s) as configured` + (ok ? "" : ` — ${fix}`),
+      name: "slots",
+      passed: ok,
+      evidence:
+        `${v.engine}: ${where} (want ≥ ${want}${v.perSlotCtx ? "" : ", what an OpenCode worker needs"}); ${v.slots} slot(s) as configured` +
+        (ok ? "" : ` — ${fix}`),
     });
   } else {
-    const models = await httpJson<{ data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number } }[] }>(`${root}/v1/models`, { headers: authHeaders(v.key), timeoutMs: 10000 });
+    const models = await httpJson<{ data?: { id: string; max_model_len?: number; meta?: { n_ctx?: number } }[] }>(`${root}/v1/models`, {
+      headers: authHeaders(v.key),
+      timeoutMs: 10000,
+    });
     const m = models.body?.data?.find((d) => d.id === v.model) ?? models.body?.data?.[0];
     const ctx = m?.max_model_len ?? m?.meta?.n_ctx ?? null;
     observed.perSlotCtx = ctx;
     const okCtx = v.perSlotCtx === null || ctx === null || ctx >= v.perSlotCtx;
     const floor = minSlotProblem(ctx);
     add({
-      name: "slots", passed: okCtx && !floor,
-      evidence: (ctx === null ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured` : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`) + (floor ? `; ${floor}` : ""),
+      name: "slots",
+      passed: okCtx && !floor,
+      evidence:
+        (ctx === null
+          ? `${v.engine}: no slot or context figures exposed; taking ${v.slots} slot(s) as configured`
+          : `/v1/models context ${ctx}${v.perSlotCtx ? ` (want ≥ ${v.perSlotCtx})` : ""}; ${v.slots} slot(s) as configured`) + (floor ? `; ${floor}` : ""),
     });
   }
 
@@ -289,7 +366,11 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   } else {
     const n = v.slots;
     const tokens = v.concurrencyTokens ?? 192;
-    const body = base({ max_tokens: tokens, messages: [{ role: "user", content: "Count from one to one hundred in words." }], ...(ext ? { ignore_eos: true } : {}) });
+    const body = base({
+      max_tokens: tokens,
+      messages: [{ role: "user", content: "Count from one to one hundred in words." }],
+      ...(ext ? { ignore_eos: true } : {}),
+    });
     const headers = authHeaders(v.key);
     // one untimed warm-up (client and server first-use costs)
     await streamTimed(chatUrl, headers, body, performance.now(), timeoutMs);
@@ -352,7 +433,13 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   // capability
   const cap = await httpJson<Chat>(chatUrl, {
     headers: authHeaders(v.key),
-    body: { model: v.model, messages: [{ role: "user", content: CAPABILITY_TASK }], max_tokens: 400, temperature: 0, ...(ext ? { chat_template_kwargs: { enable_thinking: false } } : {}) },
+    body: {
+      model: v.model,
+      messages: [{ role: "user", content: CAPABILITY_TASK }],
+      max_tokens: 400,
+      temperature: 0,
+      ...(ext ? { chat_template_kwargs: { enable_thinking: false } } : {}),
+    },
     timeoutMs,
   });
   let capCheck: { passed: boolean; evidence: string };
@@ -363,12 +450,17 @@ export async function verifyEndpoint(v: VerifyInput): Promise<VerifyResult> {
   // reasoning: a thinking model's thoughts belong in reasoning_content; in `content` OpenCode takes them for the answer
   const answers = [r.body?.choices?.[0]?.message?.content ?? "", cap.status === 200 ? (cap.body?.choices?.[0]?.message?.content ?? "") : ""];
   const leak = answers.map((a) => THINKING_IN_CONTENT.exec(a)?.[0]).find(Boolean);
-  const hadReasoning = [r.body, cap.body].some((b) => !!(b?.choices?.[0]?.message?.reasoning_content || (b?.choices?.[0]?.message as { reasoning?: string } | undefined)?.reasoning));
+  const hadReasoning = [r.body, cap.body].some(
+    (b) => !!(b?.choices?.[0]?.message?.reasoning_content || (b?.choices?.[0]?.message as { reasoning?: string } | undefined)?.reasoning),
+  );
   add({
-    name: "reasoning", passed: !leak,
+    name: "reasoning",
+    passed: !leak,
     evidence: leak
       ? `the answer's content holds the model's thinking (${JSON.stringify(leak)} …): the server has no reasoning parser for this model — ${v.engine === "llama.cpp" ? "start llama-server with --jinja (and --reasoning-format auto)" : `start ${v.engine} with the family's --reasoning-parser (qwen3 for Qwen3.x, ${v.engine === "vllm" ? "openai_gptoss" : "gpt-oss"} for gpt-oss, glm45 for GLM-4.x)`}`
-      : hadReasoning ? "thinking returned apart from the answer (reasoning_content)" : "no thinking in the answers' content",
+      : hadReasoning
+        ? "thinking returned apart from the answer (reasoning_content)"
+        : "no thinking in the answers' content",
   });
 
   // tools: the round trip every worker turn makes

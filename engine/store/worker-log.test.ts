@@ -5,7 +5,15 @@ import { describe, expect, it } from "vitest";
 import { WorkerSpec, type WorkerEvent } from "../../shared/worker";
 import { WorkerLogStore } from "./worker-log";
 
-const created = { workerId: "w1", seq: 1, ts: 1, type: "worker.created", spec: WorkerSpec.parse({ task: "t", directory: "/r" }), batchId: null, targetId: null } as WorkerEvent;
+const created = {
+  workerId: "w1",
+  seq: 1,
+  ts: 1,
+  type: "worker.created",
+  spec: WorkerSpec.parse({ task: "t", directory: "/r" }),
+  batchId: null,
+  targetId: null,
+} as WorkerEvent;
 const state = (seq: number) => ({ workerId: "w1", seq, ts: seq, type: "worker.state", state: "running" }) as WorkerEvent;
 
 describe("WorkerLogStore", () => {
@@ -42,4 +50,3 @@ describe("WorkerLogStore", () => {
     expect(store.load("w1")).toEqual({ workerId: "w1", events: [created, state(3)], skipped: 0 });
   });
 });
-

@@ -49,7 +49,7 @@ function engineIn(s: FakeScript, slots = 2, stateDir = mkdtempSync(path.join(tmp
   return Object.assign(new Engine({ stateDir, targets: store, harness: fakeHarness(s).harness, noSandbox: true, stallSec: 3600 }), { stateDir });
 }
 
-async function until(engine: Engine, pred: () => boolean, what: () => string, ms = 30_000): Promise<void> {
+async function until(_engine: Engine, pred: () => boolean, what: () => string, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
   while (!pred()) {
     if (Date.now() > end) throw new Error(`gave up waiting: ${what()}`);
@@ -66,19 +66,29 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
     const { groupId, workerIds } = await engine.startAttempts({ task: "TASK-ATT", directory: repo(), checks: [{ file: "a.txt", equals: "a" }], attempts: 4 });
     expect(groupId).toMatch(/^a-/);
     expect(workerIds.map((id) => engine.get(id).attempt)).toEqual([1, 2, 3, 4].map((index) => ({ groupId, index, of: 4, all: false })));
-    await until(engine, () => workerIds.every((id) => FINAL.includes(engine.get(id).state)), () => picture(engine, workerIds));
+    await until(
+      engine,
+      () => workerIds.every((id) => FINAL.includes(engine.get(id).state)),
+      () => picture(engine, workerIds),
+    );
     const ws = workerIds.map((id) => engine.get(id));
     const built = ws.filter((w) => w.state === "built");
     expect(built).toHaveLength(1);
     const winner = built[0]!;
     const rest = ws.filter((w) => w !== winner);
-    for (const w of rest) expect(w).toMatchObject({ state: "stopped", stateReason: expect.stringContaining(`another attempt of this task was built (${winner.id})`) });
+    for (const w of rest)
+      expect(w).toMatchObject({ state: "stopped", stateReason: expect.stringContaining(`another attempt of this task was built (${winner.id})`) });
     // The winner's settle freed its slot for the third attempt; the fourth was still queued: stopped, never started.
     expect(ws[3]).toMatchObject({ state: "stopped", startedAt: null });
     expect(rest.filter((w) => w.startedAt !== null)).toHaveLength(2);
     const g = engine.attemptGroup(groupId!);
     expect(g).toMatchObject({ winner: winner.id, settled: true, all: false });
-    expect(g.attempts.filter((a) => a.stoppedForWinner).map((a) => a.workerId).sort()).toEqual(rest.map((w) => w.id).sort());
+    expect(
+      g.attempts
+        .filter((a) => a.stoppedForWinner)
+        .map((a) => a.workerId)
+        .sort(),
+    ).toEqual(rest.map((w) => w.id).sort());
     await engine.close();
   });
 
@@ -92,12 +102,27 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
       ]),
       3,
     );
-    const { groupId, workerIds } = await engine.startAttempts({ task: "TASK-ALL", directory: repo(), checks: [{ file: "a.txt", equals: "a" }], targets: ["fake", "fake-2"], attempts: 3, allAttempts: true });
-    await until(engine, () => workerIds.every((id) => FINAL.includes(engine.get(id).state)), () => picture(engine, workerIds));
+    const { groupId, workerIds } = await engine.startAttempts({
+      task: "TASK-ALL",
+      directory: repo(),
+      checks: [{ file: "a.txt", equals: "a" }],
+      targets: ["fake", "fake-2"],
+      attempts: 3,
+      allAttempts: true,
+    });
+    await until(
+      engine,
+      () => workerIds.every((id) => FINAL.includes(engine.get(id).state)),
+      () => picture(engine, workerIds),
+    );
     expect(workerIds.map((id) => engine.get(id).targetId)).toEqual(["fake", "fake-2", "fake"]);
     const g = engine.attemptGroup(groupId!);
     expect(g.attempts.every((a) => a.verdict === "built")).toBe(true);
-    expect(g.attempts.map((a) => [a.changedLines, a.honest]).sort()).toEqual([[1, false], [1, true], [4, true]]);
+    expect(g.attempts.map((a) => [a.changedLines, a.honest]).sort()).toEqual([
+      [1, false],
+      [1, true],
+      [4, true],
+    ]);
     const winner = g.attempts.find((a) => a.workerId === g.winner)!;
     expect(winner).toMatchObject({ honest: true, changedLines: 1 });
     expect(g.attempts.filter((a) => a.stoppedForWinner)).toHaveLength(0);
@@ -108,16 +133,31 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
     const play = inTurn([[{ write: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }]]);
     const a = engineIn(play);
     const { groupId, workerIds } = await a.startAttempts({ task: "TASK-RESTART", directory: repo(), checks: [{ file: "a.txt", equals: "a" }], attempts: 1 });
-    await until(a, () => a.get(workerIds[0]!).state === "built", () => picture(a, workerIds));
+    await until(
+      a,
+      () => a.get(workerIds[0]!).state === "built",
+      () => picture(a, workerIds),
+    );
     await a.close();
     // The engine died between the winner's verdict and the stop of the rest: a second attempt is still queued in its log.
     const created = JSON.parse(readFileSync(path.join(a.stateDir, "workers", workerIds[0]!, "events.jsonl"), "utf8").split("\n")[0]!);
     const id = "w-queued2";
     mkdirSync(path.join(a.stateDir, "workers", id));
-    writeFileSync(path.join(a.stateDir, "workers", id, "events.jsonl"), JSON.stringify({ ...created, workerId: id, attempt: { groupId, index: 2, of: 2, all: false } }) + "\n");
+    writeFileSync(
+      path.join(a.stateDir, "workers", id, "events.jsonl"),
+      JSON.stringify({ ...created, workerId: id, attempt: { groupId, index: 2, of: 2, all: false } }) + "\n",
+    );
     const b = engineIn(play, 2, a.stateDir);
-    await until(b, () => b.get(id).state !== "queued", () => picture(b, [id]));
-    expect(b.get(id)).toMatchObject({ state: "stopped", startedAt: null, stateReason: expect.stringContaining(`another attempt of this task was built (${workerIds[0]})`) });
+    await until(
+      b,
+      () => b.get(id).state !== "queued",
+      () => picture(b, [id]),
+    );
+    expect(b.get(id)).toMatchObject({
+      state: "stopped",
+      startedAt: null,
+      stateReason: expect.stringContaining(`another attempt of this task was built (${workerIds[0]})`),
+    });
     expect(b.attemptGroup(groupId!)).toMatchObject({ winner: workerIds[0], settled: true });
     await b.close();
   });
@@ -129,7 +169,12 @@ describe("attempts through a fake opencode", { timeout: 90_000 }, () => {
     await expect(engine.startAttempts({ task: "x", directory: dir, attempts: 17 })).rejects.toThrow(/at most 16 attempts/);
     await expect(engine.startAttempts({ task: "x", directory: dir, targets: ["fake", "nope"] })).rejects.toThrow(/unknown target "nope"/);
     await expect(engine.startAttempts({ task: "x", directory: dir, targets: ["fake"], targetId: "fake" })).rejects.toThrow(/either targetId or targets/);
-    await expect(engine.startBatch([{ task: "y", directory: dir }, { task: "x", directory: dir, attempts: 2, targets: ["nope"] }])).rejects.toThrow(/^task 2: unknown target "nope"/);
+    await expect(
+      engine.startBatch([
+        { task: "y", directory: dir },
+        { task: "x", directory: dir, attempts: 2, targets: ["nope"] },
+      ]),
+    ).rejects.toThrow(/^task 2: unknown target "nope"/);
     expect(engine.list()).toHaveLength(0);
     await engine.close();
   });

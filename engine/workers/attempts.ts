@@ -1,4 +1,13 @@
-import { attemptCount, AttemptOptions, attemptGroup, canWin, stoppedForWinnerReason, targetOfAttempt, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
+import {
+  attemptCount,
+  AttemptOptions,
+  attemptGroup,
+  canWin,
+  stoppedForWinnerReason,
+  targetOfAttempt,
+  type AttemptGroup,
+  type AttemptRef,
+} from "../../shared/attempts";
 import { InputError } from "../../shared/errors";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
@@ -69,7 +78,9 @@ export class Attempts {
       if (other.id === w.id || other.attempt?.groupId !== w.attempt.groupId) continue;
       // Settled and grading attempts have done their work: their verdicts still count for the winner.
       if (other.state !== "queued" && !isActive(other.state)) continue;
-      this.deps.stop(other.id, stoppedForWinnerReason(w.id), { kind: "engine", name: "attempts" }).catch((err) => this.deps.log(`[warn] attempt ${other.id} was not stopped: ${(err as Error).message}`));
+      this.deps
+        .stop(other.id, stoppedForWinnerReason(w.id), { kind: "engine", name: "attempts" })
+        .catch((err) => this.deps.log(`[warn] attempt ${other.id} was not stopped: ${(err as Error).message}`));
     }
   }
 }

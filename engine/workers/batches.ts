@@ -100,12 +100,15 @@ export class Batches {
     const done = new Set<string>();
     while (done.size < ids.length) {
       const ready = ids.filter((id, i) => !done.has(id) && (tasks[i]!.after ?? []).every((a) => done.has(a)));
-      if (!ready.length) throw new InputError(`the tasks ${ids.filter((id) => !done.has(id)).join(", ")} come after each other in a cycle: none of them could ever start`);
+      if (!ready.length)
+        throw new InputError(`the tasks ${ids.filter((id) => !done.has(id)).join(", ")} come after each other in a cycle: none of them could ever start`);
       for (const id of ready) done.add(id);
     }
     const needsOne = integration || tasks.some((t) => t.after?.length);
     if (needsOne && new Set(repos.map((r) => r.root)).size > 1) {
-      throw new InputError(`tasks that come after others, and integration checks, need every task of the batch in one repository (got ${[...new Set(repos.map((r) => r.root))].join(", ")})`);
+      throw new InputError(
+        `tasks that come after others, and integration checks, need every task of the batch in one repository (got ${[...new Set(repos.map((r) => r.root))].join(", ")})`,
+      );
     }
     return ids;
   }
@@ -129,9 +132,7 @@ export class Batches {
   /** One step of a batch at a time (combining and checks are async). */
   private advance(batchId: string): void {
     const prev = this.chains.get(batchId) ?? Promise.resolve();
-    const next = prev
-      .then(() => this.step(batchId))
-      .catch((err) => this.opts.log(`[warn] batch ${batchId}: ${(err as Error).stack ?? err}`));
+    const next = prev.then(() => this.step(batchId)).catch((err) => this.opts.log(`[warn] batch ${batchId}: ${(err as Error).stack ?? err}`));
     this.chains.set(batchId, next);
     void next.then(() => this.chains.get(batchId) === next && this.chains.delete(batchId));
   }
@@ -166,7 +167,7 @@ export class Batches {
           continue;
         }
         if (workers.some((w) => !w || !isFinal(w.state))) continue; // still running
-        const failed = deps.find((d, i) => workers[i]!.state !== "built" || !workers[i]!.verdict?.commit);
+        const failed = deps.find((_d, i) => workers[i]!.state !== "built" || !workers[i]!.verdict?.commit);
         if (failed) {
           const w = this.opts.get(failed.workerId!)!;
           t.skipped = `it comes after ${failed.id}, which was not built (${w.state === "honest-failure" ? "failed" : w.state})`;
@@ -178,7 +179,12 @@ export class Batches {
         let from: string;
         if (deps.length === 1) from = workers[0]!.verdict!.commit!;
         else {
-          const c = await combineCommits(r.repo!, r.base!, deps.map((d, i) => ({ id: d.id, commit: workers[i]!.verdict!.commit! })), `ocw: base of ${t.id} (after ${t.after.join(", ")})`);
+          const c = await combineCommits(
+            r.repo!,
+            r.base!,
+            deps.map((d, i) => ({ id: d.id, commit: workers[i]!.verdict!.commit! })),
+            `ocw: base of ${t.id} (after ${t.after.join(", ")})`,
+          );
           if ("conflict" in c) {
             t.skipped = `the tasks it comes after do not combine: ${c.conflict.id} conflicts in ${c.conflict.files.join(", ") || "(git named none)"}`;
             progress = moved = true;
@@ -212,11 +218,26 @@ export class Batches {
       const w = t.workerId ? this.opts.get(t.workerId) : undefined;
       return w && w.state === "built" && w.verdict?.commit && !w.discarded ? [{ id: w.id, commit: w.verdict.commit }] : [];
     });
-    const result: IntegrationResult = { passed: false, commit: null, base: r.base ?? "", workers: built.map((b) => b.id), checks: [], conflict: null, reason: null, at: Date.now(), landed: null };
+    const result: IntegrationResult = {
+      passed: false,
+      commit: null,
+      base: r.base ?? "",
+      workers: built.map((b) => b.id),
+      checks: [],
+      conflict: null,
+      reason: null,
+      at: Date.now(),
+      landed: null,
+    };
     try {
       if (!built.length) result.reason = "no task was built: nothing to integrate";
       else {
-        const c = await combineCommits(r.repo!, r.base!, built, `ocw: integration of batch ${r.id} (${built.length} worker${built.length === 1 ? "" : "s"})\n\n${built.map((b) => `- ${b.id}`).join("\n")}`);
+        const c = await combineCommits(
+          r.repo!,
+          r.base!,
+          built,
+          `ocw: integration of batch ${r.id} (${built.length} worker${built.length === 1 ? "" : "s"})\n\n${built.map((b) => `- ${b.id}`).join("\n")}`,
+        );
         if ("conflict" in c) {
           result.conflict = { workerId: c.conflict.id, files: c.conflict.files };
           result.reason = `${c.conflict.id} does not combine with the workers before it: conflicts in ${c.conflict.files.join(", ") || "(git named none)"}`;
@@ -251,7 +272,20 @@ export class Batches {
       const gitDir = path.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
-        env: { PATH: userGitEnv().PATH, HOME: tmpDir, LC_ALL: "C", GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null", GIT_TERMINAL_PROMPT: "0", OCW_GIT_DIR: gitDir, OCW_OBJECT_FORMAT: commit.length === 64 ? "sha256" : "sha1", OCW_OBJECTS: objects, OCW_COMMIT: commit, OCW_CHECKOUT: root, OCW_INDEX: `${root}.index` },
+        env: {
+          PATH: userGitEnv().PATH,
+          HOME: tmpDir,
+          LC_ALL: "C",
+          GIT_CONFIG_NOSYSTEM: "1",
+          GIT_CONFIG_GLOBAL: "/dev/null",
+          GIT_TERMINAL_PROMPT: "0",
+          OCW_GIT_DIR: gitDir,
+          OCW_OBJECT_FORMAT: commit.length === 64 ? "sha256" : "sha1",
+          OCW_OBJECTS: objects,
+          OCW_COMMIT: commit,
+          OCW_CHECKOUT: root,
+          OCW_INDEX: `${root}.index`,
+        },
       });
       const cwd = path.join(root, r.subdir);
       mkdirSync(cwd, { recursive: true });
@@ -267,7 +301,13 @@ export class Batches {
   extend(batchId: string, base: BatchSummary): BatchSummary {
     const r = this.records.get(batchId);
     if (!r) return { ...base, done: base.settled };
-    const tasks: BatchTaskStatus[] = r.tasks.map((t) => ({ id: t.id, after: t.after, title: t.spec.title ?? t.spec.task.split("\n")[0]!.slice(0, 80), workerId: t.workerId, skipped: t.skipped }));
+    const tasks: BatchTaskStatus[] = r.tasks.map((t) => ({
+      id: t.id,
+      after: t.after,
+      title: t.spec.title ?? t.spec.task.split("\n")[0]!.slice(0, 80),
+      workerId: t.workerId,
+      skipped: t.skipped,
+    }));
     const skipped: SkippedTask[] = r.tasks.filter((t) => t.skipped).map((t) => ({ id: t.id, reason: t.skipped! }));
     const pending = r.tasks.some((t) => !t.workerId && !t.skipped);
     const settled = base.settled && !pending;
@@ -307,4 +347,3 @@ printf '%s\\n' "$OCW_OBJECTS" > "$OCW_GIT_DIR/objects/info/alternates"
 GIT_DIR="$OCW_GIT_DIR" GIT_INDEX_FILE="$OCW_INDEX" git -c core.hooksPath=/dev/null -c core.symlinks=true --work-tree "$OCW_CHECKOUT" checkout -q -f "$OCW_COMMIT" -- .
 rm -f "$OCW_INDEX"
 `;
-

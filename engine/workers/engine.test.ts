@@ -40,9 +40,11 @@ function repo(): string {
 
 /** The default play: TASK-EDIT asks to write a.txt then claims built; TASK-HANG hangs until aborted, then (resumed) writes. */
 const script: FakeScript = (prompt, turn) => {
-  if (/TASK-TWO/.test(prompt)) return [{ ask: "edit", file: "a.txt", content: "a\n" }, { ask: "edit", file: "b.txt", content: "b\n" }, { text: "OUTCOME: built" }];
+  if (/TASK-TWO/.test(prompt))
+    return [{ ask: "edit", file: "a.txt", content: "a\n" }, { ask: "edit", file: "b.txt", content: "b\n" }, { text: "OUTCOME: built" }];
   if (/TASK-HANG/.test(prompt) && turn === 0) return [{ hang: true }];
-  if (/TASK-BASH/.test(prompt)) return [{ ask: "bash", command: "echo one" }, { ask: "bash", command: "echo one" }, { write: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
+  if (/TASK-BASH/.test(prompt))
+    return [{ ask: "bash", command: "echo one" }, { ask: "bash", command: "echo one" }, { write: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
   if (/TASK-FAIL/.test(prompt)) return [{ fail: "model exploded" }];
   return [{ ask: "edit", file: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
 };

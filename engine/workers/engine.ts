@@ -1,15 +1,25 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { z } from "zod";
+import type { z } from "zod";
 import type { BatchSummary, IntegrationSpec } from "../../shared/batch";
 import type { BatchTaskInput, StartBatchResult } from "../../shared/api";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
 import type { Target } from "../../shared/target";
-import { isActive, isFinal, WorkerSpec, workerTitle, type TranscriptPart, type Worker, type WorkerEvent, type WorkerSpecInput, type WorkerState } from "../../shared/worker";
+import {
+  isActive,
+  isFinal,
+  WorkerSpec,
+  workerTitle,
+  type TranscriptPart,
+  type Worker,
+  type WorkerEvent,
+  type WorkerSpecInput,
+  type WorkerState,
+} from "../../shared/worker";
 import { Pools } from "../admission/pools";
-import { endpointsOf, isPool, type EndpointStatus } from "../admission/capacity";
+import { isPool, type EndpointStatus } from "../admission/capacity";
 import { Approvals } from "../approvals/queue";
 import { Budgets, type Clock } from "../budgets/budgets";
 import { config } from "../config";
@@ -95,7 +105,13 @@ export class Engine {
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config().OCW_NO_SANDBOX;
     this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
-    const reg = (this.reg = new WorkerRegistry({ stateDir: opts.stateDir, bus: this.bus, logs: this.logs, log: (l) => this.log(l), moved: (id, state) => this.moved(id, state) }));
+    const reg = (this.reg = new WorkerRegistry({
+      stateDir: opts.stateDir,
+      bus: this.bus,
+      logs: this.logs,
+      log: (l) => this.log(l),
+      moved: (id, state) => this.moved(id, state),
+    }));
     this.servers = new OpencodeServers({
       stateDir: opts.stateDir,
       sandbox: this.sandbox,
@@ -126,9 +142,27 @@ export class Engine {
       changed: (batchId) => this.bus.publish({ type: "batch", batchId, ts: Date.now() }),
       log: (l) => this.log(l),
     });
-    this.budgets = new Budgets({ registry: reg, stop: (id, reason) => this.stop(id, reason, { kind: "engine", name: "budget" }), stallMs: (opts.stallSec ?? config().OCW_STALL_SEC) * 1000, clock: opts.clock });
-    this.settler = new Settler({ stateDir: opts.stateDir, registry: reg, targets: this.targets, sandbox: this.sandbox, transcript: (id) => this.transcript(id), server: (t) => this.servers.for(t), fixRound: (id, v) => this.fixRound(id, v) });
-    this.attempts = new Attempts({ list: () => this.list(), get: (id) => this.get(id), stop: (id, reason, by) => this.stop(id, reason, by), log: (l) => this.log(l) });
+    this.budgets = new Budgets({
+      registry: reg,
+      stop: (id, reason) => this.stop(id, reason, { kind: "engine", name: "budget" }),
+      stallMs: (opts.stallSec ?? config().OCW_STALL_SEC) * 1000,
+      clock: opts.clock,
+    });
+    this.settler = new Settler({
+      stateDir: opts.stateDir,
+      registry: reg,
+      targets: this.targets,
+      sandbox: this.sandbox,
+      transcript: (id) => this.transcript(id),
+      server: (t) => this.servers.for(t),
+      fixRound: (id, v) => this.fixRound(id, v),
+    });
+    this.attempts = new Attempts({
+      list: () => this.list(),
+      get: (id) => this.get(id),
+      stop: (id, reason, by) => this.stop(id, reason, by),
+      log: (l) => this.log(l),
+    });
     this.lifecycle = new WorkspaceLifecycle(reg, () => config().OCW_RETENTION_DAYS);
     this.releaser = new InstanceReleaser(reg);
     this.translator = new Translator({
@@ -215,7 +249,10 @@ export class Engine {
   /** Workers run only in the sandbox, unless the person opted out of it explicitly. */
   private requireSandbox(): void {
     if (this.sandbox.kind === "none" && !this.sandbox.optedOut) {
-      throw new InputError(`workers cannot be contained here: ${this.sandbox.reason}. To run them unsandboxed anyway (they can then read your files and secrets), restart the engine with --no-sandbox or OCW_NO_SANDBOX=1`, "unavailable");
+      throw new InputError(
+        `workers cannot be contained here: ${this.sandbox.reason}. To run them unsandboxed anyway (they can then read your files and secrets), restart the engine with --no-sandbox or OCW_NO_SANDBOX=1`,
+        "unavailable",
+      );
     }
   }
 
@@ -231,16 +268,40 @@ export class Engine {
     return this.create(spec, repo, target, opts.batchId ?? null);
   }
 
-  private create(spec: WorkerSpec, repo: RepoInfo, target: Target, batchId: string | null, attempt?: AttemptRef, extra: { startFrom?: string; taskId?: string } = {}): { workerId: string } {
+  private create(
+    spec: WorkerSpec,
+    repo: RepoInfo,
+    target: Target,
+    batchId: string | null,
+    attempt?: AttemptRef,
+    extra: { startFrom?: string; taskId?: string } = {},
+  ): { workerId: string } {
     const workerId = newId("w");
-    this.reg.record(workerId, { type: "worker.created", spec, batchId, targetId: target.id, sandbox: this.sandbox.kind, ...(attempt ? { attempt } : {}), ...(extra.startFrom ? { startFrom: extra.startFrom } : {}), ...(extra.taskId ? { taskId: extra.taskId } : {}) });
+    this.reg.record(workerId, {
+      type: "worker.created",
+      spec,
+      batchId,
+      targetId: target.id,
+      sandbox: this.sandbox.kind,
+      ...(attempt ? { attempt } : {}),
+      ...(extra.startFrom ? { startFrom: extra.startFrom } : {}),
+      ...(extra.taskId ? { taskId: extra.taskId } : {}),
+    });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
     this.reg.rt(workerId).repo = repo;
     // The held-back checks run once on the base commit now, beside the worker's start (never awaited by it): a check
     // that already passes there proves nothing. The engine's own repository for the worker is all it needs.
     if (spec.checks.length) {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
-      void this.settler.baseline(workerId, { worktree, cwd: path.join(worktree, repo.subdir), branch: `ocw/${workerId}`, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir: this.reg.engineGitDir(workerId) });
+      void this.settler.baseline(workerId, {
+        worktree,
+        cwd: path.join(worktree, repo.subdir),
+        branch: `ocw/${workerId}`,
+        baseCommit: repo.head,
+        baseBranch: repo.branch,
+        repo: repo.root,
+        gitDir: this.reg.engineGitDir(workerId),
+      });
     } else this.reg.safeRecord(workerId, { type: "worker.baseline", baseline: { passedOnBase: [] } });
     this.queue.push(workerId);
     this.pump();
@@ -329,8 +390,13 @@ export class Engine {
       expanded.forEach((x, i) => x.attempt && groups.set(x.attempt.groupId, [...(groups.get(x.attempt.groupId) ?? []), workerIds[i]!]));
       return { batchId, workerIds, groups: [...groups].map(([groupId, ids]) => ({ groupId, workerIds: ids })), tasks: [] };
     }
-    if (expanded.some((x) => x.attempt)) throw new InputError("a task with attempts cannot take part in `after` or integration checks: give those tasks one attempt each");
-    const ids = Batches.validate(specs.map((sp, i) => ({ ...plan[i]!, directory: sp.directory })), checked.map((c) => c.repo), integration);
+    if (expanded.some((x) => x.attempt))
+      throw new InputError("a task with attempts cannot take part in `after` or integration checks: give those tasks one attempt each");
+    const ids = Batches.validate(
+      specs.map((sp, i) => ({ ...plan[i]!, directory: sp.directory })),
+      checked.map((c) => c.repo),
+      integration,
+    );
     const first = checked[0]!.repo;
     const record = {
       id: batchId!,
@@ -410,7 +476,9 @@ export class Engine {
     if (!body) throw new InputError("the steer is empty: say what the worker should do differently");
     if (body.length > 20_000) throw new InputError("the steer is over 20,000 characters: shorten it");
     if (w.state !== "running" && w.state !== "waiting-approval") {
-      throw new InputError(`worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : w.state === "built" || w.state === "honest-failure" ? "it was graded: continue it with a message (a new round) instead" : "a steer reaches running workers only"}`);
+      throw new InputError(
+        `worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : w.state === "built" || w.state === "honest-failure" ? "it was graded: continue it with a message (a new round) instead" : "a steer reaches running workers only"}`,
+      );
     }
     const c = this.reg.clientOf(workerId);
     if (!c || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
@@ -459,7 +527,9 @@ export class Engine {
     const w = this.get(workerId);
     if (!["stopped", "interrupted", "error"].includes(w.state)) {
       const graded = w.state === "built" || w.state === "honest-failure";
-      throw new InputError(`worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`);
+      throw new InputError(
+        `worker ${workerId} is ${w.state}: only stopped, interrupted or errored workers can be resumed${graded ? "; a graded worker takes a follow-up instead: continue it with a message (a new round in the same session)" : ""}`,
+      );
     }
     const target = this.resolveTarget(w.targetId ?? undefined);
     await preflightTarget(target);
@@ -471,16 +541,29 @@ export class Engine {
    * A follow-up to a settled worker (built or honest-failure) in its same session: a new round, admitted in its turn
    * and graded again from a fresh checkout when it settles. `resume` stays for stopped / interrupted / error.
    */
-  async continue(workerId: string, message: string, by: DecidedBy = { kind: "person" }, opts: { kind?: RoundKind; comments?: ReviewComment[] } = {}): Promise<Worker> {
+  async continue(
+    workerId: string,
+    message: string,
+    by: DecidedBy = { kind: "person" },
+    opts: { kind?: RoundKind; comments?: ReviewComment[] } = {},
+  ): Promise<Worker> {
     const w = this.get(workerId);
     const body = message.trim();
     if (!body) throw new InputError("the message is empty: say what the worker should do next");
     if (body.length > 60_000) throw new InputError("the follow-up is over 60,000 characters: shorten it");
     if (w.state !== "built" && w.state !== "honest-failure") {
-      const hint = ["stopped", "interrupted", "error"].includes(w.state) ? "resume it (with a message) instead" : isFinal(w.state) ? "" : "wait until it is graded, or steer it while it runs";
+      const hint = ["stopped", "interrupted", "error"].includes(w.state)
+        ? "resume it (with a message) instead"
+        : isFinal(w.state)
+          ? ""
+          : "wait until it is graded, or steer it while it runs";
       throw new InputError(`worker ${workerId} is ${w.state}: only a graded worker (built or honest-failure) takes a follow-up${hint ? `; ${hint}` : ""}`);
     }
-    if (w.merged) throw new InputError(`worker ${workerId} was merged into ${w.merged.into} and its workspace removed: delegate a new task from the merged code`, "conflict");
+    if (w.merged)
+      throw new InputError(
+        `worker ${workerId} was merged into ${w.merged.into} and its workspace removed: delegate a new task from the merged code`,
+        "conflict",
+      );
     if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue; retry it to start the task again`, "conflict");
     if (!w.sessionId) throw new InputError(`worker ${workerId} never got a session: retry it to start the task again`, "conflict");
     this.requireSandbox();
@@ -504,7 +587,14 @@ export class Engine {
     const rt = this.reg.rt(workerId);
     rt.activity = { kind: "none" };
     rt.turn = { followUp: message, followUpKind: kind };
-    if (!this.reg.fire(workerId, from === "grading" ? "fix" : "continue", kind === "fix" ? "fix round: the failing checks were sent back" : `round ${(w.rounds?.length ?? 1) + 1}: ${kind}`)) return false;
+    if (
+      !this.reg.fire(
+        workerId,
+        from === "grading" ? "fix" : "continue",
+        kind === "fix" ? "fix round: the failing checks were sent back" : `round ${(w.rounds?.length ?? 1) + 1}: ${kind}`,
+      )
+    )
+      return false;
     this.queue.push(workerId);
     this.pump();
     return true;
@@ -598,7 +688,11 @@ export class Engine {
     this.approvals.cancelAll(workerId, { kind: "engine", name: "endpoint-down" }, `${why}; the worker moves to another endpoint`, { safe: true });
     if (!this.reg.fire(workerId, "interrupt", `${why}: resuming on another endpoint of the pool`)) return;
     await this.reg.abortSession(workerId);
-    this.requeue(workerId, "resumed on another endpoint of the pool", "The model server you were on went away; your session continues on another server of the same model. Carry on from where you were.");
+    this.requeue(
+      workerId,
+      "resumed on another endpoint of the pool",
+      "The model server you were on went away; your session continues on another server of the same model. Carry on from where you were.",
+    );
   }
 
   /** The worker's transcript from its log: the latest version of each part, in order. */
@@ -622,13 +716,25 @@ export class Engine {
 
   /** Per target: its slots, those in use by workers on the model, workers waiting for a person (slot handed over), queued. */
   slots(): { targetId: string; slots: number; inUse: number; queued: number; waiting: number }[] {
-    const ids = new Set(this.list().map((w) => w.targetId).filter((x): x is string => !!x));
+    const ids = new Set(
+      this.list()
+        .map((w) => w.targetId)
+        .filter((x): x is string => !!x),
+    );
     const active = this.targets.active();
     if (active) ids.add(active.id);
     return [...ids].flatMap((id) => {
       const t = this.targets.get(id);
       if (!t) return [];
-      return [{ targetId: id, slots: t.serving.slots, inUse: this.pools.activeCount(id), queued: this.queue.filter((q) => this.reg.workers.get(q)?.targetId === id).length, waiting: this.pools.waitingCount(id) }];
+      return [
+        {
+          targetId: id,
+          slots: t.serving.slots,
+          inUse: this.pools.activeCount(id),
+          queued: this.queue.filter((q) => this.reg.workers.get(q)?.targetId === id).length,
+          waiting: this.pools.waitingCount(id),
+        },
+      ];
     });
   }
 
@@ -724,7 +830,14 @@ export class Engine {
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
       rt.workspace = ws;
-      this.reg.record(workerId, { type: "worker.workspace", worktree: ws.worktree, branch: ws.branch, baseCommit: ws.baseCommit, baseBranch: ws.baseBranch, repo: ws.repo });
+      this.reg.record(workerId, {
+        type: "worker.workspace",
+        worktree: ws.worktree,
+        branch: ws.branch,
+        baseCommit: ws.baseCommit,
+        baseBranch: ws.baseBranch,
+        repo: ws.repo,
+      });
       if (!current()) return;
     }
     // The worker shell's trusted view of this repository: the user's checkout hidden, its objects read-only.
@@ -754,7 +867,10 @@ export class Engine {
         res = await create();
       }
       if (!current()) return;
-      if (!res.data) throw new Error(`opencode could not create a session (${res.response ? `HTTP ${res.response.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`);
+      if (!res.data)
+        throw new Error(
+          `opencode could not create a session (${res.response ? `HTTP ${res.response.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`,
+        );
       this.reg.sessions.set(res.data.id, workerId);
       this.reg.record(workerId, { type: "worker.session", sessionId: res.data.id });
       text = taskPrompt(w.spec);
@@ -762,7 +878,8 @@ export class Engine {
       this.reg.sessions.set(w.sessionId, workerId);
       // A round's follow-up that never reached the session (the engine restarted while it was queued) is sent now.
       const round = w.rounds?.at(-1);
-      if (!rt.turn.followUp && !rt.turn.resumeMessage && round && round.kind !== "task" && !round.ran && round.message) rt.turn = { followUp: round.message, followUpKind: round.kind };
+      if (!rt.turn.followUp && !rt.turn.resumeMessage && round && round.kind !== "task" && !round.ran && round.message)
+        rt.turn = { followUp: round.message, followUpKind: round.kind };
       text = rt.turn.followUp ? followUpPrompt(rt.turn.followUp, rt.turn.followUpKind) : resumePrompt(rt.turn.resumeMessage);
       rt.turn.resumeMessage = undefined;
       rt.turn.followUp = undefined;
@@ -772,7 +889,13 @@ export class Engine {
     this.budgets.armWall(workerId);
     const model = modelFor(this.get(workerId).endpoint, target);
     rt.replies = new ReplyTrack();
-    const res = await client.session.promptAsync({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, ...(model ? { model } : {}), parts: [{ type: "text", text }] });
+    const res = await client.session.promptAsync({
+      sessionID: sessionId,
+      directory: ws.cwd,
+      agent: WORKER_AGENT,
+      ...(model ? { model } : {}),
+      parts: [{ type: "text", text }],
+    });
     if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
     // No answer at all: opencode may never have seen the prompt, and the worker would wait for an idle that never comes.
     if (!res.response) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
@@ -805,7 +928,11 @@ export class Engine {
     if (!problem || !live()) return;
     this.reg.begin(workerId, "stopping");
     await this.reg.abortSession(workerId);
-    this.reg.fire(workerId, "interrupt", `the model endpoint ${target.endpoint} stopped answering (${problem}; opencode: ${message}): resume the worker once the model server is back`);
+    this.reg.fire(
+      workerId,
+      "interrupt",
+      `the model endpoint ${target.endpoint} stopped answering (${problem}; opencode: ${message}): resume the worker once the model server is back`,
+    );
   }
 }
 

@@ -71,15 +71,28 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
   const rec = engine.batches.get(batchId)!;
   const summary = engine.batch(batchId);
   const integ = summary.integration!;
-  if (integ.state !== "done") throw new InputError(`batch ${batchId}'s integration is ${integ.state === "running" ? "running" : "waiting for its tasks to end"}: merge it once it passed`, "conflict");
+  if (integ.state !== "done")
+    throw new InputError(
+      `batch ${batchId}'s integration is ${integ.state === "running" ? "running" : "waiting for its tasks to end"}: merge it once it passed`,
+      "conflict",
+    );
   const res = integ.result!;
   if (res.landed) throw new InputError(`batch ${batchId} was already merged into ${res.landed.into} (${res.landed.commit.slice(0, 12)})`, "conflict");
-  if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Dispatch a follow-up (continue a worker, or a new task) and run the batch's checks again`, "conflict");
-  if (!rec.branch) throw new InputError(`batch ${batchId} started from a detached HEAD: merge its integration commit ${res.commit.slice(0, 12)} by hand`, "conflict");
+  if (!res.passed || !res.commit)
+    throw new InputError(
+      `batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing was merged. Dispatch a follow-up (continue a worker, or a new task) and run the batch's checks again`,
+      "conflict",
+    );
+  if (!rec.branch)
+    throw new InputError(`batch ${batchId} started from a detached HEAD: merge its integration commit ${res.commit.slice(0, 12)} by hand`, "conflict");
   const head = await git(rec.repo!, ["rev-parse", "-q", "--verify", `refs/heads/${rec.branch}`], { allowFail: true });
   const from = head ? (await git(rec.repo!, ["merge-base", head, res.commit], { allowFail: true })) || res.base : res.base;
   const flags = await flaggedChanges(rec.repo!, from, res.commit);
-  if (flags.length && !opts.acceptFlagged) throw new InputError(`batch ${batchId}'s integration commit holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`, "conflict");
+  if (flags.length && !opts.acceptFlagged)
+    throw new InputError(
+      `batch ${batchId}'s integration commit holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,
+      "conflict",
+    );
   const landed = await landCommit({
     repo: rec.repo!,
     branch: rec.branch,
@@ -90,8 +103,18 @@ async function landIntegration(engine: Engine, batchId: string, opts: { acceptFl
   });
   for (const id of res.workers) await engine.recordLanded(id, rec.branch, landed);
   engine.batches.landed(batchId, rec.branch, landed);
-  const skipped = engine.list().filter((w) => w.batchId === batchId && !res.workers.includes(w.id)).map((w) => ({ workerId: w.id, reason: w.state !== "built" ? `not built (${w.state})` : "not in the integration commit" }));
-  return { batchId, merged: res.workers.map((id) => ({ workerId: id, commit: landed, into: rec.branch! })), stopped: null, notTried: [], skipped, integration: { commit: res.commit, into: rec.branch, merge: landed } };
+  const skipped = engine
+    .list()
+    .filter((w) => w.batchId === batchId && !res.workers.includes(w.id))
+    .map((w) => ({ workerId: w.id, reason: w.state !== "built" ? `not built (${w.state})` : "not in the integration commit" }));
+  return {
+    batchId,
+    merged: res.workers.map((id) => ({ workerId: id, commit: landed, into: rec.branch! })),
+    stopped: null,
+    notTried: [],
+    skipped,
+    integration: { commit: res.commit, into: rec.branch, merge: landed },
+  };
 }
 
 /** Reverts what the engine landed: a worker's merge, or a batch's integration commit. */
@@ -104,7 +127,8 @@ export async function revertLanded(engine: Engine, ref: { workerId?: string; bat
   engine.batch(batchId);
   const rec = engine.batches.get(batchId);
   const landed = rec?.integration?.result?.landed;
-  if (!rec || !landed) throw new InputError(`batch ${batchId} has no landed integration commit: revert its workers one by one (ocw revert WORKER_ID)`, "conflict");
+  if (!rec || !landed)
+    throw new InputError(`batch ${batchId} has no landed integration commit: revert its workers one by one (ocw revert WORKER_ID)`, "conflict");
   const commit = await revertCommit(rec.repo!, landed.into, landed.commit, `Revert ${landed.commit.slice(0, 12)}: batch ${batchId}`);
   for (const id of rec.integration!.result!.workers) engine.recordReverted(id, landed.into, commit);
   return { reverted: batchId, into: landed.into, commit };
@@ -116,12 +140,16 @@ export async function revertLanded(engine: Engine, ref: { workerId?: string; bat
  */
 export async function pruneBranches(engine: Engine, directory: string): Promise<PruneResult> {
   const repo = await inspectRepo(directory);
-  const refs = (await git(repo.root, ["for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads/"])).split("\n").filter(Boolean).map((l) => l.split("\0") as [string, string]);
+  const refs = (await git(repo.root, ["for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads/"]))
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => l.split("\0") as [string, string]);
   const ours = refs.filter(([r]) => r.startsWith("refs/heads/ocw/"));
   const others = refs.filter(([r]) => !r.startsWith("refs/heads/ocw/"));
   const merged = new Set<string>();
   for (const [other] of others) {
-    for (const r of (await git(repo.root, ["for-each-ref", "--format=%(refname)", `--merged=${other}`, "refs/heads/ocw/"], { allowFail: true })).split("\n")) if (r) merged.add(r);
+    for (const r of (await git(repo.root, ["for-each-ref", "--format=%(refname)", `--merged=${other}`, "refs/heads/ocw/"], { allowFail: true })).split("\n"))
+      if (r) merged.add(r);
   }
   const workers = new Map(engine.list().map((w) => [w.id, w]));
   const out: PruneResult = { deleted: [], kept: [] };
@@ -150,7 +178,8 @@ export async function pruneBranches(engine: Engine, directory: string): Promise<
  */
 export async function continueOnNewBase(engine: Engine, workerId: string): Promise<RetryResult & { files: string[] }> {
   const w = engine.get(workerId);
-  if (w.state !== "built" || !w.verdict?.commit) throw new InputError(`worker ${workerId} is ${w.state}: only a built worker is continued on a new base (retry the others)`, "conflict");
+  if (w.state !== "built" || !w.verdict?.commit)
+    throw new InputError(`worker ${workerId} is ${w.state}: only a built worker is continued on a new base (retry the others)`, "conflict");
   if (w.merged) throw new InputError(`worker ${workerId} was already merged into ${w.merged.into}`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to continue`, "conflict");
   const head = w.baseBranch ? await git(w.repo, ["rev-parse", "-q", "--verify", `refs/heads/${w.baseBranch}`], { allowFail: true }) : "";

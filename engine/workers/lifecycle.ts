@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
-import { isFinal, type Worker, workerTitle } from "../../shared/worker";
+import { isFinal, type Worker } from "../../shared/worker";
 import { git } from "../workspace/git";
 import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
 import { fullDiff, removeWorkspace } from "../workspace/workspace";
@@ -36,12 +36,19 @@ export class WorkspaceLifecycle {
     const commit = w.verdict?.commit;
     if (!commit) throw new InputError(`worker ${workerId} has no graded commit to merge`, "conflict");
     const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (tip && tip !== commit) throw new InputError(`${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged — reset the branch or merge it by hand`, "conflict");
+    if (tip && tip !== commit)
+      throw new InputError(
+        `${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged — reset the branch or merge it by hand`,
+        "conflict",
+      );
     const head = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.baseBranch}`], { allowFail: true });
     const from = head ? (await git(ws.repo, ["merge-base", head, commit], { allowFail: true })) || ws.baseCommit : ws.baseCommit;
     const flags = await flaggedChanges(ws.repo, from, commit);
     if (flags.length && !opts.acceptFlagged) {
-      throw new InputError(`worker ${workerId}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`, "conflict");
+      throw new InputError(
+        `worker ${workerId}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then merge with --accept-flagged (nothing was changed)`,
+        "conflict",
+      );
     }
     const title = w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 60);
     const merged = await landCommit({
@@ -49,7 +56,8 @@ export class WorkspaceLifecycle {
       branch: ws.baseBranch,
       commit,
       message: `Merge ${ws.branch}: ${title}`,
-      onConflict: (files) => `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge ${ws.branch} by hand.`,
+      onConflict: (files) =>
+        `To go on: continue the worker on the new base (ocw rebase ${workerId}: its task again from the current HEAD, told that ${files.join(", ") || "these files"} changed), then discard ${workerId}; or merge ${ws.branch} by hand.`,
     });
     this.reg.record(workerId, { type: "merged", into: ws.baseBranch, commit: merged });
     // Merged, the work lives in the user's branch: the workspace, the engine's repository and ocw/<id> go.

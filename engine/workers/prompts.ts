@@ -17,7 +17,8 @@ export function steerPrompt(text: string): string {
 }
 
 export function resumePrompt(message?: string): string {
-  const base = "[Resume] Your previous run was interrupted or stopped. Check the current state of the files, then continue the same task from where it stopped. End with your OUTCOME line.";
+  const base =
+    "[Resume] Your previous run was interrupted or stopped. Check the current state of the files, then continue the same task from where it stopped. End with your OUTCOME line.";
   return message?.trim() ? `${base}\n${message.trim()}` : base;
 }
 
@@ -52,7 +53,16 @@ export function fixPrompt(checks: CheckSpec[], v: Verdict, n: number, of: number
     const tail = out.length > FIX_OUTPUT_CHARS ? `… ${out.slice(-FIX_OUTPUT_CHARS)}` : out;
     const shown = budget > 0 ? tail.slice(-budget) : "";
     budget -= shown.length;
-    lines.push(`- failed: ${name}${c.timedOut ? " (timed out)" : c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}${shown ? `\n  output:\n${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`);
+    lines.push(
+      `- failed: ${name}${c.timedOut ? " (timed out)" : c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""}${
+        shown
+          ? `\n  output:\n${shown
+              .split("\n")
+              .map((l) => `    ${l}`)
+              .join("\n")}`
+          : ""
+      }`,
+    );
   });
   for (const x of v.scope.violations) lines.push(`- scope: ${x}`);
   return lines.join("\n");

@@ -16,13 +16,18 @@ import type { Engine } from "./engine";
  * `+`), never to the remote's default branch, with hooks off (a pre-push hook would run the project's scripts, the
  * worker's among them).
  */
-export async function pushWork(engine: Engine, input: { workerId?: string; batchId?: string; remote: string; branch?: string; pr?: boolean; title?: string }): Promise<PushResult> {
+export async function pushWork(
+  engine: Engine,
+  input: { workerId?: string; batchId?: string; remote: string; branch?: string; pr?: boolean; title?: string },
+): Promise<PushResult> {
   const what = input.workerId ? workerPush(engine, input.workerId) : batchPush(engine, input.batchId!);
   const { repo, commit, id, body, title } = what;
   const remote = input.remote.trim();
-  if (!remote || remote.startsWith("-") || /[\s\0]/.test(remote)) throw new InputError(`"${input.remote}" is not a remote: name one of \`git remote\`, or give its URL`);
+  if (!remote || remote.startsWith("-") || /[\s\0]/.test(remote))
+    throw new InputError(`"${input.remote}" is not a remote: name one of \`git remote\`, or give its URL`);
   const remotes = (await git(repo, ["remote"], { allowFail: true })).split("\n").filter(Boolean);
-  if (!remotes.includes(remote) && !/[:/]/.test(remote)) throw new InputError(`${repo} has no remote "${remote}"${remotes.length ? ` (it has: ${remotes.join(", ")})` : ""}: name one, or give a URL`);
+  if (!remotes.includes(remote) && !/[:/]/.test(remote))
+    throw new InputError(`${repo} has no remote "${remote}"${remotes.length ? ` (it has: ${remotes.join(", ")})` : ""}: name one, or give a URL`);
   const branch = (input.branch ?? `ocw/${id}`).replace(/^refs\/heads\//, "");
   const valid = await runCommand("git", ["check-ref-format", "--branch", branch], { cwd: repo, env: userGitEnv() });
   if (valid.exitCode !== 0 || branch.startsWith("-")) throw new InputError(`"${branch}" is not a valid branch name`);
@@ -30,9 +35,15 @@ export async function pushWork(engine: Engine, input: { workerId?: string; batch
   if (head.exitCode !== 0) throw new InputError(`cannot reach the remote ${remote}: ${gitComplaint(head)}`, "unavailable");
   const def = /^ref: refs\/heads\/(\S+)\tHEAD$/m.exec(head.stdout)?.[1] ?? null;
   if (branch === def || (!def && ["main", "master", "trunk"].includes(branch))) {
-    throw new InputError(`${branch} is ${remote}'s default branch: the engine never pushes there. Push to a branch of its own (--branch), then merge through a pull request`, "conflict");
+    throw new InputError(
+      `${branch} is ${remote}'s default branch: the engine never pushes there. Push to a branch of its own (--branch), then merge through a pull request`,
+      "conflict",
+    );
   }
-  const push = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], { cwd: repo, env: userGitEnv() });
+  const push = await runCommand("git", ["-c", "core.hooksPath=/dev/null", "push", "--porcelain", "--no-verify", remote, `${commit}:refs/heads/${branch}`], {
+    cwd: repo,
+    env: userGitEnv(),
+  });
   if (push.exitCode !== 0) {
     const why = gitComplaint(push);
     if (/rejected|non-fast-forward|fetch first/.test(push.stdout + push.stderr)) {
@@ -76,7 +87,8 @@ function findOnPath(name: string): string | null {
 
 function workerPush(engine: Engine, workerId: string) {
   const w = engine.get(workerId);
-  if (w.state !== "built" || !w.verdict?.commit) throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
+  if (w.state !== "built" || !w.verdict?.commit)
+    throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
   const title = w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72);
   return { repo: w.repo, commit: w.verdict.commit, id: workerId, title, body: verdictCard(w) };
@@ -89,7 +101,13 @@ function batchPush(engine: Engine, batchId: string) {
   if (!rec || !res) throw new InputError(`batch ${batchId} has no integration checks: push its workers one by one (ocw push WORKER_ID)`, "conflict");
   if (!res.passed || !res.commit) throw new InputError(`batch ${batchId}'s integration did not pass (${res.reason ?? "failed"}): nothing to push`, "conflict");
   const workers = res.workers.map((id) => engine.get(id));
-  return { repo: rec.repo!, commit: res.commit, id: batchId, title: `Batch ${batchId}: ${workers.length} task${workers.length === 1 ? "" : "s"}`, body: batchCard(batchId, res, workers) };
+  return {
+    repo: rec.repo!,
+    commit: res.commit,
+    id: batchId,
+    title: `Batch ${batchId}: ${workers.length} task${workers.length === 1 ? "" : "s"}`,
+    body: batchCard(batchId, res, workers),
+  };
 }
 
 /** Markdown-safe one line of text (a title a person wrote). */
@@ -106,7 +124,9 @@ export function verdictCard(w: Worker): string {
     "",
     "| check | result |",
     "|---|---|",
-    ...v.checks.map((c) => `| ${md(c.name)} | ${c.passed ? "passed" : "failed"}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""} |`),
+    ...v.checks.map(
+      (c) => `| ${md(c.name)} | ${c.passed ? "passed" : "failed"}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""} |`,
+    ),
     `| scope | ${v.scope.passed ? "passed" : `failed: ${md(v.scope.violations.join(", "))}`} |`,
   ];
   const rounds = (v as { rounds?: unknown[] }).rounds;
@@ -125,7 +145,9 @@ function batchCard(batchId: string, res: IntegrationResult, workers: Worker[]): 
     "",
     "| integration check | result |",
     "|---|---|",
-    ...res.checks.map((c) => `| ${md(c.name)} | ${c.passed ? "passed" : "failed"}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""} |`),
+    ...res.checks.map(
+      (c) => `| ${md(c.name)} | ${c.passed ? "passed" : "failed"}${c.exitCode !== undefined && c.exitCode !== null ? ` (exit ${c.exitCode})` : ""} |`,
+    ),
     "",
     ...workers.flatMap((w) => ["---", "", verdictCard(w), ""]),
   ];

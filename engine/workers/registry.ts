@@ -219,4 +219,3 @@ export class WorkerRegistry {
     if (w?.sessionId && c) await c.client.session.abort({ sessionID: w.sessionId, directory: c.directory }).catch(() => undefined);
   }
 }
-

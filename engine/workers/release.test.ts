@@ -9,8 +9,12 @@ function rig() {
   const disposed: string[] = [];
   const states = new Map<string, WorkerState>();
   const rts = new Map<string, { server?: HarnessServer; releasing?: Promise<void> }>();
-  const serverA = { client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } } } as unknown as HarnessServer;
-  const serverB = { client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } } } as unknown as HarnessServer;
+  const serverA = {
+    client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } },
+  } as unknown as HarnessServer;
+  const serverB = {
+    client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } },
+  } as unknown as HarnessServer;
   const reg = {
     rt: (id: string) => rts.get(id)!,
     list: () => [...states].map(([id, state]) => ({ id, state })),

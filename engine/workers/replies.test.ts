@@ -4,8 +4,15 @@ import { ReplyTrack } from "./replies";
 
 const user = (id: string) => ({ id, role: "user" }) as Message;
 const reply = (id: string, parentID: string, more: { completed?: number; error?: { name: string } } = {}) =>
-  ({ id, role: "assistant", parentID, time: { created: 1, ...(more.completed ? { completed: more.completed } : {}) }, ...(more.error ? { error: more.error } : {}) }) as unknown as Message;
-const text = (id: string, messageID: string, t: string, end = true) => ({ id, messageID, type: "text", text: t, time: { start: 1, ...(end ? { end: 2 } : {}) } }) as unknown as Part;
+  ({
+    id,
+    role: "assistant",
+    parentID,
+    time: { created: 1, ...(more.completed ? { completed: more.completed } : {}) },
+    ...(more.error ? { error: more.error } : {}),
+  }) as unknown as Message;
+const text = (id: string, messageID: string, t: string, end = true) =>
+  ({ id, messageID, type: "text", text: t, time: { start: 1, ...(end ? { end: 2 } : {}) } }) as unknown as Part;
 
 /** A track that saw one prompt answered by a tool-call step and a final text step. */
 function answered(): ReplyTrack {
@@ -25,7 +32,13 @@ describe("the turn the event stream saw", () => {
     expect(answered().settled()).toEqual({
       replies: [
         { info: { role: "assistant", time: { completed: 5 } }, parts: [] },
-        { info: { role: "assistant", time: { completed: 9 } }, parts: [{ type: "text", text: "done" }, { type: "text", text: "OUTCOME: built" }] },
+        {
+          info: { role: "assistant", time: { completed: 9 } },
+          parts: [
+            { type: "text", text: "done" },
+            { type: "text", text: "OUTCOME: built" },
+          ],
+        },
       ],
     });
   });

@@ -71,7 +71,14 @@ export class Settler {
     if (last && !last.info.time?.completed && !last.info.error) return;
     const failure = last?.info.error && last.info.error.name !== "MessageAbortedError" ? describeError(last.info.error) : (!last && rt.turn.error) || null;
     if (failure) {
-      for (const ask of pendingAsks(reg.get(workerId))) reg.safeRecord(workerId, { type: "ask.resolved", askId: ask.id, status: "cancelled", by: { kind: "engine" }, message: "the session ended with an error" });
+      for (const ask of pendingAsks(reg.get(workerId)))
+        reg.safeRecord(workerId, {
+          type: "ask.resolved",
+          askId: ask.id,
+          status: "cancelled",
+          by: { kind: "engine" },
+          message: "the session ended with an error",
+        });
       reg.fire(workerId, "fail-run", failure);
       return;
     }
@@ -104,7 +111,11 @@ export class Settler {
     const text = (t?.replies ?? []).flatMap((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text ?? "")).join("\n");
     if (text.trim()) return text;
     // Recovery path: the transcript in the log.
-    return this.opts.transcript(workerId).filter((p) => p.kind === "text").map((p) => p.text ?? "").join("\n");
+    return this.opts
+      .transcript(workerId)
+      .filter((p) => p.kind === "text")
+      .map((p) => p.text ?? "")
+      .join("\n");
   }
 
   /**
@@ -119,18 +130,23 @@ export class Settler {
     const ws = workspace ?? this.reg.workspaceOf(w);
     if (!ws) return Promise.resolve(null);
     const { stateDir, sandbox } = this.opts;
-    p = this.limit(() => baselineChecks({
-      workspace: ws,
-      checks: w.spec.checks,
-      checkoutDir: path.join(stateDir, "grading", `${workerId}.base`),
-      sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.base.tmp`) },
-    }))
+    p = this.limit(() =>
+      baselineChecks({
+        workspace: ws,
+        checks: w.spec.checks,
+        checkoutDir: path.join(stateDir, "grading", `${workerId}.base`),
+        sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.base.tmp`) },
+      }),
+    )
       .then((baseline) => {
         this.reg.safeRecord(workerId, { type: "worker.baseline", baseline });
         return baseline;
       })
       .catch((err) => {
-        this.reg.notice("warn", `worker ${workerId}: its checks could not run on the base commit (${(err as Error).message}): its verdict cannot say whether they already passed before any change`);
+        this.reg.notice(
+          "warn",
+          `worker ${workerId}: its checks could not run on the base commit (${(err as Error).message}): its verdict cannot say whether they already passed before any change`,
+        );
         return null;
       });
     this.baselines.set(workerId, p);
@@ -176,7 +192,15 @@ export class Settler {
         title: workerTitle(w.spec),
         checkoutDir: path.join(stateDir, "grading", workerId),
         // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
-        sandbox: sandbox.kind === "none" ? undefined : { kind: sandbox.kind, stateDir, tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`), mountAs: { root: ws.worktree, tmp: path.join(reg.workerTmpRoot, workerId) } },
+        sandbox:
+          sandbox.kind === "none"
+            ? undefined
+            : {
+                kind: sandbox.kind,
+                stateDir,
+                tmpDir: path.join(stateDir, "grading", `${workerId}.tmp`),
+                mountAs: { root: ws.worktree, tmp: path.join(reg.workerTmpRoot, workerId) },
+              },
       });
       // Stopped while its checks ran: the stop stands, and no verdict is recorded for a worker nobody may merge.
       if (reg.get(workerId).state !== "grading") return;
@@ -191,7 +215,23 @@ export class Settler {
       try {
         reg.record(workerId, {
           type: "verdict",
-          verdict: { verdict: "honest-failure", claim, claimReason: reason, honest: claim === "honest-failure", checks: [], scope: { passed: false, violations: [], changedFiles: [] }, gradedAt: Date.now(), branch: ws.branch, worktree: ws.worktree, commit: null, diffStat: "", mergeHint: null, reason: why, weakEvidence: false, sincePrevious: null },
+          verdict: {
+            verdict: "honest-failure",
+            claim,
+            claimReason: reason,
+            honest: claim === "honest-failure",
+            checks: [],
+            scope: { passed: false, violations: [], changedFiles: [] },
+            gradedAt: Date.now(),
+            branch: ws.branch,
+            worktree: ws.worktree,
+            commit: null,
+            diffStat: "",
+            mergeHint: null,
+            reason: why,
+            weakEvidence: false,
+            sincePrevious: null,
+          },
         });
       } catch {
         // the log cannot take it: the state below says why

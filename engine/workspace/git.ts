@@ -1,4 +1,3 @@
-
 import { OcwError } from "../../shared/errors";
 import { runCommand, trimFinalNewline, type CommandResult } from "../process/run";
 
@@ -15,7 +14,24 @@ export class GitError extends OcwError {
  * whatever started it first: an `ocw` run from another repository's git hook carries its GIT_DIR / GIT_INDEX_FILE, and
  * git would obey them over the cwd it is given (the wrong repository inspected, that repository's index written).
  */
-const LOCAL_REPO_ENV = ["GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE", "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE", "GIT_COMMON_DIR"];
+const LOCAL_REPO_ENV = [
+  "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+  "GIT_CONFIG",
+  "GIT_CONFIG_PARAMETERS",
+  "GIT_CONFIG_COUNT",
+  "GIT_OBJECT_DIRECTORY",
+  "GIT_DIR",
+  "GIT_WORK_TREE",
+  "GIT_IMPLICIT_WORK_TREE",
+  "GIT_GRAFT_FILE",
+  "GIT_INDEX_FILE",
+  "GIT_NO_REPLACE_OBJECTS",
+  "GIT_REPLACE_REF_BASE",
+  "GIT_PREFIX",
+  "GIT_INTERNAL_SUPER_PREFIX",
+  "GIT_SHALLOW_FILE",
+  "GIT_COMMON_DIR",
+];
 
 /** The user's environment for git on the user's repository: their config applies, no prompt, messages untranslated. */
 export const userGitEnv = (): Record<string, string | undefined> => {

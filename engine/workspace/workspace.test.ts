@@ -12,10 +12,18 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 let n = 0;
 const repo = (files?: Record<string, string>) => committedRepo(path.join(tmp, `repo-${n++}`), files);
 // GIT_OPTIONAL_LOCKS=0: our own `git status` must not refresh (rewrite) the index it fingerprints.
-const g = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } }).trim();
+const g = (dir: string, ...args: string[]) =>
+  execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } }).trim();
 /** Everything of the user's repository a worker could tamper with: refs, config, hooks, index, HEAD, work tree status. */
 const fingerprint = (dir: string) =>
-  [g(dir, "for-each-ref"), readFileSync(path.join(dir, ".git", "config"), "utf8"), g(dir, "status", "--porcelain", "--ignored"), readFileSync(path.join(dir, ".git", "HEAD"), "utf8"), execFileSync("ls", ["-la", path.join(dir, ".git", "hooks")], { encoding: "utf8" }), readFileSync(path.join(dir, ".git", "index")).toString("hex")].join("\n---\n");
+  [
+    g(dir, "for-each-ref"),
+    readFileSync(path.join(dir, ".git", "config"), "utf8"),
+    g(dir, "status", "--porcelain", "--ignored"),
+    readFileSync(path.join(dir, ".git", "HEAD"), "utf8"),
+    execFileSync("ls", ["-la", path.join(dir, ".git", "hooks")], { encoding: "utf8" }),
+    readFileSync(path.join(dir, ".git", "index")).toString("hex"),
+  ].join("\n---\n");
 
 /** The engine's commit of a workspace, checked out in a fresh folder of the test's. */
 const commitWork = (ws: Awaited<ReturnType<typeof workspace>>) => commitAndCheckOut(ws, "ocw: test", path.join(tmp, `checkout-${n++}`));
@@ -159,26 +167,29 @@ describe("the user's git filters (git-lfs and the like)", () => {
       return null;
     }
   })();
-  it.skipIf(!lfs)(`a git-lfs repository (real ${lfs ?? "git-lfs: not installed here, so skipped"}): the workspace holds the pointers, and an untouched LFS file is not graded as changed`, async () => {
-    const home = path.join(tmp, `lfs-home-${n++}`);
-    execFileSync("mkdir", ["-p", home]);
-    const env = { ...process.env, HOME: home, GIT_CONFIG_GLOBAL: path.join(home, ".gitconfig") };
-    execFileSync("git", ["lfs", "install", "--skip-repo"], { env });
-    await withGlobalConfig(readFileSync(path.join(home, ".gitconfig"), "utf8"), async () => {
-      const r = path.join(tmp, `lfs-repo-${n++}`);
-      const run = (...args: string[]) => execFileSync("git", ["-C", r, ...args], { env, encoding: "utf8" });
-      execFileSync("git", ["init", "-q", "-b", "main", r], { env });
-      run("lfs", "track", "*.bin");
-      writeFileSync(path.join(r, "model.bin"), Buffer.alloc(4096, 7));
-      writeFileSync(path.join(r, "README.md"), "# r\n");
-      run("add", "-A");
-      run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
-      expect(run("cat-file", "-p", "HEAD:model.bin")).toMatch(/^version https:\/\/git-lfs/);
-      const ws = await workspace(r, "w-lfs");
-      expect(readFileSync(path.join(ws.worktree, "model.bin"), "utf8")).toMatch(/^version https:\/\/git-lfs/);
-      expect((await commitWork(ws)).changed).toEqual([]);
-    });
-  });
+  it.skipIf(!lfs)(
+    `a git-lfs repository (real ${lfs ?? "git-lfs: not installed here, so skipped"}): the workspace holds the pointers, and an untouched LFS file is not graded as changed`,
+    async () => {
+      const home = path.join(tmp, `lfs-home-${n++}`);
+      execFileSync("mkdir", ["-p", home]);
+      const env = { ...process.env, HOME: home, GIT_CONFIG_GLOBAL: path.join(home, ".gitconfig") };
+      execFileSync("git", ["lfs", "install", "--skip-repo"], { env });
+      await withGlobalConfig(readFileSync(path.join(home, ".gitconfig"), "utf8"), async () => {
+        const r = path.join(tmp, `lfs-repo-${n++}`);
+        const run = (...args: string[]) => execFileSync("git", ["-C", r, ...args], { env, encoding: "utf8" });
+        execFileSync("git", ["init", "-q", "-b", "main", r], { env });
+        run("lfs", "track", "*.bin");
+        writeFileSync(path.join(r, "model.bin"), Buffer.alloc(4096, 7));
+        writeFileSync(path.join(r, "README.md"), "# r\n");
+        run("add", "-A");
+        run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init");
+        expect(run("cat-file", "-p", "HEAD:model.bin")).toMatch(/^version https:\/\/git-lfs/);
+        const ws = await workspace(r, "w-lfs");
+        expect(readFileSync(path.join(ws.worktree, "model.bin"), "utf8")).toMatch(/^version https:\/\/git-lfs/);
+        expect((await commitWork(ws)).changed).toEqual([]);
+      });
+    },
+  );
 });
 
 describe("publishing a graded commit", () => {
@@ -212,7 +223,10 @@ describe("each private repository is an opencode project of its own", () => {
     // runs git in every workspace of it.
     const { OpencodeServer } = await import("../harness/opencode-server");
     const home = path.join(tmp, "oc-home");
-    const server = new OpencodeServer({ target: { id: "proj", model: "m", endpoint: "http://127.0.0.1:9/v1", keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 1 }, checks: [] }, home });
+    const server = new OpencodeServer({
+      target: { id: "proj", model: "m", endpoint: "http://127.0.0.1:9/v1", keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 1 }, checks: [] },
+      home,
+    });
     try {
       await server.start();
       const projectOf = async (dir: string) => (await server.client!.session.create({ directory: dir, title: "t" })).data!.projectID;

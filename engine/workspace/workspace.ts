@@ -3,7 +3,7 @@ import { copyFile, link, mkdir, readdir, realpath, rename, rm } from "node:fs/pr
 import { createHash, randomBytes } from "node:crypto";
 import path from "node:path";
 import { trimFinalNewline } from "../process/run";
-import { git, GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
+import { git, type GitError, gitScript, OCW_IDENTITY, userGitEnv } from "./git";
 
 export { InputError } from "../../shared/errors";
 import { InputError } from "../../shared/errors";
@@ -34,7 +34,9 @@ export async function inspectRepo(dir: string): Promise<RepoInfo> {
   // A folder that merely sits inside some repository's work tree (a temp dir, an ignored folder) is not that repo's:
   // the worker's worktree would not even contain it.
   if (subdir && !(await git(root, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path.sep).join("/")}`], { allowFail: true }))) {
-    throw new InputError(`${dir} is inside the repository ${root} but not part of its committed files: pass the repository's root, or a folder committed in it`);
+    throw new InputError(
+      `${dir} is inside the repository ${root} but not part of its committed files: pass the repository's root, or a folder committed in it`,
+    );
   }
   return { root, subdir, head, branch };
 }
@@ -73,7 +75,18 @@ export async function createWorkspace(worktreesRoot: string, repo: RepoInfo, wor
   const ws = { worktree, cwd: path.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
   if (existsSync(worktree)) return ws; // a resumed worker keeps its workspace
   mkdirSync(path.dirname(worktree), { recursive: true });
-  await gitScript(NEW_WORKSPACE, { cwd: path.dirname(worktree), env: { ...userGitEnv(), ...workspaceGitEnv(path.dirname(gitDir)), OCW_WORKTREE: worktree, OCW_OBJECTS: await objectsOf(repo.root), OCW_BRANCH: branch, OCW_BASE: repo.head, OCW_OBJECT_FORMAT: objectFormat(repo.head) } });
+  await gitScript(NEW_WORKSPACE, {
+    cwd: path.dirname(worktree),
+    env: {
+      ...userGitEnv(),
+      ...workspaceGitEnv(path.dirname(gitDir)),
+      OCW_WORKTREE: worktree,
+      OCW_OBJECTS: await objectsOf(repo.root),
+      OCW_BRANCH: branch,
+      OCW_BASE: repo.head,
+      OCW_OBJECT_FORMAT: objectFormat(repo.head),
+    },
+  });
   writeOpencodeProjectId(worktree);
   return ws;
 }
@@ -94,7 +107,22 @@ export function writeOpencodeProjectId(worktree: string): void {
  * git run by the engine on files a worker wrote: no system or global config (no user excludes, no credential helpers),
  * no hooks, no fsmonitor, no untracked cache, a private index. Work-tree files are read as plain files.
  */
-const TRUSTED_FLAGS = ["-c", "core.quotePath=false", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "core.sparseCheckout=false", "-c", "core.symlinks=true", "-c", "commit.gpgsign=false"];
+const TRUSTED_FLAGS = [
+  "-c",
+  "core.quotePath=false",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "core.untrackedCache=false",
+  "-c",
+  "core.sparseCheckout=false",
+  "-c",
+  "core.symlinks=true",
+  "-c",
+  "commit.gpgsign=false",
+];
 
 /** The folder of the engine's repository that holds the objects of the worker's latest grading. */
 const GRADE_OBJECTS = "grade-objects";
@@ -141,7 +169,6 @@ const SNAPSHOT = `GIT_INDEX_FILE="$OCW_INDEX" git $C read-tree "$OCW_BASE"
 GIT_INDEX_FILE="$OCW_INDEX" GIT_WORK_TREE="$OCW_WORKTREE" git $C add -A -- .
 tree=$(GIT_INDEX_FILE="$OCW_INDEX" git $C write-tree)
 `;
-
 
 /**
  * The snapshot committed on the base, its new objects written apart (an emptied GRADE_OBJECTS), then what grading reads
@@ -317,7 +344,12 @@ export async function commitAndCheckOut(ws: Workspace, message: string, checkout
   mkdirSync(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
-    const out = await trustedScript(ws, COMMIT_AND_CHECK_OUT, { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex }, { freshGradeObjects: true });
+    const out = await trustedScript(
+      ws,
+      COMMIT_AND_CHECK_OUT,
+      { OCW_MESSAGE: message, OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex },
+      { freshGradeObjects: true },
+    );
     const eol = out.indexOf("\n");
     const { changed, stat } = parseNumstatAndStat(out.slice(eol + 1));
     // Nothing changed: the base is the commit (the engine's commit object of the same tree is left unused).
@@ -436,7 +468,10 @@ export async function mergeBranch(ws: Pick<Workspace, "repo" | "branch" | "baseB
   const what = commit ?? ws.branch;
   if (commit) {
     const tip = await git(ws.repo, ["rev-parse", "-q", "--verify", `refs/heads/${ws.branch}`], { allowFail: true });
-    if (tip && tip !== commit) throw new InputError(`${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged — reset the branch or merge it by hand`);
+    if (tip && tip !== commit)
+      throw new InputError(
+        `${ws.branch} was moved to ${tip.slice(0, 12)} after grading; only the graded commit ${commit.slice(0, 12)} is merged — reset the branch or merge it by hand`,
+      );
   }
   try {
     await git(ws.repo, [...OCW_IDENTITY, "merge", "--no-ff", "-m", message, what]);

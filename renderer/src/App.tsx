@@ -71,7 +71,10 @@ export function App() {
       {navOpen && <div className="nav-scrim" onClick={() => setNavOpen(false)} aria-hidden="true" />}
       <nav className="side" id="main-nav" aria-label="Main">
         <div className="brand">
-          <span className="logo" aria-hidden="true">◆</span> opencode-worker
+          <span className="logo" aria-hidden="true">
+            ◆
+          </span>{" "}
+          opencode-worker
         </div>
         <ul>
           {NAV.map((n) => (
@@ -95,12 +98,25 @@ export function App() {
       </nav>
       <div className="main">
         <header className="top">
-          <button type="button" className="btn ghost nav-toggle" aria-label="Menu" aria-expanded={navOpen} aria-controls="main-nav" onClick={() => setNavOpen(!navOpen)}>
+          <button
+            type="button"
+            className="btn ghost nav-toggle"
+            aria-label="Menu"
+            aria-expanded={navOpen}
+            aria-controls="main-nav"
+            onClick={() => setNavOpen(!navOpen)}
+          >
             ☰
           </button>
           <h1>{titleOf(route)}</h1>
           <div className="top-right">
-            <button type="button" className="btn ghost small" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)" onClick={() => window.dispatchEvent(new KeyboardEvent("keydown", { key: "?" }))}>
+            <button
+              type="button"
+              className="btn ghost small"
+              aria-label="Keyboard shortcuts"
+              title="Keyboard shortcuts (?)"
+              onClick={() => window.dispatchEvent(new KeyboardEvent("keydown", { key: "?" }))}
+            >
               ?
             </button>
             <a className={`pending-pill ${pending.length ? "has" : ""}`} href={href({ name: "approvals" })} aria-label={`${pending.length} pending approvals`}>
@@ -114,16 +130,16 @@ export function App() {
           {/* While the engine is unreachable every control below is disabled (a disabled fieldset: buttons, inputs and
               the forms they submit), so no click is lost to a "Failed to fetch"; links still navigate. */}
           <fieldset className="freeze" disabled={unreachable} aria-disabled={unreachable || undefined}>
-          <Suspense fallback={<div className="muted pad">Loading…</div>}>
-            {route.name === "dashboard" && <Dashboard />}
-            {route.name === "new" && <NewTask />}
-            {route.name === "approvals" && <Approvals focus={route.ask} />}
-            {route.name === "worker" && <WorkerDetail key={route.id} id={route.id} />}
-            {route.name === "attempts" && <Attempts key={route.id} groupId={route.id} />}
-            {route.name === "setup" && <Setup />}
-            {route.name === "grades" && <Grades />}
-            {route.name === "settings" && <Settings />}
-          </Suspense>
+            <Suspense fallback={<div className="muted pad">Loading…</div>}>
+              {route.name === "dashboard" && <Dashboard />}
+              {route.name === "new" && <NewTask />}
+              {route.name === "approvals" && <Approvals focus={route.ask} />}
+              {route.name === "worker" && <WorkerDetail key={route.id} id={route.id} />}
+              {route.name === "attempts" && <Attempts key={route.id} groupId={route.id} />}
+              {route.name === "setup" && <Setup />}
+              {route.name === "grades" && <Grades />}
+              {route.name === "settings" && <Settings />}
+            </Suspense>
           </fieldset>
         </main>
       </div>
@@ -171,8 +187,8 @@ function EngineLost() {
   const error = useStore((s) => s.connectionError);
   return (
     <div className="engine-lost" role="alert" aria-label="Engine not reachable">
-      <strong>{loss === "refused" ? "This tab's login no longer works." : "The engine is not reachable."}</strong>{" "}
-      {since ? `Lost ${ago(since, now)}. ` : ""}Everything below is the last known state, not live: actions are disabled and timers paused until it answers.
+      <strong>{loss === "refused" ? "This tab's login no longer works." : "The engine is not reachable."}</strong> {since ? `Lost ${ago(since, now)}. ` : ""}
+      Everything below is the last known state, not live: actions are disabled and timers paused until it answers.
       <div className="small">
         {loss === "refused"
           ? "A different engine now answers at this address (it was restarted with a new token). Open the URL that `ocw serve` printed."

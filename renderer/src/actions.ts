@@ -1,7 +1,7 @@
 // Housekeeping through the engine's own calls: retry, discard, merge all built of a batch (no client-side loops).
 import type { MergeBatchResult } from "../../shared/api";
 import { isFinal, type Worker } from "../../shared/worker";
-import { api, errorText } from "./api";
+import { api } from "./api";
 
 /** Can this worker be tried again from scratch: it ended without a built verdict (failed, error, stopped, interrupted). */
 export const retryable = (w: Worker) => isFinal(w.state) && w.state !== "built";

@@ -27,7 +27,13 @@ export const api: Client = createTRPCClient<AppRouter>({
     splitLink({
       condition: (op) => op.type === "subscription",
       true: httpSubscriptionLink({ url: "/trpc", EventSource, eventSourceOptions: { fetch: authedFetch } }),
-      false: httpBatchLink({ url: "/trpc", maxItems: 10, methodOverride: "POST", headers: () => ({ authorization }), fetch: (input, init) => fetch(input, { ...init, credentials: "omit" }) }),
+      false: httpBatchLink({
+        url: "/trpc",
+        maxItems: 10,
+        methodOverride: "POST",
+        headers: () => ({ authorization }),
+        fetch: (input, init) => fetch(input, { ...init, credentials: "omit" }),
+      }),
     }),
   ],
 });

@@ -85,7 +85,14 @@ export function stateTone(s: WorkerState): "ok" | "warn" | "bad" | "busy" | "idl
 export const taskTitle = (spec: { title?: string; task: string }): string => workerTitle(spec);
 
 /** What a worker is doing now, in words (its state, refined by the tool it runs and a stall). */
-export function phaseOf(w: { state: WorkerState; currentTool: string | null; stalled: boolean; startedAt: number | null; discarded?: boolean; merged?: unknown }): string {
+export function phaseOf(w: {
+  state: WorkerState;
+  currentTool: string | null;
+  stalled: boolean;
+  startedAt: number | null;
+  discarded?: boolean;
+  merged?: unknown;
+}): string {
   if (w.discarded) return "discarded";
   if (w.merged) return "merged";
   switch (w.state) {

@@ -138,7 +138,10 @@ function refreshStatusSoon(delay = 250) {
   if (statusTimer) return;
   statusTimer = setTimeout(() => {
     statusTimer = null;
-    void api.status.query().then((status) => set({ status }), () => undefined);
+    void api.status.query().then(
+      (status) => set({ status }),
+      () => undefined,
+    );
   }, delay);
 }
 
@@ -154,7 +157,16 @@ async function loadAll(): Promise<string> {
   const [workers, status, targets] = await Promise.all([api.workers.list.query(), api.status.query(), api.targets.list.query()]);
   const map: Record<string, Worker> = {};
   for (const w of workers) map[w.id] = w;
-  set((s) => ({ workers: map, status, targets: targets.targets, order: ranked(s.order, workers.map((w) => w.id)), lastContact: Date.now() }));
+  set((s) => ({
+    workers: map,
+    status,
+    targets: targets.targets,
+    order: ranked(
+      s.order,
+      workers.map((w) => w.id),
+    ),
+    lastContact: Date.now(),
+  }));
   // Reload any open transcript.
   for (const id of Object.keys(get().transcripts)) void loadTranscript(id);
   return health.cursor;
@@ -195,7 +207,11 @@ export async function loadTranscript(workerId: string): Promise<void> {
       take(e);
     }
     marks.sort((a, b) => a.seq - b.seq);
-    set((s) => ({ transcripts: { ...s.transcripts, [workerId]: next }, marks: { ...s.marks, [workerId]: marks }, partSeqs: { ...s.partSeqs, [workerId]: partSeq } }));
+    set((s) => ({
+      transcripts: { ...s.transcripts, [workerId]: next },
+      marks: { ...s.marks, [workerId]: marks },
+      partSeqs: { ...s.partSeqs, [workerId]: partSeq },
+    }));
   } catch (err) {
     pushNotice("error", `transcript of ${workerId}: ${errorText(err)}`);
   } finally {
@@ -278,7 +294,7 @@ function withPartials(workerId: string, parts: TranscriptPart[]): TranscriptPart
   const extra = [...m.entries()].filter(([id]) => !known.has(id)).map(([partId, text]): TranscriptPart => ({ partId, messageId: "", kind: "text", text }));
   return extra.length ? [...parts, ...extra] : parts;
 }
-let flushTimer: ReturnType<typeof setTimeout> | null = null;
+let _flushTimer: ReturnType<typeof setTimeout> | null = null;
 const charCounts = new Map<string, number>();
 const listeners = new Set<(e: EngineEvent, before: Worker | undefined, after: Worker | undefined) => void>();
 
@@ -291,7 +307,7 @@ export function onWorkerEvent(fn: (e: EngineEvent, before: Worker | undefined, a
 function enqueue(e: EngineEvent) {
   queue.push(e);
   // Streaming text arrives many times a second per worker: fold events in batches, one render per batch.
-  flushTimer ??= setTimeout(flush, 50);
+  _flushTimer ??= setTimeout(flush, 50);
 }
 
 function isWorkerEvent(e: EngineEvent): e is WorkerEvent {
@@ -306,7 +322,7 @@ export function onBatchEvent(fn: (batchId: string) => void): () => void {
 }
 
 function flush() {
-  flushTimer = null;
+  _flushTimer = null;
   const events = queue.splice(0);
   if (!events.length) return;
   const s = get();
@@ -358,7 +374,10 @@ function flush() {
     if (before && e.type !== "worker.created" && e.seq <= before.lastSeq) continue; // already in the fetched picture
     if (!before && e.type !== "worker.created") {
       // An event for a worker we have not seen (e.g. created between list and subscribe): fetch it.
-      void api.workers.get.query({ workerId: e.workerId }).then((w) => set((st) => ({ workers: { ...st.workers, [w.id]: w } })), () => undefined);
+      void api.workers.get.query({ workerId: e.workerId }).then(
+        (w) => set((st) => ({ workers: { ...st.workers, [w.id]: w } })),
+        () => undefined,
+      );
       continue;
     }
     if (before && e.type === "worker.created") continue;

@@ -36,4 +36,3 @@ function take(): string {
     return "";
   }
 }
-

@@ -119,7 +119,22 @@ describe("API hardening", () => {
     const pid = readLock(engine.stateDir)!.pid;
     const auth = `authorization: Bearer ${token}\r\n`;
     const host = `host: 127.0.0.1:${port}\r\n`;
-    const targets = ["/%", "/%zz", "/%E0%A4%A", "/%C0%80", "/trpc/%", "/trpc/%ZZ", "/trpc/workers.get?input=%", "/trpc/workers.get?input=%7B", "/a%00b", "/%2e%2e/%2e%2e/etc/passwd", "/..%2f..%2fetc%2fpasswd", "/health%", "/?token=%", "/?token=%ff"];
+    const targets = [
+      "/%",
+      "/%zz",
+      "/%E0%A4%A",
+      "/%C0%80",
+      "/trpc/%",
+      "/trpc/%ZZ",
+      "/trpc/workers.get?input=%",
+      "/trpc/workers.get?input=%7B",
+      "/a%00b",
+      "/%2e%2e/%2e%2e/etc/passwd",
+      "/..%2f..%2fetc%2fpasswd",
+      "/health%",
+      "/?token=%",
+      "/?token=%ff",
+    ];
     for (let i = 0; i < 8; i++) {
       // Eight rounds: more than the supervisor's 5 crashes a minute, had any of these crashed the engine.
       for (const t of targets) {
@@ -128,7 +143,8 @@ describe("API hardening", () => {
         expect(status, t).toBeLessThan(500);
       }
     }
-    for (const t of ["/%", "/trpc/%", "/%zz", "/%E0%A4%A"]) expect(await rawRequest(port, `GET ${t} HTTP/1.1\r\n${host}${auth}connection: close\r\n\r\n`), t).toBe(400);
+    for (const t of ["/%", "/trpc/%", "/%zz", "/%E0%A4%A"])
+      expect(await rawRequest(port, `GET ${t} HTTP/1.1\r\n${host}${auth}connection: close\r\n\r\n`), t).toBe(400);
     // Request lines and headers Node's parser or our checks refuse: each a 4xx, never a hang-up.
     const odd = [
       `GET * HTTP/1.1\r\n${host}${auth}\r\n`,
@@ -160,7 +176,9 @@ describe("API hardening", () => {
       fc.constantFrom("%", "%%", "%g", "%e0%80", "%ff", "..", "%2e%2e", "trpc", "health", "?token=", "#", "\\"),
       fc.integer({ min: 0, max: 255 }).map((b) => `%${b.toString(16).padStart(2, "0")}`),
     );
-    const pathArb = fc.array(segment, { maxLength: 6 }).map((parts) => "/" + parts.join("/").replace(/[\s\x00-\x1f\x7f]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`));
+    const pathArb = fc
+      .array(segment, { maxLength: 6 })
+      .map((parts) => "/" + parts.join("/").replace(/[\s\x00-\x1f\x7f]/g, (c) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`));
     const headerValue = fc.string({ maxLength: 40 }).map((v) => v.replace(/[\r\n\x00]/g, ""));
     await fc.assert(
       fc.asyncProperty(pathArb, fc.constantFrom("GET", "POST", "HEAD", "DELETE"), headerValue, fc.boolean(), async (target, method, extra, withAuth) => {
@@ -176,38 +194,49 @@ describe("API hardening", () => {
 });
 
 describe("the lock", () => {
-  it.skipIf(!linux)("a lock whose pid now belongs to an unrelated process: `ocw serve` starts an engine instead of attaching to a dead URL, and clients find it", async () => {
-    const stateDir = tempDir("stale-lock");
-    dirs.push(stateDir);
-    const squatter = spawn("sleep", ["120"], { stdio: "ignore" });
-    procs.push(squatter);
-    // A port nothing listens on: what a dead engine leaves behind.
-    const free = await new Promise<number>((resolve) => {
-      const s = net.createServer().listen(0, "127.0.0.1", () => {
-        const p = (s.address() as net.AddressInfo).port;
-        s.close(() => resolve(p));
+  it.skipIf(!linux)(
+    "a lock whose pid now belongs to an unrelated process: `ocw serve` starts an engine instead of attaching to a dead URL, and clients find it",
+    async () => {
+      const stateDir = tempDir("stale-lock");
+      dirs.push(stateDir);
+      const squatter = spawn("sleep", ["120"], { stdio: "ignore" });
+      procs.push(squatter);
+      // A port nothing listens on: what a dead engine leaves behind.
+      const free = await new Promise<number>((resolve) => {
+        const s = net.createServer().listen(0, "127.0.0.1", () => {
+          const p = (s.address() as net.AddressInfo).port;
+          s.close(() => resolve(p));
+        });
       });
-    });
-    const deadToken = "dead-engine-token";
-    writeLock(stateDir, { pid: squatter.pid!, startTime: "1", instanceId: "dead-engine", port: free, token: deadToken, version: "0.1.0", startedAt: Date.now() - 60_000 });
-    claimOwnership(stateDir, "dead-engine", { pid: squatter.pid!, startTime: "1" });
-    expect(readLock(stateDir)).toBeNull();
-    expect(currentOwner(stateDir)).toBeNull();
-    const s = serve(stateDir);
-    const url = new URL(await s.url);
-    expect(s.stderr()).not.toContain("attached");
-    const lock = readLock(stateDir)!;
-    expect(lock.pid).toBe(s.proc.pid);
-    expect(lock.startTime).toBe(processStartTime(s.proc.pid!));
-    expect(Number(url.port)).toBe(lock.port);
-    // It took back the dead engine's port and token, so the dead one's clients reconnect unchanged.
-    expect(lock).toMatchObject({ port: free, token: deadToken });
-    expect(await healthy(lock)).toBe(true);
-    // A lock naming the live engine's pid but another instance (a forged or outdated file) is not healthy.
-    expect(await healthy({ ...lock, instanceId: "someone-else" })).toBe(false);
-    await stop(s.proc);
-    expect(lastLock(stateDir)).toBeNull();
-  });
+      const deadToken = "dead-engine-token";
+      writeLock(stateDir, {
+        pid: squatter.pid!,
+        startTime: "1",
+        instanceId: "dead-engine",
+        port: free,
+        token: deadToken,
+        version: "0.1.0",
+        startedAt: Date.now() - 60_000,
+      });
+      claimOwnership(stateDir, "dead-engine", { pid: squatter.pid!, startTime: "1" });
+      expect(readLock(stateDir)).toBeNull();
+      expect(currentOwner(stateDir)).toBeNull();
+      const s = serve(stateDir);
+      const url = new URL(await s.url);
+      expect(s.stderr()).not.toContain("attached");
+      const lock = readLock(stateDir)!;
+      expect(lock.pid).toBe(s.proc.pid);
+      expect(lock.startTime).toBe(processStartTime(s.proc.pid!));
+      expect(Number(url.port)).toBe(lock.port);
+      // It took back the dead engine's port and token, so the dead one's clients reconnect unchanged.
+      expect(lock).toMatchObject({ port: free, token: deadToken });
+      expect(await healthy(lock)).toBe(true);
+      // A lock naming the live engine's pid but another instance (a forged or outdated file) is not healthy.
+      expect(await healthy({ ...lock, instanceId: "someone-else" })).toBe(false);
+      await stop(s.proc);
+      expect(lastLock(stateDir)).toBeNull();
+    },
+  );
 
   it("three `ocw serve` at once on one state dir start exactly one engine; all print its URL; again after it is killed -9", async () => {
     const stateDir = tempDir("concurrent-serve");
@@ -217,7 +246,11 @@ describe("the lock", () => {
       // Let all three load, then release them together (again until each has printed: a late loader misses nothing).
       await new Promise((r) => setTimeout(r, 3000));
       const printed = new Set<number>();
-      for (const r of runs) void r.url.then(() => printed.add(r.proc.pid!), () => undefined);
+      for (const r of runs)
+        void r.url.then(
+          () => printed.add(r.proc.pid!),
+          () => undefined,
+        );
       const go = setInterval(() => {
         for (const r of runs) if (!printed.has(r.proc.pid!) && r.proc.connected) r.proc.send("ocw:activate");
       }, 300);
@@ -227,7 +260,10 @@ describe("the lock", () => {
       expect(urls[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=.+$/);
       const lock = readLock(stateDir)!;
       const hosts = runs.filter((r) => r.stderr().includes("engine running"));
-      expect(hosts.map((r) => r.proc.pid), runs.map((r) => r.stderr()).join("\n")).toEqual([lock.pid]);
+      expect(
+        hosts.map((r) => r.proc.pid),
+        runs.map((r) => r.stderr()).join("\n"),
+      ).toEqual([lock.pid]);
       expect(runs.filter((r) => r.stderr().includes("attached"))).toHaveLength(2);
       expect(currentOwner(stateDir)?.pid).toBe(lock.pid);
       // Only the engine listens: every other process exits when it is asked to, without an engine to close.
@@ -289,10 +325,15 @@ setTimeout(() => {}, 1500);`,
         await new Promise((r) => dead.once("exit", r));
       }
       const results = await race(dir, 6);
-      expect(results.filter((r) => r.owned), JSON.stringify(results)).toHaveLength(1);
+      expect(
+        results.filter((r) => r.owned),
+        JSON.stringify(results),
+      ).toHaveLength(1);
       expect(currentOwner(dir)?.pid).toBe(results.find((r) => r.owned)!.pid);
       expect(readdirSync(path.join(dir, "engine.owner")).filter((f) => !f.startsWith("."))).toHaveLength(1);
-      expect(JSON.parse(readFileSync(path.join(dir, "engine.owner", readdirSync(path.join(dir, "engine.owner"))[0]!), "utf8")).pid).toBe(results.find((r) => r.owned)!.pid);
+      expect(JSON.parse(readFileSync(path.join(dir, "engine.owner", readdirSync(path.join(dir, "engine.owner"))[0]!), "utf8")).pid).toBe(
+        results.find((r) => r.owned)!.pid,
+      );
     }
   }, 120_000);
 });
@@ -324,7 +365,9 @@ describe("the desktop shell's link (electron/engine-link.ts, in plain Node)", ()
     await done;
     const back = readLock(stateDir)!;
     expect({ port: back.port, token: back.token }).toEqual({ port: first.port, token: first.token });
-    await desktopClient(back).shutdown.mutate().catch(() => undefined);
+    await desktopClient(back)
+      .shutdown.mutate()
+      .catch(() => undefined);
     await expect.poll(() => readLock(stateDir), { timeout: 15_000 }).toBeNull();
   }, 120_000);
 });

@@ -23,7 +23,10 @@ const repo = () => {
 
 function ocw(args: string[], timeoutMs = 170_000) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: engine.stateDir, OCW_STALL_SEC: "600" }, stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [BUNDLE, ...args], {
+      env: { ...process.env, OCW_STATE_DIR: engine.stateDir, OCW_STALL_SEC: "600" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (x) => (stdout += x));
@@ -39,7 +42,7 @@ function ocw(args: string[], timeoutMs = 170_000) {
 const delay = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Resolves when target A's failing attempt has given its final answer. */
 let aFailed: () => void = () => {};
-let aFailedP = new Promise<void>((r) => (aFailed = r));
+const aFailedP = new Promise<void>((r) => (aFailed = r));
 let stopStarts = 0;
 /** What each named task makes a worker do on each target. */
 const onA = (c: ScriptContext): Step | Promise<Step> => {
@@ -102,7 +105,25 @@ const CHECK = ["--check", "grep -qx good out.txt"];
 describe("ocw run --attempts", () => {
   it("target A's attempts fail or hang, B's builds: B wins, the attempt still running is stopped, exit 0", async () => {
     const dir = repo();
-    const r = await ocw(["run", "--dir", dir, "--task", "ATT-STOP: write good to out.txt", ...CHECK, "--scope", "out.txt", "--attempts", "3", "--target", "target-a", "--target", "target-b", "--approve", "once", "--json"]);
+    const r = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "ATT-STOP: write good to out.txt",
+      ...CHECK,
+      "--scope",
+      "out.txt",
+      "--attempts",
+      "3",
+      "--target",
+      "target-a",
+      "--target",
+      "target-b",
+      "--approve",
+      "once",
+      "--json",
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.groupId).toMatch(/^a-/);
@@ -113,7 +134,12 @@ describe("ocw run --attempts", () => {
     expect(built).toMatchObject({ verdict: "built", honest: true, claim: "built", changedLines: 1 });
     expect(out.winner).toBe(built.workerId);
     // Of A's two attempts one failed honestly, the other was stopped for the winner (it had no verdict).
-    const onATarget = byTarget("target-a").map((x: { verdict: string | null; honest: boolean | null; state: string; stoppedForWinner: boolean }) => ({ verdict: x.verdict, honest: x.honest, state: x.state, stoppedForWinner: x.stoppedForWinner }));
+    const onATarget = byTarget("target-a").map((x: { verdict: string | null; honest: boolean | null; state: string; stoppedForWinner: boolean }) => ({
+      verdict: x.verdict,
+      honest: x.honest,
+      state: x.state,
+      stoppedForWinner: x.stoppedForWinner,
+    }));
     expect(onATarget).toEqual(
       expect.arrayContaining([
         { verdict: "honest-failure", honest: true, state: "honest-failure", stoppedForWinner: false },
@@ -136,7 +162,22 @@ describe("ocw run --attempts", () => {
 
   it("--all-attempts: nothing is stopped; of two built attempts the one with fewer changed lines wins, though later", async () => {
     const dir = repo();
-    const r = await ocw(["run", "--dir", dir, "--task", "ATT-ALL: write good to out.txt", ...CHECK, "--target", "target-a", "--target", "target-b", "--all-attempts", "--approve", "once", "--json"]);
+    const r = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "ATT-ALL: write good to out.txt",
+      ...CHECK,
+      "--target",
+      "target-a",
+      "--target",
+      "target-b",
+      "--all-attempts",
+      "--approve",
+      "once",
+      "--json",
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out.attempts).toHaveLength(2);
@@ -151,7 +192,23 @@ describe("ocw run --attempts", () => {
 
   it("no built, honest attempt (A built but claimed failure, B failed): winner null, exit 1", async () => {
     const dir = repo();
-    const r = await ocw(["run", "--dir", dir, "--task", "ATT-NONE: write good to out.txt", ...CHECK, "--attempts", "2", "--target", "target-a", "--target", "target-b", "--approve", "once", "--json"]);
+    const r = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "ATT-NONE: write good to out.txt",
+      ...CHECK,
+      "--attempts",
+      "2",
+      "--target",
+      "target-a",
+      "--target",
+      "target-b",
+      "--approve",
+      "once",
+      "--json",
+    ]);
     expect(r.code, r.stderr).toBe(1);
     const out = JSON.parse(r.stdout);
     expect(out.attempts.map((x: { verdict: string; honest: boolean }) => [x.verdict, x.honest])).toEqual([
@@ -165,7 +222,19 @@ describe("ocw run --attempts", () => {
     const dir = repo();
     const file = path.join(tempDir("att-batch"), "batch.json");
     repos.push(path.dirname(file));
-    writeFileSync(file, JSON.stringify([{ task: "ATT-BATCH: write good to out.txt", dir, checks: [{ run: "grep -qx good out.txt" }], attempts: 2, targets: ["target-a", "target-b"], allAttempts: true }]));
+    writeFileSync(
+      file,
+      JSON.stringify([
+        {
+          task: "ATT-BATCH: write good to out.txt",
+          dir,
+          checks: [{ run: "grep -qx good out.txt" }],
+          attempts: 2,
+          targets: ["target-a", "target-b"],
+          allAttempts: true,
+        },
+      ]),
+    );
     const r = await ocw(["run", "--batch", file, "--approve", "once", "--json"]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
@@ -180,19 +249,30 @@ describe("ocw run --attempts", () => {
     const dir = repo();
     const mcp = await startMcp(engine.stateDir, "claude-code");
     try {
-      const d = await mcp.call("delegate", { task: "ATT-MCP: write good to out.txt", directory: dir, checks: [{ run: "grep -qx good out.txt" }], scope: ["out.txt"], targets: ["target-a", "target-b"] });
+      const d = await mcp.call("delegate", {
+        task: "ATT-MCP: write good to out.txt",
+        directory: dir,
+        checks: [{ run: "grep -qx good out.txt" }],
+        scope: ["out.txt"],
+        targets: ["target-a", "target-b"],
+      });
       expect(d.groupId).toMatch(/^a-/);
       expect(d.workerIds).toHaveLength(2);
       expect(d.next).toContain("wait");
       const answered = new Set<string>();
-      const done = await waitUntil(mcp, { workerIds: d.workerIds }, (r) => {
-        for (const p of r.pending ?? []) {
-          if (answered.has(p.askId)) continue;
-          answered.add(p.askId);
-          void mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined);
-        }
-        return r.reason === "settled";
-      }, 10);
+      const done = await waitUntil(
+        mcp,
+        { workerIds: d.workerIds },
+        (r) => {
+          for (const p of r.pending ?? []) {
+            if (answered.has(p.askId)) continue;
+            answered.add(p.askId);
+            void mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined);
+          }
+          return r.reason === "settled";
+        },
+        10,
+      );
       expect(done.reason).toBe("settled");
       const [onA, onB] = d.workerIds as string[];
       const won = await mcp.call("result", { workerId: onB });
@@ -202,19 +282,35 @@ describe("ocw run --attempts", () => {
       expect(lost.state).toBe("stopped");
       expect(lost.attempts.attempts[0]).toMatchObject({ workerId: onA, target: "target-a", stoppedForWinner: true, verdict: null });
       expect(lost.next).toContain(`attempt ${onB} won`);
-      expect((await mcp.fail("delegate", { task: "x", directory: dir, attempts: 99 }))).toMatch(/at most 16 attempts/);
+      expect(await mcp.fail("delegate", { task: "x", directory: dir, attempts: 99 })).toMatch(/at most 16 attempts/);
       // delegate_batch: a task with attempts is one group, counted once in the batch's built rate.
-      const b = await mcp.call("delegate_batch", { tasks: [{ task: "ATT-BATCH: write good to out.txt", directory: repo(), checks: [{ run: "grep -qx good out.txt" }], attempts: 2, targets: ["target-a", "target-b"], allAttempts: true }] });
+      const b = await mcp.call("delegate_batch", {
+        tasks: [
+          {
+            task: "ATT-BATCH: write good to out.txt",
+            directory: repo(),
+            checks: [{ run: "grep -qx good out.txt" }],
+            attempts: 2,
+            targets: ["target-a", "target-b"],
+            allAttempts: true,
+          },
+        ],
+      });
       expect(b.workerIds).toHaveLength(2);
       expect(b.groups).toEqual([{ groupId: expect.stringMatching(/^a-/), workerIds: b.workerIds }]);
-      const settled = await waitUntil(mcp, { batchId: b.batchId }, (r) => {
-        for (const p of r.pending ?? []) {
-          if (answered.has(p.askId)) continue;
-          answered.add(p.askId);
-          void mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined);
-        }
-        return r.reason === "settled";
-      }, 10);
+      const settled = await waitUntil(
+        mcp,
+        { batchId: b.batchId },
+        (r) => {
+          for (const p of r.pending ?? []) {
+            if (answered.has(p.askId)) continue;
+            answered.add(p.askId);
+            void mcp.call("approve", { askId: p.askId, decision: "once" }).catch(() => undefined);
+          }
+          return r.reason === "settled";
+        },
+        10,
+      );
       expect(settled.batch).toMatchObject({ builtRate: 1, verdict: "built" });
     } finally {
       await mcp.close();

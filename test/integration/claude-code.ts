@@ -40,9 +40,21 @@ export function claudeCode(): { bin: string } | { skip: string } {
   try {
     if (existsSync(bin) && version().startsWith(CLAUDE_CODE_VERSION)) return { bin };
     if (!existsSync(path.join(cacheDir, "package.json"))) writeFileSync(path.join(cacheDir, "package.json"), '{"private":true}\n');
-    execFileSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error", `@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}`], { cwd: cacheDir, stdio: "pipe", timeout: 240_000 });
+    execFileSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--loglevel=error", `@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}`], {
+      cwd: cacheDir,
+      stdio: "pipe",
+      timeout: 240_000,
+    });
   } catch (err) {
-    return { skip: `could not install @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} from the npm registry into ${cacheDir}: ${String((err as { stderr?: Buffer }).stderr ?? (err as Error).message).trim().split("\n").slice(-2).join(" ")}` };
+    return {
+      skip: `could not install @anthropic-ai/claude-code@${CLAUDE_CODE_VERSION} from the npm registry into ${cacheDir}: ${String(
+        (err as { stderr?: Buffer }).stderr ?? (err as Error).message,
+      )
+        .trim()
+        .split("\n")
+        .slice(-2)
+        .join(" ")}`,
+    };
   } finally {
     rmSync(lock, { recursive: true, force: true });
   }
@@ -64,6 +76,10 @@ export async function runClaude(claudeBin: string, args: string[], opts: { env: 
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string; message: string };
-    return { code: typeof e.code === "number" ? e.code : 1, stdout: e.stdout ?? "", stderr: `${e.stderr ?? ""}${typeof e.code === "number" ? "" : ` (${e.message})`}` };
+    return {
+      code: typeof e.code === "number" ? e.code : 1,
+      stdout: e.stdout ?? "",
+      stderr: `${e.stderr ?? ""}${typeof e.code === "number" ? "" : ` (${e.message})`}`,
+    };
   }
 }

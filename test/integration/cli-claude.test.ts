@@ -54,18 +54,32 @@ describe("ocw for Claude Code", () => {
     // Before anything runs on the repository: the hooks stay silent.
     expect((await ocw(["hook", "session-start"], { stdin: JSON.stringify({ cwd: dir, hook_event_name: "SessionStart" }) })).stdout).toBe("");
 
-    const { workerId } = await engine.client.workers.start.mutate({ task: "CLI-WRITE file=c.txt text=c", directory: dir, checks: [{ file: "c.txt", equals: "c" }], scope: ["c.txt"], protect: [], budget: {} } as any);
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "CLI-WRITE file=c.txt text=c",
+      directory: dir,
+      checks: [{ file: "c.txt", equals: "c" }],
+      scope: ["c.txt"],
+      protect: [],
+      budget: {},
+    } as any);
     const asked = await ocw(["wait", "--until-ask-or-settled", "--worker", workerId]);
     expect(asked.code, asked.stderr).toBe(0);
     const lines = asked.stdout.trim().split("\n");
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^ocw: ${workerId} asks edit \\(untrusted: "c\\.txt"\\); answer with approve \\{"askId":"[^"]+"\\} — worker ${workerId}: 1 ask waiting, 0/1 settled \\(0 built\\)$`));
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^ocw: ${workerId} asks edit \\(untrusted: "c\\.txt"\\); answer with approve \\{"askId":"[^"]+"\\} — worker ${workerId}: 1 ask waiting, 0/1 settled \\(0 built\\)$`,
+      ),
+    );
 
     // In the repository, with an ask open: the session summary names it; a stop is held back once, with the reason.
     const start = await ocw(["hook", "session-start"], { stdin: JSON.stringify({ cwd: path.join(dir), hook_event_name: "SessionStart" }) });
     expect(start.stdout.trim()).toMatch(/^opencode-worker on this repository: 1 worker waits for an answer/);
     const stop = await ocw(["hook", "stop"], { stdin: JSON.stringify({ cwd: dir, stop_hook_active: false }) });
-    expect(JSON.parse(stop.stdout)).toMatchObject({ decision: "block", reason: expect.stringMatching(/^1 opencode-worker ask on this repository is unanswered/) });
+    expect(JSON.parse(stop.stdout)).toMatchObject({
+      decision: "block",
+      reason: expect.stringMatching(/^1 opencode-worker ask on this repository is unanswered/),
+    });
     expect((await ocw(["hook", "stop"], { stdin: JSON.stringify({ cwd: dir, stop_hook_active: true }) })).stdout).toBe("");
     // Elsewhere: nothing.
     const other = makeRepo();
@@ -84,7 +98,9 @@ describe("ocw for Claude Code", () => {
   });
 
   it("ocw wait with no engine running says so instead of starting one", async () => {
-    const r = await run(process.execPath, [BUNDLE, "wait", "--until-ask-or-settled"], { env: { ...process.env, OCW_STATE_DIR: path.join(engine.stateDir, "nowhere") } }).catch((e) => e);
+    const r = await run(process.execPath, [BUNDLE, "wait", "--until-ask-or-settled"], {
+      env: { ...process.env, OCW_STATE_DIR: path.join(engine.stateDir, "nowhere") },
+    }).catch((e) => e);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no engine is running/);
   });

@@ -13,7 +13,10 @@ const repos: string[] = [];
 
 function ocw(args: string[], opts: { stdin?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...opts.env }, stdio: ["pipe", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [BUNDLE, ...args], {
+      env: { ...process.env, OCW_STATE_DIR: stateDir, OCW_STALL_SEC: "600", ...opts.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (b) => (stdout += b));
@@ -36,8 +39,16 @@ const repo = () => {
 beforeAll(async () => {
   model = await startScriptedModel({
     scripts: [
-      { name: "cli", match: /CLI-WRITE/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("cli.txt", "from cli\n") : { text: "MILESTONE: wrote cli.txt\nOUTCOME: built" }) },
-      { name: "cli-batch", match: /CLI-BATCH-(\w)/, script: (ctx) => (ctx.turnStep === 0 ? writeFile(`${/CLI-BATCH-(\w)/.exec(ctx.firstUserText)![1]}.txt`, "b\n") : { text: "OUTCOME: built" }) },
+      {
+        name: "cli",
+        match: /CLI-WRITE/,
+        script: (ctx) => (ctx.turnStep === 0 ? writeFile("cli.txt", "from cli\n") : { text: "MILESTONE: wrote cli.txt\nOUTCOME: built" }),
+      },
+      {
+        name: "cli-batch",
+        match: /CLI-BATCH-(\w)/,
+        script: (ctx) => (ctx.turnStep === 0 ? writeFile(`${/CLI-BATCH-(\w)/.exec(ctx.firstUserText)![1]}.txt`, "b\n") : { text: "OUTCOME: built" }),
+      },
     ],
   });
 });
@@ -51,14 +62,33 @@ afterAll(async () => {
 describe("ocw run", () => {
   it("--approve once --json: built, exit 0, the result has the contract's fields; the engine started itself", async () => {
     const dir = repo();
-    const r = await ocw(["run", "--dir", dir, "--task", "CLI-WRITE: create cli.txt", "--check", "test -f cli.txt", "--scope", "*.txt", "--endpoint", model.url, "--model", "scripted-1", "--approve", "once", "--json"]);
+    const r = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "CLI-WRITE: create cli.txt",
+      "--check",
+      "test -f cli.txt",
+      "--scope",
+      "*.txt",
+      "--endpoint",
+      model.url,
+      "--model",
+      "scripted-1",
+      "--approve",
+      "once",
+      "--json",
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout);
     expect(out).toMatchObject({ verdict: "built", claim: "built", honest: true, scope: { passed: true, violations: [] } });
     expect(out.workerId).toMatch(/^w-/);
     expect(out.sessionId).toMatch(/^ses_/);
     expect(out.checks).toEqual([{ name: "test -f cli.txt", passed: true, exitCode: 0, output: "" }]);
-    expect(out.approvals).toEqual([expect.objectContaining({ tool: "edit", what: expect.stringContaining("cli.txt"), decision: "once", by: expect.objectContaining({ kind: "cli" }) })]);
+    expect(out.approvals).toEqual([
+      expect.objectContaining({ tool: "edit", what: expect.stringContaining("cli.txt"), decision: "once", by: expect.objectContaining({ kind: "cli" }) }),
+    ]);
     expect(Array.isArray(out.events) && out.events.length > 3).toBe(true);
     expect(r.stderr).toContain("MILESTONE: wrote cli.txt");
     expect(readLock(stateDir)).not.toBeNull();
@@ -66,7 +96,10 @@ describe("ocw run", () => {
 
   it("--approve ask reads y/a/n from the terminal; n rejects → honest-failure, exit 1", async () => {
     const dir = repo();
-    const r = await ocw(["run", "--dir", dir, "--task", "CLI-WRITE: create cli.txt", "--check", "test -f cli.txt", "--endpoint", model.url, "--model", "scripted-1", "--json"], { stdin: "n\n" });
+    const r = await ocw(
+      ["run", "--dir", dir, "--task", "CLI-WRITE: create cli.txt", "--check", "test -f cli.txt", "--endpoint", model.url, "--model", "scripted-1", "--json"],
+      { stdin: "n\n" },
+    );
     expect(r.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/asks edit: .*cli\.txt/);
     const out = JSON.parse(r.stdout);
@@ -78,10 +111,13 @@ describe("ocw run", () => {
   it("--batch FILE.json runs every task and reports builtRate / honestRate / verdict", async () => {
     const dir = repo();
     const file = path.join(tempDir("batch"), "batch.json");
-    writeFileSync(file, JSON.stringify([
-      { task: "CLI-BATCH-a", dir, checks: [{ file: "a.txt" }] },
-      { task: "CLI-BATCH-b", dir, checks: [{ file: "b.txt" }, { run: "false", name: "always fails" }] },
-    ]));
+    writeFileSync(
+      file,
+      JSON.stringify([
+        { task: "CLI-BATCH-a", dir, checks: [{ file: "a.txt" }] },
+        { task: "CLI-BATCH-b", dir, checks: [{ file: "b.txt" }, { run: "false", name: "always fails" }] },
+      ]),
+    );
     const r = await ocw(["run", "--batch", file, "--endpoint", model.url, "--model", "scripted-1", "--approve", "always", "--json"]);
     expect(r.code, r.stderr).toBe(1);
     const out = JSON.parse(r.stdout);
@@ -93,7 +129,17 @@ describe("ocw run", () => {
 
   it("a check that hangs → killed at its timeout, a one-line error, exit 2", async () => {
     const dir = repo();
-    const r = await ocw(["run", "--batch", writeBatch([{ task: "CLI-WRITE: create cli.txt", dir, checks: [{ run: "sleep 600", timeoutSec: 2 }] }]), "--endpoint", model.url, "--model", "scripted-1", "--approve", "once"]);
+    const r = await ocw([
+      "run",
+      "--batch",
+      writeBatch([{ task: "CLI-WRITE: create cli.txt", dir, checks: [{ run: "sleep 600", timeoutSec: 2 }] }]),
+      "--endpoint",
+      model.url,
+      "--model",
+      "scripted-1",
+      "--approve",
+      "once",
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr.trim().split("\n").at(-1)).toMatch(/^ocw: check "sleep 600" hung and was killed at its timeout: /);
   });
@@ -113,7 +159,10 @@ describe("ocw run", () => {
     const notGit = tempDir("notgit");
     repos.push(notGit);
     const workersBefore = existsSync(path.join(stateDir, "workers")) ? readdirSync(path.join(stateDir, "workers")).length : 0;
-    const r = await ocw((args as string[]).map((a) => (a === "REPO" ? dir : a === "NOTGIT" ? notGit : a === "URL" ? model.url : a)), { timeoutMs: 30_000 });
+    const r = await ocw(
+      (args as string[]).map((a) => (a === "REPO" ? dir : a === "NOTGIT" ? notGit : a === "URL" ? model.url : a)),
+      { timeoutMs: 30_000 },
+    );
     expect(r.code).toBe(2);
     const lines = r.stderr.trim().split("\n");
     expect(lines).toHaveLength(1);

@@ -47,11 +47,15 @@ const steps =
     list[c.turnStep] ?? { text: "Done.\nOUTCOME: built" };
 
 // GIT_OPTIONAL_LOCKS=0: our own `git status` must not refresh (rewrite) the index it fingerprints.
-const git = (dir: string, ...args: string[]) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } }).trim();
+const git = (dir: string, ...args: string[]) =>
+  execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } }).trim();
 /** What a worker could tamper with in the user's repository; the engine's own published `ocw/*` branches aside. */
 const fingerprint = (dir: string) =>
   [
-    git(dir, "for-each-ref", "--format=%(refname) %(objectname)").split("\n").filter((l) => !l.startsWith("refs/heads/ocw/")).join("\n"),
+    git(dir, "for-each-ref", "--format=%(refname) %(objectname)")
+      .split("\n")
+      .filter((l) => !l.startsWith("refs/heads/ocw/"))
+      .join("\n"),
     readFileSync(path.join(dir, ".git", "config"), "utf8"),
     readFileSync(path.join(dir, ".git", "HEAD"), "utf8"),
     execFileSync("ls", ["-la", path.join(dir, ".git", "hooks")], { encoding: "utf8" }),
@@ -75,7 +79,14 @@ beforeAll(async () => {
   }
   model = await startScriptedModel({ apiKey: KEY });
   // A short wall-clock budget per command (the default is 600 s) and a small output cap (8 MiB by default).
-  engine = await startEngine(undefined, { HOME: home, ANTHROPIC_API_KEY: ANTHROPIC, OCW_TEST_KEY: KEY, CLAUDE_CODE_SSE_PORT: "1", OCW_COMMAND_TIMEOUT_SEC: "10", OCW_COMMAND_OUTPUT_MB: "1" });
+  engine = await startEngine(undefined, {
+    HOME: home,
+    ANTHROPIC_API_KEY: ANTHROPIC,
+    OCW_TEST_KEY: KEY,
+    CLAUDE_CODE_SSE_PORT: "1",
+    OCW_COMMAND_TIMEOUT_SEC: "10",
+    OCW_COMMAND_OUTPUT_MB: "1",
+  });
   token = readLock(engine.stateDir)!.token;
   await engine.client.targets.save.mutate({ target: { ...scriptedTarget(model.url, 4, "keyed"), keyRef: "OCW_TEST_KEY" }, activate: true });
 }, 60_000);
@@ -132,11 +143,15 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     }
     // What the model received: no key, no token, no user secret, no held-back check.
     const seen = JSON.stringify(model.requests.map((q) => q.body));
-    for (const secret of [KEY, token, ANTHROPIC, SSH, HELD_BACK, ELSEWHERE, "OPENCODE_SERVER_PASSWORD"]) expect(seen.includes(secret), `model saw ${secret.slice(0, 12)}…`).toBe(false);
+    for (const secret of [KEY, token, ANTHROPIC, SSH, HELD_BACK, ELSEWHERE, "OPENCODE_SERVER_PASSWORD"])
+      expect(seen.includes(secret), `model saw ${secret.slice(0, 12)}…`).toBe(false);
     expect(seen).toContain("NO-NETWORK");
     expect(seen).toContain("read only your own files"); // the symlinked reads were tried, and refused by the engine
     const searches = w.asks.filter((a) => a.tool === "grep" || a.tool === "glob");
-    expect(searches.map((a) => [a.tool, a.decision, a.by?.kind])).toEqual([["grep", "reject", "engine"], ["glob", "reject", "engine"]]);
+    expect(searches.map((a) => [a.tool, a.decision, a.by?.kind])).toEqual([
+      ["grep", "reject", "engine"],
+      ["glob", "reject", "engine"],
+    ]);
     // The env dump it committed holds none of the engine's variables.
     const dump = readFileSync(path.join(w.worktree!, "envdump.txt"), "utf8");
     for (const name of ["OPENCODE_SERVER_PASSWORD", "ANTHROPIC_API_KEY", "OCW_", "CLAUDE_CODE"]) expect(dump).not.toContain(name);
@@ -164,7 +179,8 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     expect(later.at(-1)!.by?.kind).toBe("policy");
     expect(readFileSync(path.join(w.worktree!, "inside.txt"), "utf8")).toBe("hi\n");
     // Listed and revoked from the CLI; revoked, it answers nothing more.
-    const cli = (...args: string[]) => execFileSync(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: engine.stateDir }, encoding: "utf8" });
+    const cli = (...args: string[]) =>
+      execFileSync(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: engine.stateDir }, encoding: "utf8" });
     expect(JSON.parse(cli("grants", "--json")).map((g: { id: string }) => g.id)).toEqual([w.grants[0]!.id]);
     expect(cli("grants", "--revoke", w.grants[0]!.id)).toContain(`revoked ${w.grants[0]!.id}`);
     expect(await engine.client.approvals.grants.query()).toEqual([]);
@@ -189,10 +205,19 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const r = repo({ "test/check.sh": "exit 1\n", ".gitignore": "build/\n", "README.md": "# r\n" });
     model.addScript(
       /ATTACK-HIDE/,
-      steps(bash("printf 'exit 0\\n' > test/check.sh && git update-index --skip-worktree test/check.sh && mkdir -p build && echo ok > build/out.txt && git status --porcelain")),
+      steps(
+        bash(
+          "printf 'exit 0\\n' > test/check.sh && git update-index --skip-worktree test/check.sh && mkdir -p build && echo ok > build/out.txt && git status --porcelain",
+        ),
+      ),
       "hide",
     );
-    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-HIDE", directory: r, protect: ["test/**"], checks: [{ run: "sh test/check.sh" }, { file: "build/out.txt" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "ATTACK-HIDE",
+      directory: r,
+      protect: ["test/**"],
+      checks: [{ run: "sh test/check.sh" }, { file: "build/out.txt" }],
+    });
     const w = (await settle(engine.client, [workerId], approveAll, 120_000)).get(workerId)!;
     expect(w.state).toBe("honest-failure");
     expect(w.verdict!.scope.violations.join(" ")).toContain("test/check.sh");
@@ -202,12 +227,25 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
 
   it("a protected file whose name git would quote (non-ASCII, a quote, a tab, a newline) is still seen as changed", async () => {
     const r = repo({ "secrets/é.txt": "keep\n", "README.md": "# r\n" });
-    model.addScript(/ATTACK-QUOTED/, steps(bash(`printf 'changed\\n' > secrets/é.txt && printf 'x' > 'secrets/a"b' && printf 'x' > "secrets/$(printf 'tab\\there')" && printf 'x' > "secrets/$(printf 'new\\nline')"`)), "quoted");
-    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-QUOTED", directory: r, protect: ["secrets/**"], checks: [{ file: "README.md" }] });
+    model.addScript(
+      /ATTACK-QUOTED/,
+      steps(
+        bash(
+          `printf 'changed\\n' > secrets/é.txt && printf 'x' > 'secrets/a"b' && printf 'x' > "secrets/$(printf 'tab\\there')" && printf 'x' > "secrets/$(printf 'new\\nline')"`,
+        ),
+      ),
+      "quoted",
+    );
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "ATTACK-QUOTED",
+      directory: r,
+      protect: ["secrets/**"],
+      checks: [{ file: "README.md" }],
+    });
     const w = (await settle(engine.client, [workerId], approveAll, 120_000)).get(workerId)!;
     expect(w.state).toBe("honest-failure");
     // The names as they are on disk: git's quoted form ("secrets/\303\251.txt") would match no glob.
-    const names = ["secrets/a\"b", "secrets/new\nline", "secrets/tab\there", "secrets/é.txt"].sort();
+    const names = ['secrets/a"b', "secrets/new\nline", "secrets/tab\there", "secrets/é.txt"].sort();
     expect([...w.verdict!.scope.changedFiles].sort()).toEqual(names);
     expect([...w.verdict!.scope.violations].sort()).toEqual(names.map((f) => `protected file changed: ${f}`));
   }, 180_000);
@@ -266,10 +304,23 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     const v = await engine.client.workers.start.mutate({ task: victimTask, directory: r });
     await settle(engine.client, [v.workerId], approveAll, 120_000);
     const sockets = [path.join(home, "agent.sock"), path.join(os.tmpdir(), `ocw-decoy-${process.pid}.sock`)];
-    const servers = await Promise.all(sockets.map((s) => new Promise<net.Server>((res) => { const srv = net.createServer((c) => c.end("SOCKET-REACHED")); srv.listen(s, () => res(srv)); })));
+    const servers = await Promise.all(
+      sockets.map(
+        (s) =>
+          new Promise<net.Server>((res) => {
+            const srv = net.createServer((c) => c.end("SOCKET-REACHED"));
+            srv.listen(s, () => res(srv));
+          }),
+      ),
+    );
     try {
       const cats = DECOYS.map((f) => `cat ${path.join(home, f)}`).join("; ");
-      const connect = sockets.map((sk) => `node -e "require('net').connect('${sk}').on('data',d=>{console.log(String(d));process.exit()}).on('error',e=>{console.log('NOSOCK '+e.code);process.exit()})"`).join("; ");
+      const connect = sockets
+        .map(
+          (sk) =>
+            `node -e "require('net').connect('${sk}').on('data',d=>{console.log(String(d));process.exit()}).on('error',e=>{console.log('NOSOCK '+e.code);process.exit()})"`,
+        )
+        .join("; ");
       const leak = `${cats}; grep -rao '${victimTask}' ${engine.stateDir} 2>/dev/null | head -3; ${connect}; echo DONE`;
       model.addScript(/ATTACK-DECOYS/, steps(bash(`${leak} 2>&1`), writeFile("leak.sh", leak + "\n")), "decoys");
       const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-DECOYS", directory: r, checks: [{ run: "sh leak.sh; exit 0" }] });

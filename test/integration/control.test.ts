@@ -22,7 +22,19 @@ beforeAll(async () => {
         name: "question",
         match: /TASK-QUESTION/,
         script: (ctx) => {
-          if (ctx.turnStep === 0) return toolCall("question", { questions: [{ question: "Which colour?", header: "Colour", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cold" }] }] });
+          if (ctx.turnStep === 0)
+            return toolCall("question", {
+              questions: [
+                {
+                  question: "Which colour?",
+                  header: "Colour",
+                  options: [
+                    { label: "Red", description: "warm" },
+                    { label: "Blue", description: "cold" },
+                  ],
+                },
+              ],
+            });
           const answer = /"Which colour\?"="(\w+)"/.exec(ctx.lastToolResult ?? "")?.[1];
           if (ctx.turnStep === 1 && answer) return writeFile("colour.txt", `${answer}\n`);
           return { text: answer ? "OUTCOME: built" : "OUTCOME: honest-failure — no answer" };
@@ -39,7 +51,11 @@ beforeAll(async () => {
           return ctx.turnStep === 0 ? writeFile("resumed.txt", `${ctx.lastUserText.includes("hurry") ? "hurry" : "plain"}\n`) : { text: "OUTCOME: built" };
         },
       },
-      { name: "merge", match: /TASK-MERGE-(\w+)/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("shared.txt", `${/TASK-MERGE-(\w+)/.exec(ctx.firstUserText)![1]}\n`) : { text: "OUTCOME: built" }) },
+      {
+        name: "merge",
+        match: /TASK-MERGE-(\w+)/,
+        script: (ctx) => (ctx.turnStep === 0 ? writeFile("shared.txt", `${/TASK-MERGE-(\w+)/.exec(ctx.firstUserText)![1]}\n`) : { text: "OUTCOME: built" }),
+      },
     ],
   });
   engine = await startEngine(undefined, { OCW_STALL_SEC: "3" });
@@ -54,7 +70,11 @@ afterAll(async () => {
 
 describe("control", () => {
   it("a question from the worker is surfaced like a permission and answered through the API", async () => {
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-QUESTION: ask which colour, write it", directory: repo(), checks: [{ file: "colour.txt", equals: "Blue" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-QUESTION: ask which colour, write it",
+      directory: repo(),
+      checks: [{ file: "colour.txt", equals: "Blue" }],
+    });
     const w = await untilAsk(engine.client, workerId);
     const ask = w.asks[0]!;
     expect(ask).toMatchObject({ kind: "question", tool: "question", what: "Which colour?" });
@@ -73,7 +93,11 @@ describe("control", () => {
     await engine.client.workers.stop.mutate({ workerId: first.workerId });
 
     writeFileSync(path.join(engine.stateDir, "policies.json"), JSON.stringify([{ tool: "bash", pattern: "echo *", decision: "once" }]));
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-POLICY: run echo", directory: repo(), checks: [{ file: "p.txt", equals: "policy-ok" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-POLICY: run echo",
+      directory: repo(),
+      checks: [{ file: "p.txt", equals: "policy-ok" }],
+    });
     const w = (await settle(engine.client, [workerId])).get(workerId)!;
     writeFileSync(path.join(engine.stateDir, "policies.json"), "[]");
     expect(w.state).toBe("built");
@@ -101,7 +125,11 @@ describe("control", () => {
   });
 
   it("stop, then resume with a message in the same session", async () => {
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-STOP: wait, then write resumed.txt", directory: repo(), checks: [{ file: "resumed.txt", equals: "hurry" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-STOP: wait, then write resumed.txt",
+      directory: repo(),
+      checks: [{ file: "resumed.txt", equals: "hurry" }],
+    });
     const running = await untilState(engine.client, workerId, (w) => w.state === "running");
     await expect.poll(() => model.requests.some((r) => r.sessionId === running.sessionId && r.kind === "chat"), { timeout: 30_000 }).toBe(true);
     const stopped = await engine.client.workers.stop.mutate({ workerId, reason: "operator stop" });
@@ -118,7 +146,9 @@ describe("control", () => {
     const rules = [{ tool: "bash", pattern: "npm test*", decision: "once" as const }];
     expect(await engine.client.policies.set.mutate({ rules })).toEqual(rules);
     expect(JSON.parse(readFileSync(path.join(engine.stateDir, "policies.json"), "utf8"))).toEqual(rules);
-    await expect(engine.client.policies.set.mutate({ rules: [{ tool: "bash", pattern: "*", decision: "sometimes" as never }] })).rejects.toThrow(/decision must be/);
+    await expect(engine.client.policies.set.mutate({ rules: [{ tool: "bash", pattern: "*", decision: "sometimes" as never }] })).rejects.toThrow(
+      /decision must be/,
+    );
     await engine.client.policies.set.mutate({ rules: [] });
     expect((await engine.client.clients.query()).map((c) => `${c.kind}:${c.name}`)).toContain("person:test");
     const hw = await engine.client.hardware.query();

@@ -22,7 +22,9 @@ function fakeKubectl(dir: string): string {
   const bin = path.join(dir, "bin");
   mkdirSync(bin, { recursive: true });
   const file = path.join(bin, "kubectl");
-  writeFileSync(file, `#!${process.execPath}
+  writeFileSync(
+    file,
+    `#!${process.execPath}
 const fs = require("node:fs");
 const args = process.argv.slice(2);
 let stdin = "";
@@ -36,7 +38,8 @@ if (args[2] === "get" && args[3] === "secret") return process.env.FAKE_SECRET_EX
 if (args[0] === "apply" && args[2] === "-") { const o = JSON.parse(stdin); return out(o.kind.toLowerCase() + "/" + o.metadata.name + " created\\n"); }
 if (args[0] === "apply" && args[1] === "-f") { fs.copyFileSync(args[2], process.env.FAKE_KUBECTL_LOG + ".applied.yaml"); return out("applied " + args[2] + "\\n"); }
 err("fake kubectl: unexpected " + args.join(" ") + "\\n", 3);
-`);
+`,
+  );
   chmodSync(file, 0o755);
   return bin;
 }
@@ -49,11 +52,16 @@ function ocw(args: string[], env: Record<string, string> = {}): Promise<{ code: 
   );
 }
 
-const docsOf = (text: string) => parseAllDocuments(text).map((d) => {
-  expect(d.errors).toEqual([]);
-  return d.toJS() as any;
-});
-const log = (file: string) => readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { args: string[]; stdin: string });
+const docsOf = (text: string) =>
+  parseAllDocuments(text).map((d) => {
+    expect(d.errors).toEqual([]);
+    return d.toJS() as any;
+  });
+const log = (file: string) =>
+  readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { args: string[]; stdin: string });
 
 beforeAll(async () => {
   // a stand-in Hub: Qwen/Qwen3.6-27B's tree lists 2 × 27 GB of safetensors; any other repo is unknown (404)
@@ -61,7 +69,13 @@ beforeAll(async () => {
     hubHits.push(req.url ?? "");
     if (req.url?.startsWith("/api/models/Qwen/Qwen3.6-27B/tree/main")) {
       res.setHeader("content-type", "application/json");
-      res.end(JSON.stringify([1, 2].map((i) => ({ type: "file", path: `model-0000${i}-of-00002.safetensors`, size: 135, lfs: { oid: "0".repeat(64), size: 27e9 } })).concat([{ type: "file", path: "config.json", size: 2000 } as any])));
+      res.end(
+        JSON.stringify(
+          [1, 2]
+            .map((i) => ({ type: "file", path: `model-0000${i}-of-00002.safetensors`, size: 135, lfs: { oid: "0".repeat(64), size: 27e9 } }))
+            .concat([{ type: "file", path: "config.json", size: 2000 } as any]),
+        ),
+      );
     } else {
       res.statusCode = 404;
       res.end("{}");
@@ -76,13 +90,30 @@ afterAll(async () => {
   cleanup(...dirs);
 });
 
-const realKubectl = process.env.PATH?.split(path.delimiter).map((d) => path.join(d, "kubectl")).find((f) => existsSync(f));
+const realKubectl = process.env.PATH?.split(path.delimiter)
+  .map((d) => path.join(d, "kubectl"))
+  .find((f) => existsSync(f));
 
 describe("ocw deploy k8s", () => {
   it("writes a Deployment + Service for vLLM sized from the Hub's listing, valid against the Kubernetes schemas", async () => {
     const out = tempDir("k8s-out");
     dirs.push(out);
-    const r = await ocw(["deploy", "k8s", "--model", "qwen3.6-27b", "--gpus", "8xL40S=48G", "--slots", "8", "--replicas", "2", "--namespace", "models", "-o", out]);
+    const r = await ocw([
+      "deploy",
+      "k8s",
+      "--model",
+      "qwen3.6-27b",
+      "--gpus",
+      "8xL40S=48G",
+      "--slots",
+      "8",
+      "--replicas",
+      "2",
+      "--namespace",
+      "models",
+      "-o",
+      out,
+    ]);
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(hubHits.some((u) => u.startsWith("/api/models/Qwen/Qwen3.6-27B/tree/main"))).toBe(true);
@@ -115,7 +146,21 @@ describe("ocw deploy k8s", () => {
   });
 
   it("SGLang on AMD with --image: amd.com/gpu, the key from the Secret through the environment, valid", async () => {
-    const r = await ocw(["deploy", "k8s", "--runtime", "sglang", "--model", "gpt-oss-20b", "--gpus", "2x192G", "--vendor", "amd", "--image", "docker.io/lmsysorg/sglang:v0.5.3-rocm630-mi30x", "--json"]);
+    const r = await ocw([
+      "deploy",
+      "k8s",
+      "--runtime",
+      "sglang",
+      "--model",
+      "gpt-oss-20b",
+      "--gpus",
+      "2x192G",
+      "--vendor",
+      "amd",
+      "--image",
+      "docker.io/lmsysorg/sglang:v0.5.3-rocm630-mi30x",
+      "--json",
+    ]);
     expect(r.code).toBe(0);
     const j = JSON.parse(r.stdout);
     for (const d of j.manifests) expect(validateManifest(d)).toEqual([]);
@@ -157,13 +202,22 @@ describe("ocw deploy k8s", () => {
 
     // an existing Secret is kept; a Deployment applies to a temporary file when no -o is given
     writeFileSync(logFile, "");
-    const again = await ocw(["deploy", "k8s", "--model", "gpt-oss-20b", "--gpus", "1x80G", "--name", "coder", "--apply", "--json"], { ...env, FAKE_SECRET_EXISTS: "1" });
+    const again = await ocw(["deploy", "k8s", "--model", "gpt-oss-20b", "--gpus", "1x80G", "--name", "coder", "--apply", "--json"], {
+      ...env,
+      FAKE_SECRET_EXISTS: "1",
+    });
     expect(again.code).toBe(0);
     const j = JSON.parse(again.stdout);
     expect(j.applied).toMatchObject({ context: "kind-ocw", secret: "exists" });
-    expect(log(logFile).map((c) => c.args[0] === "apply" ? c.args.slice(0, 2).join(" ") : c.args.join(" "))).toEqual(["config current-context", "-n default get secret coder-api-key -o name", "apply -f"]);
+    expect(log(logFile).map((c) => (c.args[0] === "apply" ? c.args.slice(0, 2).join(" ") : c.args.join(" ")))).toEqual([
+      "config current-context",
+      "-n default get secret coder-api-key -o name",
+      "apply -f",
+    ]);
     expect(existsSync(j.file)).toBe(true);
-    expect(j.next.join("\n")).toMatch(/port-forward service\/coder 8000:8000[\s\S]*ocw setup --capture http:\/\/127\.0\.0\.1:8000\/v1 --api-key-env OCW_K8S_API_KEY --slots 4/);
+    expect(j.next.join("\n")).toMatch(
+      /port-forward service\/coder 8000:8000[\s\S]*ocw setup --capture http:\/\/127\.0\.0\.1:8000\/v1 --api-key-env OCW_K8S_API_KEY --slots 4/,
+    );
   });
 
   it("refuses with what to do: no context, no CRD, no kubectl, and bad input", async () => {
@@ -202,8 +256,12 @@ describe("ocw deploy k8s", () => {
     const dir = tempDir("k8s-real");
     dirs.push(dir);
     writeFileSync(path.join(dir, "kubeconfig"), "apiVersion: v1\nkind: Config\n");
-    const r = await ocw(["deploy", "k8s", "--model", "gpt-oss-20b", "--gpus", "1x80G", "-o", path.join(dir, "out"), "--apply"], { KUBECONFIG: path.join(dir, "kubeconfig") });
+    const r = await ocw(["deploy", "k8s", "--model", "gpt-oss-20b", "--gpus", "1x80G", "-o", path.join(dir, "out"), "--apply"], {
+      KUBECONFIG: path.join(dir, "kubeconfig"),
+    });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^ocw: kubectl has no current context \(.*current-context is not set.*\); pick one with `kubectl config use-context NAME`, or leave out --apply/);
+    expect(r.stderr).toMatch(
+      /^ocw: kubectl has no current context \(.*current-context is not set.*\); pick one with `kubectl config use-context NAME`, or leave out --apply/,
+    );
   });
 });

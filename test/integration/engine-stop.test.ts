@@ -15,7 +15,12 @@ beforeAll(async () => {
         name: "slow",
         match: /STOP-MID-RUN/,
         // First turn: the model hangs (the worker is mid-request when the engine stops). After the resume: do the task.
-        script: (c) => (c.userTexts.length === 1 ? { hang: true, textBeforeHang: "working" } : c.turnStep === 0 ? writeFile("done.txt", "done\n") : { text: "OUTCOME: built" }),
+        script: (c) =>
+          c.userTexts.length === 1
+            ? { hang: true, textBeforeHang: "working" }
+            : c.turnStep === 0
+              ? writeFile("done.txt", "done\n")
+              : { text: "OUTCOME: built" },
       },
     ],
   });

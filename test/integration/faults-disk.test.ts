@@ -146,7 +146,10 @@ beforeAll(async () => {
   engine = await startEngine(stateDir);
   await engine.client.targets.save.mutate({ target: scriptedTarget(model.url, 4), activate: true });
   const { cursor } = await engine.client.health.query();
-  engine.client.events.subscribe({ lastEventId: cursor }, { onData: (t) => void ((t.data as EngineEvent).type === "notice" && notices.push(t.data as (typeof notices)[number])) });
+  engine.client.events.subscribe(
+    { lastEventId: cursor },
+    { onData: (t) => void ((t.data as EngineEvent).type === "notice" && notices.push(t.data as (typeof notices)[number])) },
+  );
 });
 
 afterAll(async () => {
@@ -194,19 +197,25 @@ describe("faults: a full disk for the state dir", () => {
     );
     // opencode then reports the reply itself: the engine records it if it still fits, or publishes the same clear notice.
     const replied = await untilNoticeOr(e, workerA, workerA, (w) => pendingAsks(w).length === 0, 20_000);
-    if (replied.notices.length === 0) expect(replied.worker.asks[0]).toMatchObject({ status: "decided", decision: "once", by: { kind: "engine", name: "opencode" } });
+    if (replied.notices.length === 0)
+      expect(replied.worker.asks[0]).toMatchObject({ status: "decided", decision: "once", by: { kind: "engine", name: "opencode" } });
 
     // With the last page used up, a stop's event (with its long reason) cannot be appended.
     const sentA = await fillLogPage(e, workerA);
     await expect(e.client.workers.stop.mutate({ workerId: workerA, reason: `stopped: the disk is full ${"r".repeat(200)}` })).rejects.toThrow(
       // Which event fails first depends on whether opencode's own report of the reply was recorded above.
-      new RegExp(`(worker ${workerA} was not stopped|the stop of worker ${workerA} could not be recorded \\(it still shows running; stop it again\\)): .*${DISK_FULL.source}`),
+      new RegExp(
+        `(worker ${workerA} was not stopped|the stop of worker ${workerA} could not be recorded \\(it still shows running; stop it again\\)): .*${DISK_FULL.source}`,
+      ),
     );
 
     // D's budget ends while its ask is pending: cancelling the ask cannot be recorded, and nobody awaits that stop.
     const budget = await untilNoticeOr(e, workerD, `worker ${workerD}`, () => false, (BUDGET_SEC + 30) * 1000);
     expect(budget.notices.map((n) => [n.level, n.message])).toEqual([
-      ["error", expect.stringMatching(new RegExp(`^budget: wall clock of ${BUDGET_SEC}s used up, but worker ${workerD} was not stopped: .*${DISK_FULL.source}`))],
+      [
+        "error",
+        expect.stringMatching(new RegExp(`^budget: wall clock of ${BUDGET_SEC}s used up, but worker ${workerD} was not stopped: .*${DISK_FULL.source}`)),
+      ],
     ]);
     expect(budget.worker).toMatchObject({ state: "waiting-approval", asks: [{ status: "pending" }] });
 
@@ -230,7 +239,8 @@ describe("faults: a full disk for the state dir", () => {
     const stoppedD = await e.client.workers.stop.mutate({ workerId: workerD, reason: "over budget" });
     expect(stoppedD).toMatchObject({ state: "stopped", stateReason: "over budget", asks: [{ status: "cancelled" }] });
     await e.client.workers.resume.mutate({ workerId: workerA });
-    workerB = (await e.client.workers.start.mutate({ task: "DISK-B: write a.txt", directory: repo(), checks: [{ file: "a.txt", equals: "written" }] })).workerId;
+    workerB = (await e.client.workers.start.mutate({ task: "DISK-B: write a.txt", directory: repo(), checks: [{ file: "a.txt", equals: "written" }] }))
+      .workerId;
     const done = await settle(e.client, [workerA, workerB], () => "once", 120_000);
     expect(done.get(workerA)).toMatchObject({ state: "built", verdict: { verdict: "built" } });
     expect(done.get(workerB)).toMatchObject({ state: "built", verdict: { verdict: "built" } });

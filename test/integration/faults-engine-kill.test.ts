@@ -20,7 +20,13 @@ let mcp: McpHandle;
 
 beforeAll(async () => {
   model = await startScriptedModel({
-    scripts: [{ name: "write", match: /KILL-WRITE (\d+)/, script: (c) => (c.turnStep === 0 ? writeFile(`k${/KILL-WRITE (\d+)/.exec(c.firstUserText)![1]}.txt`, "k\n") : { text: "OUTCOME: built" }) }],
+    scripts: [
+      {
+        name: "write",
+        match: /KILL-WRITE (\d+)/,
+        script: (c) => (c.turnStep === 0 ? writeFile(`k${/KILL-WRITE (\d+)/.exec(c.firstUserText)![1]}.txt`, "k\n") : { text: "OUTCOME: built" }),
+      },
+    ],
   });
   mcp = await startMcp(stateDir, "mcp-kill");
 });
@@ -64,7 +70,10 @@ function running(pid: number): boolean {
 /** Every event an API client receives, from now on. */
 async function subscribe(api: ReturnType<typeof connect>) {
   const received: { cursor: string; event: EngineEvent }[] = [];
-  const sub = api.events.subscribe({ lastEventId: (await api.health.query()).cursor }, { onData: (t) => received.push({ cursor: t.id, event: t.data as EngineEvent }) });
+  const sub = api.events.subscribe(
+    { lastEventId: (await api.health.query()).cursor },
+    { onData: (t) => received.push({ cursor: t.id, event: t.data as EngineEvent }) },
+  );
   return { received, unsubscribe: () => sub.unsubscribe() };
 }
 
@@ -72,7 +81,8 @@ async function subscribe(api: ReturnType<typeof connect>) {
 async function expectNothingMissed(workerIds: string[], received: { cursor: string; event: EngineEvent }[]) {
   const logs = new WorkerLogStore(path.join(stateDir, "workers"));
   const onDisk = workerIds.flatMap((id) => logs.load(id).events.map((e) => `${e.workerId}#${e.seq}`));
-  const got = () => new Set(received.filter((d) => "seq" in d.event).map((d) => `${(d.event as { workerId: string }).workerId}#${(d.event as { seq: number }).seq}`));
+  const got = () =>
+    new Set(received.filter((d) => "seq" in d.event).map((d) => `${(d.event as { workerId: string }).workerId}#${(d.event as { seq: number }).seq}`));
   const deadline = Date.now() + 15_000;
   while (onDisk.some((k) => !got().has(k)) && Date.now() < deadline) await new Promise((res) => setTimeout(res, 100));
   expect(onDisk.filter((k) => !got().has(k))).toEqual([]);
@@ -104,7 +114,9 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
 
     const { received, unsubscribe } = await subscribe(api);
 
-    const batch = await mcp.call("delegate_batch", { tasks: [0, 1, 2, 3].map((i) => ({ task: `KILL-WRITE ${i}`, directory: repo, checks: [{ file: `k${i}.txt`, equals: "k" }], scope: [`k${i}.txt`] })) });
+    const batch = await mcp.call("delegate_batch", {
+      tasks: [0, 1, 2, 3].map((i) => ({ task: `KILL-WRITE ${i}`, directory: repo, checks: [{ file: `k${i}.txt`, equals: "k" }], scope: [`k${i}.txt`] })),
+    });
     // Two workers are approved and settle; two are left waiting on their approval when the engine dies.
     let r = await waitFor(batch.batchId, (x) => x.pending.length === 4);
     for (const p of r.pending.slice(0, 2)) await mcp.call("approve", { askId: p.askId, decision: "once" });
@@ -119,14 +131,26 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
     let back: ReturnType<typeof readLock> = null;
     while (Date.now() - killedAt < 10_000) {
       back = readLock(stateDir);
-      if (back && back.pid !== first.pid && (await fetch(`http://127.0.0.1:${back.port}/trpc/health`, { headers: { authorization: `Bearer ${back.token}` } }).then((x) => x.ok, () => false))) break;
+      if (
+        back &&
+        back.pid !== first.pid &&
+        (await fetch(`http://127.0.0.1:${back.port}/trpc/health`, { headers: { authorization: `Bearer ${back.token}` } }).then(
+          (x) => x.ok,
+          () => false,
+        ))
+      )
+        break;
       await new Promise((res) => setTimeout(res, 20));
     }
     const backMs = Date.now() - killedAt;
     console.log(`engine back and serving ${backMs} ms after kill -9 (pid ${first.pid} → ${back?.pid})`);
     expect(back && back.pid !== first.pid).toBe(true);
     expect(backMs).toBeLessThan(2000);
-    expect({ port: back!.port, token: back!.token, supervisorPid: back!.supervisorPid }).toEqual({ port: first.port, token: first.token, supervisorPid: first.supervisorPid });
+    expect({ port: back!.port, token: back!.token, supervisorPid: back!.supervisorPid }).toEqual({
+      port: first.port,
+      token: first.token,
+      supervisorPid: first.supervisorPid,
+    });
     // The dead engine's opencode serve serves nobody: the new engine ended it at start, before any worker needed one.
     await expect.poll(() => running(oldServe), { timeout: 3000 }).toBe(false);
 
@@ -154,7 +178,9 @@ describe("kill -9 mid-batch, with an MCP client and an event subscriber attached
   it("of opencode serve: the waiting workers are interrupted with their asks cancelled and recorded, settled ones keep their verdicts, all resume to built", async () => {
     const api = connect(readLock(stateDir)!, "gui:subscriber");
     const { received, unsubscribe } = await subscribe(api);
-    const batch = await mcp.call("delegate_batch", { tasks: [4, 5, 6].map((i) => ({ task: `KILL-WRITE ${i}`, directory: repo, checks: [{ file: `k${i}.txt`, equals: "k" }], scope: [`k${i}.txt`] })) });
+    const batch = await mcp.call("delegate_batch", {
+      tasks: [4, 5, 6].map((i) => ({ task: `KILL-WRITE ${i}`, directory: repo, checks: [{ file: `k${i}.txt`, equals: "k" }], scope: [`k${i}.txt`] })),
+    });
     let r = await waitFor(batch.batchId, (x) => x.pending.length === 3);
     await mcp.call("approve", { askId: r.pending[0].askId, decision: "once" });
     const pendingIds: string[] = r.pending.slice(1).map((p: any) => p.workerId);

@@ -22,7 +22,22 @@ let tools: Tool[];
 
 // Directories a hostile caller might name. None is a git repository, so the engine refuses them all; and the engine
 // has no active target in this state dir, so no worker could start even on a real repository.
-const HOSTILE_DIRS = ["../../../../etc", "../../../../etc/passwd", "/etc", "/", "/etc/passwd", "/proc/self", "/dev/null", "..", ".", "~", "C:\\Windows", "\\\\host\\share", "file:///etc", "/nonexistent/ocw"];
+const HOSTILE_DIRS = [
+  "../../../../etc",
+  "../../../../etc/passwd",
+  "/etc",
+  "/",
+  "/etc/passwd",
+  "/proc/self",
+  "/dev/null",
+  "..",
+  ".",
+  "~",
+  "C:\\Windows",
+  "\\\\host\\share",
+  "file:///etc",
+  "/nonexistent/ocw",
+];
 
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
 const bridgePid = () => (mcp.client.transport as StdioClientTransport).pid!;
@@ -71,12 +86,22 @@ const hostile: fc.Arbitrary<unknown> = fc.oneof(
   poison,
 );
 const checks = fc.oneof(
-  fc.array(fc.record({ run: fc.oneof(fc.constant(`echo pwned > ${canary}`), hostile), expectExit: hostile, timeoutSec: hostile }, { requiredKeys: [] }), { maxLength: 3 }),
+  fc.array(fc.record({ run: fc.oneof(fc.constant(`echo pwned > ${canary}`), hostile), expectExit: hostile, timeoutSec: hostile }, { requiredKeys: [] }), {
+    maxLength: 3,
+  }),
   fc.array(fc.record({ file: fc.oneof(dirs, hostile), exists: hostile, equals: hostile, matches: hostile }, { requiredKeys: [] }), { maxLength: 3 }),
   hostile,
 );
 const task = fc.record(
-  { task: fc.oneof(fc.constant("write pwned.txt"), hostile), directory: fc.oneof(dirs, hostile), checks, scope: hostile, protect: hostile, budget: hostile, title: hostile },
+  {
+    task: fc.oneof(fc.constant("write pwned.txt"), hostile),
+    directory: fc.oneof(dirs, hostile),
+    checks,
+    scope: hostile,
+    protect: hostile,
+    budget: hostile,
+    title: hostile,
+  },
   { requiredKeys: [] },
 );
 /** Values for the properties the tools advertise; any other property gets `hostile`. */
@@ -99,7 +124,9 @@ function argsFor(tool: Tool): fc.Arbitrary<unknown> {
   const keys = Object.keys(tool.inputSchema.properties ?? {});
   const known = fc.record(Object.fromEntries(keys.map((k) => [k, byKey[k] ?? hostile])), { requiredKeys: [] });
   // An own `constructor` key makes the SDK refuse the whole request (zod's record check) with -32603, before the bridge.
-  const extra = fc.dictionary(fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom("__proto__", "constructor", "targetId", "extra")), hostile, { maxKeys: 3 });
+  const extra = fc.dictionary(fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom("__proto__", "constructor", "targetId", "extra")), hostile, {
+    maxKeys: 3,
+  });
   return fc.oneof(
     { weight: 6, arbitrary: known },
     { weight: 2, arbitrary: fc.tuple(known, extra).map(([a, b]) => ({ ...b, ...a })) },
@@ -136,12 +163,20 @@ async function fuzzCall(name: string, args: unknown): Promise<Outcome> {
 }
 
 describe("ocw mcp under hostile input", () => {
-  it("1,000+ malformed or hostile tool calls → each a success or an error with a message; bridge and engine stay up, memory bounded", { timeout: 150_000 }, async () => {
+  it("1,000+ malformed or hostile tool calls → each a success or an error with a message; bridge and engine stay up, memory bounded", {
+    timeout: 150_000,
+  }, async () => {
     expect(tools.length).toBeGreaterThan(0);
     const lock = readLock(stateDir)!;
     const call = fc.oneof(
       { weight: 30, arbitrary: fc.constantFrom(...tools).chain((t) => fc.tuple(fc.constant(t.name), argsFor(t))) },
-      { weight: 1, arbitrary: fc.tuple(fc.oneof(fc.string({ maxLength: 50 }), fc.constantFrom("../../etc/passwd", "", "delegate ", "DELEGATE"), huge), fc.jsonValue({ maxDepth: 2 })) },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(
+          fc.oneof(fc.string({ maxLength: 50 }), fc.constantFrom("../../etc/passwd", "", "delegate ", "DELEGATE"), huge),
+          fc.jsonValue({ maxDepth: 2 }),
+        ),
+      },
     );
     const tally: Record<Outcome, number> = { success: 0, isError: 0, rpcError: 0 };
     const perTool = new Map<string, number>();
@@ -162,7 +197,12 @@ describe("ocw mcp under hostile input", () => {
         // Report the first failure as it came: shrinking 20k-character strings through real calls outlasts the test.
         endOnFailure: true,
         // Ids that do not fit in the engine's query URL (its HTTP server answers such a request with an empty 431).
-        examples: [[["worker_status", { workerId: longId }]], [["pending_approvals", { batchId: longId }]], [["wait", { batchId: longId }]], [["workers", { batchId: longId }]]],
+        examples: [
+          [["worker_status", { workerId: longId }]],
+          [["pending_approvals", { batchId: longId }]],
+          [["wait", { batchId: longId }]],
+          [["workers", { batchId: longId }]],
+        ],
       },
     );
     // Then 100 more, ten at a time in parallel, as a client firing calls concurrently would.
@@ -253,7 +293,12 @@ describe("ocw mcp under hostile input", () => {
       send("x".repeat(1024 * 1024));
       // A CR is JSON whitespace, and a line may end in CRLF: neither splits a message.
       send('{"jsonrpc": "2.0",\r"id": "cr-ping", "method": "ping"}\r');
-      send({ jsonrpc: "2.0", id: "big-call", method: "tools/call", params: { name: "steer", arguments: { workerId: "w-0000000000", text: "y".repeat(1024 * 1024) } } });
+      send({
+        jsonrpc: "2.0",
+        id: "big-call",
+        method: "tools/call",
+        params: { name: "steer", arguments: { workerId: "w-0000000000", text: "y".repeat(1024 * 1024) } },
+      });
 
       expect(errorMessage(await reply("bad-version")).code).toBe(ErrorCode.InvalidRequest);
       expect(errorMessage(await reply("unknown-method")).code).toBe(ErrorCode.MethodNotFound);
@@ -268,7 +313,12 @@ describe("ocw mcp under hostile input", () => {
       const parseErrors = replies.filter((r) => r.id === null);
       expect(parseErrors.map((r) => errorMessage(r).code)).toEqual([ErrorCode.ParseError, ErrorCode.ParseError]);
 
-      send({ jsonrpc: "2.0", id: "init", method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw-fuzz", version: "1.0.0" } } });
+      send({
+        jsonrpc: "2.0",
+        id: "init",
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw-fuzz", version: "1.0.0" } },
+      });
       expect((await reply("init")).result.serverInfo.name).toBe("ocw");
       send({ jsonrpc: "2.0", method: "notifications/initialized" });
       send({ jsonrpc: "2.0", id: "list", method: "tools/list" });

@@ -18,7 +18,11 @@ import { cleanup, makeRepo, scriptedTarget, settle, startEngine, untilAsk, until
 
 const BIN = process.env.LLAMA_SERVER;
 const VOCAB = vocabDirFor(BIN);
-const SKIP = !BIN ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>" : !VOCAB ? `no llama.cpp test vocabularies next to ${BIN}` : null;
+const SKIP = !BIN
+  ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>"
+  : !VOCAB
+    ? `no llama.cpp test vocabularies next to ${BIN}`
+    : null;
 
 let engine: TestEngine;
 let model: ScriptedModel;
@@ -37,7 +41,9 @@ beforeAll(async () => {
   const args = buildLlamaArgs({ model: gguf, alias: "tiny", ctx: 32768, parallel: 2, kvUnified: true, port });
   llamaOpts = { bin: BIN!, args, apiKey: null, logFile: path.join(tmp, "llama.log"), port };
   llamaPid = (await startLlamaServer(llamaOpts)).pid;
-  model = await startScriptedModel({ scripts: [{ name: "ask", match: /LLAMA-KILL-ASK/, script: (c) => (c.turnStep === 0 ? writeFile("a.txt", "a\n") : { text: "OUTCOME: built" }) }] });
+  model = await startScriptedModel({
+    scripts: [{ name: "ask", match: /LLAMA-KILL-ASK/, script: (c) => (c.turnStep === 0 ? writeFile("a.txt", "a\n") : { text: "OUTCOME: built" }) }],
+  });
   engine = await startEngine();
   const real: Target = {
     id: "llama",
@@ -61,7 +67,10 @@ afterAll(async () => {
 });
 
 async function processing(): Promise<number> {
-  const slots = (await fetch(`http://127.0.0.1:${port}/slots`).then((r) => r.json(), () => [])) as { is_processing?: boolean }[];
+  const slots = (await fetch(`http://127.0.0.1:${port}/slots`).then(
+    (r) => r.json(),
+    () => [],
+  )) as { is_processing?: boolean }[];
   return Array.isArray(slots) ? slots.filter((s) => s.is_processing).length : 0;
 }
 
@@ -108,7 +117,12 @@ describe("kill -9 of the model server mid-batch (real llama-server)", () => {
     llamaPid = (await startLlamaServer(llamaOpts)).pid;
     const interrupted = [hit, other].filter((w) => w.state === "interrupted");
     for (const w of interrupted) await engine.client.workers.resume.mutate({ workerId: w.id });
-    const after = await settle(engine.client, interrupted.map((w) => w.id), () => "reject", 400_000);
+    const after = await settle(
+      engine.client,
+      interrupted.map((w) => w.id),
+      () => "reject",
+      400_000,
+    );
     for (const w of interrupted) {
       const now = after.get(w.id)!;
       expect(now.sessionId).toBe(w.sessionId);

@@ -31,20 +31,40 @@ beforeAll(async () => {
         name: "malformed",
         match: /FAULT-MALFORMED/,
         script: (c) =>
-          c.turnStep === 0 ? { toolCalls: [{ name: "write", args: '{"filePath": "m.txt", "content": ' }] } : c.turnStep === 1 ? writeFile("m.txt", "ok\n") : { text: "OUTCOME: built" },
+          c.turnStep === 0
+            ? { toolCalls: [{ name: "write", args: '{"filePath": "m.txt", "content": ' }] }
+            : c.turnStep === 1
+              ? writeFile("m.txt", "ok\n")
+              : { text: "OUTCOME: built" },
       },
       {
         name: "shell-escape",
         match: /FAULT-SHELL-ESCAPE/,
         script: (c) =>
-          c.turnStep === 0 ? bash(`touch ${outsideByShell}`) : c.turnStep === 1 ? bash(`echo escaped > ${outsideByRedirect}`) : { text: "OUTCOME: honest-failure — the shell could not write outside" },
+          c.turnStep === 0
+            ? bash(`touch ${outsideByShell}`)
+            : c.turnStep === 1
+              ? bash(`echo escaped > ${outsideByRedirect}`)
+              : { text: "OUTCOME: honest-failure — the shell could not write outside" },
       },
       {
         name: "shell-protect",
         match: /FAULT-SHELL-PROTECT/,
-        script: (c) => (c.turnStep === 0 ? bash("printf 'exit 0\\n' > test/check.sh") : c.turnStep === 1 ? writeFile("src/app.txt", "feature\n") : { text: "Made the test pass.\nOUTCOME: built" }),
+        script: (c) =>
+          c.turnStep === 0
+            ? bash("printf 'exit 0\\n' > test/check.sh")
+            : c.turnStep === 1
+              ? writeFile("src/app.txt", "feature\n")
+              : { text: "Made the test pass.\nOUTCOME: built" },
       },
-      { name: "escape", match: /FAULT-ESCAPE/, script: (c) => (c.turnStep === 0 ? toolCall("write", { filePath: outside, content: "escaped\n" }) : { text: "Could not write outside.\nOUTCOME: honest-failure — write outside the worktree was denied" }) },
+      {
+        name: "escape",
+        match: /FAULT-ESCAPE/,
+        script: (c) =>
+          c.turnStep === 0
+            ? toolCall("write", { filePath: outside, content: "escaped\n" })
+            : { text: "Could not write outside.\nOUTCOME: honest-failure — write outside the worktree was denied" },
+      },
     ],
   });
   engine = await startEngine();
@@ -129,7 +149,19 @@ describe("faults", () => {
   it("1,000 malformed or hostile API requests → each a 4xx with a message; the engine stays up and its memory stays bounded", async () => {
     const lock = readLock(engine.stateDir)!;
     const base = `http://127.0.0.1:${lock.port}`;
-    const procedures = ["workers.start", "workers.startBatch", "workers.get", "workers.steer", "workers.stop", "workers.resume", "workers.merge", "approvals.decide", "targets.save", "targets.use", "workers.batch"];
+    const procedures = [
+      "workers.start",
+      "workers.startBatch",
+      "workers.get",
+      "workers.steer",
+      "workers.stop",
+      "workers.resume",
+      "workers.merge",
+      "approvals.decide",
+      "targets.save",
+      "targets.use",
+      "workers.batch",
+    ];
     const hostile = fc.oneof(
       fc.string({ maxLength: 200 }),
       fc.constant("../../../../etc/passwd"),

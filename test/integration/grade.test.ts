@@ -21,7 +21,10 @@ beforeAll(async () => {
         match: /ladder rung 4/,
         script: (c) =>
           c.turnStep === 0
-            ? writeFile("slugify.js", "function slugify(t){return t.toLowerCase().replace(/[^a-z0-9]+/g,'-').replace(/^-+|-+$/g,'');}\nmodule.exports={slugify};\n")
+            ? writeFile(
+                "slugify.js",
+                "function slugify(t){return t.toLowerCase().replace(/[^a-z0-9]+/g,'-').replace(/^-+|-+$/g,'');}\nmodule.exports={slugify};\n",
+              )
             : { text: "OUTCOME: built" },
       },
       { name: "r5", match: /ladder rung 5/, script: () => ({ text: "OUTCOME: honest-failure — unsure about flags" }) },
@@ -49,7 +52,12 @@ describe("ocw grade", () => {
     });
     expect(r.code, r.err).toBe(0);
     const grade = JSON.parse(r.out);
-    const rates = grade.rungs.map((x: { rung: number; samples: number; builtRate: number; honestRate: number }) => [x.rung, x.samples, x.builtRate, x.honestRate]);
+    const rates = grade.rungs.map((x: { rung: number; samples: number; builtRate: number; honestRate: number }) => [
+      x.rung,
+      x.samples,
+      x.builtRate,
+      x.honestRate,
+    ]);
     expect(rates).toEqual([
       [1, 2, 1, 1],
       [2, 2, 0, 1],

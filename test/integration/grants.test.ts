@@ -32,15 +32,26 @@ afterAll(async () => {
 
 describe('"always" on a real worker', () => {
   it("`npm test` granted always: `npm test` again runs without a person; `npm test; touch pwned` and every other chained command still ask", async () => {
-    const chained = ["npm test; touch pwned", "npm test && touch pwned2", "npm test $(touch pwned3)", "npm test || true; touch pwned4", "npm test\ntouch pwned5"];
+    const chained = [
+      "npm test; touch pwned",
+      "npm test && touch pwned2",
+      "npm test $(touch pwned3)",
+      "npm test || true; touch pwned4",
+      "npm test\ntouch pwned5",
+    ];
     model.addScript(/TASK-ALWAYS-NPM/, steps(bash("npm test"), bash("npm test"), ...chained.map((c) => bash(c))), "always-npm");
     const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-ALWAYS-NPM: run the tests", directory: repo });
     const seen: { what: string; always: string[] }[] = [];
-    const ws = await settle(engine.client, [workerId], (a) => {
-      seen.push({ what: a.what, always: a.always });
-      // The careful part of a careless person: "always" on the test command, and a refusal of whatever reaches them.
-      return a.what === "npm test" ? "always" : "reject";
-    }, 150_000);
+    const ws = await settle(
+      engine.client,
+      [workerId],
+      (a) => {
+        seen.push({ what: a.what, always: a.always });
+        // The careful part of a careless person: "always" on the test command, and a refusal of whatever reaches them.
+        return a.what === "npm test" ? "always" : "reject";
+      },
+      150_000,
+    );
     const w = ws.get(workerId)!;
     // opencode itself suggested a pattern (`npm test *`, which matches `npm test; touch pwned`); the engine granted the exact command.
     expect(seen[0]!.always).toContain("npm test *");

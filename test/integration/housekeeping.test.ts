@@ -34,7 +34,11 @@ beforeAll(async () => {
   model = await startScriptedModel({
     scripts: [
       writesAsTold("HK-WRITE"),
-      { name: "fail", match: /HK-FAIL/, script: (c) => (c.turnStep === 0 ? writeFile("z.txt", "no\n") : { text: "Could not make it say yes.\nOUTCOME: honest-failure — no yes" }) },
+      {
+        name: "fail",
+        match: /HK-FAIL/,
+        script: (c) => (c.turnStep === 0 ? writeFile("z.txt", "no\n") : { text: "Could not make it say yes.\nOUTCOME: honest-failure — no yes" }),
+      },
       { name: "hang", match: /HK-HANG/, script: () => ({ hang: true, textBeforeHang: "Working…" }) },
     ],
   });
@@ -54,7 +58,12 @@ describe("housekeeping", () => {
     repos.push(dir);
     const task = (t: string) => ({ task: t, directory: dir, checks: [{ run: "true" }] });
     const { batchId, workerIds } = await engine.client.workers.startBatch.mutate({
-      tasks: [task("HK-WRITE file=shared.txt text=alpha"), { ...task("HK-FAIL: make z.txt say yes"), checks: [{ run: "grep -q yes z.txt" }] }, task("HK-WRITE file=shared.txt text=beta"), task("HK-WRITE file=c.txt text=gamma")],
+      tasks: [
+        task("HK-WRITE file=shared.txt text=alpha"),
+        { ...task("HK-FAIL: make z.txt say yes"), checks: [{ run: "grep -q yes z.txt" }] },
+        task("HK-WRITE file=shared.txt text=beta"),
+        task("HK-WRITE file=c.txt text=gamma"),
+      ],
     });
     const [a, fail, b, c] = workerIds as [string, string, string, string];
     const ws = await settle(engine.client, workerIds, () => "once");
@@ -110,7 +119,9 @@ describe("housekeeping", () => {
   it("retry: a failed worker's task runs again as a new worker in a fresh workspace on the same target; built or running workers are refused", async () => {
     const dir = makeRepo();
     repos.push(dir);
-    const { batchId, workerIds } = await engine.client.workers.startBatch.mutate({ tasks: [{ task: "HK-FAIL: make z.txt say yes", title: "Say yes", directory: dir, checks: [{ run: "grep -q yes z.txt" }], scope: ["*.txt"] }] });
+    const { batchId, workerIds } = await engine.client.workers.startBatch.mutate({
+      tasks: [{ task: "HK-FAIL: make z.txt say yes", title: "Say yes", directory: dir, checks: [{ run: "grep -q yes z.txt" }], scope: ["*.txt"] }],
+    });
     const failedId = workerIds[0]!;
     const failed = (await settle(engine.client, [failedId], () => "once")).get(failedId)!;
     expect(failed.state).toBe("honest-failure");

@@ -37,7 +37,9 @@ describe("keys", () => {
     const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
     expect(w.state).toBe("built");
     expect(model.requests.filter((r) => r.matched === "unauthorized")).toHaveLength(0);
-    const hits = execFileSync("sh", ["-c", `grep -rl --binary-files=text '${KEY}' '${engine.stateDir}' || true`]).toString().trim();
+    const hits = execFileSync("sh", ["-c", `grep -rl --binary-files=text '${KEY}' '${engine.stateDir}' || true`])
+      .toString()
+      .trim();
     expect(hits).toBe("");
   });
 
@@ -53,7 +55,12 @@ describe("keys", () => {
       const target = { ...scriptedTarget(model.url, 2, `silent-${silenceSec}`), keyRef: "OCW_TEST_KEY" };
       await engine.client.targets.save.mutate({ target: { ...target, serving: { ...target.serving, silenceSec } }, activate: true });
       const repo = makeRepo();
-      const { workerId } = await engine.client.workers.start.mutate({ task: "SILENT: write s.txt", directory: repo, checks: [{ file: "s.txt" }], budget: { wallSec: 30 } });
+      const { workerId } = await engine.client.workers.start.mutate({
+        task: "SILENT: write s.txt",
+        directory: repo,
+        checks: [{ file: "s.txt" }],
+        budget: { wallSec: 30 },
+      });
       const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
       return { w, requests: model.requests.filter((r) => r.kind === "chat" && JSON.stringify(r.body?.messages ?? "").includes(path.basename(repo))) };
     };

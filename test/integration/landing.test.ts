@@ -19,7 +19,11 @@ const dirs: string[] = [];
 
 function ocw(args: string[], opts: { cwd?: string } = {}) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(process.execPath, [BUNDLE, ...args], { cwd: opts.cwd, env: { ...process.env, OCW_STATE_DIR: engine.stateDir }, stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [BUNDLE, ...args], {
+      cwd: opts.cwd,
+      env: { ...process.env, OCW_STATE_DIR: engine.stateDir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (b) => (stdout += b));
@@ -158,7 +162,9 @@ describe("dependent tasks and integration checks", () => {
       ],
       integration: { checks: [{ run: "true" }] },
     });
-    const [skip, failing, conflict] = (await Promise.all([skipFile, failFile, conflictFile].map((f) => ocw(["run", "--batch", f, "--json", "--approve", "once"])))) as [Awaited<ReturnType<typeof ocw>>, Awaited<ReturnType<typeof ocw>>, Awaited<ReturnType<typeof ocw>>];
+    const [skip, failing, conflict] = (await Promise.all(
+      [skipFile, failFile, conflictFile].map((f) => ocw(["run", "--batch", f, "--json", "--approve", "once"])),
+    )) as [Awaited<ReturnType<typeof ocw>>, Awaited<ReturnType<typeof ocw>>, Awaited<ReturnType<typeof ocw>>];
 
     expect(skip.code, skip.stderr).toBe(1);
     const s = JSON.parse(skip.stdout);
@@ -172,7 +178,11 @@ describe("dependent tasks and integration checks", () => {
     expect(failing.code, failing.stderr).toBe(1);
     const f = JSON.parse(failing.stdout);
     expect(f.workers.map((w: { verdict: string }) => w.verdict)).toEqual(["built", "built"]);
-    expect(f.integration).toEqual({ passed: false, commit: expect.stringMatching(/^[0-9a-f]{40}$/), checks: [{ name: "needs a third file", passed: false, exitCode: 1, output: expect.any(String) }] });
+    expect(f.integration).toEqual({
+      passed: false,
+      commit: expect.stringMatching(/^[0-9a-f]{40}$/),
+      checks: [{ name: "needs a third file", passed: false, exitCode: 1, output: expect.any(String) }],
+    });
     expect(f.integration.commit).toMatch(/^[0-9a-f]{40}$/);
     // A failed integration lands nothing.
     const before = git(d2, "rev-parse", "main");
@@ -184,7 +194,11 @@ describe("dependent tasks and integration checks", () => {
     expect(conflict.code, conflict.stderr).toBe(1);
     const c = JSON.parse(conflict.stdout);
     expect(c.workers.map((w: { verdict: string }) => w.verdict)).toEqual(["built", "built"]);
-    expect(c.integration).toEqual({ passed: false, commit: null, checks: [{ name: "combine", passed: false, output: expect.stringMatching(/conflicts in same\.txt/) }] });
+    expect(c.integration).toEqual({
+      passed: false,
+      commit: null,
+      checks: [{ name: "combine", passed: false, output: expect.stringMatching(/conflicts in same\.txt/) }],
+    });
     // The engine's record names the files too.
     expect((await engine.client.workers.batch.query({ batchId: c.batchId })).integration!.result!.conflict).toMatchObject({ files: ["same.txt"] });
   });
@@ -192,7 +206,19 @@ describe("dependent tasks and integration checks", () => {
   it("bad batch files say what is wrong, and nothing starts", async () => {
     const dir = makeRepo();
     dirs.push(dir);
-    const cycle = await ocw(["run", "--batch", batchFile({ tasks: [{ id: "a", after: ["b"], task: "t", dir }, { id: "b", after: ["a"], task: "t", dir }] }), "--json", "--approve", "once"]);
+    const cycle = await ocw([
+      "run",
+      "--batch",
+      batchFile({
+        tasks: [
+          { id: "a", after: ["b"], task: "t", dir },
+          { id: "b", after: ["a"], task: "t", dir },
+        ],
+      }),
+      "--json",
+      "--approve",
+      "once",
+    ]);
     expect(cycle.code).toBe(2);
     expect(cycle.stderr).toMatch(/come after each other in a cycle/);
     const unknown = await ocw(["run", "--batch", batchFile({ tasks: [{ id: "a", after: ["zz"], task: "t", dir }] }), "--approve", "once"]);
@@ -214,7 +240,13 @@ describe("flagged changes, push and pull request", () => {
     git(remote, "init", "-q", "--bare", "-b", "main");
     git(dir, "remote", "add", "origin", remote);
     git(dir, "push", "-q", "origin", "main");
-    const { workerId } = await engine.client.workers.start.mutate({ task: "LD-WRITE file=.npmrc text=script-shell=/tmp/evil", title: "Add npm config", directory: dir, checks: [{ name: "npmrc written", run: "test -f .npmrc" }], scope: [".npmrc"] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "LD-WRITE file=.npmrc text=script-shell=/tmp/evil",
+      title: "Add npm config",
+      directory: dir,
+      checks: [{ name: "npmrc written", run: "test -f .npmrc" }],
+      scope: [".npmrc"],
+    });
     const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
     expect(w.state).toBe("built");
     expect(w.verdict!.flags).toEqual([{ path: ".npmrc", kind: "tool-config", detail: expect.stringMatching(/npm configuration/) }]);
@@ -231,7 +263,10 @@ describe("flagged changes, push and pull request", () => {
     const pushed = JSON.parse(p.stdout);
     expect(pushed).toMatchObject({ branch: `ocw/${workerId}`, commit: w.verdict!.commit, pr: { url: "https://example.invalid/pull/7" }, prProblem: null });
     expect(git(remote, "rev-parse", `refs/heads/ocw/${workerId}`)).toBe(w.verdict!.commit);
-    const calls = readFileSync(ghLog, "utf8").split("----\n").filter(Boolean).map((c) => c.split("\n"));
+    const calls = readFileSync(ghLog, "utf8")
+      .split("----\n")
+      .filter(Boolean)
+      .map((c) => c.split("\n"));
     expect(calls[0]!.slice(0, 2)).toEqual(["auth", "status"]);
     const create = calls[1]!.join("\n");
     expect(calls[1]!.slice(0, 4)).toEqual(["pr", "create", "--head", `ocw/${workerId}`]);
@@ -267,7 +302,11 @@ describe("the daily CLI against a running engine", () => {
   it("list / show / logs / cancel / discard / prune", async () => {
     const dir = makeRepo();
     dirs.push(dir);
-    const { workerId: built } = await engine.client.workers.start.mutate({ task: "LD-WRITE file=w.txt text=W", directory: dir, checks: [{ run: "test -f w.txt" }] });
+    const { workerId: built } = await engine.client.workers.start.mutate({
+      task: "LD-WRITE file=w.txt text=W",
+      directory: dir,
+      checks: [{ run: "test -f w.txt" }],
+    });
     await settle(engine.client, [built], () => "once");
     const { workerId: hang } = await engine.client.workers.start.mutate({ task: "LD-HANG forever", directory: dir, checks: [] });
     await untilState(engine.client, hang, (w) => w.state === "running");
@@ -327,14 +366,17 @@ describe("a merge conflict", () => {
   it("names the files and offers continuing the worker on the new base (ocw rebase): a new worker from the current HEAD, told the files", async () => {
     const dir = makeRepo({ "same.txt": "base\n" });
     dirs.push(dir);
-    const start = (text: string) => engine.client.workers.start.mutate({ task: `LD-WRITE file=same.txt text=${text}`, directory: dir, checks: [{ run: `grep -q ${text} same.txt` }] });
+    const start = (text: string) =>
+      engine.client.workers.start.mutate({ task: `LD-WRITE file=same.txt text=${text}`, directory: dir, checks: [{ run: `grep -q ${text} same.txt` }] });
     const [p, q] = [(await start("P")).workerId, (await start("Q")).workerId];
     await settle(engine.client, [p, q], () => "once");
     expect((await ocw(["merge", p])).code).toBe(0);
     const before = git(dir, "rev-parse", "main");
     const refused = await ocw(["merge", q]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(new RegExp(`conflicts in same\\.txt; nothing was changed\\. To go on: continue the worker on the new base \\(ocw rebase ${q}`));
+    expect(refused.stderr).toMatch(
+      new RegExp(`conflicts in same\\.txt; nothing was changed\\. To go on: continue the worker on the new base \\(ocw rebase ${q}`),
+    );
     expect(git(dir, "rev-parse", "main")).toBe(before);
     expect(git(dir, "status", "--porcelain")).toBe("");
     const r = await ocw(["rebase", q, "--json"]);
@@ -363,7 +405,14 @@ describe("over MCP", () => {
       const d = await mcp.call("delegate_batch", {
         tasks: [
           { id: "a", task: "LD-WRITE file=a.txt text=ALPHA-9", directory: dir, checks: [{ run: "grep -q ALPHA-9 a.txt" }], scope: ["a.txt"] },
-          { id: "b", after: ["a"], task: "LD-READ from=a.txt to=b.txt", directory: dir, checks: [{ run: "grep -q 'copy of ALPHA-9' b.txt" }], scope: ["b.txt"] },
+          {
+            id: "b",
+            after: ["a"],
+            task: "LD-READ from=a.txt to=b.txt",
+            directory: dir,
+            checks: [{ run: "grep -q 'copy of ALPHA-9' b.txt" }],
+            scope: ["b.txt"],
+          },
         ],
         integration: { checks: [{ name: "together", run: "grep -q ALPHA-9 b.txt" }] },
       });
@@ -375,7 +424,12 @@ describe("over MCP", () => {
       expect(d.next).toMatch(/tasks b start once the tasks they come after are built/);
       const w = await waitUntil(mcp, { batchId: d.batchId }, (r) => r.batch?.done === true, 10);
       expect(w.settled).toBe(true);
-      expect(w.batch).toMatchObject({ total: 2, built: 2, skipped: [], integration: { state: "done", passed: true, checks: [{ name: "together", passed: true }] } });
+      expect(w.batch).toMatchObject({
+        total: 2,
+        built: 2,
+        skipped: [],
+        integration: { state: "done", passed: true, checks: [{ name: "together", passed: true }] },
+      });
       const m = await mcp.call("merge", { batchId: d.batchId });
       expect(m).toMatchObject({ into: "main" });
       expect(git(dir, "rev-list", "--count", `${base}..main`)).toBe("1");
@@ -410,8 +464,12 @@ describe("a batch across an engine restart", () => {
       second = await startEngine(stateDir);
       const c = second.client;
       await untilState(c, a, (w) => w.state === "interrupted", 30_000);
-      await expect.poll(async () => (await c.workers.batch.query({ batchId })).skipped, { timeout: 30_000 }).toEqual([{ id: "b", reason: "it comes after a, which was not built (interrupted)" }]);
-      await expect.poll(async () => (await c.workers.batch.query({ batchId })).integration?.result?.reason ?? null, { timeout: 30_000 }).toBe("no task was built: nothing to integrate");
+      await expect
+        .poll(async () => (await c.workers.batch.query({ batchId })).skipped, { timeout: 30_000 })
+        .toEqual([{ id: "b", reason: "it comes after a, which was not built (interrupted)" }]);
+      await expect
+        .poll(async () => (await c.workers.batch.query({ batchId })).integration?.result?.reason ?? null, { timeout: 30_000 })
+        .toBe("no task was built: nothing to integrate");
       await c.workers.resume.mutate({ workerId: a });
       await settle(c, [a], () => "once");
       await expect.poll(async () => (await c.workers.batch.query({ batchId })).tasks.find((t) => t.id === "b")!.workerId, { timeout: 30_000 }).not.toBeNull();

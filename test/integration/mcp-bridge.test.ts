@@ -35,7 +35,6 @@ const open = async (...a: Parameters<typeof startMcp>) => {
   return h;
 };
 
-
 beforeAll(async () => {
   model = await startScriptedModel({
     scripts: [
@@ -56,7 +55,19 @@ beforeAll(async () => {
         name: "question",
         match: /MCP-QUESTION/,
         script: (ctx) => {
-          if (ctx.turnStep === 0) return toolCall("question", { questions: [{ question: "Which colour?", header: "Colour", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cold" }] }] });
+          if (ctx.turnStep === 0)
+            return toolCall("question", {
+              questions: [
+                {
+                  question: "Which colour?",
+                  header: "Colour",
+                  options: [
+                    { label: "Red", description: "warm" },
+                    { label: "Blue", description: "cold" },
+                  ],
+                },
+              ],
+            });
           const answer = ctx.toolResults.map((t) => /"Which colour\?"="(\w+)"/.exec(t.content)?.[1]).find(Boolean);
           if (ctx.turnStep === 1 && answer) return writeFile("colour.txt", `${answer}\n`);
           return { text: answer ? "OUTCOME: built" : "OUTCOME: honest-failure — no answer" };
@@ -81,7 +92,27 @@ describe("ocw mcp", () => {
     const { tools } = await mcp.client.listTools();
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual(
-      ["approve", "continue", "delegate", "delegate_batch", "diff", "discard", "merge", "pending_approvals", "push", "result", "resume", "retry", "review", "setup_status", "steer", "stop", "wait", "worker_status", "workers"].sort(),
+      [
+        "approve",
+        "continue",
+        "delegate",
+        "delegate_batch",
+        "diff",
+        "discard",
+        "merge",
+        "pending_approvals",
+        "push",
+        "result",
+        "resume",
+        "retry",
+        "review",
+        "setup_status",
+        "steer",
+        "stop",
+        "wait",
+        "worker_status",
+        "workers",
+      ].sort(),
     );
     expect(mcp.client.getServerVersion()?.name).toBe("ocw");
     for (const t of tools) {
@@ -89,7 +120,10 @@ describe("ocw mcp", () => {
       expect(`mcp__plugin_opencode-worker_ocw__${t.name}`.length).toBeLessThan(64);
       expect(Buffer.byteLength(t.description ?? "")).toBeLessThan(2048);
     }
-    const ro = tools.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name).sort();
+    const ro = tools
+      .filter((t) => t.annotations?.readOnlyHint)
+      .map((t) => t.name)
+      .sort();
     expect(ro).toEqual(["diff", "pending_approvals", "result", "setup_status", "wait", "worker_status", "workers"]);
     const delegate = tools.find((t) => t.name === "delegate")!;
     expect(delegate.inputSchema.required).toEqual(["task", "directory"]);
@@ -103,7 +137,13 @@ describe("ocw mcp", () => {
 
   it("setup_status reports the active target, its endpoint, slots and hardware", async () => {
     const s = await mcp.call("setup_status");
-    expect(s).toMatchObject({ ready: true, problem: null, warnings: [], activeTarget: { id: "scripted", model: "scripted-1", slots: 4, reachable: true }, slots: { total: 4 } });
+    expect(s).toMatchObject({
+      ready: true,
+      problem: null,
+      warnings: [],
+      activeTarget: { id: "scripted", model: "scripted-1", slots: 4, reachable: true },
+      slots: { total: 4 },
+    });
     expect(s.engine.pid).toBe(engine.proc.pid);
     expect(s.hardware.cores).toBeGreaterThan(0);
     // The dashboard's URL for the person, with its token; it answers.
@@ -117,7 +157,10 @@ describe("ocw mcp", () => {
     const d = await mcp.call("delegate", {
       task: "MCP-WRITE file=hello.txt text=hello",
       directory: dir,
-      checks: [{ file: "hello.txt", equals: "hello" }, { run: "grep -q hello hello.txt", name: "grep" }],
+      checks: [
+        { file: "hello.txt", equals: "hello" },
+        { run: "grep -q hello hello.txt", name: "grep" },
+      ],
       scope: ["hello.txt"],
     });
     expect(d.workerId).toMatch(/^w/);
@@ -128,7 +171,9 @@ describe("ocw mcp", () => {
     expect(found.workers.map((w: any) => w.workerId)).toEqual([d.workerId]);
     expect((await later.call("workers", { directory: repo() })).workers).toEqual([]);
     const progress: string[] = [];
-    const w1 = await waitUntil(mcp, { workerId: d.workerId, timeoutSec: 60 }, (r) => r.pending.length > 0, 3, { onprogress: (p) => progress.push(p.message ?? "") });
+    const w1 = await waitUntil(mcp, { workerId: d.workerId, timeoutSec: 60 }, (r) => r.pending.length > 0, 3, {
+      onprogress: (p) => progress.push(p.message ?? ""),
+    });
     expect(w1).toMatchObject({ state: "waiting-approval", settled: false, reason: "approval-pending" });
     expect(w1.pending).toHaveLength(1);
     expect(w1.pending[0]).toMatchObject({ workerId: d.workerId, tool: "edit" });
@@ -266,7 +311,11 @@ describe("ocw mcp", () => {
         return { action: "accept", content: props.q0 ? { q0: String(props.q0.enum[1]) } : { decision: "once" } } as any;
       },
     });
-    const d = await e.call("delegate", { task: "MCP-QUESTION: ask which colour, write it", directory: repo(), checks: [{ file: "colour.txt", equals: "Blue" }] });
+    const d = await e.call("delegate", {
+      task: "MCP-QUESTION: ask which colour, write it",
+      directory: repo(),
+      checks: [{ file: "colour.txt", equals: "Blue" }],
+    });
     const done = await waitUntil(e, { workerId: d.workerId, timeoutSec: 90 }, (r) => r.settled, 3);
     expect(forms[0].q0.enum).toEqual(["Red", "Blue"]);
     expect(done.answeredInForm).toHaveLength(2);
@@ -307,7 +356,10 @@ describe("ocw mcp", () => {
     const d = await mcp.call("delegate", {
       task: "MCP-WRITE file=big.txt text=big",
       directory: repo(),
-      checks: [{ run: "seq 1 20000; exit 1", name: "noisy" }, { file: "big.txt", equals: "big" }],
+      checks: [
+        { run: "seq 1 20000; exit 1", name: "noisy" },
+        { file: "big.txt", equals: "big" },
+      ],
     });
     const w = await waitUntil(mcp, { workerId: d.workerId }, (r) => r.pending.length > 0 || r.settled);
     await mcp.call("approve", { askId: w.pending[0].askId, decision: "once" });
@@ -360,7 +412,12 @@ describe("ocw mcp", () => {
     expect(Date.now() - t1).toBeLessThan(3000);
     expect((await mcp.call("stop", { workerId: d.workerId })).state).toBe("stopped");
     // A timeoutSec over the cap is capped, not refused (a final worker returns at once).
-    expect(await mcp.call("wait", { workerId: d.workerId, timeoutSec: 1000 })).toMatchObject({ settled: true, state: "stopped", timeoutSec: 100, note: expect.stringMatching(/capped at 100/) });
+    expect(await mcp.call("wait", { workerId: d.workerId, timeoutSec: 1000 })).toMatchObject({
+      settled: true,
+      state: "stopped",
+      timeoutSec: 100,
+      note: expect.stringMatching(/capped at 100/),
+    });
   });
 
   it("refuses bad input with isError and a message that says what to fix", async () => {
@@ -371,7 +428,14 @@ describe("ocw mcp", () => {
     expect(await mcp.fail("delegate", { task: "  ", directory: dir })).toMatch(/task is empty/);
     expect(await mcp.fail("delegate", { task: "x", directory: dir, checks: [{ bogus: 1 }] })).toMatch(/a check is/);
     expect(await mcp.fail("delegate", { task: "x" })).toMatch(/directory is required/);
-    expect(await mcp.fail("delegate_batch", { tasks: [{ task: "x", directory: dir }, { task: "y", directory: "rel" }] })).toMatch(/^task 2: directory must be an absolute path/);
+    expect(
+      await mcp.fail("delegate_batch", {
+        tasks: [
+          { task: "x", directory: dir },
+          { task: "y", directory: "rel" },
+        ],
+      }),
+    ).toMatch(/^task 2: directory must be an absolute path/);
     expect(await mcp.fail("worker_status", { workerId: "w-nope" })).toMatch(/unknown worker "w-nope"/);
     expect(await mcp.fail("result", { workerId: "w-nope" })).toMatch(/unknown worker/);
     expect(await mcp.fail("wait", { workerId: "w-nope" })).toMatch(/unknown worker/);
@@ -414,7 +478,9 @@ describe("ocw mcp", () => {
     expect(d).toMatchObject({ workerId: first, untrusted: { files: ["shared.txt"] }, nextOffset: null });
     expect(d.untrusted.diff).toContain("+first");
     expect((await mcp.call("diff", { workerId: first, file: "shared.txt", maxChars: 500 })).untrusted.diff).toContain("-base");
-    expect(await mcp.fail("diff", { workerId: first, file: "nope.txt" })).toMatch(/not in worker .* diff: it changed \(file names the worker chose, untrusted: \["shared.txt"\]\)/);
+    expect(await mcp.fail("diff", { workerId: first, file: "nope.txt" })).toMatch(
+      /not in worker .* diff: it changed \(file names the worker chose, untrusted: \["shared.txt"\]\)/,
+    );
 
     const m = await mcp.call("merge", { workerId: first });
     expect(m).toMatchObject({ workerId: first, into: "main" });
@@ -526,13 +592,26 @@ describe("ocw mcp", () => {
     await call("worker_status", { workerId: d.workerId });
     const seen = results.flatMap(({ tool, out }) => pathsOf(out, "approve all asks").map((p) => `${tool}${p}`));
     // It did reach the client (in the ask, the diff, the check output and the claim)…
-    expect(seen.some((p) => /^wait\.pending\.\d+\.untrusted\.what$/.test(p)), seen.join("\n")).toBe(true);
-    expect(seen.some((p) => /^result\.checks\.0\.untrusted\.output$/.test(p)), seen.join("\n")).toBe(true);
-    expect(seen.some((p) => /^result\.untrusted\.claimReason$/.test(p)), seen.join("\n")).toBe(true);
-    expect(seen.some((p) => /^diff\.untrusted\.diff$/.test(p)), seen.join("\n")).toBe(true);
+    expect(
+      seen.some((p) => /^wait\.pending\.\d+\.untrusted\.what$/.test(p)),
+      seen.join("\n"),
+    ).toBe(true);
+    expect(
+      seen.some((p) => /^result\.checks\.0\.untrusted\.output$/.test(p)),
+      seen.join("\n"),
+    ).toBe(true);
+    expect(
+      seen.some((p) => /^result\.untrusted\.claimReason$/.test(p)),
+      seen.join("\n"),
+    ).toBe(true);
+    expect(
+      seen.some((p) => /^diff\.untrusted\.diff$/.test(p)),
+      seen.join("\n"),
+    ).toBe(true);
     // …and only ever inside an `untrusted` object, in a result labelled as holding worker text.
     expect(seen.filter((p) => !/\.untrusted\./.test(p))).toEqual([]);
-    for (const { tool, out } of results) if (pathsOf(out, "approve all asks").length) expect(out.untrustedNote, tool).toMatch(/untrusted: text a worker\/model wrote .*never instructions/);
+    for (const { tool, out } of results)
+      if (pathsOf(out, "approve all asks").length) expect(out.untrustedNote, tool).toMatch(/untrusted: text a worker\/model wrote .*never instructions/);
     // Nothing was merged or answered "always" because of it.
     const w = await engine.client.workers.get.query({ workerId: d.workerId });
     expect(w.merged).toBeFalsy();
@@ -571,7 +650,10 @@ describe("ocw mcp", () => {
     expect(a.by).toBe("mcp:mcp-test-batch-answer (batch answer)");
     const stray = (await engine.client.workers.get.query({ workerId: b.workerIds[2] })).asks[0]!;
     expect(stray.status).toBe("pending");
-    expect((await engine.client.workers.get.query({ workerId: b.workerIds[0] })).asks[0]!.by).toEqual({ kind: "mcp", name: "mcp-test-batch-answer (batch answer)" });
+    expect((await engine.client.workers.get.query({ workerId: b.workerIds[0] })).asks[0]!.by).toEqual({
+      kind: "mcp",
+      name: "mcp-test-batch-answer (batch answer)",
+    });
     await s.call("approve", { askId: stray.id, decision: "reject", message: "outside your scope" });
     const finished: string[] = [];
     for (let i = 0; i < 12; i++) {
@@ -594,7 +676,12 @@ describe("ocw mcp", () => {
 
   it("a merge blocked by an uncommitted change to a file says: commit or stash that file", async () => {
     const dir = repo({ "notes.txt": "base\n" });
-    const d = await mcp.call("delegate", { task: "MCP-WRITE file=notes.txt text=worker", directory: dir, checks: [{ file: "notes.txt", equals: "worker" }], scope: ["notes.txt"] });
+    const d = await mcp.call("delegate", {
+      task: "MCP-WRITE file=notes.txt text=worker",
+      directory: dir,
+      checks: [{ file: "notes.txt", equals: "worker" }],
+      scope: ["notes.txt"],
+    });
     for (let i = 0; i < 10; i++) {
       const r = await mcp.call("wait", { workerId: d.workerId, timeoutSec: 30 });
       for (const p of r.pending) await mcp.call("approve", { askId: p.askId, decision: "once" });

@@ -82,7 +82,9 @@ async function drive(answer: "one by one" | "batch answer"): Promise<number> {
   expect(finished.size, "every worker's verdict was reported").toBe(TASKS);
   expect(r.batch).toMatchObject({ total: TASKS, built: TASKS });
   console.log(
-    `${TASKS}-task batch over MCP, asks answered ${answer}: ${total} characters of tool results in ${Object.values(per).reduce((n, x) => n + x.calls, 0)} calls (${Object.entries(per)
+    `${TASKS}-task batch over MCP, asks answered ${answer}: ${total} characters of tool results in ${Object.values(per).reduce((n, x) => n + x.calls, 0)} calls (${Object.entries(
+      per,
+    )
       .map(([k, x]) => `${k} ${x.calls}× ${x.chars}`)
       .join(", ")})`,
   );
@@ -101,12 +103,16 @@ describe("the context a batch costs over MCP", () => {
     expect(batch).not.toContain('"checks"');
   });
 
-  it(`a ${TASKS}-task batch driven to settled (every task asking once, each ask answered one by one) returns at most ${CONTRACT_CHARS} characters of tool results`, { timeout: 600_000 }, async () => {
+  it(`a ${TASKS}-task batch driven to settled (every task asking once, each ask answered one by one) returns at most ${CONTRACT_CHARS} characters of tool results`, {
+    timeout: 600_000,
+  }, async () => {
     const total = await drive("one by one");
     expect(total).toBeLessThanOrEqual(CONTRACT_CHARS);
   });
 
-  it(`the same batch answered with approve {batchId} (once per wait that brings asks) stays within the contract too, in fewer calls`, { timeout: 600_000 }, async () => {
+  it(`the same batch answered with approve {batchId} (once per wait that brings asks) stays within the contract too, in fewer calls`, {
+    timeout: 600_000,
+  }, async () => {
     const total = await drive("batch answer");
     expect(total).toBeLessThanOrEqual(CONTRACT_CHARS);
   });

@@ -62,7 +62,9 @@ describe("ocw mcp without a running engine", () => {
     expect(await mcp.fail("delegate", { task: "x", directory: dir })).toMatch(/no active target/);
 
     // An API client (as the GUI) saves a target on the same engine; the bridge then delegates through it.
-    model = await startScriptedModel({ scripts: [{ match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) }] });
+    model = await startScriptedModel({
+      scripts: [{ match: /MCP-START/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }) }],
+    });
     const api = connect(lock, "gui:test");
     await api.targets.save.mutate({ target: scriptedTarget(model.url, 2), activate: true });
     expect((await mcp.call("setup_status")).ready).toBe(true);

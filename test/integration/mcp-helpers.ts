@@ -8,7 +8,11 @@ export interface McpHandle {
   client: Client;
   stderr: () => string;
   /** structuredContent of a successful call; throws with the message of an isError result. */
-  call<T = any>(name: string, args?: Record<string, unknown>, opts?: { onprogress?: (p: { progress: number; total?: number; message?: string }) => void; timeout?: number }): Promise<T>;
+  call<T = any>(
+    name: string,
+    args?: Record<string, unknown>,
+    opts?: { onprogress?: (p: { progress: number; total?: number; message?: string }) => void; timeout?: number },
+  ): Promise<T>;
   /** The message of an isError result; throws when the call succeeded. */
   fail(name: string, args?: Record<string, unknown>): Promise<string>;
   close(): Promise<void>;
@@ -17,7 +21,11 @@ export interface McpHandle {
 export async function startMcp(
   stateDir: string,
   name: string,
-  opts: { elicit?: (req: ElicitRequest) => Promise<ElicitResult> | ElicitResult; env?: Record<string, string>; /** An executable that runs the bridge (the plugin's bin/ocw); default `node dist/ocw.mjs mcp`. */ command?: string } = {},
+  opts: {
+    elicit?: (req: ElicitRequest) => Promise<ElicitResult> | ElicitResult;
+    env?: Record<string, string> /** An executable that runs the bridge (the plugin's bin/ocw); default `node dist/ocw.mjs mcp`. */;
+    command?: string;
+  } = {},
 ): Promise<McpHandle> {
   const transport = new StdioClientTransport({
     command: opts.command ?? process.execPath,
@@ -51,7 +59,13 @@ export async function startMcp(
 }
 
 /** Calls wait until `pred` holds on its result (each call is bounded by timeoutSec). */
-export async function waitUntil(mcp: McpHandle, args: Record<string, unknown>, pred: (r: any) => boolean, rounds = 6, opts?: Parameters<McpHandle["call"]>[2]): Promise<any> {
+export async function waitUntil(
+  mcp: McpHandle,
+  args: Record<string, unknown>,
+  pred: (r: any) => boolean,
+  rounds = 6,
+  opts?: Parameters<McpHandle["call"]>[2],
+): Promise<any> {
   let r: any;
   for (let i = 0; i < rounds; i++) {
     r = await mcp.call("wait", { timeoutSec: 30, ...args }, opts);

@@ -55,7 +55,15 @@ async function settleOverMcp(workerId: string) {
 describe("after the verdict, over MCP", () => {
   it("delegate warns when a check already passes on the base; result shows weak evidence; review starts round 2; result lists the rounds", async () => {
     const dir = repo({ "README.md": "# r\n" });
-    const d = await mcp.call("delegate", { task: "MCP-ROUNDS: write r.txt", directory: dir, checks: [{ run: "test -f README.md", name: "readme" }, { file: "r.txt", matches: "round" }], scope: ["r.txt"] });
+    const d = await mcp.call("delegate", {
+      task: "MCP-ROUNDS: write r.txt",
+      directory: dir,
+      checks: [
+        { run: "test -f README.md", name: "readme" },
+        { file: "r.txt", matches: "round" },
+      ],
+      scope: ["r.txt"],
+    });
     expect(d.baseline).toEqual({ passedOnBase: ["readme"] });
     expect(d.warnings.join("\n")).toMatch(/these checks already pass before any change: they prove nothing \(readme\)/);
     await settleOverMcp(d.workerId);
@@ -63,7 +71,11 @@ describe("after the verdict, over MCP", () => {
     expect(r1).toMatchObject({ verdict: "built", claim: "honest-failure", honest: false, weakEvidence: false, baseline: { passedOnBase: ["readme"] } });
     expect(r1.next).toMatch(/review \{"workerId"/);
 
-    const rv = await mcp.call("review", { workerId: d.workerId, comments: [{ file: "r.txt", line: 1, body: "Say which round this is." }], message: "One nit." });
+    const rv = await mcp.call("review", {
+      workerId: d.workerId,
+      comments: [{ file: "r.txt", line: 1, body: "Say which round this is." }],
+      message: "One nit.",
+    });
     expect(rv).toMatchObject({ workerId: d.workerId, round: 2 });
     expect(["queued", "starting"]).toContain(rv.state);
     await settleOverMcp(d.workerId);

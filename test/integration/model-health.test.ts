@@ -31,7 +31,10 @@ async function until<T>(f: () => Promise<T>, ok: (v: T) => boolean, ms = 15_000)
 describe("model server health", () => {
   it("is reported healthy, then down with what to do once the server dies, then healthy again when it is back", async () => {
     const seen: { healthy: boolean; message?: string }[] = [];
-    const sub = engine.client.events.subscribe({ lastEventId: null }, { onData: (d) => (d.data as { type: string }).type === "model" && seen.push(d.data as never) });
+    const sub = engine.client.events.subscribe(
+      { lastEventId: null },
+      { onData: (d) => (d.data as { type: string }).type === "model" && seen.push(d.data as never) },
+    );
     const health = () => engine.client.status.query().then((s) => s.models.find((m) => m.targetId === "watched"));
     expect((await until(health, (h) => h?.healthy === true))?.healthy).toBe(true);
     const port = Number(new URL(model.url).port);

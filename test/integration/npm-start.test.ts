@@ -92,7 +92,11 @@ function sha256(b: Buffer): string {
 }
 
 /** Runs `node scripts/start.mjs` with a clean Electron environment plus `env`; resolves on exit or on `until`. */
-function npmStart(root: string, env: NodeJS.ProcessEnv, until?: (out: string, err: string) => boolean): Promise<{ code: number | null; out: string; err: string; proc: ChildProcess }> {
+function npmStart(
+  root: string,
+  env: NodeJS.ProcessEnv,
+  until?: (out: string, err: string) => boolean,
+): Promise<{ code: number | null; out: string; err: string; proc: ChildProcess }> {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^(ELECTRON_|electron_|npm_config_electron|force_no_cache)/i.test(k)));
   const proc = spawn(process.execPath, [path.join(root, "scripts", "start.mjs")], { cwd: root, env: { ...base, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   children.push(proc);
@@ -128,7 +132,11 @@ describe.skipIf(skip)("npm start fetches Electron through @electron/get", () => 
     const m = await mirror({ [ZIP]: zip, "SHASUMS256.txt": `${sha256(zip)} *${ZIP}\n` });
     try {
       // Given without its trailing slash (Electron's docs ask for one; without, @electron/get would drop the separator).
-      const r = await npmStart(root, { ELECTRON_MIRROR: m.url.replace(/\/$/, ""), electron_config_cache: cache, STANDIN_RECORD: record, OCW_STATE_DIR: state }, (_out, err) => /token=|starting the engine/.test(_out + err));
+      const r = await npmStart(
+        root,
+        { ELECTRON_MIRROR: m.url.replace(/\/$/, ""), electron_config_cache: cache, STANDIN_RECORD: record, OCW_STATE_DIR: state },
+        (_out, err) => /token=|starting the engine/.test(_out + err),
+      );
       expect(r.code, r.err).toBe(0);
       expect(m.requests).toEqual(expect.arrayContaining([`/v${VERSION}/${ZIP}`, `/v${VERSION}/SHASUMS256.txt`]));
       expect(r.err).toMatch(new RegExp(`downloading ${ZIP.replace(/\./g, "\\.")}: 100%`));
@@ -166,7 +174,9 @@ describe.skipIf(skip)("npm start fetches Electron through @electron/get", () => 
     const record = path.join(state, "standin.txt");
     const m = await mirror({ [ZIP]: zip, "SHASUMS256.txt": `${"0".repeat(64)} *${ZIP}\n` });
     try {
-      const r = await npmStart(root, { ELECTRON_MIRROR: m.url, electron_config_cache: cache, STANDIN_RECORD: record, OCW_STATE_DIR: state }, (out) => /token=/.test(out));
+      const r = await npmStart(root, { ELECTRON_MIRROR: m.url, electron_config_cache: cache, STANDIN_RECORD: record, OCW_STATE_DIR: state }, (out) =>
+        /token=/.test(out),
+      );
       expect(r.err).toMatch(/fetching Electron failed: .*(checksum|match)/i);
       expect(existsSync(record)).toBe(false);
       expect(r.out.split("\n")[0]).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=/);
@@ -185,7 +195,9 @@ describe.skipIf(skip)("npm start fetches Electron through @electron/get", () => 
     try {
       const env = { ELECTRON_MIRROR: m.url, electron_config_cache: cache, OCW_STATE_DIR: state };
       const r = await npmStart(root, env, (out) => /token=/.test(out));
-      expect(r.err).toMatch(new RegExp(`fetching Electron failed: Response code 404 \\(Not Found\\) for ${m.url.replace(/\./g, "\\.")}v${VERSION.replace(/\./g, "\\.")}/`));
+      expect(r.err).toMatch(
+        new RegExp(`fetching Electron failed: Response code 404 \\(Not Found\\) for ${m.url.replace(/\./g, "\\.")}v${VERSION.replace(/\./g, "\\.")}/`),
+      );
       expect(r.err).toMatch(/browser/);
       const url = r.out.split("\n")[0]!.trim();
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?token=/);

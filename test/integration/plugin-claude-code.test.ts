@@ -29,7 +29,8 @@ let stateDir: string;
 let env: NodeJS.ProcessEnv;
 /** The marketplace's working copy: later commits are pushed to the served repository, as a maintainer's would be. */
 let work: string;
-const claude = (args: string[], o: { cwd?: string; timeoutMs?: number } = {}) => runClaude((cc as { bin: string }).bin, args, { env, cwd: o.cwd ?? project, timeoutMs: o.timeoutMs });
+const claude = (args: string[], o: { cwd?: string; timeoutMs?: number } = {}) =>
+  runClaude((cc as { bin: string }).bin, args, { env, cwd: o.cwd ?? project, timeoutMs: o.timeoutMs });
 
 /** A repository with what a push of this checkout would carry for the plugin: the marketplace and plugin/. */
 function marketplaceRepo(): string {
@@ -133,7 +134,19 @@ describe.skipIf(!!skip)(`Claude Code installs the plugin from git${skip ? ` (ski
   });
 
   it("a release reaches users: a change under the same version is not delivered; after `npm run plugin:release` it is", async () => {
-    const version = () => JSON.parse(readFileSync(path.join(findPluginRoots(path.join(home, ".claude", "plugins", "cache")).sort().at(-1)!, ".claude-plugin", "plugin.json"), "utf8")).version as string;
+    const version = () =>
+      JSON.parse(
+        readFileSync(
+          path.join(
+            findPluginRoots(path.join(home, ".claude", "plugins", "cache"))
+              .sort()
+              .at(-1)!,
+            ".claude-plugin",
+            "plugin.json",
+          ),
+          "utf8",
+        ),
+      ).version as string;
     const before = JSON.parse(readFileSync(path.join(work, "plugin", ".claude-plugin", "plugin.json"), "utf8")).version as string;
     expect(version()).toBe(before);
     appendFileSync(path.join(work, "plugin", "README.md"), "\nA change that ships.\n");
@@ -162,6 +175,7 @@ function findPluginRoots(dir: string, depth = 0): string[] {
     const m = JSON.parse(readFileSync(path.join(dir, ".claude-plugin", "plugin.json"), "utf8"));
     return m.name === "opencode-worker" ? [dir] : [];
   }
-  return readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() && d.name !== "node_modules" ? findPluginRoots(path.join(dir, d.name), depth + 1) : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+    d.isDirectory() && d.name !== "node_modules" ? findPluginRoots(path.join(dir, d.name), depth + 1) : [],
+  );
 }
-

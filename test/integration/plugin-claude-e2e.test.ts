@@ -7,7 +7,13 @@ import { execFileSync, spawn } from "node:child_process";
 import { cpSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildAnthropicContext, startScriptedAnthropic, type AnthropicContext, type AnthropicStep, type ScriptedAnthropic } from "../fixtures/scripted-anthropic";
+import {
+  buildAnthropicContext,
+  startScriptedAnthropic,
+  type AnthropicContext,
+  type AnthropicStep,
+  type ScriptedAnthropic,
+} from "../fixtures/scripted-anthropic";
 import { startScriptedModel, type ScriptedModel, writesAsTold } from "../fixtures/scripted-model";
 import { connect } from "../../engine/api/client";
 import { readLock } from "../../engine/api/lock";
@@ -21,12 +27,24 @@ describe("scripted Anthropic API (the fixture itself)", () => {
   beforeAll(async () => {
     api = await startScriptedAnthropic({
       apiKey: "k",
-      scripts: [{ match: /weather/, script: (ctx) => (ctx.lastToolResult ? { text: `It is ${ctx.lastToolResult.json.sky}.` } : { toolUses: [{ name: "get_weather", input: { city: "Paris", note: "x".repeat(100) } }] }) }],
+      scripts: [
+        {
+          match: /weather/,
+          script: (ctx) =>
+            ctx.lastToolResult
+              ? { text: `It is ${ctx.lastToolResult.json.sky}.` }
+              : { toolUses: [{ name: "get_weather", input: { city: "Paris", note: "x".repeat(100) } }] },
+        },
+      ],
     });
   });
   afterAll(() => api?.close());
   const post = (body: unknown, key = "k", p = "/v1/messages") =>
-    fetch(`${api.url}${p}?beta=true`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json", "anthropic-version": "2023-06-01" }, body: JSON.stringify(body) });
+    fetch(`${api.url}${p}?beta=true`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+      body: JSON.stringify(body),
+    });
   const tools = [{ name: "get_weather", description: "w", input_schema: { type: "object", properties: { city: { type: "string" } } } }];
 
   it("streams a tool_use in input_json_delta pieces, then answers from the tool result; whole responses, tokens, errors", async () => {
@@ -58,7 +76,9 @@ describe("scripted Anthropic API (the fixture itself)", () => {
     const whole: any = await (await post({ model: "m", max_tokens: 100, tools, messages })).json();
     expect(whole).toMatchObject({ type: "message", role: "assistant", stop_reason: "end_turn", content: [{ type: "text", text: "It is blue." }] });
     const ctx = buildAnthropicContext({ messages });
-    expect(ctx.toolResults).toEqual([{ toolUseId: start.id, name: "get_weather", input: { city: "Paris" }, content: '{"sky":"blue"}', json: { sky: "blue" }, isError: false }]);
+    expect(ctx.toolResults).toEqual([
+      { toolUseId: start.id, name: "get_weather", input: { city: "Paris" }, content: '{"sky":"blue"}', json: { sky: "blue" }, isError: false },
+    ]);
     expect(ctx.step).toBe(1);
 
     // No tools offered (a side request): the fallback, never a script.
@@ -79,7 +99,6 @@ describe("scripted Anthropic API (the fixture itself)", () => {
 const cc = claudeCode();
 const skip = "skip" in cc ? cc.skip : null;
 
-
 let model: ScriptedModel;
 let stateDir: string;
 let api: ScriptedAnthropic;
@@ -99,7 +118,10 @@ function drive(ctx: AnthropicContext, workerId: string, done: (merge: any) => st
   const short = last.name.slice(PREFIX.length);
   if (short === "merge") return { text: done(last.json) };
   if (short === "approve") return { toolUses: [{ name: t("wait"), input: { workerId, timeoutSec: 60 } }] };
-  if (short === "result") return last.json?.verdict === "built" ? { toolUses: [{ name: t("merge"), input: { workerId } }] } : { text: `FAILED: ${workerId} is ${last.json?.verdict}: ${last.content.slice(0, 1500)}` };
+  if (short === "result")
+    return last.json?.verdict === "built"
+      ? { toolUses: [{ name: t("merge"), input: { workerId } }] }
+      : { text: `FAILED: ${workerId} is ${last.json?.verdict}: ${last.content.slice(0, 1500)}` };
   if (short === "wait") {
     const pending = (last.json?.pending ?? []).filter((p: any) => p.workerId === workerId);
     if (pending.length) return { toolUses: [{ name: t("approve"), input: { askId: pending[0].askId, decision: "once" } }] };
@@ -124,7 +146,8 @@ function withToolSearch(script: (ctx: AnthropicContext) => AnthropicStep) {
     if (f) return f;
     const step = script(ctx);
     if (!("toolUses" in step) || step.toolUses.every((u) => ctx.tools.includes(u.name)) || !ctx.tool("ToolSearch")) return step;
-    if (ctx.toolResults.filter((r) => r.name === "ToolSearch").length >= 3) return { text: `FAILED: ToolSearch never loaded ${step.toolUses.map((u) => u.name).join(", ")}` };
+    if (ctx.toolResults.filter((r) => r.name === "ToolSearch").length >= 3)
+      return { text: `FAILED: ToolSearch never loaded ${step.toolUses.map((u) => u.name).join(", ")}` };
     return { toolUses: [{ name: "ToolSearch", input: { query: `select:${USED.join(",")}`, max_results: USED.length } }] };
   };
 }
@@ -189,7 +212,10 @@ function claude(prompt: string, timeoutMs = 150_000): Promise<{ code: number | n
 /** What went on, for a failing assertion's message. */
 const transcript = () =>
   api.requests
-    .map((q) => `${q.path} [${q.matched}] tools=${q.tools.filter((n) => n.startsWith(PREFIX)).length} → ${q.response?.status ?? ""}${q.response?.text ?? ""}${(q.response?.toolUses ?? []).map((u) => ` ${u.name}(${JSON.stringify(u.input)})`).join("")}${q.problem ? ` PROBLEM ${q.problem}` : ""}`)
+    .map(
+      (q) =>
+        `${q.path} [${q.matched}] tools=${q.tools.filter((n) => n.startsWith(PREFIX)).length} → ${q.response?.status ?? ""}${q.response?.text ?? ""}${(q.response?.toolUses ?? []).map((u) => ` ${u.name}(${JSON.stringify(u.input)})`).join("")}${q.problem ? ` PROBLEM ${q.problem}` : ""}`,
+    )
     .join("\n");
 
 /** Ends the engine the plugin's bridge started (detached, supervised: not a child of this test) with `ocw stop`,
@@ -208,9 +234,7 @@ async function stopEngine() {
 describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${skip ? ` (skipped: ${skip})` : ""}`, () => {
   beforeAll(async () => {
     model = await startScriptedModel({
-      scripts: [
-        writesAsTold("E2E-WRITE"),
-      ],
+      scripts: [writesAsTold("E2E-WRITE")],
     });
     // The person set up a target earlier (with an engine that has since stopped): Claude Code's plugin starts the
     // engine itself, as it does for a real user, and that engine outlives the session.
@@ -274,7 +298,9 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     expect(lock, "no engine lock after session 1").toBeTruthy();
     const cmdline = readFileSync(`/proc/${lock!.pid}/cmdline`, "utf8").split("\0");
     expect(cmdline.slice(1, 3), cmdline.join(" ")).toEqual([path.join(pluginDir, "bin", "ocw"), "serve"]);
-    const engineEnv = readFileSync(`/proc/${lock!.pid}/environ`, "utf8").split("\0").map((kv) => kv.split("=")[0]!);
+    const engineEnv = readFileSync(`/proc/${lock!.pid}/environ`, "utf8")
+      .split("\0")
+      .map((kv) => kv.split("=")[0]!);
     expect(engineEnv.filter((k) => /^(ANTHROPIC_|CLAUDE|MCP_TOOL_TIMEOUT)/.test(k))).toEqual([]);
     expect(engineEnv).toContain("OCW_STATE_DIR");
     // The edit was approved by Claude Code over MCP.
@@ -284,7 +310,10 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     const other = await api1.workers.get.query({ workerId: left! });
     expect(other.state).toBe("waiting-approval");
     // What the model saw: the plugin's tools under their plugin names, every one answered without an error.
-    const used = api.requests.filter((q) => q.matched === "session-1").flatMap((q) => q.response?.toolUses ?? []).map((u) => u.name);
+    const used = api.requests
+      .filter((q) => q.matched === "session-1")
+      .flatMap((q) => q.response?.toolUses ?? [])
+      .map((u) => u.name);
     // (Claude Code 2.1.332 defers MCP tools: the scripted model loads them with ToolSearch first, as Claude does.)
     expect(new Set(used.filter((n) => n !== "ToolSearch"))).toEqual(new Set(["delegate", "wait", "approve", "result", "merge"].map((t) => `${PREFIX}${t}`)));
     // What Claude read of the worker's ask came framed: inside `untrusted`, labelled, with the repository-relative path.
@@ -292,7 +321,9 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     expect(read, why).toMatch(/"untrustedNote":"untrusted: text a worker\/model wrote/);
     expect(read, why).toMatch(/"untrusted":\{"what":"a\.txt"\}/);
     // The Stop hook held the end of the session once, naming the ask left unanswered (b.txt's worker).
-    expect(JSON.stringify(api.requests.filter((q) => q.matched === "session-1").map((q) => q.body)), why).toMatch(/1 opencode-worker ask on this repository is unanswered/);
+    expect(JSON.stringify(api.requests.filter((q) => q.matched === "session-1").map((q) => q.body)), why).toMatch(
+      /1 opencode-worker ask on this repository is unanswered/,
+    );
     first = { sessionId: r.json.session_id, merged: merged!, left: left!, enginePid: lock!.pid };
     console.log(`session 1: ${(r.ms / 1000).toFixed(1)} s, ${api.requests.filter((q) => q.matched === "session-1").length} model requests`);
   });
@@ -306,7 +337,10 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     expect(r.json.session_id).not.toBe(first.sessionId);
     // Nothing of session 1's conversation reached session 2's model.
     const mine = api.requests.slice(before).filter((q) => q.matched === "session-2");
-    expect(mine.every((q) => !JSON.stringify(q.body.messages).includes("OCW-E2E-SESSION-1")), why).toBe(true);
+    expect(
+      mine.every((q) => !JSON.stringify(q.body.messages).includes("OCW-E2E-SESSION-1")),
+      why,
+    ).toBe(true);
     expect(r.json?.result, why).toMatch(new RegExp(`^MERGED ${first.left} into main at [0-9a-f]{7,}\\.$`));
     expect(git("show", "main:a.txt")).toBe("alpha");
     expect(git("show", "main:b.txt")).toBe("beta");
@@ -319,7 +353,9 @@ describe.skipIf(!!skip)(`Claude Code drives the plugin's MCP tools end to end${s
     // The plugin's other parts reached the model: the SessionStart hook's line about the worker session 1 left waiting,
     // the supervisor subagent and the slash commands among what Claude Code offers.
     const seen = JSON.stringify(mine.map((q) => q.body));
-    console.log(`session 2 facts: hook line ${/opencode-worker on this repository: 1 worker waits for an answer/.test(seen)}, subagent ${seen.includes("opencode-worker-supervisor")}, command ${seen.includes("opencode-worker:status")}`);
+    console.log(
+      `session 2 facts: hook line ${/opencode-worker on this repository: 1 worker waits for an answer/.test(seen)}, subagent ${seen.includes("opencode-worker-supervisor")}, command ${seen.includes("opencode-worker:status")}`,
+    );
     expect(seen, why).toMatch(/opencode-worker on this repository: 1 worker waits for an answer/);
     expect(seen, why).toContain("opencode-worker-supervisor");
     expect(seen, why).toContain("opencode-worker:status");

@@ -26,7 +26,10 @@ describe("plugin releases", () => {
     const last = readRelease(ROOT);
     expect(last, "plugin/release.json is missing: run `npm run plugin:release`").not.toBeNull();
     const versions = manifestVersions(ROOT);
-    expect(contentHash(path.join(ROOT, "plugin")), `plugin/ changed since release ${last.version} but the version did not: run \`npm run plugin:release\` and commit what it writes`).toBe(last.contentHash);
+    expect(
+      contentHash(path.join(ROOT, "plugin")),
+      `plugin/ changed since release ${last.version} but the version did not: run \`npm run plugin:release\` and commit what it writes`,
+    ).toBe(last.contentHash);
     expect(versions).toEqual({ plugin: last.version, marketplace: last.version });
     expect(readFileSync(path.join(ROOT, "plugin", "CHANGELOG.md"), "utf8")).toContain(`- ${last.version} (`);
   });
@@ -39,7 +42,10 @@ describe("plugin releases", () => {
     const base = readRelease(root);
     expect(release(root)).toMatchObject({ released: false, version: base.version });
 
-    writeFileSync(path.join(root, "plugin", "skills", "opencode-worker", "SKILL.md"), readFileSync(path.join(root, "plugin", "skills", "opencode-worker", "SKILL.md"), "utf8") + "\nA new line.\n");
+    writeFileSync(
+      path.join(root, "plugin", "skills", "opencode-worker", "SKILL.md"),
+      readFileSync(path.join(root, "plugin", "skills", "opencode-worker", "SKILL.md"), "utf8") + "\nA new line.\n",
+    );
     // The check of the first test, on the copy: content changed, version not.
     expect(contentHash(path.join(root, "plugin"))).not.toBe(base.contentHash);
     const r = release(root, { today: "2026-12-05" });
@@ -54,13 +60,17 @@ describe("plugin releases", () => {
     expect(log.match(/^# /gm)).toHaveLength(1);
     // The hand-written manifest keeps its layout: only the version moved.
     const manifest = readFileSync(path.join(root, "plugin", ".claude-plugin", "plugin.json"), "utf8");
-    expect(manifest.replace(`"version": "${next}"`, "")).toBe(readFileSync(path.join(ROOT, "plugin", ".claude-plugin", "plugin.json"), "utf8").replace(/"version": "[^"]*"/, ""));
+    expect(manifest.replace(`"version": "${next}"`, "")).toBe(
+      readFileSync(path.join(ROOT, "plugin", ".claude-plugin", "plugin.json"), "utf8").replace(/"version": "[^"]*"/, ""),
+    );
 
     // The script as `npm run plugin:release` runs it, with a note; a second run changes nothing.
     writeFileSync(path.join(root, "plugin", "README.md"), "changed\n");
     const out = execFileSync(process.execPath, [path.join(ROOT, "scripts", "plugin-release.mjs"), "--root", root, "README", "rewritten"], { encoding: "utf8" });
     expect(out).toMatch(new RegExp(`released ${maj}\\.${min}\\.${patch + 2}`));
-    expect(readFileSync(path.join(root, "plugin", "CHANGELOG.md"), "utf8")).toMatch(new RegExp(`- ${maj}\\.${min}\\.${patch + 2} \\(\\d{4}-\\d\\d-\\d\\d\\): README rewritten\\n`));
+    expect(readFileSync(path.join(root, "plugin", "CHANGELOG.md"), "utf8")).toMatch(
+      new RegExp(`- ${maj}\\.${min}\\.${patch + 2} \\(\\d{4}-\\d\\d-\\d\\d\\): README rewritten\\n`),
+    );
     expect(execFileSync(process.execPath, [path.join(ROOT, "scripts", "plugin-release.mjs"), "--root", root], { encoding: "utf8" })).toMatch(/nothing changed/);
   });
 });

@@ -43,7 +43,10 @@ describe.skipIf(!isRepo)(`plugin/ is in sync with the sources${isRepo ? "" : " (
     }
     for (const rel of committed) if (GENERATED_DIRS.some((d: string) => rel.startsWith(`${d}/`)) && !fresh.has(rel)) stale.push(`${rel} (no longer generated)`);
     const dirty = git("status", "--porcelain", "--", "engine", "shared", "skills", "protocol", "packs", "package.json", "package-lock.json").trim();
-    expect(stale, `plugin/ is stale: run \`npm run build:cli\` and commit plugin/ together with its sources${dirty ? ` (uncommitted source changes here: ${dirty.split("\n").length} file(s))` : ""}`).toEqual([]);
+    expect(
+      stale,
+      `plugin/ is stale: run \`npm run build:cli\` and commit plugin/ together with its sources${dirty ? ` (uncommitted source changes here: ${dirty.split("\n").length} file(s))` : ""}`,
+    ).toEqual([]);
   });
 
   it("the hand-written parts agree: version, server name, launcher on the Bash PATH", () => {
@@ -68,7 +71,11 @@ describe("the plugin installed as Claude Code installs it", () => {
     const stateDir = tempDir("plugin-state");
     dirs.push(copy, stateDir);
     cpSync(path.join(ROOT, "plugin"), copy, { recursive: true, filter: (src) => !/node_modules|\.lock$/.test(path.relative(ROOT, src)) });
-    execFileSync("npm", ["ci", "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: copy, stdio: "pipe", timeout: 240_000 });
+    execFileSync("npm", ["ci", "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], {
+      cwd: copy,
+      stdio: "pipe",
+      timeout: 240_000,
+    });
     const stub = path.join(copy, "node_modules", "opencode-ai", "bin", "opencode.exe");
     expect(statSync(stub).size, "npm ci --ignore-scripts leaves opencode-ai's stub").toBeLessThan(10_000);
     expect(existsSync(path.join(copy, "node_modules", "electron"))).toBe(false);
@@ -91,7 +98,10 @@ describe("the plugin installed as Claude Code installs it", () => {
     try {
       // The engine runs this copy's ocw (its launcher or bundle), and Claude Code's keys never reached it (nor, so, opencode or worker shells).
       const cmdline = readFileSync(`/proc/${s.engine.pid}/cmdline`, "utf8");
-      expect(cmdline.split("\0").some((arg) => arg.startsWith(copy + path.sep)), cmdline).toBe(true);
+      expect(
+        cmdline.split("\0").some((arg) => arg.startsWith(copy + path.sep)),
+        cmdline,
+      ).toBe(true);
       const environ = readFileSync(`/proc/${s.engine.pid}/environ`, "utf8").split("\0");
       expect(environ.filter((e) => /^(ANTHROPIC_|CLAUDE_CODE_OAUTH|CLAUDECODE=)/.test(e))).toEqual([]);
       expect(environ.join("\n")).not.toContain("test-secret");

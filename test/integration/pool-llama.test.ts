@@ -18,7 +18,11 @@ import { cleanup, makeRepo, settle, startEngine, type TestEngine } from "../help
 
 const BIN = process.env.LLAMA_SERVER;
 const VOCAB = vocabDirFor(BIN);
-const SKIP = !BIN ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>" : !VOCAB ? `no llama.cpp test vocabularies next to ${BIN}` : null;
+const SKIP = !BIN
+  ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>"
+  : !VOCAB
+    ? `no llama.cpp test vocabularies next to ${BIN}`
+    : null;
 const SLOTS = 2;
 
 interface Server {
@@ -59,7 +63,12 @@ beforeAll(async () => {
     const port = await freePort();
     // Unified KV: each slot may use the whole context, which opencode's long system prompt needs.
     const args = buildLlamaArgs({ model: gguf, alias: "tiny", ctx: 32768, parallel: SLOTS, kvUnified: true, port });
-    const s: Server = { opts: { bin: BIN!, args, apiKey: null, logFile: path.join(tmp, `llama-${i}.log`), port }, pid: null, url: `http://127.0.0.1:${port}/v1`, root: `http://127.0.0.1:${port}` };
+    const s: Server = {
+      opts: { bin: BIN!, args, apiKey: null, logFile: path.join(tmp, `llama-${i}.log`), port },
+      pid: null,
+      url: `http://127.0.0.1:${port}/v1`,
+      root: `http://127.0.0.1:${port}`,
+    };
     servers.push(s);
   }
   await Promise.all(servers.map(start));
@@ -106,7 +115,9 @@ describe("a pool of three real llama-servers", () => {
           lastLog = Date.now();
           const states = new Map<string, number>();
           for (const w of ws) states.set(w.state, (states.get(w.state) ?? 0) + 1);
-          console.log(`[pool-llama ${Math.round((Date.now() - t0) / 1000)} s] ${[...states].map(([k, v]) => `${v} ${k}`).join(", ")}; /slots busy ${reads.map((r) => (r ? r.busy : "down")).join(" ")}`);
+          console.log(
+            `[pool-llama ${Math.round((Date.now() - t0) / 1000)} s] ${[...states].map(([k, v]) => `${v} ${k}`).join(", ")}; /slots busy ${reads.map((r) => (r ? r.busy : "down")).join(" ")}`,
+          );
         }
         servers.forEach((s, i) => {
           const ours = ws.filter((w) => w.targetId === "pool-llama" && w.endpoint === s.url && isActive(w.state)).length;
@@ -147,13 +158,17 @@ describe("a pool of three real llama-servers", () => {
         break;
       }
     }
-    console.log(`kill -9 of ${victim.url} at ${killedAt - t0} ms into the batch; out of admission ${removedMs} ms later; ${onVictim.length} of ours were running on it`);
+    console.log(
+      `kill -9 of ${victim.url} at ${killedAt - t0} ms into the batch; out of admission ${removedMs} ms later; ${onVictim.length} of ours were running on it`,
+    );
     expect(removedMs).not.toBeNull();
     expect(removedMs!).toBeLessThan(10_000);
 
     const done = await settle(engine.client, workerIds, () => "once", 600_000).finally(() => (sampling = false));
     await sampler;
-    console.log(`batch of 12 settled in ${Date.now() - t0} ms: ${[...done.values()].map((w) => w.state).join(", ")}; most of ours at once per endpoint: ${[...maxOurs.values()].join(", ")}`);
+    console.log(
+      `batch of 12 settled in ${Date.now() - t0} ms: ${[...done.values()].map((w) => w.state).join(", ")}; most of ours at once per endpoint: ${[...maxOurs.values()].join(", ")}`,
+    );
     expect([...done.values()].every((w) => isFinal(w.state))).toBe(true);
     // Never more of ours on an endpoint than its slots, as configured and as its own /slots reports.
     expect(over).toEqual([]);

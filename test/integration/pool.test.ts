@@ -19,8 +19,16 @@ async function endpoint(extra: Partial<ScriptedModelOptions> = {}): Promise<Scri
     modelId: "pool-coder",
     chunkDelayMs: 5,
     scripts: [
-      { name: "pool", match: /POOL-\d+/, script: (c) => (c.turnStep === 0 ? writeFile(`${/POOL-(\d+)/.exec(c.firstUserText)![1]}.txt`, "done\n") : { text: "OUTCOME: built" }) },
-      { name: "tools", match: (c: ScriptContext) => c.hasTools && !/POOL-/.test(c.firstUserText), script: (c) => (c.toolResults.length ? { text: `The word is ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })) },
+      {
+        name: "pool",
+        match: /POOL-\d+/,
+        script: (c) => (c.turnStep === 0 ? writeFile(`${/POOL-(\d+)/.exec(c.firstUserText)![1]}.txt`, "done\n") : { text: "OUTCOME: built" }),
+      },
+      {
+        name: "tools",
+        match: (c: ScriptContext) => c.hasTools && !/POOL-/.test(c.firstUserText),
+        script: (c) => (c.toolResults.length ? { text: `The word is ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })),
+      },
       { name: "code", match: /sumOfSquares/, script: () => ({ text: GOOD }) },
     ],
     fallback: () => ({ text: "hello" }),
@@ -67,9 +75,14 @@ describe("pool targets", () => {
     const listed = await run("targets", "--json");
     expect(listed.status, listed.stderr).toBe(0);
     const t = JSON.parse(listed.stdout).targets.find((x: { id: string }) => x.id === made.target.id);
-    expect(t.endpoints.map((e: { url: string; healthy: boolean; slots: number; inUse: number }) => ({ url: e.url, healthy: e.healthy, slots: e.slots, inUse: e.inUse }))).toEqual(
-      ms.map((m) => ({ url: m.url, healthy: true, slots: 2, inUse: 0 })),
-    );
+    expect(
+      t.endpoints.map((e: { url: string; healthy: boolean; slots: number; inUse: number }) => ({
+        url: e.url,
+        healthy: e.healthy,
+        slots: e.slots,
+        inUse: e.inUse,
+      })),
+    ).toEqual(ms.map((m) => ({ url: m.url, healthy: true, slots: 2, inUse: 0 })));
     await ms[2]!.close();
     const again = JSON.parse((await run("targets", "--json")).stdout).targets.find((x: { id: string }) => x.id === made.target.id);
     expect(again.endpoints.map((e: { healthy: boolean }) => e.healthy)).toEqual([true, true, false]);
@@ -85,7 +98,9 @@ describe("pool targets", () => {
     await engine.client.targets.save.mutate({ target: poolTarget("pool3", ms), activate: true });
     const repo = makeRepo();
     repos.push(repo);
-    const { workerIds } = await engine.client.workers.startBatch.mutate({ tasks: Array.from({ length: 12 }, (_, i) => ({ task: `POOL-${i}`, directory: repo, targetId: "pool3", checks: [{ file: `${i}.txt` }] })) });
+    const { workerIds } = await engine.client.workers.startBatch.mutate({
+      tasks: Array.from({ length: 12 }, (_, i) => ({ task: `POOL-${i}`, directory: repo, targetId: "pool3", checks: [{ file: `${i}.txt` }] })),
+    });
     // Six start at once (2 per endpoint); hold their asks until the third endpoint dies under its two.
     const victim = ms[2]!;
     const onVictim = await untilState(engine.client, workerIds[0]!, () => true).then(async () => {
@@ -135,7 +150,9 @@ describe("pool targets", () => {
     await engine.client.targets.save.mutate({ target: poolTarget("pool-vllm", [llama, vllm], 1), activate: false });
     const repo = makeRepo();
     repos.push(repo);
-    const { workerIds } = await engine.client.workers.startBatch.mutate({ tasks: [0, 1].map((i) => ({ task: `POOL-${100 + i}`, directory: repo, targetId: "pool-vllm" })) });
+    const { workerIds } = await engine.client.workers.startBatch.mutate({
+      tasks: [0, 1].map((i) => ({ task: `POOL-${100 + i}`, directory: repo, targetId: "pool-vllm" })),
+    });
     const first = await untilState(engine.client, workerIds[0]!, (w) => w.state === "waiting-approval", 60_000);
     expect(first.endpoint).toBe(llama.url);
     await new Promise((r) => setTimeout(r, 2000));

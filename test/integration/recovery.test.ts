@@ -68,7 +68,12 @@ describe("admission and recovery", () => {
       },
     );
     const { workerIds } = await engine.client.workers.startBatch.mutate({
-      tasks: Array.from({ length: 8 }, (_, n) => ({ task: `TASK-CONC-${n}: write out-${n}.txt`, directory: dir, checks: [{ file: `out-${n}.txt`, equals: `worker ${n}` }], scope: [`out-${n}.txt`] })),
+      tasks: Array.from({ length: 8 }, (_, n) => ({
+        task: `TASK-CONC-${n}: write out-${n}.txt`,
+        directory: dir,
+        checks: [{ file: `out-${n}.txt`, equals: `worker ${n}` }],
+        scope: [`out-${n}.txt`],
+      })),
     });
     expect(workerIds).toHaveLength(8);
     const ws = await settle(engine.client, workerIds, () => "once");
@@ -96,7 +101,11 @@ describe("admission and recovery", () => {
   it("kill -9 of opencode serve mid-run → interrupted within 2 s, serve restarted, resume completes in the same session", async () => {
     const dir = makeRepo();
     repos.push(dir);
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-CRASH: write after.txt", directory: dir, checks: [{ file: "after.txt", equals: "resumed" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-CRASH: write after.txt",
+      directory: dir,
+      checks: [{ file: "after.txt", equals: "resumed" }],
+    });
     await untilState(engine.client, workerId, (w) => w.state === "running");
     await expect.poll(() => model.requests.some((r) => r.matched === "crash" && r.response?.type === "hang"), { timeout: 30_000 }).toBe(true);
     const before = (await engine.client.status.query()).serving[0]!;
@@ -118,7 +127,11 @@ describe("admission and recovery", () => {
     repos.push(dir);
     const done = await engine.client.workers.start.mutate({ task: "TASK-ASK: write asked.txt", directory: dir, checks: [{ file: "asked.txt" }] });
     await settle(engine.client, [done.workerId], () => "once");
-    const pending = await engine.client.workers.start.mutate({ task: "TASK-ASK: write asked.txt (left pending)", directory: dir, checks: [{ file: "asked.txt" }] });
+    const pending = await engine.client.workers.start.mutate({
+      task: "TASK-ASK: write asked.txt (left pending)",
+      directory: dir,
+      checks: [{ file: "asked.txt" }],
+    });
     const waiting = await untilAsk(engine.client, pending.workerId);
     const before = await engine.client.workers.list.query();
     const oldServe = (await engine.client.status.query()).serving[0]!.pid!;

@@ -4,15 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createOpencodeClient } from "@opencode-ai/sdk/v2";
-import {
-  bash,
-  editFile,
-  readFile as readFileStep,
-  sequence,
-  startScriptedModel,
-  writeFile,
-  type ScriptedModel,
-} from "../fixtures/scripted-model";
+import { bash, editFile, readFile as readFileStep, sequence, startScriptedModel, writeFile, type ScriptedModel } from "../fixtures/scripted-model";
 
 const models: ScriptedModel[] = [];
 async function start(opts?: Parameters<typeof startScriptedModel>[0]) {
@@ -210,7 +202,9 @@ describe("scripted model (plain fetch)", () => {
     await expect.poll(() => m.requests[1]!.clientAborted).toBe(true);
 
     // a hanging request still open at close() must not block it
-    void chat(m, { messages: user("hang again"), stream: true }).then((r) => r.text()).catch(() => {});
+    void chat(m, { messages: user("hang again"), stream: true })
+      .then((r) => r.text())
+      .catch(() => {});
     await expect.poll(() => m.inFlight()).toBe(1);
     await m.close();
   });
@@ -337,10 +331,7 @@ describe("scripted model with the real opencode serve", () => {
         parts: [{ type: "text", text: "Please create hello.txt with a greeting." }],
       });
       expect(r.response.status).toBe(204);
-      const result = await Promise.race([
-        terminal,
-        new Promise<{ type: string }>((res) => setTimeout(() => res({ type: "timeout" }), 120_000)),
-      ]);
+      const result = await Promise.race([terminal, new Promise<{ type: string }>((res) => setTimeout(() => res({ type: "timeout" }), 120_000))]);
       expect(result).toEqual({ type: "session.idle" });
 
       expect(await readFile(path.join(project, "hello.txt"), "utf8")).toBe("hi from edited model\n");
@@ -362,7 +353,12 @@ describe("scripted model with the real opencode serve", () => {
       const msgs = (await client.session.messages({ sessionID: s.id })).data!;
       const last = msgs.at(-1)!;
       expect(last.info.role).toBe("assistant");
-      expect(last.parts.filter((p: any) => p.type === "text").map((p: any) => p.text).join("")).toBe("OUTCOME: built");
+      expect(
+        last.parts
+          .filter((p: any) => p.type === "text")
+          .map((p: any) => p.text)
+          .join(""),
+      ).toBe("OUTCOME: built");
       expect(last.parts.find((p: any) => p.type === "reasoning")).toMatchObject({ text: "checked the output" });
       const tools = msgs.flatMap((x) => x.parts).filter((p: any) => p.type === "tool") as any[];
       expect(tools.map((t) => [t.tool, t.state.status])).toEqual([

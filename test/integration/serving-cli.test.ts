@@ -8,20 +8,42 @@ import { rmSync } from "node:fs";
 
 const state = tempDir("serving-cli");
 afterAll(() => rmSync(state, { recursive: true, force: true }));
-const ocw = (...args: string[]) => spawnSync(process.execPath, [BUNDLE, "serving", ...args], { env: { ...process.env, OCW_STATE_DIR: state }, encoding: "utf8" });
+const ocw = (...args: string[]) =>
+  spawnSync(process.execPath, [BUNDLE, "serving", ...args], { env: { ...process.env, OCW_STATE_DIR: state }, encoding: "utf8" });
 
 describe("ocw serving", () => {
   it("lists a stopped server, keeps it after `ocw stop` and back; an unknown target and a vLLM restart are clear errors", () => {
-    writeFileSync(path.join(state, "serving.json"), JSON.stringify([
-      { targetId: "llamacpp-a", pid: 0, port: 41001, bin: "/opt/llama/llama-server", args: [], logFile: path.join(state, "a.log"), keyFile: null, startedAt: "2026-01-01T00:00:00Z" },
-      { targetId: "vllm-b", pid: 0, port: 41002, bin: "/usr/bin/vllm", args: [], logFile: path.join(state, "b.log"), keyFile: null, startedAt: "2026-01-01T00:00:00Z" },
-    ]));
+    writeFileSync(
+      path.join(state, "serving.json"),
+      JSON.stringify([
+        {
+          targetId: "llamacpp-a",
+          pid: 0,
+          port: 41001,
+          bin: "/opt/llama/llama-server",
+          args: [],
+          logFile: path.join(state, "a.log"),
+          keyFile: null,
+          startedAt: "2026-01-01T00:00:00Z",
+        },
+        {
+          targetId: "vllm-b",
+          pid: 0,
+          port: 41002,
+          bin: "/usr/bin/vllm",
+          args: [],
+          logFile: path.join(state, "b.log"),
+          keyFile: null,
+          startedAt: "2026-01-01T00:00:00Z",
+        },
+      ]),
+    );
     let r = ocw("list");
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/llamacpp-a\s+stopped\s+:41001  stops with ocw stop/);
+    expect(r.stdout).toMatch(/llamacpp-a\s+stopped\s+:41001 {2}stops with ocw stop/);
     r = ocw("keep", "llamacpp-a");
     expect(r.stdout).toBe("llamacpp-a: kept running after ocw stop\n");
-    expect(ocw("list").stdout).toMatch(/llamacpp-a\s+stopped\s+:41001  kept after ocw stop/);
+    expect(ocw("list").stdout).toMatch(/llamacpp-a\s+stopped\s+:41001 {2}kept after ocw stop/);
     expect(ocw("keep", "llamacpp-a", "--off").stdout).toBe("llamacpp-a: stops with ocw stop\n");
     r = ocw("keep", "nope");
     expect(r.status).toBe(2);

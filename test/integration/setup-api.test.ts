@@ -17,9 +17,15 @@ const GOOD = "```js\nfunction sumOfSquares(n) {\n  let s = 0;\n  for (let i = 1;
 
 beforeAll(async () => {
   model = await startScriptedModel({
-    modelId: "scripted-coder", apiKey: "sk-api-test", chunkDelayMs: 10,
+    modelId: "scripted-coder",
+    apiKey: "sk-api-test",
+    chunkDelayMs: 10,
     scripts: [
-      { name: "tools", match: (c) => c.hasTools, script: (c) => (c.toolResults.length ? { text: `It says ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })) },
+      {
+        name: "tools",
+        match: (c) => c.hasTools,
+        script: (c) => (c.toolResults.length ? { text: `It says ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })),
+      },
       { match: /sumOfSquares/, script: () => ({ text: GOOD }) },
     ],
     fallback: () => ({ text: "one two three four five six seven eight nine ten eleven twelve" }),
@@ -28,8 +34,12 @@ beforeAll(async () => {
   writeFileSync(csv, "0, GPU-0, NVIDIA GeForce RTX 4090, 00000000:01:00.0, 24564, 500, 24064, 580.65.06, 8.9\n");
   eng = await startEngine(path.join(tmp, "state"), {
     PATH: [path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
-    OCW_FAKE_NVIDIA_SMI: csv, OCW_RAM_BYTES: String(64 * 1024 ** 3), LLAMA_SERVER: "", OCW_LLAMA_CACHE: path.join(tmp, "none"),
-    OCW_TEST_SCRIPTED_KEY: "sk-api-test", OCW_TEST_WRONG_KEY: "nope",
+    OCW_FAKE_NVIDIA_SMI: csv,
+    OCW_RAM_BYTES: String(64 * 1024 ** 3),
+    LLAMA_SERVER: "",
+    OCW_LLAMA_CACHE: path.join(tmp, "none"),
+    OCW_TEST_SCRIPTED_KEY: "sk-api-test",
+    OCW_TEST_WRONG_KEY: "nope",
   });
 });
 afterAll(async () => {
@@ -56,18 +66,26 @@ describe("setup.* routes", () => {
 
 describe("setup.capture / setup.provider: saved only after a real verify", () => {
   it("a dead URL is a 400 with one line, and nothing is saved", async () => {
-    await expect(eng.client.setup.capture.mutate({ url: "http://127.0.0.1:9/v1" })).rejects.toThrow(/nothing OpenAI-compatible answers at http:\/\/127.0.0.1:9/);
+    await expect(eng.client.setup.capture.mutate({ url: "http://127.0.0.1:9/v1" })).rejects.toThrow(
+      /nothing OpenAI-compatible answers at http:\/\/127.0.0.1:9/,
+    );
     expect((await eng.client.targets.list.query()).targets).toHaveLength(0);
   });
   it("a key variable unset in the engine's environment is a clear error, and nothing is saved", async () => {
-    await expect(eng.client.setup.capture.mutate({ url: model.url, apiKeyEnv: "OCW_UNSET_KEY_VAR" })).rejects.toThrow(/OCW_UNSET_KEY_VAR is not set in the engine's environment/);
-    await expect(eng.client.setup.provider.mutate({ url: model.url, model: "scripted-coder", apiKeyEnv: "OCW_UNSET_KEY_VAR" })).rejects.toThrow(/not set in the engine's environment/);
+    await expect(eng.client.setup.capture.mutate({ url: model.url, apiKeyEnv: "OCW_UNSET_KEY_VAR" })).rejects.toThrow(
+      /OCW_UNSET_KEY_VAR is not set in the engine's environment/,
+    );
+    await expect(eng.client.setup.provider.mutate({ url: model.url, model: "scripted-coder", apiKeyEnv: "OCW_UNSET_KEY_VAR" })).rejects.toThrow(
+      /not set in the engine's environment/,
+    );
     await expect(eng.client.setup.capture.mutate({ url: model.url })).rejects.toThrow(/requires a key: name the environment variable/);
     await expect(eng.client.setup.capture.mutate({ url: "not a url" })).rejects.toThrow(/server URL/);
     expect((await eng.client.targets.list.query()).targets).toHaveLength(0);
   });
   it("a wrong provider key is refused before anything is saved", async () => {
-    await expect(eng.client.setup.provider.mutate({ url: model.url, model: "scripted-coder", apiKeyEnv: "OCW_TEST_WRONG_KEY" })).rejects.toThrow(/not reachable with that key/);
+    await expect(eng.client.setup.provider.mutate({ url: model.url, model: "scripted-coder", apiKeyEnv: "OCW_TEST_WRONG_KEY" })).rejects.toThrow(
+      /not reachable with that key/,
+    );
     expect((await eng.client.targets.list.query()).targets).toHaveLength(0);
   });
   it("capture verifies (tool-call round trip included), then saves and activates a built target", async () => {

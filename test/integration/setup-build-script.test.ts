@@ -11,9 +11,13 @@ describe("build-llama-server.sh", () => {
   it("cache hit: same path, the binary untouched (no build), and it runs", (ctx) => {
     if (!BIN) return ctx.skip("LLAMA_SERVER is unset: the build script has not been run (CI runs it before the tests)");
     const cacheRoot = path.dirname(path.dirname(path.dirname(BIN)));
-    if (!/opencode-worker[/\\]llama$/.test(cacheRoot) && !process.env.OCW_LLAMA_CACHE) return ctx.skip(`LLAMA_SERVER (${BIN}) is not from the build script's cache`);
+    if (!/opencode-worker[/\\]llama$/.test(cacheRoot) && !process.env.OCW_LLAMA_CACHE)
+      return ctx.skip(`LLAMA_SERVER (${BIN}) is not from the build script's cache`);
     const before = statSync(BIN).mtimeMs;
-    const out = execFileSync("bash", [SCRIPT], { env: { ...process.env, OCW_LLAMA_CACHE: process.env.OCW_LLAMA_CACHE ?? cacheRoot }, stdio: ["ignore", "pipe", "pipe"] }).toString();
+    const out = execFileSync("bash", [SCRIPT], {
+      env: { ...process.env, OCW_LLAMA_CACHE: process.env.OCW_LLAMA_CACHE ?? cacheRoot },
+      stdio: ["ignore", "pipe", "pipe"],
+    }).toString();
     expect(out.trim().split("\n").at(-1)).toBe(BIN);
     // A rebuild would rewrite the binary; a hit leaves it as it was.
     expect(statSync(BIN).mtimeMs).toBe(before);

@@ -23,7 +23,14 @@ const fake = path.join(tmp, "fake-runtime.mjs");
 const children: ChildProcess[] = [];
 
 beforeAll(() => {
-  buildSync({ entryPoints: [path.join(__dirname, "../fixtures/hardware/fake-runtime.ts")], bundle: true, platform: "node", format: "esm", outfile: fake, logLevel: "error" });
+  buildSync({
+    entryPoints: [path.join(__dirname, "../fixtures/hardware/fake-runtime.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: fake,
+    logLevel: "error",
+  });
 });
 afterAll(() => {
   for (const c of children) c.kill("SIGTERM");
@@ -36,13 +43,20 @@ async function llama(args: string[]): Promise<string> {
   const c = spawn(process.execPath, [fake, ...args, "--port", String(port), "--alias", "m"], { env, stdio: "ignore" });
   children.push(c);
   for (let i = 0; i < 200; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) return `http://127.0.0.1:${port}/v1`;
+    if (
+      await fetch(`http://127.0.0.1:${port}/health`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return `http://127.0.0.1:${port}/v1`;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error("the fake llama-server did not start");
 }
 
-const verify = (url: string, perSlotCtx: number | null) => verifyEndpoint({ url, model: "m", key: null, engine: "llama.cpp", slots: 4, perSlotCtx, concurrencyTokens: 16 });
+const verify = (url: string, perSlotCtx: number | null) =>
+  verifyEndpoint({ url, model: "m", key: null, engine: "llama.cpp", slots: 4, perSlotCtx, concurrencyTokens: 16 });
 
 describe("capture of a llama-server with one unified KV pool", () => {
   it("-c 65536 -np 4 --kv-unified, nothing asked: each slot is recorded with 65536 ÷ 4, not 65536", async () => {

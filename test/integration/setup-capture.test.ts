@@ -22,14 +22,25 @@ afterAll(async () => {
 
 /** A model that reads the file it is asked about with OpenCode's read tool and answers with what it read. */
 const TOOL_USER: { match: (c: ScriptContext) => boolean; script: Script; name: string } = {
-  name: "tool-user", match: (c) => c.hasTools,
+  name: "tool-user",
+  match: (c) => c.hasTools,
   script: (c) => (c.toolResults.length ? { text: `The word is ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })),
 };
 
-async function scripted(opts: { capable: boolean; apiKey?: string; modelId?: string; tools?: { match: (c: ScriptContext) => boolean; script: Script; name: string } }): Promise<ScriptedModel> {
+async function scripted(opts: {
+  capable: boolean;
+  apiKey?: string;
+  modelId?: string;
+  tools?: { match: (c: ScriptContext) => boolean; script: Script; name: string };
+}): Promise<ScriptedModel> {
   const m = await startScriptedModel({
-    apiKey: opts.apiKey, modelId: opts.modelId ?? "scripted-coder", chunkDelayMs: 15,
-    scripts: [...(opts.tools ? [opts.tools] : opts.capable ? [TOOL_USER] : []), ...(opts.capable ? [{ match: /sumOfSquares/, script: () => ({ text: GOOD }) }] : [])],
+    apiKey: opts.apiKey,
+    modelId: opts.modelId ?? "scripted-coder",
+    chunkDelayMs: 15,
+    scripts: [
+      ...(opts.tools ? [opts.tools] : opts.capable ? [TOOL_USER] : []),
+      ...(opts.capable ? [{ match: /sumOfSquares/, script: () => ({ text: GOOD }) }] : []),
+    ],
     fallback: () => ({ text: "hello there, one two three four five six seven eight nine ten" }),
   });
   servers.push(m);
@@ -39,7 +50,14 @@ async function scripted(opts: { capable: boolean; apiKey?: string; modelId?: str
 describe("ocw setup --capture URL (scripted OpenAI-compatible endpoint)", () => {
   it("a capable, key-protected endpoint → built, active, exit 0; the key is referenced by name only", async () => {
     const m = await scripted({ capable: true, apiKey: "sk-scripted-123" });
-    const r = await runSetup({ capture: m.url, apiKeyEnv: "OCW_TEST_CAPTURE_KEY", slots: "4", yes: true, json: true, env: { OCW_TEST_CAPTURE_KEY: "sk-scripted-123" } });
+    const r = await runSetup({
+      capture: m.url,
+      apiKeyEnv: "OCW_TEST_CAPTURE_KEY",
+      slots: "4",
+      yes: true,
+      json: true,
+      env: { OCW_TEST_CAPTURE_KEY: "sk-scripted-123" },
+    });
     expect(r.stderr).toBe("");
     const j = JSON.parse(r.stdout);
     for (const c of j.checks) console.log(`  ${c.passed ? "✓" : "✗"} ${c.name}: ${c.evidence}`);
@@ -49,7 +67,16 @@ describe("ocw setup --capture URL (scripted OpenAI-compatible endpoint)", () => 
     expect(j.checks.map((c: { name: string }) => c.name)).toContain("tools");
     // the round trip went through: a streamed request offering OpenCode's 8 tools, then the tool result sent back
     const toolReqs = m.requests.filter((q) => Array.isArray(q.body?.tools));
-    expect(toolReqs[0]!.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual(["bash", "read", "write", "edit", "glob", "grep", "list", "todowrite"]);
+    expect(toolReqs[0]!.body.tools.map((t: { function: { name: string } }) => t.function.name)).toEqual([
+      "bash",
+      "read",
+      "write",
+      "edit",
+      "glob",
+      "grep",
+      "list",
+      "todowrite",
+    ]);
     expect(toolReqs[0]!.stream).toBe(true);
     expect(toolReqs[1]!.body.messages.at(-1)).toMatchObject({ role: "tool" });
     expect(j.target).toMatchObject({ model: "scripted-coder", keyRef: "OCW_TEST_CAPTURE_KEY", serving: { engine: "capture", slots: 4 } });
@@ -65,7 +92,10 @@ describe("ocw setup --capture URL (scripted OpenAI-compatible endpoint)", () => 
     expect(r.code).toBe(3);
     expect(j.checks.find((c: { name: string }) => c.name === "capability").passed).toBe(false);
     // a keyless server on loopback: "no key (loopback only)", not a failed check
-    expect(j.checks.find((c: { name: string }) => c.name === "auth")).toMatchObject({ passed: true, evidence: expect.stringMatching(/^no key \(loopback only\)/) });
+    expect(j.checks.find((c: { name: string }) => c.name === "auth")).toMatchObject({
+      passed: true,
+      evidence: expect.stringMatching(/^no key \(loopback only\)/),
+    });
     const store = new TargetStore();
     expect(store.get(j.target.id)?.outcome).toBe("underpowered");
     expect(store.active()?.id).not.toBe(j.target.id);
@@ -96,7 +126,11 @@ describe("verify: the tool-call round trip", () => {
     return { code: r.code, j, tools: j.checks.find((c: { name: string }) => c.name === "tools") as { passed: boolean; evidence: string } };
   };
   it("a server that refuses requests with tools (llama-server --no-jinja's answer) → cannot-build, with the reason", async () => {
-    const m = await scripted({ capable: true, modelId: "nojinja", tools: { name: "refuse", match: (c) => c.hasTools, script: () => ({ error: { status: 500, message: "tools param requires --jinja flag" } }) } });
+    const m = await scripted({
+      capable: true,
+      modelId: "nojinja",
+      tools: { name: "refuse", match: (c) => c.hasTools, script: () => ({ error: { status: 500, message: "tools param requires --jinja flag" } }) },
+    });
     const { code, j, tools } = await capture(m);
     expect(tools.passed).toBe(false);
     expect(tools.evidence).toMatch(/refuses requests with tools \(HTTP 500: tools param requires --jinja flag\)/);
@@ -106,19 +140,35 @@ describe("verify: the tool-call round trip", () => {
     expect(code).toBe(2);
   });
   it("a 400 for the tools field → cannot-build", async () => {
-    const m = await scripted({ capable: true, modelId: "notools", tools: { name: "400", match: (c) => c.hasTools, script: () => ({ error: { status: 400, message: "Unrecognized request argument supplied: tools" } }) } });
+    const m = await scripted({
+      capable: true,
+      modelId: "notools",
+      tools: { name: "400", match: (c) => c.hasTools, script: () => ({ error: { status: 400, message: "Unrecognized request argument supplied: tools" } }) },
+    });
     const { j, tools } = await capture(m);
     expect(tools.evidence).toMatch(/HTTP 400/);
     expect(j.outcome).toBe("cannot-build");
   });
   it("a tool call returned as text (parser off) → cannot-build", async () => {
-    const m = await scripted({ capable: true, modelId: "textcall", tools: { name: "text", match: (c) => c.hasTools, script: () => ({ text: '<tool_call>\n{"name": "read", "arguments": {"filePath": "notes/token.txt"}}\n</tool_call>' }) } });
+    const m = await scripted({
+      capable: true,
+      modelId: "textcall",
+      tools: {
+        name: "text",
+        match: (c) => c.hasTools,
+        script: () => ({ text: '<tool_call>\n{"name": "read", "arguments": {"filePath": "notes/token.txt"}}\n</tool_call>' }),
+      },
+    });
     const { j, tools } = await capture(m);
     expect(tools.evidence).toMatch(/came back as plain text/);
     expect(j.outcome).toBe("cannot-build");
   });
   it("a model that answers without calling the tool → underpowered (the server is fine)", async () => {
-    const m = await scripted({ capable: true, modelId: "chatty", tools: { name: "chat", match: (c) => c.hasTools, script: () => ({ text: "Sure, I would read the file." }) } });
+    const m = await scripted({
+      capable: true,
+      modelId: "chatty",
+      tools: { name: "chat", match: (c) => c.hasTools, script: () => ({ text: "Sure, I would read the file." }) },
+    });
     const { code, j, tools } = await capture(m);
     expect(tools.evidence).toMatch(/answered without a tool call/);
     expect(j.outcome).toBe("underpowered");
@@ -126,13 +176,25 @@ describe("verify: the tool-call round trip", () => {
     expect(code).toBe(3);
   });
   it("a model that calls the tool but ignores its result → underpowered", async () => {
-    const m = await scripted({ capable: true, modelId: "ignorer", tools: { name: "ignore", match: (c) => c.hasTools, script: (c) => (c.toolResults.length ? { text: "Done." } : toolCall("read", { filePath: "notes/token.txt" })) } });
+    const m = await scripted({
+      capable: true,
+      modelId: "ignorer",
+      tools: {
+        name: "ignore",
+        match: (c) => c.hasTools,
+        script: (c) => (c.toolResults.length ? { text: "Done." } : toolCall("read", { filePath: "notes/token.txt" })),
+      },
+    });
     const { j, tools } = await capture(m);
     expect(tools.evidence).toMatch(/did not use its result/);
     expect(j.outcome).toBe("underpowered");
   });
   it("broken JSON arguments → underpowered", async () => {
-    const m = await scripted({ capable: true, modelId: "badjson", tools: { name: "bad", match: (c) => c.hasTools, script: () => toolCall("read", '{"filePath": "notes/tok') } });
+    const m = await scripted({
+      capable: true,
+      modelId: "badjson",
+      tools: { name: "bad", match: (c) => c.hasTools, script: () => toolCall("read", '{"filePath": "notes/tok') },
+    });
     const { tools } = await capture(m);
     expect(tools.evidence).toMatch(/not JSON/);
   });
@@ -157,7 +219,10 @@ describe("engine identification", () => {
     expect(await probeEndpoint(ol)).toMatchObject({ engine: "ollama", models: ["qwen3-coder:30b"], build: "0.12.3" });
     const vl = await fake({ "/v1/models": { object: "list", data: [{ id: "Qwen/Qwen3-Coder-30B-A3B-Instruct", owned_by: "vllm", max_model_len: 65536 }] } });
     expect(await probeEndpoint(vl)).toMatchObject({ engine: "vllm", perSlotCtx: 65536 });
-    const sg = await fake({ "/v1/models": { data: [{ id: "m", owned_by: "sglang" }] }, "/get_server_info": { max_running_requests: 16, context_length: 32768, version: "0.5.0" } });
+    const sg = await fake({
+      "/v1/models": { data: [{ id: "m", owned_by: "sglang" }] },
+      "/get_server_info": { max_running_requests: 16, context_length: 32768, version: "0.5.0" },
+    });
     expect(await probeEndpoint(sg)).toMatchObject({ engine: "sglang", totalSlots: 16, perSlotCtx: 32768 });
     expect(await probeEndpoint(await fake({}))).toBeNull();
   });
@@ -166,7 +231,15 @@ describe("engine identification", () => {
 describe("ocw setup --provider URL --model ID --api-key-env VAR", () => {
   it("verifies the provider like any endpoint and records engine api", async () => {
     const m = await scripted({ capable: true, apiKey: "prov-key", modelId: "vendor/coder-large" });
-    const r = await runSetup({ provider: m.url.replace(/\/v1$/, ""), model: "vendor/coder-large", apiKeyEnv: "OCW_PROV", slots: "2", yes: true, json: true, env: { OCW_PROV: "prov-key" } });
+    const r = await runSetup({
+      provider: m.url.replace(/\/v1$/, ""),
+      model: "vendor/coder-large",
+      apiKeyEnv: "OCW_PROV",
+      slots: "2",
+      yes: true,
+      json: true,
+      env: { OCW_PROV: "prov-key" },
+    });
     const j = JSON.parse(r.stdout);
     expect(j.outcome).toBe("built");
     expect(j.target).toMatchObject({ id: "api-vendor-coder-large", keyRef: "OCW_PROV", serving: { engine: "api", slots: 2 } });
@@ -190,9 +263,15 @@ describe("captured ollama / LM Studio: the context the loaded model really has",
         res.end(JSON.stringify(v));
       };
       if (kind === "ollama" && req.url === "/api/version") return json({ version: "0.12.6" });
-      if (kind === "ollama" && req.url === "/api/ps") return json({ models: [{ name: modelId, model: modelId, size: 1, ...(ctxLen ? { context_length: ctxLen } : {}) }] });
-      if (kind === "lmstudio" && req.url === "/api/v0/models") return json({ object: "list", data: [{ id: modelId, state: "loaded", max_context_length: 262144, ...(ctxLen ? { loaded_context_length: ctxLen } : {}) }] });
-      if (kind === "lmstudio" && req.url === "/v1/models") return json({ object: "list", data: [{ id: modelId, object: "model", owned_by: "organization_owner" }] });
+      if (kind === "ollama" && req.url === "/api/ps")
+        return json({ models: [{ name: modelId, model: modelId, size: 1, ...(ctxLen ? { context_length: ctxLen } : {}) }] });
+      if (kind === "lmstudio" && req.url === "/api/v0/models")
+        return json({
+          object: "list",
+          data: [{ id: modelId, state: "loaded", max_context_length: 262144, ...(ctxLen ? { loaded_context_length: ctxLen } : {}) }],
+        });
+      if (kind === "lmstudio" && req.url === "/v1/models")
+        return json({ object: "list", data: [{ id: modelId, object: "model", owned_by: "organization_owner" }] });
       const chunks: Buffer[] = [];
       req.on("data", (c: Buffer) => chunks.push(c));
       req.on("end", () => {
@@ -204,7 +283,13 @@ describe("captured ollama / LM Studio: the context the loaded model really has",
       });
     });
     await new Promise<void>((r) => srv.listen(0, "127.0.0.1", () => r()));
-    servers.push({ close: () => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }) } as ScriptedModel);
+    servers.push({
+      close: () =>
+        new Promise<void>((r) => {
+          srv.closeAllConnections();
+          srv.close(() => r());
+        }),
+    } as ScriptedModel);
     return `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
   }
   it("ollama at its 4096 default fails the slots check with the fix; OpenCode is not told more than it has", async () => {

@@ -13,7 +13,11 @@ import { vocabDirFor, writeTinyModels } from "../fixtures/gguf/writer";
 
 const BIN = process.env.LLAMA_SERVER;
 const VOCAB = vocabDirFor(BIN);
-const SKIP = !BIN ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>" : !VOCAB ? `no llama.cpp test vocabularies next to ${BIN}` : null;
+const SKIP = !BIN
+  ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>"
+  : !VOCAB
+    ? `no llama.cpp test vocabularies next to ${BIN}`
+    : null;
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-cli-"));
 const bundle = BUNDLE;
 const state = path.join(tmp, "state");
@@ -29,14 +33,20 @@ async function ocw(args: string[], env: NodeJS.ProcessEnv = {}, timeout = 120_00
   }
 }
 
-
 afterAll(async () => {
   await ocw(["serving", "stop"]);
 });
 
 describe("ocw (model setup commands) as a process", () => {
   it("bad input → exit 2 and one line on stderr", async () => {
-    for (const args of [["fit", "--slots", "0"], ["fit", "--metadata", "/nope.json"], ["setup", "--runtime", "llama.cpp", "--model", "/nope.gguf", "--slots", "1"], ["setup", "--capture", "http://127.0.0.1:9"], ["target", "use", "nope"], ["fit", "--bogus"]]) {
+    for (const args of [
+      ["fit", "--slots", "0"],
+      ["fit", "--metadata", "/nope.json"],
+      ["setup", "--runtime", "llama.cpp", "--model", "/nope.gguf", "--slots", "1"],
+      ["setup", "--capture", "http://127.0.0.1:9"],
+      ["target", "use", "nope"],
+      ["fit", "--bogus"],
+    ]) {
       const r = await ocw(args, { LLAMA_SERVER: BIN ?? process.execPath });
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stderr.trim().split("\n")[0], args.join(" ")).toMatch(/^(ocw: |error: )/);
@@ -51,7 +61,11 @@ describe("ocw (model setup commands) as a process", () => {
   it("setup → underpowered (exit 3); kill -9 of the server → the supervisor restarts it; serving stop", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
     const models = await writeTinyModels(tmp, VOCAB!);
-    const r = await ocw(["setup", "--runtime", "llama.cpp", "--model", models.lfm2, "--slots", "2", "--ctx", "8192", "--llama-server", BIN!, "--yes", "--json"], { OCW_SUPERVISOR_CMD: JSON.stringify([process.execPath, bundle]) }, 170_000);
+    const r = await ocw(
+      ["setup", "--runtime", "llama.cpp", "--model", models.lfm2, "--slots", "2", "--ctx", "8192", "--llama-server", BIN!, "--yes", "--json"],
+      { OCW_SUPERVISOR_CMD: JSON.stringify([process.execPath, bundle]) },
+      170_000,
+    );
     expect(r.stderr).toBe("");
     expect(r.code).toBe(3);
     const j = JSON.parse(r.stdout);

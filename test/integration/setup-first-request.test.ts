@@ -36,7 +36,9 @@ it("OpenCode's first request with our agent fits the floor verify puts under eve
   const messages = JSON.stringify(first.body.messages ?? []);
   const tools = JSON.stringify(first.body.tools ?? []);
   const tokens = Math.ceil((messages.length + tools.length) / 3.5);
-  console.log(`first request: ${(first.body.tools ?? []).length} tools, messages ${messages.length} chars + tools ${tools.length} chars ≈ ${tokens} tokens (floor ${OPENCODE_FIRST_REQUEST_TOKENS}); max_tokens ${first.body.max_tokens}`);
+  console.log(
+    `first request: ${(first.body.tools ?? []).length} tools, messages ${messages.length} chars + tools ${tools.length} chars ≈ ${tokens} tokens (floor ${OPENCODE_FIRST_REQUEST_TOKENS}); max_tokens ${first.body.max_tokens}`,
+  );
   expect(tokens).toBeGreaterThan(1000);
   expect(tokens).toBeLessThanOrEqual(OPENCODE_FIRST_REQUEST_TOKENS);
 }, 180_000);

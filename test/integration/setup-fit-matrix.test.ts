@@ -16,7 +16,11 @@ import { vocabDirFor, writeTinyModels } from "../fixtures/gguf/writer";
 
 const BIN = process.env.LLAMA_SERVER;
 const VOCAB = vocabDirFor(BIN);
-const SKIP = !BIN ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>" : !VOCAB ? `no llama.cpp test vocabularies next to ${BIN}` : null;
+const SKIP = !BIN
+  ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>"
+  : !VOCAB
+    ? `no llama.cpp test vocabularies next to ${BIN}`
+    : null;
 
 type Case = MatrixCase;
 const MATRIX = FIT_MATRIX;
@@ -37,7 +41,9 @@ afterAll(() => {
   mkdirSync(path.dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(rows, null, 2));
   const worst = Math.max(...rows.map((r) => Math.abs(r.computeErrPct as number)));
-  console.log(`fit matrix: ${rows.length} runs, KV/RS exact in ${rows.filter((r) => r.exact).length}; compute estimate max error ${worst.toFixed(1)} %; report ${out}`);
+  console.log(
+    `fit matrix: ${rows.length} runs, KV/RS exact in ${rows.filter((r) => r.exact).length}; compute estimate max error ${worst.toFixed(1)} %; report ${out}`,
+  );
 });
 
 describe("ocw fit --gguf shows llama.cpp's own figures next to ours", () => {
@@ -50,7 +56,9 @@ describe("ocw fit --gguf shows llama.cpp's own figures next to ours", () => {
     const d = j.llamaCpp.devices[0];
     expect(Math.abs(d.modelMiB - j.weightsBytes / MiB)).toBeLessThanOrEqual(1);
     expect(Math.abs(d.contextMiB - (j.kvBytes + j.recurrentBytes + j.outputBytes) / MiB)).toBeLessThanOrEqual(1);
-    console.log(`llama-fit-params: ${JSON.stringify(d)} vs ours weights ${(j.weightsBytes / MiB).toFixed(2)} kv ${(j.kvBytes / MiB).toFixed(2)} compute ${(j.computeBytes / MiB).toFixed(2)} MiB`);
+    console.log(
+      `llama-fit-params: ${JSON.stringify(d)} vs ours weights ${(j.weightsBytes / MiB).toFixed(2)} kv ${(j.kvBytes / MiB).toFixed(2)} compute ${(j.computeBytes / MiB).toFixed(2)} MiB`,
+    );
   });
 });
 
@@ -80,10 +88,21 @@ describe("estimator vs llama-server's logged buffer sizes", () => {
       const weights = Object.values(log.modelMiB).reduce((a, b) => a + b, 0);
       const exact = JSON.stringify(gotKv) === JSON.stringify(expectKv) && gotRs === fmt(e.recurrentBytes);
       rows.push({
-        model: c.model, flags: c.flags.join(" "), exact, kvLogged: gotKv, kvEstimated: expectKv, rsLogged: gotRs, rsEstimated: fmt(e.recurrentBytes),
-        computeLoggedMiB: compute, computeEstimatedMiB: Number((e.computeBytes / MiB).toFixed(2)), computeErrPct: Number(computeErrPct.toFixed(1)),
-        weightsLoggedMiB: weights, weightsEstimatedMiB: Number(((e.weightsBytes ?? 0) / MiB).toFixed(2)),
-        outputLoggedMiB: log.outputMiB.CPU ?? null, outputEstimatedMiB: Number((e.outputBytes / MiB).toFixed(2)), readyMs: Math.round(s.readyMs),
+        model: c.model,
+        flags: c.flags.join(" "),
+        exact,
+        kvLogged: gotKv,
+        kvEstimated: expectKv,
+        rsLogged: gotRs,
+        rsEstimated: fmt(e.recurrentBytes),
+        computeLoggedMiB: compute,
+        computeEstimatedMiB: Number((e.computeBytes / MiB).toFixed(2)),
+        computeErrPct: Number(computeErrPct.toFixed(1)),
+        weightsLoggedMiB: weights,
+        weightsEstimatedMiB: Number(((e.weightsBytes ?? 0) / MiB).toFixed(2)),
+        outputLoggedMiB: log.outputMiB.CPU ?? null,
+        outputEstimatedMiB: Number((e.outputBytes / MiB).toFixed(2)),
+        readyMs: Math.round(s.readyMs),
       });
       expect(gotKv).toEqual(expectKv);
       expect(gotRs).toBe(fmt(e.recurrentBytes));

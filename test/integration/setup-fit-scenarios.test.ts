@@ -22,24 +22,38 @@ const MiB = 1024 ** 2;
 
 function nvidia(n: number, name: string, totalMiB: number, usedMiB = 500): string {
   const f = path.join(tmp, `nv-${n}-${totalMiB}.csv`);
-  const rows = Array.from({ length: n }, (_, i) => `${i}, GPU-${i}000000-0000-0000-0000-000000000000, ${name}, 00000000:${String(i + 1).padStart(2, "0")}:00.0, ${totalMiB}, ${usedMiB}, ${totalMiB - usedMiB}, 580.65.06, 9.0`);
+  const rows = Array.from(
+    { length: n },
+    (_, i) =>
+      `${i}, GPU-${i}000000-0000-0000-0000-000000000000, ${name}, 00000000:${String(i + 1).padStart(2, "0")}:00.0, ${totalMiB}, ${usedMiB}, ${totalMiB - usedMiB}, 580.65.06, 9.0`,
+  );
   writeFileSync(f, rows.join("\n") + "\n");
   return f;
 }
 
 function rocm(name: string, totalBytes: number, usedBytes: number): string {
   const f = path.join(tmp, `rocm-${totalBytes}.json`);
-  writeFileSync(f, JSON.stringify({ card0: { "VRAM Total Memory (B)": String(totalBytes), "VRAM Total Used Memory (B)": String(usedBytes), "Card series": name, "Card model": "0x74a1" } }));
+  writeFileSync(
+    f,
+    JSON.stringify({
+      card0: { "VRAM Total Memory (B)": String(totalBytes), "VRAM Total Used Memory (B)": String(usedBytes), "Card series": name, "Card model": "0x74a1" },
+    }),
+  );
   return f;
 }
 
 async function fit(args: string[], hw: { nvidia?: string; rocm?: string; ramGiB: number }, extraEnv: NodeJS.ProcessEnv = {}) {
   const env: NodeJS.ProcessEnv = {
-    HOME: process.env.HOME, PATH: [FAKE_BIN, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
-    OCW_STATE_DIR: path.join(tmp, "state"), OCW_LLAMA_CACHE: path.join(tmp, "no-llama"), OCW_RAM_BYTES: String(hw.ramGiB * GiB),
+    HOME: process.env.HOME,
+    PATH: [FAKE_BIN, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
+    OCW_STATE_DIR: path.join(tmp, "state"),
+    OCW_LLAMA_CACHE: path.join(tmp, "no-llama"),
+    OCW_RAM_BYTES: String(hw.ramGiB * GiB),
     // a CUDA toolkit is here: with no llama-server yet, NVIDIA GPUs are planned for the CUDA source build (CUDA0 …)
     OCW_NVCC: FAKE_NVCC,
-    ...(hw.nvidia ? { OCW_FAKE_NVIDIA_SMI: hw.nvidia } : {}), ...(hw.rocm ? { OCW_FAKE_ROCM_SMI: hw.rocm } : {}), ...extraEnv,
+    ...(hw.nvidia ? { OCW_FAKE_NVIDIA_SMI: hw.nvidia } : {}),
+    ...(hw.rocm ? { OCW_FAKE_ROCM_SMI: hw.rocm } : {}),
+    ...extraEnv,
   };
   try {
     const r = await run(process.execPath, [BUNDLE, "fit", ...args], { env, timeout: 60_000 });
@@ -80,7 +94,10 @@ describe("ocw fit --json on simulated machines", () => {
     expect([j.pick!.model, j.pick!.quant, j.pick!.slots]).toEqual(["qwen3.6-27b", "Q4_K_M", 4]);
     expect(j.pick!.ctxPerSlot).toBeGreaterThanOrEqual(32768);
     expect(["f16", "q8_0"]).toContain(kvType(j.pick!.command));
-    expect(j.pick!.pool!.endpoints.map((e) => [e.devices, e.slots])).toEqual([[["CUDA0"], 2], [["CUDA1"], 2]]);
+    expect(j.pick!.pool!.endpoints.map((e) => [e.devices, e.slots])).toEqual([
+      [["CUDA0"], 2],
+      [["CUDA1"], 2],
+    ]);
     expect(j.pick!.pool!.endpoints.map((e) => /CUDA_VISIBLE_DEVICES=(\d)/.exec(e.command)?.[1])).toEqual(["0", "1"]);
     expect(j.pick!.devices.map((d) => d.name)).toEqual(["CUDA0 NVIDIA GeForce RTX 3090", "CUDA1 NVIDIA GeForce RTX 3090"]);
     expect(j.pick!.command).not.toMatch(/ -ts /);
@@ -89,7 +106,9 @@ describe("ocw fit --json on simulated machines", () => {
     expect(split.quant).toBe("Q8_0");
     expect(split.command).toMatch(/ -ts \d+,\d+ /);
     // one slot cannot be shared by two servers: then the Q8_0 split is the pick
-    const one = FitResult.parse(JSON.parse((await fit(["--json", "--slots", "1"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 })).stdout));
+    const one = FitResult.parse(
+      JSON.parse((await fit(["--json", "--slots", "1"], { nvidia: nvidia(2, "NVIDIA GeForce RTX 3090", 24576), ramGiB: 64 })).stdout),
+    );
     expect([one.pick!.quant, one.pick!.pool]).toEqual(["Q8_0", undefined]);
   });
   it("1×80 GB → Q8_0 with 128k per slot, f16 cache", async () => {
@@ -126,12 +145,20 @@ describe("ocw fit --json on simulated machines", () => {
     expect(s.problem).toMatch(/API provider/);
   });
   it("a named model and a concurrency that does not fit → exit 3 naming fewer slots", async () => {
-    const r = await fit(["--json", "--model", "qwen3.6-27b", "--slots", "64", "--min-ctx", "131072"], { nvidia: nvidia(1, "NVIDIA GeForce RTX 4090", 24564), ramGiB: 16 });
+    const r = await fit(["--json", "--model", "qwen3.6-27b", "--slots", "64", "--min-ctx", "131072"], {
+      nvidia: nvidia(1, "NVIDIA GeForce RTX 4090", 24564),
+      ramGiB: 16,
+    });
     expect(r.code).toBe(3);
     expect(JSON.parse(r.stdout).problem).toMatch(/--slots \d+/);
   });
   it("bad input → exit 2 with one line", async () => {
-    for (const args of [["--slots", "0"], ["--min-ctx", "lots"], ["--model", "/nope.gguf"], ["--model", "qwen3.6-27b:Q2_K"]]) {
+    for (const args of [
+      ["--slots", "0"],
+      ["--min-ctx", "lots"],
+      ["--model", "/nope.gguf"],
+      ["--model", "qwen3.6-27b:Q2_K"],
+    ]) {
       const r = await fit([...args, "--json"], { ramGiB: 16 });
       expect(r.code, args.join(" ")).toBe(2);
       expect(r.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
@@ -146,7 +173,9 @@ describe("ocw fit --json on simulated machines", () => {
     expect(p.command).toMatch(/^VLLM_API_KEY=… vllm serve Qwen\/Qwen3.6-27B-FP8 /);
     expect([arg(p.command, "--tensor-parallel-size"), arg(p.command, "--max-num-seqs")]).toEqual(["2", "4"]);
     expect(p.devices.map((d) => d.name)).toEqual(["CUDA0 NVIDIA GeForce RTX 3090", "CUDA1 NVIDIA GeForce RTX 3090"]);
-    const b = FitResult.parse(JSON.parse((await fit(["--json", "--runtime", "sglang", "--slots", "16"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout)).pick!;
+    const b = FitResult.parse(
+      JSON.parse((await fit(["--json", "--runtime", "sglang", "--slots", "16"], { nvidia: nvidia(8, "NVIDIA H200", 143771), ramGiB: 1024 })).stdout),
+    ).pick!;
     expect([b.model, b.quant, b.runtime, b.parallel, b.ctxPerSlot]).toEqual(["qwen3.6-27b", "bf16", "sglang", { tensor: 1, data: 8 }, 131072]);
     expect([arg(b.command, "--dp-size"), arg(b.command, "--max-running-requests")]).toEqual(["8", "2"]);
     expect(b.command).not.toMatch(/--api-key/);

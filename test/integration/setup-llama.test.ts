@@ -10,7 +10,11 @@ import { vocabDirFor, writeTinyModels } from "../fixtures/gguf/writer";
 
 const BIN = process.env.LLAMA_SERVER;
 const VOCAB = vocabDirFor(BIN);
-const SKIP = !BIN ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>" : !VOCAB ? `no llama.cpp test vocabularies next to ${BIN} (share/vocab) and OCW_LLAMA_VOCAB_DIR unset` : null;
+const SKIP = !BIN
+  ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>"
+  : !VOCAB
+    ? `no llama.cpp test vocabularies next to ${BIN} (share/vocab) and OCW_LLAMA_VOCAB_DIR unset`
+    : null;
 
 const state = mkdtempSync(path.join(os.tmpdir(), "ocw-setup-state-"));
 process.env.OCW_STATE_DIR = state;
@@ -57,7 +61,15 @@ describe("ocw setup --runtime llama.cpp (real llama-server, tiny model, 4 slots)
     json = JSON.parse(r.stdout);
     console.log(`setup → ${json.outcome} in ${Math.round(ms)} ms (server healthy in ${Math.round(json.server.readyMs)} ms)`);
     // a named model goes through the planner and the start by phases, like the planner's own pick
-    expect(json.job.phases.map((p: any) => `${p.name}:${p.status}`)).toEqual(["plan:done", "runtime:done", "download:skipped", "load:done", "warmup:done", "verify:done", "placement:done"]);
+    expect(json.job.phases.map((p: any) => `${p.name}:${p.status}`)).toEqual([
+      "plan:done",
+      "runtime:done",
+      "download:skipped",
+      "load:done",
+      "warmup:done",
+      "verify:done",
+      "placement:done",
+    ]);
     for (const c of json.checks) console.log(`  ${c.passed ? "✓" : "✗"} ${c.name}: ${c.evidence}`);
     expect(json.outcome).toBe("underpowered");
     expect(code).toBe(3);
@@ -174,7 +186,15 @@ describe("concurrency is measured, not assumed", () => {
     const args = buildLlamaArgs({ model: models.llama, ctx: 8192, parallel: 1, kvUnified: false, port });
     const s = await startLlamaServer({ bin: BIN!, args, apiKey: null, logFile: path.join(state, "logs", "serial.log"), port });
     started.push(s.pid);
-    const v = await verifyEndpoint({ url: `http://127.0.0.1:${port}/v1`, model: "m", key: null, engine: "llama.cpp", slots: 4, perSlotCtx: null, concurrencyTokens: 64 });
+    const v = await verifyEndpoint({
+      url: `http://127.0.0.1:${port}/v1`,
+      model: "m",
+      key: null,
+      engine: "llama.cpp",
+      slots: 4,
+      perSlotCtx: null,
+      concurrencyTokens: 64,
+    });
     const c = v.checks.find((x) => x.name === "concurrency")!;
     console.log(`-np 1: ${c.evidence}`);
     expect(c.passed).toBe(false);
@@ -222,7 +242,10 @@ describe("ocw setup from a Hugging Face repo (a local stand-in for the Hub)", ()
     const { writeModel } = await import("../fixtures/gguf/writer");
     const repoDir = mkdtempSync(path.join(os.tmpdir(), "ocw-hub-"));
     const files: Record<string, Buffer> = {};
-    for (const [q, wtype] of [["F16", 1], ["Q8_0", 8]] as const) {
+    for (const [q, wtype] of [
+      ["F16", 1],
+      ["Q8_0", 8],
+    ] as const) {
       const f = path.join(repoDir, `tiny-${q}.gguf`);
       await writeModel(f, { arch: "llama", vocabFile: path.join(VOCAB!, "ggml-vocab-llama-spm.gguf"), wtype, name: "tiny-hub" });
       files[`tiny-${q}.gguf`] = readFileSync(f);
@@ -232,11 +255,23 @@ describe("ocw setup from a Hugging Face repo (a local stand-in for the Hub)", ()
       const u = req.url ?? "";
       if (u.startsWith("/api/models/acme/tiny-GGUF/tree/main")) {
         res.setHeader("content-type", "application/json");
-        return res.end(JSON.stringify(Object.entries(files).map(([p, b]) => ({ type: "file", path: p, size: 1, lfs: { size: b.length, oid: createHash("sha256").update(b).digest("hex") } }))));
+        return res.end(
+          JSON.stringify(
+            Object.entries(files).map(([p, b]) => ({
+              type: "file",
+              path: p,
+              size: 1,
+              lfs: { size: b.length, oid: createHash("sha256").update(b).digest("hex") },
+            })),
+          ),
+        );
       }
       const m = /^\/acme\/tiny-GGUF\/resolve\/main\/(.+)$/.exec(u);
       const b = m ? files[decodeURIComponent(m[1]!)] : undefined;
-      if (!b) { res.statusCode = 404; return res.end(); }
+      if (!b) {
+        res.statusCode = 404;
+        return res.end();
+      }
       const r = /bytes=(\d+)-(\d*)/.exec(req.headers.range ?? "");
       const start = r ? Number(r[1]) : 0;
       const end = r && r[2] ? Math.min(Number(r[2]), b.length - 1) : b.length - 1;

@@ -26,9 +26,15 @@ beforeAll(async () => {
   state = mkdtempSync(path.join(os.tmpdir(), "ocw-provider-key-"));
   process.env.OCW_STATE_DIR = state;
   model = await startScriptedModel({
-    modelId: "scripted-coder", apiKey: KEY, chunkDelayMs: 5,
+    modelId: "scripted-coder",
+    apiKey: KEY,
+    chunkDelayMs: 5,
     scripts: [
-      { name: "tools", match: (c) => c.hasTools, script: (c) => (c.toolResults.length ? { text: `It says ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })) },
+      {
+        name: "tools",
+        match: (c) => c.hasTools,
+        script: (c) => (c.toolResults.length ? { text: `It says ${c.lastToolResult!.trim()}.` } : toolCall("read", { filePath: "notes/token.txt" })),
+      },
       { match: /sumOfSquares/, script: () => ({ text: GOOD }) },
     ],
     fallback: () => ({ text: "one two three four five six seven eight nine ten eleven twelve" }),

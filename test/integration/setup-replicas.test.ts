@@ -18,7 +18,11 @@ import { BUNDLE } from "../helpers";
 
 const BIN = process.env.LLAMA_SERVER;
 const VOCAB = vocabDirFor(BIN);
-const SKIP = !BIN ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>" : !VOCAB ? `no llama.cpp test vocabularies next to ${BIN} (share/vocab) and OCW_LLAMA_VOCAB_DIR unset` : null;
+const SKIP = !BIN
+  ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>"
+  : !VOCAB
+    ? `no llama.cpp test vocabularies next to ${BIN} (share/vocab) and OCW_LLAMA_VOCAB_DIR unset`
+    : null;
 const FIX = path.join(__dirname, "../fixtures/hardware");
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-replicas-"));
 const state = path.join(tmp, "state");
@@ -33,20 +37,23 @@ const { readKey } = await import("../../engine/serving/keys");
 const starts = path.join(tmp, "starts.log");
 function wrapper(): string {
   const f = path.join(tmp, "llama-server");
-  writeFileSync(f, [
-    "#!/bin/sh",
-    `if [ "$1" = "--list-devices" ]; then cat '${path.join(FIX, "list-devices-cuda2.txt")}'; exit 0; fi`,
-    `if [ "$1" = "--version" ]; then exec '${BIN}' --version; fi`,
-    `printf '%s|%s|%s\\n' "\${CUDA_VISIBLE_DEVICES-unset}" "\${LLAMA_API_KEY:+key-in-env}" "$*" >> '${starts}'`,
-    "skip=0",
-    'for a in "$@"; do',
-    "  shift",
-    '  if [ "$skip" = 1 ]; then skip=0; continue; fi',
-    '  if [ "$a" = "--device" ]; then skip=1; continue; fi',
-    '  set -- "$@" "$a"',
-    "done",
-    `exec '${BIN}' "$@"`,
-  ].join("\n") + "\n");
+  writeFileSync(
+    f,
+    [
+      "#!/bin/sh",
+      `if [ "$1" = "--list-devices" ]; then cat '${path.join(FIX, "list-devices-cuda2.txt")}'; exit 0; fi`,
+      `if [ "$1" = "--version" ]; then exec '${BIN}' --version; fi`,
+      `printf '%s|%s|%s\\n' "\${CUDA_VISIBLE_DEVICES-unset}" "\${LLAMA_API_KEY:+key-in-env}" "$*" >> '${starts}'`,
+      "skip=0",
+      'for a in "$@"; do',
+      "  shift",
+      '  if [ "$skip" = 1 ]; then skip=0; continue; fi',
+      '  if [ "$a" = "--device" ]; then skip=1; continue; fi',
+      '  set -- "$@" "$a"',
+      "done",
+      `exec '${BIN}' "$@"`,
+    ].join("\n") + "\n",
+  );
   chmodSync(f, 0o755);
   return f;
 }
@@ -67,10 +74,16 @@ describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () =>
     console.log(`pick: ${j.job.pick.reason}`);
     for (const p of j.job.phases) console.log(`  ${p.name}: ${p.status} (${p.ms} ms) — ${p.detail.slice(0, 300)}`);
     expect(j.job.pick.pool.replicas).toBe(2);
-    expect(j.job.pick.pool.endpoints.map((e: any) => [e.devices, e.slots, e.ctxPerSlot])).toEqual([[["CUDA1"], 2, 1024], [["CUDA0"], 2, 1024]]);
+    expect(j.job.pick.pool.endpoints.map((e: any) => [e.devices, e.slots, e.ctxPerSlot])).toEqual([
+      [["CUDA1"], 2, 1024],
+      [["CUDA0"], 2, 1024],
+    ]);
     expect(j.job.pick.reason).toMatch(/2 replicas, one llama-server per GPU/);
     // each start: its own GPU visible (the 3090 has more free memory: it is the first replica), the key in the env
-    const lines = readFileSync(starts, "utf8").trim().split("\n").map((l) => l.split("|"));
+    const lines = readFileSync(starts, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => l.split("|"));
     expect(lines.map((l) => l[0]).sort()).toEqual(["0", "1"]);
     expect(lines.every((l) => l[1] === "key-in-env")).toBe(true);
     const key = readKey(j.target.keyFile);
@@ -105,7 +118,10 @@ describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () =>
     expect(t.endpoints.map((e: any) => [e.url, e.healthy, e.slots])).toEqual(j.job.servers.map((s: any) => [s.url, true, 2]));
     const recs = JSON.parse(readFileSync(path.join(state, "serving.json"), "utf8"));
     const rows = recs.map((r: any) => [r.targetId, r.replicaOf, r.env.CUDA_VISIBLE_DEVICES]).sort((a: string[], b: string[]) => a[0]!.localeCompare(b[0]!));
-    expect(rows).toEqual([[`${j.target.id}@1`, j.target.id, "1"], [`${j.target.id}@2`, j.target.id, "0"]]);
+    expect(rows).toEqual([
+      [`${j.target.id}@1`, j.target.id, "1"],
+      [`${j.target.id}@2`, j.target.id, "0"],
+    ]);
   });
 
   it("ocw serving stop --target ID stops both replicas", async (ctx) => {

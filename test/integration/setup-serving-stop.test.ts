@@ -9,17 +9,31 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { BUNDLE, pidAlive } from "../helpers";
 
-
 describe("ocw serving stop", () => {
   it("a pid-0 record is dropped without signalling the process group", async () => {
     const state = mkdtempSync(path.join(os.tmpdir(), "ocw-stop-"));
     mkdirSync(state, { recursive: true });
-    writeFileSync(path.join(state, "serving.json"), JSON.stringify([
-      { targetId: "llamacpp-failed", pid: 0, supervisorPid: null, port: 1, bin: "/nope/llama-server", args: [], logFile: path.join(state, "x.log"), keyFile: null, startedAt: new Date().toISOString() },
-    ]));
+    writeFileSync(
+      path.join(state, "serving.json"),
+      JSON.stringify([
+        {
+          targetId: "llamacpp-failed",
+          pid: 0,
+          supervisorPid: null,
+          port: 1,
+          bin: "/nope/llama-server",
+          args: [],
+          logFile: path.join(state, "x.log"),
+          keyFile: null,
+          startedAt: new Date().toISOString(),
+        },
+      ]),
+    );
     // a shell in its own process group: a sibling `sleep`, then ocw; the sibling must outlive ocw
     const sh = spawn("sh", ["-c", `sleep 60 & echo $! ; "${process.execPath}" "${BUNDLE}" serving stop; echo "rc=$?"; wait`], {
-      detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, OCW_STATE_DIR: state },
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, OCW_STATE_DIR: state },
     });
     let out = "";
     sh.stdout!.on("data", (b) => (out += b.toString()));

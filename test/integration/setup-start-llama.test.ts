@@ -14,7 +14,11 @@ import { startEngine, type TestEngine } from "../helpers";
 
 const BIN = process.env.LLAMA_SERVER;
 const VOCAB = vocabDirFor(BIN);
-const SKIP = !BIN ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>" : !VOCAB ? `no llama.cpp test vocabularies next to ${BIN}` : null;
+const SKIP = !BIN
+  ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>"
+  : !VOCAB
+    ? `no llama.cpp test vocabularies next to ${BIN}`
+    : null;
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-start-llama-"));
 let eng: TestEngine;
 let models: { llama: string };
@@ -31,12 +35,23 @@ describe.skipIf(!!SKIP)(`setup.start with a real llama-server${SKIP ? ` (skipped
   beforeAll(async () => {
     mkdirSync(path.join(tmp, "models"), { recursive: true });
     models = await writeTinyModels(path.join(tmp, "models"), VOCAB!);
-    eng = await startEngine(path.join(tmp, "state"), { LLAMA_SERVER: BIN!, PATH: [path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter), OCW_RAM_BYTES: String(16 * 1024 ** 3) });
+    eng = await startEngine(path.join(tmp, "state"), {
+      LLAMA_SERVER: BIN!,
+      PATH: [path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
+      OCW_RAM_BYTES: String(16 * 1024 ** 3),
+    });
   }, 120_000);
   afterAll(async () => {
     const file = path.join(tmp, "state", "serving.json");
     const recs = (existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : []) as { pid: number; supervisorPid?: number | null }[];
-    for (const r of recs) for (const pid of [r.supervisorPid, r.pid]) if (pid && pid > 1) try { process.kill(pid, "SIGTERM"); } catch { /* gone */ }
+    for (const r of recs)
+      for (const pid of [r.supervisorPid, r.pid])
+        if (pid && pid > 1)
+          try {
+            process.kill(pid, "SIGTERM");
+          } catch {
+            /* gone */
+          }
     await eng?.kill();
   });
 
@@ -45,7 +60,15 @@ describe.skipIf(!!SKIP)(`setup.start with a real llama-server${SKIP ? ` (skipped
     // less than MIN_SLOT_CTX, 7168, could not take OpenCode's first request)
     const j = await finished((await eng.client.setup.start.mutate({ model: models.llama, slots: 2, ctx: 8192, id: "tiny", acceptUnderpowered: true })).jobId);
     expect(j.failure).toBeNull();
-    expect(j.phases.map((p) => [p.name, p.status])).toEqual([["plan", "done"], ["runtime", "done"], ["download", "skipped"], ["load", "done"], ["warmup", "done"], ["verify", "done"], ["placement", "done"]]);
+    expect(j.phases.map((p) => [p.name, p.status])).toEqual([
+      ["plan", "done"],
+      ["runtime", "done"],
+      ["download", "skipped"],
+      ["load", "done"],
+      ["warmup", "done"],
+      ["verify", "done"],
+      ["placement", "done"],
+    ]);
     expect(j.plannedCommand).toMatch(/-c 16384 -np 2 --kv-unified .*-ngl 0/);
     expect(j.launchedCommand).toContain(`-m ${models.llama}`);
     expect(j.placement?.evidence.join(" ")).toMatch(/model buffers CPU/);

@@ -32,7 +32,13 @@ let eng: TestEngine;
 let model: string;
 
 function records(): { argv: string[]; refused?: string }[] {
-  return existsSync(argvFile) ? readFileSync(argvFile, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
+  return existsSync(argvFile)
+    ? readFileSync(argvFile, "utf8")
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 }
 
 async function finished(jobId: string): Promise<SetupJob> {
@@ -44,7 +50,14 @@ async function finished(jobId: string): Promise<SetupJob> {
 }
 
 beforeAll(async () => {
-  buildSync({ entryPoints: [path.join(__dirname, "../fixtures/hardware/fake-runtime.ts")], bundle: true, platform: "node", format: "esm", outfile: path.join(tmp, "fake-runtime.mjs"), logLevel: "error" });
+  buildSync({
+    entryPoints: [path.join(__dirname, "../fixtures/hardware/fake-runtime.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: path.join(tmp, "fake-runtime.mjs"),
+    logLevel: "error",
+  });
   // the release's Vulkan tarball: build/bin/llama-server, a build that sees the RTX 4060 through Vulkan only
   const src = path.join(tmp, "asset", "build", "bin");
   mkdirSync(src, { recursive: true });
@@ -52,14 +65,29 @@ beforeAll(async () => {
   chmodSync(path.join(src, "llama-server"), 0o755);
   execFileSync("tar", ["-czf", path.join(tmp, ASSET), "-C", path.join(tmp, "asset"), "build"]);
   const tarball = readFileSync(path.join(tmp, ASSET));
-  writeFileSync(devices, "ggml_vulkan: Found 1 Vulkan devices:\nggml_vulkan: 0 = NVIDIA GeForce RTX 4060 (NVIDIA) | uma: 0 | fp16: 1 | bf16: 1 | warp size: 32 | shared memory: 49152 | int dot: 1 | matrix cores: NV_coopmat2\nAvailable devices:\n  Vulkan0: NVIDIA GeForce RTX 4060 (8188 MiB, 7888 MiB free)\n");
+  writeFileSync(
+    devices,
+    "ggml_vulkan: Found 1 Vulkan devices:\nggml_vulkan: 0 = NVIDIA GeForce RTX 4060 (NVIDIA) | uma: 0 | fp16: 1 | bf16: 1 | warp size: 32 | shared memory: 49152 | int dot: 1 | matrix cores: NV_coopmat2\nAvailable devices:\n  Vulkan0: NVIDIA GeForce RTX 4060 (8188 MiB, 7888 MiB free)\n",
+  );
   writeFileSync(smiCsv, SMI);
   server = http.createServer((req, res) => {
     const n = decodeURIComponent((req.url ?? "").slice(1));
     if (n === "release.json") {
       res.setHeader("content-type", "application/json");
       // as GitHub lists a Linux release: CPU and Vulkan builds, no CUDA one
-      return res.end(JSON.stringify({ tag_name: "b7000", assets: [{ name: ASSET, browser_download_url: `${base()}/${ASSET}`, size: tarball.length, digest: `sha256:${createHash("sha256").update(tarball).digest("hex")}` }] }));
+      return res.end(
+        JSON.stringify({
+          tag_name: "b7000",
+          assets: [
+            {
+              name: ASSET,
+              browser_download_url: `${base()}/${ASSET}`,
+              size: tarball.length,
+              digest: `sha256:${createHash("sha256").update(tarball).digest("hex")}`,
+            },
+          ],
+        }),
+      );
     }
     if (n !== ASSET) {
       res.statusCode = 404;
@@ -74,9 +102,15 @@ beforeAll(async () => {
   eng = await startEngine(path.join(tmp, "state"), {
     // no llama-server anywhere (PATH, LLAMA_SERVER, the build cache, <state>/llama) and no nvcc
     PATH: [path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
-    LLAMA_SERVER: "", OCW_LLAMA_CACHE: path.join(tmp, "no-cache"), OCW_NVCC: "",
-    OCW_FAKE_NVIDIA_SMI: smiCsv, OCW_FAKE_GPU_USE: "1", OCW_RAM_BYTES: String(32 * 1024 ** 3),
-    OCW_LLAMA_RELEASES_URL: `${base()}/release.json`, OCW_FAKE_LLAMA_DEVICES: devices, OCW_FAKE_ARGV: argvFile,
+    LLAMA_SERVER: "",
+    OCW_LLAMA_CACHE: path.join(tmp, "no-cache"),
+    OCW_NVCC: "",
+    OCW_FAKE_NVIDIA_SMI: smiCsv,
+    OCW_FAKE_GPU_USE: "1",
+    OCW_RAM_BYTES: String(32 * 1024 ** 3),
+    OCW_LLAMA_RELEASES_URL: `${base()}/release.json`,
+    OCW_FAKE_LLAMA_DEVICES: devices,
+    OCW_FAKE_ARGV: argvFile,
     OCW_FAKE_LLAMA_BUFFERS: "Vulkan0=60,CPU_Mapped=8",
   });
 }, 60_000);
@@ -88,7 +122,14 @@ function base() {
 afterAll(async () => {
   const file = path.join(tmp, "state", "serving.json");
   const recs = (existsSync(file) ? JSON.parse(readFileSync(file, "utf8")) : []) as { pid: number; supervisorPid?: number | null }[];
-  for (const r of recs) for (const pid of [r.supervisorPid, r.pid]) if (pid && pid > 1) try { process.kill(pid, "SIGTERM"); } catch { /* gone */ }
+  for (const r of recs)
+    for (const pid of [r.supervisorPid, r.pid])
+      if (pid && pid > 1)
+        try {
+          process.kill(pid, "SIGTERM");
+        } catch {
+          /* gone */
+        }
   await eng?.kill();
   server?.close();
 });
@@ -104,24 +145,32 @@ describe("Linux + NVIDIA, no llama-server, no nvcc: the Vulkan build is installe
 
   it("the start uses the device names the installed build lists and succeeds", async () => {
     const j = await finished((await eng.client.setup.start.mutate({ model, slots: 2, ctx: 8192, id: "vk", acceptUnderpowered: true })).jobId);
-    const refused = records().filter((r) => r.refused).map((r) => r.refused);
+    const refused = records()
+      .filter((r) => r.refused)
+      .map((r) => r.refused);
     expect(refused).toEqual([]);
     expect(j.failure).toBeNull();
     expect(j.state).toBe("done");
     expect(j.phases.find((p) => p.name === "runtime")!.detail).toMatch(/installed llama\.cpp b7000 \(vulkan, sha256\).*lists Vulkan0/);
     expect(j.plannedCommand).toMatch(/--device Vulkan0/);
     expect(j.plannedCommand).not.toMatch(/CUDA0/);
-    const launched = records().filter((r) => !r.argv.includes("--list-devices") && !r.argv.includes("--version")).at(-1)!;
+    const launched = records()
+      .filter((r) => !r.argv.includes("--list-devices") && !r.argv.includes("--version"))
+      .at(-1)!;
     expect(launched.argv[launched.argv.indexOf("--device") + 1]).toBe("Vulkan0");
     expect(j.checks.find((c) => c.name === "slots")?.passed).toBe(true);
     expect(j.placement?.passed).toBe(true);
   }, 150_000);
 
   it("the KV cache type of the plan shown is the one started (setup.start cacheType)", async () => {
-    const j = await finished((await eng.client.setup.start.mutate({ model, slots: 2, ctx: 8192, id: "vk", acceptUnderpowered: true, cacheType: "q8_0" })).jobId);
+    const j = await finished(
+      (await eng.client.setup.start.mutate({ model, slots: 2, ctx: 8192, id: "vk", acceptUnderpowered: true, cacheType: "q8_0" })).jobId,
+    );
     expect(j.failure).toBeNull();
     expect(j.pick?.cacheType).toBe("q8_0");
-    const launched = records().filter((r) => !r.argv.includes("--list-devices") && !r.argv.includes("--version")).at(-1)!;
+    const launched = records()
+      .filter((r) => !r.argv.includes("--list-devices") && !r.argv.includes("--version"))
+      .at(-1)!;
     expect(launched.argv.join(" ")).toMatch(/-ctk q8_0 -ctv q8_0/);
   }, 150_000);
 

@@ -45,7 +45,13 @@ function fakeBin(name: string, mode: string, dir = bin) {
 }
 
 function records(): { mode: string; argv: string[]; keyFrom: string; keyInArgv: boolean }[] {
-  return existsSync(argvFile) ? readFileSync(argvFile, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l)) : [];
+  return existsSync(argvFile)
+    ? readFileSync(argvFile, "utf8")
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+    : [];
 }
 
 async function finished(jobId: string, timeoutMs = 120_000): Promise<SetupJob> {
@@ -53,13 +59,21 @@ async function finished(jobId: string, timeoutMs = 120_000): Promise<SetupJob> {
   for (;;) {
     const j = await eng.client.setup.job.query({ jobId });
     if (j && j.state !== "running") return j;
-    if (Date.now() - t0 > timeoutMs) throw new Error(`job ${jobId} still running: ${JSON.stringify(j?.phases)} checks ${JSON.stringify(j?.checks)}; engine: ${eng.stderr().slice(-2000)}`);
+    if (Date.now() - t0 > timeoutMs)
+      throw new Error(`job ${jobId} still running: ${JSON.stringify(j?.phases)} checks ${JSON.stringify(j?.checks)}; engine: ${eng.stderr().slice(-2000)}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
 
 beforeAll(async () => {
-  buildSync({ entryPoints: [path.join(__dirname, "../fixtures/hardware/fake-runtime.ts")], bundle: true, platform: "node", format: "esm", outfile: path.join(tmp, "fake-runtime.mjs"), logLevel: "error" });
+  buildSync({
+    entryPoints: [path.join(__dirname, "../fixtures/hardware/fake-runtime.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: path.join(tmp, "fake-runtime.mjs"),
+    logLevel: "error",
+  });
   fakeBin("llama-server", "llama");
   fakeBin("vllm", "vllm");
   fakeBin("python3", "python", pyDir);
@@ -69,18 +83,43 @@ beforeAll(async () => {
   hub = http.createServer((req, res) => {
     const u = new URL(req.url!, "http://x");
     if (u.pathname === `/api/models/${REPO}/tree/main`) {
-      const entry = (p: string, b: Buffer) => ({ type: "file", path: p, size: b.length, lfs: { oid: createHash("sha256").update(b).digest("hex"), size: hugeListing ? 2 ** 50 : b.length } });
+      const entry = (p: string, b: Buffer) => ({
+        type: "file",
+        path: p,
+        size: b.length,
+        lfs: { oid: createHash("sha256").update(b).digest("hex"), size: hugeListing ? 2 ** 50 : b.length },
+      });
       res.writeHead(200, { "content-type": "application/json" });
-      return res.end(JSON.stringify([...SHARDS.map((p, i) => entry(p, bytes[i]!)), entry("Qwen3.6-35B-A3B-Q4_K_M.gguf", Buffer.alloc(10)), { type: "file", path: "README.md", size: 5 }]));
+      return res.end(
+        JSON.stringify([
+          ...SHARDS.map((p, i) => entry(p, bytes[i]!)),
+          entry("Qwen3.6-35B-A3B-Q4_K_M.gguf", Buffer.alloc(10)),
+          { type: "file", path: "README.md", size: 5 },
+        ]),
+      );
     }
     // a safetensors repo for vLLM / SGLang: sized from the listing, shaped by its config.json
     if (u.pathname === `/api/models/${ST_REPO}/tree/main`) {
       res.writeHead(200, { "content-type": "application/json" });
-      return res.end(JSON.stringify([{ type: "file", path: "config.json", size: 700 }, { type: "file", path: "model.safetensors", size: 3_087_467_144, lfs: { oid: "0".repeat(64), size: 3_087_467_144 } }]));
+      return res.end(
+        JSON.stringify([
+          { type: "file", path: "config.json", size: 700 },
+          { type: "file", path: "model.safetensors", size: 3_087_467_144, lfs: { oid: "0".repeat(64), size: 3_087_467_144 } },
+        ]),
+      );
     }
     if (u.pathname === `/${ST_REPO}/resolve/main/config.json`) {
       res.writeHead(200, { "content-type": "application/json" });
-      return res.end(JSON.stringify({ num_attention_heads: 12, num_key_value_heads: 2, num_hidden_layers: 28, hidden_size: 1536, max_position_embeddings: 32768, vocab_size: 151936 }));
+      return res.end(
+        JSON.stringify({
+          num_attention_heads: 12,
+          num_key_value_heads: 2,
+          num_hidden_layers: 28,
+          hidden_size: 1536,
+          max_position_embeddings: 32768,
+          vocab_size: 151936,
+        }),
+      );
     }
     const i = SHARDS.findIndex((p) => u.pathname === `/${REPO}/resolve/main/${p}`);
     if (i < 0) {
@@ -110,20 +149,34 @@ beforeAll(async () => {
   writeFileSync(part, bytes[0]!.subarray(0, 1024 * 1024));
   eng = await startEngine(state, {
     PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
-    OCW_FAKE_NVIDIA_SMI: smiCsv, OCW_FAKE_GPU_USE: "1", OCW_RAM_BYTES: String(32 * 1024 ** 3), LLAMA_SERVER: path.join(bin, "llama-server"),
-    OCW_LLAMA_CACHE: path.join(tmp, "none"), OCW_HF_ENDPOINT: `http://127.0.0.1:${(hub.address() as AddressInfo).port}`,
-    OCW_FAKE_LLAMA_DEVICES: path.join(tmp, "devices.txt"), OCW_FAKE_ARGV: argvFile, OCW_FAKE_CONTROL: control, OCW_PYTHON: path.join(pyDir, "python3"),
+    OCW_FAKE_NVIDIA_SMI: smiCsv,
+    OCW_FAKE_GPU_USE: "1",
+    OCW_RAM_BYTES: String(32 * 1024 ** 3),
+    LLAMA_SERVER: path.join(bin, "llama-server"),
+    OCW_LLAMA_CACHE: path.join(tmp, "none"),
+    OCW_HF_ENDPOINT: `http://127.0.0.1:${(hub.address() as AddressInfo).port}`,
+    OCW_FAKE_LLAMA_DEVICES: path.join(tmp, "devices.txt"),
+    OCW_FAKE_ARGV: argvFile,
+    OCW_FAKE_CONTROL: control,
+    OCW_PYTHON: path.join(pyDir, "python3"),
   });
-  const sub = eng.client.events.subscribe({ lastEventId: null }, { onData: (d) => {
-    const e = d.data as { type: string; job?: SetupJob };
-    if (e.type === "setup" && e.job) events.push(e.job);
-  } });
+  const sub = eng.client.events.subscribe(
+    { lastEventId: null },
+    {
+      onData: (d) => {
+        const e = d.data as { type: string; job?: SetupJob };
+        if (e.type === "setup" && e.job) events.push(e.job);
+      },
+    },
+  );
   unsubscribe = () => sub.unsubscribe();
 }, 60_000);
 
 /** Stops what the starts left running (supervisors first): the fake GPU's memory is free again for the next plan. */
 async function stopServers() {
-  const recs = existsSync(path.join(tmp, "state", "serving.json")) ? (JSON.parse(readFileSync(path.join(tmp, "state", "serving.json"), "utf8")) as { pid: number; supervisorPid?: number | null }[]) : [];
+  const recs = existsSync(path.join(tmp, "state", "serving.json"))
+    ? (JSON.parse(readFileSync(path.join(tmp, "state", "serving.json"), "utf8")) as { pid: number; supervisorPid?: number | null }[])
+    : [];
   const pids = recs.flatMap((r) => [r.supervisorPid, r.pid]).filter((p): p is number => !!p && p > 1);
   for (const pid of pids) {
     try {
@@ -161,26 +214,42 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
     const gpu = fit.pick!.devices.find((d) => d.name.startsWith("CUDA0"))!;
     const cpu = fit.pick!.devices.find((d) => d.name === "cpu")!;
     // the "driver" puts the weights where the plan said
-    writeFileSync(control, JSON.stringify({ buffers: `CUDA0=${Math.round(gpu.breakdown!.weightsBytes / 2 ** 20)},CPU_Mapped=${Math.round(cpu.breakdown!.weightsBytes / 2 ** 20)}` }));
+    writeFileSync(
+      control,
+      JSON.stringify({ buffers: `CUDA0=${Math.round(gpu.breakdown!.weightsBytes / 2 ** 20)},CPU_Mapped=${Math.round(cpu.breakdown!.weightsBytes / 2 ** 20)}` }),
+    );
     const first = await eng.client.setup.start.mutate({});
     expect(first.state).toBe("running");
     await expect(eng.client.setup.start.mutate({})).rejects.toThrow(/already running/);
     job = await finished(first.jobId);
     expect(job.failure).toBeNull();
     expect(job.state).toBe("done");
-    expect(job.phases.map((p) => [p.name, p.status])).toEqual([["plan", "done"], ["runtime", "done"], ["download", "done"], ["load", "done"], ["warmup", "done"], ["verify", "done"], ["placement", "done"]]);
+    expect(job.phases.map((p) => [p.name, p.status])).toEqual([
+      ["plan", "done"],
+      ["runtime", "done"],
+      ["download", "done"],
+      ["load", "done"],
+      ["warmup", "done"],
+      ["verify", "done"],
+      ["placement", "done"],
+    ]);
     for (const p of job.phases) expect(p.ms).toEqual(expect.any(Number));
     // download: both shards, the first resumed at 1 MiB, sha256 checked
     const dir = path.join(tmp, "state", "models", REPO.replace("/", "__"));
     SHARDS.forEach((s, i) => expect(statSync(path.join(dir, s)).size).toBe(bytes[i]!.length));
     expect(rangeRequests).toContain("0:1048576");
     expect(job.phases.find((p) => p.name === "download")!.detail).toMatch(/2 file\(s\).*sha256.*resumed at 1 MiB/);
-    const progress = events.filter((e) => e.jobId === job.jobId).map((e) => e.phases.find((p) => p.name === "download")!.progress).filter(Boolean);
+    const progress = events
+      .filter((e) => e.jobId === job.jobId)
+      .map((e) => e.phases.find((p) => p.name === "download")!.progress)
+      .filter(Boolean);
     expect(progress.some((p) => p!.fileIndex === 1 && p!.files === 2)).toBe(true);
     expect(progress.some((p) => p!.total === bytes[0]!.length + bytes[1]!.length && (p!.bytesPerSec ?? 0) > 0 && p!.etaSec !== null)).toBe(true);
     expect(progress.at(-1)!.resumedBytes).toBe(1024 * 1024);
     // the launch is the planner's command: same words but the model file, port, alias and -fit/-lv
-    const launched = records().filter((r) => r.mode === "llama" && !r.argv.includes("--list-devices") && !r.argv.includes("--version")).at(-1)!;
+    const launched = records()
+      .filter((r) => r.mode === "llama" && !r.argv.includes("--list-devices") && !r.argv.includes("--version"))
+      .at(-1)!;
     expect(launched.keyFrom).toBe("env LLAMA_API_KEY");
     expect(launched.keyInArgv).toBe(false);
     const strip = (a: string[]) => {
@@ -209,7 +278,12 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
   }, 180_000);
 
   it("starting the same target again plans with its running server's GPU memory free (it is replaced), not around it", async () => {
-    const recs = () => JSON.parse(readFileSync(path.join(tmp, "state", "serving.json"), "utf8")) as { targetId: string; pid: number; gpuBytes?: { index: number; bytes: number }[] }[];
+    const recs = () =>
+      JSON.parse(readFileSync(path.join(tmp, "state", "serving.json"), "utf8")) as {
+        targetId: string;
+        pid: number;
+        gpuBytes?: { index: number; bytes: number }[];
+      }[];
     const id = job.result!.target.id;
     const old = recs().find((r) => r.targetId === id)!;
     // what the first server holds, as the (fake) nvidia-smi measured it: its CUDA0 buffer + 1.5 GB of context
@@ -221,7 +295,9 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
     const again = await finished((await eng.client.setup.start.mutate({})).jobId);
     expect(again.failure).toBeNull();
     expect(again.plannedCommand).toBe(pickCommand);
-    expect(again.phases.find((p) => p.name === "plan")!.detail).toMatch(new RegExp(`running server of target ${id} \\(pid ${old.pid}\\) holds .* GiB of GPU memory: counted as free`));
+    expect(again.phases.find((p) => p.name === "plan")!.detail).toMatch(
+      new RegExp(`running server of target ${id} \\(pid ${old.pid}\\) holds .* GiB of GPU memory: counted as free`),
+    );
     // one server for the target: the old one stopped, the new one's memory measured after it was gone
     const now = recs().filter((r) => r.targetId === id);
     expect(now).toHaveLength(1);
@@ -232,7 +308,12 @@ describe("setup.start (llama.cpp): the planner's MoE pick on 1×8 GB, by phases"
 
   it("a failed load names the server's own log line and what to do, and leaves no serving record", async () => {
     await stopServers();
-    writeFileSync(control, JSON.stringify({ fail: "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 19000.00 MiB on device 0: cudaMalloc failed: out of memory\nllama_model_load: error loading model: unable to allocate CUDA0 buffer\nsrv    load_model: failed to load model" }));
+    writeFileSync(
+      control,
+      JSON.stringify({
+        fail: "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 19000.00 MiB on device 0: cudaMalloc failed: out of memory\nllama_model_load: error loading model: unable to allocate CUDA0 buffer\nsrv    load_model: failed to load model",
+      }),
+    );
     const j = await finished((await eng.client.setup.start.mutate({ id: "oom-try" })).jobId);
     expect(j.state).toBe("failed");
     expect(j.failure).toMatchObject({ phase: "load", kind: "out-of-memory" });
@@ -276,7 +357,9 @@ describe("setup.start --runtime vllm | sglang (fake binaries that record their a
   it("vLLM: key in VLLM_API_KEY, never argv; slots and context as asked; verified and saved", async () => {
     const j = await finished((await eng.client.setup.start.mutate({ runtime: "vllm", model: ST_REPO, slots: 2, minCtx: 32768 })).jobId);
     expect(j.failure).toBeNull();
-    const r = records().filter((x) => x.mode === "vllm").at(-1)!;
+    const r = records()
+      .filter((x) => x.mode === "vllm")
+      .at(-1)!;
     expect(r.argv.slice(0, 2)).toEqual(["serve", ST_REPO]);
     expect(r.argv.join(" ")).toMatch(/--max-model-len 32768 --max-num-seqs 2 --gpu-memory-utilization 0.9 /);
     // the planner's command (one GPU: no tensor or data parallel flags), sized from the Hub's listing
@@ -294,7 +377,9 @@ describe("setup.start --runtime vllm | sglang (fake binaries that record their a
     await stopServers();
     const j = await finished((await eng.client.setup.start.mutate({ runtime: "sglang", model: ST_REPO, slots: 2, minCtx: 32768, id: "sgl" })).jobId);
     expect(j.failure).toBeNull();
-    const r = records().filter((x) => x.mode === "python" && x.argv[0] === "-m").at(-1)!;
+    const r = records()
+      .filter((x) => x.mode === "python" && x.argv[0] === "-m")
+      .at(-1)!;
     expect(r.argv.slice(0, 2)).toEqual(["-m", "sglang.launch_server"]);
     expect(r.argv).not.toContain("--api-key");
     expect([r.keyFrom, r.keyInArgv]).toEqual(["config file", false]);
@@ -315,29 +400,46 @@ describe("setup.start --runtime vllm | sglang (fake binaries that record their a
   }, 30_000);
 });
 
-
 describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
   const ocw = async (args: string[], env: NodeJS.ProcessEnv) => {
     const { execa } = await import("execa");
     return execa(process.execPath, [path.join(__dirname, "../../dist/ocw.mjs"), ...args], { reject: false, env: { ...process.env, ...env }, timeout: 120_000 });
   };
   const env = () => ({
-    OCW_STATE_DIR: path.join(tmp, "cli-state"), PATH: [bin, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
-    OCW_FAKE_ARGV: argvFile, OCW_PYTHON: path.join(pyDir, "python3"), OCW_HF_ENDPOINT: eng.url, OCW_FAKE_NVIDIA_SMI: "", OCW_RAM_BYTES: String(32 * 1024 ** 3),
+    OCW_STATE_DIR: path.join(tmp, "cli-state"),
+    PATH: [bin, path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
+    OCW_FAKE_ARGV: argvFile,
+    OCW_PYTHON: path.join(pyDir, "python3"),
+    OCW_HF_ENDPOINT: eng.url,
+    OCW_FAKE_NVIDIA_SMI: "",
+    OCW_RAM_BYTES: String(32 * 1024 ** 3),
   });
   it("starts vLLM with the planned tensor × data parallel flags (4×24 GB: Qwen3.6-27B FP8, TP 2 × DP 2), verifies it and saves the target (exit 0), the key never in argv", async () => {
     const smi4 = path.join(tmp, "nv4.csv");
-    writeFileSync(smi4, Array.from({ length: 4 }, (_, i) => `${i}, GPU-${i}, NVIDIA GeForce RTX 4090, 00000000:0${i + 1}:00.0, 24564, 500, 24064, 580.65.06, 8.9`).join("\n") + "\n");
-    const gpuEnv = { ...env(), OCW_FAKE_NVIDIA_SMI: smi4, OCW_FAKE_GPU_USE: "1", PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter) };
+    writeFileSync(
+      smi4,
+      Array.from({ length: 4 }, (_, i) => `${i}, GPU-${i}, NVIDIA GeForce RTX 4090, 00000000:0${i + 1}:00.0, 24564, 500, 24064, 580.65.06, 8.9`).join("\n") +
+        "\n",
+    );
+    const gpuEnv = {
+      ...env(),
+      OCW_FAKE_NVIDIA_SMI: smi4,
+      OCW_FAKE_GPU_USE: "1",
+      PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
+    };
     const r = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes"], gpuEnv);
     expect(r.stderr).toMatch(/plan: done .*tensor parallel 2 .*× data parallel 2/);
     expect(r.stderr).toMatch(/load: done .*vLLM pid \d+/);
     expect(r.stderr).toMatch(/command: VLLM_API_KEY=… .*vllm serve Qwen\/Qwen3.6-27B-FP8 /);
     expect(r.stdout).toMatch(/^BUILT: /);
     // placement: each of the 4 GPUs gained vLLM's share (the fake claims --gpu-memory-utilization of each, as vLLM does)
-    expect(r.stderr).toMatch(/placement: done .*device memory: CUDA3 NVIDIA GeForce RTX 4090 .*\(\+\d+\.\d GiB since before the start\).*the weights are where the plan put them/);
+    expect(r.stderr).toMatch(
+      /placement: done .*device memory: CUDA3 NVIDIA GeForce RTX 4090 .*\(\+\d+\.\d GiB since before the start\).*the weights are where the plan put them/,
+    );
     expect(r.exitCode).toBe(0);
-    const rec = records().filter((x) => x.mode === "vllm").at(-1)!;
+    const rec = records()
+      .filter((x) => x.mode === "vllm")
+      .at(-1)!;
     expect(rec.keyInArgv).toBe(false);
     const a = rec.argv.join(" ");
     expect(a).toMatch(/--max-model-len 32768 --max-num-seqs 2 /);
@@ -346,14 +448,24 @@ describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
     // Qwen3.6 thinks: without the family's reasoning parser its <think>…</think> would land in `content`
     expect(a).toMatch(/--reasoning-parser qwen3/);
     // again, with the GPUs showing what the running vLLM holds (0.9 of each): the plan counts it free and replaces it
-    const recs = JSON.parse(readFileSync(path.join(tmp, "cli-state", "serving.json"), "utf8")) as { targetId: string; pid: number; gpuBytes?: { index: number; bytes: number }[] }[];
+    const recs = JSON.parse(readFileSync(path.join(tmp, "cli-state", "serving.json"), "utf8")) as {
+      targetId: string;
+      pid: number;
+      gpuBytes?: { index: number; bytes: number }[];
+    }[];
     const old = recs.find((x) => x.targetId === "vllm-qwen3.6-27b-fp8")!;
     expect(old.gpuBytes!.map((g) => g.index)).toEqual([0, 1, 2, 3]);
     expect(readFileSync(smi4, "utf8").split("\n")[0]!.split(", ")[6]).not.toBe("24064");
     const again = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes"], gpuEnv);
-    expect(again.stderr).toMatch(new RegExp(`plan: done .*tensor parallel 2 .*running server of target vllm-qwen3.6-27b-fp8 \\(pid ${old.pid}\\) holds .* GiB of GPU memory: counted as free`));
+    expect(again.stderr).toMatch(
+      new RegExp(
+        `plan: done .*tensor parallel 2 .*running server of target vllm-qwen3.6-27b-fp8 \\(pid ${old.pid}\\) holds .* GiB of GPU memory: counted as free`,
+      ),
+    );
     expect(again.exitCode, again.stderr).toBe(0);
-    const now = (JSON.parse(readFileSync(path.join(tmp, "cli-state", "serving.json"), "utf8")) as { targetId: string; pid: number }[]).filter((x) => x.targetId === old.targetId);
+    const now = (JSON.parse(readFileSync(path.join(tmp, "cli-state", "serving.json"), "utf8")) as { targetId: string; pid: number }[]).filter(
+      (x) => x.targetId === old.targetId,
+    );
     expect(now.map((x) => x.pid)).not.toContain(old.pid);
     expect(now).toHaveLength(1);
     expect(again.stderr).toMatch(/placement: done .*the weights are where the plan put them/);
@@ -361,14 +473,23 @@ describe("ocw setup --runtime vllm|sglang (the bundled CLI)", () => {
   }, 150_000);
   it("a vLLM older than the model family's minimum (Qwen3.6: ≥ 0.19) is refused before launch, naming the upgrade", async () => {
     const smi4 = path.join(tmp, "nv4-old.csv");
-    writeFileSync(smi4, Array.from({ length: 4 }, (_, i) => `${i}, GPU-${i}, NVIDIA GeForce RTX 4090, 00000000:0${i + 1}:00.0, 24564, 500, 24064, 580.65.06, 8.9`).join("\n") + "\n");
+    writeFileSync(
+      smi4,
+      Array.from({ length: 4 }, (_, i) => `${i}, GPU-${i}, NVIDIA GeForce RTX 4090, 00000000:0${i + 1}:00.0, 24564, 500, 24064, 580.65.06, 8.9`).join("\n") +
+        "\n",
+    );
     const launchesBefore = records().filter((x) => x.mode === "vllm" && x.argv[0] === "serve").length;
     const r = await ocw(["setup", "--runtime", "vllm", "--model", "Qwen/Qwen3.6-27B-FP8", "--slots", "4", "--ctx", "32768", "--yes", "--json"], {
-      ...env(), OCW_STATE_DIR: path.join(tmp, "cli-state-old"), OCW_FAKE_NVIDIA_SMI: smi4, OCW_FAKE_VLLM_VERSION: "0.11.0",
+      ...env(),
+      OCW_STATE_DIR: path.join(tmp, "cli-state-old"),
+      OCW_FAKE_NVIDIA_SMI: smi4,
+      OCW_FAKE_VLLM_VERSION: "0.11.0",
       PATH: [bin, path.join(__dirname, "../fixtures/hardware/bin"), path.dirname(process.execPath), "/usr/bin", "/bin"].join(path.delimiter),
     });
     expect(r.exitCode, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/runtime failed \(runtime-version\): vLLM 0\.11\.0 .*older than 0\.19\.0.*Qwen3\.5\/3\.6|runtime failed \(runtime-version\): vLLM 0\.11\.0 .*older than 0\.19\.0/);
+    expect(r.stderr).toMatch(
+      /runtime failed \(runtime-version\): vLLM 0\.11\.0 .*older than 0\.19\.0.*Qwen3\.5\/3\.6|runtime failed \(runtime-version\): vLLM 0\.11\.0 .*older than 0\.19\.0/,
+    );
     expect(r.stderr).toMatch(/pip install -U 'vllm>=0\.19\.0'/);
     expect(records().filter((x) => x.mode === "vllm" && x.argv[0] === "serve").length).toBe(launchesBefore);
   }, 60_000);

@@ -19,7 +19,14 @@ const fake = path.join(tmp, "fake-runtime.mjs");
 const children: ChildProcess[] = [];
 
 beforeAll(() => {
-  buildSync({ entryPoints: [path.join(__dirname, "../fixtures/hardware/fake-runtime.ts")], bundle: true, platform: "node", format: "esm", outfile: fake, logLevel: "error" });
+  buildSync({
+    entryPoints: [path.join(__dirname, "../fixtures/hardware/fake-runtime.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: fake,
+    logLevel: "error",
+  });
 });
 afterAll(() => {
   for (const c of children) c.kill("SIGTERM");
@@ -27,10 +34,16 @@ afterAll(() => {
 
 async function server(np: number): Promise<string> {
   const port = await freePort();
-  const c = spawn(process.execPath, [fake, "-np", String(np), "-c", String(np * 4096), "--port", String(port), "--alias", "m"], { env: { ...process.env, OCW_FAKE_MODE: "llama", OCW_FAKE_LOAD_MS: "0" }, stdio: "ignore" });
+  const c = spawn(process.execPath, [fake, "-np", String(np), "-c", String(np * 4096), "--port", String(port), "--alias", "m"], {
+    env: { ...process.env, OCW_FAKE_MODE: "llama", OCW_FAKE_LOAD_MS: "0" },
+    stdio: "ignore",
+  });
   children.push(c);
   for (let i = 0; i < 200; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return `http://127.0.0.1:${port}/v1`;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -39,13 +52,31 @@ async function server(np: number): Promise<string> {
 
 describe("verify: concurrency on llama.cpp is decided by /slots", () => {
   it("1 slot for 4 requests fails, even though the answers overlap in time; 4 slots pass", async () => {
-    const one = await verifyEndpoint({ url: await server(1), model: "m", key: null, engine: "llama.cpp", slots: 4, perSlotCtx: null, concurrencyTokens: 16, tools: false });
+    const one = await verifyEndpoint({
+      url: await server(1),
+      model: "m",
+      key: null,
+      engine: "llama.cpp",
+      slots: 4,
+      perSlotCtx: null,
+      concurrencyTokens: 16,
+      tools: false,
+    });
     const c1 = one.checks.find((c) => c.name === "concurrency")!;
     expect(c1.passed, c1.evidence).toBe(false);
     expect(c1.evidence).toMatch(/\/slots lists 1 slot\(s\).* 4 requests cannot run at once on 1 slot\(s\): they queue/);
     // (the fake answers in parallel, so the clock alone would usually have passed it: the evidence shows the spread)
     console.log(`-np 1: ${c1.evidence}`);
-    const four = await verifyEndpoint({ url: await server(4), model: "m", key: null, engine: "llama.cpp", slots: 4, perSlotCtx: null, concurrencyTokens: 16, tools: false });
+    const four = await verifyEndpoint({
+      url: await server(4),
+      model: "m",
+      key: null,
+      engine: "llama.cpp",
+      slots: 4,
+      perSlotCtx: null,
+      concurrencyTokens: 16,
+      tools: false,
+    });
     const c4 = four.checks.find((c) => c.name === "concurrency")!;
     expect(c4.passed, c4.evidence).toBe(true);
     expect(c4.evidence).toMatch(/\/slots lists 4 slot\(s\)/);

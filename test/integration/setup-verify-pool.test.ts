@@ -14,7 +14,11 @@ import { verifyEndpoint } from "../../engine/serving/verify";
 
 const BIN = process.env.LLAMA_SERVER;
 const VOCAB = vocabDirFor(BIN);
-const SKIP = !BIN ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>" : !VOCAB ? `no llama.cpp test vocabularies next to ${BIN} (share/vocab) and OCW_LLAMA_VOCAB_DIR unset` : null;
+const SKIP = !BIN
+  ? "LLAMA_SERVER is unset: build it with scripts/build-llama-server.sh and export LLAMA_SERVER=<path>"
+  : !VOCAB
+    ? `no llama.cpp test vocabularies next to ${BIN} (share/vocab) and OCW_LLAMA_VOCAB_DIR unset`
+    : null;
 const state = mkdtempSync(path.join(os.tmpdir(), "ocw-verify-pool-"));
 let model: string;
 const pids: number[] = [];
@@ -29,7 +33,13 @@ afterAll(async () => {
 
 async function serve(ctx: number, np: number): Promise<string> {
   const port = await freePort();
-  const s = await startLlamaServer({ bin: BIN!, args: buildLlamaArgs({ model, ctx, parallel: np, kvUnified: true, port }), apiKey: "pool-key", logFile: path.join(state, `pool-${ctx}-${np}.log`), port });
+  const s = await startLlamaServer({
+    bin: BIN!,
+    args: buildLlamaArgs({ model, ctx, parallel: np, kvUnified: true, port }),
+    apiKey: "pool-key",
+    logFile: path.join(state, `pool-${ctx}-${np}.log`),
+    port,
+  });
   pids.push(s.pid);
   return `http://127.0.0.1:${port}/v1`;
 }

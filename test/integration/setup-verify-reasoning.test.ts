@@ -19,9 +19,14 @@ afterAll(async () => {
 async function qwenServer(parser: boolean): Promise<string> {
   const answer = (text: string) => (parser ? { text, reasoning: THOUGHT } : { text: `<think>\n${THOUGHT}\n</think>\n\n${text}` });
   const m = await startScriptedModel({
-    modelId: "qwen3.6-27b", apiKey: "k",
+    modelId: "qwen3.6-27b",
+    apiKey: "k",
     scripts: [
-      { name: "tools", match: (c) => c.hasTools, script: (c) => (c.toolResults.length ? answer(`It says ${c.lastToolResult!.trim()}.`) : toolCall("read", { filePath: "notes/token.txt" })) },
+      {
+        name: "tools",
+        match: (c) => c.hasTools,
+        script: (c) => (c.toolResults.length ? answer(`It says ${c.lastToolResult!.trim()}.`) : toolCall("read", { filePath: "notes/token.txt" })),
+      },
       { match: /sumOfSquares/, script: () => answer(GOOD) },
     ],
     fallback: () => answer("OK."),

@@ -28,7 +28,11 @@ export function ocwInvocations(markdown: string): string[] {
 
 function help(words: string[]): string | null {
   try {
-    const out = execFileSync(process.execPath, [BUNDLE, ...words, "--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, OCW_STATE_DIR: state } });
+    const out = execFileSync(process.execPath, [BUNDLE, ...words, "--help"], {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, OCW_STATE_DIR: state },
+    });
     // An unknown subcommand falls back to its parent's help: only a usage line naming exactly these words counts.
     return new RegExp(`^Usage: ocw ${words.join(" ")}( |$)`, "m").test(out) ? out : null;
   } catch {
@@ -48,7 +52,11 @@ describe("skills name only commands, flags and tools that exist", () => {
     const all = skills.flatMap((s) => ocwInvocations(s.text));
     expect(all.length).toBeGreaterThan(8);
     expect(all).toContain("ocw doctor");
-    expect(ocwInvocations("run `ocw fit --min-ctx 8192 --json` then\n```\nocw targets   # list; ocw target use <id>\n```")).toEqual(["ocw fit --min-ctx 8192 --json", "ocw targets", "ocw target use <id>"]);
+    expect(ocwInvocations("run `ocw fit --min-ctx 8192 --json` then\n```\nocw targets   # list; ocw target use <id>\n```")).toEqual([
+      "ocw fit --min-ctx 8192 --json",
+      "ocw targets",
+      "ocw target use <id>",
+    ]);
   });
 
   for (const skill of skills) {
@@ -70,8 +78,9 @@ describe("skills name only commands, flags and tools that exist", () => {
         }
         const rest = tokens.slice(cmd.length);
         // Leftover bare words must be arguments the usage line asks for, not a mistyped subcommand.
-        if (rest[0] && /^[a-z][a-z-]*$/.test(rest[0]) && !/<\w+>|\[(?!command\]|options\])\w+\]/.test(text.split("\n")[0]!)) problems.push(`"${inv}": ocw ${cmd.join(" ")} has no subcommand "${rest[0]}"`);
-        for (const flag of tokens.filter((t) => t.startsWith("--")).map((t) => t.replace(/[=\]\[,.)]+.*$/, "").replace(/[\]\[,.)]+$/, ""))) {
+        if (rest[0] && /^[a-z][a-z-]*$/.test(rest[0]) && !/<\w+>|\[(?!command\]|options\])\w+\]/.test(text.split("\n")[0]!))
+          problems.push(`"${inv}": ocw ${cmd.join(" ")} has no subcommand "${rest[0]}"`);
+        for (const flag of tokens.filter((t) => t.startsWith("--")).map((t) => t.replace(/[=\][,.)]+.*$/, "").replace(/[\][,.)]+$/, ""))) {
           if (!new RegExp(`(^|[\\s,])${flag}(\\s|,|$)`, "m").test(text)) problems.push(`"${inv}": ocw ${cmd.join(" ")} has no ${flag}`);
         }
       }
@@ -87,23 +96,35 @@ describe("skills name only commands, flags and tools that exist", () => {
     const tools = new Set((await mcp.client.listTools()).tools.map((t) => t.name));
     for (const skill of skills) {
       const line = /^allowed-tools:\s*(.+)$/m.exec(skill.text)?.[1] ?? "";
-      const allowed = line.split(",").map((x) => x.trim()).filter(Boolean);
+      const allowed = line
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean);
       expect(allowed.length, skill.name).toBeGreaterThan(0);
       for (const name of allowed) {
         expect(name.startsWith(prefix), `${skill.name}: ${name} does not start with ${prefix}`).toBe(true);
         expect(tools.has(name.slice(prefix.length)), `${skill.name}: ${name} is not a tool`).toBe(true);
       }
       // Tools that change the person's repository or end work stay behind Claude Code's own prompt.
-      expect(allowed.filter((n) => /__(approve|merge|discard|stop|resume)$/.test(n)), skill.name).toEqual([]);
+      expect(
+        allowed.filter((n) => /__(approve|merge|discard|stop|resume)$/.test(n)),
+        skill.name,
+      ).toEqual([]);
     }
     // The plugin's slash commands and subagent name real tools too (and never merge or discard).
     for (const dir of ["commands", "agents"]) {
       for (const f of readdirSync(path.join(ROOT, "plugin", dir))) {
         const text = readFileSync(path.join(ROOT, "plugin", dir, f), "utf8");
         const line = /^(?:allowed-tools|tools):\s*(.+)$/m.exec(text)?.[1] ?? "";
-        const named = line.split(",").map((x) => x.trim()).filter((x) => x.startsWith("mcp__"));
+        const named = line
+          .split(",")
+          .map((x) => x.trim())
+          .filter((x) => x.startsWith("mcp__"));
         for (const name of named) expect(name.startsWith(prefix) && tools.has(name.slice(prefix.length)), `${dir}/${f}: ${name} is not a tool`).toBe(true);
-        expect(named.filter((n) => /__(merge|discard)$/.test(n)), `${dir}/${f}`).toEqual([]);
+        expect(
+          named.filter((n) => /__(merge|discard)$/.test(n)),
+          `${dir}/${f}`,
+        ).toEqual([]);
       }
     }
   });

@@ -31,12 +31,20 @@ it("a streamed answer arrives as delta events on the event stream before the wor
   const deltas: { workerId: string; delta: string }[] = [];
   const sub = engine.client.events.subscribe(
     { lastEventId: (await engine.client.health.query()).cursor },
-    { onData: (t) => { const e = t.data as EngineEvent; if (e.type === "delta") deltas.push({ workerId: e.workerId, delta: e.delta }); } },
+    {
+      onData: (t) => {
+        const e = t.data as EngineEvent;
+        if (e.type === "delta") deltas.push({ workerId: e.workerId, delta: e.delta });
+      },
+    },
   );
   const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-STREAM say the words", directory: repo, checks: [] });
   await settle(engine.client, [workerId]);
   sub.unsubscribe();
-  const text = deltas.filter((d) => d.workerId === workerId).map((d) => d.delta).join("");
+  const text = deltas
+    .filter((d) => d.workerId === workerId)
+    .map((d) => d.delta)
+    .join("");
   expect(deltas.length).toBeGreaterThan(1);
   expect(text).toContain("word59");
 }, 180_000);

@@ -22,7 +22,11 @@ beforeAll(async () => {
       { name: "noop", match: /TASK-NOOP/, script: () => ({ text: "The file is already there; I changed nothing.\nOUTCOME: honest-failure — nothing to do" }) },
       // Claims built without changing anything.
       { name: "noop-liar", match: /TASK-LIAR-NOOP/, script: () => ({ text: "Done.\nOUTCOME: built" }) },
-      { name: "write", match: /TASK-WRITE/, script: (ctx) => (ctx.turnStep === 0 ? writeFile("new.txt", "new\n") : { text: "Wrote new.txt.\nOUTCOME: built" }) },
+      {
+        name: "write",
+        match: /TASK-WRITE/,
+        script: (ctx) => (ctx.turnStep === 0 ? writeFile("new.txt", "new\n") : { text: "Wrote new.txt.\nOUTCOME: built" }),
+      },
       {
         name: "continue",
         match: /TASK-CONT/,
@@ -44,7 +48,8 @@ beforeAll(async () => {
       {
         name: "slow-second",
         match: /TASK-SLOW-SECOND/,
-        script: (ctx) => (followUps(ctx).length ? { hang: true, textBeforeHang: "thinking" } : ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" }),
+        script: (ctx) =>
+          followUps(ctx).length ? { hang: true, textBeforeHang: "thinking" } : ctx.turnStep === 0 ? writeFile("s.txt", "s\n") : { text: "OUTCOME: built" },
       },
       {
         name: "fix",
@@ -86,7 +91,10 @@ const requestsOf = (marker: string) => model.requests.filter((r) => r.kind === "
 
 function ocw(args: string[], timeoutMs = 150_000) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const p = spawn(process.execPath, [BUNDLE, ...args], { env: { ...process.env, OCW_STATE_DIR: engine.stateDir, OCW_STALL_SEC: "600" }, stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [BUNDLE, ...args], {
+      env: { ...process.env, OCW_STATE_DIR: engine.stateDir, OCW_STALL_SEC: "600" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (b) => (stdout += b));
@@ -102,7 +110,11 @@ function ocw(args: string[], timeoutMs = 150_000) {
 describe("evidence, not absence", () => {
   it("a worker that changed nothing, on a base where its check already passes, is an honest failure (not built), and its honest claim is honest", async () => {
     const dir = repo({ "README.md": "# r\n", "done.txt": "already\n" });
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-NOOP: make sure done.txt exists", directory: dir, checks: [{ run: "test -f done.txt", name: "done.txt exists" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-NOOP: make sure done.txt exists",
+      directory: dir,
+      checks: [{ run: "test -f done.txt", name: "done.txt exists" }],
+    });
     const w = (await settle(engine.client, [workerId], once)).get(workerId)!;
     expect(w.state).toBe("honest-failure");
     expect(w.verdict).toMatchObject({ verdict: "honest-failure", claim: "honest-failure", honest: true, weakEvidence: false });
@@ -132,7 +144,11 @@ describe("evidence, not absence", () => {
     expect(w.verdict).toMatchObject({ verdict: "built", weakEvidence: true, reason: null });
     // A check that fails on the base and passes on the change is evidence: not weak.
     const dir2 = repo({ "README.md": "# r\n" });
-    const { workerId: id2 } = await engine.client.workers.start.mutate({ task: "TASK-WRITE: add new.txt", directory: dir2, checks: [{ file: "new.txt", equals: "new" }] });
+    const { workerId: id2 } = await engine.client.workers.start.mutate({
+      task: "TASK-WRITE: add new.txt",
+      directory: dir2,
+      checks: [{ file: "new.txt", equals: "new" }],
+    });
     const w2 = (await settle(engine.client, [id2], once)).get(id2)!;
     expect(w2.verdict).toMatchObject({ verdict: "built", weakEvidence: false });
     expect(w2.baseline).toEqual({ passedOnBase: [] });
@@ -151,7 +167,11 @@ describe("an empty base tree", () => {
 
   it("grades and publishes a worker that added a file to it", async () => {
     const dir = emptyRepo();
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-WRITE: add new.txt", directory: dir, checks: [{ file: "new.txt", equals: "new" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-WRITE: add new.txt",
+      directory: dir,
+      checks: [{ file: "new.txt", equals: "new" }],
+    });
     const w = (await settle(engine.client, [workerId], once)).get(workerId)!;
     expect(w.state, w.stateReason ?? "").toBe("built");
     expect(execFileSync("git", ["-C", dir, "show", `ocw/${workerId}:new.txt`]).toString()).toBe("new\n");
@@ -161,7 +181,11 @@ describe("an empty base tree", () => {
 describe("rounds", () => {
   it("ocw continue: a follow-up on a graded worker's session, graded again from a fresh checkout: built in round 2; bad input exits 2", async () => {
     const dir = repo();
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-CONT: write v.txt", directory: dir, checks: [{ file: "v.txt", equals: "v2", name: "v.txt says v2" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-CONT: write v.txt",
+      directory: dir,
+      checks: [{ file: "v.txt", equals: "v2", name: "v.txt says v2" }],
+    });
     const first = (await settle(engine.client, [workerId], once)).get(workerId)!;
     expect(first.state).toBe("honest-failure");
     const sessionId = first.sessionId;
@@ -205,7 +229,11 @@ describe("rounds", () => {
 
   it("a worker still running cannot be continued (exit 2, one line); the verb for a stopped one is resume", async () => {
     const dir = repo();
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-CONT: write v.txt", directory: dir, checks: [{ file: "v.txt", equals: "v2" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-CONT: write v.txt",
+      directory: dir,
+      checks: [{ file: "v.txt", equals: "v2" }],
+    });
     await untilState(engine.client, workerId, (w) => w.state === "waiting-approval");
     const r = await ocw(["continue", workerId, "--message", "more", "--approve", "once"], 60_000);
     expect(r.code).toBe(2);
@@ -216,7 +244,11 @@ describe("rounds", () => {
 
   it("review: the comments reach the model verbatim, each as file:line — body, in one follow-up; the round keeps them", async () => {
     const dir = repo();
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-REVIEW: write src/a.txt", directory: dir, checks: [{ file: "src/a.txt", matches: "TWO" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-REVIEW: write src/a.txt",
+      directory: dir,
+      checks: [{ file: "src/a.txt", matches: "TWO" }],
+    });
     expect((await settle(engine.client, [workerId], once)).get(workerId)!.state).toBe("honest-failure");
     const comments = [
       { file: "src/a.txt", line: 2, body: "Shout this line: `TWO`, not two." },
@@ -240,7 +272,12 @@ describe("rounds", () => {
   it("fix rounds: the failing check's name and output go back, never its source, and they stop at K", async () => {
     const dir = repo();
     const run = "cat out.txt; grep -q SOURCE-OF-THE-CHECK-7f3 out.txt";
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-FIX: write out.txt", directory: dir, checks: [{ run, name: "out.txt is right" }], fixRounds: 2 });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-FIX: write out.txt",
+      directory: dir,
+      checks: [{ run, name: "out.txt is right" }],
+      fixRounds: 2,
+    });
     const w = (await settle(engine.client, [workerId], once)).get(workerId)!;
     expect(w.state).toBe("honest-failure");
     expect(w.rounds.map((r) => [r.kind, r.verdict])).toEqual([
@@ -266,7 +303,20 @@ describe("rounds", () => {
 describe("rounds across a restart, and the CLI's --fix-rounds", () => {
   it("ocw run --fix-rounds 1: one fix round, then honest-failure, exit 1", async () => {
     const dir = repo();
-    const r = await ocw(["run", "--dir", dir, "--task", "TASK-FIX: write out.txt", "--check", "grep -q never out.txt", "--fix-rounds", "1", "--approve", "once", "--json"]);
+    const r = await ocw([
+      "run",
+      "--dir",
+      dir,
+      "--task",
+      "TASK-FIX: write out.txt",
+      "--check",
+      "grep -q never out.txt",
+      "--fix-rounds",
+      "1",
+      "--approve",
+      "once",
+      "--json",
+    ]);
     expect(r.code, r.stderr).toBe(1);
     const out = JSON.parse(r.stdout);
     expect(out.verdict).toBe("honest-failure");
@@ -284,7 +334,11 @@ describe("rounds across a restart, and the CLI's --fix-rounds", () => {
     try {
       await solo.client.targets.save.mutate({ target: scriptedTarget(model.url, 1), activate: true });
       const dir = repo();
-      const { workerId } = await solo.client.workers.start.mutate({ task: "TASK-CONT: write v.txt", directory: dir, checks: [{ file: "v.txt", equals: "v2" }] });
+      const { workerId } = await solo.client.workers.start.mutate({
+        task: "TASK-CONT: write v.txt",
+        directory: dir,
+        checks: [{ file: "v.txt", equals: "v2" }],
+      });
       expect((await settle(solo.client, [workerId], once)).get(workerId)!.state).toBe("honest-failure");
       const hog = await solo.client.workers.start.mutate({ task: "TASK-HANG: hold the slot", directory: dir, checks: [] });
       await untilState(solo.client, hog.workerId, (w) => w.state === "running");
@@ -312,7 +366,9 @@ describe("rounds across a restart, and the CLI's --fix-rounds", () => {
 /** The follow-ups the model received for a task: user messages after the task's own, in order, once each. */
 function followUpsSent(marker: string): string[] {
   const last = requestsOf(marker).at(-1)!;
-  const users = (last.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === "user").map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
+  const users = (last.body.messages as { role: string; content: unknown }[])
+    .filter((m) => m.role === "user")
+    .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
   return users.slice(1).map((u) => (u.startsWith("[") || u.startsWith("{") ? flatten(u) : u));
 }
 

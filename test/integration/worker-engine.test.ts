@@ -24,7 +24,9 @@ beforeAll(async () => {
         script: (ctx) =>
           ctx.turnStep === 0
             ? writeFile("secret.txt", "x\n")
-            : { text: `The write was refused (${/refused/.test(ctx.lastToolResult ?? "") ? "saw refusal" : "no refusal text"}).\nOUTCOME: honest-failure — write refused` },
+            : {
+                text: `The write was refused (${/refused/.test(ctx.lastToolResult ?? "") ? "saw refusal" : "no refusal text"}).\nOUTCOME: honest-failure — write refused`,
+              },
       },
       {
         name: "reject-liar",
@@ -148,7 +150,11 @@ describe("worker engine", () => {
     const dir = repo();
     let release!: () => void;
     model.setGate(new Promise<void>((r) => (release = r)));
-    const { workerId } = await engine.client.workers.start.mutate({ task: "TASK-STEER: write red to color.txt", directory: dir, checks: [{ file: "color.txt", equals: "blue" }] });
+    const { workerId } = await engine.client.workers.start.mutate({
+      task: "TASK-STEER: write red to color.txt",
+      directory: dir,
+      checks: [{ file: "color.txt", equals: "blue" }],
+    });
     await untilState(engine.client, workerId, (w) => w.state === "running");
     await expect.poll(() => model.inFlight(), { timeout: 30_000 }).toBe(1);
     await engine.client.workers.steer.mutate({ workerId, text: "Change of plan: use blue, not red." });
@@ -156,7 +162,9 @@ describe("worker engine", () => {
     release();
     const w = (await settle(engine.client, [workerId], () => "once")).get(workerId)!;
     expect(w.steers[0]!.text).toContain("use blue");
-    const sawSteer = model.requests.filter((r) => r.sessionId === w.sessionId && r.kind === "chat").findIndex((r) => JSON.stringify(r.body.messages).includes("use blue"));
+    const sawSteer = model.requests
+      .filter((r) => r.sessionId === w.sessionId && r.kind === "chat")
+      .findIndex((r) => JSON.stringify(r.body.messages).includes("use blue"));
     expect(sawSteer).toBeGreaterThan(0);
     expect(readFileSync(path.join(w.worktree!, "color.txt"), "utf8")).toBe("blue\n");
     expect(w.verdict).toMatchObject({ verdict: "built", honest: true });

@@ -9,7 +9,12 @@ import { pendingOf, pushNotice, useStore } from "../store";
 import { Diff } from "./LazyDiff";
 
 export async function decide(ask: PermissionAsk, decision: DecisionKind, extra: { message?: string; answers?: string[][] } = {}): Promise<void> {
-  await api.approvals.decide.mutate({ askId: ask.id, decision, ...(extra.message ? { message: extra.message } : {}), ...(extra.answers ? { answers: extra.answers } : {}) });
+  await api.approvals.decide.mutate({
+    askId: ask.id,
+    decision,
+    ...(extra.message ? { message: extra.message } : {}),
+    ...(extra.answers ? { answers: extra.answers } : {}),
+  });
 }
 
 /** What an "always" answer would grant (the engine's own rule, from shared/): the exact simple commands; "" when none. */
@@ -20,7 +25,6 @@ const sameKey = (a: PermissionAsk) => `${a.tool}\u0000${askPattern(a) || "\u0000
 /** A flag that stops "approve all like this": only a symlink inside the workspace is not a reason to look twice. */
 export const isRisky = (a: PermissionAsk) => !!a.flags?.some((f) => f.kind !== "symlink");
 
-
 /** What the engine found about the asked path before anyone decides: each flag with its detail (real paths). */
 export function AskFlags({ ask }: { ask: PermissionAsk }) {
   if (!ask.flags?.length) return null;
@@ -28,7 +32,8 @@ export function AskFlags({ ask }: { ask: PermissionAsk }) {
     <ul className="ask-flags" aria-label={`flags of ${ask.id}`}>
       {ask.flags.map((f, i) => (
         <li key={i} className={`ask-flag flag-${f.kind}`}>
-          <span className={`chip chip-${f.kind === "symlink" ? "warn" : "bad"}`}>{FLAG_LABEL[f.kind] ?? f.kind}</span> <span className="small">{showUntrusted(f.detail, { max: 500, lines: false })}</span>
+          <span className={`chip chip-${f.kind === "symlink" ? "warn" : "bad"}`}>{FLAG_LABEL[f.kind] ?? f.kind}</span>{" "}
+          <span className="small">{showUntrusted(f.detail, { max: 500, lines: false })}</span>
         </li>
       ))}
     </ul>
@@ -36,7 +41,11 @@ export function AskFlags({ ask }: { ask: PermissionAsk }) {
 }
 
 /** The other pending asks a decision can be applied to at once: same tool and pattern, from this worker or this batch. */
-export function similarAsks(ask: PermissionAsk, pending: PermissionAsk[], workers: Record<string, { batchId: string | null }>): { worker: PermissionAsk[]; batch: PermissionAsk[] } {
+export function similarAsks(
+  ask: PermissionAsk,
+  pending: PermissionAsk[],
+  workers: Record<string, { batchId: string | null }>,
+): { worker: PermissionAsk[]; batch: PermissionAsk[] } {
   if (ask.kind !== "permission") return { worker: [], batch: [] };
   const key = sameKey(ask);
   const same = pending.filter((a) => a.kind === "permission" && sameKey(a) === key);
@@ -78,7 +87,10 @@ function BulkBar({ ask }: { ask: PermissionAsk }) {
     const r = await decideMany(asks, d);
     setBusy(false);
     const verb = d === "once" ? "approved" : "rejected";
-    pushNotice(r.failed.length ? "error" : "info", `${verb} ${r.done}${r.skipped ? `; ${r.skipped} flagged left for you to look at` : ""}${r.failed.length ? `; failed: ${r.failed.join("; ")}` : ""}`);
+    pushNotice(
+      r.failed.length ? "error" : "info",
+      `${verb} ${r.done}${r.skipped ? `; ${r.skipped} flagged left for you to look at` : ""}${r.failed.length ? `; failed: ${r.failed.join("; ")}` : ""}`,
+    );
   };
   return (
     <div className="bulk" role="group" aria-label={`bulk decisions like ${ask.id}`} onClick={(e) => e.stopPropagation()}>
@@ -89,7 +101,13 @@ function BulkBar({ ask }: { ask: PermissionAsk }) {
         const risky = g.asks.filter(isRisky).length;
         return (
           <span key={g.scope} className="bulk-group">
-            <button type="button" className="btn small ok" disabled={busy || risky === g.asks.length} onClick={() => void run(g.asks, "once")} title={risky ? `${risky} flagged ask(s) are left out` : undefined}>
+            <button
+              type="button"
+              className="btn small ok"
+              disabled={busy || risky === g.asks.length}
+              onClick={() => void run(g.asks, "once")}
+              title={risky ? `${risky} flagged ask(s) are left out` : undefined}
+            >
               Approve all {g.asks.length - risky} {g.label}
             </button>
             <button type="button" className="btn small bad" disabled={busy} onClick={() => void run(g.asks, "reject")}>
@@ -103,7 +121,17 @@ function BulkBar({ ask }: { ask: PermissionAsk }) {
 }
 
 /** One pending ask with its decision buttons. Used in the inbox and on a worker's page. */
-export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: PermissionAsk; selected?: boolean; showWorker?: boolean; onSelect?: () => void }) {
+export function AskCard({
+  ask,
+  selected,
+  showWorker = true,
+  onSelect,
+}: {
+  ask: PermissionAsk;
+  selected?: boolean;
+  showWorker?: boolean;
+  onSelect?: () => void;
+}) {
   const now = useNow();
   const worker = useStore((s) => s.workers[ask.workerId]);
   const [busy, setBusy] = useState<DecisionKind | null>(null);
@@ -165,7 +193,9 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
                   name={`${ask.id}-${qi}`}
                   checked={answers[qi]?.includes(o.label) ?? false}
                   onChange={(e) =>
-                    setAnswers((as) => as.map((a, j) => (j !== qi ? a : q.multiple ? (e.target.checked ? [...a, o.label] : a.filter((x) => x !== o.label)) : [o.label])))
+                    setAnswers((as) =>
+                      as.map((a, j) => (j !== qi ? a : q.multiple ? (e.target.checked ? [...a, o.label] : a.filter((x) => x !== o.label)) : [o.label])),
+                    )
                   }
                 />
                 {o.label}
@@ -178,12 +208,15 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
         (view.always ? (
           <div className="small muted ask-grant">
             “Always allow” grants this worker exactly{" "}
-            {view.always.map((p, i) => (
-              <code key={i} className="untrusted">
-                {p}
-              </code>
-            )).reduce<React.ReactNode[]>((acc, el, i) => (i ? [...acc, " and ", el] : [el]), [])}
-            {view.always.length > 1 ? ", each on its own" : ""}: the engine answers its later {ask.tool} asks made only of these (never a flagged one, never one joined to anything else), until you revoke the grant.
+            {view.always
+              .map((p, i) => (
+                <code key={i} className="untrusted">
+                  {p}
+                </code>
+              ))
+              .reduce<React.ReactNode[]>((acc, el, i) => (i ? [...acc, " and ", el] : [el]), [])}
+            {view.always.length > 1 ? ", each on its own" : ""}: the engine answers its later {ask.tool} asks made only of these (never a flagged one, never one
+            joined to anything else), until you revoke the grant.
           </div>
         ) : (
           <div className="small muted ask-grant">“Always allow” is not offered: {view.alwaysWhy}.</div>
@@ -194,7 +227,13 @@ export function AskCard({ ask, selected, showWorker = true, onSelect }: { ask: P
           Approve once
         </button>
         {ask.kind === "permission" && (
-          <button type="button" className="btn" disabled={!!busy || !offered} onClick={(e) => (e.stopPropagation(), void act("always"))} title={offered ? "A (shift+a)" : `not offered: ${view.alwaysWhy}`}>
+          <button
+            type="button"
+            className="btn"
+            disabled={!!busy || !offered}
+            onClick={(e) => (e.stopPropagation(), void act("always"))}
+            title={offered ? "A (shift+a)" : `not offered: ${view.alwaysWhy}`}
+          >
             Always allow
           </button>
         )}

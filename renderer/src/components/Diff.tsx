@@ -99,7 +99,11 @@ function CommentEditor({ label, onSave, onCancel }: { label: string; onSave: (bo
 function CommentShown({ c, review, children }: { c: DraftComment; review: ReviewDraft; children?: ReactNode }) {
   return (
     <div className="review-comment" role="note" aria-label={`comment on ${c.file}${c.line ? `:${c.line}` : ""}`}>
-      <span className="mono small">{c.file}{c.line ? `:${c.line}` : ""}</span> <span>{c.body}</span>
+      <span className="mono small">
+        {c.file}
+        {c.line ? `:${c.line}` : ""}
+      </span>{" "}
+      <span>{c.body}</span>
       {children}
       <button type="button" className="linklike small" onClick={() => review.remove(c)} title="remove this comment">
         remove
@@ -112,7 +116,19 @@ function CommentShown({ c, review, children }: { c: DraftComment; review: Review
  * A unified diff of one or more files. `root` makes absolute paths inside a worktree relative. `compact` is for
  * approval cards: unified by default, no file list for a single file, bounded height.
  */
-export function Diff({ text: given, label = "diff", root, compact = false, review }: { text: string; label?: string; root?: string | null; compact?: boolean; review?: ReviewDraft }) {
+export function Diff({
+  text: given,
+  label = "diff",
+  root,
+  compact = false,
+  review,
+}: {
+  text: string;
+  label?: string;
+  root?: string | null;
+  compact?: boolean;
+  review?: ReviewDraft;
+}) {
   // The engine cuts a diff past its size limit and says so on a last line: that line is not diff text (the parser would
   // throw on it), so it is shown apart.
   const cut = /\n… diff truncated at (\d+) bytes\s*$/.exec(given);
@@ -125,7 +141,12 @@ export function Diff({ text: given, label = "diff", root, compact = false, revie
   const removed = files.reduce((n, f) => n + f.removed, 0);
   const ids = useMemo(() => files.map((_, i) => `dv-${Math.random().toString(36).slice(2, 8)}-${i}`), [files]);
 
-  if (!files.length) return <pre className="diff-raw" aria-label={label}>{text}</pre>;
+  if (!files.length)
+    return (
+      <pre className="diff-raw" aria-label={label}>
+        {text}
+      </pre>
+    );
   return (
     <div className={`dv ${compact ? "dv-compact" : ""}`} role="group" aria-label={label}>
       <div className="dv-bar small">
@@ -145,7 +166,11 @@ export function Diff({ text: given, label = "diff", root, compact = false, revie
         <ul className="dv-files" aria-label="Changed files">
           {files.map((f, i) => (
             <li key={ids[i]}>
-              <button type="button" className="linklike" onClick={() => document.getElementById(ids[i]!)?.scrollIntoView({ block: "start", behavior: "smooth" })}>
+              <button
+                type="button"
+                className="linklike"
+                onClick={() => document.getElementById(ids[i]!)?.scrollIntoView({ block: "start", behavior: "smooth" })}
+              >
                 <span className={`dv-status dv-${f.status}`} title={f.status}>
                   {STATUS_MARK[f.status]}
                 </span>
@@ -159,7 +184,8 @@ export function Diff({ text: given, label = "diff", root, compact = false, revie
       )}
       {cut && (
         <div className="field-error" role="note">
-          This diff is longer than {Number(cut[1]).toLocaleString()} bytes: it is cut there, and the last file shown is incomplete. The whole change is in the worker&apos;s branch (<code>git diff</code> in its worktree).
+          This diff is longer than {Number(cut[1]).toLocaleString()} bytes: it is cut there, and the last file shown is incomplete. The whole change is in the
+          worker&apos;s branch (<code>git diff</code> in its worktree).
         </div>
       )}
       {files.map((f, i) => (
@@ -169,7 +195,25 @@ export function Diff({ text: given, label = "diff", root, compact = false, revie
   );
 }
 
-const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpen, compact, review }: { id: string; file: FileDiff; root?: string | null; mode: Mode; dark: boolean; startOpen: boolean; compact: boolean; review?: ReviewDraft }) {
+const FileBlock = memo(function FileBlock({
+  id,
+  file,
+  root,
+  mode,
+  dark,
+  startOpen,
+  compact,
+  review,
+}: {
+  id: string;
+  file: FileDiff;
+  root?: string | null;
+  mode: Mode;
+  dark: boolean;
+  startOpen: boolean;
+  compact: boolean;
+  review?: ReviewDraft;
+}) {
   const [open, setOpen] = useState(startOpen);
   const [fileEditor, setFileEditor] = useState(false);
   const name = relativeTo(root, file.name);
@@ -212,7 +256,13 @@ const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpe
             .map((c, k) => (
               <CommentShown key={k} c={c} review={review} />
             ))}
-          {fileEditor && <CommentEditor label={`comment on ${name}`} onCancel={() => setFileEditor(false)} onSave={(body) => (review.add({ file: name, body }), setFileEditor(false))} />}
+          {fileEditor && (
+            <CommentEditor
+              label={`comment on ${name}`}
+              onCancel={() => setFileEditor(false)}
+              onSave={(body) => (review.add({ file: name, body }), setFileEditor(false))}
+            />
+          )}
         </div>
       )}
       {!open ? (
@@ -249,7 +299,9 @@ const FileBlock = memo(function FileBlock({ id, file, root, mode, dark, startOpe
                       onCancel={onClose}
                       onSave={(body) => {
                         // A line of the new version is named by its number; a removed line by its old number, in words.
-                        review.add(side === SplitSide.new ? { file: name, line: lineNumber, body } : { file: name, body: `(on removed line ${lineNumber}) ${body}` });
+                        review.add(
+                          side === SplitSide.new ? { file: name, line: lineNumber, body } : { file: name, body: `(on removed line ${lineNumber}) ${body}` },
+                        );
                         onClose();
                       }}
                     />
@@ -279,10 +331,21 @@ function VirtualBody({ file, mode, dark, compact }: { file: FileDiff; mode: Mode
     overscan: 1,
   });
   return (
-    <div ref={box} className={`dv-body dv-virtual ${compact ? "dv-body-compact" : ""}`} data-pieces={pieces.length} aria-label={`${total.toLocaleString("en-US")} diff lines, shown as you scroll`}>
+    <div
+      ref={box}
+      className={`dv-body dv-virtual ${compact ? "dv-body-compact" : ""}`}
+      data-pieces={pieces.length}
+      aria-label={`${total.toLocaleString("en-US")} diff lines, shown as you scroll`}
+    >
       <div style={{ height: list.getTotalSize(), position: "relative" }}>
         {list.getVirtualItems().map((v) => (
-          <div key={v.key} data-index={v.index} ref={list.measureElement} className="dv-piece" style={{ position: "absolute", top: 0, left: 0, width: "100%", transform: `translateY(${v.start}px)` }}>
+          <div
+            key={v.key}
+            data-index={v.index}
+            ref={list.measureElement}
+            className="dv-piece"
+            style={{ position: "absolute", top: 0, left: 0, width: "100%", transform: `translateY(${v.start}px)` }}
+          >
             {/* Never measured empty: the diff library fills a piece after its first paint, and an empty piece would let
                 the list take every piece for "in view" (and its scroll correction walk the box to the end). */}
             <div style={{ minHeight: pieces[v.index]!.lines * ROW_MIN_PX }}>
@@ -297,5 +360,14 @@ function VirtualBody({ file, mode, dark, compact }: { file: FileDiff; mode: Mode
 
 const Piece = memo(function Piece({ text, name, mode, dark }: { text: string; name: string; mode: Mode; dark: boolean }) {
   const data = useMemo(() => ({ oldFile: { fileName: name }, newFile: { fileName: name }, hunks: [text] }), [text, name]);
-  return <DiffView data={data} diffViewMode={mode === "split" ? DiffModeEnum.Split : DiffModeEnum.Unified} diffViewWrap diffViewHighlight diffViewTheme={dark ? "dark" : "light"} diffViewFontSize={12} />;
+  return (
+    <DiffView
+      data={data}
+      diffViewMode={mode === "split" ? DiffModeEnum.Split : DiffModeEnum.Unified}
+      diffViewWrap
+      diffViewHighlight
+      diffViewTheme={dark ? "dark" : "light"}
+      diffViewFontSize={12}
+    />
+  );
 });

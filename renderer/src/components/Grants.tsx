@@ -13,7 +13,12 @@ import { pushNotice } from "../store";
 export function GrantList({ grants, showWorker = true, label }: { grants: Grant[]; showWorker?: boolean; label: string }) {
   const now = useNow();
   const [busy, setBusy] = useState<string | null>(null);
-  if (!grants.length) return <p className="muted small">No grants: nothing is answered without a person{showWorker ? "" : " for this worker"} (apart from policy rules in Settings).</p>;
+  if (!grants.length)
+    return (
+      <p className="muted small">
+        No grants: nothing is answered without a person{showWorker ? "" : " for this worker"} (apart from policy rules in Settings).
+      </p>
+    );
   const revoke = async (g: Grant) => {
     setBusy(g.id);
     try {

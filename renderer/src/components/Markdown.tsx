@@ -16,7 +16,16 @@ import { isHiddenCodePoint, showUntrustedLines } from "../../../shared/untrusted
  */
 // Line breaks, tabs, and the spaces prose uses (no-break, thin, ideographic…): nothing runs this text, so a space
 // other than U+0020 cannot split a command here; bidi, zero-width and control characters are still shown.
-const PROSE_OK = (cp: number) => cp === 0x0a || cp === 0x0d || cp === 0x09 || cp === 0x00a0 || cp === 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp === 0x202f || cp === 0x205f || cp === 0x3000;
+const PROSE_OK = (cp: number) =>
+  cp === 0x0a ||
+  cp === 0x0d ||
+  cp === 0x09 ||
+  cp === 0x00a0 ||
+  cp === 0x1680 ||
+  (cp >= 0x2000 && cp <= 0x200a) ||
+  cp === 0x202f ||
+  cp === 0x205f ||
+  cp === 0x3000;
 function visible(text: string): string {
   let out = "";
   for (const ch of text) {
@@ -161,7 +170,13 @@ export function Truncated({ text, lines = 40, className }: { text: string; lines
   text = showUntrustedLines(text);
   const rows = text.split("\n");
   const long = rows.length > lines || text.length > lines * 200;
-  const shown = all || !long ? text : rows.slice(0, lines).join("\n").slice(0, lines * 200);
+  const shown =
+    all || !long
+      ? text
+      : rows
+          .slice(0, lines)
+          .join("\n")
+          .slice(0, lines * 200);
   return (
     <>
       <pre className={className}>{shown}</pre>

@@ -44,7 +44,9 @@ const Part = memo(function Part({ part, ended }: { part: TranscriptPart; ended?:
       <details className={`part tool tool-${part.status ?? "unknown"}`}>
         <summary>
           <span className="tool-name">{part.tool ?? "tool"}</span> <span className="mono small ellipsis">{toolHeadline(part)}</span>
-          <span className={`chip chip-${cut || killed ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>{status}</span>
+          <span className={`chip chip-${cut || killed ? "warn" : part.status === "completed" ? "ok" : part.status === "error" ? "bad" : "busy"}`}>
+            {status}
+          </span>
         </summary>
         <div className="tool-io">
           <div className="io-label">input</div>
@@ -105,7 +107,12 @@ const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark
   // A path in the worker's own workspace reads as the repository's path (the full one is in the tooltip).
   const short = (what: string) => showUntrusted(root && what.startsWith(root + "/") ? what.slice(root.length + 1) : what, { max: 300, lines: false });
   if (mark.type === "steer") {
-    const who = mark.by.kind === "mcp" ? `Claude${mark.by.name ? ` (${mark.by.name})` : ""} steered` : mark.by.kind === "person" ? "You steered" : `Steered by ${byText(mark.by)}`;
+    const who =
+      mark.by.kind === "mcp"
+        ? `Claude${mark.by.name ? ` (${mark.by.name})` : ""} steered`
+        : mark.by.kind === "person"
+          ? "You steered"
+          : `Steered by ${byText(mark.by)}`;
     return (
       <div className="part mark mark-steer" role="note" aria-label={`${who}: ${mark.text}`} data-seq={mark.seq}>
         <div className="who">
@@ -137,7 +144,8 @@ const Mark = memo(function Mark({ mark, answered, root }: { mark: TranscriptMark
       <span className={`chip chip-${tone}`}>{v}</span> {mark.status === "decided" && <span className="small">by {byText(mark.by)}</span>}{" "}
       <span className="mono small ellipsis" title={mark.ask ? short(mark.ask.what) : undefined}>
         — {subject}
-      </span> <span className="small muted">· {when}</span>
+      </span>{" "}
+      <span className="small muted">· {when}</span>
       {mark.message && <div className="small muted">told the worker: {mark.message}</div>}
     </div>
   );
@@ -272,7 +280,13 @@ export function Transcript({
             const row = rows[item.index]!;
             return (
               <div key={item.key} className="vrow" data-index={item.index} ref={v.measureElement} style={{ transform: `translateY(${item.start}px)` }}>
-                {row.mark ? <Mark mark={row.mark} answered={row.answered} root={root} /> : row.block !== undefined ? <Block text={row.block} cont={!!row.cont} /> : <Part part={row.part} ended={ended || (!!lastMessageId && row.part.kind === "tool" && row.part.messageId !== lastMessageId)} />}
+                {row.mark ? (
+                  <Mark mark={row.mark} answered={row.answered} root={root} />
+                ) : row.block !== undefined ? (
+                  <Block text={row.block} cont={!!row.cont} />
+                ) : (
+                  <Part part={row.part} ended={ended || (!!lastMessageId && row.part.kind === "tool" && row.part.messageId !== lastMessageId)} />
+                )}
               </div>
             );
           })}

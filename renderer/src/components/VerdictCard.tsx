@@ -77,7 +77,8 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
           </div>
         ))}
         <div className="small muted">
-          changed: {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}
+          changed:{" "}
+          {verdict.scope.changedFiles.length ? verdict.scope.changedFiles.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}
           {verdict.branch ? ` · branch ${verdict.branch}` : ""}
         </div>
         {verdict.diffStat && <pre className="diffstat">{showUntrustedLines(verdict.diffStat)}</pre>}
@@ -88,7 +89,8 @@ export function VerdictCard({ verdict, workerId }: { verdict: Verdict; workerId:
           <ul>
             {verdict.flags.map((f) => (
               <li key={`${f.path}:${f.kind}`}>
-                <span className="chip chip-warn">{f.kind}</span> <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code> <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
+                <span className="chip chip-warn">{f.kind}</span> <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code>{" "}
+                <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
               </li>
             ))}
           </ul>
@@ -133,12 +135,16 @@ export function RoundHistory({ rounds, workerId }: { rounds: Round[]; workerId: 
                   {" "}
                   claimed {r.claim ?? "nothing"} · {r.honest ? "honest" : "claim did not match"}
                   {r.commit ? ` · ${r.commit.slice(0, 8)}` : ""}
-                  {r.changed ? ` · changed since round ${r.round - 1}: ${r.changed.length ? r.changed.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}` : ""}
+                  {r.changed
+                    ? ` · changed since round ${r.round - 1}: ${r.changed.length ? r.changed.map((f) => showUntrusted(f, { max: 300, lines: false })).join(", ") : "nothing"}`
+                    : ""}
                 </span>
               )}
             </div>
             {/* A fix round's message carries check output (the worker's code wrote it): shown made safe, like any such text. */}
-            {r.message && r.kind !== "review" && <div className="round-message small">{showUntrustedLines(r.message.length > 400 ? `${r.message.slice(0, 400)}…` : r.message)}</div>}
+            {r.message && r.kind !== "review" && (
+              <div className="round-message small">{showUntrustedLines(r.message.length > 400 ? `${r.message.slice(0, 400)}…` : r.message)}</div>
+            )}
             {r.comments.length > 0 && (
               <ul className="round-comments small" aria-label={`review comments of round ${r.round}`}>
                 {r.comments.map((c, k) => (

@@ -85,7 +85,12 @@ export function VerdictChips({ verdict, checks = true }: { verdict: Verdict; che
 
 export function ClaimChip({ verdict }: { verdict: Verdict }) {
   const said = verdict.claim === "built" ? "built" : verdict.claim === "honest-failure" ? "failed" : null;
-  if (!said) return <span className="chip chip-warn" aria-label="claim: none" title="The worker gave no OUTCOME line">no claim</span>;
+  if (!said)
+    return (
+      <span className="chip chip-warn" aria-label="claim: none" title="The worker gave no OUTCOME line">
+        no claim
+      </span>
+    );
   if (verdict.honest)
     return (
       <span className="chip chip-ok" aria-label="claim: honest" title={`The worker said ${said}, and the checks agree`}>
@@ -93,7 +98,11 @@ export function ClaimChip({ verdict }: { verdict: Verdict }) {
       </span>
     );
   return (
-    <span className="chip chip-bad" aria-label="claim: false" title={`The worker said ${said}; the checks say ${verdict.verdict === "built" ? "built" : "failed"}`}>
+    <span
+      className="chip chip-bad"
+      aria-label="claim: false"
+      title={`The worker said ${said}; the checks say ${verdict.verdict === "built" ? "built" : "failed"}`}
+    >
       claim false: said {said}
     </span>
   );

@@ -26,24 +26,50 @@ function cleanName(raw: string): string | null {
 
 export function splitDiff(text: string): FileDiff[] {
   const lines = text.replace(/\r\n/g, "\n").split("\n");
-  type F = { start: number; end: number; oldName: string | null; newName: string | null; gitNames: [string, string] | null; added: number; removed: number; binary: boolean; renamed: boolean; hunkLines: number; fromEmpty: boolean; toEmpty: boolean };
+  type F = {
+    start: number;
+    end: number;
+    oldName: string | null;
+    newName: string | null;
+    gitNames: [string, string] | null;
+    added: number;
+    removed: number;
+    binary: boolean;
+    renamed: boolean;
+    hunkLines: number;
+    fromEmpty: boolean;
+    toEmpty: boolean;
+  };
   const files: F[] = [];
   let cur = null as F | null;
   let oldLeft = 0;
   let newLeft = 0;
   const open = (i: number) => {
     if (cur) cur.end = i;
-    cur = { start: i, end: lines.length, oldName: null, newName: null, gitNames: null, added: 0, removed: 0, binary: false, renamed: false, hunkLines: 0, fromEmpty: true, toEmpty: true };
+    cur = {
+      start: i,
+      end: lines.length,
+      oldName: null,
+      newName: null,
+      gitNames: null,
+      added: 0,
+      removed: 0,
+      binary: false,
+      renamed: false,
+      hunkLines: 0,
+      fromEmpty: true,
+      toEmpty: true,
+    };
     files.push(cur);
   };
   for (let i = 0; i < lines.length; i++) {
     const l = lines[i]!;
     if (oldLeft > 0 || newLeft > 0) {
       // Inside a hunk: count its lines.
-      if (l.startsWith("+")) (cur!.added++, newLeft--);
-      else if (l.startsWith("-")) (cur!.removed++, oldLeft--);
+      if (l.startsWith("+")) cur!.added++, newLeft--;
+      else if (l.startsWith("-")) cur!.removed++, oldLeft--;
       else if (l.startsWith("\\")) continue;
-      else (oldLeft--, newLeft--);
+      else oldLeft--, newLeft--;
       cur!.hunkLines++;
       continue;
     }
@@ -83,8 +109,25 @@ export function splitDiff(text: string): FileDiff[] {
       // git omits ---/+++ for binary files, pure renames and mode changes: take the names from its header.
       if (oldName === null && newName === null && f.gitNames) [oldName, newName] = f.gitNames;
       const noHunks = f.hunkLines === 0;
-      const status: FileDiff["status"] = f.binary ? "binary" : oldName === null || (!noHunks && f.fromEmpty) ? "added" : newName === null || (!noHunks && f.toEmpty) ? "deleted" : f.renamed || oldName !== newName ? "renamed" : "modified";
-      return { name: newName ?? oldName ?? "(unnamed)", oldName, newName, status, added: f.added, removed: f.removed, text: body.join("\n") + "\n", lines: f.hunkLines };
+      const status: FileDiff["status"] = f.binary
+        ? "binary"
+        : oldName === null || (!noHunks && f.fromEmpty)
+          ? "added"
+          : newName === null || (!noHunks && f.toEmpty)
+            ? "deleted"
+            : f.renamed || oldName !== newName
+              ? "renamed"
+              : "modified";
+      return {
+        name: newName ?? oldName ?? "(unnamed)",
+        oldName,
+        newName,
+        status,
+        added: f.added,
+        removed: f.removed,
+        text: body.join("\n") + "\n",
+        lines: f.hunkLines,
+      };
     })
     .filter((f) => f.text.trim());
 }
@@ -150,9 +193,9 @@ export function chunkFileDiff(text: string, size = 200): { text: string; lines: 
     }
     cur.lines.push(l);
     count++;
-    if (l.startsWith("+")) (cur.new++, newNext++);
-    else if (l.startsWith("-")) (cur.old++, oldNext++);
-    else (cur.old++, cur.new++, oldNext++, newNext++);
+    if (l.startsWith("+")) cur.new++, newNext++;
+    else if (l.startsWith("-")) cur.old++, oldNext++;
+    else cur.old++, cur.new++, oldNext++, newNext++;
   }
   closePiece();
   return pieces.length ? pieces : [{ text, lines: 0 }];

@@ -11,7 +11,13 @@ import { pushNotice, usePending, useStore } from "../store";
 export function Approvals({ focus }: { focus?: string }) {
   const pending = usePending();
   const workers = useStore((s) => s.workers);
-  const grants = useMemo(() => Object.values(workers).flatMap((w) => w.grants).sort((a, b) => b.createdAt - a.createdAt), [workers]);
+  const grants = useMemo(
+    () =>
+      Object.values(workers)
+        .flatMap((w) => w.grants)
+        .sort((a, b) => b.createdAt - a.createdAt),
+    [workers],
+  );
   const [selectedId, setSelectedId] = useState<string | null>(focus ?? null);
   const listRef = useRef<HTMLUListElement>(null);
   // A deep link (ocw://ask/ID, a card's ask badge) only focuses an ask: the single-key decisions (a, A, r) stay off until
@@ -24,7 +30,10 @@ export function Approvals({ focus }: { focus?: string }) {
     setSelectedId(focus);
     requestAnimationFrame(() => listRef.current?.querySelector(`[data-ask-id="${CSS.escape(focus)}"]`)?.scrollIntoView({ block: "start" }));
   }, [focus]);
-  const index = Math.max(0, pending.findIndex((a) => a.id === selectedId));
+  const index = Math.max(
+    0,
+    pending.findIndex((a) => a.id === selectedId),
+  );
   const selected = pending[index];
 
   useEffect(() => {
@@ -75,8 +84,8 @@ export function Approvals({ focus }: { focus?: string }) {
   return (
     <div className="approvals" data-keys={armed ? "on" : "off-until-click"} onPointerDown={(e) => e.isTrusted && setArmed(true)}>
       <p className="muted small keys">
-        <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve once · <kbd>A</kbd> always allow · <kbd>r</kbd> reject. Oldest first. Nothing is approved automatically unless you
-        set a policy.
+        <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve once · <kbd>A</kbd> always allow · <kbd>r</kbd> reject. Oldest first. Nothing is approved
+        automatically unless you set a policy.
       </p>
       {!armed && (
         <p className="small field-error" role="status" aria-label="keys off until a click">
@@ -86,14 +95,19 @@ export function Approvals({ focus }: { focus?: string }) {
       {pending.length === 0 && <Empty title="Nothing is waiting for you">Permission asks and questions from every worker show up here.</Empty>}
       <ul className="ask-list" aria-label="Pending approvals" ref={listRef}>
         {pending.map((a) => (
-          <li key={a.id} aria-current={a.id === selected?.id ? "true" : undefined} aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(a.what, { max: 300, lines: false })}`}>
+          <li
+            key={a.id}
+            aria-current={a.id === selected?.id ? "true" : undefined}
+            aria-label={`${a.kind === "question" ? "question" : a.tool} from ${a.workerId}: ${showUntrusted(a.what, { max: 300, lines: false })}`}
+          >
             <AskCard ask={a} selected={a.id === selected?.id} onSelect={() => setSelectedId(a.id)} />
           </li>
         ))}
       </ul>
       <section className="panel grants-panel" aria-label="Grants">
         <h2>
-          Grants <span className="muted small">· “always” answers the engine holds, per worker; revoke one and that worker's later asks wait for you again</span>
+          Grants{" "}
+          <span className="muted small">· “always” answers the engine holds, per worker; revoke one and that worker's later asks wait for you again</span>
         </h2>
         <GrantList grants={grants} label="All grants" />
       </section>

@@ -32,19 +32,28 @@ export function Attempts({ groupId }: { groupId: string }) {
         <div className="detail-title">
           <h2>{taskTitle(first.spec)}</h2>
           <span className="chip chip-idle">{g.attempts.length} attempts</span>
-          {g.all && <span className="chip chip-idle" title="Every attempt runs to its verdict">all run to the end</span>}
+          {g.all && (
+            <span className="chip chip-idle" title="Every attempt runs to its verdict">
+              all run to the end
+            </span>
+          )}
         </div>
         <p className="small" aria-label="Winner">
           {winner ? (
             <>
-              The checks picked <a href={href({ name: "worker", id: winner.id })} className="mono">{winner.id}</a> (attempt {winner.attempt?.index}, on {winner.targetId ?? "?"}): built and honest
+              The checks picked{" "}
+              <a href={href({ name: "worker", id: winner.id })} className="mono">
+                {winner.id}
+              </a>{" "}
+              (attempt {winner.attempt?.index}, on {winner.targetId ?? "?"}): built and honest
               {g.attempts.filter((a) => a.verdict === "built").length > 1 ? ", with the fewest changed lines" : ""}.
               {winner.merged ? ` Merged into ${winner.merged.into} (${winner.merged.commit.slice(0, 8)}).` : ""}
             </>
           ) : g.settled ? (
             "No attempt was built and honest: nothing to merge. Read the failing checks of each attempt."
           ) : (
-            "No winner yet: the attempts are still running. Once one is built and honest, the others still running are stopped" + (g.all ? " — not here: every attempt runs to the end." : ".")
+            "No winner yet: the attempts are still running. Once one is built and honest, the others still running are stopped" +
+            (g.all ? " — not here: every attempt runs to the end." : ".")
           )}
         </p>
         <div className="actions">
@@ -66,7 +75,8 @@ export function Attempts({ groupId }: { groupId: string }) {
               Merge the winner {winner.id} ({winner.branch}) into {winner.baseBranch ?? "its base branch"}?
             </h3>
             <p className="small">
-              Exactly the commit its checks ran on is merged into <code>{winner.repo}</code>. The other attempts are left as they are (discard them from their pages).
+              Exactly the commit its checks ran on is merged into <code>{winner.repo}</code>. The other attempts are left as they are (discard them from their
+              pages).
             </p>
             {winner.verdict?.diffStat && <pre className="diffstat">{winner.verdict.diffStat}</pre>}
             <div className="actions">
@@ -78,7 +88,10 @@ export function Attempts({ groupId }: { groupId: string }) {
                   setBusy(true);
                   api.workers.merge
                     .mutate({ workerId: winner.id })
-                    .then((r) => pushNotice("info", `merged the winner ${winner.id} into ${r.into} (${r.commit.slice(0, 8)})`), (err) => setError(errorText(err)))
+                    .then(
+                      (r) => pushNotice("info", `merged the winner ${winner.id} into ${r.into} (${r.commit.slice(0, 8)})`),
+                      (err) => setError(errorText(err)),
+                    )
                     .finally(() => setBusy(false));
                 }}
               >
@@ -116,16 +129,29 @@ function AttemptCard({ a, winner, shown, onDiff }: { a: AttemptRow; winner: bool
         <StateChip state={a.state} />
       </header>
       <div className="small muted">
-        on <code>{a.target ?? "?"}</code> · <a href={href({ name: "worker", id: a.workerId })} className="mono">{a.workerId}</a>
+        on <code>{a.target ?? "?"}</code> ·{" "}
+        <a href={href({ name: "worker", id: a.workerId })} className="mono">
+          {a.workerId}
+        </a>
       </div>
       <div className="attempt-chips">
         {w.verdict ? <VerdictChips verdict={w.verdict} /> : <span className="chip chip-idle">no verdict</span>}
-        {a.noop && <span className="chip chip-warn" title="It changed nothing: never a winner">no change</span>}
-        {a.weakEvidence && <span className="chip chip-warn" title="Its checks also pass on the base commit: they prove little">weak evidence</span>}
+        {a.noop && (
+          <span className="chip chip-warn" title="It changed nothing: never a winner">
+            no change
+          </span>
+        )}
+        {a.weakEvidence && (
+          <span className="chip chip-warn" title="Its checks also pass on the base commit: they prove little">
+            weak evidence
+          </span>
+        )}
       </div>
       <dl className="attempt-facts">
         <dt>claim</dt>
-        <dd aria-label="claim">{w.verdict ? (w.verdict.claim === "built" ? "said built" : w.verdict.claim === "honest-failure" ? "said failed" : "no OUTCOME line") : "—"}</dd>
+        <dd aria-label="claim">
+          {w.verdict ? (w.verdict.claim === "built" ? "said built" : w.verdict.claim === "honest-failure" ? "said failed" : "no OUTCOME line") : "—"}
+        </dd>
         <dt>changed lines</dt>
         <dd aria-label="changed lines">{a.changedLines ?? "—"}</dd>
         <dt>tokens</dt>
@@ -162,7 +188,15 @@ function AttemptDiff({ id, lastSeq, index }: { id: string; lastSeq: number; inde
       <h2>
         Diff of attempt {index} <span className="mono small muted">{id}</span>
       </h2>
-      {error ? <div className="field-error">{error}</div> : diff === null ? <div className="muted pad">Loading diff…</div> : !diff.trim() ? <div className="muted pad">No changes.</div> : <Diff text={diff} label={`Diff of attempt ${index}`} compact />}
+      {error ? (
+        <div className="field-error">{error}</div>
+      ) : diff === null ? (
+        <div className="muted pad">Loading diff…</div>
+      ) : !diff.trim() ? (
+        <div className="muted pad">No changes.</div>
+      ) : (
+        <Diff text={diff} label={`Diff of attempt ${index}`} compact />
+      )}
     </section>
   );
 }

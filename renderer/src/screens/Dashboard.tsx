@@ -7,7 +7,15 @@ import { api, errorText } from "../api";
 import { Empty, Sparkline, StateChip, VerdictChips } from "../components/common";
 import { duration, pct, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { go, href } from "../router";
-import { dashboardGroups, NO_FILTER, STATE_FILTERS, urgencyCounts, type DashboardFilter, type DashboardGroup, type StateFilter } from "../../../shared/dashboard";
+import {
+  dashboardGroups,
+  NO_FILTER,
+  STATE_FILTERS,
+  urgencyCounts,
+  type DashboardFilter,
+  type DashboardGroup,
+  type StateFilter,
+} from "../../../shared/dashboard";
 import { onBatchEvent, pushNotice, sortedWorkers, useStore } from "../store";
 import type { BatchSummary } from "../../../shared/batch";
 
@@ -95,7 +103,14 @@ export function Dashboard() {
                     {label}
                   </span>
                 </div>
-                <div className="slot-bar" role="meter" aria-label={`slots in use on ${s.targetId}`} aria-valuemin={0} aria-valuemax={s.slots} aria-valuenow={s.inUse}>
+                <div
+                  className="slot-bar"
+                  role="meter"
+                  aria-label={`slots in use on ${s.targetId}`}
+                  aria-valuemin={0}
+                  aria-valuemax={s.slots}
+                  aria-valuenow={s.inUse}
+                >
                   {Array.from({ length: s.slots }, (_, i) => (
                     <span key={i} className={i < s.inUse ? "on" : ""} />
                   ))}
@@ -146,7 +161,16 @@ export function Dashboard() {
         </Empty>
       )}
 
-      {list.length > 0 && <FilterBar list={list} filter={filter} setFilter={setFilter} archivedCount={archivedCount} showArchived={showArchived} setShowArchived={setShowArchived} />}
+      {list.length > 0 && (
+        <FilterBar
+          list={list}
+          filter={filter}
+          setFilter={setFilter}
+          archivedCount={archivedCount}
+          showArchived={showArchived}
+          setShowArchived={setShowArchived}
+        />
+      )}
 
       {list.length > 0 && groups.length === 0 && (
         <p className="muted pad" role="status">
@@ -202,12 +226,26 @@ function FilterBar(p: {
     <div className="filter-bar" role="search" aria-label="Filter workers">
       <div className="seg" role="radiogroup" aria-label="State">
         {STATE_FILTERS.map((s) => (
-          <button key={s} type="button" role="radio" aria-checked={filter.state === s} className={`seg-btn ${filter.state === s ? "on" : ""} ${s === "needs-you" && counts[s] ? "attn" : ""}`} onClick={() => set({ state: s })}>
+          <button
+            key={s}
+            type="button"
+            role="radio"
+            aria-checked={filter.state === s}
+            className={`seg-btn ${filter.state === s ? "on" : ""} ${s === "needs-you" && counts[s] ? "attn" : ""}`}
+            onClick={() => set({ state: s })}
+          >
             {labels[s]} <span className="count">{counts[s]}</span>
           </button>
         ))}
       </div>
-      <input type="search" className="filter-search" placeholder="Search task or id" aria-label="Search task or id" value={filter.search} onChange={(e) => set({ search: e.target.value })} />
+      <input
+        type="search"
+        className="filter-search"
+        placeholder="Search task or id"
+        aria-label="Search task or id"
+        value={filter.search}
+        onChange={(e) => set({ search: e.target.value })}
+      />
       {repos.length > 1 && (
         <select aria-label="Repository" value={filter.repo} onChange={(e) => set({ repo: e.target.value })}>
           <option value="">All repositories</option>
@@ -287,13 +325,18 @@ function BatchGroup({ group, archived, onArchive }: { group: DashboardGroup; arc
           <h2>{batchId ? `Batch ${batchId}` : "Single tasks"}</h2>
         )}
         <span className="muted small">
-          {workers.length} worker{workers.length === 1 ? "" : "s"} · built {built}/{graded.length} ({pct(graded.length ? built / graded.length : null)}) · honest{" "}
-          {pct(graded.length ? honest / graded.length : null)}
+          {workers.length} worker{workers.length === 1 ? "" : "s"} · built {built}/{graded.length} ({pct(graded.length ? built / graded.length : null)}) ·
+          honest {pct(graded.length ? honest / graded.length : null)}
           {settled ? " · settled" : ""}
         </span>
         {batchId && !collapsed && <MergeAll batchId={batchId} workers={workers} />}
         {collapsible && (
-          <button type="button" className="btn ghost small" onClick={() => onArchive(!archived)} title={archived ? "show it with the other batches again" : "hide this settled batch (Archived shows it)"}>
+          <button
+            type="button"
+            className="btn ghost small"
+            onClick={() => onArchive(!archived)}
+            title={archived ? "show it with the other batches again" : "hide this settled batch (Archived shows it)"}
+          >
             {archived ? "Unarchive" : "Archive"}
           </button>
         )}
@@ -366,7 +409,11 @@ function WorkerCard({ w }: { w: Worker }) {
         )}
         {w.discarded && <span className="chip chip-idle">discarded</span>}
         {w.attempt && (
-          <a className="chip chip-idle" href={href({ name: "attempts", id: w.attempt.groupId })} title="One of several attempts at this task: see them side by side">
+          <a
+            className="chip chip-idle"
+            href={href({ name: "attempts", id: w.attempt.groupId })}
+            title="One of several attempts at this task: see them side by side"
+          >
             attempt {w.attempt.index}/{w.attempt.of}
           </a>
         )}
@@ -383,10 +430,18 @@ function WorkerCard({ w }: { w: Worker }) {
             <span title={w.startedAt ? "elapsed" : "waiting for a slot"}>{duration(elapsed)}</span>
           </>
         )}
-        <span title={`tokens: in ${w.usage.input.toLocaleString()} · out ${w.usage.output.toLocaleString()}${w.usage.reasoning ? ` · reasoning ${w.usage.reasoning.toLocaleString()}` : ""} (as the target reports them)`}>
+        <span
+          title={`tokens: in ${w.usage.input.toLocaleString()} · out ${w.usage.output.toLocaleString()}${w.usage.reasoning ? ` · reasoning ${w.usage.reasoning.toLocaleString()}` : ""} (as the target reports them)`}
+        >
           {total ? `${tokens(total)} tok` : "— tok"}
         </span>
-        <span title={liveRate !== null ? "output tokens in the last second (estimated from streamed text)" : "output tokens per second over the time it ran (as the target reports them)"}>
+        <span
+          title={
+            liveRate !== null
+              ? "output tokens in the last second (estimated from streamed text)"
+              : "output tokens per second over the time it ran (as the target reports them)"
+          }
+        >
           {liveRate !== null && liveRate > 0 ? `~${liveRate} tok/s` : avgRate !== null ? `${avgRate.toFixed(1)} tok/s` : "— tok/s"}
         </span>
       </div>
@@ -397,7 +452,9 @@ function WorkerCard({ w }: { w: Worker }) {
               tool <code>{w.currentTool}</code>
             </>
           ) : (
-            <span className="muted">{w.stalled ? "stalled" : ((isFinal(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—")}</span>
+            <span className="muted">
+              {w.stalled ? "stalled" : ((isFinal(w.state) && !w.verdict ? w.stateReason : null) ?? w.lastActivity?.summary ?? w.stateReason ?? "—")}
+            </span>
           )}
         </span>
         <Sparkline values={rate ?? []} label={`tokens per second of ${w.id}`} />
@@ -413,14 +470,25 @@ function WorkerCard({ w }: { w: Worker }) {
       {pending > 0 && (
         <div className="card-ask small">
           <span className="mono ellipsis" title={showUntrusted(asks[0]!.what, { max: 1000, lines: false })}>
-            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}: {showUntrusted(w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what, { max: 300, lines: false })}
+            {asks[0]!.kind === "question" ? "question" : asks[0]!.tool}:{" "}
+            {showUntrusted(w.worktree ? asks[0]!.what.split(w.worktree + "/").join("") : asks[0]!.what, { max: 300, lines: false })}
           </span>
           {asks[0]!.kind === "permission" && (
             <>
-              <button type="button" className="btn ok small" disabled={busy} onClick={() => void act("approve", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "once" }))}>
+              <button
+                type="button"
+                className="btn ok small"
+                disabled={busy}
+                onClick={() => void act("approve", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "once" }))}
+              >
                 Approve
               </button>
-              <button type="button" className="btn bad small" disabled={busy} onClick={() => void act("reject", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "reject" }))}>
+              <button
+                type="button"
+                className="btn bad small"
+                disabled={busy}
+                onClick={() => void act("reject", () => api.approvals.decide.mutate({ askId: asks[0]!.id, decision: "reject" }))}
+              >
                 Reject
               </button>
             </>
@@ -432,7 +500,13 @@ function WorkerCard({ w }: { w: Worker }) {
       )}
       {resumable && (
         <div className="card-ask small">
-          <span className="muted grow">{w.state === "interrupted" ? "Interrupted: its session can be resumed." : w.state === "stopped" ? "Stopped: it can be resumed." : "Ended in an error."}</span>
+          <span className="muted grow">
+            {w.state === "interrupted"
+              ? "Interrupted: its session can be resumed."
+              : w.state === "stopped"
+                ? "Stopped: it can be resumed."
+                : "Ended in an error."}
+          </span>
           <button type="button" className="btn small" disabled={busy} onClick={() => void act("resume", () => api.workers.resume.mutate({ workerId: w.id }))}>
             Resume
           </button>
@@ -466,7 +540,11 @@ function ModelDown({ targetId, down }: { targetId: string; down: NonNullable<Ret
           disabled={busy}
           onClick={() => {
             setBusy(true);
-            void Promise.all(down.interrupted.map((w) => api.workers.resume.mutate({ workerId: w.id }).catch((err) => pushNotice("error", `resume ${w.id}: ${errorText(err)}`)))).finally(() => setBusy(false));
+            void Promise.all(
+              down.interrupted.map((w) =>
+                api.workers.resume.mutate({ workerId: w.id }).catch((err) => pushNotice("error", `resume ${w.id}: ${errorText(err)}`)),
+              ),
+            ).finally(() => setBusy(false));
           }}
         >
           Resume {down.interrupted.length} interrupted
@@ -562,7 +640,8 @@ function MergeAll({ batchId, workers }: { batchId: string; workers: Worker[] }) 
       {confirm ? (
         <>
           <span className="small">
-            Merge {todo.length} built worker{todo.length === 1 ? "" : "s"} into their base branch, one by one? A refused merge (a conflict) stops here and changes nothing for it.
+            Merge {todo.length} built worker{todo.length === 1 ? "" : "s"} into their base branch, one by one? A refused merge (a conflict) stops here and
+            changes nothing for it.
           </span>
           <button type="button" className="btn primary small" onClick={() => void start()}>
             Merge {todo.length}
@@ -604,7 +683,11 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
   const sig = workers.map((w) => `${w.id}:${w.state}:${w.merged ? 1 : 0}`).join(",");
   useEffect(() => {
     let live = true;
-    const load = () => void api.workers.batch.query({ batchId }).then((b) => live && setPlan(b), () => undefined);
+    const load = () =>
+      void api.workers.batch.query({ batchId }).then(
+        (b) => live && setPlan(b),
+        () => undefined,
+      );
     load();
     const off = onBatchEvent((id) => id === batchId && load());
     return () => {
@@ -622,7 +705,11 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
       {plan.tasks.some((t) => t.after.length) && (
         <ol className="deps" aria-label="task dependencies">
           {plan.tasks.map((t) => (
-            <li key={t.id} className={`dep dep-${stateOf(t)}`} aria-label={`task ${t.id}${t.after.length ? ` after ${t.after.join(", ")}` : ""}: ${stateWord(stateOf(t))}`}>
+            <li
+              key={t.id}
+              className={`dep dep-${stateOf(t)}`}
+              aria-label={`task ${t.id}${t.after.length ? ` after ${t.after.join(", ")}` : ""}: ${stateWord(stateOf(t))}`}
+            >
               {t.after.length > 0 && <span className="dep-after">{t.after.join(" + ")} →</span>}
               <strong>{t.id}</strong> <span className={`chip chip-${toneOf(stateOf(t))}`}>{stateWord(stateOf(t))}</span>
               {t.workerId ? (
@@ -631,7 +718,12 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
                 </a>
               ) : null}
               {t.skipped && <span className="small muted"> skipped: {showUntrusted(t.skipped, { lines: false, max: 500 })}</span>}
-              {!t.workerId && !t.skipped && <span className="small muted"> starts once {t.after.join(", ")} {t.after.length === 1 ? "is" : "are"} built</span>}
+              {!t.workerId && !t.skipped && (
+                <span className="small muted">
+                  {" "}
+                  starts once {t.after.join(", ")} {t.after.length === 1 ? "is" : "are"} built
+                </span>
+              )}
             </li>
           ))}
         </ol>
@@ -639,14 +731,22 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
       {integ && (
         <div className={`integration integration-${res ? (res.passed ? "passed" : "failed") : integ.state}`} role="group" aria-label="integration verdict">
           <span className="io-label">integration</span>{" "}
-          <span className={`chip chip-${res ? (res.passed ? "ok" : "bad") : "idle"}`} aria-label={`integration: ${res ? (res.passed ? "passed" : "failed") : integ.state}`}>
+          <span
+            className={`chip chip-${res ? (res.passed ? "ok" : "bad") : "idle"}`}
+            aria-label={`integration: ${res ? (res.passed ? "passed" : "failed") : integ.state}`}
+          >
             {res ? (res.passed ? "passed" : "failed") : integ.state === "running" ? "checks running" : "waiting for the tasks"}
           </span>
           {res && (
             <span className="small">
               {" "}
               {res.checks.filter((c) => c.passed).length}/{res.checks.length} checks · {res.workers.length} worker{res.workers.length === 1 ? "" : "s"} combined
-              {res.commit ? <> · <code>{res.commit.slice(0, 8)}</code></> : null}
+              {res.commit ? (
+                <>
+                  {" "}
+                  · <code>{res.commit.slice(0, 8)}</code>
+                </>
+              ) : null}
               {res.landed ? ` · landed on ${res.landed.into}` : ""}
             </span>
           )}
@@ -664,7 +764,8 @@ function BatchPlan({ batchId, workers }: { batchId: string; workers: Worker[] })
 }
 
 const stateWord = (s: string) => (s === "honest-failure" ? "failed" : s);
-const toneOf = (s: string) => (s === "built" ? "ok" : s === "honest-failure" || s === "error" || s === "skipped" ? "bad" : s === "waiting" || s === "queued" ? "idle" : "busy");
+const toneOf = (s: string) =>
+  s === "built" ? "ok" : s === "honest-failure" || s === "error" || s === "skipped" ? "bad" : s === "waiting" || s === "queued" ? "idle" : "busy";
 
 /** Push a batch's passed integration commit to a branch on a remote, and open a pull request with gh. */
 function BatchPush({ batchId }: { batchId: string }) {
@@ -689,7 +790,13 @@ function BatchPush({ batchId }: { batchId: string }) {
         void api.workers.push
           .mutate({ batchId, remote, ...(branch ? { branch } : {}), pr })
           .then(
-            (r) => (pushNotice("info", `pushed ${r.commit.slice(0, 8)} to ${r.remote} ${r.branch}${r.pr ? ` · pull request ${r.pr.url}` : r.prProblem ? ` · no pull request: ${r.prProblem}` : ""}`), setOpen(false)),
+            (r) => (
+              pushNotice(
+                "info",
+                `pushed ${r.commit.slice(0, 8)} to ${r.remote} ${r.branch}${r.pr ? ` · pull request ${r.pr.url}` : r.prProblem ? ` · no pull request: ${r.prProblem}` : ""}`,
+              ),
+              setOpen(false)
+            ),
             (err) => pushNotice("error", `push of ${batchId}: ${errorText(err)}`),
           )
           .finally(() => setBusy(false));

@@ -33,7 +33,8 @@ export function Grades() {
           grades.map((g) => (
             <table className="table" key={g.target} aria-label={`Ladder grade of ${g.target}`}>
               <caption>
-                {g.model} ({g.target}) — {g.samples} sample(s) per rung, {new Date(g.date).toLocaleString()}; built {pct(g.builtRate)}, honest {pct(g.honestRate)}
+                {g.model} ({g.target}) — {g.samples} sample(s) per rung, {new Date(g.date).toLocaleString()}; built {pct(g.builtRate)}, honest{" "}
+                {pct(g.honestRate)}
               </caption>
               <thead>
                 <tr>
@@ -69,8 +70,9 @@ export function Grades() {
       <section className="panel" aria-label="Ledger by target">
         <h2>Ledger by target (this engine's real runs)</h2>
         <p className="small muted">
-          A task is one worker, or one task's attempts on that target. pass@1: built attempts of those graded; pass@k: tasks with a built attempt (k = the most attempts one task had). A
-          no-op "built" (nothing changed) never counts. Cost per built task sums every finished worker. Not a ladder grade: that is earned only by <code>ocw grade</code>.
+          A task is one worker, or one task's attempts on that target. pass@1: built attempts of those graded; pass@k: tasks with a built attempt (k = the most
+          attempts one task had). A no-op "built" (nothing changed) never counts. Cost per built task sums every finished worker. Not a ladder grade: that is
+          earned only by <code>ocw grade</code>.
         </p>
         {rows.length === 0 ? (
           <p className="muted">No graded workers yet.</p>
@@ -123,8 +125,18 @@ export function Grades() {
                     <td>{r.tokensPerBuilt === null ? "—" : tokens(r.tokensPerBuilt)}</td>
                     <td>{r.secPerBuilt === null ? "—" : duration(r.secPerBuilt * 1000)}</td>
                     <td>
-                      {r.noopBuilt ? <span className="chip chip-warn" title="Verdicts built that changed nothing">{r.noopBuilt} no-op</span> : "—"}
-                      {r.weakEvidence ? <span className="chip chip-warn" title="Built, but the checks also passed before any change">{r.weakEvidence} weak</span> : null}
+                      {r.noopBuilt ? (
+                        <span className="chip chip-warn" title="Verdicts built that changed nothing">
+                          {r.noopBuilt} no-op
+                        </span>
+                      ) : (
+                        "—"
+                      )}
+                      {r.weakEvidence ? (
+                        <span className="chip chip-warn" title="Built, but the checks also passed before any change">
+                          {r.weakEvidence} weak
+                        </span>
+                      ) : null}
                     </td>
                   </tr>
                   {open === r.target && (

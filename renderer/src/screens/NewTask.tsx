@@ -89,7 +89,15 @@ function place(message: string, many: boolean): { task: number; field: string; t
   if (n) return { ...place(n[2]!, false), task: Number(n[1]) - 1, text: message };
   const m = /^(?:tasks\.(\d+)\.)?([a-zA-Z]+)(?:\.[\w.]+)?: (.*)$/s.exec(message);
   if (m && (m[1] !== undefined || !many)) return { task: Number(m[1] ?? 0), field: m[2]!, text: m[3]! };
-  const field = /director|git repository|does not exist/i.test(message) ? "directory" : /task is/i.test(message) ? "task" : /check/i.test(message) ? "checks" : /scope|glob/i.test(message) ? "scope" : "form";
+  const field = /director|git repository|does not exist/i.test(message)
+    ? "directory"
+    : /task is/i.test(message)
+      ? "task"
+      : /check/i.test(message)
+        ? "checks"
+        : /scope|glob/i.test(message)
+          ? "scope"
+          : "form";
   return { task: many ? -1 : 0, field, text: message };
 }
 
@@ -209,31 +217,73 @@ export function NewTask() {
             </div>
             {t.checks.map((c, ci) => (
               <div className="check-row" key={ci} role="group" aria-label={`Check ${ci + 1}`}>
-                <select aria-label="Check kind" value={c.kind} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, kind: e.target.value as CheckRow["kind"] } : x)) })}>
+                <select
+                  aria-label="Check kind"
+                  value={c.kind}
+                  onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, kind: e.target.value as CheckRow["kind"] } : x)) })}
+                >
                   <option value="run">command</option>
                   <option value="file">file</option>
                 </select>
                 {c.kind === "run" ? (
                   <>
-                    <input aria-label="Command" className="grow mono" placeholder="npm test -- --run" value={c.run} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, run: e.target.value } : x)) })} />
-                    <input aria-label="Expected exit code" className="narrow" placeholder="exit 0" value={c.expectExit} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, expectExit: e.target.value } : x)) })} />
+                    <input
+                      aria-label="Command"
+                      className="grow mono"
+                      placeholder="npm test -- --run"
+                      value={c.run}
+                      onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, run: e.target.value } : x)) })}
+                    />
+                    <input
+                      aria-label="Expected exit code"
+                      className="narrow"
+                      placeholder="exit 0"
+                      value={c.expectExit}
+                      onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, expectExit: e.target.value } : x)) })}
+                    />
                   </>
                 ) : (
                   <>
-                    <input aria-label="File path" className="grow mono" placeholder="relative/path.txt" value={c.file} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, file: e.target.value } : x)) })} />
-                    <select aria-label="File condition" value={c.mode} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, mode: e.target.value as CheckRow["mode"] } : x)) })}>
+                    <input
+                      aria-label="File path"
+                      className="grow mono"
+                      placeholder="relative/path.txt"
+                      value={c.file}
+                      onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, file: e.target.value } : x)) })}
+                    />
+                    <select
+                      aria-label="File condition"
+                      value={c.mode}
+                      onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, mode: e.target.value as CheckRow["mode"] } : x)) })}
+                    >
                       <option value="exists">exists</option>
                       <option value="absent">does not exist</option>
                       <option value="equals">equals</option>
                       <option value="matches">matches regex</option>
                     </select>
                     {(c.mode === "equals" || c.mode === "matches") && (
-                      <input aria-label="Expected content" className="grow mono" value={c.value} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, value: e.target.value } : x)) })} />
+                      <input
+                        aria-label="Expected content"
+                        className="grow mono"
+                        value={c.value}
+                        onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, value: e.target.value } : x)) })}
+                      />
                     )}
                   </>
                 )}
-                <input aria-label="Check name" className="narrow2" placeholder="name (optional)" value={c.name} onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, name: e.target.value } : x)) })} />
-                <button type="button" className="btn ghost small" aria-label={`Remove check ${ci + 1}`} onClick={() => update(i, { checks: t.checks.filter((_, k) => k !== ci) })}>
+                <input
+                  aria-label="Check name"
+                  className="narrow2"
+                  placeholder="name (optional)"
+                  value={c.name}
+                  onChange={(e) => update(i, { checks: t.checks.map((x, k) => (k === ci ? { ...x, name: e.target.value } : x)) })}
+                />
+                <button
+                  type="button"
+                  className="btn ghost small"
+                  aria-label={`Remove check ${ci + 1}`}
+                  onClick={() => update(i, { checks: t.checks.filter((_, k) => k !== ci) })}
+                >
                   ×
                 </button>
               </div>
@@ -247,12 +297,28 @@ export function NewTask() {
           <div className="grid4">
             <label className="field">
               <span>Scope (globs the diff may touch)</span>
-              <textarea name="scope" rows={2} className="mono" value={t.scope} placeholder="src/**" onChange={(e) => update(i, { scope: e.target.value })} aria-describedby={describedBy(i, "scope")} />
+              <textarea
+                name="scope"
+                rows={2}
+                className="mono"
+                value={t.scope}
+                placeholder="src/**"
+                onChange={(e) => update(i, { scope: e.target.value })}
+                aria-describedby={describedBy(i, "scope")}
+              />
               {fieldError(i, "scope")}
             </label>
             <label className="field">
               <span>Protected globs (must not change)</span>
-              <textarea name="protect" rows={2} className="mono" value={t.protect} placeholder="test/**" onChange={(e) => update(i, { protect: e.target.value })} aria-describedby={describedBy(i, "protect")} />
+              <textarea
+                name="protect"
+                rows={2}
+                className="mono"
+                value={t.protect}
+                placeholder="test/**"
+                onChange={(e) => update(i, { protect: e.target.value })}
+                aria-describedby={describedBy(i, "protect")}
+              />
               {fieldError(i, "protect")}
             </label>
             <label className="field">
@@ -264,7 +330,10 @@ export function NewTask() {
               <input name="tokens" inputMode="numeric" value={t.tokens} placeholder="none" onChange={(e) => update(i, { tokens: e.target.value })} />
               {fieldError(i, "budget")}
             </label>
-            <label className="field" title="on honest-failure, the engine sends the failing checks' names and output back to the worker, at most this many times">
+            <label
+              className="field"
+              title="on honest-failure, the engine sends the failing checks' names and output back to the worker, at most this many times"
+            >
               <span>Fix rounds (0–10)</span>
               <input name="fixRounds" inputMode="numeric" value={t.fixRounds} placeholder="none" onChange={(e) => update(i, { fixRounds: e.target.value })} />
               {fieldError(i, "fixRounds")}
@@ -286,7 +355,16 @@ export function NewTask() {
         </div>
       )}
       <div className="form-foot">
-        <button type="button" className="btn" onClick={() => setTasks((ts) => [...ts, { ...blankTask(ts[ts.length - 1]?.directory ?? ""), checks: ts[ts.length - 1]?.checks.map((c) => ({ ...c })) ?? [blankCheck()] }])}>
+        <button
+          type="button"
+          className="btn"
+          onClick={() =>
+            setTasks((ts) => [
+              ...ts,
+              { ...blankTask(ts[ts.length - 1]?.directory ?? ""), checks: ts[ts.length - 1]?.checks.map((c) => ({ ...c })) ?? [blankCheck()] },
+            ])
+          }
+        >
           + Add another task (batch)
         </button>
         <label className="field inline-field">
@@ -300,16 +378,32 @@ export function NewTask() {
             ))}
           </select>
         </label>
-        <label className="field inline-field" title="Best-of-N: this many workers per task; the held-back checks pick the winner and the rest are stopped once one is built">
+        <label
+          className="field inline-field"
+          title="Best-of-N: this many workers per task; the held-back checks pick the winner and the rest are stopped once one is built"
+        >
           <span>Attempts</span>
-          <input aria-label="Attempts" type="number" min={1} max={16} value={attempts} onChange={(e) => setAttempts(Math.max(1, Math.min(16, Math.floor(Number(e.target.value) || 1))))} style={{ width: 64 }} />
+          <input
+            aria-label="Attempts"
+            type="number"
+            min={1}
+            max={16}
+            value={attempts}
+            onChange={(e) => setAttempts(Math.max(1, Math.min(16, Math.floor(Number(e.target.value) || 1))))}
+            style={{ width: 64 }}
+          />
         </label>
         <span className="grow" />
         <button type="submit" className="btn primary" disabled={busy}>
-          {busy ? "Starting…" : many ? `Start batch of ${tasks.length}${attempts > 1 ? ` × ${attempts} attempts` : ""}` : attempts > 1 ? `Start ${attempts} attempts` : "Start worker"}
+          {busy
+            ? "Starting…"
+            : many
+              ? `Start batch of ${tasks.length}${attempts > 1 ? ` × ${attempts} attempts` : ""}`
+              : attempts > 1
+                ? `Start ${attempts} attempts`
+                : "Start worker"}
         </button>
       </div>
     </form>
   );
 }
-

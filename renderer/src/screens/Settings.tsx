@@ -69,7 +69,11 @@ export function Settings() {
         <h2>Approval policies</h2>
         <p className="small">
           Off by default: every permission ask waits for a person (or Claude). Rules live in <code>policies.json</code> in the engine's state directory, e.g.{" "}
-          <code>{`[{"tool":"bash","pattern":"npm test*","decision":"once"}]`}</code> (decision: <code>once</code>, <code>always</code> or <code>reject</code>; a rejecting rule wins over approving ones, otherwise the first matching rule answers, and its text is recorded as who decided). A shell command is matched per simple command: an approving rule answers only when it matches every part of <code>;</code>, <code>&amp;&amp;</code>, <code>||</code>, <code>|</code>, <code>&amp;</code> and line breaks, and never a command it cannot split with certainty (<code>$(…)</code>, backticks, subshells, comments, invisible characters).
+          <code>{`[{"tool":"bash","pattern":"npm test*","decision":"once"}]`}</code> (decision: <code>once</code>, <code>always</code> or <code>reject</code>; a
+          rejecting rule wins over approving ones, otherwise the first matching rule answers, and its text is recorded as who decided). A shell command is
+          matched per simple command: an approving rule answers only when it matches every part of <code>;</code>, <code>&amp;&amp;</code>, <code>||</code>,{" "}
+          <code>|</code>, <code>&amp;</code> and line breaks, and never a command it cannot split with certainty (<code>$(…)</code>, backticks, subshells,
+          comments, invisible characters).
         </p>
         <label className="field">
           <span>Rules (JSON)</span>
@@ -78,7 +82,11 @@ export function Settings() {
         <button type="button" className="btn" onClick={() => void savePolicies()}>
           Save policies
         </button>
-        {rulesMsg && <p className="small" role="status">{rulesMsg}</p>}
+        {rulesMsg && (
+          <p className="small" role="status">
+            {rulesMsg}
+          </p>
+        )}
       </section>
       <section className="panel" aria-label="Engine">
         <h2>Engine</h2>
@@ -116,7 +124,10 @@ function Notifications() {
     <section className="panel" aria-label="Notifications">
       <h2>Notifications</h2>
       <p className="small">
-        Permission: <strong role="status" aria-label="notification permission">{PERMISSION_TEXT[perm]}</strong>{" "}
+        Permission:{" "}
+        <strong role="status" aria-label="notification permission">
+          {PERMISSION_TEXT[perm]}
+        </strong>{" "}
         {perm === "default" && (
           <button
             type="button"

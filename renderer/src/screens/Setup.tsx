@@ -53,14 +53,17 @@ export function Setup() {
         }
       : {};
   const startPick = (pick: NonNullable<FitResult["pick"]>, model: string, where: "recommended" | "chosen") =>
-    void (setStartedFrom(where), starter.start({
+    void (setStartedFrom(where),
+    starter.start({
       model: pick.runtime === "llama.cpp" && catalog?.some((c) => c.id === model) && pick.quant ? `${model}:${pick.quant}` : model,
       runtime: pick.runtime,
       slots: pick.slots,
       minCtx: Math.min(minCtx, pick.ctxPerSlot),
       ...(pick.runtime === "llama.cpp" && llamaPath.trim() ? { llamaServer: llamaPath.trim() } : {}),
       // the KV cache the card shows is the one started (the engine says so when it no longer fits)
-      ...(pick.runtime === "llama.cpp" && (pick.cacheType === "f16" || pick.cacheType === "q8_0" || pick.cacheType === "q4_0") ? { cacheType: pick.cacheType } : {}),
+      ...(pick.runtime === "llama.cpp" && (pick.cacheType === "f16" || pick.cacheType === "q8_0" || pick.cacheType === "q4_0")
+        ? { cacheType: pick.cacheType }
+        : {}),
     }));
   const active = useStore((s) => s.status?.activeTarget ?? null);
 
@@ -156,19 +159,34 @@ export function Setup() {
               <select value={minCtx} onChange={(e) => setMinCtx(Number(e.target.value))}>
                 {MIN_CTX.map((c) => (
                   <option key={c} value={c}>
-                    {ctxText(c)} tokens{c === 32768 ? " (default: OpenCode's first request is ≈ 5k, its output up to 8k)" : c < 32768 ? " (short sessions only)" : ""}
+                    {ctxText(c)} tokens
+                    {c === 32768 ? " (default: OpenCode's first request is ≈ 5k, its output up to 8k)" : c < 32768 ? " (short sessions only)" : ""}
                   </option>
                 ))}
               </select>
             </label>
             <label className="field">
               <span>llama-server binary (optional: an absolute path on the engine's machine; empty: the one found, else the prebuilt release)</span>
-              <input name="llamaServer" value={llamaPath} placeholder="/opt/llama.cpp/build/bin/llama-server" onChange={(e) => setLlamaPath(e.target.value)} spellCheck={false} />
+              <input
+                name="llamaServer"
+                value={llamaPath}
+                placeholder="/opt/llama.cpp/build/bin/llama-server"
+                onChange={(e) => setLlamaPath(e.target.value)}
+                spellCheck={false}
+              />
             </label>
           </div>
           {loading && <p role="status">Planning with the engine…</p>}
           {!loading && fit && fit.pick && (
-            <PlanCard title="Recommended setup" pick={fit.pick} name={nameOf(fit.pick.model)} repoOf={repoOf} busy={running} onStart={() => startPick(fit.pick!, fit.pick!.model, "recommended")} {...startHere("recommended")} />
+            <PlanCard
+              title="Recommended setup"
+              pick={fit.pick}
+              name={nameOf(fit.pick.model)}
+              repoOf={repoOf}
+              busy={running}
+              onStart={() => startPick(fit.pick!, fit.pick!.model, "recommended")}
+              {...startHere("recommended")}
+            />
           )}
           {!loading && fit && !fit.pick && (
             <section className="panel" aria-label="Recommended setup">
@@ -198,7 +216,15 @@ export function Setup() {
           {chosen && (chosenFit?.pick || chosenError) && (
             <>
               {chosenFit?.pick && (
-                <PlanCard title="Your choice" pick={chosenFit.pick} name={nameOf(chosenFit.pick.model)} repoOf={repoOf} busy={running} onStart={() => startPick(chosenFit.pick!, chosen, "chosen")} {...startHere("chosen")} />
+                <PlanCard
+                  title="Your choice"
+                  pick={chosenFit.pick}
+                  name={nameOf(chosenFit.pick.model)}
+                  repoOf={repoOf}
+                  busy={running}
+                  onStart={() => startPick(chosenFit.pick!, chosen, "chosen")}
+                  {...startHere("chosen")}
+                />
               )}
               {chosenError && (
                 <div className="field-error" role="alert">
@@ -229,7 +255,12 @@ export function Setup() {
           >
             <label className="field">
               <span>Any Hugging Face repo (owner/repo[:QUANT]) or local .gguf on the engine's machine</span>
-              <input value={custom} placeholder="unsloth/Qwen3-Coder-30B-A3B-Instruct-GGUF:Q4_K_M" onChange={(e) => setCustom(e.target.value)} spellCheck={false} />
+              <input
+                value={custom}
+                placeholder="unsloth/Qwen3-Coder-30B-A3B-Instruct-GGUF:Q4_K_M"
+                onChange={(e) => setCustom(e.target.value)}
+                spellCheck={false}
+              />
             </label>
             <div className="field">
               <span>&nbsp;</span>
@@ -260,7 +291,8 @@ export function Setup() {
         <h2>Saved targets</h2>
         {active && (
           <p aria-label="Active target">
-            Active target: <strong>{active.id}</strong> — <span className="mono">{active.model}</span> at <span className="mono">{active.endpoint}</span> · {active.serving.slots} slot(s)
+            Active target: <strong>{active.id}</strong> — <span className="mono">{active.model}</span> at <span className="mono">{active.endpoint}</span> ·{" "}
+            {active.serving.slots} slot(s)
             {active.serving.perSlotCtx ? ` × ${active.serving.perSlotCtx.toLocaleString()} tokens` : ""}{" "}
             <button type="button" className="btn small primary" onClick={() => go({ name: "new" })}>
               Start a task
@@ -281,7 +313,11 @@ export function Setup() {
                     {t.serving.engine} · {t.serving.slots} slot(s){t.serving.perSlotCtx ? ` × ${ctxText(t.serving.perSlotCtx)}` : ""}
                   </td>
                   <td>
-                    <span className={`chip chip-${outcome === "built" ? "ok" : outcome === "underpowered" ? "warn" : outcome === "unverified" ? "idle" : "bad"}`}>{outcome}</span>
+                    <span
+                      className={`chip chip-${outcome === "built" ? "ok" : outcome === "underpowered" ? "warn" : outcome === "unverified" ? "idle" : "bad"}`}
+                    >
+                      {outcome}
+                    </span>
                   </td>
                   <td>
                     {active?.id === t.id ? (
@@ -362,7 +398,16 @@ function KeyField({ target }: { target: { id: string; keyRef?: string | null; ke
   const [value, setValue] = useState("");
   const [busy, setBusy] = useState(false);
   const managed = !!target.keyFile && !target.keyFile.endsWith(".api-key");
-  const source = target.keyStore === "keychain" ? "key in keychain" : target.keyFile ? (managed ? "generated key" : "key in 0600 file") : target.keyRef ? `key from $${target.keyRef}` : "no key";
+  const source =
+    target.keyStore === "keychain"
+      ? "key in keychain"
+      : target.keyFile
+        ? managed
+          ? "generated key"
+          : "key in 0600 file"
+        : target.keyRef
+          ? `key from $${target.keyRef}`
+          : "no key";
   if (managed) return <span className="small muted">{source}</span>;
   if (!open)
     return (
@@ -378,7 +423,12 @@ function KeyField({ target }: { target: { id: string; keyRef?: string | null; ke
     void api.targets.setKey
       .mutate({ id: target.id, key })
       .then((r) => {
-        pushNotice("info", r.stored === "none" ? `key of ${target.id} forgotten` : `key of ${target.id} stored in the ${r.stored === "keychain" ? "OS keychain" : "state dir (0600 file: no keychain here)"}`);
+        pushNotice(
+          "info",
+          r.stored === "none"
+            ? `key of ${target.id} forgotten`
+            : `key of ${target.id} stored in the ${r.stored === "keychain" ? "OS keychain" : "state dir (0600 file: no keychain here)"}`,
+        );
         setOpen(false);
         return refreshTargets();
       })
@@ -394,7 +444,16 @@ function KeyField({ target }: { target: { id: string; keyRef?: string | null; ke
         save(value);
       }}
     >
-      <input type="password" autoComplete="off" spellCheck={false} aria-label={`API key for ${target.id}`} placeholder="paste the key" value={value} onChange={(e) => setValue(e.target.value)} autoFocus />
+      <input
+        type="password"
+        autoComplete="off"
+        spellCheck={false}
+        aria-label={`API key for ${target.id}`}
+        placeholder="paste the key"
+        value={value}
+        onChange={(e) => setValue(e.target.value)}
+        autoFocus
+      />
       <button type="submit" className="btn small primary" disabled={busy || !value.trim()}>
         Save
       </button>

@@ -100,7 +100,11 @@ export function WorkerDetail({ id }: { id: string }) {
           )}
           {w.discarded && <span className="chip chip-idle">discarded: workspace and branch removed</span>}
           {w.attempt && (
-            <a className="chip chip-idle" href={href({ name: "attempts", id: w.attempt.groupId })} title="See every attempt at this task side by side, and the winner">
+            <a
+              className="chip chip-idle"
+              href={href({ name: "attempts", id: w.attempt.groupId })}
+              title="See every attempt at this task side by side, and the winner"
+            >
               attempt {w.attempt.index} of {w.attempt.of}: all attempts
             </a>
           )}
@@ -122,7 +126,9 @@ export function WorkerDetail({ id }: { id: string }) {
           )}
           <span>
             tokens in {w.usage.input.toLocaleString()} · out {w.usage.output.toLocaleString()}
-            {w.startedAt && w.usage.output > 0 ? ` · ${((w.usage.output + w.usage.reasoning) / Math.max(1, ((w.endedAt ?? now) - w.startedAt) / 1000)).toFixed(1)} tok/s` : ""}
+            {w.startedAt && w.usage.output > 0
+              ? ` · ${((w.usage.output + w.usage.reasoning) / Math.max(1, ((w.endedAt ?? now) - w.startedAt) / 1000)).toFixed(1)} tok/s`
+              : ""}
             {w.usage.input + w.usage.output > 0 ? ` (${tokens(w.usage.input + w.usage.output + w.usage.reasoning)} total)` : ""}
           </span>
           {w.currentTool && (
@@ -133,7 +139,11 @@ export function WorkerDetail({ id }: { id: string }) {
           {w.stateReason && <span className="muted">{w.stateReason}</span>}
           {w.toolFailures > 0 && <span className="chip chip-warn">{w.toolFailures} tool failures</span>}
           {w.stalled && <span className="chip chip-warn">stalled</span>}
-          {retry && isActive(w.state) && <span className="chip chip-warn">retry {retry.attempt}: {retry.message}</span>}
+          {retry && isActive(w.state) && (
+            <span className="chip chip-warn">
+              retry {retry.attempt}: {retry.message}
+            </span>
+          )}
           {w.merged && (
             <span className="chip chip-ok">
               merged into {w.merged.into} ({w.merged.commit.slice(0, 8)})
@@ -144,7 +154,12 @@ export function WorkerDetail({ id }: { id: string }) {
           {confirmStop && canStop ? (
             <span className="confirm-inline" role="group" aria-label="Confirm stop">
               <span className="small">Stop this worker? Its session can be resumed later.</span>
-              <button type="button" className="btn bad" disabled={!!busy} onClick={() => (setConfirmStop(false), setFocusResume(true), void run("stop", () => api.workers.stop.mutate({ workerId: id })))}>
+              <button
+                type="button"
+                className="btn bad"
+                disabled={!!busy}
+                onClick={() => (setConfirmStop(false), setFocusResume(true), void run("stop", () => api.workers.stop.mutate({ workerId: id })))}
+              >
                 Stop now
               </button>
               <button type="button" className="btn" autoFocus onClick={() => setConfirmStop(false)}>
@@ -156,11 +171,23 @@ export function WorkerDetail({ id }: { id: string }) {
               Stop
             </button>
           )}
-          <button ref={resumeRef} type="button" className="btn" disabled={!canResume || !!busy} onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}>
+          <button
+            ref={resumeRef}
+            type="button"
+            className="btn"
+            disabled={!canResume || !!busy}
+            onClick={() => void run("resume", () => api.workers.resume.mutate({ workerId: id }))}
+          >
             Resume
           </button>
           {canContinue && (
-            <button type="button" className="btn" disabled={!!busy} title="a follow-up in the same session: a new round, graded again" onClick={() => setContinueOpen(true)}>
+            <button
+              type="button"
+              className="btn"
+              disabled={!!busy}
+              title="a follow-up in the same session: a new round, graded again"
+              onClick={() => setContinueOpen(true)}
+            >
               Continue…
             </button>
           )}
@@ -175,10 +202,12 @@ export function WorkerDetail({ id }: { id: string }) {
               className="btn"
               disabled={!!busy}
               title="undo the merge as a new commit on the branch (refused, changing nothing, when later work conflicts)"
-              onClick={() => void run("revert", async () => {
-                const r = await api.workers.revert.mutate({ workerId: id });
-                pushNotice("info", `reverted ${id}'s merge on ${r.into} (${r.commit.slice(0, 8)})`);
-              })}
+              onClick={() =>
+                void run("revert", async () => {
+                  const r = await api.workers.revert.mutate({ workerId: id });
+                  pushNotice("info", `reverted ${id}'s merge on ${r.into} (${r.commit.slice(0, 8)})`);
+                })
+              }
             >
               Revert merge
             </button>
@@ -260,7 +289,10 @@ export function WorkerDetail({ id }: { id: string }) {
               e.preventDefault();
               void run("push", async () => {
                 const r = await api.workers.push.mutate({ workerId: id, remote: pushRemote, ...(pushBranch ? { branch: pushBranch } : {}), pr: pushPr });
-                pushNotice("info", `pushed ${r.commit.slice(0, 8)} to ${r.remote} ${r.branch}${r.pr ? ` · pull request ${r.pr.url}` : r.prProblem ? ` · no pull request: ${r.prProblem}` : ""}`);
+                pushNotice(
+                  "info",
+                  `pushed ${r.commit.slice(0, 8)} to ${r.remote} ${r.branch}${r.pr ? ` · pull request ${r.pr.url}` : r.prProblem ? ` · no pull request: ${r.prProblem}` : ""}`,
+                );
                 setPushOpen(false);
               });
             }}
@@ -285,25 +317,31 @@ export function WorkerDetail({ id }: { id: string }) {
       {confirmMerge && (
         <div className="modal-back">
           <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm merge">
-            <h3>Merge {w.branch} into {w.baseBranch ?? "its base branch"}?</h3>
+            <h3>
+              Merge {w.branch} into {w.baseBranch ?? "its base branch"}?
+            </h3>
             <p className="small">
-              A merge commit is made in <code>{w.repo}</code>. If the base branch moved and the changes conflict, nothing is changed and you get the conflicting files.
+              A merge commit is made in <code>{w.repo}</code>. If the base branch moved and the changes conflict, nothing is changed and you get the conflicting
+              files.
             </p>
             {w.verdict?.diffStat && <pre className="diffstat">{w.verdict.diffStat}</pre>}
             {w.verdict?.flags?.length ? (
               <div className="flags" role="group" aria-label="Flagged files to accept">
                 <p className="small">
-                  <strong>This change holds files that do more than their diff shows.</strong> They are merged exactly as graded (no filter runs), but they act once in your checkout:
+                  <strong>This change holds files that do more than their diff shows.</strong> They are merged exactly as graded (no filter runs), but they act
+                  once in your checkout:
                 </p>
                 <ul>
                   {w.verdict.flags.map((f) => (
                     <li key={`${f.path}:${f.kind}`}>
-                      <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code> <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
+                      <code>{showUntrusted(f.path, { lines: false, max: 300 })}</code>{" "}
+                      <span className="muted small">{showUntrusted(f.detail, { lines: false, max: 300 })}</span>
                     </li>
                   ))}
                 </ul>
                 <label className="small">
-                  <input type="checkbox" aria-label="accept flagged files" checked={acceptFlagged} onChange={(e) => setAcceptFlagged(e.target.checked)} /> I reviewed these files and accept them
+                  <input type="checkbox" aria-label="accept flagged files" checked={acceptFlagged} onChange={(e) => setAcceptFlagged(e.target.checked)} /> I
+                  reviewed these files and accept them
                 </label>
               </div>
             ) : null}
@@ -355,7 +393,8 @@ export function WorkerDetail({ id }: { id: string }) {
           >
             <h3>Continue {w.id}</h3>
             <p className="small">
-              The worker goes on in its same session and files; when it settles, the new round is graded again from a fresh checkout. Say what to change, add or fix.
+              The worker goes on in its same session and files; when it settles, the new round is graded again from a fresh checkout. Say what to change, add or
+              fix.
             </p>
             <textarea aria-label="Follow-up message" rows={5} autoFocus value={followUp} onChange={(e) => setFollowUp(e.target.value)} />
             <div className="actions">
@@ -375,19 +414,22 @@ export function WorkerDetail({ id }: { id: string }) {
           <div className="modal" role="dialog" aria-modal="true" aria-label="Confirm discard">
             <h3>Discard {w.id}?</h3>
             <p className="small">
-              Its workspace{w.worktree ? (
+              Its workspace
+              {w.worktree ? (
                 <>
                   {" "}
                   (<code>{w.worktree}</code>)
                 </>
               ) : null}
-              , its private repository and its branch{w.branch ? (
+              , its private repository and its branch
+              {w.branch ? (
                 <>
                   {" "}
                   <code>{w.branch}</code>
                 </>
               ) : null}{" "}
-              are removed. {w.state === "built" && !w.merged ? <strong>Its built work is not merged and is lost.</strong> : "Nothing of it is merged."} Its record, transcript and verdict stay.
+              are removed. {w.state === "built" && !w.merged ? <strong>Its built work is not merged and is lost.</strong> : "Nothing of it is merged."} Its
+              record, transcript and verdict stay.
             </p>
             <div className="actions">
               <button
@@ -473,14 +515,23 @@ export function WorkerDetail({ id }: { id: string }) {
           <textarea
             aria-label="Steering message"
             rows={2}
-            placeholder={isActive(w.state) ? "Steer this worker: the message reaches its next model request" : "The worker is not running; steering applies to running workers"}
+            placeholder={
+              isActive(w.state)
+                ? "Steer this worker: the message reaches its next model request"
+                : "The worker is not running; steering applies to running workers"
+            }
             value={steer}
             onChange={(e) => setSteer(e.target.value)}
             onKeyDown={(e) => {
               if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) (e.currentTarget.form as HTMLFormElement).requestSubmit();
             }}
           />
-          <button type="submit" className="btn primary" disabled={!!busy || !isActive(w.state)} title={isActive(w.state) ? "Ctrl+Enter" : "only a running worker can be steered"}>
+          <button
+            type="submit"
+            className="btn primary"
+            disabled={!!busy || !isActive(w.state)}
+            title={isActive(w.state) ? "Ctrl+Enter" : "only a running worker can be steered"}
+          >
             Send steer
           </button>
         </form>
@@ -538,20 +589,62 @@ function TaskRules({ spec }: { spec: import("../../../shared/worker").WorkerSpec
         </ol>
       )}
       <div className="io-label">scope</div>
-      <p className="small">{scope.length ? <>may change only {scope.map((g, i) => <span key={g}>{i ? ", " : ""}<code>{g}</code></span>)}</> : "may change any file of the repository"}</p>
+      <p className="small">
+        {scope.length ? (
+          <>
+            may change only{" "}
+            {scope.map((g, i) => (
+              <span key={g}>
+                {i ? ", " : ""}
+                <code>{g}</code>
+              </span>
+            ))}
+          </>
+        ) : (
+          "may change any file of the repository"
+        )}
+      </p>
       <div className="io-label">protected</div>
-      <p className="small">{protect.length ? <>must not change {protect.map((g, i) => <span key={g}>{i ? ", " : ""}<code>{g}</code></span>)}</> : "none named for this task"}</p>
+      <p className="small">
+        {protect.length ? (
+          <>
+            must not change{" "}
+            {protect.map((g, i) => (
+              <span key={g}>
+                {i ? ", " : ""}
+                <code>{g}</code>
+              </span>
+            ))}
+          </>
+        ) : (
+          "none named for this task"
+        )}
+      </p>
       <div className="io-label">budget</div>
       <p className="small">
         {budget.wallSec || budget.tokens
-          ? [budget.wallSec ? `${budget.wallSec.toLocaleString()} s of wall time` : null, budget.tokens ? `${budget.tokens.toLocaleString()} tokens` : null].filter(Boolean).join(", ")
+          ? [budget.wallSec ? `${budget.wallSec.toLocaleString()} s of wall time` : null, budget.tokens ? `${budget.tokens.toLocaleString()} tokens` : null]
+              .filter(Boolean)
+              .join(", ")
           : "none set for this task"}
       </p>
     </>
   );
 }
 
-function WorktreeDiff({ id, lastSeq, reviewable, round, merged }: { id: string; lastSeq: number; reviewable: boolean; round: number; merged: { into: string; commit: string } | null }) {
+function WorktreeDiff({
+  id,
+  lastSeq,
+  reviewable,
+  round,
+  merged,
+}: {
+  id: string;
+  lastSeq: number;
+  reviewable: boolean;
+  round: number;
+  merged: { into: string; commit: string } | null;
+}) {
   const [diff, setDiff] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const last = useRef(0);
@@ -583,19 +676,24 @@ function WorktreeDiff({ id, lastSeq, reviewable, round, merged }: { id: string; 
   if (!diff.trim())
     return merged ? (
       <div className="muted pad" role="status">
-        Merged into <code>{merged.into}</code> as <code>{merged.commit.slice(0, 12)}</code>: its changes are in that branch now (<code>git show {merged.commit.slice(0, 12)}</code>).
+        Merged into <code>{merged.into}</code> as <code>{merged.commit.slice(0, 12)}</code>: its changes are in that branch now (
+        <code>git show {merged.commit.slice(0, 12)}</code>).
       </div>
     ) : (
       <div className="muted pad">No changes in the worktree yet.</div>
     );
-  const review = reviewing ? { comments, add: (c: DraftComment) => setComments((cs) => [...cs, c]), remove: (c: DraftComment) => setComments((cs) => cs.filter((x) => x !== c)) } : undefined;
+  const review = reviewing
+    ? { comments, add: (c: DraftComment) => setComments((cs) => [...cs, c]), remove: (c: DraftComment) => setComments((cs) => cs.filter((x) => x !== c)) }
+    : undefined;
   return (
     <>
       {reviewable && (
         <div className="review-bar" role="group" aria-label="Review">
           {!reviewing ? (
             <>
-              <span className="small muted grow">Comment on lines (the + beside a line number) and files, then send them together: the worker gets one follow-up quoting each file:line.</span>
+              <span className="small muted grow">
+                Comment on lines (the + beside a line number) and files, then send them together: the worker gets one follow-up quoting each file:line.
+              </span>
               <button type="button" className="btn" onClick={() => setReviewing(true)}>
                 Start a review
               </button>
@@ -605,7 +703,13 @@ function WorktreeDiff({ id, lastSeq, reviewable, round, merged }: { id: string; 
               <span className="small" role="status">
                 {comments.length} comment{comments.length === 1 ? "" : "s"} pending
               </span>
-              <input aria-label="Review message" className="grow" placeholder="An overall remark (optional)" value={message} onChange={(e) => setMessage(e.target.value)} />
+              <input
+                aria-label="Review message"
+                className="grow"
+                placeholder="An overall remark (optional)"
+                value={message}
+                onChange={(e) => setMessage(e.target.value)}
+              />
               <button
                 type="button"
                 className="btn primary"
@@ -654,7 +758,9 @@ function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").
         <div key={a.id} className="ask" data-ask-id={a.id}>
           <div className="ask-head">
             <span className="chip chip-bad">{a.decision === "reject" ? "refused" : (a.decision ?? a.status)}</span>
-            <code className="ellipsis">{a.tool}: {showUntrusted(a.what, { max: 300, lines: false })}</code>
+            <code className="ellipsis">
+              {a.tool}: {showUntrusted(a.what, { max: 300, lines: false })}
+            </code>
             <span className="small muted">{a.by?.name ?? "engine"}</span>
           </div>
           <AskFlags ask={a} />

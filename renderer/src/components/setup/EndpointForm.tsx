@@ -59,7 +59,10 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   async function listModels() {
     setModelsState({ busy: true, error: null });
     try {
-      const r = await api.setup.models.query({ url: url.trim(), ...(!capture && typedKey.trim() ? { key: typedKey.trim() } : keyEnv.trim() ? { apiKeyEnv: keyEnv.trim() } : {}) });
+      const r = await api.setup.models.query({
+        url: url.trim(),
+        ...(!capture && typedKey.trim() ? { key: typedKey.trim() } : keyEnv.trim() ? { apiKeyEnv: keyEnv.trim() } : {}),
+      });
       setModels(r.models);
       setModelsState({ busy: false, error: r.models.length ? null : "the provider listed no models: type the model id" });
     } catch (err) {
@@ -107,8 +110,21 @@ export function EndpointForm({ mode }: { mode: Mode }) {
   }
 
   const cli = capture
-    ? ["ocw setup --capture", sh(url.trim() || "URL"), model.trim() && `--model ${sh(model.trim())}`, keyEnv.trim() && `--api-key-env ${sh(keyEnv.trim())}`, int(slots) && `--slots ${int(slots)}`, int(ctx) && `--ctx ${int(ctx)}`]
-    : ["ocw setup --provider", sh(url.trim() || "URL"), `--model ${sh(model.trim() || "ID")}`, `--api-key-env ${sh(keyEnv.trim() || "VAR")}`, int(slots) && `--slots ${int(slots)}`];
+    ? [
+        "ocw setup --capture",
+        sh(url.trim() || "URL"),
+        model.trim() && `--model ${sh(model.trim())}`,
+        keyEnv.trim() && `--api-key-env ${sh(keyEnv.trim())}`,
+        int(slots) && `--slots ${int(slots)}`,
+        int(ctx) && `--ctx ${int(ctx)}`,
+      ]
+    : [
+        "ocw setup --provider",
+        sh(url.trim() || "URL"),
+        `--model ${sh(model.trim() || "ID")}`,
+        `--api-key-env ${sh(keyEnv.trim() || "VAR")}`,
+        int(slots) && `--slots ${int(slots)}`,
+      ];
   const formName = capture ? "Capture a running server" : "Use an API provider";
 
   return (
@@ -130,19 +146,43 @@ export function EndpointForm({ mode }: { mode: Mode }) {
         <div className="grid2">
           <label className="field">
             <span>{capture ? "Server URL" : "Base URL"}</span>
-            <input name="url" value={url} placeholder={capture ? "http://127.0.0.1:8080/v1" : "https://api.example.com/v1"} onChange={(e) => setUrl(e.target.value)} spellCheck={false} />
+            <input
+              name="url"
+              value={url}
+              placeholder={capture ? "http://127.0.0.1:8080/v1" : "https://api.example.com/v1"}
+              onChange={(e) => setUrl(e.target.value)}
+              spellCheck={false}
+            />
           </label>
           <div className="field">
             <label htmlFor={`${mode}-model`}>{capture ? "Model (optional: the first one it serves)" : "Model id"}</label>
             <div style={{ display: "flex", gap: 6, alignItems: "center" }}>
-              <input id={`${mode}-model`} name="model" value={model} onChange={(e) => setModel(e.target.value)} spellCheck={false} style={{ flex: 1, minWidth: 0 }} />
-              <button type="button" className="btn small" disabled={modelsState.busy || !/^https?:\/\/[^/]+/.test(url.trim())} onClick={() => void listModels()}>
+              <input
+                id={`${mode}-model`}
+                name="model"
+                value={model}
+                onChange={(e) => setModel(e.target.value)}
+                spellCheck={false}
+                style={{ flex: 1, minWidth: 0 }}
+              />
+              <button
+                type="button"
+                className="btn small"
+                disabled={modelsState.busy || !/^https?:\/\/[^/]+/.test(url.trim())}
+                onClick={() => void listModels()}
+              >
                 {modelsState.busy ? "Listing…" : "List models"}
               </button>
             </div>
             {models && models.length > 0 && (
-              <select aria-label={capture ? "Models the server lists" : "Models the provider lists"} value={models.some((m) => m.id === model) ? model : ""} onChange={(e) => setModel(e.target.value)}>
-                <option value="">{models.length} model(s) listed by the {capture ? "server" : "provider"}: pick one</option>
+              <select
+                aria-label={capture ? "Models the server lists" : "Models the provider lists"}
+                value={models.some((m) => m.id === model) ? model : ""}
+                onChange={(e) => setModel(e.target.value)}
+              >
+                <option value="">
+                  {models.length} model(s) listed by the {capture ? "server" : "provider"}: pick one
+                </option>
                 {models.map((m) => (
                   <option key={m.id} value={m.id}>
                     {m.id}
@@ -160,12 +200,32 @@ export function EndpointForm({ mode }: { mode: Mode }) {
           {!capture && (
             <label className="field">
               <span>API key (typed here: the engine keeps it in the OS keychain, else a 0600 file; never shown again)</span>
-              <input name="apiKey" type="password" autoComplete="off" spellCheck={false} value={typedKey} placeholder="paste the key, or name a variable below" onChange={(e) => setTypedKey(e.target.value)} />
+              <input
+                name="apiKey"
+                type="password"
+                autoComplete="off"
+                spellCheck={false}
+                value={typedKey}
+                placeholder="paste the key, or name a variable below"
+                onChange={(e) => setTypedKey(e.target.value)}
+              />
             </label>
           )}
           <label className="field">
-            <span>{capture ? "Key environment variable (empty if the server has no key)" : typedKey.trim() ? "Key environment variable (not used: a key is typed above)" : "Key environment variable (or type the key above)"}</span>
-            <input name="keyEnv" value={keyEnv} placeholder={capture ? "LLAMA_API_KEY" : (PROVIDER_PRESETS.find((p) => p.id === preset)?.keyEnv ?? "OPENROUTER_API_KEY")} onChange={(e) => setKeyEnv(e.target.value)} spellCheck={false} />
+            <span>
+              {capture
+                ? "Key environment variable (empty if the server has no key)"
+                : typedKey.trim()
+                  ? "Key environment variable (not used: a key is typed above)"
+                  : "Key environment variable (or type the key above)"}
+            </span>
+            <input
+              name="keyEnv"
+              value={keyEnv}
+              placeholder={capture ? "LLAMA_API_KEY" : (PROVIDER_PRESETS.find((p) => p.id === preset)?.keyEnv ?? "OPENROUTER_API_KEY")}
+              onChange={(e) => setKeyEnv(e.target.value)}
+              spellCheck={false}
+            />
           </label>
           <label className="field">
             <span>{capture ? "Slots (optional: what the server reports)" : "Slots (requests at once)"}</span>
@@ -186,8 +246,8 @@ export function EndpointForm({ mode }: { mode: Mode }) {
           {capture
             ? "The key itself is never stored or typed here: the engine reads it from the named variable in its own environment."
             : "A typed key goes to the engine once and is kept there (never in targets.json, a log or a worker's reach); a variable is read from the engine's own environment."}{" "}
-          Verify sends real requests: a chat, the same without
-          the key, {capture ? "the server's slot and context figures, " : ""}overlapping requests, a small coding task and a tool call with OpenCode's tools.
+          Verify sends real requests: a chat, the same without the key, {capture ? "the server's slot and context figures, " : ""}overlapping requests, a small
+          coding task and a tool call with OpenCode's tools.
         </p>
         {error && (
           <div className="field-error" role="alert">
@@ -209,7 +269,8 @@ export function EndpointForm({ mode }: { mode: Mode }) {
         </div>
         {confirmUnverified && (
           <div className="inline-warning" role="group" aria-label="Confirm saving unverified">
-            Nothing will be checked — not the URL, the key, the context nor tool calls — and workers may fail on it. It is saved as <strong>unverified</strong> and made active.{" "}
+            Nothing will be checked — not the URL, the key, the context nor tool calls — and workers may fail on it. It is saved as <strong>unverified</strong>{" "}
+            and made active.{" "}
             <button type="button" className="btn small" onClick={() => void run(true)}>
               Yes, save it unverified
             </button>{" "}
@@ -228,7 +289,11 @@ export function EndpointForm({ mode }: { mode: Mode }) {
           <h3>Verify</h3>
           {result && (
             <p role="status" className={result.outcome === "built" ? "ok-text" : result.outcome === "unverified" ? "" : "bad-text"}>
-              <span className={`chip chip-${result.outcome === "built" ? "ok" : result.outcome === "underpowered" ? "warn" : result.outcome === "unverified" ? "idle" : "bad"}`}>{result.outcome}</span>{" "}
+              <span
+                className={`chip chip-${result.outcome === "built" ? "ok" : result.outcome === "underpowered" ? "warn" : result.outcome === "unverified" ? "idle" : "bad"}`}
+              >
+                {result.outcome}
+              </span>{" "}
               {OUTCOME_TEXT[result.outcome]} <Clip text={result.summary} />{" "}
               {result.saved ? (
                 <strong>{result.active ? `Saved as ${result.target.id} and made active.` : `Saved as ${result.target.id}, not active.`}</strong>

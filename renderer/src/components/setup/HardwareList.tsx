@@ -25,7 +25,10 @@ export function HardwareList({ hw }: { hw: FitHardware }) {
           <strong>CPU</strong> <span className="muted small">{hw.cpu}</span>
         </li>
         <li>
-          <strong>RAM</strong> <span className="muted small">{gib(hw.ramTotalBytes)} · {gib(hw.ramFreeBytes)} free</span>
+          <strong>RAM</strong>{" "}
+          <span className="muted small">
+            {gib(hw.ramTotalBytes)} · {gib(hw.ramFreeBytes)} free
+          </span>
         </li>
       </ul>
       {hw.runtimeDevices !== null && (

@@ -37,7 +37,11 @@ export function MemoryChart({ devices }: { devices: PlannedDevice[] }) {
               {over && <span className="chip chip-bad">over budget</span>}
             </div>
             <div className="budget-bar" role="img" aria-label={label} title={label}>
-              {SEGS.map(([k, n]) => (parts[k] > 0 ? <span key={k} className={`seg seg-${k}`} style={{ width: `${(parts[k] / scale) * 100}%` }} title={`${n} ${gib(parts[k])}`} /> : null))}
+              {SEGS.map(([k, n]) =>
+                parts[k] > 0 ? (
+                  <span key={k} className={`seg seg-${k}`} style={{ width: `${(parts[k] / scale) * 100}%` }} title={`${n} ${gib(parts[k])}`} />
+                ) : null,
+              )}
             </div>
           </div>
         );

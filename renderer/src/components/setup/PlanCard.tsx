@@ -13,8 +13,20 @@ export function setupCommand(pick: FitPick, repoOf: (id: string) => string | und
   return `ocw setup --runtime llama.cpp --model ${sh(model)} --slots ${pick.slots} --ctx ${pick.ctxPerSlot}`;
 }
 
-export function PlanCard({ title, pick, name, repoOf, onStart, busy, status, children }: {
-  title: string; pick: FitPick; name: string; repoOf: (id: string) => string | undefined;
+export function PlanCard({
+  title,
+  pick,
+  name,
+  repoOf,
+  onStart,
+  busy,
+  status,
+  children,
+}: {
+  title: string;
+  pick: FitPick;
+  name: string;
+  repoOf: (id: string) => string | undefined;
   /** Starts this plan on the engine's machine (setup.start); absent: no button. */
   onStart?: () => void;
   /** A start is running: the button waits for it. */
@@ -48,14 +60,15 @@ export function PlanCard({ title, pick, name, repoOf, onStart, busy, status, chi
         <dt>tool calling</dt>
         <dd>
           <span className={`chip chip-${pick.toolCalling === "verified" ? "ok" : "idle"}`}>{pick.toolCalling}</span>{" "}
-          <span className="small muted">{pick.toolCalling === "verified" ? "a target of this model passed the tool-call round trip here" : "checked by verify once it runs here"}</span>
+          <span className="small muted">
+            {pick.toolCalling === "verified" ? "a target of this model passed the tool-call round trip here" : "checked by verify once it runs here"}
+          </span>
         </dd>
         {pick.pool ? (
           <>
             <dt>replicas</dt>
             <dd>
-              {pick.pool.replicas} llama-servers as one pool target:{" "}
-              {pick.pool.endpoints.map((e) => `${e.devices.join("+")} ${e.slots} slot(s)`).join(", ")}
+              {pick.pool.replicas} llama-servers as one pool target: {pick.pool.endpoints.map((e) => `${e.devices.join("+")} ${e.slots} slot(s)`).join(", ")}
             </dd>
           </>
         ) : pick.replicas ? (
@@ -72,7 +85,11 @@ export function PlanCard({ title, pick, name, repoOf, onStart, busy, status, chi
         <CopyField label="ocw setup command" value={setupCommand(pick, repoOf)} />
       </div>
       <div className="field">
-        <span>{pick.pool ? `The ${pick.pool.replicas} llama-servers it runs, one per line (key elided, each with its GPUs alone)` : "The llama-server it runs (key elided)"}</span>
+        <span>
+          {pick.pool
+            ? `The ${pick.pool.replicas} llama-servers it runs, one per line (key elided, each with its GPUs alone)`
+            : "The llama-server it runs (key elided)"}
+        </span>
         <CopyField label="llama-server command" value={pick.command} />
       </div>
       {onStart && (
@@ -82,7 +99,9 @@ export function PlanCard({ title, pick, name, repoOf, onStart, busy, status, chi
           </button>{" "}
           {status ?? (
             <span className="small muted">
-              {busy ? "a start is running: wait for it or cancel it" : "the engine downloads, starts, verifies and checks where the weights landed, then saves the target"}
+              {busy
+                ? "a start is running: wait for it or cancel it"
+                : "the engine downloads, starts, verifies and checks where the weights landed, then saves the target"}
             </span>
           )}
         </p>

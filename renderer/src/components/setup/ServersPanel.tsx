@@ -7,7 +7,12 @@ import { useStore } from "../../store";
 
 type Busy = { id: string; what: "stop" | "restart" | "delete" | "keep" } | null;
 
-const DOING: Record<NonNullable<Busy>["what"], string> = { stop: "Stopping…", restart: "Restarting (loading the model again)…", delete: "Stopping and forgetting…", keep: "Saving…" };
+const DOING: Record<NonNullable<Busy>["what"], string> = {
+  stop: "Stopping…",
+  restart: "Restarting (loading the model again)…",
+  delete: "Stopping and forgetting…",
+  keep: "Saving…",
+};
 
 export function ServersPanel() {
   const [servers, setServers] = useState<ServerView[] | null>(null);
@@ -21,7 +26,7 @@ export function ServersPanel() {
   const load = useCallback(
     () =>
       api.servers.list.query().then(
-      (s) => (setServers(s), setLoadError(null)),
+        (s) => (setServers(s), setLoadError(null)),
         (err) => setLoadError(errorText(err)),
       ),
     [],
@@ -33,12 +38,15 @@ export function ServersPanel() {
   }, [targets, load]);
   useEffect(() => {
     // a model start that ends adds (or replaces) a server: read the list again then, not on a timer
-    const sub = api.events.subscribe({ lastEventId: null }, {
-      onData: (d) => {
-        const e = d.data as { type: string; job?: { state: string } };
-        if (e.type === "setup" && e.job && e.job.state !== "running") void load();
+    const sub = api.events.subscribe(
+      { lastEventId: null },
+      {
+        onData: (d) => {
+          const e = d.data as { type: string; job?: { state: string } };
+          if (e.type === "setup" && e.job && e.job.state !== "running") void load();
+        },
       },
-    });
+    );
     return () => sub.unsubscribe();
   }, [load]);
 
@@ -63,7 +71,8 @@ export function ServersPanel() {
     <section className="panel" aria-label="Model servers">
       <h2>Model servers the engine started</h2>
       <p className="small muted">
-        They stop with the engine (<code className="mono">ocw stop</code>) unless you keep them running. Servers you started yourself are not listed: stop those where you started them.
+        They stop with the engine (<code className="mono">ocw stop</code>) unless you keep them running. Servers you started yourself are not listed: stop those
+        where you started them.
       </p>
       {loadError && (
         <div className="field-error" role="alert">
@@ -73,64 +82,87 @@ export function ServersPanel() {
       {servers && groups.size === 0 && <p className="muted small">None: "Start … here" above runs one.</p>}
       {groups.size > 0 && (
         <ul aria-label="Servers" style={{ listStyle: "none", padding: 0, margin: 0 }}>
-            {[...groups].map(([id, reps]) => {
-              const running = reps.filter((r) => r.running).length;
-              const keep = keepShown[id] ?? reps.every((r) => r.keep);
-              const mine = busy?.id === id;
-              return (
-                <li key={id} aria-label={`Server ${id}`} style={{ display: "flex", flexWrap: "wrap", gap: "6px 16px", alignItems: "center", padding: "8px 0", borderTop: "1px solid var(--border, #e5e7eb)" }}>
-                  <strong className="mono">{id}</strong>
-                  <span>
-                    <span className={`chip chip-${running === reps.length ? "ok" : running ? "warn" : "idle"}`}>{running === reps.length ? "running" : running ? `${running} of ${reps.length} running` : "stopped"}</span>
-                    {reps.some((r) => r.supervised) && <span className="small muted"> supervised</span>}
+          {[...groups].map(([id, reps]) => {
+            const running = reps.filter((r) => r.running).length;
+            const keep = keepShown[id] ?? reps.every((r) => r.keep);
+            const mine = busy?.id === id;
+            return (
+              <li
+                key={id}
+                aria-label={`Server ${id}`}
+                style={{
+                  display: "flex",
+                  flexWrap: "wrap",
+                  gap: "6px 16px",
+                  alignItems: "center",
+                  padding: "8px 0",
+                  borderTop: "1px solid var(--border, #e5e7eb)",
+                }}
+              >
+                <strong className="mono">{id}</strong>
+                <span>
+                  <span className={`chip chip-${running === reps.length ? "ok" : running ? "warn" : "idle"}`}>
+                    {running === reps.length ? "running" : running ? `${running} of ${reps.length} running` : "stopped"}
                   </span>
-                  <span className="mono small">{reps.map((r) => `127.0.0.1:${r.port}${r.running ? ` pid ${r.pid}` : ""}`).join(", ")}</span>
-                  <label className="small" style={{ display: "inline-flex", gap: 4, alignItems: "center", whiteSpace: "nowrap" }}>
-                      <input type="checkbox" checked={keep} disabled={!!busy} onChange={(e) => {
-                          const on = e.target.checked;
-                          setKeepShown({ ...keepShown, [id]: on });
-                          act(id, "keep", () => api.servers.keep.mutate({ id, keep: on }));
-                        }} />
-                    keep running after <code className="mono">ocw stop</code>
-                  </label>
-                  <span style={{ display: "inline-flex", flexWrap: "wrap", gap: 6, alignItems: "center" }}>
-                    {running > 0 ? (
-                      <button type="button" className="btn small" disabled={!!busy} onClick={() => act(id, "stop", () => api.servers.stop.mutate({ id }))}>
-                        Stop
+                  {reps.some((r) => r.supervised) && <span className="small muted"> supervised</span>}
+                </span>
+                <span className="mono small">{reps.map((r) => `127.0.0.1:${r.port}${r.running ? ` pid ${r.pid}` : ""}`).join(", ")}</span>
+                <label className="small" style={{ display: "inline-flex", gap: 4, alignItems: "center", whiteSpace: "nowrap" }}>
+                  <input
+                    type="checkbox"
+                    checked={keep}
+                    disabled={!!busy}
+                    onChange={(e) => {
+                      const on = e.target.checked;
+                      setKeepShown({ ...keepShown, [id]: on });
+                      act(id, "keep", () => api.servers.keep.mutate({ id, keep: on }));
+                    }}
+                  />
+                  keep running after <code className="mono">ocw stop</code>
+                </label>
+                <span style={{ display: "inline-flex", flexWrap: "wrap", gap: 6, alignItems: "center" }}>
+                  {running > 0 ? (
+                    <button type="button" className="btn small" disabled={!!busy} onClick={() => act(id, "stop", () => api.servers.stop.mutate({ id }))}>
+                      Stop
+                    </button>
+                  ) : null}{" "}
+                  <button type="button" className="btn small" disabled={!!busy} onClick={() => act(id, "restart", () => api.servers.restart.mutate({ id }))}>
+                    {running ? "Restart" : "Start again"}
+                  </button>{" "}
+                  {confirmDelete === id ? (
+                    <span
+                      className="confirm-inline"
+                      role="group"
+                      aria-label={`Confirm deleting server ${id}`}
+                      style={{ display: "inline-flex", flexWrap: "wrap", gap: 6, alignItems: "center" }}
+                    >
+                      <span className="small">Stop it and forget it? Its target stays (unreachable).</span>
+                      <button type="button" className="btn small bad" onClick={() => act(id, "delete", () => api.servers.delete.mutate({ id }))}>
+                        Delete
+                      </button>{" "}
+                      <button type="button" className="btn small" autoFocus onClick={() => setConfirmDelete(null)}>
+                        Cancel
                       </button>
-                    ) : null}{" "}
-                    <button type="button" className="btn small" disabled={!!busy} onClick={() => act(id, "restart", () => api.servers.restart.mutate({ id }))}>
-                      {running ? "Restart" : "Start again"}
-                    </button>{" "}
-                    {confirmDelete === id ? (
-                      <span className="confirm-inline" role="group" aria-label={`Confirm deleting server ${id}`} style={{ display: "inline-flex", flexWrap: "wrap", gap: 6, alignItems: "center" }}>
-                        <span className="small">Stop it and forget it? Its target stays (unreachable).</span>
-                        <button type="button" className="btn small bad" onClick={() => act(id, "delete", () => api.servers.delete.mutate({ id }))}>
-                          Delete
-                        </button>{" "}
-                        <button type="button" className="btn small" autoFocus onClick={() => setConfirmDelete(null)}>
-                          Cancel
-                        </button>
-                      </span>
-                    ) : (
-                      <button type="button" className="btn small ghost" disabled={!!busy} aria-label={`Delete server ${id}`} onClick={() => setConfirmDelete(id)}>
-                        Delete…
-                      </button>
-                    )}
-                  </span>
-                  {mine && (
-                    <div className="small" role="status" style={{ flexBasis: "100%" }}>
-                      {DOING[busy!.what]}
-                    </div>
+                    </span>
+                  ) : (
+                    <button type="button" className="btn small ghost" disabled={!!busy} aria-label={`Delete server ${id}`} onClick={() => setConfirmDelete(id)}>
+                      Delete…
+                    </button>
                   )}
-                  {rowError?.id === id && (
-                    <div className="field-error" role="alert" style={{ flexBasis: "100%" }}>
-                      {rowError.text}
-                    </div>
-                  )}
-                </li>
-              );
-            })}
+                </span>
+                {mine && (
+                  <div className="small" role="status" style={{ flexBasis: "100%" }}>
+                    {DOING[busy!.what]}
+                  </div>
+                )}
+                {rowError?.id === id && (
+                  <div className="field-error" role="alert" style={{ flexBasis: "100%" }}>
+                    {rowError.text}
+                  </div>
+                )}
+              </li>
+            );
+          })}
         </ul>
       )}
     </section>

@@ -49,19 +49,32 @@ export function useSetupJob(): { job: SetupJob | null; error: string | null; sta
     if (j.state === "done") void refreshTargets();
   }, []);
   useEffect(() => {
-    void api.setup.job.query().then((j) => accept(j), () => undefined);
-    const sub = api.events.subscribe({ lastEventId: null }, {
-      onData: (d) => {
-        const e = d.data as { type: string; job?: SetupJob };
-        if (e.type === "setup" && e.job) accept(e.job);
+    void api.setup.job.query().then(
+      (j) => accept(j),
+      () => undefined,
+    );
+    const sub = api.events.subscribe(
+      { lastEventId: null },
+      {
+        onData: (d) => {
+          const e = d.data as { type: string; job?: SetupJob };
+          if (e.type === "setup" && e.job) accept(e.job);
+        },
       },
-    });
+    );
     return () => sub.unsubscribe();
   }, [accept]);
   // a fallback while a job runs: the event stream may reconnect and miss a change
   useEffect(() => {
     if (job?.state !== "running") return;
-    const t = setInterval(() => void api.setup.job.query({ jobId: job.jobId }).then((j) => accept(j), () => undefined), 2000);
+    const t = setInterval(
+      () =>
+        void api.setup.job.query({ jobId: job.jobId }).then(
+          (j) => accept(j),
+          () => undefined,
+        ),
+      2000,
+    );
     return () => clearInterval(t);
   }, [job?.state, job?.jobId, accept]);
   const start = useCallback(async (input: SetupStartInput) => {
@@ -120,7 +133,8 @@ function PhaseRow({ p, failureCause }: { p: SetupPhase; failureCause?: string })
   const pr = p.progress;
   return (
     <li className={`phase phase-${p.status}`} aria-label={`${LABEL[p.name]}: ${p.status}`}>
-      <span className={`chip chip-${tone}`}>{p.status}</span> <strong>{LABEL[p.name]}</strong> {p.ms !== null && <span className="small muted">{secs(p.ms)}</span>}
+      <span className={`chip chip-${tone}`}>{p.status}</span> <strong>{LABEL[p.name]}</strong>{" "}
+      {p.ms !== null && <span className="small muted">{secs(p.ms)}</span>}
       {/* a failed phase's detail is the failure's cause, said once below */}
       {p.detail && !(p.status === "failed" && p.detail === failureCause) && (
         <div className="small muted">
@@ -153,7 +167,8 @@ export function StartProgress({ job, onCancel }: { job: SetupJob; onCancel: () =
     <section className="panel" aria-label="Model start" aria-busy={job.state === "running" || undefined}>
       <h3>
         Starting {job.model ?? "the planner's pick"}
-        {job.quant ? ` ${job.quant}` : ""} <span className={`chip chip-${job.state === "done" ? (job.failure ? "warn" : "ok") : job.state === "running" ? "busy" : "bad"}`}>{job.state}</span>{" "}
+        {job.quant ? ` ${job.quant}` : ""}{" "}
+        <span className={`chip chip-${job.state === "done" ? (job.failure ? "warn" : "ok") : job.state === "running" ? "busy" : "bad"}`}>{job.state}</span>{" "}
         {job.ms !== null && <span className="small muted">{secs(job.ms)} in all</span>}
       </h3>
       {job.slots && job.ctxPerSlot && (
@@ -171,7 +186,9 @@ export function StartProgress({ job, onCancel }: { job: SetupJob; onCancel: () =
           Cancel the start
         </button>
       )}
-      {(verify.status !== "pending" && verify.status !== "skipped") || job.checks.length ? <VerifyChecklist checks={job.checks} running={verify.status === "running"} /> : null}
+      {(verify.status !== "pending" && verify.status !== "skipped") || job.checks.length ? (
+        <VerifyChecklist checks={job.checks} running={verify.status === "running"} />
+      ) : null}
       {job.placement && (
         <div role="group" aria-label="Where the weights are" className="small">
           <strong>Where the weights are:</strong> {job.placement.passed ? "as planned" : "not as planned"}
@@ -209,8 +226,15 @@ export function StartProgress({ job, onCancel }: { job: SetupJob; onCancel: () =
       )}
       {r && (
         <p role="status">
-          <span className={`chip chip-${r.outcome === "built" ? "ok" : r.outcome === "underpowered" ? "warn" : "bad"}`}>{r.outcome}</span> <Clip text={r.summary} />.{" "}
-          {r.saved ? <>Target <strong>{r.target.id}</strong> saved{r.active ? " and active" : " (not active)"}.</> : "Nothing saved."}
+          <span className={`chip chip-${r.outcome === "built" ? "ok" : r.outcome === "underpowered" ? "warn" : "bad"}`}>{r.outcome}</span>{" "}
+          <Clip text={r.summary} />.{" "}
+          {r.saved ? (
+            <>
+              Target <strong>{r.target.id}</strong> saved{r.active ? " and active" : " (not active)"}.
+            </>
+          ) : (
+            "Nothing saved."
+          )}
           {r.saved && !r.active && r.outcome === "underpowered" && (
             <>
               {" "}

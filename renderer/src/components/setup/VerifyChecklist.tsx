@@ -4,12 +4,29 @@ import type { TargetCheck } from "../../../../shared/target";
 
 const ORDER: { name: TargetCheck["name"]; label: string; remedy: string }[] = [
   { name: "reachable", label: "Reachable", remedy: "Start the server, or check the URL (it ends in /v1) and that it listens where the engine runs." },
-  { name: "auth", label: "Key required", remedy: "The endpoint should refuse requests without a key: start it with an API key and name the variable that holds it." },
+  {
+    name: "auth",
+    label: "Key required",
+    remedy: "The endpoint should refuse requests without a key: start it with an API key and name the variable that holds it.",
+  },
   { name: "slots", label: "Slots and context", remedy: "Give the server as many parallel slots as asked, each with the full context per slot." },
-  { name: "concurrency", label: "Requests overlap", remedy: "Requests ran one after another: enable parallel slots / continuous batching, or ask for fewer slots." },
+  {
+    name: "concurrency",
+    label: "Requests overlap",
+    remedy: "Requests ran one after another: enable parallel slots / continuous batching, or ask for fewer slots.",
+  },
   { name: "capability", label: "Coding task", remedy: "The model could not solve a small coding task: a larger model, a higher quant, or an API provider." },
-  { name: "reasoning", label: "Thinking kept out of answers", remedy: "The model's thinking came back as its answer: start the server with the model family's reasoning parser (vLLM / SGLang --reasoning-parser qwen3, llama-server --jinja)." },
-  { name: "tools", label: "Tool-call round trip", remedy: "Workers act only through tool calls: turn tool calling on in the server (llama-server --jinja), or use a model whose tool calling works." },
+  {
+    name: "reasoning",
+    label: "Thinking kept out of answers",
+    remedy:
+      "The model's thinking came back as its answer: start the server with the model family's reasoning parser (vLLM / SGLang --reasoning-parser qwen3, llama-server --jinja).",
+  },
+  {
+    name: "tools",
+    label: "Tool-call round trip",
+    remedy: "Workers act only through tool calls: turn tool calling on in the server (llama-server --jinja), or use a model whose tool calling works.",
+  },
 ];
 
 export function VerifyChecklist({ checks, running }: { checks: TargetCheck[]; running?: boolean }) {
@@ -22,7 +39,8 @@ export function VerifyChecklist({ checks, running }: { checks: TargetCheck[]; ru
         const state = loopbackNoKey ? "no key (loopback only)" : c ? (c.passed ? "pass" : "fail") : running ? "running" : "not run";
         return (
           <li key={name} className={loopbackNoKey ? "info" : c ? (c.passed ? "pass" : "fail") : "pending"} aria-label={`${label}: ${state}`}>
-            <span className={`chip chip-${loopbackNoKey ? "idle" : c ? (c.passed ? "ok" : "bad") : running ? "busy" : "idle"}`}>{state}</span> <strong>{label}</strong>
+            <span className={`chip chip-${loopbackNoKey ? "idle" : c ? (c.passed ? "ok" : "bad") : running ? "busy" : "idle"}`}>{state}</span>{" "}
+            <strong>{label}</strong>
             {c && (
               <div className="small muted">
                 <Clip text={c.evidence} />
