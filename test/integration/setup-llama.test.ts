@@ -283,7 +283,7 @@ describe("ocw setup from a Hugging Face repo (a local stand-in for the Hub)", ()
     await new Promise<void>((r) => hub.listen(0, "127.0.0.1", () => r()));
     process.env.OCW_HF_ENDPOINT = `http://127.0.0.1:${(hub.address() as any).port}`;
     try {
-      const r = await runSetup({ runtime: "llama.cpp", model: "acme/tiny-GGUF:Q8_0", slots: "2", ctx: "1024", llamaServer: BIN, yes: true, json: true });
+      const r = await runSetup({ runtime: "llama.cpp", model: "acme/tiny-GGUF:Q8_0", slots: "2", ctx: "8192", llamaServer: BIN, yes: true, json: true });
       expect(r.stderr).toBe("");
       const j = JSON.parse(r.stdout);
       expect(j.outcome).toBe("underpowered");

@@ -68,15 +68,16 @@ describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () =>
     if (SKIP) return ctx.skip(SKIP);
     mkdirSync(path.join(tmp, "models"), { recursive: true });
     const models = await writeTinyModels(path.join(tmp, "models"), VOCAB!);
-    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "1024", llamaServer: wrapper(), yes: true, json: true });
+    // 8,192 per slot: the floor verify puts under every slot (OpenCode's first request with our agent is ~6k tokens).
+    const r = await runSetup({ runtime: "llama.cpp", model: models.llama, slots: "4", ctx: "8192", llamaServer: wrapper(), yes: true, json: true });
     expect(r.stderr).toBe("");
     j = JSON.parse(r.stdout);
     console.log(`pick: ${j.job.pick.reason}`);
     for (const p of j.job.phases) console.log(`  ${p.name}: ${p.status} (${p.ms} ms) — ${p.detail.slice(0, 300)}`);
     expect(j.job.pick.pool.replicas).toBe(2);
     expect(j.job.pick.pool.endpoints.map((e: any) => [e.devices, e.slots, e.ctxPerSlot])).toEqual([
-      [["CUDA1"], 2, 1024],
-      [["CUDA0"], 2, 1024],
+      [["CUDA1"], 2, 8192],
+      [["CUDA0"], 2, 8192],
     ]);
     expect(j.job.pick.reason).toMatch(/2 replicas, one llama-server per GPU/);
     // each start: its own GPU visible (the 3090 has more free memory: it is the first replica), the key in the env
@@ -89,7 +90,7 @@ describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () =>
     const key = readKey(j.target.keyFile);
     for (const l of lines) {
       expect(l[2]).toMatch(/--device CUDA0 /);
-      expect(l[2]).toMatch(/-c 2048 -np 2 --kv-unified/);
+      expect(l[2]).toMatch(/-c 16384 -np 2 --kv-unified/);
       expect(l[2]).not.toContain(key);
     }
     expect(j.job.servers).toHaveLength(2);

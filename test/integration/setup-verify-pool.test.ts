@@ -47,7 +47,8 @@ async function serve(ctx: number, np: number): Promise<string> {
 const verify = (url: string, perSlotCtx: number | null) =>
   verifyEndpoint({ url, model: "m", key: "pool-key", engine: "llama.cpp", slots: 4, perSlotCtx, tools: false, concurrencyTokens: 32 });
 
-describe("verify: N long requests at once in a unified KV pool (real llama-server)", () => {
+// Long prompts on a CPU llama-server: a capture's pool check at N × ctx (4 × 32,768 tokens) alone takes minutes on 2 cores.
+describe("verify: N long requests at once in a unified KV pool (real llama-server)", { timeout: 600_000 }, () => {
   // (per-slot sizes of 8192: below MIN_SLOT_CTX, 7168, a slot cannot take OpenCode's first request at all)
   it("-c 8192 -np 4 --kv-unified for 4 slots × 8192: every slot says 8192, but the pool holds one → cannot-build with the reason", async (ctx) => {
     if (SKIP) return ctx.skip(SKIP);
