@@ -32,7 +32,6 @@ test.beforeAll(async ({ browser }) => {
     target: { id: "scripted", model: "scripted-1", endpoint: model.url, keyRef: null, serving: { engine: "scripted", endpoints: [], slots: 2 }, checks: [] },
     activate: true,
   });
-  await engine.client.policies.set.mutate({ rules: [{ tool: "bash", pattern: "for i in *", decision: "once" }] });
   repo = makeRepo();
   mkdirSync(SHOTS, { recursive: true });
   page = await openUi(browser, engine);
@@ -52,7 +51,19 @@ test("a 5,000-line diff opens at once, virtualised: only the rows in view are in
     directory: repo,
     checks: [{ run: "test -f huge.ts" }],
   });
-  await expect.poll(async () => isFinal((await engine.client.workers.get.query({ workerId })).state), { timeout: 150_000 }).toBe(true);
+  // A `for` loop is a shell keyword, so no approving policy rule answers it (rules match per simple command, and a
+  // command that does not split with certainty is never auto-approved): the one ask is answered here, as a person would.
+  await expect
+    .poll(
+      async () => {
+        const w = await engine.client.workers.get.query({ workerId });
+        for (const a of w.asks.filter((x) => x.status === "pending"))
+          await engine.client.approvals.decide.mutate({ askId: a.id, decision: "once" }).catch(() => undefined);
+        return isFinal(w.state);
+      },
+      { timeout: 150_000 },
+    )
+    .toBe(true);
   const w = await engine.client.workers.get.query({ workerId });
   expect(w.state, w.stateReason ?? "").toBe("built");
   await page.goto(`${engine.origin}/#/workers/${workerId}`);

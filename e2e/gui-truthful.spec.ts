@@ -87,8 +87,11 @@ test("title from the task; targets deletable (not while in use); Stop puts focus
   await expect(page.getByText(/target "scripted" has 1 worker\(s\) queued or running/)).toBeVisible();
   await page.getByRole("button", { name: "Delete target spare" }).click();
   await page.getByRole("group", { name: "Confirm deleting target spare" }).getByRole("button", { name: "Delete", exact: true }).click();
+  // The confirm group stands in the button's place while the engine deletes (it also stops a server it started for the
+  // target, so the answer takes a moment): wait for the row to go, not only the button.
+  await expect(page.getByRole("group", { name: "Confirm deleting target spare" })).toHaveCount(0);
   await expect(page.getByRole("button", { name: "Delete target spare" })).toHaveCount(0);
-  expect((await engine.client.targets.list.query()).targets.map((t) => t.id)).toEqual(["scripted"]);
+  await expect.poll(async () => (await engine.client.targets.list.query()).targets.map((t) => t.id)).toEqual(["scripted"]);
   await shot(page, "targets");
 
   await page.goto(`${engine.origin}/#/workers/${workerId}`);
