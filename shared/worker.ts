@@ -225,6 +225,26 @@ export function summarizePart(part: TranscriptPart): string {
   );
 }
 
+/** A round as it starts: nothing ran, nothing graded yet. */
+function newRound(round: number, kind: Round["kind"], message: string | null, comments: Round["comments"], ts: number): Round {
+  return {
+    round,
+    kind,
+    message,
+    comments,
+    startedAt: ts,
+    ran: false,
+    verdict: null,
+    claim: null,
+    honest: null,
+    commit: null,
+    reason: null,
+    weakEvidence: false,
+    changed: null,
+    gradedAt: null,
+  };
+}
+
 /** Folds one event into a worker picture. Pure: used by the engine on recovery and by clients. */
 export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
   if (e.type === "worker.created") {
@@ -255,24 +275,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       toolFailures: 0,
       verdict: null,
       baseline: null,
-      rounds: [
-        {
-          round: 1,
-          kind: "task",
-          message: null,
-          comments: [],
-          startedAt: e.ts,
-          ran: false,
-          verdict: null,
-          claim: null,
-          honest: null,
-          commit: null,
-          reason: null,
-          weakEvidence: false,
-          changed: null,
-          gradedAt: null,
-        },
-      ],
+      rounds: [newRound(1, "task", null, [], e.ts)],
       merged: null,
       reverted: null,
       startFrom: e.startFrom ?? null,
@@ -355,25 +358,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
     case "round.started":
       // The latest round's verdict is the worker's: none until this round is graded (earlier ones stay in rounds).
       next.verdict = null;
-      next.rounds = [
-        ...(w.rounds ?? []),
-        {
-          round: e.round,
-          kind: e.kind,
-          message: e.message,
-          comments: e.comments ?? [],
-          startedAt: e.ts,
-          ran: false,
-          verdict: null,
-          claim: null,
-          honest: null,
-          commit: null,
-          reason: null,
-          weakEvidence: false,
-          changed: null,
-          gradedAt: null,
-        },
-      ];
+      next.rounds = [...(w.rounds ?? []), newRound(e.round, e.kind, e.message, e.comments ?? [], e.ts)];
       break;
     case "merged":
       next.merged = { into: e.into, commit: e.commit };
