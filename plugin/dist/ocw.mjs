@@ -60734,6 +60734,24 @@ function summarizePart(part) {
   if (part.kind === "tool") return `${part.tool ?? "tool"} ${part.status ?? ""}`.trim();
   return (part.text ?? "").split("\n").find((l) => l.trim())?.slice(0, 160) ?? part.kind;
 }
+function newRound(round2, kind, message, comments, ts) {
+  return {
+    round: round2,
+    kind,
+    message,
+    comments,
+    startedAt: ts,
+    ran: false,
+    verdict: null,
+    claim: null,
+    honest: null,
+    commit: null,
+    reason: null,
+    weakEvidence: false,
+    changed: null,
+    gradedAt: null
+  };
+}
 function reduceWorker(w, e) {
   if (e.type === "worker.created") {
     return {
@@ -60763,24 +60781,7 @@ function reduceWorker(w, e) {
       toolFailures: 0,
       verdict: null,
       baseline: null,
-      rounds: [
-        {
-          round: 1,
-          kind: "task",
-          message: null,
-          comments: [],
-          startedAt: e.ts,
-          ran: false,
-          verdict: null,
-          claim: null,
-          honest: null,
-          commit: null,
-          reason: null,
-          weakEvidence: false,
-          changed: null,
-          gradedAt: null
-        }
-      ],
+      rounds: [newRound(1, "task", null, [], e.ts)],
       merged: null,
       reverted: null,
       startFrom: e.startFrom ?? null,
@@ -60859,25 +60860,7 @@ function reduceWorker(w, e) {
       break;
     case "round.started":
       next.verdict = null;
-      next.rounds = [
-        ...w.rounds ?? [],
-        {
-          round: e.round,
-          kind: e.kind,
-          message: e.message,
-          comments: e.comments ?? [],
-          startedAt: e.ts,
-          ran: false,
-          verdict: null,
-          claim: null,
-          honest: null,
-          commit: null,
-          reason: null,
-          weakEvidence: false,
-          changed: null,
-          gradedAt: null
-        }
-      ];
+      next.rounds = [...w.rounds ?? [], newRound(e.round, e.kind, e.message, e.comments ?? [], e.ts)];
       break;
     case "merged":
       next.merged = { into: e.into, commit: e.commit };
