@@ -113,7 +113,7 @@ describe("ocw setup on 2 GPUs: one llama-server per GPU, one pool target", () =>
   it("one target with both endpoints; `ocw targets --json` lists them healthy with 2 slots each", async (ctx) => {
     if (SKIP || !j) return ctx.skip(SKIP ?? "setup did not run");
     expect(j.target.serving.endpoints.map((e: any) => e.slots)).toEqual([2, 2]);
-    expect(j.target.serving).toMatchObject({ engine: "llama.cpp", slots: 4, perSlotCtx: 1024 });
+    expect(j.target.serving).toMatchObject({ engine: "llama.cpp", slots: 4, perSlotCtx: 8192 });
     const out = await promisify(execFile)(process.execPath, [BUNDLE, "targets", "--json"], { env: { ...process.env, OCW_STATE_DIR: state }, timeout: 60_000 });
     const t = JSON.parse(out.stdout).targets.find((x: any) => x.id === j.target.id);
     expect(t.endpoints.map((e: any) => [e.url, e.healthy, e.slots])).toEqual(j.job.servers.map((s: any) => [s.url, true, 2]));
