@@ -5,6 +5,7 @@ const NEEDS_TOOLS = [
   "engine/sandbox/sandbox.test.ts",
   "engine/workspace/workspace.test.ts",
   "engine/workspace/workspace-attack.test.ts",
+  "engine/workspace/land.test.ts",
   "engine/grading/checks.test.ts",
   "engine/grading/grade.test.ts",
   "engine/grading/gaming.test.ts",
@@ -28,6 +29,11 @@ export default defineConfig({
         // The same files as `unit` minus the ones above: no git, bubblewrap or opencode; meant to run in seconds.
         test: {
           name: "pure",
+          // No process of its own per file: the pure files share one module graph (their imports are most of the time).
+          isolate: false,
+          // Its slow files mostly wait (timers, sockets): more of them at once than there are cores.
+          maxWorkers: 6,
+          sequence: { groupOrder: 2 },
           include: ["shared/**/*.test.ts", "engine/**/*.test.ts", "renderer/src/**/*.test.ts"],
           exclude: ["**/node_modules/**", ...NEEDS_TOOLS],
           testTimeout: 20_000,
