@@ -102,6 +102,8 @@ export const PushInput = z
     /** Open a pull request with `gh` (when installed and signed in), with the verdict card as its body. */
     pr: z.boolean().default(false),
     title: z.string().max(200).optional(),
+    /** Push a change that holds flagged files (workflows, hooks, tool configuration…) after the person reviewed them. */
+    acceptFlagged: z.boolean().default(false),
   })
   .refine((x) => !x.workerId !== !x.batchId, { message: "give a workerId or a batchId (not both)" });
 export const PushResult = z.object({

@@ -40,6 +40,11 @@ describe("splitting a shell command into simple commands", () => {
     expect(splitCommand("echo \"a;b && c\" '|' x\\;y")).toEqual({ ok: true, commands: ["echo \"a;b && c\" '|' x\\;y"] });
     expect(splitCommand("sleep 1 &")).toEqual({ ok: true, commands: ["sleep 1"] });
     expect(splitCommand("echo x &>log")).toEqual({ ok: true, commands: ["echo x &>log"] });
+    // An escaped or quoted > is text, not a redirection: the | or & after it is an operator (bash runs `touch p1`).
+    expect(splitCommand("echo a\\>|touch p1")).toEqual({ ok: true, commands: ["echo a\\>", "touch p1"] });
+    expect(splitCommand("echo a\\>&touch p3")).toEqual({ ok: true, commands: ["echo a\\>", "touch p3"] });
+    expect(splitCommand("echo 'a>'|touch p4")).toEqual({ ok: true, commands: ["echo 'a>'", "touch p4"] });
+    expect(splitCommand("npm test >| out")).toEqual({ ok: true, commands: ["npm test >| out"] });
   });
 
   it("does not split what it cannot take apart with certainty", () => {
@@ -63,6 +68,9 @@ describe("splitting a shell command into simple commands", () => {
       "a ;; b",
       "; rm -rf src",
       "npm test &&",
+      // $'…' has its own escapes (\' is a quote inside it): bash runs `touch p2` here.
+      "echo $'\\'';touch p2;echo \\'",
+      'echo $"x"',
       "",
     ])
       expect(splitCommand(c).ok, JSON.stringify(c)).toBe(false);

@@ -66,8 +66,13 @@ export function splitCommand(command: string): Split {
     words = [];
     return null;
   };
+  /** The last character added to the word was an unquoted, unescaped `<` or `>` (a redirection, not text). */
+  let redirEnd: "" | "<" | ">" = "";
   for (let i = 0; i < s.length; i++) {
     const c = s[i]!;
+    const endsRedir = redirEnd;
+    redirEnd = "";
+    if (c === "$" && (s[i + 1] === "'" || s[i + 1] === '"')) return { ok: false, why: "it uses $'…' or $\"…\" quoting" };
     if (c === "'") {
       const end = s.indexOf("'", i + 1);
       if (end < 0) return { ok: false, why: "it has an unterminated quote" };
@@ -100,12 +105,12 @@ export function splitCommand(command: string): Split {
     else if (c === "\n" || c === ";" || c === "|" || c === "&") {
       let op = c;
       // `>&2`, `2>&1`, `&>file`, `>|`: part of a redirection, not an operator.
-      if (c === "&" && (word.endsWith(">") || word.endsWith("<"))) {
+      if (c === "&" && endsRedir) {
         word += c;
         inWord = true;
         continue;
       }
-      if (c === "|" && word.endsWith(">")) {
+      if (c === "|" && endsRedir === ">") {
         word += c;
         inWord = true;
         continue;
@@ -126,6 +131,7 @@ export function splitCommand(command: string): Split {
     } else {
       word += c;
       inWord = true;
+      if (c === "<" || c === ">") redirEnd = c;
     }
   }
   const problem = endCommand("end");

@@ -223,25 +223,32 @@ export function registerWorkerCommands(program: Command): void {
     .option("--branch <branch>", "the branch on the remote (default ocw/<id>)")
     .option("--pr", "open a pull request with gh (when installed and signed in), the verdict card as its body")
     .option("--title <title>", "the pull request's title")
+    .option("--accept-flagged", "push a change that holds flagged files (workflows, hooks, tool configuration), after reviewing them")
     .option("--json", "print JSON")
-    .action(async (id: string | undefined, o: { batch?: string; remote: string; branch?: string; pr?: boolean; title?: string; json?: boolean }) => {
-      try {
-        if (!id === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
-        const r = await (await client("push")).workers.push.mutate({
-          ...(id ? { workerId: id } : { batchId: o.batch! }),
-          remote: o.remote,
-          ...(o.branch ? { branch: o.branch } : {}),
-          pr: !!o.pr,
-          ...(o.title ? { title: o.title } : {}),
-        });
-        if (o.json) return console.log(JSON.stringify(r, null, 2));
-        console.log(`pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`);
-        if (r.pr) console.log(`pull request: ${r.pr.url}`);
-        if (r.prProblem) console.log(`no pull request: ${r.prProblem}`);
-      } catch (err) {
-        fail(err);
-      }
-    });
+    .action(
+      async (
+        id: string | undefined,
+        o: { batch?: string; remote: string; branch?: string; pr?: boolean; title?: string; json?: boolean; acceptFlagged?: boolean },
+      ) => {
+        try {
+          if (!id === !o.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+          const r = await (await client("push")).workers.push.mutate({
+            ...(id ? { workerId: id } : { batchId: o.batch! }),
+            remote: o.remote,
+            ...(o.branch ? { branch: o.branch } : {}),
+            pr: !!o.pr,
+            ...(o.title ? { title: o.title } : {}),
+            acceptFlagged: !!o.acceptFlagged,
+          });
+          if (o.json) return console.log(JSON.stringify(r, null, 2));
+          console.log(`pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`);
+          if (r.pr) console.log(`pull request: ${r.pr.url}`);
+          if (r.prProblem) console.log(`no pull request: ${r.prProblem}`);
+        } catch (err) {
+          fail(err);
+        }
+      },
+    );
 }
 
 export function batchText(b: BatchSummary): string {

@@ -605,6 +605,7 @@ export const PushInput = z
     branch: z.string().max(255).optional(),
     pr: z.boolean().optional(),
     title: z.string().max(200).optional(),
+    acceptFlagged: z.boolean().optional(),
   })
   .strict();
 

@@ -1115,7 +1115,7 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
     {
       title: "Push graded work and open a pull request",
       description:
-        "Push a built worker's graded commit (or batchId's integration commit) to a branch on a remote the person named: never forced, never the default branch; pr opens a pull request with gh, the verdict card as its body. Only when the person asks.",
+        "Push a built worker's graded commit (or batchId's integration commit) to a remote the person named: never forced, never the default branch; pr opens a pull request (gh). Flagged files need acceptFlagged, as for merge. Only when the person asks.",
       input: S.PushInput,
       output: S.PushOutput,
       destructive: true,

@@ -7,6 +7,7 @@ import { outcomeWord, claimWords } from "../../shared/vocabulary";
 import type { Worker } from "../../shared/worker";
 import { runCommand } from "../process/run";
 import { git, gitComplaint, userGitEnv } from "../workspace/git";
+import { describeFlags, flaggedChanges } from "../workspace/land";
 import type { Engine } from "./engine";
 
 /**
@@ -18,10 +19,18 @@ import type { Engine } from "./engine";
  */
 export async function pushWork(
   engine: Engine,
-  input: { workerId?: string; batchId?: string; remote: string; branch?: string; pr?: boolean; title?: string },
+  input: { workerId?: string; batchId?: string; remote: string; branch?: string; pr?: boolean; title?: string; acceptFlagged?: boolean },
 ): Promise<PushResult> {
   const what = input.workerId ? workerPush(engine, input.workerId) : batchPush(engine, input.batchId!);
   const { repo, commit, id, body, title } = what;
+  // A pushed branch runs the remote's CI (a workflow the worker wrote, with the repository's secrets): flagged files
+  // need the same explicit acceptance as a merge.
+  const flags = input.workerId ? (engine.get(input.workerId).verdict?.flags ?? []) : await flaggedChanges(repo, what.base, commit);
+  if (flags.length && !input.acceptFlagged)
+    throw new InputError(
+      `${id}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then push with --accept-flagged (nothing was pushed)`,
+      "conflict",
+    );
   const remote = input.remote.trim();
   if (!remote || remote.startsWith("-") || /[\s\0]/.test(remote))
     throw new InputError(`"${input.remote}" is not a remote: name one of \`git remote\`, or give its URL`);
@@ -91,7 +100,7 @@ function workerPush(engine: Engine, workerId: string) {
     throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
   const title = w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 72);
-  return { repo: w.repo, commit: w.verdict.commit, id: workerId, title, body: verdictCard(w) };
+  return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };
 }
 
 function batchPush(engine: Engine, batchId: string) {
@@ -104,6 +113,7 @@ function batchPush(engine: Engine, batchId: string) {
   return {
     repo: rec.repo!,
     commit: res.commit,
+    base: res.base,
     id: batchId,
     title: `Batch ${batchId}: ${workers.length} task${workers.length === 1 ? "" : "s"}`,
     body: batchCard(batchId, res, workers),

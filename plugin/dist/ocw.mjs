@@ -60301,8 +60301,12 @@ function splitCommand(command) {
     words = [];
     return null;
   };
+  let redirEnd = "";
   for (let i2 = 0; i2 < s.length; i2++) {
     const c3 = s[i2];
+    const endsRedir = redirEnd;
+    redirEnd = "";
+    if (c3 === "$" && (s[i2 + 1] === "'" || s[i2 + 1] === '"')) return { ok: false, why: `it uses $'\u2026' or $"\u2026" quoting` };
     if (c3 === "'") {
       const end = s.indexOf("'", i2 + 1);
       if (end < 0) return { ok: false, why: "it has an unterminated quote" };
@@ -60334,12 +60338,12 @@ function splitCommand(command) {
     else if (c3 === " " || c3 === "	") endWord();
     else if (c3 === "\n" || c3 === ";" || c3 === "|" || c3 === "&") {
       let op = c3;
-      if (c3 === "&" && (word.endsWith(">") || word.endsWith("<"))) {
+      if (c3 === "&" && endsRedir) {
         word += c3;
         inWord = true;
         continue;
       }
-      if (c3 === "|" && word.endsWith(">")) {
+      if (c3 === "|" && endsRedir === ">") {
         word += c3;
         inWord = true;
         continue;
@@ -60359,6 +60363,7 @@ function splitCommand(command) {
     } else {
       word += c3;
       inWord = true;
+      if (c3 === "<" || c3 === ">") redirEnd = c3;
     }
   }
   const problem = endCommand("end");
@@ -71926,7 +71931,9 @@ var PushInput = external_exports.object({
   branch: external_exports.string().max(255).optional(),
   /** Open a pull request with `gh` (when installed and signed in), with the verdict card as its body. */
   pr: external_exports.boolean().default(false),
-  title: external_exports.string().max(200).optional()
+  title: external_exports.string().max(200).optional(),
+  /** Push a change that holds flagged files (workflows, hooks, tool configuration…) after the person reviewed them. */
+  acceptFlagged: external_exports.boolean().default(false)
 }).refine((x) => !x.workerId !== !x.batchId, { message: "give a workerId or a batchId (not both)" });
 var PushResult = external_exports.object({
   remote: external_exports.string(),
@@ -75687,6 +75694,12 @@ function verdictLine(v) {
 async function pushWork(engine, input2) {
   const what = input2.workerId ? workerPush(engine, input2.workerId) : batchPush(engine, input2.batchId);
   const { repo, commit, id: id2, body, title } = what;
+  const flags = input2.workerId ? engine.get(input2.workerId).verdict?.flags ?? [] : await flaggedChanges(repo, what.base, commit);
+  if (flags.length && !input2.acceptFlagged)
+    throw new InputError(
+      `${id2}'s change holds flagged files that do more than their diff shows: ${describeFlags(flags)}. Review them, then push with --accept-flagged (nothing was pushed)`,
+      "conflict"
+    );
   const remote = input2.remote.trim();
   if (!remote || remote.startsWith("-") || /[\s\0]/.test(remote))
     throw new InputError(`"${input2.remote}" is not a remote: name one of \`git remote\`, or give its URL`);
@@ -75753,7 +75766,7 @@ function workerPush(engine, workerId) {
     throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
   const title = w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 72);
-  return { repo: w.repo, commit: w.verdict.commit, id: workerId, title, body: verdictCard(w) };
+  return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };
 }
 function batchPush(engine, batchId) {
   const s = engine.batch(batchId);
@@ -75765,6 +75778,7 @@ function batchPush(engine, batchId) {
   return {
     repo: rec.repo,
     commit: res.commit,
+    base: res.base,
     id: batchId,
     title: `Batch ${batchId}: ${workers.length} task${workers.length === 1 ? "" : "s"}`,
     body: batchCard(batchId, res, workers)
@@ -90092,7 +90106,8 @@ var PushInput2 = external_exports.object({
   remote: external_exports.string().min(1).max(2e3).describe("A remote name or URL the person gave."),
   branch: external_exports.string().max(255).optional(),
   pr: external_exports.boolean().optional(),
-  title: external_exports.string().max(200).optional()
+  title: external_exports.string().max(200).optional(),
+  acceptFlagged: external_exports.boolean().optional()
 }).strict();
 var PushOutput = external_exports.object({
   remote: external_exports.string(),
@@ -91017,7 +91032,7 @@ function createMcpServer(opts) {
     "push",
     {
       title: "Push graded work and open a pull request",
-      description: "Push a built worker's graded commit (or batchId's integration commit) to a branch on a remote the person named: never forced, never the default branch; pr opens a pull request with gh, the verdict card as its body. Only when the person asks.",
+      description: "Push a built worker's graded commit (or batchId's integration commit) to a remote the person named: never forced, never the default branch; pr opens a pull request (gh). Flagged files need acceptFlagged, as for merge. Only when the person asks.",
       input: PushInput2,
       output: PushOutput,
       destructive: true
@@ -91715,24 +91730,27 @@ function registerWorkerCommands(program3) {
   });
   program3.command("push").description(
     "push a built worker's graded commit (or --batch ID's integration commit) to a branch on a remote; never forced, never the default branch; --pr opens a pull request with gh"
-  ).argument("[workerId]").option("--batch <batchId>", "push this batch's passed integration commit").requiredOption("--remote <remote>", "a remote's name (see `git remote`) or its URL").option("--branch <branch>", "the branch on the remote (default ocw/<id>)").option("--pr", "open a pull request with gh (when installed and signed in), the verdict card as its body").option("--title <title>", "the pull request's title").option("--json", "print JSON").action(async (id2, o2) => {
-    try {
-      if (!id2 === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
-      const r = await (await client2("push")).workers.push.mutate({
-        ...id2 ? { workerId: id2 } : { batchId: o2.batch },
-        remote: o2.remote,
-        ...o2.branch ? { branch: o2.branch } : {},
-        pr: !!o2.pr,
-        ...o2.title ? { title: o2.title } : {}
-      });
-      if (o2.json) return console.log(JSON.stringify(r, null, 2));
-      console.log(`pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`);
-      if (r.pr) console.log(`pull request: ${r.pr.url}`);
-      if (r.prProblem) console.log(`no pull request: ${r.prProblem}`);
-    } catch (err) {
-      fail(err);
+  ).argument("[workerId]").option("--batch <batchId>", "push this batch's passed integration commit").requiredOption("--remote <remote>", "a remote's name (see `git remote`) or its URL").option("--branch <branch>", "the branch on the remote (default ocw/<id>)").option("--pr", "open a pull request with gh (when installed and signed in), the verdict card as its body").option("--title <title>", "the pull request's title").option("--accept-flagged", "push a change that holds flagged files (workflows, hooks, tool configuration), after reviewing them").option("--json", "print JSON").action(
+    async (id2, o2) => {
+      try {
+        if (!id2 === !o2.batch) throw new CliError("give a worker id, or --batch BATCH_ID (not both)");
+        const r = await (await client2("push")).workers.push.mutate({
+          ...id2 ? { workerId: id2 } : { batchId: o2.batch },
+          remote: o2.remote,
+          ...o2.branch ? { branch: o2.branch } : {},
+          pr: !!o2.pr,
+          ...o2.title ? { title: o2.title } : {},
+          acceptFlagged: !!o2.acceptFlagged
+        });
+        if (o2.json) return console.log(JSON.stringify(r, null, 2));
+        console.log(`pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`);
+        if (r.pr) console.log(`pull request: ${r.pr.url}`);
+        if (r.prProblem) console.log(`no pull request: ${r.prProblem}`);
+      } catch (err) {
+        fail(err);
+      }
     }
-  });
+  );
 }
 function batchText(b) {
   const lines = [`batch ${b.id}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " \xB7 done" : ""}`];

@@ -253,12 +253,17 @@ describe("flagged changes, push and pull request", () => {
     const show = await ocw(["show", workerId]);
     expect(show.stdout).toMatch(/flagged \(merge needs --accept-flagged\): \.npmrc/);
 
-    // Push: the default branch is refused; the worker's own branch is pushed; a PR is opened through gh.
-    const toMain = await ocw(["push", workerId, "--remote", "origin", "--branch", "main"]);
+    // Push: a flagged change needs the acceptance too (a pushed branch runs the remote's CI); nothing is pushed without it.
+    const unaccepted = await ocw(["push", workerId, "--remote", "origin", "--pr"]);
+    expect(unaccepted.code).toBe(1);
+    expect(unaccepted.stderr).toMatch(/flagged files .*\.npmrc .*push with --accept-flagged \(nothing was pushed\)/);
+    expect(git(remote, "branch", "--list", `ocw/${workerId}`)).toBe("");
+    // The default branch is refused; the worker's own branch is pushed; a PR is opened through gh.
+    const toMain = await ocw(["push", workerId, "--remote", "origin", "--branch", "main", "--accept-flagged"]);
     expect(toMain.code).toBe(1);
     expect(toMain.stderr).toMatch(/main is origin's default branch: the engine never pushes there/);
     writeFileSync(ghLog, "");
-    const p = await ocw(["push", workerId, "--remote", "origin", "--pr", "--json"]);
+    const p = await ocw(["push", workerId, "--remote", "origin", "--pr", "--json", "--accept-flagged"]);
     expect(p.code, p.stderr).toBe(0);
     const pushed = JSON.parse(p.stdout);
     expect(pushed).toMatchObject({ branch: `ocw/${workerId}`, commit: w.verdict!.commit, pr: { url: "https://example.invalid/pull/7" }, prProblem: null });
@@ -279,7 +284,7 @@ describe("flagged changes, push and pull request", () => {
     // The same branch again with another commit is refused (never forced).
     const other = git(dir, "-c", "user.name=t", "-c", "user.email=t@t", "commit-tree", "main^{tree}", "-p", "main", "-m", "someone else's");
     git(dir, "push", "-q", "--force", "origin", `${other}:refs/heads/ocw/${workerId}`);
-    const forced = await ocw(["push", workerId, "--remote", "origin"]);
+    const forced = await ocw(["push", workerId, "--remote", "origin", "--accept-flagged"]);
     expect(forced.code).toBe(1);
     expect(forced.stderr).toMatch(/never forces a push/);
 

@@ -288,7 +288,13 @@ export function WorkerDetail({ id }: { id: string }) {
             onSubmit={(e) => {
               e.preventDefault();
               void run("push", async () => {
-                const r = await api.workers.push.mutate({ workerId: id, remote: pushRemote, ...(pushBranch ? { branch: pushBranch } : {}), pr: pushPr });
+                const r = await api.workers.push.mutate({
+                  workerId: id,
+                  remote: pushRemote,
+                  ...(pushBranch ? { branch: pushBranch } : {}),
+                  pr: pushPr,
+                  acceptFlagged,
+                });
                 pushNotice(
                   "info",
                   `pushed ${r.commit.slice(0, 8)} to ${r.remote} ${r.branch}${r.pr ? ` · pull request ${r.pr.url}` : r.prProblem ? ` · no pull request: ${r.prProblem}` : ""}`,
