@@ -86,6 +86,8 @@ export const Grant = z.object({
   askId: z.string(),
   by: DecidedBy,
   createdAt: z.number(),
+  /** When its worker's run ended (settled, stopped, failed): an expired grant answers nothing (shared/grants.ts). */
+  expiredAt: z.number().optional(),
 });
 export type Grant = z.infer<typeof Grant>;
 
@@ -131,7 +133,7 @@ export function grantsFor(ask: PermissionAsk, grants: Grant[]): Grant[] | undefi
   if (!offer.ok) return undefined;
   const found: Grant[] = [];
   for (const p of offer.patterns) {
-    const g = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p);
+    const g = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p && x.expiredAt === undefined);
     if (!g) return undefined;
     found.push(g);
   }

@@ -23,6 +23,8 @@ export type WorkerState = z.infer<typeof WorkerState>;
 export const FINAL_STATES: readonly WorkerState[] = ["built", "honest-failure", "stopped", "interrupted", "error"];
 export const ACTIVE_STATES: readonly WorkerState[] = ["starting", "running", "waiting-approval"];
 export const isFinal = (s: WorkerState) => FINAL_STATES.includes(s);
+/** A worker's grants expire when its run ends: settled (its turn is over), stopped or failed. Not when interrupted by an engine restart (resumed, it goes on). */
+export const GRANT_ENDS: ReadonlySet<WorkerState> = new Set<WorkerState>(["settled", "built", "honest-failure", "stopped", "error"]);
 export const isActive = (s: WorkerState) => ACTIVE_STATES.includes(s);
 
 const Glob = z.string().min(1).max(500);
@@ -108,6 +110,8 @@ export const WorkerEvent = z.discriminatedUnion("type", [
     taskId: z.string().optional(),
     /** One attempt of several at the same task (shared/attempts.ts). */
     attempt: AttemptRef.optional(),
+    /** The worker whose task this one runs again (retry): it stays in that worker's batch, as the same task. */
+    retryOf: z.string().optional(),
   }),
   z.object({ ...base, type: z.literal("worker.state"), state: WorkerState, reason: z.string().optional() }),
   z.object({
@@ -211,6 +215,8 @@ export const Worker = z.object({
   discarded: z.boolean().default(false),
   /** Its attempt group when it is one of several attempts at one task (shared/attempts.ts); null otherwise. */
   attempt: AttemptRef.nullable().default(null),
+  /** The worker whose task it runs again (a retry), or null. */
+  retryOf: z.string().nullable().default(null),
   lastSeq: z.number(),
 });
 export type Worker = z.infer<typeof Worker>;
@@ -285,6 +291,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       grants: [],
       discarded: false,
       attempt: e.attempt ?? null,
+      retryOf: e.retryOf ?? null,
       lastSeq: e.seq,
     };
   }
@@ -298,6 +305,9 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       next.endedAt = isFinal(e.state) ? e.ts : null;
       if (!isActive(e.state)) next.currentTool = null;
       if (e.state === "running") next.stalled = false;
+      // A grant lasts one run of its worker: once the run ends (settled, stopped, failed) it expires (shared/grants.ts).
+      if (GRANT_ENDS.has(e.state) && w.grants.some((g) => g.expiredAt === undefined))
+        next.grants = w.grants.map((g) => (g.expiredAt === undefined ? { ...g, expiredAt: e.ts } : g));
       if (e.state === "running" && w.rounds.length && !w.rounds.at(-1)!.ran) next.rounds = [...w.rounds.slice(0, -1), { ...w.rounds.at(-1)!, ran: true }];
       break;
     case "worker.workspace":
@@ -374,6 +384,7 @@ export function reduceWorker(w: Worker | null, e: WorkerEvent): Worker {
       break;
     case "discarded":
       next.discarded = true;
+      if (w.grants.some((g) => g.expiredAt === undefined)) next.grants = w.grants.map((g) => (g.expiredAt === undefined ? { ...g, expiredAt: e.ts } : g));
       break;
   }
   return next;

@@ -29,7 +29,9 @@ export function registerGrantsCommand(program: Command): void {
         if (o.json) return console.log(JSON.stringify(grants, null, 2));
         if (!grants.length) return console.log('no grants: nothing is answered "always"');
         for (const g of grants)
-          console.log(`${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})`);
+          console.log(
+            `${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})${g.expiredAt === undefined ? "" : "  expired: its worker's run ended"}`,
+          );
       } catch (err) {
         fail(err);
       }

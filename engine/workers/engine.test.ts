@@ -120,6 +120,35 @@ describe("the engine through a fake opencode", { timeout: 90_000 }, () => {
     await engine.close();
   });
 
+  it("a retried batch worker stays in its batch as the same task: the batch counts it once, as its latest retry", async () => {
+    let sessions = 0;
+    const flaky: FakeScript = (prompt, turn) =>
+      /TASK-FLAKY/.test(prompt) && turn === 0 && sessions++ === 0
+        ? [{ fail: "model exploded" }]
+        : [{ write: "a.txt", content: "a\n" }, { text: "OUTCOME: built" }];
+    const { engine } = engineIn(mkdtempSync(path.join(tmp, "s-")), flaky);
+    const r = repo();
+    const { batchId, workerIds } = await engine.startBatch([
+      { task: "TASK-FLAKY", directory: r, checks: [{ file: "a.txt", equals: "a" }] },
+      { task: "TASK-OTHER", directory: r, checks: [{ file: "a.txt", equals: "a" }] },
+    ]);
+    await Promise.all(workerIds.map((id) => until(engine, id, (w) => w.state === "error" || w.state === "built" || pending(w).length > 0)));
+    for (const id of workerIds) for (const a of pending(engine.get(id))) await engine.decide({ askId: a.id, decision: "once" }, { kind: "person" });
+    const failed = workerIds.find((id) => engine.get(id).state === "error")!;
+    expect(failed).toBeDefined();
+    await Promise.all(workerIds.map((id) => until(engine, id, (w) => w.state === "error" || w.state === "built")));
+    expect(engine.batch(batchId)).toMatchObject({ settled: true, built: 1, builtRate: 0.5 });
+    const { retryWorker } = await import("./housekeeping");
+    const { workerId: again } = await retryWorker(engine, failed);
+    expect(engine.get(again)).toMatchObject({ batchId, retryOf: failed });
+    await until(engine, again, (w) => w.state === "built");
+    const b = engine.batch(batchId);
+    expect(b.workerIds).toEqual(expect.arrayContaining([...workerIds, again]));
+    // two tasks, both built: the failed first try of the retried task is not a third task
+    expect(b).toMatchObject({ settled: true, built: 2, builtRate: 1, verdict: "built" });
+    await engine.close();
+  });
+
   it('"always" is never sent to opencode: it hears "once", the engine records a grant, and the grant answers the next ask', async () => {
     const { engine, fake } = engineIn(mkdtempSync(path.join(tmp, "s-")));
     const { workerId } = await engine.start({ task: "TASK-BASH", directory: repo() });

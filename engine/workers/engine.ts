@@ -257,7 +257,7 @@ export class Engine {
   }
 
   /** Validates, creates the worker (queued) and returns its id at once; the work happens in the background. */
-  async start(input: WorkerSpecInput, opts: { batchId?: string } = {}): Promise<{ workerId: string }> {
+  async start(input: WorkerSpecInput, opts: { batchId?: string; retryOf?: string } = {}): Promise<{ workerId: string }> {
     this.requireSandbox();
     const spec = parseInput(WorkerSpec, input);
     const repo = await inspectRepo(spec.directory);
@@ -265,7 +265,7 @@ export class Engine {
     if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec.targetId);
     await preflightTarget(target);
-    return this.create(spec, repo, target, opts.batchId ?? null);
+    return this.create(spec, repo, target, opts.batchId ?? null, undefined, opts.retryOf ? { retryOf: opts.retryOf } : {});
   }
 
   private create(
@@ -274,7 +274,7 @@ export class Engine {
     target: Target,
     batchId: string | null,
     attempt?: AttemptRef,
-    extra: { startFrom?: string; taskId?: string } = {},
+    extra: { startFrom?: string; taskId?: string; retryOf?: string } = {},
   ): { workerId: string } {
     const workerId = newId("w");
     this.reg.record(workerId, {
@@ -286,6 +286,7 @@ export class Engine {
       ...(attempt ? { attempt } : {}),
       ...(extra.startFrom ? { startFrom: extra.startFrom } : {}),
       ...(extra.taskId ? { taskId: extra.taskId } : {}),
+      ...(extra.retryOf ? { retryOf: extra.retryOf } : {}),
     });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
     this.reg.rt(workerId).repo = repo;
@@ -427,10 +428,19 @@ export class Engine {
     const honest = graded.filter((w) => w.verdict!.honest).length;
     const settled = ws.every((w) => isFinal(w.state));
     // A task with attempts counts once: built when its group has a winner (its losers are not failures of the batch).
+    // A retried task counts once too, as its latest retry (retryOf chains back to the first worker of the task).
+    const byId = new Map(ws.map((w) => [w.id, w]));
+    const taskOf = (w: Worker): string => {
+      let x = w;
+      for (let i = 0; x.retryOf && byId.has(x.retryOf) && i < 1000; i++) x = byId.get(x.retryOf)!;
+      return x.attempt?.groupId ?? x.id;
+    };
     const tasks = new Map<string, Worker[]>();
-    for (const w of ws) tasks.set(w.attempt?.groupId ?? w.id, [...(tasks.get(w.attempt?.groupId ?? w.id) ?? []), w]);
+    for (const w of ws) tasks.set(taskOf(w), [...(tasks.get(taskOf(w)) ?? []), w]);
     // A no-op is never built (old logs may say otherwise): it does not count toward the built rate.
-    const built = [...tasks.entries()].filter(([key, t]) => (t[0]!.attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t[0]!.verdict))).length;
+    const built = [...tasks.entries()].filter(([key, t]) =>
+      t[0]!.attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t.reduce((a, b) => (b.createdAt >= a.createdAt ? b : a)).verdict),
+    ).length;
     const summary: BatchSummary = {
       id: batchId,
       workerIds: ws.map((w) => w.id),

@@ -10,8 +10,8 @@ import { inspectRepo } from "../workspace/workspace";
 import type { Engine } from "./engine";
 
 /**
- * Retry: a finished worker that was not built runs its task again as a new worker (fresh workspace, same target, not
- * part of the old batch). The old worker is left as it is (its workspace stays until a discard).
+ * Retry: a finished worker that was not built runs its task again as a new worker (fresh workspace, same target, in
+ * the same batch as the old one). The old worker is left as it is (its workspace stays until a discard).
  */
 export async function retryWorker(engine: Engine, workerId: string): Promise<RetryResult> {
   const w = engine.get(workerId);
@@ -19,7 +19,10 @@ export async function retryWorker(engine: Engine, workerId: string): Promise<Ret
   if (!["honest-failure", "stopped", "interrupted", "error"].includes(w.state)) {
     throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then retry it`, "conflict");
   }
-  const { workerId: id } = await engine.start({ ...w.spec, ...(w.targetId ? { targetId: w.targetId } : {}) });
+  const { workerId: id } = await engine.start(
+    { ...w.spec, ...(w.targetId ? { targetId: w.targetId } : {}) },
+    { retryOf: w.id, ...(w.batchId ? { batchId: w.batchId } : {}) },
+  );
   return { workerId: id, retryOf: workerId };
 }
 

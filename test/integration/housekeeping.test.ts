@@ -133,11 +133,13 @@ describe("housekeeping", () => {
     const retried = await engine.client.workers.get.query({ workerId: out.workerId });
     expect(retried.spec).toEqual({ ...failed.spec, targetId: "scripted" });
     expect(retried.targetId).toBe("scripted");
-    // Not part of the old batch: its rates stay those of the first attempt.
-    expect(retried.batchId).toBeNull();
-    expect((await engine.client.workers.batch.query({ batchId })).workerIds).toEqual([failedId]);
+    // It stays in the old batch, as the same task (the batch counts one task, as its latest retry).
+    expect(retried.batchId).toBe(batchId);
+    expect(retried.retryOf).toBe(failedId);
+    expect((await engine.client.workers.batch.query({ batchId })).workerIds).toEqual([failedId, out.workerId]);
     const again = (await settle(engine.client, [out.workerId], () => "once")).get(out.workerId)!;
     expect(again.state).toBe("honest-failure");
+    expect(await engine.client.workers.batch.query({ batchId })).toMatchObject({ settled: true, built: 0, builtRate: 0 });
     expect(again.worktree).not.toBe(failed.worktree);
     // The old worker is untouched: its workspace stays until a discard.
     expect(existsSync(failed.worktree!)).toBe(true);

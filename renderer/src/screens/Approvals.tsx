@@ -5,19 +5,15 @@ import { errorText } from "../api";
 import { AskCard, decide } from "../components/AskCard";
 import { Empty } from "../components/common";
 import { GrantList } from "../components/Grants";
+import { grantsInView } from "../../../shared/grants";
 import { pushNotice, usePending, useStore } from "../store";
 
 /** Every pending ask across workers, oldest first. Keys: j/k move, a approve once, A always allow, r reject. */
 export function Approvals({ focus }: { focus?: string }) {
   const pending = usePending();
   const workers = useStore((s) => s.workers);
-  const grants = useMemo(
-    () =>
-      Object.values(workers)
-        .flatMap((w) => w.grants)
-        .sort((a, b) => b.createdAt - a.createdAt),
-    [workers],
-  );
+  // Only grants in force: those of finished workers expired with their run (and would name their workspaces).
+  const grants = useMemo(() => grantsInView(Object.values(workers).flatMap((w) => w.grants)), [workers]);
   const [selectedId, setSelectedId] = useState<string | null>(focus ?? null);
   const listRef = useRef<HTMLUListElement>(null);
   // A deep link (ocw://ask/ID, a card's ask badge) only focuses an ask: the single-key decisions (a, A, r) stay off until
@@ -109,7 +105,7 @@ export function Approvals({ focus }: { focus?: string }) {
           Grants{" "}
           <span className="muted small">· “always” answers the engine holds, per worker; revoke one and that worker's later asks wait for you again</span>
         </h2>
-        <GrantList grants={grants} label="All grants" />
+        <GrantList grants={grants.shown} expiredLeftOut={grants.expired} label="All grants" worktreeOf={(id) => workers[id]?.worktree} />
       </section>
     </div>
   );

@@ -485,7 +485,7 @@ export function WorkerDetail({ id }: { id: string }) {
           <h2>
             Grants <span className="muted small">· “always” answers the engine gives this worker's matching asks</span>
           </h2>
-          <GrantList grants={w.grants} showWorker={false} label={`grants of ${w.id}`} />
+          <GrantList grants={w.grants} showWorker={false} label={`grants of ${w.id}`} worktreeOf={() => w.worktree} />
         </section>
       )}
 

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import type { SetupJob, SetupPhase, SetupStartInput } from "../../../../shared/setup";
 import { api, errorText } from "../../api";
 import { refreshTargets } from "../../store";
-import { gib } from "./format";
+import { gib, phaseChip } from "./format";
 import { VerifyChecklist } from "./VerifyChecklist";
 import { Clip } from "./Clip";
 
@@ -128,12 +128,12 @@ export function StartStatus({ job, error }: { job: SetupJob | null; error: strin
   );
 }
 
-function PhaseRow({ p, failureCause }: { p: SetupPhase; failureCause?: string }) {
-  const tone = p.status === "done" ? "ok" : p.status === "failed" ? "bad" : p.status === "running" ? "busy" : "idle";
+function PhaseRow({ p, failureCause, outcome }: { p: SetupPhase; failureCause?: string; outcome?: NonNullable<SetupJob["result"]>["outcome"] }) {
+  const chip = phaseChip(p, outcome);
   const pr = p.progress;
   return (
     <li className={`phase phase-${p.status}`} aria-label={`${LABEL[p.name]}: ${p.status}`}>
-      <span className={`chip chip-${tone}`}>{p.status}</span> <strong>{LABEL[p.name]}</strong>{" "}
+      <span className={`chip chip-${chip.tone}`}>{chip.text}</span> <strong>{LABEL[p.name]}</strong>{" "}
       {p.ms !== null && <span className="small muted">{secs(p.ms)}</span>}
       {/* a failed phase's detail is the failure's cause, said once below */}
       {p.detail && !(p.status === "failed" && p.detail === failureCause) && (
@@ -178,7 +178,7 @@ export function StartProgress({ job, onCancel }: { job: SetupJob; onCancel: () =
       )}
       <ol className="phases" aria-label="Start phases">
         {job.phases.map((p) => (
-          <PhaseRow key={p.name} p={p} failureCause={job.failure?.cause} />
+          <PhaseRow key={p.name} p={p} failureCause={job.failure?.cause} outcome={r?.outcome} />
         ))}
       </ol>
       {job.state === "running" && (

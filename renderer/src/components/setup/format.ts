@@ -23,3 +23,16 @@ export const PLACEMENT: Record<Placement, { label: string; tone: "ok" | "warn" }
 export function sh(word: string): string {
   return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
+
+/**
+ * A start phase's chip: its status, except that Verify is not green when the verdict is not "built" (an underpowered or
+ * unverified model finished verifying, but did not pass it).
+ */
+export function phaseChip(
+  p: { name: string; status: "pending" | "running" | "done" | "failed" | "skipped" },
+  outcome?: "built" | "underpowered" | "cannot-build" | "unverified" | null,
+): { tone: "ok" | "warn" | "bad" | "busy" | "idle"; text: string } {
+  if (p.name === "verify" && p.status === "done" && outcome && outcome !== "built") return { tone: outcome === "cannot-build" ? "bad" : "warn", text: outcome };
+  const tone = p.status === "done" ? "ok" : p.status === "failed" ? "bad" : p.status === "running" ? "busy" : "idle";
+  return { tone, text: p.status };
+}
