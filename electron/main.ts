@@ -10,6 +10,7 @@ import { DEEP_LINK_SCHEME, deepLinkFromArgv, deepLinkHash, noteFor, PendingAsks,
 import type { EngineEvent } from "../shared/events";
 import { stateDir } from "../engine/store/paths";
 import { desktopClient, ensureEngine, followEvents, type EngineInfo } from "./engine-link";
+import { openWorker } from "./open-worker";
 
 /** The Content-Security-Policy the engine serves the UI with; enforced here too in case a response lacks it. */
 export const CSP =
@@ -91,6 +92,12 @@ async function start(): Promise<void> {
     if (!isOurs(e.senderFrame?.url) || !win) return null;
     const r = await dialog.showOpenDialog(win, { properties: ["openDirectory"], title: "Choose a git repository" });
     return r.canceled ? null : (r.filePaths[0] ?? null);
+  });
+  // A worker's workspace in the file manager, an editor or a terminal: the page names the worker, the engine gives the
+  // folder (only ever one of its workspaces), this process opens it (electron/open-worker.ts).
+  ipcMain.handle("ocw:open-worker", async (e, workerId: unknown, how: unknown) => {
+    if (!isOurs(e.senderFrame?.url)) return { ok: false, detail: "refused" };
+    return openWorker(desktopClient(engine!), workerId, how, (p) => shell.openPath(p));
   });
   Menu.setApplicationMenu(Menu.buildFromTemplate(menuTemplate()));
   createWindow();

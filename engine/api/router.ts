@@ -30,6 +30,7 @@ import { AttemptGroupRef } from "../../shared/attempts";
 import { ledger } from "../../shared/ledger";
 import { firstIssue } from "../../shared/issues";
 import { PolicyRule, type DecidedBy } from "../../shared/permission";
+import { explainPolicy } from "../approvals/inspect";
 import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
@@ -176,6 +177,8 @@ export const appRouter = t.router({
   workers: t.router({
     list: proc.input(ListInput).query(({ ctx, input }) => listWorkers(ctx.engine.list(), input ?? {})),
     get: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.get(input.workerId)),
+    /** The worker's workspace path to open on the desktop (folder, editor, terminal) or copy: only ever a workspace of the engine's. */
+    workspace: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.workspaceToOpen(input.workerId)),
     start: proc.input(StartInput).mutation(({ ctx, input }) => ctx.engine.start(input)),
     startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks, input.integration)),
     /** N attempts of one task over `targets` in turn: one attempt group; the engine picks the winner and stops the rest. */
@@ -230,6 +233,10 @@ export const appRouter = t.router({
   policies: t.router({
     get: proc.query(({ ctx }) => ctx.engine.policies()),
     set: proc.input(z.object({ rules: z.array(PolicyRule).max(200) })).mutation(({ ctx, input }) => ctx.engine.setPolicies(input.rules)),
+    /** The rule builder's check: which of these (unsaved) rules would answer a sample ask, as the engine decides. */
+    explain: proc
+      .input(z.object({ rules: z.array(PolicyRule).max(200), tool: z.string().min(1).max(100), what: z.string().max(8000) }))
+      .query(({ input }) => explainPolicy(input.rules, { tool: input.tool, what: input.what })),
   }),
   /** Model setup (issue 13): hardware as the planner sees it, the catalog with this machine's fit, the fit itself. */
   setup: t.router({

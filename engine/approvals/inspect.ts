@@ -105,3 +105,48 @@ export function ruleMatches(ask: Pick<PermissionAsk, "tool" | "what">, rule: { p
   if (rule.decision === "reject") return isMatch(ask.what) || (split.ok && split.commands.some(isMatch));
   return split.ok && split.commands.every(isMatch);
 }
+
+/**
+ * The rule that answers an ask among `rules` (in order): a rejecting rule wins over approving ones, else the first
+ * matching rule. A rule names one tool or "*" (any). Questions are never answered by a rule (the queue never asks).
+ */
+export function pickRule<R extends { tool: string; pattern: string; decision: string }>(
+  rules: readonly R[],
+  ask: Pick<PermissionAsk, "tool" | "what">,
+): R | undefined {
+  const hits = rules.filter((r) => (r.tool === "*" || r.tool === ask.tool) && ruleMatches(ask, r));
+  return hits.find((r) => r.decision === "reject") ?? hits[0];
+}
+
+/** What the rule builder shows for a sample ask: its simple commands (shell), which rules match it, and which one answers. */
+export interface PolicyExplanation {
+  /** A shell command's simple commands, each with the rules (indexes) that match it alone; null for other tools. */
+  parts: { command: string; rules: number[] }[] | null;
+  /** Why a shell command cannot be split with certainty (then no approving rule answers it), or null. */
+  unsplittable: string | null;
+  /** Per rule: whether it matches this ask (for its tool and decision, as the engine decides). */
+  matches: boolean[];
+  /** The rule that answers (its index and decision), or null: the ask waits for a person. */
+  answer: { index: number; decision: string } | null;
+}
+
+export function explainPolicy(
+  rules: readonly { tool: string; pattern: string; decision: string }[],
+  ask: Pick<PermissionAsk, "tool" | "what">,
+): PolicyExplanation {
+  const forTool = (r: { tool: string }) => r.tool === "*" || r.tool === ask.tool;
+  const matches = rules.map((r) => forTool(r) && ruleMatches(ask, r));
+  const picked = pickRule(rules, ask);
+  let parts: PolicyExplanation["parts"] = null;
+  let unsplittable: string | null = null;
+  if (ask.tool === "bash") {
+    const split = splitCommand(ask.what);
+    if (split.ok)
+      parts = split.commands.map((command) => ({
+        command,
+        rules: rules.flatMap((r, i) => (forTool(r) && picomatch.isMatch(command, r.pattern, { dot: true, bash: true }) ? [i] : [])),
+      }));
+    else unsplittable = split.why;
+  }
+  return { parts, unsplittable, matches, answer: picked ? { index: rules.indexOf(picked), decision: picked.decision } : null };
+}

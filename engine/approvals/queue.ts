@@ -8,7 +8,7 @@ import { Decision, rejectionMessage, type DecidedBy, type Grant, type Permission
 import { pendingAsks, type Worker } from "../../shared/worker";
 import type { WorkerRegistry } from "../workers/registry";
 import { readJson, writeJsonAtomic } from "../store/json-file";
-import { grantFor, grantOffer, inspectAsk, realLocation, ruleMatches } from "./inspect";
+import { grantFor, grantOffer, inspectAsk, realLocation, pickRule } from "./inspect";
 import { writesOutside } from "./worktree-guard";
 
 /**
@@ -336,8 +336,7 @@ export class Approvals {
   private policyFor(ask: PermissionAsk): PolicyRule | undefined {
     // A rejecting rule wins over an approving one; an approving rule answers a shell command only when it matches
     // every simple command of it (inspect.ts ruleMatches).
-    const rules = this.policies().filter((r) => (r.tool === "*" || r.tool === ask.tool) && ruleMatches(ask, r));
-    return rules.find((r) => r.decision === "reject") ?? rules[0];
+    return pickRule(this.policies(), ask);
   }
 }
 

@@ -39,6 +39,7 @@ import { WorkspaceLifecycle } from "./lifecycle";
 import { preflightTarget, unreachable } from "./preflight";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
+import { workspaceToOpen } from "./open";
 import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
 import { ReplyTrack } from "./replies";
@@ -229,6 +230,11 @@ export class Engine {
 
   get(id: string): Worker {
     return this.reg.get(id);
+  }
+
+  /** The worker's workspace, for a client to open on the desktop (engine/workers/open.ts): validated, never a client's path. */
+  workspaceToOpen(id: string): { workerId: string; path: string } {
+    return workspaceToOpen(this.reg.get(id), this.reg.workspacesRoot);
   }
 
   pendingAsks(): (PermissionAsk & { ageSec: number })[] {

@@ -4,7 +4,8 @@ export interface DesktopBridge {
   engineUrl: string;
   token: string;
   pickDirectory(): Promise<string | null>;
-  openPath?(path: string): Promise<string>;
+  /** Opens a worker's workspace in the file manager, an editor or a terminal (the main process gets the folder from the engine). */
+  openWorker?(workerId: string, how: "folder" | "editor" | "terminal"): Promise<{ ok: boolean; path?: string; detail: string }>;
   /** A native notification (Electron's, shown by the main process) that brings the window to `note.hash` when clicked. */
   notify?(note: DesktopNote): Promise<void> | void;
 }

@@ -1,7 +1,6 @@
 import { useEffect, useState } from "react";
 import { api } from "../api";
-import type { PolicyRule } from "../../../shared/permission";
-import { errorText } from "../api";
+import { PolicyBuilder } from "../components/PolicyBuilder";
 import { CopyField } from "../components/common";
 import { permission, playTone, requestPermission, setNotifySettings, useNotifySettings, type NotifySettings, type Permission } from "../notify";
 
@@ -16,22 +15,9 @@ export function Settings() {
     });
   }, []);
   const [clients, setClients] = useState<{ kind: string; name: string; lastSeen: number; requests: number }[]>([]);
-  const [rules, setRules] = useState("");
-  const [rulesMsg, setRulesMsg] = useState<string | null>(null);
   useEffect(() => {
     void api.clients.query().then(setClients);
-    void api.policies.get.query().then((r) => setRules(JSON.stringify(r, null, 2)));
   }, []);
-  const savePolicies = async () => {
-    try {
-      const parsed = JSON.parse(rules || "[]") as PolicyRule[];
-      const saved = await api.policies.set.mutate({ rules: parsed });
-      setRules(JSON.stringify(saved, null, 2));
-      setRulesMsg(`Saved ${saved.length} rule(s).`);
-    } catch (err) {
-      setRulesMsg(err instanceof SyntaxError ? `Not valid JSON: ${err.message}` : errorText(err));
-    }
-  };
   const abs = root.trim() || "/path/to/opencode-worker";
   const cmd = `claude mcp add opencode-worker -- node ${abs.replace(/\/+$/, "")}/dist/ocw.mjs mcp`;
 
@@ -68,25 +54,11 @@ export function Settings() {
       <section className="panel" aria-label="Approval policies">
         <h2>Approval policies</h2>
         <p className="small">
-          Off by default: every permission ask waits for a person (or Claude). Rules live in <code>policies.json</code> in the engine's state directory, e.g.{" "}
-          <code>{`[{"tool":"bash","pattern":"npm test*","decision":"once"}]`}</code> (decision: <code>once</code>, <code>always</code> or <code>reject</code>; a
-          rejecting rule wins over approving ones, otherwise the first matching rule answers, and its text is recorded as who decided). A shell command is
-          matched per simple command: an approving rule answers only when it matches every part of <code>;</code>, <code>&amp;&amp;</code>, <code>||</code>,{" "}
-          <code>|</code>, <code>&amp;</code> and line breaks, and never a command it cannot split with certainty (<code>$(…)</code>, backticks, subshells,
-          comments, invisible characters).
+          Off by default: every permission ask waits for a person (or Claude). A rule answers asks of one tool (or <code>*</code>, any) whose command, path or
+          URL matches its pattern; a rejecting rule wins over approving ones, otherwise the first matching rule answers, and its text is recorded as who
+          decided. Kept in <code>policies.json</code> in the engine's state directory.
         </p>
-        <label className="field">
-          <span>Rules (JSON)</span>
-          <textarea aria-label="Policy rules" rows={6} spellCheck={false} value={rules} onChange={(e) => setRules(e.target.value)} />
-        </label>
-        <button type="button" className="btn" onClick={() => void savePolicies()}>
-          Save policies
-        </button>
-        {rulesMsg && (
-          <p className="small" role="status">
-            {rulesMsg}
-          </p>
-        )}
+        <PolicyBuilder />
       </section>
       <section className="panel" aria-label="Engine">
         <h2>Engine</h2>

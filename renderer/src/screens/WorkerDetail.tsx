@@ -239,16 +239,7 @@ export function WorkerDetail({ id }: { id: string }) {
               Discard…
             </button>
           )}
-          {desktop?.openPath && w.worktree && !w.discarded && (
-            <button type="button" className="btn" onClick={() => void desktop!.openPath!(w.worktree!)}>
-              Open folder
-            </button>
-          )}
-          {!desktop && w.worktree && !w.discarded && (
-            <span className="small muted" title="worktree">
-              worktree <code>{w.worktree}</code>
-            </span>
-          )}
+          {w.worktree && !w.discarded && <OpenWorkspace workerId={w.id} worktree={w.worktree} />}
           {busy && <span className="small muted">{busy}…</span>}
         </div>
         {error && (
@@ -774,5 +765,60 @@ function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").
         </div>
       ))}
     </section>
+  );
+}
+
+/**
+ * The worker's workspace on the desktop: in the app, its folder, an editor or a terminal (the main process asks the
+ * engine for the folder by worker id; the page never hands it a path); in a browser, its path copied.
+ */
+function OpenWorkspace({ workerId, worktree }: { workerId: string; worktree: string }) {
+  const [busy, setBusy] = useState(false);
+  const open = async (how: "folder" | "editor" | "terminal") => {
+    setBusy(true);
+    try {
+      const r = await desktop!.openWorker!(workerId, how);
+      if (r.ok) pushNotice("info", `Opened the workspace of ${workerId} (${r.detail})`);
+      else pushNotice("error", `Could not open the workspace of ${workerId}: ${r.detail}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const copy = async () => {
+    setBusy(true);
+    try {
+      const { path } = await api.workers.workspace.query({ workerId });
+      try {
+        await navigator.clipboard.writeText(path);
+        pushNotice("info", `Copied the workspace path: ${path}`);
+      } catch {
+        pushNotice("info", `This browser refused the clipboard; the workspace path is ${path}`);
+      }
+    } catch (err) {
+      pushNotice("error", `No workspace to copy: ${errorText(err)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (desktop?.openWorker)
+    return (
+      <span className="open-ws" role="group" aria-label="Open the workspace">
+        <button type="button" className="btn" disabled={busy} onClick={() => void open("folder")}>
+          Open folder
+        </button>
+        <button type="button" className="btn" disabled={busy} onClick={() => void open("editor")}>
+          Open in editor
+        </button>
+        <button type="button" className="btn" disabled={busy} onClick={() => void open("terminal")}>
+          Open terminal
+        </button>
+      </span>
+    );
+  return (
+    <span className="open-ws" role="group" aria-label="Open the workspace">
+      <button type="button" className="btn" disabled={busy} title={worktree} onClick={() => void copy()}>
+        Copy workspace path
+      </button>
+    </span>
   );
 }

@@ -1,0 +1,81 @@
+// Opening a worker's workspace from the desktop app: the folder comes from the engine (workers.workspace validates
+// that it is a workspace of the engine's), never from the page; the editor / terminal command is shared/open-with.ts.
+// No `electron` import: main.ts passes shell.openPath in, so this runs in plain Node too.
+import { spawn } from "node:child_process";
+import { accessSync, constants } from "node:fs";
+import path from "node:path";
+import { launchesFor, type Launch, type OpenHow } from "../shared/open-with";
+import type { EngineClient } from "../engine/api/client";
+
+export interface OpenResult {
+  ok: boolean;
+  path?: string;
+  /** What ran (the program's name), or why nothing did. */
+  detail: string;
+}
+
+/** The program on PATH (or as given, when it names a path) that can run, or null. */
+export function findProgram(command: string, env: NodeJS.ProcessEnv = process.env, platform = process.platform): string | null {
+  const exts = platform === "win32" ? ["", ...(env.PATHEXT ?? ".EXE;.CMD;.BAT").split(";")] : [""];
+  const ok = (p: string) => {
+    try {
+      accessSync(p, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (command.includes("/") || (platform === "win32" && command.includes("\\"))) return ok(command) ? command : null;
+  for (const d of (env.PATH ?? "").split(path.delimiter).filter(Boolean))
+    for (const e of exts) if (ok(path.join(d, command + e))) return path.join(d, command + e);
+  return null;
+}
+
+function run(l: Launch, program: string, env: NodeJS.ProcessEnv): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, l.args, { cwd: l.cwd, env, detached: true, stdio: "ignore", shell: false, windowsHide: false });
+    child.once("error", reject);
+    child.once("spawn", () => {
+      child.unref();
+      resolve();
+    });
+  });
+}
+
+export async function openWorker(
+  client: Pick<EngineClient, "workers">,
+  workerId: unknown,
+  how: unknown,
+  openPath: (p: string) => Promise<string>,
+  env: NodeJS.ProcessEnv = process.env,
+  platform: string = process.platform,
+): Promise<OpenResult> {
+  if (typeof workerId !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(workerId)) return { ok: false, detail: "not a worker id" };
+  if (how !== "folder" && how !== "editor" && how !== "terminal") return { ok: false, detail: "open a folder, an editor or a terminal" };
+  let dir: string;
+  try {
+    dir = (await client.workers.workspace.query({ workerId })).path;
+  } catch (err) {
+    return { ok: false, detail: (err as Error).message };
+  }
+  if (how === "folder") {
+    const problem = await openPath(dir);
+    return problem ? { ok: false, path: dir, detail: problem } : { ok: true, path: dir, detail: "the file manager" };
+  }
+  const tried: string[] = [];
+  for (const l of launchesFor(how as Exclude<OpenHow, "folder">, dir, env, platform)) {
+    const program = findProgram(l.command, env, platform as NodeJS.Platform);
+    if (!program) {
+      tried.push(l.command);
+      continue;
+    }
+    try {
+      await run(l, program, env);
+      return { ok: true, path: dir, detail: path.basename(l.command) };
+    } catch (err) {
+      tried.push(`${l.command} (${(err as Error).message})`);
+    }
+  }
+  const hint = how === "editor" ? "set $VISUAL or $EDITOR, or install VS Code's `code` command" : "set $TERMINAL to your terminal";
+  return { ok: false, path: dir, detail: `none of ${tried.join(", ")} could start: ${hint}` };
+}
