@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LlamaBuildJob } from "./llama-build";
 import { SetupJob } from "./setup";
 import { WorkerEvent } from "./worker";
 
@@ -28,6 +29,8 @@ export const TransientEvent = z.discriminatedUnion("type", [
   z.object({ type: z.literal("notice"), level: z.enum(["info", "warn", "error"]), message: z.string(), ts: z.number() }),
   /** A model start on the engine's machine (setup.start): the whole job after each change (phases, progress, checks). */
   z.object({ type: z.literal("setup"), job: SetupJob, ts: z.number() }),
+  /** A llama-server build on the engine's machine (setup.buildLlama): the whole job after each change. */
+  z.object({ type: z.literal("llama-build"), job: LlamaBuildJob, ts: z.number() }),
   /** A batch changed beside its workers' events: a task started after its dependencies, was skipped, or the integration ran. */
   z.object({ type: z.literal("batch"), batchId: z.string(), ts: z.number() }),
   /** The cursor a client resumed from can no longer be replayed (engine restarted, or too old): refetch state. */

@@ -31,6 +31,7 @@ import { ledger } from "../../shared/ledger";
 import { firstIssue } from "../../shared/issues";
 import { PolicyRule, type DecidedBy } from "../../shared/permission";
 import { explainPolicy } from "../approvals/inspect";
+import { cancelLlamaBuild, llamaBuildJob, startLlamaBuild } from "../serving/llama-build";
 import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
@@ -259,6 +260,10 @@ export const appRouter = t.router({
       return setupStartApi(input, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
     }),
     /** A model start by id, or the latest (null when none ran since the engine started). */
+    /** "Build one": scripts/build-llama-server.sh as a job; progress arrives as `llama-build` events (and from buildJob). */
+    buildLlama: proc.mutation(({ ctx }) => startLlamaBuild((job) => ctx.engine.bus.publish({ type: "llama-build", job, ts: Date.now() }))),
+    buildJob: proc.input(z.object({ jobId: z.string().optional() }).optional()).query(({ input }) => llamaBuildJob(input?.jobId)),
+    buildCancel: proc.input(z.object({ jobId: z.string().min(1, "jobId is required") })).mutation(({ input }) => cancelLlamaBuild(input.jobId)),
     job: proc.input(z.object({ jobId: z.string().optional() }).optional()).query(({ input }) => {
       return setupJobApi(input?.jobId);
     }),

@@ -3,6 +3,7 @@
 import { useCallback, useEffect, useState } from "react";
 import type { CatalogView, FitResult } from "../../../shared/fit";
 import { api, errorText } from "../api";
+import { BuildLlama } from "../components/setup/BuildLlama";
 import { CatalogTable } from "../components/setup/CatalogTable";
 import { EndpointForm } from "../components/setup/EndpointForm";
 import { ctxText } from "../components/setup/format";
@@ -165,16 +166,19 @@ export function Setup() {
                 ))}
               </select>
             </label>
-            <label className="field">
-              <span>llama-server binary (optional: an absolute path on the engine's machine; empty: the one found, else the prebuilt release)</span>
-              <input
-                name="llamaServer"
-                value={llamaPath}
-                placeholder="/opt/llama.cpp/build/bin/llama-server"
-                onChange={(e) => setLlamaPath(e.target.value)}
-                spellCheck={false}
-              />
-            </label>
+            <div className="llama-path">
+              <label className="field">
+                <span>llama-server binary (optional: an absolute path on the engine's machine; empty: the one found, else the prebuilt release)</span>
+                <input
+                  name="llamaServer"
+                  value={llamaPath}
+                  placeholder="/opt/llama.cpp/build/bin/llama-server"
+                  onChange={(e) => setLlamaPath(e.target.value)}
+                  spellCheck={false}
+                />
+              </label>
+              <BuildLlama onBuilt={setLlamaPath} />
+            </div>
           </div>
           {loading && <p role="status">Planning with the engine…</p>}
           {!loading && fit && fit.pick && (
