@@ -40,6 +40,11 @@ export interface E2EEngine {
   client: EngineClient;
   stderr: () => string;
   kill(): Promise<void>;
+  /**
+   * `ocw stop` as a person does it (the engine's shutdown): the model servers it started stop with it, their
+   * `ocw serving supervise` processes too — a SIGTERM (kill) leaves those running. SIGTERM after 20 s as a last resort.
+   */
+  stop(): Promise<void>;
 }
 
 export async function startEngine(stateDir = tempDir("state"), env: NodeJS.ProcessEnv = {}): Promise<E2EEngine> {
@@ -73,6 +78,16 @@ export async function startEngine(stateDir = tempDir("state"), env: NodeJS.Proce
         if (proc.exitCode !== null || proc.signalCode) return resolve();
         proc.once("exit", () => resolve());
         proc.kill("SIGTERM");
+      }),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null || proc.signalCode) return resolve();
+        const last = setTimeout(() => proc.kill("SIGTERM"), 20_000);
+        proc.once("exit", () => {
+          clearTimeout(last);
+          resolve();
+        });
+        client.shutdown.mutate().catch(() => proc.kill("SIGTERM"));
       }),
   };
 }

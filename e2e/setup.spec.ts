@@ -3,7 +3,7 @@
 // this machine (CPU only, 2×24 GB), capture a running server (the scripted model: one that works, one that refuses
 // tools, a dead URL), an API provider (unset key, verified, saved unverified by choice). Screenshots in
 // test-results/screenshots/setup-*.png.
-import { writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect, test, type Locator, type Page } from "@playwright/test";
 import { startScriptedModel, toolCall, type ScriptedModel } from "../test/fixtures/scripted-model";
@@ -99,7 +99,8 @@ test.beforeAll(async () => {
 });
 
 test.afterAll(async () => {
-  for (const e of engines) await e.kill();
+  // `ocw stop`, not a bare SIGTERM: the model servers an engine started (and their supervisors) stop with it
+  for (const e of engines) await e.stop();
   for (const m of models) await m.close();
   cleanup(...dirs);
 });
@@ -328,7 +329,43 @@ test("run a model here: Start downloads, loads, warms up, verifies live and chec
     await expect(start.getByRole("status")).toContainText(/built.*saved and active/);
     await expect(page.getByRole("region", { name: "Saved targets" })).toContainText("llamacpp-qwen3.6-27b");
     await shot(page, "start-done", start);
+    // The teardown leaves nothing behind: stopping the engine as a person does (`ocw stop`) stops the server it started
+    // and its `ocw serving supervise` process (a bare SIGTERM of the engine left both running after the run).
+    const recs = JSON.parse(readFileSync(path.join(e.stateDir, "serving.json"), "utf8")) as { pid: number; supervisorPid?: number | null }[];
+    const pids = recs.flatMap((r) => [r.pid, r.supervisorPid ?? 0]).filter((p) => p > 0);
+    expect(recs.some((r) => r.supervisorPid)).toBe(true);
+    expect(pids.every(alive)).toBe(true);
+    expect(supervisorsOf(e.stateDir).length).toBeGreaterThan(0);
+    await e.stop();
+    await expect.poll(() => pids.filter(alive), { timeout: 30_000 }).toEqual([]);
+    await expect.poll(() => supervisorsOf(e.stateDir), { timeout: 30_000 }).toEqual([]);
   } finally {
     hub.close();
   }
 });
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    // a zombie (exited, not reaped yet) is gone for our purpose
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+};
+
+/** `ocw serving supervise` processes of this state dir still running (found by command line and environment in /proc). */
+function supervisorsOf(stateDir: string): number[] {
+  const found: number[] = [];
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0");
+      if (!(cmd.includes("serving") && cmd.includes("supervise"))) continue;
+      if (readFileSync(`/proc/${d}/environ`, "utf8").split("\0").includes(`OCW_STATE_DIR=${stateDir}`) && alive(Number(d))) found.push(Number(d));
+    } catch {
+      /* gone meanwhile, or not ours to read */
+    }
+  }
+  return found;
+}
