@@ -15,7 +15,8 @@ export function BuildLlama({ onBuilt }: { onBuilt: (path: string) => void }) {
   const accept = useCallback(
     (j: LlamaBuildJob | null) => {
       if (!j || (mine.current && j.jobId !== mine.current)) return;
-      setJob(j);
+      // answers and events of one job can cross: an ended job never goes back to running
+      setJob((prev) => (prev && prev.jobId === j.jobId && prev.state !== "running" && j.state === "running" ? prev : j));
       if (j.state === "done" && j.path && filled.current !== j.jobId && mine.current === j.jobId) {
         filled.current = j.jobId;
         onBuilt(j.path);
