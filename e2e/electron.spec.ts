@@ -43,7 +43,10 @@ test("Electron shell: one hardened window on the engine's UI, preload exposes on
     await expect(win.getByRole("heading", { name: "Workers" })).toBeVisible({ timeout: 60_000 });
     expect(new URL(win.url()).hostname).toBe("127.0.0.1");
     const bridge = await win.evaluate("({ keys: Object.keys(window.ocw ?? {}).sort(), hasRequire: typeof require, hasProcess: typeof process })");
-    expect(bridge).toEqual({ keys: ["engineUrl", "notify", "pickDirectory", "token"], hasRequire: "undefined", hasProcess: "undefined" });
+    expect(bridge).toEqual({ keys: ["engineUrl", "notify", "openWorker", "pickDirectory", "token"], hasRequire: "undefined", hasProcess: "undefined" });
+    // opening a workspace takes a worker id, never a path: a path is refused before the engine is asked, an unknown id by the engine
+    expect(await win.evaluate("window.ocw.openWorker('/etc', 'folder')")).toEqual({ ok: false, detail: "not a worker id" });
+    expect(await win.evaluate("window.ocw.openWorker('w_nope', 'terminal')")).toMatchObject({ ok: false, detail: expect.stringMatching(/w_nope/) });
     const prefs = await app.evaluate(({ BrowserWindow }) => {
       const w = BrowserWindow.getAllWindows()[0]!;
       // Not in the public typings, but present in Electron's main process.

@@ -193,7 +193,7 @@ test("grants expire when their worker settles; no absolute workspace path is sho
     // the browser's "open the folder": the engine's workspace path, copied
     await page.getByRole("button", { name: "Copy workspace path" }).click();
     await expect(page.locator(".notices")).toContainText(`Copied the workspace path: ${w.worktree}`);
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(w.worktree);
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(w.worktree);
     await mine.scrollIntoViewIfNeeded();
     await shot(page, vp, "grants-expired");
   }

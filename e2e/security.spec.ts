@@ -68,12 +68,14 @@ test("navigation and new windows are blocked; IPC answers only the engine's own 
   expect(guarded).toEqual(handlers);
 });
 
-test("the preload exposes only the engine URL, the token, a directory picker and a desktop notification", () => {
+test("the preload exposes only the engine URL, the token, a directory picker, a desktop notification and opening a worker's workspace by id", () => {
   const preload = read("electron/preload.ts");
   expect(preload.match(/exposeInMainWorld\(/g)).toHaveLength(1);
   const body = /exposeInMainWorld\("ocw",\s*\{([\s\S]*?)\n\}\);/.exec(preload)?.[1] ?? "";
   const keys = [...body.matchAll(/^\s{2}(\w+):/gm)].map((m) => m[1]).sort();
-  expect(keys).toEqual(["engineUrl", "notify", "pickDirectory", "token"]);
+  expect(keys).toEqual(["engineUrl", "notify", "openWorker", "pickDirectory", "token"]);
+  // a worker id and how to open it cross the bridge, never a path (the main process asks the engine for the folder)
+  expect(/openWorker:\s*\(workerId: string, how: "folder" \| "editor" \| "terminal"\)/.test(body)).toBe(true);
   for (const m of preload.matchAll(/ipcRenderer\.(\w+)\(("[^"]*")?/g)) {
     expect(m[1]).toMatch(/^(invoke|sendSync)$/);
     expect(m[2]).toMatch(/^"ocw:/);
