@@ -474,7 +474,11 @@ export function WorkerDetail({ id }: { id: string }) {
       {w.grants.length > 0 && (
         <section className="panel" aria-label="Grants of this worker">
           <h2>
-            Grants <span className="muted small">· “always” answers the engine gives this worker's matching asks</span>
+            Grants{" "}
+            <span className="muted small">
+              · “always” answers the engine gives this worker's matching asks
+              {w.grants.every((g) => g.expiredAt !== undefined) ? " — expired: they lasted the run that ended" : ", for this run only"}
+            </span>
           </h2>
           <GrantList grants={w.grants} showWorker={false} label={`grants of ${w.id}`} worktreeOf={() => w.worktree} />
         </section>
