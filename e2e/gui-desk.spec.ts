@@ -197,8 +197,14 @@ test("grants expire when their worker settles; no absolute workspace path is sho
     await mine.scrollIntoViewIfNeeded();
     await shot(page, vp, "grants-expired");
   }
+  // Discard's confirmation opens with the focus on Cancel, never on the destructive button
+  const last = pages.at(-1)!;
+  await last.getByRole("button", { name: "Discard…" }).click();
+  const dialog = last.getByRole("dialog", { name: "Confirm discard" });
+  await expect(dialog.getByRole("button", { name: "Cancel" })).toBeFocused();
+  await dialog.getByRole("button", { name: "Discard", exact: true }).click();
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).discarded, { timeout: 30_000 }).toBe(true);
   // the engine never answers a path of its choosing: a worker whose workspace is gone is refused
-  await engine.client.workers.discard.mutate({ workerId });
   await expect(engine.client.workers.workspace.query({ workerId })).rejects.toThrow(/was discarded/);
   for (const p of pages) await p.context().close();
 });

@@ -442,7 +442,8 @@ export function WorkerDetail({ id }: { id: string }) {
               >
                 Discard
               </button>
-              <button type="button" className="btn" onClick={() => setConfirmDiscard(false)}>
+              {/* focus starts on Cancel, never on the destructive button */}
+              <button type="button" className="btn" autoFocus onClick={() => setConfirmDiscard(false)}>
                 Cancel
               </button>
             </div>
