@@ -209,7 +209,7 @@ test("grants expire when their worker settles; no absolute workspace path is sho
   for (const p of pages) await p.context().close();
 });
 
-test("a retried batch worker stays in its batch", async ({ browser }) => {
+test("a retried batch worker stays in its batch; Grades rows open their workers", async ({ browser }) => {
   const { batchId, workerIds } = await engine.client.workers.startBatch.mutate({
     tasks: [{ task: "TASK-DESK-FAIL: impossible", title: "Impossible", directory: repo, checks: [{ run: "false" }] }],
   });
@@ -224,10 +224,20 @@ test("a retried batch worker stays in its batch", async ({ browser }) => {
   await page.goto(`${engine.origin}/#/`);
   const batch = page.getByRole("region", { name: `batch ${batchId}` });
   await expect(batch).toContainText("2 workers");
-  await expect(page.getByRole("region", { name: "single tasks" })).not.toContainText("Impossible");
+  for (const id of [failed, retried]) await expect(batch).toContainText(id);
+  for (const single of await page.getByRole("region", { name: "single tasks" }).all()) await expect(single).not.toContainText("Impossible");
   expect(await engine.client.workers.batch.query({ batchId })).toMatchObject({ settled: true, builtRate: 0 });
   await batch.scrollIntoViewIfNeeded();
   await shot(page, VIEWPORTS[1], "retry-in-batch");
+  // Grades: a ledger row opens the workers behind it, each a link to its page
+  await page.goto(`${engine.origin}/#/grades`);
+  await page.getByRole("row", { name: "ledger of scripted" }).click();
+  const behind = page.getByLabel("workers behind scripted");
+  await expect(behind.getByRole("link", { name: new RegExp(retried) })).toBeVisible();
+  await shot(page, VIEWPORTS[1], "grades-workers");
+  await behind.getByRole("link", { name: new RegExp(retried) }).click();
+  await expect(page).toHaveURL(new RegExp(`#/workers/${retried}$`));
+  await expect(page.getByRole("heading", { name: "Impossible" })).toBeVisible();
   await page.context().close();
 });
 
