@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path67 = __require("node:path");
+    var path66 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path67.resolve(baseDir, baseName);
+          const localBin = path66.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path67.extname(baseName))) return void 0;
+          if (sourceExt.includes(path66.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path67.resolve(
-            path67.dirname(resolvedScriptPath),
+          executableDir = path66.resolve(
+            path66.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path67.basename(
+            const legacyName = path66.basename(
               this._scriptPath,
-              path67.extname(this._scriptPath)
+              path66.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,15 +2264,15 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path67.extname(executableFile));
-        let proc3;
+        launchWithNode = sourceExt.includes(path66.extname(executableFile));
+        let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
             args.unshift(executableFile);
             args = incrementNodeInspectorPort(process12.execArgv).concat(args);
-            proc3 = childProcess.spawn(process12.argv[0], args, { stdio: "inherit" });
+            proc2 = childProcess.spawn(process12.argv[0], args, { stdio: "inherit" });
           } else {
-            proc3 = childProcess.spawn(executableFile, args, { stdio: "inherit" });
+            proc2 = childProcess.spawn(executableFile, args, { stdio: "inherit" });
           }
         } else {
           this._checkForMissingExecutable(
@@ -2282,20 +2282,20 @@ Expecting one of '${allowedValues.join("', '")}'`);
           );
           args.unshift(executableFile);
           args = incrementNodeInspectorPort(process12.execArgv).concat(args);
-          proc3 = childProcess.spawn(process12.execPath, args, { stdio: "inherit" });
+          proc2 = childProcess.spawn(process12.execPath, args, { stdio: "inherit" });
         }
-        if (!proc3.killed) {
+        if (!proc2.killed) {
           const signals2 = ["SIGUSR1", "SIGUSR2", "SIGTERM", "SIGINT", "SIGHUP"];
           signals2.forEach((signal) => {
             process12.on(signal, () => {
-              if (proc3.killed === false && proc3.exitCode === null) {
-                proc3.kill(signal);
+              if (proc2.killed === false && proc2.exitCode === null) {
+                proc2.kill(signal);
               }
             });
           });
         }
         const exitCallback = this._exitCallback;
-        proc3.on("close", (code) => {
+        proc2.on("close", (code) => {
           code = code ?? 1;
           if (!exitCallback) {
             process12.exit(code);
@@ -2309,7 +2309,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
             );
           }
         });
-        proc3.on("error", (err) => {
+        proc2.on("error", (err) => {
           if (err.code === "ENOENT") {
             this._checkForMissingExecutable(
               executableFile,
@@ -2331,7 +2331,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
             exitCallback(wrappedError);
           }
         });
-        this.runningCommand = proc3;
+        this.runningCommand = proc2;
       }
       /**
        * @private
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path67.basename(filename, path67.extname(filename));
+        this._name = path66.basename(filename, path66.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path68) {
-        if (path68 === void 0) return this._executableDir;
-        this._executableDir = path68;
+      executableDir(path67) {
+        if (path67 === void 0) return this._executableDir;
+        this._executableDir = path67;
         return this;
       }
       /**
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path67) {
-  if (!path67)
+function getElementAtPath(obj2, path66) {
+  if (!path66)
     return obj2;
-  return path67.reduce((acc, key) => acc?.[key], obj2);
+  return path66.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path67, issues) {
+function prefixIssues(path66, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path67);
+    iss.path.unshift(path66);
     return iss;
   });
 }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path67 = []) => {
+  const processError = (error47, path66 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path67, ...issue2.path];
+        const fullpath = [...path66, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path67 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path67) {
+  const path66 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path66) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -17121,8 +17121,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path67, { windows: windows2 } = {}) => {
-      const segs = path67.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path66, { windows: windows2 } = {}) => {
+      const segs = path66.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -17466,7 +17466,7 @@ var require_scan = __commonJS({
 var require_parse = __commonJS({
   "node_modules/picomatch/lib/parse.js"(exports, module) {
     "use strict";
-    var constants7 = require_constants();
+    var constants6 = require_constants();
     var utils = require_utils();
     var {
       MAX_LENGTH,
@@ -17474,7 +17474,7 @@ var require_parse = __commonJS({
       REGEX_NON_SPECIAL_CHARS,
       REGEX_SPECIAL_CHARS_BACKREF,
       REPLACEMENTS
-    } = constants7;
+    } = constants6;
     var expandRange = (args, options) => {
       if (typeof options.expandRange === "function") {
         return options.expandRange(...args, options);
@@ -17505,8 +17505,8 @@ var require_parse = __commonJS({
       const bos = { type: "bos", value: "", output: opts.prepend || "" };
       const tokens = [bos];
       const capture = opts.capture ? "" : "?:";
-      const PLATFORM_CHARS = constants7.globChars(opts.windows);
-      const EXTGLOB_CHARS = constants7.extglobChars(PLATFORM_CHARS);
+      const PLATFORM_CHARS = constants6.globChars(opts.windows);
+      const EXTGLOB_CHARS = constants6.extglobChars(PLATFORM_CHARS);
       const {
         DOT_LITERAL,
         PLUS_LITERAL,
@@ -18179,7 +18179,7 @@ var require_parse = __commonJS({
         NO_DOTS_SLASH,
         STAR,
         START_ANCHOR
-      } = constants7.globChars(opts.windows);
+      } = constants6.globChars(opts.windows);
       const nodot = opts.dot ? NO_DOTS : NO_DOT;
       const slashDot = opts.dot ? NO_DOTS_SLASH : NO_DOT;
       const capture = opts.capture ? "" : "?:";
@@ -18237,7 +18237,7 @@ var require_picomatch = __commonJS({
     var scan = require_scan();
     var parse3 = require_parse();
     var utils = require_utils();
-    var constants7 = require_constants();
+    var constants6 = require_constants();
     var isObject5 = (val) => val && typeof val === "object" && !Array.isArray(val);
     var picomatch3 = (glob, options, returnState = false) => {
       if (Array.isArray(glob)) {
@@ -18365,7 +18365,7 @@ var require_picomatch = __commonJS({
         return /$^/;
       }
     };
-    picomatch3.constants = constants7;
+    picomatch3.constants = constants6;
     module.exports = picomatch3;
   }
 });
@@ -18471,7 +18471,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path67, options) {
+    function checkPathExt(path66, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18482,25 +18482,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path67.substr(-p.length).toLowerCase() === p) {
+        if (p && path66.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path67, options) {
+    function checkStat(stat, path66, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path67, options);
+      return checkPathExt(path66, options);
     }
-    function isexe(path67, options, cb) {
-      fs.stat(path67, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path67, options));
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path66, options));
       });
     }
-    function sync(path67, options) {
-      return checkStat(fs.statSync(path67), path67, options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), path66, options);
     }
   }
 });
@@ -18511,13 +18511,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path67, options, cb) {
-      fs.stat(path67, function(er, stat) {
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path67, options) {
-      return checkStat(fs.statSync(path67), options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18550,7 +18550,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path67, options, cb) {
+    function isexe(path66, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18560,7 +18560,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path67, options || {}, function(er, is) {
+          isexe(path66, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18569,7 +18569,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path67, options || {}, function(er, is) {
+      core(path66, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18579,9 +18579,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path67, options) {
+    function sync(path66, options) {
       try {
-        return core.sync(path67, options || {});
+        return core.sync(path66, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18597,7 +18597,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18635,7 +18635,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path67.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18662,7 +18662,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path67.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18710,7 +18710,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18728,7 +18728,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path67.delimiter : void 0
+          pathExt: withoutPathExt ? path66.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18737,7 +18737,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path67.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18791,8 +18791,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path67, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path67.split("/").pop();
+      const [path66, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path66.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18827,7 +18827,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18852,7 +18852,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path67.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -20145,7 +20145,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -20167,7 +20167,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path67.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path66.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -20176,7 +20176,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path67.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20277,7 +20277,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20311,9 +20311,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path67.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path67.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path66.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -24447,13 +24447,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path67, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path67 === "string" ? path67 : path67.toString();
+      for (const { path: path66, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path66 === "string" ? path66 : path66.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path67, serializedResult);
+          appendFileSync(path66, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync7(path67, serializedResult);
+          writeFileSync7(path66, serializedResult);
         }
       }
     };
@@ -27203,344 +27203,6 @@ var init_execa = __esm({
   }
 });
 
-// engine/models/errors.ts
-function isSetupError(e, ...kinds) {
-  return e instanceof SetupError && (!kinds.length || kinds.includes(e.kind));
-}
-var SetupError;
-var init_errors4 = __esm({
-  "engine/models/errors.ts"() {
-    init_errors3();
-    SetupError = class extends OcwError {
-      constructor(kind, message, data = {}, code = "bad-input") {
-        super(code, message);
-        this.kind = kind;
-        this.data = data;
-        this.name = "SetupError";
-      }
-      kind;
-      data;
-    };
-  }
-});
-
-// engine/models/download.ts
-import { createHash as createHash4 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync12, mkdirSync as mkdirSync12, renameSync as renameSync3, statfsSync, statSync as statSync7, unlinkSync } from "node:fs";
-import { once as once10 } from "node:events";
-import path35 from "node:path";
-async function sha256File(file2) {
-  const h3 = createHash4("sha256");
-  for await (const chunk of createReadStream2(file2)) h3.update(chunk);
-  return h3.digest("hex");
-}
-async function downloadFile(o2) {
-  const f = o2.fetchImpl ?? fetch;
-  mkdirSync12(path35.dirname(o2.dest), { recursive: true });
-  if (existsSync12(o2.dest) && o2.expectedSize && statSync7(o2.dest).size === o2.expectedSize) {
-    if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
-      return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
-  }
-  const part = `${o2.dest}.part`;
-  let start = existsSync12(part) ? statSync7(part).size : 0;
-  if (o2.expectedSize && start > o2.expectedSize) {
-    unlinkSync(part);
-    start = 0;
-  }
-  if (o2.expectedSize) {
-    const fs = statfsSync(path35.dirname(o2.dest));
-    const free = Number(fs.bavail) * Number(fs.bsize);
-    const need = o2.expectedSize - start;
-    if (need > free) {
-      throw new DownloadError(
-        `${path35.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path35.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
-      );
-    }
-  }
-  const headers = { ...o2.headers };
-  if (start > 0) headers.Range = `bytes=${start}-`;
-  let res;
-  try {
-    res = await f(o2.url, { headers, signal: o2.signal, redirect: "follow" });
-  } catch (e) {
-    if (o2.signal?.aborted) throw new DownloadError(`download cancelled; ${start} bytes kept in ${part} for resume`);
-    throw new DownloadError(`cannot download ${o2.url}: ${e.message}`);
-  }
-  if (res.status === 416 && o2.expectedSize && start === o2.expectedSize) {
-  } else if (res.status === 200 && start > 0) {
-    start = 0;
-  } else if (res.status !== 200 && res.status !== 206) {
-    throw new DownloadError(`GET ${o2.url} answered HTTP ${res.status}${res.status === 401 || res.status === 403 ? " (gated or private: set HF_TOKEN)" : ""}`);
-  }
-  const lenHeader = Number(res.headers.get("content-length") ?? NaN);
-  const total2 = o2.expectedSize ?? (Number.isFinite(lenHeader) ? lenHeader + start : null);
-  const out = createWriteStream2(part, { flags: start > 0 ? "a" : "w" });
-  let received = start;
-  const t0 = performance.now();
-  let lastTick = 0;
-  try {
-    if (res.status !== 416 && res.body) {
-      for await (const chunk of res.body) {
-        if (!out.write(chunk)) await once10(out, "drain");
-        received += chunk.length;
-        const now = performance.now();
-        if (o2.onProgress && now - lastTick > 200) {
-          lastTick = now;
-          o2.onProgress({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, now - t0) * 1e3 });
-        }
-      }
-    }
-  } catch (e) {
-    out.end();
-    await once10(out, "finish").catch(() => {
-    });
-    if (o2.signal?.aborted) throw new DownloadError(`download cancelled; ${received} bytes kept in ${part} for resume`);
-    throw new DownloadError(`download of ${o2.url} broke at ${received} bytes (${e.message}); run again to resume`);
-  }
-  out.end();
-  await once10(out, "finish");
-  o2.onProgress?.({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
-  const size = statSync7(part).size;
-  if (total2 !== null && size !== total2) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total2}; run again to resume`);
-  let verified = total2 !== null ? "size" : "none";
-  if (o2.sha256) {
-    const got = await sha256File(part);
-    if (got !== o2.sha256.toLowerCase()) {
-      unlinkSync(part);
-      throw new DownloadError(
-        `checksum mismatch for ${path35.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
-      );
-    }
-    verified = "sha256";
-  }
-  renameSync3(part, o2.dest);
-  return { path: o2.dest, bytes: size, resumedFrom: start, verified };
-}
-var DownloadError;
-var init_download = __esm({
-  "engine/models/download.ts"() {
-    init_errors4();
-    DownloadError = class extends SetupError {
-      constructor(message, data = {}) {
-        super("download", message, data, "unavailable");
-        this.name = "DownloadError";
-      }
-    };
-  }
-});
-
-// engine/serving/get-llama.ts
-import { existsSync as existsSync13, mkdirSync as mkdirSync13, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
-import path36 from "node:path";
-async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
-  const tag = config2(env2).OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
-  const pins = tag === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
-  const url2 = config2(env2).OCW_LLAMA_RELEASES_URL ?? (tag === LLAMA_CPP_PIN.tag ? null : `https://api.github.com/repos/ggml-org/llama.cpp/releases/tags/${tag}`);
-  if (!url2) return { tag, assets: Object.entries(pins).map(([name, sha256]) => ({ name, url: `${DOWNLOAD}/${tag}/${name}`, size: null, sha256 })) };
-  const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
-  if (!res.ok) throw new Error(`cannot list llama.cpp release ${tag} (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
-  const j = await res.json();
-  const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
-  return {
-    tag: j.tag_name,
-    assets: j.assets.map((a2) => ({
-      name: a2.name,
-      url: a2.browser_download_url,
-      size: a2.size ?? null,
-      sha256: relPins[a2.name] ?? (a2.digest?.startsWith("sha256:") ? a2.digest.slice(7) : null)
-    }))
-  };
-}
-function findNvcc(env2 = process.env) {
-  const given = config2(env2).OCW_NVCC;
-  if (given !== void 0) return given && existsSync13(given) ? given : null;
-  const cands = [
-    ...(env2.PATH ?? "").split(path36.delimiter).filter(Boolean).map((d) => path36.join(d, "nvcc")),
-    ...env2.CUDA_HOME ? [path36.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
-    "/usr/local/cuda/bin/nvcc"
-  ];
-  return cands.find((c3) => existsSync13(c3)) ?? null;
-}
-function variantsFor(platform2, arch, gpus, o2 = {}) {
-  const v = [];
-  if (platform2 === "darwin") return arch === "arm64" ? ["metal", "cpu"] : ["cpu"];
-  if (gpus.some((g) => g.vendor === "nvidia")) v.push(...platform2 === "win32" || o2.nvcc ? ["cuda"] : [], "vulkan");
-  if (gpus.some((g) => g.vendor === "amd")) v.push(platform2 === "win32" ? "rocm" : "vulkan", "vulkan");
-  if (gpus.some((g) => g.vendor === "intel" || g.vendor === "other")) v.push("vulkan");
-  v.push("cpu");
-  return [...new Set(v)];
-}
-function expectedLlamaBackend(platform2, gpus, nvcc) {
-  const first = variantsFor(platform2, process.arch, gpus, { nvcc: nvcc ?? !!findNvcc() })[0];
-  if (first === "vulkan") {
-    const nv = gpus.some((g) => g.vendor === "nvidia");
-    return {
-      prefix: { nvidia: "Vulkan", amd: "Vulkan", intel: "Vulkan", other: "Vulkan" },
-      variant: first,
-      note: nv ? "no llama-server here yet: llama.cpp publishes no Linux CUDA build and nvcc is not installed, so setup installs the Vulkan build and plans its devices (Vulkan0 \u2026); install the CUDA toolkit (nvcc) for a CUDA source build, or pass --llama-server" : null
-    };
-  }
-  return { prefix: {}, variant: first, note: null };
-}
-function pickAsset(rel, platform2, arch, variant) {
-  const os9 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
-  const a2 = arch === "arm64" ? "arm64" : "x64";
-  const bins = rel.assets.filter(
-    (x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os9}-`) && x.name.includes(a2)
-  );
-  const has = (x, k) => x.name.includes(`-${k}`);
-  const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
-  switch (variant) {
-    case "cuda":
-      return bins.filter((x) => has(x, "cuda")).sort((x, y) => y.name.localeCompare(x.name))[0] ?? null;
-    case "vulkan":
-      return bins.find((x) => has(x, "vulkan")) ?? null;
-    case "rocm":
-      return bins.find((x) => has(x, "hip") || has(x, "rocm")) ?? null;
-    case "metal":
-    case "cpu":
-      return bins.find((x) => !special.some((k) => x.name.includes(`-${k}`))) ?? null;
-  }
-}
-async function extract(archive, dest) {
-  mkdirSync13(dest, { recursive: true });
-  const tries = archive.endsWith(".zip") ? [
-    ["unzip", ["-q", "-o", archive, "-d", dest]],
-    ["bsdtar", ["-xf", archive, "-C", dest]],
-    ["python3", ["-m", "zipfile", "-e", archive, dest]],
-    ["tar", ["-xf", archive, "-C", dest]]
-  ] : [["tar", ["-xzf", archive, "-C", dest]]];
-  const errors = [];
-  for (const [cmd, args] of tries) {
-    const r = await execa(cmd, args, { reject: false, stdin: "ignore" });
-    if (r.exitCode === 0) return;
-    errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
-  }
-  throw new Error(`cannot unpack ${path36.basename(archive)} (${errors.join("; ")})`);
-}
-function findBinary(dir, name, depth = 0) {
-  if (depth > 4) return null;
-  for (const e of readdirSync8(dir)) {
-    const p = path36.join(dir, e);
-    if (e === name || e === `${name}.exe`) return p;
-    if (statSync8(p).isDirectory()) {
-      const f = findBinary(p, name, depth + 1);
-      if (f) return f;
-    }
-  }
-  return null;
-}
-function buildScript(env2 = process.env) {
-  const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
-  if (given) return existsSync13(given) ? given : null;
-  try {
-    const f = path36.join(projectRoot(), "scripts", "build-llama-server.sh");
-    return existsSync13(f) ? f : null;
-  } catch {
-    return null;
-  }
-}
-async function buildCuda(env2, onLine) {
-  const script = buildScript(env2);
-  if (!script) throw new Error("scripts/build-llama-server.sh is not part of this install");
-  const p = execa("bash", [script], { reject: false, stdin: "ignore", env: { ...env2, GGML_CUDA: "1" }, timeout: 3 * 36e5 });
-  p.stderr?.on("data", (d) => {
-    for (const l of String(d).split("\n")) if (l.trim()) onLine?.(l.trim());
-  });
-  const r = await p;
-  const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
-  if (r.exitCode !== 0 || !bin || !existsSync13(bin))
-    throw new Error(
-      `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`
-    );
-  return bin;
-}
-async function installPrebuilt(o2) {
-  const env2 = o2.env ?? process.env;
-  const platform2 = o2.platform ?? process.platform;
-  const arch = o2.arch ?? process.arch;
-  const nvcc = o2.nvcc ?? !!findNvcc(env2);
-  let rel = o2.release ?? null;
-  const problems = [];
-  for (const variant of variantsFor(platform2, arch, o2.gpus, { nvcc })) {
-    rel ??= await pinnedRelease(env2);
-    const asset = pickAsset(rel, platform2, arch, variant);
-    if (!asset) {
-      if (variant === "cuda" && platform2 === "linux" && nvcc) {
-        try {
-          const bin2 = await buildCuda(env2, o2.onBuildLine);
-          return { bin: bin2, variant, tag: "source", asset: "scripts/build-llama-server.sh (GGML_CUDA=1)", verified: "source" };
-        } catch (e) {
-          problems.push(`cuda: ${e.message}`);
-          continue;
-        }
-      }
-      problems.push(`${variant}: no asset`);
-      continue;
-    }
-    const dir = path36.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync13(dir) ? findBinary(dir, "llama-server") : null;
-    let verified = "installed";
-    if (!bin) {
-      if (!asset.sha256) {
-        problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
-        continue;
-      }
-      const archive = path36.join(o2.root, "downloads", asset.name);
-      try {
-        await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
-      } catch (e) {
-        problems.push(`${variant}: ${asset.name}: ${e.message}`);
-        continue;
-      }
-      verified = "sha256";
-      const tmp = `${dir}.tmp.${process.pid}`;
-      rmSync6(tmp, { recursive: true, force: true });
-      await extract(archive, tmp);
-      rmSync6(dir, { recursive: true, force: true });
-      renameSync4(tmp, dir);
-      bin = findBinary(dir, "llama-server");
-      if (!bin) {
-        problems.push(`${variant}: ${asset.name} holds no llama-server`);
-        continue;
-      }
-    }
-    const v = await execa(bin, ["--version"], {
-      reject: false,
-      timeout: 2e4,
-      stdin: "ignore",
-      env: { ...process.env, LD_LIBRARY_PATH: [path36.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
-    });
-    if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
-    problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
-  }
-  throw new Error(`no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
-}
-var LLAMA_CPP_PIN, DOWNLOAD;
-var init_get_llama = __esm({
-  "engine/serving/get-llama.ts"() {
-    init_config();
-    init_execa();
-    init_download();
-    init_paths2();
-    LLAMA_CPP_PIN = {
-      tag: "b9631",
-      sha256: {
-        "llama-b9631-bin-ubuntu-x64.tar.gz": "50310eb22203feea9555a397c7a4cdf8a5e56992fced78fb42f4e01998a10e9a",
-        "llama-b9631-bin-ubuntu-vulkan-x64.tar.gz": "1231ece844b6244a7c5d0848351829e0e498c04a7c9d76f2320673b745bb601a",
-        "llama-b9631-bin-ubuntu-arm64.tar.gz": "75375d17ad786b8fec6e3174addae1bbbe38146c516a84edb935d705232d8a29",
-        "llama-b9631-bin-ubuntu-vulkan-arm64.tar.gz": "22f07bbc77ac644375bd624387bb7de2f5f2a3064f473948c4dbc403d2ce3a4e",
-        "llama-b9631-bin-macos-arm64.tar.gz": "b7854a7b018ead1ced816f5b14c03fe01ccdab92165a979d7aa62060a0bdb33c",
-        "llama-b9631-bin-macos-x64.tar.gz": "a36772608ce75ff836a1a0f383ee5a5226c1fb822ff73aa5babf4ee08f2a67d0",
-        "llama-b9631-bin-win-cpu-x64.zip": "e9e8207067fda14779cc2fb93b247ebc6b957ae9e91a93ac0e3d02327ad9041f",
-        "llama-b9631-bin-win-vulkan-x64.zip": "1a83d4a49dfdefa7dff73abfead4f2f8971525722bb175936e6957c5a5f44bcd",
-        "llama-b9631-bin-win-cuda-12.4-x64.zip": "7e87a20889f0a6988b7c6d566264d5dc88bdce031bbc62dff57b6792838100af"
-      }
-    };
-    DOWNLOAD = "https://github.com/ggml-org/llama.cpp/releases/download";
-  }
-});
-
 // engine/hardware/parse.ts
 function numOrNull(s) {
   if (s === void 0) return null;
@@ -27856,7 +27518,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var spawn9 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28612,7 +28274,7 @@ var require_util = __commonJS({
     function getFilesInPath(source) {
       const lstatSync4 = fs.lstatSync;
       const readdirSync12 = fs.readdirSync;
-      const join = path67.join;
+      const join = path66.join;
       function isDirectory(source2) {
         return lstatSync4(source2).isDirectory();
       }
@@ -32751,7 +32413,7 @@ var require_network = __commonJS({
                       peerip = peeraddress.join(":");
                     }
                     const connstate = line[5];
-                    const proc3 = line[6].split("/");
+                    const proc2 = line[6].split("/");
                     if (connstate) {
                       result.push({
                         protocol: line[0],
@@ -32760,8 +32422,8 @@ var require_network = __commonJS({
                         peerAddress: peerip,
                         peerPort: peerport,
                         state: connstate,
-                        pid: proc3[0] && proc3[0] !== "-" ? parseInt(proc3[0], 10) : null,
-                        process: proc3[1] ? proc3[1].split(" ")[0].split(":")[0] : ""
+                        pid: proc2[0] && proc2[0] !== "-" ? parseInt(proc2[0], 10) : null,
+                        process: proc2[1] ? proc2[1].split(" ")[0].split(":")[0] : ""
                       });
                     }
                   }
@@ -32804,10 +32466,10 @@ var require_network = __commonJS({
                         let pid = null;
                         let process12 = "";
                         if (line.length >= 7 && line[6].indexOf("users:") > -1) {
-                          const proc3 = line[6].replace('users:(("', "").replace(/"/g, "").replace("pid=", "").split(",");
-                          if (proc3.length > 2) {
-                            process12 = proc3[0];
-                            const pidValue = parseInt(proc3[1], 10);
+                          const proc2 = line[6].replace('users:(("', "").replace(/"/g, "").replace("pid=", "").split(",");
+                          if (proc2.length > 2) {
+                            process12 = proc2[0];
+                            const pidValue = parseInt(proc2[1], 10);
                             if (pidValue > 0) {
                               pid = pidValue;
                             }
@@ -37365,7 +37027,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync5 = __require("child_process").execFileSync;
@@ -37745,13 +37407,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path67.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path66.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path67.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path66.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path67.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path66.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -41026,7 +40688,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41654,7 +41316,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path67.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path66.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42011,16 +41673,16 @@ var require_processes = __commonJS({
       });
     }
     exports.processes = processes;
-    function processLoad(proc3, callback) {
+    function processLoad(proc2, callback) {
       callback = util2.isFunction(callback) ? callback : null;
-      if (util2.isFunction(proc3) && !callback) {
-        callback = proc3;
-        proc3 = "";
+      if (util2.isFunction(proc2) && !callback) {
+        callback = proc2;
+        proc2 = "";
       }
       return new Promise((resolve) => {
         process.nextTick(() => {
-          proc3 = proc3 || "";
-          if (typeof proc3 !== "string") {
+          proc2 = proc2 || "";
+          if (typeof proc2 !== "string") {
             if (callback) {
               callback([]);
             }
@@ -42039,7 +41701,7 @@ var require_processes = __commonJS({
           } catch {
             Object.setPrototypeOf(processesString, util2.stringObj);
           }
-          const s = util2.sanitizeShellString(proc3);
+          const s = util2.sanitizeShellString(proc2);
           const l = util2.mathMin(s.length, 2e3);
           for (let i2 = 0; i2 <= l; i2++) {
             if (s[i2] !== void 0) {
@@ -42055,7 +41717,7 @@ var require_processes = __commonJS({
           }
           const processes2 = util2.stringSplit.call(processesString, "|");
           const result = [];
-          const procSanitized = util2.isPrototypePolluted() ? "" : util2.sanitizeShellString(proc3) || "*";
+          const procSanitized = util2.isPrototypePolluted() ? "" : util2.sanitizeShellString(proc2) || "*";
           if (procSanitized && processes2.length && processes2[0] !== "------") {
             if (_windows) {
               try {
@@ -42096,10 +41758,10 @@ var require_processes = __commonJS({
                       });
                       let pname = "";
                       let inList = false;
-                      processes2.forEach((proc4) => {
-                        if (name.toLowerCase().indexOf(proc4.toLowerCase()) >= 0 && !inList) {
+                      processes2.forEach((proc3) => {
+                        if (name.toLowerCase().indexOf(proc3.toLowerCase()) >= 0 && !inList) {
                           inList = true;
-                          pname = proc4;
+                          pname = proc3;
                         }
                       });
                       if (processesString === "*" || inList) {
@@ -42214,10 +41876,10 @@ var require_processes = __commonJS({
                         listPos = j;
                       }
                     }
-                    processes2.forEach((proc4) => {
-                      if (item.name.toLowerCase().indexOf(proc4.toLowerCase()) >= 0 && !inList) {
+                    processes2.forEach((proc3) => {
+                      if (item.name.toLowerCase().indexOf(proc3.toLowerCase()) >= 0 && !inList) {
                         inList = true;
-                        name = proc4;
+                        name = proc3;
                       }
                     });
                     if (processesString === "*" || inList) {
@@ -42925,7 +42587,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path67, callback) {
+    function fetchJson(path66, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42941,7 +42603,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path67} HTTP/1.0\r
+          socket.write(`GET ${path66} HTTP/1.0\r
 \r
 `);
         });
@@ -45711,7 +45373,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path67 = __require("path");
+    var path66 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45844,7 +45506,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path67.basename(element);
+              const filename = path66.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -46375,7 +46037,7 @@ var require_lib = __commonJS({
 // engine/hardware/detect.ts
 import { readdir as readdir4, readFile } from "node:fs/promises";
 import os4 from "node:os";
-import path37 from "node:path";
+import path34 from "node:path";
 async function cpuRamDefault() {
   try {
     const si = await Promise.resolve().then(() => __toESM(require_lib()));
@@ -46396,14 +46058,14 @@ async function cpuRamDefault() {
   }
 }
 async function readSysfs(root2) {
-  const base2 = path37.join(root2, "class/drm");
+  const base2 = path34.join(root2, "class/drm");
   let names;
   try {
     names = (await readdir4(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
-  const rd = (card, f) => readFile(path37.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
+  const rd = (card, f) => readFile(path34.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
   return Promise.all(
     names.map(async (card) => ({
       card,
@@ -46549,7 +46211,7 @@ async function listLlamaDevices(bin) {
     reject: false,
     timeout: 15e3,
     stdin: "ignore",
-    env: { ...process.env, LD_LIBRARY_PATH: [path37.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+    env: { ...process.env, LD_LIBRARY_PATH: [path34.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
   }).catch(() => null);
   if (!r || r.exitCode !== 0 && !r.stdout) return null;
   return parseListDevices(`${r.stdout}
@@ -47231,6 +46893,132 @@ var init_catalog = __esm({
   }
 });
 
+// engine/models/errors.ts
+function isSetupError(e, ...kinds) {
+  return e instanceof SetupError && (!kinds.length || kinds.includes(e.kind));
+}
+var SetupError;
+var init_errors4 = __esm({
+  "engine/models/errors.ts"() {
+    init_errors3();
+    SetupError = class extends OcwError {
+      constructor(kind, message, data = {}, code = "bad-input") {
+        super(code, message);
+        this.kind = kind;
+        this.data = data;
+        this.name = "SetupError";
+      }
+      kind;
+      data;
+    };
+  }
+});
+
+// engine/models/download.ts
+import { createHash as createHash4 } from "node:crypto";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync12, mkdirSync as mkdirSync12, renameSync as renameSync3, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
+import { once as once10 } from "node:events";
+import path37 from "node:path";
+async function sha256File(file2) {
+  const h3 = createHash4("sha256");
+  for await (const chunk of createReadStream2(file2)) h3.update(chunk);
+  return h3.digest("hex");
+}
+async function downloadFile(o2) {
+  const f = o2.fetchImpl ?? fetch;
+  mkdirSync12(path37.dirname(o2.dest), { recursive: true });
+  if (existsSync12(o2.dest) && o2.expectedSize && statSync6(o2.dest).size === o2.expectedSize) {
+    if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
+      return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
+  }
+  const part = `${o2.dest}.part`;
+  let start = existsSync12(part) ? statSync6(part).size : 0;
+  if (o2.expectedSize && start > o2.expectedSize) {
+    unlinkSync(part);
+    start = 0;
+  }
+  if (o2.expectedSize) {
+    const fs = statfsSync(path37.dirname(o2.dest));
+    const free = Number(fs.bavail) * Number(fs.bsize);
+    const need = o2.expectedSize - start;
+    if (need > free) {
+      throw new DownloadError(
+        `${path37.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path37.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
+      );
+    }
+  }
+  const headers = { ...o2.headers };
+  if (start > 0) headers.Range = `bytes=${start}-`;
+  let res;
+  try {
+    res = await f(o2.url, { headers, signal: o2.signal, redirect: "follow" });
+  } catch (e) {
+    if (o2.signal?.aborted) throw new DownloadError(`download cancelled; ${start} bytes kept in ${part} for resume`);
+    throw new DownloadError(`cannot download ${o2.url}: ${e.message}`);
+  }
+  if (res.status === 416 && o2.expectedSize && start === o2.expectedSize) {
+  } else if (res.status === 200 && start > 0) {
+    start = 0;
+  } else if (res.status !== 200 && res.status !== 206) {
+    throw new DownloadError(`GET ${o2.url} answered HTTP ${res.status}${res.status === 401 || res.status === 403 ? " (gated or private: set HF_TOKEN)" : ""}`);
+  }
+  const lenHeader = Number(res.headers.get("content-length") ?? NaN);
+  const total2 = o2.expectedSize ?? (Number.isFinite(lenHeader) ? lenHeader + start : null);
+  const out = createWriteStream2(part, { flags: start > 0 ? "a" : "w" });
+  let received = start;
+  const t0 = performance.now();
+  let lastTick = 0;
+  try {
+    if (res.status !== 416 && res.body) {
+      for await (const chunk of res.body) {
+        if (!out.write(chunk)) await once10(out, "drain");
+        received += chunk.length;
+        const now = performance.now();
+        if (o2.onProgress && now - lastTick > 200) {
+          lastTick = now;
+          o2.onProgress({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, now - t0) * 1e3 });
+        }
+      }
+    }
+  } catch (e) {
+    out.end();
+    await once10(out, "finish").catch(() => {
+    });
+    if (o2.signal?.aborted) throw new DownloadError(`download cancelled; ${received} bytes kept in ${part} for resume`);
+    throw new DownloadError(`download of ${o2.url} broke at ${received} bytes (${e.message}); run again to resume`);
+  }
+  out.end();
+  await once10(out, "finish");
+  o2.onProgress?.({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
+  const size = statSync6(part).size;
+  if (total2 !== null && size !== total2) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total2}; run again to resume`);
+  let verified = total2 !== null ? "size" : "none";
+  if (o2.sha256) {
+    const got = await sha256File(part);
+    if (got !== o2.sha256.toLowerCase()) {
+      unlinkSync(part);
+      throw new DownloadError(
+        `checksum mismatch for ${path37.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
+      );
+    }
+    verified = "sha256";
+  }
+  renameSync3(part, o2.dest);
+  return { path: o2.dest, bytes: size, resumedFrom: start, verified };
+}
+var DownloadError;
+var init_download = __esm({
+  "engine/models/download.ts"() {
+    init_errors4();
+    DownloadError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("download", message, data, "unavailable");
+        this.name = "DownloadError";
+      }
+    };
+  }
+});
+
 // engine/models/ggml-types.ts
 function ggmlTypeId(name) {
   return BY_NAME.get(name.toLowerCase());
@@ -47294,12 +47082,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path67) {
+function fileSource(path66) {
   let fh;
   return {
-    describe: path67,
+    describe: path66,
     async read(offset, length) {
-      fh ??= await open(path67, "r");
+      fh ??= await open(path66, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -47544,8 +47332,8 @@ var init_gguf = __esm({
 });
 
 // engine/models/source.ts
-import { existsSync as existsSync14, readFileSync as readFileSync14, statSync as statSync9 } from "node:fs";
-import path40 from "node:path";
+import { existsSync as existsSync13, readFileSync as readFileSync14, statSync as statSync7 } from "node:fs";
+import path38 from "node:path";
 function quantFromName(name) {
   const m = /[-_.](I?Q\d_[A-Z0-9_]+?|I?Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(name);
   return m ? m[1].toUpperCase() : null;
@@ -47570,7 +47358,7 @@ function tensorsFromJson(raw2) {
   });
 }
 function loadMetadataFile(file2) {
-  if (!existsSync14(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
+  if (!existsSync13(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
     j = JSON.parse(readFileSync14(file2, "utf8"));
@@ -47609,9 +47397,9 @@ async function loadGguf(ref, headers = {}) {
     if (isMmproj(f2)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
-  if (!existsSync14(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
-  const names = shardNames(path40.basename(ref)).map((n2) => path40.join(path40.dirname(ref), n2));
-  for (const n2 of names) if (!existsSync14(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
+  if (!existsSync13(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
+  const names = shardNames(path38.basename(ref)).map((n2) => path38.join(path38.dirname(ref), n2));
+  for (const n2 of names) if (!existsSync13(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
     try {
@@ -47622,7 +47410,7 @@ async function loadGguf(ref, headers = {}) {
   }
   const f = mergeShards(files);
   if (isMmproj(f)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
-  const fileBytes = names.reduce((a2, n2) => a2 + statSync9(n2).size, 0);
+  const fileBytes = names.reduce((a2, n2) => a2 + statSync7(n2).size, 0);
   return { source: ref, metadata: f.metadata, tensors: f.tensors, fileBytes, quant: quantOf(f.metadata, ref), shards: names.length };
 }
 var ModelSourceError, hfBase, FTYPE;
@@ -49257,7 +49045,7 @@ var init_plan = __esm({
 });
 
 // engine/models/resolve.ts
-import path41 from "node:path";
+import path39 from "node:path";
 function quantBits(quant) {
   const q2 = quant.toUpperCase();
   if (/BF16|F16/.test(q2)) return 16;
@@ -49314,13 +49102,225 @@ async function planRepo(ref, want, env2 = process.env) {
   };
 }
 function localPathFor(stateDir2, repo, file2) {
-  return path41.join(stateDir2, "models", repo.replace("/", "__"), file2);
+  return path39.join(stateDir2, "models", repo.replace("/", "__"), file2);
 }
 var init_resolve = __esm({
   "engine/models/resolve.ts"() {
     init_hf();
     init_plan();
     init_source2();
+  }
+});
+
+// engine/serving/get-llama.ts
+import { existsSync as existsSync14, mkdirSync as mkdirSync13, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
+import path40 from "node:path";
+async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
+  const tag = config2(env2).OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
+  const pins = tag === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
+  const url2 = config2(env2).OCW_LLAMA_RELEASES_URL ?? (tag === LLAMA_CPP_PIN.tag ? null : `https://api.github.com/repos/ggml-org/llama.cpp/releases/tags/${tag}`);
+  if (!url2) return { tag, assets: Object.entries(pins).map(([name, sha256]) => ({ name, url: `${DOWNLOAD}/${tag}/${name}`, size: null, sha256 })) };
+  const res = await fetchImpl(url2, { headers: { accept: "application/vnd.github+json" } });
+  if (!res.ok) throw new Error(`cannot list llama.cpp release ${tag} (${url2} \u2192 HTTP ${res.status}); build from source with scripts/build-llama-server.sh`);
+  const j = await res.json();
+  const relPins = j.tag_name === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
+  return {
+    tag: j.tag_name,
+    assets: j.assets.map((a2) => ({
+      name: a2.name,
+      url: a2.browser_download_url,
+      size: a2.size ?? null,
+      sha256: relPins[a2.name] ?? (a2.digest?.startsWith("sha256:") ? a2.digest.slice(7) : null)
+    }))
+  };
+}
+function findNvcc(env2 = process.env) {
+  const given = config2(env2).OCW_NVCC;
+  if (given !== void 0) return given && existsSync14(given) ? given : null;
+  const cands = [
+    ...(env2.PATH ?? "").split(path40.delimiter).filter(Boolean).map((d) => path40.join(d, "nvcc")),
+    ...env2.CUDA_HOME ? [path40.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
+    "/usr/local/cuda/bin/nvcc"
+  ];
+  return cands.find((c3) => existsSync14(c3)) ?? null;
+}
+function variantsFor(platform2, arch, gpus, o2 = {}) {
+  const v = [];
+  if (platform2 === "darwin") return arch === "arm64" ? ["metal", "cpu"] : ["cpu"];
+  if (gpus.some((g) => g.vendor === "nvidia")) v.push(...platform2 === "win32" || o2.nvcc ? ["cuda"] : [], "vulkan");
+  if (gpus.some((g) => g.vendor === "amd")) v.push(platform2 === "win32" ? "rocm" : "vulkan", "vulkan");
+  if (gpus.some((g) => g.vendor === "intel" || g.vendor === "other")) v.push("vulkan");
+  v.push("cpu");
+  return [...new Set(v)];
+}
+function expectedLlamaBackend(platform2, gpus, nvcc) {
+  const first = variantsFor(platform2, process.arch, gpus, { nvcc: nvcc ?? !!findNvcc() })[0];
+  if (first === "vulkan") {
+    const nv = gpus.some((g) => g.vendor === "nvidia");
+    return {
+      prefix: { nvidia: "Vulkan", amd: "Vulkan", intel: "Vulkan", other: "Vulkan" },
+      variant: first,
+      note: nv ? "no llama-server here yet: llama.cpp publishes no Linux CUDA build and nvcc is not installed, so setup installs the Vulkan build and plans its devices (Vulkan0 \u2026); install the CUDA toolkit (nvcc) for a CUDA source build, or pass --llama-server" : null
+    };
+  }
+  return { prefix: {}, variant: first, note: null };
+}
+function pickAsset(rel, platform2, arch, variant) {
+  const os9 = platform2 === "darwin" ? "macos" : platform2 === "win32" ? "win" : "ubuntu";
+  const a2 = arch === "arm64" ? "arm64" : "x64";
+  const bins = rel.assets.filter(
+    (x) => /^llama-.*-bin-/.test(x.name) && /\.(zip|tar\.gz|tgz)$/.test(x.name) && x.name.includes(`-${os9}-`) && x.name.includes(a2)
+  );
+  const has = (x, k) => x.name.includes(`-${k}`);
+  const special = ["cuda", "vulkan", "hip", "rocm", "sycl", "opencl", "kompute", "openvino", "musa", "cann"];
+  switch (variant) {
+    case "cuda":
+      return bins.filter((x) => has(x, "cuda")).sort((x, y) => y.name.localeCompare(x.name))[0] ?? null;
+    case "vulkan":
+      return bins.find((x) => has(x, "vulkan")) ?? null;
+    case "rocm":
+      return bins.find((x) => has(x, "hip") || has(x, "rocm")) ?? null;
+    case "metal":
+    case "cpu":
+      return bins.find((x) => !special.some((k) => x.name.includes(`-${k}`))) ?? null;
+  }
+}
+async function extract(archive, dest) {
+  mkdirSync13(dest, { recursive: true });
+  const tries = archive.endsWith(".zip") ? [
+    ["unzip", ["-q", "-o", archive, "-d", dest]],
+    ["bsdtar", ["-xf", archive, "-C", dest]],
+    ["python3", ["-m", "zipfile", "-e", archive, dest]],
+    ["tar", ["-xf", archive, "-C", dest]]
+  ] : [["tar", ["-xzf", archive, "-C", dest]]];
+  const errors = [];
+  for (const [cmd, args] of tries) {
+    const r = await execa(cmd, args, { reject: false, stdin: "ignore" });
+    if (r.exitCode === 0) return;
+    errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
+  }
+  throw new Error(`cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`);
+}
+function findBinary(dir, name, depth = 0) {
+  if (depth > 4) return null;
+  for (const e of readdirSync8(dir)) {
+    const p = path40.join(dir, e);
+    if (e === name || e === `${name}.exe`) return p;
+    if (statSync8(p).isDirectory()) {
+      const f = findBinary(p, name, depth + 1);
+      if (f) return f;
+    }
+  }
+  return null;
+}
+function buildScript(env2 = process.env) {
+  const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
+  if (given) return existsSync14(given) ? given : null;
+  try {
+    const f = path40.join(projectRoot(), "scripts", "build-llama-server.sh");
+    return existsSync14(f) ? f : null;
+  } catch {
+    return null;
+  }
+}
+async function buildCuda(env2, onLine) {
+  const script = buildScript(env2);
+  if (!script) throw new Error("scripts/build-llama-server.sh is not part of this install");
+  const p = execa("bash", [script], { reject: false, stdin: "ignore", env: { ...env2, GGML_CUDA: "1" }, timeout: 3 * 36e5 });
+  p.stderr?.on("data", (d) => {
+    for (const l of String(d).split("\n")) if (l.trim()) onLine?.(l.trim());
+  });
+  const r = await p;
+  const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
+  if (r.exitCode !== 0 || !bin || !existsSync14(bin))
+    throw new Error(
+      `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`
+    );
+  return bin;
+}
+async function installPrebuilt(o2) {
+  const env2 = o2.env ?? process.env;
+  const platform2 = o2.platform ?? process.platform;
+  const arch = o2.arch ?? process.arch;
+  const nvcc = o2.nvcc ?? !!findNvcc(env2);
+  let rel = o2.release ?? null;
+  const problems = [];
+  for (const variant of variantsFor(platform2, arch, o2.gpus, { nvcc })) {
+    rel ??= await pinnedRelease(env2);
+    const asset = pickAsset(rel, platform2, arch, variant);
+    if (!asset) {
+      if (variant === "cuda" && platform2 === "linux" && nvcc) {
+        try {
+          const bin2 = await buildCuda(env2, o2.onBuildLine);
+          return { bin: bin2, variant, tag: "source", asset: "scripts/build-llama-server.sh (GGML_CUDA=1)", verified: "source" };
+        } catch (e) {
+          problems.push(`cuda: ${e.message}`);
+          continue;
+        }
+      }
+      problems.push(`${variant}: no asset`);
+      continue;
+    }
+    const dir = path40.join(o2.root, `${rel.tag}-${variant}`);
+    let bin = existsSync14(dir) ? findBinary(dir, "llama-server") : null;
+    let verified = "installed";
+    if (!bin) {
+      if (!asset.sha256) {
+        problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
+        continue;
+      }
+      const archive = path40.join(o2.root, "downloads", asset.name);
+      try {
+        await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
+      } catch (e) {
+        problems.push(`${variant}: ${asset.name}: ${e.message}`);
+        continue;
+      }
+      verified = "sha256";
+      const tmp = `${dir}.tmp.${process.pid}`;
+      rmSync6(tmp, { recursive: true, force: true });
+      await extract(archive, tmp);
+      rmSync6(dir, { recursive: true, force: true });
+      renameSync4(tmp, dir);
+      bin = findBinary(dir, "llama-server");
+      if (!bin) {
+        problems.push(`${variant}: ${asset.name} holds no llama-server`);
+        continue;
+      }
+    }
+    const v = await execa(bin, ["--version"], {
+      reject: false,
+      timeout: 2e4,
+      stdin: "ignore",
+      env: { ...process.env, LD_LIBRARY_PATH: [path40.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+    });
+    if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
+    problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
+  }
+  throw new Error(`no llama-server build works here (${problems.join("; ")}); build from source with scripts/build-llama-server.sh`);
+}
+var LLAMA_CPP_PIN, DOWNLOAD;
+var init_get_llama = __esm({
+  "engine/serving/get-llama.ts"() {
+    init_config();
+    init_execa();
+    init_download();
+    init_paths2();
+    LLAMA_CPP_PIN = {
+      tag: "b9631",
+      sha256: {
+        "llama-b9631-bin-ubuntu-x64.tar.gz": "50310eb22203feea9555a397c7a4cdf8a5e56992fced78fb42f4e01998a10e9a",
+        "llama-b9631-bin-ubuntu-vulkan-x64.tar.gz": "1231ece844b6244a7c5d0848351829e0e498c04a7c9d76f2320673b745bb601a",
+        "llama-b9631-bin-ubuntu-arm64.tar.gz": "75375d17ad786b8fec6e3174addae1bbbe38146c516a84edb935d705232d8a29",
+        "llama-b9631-bin-ubuntu-vulkan-arm64.tar.gz": "22f07bbc77ac644375bd624387bb7de2f5f2a3064f473948c4dbc403d2ce3a4e",
+        "llama-b9631-bin-macos-arm64.tar.gz": "b7854a7b018ead1ced816f5b14c03fe01ccdab92165a979d7aa62060a0bdb33c",
+        "llama-b9631-bin-macos-x64.tar.gz": "a36772608ce75ff836a1a0f383ee5a5226c1fb822ff73aa5babf4ee08f2a67d0",
+        "llama-b9631-bin-win-cpu-x64.zip": "e9e8207067fda14779cc2fb93b247ebc6b957ae9e91a93ac0e3d02327ad9041f",
+        "llama-b9631-bin-win-vulkan-x64.zip": "1a83d4a49dfdefa7dff73abfead4f2f8971525722bb175936e6957c5a5f44bcd",
+        "llama-b9631-bin-win-cuda-12.4-x64.zip": "7e87a20889f0a6988b7c6d566264d5dc88bdce031bbc62dff57b6792838100af"
+      }
+    };
+    DOWNLOAD = "https://github.com/ggml-org/llama.cpp/releases/download";
   }
 });
 
@@ -49453,26 +49453,26 @@ import { spawn as spawn3 } from "node:child_process";
 import { closeSync as closeSync2, existsSync as existsSync15, mkdirSync as mkdirSync14, openSync as openSync2, readdirSync as readdirSync9, readFileSync as readFileSync15 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
-import path42 from "node:path";
+import path41 from "node:path";
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
     if (!existsSync15(explicit))
       throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path42.resolve(explicit);
+    return path41.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path42.delimiter))
-    if (dir) cands.push(path42.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = config2(env2).OCW_LLAMA_CACHE ?? path42.join(os5.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path41.delimiter))
+    if (dir) cands.push(path41.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = config2(env2).OCW_LLAMA_CACHE ?? path41.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync9(cache).sort().reverse()) cands.push(path42.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync9(cache).sort().reverse()) cands.push(path41.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed2 = path42.join(stateDir(env2), "llama");
+  const installed2 = path41.join(stateDir(env2), "llama");
   try {
     for (const d of readdirSync9(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path42.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+      const f = findFile(path41.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
@@ -49482,11 +49482,11 @@ function findLlamaServer(explicit, env2 = process.env) {
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
   for (const e of readdirSync9(dir, { withFileTypes: true })) {
-    if (e.isFile() && e.name === name) return path42.join(dir, e.name);
+    if (e.isFile() && e.name === name) return path41.join(dir, e.name);
   }
   for (const e of readdirSync9(dir, { withFileTypes: true })) {
     if (e.isDirectory()) {
-      const f = findFile(path42.join(dir, e.name), name, depth + 1);
+      const f = findFile(path41.join(dir, e.name), name, depth + 1);
       if (f) return f;
     }
   }
@@ -49562,11 +49562,11 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync14(path42.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync14(path41.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
-  env2.LD_LIBRARY_PATH = [path42.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path42.delimiter);
+  env2.LD_LIBRARY_PATH = [path41.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path41.delimiter);
   const child = spawn3(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync2(fd);
@@ -49692,10 +49692,10 @@ var init_runtimes = __esm({
 // engine/serving/runtime-adapters.ts
 import { spawnSync as spawnSync2 } from "node:child_process";
 import { existsSync as existsSync16 } from "node:fs";
-import path43 from "node:path";
+import path42 from "node:path";
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path43.delimiter)) {
-    const p = dir && path43.join(dir, name);
+  for (const dir of (env2.PATH ?? "").split(path42.delimiter)) {
+    const p = dir && path42.join(dir, name);
     if (p && existsSync16(p)) return p;
   }
   return null;
@@ -50216,8 +50216,8 @@ var init_k8s = __esm({
 });
 
 // engine/serving/parallel.ts
-import { existsSync as existsSync17, readdirSync as readdirSync10, readFileSync as readFileSync16, statSync as statSync10 } from "node:fs";
-import path44 from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync10, readFileSync as readFileSync16, statSync as statSync9 } from "node:fs";
+import path43 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
   const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
@@ -50294,26 +50294,26 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     return exact.length ? exact : all;
   }
   if (existsSync17(name)) {
-    if (!statSync10(name).isDirectory())
+    if (!statSync9(name).isDirectory())
       throw new ParallelInputError(
         `${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`
       );
     const st = readdirSync10(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync10(path44.join(name, f)).size, 0);
-    const cfgFile = path44.join(name, "config.json");
+    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path43.join(name, f)).size, 0);
+    const cfgFile = path43.join(name, "config.json");
     const cfg2 = existsSync17(cfgFile) ? JSON.parse(readFileSync16(cfgFile, "utf8")) : {};
     return [
       {
         model: name,
-        source: path44.resolve(name),
+        source: path43.resolve(name),
         dtype: null,
         weightsBytes: bytes2,
         weightsSource: "folder",
-        ...modelFromConfig(path44.basename(name), cfg2),
+        ...modelFromConfig(path43.basename(name), cfg2),
         toolParser: toolParser(runtime, void 0, name),
         reasoningParser: reasoningParser(runtime, void 0, name),
-        servedName: targetSlug({ model: path44.basename(path44.resolve(name)), quant: null })
+        servedName: targetSlug({ model: path43.basename(path43.resolve(name)), quant: null })
       }
     ];
   }
@@ -50519,7 +50519,7 @@ var init_parallel = __esm({
 
 // engine/serving/fit-service.ts
 import { existsSync as existsSync18 } from "node:fs";
-import path45 from "node:path";
+import path44 from "node:path";
 function input(message, field) {
   throw new SetupError("input", message, { field });
 }
@@ -50605,7 +50605,7 @@ async function planFit(i2, hw, o2 = {}) {
           };
         } else {
           const info = await loadGguf(i2.model);
-          const m = modelFromInfo(info, i2.model, existsSync18(i2.model) ? ["-m", path45.resolve(i2.model)] : ["-hf", i2.model]);
+          const m = modelFromInfo(info, i2.model, existsSync18(i2.model) ? ["-m", path44.resolve(i2.model)] : ["-hf", i2.model]);
           const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
           result = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
             pick: null,
@@ -51044,7 +51044,7 @@ async function poolCheck(o2) {
   const fill = o2.ctx - maxTokens - 160;
   const units = Math.max(1, Math.floor(fill / perUnit));
   const t0 = performance.now();
-  const runs2 = await Promise.all(
+  const runs = await Promise.all(
     Array.from(
       { length: o2.n },
       (_, i2) => httpJson(o2.chatUrl, {
@@ -51064,8 +51064,8 @@ ${POOL_UNIT.repeat(units)}` }],
     )
   );
   const secs2 = ((performance.now() - t0) / 1e3).toFixed(1);
-  const prompt = Math.max(...runs2.map((r) => r.body?.usage?.prompt_tokens ?? 0)) || units * perUnit;
-  const failed = runs2.filter((r) => r.status !== 200);
+  const prompt = Math.max(...runs.map((r) => r.body?.usage?.prompt_tokens ?? 0)) || units * perUnit;
+  const failed = runs.filter((r) => r.status !== 200);
   if (!failed.length) return { passed: true, evidence: `${o2.n} requests \xD7 ${prompt} prompt tokens at once (${o2.n * prompt} cells) all answered in ${secs2} s` };
   const why = failed[0].body?.error?.message ?? (failed[0].text.slice(0, 120) || failed[0].error || `HTTP ${failed[0].status}`);
   return {
@@ -51243,13 +51243,13 @@ async function verifyEndpoint(v) {
           await new Promise((r2) => setTimeout(r2, 15));
         }
       })();
-      const runs2 = await Promise.all(Array.from({ length: n2 }, () => streamTimed(chatUrl, headers, body, t0, timeoutMs)));
+      const runs = await Promise.all(Array.from({ length: n2 }, () => streamTimed(chatUrl, headers, body, t0, timeoutMs)));
       polling = false;
       await poller;
-      const wall = Math.max(...runs2.map((x) => x.endMs));
-      const firsts = runs2.map((x) => x.firstTokenMs).filter((x) => x !== null);
+      const wall = Math.max(...runs.map((x) => x.endMs));
+      const firsts = runs.map((x) => x.firstTokenMs).filter((x) => x !== null);
       const spread = firsts.length ? Math.max(...firsts) - Math.min(...firsts) : Infinity;
-      const failed = runs2.filter((x) => x.status !== 200 || x.error);
+      const failed = runs.filter((x) => x.status !== 200 || x.error);
       const factor = overlapFactor(singleMs, wall, n2);
       const spreadOk = spread < 0.5 * (n2 - 1) * singleMs;
       const slotsOk = before ? before.listed >= n2 && ((maxBusy ?? 0) >= 2 || spreadOk) : spreadOk;
@@ -51340,7 +51340,7 @@ var init_verify = __esm({
 });
 
 // engine/serving/setup.ts
-import path46 from "node:path";
+import path45 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
 import { closeSync as closeSync3, mkdirSync as mkdirSync15, openSync as openSync3 } from "node:fs";
 function listServing() {
@@ -51411,11 +51411,11 @@ function supervisorCommand(env2 = process.env) {
   if (c3.OCW_SUPERVISE === "0") return null;
   if (c3.OCW_SUPERVISOR_CMD) return JSON.parse(c3.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path46.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path45.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync15(path46.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync15(path45.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -51498,7 +51498,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path46.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path45.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -51608,7 +51608,7 @@ var init_setup3 = __esm({
         this.name = "SetupInputError";
       }
     };
-    servingFile = () => path46.join(stateDir(), "serving.json");
+    servingFile = () => path45.join(stateDir(), "serving.json");
     recordedStart = (t2) => typeof t2 === "string" ? t2 : null;
   }
 });
@@ -51716,9 +51716,9 @@ var init_start_common = __esm({
 
 // engine/serving/start-runtimes.ts
 import { spawn as spawn5 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync19, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync17, statSync as statSync11, writeFileSync as writeFileSync10 } from "node:fs";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync19, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync17, statSync as statSync10, writeFileSync as writeFileSync10 } from "node:fs";
 import os6 from "node:os";
-import path47 from "node:path";
+import path46 from "node:path";
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
   const words = commandWords(o2.command);
@@ -51739,7 +51739,7 @@ function buildLaunch(o2) {
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
     mkdirSync16(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path47.join(o2.configDir, "sglang.yaml");
+    configFile = path46.join(o2.configDir, "sglang.yaml");
     writeFileSync10(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
@@ -51747,7 +51747,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
-  const hfCache = env2.HF_HOME || path47.join(os6.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path46.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run4 = [
     "run",
@@ -51784,7 +51784,7 @@ async function waitReady(port, key, child, logFile, timeoutMs) {
   }
   throw new Error(`did not become ready within ${Math.round(timeoutMs / 1e3)} s (see ${logFile})`);
 }
-async function runOtherRuntime(o2, input2, job2, ops, setLog) {
+async function runOtherRuntime(o2, input2, job, ops, setLog) {
   const runtime = input2.runtime;
   const name = runtime === "vllm" ? "vLLM" : "SGLang";
   const hw = o2.hardware ?? await detectHardware({});
@@ -51819,14 +51819,14 @@ async function runOtherRuntime(o2, input2, job2, ops, setLog) {
   const slots = pick3.slots;
   const ctx = pick3.ctxPerSlot;
   const model = commandWords(pick3.command).args[runtime === "vllm" ? 1 : 3];
-  Object.assign(job2, { model: pick3.model, quant: pick3.quant, slots, ctxPerSlot: ctx, plannedCommand: pick3.command, pick: pick3 });
+  Object.assign(job, { model: pick3.model, quant: pick3.quant, slots, ctxPerSlot: ctx, plannedCommand: pick3.command, pick: pick3 });
   const found = findRuntime(runtime);
   ops.end(
     pick3.reason + (replacing ? `; the running server of target ${replacing.id} (pid ${replacing.recs.map((r) => r.pid).join(", ")}) holds ${([...replacing.bytes.values()].reduce((a2, b) => a2 + b, 0) / 1024 ** 3).toFixed(1)} GiB of GPU memory: counted as free, it is stopped before the load (setup replaces it)` : "")
   );
   ops.cancelled();
   if (o2.confirm) {
-    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job2))).catch((e) => {
+    const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
       throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
     });
     if (!ok2)
@@ -51858,14 +51858,14 @@ async function runOtherRuntime(o2, input2, job2, ops, setLog) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path47.join(stateDir(), "runtime", id2), family: familyOf });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path46.join(stateDir(), "runtime", id2), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
-  job2.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path47.join(stateDir(), "logs", `${id2}.log`);
+  job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
+  const logFile = path46.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync16(path47.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync19(logFile) ? statSync11(logFile).size : 0;
+  mkdirSync16(path46.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync19(logFile) ? statSync10(logFile).size : 0;
   const readLog = () => existsSync19(logFile) ? readFileSync17(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
   const env2 = { ...process.env, ...launch2.env };
@@ -51934,11 +51934,11 @@ async function runOtherRuntime(o2, input2, job2, ops, setLog) {
     perSlotCtx: ctx,
     llamaExtensions: false,
     onCheck: (_c, done) => {
-      job2.checks = done;
+      job.checks = done;
       ops.emit();
     }
   });
-  job2.checks = v.checks;
+  job.checks = v.checks;
   ops.end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
   const loaded = readLog().split("\n").filter((l) => /Model loading took|model weights took|Load weight end|KV Cache is allocated|GPU KV cache size/i.test(l)).map((l) => l.trim().slice(0, 200));
   let placementFailed = null;
@@ -51966,7 +51966,7 @@ async function runOtherRuntime(o2, input2, job2, ops, setLog) {
       }
     }
     if (!placementFailed && devices.length) evidence.push("the weights are where the plan put them");
-    job2.placement = { passed: !placementFailed, devices, evidence };
+    job.placement = { passed: !placementFailed, devices, evidence };
     if (measured.length) saveServing(listServing().map((r) => r.targetId === id2 ? { ...r, gpuBytes: measured } : r));
     ops.end(evidence.join("; ") || "no figures", placementFailed ? "failed" : "done");
   } else {
@@ -51987,7 +51987,7 @@ async function runOtherRuntime(o2, input2, job2, ops, setLog) {
     checks: []
   };
   const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
-  job2.result = {
+  job.result = {
     outcome: v.outcome,
     saved: saved.saved,
     active: saved.active,
@@ -51998,7 +51998,7 @@ async function runOtherRuntime(o2, input2, job2, ops, setLog) {
     ms: 0
   };
   if (placementFailed) {
-    job2.failure = {
+    job.failure = {
       phase: "placement",
       kind: "placement",
       cause: placementFailed,
@@ -52046,8 +52046,8 @@ __export(start_exports, {
   withFreed: () => withFreed
 });
 import { randomBytes as randomBytes8 } from "node:crypto";
-import { existsSync as existsSync20, mkdirSync as mkdirSync17, readFileSync as readFileSync18, statfsSync as statfsSync2, statSync as statSync12 } from "node:fs";
-import path48 from "node:path";
+import { existsSync as existsSync20, mkdirSync as mkdirSync17, readFileSync as readFileSync18, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
+import path47 from "node:path";
 function pathHasQuant(p, quant) {
   const q2 = quant.toUpperCase();
   const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
@@ -52071,7 +52071,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (missing.length)
         throw new StartError({
           kind: "not-found",
-          cause: `${path48.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path48.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
+          cause: `${path47.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path47.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
           logLine: null,
           remedy: "put every shard in the same folder (llama-server loads them from the first)"
         });
@@ -52095,8 +52095,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path48.basename(new URL(url2).pathname);
-      return { url: url2, dest: path48.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path47.basename(new URL(url2).pathname);
+      return { url: url2, dest: path47.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -52129,7 +52129,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (files.length !== Number(m[2]))
         throw new StartError({
           kind: "not-found",
-          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path48.basename(stem)}`,
+          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path47.basename(stem)}`,
           logLine: null,
           remedy: "the repository is incomplete (an upload in progress?): try again later or another quant"
         });
@@ -52140,7 +52140,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     dest: localPathFor(root2, repo, f.path),
     size: f.size || null,
     sha256: f.sha256,
-    name: path48.basename(f.path)
+    name: path47.basename(f.path)
   }));
   return { local: downloads[0].dest, downloads };
 }
@@ -52225,12 +52225,12 @@ async function downloadPhase(modelArg, ops, signal) {
   });
   if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
   else {
-    ops.begin("download", `${files.downloads.length} file(s) to ${path48.dirname(files.downloads[0].dest)}`);
+    ops.begin("download", `${files.downloads.length} file(s) to ${path47.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-    const onDisk = (d) => existsSync20(d.dest) ? statSync12(d.dest).size : existsSync20(`${d.dest}.part`) ? statSync12(`${d.dest}.part`).size : 0;
+    const onDisk = (d) => existsSync20(d.dest) ? statSync11(d.dest).size : existsSync20(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-      const dir = path48.dirname(files.downloads[0].dest);
+      const dir = path47.dirname(files.downloads[0].dest);
       mkdirSync17(dir, { recursive: true });
       const fs = statfsSync2(dir);
       const free = Number(fs.bavail) * Number(fs.bsize);
@@ -52300,16 +52300,16 @@ async function downloadPhase(modelArg, ops, signal) {
 }
 async function runStartJob(o2) {
   const input2 = SetupStartInput.parse(o2.input);
-  const job2 = newJob(o2.jobId ?? randomBytes8(6).toString("hex"), input2.runtime);
+  const job = newJob(o2.jobId ?? randomBytes8(6).toString("hex"), input2.runtime);
   const t0 = performance.now();
   let lastEmit = 0;
   const emit3 = (force = true) => {
     const now = performance.now();
     if (!force && now - lastEmit < 250) return;
     lastEmit = now;
-    o2.onUpdate?.(SetupJob.parse(structuredClone(job2)));
+    o2.onUpdate?.(SetupJob.parse(structuredClone(job)));
   };
-  const phase = (name) => job2.phases.find((p) => p.name === name);
+  const phase = (name) => job.phases.find((p) => p.name === name);
   let current = null;
   const begin = (name, detail) => {
     const p = phase(name);
@@ -52347,7 +52347,7 @@ async function runStartJob(o2) {
   try {
     begin("plan", "detecting the hardware and planning");
     if (input2.runtime !== "llama.cpp") {
-      await runOtherRuntime(o2, input2, job2, { begin, end, skip, emit: emit3, cancelled, phase }, (f) => logFile = f);
+      await runOtherRuntime(o2, input2, job, { begin, end, skip, emit: emit3, cancelled, phase }, (f) => logFile = f);
     } else {
       try {
         bin = findLlamaServer(o2.llamaServer);
@@ -52400,7 +52400,7 @@ async function runStartJob(o2) {
         });
       let pick3 = fit.pick;
       let entry = findCatalog(pick3.model);
-      Object.assign(job2, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
+      Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
       let words = commandWords(pick3.command);
       let mi = words.args.findIndex((a2) => a2 === "-m" || a2 === "-hf");
       if (mi < 0)
@@ -52414,7 +52414,7 @@ async function runStartJob(o2) {
       end(`${entry?.name ?? pick3.model}${pick3.quant ? ` ${pick3.quant}` : ""}: ${pick3.reason}${held}${cacheNote}`);
       cancelled();
       if (o2.confirm) {
-        const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job2))).catch((e) => {
+        const ok2 = await o2.confirm(SetupJob.parse(structuredClone(job))).catch((e) => {
           throw new StartError({ kind: "not-confirmed", cause: e.message, logLine: null, remedy: "pass --yes to skip the question" });
         });
         if (!ok2)
@@ -52430,7 +52430,7 @@ async function runStartJob(o2) {
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path48.join(stateDir(), "llama"),
+          root: path47.join(stateDir(), "llama"),
           gpus: hw.gpus,
           onBuildLine: (line) => {
             phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
@@ -52481,7 +52481,7 @@ async function runStartJob(o2) {
               logLine: null,
               remedy: "report this (ocw fit --json shows the command)"
             });
-          Object.assign(job2, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
+          Object.assign(job, { model: pick3.model, quant: pick3.quant, slots: pick3.slots, ctxPerSlot: pick3.ctxPerSlot, plannedCommand: pick3.command, pick: pick3 });
         }
         hw.llamaDevices = listed2;
         end(
@@ -52492,7 +52492,7 @@ async function runStartJob(o2) {
       const files = await downloadPhase({ flag: words.args[mi], value: words.args[mi + 1] }, { begin, end, skip, emit: emit3, cancelled, phase }, o2.signal);
       cancelled();
       const alias = targetSlug({
-        model: entry?.name ?? path48.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
+        model: entry?.name ?? path47.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
         quant: pick3.quant
       });
       const id2 = input2.id ?? `llamacpp-${alias}`;
@@ -52516,7 +52516,7 @@ async function runStartJob(o2) {
         const port = await freePort();
         const args = [...r.words.args];
         const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-        args.splice(ri, 2, "-m", path48.resolve(files.local));
+        args.splice(ri, 2, "-m", path47.resolve(files.local));
         const pi = args.indexOf("--port");
         if (pi >= 0) args[pi + 1] = String(port);
         else args.push("--port", String(port));
@@ -52527,11 +52527,11 @@ async function runStartJob(o2) {
           r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)])
         );
         launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
-        job2.launchedCommand = launched.filter(Boolean).join("\n");
+        job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-        const file2 = path48.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync17(path48.dirname(file2), { recursive: true });
-        logs[r.i] = { file: file2, start: existsSync20(file2) ? statSync12(file2).size : 0 };
+        const file2 = path47.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync17(path47.dirname(file2), { recursive: true });
+        logs[r.i] = { file: file2, start: existsSync20(file2) ? statSync11(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = {
           targetId: recId,
@@ -52596,8 +52596,8 @@ async function runStartJob(o2) {
         if (pooled) await stopServing(id2);
         throw e;
       }
-      job2.launchedCommand = launched.join("\n");
-      job2.servers = servers;
+      job.launchedCommand = launched.join("\n");
+      job.servers = servers;
       end(
         servers.map(
           (x, k) => `${pooled ? `replica ${k + 1} (${replicas[k].devices.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1e3).toFixed(1)} s`
@@ -52636,7 +52636,7 @@ async function runStartJob(o2) {
           slots: replicas[k].slots,
           perSlotCtx: replicas[k].ctxPerSlot,
           onCheck: (_c, done) => {
-            job2.checks = pooled ? [
+            job.checks = pooled ? [
               ...verdicts.flatMap((d, j) => d.checks.map((c3) => ({ ...c3, evidence: `replica ${j + 1}: ${c3.evidence}` }))),
               ...done.map((c3) => ({ ...c3, evidence: `replica ${k + 1}: ${c3.evidence}` }))
             ] : done;
@@ -52646,7 +52646,7 @@ async function runStartJob(o2) {
         verdicts.push(v2);
       }
       const v = pooled ? poolVerdict(verdicts) : verdicts[0];
-      job2.checks = v.checks;
+      job.checks = v.checks;
       end(`${v.outcome}: ${v.summary}`, v.outcome === "cannot-build" ? "failed" : "done");
       begin("placement", "reading llama-server's log and /props");
       const placements = [];
@@ -52680,7 +52680,7 @@ async function runStartJob(o2) {
         if (gpuBytes.length) saveServing(listServing().map((r) => r.targetId === recId ? { ...r, gpuBytes } : r));
         if (props.status === 200)
           pl.evidence.push(
-            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path48.basename(props.body.model_path)}` : ""}`
+            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path47.basename(props.body.model_path)}` : ""}`
           );
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
@@ -52689,7 +52689,7 @@ async function runStartJob(o2) {
         devices: placements.flatMap((p) => p.devices),
         evidence: placements.flatMap((p) => p.evidence)
       };
-      job2.placement = placement;
+      job.placement = placement;
       end(placement.evidence.join("; "), placement.passed ? "done" : "failed");
       const endpoints = servers.map((x, k) => ({ url: x.url, slots: replicas[k].slots }));
       const target = {
@@ -52704,7 +52704,7 @@ async function runStartJob(o2) {
         checks: []
       };
       const saved = finish(o2.store, target, v, { acceptUnderpowered: input2.acceptUnderpowered });
-      job2.result = {
+      job.result = {
         outcome: v.outcome,
         saved: saved.saved,
         active: saved.active,
@@ -52715,7 +52715,7 @@ async function runStartJob(o2) {
         ms: Math.round(performance.now() - t0)
       };
       if (!placement.passed) {
-        job2.failure = {
+        job.failure = {
           phase: "placement",
           kind: "placement",
           cause: placement.evidence.filter((e) => /plan put|vendor tool|RAM holds/.test(e)).join("; ") || "the weights are not where the plan put them",
@@ -52725,20 +52725,20 @@ async function runStartJob(o2) {
         };
       }
     }
-    job2.state = "done";
+    job.state = "done";
   } catch (e) {
     const f = e instanceof StartError ? e.failure : { kind: "other", cause: describeFetchError(e), logLine: null, remedy: "read the log file; `ocw doctor` checks the runtime" };
     const failedPhase = f.phase ?? current?.p.name ?? "plan";
     if (current) end(f.cause, "failed");
     else if (f.kind !== "not-confirmed") phase(failedPhase).status = "failed";
-    job2.failure = { phase: failedPhase, kind: f.kind, cause: f.cause, logLine: f.logLine ?? null, remedy: f.remedy, logFile: f.logFile ?? logFile };
-    job2.state = f.kind === "cancelled" ? "cancelled" : "failed";
-    for (const p of job2.phases) if (p.status === "pending") p.status = "skipped";
+    job.failure = { phase: failedPhase, kind: f.kind, cause: f.cause, logLine: f.logLine ?? null, remedy: f.remedy, logFile: f.logFile ?? logFile };
+    job.state = f.kind === "cancelled" ? "cancelled" : "failed";
+    for (const p of job.phases) if (p.status === "pending") p.status = "skipped";
   }
-  job2.ms = Math.round(performance.now() - t0);
-  if (job2.result) job2.result.ms = job2.ms;
+  job.ms = Math.round(performance.now() - t0);
+  if (job.result) job.result.ms = job.ms;
   emit3();
-  return job2;
+  return job;
 }
 function replaces(pick3, g, inputId) {
   if (inputId) return g.id === inputId;
@@ -52752,10 +52752,10 @@ function replaces(pick3, g, inputId) {
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path48.resolve(value) === path48.resolve(file2);
+  if (w[mi] === "-m") return path47.resolve(value) === path47.resolve(file2);
   const [repo, quant] = value.split(":");
-  const dir = path48.join(stateDir(), "models", repo.replace("/", "__"));
-  return file2.startsWith(dir + path48.sep) && (!quant || pathHasQuant(path48.relative(dir, file2), quant));
+  const dir = path47.join(stateDir(), "models", repo.replace("/", "__"));
+  return file2.startsWith(dir + path47.sep) && (!quant || pathHasQuant(path47.relative(dir, file2), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -53187,11 +53187,11 @@ var require_codegen = __commonJS({
         const rhs = this.rhs === void 0 ? "" : ` = ${this.rhs}`;
         return `${varKind} ${this.name}${rhs};` + _n;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants6) {
         if (!names[this.name.str])
           return;
         if (this.rhs)
-          this.rhs = optimizeExpr(this.rhs, names, constants7);
+          this.rhs = optimizeExpr(this.rhs, names, constants6);
         return this;
       }
       get names() {
@@ -53208,10 +53208,10 @@ var require_codegen = __commonJS({
       render({ _n }) {
         return `${this.lhs} = ${this.rhs};` + _n;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants6) {
         if (this.lhs instanceof code_1.Name && !names[this.lhs.str] && !this.sideEffects)
           return;
-        this.rhs = optimizeExpr(this.rhs, names, constants7);
+        this.rhs = optimizeExpr(this.rhs, names, constants6);
         return this;
       }
       get names() {
@@ -53272,8 +53272,8 @@ var require_codegen = __commonJS({
       optimizeNodes() {
         return `${this.code}` ? this : void 0;
       }
-      optimizeNames(names, constants7) {
-        this.code = optimizeExpr(this.code, names, constants7);
+      optimizeNames(names, constants6) {
+        this.code = optimizeExpr(this.code, names, constants6);
         return this;
       }
       get names() {
@@ -53302,12 +53302,12 @@ var require_codegen = __commonJS({
         }
         return nodes.length > 0 ? this : void 0;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants6) {
         const { nodes } = this;
         let i2 = nodes.length;
         while (i2--) {
           const n2 = nodes[i2];
-          if (n2.optimizeNames(names, constants7))
+          if (n2.optimizeNames(names, constants6))
             continue;
           subtractNames(names, n2.names);
           nodes.splice(i2, 1);
@@ -53360,12 +53360,12 @@ var require_codegen = __commonJS({
           return void 0;
         return this;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants6) {
         var _a;
-        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants7);
-        if (!(super.optimizeNames(names, constants7) || this.else))
+        this.else = (_a = this.else) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
+        if (!(super.optimizeNames(names, constants6) || this.else))
           return;
-        this.condition = optimizeExpr(this.condition, names, constants7);
+        this.condition = optimizeExpr(this.condition, names, constants6);
         return this;
       }
       get names() {
@@ -53388,10 +53388,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.iteration})` + super.render(opts);
       }
-      optimizeNames(names, constants7) {
-        if (!super.optimizeNames(names, constants7))
+      optimizeNames(names, constants6) {
+        if (!super.optimizeNames(names, constants6))
           return;
-        this.iteration = optimizeExpr(this.iteration, names, constants7);
+        this.iteration = optimizeExpr(this.iteration, names, constants6);
         return this;
       }
       get names() {
@@ -53427,10 +53427,10 @@ var require_codegen = __commonJS({
       render(opts) {
         return `for(${this.varKind} ${this.name} ${this.loop} ${this.iterable})` + super.render(opts);
       }
-      optimizeNames(names, constants7) {
-        if (!super.optimizeNames(names, constants7))
+      optimizeNames(names, constants6) {
+        if (!super.optimizeNames(names, constants6))
           return;
-        this.iterable = optimizeExpr(this.iterable, names, constants7);
+        this.iterable = optimizeExpr(this.iterable, names, constants6);
         return this;
       }
       get names() {
@@ -53472,11 +53472,11 @@ var require_codegen = __commonJS({
         (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNodes();
         return this;
       }
-      optimizeNames(names, constants7) {
+      optimizeNames(names, constants6) {
         var _a, _b;
-        super.optimizeNames(names, constants7);
-        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants7);
-        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants7);
+        super.optimizeNames(names, constants6);
+        (_a = this.catch) === null || _a === void 0 ? void 0 : _a.optimizeNames(names, constants6);
+        (_b = this.finally) === null || _b === void 0 ? void 0 : _b.optimizeNames(names, constants6);
         return this;
       }
       get names() {
@@ -53777,7 +53777,7 @@ var require_codegen = __commonJS({
     function addExprNames(names, from) {
       return from instanceof code_1._CodeOrName ? addNames(names, from.names) : names;
     }
-    function optimizeExpr(expr, names, constants7) {
+    function optimizeExpr(expr, names, constants6) {
       if (expr instanceof code_1.Name)
         return replaceName(expr);
       if (!canOptimize(expr))
@@ -53792,14 +53792,14 @@ var require_codegen = __commonJS({
         return items;
       }, []));
       function replaceName(n2) {
-        const c3 = constants7[n2.str];
+        const c3 = constants6[n2.str];
         if (c3 === void 0 || names[n2.str] !== 1)
           return n2;
         delete names[n2.str];
         return c3;
       }
       function canOptimize(e) {
-        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants7[c3.str] !== void 0);
+        return e instanceof code_1._Code && e._items.some((c3) => c3 instanceof code_1.Name && names[c3.str] === 1 && constants6[c3.str] !== void 0);
       }
     }
     function subtractNames(names, from) {
@@ -56039,8 +56039,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path67) {
-      let input2 = path67;
+    function removeDotSegments(path66) {
+      let input2 = path66;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -56114,11 +56114,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path67) {
-      if (path67 === "" || path67[0] === "/") {
-        return removeDotSegments(path67);
+    function removeDotSegmentsRelative(path66) {
+      if (path66 === "" || path66[0] === "/") {
+        return removeDotSegments(path66);
       }
-      const segments = path67.split("/");
+      const segments = path66.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -56481,8 +56481,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path67 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path67 && path67 !== "/" ? path67 : void 0;
+        const path66 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path66 && path66 !== "/" ? path66 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -60039,16 +60039,16 @@ __export(pool_exports, {
 });
 import { mkdtempSync as mkdtempSync2, rmSync as rmSync9 } from "node:fs";
 import os8 from "node:os";
-import path65 from "node:path";
+import path64 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync2(path65.join(os8.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync2(path64.join(os8.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path65.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path64.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
@@ -60066,7 +60066,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path65.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path64.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -60117,11 +60117,11 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path53 from "node:path";
+import path52 from "node:path";
 
 // engine/workers/engine.ts
 import { existsSync as existsSync11 } from "node:fs";
-import path33 from "node:path";
+import path32 from "node:path";
 
 // shared/ids.ts
 var random = globalThis.crypto;
@@ -60435,9 +60435,7 @@ var Grant = external_exports.object({
   pattern: external_exports.string(),
   askId: external_exports.string(),
   by: DecidedBy,
-  createdAt: external_exports.number(),
-  /** When its worker's run ended (settled, stopped, failed): an expired grant answers nothing (shared/grants.ts). */
-  expiredAt: external_exports.number().optional()
+  createdAt: external_exports.number()
 });
 function terminalSafe(text) {
   return text.replace(
@@ -60464,7 +60462,7 @@ function grantsFor(ask, grants) {
   if (!offer.ok) return void 0;
   const found = [];
   for (const p of offer.patterns) {
-    const g = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p && x.expiredAt === void 0);
+    const g = grants.find((x) => x.workerId === ask.workerId && x.tool === ask.tool && x.pattern === p);
     if (!g) return void 0;
     found.push(g);
   }
@@ -60582,7 +60580,6 @@ var WorkerState = external_exports.enum([
 var FINAL_STATES = ["built", "honest-failure", "stopped", "interrupted", "error"];
 var ACTIVE_STATES = ["starting", "running", "waiting-approval"];
 var isFinal = (s) => FINAL_STATES.includes(s);
-var GRANT_ENDS = /* @__PURE__ */ new Set(["settled", "built", "honest-failure", "stopped", "error"]);
 var isActive = (s) => ACTIVE_STATES.includes(s);
 var Glob = external_exports.string().min(1).max(500);
 var Budget = external_exports.object({
@@ -60638,9 +60635,7 @@ var WorkerEvent = external_exports.discriminatedUnion("type", [
     /** Its task's name in its batch. */
     taskId: external_exports.string().optional(),
     /** One attempt of several at the same task (shared/attempts.ts). */
-    attempt: AttemptRef.optional(),
-    /** The worker whose task this one runs again (retry): it stays in that worker's batch, as the same task. */
-    retryOf: external_exports.string().optional()
+    attempt: AttemptRef.optional()
   }),
   external_exports.object({ ...base, type: external_exports.literal("worker.state"), state: WorkerState, reason: external_exports.string().optional() }),
   external_exports.object({
@@ -60738,8 +60733,6 @@ var Worker = external_exports.object({
   discarded: external_exports.boolean().default(false),
   /** Its attempt group when it is one of several attempts at one task (shared/attempts.ts); null otherwise. */
   attempt: AttemptRef.nullable().default(null),
-  /** The worker whose task it runs again (a retry), or null. */
-  retryOf: external_exports.string().nullable().default(null),
   lastSeq: external_exports.number()
 });
 function summarizePart(part) {
@@ -60803,7 +60796,6 @@ function reduceWorker(w, e) {
       grants: [],
       discarded: false,
       attempt: e.attempt ?? null,
-      retryOf: e.retryOf ?? null,
       lastSeq: e.seq
     };
   }
@@ -60817,8 +60809,6 @@ function reduceWorker(w, e) {
       next.endedAt = isFinal(e.state) ? e.ts : null;
       if (!isActive(e.state)) next.currentTool = null;
       if (e.state === "running") next.stalled = false;
-      if (GRANT_ENDS.has(e.state) && w.grants.some((g) => g.expiredAt === void 0))
-        next.grants = w.grants.map((g) => g.expiredAt === void 0 ? { ...g, expiredAt: e.ts } : g);
       if (e.state === "running" && w.rounds.length && !w.rounds.at(-1).ran) next.rounds = [...w.rounds.slice(0, -1), { ...w.rounds.at(-1), ran: true }];
       break;
     case "worker.workspace":
@@ -60891,7 +60881,6 @@ function reduceWorker(w, e) {
       break;
     case "discarded":
       next.discarded = true;
-      if (w.grants.some((g) => g.expiredAt === void 0)) next.grants = w.grants.map((g) => g.expiredAt === void 0 ? { ...g, expiredAt: e.ts } : g);
       break;
   }
   return next;
@@ -61642,27 +61631,6 @@ function ruleMatches(ask, rule) {
   if (rule.decision === "reject") return isMatch(ask.what) || split.ok && split.commands.some(isMatch);
   return split.ok && split.commands.every(isMatch);
 }
-function pickRule(rules, ask) {
-  const hits = rules.filter((r) => (r.tool === "*" || r.tool === ask.tool) && ruleMatches(ask, r));
-  return hits.find((r) => r.decision === "reject") ?? hits[0];
-}
-function explainPolicy(rules, ask) {
-  const forTool = (r) => r.tool === "*" || r.tool === ask.tool;
-  const matches = rules.map((r) => forTool(r) && ruleMatches(ask, r));
-  const picked = pickRule(rules, ask);
-  let parts = null;
-  let unsplittable = null;
-  if (ask.tool === "bash") {
-    const split = splitCommand(ask.what);
-    if (split.ok)
-      parts = split.commands.map((command) => ({
-        command,
-        rules: rules.flatMap((r, i2) => forTool(r) && import_picomatch2.default.isMatch(command, r.pattern, { dot: true, bash: true }) ? [i2] : [])
-      }));
-    else unsplittable = split.why;
-  }
-  return { parts, unsplittable, matches, answer: picked ? { index: rules.indexOf(picked), decision: picked.decision } : null };
-}
 
 // engine/approvals/worktree-guard.ts
 import os2 from "node:os";
@@ -61998,7 +61966,8 @@ var Approvals = class {
     return rule ? { decision: { decision: rule.decision }, by: { kind: "policy", name: `${rule.tool} ${rule.pattern} \u2192 ${rule.decision}` } } : null;
   }
   policyFor(ask) {
-    return pickRule(this.policies(), ask);
+    const rules = this.policies().filter((r) => (r.tool === "*" || r.tool === ask.tool) && ruleMatches(ask, r));
+    return rules.find((r) => r.decision === "reject") ?? rules[0];
   }
 };
 var byWhom = (by) => `${by.kind}${by.name ? " " + by.name : ""}`;
@@ -63040,7 +63009,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path66, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -63059,7 +63028,7 @@ var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path67[name];
+      const value = path66[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -63090,11 +63059,11 @@ var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path67, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path66, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path67) {
-    url2 = defaultPathSerializer({ path: path67, url: url2 });
+  if (path66) {
+    url2 = defaultPathSerializer({ path: path66, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -68321,17 +68290,17 @@ var OpencodeServer = class extends EventEmitter2 {
     this.stopping = false;
     endStaleServer(this.opts.home, this.opts.log);
     const cmd = this.command();
-    const proc3 = spawn(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
-    this.proc = proc3;
-    writePidFile(this.pidFile, proc3.pid);
+    const proc2 = spawn(cmd.file, cmd.args, { cwd: this.opts.home, env: cmd.env, stdio: ["ignore", "pipe", "pipe"] });
+    this.proc = proc2;
+    writePidFile(this.pidFile, proc2.pid);
     const url2 = await new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        proc3.kill("SIGKILL");
+        proc2.kill("SIGKILL");
         reject(new Error(`opencode serve did not report ready within ${(this.opts.startTimeoutMs ?? 6e4) / 1e3}s`));
       }, this.opts.startTimeoutMs ?? 6e4);
       let out = "";
       let err = "";
-      proc3.stdout.on("data", (b) => {
+      proc2.stdout.on("data", (b) => {
         out += b.toString();
         const m = /listening on (http:\/\/[^\s]+)/.exec(out);
         if (m) {
@@ -68339,17 +68308,17 @@ var OpencodeServer = class extends EventEmitter2 {
           resolve(m[1].replace(/\/$/, ""));
         }
       });
-      proc3.stderr.on("data", (b) => {
+      proc2.stderr.on("data", (b) => {
         err += b.toString();
         if (err.length > 2e4) err = err.slice(-1e4);
         this.opts.log?.(b.toString().trimEnd());
       });
-      proc3.once("exit", (code, signal) => {
+      proc2.once("exit", (code, signal) => {
         clearTimeout(timer);
         reject(new Error(`opencode serve exited during start-up (code ${code}, signal ${signal}): ${err.trim().slice(-500) || "no output"}`));
       });
     });
-    proc3.on("exit", (code, signal) => this.onExit(proc3, code, signal));
+    proc2.on("exit", (code, signal) => this.onExit(proc2, code, signal));
     this.url = url2;
     const client3 = createOpencodeClient({ baseUrl: url2, headers: { Authorization: this.authHeader } });
     await this.verifyAgent(client3);
@@ -68412,8 +68381,8 @@ var OpencodeServer = class extends EventEmitter2 {
     };
     void loop();
   }
-  onExit(proc3, code, signal) {
-    if (proc3 !== this.proc) return;
+  onExit(proc2, code, signal) {
+    if (proc2 !== this.proc) return;
     this.streamAbort?.abort();
     this.client = null;
     this.url = null;
@@ -68436,18 +68405,18 @@ var OpencodeServer = class extends EventEmitter2 {
   async stop() {
     this.stopping = true;
     this.streamAbort?.abort();
-    const proc3 = this.proc;
+    const proc2 = this.proc;
     this.client = null;
     this.url = null;
-    if (!proc3 || proc3.exitCode !== null) return;
-    const children = childPids(proc3.pid);
+    if (!proc2 || proc2.exitCode !== null) return;
+    const children = childPids(proc2.pid);
     await new Promise((resolve) => {
-      const t2 = setTimeout(() => proc3.kill("SIGKILL"), 3e3);
-      proc3.once("exit", () => {
+      const t2 = setTimeout(() => proc2.kill("SIGKILL"), 3e3);
+      proc2.once("exit", () => {
         clearTimeout(t2);
         resolve();
       });
-      proc3.kill("SIGTERM");
+      proc2.kill("SIGTERM");
     });
     for (const c3 of children) killGroup(c3);
   }
@@ -69868,31 +69837,8 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
   return lines.join("\n");
 }
 
-// engine/workers/open.ts
-init_errors3();
-import { realpathSync as realpathSync5, statSync as statSync6 } from "node:fs";
-import path27 from "node:path";
-function workspaceToOpen(w, workspacesRoot) {
-  if (w.discarded) throw new InputError(`worker ${w.id} was discarded: its workspace is gone`, "conflict");
-  if (!w.worktree) throw new InputError(`worker ${w.id} has no workspace yet: wait until it starts`, "conflict");
-  let real2;
-  let root2;
-  try {
-    real2 = realpathSync5(w.worktree);
-    root2 = realpathSync5(workspacesRoot);
-  } catch {
-    throw new InputError(`worker ${w.id}'s workspace is gone from disk (pruned or removed)`, "conflict");
-  }
-  const rel = path27.relative(root2, real2);
-  const parts = rel.split(path27.sep);
-  if (path27.isAbsolute(rel) || parts.length !== 2 || parts[0] === ".." || parts[0] === "" || parts[1] !== w.id)
-    throw new InputError(`worker ${w.id}'s workspace is not where the engine keeps workspaces: refused`, "conflict");
-  if (!statSync6(real2).isDirectory()) throw new InputError(`worker ${w.id}'s workspace is not a folder: refused`, "conflict");
-  return { workerId: w.id, path: real2 };
-}
-
 // engine/workers/registry.ts
-import path28 from "node:path";
+import path27 from "node:path";
 
 // shared/worker-machine.ts
 init_zod();
@@ -70042,10 +69988,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path28.relative(w.repo, w.spec.directory);
+    const sub = path27.relative(w.repo, w.spec.directory);
     rt.workspace = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path28.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path27.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -70056,14 +70002,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path28.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path27.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path28.join(this.opts.stateDir, "workspaces");
+    return path27.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path28.join(this.opts.stateDir, "tmp");
+    return path27.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
   clientOf(workerId) {
@@ -70176,16 +70122,16 @@ var ReplyTrack = class {
 };
 
 // engine/workers/settle.ts
-import path31 from "node:path";
+import path30 from "node:path";
 
 // engine/grading/grade.ts
 import { lstat as lstat2, mkdir as mkdir2, readdir as readdir3 } from "node:fs/promises";
-import path30 from "node:path";
+import path29 from "node:path";
 
 // engine/grading/runner-config.ts
 import { execFile } from "node:child_process";
 import { readFileSync as readFileSync12 } from "node:fs";
-import path29 from "node:path";
+import path28 from "node:path";
 import { promisify as promisify3 } from "node:util";
 var run = promisify3(execFile);
 var RUNNER_FILES = /* @__PURE__ */ new Set([
@@ -70230,7 +70176,7 @@ function runnerConfigReason(file2) {
 }
 function runnerPart(file2, text) {
   if (text === null) return "";
-  const base2 = path29.posix.basename(file2);
+  const base2 = path28.posix.basename(file2);
   if (base2 === "package.json") {
     try {
       const j = JSON.parse(text);
@@ -70261,7 +70207,7 @@ async function baseText(repo, commit, file2) {
 }
 function newText(checkout, file2) {
   try {
-    return readFileSync12(path29.join(checkout, file2), "utf8");
+    return readFileSync12(path28.join(checkout, file2), "utf8");
   } catch {
     return null;
   }
@@ -70272,7 +70218,7 @@ async function runnerConfigChanges(opts) {
   for (const file2 of opts.changed) {
     const rel = opts.sub ? file2.startsWith(opts.sub + "/") ? file2.slice(opts.sub.length + 1) : `../${file2}` : file2;
     if (named.has(rel)) continue;
-    const base2 = path29.posix.basename(file2);
+    const base2 = path28.posix.basename(file2);
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file2, await baseText(opts.repo, opts.baseCommit, file2));
       const after = runnerPart(file2, newText(opts.checkout, file2));
@@ -70289,14 +70235,14 @@ async function runnerConfigChanges(opts) {
 // engine/grading/grade.ts
 async function folderIn(checkout, sub) {
   let at = checkout;
-  for (const part of sub.split(path30.sep).filter(Boolean)) {
-    at = path30.join(at, part);
+  for (const part of sub.split(path29.sep).filter(Boolean)) {
+    at = path29.join(at, part);
     const st = await lstat2(at).catch(() => null);
     if (!st) await mkdir2(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
       return {
-        problem: `${path30.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
+        problem: `${path29.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
       };
     }
   }
@@ -70307,8 +70253,8 @@ async function protectedIn(checkout, sub, protect) {
   const isProtected = globsMatcher(protect);
   const entries = await readdir3(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map(
-    (e) => path30.relative(checkout, path30.join(e.parentPath ?? e.path, e.name)).split(path30.sep).join("/")
-  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path30.join(checkout, f));
+    (e) => path29.relative(checkout, path29.join(e.parentPath ?? e.path, e.name)).split(path29.sep).join("/")
+  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path29.join(checkout, f));
 }
 async function grade(input2) {
   const { workspace: ws } = input2;
@@ -70316,7 +70262,7 @@ async function grade(input2) {
   let checks;
   let scope;
   let graded;
-  const sub = path30.relative(ws.worktree, ws.cwd);
+  const sub = path29.relative(ws.worktree, ws.cwd);
   discard(checkout);
   if (input2.sandbox) discard(input2.sandbox.tmpDir);
   try {
@@ -70326,7 +70272,7 @@ async function grade(input2) {
     if (input2.checks.some((c3) => "run" in c3)) {
       const config3 = await runnerConfigChanges({
         changed: graded.changed,
-        sub: sub.split(path30.sep).join("/"),
+        sub: sub.split(path29.sep).join("/"),
         scope: input2.scope,
         repo: ws.repo,
         baseCommit: ws.baseCommit,
@@ -70380,7 +70326,7 @@ async function grade(input2) {
 async function baselineChecks(input2) {
   if (!input2.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input2;
-  const sub = path30.relative(ws.worktree, ws.cwd);
+  const sub = path29.relative(ws.worktree, ws.cwd);
   discard(checkoutDir);
   if (input2.sandbox) discard(input2.sandbox.tmpDir);
   try {
@@ -70497,8 +70443,8 @@ var Settler = class {
       () => baselineChecks({
         workspace: ws,
         checks: w.spec.checks,
-        checkoutDir: path31.join(stateDir2, "grading", `${workerId}.base`),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path31.join(stateDir2, "grading", `${workerId}.base.tmp`) }
+        checkoutDir: path30.join(stateDir2, "grading", `${workerId}.base`),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path30.join(stateDir2, "grading", `${workerId}.base.tmp`) }
       })
     ).then((baseline) => {
       this.reg.safeRecord(workerId, { type: "worker.baseline", baseline });
@@ -70549,13 +70495,13 @@ var Settler = class {
         baseline,
         previousCommit,
         title: workerTitle(w.spec),
-        checkoutDir: path31.join(stateDir2, "grading", workerId),
+        checkoutDir: path30.join(stateDir2, "grading", workerId),
         // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
         sandbox: sandbox.kind === "none" ? void 0 : {
           kind: sandbox.kind,
           stateDir: stateDir2,
-          tmpDir: path31.join(stateDir2, "grading", `${workerId}.tmp`),
-          mountAs: { root: ws.worktree, tmp: path31.join(reg.workerTmpRoot, workerId) }
+          tmpDir: path30.join(stateDir2, "grading", `${workerId}.tmp`),
+          mountAs: { root: ws.worktree, tmp: path30.join(reg.workerTmpRoot, workerId) }
         }
       });
       if (reg.get(workerId).state !== "grading") return;
@@ -70613,17 +70559,17 @@ function summarizeFailure(v) {
 // engine/workers/batches.ts
 init_errors3();
 import { existsSync as existsSync10, mkdirSync as mkdirSync10, readdirSync as readdirSync6 } from "node:fs";
-import path32 from "node:path";
+import path31 from "node:path";
 init_json_file();
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
-    this.dir = path32.join(opts.stateDir, "batches");
+    this.dir = path31.join(opts.stateDir, "batches");
     if (existsSync10(this.dir)) {
       for (const f of readdirSync6(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
-          const r = readJson(path32.join(this.dir, f), null);
+          const r = readJson(path31.join(this.dir, f), null);
           if (r?.id) this.records.set(r.id, r.integration?.state === "running" ? { ...r, integration: { ...r.integration, state: "waiting" } } : r);
         } catch (err) {
           opts.log(`[warn] batch record ${f}: ${err.message}`);
@@ -70680,7 +70626,7 @@ var Batches = class {
     this.save(record2);
   }
   save(r) {
-    writeJsonAtomic(path32.join(this.dir, `${r.id}.json`), r);
+    writeJsonAtomic(path31.join(this.dir, `${r.id}.json`), r);
   }
   /** A worker ended: its batch may start the tasks that come after it, skip some, or run its integration. */
   onFinal(workerId) {
@@ -70815,15 +70761,15 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
   }
   /** A fresh checkout of the combined commit (no filter, no hook, no config of anyone's), the checks run in the sandbox. */
   async runIntegrationChecks(r, commit, checks) {
-    const root2 = path32.join(this.opts.stateDir, "grading", `${r.id}.integration`);
+    const root2 = path31.join(this.opts.stateDir, "grading", `${r.id}.integration`);
     const tmpDir = `${root2}.tmp`;
     discard(root2);
     discard(tmpDir);
     mkdirSync10(root2, { recursive: true });
     mkdirSync10(tmpDir, { recursive: true });
     try {
-      const objects = path32.resolve(r.repo, await git(r.repo, ["rev-parse", "--git-path", "objects"]));
-      const gitDir = path32.join(this.opts.stateDir, "batches", `${r.id}.git`);
+      const objects = path31.resolve(r.repo, await git(r.repo, ["rev-parse", "--git-path", "objects"]));
+      const gitDir = path31.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
         env: {
@@ -70841,7 +70787,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
           OCW_INDEX: `${root2}.index`
         }
       });
-      const cwd = path32.join(root2, r.subdir);
+      const cwd = path31.join(root2, r.subdir);
       mkdirSync10(cwd, { recursive: true });
       const sandbox = this.opts.sandbox.kind === "none" ? void 0 : { kind: this.opts.sandbox.kind, stateDir: this.opts.stateDir, tmpDir, root: root2 };
       return await runChecks(checks, cwd, sandbox);
@@ -70886,7 +70832,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
   }
 };
 function subdirOf(root2, dir) {
-  const rel = path32.relative(root2, dir);
+  const rel = path31.relative(root2, dir);
   return rel.startsWith("..") ? "" : rel;
 }
 var CHECK_OUT = `set -eu
@@ -71070,8 +71016,8 @@ var Attempts = class {
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path33.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path33.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path32.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path32.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
@@ -71171,7 +71117,7 @@ var Engine = class {
     });
     setTimeout(() => {
       void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`));
-      void sweepDiscarded(path33.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path32.join(opts.stateDir, "grading"));
     }, 5e3).unref();
   }
   opts;
@@ -71216,10 +71162,6 @@ var Engine = class {
   get(id2) {
     return this.reg.get(id2);
   }
-  /** The worker's workspace, for a client to open on the desktop (engine/workers/open.ts): validated, never a client's path. */
-  workspaceToOpen(id2) {
-    return workspaceToOpen(this.reg.get(id2), this.reg.workspacesRoot);
-  }
   pendingAsks() {
     return this.approvals.pending();
   }
@@ -71251,7 +71193,7 @@ var Engine = class {
     if (heldBack) throw new InputError(heldBack);
     const target = this.resolveTarget(spec2.targetId);
     await preflightTarget(target);
-    return this.create(spec2, repo, target, opts.batchId ?? null, void 0, opts.retryOf ? { retryOf: opts.retryOf } : {});
+    return this.create(spec2, repo, target, opts.batchId ?? null);
   }
   create(spec2, repo, target, batchId, attempt, extra = {}) {
     const workerId = newId("w");
@@ -71263,15 +71205,14 @@ var Engine = class {
       sandbox: this.sandbox.kind,
       ...attempt ? { attempt } : {},
       ...extra.startFrom ? { startFrom: extra.startFrom } : {},
-      ...extra.taskId ? { taskId: extra.taskId } : {},
-      ...extra.retryOf ? { retryOf: extra.retryOf } : {}
+      ...extra.taskId ? { taskId: extra.taskId } : {}
     });
     this.reg.rt(workerId).repo = repo;
     if (spec2.checks.length) {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
       void this.settler.baseline(workerId, {
         worktree,
-        cwd: path33.join(worktree, repo.subdir),
+        cwd: path32.join(worktree, repo.subdir),
         branch: `ocw/${workerId}`,
         baseCommit: repo.head,
         baseBranch: repo.branch,
@@ -71390,17 +71331,9 @@ var Engine = class {
     const graded = ws.filter((w) => w.verdict);
     const honest = graded.filter((w) => w.verdict.honest).length;
     const settled = ws.every((w) => isFinal(w.state));
-    const byId = new Map(ws.map((w) => [w.id, w]));
-    const taskOf = (w) => {
-      let x = w;
-      for (let i2 = 0; x.retryOf && byId.has(x.retryOf) && i2 < 1e3; i2++) x = byId.get(x.retryOf);
-      return x.attempt?.groupId ?? x.id;
-    };
     const tasks = /* @__PURE__ */ new Map();
-    for (const w of ws) tasks.set(taskOf(w), [...tasks.get(taskOf(w)) ?? [], w]);
-    const built = [...tasks.entries()].filter(
-      ([key, t2]) => t2[0].attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t2.reduce((a2, b) => b.createdAt >= a2.createdAt ? b : a2).verdict)
-    ).length;
+    for (const w of ws) tasks.set(w.attempt?.groupId ?? w.id, [...tasks.get(w.attempt?.groupId ?? w.id) ?? [], w]);
+    const built = [...tasks.entries()].filter(([key, t2]) => t2[0].attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t2[0].verdict)).length;
     const summary = {
       id: batchId,
       workerIds: ws.map((w) => w.id),
@@ -71752,7 +71685,7 @@ var Engine = class {
       });
       if (!current()) return;
     }
-    if (this.sandbox.kind !== "none") writeRepoBinds(path33.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
+    if (this.sandbox.kind !== "none") writeRepoBinds(path32.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
     if (!w.baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
     await rt.releasing;
@@ -71851,7 +71784,7 @@ init_paths2();
 init_zod();
 import { randomBytes as randomBytes7 } from "node:crypto";
 import { linkSync, mkdirSync as mkdirSync11, readdirSync as readdirSync7, readFileSync as readFileSync13, rmSync as rmSync5, writeFileSync as writeFileSync9 } from "node:fs";
-import path34 from "node:path";
+import path33 from "node:path";
 
 // shared/api.ts
 init_zod();
@@ -72033,8 +71966,8 @@ var EngineLock = external_exports.object({
 init_json_file();
 init_process();
 init_process();
-var lockFile = (stateDir2) => path34.join(stateDir2, "engine.json");
-var ownerDir = (stateDir2) => path34.join(stateDir2, "engine.owner");
+var lockFile = (stateDir2) => path33.join(stateDir2, "engine.json");
+var ownerDir = (stateDir2) => path33.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
   try {
     return EngineLock.parse(JSON.parse(readFileSync13(lockFile(stateDir2), "utf8")));
@@ -72049,7 +71982,7 @@ function readLock(stateDir2) {
 function supervisorOf(lock) {
   return lock?.supervisorPid ? { pid: lock.supervisorPid, startTime: lock.supervisorStartTime ?? null } : null;
 }
-var endpointFile = (stateDir2) => path34.join(stateDir2, "engine.endpoint.json");
+var endpointFile = (stateDir2) => path33.join(stateDir2, "engine.endpoint.json");
 var Endpoint = external_exports.object({ port: external_exports.number().int().min(1).max(65535), token: external_exports.string().min(16) });
 function lastEndpoint(stateDir2) {
   try {
@@ -72089,7 +72022,7 @@ function generations(stateDir2) {
 }
 function readOwner(stateDir2, generation) {
   try {
-    return OwnerRecord.parse(JSON.parse(readFileSync13(path34.join(ownerDir(stateDir2), String(generation)), "utf8")));
+    return OwnerRecord.parse(JSON.parse(readFileSync13(path33.join(ownerDir(stateDir2), String(generation)), "utf8")));
   } catch (err) {
     return err.code === "ENOENT" ? "gone" : "unreadable";
   }
@@ -72101,7 +72034,7 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
   mkdirSync11(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
-  const tmp = path34.join(dir, `.claim-${me.pid}-${instanceId}`);
+  const tmp = path33.join(dir, `.claim-${me.pid}-${instanceId}`);
   writeFileSync9(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
   try {
     for (let attempt = 0; attempt < 1e3; attempt++) {
@@ -72114,17 +72047,17 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
       }
       const mine = newest + 1;
       try {
-        linkSync(tmp, path34.join(dir, String(mine)));
+        linkSync(tmp, path33.join(dir, String(mine)));
       } catch (err) {
         if (err.code === "EEXIST") continue;
         throw err;
       }
       const all = generations(stateDir2);
       if ((all[0] ?? 0) > mine) {
-        rmSync5(path34.join(dir, String(mine)), { force: true });
+        rmSync5(path33.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g of all) if (g < mine) rmSync5(path34.join(dir, String(g)), { force: true });
+      for (const g of all) if (g < mine) rmSync5(path33.join(dir, String(g)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
@@ -72135,11 +72068,11 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
 function releaseOwnership(stateDir2, claim) {
   const dir = ownerDir(stateDir2);
   if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
-  const tmp = path34.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  const tmp = path33.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
   try {
     writeFileSync9(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
-    linkSync(tmp, path34.join(dir, String(claim.generation + 1)));
-    rmSync5(path34.join(dir, String(claim.generation)), { force: true });
+    linkSync(tmp, path33.join(dir, String(claim.generation + 1)));
+    rmSync5(path33.join(dir, String(claim.generation)), { force: true });
   } catch {
   } finally {
     rmSync5(tmp, { force: true });
@@ -72156,9 +72089,9 @@ function currentOwner(stateDir2) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync22, statSync as statSync14 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync22, statSync as statSync13 } from "node:fs";
 import http2 from "node:http";
-import path52 from "node:path";
+import path51 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -72264,28 +72197,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path67, memo2) {
+function createInnerProxy(callback, path66, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path67.join(".");
+  const cacheKey = path66.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path67, key], memo2);
+      return createInnerProxy(callback, [...path66, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path67[path67.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path67.slice(0, -1).join(".")})`;
+      const lastOfPath = path66[path66.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path66.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path67
+        path: path66
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path67.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path67.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -72428,12 +72361,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path67, error: error46, config: config3 } = opts;
+  const { path: path66, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path67,
+    path: path66,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -72603,13 +72536,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path67 = []) {
+    function step(from, path66 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path67, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path66, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path67, key].join(".")] = createLazyLoader({
-            path: path67,
+          lazy3[[...path66, key].join(".")] = createLazyLoader({
+            path: path66,
             ref: item,
             key,
             aggregate
@@ -72617,14 +72550,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path67, key]);
+          aggregate[key] = step(getRouterInput(item), [...path66, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path67, key]);
+          aggregate[key] = step(item, [...path66, key]);
           continue;
         }
-        const newPath = [...path67, key].join(".");
+        const newPath = [...path66, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -72648,14 +72581,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path67) {
+async function getProcedureAtPath(router, path66) {
   const { _def } = router;
-  let procedure = _def.procedures[path67];
+  let procedure = _def.procedures[path66];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path67 === key2 || path67.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path66 === key2 || path66.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path67];
+    procedure = _def.procedures[path66];
   }
   return procedure;
 }
@@ -72664,15 +72597,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path67, args } = innerOpts;
-        const fullPath = path67.join(".");
-        if (path67.length === 1 && path67[0] === "_def") return _def;
+        const { path: path66, args } = innerOpts;
+        const fullPath = path66.join(".");
+        if (path66.length === 1 && path66[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path67}"`
+            message: `No procedure found on path "${path66}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -72732,13 +72665,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path67, separator) {
-  if (separator === ".") return path67;
-  return path67.split(".").join(separator);
+function procedurePathToURLPath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(".").join(separator);
 }
-function urlPathToProcedurePath(path67, separator) {
-  if (separator === ".") return path67;
-  return path67.split(separator).join(".");
+function urlPathToProcedurePath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -73193,11 +73126,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path67, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path67);
+    const calls = await Promise.all(paths.map(async (path66, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path66);
       return {
         batchIndex: index,
-        path: path67,
+        path: path66,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -73848,9 +73781,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path67) {
-    super("Max depth reached at path: " + path67.join("."));
-    this.path = path67;
+  constructor(path66) {
+    super("Max depth reached at path: " + path66.join("."));
+    this.path = path66;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -73868,16 +73801,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path67) {
+    function encodePromise(promise2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path67);
+          const error46 = checkMaxDepth(path66);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               });
             });
             promise2 = Promise.reject(error46);
@@ -73887,20 +73820,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path67)
+              encode3(next, path66)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path67
+              path: path66
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               })
             ];
           }
@@ -73910,12 +73843,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path67) {
+    function encodeAsyncIterable(iterable2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path67);
+            const error46 = checkMaxDepth(path66);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -73925,28 +73858,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path67)
+                    encode3(next.value, path66)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path67)
+                  encode3(next.value, path66)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path67
+                  path: path66
                 })
               ];
             }
@@ -73961,27 +73894,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path67) {
-      if (opts.maxDepth && path67.length > opts.maxDepth) return new MaxDepthError(path67);
+    function checkMaxDepth(path66) {
+      if (opts.maxDepth && path66.length > opts.maxDepth) return new MaxDepthError(path66);
       return null;
     }
-    function encodeAsync3(value, path67) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path67)];
+    function encodeAsync3(value, path66) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path66)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path67.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path67)];
+        if (opts.maxDepth && path66.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path66)];
       }
       return null;
     }
-    function encode3(value, path67) {
+    function encode3(value, path66) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path67);
+      const reg = encodeAsync3(value, path66);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path67, key]);
+        const transformed = encodeAsync3(item, [...path66, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -74295,13 +74228,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path67) {
+function decodePath(path66) {
   try {
-    return decodeURIComponent(path67);
+    return decodeURIComponent(path66);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path67}"`,
+      message: `Invalid URL-encoding in path "${path66}"`,
       cause
     });
   }
@@ -74465,38 +74398,38 @@ async function resolveResponse(opts) {
     const bodyCancelled = new AbortController();
     const callSignal = abortSignalsAnyPonyfill([opts.req.signal, bodyCancelled.signal]);
     const rpcCalls = info.calls.map(async (call) => {
-      const proc3 = call.procedure;
+      const proc2 = call.procedure;
       const combinedAbort = combinedAbortController(callSignal);
       try {
         if (opts.error) throw opts.error;
-        if (!proc3) throw new TRPCError({
+        if (!proc2) throw new TRPCError({
           code: "NOT_FOUND",
           message: `No procedure found on path "${call.path}"`
         });
-        if (!methodMapper[proc3._def.type].includes(req.method)) {
+        if (!methodMapper[proc2._def.type].includes(req.method)) {
           const accepted = opts.allowMethodOverride ? TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE : TYPE_ACCEPTED_METHOD_MAP;
-          headers.set("allow", accepted[proc3._def.type].join(", "));
+          headers.set("allow", accepted[proc2._def.type].join(", "));
           throw new TRPCError({
             code: "METHOD_NOT_SUPPORTED",
-            message: `Unsupported ${req.method}-request to ${proc3._def.type} procedure at path "${call.path}"`
+            message: `Unsupported ${req.method}-request to ${proc2._def.type} procedure at path "${call.path}"`
           });
         }
-        if (proc3._def.type === "subscription") {
+        if (proc2._def.type === "subscription") {
           if (info.isBatchCall) throw new TRPCError({
             code: "BAD_REQUEST",
             message: `Cannot batch subscription calls`
           });
         }
         return [void 0, {
-          data: await proc3({
+          data: await proc2({
             path: call.path,
             getRawInput: call.getRawInput,
             ctx: ctxManager.value(),
-            type: proc3._def.type,
+            type: proc2._def.type,
             signal: combinedAbort.signal,
             batchIndex: call.batchIndex
           }),
-          abort: proc3._def.type === "subscription" ? combinedAbort : void 0
+          abort: proc2._def.type === "subscription" ? combinedAbort : void 0
         }];
       } catch (cause) {
         var _opts$onError, _call$procedure$_def$, _call$procedure2;
@@ -74570,11 +74503,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call === null || call === void 0 ? void 0 : call.result();
-              const path67 = call === null || call === void 0 ? void 0 : call.path;
+              const path66 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path67,
+                path: path66,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -74585,7 +74518,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path67,
+                path: path66,
                 type
               });
             }
@@ -74701,14 +74634,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call === null || call === void 0 ? void 0 : call.result();
-          const path67 = call === null || call === void 0 ? void 0 : call.path;
+          const path66 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path67,
+            path: path66,
             type
           });
         }
@@ -75013,28 +74946,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path67) => {
-  path67 = path67.startsWith("/") ? path67.slice(1) : path67;
-  path67 = path67.endsWith("/") ? path67.slice(0, -1) : path67;
-  return path67;
+var trimSlashes = (path66) => {
+  path66 = path66.startsWith("/") ? path66.slice(1) : path66;
+  path66 = path66.endsWith("/") ? path66.slice(0, -1) : path66;
+  return path66;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path67 = "";
+    let path66 = "";
     run2(async () => {
       const url2 = createURL(req);
-      path67 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path66 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path67
+        path: path66
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path67
+      path: path66
     }, opts)));
   };
 }
@@ -75449,7 +75382,7 @@ var initTRPC = new class TRPCBuilder {
 init_errors3();
 init_zod();
 import { existsSync as existsSync21, readdirSync as readdirSync11, readFileSync as readFileSync19 } from "node:fs";
-import path51 from "node:path";
+import path50 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -75558,137 +75491,6 @@ function ledger(workers) {
   return rows.sort((a2, b) => a2.target < b.target ? -1 : a2.target > b.target ? 1 : 0);
 }
 
-// engine/serving/llama-build.ts
-init_execa();
-init_errors3();
-import { accessSync, constants as constants4 } from "node:fs";
-init_get_llama();
-var KEEP_LINES = 200;
-var MAX_LINE = 500;
-var job = null;
-var proc = null;
-function llamaBuildJob(jobId) {
-  if (jobId && job?.jobId !== jobId) throw new InputError(`unknown build job "${jobId}"`, "not-found");
-  return job;
-}
-function buildFailureCause(lines, exit) {
-  const err = [...lines].reverse().find((l) => /\berror\b/i.test(l));
-  return (err ?? lines.at(-1) ?? exit).replace(/^build-llama-server:\s*/, "");
-}
-function progressOf(line) {
-  const m = /^\[(\d+)\/(\d+)\]/.exec(line);
-  if (m) return { done: Number(m[1]), total: Number(m[2]) };
-  const pct = /^\[\s*(\d+)%\]/.exec(line);
-  return pct ? { done: Number(pct[1]), total: 100 } : null;
-}
-function startLlamaBuild(publish, env2 = process.env) {
-  if (job?.state === "running") return job;
-  const script = buildScript(env2);
-  if (!script)
-    throw new InputError(
-      "scripts/build-llama-server.sh is not part of this install (or OCW_LLAMA_BUILD_SCRIPT names no file): give a llama-server path instead",
-      "unavailable"
-    );
-  const cuda = findNvcc(env2) !== null;
-  const j = {
-    jobId: newId("b"),
-    state: "running",
-    variant: cuda ? "cuda" : "cpu",
-    startedAt: Date.now(),
-    ms: null,
-    lines: [],
-    progress: null,
-    path: null,
-    failure: null
-  };
-  job = j;
-  let timer = null;
-  const emit3 = (now = false) => {
-    if (now) {
-      if (timer) clearTimeout(timer);
-      timer = null;
-      return publish({ ...j, lines: [...j.lines] });
-    }
-    timer ??= setTimeout(() => {
-      timer = null;
-      publish({ ...j, lines: [...j.lines] });
-    }, 200);
-  };
-  const p = execa("bash", [script], {
-    reject: false,
-    stdin: "ignore",
-    env: { ...env2, ...cuda ? { GGML_CUDA: "1" } : {} },
-    timeout: 3 * 36e5,
-    detached: true,
-    killSignal: "SIGTERM"
-  });
-  proc = p;
-  let partial2 = "";
-  p.stderr?.on("data", (d) => {
-    const text = partial2 + String(d);
-    const parts = text.split(/\r?\n|\r/);
-    partial2 = parts.pop() ?? "";
-    for (const raw2 of parts) {
-      const l = raw2.trimEnd().slice(0, MAX_LINE);
-      if (!l.trim()) continue;
-      j.lines.push(l);
-      if (j.lines.length > KEEP_LINES) j.lines.splice(0, j.lines.length - KEEP_LINES);
-      j.progress = progressOf(l.trim()) ?? j.progress;
-    }
-    emit3();
-  });
-  void p.then(async (r) => {
-    proc = null;
-    if (partial2.trim()) j.lines.push(partial2.trim().slice(0, MAX_LINE));
-    j.ms = Date.now() - j.startedAt;
-    if (j.state === "cancelled") return emit3(true);
-    const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
-    const exit = r.timedOut ? "the build ran over 3 hours" : r.signal ? `the build was ended by ${r.signal}` : `the build exited with ${r.exitCode}`;
-    if (r.exitCode !== 0 || !bin) {
-      j.state = "failed";
-      j.failure = {
-        cause: r.exitCode === 0 ? "the build printed no llama-server path" : buildFailureCause(j.lines, exit),
-        remedy: "install what the cause names (the build needs git, cmake, a C++ compiler and npm), then build again, or give the path of a llama-server you have"
-      };
-      return emit3(true);
-    }
-    const problem = await runs(bin, env2);
-    if (problem) {
-      j.state = "failed";
-      j.failure = { cause: `the built ${bin} does not run: ${problem}`, remedy: "look at the build's last lines, or give the path of a llama-server you have" };
-      return emit3(true);
-    }
-    j.state = "done";
-    j.path = bin;
-    j.progress = j.progress ? { done: j.progress.total, total: j.progress.total } : null;
-    emit3(true);
-  });
-  emit3(true);
-  return j;
-}
-async function runs(bin, env2) {
-  try {
-    accessSync(bin, constants4.X_OK);
-  } catch {
-    return "it is missing or not executable";
-  }
-  const r = await execa(bin, ["--version"], { reject: false, stdin: "ignore", timeout: 2e4, env: env2 });
-  return r.exitCode === 0 ? null : `\`--version\` exited with ${r.exitCode ?? r.signal}: ${String(r.stderr || r.stdout).trim().split("\n").at(-1) ?? ""}`;
-}
-function cancelLlamaBuild(jobId) {
-  if (!job || job.jobId !== jobId) throw new InputError(`unknown build job "${jobId}"`, "not-found");
-  if (job.state !== "running") return job;
-  job.state = "cancelled";
-  const pid = proc?.pid;
-  if (pid)
-    try {
-      process.kill(-pid, "SIGTERM");
-    } catch {
-      proc?.kill("SIGTERM");
-    }
-  return job;
-}
-
 // engine/hardware/summary.ts
 init_detect();
 var GiB = 1024 ** 3;
@@ -75729,10 +75531,7 @@ async function retryWorker(engine, workerId) {
   if (!["honest-failure", "stopped", "interrupted", "error"].includes(w.state)) {
     throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then retry it`, "conflict");
   }
-  const { workerId: id2 } = await engine.start(
-    { ...w.spec, ...w.targetId ? { targetId: w.targetId } : {} },
-    { retryOf: w.id, ...w.batchId ? { batchId: w.batchId } : {} }
-  );
+  const { workerId: id2 } = await engine.start({ ...w.spec, ...w.targetId ? { targetId: w.targetId } : {} });
   return { workerId: id2, retryOf: workerId };
 }
 var merging = /* @__PURE__ */ new Set();
@@ -75877,8 +75676,8 @@ Note from the engine: ${w.baseBranch} moved since an earlier attempt at this tas
 
 // engine/workers/push.ts
 init_errors3();
-import { accessSync as accessSync2, constants as constants5 } from "node:fs";
-import path38 from "node:path";
+import { accessSync, constants as constants4 } from "node:fs";
+import path35 from "node:path";
 
 // shared/vocabulary.ts
 var outcomeWord = (o2) => o2 === "built" ? "built" : "failed";
@@ -75950,11 +75749,11 @@ async function pushWork(engine, input2) {
   return { remote, branch, commit, pr, prProblem };
 }
 function findOnPath2(name) {
-  for (const dir of (process.env.PATH ?? "").split(path38.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path35.delimiter)) {
     if (!dir) continue;
-    const f = path38.join(dir, name);
+    const f = path35.join(dir, name);
     try {
-      accessSync2(f, constants5.X_OK);
+      accessSync(f, constants4.X_OK);
       return f;
     } catch {
     }
@@ -76026,18 +75825,18 @@ function batchCard(batchId, res, workers) {
 }
 
 // engine/workers/listing.ts
-import { realpathSync as realpathSync6 } from "node:fs";
-import path39 from "node:path";
+import { realpathSync as realpathSync5 } from "node:fs";
+import path36 from "node:path";
 function listWorkers(all, f) {
-  let repo = f.repo ? path39.resolve(f.repo) : null;
+  let repo = f.repo ? path36.resolve(f.repo) : null;
   if (repo) {
     try {
-      repo = realpathSync6(repo);
+      repo = realpathSync5(repo);
     } catch {
     }
   }
   return all.filter(
-    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path39.sep) || w.spec.directory === repo)
+    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path36.sep) || w.spec.directory === repo)
   );
 }
 
@@ -76049,8 +75848,8 @@ init_errors3();
 init_fit();
 init_setup2();
 import { randomBytes as randomBytes9 } from "node:crypto";
-import { accessSync as accessSync3, constants as constants6, statSync as statSync13 } from "node:fs";
-import path49 from "node:path";
+import { accessSync as accessSync2, constants as constants5, statSync as statSync12 } from "node:fs";
+import path48 from "node:path";
 
 // shared/servers.ts
 init_zod();
@@ -76252,11 +76051,11 @@ function setupStartApi(input2, store, publish, opts = {}) {
   const abort = new AbortController();
   let first = null;
   const entry = { job: null, abort };
-  const update = (job2) => {
-    entry.job = job2;
-    if (job2.state !== "running") cached4 = null;
-    first ??= job2;
-    publish(job2);
+  const update = (job) => {
+    entry.job = job;
+    if (job.state !== "running") cached4 = null;
+    first ??= job;
+    publish(job);
   };
   void runStartJob({
     input: i2,
@@ -76278,10 +76077,10 @@ function setupStartApi(input2, store, publish, opts = {}) {
   return SetupJob.parse(first ?? entry.job);
 }
 function checkLlamaServerPath(p) {
-  if (!path49.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
+  if (!path48.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
-    st = statSync13(p);
+    st = statSync12(p);
   } catch {
     throw new SetupApiInputError(
       `no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`
@@ -76292,7 +76091,7 @@ function checkLlamaServerPath(p) {
       `${p} is ${st.isDirectory() ? "a folder" : "not a file"}: give the llama-server binary itself (e.g. \u2026/build/bin/llama-server)`
     );
   try {
-    accessSync3(p, constants6.X_OK);
+    accessSync2(p, constants5.X_OK);
   } catch {
     throw new SetupApiInputError(`${p} is not executable: chmod +x it, or give the llama-server binary`);
   }
@@ -76384,7 +76183,7 @@ init_llama_server();
 init_process();
 init_setup3();
 import { rmSync as rmSync7 } from "node:fs";
-import path50 from "node:path";
+import path49 from "node:path";
 function view(r) {
   return {
     targetId: r.targetId,
@@ -76418,11 +76217,11 @@ async function serverStopApi(id2) {
 }
 async function serverRestartApi(id2, o2 = {}) {
   const recs = recordsOf(id2);
-  const other = recs.find((r) => !path50.basename(r.bin).startsWith("llama-server"));
+  const other = recs.find((r) => !path49.basename(r.bin).startsWith("llama-server"));
   if (other)
     throw new OcwError(
       "bad-input",
-      `${id2} runs ${path50.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
+      `${id2} runs ${path49.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
     );
   await stopServing(id2);
   const sup = supervisorCommand();
@@ -76489,10 +76288,10 @@ async function stopUnkeptServing() {
 // engine/api/router.ts
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path51.join(projectRoot(), "packs");
+  const dir = config2().OCW_PACKS_DIR ?? path50.join(projectRoot(), "packs");
   if (!existsSync21(dir)) return [];
   return readdirSync11(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path51.join(dir, d.name, "grade.json");
+    const file2 = path50.join(dir, d.name, "grade.json");
     if (!d.isDirectory() || !existsSync21(file2)) return [];
     const g = Grade.safeParse(JSON.parse(readFileSync19(file2, "utf8")));
     return g.success ? [g.data] : [];
@@ -76516,7 +76315,7 @@ var t = initTRPC.context().create({
     }
   })
 });
-var proc2 = t.procedure.use(async ({ next }) => {
+var proc = t.procedure.use(async ({ next }) => {
   const res = await next();
   if (!res.ok) {
     const cause = res.error.cause;
@@ -76558,7 +76357,7 @@ async function* eventStream(engine, lastEventId, signal) {
   }
 }
 var appRouter = t.router({
-  health: proc2.query(({ ctx }) => ({
+  health: proc.query(({ ctx }) => ({
     ok: true,
     version: ctx.version,
     pid: process.pid,
@@ -76567,10 +76366,10 @@ var appRouter = t.router({
     root: projectRoot()
   })),
   /** GPUs, CPU and RAM as the engine's machine sees them (the wizard's first step). */
-  hardware: proc2.query(() => hardwareSummary()),
+  hardware: proc.query(() => hardwareSummary()),
   /** Clients that called the API recently (GUI tabs, CLI runs, MCP bridges), newest first. */
-  clients: proc2.query(({ ctx }) => ctx.clients()),
-  status: proc2.query(({ ctx }) => {
+  clients: proc.query(({ ctx }) => ctx.clients()),
+  status: proc.query(({ ctx }) => {
     const workers = ctx.engine.list();
     const counts = {};
     for (const w of workers) counts[w.state] = (counts[w.state] ?? 0) + 1;
@@ -76588,117 +76387,109 @@ var appRouter = t.router({
     };
   }),
   workers: t.router({
-    list: proc2.input(ListInput).query(({ ctx, input: input2 }) => listWorkers(ctx.engine.list(), input2 ?? {})),
-    get: proc2.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.get(input2.workerId)),
-    /** The worker's workspace path to open on the desktop (folder, editor, terminal) or copy: only ever a workspace of the engine's. */
-    workspace: proc2.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.workspaceToOpen(input2.workerId)),
-    start: proc2.input(StartInput).mutation(({ ctx, input: input2 }) => ctx.engine.start(input2)),
-    startBatch: proc2.input(StartBatchInput).mutation(({ ctx, input: input2 }) => ctx.engine.startBatch(input2.tasks, input2.integration)),
+    list: proc.input(ListInput).query(({ ctx, input: input2 }) => listWorkers(ctx.engine.list(), input2 ?? {})),
+    get: proc.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.get(input2.workerId)),
+    start: proc.input(StartInput).mutation(({ ctx, input: input2 }) => ctx.engine.start(input2)),
+    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input: input2 }) => ctx.engine.startBatch(input2.tasks, input2.integration)),
     /** N attempts of one task over `targets` in turn: one attempt group; the engine picks the winner and stops the rest. */
-    startAttempts: proc2.input(StartAttemptsInput).mutation(({ ctx, input: input2 }) => ctx.engine.startAttempts(input2)),
+    startAttempts: proc.input(StartAttemptsInput).mutation(({ ctx, input: input2 }) => ctx.engine.startAttempts(input2)),
     /** An attempt group: its attempts side by side (verdict, claim, tokens, time, changed lines) and the winner. */
-    attempts: proc2.input(AttemptGroupRef).query(({ ctx, input: input2 }) => ctx.engine.attemptGroup(input2.groupId)),
-    attemptGroups: proc2.query(({ ctx }) => ctx.engine.attemptGroups()),
-    batch: proc2.input(BatchRef).query(({ ctx, input: input2 }) => ctx.engine.batch(input2.batchId)),
-    steer: proc2.input(SteerInput).mutation(async ({ ctx, input: input2 }) => {
+    attempts: proc.input(AttemptGroupRef).query(({ ctx, input: input2 }) => ctx.engine.attemptGroup(input2.groupId)),
+    attemptGroups: proc.query(({ ctx }) => ctx.engine.attemptGroups()),
+    batch: proc.input(BatchRef).query(({ ctx, input: input2 }) => ctx.engine.batch(input2.batchId)),
+    steer: proc.input(SteerInput).mutation(async ({ ctx, input: input2 }) => {
       await ctx.engine.steer(input2.workerId, input2.text, ctx.by);
       return ctx.engine.get(input2.workerId);
     }),
-    stop: proc2.input(StopInput).mutation(({ ctx, input: input2 }) => ctx.engine.stop(input2.workerId, input2.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
-    resume: proc2.input(ResumeInput).mutation(({ ctx, input: input2 }) => ctx.engine.resume(input2.workerId, input2.message)),
+    stop: proc.input(StopInput).mutation(({ ctx, input: input2 }) => ctx.engine.stop(input2.workerId, input2.reason ?? `stopped by ${ctx.by.name ?? ctx.by.kind}`, ctx.by)),
+    resume: proc.input(ResumeInput).mutation(({ ctx, input: input2 }) => ctx.engine.resume(input2.workerId, input2.message)),
     /** A follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again. */
-    continue: proc2.input(ContinueInput).mutation(({ ctx, input: input2 }) => ctx.engine.continue(input2.workerId, input2.message, ctx.by)),
+    continue: proc.input(ContinueInput).mutation(({ ctx, input: input2 }) => ctx.engine.continue(input2.workerId, input2.message, ctx.by)),
     /** A review of a graded worker's change: its comments sent as one follow-up that quotes each file:line (a new round). */
-    review: proc2.input(ReviewInput).mutation(({ ctx, input: input2 }) => ctx.engine.review(input2.workerId, input2.comments, input2.message, ctx.by)),
-    merge: proc2.input(MergeInput).mutation(({ ctx, input: input2 }) => ctx.engine.merge(input2.workerId, { acceptFlagged: input2.acceptFlagged })),
+    review: proc.input(ReviewInput).mutation(({ ctx, input: input2 }) => ctx.engine.review(input2.workerId, input2.comments, input2.message, ctx.by)),
+    merge: proc.input(MergeInput).mutation(({ ctx, input: input2 }) => ctx.engine.merge(input2.workerId, { acceptFlagged: input2.acceptFlagged })),
     /** A built worker whose merge conflicts: its task again as a new worker from the current HEAD, told the files. */
-    onNewBase: proc2.input(WorkerRef).mutation(({ ctx, input: input2 }) => continueOnNewBase(ctx.engine, input2.workerId)),
+    onNewBase: proc.input(WorkerRef).mutation(({ ctx, input: input2 }) => continueOnNewBase(ctx.engine, input2.workerId)),
     /** Undoes a merge the engine made (a worker's, or a batch's integration commit) as a new commit; refuses on conflict. */
-    revert: proc2.input(RevertInput).mutation(({ ctx, input: input2 }) => revertLanded(ctx.engine, input2)),
+    revert: proc.input(RevertInput).mutation(({ ctx, input: input2 }) => revertLanded(ctx.engine, input2)),
     /** Deletes merged ocw/* branches of a repository; keeps unmerged built work and running workers' branches. */
-    prune: proc2.input(PruneInput).mutation(({ ctx, input: input2 }) => pruneBranches(ctx.engine, input2.directory)),
+    prune: proc.input(PruneInput).mutation(({ ctx, input: input2 }) => pruneBranches(ctx.engine, input2.directory)),
     /** Pushes a graded (or integration) commit to a branch on a remote (never forced, never the default branch); a PR with gh. */
-    push: proc2.input(PushInput).mutation(({ ctx, input: input2 }) => pushWork(ctx.engine, input2)),
+    push: proc.input(PushInput).mutation(({ ctx, input: input2 }) => pushWork(ctx.engine, input2)),
     /** Removes a finished worker's workspace and branch, unmerged work included (the person asked for it). */
-    discard: proc2.input(WorkerRef).mutation(({ ctx, input: input2 }) => ctx.engine.discard(input2.workerId, ctx.by)),
+    discard: proc.input(WorkerRef).mutation(({ ctx, input: input2 }) => ctx.engine.discard(input2.workerId, ctx.by)),
     /** The same task again as a new worker in a fresh workspace, on the same target (not part of the old batch). */
-    retry: proc2.input(RetryInput).mutation(({ ctx, input: input2 }) => retryWorker(ctx.engine, input2.workerId)),
+    retry: proc.input(RetryInput).mutation(({ ctx, input: input2 }) => retryWorker(ctx.engine, input2.workerId)),
     /** "Merge all built" of a batch: one by one in submission order, stopping at the first refused merge. */
-    mergeBatch: proc2.input(MergeBatchInput).mutation(({ ctx, input: input2 }) => mergeBatch(ctx.engine, input2.batchId, { acceptFlagged: input2.acceptFlagged })),
-    diff: proc2.input(WorkerRef).query(async ({ ctx, input: input2 }) => ({ diff: await ctx.engine.diff(input2.workerId) })),
-    transcript: proc2.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.transcript(input2.workerId)),
-    events: proc2.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.events(input2.workerId))
+    mergeBatch: proc.input(MergeBatchInput).mutation(({ ctx, input: input2 }) => mergeBatch(ctx.engine, input2.batchId, { acceptFlagged: input2.acceptFlagged })),
+    diff: proc.input(WorkerRef).query(async ({ ctx, input: input2 }) => ({ diff: await ctx.engine.diff(input2.workerId) })),
+    transcript: proc.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.transcript(input2.workerId)),
+    events: proc.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.events(input2.workerId))
   }),
   approvals: t.router({
-    list: proc2.query(({ ctx }) => ctx.engine.pendingAsks()),
-    decide: proc2.input(DecideInput).mutation(({ ctx, input: input2 }) => ctx.engine.decide(input2, ctx.by)),
+    list: proc.query(({ ctx }) => ctx.engine.pendingAsks()),
+    decide: proc.input(DecideInput).mutation(({ ctx, input: input2 }) => ctx.engine.decide(input2, ctx.by)),
     /** "always" answers the engine holds (opencode only ever hears "once"); each is revocable. */
-    grants: proc2.query(({ ctx }) => ctx.engine.grants()),
-    revokeGrant: proc2.input(external_exports.object({ grantId: external_exports.string().min(1, "grantId is required (see the grants list)") })).mutation(({ ctx, input: input2 }) => ctx.engine.revokeGrant(input2.grantId, ctx.by))
+    grants: proc.query(({ ctx }) => ctx.engine.grants()),
+    revokeGrant: proc.input(external_exports.object({ grantId: external_exports.string().min(1, "grantId is required (see the grants list)") })).mutation(({ ctx, input: input2 }) => ctx.engine.revokeGrant(input2.grantId, ctx.by))
   }),
-  grades: proc2.query(() => readGrades()),
+  grades: proc.query(() => readGrades()),
   /** The ledger per target from this engine's real runs: pass@1, pass@k, rounds to built, honest rate, cost per built task. */
-  ledger: proc2.query(({ ctx }) => ledger(ctx.engine.list())),
+  ledger: proc.query(({ ctx }) => ledger(ctx.engine.list())),
   policies: t.router({
-    get: proc2.query(({ ctx }) => ctx.engine.policies()),
-    set: proc2.input(external_exports.object({ rules: external_exports.array(PolicyRule).max(200) })).mutation(({ ctx, input: input2 }) => ctx.engine.setPolicies(input2.rules)),
-    /** The rule builder's check: which of these (unsaved) rules would answer a sample ask, as the engine decides. */
-    explain: proc2.input(external_exports.object({ rules: external_exports.array(PolicyRule).max(200), tool: external_exports.string().min(1).max(100), what: external_exports.string().max(8e3) })).query(({ input: input2 }) => explainPolicy(input2.rules, { tool: input2.tool, what: input2.what }))
+    get: proc.query(({ ctx }) => ctx.engine.policies()),
+    set: proc.input(external_exports.object({ rules: external_exports.array(PolicyRule).max(200) })).mutation(({ ctx, input: input2 }) => ctx.engine.setPolicies(input2.rules))
   }),
   /** Model setup (issue 13): hardware as the planner sees it, the catalog with this machine's fit, the fit itself. */
   setup: t.router({
-    hardware: proc2.query(() => setupHardware()),
-    catalog: proc2.input(external_exports.object({ slots: external_exports.number().int().min(1).max(256).optional(), minCtx: external_exports.number().int().min(1024).optional() }).optional()).query(({ input: input2 }) => setupCatalog(input2 ?? {})),
-    fit: proc2.input(FitInput.optional()).query(async ({ input: input2 }) => {
+    hardware: proc.query(() => setupHardware()),
+    catalog: proc.input(external_exports.object({ slots: external_exports.number().int().min(1).max(256).optional(), minCtx: external_exports.number().int().min(1024).optional() }).optional()).query(({ input: input2 }) => setupCatalog(input2 ?? {})),
+    fit: proc.input(FitInput.optional()).query(async ({ input: input2 }) => {
       return await setupFit(input2 ?? {});
     }),
     /** Verify a running server, then save it as a target (cannot-build saves nothing); `unverified: true` saves without checks. */
-    capture: proc2.input(SetupCaptureInput).mutation(async ({ ctx, input: input2 }) => {
+    capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input: input2 }) => {
       return await setupCaptureApi(input2, ctx.engine.targets);
     }),
     /**
      * Run a model on the engine's machine: plan → runtime → download → load → warm-up → verify → placement, in the
      * background. Returns the job as it begins; each change arrives as a `setup` event (and from setup.job).
      */
-    start: proc2.input(SetupStartInput).mutation(({ ctx, input: input2 }) => {
-      return setupStartApi(input2, ctx.engine.targets, (job2) => ctx.engine.bus.publish({ type: "setup", job: job2, ts: Date.now() }));
+    start: proc.input(SetupStartInput).mutation(({ ctx, input: input2 }) => {
+      return setupStartApi(input2, ctx.engine.targets, (job) => ctx.engine.bus.publish({ type: "setup", job, ts: Date.now() }));
     }),
     /** A model start by id, or the latest (null when none ran since the engine started). */
-    /** "Build one": scripts/build-llama-server.sh as a job; progress arrives as `llama-build` events (and from buildJob). */
-    buildLlama: proc2.mutation(({ ctx }) => startLlamaBuild((job2) => ctx.engine.bus.publish({ type: "llama-build", job: job2, ts: Date.now() }))),
-    buildJob: proc2.input(external_exports.object({ jobId: external_exports.string().optional() }).optional()).query(({ input: input2 }) => llamaBuildJob(input2?.jobId)),
-    buildCancel: proc2.input(external_exports.object({ jobId: external_exports.string().min(1, "jobId is required") })).mutation(({ input: input2 }) => cancelLlamaBuild(input2.jobId)),
-    job: proc2.input(external_exports.object({ jobId: external_exports.string().optional() }).optional()).query(({ input: input2 }) => {
+    job: proc.input(external_exports.object({ jobId: external_exports.string().optional() }).optional()).query(({ input: input2 }) => {
       return setupJobApi(input2?.jobId);
     }),
-    cancel: proc2.input(external_exports.object({ jobId: external_exports.string().min(1, "jobId is required") })).mutation(({ input: input2 }) => {
+    cancel: proc.input(external_exports.object({ jobId: external_exports.string().min(1, "jobId is required") })).mutation(({ input: input2 }) => {
       return setupCancelApi(input2.jobId);
     }),
     /** Verify an API provider with the key the named variable holds, then save it; `unverified: true` saves without checks. */
-    provider: proc2.input(SetupProviderInput).mutation(async ({ ctx, input: input2 }) => {
+    provider: proc.input(SetupProviderInput).mutation(async ({ ctx, input: input2 }) => {
       return await setupProviderApi(input2, ctx.engine.targets);
     }),
     /** Verify an API provider with a key typed in the wizard, then save it with the key stored by the engine (never returned). */
-    providerKey: proc2.input(SetupProviderKeyInput).mutation(async ({ ctx, input: input2 }) => {
+    providerKey: proc.input(SetupProviderKeyInput).mutation(async ({ ctx, input: input2 }) => {
       return await setupProviderKeyApi(input2, ctx.engine.targets);
     }),
     /** The models an OpenAI-compatible provider lists (GET {url}/models), with the key the named variable holds. */
-    models: proc2.input(ProviderModelsInput).query(({ input: input2 }) => providerModelsApi(input2))
+    models: proc.input(ProviderModelsInput).query(({ input: input2 }) => providerModelsApi(input2))
   }),
   /** Model servers the engine started: list, stop, restart, delete; keep one running after `ocw stop`. */
   servers: t.router({
-    list: proc2.query(() => serversListApi()),
-    stop: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200) })).mutation(({ input: input2 }) => serverStopApi(input2.id)),
-    restart: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200) })).mutation(({ input: input2 }) => serverRestartApi(input2.id)),
-    delete: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200) })).mutation(({ input: input2 }) => serverDeleteApi(input2.id)),
-    keep: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200), keep: external_exports.boolean() })).mutation(({ input: input2 }) => serverKeepApi(input2.id, input2.keep))
+    list: proc.query(() => serversListApi()),
+    stop: proc.input(external_exports.object({ id: external_exports.string().min(1).max(200) })).mutation(({ input: input2 }) => serverStopApi(input2.id)),
+    restart: proc.input(external_exports.object({ id: external_exports.string().min(1).max(200) })).mutation(({ input: input2 }) => serverRestartApi(input2.id)),
+    delete: proc.input(external_exports.object({ id: external_exports.string().min(1).max(200) })).mutation(({ input: input2 }) => serverDeleteApi(input2.id)),
+    keep: proc.input(external_exports.object({ id: external_exports.string().min(1).max(200), keep: external_exports.boolean() })).mutation(({ input: input2 }) => serverKeepApi(input2.id, input2.keep))
   }),
   targets: t.router({
-    list: proc2.query(({ ctx }) => ctx.engine.targets.list()),
+    list: proc.query(({ ctx }) => ctx.engine.targets.list()),
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
-    endpoints: proc2.query(({ ctx }) => ctx.engine.endpoints()),
-    save: proc2.input(external_exports.object({ target: Target, activate: external_exports.boolean().default(false) })).mutation(({ ctx, input: input2 }) => ctx.engine.targets.save(input2.target, input2.activate)),
-    use: proc2.input(external_exports.object({ id: external_exports.string() })).mutation(({ ctx, input: input2 }) => {
+    endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
+    save: proc.input(external_exports.object({ target: Target, activate: external_exports.boolean().default(false) })).mutation(({ ctx, input: input2 }) => ctx.engine.targets.save(input2.target, input2.activate)),
+    use: proc.input(external_exports.object({ id: external_exports.string() })).mutation(({ ctx, input: input2 }) => {
       try {
         return ctx.engine.targets.use(input2.id);
       } catch (err) {
@@ -76710,7 +76501,7 @@ var appRouter = t.router({
      * is never returned, logged, put in targets.json or an event; opencode reaches the endpoint through the engine's
      * key gateway, so no worker sees it either. An empty key forgets it.
      */
-    setKey: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200), key: external_exports.string().max(4096) })).mutation(({ ctx, input: input2 }) => {
+    setKey: proc.input(external_exports.object({ id: external_exports.string().min(1).max(200), key: external_exports.string().max(4096) })).mutation(({ ctx, input: input2 }) => {
       const t2 = ctx.engine.targets.get(input2.id);
       if (!t2) throw new InputError(`no target "${input2.id}". Run \`ocw targets\` to list them.`);
       if (t2.keyFile && t2.keyFile !== apiKeyFilePath(t2.id))
@@ -76728,7 +76519,7 @@ var appRouter = t.router({
       return { stored: where.keyStore === "keychain" ? "keychain" : "file" };
     }),
     /** Deletes a target; refused while a worker of it is queued or live (stop those first). Workers keep their records. */
-    remove: proc2.input(external_exports.object({ id: external_exports.string().min(1).max(200) })).mutation(async ({ ctx, input: input2 }) => {
+    remove: proc.input(external_exports.object({ id: external_exports.string().min(1).max(200) })).mutation(async ({ ctx, input: input2 }) => {
       const busy = ctx.engine.list().filter((w) => w.targetId === input2.id && (w.state === "queued" || isActive(w.state) || w.state === "settled" || w.state === "grading"));
       if (busy.length)
         throw new InputError(
@@ -76744,8 +76535,8 @@ var appRouter = t.router({
       }
     })
   }),
-  events: proc2.input(EventsInput).subscription(({ ctx, input: input2, signal }) => eventStream(ctx.engine, input2.lastEventId, signal)),
-  shutdown: proc2.mutation(({ ctx }) => {
+  events: proc.input(EventsInput).subscription(({ ctx, input: input2, signal }) => eventStream(ctx.engine, input2.lastEventId, signal)),
+  shutdown: proc.mutation(({ ctx }) => {
     setImmediate(
       () => void stopUnkeptServing().catch(() => []).finally(ctx.shutdown)
     );
@@ -76880,16 +76671,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync22(path52.join(dir, "index.html"))) {
+  if (!dir || !existsSync22(path51.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path52.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path52.join(dir, rel);
-  if (!file2.startsWith(dir + path52.sep) || !existsSync22(file2) || statSync14(file2).isDirectory()) file2 = path52.join(dir, "index.html");
+  const rel = path51.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path51.join(dir, rel);
+  if (!file2.startsWith(dir + path51.sep) || !existsSync22(file2) || statSync13(file2).isDirectory()) file2 = path51.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path52.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path51.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -76933,7 +76724,7 @@ async function hostEngine(opts) {
     engine,
     version: VERSION,
     instanceId,
-    rendererDir: path53.join(projectRoot(), "out", "renderer"),
+    rendererDir: path52.join(projectRoot(), "out", "renderer"),
     shutdown: () => void close().then(() => process.exit(0))
   };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) ?? lastEndpoint(opts.stateDir) : null;
@@ -76961,17 +76752,17 @@ init_detect();
 init_hf();
 import { mkdirSync as mkdirSync18, mkdtempSync, writeFileSync as writeFileSync11 } from "node:fs";
 import os7 from "node:os";
-import path55 from "node:path";
+import path54 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
 init_k8s();
 import { spawnSync as spawnSync3 } from "node:child_process";
 import { existsSync as existsSync23 } from "node:fs";
-import path54 from "node:path";
+import path53 from "node:path";
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path54.delimiter)) {
-    const p = dir && path54.join(dir, "kubectl");
+  for (const dir of (env2.PATH ?? "").split(path53.delimiter)) {
+    const p = dir && path53.join(dir, "kubectl");
     if (p && existsSync23(p)) return p;
   }
   return null;
@@ -76985,10 +76776,10 @@ function applyManifests(file2, o2, env2 = process.env) {
   const bin = findKubectl(env2);
   if (!bin)
     throw new K8sInputError("--apply needs kubectl on PATH (https://kubernetes.io/docs/tasks/tools/); or leave out --apply and apply the files yourself");
-  const runs2 = [];
+  const runs = [];
   const run4 = (args, input2) => {
     const r = kubectl(bin, args, env2, input2);
-    runs2.push(r);
+    runs.push(r);
     return r;
   };
   const ctx = run4(["config", "current-context"]);
@@ -77016,7 +76807,7 @@ function applyManifests(file2, o2, env2 = process.env) {
   }
   const applied = run4(["apply", "-f", file2]);
   if (applied.code !== 0) throw new K8sInputError(`kubectl apply -f ${file2} failed: ${applied.stderr.trim().split("\n")[0]}`);
-  return { context, secret, runs: runs2 };
+  return { context, secret, runs };
 }
 
 // engine/commands/deploy.ts
@@ -77081,9 +76872,9 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path55.resolve(o2.output) : mkdtempSync(path55.join(os7.tmpdir(), "ocw-k8s-"));
+      const dir = o2.output ? path54.resolve(o2.output) : mkdtempSync(path54.join(os7.tmpdir(), "ocw-k8s-"));
       mkdirSync18(dir, { recursive: true });
-      file2 = path55.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      file2 = path54.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync11(file2, yaml);
     }
     let applied = null;
@@ -77150,7 +76941,7 @@ function registerDeployCommand(program3) {
 // engine/commands/grade.ts
 init_target();
 import { mkdirSync as mkdirSync20 } from "node:fs";
-import path58 from "node:path";
+import path57 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client3, workerIds, opts = {}) {
@@ -77231,7 +77022,7 @@ async function follow(client3, workerIds, opts = {}) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
 import { mkdirSync as mkdirSync19, writeFileSync as writeFileSync12 } from "node:fs";
-import path56 from "node:path";
+import path55 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -77334,8 +77125,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync19(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync19(path56.dirname(path56.join(dir, name)), { recursive: true });
-    writeFileSync12(path56.join(dir, name), content);
+    mkdirSync19(path55.dirname(path55.join(dir, name)), { recursive: true });
+    writeFileSync12(path55.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -77920,21 +77711,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path67 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path67,
+            path: path66,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path67 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path67,
+            path: path66,
             inputs,
             type,
             headers() {
@@ -78180,30 +77971,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path67, input2, opts) {
+  query(path66, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path67, input2, opts) {
+  mutation(path66, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path67, input2, opts = {}) {
+  subscription(path66, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -78268,8 +78059,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client3) {
-  const proxy = createRecursiveProxy(({ path: path67, args }) => {
-    const pathCopy = [...path67];
+  const proxy = createRecursiveProxy(({ path: path66, args }) => {
+    const pathCopy = [...path66];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client3[procedureType](fullPath, ...args);
@@ -78344,7 +78135,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path67, input: input2 } = op;
+        const { type, path: path66, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -78354,7 +78145,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path67,
+            path: path66,
             pathSeparator,
             type,
             signal: null
@@ -79055,10 +78846,10 @@ async function healthy(lock, timeoutMs = 2e3) {
 // engine/api/launcher.ts
 init_config();
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync24, rmSync as rmSync8, statSync as statSync15, writeFileSync as writeFileSync13 } from "node:fs";
-import path57 from "node:path";
+import { existsSync as existsSync24, rmSync as rmSync8, statSync as statSync14, writeFileSync as writeFileSync13 } from "node:fs";
+import path56 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path57.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path56.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -79085,13 +78876,13 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path57.join(stateDir2, "engine.starting");
+  const marker = path56.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
     writeFileSync13(marker, String(process.pid), { flag: "wx", mode: 384 });
     spawned = true;
   } catch {
-    const age2 = Date.now() - (statSync15(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    const age2 = Date.now() - (statSync14(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age2 > 3e4) {
       rmSync8(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
@@ -79163,11 +78954,11 @@ async function gradeCommand(o2) {
   const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client3.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client3.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path58.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path57.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path58.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path57.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -79201,9 +78992,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path58.join(projectRoot(), "packs");
-  const file2 = path58.join(packs, targetSlug(target), "grade.json");
-  mkdirSync20(path58.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path57.join(projectRoot(), "packs");
+  const file2 = path57.join(packs, targetSlug(target), "grade.json");
+  mkdirSync20(path57.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -79219,7 +79010,7 @@ async function gradeCommand(o2) {
 
 // engine/commands/run.ts
 import { readFileSync as readFileSync20 } from "node:fs";
-import path59 from "node:path";
+import path58 from "node:path";
 import readline from "node:readline";
 
 // shared/ask-view.ts
@@ -79347,14 +79138,14 @@ function parseBatch(file2) {
     const where = at === null ? i2.path.length ? `${i2.path.join(".")}: ` : "" : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
     throw new CliError(`batch file ${file2}: ${where}${i2.message}`);
   }
-  const base2 = path59.dirname(path59.resolve(file2));
+  const base2 = path58.dirname(path58.resolve(file2));
   const { tasks, integration } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: void 0 } : parsed.data;
   return {
     tasks: tasks.map(({ dir, after, id: id2, ...t2 }) => ({
       ...t2,
       ...id2 ? { id: id2 } : {},
       ...after.length ? { after } : {},
-      directory: path59.resolve(base2, dir ?? t2.directory)
+      directory: path58.resolve(base2, dir ?? t2.directory)
     })),
     integration
   };
@@ -79380,9 +79171,9 @@ async function runCommand3(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
-    const files = o2.heldBack ? path59.resolve(o2.heldBack) : void 0;
+    const files = o2.heldBack ? path58.resolve(o2.heldBack) : void 0;
     const checks = o2.check.map((run4) => files ? { run: run4, files } : { run: run4 });
-    specs = [{ task: o2.task, directory: path59.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path58.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -81468,7 +81259,7 @@ var StdioServerTransport = class {
 init_paths();
 
 // engine/mcp/format.ts
-import path60 from "node:path";
+import path59 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
@@ -81481,12 +81272,12 @@ function untrustedText(s, max, opts = {}) {
 var WORKSPACE_MARK = "\u27E8workspace\u27E9";
 function askWhat(a2, worktree) {
   if (!worktree) return a2.what;
-  const root2 = path60.resolve(worktree);
+  const root2 = path59.resolve(worktree);
   const swap = (p) => {
-    const abs = path60.resolve(p);
-    return abs === root2 ? "." : abs.startsWith(root2 + path60.sep) ? path60.relative(root2, abs).split(path60.sep).join("/") : p;
+    const abs = path59.resolve(p);
+    return abs === root2 ? "." : abs.startsWith(root2 + path59.sep) ? path59.relative(root2, abs).split(path59.sep).join("/") : p;
   };
-  if (path60.isAbsolute(a2.what)) return swap(a2.what);
+  if (path59.isAbsolute(a2.what)) return swap(a2.what);
   return a2.what.split(root2).join(WORKSPACE_MARK);
 }
 function pendingItem(a2, worktree) {
@@ -81684,7 +81475,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile as execFile2 } from "node:child_process";
-import path61 from "node:path";
+import path60 from "node:path";
 import { promisify as promisify4 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -82046,8 +81837,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path67, errorMaps, issueData } = params;
-  const fullPath = [...path67, ...issueData.path || []];
+  const { data, path: path66, errorMaps, issueData } = params;
+  const fullPath = [...path66, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -82162,11 +81953,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path67, key) {
+  constructor(parent, value, path66, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path67;
+    this._path = path66;
     this._key = key;
   }
   get path() {
@@ -85712,11 +85503,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path67) {
-  if (path67.length === 0) {
+function getDotPath(path66) {
+  if (path66.length === 0) {
     return "object root";
   }
-  return path67.reduce((acc, seg, index) => {
+  return path66.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -90556,14 +90347,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path61.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path60.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path61.resolve(a2.directory) === path61.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path60.resolve(a2.directory) === path60.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -91378,21 +91169,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path61.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path60.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path61.resolve(top || dir);
+  return path60.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path61.resolve(w.repo);
-  return r === root2 || path61.resolve(w.spec.directory) === root2 || path61.resolve(w.spec.directory).startsWith(root2 + path61.sep);
+  const r = path60.resolve(w.repo);
+  return r === root2 || path60.resolve(w.spec.directory) === root2 || path60.resolve(w.spec.directory).startsWith(root2 + path60.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path61.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path61.resolve(baseDir, dir)}"`;
+  if (path60.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path60.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -91548,7 +91339,7 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path62 from "node:path";
+import path61 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -91641,7 +91432,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path62.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path61.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -91734,9 +91525,7 @@ function registerGrantsCommand(program3) {
       if (o2.json) return console.log(JSON.stringify(grants, null, 2));
       if (!grants.length) return console.log('no grants: nothing is answered "always"');
       for (const g of grants)
-        console.log(
-          `${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe2(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})${g.expiredAt === void 0 ? "" : "  expired: its worker's run ended"}`
-        );
+        console.log(`${g.id}  worker ${g.workerId}  ${g.tool} ${terminalSafe2(g.pattern)}  (by ${g.by.kind}${g.by.name ? " " + g.by.name : ""})`);
     } catch (err) {
       fail(err);
     }
@@ -91797,7 +91586,7 @@ function registerHousekeepingCommands(program3) {
 }
 
 // engine/commands/workers.ts
-import path63 from "node:path";
+import path62 from "node:path";
 init_paths();
 var client2 = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
@@ -91820,7 +91609,7 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path63.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path62.resolve(o2.repo) } : {}
       });
       if (o2.json) return console.log(JSON.stringify(ws, null, 2));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
@@ -91930,7 +91719,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client2("prune")).workers.prune.mutate({ directory: path63.resolve(o2.dir ?? ".") });
+      const r = await (await client2("prune")).workers.prune.mutate({ directory: path62.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -92098,21 +91887,21 @@ var LogPrinter = class {
 // engine/commands/claude.ts
 import { execFileSync as execFileSync4, spawn as spawn8 } from "node:child_process";
 import { existsSync as existsSync25, readFileSync as readFileSync21, writeFileSync as writeFileSync14 } from "node:fs";
-import path64 from "node:path";
+import path63 from "node:path";
 init_paths();
 var guiUrl = (lock) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
 function repoRootOf(dir) {
   try {
-    return path64.resolve(
+    return path63.resolve(
       execFileSync4("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path64.resolve(dir);
+    return path63.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path64.resolve(w.spec.directory);
-  return path64.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path64.sep);
+  const d = path63.resolve(w.spec.directory);
+  return path63.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path63.sep);
 };
 async function runningEngine() {
   const lock = readLock(stateDir());
@@ -92210,10 +91999,10 @@ async function snapshot(client3, ids, load2) {
   return Promise.all(ids.map((id2) => client3.workers.get.query({ workerId: id2 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path64.isAbsolute(what)) return what;
-  const root2 = path64.resolve(worktree);
-  const abs = path64.resolve(what);
-  return abs.startsWith(root2 + path64.sep) ? path64.relative(root2, abs).split(path64.sep).join("/") : what;
+  if (!worktree || !path63.isAbsolute(what)) return what;
+  const root2 = path63.resolve(worktree);
+  const abs = path63.resolve(what);
+  return abs.startsWith(root2 + path63.sep) ? path63.relative(root2, abs).split(path63.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -92232,7 +92021,7 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path64.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path63.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
     return JSON.parse(readFileSync21(seenFile(), "utf8"))[root2] ?? 0;
@@ -92285,7 +92074,7 @@ init_llama_server();
 init_plan();
 init_setup3();
 import { existsSync as existsSync26 } from "node:fs";
-import path66 from "node:path";
+import path65 from "node:path";
 init_fit_service();
 init_errors4();
 var InputError2 = class extends SetupError {
@@ -92448,7 +92237,7 @@ async function runFitPlan(o2) {
 async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path66.join(path66.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  const bin = path65.join(path65.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
   if (!existsSync26(bin)) return null;
   const args = [
     "-m",
@@ -92497,7 +92286,7 @@ async function runStartCommand(o2, slots, ctx, log) {
   const { runStartJob: runStartJob2 } = await Promise.resolve().then(() => (init_start2(), start_exports));
   const seen = /* @__PURE__ */ new Map();
   let lastPct = -1;
-  const job2 = await runStartJob2({
+  const job = await runStartJob2({
     input: { runtime: o2.runtime, model: o2.model, slots, ctx, minCtx, acceptUnderpowered: o2.acceptUnderpowered },
     store: o2.store ?? new TargetStore(),
     hardware: o2.hardware,
@@ -92524,30 +92313,30 @@ async function runStartCommand(o2, slots, ctx, log) {
       }
     }
   });
-  if (job2.plannedCommand) log(`command: ${job2.launchedCommand ?? job2.plannedCommand}`);
-  const r = job2.result;
+  if (job.plannedCommand) log(`command: ${job.launchedCommand ?? job.plannedCommand}`);
+  const r = job.result;
   if (!r) {
-    const f = job2.failure;
+    const f = job.failure;
     if (f.kind === "no-fit") return { code: 2, stdout: "", stderr: `ocw: ${f.cause}
 ` };
     if (f.kind === "not-confirmed") throw new SetupInputError(f.cause);
     return {
       code: 2,
-      stdout: o2.json ? JSON.stringify({ job: job2 }, null, 2) + "\n" : "",
+      stdout: o2.json ? JSON.stringify({ job }, null, 2) + "\n" : "",
       stderr: `ocw: ${f.phase} failed (${f.kind}): ${f.cause}${f.logLine && !f.cause.includes(f.logLine) ? ` [log: ${f.logLine}]` : ""} \u2014 ${f.remedy}
 `
     };
   }
   const code = r.outcome === "built" ? 0 : r.outcome === "underpowered" ? 3 : 2;
   const text = o2.json ? JSON.stringify(
-    { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job2.servers?.[0] ?? null, job: job2 },
+    { outcome: r.outcome, target: r.target, checks: r.checks, summary: r.summary, active: r.active, server: job.servers?.[0] ?? null, job },
     null,
     2
   ) + "\n" : [
     `${r.outcome.toUpperCase()}: ${r.summary}`,
     ...r.checks.map((c3) => `  [${c3.passed ? "x" : " "}] ${c3.name.padEnd(11)} ${c3.evidence}`),
-    ...job2.placement ? [`placement: ${job2.placement.passed ? "as planned" : "NOT as planned"} \u2014 ${job2.placement.evidence.join("; ")}`] : [],
-    ...job2.failure ? [`warning: ${job2.failure.cause} \u2014 ${job2.failure.remedy}`] : [],
+    ...job.placement ? [`placement: ${job.placement.passed ? "as planned" : "NOT as planned"} \u2014 ${job.placement.evidence.join("; ")}`] : [],
+    ...job.failure ? [`warning: ${job.failure.cause} \u2014 ${job.failure.remedy}`] : [],
     `target ${r.target.id} saved${r.active ? " and active" : r.outcome === "underpowered" ? " (not active: pass --accept-underpowered or run `ocw target use " + r.target.id + "`)" : " (not active)"}`
   ].join("\n") + "\n";
   return { code, stdout: text, stderr: "" };
