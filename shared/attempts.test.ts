@@ -147,6 +147,18 @@ describe("ledger", () => {
     });
   });
 
+  it("a retry is the same task: a failed worker and its built retry make one task built at k=2", () => {
+    const first = worker("f1", {
+      target: "t1",
+      state: "honest-failure",
+      v: verdict({ verdict: "honest-failure", claim: "honest-failure" }),
+      start: 1000,
+      end: 2000,
+    });
+    const retry = { ...worker("f2", { target: "t1", v: verdict({}), start: 3000, end: 4000 }), retryOf: "f1" };
+    expect(ledger([first, retry])[0]).toMatchObject({ tasks: 1, graded: 2, passAt1: 0.5, k: 2, passAtK: 1, built: 1 });
+  });
+
   it("rounds to built reads the worker's rounds when it has them", () => {
     const w = worker("r1", { v: verdict({}) });
     w.rounds = [1, 2, 3].map((round) => ({ ...w.rounds[0]!, round, verdict: round === 3 ? "built" : "honest-failure" }));

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { countsAsBuilt, isNoop, isWeakEvidence, tokensOf } from "./attempts";
-import { isFinal, type Worker } from "./worker";
+import { isFinal, taskKey, type Worker } from "./worker";
 
 /**
  * The ledger per target, from the engine's real runs (not the ladder: `packs/<target>/grade.json` is earned only by
@@ -69,8 +69,10 @@ export function ledger(workers: Worker[]): Ledger {
     const graded = ws.filter((w) => w.verdict);
     if (!graded.length) continue;
     const tasks = new Map<string, Worker[]>();
+    // a task's attempts, and its retries, are one task (shared/worker.ts taskKey)
+    const byId = new Map(ws.map((w) => [w.id, w]));
     for (const w of graded) {
-      const key = w.attempt?.groupId ?? w.id;
+      const key = taskKey(w, byId);
       tasks.set(key, [...(tasks.get(key) ?? []), w]);
     }
     const builtAttempts = graded.filter((w) => countsAsBuilt(w.verdict));
@@ -83,7 +85,7 @@ export function ledger(workers: Worker[]): Ledger {
       tasks: tasks.size,
       graded: graded.length,
       passAt1: ratio(builtAttempts.length, graded.length),
-      k: Math.max(1, ...[...tasks.keys()].map((key) => ws.filter((w) => (w.attempt?.groupId ?? w.id) === key).length)),
+      k: Math.max(1, ...[...tasks.keys()].map((key) => ws.filter((w) => taskKey(w, byId) === key).length)),
       passAtK: ratio(builtTasks, tasks.size),
       built: builtTasks,
       roundsToBuilt: rounds.length ? rounds.reduce((a, b) => a + b, 0) / rounds.length : null,

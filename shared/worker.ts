@@ -23,6 +23,16 @@ export type WorkerState = z.infer<typeof WorkerState>;
 export const FINAL_STATES: readonly WorkerState[] = ["built", "honest-failure", "stopped", "interrupted", "error"];
 export const ACTIVE_STATES: readonly WorkerState[] = ["starting", "running", "waiting-approval"];
 export const isFinal = (s: WorkerState) => FINAL_STATES.includes(s);
+/**
+ * The task a worker works on, for counting tasks (a batch's rate, the ledger): its attempt group, else the first worker
+ * of its retry chain (a retry runs the same task again), else itself. `byId`: the workers counted together.
+ */
+export function taskKey(w: Pick<Worker, "id" | "retryOf" | "attempt">, byId: ReadonlyMap<string, Pick<Worker, "id" | "retryOf" | "attempt">>): string {
+  let x = w;
+  for (let i = 0; x.retryOf && byId.has(x.retryOf) && i < 1000; i++) x = byId.get(x.retryOf)!;
+  return x.attempt?.groupId ?? x.id;
+}
+
 /** A worker's grants expire when its run ends: settled (its turn is over), stopped or failed. Not when interrupted by an engine restart (resumed, it goes on). */
 export const GRANT_ENDS: ReadonlySet<WorkerState> = new Set<WorkerState>(["settled", "built", "honest-failure", "stopped", "error"]);
 export const isActive = (s: WorkerState) => ACTIVE_STATES.includes(s);

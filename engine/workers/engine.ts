@@ -10,6 +10,7 @@ import type { Target } from "../../shared/target";
 import {
   isActive,
   isFinal,
+  taskKey,
   WorkerSpec,
   workerTitle,
   type TranscriptPart,
@@ -436,13 +437,8 @@ export class Engine {
     // A task with attempts counts once: built when its group has a winner (its losers are not failures of the batch).
     // A retried task counts once too, as its latest retry (retryOf chains back to the first worker of the task).
     const byId = new Map(ws.map((w) => [w.id, w]));
-    const taskOf = (w: Worker): string => {
-      let x = w;
-      for (let i = 0; x.retryOf && byId.has(x.retryOf) && i < 1000; i++) x = byId.get(x.retryOf)!;
-      return x.attempt?.groupId ?? x.id;
-    };
     const tasks = new Map<string, Worker[]>();
-    for (const w of ws) tasks.set(taskOf(w), [...(tasks.get(taskOf(w)) ?? []), w]);
+    for (const w of ws) tasks.set(taskKey(w, byId), [...(tasks.get(taskKey(w, byId)) ?? []), w]);
     // A no-op is never built (old logs may say otherwise): it does not count toward the built rate.
     const built = [...tasks.entries()].filter(([key, t]) =>
       t[0]!.attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t.reduce((a, b) => (b.createdAt >= a.createdAt ? b : a)).verdict),
