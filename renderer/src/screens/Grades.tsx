@@ -70,9 +70,9 @@ export function Grades() {
       <section className="panel" aria-label="Ledger by target">
         <h2>Ledger by target (this engine's real runs)</h2>
         <p className="small muted">
-          A task is one worker, or one task's attempts and retries on that target. pass@1: built attempts of those graded; pass@k: tasks with a built attempt (k = the most
-          attempts one task had). A no-op "built" (nothing changed) never counts. Cost per built task sums every finished worker. Not a ladder grade: that is
-          earned only by <code>ocw grade</code>.
+          A task is one worker, or one task's attempts and retries on that target. pass@1: built attempts of those graded; pass@k: tasks with a built attempt (k
+          = the most attempts one task had). A no-op "built" (nothing changed) never counts. Cost per built task sums every finished worker. Not a ladder grade:
+          that is earned only by <code>ocw grade</code>.
         </p>
         {rows.length === 0 ? (
           <p className="muted">No graded workers yet.</p>
