@@ -326,6 +326,10 @@ test("run a model here: Start downloads, loads, warms up, verifies live and chec
       await expect(start.getByRole("listitem", { name: `${phase}: done`, exact: true })).toBeVisible();
     await expect(start.getByRole("list", { name: "Verify checklist" }).getByRole("listitem", { name: "Tool-call round trip: pass" })).toBeVisible();
     await expect(start.getByRole("group", { name: "Where the weights are" })).toContainText("as planned");
+    // a clean start is not a restart: the load line says the server is supervised, not that it crashed
+    const load = start.getByRole("listitem", { name: "Load: done", exact: true });
+    await expect(load).toContainText("(supervised: restarted if it crashes)");
+    await expect(load).not.toContainText("restarted after a crash");
     await expect(start.getByRole("status")).toContainText(/built.*saved and active/);
     await expect(page.getByRole("region", { name: "Saved targets" })).toContainText("llamacpp-qwen3.6-27b");
     await shot(page, "start-done", start);

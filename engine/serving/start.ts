@@ -663,7 +663,7 @@ export async function runStartJob(o: StartJobOptions): Promise<SetupJob> {
             (x, k) =>
               `${pooled ? `replica ${k + 1} (${replicas[k]!.devices!.join("+")}): ` : ""}llama-server pid ${x.pid} on 127.0.0.1:${x.port}, healthy in ${(x.readyMs / 1000).toFixed(1)} s`,
           )
-          .join("; ") + (sup ? " (supervised: restarted after a crash)" : ""),
+          .join("; ") + (sup ? " (supervised: restarted if it crashes)" : ""),
       );
       cancelled();
 
