@@ -4,7 +4,7 @@ import type { BatchSummary } from "../../shared/batch";
 import type { EngineEvent } from "../../shared/events";
 import { showUntrusted } from "../../shared/untrusted";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
-import { isFinal, WorkerState, type TranscriptPart, type Worker, type WorkerEvent } from "../../shared/worker";
+import { isFinal, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
 import { connect, type EngineClient } from "../api/client";
 import { ensureEngine } from "../api/launcher";
 import { stateDir } from "../store/paths";
@@ -22,7 +22,6 @@ const age = (ts: number) => {
   const s = Math.max(0, Math.round((Date.now() - ts) / 1000));
   return s < 90 ? `${s}s` : s < 5400 ? `${Math.round(s / 60)}m` : s < 172800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
 };
-const titleOf = (w: Worker) => w.spec.title ?? w.spec.task.split("\n")[0]!;
 
 export function registerWorkerCommands(program: Command): void {
   program
@@ -63,7 +62,7 @@ export function registerWorkerCommands(program: Command): void {
             .filter(Boolean)
             .join(", ");
           console.log(
-            `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(titleOf(w)).slice(0, 60)}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`,
+            `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(workerTitle(w.spec, 60))}\n    ${v}${extra ? ` · ${extra}` : ""} · ${safe(w.repo)}`,
           );
         }
       } catch (err) {
@@ -276,7 +275,7 @@ export function showText(w: Worker): string {
   const v = w.verdict;
   const lines = [
     `${w.id}  ${stateWord(w.state)}${w.stateReason ? ` — ${safe(w.stateReason)}` : ""}`,
-    `task: ${safe(titleOf(w))}`,
+    `task: ${safe(workerTitle(w.spec, Number.POSITIVE_INFINITY))}`,
     `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`,
   ];
   if (w.batchId) lines.push(`batch: ${w.batchId}${w.taskId ? ` (task ${w.taskId})` : ""}${w.startFrom ? `, started from ${w.startFrom.slice(0, 12)}` : ""}`);
@@ -349,7 +348,7 @@ export class LogPrinter {
     switch (e.type) {
       case "worker.created":
         return this.out(
-          `[${at}] created: ${safe(e.spec.title ?? e.spec.task.split("\n")[0]!)}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`,
+          `[${at}] created: ${safe(workerTitle(e.spec, Number.POSITIVE_INFINITY))}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`,
         );
       case "worker.state":
         return this.out(`[${at}] state ${stateWord(e.state)}${e.reason ? ` — ${safe(e.reason)}` : ""}`);

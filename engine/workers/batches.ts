@@ -3,7 +3,7 @@ import path from "node:path";
 import type { BatchSummary, BatchTaskStatus, IntegrationResult, IntegrationSpec, SkippedTask } from "../../shared/batch";
 import type { CheckSpec } from "../../shared/check";
 import { InputError } from "../../shared/errors";
-import { isFinal, type Worker, type WorkerSpec } from "../../shared/worker";
+import { isFinal, type Worker, type WorkerSpec, workerTitle } from "../../shared/worker";
 import { runChecks } from "../grading/checks";
 import { discard } from "../grading/folders";
 import type { SandboxKind } from "../sandbox/sandbox";
@@ -304,7 +304,7 @@ export class Batches {
     const tasks: BatchTaskStatus[] = r.tasks.map((t) => ({
       id: t.id,
       after: t.after,
-      title: t.spec.title ?? t.spec.task.split("\n")[0]!.slice(0, 80),
+      title: workerTitle(t.spec, 80),
       workerId: t.workerId,
       skipped: t.skipped,
     }));

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { InputError } from "../../shared/errors";
 import type { DecidedBy } from "../../shared/permission";
-import { isFinal, type Worker } from "../../shared/worker";
+import { isFinal, type Worker, workerTitle } from "../../shared/worker";
 import { git } from "../workspace/git";
 import { describeFlags, flaggedChanges, landCommit, revertCommit } from "../workspace/land";
 import { fullDiff, removeWorkspace } from "../workspace/workspace";
@@ -50,7 +50,7 @@ export class WorkspaceLifecycle {
         "conflict",
       );
     }
-    const title = w.spec.title ?? w.spec.task.split("\n")[0]!.slice(0, 60);
+    const title = workerTitle(w.spec, 60);
     const merged = await landCommit({
       repo: ws.repo,
       branch: ws.baseBranch,
