@@ -9,6 +9,8 @@ import { createOpencodeClient, type OpencodeClient } from "@opencode-ai/sdk/v2";
 import type { Target } from "../../shared/target";
 import { compileAgentPrompt, compileOpencodeConfig, OFFLINE_ENV, seedModelsCatalog, seedOpencodeConfigDir, WORKER_AGENT, type ProviderAccess } from "./config";
 import { allowListedEnv, sandboxed, serveHidden, type SandboxKind } from "../sandbox/sandbox";
+import type { OpencodePort } from "./port";
+import { sdkPort } from "./sdk-port";
 import { opencodeEvent } from "./translate";
 import { alive, Backoff, childPids, killGroup, readPidFile, writePidFile } from "../process/process";
 import { config as ocwConfig } from "../config";
@@ -49,7 +51,9 @@ export interface OpencodeServerOptions {
  */
 export class OpencodeServer extends EventEmitter {
   url: string | null = null;
-  client: OpencodeClient | null = null;
+  /** The SDK client of the running server: its event stream and the agent check here, every other call through `port`. */
+  private client: OpencodeClient | null = null;
+  port: OpencodePort | null = null;
   private proc: ChildProcess | null = null;
   private readonly password = randomBytes(24).toString("base64url");
   private stopping = false;
@@ -180,6 +184,7 @@ export class OpencodeServer extends EventEmitter {
     const client = createOpencodeClient({ baseUrl: url, headers: { Authorization: this.authHeader } });
     await this.verifyAgent(client);
     this.client = client;
+    this.port = sdkPort(client);
     this.restarts.reset();
     this.openStream();
     this.emit("ready");
@@ -247,6 +252,7 @@ export class OpencodeServer extends EventEmitter {
     if (proc !== this.proc) return;
     this.streamAbort?.abort();
     this.client = null;
+    this.port = null;
     this.url = null;
     this.proc = null;
     if (this.stopping) return;
@@ -271,6 +277,7 @@ export class OpencodeServer extends EventEmitter {
     this.streamAbort?.abort();
     const proc = this.proc;
     this.client = null;
+    this.port = null;
     this.url = null;
     if (!proc || proc.exitCode !== null) return;
     const children = childPids(proc.pid);

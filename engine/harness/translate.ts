@@ -358,10 +358,3 @@ export class Translator {
     }
   }
 }
-
-/** What an SDK call that got no HTTP answer failed with (the SDK returns the fetch error instead of throwing it). */
-export function noAnswer(error: unknown): string {
-  const e = error as { name?: string; message?: string; cause?: { message?: string; code?: string } } | undefined;
-  if (e?.name === "TimeoutError") return "no answer within the time limit";
-  return [e?.message ?? (e ? String(e) : "connection failed"), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
-}

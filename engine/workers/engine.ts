@@ -27,7 +27,8 @@ import { EventBus } from "../events";
 import { WORKER_AGENT } from "../harness/config";
 import type { Harness, HarnessServer } from "../harness/harness";
 import { modelFor, OpencodeServers } from "../harness/servers";
-import { noAnswer, Translator, type OpencodeEvent } from "../harness/translate";
+import { noAnswer } from "../harness/port";
+import { Translator, type OpencodeEvent } from "../harness/translate";
 import { sweepDiscarded } from "../grading/folders";
 import { Recovery } from "../recovery/recovery";
 import { sandboxStatus, writeRepoBinds, type SandboxKind } from "../sandbox/sandbox";
@@ -480,21 +481,15 @@ export class Engine {
         `worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : w.state === "built" || w.state === "honest-failure" ? "it was graded: continue it with a message (a new round) instead" : "a steer reaches running workers only"}`,
       );
     }
-    const c = this.reg.clientOf(workerId);
+    const c = this.reg.portOf(workerId);
     if (!c || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
     this.reg.record(workerId, { type: "steer.sent", text: body, by });
     this.reg.rt(workerId).replies?.promptSent();
     // A prompt to a busy session is stored at once and injected at the next step boundary (shared/notes/opencode.md).
     const target = w.targetId ? this.targets.get(w.targetId) : undefined;
     const model = target ? modelFor(w.endpoint, target) : undefined;
-    const res = await c.client.session.promptAsync({
-      sessionID: w.sessionId,
-      directory: c.directory,
-      agent: WORKER_AGENT,
-      ...(model ? { model } : {}),
-      parts: [{ type: "text", text: steerPrompt(body) }],
-    });
-    if (res.response && !res.response.ok) throw new Error(`opencode refused the steer (HTTP ${res.response.status})`);
+    const res = await c.port.prompt({ sessionID: w.sessionId, directory: c.directory, agent: WORKER_AGENT, model, text: steerPrompt(body) });
+    if (!res.ok && res.kind === "status") throw new Error(`opencode refused the steer (HTTP ${res.status})`);
   }
 
   async stop(workerId: string, reason = "stopped by request", by: DecidedBy = { kind: "person" }): Promise<Worker> {
@@ -852,27 +847,27 @@ export class Engine {
     rt.server = server;
     if (!server.ready) this.reg.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
-    const client = server.client!;
+    const port = server.port!;
     if (!current() || this.get(workerId).state !== "starting") return; // stopped or superseded meanwhile
     let text: string;
     w = this.get(workerId);
     if (!w.sessionId) {
       const title = workerTitle(w.spec);
-      const create = () => client.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      const create = () => port.createSession({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
       // A request that got no HTTP answer at all (seen under load: several at once, "HTTP undefined") is tried again;
       // a wrong answer is not. An unused session left by a lost answer (or a superseded run) is harmless.
       let res = await create();
-      for (let i = 1; i <= 3 && !res.response && current() && this.get(workerId).state === "starting"; i++) {
+      for (let i = 1; i <= 3 && !res.ok && res.kind === "no-answer" && current() && this.get(workerId).state === "starting"; i++) {
         await new Promise((r) => setTimeout(r, 1000 * i));
         res = await create();
       }
       if (!current()) return;
-      if (!res.data)
+      if (!res.ok)
         throw new Error(
-          `opencode could not create a session (${res.response ? `HTTP ${res.response.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`,
+          `opencode could not create a session (${res.kind === "status" ? `HTTP ${res.status}` : `no answer in 4 tries: ${noAnswer(res.error)}`}); resume the worker to try again`,
         );
-      this.reg.sessions.set(res.data.id, workerId);
-      this.reg.record(workerId, { type: "worker.session", sessionId: res.data.id });
+      this.reg.sessions.set(res.value.id, workerId);
+      this.reg.record(workerId, { type: "worker.session", sessionId: res.value.id });
       text = taskPrompt(w.spec);
     } else {
       this.reg.sessions.set(w.sessionId, workerId);
@@ -889,16 +884,10 @@ export class Engine {
     this.budgets.armWall(workerId);
     const model = modelFor(this.get(workerId).endpoint, target);
     rt.replies = new ReplyTrack();
-    const res = await client.session.promptAsync({
-      sessionID: sessionId,
-      directory: ws.cwd,
-      agent: WORKER_AGENT,
-      ...(model ? { model } : {}),
-      parts: [{ type: "text", text }],
-    });
-    if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
+    const res = await port.prompt({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, model, text });
+    if (!res.ok && res.kind === "status") throw new Error(`opencode refused the prompt (HTTP ${res.status})`);
     // No answer at all: opencode may never have seen the prompt, and the worker would wait for an idle that never comes.
-    if (!res.response) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
+    if (!res.ok) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
   }
 
   /**

@@ -5,6 +5,7 @@ import { isFinal, reduceWorker, type Worker, type WorkerEvent, type WorkerEventB
 import { InputError } from "../../shared/errors";
 import type { EventBus } from "../events";
 import type { HarnessServer } from "../harness/harness";
+import type { OpencodePort } from "../harness/port";
 import type { ReplyTrack } from "./replies";
 import type { WorkerLogStore } from "../store/worker-log";
 import type { RepoInfo, Workspace } from "../workspace/workspace";
@@ -205,17 +206,17 @@ export class WorkerRegistry {
     return path.join(this.opts.stateDir, "tmp");
   }
 
-  /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
-  clientOf(workerId: string): { client: NonNullable<HarnessServer["client"]>; directory: string | undefined } | null {
-    const client = this.rt(workerId).server?.client;
+  /** The live opencode port of a worker and the folder its session runs in (null when its server is not up). */
+  portOf(workerId: string): { port: OpencodePort; directory: string | undefined } | null {
+    const port = this.rt(workerId).server?.port;
     const w = this.workers.get(workerId);
-    return client && w ? { client, directory: this.workspaceOf(w)?.cwd } : null;
+    return port && w ? { port, directory: this.workspaceOf(w)?.cwd } : null;
   }
 
   /** Aborts the worker's session in opencode, if it has one (its bash children end with it); failures are ignored. */
   async abortSession(workerId: string): Promise<void> {
     const w = this.workers.get(workerId);
-    const c = this.clientOf(workerId);
-    if (w?.sessionId && c) await c.client.session.abort({ sessionID: w.sessionId, directory: c.directory }).catch(() => undefined);
+    const c = this.portOf(workerId);
+    if (w?.sessionId && c) await c.port.abort({ sessionID: w.sessionId, directory: c.directory });
   }
 }

@@ -10,17 +10,17 @@ function rig() {
   const states = new Map<string, WorkerState>();
   const rts = new Map<string, { server?: HarnessServer; releasing?: Promise<void> }>();
   const serverA = {
-    client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } },
+    port: { dispose: async ({ directory }: { directory: string }) => (disposed.push(directory), { ok: true, value: undefined }) },
   } as unknown as HarnessServer;
   const serverB = {
-    client: { instance: { dispose: async ({ directory }: { directory: string }) => void disposed.push(directory) } },
+    port: { dispose: async ({ directory }: { directory: string }) => (disposed.push(directory), { ok: true, value: undefined }) },
   } as unknown as HarnessServer;
   const reg = {
     rt: (id: string) => rts.get(id)!,
     list: () => [...states].map(([id, state]) => ({ id, state })),
     get: (id: string) => ({ id, state: states.get(id) }),
     workspaceOf: () => ({}),
-    clientOf: (id: string) => ({ client: rts.get(id)!.server!.client, directory: `/ws/${id}` }),
+    portOf: (id: string) => ({ port: rts.get(id)!.server!.port, directory: `/ws/${id}` }),
   } as unknown as WorkerRegistry;
   const add = (id: string, server: HarnessServer, state: WorkerState = "running") => (states.set(id, state), rts.set(id, { server }));
   const settle = async () => {

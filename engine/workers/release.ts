@@ -60,9 +60,9 @@ export class InstanceReleaser {
   }
 
   private async dispose(workerId: string): Promise<void> {
-    const c = this.reg.clientOf(workerId);
+    const c = this.reg.portOf(workerId);
     if (!c?.directory || !this.reg.workspaceOf(this.reg.get(workerId))) return;
-    const dispose = c.client.instance.dispose({ directory: c.directory }).catch(() => undefined);
+    const dispose = c.port.dispose({ directory: c.directory });
     // A hung opencode must not hold up a resume (that finds the server's state on its own).
     await Promise.race([dispose, new Promise((r) => setTimeout(r, 10_000).unref())]);
   }
