@@ -1,7 +1,7 @@
 // What the dashboard shows first, and what its filters keep: pure functions over the workers (unit-tested in
 // dashboard.test.ts), so the order a person sees is decided in one place. Needs-you first: a worker waiting for a
 // person, then running ones, then queued, then settled; a batch ranks by its most urgent worker.
-import { isFinal, type Worker } from "./worker";
+import { isAtRest, type Worker } from "./worker";
 
 /** 0 asks a person, 1 running (starting … grading), 2 queued, 3 settled. */
 export type Urgency = 0 | 1 | 2 | 3;
@@ -10,7 +10,7 @@ export const URGENCY_LABEL = ["needs you", "running", "queued", "settled"] as co
 export function urgency(w: Worker): Urgency {
   if (w.state === "waiting-approval" || w.asks.some((a) => a.status === "pending")) return 0;
   if (w.state === "queued") return 2;
-  if (isFinal(w.state)) return 3;
+  if (isAtRest(w.state)) return 3;
   return 1;
 }
 

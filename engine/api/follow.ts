@@ -1,5 +1,5 @@
 import type { EngineEvent } from "../../shared/events";
-import { isFinal, reduceWorker, type Worker } from "../../shared/worker";
+import { isAtRest, reduceWorker, type Worker } from "../../shared/worker";
 import type { EngineClient } from "./client";
 
 export interface FollowOptions {
@@ -34,7 +34,7 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
   const cursor = (await client.health.query()).cursor;
   await snapshot();
   const done = (): FollowResult["reason"] | null => {
-    if ([...workers.values()].every((w) => isFinal(w.state))) return "settled";
+    if ([...workers.values()].every((w) => isAtRest(w.state))) return "settled";
     if (opts.until?.(workers)) return "until";
     return null;
   };

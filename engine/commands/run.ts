@@ -12,7 +12,7 @@ import { baselineWarning } from "../../shared/verdict";
 import { askView } from "../../shared/ask-view";
 import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permission";
 import { showUntrusted } from "../../shared/untrusted";
-import { pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
+import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
 import { follow } from "../api/follow";
 import { inspectRepo } from "../workspace/workspace";
@@ -418,7 +418,7 @@ async function followBatch(
       for (const id of summary.workerIds) if (!all.has(id)) all.set(id, await client.workers.get.query({ workerId: id }));
       return { workers: all, summary };
     }
-    const active = summary.workerIds.filter((id) => !isFinalState(summary.states[id]!));
+    const active = summary.workerIds.filter((id) => !isAtRest(summary.states[id]!));
     let changed = false;
     if (active.length) {
       const r = await follow(client, active, {
@@ -437,8 +437,6 @@ async function followBatch(
     }
   }
 }
-
-const isFinalState = (s: Worker["state"]) => ["built", "honest-failure", "stopped", "interrupted", "error"].includes(s);
 
 /** Resolves at the first event after `cursor` that `pred` accepts (events are replayed from the cursor). */
 function nextEvent(client: EngineClient, cursor: string, pred: (e: EngineEvent) => boolean): Promise<void> {

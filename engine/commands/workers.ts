@@ -4,7 +4,7 @@ import type { BatchSummary } from "../../shared/batch";
 import type { EngineEvent } from "../../shared/events";
 import { showUntrusted } from "../../shared/untrusted";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
-import { isFinal, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
+import { isAtRest, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
 import { connect, type EngineClient } from "../api/client";
 import { ensureEngine } from "../api/launcher";
 import { stateDir } from "../store/paths";
@@ -108,7 +108,7 @@ export function registerWorkerCommands(program: Command): void {
         const printer = new LogPrinter((l) => process.stdout.write(l + "\n"));
         printer.replay(events);
         const w = await c.workers.get.query({ workerId: id });
-        if (!o.follow || isFinal(w.state)) return;
+        if (!o.follow || isAtRest(w.state)) return;
         const last = events.at(-1)?.seq ?? -1;
         await new Promise<void>((resolve, reject) => {
           const sub = c.events.subscribe(
@@ -118,7 +118,7 @@ export function registerWorkerCommands(program: Command): void {
                 const e = t.data as EngineEvent;
                 if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return;
                 printer.event(e as WorkerEvent, true);
-                if (e.type === "worker.state" && isFinal(e.state)) {
+                if (e.type === "worker.state" && isAtRest(e.state)) {
                   sub.unsubscribe();
                   resolve();
                 }
@@ -139,7 +139,7 @@ export function registerWorkerCommands(program: Command): void {
     .action(async (id: string) => {
       try {
         const w = await (await client("cancel")).workers.stop.mutate({ workerId: id, reason: "cancelled with ocw cancel" });
-        console.log(`${w.id} is ${stateWord(w.state)}${isFinal(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
+        console.log(`${w.id} is ${stateWord(w.state)}${isAtRest(w.state) && w.state !== "stopped" ? " (it had already ended)" : ""}`);
       } catch (err) {
         fail(err);
       }
@@ -304,7 +304,7 @@ export function showText(w: Worker): string {
         ? `next: ocw logs ${w.id} · ocw continue ${w.id} · ocw retry ${w.id} · ocw discard ${w.id}`
         : ["stopped", "interrupted", "error"].includes(w.state)
           ? `next: resume it (GUI or MCP) · ocw retry ${w.id} · ocw discard ${w.id}`
-          : !isFinal(w.state)
+          : !isAtRest(w.state)
             ? `next: ocw logs ${w.id} --follow · ocw cancel ${w.id}`
             : w.merged && !w.reverted
               ? `next: ocw revert ${w.id} undoes the merge`

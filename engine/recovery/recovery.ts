@@ -80,7 +80,7 @@ export class Recovery {
 
   /** A target's opencode server died: its pending asks are lost, and its live workers interrupted (resumable). */
   onServerDown(targetId: string, why: string): void {
-    this.reg.transient({ type: "serving", targetId, status: "down", message: why, ts: Date.now() });
+    this.reg.transient({ type: "opencode", targetId, status: "down", message: why, ts: Date.now() });
     for (const w of this.reg.list()) {
       if (w.targetId !== targetId || !isActive(w.state)) continue;
       this.opts.approvals.cancelAll(w.id, { kind: "engine", name: "opencode-down" }, "opencode serve went down; the ask was lost — resume the worker", {

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { BatchSummary, BatchTaskStatus, IntegrationResult, IntegrationSpec, SkippedTask } from "../../shared/batch";
 import type { CheckSpec } from "../../shared/check";
 import { InputError } from "../../shared/errors";
-import { isFinal, type Worker, type WorkerSpec, workerTitle } from "../../shared/worker";
+import { isAtRest, type Worker, type WorkerSpec, workerTitle } from "../../shared/worker";
 import { runChecks } from "../grading/checks";
 import { discard } from "../grading/folders";
 import type { SandboxKind } from "../sandbox/sandbox";
@@ -166,7 +166,7 @@ export class Batches {
           progress = moved = true;
           continue;
         }
-        if (workers.some((w) => !w || !isFinal(w.state))) continue; // still running
+        if (workers.some((w) => !w || !isAtRest(w.state))) continue; // still running
         const failed = deps.find((_d, i) => workers[i]!.state !== "built" || !workers[i]!.verdict?.commit);
         if (failed) {
           const w = this.opts.get(failed.workerId!)!;
@@ -204,7 +204,7 @@ export class Batches {
       this.save(r);
       this.opts.changed(batchId);
     }
-    const ended = r.tasks.every((t) => t.skipped || (t.workerId && isFinal(this.opts.get(t.workerId)?.state ?? "error")));
+    const ended = r.tasks.every((t) => t.skipped || (t.workerId && isAtRest(this.opts.get(t.workerId)?.state ?? "error")));
     if (ended && r.integration?.state === "waiting") await this.integrate(r);
   }
 

@@ -9,7 +9,7 @@ import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../.
 import type { Target } from "../../shared/target";
 import {
   isActive,
-  isFinal,
+  isAtRest,
   WorkerSpec,
   workerTitle,
   type TranscriptPart,
@@ -123,7 +123,7 @@ export class Engine {
       wire: (targetId, s) => {
         s.on("event", (e: OpencodeEvent) => this.translator.handle(e));
         s.on("down", (why: string) => this.recovery.onServerDown(targetId, why));
-        s.on("ready", () => this.reg.transient({ type: "serving", targetId, status: "ready", ts: Date.now() }));
+        s.on("ready", () => this.reg.transient({ type: "opencode", targetId, status: "ready", ts: Date.now() }));
         s.on("resync", () => {
           // Events were missed while the stream was down: no idle of this target settles from the stream's picture.
           for (const w of reg.workers.values()) if (w.targetId === targetId) reg.rt(w.id).replies = undefined;
@@ -214,12 +214,12 @@ export class Engine {
   private moved(workerId: string, state: WorkerState): void {
     // First: the attempts of a winner's group still queued leave the queue before its freed slot admits one of them.
     if (state === "built") this.attempts.onBuilt(workerId);
-    if (isFinal(state) || state === "settled") this.pump();
+    if (isAtRest(state) || state === "settled") this.pump();
     // A worker still waiting for a person after the hand-over time gives its model slot to the next queued one.
     if (state === "waiting-approval") setTimeout(() => this.pump(), this.pools.handoverMs + 20).unref();
-    if (isFinal(state)) this.releaser.finished(workerId);
+    if (isAtRest(state)) this.releaser.finished(workerId);
     else this.releaser.moved(workerId);
-    if (isFinal(state)) this.batches?.onFinal(workerId);
+    if (isAtRest(state)) this.batches?.onFinal(workerId);
   }
 
   // ---------- public API ----------
@@ -426,7 +426,7 @@ export class Engine {
     if (!ws.length) throw new InputError(`unknown batch "${batchId}"`, "not-found");
     const graded = ws.filter((w) => w.verdict);
     const honest = graded.filter((w) => w.verdict!.honest).length;
-    const settled = ws.every((w) => isFinal(w.state));
+    const settled = ws.every((w) => isAtRest(w.state));
     // A task with attempts counts once: built when its group has a winner (its losers are not failures of the batch).
     const tasks = new Map<string, Worker[]>();
     for (const w of ws) tasks.set(w.attempt?.groupId ?? w.id, [...(tasks.get(w.attempt?.groupId ?? w.id) ?? []), w]);
@@ -494,7 +494,7 @@ export class Engine {
 
   async stop(workerId: string, reason = "stopped by request", by: DecidedBy = { kind: "person" }): Promise<Worker> {
     const w = this.get(workerId);
-    if (isFinal(w.state)) return w;
+    if (isAtRest(w.state)) return w;
     const was = this.reg.rt(workerId).activity;
     this.reg.begin(workerId, "stopping");
     const idx = this.queue.indexOf(workerId);
@@ -549,7 +549,7 @@ export class Engine {
     if (w.state !== "built" && w.state !== "honest-failure") {
       const hint = ["stopped", "interrupted", "error"].includes(w.state)
         ? "resume it (with a message) instead"
-        : isFinal(w.state)
+        : isAtRest(w.state)
           ? ""
           : "wait until it is graded, or steer it while it runs";
       throw new InputError(`worker ${workerId} is ${w.state}: only a graded worker (built or honest-failure) takes a follow-up${hint ? `; ${hint}` : ""}`);
@@ -705,7 +705,8 @@ export class Engine {
     return this.logs.load(workerId).events;
   }
 
-  serving(): { targetId: string; ready: boolean; url: string | null; pid: number | undefined }[] {
+  /** The targets' opencode servers (the workers' harness; model servers are setup's). */
+  opencodeServers(): { targetId: string; ready: boolean; url: string | null; pid: number | undefined }[] {
     return this.servers.list();
   }
 
@@ -845,7 +846,7 @@ export class Engine {
     if (!current()) return;
     const server = await this.servers.for(target);
     rt.server = server;
-    if (!server.ready) this.reg.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
+    if (!server.ready) this.reg.transient({ type: "opencode", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
     const port = server.port!;
     if (!current() || this.get(workerId).state !== "starting") return; // stopped or superseded meanwhile

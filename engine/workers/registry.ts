@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { EngineEvent } from "../../shared/events";
 import { nextState, type WorkerTransition } from "../../shared/worker-machine";
-import { isFinal, reduceWorker, type Worker, type WorkerEvent, type WorkerEventBody, type WorkerState } from "../../shared/worker";
+import { isAtRest, reduceWorker, type Worker, type WorkerEvent, type WorkerEventBody, type WorkerState } from "../../shared/worker";
 import { InputError } from "../../shared/errors";
 import type { EventBus } from "../events";
 import type { HarnessServer } from "../harness/harness";
@@ -169,7 +169,7 @@ export class WorkerRegistry {
     } catch (err) {
       return { moved: false, error: err as Error };
     }
-    if (isFinal(state) || state === "settled") clearTimeout(this.rt(workerId).budgetTimer);
+    if (isAtRest(state) || state === "settled") clearTimeout(this.rt(workerId).budgetTimer);
     this.opts.moved(workerId, state);
     return { moved: true };
   }

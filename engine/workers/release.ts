@@ -1,4 +1,4 @@
-import { isFinal } from "../../shared/worker";
+import { isAtRest } from "../../shared/worker";
 import type { HarnessServer } from "../harness/harness";
 import type { WorkerRegistry } from "./registry";
 
@@ -47,7 +47,7 @@ export class InstanceReleaser {
   private releaseIfDue(server: HarnessServer): void {
     const w = this.waiting.get(server);
     if (!w) return;
-    const atWork = this.reg.list().some((x) => !isFinal(x.state) && x.state !== "queued" && this.reg.rt(x.id).server === server);
+    const atWork = this.reg.list().some((x) => !isAtRest(x.state) && x.state !== "queued" && this.reg.rt(x.id).server === server);
     if (!atWork || w.ids.size >= RELEASE_BATCH) this.release(server);
   }
 
