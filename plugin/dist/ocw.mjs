@@ -50824,8 +50824,8 @@ async function toolRoundTrip(p) {
   }
   if (first.error && !first.toolCalls.length)
     return { passed: false, failure: "model", evidence: `the answer to a request with tools broke off: ${first.error}` };
-  const call2 = first.toolCalls[0];
-  if (!call2) {
+  const call = first.toolCalls[0];
+  if (!call) {
     const text = first.content || first.reasoning;
     if (TEXT_CALL.test(text)) {
       return {
@@ -50842,20 +50842,20 @@ async function toolRoundTrip(p) {
   }
   let args;
   try {
-    args = JSON.parse(call2.arguments || "{}");
+    args = JSON.parse(call.arguments || "{}");
   } catch {
     return {
       passed: false,
       failure: "model",
-      evidence: `the model called ${call2.name} with arguments that are not JSON (${JSON.stringify(call2.arguments.slice(0, 80))})`
+      evidence: `the model called ${call.name} with arguments that are not JSON (${JSON.stringify(call.arguments.slice(0, 80))})`
     };
   }
-  if (!OPENCODE_TOOLS.some((t2) => t2.function.name === call2.name))
-    return { passed: false, failure: "model", evidence: `the model called an unknown tool ${JSON.stringify(call2.name)}` };
+  if (!OPENCODE_TOOLS.some((t2) => t2.function.name === call.name))
+    return { passed: false, failure: "model", evidence: `the model called an unknown tool ${JSON.stringify(call.name)}` };
   const readsFile = JSON.stringify(args).includes("token.txt");
   if (!readsFile)
-    return { passed: false, failure: "model", evidence: `the model called ${call2.name}(${JSON.stringify(args).slice(0, 100)}), not a read of ${FILE}` };
-  const id2 = call2.id || "call_ocw_verify";
+    return { passed: false, failure: "model", evidence: `the model called ${call.name}(${JSON.stringify(args).slice(0, 100)}), not a read of ${FILE}` };
+  const id2 = call.id || "call_ocw_verify";
   const second = await streamTurn(
     p.chatUrl,
     headers,
@@ -50864,7 +50864,7 @@ async function toolRoundTrip(p) {
       {
         role: "assistant",
         content: first.content || null,
-        tool_calls: [{ id: id2, type: "function", function: { name: call2.name, arguments: call2.arguments || "{}" } }]
+        tool_calls: [{ id: id2, type: "function", function: { name: call.name, arguments: call.arguments || "{}" } }]
       },
       { role: "tool", tool_call_id: id2, content: `${token}
 ` }
@@ -50877,7 +50877,7 @@ async function toolRoundTrip(p) {
     return {
       passed: false,
       failure: refused ? "refused" : "model",
-      evidence: `${call2.name} was called, but the request carrying its result \u2192 HTTP ${second.status}: ${second.error}${refused ? " (the server does not accept tool results: check its chat template)" : ""}`
+      evidence: `${call.name} was called, but the request carrying its result \u2192 HTTP ${second.status}: ${second.error}${refused ? " (the server does not accept tool results: check its chat template)" : ""}`
     };
   }
   const answer = `${second.content} ${second.reasoning}`;
@@ -50885,13 +50885,13 @@ async function toolRoundTrip(p) {
     return {
       passed: false,
       failure: "model",
-      evidence: `${call2.name} was called, but the answer did not use its result ${token} (${second.toolCalls.length ? `it called ${second.toolCalls[0].name} again` : JSON.stringify(second.content.slice(0, 80))})`
+      evidence: `${call.name} was called, but the answer did not use its result ${token} (${second.toolCalls.length ? `it called ${second.toolCalls[0].name} again` : JSON.stringify(second.content.slice(0, 80))})`
     };
   }
   return {
     passed: true,
     failure: null,
-    evidence: `tool-call round trip with ${OPENCODE_TOOLS.length} OpenCode tools (streamed): ${call2.name}(${JSON.stringify(args).slice(0, 60)}) \u2192 result used in the answer, ${ms} ms`
+    evidence: `tool-call round trip with ${OPENCODE_TOOLS.length} OpenCode tools (streamed): ${call.name}(${JSON.stringify(args).slice(0, 60)}) \u2192 result used in the answer, ${ms} ms`
   };
 }
 var str2, num3, obj, OPENCODE_TOOLS, FILE, SYSTEM, ASK, TEXT_CALL;
@@ -61261,13 +61261,284 @@ init_zod();
 init_errors3();
 import path7 from "node:path";
 
-// engine/harness/port.ts
+// engine/harness/translate.ts
+var HANDLED = [
+  "session.created",
+  "permission.asked",
+  "permission.replied",
+  "question.asked",
+  "question.replied",
+  "question.rejected",
+  "message.part.updated",
+  "message.part.delta",
+  "message.updated",
+  "session.status",
+  "session.error",
+  "session.idle"
+];
+var handled = new Set(HANDLED);
+function opencodeEvent(raw2, directory) {
+  const p = raw2;
+  if (!p || typeof p.type !== "string" || !handled.has(p.type)) return null;
+  if (!p.properties || typeof p.properties !== "object") return null;
+  return { ...directory ? { directory } : {}, type: p.type, properties: p.properties };
+}
+function sessionOf(e) {
+  switch (e.type) {
+    case "message.part.updated":
+      return e.properties.sessionID ?? e.properties.part?.sessionID;
+    case "message.updated":
+      return e.properties.sessionID ?? e.properties.info?.sessionID;
+    case "session.created":
+      return e.properties.sessionID ?? e.properties.info?.id;
+    default:
+      return e.properties.sessionID;
+  }
+}
+function permissionAsk(workerId, p) {
+  const md2 = p.metadata ?? {};
+  const search = p.permission === "glob" || p.permission === "grep";
+  const what = search ? String(md2.path ?? ".") : String(md2.command ?? md2.filepath ?? md2.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
+  return {
+    id: p.id,
+    workerId,
+    sessionId: p.sessionID,
+    kind: "permission",
+    tool: String(p.permission),
+    what,
+    ...typeof md2.diff === "string" ? { diff: md2.diff.slice(0, 1e5) } : {},
+    patterns: p.patterns ?? [],
+    always: p.always ?? [],
+    createdAt: Date.now(),
+    status: "pending"
+  };
+}
+function questionAsk(workerId, p) {
+  const questions = (p.questions ?? []).map((q2) => ({
+    question: String(q2.question ?? ""),
+    header: q2.header,
+    options: (q2.options ?? []).map((o2) => ({ label: String(o2.label), description: o2.description })),
+    multiple: q2.multiple
+  }));
+  return {
+    id: p.id,
+    workerId,
+    sessionId: p.sessionID,
+    kind: "question",
+    tool: "question",
+    what: questions.map((q2) => q2.question).join(" / "),
+    patterns: [],
+    always: [],
+    questions,
+    createdAt: Date.now(),
+    status: "pending"
+  };
+}
+function translatePart(part) {
+  if (!part?.id || !part.type) return { part: null };
+  if (part.type === "text" || part.type === "reasoning") {
+    if (!part.time?.end) return { part: null };
+    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") } };
+  }
+  if (part.type !== "tool") return { part: null };
+  const st = part.state ?? {};
+  if (st.status === "pending") return { part: null };
+  const t2 = {
+    partId: part.id,
+    messageId: part.messageID,
+    kind: "tool",
+    tool: part.tool,
+    status: st.status,
+    input: st.input,
+    ...st.output !== void 0 ? { output: String(st.output).slice(0, 2e4) } : {},
+    ...st.error !== void 0 ? { error: String(st.error).slice(0, 4e3) } : {}
+  };
+  const failed = st.status === "error" || part.tool === "invalid" && st.status === "completed";
+  return failed ? { part: t2, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1e3) } } : { part: t2 };
+}
+function usageOf(info) {
+  if (info?.role !== "assistant" || !info.tokens) return null;
+  return {
+    id: info.id,
+    usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 }
+  };
+}
+function describeError(err) {
+  return `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2e3);
+}
+var DeltaCoalescer = class {
+  constructor(publish, everyMs = 50) {
+    this.publish = publish;
+    this.everyMs = everyMs;
+  }
+  publish;
+  everyMs;
+  pending = /* @__PURE__ */ new Map();
+  timer = null;
+  add(d) {
+    const key = `${d.partId}\0${d.field}`;
+    const pending = this.pending.get(key);
+    if (pending) pending.delta += d.delta;
+    else this.pending.set(key, { ...d });
+    this.timer ??= setTimeout(() => this.flush(), this.everyMs);
+  }
+  get size() {
+    return this.pending.size;
+  }
+  /** Publishes what is buffered now (a finished part is persisted after its deltas, never before). */
+  flush() {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch = [...this.pending.values()];
+    this.pending.clear();
+    for (const d of batch) this.publish(d);
+  }
+};
+var STREAMING_CAP = 256 * 1024;
+var Translator = class {
+  constructor(sinks) {
+    this.sinks = sinks;
+    this.deltas = new DeltaCoalescer((d) => {
+      const sp = this.streaming.get(d.workerId)?.get(d.partId) ?? this.streamingPart(d.workerId, d.partId, "", "text", "");
+      const at = sp.length;
+      sp.length += d.delta.length;
+      const text = (sp.part.text ?? "") + d.delta;
+      sp.part.text = text.length > STREAMING_CAP ? "\u2026" + text.slice(text.length - STREAMING_CAP) : text;
+      sinks.registry.transient({ type: "delta", ...d, at, ts: Date.now() });
+    });
+  }
+  sinks;
+  deltas;
+  /**
+   * Text of parts still streaming, per worker (a finished part is logged and leaves this): a transcript read
+   * mid-stream (a page opened or reloaded while a worker writes) shows the text so far, not only what comes next.
+   * The tail of a part is kept past STREAMING_CAP characters.
+   */
+  streaming = /* @__PURE__ */ new Map();
+  /** The `workdir` of bash calls in flight, by call id (an ask names its call, not its arguments; "" when none). */
+  workdirs = /* @__PURE__ */ new Map();
+  /**
+   * Bash asks that came before their call's arguments (opencode publishes the running part and the ask concurrently):
+   * held until the arguments arrive, so the ask shows the command's folder, 500 ms at most.
+   */
+  held = /* @__PURE__ */ new Map();
+  /** Remembers a running bash call's workdir (a bounded map), and lets its held ask go with it. */
+  noteWorkdir(part) {
+    const st = part.state;
+    if (st.status === "completed" || st.status === "error") {
+      this.workdirs.delete(part.callID);
+      for (const [id2, h3] of this.held) if (h3.callID === part.callID) this.release(id2);
+      return;
+    }
+    if (part.tool !== "bash" || st.status !== "running") return;
+    const wd = st.input?.workdir;
+    if (this.workdirs.size >= 1e3) this.workdirs.delete(this.workdirs.keys().next().value);
+    this.workdirs.set(part.callID, typeof wd === "string" ? wd : "");
+    for (const [id2, h3] of this.held) if (h3.callID === part.callID) this.release(id2);
+  }
+  /** A held ask goes to the approvals queue, with its command's folder when known by now. */
+  release(askId) {
+    const h3 = this.held.get(askId);
+    if (!h3) return;
+    this.held.delete(askId);
+    clearTimeout(h3.timer);
+    const workdir = this.workdirs.get(h3.callID);
+    this.sinks.ask(h3.workerId, workdir ? { ...h3.ask, workdir } : h3.ask);
+  }
+  streamingPart(workerId, partId, messageId, kind, text) {
+    let parts = this.streaming.get(workerId);
+    if (!parts) this.streaming.set(workerId, parts = /* @__PURE__ */ new Map());
+    const sp = { part: { partId, messageId: messageId ?? "", kind, text }, length: text.length };
+    parts.set(partId, sp);
+    return sp;
+  }
+  handle(e) {
+    const reg = this.sinks.registry;
+    if (e.type === "session.created") {
+      const parent = e.properties.info?.parentID;
+      if (parent && reg.sessions.has(parent)) reg.sessions.set(e.properties.info.id, reg.sessions.get(parent));
+      return;
+    }
+    const sid = sessionOf(e);
+    const workerId = sid ? reg.sessions.get(sid) : void 0;
+    const w = workerId ? reg.workers.get(workerId) : void 0;
+    if (!workerId || !w) return;
+    const isRoot = sid === w.sessionId;
+    reg.rt(workerId).lastEventAt = Date.now();
+    switch (e.type) {
+      case "permission.asked": {
+        const ask = permissionAsk(workerId, e.properties);
+        const callID = e.properties.tool?.callID;
+        if (!callID || ask.tool !== "bash") return this.sinks.ask(workerId, ask);
+        const workdir = this.workdirs.get(callID);
+        if (workdir !== void 0) return this.sinks.ask(workerId, workdir ? { ...ask, workdir } : ask);
+        const timer = setTimeout(() => this.release(ask.id), 500);
+        timer.unref?.();
+        this.held.set(ask.id, { workerId, ask, callID, timer });
+        return;
+      }
+      case "question.asked":
+        return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
+      case "permission.replied":
+        this.release(e.properties.requestID);
+        return this.sinks.askGone(workerId, e.properties.requestID, e.properties.reply);
+      case "question.replied":
+        return this.sinks.askGone(workerId, e.properties.requestID, "once");
+      case "question.rejected":
+        return this.sinks.askGone(workerId, e.properties.requestID, "reject");
+      case "message.part.updated": {
+        const part = e.properties.part;
+        if (part?.type === "tool") this.noteWorkdir(part);
+        if (this.deltas.size && part?.time?.end) this.deltas.flush();
+        const { part: t2, toolFailed } = translatePart(part);
+        if (t2) this.streaming.get(workerId)?.delete(t2.partId);
+        else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
+          this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");
+        if (isRoot) reg.rt(workerId).replies?.part(part);
+        if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
+        if (t2) reg.safeRecord(workerId, { type: "part", part: t2 });
+        return;
+      }
+      case "message.part.delta": {
+        const p = e.properties;
+        if (typeof p.delta === "string") this.deltas.add({ workerId, partId: p.partID, field: p.field, delta: p.delta });
+        return;
+      }
+      case "message.updated": {
+        if (isRoot) reg.rt(workerId).replies?.message(e.properties.info);
+        const u2 = usageOf(e.properties.info);
+        if (u2) this.sinks.usage(workerId, u2.id, u2.usage);
+        return;
+      }
+      case "session.status": {
+        const st = e.properties.status;
+        if (st?.type === "retry") {
+          const message = String(st.message ?? "");
+          reg.transient({ type: "retry", workerId, attempt: st.attempt ?? 0, message, ts: Date.now() });
+          this.sinks.retry(workerId, message);
+        }
+        return;
+      }
+      case "session.error": {
+        if (!isRoot) return;
+        const err = e.properties.error;
+        if (err?.name === "MessageAbortedError") return;
+        reg.rt(workerId).turn.error = describeError(err);
+        return;
+      }
+      case "session.idle":
+        if (!isRoot) return;
+        this.streaming.delete(workerId);
+        this.sinks.idle(workerId);
+        return;
+    }
+  }
+};
 function noAnswer(error46) {
   const e = error46;
   if (e?.name === "TimeoutError") return "no answer within the time limit";
   return [e?.message ?? (e ? String(e) : "connection failed"), e?.cause?.code ?? e?.cause?.message].filter(Boolean).join(": ");
 }
-var okValue = (r) => r.ok ? r.value : void 0;
 
 // engine/approvals/queue.ts
 init_json_file();
@@ -61457,8 +61728,8 @@ var Approvals = class {
     const w = this.reg.get(workerId);
     if (w.asks.some((a2) => a2.id === raw2.id)) return;
     if (raw2.kind === "permission" && LOOKS.has(raw2.tool) && this.looksInside(w, raw2)) {
-      const c3 = this.reg.portOf(workerId);
-      void c3?.port.replyPermission({ requestID: raw2.id, directory: c3.directory, reply: "once" });
+      const c3 = this.reg.clientOf(workerId);
+      void c3?.client.permission.reply({ requestID: raw2.id, directory: c3.directory, reply: "once" }).catch(() => void 0);
       return;
     }
     const ws = this.reg.workspaceOf(w);
@@ -61530,16 +61801,16 @@ var Approvals = class {
         "conflict"
       );
     }
-    const c3 = this.reg.portOf(w.id);
+    const c3 = this.reg.clientOf(w.id);
     if (!c3) throw new InputError(`worker ${w.id}'s opencode server is not running (the ask was lost): resume the worker`);
-    const { port, directory } = c3;
+    const { client: client3, directory } = c3;
     let message;
     let offer;
     let sent = decision.decision === "reject" ? "reject" : "once";
-    let call2;
+    let call;
     const limit = { signal: AbortSignal.timeout(REPLY_TIMEOUT_MS) };
     if (ask.kind === "question") {
-      if (decision.decision === "reject") call2 = port.rejectQuestion({ requestID: ask.id, directory }, limit);
+      if (decision.decision === "reject") call = client3.question.reject({ requestID: ask.id, directory }, limit);
       else {
         const want = ask.questions?.length ?? 1;
         if (!decision.answers || decision.answers.length !== want) {
@@ -61547,7 +61818,7 @@ var Approvals = class {
             `ask ${ask.id} is a question (${ask.what}): pass answers \u2014 ${want} array(s) of chosen option labels or free text, one per question \u2014 or reject to dismiss it`
           );
         }
-        call2 = port.replyQuestion({ requestID: ask.id, directory, answers: decision.answers }, limit);
+        call = client3.question.reply({ requestID: ask.id, directory, answers: decision.answers }, limit);
       }
     } else {
       if (decision.decision !== "reject") {
@@ -61568,11 +61839,16 @@ var Approvals = class {
       }
       message = decision.decision === "reject" ? rejectionMessage(ask, decision.message) : decision.message;
       sent = decision.decision === "reject" ? "reject" : "once";
-      call2 = port.replyPermission({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, limit);
+      call = client3.permission.reply({ requestID: ask.id, directory, reply: sent, ...message ? { message } : {} }, limit);
     }
-    const res = await call2;
+    let res;
+    try {
+      res = await call;
+    } catch (error46) {
+      res = { error: error46, response: void 0 };
+    }
     const current = this.reg.get(w.id).asks.find((a2) => a2.id === ask.id);
-    if (!res.ok && res.kind === "no-answer") {
+    if (!res.response) {
       const heard = this.echoed.get(ask.id);
       if (heard === void 0) {
         throw new Error(
@@ -61584,18 +61860,18 @@ var Approvals = class {
         throw new InputError(`opencode answered ${ask.id} "${heard}" on its own, not "${decision.decision}": its answer is recorded`, "conflict");
       }
     }
-    if (!res.ok && res.kind === "status") {
+    if (res.response && !res.response.ok) {
       if (current.status === "pending") {
         this.reg.record(w.id, {
           type: "ask.resolved",
           askId: ask.id,
           status: "cancelled",
           by: { kind: "engine", name: "opencode" },
-          message: `opencode no longer has this ask (HTTP ${res.status})`
+          message: `opencode no longer has this ask (HTTP ${res.response.status})`
         });
         this.afterAsk(w.id);
       }
-      throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.status}): the ask is gone, probably answered elsewhere or cancelled`);
+      throw new InputError(`opencode refused the answer to ${ask.id} (HTTP ${res.response.status}): the ask is gone, probably answered elsewhere or cancelled`);
     }
     if (current.status === "pending") {
       try {
@@ -67912,317 +68188,6 @@ function createOpencodeClient(config3) {
 // node_modules/@opencode-ai/sdk/dist/v2/server.js
 var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 
-// engine/harness/sdk-port.ts
-async function call(p, pick3) {
-  let res;
-  try {
-    res = await p();
-  } catch (error46) {
-    return { ok: false, kind: "no-answer", error: error46 };
-  }
-  if (!res.response) return { ok: false, kind: "no-answer", error: res.error };
-  if (!res.response.ok) return { ok: false, kind: "status", status: res.response.status };
-  if (!pick3) return { ok: true, value: void 0 };
-  const value = pick3(res.data);
-  return value === void 0 ? { ok: false, kind: "status", status: res.response.status } : { ok: true, value };
-}
-var same = (d) => d;
-function sdkPort(client3) {
-  return {
-    createSession: ({ directory, title }) => call(
-      () => client3.session.create({ directory, title }),
-      (d) => d?.id ? { id: d.id, projectID: d.projectID } : void 0
-    ),
-    prompt: ({ sessionID, directory, agent, model, text }) => call(() => client3.session.promptAsync({ sessionID, directory, agent, ...model ? { model } : {}, parts: [{ type: "text", text }] })),
-    abort: ({ sessionID, directory }) => call(() => client3.session.abort({ sessionID, directory })),
-    sessionStatus: ({ directory }) => call(() => client3.session.status({ directory }), same),
-    messages: ({ sessionID, directory }) => call(
-      () => client3.session.messages({ sessionID, directory }),
-      (d) => d
-    ),
-    replyPermission: ({ requestID, directory, reply, message }, o2) => call(() => client3.permission.reply({ requestID, directory, reply, ...message ? { message } : {} }, o2)),
-    replyQuestion: ({ requestID, directory, answers }, o2) => call(() => client3.question.reply({ requestID, directory, answers }, o2)),
-    rejectQuestion: ({ requestID, directory }, o2) => call(() => client3.question.reject({ requestID, directory }, o2)),
-    permissions: ({ directory }) => call(() => client3.permission.list({ directory }), same),
-    questions: ({ directory }) => call(() => client3.question.list({ directory }), same),
-    dispose: ({ directory }) => call(() => client3.instance.dispose({ directory }))
-  };
-}
-
-// engine/harness/translate.ts
-var HANDLED = [
-  "session.created",
-  "permission.asked",
-  "permission.replied",
-  "question.asked",
-  "question.replied",
-  "question.rejected",
-  "message.part.updated",
-  "message.part.delta",
-  "message.updated",
-  "session.status",
-  "session.error",
-  "session.idle"
-];
-var handled = new Set(HANDLED);
-function opencodeEvent(raw2, directory) {
-  const p = raw2;
-  if (!p || typeof p.type !== "string" || !handled.has(p.type)) return null;
-  if (!p.properties || typeof p.properties !== "object") return null;
-  return { ...directory ? { directory } : {}, type: p.type, properties: p.properties };
-}
-function sessionOf(e) {
-  switch (e.type) {
-    case "message.part.updated":
-      return e.properties.sessionID ?? e.properties.part?.sessionID;
-    case "message.updated":
-      return e.properties.sessionID ?? e.properties.info?.sessionID;
-    case "session.created":
-      return e.properties.sessionID ?? e.properties.info?.id;
-    default:
-      return e.properties.sessionID;
-  }
-}
-function permissionAsk(workerId, p) {
-  const md2 = p.metadata ?? {};
-  const search = p.permission === "glob" || p.permission === "grep";
-  const what = search ? String(md2.path ?? ".") : String(md2.command ?? md2.filepath ?? md2.url ?? (p.patterns ?? []).join(" ") ?? p.permission);
-  return {
-    id: p.id,
-    workerId,
-    sessionId: p.sessionID,
-    kind: "permission",
-    tool: String(p.permission),
-    what,
-    ...typeof md2.diff === "string" ? { diff: md2.diff.slice(0, 1e5) } : {},
-    patterns: p.patterns ?? [],
-    always: p.always ?? [],
-    createdAt: Date.now(),
-    status: "pending"
-  };
-}
-function questionAsk(workerId, p) {
-  const questions = (p.questions ?? []).map((q2) => ({
-    question: String(q2.question ?? ""),
-    header: q2.header,
-    options: (q2.options ?? []).map((o2) => ({ label: String(o2.label), description: o2.description })),
-    multiple: q2.multiple
-  }));
-  return {
-    id: p.id,
-    workerId,
-    sessionId: p.sessionID,
-    kind: "question",
-    tool: "question",
-    what: questions.map((q2) => q2.question).join(" / "),
-    patterns: [],
-    always: [],
-    questions,
-    createdAt: Date.now(),
-    status: "pending"
-  };
-}
-function translatePart(part) {
-  if (!part?.id || !part.type) return { part: null };
-  if (part.type === "text" || part.type === "reasoning") {
-    if (!part.time?.end) return { part: null };
-    return { part: { partId: part.id, messageId: part.messageID, kind: part.type, text: String(part.text ?? "") } };
-  }
-  if (part.type !== "tool") return { part: null };
-  const st = part.state ?? {};
-  if (st.status === "pending") return { part: null };
-  const t2 = {
-    partId: part.id,
-    messageId: part.messageID,
-    kind: "tool",
-    tool: part.tool,
-    status: st.status,
-    input: st.input,
-    ...st.output !== void 0 ? { output: String(st.output).slice(0, 2e4) } : {},
-    ...st.error !== void 0 ? { error: String(st.error).slice(0, 4e3) } : {}
-  };
-  const failed = st.status === "error" || part.tool === "invalid" && st.status === "completed";
-  return failed ? { part: t2, toolFailed: { tool: String(st.input?.tool ?? part.tool), error: String(st.error ?? st.output ?? "").slice(0, 1e3) } } : { part: t2 };
-}
-function usageOf(info) {
-  if (info?.role !== "assistant" || !info.tokens) return null;
-  return {
-    id: info.id,
-    usage: { input: info.tokens.input ?? 0, output: info.tokens.output ?? 0, reasoning: info.tokens.reasoning ?? 0, cost: info.cost ?? 0 }
-  };
-}
-function describeError(err) {
-  return `${err?.name ?? "error"}: ${err?.data?.message ?? JSON.stringify(err ?? {})}`.slice(0, 2e3);
-}
-var DeltaCoalescer = class {
-  constructor(publish, everyMs = 50) {
-    this.publish = publish;
-    this.everyMs = everyMs;
-  }
-  publish;
-  everyMs;
-  pending = /* @__PURE__ */ new Map();
-  timer = null;
-  add(d) {
-    const key = `${d.partId}\0${d.field}`;
-    const pending = this.pending.get(key);
-    if (pending) pending.delta += d.delta;
-    else this.pending.set(key, { ...d });
-    this.timer ??= setTimeout(() => this.flush(), this.everyMs);
-  }
-  get size() {
-    return this.pending.size;
-  }
-  /** Publishes what is buffered now (a finished part is persisted after its deltas, never before). */
-  flush() {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    const batch = [...this.pending.values()];
-    this.pending.clear();
-    for (const d of batch) this.publish(d);
-  }
-};
-var STREAMING_CAP = 256 * 1024;
-var Translator = class {
-  constructor(sinks) {
-    this.sinks = sinks;
-    this.deltas = new DeltaCoalescer((d) => {
-      const sp = this.streaming.get(d.workerId)?.get(d.partId) ?? this.streamingPart(d.workerId, d.partId, "", "text", "");
-      const at = sp.length;
-      sp.length += d.delta.length;
-      const text = (sp.part.text ?? "") + d.delta;
-      sp.part.text = text.length > STREAMING_CAP ? "\u2026" + text.slice(text.length - STREAMING_CAP) : text;
-      sinks.registry.transient({ type: "delta", ...d, at, ts: Date.now() });
-    });
-  }
-  sinks;
-  deltas;
-  /**
-   * Text of parts still streaming, per worker (a finished part is logged and leaves this): a transcript read
-   * mid-stream (a page opened or reloaded while a worker writes) shows the text so far, not only what comes next.
-   * The tail of a part is kept past STREAMING_CAP characters.
-   */
-  streaming = /* @__PURE__ */ new Map();
-  /** The `workdir` of bash calls in flight, by call id (an ask names its call, not its arguments; "" when none). */
-  workdirs = /* @__PURE__ */ new Map();
-  /**
-   * Bash asks that came before their call's arguments (opencode publishes the running part and the ask concurrently):
-   * held until the arguments arrive, so the ask shows the command's folder, 500 ms at most.
-   */
-  held = /* @__PURE__ */ new Map();
-  /** Remembers a running bash call's workdir (a bounded map), and lets its held ask go with it. */
-  noteWorkdir(part) {
-    const st = part.state;
-    if (st.status === "completed" || st.status === "error") {
-      this.workdirs.delete(part.callID);
-      for (const [id2, h3] of this.held) if (h3.callID === part.callID) this.release(id2);
-      return;
-    }
-    if (part.tool !== "bash" || st.status !== "running") return;
-    const wd = st.input?.workdir;
-    if (this.workdirs.size >= 1e3) this.workdirs.delete(this.workdirs.keys().next().value);
-    this.workdirs.set(part.callID, typeof wd === "string" ? wd : "");
-    for (const [id2, h3] of this.held) if (h3.callID === part.callID) this.release(id2);
-  }
-  /** A held ask goes to the approvals queue, with its command's folder when known by now. */
-  release(askId) {
-    const h3 = this.held.get(askId);
-    if (!h3) return;
-    this.held.delete(askId);
-    clearTimeout(h3.timer);
-    const workdir = this.workdirs.get(h3.callID);
-    this.sinks.ask(h3.workerId, workdir ? { ...h3.ask, workdir } : h3.ask);
-  }
-  streamingPart(workerId, partId, messageId, kind, text) {
-    let parts = this.streaming.get(workerId);
-    if (!parts) this.streaming.set(workerId, parts = /* @__PURE__ */ new Map());
-    const sp = { part: { partId, messageId: messageId ?? "", kind, text }, length: text.length };
-    parts.set(partId, sp);
-    return sp;
-  }
-  handle(e) {
-    const reg = this.sinks.registry;
-    if (e.type === "session.created") {
-      const parent = e.properties.info?.parentID;
-      if (parent && reg.sessions.has(parent)) reg.sessions.set(e.properties.info.id, reg.sessions.get(parent));
-      return;
-    }
-    const sid = sessionOf(e);
-    const workerId = sid ? reg.sessions.get(sid) : void 0;
-    const w = workerId ? reg.workers.get(workerId) : void 0;
-    if (!workerId || !w) return;
-    const isRoot = sid === w.sessionId;
-    reg.rt(workerId).lastEventAt = Date.now();
-    switch (e.type) {
-      case "permission.asked": {
-        const ask = permissionAsk(workerId, e.properties);
-        const callID = e.properties.tool?.callID;
-        if (!callID || ask.tool !== "bash") return this.sinks.ask(workerId, ask);
-        const workdir = this.workdirs.get(callID);
-        if (workdir !== void 0) return this.sinks.ask(workerId, workdir ? { ...ask, workdir } : ask);
-        const timer = setTimeout(() => this.release(ask.id), 500);
-        timer.unref?.();
-        this.held.set(ask.id, { workerId, ask, callID, timer });
-        return;
-      }
-      case "question.asked":
-        return this.sinks.ask(workerId, questionAsk(workerId, e.properties));
-      case "permission.replied":
-        this.release(e.properties.requestID);
-        return this.sinks.askGone(workerId, e.properties.requestID, e.properties.reply);
-      case "question.replied":
-        return this.sinks.askGone(workerId, e.properties.requestID, "once");
-      case "question.rejected":
-        return this.sinks.askGone(workerId, e.properties.requestID, "reject");
-      case "message.part.updated": {
-        const part = e.properties.part;
-        if (part?.type === "tool") this.noteWorkdir(part);
-        if (this.deltas.size && part?.time?.end) this.deltas.flush();
-        const { part: t2, toolFailed } = translatePart(part);
-        if (t2) this.streaming.get(workerId)?.delete(t2.partId);
-        else if (part?.type === "reasoning" && part.id && !this.streaming.get(workerId)?.has(part.id))
-          this.streamingPart(workerId, part.id, part.messageID, "reasoning", "");
-        if (isRoot) reg.rt(workerId).replies?.part(part);
-        if (toolFailed) reg.safeRecord(workerId, { type: "tool.failed", ...toolFailed });
-        if (t2) reg.safeRecord(workerId, { type: "part", part: t2 });
-        return;
-      }
-      case "message.part.delta": {
-        const p = e.properties;
-        if (typeof p.delta === "string") this.deltas.add({ workerId, partId: p.partID, field: p.field, delta: p.delta });
-        return;
-      }
-      case "message.updated": {
-        if (isRoot) reg.rt(workerId).replies?.message(e.properties.info);
-        const u2 = usageOf(e.properties.info);
-        if (u2) this.sinks.usage(workerId, u2.id, u2.usage);
-        return;
-      }
-      case "session.status": {
-        const st = e.properties.status;
-        if (st?.type === "retry") {
-          const message = String(st.message ?? "");
-          reg.transient({ type: "retry", workerId, attempt: st.attempt ?? 0, message, ts: Date.now() });
-          this.sinks.retry(workerId, message);
-        }
-        return;
-      }
-      case "session.error": {
-        if (!isRoot) return;
-        const err = e.properties.error;
-        if (err?.name === "MessageAbortedError") return;
-        reg.rt(workerId).turn.error = describeError(err);
-        return;
-      }
-      case "session.idle":
-        if (!isRoot) return;
-        this.streaming.delete(workerId);
-        this.sinks.idle(workerId);
-        return;
-    }
-  }
-};
-
 // engine/harness/opencode-server.ts
 init_process();
 init_config();
@@ -68243,9 +68208,7 @@ var OpencodeServer = class extends EventEmitter2 {
   }
   opts;
   url = null;
-  /** The SDK client of the running server: its event stream and the agent check here, every other call through `port`. */
   client = null;
-  port = null;
   proc = null;
   password = randomBytes4(24).toString("base64url");
   stopping = false;
@@ -68360,7 +68323,6 @@ var OpencodeServer = class extends EventEmitter2 {
     const client3 = createOpencodeClient({ baseUrl: url2, headers: { Authorization: this.authHeader } });
     await this.verifyAgent(client3);
     this.client = client3;
-    this.port = sdkPort(client3);
     this.restarts.reset();
     this.openStream();
     this.emit("ready");
@@ -68423,7 +68385,6 @@ var OpencodeServer = class extends EventEmitter2 {
     if (proc2 !== this.proc) return;
     this.streamAbort?.abort();
     this.client = null;
-    this.port = null;
     this.url = null;
     this.proc = null;
     if (this.stopping) return;
@@ -68446,7 +68407,6 @@ var OpencodeServer = class extends EventEmitter2 {
     this.streamAbort?.abort();
     const proc2 = this.proc;
     this.client = null;
-    this.port = null;
     this.url = null;
     if (!proc2 || proc2.exitCode !== null) return;
     const children = childPids(proc2.pid);
@@ -68638,21 +68598,22 @@ var Recovery = class {
   }
   /** After the event stream reconnects: pick up asks and idles that happened while it was down. */
   async resync(targetId) {
-    const port = this.opts.serverOf(targetId)?.port;
-    if (!port) return;
+    const client3 = this.opts.serverOf(targetId)?.client;
+    if (!client3) return;
     for (const w of this.reg.list()) {
       if (w.targetId !== targetId || !isActive(w.state) || !w.sessionId) continue;
       const directory = this.reg.workspaceOf(w)?.cwd;
-      const [permRes, questionRes] = [await port.permissions({ directory }), await port.questions({ directory })];
-      if (!permRes.ok || !questionRes.ok) {
+      const permRes = await client3.permission.list({ directory }).catch(() => null);
+      const questionRes = await client3.question.list({ directory }).catch(() => null);
+      if (!permRes?.data || !questionRes?.data) {
         this.reg.log(`[warn] worker ${w.id}: opencode's pending asks could not be read after a reconnect; its asks stay pending`);
         void this.opts.checkIdle(w.id);
         continue;
       }
       const live = /* @__PURE__ */ new Set();
       const mine = (sessionID) => this.reg.sessions.get(sessionID) === w.id;
-      for (const p of permRes.value) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
-      for (const q2 of questionRes.value) if (mine(q2.sessionID)) live.add(q2.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q2));
+      for (const p of permRes.data) if (mine(p.sessionID)) live.add(p.id), this.opts.approvals.onAsk(w.id, permissionAsk(w.id, p));
+      for (const q2 of questionRes.data) if (mine(q2.sessionID)) live.add(q2.id), this.opts.approvals.onAsk(w.id, questionAsk(w.id, q2));
       for (const ask of pendingAsks(this.reg.get(w.id))) if (!live.has(ask.id)) this.opts.approvals.onAskGone(w.id, ask.id, "");
       void this.opts.checkIdle(w.id);
     }
@@ -69702,7 +69663,7 @@ var WorkspaceLifecycle = class {
         "conflict"
       );
     }
-    const title = workerTitle(w.spec, 60);
+    const title = w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 60);
     const merged = await landCommit({
       repo: ws.repo,
       branch: ws.baseBranch,
@@ -70050,17 +70011,17 @@ var WorkerRegistry = class {
   get workerTmpRoot() {
     return path27.join(this.opts.stateDir, "tmp");
   }
-  /** The live opencode port of a worker and the folder its session runs in (null when its server is not up). */
-  portOf(workerId) {
-    const port = this.rt(workerId).server?.port;
+  /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
+  clientOf(workerId) {
+    const client3 = this.rt(workerId).server?.client;
     const w = this.workers.get(workerId);
-    return port && w ? { port, directory: this.workspaceOf(w)?.cwd } : null;
+    return client3 && w ? { client: client3, directory: this.workspaceOf(w)?.cwd } : null;
   }
   /** Aborts the worker's session in opencode, if it has one (its bash children end with it); failures are ignored. */
   async abortSession(workerId) {
     const w = this.workers.get(workerId);
-    const c3 = this.portOf(workerId);
-    if (w?.sessionId && c3) await c3.port.abort({ sessionID: w.sessionId, directory: c3.directory });
+    const c3 = this.clientOf(workerId);
+    if (w?.sessionId && c3) await c3.client.session.abort({ sessionID: w.sessionId, directory: c3.directory }).catch(() => void 0);
   }
 };
 
@@ -70106,9 +70067,9 @@ var InstanceReleaser = class {
     for (const id2 of w.ids) this.reg.rt(id2).releasing = this.dispose(id2);
   }
   async dispose(workerId) {
-    const c3 = this.reg.portOf(workerId);
+    const c3 = this.reg.clientOf(workerId);
     if (!c3?.directory || !this.reg.workspaceOf(this.reg.get(workerId))) return;
-    const dispose = c3.port.dispose({ directory: c3.directory });
+    const dispose = c3.client.instance.dispose({ directory: c3.directory }).catch(() => void 0);
     await Promise.race([dispose, new Promise((r) => setTimeout(r, 1e4).unref())]);
   }
 };
@@ -70414,12 +70375,12 @@ var Settler = class {
     const w = reg.get(workerId);
     const rt = reg.rt(workerId);
     if (rt.activity.kind === "stopping" || rt.activity.kind === "settling" || w.state !== "running" && w.state !== "waiting-approval") return;
-    const c3 = reg.portOf(workerId);
+    const c3 = reg.clientOf(workerId);
     if (!c3 || !c3.directory || !w.sessionId) return;
     let turn = rt.replies?.settled() ?? null;
     if (!turn) {
-      const [status, read] = await Promise.all([c3.port.sessionStatus({ directory: c3.directory }), this.latestTurn(workerId)]);
-      const st = okValue(status)?.[w.sessionId];
+      const [status, read] = await Promise.all([c3.client.session.status({ directory: c3.directory }).catch(() => null), this.latestTurn(workerId)]);
+      const st = status?.data?.[w.sessionId];
       if (st && st.type !== "idle") return;
       turn = read;
     }
@@ -70452,10 +70413,11 @@ var Settler = class {
   /** The newest user message of the worker's session and the assistant messages that answer it; null when unreadable. */
   async latestTurn(workerId) {
     const w = this.reg.get(workerId);
-    const c3 = this.reg.portOf(workerId);
+    const c3 = this.reg.clientOf(workerId);
     if (!c3 || !w.sessionId) return null;
-    const msgs = okValue(await c3.port.messages({ sessionID: w.sessionId, directory: c3.directory }));
-    if (!msgs) return null;
+    const res = await c3.client.session.messages({ sessionID: w.sessionId, directory: c3.directory }).catch(() => null);
+    if (!res?.data) return null;
+    const msgs = res.data;
     const lastUser = msgs.map((m) => m.info.role).lastIndexOf("user");
     return { replies: msgs.slice(lastUser + 1).filter((m) => m.info.role === "assistant") };
   }
@@ -70841,7 +70803,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
     const tasks = r.tasks.map((t2) => ({
       id: t2.id,
       after: t2.after,
-      title: workerTitle(t2.spec, 80),
+      title: t2.spec.title ?? t2.spec.task.split("\n")[0].slice(0, 80),
       workerId: t2.workerId,
       skipped: t2.skipped
     }));
@@ -71415,14 +71377,20 @@ var Engine = class {
         `worker ${workerId} is ${w.state}, not running: ${w.state === "stopped" || w.state === "interrupted" ? "resume it with a message instead" : w.state === "built" || w.state === "honest-failure" ? "it was graded: continue it with a message (a new round) instead" : "a steer reaches running workers only"}`
       );
     }
-    const c3 = this.reg.portOf(workerId);
+    const c3 = this.reg.clientOf(workerId);
     if (!c3 || !w.sessionId) throw new InputError(`worker ${workerId} has no live session`);
     this.reg.record(workerId, { type: "steer.sent", text: body, by });
     this.reg.rt(workerId).replies?.promptSent();
     const target = w.targetId ? this.targets.get(w.targetId) : void 0;
     const model = target ? modelFor(w.endpoint, target) : void 0;
-    const res = await c3.port.prompt({ sessionID: w.sessionId, directory: c3.directory, agent: WORKER_AGENT, model, text: steerPrompt(body) });
-    if (!res.ok && res.kind === "status") throw new Error(`opencode refused the steer (HTTP ${res.status})`);
+    const res = await c3.client.session.promptAsync({
+      sessionID: w.sessionId,
+      directory: c3.directory,
+      agent: WORKER_AGENT,
+      ...model ? { model } : {},
+      parts: [{ type: "text", text: steerPrompt(body) }]
+    });
+    if (res.response && !res.response.ok) throw new Error(`opencode refused the steer (HTTP ${res.response.status})`);
   }
   async stop(workerId, reason = "stopped by request", by = { kind: "person" }) {
     const w = this.get(workerId);
@@ -71726,25 +71694,25 @@ var Engine = class {
     rt.server = server;
     if (!server.ready) this.reg.transient({ type: "serving", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
-    const port = server.port;
+    const client3 = server.client;
     if (!current() || this.get(workerId).state !== "starting") return;
     let text;
     w = this.get(workerId);
     if (!w.sessionId) {
       const title = workerTitle(w.spec);
-      const create = () => port.createSession({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
+      const create = () => client3.session.create({ directory: ws.cwd, title: `ocw ${workerId}: ${title}` });
       let res2 = await create();
-      for (let i2 = 1; i2 <= 3 && !res2.ok && res2.kind === "no-answer" && current() && this.get(workerId).state === "starting"; i2++) {
+      for (let i2 = 1; i2 <= 3 && !res2.response && current() && this.get(workerId).state === "starting"; i2++) {
         await new Promise((r) => setTimeout(r, 1e3 * i2));
         res2 = await create();
       }
       if (!current()) return;
-      if (!res2.ok)
+      if (!res2.data)
         throw new Error(
-          `opencode could not create a session (${res2.kind === "status" ? `HTTP ${res2.status}` : `no answer in 4 tries: ${noAnswer(res2.error)}`}); resume the worker to try again`
+          `opencode could not create a session (${res2.response ? `HTTP ${res2.response.status}` : `no answer in 4 tries: ${noAnswer(res2.error)}`}); resume the worker to try again`
         );
-      this.reg.sessions.set(res2.value.id, workerId);
-      this.reg.record(workerId, { type: "worker.session", sessionId: res2.value.id });
+      this.reg.sessions.set(res2.data.id, workerId);
+      this.reg.record(workerId, { type: "worker.session", sessionId: res2.data.id });
       text = taskPrompt(w.spec);
     } else {
       this.reg.sessions.set(w.sessionId, workerId);
@@ -71760,9 +71728,15 @@ var Engine = class {
     this.budgets.armWall(workerId);
     const model = modelFor(this.get(workerId).endpoint, target);
     rt.replies = new ReplyTrack();
-    const res = await port.prompt({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, model, text });
-    if (!res.ok && res.kind === "status") throw new Error(`opencode refused the prompt (HTTP ${res.status})`);
-    if (!res.ok) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
+    const res = await client3.session.promptAsync({
+      sessionID: sessionId,
+      directory: ws.cwd,
+      agent: WORKER_AGENT,
+      ...model ? { model } : {},
+      parts: [{ type: "text", text }]
+    });
+    if (res.response && !res.response.ok) throw new Error(`opencode refused the prompt (HTTP ${res.response.status})`);
+    if (!res.response) throw new Error(`opencode did not answer the prompt (${noAnswer(res.error)}); resume the worker to send it again`);
   }
   /**
    * opencode retries a failed model call with growing pauses, for a minute or more, before it gives up. When the call
@@ -73178,9 +73152,9 @@ var jsonContentTypeHandler = {
         }
       };
     }));
-    const types = new Set(calls.map((call2) => {
+    const types = new Set(calls.map((call) => {
       var _call$procedure;
-      return (_call$procedure = call2.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
+      return (_call$procedure = call.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
     }).filter(Boolean));
     if (types.size > 1) throw new TRPCError({
       code: "BAD_REQUEST",
@@ -74311,13 +74285,13 @@ function initResponse(initOpts) {
   const meta = (_responseMeta = responseMeta === null || responseMeta === void 0 ? void 0 : responseMeta({
     ctx,
     info,
-    paths: info === null || info === void 0 ? void 0 : info.calls.map((call2) => call2.path),
+    paths: info === null || info === void 0 ? void 0 : info.calls.map((call) => call.path),
     data,
     errors: definedErrors,
     eagerGeneration,
-    type: (_info$calls$find$proc = info === null || info === void 0 || (_info$calls$find = info.calls.find((call2) => {
+    type: (_info$calls$find$proc = info === null || info === void 0 || (_info$calls$find = info.calls.find((call) => {
       var _call$procedure;
-      return (_call$procedure = call2.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
+      return (_call$procedure = call.procedure) === null || _call$procedure === void 0 ? void 0 : _call$procedure._def.type;
     })) === null || _info$calls$find === void 0 || (_info$calls$find = _info$calls$find.procedure) === null || _info$calls$find === void 0 ? void 0 : _info$calls$find._def.type) !== null && _info$calls$find$proc !== void 0 ? _info$calls$find$proc : "unknown"
   })) !== null && _responseMeta !== void 0 ? _responseMeta : {};
   if (meta.headers) {
@@ -74423,21 +74397,21 @@ async function resolveResponse(opts) {
     await ctxManager.create(info);
     const bodyCancelled = new AbortController();
     const callSignal = abortSignalsAnyPonyfill([opts.req.signal, bodyCancelled.signal]);
-    const rpcCalls = info.calls.map(async (call2) => {
-      const proc2 = call2.procedure;
+    const rpcCalls = info.calls.map(async (call) => {
+      const proc2 = call.procedure;
       const combinedAbort = combinedAbortController(callSignal);
       try {
         if (opts.error) throw opts.error;
         if (!proc2) throw new TRPCError({
           code: "NOT_FOUND",
-          message: `No procedure found on path "${call2.path}"`
+          message: `No procedure found on path "${call.path}"`
         });
         if (!methodMapper[proc2._def.type].includes(req.method)) {
           const accepted = opts.allowMethodOverride ? TYPE_ACCEPTED_METHOD_MAP_WITH_METHOD_OVERRIDE : TYPE_ACCEPTED_METHOD_MAP;
           headers.set("allow", accepted[proc2._def.type].join(", "));
           throw new TRPCError({
             code: "METHOD_NOT_SUPPORTED",
-            message: `Unsupported ${req.method}-request to ${proc2._def.type} procedure at path "${call2.path}"`
+            message: `Unsupported ${req.method}-request to ${proc2._def.type} procedure at path "${call.path}"`
           });
         }
         if (proc2._def.type === "subscription") {
@@ -74448,32 +74422,32 @@ async function resolveResponse(opts) {
         }
         return [void 0, {
           data: await proc2({
-            path: call2.path,
-            getRawInput: call2.getRawInput,
+            path: call.path,
+            getRawInput: call.getRawInput,
             ctx: ctxManager.value(),
             type: proc2._def.type,
             signal: combinedAbort.signal,
-            batchIndex: call2.batchIndex
+            batchIndex: call.batchIndex
           }),
           abort: proc2._def.type === "subscription" ? combinedAbort : void 0
         }];
       } catch (cause) {
         var _opts$onError, _call$procedure$_def$, _call$procedure2;
         const error46 = getTRPCErrorFromUnknown(cause);
-        const input2 = call2.result();
+        const input2 = call.result();
         (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
           error: error46,
-          path: call2.path,
+          path: call.path,
           input: input2,
           ctx: ctxManager.valueOrUndefined(),
-          type: (_call$procedure$_def$ = (_call$procedure2 = call2.procedure) === null || _call$procedure2 === void 0 ? void 0 : _call$procedure2._def.type) !== null && _call$procedure$_def$ !== void 0 ? _call$procedure$_def$ : "unknown",
+          type: (_call$procedure$_def$ = (_call$procedure2 = call.procedure) === null || _call$procedure2 === void 0 ? void 0 : _call$procedure2._def.type) !== null && _call$procedure$_def$ !== void 0 ? _call$procedure$_def$ : "unknown",
           req: opts.req
         });
         return [error46, void 0];
       }
     });
     if (!info.isBatchCall) {
-      const [call2] = info.calls;
+      const [call] = info.calls;
       const [error46, result] = await rpcCalls[0];
       switch (info.type) {
         case "unknown":
@@ -74488,8 +74462,8 @@ async function resolveResponse(opts) {
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
-            input: call2.result(),
-            path: call2.path,
+            input: call.result(),
+            path: call.path,
             type: info.type
           }) } : { result: { data: result.data } };
           const headResponse2 = initResponse({
@@ -74513,7 +74487,7 @@ async function resolveResponse(opts) {
               message: 'Missing experimental flag "sseSubscriptions"'
             }));
             if (!isObservable(result.data) && !isAsyncIterable(result.data)) return errorToAsyncIterable(new TRPCError({
-              message: `Subscription ${call2.path} did not return an observable or a AsyncGenerator`,
+              message: `Subscription ${call.path} did not return an observable or a AsyncGenerator`,
               code: "INTERNAL_SERVER_ERROR"
             }));
             return isObservable(result.data) ? observableToAsyncIterable(result.data, callSignal) : result.data;
@@ -74528,9 +74502,9 @@ async function resolveResponse(opts) {
             formatError(errorOpts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
-              const input2 = call2 === null || call2 === void 0 ? void 0 : call2.result();
-              const path66 = call2 === null || call2 === void 0 ? void 0 : call2.path;
-              const type = (_call$procedure$_def$2 = call2 === null || call2 === void 0 || (_call$procedure3 = call2.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
+              const input2 = call === null || call === void 0 ? void 0 : call.result();
+              const path66 = call === null || call === void 0 ? void 0 : call.path;
+              const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
                 path: path66,
@@ -74628,16 +74602,16 @@ async function resolveResponse(opts) {
         maxDepth: Infinity,
         data: rpcCalls.map(async (res, index) => {
           const [error46, result] = await res;
-          const call2 = info.calls[index];
+          const call = info.calls[index];
           if (error46) {
             var _procedure$_def$type, _procedure;
             return { error: getErrorShape({
               config: config3,
               ctx: ctxManager.valueOrUndefined(),
               error: error46,
-              input: call2.result(),
-              path: call2.path,
-              type: (_procedure$_def$type = (_procedure = call2.procedure) === null || _procedure === void 0 ? void 0 : _procedure._def.type) !== null && _procedure$_def$type !== void 0 ? _procedure$_def$type : "unknown"
+              input: call.result(),
+              path: call.path,
+              type: (_procedure$_def$type = (_procedure = call.procedure) === null || _procedure === void 0 ? void 0 : _procedure._def.type) !== null && _procedure$_def$type !== void 0 ? _procedure$_def$type : "unknown"
             }) };
           }
           const iterable = isObservable(result.data) ? observableToAsyncIterable(result.data, callSignal) : Promise.resolve(result.data);
@@ -74657,11 +74631,11 @@ async function resolveResponse(opts) {
         },
         formatError(errorOpts) {
           var _call$procedure$_def$3, _call$procedure4;
-          const call2 = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
+          const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
-          const input2 = call2 === null || call2 === void 0 ? void 0 : call2.result();
-          const path66 = call2 === null || call2 === void 0 ? void 0 : call2.path;
-          const type = (_call$procedure$_def$3 = call2 === null || call2 === void 0 || (_call$procedure4 = call2.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
+          const input2 = call === null || call === void 0 ? void 0 : call.result();
+          const path66 = call === null || call === void 0 ? void 0 : call.path;
+          const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
@@ -74688,16 +74662,16 @@ async function resolveResponse(opts) {
       return res;
     });
     const resultAsRPCResponse = results.map(([error46, result], index) => {
-      const call2 = info.calls[index];
+      const call = info.calls[index];
       if (error46) {
         var _call$procedure$_def$4, _call$procedure5;
         return { error: getErrorShape({
           config: config3,
           ctx: ctxManager.valueOrUndefined(),
           error: error46,
-          input: call2.result(),
-          path: call2.path,
-          type: (_call$procedure$_def$4 = (_call$procedure5 = call2.procedure) === null || _call$procedure5 === void 0 ? void 0 : _call$procedure5._def.type) !== null && _call$procedure$_def$4 !== void 0 ? _call$procedure$_def$4 : "unknown"
+          input: call.result(),
+          path: call.path,
+          type: (_call$procedure$_def$4 = (_call$procedure5 = call.procedure) === null || _call$procedure5 === void 0 ? void 0 : _call$procedure5._def.type) !== null && _call$procedure$_def$4 !== void 0 ? _call$procedure$_def$4 : "unknown"
         }) };
       }
       return { result: { data: result.data } };
@@ -75791,7 +75765,7 @@ function workerPush(engine, workerId) {
   if (w.state !== "built" || !w.verdict?.commit)
     throw new InputError(`worker ${workerId} is ${w.state}: only a built worker's graded commit is pushed`, "conflict");
   if (w.discarded) throw new InputError(`worker ${workerId} was discarded: nothing is left to push`, "conflict");
-  const title = workerTitle(w.spec, 72);
+  const title = w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 72);
   return { repo: w.repo, commit: w.verdict.commit, base: w.baseCommit ?? w.verdict.commit, id: workerId, title, body: verdictCard(w) };
 }
 function batchPush(engine, batchId) {
@@ -75814,7 +75788,7 @@ var md = (s) => s.replace(/[\r\n]+/g, " ").replace(/([\\`*_{}[\]<>|#])/g, "\\$1"
 function verdictCard(w) {
   const v = w.verdict;
   const lines = [
-    `**${md(workerTitle(w.spec))}**`,
+    `**${md(w.spec.title ?? w.spec.task.split("\n")[0].slice(0, 100))}**`,
     "",
     `Verdict: **${outcomeWord(v.verdict)}** (held-back checks the worker never saw) \xB7 ${claimWords(v)}`,
     `Graded commit: \`${v.commit}\` \xB7 worker \`${w.id}\``,
@@ -90213,16 +90187,16 @@ function createMcpServer(opts) {
       })
     );
   }
-  const call2 = (fn) => link2.call(fn);
+  const call = (fn) => link2.call(fn);
   async function attemptsNext(w) {
-    const g = await call2((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }));
+    const g = await call((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }));
     if (g.winner)
       return `this attempt was not the winner (${w.state}); attempt ${g.winner} won: result {"workerId":"${g.winner}"}, then merge {"workerId":"${g.winner}"}`;
     if (!g.settled) return `not built; other attempts of this task are still running: wait {"workerIds":${JSON.stringify(g.attempts.map((a2) => a2.workerId))}}`;
     return `no attempt of this task was built and honest: read the failing checks, then delegate a targeted fix (the checks on each attempt say what failed)`;
   }
   async function slotsNow(targetId) {
-    const st = await call2((c3) => c3.status.query());
+    const st = await call((c3) => c3.status.query());
     return { slots: slotsOf(st.slots, targetId ?? st.activeTarget?.id ?? null), status: st };
   }
   register(
@@ -90236,7 +90210,7 @@ function createMcpServer(opts) {
       idempotent: true
     },
     async () => {
-      const [health, st] = await Promise.all([call2((c3) => c3.health.query()), call2((c3) => c3.status.query())]);
+      const [health, st] = await Promise.all([call((c3) => c3.health.query()), call((c3) => c3.status.query())]);
       const t2 = st.activeTarget;
       const hardware2 = opts.hardware ? await opts.hardware().catch(() => null) : null;
       let activeTarget = null;
@@ -90296,11 +90270,11 @@ function createMcpServer(opts) {
     },
     async (args) => {
       const group = args.attempts !== void 0 || (args.targets?.length ?? 0) > 0;
-      const started = group ? await call2((c3) => c3.workers.startAttempts.mutate(args)) : { groupId: null, workerIds: [(await call2((c3) => c3.workers.start.mutate(args))).workerId] };
+      const started = group ? await call((c3) => c3.workers.startAttempts.mutate(args)) : { groupId: null, workerIds: [(await call((c3) => c3.workers.start.mutate(args))).workerId] };
       const workerId = started.workerIds[0];
       for (const id2 of started.workerIds) mine.add(id2);
       const baseline = args.checks.length ? await baselineOf(workerId, BASELINE_WAIT_MS) : { passedOnBase: [] };
-      const [{ slots }, w, dirty] = await Promise.all([slotsNow(), call2((c3) => c3.workers.get.query({ workerId })), uncommitted(args.directory)]);
+      const [{ slots }, w, dirty] = await Promise.all([slotsNow(), call((c3) => c3.workers.get.query({ workerId })), uncommitted(args.directory)]);
       const warnings = [];
       const weak = baselineWarning(baseline);
       if (weak) warnings.push(weak);
@@ -90367,7 +90341,7 @@ function createMcpServer(opts) {
     },
     async (args) => {
       const before = await slotsNow();
-      const { batchId, workerIds, tasks, groups } = await call2(
+      const { batchId, workerIds, tasks, groups } = await call(
         (c3) => c3.workers.startBatch.mutate({ tasks: args.tasks, ...args.integration ? { integration: args.integration } : {} })
       );
       for (const id2 of workerIds) mine.add(id2);
@@ -90418,8 +90392,8 @@ function createMcpServer(opts) {
     },
     async (args) => {
       const [list, st] = await Promise.all([
-        call2((c3) => c3.workers.list.query(args.batchId ? { batchId: args.batchId } : void 0)),
-        call2((c3) => c3.status.query())
+        call((c3) => c3.workers.list.query(args.batchId ? { batchId: args.batchId } : void 0)),
+        call((c3) => c3.status.query())
       ]);
       const repo = args.directory ? await repoRoot(args.directory) : null;
       const filtered = list.filter((w) => (!args.active || !isFinal(w.state)) && (!repo || sameRepo(w, repo)));
@@ -90447,7 +90421,7 @@ function createMcpServer(opts) {
       idempotent: true
     },
     async ({ workerId }) => {
-      const [w, parts] = await Promise.all([call2((c3) => c3.workers.get.query({ workerId })), call2((c3) => c3.workers.transcript.query({ workerId }))]);
+      const [w, parts] = await Promise.all([call((c3) => c3.workers.get.query({ workerId })), call((c3) => c3.workers.transcript.query({ workerId }))]);
       const sum = summarize(w);
       return {
         ...sum,
@@ -90481,22 +90455,22 @@ function createMcpServer(opts) {
       const t0 = Date.now();
       const deadline = t0 + timeoutSec * 1e3;
       let ids;
-      if (args.workerId) ids = [(await call2((c3) => c3.workers.get.query({ workerId: args.workerId }))).id];
-      else if (args.batchId) ids = (await call2((c3) => c3.workers.batch.query({ batchId: args.batchId }))).workerIds;
+      if (args.workerId) ids = [(await call((c3) => c3.workers.get.query({ workerId: args.workerId }))).id];
+      else if (args.batchId) ids = (await call((c3) => c3.workers.batch.query({ batchId: args.batchId }))).workerIds;
       else if (args.workerIds)
-        ids = [...new Set(await Promise.all(args.workerIds.map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 })).then((w) => w.id))))];
+        ids = [...new Set(await Promise.all(args.workerIds.map((id2) => call((c3) => c3.workers.get.query({ workerId: id2 })).then((w) => w.id))))];
       else {
         if (!mine.size)
           throw new ToolError(
             "this session has delegated no workers yet: give workerId, workerIds or batchId (workers {directory} lists the workers of a repository, from earlier sessions too)"
           );
-        const all = await Promise.all([...mine].map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 }))));
+        const all = await Promise.all([...mine].map((id2) => call((c3) => c3.workers.get.query({ workerId: id2 }))));
         const open2 = all.filter((w) => !isFinal(w.state));
         ids = (open2.length ? open2 : all).map((w) => w.id);
       }
-      const batchList = args.batchId ? () => call2((c3) => c3.workers.list.query({ batchId: args.batchId })) : void 0;
+      const batchList = args.batchId ? () => call((c3) => c3.workers.list.query({ batchId: args.batchId })) : void 0;
       const pictures = async () => {
-        if (!batchList) return Promise.all(ids.map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 }))));
+        if (!batchList) return Promise.all(ids.map((id2) => call((c3) => c3.workers.get.query({ workerId: id2 }))));
         const byId = new Map((await batchList()).map((w) => [w.id, w]));
         return ids.map((id2) => byId.get(id2)).filter((w) => !!w);
       };
@@ -90506,7 +90480,7 @@ function createMcpServer(opts) {
       if (args.batchId) {
         for (; ; ) {
           const cursor = (await client3.health.query()).cursor;
-          const b = await call2((c3) => c3.workers.batch.query({ batchId: args.batchId }));
+          const b = await call((c3) => c3.workers.batch.query({ batchId: args.batchId }));
           ids = b.workerIds;
           if (b.done || !b.workerIds.every((id2) => isFinal(b.states[id2])) || Date.now() >= deadline || extra.signal.aborted) break;
           if (!await nextBatchEvent(client3, cursor, args.batchId, deadline - Date.now(), extra.signal)) break;
@@ -90598,7 +90572,7 @@ function createMcpServer(opts) {
       const stalled = list.filter((w) => w.stalled && !isFinal(w.state)).map((w) => w.id);
       const now = Date.now();
       const others = [...mine].filter((id2) => !ids.includes(id2));
-      const session = settled && others.length ? totalsOf([...list, ...await Promise.all(others.map((id2) => call2((c3) => c3.workers.get.query({ workerId: id2 }))))], now) : null;
+      const session = settled && others.length ? totalsOf([...list, ...await Promise.all(others.map((id2) => call((c3) => c3.workers.get.query({ workerId: id2 }))))], now) : null;
       const older = unanswered.length - fresh.length;
       const next = (fresh.length ? `answer the ${fresh.length} new ask(s) with approve {askId, decision}${args.batchId ? " (approve {batchId} answers the batch's in-scope edits alike)" : ""}, then wait again` : finished7.length && !settled ? `read result for ${finished7.length === 1 ? finished7[0].id : "the finished workers"}; wait again for the others` : nextFor(list, batch)) + (older ? `; ${older} ask(s) shown before are still unanswered (pending_approvals lists them)` : "");
       return {
@@ -90628,7 +90602,7 @@ function createMcpServer(opts) {
     }
   );
   async function batchStats(batchId) {
-    const b = await call2((c3) => c3.workers.batch.query({ batchId }));
+    const b = await call((c3) => c3.workers.batch.query({ batchId }));
     const r = b.integration?.result ?? null;
     return {
       batchId,
@@ -90662,14 +90636,14 @@ function createMcpServer(opts) {
       idempotent: true
     },
     async (args) => {
-      let asks = await call2((c3) => c3.approvals.list.query());
+      let asks = await call((c3) => c3.approvals.list.query());
       if (args.workerId) asks = asks.filter((a2) => a2.workerId === args.workerId);
       if (args.batchId) {
-        const ids = new Set((await call2((c3) => c3.workers.batch.query({ batchId: args.batchId }))).workerIds);
+        const ids = new Set((await call((c3) => c3.workers.batch.query({ batchId: args.batchId }))).workerIds);
         asks = asks.filter((a2) => ids.has(a2.workerId));
       }
       const owners = /* @__PURE__ */ new Map();
-      for (const id2 of new Set(asks.map((a2) => a2.workerId))) owners.set(id2, await call2((c3) => c3.workers.get.query({ workerId: id2 })));
+      for (const id2 of new Set(asks.map((a2) => a2.workerId))) owners.set(id2, await call((c3) => c3.workers.get.query({ workerId: id2 })));
       const listed2 = asks.slice(0, 50);
       const u2 = (t2, n2) => untrustedText(t2, n2);
       return {
@@ -90713,7 +90687,7 @@ function createMcpServer(opts) {
       if (args.batchId) return approveBatch(args.batchId, args.decision, args.message);
       if (!args.askId) throw new ToolError("askId is required (see wait / pending_approvals), or batchId to answer a batch's in-scope edits alike");
       const askId = args.askId;
-      const ask = await call2(
+      const ask = await call(
         (c3) => c3.approvals.decide.mutate({
           askId,
           decision: args.decision,
@@ -90721,7 +90695,7 @@ function createMcpServer(opts) {
           ...args.answers ? { answers: args.answers } : {}
         })
       );
-      const w = await call2((c3) => c3.workers.get.query({ workerId: ask.workerId }));
+      const w = await call((c3) => c3.workers.get.query({ workerId: ask.workerId }));
       return {
         askId: ask.id,
         workerId: ask.workerId,
@@ -90736,7 +90710,7 @@ function createMcpServer(opts) {
   async function approveBatch(batchId, decision, message) {
     if (decision !== "once")
       throw new ToolError('a batch answer allows each in-scope edit once: decision must be "once" (answer other asks one by one with askId)');
-    const ws = await call2((c3) => c3.workers.list.query({ batchId }));
+    const ws = await call((c3) => c3.workers.list.query({ batchId }));
     if (!ws.length) throw new ToolError(`batch ${clip(batchId, 60)} has no workers: use a batchId from delegate_batch or workers`);
     const by = `mcp:${clientName()} (batch answer)`;
     const answered = [];
@@ -90778,7 +90752,7 @@ function createMcpServer(opts) {
       input: SteerToolInput,
       output: ControlOutput
     },
-    async (args) => control(await call2((c3) => c3.workers.steer.mutate(args)))
+    async (args) => control(await call((c3) => c3.workers.steer.mutate(args)))
   );
   register(
     "stop",
@@ -90790,7 +90764,7 @@ function createMcpServer(opts) {
       destructive: true,
       idempotent: true
     },
-    async (args) => control(await call2((c3) => c3.workers.stop.mutate(args)))
+    async (args) => control(await call((c3) => c3.workers.stop.mutate(args)))
   );
   register(
     "resume",
@@ -90800,7 +90774,7 @@ function createMcpServer(opts) {
       input: ResumeToolInput,
       output: ControlOutput
     },
-    async (args) => control(await call2((c3) => c3.workers.resume.mutate(args)))
+    async (args) => control(await call((c3) => c3.workers.resume.mutate(args)))
   );
   register(
     "continue",
@@ -90811,7 +90785,7 @@ function createMcpServer(opts) {
       output: ControlOutput
     },
     async (args) => {
-      const w = await call2((c3) => c3.workers.continue.mutate(args));
+      const w = await call((c3) => c3.workers.continue.mutate(args));
       mine.add(w.id);
       return control(w);
     }
@@ -90825,7 +90799,7 @@ function createMcpServer(opts) {
       output: ControlOutput
     },
     async (args) => {
-      const w = await call2((c3) => c3.workers.review.mutate(args));
+      const w = await call((c3) => c3.workers.review.mutate(args));
       mine.add(w.id);
       return control(w);
     }
@@ -90839,9 +90813,9 @@ function createMcpServer(opts) {
       output: RetryOutput
     },
     async ({ workerId }) => {
-      const r = await call2((c3) => c3.workers.retry.mutate({ workerId }));
+      const r = await call((c3) => c3.workers.retry.mutate({ workerId }));
       mine.add(r.workerId);
-      const w = await call2((c3) => c3.workers.get.query({ workerId: r.workerId }));
+      const w = await call((c3) => c3.workers.get.query({ workerId: r.workerId }));
       return {
         workerId: r.workerId,
         retryOf: r.retryOf,
@@ -90861,7 +90835,7 @@ function createMcpServer(opts) {
       idempotent: true
     },
     async (args) => {
-      const w = await call2((c3) => c3.workers.get.query({ workerId: args.workerId }));
+      const w = await call((c3) => c3.workers.get.query({ workerId: args.workerId }));
       if (!isFinal(w.state)) {
         throw new ToolError(
           `worker ${w.id} is ${w.state}, not finished: call wait {"workerId":"${w.id}"} until it settles${pendingAsks(w).length ? ` (it is blocked on ${pendingAsks(w).length} pending approval(s))` : ""}`
@@ -90941,7 +90915,7 @@ function createMcpServer(opts) {
         approvals: w.asks.slice(-50).map((a2) => ({ askId: a2.id, tool: a2.tool, status: a2.status, decision: a2.decision ?? null, by: byText(a2.by) })),
         batchId: w.batchId,
         elapsedSec: elapsedSec(w),
-        attempts: w.attempt ? attemptsOut(await call2((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }))) : null,
+        attempts: w.attempt ? attemptsOut(await call((c3) => c3.workers.attempts.query({ groupId: w.attempt.groupId }))) : null,
         next: w.attempt && !w.merged && verdict !== "built" ? await attemptsNext(w) : w.merged ? `merged into ${w.merged.into} (${w.merged.commit.slice(0, 12)})` : verdict === "built" ? `built${v?.weakEvidence ? " (weak evidence: its checks already passed before any change)" : ""}: review the change with diff {"workerId":"${w.id}"}, then merge {"workerId":"${w.id}"} (the engine merges the graded commit into ${w.baseBranch ?? "its base branch"} and refuses on conflict), or send review {"workerId":"${w.id}","comments":[{"file","line","body"}]} for another round${v?.flags?.length ? `. ${v.flags.length} FLAGGED file(s) (untrusted.flags: symlinks, executables, git or tool configuration) need the person's explicit acceptance: show them the flags, and merge with acceptFlagged only on their yes` : ""}` : nextAfterFailure(w)
       };
     }
@@ -90958,8 +90932,8 @@ function createMcpServer(opts) {
     },
     async (args) => {
       const [w, { diff: full }] = await Promise.all([
-        call2((c3) => c3.workers.get.query({ workerId: args.workerId })),
-        call2((c3) => c3.workers.diff.query({ workerId: args.workerId }))
+        call((c3) => c3.workers.get.query({ workerId: args.workerId })),
+        call((c3) => c3.workers.diff.query({ workerId: args.workerId }))
       ]);
       let text = full;
       if (args.file) {
@@ -91005,7 +90979,7 @@ function createMcpServer(opts) {
     async ({ workerId, batchId, acceptFlagged }) => {
       if (!workerId === !batchId) throw new ToolError("give workerId, or batchId (a batch with integration checks), not both");
       if (batchId) {
-        const r = await call2((c3) => c3.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch((err) => {
+        const r = await call((c3) => c3.workers.mergeBatch.mutate({ batchId, acceptFlagged: !!acceptFlagged })).catch((err) => {
           throw new ToolError(
             `batch ${batchId} was not merged (the engine's words, naming the workers' files, untrusted: ${JSON.stringify(untrustedText(err.message ?? String(err), 800))})`
           );
@@ -91024,10 +90998,10 @@ function createMcpServer(opts) {
           next: r.integration ? `batch ${batchId} landed as one commit ${r.integration.commit.slice(0, 12)} on ${into}: run the project's tests` : `merged ${r.merged.map((m) => m.workerId).join(", ") || "nothing"}`
         };
       }
-      const w = await call2((c3) => c3.workers.get.query({ workerId }));
+      const w = await call((c3) => c3.workers.get.query({ workerId }));
       let merged;
       try {
-        merged = await call2((c3) => c3.workers.merge.mutate({ workerId, acceptFlagged: !!acceptFlagged }));
+        merged = await call((c3) => c3.workers.merge.mutate({ workerId, acceptFlagged: !!acceptFlagged }));
       } catch (err) {
         const msg = err.message ?? String(err);
         if (/flagged files/.test(msg))
@@ -91065,7 +91039,7 @@ function createMcpServer(opts) {
     },
     async (args) => {
       if (!args.workerId === !args.batchId) throw new ToolError("give workerId, or batchId, not both");
-      const r = await call2((c3) => c3.workers.push.mutate({ ...args, pr: !!args.pr }));
+      const r = await call((c3) => c3.workers.push.mutate({ ...args, pr: !!args.pr }));
       return {
         ...r,
         next: r.pr ? `pull request opened: ${r.pr.url}` : r.prProblem ? `pushed ${r.branch}; no pull request: ${r.prProblem}` : `pushed ${r.commit.slice(0, 12)} to ${r.remote} ${r.branch}`
@@ -91083,7 +91057,7 @@ function createMcpServer(opts) {
       idempotent: true
     },
     async ({ workerId }) => {
-      const w = await call2((c3) => c3.workers.discard.mutate({ workerId })).catch((err) => {
+      const w = await call((c3) => c3.workers.discard.mutate({ workerId })).catch((err) => {
         if (/No procedure found|no procedure/i.test(err.message ?? ""))
           throw new ToolError(
             `this engine has no discard (it is older than this bridge): restart it with \`ocw stop\`, or remove the worker's branch ocw/${workerId} by hand`
@@ -91621,6 +91595,7 @@ var age = (ts) => {
   const s = Math.max(0, Math.round((Date.now() - ts) / 1e3));
   return s < 90 ? `${s}s` : s < 5400 ? `${Math.round(s / 60)}m` : s < 172800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86400)}d`;
 };
+var titleOf2 = (w) => w.spec.title ?? w.spec.task.split("\n")[0];
 function registerWorkerCommands(program3) {
   program3.command("list").description("list workers (newest last): state, verdict, repository, batch; filter with --state, --repo, --batch").option(
     "--state <states>",
@@ -91647,7 +91622,7 @@ function registerWorkerCommands(program3) {
           w.batchId ? `batch ${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null
         ].filter(Boolean).join(", ");
         console.log(
-          `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(workerTitle(w.spec, 60))}
+          `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(titleOf2(w)).slice(0, 60)}
     ${v}${extra ? ` \xB7 ${extra}` : ""} \xB7 ${safe(w.repo)}`
         );
       }
@@ -91801,7 +91776,7 @@ function showText(w) {
   const v = w.verdict;
   const lines = [
     `${w.id}  ${stateWord(w.state)}${w.stateReason ? ` \u2014 ${safe(w.stateReason)}` : ""}`,
-    `task: ${safe(workerTitle(w.spec, Number.POSITIVE_INFINITY))}`,
+    `task: ${safe(titleOf2(w))}`,
     `repository: ${safe(w.repo)}${w.baseBranch ? ` (from ${w.baseBranch}${w.baseCommit ? ` at ${w.baseCommit.slice(0, 12)}` : ""})` : ""}`
   ];
   if (w.batchId) lines.push(`batch: ${w.batchId}${w.taskId ? ` (task ${w.taskId})` : ""}${w.startFrom ? `, started from ${w.startFrom.slice(0, 12)}` : ""}`);
@@ -91857,7 +91832,7 @@ var LogPrinter = class {
     switch (e.type) {
       case "worker.created":
         return this.out(
-          `[${at}] created: ${safe(workerTitle(e.spec, Number.POSITIVE_INFINITY))}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`
+          `[${at}] created: ${safe(e.spec.title ?? e.spec.task.split("\n")[0])}${e.batchId ? ` (batch ${e.batchId}${e.taskId ? `, task ${e.taskId}` : ""})` : ""}`
         );
       case "worker.state":
         return this.out(`[${at}] state ${stateWord(e.state)}${e.reason ? ` \u2014 ${safe(e.reason)}` : ""}`);
