@@ -93,3 +93,50 @@ export async function follow(client: EngineClient, workerIds: string[], opts: Fo
     if (opts.signal?.aborted) finish("aborted");
   });
 }
+
+/**
+ * The first event after `cursor` (events are replayed from it) that `pred` accepts: "event"; or "timeout" after
+ * `timeoutMs`, "aborted" on `signal`. Rejects when the stream fails. A `reset` (the cursor can no longer be replayed) is
+ * an event like any other: a caller that must refetch on it accepts it in `pred`.
+ */
+export function nextEvent(
+  client: EngineClient,
+  cursor: string,
+  pred: (e: EngineEvent) => boolean,
+  opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+): Promise<"event" | "timeout" | "aborted"> {
+  return new Promise((resolve, reject) => {
+    let sub: { unsubscribe(): void } | null = null;
+    let ended = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const end = () => {
+      ended = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      sub?.unsubscribe();
+    };
+    const finish = (r: "event" | "timeout" | "aborted") => {
+      if (ended) return;
+      end();
+      resolve(r);
+    };
+    const onAbort = () => finish("aborted");
+    if (opts.timeoutMs !== undefined) timer = setTimeout(() => finish("timeout"), Math.max(1, opts.timeoutMs));
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    if (opts.signal?.aborted) return finish("aborted");
+    sub = client.events.subscribe(
+      { lastEventId: cursor },
+      {
+        onData: (t) => {
+          if (!ended && pred(t.data as EngineEvent)) finish("event");
+        },
+        onError: (err) => {
+          if (ended) return;
+          end();
+          reject(err);
+        },
+      },
+    );
+    if (ended) sub.unsubscribe();
+  });
+}

@@ -14,7 +14,7 @@ import type { DecidedBy, DecisionKind, PermissionAsk } from "../../shared/permis
 import { showUntrusted } from "../../shared/untrusted";
 import { isAtRest, pendingAsks, type Worker, type WorkerEvent, type WorkerSpecInput } from "../../shared/worker";
 import type { EngineClient } from "../api/client";
-import { follow } from "../api/follow";
+import { follow, nextEvent } from "../api/follow";
 import { inspectRepo } from "../workspace/workspace";
 import { CliError, fail, unattendedDecision } from "./errors";
 import { connectWithTarget } from "./target-flags";
@@ -433,31 +433,13 @@ async function followBatch(
       for (const [k, v] of r.workers) all.set(k, v);
     } else {
       if (summary.integration?.state === "running") say(`ocw: batch ${batchId}: integration checks running`);
-      await nextEvent(client, cursor, (e) => (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId));
+      await nextEvent(
+        client,
+        cursor,
+        (e) => e.type === "reset" || (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId),
+      );
     }
   }
-}
-
-/** Resolves at the first event after `cursor` that `pred` accepts (events are replayed from the cursor). */
-function nextEvent(client: EngineClient, cursor: string, pred: (e: EngineEvent) => boolean): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const sub = client.events.subscribe(
-      { lastEventId: cursor },
-      {
-        onData: (t) => {
-          const e = t.data as EngineEvent;
-          if (e.type === "reset" || pred(e)) {
-            sub.unsubscribe();
-            resolve();
-          }
-        },
-        onError: (err) => {
-          sub.unsubscribe();
-          reject(err);
-        },
-      },
-    );
-  });
 }
 
 /** The attempts part of `ocw run --json` (the contract: `{attempts: [{workerId, target, verdict, honest}], winner}`). */

@@ -1,11 +1,11 @@
 import path from "node:path";
 import type { Command } from "commander";
 import type { BatchSummary } from "../../shared/batch";
-import type { EngineEvent } from "../../shared/events";
 import { showUntrusted } from "../../shared/untrusted";
 import { claimWords, outcomeWord, verdictLine } from "../../shared/vocabulary";
 import { isAtRest, WorkerState, type TranscriptPart, type Worker, type WorkerEvent, workerTitle } from "../../shared/worker";
 import { connect, type EngineClient } from "../api/client";
+import { nextEvent } from "../api/follow";
 import { ensureEngine } from "../api/launcher";
 import { stateDir } from "../store/paths";
 import { CliError, fail } from "./errors";
@@ -110,22 +110,11 @@ export function registerWorkerCommands(program: Command): void {
         const w = await c.workers.get.query({ workerId: id });
         if (!o.follow || isAtRest(w.state)) return;
         const last = events.at(-1)?.seq ?? -1;
-        await new Promise<void>((resolve, reject) => {
-          const sub = c.events.subscribe(
-            { lastEventId: cursor },
-            {
-              onData: (t) => {
-                const e = t.data as EngineEvent;
-                if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return;
-                printer.event(e as WorkerEvent, true);
-                if (e.type === "worker.state" && isAtRest(e.state)) {
-                  sub.unsubscribe();
-                  resolve();
-                }
-              },
-              onError: (err) => reject(err),
-            },
-          );
+        // Printed as they come; the worker's state at rest ends it.
+        await nextEvent(c, cursor, (e) => {
+          if (!("workerId" in e) || e.workerId !== id || !("seq" in e) || e.seq <= last) return false;
+          printer.event(e as WorkerEvent, true);
+          return e.type === "worker.state" && isAtRest(e.state);
         });
       } catch (err) {
         fail(err);

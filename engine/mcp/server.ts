@@ -35,7 +35,7 @@ import { INSTRUCTIONS } from "./instructions";
 import { askView } from "../../shared/ask-view";
 import { isConnectionError, ToolError, type EngineLink } from "./link";
 import * as S from "./schemas";
-import { follow } from "../api/follow";
+import { follow, nextEvent } from "../api/follow";
 import { baselineWarning } from "../../shared/verdict";
 
 /** How long delegate looks for the checks' run on the base commit before it answers (it never delays the worker). */
@@ -1168,34 +1168,17 @@ export function createMcpServer(opts: BridgeOptions): McpServer {
 
 // ---------- helpers ----------
 
-/** Resolves true at the batch's next event after `cursor` (a task started or skipped, the integration ran), false at the deadline or on abort. */
+/** Resolves true at the batch's next event after `cursor` (a task started or skipped, the integration ran), false at the deadline, on abort or a failed stream. */
 function nextBatchEvent(client: EngineClient, cursor: string, batchId: string, ms: number, signal: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    let sub: { unsubscribe(): void } | null = null;
-    let ended = false;
-    const end = (v: boolean) => {
-      if (ended) return;
-      ended = true;
-      clearTimeout(timer);
-      signal.removeEventListener("abort", onAbort);
-      sub?.unsubscribe();
-      resolve(v);
-    };
-    const onAbort = () => end(false);
-    const timer = setTimeout(() => end(false), Math.max(1, ms));
-    signal.addEventListener("abort", onAbort, { once: true });
-    sub = client.events.subscribe(
-      { lastEventId: cursor },
-      {
-        onData: (t) => {
-          const e = t.data as EngineEvent;
-          if (e.type === "reset" || (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId)) end(true);
-        },
-        onError: () => end(false),
-      },
-    );
-    if (ended) sub.unsubscribe();
-  });
+  return nextEvent(
+    client,
+    cursor,
+    (e) => e.type === "reset" || (e.type === "batch" && e.batchId === batchId) || (e.type === "worker.created" && e.batchId === batchId),
+    { timeoutMs: ms, signal },
+  ).then(
+    (r) => r === "event",
+    () => false,
+  );
 }
 
 /** Whether a result holds worker-written text (an `untrusted` object anywhere in it). */
