@@ -5,7 +5,6 @@ import { isAtRest, type Worker } from "./worker";
 
 /** 0 asks a person, 1 running (starting … grading), 2 queued, 3 settled. */
 export type Urgency = 0 | 1 | 2 | 3;
-export const URGENCY_LABEL = ["needs you", "running", "queued", "settled"] as const;
 
 export function urgency(w: Worker): Urgency {
   if (w.state === "waiting-approval" || w.asks.some((a) => a.status === "pending")) return 0;

@@ -163,7 +163,6 @@ export const WorkerEvent = z.discriminatedUnion("type", [
   z.object({ ...base, type: z.literal("discarded"), by: DecidedBy }),
 ]);
 export type WorkerEvent = z.infer<typeof WorkerEvent>;
-export type WorkerEventType = WorkerEvent["type"];
 /** An event before the store stamps it with seq/ts/workerId. */
 export type WorkerEventBody = WorkerEvent extends infer E ? (E extends WorkerEvent ? Omit<E, "seq" | "ts" | "workerId"> : never) : never;
 
