@@ -49,7 +49,7 @@ function setup(status = 200) {
   const ws = mkdtempSync(path.join(os.tmpdir(), "ocw-ws-"));
   const w = r.worker("running", { workspace: ws });
   const fake = fakePort(status);
-  r.registry.rt(w.id).server = fake.server;
+  r.registry.rt(w.id).attach(fake.server);
   return { ...r, approvals, ws, w, ...fake };
 }
 
@@ -309,7 +309,7 @@ describe("the approvals queue", () => {
     const { approvals, w, registry } = setup();
     approvals.onAsk(w.id, ask(w.id, "edit", "a.txt"));
     approvals.onAsk(w.id, ask(w.id, "edit", "b.txt"));
-    registry.rt(w.id).server = undefined;
+    registry.rt(w.id).attach(undefined);
     await expect(approvals.decide({ askId: registry.get(w.id).asks[0]!.id, decision: "once" }, { kind: "person" })).rejects.toThrow(
       /not running \(the ask was lost\): resume the worker/,
     );

@@ -42,7 +42,6 @@ import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
 import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
-import { ReplyTrack } from "./replies";
 import { Settler } from "./settle";
 import { Batches } from "./batches";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
@@ -126,7 +125,7 @@ export class Engine {
         s.on("ready", () => this.reg.transient({ type: "opencode", targetId, status: "ready", ts: Date.now() }));
         s.on("resync", () => {
           // Events were missed while the stream was down: no idle of this target settles from the stream's picture.
-          for (const w of reg.workers.values()) if (w.targetId === targetId) reg.rt(w.id).replies = undefined;
+          for (const w of reg.workers.values()) if (w.targetId === targetId) reg.rt(w.id).dropReplies();
           void this.recovery.resync(targetId);
         });
       },
@@ -289,7 +288,7 @@ export class Engine {
       ...(extra.taskId ? { taskId: extra.taskId } : {}),
     });
     // The repository as validated: the worktree starts from this HEAD without asking git again.
-    this.reg.rt(workerId).repo = repo;
+    this.reg.rt(workerId).setRepo(repo);
     // The held-back checks run once on the base commit now, beside the worker's start (never awaited by it): a check
     // that already passes there proves nothing. The engine's own repository for the worker is all it needs.
     if (spec.checks.length) {
@@ -503,7 +502,7 @@ export class Engine {
       this.approvals.cancelAll(workerId, by, `worker stopped: ${reason}`);
     } catch (err) {
       // Nothing is stopped yet: the worker carries on as before (a left `stopping` would ignore its next idle).
-      this.reg.rt(workerId).activity = was;
+      this.reg.rt(workerId).restore(was);
       if (idx >= 0) this.queue.splice(idx, 0, workerId);
       throw new Error(`worker ${workerId} was not stopped: ${(err as Error).message}`);
     }
@@ -579,9 +578,7 @@ export class Engine {
     const w = this.get(workerId);
     const from = w.state;
     this.reg.record(workerId, { type: "round.started", round: (w.rounds?.length ?? 1) + 1, kind, message, comments, by });
-    const rt = this.reg.rt(workerId);
-    rt.activity = { kind: "none" };
-    rt.turn = { followUp: message, followUpKind: kind };
+    this.reg.rt(workerId).newTurn({ followUp: message, followUpKind: kind });
     if (
       !this.reg.fire(
         workerId,
@@ -615,9 +612,7 @@ export class Engine {
 
   /** resume → queued, with a new turn that carries the message; admitted in its turn. */
   private requeue(workerId: string, reason: string, message?: string): boolean {
-    const rt = this.reg.rt(workerId);
-    rt.activity = { kind: "none" };
-    rt.turn = { resumeMessage: message };
+    this.reg.rt(workerId).newTurn({ resumeMessage: message });
     if (!this.reg.fire(workerId, "resume", reason)) return false;
     this.queue.push(workerId);
     this.pump();
@@ -810,7 +805,7 @@ export class Engine {
         this.log(`worker ${workerId} failed to start: ${(err as Error).stack}`);
         this.reg.fire(workerId, "fail-run", (err as Error).message);
       });
-    rt.run = { token, done };
+    rt.supersede({ token, done });
   }
 
   /** An admitted worker: its workspace (made once), its target's opencode server, its session, and the prompt. */
@@ -818,14 +813,14 @@ export class Engine {
     if (!current()) return;
     let w = this.get(workerId);
     const rt = this.reg.rt(workerId);
-    rt.activity = { kind: "none" };
+    rt.admitted();
     let ws = this.reg.workspaceOf(w);
     if (!ws || !existsSync(ws.worktree)) {
       const found = rt.repo ?? (await inspectRepo(w.spec.directory));
       // A task after others starts from the base plus their graded commits, recorded at its creation.
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
-      rt.workspace = ws;
+      rt.setWorkspace(ws);
       this.reg.record(workerId, {
         type: "worker.workspace",
         worktree: ws.worktree,
@@ -845,7 +840,7 @@ export class Engine {
     await rt.releasing;
     if (!current()) return;
     const server = await this.servers.for(target);
-    rt.server = server;
+    rt.attach(server);
     if (!server.ready) this.reg.transient({ type: "opencode", targetId: target.id, status: "starting", ts: Date.now() });
     await server.start();
     const port = server.port!;
@@ -875,16 +870,15 @@ export class Engine {
       // A round's follow-up that never reached the session (the engine restarted while it was queued) is sent now.
       const round = w.rounds?.at(-1);
       if (!rt.turn.followUp && !rt.turn.resumeMessage && round && round.kind !== "task" && !round.ran && round.message)
-        rt.turn = { followUp: round.message, followUpKind: round.kind };
+        rt.setFollowUp(round.message, round.kind);
       text = rt.turn.followUp ? followUpPrompt(rt.turn.followUp, rt.turn.followUpKind) : resumePrompt(rt.turn.resumeMessage);
-      rt.turn.resumeMessage = undefined;
-      rt.turn.followUp = undefined;
+      rt.promptTaken();
     }
     const sessionId = this.get(workerId).sessionId!;
     if (!this.reg.fire(workerId, "start")) return; // stopped meanwhile
     this.budgets.armWall(workerId);
     const model = modelFor(this.get(workerId).endpoint, target);
-    rt.replies = new ReplyTrack();
+    rt.trackReplies();
     const res = await port.prompt({ sessionID: sessionId, directory: ws.cwd, agent: WORKER_AGENT, model, text });
     if (!res.ok && res.kind === "status") throw new Error(`opencode refused the prompt (HTTP ${res.status})`);
     // No answer at all: opencode may never have seen the prompt, and the worker would wait for an idle that never comes.

@@ -105,7 +105,7 @@ export class WorkspaceLifecycle {
     if (w.discarded) return w;
     const ws = this.reg.workspaceOf(w);
     if (ws) await removeWorkspace(ws, { force: true, tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
-    this.reg.rt(workerId).workspace = undefined;
+    this.reg.rt(workerId).forgetWorkspace();
     this.reg.record(workerId, { type: "discarded", by });
     return this.reg.get(workerId);
   }
@@ -120,7 +120,7 @@ export class WorkspaceLifecycle {
     if (!w || !ws || !isAtRest(w.state) || (w.state === "built" && !w.merged)) return;
     try {
       await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path.join(this.reg.workerTmpRoot, workerId) });
-      this.reg.rt(workerId).workspace = undefined;
+      this.reg.rt(workerId).forgetWorkspace();
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${(err as Error).message}`);
     }

@@ -3,12 +3,13 @@ import type { WorkerState } from "../../shared/worker";
 import type { HarnessServer } from "../harness/harness";
 import { InstanceReleaser, RELEASE_BATCH, RELEASE_DELAY_MS } from "./release";
 import type { WorkerRegistry } from "./registry";
+import { WorkerRun } from "./worker-run";
 
 /** A registry of workers on servers, enough for the releaser: states, servers, and the dispose calls it makes. */
 function rig() {
   const disposed: string[] = [];
   const states = new Map<string, WorkerState>();
-  const rts = new Map<string, { server?: HarnessServer; releasing?: Promise<void> }>();
+  const rts = new Map<string, WorkerRun>();
   const serverA = {
     port: { dispose: async ({ directory }: { directory: string }) => (disposed.push(directory), { ok: true, value: undefined }) },
   } as unknown as HarnessServer;
@@ -22,7 +23,12 @@ function rig() {
     workspaceOf: () => ({}),
     portOf: (id: string) => ({ port: rts.get(id)!.server!.port, directory: `/ws/${id}` }),
   } as unknown as WorkerRegistry;
-  const add = (id: string, server: HarnessServer, state: WorkerState = "running") => (states.set(id, state), rts.set(id, { server }));
+  const add = (id: string, server: HarnessServer, state: WorkerState = "running") => {
+    states.set(id, state);
+    const run = new WorkerRun();
+    run.attach(server);
+    rts.set(id, run);
+  };
   const settle = async () => {
     for (let i = 0; i < 5; i++) await Promise.resolve();
   };

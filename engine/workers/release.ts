@@ -56,7 +56,7 @@ export class InstanceReleaser {
     if (!w) return;
     this.waiting.delete(server);
     if (w.timer) clearTimeout(w.timer);
-    for (const id of w.ids) this.reg.rt(id).releasing = this.dispose(id);
+    for (const id of w.ids) this.reg.rt(id).releasingBy(this.dispose(id));
   }
 
   private async dispose(workerId: string): Promise<void> {

@@ -86,7 +86,7 @@ export class Settler {
     // The awaits above gave a stop, an interrupt or a shutdown time to land: only a worker still live settles.
     if (reg.is(workerId, "stopping") || reg.is(workerId, "settling")) return;
     reg.begin(workerId, "settling");
-    rt.replies = undefined;
+    rt.dropReplies();
     try {
       if (!reg.fire(workerId, "settle")) return;
       await this.gradeWorker(workerId, turn);
@@ -246,7 +246,7 @@ export class Settler {
     const target = w.targetId ? this.opts.targets.get(w.targetId) : undefined;
     if (target && w.sessionId) {
       const s = await this.opts.server(target).catch(() => undefined);
-      this.reg.rt(workerId).server = s;
+      this.reg.rt(workerId).attach(s);
       await s?.start().catch(() => undefined);
     }
     await this.gradeWorker(workerId);
