@@ -2,8 +2,9 @@
 // below it. The import graph comes from esbuild's own resolution (its metafile), so it is exactly what gets bundled;
 // type-only imports are erased there, so a second pass reads every file's import statements itself (type imports and
 // re-exports included): the same layer rule holds for types (an app may take only the router's type from the API),
-// no file imports itself back through any chain (no file cycle of any kind), `commander` stays in the clients, and
-// `OCW_*` variables are read only in engine/config.ts.
+// no file imports itself back through any chain (no file cycle of any kind), `commander` stays in the clients,
+// `OCW_*` variables are read only in engine/config.ts, and a folder with an `index.ts` (its surface) is imported from
+// outside only through that file.
 //
 //   shared ← platform ← core ← api ← clients (cli, mcp)
 //                                  ↖ apps (electron: shared, platform, api; renderer: shared + the pure API client)
@@ -161,6 +162,9 @@ function statementProblems(entries) {
         if (to === "commander" && from[2] < 4) problems.push(`${file} imports commander: only the clients parse arguments`);
         continue;
       }
+      const surface = `${folderOf(to)}/index.ts`;
+      if (folderOf(to) !== folderOf(file) && to !== surface && existsSync(path.join(root, surface)))
+        problems.push(`${file} → ${to}: import ${folderOf(to)}/ through its surface, ${surface}`);
       const target = layerOf(to);
       if (!target || !type) continue; // value imports: checked on esbuild's graph above
       if (from[1] === "electron" || from[1] === "renderer") {

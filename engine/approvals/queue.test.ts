@@ -5,7 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { PermissionAsk } from "../../shared/permission";
-import type { PortResult } from "../harness/port";
+import type { PortResult } from "../harness";
 import { FakeOpencode, stubPort } from "../../test/fixtures/fake-harness";
 import { testRegistry } from "../../test/fixtures/registry";
 import { Approvals } from "./queue";

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { InputError } from "../../shared/errors";
-import { noAnswer, type PortResult } from "../harness/port";
+import { noAnswer, type PortResult } from "../harness";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import { Decision, rejectionMessage, type DecidedBy, type Grant, type PermissionAsk, PolicyRule } from "../../shared/permission";

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import type { PermissionAsk } from "../../shared/permission";
 import { Approvals } from "../approvals/queue";
 import type { PermissionRequest, QuestionRequest } from "@opencode-ai/sdk/v2";
-import type { PortResult } from "../harness/port";
+import type { PortResult } from "../harness";
 import { FakeOpencode, stubPort } from "../../test/fixtures/fake-harness";
 import { testRegistry } from "../../test/fixtures/registry";
 import { Recovery } from "./recovery";

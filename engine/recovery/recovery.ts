@@ -3,9 +3,7 @@ import path from "node:path";
 import { isActive, pendingAsks, reduceWorker, type Worker, type WorkerEvent } from "../../shared/worker";
 import type { EventBus } from "../events";
 import type { Approvals } from "../approvals/queue";
-import { endStaleServer } from "../harness/opencode-server";
-import type { HarnessServer } from "../harness/harness";
-import { permissionAsk, questionAsk } from "../harness/translate";
+import { endStaleServer, type HarnessServer, permissionAsk, questionAsk } from "../harness";
 import type { WorkerLogStore } from "../store/worker-log";
 import type { WorkerRegistry } from "../workers/registry";
 

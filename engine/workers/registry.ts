@@ -4,7 +4,7 @@ import { nextState, type WorkerTransition } from "../../shared/worker-machine";
 import { isAtRest, reduceWorker, type Worker, type WorkerEvent, type WorkerEventBody, type WorkerState } from "../../shared/worker";
 import { InputError } from "../../shared/errors";
 import type { EventBus } from "../events";
-import type { OpencodePort } from "../harness/port";
+import type { OpencodePort } from "../harness";
 import type { WorkerLogStore } from "../store/worker-log";
 import type { Workspace } from "../workspace/workspace";
 import { type Activity, WorkerRun } from "./worker-run";

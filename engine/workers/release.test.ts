@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WorkerState } from "../../shared/worker";
-import type { HarnessServer } from "../harness/harness";
+import type { HarnessServer } from "../harness";
 import { InstanceReleaser, RELEASE_BATCH, RELEASE_DELAY_MS } from "./release";
 import type { WorkerRegistry } from "./registry";
 import { WorkerRun } from "./worker-run";

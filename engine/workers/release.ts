@@ -1,5 +1,5 @@
 import { isAtRest } from "../../shared/worker";
-import type { HarnessServer } from "../harness/harness";
+import type { HarnessServer } from "../harness";
 import type { WorkerRegistry } from "./registry";
 
 /** Finished workers' instances kept at most, per server, while it has workers at work. */

@@ -1,5 +1,5 @@
 import type { Message, Part } from "@opencode-ai/sdk/v2";
-import type { TurnMessage } from "../harness/port";
+import type { TurnMessage } from "../harness";
 
 /** The assistant messages that answer the newest user message of a worker's session. */
 export interface Replies {

@@ -4,9 +4,7 @@ import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/work
 import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
 import { baselineChecks, grade } from "../grading/grade";
-import type { HarnessServer } from "../harness/harness";
-import { okValue } from "../harness/port";
-import { describeError } from "../harness/translate";
+import { describeError, type HarnessServer, okValue } from "../harness";
 import type { SandboxKind } from "../sandbox/sandbox";
 import type { Workspace } from "../workspace/workspace";
 import type { TargetStore } from "../store/targets";

@@ -1,4 +1,4 @@
-import type { HarnessServer } from "../harness/harness";
+import type { HarnessServer } from "../harness";
 import type { RepoInfo, Workspace } from "../workspace/workspace";
 import { ReplyTrack } from "./replies";
 
