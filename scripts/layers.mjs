@@ -44,6 +44,8 @@ const LAYERS = [
   ["electron/", "electron", 5],
   ["renderer/", "renderer", 5],
 ];
+/** The live engine's core: a client (CLI command, MCP bridge) reaches it only through the engine's API. */
+const ENGINE_ONLY = ["engine/workers/", "engine/harness/", "engine/approvals/", "engine/budgets/", "engine/recovery/"];
 /** What each app may import besides shared/ (apps sit beside the clients, not above them). */
 const APP_ALLOW = {
   electron: ["engine/api/client.ts", "engine/api/launcher.ts", "engine/api/lock.ts", "engine/store/paths.ts"],
@@ -162,6 +164,8 @@ function statementProblems(entries) {
         if (to === "commander" && from[2] < 4) problems.push(`${file} imports commander: only the clients parse arguments`);
         continue;
       }
+      if (from[1] === "clients" && ENGINE_ONLY.some((p) => to.startsWith(p)))
+        problems.push(`${file} → ${to}${type ? " (type)" : ""}: a client reaches the live engine only through its API (engine/api/client.ts)`);
       const surface = `${folderOf(to)}/index.ts`;
       if (folderOf(to) !== folderOf(file) && to !== surface && existsSync(path.join(root, surface)))
         problems.push(`${file} → ${to}: import ${folderOf(to)}/ through its surface, ${surface}`);

@@ -33,7 +33,7 @@ import { WorkerLogStore } from "../store/worker-log";
 import { createWorkspace, InputError, inspectRepo, objectsOf, worktreePath, type RepoInfo } from "../workspace/workspace";
 import { heldBackProblem } from "../grading/checks";
 import { WorkspaceLifecycle } from "./lifecycle";
-import { preflightTarget, unreachable } from "./preflight";
+import { preflightTarget, unreachable } from "../admission/preflight";
 import { fixPrompt, followUpPrompt, resumePrompt, steerPrompt, taskPrompt } from "./prompts";
 import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Verdict } from "../../shared/verdict";
 import { WorkerRegistry } from "./registry";
