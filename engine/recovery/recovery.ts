@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { isActive, pendingAsks, reduceWorker, type Worker, type WorkerEvent } from "../../shared/worker";
 import type { EventBus } from "../events";
-import type { Approvals } from "../approvals/queue";
+import type { Approvals } from "../approvals";
 import { endStaleServer, type HarnessServer, permissionAsk, questionAsk } from "../harness";
 import type { WorkerLogStore } from "../store/worker-log";
 import type { WorkerRegistry } from "../workers/registry";

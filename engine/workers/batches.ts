@@ -4,8 +4,7 @@ import type { BatchSummary, BatchTaskStatus, IntegrationResult, IntegrationSpec,
 import type { CheckSpec } from "../../shared/check";
 import { InputError } from "../../shared/errors";
 import { isAtRest, type Worker, type WorkerSpec, workerTitle } from "../../shared/worker";
-import { runChecks } from "../grading/checks";
-import { discard } from "../grading/folders";
+import { discard, runChecks } from "../grading";
 import type { SandboxKind } from "../sandbox/sandbox";
 import { readJson, writeJsonAtomic } from "../store/json-file";
 import { git, gitScript, userGitEnv } from "../workspace/git";

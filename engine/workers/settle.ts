@@ -3,7 +3,7 @@ import type { Target } from "../../shared/target";
 import { pendingAsks, type TranscriptPart, workerTitle } from "../../shared/worker";
 import type { Baseline, Verdict } from "../../shared/verdict";
 import { parseClaim } from "../../shared/verdict";
-import { baselineChecks, grade } from "../grading/grade";
+import { baselineChecks, grade } from "../grading";
 import { describeError, type HarnessServer, okValue } from "../harness";
 import type { SandboxKind } from "../sandbox/sandbox";
 import type { Workspace } from "../workspace/workspace";
