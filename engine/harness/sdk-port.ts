@@ -24,7 +24,14 @@ async function call<T, V = void>(p: () => Promise<SdkAnswer<T>>, pick?: (data: T
 }
 const same = <T>(d: T | undefined): T | undefined => d;
 
-/** The port over opencode's SDK client: the only place the engine calls the SDK (opencode-server.ts aside, at start). */
+/** The agents a server loaded (opencode-server.ts verifies the worker agent before any session). */
+export const agentsOf = (client: OpencodeClient, directory: string): Promise<PortResult<{ name: string }[]>> =>
+  call(() => client.app.agents({ directory }), same);
+
+/** opencode's global event stream, read with the SDK's own SSE client (opencode-server.ts follows it). */
+export const globalEvents = (client: OpencodeClient, opts: Parameters<OpencodeClient["global"]["event"]>[0]) => client.global.event(opts);
+
+/** The port over opencode's SDK client: with the two above, the only place the engine calls the SDK. */
 export function sdkPort(client: OpencodeClient): OpencodePort {
   return {
     createSession: ({ directory, title }) =>
