@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { WorkerState } from "../../shared/worker";
 import type { HarnessServer } from "../harness";
 import { InstanceReleaser, RELEASE_BATCH, RELEASE_DELAY_MS } from "./release";
+import { FakeOpencode, stubPort } from "../../test/fixtures/fake-harness";
 import type { WorkerRegistry } from "./registry";
 import { WorkerRun } from "./worker-run";
 
@@ -10,12 +11,13 @@ function rig() {
   const disposed: string[] = [];
   const states = new Map<string, WorkerState>();
   const rts = new Map<string, WorkerRun>();
-  const serverA = {
-    port: { dispose: async ({ directory }: { directory: string }) => (disposed.push(directory), { ok: true, value: undefined }) },
-  } as unknown as HarnessServer;
-  const serverB = {
-    port: { dispose: async ({ directory }: { directory: string }) => (disposed.push(directory), { ok: true, value: undefined }) },
-  } as unknown as HarnessServer;
+  const server = () => {
+    const s = new FakeOpencode(() => []);
+    s.port = stubPort({ dispose: async ({ directory }) => (disposed.push(directory), { ok: true, value: undefined }) });
+    return s;
+  };
+  const serverA = server();
+  const serverB = server();
   const reg = {
     rt: (id: string) => rts.get(id)!,
     list: () => [...states].map(([id, state]) => ({ id, state })),
