@@ -122,8 +122,8 @@ export class Batches {
     writeJsonAtomic(path.join(this.dir, `${r.id}.json`), r);
   }
 
-  /** A worker ended: its batch may start the tasks that come after it, skip some, or run its integration. */
-  onFinal(workerId: string): void {
+  /** A worker came to rest: its batch may start the tasks that come after it, skip some, or run its integration. */
+  onAtRest(workerId: string): void {
     const w = this.opts.get(workerId);
     if (w?.batchId && this.records.has(w.batchId)) this.advance(w.batchId);
   }

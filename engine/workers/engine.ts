@@ -213,7 +213,7 @@ export class Engine {
     if (state === "waiting-approval") setTimeout(() => this.pump(), this.pools.handoverMs + 20).unref();
     if (isAtRest(state)) this.releaser.finished(workerId);
     else this.releaser.moved(workerId);
-    if (isAtRest(state)) this.batches?.onFinal(workerId);
+    if (isAtRest(state)) this.batches?.onAtRest(workerId);
   }
 
   // ---------- public API ----------
