@@ -30,7 +30,7 @@ import { AttemptGroupRef } from "../../shared/attempts";
 import { ledger } from "../../shared/ledger";
 import { firstIssue } from "../../shared/issues";
 import { PolicyRule, type DecidedBy } from "../../shared/permission";
-import { explainPolicy } from "../approvals/inspect";
+import { explainPolicy } from "../approvals";
 import { cancelLlamaBuild, llamaBuildJob, startLlamaBuild } from "../serving/llama-build";
 import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
@@ -164,7 +164,7 @@ export const appRouter = t.router({
     for (const w of workers) counts[w.state] = (counts[w.state] ?? 0) + 1;
     return {
       activeTarget: ctx.engine.targets.active() ?? null,
-      serving: ctx.engine.serving(),
+      opencode: ctx.engine.opencodeServers(),
       slots: ctx.engine.slots(),
       pendingApprovals: ctx.engine.pendingAsks().length,
       /** How workers are contained: kind "none" means unsandboxed (the person opted out, or workers are refused). */
