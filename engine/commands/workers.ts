@@ -72,6 +72,37 @@ export function registerWorkerCommands(program: Command): void {
     });
 
   program
+    .command("batch")
+    .description('a batch: its name, workers and built count; --name renames it ("" takes the name away), shown instead of its id')
+    .argument("<batchId>", "a batch id (b-…)")
+    .option("--name <text>", "the batch's new name (one line, at most 80 characters)")
+    .option("--json", "print JSON")
+    .action(async (batchId: string, o: { name?: string; json?: boolean }) => {
+      try {
+        const c = await client("batch");
+        if (o.name !== undefined) {
+          try {
+            await c.workers.nameBatch.mutate({ batchId, name: o.name });
+          } catch (err) {
+            throw new CliError((err as Error).message);
+          }
+        }
+        let b: BatchSummary;
+        try {
+          b = await c.workers.batch.query({ batchId });
+        } catch (err) {
+          throw new CliError((err as Error).message);
+        }
+        if (o.json) return console.log(JSON.stringify(b, null, 2));
+        console.log(
+          `${b.id}${b.name ? `  "${safe(b.name)}"` : ""}  ${b.workerIds.length} worker${b.workerIds.length === 1 ? "" : "s"} · built ${b.built}/${b.graded}${b.settled ? " · settled" : ""}`,
+        );
+      } catch (err) {
+        fail(err);
+      }
+    });
+
+  program
     .command("show")
     .description(
       "one worker: task, state, verdict card (checks, claim, flagged files), branch, what to do next (a batch id: its tasks, skipped ones and integration verdict)",
