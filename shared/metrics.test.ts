@@ -82,9 +82,10 @@ describe("throughput: live tokens and tok/s over model time", () => {
     expect(throughput(w, 1e9).tokPerSec).toBe(20);
   });
 
-  it("no tok/s before a second on the model or with no output", () => {
+  it("no tok/s with no time on the model or no output", () => {
     const w = { ...drive([[0, { type: "worker.state", state: "running" }]]), usage };
-    expect(throughput(w, 500).tokPerSec).toBeNull();
+    expect(throughput(w, 0).tokPerSec).toBeNull();
+    expect(throughput({ ...w, modelSince: null }, 10_000).tokPerSec).toBeNull();
     expect(throughput({ ...w, usage: { input: 50, output: 0, reasoning: 0, cost: 0 } }, 10_000).tokPerSec).toBeNull();
   });
 });

@@ -17,7 +17,7 @@ export interface Throughput {
   estimated: number;
   /** Seconds on the model so far. */
   modelSec: number;
-  /** Output tokens per second over `modelSec`; null before a second on the model or with no output yet. */
+  /** Output tokens per second over `modelSec`; null with no time on the model or no output yet. */
   tokPerSec: number | null;
 }
 
@@ -41,6 +41,6 @@ export function throughput(w: Pick<Worker, "usage" | "modelMs" | "modelSince">, 
     output,
     estimated,
     modelSec,
-    tokPerSec: modelSec >= 1 && output > 0 ? output / modelSec : null,
+    tokPerSec: modelSec > 0 && output > 0 ? output / modelSec : null,
   };
 }

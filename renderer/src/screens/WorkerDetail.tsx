@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "react";
-import { isActive, isFinal, pendingAsks } from "../../../shared/worker";
+import { isActive, isFinal, pendingAsks, type Worker } from "../../../shared/worker";
 import { showUntrusted } from "../../../shared/untrusted";
 import { discardable, retryable, retryWorker } from "../actions";
 import { api, errorText } from "../api";
@@ -13,6 +13,8 @@ import type { DraftComment } from "../components/Diff";
 import { baselineWarning } from "../../../shared/verdict";
 import { desktop } from "../desktop";
 import { duration, phaseOf, taskTitle, tokens, useNow } from "../format";
+import { throughput } from "../../../shared/metrics";
+import { spendText, workerSpend } from "../../../shared/cost";
 import { go, href } from "../router";
 import { closeTranscript, loadTranscript, pushNotice, useStore } from "../store";
 
@@ -124,13 +126,7 @@ export function WorkerDetail({ id }: { id: string }) {
               {w.baseBranch ? ` from ${w.baseBranch}` : ""}
             </span>
           )}
-          <span>
-            tokens in {w.usage.input.toLocaleString()} · out {w.usage.output.toLocaleString()}
-            {w.startedAt && w.usage.output > 0
-              ? ` · ${((w.usage.output + w.usage.reasoning) / Math.max(1, ((w.endedAt ?? now) - w.startedAt) / 1000)).toFixed(1)} tok/s`
-              : ""}
-            {w.usage.input + w.usage.output > 0 ? ` (${tokens(w.usage.input + w.usage.output + w.usage.reasoning)} total)` : ""}
-          </span>
+          <WorkerTokens w={w} now={now} />
           {w.currentTool && (
             <span>
               running <code>{w.currentTool}</code>
@@ -774,5 +770,31 @@ function RefusedByEngine({ asks }: { asks: import("../../../shared/permission").
         </div>
       ))}
     </section>
+  );
+}
+
+/**
+ * Tokens (reported, plus the text streamed since the last report, estimated), tok/s over the time on the model
+ * (waiting for a person, queued and grading left out: shared/metrics.ts) and what it cost (shared/cost.ts).
+ */
+function WorkerTokens({ w, now }: { w: Worker; now: number }) {
+  const streamed = useStore((s) => s.streamed[w.id] ?? 0);
+  const target = useStore((s) => s.targets.find((t) => t.id === w.targetId));
+  const tp = throughput(w, now, isActive(w.state) ? streamed : 0);
+  const spend = workerSpend(w, target);
+  return (
+    <>
+      <span aria-label={`tokens of ${w.id}`}>
+        tokens in {w.usage.input.toLocaleString()} · out {w.usage.output.toLocaleString()}
+        {tp.estimated ? ` + ~${tp.estimated.toLocaleString()} streaming` : ""}
+        {tp.tokens > 0 ? ` (${tp.estimated ? "~" : ""}${tokens(tp.tokens)} total)` : ""}
+      </span>
+      <span aria-label={`speed of ${w.id}`} title="output tokens per second over the time on the model (time waiting for you, queued or grading left out)">
+        {tp.tokPerSec !== null ? `${tp.tokPerSec.toFixed(1)} tok/s` : "— tok/s"} over {duration(tp.modelSec * 1000)} on the model
+      </span>
+      <span aria-label={`cost of ${w.id}`} title="money on API targets (the provider's report, else the target's price), tokens on your own model">
+        cost {spendText(spend, tokens)}
+      </span>
+    </>
   );
 }
