@@ -217,7 +217,7 @@ test("tokens move while a worker streams; tok/s counts only the time on the mode
 test("theme: dark, light or the system's, kept across a reload", async () => {
   await page.goto(`${engine.origin}/#/`);
   const theme = page.getByRole("combobox", { name: "Theme" });
-  const bg = () => page.evaluate(() => getComputedStyle(document.documentElement).getPropertyValue("--bg").trim());
+  const bg = () => page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--bg').trim()") as Promise<string>;
   await page.emulateMedia({ colorScheme: "light" });
   await theme.selectOption("dark");
   await expect(page.locator("html")).toHaveAttribute("data-theme", "dark");
@@ -235,5 +235,5 @@ test("theme: dark, light or the system's, kept across a reload", async () => {
   await expect(page.locator("html")).toHaveAttribute("data-theme", "dark");
   await page.emulateMedia({ colorScheme: "light" });
   await expect(page.locator("html")).toHaveAttribute("data-theme", "light");
-  expect(await page.evaluate(() => localStorage.getItem("ocw.theme"))).toBeNull();
+  expect(await page.evaluate("localStorage.getItem('ocw.theme')")).toBeNull();
 });
