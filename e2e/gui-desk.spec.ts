@@ -127,7 +127,7 @@ test("a named batch: its name instead of its id, renamed in the GUI and with ocw
 
   // Renamed in the GUI: every client hears it (a batch event), the header follows.
   await page.goto(`${engine.origin}/#/`);
-  await batch.getByRole("button", { name: `Rename batch ${ids.batch}` }).click();
+  await batch.getByRole("button", { name: `Rename ${ids.batch}` }).click();
   const name = batch.getByRole("textbox", { name: "Batch name" });
   await expect(name).toBeFocused();
   await name.fill("Renamed in the GUI");

@@ -414,7 +414,7 @@ function BatchGroup({
         )}
         {name && <span className="mono small muted">{batchId}</span>}
         {batchId && !renaming && (
-          <button type="button" className="btn ghost small" aria-label={`Rename batch ${batchId}`} onClick={() => setRenaming(true)}>
+          <button type="button" className="btn ghost small" aria-label={`Rename ${batchId}`} onClick={() => setRenaming(true)}>
             {name ? "Rename" : "Name…"}
           </button>
         )}
