@@ -52,13 +52,15 @@ export function registerWorkerCommands(program: Command): void {
         });
         if (o.json) return console.log(JSON.stringify(ws, null, 2));
         if (!ws.length) return console.log("no workers" + (o.state || o.repo || o.batch ? " match" : " yet: start one with `ocw run`"));
+        // Batch names are read instead of ids (an engine from before names has none).
+        const names: Record<string, string> = ws.some((w) => w.batchId) ? await c.workers.batchNames.query().catch(() => ({})) : {};
         for (const w of ws) {
           const v = w.verdict ? verdictLine(w.verdict) : stateWord(w.state);
           const extra = [
             w.merged ? `merged into ${w.merged.into}` : null,
             w.reverted ? "reverted" : null,
             w.discarded ? "discarded" : null,
-            w.batchId ? `batch ${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null,
+            w.batchId ? `batch ${names[w.batchId] ? `"${safe(names[w.batchId]!)}" ` : ""}${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null,
           ]
             .filter(Boolean)
             .join(", ");

@@ -138,6 +138,8 @@ describe("ocw run", () => {
     const shown = await ocw(["batch", batchId!, "--name", "Renamed", "--json"]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(JSON.parse(shown.stdout)).toMatchObject({ id: batchId, name: "Renamed" });
+    const listed = await ocw(["list", "--batch", batchId!]);
+    expect(listed.stdout).toContain(`batch "Renamed" ${batchId}`);
   });
 
   it("a check that hangs → killed at its timeout, a one-line error, exit 2", async () => {
