@@ -14,9 +14,9 @@ import { baselineWarning } from "../../../shared/verdict";
 import { desktop } from "../desktop";
 import { duration, phaseOf, taskTitle, tokens, useNow } from "../format";
 import { throughput } from "../../../shared/metrics";
-import { spendText, workerSpend } from "../../../shared/cost";
+import { spendText, workerSpend, type Price } from "../../../shared/cost";
 import { go, href } from "../router";
-import { closeTranscript, loadTranscript, pushNotice, useStore } from "../store";
+import { closeTranscript, loadTranscript, pushNotice, refreshTargets, useStore } from "../store";
 
 const EMPTY: never[] = [];
 const NO_SEQS: Record<string, number> = {};
@@ -795,6 +795,54 @@ function WorkerTokens({ w, now }: { w: Worker; now: number }) {
       <span aria-label={`cost of ${w.id}`} title="money on API targets (the provider's report, else the target's price), tokens on your own model">
         cost {spendText(spend, tokens)}
       </span>
+      {target?.serving.engine === "api" && <TargetPrice targetId={target.id} price={target.price ?? null} />}
     </>
+  );
+}
+
+/** An API target's price per million tokens, set or changed in place (targets.setPrice); every cost follows it. */
+function TargetPrice({ targetId, price }: { targetId: string; price: Price | null }) {
+  const [open, setOpen] = useState(false);
+  const [input, setInput] = useState(price ? String(price.inputPerMTok) : "");
+  const [output, setOutput] = useState(price ? String(price.outputPerMTok) : "");
+  const [busy, setBusy] = useState(false);
+  if (!open)
+    return (
+      <span>
+        {price ? `$${price.inputPerMTok} in / $${price.outputPerMTok} out per M tokens ` : "no price for this API target "}
+        <button type="button" className="btn ghost small" aria-label={`Set the price of ${targetId}`} onClick={() => setOpen(true)}>
+          {price ? "Change…" : "Set price…"}
+        </button>
+      </span>
+    );
+  const num = (v: string) => (v.trim() === "" ? Number.NaN : Number(v));
+  const valid = Number.isFinite(num(input)) && num(input) >= 0 && Number.isFinite(num(output)) && num(output) >= 0;
+  return (
+    <form
+      className="price-form"
+      aria-label={`price of ${targetId}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+        setBusy(true);
+        void api.targets.setPrice
+          .mutate({ id: targetId, price: { inputPerMTok: num(input), outputPerMTok: num(output) } })
+          .then(
+            () => refreshTargets().then(() => setOpen(false)),
+            (err) => pushNotice("error", `price of ${targetId}: ${errorText(err)}`),
+          )
+          .finally(() => setBusy(false));
+      }}
+    >
+      $
+      <input aria-label="dollars per million input tokens" inputMode="decimal" value={input} onChange={(e) => setInput(e.target.value)} size={6} /> in · $
+      <input aria-label="dollars per million output tokens" inputMode="decimal" value={output} onChange={(e) => setOutput(e.target.value)} size={6} /> out per M
+      tokens{" "}
+      <button type="submit" className="btn primary small" disabled={busy || !valid}>
+        Save
+      </button>
+      <button type="button" className="btn small" onClick={() => setOpen(false)}>
+        Cancel
+      </button>
+    </form>
   );
 }
