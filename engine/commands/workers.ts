@@ -96,9 +96,7 @@ export function registerWorkerCommands(program: Command): void {
           throw new CliError((err as Error).message);
         }
         if (o.json) return console.log(JSON.stringify(b, null, 2));
-        console.log(
-          `${b.id}${b.name ? `  "${safe(b.name)}"` : ""}  ${b.workerIds.length} worker${b.workerIds.length === 1 ? "" : "s"} · built ${b.built}/${b.graded}${b.settled ? " · settled" : ""}`,
-        );
+        console.log(batchText(b));
       } catch (err) {
         fail(err);
       }
@@ -285,7 +283,7 @@ export function registerWorkerCommands(program: Command): void {
 }
 
 export function batchText(b: BatchSummary): string {
-  const lines = [`batch ${b.id}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " · done" : ""}`];
+  const lines = [`batch ${b.id}${b.name ? ` "${safe(b.name)}"` : ""}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " · done" : ""}`];
   if (b.tasks.length)
     for (const t of b.tasks)
       lines.push(
