@@ -59,7 +59,8 @@ export function Dashboard() {
   const [showArchived, setShowArchived] = useState(false);
   const batchNames = useStore((s) => s.batchNames);
   // Transcript text is searched by the engine (workers.search); task text, ids and batch names here.
-  const hits = useTranscriptSearch(filter.search, connection === "live");
+  const searched = useTranscriptSearch(filter.search, connection === "live");
+  const hits = searched?.map ?? null;
   const hitIds = useMemo(() => (hits ? new Set(hits.keys()) : null), [hits]);
   const groups = useMemo(
     () => dashboardGroups(list, filter, archived, showArchived, { hits: hitIds, names: batchNames }),
@@ -183,6 +184,12 @@ export function Dashboard() {
         />
       )}
 
+      {searched?.truncated && filter.search.trim() && (
+        <p className="muted small" role="status">
+          The transcript search stopped early (at most 50 matches, 8 MiB of each log and 96 MiB in all, newest workers first).
+        </p>
+      )}
+
       {list.length > 0 && groups.length === 0 && (
         <p className="muted pad" role="status">
           {showArchived ? "No archived batch matches." : "No worker matches these filters."}{" "}
@@ -211,15 +218,15 @@ export function Dashboard() {
  * The engine's transcript search for what is typed in the search box (2 characters or more), 300 ms after the last
  * key; null while there is nothing to search or no answer yet. An answer for an older text is dropped.
  */
-function useTranscriptSearch(text: string, live: boolean): Map<string, SearchHit> | null {
-  const [hits, setHits] = useState<{ q: string; map: Map<string, SearchHit> } | null>(null);
+function useTranscriptSearch(text: string, live: boolean): { map: Map<string, SearchHit>; truncated: boolean } | null {
+  const [hits, setHits] = useState<{ q: string; map: Map<string, SearchHit>; truncated: boolean } | null>(null);
   const q = text.trim();
   useEffect(() => {
     if (q.length < 2 || !live) return;
     let current = true;
     const t = setTimeout(() => {
       void api.workers.search.query({ query: q }).then(
-        (r) => current && setHits({ q, map: new Map(r.hits.map((h) => [h.workerId, h])) }),
+        (r) => current && setHits({ q, map: new Map(r.hits.map((h) => [h.workerId, h])), truncated: r.truncated }),
         (err) => current && pushNotice("warn", `search in transcripts: ${errorText(err)}`),
       );
     }, 300);
@@ -228,7 +235,7 @@ function useTranscriptSearch(text: string, live: boolean): Map<string, SearchHit
       clearTimeout(t);
     };
   }, [q, live]);
-  return hits && hits.q === q ? hits.map : null;
+  return hits && hits.q === q ? hits : null;
 }
 
 /** What the workers cost per repository: money on API targets, tokens on a model of one's own (shared/cost.ts). */
