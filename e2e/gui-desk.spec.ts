@@ -7,6 +7,7 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
+import { dollars } from "../shared/cost";
 import { throughput } from "../shared/metrics";
 import { bash, startScriptedModel, type ScriptedModel } from "../test/fixtures/scripted-model";
 import { BUNDLE, cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
@@ -120,7 +121,7 @@ test("a named batch: its name instead of its id, renamed in the GUI and with ocw
   // The worker page: its cost in money, and tokens over its time on the model.
   await page.goto(`${engine.origin}/#/workers/${ids.flux}`);
   const usd = (flux.usage.input * 3 + (flux.usage.output + flux.usage.reasoning) * 15) / 1e6;
-  await expect(page.getByLabel(`cost of ${ids.flux}`)).toContainText(usd < 0.01 ? `$${usd.toPrecision(2)}` : `$${usd.toFixed(2)}`);
+  await expect(page.getByLabel(`cost of ${ids.flux}`)).toContainText(dollars(usd));
   // The price is changed in place: every cost follows (double the price, double the cost).
   await page.getByRole("button", { name: "Set the price of paid" }).click();
   const price = page.getByRole("form", { name: "price of paid" });
@@ -128,7 +129,7 @@ test("a named batch: its name instead of its id, renamed in the GUI and with ocw
   await price.getByLabel("dollars per million output tokens").fill("30");
   await price.getByRole("button", { name: "Save" }).click();
   const usd2 = usd * 2;
-  await expect(page.getByLabel(`cost of ${ids.flux}`)).toContainText(usd2 < 0.01 ? `$${usd2.toPrecision(2)}` : `$${usd2.toFixed(2)}`);
+  await expect(page.getByLabel(`cost of ${ids.flux}`)).toContainText(dollars(usd2));
   expect((await engine.client.targets.list.query()).targets.find((t) => t.id === "paid")!.price).toEqual({ inputPerMTok: 6, outputPerMTok: 30 });
   await page.goto(`${engine.origin}/#/workers/${ids.local}`);
   await expect(page.getByLabel(`cost of ${ids.local}`)).toHaveText(/^cost \d+(\.\d)?k? tok$/);

@@ -59,6 +59,13 @@ describe("prices from a provider's model list", () => {
     expect(priceFromListing(null)).toBeNull();
   });
   it("dollars read short", () => {
-    expect([dollars(0), dollars(0.0042), dollars(0.42), dollars(12.3), dollars(1234.4)]).toEqual(["$0", "$0.0042", "$0.42", "$12.30", "$1,234"]);
+    expect([dollars(0), dollars(0.0042), dollars(0.00998), dollars(0.42), dollars(12.3), dollars(1234.4)]).toEqual([
+      "$0",
+      "$0.0042",
+      "$0.01",
+      "$0.42",
+      "$12.30",
+      "$1,234",
+    ]);
   });
 });

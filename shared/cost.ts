@@ -93,7 +93,8 @@ export function spendBy(workers: Pick<Worker, "usage" | "targetId">[], targets: 
 /** Dollars in a few characters: $0.0042, $0.42, $12.30, $1,234. */
 export function dollars(usd: number): string {
   if (usd === 0) return "$0";
-  if (usd < 0.01) return `$${usd.toPrecision(2)}`;
+  // Under a cent: two significant digits (unless they round up to a cent: 0.00998 reads $0.01, not $0.010).
+  if (Number(usd.toPrecision(2)) < 0.01) return `$${usd.toPrecision(2)}`;
   if (usd < 1000) return `$${usd.toFixed(2)}`;
   return `$${Math.round(usd).toLocaleString("en-US")}`;
 }
