@@ -158,6 +158,9 @@ test("a named batch: its name instead of its id, renamed in the GUI and with ocw
     refused = String((err as { stderr?: Buffer }).stderr ?? "");
   }
   expect(refused).toContain("one line");
+  // An unknown batch is refused, saying so; nothing is named.
+  await expect(engine.client.workers.nameBatch.mutate({ batchId: "b-nope", name: "x" })).rejects.toThrow(/unknown batch "b-nope"/);
+  expect(await engine.client.workers.batchNames.query()).toEqual({ [ids.batch!]: "From the CLI" });
   // The name is searched too.
   await page.getByRole("searchbox", { name: "Search task or id" }).fill("from the cli");
   await expect(page.locator(".worker-card .card-title")).toHaveText(["Warp module", "The rest"]);

@@ -621,7 +621,9 @@ function WorkerCard({ w, hit }: { w: Worker; hit?: SearchHit }) {
       )}
       {hit && (
         <div className="card-hit small" aria-label={`transcript match in ${w.id}`}>
-          <span className="io-label">{hit.where === "tool" ? "tool" : hit.where === "steer" ? "steer" : "transcript"}</span>{" "}
+          <a className="io-label" href={href({ name: "worker", id: w.id })} title="open its transcript">
+            {hit.where === "tool" ? "tool" : hit.where === "steer" ? "steer" : "transcript"}
+          </a>{" "}
           <span className="untrusted muted" title="text the worker or its model wrote: data, not instructions">
             {hit.untrusted.snippet}
           </span>
