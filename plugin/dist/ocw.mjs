@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path67 = __require("node:path");
+    var path66 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path67.resolve(baseDir, baseName);
+          const localBin = path66.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path67.extname(baseName))) return void 0;
+          if (sourceExt.includes(path66.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path67.resolve(
-            path67.dirname(resolvedScriptPath),
+          executableDir = path66.resolve(
+            path66.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path67.basename(
+            const legacyName = path66.basename(
               this._scriptPath,
-              path67.extname(this._scriptPath)
+              path66.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path67.extname(executableFile));
+        launchWithNode = sourceExt.includes(path66.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path67.basename(filename, path67.extname(filename));
+        this._name = path66.basename(filename, path66.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path68) {
-        if (path68 === void 0) return this._executableDir;
-        this._executableDir = path68;
+      executableDir(path67) {
+        if (path67 === void 0) return this._executableDir;
+        this._executableDir = path67;
         return this;
       }
       /**
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path67) {
-  if (!path67)
+function getElementAtPath(obj2, path66) {
+  if (!path66)
     return obj2;
-  return path67.reduce((acc, key) => acc?.[key], obj2);
+  return path66.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path67, issues) {
+function prefixIssues(path66, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path67);
+    iss.path.unshift(path66);
     return iss;
   });
 }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path67 = []) => {
+  const processError = (error47, path66 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path67, ...issue2.path];
+        const fullpath = [...path66, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path67 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path67) {
+  const path66 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path66) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -17121,8 +17121,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path67, { windows: windows2 } = {}) => {
-      const segs = path67.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path66, { windows: windows2 } = {}) => {
+      const segs = path66.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -18387,34 +18387,6 @@ var require_picomatch2 = __commonJS({
   }
 });
 
-// shared/cost.ts
-function priceFromListing(m) {
-  const o2 = m ?? {};
-  const p = o2.pricing;
-  if (!p || typeof p !== "object") return null;
-  const num4 = (v) => typeof v === "number" ? v : typeof v === "string" && v.trim() !== "" ? Number(v) : Number.NaN;
-  const perToken = [num4(p.prompt), num4(p.completion)];
-  if (perToken.every((x) => Number.isFinite(x) && x >= 0)) return clean(perToken[0] * 1e6, perToken[1] * 1e6);
-  const perM = [num4(p.input), num4(p.output)];
-  if (perM.every((x) => Number.isFinite(x) && x >= 0)) return clean(perM[0], perM[1]);
-  return null;
-}
-function clean(i2, o2) {
-  const r = (x) => Math.round(x * 1e6) / 1e6;
-  const parsed = Price.safeParse({ inputPerMTok: r(i2), outputPerMTok: r(o2) });
-  return parsed.success ? parsed.data : null;
-}
-var Price;
-var init_cost = __esm({
-  "shared/cost.ts"() {
-    init_zod();
-    Price = external_exports.object({
-      inputPerMTok: external_exports.number().nonnegative().max(1e4),
-      outputPerMTok: external_exports.number().nonnegative().max(1e4)
-    }).strict();
-  }
-});
-
 // shared/target.ts
 function targetSlug(target) {
   const raw2 = [target.model, target.quant].filter(Boolean).join("-");
@@ -18424,7 +18396,6 @@ var EnvVarName, ServingEngine, ServingEndpoint, TargetCheck, Target;
 var init_target = __esm({
   "shared/target.ts"() {
     init_zod();
-    init_cost();
     EnvVarName = external_exports.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name (letters, digits, _), not the key itself");
     ServingEngine = external_exports.enum(["llama.cpp", "vllm", "sglang", "ollama", "capture", "api", "scripted"]);
     ServingEndpoint = external_exports.object({
@@ -18469,9 +18440,7 @@ var init_target = __esm({
       }),
       outcome: external_exports.enum(["built", "underpowered", "cannot-build"]).optional(),
       verifiedAt: external_exports.string().nullable().optional(),
-      checks: external_exports.array(TargetCheck).default([]),
-      /** API targets: dollars per million tokens (from the provider's model list or set by the person); costs use it. */
-      price: Price.nullable().optional()
+      checks: external_exports.array(TargetCheck).default([])
     });
   }
 });
@@ -18502,7 +18471,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path67, options) {
+    function checkPathExt(path66, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18513,25 +18482,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path67.substr(-p.length).toLowerCase() === p) {
+        if (p && path66.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path67, options) {
+    function checkStat(stat, path66, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path67, options);
+      return checkPathExt(path66, options);
     }
-    function isexe(path67, options, cb) {
-      fs.stat(path67, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path67, options));
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path66, options));
       });
     }
-    function sync(path67, options) {
-      return checkStat(fs.statSync(path67), path67, options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), path66, options);
     }
   }
 });
@@ -18542,13 +18511,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path67, options, cb) {
-      fs.stat(path67, function(er, stat) {
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path67, options) {
-      return checkStat(fs.statSync(path67), options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18581,7 +18550,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path67, options, cb) {
+    function isexe(path66, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18591,7 +18560,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path67, options || {}, function(er, is) {
+          isexe(path66, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18600,7 +18569,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path67, options || {}, function(er, is) {
+      core(path66, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18610,9 +18579,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path67, options) {
+    function sync(path66, options) {
       try {
-        return core.sync(path67, options || {});
+        return core.sync(path66, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18628,7 +18597,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18666,7 +18635,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path67.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18693,7 +18662,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path67.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18741,7 +18710,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18759,7 +18728,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path67.delimiter : void 0
+          pathExt: withoutPathExt ? path66.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18768,7 +18737,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path67.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18822,8 +18791,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path67, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path67.split("/").pop();
+      const [path66, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path66.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18858,7 +18827,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18883,7 +18852,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path67.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -20176,7 +20145,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -20198,7 +20167,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path67.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path66.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -20207,7 +20176,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path67.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20308,7 +20277,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20342,9 +20311,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path67.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path67.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path66.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -24478,13 +24447,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path67, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path67 === "string" ? path67 : path67.toString();
+      for (const { path: path66, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path66 === "string" ? path66 : path66.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path67, serializedResult);
+          appendFileSync(path66, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync7(path67, serializedResult);
+          writeFileSync7(path66, serializedResult);
         }
       }
     };
@@ -27549,7 +27518,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var spawn9 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28305,7 +28274,7 @@ var require_util = __commonJS({
     function getFilesInPath(source) {
       const lstatSync4 = fs.lstatSync;
       const readdirSync12 = fs.readdirSync;
-      const join = path67.join;
+      const join = path66.join;
       function isDirectory(source2) {
         return lstatSync4(source2).isDirectory();
       }
@@ -37058,7 +37027,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync5 = __require("child_process").execFileSync;
@@ -37438,13 +37407,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path67.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path66.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path67.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path66.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path67.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path66.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -40719,7 +40688,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41347,7 +41316,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path67.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path66.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42618,7 +42587,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path67, callback) {
+    function fetchJson(path66, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42634,7 +42603,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path67} HTTP/1.0\r
+          socket.write(`GET ${path66} HTTP/1.0\r
 \r
 `);
         });
@@ -45404,7 +45373,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path67 = __require("path");
+    var path66 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45537,7 +45506,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path67.basename(element);
+              const filename = path66.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -46068,7 +46037,7 @@ var require_lib = __commonJS({
 // engine/hardware/detect.ts
 import { readdir as readdir4, readFile } from "node:fs/promises";
 import os4 from "node:os";
-import path35 from "node:path";
+import path34 from "node:path";
 async function cpuRamDefault() {
   try {
     const si = await Promise.resolve().then(() => __toESM(require_lib()));
@@ -46089,14 +46058,14 @@ async function cpuRamDefault() {
   }
 }
 async function readSysfs(root2) {
-  const base2 = path35.join(root2, "class/drm");
+  const base2 = path34.join(root2, "class/drm");
   let names;
   try {
     names = (await readdir4(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
-  const rd = (card, f) => readFile(path35.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
+  const rd = (card, f) => readFile(path34.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
   return Promise.all(
     names.map(async (card) => ({
       card,
@@ -46242,7 +46211,7 @@ async function listLlamaDevices(bin) {
     reject: false,
     timeout: 15e3,
     stdin: "ignore",
-    env: { ...process.env, LD_LIBRARY_PATH: [path35.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+    env: { ...process.env, LD_LIBRARY_PATH: [path34.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
   }).catch(() => null);
   if (!r || r.exitCode !== 0 && !r.stdout) return null;
   return parseListDevices(`${r.stdout}
@@ -46385,7 +46354,6 @@ var Url, TargetId, Common, SetupCaptureInput, SetupProviderInput, SetupOutcome, 
 var init_setup2 = __esm({
   "shared/setup.ts"() {
     init_zod();
-    init_cost();
     init_fit();
     init_target();
     Url = external_exports.string().trim().min(1, "a server URL is required, like http://127.0.0.1:8080/v1").url("a server URL like http://127.0.0.1:8080/v1 (http or https)");
@@ -46416,9 +46384,7 @@ var init_setup2 = __esm({
       slots: Common.slots,
       id: Common.id,
       acceptUnderpowered: Common.acceptUnderpowered,
-      unverified: Common.unverified,
-      /** Dollars per million tokens (the provider's listed price for the model): kept on the target for costs. */
-      price: Price.optional()
+      unverified: Common.unverified
     });
     SetupOutcome = external_exports.object({
       /** "unverified": saved by the person's choice without checks. */
@@ -46950,9 +46916,9 @@ var init_errors4 = __esm({
 
 // engine/models/download.ts
 import { createHash as createHash4 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync13, mkdirSync as mkdirSync12, renameSync as renameSync3, statfsSync, statSync as statSync7, unlinkSync } from "node:fs";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync12, mkdirSync as mkdirSync12, renameSync as renameSync3, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
-import path38 from "node:path";
+import path37 from "node:path";
 async function sha256File(file2) {
   const h3 = createHash4("sha256");
   for await (const chunk of createReadStream2(file2)) h3.update(chunk);
@@ -46960,24 +46926,24 @@ async function sha256File(file2) {
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync12(path38.dirname(o2.dest), { recursive: true });
-  if (existsSync13(o2.dest) && o2.expectedSize && statSync7(o2.dest).size === o2.expectedSize) {
+  mkdirSync12(path37.dirname(o2.dest), { recursive: true });
+  if (existsSync12(o2.dest) && o2.expectedSize && statSync6(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
       return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
   const part = `${o2.dest}.part`;
-  let start = existsSync13(part) ? statSync7(part).size : 0;
+  let start = existsSync12(part) ? statSync6(part).size : 0;
   if (o2.expectedSize && start > o2.expectedSize) {
     unlinkSync(part);
     start = 0;
   }
   if (o2.expectedSize) {
-    const fs = statfsSync(path38.dirname(o2.dest));
+    const fs = statfsSync(path37.dirname(o2.dest));
     const free = Number(fs.bavail) * Number(fs.bsize);
     const need = o2.expectedSize - start;
     if (need > free) {
       throw new DownloadError(
-        `${path38.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path38.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
+        `${path37.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path37.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
       );
     }
   }
@@ -47024,7 +46990,7 @@ async function downloadFile(o2) {
   out.end();
   await once10(out, "finish");
   o2.onProgress?.({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
-  const size = statSync7(part).size;
+  const size = statSync6(part).size;
   if (total2 !== null && size !== total2) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total2}; run again to resume`);
   let verified = total2 !== null ? "size" : "none";
   if (o2.sha256) {
@@ -47032,7 +46998,7 @@ async function downloadFile(o2) {
     if (got !== o2.sha256.toLowerCase()) {
       unlinkSync(part);
       throw new DownloadError(
-        `checksum mismatch for ${path38.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
+        `checksum mismatch for ${path37.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
       );
     }
     verified = "sha256";
@@ -47116,12 +47082,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path67) {
+function fileSource(path66) {
   let fh;
   return {
-    describe: path67,
+    describe: path66,
     async read(offset, length) {
-      fh ??= await open(path67, "r");
+      fh ??= await open(path66, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -47366,8 +47332,8 @@ var init_gguf = __esm({
 });
 
 // engine/models/source.ts
-import { existsSync as existsSync14, readFileSync as readFileSync14, statSync as statSync8 } from "node:fs";
-import path39 from "node:path";
+import { existsSync as existsSync13, readFileSync as readFileSync14, statSync as statSync7 } from "node:fs";
+import path38 from "node:path";
 function quantFromName(name) {
   const m = /[-_.](I?Q\d_[A-Z0-9_]+?|I?Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(name);
   return m ? m[1].toUpperCase() : null;
@@ -47392,7 +47358,7 @@ function tensorsFromJson(raw2) {
   });
 }
 function loadMetadataFile(file2) {
-  if (!existsSync14(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
+  if (!existsSync13(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
     j = JSON.parse(readFileSync14(file2, "utf8"));
@@ -47431,9 +47397,9 @@ async function loadGguf(ref, headers = {}) {
     if (isMmproj(f2)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
-  if (!existsSync14(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
-  const names = shardNames(path39.basename(ref)).map((n2) => path39.join(path39.dirname(ref), n2));
-  for (const n2 of names) if (!existsSync14(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
+  if (!existsSync13(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
+  const names = shardNames(path38.basename(ref)).map((n2) => path38.join(path38.dirname(ref), n2));
+  for (const n2 of names) if (!existsSync13(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
     try {
@@ -47444,7 +47410,7 @@ async function loadGguf(ref, headers = {}) {
   }
   const f = mergeShards(files);
   if (isMmproj(f)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
-  const fileBytes = names.reduce((a2, n2) => a2 + statSync8(n2).size, 0);
+  const fileBytes = names.reduce((a2, n2) => a2 + statSync7(n2).size, 0);
   return { source: ref, metadata: f.metadata, tensors: f.tensors, fileBytes, quant: quantOf(f.metadata, ref), shards: names.length };
 }
 var ModelSourceError, hfBase, FTYPE;
@@ -49079,7 +49045,7 @@ var init_plan = __esm({
 });
 
 // engine/models/resolve.ts
-import path40 from "node:path";
+import path39 from "node:path";
 function quantBits(quant) {
   const q2 = quant.toUpperCase();
   if (/BF16|F16/.test(q2)) return 16;
@@ -49136,7 +49102,7 @@ async function planRepo(ref, want, env2 = process.env) {
   };
 }
 function localPathFor(stateDir2, repo, file2) {
-  return path40.join(stateDir2, "models", repo.replace("/", "__"), file2);
+  return path39.join(stateDir2, "models", repo.replace("/", "__"), file2);
 }
 var init_resolve = __esm({
   "engine/models/resolve.ts"() {
@@ -49147,8 +49113,8 @@ var init_resolve = __esm({
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync15, mkdirSync as mkdirSync13, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync9 } from "node:fs";
-import path41 from "node:path";
+import { existsSync as existsSync14, mkdirSync as mkdirSync13, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
+import path40 from "node:path";
 async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
   const tag = config2(env2).OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
   const pins = tag === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
@@ -49170,13 +49136,13 @@ async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
 }
 function findNvcc(env2 = process.env) {
   const given = config2(env2).OCW_NVCC;
-  if (given !== void 0) return given && existsSync15(given) ? given : null;
+  if (given !== void 0) return given && existsSync14(given) ? given : null;
   const cands = [
-    ...(env2.PATH ?? "").split(path41.delimiter).filter(Boolean).map((d) => path41.join(d, "nvcc")),
-    ...env2.CUDA_HOME ? [path41.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
+    ...(env2.PATH ?? "").split(path40.delimiter).filter(Boolean).map((d) => path40.join(d, "nvcc")),
+    ...env2.CUDA_HOME ? [path40.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
     "/usr/local/cuda/bin/nvcc"
   ];
-  return cands.find((c3) => existsSync15(c3)) ?? null;
+  return cands.find((c3) => existsSync14(c3)) ?? null;
 }
 function variantsFor(platform2, arch, gpus, o2 = {}) {
   const v = [];
@@ -49233,14 +49199,14 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new Error(`cannot unpack ${path41.basename(archive)} (${errors.join("; ")})`);
+  throw new Error(`cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`);
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
   for (const e of readdirSync8(dir)) {
-    const p = path41.join(dir, e);
+    const p = path40.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
-    if (statSync9(p).isDirectory()) {
+    if (statSync8(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
       if (f) return f;
     }
@@ -49249,10 +49215,10 @@ function findBinary(dir, name, depth = 0) {
 }
 function buildScript(env2 = process.env) {
   const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
-  if (given) return existsSync15(given) ? given : null;
+  if (given) return existsSync14(given) ? given : null;
   try {
-    const f = path41.join(projectRoot(), "scripts", "build-llama-server.sh");
-    return existsSync15(f) ? f : null;
+    const f = path40.join(projectRoot(), "scripts", "build-llama-server.sh");
+    return existsSync14(f) ? f : null;
   } catch {
     return null;
   }
@@ -49266,7 +49232,7 @@ async function buildCuda(env2, onLine) {
   });
   const r = await p;
   const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
-  if (r.exitCode !== 0 || !bin || !existsSync15(bin))
+  if (r.exitCode !== 0 || !bin || !existsSync14(bin))
     throw new Error(
       `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`
     );
@@ -49295,15 +49261,15 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path41.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync15(dir) ? findBinary(dir, "llama-server") : null;
+    const dir = path40.join(o2.root, `${rel.tag}-${variant}`);
+    let bin = existsSync14(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "installed";
     if (!bin) {
       if (!asset.sha256) {
         problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
         continue;
       }
-      const archive = path41.join(o2.root, "downloads", asset.name);
+      const archive = path40.join(o2.root, "downloads", asset.name);
       try {
         await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       } catch (e) {
@@ -49326,7 +49292,7 @@ async function installPrebuilt(o2) {
       reject: false,
       timeout: 2e4,
       stdin: "ignore",
-      env: { ...process.env, LD_LIBRARY_PATH: [path41.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+      env: { ...process.env, LD_LIBRARY_PATH: [path40.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
     });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
@@ -49484,43 +49450,43 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync3, existsSync as existsSync16, mkdirSync as mkdirSync14, openSync as openSync3, readdirSync as readdirSync9, readFileSync as readFileSync15 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync15, mkdirSync as mkdirSync14, openSync as openSync2, readdirSync as readdirSync9, readFileSync as readFileSync15 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
-import path42 from "node:path";
+import path41 from "node:path";
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
-    if (!existsSync16(explicit))
+    if (!existsSync15(explicit))
       throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path42.resolve(explicit);
+    return path41.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path42.delimiter))
-    if (dir) cands.push(path42.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = config2(env2).OCW_LLAMA_CACHE ?? path42.join(os5.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path41.delimiter))
+    if (dir) cands.push(path41.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = config2(env2).OCW_LLAMA_CACHE ?? path41.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync9(cache).sort().reverse()) cands.push(path42.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync9(cache).sort().reverse()) cands.push(path41.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed2 = path42.join(stateDir(env2), "llama");
+  const installed2 = path41.join(stateDir(env2), "llama");
   try {
     for (const d of readdirSync9(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path42.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+      const f = findFile(path41.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
   }
-  return cands.find((c3) => existsSync16(c3)) ?? null;
+  return cands.find((c3) => existsSync15(c3)) ?? null;
 }
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
   for (const e of readdirSync9(dir, { withFileTypes: true })) {
-    if (e.isFile() && e.name === name) return path42.join(dir, e.name);
+    if (e.isFile() && e.name === name) return path41.join(dir, e.name);
   }
   for (const e of readdirSync9(dir, { withFileTypes: true })) {
     if (e.isDirectory()) {
-      const f = findFile(path42.join(dir, e.name), name, depth + 1);
+      const f = findFile(path41.join(dir, e.name), name, depth + 1);
       if (f) return f;
     }
   }
@@ -49583,7 +49549,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync16(logFile) ? readFileSync15(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync15(logFile) ? readFileSync15(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -49596,14 +49562,14 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync14(path42.dirname(o2.logFile), { recursive: true, mode: 448 });
-  const fd = openSync3(o2.logFile, "a", 384);
+  mkdirSync14(path41.dirname(o2.logFile), { recursive: true, mode: 448 });
+  const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
-  env2.LD_LIBRARY_PATH = [path42.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path42.delimiter);
+  env2.LD_LIBRARY_PATH = [path41.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path41.delimiter);
   const child = spawn3(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
-  closeSync3(fd);
+  closeSync2(fd);
   if (o2.detached) child.unref();
   const readyMs = await Promise.race([waitHealthy(`http://${o2.host ?? "127.0.0.1"}:${o2.port}`, child, o2.logFile, o2.readyTimeoutMs ?? 12e4), spawnErr]).catch(
     (e) => {
@@ -49725,12 +49691,12 @@ var init_runtimes = __esm({
 
 // engine/serving/runtime-adapters.ts
 import { spawnSync as spawnSync2 } from "node:child_process";
-import { existsSync as existsSync17 } from "node:fs";
-import path43 from "node:path";
+import { existsSync as existsSync16 } from "node:fs";
+import path42 from "node:path";
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path43.delimiter)) {
-    const p = dir && path43.join(dir, name);
-    if (p && existsSync17(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path42.delimiter)) {
+    const p = dir && path42.join(dir, name);
+    if (p && existsSync16(p)) return p;
   }
   return null;
 }
@@ -50250,8 +50216,8 @@ var init_k8s = __esm({
 });
 
 // engine/serving/parallel.ts
-import { existsSync as existsSync18, readdirSync as readdirSync10, readFileSync as readFileSync16, statSync as statSync10 } from "node:fs";
-import path44 from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync10, readFileSync as readFileSync16, statSync as statSync9 } from "node:fs";
+import path43 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
   const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
@@ -50327,27 +50293,27 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
     return exact.length ? exact : all;
   }
-  if (existsSync18(name)) {
-    if (!statSync10(name).isDirectory())
+  if (existsSync17(name)) {
+    if (!statSync9(name).isDirectory())
       throw new ParallelInputError(
         `${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`
       );
     const st = readdirSync10(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync10(path44.join(name, f)).size, 0);
-    const cfgFile = path44.join(name, "config.json");
-    const cfg2 = existsSync18(cfgFile) ? JSON.parse(readFileSync16(cfgFile, "utf8")) : {};
+    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path43.join(name, f)).size, 0);
+    const cfgFile = path43.join(name, "config.json");
+    const cfg2 = existsSync17(cfgFile) ? JSON.parse(readFileSync16(cfgFile, "utf8")) : {};
     return [
       {
         model: name,
-        source: path44.resolve(name),
+        source: path43.resolve(name),
         dtype: null,
         weightsBytes: bytes2,
         weightsSource: "folder",
-        ...modelFromConfig(path44.basename(name), cfg2),
+        ...modelFromConfig(path43.basename(name), cfg2),
         toolParser: toolParser(runtime, void 0, name),
         reasoningParser: reasoningParser(runtime, void 0, name),
-        servedName: targetSlug({ model: path44.basename(path44.resolve(name)), quant: null })
+        servedName: targetSlug({ model: path43.basename(path43.resolve(name)), quant: null })
       }
     ];
   }
@@ -50552,8 +50518,8 @@ var init_parallel = __esm({
 });
 
 // engine/serving/fit-service.ts
-import { existsSync as existsSync19 } from "node:fs";
-import path45 from "node:path";
+import { existsSync as existsSync18 } from "node:fs";
+import path44 from "node:path";
 function input(message, field) {
   throw new SetupError("input", message, { field });
 }
@@ -50630,7 +50596,7 @@ async function planFit(i2, hw, o2 = {}) {
         i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, "")
       );
       try {
-        if (!existsSync19(i2.model) && parseRepoRef(i2.model)) {
+        if (!existsSync18(i2.model) && parseRepoRef(i2.model)) {
           const r = await planRepo(i2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
           result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : {
             pick: null,
@@ -50639,7 +50605,7 @@ async function planFit(i2, hw, o2 = {}) {
           };
         } else {
           const info = await loadGguf(i2.model);
-          const m = modelFromInfo(info, i2.model, existsSync19(i2.model) ? ["-m", path45.resolve(i2.model)] : ["-hf", i2.model]);
+          const m = modelFromInfo(info, i2.model, existsSync18(i2.model) ? ["-m", path44.resolve(i2.model)] : ["-hf", i2.model]);
           const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
           result = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
             pick: null,
@@ -51374,9 +51340,9 @@ var init_verify = __esm({
 });
 
 // engine/serving/setup.ts
-import path46 from "node:path";
+import path45 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
-import { closeSync as closeSync4, mkdirSync as mkdirSync15, openSync as openSync4 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync15, openSync as openSync3 } from "node:fs";
 function listServing() {
   return readJson(servingFile(), []);
 }
@@ -51445,18 +51411,18 @@ function supervisorCommand(env2 = process.env) {
   if (c3.OCW_SUPERVISE === "0") return null;
   if (c3.OCW_SUPERVISOR_CMD) return JSON.parse(c3.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path46.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path45.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync15(path46.dirname(rec.logFile), { recursive: true, mode: 448 });
-  const logFd = openSync4(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
+  mkdirSync15(path45.dirname(rec.logFile), { recursive: true, mode: 448 });
+  const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
     stdio: ["ignore", logFd, logFd],
     env: { ...process.env, OCW_STATE_DIR: stateDir() }
   });
-  closeSync4(logFd);
+  closeSync3(logFd);
   child.unref();
   try {
     await waitHealthy(`http://127.0.0.1:${rec.port}`, child, rec.logFile, timeoutMs);
@@ -51532,7 +51498,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path46.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path45.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -51642,7 +51608,7 @@ var init_setup3 = __esm({
         this.name = "SetupInputError";
       }
     };
-    servingFile = () => path46.join(stateDir(), "serving.json");
+    servingFile = () => path45.join(stateDir(), "serving.json");
     recordedStart = (t2) => typeof t2 === "string" ? t2 : null;
   }
 });
@@ -51750,9 +51716,9 @@ var init_start_common = __esm({
 
 // engine/serving/start-runtimes.ts
 import { spawn as spawn5 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync5, existsSync as existsSync20, mkdirSync as mkdirSync16, openSync as openSync5, readFileSync as readFileSync17, statSync as statSync11, writeFileSync as writeFileSync10 } from "node:fs";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync19, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync17, statSync as statSync10, writeFileSync as writeFileSync10 } from "node:fs";
 import os6 from "node:os";
-import path47 from "node:path";
+import path46 from "node:path";
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
   const words = commandWords(o2.command);
@@ -51773,7 +51739,7 @@ function buildLaunch(o2) {
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
     mkdirSync16(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path47.join(o2.configDir, "sglang.yaml");
+    configFile = path46.join(o2.configDir, "sglang.yaml");
     writeFileSync10(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
@@ -51781,7 +51747,7 @@ function buildLaunch(o2) {
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
-  const hfCache = env2.HF_HOME || path47.join(os6.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path46.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run4 = [
     "run",
@@ -51892,20 +51858,20 @@ async function runOtherRuntime(o2, input2, job, ops, setLog) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path47.join(stateDir(), "runtime", id2), family: familyOf });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path46.join(stateDir(), "runtime", id2), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path47.join(stateDir(), "logs", `${id2}.log`);
+  const logFile = path46.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync16(path47.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync20(logFile) ? statSync11(logFile).size : 0;
-  const readLog = () => existsSync20(logFile) ? readFileSync17(logFile, "utf8").slice(logStart) : "";
-  const fd = openSync5(logFile, "a", 384);
+  mkdirSync16(path46.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync19(logFile) ? statSync10(logFile).size : 0;
+  const readLog = () => existsSync19(logFile) ? readFileSync17(logFile, "utf8").slice(logStart) : "";
+  const fd = openSync4(logFile, "a", 384);
   const env2 = { ...process.env, ...launch2.env };
   delete env2.LLAMA_API_KEY;
   const child = spawn5(launch2.cmd, launch2.args, { env: env2, stdio: ["ignore", fd, fd], detached: true });
-  closeSync5(fd);
+  closeSync4(fd);
   child.unref();
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new Error(`cannot start ${launch2.cmd}: ${e.message}`))));
   let readyMs;
@@ -52080,8 +52046,8 @@ __export(start_exports, {
   withFreed: () => withFreed
 });
 import { randomBytes as randomBytes8 } from "node:crypto";
-import { existsSync as existsSync21, mkdirSync as mkdirSync17, readFileSync as readFileSync18, statfsSync as statfsSync2, statSync as statSync12 } from "node:fs";
-import path48 from "node:path";
+import { existsSync as existsSync20, mkdirSync as mkdirSync17, readFileSync as readFileSync18, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
+import path47 from "node:path";
 function pathHasQuant(p, quant) {
   const q2 = quant.toUpperCase();
   const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
@@ -52094,18 +52060,18 @@ async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
   const root2 = stateDir();
   if (flag2 === "-m") {
-    if (!existsSync21(value))
+    if (!existsSync20(value))
       throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n2 = Number(m[2]);
       const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter(
-        (f) => !existsSync21(f)
+        (f) => !existsSync20(f)
       );
       if (missing.length)
         throw new StartError({
           kind: "not-found",
-          cause: `${path48.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path48.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
+          cause: `${path47.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path47.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
           logLine: null,
           remedy: "put every shard in the same folder (llama-server loads them from the first)"
         });
@@ -52129,8 +52095,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path48.basename(new URL(url2).pathname);
-      return { url: url2, dest: path48.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path47.basename(new URL(url2).pathname);
+      return { url: url2, dest: path47.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -52163,7 +52129,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (files.length !== Number(m[2]))
         throw new StartError({
           kind: "not-found",
-          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path48.basename(stem)}`,
+          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path47.basename(stem)}`,
           logLine: null,
           remedy: "the repository is incomplete (an upload in progress?): try again later or another quant"
         });
@@ -52174,7 +52140,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     dest: localPathFor(root2, repo, f.path),
     size: f.size || null,
     sha256: f.sha256,
-    name: path48.basename(f.path)
+    name: path47.basename(f.path)
   }));
   return { local: downloads[0].dest, downloads };
 }
@@ -52259,12 +52225,12 @@ async function downloadPhase(modelArg, ops, signal) {
   });
   if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
   else {
-    ops.begin("download", `${files.downloads.length} file(s) to ${path48.dirname(files.downloads[0].dest)}`);
+    ops.begin("download", `${files.downloads.length} file(s) to ${path47.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-    const onDisk = (d) => existsSync21(d.dest) ? statSync12(d.dest).size : existsSync21(`${d.dest}.part`) ? statSync12(`${d.dest}.part`).size : 0;
+    const onDisk = (d) => existsSync20(d.dest) ? statSync11(d.dest).size : existsSync20(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-      const dir = path48.dirname(files.downloads[0].dest);
+      const dir = path47.dirname(files.downloads[0].dest);
       mkdirSync17(dir, { recursive: true });
       const fs = statfsSync2(dir);
       const free = Number(fs.bavail) * Number(fs.bsize);
@@ -52464,7 +52430,7 @@ async function runStartJob(o2) {
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path48.join(stateDir(), "llama"),
+          root: path47.join(stateDir(), "llama"),
           gpus: hw.gpus,
           onBuildLine: (line) => {
             phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
@@ -52526,7 +52492,7 @@ async function runStartJob(o2) {
       const files = await downloadPhase({ flag: words.args[mi], value: words.args[mi + 1] }, { begin, end, skip, emit: emit3, cancelled, phase }, o2.signal);
       cancelled();
       const alias = targetSlug({
-        model: entry?.name ?? path48.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
+        model: entry?.name ?? path47.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
         quant: pick3.quant
       });
       const id2 = input2.id ?? `llamacpp-${alias}`;
@@ -52544,13 +52510,13 @@ async function runStartJob(o2) {
       const logs = [];
       const readLog = (k = 0) => {
         const l = logs[k];
-        return l && existsSync21(l.file) ? readFileSync18(l.file, "utf8").slice(l.start) : "";
+        return l && existsSync20(l.file) ? readFileSync18(l.file, "utf8").slice(l.start) : "";
       };
       const startOne = async (r) => {
         const port = await freePort();
         const args = [...r.words.args];
         const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-        args.splice(ri, 2, "-m", path48.resolve(files.local));
+        args.splice(ri, 2, "-m", path47.resolve(files.local));
         const pi = args.indexOf("--port");
         if (pi >= 0) args[pi + 1] = String(port);
         else args.push("--port", String(port));
@@ -52563,9 +52529,9 @@ async function runStartJob(o2) {
         launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
         job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-        const file2 = path48.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync17(path48.dirname(file2), { recursive: true });
-        logs[r.i] = { file: file2, start: existsSync21(file2) ? statSync12(file2).size : 0 };
+        const file2 = path47.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync17(path47.dirname(file2), { recursive: true });
+        logs[r.i] = { file: file2, start: existsSync20(file2) ? statSync11(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = {
           targetId: recId,
@@ -52714,7 +52680,7 @@ async function runStartJob(o2) {
         if (gpuBytes.length) saveServing(listServing().map((r) => r.targetId === recId ? { ...r, gpuBytes } : r));
         if (props.status === 200)
           pl.evidence.push(
-            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path48.basename(props.body.model_path)}` : ""}`
+            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path47.basename(props.body.model_path)}` : ""}`
           );
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
@@ -52786,10 +52752,10 @@ function replaces(pick3, g, inputId) {
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path48.resolve(value) === path48.resolve(file2);
+  if (w[mi] === "-m") return path47.resolve(value) === path47.resolve(file2);
   const [repo, quant] = value.split(":");
-  const dir = path48.join(stateDir(), "models", repo.replace("/", "__"));
-  return file2.startsWith(dir + path48.sep) && (!quant || pathHasQuant(path48.relative(dir, file2), quant));
+  const dir = path47.join(stateDir(), "models", repo.replace("/", "__"));
+  return file2.startsWith(dir + path47.sep) && (!quant || pathHasQuant(path47.relative(dir, file2), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -56073,8 +56039,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path67) {
-      let input2 = path67;
+    function removeDotSegments(path66) {
+      let input2 = path66;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -56148,11 +56114,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path67) {
-      if (path67 === "" || path67[0] === "/") {
-        return removeDotSegments(path67);
+    function removeDotSegmentsRelative(path66) {
+      if (path66 === "" || path66[0] === "/") {
+        return removeDotSegments(path66);
       }
-      const segments = path67.split("/");
+      const segments = path66.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -56515,8 +56481,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path67 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path67 && path67 !== "/" ? path67 : void 0;
+        const path66 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path66 && path66 !== "/" ? path66 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -60073,16 +60039,16 @@ __export(pool_exports, {
 });
 import { mkdtempSync as mkdtempSync2, rmSync as rmSync9 } from "node:fs";
 import os8 from "node:os";
-import path65 from "node:path";
+import path64 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync2(path65.join(os8.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync2(path64.join(os8.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path65.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path64.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
@@ -60100,7 +60066,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path65.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path64.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -60151,11 +60117,11 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path53 from "node:path";
+import path52 from "node:path";
 
 // engine/workers/engine.ts
-import { existsSync as existsSync12 } from "node:fs";
-import path33 from "node:path";
+import { existsSync as existsSync11 } from "node:fs";
+import path32 from "node:path";
 
 // shared/ids.ts
 var random = globalThis.crypto;
@@ -60767,13 +60733,6 @@ var Worker = external_exports.object({
   discarded: external_exports.boolean().default(false),
   /** Its attempt group when it is one of several attempts at one task (shared/attempts.ts); null otherwise. */
   attempt: AttemptRef.nullable().default(null),
-  /**
-   * Time on the model (ms): spent running with no ask waiting for a person. Queued, starting, waiting for a person,
-   * settled and grading time are not in it (shared/metrics.ts turns tokens over it into tok/s).
-   */
-  modelMs: external_exports.number().default(0),
-  /** Since when it is on the model now (running, no pending ask); null when it is not. */
-  modelSince: external_exports.number().nullable().default(null),
   lastSeq: external_exports.number()
 });
 function summarizePart(part) {
@@ -60837,8 +60796,6 @@ function reduceWorker(w, e) {
       grants: [],
       discarded: false,
       attempt: e.attempt ?? null,
-      modelMs: 0,
-      modelSince: null,
       lastSeq: e.seq
     };
   }
@@ -60926,15 +60883,8 @@ function reduceWorker(w, e) {
       next.discarded = true;
       break;
   }
-  const was = w.modelSince != null;
-  const is = onModel(next);
-  if (was && !is) {
-    next.modelMs = (w.modelMs ?? 0) + Math.max(0, e.ts - w.modelSince);
-    next.modelSince = null;
-  } else if (!was && is) next.modelSince = e.ts;
   return next;
 }
-var onModel = (w) => w.state === "running" && !w.asks.some((a2) => a2.status === "pending");
 function workerTitle(spec2, max = 100) {
   const t2 = spec2.title?.trim() || spec2.task.split("\n").find((l) => l.trim())?.trim() || "(untitled task)";
   return t2.length <= max ? t2 : `${t2.slice(0, Math.max(0, max - 1))}\u2026`;
@@ -63059,7 +63009,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path66, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -63078,7 +63028,7 @@ var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path67[name];
+      const value = path66[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -63109,11 +63059,11 @@ var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path67, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path66, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path67) {
-    url2 = defaultPathSerializer({ path: path67, url: url2 });
+  if (path66) {
+    url2 = defaultPathSerializer({ path: path66, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -70606,148 +70556,20 @@ function summarizeFailure(v) {
   return [...failed, ...v.scope.violations].slice(0, 5).join("; ");
 }
 
-// engine/workers/batch-names.ts
-init_json_file();
-import path31 from "node:path";
-var BatchNames = class {
-  file;
-  names;
-  constructor(stateDir2, log) {
-    this.file = path31.join(stateDir2, "batch-names.json");
-    try {
-      const v = readJson(this.file, {});
-      this.names = v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).filter(([, n2]) => typeof n2 === "string")) : {};
-    } catch (err) {
-      log(`[warn] ${err.message}`);
-      this.names = {};
-    }
-  }
-  get(batchId) {
-    return this.names[batchId] ?? null;
-  }
-  all() {
-    return { ...this.names };
-  }
-  /** Names a batch ("" takes its name away). */
-  set(batchId, name) {
-    const next = { ...this.names };
-    if (name) next[batchId] = name;
-    else delete next[batchId];
-    writeJsonAtomic(this.file, next);
-    this.names = next;
-  }
-};
-
-// engine/workers/search.ts
-import { closeSync as closeSync2, existsSync as existsSync10, openSync as openSync2, readSync, statSync as statSync6 } from "node:fs";
-var PER_LOG_BYTES = 8 * 1024 * 1024;
-var TOTAL_BYTES = 96 * 1024 * 1024;
-var SNIPPET = 70;
-function textsOf(line) {
-  if (!line.includes('"type":"part"') && !line.includes('"type":"steer.sent"')) return [];
-  let e;
-  try {
-    e = JSON.parse(line);
-  } catch {
-    return [];
-  }
-  if (e.type === "steer.sent" && typeof e.text === "string") return [{ where: "steer", text: e.text }];
-  if (e.type === "part" && e.part) return partTexts(e.part);
-  return [];
-}
-function partTexts(p) {
-  if (p.kind === "user") return [];
-  if (p.kind === "tool") {
-    const out = [];
-    if (p.input !== void 0) out.push({ where: "tool", text: typeof p.input === "string" ? p.input : JSON.stringify(p.input) });
-    if (p.output) out.push({ where: "tool", text: p.output });
-    if (p.error) out.push({ where: "tool", text: p.error });
-    return out;
-  }
-  return p.text ? [{ where: p.kind === "reasoning" ? "reasoning" : "text", text: p.text }] : [];
-}
-function snippetOf(text, at, len) {
-  const from = Math.max(0, at - SNIPPET);
-  const to = Math.min(text.length, at + len + SNIPPET);
-  const piece = `${from > 0 ? "\u2026" : ""}${text.slice(from, to)}${to < text.length ? "\u2026" : ""}`;
-  return showUntrusted(piece.replace(/\s+/g, " "), { lines: false, max: 2 * SNIPPET + len + 2 });
-}
-function readHead(file2, max) {
-  const size = statSync6(file2).size;
-  const n2 = Math.min(size, max);
-  const buf = Buffer.alloc(n2);
-  const fd = openSync2(file2, "r");
-  try {
-    let off = 0;
-    while (off < n2) {
-      const r = readSync(fd, buf, off, n2 - off, off);
-      if (!r) break;
-      off += r;
-    }
-  } finally {
-    closeSync2(fd);
-  }
-  return { text: buf.toString("utf8"), cut: size > max };
-}
-function searchTranscripts(src, query, limit) {
-  const words = [...new Set(query.toLowerCase().split(/\s+/).filter(Boolean))];
-  const hits = [];
-  let budget = TOTAL_BYTES;
-  let scanned = 0;
-  let truncated = false;
-  const newest = [...src.workers].sort((a2, b) => b.createdAt - a2.createdAt || (b.createdSeq ?? 0) - (a2.createdSeq ?? 0));
-  for (const w of newest) {
-    if (hits.length >= limit) {
-      truncated = true;
-      break;
-    }
-    if (budget <= 0) {
-      truncated = true;
-      break;
-    }
-    const found = /* @__PURE__ */ new Set();
-    let first = null;
-    const look = (where, text) => {
-      if (found.size === words.length && first) return;
-      const low = text.toLowerCase();
-      for (const word of words) {
-        const at = low.indexOf(word);
-        if (at < 0) continue;
-        found.add(word);
-        if (!first && word === words[0]) first = { workerId: w.id, where, untrusted: { snippet: snippetOf(text, at, word.length) } };
-      }
-    };
-    const file2 = src.logFile(w.id);
-    if (existsSync10(file2)) {
-      const { text, cut } = readHead(file2, Math.min(PER_LOG_BYTES, budget));
-      budget -= Buffer.byteLength(text);
-      if (cut) truncated = true;
-      scanned++;
-      for (const line of text.split("\n")) {
-        for (const t2 of textsOf(line)) look(t2.where, t2.text);
-        if (found.size === words.length && first) break;
-      }
-    }
-    if (found.size < words.length || !first) for (const p of src.streaming(w.id)) for (const t2 of partTexts(p)) look(t2.where, t2.text);
-    if (found.size === words.length && first) hits.push(first);
-  }
-  return { hits, scanned, truncated };
-}
-
 // engine/workers/batches.ts
 init_errors3();
-import { existsSync as existsSync11, mkdirSync as mkdirSync10, readdirSync as readdirSync6 } from "node:fs";
-import path32 from "node:path";
+import { existsSync as existsSync10, mkdirSync as mkdirSync10, readdirSync as readdirSync6 } from "node:fs";
+import path31 from "node:path";
 init_json_file();
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
-    this.dir = path32.join(opts.stateDir, "batches");
-    if (existsSync11(this.dir)) {
+    this.dir = path31.join(opts.stateDir, "batches");
+    if (existsSync10(this.dir)) {
       for (const f of readdirSync6(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
-          const r = readJson(path32.join(this.dir, f), null);
+          const r = readJson(path31.join(this.dir, f), null);
           if (r?.id) this.records.set(r.id, r.integration?.state === "running" ? { ...r, integration: { ...r.integration, state: "waiting" } } : r);
         } catch (err) {
           opts.log(`[warn] batch record ${f}: ${err.message}`);
@@ -70804,7 +70626,7 @@ var Batches = class {
     this.save(record2);
   }
   save(r) {
-    writeJsonAtomic(path32.join(this.dir, `${r.id}.json`), r);
+    writeJsonAtomic(path31.join(this.dir, `${r.id}.json`), r);
   }
   /** A worker ended: its batch may start the tasks that come after it, skip some, or run its integration. */
   onFinal(workerId) {
@@ -70939,15 +70761,15 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
   }
   /** A fresh checkout of the combined commit (no filter, no hook, no config of anyone's), the checks run in the sandbox. */
   async runIntegrationChecks(r, commit, checks) {
-    const root2 = path32.join(this.opts.stateDir, "grading", `${r.id}.integration`);
+    const root2 = path31.join(this.opts.stateDir, "grading", `${r.id}.integration`);
     const tmpDir = `${root2}.tmp`;
     discard(root2);
     discard(tmpDir);
     mkdirSync10(root2, { recursive: true });
     mkdirSync10(tmpDir, { recursive: true });
     try {
-      const objects = path32.resolve(r.repo, await git(r.repo, ["rev-parse", "--git-path", "objects"]));
-      const gitDir = path32.join(this.opts.stateDir, "batches", `${r.id}.git`);
+      const objects = path31.resolve(r.repo, await git(r.repo, ["rev-parse", "--git-path", "objects"]));
+      const gitDir = path31.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
         env: {
@@ -70965,7 +70787,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
           OCW_INDEX: `${root2}.index`
         }
       });
-      const cwd = path32.join(root2, r.subdir);
+      const cwd = path31.join(root2, r.subdir);
       mkdirSync10(cwd, { recursive: true });
       const sandbox = this.opts.sandbox.kind === "none" ? void 0 : { kind: this.opts.sandbox.kind, stateDir: this.opts.stateDir, tmpDir, root: root2 };
       return await runChecks(checks, cwd, sandbox);
@@ -71010,7 +70832,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
   }
 };
 function subdirOf(root2, dir) {
-  const rel = path32.relative(root2, dir);
+  const rel = path31.relative(root2, dir);
   return rel.startsWith("..") ? "" : rel;
 }
 var CHECK_OUT = `set -eu
@@ -71194,8 +71016,8 @@ var Attempts = class {
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path33.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path33.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path32.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path32.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
@@ -71225,7 +71047,6 @@ var Engine = class {
       }
     });
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
-    this.batchNames = new BatchNames(opts.stateDir, (l) => this.log(l));
     this.batches = new Batches({
       stateDir: opts.stateDir,
       sandbox: this.sandbox,
@@ -71296,7 +71117,7 @@ var Engine = class {
     });
     setTimeout(() => {
       void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`));
-      void sweepDiscarded(path33.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path32.join(opts.stateDir, "grading"));
     }, 5e3).unref();
   }
   opts;
@@ -71317,8 +71138,6 @@ var Engine = class {
   servers;
   /** Batches' plans: task names, dependencies, skipped tasks, integration checks. */
   batches;
-  /** Batch names (people read them instead of ids). */
-  batchNames;
   /** Best-of-N: attempt groups, their winner, and stopping the rest once one is built. */
   attempts;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
@@ -71393,7 +71212,7 @@ var Engine = class {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
       void this.settler.baseline(workerId, {
         worktree,
-        cwd: path33.join(worktree, repo.subdir),
+        cwd: path32.join(worktree, repo.subdir),
         branch: `ocw/${workerId}`,
         baseCommit: repo.head,
         baseBranch: repo.branch,
@@ -71425,12 +71244,12 @@ var Engine = class {
    * others starts only once they are built, from the base plus their graded commits; with integration checks, the
    * built workers' commits are combined and checked together once every task has ended (engine/workers/batches.ts).
    */
-  async startBatch(inputs, integration, name) {
+  async startBatch(inputs, integration) {
     if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
-    const r = await this.createTasks(inputs, true, integration, name);
+    const r = await this.createTasks(inputs, true, integration);
     return { batchId: r.batchId, workerIds: r.workerIds, groups: r.groups, tasks: r.tasks };
   }
-  async createTasks(inputs, asBatch, integration, name) {
+  async createTasks(inputs, asBatch, integration) {
     this.requireSandbox();
     const where = (n2, msg) => asBatch ? `task ${n2 + 1}: ${msg}` : msg;
     const plan = inputs.map((i2) => ({ id: i2.id, after: i2.after ?? [] }));
@@ -71471,7 +71290,6 @@ var Engine = class {
       checked.push({ spec: spec2, repo, target });
     }
     const batchId = asBatch ? newId("b") : null;
-    if (batchId && name?.trim()) this.batchNames.set(batchId, name.trim());
     if (!planned) {
       const workerIds2 = checked.map((c3, i2) => this.create(c3.spec, c3.repo, c3.target, batchId, expanded[i2].attempt).workerId);
       const groups = /* @__PURE__ */ new Map();
@@ -71518,7 +71336,6 @@ var Engine = class {
     const built = [...tasks.entries()].filter(([key, t2]) => t2[0].attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t2[0].verdict)).length;
     const summary = {
       id: batchId,
-      name: this.batchNames.get(batchId),
       workerIds: ws.map((w) => w.id),
       states: Object.fromEntries(ws.map((w) => [w.id, w.state])),
       settled,
@@ -71534,25 +71351,6 @@ var Engine = class {
       done: settled
     };
     return this.batches.extend(batchId, summary);
-  }
-  /** Names a batch ("" takes the name away); every client hears it as a `batch` event. */
-  nameBatch(batchId, name) {
-    if (!this.list().some((w) => w.batchId === batchId)) throw new InputError(`unknown batch "${batchId}"`, "not-found");
-    this.batchNames.set(batchId, name.trim());
-    this.bus.publish({ type: "batch", batchId, ts: Date.now() });
-    return { batchId, name: this.batchNames.get(batchId) };
-  }
-  /** Workers whose stored transcript holds every word of `query` (engine/workers/search.ts). */
-  search(query, limit) {
-    return searchTranscripts(
-      {
-        workers: this.list(),
-        logFile: (id2) => this.logs.file(id2),
-        streaming: (id2) => [...this.translator.streaming.get(id2)?.values() ?? []].map((s) => s.part)
-      },
-      query,
-      limit
-    );
   }
   decide(d, by) {
     return this.approvals.decide(d, by);
@@ -71872,7 +71670,7 @@ var Engine = class {
     const rt = this.reg.rt(workerId);
     rt.activity = { kind: "none" };
     let ws = this.reg.workspaceOf(w);
-    if (!ws || !existsSync12(ws.worktree)) {
+    if (!ws || !existsSync11(ws.worktree)) {
       const found = rt.repo ?? await inspectRepo(w.spec.directory);
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
@@ -71887,7 +71685,7 @@ var Engine = class {
       });
       if (!current()) return;
     }
-    if (this.sandbox.kind !== "none") writeRepoBinds(path33.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
+    if (this.sandbox.kind !== "none") writeRepoBinds(path32.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
     if (!w.baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
     await rt.releasing;
@@ -71986,7 +71784,7 @@ init_paths2();
 init_zod();
 import { randomBytes as randomBytes7 } from "node:crypto";
 import { linkSync, mkdirSync as mkdirSync11, readdirSync as readdirSync7, readFileSync as readFileSync13, rmSync as rmSync5, writeFileSync as writeFileSync9 } from "node:fs";
-import path34 from "node:path";
+import path33 from "node:path";
 
 // shared/api.ts
 init_zod();
@@ -71994,7 +71792,6 @@ init_zod();
 // shared/batch.ts
 init_zod();
 var TaskId = external_exports.string().min(1, "a task id is empty").max(64, "a task id is over 64 characters").regex(/^[A-Za-z0-9._-]+$/, "a task id may hold letters, digits, '.', '_' and '-' only");
-var BatchName = external_exports.string().trim().min(1, "the batch name is empty").max(80, "a batch name is at most 80 characters").refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "a batch name is one line of text (no control characters)");
 var BatchTask = external_exports.object({
   /** Its name in the batch, for `after` (default: its position, "1", "2", …). */
   id: TaskId.optional(),
@@ -72016,7 +71813,7 @@ var BatchTask = external_exports.object({
 var IntegrationSpec = external_exports.object({ checks: external_exports.array(CheckSpec).min(1, "integration needs at least one check").max(100) }).strict();
 var BatchFile = external_exports.union([
   external_exports.array(BatchTask).min(1, "the batch is empty"),
-  external_exports.object({ name: BatchName.optional(), tasks: external_exports.array(BatchTask).min(1, "the batch is empty"), integration: IntegrationSpec.optional() }).strict()
+  external_exports.object({ tasks: external_exports.array(BatchTask).min(1, "the batch is empty"), integration: IntegrationSpec.optional() }).strict()
 ]);
 var SkippedTask = external_exports.object({ id: external_exports.string(), reason: external_exports.string() });
 var IntegrationResult = external_exports.object({
@@ -72044,8 +71841,6 @@ var BatchTaskStatus = external_exports.object({
 });
 var BatchSummary = external_exports.object({
   id: external_exports.string(),
-  /** Its name (people read it instead of the id), or null. */
-  name: external_exports.string().nullable().default(null),
   workerIds: external_exports.array(external_exports.string()),
   states: external_exports.record(external_exports.string(), WorkerState),
   settled: external_exports.boolean(),
@@ -72074,30 +71869,7 @@ var StartAttemptsInput = TaskInput;
 var BatchTaskInput = TaskInput.extend({ id: TaskId.optional(), after: external_exports.array(TaskId).max(64).optional() });
 var StartBatchInput = external_exports.object({
   tasks: external_exports.array(BatchTaskInput).min(1, "give at least one task").max(64, "at most 64 tasks per batch"),
-  integration: IntegrationSpec.optional(),
-  /** A name people read instead of the batch id (dashboard, `ocw list`); it can be changed later (workers.nameBatch). */
-  name: BatchName.optional()
-});
-var NameBatchInput = BatchRef.extend({
-  name: external_exports.string().trim().max(80, "a batch name is at most 80 characters").refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "a batch name is one line of text (no control characters)")
-});
-var SearchInput = external_exports.object({
-  query: external_exports.string().trim().min(2, "search for at least 2 characters").max(200, "a search is at most 200 characters"),
-  limit: external_exports.number().int().min(1).max(200).default(50)
-});
-var SearchHit = external_exports.object({
-  workerId: external_exports.string(),
-  /** Where the first word was found. */
-  where: external_exports.enum(["text", "reasoning", "tool", "steer"]),
-  /** Text a worker or a model wrote: data, never instructions. */
-  untrusted: external_exports.object({ snippet: external_exports.string() })
-});
-var SearchResult = external_exports.object({
-  hits: external_exports.array(SearchHit),
-  /** Workers whose logs were read. */
-  scanned: external_exports.number().int(),
-  /** The byte budget ran out (or `limit` was reached) before every log was read. */
-  truncated: external_exports.boolean()
+  integration: IntegrationSpec.optional()
 });
 var StartBatchResult = external_exports.object({
   batchId: external_exports.string(),
@@ -72194,8 +71966,8 @@ var EngineLock = external_exports.object({
 init_json_file();
 init_process();
 init_process();
-var lockFile = (stateDir2) => path34.join(stateDir2, "engine.json");
-var ownerDir = (stateDir2) => path34.join(stateDir2, "engine.owner");
+var lockFile = (stateDir2) => path33.join(stateDir2, "engine.json");
+var ownerDir = (stateDir2) => path33.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
   try {
     return EngineLock.parse(JSON.parse(readFileSync13(lockFile(stateDir2), "utf8")));
@@ -72210,7 +71982,7 @@ function readLock(stateDir2) {
 function supervisorOf(lock) {
   return lock?.supervisorPid ? { pid: lock.supervisorPid, startTime: lock.supervisorStartTime ?? null } : null;
 }
-var endpointFile = (stateDir2) => path34.join(stateDir2, "engine.endpoint.json");
+var endpointFile = (stateDir2) => path33.join(stateDir2, "engine.endpoint.json");
 var Endpoint = external_exports.object({ port: external_exports.number().int().min(1).max(65535), token: external_exports.string().min(16) });
 function lastEndpoint(stateDir2) {
   try {
@@ -72250,7 +72022,7 @@ function generations(stateDir2) {
 }
 function readOwner(stateDir2, generation) {
   try {
-    return OwnerRecord.parse(JSON.parse(readFileSync13(path34.join(ownerDir(stateDir2), String(generation)), "utf8")));
+    return OwnerRecord.parse(JSON.parse(readFileSync13(path33.join(ownerDir(stateDir2), String(generation)), "utf8")));
   } catch (err) {
     return err.code === "ENOENT" ? "gone" : "unreadable";
   }
@@ -72262,7 +72034,7 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
   mkdirSync11(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
-  const tmp = path34.join(dir, `.claim-${me.pid}-${instanceId}`);
+  const tmp = path33.join(dir, `.claim-${me.pid}-${instanceId}`);
   writeFileSync9(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
   try {
     for (let attempt = 0; attempt < 1e3; attempt++) {
@@ -72275,17 +72047,17 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
       }
       const mine = newest + 1;
       try {
-        linkSync(tmp, path34.join(dir, String(mine)));
+        linkSync(tmp, path33.join(dir, String(mine)));
       } catch (err) {
         if (err.code === "EEXIST") continue;
         throw err;
       }
       const all = generations(stateDir2);
       if ((all[0] ?? 0) > mine) {
-        rmSync5(path34.join(dir, String(mine)), { force: true });
+        rmSync5(path33.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g of all) if (g < mine) rmSync5(path34.join(dir, String(g)), { force: true });
+      for (const g of all) if (g < mine) rmSync5(path33.join(dir, String(g)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
@@ -72296,11 +72068,11 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
 function releaseOwnership(stateDir2, claim) {
   const dir = ownerDir(stateDir2);
   if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
-  const tmp = path34.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  const tmp = path33.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
   try {
     writeFileSync9(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
-    linkSync(tmp, path34.join(dir, String(claim.generation + 1)));
-    rmSync5(path34.join(dir, String(claim.generation)), { force: true });
+    linkSync(tmp, path33.join(dir, String(claim.generation + 1)));
+    rmSync5(path33.join(dir, String(claim.generation)), { force: true });
   } catch {
   } finally {
     rmSync5(tmp, { force: true });
@@ -72317,9 +72089,9 @@ function currentOwner(stateDir2) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync23, statSync as statSync14 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync22, statSync as statSync13 } from "node:fs";
 import http2 from "node:http";
-import path52 from "node:path";
+import path51 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -72425,28 +72197,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path67, memo2) {
+function createInnerProxy(callback, path66, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path67.join(".");
+  const cacheKey = path66.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path67, key], memo2);
+      return createInnerProxy(callback, [...path66, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path67[path67.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path67.slice(0, -1).join(".")})`;
+      const lastOfPath = path66[path66.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path66.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path67
+        path: path66
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path67.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path67.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -72589,12 +72361,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path67, error: error46, config: config3 } = opts;
+  const { path: path66, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path67,
+    path: path66,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -72764,13 +72536,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path67 = []) {
+    function step(from, path66 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path67, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path66, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path67, key].join(".")] = createLazyLoader({
-            path: path67,
+          lazy3[[...path66, key].join(".")] = createLazyLoader({
+            path: path66,
             ref: item,
             key,
             aggregate
@@ -72778,14 +72550,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path67, key]);
+          aggregate[key] = step(getRouterInput(item), [...path66, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path67, key]);
+          aggregate[key] = step(item, [...path66, key]);
           continue;
         }
-        const newPath = [...path67, key].join(".");
+        const newPath = [...path66, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -72809,14 +72581,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path67) {
+async function getProcedureAtPath(router, path66) {
   const { _def } = router;
-  let procedure = _def.procedures[path67];
+  let procedure = _def.procedures[path66];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path67 === key2 || path67.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path66 === key2 || path66.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path67];
+    procedure = _def.procedures[path66];
   }
   return procedure;
 }
@@ -72825,15 +72597,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path67, args } = innerOpts;
-        const fullPath = path67.join(".");
-        if (path67.length === 1 && path67[0] === "_def") return _def;
+        const { path: path66, args } = innerOpts;
+        const fullPath = path66.join(".");
+        if (path66.length === 1 && path66[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path67}"`
+            message: `No procedure found on path "${path66}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -72893,13 +72665,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path67, separator) {
-  if (separator === ".") return path67;
-  return path67.split(".").join(separator);
+function procedurePathToURLPath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(".").join(separator);
 }
-function urlPathToProcedurePath(path67, separator) {
-  if (separator === ".") return path67;
-  return path67.split(separator).join(".");
+function urlPathToProcedurePath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -73354,11 +73126,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path67, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path67);
+    const calls = await Promise.all(paths.map(async (path66, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path66);
       return {
         batchIndex: index,
-        path: path67,
+        path: path66,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -74009,9 +73781,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path67) {
-    super("Max depth reached at path: " + path67.join("."));
-    this.path = path67;
+  constructor(path66) {
+    super("Max depth reached at path: " + path66.join("."));
+    this.path = path66;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -74029,16 +73801,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path67) {
+    function encodePromise(promise2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path67);
+          const error46 = checkMaxDepth(path66);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               });
             });
             promise2 = Promise.reject(error46);
@@ -74048,20 +73820,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path67)
+              encode3(next, path66)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path67
+              path: path66
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               })
             ];
           }
@@ -74071,12 +73843,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path67) {
+    function encodeAsyncIterable(iterable2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path67);
+            const error46 = checkMaxDepth(path66);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -74086,28 +73858,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path67)
+                    encode3(next.value, path66)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path67)
+                  encode3(next.value, path66)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path67
+                  path: path66
                 })
               ];
             }
@@ -74122,27 +73894,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path67) {
-      if (opts.maxDepth && path67.length > opts.maxDepth) return new MaxDepthError(path67);
+    function checkMaxDepth(path66) {
+      if (opts.maxDepth && path66.length > opts.maxDepth) return new MaxDepthError(path66);
       return null;
     }
-    function encodeAsync3(value, path67) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path67)];
+    function encodeAsync3(value, path66) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path66)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path67.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path67)];
+        if (opts.maxDepth && path66.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path66)];
       }
       return null;
     }
-    function encode3(value, path67) {
+    function encode3(value, path66) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path67);
+      const reg = encodeAsync3(value, path66);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path67, key]);
+        const transformed = encodeAsync3(item, [...path66, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -74456,13 +74228,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path67) {
+function decodePath(path66) {
   try {
-    return decodeURIComponent(path67);
+    return decodeURIComponent(path66);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path67}"`,
+      message: `Invalid URL-encoding in path "${path66}"`,
       cause
     });
   }
@@ -74731,11 +74503,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call === null || call === void 0 ? void 0 : call.result();
-              const path67 = call === null || call === void 0 ? void 0 : call.path;
+              const path66 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path67,
+                path: path66,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -74746,7 +74518,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path67,
+                path: path66,
                 type
               });
             }
@@ -74862,14 +74634,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call === null || call === void 0 ? void 0 : call.result();
-          const path67 = call === null || call === void 0 ? void 0 : call.path;
+          const path66 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path67,
+            path: path66,
             type
           });
         }
@@ -75174,28 +74946,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path67) => {
-  path67 = path67.startsWith("/") ? path67.slice(1) : path67;
-  path67 = path67.endsWith("/") ? path67.slice(0, -1) : path67;
-  return path67;
+var trimSlashes = (path66) => {
+  path66 = path66.startsWith("/") ? path66.slice(1) : path66;
+  path66 = path66.endsWith("/") ? path66.slice(0, -1) : path66;
+  return path66;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path67 = "";
+    let path66 = "";
     run2(async () => {
       const url2 = createURL(req);
-      path67 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path66 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path67
+        path: path66
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path67
+      path: path66
     }, opts)));
   };
 }
@@ -75609,8 +75381,8 @@ var initTRPC = new class TRPCBuilder {
 // engine/api/router.ts
 init_errors3();
 init_zod();
-import { existsSync as existsSync22, readdirSync as readdirSync11, readFileSync as readFileSync19 } from "node:fs";
-import path51 from "node:path";
+import { existsSync as existsSync21, readdirSync as readdirSync11, readFileSync as readFileSync19 } from "node:fs";
+import path50 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -75749,7 +75521,6 @@ function hardwareSummary() {
 // engine/api/router.ts
 init_paths2();
 init_target();
-init_cost();
 init_keys();
 
 // engine/workers/housekeeping.ts
@@ -75906,7 +75677,7 @@ Note from the engine: ${w.baseBranch} moved since an earlier attempt at this tas
 // engine/workers/push.ts
 init_errors3();
 import { accessSync, constants as constants4 } from "node:fs";
-import path36 from "node:path";
+import path35 from "node:path";
 
 // shared/vocabulary.ts
 var outcomeWord = (o2) => o2 === "built" ? "built" : "failed";
@@ -75978,9 +75749,9 @@ async function pushWork(engine, input2) {
   return { remote, branch, commit, pr, prProblem };
 }
 function findOnPath2(name) {
-  for (const dir of (process.env.PATH ?? "").split(path36.delimiter)) {
+  for (const dir of (process.env.PATH ?? "").split(path35.delimiter)) {
     if (!dir) continue;
-    const f = path36.join(dir, name);
+    const f = path35.join(dir, name);
     try {
       accessSync(f, constants4.X_OK);
       return f;
@@ -76055,9 +75826,9 @@ function batchCard(batchId, res, workers) {
 
 // engine/workers/listing.ts
 import { realpathSync as realpathSync5 } from "node:fs";
-import path37 from "node:path";
+import path36 from "node:path";
 function listWorkers(all, f) {
-  let repo = f.repo ? path37.resolve(f.repo) : null;
+  let repo = f.repo ? path36.resolve(f.repo) : null;
   if (repo) {
     try {
       repo = realpathSync5(repo);
@@ -76065,7 +75836,7 @@ function listWorkers(all, f) {
     }
   }
   return all.filter(
-    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path37.sep) || w.spec.directory === repo)
+    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path36.sep) || w.spec.directory === repo)
   );
 }
 
@@ -76077,8 +75848,8 @@ init_errors3();
 init_fit();
 init_setup2();
 import { randomBytes as randomBytes9 } from "node:crypto";
-import { accessSync as accessSync2, constants as constants5, statSync as statSync13 } from "node:fs";
-import path49 from "node:path";
+import { accessSync as accessSync2, constants as constants5, statSync as statSync12 } from "node:fs";
+import path48 from "node:path";
 
 // shared/servers.ts
 init_zod();
@@ -76223,31 +75994,23 @@ async function setupProviderApi(input2, store) {
   const i2 = SetupProviderInput.parse(input2);
   try {
     return outcome(
-      withPrice(
+      await setupProvider({
+        url: i2.url,
+        model: i2.model,
+        apiKeyEnv: i2.apiKeyEnv,
+        slots: i2.slots,
+        id: i2.id,
+        acceptUnderpowered: i2.acceptUnderpowered,
+        unverified: i2.unverified,
+        saveCannotBuild: false,
+        yes: true,
         store,
-        i2.price,
-        await setupProvider({
-          url: i2.url,
-          model: i2.model,
-          apiKeyEnv: i2.apiKeyEnv,
-          slots: i2.slots,
-          id: i2.id,
-          acceptUnderpowered: i2.acceptUnderpowered,
-          unverified: i2.unverified,
-          saveCannotBuild: false,
-          yes: true,
-          store,
-          env: process.env
-        })
-      )
+        env: process.env
+      })
     );
   } catch (e) {
     inputError(e);
   }
-}
-function withPrice(store, price, r) {
-  if (!price || !r.saved) return r;
-  return { ...r, target: store.save({ ...r.target, price }, r.active) };
 }
 var TYPED_KEY_VAR = "OCW_WIZARD_TYPED_KEY";
 async function setupProviderKeyApi(input2, store) {
@@ -76275,7 +76038,7 @@ async function setupProviderKeyApi(input2, store) {
     const where = storeApiKey(r.target.id, i2.key);
     r = { ...r, target: store.save({ ...r.target, keyRef: null, ...where }, r.active) };
   }
-  return outcome(withPrice(store, i2.price, r));
+  return outcome(r);
 }
 var jobs = /* @__PURE__ */ new Map();
 function setupStartApi(input2, store, publish, opts = {}) {
@@ -76314,10 +76077,10 @@ function setupStartApi(input2, store, publish, opts = {}) {
   return SetupJob.parse(first ?? entry.job);
 }
 function checkLlamaServerPath(p) {
-  if (!path49.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
+  if (!path48.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
-    st = statSync13(p);
+    st = statSync12(p);
   } catch {
     throw new SetupApiInputError(
       `no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`
@@ -76353,7 +76116,6 @@ function setupCancelApi(jobId) {
 init_setup2();
 
 // engine/serving/providers-api.ts
-init_cost();
 init_errors3();
 init_cause();
 async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
@@ -76408,7 +76170,7 @@ async function providerModelsApi(input2, env2 = process.env, timeoutMs = 15e3) {
     const o2 = m;
     if (typeof o2.id !== "string" || !o2.id || o2.id.length > 300) continue;
     const ctx = [o2.context_length, o2.context_window, o2.max_model_len].find((x) => typeof x === "number" && Number.isFinite(x) && x > 0);
-    models.push({ id: o2.id, contextLength: ctx ?? null, name: typeof o2.name === "string" ? o2.name.slice(0, 200) : null, price: priceFromListing(m) });
+    models.push({ id: o2.id, contextLength: ctx ?? null, name: typeof o2.name === "string" ? o2.name.slice(0, 200) : null });
   }
   models.sort((a2, b2) => a2.id.localeCompare(b2.id));
   return { url: base2, models };
@@ -76421,7 +76183,7 @@ init_llama_server();
 init_process();
 init_setup3();
 import { rmSync as rmSync7 } from "node:fs";
-import path50 from "node:path";
+import path49 from "node:path";
 function view(r) {
   return {
     targetId: r.targetId,
@@ -76455,11 +76217,11 @@ async function serverStopApi(id2) {
 }
 async function serverRestartApi(id2, o2 = {}) {
   const recs = recordsOf(id2);
-  const other = recs.find((r) => !path50.basename(r.bin).startsWith("llama-server"));
+  const other = recs.find((r) => !path49.basename(r.bin).startsWith("llama-server"));
   if (other)
     throw new OcwError(
       "bad-input",
-      `${id2} runs ${path50.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
+      `${id2} runs ${path49.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
     );
   await stopServing(id2);
   const sup = supervisorCommand();
@@ -76526,11 +76288,11 @@ async function stopUnkeptServing() {
 // engine/api/router.ts
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path51.join(projectRoot(), "packs");
-  if (!existsSync22(dir)) return [];
+  const dir = config2().OCW_PACKS_DIR ?? path50.join(projectRoot(), "packs");
+  if (!existsSync21(dir)) return [];
   return readdirSync11(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path51.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync22(file2)) return [];
+    const file2 = path50.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync21(file2)) return [];
     const g = Grade.safeParse(JSON.parse(readFileSync19(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
@@ -76628,13 +76390,7 @@ var appRouter = t.router({
     list: proc.input(ListInput).query(({ ctx, input: input2 }) => listWorkers(ctx.engine.list(), input2 ?? {})),
     get: proc.input(WorkerRef).query(({ ctx, input: input2 }) => ctx.engine.get(input2.workerId)),
     start: proc.input(StartInput).mutation(({ ctx, input: input2 }) => ctx.engine.start(input2)),
-    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input: input2 }) => ctx.engine.startBatch(input2.tasks, input2.integration, input2.name)),
-    /** Names (or with "" unnames) a batch: people read the name instead of its id. */
-    nameBatch: proc.input(NameBatchInput).mutation(({ ctx, input: input2 }) => ctx.engine.nameBatch(input2.batchId, input2.name)),
-    /** Every named batch: {batchId: name}. */
-    batchNames: proc.query(({ ctx }) => ctx.engine.batchNames.all()),
-    /** Workers whose stored transcript holds every word of the query, each with a snippet (untrusted); bounded. */
-    search: proc.input(SearchInput).query(({ ctx, input: input2 }) => ctx.engine.search(input2.query, input2.limit)),
+    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input: input2 }) => ctx.engine.startBatch(input2.tasks, input2.integration)),
     /** N attempts of one task over `targets` in turn: one attempt group; the engine picks the winner and stops the rest. */
     startAttempts: proc.input(StartAttemptsInput).mutation(({ ctx, input: input2 }) => ctx.engine.startAttempts(input2)),
     /** An attempt group: its attempts side by side (verdict, claim, tokens, time, changed lines) and the winner. */
@@ -76733,12 +76489,6 @@ var appRouter = t.router({
     /** Each target's endpoints as admission sees them: health, slots, workers on each, the server's own load report. */
     endpoints: proc.query(({ ctx }) => ctx.engine.endpoints()),
     save: proc.input(external_exports.object({ target: Target, activate: external_exports.boolean().default(false) })).mutation(({ ctx, input: input2 }) => ctx.engine.targets.save(input2.target, input2.activate)),
-    /** Sets (or with null clears) an API target's price per million tokens: costs are computed from it (shared/cost.ts). */
-    setPrice: proc.input(external_exports.object({ id: external_exports.string().min(1).max(200), price: Price.nullable() })).mutation(({ ctx, input: input2 }) => {
-      const t2 = ctx.engine.targets.get(input2.id);
-      if (!t2) throw new InputError(`no target "${input2.id}". Run \`ocw targets\` to list them.`);
-      return ctx.engine.targets.save({ ...t2, price: input2.price });
-    }),
     use: proc.input(external_exports.object({ id: external_exports.string() })).mutation(({ ctx, input: input2 }) => {
       try {
         return ctx.engine.targets.use(input2.id);
@@ -76921,16 +76671,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync23(path52.join(dir, "index.html"))) {
+  if (!dir || !existsSync22(path51.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path52.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path52.join(dir, rel);
-  if (!file2.startsWith(dir + path52.sep) || !existsSync23(file2) || statSync14(file2).isDirectory()) file2 = path52.join(dir, "index.html");
+  const rel = path51.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path51.join(dir, rel);
+  if (!file2.startsWith(dir + path51.sep) || !existsSync22(file2) || statSync13(file2).isDirectory()) file2 = path51.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path52.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path51.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -76974,7 +76724,7 @@ async function hostEngine(opts) {
     engine,
     version: VERSION,
     instanceId,
-    rendererDir: path53.join(projectRoot(), "out", "renderer"),
+    rendererDir: path52.join(projectRoot(), "out", "renderer"),
     shutdown: () => void close().then(() => process.exit(0))
   };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) ?? lastEndpoint(opts.stateDir) : null;
@@ -77002,18 +76752,18 @@ init_detect();
 init_hf();
 import { mkdirSync as mkdirSync18, mkdtempSync, writeFileSync as writeFileSync11 } from "node:fs";
 import os7 from "node:os";
-import path55 from "node:path";
+import path54 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
 init_k8s();
 import { spawnSync as spawnSync3 } from "node:child_process";
-import { existsSync as existsSync24 } from "node:fs";
-import path54 from "node:path";
+import { existsSync as existsSync23 } from "node:fs";
+import path53 from "node:path";
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path54.delimiter)) {
-    const p = dir && path54.join(dir, "kubectl");
-    if (p && existsSync24(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path53.delimiter)) {
+    const p = dir && path53.join(dir, "kubectl");
+    if (p && existsSync23(p)) return p;
   }
   return null;
 }
@@ -77122,9 +76872,9 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path55.resolve(o2.output) : mkdtempSync(path55.join(os7.tmpdir(), "ocw-k8s-"));
+      const dir = o2.output ? path54.resolve(o2.output) : mkdtempSync(path54.join(os7.tmpdir(), "ocw-k8s-"));
       mkdirSync18(dir, { recursive: true });
-      file2 = path55.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      file2 = path54.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
       writeFileSync11(file2, yaml);
     }
     let applied = null;
@@ -77191,7 +76941,7 @@ function registerDeployCommand(program3) {
 // engine/commands/grade.ts
 init_target();
 import { mkdirSync as mkdirSync20 } from "node:fs";
-import path58 from "node:path";
+import path57 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client3, workerIds, opts = {}) {
@@ -77272,7 +77022,7 @@ async function follow(client3, workerIds, opts = {}) {
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
 import { mkdirSync as mkdirSync19, writeFileSync as writeFileSync12 } from "node:fs";
-import path56 from "node:path";
+import path55 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -77375,8 +77125,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync19(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync19(path56.dirname(path56.join(dir, name)), { recursive: true });
-    writeFileSync12(path56.join(dir, name), content);
+    mkdirSync19(path55.dirname(path55.join(dir, name)), { recursive: true });
+    writeFileSync12(path55.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -77961,21 +77711,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path67 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path67,
+            path: path66,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path67 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path67,
+            path: path66,
             inputs,
             type,
             headers() {
@@ -78221,30 +77971,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path67, input2, opts) {
+  query(path66, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path67, input2, opts) {
+  mutation(path66, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path67, input2, opts = {}) {
+  subscription(path66, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -78309,8 +78059,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client3) {
-  const proxy = createRecursiveProxy(({ path: path67, args }) => {
-    const pathCopy = [...path67];
+  const proxy = createRecursiveProxy(({ path: path66, args }) => {
+    const pathCopy = [...path66];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client3[procedureType](fullPath, ...args);
@@ -78385,7 +78135,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path67, input: input2 } = op;
+        const { type, path: path66, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -78395,7 +78145,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path67,
+            path: path66,
             pathSeparator,
             type,
             signal: null
@@ -79096,10 +78846,10 @@ async function healthy(lock, timeoutMs = 2e3) {
 // engine/api/launcher.ts
 init_config();
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync25, rmSync as rmSync8, statSync as statSync15, writeFileSync as writeFileSync13 } from "node:fs";
-import path57 from "node:path";
+import { existsSync as existsSync24, rmSync as rmSync8, statSync as statSync14, writeFileSync as writeFileSync13 } from "node:fs";
+import path56 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path57.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path56.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -79111,7 +78861,7 @@ async function ensureEngine(stateDir2, opts = {}) {
     if (lock) return lock;
   }
   const command = opts.command ?? selfCommand();
-  if (!existsSync25(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
+  if (!existsSync24(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
   const started = await startExclusive(stateDir2, timeoutMs, () => {
     const child = spawn6(command.node, [command.bundle, "serve", "--background"], {
       detached: true,
@@ -79126,13 +78876,13 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path57.join(stateDir2, "engine.starting");
+  const marker = path56.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
     writeFileSync13(marker, String(process.pid), { flag: "wx", mode: 384 });
     spawned = true;
   } catch {
-    const age2 = Date.now() - (statSync15(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    const age2 = Date.now() - (statSync14(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age2 > 3e4) {
       rmSync8(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
@@ -79204,11 +78954,11 @@ async function gradeCommand(o2) {
   const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client3.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client3.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path58.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path57.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path58.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path57.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -79242,9 +78992,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path58.join(projectRoot(), "packs");
-  const file2 = path58.join(packs, targetSlug(target), "grade.json");
-  mkdirSync20(path58.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path57.join(projectRoot(), "packs");
+  const file2 = path57.join(packs, targetSlug(target), "grade.json");
+  mkdirSync20(path57.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -79260,7 +79010,7 @@ async function gradeCommand(o2) {
 
 // engine/commands/run.ts
 import { readFileSync as readFileSync20 } from "node:fs";
-import path59 from "node:path";
+import path58 from "node:path";
 import readline from "node:readline";
 
 // shared/ask-view.ts
@@ -79297,7 +79047,7 @@ function registerRunCommand(program3) {
   ).option("--target <id>", "a saved target (repeatable): the attempts use them in turn", collect, []).option("--all-attempts", "let every attempt run to its verdict (nothing is stopped when one is built)").option(
     "--batch <file>",
     'a JSON file: [{task, dir, checks, scope, protect, fixRounds?}, \u2026] or {"tasks": [{id, after, \u2026}], "integration": {"checks": [\u2026]}}'
-  ).option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v)).option("--name <text>", "with --batch: the batch's name, shown instead of its id (overrides the file's `name`)").option("--json", "print the final result as JSON on stdout").action((o2) => runCommand3(o2).catch(fail));
+  ).option("--fix-rounds <k>", "on honest-failure, send the failing checks' names and output back to the worker, at most K times", (v) => Number(v)).option("--json", "print the final result as JSON on stdout").action((o2) => runCommand3(o2).catch(fail));
   program3.command("continue").description("send a follow-up to a graded worker (built or honest-failure) in its same session: a new round, graded again; exit 0 only if built").argument("<workerId>", "the worker (see `ocw ps`)").requiredOption("--message <text>", "what the worker should do next").option("--approve <mode>", "ask (default: ask on the terminal) | once | always | reject", "ask").option("--timeout <seconds>", "wall-clock limit for this round: the worker is stopped when it passes", (v) => Number(v)).option("--json", "print the result as JSON on stdout (what `ocw run --json` prints, plus rounds)").action((workerId, o2) => continueCommand(workerId, o2).catch(fail));
 }
 async function continueCommand(workerId, o2) {
@@ -79388,15 +79138,14 @@ function parseBatch(file2) {
     const where = at === null ? i2.path.length ? `${i2.path.join(".")}: ` : "" : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
     throw new CliError(`batch file ${file2}: ${where}${i2.message}`);
   }
-  const base2 = path59.dirname(path59.resolve(file2));
-  const { tasks, integration, name } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: void 0, name: void 0 } : parsed.data;
+  const base2 = path58.dirname(path58.resolve(file2));
+  const { tasks, integration } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: void 0 } : parsed.data;
   return {
-    name,
     tasks: tasks.map(({ dir, after, id: id2, ...t2 }) => ({
       ...t2,
       ...id2 ? { id: id2 } : {},
       ...after.length ? { after } : {},
-      directory: path59.resolve(base2, dir ?? t2.directory)
+      directory: path58.resolve(base2, dir ?? t2.directory)
     })),
     integration
   };
@@ -79413,25 +79162,18 @@ async function runCommand3(o2) {
     throw new CliError("--fix-rounds must be a whole number from 0 to 10");
   let specs;
   let integration;
-  let batchName;
-  if (o2.name !== void 0 && !o2.batch) throw new CliError("--name names a batch: give it with --batch <file>");
-  if (o2.name !== void 0) {
-    const n2 = BatchName.safeParse(o2.name);
-    if (!n2.success) throw new CliError(`--name: ${n2.error.issues[0]?.message}`);
-  }
   if (o2.batch) {
     if (o2.task || o2.dir) throw new CliError("--batch cannot be combined with --task/--dir");
     if (o2.attempts !== void 0 || o2.target.length || o2.allAttempts)
       throw new CliError("in a batch file, give `attempts` (and `targets`, `allAttempts`) per task instead of --attempts/--target");
-    ({ tasks: specs, integration, name: batchName } = parseBatch(o2.batch));
-    if (o2.name !== void 0) batchName = o2.name.trim();
+    ({ tasks: specs, integration } = parseBatch(o2.batch));
   } else {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
-    const files = o2.heldBack ? path59.resolve(o2.heldBack) : void 0;
+    const files = o2.heldBack ? path58.resolve(o2.heldBack) : void 0;
     const checks = o2.check.map((run4) => files ? { run: run4, files } : { run: run4 });
-    specs = [{ task: o2.task, directory: path59.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path58.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -79458,11 +79200,7 @@ async function runCommand3(o2) {
       groupId = r.groupId;
     } else if (specs.length === 1 && !o2.batch) ids = [(await client3.workers.start.mutate(specs[0])).workerId];
     else {
-      const r = await client3.workers.startBatch.mutate({
-        tasks: specs,
-        ...integration ? { integration } : {},
-        ...batchName ? { name: batchName } : {}
-      });
+      const r = await client3.workers.startBatch.mutate({ tasks: specs, ...integration ? { integration } : {} });
       ids = r.workerIds;
       batchId = r.batchId;
     }
@@ -79470,7 +79208,7 @@ async function runCommand3(o2) {
     throw new CliError(err.message);
   }
   process.stderr.write(
-    `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId}${batchName ? ` "${batchName}"` : ""})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}
+    `ocw: started ${ids.join(", ")}${batchId ? ` (batch ${batchId})` : ""}${groupId ? ` (${ids.length} attempts, group ${groupId})` : ""}
 `
   );
   const result = await followAndAnswer(client3, ids, o2.approve, void 0, batchId ?? void 0);
@@ -81521,7 +81259,7 @@ var StdioServerTransport = class {
 init_paths();
 
 // engine/mcp/format.ts
-import path60 from "node:path";
+import path59 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
@@ -81534,12 +81272,12 @@ function untrustedText(s, max, opts = {}) {
 var WORKSPACE_MARK = "\u27E8workspace\u27E9";
 function askWhat(a2, worktree) {
   if (!worktree) return a2.what;
-  const root2 = path60.resolve(worktree);
+  const root2 = path59.resolve(worktree);
   const swap = (p) => {
-    const abs = path60.resolve(p);
-    return abs === root2 ? "." : abs.startsWith(root2 + path60.sep) ? path60.relative(root2, abs).split(path60.sep).join("/") : p;
+    const abs = path59.resolve(p);
+    return abs === root2 ? "." : abs.startsWith(root2 + path59.sep) ? path59.relative(root2, abs).split(path59.sep).join("/") : p;
   };
-  if (path60.isAbsolute(a2.what)) return swap(a2.what);
+  if (path59.isAbsolute(a2.what)) return swap(a2.what);
   return a2.what.split(root2).join(WORKSPACE_MARK);
 }
 function pendingItem(a2, worktree) {
@@ -81737,7 +81475,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile as execFile2 } from "node:child_process";
-import path61 from "node:path";
+import path60 from "node:path";
 import { promisify as promisify4 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -82099,8 +81837,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path67, errorMaps, issueData } = params;
-  const fullPath = [...path67, ...issueData.path || []];
+  const { data, path: path66, errorMaps, issueData } = params;
+  const fullPath = [...path66, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -82215,11 +81953,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path67, key) {
+  constructor(parent, value, path66, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path67;
+    this._path = path66;
     this._key = key;
   }
   get path() {
@@ -85765,11 +85503,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path67) {
-  if (path67.length === 0) {
+function getDotPath(path66) {
+  if (path66.length === 0) {
     return "object root";
   }
-  return path67.reduce((acc, seg, index) => {
+  return path66.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -89952,8 +89690,7 @@ var DelegateBatchTask = DelegateInput.extend({
 }).strict();
 var DelegateBatchInput = external_exports.object({
   tasks: external_exports.array(DelegateBatchTask).min(1, "give at least one task").max(64, "at most 64 tasks per batch").describe("Tasks with disjoint scopes; those without `after` run at once."),
-  integration: IntegrationSpec.optional().describe("Checks run on the built commits combined; merge {batchId} lands that commit."),
-  name: external_exports.string().optional()
+  integration: IntegrationSpec.optional().describe("Checks run on the built commits combined; merge {batchId} lands that commit.")
 }).strict();
 function batchItemsByReference(json2) {
   const props = json2.properties;
@@ -90589,7 +90326,7 @@ function createMcpServer(opts) {
     "delegate_batch",
     {
       title: "Delegate several independent tasks",
-      description: "Start several workers at once (one batchId); each task has delegate's fields. Split the work into INDEPENDENT tasks with DISJOINT `scope`s (else their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots; `name` it for people. Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
+      description: "Start several workers at once (one batchId); each task has delegate's fields. Split the work into INDEPENDENT tasks with DISJOINT `scope`s (no two tasks the same file, or their branches conflict); put shared interfaces in the task texts. Size it to setup_status's free slots (extra tasks queue). Then wait {batchId}; builtRate and honestRate come back when it settles. A task needing another's output names it in `after`; `integration` checks the built pieces together.",
       input: DelegateBatchInput,
       output: DelegateBatchOutput,
       shape: batchItemsByReference,
@@ -90605,23 +90342,19 @@ function createMcpServer(opts) {
     async (args) => {
       const before = await slotsNow();
       const { batchId, workerIds, tasks, groups } = await call(
-        (c3) => c3.workers.startBatch.mutate({
-          tasks: args.tasks,
-          ...args.integration ? { integration: args.integration } : {},
-          ...args.name ? { name: args.name } : {}
-        })
+        (c3) => c3.workers.startBatch.mutate({ tasks: args.tasks, ...args.integration ? { integration: args.integration } : {} })
       );
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path61.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path60.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path61.resolve(a2.directory) === path61.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path60.resolve(a2.directory) === path60.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -91436,21 +91169,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path61.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path60.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path61.resolve(top || dir);
+  return path60.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path61.resolve(w.repo);
-  return r === root2 || path61.resolve(w.spec.directory) === root2 || path61.resolve(w.spec.directory).startsWith(root2 + path61.sep);
+  const r = path60.resolve(w.repo);
+  return r === root2 || path60.resolve(w.spec.directory) === root2 || path60.resolve(w.spec.directory).startsWith(root2 + path60.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path61.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path61.resolve(baseDir, dir)}"`;
+  if (path60.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path60.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -91606,7 +91339,7 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path62 from "node:path";
+import path61 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -91699,7 +91432,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path62.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path61.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -91853,7 +91586,7 @@ function registerHousekeepingCommands(program3) {
 }
 
 // engine/commands/workers.ts
-import path63 from "node:path";
+import path62 from "node:path";
 init_paths();
 var client2 = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
@@ -91876,46 +91609,23 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path63.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path62.resolve(o2.repo) } : {}
       });
       if (o2.json) return console.log(JSON.stringify(ws, null, 2));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
-      const names = ws.some((w) => w.batchId) ? await c3.workers.batchNames.query().catch(() => ({})) : {};
       for (const w of ws) {
         const v = w.verdict ? verdictLine(w.verdict) : stateWord(w.state);
         const extra = [
           w.merged ? `merged into ${w.merged.into}` : null,
           w.reverted ? "reverted" : null,
           w.discarded ? "discarded" : null,
-          w.batchId ? `batch ${names[w.batchId] ? `"${safe(names[w.batchId])}" ` : ""}${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null
+          w.batchId ? `batch ${w.batchId}${w.taskId ? `/${w.taskId}` : ""}` : null
         ].filter(Boolean).join(", ");
         console.log(
           `${w.id}  ${stateWord(w.state).padEnd(16)} ${age(w.createdAt).padStart(4)}  ${safe(titleOf2(w)).slice(0, 60)}
     ${v}${extra ? ` \xB7 ${extra}` : ""} \xB7 ${safe(w.repo)}`
         );
       }
-    } catch (err) {
-      fail(err);
-    }
-  });
-  program3.command("batch").description('a batch: its name, workers and built count; --name renames it ("" takes the name away), shown instead of its id').argument("<batchId>", "a batch id (b-\u2026)").option("--name <text>", "the batch's new name (one line, at most 80 characters)").option("--json", "print JSON").action(async (batchId, o2) => {
-    try {
-      const c3 = await client2("batch");
-      if (o2.name !== void 0) {
-        try {
-          await c3.workers.nameBatch.mutate({ batchId, name: o2.name });
-        } catch (err) {
-          throw new CliError(err.message);
-        }
-      }
-      let b;
-      try {
-        b = await c3.workers.batch.query({ batchId });
-      } catch (err) {
-        throw new CliError(err.message);
-      }
-      if (o2.json) return console.log(JSON.stringify(b, null, 2));
-      console.log(batchText(b));
     } catch (err) {
       fail(err);
     }
@@ -92009,7 +91719,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client2("prune")).workers.prune.mutate({ directory: path63.resolve(o2.dir ?? ".") });
+      const r = await (await client2("prune")).workers.prune.mutate({ directory: path62.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -92043,7 +91753,7 @@ function registerWorkerCommands(program3) {
   );
 }
 function batchText(b) {
-  const lines = [`batch ${b.id}${b.name ? ` "${safe(b.name)}"` : ""}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " \xB7 done" : ""}`];
+  const lines = [`batch ${b.id}: built ${b.built}/${b.tasks.length || b.workerIds.length}${b.done ? " \xB7 done" : ""}`];
   if (b.tasks.length)
     for (const t2 of b.tasks)
       lines.push(
@@ -92176,22 +91886,22 @@ var LogPrinter = class {
 
 // engine/commands/claude.ts
 import { execFileSync as execFileSync4, spawn as spawn8 } from "node:child_process";
-import { existsSync as existsSync26, readFileSync as readFileSync21, writeFileSync as writeFileSync14 } from "node:fs";
-import path64 from "node:path";
+import { existsSync as existsSync25, readFileSync as readFileSync21, writeFileSync as writeFileSync14 } from "node:fs";
+import path63 from "node:path";
 init_paths();
 var guiUrl = (lock) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
 function repoRootOf(dir) {
   try {
-    return path64.resolve(
+    return path63.resolve(
       execFileSync4("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path64.resolve(dir);
+    return path63.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path64.resolve(w.spec.directory);
-  return path64.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path64.sep);
+  const d = path63.resolve(w.spec.directory);
+  return path63.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path63.sep);
 };
 async function runningEngine() {
   const lock = readLock(stateDir());
@@ -92289,10 +91999,10 @@ async function snapshot(client3, ids, load2) {
   return Promise.all(ids.map((id2) => client3.workers.get.query({ workerId: id2 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path64.isAbsolute(what)) return what;
-  const root2 = path64.resolve(worktree);
-  const abs = path64.resolve(what);
-  return abs.startsWith(root2 + path64.sep) ? path64.relative(root2, abs).split(path64.sep).join("/") : what;
+  if (!worktree || !path63.isAbsolute(what)) return what;
+  const root2 = path63.resolve(worktree);
+  const abs = path63.resolve(what);
+  return abs.startsWith(root2 + path63.sep) ? path63.relative(root2, abs).split(path63.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -92311,7 +92021,7 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path64.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path63.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
     return JSON.parse(readFileSync21(seenFile(), "utf8"))[root2] ?? 0;
@@ -92322,7 +92032,7 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync26(seenFile())) all = JSON.parse(readFileSync21(seenFile(), "utf8"));
+    if (existsSync25(seenFile())) all = JSON.parse(readFileSync21(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
@@ -92363,8 +92073,8 @@ init_targets();
 init_llama_server();
 init_plan();
 init_setup3();
-import { existsSync as existsSync27 } from "node:fs";
-import path66 from "node:path";
+import { existsSync as existsSync26 } from "node:fs";
+import path65 from "node:path";
 init_fit_service();
 init_errors4();
 var InputError2 = class extends SetupError {
@@ -92442,9 +92152,9 @@ async function runFit(o2) {
     const slots = e.slots;
     const minCtx = int3(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
     const dev = { gpus: gpus.map((g, i2) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i2}` })), hostFreeBytes: hostFree };
-    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync27(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
+    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync26(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
     const pick3 = planModel(m, dev, slots, minCtx, false);
-    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync27(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
+    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync26(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
     const out = {
       model: {
         source: info.source,
@@ -92527,8 +92237,8 @@ async function runFitPlan(o2) {
 async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path66.join(path66.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync27(bin)) return null;
+  const bin = path65.join(path65.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  if (!existsSync26(bin)) return null;
   const args = [
     "-m",
     file2,
