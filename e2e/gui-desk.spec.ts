@@ -1,269 +1,253 @@
-// Desktop habits against a real engine, real opencode, real git and the scripted model, at 1440×900 and 900×700
-// (screenshots test-results/screenshots/desk-*.png, looked at): the policy rule builder (rows, what a rule answers,
-// validation by the shared schema, a sample ask checked by the engine, the JSON under Advanced); the workspace path
-// copied from a worker's page (the browser's form of "open the folder"); grants that expire when their worker settles,
-// without the workspace's absolute path; "Build one" llama-server from the wizard with a stand-in build script (progress,
-// a failure's own cause, the path filled in); notification tick boxes on their labels' line; a retried batch worker
-// staying in its batch.
-import { readFileSync, writeFileSync } from "node:fs";
+// The dashboard's everyday readings against a real engine (`ocw serve`), real opencode and git, and the scripted model,
+// at 1440×900 and 900×700: batch names (given at the start, renamed in the GUI and with `ocw batch --name`), cost per
+// worker, batch and repository (money on an API target with a price, tokens on a model of one's own), search over
+// transcript text (the engine's workers.search, snippets shown as the worker's text), tokens that move while a worker
+// streams, tok/s over the time on the model (time waiting for a person left out), and the theme (light, dark, system)
+// kept across a reload.
+import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { expect, test, type Page } from "@playwright/test";
-import { startScriptedModel, writeFile, type ScriptedModel } from "../test/fixtures/scripted-model";
-import { cleanup, makeRepo, ROOT, startEngine, tempDir, type E2EEngine } from "./engine";
+import { dollars } from "../shared/cost";
+import { throughput } from "../shared/metrics";
+import { bash, startScriptedModel, type ScriptedModel } from "../test/fixtures/scripted-model";
+import { BUNDLE, cleanup, makeRepo, startEngine, type E2EEngine } from "./engine";
 
 const SHOTS = process.env.OCW_SHOTS_DIR ?? path.resolve(__dirname, "..", "test-results", "screenshots");
-const VIEWPORTS = [
-  { name: "wide", width: 1440, height: 900 },
-  { name: "narrow", width: 900, height: 700 },
-] as const;
+const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `desk-${name}.png`), fullPage: false });
+/** Both sizes: 1440×900, then 900×700 (nothing wider than the window), back to 1440×900. */
+async function bothSizes(page: Page, name: string, visible?: () => Promise<void>) {
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await visible?.();
+  await shot(page, `${name}-1440`);
+  await page.setViewportSize({ width: 900, height: 700 });
+  await visible?.();
+  expect(await page.locator("html").evaluate((el) => el.scrollWidth)).toBeLessThanOrEqual(900);
+  await shot(page, `${name}-900`);
+  await page.setViewportSize({ width: 1440, height: 900 });
+}
+
+const LONG = Array.from({ length: 600 }, (_, i) => `word${i}`).join(" ");
 
 let model: ScriptedModel;
 let engine: E2EEngine;
-let repo: string;
-let buildDir: string;
-let modeFile: string;
-let releaseGrant!: () => void;
-const grantGate = new Promise<void>((r) => (releaseGrant = r));
+let page: Page;
+let repoA: string;
+let repoB: string;
+const ids: Record<string, string> = {};
 
 test.describe.configure({ mode: "serial" });
 
-test.beforeAll(async () => {
+test.beforeAll(async ({ browser }) => {
   model = await startScriptedModel({
-    chunkDelayMs: 1,
+    chunkDelayMs: 15,
     scripts: [
       {
-        name: "grant",
-        match: /TASK-DESK-GRANT/,
-        script: async (c) => {
-          if (c.turnStep === 0) return writeFile("notes.txt", "one\n");
-          if (c.turnStep === 1) {
-            await grantGate;
-            return { text: "Wrote the notes.\nOUTCOME: built" };
-          }
-          return { text: "OUTCOME: built" };
-        },
+        name: "flux",
+        match: /TASK-DESK-FLUX/,
+        script: () => ({ text: "The flux capacitor is misaligned in the warp module.\nOUTCOME: honest-failure — nothing to change" }),
       },
-      { name: "fail", match: /TASK-DESK-FAIL/, script: () => ({ text: "I could not do it.\nOUTCOME: honest-failure — nothing to change" }) },
+      { name: "plain", match: /TASK-DESK-PLAIN/, script: () => ({ text: "Nothing special here.\nOUTCOME: honest-failure — nothing to change" }) },
+      { name: "stream", match: /TASK-DESK-STREAM/, script: () => ({ hang: true, textBeforeHang: LONG }) },
+      {
+        name: "ask",
+        match: /TASK-DESK-ASK/,
+        script: (c) => (c.turnStep === 0 ? bash("echo desk") : { text: `Ran it. ${LONG.slice(0, 400)}\nOUTCOME: built` }),
+      },
     ],
   });
-  buildDir = tempDir("desk-build");
-  modeFile = path.join(buildDir, "mode");
-  writeFileSync(modeFile, "fail");
-  engine = await startEngine(undefined, {
-    OCW_LLAMA_BUILD_SCRIPT: path.join(ROOT, "test", "fixtures", "stub-llama-build.sh"),
-    STUB_BUILD_OUT: path.join(buildDir, "out"),
-    STUB_BUILD_MODE_FILE: modeFile,
-    STUB_BUILD_STEP_SEC: "0.4",
-    OCW_NVCC: "",
-  });
+  engine = await startEngine();
+  // A model of one's own (tokens) and an API target with a price (money): both are the scripted model.
   await engine.client.targets.save.mutate({
-    target: { id: "scripted", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 2 }, checks: [] },
+    target: { id: "local", model: "scripted-1", endpoint: model.url, serving: { engine: "capture", endpoints: [], slots: 4 }, checks: [] },
     activate: true,
   });
-  repo = makeRepo({ "README.md": "# desk repo\n" });
+  await engine.client.targets.save.mutate({
+    target: {
+      id: "paid",
+      model: "scripted-1",
+      endpoint: model.url,
+      serving: { engine: "api", endpoints: [], slots: 2 },
+      checks: [],
+      price: { inputPerMTok: 3, outputPerMTok: 15 },
+    },
+  });
+  repoA = makeRepo({ "README.md": "# repo A\n" });
+  repoB = makeRepo({ "README.md": "# repo B\n" });
+  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
+  page.on("pageerror", (err) => console.error("[page error]", err.message));
+  await page.goto(engine.url);
 });
 
 test.afterAll(async () => {
-  await engine?.stop();
+  await page?.context().close();
+  await engine?.kill();
   await model?.close();
-  cleanup(engine?.stateDir ?? "", repo ?? "", buildDir ?? "");
+  cleanup(engine?.stateDir ?? "", repoA ?? "", repoB ?? "");
 });
 
-async function pageAt(browser: import("@playwright/test").Browser, vp: (typeof VIEWPORTS)[number]): Promise<Page> {
-  const ctx = await browser.newContext({ viewport: { width: vp.width, height: vp.height } });
-  await ctx.grantPermissions(["clipboard-read", "clipboard-write"], { origin: engine.origin });
-  const page = await ctx.newPage();
-  page.on("pageerror", (err) => console.error("[page error]", err.message));
-  await page.goto(engine.url);
-  return page;
-}
-const shot = (page: Page, vp: (typeof VIEWPORTS)[number], name: string) => page.screenshot({ path: path.join(SHOTS, `desk-${name}-${vp.name}.png`) });
+const settled = async (id: string) =>
+  expect.poll(async () => (await engine.client.workers.get.query({ workerId: id })).state, { timeout: 120_000 }).toBe("honest-failure");
 
-for (const vp of VIEWPORTS) {
-  test(`policy rule builder (${vp.width}×${vp.height}): rows, what each answers, validation, a sample ask checked by the engine, JSON under Advanced`, async ({
-    browser,
-  }) => {
-    await engine.client.policies.set.mutate({ rules: [] });
-    const page = await pageAt(browser, vp);
-    await page.goto(`${engine.origin}/#/settings`);
-    const panel = page.getByRole("region", { name: "Approval policies" });
-    await expect(panel).toContainText("No rules: every ask waits for a person");
-    await panel.getByRole("button", { name: "Add rule" }).click();
-    const rule1 = panel.getByRole("listitem", { name: "Rule 1" });
-    // an empty pattern is refused by the shared schema, in place, and nothing is saved
-    await panel.getByRole("button", { name: "Save policies" }).click();
-    await expect(panel.getByRole("alert", { name: "Problems of rule 1" })).toContainText("pattern: give a pattern");
-    await expect(panel.getByRole("status")).toContainText("Not saved: 1 rule to fix");
-    expect(await engine.client.policies.get.query()).toEqual([]);
-    await rule1.getByLabel("Pattern of rule 1").fill("npm test*");
-    await expect(rule1.getByLabel("What rule 1 answers")).toContainText("only when every one of its simple commands");
-    await panel.getByRole("button", { name: "Add rule" }).click();
-    const rule2 = panel.getByRole("listitem", { name: "Rule 2" });
-    await rule2.getByLabel("Pattern of rule 2").fill("rm *");
-    await rule2.getByLabel("Decision of rule 2").selectOption("reject");
-    await expect(rule2.getByLabel("What rule 2 answers")).toContainText("Refuses a shell command when the whole command or any of its simple commands");
-    // the sample: the engine's own matching, per simple command
-    await panel.getByLabel("Sample ask").fill("npm test; touch pwned");
-    const result = panel.getByRole("status", { name: "Sample result" });
-    await expect(result).toContainText("No rule answers: it waits for a person");
-    await expect(result.getByRole("list", { name: "Simple commands" })).toContainText("touch pwned matched by no rule");
-    await panel.getByLabel("Sample ask").fill("npm test -- --watch && rm -rf dist");
-    await expect(result).toContainText("Rule 2 answers: rejected");
-    await expect(rule2).toContainText("answers the sample");
-    await panel.getByLabel("Sample ask").fill("npm test -- --watch");
-    await expect(result).toContainText("Rule 1 answers: approved (once)");
-    await result.scrollIntoViewIfNeeded();
-    await shot(page, vp, "policies");
-    await panel.getByRole("button", { name: "Save policies" }).click();
-    await expect(panel.getByRole("status").filter({ hasText: "Saved 2 rule(s)." })).toBeVisible();
-    expect(await engine.client.policies.get.query()).toEqual([
-      { tool: "bash", pattern: "npm test*", decision: "once" },
-      { tool: "bash", pattern: "rm *", decision: "reject" },
-    ]);
-    // order matters: move the reject up; remove the other; advanced JSON shows and takes the same rules
-    await rule2.getByRole("button", { name: "Move rule 2 up" }).click();
-    await expect(panel.getByLabel("Pattern of rule 1")).toHaveValue("rm *");
-    await panel.getByRole("button", { name: "Remove rule 2" }).click();
-    await panel.getByText("Advanced: the rules as JSON").click();
-    const json = panel.getByLabel("Policy rules");
-    await expect(json).toHaveValue(JSON.stringify([{ tool: "bash", pattern: "rm *", decision: "reject" }], null, 2));
-    await json.fill("[{");
-    await expect(panel.getByRole("alert").filter({ hasText: "Not valid JSON" })).toBeVisible();
-    await json.fill('[{"tool":"edit","pattern":"docs/**","decision":"always"}]');
-    await expect(panel.getByLabel("Tool of rule 1")).toHaveValue("edit");
-    await expect(panel.getByLabel("What rule 1 answers")).toContainText("Approves (as “always”) an edit whose path matches the glob “docs/**”");
-    await panel.getByRole("button", { name: "Save policies" }).click();
-    await expect(panel.getByRole("status").filter({ hasText: "Saved 1 rule(s)." })).toBeVisible();
-    expect(await engine.client.policies.get.query()).toEqual([{ tool: "edit", pattern: "docs/**", decision: "always" }]);
-    await engine.client.policies.set.mutate({ rules: [] });
-
-    // notification tick boxes sit on their labels' line (they were stretched across the row above their text)
-    const notes = page.getByRole("region", { name: "Notifications" });
-    await notes.scrollIntoViewIfNeeded();
-    for (const name of ["Notify me", "when a worker is graded (built / failed)"]) {
-      const box = (await notes.getByRole("checkbox", { name }).boundingBox())!;
-      const label = (await notes.locator("label.opt", { hasText: name }).boundingBox())!;
-      expect(box.width).toBeLessThan(40);
-      expect(box.y).toBeGreaterThanOrEqual(label.y - 1);
-      expect(box.y + box.height).toBeLessThanOrEqual(label.y + label.height + 1);
-      expect(label.height).toBeLessThan(40);
-    }
-    await shot(page, vp, "notifications");
-    await page.context().close();
+test("a named batch: its name instead of its id, renamed in the GUI and with ocw batch --name; cost per worker, batch and repository", async () => {
+  const b = await engine.client.workers.startBatch.mutate({
+    name: "Nightly cleanup",
+    tasks: [
+      { task: "TASK-DESK-FLUX: look at the warp module", title: "Warp module", directory: repoA, targetId: "paid", checks: [{ run: "true" }] },
+      { task: "TASK-DESK-PLAIN: look at the rest", title: "The rest", directory: repoA, targetId: "paid", checks: [{ run: "true" }] },
+    ],
   });
-}
+  ids.batch = b.batchId;
+  [ids.flux, ids.plain] = b.workerIds as [string, string];
+  ids.local = (
+    await engine.client.workers.start.mutate({ task: "TASK-DESK-PLAIN: on my own model", title: "Local job", directory: repoB, checks: [{ run: "true" }] })
+  ).workerId;
+  for (const id of [ids.flux!, ids.plain!, ids.local!]) await settled(id);
 
-test("grants expire when their worker settles; no absolute workspace path is shown; the workspace path is copied from the worker page", async ({ browser }) => {
-  const { workerId } = await engine.client.workers.start.mutate({
-    task: "TASK-DESK-GRANT: write notes",
-    title: "Desk grant",
-    directory: repo,
-    checks: [{ run: "true" }],
-  });
-  const pages = await Promise.all(VIEWPORTS.map((vp) => pageAt(browser, vp)));
-  const [wide] = pages;
-  await wide!.goto(`${engine.origin}/#/approvals`);
-  await expect.poll(async () => (await engine.client.approvals.list.query()).length, { timeout: 120_000 }).toBe(1);
-  const ask = (await engine.client.approvals.list.query())[0]!;
-  await wide!.locator(`[data-ask-id="${ask.id}"]`).getByRole("button", { name: "Always allow" }).click();
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).grants.length, { timeout: 30_000 }).toBe(1);
-  const w = await engine.client.workers.get.query({ workerId });
-  const g = w.grants[0]!;
-  expect(g.pattern.startsWith(w.worktree!)).toBe(true); // the engine holds the real path…
-  for (const [i, vp] of VIEWPORTS.entries()) {
-    const page = pages[i]!;
-    await page.goto(`${engine.origin}/#/approvals`);
-    const all = page.getByRole("table", { name: "All grants" });
-    // …every client shows it relative to the workspace
-    await expect(all.getByRole("row", { name: `grant edit notes.txt for ${workerId}` })).toBeVisible();
-    expect(await page.locator("body").textContent()).not.toContain(w.worktree!);
-    await shot(page, vp, "grants-live");
-  }
-  releaseGrant();
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).state, { timeout: 120_000 }).toBe("built");
-  for (const [i, vp] of VIEWPORTS.entries()) {
-    const page = pages[i]!;
-    const region = page.getByRole("region", { name: "Grants" });
-    await expect(region).toContainText("No grants");
-    await expect(region.getByLabel("expired grants")).toContainText("1 expired grant of finished workers not listed");
-    await page.goto(`${engine.origin}/#/workers/${workerId}`);
-    const mine = page.getByRole("table", { name: `grants of ${workerId}` });
-    await expect(mine.getByRole("row", { name: `grant edit notes.txt for ${workerId} (expired)` })).toBeVisible();
-    await expect(mine.getByRole("button", { name: "Revoke" })).toHaveCount(0);
-    // the browser's "open the folder": the engine's workspace path, copied
-    await page.getByRole("button", { name: "Copy workspace path" }).click();
-    await expect(page.locator(".notices")).toContainText(`Copied the workspace path: ${w.worktree}`);
-    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(w.worktree);
-    await mine.scrollIntoViewIfNeeded();
-    await shot(page, vp, "grants-expired");
-  }
-  // Discard's confirmation opens with the focus on Cancel, never on the destructive button
-  const last = pages.at(-1)!;
-  await last.getByRole("button", { name: "Discard…" }).click();
-  const dialog = last.getByRole("dialog", { name: "Confirm discard" });
-  await expect(dialog.getByRole("button", { name: "Cancel" })).toBeFocused();
-  await dialog.getByRole("button", { name: "Discard", exact: true }).click();
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId })).discarded, { timeout: 30_000 }).toBe(true);
-  // the engine never answers a path of its choosing: a worker whose workspace is gone is refused
-  await expect(engine.client.workers.workspace.query({ workerId })).rejects.toThrow(/was discarded/);
-  for (const p of pages) await p.context().close();
-});
-
-test("a retried batch worker stays in its batch; Grades rows open their workers", async ({ browser }) => {
-  const { batchId, workerIds } = await engine.client.workers.startBatch.mutate({
-    tasks: [{ task: "TASK-DESK-FAIL: impossible", title: "Impossible", directory: repo, checks: [{ run: "false" }] }],
-  });
-  const failed = workerIds[0]!;
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId: failed })).state, { timeout: 120_000 }).toBe("honest-failure");
-  const page = await pageAt(browser, VIEWPORTS[1]);
-  await page.goto(`${engine.origin}/#/workers/${failed}`);
-  await page.getByRole("button", { name: "Retry as new worker" }).click();
-  await expect.poll(async () => (await engine.client.workers.batch.query({ batchId })).workerIds.length, { timeout: 30_000 }).toBe(2);
-  const retried = (await engine.client.workers.batch.query({ batchId })).workerIds.find((id) => id !== failed)!;
-  await expect.poll(async () => (await engine.client.workers.get.query({ workerId: retried })).state, { timeout: 120_000 }).toBe("honest-failure");
   await page.goto(`${engine.origin}/#/`);
-  const batch = page.getByRole("region", { name: `batch ${batchId}` });
-  await expect(batch).toContainText("2 workers");
-  for (const id of [failed, retried]) await expect(batch).toContainText(id);
-  for (const single of await page.getByRole("region", { name: "single tasks" }).all()) await expect(single).not.toContainText("Impossible");
-  expect(await engine.client.workers.batch.query({ batchId })).toMatchObject({ settled: true, builtRate: 0 });
-  await batch.scrollIntoViewIfNeeded();
-  await shot(page, VIEWPORTS[1], "retry-in-batch");
-  // Grades: a ledger row opens the workers behind it, each a link to its page
-  await page.goto(`${engine.origin}/#/grades`);
-  await page.getByRole("row", { name: "ledger of scripted" }).click();
-  const behind = page.getByLabel("workers behind scripted");
-  await expect(behind.getByRole("link", { name: new RegExp(retried) })).toBeVisible();
-  await shot(page, VIEWPORTS[1], "grades-workers");
-  await behind.getByRole("link", { name: new RegExp(retried) }).click();
-  await expect(page).toHaveURL(new RegExp(`#/workers/${retried}$`));
-  await expect(page.getByRole("heading", { name: "Impossible" })).toBeVisible();
-  await page.context().close();
+  const batch = page.getByRole("region", { name: `batch ${ids.batch}` });
+  await expect(batch.getByRole("heading", { level: 2 })).toContainText("Batch Nightly cleanup");
+  await expect(batch).toContainText(ids.batch!); // the id stays beside the name
+  // Money on the API target: its tokens at $3 / $15 per million.
+  const flux = await engine.client.workers.get.query({ workerId: ids.flux! });
+  expect(flux.usage.input).toBeGreaterThan(0);
+  await expect(batch.getByLabel(`cost of batch ${ids.batch}`)).toHaveText(/^\$\d/);
+  const repos = page.getByRole("region", { name: "Cost by repository" });
+  await expect(repos.getByLabel(`cost of ${repoA}`)).toContainText(/\$\d/);
+  await expect(repos.getByLabel(`cost of ${repoB}`)).toContainText(/\d+(\.\d)?k? tok$/);
+  await expect(repos.getByLabel(`cost of ${repoB}`)).not.toContainText("$");
+  await expect(page.getByRole("combobox", { name: "Batch" }).locator("option", { hasText: "Nightly cleanup" })).toHaveCount(1);
+  await bothSizes(page, "named-batch-cost", () => expect(batch.getByRole("heading", { level: 2 })).toBeInViewport());
+
+  // The worker page: its cost in money, and tokens over its time on the model.
+  await page.goto(`${engine.origin}/#/workers/${ids.flux}`);
+  const usd = (flux.usage.input * 3 + (flux.usage.output + flux.usage.reasoning) * 15) / 1e6;
+  await expect(page.getByLabel(`cost of ${ids.flux}`)).toContainText(dollars(usd));
+  // The price is changed in place: every cost follows (double the price, double the cost).
+  await page.getByRole("button", { name: "Set the price of paid" }).click();
+  const price = page.getByRole("form", { name: "price of paid" });
+  await price.getByLabel("dollars per million input tokens").fill("6");
+  await price.getByLabel("dollars per million output tokens").fill("30");
+  await price.getByRole("button", { name: "Save" }).click();
+  const usd2 = usd * 2;
+  await expect(page.getByLabel(`cost of ${ids.flux}`)).toContainText(dollars(usd2));
+  expect((await engine.client.targets.list.query()).targets.find((t) => t.id === "paid")!.price).toEqual({ inputPerMTok: 6, outputPerMTok: 30 });
+  await page.goto(`${engine.origin}/#/workers/${ids.local}`);
+  await expect(page.getByLabel(`cost of ${ids.local}`)).toHaveText(/^cost \d+(\.\d)?k? tok$/);
+  await expect(page.getByRole("button", { name: /Set the price of/ })).toHaveCount(0);
+  await bothSizes(page, "worker-cost", () => expect(page.getByLabel(`cost of ${ids.local}`)).toBeInViewport());
+
+  // Renamed in the GUI: every client hears it (a batch event), the header follows.
+  await page.goto(`${engine.origin}/#/`);
+  await batch.getByRole("button", { name: `Rename ${ids.batch}` }).click();
+  const name = batch.getByRole("textbox", { name: "Batch name" });
+  await expect(name).toBeFocused();
+  await name.fill("Renamed in the GUI");
+  await name.press("Enter");
+  await expect(batch.getByRole("heading", { level: 2 })).toContainText("Batch Renamed in the GUI");
+  expect((await engine.client.workers.batch.query({ batchId: ids.batch! })).name).toBe("Renamed in the GUI");
+  // …and with the CLI; a name that is not one line is refused with the reason.
+  execFileSync(process.execPath, [BUNDLE, "batch", ids.batch!, "--name", "From the CLI"], { env: { ...process.env, OCW_STATE_DIR: engine.stateDir } });
+  await expect(batch.getByRole("heading", { level: 2 })).toContainText("Batch From the CLI");
+  let refused = "";
+  try {
+    execFileSync(process.execPath, [BUNDLE, "batch", ids.batch!, "--name", "two\nlines"], {
+      env: { ...process.env, OCW_STATE_DIR: engine.stateDir },
+      stdio: "pipe",
+    });
+  } catch (err) {
+    refused = String((err as { stderr?: Buffer }).stderr ?? "");
+  }
+  expect(refused).toContain("one line");
+  // An unknown batch is refused, saying so; nothing is named.
+  await expect(engine.client.workers.nameBatch.mutate({ batchId: "b-nope", name: "x" })).rejects.toThrow(/unknown batch "b-nope"/);
+  expect(await engine.client.workers.batchNames.query()).toEqual({ [ids.batch!]: "From the CLI" });
+  // The name is searched too.
+  await page.getByRole("searchbox", { name: "Search task or id" }).fill("from the cli");
+  await expect(page.locator(".worker-card .card-title")).toHaveText(["Warp module", "The rest"]);
+  await page.getByRole("searchbox", { name: "Search task or id" }).fill("");
 });
 
-for (const vp of VIEWPORTS) {
-  test(`wizard "Build one" (${vp.width}×${vp.height}): a failure's own cause where you clicked, then progress and the path filled in`, async ({ browser }) => {
-    writeFileSync(modeFile, "fail");
-    const page = await pageAt(browser, vp);
-    await page.goto(`${engine.origin}/#/setup`);
-    await page.getByRole("radio", { name: /Run a model on this machine/ }).check();
-    const group = page.getByRole("group", { name: "Build llama-server" });
-    await group.getByRole("button", { name: "Build one" }).click();
-    const failed = group.getByRole("alert", { name: "Build status" });
-    await expect(failed).toContainText("The build failed: error: cmake not found; install it");
-    await expect(failed).toContainText("What to do:");
-    await group.scrollIntoViewIfNeeded();
-    await shot(page, vp, "build-failed");
-    writeFileSync(modeFile, "ok");
-    await group.getByRole("button", { name: "Build one" }).click();
-    await expect(group.getByRole("status", { name: "Build status" })).toContainText(/building.*of 4 steps/);
-    await expect(group.getByRole("progressbar", { name: "Build progress" })).toBeVisible();
-    await shot(page, vp, "build-running");
-    await expect(group.getByRole("status", { name: "Build status" })).toContainText("built", { timeout: 30_000 });
-    const built = path.join(buildDir, "out", "bin", "llama-server");
-    await expect(page.getByRole("textbox", { name: /llama-server binary/ })).toHaveValue(built);
-    expect(readFileSync(built, "utf8")).toContain("version: 1 (stub)");
-    await shot(page, vp, "build-done");
-    await page.context().close();
-  });
-}
+test("search finds words that are only in a worker's transcript, with the snippet shown as the worker's text", async () => {
+  await page.goto(`${engine.origin}/#/`);
+  const search = page.getByRole("searchbox", { name: "Search task or id" });
+  // Neither the task text nor the title says "flux capacitor": only what the model wrote.
+  await search.fill("flux capacitor");
+  await expect(page.locator(".worker-card .card-title")).toHaveText(["Warp module"]);
+  const hit = page.getByLabel(`transcript match in ${ids.flux}`);
+  await expect(hit).toContainText("The flux capacitor is misaligned");
+  await expect(hit.locator(".untrusted")).toHaveAttribute("title", /data, not instructions/);
+  await bothSizes(page, "search-transcript", () => expect(hit).toBeInViewport());
+  // The engine's answer, as every client gets it: worker ids and a snippet under `untrusted`.
+  const r = await engine.client.workers.search.query({ query: "warp module misaligned" });
+  expect(r.hits.map((h) => h.workerId)).toEqual([ids.flux]);
+  expect(r.hits[0]!.untrusted.snippet).toContain("misaligned");
+  await search.fill("no such words anywhere");
+  await expect(page.getByText("No worker matches these filters.")).toBeVisible();
+  await search.fill("");
+});
+
+test("tokens move while a worker streams; tok/s counts only the time on the model", async () => {
+  ids.stream = (
+    await engine.client.workers.start.mutate({ task: "TASK-DESK-STREAM: write a lot", title: "Streams", directory: repoB, checks: [{ run: "true" }] })
+  ).workerId;
+  await page.goto(`${engine.origin}/#/`);
+  const stats = page.getByLabel(`progress of ${ids.stream}`);
+  // Nothing is reported while it streams (the model has not finished its step): the count is the streamed estimate.
+  const estimate = async () => Number(((await stats.textContent()) ?? "").match(/~(\d+(?:\.\d)?)(k?) tok\b/)?.[1] ?? 0);
+  await expect.poll(estimate, { timeout: 120_000 }).toBeGreaterThan(0);
+  const first = await estimate();
+  await expect.poll(estimate, { timeout: 60_000 }).toBeGreaterThan(first);
+  expect((await engine.client.workers.get.query({ workerId: ids.stream })).usage.output).toBe(0);
+  await bothSizes(page, "live-tokens", () => expect(stats).toBeInViewport());
+  await page.goto(`${engine.origin}/#/workers/${ids.stream}`);
+  await expect(page.getByLabel(`tokens of ${ids.stream}`)).toContainText(/\+ ~\d[\d,]* streaming/);
+  await engine.client.workers.stop.mutate({ workerId: ids.stream });
+
+  // A worker that waits for a person: that wait is not model time.
+  ids.ask = (
+    await engine.client.workers.start.mutate({ task: "TASK-DESK-ASK: run a command", title: "Asks first", directory: repoB, checks: [{ run: "true" }] })
+  ).workerId;
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId: ids.ask! })).state, { timeout: 90_000 }).toBe("waiting-approval");
+  await page.waitForTimeout(3000); // the person takes a while
+  const ask = (await engine.client.workers.get.query({ workerId: ids.ask })).asks.find((a) => a.status === "pending")!;
+  await engine.client.approvals.decide.mutate({ askId: ask.id, decision: "once" });
+  await expect.poll(async () => (await engine.client.workers.get.query({ workerId: ids.ask! })).state, { timeout: 120_000 }).toMatch(/built|honest-failure/);
+  const w = await engine.client.workers.get.query({ workerId: ids.ask });
+  const answered = w.asks.find((a) => a.id === ask.id)!;
+  expect(answered.decidedAt! - answered.createdAt).toBeGreaterThanOrEqual(3000);
+  // Model time leaves the wait out: it is at most the time it ran minus the time the ask waited.
+  expect(w.modelMs).toBeGreaterThan(0);
+  expect(w.modelMs).toBeLessThanOrEqual(w.endedAt! - w.startedAt! - (answered.decidedAt! - answered.createdAt));
+  const tp = throughput(w, Date.now());
+  await page.goto(`${engine.origin}/#/`);
+  const card = page.getByLabel(`progress of ${ids.ask}`);
+  await expect(card).toContainText(`${tp.tokPerSec!.toFixed(1)} tok/s`);
+  await expect(card.getByText(/tok\/s$/)).toHaveAttribute("title", /on the model \(time waiting for you, queued or grading left out\)/);
+  await page.goto(`${engine.origin}/#/workers/${ids.ask}`);
+  await expect(page.getByLabel(`speed of ${ids.ask}`)).toContainText(`${tp.tokPerSec!.toFixed(1)} tok/s over`);
+  await bothSizes(page, "tok-per-sec", () => expect(page.getByLabel(`speed of ${ids.ask}`)).toBeInViewport());
+});
+
+test("theme: dark, light or the system's, kept across a reload", async () => {
+  await page.goto(`${engine.origin}/#/`);
+  const theme = page.getByRole("combobox", { name: "Theme" });
+  const bg = () => page.evaluate("getComputedStyle(document.documentElement).getPropertyValue('--bg').trim()") as Promise<string>;
+  await page.emulateMedia({ colorScheme: "light" });
+  await theme.selectOption("dark");
+  await expect(page.locator("html")).toHaveAttribute("data-theme", "dark");
+  expect(await bg()).toBe("#101318");
+  await page.reload();
+  await expect(page.getByRole("status", { name: "engine connection: live" })).toBeVisible();
+  await expect(page.locator("html")).toHaveAttribute("data-theme", "dark");
+  await expect(theme).toHaveValue("dark");
+  await bothSizes(page, "theme-dark", () => expect(theme).toBeInViewport());
+  await theme.selectOption("light");
+  expect(await bg()).toBe("#f5f6f8");
+  // The system's: follows the scheme the system asks for, as it changes.
+  await theme.selectOption("system");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await expect(page.locator("html")).toHaveAttribute("data-theme", "dark");
+  await page.emulateMedia({ colorScheme: "light" });
+  await expect(page.locator("html")).toHaveAttribute("data-theme", "light");
+  expect(await page.evaluate("localStorage.getItem('ocw.theme')")).toBeNull();
+});

@@ -9,7 +9,9 @@ import {
   ListInput,
   MergeBatchInput,
   MergeInput,
+  NameBatchInput,
   PruneInput,
+  SearchInput,
   PushInput,
   RevertInput,
   RetryInput,
@@ -35,6 +37,7 @@ import { cancelLlamaBuild, llamaBuildJob, startLlamaBuild } from "../serving/lla
 import { hardwareSummary } from "../hardware/summary";
 import { projectRoot } from "../paths";
 import { Target } from "../../shared/target";
+import { Price } from "../../shared/cost";
 import { isActive } from "../../shared/worker";
 import { apiKeyFilePath, forgetApiKey, storeApiKey } from "../serving/keys";
 import { seqOf } from "../events";
@@ -181,7 +184,13 @@ export const appRouter = t.router({
     /** The worker's workspace path to open on the desktop (folder, editor, terminal) or copy: only ever a workspace of the engine's. */
     workspace: proc.input(WorkerRef).query(({ ctx, input }) => ctx.engine.workspaceToOpen(input.workerId)),
     start: proc.input(StartInput).mutation(({ ctx, input }) => ctx.engine.start(input)),
-    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks, input.integration)),
+    startBatch: proc.input(StartBatchInput).mutation(({ ctx, input }) => ctx.engine.startBatch(input.tasks, input.integration, input.name)),
+    /** Names (or with "" unnames) a batch: people read the name instead of its id. */
+    nameBatch: proc.input(NameBatchInput).mutation(({ ctx, input }) => ctx.engine.nameBatch(input.batchId, input.name)),
+    /** Every named batch: {batchId: name}. */
+    batchNames: proc.query(({ ctx }) => ctx.engine.batchNames.all()),
+    /** Workers whose stored transcript holds every word of the query, each with a snippet (untrusted); bounded. */
+    search: proc.input(SearchInput).query(({ ctx, input }) => ctx.engine.search(input.query, input.limit)),
     /** N attempts of one task over `targets` in turn: one attempt group; the engine picks the winner and stops the rest. */
     startAttempts: proc.input(StartAttemptsInput).mutation(({ ctx, input }) => ctx.engine.startAttempts(input)),
     /** An attempt group: its attempts side by side (verdict, claim, tokens, time, changed lines) and the winner. */
@@ -296,6 +305,12 @@ export const appRouter = t.router({
     save: proc
       .input(z.object({ target: Target, activate: z.boolean().default(false) }))
       .mutation(({ ctx, input }) => ctx.engine.targets.save(input.target, input.activate)),
+    /** Sets (or with null clears) an API target's price per million tokens: costs are computed from it (shared/cost.ts). */
+    setPrice: proc.input(z.object({ id: z.string().min(1).max(200), price: Price.nullable() })).mutation(({ ctx, input }) => {
+      const t = ctx.engine.targets.get(input.id);
+      if (!t) throw new InputError(`no target "${input.id}". Run \`ocw targets\` to list them.`);
+      return ctx.engine.targets.save({ ...t, price: input.price });
+    }),
     use: proc.input(z.object({ id: z.string() })).mutation(({ ctx, input }) => {
       try {
         return ctx.engine.targets.use(input.id);
