@@ -75,6 +75,15 @@ export function startLlamaBuild(publish: (job: LlamaBuildJob) => void, env: Node
     killSignal: "SIGTERM",
   });
   proc = p;
+  // A build never outlives the engine that started it (its whole process group ends with the engine).
+  const endWithEngine = () => {
+    try {
+      if (p.pid) process.kill(-p.pid, "SIGTERM");
+    } catch {
+      /* already gone */
+    }
+  };
+  process.once("exit", endWithEngine);
   let partial = "";
   p.stderr?.on("data", (d: Buffer) => {
     const text = partial + String(d);
@@ -91,6 +100,7 @@ export function startLlamaBuild(publish: (job: LlamaBuildJob) => void, env: Node
   });
   void p.then(async (r) => {
     proc = null;
+    process.off("exit", endWithEngine);
     if (partial.trim()) j.lines.push(partial.trim().slice(0, MAX_LINE));
     j.ms = Date.now() - j.startedAt;
     if (j.state === "cancelled") return emit(true);
