@@ -3,6 +3,7 @@ import path from "node:path";
 import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
 import { changedBetween, checkOutBase, commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
+import { limitSetup } from "../sandbox/cgroup";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard } from "./folders";
 import { flaggedChanges } from "../workspace/land";
@@ -150,6 +151,7 @@ export async function grade(input: GradeInput): Promise<Verdict> {
     weakEvidence,
     sincePrevious,
     caveats: caveatsOf(input.checks),
+    limits: checkLimits(!!input.sandbox),
   };
 }
 
@@ -187,6 +189,13 @@ export async function baselineChecks(input: BaselineInput): Promise<Baseline> {
     discard(checkoutDir);
     if (input.sandbox) discard(input.sandbox.tmpDir);
   }
+}
+
+/** What bound the check runs' processes and memory as a whole (cgroup v1/v2, a systemd-run scope, prlimit only). */
+export function checkLimits(sandboxed: boolean): string {
+  if (!sandboxed) return "none: the checks ran unsandboxed";
+  const s = limitSetup();
+  return s.checks === "prlimit" ? s.label : s.checks === "systemd-run" ? "systemd-run scope (tasks, memory)" : s.label;
 }
 
 /** What the checks cannot rule out, said with the verdict so that "built" is not read as more than it is. */

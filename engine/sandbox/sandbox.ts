@@ -1,9 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { config } from "../config";
+import { JOIN_SCRIPT, limitFiles, limitSetup, type LimitSetup } from "./cgroup";
 
 /**
  * What a sandboxed process may touch. Everything else on the machine is read-only; `hidden` paths are replaced by an
@@ -24,6 +25,21 @@ export const SandboxPolicy = z.object({
   limits: z
     .object({ wallSec: z.number(), procs: z.number(), memMb: z.number(), cpuSec: z.number(), fileMb: z.number(), outputBytes: z.number(), tmpfsMb: z.number() })
     .optional(),
+  /**
+   * What the sandbox starts from: "root" binds the whole machine read-only (opencode serve, which serves workspaces of
+   * any repository); "allow-list" binds only the system allow-list (systemBinds: /usr, /etc minus its secrets, the
+   * toolchains on PATH …), so every other folder of the machine (/opt, /srv, a project or a held-back folder outside
+   * the workspace) is absent. Default "root".
+   */
+  base: z.enum(["root", "allow-list"]).optional(),
+  /**
+   * Capabilities: "none" (default) drops every one, so root inside cannot unmount what hides a folder; "nested" keeps
+   * only what a nested bubblewrap needs when the engine runs as root (opencode serve, whose worker shell makes one
+   * sandbox per command).
+   */
+  caps: z.enum(["none", "nested"]).optional(),
+  /** A command prefix bubblewrap runs under (joining the command's cgroup, a systemd-run scope; see cgroup.ts). */
+  join: z.array(z.string()).optional(),
   /** Network: "none" gives the process its own empty network namespace (no loopback servers, no internet). */
   network: z.enum(["none", "host"]),
   /** The process's environment, exactly (nothing is inherited). */
@@ -252,6 +268,109 @@ export function revealed(home = os.homedir()): string[] {
 }
 
 /**
+ * The system allow-list, read-only: all a worker command or a check sees of the machine besides its workspace, its tmp
+ * and the toolchain folders of $HOME (`revealed`). Top-level symbolic links (/bin → usr/bin on merged-/usr systems)
+ * are made as links. Nothing else of the root is there: /opt, /srv, /home, /var, /sys, a project or a held-back
+ * checks folder elsewhere on the machine are absent (docs/security.md lists it).
+ */
+export const SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix", "/gnu"];
+
+/** Files and folders of /etc that hold secrets (host keys, password hashes, VPN and cluster credentials): never bound. */
+export const ETC_SECRETS = [
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/ssh",
+  "/etc/ssl/private",
+  "/etc/security/opasswd",
+  "/etc/krb5.keytab",
+  "/etc/NetworkManager/system-connections",
+  "/etc/wpa_supplicant",
+  "/etc/wireguard",
+  "/etc/openvpn",
+  "/etc/ipsec.secrets",
+  "/etc/ppp",
+  "/etc/letsencrypt",
+  "/etc/kubernetes",
+  "/etc/rancher",
+  "/etc/docker",
+  "/etc/containers/auth.json",
+  "/etc/pki/private",
+  "/etc/libvirt",
+  "/etc/cups/ssl",
+];
+
+/**
+ * Toolchain folders outside the system folders, found at run time: each PATH folder (a `bin` folder two levels or more
+ * deep brings its prefix, so /opt/node/bin brings /opt/node and its lib/) and the engine's own node's prefix. Folders
+ * under the denied roots ($HOME, /tmp, /run …) are not taken from PATH: $HOME's come only from TOOLCHAIN_DIRS.
+ */
+export function pathToolchains(env: NodeJS.ProcessEnv = process.env, home = os.homedir()): string[] {
+  const denied = deniedRoots(home);
+  const covered = (p: string) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path.sep));
+  const out: string[] = [];
+  const add = (p: string) => {
+    if (!path.isAbsolute(p)) return;
+    const r = real(p);
+    // node_modules/.bin (npm puts the engine's own project's there when a script started it) is not a toolchain.
+    if (r === "/" || covered(r) || !existsSync(r) || r.split(path.sep).includes("node_modules")) return;
+    const parent = path.dirname(r);
+    const dir = path.basename(r) === "bin" && path.dirname(parent) !== "/" ? parent : r;
+    if (!out.includes(dir)) out.push(dir);
+  };
+  for (const p of (env.PATH ?? "").split(path.delimiter)) add(p);
+  if (path.basename(process.execPath) === "node") add(path.dirname(process.execPath));
+  return out;
+}
+
+/** bubblewrap's arguments for the system allow-list (the root of an allow-list sandbox). */
+export function systemBinds(): string[] {
+  const args: string[] = [];
+  for (const d of SYSTEM_DIRS) {
+    let st;
+    try {
+      st = lstatSync(d);
+    } catch {
+      continue;
+    }
+    if (st.isSymbolicLink()) args.push("--symlink", readlinkSync(d), d);
+    else if (st.isDirectory()) args.push("--ro-bind", d, d);
+  }
+  for (const f of ETC_SECRETS) {
+    try {
+      const st = lstatSync(f);
+      if (st.isDirectory()) args.push("--tmpfs", f, "--remount-ro", f);
+      else args.push("--ro-bind", "/dev/null", f);
+    } catch {
+      /* absent here */
+    }
+  }
+  for (const p of pathToolchains()) args.push("--ro-bind", p, p);
+  return args;
+}
+
+/** Hidden folders that a revealed folder (one of its ancestors) would show again: hidden once more after the reveal. */
+function reshown(hidden: string[], reveal: string[]): string[] {
+  const r = reveal.map(real);
+  return hidden
+    .map(real)
+    .filter((h) => r.some((x) => h === x || h.startsWith(x + path.sep)))
+    .filter((h) => existsSync(h) && statSync(h).isDirectory());
+}
+
+/** bubblewrap's capability arguments (see SandboxPolicy.caps); as another user than root it has none to drop. */
+export function capArgs(caps: "none" | "nested", uid = process.getuid?.() ?? -1): string[] {
+  if (caps === "none") return ["--cap-drop", "ALL"];
+  if (uid !== 0) return [];
+  // bubblewrap needs these to make its namespaces and mounts as root; CAP_DAC_OVERRIDE, CAP_SYS_MODULE, CAP_MKNOD,
+  // CAP_SYS_PTRACE and the rest are gone.
+  return ["--cap-drop", "ALL", ...["CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_CHROOT", "CAP_SETPCAP"].flatMap((c) => ["--cap-add", c])];
+}
+
+/**
  * For opencode serve (long-lived, one per target, serving workspaces of any repository, so it keeps the user's
  * repositories readable): every hidden entry of $HOME (dot-files and dot-folders: tokens, caches, histories, other
  * tools' configuration) except the toolchain folders, plus the known secrets and every host socket.
@@ -309,7 +428,7 @@ function nprocPerNamespace(): boolean {
 
 /** bubblewrap's arguments for a policy (the command follows `--`). */
 export function bwrapArgs(policy: SandboxPolicy): string[] {
-  const args = ["--ro-bind", "/", "/", "--dev", "/dev"];
+  const args = [...(policy.base === "allow-list" ? systemBinds() : ["--ro-bind", "/", "/"]), "--dev", "/dev", ...capArgs(policy.caps ?? "none")];
   const size = policy.limits && bwrapHasSize() ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
   // /dev is bubblewrap's own tmpfs: read-only, with a size-limited /dev/shm (shared memory counts as memory).
   if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
@@ -322,6 +441,8 @@ export function bwrapArgs(policy: SandboxPolicy): string[] {
     else args.push("--ro-bind", "/dev/null", p);
   }
   for (const p of (policy.reveal ?? []).map(real)) if (existsSync(p)) args.push("--ro-bind", p, p);
+  // A revealed folder (OCW_SANDBOX_READONLY) above a hidden one does not show it again.
+  for (const p of reshown(policy.hidden, policy.reveal ?? [])) args.push(...size, "--tmpfs", p);
   for (const p of policy.writable.map(real)) {
     mkdirSync(p, { recursive: true });
     args.push("--bind", p, p);
@@ -370,6 +491,10 @@ export function sandboxed(
     kind === "none"
       ? { file: inner[0]!, args: inner.slice(1), env: policy.env }
       : { file: sandboxStatus().bwrap!, args: [...bwrapArgs(policy), "--", ...inner], env: {} as Record<string, string> };
+  if (policy.join?.length) {
+    base.args = [...policy.join.slice(1), base.file, ...base.args];
+    base.file = policy.join[0]!;
+  }
   if (!l) return base;
   // sh -c '"$@" 2>&1 | cap; exit the command's status' sh <file> <args…>
   const script = `exec 3>&1; rc=$( { { "$@" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 ); exit \${rc:-1}`;
@@ -467,6 +592,8 @@ export interface WorkerShellOptions {
   limits?: CommandLimits;
   home?: string;
   bash?: string;
+  /** How a command's processes and memory are bound as a whole (cgroup.ts); default: limitSetup(). */
+  cgroups?: LimitSetup;
 }
 
 /**
@@ -549,20 +676,54 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
       ...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`),
       ...secretsInside.map((s) => (statSync(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)),
     ].join(" ");
+    const again = reshown(hide, reveal)
+      .map((p) => `${size} --tmpfs ${shq(p)}`)
+      .join(" ");
     const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t) => existsSync(t));
+    const cg = opts.cgroups ?? limitSetup();
+    const joined = !!cg.parents && (cg.commands === "cgroup1" || cg.commands === "cgroup2");
+    if (joined && cg.parents) {
+      // The command's own group under the engine's: made, limited and joined before bubblewrap starts (fail closed: a
+      // command whose limits cannot be set does not run), emptied and removed after it.
+      const set = limitFiles(cg, l.procs, l.memMb)
+        .map((f) => {
+          const target = `"$${f.file === "pids" ? "cgp" : "cgm"}/${f.name}"`;
+          return f.optional ? `{ [ ! -e ${target} ] || echo ${f.value} > ${target}; }` : `echo ${f.value} > ${target}`;
+        })
+        .join(" && ");
+      lines.push(
+        `cgp=${shq(cg.parents.pids)}/"c-$id-$$"`,
+        `cgm=${shq(cg.parents.memory)}/"c-$id-$$"`,
+        `{ mkdir "$cgp" && { [ -d "$cgm" ] || mkdir "$cgm"; } && ${set}; } 2>/dev/null || { rmdir "$cgp" "$cgm" 2>/dev/null; ${refuse("its process and memory limits could not be set (cgroup)")}; }`,
+      );
+    }
+    const system = systemBinds().map(shq).join(" ");
     lines.push(
       "exec 3>&1",
       // The command's status comes back on fd 4; its output (stdout and stderr) goes through the cap to fd 3.
-      `rc=$( { { ${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} --ro-bind / / --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc \\`,
+      `rc=$( { { ${joined ? `/bin/sh -c ${shq(JOIN_SCRIPT)} ocw-limits "$cgp" "$cgm" ` : ""}${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} \\`,
+      `  ${system} \\`,
+      `  --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc --cap-drop ALL \\`,
       "  --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\",
       // The repository's part (its checkout hidden, its objects back) before the allow-list: a repository that is an
       // ancestor of a toolchain folder ($HOME itself) must not hide it again.
       `  ${hideArgs} --args 5 \\`,
-      `  ${revealArgs} \\`,
+      `  ${revealArgs} ${again} \\`,
       '  --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',
       `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" \\`,
       `  -- ${bash} -c ${shq(limitsPrelude(l, bash.endsWith("bash")))} ${bash} "$@" 5<"$extra" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 )`,
       timeout ? `[ "$rc" = 124 ] && echo "[opencode-worker: the command was stopped after its wall-clock budget of ${l.wallSec} s]"` : ":",
+      ...(joined
+        ? [
+            // What reached a limit, said once; then every process left is killed and the group removed.
+            `grep -qs '^oom_kill [1-9]' "$cgm/memory.oom_control" "$cgm/memory.events" && echo "[opencode-worker: the command reached its memory limit of ${l.memMb} MiB: a process was killed]"`,
+            `grep -qs '^max [1-9]' "$cgp/pids.events" && echo "[opencode-worker: the command reached its process limit of ${l.procs}: a fork was refused]"`,
+            'for g in "$cgp" "$cgm"; do i=0; while [ -d "$g" ] && ! rmdir "$g" 2>/dev/null && [ $i -lt 200 ]; do',
+            '  [ -e "$g/cgroup.kill" ] && echo 1 > "$g/cgroup.kill" 2>/dev/null',
+            '  while read -r p; do kill -9 "$p" 2>/dev/null; done < "$g/cgroup.procs"; i=$((i+1)); sleep 0.05',
+            "done; done",
+          ]
+        : []),
       "exit ${rc:-1}",
     );
   }
