@@ -52,8 +52,8 @@ function mounts(mountinfo: string): Mount[] {
     if (!left || !right) continue;
     const f = left.split(" ");
     const r = right.split(" ");
-    const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
-    out.push({ point: unescape(f[4] ?? ""), root: unescape(f[3] ?? "/"), fstype: r[0] ?? "", options: (r[2] ?? "").split(",") });
+    const octal = (s: string) => s.replace(/\\([0-7]{3})/g, (_m, o: string) => String.fromCharCode(parseInt(o, 8)));
+    out.push({ point: octal(f[4] ?? ""), root: octal(f[3] ?? "/"), fstype: r[0] ?? "", options: (r[2] ?? "").split(",") });
   }
   return out;
 }
