@@ -364,7 +364,8 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     if (sb.limits && !/^cgroup/.test(sb.limits)) return ctx.skip(`no cgroup binds here: ${sb.limits}`);
     const r = repo({ "README.md": "# r\n" });
     const fork = "sh -c 'i=0; while [ $i -lt 400 ]; do sleep 20 & i=$((i+1)); echo $i > n; done' 2>/dev/null; read n < n; echo \"forked $n\"";
-    const mem = "for i in 1 2 3 4 5 6; do python3 -c 'import time; a = bytearray(60 * 2**20); a[::4096] = b\"x\" * len(a[::4096]); time.sleep(3)' & done; wait; echo done";
+    const mem =
+      "for i in 1 2 3 4 5 6; do python3 -c 'import time; a = bytearray(60 * 2**20); a[::4096] = b\"x\" * len(a[::4096]); time.sleep(3)' & done; wait; echo done";
     model.addScript(/ATTACK-CGROUP/, steps(bash(fork), bash(mem)), "cgroup");
     const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-CGROUP", directory: r });
     await settle(engine.client, [workerId], approveAll, 180_000);
@@ -375,7 +376,9 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     expect(seen).toContain("its process limit of 96");
     expect(seen).toContain("its memory limit of 200 MiB");
     // Every command's group is gone (a group with a process left in it cannot be removed).
-    const groups = execFileSync("sh", ["-c", "find /sys/fs/cgroup -maxdepth 6 -type d -name 'c-w-*' 2>/dev/null | grep -F -- '-" + workerId + "-' || true"], { encoding: "utf8" }).trim();
+    const groups = execFileSync("sh", ["-c", "find /sys/fs/cgroup -maxdepth 6 -type d -name 'c-w-*' 2>/dev/null | grep -F -- '-" + workerId + "-' || true"], {
+      encoding: "utf8",
+    }).trim();
     expect(groups).toBe("");
   }, 300_000);
 });
