@@ -529,17 +529,53 @@ const real = (p) => {
 const PATH_ARGS = { list: "path" };
 // The variable the worker shell reads its workspace from.
 const WORKSPACE_VAR = "OCW_WORKSPACE";
+// The file tools run while no bash command of this workspace runs, and the other way round: the engine checks a file
+// tool's real path when it asks, and a bash command running beside it could otherwise swap a folder of that path for a
+// symlink (to another workspace) between the check and the tool's own open. Only the worker's commands can change its
+// workspace (other workers' sandboxes cannot reach it; what a command starts dies with it), so holding them back from
+// a file tool's start (before its ask) to its end makes the checked path the used one. Shared within a kind (many
+// reads at once, many commands at once), first come first served between kinds. Released when the tool ends: its
+// "after" hook, or its part ending (an error or a refusal skips "after").
+const FILE_TOOLS = new Set(["read", "write", "edit", "multiedit", "patch", "apply_patch", "list", "glob", "grep", "lsp"]);
+const kindOf = (tool) => (tool === "bash" ? "bash" : FILE_TOOLS.has(tool) ? "file" : null);
 export const OcwWorkspace = async ({ directory, worktree }) => {
   const root = real(worktree && worktree !== "/" ? worktree : directory);
+  const lock = { kind: null, holders: new Set(), queue: [] };
+  const pump = () => {
+    while (lock.queue.length) {
+      const next = lock.queue[0];
+      if (lock.holders.size && lock.kind !== next.kind) return;
+      lock.queue.shift();
+      lock.kind = next.kind;
+      lock.holders.add(next.id);
+      next.resolve();
+    }
+  };
+  const release = (id) => {
+    lock.queue = lock.queue.filter((w) => (w.id === id ? (w.resolve(), false) : true));
+    if (!lock.holders.delete(id)) return;
+    if (!lock.holders.size) lock.kind = null;
+    pump();
+  };
   return {
     "tool.execute.before": async (input, output) => {
       const args = output.args ?? {};
       const key = input.tool === "bash" ? "workdir" : PATH_ARGS[input.tool];
-      if (!key || typeof args[key] !== "string" || !args[key]) return;
-      const where = real(path.resolve(directory, args[key]));
-      if (where !== root && !where.startsWith(root + path.sep)) {
-        throw new Error("opencode-worker refused this " + input.tool + " call: " + args[key] + " is " + where + ", outside your workspace. Work only inside your own workspace.");
+      if (key && typeof args[key] === "string" && args[key]) {
+        const where = real(path.resolve(directory, args[key]));
+        if (where !== root && !where.startsWith(root + path.sep)) {
+          throw new Error("opencode-worker refused this " + input.tool + " call: " + args[key] + " is " + where + ", outside your workspace. Work only inside your own workspace.");
+        }
       }
+      const kind = kindOf(input.tool);
+      if (kind && input.callID) await new Promise((resolve) => (lock.queue.push({ kind, id: input.callID, resolve }), pump()));
+    },
+    "tool.execute.after": async (input) => {
+      if (input.callID) release(input.callID);
+    },
+    event: async ({ event }) => {
+      const part = event?.type === "message.part.updated" ? event.properties?.part : null;
+      if (part?.type === "tool" && part.callID && (part.state?.status === "completed" || part.state?.status === "error")) release(part.callID);
     },
     "shell.env": async (_input, output) => {
       output.env[WORKSPACE_VAR] = directory;

@@ -359,6 +359,31 @@ describe.skipIf(sandbox.kind === "none")(`containment (${sandbox.kind === "none"
     expect(big).toBe("");
   }, 300_000);
 
+  it("a file tool never runs beside a bash command of its workspace: the path the engine checked is the path used (no symlink swapped in between)", async () => {
+    const r = repo({ "README.md": "# r\n" });
+    // One answer of the model with two calls at once: a command that (slowly) changes the workspace, and a read of
+    // what it changes. The read waits for the command: before, it ran at once beside it (its ask answered, the file not
+    // there yet), so a command could swap a checked folder for a symlink to another workspace under a file tool.
+    model.addScript(
+      /ATTACK-RACE/,
+      steps({
+        toolCalls: [
+          { name: "bash", args: { command: "sleep 3; echo AFTER-THE-COMMAND > marker.txt", description: "slow change" } },
+          { name: "read", args: { filePath: "marker.txt" } },
+        ],
+      }),
+      "race",
+    );
+    const { workerId } = await engine.client.workers.start.mutate({ task: "ATTACK-RACE", directory: r });
+    await settle(engine.client, [workerId], approveAll, 180_000);
+    const tools = model.requests
+      .filter((q) => JSON.stringify(q.body).includes("ATTACK-RACE"))
+      .flatMap((q) => ((q.body as { messages?: { role: string; content: unknown }[] }).messages ?? []).filter((m) => m.role === "tool"))
+      .map((m) => JSON.stringify(m.content));
+    expect(tools.join("\n")).toContain("AFTER-THE-COMMAND");
+    expect(tools.join("\n")).not.toMatch(/not found|does not exist|ENOENT/i);
+  }, 300_000);
+
   it("limits that bind as root: a worker command's fork loop and its processes' memory stop at its own cgroup's limits, and the group is gone after", async (ctx) => {
     const { sandbox: sb } = (await engine.client.status.query()) as { sandbox: { limits: string } };
     if (sb.limits && !/^cgroup/.test(sb.limits)) return ctx.skip(`no cgroup binds here: ${sb.limits}`);
