@@ -2,8 +2,8 @@
 // limit) under the engine's, joined before bubblewrap starts and removed after. RLIMIT_NPROC does not bind root and
 // RLIMIT_DATA is per process, so before this a fork bomb or N processes of memMb each ran unbounded as root (CI, a GPU
 // box). Where no cgroup is writable the cases are skipped with the reason in their names.
-import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -73,6 +73,41 @@ describe("limits that bind as root: a cgroup per command", () => {
       expect(groupsLeft()).toEqual([]);
       // Under the limit the same command runs through (the limit is the group's, not a per-process one).
       expect(sh(MEM.replace("1 2 3 4", "1")).stdout).toContain("done");
+    },
+    60_000,
+  );
+
+  it.skipIf(!!why)(
+    `a worker command stopped from outside (its process group signalled, as opencode ends one) still leaves no group behind${why ? ` (skipped: ${why})` : ""}`,
+    async () => {
+      const root = path.join(tmp, "term", "workspaces");
+      const ws = path.join(root, "repo-1", "w-1");
+      mkdirSync(ws, { recursive: true });
+      const shell = writeWorkerShell(path.join(tmp, "term", "sandbox", "worker-shell"), {
+        workspacesRoot: root,
+        tmpRoot: path.join(tmp, "term", "tmp"),
+        kind: "bwrap",
+        limits,
+      });
+      const child = spawn(shell, ["-c", "sleep 5 & sleep 60"], {
+        cwd: ws,
+        detached: true,
+        stdio: "ignore",
+        env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws },
+      });
+      const exited = new Promise((res) => child.once("exit", res));
+      // Until the command is in its group (its processes counted there), then the group is signalled.
+      const procsOf = () =>
+        groupsLeft().flatMap((n) =>
+          readFileSync(path.join(setup.parents!.pids, n, "cgroup.procs"), "utf8")
+            .split("\n")
+            .filter(Boolean),
+        );
+      for (let i = 0; i < 400 && procsOf().length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(procsOf().length).toBeGreaterThanOrEqual(3);
+      process.kill(-child.pid!, "SIGTERM");
+      await exited;
+      expect(groupsLeft()).toEqual([]);
     },
     60_000,
   );

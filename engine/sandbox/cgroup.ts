@@ -105,12 +105,7 @@ function removeStale(parentOfParents: string): void {
     const pid = Number(n.slice(4));
     if (pid === process.pid || alive(pid)) continue;
     const dir = path.join(parentOfParents, n);
-    try {
-      for (const c of readdirSync(dir, { withFileTypes: true })) if (c.isDirectory()) emptyAndRemove(path.join(dir, c.name));
-      rmdirSync(dir);
-    } catch {
-      /* still in use, or not ours to remove */
-    }
+    removeTree(dir);
   }
 }
 
@@ -144,9 +139,43 @@ export function emptyAndRemove(dir: string): boolean {
   return false;
 }
 
+/** A group and every group under it (deepest first), each emptied and removed. */
+export function removeTree(dir: string): boolean {
+  try {
+    for (const c of readdirSync(dir, { withFileTypes: true })) if (c.isDirectory()) removeTree(path.join(dir, c.name));
+  } catch {
+    /* gone */
+  }
+  return emptyAndRemove(dir);
+}
+
+/**
+ * Command groups left behind (a worker shell killed before it removed its group): empty ones older than a minute are
+ * removed (a younger one may be a command's that is still being set up).
+ */
+export function sweep(now = Date.now()): void {
+  for (const parent of made) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(parent).filter((n) => /^(c|check)-/.test(n));
+    } catch {
+      continue;
+    }
+    for (const n of names) {
+      const dir = path.join(parent, n);
+      try {
+        if (now - statSync(dir).ctimeMs < 60_000 || read(path.join(dir, "cgroup.procs")).trim()) continue;
+        rmdirSync(dir);
+      } catch {
+        /* in use, or gone */
+      }
+    }
+  }
+}
+
 let made: string[] = [];
 function forgetOnExit(dirs: string[]): void {
-  if (!made.length) process.once("exit", () => made.forEach((d) => emptyAndRemove(d)));
+  if (!made.length) process.once("exit", () => made.forEach((d) => removeTree(d)));
   made = [...made, ...dirs];
 }
 
@@ -296,6 +325,7 @@ let seq = 0;
 export function checkGroup(procs: number, memMb: number): CommandGroup | null {
   const s = limitSetup();
   if (!s.parents) return null;
+  sweep();
   const name = `check-${++seq}`;
   const dirs: [string, string] = [path.join(s.parents.pids, name), path.join(s.parents.memory, name)];
   try {

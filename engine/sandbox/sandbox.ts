@@ -731,6 +731,12 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
         `cgp=${shq(cg.parents.pids)}/"c-$id-$$"`,
         `cgm=${shq(cg.parents.memory)}/"c-$id-$$"`,
         `{ mkdir "$cgp" && { [ -d "$cgm" ] || mkdir "$cgm"; } && ${set}; } 2>/dev/null || { rmdir "$cgp" "$cgm" 2>/dev/null; ${refuse("its process and memory limits could not be set (cgroup)")}; }`,
+        // Stopped from outside (opencode ends a command it gave up on): the group is emptied and removed all the same.
+        'cgclean() { for g in "$cgp" "$cgm"; do i=0; while [ -d "$g" ] && ! rmdir "$g" 2>/dev/null && [ $i -lt 200 ]; do',
+        '  [ -e "$g/cgroup.kill" ] && echo 1 > "$g/cgroup.kill" 2>/dev/null',
+        '  while read -r p; do kill -9 "$p" 2>/dev/null; done < "$g/cgroup.procs"; i=$((i+1)); sleep 0.05',
+        "done; done; }",
+        "trap 'cgclean; exit 143' TERM INT HUP",
       );
     }
     const system = systemBinds().map(shq).join(" ");
@@ -754,10 +760,7 @@ export function writeWorkerShell(file: string, opts: WorkerShellOptions): string
             // What reached a limit, said once; then every process left is killed and the group removed.
             `grep -qs '^oom_kill [1-9]' "$cgm/memory.oom_control" "$cgm/memory.events" && echo "[opencode-worker: the command reached its memory limit of ${l.memMb} MiB: a process was killed]"`,
             `grep -qs '^max [1-9]' "$cgp/pids.events" && echo "[opencode-worker: the command reached its process limit of ${l.procs}: a fork was refused]"`,
-            'for g in "$cgp" "$cgm"; do i=0; while [ -d "$g" ] && ! rmdir "$g" 2>/dev/null && [ $i -lt 200 ]; do',
-            '  [ -e "$g/cgroup.kill" ] && echo 1 > "$g/cgroup.kill" 2>/dev/null',
-            '  while read -r p; do kill -9 "$p" 2>/dev/null; done < "$g/cgroup.procs"; i=$((i+1)); sleep 0.05',
-            "done; done",
+            "cgclean",
           ]
         : []),
       "exit ${rc:-1}",

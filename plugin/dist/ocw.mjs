@@ -62446,11 +62446,7 @@ function removeStale(parentOfParents) {
     const pid = Number(n2.slice(4));
     if (pid === process.pid || alive(pid)) continue;
     const dir = path11.join(parentOfParents, n2);
-    try {
-      for (const c3 of readdirSync(dir, { withFileTypes: true })) if (c3.isDirectory()) emptyAndRemove(path11.join(dir, c3.name));
-      rmdirSync(dir);
-    } catch {
-    }
+    removeTree(dir);
   }
 }
 function emptyAndRemove(dir) {
@@ -62478,9 +62474,34 @@ function emptyAndRemove(dir) {
   }
   return false;
 }
+function removeTree(dir) {
+  try {
+    for (const c3 of readdirSync(dir, { withFileTypes: true })) if (c3.isDirectory()) removeTree(path11.join(dir, c3.name));
+  } catch {
+  }
+  return emptyAndRemove(dir);
+}
+function sweep(now = Date.now()) {
+  for (const parent of made) {
+    let names = [];
+    try {
+      names = readdirSync(parent).filter((n2) => /^(c|check)-/.test(n2));
+    } catch {
+      continue;
+    }
+    for (const n2 of names) {
+      const dir = path11.join(parent, n2);
+      try {
+        if (now - statSync2(dir).ctimeMs < 6e4 || read(path11.join(dir, "cgroup.procs")).trim()) continue;
+        rmdirSync(dir);
+      } catch {
+      }
+    }
+  }
+}
 var made = [];
 function forgetOnExit(dirs) {
-  if (!made.length) process.once("exit", () => made.forEach((d) => emptyAndRemove(d)));
+  if (!made.length) process.once("exit", () => made.forEach((d) => removeTree(d)));
   made = [...made, ...dirs];
 }
 function engineGroup(own) {
@@ -62601,6 +62622,7 @@ var seq = 0;
 function checkGroup(procs, memMb) {
   const s = limitSetup();
   if (!s.parents) return null;
+  sweep();
   const name = `check-${++seq}`;
   const dirs = [path11.join(s.parents.pids, name), path11.join(s.parents.memory, name)];
   try {
@@ -63164,7 +63186,13 @@ function writeWorkerShell(file2, opts) {
       lines.push(
         `cgp=${shq(cg.parents.pids)}/"c-$id-$$"`,
         `cgm=${shq(cg.parents.memory)}/"c-$id-$$"`,
-        `{ mkdir "$cgp" && { [ -d "$cgm" ] || mkdir "$cgm"; } && ${set2}; } 2>/dev/null || { rmdir "$cgp" "$cgm" 2>/dev/null; ${refuse("its process and memory limits could not be set (cgroup)")}; }`
+        `{ mkdir "$cgp" && { [ -d "$cgm" ] || mkdir "$cgm"; } && ${set2}; } 2>/dev/null || { rmdir "$cgp" "$cgm" 2>/dev/null; ${refuse("its process and memory limits could not be set (cgroup)")}; }`,
+        // Stopped from outside (opencode ends a command it gave up on): the group is emptied and removed all the same.
+        'cgclean() { for g in "$cgp" "$cgm"; do i=0; while [ -d "$g" ] && ! rmdir "$g" 2>/dev/null && [ $i -lt 200 ]; do',
+        '  [ -e "$g/cgroup.kill" ] && echo 1 > "$g/cgroup.kill" 2>/dev/null',
+        '  while read -r p; do kill -9 "$p" 2>/dev/null; done < "$g/cgroup.procs"; i=$((i+1)); sleep 0.05',
+        "done; done; }",
+        "trap 'cgclean; exit 143' TERM INT HUP"
       );
     }
     const system = systemBinds().map(shq).join(" ");
@@ -63187,10 +63215,7 @@ function writeWorkerShell(file2, opts) {
         // What reached a limit, said once; then every process left is killed and the group removed.
         `grep -qs '^oom_kill [1-9]' "$cgm/memory.oom_control" "$cgm/memory.events" && echo "[opencode-worker: the command reached its memory limit of ${l.memMb} MiB: a process was killed]"`,
         `grep -qs '^max [1-9]' "$cgp/pids.events" && echo "[opencode-worker: the command reached its process limit of ${l.procs}: a fork was refused]"`,
-        'for g in "$cgp" "$cgm"; do i=0; while [ -d "$g" ] && ! rmdir "$g" 2>/dev/null && [ $i -lt 200 ]; do',
-        '  [ -e "$g/cgroup.kill" ] && echo 1 > "$g/cgroup.kill" 2>/dev/null',
-        '  while read -r p; do kill -9 "$p" 2>/dev/null; done < "$g/cgroup.procs"; i=$((i+1)); sleep 0.05',
-        "done; done"
+        "cgclean"
       ] : [],
       "exit ${rc:-1}"
     );
@@ -68946,13 +68971,13 @@ function discard(dir) {
   } catch {
     return;
   }
-  void removeTree(away);
+  void removeTree2(away);
 }
 async function sweepDiscarded(gradingDir) {
   const names = await readdir(gradingDir).catch(() => []);
-  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree(path15.join(gradingDir, n2))));
+  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path15.join(gradingDir, n2))));
 }
-async function removeTree(dir) {
+async function removeTree2(dir) {
   try {
     await rm(dir, { recursive: true, force: true });
     return true;
@@ -92910,11 +92935,14 @@ async function runDoctor(o2) {
   }
   const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
   const serving = listServing();
+  const sb = sandboxStatus();
+  const sandbox = { kind: sb.kind, reason: sb.reason, limits: sb.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label };
   const out = {
     hardware: hw,
     llamaServer: bin,
     llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"),
-    serving
+    serving,
+    sandbox
   };
   if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
   const lines = [
@@ -92931,6 +92959,8 @@ async function runDoctor(o2) {
     ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
     ...hw.problems.map((p) => `problem    ${p}`),
     `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
+    `sandbox    ${sandbox.kind === "bwrap" ? "bubblewrap" : `none: ${sandbox.reason}`}`,
+    `limits     ${sandbox.limits}`,
     `detected in ${hw.ms} ms`
   ];
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
