@@ -377,3 +377,32 @@ describe.skipIf(status.kind === "none")(`the allow-list, for real (${status.reas
     expect(r.stdout + r.stderr).toContain("node 2\nnpm\npy 4\ngit");
   }, 60_000);
 });
+
+describe("the allow-list's toolchains from PATH", () => {
+  it("a PATH folder outside the system folders comes with its prefix (bin's parent); $HOME's, /tmp's and node_modules' do not", async () => {
+    const { pathToolchains } = await import("./sandbox");
+    // A prefix outside every denied root ($HOME, /tmp …): in the current folder (the repository), which none covers.
+    const prefix = mkdtempSync(path.join(process.cwd(), ".ocw-path-"));
+    try {
+      mkdirSync(path.join(prefix, "node", "bin"), { recursive: true });
+      mkdirSync(path.join(prefix, "tools"), { recursive: true });
+      mkdirSync(path.join(prefix, "node_modules", ".bin"), { recursive: true });
+      const home = path.join(prefix, "home");
+      mkdirSync(path.join(home, "bin"), { recursive: true });
+      const PATH = [
+        path.join(prefix, "node", "bin"),
+        path.join(prefix, "tools"),
+        path.join(prefix, "node_modules", ".bin"),
+        path.join(home, "bin"),
+        "/usr/bin",
+        "relative/bin",
+      ].join(":");
+      const found = pathToolchains({ PATH }, home);
+      expect(found).toContain(path.join(prefix, "node"));
+      expect(found).toContain(path.join(prefix, "tools"));
+      expect(found.some((p) => p.includes("node_modules") || p.startsWith(home) || p.startsWith("/usr") || p.includes("relative"))).toBe(false);
+    } finally {
+      rmSync(prefix, { recursive: true, force: true });
+    }
+  });
+});
