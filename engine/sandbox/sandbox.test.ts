@@ -264,9 +264,9 @@ describe.skipIf(status.kind === "none")(`the allow-list, for real (${status.reas
   /** A decoy file in a folder of the machine's (skipped where the folder is not writable: not a silent pass). */
   const decoy = (dir: string, name = "secret.txt") => {
     try {
+      decoys.push(path.join(dir, tag));
       mkdirSync(path.dirname(path.join(dir, tag, name)), { recursive: true });
       writeFileSync(path.join(dir, tag, name), `DECOY ${dir}\n`);
-      decoys.push(path.join(dir, tag));
       return path.join(dir, tag, name);
     } catch {
       return null;
