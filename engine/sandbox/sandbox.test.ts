@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -297,9 +297,23 @@ describe.skipIf(status.kind === "none")(`the allow-list, for real (${status.reas
       )
       .join("; ");
 
-  it("folders outside the workspace (an /opt- and a /srv-like folder, a held-back checks folder, sockets in /run and /tmp) are absent from a worker command and a check", async (ctx) => {
+  it("folders outside the workspace (an /opt- and a /srv-like folder, a held-back checks folder, sockets in /run and /tmp, an abstract socket) are absent from a worker command and a check", async (ctx) => {
     const files = [decoy("/opt"), decoy("/srv"), decoy("/var/lib", "held-back/check.sh")].filter((f): f is string => !!f);
     const socks = [await socket("/run"), await socket(os.tmpdir())].filter((f): f is string => !!f);
+    // An abstract Unix socket (no file at all): it belongs to the host's network namespace, which no command shares.
+    const asrv = spawn(
+      "python3",
+      [
+        "-c",
+        `import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind("\\0${tag}-abstract")\ns.listen(8)\nprint("ready", flush=True)\nwhile True:\n    c, _ = s.accept()\n    c.send(b"SOCKET-REACHED")\n    c.close()`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    await new Promise<void>((res) => asrv.stdout!.once("data", () => res()));
+    ctx.onTestFinished(() => void asrv.kill("SIGKILL"));
+    const reachAbstract = `python3 -c "import socket; s=socket.socket(socket.AF_UNIX); s.connect('\\0${tag}-abstract'); print(s.recv(99).decode())" 2>/dev/null`;
+    // From the engine's side it answers: the probe is real.
+    expect(execFileSync("sh", ["-c", reachAbstract], { encoding: "utf8" })).toContain("SOCKET-REACHED");
     if (files.length < 3 || socks.length < 2)
       return ctx.skip(`cannot place decoys in /opt, /srv, /var/lib, /run here (not root?): ${files.length} files, ${socks.length} sockets`);
     // Reachable from the engine's own side: the decoys are real.
@@ -314,12 +328,16 @@ describe.skipIf(status.kind === "none")(`the allow-list, for real (${status.reas
       kind: "bwrap",
       stateDir: state,
     });
-    const r = spawnSync(shell, ["-c", probe([...files, ...socks])], { cwd: ws, encoding: "utf8", env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws } });
+    const r = spawnSync(shell, ["-c", `${probe([...files, ...socks])}; ${reachAbstract}`], {
+      cwd: ws,
+      encoding: "utf8",
+      env: { PATH: process.env.PATH!, OCW_WORKSPACE: ws },
+    });
     expect(r.stdout).not.toMatch(/DECOY|VISIBLE|SOCKET-REACHED/);
     const { runChecks } = await import("../grading/checks");
     const checkRoot = path.join(tmp, "allow-check");
     mkdirSync(checkRoot, { recursive: true });
-    const [c] = await runChecks([{ run: probe([...files, ...socks]) }], checkRoot, {
+    const [c] = await runChecks([{ run: `${probe([...files, ...socks])}; ${reachAbstract}` }], checkRoot, {
       kind: "bwrap",
       stateDir: state,
       tmpDir: path.join(state, "ctmp"),
