@@ -136,7 +136,7 @@ export class OpencodeServer extends EventEmitter {
         hidden: [...serveHidden(), c.stateDir],
         // The engine's cgroups too: the worker shell makes each command's group under them (cgroup.ts).
         writable: [this.opts.home, c.workspacesRoot, c.tmpRoot, ...cgroupParents()],
-        // Root keeps only what the worker shell's own bubblewrap needs (no CAP_DAC_OVERRIDE, CAP_SYS_MODULE, CAP_MKNOD …).
+        // As root: capabilities only in a user namespace of its own (enough for the worker shell's bubblewrap).
         caps: "nested",
         // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
         // installed under ~/.claude/plugins, whose credentials are hidden).

@@ -424,3 +424,27 @@ describe("the allow-list's toolchains from PATH", () => {
     }
   });
 });
+
+describe.skipIf(status.kind === "none")("opencode serve's own sandbox as root (the worker shell's bubblewrap runs inside it)", () => {
+  it("a nested bubblewrap still works, but nothing inside holds a capability on the host (no cgroup mount, no device node)", async (ctx) => {
+    if (process.getuid?.() !== 0) return ctx.skip("not root here: bubblewrap already runs in a user namespace of its own");
+    const dir = mkdtempSync(path.join(os.tmpdir(), "ocw-serve-caps-"));
+    try {
+      const c = sandboxed(
+        [
+          "/bin/sh",
+          "-c",
+          // What the worker shell does (a sandbox per command), then what an attacker holding serve would try: mount a
+          // cgroup v1 hierarchy (its release_agent runs as the host's root), make a disk's device node.
+          `${status.bwrap} --ro-bind / / --dev /dev --proc /proc --unshare-pid --unshare-net --cap-drop ALL -- echo NESTED-OK; mkdir -p ${dir}/m; mount -t cgroup -o pids none ${dir}/m 2>/dev/null && echo CGROUP-MOUNTED; mknod ${dir}/disk b 8 0 2>/dev/null && echo DEVICE-MADE`,
+        ],
+        { hidden: [], writable: [dir], readOnly: [], network: "host", env: allowListedEnv({}), cwd: dir, caps: "nested" },
+      );
+      const r = spawnSync(c.file, c.args, { env: c.env, encoding: "utf8" });
+      expect(r.stdout).toContain("NESTED-OK");
+      expect(r.stdout).not.toMatch(/CGROUP-MOUNTED|DEVICE-MADE/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

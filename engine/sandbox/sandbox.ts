@@ -34,8 +34,8 @@ export const SandboxPolicy = z.object({
   base: z.enum(["root", "allow-list"]).optional(),
   /**
    * Capabilities: "none" (default) drops every one, so root inside cannot unmount what hides a folder; "nested" keeps
-   * only what a nested bubblewrap needs when the engine runs as root (opencode serve, whose worker shell makes one
-   * sandbox per command).
+   * what a nested bubblewrap needs, in a user namespace of the sandbox's own when the engine runs as root (opencode
+   * serve, whose worker shell makes one sandbox per command).
    */
   caps: z.enum(["none", "nested"]).optional(),
   /** A command prefix bubblewrap runs under (joining the command's cgroup, a systemd-run scope; see cgroup.ts). */
@@ -361,13 +361,15 @@ function reshown(hidden: string[], reveal: string[]): string[] {
     .filter((h) => existsSync(h) && statSync(h).isDirectory());
 }
 
-/** bubblewrap's capability arguments (see SandboxPolicy.caps); as another user than root it has none to drop. */
+/**
+ * bubblewrap's capability arguments (see SandboxPolicy.caps). As another user than root there are none to drop, and
+ * bubblewrap already works in a user namespace of its own. As root, "nested" gives the sandbox a user namespace of its
+ * own (root mapped to root): its capabilities hold only there, enough for the worker shell's own bubblewrap, none on
+ * the host (no kernel module, no new cgroup or other file system mount, no unmounting what hides a folder outside).
+ */
 export function capArgs(caps: "none" | "nested", uid = process.getuid?.() ?? -1): string[] {
   if (caps === "none") return ["--cap-drop", "ALL"];
-  if (uid !== 0) return [];
-  // bubblewrap needs these to make its namespaces and mounts as root; CAP_DAC_OVERRIDE, CAP_SYS_MODULE, CAP_MKNOD,
-  // CAP_SYS_PTRACE and the rest are gone.
-  return ["--cap-drop", "ALL", ...["CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_CHROOT", "CAP_SETPCAP"].flatMap((c) => ["--cap-add", c])];
+  return uid === 0 ? ["--unshare-user", "--uid", "0", "--gid", "0"] : [];
 }
 
 /**

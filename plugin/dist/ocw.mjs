@@ -62690,8 +62690,8 @@ var SandboxPolicy = external_exports.object({
   base: external_exports.enum(["root", "allow-list"]).optional(),
   /**
    * Capabilities: "none" (default) drops every one, so root inside cannot unmount what hides a folder; "nested" keeps
-   * only what a nested bubblewrap needs when the engine runs as root (opencode serve, whose worker shell makes one
-   * sandbox per command).
+   * what a nested bubblewrap needs, in a user namespace of the sandbox's own when the engine runs as root (opencode
+   * serve, whose worker shell makes one sandbox per command).
    */
   caps: external_exports.enum(["none", "nested"]).optional(),
   /** A command prefix bubblewrap runs under (joining the command's cgroup, a systemd-run scope; see cgroup.ts). */
@@ -62922,8 +62922,7 @@ function reshown(hidden2, reveal) {
 }
 function capArgs(caps, uid = process.getuid?.() ?? -1) {
   if (caps === "none") return ["--cap-drop", "ALL"];
-  if (uid !== 0) return [];
-  return ["--cap-drop", "ALL", ...["CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_CHROOT", "CAP_SETPCAP"].flatMap((c3) => ["--cap-add", c3])];
+  return uid === 0 ? ["--unshare-user", "--uid", "0", "--gid", "0"] : [];
 }
 function serveHidden(home = os3.homedir()) {
   const keep = new Set(TOOLCHAIN_DIRS.map((p) => p.split("/")[0]).concat([".local"]));
@@ -68731,7 +68730,7 @@ var OpencodeServer = class extends EventEmitter2 {
         hidden: [...serveHidden(), c3.stateDir],
         // The engine's cgroups too: the worker shell makes each command's group under them (cgroup.ts).
         writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot, ...cgroupParents()],
-        // Root keeps only what the worker shell's own bubblewrap needs (no CAP_DAC_OVERRIDE, CAP_SYS_MODULE, CAP_MKNOD …).
+        // As root: capabilities only in a user namespace of its own (enough for the worker shell's bubblewrap).
         caps: "nested",
         // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
         // installed under ~/.claude/plugins, whose credentials are hidden).
