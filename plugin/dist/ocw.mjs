@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path67 = __require("node:path");
+    var path66 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path67.resolve(baseDir, baseName);
+          const localBin = path66.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path67.extname(baseName))) return void 0;
+          if (sourceExt.includes(path66.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path67.resolve(
-            path67.dirname(resolvedScriptPath),
+          executableDir = path66.resolve(
+            path66.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path67.basename(
+            const legacyName = path66.basename(
               this._scriptPath,
-              path67.extname(this._scriptPath)
+              path66.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path67.extname(executableFile));
+        launchWithNode = sourceExt.includes(path66.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path67.basename(filename, path67.extname(filename));
+        this._name = path66.basename(filename, path66.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path68) {
-        if (path68 === void 0) return this._executableDir;
-        this._executableDir = path68;
+      executableDir(path67) {
+        if (path67 === void 0) return this._executableDir;
+        this._executableDir = path67;
         return this;
       }
       /**
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path67) {
-  if (!path67)
+function getElementAtPath(obj2, path66) {
+  if (!path66)
     return obj2;
-  return path67.reduce((acc, key) => acc?.[key], obj2);
+  return path66.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path67, issues) {
+function prefixIssues(path66, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path67);
+    iss.path.unshift(path66);
     return iss;
   });
 }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path67 = []) => {
+  const processError = (error47, path66 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path67, ...issue2.path];
+        const fullpath = [...path66, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path67 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path67) {
+  const path66 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path66) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -16550,20 +16550,12 @@ var init_config = __esm({
         'extra folders (":"-separated, absolute) bound read-only into worker commands and checks, besides the toolchain allow-list'
       ),
       OCW_COMMAND_TIMEOUT_SEC: num(600).describe("wall-clock seconds one worker command may run, whatever timeout the model asked for"),
-      OCW_COMMAND_MAX_PROCS: num(1024).describe(
-        "processes (tasks) a worker command or check may have: its cgroup's pids.max where cgroups bind, and RLIMIT_NPROC (which the kernel does not apply to root)"
-      ),
-      OCW_COMMAND_MAX_MEM_MB: num(8192).describe(
-        "memory of a worker command or check, MiB: its cgroup's memory limit (all its processes and in-memory files, no swap) where cgroups bind, and RLIMIT_DATA per process"
-      ),
+      OCW_COMMAND_MAX_PROCS: num(1024).describe("processes a worker command or check may have (RLIMIT_NPROC; root is exempt by the kernel)"),
+      OCW_COMMAND_MAX_MEM_MB: num(8192).describe("data memory per process of a worker command or check, MiB (RLIMIT_DATA)"),
       OCW_COMMAND_CPU_SEC: num(1800).describe("CPU seconds per process of a worker command or check (RLIMIT_CPU)"),
       OCW_COMMAND_MAX_FILE_MB: num(4096).describe("largest file a worker command or check may write, MiB (RLIMIT_FSIZE)"),
       OCW_COMMAND_OUTPUT_MB: num(8).describe("output kept of one worker command or check, MiB; the rest is dropped"),
       OCW_SANDBOX_TMPFS_MB: num(256).describe("size of each in-memory folder of a sandbox ($HOME, /tmp, /run, /dev/shm \u2026), MiB"),
-      OCW_LIMITS: str().describe(
-        "prlimit: keep the per-process limits only; default: a cgroup per worker command and check where cgroups are writable (v2 delegated, else v1 pids+memory), a systemd-run scope per check where a user systemd runs"
-      ),
-      OCW_WORKER_WALL_SEC: num(14400).describe("wall-clock seconds a worker may run when its task names no budget (0: no limit)"),
       OCW_STALL_SEC: num(300).describe("seconds without an event before a running worker is flagged stalled"),
       OCW_RETENTION_DAYS: num(14).describe("finished workers older than this lose their workspaces (built-but-unmerged never); 0 keeps all"),
       OCW_POOL_PROBE_MS: num(2e3).describe("how often the endpoints of pool targets with work are read (health, live load)"),
@@ -17129,8 +17121,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path67, { windows: windows2 } = {}) => {
-      const segs = path67.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path66, { windows: windows2 } = {}) => {
+      const segs = path66.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -18479,7 +18471,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path67, options) {
+    function checkPathExt(path66, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18490,25 +18482,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path67.substr(-p.length).toLowerCase() === p) {
+        if (p && path66.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path67, options) {
+    function checkStat(stat, path66, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path67, options);
+      return checkPathExt(path66, options);
     }
-    function isexe(path67, options, cb) {
-      fs.stat(path67, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path67, options));
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path66, options));
       });
     }
-    function sync(path67, options) {
-      return checkStat(fs.statSync(path67), path67, options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), path66, options);
     }
   }
 });
@@ -18519,13 +18511,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path67, options, cb) {
-      fs.stat(path67, function(er, stat) {
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path67, options) {
-      return checkStat(fs.statSync(path67), options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18558,7 +18550,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path67, options, cb) {
+    function isexe(path66, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18568,7 +18560,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path67, options || {}, function(er, is) {
+          isexe(path66, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18577,7 +18569,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path67, options || {}, function(er, is) {
+      core(path66, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18587,9 +18579,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path67, options) {
+    function sync(path66, options) {
       try {
-        return core.sync(path67, options || {});
+        return core.sync(path66, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18605,7 +18597,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18643,7 +18635,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path67.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18670,7 +18662,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path67.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18718,7 +18710,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18736,7 +18728,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path67.delimiter : void 0
+          pathExt: withoutPathExt ? path66.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18745,7 +18737,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path67.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18799,8 +18791,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path67, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path67.split("/").pop();
+      const [path66, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path66.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18835,7 +18827,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18860,7 +18852,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path67.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -18971,8 +18963,8 @@ var require_cross_spawn = __commonJS({
 });
 
 // engine/process/process.ts
-import { execFileSync as execFileSync3 } from "node:child_process";
-import { readdirSync as readdirSync3, readFileSync as readFileSync6, writeFileSync as writeFileSync6 } from "node:fs";
+import { execFileSync as execFileSync2 } from "node:child_process";
+import { readdirSync as readdirSync2, readFileSync as readFileSync5, writeFileSync as writeFileSync5 } from "node:fs";
 function signalablePid(pid) {
   return typeof pid === "number" && Number.isInteger(pid) && pid > 1;
 }
@@ -18980,7 +18972,7 @@ function processStartTime(pid) {
   if (!Number.isInteger(pid) || pid <= 0) return null;
   if (process.platform === "linux") {
     try {
-      const stat = readFileSync6(`/proc/${pid}/stat`, "utf8");
+      const stat = readFileSync5(`/proc/${pid}/stat`, "utf8");
       const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       return rest[19] ?? null;
     } catch {
@@ -18989,7 +18981,7 @@ function processStartTime(pid) {
   }
   if (process.platform === "darwin") {
     try {
-      return execFileSync3("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2e3 }).trim() || null;
+      return execFileSync2("ps", ["-o", "lstart=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 2e3 }).trim() || null;
     } catch {
       return null;
     }
@@ -19011,7 +19003,7 @@ function pidAlive(pid) {
     return err.code === "EPERM";
   }
 }
-function alive2(who) {
+function alive(who) {
   const { pid, startTime } = typeof who === "number" ? { pid: who, startTime: null } : who;
   if (!pidAlive(pid)) return false;
   if (startTime === null) return true;
@@ -19022,10 +19014,10 @@ function childPids(pid) {
   if (!pid || process.platform !== "linux") return [];
   const out = [];
   try {
-    for (const d of readdirSync3("/proc")) {
+    for (const d of readdirSync2("/proc")) {
       if (!/^\d+$/.test(d)) continue;
       try {
-        const stat = readFileSync6(`/proc/${d}/stat`, "utf8");
+        const stat = readFileSync5(`/proc/${d}/stat`, "utf8");
         const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
         if (ppid === pid) out.push(Number(d));
       } catch {
@@ -19048,32 +19040,32 @@ function killGroup(pid, signal = "SIGKILL") {
 }
 async function stopPid(who, graceMs = 5e3) {
   const pid = typeof who === "number" ? who : who.pid;
-  if (!signalablePid(pid) || !alive2(who)) return true;
+  if (!signalablePid(pid) || !alive(who)) return true;
   try {
     process.kill(pid, "SIGTERM");
   } catch {
-    return !alive2(who);
+    return !alive(who);
   }
   const t0 = Date.now();
   while (Date.now() - t0 < graceMs) {
-    if (!alive2(who)) return true;
+    if (!alive(who)) return true;
     await new Promise((r) => setTimeout(r, 25));
   }
-  if (!alive2(who)) return true;
+  if (!alive(who)) return true;
   try {
     process.kill(pid, "SIGKILL");
   } catch {
   }
   await new Promise((r) => setTimeout(r, 50));
-  return !alive2(who);
+  return !alive(who);
 }
 function writePidFile(file2, pid) {
-  writeFileSync6(file2, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
+  writeFileSync5(file2, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
 }
 function readPidFile(file2) {
   let text;
   try {
-    text = readFileSync6(file2, "utf8").trim();
+    text = readFileSync5(file2, "utf8").trim();
   } catch {
     return null;
   }
@@ -19116,7 +19108,7 @@ var init_process = __esm({
 });
 
 // engine/store/targets.ts
-import path17 from "node:path";
+import path16 from "node:path";
 var TargetStore;
 var init_targets = __esm({
   "engine/store/targets.ts"() {
@@ -19124,7 +19116,7 @@ var init_targets = __esm({
     init_json_file();
     init_paths();
     TargetStore = class {
-      constructor(file2 = path17.join(stateDir(), "targets.json")) {
+      constructor(file2 = path16.join(stateDir(), "targets.json")) {
         this.file = file2;
       }
       file;
@@ -20153,7 +20145,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -20175,7 +20167,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path67.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path66.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -20184,7 +20176,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path67.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20285,7 +20277,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20319,9 +20311,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path67.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path67.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path66.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -20459,7 +20451,7 @@ var init_default2 = __esm({
 // node_modules/unicorn-magic/node.js
 import { promisify } from "node:util";
 import { execFile as execFileCallback, execFileSync as execFileSyncOriginal } from "node:child_process";
-import path20 from "node:path";
+import path19 from "node:path";
 import { fileURLToPath as fileURLToPath3 } from "node:url";
 function toPath(urlOrPath) {
   return urlOrPath instanceof URL ? fileURLToPath3(urlOrPath) : urlOrPath;
@@ -20467,12 +20459,12 @@ function toPath(urlOrPath) {
 function traversePathUp(startPath) {
   return {
     *[Symbol.iterator]() {
-      let currentPath = path20.resolve(toPath(startPath));
+      let currentPath = path19.resolve(toPath(startPath));
       let previousPath;
       while (previousPath !== currentPath) {
         yield currentPath;
         previousPath = currentPath;
-        currentPath = path20.resolve(currentPath, "..");
+        currentPath = path19.resolve(currentPath, "..");
       }
     }
   };
@@ -20488,7 +20480,7 @@ var init_node = __esm({
 
 // node_modules/npm-run-path/index.js
 import process5 from "node:process";
-import path21 from "node:path";
+import path20 from "node:path";
 var npmRunPath, applyPreferLocal, applyExecPath, npmRunPathEnv;
 var init_npm_run_path = __esm({
   "node_modules/npm-run-path/index.js"() {
@@ -20501,27 +20493,27 @@ var init_npm_run_path = __esm({
       execPath: execPath2 = process5.execPath,
       addExecPath = true
     } = {}) => {
-      const cwdPath = path21.resolve(toPath(cwd));
+      const cwdPath = path20.resolve(toPath(cwd));
       const result = [];
-      const pathParts = pathOption.split(path21.delimiter);
+      const pathParts = pathOption.split(path20.delimiter);
       if (preferLocal) {
         applyPreferLocal(result, pathParts, cwdPath);
       }
       if (addExecPath) {
         applyExecPath(result, pathParts, execPath2, cwdPath);
       }
-      return pathOption === "" || pathOption === path21.delimiter ? `${result.join(path21.delimiter)}${pathOption}` : [...result, pathOption].join(path21.delimiter);
+      return pathOption === "" || pathOption === path20.delimiter ? `${result.join(path20.delimiter)}${pathOption}` : [...result, pathOption].join(path20.delimiter);
     };
     applyPreferLocal = (result, pathParts, cwdPath) => {
       for (const directory of traversePathUp(cwdPath)) {
-        const pathPart = path21.join(directory, "node_modules/.bin");
+        const pathPart = path20.join(directory, "node_modules/.bin");
         if (!pathParts.includes(pathPart)) {
           result.push(pathPart);
         }
       }
     };
     applyExecPath = (result, pathParts, execPath2, cwdPath) => {
-      const pathPart = path21.resolve(cwdPath, toPath(execPath2), "..");
+      const pathPart = path20.resolve(cwdPath, toPath(execPath2), "..");
       if (!pathParts.includes(pathPart)) {
         result.push(pathPart);
       }
@@ -21805,7 +21797,7 @@ var init_timeout = __esm({
 
 // node_modules/execa/lib/methods/node.js
 import { execPath, execArgv } from "node:process";
-import path22 from "node:path";
+import path21 from "node:path";
 var mapNode, handleNodeOption;
 var init_node2 = __esm({
   "node_modules/execa/lib/methods/node.js"() {
@@ -21828,7 +21820,7 @@ var init_node2 = __esm({
         throw new TypeError('The "execPath" option has been removed. Please use the "nodePath" option instead.');
       }
       const normalizedNodePath = safeNormalizeFileUrl(nodePath, 'The "nodePath" option');
-      const resolvedNodePath = path22.resolve(cwd, normalizedNodePath);
+      const resolvedNodePath = path21.resolve(cwd, normalizedNodePath);
       const newOptions = {
         ...options,
         nodePath: resolvedNodePath,
@@ -21838,7 +21830,7 @@ var init_node2 = __esm({
       if (!shouldHandleNode) {
         return [file2, commandArguments, newOptions];
       }
-      if (path22.basename(file2, ".exe") === "node") {
+      if (path21.basename(file2, ".exe") === "node") {
         throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
       }
       return [
@@ -21939,8 +21931,8 @@ Please rename it to one of: ${correctEncodings}.`);
 });
 
 // node_modules/execa/lib/arguments/cwd.js
-import { statSync as statSync5 } from "node:fs";
-import path23 from "node:path";
+import { statSync as statSync4 } from "node:fs";
+import path22 from "node:path";
 import process6 from "node:process";
 var normalizeCwd, getDefaultCwd, fixCwdError;
 var init_cwd = __esm({
@@ -21948,7 +21940,7 @@ var init_cwd = __esm({
     init_file_url();
     normalizeCwd = (cwd = getDefaultCwd()) => {
       const cwdString = safeNormalizeFileUrl(cwd, 'The "cwd" option');
-      return path23.resolve(cwdString);
+      return path22.resolve(cwdString);
     };
     getDefaultCwd = () => {
       try {
@@ -21965,7 +21957,7 @@ ${error46.message}`;
       }
       let cwdStat;
       try {
-        cwdStat = statSync5(cwd);
+        cwdStat = statSync4(cwd);
       } catch (error46) {
         return `The "cwd" option is invalid: ${cwd}.
 ${error46.message}
@@ -21981,7 +21973,7 @@ ${originalMessage}`;
 });
 
 // node_modules/execa/lib/arguments/options.js
-import path24 from "node:path";
+import path23 from "node:path";
 import process7 from "node:process";
 var import_cross_spawn2, normalizeOptions, addDefaultOptions, getEnv;
 var init_options = __esm({
@@ -22015,7 +22007,7 @@ var init_options = __esm({
       options.killSignal = normalizeKillSignal(options.killSignal);
       options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
       options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-      if (process7.platform === "win32" && path24.basename(file2, ".exe") === "cmd") {
+      if (process7.platform === "win32" && path23.basename(file2, ".exe") === "cmd") {
         commandArguments.unshift("/q");
       }
       return { file: file2, commandArguments, options };
@@ -23508,7 +23500,7 @@ var init_stdio_option = __esm({
 });
 
 // node_modules/execa/lib/stdio/native.js
-import { readFileSync as readFileSync9 } from "node:fs";
+import { readFileSync as readFileSync8 } from "node:fs";
 import tty2 from "node:tty";
 var handleNativeStream, handleNativeStreamSync, getTargetFd, getTargetFdNumber, handleNativeStreamAsync, getStandardStream;
 var init_native = __esm({
@@ -23549,7 +23541,7 @@ var init_native = __esm({
       if (tty2.isatty(targetFdNumber)) {
         throw new TypeError(`The \`${optionName}: ${serializeOptionValue(value)}\` option is invalid: it cannot be a TTY with synchronous methods.`);
       }
-      return { type: "uint8Array", value: bufferToUint8Array(readFileSync9(targetFdNumber)), optionName };
+      return { type: "uint8Array", value: bufferToUint8Array(readFileSync8(targetFdNumber)), optionName };
     };
     getTargetFdNumber = (value, fdNumber) => {
       if (value === "inherit") {
@@ -23885,7 +23877,7 @@ For example, you can use the \`pathToFileURL()\` method of the \`url\` core modu
 });
 
 // node_modules/execa/lib/stdio/handle-sync.js
-import { readFileSync as readFileSync10 } from "node:fs";
+import { readFileSync as readFileSync9 } from "node:fs";
 var handleStdioSync, forbiddenIfSync, forbiddenNativeIfSync, throwInvalidSyncValue, addProperties, addPropertiesSync;
 var init_handle_sync = __esm({
   "node_modules/execa/lib/stdio/handle-sync.js"() {
@@ -23919,8 +23911,8 @@ var init_handle_sync = __esm({
     addPropertiesSync = {
       input: {
         ...addProperties,
-        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync10(value))] }),
-        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync10(file2))] }),
+        fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync9(value))] }),
+        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync9(file2))] }),
         fileNumber: forbiddenIfSync,
         iterable: ({ value }) => ({ contents: [...value] }),
         string: ({ value }) => ({ contents: [value] }),
@@ -24354,7 +24346,7 @@ var init_output = __esm({
 });
 
 // node_modules/execa/lib/io/output-sync.js
-import { writeFileSync as writeFileSync8, appendFileSync } from "node:fs";
+import { writeFileSync as writeFileSync7, appendFileSync } from "node:fs";
 var transformOutputSync, transformOutputResultSync, runOutputGeneratorsSync, serializeChunks, logOutputSync, writeToFiles;
 var init_output_sync = __esm({
   "node_modules/execa/lib/io/output-sync.js"() {
@@ -24455,13 +24447,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path67, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path67 === "string" ? path67 : path67.toString();
+      for (const { path: path66, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path66 === "string" ? path66 : path66.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path67, serializedResult);
+          appendFileSync(path66, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync8(path67, serializedResult);
+          writeFileSync7(path66, serializedResult);
         }
       }
     };
@@ -26577,7 +26569,7 @@ var init_readable = __esm({
       const binary = binaryOption || BINARY_ENCODINGS.has(encoding);
       const { subprocessStdout, waitReadableDestroy } = getSubprocessStdout(subprocess, from, concurrentStreams);
       const { readableEncoding, readableObjectMode, readableHighWaterMark } = getReadableOptions(subprocessStdout, binary);
-      const { read: read2, onStdoutDataDone } = getReadableMethods({
+      const { read, onStdoutDataDone } = getReadableMethods({
         subprocessStdout,
         subprocess,
         binary,
@@ -26585,7 +26577,7 @@ var init_readable = __esm({
         preserveNewlines
       });
       const readable2 = new Readable3({
-        read: read2,
+        read,
         destroy: callbackify2(onReadableDestroy.bind(void 0, { subprocessStdout, subprocess, waitReadableDestroy })),
         highWaterMark: readableHighWaterMark,
         objectMode: readableObjectMode,
@@ -26747,7 +26739,7 @@ var init_duplex = __esm({
       const { subprocessStdout, waitReadableDestroy } = getSubprocessStdout(subprocess, from, concurrentStreams);
       const { subprocessStdin, waitWritableFinal, waitWritableDestroy } = getSubprocessStdin(subprocess, to, concurrentStreams);
       const { readableEncoding, readableObjectMode, readableHighWaterMark } = getReadableOptions(subprocessStdout, binary);
-      const { read: read2, onStdoutDataDone } = getReadableMethods({
+      const { read, onStdoutDataDone } = getReadableMethods({
         subprocessStdout,
         subprocess,
         binary,
@@ -26755,7 +26747,7 @@ var init_duplex = __esm({
         preserveNewlines
       });
       const duplex2 = new Duplex3({
-        read: read2,
+        read,
         ...getWritableMethods(subprocessStdin, subprocess, waitWritableFinal),
         destroy: callbackify4(onDuplexDestroy.bind(void 0, {
           subprocessStdout,
@@ -27526,7 +27518,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var spawn9 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28280,22 +28272,22 @@ var require_util = __commonJS({
       return ("00000000" + parseInt(hex4, 16).toString(2)).substr(-8);
     }
     function getFilesInPath(source) {
-      const lstatSync5 = fs.lstatSync;
-      const readdirSync13 = fs.readdirSync;
-      const join = path67.join;
+      const lstatSync4 = fs.lstatSync;
+      const readdirSync12 = fs.readdirSync;
+      const join = path66.join;
       function isDirectory(source2) {
-        return lstatSync5(source2).isDirectory();
+        return lstatSync4(source2).isDirectory();
       }
       function isFile(source2) {
-        return lstatSync5(source2).isFile();
+        return lstatSync4(source2).isFile();
       }
       function getDirectories(source2) {
-        return readdirSync13(source2).map((name) => {
+        return readdirSync12(source2).map((name) => {
           return join(source2, name);
         }).filter(isDirectory);
       }
       function getFiles(source2) {
-        return readdirSync13(source2).map((name) => {
+        return readdirSync12(source2).map((name) => {
           return join(source2, name);
         }).filter(isFile);
       }
@@ -28775,10 +28767,10 @@ var require_util = __commonJS({
       }
       return obj2;
     }
-    function semverCompare(v12, v22) {
+    function semverCompare(v1, v2) {
       let res = 0;
-      const parts1 = v12.split(".").map((p) => parseInt(p, 10) || 0);
-      const parts2 = v22.split(".").map((p) => parseInt(p, 10) || 0);
+      const parts1 = v1.split(".").map((p) => parseInt(p, 10) || 0);
+      const parts2 = v2.split(".").map((p) => parseInt(p, 10) || 0);
       if (parts1[0] < parts2[0]) {
         res = 1;
       } else if (parts1[0] > parts2[0]) {
@@ -31017,8 +31009,8 @@ var require_network = __commonJS({
     var os9 = __require("os");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var execFileSync6 = __require("child_process").execFileSync;
-    var readFileSync23 = __require("fs").readFileSync;
+    var execFileSync5 = __require("child_process").execFileSync;
+    var readFileSync22 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util();
     var _platform = process.platform;
@@ -31339,7 +31331,7 @@ var require_network = __commonJS({
     }
     function getWindowsWirelessIfaceSSID(interfaceName) {
       try {
-        const result = execFileSync6("netsh", ["wlan", "show", "interface", `name=${util2.sanitizeString(interfaceName)}`], util2.execOptsWin).toString();
+        const result = execFileSync5("netsh", ["wlan", "show", "interface", `name=${util2.sanitizeString(interfaceName)}`], util2.execOptsWin).toString();
         const SSID = result.split("\r\n").find((l) => l.includes("SSID")) || "";
         const parseSSID = SSID.split(":").pop().trim();
         return parseSSID;
@@ -31386,7 +31378,7 @@ var require_network = __commonJS({
           const SSID = getWindowsWirelessIfaceSSID(iface);
           if (SSID !== "Unknown") {
             const ifaceSanitized = util2.sanitizeString(SSID);
-            const profiles = execFileSync6("netsh", ["wlan", "show", "profiles", ifaceSanitized], util2.execOptsWin).toString().split("\r\n");
+            const profiles = execFileSync5("netsh", ["wlan", "show", "profiles", ifaceSanitized], util2.execOptsWin).toString().split("\r\n");
             i8021xState = (profiles.find((l) => l.indexOf("802.1X") >= 0) || "").trim();
             i8021xProtocol = (profiles.find((l) => l.indexOf("EAP") >= 0) || "").trim();
           }
@@ -31490,7 +31482,7 @@ var require_network = __commonJS({
     }
     function getLinuxIfaceConnectionName(interfaceName) {
       try {
-        const output = execFileSync6("nmcli", ["device", "status"], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
+        const output = execFileSync5("nmcli", ["device", "status"], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
         const result = util2.grep(output, interfaceName);
         const resultFormat = result.replace(/\s+/g, " ").trim();
         const connectionNameLines = resultFormat.split(" ").slice(3);
@@ -31508,7 +31500,7 @@ var require_network = __commonJS({
         return result;
       }
       try {
-        const content = readFileSync23(file2, { encoding: "utf8" });
+        const content = readFileSync22(file2, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -31569,7 +31561,7 @@ var require_network = __commonJS({
       let result = false;
       if (connectionName) {
         try {
-          const output = execFileSync6("nmcli", ["connection", "show", connectionName], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
+          const output = execFileSync5("nmcli", ["connection", "show", connectionName], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
           const lines = util2.grep(output, "ipv4.method");
           const resultFormat = lines.replace(/\s+/g, " ").trim();
           const dhcStatus = resultFormat.split(" ").slice(1).toString();
@@ -31592,7 +31584,7 @@ var require_network = __commonJS({
     function getDarwinIfaceDHCPstatus(iface) {
       let result = false;
       try {
-        const output = execFileSync6("ipconfig", ["getpacket", iface], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
+        const output = execFileSync5("ipconfig", ["getpacket", iface], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
         const lines = util2.grep(output, "lease_time");
         if (lines.length && lines[0].startsWith("lease_time")) {
           result = true;
@@ -31605,7 +31597,7 @@ var require_network = __commonJS({
     function getLinuxIfaceDNSsuffix(connectionName) {
       if (connectionName) {
         try {
-          const output = execFileSync6("nmcli", ["connection", "show", connectionName], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
+          const output = execFileSync5("nmcli", ["connection", "show", connectionName], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
           const result = util2.grep(output, "ipv4.dns-search");
           const resultFormat = result.replace(/\s+/g, " ").trim();
           const dnsSuffix = resultFormat.split(" ").slice(1).toString();
@@ -31620,7 +31612,7 @@ var require_network = __commonJS({
     function getLinuxIfaceIEEE8021xAuth(connectionName) {
       if (connectionName) {
         try {
-          const output = execFileSync6("nmcli", ["connection", "show", connectionName], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
+          const output = execFileSync5("nmcli", ["connection", "show", connectionName], { ...util2.execOptsLinux, stdio: ["ignore", "pipe", "ignore"] }).toString();
           const result = util2.grep(output, "802-1x.eap");
           const resultFormat = result.replace(/\s+/g, " ").trim();
           const authenticationProtocol = resultFormat.split(" ").slice(1).toString();
@@ -37035,10 +37027,10 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var execFileSync6 = __require("child_process").execFileSync;
+    var execFileSync5 = __require("child_process").execFileSync;
     var util2 = require_util();
     var _platform = process.platform;
     var _nvidiaSmiPath = "";
@@ -37415,13 +37407,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path67.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path66.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path67.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path66.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path67.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path66.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -37448,7 +37440,7 @@ var require_graphics = __commonJS({
           const nvidiaSmiOpts = "--query-gpu=driver_version,pci.sub_device_id,name,pci.bus_id,fan.speed,memory.total,memory.used,memory.free,utilization.gpu,utilization.memory,temperature.gpu,temperature.memory,power.draw,power.limit,clocks.gr,clocks.mem --format=csv,noheader,nounits";
           options.stdio = ["pipe", "pipe", "ignore"];
           try {
-            return execFileSync6(nvidiaSmiExe, nvidiaSmiOpts.split(" "), options).toString();
+            return execFileSync5(nvidiaSmiExe, nvidiaSmiOpts.split(" "), options).toString();
           } catch {
             util2.noop();
           }
@@ -40696,7 +40688,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41324,7 +41316,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path67.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path66.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42595,7 +42587,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path67, callback) {
+    function fetchJson(path66, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42611,7 +42603,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path67} HTTP/1.0\r
+          socket.write(`GET ${path66} HTTP/1.0\r
 \r
 `);
         });
@@ -45381,7 +45373,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path67 = __require("path");
+    var path66 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45514,7 +45506,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path67.basename(element);
+              const filename = path66.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -46045,7 +46037,7 @@ var require_lib = __commonJS({
 // engine/hardware/detect.ts
 import { readdir as readdir4, readFile } from "node:fs/promises";
 import os4 from "node:os";
-import path35 from "node:path";
+import path34 from "node:path";
 async function cpuRamDefault() {
   try {
     const si = await Promise.resolve().then(() => __toESM(require_lib()));
@@ -46066,14 +46058,14 @@ async function cpuRamDefault() {
   }
 }
 async function readSysfs(root2) {
-  const base2 = path35.join(root2, "class/drm");
+  const base2 = path34.join(root2, "class/drm");
   let names;
   try {
     names = (await readdir4(base2)).filter((n2) => /^card\d+$/.test(n2));
   } catch {
     return [];
   }
-  const rd = (card, f) => readFile(path35.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
+  const rd = (card, f) => readFile(path34.join(base2, card, "device", f), "utf8").then((s) => s.trim()).catch(() => void 0);
   return Promise.all(
     names.map(async (card) => ({
       card,
@@ -46219,7 +46211,7 @@ async function listLlamaDevices(bin) {
     reject: false,
     timeout: 15e3,
     stdin: "ignore",
-    env: { ...process.env, LD_LIBRARY_PATH: [path35.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+    env: { ...process.env, LD_LIBRARY_PATH: [path34.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
   }).catch(() => null);
   if (!r || r.exitCode !== 0 && !r.stdout) return null;
   return parseListDevices(`${r.stdout}
@@ -46924,9 +46916,9 @@ var init_errors4 = __esm({
 
 // engine/models/download.ts
 import { createHash as createHash4 } from "node:crypto";
-import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync13, mkdirSync as mkdirSync13, renameSync as renameSync3, statfsSync, statSync as statSync7, unlinkSync } from "node:fs";
+import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync12, mkdirSync as mkdirSync12, renameSync as renameSync3, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
-import path38 from "node:path";
+import path37 from "node:path";
 async function sha256File(file2) {
   const h3 = createHash4("sha256");
   for await (const chunk of createReadStream2(file2)) h3.update(chunk);
@@ -46934,24 +46926,24 @@ async function sha256File(file2) {
 }
 async function downloadFile(o2) {
   const f = o2.fetchImpl ?? fetch;
-  mkdirSync13(path38.dirname(o2.dest), { recursive: true });
-  if (existsSync13(o2.dest) && o2.expectedSize && statSync7(o2.dest).size === o2.expectedSize) {
+  mkdirSync12(path37.dirname(o2.dest), { recursive: true });
+  if (existsSync12(o2.dest) && o2.expectedSize && statSync6(o2.dest).size === o2.expectedSize) {
     if (!o2.sha256 || await sha256File(o2.dest) === o2.sha256.toLowerCase())
       return { path: o2.dest, bytes: o2.expectedSize, resumedFrom: o2.expectedSize, verified: o2.sha256 ? "sha256" : "size" };
   }
   const part = `${o2.dest}.part`;
-  let start = existsSync13(part) ? statSync7(part).size : 0;
+  let start = existsSync12(part) ? statSync6(part).size : 0;
   if (o2.expectedSize && start > o2.expectedSize) {
     unlinkSync(part);
     start = 0;
   }
   if (o2.expectedSize) {
-    const fs = statfsSync(path38.dirname(o2.dest));
+    const fs = statfsSync(path37.dirname(o2.dest));
     const free = Number(fs.bavail) * Number(fs.bsize);
     const need = o2.expectedSize - start;
     if (need > free) {
       throw new DownloadError(
-        `${path38.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path38.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
+        `${path37.basename(o2.dest)} needs ${(need / 1024 ** 3).toFixed(1)} GiB but ${path37.dirname(o2.dest)} has ${(free / 1024 ** 3).toFixed(1)} GiB free; free some space or set OCW_STATE_DIR to a larger disk`
       );
     }
   }
@@ -46998,7 +46990,7 @@ async function downloadFile(o2) {
   out.end();
   await once10(out, "finish");
   o2.onProgress?.({ received, total: total2, resumedFrom: start, bytesPerSec: (received - start) / Math.max(1, performance.now() - t0) * 1e3 });
-  const size = statSync7(part).size;
+  const size = statSync6(part).size;
   if (total2 !== null && size !== total2) throw new DownloadError(`size mismatch for ${o2.url}: got ${size} bytes, expected ${total2}; run again to resume`);
   let verified = total2 !== null ? "size" : "none";
   if (o2.sha256) {
@@ -47006,7 +46998,7 @@ async function downloadFile(o2) {
     if (got !== o2.sha256.toLowerCase()) {
       unlinkSync(part);
       throw new DownloadError(
-        `checksum mismatch for ${path38.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
+        `checksum mismatch for ${path37.basename(o2.dest)}: sha256 ${got.slice(0, 12)}\u2026 \u2260 ${o2.sha256.slice(0, 12)}\u2026; the partial file was removed`
       );
     }
     verified = "sha256";
@@ -47090,12 +47082,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path67) {
+function fileSource(path66) {
   let fh;
   return {
-    describe: path67,
+    describe: path66,
     async read(offset, length) {
-      fh ??= await open(path67, "r");
+      fh ??= await open(path66, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -47340,8 +47332,8 @@ var init_gguf = __esm({
 });
 
 // engine/models/source.ts
-import { existsSync as existsSync14, readFileSync as readFileSync15, statSync as statSync8 } from "node:fs";
-import path39 from "node:path";
+import { existsSync as existsSync13, readFileSync as readFileSync14, statSync as statSync7 } from "node:fs";
+import path38 from "node:path";
 function quantFromName(name) {
   const m = /[-_.](I?Q\d_[A-Z0-9_]+?|I?Q\d_\d|BF16|F16|F32|MXFP4(?:_MOE)?)(?:-\d{5}-of-\d{5})?\.gguf$/i.exec(name);
   return m ? m[1].toUpperCase() : null;
@@ -47366,10 +47358,10 @@ function tensorsFromJson(raw2) {
   });
 }
 function loadMetadataFile(file2) {
-  if (!existsSync14(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
+  if (!existsSync13(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
-    j = JSON.parse(readFileSync15(file2, "utf8"));
+    j = JSON.parse(readFileSync14(file2, "utf8"));
   } catch (e) {
     throw new ModelSourceError(`${file2} is not valid JSON: ${e.message}`);
   }
@@ -47405,9 +47397,9 @@ async function loadGguf(ref, headers = {}) {
     if (isMmproj(f2)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
     return { source: ref, metadata: f2.metadata, tensors: f2.tensors, fileBytes: null, quant: quantOf(f2.metadata, name), shards: names2.length };
   }
-  if (!existsSync14(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
-  const names = shardNames(path39.basename(ref)).map((n2) => path39.join(path39.dirname(ref), n2));
-  for (const n2 of names) if (!existsSync14(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
+  if (!existsSync13(ref)) throw new ModelSourceError(`no such file: ${ref} (pass a .gguf path, an http(s) URL or hf:owner/repo/file.gguf)`);
+  const names = shardNames(path38.basename(ref)).map((n2) => path38.join(path38.dirname(ref), n2));
+  for (const n2 of names) if (!existsSync13(n2)) throw new ModelSourceError(`missing shard ${n2} of ${ref}`);
   const files = [];
   for (const n2 of names) {
     try {
@@ -47418,7 +47410,7 @@ async function loadGguf(ref, headers = {}) {
   }
   const f = mergeShards(files);
   if (isMmproj(f)) throw new ModelSourceError(`${ref} is an mmproj (vision) file; pass the language model GGUF`);
-  const fileBytes = names.reduce((a2, n2) => a2 + statSync8(n2).size, 0);
+  const fileBytes = names.reduce((a2, n2) => a2 + statSync7(n2).size, 0);
   return { source: ref, metadata: f.metadata, tensors: f.tensors, fileBytes, quant: quantOf(f.metadata, ref), shards: names.length };
 }
 var ModelSourceError, hfBase, FTYPE;
@@ -49053,7 +49045,7 @@ var init_plan = __esm({
 });
 
 // engine/models/resolve.ts
-import path40 from "node:path";
+import path39 from "node:path";
 function quantBits(quant) {
   const q2 = quant.toUpperCase();
   if (/BF16|F16/.test(q2)) return 16;
@@ -49110,7 +49102,7 @@ async function planRepo(ref, want, env2 = process.env) {
   };
 }
 function localPathFor(stateDir2, repo, file2) {
-  return path40.join(stateDir2, "models", repo.replace("/", "__"), file2);
+  return path39.join(stateDir2, "models", repo.replace("/", "__"), file2);
 }
 var init_resolve = __esm({
   "engine/models/resolve.ts"() {
@@ -49121,8 +49113,8 @@ var init_resolve = __esm({
 });
 
 // engine/serving/get-llama.ts
-import { existsSync as existsSync15, mkdirSync as mkdirSync14, readdirSync as readdirSync9, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync9 } from "node:fs";
-import path41 from "node:path";
+import { existsSync as existsSync14, mkdirSync as mkdirSync13, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
+import path40 from "node:path";
 async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
   const tag = config2(env2).OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
   const pins = tag === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
@@ -49144,13 +49136,13 @@ async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
 }
 function findNvcc(env2 = process.env) {
   const given = config2(env2).OCW_NVCC;
-  if (given !== void 0) return given && existsSync15(given) ? given : null;
+  if (given !== void 0) return given && existsSync14(given) ? given : null;
   const cands = [
-    ...(env2.PATH ?? "").split(path41.delimiter).filter(Boolean).map((d) => path41.join(d, "nvcc")),
-    ...env2.CUDA_HOME ? [path41.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
+    ...(env2.PATH ?? "").split(path40.delimiter).filter(Boolean).map((d) => path40.join(d, "nvcc")),
+    ...env2.CUDA_HOME ? [path40.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
     "/usr/local/cuda/bin/nvcc"
   ];
-  return cands.find((c3) => existsSync15(c3)) ?? null;
+  return cands.find((c3) => existsSync14(c3)) ?? null;
 }
 function variantsFor(platform2, arch, gpus, o2 = {}) {
   const v = [];
@@ -49194,7 +49186,7 @@ function pickAsset(rel, platform2, arch, variant) {
   }
 }
 async function extract(archive, dest) {
-  mkdirSync14(dest, { recursive: true });
+  mkdirSync13(dest, { recursive: true });
   const tries = archive.endsWith(".zip") ? [
     ["unzip", ["-q", "-o", archive, "-d", dest]],
     ["bsdtar", ["-xf", archive, "-C", dest]],
@@ -49207,14 +49199,14 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new Error(`cannot unpack ${path41.basename(archive)} (${errors.join("; ")})`);
+  throw new Error(`cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`);
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
-  for (const e of readdirSync9(dir)) {
-    const p = path41.join(dir, e);
+  for (const e of readdirSync8(dir)) {
+    const p = path40.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
-    if (statSync9(p).isDirectory()) {
+    if (statSync8(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
       if (f) return f;
     }
@@ -49223,10 +49215,10 @@ function findBinary(dir, name, depth = 0) {
 }
 function buildScript(env2 = process.env) {
   const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
-  if (given) return existsSync15(given) ? given : null;
+  if (given) return existsSync14(given) ? given : null;
   try {
-    const f = path41.join(projectRoot(), "scripts", "build-llama-server.sh");
-    return existsSync15(f) ? f : null;
+    const f = path40.join(projectRoot(), "scripts", "build-llama-server.sh");
+    return existsSync14(f) ? f : null;
   } catch {
     return null;
   }
@@ -49240,7 +49232,7 @@ async function buildCuda(env2, onLine) {
   });
   const r = await p;
   const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
-  if (r.exitCode !== 0 || !bin || !existsSync15(bin))
+  if (r.exitCode !== 0 || !bin || !existsSync14(bin))
     throw new Error(
       `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`
     );
@@ -49269,15 +49261,15 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path41.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync15(dir) ? findBinary(dir, "llama-server") : null;
+    const dir = path40.join(o2.root, `${rel.tag}-${variant}`);
+    let bin = existsSync14(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "installed";
     if (!bin) {
       if (!asset.sha256) {
         problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
         continue;
       }
-      const archive = path41.join(o2.root, "downloads", asset.name);
+      const archive = path40.join(o2.root, "downloads", asset.name);
       try {
         await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       } catch (e) {
@@ -49300,7 +49292,7 @@ async function installPrebuilt(o2) {
       reject: false,
       timeout: 2e4,
       stdin: "ignore",
-      env: { ...process.env, LD_LIBRARY_PATH: [path41.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+      env: { ...process.env, LD_LIBRARY_PATH: [path40.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
     });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
@@ -49458,43 +49450,43 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync16, mkdirSync as mkdirSync15, openSync as openSync2, readdirSync as readdirSync10, readFileSync as readFileSync16 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync15, mkdirSync as mkdirSync14, openSync as openSync2, readdirSync as readdirSync9, readFileSync as readFileSync15 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
-import path42 from "node:path";
+import path41 from "node:path";
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
-    if (!existsSync16(explicit))
+    if (!existsSync15(explicit))
       throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path42.resolve(explicit);
+    return path41.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path42.delimiter))
-    if (dir) cands.push(path42.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = config2(env2).OCW_LLAMA_CACHE ?? path42.join(os5.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path41.delimiter))
+    if (dir) cands.push(path41.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = config2(env2).OCW_LLAMA_CACHE ?? path41.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync10(cache).sort().reverse()) cands.push(path42.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync9(cache).sort().reverse()) cands.push(path41.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed2 = path42.join(stateDir(env2), "llama");
+  const installed2 = path41.join(stateDir(env2), "llama");
   try {
-    for (const d of readdirSync10(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path42.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+    for (const d of readdirSync9(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
+      const f = findFile(path41.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
   }
-  return cands.find((c3) => existsSync16(c3)) ?? null;
+  return cands.find((c3) => existsSync15(c3)) ?? null;
 }
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
-  for (const e of readdirSync10(dir, { withFileTypes: true })) {
-    if (e.isFile() && e.name === name) return path42.join(dir, e.name);
+  for (const e of readdirSync9(dir, { withFileTypes: true })) {
+    if (e.isFile() && e.name === name) return path41.join(dir, e.name);
   }
-  for (const e of readdirSync10(dir, { withFileTypes: true })) {
+  for (const e of readdirSync9(dir, { withFileTypes: true })) {
     if (e.isDirectory()) {
-      const f = findFile(path42.join(dir, e.name), name, depth + 1);
+      const f = findFile(path41.join(dir, e.name), name, depth + 1);
       if (f) return f;
     }
   }
@@ -49557,7 +49549,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync16(logFile) ? readFileSync16(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync15(logFile) ? readFileSync15(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -49570,11 +49562,11 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync15(path42.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync14(path41.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
-  env2.LD_LIBRARY_PATH = [path42.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path42.delimiter);
+  env2.LD_LIBRARY_PATH = [path41.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path41.delimiter);
   const child = spawn3(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync2(fd);
@@ -49699,12 +49691,12 @@ var init_runtimes = __esm({
 
 // engine/serving/runtime-adapters.ts
 import { spawnSync as spawnSync2 } from "node:child_process";
-import { existsSync as existsSync17 } from "node:fs";
-import path43 from "node:path";
+import { existsSync as existsSync16 } from "node:fs";
+import path42 from "node:path";
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path43.delimiter)) {
-    const p = dir && path43.join(dir, name);
-    if (p && existsSync17(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path42.delimiter)) {
+    const p = dir && path42.join(dir, name);
+    if (p && existsSync16(p)) return p;
   }
   return null;
 }
@@ -50224,8 +50216,8 @@ var init_k8s = __esm({
 });
 
 // engine/serving/parallel.ts
-import { existsSync as existsSync18, readdirSync as readdirSync11, readFileSync as readFileSync17, statSync as statSync10 } from "node:fs";
-import path44 from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync10, readFileSync as readFileSync16, statSync as statSync9 } from "node:fs";
+import path43 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
   const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
@@ -50301,27 +50293,27 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
     const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
     return exact.length ? exact : all;
   }
-  if (existsSync18(name)) {
-    if (!statSync10(name).isDirectory())
+  if (existsSync17(name)) {
+    if (!statSync9(name).isDirectory())
       throw new ParallelInputError(
         `${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`
       );
-    const st = readdirSync11(name).filter((f) => /\.safetensors$/i.test(f));
+    const st = readdirSync10(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync10(path44.join(name, f)).size, 0);
-    const cfgFile = path44.join(name, "config.json");
-    const cfg2 = existsSync18(cfgFile) ? JSON.parse(readFileSync17(cfgFile, "utf8")) : {};
+    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path43.join(name, f)).size, 0);
+    const cfgFile = path43.join(name, "config.json");
+    const cfg2 = existsSync17(cfgFile) ? JSON.parse(readFileSync16(cfgFile, "utf8")) : {};
     return [
       {
         model: name,
-        source: path44.resolve(name),
+        source: path43.resolve(name),
         dtype: null,
         weightsBytes: bytes2,
         weightsSource: "folder",
-        ...modelFromConfig(path44.basename(name), cfg2),
+        ...modelFromConfig(path43.basename(name), cfg2),
         toolParser: toolParser(runtime, void 0, name),
         reasoningParser: reasoningParser(runtime, void 0, name),
-        servedName: targetSlug({ model: path44.basename(path44.resolve(name)), quant: null })
+        servedName: targetSlug({ model: path43.basename(path43.resolve(name)), quant: null })
       }
     ];
   }
@@ -50526,8 +50518,8 @@ var init_parallel = __esm({
 });
 
 // engine/serving/fit-service.ts
-import { existsSync as existsSync19 } from "node:fs";
-import path45 from "node:path";
+import { existsSync as existsSync18 } from "node:fs";
+import path44 from "node:path";
 function input(message, field) {
   throw new SetupError("input", message, { field });
 }
@@ -50604,7 +50596,7 @@ async function planFit(i2, hw, o2 = {}) {
         i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, "")
       );
       try {
-        if (!existsSync19(i2.model) && parseRepoRef(i2.model)) {
+        if (!existsSync18(i2.model) && parseRepoRef(i2.model)) {
           const r = await planRepo(i2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
           result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : {
             pick: null,
@@ -50613,7 +50605,7 @@ async function planFit(i2, hw, o2 = {}) {
           };
         } else {
           const info = await loadGguf(i2.model);
-          const m = modelFromInfo(info, i2.model, existsSync19(i2.model) ? ["-m", path45.resolve(i2.model)] : ["-hf", i2.model]);
+          const m = modelFromInfo(info, i2.model, existsSync18(i2.model) ? ["-m", path44.resolve(i2.model)] : ["-hf", i2.model]);
           const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
           result = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
             pick: null,
@@ -51348,9 +51340,9 @@ var init_verify = __esm({
 });
 
 // engine/serving/setup.ts
-import path46 from "node:path";
+import path45 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
-import { closeSync as closeSync3, mkdirSync as mkdirSync16, openSync as openSync3 } from "node:fs";
+import { closeSync as closeSync3, mkdirSync as mkdirSync15, openSync as openSync3 } from "node:fs";
 function listServing() {
   return readJson(servingFile(), []);
 }
@@ -51364,7 +51356,7 @@ function supervisorIdentity(r) {
   return signalablePid(r.supervisorPid) ? { pid: r.supervisorPid, startTime: recordedStart(r.supervisorStartTime) } : null;
 }
 function servingAlive(r) {
-  return signalablePid(r.pid) && alive2(serverIdentity(r));
+  return signalablePid(r.pid) && alive(serverIdentity(r));
 }
 async function stopServing(targetId) {
   const recs = listServing();
@@ -51378,11 +51370,11 @@ async function stopServing(targetId) {
       continue;
     }
     const sup = supervisorIdentity(r);
-    const supAlive = !!sup && alive2(sup);
+    const supAlive = !!sup && alive(sup);
     if (sup && supAlive) await stopPid(sup, 8e3);
     if (!servingAlive(r)) {
       (supAlive ? stopped : alreadyGone).push(r);
-      if (!supAlive && signalablePid(r.pid) && alive2(r.pid)) reused.push(r);
+      if (!supAlive && signalablePid(r.pid) && alive(r.pid)) reused.push(r);
     } else if (await stopPid(serverIdentity(r), 5e3)) stopped.push(r);
   }
   saveServing(recs.filter((r) => !pick3.includes(r)));
@@ -51419,11 +51411,11 @@ function supervisorCommand(env2 = process.env) {
   if (c3.OCW_SUPERVISE === "0") return null;
   if (c3.OCW_SUPERVISOR_CMD) return JSON.parse(c3.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path46.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path45.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync16(path46.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync15(path45.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -51506,7 +51498,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path46.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path45.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -51616,7 +51608,7 @@ var init_setup3 = __esm({
         this.name = "SetupInputError";
       }
     };
-    servingFile = () => path46.join(stateDir(), "serving.json");
+    servingFile = () => path45.join(stateDir(), "serving.json");
     recordedStart = (t2) => typeof t2 === "string" ? t2 : null;
   }
 });
@@ -51724,9 +51716,9 @@ var init_start_common = __esm({
 
 // engine/serving/start-runtimes.ts
 import { spawn as spawn5 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync20, mkdirSync as mkdirSync17, openSync as openSync4, readFileSync as readFileSync18, statSync as statSync11, writeFileSync as writeFileSync11 } from "node:fs";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync19, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync17, statSync as statSync10, writeFileSync as writeFileSync10 } from "node:fs";
 import os6 from "node:os";
-import path47 from "node:path";
+import path46 from "node:path";
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
   const words = commandWords(o2.command);
@@ -51746,16 +51738,16 @@ function buildLaunch(o2) {
   let configFile = null;
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
-    mkdirSync17(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path47.join(o2.configDir, "sglang.yaml");
-    writeFileSync11(configFile, `api-key: ${JSON.stringify(o2.key)}
+    mkdirSync16(o2.configDir, { recursive: true, mode: 448 });
+    configFile = path46.join(o2.configDir, "sglang.yaml");
+    writeFileSync10(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
     set2("--config", o2.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
-  const hfCache = env2.HF_HOME || path47.join(os6.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path46.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run4 = [
     "run",
@@ -51866,15 +51858,15 @@ async function runOtherRuntime(o2, input2, job, ops, setLog) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path47.join(stateDir(), "runtime", id2), family: familyOf });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path46.join(stateDir(), "runtime", id2), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
-  job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v3]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v3)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path47.join(stateDir(), "logs", `${id2}.log`);
+  job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
+  const logFile = path46.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync17(path47.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync20(logFile) ? statSync11(logFile).size : 0;
-  const readLog = () => existsSync20(logFile) ? readFileSync18(logFile, "utf8").slice(logStart) : "";
+  mkdirSync16(path46.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync19(logFile) ? statSync10(logFile).size : 0;
+  const readLog = () => existsSync19(logFile) ? readFileSync17(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
   const env2 = { ...process.env, ...launch2.env };
   delete env2.LLAMA_API_KEY;
@@ -52054,8 +52046,8 @@ __export(start_exports, {
   withFreed: () => withFreed
 });
 import { randomBytes as randomBytes8 } from "node:crypto";
-import { existsSync as existsSync21, mkdirSync as mkdirSync18, readFileSync as readFileSync19, statfsSync as statfsSync2, statSync as statSync12 } from "node:fs";
-import path48 from "node:path";
+import { existsSync as existsSync20, mkdirSync as mkdirSync17, readFileSync as readFileSync18, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
+import path47 from "node:path";
 function pathHasQuant(p, quant) {
   const q2 = quant.toUpperCase();
   const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
@@ -52068,18 +52060,18 @@ async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
   const root2 = stateDir();
   if (flag2 === "-m") {
-    if (!existsSync21(value))
+    if (!existsSync20(value))
       throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n2 = Number(m[2]);
       const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter(
-        (f) => !existsSync21(f)
+        (f) => !existsSync20(f)
       );
       if (missing.length)
         throw new StartError({
           kind: "not-found",
-          cause: `${path48.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path48.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
+          cause: `${path47.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path47.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
           logLine: null,
           remedy: "put every shard in the same folder (llama-server loads them from the first)"
         });
@@ -52103,8 +52095,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path48.basename(new URL(url2).pathname);
-      return { url: url2, dest: path48.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path47.basename(new URL(url2).pathname);
+      return { url: url2, dest: path47.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -52137,7 +52129,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (files.length !== Number(m[2]))
         throw new StartError({
           kind: "not-found",
-          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path48.basename(stem)}`,
+          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path47.basename(stem)}`,
           logLine: null,
           remedy: "the repository is incomplete (an upload in progress?): try again later or another quant"
         });
@@ -52148,7 +52140,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     dest: localPathFor(root2, repo, f.path),
     size: f.size || null,
     sha256: f.sha256,
-    name: path48.basename(f.path)
+    name: path47.basename(f.path)
   }));
   return { local: downloads[0].dest, downloads };
 }
@@ -52233,13 +52225,13 @@ async function downloadPhase(modelArg, ops, signal) {
   });
   if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
   else {
-    ops.begin("download", `${files.downloads.length} file(s) to ${path48.dirname(files.downloads[0].dest)}`);
+    ops.begin("download", `${files.downloads.length} file(s) to ${path47.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-    const onDisk = (d) => existsSync21(d.dest) ? statSync12(d.dest).size : existsSync21(`${d.dest}.part`) ? statSync12(`${d.dest}.part`).size : 0;
+    const onDisk = (d) => existsSync20(d.dest) ? statSync11(d.dest).size : existsSync20(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-      const dir = path48.dirname(files.downloads[0].dest);
-      mkdirSync18(dir, { recursive: true });
+      const dir = path47.dirname(files.downloads[0].dest);
+      mkdirSync17(dir, { recursive: true });
       const fs = statfsSync2(dir);
       const free = Number(fs.bavail) * Number(fs.bsize);
       if (need > free) {
@@ -52438,7 +52430,7 @@ async function runStartJob(o2) {
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path48.join(stateDir(), "llama"),
+          root: path47.join(stateDir(), "llama"),
           gpus: hw.gpus,
           onBuildLine: (line) => {
             phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
@@ -52500,7 +52492,7 @@ async function runStartJob(o2) {
       const files = await downloadPhase({ flag: words.args[mi], value: words.args[mi + 1] }, { begin, end, skip, emit: emit3, cancelled, phase }, o2.signal);
       cancelled();
       const alias = targetSlug({
-        model: entry?.name ?? path48.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
+        model: entry?.name ?? path47.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
         quant: pick3.quant
       });
       const id2 = input2.id ?? `llamacpp-${alias}`;
@@ -52518,13 +52510,13 @@ async function runStartJob(o2) {
       const logs = [];
       const readLog = (k = 0) => {
         const l = logs[k];
-        return l && existsSync21(l.file) ? readFileSync19(l.file, "utf8").slice(l.start) : "";
+        return l && existsSync20(l.file) ? readFileSync18(l.file, "utf8").slice(l.start) : "";
       };
       const startOne = async (r) => {
         const port = await freePort();
         const args = [...r.words.args];
         const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-        args.splice(ri, 2, "-m", path48.resolve(files.local));
+        args.splice(ri, 2, "-m", path47.resolve(files.local));
         const pi = args.indexOf("--port");
         if (pi >= 0) args[pi + 1] = String(port);
         else args.push("--port", String(port));
@@ -52534,12 +52526,12 @@ async function runStartJob(o2) {
         const env2 = Object.fromEntries(
           r.words.env.filter((w) => !w.startsWith("LLAMA_API_KEY=")).map((w) => [w.slice(0, w.indexOf("=")), w.slice(w.indexOf("=") + 1)])
         );
-        launched[r.i] = `${[...Object.entries(env2).map(([k, v3]) => `${k}=${shellQuote(v3)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
+        launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
         job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-        const file2 = path48.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync18(path48.dirname(file2), { recursive: true });
-        logs[r.i] = { file: file2, start: existsSync21(file2) ? statSync12(file2).size : 0 };
+        const file2 = path47.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync17(path47.dirname(file2), { recursive: true });
+        logs[r.i] = { file: file2, start: existsSync20(file2) ? statSync11(file2).size : 0 };
         if (r.i === 0) logFile = file2;
         const record2 = {
           targetId: recId,
@@ -52636,7 +52628,7 @@ async function runStartJob(o2) {
       begin("verify", "reachable, auth, slots (and the KV pool), concurrency, capability, tools");
       const verdicts = [];
       for (const [k, x] of servers.entries()) {
-        const v3 = await verifyEndpoint({
+        const v2 = await verifyEndpoint({
           url: x.url,
           model: alias,
           key,
@@ -52651,7 +52643,7 @@ async function runStartJob(o2) {
             emit3();
           }
         });
-        verdicts.push(v3);
+        verdicts.push(v2);
       }
       const v = pooled ? poolVerdict(verdicts) : verdicts[0];
       job.checks = v.checks;
@@ -52688,7 +52680,7 @@ async function runStartJob(o2) {
         if (gpuBytes.length) saveServing(listServing().map((r) => r.targetId === recId ? { ...r, gpuBytes } : r));
         if (props.status === 200)
           pl.evidence.push(
-            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path48.basename(props.body.model_path)}` : ""}`
+            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path47.basename(props.body.model_path)}` : ""}`
           );
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
@@ -52760,10 +52752,10 @@ function replaces(pick3, g, inputId) {
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path48.resolve(value) === path48.resolve(file2);
+  if (w[mi] === "-m") return path47.resolve(value) === path47.resolve(file2);
   const [repo, quant] = value.split(":");
-  const dir = path48.join(stateDir(), "models", repo.replace("/", "__"));
-  return file2.startsWith(dir + path48.sep) && (!quant || pathHasQuant(path48.relative(dir, file2), quant));
+  const dir = path47.join(stateDir(), "models", repo.replace("/", "__"));
+  return file2.startsWith(dir + path47.sep) && (!quant || pathHasQuant(path47.relative(dir, file2), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -56047,8 +56039,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path67) {
-      let input2 = path67;
+    function removeDotSegments(path66) {
+      let input2 = path66;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -56122,11 +56114,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path67) {
-      if (path67 === "" || path67[0] === "/") {
-        return removeDotSegments(path67);
+    function removeDotSegmentsRelative(path66) {
+      if (path66 === "" || path66[0] === "/") {
+        return removeDotSegments(path66);
       }
-      const segments = path67.split("/");
+      const segments = path66.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -56489,8 +56481,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path67 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path67 && path67 !== "/" ? path67 : void 0;
+        const path66 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path66 && path66 !== "/" ? path66 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -58557,7 +58549,7 @@ var require_contains = __commonJS({
         function validateItemsWithCount() {
           const schValid = gen.name("_valid");
           const count2 = gen.let("count", 0);
-          validateItems(schValid, () => gen.if(schValid, () => checkLimits2(count2)));
+          validateItems(schValid, () => gen.if(schValid, () => checkLimits(count2)));
         }
         function validateItems(_valid, block) {
           gen.forRange("i", 0, len, (i2) => {
@@ -58570,7 +58562,7 @@ var require_contains = __commonJS({
             block();
           });
         }
-        function checkLimits2(count2) {
+        function checkLimits(count2) {
           gen.code((0, codegen_1._)`${count2}++`);
           if (max === void 0) {
             gen.if((0, codegen_1._)`${count2} >= ${min}`, () => gen.assign(valid, true).break());
@@ -60047,16 +60039,16 @@ __export(pool_exports, {
 });
 import { mkdtempSync as mkdtempSync2, rmSync as rmSync9 } from "node:fs";
 import os8 from "node:os";
-import path65 from "node:path";
+import path64 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync2(path65.join(os8.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync2(path64.join(os8.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path65.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path64.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
@@ -60074,7 +60066,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path65.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path64.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -60125,11 +60117,11 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path53 from "node:path";
+import path52 from "node:path";
 
 // engine/workers/engine.ts
-import { existsSync as existsSync12 } from "node:fs";
-import path33 from "node:path";
+import { existsSync as existsSync11 } from "node:fs";
+import path32 from "node:path";
 
 // shared/ids.ts
 var random = globalThis.crypto;
@@ -60519,9 +60511,7 @@ var Verdict = external_exports.object({
   /** The files changed since the previous round's graded commit (rounds after the first); null for round 1. */
   sincePrevious: external_exports.array(external_exports.string()).nullable().default(null),
   /** What the checks cannot rule out (e.g. code that behaves differently when graded): said with every verdict. */
-  caveats: external_exports.array(external_exports.string()).optional(),
-  /** What bound the check runs' processes and memory as a whole, e.g. "cgroup v1 (pids, memory+swap)" or "prlimit only (…)". */
-  limits: external_exports.string().optional()
+  caveats: external_exports.array(external_exports.string()).optional()
 });
 var Baseline = external_exports.object({ passedOnBase: external_exports.array(external_exports.string()) });
 function baselineWarning(b) {
@@ -61983,7 +61973,6 @@ var Approvals = class {
 var byWhom = (by) => `${by.kind}${by.name ? " " + by.name : ""}`;
 
 // engine/budgets/budgets.ts
-init_config();
 var realClock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),
@@ -62007,8 +61996,7 @@ var Budgets = class {
     const w = this.reg.get(workerId);
     const rt = this.reg.rt(workerId);
     clearTimeout(rt.budgetTimer);
-    const fallback = config2().OCW_WORKER_WALL_SEC;
-    const wallSec = w.spec.budget.wallSec ?? (fallback > 0 ? fallback : void 0);
+    const wallSec = w.spec.budget.wallSec;
     if (!wallSec) return;
     const used = (this.clock.now() - (w.startedAt ?? this.clock.now())) / 1e3;
     rt.budgetTimer = this.clock.setTimeout(() => this.over(workerId, `budget: wall clock of ${wallSec}s used up`), Math.max(0, (wallSec - used) * 1e3));
@@ -62110,13 +62098,13 @@ var EventBus = class _EventBus {
   since(cursor) {
     if (!cursor) return { events: [], reset: false };
     const [epoch, n2] = cursor.split(":");
-    const seq2 = Number(n2);
-    if (epoch !== this.epoch || !Number.isFinite(seq2) || seq2 < this.floor || seq2 > this.seq) return { events: [], reset: true };
+    const seq = Number(n2);
+    if (epoch !== this.epoch || !Number.isFinite(seq) || seq < this.floor || seq > this.seq) return { events: [], reset: true };
     let lo = 0;
     let hi = this.ring.length;
     while (lo < hi) {
       const mid = lo + hi >> 1;
-      if (seqOf(this.ring[mid].cursor) <= seq2) lo = mid + 1;
+      if (seqOf(this.ring[mid].cursor) <= seq) lo = mid + 1;
       else hi = mid;
     }
     return { events: this.ring.slice(lo), reset: false };
@@ -62161,7 +62149,7 @@ function seedOpencodeConfigDir(configDir) {
   mkdirSync4(path10.join(configDir, "node_modules"), { recursive: true, mode: 448 });
   const lockFile2 = path10.join(configDir, "package-lock.json");
   const pkgFile = path10.join(configDir, "package.json");
-  const read2 = (f) => {
+  const read = (f) => {
     try {
       return JSON.parse(readFileSync3(f, "utf8"));
     } catch {
@@ -62172,8 +62160,8 @@ function seedOpencodeConfigDir(configDir) {
     const r = o2 ?? {};
     return ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"].flatMap((k) => Object.keys(r[k] ?? {}));
   };
-  const pkg = read2(pkgFile);
-  const lock = read2(lockFile2);
+  const pkg = read(pkgFile);
+  const lock = read(lockFile2);
   const locked = new Set(deps(lock?.packages?.[""]));
   const wanted = [...deps(pkg), OPENCODE_PLUGIN_PACKAGE];
   if (wanted.every((d) => locked.has(d))) return;
@@ -62276,7 +62264,7 @@ function compileOpencodeConfig(target, agent, access) {
 }
 
 // engine/harness/servers.ts
-import path14 from "node:path";
+import path13 from "node:path";
 
 // engine/gateway/gateway.ts
 import { randomBytes as randomBytes3, timingSafeEqual } from "node:crypto";
@@ -62383,291 +62371,10 @@ var KeyGateway = class {
 // engine/sandbox/sandbox.ts
 init_zod();
 init_config();
-import { execFileSync as execFileSync2 } from "node:child_process";
-import { chmodSync as chmodSync2, existsSync as existsSync4, lstatSync as lstatSync2, mkdirSync as mkdirSync6, readdirSync as readdirSync2, readFileSync as readFileSync5, readlinkSync, realpathSync as realpathSync2, statSync as statSync3, writeFileSync as writeFileSync5 } from "node:fs";
-import os3 from "node:os";
-import path12 from "node:path";
-
-// engine/sandbox/cgroup.ts
-init_config();
 import { execFileSync } from "node:child_process";
-import { existsSync as existsSync3, mkdirSync as mkdirSync5, readdirSync, readFileSync as readFileSync4, rmdirSync, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
+import { chmodSync as chmodSync2, existsSync as existsSync3, mkdirSync as mkdirSync5, readdirSync, readFileSync as readFileSync4, realpathSync as realpathSync2, statSync as statSync2, writeFileSync as writeFileSync4 } from "node:fs";
+import os3 from "node:os";
 import path11 from "node:path";
-var MIB = 1024 * 1024;
-function mounts(mountinfo) {
-  const out = [];
-  for (const line of mountinfo.split("\n")) {
-    const [left, right] = line.split(" - ");
-    if (!left || !right) continue;
-    const f = left.split(" ");
-    const r = right.split(" ");
-    const octal = (s) => s.replace(/\\([0-7]{3})/g, (_m, o2) => String.fromCharCode(parseInt(o2, 8)));
-    out.push({ point: octal(f[4] ?? ""), root: octal(f[3] ?? "/"), fstype: r[0] ?? "", options: (r[2] ?? "").split(",") });
-  }
-  return out;
-}
-function ownPaths(procCgroup) {
-  const out = /* @__PURE__ */ new Map();
-  for (const line of procCgroup.split("\n")) {
-    const m = /^(\d+):([^:]*):(.*)$/.exec(line.trim());
-    if (!m) continue;
-    if (m[2] === "") out.set("", m[3]);
-    for (const c3 of m[2].split(",")) if (c3) out.set(c3, m[3]);
-  }
-  return out;
-}
-function ownDir(m, own) {
-  const rel = m.root === "/" ? own : own.startsWith(m.root) ? own.slice(m.root.length) : own;
-  return path11.join(m.point, rel);
-}
-var read = (f) => {
-  try {
-    return readFileSync4(f, "utf8");
-  } catch {
-    return "";
-  }
-};
-function alive(pid) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return err.code === "EPERM";
-  }
-}
-function removeStale(parentOfParents) {
-  let names = [];
-  try {
-    names = readdirSync(parentOfParents).filter((n2) => /^ocw-\d+$/.test(n2));
-  } catch {
-    return;
-  }
-  for (const n2 of names) {
-    const pid = Number(n2.slice(4));
-    if (pid === process.pid || alive(pid)) continue;
-    const dir = path11.join(parentOfParents, n2);
-    removeTree(dir);
-  }
-}
-function emptyAndRemove(dir) {
-  for (let i2 = 0; i2 < 100; i2++) {
-    if (!existsSync3(dir)) return true;
-    if (existsSync3(path11.join(dir, "cgroup.kill"))) {
-      try {
-        writeFileSync4(path11.join(dir, "cgroup.kill"), "1");
-      } catch {
-      }
-    }
-    for (const p of read(path11.join(dir, "cgroup.procs")).split("\n").filter(Boolean)) {
-      try {
-        process.kill(Number(p), "SIGKILL");
-      } catch {
-      }
-    }
-    try {
-      rmdirSync(dir);
-      return true;
-    } catch (err) {
-      if (err.code === "ENOENT") return true;
-      execFileSync("sleep", ["0.05"]);
-    }
-  }
-  return false;
-}
-function removeTree(dir) {
-  try {
-    for (const c3 of readdirSync(dir, { withFileTypes: true })) if (c3.isDirectory()) removeTree(path11.join(dir, c3.name));
-  } catch {
-  }
-  return emptyAndRemove(dir);
-}
-function sweep(now = Date.now()) {
-  for (const parent of made) {
-    let names = [];
-    try {
-      names = readdirSync(parent).filter((n2) => /^(c|check)-/.test(n2));
-    } catch {
-      continue;
-    }
-    for (const n2 of names) {
-      const dir = path11.join(parent, n2);
-      try {
-        if (now - statSync2(dir).ctimeMs < 6e4 || read(path11.join(dir, "cgroup.procs")).trim()) continue;
-        rmdirSync(dir);
-      } catch {
-      }
-    }
-  }
-}
-var made = [];
-function forgetOnExit(dirs) {
-  if (!made.length) process.once("exit", () => made.forEach((d) => removeTree(d)));
-  made = [...made, ...dirs];
-}
-function engineGroup(own) {
-  const dir = path11.join(own, `ocw-${process.pid}`);
-  try {
-    removeStale(own);
-    mkdirSync5(dir, { recursive: true });
-    statSync2(path11.join(dir, "cgroup.procs"));
-    return dir;
-  } catch {
-    return null;
-  }
-}
-function v2(ms, own) {
-  const m = ms.find((x) => x.fstype === "cgroup2");
-  if (!m) return "no cgroup2 hierarchy";
-  const base2 = ownDir(m, own.get("") ?? "/");
-  const controllers = read(path11.join(base2, "cgroup.controllers")).trim().split(/\s+/);
-  if (!controllers.includes("pids") || !controllers.includes("memory")) return `cgroup2 at ${m.point} has no pids and memory controllers for this process`;
-  const dir = engineGroup(base2);
-  if (!dir) return `cgroup2: ${base2} is not writable`;
-  try {
-    const sub = read(path11.join(base2, "cgroup.subtree_control"));
-    if (!/\bpids\b/.test(sub) || !/\bmemory\b/.test(sub)) writeFileSync4(path11.join(base2, "cgroup.subtree_control"), "+pids +memory");
-    writeFileSync4(path11.join(dir, "cgroup.subtree_control"), "+pids +memory");
-  } catch (err) {
-    emptyAndRemove(dir);
-    return `cgroup2: pids and memory are not delegated to ${base2} (${err.code ?? "refused"})`;
-  }
-  forgetOnExit([dir]);
-  return { dir, swap: existsSync3(path11.join(dir, "memory.swap.max")) };
-}
-function v1(ms, own) {
-  const pm = ms.find((x) => x.fstype === "cgroup" && x.options.includes("pids"));
-  const mm = ms.find((x) => x.fstype === "cgroup" && x.options.includes("memory"));
-  if (!pm || !mm) return "no cgroup v1 pids and memory hierarchies";
-  const pids = engineGroup(ownDir(pm, own.get("pids") ?? "/"));
-  const memory = pids && engineGroup(ownDir(mm, own.get("memory") ?? "/"));
-  if (!pids || !memory) {
-    if (pids) emptyAndRemove(pids);
-    return "cgroup v1 is not writable here";
-  }
-  forgetOnExit([pids, memory]);
-  return { pids, memory, swap: existsSync3(path11.join(memory, "memory.memsw.limit_in_bytes")) };
-}
-function userSystemd() {
-  if (!findOnPath("systemd-run") || !findOnPath("systemctl")) return false;
-  try {
-    const s = execFileSync("systemctl", ["--user", "is-system-running"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 3e3 });
-    return /running|degraded/.test(s);
-  } catch (err) {
-    return /running|degraded/.test(String(err.stdout ?? ""));
-  }
-}
-function findOnPath(name) {
-  for (const dir of (process.env.PATH ?? "").split(path11.delimiter)) {
-    if (dir && existsSync3(path11.join(dir, name))) return path11.join(dir, name);
-  }
-  return null;
-}
-var cached2 = null;
-function limitSetup() {
-  if (cached2) return cached2;
-  const none = (why) => {
-    const sd = process.platform === "linux" && userSystemd();
-    return {
-      commands: "prlimit",
-      checks: sd ? "systemd-run" : "prlimit",
-      label: sd ? `checks: systemd-run scope (tasks, memory); worker commands: prlimit only (${why})` : `prlimit only (${why}): per-process limits, no bound on a command's processes or memory as a whole`,
-      parents: null,
-      swap: false
-    };
-  };
-  if (process.platform !== "linux") return cached2 = none(`no cgroups on ${process.platform}`);
-  if (config2().OCW_LIMITS === "prlimit") return cached2 = none("OCW_LIMITS=prlimit");
-  const ms = mounts(read("/proc/self/mountinfo"));
-  const own = ownPaths(read("/proc/self/cgroup"));
-  const two = v2(ms, own);
-  if (typeof two !== "string") {
-    return cached2 = {
-      commands: "cgroup2",
-      checks: "cgroup2",
-      label: "cgroup v2 (pids, memory)",
-      parents: { pids: two.dir, memory: two.dir },
-      swap: two.swap
-    };
-  }
-  const one = v1(ms, own);
-  if (typeof one !== "string") {
-    return cached2 = {
-      commands: "cgroup1",
-      checks: "cgroup1",
-      label: `cgroup v1 (pids, memory${one.swap ? "+swap" : ""})`,
-      parents: { pids: one.pids, memory: one.memory },
-      swap: one.swap
-    };
-  }
-  return cached2 = none(`${two}; ${one}`);
-}
-function limitFiles(s, procs, memMb) {
-  const bytes = String(memMb * MIB);
-  if (s.commands === "cgroup2") {
-    return [
-      { file: "pids", name: "pids.max", value: String(procs) },
-      { file: "memory", name: "memory.max", value: bytes },
-      // Swap would let a command hold far more than its memory: none.
-      { file: "memory", name: "memory.swap.max", value: "0", optional: true },
-      { file: "memory", name: "memory.oom.group", value: "1", optional: true }
-    ];
-  }
-  return [
-    { file: "pids", name: "pids.max", value: String(procs) },
-    { file: "memory", name: "memory.limit_in_bytes", value: bytes },
-    { file: "memory", name: "memory.memsw.limit_in_bytes", value: bytes, optional: true }
-  ];
-}
-var seq = 0;
-function checkGroup(procs, memMb) {
-  const s = limitSetup();
-  if (!s.parents) return null;
-  sweep();
-  const name = `check-${++seq}`;
-  const dirs = [path11.join(s.parents.pids, name), path11.join(s.parents.memory, name)];
-  try {
-    for (const d of new Set(dirs)) mkdirSync5(d);
-    for (const f of limitFiles(s, procs, memMb)) {
-      const file2 = path11.join(f.file === "pids" ? dirs[0] : dirs[1], f.name);
-      if (f.optional && !existsSync3(file2)) continue;
-      writeFileSync4(file2, f.value);
-    }
-  } catch (err) {
-    for (const d of new Set(dirs)) emptyAndRemove(d);
-    throw new Error(`the check's limits could not be set (${err.code ?? err.message}): ${s.label}`);
-  }
-  return {
-    dirs,
-    hits: () => hitsIn(s, dirs),
-    remove: () => [...new Set(dirs)].map(emptyAndRemove).every(Boolean)
-  };
-}
-function hitsIn(s, [pids, memory]) {
-  const out = [];
-  if (s.commands === "cgroup2") {
-    if (/^oom_kill [1-9]/m.test(read(path11.join(memory, "memory.events")))) out.push("memory");
-    if (/^max [1-9]/m.test(read(path11.join(pids, "pids.events")))) out.push("processes");
-  } else {
-    if (/^oom_kill [1-9]/m.test(read(path11.join(memory, "memory.oom_control")))) out.push("memory");
-    if (/^max [1-9]/m.test(read(path11.join(pids, "pids.events")))) out.push("processes");
-  }
-  return out;
-}
-var JOIN_SCRIPT = 'echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" && shift 2 && exec "$@"';
-function joinPrefix(g) {
-  return ["/bin/sh", "-c", JOIN_SCRIPT, "ocw-limits", g.dirs[0], g.dirs[1]];
-}
-function hitNote(hits, procs, memMb) {
-  const parts = hits.map(
-    (h3) => h3 === "memory" ? `its memory limit of ${memMb} MiB (a process was killed)` : `its process limit of ${procs} (a fork was refused)`
-  );
-  return parts.length ? `[opencode-worker: the command reached ${parts.join(" and ")}]` : "";
-}
-function systemdPrefix(procs, memMb) {
-  return ["systemd-run", "--user", "--scope", "--quiet", "--collect", "-p", `TasksMax=${procs}`, "-p", `MemoryMax=${memMb}M`, "-p", "MemorySwapMax=0", "--"];
-}
-
-// engine/sandbox/sandbox.ts
 var SandboxPolicy = external_exports.object({
   /** Writable folders (bound read-write at the same path). */
   writable: external_exports.array(external_exports.string()),
@@ -62681,69 +62388,54 @@ var SandboxPolicy = external_exports.object({
   reveal: external_exports.array(external_exports.string()).optional(),
   /** Per-process limits, tmpfs sizes and the output cap (CommandLimits); absent: none. */
   limits: external_exports.object({ wallSec: external_exports.number(), procs: external_exports.number(), memMb: external_exports.number(), cpuSec: external_exports.number(), fileMb: external_exports.number(), outputBytes: external_exports.number(), tmpfsMb: external_exports.number() }).optional(),
-  /**
-   * What the sandbox starts from: "root" binds the whole machine read-only (opencode serve, which serves workspaces of
-   * any repository); "allow-list" binds only the system allow-list (systemBinds: /usr, /etc minus its secrets, the
-   * toolchains on PATH …), so every other folder of the machine (/opt, /srv, a project or a held-back folder outside
-   * the workspace) is absent. Default "root".
-   */
-  base: external_exports.enum(["root", "allow-list"]).optional(),
-  /**
-   * Capabilities: "none" (default) drops every one, so root inside cannot unmount what hides a folder; "nested" keeps
-   * what a nested bubblewrap needs, in a user namespace of the sandbox's own when the engine runs as root (opencode
-   * serve, whose worker shell makes one sandbox per command).
-   */
-  caps: external_exports.enum(["none", "nested"]).optional(),
-  /** A command prefix bubblewrap runs under (joining the command's cgroup, a systemd-run scope; see cgroup.ts). */
-  join: external_exports.array(external_exports.string()).optional(),
   /** Network: "none" gives the process its own empty network namespace (no loopback servers, no internet). */
   network: external_exports.enum(["none", "host"]),
   /** The process's environment, exactly (nothing is inherited). */
   env: external_exports.record(external_exports.string(), external_exports.string()),
   cwd: external_exports.string()
 });
-var cached3 = null;
+var cached2 = null;
 function sandboxStatus() {
-  if (cached3) return cached3;
+  if (cached2) return cached2;
   if (process.platform !== "linux") {
-    cached3 = {
+    cached2 = {
       kind: "none",
       bwrap: null,
       reason: `no sandbox on ${process.platform} yet (Linux bubblewrap only): start workers with --no-sandbox to run them unconfined`
     };
-    return cached3;
+    return cached2;
   }
-  const bwrap = config2().OCW_BWRAP ?? findOnPath2("bwrap");
+  const bwrap = config2().OCW_BWRAP ?? findOnPath("bwrap");
   if (!bwrap) {
-    cached3 = {
+    cached2 = {
       kind: "none",
       bwrap: null,
       reason: "bubblewrap (bwrap) is not installed: `sudo apt-get install bubblewrap` (Debian/Ubuntu) or `sudo dnf install bubblewrap`, or opt out with --no-sandbox"
     };
-    return cached3;
+    return cached2;
   }
   try {
-    execFileSync2(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "--", "true"], {
+    execFileSync(bwrap, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "--", "true"], {
       stdio: "pipe",
       timeout: 1e4
     });
-    cached3 = { kind: "bwrap", bwrap, reason: null };
+    cached2 = { kind: "bwrap", bwrap, reason: null };
   } catch (err) {
     const why = String(err.stderr ?? err.message).trim().split("\n")[0];
-    cached3 = {
+    cached2 = {
       kind: "none",
       bwrap,
       reason: `bubblewrap cannot create namespaces here (${why}): allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) or opt out with --no-sandbox`
     };
   }
-  return cached3;
+  return cached2;
 }
-function findOnPath2(name) {
-  for (const dir of (process.env.PATH ?? "").split(path12.delimiter)) {
+function findOnPath(name) {
+  for (const dir of (process.env.PATH ?? "").split(path11.delimiter)) {
     if (!dir) continue;
-    const p = path12.join(dir, name);
+    const p = path11.join(dir, name);
     try {
-      if (statSync3(p).isFile()) return p;
+      if (statSync2(p).isFile()) return p;
     } catch {
     }
   }
@@ -62797,15 +62489,15 @@ var HOME_SECRETS = [
 function hostSockets(env2 = process.env) {
   const list = ["/run/user", "/var/run/docker.sock", "/run/docker.sock", "/run/podman", "/tmp/.X11-unix", "/run/dbus", "/var/run/dbus"];
   if (env2.XDG_RUNTIME_DIR) list.push(env2.XDG_RUNTIME_DIR);
-  if (env2.SSH_AUTH_SOCK) list.push(path12.dirname(env2.SSH_AUTH_SOCK));
+  if (env2.SSH_AUTH_SOCK) list.push(path11.dirname(env2.SSH_AUTH_SOCK));
   try {
-    for (const d of readdirSync2("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path12.join("/tmp", d));
+    for (const d of readdirSync("/tmp")) if (/^(ssh-|gpg-|tmux-|\.ICE-unix)/.test(d)) list.push(path11.join("/tmp", d));
   } catch {
   }
-  return list.filter((p) => existsSync4(p));
+  return list.filter((p) => existsSync3(p));
 }
 function homeSecrets(home = os3.homedir()) {
-  return [...HOME_SECRETS.map((p) => path12.join(home, p)).filter((p) => existsSync4(p)), ...hostSockets()];
+  return [...HOME_SECRETS.map((p) => path11.join(home, p)).filter((p) => existsSync3(p)), ...hostSockets()];
 }
 var PASS_ENV = ["PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TERM", "USER", "LOGNAME", "SHELL"];
 function allowListedEnv(extra, from = process.env) {
@@ -62817,7 +62509,7 @@ function real(p) {
   try {
     return realpathSync2(p);
   } catch {
-    return path12.resolve(p);
+    return path11.resolve(p);
   }
 }
 function commandLimits() {
@@ -62839,7 +62531,7 @@ function deniedRoots(home = os3.homedir()) {
   for (const p of list.map(real)) {
     if (p === "/" || out.includes(p)) continue;
     try {
-      if (statSync3(p).isDirectory()) out.push(p);
+      if (statSync2(p).isDirectory()) out.push(p);
     } catch {
     }
   }
@@ -62847,88 +62539,14 @@ function deniedRoots(home = os3.homedir()) {
 }
 var TOOLCHAIN_DIRS = [".nvm", ".volta", ".fnm", ".bun/bin", ".deno/bin", ".cargo/bin", ".rustup", ".pyenv", ".rbenv", ".local/bin", "go/bin"];
 function revealed(home = os3.homedir()) {
-  const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path12.isAbsolute(p));
-  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path12.join(home, p)), ...extra].filter((p) => existsSync4(p)).map(real))];
-}
-var SYSTEM_DIRS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/nix", "/gnu"];
-var ETC_SECRETS = [
-  "/etc/shadow",
-  "/etc/shadow-",
-  "/etc/gshadow",
-  "/etc/gshadow-",
-  "/etc/sudoers",
-  "/etc/sudoers.d",
-  "/etc/ssh",
-  "/etc/ssl/private",
-  "/etc/security/opasswd",
-  "/etc/krb5.keytab",
-  "/etc/NetworkManager/system-connections",
-  "/etc/wpa_supplicant",
-  "/etc/wireguard",
-  "/etc/openvpn",
-  "/etc/ipsec.secrets",
-  "/etc/ppp",
-  "/etc/letsencrypt",
-  "/etc/kubernetes",
-  "/etc/rancher",
-  "/etc/docker",
-  "/etc/containers/auth.json",
-  "/etc/pki/private",
-  "/etc/libvirt",
-  "/etc/cups/ssl"
-];
-function pathToolchains(env2 = process.env, home = os3.homedir()) {
-  const denied = deniedRoots(home);
-  const covered = (p) => [...SYSTEM_DIRS, ...denied].some((d) => p === d || p.startsWith(d + path12.sep));
-  const out = [];
-  const add = (p) => {
-    if (!path12.isAbsolute(p)) return;
-    const r = real(p);
-    if (r === "/" || covered(r) || !existsSync4(r) || r.split(path12.sep).includes("node_modules")) return;
-    const parent = path12.dirname(r);
-    const dir = path12.basename(r) === "bin" && path12.dirname(parent) !== "/" ? parent : r;
-    if (!out.includes(dir)) out.push(dir);
-  };
-  for (const p of (env2.PATH ?? "").split(path12.delimiter)) add(p);
-  if (path12.basename(process.execPath) === "node") add(path12.dirname(process.execPath));
-  return out;
-}
-function systemBinds() {
-  const args = [];
-  for (const d of SYSTEM_DIRS) {
-    let st;
-    try {
-      st = lstatSync2(d);
-    } catch {
-      continue;
-    }
-    if (st.isSymbolicLink()) args.push("--symlink", readlinkSync(d), d);
-    else if (st.isDirectory()) args.push("--ro-bind", d, d);
-  }
-  for (const f of ETC_SECRETS) {
-    try {
-      const st = lstatSync2(f);
-      if (st.isDirectory()) args.push("--tmpfs", f, "--remount-ro", f);
-      else args.push("--ro-bind", "/dev/null", f);
-    } catch {
-    }
-  }
-  for (const p of pathToolchains()) args.push("--ro-bind", p, p);
-  return args;
-}
-function reshown(hidden2, reveal) {
-  const r = reveal.map(real);
-  return hidden2.map(real).filter((h3) => r.some((x) => h3 === x || h3.startsWith(x + path12.sep))).filter((h3) => existsSync4(h3) && statSync3(h3).isDirectory());
-}
-function capArgs(caps, uid = process.getuid?.() ?? -1) {
-  if (caps === "none") return ["--cap-drop", "ALL"];
-  return uid === 0 ? ["--unshare-user", "--uid", "0", "--gid", "0"] : [];
+  const extra = (config2().OCW_SANDBOX_READONLY ?? "").split(":").filter((p) => path11.isAbsolute(p));
+  return [...new Set([...TOOLCHAIN_DIRS.map((p) => path11.join(home, p)), ...extra].filter((p) => existsSync3(p)).map(real))];
 }
 function serveHidden(home = os3.homedir()) {
   const keep = new Set(TOOLCHAIN_DIRS.map((p) => p.split("/")[0]).concat([".local"]));
   let dots = [];
   try {
-    dots = readdirSync2(home).filter((n2) => n2.startsWith(".") && !keep.has(n2)).map((n2) => path12.join(home, n2));
+    dots = readdirSync(home).filter((n2) => n2.startsWith(".") && !keep.has(n2)).map((n2) => path11.join(home, n2));
   } catch {
   }
   return [.../* @__PURE__ */ new Set([...dots, ...homeSecrets(home), ...socketsIn(["/tmp", "/var/tmp", home])])];
@@ -62937,7 +62555,7 @@ function socketsIn(dirs) {
   const out = [];
   for (const d of dirs) {
     try {
-      for (const e of readdirSync2(d, { withFileTypes: true })) if (e.isSocket()) out.push(path12.join(d, e.name));
+      for (const e of readdirSync(d, { withFileTypes: true })) if (e.isSocket()) out.push(path11.join(d, e.name));
     } catch {
     }
   }
@@ -62948,7 +62566,7 @@ function bwrapHasSize() {
   if (sizeOption !== null) return sizeOption;
   const bwrap = sandboxStatus().bwrap;
   try {
-    sizeOption = !!bwrap && execFileSync2(bwrap, ["--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 5e3 }).includes("--size");
+    sizeOption = !!bwrap && execFileSync(bwrap, ["--help"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 5e3 }).includes("--size");
   } catch (err) {
     sizeOption = String(err.stdout ?? "").includes("--size");
   }
@@ -62959,24 +62577,23 @@ function nprocPerNamespace() {
   return (major ?? 0) > 5 || (major ?? 0) === 5 && (minor ?? 0) >= 14;
 }
 function bwrapArgs(policy) {
-  const args = [...policy.base === "allow-list" ? systemBinds() : ["--ro-bind", "/", "/"], "--dev", "/dev", ...capArgs(policy.caps ?? "none")];
+  const args = ["--ro-bind", "/", "/", "--dev", "/dev"];
   const size = policy.limits && bwrapHasSize() ? ["--size", String(policy.limits.tmpfsMb * 1024 * 1024)] : [];
   if (policy.limits) args.push(...size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   args.push("--proc", "/proc", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent", "--new-session");
   if (policy.network === "none") args.push("--unshare-net");
-  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync4(p)) args.push(...size, "--tmpfs", p);
+  for (const p of (policy.tmpfs ?? []).map(real)) if (existsSync3(p)) args.push(...size, "--tmpfs", p);
   for (const p of policy.hidden.map(real)) {
-    if (!existsSync4(p)) continue;
-    if (statSync3(p).isDirectory()) args.push(...size, "--tmpfs", p);
+    if (!existsSync3(p)) continue;
+    if (statSync2(p).isDirectory()) args.push(...size, "--tmpfs", p);
     else args.push("--ro-bind", "/dev/null", p);
   }
-  for (const p of (policy.reveal ?? []).map(real)) if (existsSync4(p)) args.push("--ro-bind", p, p);
-  for (const p of reshown(policy.hidden, policy.reveal ?? [])) args.push(...size, "--tmpfs", p);
+  for (const p of (policy.reveal ?? []).map(real)) if (existsSync3(p)) args.push("--ro-bind", p, p);
   for (const p of policy.writable.map(real)) {
-    mkdirSync6(p, { recursive: true });
+    mkdirSync5(p, { recursive: true });
     args.push("--bind", p, p);
   }
-  for (const p of policy.readOnly.map(real)) if (existsSync4(p)) args.push("--ro-bind", p, p);
+  for (const p of policy.readOnly.map(real)) if (existsSync3(p)) args.push("--ro-bind", p, p);
   args.push("--clearenv");
   for (const [k, v] of Object.entries(policy.env)) args.push("--setenv", k, v);
   args.push("--chdir", policy.cwd);
@@ -62993,13 +62610,9 @@ function capFilter(outputBytes) {
 }
 function sandboxed(argv, policy, kind = sandboxStatus().kind) {
   const l = policy.limits;
-  const shell = existsSync4("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync3("/bin/bash") ? "/bin/bash" : "/bin/sh";
   const inner = l ? [shell, "-c", limitsPrelude(l, shell.endsWith("bash"), kind !== "none"), ...argv] : argv;
   const base2 = kind === "none" ? { file: inner[0], args: inner.slice(1), env: policy.env } : { file: sandboxStatus().bwrap, args: [...bwrapArgs(policy), "--", ...inner], env: {} };
-  if (policy.join?.length) {
-    base2.args = [...policy.join.slice(1), base2.file, ...base2.args];
-    base2.file = policy.join[0];
-  }
   if (!l) return base2;
   const script = `exec 3>&1; rc=$( { { "$@" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 ); exit \${rc:-1}`;
   return { file: "/bin/sh", args: ["-c", script, "sh", base2.file, ...base2.args], env: base2.env };
@@ -63031,53 +62644,17 @@ const real = (p) => {
 const PATH_ARGS = { list: "path" };
 // The variable the worker shell reads its workspace from.
 const WORKSPACE_VAR = "OCW_WORKSPACE";
-// The file tools run while no bash command of this workspace runs, and the other way round: the engine checks a file
-// tool's real path when it asks, and a bash command running beside it could otherwise swap a folder of that path for a
-// symlink (to another workspace) between the check and the tool's own open. Only the worker's commands can change its
-// workspace (other workers' sandboxes cannot reach it; what a command starts dies with it), so holding them back from
-// a file tool's start (before its ask) to its end makes the checked path the used one. Shared within a kind (many
-// reads at once, many commands at once), first come first served between kinds. Released when the tool ends: its
-// "after" hook, or its part ending (an error or a refusal skips "after").
-const FILE_TOOLS = new Set(["read", "write", "edit", "multiedit", "patch", "apply_patch", "list", "glob", "grep", "lsp"]);
-const kindOf = (tool) => (tool === "bash" ? "bash" : FILE_TOOLS.has(tool) ? "file" : null);
 export const OcwWorkspace = async ({ directory, worktree }) => {
   const root = real(worktree && worktree !== "/" ? worktree : directory);
-  const lock = { kind: null, holders: new Set(), queue: [] };
-  const pump = () => {
-    while (lock.queue.length) {
-      const next = lock.queue[0];
-      if (lock.holders.size && lock.kind !== next.kind) return;
-      lock.queue.shift();
-      lock.kind = next.kind;
-      lock.holders.add(next.id);
-      next.resolve();
-    }
-  };
-  const release = (id) => {
-    lock.queue = lock.queue.filter((w) => (w.id === id ? (w.resolve(), false) : true));
-    if (!lock.holders.delete(id)) return;
-    if (!lock.holders.size) lock.kind = null;
-    pump();
-  };
   return {
     "tool.execute.before": async (input, output) => {
       const args = output.args ?? {};
       const key = input.tool === "bash" ? "workdir" : PATH_ARGS[input.tool];
-      if (key && typeof args[key] === "string" && args[key]) {
-        const where = real(path.resolve(directory, args[key]));
-        if (where !== root && !where.startsWith(root + path.sep)) {
-          throw new Error("opencode-worker refused this " + input.tool + " call: " + args[key] + " is " + where + ", outside your workspace. Work only inside your own workspace.");
-        }
+      if (!key || typeof args[key] !== "string" || !args[key]) return;
+      const where = real(path.resolve(directory, args[key]));
+      if (where !== root && !where.startsWith(root + path.sep)) {
+        throw new Error("opencode-worker refused this " + input.tool + " call: " + args[key] + " is " + where + ", outside your workspace. Work only inside your own workspace.");
       }
-      const kind = kindOf(input.tool);
-      if (kind && input.callID) await new Promise((resolve) => (lock.queue.push({ kind, id: input.callID, resolve }), pump()));
-    },
-    "tool.execute.after": async (input) => {
-      if (input.callID) release(input.callID);
-    },
-    event: async ({ event }) => {
-      const part = event?.type === "message.part.updated" ? event.properties?.part : null;
-      if (part?.type === "tool" && part.callID && (part.state?.status === "completed" || part.state?.status === "error")) release(part.callID);
     },
     "shell.env": async (_input, output) => {
       output.env[WORKSPACE_VAR] = directory;
@@ -63086,34 +62663,34 @@ export const OcwWorkspace = async ({ directory, worktree }) => {
 };
 `;
 function writeWorkspacePlugin(file2) {
-  mkdirSync6(path12.dirname(file2), { recursive: true });
-  writeFileSync5(file2, WORKSPACE_PLUGIN);
+  mkdirSync5(path11.dirname(file2), { recursive: true });
+  writeFileSync4(file2, WORKSPACE_PLUGIN);
   return file2;
 }
 function writeRepoBinds(bindsDir, worktree, repoRoot2, objects) {
   const dirs = [real(objects)];
   try {
-    for (const line of readFileSync5(path12.join(objects, "info", "alternates"), "utf8").split("\n")) {
+    for (const line of readFileSync4(path11.join(objects, "info", "alternates"), "utf8").split("\n")) {
       const p = line.trim();
-      if (p && !p.startsWith("#")) dirs.push(real(path12.resolve(objects, p)));
+      if (p && !p.startsWith("#")) dirs.push(real(path11.resolve(objects, p)));
     }
   } catch {
   }
   const args = [];
   const root2 = real(repoRoot2);
   const unseen = serveHidden().map(real);
-  const visible = (p) => !unseen.some((h3) => p === h3 || p.startsWith(h3 + path12.sep));
-  if (root2 !== "/" && existsSync4(root2) && visible(root2)) args.push("--tmpfs", root2);
-  for (const d of dirs) if (existsSync4(d) && visible(d)) args.push("--ro-bind-try", d, d);
-  mkdirSync6(bindsDir, { recursive: true });
-  writeFileSync5(path12.join(bindsDir, path12.basename(path12.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
+  const visible = (p) => !unseen.some((h3) => p === h3 || p.startsWith(h3 + path11.sep));
+  if (root2 !== "/" && existsSync3(root2) && visible(root2)) args.push("--tmpfs", root2);
+  for (const d of dirs) if (existsSync3(d) && visible(d)) args.push("--ro-bind-try", d, d);
+  mkdirSync5(bindsDir, { recursive: true });
+  writeFileSync4(path11.join(bindsDir, path11.basename(path11.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
 }
 function writeWorkerShell(file2, opts) {
   const root2 = real(opts.workspacesRoot);
-  const named = path12.resolve(opts.workspacesRoot);
+  const named = path11.resolve(opts.workspacesRoot);
   const tmpRoot = real(opts.tmpRoot);
-  const binds = real(opts.bindsDir ?? path12.join(path12.dirname(file2), "binds"));
-  const bash = opts.bash ?? (existsSync4("/bin/bash") ? "/bin/bash" : "/bin/sh");
+  const binds = real(opts.bindsDir ?? path11.join(path11.dirname(file2), "binds"));
+  const bash = opts.bash ?? (existsSync3("/bin/bash") ? "/bin/bash" : "/bin/sh");
   const l = opts.limits ?? commandLimits();
   const env2 = allowListedEnv({
     TERM: "dumb",
@@ -63168,59 +62745,30 @@ function writeWorkerShell(file2, opts) {
     const hide = [...deniedRoots(home), ...opts.stateDir ? [real(opts.stateDir)] : [], root2, tmpRoot].filter((p, i2, a2) => a2.indexOf(p) === i2);
     const hideArgs = hide.map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
     const reveal = revealed(home);
-    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path12.sep)));
+    const secretsInside = homeSecrets(home).filter((s) => reveal.some((r) => s.startsWith(r + path11.sep)));
     const revealArgs = [
       ...reveal.map((p) => `--ro-bind-try ${shq(p)} ${shq(p)}`),
-      ...secretsInside.map((s) => statSync3(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)
+      ...secretsInside.map((s) => statSync2(s).isDirectory() ? `--tmpfs ${shq(s)}` : `--ro-bind /dev/null ${shq(s)}`)
     ].join(" ");
-    const again = reshown(hide, reveal).map((p) => `${size} --tmpfs ${shq(p)}`).join(" ");
-    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync4(t2));
-    const cg = opts.cgroups ?? limitSetup();
-    const joined = !!cg.parents && (cg.commands === "cgroup1" || cg.commands === "cgroup2");
-    if (joined && cg.parents) {
-      const set2 = limitFiles(cg, l.procs, l.memMb).map((f) => {
-        const target = `"$${f.file === "pids" ? "cgp" : "cgm"}/${f.name}"`;
-        return f.optional ? `{ [ ! -e ${target} ] || echo ${f.value} > ${target}; }` : `echo ${f.value} > ${target}`;
-      }).join(" && ");
-      lines.push(
-        `cgp=${shq(cg.parents.pids)}/"c-$id-$$"`,
-        `cgm=${shq(cg.parents.memory)}/"c-$id-$$"`,
-        `{ mkdir "$cgp" && { [ -d "$cgm" ] || mkdir "$cgm"; } && ${set2}; } 2>/dev/null || { rmdir "$cgp" "$cgm" 2>/dev/null; ${refuse("its process and memory limits could not be set (cgroup)")}; }`,
-        // Stopped from outside (opencode ends a command it gave up on): the group is emptied and removed all the same.
-        'cgclean() { for g in "$cgp" "$cgm"; do i=0; while [ -d "$g" ] && ! rmdir "$g" 2>/dev/null && [ $i -lt 200 ]; do',
-        '  [ -e "$g/cgroup.kill" ] && echo 1 > "$g/cgroup.kill" 2>/dev/null',
-        '  while read -r p; do kill -9 "$p" 2>/dev/null; done < "$g/cgroup.procs"; i=$((i+1)); sleep 0.05',
-        "done; done; }",
-        "trap 'cgclean; exit 143' TERM INT HUP"
-      );
-    }
-    const system = systemBinds().map(shq).join(" ");
+    const timeout = ["/usr/bin/timeout", "/bin/timeout"].find((t2) => existsSync3(t2));
     lines.push(
       "exec 3>&1",
       // The command's status comes back on fd 4; its output (stdout and stderr) goes through the cap to fd 3.
-      `rc=$( { { ${joined ? `/bin/sh -c ${shq(JOIN_SCRIPT)} ocw-limits "$cgp" "$cgm" ` : ""}${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} \\`,
-      `  ${system} \\`,
-      `  --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc --cap-drop ALL \\`,
+      `rc=$( { { ${timeout ? `${timeout} --foreground -k 5 ${l.wallSec} ` : ""}${shq(bwrap)} --ro-bind / / --dev /dev ${size} --tmpfs /dev/shm --remount-ro /dev --proc /proc \\`,
       "  --unshare-pid --unshare-ipc --unshare-uts --unshare-net --die-with-parent --new-session \\",
       // The repository's part (its checkout hidden, its objects back) before the allow-list: a repository that is an
       // ancestor of a toolchain folder ($HOME itself) must not hide it again.
       `  ${hideArgs} --args 5 \\`,
-      `  ${revealArgs} ${again} \\`,
+      `  ${revealArgs} \\`,
       '  --bind "$ws" "$ws" --bind "$tmp" "$tmp" \\',
       `  --clearenv ${setenv} --setenv HOME "$tmp/home" --setenv TMPDIR "$tmp" --chdir "$here" \\`,
       `  -- ${bash} -c ${shq(limitsPrelude(l, bash.endsWith("bash")))} ${bash} "$@" 5<"$extra" 2>&1 3>&- 4>&-; echo $? >&4; } | ${capFilter(l.outputBytes)} >&3; } 4>&1 )`,
       timeout ? `[ "$rc" = 124 ] && echo "[opencode-worker: the command was stopped after its wall-clock budget of ${l.wallSec} s]"` : ":",
-      ...joined ? [
-        // What reached a limit, said once; then every process left is killed and the group removed.
-        `grep -qs '^oom_kill [1-9]' "$cgm/memory.oom_control" "$cgm/memory.events" && echo "[opencode-worker: the command reached its memory limit of ${l.memMb} MiB: a process was killed]"`,
-        `grep -qs '^max [1-9]' "$cgp/pids.events" && echo "[opencode-worker: the command reached its process limit of ${l.procs}: a fork was refused]"`,
-        "cgclean"
-      ] : [],
       "exit ${rc:-1}"
     );
   }
-  mkdirSync6(path12.dirname(file2), { recursive: true });
-  writeFileSync5(file2, lines.join("\n") + "\n");
+  mkdirSync5(path11.dirname(file2), { recursive: true });
+  writeFileSync4(file2, lines.join("\n") + "\n");
   chmodSync2(file2, 493);
   return file2;
 }
@@ -63232,9 +62780,9 @@ init_keys();
 import { spawn } from "node:child_process";
 import { randomBytes as randomBytes4 } from "node:crypto";
 import { EventEmitter as EventEmitter2 } from "node:events";
-import { existsSync as existsSync5, mkdirSync as mkdirSync7, readFileSync as readFileSync7, realpathSync as realpathSync3 } from "node:fs";
+import { existsSync as existsSync4, mkdirSync as mkdirSync6, readFileSync as readFileSync6, realpathSync as realpathSync3 } from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
-import path13 from "node:path";
+import path12 from "node:path";
 import { pathToFileURL } from "node:url";
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/serverSentEvents.gen.js
@@ -63461,7 +63009,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path66, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -63480,7 +63028,7 @@ var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path67[name];
+      const value = path66[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -63511,11 +63059,11 @@ var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path67, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path66, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path67) {
-    url2 = defaultPathSerializer({ path: path67, url: url2 });
+  if (path66) {
+    url2 = defaultPathSerializer({ path: path66, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -68643,17 +68191,13 @@ var import_cross_spawn = __toESM(require_cross_spawn(), 1);
 // engine/harness/opencode-server.ts
 init_process();
 init_config();
-function cgroupParents() {
-  const p = limitSetup().parents;
-  return p ? [.../* @__PURE__ */ new Set([p.pids, p.memory])] : [];
-}
 function opencodeBinary() {
   const configured = config2().OCW_OPENCODE_BIN;
   if (configured) return configured;
   const require2 = createRequire2(import.meta.url);
   const pkg = require2.resolve("opencode-ai/package.json");
-  const bin = path13.join(path13.dirname(pkg), "bin", "opencode.exe");
-  if (!existsSync5(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
+  const bin = path12.join(path12.dirname(pkg), "bin", "opencode.exe");
+  if (!existsSync4(bin)) throw new Error(`opencode binary missing at ${bin}: reinstall with \`npm ci\` (opencode-ai's postinstall places it)`);
   return bin;
 }
 var OpencodeServer = class extends EventEmitter2 {
@@ -68688,17 +68232,17 @@ var OpencodeServer = class extends EventEmitter2 {
   /** An allow-listed environment: nothing of the engine's (its token, the user's keys, Claude Code's) is inherited. */
   env() {
     const h3 = this.opts.home;
-    mkdirSync7(h3, { recursive: true, mode: 448 });
+    mkdirSync6(h3, { recursive: true, mode: 448 });
     const xdg = {
       HOME: h3,
-      XDG_DATA_HOME: path13.join(h3, ".local/share"),
-      XDG_CONFIG_HOME: path13.join(h3, ".config"),
-      XDG_STATE_HOME: path13.join(h3, ".local/state"),
-      XDG_CACHE_HOME: path13.join(h3, ".cache"),
-      TMPDIR: path13.join(h3, "tmp")
+      XDG_DATA_HOME: path12.join(h3, ".local/share"),
+      XDG_CONFIG_HOME: path12.join(h3, ".config"),
+      XDG_STATE_HOME: path12.join(h3, ".local/state"),
+      XDG_CACHE_HOME: path12.join(h3, ".cache"),
+      TMPDIR: path12.join(h3, "tmp")
     };
-    for (const d of Object.values(xdg)) mkdirSync7(d, { recursive: true, mode: 448 });
-    seedOpencodeConfigDir(path13.join(xdg.XDG_CONFIG_HOME, "opencode"));
+    for (const d of Object.values(xdg)) mkdirSync6(d, { recursive: true, mode: 448 });
+    seedOpencodeConfigDir(path12.join(xdg.XDG_CONFIG_HOME, "opencode"));
     const config3 = compileOpencodeConfig(this.opts.target, compileAgentPrompt(this.opts.target), this.opts.provider);
     const plugin = this.opts.confine?.plugin;
     if (plugin) config3.plugin = [pathToFileURL(plugin).href];
@@ -68711,7 +68255,7 @@ var OpencodeServer = class extends EventEmitter2 {
       OPENCODE_SERVER_PASSWORD: this.password,
       OPENCODE_CONFIG_CONTENT: JSON.stringify(config3),
       // An empty models.dev catalog: the embedded one costs ~0.9 s of serve's JS thread per new workspace (see config.ts).
-      OPENCODE_MODELS_PATH: seedModelsCatalog(path13.join(h3, "models-catalog.json")),
+      OPENCODE_MODELS_PATH: seedModelsCatalog(path12.join(h3, "models-catalog.json")),
       // The plugin install opencode starts in a fresh HOME is useless offline and costs ~64 MB; point it nowhere.
       npm_config_registry: config2().OCW_OPENCODE_NPM_REGISTRY ?? "http://127.0.0.1:9/"
     });
@@ -68728,13 +68272,10 @@ var OpencodeServer = class extends EventEmitter2 {
         // The engine's state (lock, token, logs with held-back checks, keys, other targets) is hidden; opencode's own
         // home and the workspaces stay writable; the worker shell is read-only.
         hidden: [...serveHidden(), c3.stateDir],
-        // The engine's cgroups too: the worker shell makes each command's group under them (cgroup.ts).
-        writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot, ...cgroupParents()],
-        // As root: capabilities only in a user namespace of its own (enough for the worker shell's bubblewrap).
-        caps: "nested",
+        writable: [this.opts.home, c3.workspacesRoot, c3.tmpRoot],
         // The opencode install itself stays readable even when it lives under a hidden folder (a Claude Code plugin is
         // installed under ~/.claude/plugins, whose credentials are hidden).
-        readOnly: [path13.dirname(c3.shell), ...c3.plugin ? [path13.dirname(c3.plugin)] : [], path13.dirname(path13.dirname(realpathSync3(argv[0])))],
+        readOnly: [path12.dirname(c3.shell), ...c3.plugin ? [path12.dirname(c3.plugin)] : [], path12.dirname(path12.dirname(realpathSync3(argv[0])))],
         network: "host",
         env: env2,
         cwd: this.opts.home
@@ -68743,7 +68284,7 @@ var OpencodeServer = class extends EventEmitter2 {
     );
   }
   get pidFile() {
-    return path13.join(this.opts.home, "opencode.pid");
+    return path12.join(this.opts.home, "opencode.pid");
   }
   async spawnOnce() {
     this.stopping = false;
@@ -68881,13 +68422,13 @@ var OpencodeServer = class extends EventEmitter2 {
   }
 };
 function endStaleServer(home, log) {
-  const who = readPidFile(path13.join(home, "opencode.pid"));
+  const who = readPidFile(path12.join(home, "opencode.pid"));
   if (!who || who.pid === process.pid) return;
-  if (!alive2(who)) return;
+  if (!alive(who)) return;
   const pid = who.pid;
   if (who.startTime === null) {
     try {
-      if (!readFileSync7(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
+      if (!readFileSync6(`/proc/${pid}/cmdline`, "utf8").includes("opencode")) return;
     } catch {
       if (process.platform === "linux") return;
     }
@@ -68928,13 +68469,13 @@ var OpencodeServers = class {
       )
     );
     const { stateDir: stateDir2, workspacesRoot, tmpRoot, sandbox } = this.opts;
-    const shell = writeWorkerShell(path14.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
-    const plugin = writeWorkspacePlugin(path14.join(stateDir2, "sandbox", "ocw-workspace.js"));
+    const shell = writeWorkerShell(path13.join(stateDir2, "sandbox", "worker-shell"), { workspacesRoot, tmpRoot, kind: sandbox.kind, stateDir: stateDir2 });
+    const plugin = writeWorkspacePlugin(path13.join(stateDir2, "sandbox", "ocw-workspace.js"));
     s = this.servers.get(target.id);
     if (s) return s;
     s = (this.opts.harness ?? opencodeHarness)({
       target,
-      home: path14.join(stateDir2, "opencode", target.id),
+      home: path13.join(stateDir2, "opencode", target.id),
       log: (l) => this.opts.log(`[opencode ${target.id}] ${l}`),
       provider,
       confine: { kind: sandbox.kind, stateDir: stateDir2, workspacesRoot, tmpRoot, shell, plugin }
@@ -68961,7 +68502,7 @@ function modelFor(endpoint, target) {
 import { randomBytes as randomBytes5 } from "node:crypto";
 import { renameSync as renameSync2 } from "node:fs";
 import { chmod, lstat, readdir, rm } from "node:fs/promises";
-import path15 from "node:path";
+import path14 from "node:path";
 var DISCARDED = ".discarded-";
 function discard(dir) {
   const away = `${dir}${DISCARDED}${randomBytes5(4).toString("hex")}`;
@@ -68970,13 +68511,13 @@ function discard(dir) {
   } catch {
     return;
   }
-  void removeTree2(away);
+  void removeTree(away);
 }
 async function sweepDiscarded(gradingDir) {
   const names = await readdir(gradingDir).catch(() => []);
-  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree2(path15.join(gradingDir, n2))));
+  await Promise.all(names.filter((n2) => n2.includes(DISCARDED)).map((n2) => removeTree(path14.join(gradingDir, n2))));
 }
-async function removeTree2(dir) {
+async function removeTree(dir) {
   try {
     await rm(dir, { recursive: true, force: true });
     return true;
@@ -68995,12 +68536,12 @@ async function writableFolders(dir) {
   if (!st?.isDirectory()) return;
   await chmod(dir, st.mode & 4095 | 448).catch(() => void 0);
   const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries) if (e.isDirectory()) await writableFolders(path15.join(dir, e.name));
+  for (const e of entries) if (e.isDirectory()) await writableFolders(path14.join(dir, e.name));
 }
 
 // engine/recovery/recovery.ts
-import { existsSync as existsSync6, readdirSync as readdirSync4 } from "node:fs";
-import path16 from "node:path";
+import { existsSync as existsSync5, readdirSync as readdirSync3 } from "node:fs";
+import path15 from "node:path";
 var Recovery = class {
   constructor(opts) {
     this.opts = opts;
@@ -69010,9 +68551,9 @@ var Recovery = class {
   reg;
   /** opencode servers of an engine that was killed serve nobody now: end them, whether or not their target is used again. */
   endStaleServers() {
-    const root2 = path16.join(this.opts.stateDir, "opencode");
-    if (!existsSync6(root2)) return;
-    for (const dir of readdirSync4(root2)) endStaleServer(path16.join(root2, dir), (l) => this.reg.log(l));
+    const root2 = path15.join(this.opts.stateDir, "opencode");
+    if (!existsSync5(root2)) return;
+    for (const dir of readdirSync3(root2)) endStaleServer(path15.join(root2, dir), (l) => this.reg.log(l));
   }
   /** Rebuilds every worker from its log, then sets each on its way (queued again, interrupted, or graded again). */
   recover() {
@@ -69083,20 +68624,20 @@ var Recovery = class {
 init_targets();
 
 // engine/store/worker-log.ts
-import { closeSync, existsSync as existsSync7, fstatSync, ftruncateSync, mkdirSync as mkdirSync8, openSync, readdirSync as readdirSync5, readFileSync as readFileSync8, rmSync as rmSync2, writeSync } from "node:fs";
-import path18 from "node:path";
+import { closeSync, existsSync as existsSync6, fstatSync, ftruncateSync, mkdirSync as mkdirSync7, openSync, readdirSync as readdirSync4, readFileSync as readFileSync7, rmSync as rmSync2, writeSync } from "node:fs";
+import path17 from "node:path";
 var WorkerLogStore = class {
   constructor(root2) {
     this.root = root2;
-    mkdirSync8(root2, { recursive: true, mode: 448 });
+    mkdirSync7(root2, { recursive: true, mode: 448 });
   }
   root;
   broken = /* @__PURE__ */ new Set();
   file(workerId) {
-    return path18.join(this.root, workerId, "events.jsonl");
+    return path17.join(this.root, workerId, "events.jsonl");
   }
   dir(workerId) {
-    return path18.join(this.root, workerId);
+    return path17.join(this.root, workerId);
   }
   /**
    * Throws (ENOSPC, EACCES…) with a message that names the log. A write cut short (a full disk fits only part of the
@@ -69110,7 +68651,7 @@ var WorkerLogStore = class {
     let fd;
     let size = 0;
     try {
-      madeDir = mkdirSync8(path18.dirname(file2), { recursive: true, mode: 448 });
+      madeDir = mkdirSync7(path17.dirname(file2), { recursive: true, mode: 448 });
       fd = openSync(file2, "a", 384);
       size = fstatSync(fd).size;
       for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
@@ -69134,10 +68675,10 @@ var WorkerLogStore = class {
   }
   load(workerId) {
     const file2 = this.file(workerId);
-    if (!existsSync7(file2)) return { workerId, events: [], skipped: 0 };
+    if (!existsSync6(file2)) return { workerId, events: [], skipped: 0 };
     const events = [];
     let skipped = 0;
-    for (const line of readFileSync8(file2, "utf8").split("\n")) {
+    for (const line of readFileSync7(file2, "utf8").split("\n")) {
       if (!line.trim()) continue;
       try {
         const parsed = WorkerEvent.safeParse(JSON.parse(line));
@@ -69150,15 +68691,15 @@ var WorkerLogStore = class {
     return { workerId, events, skipped };
   }
   list() {
-    return readdirSync5(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync7(path18.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
+    return readdirSync4(this.root, { withFileTypes: true }).filter((d) => d.isDirectory() && existsSync6(path17.join(this.root, d.name, "events.jsonl"))).map((d) => d.name).sort();
   }
 };
 
 // engine/workspace/workspace.ts
-import { existsSync as existsSync8, mkdirSync as mkdirSync9, rmSync as rmSync3, statSync as statSync4, writeFileSync as writeFileSync7 } from "node:fs";
+import { existsSync as existsSync7, mkdirSync as mkdirSync8, rmSync as rmSync3, statSync as statSync3, writeFileSync as writeFileSync6 } from "node:fs";
 import { copyFile, link, mkdir, readdir as readdir2, realpath, rename, rm as rm2 } from "node:fs/promises";
 import { createHash, randomBytes as randomBytes6 } from "node:crypto";
-import path19 from "node:path";
+import path18 from "node:path";
 
 // engine/process/run.ts
 import { Worker as Worker2 } from "node:worker_threads";
@@ -69296,9 +68837,9 @@ var OCW_IDENTITY = ["-c", "user.name=opencode-worker", "-c", "user.email=opencod
 init_errors3();
 init_errors3();
 async function inspectRepo(dir) {
-  if (!path19.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
-  if (!existsSync8(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
-  if (!statSync4(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
+  if (!path18.isAbsolute(dir)) throw new InputError(`directory must be absolute: got "${dir}"`);
+  if (!existsSync7(dir)) throw new InputError(`directory ${dir} does not exist: pass an existing git repository`);
+  if (!statSync3(dir).isDirectory()) throw new InputError(`${dir} is a file, not a directory: pass a git repository's folder`);
   const [root2, head, ref] = (await git(dir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], { allowFail: true })).split("\n");
   if (!root2 || !head || !ref) {
     const top = await git(dir, ["rev-parse", "--show-toplevel"], { allowFail: true });
@@ -69306,8 +68847,8 @@ async function inspectRepo(dir) {
     throw new InputError(`${top} has no commits yet: commit once (the worker's branch starts from HEAD)`);
   }
   const branch = ref === "HEAD" ? null : ref;
-  const subdir = path19.relative(await realpath(root2), await realpath(path19.resolve(dir)));
-  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path19.sep).join("/")}`], { allowFail: true })) {
+  const subdir = path18.relative(await realpath(root2), await realpath(path18.resolve(dir)));
+  if (subdir && !await git(root2, ["rev-parse", "--verify", "-q", `HEAD:${subdir.split(path18.sep).join("/")}`], { allowFail: true })) {
     throw new InputError(
       `${dir} is inside the repository ${root2} but not part of its committed files: pass the repository's root, or a folder committed in it`
     );
@@ -69316,19 +68857,19 @@ async function inspectRepo(dir) {
 }
 function worktreePath(worktreesRoot, repoRoot2, workerId) {
   const tag = createHash("sha256").update(repoRoot2).digest("hex").slice(0, 8);
-  return path19.join(worktreesRoot, `${path19.basename(repoRoot2)}-${tag}`, workerId);
+  return path18.join(worktreesRoot, `${path18.basename(repoRoot2)}-${tag}`, workerId);
 }
 async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   const branch = `ocw/${workerId}`;
   const worktree = worktreePath(worktreesRoot, repo.root, workerId);
-  const ws = { worktree, cwd: path19.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
-  if (existsSync8(worktree)) return ws;
-  mkdirSync9(path19.dirname(worktree), { recursive: true });
+  const ws = { worktree, cwd: path18.join(worktree, repo.subdir), branch, baseCommit: repo.head, baseBranch: repo.branch, repo: repo.root, gitDir };
+  if (existsSync7(worktree)) return ws;
+  mkdirSync8(path18.dirname(worktree), { recursive: true });
   await gitScript(NEW_WORKSPACE, {
-    cwd: path19.dirname(worktree),
+    cwd: path18.dirname(worktree),
     env: {
       ...userGitEnv(),
-      ...workspaceGitEnv(path19.dirname(gitDir)),
+      ...workspaceGitEnv(path18.dirname(gitDir)),
       OCW_WORKTREE: worktree,
       OCW_OBJECTS: await objectsOf(repo.root),
       OCW_BRANCH: branch,
@@ -69340,7 +68881,7 @@ async function createWorkspace(worktreesRoot, repo, workerId, gitDir) {
   return ws;
 }
 function writeOpencodeProjectId(worktree) {
-  writeFileSync7(path19.join(worktree, ".git", "opencode"), randomBytes6(20).toString("hex") + "\n", { mode: 420 });
+  writeFileSync6(path18.join(worktree, ".git", "opencode"), randomBytes6(20).toString("hex") + "\n", { mode: 420 });
 }
 var TRUSTED_FLAGS = [
   "-c",
@@ -69405,27 +68946,27 @@ function trustedEnv(home) {
 }
 var engineGitDirs = /* @__PURE__ */ new Map();
 function engineGitDir(workerDir, format2) {
-  const dir = path19.join(path19.dirname(workerDir), `.engine-${format2}.git`);
-  let made2 = engineGitDirs.get(dir);
-  if (!made2) {
-    made2 = (async () => {
-      if (existsSync8(path19.join(dir, "HEAD"))) return dir;
+  const dir = path18.join(path18.dirname(workerDir), `.engine-${format2}.git`);
+  let made = engineGitDirs.get(dir);
+  if (!made) {
+    made = (async () => {
+      if (existsSync7(path18.join(dir, "HEAD"))) return dir;
       const tmp = `${dir}.tmp-${process.pid}-${randomBytes6(4).toString("hex")}`;
-      mkdirSync9(path19.dirname(dir), { recursive: true });
+      mkdirSync8(path18.dirname(dir), { recursive: true });
       try {
-        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path19.dirname(dir), env: { ...trustedEnv(path19.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
+        await gitScript(INIT_ENGINE_GIT_DIR, { cwd: path18.dirname(dir), env: { ...trustedEnv(path18.dirname(dir)), OCW_DIR: tmp, OCW_OBJECT_FORMAT: format2 } });
         await rename(tmp, dir).catch((err) => {
-          if (!existsSync8(path19.join(dir, "HEAD"))) throw err;
+          if (!existsSync7(path18.join(dir, "HEAD"))) throw err;
         });
       } finally {
         await rm2(tmp, { recursive: true, force: true });
       }
       return dir;
     })();
-    engineGitDirs.set(dir, made2);
-    made2.catch(() => engineGitDirs.delete(dir));
+    engineGitDirs.set(dir, made);
+    made.catch(() => engineGitDirs.delete(dir));
   }
-  return made2;
+  return made;
 }
 var DIFF = `${TRUSTED}if [ -z "$OCW_TO" ]; then
 ${SNAPSHOT}OCW_TO="$tree"
@@ -69443,17 +68984,17 @@ function trustedScript(ws, script, inputs, opts = {}) {
 async function runTrustedScript(ws, script, inputs, opts) {
   const format2 = objectFormat(ws.baseCommit);
   const [gitDir, userObjects] = await Promise.all([engineGitDir(ws.gitDir, format2), objectsOf(ws.repo)]);
-  const objects = path19.join(ws.gitDir, "objects");
-  const gradeObjects = path19.join(ws.gitDir, GRADE_OBJECTS);
+  const objects = path18.join(ws.gitDir, "objects");
+  const gradeObjects = path18.join(ws.gitDir, GRADE_OBJECTS);
   if (opts.freshGradeObjects) {
-    if (existsSync8(gradeObjects)) await copyObjects(gradeObjects, objects).catch(() => void 0);
+    if (existsSync7(gradeObjects)) await copyObjects(gradeObjects, objects).catch(() => void 0);
     await rm2(gradeObjects, { recursive: true, force: true });
   }
-  for (const dir of [objects, gradeObjects]) mkdirSync9(path19.join(dir, "info"), { recursive: true });
-  writeFileSync7(path19.join(objects, "info", "alternates"), `${userObjects}
+  for (const dir of [objects, gradeObjects]) mkdirSync8(path18.join(dir, "info"), { recursive: true });
+  writeFileSync6(path18.join(objects, "info", "alternates"), `${userObjects}
 ${gradeObjects}
 `);
-  writeFileSync7(path19.join(gradeObjects, "info", "alternates"), `${userObjects}
+  writeFileSync6(path18.join(gradeObjects, "info", "alternates"), `${userObjects}
 `);
   const index = `${ws.gitDir}.index-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
   try {
@@ -69478,7 +69019,7 @@ function objectsOf(repo) {
   let p = objectDirs.get(repo);
   if (!p) {
     if (objectDirs.size >= 256) objectDirs.delete(objectDirs.keys().next().value);
-    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path19.resolve(repo, dir));
+    p = git(repo, ["rev-parse", "--git-path", "objects"]).then((dir) => path18.resolve(repo, dir));
     objectDirs.set(repo, p);
     p.catch(() => objectDirs.delete(repo));
   }
@@ -69486,7 +69027,7 @@ function objectsOf(repo) {
 }
 async function commitAndCheckOut(ws, message, checkoutDir) {
   await rm2(checkoutDir, { recursive: true, force: true });
-  mkdirSync9(checkoutDir, { recursive: true });
+  mkdirSync8(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
     const out = await trustedScript(
@@ -69504,7 +69045,7 @@ async function commitAndCheckOut(ws, message, checkoutDir) {
 }
 async function checkOutBase(ws, checkoutDir) {
   await rm2(checkoutDir, { recursive: true, force: true });
-  mkdirSync9(checkoutDir, { recursive: true });
+  mkdirSync8(checkoutDir, { recursive: true });
   const checkoutIndex = `${checkoutDir}.index`;
   try {
     await trustedScript(ws, CHECK_OUT_BASE, { OCW_CHECKOUT: checkoutDir, OCW_CHECKOUT_INDEX: checkoutIndex });
@@ -69527,25 +69068,25 @@ function parseNumstatAndStat(out) {
   return { changed: changed.sort(), stat: trimFinalNewline(out.slice(at)) };
 }
 async function fullDiff(ws, commit, maxBytes = 2e5) {
-  if (!commit && !existsSync8(ws.worktree)) return "";
+  if (!commit && !existsSync7(ws.worktree)) return "";
   const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `
 \u2026 diff truncated at ${maxBytes} bytes` : d;
 }
 async function publishBranch(ws, commit) {
-  if (commit !== ws.baseCommit) await copyObjects(path19.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
+  if (commit !== ws.baseCommit) await copyObjects(path18.join(ws.gitDir, GRADE_OBJECTS), await objectsOf(ws.repo));
   await git(ws.repo, ["update-ref", "-m", "opencode-worker: graded commit", `refs/heads/${ws.branch}`, commit]);
 }
 async function copyObjects(from, to) {
   const fanout = (await readdir2(from)).filter((d) => /^[0-9a-f]{2}$/.test(d));
   await Promise.all([
     ...fanout.map(async (d) => {
-      const names = (await readdir2(path19.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
+      const names = (await readdir2(path18.join(from, d))).filter((f) => /^[0-9a-f]{38}(?:[0-9a-f]{24})?$/.test(f));
       if (!names.length) return;
-      await mkdir(path19.join(to, d), { recursive: true });
-      for (const name of names) await copyWhole(path19.join(from, d, name), path19.join(to, d, name));
+      await mkdir(path18.join(to, d), { recursive: true });
+      for (const name of names) await copyWhole(path18.join(from, d, name), path18.join(to, d, name));
     }),
-    copyPacks(path19.join(from, "pack"), path19.join(to, "pack"))
+    copyPacks(path18.join(from, "pack"), path18.join(to, "pack"))
   ]);
 }
 async function copyPacks(from, to) {
@@ -69554,12 +69095,12 @@ async function copyPacks(from, to) {
   if (!packs.length) return;
   await mkdir(to, { recursive: true });
   for (const pack of packs) {
-    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path19.join(from, pack + ext), path19.join(to, pack + ext));
+    for (const ext of [".pack", ".rev", ".idx"]) if (names.includes(pack + ext)) await copyWhole(path18.join(from, pack + ext), path18.join(to, pack + ext));
   }
 }
 async function copyWhole(src, dest) {
-  if (existsSync8(dest)) return;
-  const tmp = path19.join(path19.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes6(6).toString("hex")}`);
+  if (existsSync7(dest)) return;
+  const tmp = path18.join(path18.dirname(dest), `tmp_ocw_${process.pid}_${randomBytes6(6).toString("hex")}`);
   try {
     await copyFile(src, tmp);
     await link(tmp, dest).catch((err) => {
@@ -69588,8 +69129,8 @@ async function removeWorkspace(ws, opts = {}) {
 // engine/grading/checks.ts
 init_execa();
 import { createHash as createHash2 } from "node:crypto";
-import { existsSync as existsSync9, lstatSync as lstatSync3, mkdirSync as mkdirSync10, readdirSync as readdirSync6, readFileSync as readFileSync11, realpathSync as realpathSync4, rmSync as rmSync4, statSync as statSync6, writeFileSync as writeFileSync9 } from "node:fs";
-import path25 from "node:path";
+import { existsSync as existsSync8, lstatSync as lstatSync2, mkdirSync as mkdirSync9, readdirSync as readdirSync5, readFileSync as readFileSync10, realpathSync as realpathSync4, rmSync as rmSync4, statSync as statSync5, writeFileSync as writeFileSync8 } from "node:fs";
+import path24 from "node:path";
 init_process();
 var DEFAULT_CHECK_TIMEOUT_SEC = 300;
 var OUTPUT_CAP = 64 * 1024;
@@ -69599,17 +69140,16 @@ function cap(text) {
   return `\u2026 ${text.length - OUTPUT_CAP} earlier characters cut \u2026
 ` + text.slice(-OUTPUT_CAP);
 }
-function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
+function atWorkerLayout(argv, cwd, sandbox, at) {
   const root2 = sandbox.root ?? cwd;
-  const inside2 = (p, r) => p === r || p.startsWith(r + path25.sep);
-  const map3 = (p) => path25.join(at.root, path25.relative(root2, p));
-  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync9(at.tmp)) ? at.tmp : sandbox.tmpDir;
-  mkdirSync10(path25.join(sandbox.tmpDir, "home"), { recursive: true });
-  const env2 = allowListedEnv({ CI: "1", HOME: path25.join(tmp, "home"), TMPDIR: tmp });
+  const inside2 = (p, r) => p === r || p.startsWith(r + path24.sep);
+  const map3 = (p) => path24.join(at.root, path24.relative(root2, p));
+  const tmp = at.tmp && (inside2(at.tmp, sandbox.stateDir) || existsSync8(at.tmp)) ? at.tmp : sandbox.tmpDir;
+  mkdirSync9(path24.join(sandbox.tmpDir, "home"), { recursive: true });
+  const env2 = allowListedEnv({ CI: "1", HOME: path24.join(tmp, "home"), TMPDIR: tmp });
   const cmd = sandboxed(
     argv,
     {
-      base: "allow-list",
       tmpfs: deniedRoots(),
       hidden: [sandbox.stateDir],
       reveal: revealed(),
@@ -69618,13 +69158,12 @@ function atWorkerLayout(argv, cwd, sandbox, at, join, timeoutSec) {
       network: "none",
       env: env2,
       cwd: map3(cwd),
-      limits: { ...commandLimits(), wallSec: timeoutSec },
-      join
+      limits: commandLimits()
     },
     "bwrap"
   );
   const binds = ["--bind", root2, at.root, "--bind", sandbox.tmpDir, tmp];
-  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync9(f)) binds.push("--ro-bind", f, map3(f));
+  for (const f of sandbox.readOnly ?? []) if (inside2(f, root2) && existsSync8(f)) binds.push("--ro-bind", f, map3(f));
   const sep = cmd.args.length - argv.length - LIMITS_WORDS - 1;
   return { ...cmd, args: [...cmd.args.slice(0, sep), ...binds, ...cmd.args.slice(sep)] };
 }
@@ -69632,26 +69171,17 @@ async function runCommand2(check2, name, cwd, sandbox) {
   const timeoutSec = check2.timeoutSec ?? DEFAULT_CHECK_TIMEOUT_SEC;
   const expect = check2.expectExit ?? 0;
   const started = Date.now();
-  const shell = existsSync9("/bin/bash") ? "/bin/bash" : "/bin/sh";
+  const shell = existsSync8("/bin/bash") ? "/bin/bash" : "/bin/sh";
   let cmd = { file: shell, args: ["-c", check2.run], env: allowListedEnv({ CI: "1" }) };
-  const l = commandLimits();
-  let group = null;
-  let join;
-  if (sandbox) {
-    group = checkGroup(l.procs, l.memMb);
-    join = group ? joinPrefix(group) : limitSetup().checks === "systemd-run" ? systemdPrefix(l.procs, l.memMb) : void 0;
-  }
   if (sandbox?.mountAs && sandbox.kind === "bwrap") {
-    cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs, join, timeoutSec);
+    cmd = atWorkerLayout([shell, "-c", check2.run], cwd, sandbox, sandbox.mountAs);
   } else if (sandbox) {
-    mkdirSync10(path25.join(sandbox.tmpDir, "home"), { recursive: true });
-    const env2 = allowListedEnv({ CI: "1", HOME: path25.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
+    mkdirSync9(path24.join(sandbox.tmpDir, "home"), { recursive: true });
+    const env2 = allowListedEnv({ CI: "1", HOME: path24.join(sandbox.tmpDir, "home"), TMPDIR: sandbox.tmpDir });
     const limits = { ...commandLimits(), wallSec: timeoutSec };
     cmd = sandboxed(
       [shell, "-c", check2.run],
       {
-        base: "allow-list",
-        join,
         tmpfs: deniedRoots(),
         hidden: [sandbox.stateDir],
         reveal: revealed(),
@@ -69674,11 +69204,7 @@ async function runCommand2(check2, name, cwd, sandbox) {
   }, timeoutSec * 1e3);
   const r = await child;
   clearTimeout(timer);
-  const hits = group?.hits() ?? [];
-  group?.remove();
-  const note = hitNote(hits, l.procs, l.memMb);
-  const output = cap(String(r.all ?? "") + (note ? `
-${note}` : ""));
+  const output = cap(String(r.all ?? ""));
   if (timedOut) {
     return {
       name,
@@ -69694,22 +69220,22 @@ ${note}` : ""));
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 function runFile(check2, name, cwd, realCwd) {
-  const file2 = path25.join(cwd, check2.file);
+  const file2 = path24.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
-  const exists = existsSync9(file2);
-  if (exists && !realpathSync4(file2).startsWith(realCwd + path25.sep)) {
+  const exists = existsSync8(file2);
+  if (exists && !realpathSync4(file2).startsWith(realCwd + path24.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
   if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
   const problems = [];
   if (check2.equals !== void 0 || check2.matches !== void 0) {
-    const st = statSync6(file2);
+    const st = statSync5(file2);
     if (!st.isFile())
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
       return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync11(file2, "utf8");
+    const content = readFileSync10(file2, "utf8");
     if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
       problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
     }
@@ -69747,7 +69273,7 @@ async function runChecks(checks, cwd, sandbox, protectedFiles = []) {
       continue;
     }
     const r = await runCommand2(check2, name, cwd, sandbox && guarded ? { ...sandbox, readOnly: [...guarded.keys()] } : sandbox);
-    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path25.relative(realCwd, f)) : [];
+    const changed = guarded ? [...guarded].filter(([f, before]) => fingerprint(f) !== before).map(([f]) => path24.relative(realCwd, f)) : [];
     results.push(changed.length ? { ...r, passed: false, output: `${r.output}
 [this check changed protected file(s): ${changed.join(", ")}]` } : r);
   }
@@ -69760,24 +69286,24 @@ function copyHeldBack(checks, root2) {
     const src = check2.files;
     let st;
     try {
-      st = statSync6(src);
+      st = statSync5(src);
     } catch {
       throw new Error(`${src} (a check's \`files\`) does not exist`);
     }
     if (!st.isDirectory()) throw new Error(`${src} (a check's \`files\`) is not a folder`);
     const walk = (from, rel) => {
-      for (const e of readdirSync6(from, { withFileTypes: true })) {
-        const f = path25.join(from, e.name);
+      for (const e of readdirSync5(from, { withFileTypes: true })) {
+        const f = path24.join(from, e.name);
         const r = rel ? `${rel}/${e.name}` : e.name;
-        const dest = path25.join(root2, r);
+        const dest = path24.join(root2, r);
         const there = lstatOrNull(dest);
         if (e.isDirectory()) {
           if (there && !there.isDirectory()) rmSync4(dest, { force: true, recursive: true });
-          if (!there || !there.isDirectory()) mkdirSync10(dest);
+          if (!there || !there.isDirectory()) mkdirSync9(dest);
           walk(f, r);
         } else if (e.isFile()) {
           if (there) rmSync4(dest, { force: true, recursive: true });
-          writeFileSync9(dest, readFileSync11(f), { mode: statSync6(f).mode & 511 });
+          writeFileSync8(dest, readFileSync10(f), { mode: statSync5(f).mode & 511 });
           written.push(dest);
         }
       }
@@ -69793,11 +69319,11 @@ function heldBackProblem(checks, repoRoot2) {
     let real2;
     try {
       real2 = realpathSync4(c3.files);
-      if (!statSync6(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
+      if (!statSync5(real2).isDirectory()) return `a check's files ${c3.files} is not a folder`;
     } catch {
       return `a check's files ${c3.files} does not exist: give the absolute path of a folder of held-back tests`;
     }
-    if (real2 === root2 || real2.startsWith(root2 + path25.sep))
+    if (real2 === root2 || real2.startsWith(root2 + path24.sep))
       return `a check's files ${c3.files} is inside the repository, where the worker can see it: keep held-back tests outside the repository`;
   }
   return null;
@@ -69806,20 +69332,20 @@ var realpathOr = (p) => {
   try {
     return realpathSync4(p);
   } catch {
-    return path25.resolve(p);
+    return path24.resolve(p);
   }
 };
 var lstatOrNull = (p) => {
   try {
-    return lstatSync3(p);
+    return lstatSync2(p);
   } catch {
     return null;
   }
 };
 function fingerprint(file2) {
   try {
-    const st = lstatSync3(file2);
-    return st.isFile() ? createHash2("sha256").update(readFileSync11(file2)).digest("hex") : `not a file (${st.mode})`;
+    const st = lstatSync2(file2);
+    return st.isFile() ? createHash2("sha256").update(readFileSync10(file2)).digest("hex") : `not a file (${st.mode})`;
   } catch {
     return "absent";
   }
@@ -69827,14 +69353,14 @@ function fingerprint(file2) {
 
 // engine/workers/lifecycle.ts
 init_errors3();
-import { existsSync as existsSync10 } from "node:fs";
-import path27 from "node:path";
+import { existsSync as existsSync9 } from "node:fs";
+import path26 from "node:path";
 
 // engine/workspace/land.ts
 init_errors3();
 import { createHash as createHash3 } from "node:crypto";
-import { lstatSync as lstatSync4, readFileSync as readFileSync12, readlinkSync as readlinkSync2 } from "node:fs";
-import path26 from "node:path";
+import { lstatSync as lstatSync3, readFileSync as readFileSync11, readlinkSync } from "node:fs";
+import path25 from "node:path";
 async function quietFlags(repo) {
   const names = /* @__PURE__ */ new Set(["lfs"]);
   const drivers = /* @__PURE__ */ new Set();
@@ -69930,7 +69456,7 @@ async function flaggedChanges(repo, base2, commit) {
   if (base2 === commit) return [];
   const flags = [];
   for (const c3 of await treeChanges(repo, base2, commit)) {
-    const name = path26.posix.basename(c3.path);
+    const name = path25.posix.basename(c3.path);
     if (name === ".gitattributes") flags.push({ path: c3.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
     else if (name === ".lfsconfig") flags.push({ path: c3.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
     else if (name === ".gitmodules") flags.push({ path: c3.path, kind: "git-config", detail: "submodule configuration" });
@@ -69970,8 +69496,8 @@ function blobId(bytes, like) {
 function verifyCheckout(repo, changes) {
   const wrong = [];
   for (const c3 of changes) {
-    const file2 = path26.join(repo, c3.path);
-    const st = lstatSync4(file2, { throwIfNoEntry: false });
+    const file2 = path25.join(repo, c3.path);
+    const st = lstatSync3(file2, { throwIfNoEntry: false });
     if (!c3.mode) {
       if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
       continue;
@@ -69982,14 +69508,14 @@ function verifyCheckout(repo, changes) {
       continue;
     }
     if (c3.mode === "120000") {
-      if (!st.isSymbolicLink() || blobId(Buffer.from(readlinkSync2(file2, { encoding: "buffer" })), c3.oid) !== c3.oid) wrong.push(`${c3.path} (symlink differs)`);
+      if (!st.isSymbolicLink() || blobId(Buffer.from(readlinkSync(file2, { encoding: "buffer" })), c3.oid) !== c3.oid) wrong.push(`${c3.path} (symlink differs)`);
       continue;
     }
     if (!st.isFile()) {
       wrong.push(`${c3.path} (not a file)`);
       continue;
     }
-    if (blobId(readFileSync12(file2), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
+    if (blobId(readFileSync11(file2), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
     else if (c3.mode === "100755" !== !!(st.mode & 64)) wrong.push(`${c3.path} (mode differs)`);
   }
   return wrong;
@@ -70172,7 +69698,7 @@ var WorkspaceLifecycle = class {
   async diff(workerId) {
     const w = this.reg.get(workerId);
     const ws = this.reg.workspaceOf(w);
-    if (!ws || w.discarded || !existsSync10(ws.worktree) && !existsSync10(ws.gitDir)) return "";
+    if (!ws || w.discarded || !existsSync9(ws.worktree) && !existsSync9(ws.gitDir)) return "";
     return fullDiff(ws, w.verdict?.commit ?? void 0);
   }
   /**
@@ -70184,7 +69710,7 @@ var WorkspaceLifecycle = class {
     if (!isFinal(w.state)) throw new InputError(`worker ${workerId} is ${w.state}: stop it first, then discard it`, "conflict");
     if (w.discarded) return w;
     const ws = this.reg.workspaceOf(w);
-    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path27.join(this.reg.workerTmpRoot, workerId) });
+    if (ws) await removeWorkspace(ws, { force: true, tmpDir: path26.join(this.reg.workerTmpRoot, workerId) });
     this.reg.rt(workerId).workspace = void 0;
     this.reg.record(workerId, { type: "discarded", by });
     return this.reg.get(workerId);
@@ -70198,7 +69724,7 @@ var WorkspaceLifecycle = class {
     const ws = w && this.reg.workspaceOf(w);
     if (!w || !ws || !isFinal(w.state) || w.state === "built" && !w.merged) return;
     try {
-      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path27.join(this.reg.workerTmpRoot, workerId) });
+      await removeWorkspace(ws, { force: !!w.merged || w.state !== "built", tmpDir: path26.join(this.reg.workerTmpRoot, workerId) });
       this.reg.rt(workerId).workspace = void 0;
     } catch (err) {
       this.reg.notice("warn", `could not tidy worker ${workerId} (${why}): ${err.message}`);
@@ -70216,7 +69742,7 @@ var WorkspaceLifecycle = class {
       if (!isFinal(w.state) || w.discarded || w.state === "built" && !w.merged) continue;
       if (now - (w.endedAt ?? w.updatedAt) < days * 864e5) continue;
       const ws = this.reg.workspaceOf(w);
-      if (!ws || !existsSync10(ws.worktree) && !existsSync10(ws.gitDir)) continue;
+      if (!ws || !existsSync9(ws.worktree) && !existsSync9(ws.gitDir)) continue;
       await this.tidy(w.id, `older than ${days} days`);
       done.push(w.id);
     }
@@ -70312,7 +69838,7 @@ ${shown.split("\n").map((l) => `    ${l}`).join("\n")}` : ""}`
 }
 
 // engine/workers/registry.ts
-import path28 from "node:path";
+import path27 from "node:path";
 
 // shared/worker-machine.ts
 init_zod();
@@ -70462,10 +69988,10 @@ var WorkerRegistry = class {
     if (!w.worktree || !w.branch || !w.baseCommit) return null;
     const rt = this.rt(w.id);
     if (rt.workspace) return rt.workspace;
-    const sub = path28.relative(w.repo, w.spec.directory);
+    const sub = path27.relative(w.repo, w.spec.directory);
     rt.workspace = {
       worktree: w.worktree,
-      cwd: sub && !sub.startsWith("..") ? path28.join(w.worktree, sub) : w.worktree,
+      cwd: sub && !sub.startsWith("..") ? path27.join(w.worktree, sub) : w.worktree,
       branch: w.branch,
       baseCommit: w.baseCommit,
       baseBranch: w.baseBranch,
@@ -70476,14 +70002,14 @@ var WorkerRegistry = class {
   }
   /** The engine's own repository for a worker (outside every sandbox). */
   engineGitDir(workerId) {
-    return path28.join(this.opts.stateDir, "repos", `${workerId}.git`);
+    return path27.join(this.opts.stateDir, "repos", `${workerId}.git`);
   }
   get workspacesRoot() {
-    return path28.join(this.opts.stateDir, "workspaces");
+    return path27.join(this.opts.stateDir, "workspaces");
   }
   /** Private tmp folders of workers (one each, also their HOME), writable only to their own commands. */
   get workerTmpRoot() {
-    return path28.join(this.opts.stateDir, "tmp");
+    return path27.join(this.opts.stateDir, "tmp");
   }
   /** The live opencode client of a worker and the folder its session runs in (null when its server is not up). */
   clientOf(workerId) {
@@ -70596,16 +70122,16 @@ var ReplyTrack = class {
 };
 
 // engine/workers/settle.ts
-import path31 from "node:path";
+import path30 from "node:path";
 
 // engine/grading/grade.ts
 import { lstat as lstat2, mkdir as mkdir2, readdir as readdir3 } from "node:fs/promises";
-import path30 from "node:path";
+import path29 from "node:path";
 
 // engine/grading/runner-config.ts
 import { execFile } from "node:child_process";
-import { readFileSync as readFileSync13 } from "node:fs";
-import path29 from "node:path";
+import { readFileSync as readFileSync12 } from "node:fs";
+import path28 from "node:path";
 import { promisify as promisify3 } from "node:util";
 var run = promisify3(execFile);
 var RUNNER_FILES = /* @__PURE__ */ new Set([
@@ -70650,7 +70176,7 @@ function runnerConfigReason(file2) {
 }
 function runnerPart(file2, text) {
   if (text === null) return "";
-  const base2 = path29.posix.basename(file2);
+  const base2 = path28.posix.basename(file2);
   if (base2 === "package.json") {
     try {
       const j = JSON.parse(text);
@@ -70681,7 +70207,7 @@ async function baseText(repo, commit, file2) {
 }
 function newText(checkout, file2) {
   try {
-    return readFileSync13(path29.join(checkout, file2), "utf8");
+    return readFileSync12(path28.join(checkout, file2), "utf8");
   } catch {
     return null;
   }
@@ -70692,7 +70218,7 @@ async function runnerConfigChanges(opts) {
   for (const file2 of opts.changed) {
     const rel = opts.sub ? file2.startsWith(opts.sub + "/") ? file2.slice(opts.sub.length + 1) : `../${file2}` : file2;
     if (named.has(rel)) continue;
-    const base2 = path29.posix.basename(file2);
+    const base2 = path28.posix.basename(file2);
     if (SECTIONED.has(base2)) {
       const before = runnerPart(file2, await baseText(opts.repo, opts.baseCommit, file2));
       const after = runnerPart(file2, newText(opts.checkout, file2));
@@ -70709,14 +70235,14 @@ async function runnerConfigChanges(opts) {
 // engine/grading/grade.ts
 async function folderIn(checkout, sub) {
   let at = checkout;
-  for (const part of sub.split(path30.sep).filter(Boolean)) {
-    at = path30.join(at, part);
+  for (const part of sub.split(path29.sep).filter(Boolean)) {
+    at = path29.join(at, part);
     const st = await lstat2(at).catch(() => null);
     if (!st) await mkdir2(at);
     else if (!st.isDirectory()) {
       const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
       return {
-        problem: `${path30.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
+        problem: `${path29.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`
       };
     }
   }
@@ -70727,8 +70253,8 @@ async function protectedIn(checkout, sub, protect) {
   const isProtected = globsMatcher(protect);
   const entries = await readdir3(checkout, { recursive: true, withFileTypes: true });
   return entries.filter((e) => !e.isDirectory()).map(
-    (e) => path30.relative(checkout, path30.join(e.parentPath ?? e.path, e.name)).split(path30.sep).join("/")
-  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path30.join(checkout, f));
+    (e) => path29.relative(checkout, path29.join(e.parentPath ?? e.path, e.name)).split(path29.sep).join("/")
+  ).filter((f) => isProtected(sub ? f.startsWith(sub + "/") ? f.slice(sub.length + 1) : `../${f}` : f)).map((f) => path29.join(checkout, f));
 }
 async function grade(input2) {
   const { workspace: ws } = input2;
@@ -70736,7 +70262,7 @@ async function grade(input2) {
   let checks;
   let scope;
   let graded;
-  const sub = path30.relative(ws.worktree, ws.cwd);
+  const sub = path29.relative(ws.worktree, ws.cwd);
   discard(checkout);
   if (input2.sandbox) discard(input2.sandbox.tmpDir);
   try {
@@ -70746,7 +70272,7 @@ async function grade(input2) {
     if (input2.checks.some((c3) => "run" in c3)) {
       const config3 = await runnerConfigChanges({
         changed: graded.changed,
-        sub: sub.split(path30.sep).join("/"),
+        sub: sub.split(path29.sep).join("/"),
         scope: input2.scope,
         repo: ws.repo,
         baseCommit: ws.baseCommit,
@@ -70794,14 +70320,13 @@ async function grade(input2) {
     reason: why,
     weakEvidence,
     sincePrevious,
-    caveats: caveatsOf(input2.checks),
-    limits: checkLimits(!!input2.sandbox)
+    caveats: caveatsOf(input2.checks)
   };
 }
 async function baselineChecks(input2) {
   if (!input2.checks.length) return { passedOnBase: [] };
   const { workspace: ws, checkoutDir } = input2;
-  const sub = path30.relative(ws.worktree, ws.cwd);
+  const sub = path29.relative(ws.worktree, ws.cwd);
   discard(checkoutDir);
   if (input2.sandbox) discard(input2.sandbox.tmpDir);
   try {
@@ -70818,11 +70343,6 @@ async function baselineChecks(input2) {
     discard(checkoutDir);
     if (input2.sandbox) discard(input2.sandbox.tmpDir);
   }
-}
-function checkLimits(sandboxed2) {
-  if (!sandboxed2) return "none: the checks ran unsandboxed";
-  const s = limitSetup();
-  return s.checks === "prlimit" ? s.label : s.checks === "systemd-run" ? "systemd-run scope (tasks, memory)" : s.label;
 }
 function caveatsOf(checks) {
   const out = [];
@@ -70859,10 +70379,10 @@ var Settler = class {
     if (!c3 || !c3.directory || !w.sessionId) return;
     let turn = rt.replies?.settled() ?? null;
     if (!turn) {
-      const [status, read2] = await Promise.all([c3.client.session.status({ directory: c3.directory }).catch(() => null), this.latestTurn(workerId)]);
+      const [status, read] = await Promise.all([c3.client.session.status({ directory: c3.directory }).catch(() => null), this.latestTurn(workerId)]);
       const st = status?.data?.[w.sessionId];
       if (st && st.type !== "idle") return;
-      turn = read2;
+      turn = read;
     }
     const last = turn?.replies.at(-1);
     if (turn && !last && !rt.turn.error) return;
@@ -70923,8 +70443,8 @@ var Settler = class {
       () => baselineChecks({
         workspace: ws,
         checks: w.spec.checks,
-        checkoutDir: path31.join(stateDir2, "grading", `${workerId}.base`),
-        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path31.join(stateDir2, "grading", `${workerId}.base.tmp`) }
+        checkoutDir: path30.join(stateDir2, "grading", `${workerId}.base`),
+        sandbox: sandbox.kind === "none" ? void 0 : { kind: sandbox.kind, stateDir: stateDir2, tmpDir: path30.join(stateDir2, "grading", `${workerId}.base.tmp`) }
       })
     ).then((baseline) => {
       this.reg.safeRecord(workerId, { type: "worker.baseline", baseline });
@@ -70975,13 +70495,13 @@ var Settler = class {
         baseline,
         previousCommit,
         title: workerTitle(w.spec),
-        checkoutDir: path31.join(stateDir2, "grading", workerId),
+        checkoutDir: path30.join(stateDir2, "grading", workerId),
         // Checks run at the paths the worker saw (its workspace, its tmp): grading has no path of its own to detect.
         sandbox: sandbox.kind === "none" ? void 0 : {
           kind: sandbox.kind,
           stateDir: stateDir2,
-          tmpDir: path31.join(stateDir2, "grading", `${workerId}.tmp`),
-          mountAs: { root: ws.worktree, tmp: path31.join(reg.workerTmpRoot, workerId) }
+          tmpDir: path30.join(stateDir2, "grading", `${workerId}.tmp`),
+          mountAs: { root: ws.worktree, tmp: path30.join(reg.workerTmpRoot, workerId) }
         }
       });
       if (reg.get(workerId).state !== "grading") return;
@@ -71038,18 +70558,18 @@ function summarizeFailure(v) {
 
 // engine/workers/batches.ts
 init_errors3();
-import { existsSync as existsSync11, mkdirSync as mkdirSync11, readdirSync as readdirSync7 } from "node:fs";
-import path32 from "node:path";
+import { existsSync as existsSync10, mkdirSync as mkdirSync10, readdirSync as readdirSync6 } from "node:fs";
+import path31 from "node:path";
 init_json_file();
 var Batches = class {
   constructor(opts) {
     this.opts = opts;
-    this.dir = path32.join(opts.stateDir, "batches");
-    if (existsSync11(this.dir)) {
-      for (const f of readdirSync7(this.dir)) {
+    this.dir = path31.join(opts.stateDir, "batches");
+    if (existsSync10(this.dir)) {
+      for (const f of readdirSync6(this.dir)) {
         if (!f.endsWith(".json")) continue;
         try {
-          const r = readJson(path32.join(this.dir, f), null);
+          const r = readJson(path31.join(this.dir, f), null);
           if (r?.id) this.records.set(r.id, r.integration?.state === "running" ? { ...r, integration: { ...r.integration, state: "waiting" } } : r);
         } catch (err) {
           opts.log(`[warn] batch record ${f}: ${err.message}`);
@@ -71106,7 +70626,7 @@ var Batches = class {
     this.save(record2);
   }
   save(r) {
-    writeJsonAtomic(path32.join(this.dir, `${r.id}.json`), r);
+    writeJsonAtomic(path31.join(this.dir, `${r.id}.json`), r);
   }
   /** A worker ended: its batch may start the tasks that come after it, skip some, or run its integration. */
   onFinal(workerId) {
@@ -71241,15 +70761,15 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
   }
   /** A fresh checkout of the combined commit (no filter, no hook, no config of anyone's), the checks run in the sandbox. */
   async runIntegrationChecks(r, commit, checks) {
-    const root2 = path32.join(this.opts.stateDir, "grading", `${r.id}.integration`);
+    const root2 = path31.join(this.opts.stateDir, "grading", `${r.id}.integration`);
     const tmpDir = `${root2}.tmp`;
     discard(root2);
     discard(tmpDir);
-    mkdirSync11(root2, { recursive: true });
-    mkdirSync11(tmpDir, { recursive: true });
+    mkdirSync10(root2, { recursive: true });
+    mkdirSync10(tmpDir, { recursive: true });
     try {
-      const objects = path32.resolve(r.repo, await git(r.repo, ["rev-parse", "--git-path", "objects"]));
-      const gitDir = path32.join(this.opts.stateDir, "batches", `${r.id}.git`);
+      const objects = path31.resolve(r.repo, await git(r.repo, ["rev-parse", "--git-path", "objects"]));
+      const gitDir = path31.join(this.opts.stateDir, "batches", `${r.id}.git`);
       await gitScript(CHECK_OUT, {
         cwd: this.opts.stateDir,
         env: {
@@ -71267,8 +70787,8 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
           OCW_INDEX: `${root2}.index`
         }
       });
-      const cwd = path32.join(root2, r.subdir);
-      mkdirSync11(cwd, { recursive: true });
+      const cwd = path31.join(root2, r.subdir);
+      mkdirSync10(cwd, { recursive: true });
       const sandbox = this.opts.sandbox.kind === "none" ? void 0 : { kind: this.opts.sandbox.kind, stateDir: this.opts.stateDir, tmpDir, root: root2 };
       return await runChecks(checks, cwd, sandbox);
     } finally {
@@ -71312,7 +70832,7 @@ ${built.map((b) => `- ${b.id}`).join("\n")}`
   }
 };
 function subdirOf(root2, dir) {
-  const rel = path32.relative(root2, dir);
+  const rel = path31.relative(root2, dir);
   return rel.startsWith("..") ? "" : rel;
 }
 var CHECK_OUT = `set -eu
@@ -71496,13 +71016,12 @@ var Attempts = class {
 var Engine = class {
   constructor(opts) {
     this.opts = opts;
-    this.targets = opts.targets ?? new TargetStore(path33.join(opts.stateDir, "targets.json"));
-    this.logs = new WorkerLogStore(path33.join(opts.stateDir, "workers"));
+    this.targets = opts.targets ?? new TargetStore(path32.join(opts.stateDir, "targets.json"));
+    this.logs = new WorkerLogStore(path32.join(opts.stateDir, "workers"));
     this.bus = EventBus.forStateDir(opts.stateDir);
     const found = sandboxStatus();
     const optedOut = opts.noSandbox ?? config2().OCW_NO_SANDBOX;
-    const limits = optedOut || found.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label;
-    this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut, limits };
+    this.sandbox = { kind: optedOut ? "none" : found.kind, reason: found.reason, optedOut };
     const reg = this.reg = new WorkerRegistry({
       stateDir: opts.stateDir,
       bus: this.bus,
@@ -71598,7 +71117,7 @@ var Engine = class {
     });
     setTimeout(() => {
       void this.collectGarbage().catch((err) => this.log(`[warn] workspace cleanup: ${err.message}`));
-      void sweepDiscarded(path33.join(opts.stateDir, "grading"));
+      void sweepDiscarded(path32.join(opts.stateDir, "grading"));
     }, 5e3).unref();
   }
   opts;
@@ -71693,7 +71212,7 @@ var Engine = class {
       const worktree = worktreePath(this.reg.workspacesRoot, repo.root, workerId);
       void this.settler.baseline(workerId, {
         worktree,
-        cwd: path33.join(worktree, repo.subdir),
+        cwd: path32.join(worktree, repo.subdir),
         branch: `ocw/${workerId}`,
         baseCommit: repo.head,
         baseBranch: repo.branch,
@@ -72151,7 +71670,7 @@ var Engine = class {
     const rt = this.reg.rt(workerId);
     rt.activity = { kind: "none" };
     let ws = this.reg.workspaceOf(w);
-    if (!ws || !existsSync12(ws.worktree)) {
+    if (!ws || !existsSync11(ws.worktree)) {
       const found = rt.repo ?? await inspectRepo(w.spec.directory);
       const repo = w.startFrom ? { ...found, head: w.startFrom } : found;
       ws = await createWorkspace(this.reg.workspacesRoot, repo, workerId, this.reg.engineGitDir(workerId));
@@ -72166,7 +71685,7 @@ var Engine = class {
       });
       if (!current()) return;
     }
-    if (this.sandbox.kind !== "none") writeRepoBinds(path33.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
+    if (this.sandbox.kind !== "none") writeRepoBinds(path32.join(this.opts.stateDir, "sandbox", "binds"), ws.worktree, ws.repo, await objectsOf(ws.repo));
     if (!w.baseline) void this.settler.baseline(workerId);
     this.releaser.cancel(workerId);
     await rt.releasing;
@@ -72264,8 +71783,8 @@ init_paths2();
 // engine/api/lock.ts
 init_zod();
 import { randomBytes as randomBytes7 } from "node:crypto";
-import { linkSync, mkdirSync as mkdirSync12, readdirSync as readdirSync8, readFileSync as readFileSync14, rmSync as rmSync5, writeFileSync as writeFileSync10 } from "node:fs";
-import path34 from "node:path";
+import { linkSync, mkdirSync as mkdirSync11, readdirSync as readdirSync7, readFileSync as readFileSync13, rmSync as rmSync5, writeFileSync as writeFileSync9 } from "node:fs";
+import path33 from "node:path";
 
 // shared/api.ts
 init_zod();
@@ -72447,27 +71966,27 @@ var EngineLock = external_exports.object({
 init_json_file();
 init_process();
 init_process();
-var lockFile = (stateDir2) => path34.join(stateDir2, "engine.json");
-var ownerDir = (stateDir2) => path34.join(stateDir2, "engine.owner");
+var lockFile = (stateDir2) => path33.join(stateDir2, "engine.json");
+var ownerDir = (stateDir2) => path33.join(stateDir2, "engine.owner");
 function lastLock(stateDir2) {
   try {
-    return EngineLock.parse(JSON.parse(readFileSync14(lockFile(stateDir2), "utf8")));
+    return EngineLock.parse(JSON.parse(readFileSync13(lockFile(stateDir2), "utf8")));
   } catch {
     return null;
   }
 }
 function readLock(stateDir2) {
   const lock = lastLock(stateDir2);
-  return lock && alive2({ pid: lock.pid, startTime: lock.startTime }) ? lock : null;
+  return lock && alive({ pid: lock.pid, startTime: lock.startTime }) ? lock : null;
 }
 function supervisorOf(lock) {
   return lock?.supervisorPid ? { pid: lock.supervisorPid, startTime: lock.supervisorStartTime ?? null } : null;
 }
-var endpointFile = (stateDir2) => path34.join(stateDir2, "engine.endpoint.json");
+var endpointFile = (stateDir2) => path33.join(stateDir2, "engine.endpoint.json");
 var Endpoint = external_exports.object({ port: external_exports.number().int().min(1).max(65535), token: external_exports.string().min(16) });
 function lastEndpoint(stateDir2) {
   try {
-    return Endpoint.parse(JSON.parse(readFileSync14(endpointFile(stateDir2), "utf8")));
+    return Endpoint.parse(JSON.parse(readFileSync13(endpointFile(stateDir2), "utf8")));
   } catch {
     return null;
   }
@@ -72481,7 +72000,7 @@ function writeLock(stateDir2, lock) {
 function removeLock(stateDir2, pid = process.pid) {
   const file2 = lockFile(stateDir2);
   try {
-    const lock = JSON.parse(readFileSync14(file2, "utf8"));
+    const lock = JSON.parse(readFileSync13(file2, "utf8"));
     if (lock.pid === pid) rmSync5(file2, { force: true });
   } catch {
   }
@@ -72496,14 +72015,14 @@ var OwnerRecord = external_exports.object({
 });
 function generations(stateDir2) {
   try {
-    return readdirSync8(ownerDir(stateDir2)).filter((n2) => /^\d+$/.test(n2)).map(Number).sort((a2, b) => b - a2);
+    return readdirSync7(ownerDir(stateDir2)).filter((n2) => /^\d+$/.test(n2)).map(Number).sort((a2, b) => b - a2);
   } catch {
     return [];
   }
 }
 function readOwner(stateDir2, generation) {
   try {
-    return OwnerRecord.parse(JSON.parse(readFileSync14(path34.join(ownerDir(stateDir2), String(generation)), "utf8")));
+    return OwnerRecord.parse(JSON.parse(readFileSync13(path33.join(ownerDir(stateDir2), String(generation)), "utf8")));
   } catch (err) {
     return err.code === "ENOENT" ? "gone" : "unreadable";
   }
@@ -72513,10 +72032,10 @@ function newInstanceId() {
 }
 function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
   const dir = ownerDir(stateDir2);
-  mkdirSync12(dir, { recursive: true, mode: 448 });
+  mkdirSync11(dir, { recursive: true, mode: 448 });
   const record2 = { pid: me.pid, startTime: me.startTime, instanceId, claimedAt: Date.now() };
-  const tmp = path34.join(dir, `.claim-${me.pid}-${instanceId}`);
-  writeFileSync10(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
+  const tmp = path33.join(dir, `.claim-${me.pid}-${instanceId}`);
+  writeFileSync9(tmp, JSON.stringify(record2) + "\n", { mode: 384 });
   try {
     for (let attempt = 0; attempt < 1e3; attempt++) {
       const newest = generations(stateDir2)[0] ?? 0;
@@ -72524,21 +72043,21 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
         const holder = readOwner(stateDir2, newest);
         if (holder === "gone") continue;
         if (holder !== "unreadable" && holder.instanceId === instanceId) return { owned: true, generation: newest, record: holder };
-        if (holder !== "unreadable" && !holder.released && alive2(holder)) return { owned: false, holder };
+        if (holder !== "unreadable" && !holder.released && alive(holder)) return { owned: false, holder };
       }
       const mine = newest + 1;
       try {
-        linkSync(tmp, path34.join(dir, String(mine)));
+        linkSync(tmp, path33.join(dir, String(mine)));
       } catch (err) {
         if (err.code === "EEXIST") continue;
         throw err;
       }
       const all = generations(stateDir2);
       if ((all[0] ?? 0) > mine) {
-        rmSync5(path34.join(dir, String(mine)), { force: true });
+        rmSync5(path33.join(dir, String(mine)), { force: true });
         continue;
       }
-      for (const g of all) if (g < mine) rmSync5(path34.join(dir, String(g)), { force: true });
+      for (const g of all) if (g < mine) rmSync5(path33.join(dir, String(g)), { force: true });
       return { owned: true, generation: mine, record: record2 };
     }
     throw new Error(`could not claim ${dir} after 1000 attempts: remove the folder if no engine runs`);
@@ -72549,11 +72068,11 @@ function claimOwnership(stateDir2, instanceId, me = selfIdentity()) {
 function releaseOwnership(stateDir2, claim) {
   const dir = ownerDir(stateDir2);
   if ((generations(stateDir2)[0] ?? 0) !== claim.generation) return;
-  const tmp = path34.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
+  const tmp = path33.join(dir, `.release-${claim.record.pid}-${claim.record.instanceId}`);
   try {
-    writeFileSync10(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
-    linkSync(tmp, path34.join(dir, String(claim.generation + 1)));
-    rmSync5(path34.join(dir, String(claim.generation)), { force: true });
+    writeFileSync9(tmp, JSON.stringify({ ...claim.record, released: true }) + "\n", { mode: 384 });
+    linkSync(tmp, path33.join(dir, String(claim.generation + 1)));
+    rmSync5(path33.join(dir, String(claim.generation)), { force: true });
   } catch {
   } finally {
     rmSync5(tmp, { force: true });
@@ -72563,16 +72082,16 @@ function currentOwner(stateDir2) {
   for (const g of generations(stateDir2)) {
     const holder = readOwner(stateDir2, g);
     if (holder === "gone") continue;
-    return holder !== "unreadable" && !holder.released && alive2(holder) ? holder : null;
+    return holder !== "unreadable" && !holder.released && alive(holder) ? holder : null;
   }
   return null;
 }
 
 // engine/api/server.ts
 import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync23, statSync as statSync14 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync22, statSync as statSync13 } from "node:fs";
 import http2 from "node:http";
-import path52 from "node:path";
+import path51 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -72678,28 +72197,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path67, memo2) {
+function createInnerProxy(callback, path66, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path67.join(".");
+  const cacheKey = path66.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path67, key], memo2);
+      return createInnerProxy(callback, [...path66, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path67[path67.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path67.slice(0, -1).join(".")})`;
+      const lastOfPath = path66[path66.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path66.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path67
+        path: path66
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path67.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path67.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -72842,12 +72361,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path67, error: error46, config: config3 } = opts;
+  const { path: path66, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path67,
+    path: path66,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -73017,13 +72536,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path67 = []) {
+    function step(from, path66 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path67, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path66, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path67, key].join(".")] = createLazyLoader({
-            path: path67,
+          lazy3[[...path66, key].join(".")] = createLazyLoader({
+            path: path66,
             ref: item,
             key,
             aggregate
@@ -73031,14 +72550,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path67, key]);
+          aggregate[key] = step(getRouterInput(item), [...path66, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path67, key]);
+          aggregate[key] = step(item, [...path66, key]);
           continue;
         }
-        const newPath = [...path67, key].join(".");
+        const newPath = [...path66, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -73062,14 +72581,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path67) {
+async function getProcedureAtPath(router, path66) {
   const { _def } = router;
-  let procedure = _def.procedures[path67];
+  let procedure = _def.procedures[path66];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path67 === key2 || path67.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path66 === key2 || path66.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path67];
+    procedure = _def.procedures[path66];
   }
   return procedure;
 }
@@ -73078,15 +72597,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path67, args } = innerOpts;
-        const fullPath = path67.join(".");
-        if (path67.length === 1 && path67[0] === "_def") return _def;
+        const { path: path66, args } = innerOpts;
+        const fullPath = path66.join(".");
+        if (path66.length === 1 && path66[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path67}"`
+            message: `No procedure found on path "${path66}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -73146,13 +72665,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path67, separator) {
-  if (separator === ".") return path67;
-  return path67.split(".").join(separator);
+function procedurePathToURLPath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(".").join(separator);
 }
-function urlPathToProcedurePath(path67, separator) {
-  if (separator === ".") return path67;
-  return path67.split(separator).join(".");
+function urlPathToProcedurePath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -73607,11 +73126,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path67, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path67);
+    const calls = await Promise.all(paths.map(async (path66, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path66);
       return {
         batchIndex: index,
-        path: path67,
+        path: path66,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -73843,8 +73362,8 @@ var Unpromise = class Unpromise2 {
   /** Create or Retrieve the proxy Unpromise (a re-used Unpromise for the VM lifetime
   * of the provided Promise reference) */
   static proxy(promise2) {
-    const cached6 = Unpromise2.getSubscribablePromise(promise2);
-    return typeof cached6 !== "undefined" ? cached6 : Unpromise2.createSubscribablePromise(promise2);
+    const cached5 = Unpromise2.getSubscribablePromise(promise2);
+    return typeof cached5 !== "undefined" ? cached5 : Unpromise2.createSubscribablePromise(promise2);
   }
   /** Create and store an Unpromise keyed by an original Promise. */
   static createSubscribablePromise(promise2) {
@@ -74262,9 +73781,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path67) {
-    super("Max depth reached at path: " + path67.join("."));
-    this.path = path67;
+  constructor(path66) {
+    super("Max depth reached at path: " + path66.join("."));
+    this.path = path66;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -74282,16 +73801,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path67) {
+    function encodePromise(promise2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path67);
+          const error46 = checkMaxDepth(path66);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               });
             });
             promise2 = Promise.reject(error46);
@@ -74301,20 +73820,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path67)
+              encode3(next, path66)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path67
+              path: path66
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               })
             ];
           }
@@ -74324,12 +73843,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path67) {
+    function encodeAsyncIterable(iterable2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path67);
+            const error46 = checkMaxDepth(path66);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -74339,28 +73858,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path67)
+                    encode3(next.value, path66)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path67)
+                  encode3(next.value, path66)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path67
+                  path: path66
                 })
               ];
             }
@@ -74375,27 +73894,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path67) {
-      if (opts.maxDepth && path67.length > opts.maxDepth) return new MaxDepthError(path67);
+    function checkMaxDepth(path66) {
+      if (opts.maxDepth && path66.length > opts.maxDepth) return new MaxDepthError(path66);
       return null;
     }
-    function encodeAsync3(value, path67) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path67)];
+    function encodeAsync3(value, path66) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path66)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path67.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path67)];
+        if (opts.maxDepth && path66.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path66)];
       }
       return null;
     }
-    function encode3(value, path67) {
+    function encode3(value, path66) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path67);
+      const reg = encodeAsync3(value, path66);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path67, key]);
+        const transformed = encodeAsync3(item, [...path66, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -74709,13 +74228,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path67) {
+function decodePath(path66) {
   try {
-    return decodeURIComponent(path67);
+    return decodeURIComponent(path66);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path67}"`,
+      message: `Invalid URL-encoding in path "${path66}"`,
       cause
     });
   }
@@ -74984,11 +74503,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call === null || call === void 0 ? void 0 : call.result();
-              const path67 = call === null || call === void 0 ? void 0 : call.path;
+              const path66 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path67,
+                path: path66,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -74999,7 +74518,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path67,
+                path: path66,
                 type
               });
             }
@@ -75115,14 +74634,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call === null || call === void 0 ? void 0 : call.result();
-          const path67 = call === null || call === void 0 ? void 0 : call.path;
+          const path66 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path67,
+            path: path66,
             type
           });
         }
@@ -75427,28 +74946,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path67) => {
-  path67 = path67.startsWith("/") ? path67.slice(1) : path67;
-  path67 = path67.endsWith("/") ? path67.slice(0, -1) : path67;
-  return path67;
+var trimSlashes = (path66) => {
+  path66 = path66.startsWith("/") ? path66.slice(1) : path66;
+  path66 = path66.endsWith("/") ? path66.slice(0, -1) : path66;
+  return path66;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path67 = "";
+    let path66 = "";
     run2(async () => {
       const url2 = createURL(req);
-      path67 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path66 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path67
+        path: path66
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path67
+      path: path66
     }, opts)));
   };
 }
@@ -75862,8 +75381,8 @@ var initTRPC = new class TRPCBuilder {
 // engine/api/router.ts
 init_errors3();
 init_zod();
-import { existsSync as existsSync22, readdirSync as readdirSync12, readFileSync as readFileSync20 } from "node:fs";
-import path51 from "node:path";
+import { existsSync as existsSync21, readdirSync as readdirSync11, readFileSync as readFileSync19 } from "node:fs";
+import path50 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -75976,7 +75495,7 @@ function ledger(workers) {
 init_detect();
 var GiB = 1024 ** 3;
 var round = (n2) => Math.round(n2 * 10) / 10;
-var cached4 = null;
+var cached3 = null;
 async function detect() {
   const hw = await Promise.race([detectHardware({ llamaServer: null }), new Promise((r) => setTimeout(() => r(null), 12e3).unref())]);
   if (!hw) return null;
@@ -75995,8 +75514,8 @@ async function detect() {
   };
 }
 function hardwareSummary() {
-  cached4 ??= detect().catch(() => null);
-  return cached4;
+  cached3 ??= detect().catch(() => null);
+  return cached3;
 }
 
 // engine/api/router.ts
@@ -76158,7 +75677,7 @@ Note from the engine: ${w.baseBranch} moved since an earlier attempt at this tas
 // engine/workers/push.ts
 init_errors3();
 import { accessSync, constants as constants4 } from "node:fs";
-import path36 from "node:path";
+import path35 from "node:path";
 
 // shared/vocabulary.ts
 var outcomeWord = (o2) => o2 === "built" ? "built" : "failed";
@@ -76213,7 +75732,7 @@ async function pushWork(engine, input2) {
   let pr = null;
   let prProblem = null;
   if (input2.pr) {
-    const gh = findOnPath3("gh");
+    const gh = findOnPath2("gh");
     if (!gh) prProblem = "gh is not installed: open the pull request on the remote's site (the branch is pushed)";
     else {
       const auth = await runCommand(gh, ["auth", "status"], { cwd: repo, env: { ...process.env } });
@@ -76229,10 +75748,10 @@ async function pushWork(engine, input2) {
   }
   return { remote, branch, commit, pr, prProblem };
 }
-function findOnPath3(name) {
-  for (const dir of (process.env.PATH ?? "").split(path36.delimiter)) {
+function findOnPath2(name) {
+  for (const dir of (process.env.PATH ?? "").split(path35.delimiter)) {
     if (!dir) continue;
-    const f = path36.join(dir, name);
+    const f = path35.join(dir, name);
     try {
       accessSync(f, constants4.X_OK);
       return f;
@@ -76307,9 +75826,9 @@ function batchCard(batchId, res, workers) {
 
 // engine/workers/listing.ts
 import { realpathSync as realpathSync5 } from "node:fs";
-import path37 from "node:path";
+import path36 from "node:path";
 function listWorkers(all, f) {
-  let repo = f.repo ? path37.resolve(f.repo) : null;
+  let repo = f.repo ? path36.resolve(f.repo) : null;
   if (repo) {
     try {
       repo = realpathSync5(repo);
@@ -76317,7 +75836,7 @@ function listWorkers(all, f) {
     }
   }
   return all.filter(
-    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path37.sep) || w.spec.directory === repo)
+    (w) => (!f.batchId || w.batchId === f.batchId) && (!f.states?.length || f.states.includes(w.state)) && (!repo || w.repo === repo || repo.startsWith(w.repo + path36.sep) || w.spec.directory === repo)
   );
 }
 
@@ -76329,8 +75848,8 @@ init_errors3();
 init_fit();
 init_setup2();
 import { randomBytes as randomBytes9 } from "node:crypto";
-import { accessSync as accessSync2, constants as constants5, statSync as statSync13 } from "node:fs";
-import path49 from "node:path";
+import { accessSync as accessSync2, constants as constants5, statSync as statSync12 } from "node:fs";
+import path48 from "node:path";
 
 // shared/servers.ts
 init_zod();
@@ -76373,18 +75892,18 @@ init_errors4();
 init_llama_server();
 var SetupApiInputError = class extends InputError {
 };
-var cached5 = null;
+var cached4 = null;
 function hardware() {
-  if (!cached5 || Date.now() - cached5.at > 3e4) {
+  if (!cached4 || Date.now() - cached4.at > 3e4) {
     let bin = null;
     try {
       bin = findLlamaServer();
     } catch {
       bin = null;
     }
-    cached5 = { at: Date.now(), hw: detectHardware({ llamaServer: bin }), bin };
+    cached4 = { at: Date.now(), hw: detectHardware({ llamaServer: bin }), bin };
   }
-  return cached5;
+  return cached4;
 }
 async function setupFit(input2) {
   const i2 = FitInput.parse(input2 ?? {});
@@ -76534,7 +76053,7 @@ function setupStartApi(input2, store, publish, opts = {}) {
   const entry = { job: null, abort };
   const update = (job) => {
     entry.job = job;
-    if (job.state !== "running") cached5 = null;
+    if (job.state !== "running") cached4 = null;
     first ??= job;
     publish(job);
   };
@@ -76558,10 +76077,10 @@ function setupStartApi(input2, store, publish, opts = {}) {
   return SetupJob.parse(first ?? entry.job);
 }
 function checkLlamaServerPath(p) {
-  if (!path49.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
+  if (!path48.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
-    st = statSync13(p);
+    st = statSync12(p);
   } catch {
     throw new SetupApiInputError(
       `no llama-server at ${p} on the engine's machine: check the path, or leave the field empty to use the one found or the prebuilt release`
@@ -76664,7 +76183,7 @@ init_llama_server();
 init_process();
 init_setup3();
 import { rmSync as rmSync7 } from "node:fs";
-import path50 from "node:path";
+import path49 from "node:path";
 function view(r) {
   return {
     targetId: r.targetId,
@@ -76698,11 +76217,11 @@ async function serverStopApi(id2) {
 }
 async function serverRestartApi(id2, o2 = {}) {
   const recs = recordsOf(id2);
-  const other = recs.find((r) => !path50.basename(r.bin).startsWith("llama-server"));
+  const other = recs.find((r) => !path49.basename(r.bin).startsWith("llama-server"));
   if (other)
     throw new OcwError(
       "bad-input",
-      `${id2} runs ${path50.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
+      `${id2} runs ${path49.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
     );
   await stopServing(id2);
   const sup = supervisorCommand();
@@ -76769,12 +76288,12 @@ async function stopUnkeptServing() {
 // engine/api/router.ts
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path51.join(projectRoot(), "packs");
-  if (!existsSync22(dir)) return [];
-  return readdirSync12(dir, { withFileTypes: true }).flatMap((d) => {
-    const file2 = path51.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync22(file2)) return [];
-    const g = Grade.safeParse(JSON.parse(readFileSync20(file2, "utf8")));
+  const dir = config2().OCW_PACKS_DIR ?? path50.join(projectRoot(), "packs");
+  if (!existsSync21(dir)) return [];
+  return readdirSync11(dir, { withFileTypes: true }).flatMap((d) => {
+    const file2 = path50.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync21(file2)) return [];
+    const g = Grade.safeParse(JSON.parse(readFileSync19(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
 }
@@ -77152,16 +76671,16 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync23(path52.join(dir, "index.html"))) {
+  if (!dir || !existsSync22(path51.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path52.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file2 = path52.join(dir, rel);
-  if (!file2.startsWith(dir + path52.sep) || !existsSync23(file2) || statSync14(file2).isDirectory()) file2 = path52.join(dir, "index.html");
+  const rel = path51.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path51.join(dir, rel);
+  if (!file2.startsWith(dir + path51.sep) || !existsSync22(file2) || statSync13(file2).isDirectory()) file2 = path51.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path52.extname(file2)] ?? "application/octet-stream",
+    "content-type": MIME[path51.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
@@ -77205,7 +76724,7 @@ async function hostEngine(opts) {
     engine,
     version: VERSION,
     instanceId,
-    rendererDir: path53.join(projectRoot(), "out", "renderer"),
+    rendererDir: path52.join(projectRoot(), "out", "renderer"),
     shutdown: () => void close().then(() => process.exit(0))
   };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) ?? lastEndpoint(opts.stateDir) : null;
@@ -77231,20 +76750,20 @@ async function hostEngine(opts) {
 // engine/commands/deploy.ts
 init_detect();
 init_hf();
-import { mkdirSync as mkdirSync19, mkdtempSync, writeFileSync as writeFileSync12 } from "node:fs";
+import { mkdirSync as mkdirSync18, mkdtempSync, writeFileSync as writeFileSync11 } from "node:fs";
 import os7 from "node:os";
-import path55 from "node:path";
+import path54 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
 init_k8s();
 import { spawnSync as spawnSync3 } from "node:child_process";
-import { existsSync as existsSync24 } from "node:fs";
-import path54 from "node:path";
+import { existsSync as existsSync23 } from "node:fs";
+import path53 from "node:path";
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path54.delimiter)) {
-    const p = dir && path54.join(dir, "kubectl");
-    if (p && existsSync24(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path53.delimiter)) {
+    const p = dir && path53.join(dir, "kubectl");
+    if (p && existsSync23(p)) return p;
   }
   return null;
 }
@@ -77282,8 +76801,8 @@ function applyManifests(file2, o2, env2 = process.env) {
   if (has.code !== 0) {
     if (!/not ?found/i.test(has.stderr))
       throw new K8sInputError(`kubectl could not read secret ${o2.apiKeySecret} in ${o2.namespace}: ${has.stderr.trim().split("\n")[0]}`);
-    const made2 = run4(["apply", "-f", "-"], JSON.stringify(secretManifest(o2.apiKeySecret, o2.namespace, generateKey())));
-    if (made2.code !== 0) throw new K8sInputError(`kubectl could not create secret ${o2.apiKeySecret}: ${made2.stderr.trim().split("\n")[0]}`);
+    const made = run4(["apply", "-f", "-"], JSON.stringify(secretManifest(o2.apiKeySecret, o2.namespace, generateKey())));
+    if (made.code !== 0) throw new K8sInputError(`kubectl could not create secret ${o2.apiKeySecret}: ${made.stderr.trim().split("\n")[0]}`);
     secret = "created";
   }
   const applied = run4(["apply", "-f", file2]);
@@ -77353,10 +76872,10 @@ async function runDeployK8s(o2, env2 = process.env) {
 ` + toYaml(docs);
     let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path55.resolve(o2.output) : mkdtempSync(path55.join(os7.tmpdir(), "ocw-k8s-"));
-      mkdirSync19(dir, { recursive: true });
-      file2 = path55.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
-      writeFileSync12(file2, yaml);
+      const dir = o2.output ? path54.resolve(o2.output) : mkdtempSync(path54.join(os7.tmpdir(), "ocw-k8s-"));
+      mkdirSync18(dir, { recursive: true });
+      file2 = path54.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      writeFileSync11(file2, yaml);
     }
     let applied = null;
     if (o2.apply) applied = applyManifests(file2, mo, env2);
@@ -77421,8 +76940,8 @@ function registerDeployCommand(program3) {
 
 // engine/commands/grade.ts
 init_target();
-import { mkdirSync as mkdirSync21 } from "node:fs";
-import path58 from "node:path";
+import { mkdirSync as mkdirSync20 } from "node:fs";
+import path57 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client3, workerIds, opts = {}) {
@@ -77501,9 +77020,9 @@ async function follow(client3, workerIds, opts = {}) {
 }
 
 // engine/grading/ladder.ts
-import { execFileSync as execFileSync4 } from "node:child_process";
-import { mkdirSync as mkdirSync20, writeFileSync as writeFileSync13 } from "node:fs";
-import path56 from "node:path";
+import { execFileSync as execFileSync3 } from "node:child_process";
+import { mkdirSync as mkdirSync19, writeFileSync as writeFileSync12 } from "node:fs";
+import path55 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -77604,12 +77123,12 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
   }
 ];
 function materializeRung(rung, dir) {
-  mkdirSync20(dir, { recursive: true });
+  mkdirSync19(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync20(path56.dirname(path56.join(dir, name)), { recursive: true });
-    writeFileSync13(path56.join(dir, name), content);
+    mkdirSync19(path55.dirname(path55.join(dir, name)), { recursive: true });
+    writeFileSync12(path55.join(dir, name), content);
   }
-  const git2 = (...args) => execFileSync4("git", args, { cwd: dir, stdio: "pipe" });
+  const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
   git2("add", "-A");
   git2("-c", "user.name=opencode-worker", "-c", "user.email=opencode-worker@localhost", "commit", "-q", "-m", `ladder rung ${rung.rung}`);
@@ -78192,21 +77711,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path67 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path67,
+            path: path66,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path67 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path67,
+            path: path66,
             inputs,
             type,
             headers() {
@@ -78452,30 +77971,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path67, input2, opts) {
+  query(path66, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path67, input2, opts) {
+  mutation(path66, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path67, input2, opts = {}) {
+  subscription(path66, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -78540,8 +78059,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client3) {
-  const proxy = createRecursiveProxy(({ path: path67, args }) => {
-    const pathCopy = [...path67];
+  const proxy = createRecursiveProxy(({ path: path66, args }) => {
+    const pathCopy = [...path66];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client3[procedureType](fullPath, ...args);
@@ -78616,7 +78135,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path67, input: input2 } = op;
+        const { type, path: path66, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -78626,7 +78145,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path67,
+            path: path66,
             pathSeparator,
             type,
             signal: null
@@ -79327,22 +78846,22 @@ async function healthy(lock, timeoutMs = 2e3) {
 // engine/api/launcher.ts
 init_config();
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync25, rmSync as rmSync8, statSync as statSync15, writeFileSync as writeFileSync14 } from "node:fs";
-import path57 from "node:path";
+import { existsSync as existsSync24, rmSync as rmSync8, statSync as statSync14, writeFileSync as writeFileSync13 } from "node:fs";
+import path56 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path57.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path56.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
   const existing = readLock(stateDir2);
   if (existing && await healthy(existing)) return existing;
   const supervisor = supervisorOf(lastLock(stateDir2));
-  if (currentOwner(stateDir2) || !existing && supervisor && alive2(supervisor)) {
+  if (currentOwner(stateDir2) || !existing && supervisor && alive(supervisor)) {
     const lock = await waitForEngine(stateDir2, Math.min(timeoutMs, 1e4));
     if (lock) return lock;
   }
   const command = opts.command ?? selfCommand();
-  if (!existsSync25(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
+  if (!existsSync24(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
   const started = await startExclusive(stateDir2, timeoutMs, () => {
     const child = spawn6(command.node, [command.bundle, "serve", "--background"], {
       detached: true,
@@ -79357,13 +78876,13 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path57.join(stateDir2, "engine.starting");
+  const marker = path56.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
-    writeFileSync14(marker, String(process.pid), { flag: "wx", mode: 384 });
+    writeFileSync13(marker, String(process.pid), { flag: "wx", mode: 384 });
     spawned = true;
   } catch {
-    const age2 = Date.now() - (statSync15(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
+    const age2 = Date.now() - (statSync14(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
     if (age2 > 3e4) {
       rmSync8(marker, { force: true });
       return startExclusive(stateDir2, timeoutMs, spawnEngine);
@@ -79435,11 +78954,11 @@ async function gradeCommand(o2) {
   const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client3.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client3.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path58.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path57.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path58.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path57.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -79473,9 +78992,9 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path58.join(projectRoot(), "packs");
-  const file2 = path58.join(packs, targetSlug(target), "grade.json");
-  mkdirSync21(path58.dirname(file2), { recursive: true });
+  const packs = config2().OCW_PACKS_DIR ?? path57.join(projectRoot(), "packs");
+  const file2 = path57.join(packs, targetSlug(target), "grade.json");
+  mkdirSync20(path57.dirname(file2), { recursive: true });
   writeJsonAtomic(file2, grade2, 420);
   if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
@@ -79490,8 +79009,8 @@ async function gradeCommand(o2) {
 }
 
 // engine/commands/run.ts
-import { readFileSync as readFileSync21 } from "node:fs";
-import path59 from "node:path";
+import { readFileSync as readFileSync20 } from "node:fs";
+import path58 from "node:path";
 import readline from "node:readline";
 
 // shared/ask-view.ts
@@ -79606,7 +79125,7 @@ async function followAndAnswer(client3, ids, approve, timeoutSec, batchId) {
 function parseBatch(file2) {
   let raw2;
   try {
-    raw2 = JSON.parse(readFileSync21(file2, "utf8"));
+    raw2 = JSON.parse(readFileSync20(file2, "utf8"));
   } catch (err) {
     throw new CliError(`cannot read the batch file ${file2}: ${err.message}`);
   }
@@ -79619,14 +79138,14 @@ function parseBatch(file2) {
     const where = at === null ? i2.path.length ? `${i2.path.join(".")}: ` : "" : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
     throw new CliError(`batch file ${file2}: ${where}${i2.message}`);
   }
-  const base2 = path59.dirname(path59.resolve(file2));
+  const base2 = path58.dirname(path58.resolve(file2));
   const { tasks, integration } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: void 0 } : parsed.data;
   return {
     tasks: tasks.map(({ dir, after, id: id2, ...t2 }) => ({
       ...t2,
       ...id2 ? { id: id2 } : {},
       ...after.length ? { after } : {},
-      directory: path59.resolve(base2, dir ?? t2.directory)
+      directory: path58.resolve(base2, dir ?? t2.directory)
     })),
     integration
   };
@@ -79652,9 +79171,9 @@ async function runCommand3(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
-    const files = o2.heldBack ? path59.resolve(o2.heldBack) : void 0;
+    const files = o2.heldBack ? path58.resolve(o2.heldBack) : void 0;
     const checks = o2.check.map((run4) => files ? { run: run4, files } : { run: run4 });
-    specs = [{ task: o2.task, directory: path59.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path58.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -81740,7 +81259,7 @@ var StdioServerTransport = class {
 init_paths();
 
 // engine/mcp/format.ts
-import path60 from "node:path";
+import path59 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
@@ -81753,12 +81272,12 @@ function untrustedText(s, max, opts = {}) {
 var WORKSPACE_MARK = "\u27E8workspace\u27E9";
 function askWhat(a2, worktree) {
   if (!worktree) return a2.what;
-  const root2 = path60.resolve(worktree);
+  const root2 = path59.resolve(worktree);
   const swap = (p) => {
-    const abs = path60.resolve(p);
-    return abs === root2 ? "." : abs.startsWith(root2 + path60.sep) ? path60.relative(root2, abs).split(path60.sep).join("/") : p;
+    const abs = path59.resolve(p);
+    return abs === root2 ? "." : abs.startsWith(root2 + path59.sep) ? path59.relative(root2, abs).split(path59.sep).join("/") : p;
   };
-  if (path60.isAbsolute(a2.what)) return swap(a2.what);
+  if (path59.isAbsolute(a2.what)) return swap(a2.what);
   return a2.what.split(root2).join(WORKSPACE_MARK);
 }
 function pendingItem(a2, worktree) {
@@ -81956,7 +81475,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile as execFile2 } from "node:child_process";
-import path61 from "node:path";
+import path60 from "node:path";
 import { promisify as promisify4 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -82318,8 +81837,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path67, errorMaps, issueData } = params;
-  const fullPath = [...path67, ...issueData.path || []];
+  const { data, path: path66, errorMaps, issueData } = params;
+  const fullPath = [...path66, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -82434,11 +81953,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path67, key) {
+  constructor(parent, value, path66, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path67;
+    this._path = path66;
     this._key = key;
   }
   get path() {
@@ -85984,11 +85503,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path67) {
-  if (path67.length === 0) {
+function getDotPath(path66) {
+  if (path66.length === 0) {
     return "object root";
   }
-  return path67.reduce((acc, seg, index) => {
+  return path66.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -90828,14 +90347,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path61.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path60.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path61.resolve(a2.directory) === path61.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path60.resolve(a2.directory) === path60.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -91650,21 +91169,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path61.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path60.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path61.resolve(top || dir);
+  return path60.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path61.resolve(w.repo);
-  return r === root2 || path61.resolve(w.spec.directory) === root2 || path61.resolve(w.spec.directory).startsWith(root2 + path61.sep);
+  const r = path60.resolve(w.repo);
+  return r === root2 || path60.resolve(w.spec.directory) === root2 || path60.resolve(w.spec.directory).startsWith(root2 + path60.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path61.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path61.resolve(baseDir, dir)}"`;
+  if (path60.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path60.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -91820,7 +91339,7 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path62 from "node:path";
+import path61 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -91832,9 +91351,9 @@ var ACTIVATE = "ocw:activate";
 async function superviseEngine(stateDir2, log = () => {
 }) {
   const other = supervisorOf(lastLock(stateDir2));
-  if (other && other.pid !== process.pid && alive2(other)) {
+  if (other && other.pid !== process.pid && alive(other)) {
     const deadline = Date.now() + 1e4;
-    while (Date.now() < deadline && alive2(other)) {
+    while (Date.now() < deadline && alive(other)) {
       if (readLock(stateDir2)) return 0;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -91913,7 +91432,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path62.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path61.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -91978,7 +91497,7 @@ async function superviseAndFollow(dir, port) {
         current = now;
       }
       const sup = supervisorOf(current);
-      if (now || sup && alive2(sup)) goneSince = null;
+      if (now || sup && alive(sup)) goneSince = null;
       else if ((goneSince ??= Date.now()) < Date.now() - 2e3) {
         console.error("ocw: the engine stopped");
         clearInterval(t2);
@@ -92067,7 +91586,7 @@ function registerHousekeepingCommands(program3) {
 }
 
 // engine/commands/workers.ts
-import path63 from "node:path";
+import path62 from "node:path";
 init_paths();
 var client2 = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
@@ -92090,7 +91609,7 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path63.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path62.resolve(o2.repo) } : {}
       });
       if (o2.json) return console.log(JSON.stringify(ws, null, 2));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
@@ -92200,7 +91719,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client2("prune")).workers.prune.mutate({ directory: path63.resolve(o2.dir ?? ".") });
+      const r = await (await client2("prune")).workers.prune.mutate({ directory: path62.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -92366,23 +91885,23 @@ var LogPrinter = class {
 };
 
 // engine/commands/claude.ts
-import { execFileSync as execFileSync5, spawn as spawn8 } from "node:child_process";
-import { existsSync as existsSync26, readFileSync as readFileSync22, writeFileSync as writeFileSync15 } from "node:fs";
-import path64 from "node:path";
+import { execFileSync as execFileSync4, spawn as spawn8 } from "node:child_process";
+import { existsSync as existsSync25, readFileSync as readFileSync21, writeFileSync as writeFileSync14 } from "node:fs";
+import path63 from "node:path";
 init_paths();
 var guiUrl = (lock) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
 function repoRootOf(dir) {
   try {
-    return path64.resolve(
-      execFileSync5("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
+    return path63.resolve(
+      execFileSync4("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path64.resolve(dir);
+    return path63.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path64.resolve(w.spec.directory);
-  return path64.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path64.sep);
+  const d = path63.resolve(w.spec.directory);
+  return path63.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path63.sep);
 };
 async function runningEngine() {
   const lock = readLock(stateDir());
@@ -92480,10 +91999,10 @@ async function snapshot(client3, ids, load2) {
   return Promise.all(ids.map((id2) => client3.workers.get.query({ workerId: id2 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path64.isAbsolute(what)) return what;
-  const root2 = path64.resolve(worktree);
-  const abs = path64.resolve(what);
-  return abs.startsWith(root2 + path64.sep) ? path64.relative(root2, abs).split(path64.sep).join("/") : what;
+  if (!worktree || !path63.isAbsolute(what)) return what;
+  const root2 = path63.resolve(worktree);
+  const abs = path63.resolve(what);
+  return abs.startsWith(root2 + path63.sep) ? path63.relative(root2, abs).split(path63.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -92502,10 +92021,10 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path64.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path63.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
-    return JSON.parse(readFileSync22(seenFile(), "utf8"))[root2] ?? 0;
+    return JSON.parse(readFileSync21(seenFile(), "utf8"))[root2] ?? 0;
   } catch {
     return 0;
   }
@@ -92513,19 +92032,19 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync26(seenFile())) all = JSON.parse(readFileSync22(seenFile(), "utf8"));
+    if (existsSync25(seenFile())) all = JSON.parse(readFileSync21(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
   try {
-    writeFileSync15(seenFile(), JSON.stringify(all));
+    writeFileSync14(seenFile(), JSON.stringify(all));
   } catch {
   }
 }
 function readHookInput() {
   if (process.stdin.isTTY) return {};
   try {
-    const text = readFileSync22(0, "utf8");
+    const text = readFileSync21(0, "utf8");
     return text.trim() ? JSON.parse(text) : {};
   } catch {
     return {};
@@ -92554,8 +92073,8 @@ init_targets();
 init_llama_server();
 init_plan();
 init_setup3();
-import { existsSync as existsSync27 } from "node:fs";
-import path66 from "node:path";
+import { existsSync as existsSync26 } from "node:fs";
+import path65 from "node:path";
 init_fit_service();
 init_errors4();
 var InputError2 = class extends SetupError {
@@ -92633,9 +92152,9 @@ async function runFit(o2) {
     const slots = e.slots;
     const minCtx = int3(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
     const dev = { gpus: gpus.map((g, i2) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i2}` })), hostFreeBytes: hostFree };
-    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync27(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
+    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync26(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
     const pick3 = planModel(m, dev, slots, minCtx, false);
-    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync27(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
+    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync26(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
     const out = {
       model: {
         source: info.source,
@@ -92718,8 +92237,8 @@ async function runFitPlan(o2) {
 async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path66.join(path66.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync27(bin)) return null;
+  const bin = path65.join(path65.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  if (!existsSync26(bin)) return null;
   const args = [
     "-m",
     file2,
@@ -92934,14 +92453,11 @@ async function runDoctor(o2) {
   }
   const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
   const serving = listServing();
-  const sb = sandboxStatus();
-  const sandbox = { kind: sb.kind, reason: sb.reason, limits: sb.kind === "none" ? "prlimit only (no sandbox)" : limitSetup().label };
   const out = {
     hardware: hw,
     llamaServer: bin,
     llamaServerNote: binNote || (bin ? "found" : "not found: run scripts/build-llama-server.sh or pass --llama-server"),
-    serving,
-    sandbox
+    serving
   };
   if (o2.json) return { code: 0, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
   const lines = [
@@ -92958,8 +92474,6 @@ async function runDoctor(o2) {
     ...hw.probes.map((p) => `probe      ${p.name.padEnd(28)} ${p.note} (${p.ms} ms)`),
     ...hw.problems.map((p) => `problem    ${p}`),
     `servers    ${serving.length ? serving.map((s) => `${s.targetId} pid ${s.pid} :${s.port}`).join(", ") : "none started by ocw"}`,
-    `sandbox    ${sandbox.kind === "bwrap" ? "bubblewrap" : `none: ${sandbox.reason}`}`,
-    `limits     ${sandbox.limits}`,
     `detected in ${hw.ms} ms`
   ];
   return { code: 0, stdout: lines.join("\n") + "\n", stderr: "" };
