@@ -1,10 +1,10 @@
-import { lstat, mkdir, readdir } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
 import { changedBetween, checkOutBase, commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
-import { discard } from "./folders";
+import { discard, folderIn } from "./folders";
 import { flaggedChanges } from "../workspace/land";
 import { runnerConfigChanges } from "./runner-config";
 import { checkScope, globsMatcher } from "./scope";
@@ -24,27 +24,6 @@ export interface GradeInput {
   baseline?: Baseline | null;
   /** The previous round's graded commit: the verdict lists the files changed since (rounds after the first). */
   previousCommit?: string | null;
-}
-
-/**
- * The folder the task named, inside the fresh checkout (made when the commit deleted it). The commit may have turned a
- * part of its path into a symlink or a file: following it would make the engine create folders and run the checks
- * outside the checkout, so the checks cannot run and fail with the reason.
- */
-async function folderIn(checkout: string, sub: string): Promise<string | { problem: string }> {
-  let at = checkout;
-  for (const part of sub.split(path.sep).filter(Boolean)) {
-    at = path.join(at, part);
-    const st = await lstat(at).catch(() => null);
-    if (!st) await mkdir(at);
-    else if (!st.isDirectory()) {
-      const what = st.isSymbolicLink() ? "a symlink" : "not a folder";
-      return {
-        problem: `${path.relative(checkout, at)} is ${what} in the graded commit: the checks run in ${sub}, which must stay a folder of the repository`,
-      };
-    }
-  }
-  return at;
 }
 
 /** The checkout's files that `protect` names (its globs are relative to the folder the user named), as absolute paths. */
