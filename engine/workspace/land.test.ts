@@ -167,6 +167,35 @@ describe("landing a graded commit", () => {
     expect(execFileSync("readlink", [path.join(r, "link")], { encoding: "utf8" }).trim()).toBe("/home/someone/.ssh/authorized_keys");
   });
 
+  it("flag patterns match as case-insensitive, normalising file systems open the names (.GitAttributes, .GITHUB/workflows, ſ)", async () => {
+    const r = repo({ "README.md": "# r\n", "Package.json": '{"name":"x","scripts":{"test":"node --test"}}\n' });
+    const base = g(r, "rev-parse", "HEAD");
+    const commit = commitFiles(r, base, {
+      ".GitAttributes": "* filter=lfs\n",
+      ".LfsConfig": "[lfs]\nurl = http://evil\n",
+      ".GITHUB/Workflows/ci.yml": "on: push\n",
+      ".Husky/pre-commit": "x\n",
+      ".NPMRC": "script-shell=/tmp/x\n",
+      ".npmrc.": "script-shell=/tmp/y\n",
+      ".VSCode/Tasks.json": "{}\n",
+      "Package.json": '{"name":"x","scripts":{"test":"exit 0"}}\n',
+      // A long s (ſ folds to s): the same folder on a case-folding file system.
+      [".githook\u017f/pre-push"]: "x\n",
+    });
+    const flags = await flaggedChanges(r, base, commit);
+    expect(flags.map((f) => `${f.path}:${f.kind}`).sort()).toEqual([
+      ".GITHUB/Workflows/ci.yml:tool-config",
+      ".GitAttributes:git-config",
+      ".Husky/pre-commit:tool-config",
+      ".LfsConfig:git-config",
+      ".NPMRC:tool-config",
+      ".VSCode/Tasks.json:tool-config",
+      ".githook\u017f/pre-push:tool-config",
+      ".npmrc.:tool-config",
+      "Package.json:tool-config",
+    ]);
+  });
+
   it("revert undoes a merge as a new commit; a revert that conflicts with later work refuses and changes nothing", async () => {
     const r = repo();
     const base = g(r, "rev-parse", "HEAD");

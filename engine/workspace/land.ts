@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { lstatSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
+import { foldPath } from "./fold";
 import type { ChangeFlag } from "../../shared/verdict";
 import { InputError } from "../../shared/errors";
 import { runCommand } from "../process/run";
@@ -154,7 +155,10 @@ export async function flaggedChanges(repo: string, base: string, commit: string)
   if (base === commit) return [];
   const flags: ChangeFlag[] = [];
   for (const c of await treeChanges(repo, base, commit)) {
-    const name = path.posix.basename(c.path);
+    // Matched as a case-insensitive, normalising file system opens the name (macOS, Windows): `.GitAttributes` and
+    // `.GITHUB/Workflows/ci.yml` are `.gitattributes` and a CI workflow there.
+    const folded = foldPath(c.path);
+    const name = path.posix.basename(folded);
     if (name === ".gitattributes") flags.push({ path: c.path, kind: "git-config", detail: "git attributes (filters, merge drivers, eol conversion)" });
     else if (name === ".lfsconfig") flags.push({ path: c.path, kind: "git-config", detail: "git-lfs configuration (its own LFS server)" });
     else if (name === ".gitmodules") flags.push({ path: c.path, kind: "git-config", detail: "submodule configuration" });
@@ -165,7 +169,7 @@ export async function flaggedChanges(repo: string, base: string, commit: string)
     } else if (c.mode === "160000") flags.push({ path: c.path, kind: "submodule", detail: `a submodule at ${c.oid!.slice(0, 12)}` });
     else if (c.mode === "100755" && c.oldMode !== "100755")
       flags.push({ path: c.path, kind: "executable", detail: c.oldMode ? "made executable" : "a new executable file" });
-    const tool = TOOL_CONFIG.find(([re]) => re.test(c.path));
+    const tool = TOOL_CONFIG.find(([re]) => re.test(folded));
     if (tool) flags.push({ path: c.path, kind: "tool-config", detail: tool[1] });
     if (name === "package.json") {
       const before = await scriptsOf(repo, `${base}:${c.path}`);
