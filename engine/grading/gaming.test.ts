@@ -200,6 +200,28 @@ describe("checks that cannot be gamed from the workspace", () => {
   }, 60_000);
 });
 
+describe("snapshot caps at grading", () => {
+  it("a worker over the snapshot caps: not built, the violation says why, no check runs, nothing reaches the person's repository", async () => {
+    process.env.OCW_SNAPSHOT_MAX_FILES = "5";
+    try {
+      const v = await graded(
+        { "a.txt": "a\n" },
+        (ws) => {
+          for (let i = 0; i < 6; i++) writeFileSync(path.join(ws, `gen${i}.txt`), "x\n");
+        },
+        [{ run: "touch ran && true" }],
+      );
+      expect(v.verdict).toBe("honest-failure");
+      expect(v.scope).toMatchObject({ passed: false, snapshotCap: expect.stringMatching(/made 6 new files, over the snapshot cap of 5/) });
+      expect(v.scope.violations).toEqual([expect.stringMatching(/^snapshot too large: /)]);
+      expect(v.checks[0]).toMatchObject({ passed: false, output: expect.stringMatching(/^not run: /) });
+      expect(v.commit).toBeNull();
+    } finally {
+      delete process.env.OCW_SNAPSHOT_MAX_FILES;
+    }
+  }, 60_000);
+});
+
 describe("runner configuration is parsed, not pattern-matched", () => {
   const changes = (file: string, before: string, after: string) => runnerPart(file, before) !== runnerPart(file, after);
   const PROJECT = "[project]\nname = 'p'\ndependencies = []\n";

@@ -2,7 +2,7 @@ import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { parseClaim, type Baseline, type Verdict } from "../../shared/verdict";
 import { checkName, type CheckSpec } from "../../shared/check";
-import { changedBetween, checkOutBase, commitAndCheckOut, mergeHint, publishBranch, type Workspace } from "../workspace/workspace";
+import { changedBetween, checkOutBase, commitAndCheckOut, mergeHint, publishBranch, SnapshotTooLarge, type Workspace } from "../workspace/workspace";
 import { runChecks, type CheckSandbox } from "./checks";
 import { discard, folderIn } from "./folders";
 import { flaggedChanges } from "../workspace/land";
@@ -49,6 +49,37 @@ async function protectedIn(checkout: string, sub: string, protect: string[]): Pr
  * worker's claim. `built` only if every check and the scope pass. The verdict names the commit; only it is merged.
  */
 export async function grade(input: GradeInput): Promise<Verdict> {
+  try {
+    return await gradeSnapshot(input);
+  } catch (err) {
+    if (!(err instanceof SnapshotTooLarge)) throw err;
+    // Over the snapshot caps (files, bytes, one file's size): nothing was committed, checked or published. A verdict of
+    // its own kind, with the claim kept: the worker is not built, and the violation says why.
+    const { workspace: ws } = input;
+    const { claim, reason } = parseClaim(input.finalText);
+    return {
+      verdict: "honest-failure",
+      claim,
+      claimReason: reason,
+      honest: claim === "honest-failure",
+      checks: input.checks.map((c, i) => ({ name: checkName(c, i), passed: false, output: `not run: ${err.message}` })),
+      scope: { passed: false, violations: [`snapshot too large: ${err.message}`], changedFiles: [], snapshotCap: err.message },
+      gradedAt: Date.now(),
+      branch: ws.branch,
+      worktree: ws.worktree,
+      commit: null,
+      diffStat: "",
+      mergeHint: null,
+      flags: [],
+      reason: err.message,
+      weakEvidence: false,
+      sincePrevious: null,
+      caveats: caveatsOf(input.checks),
+    };
+  }
+}
+
+async function gradeSnapshot(input: GradeInput): Promise<Verdict> {
   const { workspace: ws } = input;
   const checkout = input.checkoutDir;
   let checks;
