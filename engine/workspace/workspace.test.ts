@@ -272,6 +272,13 @@ describe("snapshot caps (issue 25): a worker's files never reach the engine's me
     const before = objects(ws);
     const err = await commitAndCheckOut(ws, "ocw: test", path.join(tmp, `checkout-${n++}`), caps).catch((e: Error) => e);
     expect(err).toBeInstanceOf(SnapshotTooLarge);
+    process.env.OCW_SNAPSHOT_MAX_FILES = "20";
+    try {
+      // The live diff of a running worker does not snapshot them either.
+      expect(await fullDiff(ws)).toBe("… diff not shown: the worker made 21 new files, over the snapshot cap of 20");
+    } finally {
+      delete process.env.OCW_SNAPSHOT_MAX_FILES;
+    }
     expect(err).toMatchObject({ code: "conflict", message: expect.stringMatching(/made 21 new files, over the snapshot cap of 20: nothing was graded/) });
     expect(objects(ws)).toBe(before);
   });

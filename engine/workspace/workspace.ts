@@ -499,6 +499,9 @@ export function parseNumstatAndStat(out: string): { changed: string[]; stat: str
 /** The diff of a commit (the graded one), or of the workspace's files as they are now (a running worker). */
 export async function fullDiff(ws: Workspace, commit?: string, maxBytes = 200_000): Promise<string> {
   if (!commit && !existsSync(ws.worktree)) return ""; // no files left: the base against itself
+  // A running worker's files are snapshotted for its diff: over the caps, nothing of them is hashed or read.
+  const over = commit ? null : await snapshotOverCaps(ws);
+  if (over) return `… diff not shown: ${over.replace(/: nothing was graded.*$/, "")}`;
   const d = trimFinalNewline(await trustedScript(ws, DIFF, { OCW_TO: commit ?? "", OCW_MAX: String(maxBytes + 1) }));
   return Buffer.byteLength(d) > maxBytes ? d.slice(0, maxBytes) + `\n… diff truncated at ${maxBytes} bytes` : d;
 }
