@@ -196,6 +196,26 @@ describe("landing a graded commit", () => {
     ]);
   });
 
+  it("a flagged file whose name is not valid UTF-8 is shown losslessly (\\xNN), never as U+FFFD", async () => {
+    const r = repo();
+    const base = g(r, "rev-parse", "HEAD");
+    const index = path.join(tmp, `index-${n++}`);
+    const env = { ...process.env, GIT_INDEX_FILE: index };
+    const oid = execFileSync("git", ["-C", r, "hash-object", "-w", "--stdin"], { encoding: "utf8", input: "#!/bin/sh\n" }).trim();
+    execFileSync("git", ["-C", r, "read-tree", base], { env });
+    // update-index --index-info takes the name's bytes as they are.
+    execFileSync("git", ["-C", r, "update-index", "--index-info"], {
+      env,
+      input: Buffer.concat([Buffer.from(`100755 ${oid}\trun`), Buffer.from([0xff]), Buffer.from(".sh\n")]),
+    });
+    const tree = execFileSync("git", ["-C", r, "write-tree"], { env, encoding: "utf8" }).trim();
+    const commit = execFileSync("git", ["-C", r, "-c", "user.name=w", "-c", "user.email=w@w", "commit-tree", tree, "-p", base, "-m", "x"], {
+      encoding: "utf8",
+    }).trim();
+    const flags = await flaggedChanges(r, base, commit);
+    expect(flags.map((f) => `${f.path}:${f.kind}`)).toEqual(["run\\xff.sh:executable"]);
+  });
+
   it("revert undoes a merge as a new commit; a revert that conflicts with later work refuses and changes nothing", async () => {
     const r = repo();
     const base = g(r, "rev-parse", "HEAD");

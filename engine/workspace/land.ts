@@ -56,9 +56,9 @@ async function q(
   repo: string,
   flags: string[],
   args: string[],
-  opts: { allowFail?: boolean } = {},
+  opts: { allowFail?: boolean; lossless?: boolean } = {},
 ): Promise<{ code: number | null; out: string; err: string }> {
-  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv() });
+  const r = await runCommand("git", [...flags, ...args], { cwd: repo, env: quietEnv(), lossless: opts.lossless });
   if (r.exitCode !== 0 && !opts.allowFail) throw new GitError(`git ${args[0]} failed in ${repo}: ${gitComplaint(r)}`);
   return { code: r.exitCode, out: r.stdout, err: r.stderr };
 }
@@ -118,8 +118,8 @@ interface TreeChange {
 }
 
 /** What differs between two commits, NUL-separated, names exactly as they are. */
-export async function treeChanges(repo: string, from: string, to: string): Promise<TreeChange[]> {
-  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to])).out;
+export async function treeChanges(repo: string, from: string, to: string, opts: { lossless?: boolean } = {}): Promise<TreeChange[]> {
+  const out = (await q(repo, [], ["diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", from, to], opts)).out;
   const parts = out.split("\0");
   const changes: TreeChange[] = [];
   for (let i = 0; i + 1 < parts.length; i += 2) {
@@ -154,7 +154,8 @@ const TOOL_CONFIG: [RegExp, string][] = [
 export async function flaggedChanges(repo: string, base: string, commit: string): Promise<ChangeFlag[]> {
   if (base === commit) return [];
   const flags: ChangeFlag[] = [];
-  for (const c of await treeChanges(repo, base, commit)) {
+  // Names shown losslessly (an invalid UTF-8 byte as \xNN): they are shown, never opened.
+  for (const c of await treeChanges(repo, base, commit, { lossless: true })) {
     // Matched as a case-insensitive, normalising file system opens the name (macOS, Windows): `.GitAttributes` and
     // `.GITHUB/Workflows/ci.yml` are `.gitattributes` and a CI workflow there.
     const folded = foldPath(c.path);
