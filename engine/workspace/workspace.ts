@@ -424,7 +424,7 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   const cut = out.startsWith("\0") ? -1 : out.indexOf("\0\0");
   const [fresh, tracked] = cut < 0 ? ["", out.slice(1)] : [out.slice(0, cut), out.slice(cut + 2)];
   const names = fresh ? fresh.split("\0").filter(Boolean) : [];
-  const GiB = (n: number) => (n < 1024 * 1024 ? `${n.toLocaleString("en-US")} bytes` : `${Math.round(n / 1024 / 1024).toLocaleString("en-US")} MiB`);
+  const size = (n: number) => (n < 1024 * 1024 ? `${n.toLocaleString("en-US")} bytes` : `${Math.round(n / 1024 / 1024).toLocaleString("en-US")} MiB`);
   if (names.length > caps.files)
     return `the worker made ${names.length.toLocaleString("en-US")} new files, over the snapshot cap of ${caps.files.toLocaleString("en-US")}: nothing was graded (remove generated files, or add them to .gitignore)`;
   const root = Buffer.from(ws.worktree + path.sep);
@@ -452,14 +452,14 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   );
   for (const [i, n] of names.entries()) {
     total += sizes[i]!;
-    if (sizes[i]! > caps.fileBytes) return `${shown(n)} is ${GiB(sizes[i]!)}, over the snapshot cap of ${GiB(caps.fileBytes)} for one file: nothing was graded`;
+    if (sizes[i]! > caps.fileBytes) return `${shown(n)} is ${size(sizes[i]!)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
   }
   for (const [n, before, now] of grow) {
     if (now <= before) continue;
     total += now - before;
-    if (now > caps.fileBytes) return `${shown(n)} is ${GiB(now)}, over the snapshot cap of ${GiB(caps.fileBytes)} for one file: nothing was graded`;
+    if (now > caps.fileBytes) return `${shown(n)} is ${size(now)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
   }
-  if (total > caps.bytes) return `the worker's files add ${GiB(total)}, over the snapshot cap of ${GiB(caps.bytes)}: nothing was graded`;
+  if (total > caps.bytes) return `the worker's files add ${size(total)}, over the snapshot cap of ${size(caps.bytes)}: nothing was graded`;
   return null;
 }
 
