@@ -180,7 +180,7 @@ describe("landing a graded commit", () => {
       ".VSCode/Tasks.json": "{}\n",
       "Package.json": '{"name":"x","scripts":{"test":"exit 0"}}\n',
       // A long s (ſ folds to s): the same folder on a case-folding file system.
-      [".githook\u017f/pre-push"]: "x\n",
+      ".githook\u017f/pre-push": "x\n",
     });
     const flags = await flaggedChanges(r, base, commit);
     expect(flags.map((f) => `${f.path}:${f.kind}`).sort()).toEqual([
