@@ -452,7 +452,8 @@ export async function snapshotOverCaps(ws: Workspace, caps: SnapshotCaps = snaps
   );
   for (const [i, n] of names.entries()) {
     total += sizes[i]!;
-    if (sizes[i]! > caps.fileBytes) return `${shown(n)} is ${size(sizes[i]!)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
+    if (sizes[i]! > caps.fileBytes)
+      return `${shown(n)} is ${size(sizes[i]!)}, over the snapshot cap of ${size(caps.fileBytes)} for one file: nothing was graded`;
   }
   for (const [n, before, now] of grow) {
     if (now <= before) continue;
