@@ -79,5 +79,7 @@ describe("what else hides text (issue 25, third pass)", () => {
     const code = `${" ".repeat(24)}return x;${" ".repeat(30)}// c`;
     expect(showUntrusted(code, { block: true })).toBe(code);
     expect(showUntrusted(`x${" ".repeat(300)}y`, { block: true })).toBe("x ⟪300 spaces⟫ y");
+    expect(showUntrusted(`x${"\t".repeat(100)}y`, { block: true })).toBe("x ⟪100 tabs⟫ y");
+    expect(showUntrusted("\t\tx", { keepTabs: true })).toBe("\t\tx");
   });
 });

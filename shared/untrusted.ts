@@ -50,6 +50,8 @@ export const MAX_MARKS = 4;
 /** Spaces shown in a row in a command (a line of a block: BLOCK_MAX_SPACES); a longer run shows as its count, so nothing hides past the edge. */
 export const MAX_SPACES = 16;
 export const BLOCK_MAX_SPACES = 64;
+/** Tabs shown in a row where tabs are kept (a diff, check output). */
+export const MAX_TABS = 16;
 
 /**
  * Whether a code point is invisible, reorders text or controls a terminal (a line break and a tab are handled apart):
@@ -100,17 +102,18 @@ function mark(text: string, lines: boolean, keepTabs = false, block = false): { 
   for (let i = 0; i < chars.length; i++) {
     const ch = chars[i]!;
     const cp = ch.codePointAt(0)!;
-    if (cp === 0x20) {
+    // A run of spaces (or of kept tabs, in a block) longer than the view should show: its length instead.
+    if (cp === 0x20 || (cp === 0x09 && (keepTabs || block))) {
       let j = i;
-      while (j < chars.length && chars[j] === " ") j++;
+      while (j < chars.length && chars[j] === ch) j++;
       flushStack();
       marks = 0;
-      if (j - i > maxSpaces) {
-        out += ` ⟪${j - i} spaces⟫ `;
+      if (j - i > (cp === 0x20 ? maxSpaces : MAX_TABS)) {
+        out += ` ⟪${j - i} ${cp === 0x20 ? "spaces" : "tabs"}⟫ `;
         marked += j - i;
       } else out += chars.slice(i, j).join("");
       i = j - 1;
-      prev = 0x20;
+      prev = cp;
       continue;
     }
     // A text or emoji presentation selector right after a pictograph (❤️) only picks how it is drawn.
