@@ -59,6 +59,17 @@ describe("what else hides text (issue 25, third pass)", () => {
       expect(showUntrusted(`a${String.fromCodePoint(cp)}b`), hx(cp)).toBe(`a${hx(cp)}b`);
   });
 
+  it("the ranges cover every Default_Ignorable and private-use code point of this runtime's Unicode", async () => {
+    const { isHiddenCodePoint } = await import("./untrusted");
+    const missed: string[] = [];
+    for (let cp = 0; cp <= 0x10ffff; cp++) {
+      if (cp >= 0xd800 && cp <= 0xdfff) continue;
+      const ch = String.fromCodePoint(cp);
+      if (/^[\p{Default_Ignorable_Code_Point}\p{Co}\p{Cc}\p{Zs}\p{Zl}\p{Zp}]$/u.test(ch) && cp !== 0x20 && !isHiddenCodePoint(cp)) missed.push(cp.toString(16));
+    }
+    expect(missed).toEqual([]);
+  });
+
   it("a presentation selector after a pictograph is drawn, not marked; after a letter it is marked", () => {
     expect(showUntrusted("ok ❤️ ✔️ ☺︎")).toBe("ok ❤️ ✔️ ☺︎");
     expect(showUntrusted("npm\ufe0f test")).toBe("npm⟪U+FE0F⟫ test");

@@ -40,8 +40,6 @@ export interface UntrustedView {
 
 const hex = (cp: number) => `⟪U+${cp.toString(16).toUpperCase().padStart(4, "0")}⟫`;
 
-const DEFAULT_IGNORABLE = /^\p{Default_Ignorable_Code_Point}$/u;
-const PRIVATE_USE = /^\p{Co}$/u;
 const COMBINING = /^\p{M}$/u;
 const PICTOGRAPH = /^[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Regional_Indicator}]$/u;
 
@@ -57,27 +55,42 @@ export const MAX_TABS = 16;
  * Whether a code point is invisible, reorders text or controls a terminal (a line break and a tab are handled apart):
  * C0/C1 controls, every Default_Ignorable code point (zero-width characters, bidi controls, Mongolian and other
  * variation selectors, Hangul fillers, Unicode tags…), spaces other than U+0020, U+2800 (braille blank), private-use
- * characters, noncharacters and lone surrogates.
+ * characters, noncharacters and lone surrogates. Ranges written out (a regular expression per character was the cost
+ * of showing a long text); untrusted.test.ts checks them against \p{Default_Ignorable_Code_Point} and \p{Co}.
  */
 export function isHiddenCodePoint(cp: number): boolean {
   if (cp < 0x7f) return cp < 0x20;
   if (cp <= 0x9f) return true;
-  if (
-    cp === 0x00a0 ||
+  if (cp < 0xad) return cp === 0xa0;
+  return (
+    cp === 0x00ad ||
+    cp === 0x034f ||
+    cp === 0x061c ||
+    cp === 0x115f ||
+    cp === 0x1160 ||
     cp === 0x1680 ||
+    cp === 0x17b4 ||
+    cp === 0x17b5 ||
+    (cp >= 0x180b && cp <= 0x180f) ||
     (cp >= 0x2000 && cp <= 0x200f) ||
     (cp >= 0x2028 && cp <= 0x202f) ||
-    cp === 0x205f ||
-    cp === 0x3000 ||
+    (cp >= 0x205f && cp <= 0x206f) ||
     cp === 0x2800 ||
+    cp === 0x3000 ||
+    cp === 0x3164 ||
     (cp >= 0xd800 && cp <= 0xdfff) ||
+    (cp >= 0xe000 && cp <= 0xf8ff) ||
     (cp >= 0xfdd0 && cp <= 0xfdef) ||
+    (cp >= 0xfe00 && cp <= 0xfe0f) ||
+    cp === 0xfeff ||
+    cp === 0xffa0 ||
+    (cp >= 0xfff0 && cp <= 0xfffb) ||
     (cp & 0xfffe) === 0xfffe ||
-    (cp >= 0xfff9 && cp <= 0xfffb)
-  )
-    return true;
-  const ch = String.fromCodePoint(cp);
-  return DEFAULT_IGNORABLE.test(ch) || PRIVATE_USE.test(ch);
+    (cp >= 0x1bca0 && cp <= 0x1bca3) ||
+    (cp >= 0x1d173 && cp <= 0x1d17a) ||
+    (cp >= 0xe0000 && cp <= 0xe0fff) ||
+    cp >= 0xf0000
+  );
 }
 
 /** Whether the text holds anything `showUntrusted` would mark (a line break and a tab count). */
@@ -98,28 +111,43 @@ function mark(text: string, lines: boolean, keepTabs = false, block = false): { 
     marked += stacked;
     stacked = 0;
   };
-  const chars = Array.from(text);
-  for (let i = 0; i < chars.length; i++) {
-    const ch = chars[i]!;
-    const cp = ch.codePointAt(0)!;
-    // A run of spaces (or of kept tabs, in a block) longer than the view should show: its length instead.
-    if (cp === 0x20 || (cp === 0x09 && (keepTabs || block))) {
-      let j = i;
-      while (j < chars.length && chars[j] === ch) j++;
+  const tabsKept = keepTabs || block;
+  let i = 0;
+  while (i < text.length) {
+    const unit = text.charCodeAt(i);
+    // Printable ASCII (no space): copied as a run.
+    if (unit > 0x20 && unit < 0x7f) {
+      let j = i + 1;
+      for (let d = text.charCodeAt(j); j < text.length && d > 0x20 && d < 0x7f; d = text.charCodeAt(++j));
       flushStack();
       marks = 0;
-      if (j - i > (cp === 0x20 ? maxSpaces : MAX_TABS)) {
-        out += ` ⟪${j - i} ${cp === 0x20 ? "spaces" : "tabs"}⟫ `;
-        marked += j - i;
-      } else out += chars.slice(i, j).join("");
-      i = j - 1;
-      prev = cp;
+      out += text.slice(i, j);
+      prev = text.charCodeAt(j - 1);
+      i = j;
       continue;
     }
+    // A run of spaces (or of kept tabs, in a block) longer than the view should show: its length instead.
+    if (unit === 0x20 || (unit === 0x09 && tabsKept)) {
+      let j = i + 1;
+      while (j < text.length && text.charCodeAt(j) === unit) j++;
+      flushStack();
+      marks = 0;
+      if (j - i > (unit === 0x20 ? maxSpaces : MAX_TABS)) {
+        out += ` ⟪${j - i} ${unit === 0x20 ? "spaces" : "tabs"}⟫ `;
+        marked += j - i;
+      } else out += text.slice(i, j);
+      prev = unit;
+      i = j;
+      continue;
+    }
+    // One code point (a lone surrogate on its own).
+    const cp = text.codePointAt(i)!;
+    const ch = String.fromCodePoint(cp);
+    i += cp > 0xffff ? 2 : 1;
     // A text or emoji presentation selector right after a pictograph (❤️) only picks how it is drawn.
     const presentation = (cp === 0xfe0e || cp === 0xfe0f) && PICTOGRAPH.test(String.fromCodePoint(prev));
-    if (presentation || !isHiddenCodePoint(cp) || ((keepTabs || block) && cp === 0x09) || (block && cp === 0x0a)) {
-      if (!presentation && COMBINING.test(ch)) {
+    if (presentation || !isHiddenCodePoint(cp) || (tabsKept && cp === 0x09) || (block && cp === 0x0a)) {
+      if (!presentation && cp >= 0x300 && COMBINING.test(ch)) {
         if (++marks > MAX_MARKS) {
           stacked++;
           continue;
