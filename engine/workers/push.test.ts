@@ -10,7 +10,7 @@ import { hostedRepo, redactUrlCredentials } from "../../shared/remote-url";
 import type { Worker } from "../../shared/worker";
 import { committedRepo } from "../../test/fixtures/git-repo";
 import type { Engine } from "./engine";
-import { pushWork } from "./push";
+import { pushWork, verdictCard } from "./push";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "ocw-push-"));
 const PATH = process.env.PATH;
@@ -118,5 +118,36 @@ describe("push and pull request", () => {
     expect(hostedRepo("/srv/git/app.git")).toBeNull();
     expect(hostedRepo("file:///srv/git/acme/app.git")).toBeNull();
     expect(hostedRepo("https://gitlab.com/group/sub/app.git")).toBeNull();
+  });
+});
+
+const cardWorker = (spec: { task: string; title?: string }) =>
+  ({
+    id: "w1",
+    spec,
+    verdict: {
+      verdict: "built",
+      claim: "built",
+      claimReason: null,
+      honest: true,
+      checks: [{ name: "npm test", passed: true, exitCode: 0, output: "" }],
+      scope: { passed: true, violations: [], changedFiles: [] },
+      gradedAt: 1,
+      branch: null,
+      worktree: null,
+      commit: "abc",
+      diffStat: "",
+      mergeHint: null,
+    },
+  }) as unknown as Worker;
+
+describe("verdictCard: the pull request body's title is workerTitle()", () => {
+  it("takes the task's first non-blank line, not an empty first line", () => {
+    expect(verdictCard(cardWorker({ task: "\n  \nAdd a flag\nmore" })).split("\n")[0]).toBe("**Add a flag**");
+  });
+
+  it("cuts a long title at 100 characters with an ellipsis", () => {
+    const first = verdictCard(cardWorker({ task: "a".repeat(300) })).split("\n")[0]!;
+    expect(first).toBe(`**${"a".repeat(99)}…**`);
   });
 });
