@@ -43,7 +43,7 @@ export async function setupFit(input: FitInput): Promise<FitResult> {
   const i = FitInput.parse(input ?? {});
   const { hw, bin } = hardware();
   try {
-    return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx }, await hw, { llamaServer: bin });
+    return await planFit({ model: i.model, slots: i.slots, minCtx: i.minCtx, allowSlow: i.allowSlow }, await hw, { llamaServer: bin });
   } catch (e) {
     if (isSetupError(e, "input")) throw new SetupApiInputError(e.message);
     throw e;
