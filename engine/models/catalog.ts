@@ -389,6 +389,11 @@ export const CATALOG: readonly CatalogEntry[] = [
   },
 ];
 
+/** The maker's (safetensors) repo of a catalog entry: its first weights variant, else the repo its source names. */
+export function makerRepo(e: CatalogEntry): string | null {
+  return e.weights?.[0]?.repo ?? /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source)?.[1] ?? null;
+}
+
 export function findCatalog(idOrRepo: string): CatalogEntry | undefined {
   const k = idOrRepo.toLowerCase().replace(/^hf:/, "").replace(/:.*$/, "");
   return CATALOG.find((e) => e.id === k || e.repo.toLowerCase() === k || e.name.toLowerCase() === k);

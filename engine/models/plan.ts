@@ -951,14 +951,24 @@ function parallelKv(m: ParallelModel, perRank: number, ctx: number): number {
  * share of each GPU; data parallel DP = GPUs ÷ TP engines (at most one per slot), the slots spread over them. At that
  * TP the longest context rung (≤ 131,072, ≤ the model's) that fits. Null when no TP fits.
  */
-export function sizeParallel(m: ParallelModel, gpusIn: PlanDevices["gpus"], slots: number, minCtx: number, maxCtxPerSlot?: number): ParallelPlan | null {
+export function sizeParallel(
+  m: ParallelModel,
+  gpusIn: PlanDevices["gpus"],
+  slots: number,
+  minCtx: number,
+  maxCtxPerSlot?: number,
+  fixed: { tp?: number; dp?: number } = {},
+): ParallelPlan | null {
   if (minCtx > m.contextLength) return null;
   const gpus = [...gpusIn].sort((a, b) => b.freeBytes - a.freeBytes);
   const n = gpus.length;
   const ladder = ctxLadder(minCtx, Math.max(minCtx, Math.min(m.contextLength, 131072, maxCtxPerSlot ?? Infinity)));
-  for (let tp = 1; tp <= n; tp *= 2) {
+  // k8s (issue 27: one sizer): a pod's tensor-parallel size and data-parallel ranks may be fixed by the person
+  for (let tp = fixed.tp ?? 1; tp <= n; tp *= 2) {
+    if (fixed.tp && tp !== fixed.tp) break;
     if (m.nHead && m.nHead % tp !== 0) continue;
-    const dp = Math.max(1, Math.min(Math.floor(n / tp), slots));
+    const dp = fixed.dp ?? Math.max(1, Math.min(Math.floor(n / tp), slots));
+    if (tp * dp > n) break;
     const perRank = Math.ceil(slots / dp);
     const used = gpus.slice(0, tp * dp);
     const utilization = Math.min(...used.map(gpuUtilization));

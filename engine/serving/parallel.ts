@@ -9,14 +9,13 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import type { FitPick } from "../../shared/fit";
 import { targetSlug } from "../../shared/target";
-import { CATALOG, type CatalogEntry, type CatalogWeights, catalogHparams, findCatalog } from "../models/catalog";
+import { CATALOG, type CatalogEntry, type CatalogWeights, catalogHparams, findCatalog, makerRepo } from "../models/catalog";
 import { hubEndpoint as hubEndpointOf, hubHeaders, listRepoFiles, resolveUrl } from "../models/hf";
 import type { FitPick as FitPickT, PlannedDevice } from "../../shared/fit";
 import { GiB } from "../models/estimate";
 import { gpuWords, PARALLEL_OVERHEAD, type ParallelModel, type ParallelPlan, type PlanDevices, parallelSpeed, shellQuote, sizeParallel } from "../models/plan";
 import { hasFp8 } from "../models/speed";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
-import { safetensorsRepo } from "./k8s";
 import { reasoningParser, toolParser } from "./runtime-adapters";
 import { SetupError, type SetupErrorData } from "../models/errors";
 
@@ -95,10 +94,15 @@ function modelFromConfig(name: string, cfg: HfConfig): Pick<ParallelModel, "nHea
 }
 
 /** A catalog entry's safetensors variants (highest precision first), sized by the Hub when it answers. */
-export async function catalogModels(e: CatalogEntry, runtime: "vllm" | "sglang", hub: HubSizer, fp8First = false): Promise<ParallelModel[]> {
-  const listed: CatalogWeights[] = e.weights ?? [
-    { repo: safetensorsRepo(e), dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters × 2 bytes" },
-  ];
+export async function catalogModels(
+  e: CatalogEntry,
+  runtime: "vllm" | "sglang",
+  hub: { size(repo: string): Promise<number | null> },
+  fp8First = false,
+): Promise<ParallelModel[]> {
+  const maker = makerRepo(e);
+  const listed: CatalogWeights[] =
+    e.weights ?? (maker ? [{ repo: maker, dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters × 2 bytes" }] : []);
   // on GPUs that run FP8 natively (Hopper, Blackwell, Ada, CDNA3) the maker's FP8 weights decode about twice as fast
   // for near-identical answers: they come first there (issue 27)
   const variants = fp8First ? [...listed.filter((w) => w.dtype === "fp8"), ...listed.filter((w) => w.dtype !== "fp8")] : listed;
