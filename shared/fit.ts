@@ -140,7 +140,8 @@ export const CatalogView = z.object({
   contextLength: z.number(),
   totalParamsB: z.number(),
   activeParamsB: z.number(),
-  quants: z.array(z.object({ quant: z.string(), bytes: z.number(), sizeNote: z.string().nullable() })),
+  /** derived: the size was computed (parameters × bits), not read from the Hub's listing. */
+  quants: z.array(z.object({ quant: z.string(), bytes: z.number(), sizeNote: z.string().nullable(), derived: z.boolean().optional() })),
   toolCalling: z.object({ status: z.enum(["verified", "unverified"]), template: z.string(), note: z.string() }),
   unverified: z.array(z.string()),
   /** The engine's fit on this machine: null when nothing fits. */

@@ -9,7 +9,7 @@
  * the asked context over a q4_0 cache at a longer one.
  */
 import type { FitPick, PlannedDevice } from "../../shared/fit";
-import { CATALOG, type CatalogEntry, catalogHparams, catalogTensors } from "./catalog";
+import { CATALOG, type CatalogEntry, catalogHparams, catalogTensors, servedBy } from "./catalog";
 import { type DeviceBudget, type Estimate, estimate, GiB, MiB, pad } from "./estimate";
 import type { KvCacheType } from "./ggml-types";
 import type { GgufTensorInfo } from "./gguf";
@@ -572,7 +572,7 @@ export function propose(
   maxCtxPerSlot?: number,
   opts: ProposeOptions = {},
 ): Proposal {
-  const autoPicks = catalog.filter((e) => e.autoPick);
+  const autoPicks = catalog.filter((e) => e.autoPick && servedBy(e, "llama.cpp") && e.quants.length);
   const entries = unifiedOnly(dev) ? [...autoPicks.filter((e) => e.spec.moe), ...autoPicks.filter((e) => !e.spec.moe)] : autoPicks;
   const good = (e: CatalogEntry) => e.quants.filter((q) => q.bits >= 4);
   const found: FitPick[] = [];

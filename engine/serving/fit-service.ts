@@ -7,7 +7,8 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { type FitPick, FitResult } from "../../shared/fit";
 import type { HardwareReport } from "../hardware/detect";
-import { findCatalog } from "../models/catalog";
+import { CATALOG, type CatalogEntry, findCatalog, servedBy } from "../models/catalog";
+import { readHubSizes, withHubSizes } from "../models/hub-sizes";
 import type { KvCacheType } from "../models/ggml-types";
 import { SetupError } from "../models/errors";
 import { DEFAULT_MIN_CTX, devicesFromHardware, modelFromInfo, type PlanDevices, planModel, propose, slowProblem } from "../models/plan";
@@ -46,8 +47,10 @@ export interface PlanFitOptions {
   nvcc?: boolean;
   /** The environment for the Hub (HF_ENDPOINT) when sizing vLLM weights; default process.env. */
   env?: NodeJS.ProcessEnv;
-  /** false: never ask the Hub for sizes (the catalog's figures). */
+  /** false: never ask the Hub for sizes nor read the kept listing (the catalog's figures). */
   hub?: boolean;
+  /** The catalog in rank order (default CATALOG; the API passes it reordered by our own ledger). */
+  catalog?: readonly CatalogEntry[];
 }
 
 function input(message: string, field: string): never {
@@ -123,11 +126,13 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
       throw e;
     }
   } else {
-    result = await planLlama(i, dev, slots, minCtx, exact, verified, allowSlow);
+    // the catalog with the Hub's real file sizes where a listing was kept (never the network here)
+    const catalog = o.hub === false ? CATALOG : withHubSizes(o.catalog ?? CATALOG, readHubSizes(o.env));
+    result = await planLlama(i, dev, slots, minCtx, exact, verified, allowSlow, catalog);
     // the default slot count is lowered until the plan is fast enough for an agent (an explicit --slots is refused)
     if (!result.pick && result.refused?.length && i.slots === undefined && !allowSlow) {
       for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
-        const fewer = await planLlama(i, dev, s, minCtx, exact, verified, false);
+        const fewer = await planLlama(i, dev, s, minCtx, exact, verified, false, catalog);
         if (fewer.pick) {
           notes.push(
             `${slots} slots would decode ≈ ${result.refused[0]!.speed?.decodeTokPerSecPerSlot} tokens/s each (too slow for an agent): planned ${s} slot(s) instead (pass --slots ${slots} --allow-slow to keep ${slots})`,
@@ -225,15 +230,19 @@ async function planLlama(
   exact: number | undefined,
   verified: (id: string) => boolean,
   allowSlow: boolean,
+  catalog: readonly CatalogEntry[],
 ): Promise<Refusable> {
   let result: Refusable;
   if (!i.model) {
-    const r = propose(dev, slots, minCtx, verified, undefined, exact, { allowSlow });
+    const r = propose(dev, slots, minCtx, verified, catalog, exact, { allowSlow });
     return { pick: r.pick, alternatives: r.alternatives, problem: r.problem, ...(r.slow?.length ? { refused: r.slow } : {}) };
   }
-  const entry = findCatalog(i.model);
+  const found = findCatalog(i.model);
+  const entry = found ? (catalog.find((c) => c.id === found.id) ?? found) : undefined;
   const repoQuant = /:([\w.-]+)$/.exec(i.model)?.[1]?.toUpperCase() ?? null;
   if (entry) {
+    if (!servedBy(entry, "llama.cpp") || !entry.quants.length)
+      input(`${entry.id} is served by vLLM / SGLang only (the catalog has no GGUF of it): plan it with --runtime vllm or --runtime sglang`, "model");
     const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q) => q.quant.toUpperCase() === repoQuant) : entry.quants };
     if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q) => q.quant).join(", ")})`, "model");
     // never below 4 bits when a ≥ 4-bit quant fits (issue 27); a quant named explicitly, or a smaller one when no

@@ -11,7 +11,7 @@
  * the same port, announced with prometheus.io/* annotations. No router or scheduler of ours: a Service, or llm-d's.
  */
 import { targetSlug } from "../../shared/target";
-import { CATALOG, type CatalogEntry, findCatalog, makerRepo } from "../models/catalog";
+import { CATALOG, type CatalogEntry, findCatalog, makerRepo, servedBy } from "../models/catalog";
 import { GiB } from "../models/estimate";
 import { DEFAULT_MIN_CTX, type ParallelModel, type ParallelPlan, type PlanDevices, sizeParallel } from "../models/plan";
 import { hasFp8 } from "../models/speed";
@@ -52,7 +52,7 @@ export interface K8sPlanOptions {
   dataParallel?: number;
   replicas?: number;
   toolCallParser?: string;
-  /** Bytes of a repo's *.safetensors files (the Hub's listing); null when unknown (offline). */
+  /** Bytes of a repo's *.safetensors files (the Hub's listing); null when it lists none; rejects when offline. */
   sizeOf?: (repo: string) => Promise<number | null>;
 }
 
@@ -150,13 +150,15 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
     throw new K8sInputError(`--tp ${o.tensorParallel} × --data-parallel ${dp} needs ${o.tensorParallel * dp} GPUs on one node; it has ${o.node.gpus}`);
   // FP8 on GPUs that run it natively, and on any ≥ 80 GB (datacenter) GPU: vLLM / SGLang load the maker's FP8 there
   const fp8First = hasFp8(o.node.gpuName) || o.node.gpuBytes >= 75 * GiB;
+  // sizeOf: null when the Hub does not list the repo, a rejection when it does not answer (then it is not asked again)
   let offline = false;
   const sizer = {
     size: async (repo: string): Promise<number | null> => {
       if (offline || !o.sizeOf) return null;
-      const b = await o.sizeOf(repo).catch(() => null);
-      if (b === null) offline = true;
-      return b;
+      return await o.sizeOf(repo).catch(() => {
+        offline = true;
+        return null;
+      });
     },
   };
   const gpus = nodeGpus(o.node);
@@ -242,7 +244,7 @@ export async function planK8s(o: K8sPlanOptions): Promise<K8sPlan> {
     );
   }
   const tried: string[] = [];
-  for (const e of CATALOG.filter((c) => c.autoPick)) {
+  for (const e of CATALOG.filter((c) => c.autoPick && servedBy(c, o.runtime))) {
     if (ctx > e.contextLength) continue;
     for (const m of await catalogModels(e, o.runtime, sizer, fp8First)) {
       const p = size(m);

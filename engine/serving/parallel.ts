@@ -9,7 +9,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import type { FitPick } from "../../shared/fit";
 import { targetSlug } from "../../shared/target";
-import { CATALOG, type CatalogEntry, type CatalogWeights, catalogHparams, findCatalog, makerRepo } from "../models/catalog";
+import { CATALOG, type CatalogEntry, type CatalogWeights, catalogHparams, findCatalog, makerRepo, servedBy } from "../models/catalog";
 import { hubEndpoint as hubEndpointOf, hubHeaders, listRepoFiles, resolveUrl } from "../models/hf";
 import type { FitPick as FitPickT, PlannedDevice } from "../../shared/fit";
 import { GiB } from "../models/estimate";
@@ -117,7 +117,8 @@ export async function catalogModels(
       weightsSource: listed ? "hub" : "catalog",
       nHead: e.spec.nHead,
       nHeadKv: e.spec.mla ? 1 : e.spec.nHeadKv,
-      hparams: catalogHparams(e),
+      // compressed / sparse / linear attention the spec cannot size: the 25 % allowance
+      hparams: e.kvUnknown ? null : catalogHparams(e),
       contextLength: e.contextLength,
       toolParser: toolParser(runtime, e, w.repo),
       reasoningParser: reasoningParser(runtime, e, w.repo),
@@ -283,7 +284,7 @@ export async function proposeParallel(o: {
     const pick = first(named!);
     if (pick) return { pick, alternatives: [], problem: null };
   } else {
-    for (const e of CATALOG.filter((c) => c.autoPick)) {
+    for (const e of CATALOG.filter((c) => c.autoPick && servedBy(c, o.runtime))) {
       if (found.length >= (o.max ?? 3)) break;
       const pick = first(await catalogModels(e, o.runtime, hub, fp8));
       if (pick) found.push(pick);
