@@ -144,7 +144,7 @@ describe("ocw deploy k8s", () => {
     const r = await ocw(["deploy", "k8s", "--kind", "kserve", "--model", "gpt-oss-20b", "--gpus", "4x80G", "--data-parallel", "2"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/LLMInferenceService ocw-gpt-oss-20b \(serving\.kserve\.io\/v1alpha2\)/);
-    expect(r.stderr).toMatch(/estimated at 2 bytes per parameter/); // the stand-in Hub does not know openai/gpt-oss-20b
+    expect(r.stderr).toMatch(/mxfp4 from the catalog/); // the stand-in Hub does not know openai/gpt-oss-20b: the catalog's size
     const [doc, ...rest] = docsOf(r.stdout);
     expect(rest).toEqual([]);
     expect(validateManifest(doc)).toEqual([]);
