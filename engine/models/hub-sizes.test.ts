@@ -77,6 +77,12 @@ describe("the Hub's real file sizes (issue 27)", () => {
       expect.stringMatching(/^the Hub's listing of unsloth\/Qwen3.8-27B-GGUF \(\d{4}-\d\d-\d\d\)$/),
     ]);
     expect(e!.quants.find((q) => q.quant === "Q6_K")!.derived).toBe(true);
+    // a listing far from the catalog's figure is not that file (a mirror answering every repo): the figure stands
+    const odd = withHubSizes(entries, {
+      version: 1,
+      repos: { "unsloth/Qwen3.8-27B-GGUF": { at: Date.now(), ggufs: { Q6_K: 512 * 1024 }, safetensors: null } },
+    });
+    expect(odd[0]!.quants.find((q) => q.quant === "Q6_K")).toMatchObject({ bytes: 22.4e9, derived: true });
     expect(e!.weights!.find((w) => w.dtype === "fp8")).toMatchObject({ bytes: 30.5e9, derived: false });
     // a plan reads the kept listing (the stand-in Hub is not asked again)
     const before = hits.length;

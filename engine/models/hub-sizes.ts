@@ -86,7 +86,17 @@ export async function refreshHubSizes(
   return { listed, failed, offline };
 }
 
-/** The catalog with the kept Hub sizes laid over its figures (derived: false), listings older than a month ignored. */
+/**
+ * A listed size this far from the catalog's figure is not the same file (a renamed quant, a partial upload, a mirror
+ * that answers every repo): it is kept out and the catalog's figure stands.
+ */
+const PLAUSIBLE = [0.6, 1.6] as const;
+const plausible = (listed: number, figure: number) => listed >= figure * PLAUSIBLE[0] && listed <= figure * PLAUSIBLE[1];
+
+/**
+ * The catalog with the kept Hub sizes laid over its figures (derived: false); listings older than a month, and sizes
+ * implausibly far from the catalog's figure, are ignored.
+ */
 export function withHubSizes(entries: readonly CatalogEntry[], data: HubSizesFile, now = Date.now()): CatalogEntry[] {
   const fresh = (repo: string) => {
     const r = data.repos[repo];
@@ -97,11 +107,13 @@ export function withHubSizes(entries: readonly CatalogEntry[], data: HubSizesFil
     const g = fresh(e.repo);
     const quants = e.quants.map((q) => {
       const bytes = g?.ggufs[q.quant.toUpperCase()];
-      return bytes ? { ...q, bytes, derived: false, sizeNote: `the Hub's listing of ${e.repo} (${day(g!.at)})` } : q;
+      return bytes && plausible(bytes, q.bytes) ? { ...q, bytes, derived: false, sizeNote: `the Hub's listing of ${e.repo} (${day(g!.at)})` } : q;
     });
     const weights = e.weights?.map((w) => {
       const r = fresh(w.repo);
-      return r?.safetensors ? { ...w, bytes: r.safetensors, derived: false, sizeNote: `the Hub's listing of ${w.repo} (${day(r.at)})` } : w;
+      return r?.safetensors && plausible(r.safetensors, w.bytes)
+        ? { ...w, bytes: r.safetensors, derived: false, sizeNote: `the Hub's listing of ${w.repo} (${day(r.at)})` }
+        : w;
     });
     return { ...e, quants, ...(weights ? { weights } : {}) };
   });
