@@ -49556,16 +49556,16 @@ function withHubSizes(entries, data, now = Date.now()) {
     const g = fresh(e.repo);
     const quants = e.quants.map((q2) => {
       const bytes = g?.ggufs[q2.quant.toUpperCase()];
-      return bytes ? { ...q2, bytes, derived: false, sizeNote: `the Hub's listing of ${e.repo} (${day(g.at)})` } : q2;
+      return bytes && plausible(bytes, q2.bytes) ? { ...q2, bytes, derived: false, sizeNote: `the Hub's listing of ${e.repo} (${day(g.at)})` } : q2;
     });
     const weights = e.weights?.map((w) => {
       const r = fresh(w.repo);
-      return r?.safetensors ? { ...w, bytes: r.safetensors, derived: false, sizeNote: `the Hub's listing of ${w.repo} (${day(r.at)})` } : w;
+      return r?.safetensors && plausible(r.safetensors, w.bytes) ? { ...w, bytes: r.safetensors, derived: false, sizeNote: `the Hub's listing of ${w.repo} (${day(r.at)})` } : w;
     });
     return { ...e, quants, ...weights ? { weights } : {} };
   });
 }
-var HUB_SIZES_MAX_AGE_MS, REFRESH_AFTER_MS, file2, OFFLINE_BACKOFF_MS, offlineUntil;
+var HUB_SIZES_MAX_AGE_MS, REFRESH_AFTER_MS, file2, OFFLINE_BACKOFF_MS, offlineUntil, PLAUSIBLE, plausible;
 var init_hub_sizes = __esm({
   "engine/models/hub-sizes.ts"() {
     init_paths();
@@ -49575,6 +49575,8 @@ var init_hub_sizes = __esm({
     file2 = (env2) => path40.join(stateDir(env2), "hub-sizes.json");
     OFFLINE_BACKOFF_MS = 10 * 6e4;
     offlineUntil = 0;
+    PLAUSIBLE = [0.6, 1.6];
+    plausible = (listed2, figure) => listed2 >= figure * PLAUSIBLE[0] && listed2 <= figure * PLAUSIBLE[1];
   }
 });
 
