@@ -197,3 +197,18 @@ describe("issue 27: vLLM proposed on ≥ 80 GB datacenter GPUs", () => {
     expect(r.pick!.runtimeReason).toBeUndefined();
   });
 });
+
+describe("issue 27: the December 2026 catalog through planFit", () => {
+  const opts = { llamaServer: null, nvcc: true, hub: false } as const;
+  it("a vLLM/SGLang-only model (DeepSeek-V4-Flash) is planned for vLLM on 4 × H200; --runtime llama.cpp says why not", async () => {
+    const m = hw(
+      Array.from({ length: 4 }, (_, i) => nv(i, "NVIDIA H200", 141)),
+      1024,
+    );
+    const r = await planFit({ model: "deepseek-v4-flash", slots: 8 }, m, opts);
+    expect(r.pick!.runtime).toBe("vllm");
+    expect(r.pick!.command).toMatch(/vllm serve deepseek-ai\/DeepSeek-V4-Flash /);
+    const e = await planFit({ model: "deepseek-v4-flash", slots: 8, runtime: "llama.cpp" }, m, opts).catch((x) => x);
+    expect(e.message).toMatch(/served by vLLM \/ SGLang only/);
+  });
+});

@@ -101,7 +101,9 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
   // setup's --ctx: exactly this context per slot (llama.cpp pads the cache to 256 cells)
   const exact = i.ctxPerSlot === undefined ? undefined : Math.ceil(i.ctxPerSlot / 256) * 256;
   const minCtx = exact ?? i.minCtx ?? DEFAULT_MIN_CTX;
-  const runtime = i.runtime ?? "llama.cpp";
+  // a catalog model served by vLLM / SGLang only (no GGUF) is planned for vLLM when no runtime was asked
+  const named = i.model ? findCatalog(i.model) : undefined;
+  const runtime = i.runtime ?? (named && !servedBy(named, "llama.cpp") ? "vllm" : "llama.cpp");
   if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) input(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`, "runtime");
   const parallel = runtime === "vllm" || runtime === "sglang";
   const bin = parallel ? null : o.llamaServer === undefined ? safeFindLlamaServer() : o.llamaServer;

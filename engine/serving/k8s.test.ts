@@ -291,6 +291,14 @@ describe("issue 27: one sizer with the planner, FP8 from the catalog, a persiste
     expect(own[0].spec.template.spec.volumes[0]).toEqual({ name: "models", persistentVolumeClaim: { claimName: "hf-cache" } });
   });
 
+  it("a family that needs a newer runtime gets its pinned image: DeepSeek-V4-Flash on 4 × H200 runs vllm-openai v0.20.0 (≥ 0.20)", async () => {
+    const p = await planK8s({ runtime: "vllm", model: "deepseek-v4-flash", node: node("4xH200=141G"), slots: 8 });
+    expect(p.model).toBe("deepseek-ai/DeepSeek-V4-Flash");
+    const [dep] = deploymentManifests(p, opts("deployment")) as [any];
+    expect(dep.spec.template.spec.containers[0].image).toBe("docker.io/vllm/vllm-openai:v0.20.0");
+    expect(() => deploymentManifests(p, opts("deployment", { image: "docker.io/vllm/vllm-openai:v0.19.0" }))).toThrow(/older than 0\.20\.0/);
+  });
+
   it("per-rank sequence limits: SGLang's --max-running-requests and KServe's --max-num-seqs are the pod's slots ÷ data-parallel ranks", async () => {
     const sg = await planK8s({ runtime: "sglang", model: "gpt-oss-20b", node: node("2x80G"), dataParallel: 2, slots: 8 });
     const { args } = serverArgs(sg);

@@ -11,7 +11,7 @@
  * the same port, announced with prometheus.io/* annotations. No router or scheduler of ours: a Service, or llm-d's.
  */
 import { targetSlug } from "../../shared/target";
-import { CATALOG, type CatalogEntry, findCatalog, makerRepo, servedBy } from "../models/catalog";
+import { CATALOG, type CatalogEntry, findCatalog, makerRepo, runtimeFamily, servedBy } from "../models/catalog";
 import { GiB } from "../models/estimate";
 import { DEFAULT_MIN_CTX, type ParallelModel, type ParallelPlan, type PlanDevices, sizeParallel } from "../models/plan";
 import { hasFp8 } from "../models/speed";
@@ -405,7 +405,9 @@ function imageLoadsModel(plan: K8sPlan, image: string): void {
 
 /** Deployment + Service: one pod per replica, each a complete server on `gpusPerPod` GPUs. */
 export function deploymentManifests(plan: K8sPlan, o: ManifestOptions): Obj[] {
-  const image = o.image ?? IMAGES[plan.runtime][plan.vendor];
+  // NVIDIA: the image pinned for the model's family (DeepSeek-V4 needs vLLM ≥ 0.20); AMD: the ROCm build
+  const image =
+    o.image ?? (plan.vendor === "nvidia" ? runtimeFamily(`${plan.catalogId ?? ""} ${plan.model}`).image[plan.runtime] : IMAGES[plan.runtime][plan.vendor]);
   if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
   imageLoadsModel(plan, image);
   const lab = labels(plan, o.name);
