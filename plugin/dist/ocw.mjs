@@ -50594,7 +50594,8 @@ async function planFit(i2, hw, o2 = {}) {
   if (i2.minCtx !== void 0 && !(Number.isInteger(i2.minCtx) && i2.minCtx >= 1024)) input(`--min-ctx must be an integer \u2265 1024 (got "${i2.minCtx}")`, "minCtx");
   const exact = i2.ctxPerSlot === void 0 ? void 0 : Math.ceil(i2.ctxPerSlot / 256) * 256;
   const minCtx = exact ?? i2.minCtx ?? DEFAULT_MIN_CTX;
-  const runtime = i2.runtime ?? "llama.cpp";
+  const named = i2.model ? findCatalog(i2.model) : void 0;
+  const runtime = i2.runtime ?? (named && !servedBy(named, "llama.cpp") ? "vllm" : "llama.cpp");
   if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) input(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`, "runtime");
   const parallel = runtime === "vllm" || runtime === "sglang";
   const bin = parallel ? null : o2.llamaServer === void 0 ? safeFindLlamaServer() : o2.llamaServer;
@@ -77148,7 +77149,7 @@ function imageLoadsModel(plan, image) {
   if (p) throw new K8sInputError(`${p.cause}; pass --image with a newer ${plan.runtime === "vllm" ? "vLLM" : "SGLang"} build`);
 }
 function deploymentManifests(plan, o2) {
-  const image = o2.image ?? IMAGES[plan.runtime][plan.vendor];
+  const image = o2.image ?? (plan.vendor === "nvidia" ? runtimeFamily(`${plan.catalogId ?? ""} ${plan.model}`).image[plan.runtime] : IMAGES[plan.runtime][plan.vendor]);
   if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
   imageLoadsModel(plan, image);
   const lab = labels(plan, o2.name);
