@@ -88,6 +88,16 @@ function installedRuntime(rt: "vllm" | "sglang"): { how: "binary" | "container" 
   return v;
 }
 
+/** How vLLM would run here, in words: installed, its pinned image through docker/podman, or what to install. */
+function vllmHere(): string {
+  const f = findRuntime("vllm", process.env);
+  return f.how === "binary"
+    ? "vLLM is installed"
+    : f.how === "container"
+      ? `setup runs vLLM's pinned container image with ${path.basename(f.bin)}`
+      : "neither vLLM nor docker/podman is here yet: pip install vllm (or install docker)";
+}
+
 /**
  * The plan for this machine: {hardware, pick, alternatives, problem} (shared/fit.ts). With no llama-server
  * installed the GPUs are planned for the build setup will install (on Linux + NVIDIA: CUDA when nvcc can build it,
@@ -166,7 +176,7 @@ export async function planFit(i: PlanFitInput, hw: HardwareReport, o: PlanFitOpt
     if (p?.pick) {
       const why =
         `${big.length} datacenter GPU(s) of ≥ 80 GB (${big[0]!.name}): vLLM batches all ${slots} sequences on one engine with tensor × data parallel and uses the GPUs' memory for KV, ` +
-        `where llama.cpp would run ${result.pick?.pool ? `${result.pick.pool.replicas} small replicas` : "one server"}; ${installedRuntime("vllm").how === "binary" ? "vLLM is installed" : "setup runs vLLM's pinned container image"} (ocw setup --runtime vllm; --runtime llama.cpp keeps the llama.cpp plan)`;
+        `where llama.cpp would run ${result.pick?.pool ? `${result.pick.pool.replicas} small replicas` : "one server"}; ${vllmHere()} (ocw setup --runtime vllm; --runtime llama.cpp keeps the llama.cpp plan)`;
       const vllmPick = { ...p.pick, runtimeReason: why, reason: `${p.pick.reason}; ${why}` };
       const llama = result.pick ? [{ ...result.pick, runtimeReason: "llama.cpp: the alternative to vLLM on these GPUs (--runtime llama.cpp)" }] : [];
       result = { ...result, pick: vllmPick, alternatives: [...llama, ...result.alternatives], problem: null };
