@@ -1210,7 +1210,7 @@ var require_command = __commonJS({
   "node_modules/commander/lib/command.js"(exports) {
     var EventEmitter4 = __require("node:events").EventEmitter;
     var childProcess = __require("node:child_process");
-    var path67 = __require("node:path");
+    var path66 = __require("node:path");
     var fs = __require("node:fs");
     var process12 = __require("node:process");
     var { Argument: Argument2, humanReadableArgName } = require_argument();
@@ -2223,9 +2223,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
         let launchWithNode = false;
         const sourceExt = [".js", ".ts", ".tsx", ".mjs", ".cjs"];
         function findFile2(baseDir, baseName) {
-          const localBin = path67.resolve(baseDir, baseName);
+          const localBin = path66.resolve(baseDir, baseName);
           if (fs.existsSync(localBin)) return localBin;
-          if (sourceExt.includes(path67.extname(baseName))) return void 0;
+          if (sourceExt.includes(path66.extname(baseName))) return void 0;
           const foundExt = sourceExt.find(
             (ext) => fs.existsSync(`${localBin}${ext}`)
           );
@@ -2243,17 +2243,17 @@ Expecting one of '${allowedValues.join("', '")}'`);
           } catch {
             resolvedScriptPath = this._scriptPath;
           }
-          executableDir = path67.resolve(
-            path67.dirname(resolvedScriptPath),
+          executableDir = path66.resolve(
+            path66.dirname(resolvedScriptPath),
             executableDir
           );
         }
         if (executableDir) {
           let localFile = findFile2(executableDir, executableFile);
           if (!localFile && !subcommand._executableFile && this._scriptPath) {
-            const legacyName = path67.basename(
+            const legacyName = path66.basename(
               this._scriptPath,
-              path67.extname(this._scriptPath)
+              path66.extname(this._scriptPath)
             );
             if (legacyName !== this._name) {
               localFile = findFile2(
@@ -2264,7 +2264,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
           }
           executableFile = localFile || executableFile;
         }
-        launchWithNode = sourceExt.includes(path67.extname(executableFile));
+        launchWithNode = sourceExt.includes(path66.extname(executableFile));
         let proc2;
         if (process12.platform !== "win32") {
           if (launchWithNode) {
@@ -3179,7 +3179,7 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @return {Command}
        */
       nameFromFilename(filename) {
-        this._name = path67.basename(filename, path67.extname(filename));
+        this._name = path66.basename(filename, path66.extname(filename));
         return this;
       }
       /**
@@ -3193,9 +3193,9 @@ Expecting one of '${allowedValues.join("', '")}'`);
        * @param {string} [path]
        * @return {(string|null|Command)}
        */
-      executableDir(path68) {
-        if (path68 === void 0) return this._executableDir;
-        this._executableDir = path68;
+      executableDir(path67) {
+        if (path67 === void 0) return this._executableDir;
+        this._executableDir = path67;
         return this;
       }
       /**
@@ -3714,10 +3714,10 @@ function mergeDefs(...defs) {
 function cloneDef(schema) {
   return mergeDefs(schema._zod.def);
 }
-function getElementAtPath(obj2, path67) {
-  if (!path67)
+function getElementAtPath(obj2, path66) {
+  if (!path66)
     return obj2;
-  return path67.reduce((acc, key) => acc?.[key], obj2);
+  return path66.reduce((acc, key) => acc?.[key], obj2);
 }
 function promiseAllObject(promisesObj) {
   const keys = Object.keys(promisesObj);
@@ -4007,11 +4007,11 @@ function aborted(x, startIndex = 0) {
   }
   return false;
 }
-function prefixIssues(path67, issues) {
+function prefixIssues(path66, issues) {
   return issues.map((iss) => {
     var _a;
     (_a = iss).path ?? (_a.path = []);
-    iss.path.unshift(path67);
+    iss.path.unshift(path66);
     return iss;
   });
 }
@@ -4232,7 +4232,7 @@ function formatError(error46, mapper = (issue2) => issue2.message) {
 }
 function treeifyError(error46, mapper = (issue2) => issue2.message) {
   const result = { errors: [] };
-  const processError = (error47, path67 = []) => {
+  const processError = (error47, path66 = []) => {
     var _a, _b;
     for (const issue2 of error47.issues) {
       if (issue2.code === "invalid_union" && issue2.errors.length) {
@@ -4242,7 +4242,7 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
       } else if (issue2.code === "invalid_element") {
         processError({ issues: issue2.issues }, issue2.path);
       } else {
-        const fullpath = [...path67, ...issue2.path];
+        const fullpath = [...path66, ...issue2.path];
         if (fullpath.length === 0) {
           result.errors.push(mapper(issue2));
           continue;
@@ -4274,8 +4274,8 @@ function treeifyError(error46, mapper = (issue2) => issue2.message) {
 }
 function toDotPath(_path) {
   const segs = [];
-  const path67 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
-  for (const seg of path67) {
+  const path66 = _path.map((seg) => typeof seg === "object" ? seg.key : seg);
+  for (const seg of path66) {
     if (typeof seg === "number")
       segs.push(`[${seg}]`);
     else if (typeof seg === "symbol")
@@ -14500,28 +14500,28 @@ var init_to_json_schema = __esm({
               }
               case "file": {
                 const json2 = _json;
-                const file3 = {
+                const file2 = {
                   type: "string",
                   format: "binary",
                   contentEncoding: "binary"
                 };
                 const { minimum, maximum, mime } = schema._zod.bag;
                 if (minimum !== void 0)
-                  file3.minLength = minimum;
+                  file2.minLength = minimum;
                 if (maximum !== void 0)
-                  file3.maxLength = maximum;
+                  file2.maxLength = maximum;
                 if (mime) {
                   if (mime.length === 1) {
-                    file3.contentMediaType = mime[0];
-                    Object.assign(json2, file3);
+                    file2.contentMediaType = mime[0];
+                    Object.assign(json2, file2);
                   } else {
                     json2.anyOf = mime.map((m) => {
-                      const mFile = { ...file3, contentMediaType: m };
+                      const mFile = { ...file2, contentMediaType: m };
                       return mFile;
                     });
                   }
                 } else {
-                  Object.assign(json2, file3);
+                  Object.assign(json2, file2);
                 }
                 break;
               }
@@ -16671,17 +16671,17 @@ function generateKey() {
 function keyFilePath(targetId, dir = stateDir()) {
   return path3.join(dir, "keys", `${targetId.replace(/[^A-Za-z0-9._-]/g, "_")}.key`);
 }
-function storeKey(file3, key) {
-  mkdirSync2(path3.dirname(file3), { recursive: true, mode: 448 });
-  writeFileSync(file3, key + "\n", { mode: 384 });
-  chmodSync(file3, 384);
+function storeKey(file2, key) {
+  mkdirSync2(path3.dirname(file2), { recursive: true, mode: 448 });
+  writeFileSync(file2, key + "\n", { mode: 384 });
+  chmodSync(file2, 384);
 }
-function readKey(file3) {
-  const st = statSync(file3);
+function readKey(file2) {
+  const st = statSync(file2);
   if (process.platform !== "win32" && (st.mode & 63) !== 0) {
-    throw new Error(`key file ${file3} is readable by others (mode ${(st.mode & 511).toString(8)}); run chmod 600 on it`);
+    throw new Error(`key file ${file2} is readable by others (mode ${(st.mode & 511).toString(8)}); run chmod 600 on it`);
   }
-  return readFileSync(file3, "utf8").trim();
+  return readFileSync(file2, "utf8").trim();
 }
 function osKeychain() {
   if (backendOverride !== void 0) return backendOverride;
@@ -16718,9 +16718,9 @@ function storeApiKey(targetId, key, dir = stateDir()) {
     } catch {
     }
   }
-  const file3 = apiKeyFilePath(targetId, dir);
-  storeKey(file3, key);
-  return { keyStore: null, keyFile: file3 };
+  const file2 = apiKeyFilePath(targetId, dir);
+  storeKey(file2, key);
+  return { keyStore: null, keyFile: file2 };
 }
 function forgetApiKey(targetId, dir = stateDir()) {
   try {
@@ -16850,19 +16850,19 @@ var init_errors3 = __esm({
 // engine/store/json-file.ts
 import { mkdirSync as mkdirSync3, readFileSync as readFileSync2, renameSync, writeFileSync as writeFileSync2 } from "node:fs";
 import path4 from "node:path";
-function readJson(file3, fallback) {
+function readJson(file2, fallback) {
   try {
-    return JSON.parse(readFileSync2(file3, "utf8"));
+    return JSON.parse(readFileSync2(file2, "utf8"));
   } catch (err) {
     if (err.code === "ENOENT") return fallback;
-    throw new Error(`cannot read ${file3}: ${err.message}. Fix or remove the file.`);
+    throw new Error(`cannot read ${file2}: ${err.message}. Fix or remove the file.`);
   }
 }
-function writeJsonAtomic(file3, value, mode = 384) {
-  mkdirSync3(path4.dirname(file3), { recursive: true, mode: 448 });
-  const tmp = `${file3}.${process.pid}.tmp`;
+function writeJsonAtomic(file2, value, mode = 384) {
+  mkdirSync3(path4.dirname(file2), { recursive: true, mode: 448 });
+  const tmp = `${file2}.${process.pid}.tmp`;
   writeFileSync2(tmp, JSON.stringify(value, null, 2) + "\n", { mode });
-  renameSync(tmp, file3);
+  renameSync(tmp, file2);
 }
 var init_json_file = __esm({
   "engine/store/json-file.ts"() {
@@ -17121,8 +17121,8 @@ var require_utils = __commonJS({
       }
       return output;
     };
-    exports.basename = (path67, { windows: windows2 } = {}) => {
-      const segs = path67.split(windows2 ? /[\\/]/ : "/");
+    exports.basename = (path66, { windows: windows2 } = {}) => {
+      const segs = path66.split(windows2 ? /[\\/]/ : "/");
       const last = segs[segs.length - 1];
       if (last === "") {
         return segs[segs.length - 2];
@@ -18471,7 +18471,7 @@ var require_windows = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function checkPathExt(path67, options) {
+    function checkPathExt(path66, options) {
       var pathext = options.pathExt !== void 0 ? options.pathExt : process.env.PATHEXT;
       if (!pathext) {
         return true;
@@ -18482,25 +18482,25 @@ var require_windows = __commonJS({
       }
       for (var i2 = 0; i2 < pathext.length; i2++) {
         var p = pathext[i2].toLowerCase();
-        if (p && path67.substr(-p.length).toLowerCase() === p) {
+        if (p && path66.substr(-p.length).toLowerCase() === p) {
           return true;
         }
       }
       return false;
     }
-    function checkStat(stat, path67, options) {
+    function checkStat(stat, path66, options) {
       if (!stat.isSymbolicLink() && !stat.isFile()) {
         return false;
       }
-      return checkPathExt(path67, options);
+      return checkPathExt(path66, options);
     }
-    function isexe(path67, options, cb) {
-      fs.stat(path67, function(er, stat) {
-        cb(er, er ? false : checkStat(stat, path67, options));
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
+        cb(er, er ? false : checkStat(stat, path66, options));
       });
     }
-    function sync(path67, options) {
-      return checkStat(fs.statSync(path67), path67, options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), path66, options);
     }
   }
 });
@@ -18511,13 +18511,13 @@ var require_mode = __commonJS({
     module.exports = isexe;
     isexe.sync = sync;
     var fs = __require("fs");
-    function isexe(path67, options, cb) {
-      fs.stat(path67, function(er, stat) {
+    function isexe(path66, options, cb) {
+      fs.stat(path66, function(er, stat) {
         cb(er, er ? false : checkStat(stat, options));
       });
     }
-    function sync(path67, options) {
-      return checkStat(fs.statSync(path67), options);
+    function sync(path66, options) {
+      return checkStat(fs.statSync(path66), options);
     }
     function checkStat(stat, options) {
       return stat.isFile() && checkMode(stat, options);
@@ -18550,7 +18550,7 @@ var require_isexe = __commonJS({
     }
     module.exports = isexe;
     isexe.sync = sync;
-    function isexe(path67, options, cb) {
+    function isexe(path66, options, cb) {
       if (typeof options === "function") {
         cb = options;
         options = {};
@@ -18560,7 +18560,7 @@ var require_isexe = __commonJS({
           throw new TypeError("callback not provided");
         }
         return new Promise(function(resolve, reject) {
-          isexe(path67, options || {}, function(er, is) {
+          isexe(path66, options || {}, function(er, is) {
             if (er) {
               reject(er);
             } else {
@@ -18569,7 +18569,7 @@ var require_isexe = __commonJS({
           });
         });
       }
-      core(path67, options || {}, function(er, is) {
+      core(path66, options || {}, function(er, is) {
         if (er) {
           if (er.code === "EACCES" || options && options.ignoreErrors) {
             er = null;
@@ -18579,9 +18579,9 @@ var require_isexe = __commonJS({
         cb(er, is);
       });
     }
-    function sync(path67, options) {
+    function sync(path66, options) {
       try {
-        return core.sync(path67, options || {});
+        return core.sync(path66, options || {});
       } catch (er) {
         if (options && options.ignoreErrors || er.code === "EACCES") {
           return false;
@@ -18597,7 +18597,7 @@ var require_isexe = __commonJS({
 var require_which = __commonJS({
   "node_modules/which/which.js"(exports, module) {
     var isWindows = process.platform === "win32" || process.env.OSTYPE === "cygwin" || process.env.OSTYPE === "msys";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var COLON = isWindows ? ";" : ":";
     var isexe = require_isexe();
     var getNotFoundError = (cmd) => Object.assign(new Error(`not found: ${cmd}`), { code: "ENOENT" });
@@ -18635,7 +18635,7 @@ var require_which = __commonJS({
           return opt.all && found.length ? resolve(found) : reject(getNotFoundError(cmd));
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path67.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         resolve(subStep(p, i2, 0));
       });
@@ -18662,7 +18662,7 @@ var require_which = __commonJS({
       for (let i2 = 0; i2 < pathEnv.length; i2++) {
         const ppRaw = pathEnv[i2];
         const pathPart = /^".*"$/.test(ppRaw) ? ppRaw.slice(1, -1) : ppRaw;
-        const pCmd = path67.join(pathPart, cmd);
+        const pCmd = path66.join(pathPart, cmd);
         const p = !pathPart && /^\.[\\\/]/.test(cmd) ? cmd.slice(0, 2) + pCmd : pCmd;
         for (let j = 0; j < pathExt.length; j++) {
           const cur = p + pathExt[j];
@@ -18710,7 +18710,7 @@ var require_path_key = __commonJS({
 var require_resolveCommand = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function resolveCommandAttempt(parsed, withoutPathExt) {
@@ -18728,7 +18728,7 @@ var require_resolveCommand = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path67.delimiter : void 0
+          pathExt: withoutPathExt ? path66.delimiter : void 0
         });
       } catch (e) {
       } finally {
@@ -18737,7 +18737,7 @@ var require_resolveCommand = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path67.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -18791,8 +18791,8 @@ var require_shebang_command = __commonJS({
       if (!match) {
         return null;
       }
-      const [path67, argument] = match[0].replace(/#! ?/, "").split(" ");
-      const binary = path67.split("/").pop();
+      const [path66, argument] = match[0].replace(/#! ?/, "").split(" ");
+      const binary = path66.split("/").pop();
       if (binary === "env") {
         return argument;
       }
@@ -18827,7 +18827,7 @@ var require_readShebang = __commonJS({
 var require_parse2 = __commonJS({
   "node_modules/@opencode-ai/sdk/node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand();
     var escape2 = require_escape();
     var readShebang = require_readShebang();
@@ -18852,7 +18852,7 @@ var require_parse2 = __commonJS({
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
         const needsDoubleEscapeMetaChars = isCmdShimRegExp.test(commandFile);
-        parsed.command = path67.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         parsed.command = escape2.command(parsed.command);
         parsed.args = parsed.args.map((arg) => escape2.argument(arg, needsDoubleEscapeMetaChars));
         const shellCommand = [parsed.command].concat(parsed.args).join(" ");
@@ -19059,13 +19059,13 @@ async function stopPid(who, graceMs = 5e3) {
   await new Promise((r) => setTimeout(r, 50));
   return !alive(who);
 }
-function writePidFile(file3, pid) {
-  writeFileSync5(file3, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
+function writePidFile(file2, pid) {
+  writeFileSync5(file2, pid ? JSON.stringify(identityOf(pid)) : "", { mode: 384 });
 }
-function readPidFile(file3) {
+function readPidFile(file2) {
   let text;
   try {
-    text = readFileSync5(file3, "utf8").trim();
+    text = readFileSync5(file2, "utf8").trim();
   } catch {
     return null;
   }
@@ -19116,8 +19116,8 @@ var init_targets = __esm({
     init_json_file();
     init_paths();
     TargetStore = class {
-      constructor(file3 = path16.join(stateDir(), "targets.json")) {
-        this.file = file3;
+      constructor(file2 = path16.join(stateDir(), "targets.json")) {
+        this.file = file2;
       }
       file;
       load() {
@@ -19182,16 +19182,16 @@ import { fileURLToPath as fileURLToPath2 } from "node:url";
 var safeNormalizeFileUrl, normalizeDenoExecPath, isDenoExecPath, normalizeFileUrl;
 var init_file_url = __esm({
   "node_modules/execa/lib/arguments/file-url.js"() {
-    safeNormalizeFileUrl = (file3, name) => {
-      const fileString = normalizeFileUrl(normalizeDenoExecPath(file3));
+    safeNormalizeFileUrl = (file2, name) => {
+      const fileString = normalizeFileUrl(normalizeDenoExecPath(file2));
       if (typeof fileString !== "string") {
         throw new TypeError(`${name} must be a string or a file URL: ${fileString}.`);
       }
       return fileString;
     };
-    normalizeDenoExecPath = (file3) => isDenoExecPath(file3) ? file3.toString() : file3;
-    isDenoExecPath = (file3) => typeof file3 !== "string" && file3 && Object.getPrototypeOf(file3) === String.prototype;
-    normalizeFileUrl = (file3) => file3 instanceof URL ? fileURLToPath2(file3) : file3;
+    normalizeDenoExecPath = (file2) => isDenoExecPath(file2) ? file2.toString() : file2;
+    isDenoExecPath = (file2) => typeof file2 !== "string" && file2 && Object.getPrototypeOf(file2) === String.prototype;
+    normalizeFileUrl = (file2) => file2 instanceof URL ? fileURLToPath2(file2) : file2;
   }
 });
 
@@ -19297,8 +19297,8 @@ var init_template = __esm({
       if (tokens.length === 0) {
         throw new TypeError("Template script must not be empty");
       }
-      const [file3, ...commandArguments] = tokens;
-      return [file3, commandArguments, {}];
+      const [file2, ...commandArguments] = tokens;
+      return [file2, commandArguments, {}];
     };
     parseTemplate = ({ templates, expressions, tokens, index, template }) => {
       if (template === void 0) {
@@ -20145,7 +20145,7 @@ var init_command = __esm({
 var require_resolveCommand2 = __commonJS({
   "node_modules/cross-spawn/lib/util/resolveCommand.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var which = require_which();
     var getPathKey = require_path_key();
     function getPathExt(env2) {
@@ -20167,7 +20167,7 @@ var require_resolveCommand2 = __commonJS({
       try {
         resolved = which.sync(parsed.command, {
           path: env2[getPathKey({ env: env2 })],
-          pathExt: withoutPathExt ? path67.delimiter : getPathExt(env2)
+          pathExt: withoutPathExt ? path66.delimiter : getPathExt(env2)
         });
       } catch (e) {
       } finally {
@@ -20176,7 +20176,7 @@ var require_resolveCommand2 = __commonJS({
         }
       }
       if (resolved) {
-        resolved = path67.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
+        resolved = path66.resolve(hasCustomCwd ? parsed.options.cwd : "", resolved);
       }
       return resolved;
     }
@@ -20277,7 +20277,7 @@ var require_readShebang2 = __commonJS({
 var require_parse3 = __commonJS({
   "node_modules/cross-spawn/lib/parse.js"(exports, module) {
     "use strict";
-    var path67 = __require("path");
+    var path66 = __require("path");
     var resolveCommand = require_resolveCommand2();
     var escape2 = require_escape2();
     var readShebang = require_readShebang2();
@@ -20300,8 +20300,8 @@ var require_parse3 = __commonJS({
         return isBatchFileRegExp.test(commandFile.replace(trailingDotsAndSpacesRegExp, ""));
       }
       const command = parsed.command.replace(trailingDotsAndSpacesRegExp, "");
-      const file3 = command !== parsed.command ? resolveCommand(Object.assign({}, parsed, { command })) : null;
-      return isBatchFileRegExp.test(file3 || command);
+      const file2 = command !== parsed.command ? resolveCommand(Object.assign({}, parsed, { command })) : null;
+      return isBatchFileRegExp.test(file2 || command);
     }
     function parseNonShell(parsed) {
       if (!isWin) {
@@ -20311,9 +20311,9 @@ var require_parse3 = __commonJS({
       const commandFile = detectShebang(parsed);
       const needsShell = !isExecutableRegExp.test(commandFile);
       if (parsed.options.forceShell || needsShell) {
-        parsed.command = path67.normalize(parsed.command);
+        parsed.command = path66.normalize(parsed.command);
         if (isBatchFile(parsed, commandFile)) {
-          parsed.command = escape2.batchCommand(commandFile ? path67.normalize(commandFile) : parsed.command);
+          parsed.command = escape2.batchCommand(commandFile ? path66.normalize(commandFile) : parsed.command);
           parsed.args = parsed.args.map((arg) => escape2.batchArgument(arg));
         } else {
           parsed.command = escape2.command(parsed.command);
@@ -21808,7 +21808,7 @@ var init_node2 = __esm({
       }
       return { options: { ...options, node: true } };
     };
-    handleNodeOption = (file3, commandArguments, {
+    handleNodeOption = (file2, commandArguments, {
       node: shouldHandleNode = false,
       nodePath = execPath,
       nodeOptions = execArgv.filter((nodeOption) => !nodeOption.startsWith("--inspect")),
@@ -21828,14 +21828,14 @@ var init_node2 = __esm({
         cwd
       };
       if (!shouldHandleNode) {
-        return [file3, commandArguments, newOptions];
+        return [file2, commandArguments, newOptions];
       }
-      if (path21.basename(file3, ".exe") === "node") {
+      if (path21.basename(file2, ".exe") === "node") {
         throw new TypeError('When the "node" option is true, the first argument does not need to be "node".');
       }
       return [
         resolvedNodePath,
-        [...nodeOptions, file3, ...commandArguments],
+        [...nodeOptions, file2, ...commandArguments],
         { ipc: true, ...newOptions, shell: false }
       ];
     };
@@ -21994,7 +21994,7 @@ var init_options = __esm({
     normalizeOptions = (filePath, rawArguments, rawOptions) => {
       rawOptions.cwd = normalizeCwd(rawOptions.cwd);
       const [processedFile, processedArguments, processedOptions] = handleNodeOption(filePath, rawArguments, rawOptions);
-      const { command: file3, args: commandArguments, options: initialOptions } = import_cross_spawn2.default._parse(processedFile, processedArguments, processedOptions);
+      const { command: file2, args: commandArguments, options: initialOptions } = import_cross_spawn2.default._parse(processedFile, processedArguments, processedOptions);
       const fdOptions = normalizeFdSpecificOptions(initialOptions);
       const options = addDefaultOptions(fdOptions);
       validateTimeout(options);
@@ -22007,10 +22007,10 @@ var init_options = __esm({
       options.killSignal = normalizeKillSignal(options.killSignal);
       options.forceKillAfterDelay = normalizeForceKillAfterDelay(options.forceKillAfterDelay);
       options.lines = options.lines.map((lines, fdNumber) => lines && !BINARY_ENCODINGS.has(options.encoding) && options.buffer[fdNumber]);
-      if (process7.platform === "win32" && path23.basename(file3, ".exe") === "cmd") {
+      if (process7.platform === "win32" && path23.basename(file2, ".exe") === "cmd") {
         commandArguments.unshift("/q");
       }
-      return { file: file3, commandArguments, options };
+      return { file: file2, commandArguments, options };
     };
     addDefaultOptions = ({
       extendEnv = true,
@@ -22067,7 +22067,7 @@ var init_options = __esm({
 var concatenateShell;
 var init_shell = __esm({
   "node_modules/execa/lib/arguments/shell.js"() {
-    concatenateShell = (file3, commandArguments, options) => options.shell && commandArguments.length > 0 ? [[file3, ...commandArguments].join(" "), [], options] : [file3, commandArguments, options];
+    concatenateShell = (file2, commandArguments, options) => options.shell && commandArguments.length > 0 ? [[file2, ...commandArguments].join(" "), [], options] : [file2, commandArguments, options];
   }
 });
 
@@ -23229,7 +23229,7 @@ var init_type = __esm({
     isRegularUrl = (value) => isUrl(value) && value.protocol !== "file:";
     isFilePathObject = (value) => isPlainObject2(value) && Object.keys(value).length > 0 && Object.keys(value).every((key) => FILE_PATH_KEYS.has(key)) && isFilePathString(value.file);
     FILE_PATH_KEYS = /* @__PURE__ */ new Set(["file", "append"]);
-    isFilePathString = (file3) => typeof file3 === "string";
+    isFilePathString = (file2) => typeof file2 === "string";
     isUnknownStdioString = (type, value) => type === "native" && typeof value === "string" && !KNOWN_STDIO_STRINGS.has(value);
     KNOWN_STDIO_STRINGS = /* @__PURE__ */ new Set(["ipc", "ignore", "inherit", "overlapped", "pipe"]);
     isReadableStream2 = (value) => Object.prototype.toString.call(value) === "[object ReadableStream]";
@@ -23912,7 +23912,7 @@ var init_handle_sync = __esm({
       input: {
         ...addProperties,
         fileUrl: ({ value }) => ({ contents: [bufferToUint8Array(readFileSync9(value))] }),
-        filePath: ({ value: { file: file3 } }) => ({ contents: [bufferToUint8Array(readFileSync9(file3))] }),
+        filePath: ({ value: { file: file2 } }) => ({ contents: [bufferToUint8Array(readFileSync9(file2))] }),
         fileNumber: forbiddenIfSync,
         iterable: ({ value }) => ({ contents: [...value] }),
         string: ({ value }) => ({ contents: [value] }),
@@ -23921,7 +23921,7 @@ var init_handle_sync = __esm({
       output: {
         ...addProperties,
         fileUrl: ({ value }) => ({ path: value }),
-        filePath: ({ value: { file: file3, append } }) => ({ path: file3, append }),
+        filePath: ({ value: { file: file2, append } }) => ({ path: file2, append }),
         fileNumber: ({ value }) => ({ path: value }),
         iterable: forbiddenIfSync,
         string: forbiddenIfSync,
@@ -24447,13 +24447,13 @@ var init_output_sync = __esm({
       }
     };
     writeToFiles = (serializedResult, stdioItems, outputFiles) => {
-      for (const { path: path67, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
-        const pathString = typeof path67 === "string" ? path67 : path67.toString();
+      for (const { path: path66, append } of stdioItems.filter(({ type }) => FILE_TYPES.has(type))) {
+        const pathString = typeof path66 === "string" ? path66 : path66.toString();
         if (append || outputFiles.has(pathString)) {
-          appendFileSync(path67, serializedResult);
+          appendFileSync(path66, serializedResult);
         } else {
           outputFiles.add(pathString);
-          writeFileSync7(path67, serializedResult);
+          writeFileSync7(path66, serializedResult);
         }
       }
     };
@@ -24576,9 +24576,9 @@ var init_main_sync = __esm({
     init_all_sync();
     init_exit_sync();
     execaCoreSync = (rawFile, rawArguments, rawOptions) => {
-      const { file: file3, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleSyncArguments(rawFile, rawArguments, rawOptions);
+      const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleSyncArguments(rawFile, rawArguments, rawOptions);
       const result = spawnSubprocessSync({
-        file: file3,
+        file: file2,
         commandArguments,
         options,
         command,
@@ -24592,11 +24592,11 @@ var init_main_sync = __esm({
     handleSyncArguments = (rawFile, rawArguments, rawOptions) => {
       const { command, escapedCommand, startTime, verboseInfo } = handleCommand(rawFile, rawArguments, rawOptions);
       const syncOptions = normalizeSyncOptions(rawOptions);
-      const { file: file3, commandArguments, options } = normalizeOptions(rawFile, rawArguments, syncOptions);
+      const { file: file2, commandArguments, options } = normalizeOptions(rawFile, rawArguments, syncOptions);
       validateSyncOptions(options);
       const fileDescriptors = handleStdioSync(options, verboseInfo);
       return {
-        file: file3,
+        file: file2,
         commandArguments,
         command,
         escapedCommand,
@@ -24624,9 +24624,9 @@ var init_main_sync = __esm({
     throwInvalidSyncOption = (value) => {
       throw new TypeError(`The "${value}" option cannot be used with synchronous methods.`);
     };
-    spawnSubprocessSync = ({ file: file3, commandArguments, options, command, escapedCommand, verboseInfo, fileDescriptors, startTime }) => {
+    spawnSubprocessSync = ({ file: file2, commandArguments, options, command, escapedCommand, verboseInfo, fileDescriptors, startTime }) => {
       const syncResult = runSubprocessSync({
-        file: file3,
+        file: file2,
         commandArguments,
         options,
         command,
@@ -24661,11 +24661,11 @@ var init_main_sync = __esm({
         startTime
       });
     };
-    runSubprocessSync = ({ file: file3, commandArguments, options, command, escapedCommand, fileDescriptors, startTime }) => {
+    runSubprocessSync = ({ file: file2, commandArguments, options, command, escapedCommand, fileDescriptors, startTime }) => {
       try {
         addInputOptionsSync(fileDescriptors, options);
         const normalizedOptions = normalizeSpawnSyncOptions(options);
-        return spawnSync(...concatenateShell(file3, commandArguments, normalizedOptions));
+        return spawnSync(...concatenateShell(file2, commandArguments, normalizedOptions));
       } catch (error46) {
         return makeEarlyError({
           error: error46,
@@ -25001,7 +25001,7 @@ var init_handle_async = __esm({
       input: {
         ...addProperties2,
         fileUrl: ({ value }) => ({ stream: createReadStream(value) }),
-        filePath: ({ value: { file: file3 } }) => ({ stream: createReadStream(file3) }),
+        filePath: ({ value: { file: file2 } }) => ({ stream: createReadStream(file2) }),
         webStream: ({ value }) => ({ stream: Readable2.fromWeb(value) }),
         iterable: ({ value }) => ({ stream: Readable2.from(value) }),
         asyncIterable: ({ value }) => ({ stream: Readable2.from(value) }),
@@ -25011,7 +25011,7 @@ var init_handle_async = __esm({
       output: {
         ...addProperties2,
         fileUrl: ({ value }) => ({ stream: createWriteStream(value) }),
-        filePath: ({ value: { file: file3, append } }) => ({ stream: createWriteStream(file3, append ? { flags: "a" } : {}) }),
+        filePath: ({ value: { file: file2, append } }) => ({ stream: createWriteStream(file2, append ? { flags: "a" } : {}) }),
         webStream: ({ value }) => ({ stream: Writable2.fromWeb(value) }),
         iterable: forbiddenIfAsync,
         asyncIterable: forbiddenIfAsync,
@@ -26890,9 +26890,9 @@ var init_main_async = __esm({
     init_deferred();
     init_promise();
     execaCoreAsync = (rawFile, rawArguments, rawOptions, createNested) => {
-      const { file: file3, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleAsyncArguments(rawFile, rawArguments, rawOptions);
+      const { file: file2, commandArguments, command, escapedCommand, startTime, verboseInfo, options, fileDescriptors } = handleAsyncArguments(rawFile, rawArguments, rawOptions);
       const { subprocess, promise: promise2 } = spawnSubprocessAsync({
-        file: file3,
+        file: file2,
         commandArguments,
         options,
         startTime,
@@ -26913,11 +26913,11 @@ var init_main_async = __esm({
     };
     handleAsyncArguments = (rawFile, rawArguments, rawOptions) => {
       const { command, escapedCommand, startTime, verboseInfo } = handleCommand(rawFile, rawArguments, rawOptions);
-      const { file: file3, commandArguments, options: normalizedOptions } = normalizeOptions(rawFile, rawArguments, rawOptions);
+      const { file: file2, commandArguments, options: normalizedOptions } = normalizeOptions(rawFile, rawArguments, rawOptions);
       const options = handleAsyncOptions(normalizedOptions);
       const fileDescriptors = handleStdioAsync(options, verboseInfo);
       return {
-        file: file3,
+        file: file2,
         commandArguments,
         command,
         escapedCommand,
@@ -26933,10 +26933,10 @@ var init_main_async = __esm({
       }
       return { ...options, timeoutDuration: timeout };
     };
-    spawnSubprocessAsync = ({ file: file3, commandArguments, options, startTime, verboseInfo, command, escapedCommand, fileDescriptors }) => {
+    spawnSubprocessAsync = ({ file: file2, commandArguments, options, startTime, verboseInfo, command, escapedCommand, fileDescriptors }) => {
       let subprocess;
       try {
-        subprocess = spawn2(...concatenateShell(file3, commandArguments, options));
+        subprocess = spawn2(...concatenateShell(file2, commandArguments, options));
       } catch (error46) {
         return handleEarlyError({
           error: error46,
@@ -27098,27 +27098,27 @@ var init_create = __esm({
       if (isPlainObject2(firstArgument)) {
         return createNested(mapArguments, mergeOptions(boundOptions, firstArgument), setBoundExeca);
       }
-      const { file: file3, commandArguments, options, isSync } = parseArguments({
+      const { file: file2, commandArguments, options, isSync } = parseArguments({
         mapArguments,
         firstArgument,
         nextArguments,
         deepOptions,
         boundOptions
       });
-      return isSync ? execaCoreSync(file3, commandArguments, options) : execaCoreAsync(file3, commandArguments, options, createNested);
+      return isSync ? execaCoreSync(file2, commandArguments, options) : execaCoreAsync(file2, commandArguments, options, createNested);
     };
     parseArguments = ({ mapArguments, firstArgument, nextArguments, deepOptions, boundOptions }) => {
       const callArguments = isTemplateString(firstArgument) ? parseTemplates(firstArgument, nextArguments) : [firstArgument, ...nextArguments];
       const [initialFile, initialArguments, initialOptions] = normalizeParameters(...callArguments);
       const mergedOptions = mergeOptions(mergeOptions(deepOptions, boundOptions), initialOptions);
       const {
-        file: file3 = initialFile,
+        file: file2 = initialFile,
         commandArguments = initialArguments,
         options = mergedOptions,
         isSync = false
       } = mapArguments({ file: initialFile, commandArguments: initialArguments, options: mergedOptions });
       return {
-        file: file3,
+        file: file2,
         commandArguments,
         options,
         isSync
@@ -27131,14 +27131,14 @@ var init_create = __esm({
 var mapCommandAsync, mapCommandSync, parseCommand, parseCommandString, SPACES_REGEXP;
 var init_command2 = __esm({
   "node_modules/execa/lib/methods/command.js"() {
-    mapCommandAsync = ({ file: file3, commandArguments }) => parseCommand(file3, commandArguments);
-    mapCommandSync = ({ file: file3, commandArguments }) => ({ ...parseCommand(file3, commandArguments), isSync: true });
+    mapCommandAsync = ({ file: file2, commandArguments }) => parseCommand(file2, commandArguments);
+    mapCommandSync = ({ file: file2, commandArguments }) => ({ ...parseCommand(file2, commandArguments), isSync: true });
     parseCommand = (command, unusedArguments) => {
       if (unusedArguments.length > 0) {
         throw new TypeError(`The command and its arguments must be passed as a single string: ${command} ${unusedArguments}.`);
       }
-      const [file3, ...commandArguments] = parseCommandString(command);
-      return { file: file3, commandArguments };
+      const [file2, ...commandArguments] = parseCommandString(command);
+      return { file: file2, commandArguments };
     };
     parseCommandString = (command) => {
       if (typeof command !== "string") {
@@ -27518,7 +27518,7 @@ var require_util = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var spawn9 = __require("child_process").spawn;
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
@@ -28274,7 +28274,7 @@ var require_util = __commonJS({
     function getFilesInPath(source) {
       const lstatSync4 = fs.lstatSync;
       const readdirSync12 = fs.readdirSync;
-      const join = path67.join;
+      const join = path66.join;
       function isDirectory(source2) {
         return lstatSync4(source2).isDirectory();
       }
@@ -31010,7 +31010,7 @@ var require_network = __commonJS({
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync5 = __require("child_process").execFileSync;
-    var readFileSync23 = __require("fs").readFileSync;
+    var readFileSync22 = __require("fs").readFileSync;
     var fs = __require("fs");
     var util2 = require_util();
     var _platform = process.platform;
@@ -31493,14 +31493,14 @@ var require_network = __commonJS({
         return "";
       }
     }
-    function checkLinuxDCHPInterfaces(file3, depth) {
+    function checkLinuxDCHPInterfaces(file2, depth) {
       let result = [];
       depth = depth || 0;
       if (depth > 10) {
         return result;
       }
       try {
-        const content = readFileSync23(file3, { encoding: "utf8" });
+        const content = readFileSync22(file2, { encoding: "utf8" });
         const lines = content.split("\n").filter((l) => /iface|source/.test(l));
         lines.forEach((line) => {
           const parts = line.replace(/\s+/g, " ").trim().split(" ");
@@ -31510,8 +31510,8 @@ var require_network = __commonJS({
             }
           }
           if (line.toLowerCase().includes("source")) {
-            const file4 = line.split(" ")[1];
-            result = result.concat(checkLinuxDCHPInterfaces(file4, depth + 1));
+            const file3 = line.split(" ")[1];
+            result = result.concat(checkLinuxDCHPInterfaces(file3, depth + 1));
           }
         });
       } catch {
@@ -36786,8 +36786,8 @@ var require_battery = __commonJS({
           }
           if (acPath) {
             try {
-              const file3 = fs.readFileSync(acPath);
-              acConnected = file3.toString().trim() === "1";
+              const file2 = fs.readFileSync(acPath);
+              acConnected = file2.toString().trim() === "1";
             } catch {
               util2.noop();
             }
@@ -37027,7 +37027,7 @@ var require_graphics = __commonJS({
   "node_modules/systeminformation/lib/graphics.js"(exports) {
     "use strict";
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var execFileSync5 = __require("child_process").execFileSync;
@@ -37407,13 +37407,13 @@ var require_graphics = __commonJS({
         }
         if (_windows) {
           try {
-            const systemSmiPath = path67.join(util2.WINDIR, "System32", "nvidia-smi.exe");
+            const systemSmiPath = path66.join(util2.WINDIR, "System32", "nvidia-smi.exe");
             if (fs.existsSync(systemSmiPath)) {
               _nvidiaSmiPath = systemSmiPath;
             } else {
-              const basePath = path67.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
+              const basePath = path66.join(util2.WINDIR, "System32", "DriverStore", "FileRepository");
               const candidates = fs.readdirSync(basePath, { withFileTypes: true }).filter((dir) => dir.isDirectory()).map((dir) => {
-                const nvidiaSmiPath = path67.join(basePath, dir.name, "nvidia-smi.exe");
+                const nvidiaSmiPath = path66.join(basePath, dir.name, "nvidia-smi.exe");
                 try {
                   const stats = fs.statSync(nvidiaSmiPath);
                   return { path: nvidiaSmiPath, ctime: stats.ctimeMs };
@@ -40688,7 +40688,7 @@ var require_processes = __commonJS({
     "use strict";
     var os9 = __require("os");
     var fs = __require("fs");
-    var path67 = __require("path");
+    var path66 = __require("path");
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
     var util2 = require_util();
@@ -41107,8 +41107,8 @@ var require_processes = __commonJS({
           const batch = paths.slice(pos, pos + PROC_READ_BATCH);
           pos += PROC_READ_BATCH;
           let pending = batch.length;
-          batch.forEach((file3) => {
-            fs.readFile(file3, "utf8", (err2, data2) => {
+          batch.forEach((file2) => {
+            fs.readFile(file2, "utf8", (err2, data2) => {
               if (!err2 && data2) {
                 lines.push(data2.trim());
               }
@@ -41316,7 +41316,7 @@ var require_processes = __commonJS({
               }
               if (firstPos === 1e4 && tmpCommand.indexOf(" ") > -1) {
                 const parts = tmpCommand.split(" ");
-                if (fs.existsSync(path67.join(cmdPath, parts[0]))) {
+                if (fs.existsSync(path66.join(cmdPath, parts[0]))) {
                   command = parts.shift();
                   params = (parts.join(" ") + " " + tmpParams).trim();
                 } else {
@@ -42587,7 +42587,7 @@ var require_dockerSocket = __commonJS({
     var isWin = __require("os").type() === "Windows_NT";
     var socketPath = process.env.DOCKER_SOCKET || (isWin ? "//./pipe/docker_engine" : "/var/run/docker.sock");
     var socketTimeout = +process.env.DOCKER_SOCKET_TIMEOUT || 3e4;
-    function fetchJson(path67, callback) {
+    function fetchJson(path66, callback) {
       let done = false;
       const finish2 = (result) => {
         if (!done) {
@@ -42603,7 +42603,7 @@ var require_dockerSocket = __commonJS({
           finish2({});
         });
         socket.on("connect", () => {
-          socket.write(`GET ${path67} HTTP/1.0\r
+          socket.write(`GET ${path66} HTTP/1.0\r
 \r
 `);
         });
@@ -45373,7 +45373,7 @@ var require_bluetooth = __commonJS({
     "use strict";
     var exec = __require("child_process").exec;
     var execSync = __require("child_process").execSync;
-    var path67 = __require("path");
+    var path66 = __require("path");
     var util2 = require_util();
     var bluetoothVendors = require_bluetoothVendors();
     var fs = __require("fs");
@@ -45506,7 +45506,7 @@ var require_bluetooth = __commonJS({
           if (_linux) {
             const btFiles = util2.getFilesInPath("/var/lib/bluetooth/");
             btFiles.forEach((element) => {
-              const filename = path67.basename(element);
+              const filename = path66.basename(element);
               const pathParts = element.split("/");
               const macAddr1 = pathParts.length >= 6 ? pathParts[pathParts.length - 2] : null;
               const macAddr2 = pathParts.length >= 7 ? pathParts[pathParts.length - 3] : null;
@@ -46286,18 +46286,8 @@ var init_fit = __esm({
         decodeTokPerSecPerSlot: external_exports.number(),
         decodeTokPerSecTotal: external_exports.number(),
         basis: external_exports.string(),
-        warning: external_exports.string().nullable(),
-        /** One slot busy alone. */
-        decodeTokPerSecSingle: external_exports.number().optional(),
-        /** Prompt processing, compute-bound (FLOPs per token ÷ the devices' TFLOPS). */
-        prefillTokPerSec: external_exports.number().optional(),
-        /** Seconds to read OpenCode's first request (≈ 6k tokens) at that rate. */
-        firstRequestSec: external_exports.number().optional(),
-        /** Below 8 tokens/s per slot with every slot busy: refused unless slow plans are allowed (`--allow-slow`). */
-        tooSlow: external_exports.boolean().optional()
+        warning: external_exports.string().nullable()
       }).optional(),
-      /** Why this runtime (vLLM / SGLang proposed on ≥ 80 GB datacenter GPUs, llama.cpp elsewhere). */
-      runtimeReason: external_exports.string().optional(),
       /**
        * A pool of replicas (issue 16): one llama-server per GPU or GPU group, each with its share of the slots; setup
        * starts every one and saves one target whose `serving.endpoints` lists them. `command` is then their commands,
@@ -46332,16 +46322,12 @@ var init_fit = __esm({
       pick: FitPick.nullable(),
       alternatives: external_exports.array(FitPick),
       /** Null with a pick; otherwise what to change (fewer slots, a smaller model, an API provider). */
-      problem: external_exports.string().nullable(),
-      /** Plans that fit but were refused as too slow for an agent (below 8 tokens/s per slot); `allowSlow` plans them. */
-      refused: external_exports.array(FitPick).optional()
+      problem: external_exports.string().nullable()
     });
     FitInput = external_exports.object({
       model: external_exports.string().min(1).optional(),
       slots: external_exports.number().int().min(1, "slots must be \u2265 1").max(256, "at most 256 slots").optional(),
-      minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(1048576).optional(),
-      /** Plan models too slow for an agent (below 8 tokens/s per slot) instead of refusing them. */
-      allowSlow: external_exports.boolean().optional()
+      minCtx: external_exports.number().int().min(1024, "the minimum context per slot must be \u2265 1024 tokens").max(1048576).optional()
     });
     CatalogView = external_exports.object({
       id: external_exports.string(),
@@ -46353,8 +46339,7 @@ var init_fit = __esm({
       contextLength: external_exports.number(),
       totalParamsB: external_exports.number(),
       activeParamsB: external_exports.number(),
-      /** derived: the size was computed (parameters × bits), not read from the Hub's listing. */
-      quants: external_exports.array(external_exports.object({ quant: external_exports.string(), bytes: external_exports.number(), sizeNote: external_exports.string().nullable(), derived: external_exports.boolean().optional() })),
+      quants: external_exports.array(external_exports.object({ quant: external_exports.string(), bytes: external_exports.number(), sizeNote: external_exports.string().nullable() })),
       toolCalling: external_exports.object({ status: external_exports.enum(["verified", "unverified"]), template: external_exports.string(), note: external_exports.string() }),
       unverified: external_exports.array(external_exports.string()),
       /** The engine's fit on this machine: null when nothing fits. */
@@ -46433,9 +46418,7 @@ var init_setup2 = __esm({
        * llama.cpp: the KV cache type of the plan the person saw (its pick's `cacheType`): the start plans with it, so the
        * cache started is the one shown; when it no longer fits the start plans freely and its plan phase says so.
        */
-      cacheType: external_exports.enum(["f16", "q8_0", "q4_0"]).optional(),
-      /** Plan a model too slow for an agent (below 8 tokens/s per slot, estimated) instead of refusing it. */
-      allowSlow: external_exports.boolean().optional()
+      cacheType: external_exports.enum(["f16", "q8_0", "q4_0"]).optional()
     });
     SetupPhaseName = external_exports.enum(["plan", "runtime", "download", "load", "warmup", "verify", "placement"]);
     SetupProgress = external_exports.object({
@@ -46515,29 +46498,6 @@ var init_setup2 = __esm({
 });
 
 // engine/models/catalog.ts
-function rankByLedger(catalog, rows, modelOf, minGraded = 5) {
-  const score = /* @__PURE__ */ new Map();
-  for (const r of rows) {
-    const m = modelOf(r.target)?.toLowerCase();
-    if (!m || r.passAt1 === null) continue;
-    const e = catalog.find((c3) => {
-      const maker = makerRepo(c3)?.toLowerCase();
-      return m.includes(c3.id) || m.includes(c3.repo.toLowerCase()) || !!maker && m.includes(maker);
-    });
-    if (!e) continue;
-    const s = score.get(e.id) ?? { graded: 0, built: 0 };
-    score.set(e.id, { graded: s.graded + r.graded, built: s.built + r.passAt1 * r.graded });
-  }
-  const measured = catalog.filter((e) => (score.get(e.id)?.graded ?? 0) >= minGraded);
-  if (measured.length < 2) return [...catalog];
-  const rate = (e) => score.get(e.id).built / score.get(e.id).graded;
-  const sorted = [...measured].sort((a2, b) => rate(b) - rate(a2));
-  let i2 = 0;
-  return catalog.map((e) => measured.includes(e) ? sorted[i2++] : e);
-}
-function makerRepo(e) {
-  return e.weights?.[0]?.repo ?? /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source)?.[1] ?? null;
-}
 function findCatalog(idOrRepo) {
   const k = idOrRepo.toLowerCase().replace(/^hf:/, "").replace(/:.*$/, "");
   return CATALOG.find((e) => e.id === k || e.repo.toLowerCase() === k || e.name.toLowerCase() === k);
@@ -46601,67 +46561,11 @@ function runtimeFamily(idOrRepo) {
     reasoningParser: { vllm: null, sglang: null }
   };
 }
-var GB, RAW_CATALOG, CATALOG, servedBy, DEFAULT_IMAGES, FAMILIES;
+var GB, CATALOG, DEFAULT_IMAGES, FAMILIES;
 var init_catalog = __esm({
   "engine/models/catalog.ts"() {
     GB = 1e9;
-    RAW_CATALOG = [
-      {
-        id: "qwen3.8-27b",
-        name: "Qwen3.8-27B",
-        repo: "unsloth/Qwen3.8-27B-GGUF",
-        source: "https://huggingface.co/Qwen/Qwen3.8-27B (released 2026-08-14; dense 27B vision-language model on the Qwen3.5 architecture \u2014 Qwen3_5ForConditionalGeneration, 64 layers of hybrid Gated DeltaNet + gated attention, hidden 5120 per Groq's card; 262,144 context; FP8 repo Qwen/Qwen3.8-27B-FP8, block-128; SGLang cookbook: BF16/FP8 checkpoints with in-checkpoint MTP, single GPU on H200 / RTX PRO 6000 / RTX 5090)",
-        released: "2026-08-14",
-        license: "apache-2.0",
-        contextLength: 262144,
-        totalParamsB: 27.3,
-        activeParamsB: 27.3,
-        sweBenchVerified: null,
-        benchmarks: [
-          { name: "SWE-bench Pro", score: 61.7, source: "https://huggingface.co/Qwen/Qwen3.8-27B (via models.dev and Groq's model card)" },
-          { name: "Terminal-Bench 2.1", score: 73, source: "https://huggingface.co/Qwen/Qwen3.8-27B (via models.dev and Groq's model card)" }
-        ],
-        rankNote: "first: the maker reports SWE-bench Pro (61.7) and Terminal-Bench 2.1 (73.0) instead of SWE-bench Verified; the successor of Qwen3.6-27B on the same architecture. Our own ledger reorders measured models (rankByLedger)",
-        spec: {
-          arch: "qwen35",
-          nLayer: 64,
-          nEmbd: 5120,
-          nVocab: 248320,
-          attnInterval: 4,
-          nHead: 24,
-          nHeadKv: 4,
-          headDim: 256,
-          recurrent: { inner: 6144, groups: 16, state: 128, conv: 4 }
-        },
-        quants: [
-          { quant: "Q8_0", bytes: 29 * GB, bits: 8.5, sizeNote: "derived: 27.3 B params \xD7 8.5 bpw", derived: true },
-          { quant: "Q6_K", bytes: 22.4 * GB, bits: 6.56, sizeNote: "derived: 27.3 B params \xD7 6.56 bpw", derived: true },
-          { quant: "Q5_K_M", bytes: 19.4 * GB, bits: 5.69, sizeNote: "derived: 27.3 B params \xD7 5.69 bpw", derived: true },
-          { quant: "Q4_K_M", bytes: 16.6 * GB, bits: 4.85, sizeNote: "derived: 27.3 B params \xD7 4.85 bpw", derived: true }
-        ],
-        weights: [
-          {
-            repo: "Qwen/Qwen3.8-27B",
-            dtype: "bf16",
-            bytes: 56e9,
-            sizeNote: "derived: \u2248 28 B params (the Hub's count, vision tower included) \xD7 2 bytes",
-            derived: true
-          },
-          { repo: "Qwen/Qwen3.8-27B-FP8", dtype: "fp8", bytes: 3e10, sizeNote: "derived: \u2248 28 B params \xD7 \u2248 1.07 bytes (block-128 FP8 with scales)", derived: true }
-        ],
-        toolCalling: {
-          status: "unverified",
-          template: "the GGUF's Qwen3.8 Jinja template (--jinja), Qwen3-Coder XML tool calls; vLLM/SGLang --reasoning-parser qwen3",
-          note: "thinking model (thinking control in the template); ships MTP heads (llama.cpp --spec-type draft-mtp, vLLM/SGLang speculative config)"
-        },
-        unverified: [
-          "attention / DeltaNet head counts and vocab taken from Qwen3.6-27B (same architecture; 64 layers and hidden 5120 confirmed)",
-          "every quant size is derived from the parameter count (the Hub's listing replaces them when online)",
-          "minimum vLLM 0.19 / SGLang 0.5.10 taken from the Qwen3.5/3.6 family it shares the architecture with"
-        ],
-        autoPick: true,
-        notes: "dense hybrid: only 16 of 64 layers hold KV, so long contexts are cheap; newest Qwen dense model in this catalog"
-      },
+    CATALOG = [
       {
         id: "qwen3.6-27b",
         name: "Qwen3.6-27B",
@@ -46959,136 +46863,19 @@ var init_catalog = __esm({
         unverified: ["context length (one quant card says 32,768; 202,752 assumed from the GLM-4.x family)", "hidden size, heads and vocab", "SWE-bench score"],
         autoPick: false,
         notes: "listed for choice only: its context length and shape could not be confirmed"
-      },
-      {
-        id: "deepseek-v4-flash",
-        name: "DeepSeek-V4-Flash (284B-A13B)",
-        repo: "deepseek-ai/DeepSeek-V4-Flash",
-        source: "https://huggingface.co/deepseek-ai/DeepSeek-V4-Flash (released 2026-04-24, MIT; MoE 284 B total / 13 B active, hybrid Compressed Sparse + Heavily Compressed Attention, mHC, 1,048,576 context; the Instruct checkpoint ships FP4 MoE experts + FP8 attention/dense \u2014 SGLang cookbook; vLLM recipe: vLLM 0.20.0+, H200 \xD7 4 DP4 + EP with MTP-1)",
-        released: "2026-04-24",
-        license: "mit",
-        contextLength: 1048576,
-        totalParamsB: 284,
-        activeParamsB: 13,
-        sweBenchVerified: null,
-        rankNote: "listed for choice on datacenter GPUs (vLLM / SGLang): its parsers and expert layout could not be confirmed",
-        runtimes: ["vllm", "sglang"],
-        kvUnknown: true,
-        spec: {
-          arch: "deepseek4",
-          nLayer: 43,
-          nEmbd: 4096,
-          nVocab: 129280,
-          attnInterval: 1,
-          nHead: 64,
-          nHeadKv: 1,
-          headDim: 512
-        },
-        quants: [],
-        weights: [
-          {
-            repo: "deepseek-ai/DeepSeek-V4-Flash",
-            dtype: "fp8",
-            bytes: 16e10,
-            sizeNote: "\u2248 160 GB (FP4 experts + FP8 rest) per a release summary; the Hub's listing replaces it when online",
-            derived: true
-          }
-        ],
-        toolCalling: {
-          status: "unverified",
-          template: "DeepSeek-V4 chat template (three reasoning modes; Think Max needs \u2265 384k context)",
-          note: "reasoning and tool calling supported by vLLM/SGLang per their recipes; parser names not confirmed here"
-        },
-        unverified: [
-          "layers, hidden size, heads and vocab (the spec is a placeholder: vLLM/SGLang plans size its KV as 25 % of the weights)",
-          "checkpoint size \u2248 160 GB",
-          "reasoning / tool parser names for vLLM and SGLang",
-          "minimum SGLang version"
-        ],
-        autoPick: false,
-        notes: "datacenter MoE: 4 \xD7 H200 / B200 class; no GGUF path in this catalog (its attention is new to llama.cpp)"
-      },
-      {
-        id: "glm-5.3-flash",
-        name: "GLM-5.3-Flash (320B-A18B)",
-        repo: "zai-org/GLM-5.3-Flash",
-        source: "https://huggingface.co/zai-org/GLM-5.3-Flash (MIT; native multimodal MoE, 320 B total / 18 B active, hybrid sparse + linear attention, mHC, 1,048,576 context; Hub tags: glm5_next, fp8)",
-        released: "2026-11",
-        license: "mit",
-        contextLength: 1048576,
-        totalParamsB: 320,
-        activeParamsB: 18,
-        sweBenchVerified: null,
-        rankNote: "listed for choice on datacenter GPUs (vLLM / SGLang): its parsers, shape and minimum runtime versions could not be confirmed",
-        runtimes: ["vllm", "sglang"],
-        kvUnknown: true,
-        spec: {
-          arch: "glm5next",
-          nLayer: 64,
-          nEmbd: 5120,
-          nVocab: 154880,
-          attnInterval: 1,
-          nHead: 64,
-          nHeadKv: 1,
-          headDim: 576
-        },
-        quants: [],
-        weights: [
-          {
-            repo: "zai-org/GLM-5.3-Flash",
-            dtype: "fp8",
-            bytes: 33e10,
-            sizeNote: "derived: 320 B params \xD7 \u2248 1.03 bytes (the repo is tagged fp8)",
-            derived: true
-          }
-        ],
-        toolCalling: {
-          status: "unverified",
-          template: "GLM-5 chat template; reasoning always on (reasoning_effort low / high / max)",
-          note: "GLM-5.1's vLLM recipe uses --tool-call-parser glm47 --reasoning-parser glm45; not confirmed for 5.3-Flash"
-        },
-        unverified: [
-          "release month",
-          "layers, hidden size, heads and vocab (placeholder spec: vLLM/SGLang plans size its KV as 25 % of the weights)",
-          "checkpoint size (derived)",
-          "parser names and minimum vLLM / SGLang versions"
-        ],
-        autoPick: false,
-        notes: "datacenter MoE (8 \xD7 80 GB class in FP8); listed for choice"
       }
     ];
-    CATALOG = RAW_CATALOG.map((e) => ({
-      ...e,
-      quants: e.quants.map((q2) => ({ ...q2, derived: q2.derived ?? /^derived|size \(same shape\)/.test(q2.sizeNote ?? "") })),
-      weights: e.weights?.map((w) => ({ ...w, derived: w.derived ?? /^derived/.test(w.sizeNote ?? "") }))
-    }));
-    servedBy = (e, runtime) => !e.runtimes || e.runtimes.includes(runtime);
     DEFAULT_IMAGES = { vllm: "docker.io/vllm/vllm-openai:v0.19.0", sglang: "docker.io/lmsysorg/sglang:v0.5.10.post1" };
     FAMILIES = [
       // thinking models: <think>…</think> goes to reasoning_content only with the qwen3 parser
       {
-        re: /qwen3[._-]?[568]/i,
-        f: {
-          family: "qwen3.5/3.6/3.8",
-          minVersion: { vllm: "0.19.0", sglang: "0.5.10" },
-          image: DEFAULT_IMAGES,
-          reasoningParser: { vllm: "qwen3", sglang: "qwen3" }
-        }
+        re: /qwen3[._-]?[56]/i,
+        f: { family: "qwen3.5/3.6", minVersion: { vllm: "0.19.0", sglang: "0.5.10" }, image: DEFAULT_IMAGES, reasoningParser: { vllm: "qwen3", sglang: "qwen3" } }
       },
       // Qwen3-Coder(-Next) does not think: no reasoning parser (one would take its answer for unfinished thinking)
       {
         re: /qwen3-coder/i,
         f: { family: "qwen3-coder", minVersion: { vllm: null, sglang: null }, image: DEFAULT_IMAGES, reasoningParser: { vllm: null, sglang: null } }
-      },
-      {
-        // vLLM's recipe names 0.20.0+ (DeepSeek-V4's attention); the image is pinned to that release
-        re: /deepseek-v4/i,
-        f: {
-          family: "deepseek-v4",
-          minVersion: { vllm: "0.20.0", sglang: null },
-          image: { vllm: "docker.io/vllm/vllm-openai:v0.20.0", sglang: DEFAULT_IMAGES.sglang },
-          reasoningParser: { vllm: null, sglang: null }
-        }
       },
       {
         re: /gpt-oss/i,
@@ -47132,9 +46919,9 @@ import { createHash as createHash4 } from "node:crypto";
 import { createReadStream as createReadStream2, createWriteStream as createWriteStream2, existsSync as existsSync12, mkdirSync as mkdirSync12, renameSync as renameSync3, statfsSync, statSync as statSync6, unlinkSync } from "node:fs";
 import { once as once10 } from "node:events";
 import path37 from "node:path";
-async function sha256File(file3) {
+async function sha256File(file2) {
   const h3 = createHash4("sha256");
-  for await (const chunk of createReadStream2(file3)) h3.update(chunk);
+  for await (const chunk of createReadStream2(file2)) h3.update(chunk);
   return h3.digest("hex");
 }
 async function downloadFile(o2) {
@@ -47295,12 +47082,12 @@ var init_ggml_types = __esm({
 
 // engine/models/gguf.ts
 import { open } from "node:fs/promises";
-function fileSource(path67) {
+function fileSource(path66) {
   let fh;
   return {
-    describe: path67,
+    describe: path66,
     async read(offset, length) {
-      fh ??= await open(path67, "r");
+      fh ??= await open(path66, "r");
       const buf = Buffer.alloc(length);
       const { bytesRead } = await fh.read(buf, 0, length, offset);
       return buf.subarray(0, bytesRead);
@@ -47570,22 +47357,22 @@ function tensorsFromJson(raw2) {
     return { name, shape: dims, type, offset: Number(o2.offset ?? 0), bytes: tensorBytes(type, dims) };
   });
 }
-function loadMetadataFile(file3) {
-  if (!existsSync13(file3)) throw new ModelSourceError(`no such file: ${file3} (pass a JSON object of GGUF metadata keys)`);
+function loadMetadataFile(file2) {
+  if (!existsSync13(file2)) throw new ModelSourceError(`no such file: ${file2} (pass a JSON object of GGUF metadata keys)`);
   let j;
   try {
-    j = JSON.parse(readFileSync14(file3, "utf8"));
+    j = JSON.parse(readFileSync14(file2, "utf8"));
   } catch (e) {
-    throw new ModelSourceError(`${file3} is not valid JSON: ${e.message}`);
+    throw new ModelSourceError(`${file2} is not valid JSON: ${e.message}`);
   }
-  if (!j || typeof j !== "object" || Array.isArray(j)) throw new ModelSourceError(`${file3} must hold a JSON object of GGUF metadata keys \u2192 values`);
+  if (!j || typeof j !== "object" || Array.isArray(j)) throw new ModelSourceError(`${file2} must hold a JSON object of GGUF metadata keys \u2192 values`);
   let obj2 = j;
   let tensorsRaw = obj2.tensors ?? obj2.tensor_infos ?? obj2.tensorInfos;
   if (obj2.metadata && typeof obj2.metadata === "object") obj2 = obj2.metadata;
   const meta = {};
   for (const [k, v] of Object.entries(obj2)) if (!["tensors", "tensor_infos", "tensorInfos"].includes(k)) meta[k] = v;
   tensorsRaw ??= void 0;
-  return { source: file3, metadata: meta, tensors: tensorsFromJson(tensorsRaw), fileBytes: null, quant: quantOf(meta, file3), shards: 1 };
+  return { source: file2, metadata: meta, tensors: tensorsFromJson(tensorsRaw), fileBytes: null, quant: quantOf(meta, file2), shards: 1 };
 }
 function hfUrl(ref) {
   const m = /^hf:([^/\s]+)\/([^/\s]+)\/(.+?\.gguf)(?:@([\w.\-/]+))?$/i.exec(ref);
@@ -47683,8 +47470,8 @@ function hubHeaders(env2 = process.env) {
   const t2 = env2.HF_TOKEN ?? env2.HUGGING_FACE_HUB_TOKEN;
   return t2 ? { authorization: `Bearer ${t2}` } : {};
 }
-function resolveUrl(repo, file3, rev = "main", env2 = process.env) {
-  return `${hubEndpoint(env2)}/${repo}/resolve/${encodeURIComponent(rev)}/${file3.split("/").map(encodeURIComponent).join("/")}`;
+function resolveUrl(repo, file2, rev = "main", env2 = process.env) {
+  return `${hubEndpoint(env2)}/${repo}/resolve/${encodeURIComponent(rev)}/${file2.split("/").map(encodeURIComponent).join("/")}`;
 }
 async function listRepoFiles(repo, rev = "main", fetchImpl = fetch, env2 = process.env) {
   if (!/^[\w.-]+\/[\w.-]+$/.test(repo)) throw new Error(`"${repo}" is not a Hugging Face repo id (owner/name)`);
@@ -48630,144 +48417,83 @@ var init_estimate = __esm({
 
 // engine/models/speed.ts
 function gpuBandwidth(name) {
-  const hit = GPU_TABLE.find(([re]) => re.test(name));
+  const hit = GPU_BW.find(([re]) => re.test(name));
   return hit ? { gbps: hit[1], known: true } : { gbps: ASSUMED_GPU_BW, known: false };
-}
-function gpuTflops(name) {
-  const hit = GPU_TABLE.find(([re]) => re.test(name));
-  return hit ? { tflops: hit[2], known: true } : { tflops: ASSUMED_GPU_TFLOPS, known: false };
 }
 function ramBandwidth(env2 = process.env) {
   const v = Number(config2(env2).OCW_RAM_BANDWIDTH_GBPS);
   return Number.isFinite(v) && v > 0 ? { gbps: v, known: true } : { gbps: ASSUMED_RAM_BW, known: false };
 }
-function cpuTflops(physicalCores) {
-  const known = !!physicalCores && physicalCores > 0;
-  const cores = known ? physicalCores : ASSUMED_CPU_CORES;
-  return { tflops: cores * CPU_GFLOPS_PER_CORE / 1e3, known, cores };
-}
-function isDatacenterGpu(name, totalBytes) {
-  return totalBytes >= 75 * 1024 ** 3 && /\b(H100|H200|GH200|B100|B200|GB200|A100|MI300X|MI325X|MI355X)\b/i.test(name);
-}
-function hasFp8(name) {
-  return /\b(H100|H200|GH200|B100|B200|GB200|L40S|L4|MI300X|MI325X|MI355X|RTX PRO 6000|RTX 6000 Ada)\b|\b(40[6-9]0|50[6-9]0)\b/i.test(name);
-}
-function touchedExperts(experts, slots) {
-  if (!experts || experts.count <= 0) return 1;
-  return 1 - (1 - Math.min(1, experts.used / experts.count)) ** Math.max(1, slots);
-}
-function estimateSpeed(partsIn, m) {
-  const parts = partsIn.filter((p) => p.denseBytes + p.expertBytes > 0);
-  if (!parts.length) return null;
-  const single = touchedExperts(m.experts, 1);
-  const activeBytes = parts.map((p) => p.denseBytes + p.expertBytes * single);
-  const allActive = activeBytes.reduce((a2, b) => a2 + b, 0) || 1;
-  const flopsPerToken = 2 * m.activeParams;
-  const avgCtx = Math.min(m.ctxPerSlot, 2 * AVG_SESSION_CTX) / 2;
-  const step = (n2) => parts.reduce((a2, p, i2) => {
-    const bytes = p.denseBytes + p.expertBytes * touchedExperts(m.experts, n2) + n2 * avgCtx * p.kvBytesPerToken;
-    const mem = bytes / (p.gbps * 1e9 * MEM_EFFICIENCY);
-    const compute = n2 * flopsPerToken * (activeBytes[i2] / allActive) / (p.tflops * 1e12 * DECODE_COMPUTE_EFFICIENCY);
-    return a2 + Math.max(mem, compute);
-  }, 0);
-  const slots = Math.max(1, m.slots);
-  const perSlot = 1 / step(slots);
-  const one = 1 / step(1);
-  const prefillSec = parts.reduce((a2, p, i2) => a2 + flopsPerToken * (activeBytes[i2] / allActive) / (p.tflops * 1e12 * PREFILL_EFFICIENCY), 0);
-  const prefill = 1 / prefillSec;
-  const firstRequestSec = FIRST_REQUEST_TOKENS / prefill;
-  const tooSlow = perSlot < MIN_AGENT_TOK_PER_SEC;
-  const gb = (b) => (b / 1024 ** 3).toFixed(1);
-  const basis = `estimated, not measured: decode = per device the larger of (weights read + the KV of ${slots} slot(s) at \u2248 ${Math.round(avgCtx)} tokens) \xF7 ${Math.round(MEM_EFFICIENCY * 100)} % of bandwidth and ${slots} \xD7 2 \xD7 ${(m.activeParams / 1e9).toFixed(1)} B active parameters \xF7 TFLOPS; ` + parts.map(
-    (p) => `${p.name} ${gb(p.denseBytes + p.expertBytes * touchedExperts(m.experts, slots))} GiB at ${p.gbps} GB/s${p.bwKnown ? "" : " (assumed)"}, ${p.tflops} TFLOPS${p.flopsKnown ? "" : " (assumed)"}`
-  ).join(" + ") + (m.experts && slots > 1 ? `; ${slots} slots touch ${Math.round(touchedExperts(m.experts, slots) * 100)} % of the routed experts per step` : "") + `; prefill compute-bound at ${Math.round(PREFILL_EFFICIENCY * 100)} % of TFLOPS`;
-  const warnings = [];
-  if (tooSlow)
-    warnings.push(
-      `\u2248 ${round2(perSlot)} tokens/s per slot with ${slots} slot(s) busy is too slow for an agent (below ${MIN_AGENT_TOK_PER_SEC}; a worker's turn writes hundreds of tokens): fewer slots, a smaller or MoE model, or a GPU`
-    );
-  if (firstRequestSec > SLOW_FIRST_REQUEST_SEC)
-    warnings.push(`reading OpenCode's first request (\u2248 ${FIRST_REQUEST_TOKENS} tokens) takes \u2248 ${Math.round(firstRequestSec)} s per worker`);
+function estimateSpeed(parts, slots) {
+  const used = parts.filter((p) => p.bytes > 0);
+  if (!used.length) return null;
+  const secPerToken = used.reduce((a2, p) => a2 + p.bytes * p.activeShare / (p.gbps * 1e9), 0) / EFFICIENCY;
+  const single = 1 / secPerToken;
+  const perSlot = slots > 1 ? single * BATCH_SHARE : single;
+  const round2 = (x) => x >= 100 ? Math.round(x) : Math.round(x * 10) / 10;
+  const basis = `decode \u2248 ${Math.round(EFFICIENCY * 100)} % of bandwidth \xF7 bytes read per token: ` + used.map((p) => `${p.name} ${(p.bytes * p.activeShare / 1024 ** 3).toFixed(1)} GiB at ${p.gbps} GB/s${p.known ? "" : " (assumed)"}`).join(" + ");
   return {
     decodeTokPerSecPerSlot: round2(perSlot),
     decodeTokPerSecTotal: round2(perSlot * slots),
-    decodeTokPerSecSingle: round2(one),
-    prefillTokPerSec: round2(prefill),
-    firstRequestSec: Math.round(firstRequestSec * 10) / 10,
-    tooSlow,
     basis,
-    warning: warnings.length ? warnings.join("; ") : null
+    warning: perSlot < MIN_AGENT_TOK_PER_SEC ? `\u2248 ${round2(perSlot)} tokens/s per slot is slow for an agent (a worker's turn writes hundreds of tokens): fewer slots, a smaller or MoE model, or a GPU` : null
   };
 }
-var GPU_TABLE, ASSUMED_GPU_BW, ASSUMED_GPU_TFLOPS, ASSUMED_RAM_BW, ASSUMED_CPU_CORES, CPU_GFLOPS_PER_CORE, MEM_EFFICIENCY, DECODE_COMPUTE_EFFICIENCY, PREFILL_EFFICIENCY, AVG_SESSION_CTX, FIRST_REQUEST_TOKENS, MIN_AGENT_TOK_PER_SEC, SLOW_FIRST_REQUEST_SEC, round2;
+var GPU_BW, ASSUMED_GPU_BW, ASSUMED_RAM_BW, EFFICIENCY, BATCH_SHARE, MIN_AGENT_TOK_PER_SEC;
 var init_speed = __esm({
   "engine/models/speed.ts"() {
     init_config();
-    GPU_TABLE = [
-      [/GB200/i, 8e3, 2500],
-      [/B200/i, 8e3, 2250],
-      [/B100/i, 8e3, 1750],
-      [/H200/i, 4800, 989],
-      [/H100.*(SXM|HBM3)/i, 3350, 989],
-      [/H100.*NVL/i, 3900, 835],
-      [/H100/i, 2e3, 756],
-      [/GH200/i, 4e3, 989],
-      [/MI355X/i, 8e3, 2500],
-      [/MI325X/i, 6e3, 1307],
-      [/MI300X/i, 5300, 1307],
-      [/MI250/i, 3277, 362],
-      [/A100.*80/i, 2039, 312],
-      [/A100/i, 1555, 312],
-      [/L40S/i, 864, 362],
-      [/L40\b/i, 864, 181],
-      [/L4\b/i, 300, 121],
-      [/A10\b/i, 600, 125],
-      [/T4\b/i, 320, 65],
-      [/RTX PRO 6000/i, 1792, 250],
-      [/RTX 6000 Ada/i, 960, 182],
-      [/A6000/i, 768, 77],
-      [/5090/, 1792, 209],
-      [/5080/, 960, 113],
-      [/5070 Ti/i, 896, 88],
-      [/5070/, 672, 62],
-      [/5060 Ti/i, 448, 47],
-      [/5060/, 448, 38],
-      [/4090/, 1008, 165],
-      [/4080/, 717, 97],
-      [/4070 Ti/i, 504, 80],
-      [/4070/, 504, 58],
-      [/4060 Ti/i, 288, 44],
-      [/4060/, 272, 30],
-      [/3090/, 936, 71],
-      [/3080/, 760, 60],
-      [/3070/, 448, 41],
-      [/3060/, 360, 26],
-      [/7900 XTX/i, 960, 61],
-      [/7900 XT/i, 800, 52],
-      [/7800 XT/i, 624, 37],
-      [/6900 XT/i, 512, 23],
-      [/M\d Ultra/i, 800, 27],
-      [/M4 Max/i, 546, 17],
-      [/M\d Max/i, 400, 14],
-      [/M4 Pro/i, 273, 9],
-      [/M3 Pro/i, 150, 7],
-      [/M\d Pro/i, 200, 7],
-      [/M4/i, 120, 4],
-      [/M\d/i, 100, 3.5]
+    GPU_BW = [
+      [/H200/i, 4800],
+      [/H100.*(SXM|HBM3)/i, 3350],
+      [/H100/i, 2e3],
+      [/B200/i, 8e3],
+      [/MI300X/i, 5300],
+      [/MI250/i, 3277],
+      [/A100.*80/i, 2039],
+      [/A100/i, 1555],
+      [/L40S/i, 864],
+      [/L40\b/i, 864],
+      [/L4\b/i, 300],
+      [/A10\b/i, 600],
+      [/T4\b/i, 320],
+      [/RTX PRO 6000/i, 1792],
+      [/RTX 6000 Ada/i, 960],
+      [/A6000/i, 768],
+      [/5090/, 1792],
+      [/5080/, 960],
+      [/5070 Ti/i, 896],
+      [/5070/, 672],
+      [/5060 Ti/i, 448],
+      [/5060/, 448],
+      [/4090/, 1008],
+      [/4080/, 717],
+      [/4070 Ti/i, 504],
+      [/4070/, 504],
+      [/4060 Ti/i, 288],
+      [/4060/, 272],
+      [/3090/, 936],
+      [/3080/, 760],
+      [/3070/, 448],
+      [/3060/, 360],
+      [/7900 XTX/i, 960],
+      [/7900 XT/i, 800],
+      [/7800 XT/i, 624],
+      [/6900 XT/i, 512],
+      [/M\d Ultra/i, 800],
+      [/M4 Max/i, 546],
+      [/M\d Max/i, 400],
+      [/M4 Pro/i, 273],
+      [/M3 Pro/i, 150],
+      [/M\d Pro/i, 200],
+      [/M4/i, 120],
+      [/M\d/i, 100]
     ];
     ASSUMED_GPU_BW = 300;
-    ASSUMED_GPU_TFLOPS = 20;
     ASSUMED_RAM_BW = 60;
-    ASSUMED_CPU_CORES = 8;
-    CPU_GFLOPS_PER_CORE = 200;
-    MEM_EFFICIENCY = 0.6;
-    DECODE_COMPUTE_EFFICIENCY = 0.5;
-    PREFILL_EFFICIENCY = 0.4;
-    AVG_SESSION_CTX = 16384;
-    FIRST_REQUEST_TOKENS = 6144;
+    EFFICIENCY = 0.6;
+    BATCH_SHARE = 0.8;
     MIN_AGENT_TOK_PER_SEC = 8;
-    SLOW_FIRST_REQUEST_SEC = 120;
-    round2 = (x) => x >= 100 ? Math.round(x) : Math.round(x * 10) / 10;
   }
 });
 
@@ -48977,7 +48703,7 @@ function toPick(m, p, dev, slots, toolVerified) {
   const ctxPerSlot = p.ctxPerSlot;
   const where = p.placement === "gpu" ? `entirely on ${p.gpusUsed} of ${dev.gpus.length} GPU(s)` : p.placement === "moe-offload" ? `attention and ${h2(m).nLayer - p.nCpuMoe} expert layers on the GPU(s), routed experts of ${p.nCpuMoe} layers in RAM (--n-cpu-moe)` : p.placement === "partial" ? `${p.nGpuLayers}/${h2(m).nLayerAll + 1} layers on the GPU(s), the rest in RAM (slow)` : "CPU only";
   const replicas = p.placement === "gpu" && dev.gpus.length >= 2 * p.gpusUsed ? Math.floor(dev.gpus.length / p.gpusUsed) : void 0;
-  const speed = planSpeed(m, p, gpus, slots, dev.cpuCores);
+  const speed = planSpeed(m, p, gpus, slots);
   return {
     model: m.model,
     quant: m.quant,
@@ -48994,69 +48720,27 @@ function toPick(m, p, dev, slots, toolVerified) {
     ...speed ? { speed } : {}
   };
 }
-function modelParams(m) {
-  if (m.params) return m.params;
-  const fromShapes = (m.tensors ?? []).reduce((a2, t2) => a2 + (t2.shape.length ? t2.shape.reduce((x, y) => x * y, 1) : 0), 0);
-  return fromShapes > 0 ? fromShapes : m.fileBytes * 1.8;
-}
-function expertBytesByLayer(m) {
-  const out = /* @__PURE__ */ new Map();
-  for (const t2 of m.tensors ?? []) {
-    const hit = /^blk\.(\d+)\..*_exps\./.exec(t2.name);
-    if (hit) out.set(Number(hit[1]), (out.get(Number(hit[1])) ?? 0) + t2.bytes);
-  }
-  return out;
-}
-function planSpeed(m, p, gpus, slots, cpuCores) {
+function planSpeed(m, p, gpus, slots) {
+  const share2 = m.activeShare ?? 1;
   const embd = m.tensors?.find((t2) => t2.name === "token_embd.weight")?.bytes ?? 0;
-  const byLayer = expertBytesByLayer(m);
-  const allExperts = [...byLayer.values()].reduce((a2, b) => a2 + b, 0);
-  const nLayer = m.hparams.nLayer;
-  const cpuLayers = p.placement === "cpu" ? nLayer : p.placement === "moe-offload" ? p.nCpuMoe : p.placement === "partial" ? Math.max(0, nLayer + 1 - p.nGpuLayers) : 0;
-  const cpuExperts = [...byLayer.entries()].filter(([il]) => il < cpuLayers).reduce((a2, [, b]) => a2 + b, 0);
-  const gpuWeights = p.estimate.perDevice.filter((d) => d.kind === "gpu").reduce((a2, d) => a2 + (d.weightsBytes ?? 0), 0) || 1;
-  const cpu = cpuTflops(cpuCores);
   const parts = p.estimate.perDevice.map((d) => {
     const g = gpus.find((x) => x.id === d.device);
     const bw = g ? gpuBandwidth(g.name) : ramBandwidth();
-    const fl = g ? gpuTflops(g.name) : { tflops: cpu.tflops, known: cpu.known };
-    const weights = Math.max(0, (d.weightsBytes ?? 0) - (g ? 0 : embd));
-    const experts2 = Math.min(weights, g ? (allExperts - cpuExperts) * (d.weightsBytes ?? 0) / gpuWeights : cpuExperts);
-    const dense = allExperts ? weights - experts2 : weights * (m.activeShare ?? 1);
-    return {
-      name: g ? g.runtimeId : "RAM",
-      denseBytes: dense,
-      expertBytes: allExperts ? experts2 : 0,
-      kvBytesPerToken: p.estimate.nCtx ? d.kvBytes / p.estimate.nCtx : 0,
-      gbps: bw.gbps,
-      bwKnown: bw.known,
-      tflops: fl.tflops,
-      flopsKnown: fl.known
-    };
+    const bytes = Math.max(0, (d.weightsBytes ?? 0) - (g ? 0 : embd));
+    return { name: g ? g.runtimeId : "RAM", bytes, activeShare: share2, gbps: bw.gbps, known: bw.known };
   });
-  const experts = allExperts ? m.experts ?? activeExperts(m, allExperts) : null;
-  return estimateSpeed(parts, { activeParams: modelParams(m) * (m.activeShare ?? 1), experts, slots, ctxPerSlot: p.ctxPerSlot });
+  return estimateSpeed(parts, slots);
 }
-function activeExperts(m, expertBytes) {
-  const total2 = (m.tensors ?? []).reduce((a2, t2) => a2 + t2.bytes, 0) || m.fileBytes;
-  const dense = total2 - expertBytes;
-  const ratio2 = Math.max(1e-3, Math.min(1, ((m.activeShare ?? 1) * total2 - dense) / expertBytes));
-  return { count: 1e3, used: Math.max(1, Math.round(ratio2 * 1e3)) };
-}
-function poolSpeed(m, reps, cpuCores) {
-  const each = reps.map((r) => planSpeed(m, r.plan, r.gpus, r.slots, cpuCores));
+function poolSpeed(m, reps) {
+  const each = reps.map((r) => planSpeed(m, r.plan, r.gpus, r.slots));
   if (each.some((x) => !x)) return {};
   const slowest = each.reduce((a2, x) => x.decodeTokPerSecPerSlot < a2.decodeTokPerSecPerSlot ? x : a2);
   return {
-    speed: {
-      ...slowest,
-      decodeTokPerSecTotal: Math.round(each.reduce((a2, x) => a2 + x.decodeTokPerSecTotal, 0)),
-      basis: `per replica (${reps.length} decode at once): ${slowest.basis}`
-    }
+    speed: { ...slowest, decodeTokPerSecTotal: Math.round(each.reduce((a2, x) => a2 + x.decodeTokPerSecTotal, 0)), basis: `per replica: ${slowest.basis}` }
   };
 }
 function speedNote(s) {
-  return s ? `; \u2248 ${s.decodeTokPerSecPerSlot} tokens/s per slot (${s.decodeTokPerSecTotal} in all, ${s.decodeTokPerSecSingle} for one slot alone), prompt \u2248 ${s.prefillTokPerSec} tokens/s, estimated${s.warning ? ` \u2014 ${s.warning}` : ""}` : "";
+  return s ? `; \u2248 ${s.decodeTokPerSecPerSlot} tokens/s per slot (${s.decodeTokPerSecTotal} in all), estimated${s.warning ? ` \u2014 ${s.warning}` : ""}` : "";
 }
 function hostNote(c3) {
   return `host RAM: prompt cache ${c3.cacheRamMiB} MiB (--cache-ram)` + (c3.ctxCheckpoints !== null ? `, ${c3.ctxCheckpoints} context checkpoint(s) per slot (${gib(c3.checkpointBytes)})` : "") + `, ${gib(c3.headroomBytes)} left for the OS, opencode and the engine`;
@@ -49105,7 +48789,7 @@ function toPoolPick(m, reps, _dev, toolVerified) {
     reason: `${m.model}${m.quant ? ` ${m.quant}` : ""} (${gib(m.fileBytes)}) as ${reps.length} replicas, one llama-server per ${g === 1 ? "GPU" : `${g} GPUs`} (${endpoints.map((e) => `${e.devices.join("+")}: ${e.slots} slot(s)`).join(", ")}) \xD7 ${ctxPerSlot} tokens, unified KV (${caches}); one model split over GPUs runs its layers one GPU after the other, so ${reps.length} copies decode ${reps.length}\xD7 the tokens at once \u2014 ocw admits each worker to a replica with a free slot`,
     replicas: reps.length,
     pool: { replicas: reps.length, endpoints },
-    ...poolSpeed(m, reps, _dev.cpuCores)
+    ...poolSpeed(m, reps)
   };
 }
 function catalogModel(e, quant) {
@@ -49119,8 +48803,6 @@ function catalogModel(e, quant) {
     fileBytes: q2.bytes,
     isMoe: !!e.spec.moe,
     activeShare: e.activeParamsB / e.totalParamsB,
-    experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used } : null,
-    params: e.totalParamsB * 1e9,
     modelArgs: ["-hf", `${e.repo}:${q2.quant}`]
   };
 }
@@ -49129,17 +48811,10 @@ function planScore(p, m, maxCtxPerSlot) {
   const want = Math.min(LONG_CTX, m.hparams.nCtxTrain, maxCtxPerSlot ?? Infinity);
   return p.ctxPerSlot >= want ? 2 : 1;
 }
-function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, maxCtxPerSlot, opts = {}) {
-  const autoPicks = catalog.filter((e) => e.autoPick && servedBy(e, "llama.cpp") && e.quants.length);
-  const entries = unifiedOnly(dev) ? [...autoPicks.filter((e) => e.spec.moe), ...autoPicks.filter((e) => !e.spec.moe)] : autoPicks;
+function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, maxCtxPerSlot) {
+  const entries = catalog.filter((e) => e.autoPick);
   const good = (e) => e.quants.filter((q2) => q2.bits >= 4);
   const found = [];
-  const slow = [];
-  const fastEnough = (pick3) => {
-    if (opts.allowSlow || !pick3.speed?.tooSlow) return true;
-    if (!slow.some((x) => x.model === pick3.model && x.quant === pick3.quant)) slow.push(pick3);
-    return false;
-  };
   const tryPhase = (phase, list, quantOrder, max) => {
     for (const e of list) {
       if (found.length >= max) return;
@@ -49149,8 +48824,8 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
         const pool = firstPool(e, qs);
         if (pool) {
           found.push(pool);
-          const split = qs.map((q2) => catalogModel(e, q2.quant)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).filter((x) => x.p).map((x) => toPick(x.m, x.p, dev, slots, verified(e.id))).find((x) => fastEnough(x));
-          if (split && found.length < max) found.push(split);
+          const split = qs.map((q2) => catalogModel(e, q2.quant)).map((m) => ({ m, p: layout(m, dev, slots, minCtx, ["gpu"], maxCtxPerSlot) })).find((x) => x.p);
+          if (split && found.length < max) found.push(toPick(split.m, split.p, dev, slots, verified(e.id)));
           continue;
         }
       }
@@ -49159,13 +48834,11 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
         const m = catalogModel(e, q2.quant);
         const p = layout(m, dev, slots, minCtx, [phase], maxCtxPerSlot);
         if (!p) continue;
-        const pick3 = toPick(m, p, dev, slots, verified(e.id));
-        if (!fastEnough(pick3)) continue;
         const score = phase === "gpu" ? planScore(p, m, maxCtxPerSlot) : 0;
-        if (!best || score > best.score) best = { pick: pick3, score };
+        if (!best || score > best.score) best = { m, p, score };
         if (phase !== "gpu" || score === 2) break;
       }
-      if (best) found.push(best.pick);
+      if (best) found.push(toPick(best.m, best.p, dev, slots, verified(e.id)));
     }
   };
   const firstPool = (e, qs) => {
@@ -49174,10 +48847,8 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
       const m = catalogModel(e, q2.quant);
       const reps = replicate(m, dev, slots, minCtx, maxCtxPerSlot);
       if (!reps) continue;
-      const pick3 = toPoolPick(m, reps, dev, verified(e.id));
-      if (!fastEnough(pick3)) continue;
       const score = Math.min(...reps.map((r) => planScore(r.plan, m, maxCtxPerSlot)));
-      if (!best || score > best.score) best = { pick: pick3, score };
+      if (!best || score > best.score) best = { pick: toPoolPick(m, reps, dev, verified(e.id)), score };
       if (score === 2) break;
     }
     return best?.pick ?? null;
@@ -49204,13 +48875,8 @@ function propose(dev, slots, minCtx, verified = () => false, catalog = CATALOG, 
       3
     );
   }
-  slow.sort((x, y) => (y.speed?.decodeTokPerSecPerSlot ?? 0) - (x.speed?.decodeTokPerSecPerSlot ?? 0));
-  if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null, ...slow.length ? { slow } : {} };
-  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog, slow), ...slow.length ? { slow } : {} };
-}
-function slowProblem(slow, slots) {
-  const s = slow[0];
-  return `${s.model}${s.quant ? ` ${s.quant}` : ""} fits but would decode \u2248 ${s.speed.decodeTokPerSecPerSlot} tokens/s per slot with ${slots} slot(s) busy (estimated; an agent needs \u2265 ${MIN_AGENT_TOK_PER_SEC}): refused as too slow \u2014 pass --allow-slow to plan it anyway`;
+  if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
+  return { pick: null, alternatives: [], problem: noFitProblem(dev, slots, minCtx, verified, catalog) };
 }
 function planModel(m, dev, slots, minCtx, verified, phases = ["gpu", "moe-offload", "partial", "cpu"], maxCtxPerSlot) {
   if (phases.includes("gpu") && dev.gpus.length) {
@@ -49237,25 +48903,15 @@ function modelFromInfo(info, name, modelArgs, quant = info.quant) {
   const all = (info.tensors ?? []).reduce((a2, x) => a2 + x.bytes, 0);
   const exps = (info.tensors ?? []).filter((x) => /_exps\./.test(x.name)).reduce((a2, x) => a2 + x.bytes, 0);
   const activeShare = all && exps && nExp > 0 && nUsed > 0 ? (all - exps + exps * nUsed / nExp) / all : 1;
-  return {
-    model: name,
-    quant,
-    hparams: hp,
-    tensors,
-    fileBytes,
-    isMoe: exps > 0,
-    modelArgs,
-    activeShare,
-    experts: nExp > 0 && nUsed > 0 ? { count: nExp, used: nUsed } : null
-  };
+  return { model: name, quant, hparams: hp, tensors, fileBytes, isMoe: exps > 0, modelArgs, activeShare };
 }
-function noFitProblem(dev, slots, minCtx, verified, catalog, slow = []) {
+function noFitProblem(dev, slots, minCtx, verified, catalog) {
   const mem = dev.gpus.length ? `${dev.gpus.length} GPU(s) with ${(dev.gpus.reduce((a2, g) => a2 + g.freeBytes, 0) / GiB2).toFixed(1)} GiB free and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free` : `no usable GPU and ${(dev.hostFreeBytes / GiB2).toFixed(1)} GiB RAM free`;
   const hints = [];
   for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
     const p = propose(dev, s, minCtx, verified, catalog);
     if (p.pick) {
-      hints.push(`--slots ${s} fits (${p.pick.model} ${p.pick.quant}${p.pick.speed ? `, \u2248 ${p.pick.speed.decodeTokPerSecPerSlot} tokens/s per slot` : ""})`);
+      hints.push(`--slots ${s} fits (${p.pick.model} ${p.pick.quant})`);
       break;
     }
     if (s === 1) break;
@@ -49265,7 +48921,6 @@ function noFitProblem(dev, slots, minCtx, verified, catalog, slow = []) {
     if (p.pick) hints.push(`--slots 1 --min-ctx 16384 fits (${p.pick.model}), below what OpenCode needs for a useful session`);
   }
   hints.push("or use an API provider: ocw setup --provider URL --model ID --api-key-env VAR");
-  if (slow.length) return `${slowProblem(slow, slots)}; on this machine (${mem}): ${hints.join("; ")}`;
   return `no catalog model fits ${slots} slot(s) \xD7 ${minCtx} tokens on this machine (${mem}); ${hints.join("; ")}`;
 }
 function devicesFromHardware(hw, runtimePath, assume) {
@@ -49309,8 +48964,7 @@ function devicesFromHardware(hw, runtimePath, assume) {
     notes.push(
       `unified memory: the GPU's ${(unifiedBudget / GiB2).toFixed(1)} GiB come out of the same ${(hw.ram.freeBytes / GiB2).toFixed(1)} GiB of RAM, so the host keeps ${(hostFreeBytes / GiB2).toFixed(1)} GiB`
     );
-  const cpuCores = hw.cpu ? hw.cpu.physicalCores ?? hw.cpu.cores : null;
-  return { dev: { gpus, hostFreeBytes, cpuCores }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
+  return { dev: { gpus, hostFreeBytes }, notes, runtimeDevices: hw.llamaDevices ? hw.llamaDevices.map((d) => d.id) : null };
 }
 function shellQuote(w) {
   return /^[\w@%+=:,./…-]+$/u.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
@@ -49339,40 +48993,6 @@ function commandWords(command) {
   if (!bin) throw new Error(`no program in ${command}`);
   return { env: env2, bin, args: words };
 }
-function parallelSpeed(m, p) {
-  const g = p.gpus[0];
-  if (!g) return null;
-  const bw = gpuBandwidth(g.name);
-  const fl = gpuTflops(g.name);
-  const share2 = m.experts?.share ?? 0;
-  const s = estimateSpeed(
-    [
-      {
-        name: `${p.tp > 1 ? `${p.tp} \xD7 ` : ""}${g.runtimeId}`,
-        denseBytes: m.weightsBytes * (1 - share2) / p.tp,
-        expertBytes: m.weightsBytes * share2 / p.tp,
-        kvBytesPerToken: p.kvPerGpu / Math.max(1, p.perRank * p.ctxPerSlot),
-        gbps: bw.gbps,
-        bwKnown: bw.known,
-        tflops: fl.tflops,
-        flopsKnown: fl.known
-      }
-    ],
-    {
-      activeParams: (m.activeParams ?? m.weightsBytes / (m.dtype === "fp8" ? 1 : 2)) / p.tp,
-      experts: m.experts ? { count: m.experts.count, used: m.experts.used } : null,
-      slots: p.perRank,
-      ctxPerSlot: p.ctxPerSlot
-    }
-  );
-  if (!s || p.dp === 1) return s;
-  const total2 = s.decodeTokPerSecPerSlot * p.perRank * p.dp;
-  return {
-    ...s,
-    decodeTokPerSecTotal: total2 >= 100 ? Math.round(total2) : Math.round(total2 * 10) / 10,
-    basis: `per engine (${p.dp} decode side by side): ${s.basis}`
-  };
-}
 function gpuUtilization(g) {
   const total2 = g.totalBytes || g.freeBytes;
   return Math.max(0, Math.min(PARALLEL_MAX_UTIL, Math.floor((g.freeBytes - 256 * MiB2) / total2 * 100) / 100));
@@ -49382,16 +49002,14 @@ function parallelKv(m, perRank, ctx) {
   const e = estimate(m.hparams, null, { ctx: perRank * ctx, parallel: perRank, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
   return e.kvBytes + e.recurrentBytes;
 }
-function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot, fixed = {}) {
+function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot) {
   if (minCtx > m.contextLength) return null;
   const gpus = [...gpusIn].sort((a2, b) => b.freeBytes - a2.freeBytes);
   const n2 = gpus.length;
   const ladder = ctxLadder(minCtx, Math.max(minCtx, Math.min(m.contextLength, 131072, maxCtxPerSlot ?? Infinity)));
-  for (let tp = fixed.tp ?? 1; tp <= n2; tp *= 2) {
-    if (fixed.tp && tp !== fixed.tp) break;
+  for (let tp = 1; tp <= n2; tp *= 2) {
     if (m.nHead && m.nHead % tp !== 0) continue;
-    const dp = fixed.dp ?? Math.max(1, Math.min(Math.floor(n2 / tp), slots));
-    if (tp * dp > n2) break;
+    const dp = Math.max(1, Math.min(Math.floor(n2 / tp), slots));
     const perRank = Math.ceil(slots / dp);
     const used = gpus.slice(0, tp * dp);
     const utilization = Math.min(...used.map(gpuUtilization));
@@ -49406,7 +49024,7 @@ function sizeParallel(m, gpusIn, slots, minCtx, maxCtxPerSlot, fixed = {}) {
   }
   return null;
 }
-var DEFAULT_MIN_CTX, MARGIN, HOST_HEADROOM, MAX_CACHE_RAM_MIB, MAX_CHECKPOINTS, gib, h2, LONG_CTX, unifiedOnly, PARALLEL_OVERHEAD, PARALLEL_MAX_UTIL;
+var DEFAULT_MIN_CTX, MARGIN, HOST_HEADROOM, MAX_CACHE_RAM_MIB, MAX_CHECKPOINTS, gib, h2, LONG_CTX, PARALLEL_OVERHEAD, PARALLEL_MAX_UTIL;
 var init_plan = __esm({
   "engine/models/plan.ts"() {
     init_catalog();
@@ -49421,7 +49039,6 @@ var init_plan = __esm({
     gib = (b) => `${(b / GiB2).toFixed(1)} GiB`;
     h2 = (m) => m.hparams;
     LONG_CTX = 65536;
-    unifiedOnly = (dev) => dev.gpus.length > 0 && dev.gpus.every((g) => g.unified);
     PARALLEL_OVERHEAD = 2 * GiB2;
     PARALLEL_MAX_UTIL = 0.9;
   }
@@ -49484,8 +49101,8 @@ async function planRepo(ref, want, env2 = process.env) {
     considered
   };
 }
-function localPathFor(stateDir2, repo, file3) {
-  return path39.join(stateDir2, "models", repo.replace("/", "__"), file3);
+function localPathFor(stateDir2, repo, file2) {
+  return path39.join(stateDir2, "models", repo.replace("/", "__"), file2);
 }
 var init_resolve = __esm({
   "engine/models/resolve.ts"() {
@@ -49495,94 +49112,9 @@ var init_resolve = __esm({
   }
 });
 
-// engine/models/hub-sizes.ts
-import { existsSync as existsSync14, readFileSync as readFileSync15, renameSync as renameSync4, writeFileSync as writeFileSync10 } from "node:fs";
-import path40 from "node:path";
-function readHubSizes(env2 = process.env) {
-  try {
-    const f = file2(env2);
-    if (!existsSync14(f)) return { version: 1, repos: {} };
-    const j = JSON.parse(readFileSync15(f, "utf8"));
-    return j?.version === 1 && j.repos && typeof j.repos === "object" ? j : { version: 1, repos: {} };
-  } catch {
-    return { version: 1, repos: {} };
-  }
-}
-function writeHubSizes(data, env2) {
-  const f = file2(env2);
-  const tmp = `${f}.${process.pid}.tmp`;
-  writeFileSync10(tmp, JSON.stringify(data), { mode: 384 });
-  renameSync4(tmp, f);
-}
-async function refreshHubSizes(entries, o2 = {}) {
-  const env2 = o2.env ?? process.env;
-  const now = o2.now ?? Date.now();
-  const timeout = o2.timeoutMs ?? 8e3;
-  const fetchImpl = o2.fetchImpl ?? ((u2, init) => fetch(u2, { ...init, signal: AbortSignal.timeout(timeout) }));
-  if (!o2.force && !o2.fetchImpl && Date.now() < offlineUntil) return { listed: [], failed: [], offline: true };
-  const data = readHubSizes(env2);
-  const repos = [...new Set(entries.flatMap((e) => [...e.quants.length ? [e.repo] : [], ...(e.weights ?? []).map((w) => w.repo)]))];
-  const listed2 = [];
-  const failed = [];
-  let offline = false;
-  for (const repo of repos) {
-    const kept = data.repos[repo];
-    if (!o2.force && kept && now - kept.at < REFRESH_AFTER_MS) continue;
-    try {
-      const files = await listRepoFiles(repo, "main", fetchImpl, env2);
-      const g = groupGgufs(repo, "main", files);
-      const st = files.filter((f) => /\.safetensors$/i.test(f.path)).reduce((a2, f) => a2 + f.size, 0);
-      data.repos[repo] = { at: now, ggufs: Object.fromEntries(g.quants.map((q2) => [q2.quant.toUpperCase(), q2.totalBytes])), safetensors: st || null };
-      listed2.push(repo);
-    } catch (e) {
-      failed.push(repo);
-      if (!/no Hugging Face repo|gated/.test(e.message)) {
-        offline = true;
-        break;
-      }
-    }
-  }
-  if (listed2.length) writeHubSizes(data, env2);
-  if (offline && !o2.fetchImpl) offlineUntil = Date.now() + OFFLINE_BACKOFF_MS;
-  return { listed: listed2, failed, offline };
-}
-function withHubSizes(entries, data, now = Date.now()) {
-  const fresh = (repo) => {
-    const r = data.repos[repo];
-    return r && now - r.at < HUB_SIZES_MAX_AGE_MS ? r : null;
-  };
-  const day = (at) => new Date(at).toISOString().slice(0, 10);
-  return entries.map((e) => {
-    const g = fresh(e.repo);
-    const quants = e.quants.map((q2) => {
-      const bytes = g?.ggufs[q2.quant.toUpperCase()];
-      return bytes && plausible(bytes, q2.bytes) ? { ...q2, bytes, derived: false, sizeNote: `the Hub's listing of ${e.repo} (${day(g.at)})` } : q2;
-    });
-    const weights = e.weights?.map((w) => {
-      const r = fresh(w.repo);
-      return r?.safetensors && plausible(r.safetensors, w.bytes) ? { ...w, bytes: r.safetensors, derived: false, sizeNote: `the Hub's listing of ${w.repo} (${day(r.at)})` } : w;
-    });
-    return { ...e, quants, ...weights ? { weights } : {} };
-  });
-}
-var HUB_SIZES_MAX_AGE_MS, REFRESH_AFTER_MS, file2, OFFLINE_BACKOFF_MS, offlineUntil, PLAUSIBLE, plausible;
-var init_hub_sizes = __esm({
-  "engine/models/hub-sizes.ts"() {
-    init_paths();
-    init_hf();
-    HUB_SIZES_MAX_AGE_MS = 30 * 24 * 36e5;
-    REFRESH_AFTER_MS = 24 * 36e5;
-    file2 = (env2) => path40.join(stateDir(env2), "hub-sizes.json");
-    OFFLINE_BACKOFF_MS = 10 * 6e4;
-    offlineUntil = 0;
-    PLAUSIBLE = [0.6, 1.6];
-    plausible = (listed2, figure) => listed2 >= figure * PLAUSIBLE[0] && listed2 <= figure * PLAUSIBLE[1];
-  }
-});
-
 // engine/serving/get-llama.ts
-import { existsSync as existsSync15, mkdirSync as mkdirSync13, readdirSync as readdirSync8, renameSync as renameSync5, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
-import path41 from "node:path";
+import { existsSync as existsSync14, mkdirSync as mkdirSync13, readdirSync as readdirSync8, renameSync as renameSync4, rmSync as rmSync6, statSync as statSync8 } from "node:fs";
+import path40 from "node:path";
 async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
   const tag = config2(env2).OCW_LLAMA_TAG || LLAMA_CPP_PIN.tag;
   const pins = tag === LLAMA_CPP_PIN.tag ? LLAMA_CPP_PIN.sha256 : {};
@@ -49604,13 +49136,13 @@ async function pinnedRelease(env2 = process.env, fetchImpl = fetch) {
 }
 function findNvcc(env2 = process.env) {
   const given = config2(env2).OCW_NVCC;
-  if (given !== void 0) return given && existsSync15(given) ? given : null;
+  if (given !== void 0) return given && existsSync14(given) ? given : null;
   const cands = [
-    ...(env2.PATH ?? "").split(path41.delimiter).filter(Boolean).map((d) => path41.join(d, "nvcc")),
-    ...env2.CUDA_HOME ? [path41.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
+    ...(env2.PATH ?? "").split(path40.delimiter).filter(Boolean).map((d) => path40.join(d, "nvcc")),
+    ...env2.CUDA_HOME ? [path40.join(env2.CUDA_HOME, "bin", "nvcc")] : [],
     "/usr/local/cuda/bin/nvcc"
   ];
-  return cands.find((c3) => existsSync15(c3)) ?? null;
+  return cands.find((c3) => existsSync14(c3)) ?? null;
 }
 function variantsFor(platform2, arch, gpus, o2 = {}) {
   const v = [];
@@ -49667,12 +49199,12 @@ async function extract(archive, dest) {
     if (r.exitCode === 0) return;
     errors.push(`${cmd}: ${String(r.stderr || r.message).split("\n")[0]}`);
   }
-  throw new Error(`cannot unpack ${path41.basename(archive)} (${errors.join("; ")})`);
+  throw new Error(`cannot unpack ${path40.basename(archive)} (${errors.join("; ")})`);
 }
 function findBinary(dir, name, depth = 0) {
   if (depth > 4) return null;
   for (const e of readdirSync8(dir)) {
-    const p = path41.join(dir, e);
+    const p = path40.join(dir, e);
     if (e === name || e === `${name}.exe`) return p;
     if (statSync8(p).isDirectory()) {
       const f = findBinary(p, name, depth + 1);
@@ -49683,10 +49215,10 @@ function findBinary(dir, name, depth = 0) {
 }
 function buildScript(env2 = process.env) {
   const given = config2(env2).OCW_LLAMA_BUILD_SCRIPT;
-  if (given) return existsSync15(given) ? given : null;
+  if (given) return existsSync14(given) ? given : null;
   try {
-    const f = path41.join(projectRoot(), "scripts", "build-llama-server.sh");
-    return existsSync15(f) ? f : null;
+    const f = path40.join(projectRoot(), "scripts", "build-llama-server.sh");
+    return existsSync14(f) ? f : null;
   } catch {
     return null;
   }
@@ -49700,7 +49232,7 @@ async function buildCuda(env2, onLine) {
   });
   const r = await p;
   const bin = String(r.stdout ?? "").trim().split("\n").at(-1)?.trim();
-  if (r.exitCode !== 0 || !bin || !existsSync15(bin))
+  if (r.exitCode !== 0 || !bin || !existsSync14(bin))
     throw new Error(
       `the CUDA source build failed (${String(r.stderr ?? "").trim().split("\n").at(-1) ?? `exit ${r.exitCode}`})`
     );
@@ -49729,15 +49261,15 @@ async function installPrebuilt(o2) {
       problems.push(`${variant}: no asset`);
       continue;
     }
-    const dir = path41.join(o2.root, `${rel.tag}-${variant}`);
-    let bin = existsSync15(dir) ? findBinary(dir, "llama-server") : null;
+    const dir = path40.join(o2.root, `${rel.tag}-${variant}`);
+    let bin = existsSync14(dir) ? findBinary(dir, "llama-server") : null;
     let verified = "installed";
     if (!bin) {
       if (!asset.sha256) {
         problems.push(`${variant}: ${asset.name} has no pinned or published sha256, so it cannot be verified`);
         continue;
       }
-      const archive = path41.join(o2.root, "downloads", asset.name);
+      const archive = path40.join(o2.root, "downloads", asset.name);
       try {
         await downloadFile({ url: asset.url, dest: archive, expectedSize: asset.size, sha256: asset.sha256, onProgress: (p) => o2.onProgress?.(asset.name, p) });
       } catch (e) {
@@ -49749,7 +49281,7 @@ async function installPrebuilt(o2) {
       rmSync6(tmp, { recursive: true, force: true });
       await extract(archive, tmp);
       rmSync6(dir, { recursive: true, force: true });
-      renameSync5(tmp, dir);
+      renameSync4(tmp, dir);
       bin = findBinary(dir, "llama-server");
       if (!bin) {
         problems.push(`${variant}: ${asset.name} holds no llama-server`);
@@ -49760,7 +49292,7 @@ async function installPrebuilt(o2) {
       reject: false,
       timeout: 2e4,
       stdin: "ignore",
-      env: { ...process.env, LD_LIBRARY_PATH: [path41.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
+      env: { ...process.env, LD_LIBRARY_PATH: [path40.dirname(bin), process.env.LD_LIBRARY_PATH].filter(Boolean).join(":") }
     });
     if (v.exitCode === 0) return { bin, variant, tag: rel.tag, asset: asset.name, verified };
     problems.push(`${variant}: ${asset.name} does not run here (${String(v.stderr).split("\n")[0]})`);
@@ -49918,43 +49450,43 @@ var init_http = __esm({
 
 // engine/serving/llama-server.ts
 import { spawn as spawn3 } from "node:child_process";
-import { closeSync as closeSync2, existsSync as existsSync16, mkdirSync as mkdirSync14, openSync as openSync2, readdirSync as readdirSync9, readFileSync as readFileSync16 } from "node:fs";
+import { closeSync as closeSync2, existsSync as existsSync15, mkdirSync as mkdirSync14, openSync as openSync2, readdirSync as readdirSync9, readFileSync as readFileSync15 } from "node:fs";
 import { createServer } from "node:net";
 import os5 from "node:os";
-import path42 from "node:path";
+import path41 from "node:path";
 function findLlamaServer(explicit, env2 = process.env) {
   const cands = [];
   if (explicit) {
-    if (!existsSync16(explicit))
+    if (!existsSync15(explicit))
       throw new LlamaServerError(`no llama-server at ${explicit}; pass --llama-server PATH or build one with scripts/build-llama-server.sh`);
-    return path42.resolve(explicit);
+    return path41.resolve(explicit);
   }
   if (env2.LLAMA_SERVER) cands.push(env2.LLAMA_SERVER);
-  for (const dir of (env2.PATH ?? "").split(path42.delimiter))
-    if (dir) cands.push(path42.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
-  const cache = config2(env2).OCW_LLAMA_CACHE ?? path42.join(os5.homedir(), ".cache/opencode-worker/llama");
+  for (const dir of (env2.PATH ?? "").split(path41.delimiter))
+    if (dir) cands.push(path41.join(dir, process.platform === "win32" ? "llama-server.exe" : "llama-server"));
+  const cache = config2(env2).OCW_LLAMA_CACHE ?? path41.join(os5.homedir(), ".cache/opencode-worker/llama");
   try {
-    for (const d of readdirSync9(cache).sort().reverse()) cands.push(path42.join(cache, d, "bin", "llama-server"));
+    for (const d of readdirSync9(cache).sort().reverse()) cands.push(path41.join(cache, d, "bin", "llama-server"));
   } catch {
   }
-  const installed2 = path42.join(stateDir(env2), "llama");
+  const installed2 = path41.join(stateDir(env2), "llama");
   try {
     for (const d of readdirSync9(installed2).filter((x) => !x.includes(".tmp")).sort().reverse()) {
-      const f = findFile(path42.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
+      const f = findFile(path41.join(installed2, d), process.platform === "win32" ? "llama-server.exe" : "llama-server", 0);
       if (f) cands.push(f);
     }
   } catch {
   }
-  return cands.find((c3) => existsSync16(c3)) ?? null;
+  return cands.find((c3) => existsSync15(c3)) ?? null;
 }
 function findFile(dir, name, depth) {
   if (depth > 3) return null;
   for (const e of readdirSync9(dir, { withFileTypes: true })) {
-    if (e.isFile() && e.name === name) return path42.join(dir, e.name);
+    if (e.isFile() && e.name === name) return path41.join(dir, e.name);
   }
   for (const e of readdirSync9(dir, { withFileTypes: true })) {
     if (e.isDirectory()) {
-      const f = findFile(path42.join(dir, e.name), name, depth + 1);
+      const f = findFile(path41.join(dir, e.name), name, depth + 1);
       if (f) return f;
     }
   }
@@ -50017,7 +49549,7 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   try {
     while (performance.now() - t0 < timeoutMs) {
       if (exited !== null || child && child.exitCode !== null) {
-        const tail = logFile && existsSync16(logFile) ? readFileSync16(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
+        const tail = logFile && existsSync15(logFile) ? readFileSync15(logFile, "utf8").split("\n").filter((l) => /\bE |error|failed/i.test(l)).slice(-3).join(" | ") : "";
         throw new LlamaServerError(`llama-server exited (${exited ?? child?.exitCode}) before it was ready${tail ? `: ${tail}` : ""}`);
       }
       const r = await httpJson(`${url2}/health`, { timeoutMs: 2e3 });
@@ -50030,11 +49562,11 @@ async function waitHealthy(url2, child, logFile, timeoutMs) {
   }
 }
 async function startLlamaServer(o2) {
-  mkdirSync14(path42.dirname(o2.logFile), { recursive: true, mode: 448 });
+  mkdirSync14(path41.dirname(o2.logFile), { recursive: true, mode: 448 });
   const fd = openSync2(o2.logFile, "a", 384);
   const env2 = { ...scrubEnv(process.env), ...o2.env };
   if (o2.apiKey) env2.LLAMA_API_KEY = o2.apiKey;
-  env2.LD_LIBRARY_PATH = [path42.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path42.delimiter);
+  env2.LD_LIBRARY_PATH = [path41.dirname(o2.bin), env2.LD_LIBRARY_PATH].filter(Boolean).join(path41.delimiter);
   const child = spawn3(o2.bin, o2.args, { env: env2, stdio: ["ignore", fd, fd], detached: o2.detached ?? false });
   const spawnErr = new Promise((_, rej) => child.once("error", (e) => rej(new LlamaServerError(`cannot start ${o2.bin}: ${e.message}`))));
   closeSync2(fd);
@@ -50159,12 +49691,12 @@ var init_runtimes = __esm({
 
 // engine/serving/runtime-adapters.ts
 import { spawnSync as spawnSync2 } from "node:child_process";
-import { existsSync as existsSync17 } from "node:fs";
-import path43 from "node:path";
+import { existsSync as existsSync16 } from "node:fs";
+import path42 from "node:path";
 function onPath(name, env2) {
-  for (const dir of (env2.PATH ?? "").split(path43.delimiter)) {
-    const p = dir && path43.join(dir, name);
-    if (p && existsSync17(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path42.delimiter)) {
+    const p = dir && path42.join(dir, name);
+    if (p && existsSync16(p)) return p;
   }
   return null;
 }
@@ -50250,9 +49782,442 @@ var init_runtime_adapters = __esm({
   }
 });
 
+// engine/serving/k8s.ts
+function safetensorsRepo(e) {
+  const m = /huggingface\.co\/([\w.-]+\/[\w.-]+)/.exec(e.source);
+  if (!m) throw new K8sInputError(`${e.id}: the catalog names no Hugging Face repo with its original weights; pass --model owner/repo`);
+  return m[1];
+}
+function sizeTp(need, node, dp, nHead, fixedTp) {
+  const options = fixedTp ? [fixedTp] : [1, 2, 4, 8, 16].filter((tp) => tp * dp <= node.gpus);
+  for (const tp of options) {
+    if (nHead && nHead % tp !== 0) continue;
+    const perGpu = need / tp + GPU_OVERHEAD;
+    if (perGpu <= node.gpuBytes * UTILIZATION || fixedTp) return { tp, perGpu };
+  }
+  return null;
+}
+async function planK8s(o2) {
+  const slots = o2.slots ?? 4;
+  const ctx = o2.ctxPerSlot ?? DEFAULT_MIN_CTX;
+  const dp = o2.dataParallel ?? 1;
+  const replicas = o2.replicas ?? 1;
+  for (const [v, flag2] of [
+    [slots, "--slots"],
+    [ctx, "--ctx"],
+    [dp, "--data-parallel"],
+    [replicas, "--replicas"]
+  ]) {
+    if (!Number.isInteger(v) || v < 1) throw new K8sInputError(`${flag2} must be an integer \u2265 1 (got ${v})`);
+  }
+  if (o2.tensorParallel !== void 0 && (!Number.isInteger(o2.tensorParallel) || o2.tensorParallel < 1))
+    throw new K8sInputError(`--tp must be an integer \u2265 1 (got ${o2.tensorParallel})`);
+  if (!(o2.node.gpus >= 1) || !(o2.node.gpuBytes > 0)) throw new K8sInputError("the node needs at least one GPU with memory: pass --gpus like 4x80G");
+  if (dp > o2.node.gpus)
+    throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o2.node.gpus} (use --replicas for more pods instead)`);
+  if (o2.tensorParallel && o2.tensorParallel * dp > o2.node.gpus)
+    throw new K8sInputError(`--tp ${o2.tensorParallel} \xD7 --data-parallel ${dp} needs ${o2.tensorParallel * dp} GPUs on one node; it has ${o2.node.gpus}`);
+  let offline = false;
+  const weightsOf = async (repo, e) => {
+    const hub = offline || !o2.sizeOf ? null : await o2.sizeOf(repo).catch(() => null);
+    if (hub === null) offline = true;
+    if (hub) return { bytes: hub, source: "hub" };
+    return e ? { bytes: e.totalParamsB * 1e9 * 2, source: "estimate" } : null;
+  };
+  const kvOf = (e) => {
+    const est = estimate(catalogHparams(e), null, { ctx: slots * ctx, parallel: slots, kvUnified: true, cacheTypeK: "f16", cacheTypeV: "f16", gpus: [] });
+    return est.kvBytes + est.recurrentBytes;
+  };
+  const finish2 = (repo, e, w, kv, s, kvNote) => {
+    const vendor = o2.node.vendor;
+    const parser = o2.toolCallParser ?? toolParser(o2.runtime, e, repo);
+    const servedName = targetSlug({ model: repo.split("/").pop(), quant: null });
+    const fits2 = s.perGpu <= o2.node.gpuBytes * UTILIZATION;
+    return {
+      runtime: o2.runtime,
+      model: repo,
+      catalogId: e?.id ?? null,
+      servedName,
+      slots,
+      ctxPerSlot: ctx,
+      tensorParallel: s.tp,
+      dataParallel: dp,
+      replicas,
+      gpusPerPod: s.tp * dp,
+      vendor,
+      gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu",
+      weightsBytes: Math.round(w.bytes),
+      weightsSource: w.source,
+      kvBytes: Math.round(kv),
+      perGpuBytes: Math.round(s.perGpu),
+      gpuBytes: o2.node.gpuBytes,
+      toolCallParser: parser,
+      reasoningParser: reasoningParser(o2.runtime, e, repo),
+      reason: `${repo} (${gib2(w.bytes)} of weights${w.source === "hub" ? ", from the Hub's listing" : ", estimated at 2 bytes per parameter"}) + ${kvNote} ${gib2(kv)} for ${slots} sequence(s) \xD7 ${ctx} tokens over tensor parallel ${s.tp}: ${gib2(s.perGpu)} per GPU of ${gib2(o2.node.gpuBytes)} (${o2.node.gpuName})${fits2 ? "" : " \u2014 MORE than 90 % of a GPU: it will not load"}${dp > 1 ? `; data parallel ${dp} (${s.tp * dp} GPUs per pod, ${Math.ceil(slots / dp)} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""}`
+    };
+  };
+  if (o2.model) {
+    const e = findCatalog(o2.model) ?? CATALOG.find((c3) => {
+      try {
+        return safetensorsRepo(c3).toLowerCase() === o2.model.toLowerCase();
+      } catch {
+        return false;
+      }
+    });
+    const repo = e ? safetensorsRepo(e) : o2.model;
+    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(repo))
+      throw new K8sInputError(`--model ${o2.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
+    if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
+    const w = await weightsOf(repo, e);
+    if (!w)
+      throw new K8sInputError(
+        `cannot size ${repo}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`
+      );
+    const kv = e ? kvOf(e) : w.bytes * 0.25;
+    const s = sizeTp(w.bytes + kv, o2.node, dp, e?.spec.nHead ?? null, o2.tensorParallel);
+    if (!s) {
+      throw new K8sInputError(
+        `${repo} needs ${gib2(w.bytes + kv)} (weights + KV for ${slots} \xD7 ${ctx}) and does not fit ${Math.floor(o2.node.gpus / dp)} GPU(s) of ${gib2(o2.node.gpuBytes)} per data-parallel rank; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`
+      );
+    }
+    return finish2(repo, e, w, kv, s, e ? "KV cache" : "a KV allowance of 25 % of the weights");
+  }
+  const tried = [];
+  for (const e of CATALOG.filter((c3) => c3.autoPick)) {
+    if (ctx > e.contextLength) continue;
+    const repo = safetensorsRepo(e);
+    const w = await weightsOf(repo, e);
+    const kv = kvOf(e);
+    const s = sizeTp(w.bytes + kv, o2.node, dp, e.spec.nHead, o2.tensorParallel);
+    if (s && s.perGpu <= o2.node.gpuBytes * UTILIZATION) return finish2(repo, e, w, kv, s, "KV cache");
+    tried.push(`${e.id} ${gib2(w.bytes + kv)}`);
+  }
+  throw new K8sInputError(
+    `no catalog model fits ${slots} sequence(s) \xD7 ${ctx} tokens on ${o2.node.gpus} \xD7 ${gib2(o2.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`
+  );
+}
+function k8sName(raw2) {
+  const n2 = raw2.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^[^a-z]+/, "").replace(/-+$/, "").slice(0, 63).replace(/-+$/, "");
+  return n2 || "ocw-model";
+}
+function defaultName(plan) {
+  return k8sName(`ocw-${plan.servedName}`.slice(0, 52));
+}
+function serverArgs(plan) {
+  const perRank = Math.ceil(plan.slots / plan.dataParallel);
+  if (plan.runtime === "vllm") {
+    const b2 = buildVllmArgs({
+      model: plan.model,
+      servedName: plan.servedName,
+      host: "0.0.0.0",
+      port: PORT,
+      maxModelLen: plan.ctxPerSlot,
+      maxNumSeqs: perRank,
+      tensorParallel: plan.tensorParallel,
+      toolCallParser: plan.toolCallParser,
+      reasoningParser: plan.reasoningParser
+    });
+    return { command: ["vllm"], args: [...b2.args, ...plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : []] };
+  }
+  const b = buildSglangArgs({
+    model: plan.model,
+    servedName: plan.servedName,
+    host: "0.0.0.0",
+    port: PORT,
+    contextLength: plan.ctxPerSlot,
+    maxRunningRequests: plan.slots,
+    tensorParallel: plan.tensorParallel,
+    apiKey: "-"
+  });
+  const ki = b.args.indexOf("--api-key");
+  const args = [
+    ...b.args.slice(0, ki),
+    ...b.args.slice(ki + 2),
+    ...plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : [],
+    "--tool-call-parser",
+    plan.toolCallParser,
+    ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : [],
+    "--enable-metrics"
+  ];
+  const script = [
+    `case "$${KEY_ENV}" in ""|*[!A-Za-z0-9._~+/=-]*) echo "ocw: the ${API_KEY_ENTRY} in the Secret must be non-empty and use only A-Z a-z 0-9 . _ ~ + / = -" >&2; exit 1;; esac`,
+    "umask 077",
+    `printf 'api-key: "%s"\\n' "$${KEY_ENV}" > /tmp/ocw-sglang.yaml`,
+    'exec python3 "$@" --config /tmp/ocw-sglang.yaml'
+  ].join("\n");
+  return { command: ["/bin/sh", "-c", script, "sglang"], args };
+}
+function labels(plan, name) {
+  return {
+    "app.kubernetes.io/name": name,
+    "app.kubernetes.io/component": "model-server",
+    "app.kubernetes.io/managed-by": "ocw",
+    "ocw.dev/runtime": plan.runtime
+  };
+}
+function keyEnv(plan, o2) {
+  const secretRef = (name, key, optional2) => ({ secretKeyRef: { name, key, ...optional2 ? { optional: optional2 } : {} } });
+  return [
+    { name: plan.runtime === "vllm" ? "VLLM_API_KEY" : KEY_ENV, valueFrom: secretRef(o2.apiKeySecret, API_KEY_ENTRY) },
+    ...o2.hfTokenSecret ? [{ name: "HF_TOKEN", valueFrom: secretRef(o2.hfTokenSecret, "token", true) }] : []
+  ];
+}
+function podResources(plan) {
+  const memGi = Math.max(16, Math.ceil(plan.weightsBytes / plan.gpusPerPod / GiB2) + 8);
+  const gpus = String(plan.gpusPerPod);
+  return {
+    requests: { cpu: String(Math.max(2, 2 * plan.gpusPerPod)), memory: `${memGi}Gi`, [plan.gpuResource]: gpus },
+    limits: { memory: `${memGi * 2}Gi`, [plan.gpuResource]: gpus }
+  };
+}
+function imageLoadsModel(plan, image) {
+  const p = versionProblem(plan.runtime, `${plan.catalogId ?? ""} ${plan.model}`, {
+    version: parseVersion(image.split(":").pop() ?? ""),
+    from: `image ${image}`
+  });
+  if (p) throw new K8sInputError(`${p.cause}; pass --image with a newer ${plan.runtime === "vllm" ? "vLLM" : "SGLang"} build`);
+}
+function deploymentManifests(plan, o2) {
+  const image = o2.image ?? IMAGES[plan.runtime][plan.vendor];
+  if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
+  imageLoadsModel(plan, image);
+  const lab = labels(plan, o2.name);
+  const { command, args } = serverArgs(plan);
+  const probe = (extra) => ({ httpGet: { path: "/health", port: "http" }, ...extra });
+  const deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
+    spec: {
+      replicas: plan.replicas,
+      selector: { matchLabels: { "app.kubernetes.io/name": o2.name } },
+      // a model server holds whole GPUs: replace pods one at a time without a surge pod that cannot be scheduled
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
+      template: {
+        metadata: {
+          labels: lab,
+          annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(PORT), "prometheus.io/path": "/metrics" }
+        },
+        spec: {
+          containers: [
+            {
+              name: plan.runtime,
+              image,
+              command,
+              args,
+              env: [...keyEnv(plan, o2), { name: "HF_HOME", value: "/models" }],
+              ports: [{ name: "http", containerPort: PORT, protocol: "TCP" }],
+              resources: podResources(plan),
+              // the weights download on first start: allow up to an hour before liveness counts
+              startupProbe: probe({ periodSeconds: 10, failureThreshold: 360 }),
+              readinessProbe: probe({ periodSeconds: 5, failureThreshold: 3 }),
+              livenessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 }),
+              volumeMounts: [
+                { name: "models", mountPath: "/models" },
+                { name: "dshm", mountPath: "/dev/shm" }
+              ]
+            }
+          ],
+          tolerations: tolerations(plan),
+          terminationGracePeriodSeconds: 60,
+          volumes: [
+            { name: "models", emptyDir: {} },
+            // tensor/data parallel ranks exchange tensors through shared memory
+            { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: `${Math.max(2, 4 * plan.gpusPerPod)}Gi` } }
+          ]
+        }
+      }
+    }
+  };
+  const service = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
+    spec: {
+      type: "ClusterIP",
+      selector: { "app.kubernetes.io/name": o2.name },
+      ports: [{ name: "http", port: PORT, targetPort: "http", protocol: "TCP" }]
+    }
+  };
+  return [deployment, service];
+}
+function kserveManifest(plan, o2) {
+  if (plan.runtime !== "vllm")
+    throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
+  const image = o2.image ?? IMAGES.kserve[plan.vendor];
+  const perRank = plan.slots;
+  return {
+    apiVersion: KSERVE_API_VERSION,
+    kind: "LLMInferenceService",
+    metadata: { name: o2.name, namespace: o2.namespace, labels: { "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": "vllm" } },
+    spec: {
+      model: { uri: `hf://${plan.model}`, name: plan.servedName },
+      // data parallel becomes replicas: each is a whole vLLM, and llm-d's scheduler spreads requests over them
+      replicas: plan.replicas * plan.dataParallel,
+      parallelism: { tensor: plan.tensorParallel },
+      router: { scheduler: {}, route: {}, gateway: {} },
+      template: {
+        containers: [
+          {
+            name: "main",
+            ...image ? { image } : {},
+            // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
+            args: [
+              "--max-model-len",
+              String(plan.ctxPerSlot),
+              "--max-num-seqs",
+              String(perRank),
+              "--gpu-memory-utilization",
+              String(UTILIZATION),
+              "--enable-auto-tool-choice",
+              "--tool-call-parser",
+              plan.toolCallParser,
+              ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []
+            ],
+            env: keyEnv(plan, o2),
+            resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel })
+          }
+        ],
+        tolerations: tolerations(plan)
+      }
+    }
+  };
+}
+function manifests(plan, o2) {
+  return o2.kind === "kserve" ? [kserveManifest(plan, o2)] : deploymentManifests(plan, o2);
+}
+function secretManifest(name, namespace, key) {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } },
+    type: "Opaque",
+    stringData: { [API_KEY_ENTRY]: key }
+  };
+}
+function captureSteps(plan, o2) {
+  const ns = o2.namespace;
+  const keyVar = "OCW_K8S_API_KEY";
+  const key = `export ${keyVar}="$(kubectl -n ${ns} get secret ${o2.apiKeySecret} -o jsonpath='{.data.${API_KEY_ENTRY}}' | base64 -d)"`;
+  const slots = plan.slots;
+  if (o2.kind === "kserve") {
+    const total2 = slots * plan.replicas * plan.dataParallel;
+    return [
+      `kubectl -n ${ns} wait llminferenceservice/${o2.name} --for=condition=Ready --timeout=60m`,
+      key,
+      `URL="$(kubectl -n ${ns} get llminferenceservice ${o2.name} -o jsonpath='{.status.url}')"`,
+      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total2}    # a router target: llm-d's scheduler spreads the ${total2} sequences over ${plan.replicas * plan.dataParallel} replica(s)`
+    ];
+  }
+  const steps = [`kubectl -n ${ns} rollout status deployment/${o2.name} --timeout=60m`, key];
+  if (plan.replicas === 1) {
+    steps.push(
+      `kubectl -n ${ns} port-forward service/${o2.name} ${PORT}:${PORT} &    # or, with ocw inside the cluster: http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1`,
+      `ocw setup --capture http://127.0.0.1:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots}`
+    );
+  } else {
+    steps.push(
+      `# each pod as one endpoint of a pool (ocw admits by each one's /metrics and keeps a worker on its pod):`,
+      `i=0; caps=""; for p in $(kubectl -n ${ns} get pods -l app.kubernetes.io/name=${o2.name} -o name); do kubectl -n ${ns} port-forward "$p" $((${PORT + 1}+i)):${PORT} & caps="$caps --capture http://127.0.0.1:$((${PORT + 1}+i))/v1"; i=$((i+1)); done`,
+      `ocw setup $caps --api-key-env ${keyVar} --slots ${slots}`,
+      `# or the Service as one router target (kube-proxy spreads connections, no cache locality): ocw setup --capture http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots * plan.replicas}`
+    );
+  }
+  return steps;
+}
+function scalar(v) {
+  if (v === null) return "null";
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  const s = String(v);
+  return /^[A-Za-z_/][A-Za-z0-9_./-]*$/.test(s) && !RESERVED.test(s) ? s : JSON.stringify(s);
+}
+function emit(v, indent, out) {
+  if (Array.isArray(v)) {
+    for (const item of v) {
+      if (isObj(item) && !empty(item)) {
+        const inner = [];
+        emit(item, indent + "  ", inner);
+        out.push(indent + "- " + inner[0].slice(indent.length + 2), ...inner.slice(1));
+      } else if (Array.isArray(item) && item.length) {
+        out.push(indent + "-");
+        emit(item, indent + "  ", out);
+      } else out.push(indent + "- " + (empty(item) ? Array.isArray(item) ? "[]" : "{}" : scalar(item)));
+    }
+    return;
+  }
+  for (const [k, val] of Object.entries(v)) {
+    if (val === void 0) continue;
+    const key = scalar(k);
+    if (empty(val)) out.push(`${indent}${key}: ${Array.isArray(val) ? "[]" : "{}"}`);
+    else if (Array.isArray(val)) {
+      out.push(`${indent}${key}:`);
+      emit(val, indent, out);
+    } else if (isObj(val)) {
+      out.push(`${indent}${key}:`);
+      emit(val, indent + "  ", out);
+    } else out.push(`${indent}${key}: ${scalar(val)}`);
+  }
+}
+function toYaml(docs) {
+  return docs.map((d) => {
+    const out = [];
+    emit(d, "", out);
+    return out.join("\n") + "\n";
+  }).join("---\n");
+}
+function parseNodeSpec(spec2, vendor) {
+  const unit = (n2, u2) => Number(n2) * ({ B: 1, K: 1024, M: 1024 ** 2, G: GiB2, T: 1024 * GiB2 }[(u2 ?? "G").toUpperCase()[0]] ?? GiB2);
+  const m = /^\s*(\d+)\s*[x×]\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(spec2);
+  if (m) {
+    const n2 = Number(m[1]);
+    if (n2 < 1) throw new K8sInputError(`--gpus ${spec2}: a node needs at least one GPU`);
+    return { gpus: n2, gpuBytes: unit(m[3], m[4]), gpuName: m[2]?.trim() || `${unit(m[3], m[4]) / GiB2} GiB GPU`, vendor };
+  }
+  const parts = spec2.split(",").map((p) => /^\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(p));
+  if (!spec2.trim() || parts.some((p) => !p))
+    throw new K8sInputError(`cannot read --gpus "${spec2}"; describe one node's GPUs like 4x80G, 8xH100=80GiB or 80G,80G`);
+  const sizes = parts.map((p) => unit(p[2], p[3]));
+  const min = Math.min(...sizes);
+  return { gpus: sizes.length, gpuBytes: min, gpuName: parts[sizes.indexOf(min)][1]?.trim() || `${(min / GiB2).toFixed(0)} GiB GPU`, vendor };
+}
+var K8sInputError, GPU_OVERHEAD, UTILIZATION, PORT, IMAGES, KSERVE_API_VERSION, gib2, API_KEY_ENTRY, KEY_ENV, tolerations, RESERVED, isObj, empty;
+var init_k8s = __esm({
+  "engine/serving/k8s.ts"() {
+    init_target();
+    init_catalog();
+    init_estimate();
+    init_plan();
+    init_runtimes();
+    init_runtime_adapters();
+    init_errors4();
+    K8sInputError = class extends SetupError {
+      constructor(message, data = {}) {
+        super("k8s", message, data);
+        this.name = "K8sInputError";
+      }
+    };
+    GPU_OVERHEAD = 2 * GiB2;
+    UTILIZATION = 0.9;
+    PORT = 8e3;
+    IMAGES = {
+      vllm: { nvidia: VLLM_IMAGE, amd: "docker.io/rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103" },
+      sglang: { nvidia: SGLANG_IMAGE, amd: null },
+      kserve: { nvidia: null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" }
+    };
+    KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
+    gib2 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+    API_KEY_ENTRY = "api-key";
+    KEY_ENV = "OCW_API_KEY";
+    tolerations = (plan) => [{ key: plan.gpuResource, operator: "Exists", effect: "NoSchedule" }];
+    RESERVED = /^(y|yes|n|no|true|false|on|off|null|~)$/i;
+    isObj = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
+    empty = (v) => Array.isArray(v) && !v.length || isObj(v) && !Object.keys(v).length;
+  }
+});
+
 // engine/serving/parallel.ts
-import { existsSync as existsSync18, readdirSync as readdirSync10, readFileSync as readFileSync17, statSync as statSync9 } from "node:fs";
-import path44 from "node:path";
+import { existsSync as existsSync17, readdirSync as readdirSync10, readFileSync as readFileSync16, statSync as statSync9 } from "node:fs";
+import path43 from "node:path";
 function parallelDevices(hw) {
   const notes = [];
   const by = (v) => hw.gpus.filter((g) => g.vendor === v && !g.unified);
@@ -50296,62 +50261,59 @@ function modelFromConfig(name, cfg) {
   };
   return { nHead, nHeadKv, hparams: catalogHparams(fake), contextLength: ctx };
 }
-async function catalogModels(e, runtime, hub, fp8First = false) {
-  const maker = makerRepo(e);
-  const listed2 = e.weights ?? (maker ? [{ repo: maker, dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters \xD7 2 bytes" }] : []);
-  const variants = fp8First ? [...listed2.filter((w) => w.dtype === "fp8"), ...listed2.filter((w) => w.dtype !== "fp8")] : listed2;
+async function catalogModels(e, runtime, hub) {
+  const variants = e.weights ?? [
+    { repo: safetensorsRepo(e), dtype: "bf16", bytes: e.totalParamsB * 2e9, sizeNote: "derived: parameters \xD7 2 bytes" }
+  ];
   const out = [];
   for (const w of variants) {
-    const listed3 = await hub.size(w.repo);
+    const listed2 = await hub.size(w.repo);
     out.push({
       model: e.id,
       source: w.repo,
       dtype: w.dtype,
-      weightsBytes: listed3 ?? w.bytes,
-      weightsSource: listed3 ? "hub" : "catalog",
+      weightsBytes: listed2 ?? w.bytes,
+      weightsSource: listed2 ? "hub" : "catalog",
       nHead: e.spec.nHead,
       nHeadKv: e.spec.mla ? 1 : e.spec.nHeadKv,
-      // compressed / sparse / linear attention the spec cannot size: the 25 % allowance
-      hparams: e.kvUnknown ? null : catalogHparams(e),
+      hparams: catalogHparams(e),
       contextLength: e.contextLength,
       toolParser: toolParser(runtime, e, w.repo),
       reasoningParser: reasoningParser(runtime, e, w.repo),
-      servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null }),
-      activeParams: e.activeParamsB * 1e9,
-      experts: e.spec.moe ? { count: e.spec.moe.experts, used: e.spec.moe.used, share: e.spec.moe.expertShare } : null
+      servedName: targetSlug({ model: w.repo.split("/").pop(), quant: null })
     });
   }
   return out;
 }
-async function resolveParallelModel(name, runtime, env2 = process.env, hubEnabled = true, fp8First = false) {
+async function resolveParallelModel(name, runtime, env2 = process.env, hubEnabled = true) {
   const entry = findCatalog(name) ?? CATALOG.find((c3) => c3.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
   const hub = new HubSizer(env2, hubEnabled);
   if (entry) {
-    const all = await catalogModels(entry, runtime, hub, fp8First);
+    const all = await catalogModels(entry, runtime, hub);
     const exact = all.filter((m) => m.source.toLowerCase() === name.toLowerCase());
     return exact.length ? exact : all;
   }
-  if (existsSync18(name)) {
+  if (existsSync17(name)) {
     if (!statSync9(name).isDirectory())
       throw new ParallelInputError(
         `${name} is a file: vLLM / SGLang load a folder of safetensors weights (with config.json) or a Hub repo, not a GGUF \u2014 use --runtime llama.cpp for GGUF files`
       );
     const st = readdirSync10(name).filter((f) => /\.safetensors$/i.test(f));
     if (!st.length) throw new ParallelInputError(`${name} holds no *.safetensors files: pass a folder with the model's safetensors weights and config.json`);
-    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path44.join(name, f)).size, 0);
-    const cfgFile = path44.join(name, "config.json");
-    const cfg2 = existsSync18(cfgFile) ? JSON.parse(readFileSync17(cfgFile, "utf8")) : {};
+    const bytes2 = st.reduce((a2, f) => a2 + statSync9(path43.join(name, f)).size, 0);
+    const cfgFile = path43.join(name, "config.json");
+    const cfg2 = existsSync17(cfgFile) ? JSON.parse(readFileSync16(cfgFile, "utf8")) : {};
     return [
       {
         model: name,
-        source: path44.resolve(name),
+        source: path43.resolve(name),
         dtype: null,
         weightsBytes: bytes2,
         weightsSource: "folder",
-        ...modelFromConfig(path44.basename(name), cfg2),
+        ...modelFromConfig(path43.basename(name), cfg2),
         toolParser: toolParser(runtime, void 0, name),
         reasoningParser: reasoningParser(runtime, void 0, name),
-        servedName: targetSlug({ model: path44.basename(path44.resolve(name)), quant: null })
+        servedName: targetSlug({ model: path43.basename(path43.resolve(name)), quant: null })
       }
     ];
   }
@@ -50393,7 +50355,7 @@ async function resolveParallelModel(name, runtime, env2 = process.env, hubEnable
 }
 async function proposeParallel(o2) {
   const name = o2.runtime === "vllm" ? "vLLM" : "SGLang";
-  const named = o2.model ? await resolveParallelModel(o2.model, o2.runtime, o2.env ?? process.env, o2.hub !== false, o2.dev.gpus.length > 0 && o2.dev.gpus.every((g) => hasFp8(g.name))) : null;
+  const named = o2.model ? await resolveParallelModel(o2.model, o2.runtime, o2.env ?? process.env, o2.hub !== false) : null;
   if (!o2.dev.gpus.length) {
     return {
       pick: null,
@@ -50403,7 +50365,6 @@ async function proposeParallel(o2) {
   }
   const env2 = o2.env ?? process.env;
   const hub = new HubSizer(env2, o2.hub !== false);
-  const fp8 = o2.dev.gpus.length > 0 && o2.dev.gpus.every((g) => hasFp8(g.name));
   const found = [];
   const tried = [];
   const first = (ms) => {
@@ -50418,9 +50379,9 @@ async function proposeParallel(o2) {
     const pick3 = first(named);
     if (pick3) return { pick: pick3, alternatives: [], problem: null };
   } else {
-    for (const e of CATALOG.filter((c3) => c3.autoPick && servedBy(c3, o2.runtime))) {
+    for (const e of CATALOG.filter((c3) => c3.autoPick)) {
       if (found.length >= (o2.max ?? 3)) break;
-      const pick3 = first(await catalogModels(e, o2.runtime, hub, fp8));
+      const pick3 = first(await catalogModels(e, o2.runtime, hub));
       if (pick3) found.push(pick3);
     }
     if (found.length) return { pick: found[0], alternatives: found.slice(1), problem: null };
@@ -50492,8 +50453,7 @@ function toParallelPick(m, p, runtime, dev, slots, toolVerified) {
       }
     };
   });
-  const size = `${gib2(m.weightsBytes)} of ${m.dtype ?? "safetensors"} weights, size from ${m.weightsSource === "hub" ? "the Hub's listing" : m.weightsSource === "folder" ? "the folder" : "the catalog"}`;
-  const speed = parallelSpeed(m, p);
+  const size = `${gib3(m.weightsBytes)} of ${m.dtype ?? "safetensors"} weights, size from ${m.weightsSource === "hub" ? "the Hub's listing" : m.weightsSource === "folder" ? "the folder" : "the catalog"}`;
   const why = p.tp === 1 ? "it fits one GPU whole" : `the fewest GPUs${m.nHead ? ` (a power of two dividing its ${m.nHead} attention heads)` : ""} that hold its weights and KV`;
   return {
     model: m.model,
@@ -50505,12 +50465,11 @@ function toParallelPick(m, p, runtime, dev, slots, toolVerified) {
     devices,
     command: parallelCommand(m, p, runtime, dev.gpus.length),
     placement: "gpu",
-    reason: `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} \u2014 ${why} \u2014 \xD7 data parallel ${p.dp} (${p.dp} engine(s) of ${p.perRank} sequence(s) \xD7 ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${dev.gpus.length} GPU(s); ${gib2(p.needPerGpu)} per GPU (weights ${gib2(p.weightsPerGpu)}, KV ${gib2(p.kvPerGpu)}, overhead ${gib2(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` + (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : "") + (speed ? `; \u2248 ${speed.decodeTokPerSecPerSlot} tokens/s per sequence (${speed.decodeTokPerSecTotal} in all), prompt \u2248 ${speed.prefillTokPerSec} tokens/s, estimated` : ""),
-    parallel: { tensor: p.tp, data: p.dp },
-    ...speed ? { speed } : {}
+    reason: `${m.source} (${size}) with ${name}: tensor parallel ${p.tp} \u2014 ${why} \u2014 \xD7 data parallel ${p.dp} (${p.dp} engine(s) of ${p.perRank} sequence(s) \xD7 ${p.ctxPerSlot} tokens) on ${p.gpus.length} of ${dev.gpus.length} GPU(s); ${gib3(p.needPerGpu)} per GPU (weights ${gib3(p.weightsPerGpu)}, KV ${gib3(p.kvPerGpu)}, overhead ${gib3(PARALLEL_OVERHEAD)}) of the ${Math.round(p.utilization * 100)} % the runtime may take` + (p.dp > 1 ? `; data parallel before a wider tensor split: each engine decodes on its own, without all-reduce traffic between GPUs` : ""),
+    parallel: { tensor: p.tp, data: p.dp }
   };
 }
-var ParallelInputError, timedFetch, hubSizes, HubSizer, gib2;
+var ParallelInputError, timedFetch, hubSizes, HubSizer, gib3;
 var init_parallel = __esm({
   "engine/serving/parallel.ts"() {
     init_target();
@@ -50518,8 +50477,8 @@ var init_parallel = __esm({
     init_hf();
     init_estimate();
     init_plan();
-    init_speed();
     init_runtimes();
+    init_k8s();
     init_runtime_adapters();
     init_errors4();
     ParallelInputError = class extends SetupError {
@@ -50554,13 +50513,13 @@ var init_parallel = __esm({
         return bytes;
       }
     };
-    gib2 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
+    gib3 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
   }
 });
 
 // engine/serving/fit-service.ts
-import { existsSync as existsSync19 } from "node:fs";
-import path45 from "node:path";
+import { existsSync as existsSync18 } from "node:fs";
+import path44 from "node:path";
 function input(message, field) {
   throw new SetupError("input", message, { field });
 }
@@ -50594,8 +50553,7 @@ async function planFit(i2, hw, o2 = {}) {
   if (i2.minCtx !== void 0 && !(Number.isInteger(i2.minCtx) && i2.minCtx >= 1024)) input(`--min-ctx must be an integer \u2265 1024 (got "${i2.minCtx}")`, "minCtx");
   const exact = i2.ctxPerSlot === void 0 ? void 0 : Math.ceil(i2.ctxPerSlot / 256) * 256;
   const minCtx = exact ?? i2.minCtx ?? DEFAULT_MIN_CTX;
-  const named = i2.model ? findCatalog(i2.model) : void 0;
-  const runtime = i2.runtime ?? (named && !servedBy(named, "llama.cpp") ? "vllm" : "llama.cpp");
+  const runtime = i2.runtime ?? "llama.cpp";
   if (!["llama.cpp", "vllm", "sglang"].includes(runtime)) input(`--runtime ${runtime} is not supported; use llama.cpp, vllm or sglang`, "runtime");
   const parallel = runtime === "vllm" || runtime === "sglang";
   const bin = parallel ? null : o2.llamaServer === void 0 ? safeFindLlamaServer() : o2.llamaServer;
@@ -50610,7 +50568,6 @@ async function planFit(i2, hw, o2 = {}) {
   if (i2.slots === void 0 && !dev.gpus.length && !parallel)
     notes.push("CPU only: 1 slot by default (decode speed is shared by all slots); pass --slots N for more");
   const verified = toolVerifiedModels(o2.store);
-  const allowSlow = !!i2.allowSlow;
   let result;
   if (parallel) {
     try {
@@ -50619,48 +50576,51 @@ async function planFit(i2, hw, o2 = {}) {
       if (e instanceof ParallelInputError) input(e.message, "model");
       throw e;
     }
+  } else if (!i2.model) {
+    result = propose(dev, slots, minCtx, verified, void 0, exact);
   } else {
-    const catalog = o2.hub === false ? CATALOG : withHubSizes(o2.catalog ?? CATALOG, readHubSizes(o2.env));
-    result = await planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, catalog);
-    if (!result.pick && result.refused?.length && i2.slots === void 0 && !allowSlow) {
-      for (let s = Math.floor(slots / 2); s >= 1; s = Math.floor(s / 2)) {
-        const fewer = await planLlama(i2, dev, s, minCtx, exact, verified, false, catalog);
-        if (fewer.pick) {
-          notes.push(
-            `${slots} slots would decode \u2248 ${result.refused[0].speed?.decodeTokPerSecPerSlot} tokens/s each (too slow for an agent): planned ${s} slot(s) instead (pass --slots ${slots} --allow-slow to keep ${slots})`
-          );
-          result = { ...fewer, refused: [...result.refused, ...fewer.refused ?? []] };
-          break;
-        }
-        if (s === 1) break;
+    const entry = findCatalog(i2.model);
+    const repoQuant = /:([\w.-]+)$/.exec(i2.model)?.[1]?.toUpperCase() ?? null;
+    if (entry) {
+      const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q2) => q2.quant.toUpperCase() === repoQuant) : entry.quants };
+      if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q2) => q2.quant).join(", ")})`, "model");
+      result = repoQuant ? { pick: null, alternatives: [], problem: null } : propose(dev, slots, minCtx, verified, [only], exact);
+      if (!result.pick) {
+        const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q2) => ({ ...q2, bits: Math.max(q2.bits, 4) })) }], exact);
+        if (small.pick && !repoQuant)
+          small.pick.reason = `${small.pick.reason}; no \u2265 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
+        result = small;
       }
-    }
-  }
-  const big = hw.gpus.filter((g) => (g.vendor === "nvidia" || g.vendor === "amd") && !g.unified && isDatacenterGpu(g.name, g.totalBytes));
-  if (!parallel && !i2.runtime && big.length && (!i2.model || findCatalog(i2.model))) {
-    const p = await proposeParallel({
-      runtime: "vllm",
-      dev: parallelDevices(hw).dev,
-      slots,
-      minCtx,
-      maxCtxPerSlot: exact,
-      model: i2.model?.replace(/:.*$/, ""),
-      verified,
-      max: 1,
-      env: o2.env,
-      hub: o2.hub
-    }).catch(() => null);
-    if (p?.pick) {
-      const why = `${big.length} datacenter GPU(s) of \u2265 80 GB (${big[0].name}): vLLM batches all ${slots} sequences on one engine with tensor \xD7 data parallel and uses the GPUs' memory for KV, where llama.cpp would run ${result.pick?.pool ? `${result.pick.pool.replicas} small replicas` : "one server"}; ${installedRuntime("vllm").how === "binary" ? "vLLM is installed" : "setup runs vLLM's pinned container image"} (ocw setup --runtime vllm; --runtime llama.cpp keeps the llama.cpp plan)`;
-      const vllmPick = { ...p.pick, runtimeReason: why, reason: `${p.pick.reason}; ${why}` };
-      const llama = result.pick ? [{ ...result.pick, runtimeReason: "llama.cpp: the alternative to vLLM on these GPUs (--runtime llama.cpp)" }] : [];
-      result = { ...result, pick: vllmPick, alternatives: [...llama, ...result.alternatives], problem: null };
+    } else {
+      const verifiedOk = verified(
+        i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, "")
+      );
+      try {
+        if (!existsSync18(i2.model) && parseRepoRef(i2.model)) {
+          const r = await planRepo(i2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
+          result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : {
+            pick: null,
+            alternatives: [],
+            problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
+          };
+        } else {
+          const info = await loadGguf(i2.model);
+          const m = modelFromInfo(info, i2.model, existsSync18(i2.model) ? ["-m", path44.resolve(i2.model)] : ["-hf", i2.model]);
+          const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
+          result = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
+            pick: null,
+            alternatives: [],
+            problem: minCtx > m.hparams.nCtxTrain ? `${i2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${i2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
+          };
+        }
+      } catch (e) {
+        input(`${i2.model}: ${e.message.split("\n")[0]}`, "model");
+      }
     }
   }
   if (!parallel && (!i2.model || findCatalog(i2.model)) && hw.gpus.filter((g) => g.vendor === "nvidia" || g.vendor === "amd").length >= 2) {
     for (const rt of ["vllm", "sglang"]) {
       if (installedRuntime(rt).how !== "binary") continue;
-      if (result.pick?.runtime === rt || result.alternatives.some((x) => x.runtime === rt)) continue;
       const p = await proposeParallel({
         runtime: rt,
         dev: parallelDevices(hw).dev,
@@ -50669,14 +50629,11 @@ async function planFit(i2, hw, o2 = {}) {
         maxCtxPerSlot: exact,
         model: i2.model?.replace(/:.*$/, ""),
         verified,
-        max: 1,
-        env: o2.env,
-        hub: o2.hub
+        max: 1
       }).catch(() => null);
       if (p?.pick) result.alternatives.push(p.pick);
     }
   }
-  const { refused, ...rest } = result;
   return FitResult.parse({
     hardware: {
       gpus: hw.gpus.map((g) => ({ name: g.name, vendor: String(g.vendor), totalBytes: g.totalBytes, freeBytes: g.freeBytes, unified: g.unified })),
@@ -50686,84 +50643,16 @@ async function planFit(i2, hw, o2 = {}) {
       runtimeDevices,
       notes: [...notes, ...hw.problems]
     },
-    ...rest,
-    ...refused?.length ? { refused } : {}
+    ...result
   });
-}
-function refuseSlow(r, slots, allowSlow) {
-  if (allowSlow || !r.pick?.speed?.tooSlow) return r;
-  const fast = r.alternatives.filter((a2) => !a2.speed?.tooSlow);
-  const refused = [r.pick, ...r.refused ?? []];
-  if (fast.length) return { pick: fast[0], alternatives: fast.slice(1), problem: null, refused };
-  return {
-    pick: null,
-    alternatives: [],
-    problem: `${slowProblem(refused, slots)}; or fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller model, or an API provider`,
-    refused
-  };
-}
-async function planLlama(i2, dev, slots, minCtx, exact, verified, allowSlow, catalog) {
-  let result;
-  if (!i2.model) {
-    const r = propose(dev, slots, minCtx, verified, catalog, exact, { allowSlow });
-    return { pick: r.pick, alternatives: r.alternatives, problem: r.problem, ...r.slow?.length ? { refused: r.slow } : {} };
-  }
-  const found = findCatalog(i2.model);
-  const entry = found ? catalog.find((c3) => c3.id === found.id) ?? found : void 0;
-  const repoQuant = /:([\w.-]+)$/.exec(i2.model)?.[1]?.toUpperCase() ?? null;
-  if (entry) {
-    if (!servedBy(entry, "llama.cpp") || !entry.quants.length)
-      input(`${entry.id} is served by vLLM / SGLang only (the catalog has no GGUF of it): plan it with --runtime vllm or --runtime sglang`, "model");
-    const only = { ...entry, autoPick: true, quants: repoQuant ? entry.quants.filter((q2) => q2.quant.toUpperCase() === repoQuant) : entry.quants };
-    if (!only.quants.length) input(`${entry.id} has no quant ${repoQuant} in the catalog (has ${entry.quants.map((q2) => q2.quant).join(", ")})`, "model");
-    const first = repoQuant ? null : propose(dev, slots, minCtx, verified, [only], exact, { allowSlow });
-    result = first?.pick ? { pick: first.pick, alternatives: first.alternatives, problem: null } : { pick: null, alternatives: [], problem: first?.problem ?? null, ...first?.slow?.length ? { refused: first.slow } : {} };
-    if (!result.pick) {
-      const small = propose(dev, slots, minCtx, verified, [{ ...only, quants: only.quants.map((q2) => ({ ...q2, bits: Math.max(q2.bits, 4) })) }], exact, {
-        allowSlow
-      });
-      if (small.pick && !repoQuant)
-        small.pick.reason = `${small.pick.reason}; no \u2265 4-bit quant of ${entry.name} fits here, so a smaller one (${small.pick.quant}) is used: expect weaker answers`;
-      const refused = [...result.refused ?? [], ...small.slow ?? []];
-      result = { pick: small.pick, alternatives: small.alternatives, problem: small.problem, ...refused.length ? { refused } : {} };
-    }
-    return result;
-  }
-  const verifiedOk = verified(
-    i2.model.split(":")[0].split("/").pop().replace(/-GGUF$/i, "")
-  );
-  try {
-    if (!existsSync19(i2.model) && parseRepoRef(i2.model)) {
-      const r = await planRepo(i2.model, { dev, slots, minCtx, maxCtxPerSlot: exact, verified: verifiedOk });
-      result = "pick" in r ? { pick: r.pick, alternatives: [], problem: null } : {
-        pick: null,
-        alternatives: [],
-        problem: `${r.problem}; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a shorter --min-ctx, another model, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
-      };
-    } else {
-      const info = await loadGguf(i2.model);
-      const m = modelFromInfo(info, i2.model, existsSync19(i2.model) ? ["-m", path45.resolve(i2.model)] : ["-hf", i2.model]);
-      const pick3 = planModel(m, dev, slots, minCtx, verified(m.hparams.name ?? i2.model), void 0, exact);
-      result = pick3 ? { pick: pick3, alternatives: [], problem: null } : {
-        pick: null,
-        alternatives: [],
-        problem: minCtx > m.hparams.nCtxTrain ? `${i2.model} was trained for ${m.hparams.nCtxTrain} tokens of context; ${minCtx} per slot is beyond it` : `${i2.model} does not fit ${slots} slot(s) \xD7 ${minCtx} tokens here even with experts/layers in RAM and a q4_0 cache; try fewer slots (--slots ${Math.max(1, Math.floor(slots / 2))}), a smaller quant, or an API provider (ocw setup --provider URL --model ID --api-key-env VAR)`
-      };
-    }
-  } catch (e) {
-    input(`${i2.model}: ${e.message.split("\n")[0]}`, "model");
-  }
-  return refuseSlow(result, slots, allowSlow);
 }
 var installed;
 var init_fit_service = __esm({
   "engine/serving/fit-service.ts"() {
     init_fit();
     init_catalog();
-    init_hub_sizes();
     init_errors4();
     init_plan();
-    init_speed();
     init_resolve();
     init_source2();
     init_targets();
@@ -51451,7 +51340,7 @@ var init_verify = __esm({
 });
 
 // engine/serving/setup.ts
-import path46 from "node:path";
+import path45 from "node:path";
 import { spawn as spawn4 } from "node:child_process";
 import { closeSync as closeSync3, mkdirSync as mkdirSync15, openSync as openSync3 } from "node:fs";
 function listServing() {
@@ -51522,11 +51411,11 @@ function supervisorCommand(env2 = process.env) {
   if (c3.OCW_SUPERVISE === "0") return null;
   if (c3.OCW_SUPERVISOR_CMD) return JSON.parse(c3.OCW_SUPERVISOR_CMD);
   const entry = process.argv[1] ?? "";
-  return /ocw(\.mjs)?$/.test(path46.basename(entry)) ? [process.execPath, entry] : null;
+  return /ocw(\.mjs)?$/.test(path45.basename(entry)) ? [process.execPath, entry] : null;
 }
 async function startSupervised(cmd, rec, timeoutMs) {
   const t0 = performance.now();
-  mkdirSync15(path46.dirname(rec.logFile), { recursive: true, mode: 448 });
+  mkdirSync15(path45.dirname(rec.logFile), { recursive: true, mode: 448 });
   const logFd = openSync3(rec.logFile.replace(/\.log$/, ".supervisor.log"), "a", 384);
   const child = spawn4(cmd[0], [...cmd.slice(1), "serving", "supervise", "--target", rec.targetId], {
     detached: true,
@@ -51609,7 +51498,7 @@ async function setupCapture(o2) {
   const slotsOpt = positiveInt(o2.slots, "--slots");
   const ctx = positiveInt(o2.ctx, "--ctx");
   const store = o2.store ?? new TargetStore();
-  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path46.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
+  const idFor = (model2, endpoint) => o2.id ?? `capture-${targetSlug({ model: path45.basename(model2), quant: null })}-${new URL(endpoint).port || "80"}`;
   if (o2.unverified) {
     if (!o2.model) throw new SetupInputError("name the served model to save a target without verifying it (nothing is asked of the server)");
     const endpoint = /\/v1$/.test(url2) ? url2 : `${url2}/v1`;
@@ -51719,7 +51608,7 @@ var init_setup3 = __esm({
         this.name = "SetupInputError";
       }
     };
-    servingFile = () => path46.join(stateDir(), "serving.json");
+    servingFile = () => path45.join(stateDir(), "serving.json");
     recordedStart = (t2) => typeof t2 === "string" ? t2 : null;
   }
 });
@@ -51827,9 +51716,9 @@ var init_start_common = __esm({
 
 // engine/serving/start-runtimes.ts
 import { spawn as spawn5 } from "node:child_process";
-import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync20, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync18, statSync as statSync10, writeFileSync as writeFileSync11 } from "node:fs";
+import { chmodSync as chmodSync3, closeSync as closeSync4, existsSync as existsSync19, mkdirSync as mkdirSync16, openSync as openSync4, readFileSync as readFileSync17, statSync as statSync10, writeFileSync as writeFileSync10 } from "node:fs";
 import os6 from "node:os";
-import path47 from "node:path";
+import path46 from "node:path";
 function buildLaunch(o2) {
   const env2 = o2.env ?? process.env;
   const words = commandWords(o2.command);
@@ -51850,15 +51739,15 @@ function buildLaunch(o2) {
   if (o2.runtime === "vllm") extraEnv.VLLM_API_KEY = o2.key;
   else {
     mkdirSync16(o2.configDir, { recursive: true, mode: 448 });
-    configFile = path47.join(o2.configDir, "sglang.yaml");
-    writeFileSync11(configFile, `api-key: ${JSON.stringify(o2.key)}
+    configFile = path46.join(o2.configDir, "sglang.yaml");
+    writeFileSync10(configFile, `api-key: ${JSON.stringify(o2.key)}
 `, { mode: 384 });
     chmodSync3(configFile, 384);
     set2("--config", o2.found.how === "container" ? "/ocw/sglang.yaml" : configFile);
   }
   if (o2.found.how === "binary") return { how: "binary", cmd: o2.found.bin, args, env: extraEnv, port: o2.port, configFile };
   const image = imageFor(o2.runtime, o2.family ?? o2.command, env2);
-  const hfCache = env2.HF_HOME || path47.join(os6.homedir(), ".cache", "huggingface");
+  const hfCache = env2.HF_HOME || path46.join(os6.homedir(), ".cache", "huggingface");
   const servedName = args[args.indexOf("--served-model-name") + 1] ?? o2.runtime;
   const run4 = [
     "run",
@@ -51969,15 +51858,15 @@ async function runOtherRuntime(o2, input2, job, ops, setLog) {
   storeKey(keyFile, key);
   await stopServing(id2);
   const before = replacing ? await detectHardware({}).catch(() => null) ?? hw : hw;
-  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path47.join(stateDir(), "runtime", id2), family: familyOf });
+  const launch2 = buildLaunch({ runtime, found, command: pick3.command, port, key, configDir: path46.join(stateDir(), "runtime", id2), family: familyOf });
   const indexOf = new Map(parallelDevices(hw).dev.gpus.map((g) => [g.runtimeId, g.index]));
   const held = pick3.devices.map((d) => ({ index: indexOf.get(d.name.split(" ")[0]), bytes: d.budgetBytes })).filter((x) => x.index !== void 0);
   job.launchedCommand = `${[...Object.entries(launch2.env).map(([k, v2]) => k === "VLLM_API_KEY" ? `${k}=\u2026` : `${k}=${shellQuote(v2)}`)].join(" ")}${Object.keys(launch2.env).length ? " " : ""}${shellQuote(launch2.cmd)} ${launch2.args.map(shellQuote).join(" ")}`;
-  const logFile = path47.join(stateDir(), "logs", `${id2}.log`);
+  const logFile = path46.join(stateDir(), "logs", `${id2}.log`);
   setLog(logFile);
-  mkdirSync16(path47.dirname(logFile), { recursive: true, mode: 448 });
-  const logStart = existsSync20(logFile) ? statSync10(logFile).size : 0;
-  const readLog = () => existsSync20(logFile) ? readFileSync18(logFile, "utf8").slice(logStart) : "";
+  mkdirSync16(path46.dirname(logFile), { recursive: true, mode: 448 });
+  const logStart = existsSync19(logFile) ? statSync10(logFile).size : 0;
+  const readLog = () => existsSync19(logFile) ? readFileSync17(logFile, "utf8").slice(logStart) : "";
   const fd = openSync4(logFile, "a", 384);
   const env2 = { ...process.env, ...launch2.env };
   delete env2.LLAMA_API_KEY;
@@ -52157,8 +52046,8 @@ __export(start_exports, {
   withFreed: () => withFreed
 });
 import { randomBytes as randomBytes8 } from "node:crypto";
-import { existsSync as existsSync21, mkdirSync as mkdirSync17, readFileSync as readFileSync19, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
-import path48 from "node:path";
+import { existsSync as existsSync20, mkdirSync as mkdirSync17, readFileSync as readFileSync18, statfsSync as statfsSync2, statSync as statSync11 } from "node:fs";
+import path47 from "node:path";
 function pathHasQuant(p, quant) {
   const q2 = quant.toUpperCase();
   const segs = p.replace(SHARD, ".gguf").replace(/\.gguf$/i, "").toUpperCase().split("/");
@@ -52171,18 +52060,18 @@ async function modelFiles(modelArg, env2 = process.env) {
   const { flag: flag2, value } = modelArg;
   const root2 = stateDir();
   if (flag2 === "-m") {
-    if (!existsSync21(value))
+    if (!existsSync20(value))
       throw new StartError({ kind: "not-found", cause: `no model file at ${value}`, logLine: null, remedy: "pass an existing .gguf path, or a Hub repo" });
     const m = SHARD.exec(value);
     if (m) {
       const n2 = Number(m[2]);
       const missing = Array.from({ length: n2 }, (_, i2) => value.replace(SHARD, `-${String(i2 + 1).padStart(5, "0")}-of-${m[2]}.gguf`)).filter(
-        (f) => !existsSync21(f)
+        (f) => !existsSync20(f)
       );
       if (missing.length)
         throw new StartError({
           kind: "not-found",
-          cause: `${path48.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path48.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
+          cause: `${path47.basename(value)} is shard 1 of ${n2}, but ${missing.map((f) => path47.basename(f)).join(", ")} ${missing.length > 1 ? "are" : "is"} missing next to it`,
           logLine: null,
           remedy: "put every shard in the same folder (llama-server loads them from the first)"
         });
@@ -52206,8 +52095,8 @@ async function modelFiles(modelArg, env2 = process.env) {
     const m = SHARD.exec(u2.pathname);
     const urls = m ? Array.from({ length: Number(m[2]) }, (_, i2) => value.replace(/-\d{5}-of-(\d{5})\.gguf/i, `-${String(i2 + 1).padStart(5, "0")}-of-$1.gguf`)) : [value];
     const downloads2 = urls.map((url2) => {
-      const name = path48.basename(new URL(url2).pathname);
-      return { url: url2, dest: path48.join(root2, "models", "url", name), size: null, sha256: null, name };
+      const name = path47.basename(new URL(url2).pathname);
+      return { url: url2, dest: path47.join(root2, "models", "url", name), size: null, sha256: null, name };
     });
     return { local: downloads2[0].dest, downloads: downloads2 };
   } else {
@@ -52240,7 +52129,7 @@ async function modelFiles(modelArg, env2 = process.env) {
       if (files.length !== Number(m[2]))
         throw new StartError({
           kind: "not-found",
-          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path48.basename(stem)}`,
+          cause: `${repo} lists ${files.length} of the ${Number(m[2])} shards of ${path47.basename(stem)}`,
           logLine: null,
           remedy: "the repository is incomplete (an upload in progress?): try again later or another quant"
         });
@@ -52251,7 +52140,7 @@ async function modelFiles(modelArg, env2 = process.env) {
     dest: localPathFor(root2, repo, f.path),
     size: f.size || null,
     sha256: f.sha256,
-    name: path48.basename(f.path)
+    name: path47.basename(f.path)
   }));
   return { local: downloads[0].dest, downloads };
 }
@@ -52336,12 +52225,12 @@ async function downloadPhase(modelArg, ops, signal) {
   });
   if (!files.downloads.length) ops.skip("download", `local file ${files.local}`);
   else {
-    ops.begin("download", `${files.downloads.length} file(s) to ${path48.dirname(files.downloads[0].dest)}`);
+    ops.begin("download", `${files.downloads.length} file(s) to ${path47.dirname(files.downloads[0].dest)}`);
     const total2 = files.downloads.every((d) => d.size) ? files.downloads.reduce((a2, d) => a2 + d.size, 0) : null;
-    const onDisk = (d) => existsSync21(d.dest) ? statSync11(d.dest).size : existsSync21(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
+    const onDisk = (d) => existsSync20(d.dest) ? statSync11(d.dest).size : existsSync20(`${d.dest}.part`) ? statSync11(`${d.dest}.part`).size : 0;
     if (total2 !== null) {
       const need = files.downloads.reduce((a2, d) => a2 + Math.max(0, d.size - onDisk(d)), 0);
-      const dir = path48.dirname(files.downloads[0].dest);
+      const dir = path47.dirname(files.downloads[0].dest);
       mkdirSync17(dir, { recursive: true });
       const fs = statfsSync2(dir);
       const free = Number(fs.bavail) * Number(fs.bsize);
@@ -52473,15 +52362,11 @@ async function runStartJob(o2) {
       const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
       let keepCache = input2.cacheType;
       let cacheNote = "";
-      const planOnce = (h3, llamaServer, nvcc, cacheType2) => planFit(
-        { model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx, cacheType: cacheType2, runtime: "llama.cpp", allowSlow: input2.allowSlow },
-        h3,
-        {
-          llamaServer,
-          store: o2.store,
-          nvcc
-        }
-      ).catch((e) => {
+      const planOnce = (h3, llamaServer, nvcc, cacheType2) => planFit({ model: input2.model, slots: input2.slots, minCtx: input2.minCtx, ctxPerSlot: input2.ctx, cacheType: cacheType2 }, h3, {
+        llamaServer,
+        store: o2.store,
+        nvcc
+      }).catch((e) => {
         if (isSetupError(e, "input"))
           throw new StartError({ kind: "input", cause: e.message, logLine: null, remedy: "fix the model, slots or context and start again" });
         throw e;
@@ -52545,7 +52430,7 @@ async function runStartJob(o2) {
       else {
         phase("runtime").detail = "downloading the prebuilt llama.cpp release for this machine";
         const got = await installPrebuilt({
-          root: path48.join(stateDir(), "llama"),
+          root: path47.join(stateDir(), "llama"),
           gpus: hw.gpus,
           onBuildLine: (line) => {
             phase("runtime").detail = `building llama.cpp with CUDA here (nvcc; llama.cpp publishes no Linux CUDA build): ${line.slice(0, 160)}`;
@@ -52607,7 +52492,7 @@ async function runStartJob(o2) {
       const files = await downloadPhase({ flag: words.args[mi], value: words.args[mi + 1] }, { begin, end, skip, emit: emit3, cancelled, phase }, o2.signal);
       cancelled();
       const alias = targetSlug({
-        model: entry?.name ?? path48.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
+        model: entry?.name ?? path47.basename(files.local).replace(SHARD, "").replace(/\.gguf$/i, ""),
         quant: pick3.quant
       });
       const id2 = input2.id ?? `llamacpp-${alias}`;
@@ -52625,13 +52510,13 @@ async function runStartJob(o2) {
       const logs = [];
       const readLog = (k = 0) => {
         const l = logs[k];
-        return l && existsSync21(l.file) ? readFileSync19(l.file, "utf8").slice(l.start) : "";
+        return l && existsSync20(l.file) ? readFileSync18(l.file, "utf8").slice(l.start) : "";
       };
       const startOne = async (r) => {
         const port = await freePort();
         const args = [...r.words.args];
         const ri = args.findIndex((x) => x === "-m" || x === "-hf");
-        args.splice(ri, 2, "-m", path48.resolve(files.local));
+        args.splice(ri, 2, "-m", path47.resolve(files.local));
         const pi = args.indexOf("--port");
         if (pi >= 0) args[pi + 1] = String(port);
         else args.push("--port", String(port));
@@ -52644,10 +52529,10 @@ async function runStartJob(o2) {
         launched[r.i] = `${[...Object.entries(env2).map(([k, v2]) => `${k}=${shellQuote(v2)}`), "LLAMA_API_KEY=\u2026"].join(" ")} ${shellQuote(bin)} ${args.map(shellQuote).join(" ")}`;
         job.launchedCommand = launched.filter(Boolean).join("\n");
         const recId = pooled ? `${id2}@${r.i + 1}` : id2;
-        const file3 = path48.join(stateDir(), "logs", `${recId}.log`);
-        mkdirSync17(path48.dirname(file3), { recursive: true });
-        logs[r.i] = { file: file3, start: existsSync21(file3) ? statSync11(file3).size : 0 };
-        if (r.i === 0) logFile = file3;
+        const file2 = path47.join(stateDir(), "logs", `${recId}.log`);
+        mkdirSync17(path47.dirname(file2), { recursive: true });
+        logs[r.i] = { file: file2, start: existsSync20(file2) ? statSync11(file2).size : 0 };
+        if (r.i === 0) logFile = file2;
         const record2 = {
           targetId: recId,
           ...pooled ? { replicaOf: id2 } : {},
@@ -52657,7 +52542,7 @@ async function runStartJob(o2) {
           bin,
           args,
           env: env2,
-          logFile: file3,
+          logFile: file2,
           keyFile,
           startedAt: (/* @__PURE__ */ new Date()).toISOString()
         };
@@ -52677,7 +52562,7 @@ async function runStartJob(o2) {
               args,
               env: env2,
               apiKey: key,
-              logFile: file3,
+              logFile: file2,
               port,
               detached: true,
               readyTimeoutMs: o2.readyTimeoutMs ?? 6e5
@@ -52691,7 +52576,7 @@ async function runStartJob(o2) {
             kind: c3?.kind ?? (/did not become healthy/.test(msg) ? "timeout" : "other"),
             cause: `${pooled ? `replica ${r.i + 1} (${r.devices?.join("+")}): ` : ""}${c3?.logLine ? `llama-server failed to start: ${c3.logLine}` : msg.replace(/: .*$/, "")}`,
             logLine: c3?.logLine ?? null,
-            logFile: file3,
+            logFile: file2,
             remedy: c3?.remedy ?? (/did not become healthy/.test(msg) ? "loading took longer than allowed: a slow disk or a huge model; start again (the file is on disk now)" : "read the log file; `ocw doctor` checks the runtime")
           });
         }
@@ -52701,7 +52586,7 @@ async function runStartJob(o2) {
           url: `http://127.0.0.1:${port}/v1`,
           readyMs: Math.round(started.readyMs),
           args,
-          logFile: file3,
+          logFile: file2,
           env: Object.keys(env2).map((k) => `${k}=${env2[k]}`)
         };
       };
@@ -52795,7 +52680,7 @@ async function runStartJob(o2) {
         if (gpuBytes.length) saveServing(listServing().map((r) => r.targetId === recId ? { ...r, gpuBytes } : r));
         if (props.status === 200)
           pl.evidence.push(
-            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path48.basename(props.body.model_path)}` : ""}`
+            `/props: total_slots ${props.body?.total_slots}, n_ctx per slot ${props.body?.default_generation_settings?.n_ctx}${props.body?.model_path ? `, model ${path47.basename(props.body.model_path)}` : ""}`
           );
         placements.push(pooled ? { ...pl, evidence: pl.evidence.map((e) => `replica ${k + 1}: ${e}`) } : pl);
       }
@@ -52861,16 +52746,16 @@ function replaces(pick3, g, inputId) {
   if (entry) return g.id === `llamacpp-${targetSlug({ model: entry.name, quant: pick3.quant })}`;
   const args = g.recs[0].args;
   const alias = args[args.indexOf("--alias") + 1];
-  const file3 = args[args.indexOf("-m") + 1];
-  if (!alias || !file3 || g.id !== `llamacpp-${alias}`) return false;
+  const file2 = args[args.indexOf("-m") + 1];
+  if (!alias || !file2 || g.id !== `llamacpp-${alias}`) return false;
   const w = commandWords(pick3.pool ? pick3.pool.endpoints[0].command : pick3.command).args;
   const mi = w.findIndex((a2) => a2 === "-m" || a2 === "-hf");
   if (mi < 0) return false;
   const value = w[mi + 1];
-  if (w[mi] === "-m") return path48.resolve(value) === path48.resolve(file3);
+  if (w[mi] === "-m") return path47.resolve(value) === path47.resolve(file2);
   const [repo, quant] = value.split(":");
-  const dir = path48.join(stateDir(), "models", repo.replace("/", "__"));
-  return file3.startsWith(dir + path48.sep) && (!quant || pathHasQuant(path48.relative(dir, file3), quant));
+  const dir = path47.join(stateDir(), "models", repo.replace("/", "__"));
+  return file2.startsWith(dir + path47.sep) && (!quant || pathHasQuant(path47.relative(dir, file2), quant));
 }
 function poolVerdict(vs) {
   const rank = { built: 0, underpowered: 1, "cannot-build": 2 };
@@ -56154,8 +56039,8 @@ var require_utils2 = __commonJS({
       }
       return ind;
     }
-    function removeDotSegments(path67) {
-      let input2 = path67;
+    function removeDotSegments(path66) {
+      let input2 = path66;
       const output = [];
       let nextSlash = -1;
       let len = 0;
@@ -56229,11 +56114,11 @@ var require_utils2 = __commonJS({
       }
       return output.join("");
     }
-    function removeDotSegmentsRelative(path67) {
-      if (path67 === "" || path67[0] === "/") {
-        return removeDotSegments(path67);
+    function removeDotSegmentsRelative(path66) {
+      if (path66 === "" || path66[0] === "/") {
+        return removeDotSegments(path66);
       }
-      const segments = path67.split("/");
+      const segments = path66.split("/");
       const last = segments.length - 1;
       const output = [];
       let trailingDirectory = false;
@@ -56596,8 +56481,8 @@ var require_schemes = __commonJS({
       }
       if (wsComponent.resourceName) {
         const queryIndex = wsComponent.resourceName.indexOf("?");
-        const path67 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
-        wsComponent.path = path67 && path67 !== "/" ? path67 : void 0;
+        const path66 = queryIndex === -1 ? wsComponent.resourceName : wsComponent.resourceName.slice(0, queryIndex);
+        wsComponent.path = path66 && path66 !== "/" ? path66 : void 0;
         wsComponent.query = queryIndex === -1 ? void 0 : wsComponent.resourceName.slice(queryIndex + 1);
         wsComponent.resourceName = void 0;
       }
@@ -60154,16 +60039,16 @@ __export(pool_exports, {
 });
 import { mkdtempSync as mkdtempSync2, rmSync as rmSync9 } from "node:fs";
 import os8 from "node:os";
-import path65 from "node:path";
+import path64 from "node:path";
 async function setupCapturePool(urls, o2) {
   const t0 = performance.now();
   if (new Set(urls).size !== urls.length) throw new SetupInputError("the same --capture URL is given twice: name each endpoint of the pool once");
-  const scratch = mkdtempSync2(path65.join(os8.tmpdir(), "ocw-pool-"));
+  const scratch = mkdtempSync2(path64.join(os8.tmpdir(), "ocw-pool-"));
   let each;
   try {
     each = [];
     for (const url2 of urls) {
-      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path65.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
+      const r = await setupCapture({ ...o2, url: url2, store: new TargetStore(path64.join(scratch, "targets.json")), id: void 0 }).catch((err) => {
         throw new SetupInputError(`endpoint ${url2}: ${err.message}`);
       });
       each.push(r);
@@ -60181,7 +60066,7 @@ async function setupCapturePool(urls, o2) {
   const perSlotCtx = ctxs.length ? Math.min(...ctxs) : null;
   const target = {
     ...first,
-    id: o2.id ?? `pool-${targetSlug({ model: path65.basename(first.model), quant: null })}-${endpoints.length}`,
+    id: o2.id ?? `pool-${targetSlug({ model: path64.basename(first.model), quant: null })}-${endpoints.length}`,
     contextLimit: perSlotCtx ?? first.contextLimit,
     serving: { engine: first.serving.engine, endpoints, slots: endpoints.reduce((a2, e) => a2 + e.slots, 0), perSlotCtx },
     outcome: worst.outcome === "unverified" ? void 0 : worst.outcome,
@@ -60232,7 +60117,7 @@ var {
 } = import_index.default;
 
 // engine/api/host.ts
-import path53 from "node:path";
+import path52 from "node:path";
 
 // engine/workers/engine.ts
 import { existsSync as existsSync11 } from "node:fs";
@@ -60854,9 +60739,9 @@ function summarizePart(part) {
   if (part.kind === "tool") return `${part.tool ?? "tool"} ${part.status ?? ""}`.trim();
   return (part.text ?? "").split("\n").find((l) => l.trim())?.slice(0, 160) ?? part.kind;
 }
-function newRound(round3, kind, message, comments, ts) {
+function newRound(round2, kind, message, comments, ts) {
   return {
-    round: round3,
+    round: round2,
     kind,
     message,
     comments,
@@ -61673,9 +61558,9 @@ function checkScope(changed, scope, protect) {
   const inScope = scope.length ? globsMatcher(scope) : () => true;
   const isProtected = globsMatcher(protect);
   const violations = [];
-  for (const file3 of changed) {
-    if (isProtected(file3)) violations.push(`protected file changed: ${file3}`);
-    else if (!inScope(file3)) violations.push(`outside scope: ${file3}`);
+  for (const file2 of changed) {
+    if (isProtected(file2)) violations.push(`protected file changed: ${file2}`);
+    else if (!inScope(file2)) violations.push(`outside scope: ${file2}`);
   }
   return { passed: violations.length === 0, violations, changedFiles: changed };
 }
@@ -61817,9 +61702,9 @@ function writesOutside(command, worktree, workdir = worktree) {
   const root2 = path6.resolve(worktree);
   const outside = [];
   for (const target of targets) {
-    const file3 = resolveTarget(target, path6.resolve(root2, workdir));
-    if (file3 === null || HARMLESS.test(file3)) continue;
-    if (file3 !== root2 && !file3.startsWith(root2 + path6.sep)) outside.push(target);
+    const file2 = resolveTarget(target, path6.resolve(root2, workdir));
+    if (file2 === null || HARMLESS.test(file2)) continue;
+    if (file2 !== root2 && !file2.startsWith(root2 + path6.sep)) outside.push(target);
   }
   return [...new Set(outside)];
 }
@@ -62176,11 +62061,11 @@ var EventBus = class _EventBus {
   }
   /** The epoch of the bus of a state dir, created on first use. */
   static forStateDir(stateDir2, capacity) {
-    const file3 = path8.join(stateDir2, "events.json");
-    let epoch = readJson(file3, {}).epoch;
+    const file2 = path8.join(stateDir2, "events.json");
+    let epoch = readJson(file2, {}).epoch;
     if (!epoch) {
       epoch = randomBytes2(4).toString("hex");
-      writeJsonAtomic(file3, { epoch });
+      writeJsonAtomic(file2, { epoch });
     }
     return new _EventBus({ epoch, capacity });
   }
@@ -62285,16 +62170,16 @@ function seedOpencodeConfigDir(configDir) {
   writeFileSync3(lockFile2, JSON.stringify({ name: "opencode-config", lockfileVersion: 3, requires: true, packages: { "": { dependencies } } }, null, 2) + "\n");
 }
 var OPENCODE_MODELS_CATALOG = "{}\n";
-function seedModelsCatalog(file3) {
-  mkdirSync4(path10.dirname(file3), { recursive: true, mode: 448 });
+function seedModelsCatalog(file2) {
+  mkdirSync4(path10.dirname(file2), { recursive: true, mode: 448 });
   let current = null;
   try {
-    current = readFileSync3(file3, "utf8");
+    current = readFileSync3(file2, "utf8");
   } catch {
     current = null;
   }
-  if (current !== OPENCODE_MODELS_CATALOG) writeFileSync3(file3, OPENCODE_MODELS_CATALOG);
-  return file3;
+  if (current !== OPENCODE_MODELS_CATALOG) writeFileSync3(file2, OPENCODE_MODELS_CATALOG);
+  return file2;
 }
 var WORKER_PERMISSION = {
   edit: "ask",
@@ -62777,10 +62662,10 @@ export const OcwWorkspace = async ({ directory, worktree }) => {
   };
 };
 `;
-function writeWorkspacePlugin(file3) {
-  mkdirSync5(path11.dirname(file3), { recursive: true });
-  writeFileSync4(file3, WORKSPACE_PLUGIN);
-  return file3;
+function writeWorkspacePlugin(file2) {
+  mkdirSync5(path11.dirname(file2), { recursive: true });
+  writeFileSync4(file2, WORKSPACE_PLUGIN);
+  return file2;
 }
 function writeRepoBinds(bindsDir, worktree, repoRoot2, objects) {
   const dirs = [real(objects)];
@@ -62800,11 +62685,11 @@ function writeRepoBinds(bindsDir, worktree, repoRoot2, objects) {
   mkdirSync5(bindsDir, { recursive: true });
   writeFileSync4(path11.join(bindsDir, path11.basename(path11.dirname(worktree))), args.map((a2) => a2 + "\0").join(""));
 }
-function writeWorkerShell(file3, opts) {
+function writeWorkerShell(file2, opts) {
   const root2 = real(opts.workspacesRoot);
   const named = path11.resolve(opts.workspacesRoot);
   const tmpRoot = real(opts.tmpRoot);
-  const binds = real(opts.bindsDir ?? path11.join(path11.dirname(file3), "binds"));
+  const binds = real(opts.bindsDir ?? path11.join(path11.dirname(file2), "binds"));
   const bash = opts.bash ?? (existsSync3("/bin/bash") ? "/bin/bash" : "/bin/sh");
   const l = opts.limits ?? commandLimits();
   const env2 = allowListedEnv({
@@ -62882,10 +62767,10 @@ function writeWorkerShell(file3, opts) {
       "exit ${rc:-1}"
     );
   }
-  mkdirSync5(path11.dirname(file3), { recursive: true });
-  writeFileSync4(file3, lines.join("\n") + "\n");
-  chmodSync2(file3, 493);
-  return file3;
+  mkdirSync5(path11.dirname(file2), { recursive: true });
+  writeFileSync4(file2, lines.join("\n") + "\n");
+  chmodSync2(file2, 493);
+  return file2;
 }
 
 // engine/harness/servers.ts
@@ -63124,7 +63009,7 @@ var serializeObjectParam = ({ allowReserved, explode, name, style, value, valueO
 
 // node_modules/@opencode-ai/sdk/dist/v2/gen/core/utils.gen.js
 var PATH_PARAM_RE = /\{[^{}]+\}/g;
-var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
+var defaultPathSerializer = ({ path: path66, url: _url3 }) => {
   let url2 = _url3;
   const matches = _url3.match(PATH_PARAM_RE);
   if (matches) {
@@ -63143,7 +63028,7 @@ var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
         name = name.substring(1);
         style = "matrix";
       }
-      const value = path67[name];
+      const value = path66[name];
       if (value === void 0 || value === null) {
         continue;
       }
@@ -63174,11 +63059,11 @@ var defaultPathSerializer = ({ path: path67, url: _url3 }) => {
   }
   return url2;
 };
-var getUrl = ({ baseUrl, path: path67, query, querySerializer, url: _url3 }) => {
+var getUrl = ({ baseUrl, path: path66, query, querySerializer, url: _url3 }) => {
   const pathUrl = _url3.startsWith("/") ? _url3 : `/${_url3}`;
   let url2 = (baseUrl ?? "") + pathUrl;
-  if (path67) {
-    url2 = defaultPathSerializer({ path: path67, url: url2 });
+  if (path66) {
+    url2 = defaultPathSerializer({ path: path66, url: url2 });
   }
   let search = query ? querySerializer(query) : "";
   if (search.startsWith("?")) {
@@ -68759,41 +68644,41 @@ var WorkerLogStore = class {
    * line) is cut back, so the log holds whole events only; where even that fails, the next append starts a fresh line.
    */
   append(event) {
-    const file3 = this.file(event.workerId);
-    const prefix = this.broken.has(file3) ? "\n" : "";
+    const file2 = this.file(event.workerId);
+    const prefix = this.broken.has(file2) ? "\n" : "";
     const data = Buffer.from(prefix + JSON.stringify(event) + "\n");
     let madeDir;
     let fd;
     let size = 0;
     try {
-      madeDir = mkdirSync7(path17.dirname(file3), { recursive: true, mode: 448 });
-      fd = openSync(file3, "a", 384);
+      madeDir = mkdirSync7(path17.dirname(file2), { recursive: true, mode: 448 });
+      fd = openSync(file2, "a", 384);
       size = fstatSync(fd).size;
       for (let off = 0; off < data.length; ) off += writeSync(fd, data, off);
-      this.broken.delete(file3);
+      this.broken.delete(file2);
     } catch (err) {
-      this.cutBack(file3, fd, size, madeDir);
+      this.cutBack(file2, fd, size, madeDir);
       const code = err.code;
       const hint = code === "ENOSPC" ? "the disk holding the state dir is full; free space" : "check the state dir's permissions";
-      throw new Error(`cannot append to ${file3} (${code ?? err.message}): ${hint}`);
+      throw new Error(`cannot append to ${file2} (${code ?? err.message}): ${hint}`);
     } finally {
       if (fd !== void 0) closeSync(fd);
     }
   }
-  cutBack(file3, fd, size, madeDir) {
+  cutBack(file2, fd, size, madeDir) {
     try {
       if (fd !== void 0) ftruncateSync(fd, size);
       if (madeDir && size === 0) rmSync2(madeDir, { recursive: true, force: true });
     } catch {
-      this.broken.add(file3);
+      this.broken.add(file2);
     }
   }
   load(workerId) {
-    const file3 = this.file(workerId);
-    if (!existsSync6(file3)) return { workerId, events: [], skipped: 0 };
+    const file2 = this.file(workerId);
+    if (!existsSync6(file2)) return { workerId, events: [], skipped: 0 };
     const events = [];
     let skipped = 0;
-    for (const line of readFileSync7(file3, "utf8").split("\n")) {
+    for (const line of readFileSync7(file2, "utf8").split("\n")) {
       if (!line.trim()) continue;
       try {
         const parsed = WorkerEvent.safeParse(JSON.parse(line));
@@ -68856,13 +68741,13 @@ var CommandThread = class {
   worker = null;
   seq = 0;
   waiting = /* @__PURE__ */ new Map();
-  run(file3, args, opts) {
+  run(file2, args, opts) {
     const w = this.ensure();
     const id2 = ++this.seq;
     return new Promise((resolve, reject) => {
       this.waiting.set(id2, { resolve, reject });
       if (this.waiting.size === 1) w.ref();
-      w.postMessage({ id: id2, file: file3, args, cwd: opts.cwd, env: definedOnly(opts.env), max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES });
+      w.postMessage({ id: id2, file: file2, args, cwd: opts.cwd, env: definedOnly(opts.env), max: opts.maxOutputBytes ?? MAX_OUTPUT_BYTES });
     });
   }
   ensure() {
@@ -68895,8 +68780,8 @@ function definedOnly(env2) {
   return out;
 }
 var thread = new CommandThread();
-function runCommand(file3, args, opts) {
-  return thread.run(file3, args, opts);
+function runCommand(file2, args, opts) {
+  return thread.run(file2, args, opts);
 }
 function trimFinalNewline(text) {
   return text.endsWith("\r\n") ? text.slice(0, -2) : text.endsWith("\n") ? text.slice(0, -1) : text;
@@ -69335,22 +69220,22 @@ async function runCommand2(check2, name, cwd, sandbox) {
   return { name, passed: exitCode === expect, exitCode, durationMs: Date.now() - started, output };
 }
 function runFile(check2, name, cwd, realCwd) {
-  const file3 = path24.join(cwd, check2.file);
+  const file2 = path24.join(cwd, check2.file);
   const wantExists = check2.exists ?? true;
-  const exists = existsSync8(file3);
-  if (exists && !realpathSync4(file3).startsWith(realCwd + path24.sep)) {
+  const exists = existsSync8(file2);
+  if (exists && !realpathSync4(file2).startsWith(realCwd + path24.sep)) {
     return { name, passed: false, output: `${check2.file} resolves outside the workspace` };
   }
   if (!wantExists) return { name, passed: !exists, output: exists ? `${check2.file} exists but should not` : `${check2.file} is absent, as required` };
   if (!exists) return { name, passed: false, output: `${check2.file} does not exist` };
   const problems = [];
   if (check2.equals !== void 0 || check2.matches !== void 0) {
-    const st = statSync5(file3);
+    const st = statSync5(file2);
     if (!st.isFile())
       return { name, passed: false, output: `${check2.file} is not a regular file (a folder, FIFO, socket or device): its content cannot be compared` };
     if (st.size > MAX_COMPARED_BYTES)
       return { name, passed: false, output: `${check2.file} is ${st.size} bytes, over the ${MAX_COMPARED_BYTES}-byte limit of a file check's comparison` };
-    const content = readFileSync10(file3, "utf8");
+    const content = readFileSync10(file2, "utf8");
     if (check2.equals !== void 0 && content.trimEnd() !== check2.equals.trimEnd()) {
       problems.push(`content differs from the expected text (got ${JSON.stringify(content.slice(0, 200))})`);
     }
@@ -69457,10 +69342,10 @@ var lstatOrNull = (p) => {
     return null;
   }
 };
-function fingerprint(file3) {
+function fingerprint(file2) {
   try {
-    const st = lstatSync2(file3);
-    return st.isFile() ? createHash2("sha256").update(readFileSync10(file3)).digest("hex") : `not a file (${st.mode})`;
+    const st = lstatSync2(file2);
+    return st.isFile() ? createHash2("sha256").update(readFileSync10(file2)).digest("hex") : `not a file (${st.mode})`;
   } catch {
     return "absent";
   }
@@ -69611,8 +69496,8 @@ function blobId(bytes, like) {
 function verifyCheckout(repo, changes) {
   const wrong = [];
   for (const c3 of changes) {
-    const file3 = path25.join(repo, c3.path);
-    const st = lstatSync3(file3, { throwIfNoEntry: false });
+    const file2 = path25.join(repo, c3.path);
+    const st = lstatSync3(file2, { throwIfNoEntry: false });
     if (!c3.mode) {
       if (st && !st.isDirectory()) wrong.push(`${c3.path} (should be gone)`);
       continue;
@@ -69623,14 +69508,14 @@ function verifyCheckout(repo, changes) {
       continue;
     }
     if (c3.mode === "120000") {
-      if (!st.isSymbolicLink() || blobId(Buffer.from(readlinkSync(file3, { encoding: "buffer" })), c3.oid) !== c3.oid) wrong.push(`${c3.path} (symlink differs)`);
+      if (!st.isSymbolicLink() || blobId(Buffer.from(readlinkSync(file2, { encoding: "buffer" })), c3.oid) !== c3.oid) wrong.push(`${c3.path} (symlink differs)`);
       continue;
     }
     if (!st.isFile()) {
       wrong.push(`${c3.path} (not a file)`);
       continue;
     }
-    if (blobId(readFileSync11(file3), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
+    if (blobId(readFileSync11(file2), c3.oid) !== c3.oid) wrong.push(`${c3.path} (content differs from the graded blob)`);
     else if (c3.mode === "100755" !== !!(st.mode & 64)) wrong.push(`${c3.path} (mode differs)`);
   }
   return wrong;
@@ -70277,8 +70162,8 @@ var RUNNER_FILES = /* @__PURE__ */ new Set([
 ]);
 var SHADOW_TOP = /^(pytest|_pytest|py|unittest|nose|nose2|doctest|coverage|hypothesis|tox|pip|setuptools|site|runpy|importlib|node|npm|npx|yarn|pnpm|jest|vitest|mocha|tsc|make|bash|sh|python|python3)(\.py|\.pth|\.js|\.cjs|\.mjs|\.sh)?$/;
 var SECTIONED = /* @__PURE__ */ new Set(["package.json", "pyproject.toml", "setup.cfg"]);
-function runnerConfigReason(file3) {
-  const parts = file3.split("/");
+function runnerConfigReason(file2) {
+  const parts = file2.split("/");
   const base2 = parts[parts.length - 1];
   if (parts.includes("node_modules")) return "node_modules/ (installed code a check runs)";
   if (parts.includes("__pycache__") && base2.endsWith(".pyc")) return "compiled Python a check may import";
@@ -70289,9 +70174,9 @@ function runnerConfigReason(file3) {
   if (parts.length === 2 && SHADOW_TOP.test(parts[0]) && base2 === "__init__.py") return `${parts[0]}/ (a package named like a tool a check may run)`;
   return null;
 }
-function runnerPart(file3, text) {
+function runnerPart(file2, text) {
   if (text === null) return "";
-  const base2 = path28.posix.basename(file3);
+  const base2 = path28.posix.basename(file2);
   if (base2 === "package.json") {
     try {
       const j = JSON.parse(text);
@@ -70309,9 +70194,9 @@ function runnerPart(file3, text) {
   }
   return keep.join("\n");
 }
-async function baseText(repo, commit, file3) {
+async function baseText(repo, commit, file2) {
   try {
-    const { stdout } = await run("git", ["-C", repo, "cat-file", "blob", `${commit}:${file3}`], {
+    const { stdout } = await run("git", ["-C", repo, "cat-file", "blob", `${commit}:${file2}`], {
       maxBuffer: 16 * 1024 * 1024,
       env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" }
     });
@@ -70320,9 +70205,9 @@ async function baseText(repo, commit, file3) {
     return null;
   }
 }
-function newText(checkout, file3) {
+function newText(checkout, file2) {
   try {
-    return readFileSync12(path28.join(checkout, file3), "utf8");
+    return readFileSync12(path28.join(checkout, file2), "utf8");
   } catch {
     return null;
   }
@@ -70330,19 +70215,19 @@ function newText(checkout, file3) {
 async function runnerConfigChanges(opts) {
   const named = new Set(opts.scope.map((s) => s.replace(/^\.\//, "")));
   const out = [];
-  for (const file3 of opts.changed) {
-    const rel = opts.sub ? file3.startsWith(opts.sub + "/") ? file3.slice(opts.sub.length + 1) : `../${file3}` : file3;
+  for (const file2 of opts.changed) {
+    const rel = opts.sub ? file2.startsWith(opts.sub + "/") ? file2.slice(opts.sub.length + 1) : `../${file2}` : file2;
     if (named.has(rel)) continue;
-    const base2 = path28.posix.basename(file3);
+    const base2 = path28.posix.basename(file2);
     if (SECTIONED.has(base2)) {
-      const before = runnerPart(file3, await baseText(opts.repo, opts.baseCommit, file3));
-      const after = runnerPart(file3, newText(opts.checkout, file3));
+      const before = runnerPart(file2, await baseText(opts.repo, opts.baseCommit, file2));
+      const after = runnerPart(file2, newText(opts.checkout, file2));
       if (before !== after)
-        out.push(`check configuration changed: ${file3} (${base2 === "package.json" ? "its scripts or test runner settings" : "its test runner sections"})`);
+        out.push(`check configuration changed: ${file2} (${base2 === "package.json" ? "its scripts or test runner settings" : "its test runner sections"})`);
       continue;
     }
-    const why = runnerConfigReason(file3) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
-    if (why) out.push(`check configuration changed: ${file3} \u2014 ${why}`);
+    const why = runnerConfigReason(file2) ?? (rel.startsWith("../") ? null : runnerConfigReason(rel));
+    if (why) out.push(`check configuration changed: ${file2} \u2014 ${why}`);
   }
   return out;
 }
@@ -71831,9 +71716,9 @@ var Engine = class {
       text = taskPrompt(w.spec);
     } else {
       this.reg.sessions.set(w.sessionId, workerId);
-      const round3 = w.rounds?.at(-1);
-      if (!rt.turn.followUp && !rt.turn.resumeMessage && round3 && round3.kind !== "task" && !round3.ran && round3.message)
-        rt.turn = { followUp: round3.message, followUpKind: round3.kind };
+      const round2 = w.rounds?.at(-1);
+      if (!rt.turn.followUp && !rt.turn.resumeMessage && round2 && round2.kind !== "task" && !round2.ran && round2.message)
+        rt.turn = { followUp: round2.message, followUpKind: round2.kind };
       text = rt.turn.followUp ? followUpPrompt(rt.turn.followUp, rt.turn.followUpKind) : resumePrompt(rt.turn.resumeMessage);
       rt.turn.resumeMessage = void 0;
       rt.turn.followUp = void 0;
@@ -72113,10 +71998,10 @@ function writeLock(stateDir2, lock) {
   writeJsonAtomic(lockFile(stateDir2), lock, 384);
 }
 function removeLock(stateDir2, pid = process.pid) {
-  const file3 = lockFile(stateDir2);
+  const file2 = lockFile(stateDir2);
   try {
-    const lock = JSON.parse(readFileSync13(file3, "utf8"));
-    if (lock.pid === pid) rmSync5(file3, { force: true });
+    const lock = JSON.parse(readFileSync13(file2, "utf8"));
+    if (lock.pid === pid) rmSync5(file2, { force: true });
   } catch {
   }
 }
@@ -72204,9 +72089,9 @@ function currentOwner(stateDir2) {
 
 // engine/api/server.ts
 import { randomBytes as randomBytes10, timingSafeEqual as timingSafeEqual2 } from "node:crypto";
-import { createReadStream as createReadStream3, existsSync as existsSync23, statSync as statSync13 } from "node:fs";
+import { createReadStream as createReadStream3, existsSync as existsSync22, statSync as statSync13 } from "node:fs";
 import http2 from "node:http";
-import path52 from "node:path";
+import path51 from "node:path";
 
 // node_modules/@trpc/server/dist/codes-nbrm_zWY.mjs
 function mergeWithoutOverrides(obj1, ...objs) {
@@ -72312,28 +72197,28 @@ var noop3 = () => {
 var freezeIfAvailable = (obj2) => {
   if (Object.freeze) Object.freeze(obj2);
 };
-function createInnerProxy(callback, path67, memo2) {
+function createInnerProxy(callback, path66, memo2) {
   var _memo$cacheKey;
-  const cacheKey = path67.join(".");
+  const cacheKey = path66.join(".");
   (_memo$cacheKey = memo2[cacheKey]) !== null && _memo$cacheKey !== void 0 || (memo2[cacheKey] = new Proxy(noop3, {
     get(_obj, key) {
       if (typeof key !== "string" || key === "then") return;
-      return createInnerProxy(callback, [...path67, key], memo2);
+      return createInnerProxy(callback, [...path66, key], memo2);
     },
     apply(_1, _2, args) {
-      const lastOfPath = path67[path67.length - 1];
-      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path67.slice(0, -1).join(".")})`;
+      const lastOfPath = path66[path66.length - 1];
+      if (lastOfPath === "valueOf" || lastOfPath === "toString" || lastOfPath === "toJSON") return `tRPC.proxy(${path66.slice(0, -1).join(".")})`;
       let opts = {
         args,
-        path: path67
+        path: path66
       };
       if (lastOfPath === "call") opts = {
         args: args.length >= 2 ? [args[1]] : [],
-        path: path67.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       else if (lastOfPath === "apply") opts = {
         args: args.length >= 2 ? args[1] : [],
-        path: path67.slice(0, -1)
+        path: path66.slice(0, -1)
       };
       freezeIfAvailable(opts.args);
       freezeIfAvailable(opts.path);
@@ -72476,12 +72361,12 @@ function _objectSpread2(e) {
   return e;
 }
 function getErrorShape(opts) {
-  const { path: path67, error: error46, config: config3 } = opts;
+  const { path: path66, error: error46, config: config3 } = opts;
   const formatted = getFormattedErrorShape(error46);
   if (formatted !== void 0) return formatted;
   const shape = getDefaultErrorShape({
     error: error46,
-    path: path67,
+    path: path66,
     isDev: config3.isDev
   });
   return config3.errorFormatter(_objectSpread2(_objectSpread2({}, opts), {}, { shape }));
@@ -72651,13 +72536,13 @@ function createRouterFactory(config3) {
       };
     }
     const separator = config3.pathSeparator;
-    function step(from, path67 = []) {
+    function step(from, path66 = []) {
       const aggregate = emptyObject();
       for (const [key, item] of Object.entries(from !== null && from !== void 0 ? from : {})) {
-        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path67, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
+        if (separator !== "." && key.includes(separator)) throw new Error(`Key "${[...path66, key].join(".")}" contains the pathSeparator ${JSON.stringify(separator)}, so its URL would be ambiguous. Rename it or pick another pathSeparator.`);
         if (isLazy(item)) {
-          lazy3[[...path67, key].join(".")] = createLazyLoader({
-            path: path67,
+          lazy3[[...path66, key].join(".")] = createLazyLoader({
+            path: path66,
             ref: item,
             key,
             aggregate
@@ -72665,14 +72550,14 @@ function createRouterFactory(config3) {
           continue;
         }
         if (isRouter(item)) {
-          aggregate[key] = step(getRouterInput(item), [...path67, key]);
+          aggregate[key] = step(getRouterInput(item), [...path66, key]);
           continue;
         }
         if (!isProcedure(item)) {
-          aggregate[key] = step(item, [...path67, key]);
+          aggregate[key] = step(item, [...path66, key]);
           continue;
         }
-        const newPath = [...path67, key].join(".");
+        const newPath = [...path66, key].join(".");
         if (procedures[newPath]) throw new Error(`Duplicate key: ${newPath}`);
         procedures[newPath] = item;
         aggregate[key] = item;
@@ -72696,14 +72581,14 @@ function createRouterFactory(config3) {
 function isProcedure(procedureOrRouter) {
   return typeof procedureOrRouter === "function";
 }
-async function getProcedureAtPath(router, path67) {
+async function getProcedureAtPath(router, path66) {
   const { _def } = router;
-  let procedure = _def.procedures[path67];
+  let procedure = _def.procedures[path66];
   while (!procedure) {
-    const key = Object.keys(_def.lazy).find((key2) => path67 === key2 || path67.startsWith(key2 + "."));
+    const key = Object.keys(_def.lazy).find((key2) => path66 === key2 || path66.startsWith(key2 + "."));
     if (!key) return null;
     await _def.lazy[key].load();
-    procedure = _def.procedures[path67];
+    procedure = _def.procedures[path66];
   }
   return procedure;
 }
@@ -72712,15 +72597,15 @@ function createCallerFactory() {
     const { _def } = router;
     return function createCaller(ctxOrCallback, opts) {
       return createRecursiveProxy(async (innerOpts) => {
-        const { path: path67, args } = innerOpts;
-        const fullPath = path67.join(".");
-        if (path67.length === 1 && path67[0] === "_def") return _def;
+        const { path: path66, args } = innerOpts;
+        const fullPath = path66.join(".");
+        if (path66.length === 1 && path66[0] === "_def") return _def;
         const procedure = await getProcedureAtPath(router, fullPath);
         let ctx = void 0;
         try {
           if (!procedure) throw new TRPCError({
             code: "NOT_FOUND",
-            message: `No procedure found on path "${path67}"`
+            message: `No procedure found on path "${path66}"`
           });
           ctx = isFunction(ctxOrCallback) ? await Promise.resolve(ctxOrCallback()) : ctxOrCallback;
           return await procedure({
@@ -72780,13 +72665,13 @@ function mergeRouters(...routerList) {
 function resolvePathSeparator(value) {
   return value !== null && value !== void 0 ? value : ".";
 }
-function procedurePathToURLPath(path67, separator) {
-  if (separator === ".") return path67;
-  return path67.split(".").join(separator);
+function procedurePathToURLPath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(".").join(separator);
 }
-function urlPathToProcedurePath(path67, separator) {
-  if (separator === ".") return path67;
-  return path67.split(separator).join(".");
+function urlPathToProcedurePath(path66, separator) {
+  if (separator === ".") return path66;
+  return path66.split(separator).join(".");
 }
 function _OverloadYield(e, d) {
   this.v = e, this.k = d;
@@ -73241,11 +73126,11 @@ var jsonContentTypeHandler = {
       }
       return acc;
     });
-    const calls = await Promise.all(paths.map(async (path67, index) => {
-      const procedure = await getProcedureAtPath(opts.router, path67);
+    const calls = await Promise.all(paths.map(async (path66, index) => {
+      const procedure = await getProcedureAtPath(opts.router, path66);
       return {
         batchIndex: index,
-        path: path67,
+        path: path66,
         procedure,
         getRawInput: async () => {
           let input2 = (await getInputs.read())[index];
@@ -73896,9 +73781,9 @@ function isPromise(value) {
   return (isObject3(value) || isFunction(value)) && typeof (value === null || value === void 0 ? void 0 : value["then"]) === "function" && typeof (value === null || value === void 0 ? void 0 : value["catch"]) === "function";
 }
 var MaxDepthError = class extends Error {
-  constructor(path67) {
-    super("Max depth reached at path: " + path67.join("."));
-    this.path = path67;
+  constructor(path66) {
+    super("Max depth reached at path: " + path66.join("."));
+    this.path = path66;
   }
 };
 function createBatchStreamProducer(_x3) {
@@ -73916,16 +73801,16 @@ function _createBatchStreamProducer() {
       mergedIterables.add(iterable2);
       return idx;
     }
-    function encodePromise(promise2, path67) {
+    function encodePromise(promise2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref = _wrapAsyncGenerator(function* (idx) {
-          const error46 = checkMaxDepth(path67);
+          const error46 = checkMaxDepth(path66);
           if (error46) {
             promise2.catch((cause) => {
               var _opts$onError;
               (_opts$onError = opts.onError) === null || _opts$onError === void 0 || _opts$onError.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               });
             });
             promise2 = Promise.reject(error46);
@@ -73935,20 +73820,20 @@ function _createBatchStreamProducer() {
             yield [
               idx,
               PROMISE_STATUS_FULFILLED,
-              encode3(next, path67)
+              encode3(next, path66)
             ];
           } catch (cause) {
             var _opts$onError2, _opts$formatError;
             (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
               error: cause,
-              path: path67
+              path: path66
             });
             yield [
               idx,
               PROMISE_STATUS_REJECTED,
               (_opts$formatError = opts.formatError) === null || _opts$formatError === void 0 ? void 0 : _opts$formatError.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               })
             ];
           }
@@ -73958,12 +73843,12 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function encodeAsyncIterable(iterable2, path67) {
+    function encodeAsyncIterable(iterable2, path66) {
       return registerAsync(/* @__PURE__ */ (function() {
         var _ref2 = _wrapAsyncGenerator(function* (idx) {
           try {
             var _usingCtx$2 = _usingCtx();
-            const error46 = checkMaxDepth(path67);
+            const error46 = checkMaxDepth(path66);
             if (error46) throw error46;
             const iterator = _usingCtx$2.a(iteratorResource(iterable2));
             try {
@@ -73973,28 +73858,28 @@ function _createBatchStreamProducer() {
                   yield [
                     idx,
                     ASYNC_ITERABLE_STATUS_RETURN,
-                    encode3(next.value, path67)
+                    encode3(next.value, path66)
                   ];
                   break;
                 }
                 yield [
                   idx,
                   ASYNC_ITERABLE_STATUS_YIELD,
-                  encode3(next.value, path67)
+                  encode3(next.value, path66)
                 ];
               }
             } catch (cause) {
               var _opts$onError3, _opts$formatError2;
               (_opts$onError3 = opts.onError) === null || _opts$onError3 === void 0 || _opts$onError3.call(opts, {
                 error: cause,
-                path: path67
+                path: path66
               });
               yield [
                 idx,
                 ASYNC_ITERABLE_STATUS_ERROR,
                 (_opts$formatError2 = opts.formatError) === null || _opts$formatError2 === void 0 ? void 0 : _opts$formatError2.call(opts, {
                   error: cause,
-                  path: path67
+                  path: path66
                 })
               ];
             }
@@ -74009,27 +73894,27 @@ function _createBatchStreamProducer() {
         };
       })());
     }
-    function checkMaxDepth(path67) {
-      if (opts.maxDepth && path67.length > opts.maxDepth) return new MaxDepthError(path67);
+    function checkMaxDepth(path66) {
+      if (opts.maxDepth && path66.length > opts.maxDepth) return new MaxDepthError(path66);
       return null;
     }
-    function encodeAsync3(value, path67) {
-      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path67)];
+    function encodeAsync3(value, path66) {
+      if (isPromise(value)) return [CHUNK_VALUE_TYPE_PROMISE, encodePromise(value, path66)];
       if (isAsyncIterable(value)) {
-        if (opts.maxDepth && path67.length >= opts.maxDepth) throw new Error("Max depth reached");
-        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path67)];
+        if (opts.maxDepth && path66.length >= opts.maxDepth) throw new Error("Max depth reached");
+        return [CHUNK_VALUE_TYPE_ASYNC_ITERABLE, encodeAsyncIterable(value, path66)];
       }
       return null;
     }
-    function encode3(value, path67) {
+    function encode3(value, path66) {
       if (value === void 0) return [[]];
-      const reg = encodeAsync3(value, path67);
+      const reg = encodeAsync3(value, path66);
       if (reg) return [[placeholder], [null, ...reg]];
       if (!isPlainObject3(value)) return [[value]];
       const newObj = emptyObject();
       const asyncValues = [];
       for (const [key, item] of Object.entries(value)) {
-        const transformed = encodeAsync3(item, [...path67, key]);
+        const transformed = encodeAsync3(item, [...path66, key]);
         if (!transformed) {
           newObj[key] = item;
           continue;
@@ -74343,13 +74228,13 @@ var sseHeaders = {
   "X-Accel-Buffering": "no",
   Connection: "keep-alive"
 };
-function decodePath(path67) {
+function decodePath(path66) {
   try {
-    return decodeURIComponent(path67);
+    return decodeURIComponent(path66);
   } catch (cause) {
     throw new TRPCError({
       code: "BAD_REQUEST",
-      message: `Invalid URL-encoding in path "${path67}"`,
+      message: `Invalid URL-encoding in path "${path66}"`,
       cause
     });
   }
@@ -74618,11 +74503,11 @@ async function resolveResponse(opts) {
               var _call$procedure$_def$2, _call$procedure3, _opts$onError2;
               const error47 = getTRPCErrorFromUnknown(errorOpts.error);
               const input2 = call === null || call === void 0 ? void 0 : call.result();
-              const path67 = call === null || call === void 0 ? void 0 : call.path;
+              const path66 = call === null || call === void 0 ? void 0 : call.path;
               const type = (_call$procedure$_def$2 = call === null || call === void 0 || (_call$procedure3 = call.procedure) === null || _call$procedure3 === void 0 ? void 0 : _call$procedure3._def.type) !== null && _call$procedure$_def$2 !== void 0 ? _call$procedure$_def$2 : "unknown";
               (_opts$onError2 = opts.onError) === null || _opts$onError2 === void 0 || _opts$onError2.call(opts, {
                 error: error47,
-                path: path67,
+                path: path66,
                 input: input2,
                 ctx: ctxManager.valueOrUndefined(),
                 req: opts.req,
@@ -74633,7 +74518,7 @@ async function resolveResponse(opts) {
                 ctx: ctxManager.valueOrUndefined(),
                 error: error47,
                 input: input2,
-                path: path67,
+                path: path66,
                 type
               });
             }
@@ -74749,14 +74634,14 @@ async function resolveResponse(opts) {
           const call = info === null || info === void 0 ? void 0 : info.calls[errorOpts.path[0]];
           const error46 = getTRPCErrorFromUnknown(errorOpts.error);
           const input2 = call === null || call === void 0 ? void 0 : call.result();
-          const path67 = call === null || call === void 0 ? void 0 : call.path;
+          const path66 = call === null || call === void 0 ? void 0 : call.path;
           const type = (_call$procedure$_def$3 = call === null || call === void 0 || (_call$procedure4 = call.procedure) === null || _call$procedure4 === void 0 ? void 0 : _call$procedure4._def.type) !== null && _call$procedure$_def$3 !== void 0 ? _call$procedure$_def$3 : "unknown";
           return getErrorShape({
             config: config3,
             ctx: ctxManager.valueOrUndefined(),
             error: error46,
             input: input2,
-            path: path67,
+            path: path66,
             type
           });
         }
@@ -75061,28 +74946,28 @@ async function nodeHTTPRequestHandler(opts) {
 }
 
 // node_modules/@trpc/server/dist/adapters/standalone.mjs
-var trimSlashes = (path67) => {
-  path67 = path67.startsWith("/") ? path67.slice(1) : path67;
-  path67 = path67.endsWith("/") ? path67.slice(0, -1) : path67;
-  return path67;
+var trimSlashes = (path66) => {
+  path66 = path66.startsWith("/") ? path66.slice(1) : path66;
+  path66 = path66.endsWith("/") ? path66.slice(0, -1) : path66;
+  return path66;
 };
 function createHandler(opts) {
   var _opts$basePath;
   const basePath = trimSlashes((_opts$basePath = opts.basePath) !== null && _opts$basePath !== void 0 ? _opts$basePath : "/");
   return (req, res) => {
-    let path67 = "";
+    let path66 = "";
     run2(async () => {
       const url2 = createURL(req);
-      path67 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
+      path66 = trimSlashes(trimSlashes(url2.pathname).slice(basePath.length));
       await nodeHTTPRequestHandler(_objectSpread2(_objectSpread2({}, opts), {}, {
         req,
         res,
-        path: path67
+        path: path66
       }));
     }).catch(internal_exceptionHandler(_objectSpread2({
       req,
       res,
-      path: path67
+      path: path66
     }, opts)));
   };
 }
@@ -75496,8 +75381,8 @@ var initTRPC = new class TRPCBuilder {
 // engine/api/router.ts
 init_errors3();
 init_zod();
-import { existsSync as existsSync22, readdirSync as readdirSync11, readFileSync as readFileSync20 } from "node:fs";
-import path51 from "node:path";
+import { existsSync as existsSync21, readdirSync as readdirSync11, readFileSync as readFileSync19 } from "node:fs";
+import path50 from "node:path";
 
 // shared/grade.ts
 init_zod();
@@ -75964,7 +75849,7 @@ init_fit();
 init_setup2();
 import { randomBytes as randomBytes9 } from "node:crypto";
 import { accessSync as accessSync2, constants as constants5, statSync as statSync12 } from "node:fs";
-import path49 from "node:path";
+import path48 from "node:path";
 
 // shared/servers.ts
 init_zod();
@@ -75998,11 +75883,9 @@ var SetupProviderKeyInput = SetupProviderInput.omit({ apiKeyEnv: true }).extend(
 // engine/serving/setup-api.ts
 init_keys();
 init_start2();
-init_targets();
 init_setup3();
 init_detect();
 init_catalog();
-init_hub_sizes();
 init_plan();
 init_fit_service();
 init_errors4();
@@ -76022,24 +75905,15 @@ function hardware() {
   }
   return cached4;
 }
-async function setupFit(input2, extra = {}) {
+async function setupFit(input2) {
   const i2 = FitInput.parse(input2 ?? {});
   const { hw, bin } = hardware();
   try {
-    const catalog = extra.ledger?.length ? rankByLedger(CATALOG, extra.ledger, targetModel()) : void 0;
-    return await planFit({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx, allowSlow: i2.allowSlow }, await hw, { llamaServer: bin, catalog });
+    return await planFit({ model: i2.model, slots: i2.slots, minCtx: i2.minCtx }, await hw, { llamaServer: bin });
   } catch (e) {
     if (isSetupError(e, "input")) throw new SetupApiInputError(e.message);
     throw e;
   }
-}
-function targetModel() {
-  let targets = [];
-  try {
-    targets = new TargetStore().list().targets;
-  } catch {
-  }
-  return (id2) => targets.find((t2) => t2.id === id2)?.model ?? null;
 }
 async function setupHardware() {
   return (await setupFit({})).hardware;
@@ -76050,9 +75924,8 @@ async function setupCatalog(input2) {
   const slots = input2.slots ?? (dev.gpus.length ? 4 : 1);
   const minCtx = input2.minCtx ?? DEFAULT_MIN_CTX;
   const verified = toolVerifiedModels();
-  await refreshHubSizes(CATALOG).catch(() => null);
-  return withHubSizes(CATALOG, readHubSizes()).map((e) => {
-    const p = servedBy(e, "llama.cpp") && e.quants.length ? propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]) : null;
+  return CATALOG.map((e) => {
+    const p = propose(dev, slots, minCtx, verified, [{ ...e, autoPick: true }]);
     return {
       id: e.id,
       name: e.name,
@@ -76063,12 +75936,12 @@ async function setupCatalog(input2) {
       contextLength: e.contextLength,
       totalParamsB: e.totalParamsB,
       activeParamsB: e.activeParamsB,
-      quants: e.quants.map((q2) => ({ quant: q2.quant, bytes: q2.bytes, sizeNote: q2.sizeNote, derived: !!q2.derived })),
+      quants: e.quants.map((q2) => ({ quant: q2.quant, bytes: q2.bytes, sizeNote: q2.sizeNote })),
       toolCalling: { ...e.toolCalling, status: verified(e.id) ? "verified" : "unverified" },
       unverified: e.unverified,
-      fit: p?.pick ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason } : null,
+      fit: p.pick ? { quant: p.pick.quant ?? "", placement: p.pick.placement, slots: p.pick.slots, ctxPerSlot: p.pick.ctxPerSlot, reason: p.pick.reason } : null,
       // the planner's problem is worded for the whole catalog: say it of this entry
-      fitProblem: p?.pick ? null : !p ? `${e.name} is served by vLLM / SGLang only (no GGUF in the catalog): ocw setup --runtime vllm --model ${e.id} on datacenter GPUs` : !dev.gpus.length && e.activeParamsB > 5.5 ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider` : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`)
+      fitProblem: p.pick ? null : !dev.gpus.length && e.activeParamsB > 5.5 ? `${e.name}: ${e.activeParamsB}B active parameters decode too slowly on a CPU (the planner runs only small-active MoE models there); use a GPU machine or an API provider` : (p.problem ?? "").replace(/^no catalog model fits/, `${e.name} does not fit`)
     };
   });
 }
@@ -76204,7 +76077,7 @@ function setupStartApi(input2, store, publish, opts = {}) {
   return SetupJob.parse(first ?? entry.job);
 }
 function checkLlamaServerPath(p) {
-  if (!path49.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
+  if (!path48.isAbsolute(p)) throw new SetupApiInputError(`the llama-server path must be absolute on the engine's machine (got "${p}")`);
   let st;
   try {
     st = statSync12(p);
@@ -76310,7 +76183,7 @@ init_llama_server();
 init_process();
 init_setup3();
 import { rmSync as rmSync7 } from "node:fs";
-import path50 from "node:path";
+import path49 from "node:path";
 function view(r) {
   return {
     targetId: r.targetId,
@@ -76344,11 +76217,11 @@ async function serverStopApi(id2) {
 }
 async function serverRestartApi(id2, o2 = {}) {
   const recs = recordsOf(id2);
-  const other = recs.find((r) => !path50.basename(r.bin).startsWith("llama-server"));
+  const other = recs.find((r) => !path49.basename(r.bin).startsWith("llama-server"));
   if (other)
     throw new OcwError(
       "bad-input",
-      `${id2} runs ${path50.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
+      `${id2} runs ${path49.basename(other.bin)}, not llama-server: start it again from "Start \u2026 here" (or \`ocw setup\`); Stop and Delete work for it`
     );
   await stopServing(id2);
   const sup = supervisorCommand();
@@ -76415,12 +76288,12 @@ async function stopUnkeptServing() {
 // engine/api/router.ts
 init_config();
 function readGrades() {
-  const dir = config2().OCW_PACKS_DIR ?? path51.join(projectRoot(), "packs");
-  if (!existsSync22(dir)) return [];
+  const dir = config2().OCW_PACKS_DIR ?? path50.join(projectRoot(), "packs");
+  if (!existsSync21(dir)) return [];
   return readdirSync11(dir, { withFileTypes: true }).flatMap((d) => {
-    const file3 = path51.join(dir, d.name, "grade.json");
-    if (!d.isDirectory() || !existsSync22(file3)) return [];
-    const g = Grade.safeParse(JSON.parse(readFileSync20(file3, "utf8")));
+    const file2 = path50.join(dir, d.name, "grade.json");
+    if (!d.isDirectory() || !existsSync21(file2)) return [];
+    const g = Grade.safeParse(JSON.parse(readFileSync19(file2, "utf8")));
     return g.success ? [g.data] : [];
   });
 }
@@ -76571,8 +76444,8 @@ var appRouter = t.router({
   setup: t.router({
     hardware: proc.query(() => setupHardware()),
     catalog: proc.input(external_exports.object({ slots: external_exports.number().int().min(1).max(256).optional(), minCtx: external_exports.number().int().min(1024).optional() }).optional()).query(({ input: input2 }) => setupCatalog(input2 ?? {})),
-    fit: proc.input(FitInput.optional()).query(async ({ ctx, input: input2 }) => {
-      return await setupFit(input2 ?? {}, { ledger: ledger(ctx.engine.list()) });
+    fit: proc.input(FitInput.optional()).query(async ({ input: input2 }) => {
+      return await setupFit(input2 ?? {});
     }),
     /** Verify a running server, then save it as a target (cannot-build saves nothing); `unverified: true` saves without checks. */
     capture: proc.input(SetupCaptureInput).mutation(async ({ ctx, input: input2 }) => {
@@ -76798,23 +76671,23 @@ content-length: 0\r
   };
 }
 function serveStatic(dir, pathname, res) {
-  if (!dir || !existsSync23(path52.join(dir, "index.html"))) {
+  if (!dir || !existsSync22(path51.join(dir, "index.html"))) {
     res.writeHead(200, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" });
     res.end("The opencode-worker engine is running, but the browser UI is not built. Run `npm run build` in the checkout.\n");
     return;
   }
-  const rel = path52.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
-  let file3 = path52.join(dir, rel);
-  if (!file3.startsWith(dir + path52.sep) || !existsSync23(file3) || statSync13(file3).isDirectory()) file3 = path52.join(dir, "index.html");
+  const rel = path51.normalize(pathname.replaceAll("\0", "")).replace(/^([/\\])+/, "");
+  let file2 = path51.join(dir, rel);
+  if (!file2.startsWith(dir + path51.sep) || !existsSync22(file2) || statSync13(file2).isDirectory()) file2 = path51.join(dir, "index.html");
   res.writeHead(200, {
-    "content-type": MIME[path52.extname(file3)] ?? "application/octet-stream",
+    "content-type": MIME[path51.extname(file2)] ?? "application/octet-stream",
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
     // The page's URL may carry the token until the page removes it: never send it on as a Referer.
     "referrer-policy": "no-referrer",
-    "cache-control": file3.endsWith("index.html") ? "no-store" : "max-age=3600"
+    "cache-control": file2.endsWith("index.html") ? "no-store" : "max-age=3600"
   });
-  createReadStream3(file3).on("error", () => res.destroy()).pipe(res);
+  createReadStream3(file2).on("error", () => res.destroy()).pipe(res);
 }
 
 // engine/api/host.ts
@@ -76851,7 +76724,7 @@ async function hostEngine(opts) {
     engine,
     version: VERSION,
     instanceId,
-    rendererDir: path53.join(projectRoot(), "out", "renderer"),
+    rendererDir: path52.join(projectRoot(), "out", "renderer"),
     shutdown: () => void close().then(() => process.exit(0))
   };
   const dead = opts.port === void 0 && !readLock(opts.stateDir) ? lastLock(opts.stateDir) ?? lastEndpoint(opts.stateDir) : null;
@@ -76877,491 +76750,20 @@ async function hostEngine(opts) {
 // engine/commands/deploy.ts
 init_detect();
 init_hf();
-import { mkdirSync as mkdirSync18, mkdtempSync, writeFileSync as writeFileSync12 } from "node:fs";
+import { mkdirSync as mkdirSync18, mkdtempSync, writeFileSync as writeFileSync11 } from "node:fs";
 import os7 from "node:os";
-import path55 from "node:path";
+import path54 from "node:path";
 
 // engine/serving/k8s-apply.ts
 init_keys();
+init_k8s();
 import { spawnSync as spawnSync3 } from "node:child_process";
-import { existsSync as existsSync24 } from "node:fs";
-import path54 from "node:path";
-
-// engine/serving/k8s.ts
-init_target();
-init_catalog();
-init_estimate();
-init_plan();
-init_speed();
-init_parallel();
-init_runtimes();
-init_runtime_adapters();
-init_errors4();
-var K8sInputError = class extends SetupError {
-  constructor(message, data = {}) {
-    super("k8s", message, data);
-    this.name = "K8sInputError";
-  }
-};
-var GPU_OVERHEAD = 2 * GiB2;
-var UTILIZATION = 0.9;
-var PORT = 8e3;
-var IMAGES = {
-  vllm: { nvidia: VLLM_IMAGE, amd: "docker.io/rocm/vllm:rocm7.0.0_vllm_0.11.1_20251103" },
-  sglang: { nvidia: SGLANG_IMAGE, amd: null },
-  kserve: { nvidia: null, amd: "ghcr.io/llm-d/llm-d-rocm:v0.8.0" }
-};
-var KSERVE_API_VERSION = "serving.kserve.io/v1alpha2";
-var gib3 = (b) => `${(b / GiB2).toFixed(1)} GiB`;
-function nodeGpus(node) {
-  return Array.from({ length: node.gpus }, (_, i2) => ({
-    id: `${node.vendor}${i2}`,
-    name: node.gpuName,
-    kind: "gpu",
-    freeBytes: node.gpuBytes,
-    totalBytes: node.gpuBytes,
-    runtimeId: `${node.vendor === "amd" ? "ROCm" : "CUDA"}${i2}`,
-    index: i2,
-    vendor: node.vendor
-  }));
-}
-async function planK8s(o2) {
-  const slots = o2.slots ?? 4;
-  const ctx = o2.ctxPerSlot ?? DEFAULT_MIN_CTX;
-  const dp = o2.dataParallel ?? 1;
-  const replicas = o2.replicas ?? 1;
-  for (const [v, flag2] of [
-    [slots, "--slots"],
-    [ctx, "--ctx"],
-    [dp, "--data-parallel"],
-    [replicas, "--replicas"]
-  ]) {
-    if (!Number.isInteger(v) || v < 1) throw new K8sInputError(`${flag2} must be an integer \u2265 1 (got ${v})`);
-  }
-  if (o2.tensorParallel !== void 0 && (!Number.isInteger(o2.tensorParallel) || o2.tensorParallel < 1))
-    throw new K8sInputError(`--tp must be an integer \u2265 1 (got ${o2.tensorParallel})`);
-  if (!(o2.node.gpus >= 1) || !(o2.node.gpuBytes > 0)) throw new K8sInputError("the node needs at least one GPU with memory: pass --gpus like 4x80G");
-  if (dp > o2.node.gpus)
-    throw new K8sInputError(`--data-parallel ${dp} needs at least ${dp} GPUs on one node; the node has ${o2.node.gpus} (use --replicas for more pods instead)`);
-  if (o2.tensorParallel && o2.tensorParallel * dp > o2.node.gpus)
-    throw new K8sInputError(`--tp ${o2.tensorParallel} \xD7 --data-parallel ${dp} needs ${o2.tensorParallel * dp} GPUs on one node; it has ${o2.node.gpus}`);
-  const fp8First = hasFp8(o2.node.gpuName) || o2.node.gpuBytes >= 75 * GiB2;
-  let offline = false;
-  const sizer = {
-    size: async (repo) => {
-      if (offline || !o2.sizeOf) return null;
-      return await o2.sizeOf(repo).catch(() => {
-        offline = true;
-        return null;
-      });
-    }
-  };
-  const gpus = nodeGpus(o2.node);
-  const size = (m) => sizeParallel(m, gpus, slots, ctx, Math.ceil(ctx / 256) * 256, { tp: o2.tensorParallel, dp });
-  const finish2 = (e, m, p) => {
-    const vendor = o2.node.vendor;
-    const repo = m.source;
-    const parser = o2.toolCallParser ?? toolParser(o2.runtime, e, repo);
-    const kvNote = m.hparams ? "KV cache" : "a KV allowance of 25 % of the weights";
-    const src = m.weightsSource === "hub" ? ", from the Hub's listing" : e ? `, ${m.dtype} from the catalog` : "";
-    return {
-      runtime: o2.runtime,
-      model: repo,
-      catalogId: e?.id ?? null,
-      servedName: m.servedName,
-      slots,
-      ctxPerSlot: ctx,
-      tensorParallel: p.tp,
-      dataParallel: p.dp,
-      replicas,
-      gpusPerPod: p.tp * p.dp,
-      vendor,
-      gpuResource: vendor === "amd" ? "amd.com/gpu" : "nvidia.com/gpu",
-      weightsBytes: Math.round(m.weightsBytes),
-      weightsSource: m.weightsSource === "hub" ? "hub" : "estimate",
-      kvBytes: Math.round(p.kvPerGpu * p.tp),
-      perGpuBytes: Math.round(p.needPerGpu),
-      gpuBytes: o2.node.gpuBytes,
-      perRank: p.perRank,
-      dtype: m.dtype,
-      toolCallParser: parser,
-      reasoningParser: m.reasoningParser ?? reasoningParser(o2.runtime, e, repo),
-      reason: `${repo} (${gib3(m.weightsBytes)} of weights${src}) + ${kvNote} for ${p.perRank} sequence(s) \xD7 ${ctx} tokens per rank over tensor parallel ${p.tp}: ${gib3(p.needPerGpu)} per GPU of ${gib3(o2.node.gpuBytes)} (${o2.node.gpuName})${p.dp > 1 ? `; data parallel ${p.dp} (${p.tp * p.dp} GPUs per pod, ${p.perRank} sequences per rank)` : ""}${replicas > 1 ? `; ${replicas} pods` : ""} (sized by the planner's sizer, as ocw fit --runtime vllm|sglang)`
-    };
-  };
-  if (o2.model) {
-    const e = findCatalog(o2.model) ?? CATALOG.find((c3) => c3.weights?.some((w) => w.repo.toLowerCase() === o2.model.toLowerCase()) || makerRepo(c3)?.toLowerCase() === o2.model.toLowerCase());
-    if (!e && !/^[\w.-]+\/[\w.-]+$/.test(o2.model))
-      throw new K8sInputError(`--model ${o2.model} is neither a catalog id nor a Hugging Face repo (owner/name) with safetensors weights`);
-    if (e && ctx > e.contextLength) throw new K8sInputError(`${e.id} was trained for ${e.contextLength} tokens of context; --ctx ${ctx} is beyond it`);
-    let ms;
-    if (e) {
-      const all = await catalogModels(e, o2.runtime, sizer, fp8First);
-      const exact = all.filter((m2) => m2.source.toLowerCase() === o2.model.toLowerCase());
-      ms = exact.length ? exact : all;
-    } else {
-      const bytes = await sizer.size(o2.model);
-      if (!bytes)
-        throw new K8sInputError(
-          `cannot size ${o2.model}: the Hub did not list its safetensors files (offline?) and it is not in the catalog; pass --tp N (GPUs per replica) to size it yourself`
-        );
-      ms = [
-        {
-          model: o2.model,
-          source: o2.model,
-          dtype: null,
-          weightsBytes: bytes,
-          weightsSource: "hub",
-          nHead: null,
-          nHeadKv: null,
-          hparams: null,
-          contextLength: Math.max(ctx, 32768),
-          toolParser: toolParser(o2.runtime, void 0, o2.model),
-          reasoningParser: reasoningParser(o2.runtime, void 0, o2.model),
-          servedName: targetSlug({ model: o2.model.split("/").pop(), quant: null })
-        }
-      ];
-    }
-    for (const m2 of ms) {
-      const p = size(m2);
-      if (p) return finish2(e, m2, p);
-    }
-    const m = ms.at(-1);
-    throw new K8sInputError(
-      `${m.source} needs ${gib3(m.weightsBytes)} of weights + KV for ${Math.ceil(slots / dp)} \xD7 ${ctx} per rank and does not fit ${Math.floor(o2.node.gpus / dp)} GPU(s) of ${gib3(o2.node.gpuBytes)} per data-parallel rank${o2.tensorParallel ? ` at --tp ${o2.tensorParallel}` : ""}; use a node with more or larger GPUs (--gpus), fewer --slots or a smaller --ctx`
-    );
-  }
-  const tried = [];
-  for (const e of CATALOG.filter((c3) => c3.autoPick && servedBy(c3, o2.runtime))) {
-    if (ctx > e.contextLength) continue;
-    for (const m of await catalogModels(e, o2.runtime, sizer, fp8First)) {
-      const p = size(m);
-      if (p) return finish2(e, m, p);
-      tried.push(`${e.id} ${m.dtype ?? ""} ${gib3(m.weightsBytes)}`.replace("  ", " "));
-    }
-  }
-  throw new K8sInputError(
-    `no catalog model fits ${slots} sequence(s) \xD7 ${ctx} tokens on ${o2.node.gpus} \xD7 ${gib3(o2.node.gpuBytes)} (${tried.join(", ")}); pass --gpus for a larger node, fewer --slots, or --model`
-  );
-}
-function modelCacheClaim(plan, o2) {
-  if (o2.modelCache?.claim) return { claimName: o2.modelCache.claim, pvc: null };
-  const claimName = k8sName(`${o2.name}-models`);
-  const sizeGi = o2.modelCache?.sizeGi ?? Math.ceil(plan.weightsBytes * 1.2 / GiB2) + 10;
-  return {
-    claimName,
-    pvc: {
-      apiVersion: "v1",
-      kind: "PersistentVolumeClaim",
-      metadata: { name: claimName, namespace: o2.namespace, labels: { ...labels(plan, o2.name), "app.kubernetes.io/component": "model-cache" } },
-      spec: {
-        // pods of several replicas may run on several nodes at once: they share the cache only on a ReadWriteMany class
-        accessModes: [plan.replicas > 1 ? "ReadWriteMany" : "ReadWriteOnce"],
-        resources: { requests: { storage: `${sizeGi}Gi` } },
-        ...o2.modelCache?.storageClass ? { storageClassName: o2.modelCache.storageClass } : {}
-      }
-    }
-  };
-}
-var API_KEY_ENTRY = "api-key";
-var KEY_ENV = "OCW_API_KEY";
-function k8sName(raw2) {
-  const n2 = raw2.toLowerCase().replace(/[^a-z0-9-]+/g, "-").replace(/^[^a-z]+/, "").replace(/-+$/, "").slice(0, 63).replace(/-+$/, "");
-  return n2 || "ocw-model";
-}
-function defaultName(plan) {
-  return k8sName(`ocw-${plan.servedName}`.slice(0, 52));
-}
-function serverArgs(plan) {
-  const perRank = plan.perRank ?? Math.ceil(plan.slots / plan.dataParallel);
-  if (plan.runtime === "vllm") {
-    const b2 = buildVllmArgs({
-      model: plan.model,
-      servedName: plan.servedName,
-      host: "0.0.0.0",
-      port: PORT,
-      maxModelLen: plan.ctxPerSlot,
-      maxNumSeqs: perRank,
-      tensorParallel: plan.tensorParallel,
-      toolCallParser: plan.toolCallParser,
-      reasoningParser: plan.reasoningParser
-    });
-    return { command: ["vllm"], args: [...b2.args, ...plan.dataParallel > 1 ? ["--data-parallel-size", String(plan.dataParallel)] : []] };
-  }
-  const b = buildSglangArgs({
-    model: plan.model,
-    servedName: plan.servedName,
-    host: "0.0.0.0",
-    port: PORT,
-    contextLength: plan.ctxPerSlot,
-    // per data-parallel rank, as vLLM's --max-num-seqs (issue 27: it was the pod's total)
-    maxRunningRequests: perRank,
-    tensorParallel: plan.tensorParallel,
-    apiKey: "-"
-  });
-  const ki = b.args.indexOf("--api-key");
-  const args = [
-    ...b.args.slice(0, ki),
-    ...b.args.slice(ki + 2),
-    ...plan.dataParallel > 1 ? ["--dp-size", String(plan.dataParallel)] : [],
-    "--tool-call-parser",
-    plan.toolCallParser,
-    ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : [],
-    "--enable-metrics"
-  ];
-  const script = [
-    `case "$${KEY_ENV}" in ""|*[!A-Za-z0-9._~+/=-]*) echo "ocw: the ${API_KEY_ENTRY} in the Secret must be non-empty and use only A-Z a-z 0-9 . _ ~ + / = -" >&2; exit 1;; esac`,
-    "umask 077",
-    `printf 'api-key: "%s"\\n' "$${KEY_ENV}" > /tmp/ocw-sglang.yaml`,
-    'exec python3 "$@" --config /tmp/ocw-sglang.yaml'
-  ].join("\n");
-  return { command: ["/bin/sh", "-c", script, "sglang"], args };
-}
-function labels(plan, name) {
-  return {
-    "app.kubernetes.io/name": name,
-    "app.kubernetes.io/component": "model-server",
-    "app.kubernetes.io/managed-by": "ocw",
-    "ocw.dev/runtime": plan.runtime
-  };
-}
-function keyEnv(plan, o2) {
-  const secretRef = (name, key, optional2) => ({ secretKeyRef: { name, key, ...optional2 ? { optional: optional2 } : {} } });
-  return [
-    { name: plan.runtime === "vllm" ? "VLLM_API_KEY" : KEY_ENV, valueFrom: secretRef(o2.apiKeySecret, API_KEY_ENTRY) },
-    ...o2.hfTokenSecret ? [{ name: "HF_TOKEN", valueFrom: secretRef(o2.hfTokenSecret, "token", true) }] : []
-  ];
-}
-function podResources(plan) {
-  const memGi = Math.max(16, Math.ceil(plan.weightsBytes / plan.gpusPerPod / GiB2) + 8);
-  const gpus = String(plan.gpusPerPod);
-  return {
-    requests: { cpu: String(Math.max(2, 2 * plan.gpusPerPod)), memory: `${memGi}Gi`, [plan.gpuResource]: gpus },
-    limits: { memory: `${memGi * 2}Gi`, [plan.gpuResource]: gpus }
-  };
-}
-var tolerations = (plan) => [{ key: plan.gpuResource, operator: "Exists", effect: "NoSchedule" }];
-function imageLoadsModel(plan, image) {
-  const p = versionProblem(plan.runtime, `${plan.catalogId ?? ""} ${plan.model}`, {
-    version: parseVersion(image.split(":").pop() ?? ""),
-    from: `image ${image}`
-  });
-  if (p) throw new K8sInputError(`${p.cause}; pass --image with a newer ${plan.runtime === "vllm" ? "vLLM" : "SGLang"} build`);
-}
-function deploymentManifests(plan, o2) {
-  const image = o2.image ?? (plan.vendor === "nvidia" ? runtimeFamily(`${plan.catalogId ?? ""} ${plan.model}`).image[plan.runtime] : IMAGES[plan.runtime][plan.vendor]);
-  if (!image) throw new K8sInputError(`no pinned ${plan.runtime} image for ${plan.vendor} GPUs; pass --image (e.g. an SGLang ROCm build from lmsysorg/sglang)`);
-  imageLoadsModel(plan, image);
-  const lab = labels(plan, o2.name);
-  const cache = modelCacheClaim(plan, o2);
-  const { command, args } = serverArgs(plan);
-  const probe = (extra) => ({ httpGet: { path: "/health", port: "http" }, ...extra });
-  const deployment = {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
-    spec: {
-      replicas: plan.replicas,
-      selector: { matchLabels: { "app.kubernetes.io/name": o2.name } },
-      // a model server holds whole GPUs: replace pods one at a time without a surge pod that cannot be scheduled
-      strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
-      template: {
-        metadata: {
-          labels: lab,
-          annotations: { "prometheus.io/scrape": "true", "prometheus.io/port": String(PORT), "prometheus.io/path": "/metrics" }
-        },
-        spec: {
-          containers: [
-            {
-              name: plan.runtime,
-              image,
-              command,
-              args,
-              env: [...keyEnv(plan, o2), { name: "HF_HOME", value: "/models" }],
-              ports: [{ name: "http", containerPort: PORT, protocol: "TCP" }],
-              resources: podResources(plan),
-              // the weights download on first start: allow up to an hour before liveness counts
-              startupProbe: probe({ periodSeconds: 10, failureThreshold: 360 }),
-              readinessProbe: probe({ periodSeconds: 5, failureThreshold: 3 }),
-              livenessProbe: probe({ periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 }),
-              volumeMounts: [
-                { name: "models", mountPath: "/models" },
-                { name: "dshm", mountPath: "/dev/shm" }
-              ]
-            }
-          ],
-          tolerations: tolerations(plan),
-          terminationGracePeriodSeconds: 60,
-          volumes: [
-            // the weights survive a restart or a reschedule: a PersistentVolumeClaim, not an emptyDir
-            { name: "models", persistentVolumeClaim: { claimName: cache.claimName } },
-            // tensor/data parallel ranks exchange tensors through shared memory
-            { name: "dshm", emptyDir: { medium: "Memory", sizeLimit: `${Math.max(2, 4 * plan.gpusPerPod)}Gi` } }
-          ]
-        }
-      }
-    }
-  };
-  const service = {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: { name: o2.name, namespace: o2.namespace, labels: lab },
-    spec: {
-      type: "ClusterIP",
-      selector: { "app.kubernetes.io/name": o2.name },
-      ports: [{ name: "http", port: PORT, targetPort: "http", protocol: "TCP" }]
-    }
-  };
-  return [deployment, service, ...cache.pvc ? [cache.pvc] : []];
-}
-function kserveManifest(plan, o2) {
-  if (plan.runtime !== "vllm")
-    throw new K8sInputError("KServe's LLMInferenceService runs vLLM (its presets start `vllm serve`); use --runtime vllm, or --kind deployment for SGLang");
-  const image = o2.image ?? IMAGES.kserve[plan.vendor];
-  const perRank = plan.perRank ?? Math.ceil(plan.slots / plan.dataParallel);
-  return {
-    apiVersion: KSERVE_API_VERSION,
-    kind: "LLMInferenceService",
-    metadata: { name: o2.name, namespace: o2.namespace, labels: { "app.kubernetes.io/managed-by": "ocw", "ocw.dev/runtime": "vllm" } },
-    spec: {
-      model: { uri: `hf://${plan.model}`, name: plan.servedName },
-      // data parallel becomes replicas: each is a whole vLLM, and llm-d's scheduler spreads requests over them
-      replicas: plan.replicas * plan.dataParallel,
-      parallelism: { tensor: plan.tensorParallel },
-      router: { scheduler: {}, route: {}, gateway: {} },
-      template: {
-        containers: [
-          {
-            name: "main",
-            ...image ? { image } : {},
-            // appended to KServe's `vllm serve /mnt/models --served-model-name … --port 8000 --tensor-parallel-size …`
-            args: [
-              "--max-model-len",
-              String(plan.ctxPerSlot),
-              "--max-num-seqs",
-              String(perRank),
-              "--gpu-memory-utilization",
-              String(UTILIZATION),
-              "--enable-auto-tool-choice",
-              "--tool-call-parser",
-              plan.toolCallParser,
-              ...plan.reasoningParser ? ["--reasoning-parser", plan.reasoningParser] : []
-            ],
-            env: keyEnv(plan, o2),
-            resources: podResources({ ...plan, gpusPerPod: plan.tensorParallel })
-          }
-        ],
-        tolerations: tolerations(plan)
-      }
-    }
-  };
-}
-function manifests(plan, o2) {
-  return o2.kind === "kserve" ? [kserveManifest(plan, o2)] : deploymentManifests(plan, o2);
-}
-function secretManifest(name, namespace, key) {
-  return {
-    apiVersion: "v1",
-    kind: "Secret",
-    metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "ocw" } },
-    type: "Opaque",
-    stringData: { [API_KEY_ENTRY]: key }
-  };
-}
-function captureSteps(plan, o2) {
-  const ns = o2.namespace;
-  const keyVar = "OCW_K8S_API_KEY";
-  const key = `export ${keyVar}="$(kubectl -n ${ns} get secret ${o2.apiKeySecret} -o jsonpath='{.data.${API_KEY_ENTRY}}' | base64 -d)"`;
-  const slots = plan.slots;
-  if (o2.kind === "kserve") {
-    const total2 = slots * plan.replicas * plan.dataParallel;
-    return [
-      `kubectl -n ${ns} wait llminferenceservice/${o2.name} --for=condition=Ready --timeout=60m`,
-      key,
-      `URL="$(kubectl -n ${ns} get llminferenceservice ${o2.name} -o jsonpath='{.status.url}')"`,
-      `ocw setup --capture "$URL/v1" --api-key-env ${keyVar} --slots ${total2}    # a router target: llm-d's scheduler spreads the ${total2} sequences over ${plan.replicas * plan.dataParallel} replica(s)`
-    ];
-  }
-  const steps = [`kubectl -n ${ns} rollout status deployment/${o2.name} --timeout=60m`, key];
-  if (plan.replicas === 1) {
-    steps.push(
-      `kubectl -n ${ns} port-forward service/${o2.name} ${PORT}:${PORT} &    # or, with ocw inside the cluster: http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1`,
-      `ocw setup --capture http://127.0.0.1:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots}`
-    );
-  } else {
-    steps.push(
-      `# each pod as one endpoint of a pool (ocw admits by each one's /metrics and keeps a worker on its pod):`,
-      `i=0; caps=""; for p in $(kubectl -n ${ns} get pods -l app.kubernetes.io/name=${o2.name} -o name); do kubectl -n ${ns} port-forward "$p" $((${PORT + 1}+i)):${PORT} & caps="$caps --capture http://127.0.0.1:$((${PORT + 1}+i))/v1"; i=$((i+1)); done`,
-      `ocw setup $caps --api-key-env ${keyVar} --slots ${slots}`,
-      `# or the Service as one router target (kube-proxy spreads connections, no cache locality): ocw setup --capture http://${o2.name}.${ns}.svc.cluster.local:${PORT}/v1 --api-key-env ${keyVar} --slots ${slots * plan.replicas}`
-    );
-  }
-  return steps;
-}
-var RESERVED = /^(y|yes|n|no|true|false|on|off|null|~)$/i;
-function scalar(v) {
-  if (v === null) return "null";
-  if (typeof v === "number" || typeof v === "boolean") return String(v);
-  const s = String(v);
-  return /^[A-Za-z_/][A-Za-z0-9_./-]*$/.test(s) && !RESERVED.test(s) ? s : JSON.stringify(s);
-}
-var isObj = (v) => typeof v === "object" && v !== null && !Array.isArray(v);
-var empty = (v) => Array.isArray(v) && !v.length || isObj(v) && !Object.keys(v).length;
-function emit(v, indent, out) {
-  if (Array.isArray(v)) {
-    for (const item of v) {
-      if (isObj(item) && !empty(item)) {
-        const inner = [];
-        emit(item, indent + "  ", inner);
-        out.push(indent + "- " + inner[0].slice(indent.length + 2), ...inner.slice(1));
-      } else if (Array.isArray(item) && item.length) {
-        out.push(indent + "-");
-        emit(item, indent + "  ", out);
-      } else out.push(indent + "- " + (empty(item) ? Array.isArray(item) ? "[]" : "{}" : scalar(item)));
-    }
-    return;
-  }
-  for (const [k, val] of Object.entries(v)) {
-    if (val === void 0) continue;
-    const key = scalar(k);
-    if (empty(val)) out.push(`${indent}${key}: ${Array.isArray(val) ? "[]" : "{}"}`);
-    else if (Array.isArray(val)) {
-      out.push(`${indent}${key}:`);
-      emit(val, indent, out);
-    } else if (isObj(val)) {
-      out.push(`${indent}${key}:`);
-      emit(val, indent + "  ", out);
-    } else out.push(`${indent}${key}: ${scalar(val)}`);
-  }
-}
-function toYaml(docs) {
-  return docs.map((d) => {
-    const out = [];
-    emit(d, "", out);
-    return out.join("\n") + "\n";
-  }).join("---\n");
-}
-function parseNodeSpec(spec2, vendor) {
-  const unit = (n2, u2) => Number(n2) * ({ B: 1, K: 1024, M: 1024 ** 2, G: GiB2, T: 1024 * GiB2 }[(u2 ?? "G").toUpperCase()[0]] ?? GiB2);
-  const m = /^\s*(\d+)\s*[x×]\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(spec2);
-  if (m) {
-    const n2 = Number(m[1]);
-    if (n2 < 1) throw new K8sInputError(`--gpus ${spec2}: a node needs at least one GPU`);
-    return { gpus: n2, gpuBytes: unit(m[3], m[4]), gpuName: m[2]?.trim() || `${unit(m[3], m[4]) / GiB2} GiB GPU`, vendor };
-  }
-  const parts = spec2.split(",").map((p) => /^\s*(?:([^=:]+)[=:])?\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?)?\s*$/i.exec(p));
-  if (!spec2.trim() || parts.some((p) => !p))
-    throw new K8sInputError(`cannot read --gpus "${spec2}"; describe one node's GPUs like 4x80G, 8xH100=80GiB or 80G,80G`);
-  const sizes = parts.map((p) => unit(p[2], p[3]));
-  const min = Math.min(...sizes);
-  return { gpus: sizes.length, gpuBytes: min, gpuName: parts[sizes.indexOf(min)][1]?.trim() || `${(min / GiB2).toFixed(0)} GiB GPU`, vendor };
-}
-
-// engine/serving/k8s-apply.ts
+import { existsSync as existsSync23 } from "node:fs";
+import path53 from "node:path";
 function findKubectl(env2 = process.env) {
-  for (const dir of (env2.PATH ?? "").split(path54.delimiter)) {
-    const p = dir && path54.join(dir, "kubectl");
-    if (p && existsSync24(p)) return p;
+  for (const dir of (env2.PATH ?? "").split(path53.delimiter)) {
+    const p = dir && path53.join(dir, "kubectl");
+    if (p && existsSync23(p)) return p;
   }
   return null;
 }
@@ -77370,7 +76772,7 @@ function kubectl(bin, args, env2, input2) {
   if (r.error) throw new K8sInputError(`cannot run ${bin}: ${r.error.message}`);
   return { args, code: r.status ?? 1, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
 }
-function applyManifests(file3, o2, env2 = process.env) {
+function applyManifests(file2, o2, env2 = process.env) {
   const bin = findKubectl(env2);
   if (!bin)
     throw new K8sInputError("--apply needs kubectl on PATH (https://kubernetes.io/docs/tasks/tools/); or leave out --apply and apply the files yourself");
@@ -77403,12 +76805,13 @@ function applyManifests(file3, o2, env2 = process.env) {
     if (made.code !== 0) throw new K8sInputError(`kubectl could not create secret ${o2.apiKeySecret}: ${made.stderr.trim().split("\n")[0]}`);
     secret = "created";
   }
-  const applied = run4(["apply", "-f", file3]);
-  if (applied.code !== 0) throw new K8sInputError(`kubectl apply -f ${file3} failed: ${applied.stderr.trim().split("\n")[0]}`);
+  const applied = run4(["apply", "-f", file2]);
+  if (applied.code !== 0) throw new K8sInputError(`kubectl apply -f ${file2} failed: ${applied.stderr.trim().split("\n")[0]}`);
   return { context, secret, runs };
 }
 
 // engine/commands/deploy.ts
+init_k8s();
 function int2(v, flag2) {
   if (v === void 0) return void 0;
   const n2 = Number(v);
@@ -77417,10 +76820,7 @@ function int2(v, flag2) {
 }
 async function hubWeights(repo) {
   const timed = (u2, init) => fetch(u2, { ...init, signal: AbortSignal.timeout(8e3) });
-  const files = await listRepoFiles(repo, "main", timed).catch((e) => {
-    if (/no Hugging Face repo|gated/.test(e.message)) return null;
-    throw e;
-  });
+  const files = await listRepoFiles(repo, "main", timed).catch(() => null);
   const bytes = files?.filter((f) => /\.safetensors$/.test(f.path)).reduce((a2, f) => a2 + f.size, 0) ?? 0;
   return bytes || null;
 }
@@ -77466,30 +76866,21 @@ async function runDeployK8s(o2, env2 = process.env) {
     const name = o2.name ?? defaultName(plan);
     const apiKeySecret = o2.apiKeySecret ?? `${name}-api-key`;
     if (k8sName(apiKeySecret) !== apiKeySecret) throw new K8sInputError(`--api-key-secret ${apiKeySecret} is not a valid Secret name`);
-    if (o2.cachePvc !== void 0 && k8sName(o2.cachePvc) !== o2.cachePvc) throw new K8sInputError(`--cache-pvc ${o2.cachePvc} is not a valid claim name`);
-    const mo = {
-      kind,
-      name,
-      namespace,
-      apiKeySecret,
-      hfTokenSecret: o2.hfTokenSecret ?? null,
-      image: o2.image ?? null,
-      modelCache: { claim: o2.cachePvc ?? null, sizeGi: int2(o2.cacheSize, "--cache-size") ?? null, storageClass: o2.storageClass ?? null }
-    };
+    const mo = { kind, name, namespace, apiKeySecret, hfTokenSecret: o2.hfTokenSecret ?? null, image: o2.image ?? null };
     const docs = manifests(plan, mo);
     const yaml = `# ocw deploy k8s: ${plan.reason}
 ` + toYaml(docs);
-    let file3 = null;
+    let file2 = null;
     if (o2.output || o2.apply) {
-      const dir = o2.output ? path55.resolve(o2.output) : mkdtempSync(path55.join(os7.tmpdir(), "ocw-k8s-"));
+      const dir = o2.output ? path54.resolve(o2.output) : mkdtempSync(path54.join(os7.tmpdir(), "ocw-k8s-"));
       mkdirSync18(dir, { recursive: true });
-      file3 = path55.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
-      writeFileSync12(file3, yaml);
+      file2 = path54.join(dir, `${name}${kind === "kserve" ? ".llmisvc" : ""}.yaml`);
+      writeFileSync11(file2, yaml);
     }
     let applied = null;
-    if (o2.apply) applied = applyManifests(file3, mo, env2);
+    if (o2.apply) applied = applyManifests(file2, mo, env2);
     const secretStep = `openssl rand -hex 32 | tr -d '\\n' | kubectl -n ${namespace} create secret generic ${apiKeySecret} --from-file=api-key=/dev/stdin`;
-    const steps = [...applied ? [] : [secretStep, `kubectl apply -f ${file3 ?? `${name}.yaml`}`], ...captureSteps(plan, mo)];
+    const steps = [...applied ? [] : [secretStep, `kubectl apply -f ${file2 ?? `${name}.yaml`}`], ...captureSteps(plan, mo)];
     const what = kind === "kserve" ? `LLMInferenceService ${name} (${KSERVE_API_VERSION})` : `Deployment + Service ${name} (apps/v1, v1)`;
     if (o2.json) {
       return {
@@ -77501,7 +76892,7 @@ async function runDeployK8s(o2, env2 = process.env) {
             name,
             namespace,
             apiKeySecret,
-            file: file3,
+            file: file2,
             manifests: docs,
             applied: applied && { context: applied.context, secret: applied.secret, commands: applied.runs.map((r) => ["kubectl", ...r.args].join(" ")) },
             next: steps
@@ -77516,7 +76907,7 @@ async function runDeployK8s(o2, env2 = process.env) {
       `${what}: ${plan.runtime} serving ${plan.model} as "${plan.servedName}", ${plan.slots} sequence(s) \xD7 ${plan.ctxPerSlot} tokens, tensor parallel ${plan.tensorParallel}${plan.dataParallel > 1 ? `, data parallel ${plan.dataParallel}` : ""}, ${plan.replicas} replica(s), ${plan.gpusPerPod} ${plan.gpuResource} per pod`,
       `  ${plan.reason}`,
       `  the API key comes from Secret ${apiKeySecret} (key api-key) through the environment; readiness /health; Prometheus /metrics on port 8000`,
-      ...file3 ? [`wrote ${file3}`] : [],
+      ...file2 ? [`wrote ${file2}`] : [],
       ...applied ? [
         `applied with kubectl (context ${applied.context}); Secret ${apiKeySecret} ${applied.secret === "created" ? "created with a new key" : "already there, kept"}`
       ] : [],
@@ -77539,7 +76930,7 @@ function registerDeployCommand(program3) {
     "--kind <kind>",
     `deployment (apps/v1 Deployment + v1 Service) or kserve (${KSERVE_API_VERSION} LLMInferenceService, vLLM with llm-d's scheduler)`,
     "deployment"
-  ).option("--model <idOrRepo>", "catalog id or Hugging Face repo with safetensors weights (default: the best catalog model that fits the node)").option("--slots <n>", "sequences served at once per pod (default 4)").option("--ctx <n>", "context each sequence gets (default 32768)").option("--gpus <spec>", "one node's GPUs: 4x80G, 8xH100=80GiB or 80G,80G (default: this machine's GPUs)").option("--vendor <name>", "nvidia (nvidia.com/gpu) or amd (amd.com/gpu); default: the detected GPUs' or nvidia").option("--tp <n>", "tensor parallel size (default: the smallest that fits)").option("--data-parallel <n>", "data-parallel ranks per pod (Deployment) or extra replicas (KServe)").option("--replicas <n>", "pods (default 1)").option("--name <name>", "name of the Kubernetes objects (default ocw-MODEL)").option("--namespace <ns>", "namespace (default: default)").option("--api-key-secret <name>", "Secret holding the API key under key api-key (default NAME-api-key; --apply creates it when missing)").option("--hf-token-secret <name>", "Secret with a Hugging Face token under key token, for gated repos").option("--image <ref>", "server image (default: a pinned vLLM/SGLang image)").option("--tool-call-parser <name>", "the runtime's tool-call parser (default: by the model's chat format)").option("--cache-pvc <claim>", "mount this existing PersistentVolumeClaim as the model cache (default: write NAME-models)").option("--cache-size <GiB>", "size of the model-cache claim ocw writes (default: the weights + 20 % + 10 GiB)").option("--storage-class <name>", "storage class of the model-cache claim (ReadWriteMany with several --replicas)").option("-o, --output <dir>", "write the manifests to DIR instead of stdout").option("--apply", "apply them with kubectl and its current context").option("--json", "print the plan, manifests and next steps as JSON").action(async (opts) => {
+  ).option("--model <idOrRepo>", "catalog id or Hugging Face repo with safetensors weights (default: the best catalog model that fits the node)").option("--slots <n>", "sequences served at once per pod (default 4)").option("--ctx <n>", "context each sequence gets (default 32768)").option("--gpus <spec>", "one node's GPUs: 4x80G, 8xH100=80GiB or 80G,80G (default: this machine's GPUs)").option("--vendor <name>", "nvidia (nvidia.com/gpu) or amd (amd.com/gpu); default: the detected GPUs' or nvidia").option("--tp <n>", "tensor parallel size (default: the smallest that fits)").option("--data-parallel <n>", "data-parallel ranks per pod (Deployment) or extra replicas (KServe)").option("--replicas <n>", "pods (default 1)").option("--name <name>", "name of the Kubernetes objects (default ocw-MODEL)").option("--namespace <ns>", "namespace (default: default)").option("--api-key-secret <name>", "Secret holding the API key under key api-key (default NAME-api-key; --apply creates it when missing)").option("--hf-token-secret <name>", "Secret with a Hugging Face token under key token, for gated repos").option("--image <ref>", "server image (default: a pinned vLLM/SGLang image)").option("--tool-call-parser <name>", "the runtime's tool-call parser (default: by the model's chat format)").option("-o, --output <dir>", "write the manifests to DIR instead of stdout").option("--apply", "apply them with kubectl and its current context").option("--json", "print the plan, manifests and next steps as JSON").action(async (opts) => {
     const r = await runDeployK8s(opts);
     if (r.stdout) process.stdout.write(r.stdout);
     if (r.stderr) process.stderr.write(r.stderr);
@@ -77550,7 +76941,7 @@ function registerDeployCommand(program3) {
 // engine/commands/grade.ts
 init_target();
 import { mkdirSync as mkdirSync20 } from "node:fs";
-import path58 from "node:path";
+import path57 from "node:path";
 
 // engine/api/follow.ts
 async function follow(client3, workerIds, opts = {}) {
@@ -77630,8 +77021,8 @@ async function follow(client3, workerIds, opts = {}) {
 
 // engine/grading/ladder.ts
 import { execFileSync as execFileSync3 } from "node:child_process";
-import { mkdirSync as mkdirSync19, writeFileSync as writeFileSync13 } from "node:fs";
-import path56 from "node:path";
+import { mkdirSync as mkdirSync19, writeFileSync as writeFileSync12 } from "node:fs";
+import path55 from "node:path";
 var js = (s) => s.trim() + "\n";
 var LADDER = [
   {
@@ -77734,8 +77125,8 @@ a.deepStrictEqual(require('./wc.js').count('a b\\n'),{lines:1,words:2,chars:4});
 function materializeRung(rung, dir) {
   mkdirSync19(dir, { recursive: true });
   for (const [name, content] of Object.entries(rung.files)) {
-    mkdirSync19(path56.dirname(path56.join(dir, name)), { recursive: true });
-    writeFileSync13(path56.join(dir, name), content);
+    mkdirSync19(path55.dirname(path55.join(dir, name)), { recursive: true });
+    writeFileSync12(path55.join(dir, name), content);
   }
   const git2 = (...args) => execFileSync3("git", args, { cwd: dir, stdio: "pipe" });
   git2("init", "-q", "-b", "main");
@@ -78320,21 +77711,21 @@ function httpBatchLink(opts) {
         validate(batchOps) {
           if (maxURLLength === Infinity && maxItems === Infinity) return true;
           if (batchOps.length > maxItems) return false;
-          const path67 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           return getUrl2(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
             type,
-            path: path67,
+            path: path66,
             inputs,
             signal: null
           })).length <= maxURLLength;
         },
         async fetch(batchOps) {
-          const path67 = batchOps.map((op) => op.path).join(",");
+          const path66 = batchOps.map((op) => op.path).join(",");
           const inputs = batchOps.map((op) => op.input);
           const signal = allAbortSignals(...batchOps.map((op) => op.signal));
           const res = await jsonHttpRequester(_objectSpread22(_objectSpread22({}, resolvedOpts), {}, {
-            path: path67,
+            path: path66,
             inputs,
             type,
             headers() {
@@ -78580,30 +77971,30 @@ var TRPCUntypedClient = class {
     }
   }
   /** Calls a query. */
-  query(path67, input2, opts) {
+  query(path66, input2, opts) {
     return this.requestAsPromise({
       type: "query",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
   /** Calls a mutation. */
-  mutation(path67, input2, opts) {
+  mutation(path66, input2, opts) {
     return this.requestAsPromise({
       type: "mutation",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts === null || opts === void 0 ? void 0 : opts.context,
       signal: opts === null || opts === void 0 ? void 0 : opts.signal
     });
   }
-  subscription(path67, input2, opts = {}) {
+  subscription(path66, input2, opts = {}) {
     const hasCallbacks = observerKeys.some((key) => typeof opts[key] === "function");
     const observable$ = this.$request({
       type: "subscription",
-      path: path67,
+      path: path66,
       input: input2,
       context: opts.context,
       signal: opts.signal
@@ -78668,8 +78059,8 @@ var clientCallTypeToProcedureType = (clientCallType) => {
   return clientCallTypeMap[clientCallType];
 };
 function createTRPCClientProxy(client3) {
-  const proxy = createRecursiveProxy(({ path: path67, args }) => {
-    const pathCopy = [...path67];
+  const proxy = createRecursiveProxy(({ path: path66, args }) => {
+    const pathCopy = [...path66];
     const procedureType = clientCallTypeToProcedureType(pathCopy.pop());
     const fullPath = pathCopy.join(".");
     return client3[procedureType](fullPath, ...args);
@@ -78744,7 +78135,7 @@ function httpSubscriptionLink(opts) {
     return ({ op }) => {
       return observable((observer) => {
         var _opts$EventSource;
-        const { type, path: path67, input: input2 } = op;
+        const { type, path: path66, input: input2 } = op;
         if (type !== "subscription") throw new Error("httpSubscriptionLink only supports subscriptions");
         let lastEventId = void 0;
         const ac = new AbortController();
@@ -78754,7 +78145,7 @@ function httpSubscriptionLink(opts) {
             transformer,
             url: await urlWithConnectionParams(opts),
             input: inputWithTrackedEventId(input2, lastEventId),
-            path: path67,
+            path: path66,
             pathSeparator,
             type,
             signal: null
@@ -79455,10 +78846,10 @@ async function healthy(lock, timeoutMs = 2e3) {
 // engine/api/launcher.ts
 init_config();
 import { spawn as spawn6 } from "node:child_process";
-import { existsSync as existsSync25, rmSync as rmSync8, statSync as statSync14, writeFileSync as writeFileSync14 } from "node:fs";
-import path57 from "node:path";
+import { existsSync as existsSync24, rmSync as rmSync8, statSync as statSync14, writeFileSync as writeFileSync13 } from "node:fs";
+import path56 from "node:path";
 function selfCommand() {
-  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path57.resolve(process.argv[1] ?? "ocw.mjs") };
+  return { node: process.execPath, bundle: config2().OCW_BUNDLE ?? path56.resolve(process.argv[1] ?? "ocw.mjs") };
 }
 async function ensureEngine(stateDir2, opts = {}) {
   const timeoutMs = opts.timeoutMs ?? 2e4;
@@ -79470,7 +78861,7 @@ async function ensureEngine(stateDir2, opts = {}) {
     if (lock) return lock;
   }
   const command = opts.command ?? selfCommand();
-  if (!existsSync25(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
+  if (!existsSync24(command.bundle)) throw new Error(`${command.bundle} is missing: run \`npm run build\` in the opencode-worker checkout`);
   const started = await startExclusive(stateDir2, timeoutMs, () => {
     const child = spawn6(command.node, [command.bundle, "serve", "--background"], {
       detached: true,
@@ -79485,10 +78876,10 @@ async function ensureEngine(stateDir2, opts = {}) {
   throw new Error(`the engine did not start within ${timeoutMs / 1e3}s: run \`ocw serve\` in a terminal to see why`);
 }
 async function startExclusive(stateDir2, timeoutMs, spawnEngine) {
-  const marker = path57.join(stateDir2, "engine.starting");
+  const marker = path56.join(stateDir2, "engine.starting");
   let spawned = false;
   try {
-    writeFileSync14(marker, String(process.pid), { flag: "wx", mode: 384 });
+    writeFileSync13(marker, String(process.pid), { flag: "wx", mode: 384 });
     spawned = true;
   } catch {
     const age2 = Date.now() - (statSync14(marker, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
@@ -79563,11 +78954,11 @@ async function gradeCommand(o2) {
   const { client: client3, targetId } = await connectWithTarget(o2, "cli:ocw grade");
   const target = targetId ? (await client3.targets.list.query()).targets.find((t2) => t2.id === targetId) : (await client3.status.query()).activeTarget;
   if (!target) throw new CliError("no active target: run `ocw setup`, or pass --endpoint URL --model ID");
-  const runDir = path58.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
+  const runDir = path57.join(stateDir(), "ladder", (/* @__PURE__ */ new Date()).toISOString().replace(/[:.]/g, "-"));
   const tasks = LADDER.flatMap(
     (rung) => Array.from({ length: o2.samples }, (_, k) => ({
       task: rung.task,
-      directory: materializeRung(rung, path58.join(runDir, `rung${rung.rung}-s${k + 1}`)),
+      directory: materializeRung(rung, path57.join(runDir, `rung${rung.rung}-s${k + 1}`)),
       checks: rung.checks,
       scope: rung.scope,
       protect: rung.protect,
@@ -79601,25 +78992,25 @@ async function gradeCommand(o2) {
     byRung.set(rung, [...byRung.get(rung) ?? [], workers.get(id2)]);
   });
   const grade2 = summarizeLadder(target, o2.samples, byRung);
-  const packs = config2().OCW_PACKS_DIR ?? path58.join(projectRoot(), "packs");
-  const file3 = path58.join(packs, targetSlug(target), "grade.json");
-  mkdirSync20(path58.dirname(file3), { recursive: true });
-  writeJsonAtomic(file3, grade2, 420);
-  if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file3 }, null, 2) + "\n");
+  const packs = config2().OCW_PACKS_DIR ?? path57.join(projectRoot(), "packs");
+  const file2 = path57.join(packs, targetSlug(target), "grade.json");
+  mkdirSync20(path57.dirname(file2), { recursive: true });
+  writeJsonAtomic(file2, grade2, 420);
+  if (o2.json) process.stdout.write(JSON.stringify({ ...grade2, file: file2 }, null, 2) + "\n");
   else {
     for (const r of grade2.rungs)
       process.stderr.write(
         `rung ${r.rung} ${r.name.padEnd(30)} built ${(r.builtRate * 100).toFixed(0)}%  honest ${(r.honestRate * 100).toFixed(0)}%  (n=${r.samples})
 `
       );
-    process.stderr.write(`ocw: grade written to ${file3}
+    process.stderr.write(`ocw: grade written to ${file2}
 `);
   }
 }
 
 // engine/commands/run.ts
-import { readFileSync as readFileSync21 } from "node:fs";
-import path59 from "node:path";
+import { readFileSync as readFileSync20 } from "node:fs";
+import path58 from "node:path";
 import readline from "node:readline";
 
 // shared/ask-view.ts
@@ -79731,12 +79122,12 @@ async function followAndAnswer(client3, ids, approve, timeoutSec, batchId) {
     asker?.close();
   }
 }
-function parseBatch(file3) {
+function parseBatch(file2) {
   let raw2;
   try {
-    raw2 = JSON.parse(readFileSync21(file3, "utf8"));
+    raw2 = JSON.parse(readFileSync20(file2, "utf8"));
   } catch (err) {
-    throw new CliError(`cannot read the batch file ${file3}: ${err.message}`);
+    throw new CliError(`cannot read the batch file ${file2}: ${err.message}`);
   }
   const parsed = BatchFile.safeParse(raw2);
   if (!parsed.success) {
@@ -79745,16 +79136,16 @@ function parseBatch(file3) {
     const i2 = (again.success ? parsed.error : again.error).issues[0];
     const at = asObject && i2.path[0] === "tasks" ? i2.path.slice(1) : asObject ? null : i2.path;
     const where = at === null ? i2.path.length ? `${i2.path.join(".")}: ` : "" : at.length ? `task ${Number(at[0]) + 1}${at.length > 1 ? "." + at.slice(1).join(".") : ""}: ` : "";
-    throw new CliError(`batch file ${file3}: ${where}${i2.message}`);
+    throw new CliError(`batch file ${file2}: ${where}${i2.message}`);
   }
-  const base2 = path59.dirname(path59.resolve(file3));
+  const base2 = path58.dirname(path58.resolve(file2));
   const { tasks, integration } = Array.isArray(parsed.data) ? { tasks: parsed.data, integration: void 0 } : parsed.data;
   return {
     tasks: tasks.map(({ dir, after, id: id2, ...t2 }) => ({
       ...t2,
       ...id2 ? { id: id2 } : {},
       ...after.length ? { after } : {},
-      directory: path59.resolve(base2, dir ?? t2.directory)
+      directory: path58.resolve(base2, dir ?? t2.directory)
     })),
     integration
   };
@@ -79780,9 +79171,9 @@ async function runCommand3(o2) {
     if (!o2.dir) throw new CliError("--dir is required: the git repository the task works on");
     if (!o2.task?.trim()) throw new CliError("--task is empty: say what the worker should do");
     if (o2.heldBack && !o2.check.length) throw new CliError("--held-back needs at least one --check that uses its files");
-    const files = o2.heldBack ? path59.resolve(o2.heldBack) : void 0;
+    const files = o2.heldBack ? path58.resolve(o2.heldBack) : void 0;
     const checks = o2.check.map((run4) => files ? { run: run4, files } : { run: run4 });
-    specs = [{ task: o2.task, directory: path59.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
+    specs = [{ task: o2.task, directory: path58.resolve(o2.dir), checks, scope: o2.scope, protect: o2.protect }];
   }
   for (const [n2, s] of specs.entries()) {
     await inspectRepo(s.directory).catch((err) => {
@@ -81868,7 +81259,7 @@ var StdioServerTransport = class {
 init_paths();
 
 // engine/mcp/format.ts
-import path60 from "node:path";
+import path59 from "node:path";
 var clip = (s, n2) => s.length <= n2 ? s : s.slice(0, Math.max(0, n2 - 1)) + "\u2026";
 var secs = (ms) => Math.max(0, Math.round(ms / 100) / 10);
 function titleOf(w) {
@@ -81881,12 +81272,12 @@ function untrustedText(s, max, opts = {}) {
 var WORKSPACE_MARK = "\u27E8workspace\u27E9";
 function askWhat(a2, worktree) {
   if (!worktree) return a2.what;
-  const root2 = path60.resolve(worktree);
+  const root2 = path59.resolve(worktree);
   const swap = (p) => {
-    const abs = path60.resolve(p);
-    return abs === root2 ? "." : abs.startsWith(root2 + path60.sep) ? path60.relative(root2, abs).split(path60.sep).join("/") : p;
+    const abs = path59.resolve(p);
+    return abs === root2 ? "." : abs.startsWith(root2 + path59.sep) ? path59.relative(root2, abs).split(path59.sep).join("/") : p;
   };
-  if (path60.isAbsolute(a2.what)) return swap(a2.what);
+  if (path59.isAbsolute(a2.what)) return swap(a2.what);
   return a2.what.split(root2).join(WORKSPACE_MARK);
 }
 function pendingItem(a2, worktree) {
@@ -82084,7 +81475,7 @@ var EngineLink = class {
 
 // engine/mcp/server.ts
 import { execFile as execFile2 } from "node:child_process";
-import path61 from "node:path";
+import path60 from "node:path";
 import { promisify as promisify4 } from "node:util";
 
 // node_modules/zod/v3/helpers/util.js
@@ -82446,8 +81837,8 @@ function getErrorMap2() {
 
 // node_modules/zod/v3/helpers/parseUtil.js
 var makeIssue = (params) => {
-  const { data, path: path67, errorMaps, issueData } = params;
-  const fullPath = [...path67, ...issueData.path || []];
+  const { data, path: path66, errorMaps, issueData } = params;
+  const fullPath = [...path66, ...issueData.path || []];
   const fullIssue = {
     ...issueData,
     path: fullPath
@@ -82562,11 +81953,11 @@ var errorUtil;
 
 // node_modules/zod/v3/types.js
 var ParseInputLazyPath = class {
-  constructor(parent, value, path67, key) {
+  constructor(parent, value, path66, key) {
     this._cachedPath = [];
     this.parent = parent;
     this.data = value;
-    this._path = path67;
+    this._path = path66;
     this._key = key;
   }
   get path() {
@@ -86112,11 +85503,11 @@ function normalizeObjectSchema(schema) {
   }
   return void 0;
 }
-function getDotPath(path67) {
-  if (path67.length === 0) {
+function getDotPath(path66) {
+  if (path66.length === 0) {
     return "object root";
   }
-  return path67.reduce((acc, seg, index) => {
+  return path66.reduce((acc, seg, index) => {
     if (index === 0) {
       return String(seg);
     }
@@ -90956,14 +90347,14 @@ function createMcpServer(opts) {
       for (const id2 of workerIds) mine.add(id2);
       const { slots } = await slotsNow();
       const warnings = [];
-      for (const dir of new Set(args.tasks.map((t2) => path61.resolve(t2.directory)))) {
+      for (const dir of new Set(args.tasks.map((t2) => path60.resolve(t2.directory)))) {
         const dirty = await uncommitted(dir);
         if (dirty) warnings.push(dirty);
       }
       const overlaps = [];
       args.tasks.forEach(
         (a2, i2) => args.tasks.forEach((b, j) => {
-          if (j > i2 && path61.resolve(a2.directory) === path61.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
+          if (j > i2 && path60.resolve(a2.directory) === path60.resolve(b.directory) && scopesOverlap(a2.scope, b.scope)) overlaps.push(`${i2 + 1}&${j + 1}`);
         })
       );
       if (overlaps.length)
@@ -91778,21 +91169,21 @@ async function uncommitted(dir) {
   return `your checkout has ${files.length} uncommitted change(s) (${files.slice(0, 5).join(", ")}${files.length > 5 ? ", \u2026" : ""}): the worker starts from the last commit and does not see them \u2014 commit what it needs before delegating`;
 }
 async function repoRoot(dir) {
-  if (!path61.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
+  if (!path60.isAbsolute(dir)) throw new ToolError(`directory must be an absolute path (got "${clip(dir, 200)}")`);
   const top = (await gitOut(dir, ["rev-parse", "--show-toplevel"]))?.trim();
-  return path61.resolve(top || dir);
+  return path60.resolve(top || dir);
 }
 function sameRepo(w, root2) {
-  const r = path61.resolve(w.repo);
-  return r === root2 || path61.resolve(w.spec.directory) === root2 || path61.resolve(w.spec.directory).startsWith(root2 + path61.sep);
+  const r = path60.resolve(w.repo);
+  return r === root2 || path60.resolve(w.spec.directory) === root2 || path60.resolve(w.spec.directory).startsWith(root2 + path60.sep);
 }
 function failure(message) {
   return { content: [{ type: "text", text: message }], isError: true };
 }
 function directoryProblem(dir, baseDir) {
   if (typeof dir !== "string" || !dir) return null;
-  if (path61.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
-  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path61.resolve(baseDir, dir)}"`;
+  if (path60.isAbsolute(dir) || /^[A-Za-z]:[\\/]/.test(dir)) return null;
+  return `directory must be an absolute path to a git repository (got "${clip(dir, 200)}"): pass e.g. "${path60.resolve(baseDir, dir)}"`;
 }
 function messageOf(err, log, tool) {
   if (err instanceof ToolError) return err.message;
@@ -91948,7 +91339,7 @@ function answerInvalidLines(input2, write, log = () => {
 
 // engine/commands/serve.ts
 import { appendFileSync as appendFileSync2 } from "node:fs";
-import path62 from "node:path";
+import path61 from "node:path";
 
 // engine/api/supervisor.ts
 import { spawn as spawn7 } from "node:child_process";
@@ -92041,7 +91432,7 @@ function registerServeCommands(program3) {
       return attach(running);
     }
     if (o2.background && !o2.supervised) {
-      const note = (line) => appendFileSync2(path62.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
+      const note = (line) => appendFileSync2(path61.join(dir, "supervisor.log"), `${(/* @__PURE__ */ new Date()).toISOString()} ${line}
 `);
       process.exit(await superviseEngine(dir, note));
     }
@@ -92195,7 +91586,7 @@ function registerHousekeepingCommands(program3) {
 }
 
 // engine/commands/workers.ts
-import path63 from "node:path";
+import path62 from "node:path";
 init_paths();
 var client2 = async (name) => connect(await ensureEngine(stateDir()), `cli:ocw ${name}`);
 var safe = (t2) => showUntrusted(t2, { lines: false, max: 4e3 });
@@ -92218,7 +91609,7 @@ function registerWorkerCommands(program3) {
       const ws = await c3.workers.list.query({
         ...o2.batch ? { batchId: o2.batch } : {},
         ...states ? { states } : {},
-        ...o2.repo ? { repo: path63.resolve(o2.repo) } : {}
+        ...o2.repo ? { repo: path62.resolve(o2.repo) } : {}
       });
       if (o2.json) return console.log(JSON.stringify(ws, null, 2));
       if (!ws.length) return console.log("no workers" + (o2.state || o2.repo || o2.batch ? " match" : " yet: start one with `ocw run`"));
@@ -92328,7 +91719,7 @@ function registerWorkerCommands(program3) {
   });
   program3.command("prune").description("delete merged ocw/ branches of a repository (keeps built work not merged yet, and running workers' branches)").option("--dir <dir>", "the repository (default: the current folder)").option("--json", "print JSON").action(async (o2) => {
     try {
-      const r = await (await client2("prune")).workers.prune.mutate({ directory: path63.resolve(o2.dir ?? ".") });
+      const r = await (await client2("prune")).workers.prune.mutate({ directory: path62.resolve(o2.dir ?? ".") });
       if (o2.json) return console.log(JSON.stringify(r, null, 2));
       for (const d of r.deleted) console.log(`deleted ${d.branch} (was ${d.commit.slice(0, 12)})`);
       for (const k of r.kept) console.log(`kept ${k.branch}: ${k.reason}`);
@@ -92495,22 +91886,22 @@ var LogPrinter = class {
 
 // engine/commands/claude.ts
 import { execFileSync as execFileSync4, spawn as spawn8 } from "node:child_process";
-import { existsSync as existsSync26, readFileSync as readFileSync22, writeFileSync as writeFileSync15 } from "node:fs";
-import path64 from "node:path";
+import { existsSync as existsSync25, readFileSync as readFileSync21, writeFileSync as writeFileSync14 } from "node:fs";
+import path63 from "node:path";
 init_paths();
 var guiUrl = (lock) => `http://127.0.0.1:${lock.port}/?token=${lock.token}`;
 function repoRootOf(dir) {
   try {
-    return path64.resolve(
+    return path63.resolve(
       execFileSync4("git", ["-C", dir, "rev-parse", "--show-toplevel"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5e3 }).trim() || dir
     );
   } catch {
-    return path64.resolve(dir);
+    return path63.resolve(dir);
   }
 }
 var inRepo = (w, root2) => {
-  const d = path64.resolve(w.spec.directory);
-  return path64.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path64.sep);
+  const d = path63.resolve(w.spec.directory);
+  return path63.resolve(w.repo) === root2 || d === root2 || d.startsWith(root2 + path63.sep);
 };
 async function runningEngine() {
   const lock = readLock(stateDir());
@@ -92608,10 +91999,10 @@ async function snapshot(client3, ids, load2) {
   return Promise.all(ids.map((id2) => client3.workers.get.query({ workerId: id2 })));
 }
 function askPath(what, worktree) {
-  if (!worktree || !path64.isAbsolute(what)) return what;
-  const root2 = path64.resolve(worktree);
-  const abs = path64.resolve(what);
-  return abs.startsWith(root2 + path64.sep) ? path64.relative(root2, abs).split(path64.sep).join("/") : what;
+  if (!worktree || !path63.isAbsolute(what)) return what;
+  const root2 = path63.resolve(worktree);
+  const abs = path63.resolve(what);
+  return abs.startsWith(root2 + path63.sep) ? path63.relative(root2, abs).split(path63.sep).join("/") : what;
 }
 function sessionSummary(ws, since) {
   const waiting = ws.filter((w) => pendingAsks(w).length > 0);
@@ -92630,10 +92021,10 @@ function sessionSummary(ws, since) {
   }
   return `opencode-worker on this repository: ${parts.join("; ")} \u2014 the workers tool {directory} lists them.`;
 }
-var seenFile = () => path64.join(stateDir(), "claude-sessions.json");
+var seenFile = () => path63.join(stateDir(), "claude-sessions.json");
 function lastSeen(root2) {
   try {
-    return JSON.parse(readFileSync22(seenFile(), "utf8"))[root2] ?? 0;
+    return JSON.parse(readFileSync21(seenFile(), "utf8"))[root2] ?? 0;
   } catch {
     return 0;
   }
@@ -92641,19 +92032,19 @@ function lastSeen(root2) {
 function markSeen(root2) {
   let all = {};
   try {
-    if (existsSync26(seenFile())) all = JSON.parse(readFileSync22(seenFile(), "utf8"));
+    if (existsSync25(seenFile())) all = JSON.parse(readFileSync21(seenFile(), "utf8"));
   } catch {
   }
   all[root2] = Date.now();
   try {
-    writeFileSync15(seenFile(), JSON.stringify(all));
+    writeFileSync14(seenFile(), JSON.stringify(all));
   } catch {
   }
 }
 function readHookInput() {
   if (process.stdin.isTTY) return {};
   try {
-    const text = readFileSync22(0, "utf8");
+    const text = readFileSync21(0, "utf8");
     return text.trim() ? JSON.parse(text) : {};
   } catch {
     return {};
@@ -92682,8 +92073,8 @@ init_targets();
 init_llama_server();
 init_plan();
 init_setup3();
-import { existsSync as existsSync27 } from "node:fs";
-import path66 from "node:path";
+import { existsSync as existsSync26 } from "node:fs";
+import path65 from "node:path";
 init_fit_service();
 init_errors4();
 var InputError2 = class extends SetupError {
@@ -92761,9 +92152,9 @@ async function runFit(o2) {
     const slots = e.slots;
     const minCtx = int3(o2.minCtx, "--min-ctx") ?? Math.min(4096, h3.nCtxTrain);
     const dev = { gpus: gpus.map((g, i2) => ({ ...g, runtimeId: /^[A-Za-z]+\d+$/.test(g.name) ? g.name : `GPU${i2}` })), hostFreeBytes: hostFree };
-    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync27(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
+    const m = modelFromInfo(info, o2.gguf ?? o2.metadata, o2.gguf ? [existsSync26(o2.gguf) ? "-m" : "-hf", o2.gguf] : ["-m", `${h3.name ?? "model"}.gguf`]);
     const pick3 = planModel(m, dev, slots, minCtx, false);
-    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync27(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
+    const llamaCpp = o2.llamaFit !== false && o2.gguf && existsSync26(o2.gguf) ? await llamaFitParams(o2.gguf, e) : null;
     const out = {
       model: {
         source: info.source,
@@ -92817,11 +92208,7 @@ async function runFitPlan(o2) {
     const parallel = runtime === "vllm" || runtime === "sglang";
     const bin = parallel ? null : safeFind();
     const hw = o2.hardware ?? await detectHardware({ llamaServer: bin });
-    const out = await planFit(
-      { model: o2.model, slots, minCtx, ctxPerSlot, runtime: o2.runtime ? runtime : void 0, allowSlow: o2.allowSlow },
-      hw,
-      { llamaServer: bin, store: o2.store }
-    );
+    const out = await planFit({ model: o2.model, slots, minCtx, ctxPerSlot, runtime }, hw, { llamaServer: bin, store: o2.store });
     const code = out.pick ? 0 : 3;
     if (o2.json) return { code, stdout: JSON.stringify(out, null, 2) + "\n", stderr: "" };
     const p = out.pick;
@@ -92829,20 +92216,14 @@ async function runFitPlan(o2) {
       `hardware: ${out.hardware.gpus.length ? out.hardware.gpus.map((g) => `${g.name} ${fmt(g.freeBytes)} free`).join(", ") : "no GPU"}; RAM ${fmt(out.hardware.ramFreeBytes)} free`,
       ...out.hardware.notes.map((n2) => `note: ${n2}`),
       ...p ? [
-        `pick: ${p.model} ${p.quant ?? ""} \u2014 ${p.runtime}, ${p.slots} slot(s) \xD7 ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
+        `pick: ${p.model} ${p.quant ?? ""} \u2014 ${p.slots} slot(s) \xD7 ${p.ctxPerSlot} tokens, tool calling ${p.toolCalling}`,
         `  ${p.reason}`,
-        ...p.speed ? [
-          `  speed (estimated): \u2248 ${p.speed.decodeTokPerSecPerSlot} tokens/s per slot with ${p.slots} busy, ${p.speed.decodeTokPerSecSingle ?? "?"} alone; prompt \u2248 ${p.speed.prefillTokPerSec ?? "?"} tokens/s`
-        ] : [],
         ...p.devices.map((d) => `  ${d.name.padEnd(32)} ${fmt(d.plannedBytes).padStart(11)} of ${fmt(d.budgetBytes)}`),
         `  ${p.command}`,
         ...out.alternatives.map(
           (a2) => `alternative: ${a2.model} ${a2.quant ?? ""} (${a2.runtime !== "llama.cpp" ? `${a2.runtime}, tensor parallel ${a2.parallel?.tensor} \xD7 data parallel ${a2.parallel?.data}` : a2.pool ? `${a2.pool.replicas} replicas` : a2.placement}, ${a2.slots} \xD7 ${a2.ctxPerSlot})`
         )
-      ] : [`no fit: ${out.problem}`],
-      ...(out.refused ?? []).map(
-        (r) => `refused as too slow: ${r.model} ${r.quant ?? ""} (\u2248 ${r.speed?.decodeTokPerSecPerSlot} tokens/s per slot \xD7 ${r.slots}; --allow-slow plans it)`
-      )
+      ] : [`no fit: ${out.problem}`]
     ];
     return { code, stdout: lines.join("\n") + "\n", stderr: "" };
   } catch (err) {
@@ -92853,14 +92234,14 @@ async function runFitPlan(o2) {
     throw err;
   }
 }
-async function llamaFitParams(file3, e, llamaServer) {
+async function llamaFitParams(file2, e, llamaServer) {
   const server = llamaServer ?? safeFind();
   if (!server) return null;
-  const bin = path66.join(path66.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
-  if (!existsSync27(bin)) return null;
+  const bin = path65.join(path65.dirname(server), process.platform === "win32" ? "llama-fit-params.exe" : "llama-fit-params");
+  if (!existsSync26(bin)) return null;
   const args = [
     "-m",
-    file3,
+    file2,
     "-c",
     String(e.nCtx),
     "-np",
@@ -92906,15 +92287,7 @@ async function runStartCommand(o2, slots, ctx, log) {
   const seen = /* @__PURE__ */ new Map();
   let lastPct = -1;
   const job = await runStartJob2({
-    input: {
-      runtime: o2.runtime,
-      model: o2.model,
-      slots,
-      ctx,
-      minCtx,
-      acceptUnderpowered: o2.acceptUnderpowered,
-      ...o2.allowSlow ? { allowSlow: true } : {}
-    },
+    input: { runtime: o2.runtime, model: o2.model, slots, ctx, minCtx, acceptUnderpowered: o2.acceptUnderpowered },
     store: o2.store ?? new TargetStore(),
     hardware: o2.hardware,
     llamaServer: o2.llamaServer,
@@ -93111,7 +92484,7 @@ function emit2(r) {
   process.exitCode = r.code;
 }
 function registerModelSetupCommands(program3, { targetsJson } = {}) {
-  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor \xD7 data parallel GPUs").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--allow-slow", "plan a model even when it would decode below 8 tokens/s per slot (refused otherwise)").option("--json", "print JSON").action(async (opts) => emit2(await runFit(opts)));
+  program3.command("fit").description("choose a model, quant, slots and context for this machine (or, with --gguf/--metadata, estimate one file in detail)").option("--model <repoOrFile>", "plan this model: catalog id, owner/repo[:QUANT], hf:/URL or a local .gguf (default: propose one)").option("--slots <n>", "how many workers run at once (default 4 with a GPU, 1 on CPU)").option("--runtime <name>", "llama.cpp (default), or vllm / sglang: safetensors weights over tensor \xD7 data parallel GPUs").option("--metadata <file>", "JSON object of GGUF metadata keys \u2192 values (tensor infos optional)").option("--gguf <pathOrUrl>", "local .gguf, http(s) URL or hf:owner/repo/file.gguf (header read with Range requests)").option("--ctx <n>", "-c: total context (default: the model's n_ctx_train)").option("--parallel <n>", "-np: slots (default -1 = auto: 4 with unified KV)").option("--kv-unified", "--kv-unified: one KV pool shared by all slots").option("--no-kv-unified", "split KV: each slot gets ctx/parallel").option("--cache-type-k <t>", "-ctk (default f16)").option("--cache-type-v <t>", "-ctv (default f16)").option("--ubatch <n>", "-ub (default 512)").option("--flash-attn <mode>", "-fa on|off|auto (default auto = on)").option("--gpus <spec>", "auto (detect) | cpu | sizes like 24G,16G or NAME=24GiB").option("--min-ctx <n>", "minimum context per slot (default 32768; with --gguf/--metadata 4096)").option("--json", "print JSON").action(async (opts) => emit2(await runFit(opts)));
   program3.command("setup").description("fit, start (or capture) and verify a model server; persist it as a target").option(
     "--runtime <name>",
     "llama.cpp (default: the planner's pick, started by phases), vllm or sglang (with --model REPO; its binary, python's sglang, or docker/podman)"
@@ -93122,7 +92495,7 @@ function registerModelSetupCommands(program3, { targetsJson } = {}) {
     "--capture <url>",
     "capture an OpenAI-compatible endpoint that is already serving; repeat it for a pool of endpoints serving the same model",
     (v, prev = []) => [...prev, v]
-  ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--allow-slow", "start a plan even when it would decode below 8 tokens/s per slot (refused otherwise)").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
+  ).option("--provider <url>", "an API provider base URL (OpenAI-compatible)").option("--api-key-env <var>", "NAME of the environment variable holding the key (never the key)").option("--yes", "do not ask before starting a server").option("--accept-underpowered", "make an underpowered target active anyway").option("--json", "print JSON").action(async (opts) => emit2(await runSetup(opts)));
   program3.command("targets").description("list targets").option("--json", "print JSON").action(async (o2) => {
     if (!o2.json || !targetsJson) return emit2(runTargets(o2));
     emit2({ code: 0, stdout: JSON.stringify(await targetsJson(), null, 2) + "\n", stderr: "" });
