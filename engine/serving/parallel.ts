@@ -15,6 +15,7 @@ import type { FitPick as FitPickT, PlannedDevice } from "../../shared/fit";
 import { GiB } from "../models/estimate";
 import { gpuWords, PARALLEL_OVERHEAD, type ParallelModel, type ParallelPlan, type PlanDevices, parallelSpeed, shellQuote, sizeParallel } from "../models/plan";
 import { hasFp8 } from "../models/speed";
+import { readHubSizes, withHubSizes } from "../models/hub-sizes";
 import { buildSglangArgs, buildVllmArgs } from "./runtimes";
 import { reasoningParser, toolParser } from "./runtime-adapters";
 import { SetupError, type SetupErrorData } from "../models/errors";
@@ -165,7 +166,9 @@ export async function resolveParallelModel(
   hubEnabled = true,
   fp8First = false,
 ): Promise<ParallelModel[]> {
-  const entry = findCatalog(name) ?? CATALOG.find((c) => c.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
+  const found = findCatalog(name) ?? CATALOG.find((c) => c.weights?.some((w) => w.repo.toLowerCase() === name.toLowerCase()));
+  // the Hub's sizes kept from an earlier listing (offline too), laid over the catalog's figures
+  const entry = found && hubEnabled ? withHubSizes([found], readHubSizes(env))[0] : found;
   const hub = new HubSizer(env, hubEnabled);
   if (entry) {
     const all = await catalogModels(entry, runtime, hub, fp8First);
@@ -284,7 +287,8 @@ export async function proposeParallel(o: {
     const pick = first(named!);
     if (pick) return { pick, alternatives: [], problem: null };
   } else {
-    for (const e of CATALOG.filter((c) => c.autoPick && servedBy(c, o.runtime))) {
+    const catalog = o.hub === false ? CATALOG : withHubSizes(CATALOG, readHubSizes(env));
+    for (const e of catalog.filter((c) => c.autoPick && servedBy(c, o.runtime))) {
       if (found.length >= (o.max ?? 3)) break;
       const pick = first(await catalogModels(e, o.runtime, hub, fp8));
       if (pick) found.push(pick);
