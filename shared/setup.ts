@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { Price } from "./cost";
 import { FitPick } from "./fit";
 import { EnvVarName, Target, TargetCheck } from "./target";
 
@@ -48,6 +49,8 @@ export const SetupProviderInput = z.object({
   id: Common.id,
   acceptUnderpowered: Common.acceptUnderpowered,
   unverified: Common.unverified,
+  /** Dollars per million tokens (the provider's listed price for the model): kept on the target for costs. */
+  price: Price.optional(),
 });
 export type SetupProviderInput = z.input<typeof SetupProviderInput>;
 

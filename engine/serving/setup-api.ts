@@ -2,6 +2,7 @@
  * Model setup on the engine's typed API (the wizard and other clients): hardware as the planner sees it, the catalog
  * with this machine's fit per entry, and the fit itself — the same code paths as `ocw fit --json`.
  */
+import type { Price } from "../../shared/cost";
 import { InputError } from "../../shared/errors";
 import { type CatalogView, FitInput, type FitResult } from "../../shared/fit";
 import { randomBytes } from "node:crypto";
@@ -164,23 +165,33 @@ export async function setupProviderApi(input: SetupProviderInput, store: TargetS
   const i = SetupProviderInput.parse(input);
   try {
     return outcome(
-      await setupProvider({
-        url: i.url,
-        model: i.model,
-        apiKeyEnv: i.apiKeyEnv,
-        slots: i.slots,
-        id: i.id,
-        acceptUnderpowered: i.acceptUnderpowered,
-        unverified: i.unverified,
-        saveCannotBuild: false,
-        yes: true,
+      withPrice(
         store,
-        env: process.env,
-      }),
+        i.price,
+        await setupProvider({
+          url: i.url,
+          model: i.model,
+          apiKeyEnv: i.apiKeyEnv,
+          slots: i.slots,
+          id: i.id,
+          acceptUnderpowered: i.acceptUnderpowered,
+          unverified: i.unverified,
+          saveCannotBuild: false,
+          yes: true,
+          store,
+          env: process.env,
+        }),
+      ),
     );
   } catch (e) {
     inputError(e);
   }
+}
+
+/** A saved provider target keeps the price the wizard read from the provider's model list (costs use it). */
+function withPrice(store: TargetStore, price: Price | undefined, r: SetupResult): SetupResult {
+  if (!price || !r.saved) return r;
+  return { ...r, target: store.save({ ...r.target, price }, r.active) };
 }
 
 /** The variable a typed key is handed to verify under: the engine's own environment is not changed. */
@@ -218,7 +229,7 @@ export async function setupProviderKeyApi(input: SetupProviderKeyInput, store: T
     const where = storeApiKey(r.target.id, i.key);
     r = { ...r, target: store.save({ ...r.target, keyRef: null, ...where }, r.active) };
   }
-  return outcome(r);
+  return outcome(withPrice(store, i.price, r));
 }
 
 /** The model starts the engine runs (setup.start): the latest few, one running at a time. */
