@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { z } from "zod";
 import type { BatchSummary, IntegrationSpec } from "../../shared/batch";
-import type { BatchTaskInput, StartBatchResult } from "../../shared/api";
+import type { BatchTaskInput, SearchResult, StartBatchResult } from "../../shared/api";
 import { newId } from "../../shared/ids";
 import { firstIssue } from "../../shared/issues";
 import type { Decision, DecidedBy, Grant, PermissionAsk, PolicyRule } from "../../shared/permission";
@@ -38,6 +38,8 @@ import { countsAsBuilt, reviewText, type ReviewComment, type RoundKind, type Ver
 import { WorkerRegistry } from "./registry";
 import { InstanceReleaser } from "./release";
 import { Settler } from "./settle";
+import { BatchNames } from "./batch-names";
+import { searchTranscripts } from "./search";
 import { Batches } from "./batches";
 import { Attempts, expandAttempts, type AttemptInput } from "./attempts";
 import { stoppedForWinnerReason, type AttemptGroup, type AttemptRef } from "../../shared/attempts";
@@ -87,6 +89,8 @@ export class Engine {
   private readonly servers: OpencodeServers;
   /** Batches' plans: task names, dependencies, skipped tasks, integration checks. */
   readonly batches: Batches;
+  /** Batch names (people read them instead of ids). */
+  readonly batchNames: BatchNames;
   /** Best-of-N: attempt groups, their winner, and stopping the rest once one is built. */
   private readonly attempts: Attempts;
   /** Queued workers in admission order (FIFO by submission; a resume queues at the end). */
@@ -126,6 +130,7 @@ export class Engine {
       },
     });
     this.approvals = new Approvals({ stateDir: opts.stateDir, registry: reg });
+    this.batchNames = new BatchNames(opts.stateDir, (l) => this.log(l));
     this.batches = new Batches({
       stateDir: opts.stateDir,
       sandbox: this.sandbox,
@@ -326,9 +331,9 @@ export class Engine {
    * others starts only once they are built, from the base plus their graded commits; with integration checks, the
    * built workers' commits are combined and checked together once every task has ended (engine/workers/batches.ts).
    */
-  async startBatch(inputs: (AttemptInput & { id?: string; after?: string[] })[], integration?: IntegrationSpec): Promise<StartBatchResult> {
+  async startBatch(inputs: (AttemptInput & { id?: string; after?: string[] })[], integration?: IntegrationSpec, name?: string): Promise<StartBatchResult> {
     if (!inputs.length) throw new InputError("the batch is empty: give at least one task");
-    const r = await this.createTasks(inputs, true, integration);
+    const r = await this.createTasks(inputs, true, integration, name);
     return { batchId: r.batchId!, workerIds: r.workerIds, groups: r.groups, tasks: r.tasks };
   }
 
@@ -336,6 +341,7 @@ export class Engine {
     inputs: (AttemptInput & { id?: string; after?: string[] })[],
     asBatch: boolean,
     integration?: IntegrationSpec,
+    name?: string,
   ): Promise<{ batchId: string | null; workerIds: string[]; groups: { groupId: string; workerIds: string[] }[]; tasks: StartBatchResult["tasks"] }> {
     this.requireSandbox();
     const where = (n: number, msg: string) => (asBatch ? `task ${n + 1}: ${msg}` : msg);
@@ -379,6 +385,8 @@ export class Engine {
       checked.push({ spec, repo, target });
     }
     const batchId = asBatch ? newId("b") : null;
+    // Named before its first worker is announced, so every client shows the name from the start.
+    if (batchId && name?.trim()) this.batchNames.set(batchId, name.trim());
     if (!planned) {
       const workerIds = checked.map((c, i) => this.create(c.spec, c.repo, c.target, batchId, expanded[i]!.attempt).workerId);
       const groups = new Map<string, string[]>();
@@ -428,6 +436,7 @@ export class Engine {
     const built = [...tasks.entries()].filter(([key, t]) => (t[0]!.attempt ? this.attempts.group(key).winner !== null : countsAsBuilt(t[0]!.verdict))).length;
     const summary: BatchSummary = {
       id: batchId,
+      name: this.batchNames.get(batchId),
       workerIds: ws.map((w) => w.id),
       states: Object.fromEntries(ws.map((w) => [w.id, w.state])),
       settled,
@@ -443,6 +452,27 @@ export class Engine {
       done: settled,
     };
     return this.batches.extend(batchId, summary);
+  }
+
+  /** Names a batch ("" takes the name away); every client hears it as a `batch` event. */
+  nameBatch(batchId: string, name: string): { batchId: string; name: string | null } {
+    if (!this.list().some((w) => w.batchId === batchId)) throw new InputError(`unknown batch "${batchId}"`, "not-found");
+    this.batchNames.set(batchId, name.trim());
+    this.bus.publish({ type: "batch", batchId, ts: Date.now() });
+    return { batchId, name: this.batchNames.get(batchId) };
+  }
+
+  /** Workers whose stored transcript holds every word of `query` (engine/workers/search.ts). */
+  search(query: string, limit: number): SearchResult {
+    return searchTranscripts(
+      {
+        workers: this.list(),
+        logFile: (id) => this.logs.file(id),
+        streaming: (id) => [...(this.translator.streaming.get(id)?.values() ?? [])].map((s) => s.part),
+      },
+      query,
+      limit,
+    );
   }
 
   decide(d: Decision, by: DecidedBy): Promise<PermissionAsk> {
